@@ -1,0 +1,104 @@
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from '../sdk/index.ts';
+import type { StaticConfig } from '../compile/snapshot.ts';
+
+/** A GET endpoint of one of the admin-side servers. */
+export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface AdminEndpoints {
+  /** `readinessAddr`: `/healthz/ready`. */
+  readiness: Record<string, AdminHandler>;
+  /** `statsAddr`: `/metrics`. */
+  stats: Record<string, AdminHandler>;
+  /** `adminAddr`: `/config_dump`. */
+  admin: Record<string, AdminHandler>;
+}
+
+function splitAddress(addr: string): { host: string; port: number } {
+  const i = addr.lastIndexOf(':');
+  let host = addr.slice(0, i);
+  if (host.startsWith('[')) host = host.slice(1, -1);
+  if (host === 'localhost') host = '127.0.0.1';
+  return { host, port: Number(addr.slice(i + 1)) };
+}
+
+/**
+ * The readiness, stats and admin servers (BEHAVIOUR.md DECIDED 16). Endpoints of servers configured on the
+ * same address share one listener. Only GET (and HEAD) are served; other methods get 405.
+ */
+export class AdminServers {
+  private readonly servers: Server[] = [];
+  private readonly bound = new Map<string, AddressInfo>();
+  private readonly logger: Logger;
+
+  constructor(logger: Logger) {
+    this.logger = logger;
+  }
+
+  async start(config: StaticConfig, endpoints: AdminEndpoints): Promise<void> {
+    const byAddress = new Map<string, { roles: string[]; routes: Record<string, AdminHandler> }>();
+    const add = (role: keyof AdminEndpoints, addr: string): void => {
+      if (addr === 'off') return;
+      const group = byAddress.get(addr) ?? { roles: [], routes: {} };
+      group.roles.push(role);
+      Object.assign(group.routes, endpoints[role]);
+      byAddress.set(addr, group);
+    };
+    add('readiness', config.readinessAddr);
+    add('stats', config.statsAddr);
+    add('admin', config.adminAddr);
+    for (const [addr, group] of byAddress) {
+      const server = createServer((req, res) => {
+        const path = (req.url ?? '/').split('?')[0]!;
+        const handler = group.routes[path];
+        if (!handler) {
+          res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+          return;
+        }
+        if (req.method !== 'GET' && req.method !== 'HEAD') {
+          res.writeHead(405, { 'content-type': 'text/plain', allow: 'GET, HEAD' }).end('method not allowed\n');
+          return;
+        }
+        try {
+          handler(req, res);
+        } catch (err) {
+          this.logger.error('admin endpoint failed', { path, error: err as Error });
+          if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end('internal error\n');
+        }
+      });
+      const { host, port } = splitAddress(addr);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      this.servers.push(server);
+      const info = server.address() as AddressInfo;
+      for (const role of group.roles) this.bound.set(role, info);
+      this.logger.info('admin server listening', { roles: group.roles.join(','), address: `${info.address}:${info.port}` });
+    }
+  }
+
+  /** Where a role's server actually listens (port 0 in config picks a free one). */
+  address(role: keyof AdminEndpoints): AddressInfo | undefined {
+    return this.bound.get(role);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(
+      this.servers.map(
+        (s) =>
+          new Promise<void>((resolve) => {
+            s.close(() => resolve());
+            s.closeAllConnections();
+          }),
+      ),
+    );
+    this.servers.length = 0;
+  }
+}

@@ -1,0 +1,26 @@
+import { dirname } from 'node:path';
+import { parse } from 'yaml';
+import { PluginRegistry } from '../registry/registry.ts';
+import { loadPluginModules } from '../registry/load-plugin-modules.ts';
+
+/** Read `config.plugins` before full validation: the schema depends on which plugins are loaded. */
+export function preloadPluginList(text: string): string[] {
+  try {
+    const doc = parse(text, { strict: false }) as { config?: { plugins?: unknown } } | null;
+    const list = doc?.config?.plugins;
+    return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string' && !p.includes('${')) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The registry for one process: the distribution's preset, then third-party modules from `config.plugins`. */
+export async function buildRegistry(preset: readonly unknown[], thirdParty: readonly string[], configFile: string | undefined): Promise<PluginRegistry> {
+  const registry = new PluginRegistry();
+  for (const plugin of preset) registry.register(plugin, { name: 'switchyard' });
+  if (thirdParty.length) {
+    const modules = await loadPluginModules(thirdParty, configFile ? dirname(configFile) : process.cwd());
+    for (const mod of modules) for (const plugin of mod.plugins) registry.register(plugin, mod.source);
+  }
+  return registry.finalize();
+}

@@ -1,0 +1,140 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { assembleSchema } from '../config/assemble-schema.ts';
+import { ConfigLoadError } from '../config/format-issues.ts';
+import { PluginRegistryError } from '../registry/registry.ts';
+import { createGateway } from './container.ts';
+import type { ConfigInput } from './gateway.ts';
+import { buildRegistry, preloadPluginList } from './build-registry.ts';
+
+/** What a distribution (the bin script, a trimmed bundle) hands the CLI. */
+export interface Distribution {
+  readonly preset: readonly unknown[];
+  readonly knownKeys?: Iterable<string>;
+  readonly version: string;
+}
+
+const USAGE = `Usage: switchyard [options]
+       switchyard schema [-f FILE]     print the JSON Schema of the installed plugins
+       switchyard plugins [-f FILE]    list the installed plugins
+
+Options:
+  -f, --file FILE      config file (YAML or JSON), watched and reloaded on change
+  -c, --config TEXT    inline config (YAML or JSON)
+      --validate-only  load and check the config, then exit (0 valid, 1 invalid)
+  -V, --version        print the version
+  -h, --help           this text
+`;
+
+interface Args {
+  command: 'run' | 'schema' | 'plugins' | 'help' | 'version';
+  file?: string;
+  inline?: string;
+  validateOnly: boolean;
+}
+
+function parseArgs(argv: readonly string[]): Args | string {
+  const args: Args = { command: 'run', validateOnly: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const value = (): string | undefined => argv[++i];
+    if (a === 'schema' || a === 'plugins') args.command = a;
+    else if (a === '-f' || a === '--file') args.file = value();
+    else if (a.startsWith('--file=')) args.file = a.slice(7);
+    else if (a === '-c' || a === '--config') args.inline = value();
+    else if (a === '--validate-only') args.validateOnly = true;
+    else if (a === '-V' || a === '--version') args.command = 'version';
+    else if (a === '-h' || a === '--help') args.command = 'help';
+    else return `unknown argument \`${a}\``;
+    if ((a === '-f' || a === '--file' || a === '-c' || a === '--config') && argv[i] === undefined) return `${a} needs a value`;
+  }
+  return args;
+}
+
+function configInput(args: Args): ConfigInput | undefined {
+  if (args.inline !== undefined) return { name: '<inline>', text: args.inline };
+  if (args.file !== undefined) return { file: resolve(args.file) };
+  return undefined;
+}
+
+/** Run the CLI. Resolves with the exit code for commands that end; a running gateway resolves on shutdown. */
+export async function main(argv: readonly string[], dist: Distribution): Promise<number> {
+  const args = parseArgs(argv);
+  if (typeof args === 'string') {
+    process.stderr.write(`switchyard: ${args}\n\n${USAGE}`);
+    return 2;
+  }
+  if (args.command === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (args.command === 'version') {
+    process.stdout.write(`switchyard ${dist.version}\n`);
+    return 0;
+  }
+  try {
+    if (args.command === 'schema' || args.command === 'plugins') {
+      const text = args.file ? readFileSync(args.file, 'utf8') : '';
+      const registry = await buildRegistry(dist.preset, preloadPluginList(text), args.file ? resolve(args.file) : undefined);
+      if (args.command === 'schema') {
+        process.stdout.write(`${JSON.stringify(assembleSchema(registry), null, 2)}\n`);
+      } else {
+        const rows = registry.plugins().map(({ plugin, source }) => [
+          plugin.kind,
+          plugin.key,
+          plugin.kind === 'slot' ? '' : (plugin.aliases ?? []).join(','),
+          source.name,
+          plugin.kind === 'slot' ? plugin.description : plugin.description,
+        ]);
+        const header = ['KIND', 'KEY', 'ALIASES', 'SOURCE', 'DESCRIPTION'];
+        const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+        for (const row of [header, ...rows]) {
+          process.stdout.write(`${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')}\n`);
+        }
+      }
+      return 0;
+    }
+    const input = configInput(args);
+    if (!input) {
+      process.stderr.write(`switchyard: a config is required (-f FILE or -c TEXT)\n\n${USAGE}`);
+      return 2;
+    }
+    const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input });
+    if (args.validateOnly) {
+      const text = 'file' in input ? readFileSync(input.file, 'utf8') : input.text;
+      const snapshot = await gateway.compile(text);
+      snapshot.dispose();
+      await gateway.stop();
+      process.stdout.write('Configuration is valid!\n');
+      return 0;
+    }
+    await gateway.start();
+    return await new Promise<number>((done) => {
+      let signalled = false;
+      const onSignal = (signal: NodeJS.Signals): void => {
+        if (signalled) {
+          process.stderr.write(`switchyard: second ${signal}, exiting now\n`);
+          process.exit(1);
+        }
+        signalled = true;
+        void gateway.stop().then(
+          () => done(0),
+          () => done(1),
+        );
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
+    });
+  } catch (err) {
+    if (err instanceof ConfigLoadError) {
+      process.stderr.write(`switchyard: invalid config\n\n${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof PluginRegistryError) {
+      process.stderr.write(`switchyard: ${err.message} [${err.code}]\n`);
+      return 1;
+    }
+    process.stderr.write(`switchyard: ${(err as Error)?.message ?? String(err)}\n`);
+    return 1;
+  }
+}

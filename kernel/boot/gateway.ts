@@ -1,0 +1,275 @@
+import { readFile } from 'node:fs/promises';
+import { ConfigError } from '../sdk/index.ts';
+import type { Logger } from '../sdk/index.ts';
+import { AdminServers } from '../admin/admin-servers.ts';
+import { redactSecrets } from '../admin/redact.ts';
+import { compileSnapshot } from '../compile/compile-snapshot.ts';
+import type { Snapshot } from '../compile/snapshot.ts';
+import { assembleSchema } from '../config/assemble-schema.ts';
+import { ConfigLoadError, positionIssue } from '../config/format-issues.ts';
+import { loadConfigText } from '../config/load-config.ts';
+import { ConfigValidator } from '../config/validate-config.ts';
+import { watchConfigFile } from '../config/watch-config.ts';
+import type { PluginRegistry } from '../registry/registry.ts';
+import type { GenerationalResources } from '../resources/resource-cache.ts';
+import type { BindServers } from '../runtime/bind-servers.ts';
+import type { RequestPipeline } from '../runtime/request-pipeline.ts';
+import type { AccessLog } from '../telemetry/access-log.ts';
+import type { LogSink, ProcessLogger } from '../telemetry/logger.ts';
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import { buildRegistry, preloadPluginList } from './build-registry.ts';
+
+/** Where the config comes from: a watched file, or inline text (`-c`, tests). */
+export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string };
+
+export interface GatewayOptions {
+  /** The distribution's plugins (a preset). */
+  readonly preset: readonly unknown[];
+  /** Keys of first-party plugins that may be missing from a trimmed distribution. */
+  readonly knownKeys?: Iterable<string>;
+  readonly config: ConfigInput;
+  /** Re-read the file when it changes. Default true for files. */
+  readonly watch?: boolean;
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/** Kernel services the gateway coordinates; wired in the composition root (container.ts). */
+export interface GatewayServices {
+  readonly logger: ProcessLogger;
+  readonly sink: LogSink;
+  readonly metrics: MetricsRegistry;
+  readonly resources: GenerationalResources;
+  readonly accessLog: AccessLog;
+  readonly pipeline: RequestPipeline;
+  readonly binds: BindServers;
+  readonly admin: AdminServers;
+}
+
+/** Lifecycle of one gateway process: load, serve, reload on change, drain on stop. */
+export class Gateway {
+  private readonly options: GatewayOptions;
+  private readonly s: GatewayServices;
+  private readonly log: Logger;
+  private registry: PluginRegistry | undefined;
+  private validator: ConfigValidator | undefined;
+  private generation = 0;
+  private lastText: string | undefined;
+  private stopWatching: (() => void) | undefined;
+  private reloading: Promise<boolean> | undefined;
+  private reloadAgain = false;
+  private readonly live = new Set<Snapshot>();
+  private started = false;
+  private stopping: Promise<void> | undefined;
+
+  constructor(options: GatewayOptions, services: GatewayServices) {
+    this.options = options;
+    this.s = services;
+    this.log = services.logger;
+  }
+
+  get snapshot(): Snapshot | undefined {
+    return this.s.pipeline.snapshot;
+  }
+
+  get admin(): AdminServers {
+    return this.s.admin;
+  }
+
+  get pluginRegistry(): PluginRegistry | undefined {
+    return this.registry;
+  }
+
+  private get fileName(): string {
+    const c = this.options.config;
+    return 'file' in c ? c.file : c.name;
+  }
+
+  private async readText(): Promise<string> {
+    const c = this.options.config;
+    return 'file' in c ? readFile(c.file, 'utf8') : c.text;
+  }
+
+  /** Build the registry and schema validator (once per process: plugin modules are static config). */
+  async prepare(text?: string): Promise<void> {
+    if (this.registry) return;
+    const source = text ?? (await this.readText());
+    const c = this.options.config;
+    this.registry = await buildRegistry(this.options.preset, preloadPluginList(source), 'file' in c ? c.file : undefined);
+    this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys);
+  }
+
+  /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
+  async compile(text: string): Promise<Snapshot> {
+    await this.prepare(text);
+    const env = this.options.env ?? process.env;
+    const loaded = loadConfigText(this.fileName, text, this.validator!, env);
+    const generation = ++this.generation;
+    try {
+      return await compileSnapshot(loaded.value, {
+        registry: this.registry!,
+        resources: this.s.resources,
+        metrics: this.s.metrics,
+        logger: this.log,
+        cwd: this.options.cwd ?? process.cwd(),
+        generation,
+        env,
+      });
+    } catch (err) {
+      await this.s.resources.release(generation);
+      if (err instanceof ConfigError) throw new ConfigLoadError(err.issues.map((i) => positionIssue(loaded.source, i)));
+      throw err;
+    }
+  }
+
+  /** Load the config, bind every port, start the admin servers and the file watcher. */
+  async start(): Promise<void> {
+    const text = await this.readText();
+    const snapshot = await this.compile(text);
+    this.applyLogging(snapshot);
+    this.lastText = text;
+    this.s.pipeline.snapshot = snapshot;
+    this.live.add(snapshot);
+    await this.s.binds.apply(snapshot);
+    await this.s.admin.start(snapshot.staticConfig, this.endpoints());
+    this.started = true;
+    const c = this.options.config;
+    if ('file' in c && this.options.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
+    this.log.info('switchyard ready', { config: this.fileName, generation: snapshot.generation, binds: [...snapshot.binds.keys()].join(',') });
+  }
+
+  private applyLogging(snapshot: Snapshot): void {
+    const logging = snapshot.staticConfig.logging;
+    this.s.logger.configure({ level: logging.level, format: logging.format });
+    this.s.accessLog.enabled = logging.accessLog;
+    this.s.accessLog.format = logging.format;
+  }
+
+  /**
+   * Re-read the config. A valid change is swapped in atomically: new requests use it, in-flight ones finish on
+   * the old snapshot, which is then disposed. An invalid change is logged and the last good config keeps serving.
+   * Resolves true when a new snapshot went live.
+   */
+  reload(text?: string): Promise<boolean> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    this.reloading = this.doReload(text).finally(() => {
+      this.reloading = undefined;
+      if (this.reloadAgain) {
+        this.reloadAgain = false;
+        void this.reload();
+      }
+    });
+    return this.reloading;
+  }
+
+  private async doReload(given?: string): Promise<boolean> {
+    if (this.stopping) return false;
+    let text: string;
+    try {
+      text = given ?? (await this.readText());
+    } catch (err) {
+      this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
+      return false;
+    }
+    if (text === this.lastText) return false;
+    const reloads = this.s.metrics.counter('switchyard_config_reloads_total', 'Config reloads, by result.');
+    let next: Snapshot;
+    try {
+      next = await this.compile(text);
+    } catch (err) {
+      reloads.inc({ result: 'invalid' });
+      this.log.error(`config reload failed; keeping the last good config\n${(err as Error).message}`, { config: this.fileName });
+      this.lastText = text;
+      return false;
+    }
+    this.lastText = text;
+    const previous = this.s.pipeline.snapshot!;
+    this.s.pipeline.snapshot = next;
+    this.live.add(next);
+    this.applyLogging(next);
+    if (JSON.stringify({ ...previous.staticConfig, logging: 0 }) !== JSON.stringify({ ...next.staticConfig, logging: 0 })) {
+      this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout) take effect after a restart');
+    }
+    try {
+      await this.s.binds.apply(next);
+    } catch (err) {
+      this.log.error('config reloaded but some binds could not listen', { error: err as Error });
+    }
+    reloads.inc({ result: 'applied' });
+    this.log.info('config reloaded', { generation: next.generation });
+    void previous.retire().then(async () => {
+      previous.dispose();
+      this.live.delete(previous);
+      await this.s.resources.release(previous.generation);
+    });
+    return true;
+  }
+
+  private endpoints() {
+    return {
+      readiness: {
+        '/healthz/ready': (_req: unknown, res: import('node:http').ServerResponse) => {
+          const snapshot = this.s.pipeline.snapshot;
+          const pending = snapshot ? this.s.binds.pending(snapshot) : [];
+          if (this.started && !this.stopping && snapshot && pending.length === 0) {
+            res.writeHead(200, { 'content-type': 'text/plain' }).end('ready\n');
+          } else {
+            const why = this.stopping ? 'shutting down' : pending.length ? `binds ${pending.join(', ')}` : 'config';
+            res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready, pending: ${why}\n`);
+          }
+        },
+      },
+      stats: {
+        '/metrics': (_req: unknown, res: import('node:http').ServerResponse) => {
+          res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(this.s.metrics.render());
+        },
+      },
+      admin: {
+        '/config_dump': (_req: unknown, res: import('node:http').ServerResponse) => {
+          const snapshot = this.s.pipeline.snapshot!;
+          const dump = {
+            generation: snapshot.generation,
+            loadedAt: snapshot.loadedAt.toISOString(),
+            config: redactSecrets(snapshot.config),
+          };
+          res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify(dump, null, 2)}\n`);
+        },
+      },
+    };
+  }
+
+  /**
+   * Stop accepting, let in-flight requests finish (bounded by `drainTimeout`), then close everything.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    this.stopWatching?.();
+    this.s.pipeline.draining = true;
+    const drainMs = this.s.pipeline.snapshot?.staticConfig.drainTimeoutMs ?? 10_000;
+    const closed = this.s.binds.stopAccepting();
+    this.s.binds.closeIdle();
+    const drained = Promise.all([...this.live].map((s) => s.retire()));
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), drainMs);
+    });
+    const outcome = await Promise.race([drained.then(() => 'drained' as const), deadline]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') this.log.warn('drain deadline passed; closing remaining connections', { drainTimeoutMs: drainMs });
+    this.s.binds.destroyAll();
+    await Promise.all(closed);
+    await this.s.admin.close();
+    for (const s of this.live) s.dispose();
+    this.live.clear();
+    await this.s.resources.disposeAll();
+    this.log.info('switchyard stopped');
+    this.s.sink.flush();
+  }
+}

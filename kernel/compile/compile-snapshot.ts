@@ -1,0 +1,335 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
+import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import type {
+  BackendCompileContext,
+  BackendInstance,
+  BackendPlugin,
+  ConfigIssue,
+  ConfigPath,
+  Logger,
+  PolicyPlugin,
+  PolicySet,
+} from '../sdk/index.ts';
+import { didYouMean } from '../config/did-you-mean.ts';
+import { formatPath } from '../config/config-source.ts';
+import type { PluginRegistry } from '../registry/registry.ts';
+import type { GenerationalResources } from '../resources/resource-cache.ts';
+import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import { PooledUpstreams } from '../upstream/http-target.ts';
+import { compileHostnameTest, compileMatch } from './matchers.ts';
+import type { MatchConfig } from './matchers.ts';
+import { CompiledPolicySet, LayeredPolicySet } from './policy-set.ts';
+import type { PolicyEntry } from './policy-set.ts';
+import { Snapshot } from './snapshot.ts';
+import type { CompiledBackendRef, CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
+import { resolveStaticConfig } from './static-config.ts';
+
+type Obj = Record<string, unknown>;
+
+/**
+ * Replace an alias key by the plugin's real key in place, keeping key order, so `/config_dump` and logs show the
+ * real identifier (NAMES.md). Paths in error messages still use what the user wrote.
+ */
+function renameKey(obj: Obj, from: string, to: string): void {
+  if (from === to || !(from in obj)) return;
+  const entries = Object.entries(obj);
+  for (const k of Object.keys(obj)) delete obj[k];
+  for (const [k, v] of entries) obj[k === from ? to : k] = v;
+}
+
+export interface CompileDeps {
+  readonly registry: PluginRegistry;
+  readonly resources: GenerationalResources;
+  readonly metrics: MetricsRegistry;
+  readonly logger: Logger;
+  /** Directory relative file paths resolve against (the process's working directory, SPEC 5.1). */
+  readonly cwd: string;
+  readonly generation: number;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+interface NamedSpec {
+  readonly value: Obj;
+  readonly path: ConfigPath;
+}
+
+/** Turns one validated config into a Snapshot, running every plugin's `compile` once. */
+class SnapshotCompiler {
+  private readonly deps: CompileDeps;
+  private readonly issues: ConfigIssue[] = [];
+  private readonly disposables: { dispose?(): void }[] = [];
+  private readonly upstreams: PooledUpstreams;
+  private readonly resourceView;
+  private readonly named = new Map<string, NamedSpec>();
+
+  constructor(deps: CompileDeps) {
+    this.deps = deps;
+    this.resourceView = deps.resources.forGeneration(deps.generation);
+    this.upstreams = new PooledUpstreams(this.resourceView);
+  }
+
+  async compile(config: Obj): Promise<Snapshot> {
+    const staticConfig = resolveStaticConfig(config.config as never, this.deps.env);
+    const namedList = (config.backends ?? []) as Obj[];
+    namedList.forEach((b, i) => {
+      const name = b.name as string;
+      if (this.named.has(name)) this.issue(['backends', i, 'name'], `backend name \`${name}\` is used twice`);
+      else this.named.set(name, { value: b, path: ['backends', i] });
+    });
+    // Compile every named backend once on its own, so a broken unused one is still reported.
+    for (const spec of this.named.values()) {
+      const policies = await this.policySet('backendPolicies', spec.value.policies as Obj | undefined, [...spec.path, 'policies']);
+      await this.backendValue(spec.value, spec.path, new LayeredPolicySet(CompiledPolicySet.EMPTY, policies));
+    }
+    const binds = new Map<number, CompiledBind>();
+    const bindList = (config.binds ?? []) as Obj[];
+    for (let i = 0; i < bindList.length; i++) {
+      const bind = bindList[i]!;
+      const port = bind.port as number;
+      if (binds.has(port)) {
+        this.issue(['binds', i, 'port'], `port ${port} is bound twice`);
+        continue;
+      }
+      const compiled = await this.bind(bind, ['binds', i]);
+      if (compiled) binds.set(port, compiled);
+    }
+    if (this.issues.length > 0) {
+      for (const d of this.disposables) d.dispose?.();
+      throw new ConfigError(this.issues);
+    }
+    return new Snapshot(this.deps.generation, binds, staticConfig, config, this.disposables);
+  }
+
+  private issue(path: ConfigPath, message: string, atKey = false): void {
+    this.issues.push({ code: ErrorCode.configInvalid, path, message, atKey });
+  }
+
+  /** Run a plugin's compile, turning its failures into positioned issues. */
+  private async guarded<T>(path: ConfigPath, run: () => T | Promise<T>): Promise<T | undefined> {
+    try {
+      return await run();
+    } catch (err) {
+      if (err instanceof ConfigError) this.issues.push(...err.issues);
+      else this.issue(path, (err as Error)?.message ?? String(err));
+      return undefined;
+    }
+  }
+
+  private context(path: ConfigPath, policies: PolicySet): BackendCompileContext {
+    const logger = this.deps.logger.child({ config: formatPath(path) });
+    return {
+      path,
+      cwd: this.deps.cwd,
+      logger,
+      http: this.upstreams,
+      resources: this.resourceView,
+      policies,
+      fail: (message, sub = []) => {
+        throw new ConfigError({ code: ErrorCode.configInvalid, path: [...path, ...sub], message });
+      },
+      warn: (message, sub = []) => logger.warn(message, { at: formatPath([...path, ...sub]) }),
+      compileBackend: async (value, sub) => {
+        const instance = await this.backendValue(value, [...path, ...sub], policies);
+        if (!instance) throw new ConfigError([]);
+        return instance;
+      },
+      compileVariant: async <T>(slot: string, value: Obj, sub: ConfigPath) => {
+        const at = [...path, ...sub];
+        const key = Object.keys(value).find((k) => this.deps.registry.lookup(slot, k));
+        if (!key) throw new ConfigError({ code: ErrorCode.configInvalid, path: at, message: `no installed \`${slot}\` key found` });
+        const plugin = this.deps.registry.lookup(slot, key)!.plugin as { key: string; compile(c: unknown, ctx: unknown): unknown };
+        renameKey(value, key, plugin.key);
+        const instance = (await plugin.compile(value[plugin.key], this.context([...at, key], policies))) as T;
+        this.track(instance);
+        return { key: plugin.key, instance };
+      },
+      compilePolicies: (slot, value, sub) => this.policySet(slot, value, [...path, ...sub]),
+      namedBackend: async (name, sub) => {
+        const spec = this.named.get(name);
+        if (!spec) {
+          const guess = didYouMean(name, this.named.keys());
+          throw new ConfigError({
+            code: ErrorCode.configInvalid,
+            path: [...path, ...sub],
+            message: `unknown backend \`${name}\`${guess ? `; did you mean \`${guess}\`?` : this.named.size ? `; named backends: ${[...this.named.keys()].join(', ')}` : ' (the top-level `backends` list is empty)'}`,
+          });
+        }
+        const instance = await this.backendValue(spec.value, spec.path, policies);
+        if (!instance) throw new ConfigError([]);
+        return instance;
+      },
+    };
+  }
+
+  private track(instance: unknown): void {
+    if (instance && typeof (instance as { dispose?: unknown }).dispose === 'function') this.disposables.push(instance as { dispose(): void });
+  }
+
+  async policySet(slot: string, value: Obj | undefined, path: ConfigPath): Promise<CompiledPolicySet> {
+    if (!value || Object.keys(value).length === 0) return CompiledPolicySet.EMPTY;
+    const entries: PolicyEntry[] = [];
+    const seen = new Map<string, string>();
+    for (const [key, config] of Object.entries(value)) {
+      const registered = this.deps.registry.lookup(slot, key);
+      if (!registered || registered.plugin.kind !== 'policy') continue;
+      const plugin = registered.plugin as PolicyPlugin;
+      const previous = seen.get(plugin.key);
+      if (previous) {
+        this.issue([...path, key], `\`${key}\` and \`${previous}\` are the same policy; set only one`, true);
+        continue;
+      }
+      seen.set(plugin.key, key);
+      renameKey(value, key, plugin.key);
+      const instance = await this.guarded([...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([]))));
+      if (!instance) continue;
+      this.track(instance);
+      entries.push({ key: plugin.key, plugin, instance });
+    }
+    return new CompiledPolicySet(entries);
+  }
+
+  private async backendValue(value: Obj, path: ConfigPath, policies: PolicySet): Promise<BackendInstance | undefined> {
+    const key = Object.keys(value).find((k) => this.deps.registry.lookup('backend', k));
+    if (!key) return undefined;
+    const plugin = this.deps.registry.lookup('backend', key)!.plugin as BackendPlugin;
+    renameKey(value, key, plugin.key);
+    const instance = await this.guarded([...path, key], () => plugin.compile(value[plugin.key], this.context([...path, key], policies)));
+    this.track(instance);
+    return instance;
+  }
+
+  private async backendRef(ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet): Promise<CompiledBackendRef | undefined> {
+    let policyValue = ref.policies as Obj | undefined;
+    // A reference to a named backend brings that backend's policies; the reference's own win per key.
+    if (typeof ref.backend === 'string') {
+      const spec = this.named.get(ref.backend);
+      if (spec?.value.policies) policyValue = { ...(spec.value.policies as Obj), ...(policyValue ?? {}) };
+    }
+    const backendSet = await this.policySet('backendPolicies', policyValue, [...path, 'policies']);
+    const layered = new LayeredPolicySet(routeSet, backendSet);
+    const instance = await this.backendValue(ref, path, layered);
+    if (!instance) return undefined;
+    const facets = layered.facets;
+    const plan: UpstreamPlan = {
+      attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
+      retry: facets.retry
+        ? { attempts: facets.retry.attempts, codes: new Set(facets.retry.codes), backoffMs: facets.retry.backoffMs ?? 0 }
+        : null,
+      upstreamHooks: layered.upstreamHooks(),
+      setHeaders: facets.setHeaders ? Object.entries(facets.setHeaders).map(([k, v]) => [k.toLowerCase(), v] as const) : null,
+    };
+    const responseHooks = [...backendSet.responseHooks(), ...routeSet.responseHooks()];
+    const logHooks = [...backendSet.logHooks(), ...routeSet.logHooks()];
+    return {
+      weight: (ref.weight as number | undefined) ?? 1,
+      instance,
+      requestHooks: backendSet.requestHooks(),
+      responseHooks: responseHooks.length ? responseHooks : null,
+      logHooks: logHooks.length ? logHooks : null,
+      plan,
+    };
+  }
+
+  private async route(route: Obj, path: ConfigPath, index: number, listener: string, bind: number): Promise<CompiledRoute | undefined> {
+    const name = (route.name as string | undefined) ?? `route${index}`;
+    const routeSet = await this.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies']);
+    const matches = (route.matches as MatchConfig[] | undefined)?.map((m) => compileMatch(m)) ?? null;
+    const refs: CompiledBackendRef[] = [];
+    const list = (route.backends ?? []) as Obj[];
+    for (let i = 0; i < list.length; i++) {
+      const ref = await this.backendRef(list[i]!, [...path, 'backends', i], routeSet);
+      if (ref) refs.push(ref);
+    }
+    const responseHooks = routeSet.responseHooks();
+    const logHooks = routeSet.logHooks();
+    return {
+      info: Object.freeze({ name, key: `${bind}/${listener}/${name}`, listener, bind }),
+      hostnameTest: Array.isArray(route.hostnames) && route.hostnames.length ? compileHostnameTest(route.hostnames as string[]) : null,
+      matches,
+      requestHooks: routeSet.requestHooks(),
+      responseHooks: responseHooks.length ? responseHooks : null,
+      logHooks: logHooks.length ? logHooks : null,
+      backends: refs,
+      totalWeight: refs.reduce((sum, r) => sum + r.weight, 0),
+      requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
+      metrics: this.deps.metrics.route(String(bind), listener, name),
+    };
+  }
+
+  private async bind(bind: Obj, path: ConfigPath): Promise<CompiledBind | undefined> {
+    const port = bind.port as number;
+    const listeners: CompiledListener[] = [];
+    const rawListeners = (bind.listeners ?? []) as Obj[];
+    let secure: boolean | undefined;
+    const tlsParts: string[] = [];
+    for (let li = 0; li < rawListeners.length; li++) {
+      const l = rawListeners[li]!;
+      const lpath = [...path, 'listeners', li];
+      const name = (l.name as string | undefined) ?? `listener${li}`;
+      const isHttps = l.protocol === 'HTTPS';
+      if (secure !== undefined && secure !== isHttps) {
+        this.issue([...lpath, 'protocol'], `a bind cannot mix HTTP and HTTPS listeners (port ${port})`);
+        continue;
+      }
+      secure = isHttps;
+      let secureContext;
+      let tlsPem;
+      if (isHttps) {
+        const tls = l.tls as { cert: string; key: string } | undefined;
+        if (!tls) {
+          this.issue(lpath, 'an HTTPS listener needs `tls.cert` and `tls.key`');
+          continue;
+        }
+        try {
+          const cert = readFileSync(resolve(this.deps.cwd, tls.cert), 'utf8');
+          const key = readFileSync(resolve(this.deps.cwd, tls.key), 'utf8');
+          secureContext = createSecureContext({ cert, key });
+          tlsPem = { cert, key };
+          tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
+        } catch (err) {
+          this.issue([...lpath, 'tls'], `cannot load the listener certificate: ${(err as Error).message}`);
+          continue;
+        }
+      }
+      const routes: CompiledRoute[] = [];
+      const rawRoutes = (l.routes ?? []) as Obj[];
+      for (let ri = 0; ri < rawRoutes.length; ri++) {
+        const r = await this.route(rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port);
+        if (r) routes.push(r);
+      }
+      listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, secureContext, tlsPem });
+    }
+    const exact = new Map<string, CompiledListener>();
+    const wildcards: { suffix: string; listener: CompiledListener }[] = [];
+    let fallback: CompiledListener | undefined;
+    for (const l of listeners) {
+      if (!l.hostname) fallback ??= l;
+      else if (l.hostname.startsWith('*.')) wildcards.push({ suffix: l.hostname.slice(1), listener: l });
+      else if (!exact.has(l.hostname)) exact.set(l.hostname, l);
+    }
+    wildcards.sort((a, b) => b.suffix.length - a.suffix.length);
+    const single = listeners.length === 1 && !listeners[0]!.hostname ? listeners[0] : undefined;
+    return {
+      port,
+      secure: secure ?? false,
+      listeners,
+      tlsKey: tlsParts.join('|'),
+      selectListener: single
+        ? () => single
+        : (hostname) => {
+            const hit = exact.get(hostname);
+            if (hit) return hit;
+            for (const w of wildcards) if (hostname.length > w.suffix.length && hostname.endsWith(w.suffix)) return w.listener;
+            return fallback;
+          },
+    };
+  }
+}
+
+/** Compile a validated config into a Snapshot. Throws ConfigError (paths, not positions) when plugins refuse it. */
+export function compileSnapshot(config: Record<string, unknown>, deps: CompileDeps): Promise<Snapshot> {
+  return new SnapshotCompiler(deps).compile(config);
+}

@@ -1,0 +1,120 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** What route matching looks at. */
+export interface MatchInput {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly headers: IncomingHttpHeaders;
+  /** Parsed query, created on first use by a query matcher. */
+  params: URLSearchParams | undefined;
+}
+
+export type ValueTest = (value: string) => boolean;
+
+interface StringMatchConfig {
+  exact?: string;
+  regex?: string;
+}
+
+/** `regex` must match the whole value (BEHAVIOUR.md DECIDED 2). Built once at load. */
+export function compileValueTest(spec: StringMatchConfig): ValueTest {
+  if (spec.exact !== undefined) {
+    const exact = spec.exact;
+    return (v) => v === exact;
+  }
+  const re = new RegExp(`^(?:${spec.regex})$`, 'u');
+  return (v) => re.test(v);
+}
+
+/** Segment-aware prefix test: `/foo` matches `/foo`, `/foo/`, `/foo/bar`, never `/foobar`. */
+export function compilePrefixTest(prefix: string): (path: string) => boolean {
+  const p = prefix.replace(/\/+$/, '');
+  if (p === '') return () => true;
+  const len = p.length;
+  return (path) => path.startsWith(p) && (path.length === len || path.charCodeAt(len) === 47 /* / */);
+}
+
+export interface MatchConfig {
+  method?: string;
+  path?: { exact?: string; pathPrefix?: string; regex?: string };
+  headers?: { name: string; value: StringMatchConfig }[];
+  query?: { name: string; value: StringMatchConfig }[];
+}
+
+export interface CompiledMatch {
+  readonly test: (input: MatchInput) => boolean;
+  /** The `pathPrefix` of this match (for prefix rewrites), `/` when the match has no path condition. */
+  readonly prefix: string | undefined;
+}
+
+/** Compile one match object: every condition in it must hold. */
+export function compileMatch(match: MatchConfig): CompiledMatch {
+  const tests: ((input: MatchInput) => boolean)[] = [];
+  if (match.method) {
+    const method = match.method.toUpperCase();
+    tests.push((i) => i.method === method);
+  }
+  let prefix: string | undefined = '/';
+  if (match.path) {
+    if (match.path.exact !== undefined) {
+      const exact = match.path.exact;
+      prefix = undefined;
+      tests.push((i) => i.path === exact);
+    } else if (match.path.pathPrefix !== undefined) {
+      const test = compilePrefixTest(match.path.pathPrefix);
+      prefix = match.path.pathPrefix;
+      tests.push((i) => test(i.path));
+    } else if (match.path.regex !== undefined) {
+      const test = compileValueTest({ regex: match.path.regex });
+      prefix = undefined;
+      tests.push((i) => test(i.path));
+    }
+  }
+  for (const h of match.headers ?? []) {
+    const name = h.name.toLowerCase();
+    const test = compileValueTest(h.value);
+    tests.push((i) => {
+      const v = i.headers[name];
+      if (v === undefined) return false;
+      return Array.isArray(v) ? v.some(test) : test(v);
+    });
+  }
+  for (const q of match.query ?? []) {
+    const name = q.name;
+    const test = compileValueTest(q.value);
+    tests.push((i) => {
+      if (i.query.length < 2) return false;
+      const params = (i.params ??= new URLSearchParams(i.query.slice(1)));
+      const v = params.get(name);
+      return v !== null && test(v);
+    });
+  }
+  const count = tests.length;
+  const test =
+    count === 0
+      ? () => true
+      : count === 1
+        ? tests[0]!
+        : (input: MatchInput) => {
+            for (let k = 0; k < count; k++) if (!tests[k]!(input)) return false;
+            return true;
+          };
+  return { test, prefix };
+}
+
+/** Hostname pattern test: exact, or `*.suffix` matching one or more labels before the suffix (never the bare suffix). */
+export function compileHostnameTest(patterns: readonly string[]): (hostname: string) => boolean {
+  const exact = new Set<string>();
+  const suffixes: string[] = [];
+  for (const raw of patterns) {
+    const p = raw.toLowerCase();
+    if (p.startsWith('*.')) suffixes.push(p.slice(1));
+    else exact.add(p);
+  }
+  return (hostname) => {
+    if (exact.has(hostname)) return true;
+    for (const s of suffixes) if (hostname.length > s.length && hostname.endsWith(s)) return true;
+    return false;
+  };
+}

@@ -1,0 +1,121 @@
+import type { SecureContext } from 'node:tls';
+import type { BackendInstance, PolicyInstance, RouteInfo } from '../sdk/index.ts';
+import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { RouteMetrics } from '../telemetry/metrics.ts';
+import type { CompiledMatch } from './matchers.ts';
+
+/** A backend of a route with its own chain (backend-level policies) and upstream plan. */
+export interface CompiledBackendRef {
+  readonly weight: number;
+  readonly instance: BackendInstance;
+  /** Backend-level policies' request hooks, run after selection. */
+  readonly requestHooks: readonly PolicyInstance[] | null;
+  /** Response hooks for replies produced at or after this backend: backend's, then the route's. */
+  readonly responseHooks: readonly PolicyInstance[] | null;
+  readonly logHooks: readonly PolicyInstance[] | null;
+  readonly plan: UpstreamPlan;
+}
+
+export interface CompiledRoute {
+  readonly info: RouteInfo;
+  /** Null when the route has no `hostnames`. */
+  readonly hostnameTest: ((hostname: string) => boolean) | null;
+  /** Null when the route has no `matches` (matches everything, prefix `/`). */
+  readonly matches: readonly CompiledMatch[] | null;
+  readonly requestHooks: readonly PolicyInstance[] | null;
+  readonly responseHooks: readonly PolicyInstance[] | null;
+  readonly logHooks: readonly PolicyInstance[] | null;
+  readonly backends: readonly CompiledBackendRef[];
+  readonly totalWeight: number;
+  /** Whole-request deadline in ms; 0 means none. */
+  readonly requestTimeoutMs: number;
+  readonly metrics: RouteMetrics;
+}
+
+export interface CompiledListener {
+  readonly name: string;
+  readonly hostname: string | undefined;
+  readonly routes: readonly CompiledRoute[];
+  readonly secureContext: SecureContext | undefined;
+  /** PEM material of an HTTPS listener (the default certificate for clients without SNI). */
+  readonly tlsPem: { readonly cert: string; readonly key: string } | undefined;
+}
+
+export interface CompiledBind {
+  readonly port: number;
+  readonly secure: boolean;
+  readonly listeners: readonly CompiledListener[];
+  /** Listener for a request hostname: exact, then the longest `*.suffix`, then one without hostname. */
+  selectListener(hostname: string): CompiledListener | undefined;
+  /** TLS material keyed so the server is recreated only when it changes. */
+  readonly tlsKey: string;
+}
+
+/** The static `config:` block, with defaults applied. */
+export interface StaticConfig {
+  readonly adminAddr: string;
+  readonly statsAddr: string;
+  readonly readinessAddr: string;
+  readonly logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text'; accessLog: boolean };
+  readonly plugins: readonly string[];
+  readonly drainTimeoutMs: number;
+}
+
+/** One compiled config generation. Immutable once built; requests hold it from start to end. */
+export class Snapshot {
+  readonly generation: number;
+  readonly binds: ReadonlyMap<number, CompiledBind>;
+  readonly staticConfig: StaticConfig;
+  /** The validated config as loaded (for `/config_dump`, redacted there). */
+  readonly config: Record<string, unknown>;
+  readonly disposables: readonly { dispose?(): void }[];
+  readonly loadedAt = new Date();
+  private inflight = 0;
+  private retired = false;
+  private onDrained: (() => void) | undefined;
+
+  constructor(
+    generation: number,
+    binds: ReadonlyMap<number, CompiledBind>,
+    staticConfig: StaticConfig,
+    config: Record<string, unknown>,
+    disposables: readonly { dispose?(): void }[],
+  ) {
+    this.generation = generation;
+    this.binds = binds;
+    this.staticConfig = staticConfig;
+    this.config = config;
+    this.disposables = disposables;
+  }
+
+  acquire(): void {
+    this.inflight++;
+  }
+
+  release(): void {
+    if (--this.inflight === 0 && this.retired) this.onDrained?.();
+  }
+
+  get inFlight(): number {
+    return this.inflight;
+  }
+
+  /** Resolves once no request holds this snapshot any more. */
+  retire(): Promise<void> {
+    this.retired = true;
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.onDrained = resolve;
+    });
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) {
+      try {
+        d.dispose?.();
+      } catch {
+        // a failing dispose must not keep the rest alive
+      }
+    }
+  }
+}

@@ -1,0 +1,86 @@
+import type { JsonSchema } from '../sdk/index.ts';
+import type { PluginRegistry } from '../registry/registry.ts';
+import { ROOT_SCHEMA, SHARED_DEFS, SKELETON_DEFS } from './skeleton-schema.ts';
+
+const SHARED_REF = 'switchyard:defs#/$defs/';
+const SLOT_REF = 'switchyard:slot/';
+
+/** Name of the `$defs` entry holding a plugin's schema. */
+export function pluginDefName(kind: string, key: string): string {
+  return `${kind}.${key}`;
+}
+
+/**
+ * Build the one JSON Schema document (draft 2020-12) for the installed plugins: the kernel skeleton, the
+ * shared definitions, a definition per plugin, and each slot expanded to exactly the installed keys.
+ */
+export function assembleSchema(registry: PluginRegistry): JsonSchema {
+  const defs: Record<string, JsonSchema> = { ...SHARED_DEFS };
+
+  const slotMembers = (slot: string, filter: unknown): Record<string, JsonSchema> => {
+    const members: Record<string, JsonSchema> = {};
+    for (const { plugin } of registry.slotMembers(slot)) {
+      if (plugin.kind === 'slot') continue;
+      if (filter === 'named' && !(plugin.kind === 'backend' && plugin.named)) continue;
+      const ref = `#/$defs/${pluginDefName(plugin.kind, plugin.key)}`;
+      members[plugin.key] = { $ref: ref, description: plugin.description };
+      for (const alias of plugin.aliases ?? []) {
+        members[alias] = { $ref: ref, description: `Same as \`${plugin.key}\` (neutral name). ${plugin.description}` };
+      }
+    }
+    return members;
+  };
+
+  const transform = (node: unknown, localPrefix: string | undefined): unknown => {
+    if (Array.isArray(node)) return node.map((n) => transform(n, localPrefix));
+    if (typeof node !== 'object' || node === null) return node;
+    const src = node as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(src)) {
+      if (k === '$defs' && localPrefix !== undefined) continue;
+      if (k === '$ref' && typeof v === 'string') out[k] = rewriteRef(v, localPrefix);
+      else if (k === 'x-slot') continue;
+      else out[k] = transform(v, localPrefix);
+    }
+    const slotName = src['x-slot'];
+    if (typeof slotName === 'string') {
+      const slot = registry.slot(slotName);
+      if (!slot) throw new Error(`schema refers to unknown slot \`${slotName}\``);
+      const members = slotMembers(slotName, src['x-slot-filter']);
+      out.type = 'object';
+      out.properties = { ...((out.properties as object | undefined) ?? {}), ...members };
+      out.additionalProperties = false;
+      out['x-switchyard-slot'] = slotName;
+      if (slot.type === 'oneOf') out.exactlyOneOf = Object.keys(members);
+    }
+    return out;
+  };
+
+  const rewriteRef = (ref: string, localPrefix: string | undefined): string => {
+    if (ref.startsWith(SHARED_REF)) return `#/$defs/${ref.slice(SHARED_REF.length)}`;
+    if (ref.startsWith(SLOT_REF)) return `#/$defs/slot.${ref.slice(SLOT_REF.length)}`;
+    if (localPrefix !== undefined && ref.startsWith('#/$defs/')) return `#/$defs/${localPrefix}${ref.slice('#/$defs/'.length)}`;
+    return ref;
+  };
+
+  for (const [name, def] of Object.entries(SKELETON_DEFS)) defs[name] = transform(def, undefined) as JsonSchema;
+  for (const name of registry.slotNames()) defs[`slot.${name}`] = transform({ 'x-slot': name }, undefined) as JsonSchema;
+  for (const { plugin } of registry.plugins()) {
+    if (plugin.kind === 'slot') continue;
+    const defName = pluginDefName(plugin.kind, plugin.key);
+    const prefix = `${defName}.`;
+    const schema = transform(plugin.schema, prefix) as JsonSchema;
+    if (!schema.description) schema.description = plugin.description;
+    defs[defName] = schema;
+    const ownDefs = (plugin.schema.$defs ?? {}) as Record<string, unknown>;
+    for (const [name, def] of Object.entries(ownDefs)) defs[`${prefix}${name}`] = transform(def, prefix) as JsonSchema;
+  }
+
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: 'https://switchyard.dev/schema/config.json',
+    title: 'Switchyard configuration',
+    ...ROOT_SCHEMA,
+    $defs: defs,
+  };
+}

@@ -1,0 +1,87 @@
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import type { Document, Node } from 'yaml';
+import type { ConfigIssue } from '../sdk/index.ts';
+
+/** A config issue that may already know its exact offset in the file (syntax and env errors). */
+export interface SourcedIssue extends ConfigIssue {
+  readonly offset?: number;
+}
+
+/** A config file parsed with positions kept, so every problem can point at its line and column. */
+export interface ConfigSource {
+  readonly file: string;
+  readonly text: string;
+  readonly doc: Document.Parsed;
+  readonly lines: LineCounter;
+}
+
+export interface Position {
+  readonly line: number;
+  readonly col: number;
+}
+
+/** Parse YAML (JSON is accepted too, as a subset) keeping node ranges. Syntax errors stay on `doc.errors`. */
+export function parseConfigSource(file: string, text: string): ConfigSource {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, merge: true, strict: true });
+  return { file, text, doc, lines };
+}
+
+/**
+ * Find the position of the value at `path` (or of its key, with `atKey`). When the path goes further than the
+ * document (a missing required key), the deepest existing node is used.
+ */
+export function locate(source: ConfigSource, path: readonly (string | number)[], atKey = false): Position {
+  let node: Node | null | undefined = source.doc.contents as Node | null;
+  let offset = node?.range?.[0] ?? 0;
+  for (let i = 0; i < path.length && node; i++) {
+    const segment = path[i];
+    const last = i === path.length - 1;
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(segment));
+      if (!pair) break;
+      const key = pair.key as Node;
+      if (last && atKey) {
+        offset = key.range?.[0] ?? offset;
+        node = null;
+        break;
+      }
+      node = pair.value as Node | null;
+      offset = node?.range?.[0] ?? key.range?.[0] ?? offset;
+    } else if (isSeq(node)) {
+      const item = node.items[Number(segment)] as Node | undefined;
+      if (!item) break;
+      node = item;
+      offset = item.range?.[0] ?? offset;
+    } else {
+      break;
+    }
+  }
+  const { line, col } = source.lines.linePos(offset);
+  return { line, col };
+}
+
+/** A few lines of the file around `pos`, with a caret under the column. */
+export function codeFrame(source: ConfigSource, pos: Position, context = 2): string {
+  const all = source.text.split('\n');
+  const from = Math.max(1, pos.line - context);
+  const to = Math.min(all.length, pos.line + context);
+  const width = String(to).length;
+  const out: string[] = [];
+  for (let n = from; n <= to; n++) {
+    const marker = n === pos.line ? '>' : ' ';
+    out.push(`${marker} ${String(n).padStart(width)} | ${all[n - 1] ?? ''}`);
+    if (n === pos.line) out.push(`  ${' '.repeat(width)} | ${' '.repeat(Math.max(0, pos.col - 1))}^`);
+  }
+  return out.join('\n');
+}
+
+/** Render a config path as users write it: `binds[0].listeners[0].routes[2].policies.cors`. */
+export function formatPath(path: readonly (string | number)[]): string {
+  let out = '';
+  for (const seg of path) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out ? `.${seg}` : seg;
+  }
+  return out || '(root)';
+}

@@ -1,0 +1,48 @@
+import { parse, visit, Scalar } from 'yaml';
+import { ErrorCode } from '../sdk/index.ts';
+import type { ConfigSource, SourcedIssue } from './config-source.ts';
+
+const REFERENCE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}\\]|\\.)*))?\}/g;
+
+/**
+ * Expand `${VAR}` and `${VAR:-default}` inside scalar values (`$${` writes a literal `${`). Expanding per
+ * scalar rather than on the raw text keeps every line and column true. An unquoted scalar is re-read as
+ * YAML after expansion, so `port: ${PORT}` becomes a number, as it would with textual expansion.
+ */
+export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv): SourcedIssue[] {
+  const issues: SourcedIssue[] = [];
+  visit(source.doc, {
+    Scalar(_key, node) {
+      if (typeof node.value !== 'string' || !node.value.includes('${')) return;
+      const missing: string[] = [];
+      const expanded = node.value.replace(REFERENCE, (whole, name: string | undefined, fallback: string | undefined) => {
+        if (whole === '$${') return '${';
+        const value = env[name!];
+        if (value !== undefined && value !== '') return value;
+        if (fallback !== undefined) return fallback.replace(/\\(.)/g, '$1');
+        if (value === '') return '';
+        missing.push(name!);
+        return whole;
+      });
+      if (missing.length > 0) {
+        issues.push({
+          code: ErrorCode.configEnv,
+          path: [],
+          offset: node.range?.[0] ?? 0,
+          message: `environment variable ${missing.map((m) => `\`${m}\``).join(', ')} is not set (write \`\${${missing[0]}:-default}\` to give a default)`,
+        });
+        return;
+      }
+      if (node.type === Scalar.PLAIN) {
+        try {
+          node.value = parse(expanded);
+        } catch {
+          node.value = expanded;
+        }
+      } else {
+        node.value = expanded;
+      }
+    },
+  });
+  return issues;
+}

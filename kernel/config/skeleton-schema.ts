@@ -1,0 +1,194 @@
+import { DURATION_PATTERN } from '../sdk/index.ts';
+import type { JsonSchema } from '../sdk/index.ts';
+
+/**
+ * Shared definitions plugins may reference as `switchyard:defs#/$defs/<name>`.
+ * `x-hint` is shown instead of the raw pattern when a value does not match.
+ */
+export const SHARED_DEFS: Record<string, JsonSchema> = {
+  duration: {
+    type: 'string',
+    pattern: DURATION_PATTERN,
+    'x-hint': 'a duration such as `500ms`, `60s` or `1m30s`',
+    description: 'A duration in Go syntax: a sequence of numbers with units ns, us, ms, s, m, h (`500ms`, `1m30s`).',
+  },
+  stringMatch: {
+    type: 'object',
+    description: 'How a value must match: exactly one of `exact` (string equality) or `regex` (must match the whole value).',
+    properties: {
+      exact: { type: 'string', description: 'The value must equal this string.' },
+      regex: { type: 'string', format: 'regex', description: 'The whole value must match this regular expression.' },
+    },
+    additionalProperties: false,
+    exactlyOneOf: ['exact', 'regex'],
+  },
+  address: {
+    type: 'string',
+    pattern: '^(off|\\[[0-9a-fA-F:.]+\\]:\\d{1,5}|[^:\\s]+:\\d{1,5})$',
+    'x-hint': '`host:port` or `off`',
+    description: 'A listen address `host:port` (`[::]:15000` for IPv6), or `off` to disable the server.',
+  },
+  headerName: {
+    type: 'string',
+    pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$",
+    'x-hint': 'an HTTP header name (letters, digits and !#$%&\'*+-.^_`|~)',
+    description: 'An HTTP header name.',
+  },
+};
+
+const nameMatch = (what: string): JsonSchema => ({
+  type: 'object',
+  description: `A ${what} condition.`,
+  properties: {
+    name: { type: 'string', minLength: 1, description: `The ${what} name${what === 'header' ? ' (case-insensitive)' : ''}.` },
+    value: { $ref: '#/$defs/stringMatch', description: `How the ${what} value must match.` },
+  },
+  required: ['name', 'value'],
+  additionalProperties: false,
+});
+
+/** The kernel's own part of the config schema. `x-slot` marks where installed plugins are spliced in. */
+export const SKELETON_DEFS: Record<string, JsonSchema> = {
+  staticConfig: {
+    type: 'object',
+    description: 'Static settings, read once at start (changes need a restart).',
+    properties: {
+      adminAddr: { $ref: '#/$defs/address', description: 'Admin server (`/config_dump`). Default `127.0.0.1:15000`; `off` disables it.' },
+      statsAddr: { $ref: '#/$defs/address', description: 'Prometheus server (`/metrics`). Default `0.0.0.0:15020`; `off` disables it.' },
+      readinessAddr: {
+        $ref: '#/$defs/address',
+        description: 'Readiness server (`/healthz/ready`). Default `0.0.0.0:15021`; `off` disables it.',
+      },
+      logging: {
+        type: 'object',
+        description: 'Process logging.',
+        properties: {
+          level: { enum: ['debug', 'info', 'warn', 'error'], description: 'Lowest level written. Default `info`.' },
+          format: { enum: ['json', 'text'], description: 'Line format. Default `text`.' },
+          accessLog: { type: 'boolean', description: 'Write one line per request at `info`. Default true.' },
+        },
+        additionalProperties: false,
+      },
+      plugins: {
+        type: 'array',
+        description: 'Third-party plugin modules to load: package names or paths relative to this file.',
+        items: { type: 'string', minLength: 1 },
+      },
+      drainTimeout: {
+        $ref: '#/$defs/duration',
+        description: 'How long shutdown waits for in-flight requests before closing connections. Default `10s`.',
+      },
+    },
+    additionalProperties: false,
+  },
+  bind: {
+    type: 'object',
+    description: 'A port the gateway listens on, on all interfaces.',
+    properties: {
+      port: { type: 'integer', minimum: 0, maximum: 65535, description: 'TCP port.' },
+      listeners: { type: 'array', items: { $ref: '#/$defs/listener' }, description: 'Listeners sharing this port, told apart by hostname.' },
+    },
+    required: ['port', 'listeners'],
+    additionalProperties: false,
+  },
+  listener: {
+    type: 'object',
+    description: 'A set of routes served on a bind, optionally for one hostname.',
+    properties: {
+      name: { type: 'string', minLength: 1, description: 'Name used in logs and metrics. Default `listener<index>`.' },
+      hostname: {
+        type: 'string',
+        pattern: '^(\\*\\.)?[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$',
+        'x-hint': 'a hostname, or `*.` followed by a domain',
+        description: 'Serve only this Host: exact, or `*.example.com` for any subdomain. Omitted: any host.',
+      },
+      protocol: { enum: ['HTTP', 'HTTPS'], description: 'Default `HTTP`. `HTTPS` needs `tls`.' },
+      tls: {
+        type: 'object',
+        description: 'Server certificate for `HTTPS` listeners.',
+        properties: {
+          cert: { type: 'string', minLength: 1, description: 'Path to the PEM certificate chain.' },
+          key: { type: 'string', minLength: 1, description: 'Path to the PEM private key.' },
+        },
+        required: ['cert', 'key'],
+        additionalProperties: false,
+      },
+      routes: { type: 'array', items: { $ref: '#/$defs/route' }, description: 'Routes, tried in order; the first match wins.' },
+    },
+    required: ['routes'],
+    additionalProperties: false,
+  },
+  route: {
+    type: 'object',
+    description: 'Which requests a route takes, what happens to them, and where they go.',
+    properties: {
+      name: { type: 'string', minLength: 1, description: 'Name used in logs, traces and metrics. Default `route<index>`.' },
+      namespace: { type: 'string', description: 'Namespace when a control plane manages the gateway; omit locally.' },
+      ruleName: { type: 'string', description: 'Rule identifier used by a control plane; omit locally.' },
+      hostnames: {
+        type: 'array',
+        description: 'Extra Host constraints (exact or `*.domain`); both listener and route hostnames must match.',
+        items: { type: 'string', pattern: '^(\\*\\.)?[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$', 'x-hint': 'a hostname or `*.domain`' },
+      },
+      matches: {
+        type: 'array',
+        description: 'Match objects; any one qualifies the route. Omitted: every request matches.',
+        items: { $ref: '#/$defs/match' },
+      },
+      policies: { 'x-slot': 'routePolicies', description: 'Route policies, all optional.' },
+      backends: { type: 'array', items: { $ref: '#/$defs/backendRef' }, description: 'Where requests go; one is picked by weight.' },
+    },
+    additionalProperties: false,
+  },
+  match: {
+    type: 'object',
+    description: 'Conditions that must all hold.',
+    properties: {
+      method: { type: 'string', pattern: '^[A-Za-z]+$', description: 'HTTP method, for example GET.' },
+      path: {
+        type: 'object',
+        description: 'Exactly one of `exact`, `pathPrefix` (segment-aware), `regex` (whole path).',
+        properties: {
+          exact: { type: 'string', description: 'The path equals this.' },
+          pathPrefix: { type: 'string', description: 'The path is this prefix or continues it at a `/`.' },
+          regex: { type: 'string', format: 'regex', description: 'The whole path matches this regular expression.' },
+        },
+        additionalProperties: false,
+        exactlyOneOf: ['exact', 'pathPrefix', 'regex'],
+      },
+      headers: { type: 'array', items: nameMatch('header'), description: 'Headers that must be present and match.' },
+      query: { type: 'array', items: nameMatch('query parameter'), description: 'Query parameters that must be present and match.' },
+    },
+    additionalProperties: false,
+  },
+  backendRef: {
+    'x-slot': 'backend',
+    description: 'A backend: exactly one kind key, plus optional `weight` and `policies`.',
+    properties: {
+      weight: { type: 'integer', minimum: 0, description: 'Relative share of requests. Default 1.' },
+      policies: { 'x-slot': 'backendPolicies', description: 'Policies for this backend on this route.' },
+    },
+  },
+  namedBackend: {
+    'x-slot': 'backend',
+    'x-slot-filter': 'named',
+    description: 'A named backend, referenced from routes as `backend: <name>`.',
+    properties: {
+      name: { type: 'string', minLength: 1, description: 'Unique name.' },
+      policies: { 'x-slot': 'backendPolicies', description: 'Policies applied wherever this backend is used (TLS, auth, …).' },
+    },
+    required: ['name'],
+  },
+};
+
+/** The root of the config document. */
+export const ROOT_SCHEMA: JsonSchema = {
+  type: 'object',
+  description: 'A Switchyard configuration.',
+  properties: {
+    config: { $ref: '#/$defs/staticConfig' },
+    binds: { type: 'array', items: { $ref: '#/$defs/bind' }, description: 'Ports and what they serve.' },
+    backends: { type: 'array', items: { $ref: '#/$defs/namedBackend' }, description: 'Named backends.' },
+  },
+  additionalProperties: false,
+};

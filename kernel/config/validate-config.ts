@@ -1,0 +1,173 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { ErrorCode } from '../sdk/index.ts';
+import type { ConfigIssue, JsonSchema } from '../sdk/index.ts';
+import { didYouMean } from './did-you-mean.ts';
+
+const SLOT_NOUN: Record<string, string> = {
+  routePolicies: 'policy',
+  backendPolicies: 'backend policy',
+  mcpTargetPolicies: 'MCP target policy',
+  backend: 'backend kind',
+  mcpTransport: 'MCP transport',
+  llmProvider: 'LLM provider',
+  guard: 'guard type',
+  backendAuth: 'backendAuth variant',
+};
+
+interface ExactlyOneOfError {
+  keyword: 'exactlyOneOf';
+  instancePath: string;
+  schemaPath: string;
+  params: { present: string[]; allowed: string[] };
+  message: string;
+}
+
+/** Compiles the assembled schema once and turns ajv's errors into positioned, readable config issues. */
+export class ConfigValidator {
+  private readonly validateFn: ValidateFunction;
+  private readonly knownKeys: ReadonlySet<string>;
+
+  constructor(schema: JsonSchema, knownKeys: Iterable<string> = []) {
+    const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
+    ajv.addVocabulary(['x-hint', 'x-slot-filter', 'x-switchyard-slot', 'x-secret']);
+    ajv.addFormat('regex', (text: string) => {
+      try {
+        new RegExp(text, 'u');
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    ajv.addKeyword({
+      keyword: 'exactlyOneOf',
+      type: 'object',
+      schemaType: 'array',
+      errors: true,
+      validate: function exactlyOneOf(allowed: string[], data: Record<string, unknown>, _parent?: unknown, ctx?: { instancePath: string }) {
+        const present = allowed.filter((k) => data[k] !== undefined);
+        if (present.length === 1) return true;
+        (exactlyOneOf as unknown as { errors: unknown[] }).errors = [
+          {
+            keyword: 'exactlyOneOf',
+            instancePath: ctx?.instancePath ?? '',
+            params: { present, allowed },
+            message: present.length === 0 ? 'missing' : 'too many',
+          },
+        ];
+        return false;
+      },
+    });
+    this.validateFn = ajv.compile(schema);
+    this.knownKeys = new Set(knownKeys);
+  }
+
+  validate(config: unknown): ConfigIssue[] {
+    if (this.validateFn(config)) return [];
+    return this.translate((this.validateFn.errors ?? []) as ErrorObject[]);
+  }
+
+  private translate(errors: readonly ErrorObject[]): ConfigIssue[] {
+    const issues: ConfigIssue[] = [];
+    const unknownKeyParents = new Set<string>();
+    for (const e of errors) if (e.keyword === 'additionalProperties') unknownKeyParents.add(e.instancePath);
+    const seen = new Set<string>();
+    for (const e of errors) {
+      if (e.keyword === 'exactlyOneOf' && unknownKeyParents.has(e.instancePath)) continue;
+      if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf') {
+        if (errors.some((o) => o !== e && o.instancePath.startsWith(e.instancePath) && o.schemaPath.startsWith(e.schemaPath.replace(/\/[^/]+$/, '')))) continue;
+      }
+      const issue = this.translateOne(e);
+      const id = `${issue.path.join('/')}|${issue.message}`;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      issues.push(issue);
+    }
+    return issues;
+  }
+
+  private translateOne(e: ErrorObject): ConfigIssue {
+    const path = pointerToPath(e.instancePath);
+    const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
+    switch (e.keyword) {
+      case 'additionalProperties': {
+        const key = (e.params as { additionalProperty: string }).additionalProperty;
+        const allowed = Object.keys((parent.properties as object | undefined) ?? {});
+        const slot = parent['x-switchyard-slot'] as string | undefined;
+        const noun = slot ? (SLOT_NOUN[slot] ?? `\`${slot}\` entry`) : 'key';
+        const guess = didYouMean(key, allowed);
+        let message = `unknown ${noun} \`${key}\``;
+        let code: ConfigIssue['code'] = ErrorCode.configUnknownKey;
+        if (guess) message += `; did you mean \`${guess}\`?`;
+        else if (this.knownKeys.has(key)) {
+          message = `\`${key}\` is not installed in this distribution`;
+          code = ErrorCode.configNotInstalled;
+        } else message += allowed.length ? `; expected one of: ${allowed.map((k) => `\`${k}\``).join(', ')}` : '';
+        return { code, path: [...path, key], message, atKey: true };
+      }
+      case 'required': {
+        const key = (e.params as { missingProperty: string }).missingProperty;
+        return { code: ErrorCode.configSchema, path, message: `missing required key \`${key}\`` };
+      }
+      case 'exactlyOneOf': {
+        const { present, allowed } = e.params as unknown as ExactlyOneOfError['params'];
+        const list = allowed.map((k) => `\`${k}\``).join(', ');
+        const message =
+          present.length === 0
+            ? `exactly one of ${list} is required`
+            : `only one of ${list} may be set, found ${present.map((k) => `\`${k}\``).join(' and ')}`;
+        return { code: ErrorCode.configSchema, path: present.length > 1 ? [...path, present[1]!] : path, atKey: present.length > 1, message };
+      }
+      case 'type': {
+        const expected = (e.params as { type: string | string[] }).type;
+        return { code: ErrorCode.configSchema, path, message: `must be ${article(expected)}, got ${describeValue(e.data)}` };
+      }
+      case 'enum': {
+        const allowed = (e.params as { allowedValues: unknown[] }).allowedValues;
+        const guess = typeof e.data === 'string' ? didYouMean(e.data, allowed.map(String)) : undefined;
+        return {
+          code: ErrorCode.configSchema,
+          path,
+          message: `must be one of ${allowed.map((v) => `\`${String(v)}\``).join(', ')}, got ${describeValue(e.data)}${guess ? `; did you mean \`${guess}\`?` : ''}`,
+        };
+      }
+      case 'pattern': {
+        const hint = parent['x-hint'] as string | undefined;
+        return { code: ErrorCode.configSchema, path, message: `must be ${hint ?? `a string matching ${String((e.params as { pattern: string }).pattern)}`}, got ${describeValue(e.data)}` };
+      }
+      case 'format':
+        return {
+          code: ErrorCode.configSchema,
+          path,
+          message:
+            (e.params as { format: string }).format === 'regex'
+              ? `is not a valid regular expression: ${describeValue(e.data)}`
+              : `must be a valid ${(e.params as { format: string }).format}`,
+        };
+      default:
+        return { code: ErrorCode.configSchema, path, message: e.message ?? `is invalid (${e.keyword})` };
+    }
+  }
+}
+
+function pointerToPath(pointer: string): (string | number)[] {
+  if (!pointer) return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+}
+
+function article(type: string | string[]): string {
+  const list = Array.isArray(type) ? type : [type];
+  return list.map((t) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`)).join(' or ');
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value)}`;
+  return `${typeof value} ${String(value)}`;
+}

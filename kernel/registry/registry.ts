@@ -1,0 +1,161 @@
+import { ErrorCode, SDK_API_VERSION, isPlugin } from '../sdk/index.ts';
+import type { Plugin, PluginKind, SlotManifest } from '../sdk/index.ts';
+import { ROOT_SLOTS } from './root-slots.ts';
+
+/** Where a plugin came from, for messages: `switchyard` or a third-party package name@version. */
+export interface PluginSource {
+  readonly name: string;
+  readonly module?: string;
+}
+
+export interface RegisteredPlugin {
+  readonly plugin: Plugin;
+  readonly source: PluginSource;
+}
+
+interface SlotEntry {
+  readonly manifest: SlotManifest;
+  readonly source: PluginSource;
+  /** Every accepted spelling (key and aliases) to the plugin. */
+  readonly members: Map<string, RegisteredPlugin>;
+}
+
+/** A failure while registering plugins: duplicate key, wrong API version, not a plugin. */
+export class PluginRegistryError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'PluginRegistryError';
+    this.code = code;
+  }
+}
+
+const VARIANT_KINDS: readonly PluginKind[] = ['mcpTransport', 'llmProvider', 'guard', 'backendAuth'];
+
+function describe(source: PluginSource): string {
+  return source.module ? `${source.name} (${source.module})` : source.name;
+}
+
+/**
+ * The installed plugins, indexed by slot. Built once at boot from a preset plus `config.plugins`;
+ * read-only afterwards.
+ */
+export class PluginRegistry {
+  private readonly byKind = new Map<PluginKind, Map<string, RegisteredPlugin>>();
+  private readonly slots = new Map<string, SlotEntry>();
+  private readonly all: RegisteredPlugin[] = [];
+  private finalized = false;
+
+  constructor() {
+    for (const slot of ROOT_SLOTS) this.slots.set(slot.name, { manifest: slot, source: { name: 'switchyard' }, members: new Map() });
+  }
+
+  /** Register one plugin object. Throws on duplicates, version mismatch or a malformed object. */
+  register(candidate: unknown, source: PluginSource): void {
+    if (this.finalized) throw new Error('registry is finalized');
+    if (!isPlugin(candidate)) {
+      throw new PluginRegistryError(
+        ErrorCode.pluginInvalid,
+        `${describe(source)} does not export a Switchyard plugin (its default export must come from a define* helper of switchyard/sdk)`,
+      );
+    }
+    const plugin = candidate;
+    if (plugin.apiVersion !== SDK_API_VERSION) {
+      throw new PluginRegistryError(
+        ErrorCode.pluginVersion,
+        `plugin \`${plugin.key}\` from ${describe(source)} targets plugin API v${plugin.apiVersion}, but this Switchyard provides v${SDK_API_VERSION}`,
+      );
+    }
+    if (typeof plugin.key !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(plugin.key)) {
+      throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin from ${describe(source)} has an invalid key ${JSON.stringify(plugin.key)}`);
+    }
+    const entry: RegisteredPlugin = { plugin, source };
+    if (plugin.kind === 'slot') {
+      const existing = this.slots.get(plugin.name);
+      if (existing) {
+        throw new PluginRegistryError(
+          ErrorCode.pluginDuplicate,
+          `slot \`${plugin.name}\` is declared twice: by ${describe(existing.source)} and by ${describe(source)}`,
+        );
+      }
+      this.slots.set(plugin.name, { manifest: plugin, source, members: new Map() });
+      this.all.push(entry);
+      return;
+    }
+    let kindMap = this.byKind.get(plugin.kind);
+    if (!kindMap) this.byKind.set(plugin.kind, (kindMap = new Map()));
+    for (const name of [plugin.key, ...(plugin.aliases ?? [])]) {
+      const clash = kindMap.get(name);
+      if (clash) {
+        throw new PluginRegistryError(
+          ErrorCode.pluginDuplicate,
+          `duplicate ${plugin.kind} key \`${name}\`: registered by ${describe(clash.source)} and by ${describe(source)}`,
+        );
+      }
+      kindMap.set(name, entry);
+    }
+    this.all.push(entry);
+  }
+
+  /** Place every plugin into its slots. Call once after the last `register`. */
+  finalize(): this {
+    if (this.finalized) return this;
+    for (const entry of this.all) {
+      const p = entry.plugin;
+      if (p.kind === 'policy') {
+        for (const slotName of p.attach) {
+          const slot = this.slots.get(slotName);
+          if (!slot || slot.manifest.type !== 'map') {
+            throw new PluginRegistryError(
+              ErrorCode.pluginInvalid,
+              `policy \`${p.key}\` from ${describe(entry.source)} attaches to \`${slotName}\`, which is not a declared map slot`,
+            );
+          }
+          this.addMember(slot, entry);
+        }
+      } else if (p.kind === 'backend') {
+        this.addMember(this.slots.get('backend')!, entry);
+      } else if (VARIANT_KINDS.includes(p.kind)) {
+        for (const slot of this.slots.values()) {
+          if (slot.manifest.type === 'oneOf' && slot.manifest.accepts === p.kind) this.addMember(slot, entry);
+        }
+      }
+    }
+    this.finalized = true;
+    return this;
+  }
+
+  private addMember(slot: SlotEntry, entry: RegisteredPlugin): void {
+    const p = entry.plugin;
+    if (p.kind === 'slot') return;
+    for (const name of [p.key, ...(p.aliases ?? [])]) slot.members.set(name, entry);
+  }
+
+  /** The plugin for `key` (or an alias) in `slot`. */
+  lookup(slot: string, key: string): RegisteredPlugin | undefined {
+    return this.slots.get(slot)?.members.get(key);
+  }
+
+  slot(name: string): SlotManifest | undefined {
+    return this.slots.get(name)?.manifest;
+  }
+
+  slotNames(): string[] {
+    return [...this.slots.keys()];
+  }
+
+  /** Distinct plugins of a slot, each once (not once per alias). */
+  slotMembers(name: string): RegisteredPlugin[] {
+    const slot = this.slots.get(name);
+    return slot ? [...new Set(slot.members.values())] : [];
+  }
+
+  /** Every accepted key of a slot (keys and aliases). */
+  slotKeys(name: string): string[] {
+    return [...(this.slots.get(name)?.members.keys() ?? [])];
+  }
+
+  plugins(): readonly RegisteredPlugin[] {
+    return this.all;
+  }
+}

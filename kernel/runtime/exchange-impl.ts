@@ -1,0 +1,175 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import type { AttributeKey, Exchange, RouteInfo } from '../sdk/index.ts';
+import { EMPTY_PLAN } from './upstream-plan.ts';
+import type { UpstreamPlan } from './upstream-plan.ts';
+import type { Readable } from 'node:stream';
+import type { CompiledRoute } from '../compile/snapshot.ts';
+
+/** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
+export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
+
+export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: '', bind: 0 });
+
+/** The kernel's Exchange. Fields are all set in the constructor so every instance has one hidden class. */
+export class ExchangeImpl implements Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse | undefined;
+  readonly method: string;
+  path: string;
+  query: string;
+  authority: string;
+  readonly clientAuthority: string;
+  readonly hostname: string;
+  readonly scheme: 'http' | 'https';
+  readonly headers: IncomingHttpHeaders;
+  readonly sourceAddress: string;
+  readonly sourcePort: number;
+  route: RouteInfo = NO_ROUTE;
+  matchedPrefix: string | undefined = undefined;
+  readonly originalUrl: string;
+  readonly startTime: number;
+  body: Buffer | undefined = undefined;
+  plan: UpstreamPlan = EMPTY_PLAN;
+  /** Set when the route's request timeout fired: the upstream call must give up. */
+  timedOut = false;
+  attempts = 0;
+  protocol = 'http';
+  /** Parsed query, made on first use by a query matcher. */
+  params: URLSearchParams | undefined = undefined;
+  /** The compiled route and backend (kernel-only views of `route`). */
+  compiledRoute: CompiledRoute | undefined = undefined;
+  /** Set once a reply has been started; later replies (a timeout racing a response) are dropped. */
+  replied = false;
+  status = 0;
+  replyStream: Readable | undefined = undefined;
+  errorMessage: string | undefined = undefined;
+  private attrs: Map<string, unknown> | undefined = undefined;
+  queued: string[] | undefined = undefined;
+  fields: Record<string, string | number | boolean> | undefined = undefined;
+  private controller: AbortController | undefined = undefined;
+  private bodyPromise: Promise<Buffer> | undefined = undefined;
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse | undefined,
+    scheme: 'http' | 'https',
+    hostname: string,
+    path: string,
+    query: string,
+    startTime: number,
+  ) {
+    this.req = req;
+    this.res = res;
+    this.method = req.method ?? 'GET';
+    this.headers = req.headers;
+    this.clientAuthority = req.headers.host ?? '';
+    this.authority = this.clientAuthority;
+    this.hostname = hostname;
+    this.scheme = scheme;
+    this.path = path;
+    this.query = query;
+    this.originalUrl = req.url ?? '/';
+    this.sourceAddress = req.socket.remoteAddress ?? '';
+    this.sourcePort = req.socket.remotePort ?? 0;
+    this.startTime = startTime;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.res?.destroyed && !this.res.writableFinished) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  /** Called by the runtime when the client went away or the request timed out. */
+  abort(reason?: unknown): void {
+    this.controller?.abort(reason);
+  }
+
+  get hasSignal(): boolean {
+    return this.controller !== undefined;
+  }
+
+  bufferBody(limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
+    if (this.body) return Promise.resolve(this.body);
+    if (this.bodyPromise) return this.bodyPromise;
+    const declared = Number(this.headers['content-length'] ?? NaN);
+    if (declared > limit) {
+      return Promise.reject(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
+    }
+    this.bodyPromise = new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const req = this.req;
+      const onData = (chunk: Buffer): void => {
+        size += chunk.length;
+        if (size > limit) {
+          cleanup();
+          req.resume();
+          reject(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
+          return;
+        }
+        chunks.push(chunk);
+      };
+      const onEnd = (): void => {
+        cleanup();
+        this.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+        resolve(this.body);
+      };
+      const onError = (err: Error): void => {
+        cleanup();
+        reject(new GatewayError(400, 'bad_request', `failed reading the request body: ${err.message}`, ErrorCode.badRequest));
+      };
+      const onClose = (): void => {
+        if (!req.complete) onError(new Error('client closed the connection'));
+      };
+      const cleanup = (): void => {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.off('error', onError);
+        req.off('close', onClose);
+      };
+      req.on('data', onData);
+      req.on('end', onEnd);
+      req.on('error', onError);
+      req.on('close', onClose);
+    });
+    return this.bodyPromise;
+  }
+
+  setBody(body: Buffer): void {
+    this.body = body;
+    this.headers['content-length'] = String(body.length);
+    delete this.headers['transfer-encoding'];
+  }
+
+  /** True when the client sent (or will send) a body. */
+  get hasRequestBody(): boolean {
+    if (this.body) return this.body.length > 0;
+    const h = this.headers;
+    return (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
+  }
+
+  get<T>(key: AttributeKey<T>): T | undefined {
+    return this.attrs?.get(key.name) as T | undefined;
+  }
+
+  set<T>(key: AttributeKey<T>, value: T): void {
+    (this.attrs ??= new Map()).set(key.name, value);
+  }
+
+  /** All attributes, for CEL contexts. */
+  attributes(): ReadonlyMap<string, unknown> | undefined {
+    return this.attrs;
+  }
+
+  queueResponseHeader(name: string, value: string): void {
+    (this.queued ??= []).push(name.toLowerCase(), value);
+  }
+
+  logField(name: string, value: string | number | boolean): void {
+    (this.fields ??= {})[name] = value;
+  }
+}

@@ -1,0 +1,80 @@
+import type { ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
+import type { Logger, PolicyInstance, Reply } from '../sdk/index.ts';
+import type { ExchangeImpl } from './exchange-impl.ts';
+
+/** The reply for a thrown error: a GatewayError's status and JSON body, else a logged 500. */
+export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Reply {
+  if (err instanceof GatewayError) {
+    ex.errorMessage = err.message;
+    return jsonErrorReply(err.status, err.type, err.message, err.headers ? { ...err.headers } : {});
+  }
+  ex.errorMessage = (err as Error)?.message ?? String(err);
+  logger.error('request failed', { route: ex.route.key, error: err as Error, stack: (err as Error)?.stack });
+  return jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
+}
+
+function discard(body: Reply['body']): void {
+  if (body instanceof Readable) {
+    body.on('error', () => undefined);
+    body.destroy();
+  }
+}
+
+/**
+ * Apply the response hooks and queued headers, then write the reply. Streams are piped with explicit error
+ * handling (ARCHITECTURE.md §6: `pipeline()` per request is slower and throws when the client is gone).
+ */
+export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hooks: readonly PolicyInstance[] | null, logger: Logger): void {
+  if (ex.replied || res.destroyed) {
+    discard(reply.body);
+    return;
+  }
+  ex.replied = true;
+  if (hooks) {
+    for (const hook of hooks) {
+      try {
+        hook.onResponse!(ex, reply);
+      } catch (err) {
+        logger.error('response hook failed', { route: ex.route.key, error: err as Error });
+      }
+    }
+  }
+  const queued = ex.queued;
+  if (queued) for (let i = 0; i < queued.length; i += 2) reply.headers[queued[i]!] = queued[i + 1]!;
+  ex.status = reply.status;
+  const body = reply.body;
+  if (body !== undefined && body !== null && !(body instanceof Readable) && reply.headers['content-length'] === undefined) {
+    reply.headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  }
+  try {
+    res.writeHead(reply.status, reply.headers as Record<string, string | string[]>);
+  } catch (err) {
+    discard(body);
+    ex.errorMessage = `invalid response header: ${(err as Error).message}`;
+    ex.status = 500;
+    if (!res.headersSent) {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { type: 'internal_error', message: ex.errorMessage } }));
+    } else res.destroy();
+    return;
+  }
+  if (body instanceof Readable) {
+    ex.replyStream = body;
+    body.on('error', (err) => {
+      // The upstream broke mid-stream: the client must see a truncated response, not a clean end.
+      ex.errorMessage = `upstream stream failed: ${err.message}`;
+      res.destroy(err);
+    });
+    body.pipe(res);
+  } else if (body === null || body === undefined) {
+    res.end();
+  } else {
+    res.end(body);
+  }
+}
+
+export function timeoutError(ms: number): GatewayError {
+  return new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
+}

@@ -1,0 +1,241 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
+import type { Logger, Reply } from '../sdk/index.ts';
+import type { CompiledBackendRef, CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
+import type { AccessLog } from '../telemetry/access-log.ts';
+import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
+import { writeRawResponse } from '../upstream/raw-response.ts';
+import { ExchangeImpl } from './exchange-impl.ts';
+import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
+import { runRequestHooks } from './run-hooks.ts';
+
+/** Host header to a lower-case hostname without port (`[::1]:80` → `::1`). */
+export function hostnameOf(host: string | undefined): string {
+  if (!host) return '';
+  if (host.charCodeAt(0) === 91 /* [ */) {
+    const end = host.indexOf(']');
+    return (end === -1 ? host : host.slice(1, end)).toLowerCase();
+  }
+  const colon = host.indexOf(':');
+  return (colon === -1 ? host : host.slice(0, colon)).toLowerCase();
+}
+
+/** First route of the listener whose hostnames and any match object accept the request. */
+export function selectRoute(listener: CompiledListener, ex: ExchangeImpl): CompiledRoute | undefined {
+  const routes = listener.routes;
+  for (let i = 0; i < routes.length; i++) {
+    const route = routes[i]!;
+    if (route.hostnameTest !== null && !route.hostnameTest(ex.hostname)) continue;
+    const matches = route.matches;
+    if (matches === null) {
+      ex.matchedPrefix = '/';
+      return route;
+    }
+    for (let m = 0; m < matches.length; m++) {
+      if (matches[m]!.test(ex)) {
+        ex.matchedPrefix = matches[m]!.prefix;
+        return route;
+      }
+    }
+  }
+  return undefined;
+}
+
+function pickBackend(route: CompiledRoute): CompiledBackendRef | undefined {
+  const list = route.backends;
+  if (list.length === 1) return list[0]!.weight > 0 ? list[0] : undefined;
+  if (route.totalWeight <= 0) return undefined;
+  let r = Math.random() * route.totalWeight;
+  for (const b of list) {
+    r -= b.weight;
+    if (r < 0) return b;
+  }
+  return list[list.length - 1];
+}
+
+const noRoute = (what: 'listener' | 'route', ex: ExchangeImpl): GatewayError =>
+  new GatewayError(
+    404,
+    `${what}_not_found`,
+    what === 'route' ? `no route matches ${ex.method} ${ex.path}` : `no listener serves host \`${ex.hostname}\``,
+    what === 'route' ? ErrorCode.routeNotFound : ErrorCode.listenerNotFound,
+  );
+
+/** The data plane: takes each request from a bind server through route selection, the chain and the backend. */
+export class RequestPipeline {
+  snapshot: Snapshot | undefined = undefined;
+  draining = false;
+  private readonly logger: Logger;
+  private readonly accessLog: AccessLog;
+  private readonly unmatched: RouteMetrics;
+
+  constructor(logger: Logger, accessLog: AccessLog, metrics: MetricsRegistry) {
+    this.logger = logger;
+    this.accessLog = accessLog;
+    this.unmatched = metrics.route('', '', '');
+  }
+
+  /** node:http 'request' handler for the bind on `port`. */
+  handle(req: IncomingMessage, res: ServerResponse, port: number, secure: boolean): void {
+    const snapshot = this.snapshot!;
+    snapshot.acquire();
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const ex = new ExchangeImpl(
+      req,
+      res,
+      secure ? 'https' : 'http',
+      hostnameOf(req.headers.host),
+      q === -1 ? url : url.slice(0, q),
+      q === -1 ? '' : url.slice(q),
+      performance.now(),
+    );
+    if (this.draining) res.shouldKeepAlive = false;
+    res.once('close', () => this.finish(ex, res, snapshot));
+    const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
+    const route = listener ? selectRoute(listener, ex) : undefined;
+    if (!route) {
+      writeReply(ex, res, errorReply(noRoute(listener ? 'route' : 'listener', ex), this.logger, ex), null, this.logger);
+      return;
+    }
+    ex.route = route.info;
+    ex.compiledRoute = route;
+    let timer: NodeJS.Timeout | undefined;
+    if (route.requestTimeoutMs > 0) {
+      timer = setTimeout(() => this.timeout(ex, res, route), route.requestTimeoutMs);
+      res.once('close', () => clearTimeout(timer));
+    }
+    const hooks = route.requestHooks;
+    if (hooks === null) {
+      this.dispatch(ex, res, route);
+      return;
+    }
+    let early: Reply | undefined | Promise<Reply | undefined>;
+    try {
+      early = runRequestHooks(hooks, ex);
+    } catch (err) {
+      writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
+      return;
+    }
+    if (early === undefined) this.dispatch(ex, res, route);
+    else if (early instanceof Promise) {
+      early.then(
+        (reply) => (reply ? writeReply(ex, res, reply, route.responseHooks, this.logger) : this.dispatch(ex, res, route)),
+        (err: unknown) => writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger),
+      );
+    } else writeReply(ex, res, early, route.responseHooks, this.logger);
+  }
+
+  /** After the route's chain: pick a backend, run its chain, let it produce the reply. */
+  private dispatch(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute): void {
+    const ref = pickBackend(route);
+    if (!ref) {
+      const err = new GatewayError(500, 'no_backend', `route \`${route.info.name}\` has no backend to send the request to`, ErrorCode.noBackend);
+      writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
+      return;
+    }
+    ex.plan = ref.plan;
+    if (ref.instance.protocol) ex.protocol = ref.instance.protocol;
+    const hooks = ref.responseHooks;
+    const run = async (): Promise<Reply> => {
+      if (ref.requestHooks) {
+        const early = await runRequestHooks(ref.requestHooks, ex);
+        if (early) return early;
+      }
+      return ref.instance.handle(ex);
+    };
+    run().then(
+      (reply) => writeReply(ex, res, reply, hooks, this.logger),
+      (err: unknown) => writeReply(ex, res, errorReply(err, this.logger, ex), hooks, this.logger),
+    );
+  }
+
+  private timeout(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute): void {
+    if (ex.replied) {
+      if (!res.writableFinished) {
+        ex.errorMessage = 'request timeout while streaming the response';
+        res.destroy();
+      }
+      return;
+    }
+    ex.timedOut = true;
+    const err = timeoutError(route.requestTimeoutMs);
+    ex.abort(err);
+    writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
+  }
+
+  private finish(ex: ExchangeImpl, res: ServerResponse, snapshot: Snapshot): void {
+    if (!res.writableFinished) {
+      // The client went away (or we destroyed the stream): stop upstream work for it.
+      ex.abort(new GatewayError(499, 'client_closed', 'client closed the connection', ErrorCode.badRequest));
+      if (ex.replyStream && !ex.replyStream.destroyed) {
+        ex.replyStream.on('error', () => undefined);
+        ex.replyStream.destroy();
+      }
+      if (!ex.replied) ex.status = 499;
+    }
+    const duration = performance.now() - ex.startTime;
+    const route = ex.compiledRoute;
+    (route ? route.metrics : this.unmatched).record(ex.status, duration / 1000);
+    const logHooks = route?.logHooks;
+    if (logHooks) {
+      for (const h of logHooks) {
+        try {
+          h.onLog!(ex, ex.status);
+        } catch (err) {
+          this.logger.error('log hook failed', { error: err as Error });
+        }
+      }
+    }
+    this.accessLog.record(ex, duration);
+    snapshot.release();
+  }
+
+  /** node:http 'upgrade' handler (WebSocket): same selection and request chain, then the backend's upgrade. */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, secure: boolean): void {
+    const snapshot = this.snapshot!;
+    snapshot.acquire();
+    socket.once('close', () => snapshot.release());
+    socket.on('error', () => socket.destroy());
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const ex = new ExchangeImpl(req, undefined, secure ? 'https' : 'http', hostnameOf(req.headers.host), q === -1 ? url : url.slice(0, q), q === -1 ? '' : url.slice(q), performance.now());
+    const refuse = (reply: Reply): void => {
+      ex.status = reply.status;
+      this.accessLog.record(ex, performance.now() - ex.startTime);
+      writeRawResponse(socket, reply.status, reply.headers, (reply.body as string | Uint8Array | null) ?? '');
+    };
+    const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
+    const route = listener ? selectRoute(listener, ex) : undefined;
+    if (!route) {
+      refuse(errorReply(noRoute(listener ? 'route' : 'listener', ex), this.logger, ex));
+      return;
+    }
+    ex.route = route.info;
+    ex.compiledRoute = route;
+    const run = async (): Promise<void> => {
+      if (route.requestHooks) {
+        const early = await runRequestHooks(route.requestHooks, ex);
+        if (early) {
+          for (const h of route.responseHooks ?? []) h.onResponse!(ex, early);
+          return refuse(early);
+        }
+      }
+      const ref = pickBackend(route);
+      if (!ref?.instance.upgrade) {
+        return refuse(jsonErrorReply(501, 'upgrade_not_supported', 'this route does not accept protocol upgrades'));
+      }
+      ex.plan = ref.plan;
+      if (ref.requestHooks) {
+        const early = await runRequestHooks(ref.requestHooks, ex);
+        if (early) return refuse(early);
+      }
+      ex.status = 101;
+      this.accessLog.record(ex, performance.now() - ex.startTime);
+      route.metrics.record(101, (performance.now() - ex.startTime) / 1000);
+      ref.instance.upgrade(ex, socket, head);
+    };
+    run().catch((err: unknown) => refuse(errorReply(err, this.logger, ex)));
+  }
+}

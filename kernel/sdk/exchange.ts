@@ -1,0 +1,63 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { AttributeKey } from './attributes.ts';
+
+/** What the kernel knows about the route that took a request. */
+export interface RouteInfo {
+  /** The route's `name`, or `route<index>` when unnamed. */
+  readonly name: string;
+  /** `<listener>/<route>`: unique inside a snapshot; used in metrics and logs. */
+  readonly key: string;
+  readonly listener: string;
+  readonly bind: number;
+}
+
+/**
+ * The per-request object every hook receives. One is made per request and dropped after the log phase.
+ * Fields that policies change (path, query, authority, headers) are read by the backend when it forwards.
+ */
+export interface Exchange {
+  /** The client's request (read its body through `bufferBody`, or let the backend stream it). */
+  readonly req: IncomingMessage;
+  readonly method: string;
+  /** Path without the query string, as the client sent it and as rewrites left it. */
+  path: string;
+  /** The query string including its leading `?`, or the empty string. */
+  query: string;
+  /** The authority forwarded upstream (Host). Starts as the client's Host header. */
+  authority: string;
+  /** The client's Host header without port, lower-cased (used for hostname matching). */
+  readonly hostname: string;
+  readonly scheme: 'http' | 'https';
+  /** Request headers (lower-case names). Policies mutate this object; it is what goes upstream. */
+  readonly headers: IncomingHttpHeaders;
+  readonly sourceAddress: string;
+  readonly sourcePort: number;
+  readonly route: RouteInfo;
+  /** The path prefix of the match object that selected the route, when it was a `pathPrefix` match. */
+  readonly matchedPrefix: string | undefined;
+  /** The original path and query before any rewrite. */
+  readonly originalUrl: string;
+  /** `performance.now()` at arrival. */
+  readonly startTime: number;
+  /** Aborted when the client goes away before the response is complete. */
+  readonly signal: AbortSignal;
+  /** The buffered request body, once a policy or backend has called `bufferBody`. */
+  readonly body: Buffer | undefined;
+
+  /** Read and keep the whole request body, failing with 413 beyond `limit` bytes (default 2 MiB). */
+  bufferBody(limit?: number): Promise<Buffer>;
+  /** Replace the request body sent upstream (a JSON-rewriting policy, say). Fixes content-length. */
+  setBody(body: Buffer): void;
+
+  get<T>(key: AttributeKey<T>): T | undefined;
+  set<T>(key: AttributeKey<T>, value: T): void;
+
+  /**
+   * Queue a header for the response, whatever produces it (upstream, a local reply, an error).
+   * Queued headers are inserted last and overwrite same-named headers (CORS, rate-limit headers).
+   */
+  queueResponseHeader(name: string, value: string): void;
+
+  /** Add a field to this request's access-log line. */
+  logField(name: string, value: string | number | boolean): void;
+}

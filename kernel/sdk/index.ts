@@ -1,0 +1,13 @@
+/**
+ * `switchyard/sdk`: the public plugin API. First-party plugins use nothing else from the kernel.
+ * @packageDocumentation
+ */
+export * from './plugin.ts';
+export * from './phases.ts';
+export * from './errors.ts';
+export * from './reply.ts';
+export * from './attributes.ts';
+export * from './duration.ts';
+export type * from './exchange.ts';
+export type * from './logger.ts';
+export type * from './upstream.ts';

@@ -1,0 +1,213 @@
+import type { Duplex } from 'node:stream';
+import type { Exchange } from './exchange.ts';
+import type { Logger } from './logger.ts';
+import type { PhaseName } from './phases.ts';
+import type { Reply } from './reply.ts';
+import type { HttpUpstreams, UpstreamAttempt, UpstreamTls } from './upstream.ts';
+
+/** Version of the plugin contract. A plugin built for another major version is refused at load. */
+export const SDK_API_VERSION = 1;
+
+/** The brand every plugin object carries; a global symbol, so copies of the SDK in other packages agree. */
+export const PLUGIN_BRAND: unique symbol = Symbol.for('switchyard.plugin') as never;
+
+/** A JSON Schema (draft 2020-12) object. Every property should carry a `description`. */
+export type JsonSchema = Record<string, unknown>;
+
+/** The kinds of plugin. Each kind but `policy` and `backend` fills a one-of slot of the same name. */
+export type PluginKind = 'policy' | 'backend' | 'mcpTransport' | 'llmProvider' | 'guard' | 'backendAuth' | 'slot';
+
+/** A path into the config tree: keys and array indexes. */
+export type ConfigPath = readonly (string | number)[];
+
+/** Long-lived resources kept across reloads while their key is unchanged (pools, processes, caches). */
+export interface ResourceCache {
+  /**
+   * Return the resource under `key`, creating it with `create` if absent. A resource no snapshot uses any more
+   * is disposed once the last request on the old snapshot has finished.
+   */
+  get<T>(key: string, create: () => T, dispose?: (value: T) => void | Promise<void>): T;
+}
+
+/** Capabilities handed to `compile`. Plugins never see the kernel's container. */
+export interface CompileContext {
+  /** Where this plugin's value sits in the config (for messages). */
+  readonly path: ConfigPath;
+  /** The directory the gateway runs from: relative paths in the config resolve against it (SPEC 5.1). */
+  readonly cwd: string;
+  readonly logger: Logger;
+  readonly http: HttpUpstreams;
+  readonly resources: ResourceCache;
+  /** Stop the load with a config error pointing at `path` + `sub`. */
+  fail(message: string, sub?: ConfigPath): never;
+  /** Log a warning about this value at load (it keeps loading). */
+  warn(message: string, sub?: ConfigPath): void;
+  /** Compile a backend object found inside this value (for example `requestMirror.backend`). */
+  compileBackend(value: Record<string, unknown>, sub: ConfigPath): Promise<BackendInstance>;
+  /** Compile the plugin chosen in a one-of slot (an MCP transport, an LLM provider, a guard). */
+  compileVariant<T = unknown>(slot: string, value: Record<string, unknown>, sub: ConfigPath): Promise<{ key: string; instance: T }>;
+  /** Compile a policies object of the given map slot (per-target policies, say). */
+  compilePolicies(slot: string, value: Record<string, unknown> | undefined, sub: ConfigPath): Promise<PolicySet>;
+  /** Look up a top-level named backend, failing at `sub` when absent. */
+  namedBackend(name: string, sub: ConfigPath): Promise<BackendInstance>;
+}
+
+/** Values a policy offers to the backend it applies to, read at compile time (TLS settings, timeouts, retries). */
+export interface PolicyFacets {
+  tls?: UpstreamTls;
+  /** Whole-request deadline in ms (504). */
+  requestTimeoutMs?: number;
+  /** Per-attempt deadline in ms (504, retryable). */
+  attemptTimeoutMs?: number;
+  retry?: { attempts: number; codes: readonly number[]; backoffMs?: number };
+  /** Headers set on every upstream request of this backend. */
+  setHeaders?: Readonly<Record<string, string>>;
+}
+
+/** What a compiled policy does per request. Every hook is optional; sync hooks are not awaited. */
+export interface PolicyInstance {
+  /** In the policy's phase. Return a Reply to answer locally and stop the chain. */
+  onRequest?(ex: Exchange): void | Reply | undefined | Promise<void | Reply | undefined>;
+  /** Per upstream attempt, after the request was built (sign, add credentials). */
+  onUpstream?(ex: Exchange, attempt: UpstreamAttempt): void | Promise<void>;
+  /** On every response, upstream or local, in reverse phase order. Change status or headers in place. */
+  onResponse?(ex: Exchange, reply: Reply): void;
+  /** After the response is finished. */
+  onLog?(ex: Exchange, status: number): void;
+  readonly facets?: PolicyFacets;
+  /** Release timers or handles when the snapshot holding this instance is retired. */
+  dispose?(): void;
+}
+
+/** A compiled `policies` object. */
+export interface PolicySet {
+  readonly keys: readonly string[];
+  /** Facets merged over all policies of the set (later phases win on conflicts). */
+  readonly facets: PolicyFacets;
+  has(key: string): boolean;
+}
+
+/** Compile context of a backend: also sees the policies that apply to it (route < named < backend ref). */
+export interface BackendCompileContext extends CompileContext {
+  readonly policies: PolicySet;
+}
+
+/** What a compiled backend does per request. */
+export interface BackendInstance {
+  /** Serve the exchange: forward it, or answer it. Throw a GatewayError for a failure reply. */
+  handle(ex: Exchange): Reply | Promise<Reply>;
+  /** Handle an HTTP/1.1 upgrade (WebSocket). Without it upgrades get 501. */
+  upgrade?(ex: Exchange, socket: Duplex, head: Buffer): void;
+  /** Protocol label for logs and metrics (`http`, `mcp`, `llm`, `a2a`). */
+  readonly protocol?: string;
+  dispose?(): void;
+}
+
+interface ManifestBase<C> {
+  /** The exact config key (SPEC.md). */
+  readonly key: string;
+  /** Other accepted spellings, such as the neutral vendor words of NAMES.md. */
+  readonly aliases?: readonly string[];
+  /** One line for `switchyard plugins` and the schema. */
+  readonly description: string;
+  /** JSON Schema of the value at `key`. May `$ref` `switchyard:defs#/$defs/...` and `switchyard:slot/<name>`. */
+  readonly schema: JsonSchema;
+  /** Phantom: the config type after validation. */
+  readonly __config?: C;
+}
+
+/** Manifest of a policy plugin. */
+export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
+  /** Map slots the policy may appear in: `routePolicies`, `backendPolicies`, `mcpTargetPolicies`, … */
+  readonly attach: readonly string[];
+  readonly phase: PhaseName;
+  /** Place inside the phase; lower runs first on requests (and last on responses). */
+  readonly order?: number;
+  /** `buffer`: the body is read before the chain runs; `replay`: kept for retries too. */
+  readonly needs?: { readonly body?: 'none' | 'buffer' | 'replay' };
+  compile(config: C, ctx: CompileContext): PolicyInstance | Promise<PolicyInstance>;
+}
+
+/** Manifest of a backend kind (`host`, `backend`, `mcp`, `ai`, …). */
+export interface BackendManifest<C = unknown> extends ManifestBase<C> {
+  /** Whether a top-level named backend may be of this kind. */
+  readonly named?: boolean;
+  compile(config: C, ctx: BackendCompileContext): BackendInstance | Promise<BackendInstance>;
+}
+
+/** Manifest of a plugin that fills a one-of slot of its kind (MCP transport, LLM provider, guard, backendAuth). */
+export interface VariantManifest<C = unknown, I = unknown> extends ManifestBase<C> {
+  compile(config: C, ctx: CompileContext): I | Promise<I>;
+}
+
+/** A slot: a place in the config tree where plugins plug in. */
+export interface SlotManifest {
+  /** Slot name, referenced from schemas as `switchyard:slot/<name>`. */
+  readonly name: string;
+  /** `map`: any number of plugin keys (a policies object); `oneOf`: exactly one key (a transport). */
+  readonly type: 'map' | 'oneOf';
+  /** Which plugins fill it: policies whose `attach` names this slot, or variants of this kind. */
+  readonly accepts: PluginKind;
+  readonly description: string;
+}
+
+/** Fields every registered plugin object carries. */
+export interface PluginBrand {
+  readonly [PLUGIN_BRAND]: true;
+  readonly apiVersion: number;
+  readonly kind: PluginKind;
+}
+
+export type PolicyPlugin<C = unknown> = PolicyManifest<C> & PluginBrand & { readonly kind: 'policy' };
+export type BackendPlugin<C = unknown> = BackendManifest<C> & PluginBrand & { readonly kind: 'backend' };
+export type VariantPlugin<C = unknown, I = unknown> = VariantManifest<C, I> & PluginBrand & {
+  readonly kind: 'mcpTransport' | 'llmProvider' | 'guard' | 'backendAuth';
+};
+export type SlotPlugin = SlotManifest & PluginBrand & { readonly kind: 'slot'; readonly key: string };
+
+/** Any plugin object. */
+export type Plugin = PolicyPlugin<any> | BackendPlugin<any> | VariantPlugin<any, any> | SlotPlugin;
+
+function brand<K extends PluginKind, T extends object>(kind: K, manifest: T): T & PluginBrand & { kind: K } {
+  return Object.freeze({ ...manifest, kind, apiVersion: SDK_API_VERSION, [PLUGIN_BRAND]: true as const });
+}
+
+/** Define a policy plugin. */
+export function definePolicy<C>(manifest: PolicyManifest<C>): PolicyPlugin<C> {
+  return brand('policy', manifest);
+}
+
+/** Define a backend kind. */
+export function defineBackend<C>(manifest: BackendManifest<C>): BackendPlugin<C> {
+  return brand('backend', manifest);
+}
+
+/** Define an MCP transport (a key of `mcp.targets[]`: stdio, sse, mcp, openapi). */
+export function defineMcpTransport<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
+  return brand('mcpTransport', manifest);
+}
+
+/** Define an LLM provider (a key of `ai.provider`). */
+export function defineLlmProvider<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
+  return brand('llmProvider', manifest);
+}
+
+/** Define a prompt guard type (a key of a `promptGuard` list item). */
+export function defineGuard<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
+  return brand('guard', manifest);
+}
+
+/** Define a `backendAuth` variant. */
+export function defineBackendAuth<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
+  return brand('backendAuth', manifest);
+}
+
+/** Define a new slot that other plugins fill. */
+export function defineSlot(manifest: SlotManifest): SlotPlugin {
+  return brand('slot', { ...manifest, key: manifest.name });
+}
+
+/** True when `value` is a plugin object made by a `define*` helper of any SDK copy. */
+export function isPlugin(value: unknown): value is Plugin {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[PLUGIN_BRAND] === true;
+}

@@ -1,0 +1,34 @@
+import type { Readable } from 'node:stream';
+
+/** Header map used on replies: lower-case names. */
+export type HeaderMap = Record<string, string | string[] | number | undefined>;
+
+/**
+ * A response on its way to the client: from the upstream, from a backend plugin, or made by the gateway
+ * (a `LocalReply`). Response hooks may change `status` and `headers` before they are written.
+ */
+export interface Reply {
+  status: number;
+  headers: HeaderMap;
+  /** A stream is piped as it arrives; bytes or a string are written at once; null/undefined is an empty body. */
+  body?: Readable | Uint8Array | string | null;
+  /** True when the gateway made this reply itself (errors, redirects, direct responses, rejections). */
+  readonly local: boolean;
+}
+
+/** Build a gateway-made reply. */
+export function localReply(status: number, body?: string | Uint8Array | null, headers: HeaderMap = {}): Reply {
+  return { status, headers, body: body ?? null, local: true };
+}
+
+/** A gateway-made JSON error reply: `{"error":{"type","message"}}` (BEHAVIOUR.md DECIDED 4). */
+export function jsonErrorReply(status: number, type: string, message: string, headers: HeaderMap = {}): Reply {
+  headers['content-type'] = 'application/json';
+  return { status, headers, body: JSON.stringify({ error: { type, message } }), local: true };
+}
+
+/** A gateway-made JSON reply with any body. */
+export function jsonReply(status: number, value: unknown, headers: HeaderMap = {}): Reply {
+  headers['content-type'] = 'application/json';
+  return { status, headers, body: JSON.stringify(value), local: true };
+}

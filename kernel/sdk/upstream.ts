@@ -1,0 +1,86 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Duplex, Readable } from 'node:stream';
+import type { Exchange } from './exchange.ts';
+import type { HeaderMap, Reply } from './reply.ts';
+
+/** TLS settings for connections from the gateway to an upstream (the `backendTLS` policy's shape, resolved). */
+export interface UpstreamTls {
+  /** PEM client certificate and key, for mutual TLS. */
+  cert?: string;
+  key?: string;
+  /** PEM CA bundle; system roots when absent. */
+  ca?: string;
+  /** SNI and verification name. */
+  servername?: string;
+  /** Skip all verification. */
+  insecure?: boolean;
+  /** Verify the chain but not the name. */
+  insecureHost?: boolean;
+  alpn?: string[];
+  /** Accepted subject alternative names, replacing the hostname check. */
+  subjectAltNames?: string[];
+}
+
+/** How to reach one upstream origin. */
+export interface UpstreamTargetOptions {
+  /** `http://host:port` or `https://host:port`. */
+  origin: string;
+  tls?: UpstreamTls;
+  /**
+   * Host header sent upstream when no policy rewrote the authority: `target` (the upstream's host[:port], the
+   * default for DNS names) or `request` (keep the client's Host, the default for IP literals).
+   */
+  authority?: 'target' | 'request';
+}
+
+/** A request a plugin sends on its own account (an MCP call, an OpenAPI tool call, a token fetch). */
+export interface UpstreamCallOptions {
+  method: string;
+  /** Path and query. */
+  path: string;
+  headers?: HeaderMap;
+  body?: string | Uint8Array | Readable | null;
+  signal?: AbortSignal;
+  /** Milliseconds until the whole call fails with a timeout. */
+  timeoutMs?: number;
+}
+
+/** What came back from `UpstreamTarget.request`. */
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Readable;
+}
+
+/** A reusable connection pool to one upstream origin, shared across reloads while unchanged. */
+export interface UpstreamTarget {
+  readonly origin: string;
+  /**
+   * Forward the exchange as a reverse proxy: streams the body both ways, strips hop-by-hop headers, adds
+   * X-Forwarded-*, applies the route's timeouts and retries and the per-attempt upstream hooks.
+   */
+  forward(ex: Exchange): Promise<Reply>;
+  /** Pass a WebSocket (or other HTTP/1.1 upgrade) through to this upstream. */
+  upgrade(ex: Exchange, socket: Duplex, head: Buffer): void;
+  /** Send a request of the caller's own through this pool. */
+  request(options: UpstreamCallOptions): Promise<UpstreamResponse>;
+}
+
+/** Creates upstream targets; pools are keyed by origin and TLS settings and survive config reloads. */
+export interface HttpUpstreams {
+  target(options: UpstreamTargetOptions): UpstreamTarget;
+}
+
+/** One upstream attempt, as the per-attempt hooks see it (backendAuth signs here, each retry again). */
+export interface UpstreamAttempt {
+  readonly method: string;
+  /** Path and query sent upstream. */
+  readonly path: string;
+  readonly origin: string;
+  /** Headers to send; hooks mutate them. */
+  readonly headers: IncomingHttpHeaders;
+  /** The buffered body when the route buffers it (a `needs.body` of `buffer`/`replay`). */
+  readonly body: Buffer | undefined;
+  /** 0 for the first try, then 1, 2, … */
+  readonly attempt: number;
+}

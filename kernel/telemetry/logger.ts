@@ -1,0 +1,100 @@
+import type { Logger } from '../sdk/index.ts';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** Where log lines go. Lines are buffered and written once per event-loop turn, so logging never blocks a request. */
+export class LogSink {
+  private buffer: string[] = [];
+  private scheduled = false;
+  private readonly write: (chunk: string) => void;
+
+  constructor(write: (chunk: string) => void = (chunk) => process.stdout.write(chunk)) {
+    this.write = write;
+  }
+
+  push(line: string): void {
+    this.buffer.push(line);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.buffer.length === 0) return;
+    const chunk = this.buffer.join('');
+    this.buffer = [];
+    this.write(chunk);
+  };
+}
+
+export interface LoggerSettings {
+  level: LogLevel;
+  format: 'json' | 'text';
+}
+
+function textValue(v: unknown): string {
+  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : JSON.stringify(v);
+  return s !== undefined && /[\s"=]/.test(s) ? JSON.stringify(s) : String(s);
+}
+
+/** Formats a line as JSON or `key=value` text. Shared by the process logger and the access log. */
+export function formatLine(format: 'json' | 'text', level: LogLevel, message: string, fields: Record<string, unknown> | undefined): string {
+  const time = new Date().toISOString();
+  if (format === 'json') {
+    const record: Record<string, unknown> = { time, level, msg: message };
+    if (fields) for (const k in fields) if (fields[k] !== undefined) record[k] = fields[k] instanceof Error ? (fields[k] as Error).message : fields[k];
+    return `${JSON.stringify(record)}\n`;
+  }
+  let line = `${time} ${level.toUpperCase().padEnd(5)} ${message}`;
+  if (fields) for (const k in fields) if (fields[k] !== undefined) line += ` ${k}=${textValue(fields[k])}`;
+  return `${line}\n`;
+}
+
+/** The process logger. Settings can change on reload; children share them. */
+export class ProcessLogger implements Logger {
+  private readonly sink: LogSink;
+  private readonly settings: LoggerSettings;
+  private readonly fields: Record<string, unknown> | undefined;
+
+  constructor(sink: LogSink, settings: LoggerSettings, fields?: Record<string, unknown>) {
+    this.sink = sink;
+    this.settings = settings;
+    this.fields = fields;
+  }
+
+  configure(settings: Partial<LoggerSettings>): void {
+    Object.assign(this.settings, settings);
+  }
+
+  isEnabled(level: LogLevel): boolean {
+    return RANK[level] >= RANK[this.settings.level];
+  }
+
+  private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
+    if (!this.isEnabled(level)) return;
+    const merged = this.fields ? { ...this.fields, ...fields } : fields;
+    this.sink.push(formatLine(this.settings.format, level, message, merged));
+  }
+
+  debug(message: string, fields?: Record<string, unknown>): void {
+    this.log('debug', message, fields);
+  }
+  info(message: string, fields?: Record<string, unknown>): void {
+    this.log('info', message, fields);
+  }
+  warn(message: string, fields?: Record<string, unknown>): void {
+    this.log('warn', message, fields);
+  }
+  error(message: string, fields?: Record<string, unknown>): void {
+    this.log('error', message, fields);
+  }
+  child(fields: Record<string, unknown>): ProcessLogger {
+    return new ProcessLogger(this.sink, this.settings, this.fields ? { ...this.fields, ...fields } : fields);
+  }
+  get format(): 'json' | 'text' {
+    return this.settings.format;
+  }
+}

@@ -1,0 +1,257 @@
+import { request as httpRequest } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Duplex, Readable } from 'node:stream';
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import type {
+  Exchange,
+  HttpUpstreams,
+  Reply,
+  ResourceCache,
+  UpstreamAttempt,
+  UpstreamCallOptions,
+  UpstreamResponse,
+  UpstreamTarget,
+  UpstreamTargetOptions,
+} from '../sdk/index.ts';
+import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
+import { RETRY_BUFFER_LIMIT } from '../runtime/upstream-plan.ts';
+import { stripHopByHop } from './hop-by-hop.ts';
+import { isIpLiteral, tlsConnectOptions } from './tls-options.ts';
+import { isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
+import { writeRawResponse } from './raw-response.ts';
+
+interface Origin {
+  readonly href: string;
+  readonly secure: boolean;
+  readonly host: string;
+  readonly port: number;
+  /** host[:port] with the scheme's default port left out, as a Host header. */
+  readonly authority: string;
+}
+
+function parseOrigin(origin: string): Origin {
+  const url = new URL(origin);
+  const secure = url.protocol === 'https:';
+  const port = url.port ? Number(url.port) : secure ? 443 : 80;
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  return { href: `${url.protocol}//${url.host}`, secure, host, port, authority: url.host };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A reverse-proxy target over one reused undici pool. */
+class PooledTarget implements UpstreamTarget {
+  readonly origin: string;
+  private readonly parsed: Origin;
+  private readonly pool: Pool;
+  private readonly useTargetAuthority: boolean;
+  private readonly options: UpstreamTargetOptions;
+
+  constructor(options: UpstreamTargetOptions, pool: Pool) {
+    this.options = options;
+    this.parsed = parseOrigin(options.origin);
+    this.origin = this.parsed.href;
+    this.pool = pool;
+    this.useTargetAuthority = (options.authority ?? (isIpLiteral(this.parsed.host) ? 'request' : 'target')) === 'target';
+  }
+
+  /** Headers for the upstream: hop-by-hop removed, Host chosen, X-Forwarded-* added. Mutates ex.headers. */
+  private prepareHeaders(ex: ExchangeImpl): IncomingHttpHeaders {
+    const h = ex.headers;
+    stripHopByHop(h);
+    const explicitAuthority = ex.authority !== ex.clientAuthority;
+    h.host = explicitAuthority || !this.useTargetAuthority ? ex.authority || this.parsed.authority : this.parsed.authority;
+    const xff = h['x-forwarded-for'];
+    h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.sourceAddress}` : ex.sourceAddress;
+    h['x-forwarded-proto'] = ex.scheme;
+    h['x-forwarded-host'] = ex.clientAuthority;
+    const set = ex.plan.setHeaders;
+    if (set) for (const [name, value] of set) h[name] = value;
+    return h;
+  }
+
+  async forward(exchange: Exchange): Promise<Reply> {
+    const ex = exchange as ExchangeImpl;
+    const plan = ex.plan;
+    const headers = this.prepareHeaders(ex);
+    let body: Buffer | IncomingMessage | null = null;
+    if (ex.body) body = ex.body;
+    else if (ex.hasRequestBody) {
+      const declared = Number(headers['content-length'] ?? NaN);
+      body = plan.retry && declared <= RETRY_BUFFER_LIMIT ? await ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+    }
+    const replayable = body === null || Buffer.isBuffer(body);
+    const maxAttempts = plan.retry && replayable ? plan.retry.attempts + 1 : 1;
+    const path = ex.path + ex.query;
+    for (let attempt = 0; ; attempt++) {
+      ex.attempts = attempt + 1;
+      let attemptHeaders = headers;
+      if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
+      if (plan.upstreamHooks) {
+        if (attempt === 0) attemptHeaders = { ...headers };
+        const view: UpstreamAttempt = { method: ex.method, path, origin: this.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
+        for (const hook of plan.upstreamHooks) {
+          const r = hook.onUpstream!(ex, view);
+          if (r) await r;
+        }
+      }
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await this.send(ex, path, attemptHeaders, body, plan.attemptTimeoutMs);
+      } catch (err) {
+        const failure = upstreamFailure(err, this.origin);
+        if (ex.timedOut || ex.res?.destroyed) throw failure;
+        if (attempt + 1 < maxAttempts && isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err)) {
+          if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
+          continue;
+        }
+        throw failure;
+      }
+      if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode)) {
+        response.body.on('error', () => undefined);
+        response.body.dump().catch(() => undefined);
+        if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
+        continue;
+      }
+      const responseHeaders = response.headers as Record<string, string | string[] | undefined>;
+      stripHopByHop(responseHeaders);
+      return { status: response.statusCode, headers: responseHeaders, body: response.body, local: false };
+    }
+  }
+
+  private send(
+    ex: ExchangeImpl,
+    path: string,
+    headers: IncomingHttpHeaders,
+    body: Buffer | IncomingMessage | null,
+    timeoutMs: number,
+  ): Promise<Dispatcher.ResponseData> {
+    if (timeoutMs <= 0) {
+      return this.pool.request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: ex.signal });
+    }
+    // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
+    const attempt = new AbortController();
+    const outer = ex.signal;
+    const onOuter = (): void => attempt.abort(outer.reason);
+    outer.addEventListener('abort', onOuter, { once: true });
+    const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${this.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
+    const timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
+    return this.pool
+      .request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal })
+      .then(
+        (response) => {
+          clearTimeout(timer);
+          outer.removeEventListener('abort', onOuter);
+          return response;
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          outer.removeEventListener('abort', onOuter);
+          throw attempt.signal.aborted && attempt.signal.reason === timeout ? timeout : err;
+        },
+      );
+  }
+
+  async request(options: UpstreamCallOptions): Promise<UpstreamResponse> {
+    const headers = { ...(options.headers ?? {}) } as Record<string, string>;
+    if (!Object.keys(headers).some((k) => k.toLowerCase() === 'host')) headers.host = this.parsed.authority;
+    const signals: AbortSignal[] = [];
+    if (options.signal) signals.push(options.signal);
+    if (options.timeoutMs) signals.push(AbortSignal.timeout(options.timeoutMs));
+    try {
+      const response = await this.pool.request({
+        path: options.path,
+        method: options.method as Dispatcher.HttpMethod,
+        headers,
+        body: (options.body ?? null) as string | Buffer | Readable | null,
+        signal: signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals),
+      });
+      return { status: response.statusCode, headers: response.headers as IncomingHttpHeaders, body: response.body };
+    } catch (err) {
+      if ((err as Error)?.name === 'TimeoutError') {
+        throw new GatewayError(504, 'upstream_timeout', `upstream ${this.origin} timed out`, ErrorCode.upstreamTimeout);
+      }
+      throw upstreamFailure(err, this.origin);
+    }
+  }
+
+  upgrade(exchange: Exchange, socket: Duplex, head: Buffer): void {
+    const ex = exchange as ExchangeImpl;
+    const headers = { ...ex.headers } as OutgoingHttpHeaders;
+    stripHopByHop(headers as IncomingHttpHeaders, true);
+    const explicitAuthority = ex.authority !== ex.clientAuthority;
+    headers.host = explicitAuthority || !this.useTargetAuthority ? ex.authority : this.parsed.authority;
+    headers['x-forwarded-for'] = ex.headers['x-forwarded-for'] ? `${String(ex.headers['x-forwarded-for'])}, ${ex.sourceAddress}` : ex.sourceAddress;
+    headers['x-forwarded-proto'] = ex.scheme;
+    headers['x-forwarded-host'] = ex.clientAuthority;
+    const send = this.parsed.secure ? httpsRequest : httpRequest;
+    const upReq = send({
+      host: this.parsed.host,
+      port: this.parsed.port,
+      method: ex.method,
+      path: ex.path + ex.query,
+      headers,
+      ...(this.parsed.secure ? tlsConnectOptions(this.options.tls, this.parsed.host) : {}),
+    });
+    socket.on('error', () => upReq.destroy());
+    upReq.on('upgrade', (upRes, upSocket, upHead) => {
+      let lines = `HTTP/1.1 ${upRes.statusCode ?? 101} ${upRes.statusMessage ?? 'Switching Protocols'}\r\n`;
+      for (let i = 0; i < upRes.rawHeaders.length; i += 2) lines += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
+      socket.write(`${lines}\r\n`);
+      if (upHead.length) socket.write(upHead);
+      if (head.length) upSocket.write(head);
+      upSocket.on('error', () => socket.destroy());
+      socket.on('close', () => upSocket.destroy());
+      upSocket.on('close', () => socket.destroy());
+      upSocket.pipe(socket);
+      socket.pipe(upSocket);
+    });
+    upReq.on('response', (upRes) => {
+      // The upstream declined the upgrade: relay its answer as is.
+      const responseHeaders = { ...upRes.headers };
+      stripHopByHop(responseHeaders);
+      const chunks: Buffer[] = [];
+      upRes.on('data', (c: Buffer) => chunks.push(c));
+      upRes.on('end', () => writeRawResponse(socket, upRes.statusCode ?? 502, responseHeaders, Buffer.concat(chunks)));
+      upRes.on('error', () => socket.destroy());
+    });
+    upReq.on('error', (err) => {
+      const failure = upstreamFailure(err, this.origin);
+      writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
+    });
+    upReq.end();
+  }
+}
+
+/** Upstream targets over pools kept in the generational resource cache (so reloads keep warm connections). */
+export class PooledUpstreams implements HttpUpstreams {
+  private readonly resources: ResourceCache;
+  constructor(resources: ResourceCache) {
+    this.resources = resources;
+  }
+
+  target(options: UpstreamTargetOptions): UpstreamTarget {
+    const parsed = parseOrigin(options.origin);
+    const tls = parsed.secure ? tlsConnectOptions(options.tls, parsed.host) : undefined;
+    const key = `pool:${parsed.href}:${tls ? JSON.stringify(options.tls ?? {}) : ''}`;
+    const pool = this.resources.get(
+      key,
+      () =>
+        new Pool(parsed.href, {
+          connect: tls,
+          allowH2: options.tls?.alpn?.includes('h2') ?? false,
+          // No default deadlines: long streams (SSE, LLM output) are legitimate; routes set their own timeouts.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+          keepAliveTimeout: 30_000,
+        }),
+      (p) => p.close().catch(() => p.destroy()),
+    );
+    return new PooledTarget(options, pool);
+  }
+}

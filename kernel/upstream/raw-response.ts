@@ -1,0 +1,20 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+
+/** Write a complete HTTP/1.1 response on a raw socket and close it (for upgrade requests that are refused). */
+export function writeRawResponse(
+  socket: Duplex,
+  status: number,
+  headers: Record<string, string | string[] | number | undefined>,
+  body: string | Uint8Array = '',
+): void {
+  if (socket.destroyed) return;
+  const payload = typeof body === 'string' ? Buffer.from(body) : body;
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || name === 'content-length' || name === 'connection') continue;
+    for (const v of Array.isArray(value) ? value : [value]) head += `${name}: ${v}\r\n`;
+  }
+  head += `content-length: ${payload.length}\r\nconnection: close\r\n\r\n`;
+  socket.end(Buffer.concat([Buffer.from(head), payload]));
+}

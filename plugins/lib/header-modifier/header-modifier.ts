@@ -1,0 +1,69 @@
+/** Config shape shared by `requestHeaderModifier` and `responseHeaderModifier`. */
+export interface HeaderModifierConfig {
+  add?: Record<string, string>;
+  set?: Record<string, string>;
+  remove?: string[];
+}
+
+type Headers = Record<string, string | string[] | number | undefined>;
+
+/** A compiled header modifier: names lower-cased once, applied add → set → remove. */
+export interface HeaderModifier {
+  readonly add: readonly (readonly [string, string])[];
+  readonly set: readonly (readonly [string, string])[];
+  readonly remove: readonly string[];
+}
+
+const VALID_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Compile; returns an error message for values that cannot be sent in HTTP. */
+export function compileHeaderModifier(config: HeaderModifierConfig): HeaderModifier | string {
+  const pairs = (map: Record<string, string> | undefined): [string, string][] => Object.entries(map ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]);
+  const add = pairs(config.add);
+  const set = pairs(config.set);
+  for (const [name, value] of [...add, ...set]) {
+    if (!VALID_VALUE.test(value)) return `the value of header \`${name}\` contains characters not allowed in HTTP headers (CR, LF or control characters)`;
+  }
+  return { add, set, remove: (config.remove ?? []).map((n) => n.toLowerCase()) };
+}
+
+/** Apply to a header object in place: `add` appends a value, `set` replaces all values, `remove` drops them. */
+export function applyHeaderModifier(m: HeaderModifier, headers: Headers): void {
+  for (const [name, value] of m.add) {
+    const existing = headers[name];
+    if (existing === undefined) headers[name] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else headers[name] = [String(existing), value];
+  }
+  for (const [name, value] of m.set) headers[name] = value;
+  for (const name of m.remove) delete headers[name];
+}
+
+/** JSON Schema of the modifier object, shared by both policies. */
+export function headerModifierSchema(side: 'request' | 'response'): Record<string, unknown> {
+  const target = side === 'request' ? 'the request sent upstream' : 'the response sent to the client (local replies and errors included)';
+  return {
+    type: 'object',
+    description: `Change headers of ${target}: \`add\`, then \`set\`, then \`remove\`.`,
+    properties: {
+      add: {
+        type: 'object',
+        description: 'Header name to value; appended, existing values are kept.',
+        propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
+        additionalProperties: { type: 'string' },
+      },
+      set: {
+        type: 'object',
+        description: 'Header name to value; replaces any existing values.',
+        propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
+        additionalProperties: { type: 'string' },
+      },
+      remove: {
+        type: 'array',
+        description: 'Header names to remove.',
+        items: { $ref: 'switchyard:defs#/$defs/headerName' },
+      },
+    },
+    additionalProperties: false,
+  };
+}

@@ -1,0 +1,25 @@
+import { definePolicy } from 'switchyard/sdk';
+import { applyHeaderModifier, compileHeaderModifier, headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
+import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
+
+/** `requestHeaderModifier`: add, set and remove request headers before the backend. */
+export default definePolicy<HeaderModifierConfig>({
+  key: 'requestHeaderModifier',
+  description: 'Add, set or remove headers on the request sent upstream.',
+  schema: headerModifierSchema('request'),
+  attach: ['routePolicies', 'backendPolicies'],
+  phase: 'mutate',
+  order: 20,
+  compile(config, ctx) {
+    const modifier = compileHeaderModifier(config);
+    if (typeof modifier === 'string') return ctx.fail(modifier);
+    return {
+      onRequest(ex) {
+        applyHeaderModifier(modifier, ex.headers);
+        // Setting Host is an authority rewrite (BEHAVIOUR.md §2.4).
+        const host = ex.headers.host;
+        if (host !== undefined && host !== ex.authority) ex.authority = Array.isArray(host) ? host[0]! : host;
+      },
+    };
+  },
+});

@@ -1,0 +1,22 @@
+import { definePolicy } from 'switchyard/sdk';
+import { applyHeaderModifier, compileHeaderModifier, headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
+import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
+
+/** `responseHeaderModifier`: add, set and remove response headers, on every response. */
+export default definePolicy<HeaderModifierConfig>({
+  key: 'responseHeaderModifier',
+  description: 'Add, set or remove headers on every response, local replies and errors included.',
+  schema: headerModifierSchema('response'),
+  attach: ['routePolicies', 'backendPolicies'],
+  phase: 'mutate',
+  order: 21,
+  compile(config, ctx) {
+    const modifier = compileHeaderModifier(config);
+    if (typeof modifier === 'string') return ctx.fail(modifier);
+    return {
+      onResponse(_ex, reply) {
+        applyHeaderModifier(modifier, reply.headers);
+      },
+    };
+  },
+});

@@ -1,0 +1,64 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { createGateway, LogSink } from 'switchyard';
+import type { Gateway } from 'switchyard';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
+import { freePort } from './ports.ts';
+
+export interface RunningGateway {
+  readonly gateway: Gateway;
+  /** Base URL of a bind port on 127.0.0.1. */
+  url(port: number): string;
+  readonly adminUrl: string;
+  readonly statsUrl: string;
+  readonly readinessUrl: string;
+  /** Config file path (when started from a file). */
+  readonly file: string;
+  /** Every log line written so far. */
+  readonly logs: string[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Start an in-process gateway from a config object or YAML text, written to a temp file (so reload can be
+ * tested). Admin, stats and readiness servers get free ports unless the config sets them.
+ */
+export async function startGateway(
+  config: Record<string, unknown> | string,
+  options: { preset?: readonly unknown[]; env?: NodeJS.ProcessEnv; watch?: boolean; knownKeys?: readonly string[] } = {},
+): Promise<RunningGateway> {
+  const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()];
+  let text: string;
+  if (typeof config === 'string') text = config;
+  else {
+    const staticBlock = { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${readiness}`, ...((config.config as object) ?? {}) };
+    text = stringify({ ...config, config: staticBlock });
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-test-'));
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, text);
+  const logs: string[] = [];
+  const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
+  const gateway = createGateway(
+    { preset: options.preset ?? fullPreset, knownKeys: options.knownKeys ?? FIRST_PARTY_KEYS, config: { file }, watch: options.watch ?? false, env: options.env ?? process.env },
+    sink,
+  );
+  await gateway.start();
+  const addr = (role: 'admin' | 'stats' | 'readiness'): string => {
+    const a = gateway.admin.address(role);
+    return a ? `http://127.0.0.1:${a.port}` : '';
+  };
+  return {
+    gateway,
+    url: (port) => `http://127.0.0.1:${port}`,
+    adminUrl: addr('admin'),
+    statsUrl: addr('stats'),
+    readinessUrl: addr('readiness'),
+    file,
+    logs,
+    stop: () => gateway.stop(),
+  };
+}
