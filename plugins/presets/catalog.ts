@@ -3,4 +3,14 @@
  * this to say "`x` is not installed in this distribution" instead of "unknown key". A test keeps it equal to
  * the full preset.
  */
-export const FIRST_PARTY_KEYS: readonly string[] = ['host', 'backend', 'requestHeaderModifier', 'responseHeaderModifier', 'directResponse'];
+export const FIRST_PARTY_KEYS: readonly string[] = [
+  'host',
+  'backend',
+  'cors',
+  'localRateLimit',
+  'requestHeaderModifier',
+  'responseHeaderModifier',
+  'directResponse',
+  'timeout',
+  'retry',
+];

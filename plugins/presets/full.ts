@@ -1,9 +1,23 @@
 import backend from '../backends/backend/plugin.ts';
 import host from '../backends/host/plugin.ts';
+import cors from '../policies/cors/plugin.ts';
 import directResponse from '../policies/direct-response/plugin.ts';
+import localRateLimit from '../policies/local-rate-limit/plugin.ts';
 import requestHeaderModifier from '../policies/request-header-modifier/plugin.ts';
 import responseHeaderModifier from '../policies/response-header-modifier/plugin.ts';
+import retry from '../policies/retry/plugin.ts';
+import timeout from '../policies/timeout/plugin.ts';
 
 /** Every first-party plugin. */
-export const fullPreset = [host, backend, requestHeaderModifier, responseHeaderModifier, directResponse] as const;
+export const fullPreset = [
+  host,
+  backend,
+  cors,
+  localRateLimit,
+  requestHeaderModifier,
+  responseHeaderModifier,
+  directResponse,
+  timeout,
+  retry,
+] as const;
 export default fullPreset;

@@ -1,0 +1,24 @@
+import { definePolicy, parseDuration } from 'switchyard/sdk';
+import schema from './schema.json' with { type: 'json' };
+
+interface TimeoutConfig {
+  requestTimeout?: string;
+  backendRequestTimeout?: string;
+}
+
+/** `timeout`: deadlines carried out by the kernel (route timer, per-attempt abort); this plugin only sets them. */
+export default definePolicy<TimeoutConfig>({
+  key: 'timeout',
+  description: 'Whole-request and per-upstream-attempt deadlines (504 when exceeded).',
+  schema,
+  attach: ['routePolicies', 'backendPolicies'],
+  phase: 'dispatch',
+  order: 50,
+  compile(config, ctx) {
+    const request = config.requestTimeout !== undefined ? parseDuration(config.requestTimeout)! : undefined;
+    const attempt = config.backendRequestTimeout !== undefined ? parseDuration(config.backendRequestTimeout)! : undefined;
+    if (request === 0) ctx.fail('`requestTimeout` must be greater than zero (omit it for no deadline)', ['requestTimeout']);
+    if (attempt === 0) ctx.fail('`backendRequestTimeout` must be greater than zero (omit it for no deadline)', ['backendRequestTimeout']);
+    return { facets: { requestTimeoutMs: request, attemptTimeoutMs: attempt } };
+  },
+});

@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+/** Upstream behaviour scripted per request count on a path: each entry is what the nth request gets. */
+type Step = { status?: number; delayMs?: number; reset?: boolean };
+
+describe('timeout and retry', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: TestUpstream;
+  const scripts = new Map<string, Step[]>();
+  const counts = new Map<string, number>();
+
+  before(async () => {
+    port = await freePort();
+    upstream = await startUpstream((req, res, body) => {
+      const path = req.url!.split('?')[0]!;
+      const n = counts.get(path) ?? 0;
+      counts.set(path, n + 1);
+      const script = scripts.get(path) ?? [];
+      const step = script[Math.min(n, script.length - 1)] ?? {};
+      if (step.reset) {
+        req.socket.destroy();
+        return;
+      }
+      const send = () => {
+        if (res.destroyed) return;
+        res.writeHead(step.status ?? 200, { 'content-type': 'text/plain' });
+        res.end(`attempt ${n} len ${body.length}`);
+      };
+      if (step.delayMs) setTimeout(send, step.delayMs);
+      else send();
+    });
+    const route = (name: string, policies: Record<string, unknown>) => ({
+      name,
+      matches: [{ path: { pathPrefix: `/${name}` } }],
+      policies,
+      backends: [{ host: `127.0.0.1:${upstream.port}` }],
+    });
+    gw = await startGateway({
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                route('request-timeout', { timeout: { requestTimeout: '150ms' } }),
+                route('attempt-timeout', { timeout: { backendRequestTimeout: '100ms' } }),
+                route('retry-codes', { retry: { attempts: 2, codes: [503] } }),
+                route('retry-exhausted', { retry: { attempts: 2, codes: [502] } }),
+                route('retry-reset', { retry: { attempts: 1, codes: [] } }),
+                route('retry-timeout', { retry: { attempts: 1, codes: [] }, timeout: { backendRequestTimeout: '100ms' } }),
+                route('retry-bounded', { retry: { attempts: 10, codes: [] }, timeout: { requestTimeout: '300ms', backendRequestTimeout: '100ms' } }),
+                route('retry-big-body', { retry: { attempts: 3, codes: [503] } }),
+              ],
+            },
+          ],
+        },
+      ],
+    });
+  });
+  after(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
+
+  const call = async (path: string, body?: string | Buffer) => {
+    const started = performance.now();
+    const res = await request(`${gw.url(port)}${path}`, { method: body ? 'POST' : 'GET', body });
+    const text = await res.body.text();
+    return { status: res.statusCode, text, ms: performance.now() - started };
+  };
+  const received = (path: string) => upstream.received.filter((r) => r.url.startsWith(path));
+
+  it('requestTimeout answers 504 at the deadline', async () => {
+    scripts.set('/request-timeout', [{ delayMs: 1000 }]);
+    const r = await call('/request-timeout');
+    assert.equal(r.status, 504);
+    assert.equal(JSON.parse(r.text).error.type, 'request_timeout');
+    assert.ok(r.ms >= 140 && r.ms < 800, `took ${r.ms}ms`);
+  });
+
+  it('backendRequestTimeout answers 504 per attempt', async () => {
+    scripts.set('/attempt-timeout', [{ delayMs: 1000 }]);
+    const r = await call('/attempt-timeout');
+    assert.equal(r.status, 504);
+    assert.equal(JSON.parse(r.text).error.type, 'upstream_timeout');
+    assert.ok(r.ms >= 90 && r.ms < 800, `took ${r.ms}ms`);
+  });
+
+  it('retries listed statuses, replaying the body, with an x-retry-attempt counter', async () => {
+    scripts.set('/retry-codes', [{ status: 503 }, { status: 503 }, { status: 200 }]);
+    const r = await call('/retry-codes', 'payload-123');
+    assert.equal(r.status, 200);
+    assert.equal(r.text, 'attempt 2 len 11');
+    const got = received('/retry-codes');
+    assert.equal(got.length, 3);
+    assert.deepEqual(got.map((g) => g.body.toString()), ['payload-123', 'payload-123', 'payload-123']);
+    assert.deepEqual(got.map((g) => g.headers['x-retry-attempt']), [undefined, '1', '2']);
+    assert.ok(gw.logs.some((l) => l.includes('route=retry-codes') && l.includes('retry.attempt=2')), 'the access log shows the retry count');
+  });
+
+  it('returns the last upstream answer when retries are exhausted (attempts = retries after the first try)', async () => {
+    scripts.set('/retry-exhausted', [{ status: 502 }]);
+    const r = await call('/retry-exhausted');
+    assert.equal(r.status, 502);
+    assert.equal(received('/retry-exhausted').length, 3);
+  });
+
+  it('retries a dropped connection', async () => {
+    scripts.set('/retry-reset', [{ reset: true }, { status: 200 }]);
+    const r = await call('/retry-reset');
+    assert.equal(r.status, 200);
+    assert.equal(received('/retry-reset').length, 2);
+  });
+
+  it('retries a backend timeout', async () => {
+    scripts.set('/retry-timeout', [{ delayMs: 500 }, { status: 200 }]);
+    const r = await call('/retry-timeout');
+    assert.equal(r.status, 200);
+    assert.equal(r.text, 'attempt 1 len 0');
+  });
+
+  it('retries stay inside the request timeout', async () => {
+    scripts.set('/retry-bounded', [{ delayMs: 1000 }]);
+    const r = await call('/retry-bounded');
+    assert.equal(r.status, 504);
+    assert.ok(r.ms >= 280 && r.ms < 900, `took ${r.ms}ms`);
+    assert.ok(received('/retry-bounded').length <= 4);
+  });
+
+  it('does not retry a body over the replay buffer', async () => {
+    scripts.set('/retry-big-body', [{ status: 503 }]);
+    const r = await call('/retry-big-body', Buffer.alloc(100 * 1024, 1));
+    assert.equal(r.status, 503);
+    assert.equal(received('/retry-big-body').length, 1);
+    assert.equal(received('/retry-big-body')[0]!.body.length, 100 * 1024);
+  });
+
+  it('a zero timeout is a config error', async () => {
+    await assert.rejects(
+      gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        timeout: { requestTimeout: 0s }\n`),
+      /:6:36: `requestTimeout` must be greater than zero/,
+    );
+  });
+});
