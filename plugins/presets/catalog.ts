@@ -10,6 +10,8 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'localRateLimit',
   'requestHeaderModifier',
   'responseHeaderModifier',
+  'urlRewrite',
+  'requestRedirect',
   'directResponse',
   'timeout',
   'retry',

@@ -3,10 +3,12 @@ import host from '../backends/host/plugin.ts';
 import cors from '../policies/cors/plugin.ts';
 import directResponse from '../policies/direct-response/plugin.ts';
 import localRateLimit from '../policies/local-rate-limit/plugin.ts';
+import requestRedirect from '../policies/request-redirect/plugin.ts';
 import requestHeaderModifier from '../policies/request-header-modifier/plugin.ts';
 import responseHeaderModifier from '../policies/response-header-modifier/plugin.ts';
 import retry from '../policies/retry/plugin.ts';
 import timeout from '../policies/timeout/plugin.ts';
+import urlRewrite from '../policies/url-rewrite/plugin.ts';
 
 /** Every first-party plugin. */
 export const fullPreset = [
@@ -16,6 +18,8 @@ export const fullPreset = [
   localRateLimit,
   requestHeaderModifier,
   responseHeaderModifier,
+  urlRewrite,
+  requestRedirect,
   directResponse,
   timeout,
   retry,

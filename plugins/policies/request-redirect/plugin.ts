@@ -1,0 +1,72 @@
+import { ErrorCode, GatewayError, definePolicy, localReply } from 'switchyard/sdk';
+import { PREFIX_NEEDS_PREFIX_MATCH, pathRewriteSchema, rewritePath } from '../../lib/path-rewrite/path-rewrite.ts';
+import type { PathRewriteConfig } from '../../lib/path-rewrite/path-rewrite.ts';
+
+interface RedirectConfig {
+  scheme?: 'http' | 'https';
+  authority?: { host?: string; full?: string };
+  path?: PathRewriteConfig;
+  status?: 301 | 302 | 303 | 307 | 308;
+}
+
+const DEFAULT_PORT: Record<string, string> = { http: '80', https: '443' };
+
+function splitAuthority(authority: string): { host: string; port: string | undefined } {
+  const m = /^(\[[^\]]*\]|[^:]*)(?::(\d+))?$/.exec(authority);
+  return m ? { host: m[1]!, port: m[2] } : { host: authority, port: undefined };
+}
+
+/** `requestRedirect`: the gateway answers with a redirect built from the (possibly rewritten) request. */
+export default definePolicy<RedirectConfig>({
+  key: 'requestRedirect',
+  description: 'Answer with a redirect (`Location` built from the request); the backend is not contacted.',
+  schema: {
+    type: 'object',
+    description: 'Redirect the client. Unset parts of the location come from the request (after `urlRewrite`).',
+    properties: {
+      scheme: { enum: ['http', 'https'], description: 'Scheme of the location. Default: the request scheme.' },
+      authority: {
+        type: 'object',
+        description: 'Exactly one of `host` (keeps the request port unless it is the default for the scheme) or `full` (`host[:port]`).',
+        properties: {
+          host: { type: 'string', minLength: 1, description: 'New host name.' },
+          full: { type: 'string', minLength: 1, description: 'New authority, `host[:port]`.' },
+        },
+        additionalProperties: false,
+        exactlyOneOf: ['host', 'full'],
+      },
+      path: pathRewriteSchema,
+      status: { enum: [301, 302, 303, 307, 308], description: 'Redirect status. Default 302.' },
+    },
+    additionalProperties: false,
+  },
+  attach: ['routePolicies'],
+  phase: 'respond',
+  order: 10,
+  compile(config) {
+    const status = config.status ?? 302;
+    return {
+      onRequest(ex) {
+        const scheme = config.scheme ?? ex.scheme;
+        let authority = ex.authority;
+        if (config.authority?.full !== undefined) authority = config.authority.full;
+        else if (config.authority?.host !== undefined) {
+          const { port } = splitAuthority(ex.authority);
+          // The request port is kept unless the scheme was set explicitly or it is the scheme's default.
+          const keepPort = port !== undefined && config.scheme === undefined && port !== DEFAULT_PORT[scheme];
+          authority = keepPort ? `${config.authority.host}:${port}` : config.authority.host;
+        } else if (config.scheme !== undefined) {
+          const { host, port } = splitAuthority(ex.authority);
+          if (port === DEFAULT_PORT[ex.scheme] || port === DEFAULT_PORT[scheme]) authority = host;
+        }
+        let path = ex.path;
+        if (config.path) {
+          const rewritten = rewritePath(config.path, ex.path, ex.matchedPrefix);
+          if (rewritten === undefined) throw new GatewayError(500, 'invalid_filter', PREFIX_NEEDS_PREFIX_MATCH, ErrorCode.internal);
+          path = rewritten;
+        }
+        return localReply(status, null, { location: `${scheme}://${authority}${path}${ex.query}` });
+      },
+    };
+  },
+});

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+describe('urlRewrite and requestRedirect', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: TestUpstream;
+  before(async () => {
+    port = await freePort();
+    upstream = await startUpstream();
+    const to = [{ host: `127.0.0.1:${upstream.port}` }];
+    gw = await startGateway({
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                { name: 'prefix', matches: [{ path: { pathPrefix: '/old' } }], policies: { urlRewrite: { path: { prefix: '/new' } } }, backends: to },
+                { name: 'strip', matches: [{ path: { pathPrefix: '/strip/' } }], policies: { urlRewrite: { path: { prefix: '/' } } }, backends: to },
+                { name: 'full', matches: [{ path: { exact: '/full' } }], policies: { urlRewrite: { path: { full: '/replaced' }, authority: { full: 'rewritten.internal:9000' } } }, backends: to },
+                { name: 'bad-prefix', matches: [{ path: { exact: '/exact-only' } }], policies: { urlRewrite: { path: { prefix: '/x' } } }, backends: to },
+                { name: 'redirect-https', matches: [{ path: { pathPrefix: '/secure' } }], policies: { requestRedirect: { scheme: 'https', status: 301 } }, backends: to },
+                { name: 'redirect-host', matches: [{ path: { pathPrefix: '/moved' } }], policies: { requestRedirect: { authority: { host: 'other.example' } } } },
+                {
+                  name: 'rewrite-then-redirect',
+                  matches: [{ path: { pathPrefix: '/legacy' } }],
+                  policies: { urlRewrite: { path: { prefix: '/v2' } }, requestRedirect: { status: 308 } },
+                  backends: to,
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+  });
+  after(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
+
+  const get = async (path: string, headers?: Record<string, string>) => {
+    const res = await request(`${gw.url(port)}${path}`, { headers });
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+  };
+
+  it('prefix rewrite replaces the matched prefix and keeps the query', async () => {
+    const r = await get('/old/items/1?x=1&y=2');
+    assert.equal(r.status, 200);
+    assert.equal(upstream.received.at(-1)!.url, '/new/items/1?x=1&y=2');
+  });
+
+  it('prefix rewrite to / strips the prefix', async () => {
+    await get('/strip/a/b');
+    assert.equal(upstream.received.at(-1)!.url, '/a/b');
+    await get('/strip');
+    assert.equal(upstream.received.at(-1)!.url, '/');
+  });
+
+  it('full path and authority rewrite', async () => {
+    await get('/full?q=1');
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.url, '/replaced?q=1');
+    assert.equal(got.headers.host, 'rewritten.internal:9000');
+    assert.equal(got.headers['x-forwarded-host'], `127.0.0.1:${port}`, 'the client authority stays visible');
+  });
+
+  it('a prefix rewrite on a route matched without pathPrefix is a 500 that says why', async () => {
+    const r = await get('/exact-only');
+    assert.equal(r.status, 500);
+    assert.match(JSON.parse(r.text).error.message, /needs the route to match with `pathPrefix`/);
+  });
+
+  it('redirects to https with the configured status; the backend is not contacted', async () => {
+    const seen = upstream.received.length;
+    const r = await get('/secure/page?a=1', { host: 'shop.example:80' });
+    assert.equal(r.status, 301);
+    assert.equal(r.headers.location, 'https://shop.example/secure/page?a=1');
+    assert.equal(r.text, '');
+    assert.equal(upstream.received.length, seen);
+  });
+
+  it('redirects to another host, keeping a non-default port and defaulting to 302', async () => {
+    const r = await get('/moved/x', { host: 'old.example:8080' });
+    assert.equal(r.status, 302);
+    assert.equal(r.headers.location, 'http://other.example:8080/moved/x');
+  });
+
+  it('rewrite runs before redirect, so the Location carries the rewritten path', async () => {
+    const r = await get('/legacy/thing?z=9', { host: 'api.example' });
+    assert.equal(r.status, 308);
+    assert.equal(r.headers.location, 'http://api.example/v2/thing?z=9');
+  });
+
+  it('an unknown redirect status is a config error', async () => {
+    await assert.rejects(
+      gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        requestRedirect: { status: 305 }\n`),
+      /:6:36: must be one of `301`, `302`, `303`, `307`, `308`, got number 305/,
+    );
+  });
+});
