@@ -26,7 +26,8 @@ interface ExactlyOneOfError {
 /** Compiles the assembled schema once and turns ajv's errors into positioned, readable config issues. */
 export class ConfigValidator {
   private readonly validateFn: ValidateFunction;
-  private readonly knownKeys: ReadonlySet<string>;
+  /** First-party keys this distribution left out: a config using one hears "not installed", not "unknown". */
+  private readonly notInstalled: ReadonlySet<string>;
 
   constructor(schema: JsonSchema, knownKeys: Iterable<string> = []) {
     const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
@@ -59,7 +60,12 @@ export class ConfigValidator {
       },
     });
     this.validateFn = ajv.compile(schema);
-    this.knownKeys = new Set(knownKeys);
+    // A known key that is installed (but misplaced, say a policy outside `policies`) is not "not installed".
+    const installed = new Set<string>();
+    for (const def of Object.values((schema.$defs ?? {}) as Record<string, Record<string, unknown>>)) {
+      if (def['x-switchyard-slot'] !== undefined) for (const k of Object.keys((def.properties as object | undefined) ?? {})) installed.add(k);
+    }
+    this.notInstalled = new Set([...knownKeys].filter((k) => !installed.has(k)));
   }
 
   validate(config: unknown): ConfigIssue[] {
@@ -70,10 +76,18 @@ export class ConfigValidator {
   private translate(errors: readonly ErrorObject[]): ConfigIssue[] {
     const issues: ConfigIssue[] = [];
     const unknownKeyParents = new Set<string>();
-    for (const e of errors) if (e.keyword === 'additionalProperties') unknownKeyParents.add(e.instancePath);
+    // `listners:` both is an unknown key and leaves `listeners` missing; report only the typo and its fix.
+    const misspelled = new Set<string>();
+    for (const e of errors) {
+      if (e.keyword !== 'additionalProperties') continue;
+      unknownKeyParents.add(e.instancePath);
+      const guess = this.guessKey(e);
+      if (guess) misspelled.add(`${e.instancePath}|${guess}`);
+    }
     const seen = new Set<string>();
     for (const e of errors) {
       if (e.keyword === 'exactlyOneOf' && unknownKeyParents.has(e.instancePath)) continue;
+      if (e.keyword === 'required' && misspelled.has(`${e.instancePath}|${(e.params as { missingProperty: string }).missingProperty}`)) continue;
       if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf') {
         if (errors.some((o) => o !== e && o.instancePath.startsWith(e.instancePath) && o.schemaPath.startsWith(e.schemaPath.replace(/\/[^/]+$/, '')))) continue;
       }
@@ -86,6 +100,17 @@ export class ConfigValidator {
     return issues;
   }
 
+  /**
+   * The installed key an unknown key was probably meant to be. A first-party key of a trimmed distribution is
+   * not a typo: it gets "not installed", never a guess at a similar installed key.
+   */
+  private guessKey(e: ErrorObject): string | undefined {
+    const key = (e.params as { additionalProperty: string }).additionalProperty;
+    if (this.notInstalled.has(key)) return undefined;
+    const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
+    return didYouMean(key, Object.keys((parent.properties as object | undefined) ?? {}));
+  }
+
   private translateOne(e: ErrorObject): ConfigIssue {
     const path = pointerToPath(e.instancePath);
     const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
@@ -95,15 +120,14 @@ export class ConfigValidator {
         const allowed = Object.keys((parent.properties as object | undefined) ?? {});
         const slot = parent['x-switchyard-slot'] as string | undefined;
         const noun = slot ? (SLOT_NOUN[slot] ?? `\`${slot}\` entry`) : 'key';
-        const guess = didYouMean(key, allowed);
+        if (this.notInstalled.has(key)) {
+          return { code: ErrorCode.configNotInstalled, path: [...path, key], message: `\`${key}\` is not installed in this distribution`, atKey: true };
+        }
+        const guess = this.guessKey(e);
         let message = `unknown ${noun} \`${key}\``;
-        let code: ConfigIssue['code'] = ErrorCode.configUnknownKey;
         if (guess) message += `; did you mean \`${guess}\`?`;
-        else if (this.knownKeys.has(key)) {
-          message = `\`${key}\` is not installed in this distribution`;
-          code = ErrorCode.configNotInstalled;
-        } else message += allowed.length ? `; expected one of: ${allowed.map((k) => `\`${k}\``).join(', ')}` : '';
-        return { code, path: [...path, key], message, atKey: true };
+        else message += allowed.length ? `; expected one of: ${allowed.map((k) => `\`${k}\``).join(', ')}` : '';
+        return { code: ErrorCode.configUnknownKey, path: [...path, key], message, atKey: true };
       }
       case 'required': {
         const key = (e.params as { missingProperty: string }).missingProperty;
@@ -144,6 +168,14 @@ export class ConfigValidator {
               ? `is not a valid regular expression: ${describeValue(e.data)}`
               : `must be a valid ${(e.params as { format: string }).format}`,
         };
+      case 'minimum':
+      case 'maximum':
+      case 'exclusiveMinimum':
+      case 'exclusiveMaximum': {
+        const limit = (e.params as { limit: number }).limit;
+        const word = { minimum: 'at least', maximum: 'at most', exclusiveMinimum: 'greater than', exclusiveMaximum: 'less than' }[e.keyword];
+        return { code: ErrorCode.configSchema, path, message: `must be ${word} ${limit}, got ${describeValue(e.data)}` };
+      }
       default:
         return { code: ErrorCode.configSchema, path, message: e.message ?? `is invalid (${e.keyword})` };
     }

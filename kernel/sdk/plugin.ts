@@ -3,7 +3,7 @@ import type { Exchange } from './exchange.ts';
 import type { Logger } from './logger.ts';
 import type { PhaseName } from './phases.ts';
 import type { Reply } from './reply.ts';
-import type { HttpUpstreams, UpstreamAttempt, UpstreamTls } from './upstream.ts';
+import type { HttpUpstreams, UpstreamAttempt, UpstreamTarget, UpstreamTls } from './upstream.ts';
 
 /** Version of the plugin contract. A plugin built for another major version is refused at load. */
 export const SDK_API_VERSION = 1;
@@ -100,6 +100,8 @@ export interface BackendInstance {
   upgrade?(ex: Exchange, socket: Duplex, head: Buffer): void;
   /** Protocol label for logs and metrics (`http`, `mcp`, `llm`, `a2a`). */
   readonly protocol?: string;
+  /** The upstream of a backend that forwards HTTP to one origin (`host`); lets policies such as mirroring reach it. */
+  readonly target?: UpstreamTarget;
   dispose?(): void;
 }
 

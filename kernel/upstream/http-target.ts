@@ -78,10 +78,12 @@ class PooledTarget implements UpstreamTarget {
   async forward(exchange: Exchange): Promise<Reply> {
     const ex = exchange as ExchangeImpl;
     const plan = ex.plan;
+    // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
+    const hasBody = ex.hasRequestBody;
     const headers = this.prepareHeaders(ex);
     let body: Buffer | IncomingMessage | null = null;
     if (ex.body) body = ex.body;
-    else if (ex.hasRequestBody) {
+    else if (hasBody) {
       const declared = Number(headers['content-length'] ?? NaN);
       body = plan.retry && declared <= RETRY_BUFFER_LIMIT ? await ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
     }
@@ -186,7 +188,8 @@ class PooledTarget implements UpstreamTarget {
     stripHopByHop(headers as IncomingHttpHeaders, true);
     const explicitAuthority = ex.authority !== ex.clientAuthority;
     headers.host = explicitAuthority || !this.useTargetAuthority ? ex.authority : this.parsed.authority;
-    headers['x-forwarded-for'] = ex.headers['x-forwarded-for'] ? `${String(ex.headers['x-forwarded-for'])}, ${ex.sourceAddress}` : ex.sourceAddress;
+    const xff = ex.headers['x-forwarded-for'];
+    headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.sourceAddress}` : ex.sourceAddress;
     headers['x-forwarded-proto'] = ex.scheme;
     headers['x-forwarded-host'] = ex.clientAuthority;
     const send = this.parsed.secure ? httpsRequest : httpRequest;
@@ -250,7 +253,8 @@ export class PooledUpstreams implements HttpUpstreams {
           bodyTimeout: 0,
           keepAliveTimeout: 30_000,
         }),
-      (p) => p.close().catch(() => p.destroy()),
+      // Let in-flight calls finish, but do not let a stuck one (a slow mirror, say) hold shutdown.
+      (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined),
     );
     return new PooledTarget(options, pool);
   }

@@ -13,6 +13,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'urlRewrite',
   'requestRedirect',
   'directResponse',
+  'requestMirror',
   'timeout',
   'retry',
 ];

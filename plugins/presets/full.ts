@@ -3,6 +3,7 @@ import host from '../backends/host/plugin.ts';
 import cors from '../policies/cors/plugin.ts';
 import directResponse from '../policies/direct-response/plugin.ts';
 import localRateLimit from '../policies/local-rate-limit/plugin.ts';
+import requestMirror from '../policies/request-mirror/plugin.ts';
 import requestRedirect from '../policies/request-redirect/plugin.ts';
 import requestHeaderModifier from '../policies/request-header-modifier/plugin.ts';
 import responseHeaderModifier from '../policies/response-header-modifier/plugin.ts';
@@ -21,6 +22,7 @@ export const fullPreset = [
   urlRewrite,
   requestRedirect,
   directResponse,
+  requestMirror,
   timeout,
   retry,
 ] as const;
