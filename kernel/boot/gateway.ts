@@ -10,6 +10,7 @@ import { ConfigLoadError, positionIssue } from '../config/format-issues.ts';
 import { loadConfigText } from '../config/load-config.ts';
 import { ConfigValidator } from '../config/validate-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
+import { CelExpressions } from '../expr/cel-expressions.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { BindServers } from '../runtime/bind-servers.ts';
@@ -54,6 +55,7 @@ export class Gateway {
   private registry: PluginRegistry | undefined;
   private validator: ConfigValidator | undefined;
   private generation = 0;
+  private expressions: CelExpressions | undefined;
   private lastText: string | undefined;
   private stopWatching: (() => void) | undefined;
   private reloading: Promise<boolean> | undefined;
@@ -97,6 +99,8 @@ export class Gateway {
     const c = this.options.config;
     this.registry = await buildRegistry(this.options.preset, preloadPluginList(source), 'file' in c ? c.file : undefined);
     this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys);
+    const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'policy' ? (plugin.celVariables ?? []) : []));
+    this.expressions = new CelExpressions(celVariables);
   }
 
   /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
@@ -114,6 +118,7 @@ export class Gateway {
         cwd: this.options.cwd ?? process.cwd(),
         generation,
         env,
+        expressions: this.expressions!,
       });
     } catch (err) {
       await this.s.resources.release(generation);

@@ -17,6 +17,7 @@ import { formatPath } from '../config/config-source.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { PooledUpstreams } from '../upstream/http-target.ts';
 import { compileHostnameTest, compileMatch } from './matchers.ts';
@@ -49,6 +50,7 @@ export interface CompileDeps {
   readonly cwd: string;
   readonly generation: number;
   readonly env?: NodeJS.ProcessEnv;
+  readonly expressions: CelExpressions;
 }
 
 interface NamedSpec {
@@ -126,6 +128,7 @@ class SnapshotCompiler {
       logger,
       http: this.upstreams,
       resources: this.resourceView,
+      expr: this.deps.expressions.compilerAt(path),
       policies,
       fail: (message, sub = []) => {
         throw new ConfigError({ code: ErrorCode.configInvalid, path: [...path, ...sub], message });
@@ -219,7 +222,6 @@ class SnapshotCompiler {
         ? { attempts: facets.retry.attempts, codes: new Set(facets.retry.codes), backoffMs: facets.retry.backoffMs ?? 0 }
         : null,
       upstreamHooks: layered.upstreamHooks(),
-      setHeaders: facets.setHeaders ? Object.entries(facets.setHeaders).map(([k, v]) => [k.toLowerCase(), v] as const) : null,
     };
     const responseHooks = [...backendSet.responseHooks(), ...routeSet.responseHooks()];
     const logHooks = [...backendSet.logHooks(), ...routeSet.logHooks()];

@@ -7,11 +7,9 @@ export interface UpstreamPlan {
   readonly retry: { readonly attempts: number; readonly codes: ReadonlySet<number>; readonly backoffMs: number } | null;
   /** Policies with an `onUpstream` hook, in phase order. */
   readonly upstreamHooks: readonly PolicyInstance[] | null;
-  /** Headers set on every upstream request (backend `transformations`). */
-  readonly setHeaders: readonly (readonly [string, string])[] | null;
 }
 
-export const EMPTY_PLAN: UpstreamPlan = Object.freeze({ attemptTimeoutMs: 0, retry: null, upstreamHooks: null, setHeaders: null });
+export const EMPTY_PLAN: UpstreamPlan = Object.freeze({ attemptTimeoutMs: 0, retry: null, upstreamHooks: null });
 
 /** Largest request body kept in memory so a retry can send it again (BEHAVIOUR.md: 64 KiB). */
 export const RETRY_BUFFER_LIMIT = 64 * 1024;

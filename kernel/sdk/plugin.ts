@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Exchange } from './exchange.ts';
+import type { ExpressionCompiler } from './expr.ts';
 import type { Logger } from './logger.ts';
 import type { PhaseName } from './phases.ts';
 import type { Reply } from './reply.ts';
@@ -38,6 +39,8 @@ export interface CompileContext {
   readonly logger: Logger;
   readonly http: HttpUpstreams;
   readonly resources: ResourceCache;
+  /** CEL: compile expressions at load, evaluate them per request. */
+  readonly expr: ExpressionCompiler;
   /** Stop the load with a config error pointing at `path` + `sub`. */
   fail(message: string, sub?: ConfigPath): never;
   /** Log a warning about this value at load (it keeps loading). */
@@ -60,8 +63,6 @@ export interface PolicyFacets {
   /** Per-attempt deadline in ms (504, retryable). */
   attemptTimeoutMs?: number;
   retry?: { attempts: number; codes: readonly number[]; backoffMs?: number };
-  /** Headers set on every upstream request of this backend. */
-  setHeaders?: Readonly<Record<string, string>>;
 }
 
 /** What a compiled policy does per request. Every hook is optional; sync hooks are not awaited. */
@@ -127,6 +128,8 @@ export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
   readonly order?: number;
   /** `buffer`: the body is read before the chain runs; `replay`: kept for retries too. */
   readonly needs?: { readonly body?: 'none' | 'buffer' | 'replay' };
+  /** CEL variables this policy publishes as request attributes (`jwt`, `apiKey`, …), declared to every expression. */
+  readonly celVariables?: readonly string[];
   compile(config: C, ctx: CompileContext): PolicyInstance | Promise<PolicyInstance>;
 }
 

@@ -8,6 +8,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'backend',
   'cors',
   'localRateLimit',
+  'transformations',
   'requestHeaderModifier',
   'responseHeaderModifier',
   'urlRewrite',

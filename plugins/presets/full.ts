@@ -9,6 +9,7 @@ import requestHeaderModifier from '../policies/request-header-modifier/plugin.ts
 import responseHeaderModifier from '../policies/response-header-modifier/plugin.ts';
 import retry from '../policies/retry/plugin.ts';
 import timeout from '../policies/timeout/plugin.ts';
+import transformations from '../policies/transformations/plugin.ts';
 import urlRewrite from '../policies/url-rewrite/plugin.ts';
 
 /** Every first-party plugin. */
@@ -17,6 +18,7 @@ export const fullPreset = [
   backend,
   cors,
   localRateLimit,
+  transformations,
   requestHeaderModifier,
   responseHeaderModifier,
   urlRewrite,

@@ -1,0 +1,26 @@
+import type { Exchange } from './exchange.ts';
+
+/** A CEL expression compiled (parsed and type-checked) once at config load. */
+export interface CompiledExpression {
+  readonly source: string;
+  /**
+   * Evaluate against a request: variables `request`, `source` and every attribute published by earlier
+   * policies (`jwt`, `apiKey`, `basicAuth`, …), plus `extra` (for example `mcp`). Throws when evaluation fails
+   * (a missing key, a type error); callers decide what a failure means.
+   */
+  evaluate(ex: Exchange, extra?: Record<string, unknown>): unknown;
+}
+
+/** Compiles CEL for plugins. */
+export interface ExpressionCompiler {
+  /** Compile `source`; a syntax or type error becomes a config error at the plugin's path plus `sub`. */
+  compile(source: string, sub?: readonly (string | number)[]): CompiledExpression;
+}
+
+/** Render a CEL value as a header or log string (ints come back from CEL as bigint). */
+export function celValueToString(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint' || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8');
+  return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Map ? Object.fromEntries(v) : v));
+}
