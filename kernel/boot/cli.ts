@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
+import { LogSink } from '../telemetry/logger.ts';
 import { createGateway } from './container.ts';
 import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
@@ -99,7 +100,9 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       process.stderr.write(`switchyard: a config is required (-f FILE or -c TEXT)\n\n${USAGE}`);
       return 2;
     }
-    const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input });
+    // Validating prints only the verdict on stdout; warnings and lifecycle lines go to stderr.
+    const sink = args.validateOnly ? new LogSink((chunk) => process.stderr.write(chunk)) : undefined;
+    const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input }, sink);
     if (args.validateOnly) {
       const text = 'file' in input ? readFileSync(input.file, 'utf8') : input.text;
       const snapshot = await gateway.compile(text);

@@ -97,7 +97,7 @@ export class Gateway {
     if (this.registry) return;
     const source = text ?? (await this.readText());
     const c = this.options.config;
-    this.registry = await buildRegistry(this.options.preset, preloadPluginList(source), 'file' in c ? c.file : undefined);
+    this.registry = await buildRegistry(this.options.preset, preloadPluginList(source, this.options.env), 'file' in c ? c.file : undefined);
     this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys);
     const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'policy' ? (plugin.celVariables ?? []) : []));
     this.expressions = new CelExpressions(celVariables);

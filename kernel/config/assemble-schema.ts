@@ -64,7 +64,9 @@ export function assembleSchema(registry: PluginRegistry): JsonSchema {
   };
 
   for (const [name, def] of Object.entries(SKELETON_DEFS)) defs[name] = transform(def, undefined) as JsonSchema;
-  for (const name of registry.slotNames()) defs[`slot.${name}`] = transform({ 'x-slot': name }, undefined) as JsonSchema;
+  for (const name of registry.slotNames()) {
+    defs[`slot.${name}`] = transform({ 'x-slot': name, description: registry.slot(name)!.description }, undefined) as JsonSchema;
+  }
   for (const { plugin } of registry.plugins()) {
     if (plugin.kind === 'slot') continue;
     const defName = pluginDefName(plugin.kind, plugin.key);

@@ -1,4 +1,4 @@
-import { parse, visit, Scalar } from 'yaml';
+import { isPair, isScalar, isSeq, parse, visit, Scalar } from 'yaml';
 import { ErrorCode } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
 
@@ -12,7 +12,7 @@ const REFERENCE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}\\]|\\.)*))?\}
 export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv): SourcedIssue[] {
   const issues: SourcedIssue[] = [];
   visit(source.doc, {
-    Scalar(_key, node) {
+    Scalar(_key, node, ancestors) {
       if (typeof node.value !== 'string' || !node.value.includes('${')) return;
       const missing: string[] = [];
       const expanded = node.value.replace(REFERENCE, (whole, name: string | undefined, fallback: string | undefined) => {
@@ -27,7 +27,7 @@ export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv): Sourced
       if (missing.length > 0) {
         issues.push({
           code: ErrorCode.configEnv,
-          path: [],
+          path: configPath(ancestors, node),
           offset: node.range?.[0] ?? 0,
           message: `environment variable ${missing.map((m) => `\`${m}\``).join(', ')} is not set (write \`\${${missing[0]}:-default}\` to give a default)`,
         });
@@ -45,4 +45,17 @@ export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv): Sourced
     },
   });
   return issues;
+}
+
+/** The config path (`binds[0].port`) of a node from its ancestors, so env errors name where they are. */
+function configPath(ancestors: readonly unknown[], node: unknown): (string | number)[] {
+  const path: (string | number)[] = [];
+  const chain = [...ancestors, node];
+  for (let i = 0; i < chain.length - 1; i++) {
+    const parent = chain[i];
+    const child = chain[i + 1];
+    if (isPair(parent)) path.push(isScalar(parent.key) ? String(parent.key.value) : String(parent.key));
+    else if (isSeq(parent)) path.push(parent.items.indexOf(child as never));
+  }
+  return path;
 }

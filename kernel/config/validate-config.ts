@@ -46,7 +46,8 @@ export class ConfigValidator {
       schemaType: 'array',
       errors: true,
       validate: function exactlyOneOf(allowed: string[], data: Record<string, unknown>, _parent?: unknown, ctx?: { instancePath: string }) {
-        const present = allowed.filter((k) => data[k] !== undefined);
+        // In the order the file has them, so the error points at the later of two conflicting keys.
+        const present = Object.keys(data).filter((k) => allowed.includes(k) && data[k] !== undefined);
         if (present.length === 1) return true;
         (exactlyOneOf as unknown as { errors: unknown[] }).errors = [
           {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
+import * as nodeModule from 'node:module';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCode } from '../sdk/index.ts';
 import type { PluginSource } from './registry.ts';
@@ -26,17 +27,48 @@ async function packageNameOf(entryFile: string): Promise<string | undefined> {
   }
 }
 
+const HOST_PACKAGE = 'switchyard';
+let hostFallbackInstalled = false;
+
+/**
+ * A plugin package peer-depends on `switchyard`. Installed under the app's node_modules it finds the app's copy
+ * the normal way; linked (`npm link`, a workspace, a symlink) its real path lies outside the app and Node's
+ * resolution of `switchyard/sdk` fails. Then, and only then, resolve `switchyard` and `switchyard/*` as this
+ * running gateway's own package (a self-reference from this file), so plugin and kernel share one SDK.
+ * Needs `module.registerHooks` (Node 22.15+, 23.5+); older Nodes keep the plain behaviour.
+ */
+function installHostPackageFallback(): void {
+  if (hostFallbackInstalled) return;
+  hostFallbackInstalled = true;
+  const register = (nodeModule as { registerHooks?: typeof nodeModule.registerHooks }).registerHooks;
+  if (typeof register !== 'function') return;
+  const self = import.meta.url;
+  register({
+    resolve(specifier, context, nextResolve) {
+      if (specifier !== HOST_PACKAGE && !specifier.startsWith(`${HOST_PACKAGE}/`)) return nextResolve(specifier, context);
+      try {
+        return nextResolve(specifier, context);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw err;
+        return nextResolve(specifier, { ...context, parentURL: self });
+      }
+    },
+  });
+}
+
 /**
  * Load third-party plugin modules named in `config.plugins`: package names or paths, resolved from the
  * config file's directory. The default export is one plugin or an array of plugins.
  */
 export async function loadPluginModules(specifiers: readonly string[], fromDir: string): Promise<LoadedPluginModule[]> {
+  if (specifiers.length > 0) installHostPackageFallback();
   const require = createRequire(join(fromDir, 'noop.js'));
   const loaded: LoadedPluginModule[] = [];
   for (const spec of specifiers) {
     let resolved: string;
     try {
-      resolved = require.resolve(spec.startsWith('.') || spec.startsWith('/') ? join(fromDir, spec) : spec);
+      resolved = require.resolve(spec.startsWith('.') || isAbsolute(spec) ? resolve(fromDir, spec) : spec);
     } catch (err) {
       throw new PluginRegistryError(ErrorCode.pluginLoad, `cannot find plugin module \`${spec}\` from ${fromDir}: ${(err as Error).message.split('\n')[0]}`);
     }

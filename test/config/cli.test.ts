@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { freePort } from '../helpers/ports.ts';
+import { yaml } from './helpers.ts';
+
+// The CLI as a user runs it: `node bin/switchyard.js ...` in a child process (issue 2 "What a user can do").
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin/switchyard.js');
+const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
+
+/** Temp dirs made by this file, removed when it ends. */
+const tempDirs: string[] = [];
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
+after(() => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the CLI to completion; a child still running after `timeoutMs` is killed (by its own pid) and fails the test. */
+function cli(args: readonly string[], timeoutMs = 20_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`switchyard ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+function tempFile(name: string, text: string): string {
+  const file = join(tempDir('switchyard-cli-'), name);
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('CLI: --validate-only', () => {
+  it('a valid file: exit 0 and "Configuration is valid!" alone on stdout', async () => {
+    const r = await cli(['--validate-only', '-f', join(FIXTURES, 'valid.yaml')]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'Configuration is valid!\n');
+  });
+
+  it('inline config with -c', async () => {
+    const r = await cli(['--validate-only', '-c', '{"binds": [{"port": 18081, "listeners": []}]}']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'Configuration is valid!\n');
+  });
+
+  it('an invalid file: exit 1 with file:line:col, message and code frame on stderr', async () => {
+    const file = join(FIXTURES, 'invalid.yaml');
+    const r = await cli(['--validate-only', '-f', file]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.ok(
+      r.stderr.includes(
+        `${file}:6:15: unknown policy \`directRespons\`; did you mean \`directResponse\`? (at binds[0].listeners[0].routes[0].policies.directRespons) [SWY_ERR_CONFIG_UNKNOWN_KEY]`,
+      ),
+      r.stderr,
+    );
+    assert.match(r.stderr, /^switchyard: invalid config\n/);
+    assert.match(r.stderr, /> 6 \| {15}directRespons: \{ status: 200 \}\n {4}\| {15}\^/);
+  });
+
+  it('a relative -f path is reported as the absolute file', async () => {
+    const r = await cli(['--validate-only', '-f', 'test/config/fixtures/invalid.yaml']);
+    assert.equal(r.code, 1);
+    assert.ok(r.stderr.includes(`${join(ROOT, 'test/config/fixtures/invalid.yaml')}:6:15: unknown policy`), r.stderr);
+  });
+
+  it('an unset environment variable: exit 1, positioned, naming the variable', async () => {
+    const file = tempFile('env.yaml', yaml('binds:', '  - port: ${SWITCHYARD_TEST_SURELY_UNSET}', '    listeners: []'));
+    const r = await cli(['--validate-only', '-f', file]);
+    assert.equal(r.code, 1);
+    assert.ok(r.stderr.includes(`${file}:2:11: environment variable \`SWITCHYARD_TEST_SURELY_UNSET\` is not set`), r.stderr);
+  });
+
+  it('a missing file: exit 1 naming the file', async () => {
+    const file = join(tmpdir(), 'switchyard-no-such-dir', 'nope.yaml');
+    const r = await cli(['--validate-only', '-f', file]);
+    assert.equal(r.code, 1);
+    assert.ok(r.stderr.includes(file), r.stderr);
+  });
+});
+
+describe('CLI: schema and plugins', () => {
+  it('`schema` prints valid JSON whose $defs hold the plugin definitions', async () => {
+    const r = await cli(['schema']);
+    assert.equal(r.code, 0, r.stderr);
+    const schema = JSON.parse(r.stdout) as { $schema: string; $defs: Record<string, { properties?: Record<string, unknown> }> };
+    assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
+    for (const def of ['backend.host', 'backend.backend', 'policy.directResponse', 'policy.requestHeaderModifier', 'slot.routePolicies', 'slot.backend']) {
+      assert.ok(schema.$defs[def], `missing $defs.${def}`);
+    }
+    assert.ok(schema.$defs['slot.routePolicies']!.properties!.directResponse);
+    assert.ok(schema.$defs['slot.backend']!.properties!.host);
+  });
+
+  it('`schema -f` includes plugins the config loads through config.plugins', async () => {
+    const file = tempFile('with-plugin.yaml', yaml('config:', '  plugins:', `    - ${join(FIXTURES, 'neutral-alias-plugin.ts')}`, 'binds: []'));
+    const r = await cli(['schema', '-f', file]);
+    assert.equal(r.code, 0, r.stderr);
+    const schema = JSON.parse(r.stdout) as { $defs: Record<string, { properties?: Record<string, unknown> }> };
+    assert.ok(schema.$defs['policy.stampHeader']);
+    assert.ok(schema.$defs['slot.routePolicies']!.properties!.neutralWord);
+  });
+
+  it('`plugins` lists host, backend and directResponse with their kinds', async () => {
+    const r = await cli(['plugins']);
+    assert.equal(r.code, 0, r.stderr);
+    const [header, ...lines] = r.stdout.trimEnd().split('\n');
+    assert.match(header!, /^KIND +KEY +ALIASES +SOURCE +DESCRIPTION$/);
+    // Columns are padded to the widest cell; cut each line at the header's column starts.
+    const starts = ['KIND', 'KEY', 'ALIASES', 'SOURCE', 'DESCRIPTION'].map((h) => header!.indexOf(h));
+    const rows = lines.map((line) => starts.map((from, i) => line.slice(from, starts[i + 1]).trim()));
+    const byKey = new Map(rows.map((cells) => [cells[1], cells]));
+    assert.equal(byKey.get('host')?.[0], 'backend');
+    assert.equal(byKey.get('backend')?.[0], 'backend');
+    assert.equal(byKey.get('directResponse')?.[0], 'policy');
+    assert.equal(byKey.get('directResponse')?.[3], 'switchyard');
+  });
+
+  it('`plugins -f` shows a third-party plugin with its alias', async () => {
+    const file = tempFile('with-plugin.yaml', yaml('config:', '  plugins:', `    - ${join(FIXTURES, 'neutral-alias-plugin.ts')}`, 'binds: []'));
+    const r = await cli(['plugins', '-f', file]);
+    assert.equal(r.code, 0, r.stderr);
+    const row = r.stdout.split('\n').find((line) => line.includes('stampHeader'));
+    assert.ok(row, r.stdout);
+    assert.deepEqual(row.split(/\s+/).slice(0, 3), ['policy', 'stampHeader', 'neutralWord']);
+  });
+});
+
+describe('CLI: flags', () => {
+  it('--version and -V print the package version', async () => {
+    for (const flag of ['--version', '-V']) {
+      const r = await cli([flag]);
+      assert.equal(r.code, 0);
+      assert.equal(r.stdout, `switchyard ${VERSION}\n`);
+    }
+  });
+
+  it('--help prints the usage and exits 0', async () => {
+    const r = await cli(['--help']);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /^Usage: switchyard/);
+  });
+
+  it('an unknown flag exits 2 with the usage on stderr', async () => {
+    const r = await cli(['--frobnicate']);
+    assert.equal(r.code, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^switchyard: unknown argument `--frobnicate`\n\nUsage: switchyard/);
+  });
+
+  it('-f without a value exits 2', async () => {
+    const r = await cli(['-f']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^switchyard: -f needs a value/);
+  });
+
+  it('no config at all exits 2', async () => {
+    const r = await cli([]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^switchyard: a config is required/);
+  });
+});
+
+describe('CLI: starting', () => {
+  let blocker: Server;
+  let port: number;
+
+  before(async () => {
+    blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    port = (blocker.address() as { port: number }).port;
+  });
+  after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+
+  it('a bind port that is already taken: exit 1 with a clear message', async () => {
+    const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()];
+    const file = tempFile(
+      'taken.yaml',
+      yaml(
+        'config:',
+        `  adminAddr: 127.0.0.1:${admin}`,
+        `  statsAddr: 127.0.0.1:${stats}`,
+        `  readinessAddr: 127.0.0.1:${readiness}`,
+        'binds:',
+        `  - port: ${port}`,
+        '    listeners:',
+        '      - routes:',
+        '          - policies:',
+        '              directResponse: { status: 200 }',
+      ),
+    );
+    const r = await cli(['-f', file]);
+    assert.equal(r.code, 1, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`^switchyard: cannot listen on port ${port}: .*EADDRINUSE`, 'm'));
+  });
+});

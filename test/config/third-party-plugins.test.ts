@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, describe, it } from 'node:test';
+import { createGateway, LogSink, PluginRegistryError } from 'switchyard';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
+import { yaml } from './helpers.ts';
+
+// Third-party plugins come from the static `config.plugins` list (ARCHITECTURE.md §9). Loading failures are
+// hard errors that name the package (and, for clashes, both sides).
+
+const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
+
+/** Temp dirs made by this file, removed when it ends. */
+const tempDirs: string[] = [];
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
+after(() => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+const BIN = fileURLToPath(new URL('../../bin/switchyard.js', import.meta.url));
+
+/** A config file in a fresh temp dir loading `plugins`; relative specs resolve from that dir. */
+function configWith(plugins: readonly string[], body: readonly string[] = ['binds: []']): { file: string; dir: string; text: string } {
+  const dir = tempDir('switchyard-plugins-');
+  const file = join(dir, 'config.yaml');
+  const text = yaml('config:', '  plugins:', ...plugins.map((p) => `    - ${JSON.stringify(p)}`), ...body);
+  writeFileSync(file, text);
+  return { file, dir, text };
+}
+
+/** Compile through the public API and return the registry error it must raise. */
+async function pluginError(plugins: readonly string[]): Promise<{ err: PluginRegistryError; dir: string }> {
+  const { file, dir, text } = configWith(plugins);
+  const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+  try {
+    await gateway.compile(text);
+  } catch (err) {
+    assert.ok(err instanceof PluginRegistryError, `expected a PluginRegistryError, got ${String(err)}`);
+    return { err, dir };
+  } finally {
+    await gateway.stop();
+  }
+  assert.fail('expected the plugin list to be refused');
+}
+
+describe('third-party plugins: loading errors', () => {
+  it('a module whose default export is not a plugin names the package', async () => {
+    const spec = join(FIXTURES, 'pkg-not-a-plugin');
+    const { err } = await pluginError([spec]);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.equal(
+      err.message,
+      `swy-fixture-not-a-plugin@1.2.3 (${spec}) does not export a Switchyard plugin (its default export must come from a define* helper of switchyard/sdk)`,
+    );
+  });
+
+  it('a plugin built for another API version names the plugin, the package and both versions', async () => {
+    const spec = join(FIXTURES, 'pkg-future-api');
+    const { err } = await pluginError([spec]);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_VERSION');
+    assert.equal(err.message, `plugin \`futurePolicy\` from swy-fixture-future-api@2.0.0 (${spec}) targets plugin API v99, but this Switchyard provides v1`);
+  });
+
+  it('a plugin claiming a key the distribution already has names both sides', async () => {
+    const spec = join(FIXTURES, 'pkg-duplicate-key');
+    const { err } = await pluginError([spec]);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_DUPLICATE');
+    assert.equal(err.message, `duplicate policy key \`directResponse\`: registered by switchyard and by swy-fixture-duplicate-key@0.4.0 (${spec})`);
+  });
+
+  it('the same plugin listed twice is a duplicate too', async () => {
+    const spec = join(FIXTURES, 'neutral-alias-plugin.ts');
+    const { err } = await pluginError([spec, spec]);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_DUPLICATE');
+    assert.match(err.message, /^duplicate policy key `stampHeader`: registered by .+ \(.+neutral-alias-plugin\.ts\) and by .+ \(.+neutral-alias-plugin\.ts\)$/);
+  });
+
+  it('a module that cannot be found names the spec and where it was looked up', async () => {
+    const { err, dir } = await pluginError(['./no-such-plugin.ts']);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+    assert.match(err.message, /^cannot find plugin module `\.\/no-such-plugin\.ts` from /);
+    assert.ok(err.message.includes(dir), err.message);
+  });
+
+  it('a package name that is not installed', async () => {
+    const { err } = await pluginError(['switchyard-plugin-that-does-not-exist']);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+    assert.match(err.message, /^cannot find plugin module `switchyard-plugin-that-does-not-exist` from /);
+  });
+
+  it('a module that throws while loading passes its error on', async () => {
+    const spec = join(FIXTURES, 'throws-on-load.ts');
+    const { err } = await pluginError([spec]);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+    assert.equal(err.message, `plugin module \`${spec}\` failed to load: plugin init exploded`);
+  });
+});
+
+describe('third-party plugins: loading', () => {
+  const route = ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - policies:', '              neutralWord: { value: x }'];
+
+  for (const [title, spec] of [
+    ['an absolute path', join(FIXTURES, 'neutral-alias-plugin.ts')],
+    ['a path relative to the config file', 'REL'],
+  ] as const) {
+    it(`loads from ${title} and its keys validate`, async () => {
+      const dir = tempDir('switchyard-plugins-');
+      const resolved = spec === 'REL' ? relative(dir, join(FIXTURES, 'neutral-alias-plugin.ts')) : spec;
+      const file = join(dir, 'config.yaml');
+      const text = yaml('config:', '  plugins:', `    - ${JSON.stringify(resolved.startsWith('.') || resolved.startsWith('/') ? resolved : `./${resolved}`)}`, ...route);
+      writeFileSync(file, text);
+      const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+      try {
+        const snapshot = await gateway.compile(text);
+        const policies = (snapshot.config as { binds: { listeners: { routes: { policies: object }[] }[] }[] }).binds[0]!.listeners[0]!.routes[0]!.policies;
+        assert.deepEqual(policies, { stampHeader: { value: 'x' } });
+        const registered = gateway.pluginRegistry!.lookup('routePolicies', 'neutralWord');
+        assert.equal(registered?.plugin.key, 'stampHeader');
+        snapshot.dispose();
+      } finally {
+        await gateway.stop();
+      }
+    });
+  }
+
+  it('the CLI reports a refused plugin with its code and exits 1', async () => {
+    const spec = join(FIXTURES, 'pkg-duplicate-key');
+    const { file } = configWith([spec]);
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, '--validate-only', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error('the CLI did not exit'));
+      }, 20_000);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(
+      r.stderr,
+      `switchyard: duplicate policy key \`directResponse\`: registered by switchyard and by swy-fixture-duplicate-key@0.4.0 (${spec}) [SWY_ERR_PLUGIN_DUPLICATE]\n`,
+    );
+  });
+});
