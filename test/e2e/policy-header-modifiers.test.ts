@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+describe('requestHeaderModifier and responseHeaderModifier', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let deadPort: number;
+  let upstream: TestUpstream;
+  const responseMod = { add: { 'x-added': 'r1' }, set: { 'x-upstream': 'overwritten', 'x-set': 's' }, remove: ['x-remove-me'] };
+  before(async () => {
+    port = await freePort();
+    deadPort = await freePort();
+    upstream = await startUpstream((_req, res) => {
+      res.setHeader('x-upstream', 'original');
+      res.setHeader('x-added', 'from-upstream');
+      res.setHeader('x-remove-me', 'secret');
+      res.end('ok');
+    });
+    gw = await startGateway({
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                {
+                  name: 'limited',
+                  matches: [{ path: { pathPrefix: '/limited' } }],
+                  policies: { responseHeaderModifier: responseMod, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] },
+                  backends: [{ host: `127.0.0.1:${upstream.port}` }],
+                },
+                { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { responseHeaderModifier: responseMod }, backends: [{ host: `127.0.0.1:${deadPort}` }] },
+                { name: 'host-set', matches: [{ path: { pathPrefix: '/host' } }], policies: { requestHeaderModifier: { set: { host: 'virtual.internal' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+                {
+                  name: 'main',
+                  policies: {
+                    requestHeaderModifier: { add: { 'x-multi': 'added', 'x-new': 'n' }, set: { 'x-over': 'gateway' }, remove: ['x-secret', 'x-new'] },
+                    responseHeaderModifier: responseMod,
+                  },
+                  backends: [{ host: `127.0.0.1:${upstream.port}` }],
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+  });
+  after(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
+
+  it('request: add appends and keeps existing, set overwrites, remove drops (applied add → set → remove)', async () => {
+    const res = await request(`${gw.url(port)}/x`, { headers: { 'x-multi': 'client', 'x-over': 'client', 'x-secret': 'pw' } });
+    await res.body.text();
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.headers['x-multi'], 'client, added');
+    assert.equal(got.headers['x-over'], 'gateway');
+    assert.equal(got.headers['x-secret'], undefined);
+    assert.equal(got.headers['x-new'], undefined, 'remove runs after add');
+  });
+
+  it('response: add appends to upstream values, set overwrites, remove drops', async () => {
+    const res = await request(`${gw.url(port)}/x`);
+    await res.body.text();
+    assert.deepEqual(res.headers['x-added'], ['from-upstream', 'r1']);
+    assert.equal(res.headers['x-upstream'], 'overwritten');
+    assert.equal(res.headers['x-set'], 's');
+    assert.equal(res.headers['x-remove-me'], undefined);
+  });
+
+  it('setting Host rewrites the authority sent upstream', async () => {
+    const res = await request(`${gw.url(port)}/host`);
+    await res.body.text();
+    assert.equal(upstream.received.at(-1)!.headers.host, 'virtual.internal');
+  });
+
+  it('the response modifier also decorates local replies (429) and gateway errors (503)', async () => {
+    await (await request(`${gw.url(port)}/limited`)).body.text();
+    const limited = await request(`${gw.url(port)}/limited`);
+    await limited.body.text();
+    assert.equal(limited.statusCode, 429);
+    assert.equal(limited.headers['x-set'], 's');
+    assert.equal(limited.headers['x-added'], 'r1');
+    const dead = await request(`${gw.url(port)}/dead`);
+    await dead.body.text();
+    assert.equal(dead.statusCode, 503);
+    assert.equal(dead.headers['x-set'], 's');
+  });
+
+  it('a header value with CR/LF is a config error', async () => {
+    await assert.rejects(
+      gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        requestHeaderModifier: { set: { x-a: "a\\r\\nb" } }\n`),
+      /:6:32: the value of header `x-a` contains characters not allowed/,
+    );
+  });
+});
