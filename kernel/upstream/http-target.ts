@@ -19,7 +19,7 @@ import type {
 import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
 import { RETRY_BUFFER_LIMIT } from '../runtime/upstream-plan.ts';
 import { stripHopByHop } from './hop-by-hop.ts';
-import { isIpLiteral, tlsConnectOptions } from './tls-options.ts';
+import { isIpLiteral, tlsConnectOptions, tlsConnector } from './tls-options.ts';
 import { isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
 import { writeRawResponse } from './raw-response.ts';
 
@@ -70,8 +70,6 @@ class PooledTarget implements UpstreamTarget {
     h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.sourceAddress}` : ex.sourceAddress;
     h['x-forwarded-proto'] = ex.scheme;
     h['x-forwarded-host'] = ex.clientAuthority;
-    const set = ex.plan.setHeaders;
-    if (set) for (const [name, value] of set) h[name] = value;
     return h;
   }
 
@@ -240,13 +238,13 @@ export class PooledUpstreams implements HttpUpstreams {
 
   target(options: UpstreamTargetOptions): UpstreamTarget {
     const parsed = parseOrigin(options.origin);
-    const tls = parsed.secure ? tlsConnectOptions(options.tls, parsed.host) : undefined;
-    const key = `pool:${parsed.href}:${tls ? JSON.stringify(options.tls ?? {}) : ''}`;
+    const key = `pool:${parsed.href}:${parsed.secure ? JSON.stringify(options.tls ?? {}) : ''}`;
     const pool = this.resources.get(
       key,
       () =>
         new Pool(parsed.href, {
-          connect: tls,
+          // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
+          connect: parsed.secure ? tlsConnector(options.tls, parsed.host) : undefined,
           allowH2: options.tls?.alpn?.includes('h2') ?? false,
           // No default deadlines: long streams (SSE, LLM output) are legitimate; routes set their own timeouts.
           headersTimeout: 0,

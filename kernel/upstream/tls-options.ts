@@ -1,35 +1,163 @@
+import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
 import type { ConnectionOptions, PeerCertificate } from 'node:tls';
+import { buildConnector } from 'undici';
 import type { UpstreamTls } from '../sdk/index.ts';
 
-function sanMatches(cert: PeerCertificate, accepted: readonly string[]): boolean {
-  const names = (cert.subjectaltname ?? '').split(/,\s*/).map((entry) => entry.replace(/^(DNS|IP Address|URI):/, ''));
-  return accepted.some((want) => names.includes(want));
+/** One subject alternative name: its type (`DNS`, `IP`, `URI`, or another OpenSSL label) and value. */
+export interface AltName {
+  readonly type: string;
+  readonly value: string;
 }
 
-/** Node TLS connect options for an upstream, from the resolved `backendTLS` settings. */
+/**
+ * Split a certificate's `subjectaltname` (`DNS:a, IP Address:127.0.0.1, URI:spiffe://x`). Node JSON-quotes a
+ * value that holds a comma or a quote (`DNS:"a, b"`), so quoted values are unescaped rather than split.
+ */
+export function parseCertAltNames(text: string | undefined): AltName[] {
+  const out: AltName[] = [];
+  if (!text) return out;
+  let i = 0;
+  while (i < text.length) {
+    while (text[i] === ' ' || text[i] === ',') i++;
+    if (i >= text.length) break;
+    const colon = text.indexOf(':', i);
+    if (colon < 0) break;
+    const type = text.slice(i, colon);
+    let value: string;
+    i = colon + 1;
+    if (text[i] === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      try {
+        value = JSON.parse(text.slice(i, j + 1)) as string;
+      } catch {
+        value = text.slice(i + 1, j);
+      }
+      i = j + 1;
+    } else {
+      const end = text.indexOf(', ', i);
+      value = end < 0 ? text.slice(i) : text.slice(i, end);
+      i = end < 0 ? text.length : end;
+    }
+    out.push({ type: type === 'IP Address' ? 'IP' : type, value });
+  }
+  return out;
+}
+
+/** An accepted-name entry of `subjectAltNames`: `DNS:`, `IP:`/`IP Address:`, `URI:` or a bare name (see the schema). */
+export function parseAcceptedAltName(entry: string): AltName {
+  const typed = /^(DNS|IP Address|IP|URI):(.*)$/i.exec(entry.trim());
+  if (typed) {
+    const t = typed[1]!.toUpperCase();
+    return { type: t === 'IP ADDRESS' ? 'IP' : t, value: typed[2]!.trim() };
+  }
+  const value = entry.trim();
+  const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
+  if (isIP(bare)) return { type: 'IP', value: bare };
+  if (value.includes('://')) return { type: 'URI', value };
+  return { type: 'DNS', value };
+}
+
+function canonicalIp(ip: string): string | undefined {
+  const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
+  const family = isIP(bare);
+  if (family === 4) return bare;
+  if (family === 6) return new URL(`http://[${bare}]/`).hostname;
+  return undefined;
+}
+
+function dnsMatches(pattern: string, name: string): boolean {
+  const p = pattern.toLowerCase().replace(/\.$/, '');
+  const n = name.toLowerCase().replace(/\.$/, '');
+  if (p === n) return true;
+  // A certificate wildcard covers exactly one leftmost label.
+  if (p.startsWith('*.') && p.length > 2) {
+    const dot = n.indexOf('.');
+    return dot > 0 && n.slice(dot + 1) === p.slice(2);
+  }
+  return false;
+}
+
+/** Whether the certificate carries any of the accepted names. */
+export function certHasAltName(cert: PeerCertificate, accepted: readonly string[]): boolean {
+  const names = parseCertAltNames(cert.subjectaltname);
+  return accepted.some((entry) => {
+    const want = parseAcceptedAltName(entry);
+    return names.some((have) => {
+      if (have.type !== want.type) return false;
+      if (want.type === 'DNS') return dnsMatches(have.value, want.value);
+      if (want.type === 'IP') {
+        const a = canonicalIp(have.value);
+        return a !== undefined && a === canonicalIp(want.value);
+      }
+      return have.value === want.value;
+    });
+  });
+}
+
+/** The name SNI carries for an upstream: `hostname` when set, else the host; none for an IP literal (RFC 6066). */
+export function sniName(tls: UpstreamTls | undefined, host: string): string | undefined {
+  const name = tls?.servername || host;
+  return isIpLiteral(name) ? undefined : name;
+}
+
+/**
+ * Node TLS connect options for one HTTP/1.1 connection to an upstream, from the resolved `backendTLS` settings.
+ *
+ * The name check always runs against the configured name (`hostname`, else the origin's host), never against
+ * whatever name the HTTP client derived from the request's Host header; `servername` is `''` for an IP literal so
+ * no client fills SNI in from the Host header.
+ */
 export function tlsConnectOptions(tls: UpstreamTls | undefined, host: string): ConnectionOptions {
-  const options: ConnectionOptions = { servername: tls?.servername ?? (isIpLiteral(host) ? undefined : host) };
-  if (!tls) return options;
-  if (tls.ca) options.ca = tls.ca;
-  if (tls.cert) options.cert = tls.cert;
-  if (tls.key) options.key = tls.key;
-  if (tls.alpn?.length) options.ALPNProtocols = tls.alpn;
-  if (tls.insecure) {
+  const expected = tls?.servername ?? host;
+  const options: ConnectionOptions = { servername: sniName(tls, host) ?? '' };
+  if (tls?.ca) options.ca = tls.ca;
+  if (tls?.cert) options.cert = tls.cert;
+  if (tls?.key) options.key = tls.key;
+  // Only HTTP/1.1 can be spoken on a connection opened with these options (upgrades); pools negotiate h2 themselves.
+  if (tls?.alpn?.length) options.ALPNProtocols = ['http/1.1'];
+  if (tls?.insecure) {
     options.rejectUnauthorized = false;
-  } else if (tls.subjectAltNames?.length) {
-    const accepted = tls.subjectAltNames;
-    options.checkServerIdentity = (_name, cert) =>
-      sanMatches(cert, accepted) ? undefined : new Error(`certificate SANs (${cert.subjectaltname ?? 'none'}) match none of ${accepted.join(', ')}`);
-  } else if (tls.insecureHost) {
     options.checkServerIdentity = () => undefined;
-  } else if (tls.servername) {
-    const name = tls.servername;
-    options.checkServerIdentity = (_host, cert) => checkServerIdentity(name, cert);
+  } else {
+    // Node checks the chain first (rejectUnauthorized defaults to true) and calls this only for a trusted chain.
+    options.rejectUnauthorized = true;
+    if (tls?.subjectAltNames?.length) {
+      const accepted = tls.subjectAltNames;
+      options.checkServerIdentity = (_name, cert) =>
+        certHasAltName(cert, accepted)
+          ? undefined
+          : Object.assign(new Error(`certificate subject alternative names (${cert.subjectaltname ?? 'none'}) match none of: ${accepted.join(', ')}`), {
+              code: 'ERR_TLS_CERT_ALTNAME_INVALID',
+              reason: 'subjectAltNames mismatch',
+              cert,
+            });
+    } else if (tls?.insecureHost) {
+      options.checkServerIdentity = () => undefined;
+    } else {
+      options.checkServerIdentity = (_name, cert) => checkServerIdentity(expected, cert);
+    }
   }
   return options;
 }
 
+/**
+ * The connector of an upstream pool. It pins SNI to the configured name: undici would otherwise take SNI (and the
+ * name it verifies) from each request's Host header. ALPN follows `alpn` within what undici speaks (h2, http/1.1).
+ */
+export function tlsConnector(tls: UpstreamTls | undefined, host: string): buildConnector.connector {
+  const alpn = tls?.alpn ?? [];
+  const allowH2 = alpn.includes('h2');
+  const base = buildConnector({
+    ...(tlsConnectOptions(tls, host) as buildConnector.BuildOptions),
+    allowH2,
+    preferH2: allowH2 && alpn[0] === 'h2',
+  } as buildConnector.BuildOptions);
+  const servername = sniName(tls, host);
+  return (opts, callback) => base({ ...opts, servername: servername ?? '' }, callback);
+}
+
 export function isIpLiteral(host: string): boolean {
-  return /^\d{1,3}(\.\d{1,3}){3}$/.test(host) || host.includes(':');
+  return isIP(host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host) !== 0;
 }

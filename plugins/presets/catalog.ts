@@ -17,4 +17,5 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'requestMirror',
   'timeout',
   'retry',
+  'backendTLS',
 ];

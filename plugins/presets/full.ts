@@ -1,5 +1,6 @@
 import backend from '../backends/backend/plugin.ts';
 import host from '../backends/host/plugin.ts';
+import backendTls from '../policies/backend-tls/plugin.ts';
 import cors from '../policies/cors/plugin.ts';
 import directResponse from '../policies/direct-response/plugin.ts';
 import localRateLimit from '../policies/local-rate-limit/plugin.ts';
@@ -27,5 +28,6 @@ export const fullPreset = [
   requestMirror,
   timeout,
   retry,
+  backendTls,
 ] as const;
 export default fullPreset;
