@@ -1,0 +1,46 @@
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger, PolicySet } from 'switchyard/sdk';
+
+/**
+ * A live connection from the gateway to one MCP target for one client session. The shape mirrors the MCP
+ * SDK's `Transport`, so SDK client transports (stdio, SSE, streamable HTTP) fit it directly and an in-process
+ * adapter (OpenAPI) can implement it too.
+ */
+export interface McpUpstream {
+  /** Open the connection (spawn the process, open the stream). Resolves when `send` may be called. */
+  start(): Promise<void>;
+  /** Send one JSON-RPC message (request, notification or response) to the target. */
+  send(message: JSONRPCMessage): Promise<void>;
+  /** Close the connection and release its resources (kill the child process, DELETE the upstream session). */
+  close(): Promise<void>;
+  /** Messages from the target: responses, notifications and server-to-client requests. */
+  onmessage?: (message: JSONRPCMessage) => void;
+  onerror?: (error: Error) => void;
+  /** The connection ended (process exit, stream closed). */
+  onclose?: () => void;
+  /** The target's own session id (streamable HTTP), kept in the sealed client session so it can be resumed. */
+  readonly sessionId?: string | undefined;
+}
+
+/** What the MCP backend passes when it opens a target for a client session. */
+export interface McpConnectOptions {
+  /** Resume this upstream session instead of starting a new one (from a sealed client session id). */
+  readonly resumeSessionId?: string;
+  /** Client request headers the target should receive (after gateway auth stripped what it consumed). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The target's policies (per-target `policies` merged over the route's): TLS facets, backendAuth, … */
+  readonly policies?: PolicySet;
+  readonly logger: Logger;
+}
+
+/** What an `mcpTransport` plugin (`stdio`, `sse`, `mcp`, `openapi`) compiles to. */
+export interface McpTransportInstance {
+  /** The transport key, for logs and errors. */
+  readonly kind: string;
+  /** A short description of where it connects (`node server.js`, `http://h:p/mcp`), for error messages. */
+  readonly describe: string;
+  /** Create a connection for one client session (not started yet). */
+  connect(options: McpConnectOptions): McpUpstream | Promise<McpUpstream>;
+  /** Release shared resources when the config generation is retired. */
+  dispose?(): void;
+}
