@@ -2,9 +2,78 @@ import { Environment } from '@marcbachmann/cel-js';
 import { ConfigError, ErrorCode } from '../sdk/index.ts';
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
 import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
+import { displaySignature, NAMESPACE_TYPES, registerGatewayFunctions } from './cel-library.ts';
 
-/** Variables every expression may use; policies declare the attributes they publish (`celVariables`). */
-const BASE_VARIABLES = ['request', 'source'];
+/** A field of a variable, as documented. */
+export interface CelFieldInfo {
+  readonly name: string;
+  readonly type: string;
+  readonly description: string;
+}
+
+/** A variable expressions may read. */
+export interface CelVariableInfo {
+  readonly name: string;
+  readonly type: string;
+  readonly description: string;
+  /** `gateway`: always present; `attribute`: published by a policy (its manifest's `celVariables`). */
+  readonly origin: 'gateway' | 'attribute';
+  readonly fields?: readonly CelFieldInfo[];
+}
+
+/** A function (or receiver method) expressions may call. */
+export interface CelFunctionInfo {
+  /** `cidr`, `net.CIDR.containsIP`, `base64.encode`, `string.startsWith`, … */
+  readonly name: string;
+  /** As documented: `net.CIDR.containsIP(string): bool`. */
+  readonly signature: string;
+  readonly description: string;
+  /** `gateway`: added by Switchyard; `standard`: the CEL standard library of the engine. */
+  readonly origin: 'gateway' | 'standard';
+}
+
+/** Everything the environment declares. */
+export interface CelDefinitions {
+  readonly variables: readonly CelVariableInfo[];
+  readonly functions: readonly CelFunctionInfo[];
+}
+
+/** The variables every expression may use, with their fields (kept in step with `celActivation`). */
+const BASE_VARIABLES: readonly CelVariableInfo[] = [
+  {
+    name: 'request',
+    type: 'map',
+    origin: 'gateway',
+    description: 'The client request as the policy sees it (after earlier rewrites).',
+    fields: [
+      { name: 'method', type: 'string', description: 'HTTP method (`GET`).' },
+      { name: 'path', type: 'string', description: 'Path without the query string (`/v1/items`).' },
+      { name: 'host', type: 'string', description: 'Host header without port, lower-case.' },
+      { name: 'scheme', type: 'string', description: '`http` or `https` (of the listener).' },
+      { name: 'uri', type: 'string', description: 'Path and query (`/v1/items?a=1`).' },
+      { name: 'headers', type: 'map(string, string)', description: 'Request headers by lower-case name; repeated headers are joined with `, ` (`set-cookie` is a list).' },
+      { name: 'query', type: 'map(string, string)', description: 'Query parameters by name (the first value of a repeated parameter).' },
+    ],
+  },
+  {
+    name: 'source',
+    type: 'map',
+    origin: 'gateway',
+    description: 'The client connection.',
+    fields: [
+      { name: 'address', type: 'string', description: 'Client IP address (`127.0.0.1`, `::1`; IPv4 clients of dual-stack binds without the `::ffff:` prefix).' },
+      { name: 'port', type: 'int', description: 'Client port.' },
+    ],
+  },
+];
+
+/** Descriptions of attributes published by first-party policies; others get a generic one. */
+const KNOWN_ATTRIBUTES: Readonly<Record<string, string>> = {
+  jwt: 'Claims of the JWT a `jwtAuth` (or `mcpAuthentication`) policy accepted: `jwt.sub`, `jwt.iss`, any custom claim.',
+  apiKey: 'The API key an `apiKey` policy accepted: `apiKey.key` and each top-level field of its `metadata`.',
+  basicAuth: 'The user a `basicAuth` policy accepted: `basicAuth.username`.',
+  mcp: 'The MCP object being authorized (`mcp.tool.name`, `mcp.tool.target`, `mcp.prompt.name`, `mcp.resource.name`).',
+};
 
 function queryMap(query: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -22,17 +91,23 @@ export function celActivation(exchange: Exchange, extra?: Record<string, unknown
       host: ex.hostname,
       scheme: ex.scheme,
       uri: ex.path + ex.query,
-      headers: { ...ex.headers },
+      // The live header object, not a copy: CEL cannot mutate it, and evaluation is synchronous.
+      headers: ex.headers,
       get query() {
         return queryMap(ex.query);
       },
     },
-    source: { address: ex.sourceAddress.replace(/^::ffff:/, ''), port: ex.sourcePort },
+    source: { address: ex.sourceAddress.replace(/^::ffff:/, ''), port: BigInt(ex.sourcePort) },
   };
-  const attrs = ex.attributes();
+  const attrs = ex.attributes?.();
   if (attrs) for (const [name, value] of attrs) activation[name] = value;
   if (extra) Object.assign(activation, extra);
   return activation;
+}
+
+/** A compiled expression; `type` is the checked result type (`bool`, `string`, `dyn`, …). */
+export interface CheckedExpression extends CompiledExpression {
+  readonly type: string;
 }
 
 /**
@@ -41,34 +116,71 @@ export function celActivation(exchange: Exchange, extra?: Record<string, unknown
  */
 export class CelExpressions {
   private readonly env: Environment;
+  private readonly gatewayFunctions: ReadonlySet<string>;
+  private readonly variableInfo: readonly CelVariableInfo[];
 
-  constructor(extraVariables: Iterable<string> = []) {
+  /** `extraVariables`: the attribute names policies publish (`celVariables`), or `{name, description}`. */
+  constructor(extraVariables: Iterable<string | { name: string; description?: string }> = []) {
     const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: { maxAstNodes: 5000, maxDepth: 64 } });
-    for (const name of new Set([...BASE_VARIABLES, ...extraVariables])) env.registerVariable(name, 'map');
+    const infos: CelVariableInfo[] = [...BASE_VARIABLES];
+    const seen = new Set(infos.map((v) => v.name));
+    for (const extra of extraVariables) {
+      const name = typeof extra === 'string' ? extra : extra.name;
+      if (seen.has(name)) continue;
+      seen.add(name);
+      const description = (typeof extra === 'string' ? undefined : extra.description) ?? KNOWN_ATTRIBUTES[name] ?? `Attribute \`${name}\` published by a policy.`;
+      infos.push({ name, type: 'map', origin: 'attribute', description });
+    }
+    this.gatewayFunctions = registerGatewayFunctions(env);
+    for (const v of infos) env.registerVariable(v.name, v.type, { description: v.description });
     this.env = env;
-    this.variables = [...new Set([...BASE_VARIABLES, ...extraVariables])];
+    this.variableInfo = infos;
+    this.variables = infos.map((v) => v.name);
   }
 
   /** Names of the declared variables (documented in docs/cel.md). */
   readonly variables: readonly string[];
+
+  /** Every variable and function the environment declares, with signatures and descriptions (docs/cel.md). */
+  definitions(): CelDefinitions {
+    const defs = this.env.getDefinitions();
+    const declared = new Map(this.variableInfo.map((v) => [v.name, v]));
+    const variables = defs.variables.filter((v) => declared.has(v.name)).map((v) => declared.get(v.name)!);
+    const namespaceTypeOf = /^type\((\w+)\): type$/;
+    const functions = defs.functions
+      .filter((f) => !NAMESPACE_TYPES.has(namespaceTypeOf.exec(f.signature)?.[1] ?? ''))
+      .map((f): CelFunctionInfo => {
+        const signature = displaySignature(f.signature);
+        return {
+          name: signature.slice(0, signature.indexOf('(')),
+          signature,
+          description: f.description ?? '',
+          origin: this.gatewayFunctions.has(f.signature) ? 'gateway' : 'standard',
+        };
+      });
+    return { variables, functions };
+  }
 
   /** A compiler bound to one config path, for a plugin's CompileContext. */
   compilerAt(path: ConfigPath): ExpressionCompiler {
     return { compile: (source, sub = []) => this.compile(source, [...path, ...sub]) };
   }
 
-  compile(source: string, path: ConfigPath): CompiledExpression {
+  compile(source: string, path: ConfigPath): CheckedExpression {
     let program: (ctx: Record<string, unknown>) => unknown;
+    let type: string;
     try {
       program = this.env.parse(source) as unknown as (ctx: Record<string, unknown>) => unknown;
-      const checked = this.env.check(source) as { valid: boolean; error?: Error };
+      const checked = this.env.check(source) as { valid: boolean; type?: string; error?: Error };
       if (!checked.valid) throw checked.error ?? new Error('type error');
+      type = checked.type ?? 'dyn';
     } catch (err) {
       const detail = ((err as Error).message ?? String(err)).split('\n')[0];
       throw new ConfigError({ code: ErrorCode.configInvalid, path, message: `invalid CEL expression \`${source}\`: ${detail}` });
     }
     return {
       source,
+      type,
       evaluate: (ex, extra) => program(celActivation(ex, extra)),
     };
   }

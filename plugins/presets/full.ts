@@ -1,4 +1,11 @@
 import backend from '../backends/backend/plugin.ts';
+import apiKey from '../policies/api-key/plugin.ts';
+import authorization from '../policies/authorization/plugin.ts';
+import basicAuth from '../policies/basic-auth/plugin.ts';
+import extAuthz from '../policies/ext-authz/plugin.ts';
+import jwtAuth from '../policies/jwt-auth/plugin.ts';
+import remoteRateLimit from '../policies/remote-rate-limit/plugin.ts';
+import openapi from '../mcp-transports/openapi/plugin.ts';
 import host from '../backends/host/plugin.ts';
 import backendTls from '../policies/backend-tls/plugin.ts';
 import cors from '../policies/cors/plugin.ts';
@@ -18,7 +25,13 @@ export const fullPreset = [
   host,
   backend,
   cors,
+  jwtAuth,
+  basicAuth,
+  apiKey,
+  extAuthz,
+  authorization,
   localRateLimit,
+  remoteRateLimit,
   transformations,
   requestHeaderModifier,
   responseHeaderModifier,
@@ -29,5 +42,6 @@ export const fullPreset = [
   timeout,
   retry,
   backendTls,
+  openapi,
 ] as const;
 export default fullPreset;

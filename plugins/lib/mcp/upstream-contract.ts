@@ -20,6 +20,16 @@ export interface McpUpstream {
   onclose?: () => void;
   /** The target's own session id (streamable HTTP), kept in the sealed client session so it can be resumed. */
   readonly sessionId?: string | undefined;
+  /**
+   * The protocol version negotiated with the target (as in the SDK `Transport`): HTTP transports send it as
+   * `MCP-Protocol-Version`. Called after `initialize`, or before `start` when resuming an upstream session.
+   */
+  setProtocolVersion?(version: string): void;
+  /**
+   * Close the connection but leave the target's session alive (gateway shutdown: another replica holding the session
+   * key may resume it). Transports without resumable sessions omit it and `close` is used.
+   */
+  detach?(): Promise<void>;
 }
 
 /** What the MCP backend passes when it opens a target for a client session. */
@@ -39,6 +49,11 @@ export interface McpTransportInstance {
   readonly kind: string;
   /** A short description of where it connects (`node server.js`, `http://h:p/mcp`), for error messages. */
   readonly describe: string;
+  /**
+   * Called once at config load, before any `connect`, with the target's effective policies (the route's and
+   * backend's merged with the target's own), so the transport can build TLS-aware pools at compile time.
+   */
+  configure?(policies: PolicySet): void;
   /** Create a connection for one client session (not started yet). */
   connect(options: McpConnectOptions): McpUpstream | Promise<McpUpstream>;
   /** Release shared resources when the config generation is retired. */

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Exchange } from '../sdk/index.ts';
+import { CelExpressions } from './cel-expressions.ts';
+import { parseCIDR, parseIP } from './cel-ip.ts';
+
+function fakeExchange(over: Partial<Record<string, unknown>> = {}, attrs: Record<string, unknown> = {}): Exchange {
+  return {
+    method: 'GET',
+    path: '/items',
+    query: '?a=1&b=2&a=3',
+    hostname: 'example.com',
+    scheme: 'http',
+    headers: { 'x-user': 'alice', host: 'example.com' },
+    sourceAddress: '10.1.2.3',
+    sourcePort: 51234,
+    attributes: () => new Map(Object.entries(attrs)),
+    ...over,
+  } as unknown as Exchange;
+}
+
+const cel = new CelExpressions(['jwt']);
+const run = (source: string, ex: Exchange = fakeExchange()): unknown => cel.compile(source, ['x']).evaluate(ex);
+
+describe('IP and CIDR parsing', () => {
+  it('parses IPv4, IPv6 and IPv4-mapped IPv6 (as IPv4)', () => {
+    assert.equal(parseIP('10.1.2.3')?.toString(), '10.1.2.3');
+    assert.equal(parseIP('::1')?.toString(), '::1');
+    assert.equal(parseIP('2001:DB8:0:0:0:0:0:1')?.toString(), '2001:db8::1');
+    assert.equal(parseIP('::ffff:1.2.3.4')?.toString(), '1.2.3.4');
+    assert.equal(parseIP('::ffff:1.2.3.4')?.family, 4);
+    assert.equal(parseIP('64:ff9b::1.2.3.4')?.toString(), '64:ff9b::102:304');
+    assert.equal(parseIP('::')?.toString(), '::');
+    assert.equal(parseIP('1:0:0:1:0:0:0:1')?.toString(), '1:0:0:1::1');
+    for (const bad of ['', '1.2.3', '1.2.3.4.5', '256.1.1.1', '01.2.3.4', '1::2::3', ':::', 'fe80::1%eth0', '1:2:3:4:5:6:7:8:9', 'g::1', '1.2.3.4/8', ' 1.2.3.4']) {
+      assert.equal(parseIP(bad), undefined, bad);
+    }
+  });
+
+  it('parses CIDRs and tests containment across families', () => {
+    const c = parseCIDR('10.0.0.0/8')!;
+    assert.equal(c.containsIP(parseIP('10.255.0.1')!), true);
+    assert.equal(c.containsIP(parseIP('11.0.0.1')!), false);
+    assert.equal(c.containsIP(parseIP('::ffff:10.9.9.9')!), true);
+    assert.equal(parseCIDR('::ffff:10.0.0.0/104')!.toString(), '10.0.0.0/8');
+    assert.equal(parseCIDR('::ffff:0:0/96')!.containsIP(parseIP('192.0.2.1')!), true);
+    assert.equal(parseCIDR('2001:db8::/32')!.containsIP(parseIP('2001:db8:ffff::1')!), true);
+    assert.equal(parseCIDR('2001:db8::/32')!.containsIP(parseIP('2001:db9::1')!), false);
+    assert.equal(parseCIDR('2001:db8::/32')!.containsIP(parseIP('10.0.0.1')!), false);
+    assert.equal(parseCIDR('10.1.2.3/12')!.masked().toString(), '10.0.0.0/12');
+    assert.equal(parseCIDR('0.0.0.0/0')!.containsIP(parseIP('8.8.8.8')!), true);
+    for (const bad of ['10.0.0.0', '10.0.0.0/33', '10.0.0.0/-1', '10.0.0.0/08', '::/129', 'x/8']) assert.equal(parseCIDR(bad), undefined, bad);
+  });
+});
+
+describe('CEL environment', () => {
+  it('cidr().containsIP() with a string, an ip() value and source.address', () => {
+    assert.equal(run('cidr("10.0.0.0/8").containsIP(source.address)'), true);
+    assert.equal(run('cidr("192.168.0.0/16").containsIP(source.address)'), false);
+    assert.equal(run('cidr("10.0.0.0/8").containsIP(ip("10.0.0.1"))'), true);
+    assert.equal(run('cidr("10.0.0.0/8").containsIP("::ffff:10.0.0.1")'), true);
+    assert.equal(run('cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16")'), true);
+    assert.equal(run('cidr("10.1.0.0/16").containsCIDR(cidr("10.0.0.0/8"))'), false);
+    assert.equal(run('cidr("10.1.2.3/8").masked() == cidr("10.0.0.0/8")'), true);
+    assert.equal(run('string(cidr("10.1.2.3/8").ip())'), '10.1.2.3');
+    assert.equal(run('cidr("10.1.2.3/8").prefixLength()'), 8n);
+    assert.throws(() => run('cidr("10.0.0.0/8").containsIP("not-an-ip")'), /invalid IP address/);
+    assert.throws(() => run('cidr("nope")'), /invalid CIDR/);
+  });
+
+  it('ip(), isIP(), isCIDR() and the address predicates', () => {
+    assert.equal(run('isIP("::1") && !isIP("1.2.3") && isCIDR("::/0") && !isCIDR("1.2.3.4")'), true);
+    assert.equal(run('ip("::1").family()'), 6n);
+    assert.equal(run('ip("::ffff:1.2.3.4").family()'), 4n);
+    assert.equal(run('ip("127.0.0.2").isLoopback() && ip("::1").isLoopback() && !ip("10.0.0.1").isLoopback()'), true);
+    assert.equal(run('ip("0.0.0.0").isUnspecified() && ip("::").isUnspecified()'), true);
+    assert.equal(run('ip("169.254.1.1").isLinkLocalUnicast() && ip("fe80::1").isLinkLocalUnicast()'), true);
+    assert.equal(run('ip("224.0.0.251").isLinkLocalMulticast() && ip("ff02::fb").isLinkLocalMulticast()'), true);
+    assert.equal(run('ip("8.8.8.8").isGlobalUnicast() && !ip("224.0.0.1").isGlobalUnicast() && !ip("255.255.255.255").isGlobalUnicast()'), true);
+    assert.equal(run('ip("1.2.3.4") == ip("::ffff:1.2.3.4")'), true);
+    assert.equal(run('string(ip("2001:db8:0::1"))'), '2001:db8::1');
+  });
+
+  it('helpers: default, base64, url, replace, regexReplace, uuid, random, fail', () => {
+    assert.equal(run('default(request.headers["x-missing"], "anon")'), 'anon');
+    assert.equal(run('default(request.headers["x-user"], "anon")'), 'alice');
+    assert.equal(run('default(jwt.sub, "nobody")', fakeExchange({}, { jwt: {} })), 'nobody');
+    assert.equal(run('base64.encode("hi")'), 'aGk=');
+    assert.equal(run('base64.encode(b"hi")'), 'aGk=');
+    assert.equal(run('string(base64.decode("aGk="))'), 'hi');
+    assert.equal(run('url.encode("a b/c")'), 'a%20b%2Fc');
+    assert.equal(run('url.decode("a%20b")'), 'a b');
+    assert.equal(run('"a-b-c".replace("-", "+")'), 'a+b+c');
+    assert.equal(run('"v1.2.3".regexReplace("[0-9]+", "N")'), 'vN.N.N');
+    assert.equal(run('"alice@example.com".regexReplace("^([^@]+)@.*$", "$1")'), 'alice');
+    assert.match(String(run('uuid()')), /^[0-9a-f-]{36}$/);
+    const r = run('random()') as number;
+    assert.ok(r >= 0 && r < 1);
+    assert.throws(() => run('fail("no way")'), /no way/);
+  });
+
+  it('request and source variables', () => {
+    assert.equal(run('request.method == "GET" && request.path == "/items" && request.host == "example.com"'), true);
+    assert.equal(run('request.uri'), '/items?a=1&b=2&a=3');
+    assert.equal(run('request.query["a"]'), '1');
+    assert.equal(run('source.port == 51234 && source.port > 1024'), true);
+    assert.equal(run('jwt.sub == "bob"', fakeExchange({}, { jwt: { sub: 'bob' } })), true);
+  });
+
+  it('reports the checked type and rejects unknown variables and functions at compile time', () => {
+    assert.equal(cel.compile('request.path == "/"', []).type, 'bool');
+    assert.equal(cel.compile('request.path', []).type, 'dyn');
+    assert.throws(() => cel.compile('nosuch.x', ['p']), /Unknown variable: nosuch/);
+    assert.throws(() => cel.compile('nosuch("x")', ['p']), /invalid CEL expression/);
+    assert.throws(() => cel.compile('cidr(1)', ['p']), /invalid CEL expression/);
+  });
+
+  it('definitions() lists variables with origin and functions with signatures and descriptions', () => {
+    const d = cel.definitions();
+    assert.deepEqual(d.variables.map((v) => `${v.name}:${v.origin}`), ['request:gateway', 'source:gateway', 'jwt:attribute']);
+    const sigs = new Map(d.functions.map((f) => [f.signature, f]));
+    assert.equal(sigs.get('net.CIDR.containsIP(string): bool')?.origin, 'gateway');
+    assert.equal(sigs.get('base64.encode(string): string')?.name, 'base64.encode');
+    assert.equal(sigs.get('default(expr, expr): dyn')?.origin, 'gateway');
+    assert.equal(sigs.get('string.startsWith(string): bool')?.origin, 'standard');
+    for (const f of d.functions) if (f.origin === 'gateway') assert.ok(f.description.length > 0, f.signature);
+  });
+});

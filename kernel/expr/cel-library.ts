@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import type { Environment } from '@marcbachmann/cel-js';
+import {
+  CelCIDR,
+  CelIP,
+  isGlobalUnicast,
+  isLinkLocalMulticast,
+  isLinkLocalUnicast,
+  isLoopback,
+  isUnspecified,
+  parseCIDR,
+  parseIP,
+} from './cel-ip.ts';
+
+/**
+ * The functions Switchyard adds to the standard CEL library (BEHAVIOUR.md §10: the Kubernetes IP/CIDR library and
+ * the cheap helpers of the reference gateway). Each carries a description; docs/cel.md lists them and a test
+ * checks the two agree.
+ */
+
+/** Namespace objects: `base64.encode(…)` is a receiver call on a constant of this type. */
+class Base64Namespace {}
+class UrlNamespace {}
+
+/** Display names of namespace types in signatures (`Base64Namespace.encode` is documented as `base64.encode`). */
+export const NAMESPACES: Readonly<Record<string, string>> = { Base64Namespace: 'base64', UrlNamespace: 'url' };
+
+function toIP(text: string): CelIP {
+  const ip = parseIP(text);
+  if (!ip) throw new Error(`invalid IP address: ${JSON.stringify(text)}`);
+  return ip;
+}
+
+// `cidr("10.0.0.0/8")` with a literal runs per request; remember the parsed ranges (bounded).
+const cidrCache = new Map<string, CelCIDR>();
+
+function toCIDR(text: string): CelCIDR {
+  let c = cidrCache.get(text);
+  if (c) return c;
+  c = parseCIDR(text);
+  if (!c) throw new Error(`invalid CIDR: ${JSON.stringify(text)}`);
+  if (cidrCache.size >= 1024) cidrCache.clear();
+  cidrCache.set(text, c);
+  return c;
+}
+
+const regexCache = new Map<string, RegExp>();
+
+function toRegex(pattern: string): RegExp {
+  let re = regexCache.get(pattern);
+  if (re) return re;
+  re = new RegExp(pattern, 'gu');
+  if (regexCache.size >= 256) regexCache.clear();
+  regexCache.set(pattern, re);
+  return re;
+}
+
+interface MacroNode {
+  readonly args: readonly unknown[];
+}
+interface MacroChecker {
+  check(node: unknown, ctx: unknown): { name: string };
+  getType(name: string): unknown;
+}
+interface MacroEvaluator {
+  run(node: unknown, ctx: unknown): unknown;
+}
+
+/** `default(expr, fallback)`: the value of `expr`, or `fallback` when `expr` fails (a missing key) or is null. */
+function defaultMacro({ args }: MacroNode): unknown {
+  return {
+    args,
+    async: false,
+    typeCheck(checker: MacroChecker, macro: MacroNode, ctx: unknown) {
+      const a = checker.check(macro.args[0], ctx);
+      const b = checker.check(macro.args[1], ctx);
+      return a.name === b.name ? a : checker.getType('dyn');
+    },
+    evaluate(ev: MacroEvaluator, macro: MacroNode, ctx: unknown) {
+      let value: unknown;
+      try {
+        value = ev.run(macro.args[0], ctx);
+      } catch {
+        return ev.run(macro.args[1], ctx);
+      }
+      if (value instanceof Promise) return value.then((v: unknown) => (v == null ? ev.run(macro.args[1], ctx) : v), () => ev.run(macro.args[1], ctx));
+      return value == null ? ev.run(macro.args[1], ctx) : value;
+    },
+  };
+}
+
+type Fn = (...args: never[]) => unknown;
+
+/** [signature, handler, description] of every function added to the environment. */
+const FUNCTIONS: readonly (readonly [string, Fn, string])[] = [
+  // IP addresses and CIDR ranges.
+  ['ip(string): net.IP', toIP, 'Parse an IPv4 or IPv6 address (an IPv4-mapped IPv6 address becomes IPv4); an invalid address is an error.'],
+  ['isIP(string): bool', (s: string) => parseIP(s) !== undefined, 'Whether the string is a valid IPv4 or IPv6 address.'],
+  ['string(net.IP): string', (ip: CelIP) => ip.toString(), 'The canonical text of an address (RFC 5952 for IPv6).'],
+  ['net.IP.family(): int', (ip: CelIP) => BigInt(ip.family), 'The address family: 4 or 6.'],
+  ['net.IP.isLoopback(): bool', isLoopback, 'Whether the address is a loopback address (127.0.0.0/8, ::1).'],
+  ['net.IP.isUnspecified(): bool', isUnspecified, 'Whether the address is 0.0.0.0 or ::.'],
+  ['net.IP.isLinkLocalUnicast(): bool', isLinkLocalUnicast, 'Whether the address is link-local unicast (169.254.0.0/16, fe80::/10).'],
+  ['net.IP.isLinkLocalMulticast(): bool', isLinkLocalMulticast, 'Whether the address is link-local multicast (224.0.0.0/24, ff02::/16).'],
+  ['net.IP.isGlobalUnicast(): bool', isGlobalUnicast, 'Whether the address is global unicast (not unspecified, loopback, link-local, multicast or broadcast).'],
+  ['cidr(string): net.CIDR', toCIDR, 'Parse a CIDR range (`10.0.0.0/8`, `2001:db8::/32`); an invalid range is an error.'],
+  ['isCIDR(string): bool', (s: string) => parseCIDR(s) !== undefined, 'Whether the string is a valid CIDR range.'],
+  ['string(net.CIDR): string', (c: CelCIDR) => c.toString(), 'The text of a range, as parsed (`masked()` first to clear host bits).'],
+  ['net.CIDR.containsIP(string): bool', (c: CelCIDR, s: string) => c.containsIP(toIP(s)), 'Whether the range contains the address (an invalid address is an error).'],
+  ['net.CIDR.containsIP(net.IP): bool', (c: CelCIDR, ip: CelIP) => c.containsIP(ip), 'Whether the range contains the address.'],
+  ['net.CIDR.containsCIDR(string): bool', (c: CelCIDR, s: string) => c.containsCIDR(toCIDR(s)), 'Whether the range contains the whole other range.'],
+  ['net.CIDR.containsCIDR(net.CIDR): bool', (c: CelCIDR, o: CelCIDR) => c.containsCIDR(o), 'Whether the range contains the whole other range.'],
+  ['net.CIDR.ip(): net.IP', (c: CelCIDR) => c.ip, 'The address part of the range, host bits as written.'],
+  ['net.CIDR.masked(): net.CIDR', (c: CelCIDR) => c.masked(), 'The range with its host bits cleared (`10.1.2.3/8` → `10.0.0.0/8`).'],
+  ['net.CIDR.prefixLength(): int', (c: CelCIDR) => BigInt(c.prefix), 'The prefix length in bits.'],
+  // Helpers.
+  ['base64.encode(string): string', (_: unknown, s: string) => Buffer.from(s, 'utf8').toString('base64'), 'Standard base64 of the UTF-8 bytes of a string.'],
+  ['base64.encode(bytes): string', (_: unknown, b: Uint8Array) => Buffer.from(b).toString('base64'), 'Standard base64 of bytes.'],
+  ['base64.decode(string): bytes', (_: unknown, s: string) => new Uint8Array(Buffer.from(s, 'base64')), 'Decode standard or URL-safe base64 into bytes (`string(…)` turns them into text).'],
+  ['url.encode(string): string', (_: unknown, s: string) => encodeURIComponent(s), 'Percent-encode a string for use in a URL path segment or query value.'],
+  ['url.decode(string): string', (_: unknown, s: string) => decodeURIComponent(s), 'Decode a percent-encoded string; malformed input is an error.'],
+  ['string.replace(string, string): string', (s: string, from: string, to: string) => s.replaceAll(from, to), 'Replace every occurrence of a substring.'],
+  ['string.regexReplace(string, string): string', (s: string, pattern: string, to: string) => s.replace(toRegex(pattern), to), 'Replace every match of a regular expression; `$1` in the replacement refers to a group.'],
+  ['uuid(): string', () => randomUUID(), 'A random (version 4) UUID.'],
+  ['random(): double', () => Math.random(), 'A random number in [0, 1).'],
+  [
+    'fail(string): dyn',
+    (message: string) => {
+      throw new Error(message);
+    },
+    'Fail the evaluation with a message (an authorization rule that fails counts as false).',
+  ],
+];
+
+/** Engine type names → the names users write (namespaces by their constant, well-known types by their CEL name). */
+const DISPLAY_NAMES: readonly (readonly [RegExp, string])[] = [
+  [/\bBase64Namespace\b/g, 'base64'],
+  [/\bUrlNamespace\b/g, 'url'],
+  [/\bOptionalNamespace\b/g, 'optional'],
+  [/\bCelNamespace\b/g, 'cel'],
+  [/\bgoogle\.protobuf\.Timestamp\b/g, 'timestamp'],
+  [/\bgoogle\.protobuf\.Duration\b/g, 'duration'],
+  [/\bast\b/g, 'expr'],
+];
+
+/** Types that only host namespace functions: `type(<namespace>)` is not worth documenting. */
+export const NAMESPACE_TYPES: ReadonlySet<string> = new Set(['Base64Namespace', 'UrlNamespace', 'OptionalNamespace', 'CelNamespace']);
+
+/** Signature as cel-js spells it → as documented (`Base64Namespace.encode(string)` → `base64.encode(string)`). */
+export function displaySignature(signature: string): string {
+  let out = signature;
+  for (const [re, name] of DISPLAY_NAMES) out = out.replace(re, name);
+  return out;
+}
+
+/** Register the gateway's functions. Returns their signatures as cel-js spells them. */
+export function registerGatewayFunctions(env: Environment): Set<string> {
+  const registered = new Set<string>();
+  env.registerType('net.IP', CelIP as never);
+  env.registerType('net.CIDR', CelCIDR as never);
+  env.registerOperator('net.IP == net.IP', (a: CelIP, b: CelIP) => a.equals(b));
+  env.registerOperator('net.CIDR == net.CIDR', (a: CelCIDR, b: CelCIDR) => a.equals(b));
+  for (const [type, name] of Object.entries(NAMESPACES)) {
+    const ctor = type === 'Base64Namespace' ? Base64Namespace : UrlNamespace;
+    env.registerType(type, ctor as never);
+    env.registerConstant(name, type, new ctor());
+  }
+  for (const [display, handler, description] of FUNCTIONS) {
+    const signature = display.replace(/^(base64|url)\./, (_m, ns: string) => `${Object.entries(NAMESPACES).find(([, n]) => n === ns)![0]}.`);
+    env.registerFunction(signature, handler as never, { description });
+    registered.add(signature);
+  }
+  const macro = 'default(ast, ast): dyn';
+  env.registerFunction(macro, defaultMacro as never, {
+    description: 'The value of the first expression, or the second when the first fails (a missing key or header) or is null.',
+  });
+  registered.add(macro);
+  return registered;
+}

@@ -1,0 +1,137 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { CompileContext, ConfigPath } from 'switchyard/sdk';
+import { parseJwks } from './keys.ts';
+import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
+import type { JwksFetcher, KeySource } from './remote-jwks.ts';
+import { JwtVerifier, normalizeRequiredClaims } from './verifier.ts';
+import type { JwtProvider, JwtVerifierOptions } from './verifier.ts';
+
+/** `jwks` as written in the config: exactly one of `url` and `file`. */
+export interface JwksConfig {
+  url?: string;
+  file?: string;
+}
+
+/** One provider as written in the config (`jwtAuth` single form, `jwtAuth.providers[]`, `mcpAuthentication`). */
+export interface JwtProviderConfig {
+  issuer: string;
+  audiences?: string[];
+  jwks: JwksConfig;
+  jwtValidationOptions?: { requiredClaims?: string[] };
+}
+
+/** A provider config and where it sits inside the plugin's value (for error positions). */
+export interface PlacedProviderConfig {
+  readonly config: JwtProviderConfig;
+  /** Path below the plugin's value: `[]` for a single-provider form, `['providers', 2]` for a list entry. */
+  readonly at: ConfigPath;
+}
+
+/** Largest JWKS document accepted from a URL. */
+const MAX_JWKS_BYTES = 1024 * 1024;
+const FETCH_TIMEOUT_MS = 5000;
+
+async function readLimited(body: Readable, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      body.destroy();
+      throw new Error(`the response is larger than ${limit} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function redactUrl(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): KeySource {
+  const sub = [...at, 'jwks', 'file'];
+  const path = resolve(ctx.cwd, file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    return ctx.fail(`cannot read the JWKS file \`${file}\` (resolved to ${path}, relative paths start at the gateway's working directory): ${code}`, sub);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    return ctx.fail(`the JWKS file \`${file}\` is not valid JSON: ${(err as Error).message}`, sub);
+  }
+  const parsed = parseJwks(doc);
+  if (parsed.problems.length > 0) return ctx.fail(`the JWKS file \`${file}\` has unusable keys: ${parsed.problems.join('; ')}`, sub);
+  if (parsed.keys.size === 0) return ctx.fail(`the JWKS file \`${file}\` holds no signature key`, sub);
+  return new StaticKeySource(parsed);
+}
+
+async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath): Promise<KeySource> {
+  const sub = [...at, 'jwks', 'url'];
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return ctx.fail(`\`${raw}\` is not a URL`, sub);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return ctx.fail('the JWKS URL must use http or https', sub);
+  // Through a pooled upstream, so TLS settings and connection reuse match the rest of the gateway.
+  const target = ctx.http.target({ origin: url.origin, authority: 'target' });
+  const path = `${url.pathname}${url.search}`;
+  const fetcher: JwksFetcher = async () => {
+    const res = await target.request({ method: 'GET', path, headers: { accept: 'application/jwk-set+json, application/json' }, timeoutMs: FETCH_TIMEOUT_MS });
+    const body = await readLimited(res.body, MAX_JWKS_BYTES);
+    const cc = res.headers['cache-control'];
+    return { status: res.status, body, cacheControl: Array.isArray(cc) ? cc.join(',') : cc };
+  };
+  const shown = redactUrl(url);
+  const logger = ctx.logger.child({ jwks: shown });
+  // Keyed by URL: every provider and route naming this URL shares one key set, and a reload keeps it.
+  const remote = ctx.resources.get(`jwt:jwks:${url.href}`, () => new RemoteJwks(shown, fetcher, logger));
+  remote.setFetcher(fetcher);
+  try {
+    await remote.load();
+  } catch (err) {
+    return ctx.fail(`cannot load the JWKS from ${shown}: ${(err as Error).message} (the JWKS is fetched when the config loads)`, sub);
+  }
+  return remote;
+}
+
+/** Compile one provider: load its keys (file now, URL fetched now or reused from the resource cache). */
+export async function compileJwtProvider(config: JwtProviderConfig, ctx: CompileContext, at: ConfigPath = []): Promise<JwtProvider> {
+  const jwks = config.jwks;
+  if ((jwks.url === undefined) === (jwks.file === undefined)) return ctx.fail('exactly one of `url` or `file` is required', [...at, 'jwks']);
+  const keys = jwks.file !== undefined ? loadFileKeys(jwks.file, ctx, at) : await loadRemoteKeys(jwks.url!, ctx, at);
+  return {
+    issuer: config.issuer,
+    audiences: [...new Set(config.audiences ?? [])],
+    keys,
+    requiredClaims: normalizeRequiredClaims(config.jwtValidationOptions?.requiredClaims),
+  };
+}
+
+/**
+ * Compile providers into one verifier. Issuers must be distinct (the token's `iss` picks the provider).
+ * Keys of all providers load in parallel.
+ */
+export async function compileJwtVerifier(
+  providers: readonly PlacedProviderConfig[],
+  ctx: CompileContext,
+  options: JwtVerifierOptions = {},
+): Promise<JwtVerifier> {
+  const seen = new Map<string, number>();
+  providers.forEach(({ config, at }, i) => {
+    const first = seen.get(config.issuer);
+    if (first !== undefined) ctx.fail(`the issuer \`${config.issuer}\` is already used by \`providers[${first}]\`; each provider needs its own issuer`, [...at, 'issuer']);
+    seen.set(config.issuer, i);
+  });
+  const compiled = await Promise.all(providers.map(({ config, at }) => compileJwtProvider(config, ctx, at)));
+  return new JwtVerifier(compiled, options);
+}

@@ -1,0 +1,45 @@
+import type { CompileContext, PolicySet } from 'switchyard/sdk';
+import { fetchOverTarget } from './fetch-adapter.ts';
+import { parseTargetAddress } from './target-address.ts';
+import type { TargetAddress, TargetAddressConfig } from './target-address.ts';
+
+/** The resolved endpoint of an HTTP-based MCP target and a `fetch` over the gateway's pool for it. */
+export interface HttpTargetEndpoint {
+  readonly address: TargetAddress;
+  readonly fetch: typeof fetch;
+}
+
+/**
+ * Compile-time helper of the HTTP-based transports: validates the connection form now (a config error names the
+ * field), and builds the pool once the target's policies are known (`configure`), so `backendTLS` applies.
+ */
+export class HttpTargetBinding {
+  private readonly config: TargetAddressConfig;
+  private readonly ctx: CompileContext;
+  private readonly defaultPath: string;
+  private endpoint: HttpTargetEndpoint | undefined;
+  readonly describe: string;
+
+  constructor(config: TargetAddressConfig, ctx: CompileContext, defaultPath: string) {
+    this.config = config;
+    this.ctx = ctx;
+    this.defaultPath = defaultPath;
+    const parsed = parseTargetAddress(config, false, defaultPath);
+    if ('error' in parsed) ctx.fail(parsed.error, [parsed.field]);
+    this.describe = parsed.url.href;
+  }
+
+  /** Build the pool with the target's TLS settings. Runs at config load. */
+  configure(policies: PolicySet | undefined): void {
+    const tls = policies?.facets.tls;
+    const parsed = parseTargetAddress(this.config, tls !== undefined, this.defaultPath);
+    if ('error' in parsed) this.ctx.fail(parsed.error, [parsed.field]);
+    const target = this.ctx.http.target({ origin: parsed.origin, tls: parsed.secure ? tls : undefined });
+    this.endpoint = { address: parsed, fetch: fetchOverTarget(target) };
+  }
+
+  get(): HttpTargetEndpoint {
+    if (!this.endpoint) this.configure(undefined);
+    return this.endpoint!;
+  }
+}

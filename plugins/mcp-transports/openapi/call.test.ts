@@ -1,0 +1,136 @@
+// A tool call → an HTTP request; an HTTP answer → a tools/call result.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { buildRequest, encodeStrict, errorResult, toToolResult } from './call.ts';
+import type { BuiltRequest } from './call.ts';
+import type { OperationPlan, ParameterPlan } from './tools.ts';
+
+const param = (name: string, extra: Partial<ParameterPlan> = {}): ParameterPlan => ({ name, required: false, style: 'form', explode: true, ...extra });
+const op = (extra: Partial<OperationPlan>): OperationPlan => ({ method: 'GET', pathTemplate: '/', path: [], query: [], header: [], body: undefined, ...extra });
+const built = (value: BuiltRequest | string): BuiltRequest => {
+  assert.equal(typeof value, 'object', `expected a request, got: ${String(value)}`);
+  return value as BuiltRequest;
+};
+
+describe('buildRequest', () => {
+  it('fills the path template under the base path, percent-encoding all but unreserved characters', () => {
+    const plan = op({ pathTemplate: '/pet/{petId}/files/{name}', path: [param('petId', { required: true, style: 'simple', explode: false }), param('name', { required: true, style: 'simple', explode: false })] });
+    const req = built(buildRequest(plan, '/v2', { path: { petId: 1, name: "a b/c?d#e%f~g.h_i-j!'()*ü" } }));
+    assert.equal(req.method, 'GET');
+    assert.equal(req.path, "/v2/pet/1/files/a%20b%2Fc%3Fd%23e%25f~g.h_i-j%21%27%28%29%2A%C3%BC");
+    assert.equal(req.body, undefined);
+    assert.equal(req.headers.accept, 'application/json');
+    assert.equal(encodeStrict('~-._'), '~-._');
+  });
+
+  it('a missing path parameter is an argument problem, not a request', () => {
+    const plan = op({ pathTemplate: '/pet/{petId}', path: [param('petId', { required: true, style: 'simple' })] });
+    assert.equal(buildRequest(plan, '', {}), 'missing path parameter `petId` (pass it as arguments.path.petId)');
+    assert.equal(buildRequest(plan, '', { path: { petId: '' } }), 'missing path parameter `petId` (pass it as arguments.path.petId)');
+  });
+
+  it('query: arrays as repeated keys, joined when not exploded, null as a bare key, deepObject, undeclared keys kept', () => {
+    const plan = op({
+      pathTemplate: '/pet/findByStatus',
+      query: [param('status', { required: true }), param('tags', { explode: false }), param('filter', { style: 'deepObject' }), param('flag')],
+    });
+    const req = built(buildRequest(plan, '/v2', { query: { status: ['available', 'pending'], tags: ['a,b', 'c'], filter: { name: 'x y' }, flag: null, extra: 3 } }));
+    assert.equal(req.path, '/v2/pet/findByStatus?status=available&status=pending&tags=a%2Cb,c&filter%5Bname%5D=x%20y&flag&extra=3');
+    assert.equal(buildRequest(plan, '', { query: {} }), 'missing query parameter `status` (pass it as arguments.query.status)');
+  });
+
+  it('a parameter described by `content` is sent as JSON', () => {
+    const plan = op({ query: [param('filter', { style: 'json' })], header: [param('X-Filter', { style: 'json' })] });
+    const req = built(buildRequest(plan, '', { query: { filter: { a: [1] } }, header: { 'X-Filter': { b: 'c' } } }));
+    assert.equal(req.path, '/?filter=%7B%22a%22%3A%5B1%5D%7D');
+    assert.equal(req.headers['x-filter'], '{"b":"c"}');
+  });
+
+  it('headers: client headers without framing or MCP ones, then declared header parameters (case-insensitive) over them', () => {
+    const plan = op({ method: 'DELETE', pathTemplate: '/pet/{petId}', path: [param('petId', { required: true, style: 'simple' })], header: [param('api_key', { style: 'simple', explode: false })] });
+    const req = built(
+      buildRequest(plan, '', { path: { petId: 7 }, header: { API_KEY: 'secret', undeclared: 'no' } }, {
+        authorization: 'Bearer t',
+        'mcp-session-id': 's',
+        'Content-Length': '12',
+        host: 'gateway',
+        api_key: 'from-client',
+        'x-custom': 'kept',
+      }),
+    );
+    assert.deepEqual(req.headers, { authorization: 'Bearer t', api_key: 'secret', 'x-custom': 'kept', accept: 'application/json' });
+    assert.equal(req.method, 'DELETE');
+  });
+
+  it('a required header parameter must be given', () => {
+    const plan = op({ header: [param('X-Tenant', { required: true, style: 'simple' })] });
+    assert.equal(buildRequest(plan, '', {}), 'missing header parameter `X-Tenant` (pass it as arguments.header.X-Tenant)');
+  });
+
+  it('body: JSON with its media type; a required body must be given; an optional one may be left out', () => {
+    const plan = op({ method: 'POST', pathTemplate: '/pet', body: { mediaType: 'application/json', encoding: 'json', required: true } });
+    const req = built(buildRequest(plan, '/v2', { body: { name: 'rex', photoUrls: [] } }));
+    assert.equal(req.body, '{"name":"rex","photoUrls":[]}');
+    assert.equal(req.headers['content-type'], 'application/json');
+    assert.equal(buildRequest(plan, '', {}), 'missing request body (pass it as arguments.body)');
+    const optional = op({ method: 'POST', body: { mediaType: 'application/json', encoding: 'json', required: false } });
+    assert.equal(built(buildRequest(optional, '', {})).body, undefined);
+  });
+
+  it('body: form fields, base64 bytes, text and multipart parts', () => {
+    const form = built(buildRequest(op({ method: 'POST', body: { mediaType: 'application/x-www-form-urlencoded', encoding: 'form', required: false } }), '', { body: { name: 'a b', tag: ['x', 'y'] } }));
+    assert.equal(form.body, 'name=a+b&tag=x&tag=y');
+    const binary = built(buildRequest(op({ method: 'PUT', body: { mediaType: 'application/octet-stream', encoding: 'binary', required: true } }), '', { body: Buffer.from('hello').toString('base64') }));
+    assert.deepEqual(binary.body, Buffer.from('hello'));
+    assert.equal(binary.headers['content-type'], 'application/octet-stream');
+    const text = built(buildRequest(op({ method: 'PUT', body: { mediaType: 'text/plain', encoding: 'text', required: true } }), '', { body: 'plain' }));
+    assert.equal(text.body, 'plain');
+    const multipart = built(
+      buildRequest(op({ method: 'POST', body: { mediaType: 'multipart/form-data', encoding: 'multipart', required: false, fileFields: ['file'] } }), '', {
+        body: { note: 'hi', file: Buffer.from([0, 1, 2]).toString('base64') },
+      }),
+    );
+    const boundary = /boundary=(.+)$/.exec(multipart.headers['content-type']!)![1]!;
+    const raw = (multipart.body as Buffer).toString('latin1');
+    assert.equal(
+      raw,
+      `--${boundary}\r\nContent-Disposition: form-data; name="note"\r\n\r\nhi\r\n` +
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="file"\r\nContent-Type: application/octet-stream\r\n\r\n\u0000\u0001\u0002\r\n` +
+        `--${boundary}--\r\n`,
+    );
+  });
+});
+
+describe('toToolResult', () => {
+  const valid = (r: ReturnType<typeof toToolResult>): void => void CallToolResultSchema.parse(r);
+
+  it('a JSON object: structuredContent plus the same JSON as text', () => {
+    const r = toToolResult({ status: 200, contentType: 'application/json', text: '{"id":1,"name":"doggie"}' });
+    valid(r);
+    assert.deepEqual(r, { content: [{ type: 'text', text: '{"id":1,"name":"doggie"}' }], structuredContent: { id: 1, name: 'doggie' } });
+  });
+
+  it('JSON arrays and scalars are wrapped as {data}; JSON null is text only', () => {
+    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', text: '[1,2]' }).structuredContent, { data: [1, 2] });
+    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', text: '"ok"' }).structuredContent, { data: 'ok' });
+    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', text: 'null' }), { content: [{ type: 'text', text: 'null' }] });
+  });
+
+  it('non-JSON or empty 2xx: {code, message}', () => {
+    const r = toToolResult({ status: 200, contentType: 'text/plain', text: 'logged out' });
+    valid(r);
+    assert.deepEqual(r.structuredContent, { code: 200, message: 'logged out' });
+    assert.deepEqual(toToolResult({ status: 204, contentType: undefined, text: '' }).structuredContent, { code: 204, message: '' });
+  });
+
+  it('non-2xx: an isError result with the status and the body', () => {
+    const r = toToolResult({ status: 404, contentType: 'application/json', text: '{"message":"Pet not found"}' });
+    valid(r);
+    assert.equal(r.isError, true);
+    assert.deepEqual(r.content, [{ type: 'text', text: 'HTTP 404: {"message":"Pet not found"}' }]);
+    assert.deepEqual(r.structuredContent, { status: 404, body: { message: 'Pet not found' } });
+    assert.deepEqual(toToolResult({ status: 503, contentType: 'text/plain', text: 'down' }).structuredContent, { status: 503, body: 'down' });
+    assert.deepEqual(errorResult('boom'), { isError: true, content: [{ type: 'text', text: 'boom' }] });
+  });
+});

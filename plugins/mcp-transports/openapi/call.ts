@@ -1,0 +1,233 @@
+import { randomBytes } from 'node:crypto';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isObject } from './document.ts';
+import type { JsonObject } from './document.ts';
+import type { OperationPlan, ParameterPlan } from './tools.ts';
+
+/** The HTTP request one tool call becomes. */
+export interface BuiltRequest {
+  readonly method: string;
+  /** Base path + filled path template + query string. */
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string | Buffer | undefined;
+}
+
+/** Client headers never copied onto API calls: framing, hop-by-hop, MCP session plumbing. */
+const NOT_FORWARDED = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authorization',
+  'proxy-connection',
+  'expect',
+  'accept',
+  'accept-encoding',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'last-event-id',
+]);
+
+/** Percent-encode everything but RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`). */
+export function encodeStrict(value: string): string {
+  return encodeURIComponent(value).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+function scalar(value: unknown): string {
+  return typeof value === 'string' ? value : typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
+}
+
+/** A path or header value in `simple` style: arrays `a,b`, objects `k,v,k,v` (or `k=v,k=v` exploded). */
+function simpleValue(value: unknown, explode: boolean, encode: (s: string) => string): string {
+  if (Array.isArray(value)) return value.map((v) => encode(scalar(v))).join(',');
+  if (isObject(value)) {
+    return Object.entries(value)
+      .map(([k, v]) => (explode ? `${encode(k)}=${encode(scalar(v))}` : `${encode(k)},${encode(scalar(v))}`))
+      .join(',');
+  }
+  return encode(scalar(value));
+}
+
+/** The `k=v` pairs of one query parameter: arrays repeated (or joined when not exploded), null a bare key. */
+function queryPairs(plan: ParameterPlan, value: unknown): string[] {
+  const key = encodeStrict(plan.name);
+  if (plan.style === 'json') return [`${key}=${encodeStrict(JSON.stringify(value))}`];
+  if (value === null) return [key];
+  if (Array.isArray(value)) {
+    if (plan.explode) return value.map((v) => `${key}=${encodeStrict(scalar(v))}`);
+    const separator = plan.style === 'spaceDelimited' ? '%20' : plan.style === 'pipeDelimited' ? '|' : ',';
+    return [`${key}=${value.map((v) => encodeStrict(scalar(v))).join(separator)}`];
+  }
+  if (isObject(value)) {
+    if (plan.style === 'deepObject') return Object.entries(value).map(([k, v]) => `${key}%5B${encodeStrict(k)}%5D=${encodeStrict(scalar(v))}`);
+    if (plan.explode) return Object.entries(value).map(([k, v]) => `${encodeStrict(k)}=${encodeStrict(scalar(v))}`);
+    return [`${key}=${Object.entries(value).map(([k, v]) => `${encodeStrict(k)},${encodeStrict(scalar(v))}`).join(',')}`];
+  }
+  return [`${key}=${encodeStrict(scalar(value))}`];
+}
+
+/** `multipart/form-data` parts: file fields (base64 input) as `application/octet-stream`, others as text. */
+function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boundary: string): Buffer {
+  const parts: Buffer[] = [];
+  const quote = (s: string): string => s.replace(/["\r\n]/g, (c) => encodeURIComponent(c));
+  for (const [name, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    for (const item of Array.isArray(value) && fileFields.has(name) ? value : [value]) {
+      const file = fileFields.has(name);
+      const head = file
+        ? `Content-Disposition: form-data; name="${quote(name)}"; filename="${quote(name)}"\r\nContent-Type: application/octet-stream`
+        : `Content-Disposition: form-data; name="${quote(name)}"`;
+      parts.push(Buffer.from(`--${boundary}\r\n${head}\r\n\r\n`));
+      parts.push(file ? Buffer.from(typeof item === 'string' ? item : '', 'base64') : Buffer.from(scalar(item)));
+      parts.push(Buffer.from('\r\n'));
+    }
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  return Buffer.concat(parts);
+}
+
+/**
+ * Build the HTTP request of a tool call, or return the message of an argument problem (a missing required
+ * path parameter or body). `args` is the tool's `arguments`: `{path?, query?, header?, body?}`.
+ *
+ * - path: `{name}` filled, strings percent-encoded (all but unreserved characters), numbers as they are;
+ * - query: declared and undeclared keys sent; arrays as repeated keys (`explode`, the default) or joined;
+ *   null as a bare key; objects per `style` (`deepObject` as `name[k]=v`);
+ * - headers: client headers (`clientHeaders`, minus framing and MCP session headers), then declared header
+ *   parameters over them; always `accept: application/json`;
+ * - body: JSON (or URL-encoded form fields, multipart parts, base64-decoded bytes, text, per the operation's
+ *   media type).
+ */
+export function buildRequest(
+  operation: OperationPlan,
+  basePath: string,
+  args: JsonObject,
+  clientHeaders: Readonly<Record<string, string>> = {},
+): BuiltRequest | string {
+  const pathArgs = isObject(args.path) ? args.path : {};
+  const queryArgs = isObject(args.query) ? args.query : {};
+  const headerArgs = isObject(args.header) ? args.header : {};
+
+  const pathPlans = new Map(operation.path.map((p) => [p.name, p]));
+  let missing: string | undefined;
+  const filled = operation.pathTemplate.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+    const value = pathArgs[name];
+    if (value === undefined || value === null || value === '') {
+      missing ??= name;
+      return '';
+    }
+    const plan = pathPlans.get(name);
+    return plan?.style === 'json' ? encodeStrict(JSON.stringify(value)) : simpleValue(value, plan?.explode ?? false, encodeStrict);
+  });
+  if (missing !== undefined) return `missing path parameter \`${missing}\` (pass it as arguments.path.${missing})`;
+
+  const queryPlans = new Map(operation.query.map((p) => [p.name, p]));
+  const pairs: string[] = [];
+  for (const [name, value] of Object.entries(queryArgs)) {
+    if (value === undefined) continue;
+    pairs.push(...queryPairs(queryPlans.get(name) ?? { name, required: false, style: 'form', explode: true }, value));
+  }
+  for (const plan of operation.query) {
+    if (plan.required && queryArgs[plan.name] === undefined) return `missing query parameter \`${plan.name}\` (pass it as arguments.query.${plan.name})`;
+  }
+
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(clientHeaders)) {
+    const lower = name.toLowerCase();
+    if (!NOT_FORWARDED.has(lower)) headers[lower] = value;
+  }
+  const headerArgsLower = new Map(Object.entries(headerArgs).map(([k, v]) => [k.toLowerCase(), v]));
+  for (const plan of operation.header) {
+    const value = headerArgsLower.get(plan.name.toLowerCase());
+    if (value === undefined || value === null) {
+      if (plan.required) return `missing header parameter \`${plan.name}\` (pass it as arguments.header.${plan.name})`;
+      continue;
+    }
+    const oneLine = (s: string): string => s.replace(/[\r\n]+/g, ' ');
+    headers[plan.name.toLowerCase()] = plan.style === 'json' ? oneLine(JSON.stringify(value)) : simpleValue(value, plan.explode, oneLine);
+  }
+  headers.accept = 'application/json';
+
+  let body: string | Buffer | undefined;
+  const plan = operation.body;
+  if (plan && args.body !== undefined) {
+    headers['content-type'] = plan.mediaType;
+    if (plan.encoding === 'json') body = JSON.stringify(args.body);
+    else if (plan.encoding === 'binary') body = Buffer.from(typeof args.body === 'string' ? args.body : '', 'base64');
+    else if (plan.encoding === 'text') body = scalar(args.body);
+    else if (plan.encoding === 'multipart') {
+      const boundary = `----switchyard${randomBytes(12).toString('hex')}`;
+      headers['content-type'] = `multipart/form-data; boundary=${boundary}`;
+      body = multipartBody(isObject(args.body) ? args.body : {}, new Set(plan.fileFields ?? []), boundary);
+    } else {
+      const fields = new URLSearchParams();
+      if (isObject(args.body)) {
+        for (const [k, v] of Object.entries(args.body)) {
+          if (v === undefined) continue;
+          if (Array.isArray(v)) for (const item of v) fields.append(k, scalar(item));
+          else fields.append(k, scalar(v));
+        }
+      }
+      body = fields.toString();
+    }
+  } else if (plan?.required) {
+    return 'missing request body (pass it as arguments.body)';
+  }
+
+  const query = pairs.length ? `?${pairs.join('&')}` : '';
+  return { method: operation.method, path: `${basePath}${filled}${query}`, headers, body };
+}
+
+/** What came back from the API. */
+export interface ApiAnswer {
+  readonly status: number;
+  readonly contentType: string | undefined;
+  readonly text: string;
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  if (text.trim() === '') return { ok: false };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/**
+ * Turn the API's answer into a `tools/call` result.
+ * - 2xx with a JSON object: that object as `structuredContent`, and as a text block of serialised JSON;
+ *   JSON arrays and scalars wrapped as `{data: …}`; JSON `null` only as text;
+ * - 2xx with anything else (or nothing): `{code: <status>, message: <body text>}`;
+ * - any other status: `isError: true`, a text block `HTTP <status>: <body>` and `structuredContent`
+ *   `{status, body}` (the body parsed when it is JSON).
+ */
+export function toToolResult(answer: ApiAnswer): CallToolResult {
+  const parsed = parseJson(answer.text);
+  if (answer.status < 200 || answer.status > 299) {
+    const body = parsed.ok ? parsed.value : answer.text;
+    return {
+      isError: true,
+      content: [{ type: 'text', text: `HTTP ${answer.status}${answer.text ? `: ${answer.text}` : ''}` }],
+      structuredContent: { status: answer.status, body },
+    };
+  }
+  if (parsed.ok && parsed.value === null) return { content: [{ type: 'text', text: 'null' }] };
+  let structured: JsonObject;
+  if (parsed.ok) structured = isObject(parsed.value) ? parsed.value : { data: parsed.value };
+  else structured = { code: answer.status, message: answer.text };
+  return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
+}
+
+/** A result for a call that never reached an answer (bad arguments, the API unreachable). */
+export function errorResult(message: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: message }] };
+}

@@ -1,0 +1,109 @@
+// Loading and parsing the OpenAPI document, the base path from `servers`, `$ref` resolution and the
+// OpenAPI 3.0 → JSON Schema mapping, and the connection fields.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { parseConnection } from './connection.ts';
+import { parseDocument, readDocumentFile, serverBasePath } from './document.ts';
+import type { OpenApiDocument } from './document.ts';
+import { RefResolver } from './refs.ts';
+
+const doc = (extra: Record<string, unknown>): OpenApiDocument => ({ openapi: '3.0.3', info: { title: 't', version: '1' }, paths: {}, ...extra }) as OpenApiDocument;
+
+describe('parseDocument', () => {
+  it('reads JSON and YAML', () => {
+    assert.equal(parseDocument('{"openapi":"3.1.0","paths":{}}', 'a.json').openapi, '3.1.0');
+    assert.deepEqual(parseDocument('openapi: 3.0.3\npaths:\n  /x: {}\n', 'a.yaml').paths, { '/x': {} });
+  });
+
+  it('refuses broken text, Swagger 2.0 and non-OpenAPI documents with the label in the message', () => {
+    assert.throws(() => parseDocument('{"openapi": ', '`a.json`'), /^Error: the OpenAPI document `a.json` is not valid JSON: /);
+    assert.throws(() => parseDocument('a: [1, 2\nb: }', '`a.yaml`'), /the OpenAPI document `a.yaml` is neither valid JSON nor valid YAML/);
+    assert.throws(() => parseDocument('swagger: "2.0"\n', '`old.yaml`'), /the document `old.yaml` is Swagger 2.0; only OpenAPI 3.0 and 3.1 are supported/);
+    assert.throws(() => parseDocument('hello: world\n', '`x.yaml`'), /is not an OpenAPI 3.x document \(its `openapi` field is missing\)/);
+    assert.throws(() => parseDocument('- 1\n', '`x.yaml`'), /is not an object/);
+    assert.throws(() => parseDocument('{"openapi":"3.0.0","paths":[]}', '`x`'), /`paths` that is not an object/);
+  });
+
+  it('readDocumentFile resolves against the working directory and names the file when it cannot', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'openapi-doc-'));
+    writeFileSync(join(dir, 'api.yaml'), 'openapi: 3.0.0\n');
+    assert.equal(await readDocumentFile('api.yaml', dir), 'openapi: 3.0.0\n');
+    await assert.rejects(readDocumentFile('missing.yaml', dir), { message: `cannot read the OpenAPI document \`missing.yaml\` (${join(dir, 'missing.yaml')}): no such file` });
+  });
+});
+
+describe('serverBasePath', () => {
+  it('takes the path of the first server URL, absolute or relative, with variable defaults', () => {
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: 'http://petstore.swagger.io/v2' }] })), { path: '/v2', count: 1 });
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: '/api/' }] })), { path: '/api', count: 1 });
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: 'https://x.example.com' }] })), { path: '', count: 1 });
+    assert.deepEqual(serverBasePath(doc({})), { path: '', count: 0 });
+    assert.deepEqual(
+      serverBasePath(doc({ servers: [{ url: 'https://{name}.example.com:{port}/{basePath}', variables: { name: { default: 'demo' }, port: { default: '443' }, basePath: { default: 'v2' } } }, { url: '/other' }] })),
+      { path: '/v2', count: 2 },
+    );
+  });
+});
+
+describe('RefResolver', () => {
+  const resolver = new RefResolver(
+    doc({
+      components: {
+        schemas: {
+          'a/b': { type: 'string' },
+          Nullable: { type: 'string', nullable: true, enum: ['x'], 'x-internal': true, xml: { name: 'n' } },
+          Bounded: { type: 'integer', minimum: 1, exclusiveMinimum: true, maximum: 9, exclusiveMaximum: false, example: 3 },
+        },
+        parameters: { p: { $ref: '#/components/parameters/q', description: 'outer' }, q: { name: 'q', in: 'query', description: 'inner' } },
+      },
+    }),
+  );
+
+  it('looks up JSON pointers with ~1 escapes and refuses external ones', () => {
+    assert.deepEqual(resolver.lookup('#/components/schemas/a~1b'), { type: 'string' });
+    assert.throws(() => resolver.lookup('https://x/y.json#/a'), /points outside the document/);
+    assert.throws(() => resolver.lookup('#/components/schemas/none'), /points at nothing/);
+  });
+
+  it('deref follows chains, sibling keys overriding', () => {
+    assert.deepEqual(resolver.deref({ $ref: '#/components/parameters/p' }), { name: 'q', in: 'query', description: 'outer' });
+  });
+
+  it('maps the 3.0 dialect: nullable, boolean exclusive bounds, example; drops xml and x- keys', () => {
+    assert.deepEqual(resolver.inline({ $ref: '#/components/schemas/Nullable' }), { type: ['string', 'null'], enum: ['x', null] });
+    assert.deepEqual(resolver.inline({ $ref: '#/components/schemas/Bounded' }), { type: 'integer', exclusiveMinimum: 1, maximum: 9, examples: [3] });
+  });
+
+  it('keeps $ref siblings (3.1) over the referenced schema', () => {
+    assert.deepEqual(resolver.inline({ $ref: '#/components/schemas/a~1b', description: 'why' }), { type: 'string', description: 'why' });
+  });
+
+  it('does not walk into enum, default or examples values', () => {
+    const value = { type: 'object', default: { $ref: 'not a ref' }, enum: [{ $ref: 'x' }] };
+    assert.deepEqual(resolver.inline(value), value);
+  });
+});
+
+describe('parseConnection (the form shared with the sse and mcp transports)', () => {
+  it('host, host:port and URL forms; the base path only when given', () => {
+    assert.deepEqual(parseConnection({ host: '127.0.0.1', port: 8090 }, false), { secure: false, origin: 'http://127.0.0.1:8090', basePath: undefined });
+    assert.deepEqual(parseConnection({ host: 'api.example.com:8443' }, true), { secure: true, origin: 'https://api.example.com:8443', basePath: undefined });
+    assert.deepEqual(parseConnection({ host: 'https://api.example.com/v2/' }, false), { secure: true, origin: 'https://api.example.com:443', basePath: '/v2' });
+    assert.deepEqual(parseConnection({ host: 'http://127.0.0.1:9000' }, false), { secure: false, origin: 'http://127.0.0.1:9000', basePath: undefined });
+    assert.deepEqual(parseConnection({ host: '[::1]:9000', path: '/' }, false), { secure: false, origin: 'http://[::1]:9000', basePath: '' });
+    assert.deepEqual(parseConnection({ host: 'svc', path: 'api' }, false), { secure: false, origin: 'http://svc:80', basePath: '/api' });
+  });
+
+  it('a port or a base path given twice, or malformed values, are problems at the field', () => {
+    assert.deepEqual(parseConnection({ host: 'h:1', port: 2 }, false), { field: 'port', message: 'the port is given twice (in `host` and in `port`)' });
+    assert.deepEqual(parseConnection({ host: 'http://h/v1', path: '/v2' }, false), { field: 'path', message: 'when `host` is a URL, give the path inside it, not in `path`' });
+    assert.deepEqual(parseConnection({ host: 'http://h/v1?x=1' }, false), { field: 'host', message: 'the base path takes no query or fragment' });
+    assert.equal((parseConnection({ host: 'ftp://h' }, false) as { field: string }).field, 'host');
+    assert.equal((parseConnection({ host: 'h/v2' }, false) as { field: string }).field, 'host');
+    assert.equal((parseConnection({ host: 'h:99999' }, false) as { field: string }).field, 'port');
+    assert.equal((parseConnection({ host: '::1' }, false) as { field: string }).field, 'host');
+  });
+});

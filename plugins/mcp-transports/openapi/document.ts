@@ -1,0 +1,138 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { HttpUpstreams } from 'switchyard/sdk';
+import { parse as parseYaml } from 'yaml';
+
+/** A JSON object. */
+export type JsonObject = Record<string, unknown>;
+
+/** An OpenAPI 3.x document after parsing; only the top-level shape is checked here. */
+export interface OpenApiDocument extends JsonObject {
+  readonly openapi: string;
+  readonly paths?: JsonObject;
+  readonly servers?: unknown[];
+  readonly components?: JsonObject;
+  readonly info?: JsonObject;
+}
+
+/** The largest document accepted (a generous bound; large public APIs are a few MiB). */
+export const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
+/** Deadline of fetching a `schema.url`. */
+export const FETCH_TIMEOUT_MS = 10_000;
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Read a document file, relative to `cwd`. Rejects with a message naming the file. */
+export async function readDocumentFile(file: string, cwd: string): Promise<string> {
+  const full = resolve(cwd, file);
+  try {
+    return await readFile(full, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
+    throw new Error(`cannot read the OpenAPI document \`${file}\` (${full}): ${why}`);
+  }
+}
+
+/** Read a response body as text, failing beyond `limit` bytes. */
+export async function readText(body: Readable, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += buf.length;
+    if (size > limit) {
+      body.destroy();
+      throw new Error(`larger than ${limit} bytes`);
+    }
+    chunks.push(buf);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Fetch a document with a GET through a pooled upstream. Rejects with a message naming the URL. */
+export async function fetchDocument(url: string, http: HttpUpstreams): Promise<string> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new Error(`\`${url}\` is not a valid URL`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`\`${url}\` is not an http(s) URL`);
+  try {
+    const target = http.target({ origin: parsed.origin, authority: 'target' });
+    const response = await target.request({
+      method: 'GET',
+      path: `${parsed.pathname}${parsed.search}`,
+      headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5' },
+      timeoutMs: FETCH_TIMEOUT_MS,
+    });
+    if (response.status < 200 || response.status > 299) {
+      response.body.resume();
+      throw new Error(`the server answered HTTP ${response.status}`);
+    }
+    return await readText(response.body, MAX_DOCUMENT_BYTES);
+  } catch (err) {
+    throw new Error(`cannot fetch the OpenAPI document from ${url}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Parse JSON or YAML text into an OpenAPI 3.x document. `label` (the file or URL) starts every message.
+ * Swagger 2.0 and other non-3.x documents are refused.
+ */
+export function parseDocument(text: string, label: string): OpenApiDocument {
+  let value: unknown;
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith('{')) {
+    try {
+      value = JSON.parse(trimmed);
+    } catch (err) {
+      throw new Error(`the OpenAPI document ${label} is not valid JSON: ${(err as Error).message}`);
+    }
+  } else {
+    try {
+      value = parseYaml(text, { maxAliasCount: 1000 });
+    } catch (err) {
+      throw new Error(`the OpenAPI document ${label} is neither valid JSON nor valid YAML: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  if (!isObject(value)) throw new Error(`the OpenAPI document ${label} is not an object`);
+  if (value.swagger !== undefined) {
+    throw new Error(`the document ${label} is Swagger ${String(value.swagger)}; only OpenAPI 3.0 and 3.1 are supported (convert it first)`);
+  }
+  if (typeof value.openapi !== 'string' || !/^3\.\d+(\.\d+)?/.test(value.openapi)) {
+    throw new Error(`the document ${label} is not an OpenAPI 3.x document (its \`openapi\` field is ${JSON.stringify(value.openapi) ?? 'missing'})`);
+  }
+  if (value.paths !== undefined && !isObject(value.paths)) throw new Error(`the OpenAPI document ${label} has a \`paths\` that is not an object`);
+  if (value.components !== undefined && !isObject(value.components)) {
+    throw new Error(`the OpenAPI document ${label} has a \`components\` that is not an object`);
+  }
+  if (value.servers !== undefined && !Array.isArray(value.servers)) throw new Error(`the OpenAPI document ${label} has a \`servers\` that is not a list`);
+  return value as OpenApiDocument;
+}
+
+/**
+ * The path of the document's first server URL (`http://petstore.swagger.io/v2` → `/v2`, `/api` → `/api`),
+ * server variables filled with their defaults; `''` without servers. `count` says how many servers there were.
+ */
+export function serverBasePath(doc: OpenApiDocument): { path: string; count: number } {
+  const servers = (doc.servers ?? []).filter(isObject);
+  const first = servers[0];
+  if (!first || typeof first.url !== 'string') return { path: '', count: servers.length };
+  const variables = isObject(first.variables) ? first.variables : {};
+  const url = first.url.replace(/\{([^}]+)\}/g, (whole, name: string) => {
+    const v = variables[name];
+    return isObject(v) && v.default !== undefined ? String(v.default) : whole;
+  });
+  let path: string;
+  try {
+    path = new URL(url, 'http://base.invalid').pathname;
+  } catch {
+    path = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '');
+  }
+  return { path: path.replace(/\/+$/, ''), count: servers.length };
+}

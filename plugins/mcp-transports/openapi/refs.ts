@@ -1,0 +1,153 @@
+import { isObject } from './document.ts';
+import type { JsonObject, OpenApiDocument } from './document.ts';
+
+/** Keywords whose value is one schema. */
+const SCHEMA_KEYWORDS = new Set([
+  'additionalProperties',
+  'items',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'additionalItems',
+]);
+/** Keywords whose value is a list of schemas. */
+const SCHEMA_LIST_KEYWORDS = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems']);
+/** Keywords whose value maps names to schemas. */
+const SCHEMA_MAP_KEYWORDS = new Set(['properties', 'patternProperties', 'dependentSchemas', '$defs', 'definitions']);
+/** OpenAPI-only keywords that mean nothing to a JSON Schema validator. */
+const DROPPED_KEYWORDS = new Set(['discriminator', 'xml', 'externalDocs', 'nullable']);
+
+/**
+ * Resolves local `$ref`s (`#/components/schemas/Pet`, `#/components/parameters/limit`, any JSON pointer into
+ * the document) and inlines them into schemas. A reference met again while it is being expanded (a cycle) is
+ * cut off with an open schema that says so, so every expansion terminates. Expansions that did not depend on
+ * an enclosing cycle are memoised, so a schema used by many operations is expanded once.
+ */
+export class RefResolver {
+  private readonly doc: OpenApiDocument;
+  private readonly memo = new Map<string, unknown>();
+
+  constructor(doc: OpenApiDocument) {
+    this.doc = doc;
+  }
+
+  /** The value a `$ref` points at. Only local references (`#/…`) are supported. */
+  lookup(ref: string): unknown {
+    if (!ref.startsWith('#')) throw new Error(`\`$ref: ${ref}\` points outside the document; only local references (\`#/components/…\`) are supported`);
+    const pointer = ref.slice(1);
+    if (pointer === '') return this.doc;
+    if (!pointer.startsWith('/')) throw new Error(`\`$ref: ${ref}\` is not a JSON pointer`);
+    let node: unknown = this.doc;
+    for (const raw of pointer.slice(1).split('/')) {
+      let token: string;
+      try {
+        token = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+      } catch {
+        token = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+      }
+      if (Array.isArray(node) && /^\d+$/.test(token)) node = node[Number(token)];
+      else if (isObject(node) && Object.hasOwn(node, token)) node = node[token];
+      else throw new Error(`\`$ref: ${ref}\` points at nothing in the document`);
+    }
+    return node;
+  }
+
+  /**
+   * Follow `$ref`s of a non-schema object (a parameter, a request body, a path item) until a plain object.
+   * Sibling keys of a `$ref` override what it points at. Returns undefined for a non-object.
+   */
+  deref(node: unknown): JsonObject | undefined {
+    const seen = new Set<string>();
+    let current = node;
+    let overrides: JsonObject = {};
+    while (isObject(current) && typeof current.$ref === 'string') {
+      const ref = current.$ref;
+      if (seen.has(ref)) throw new Error(`\`$ref: ${ref}\` refers to itself`);
+      seen.add(ref);
+      const { $ref: _ref, ...siblings } = current;
+      overrides = { ...siblings, ...overrides };
+      current = this.lookup(ref);
+    }
+    return isObject(current) ? { ...current, ...overrides } : undefined;
+  }
+
+  /**
+   * A copy of `schema` with every `$ref` inlined and OpenAPI 3.0 dialect mapped to JSON Schema 2020-12
+   * (`nullable`, boolean `exclusiveMinimum`/`exclusiveMaximum`, `example`); OpenAPI-only keywords and `x-`
+   * extensions are dropped. Values of `enum`, `const`, `default` and `examples` are copied untouched.
+   */
+  inline(schema: unknown): unknown {
+    return this.schema(schema, [], { minCut: Infinity });
+  }
+
+  /** `stack`: references being expanded, outermost first. `state.minCut`: the lowest stack index a cycle was cut at. */
+  private schema(node: unknown, stack: string[], state: { minCut: number }): unknown {
+    if (typeof node === 'boolean') return node;
+    if (!isObject(node)) return {};
+    if (typeof node.$ref === 'string') return this.reference(node, stack, state);
+    const out: JsonObject = {};
+    for (const [key, value] of Object.entries(node)) {
+      if (DROPPED_KEYWORDS.has(key) || key.startsWith('x-')) continue;
+      if (SCHEMA_KEYWORDS.has(key)) out[key] = Array.isArray(value) ? value.map((v) => this.schema(v, stack, state)) : this.schema(value, stack, state);
+      else if (SCHEMA_LIST_KEYWORDS.has(key)) out[key] = Array.isArray(value) ? value.map((v) => this.schema(v, stack, state)) : value;
+      else if (SCHEMA_MAP_KEYWORDS.has(key) && isObject(value)) {
+        const map: JsonObject = {};
+        for (const [name, sub] of Object.entries(value)) map[name] = this.schema(sub, stack, state);
+        out[key] = map;
+      } else out[key] = value;
+    }
+    return normaliseDialect(node, out);
+  }
+
+  private reference(node: JsonObject, stack: string[], state: { minCut: number }): unknown {
+    const ref = node.$ref as string;
+    let expanded: unknown;
+    const at = stack.indexOf(ref);
+    if (at >= 0) {
+      state.minCut = Math.min(state.minCut, at);
+      expanded = { description: `Recursive reference to \`${ref}\` (not expanded further).` };
+    } else if (this.memo.has(ref)) {
+      expanded = this.memo.get(ref);
+    } else {
+      const depth = stack.length;
+      const inner = { minCut: Infinity };
+      expanded = this.schema(this.lookup(ref), [...stack, ref], inner);
+      // Cut only at this reference or deeper: the expansion does not depend on who asked, so keep it.
+      if (inner.minCut >= depth) this.memo.set(ref, expanded);
+      state.minCut = Math.min(state.minCut, inner.minCut);
+    }
+    const { $ref: _ref, ...siblings } = node;
+    if (Object.keys(siblings).length === 0) return expanded;
+    const rest = this.schema(siblings, stack, state) as JsonObject;
+    return isObject(expanded) ? { ...expanded, ...rest } : { allOf: [expanded], ...rest };
+  }
+}
+
+/** Map the OpenAPI 3.0 schema dialect onto JSON Schema 2020-12 (no-ops for 3.1 documents). */
+function normaliseDialect(source: JsonObject, out: JsonObject): JsonObject {
+  if (source.nullable === true) {
+    if (typeof out.type === 'string') out.type = [out.type, 'null'];
+    if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
+  }
+  for (const [bound, exclusive] of [
+    ['minimum', 'exclusiveMinimum'],
+    ['maximum', 'exclusiveMaximum'],
+  ] as const) {
+    if (typeof out[exclusive] === 'boolean') {
+      if (out[exclusive] === true && typeof out[bound] === 'number') {
+        out[exclusive] = out[bound];
+        delete out[bound];
+      } else delete out[exclusive];
+    }
+  }
+  if ('example' in out) {
+    if (!Array.isArray(out.examples)) out.examples = [out.example];
+    delete out.example;
+  }
+  return out;
+}

@@ -1,0 +1,141 @@
+import type { CallToolResult, Implementation, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { BackendCompileContext, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
+import type { McpConnectOptions, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import { buildRequest, errorResult, toToolResult } from './call.ts';
+import { parseConnection } from './connection.ts';
+import { fetchDocument, parseDocument, readDocumentFile, readText, serverBasePath } from './document.ts';
+import type { OpenApiDocument } from './document.ts';
+import { OpenApiSession } from './session.ts';
+import type { ToolHandler } from './session.ts';
+import { convertDocument } from './tools.ts';
+import type { OpenApiTool } from './tools.ts';
+
+/** The value of an `openapi` target after validation (schema.json). */
+export interface OpenApiTargetConfig {
+  host: string;
+  port?: number;
+  path?: string;
+  schema: { file?: string; url?: string };
+}
+
+/** The largest API answer read into a tool result. */
+const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** Load-time warnings shown one by one before they are summarised. */
+const MAX_WARNINGS = 10;
+
+/** Load the document named by `schema`, failing the config load at `schema.file` / `schema.url`. */
+async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): Promise<{ doc: OpenApiDocument; label: string; field: string }> {
+  const field = config.schema.file !== undefined ? 'file' : 'url';
+  const label = field === 'file' ? `\`${config.schema.file}\`` : `\`${config.schema.url}\``;
+  let text: string;
+  try {
+    text = field === 'file' ? await readDocumentFile(config.schema.file!, ctx.cwd) : await fetchDocument(config.schema.url!, ctx.http);
+  } catch (err) {
+    return ctx.fail((err as Error).message, ['schema', field]);
+  }
+  try {
+    return { doc: parseDocument(text, label), label, field };
+  } catch (err) {
+    return ctx.fail((err as Error).message, ['schema', field]);
+  }
+}
+
+/**
+ * Compile an `openapi` target: resolve the connection, load and convert the document (every failure is a
+ * config error at the field concerned), and return the transport whose `connect` makes an in-process MCP
+ * server per client session. Calls go through one pooled upstream, built by `configure` with the target's
+ * effective policies (`backendTLS`: TLS settings and https for a scheme-less `host`; `timeout`: the deadline of
+ * each call), or with the backend's policies when `configure` was not called.
+ *
+ * Base path: `path` (or the path of a `host` URL) when given, else the path of the document's first
+ * `servers[].url`, else none.
+ */
+export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: CompileContext): Promise<McpTransportInstance> {
+  const compilePolicies = (ctx as Partial<BackendCompileContext>).policies;
+  const first = parseConnection(config, compilePolicies?.facets.tls !== undefined);
+  if ('field' in first) return ctx.fail(first.message, [first.field]);
+
+  const { doc, label, field } = await loadDocument(config, ctx);
+  let tools: readonly OpenApiTool[];
+  try {
+    const converted = convertDocument(doc);
+    tools = converted.tools;
+    for (const warning of converted.warnings.slice(0, MAX_WARNINGS)) ctx.warn(`OpenAPI document ${label}: ${warning}`, ['schema', field]);
+    if (converted.warnings.length > MAX_WARNINGS) {
+      ctx.warn(`OpenAPI document ${label}: ${converted.warnings.length - MAX_WARNINGS} more warnings not shown`, ['schema', field]);
+    }
+  } catch (err) {
+    return ctx.fail(`the OpenAPI document ${label} cannot be converted to tools: ${(err as Error).message}`, ['schema', field]);
+  }
+  if (tools.length === 0) ctx.warn(`the OpenAPI document ${label} has no operations, so this target offers no tools`, ['schema', field]);
+
+  let basePath = first.basePath;
+  if (basePath === undefined) {
+    const server = serverBasePath(doc);
+    basePath = server.path;
+    if (server.count > 1) {
+      ctx.warn(`the OpenAPI document ${label} lists ${server.count} servers; using the path of the first (\`${basePath || '/'}\`). Set \`path\` to choose.`, ['schema', field]);
+    }
+  }
+
+  const info = (doc.info ?? {}) as Record<string, unknown>;
+  const serverInfo: Implementation = {
+    name: 'openapi',
+    version: typeof info.version === 'string' ? info.version : '0.0.0',
+    ...(typeof info.title === 'string' ? { title: info.title } : {}),
+  };
+  const byName = new Map(tools.map((t) => [t.tool.name, t]));
+  const toolList: Tool[] = tools.map((t) => t.tool);
+  const source = field === 'file' ? config.schema.file : config.schema.url;
+
+  /** The pool and deadline, from the target's effective policies (`configure`), else the backend's. */
+  let binding: { origin: string; upstream: UpstreamTarget; timeoutMs: number | undefined } | undefined;
+  const configure = (policies: PolicySet | undefined): void => {
+    const tls = policies?.facets.tls;
+    const connection = parseConnection(config, tls !== undefined);
+    if ('field' in connection) return ctx.fail(connection.message, [connection.field]);
+    const upstream = ctx.http.target({ origin: connection.origin, tls: connection.secure ? tls : undefined, authority: 'target' });
+    binding = { origin: connection.origin, upstream, timeoutMs: policies?.facets.requestTimeoutMs };
+  };
+
+  return {
+    kind: 'openapi',
+    describe: `${first.origin}${basePath} (${source}, ${tools.length} tools)`,
+    configure,
+    connect(options: McpConnectOptions) {
+      if (!binding) configure(compilePolicies);
+      const { origin, upstream, timeoutMs } = binding!;
+      const logger = options.logger;
+      const handler: ToolHandler = {
+        serverInfo,
+        tools: toolList,
+        hasTool: (name) => byName.has(name),
+        async callTool(name, args, signal): Promise<CallToolResult> {
+          const operation = byName.get(name)!.operation;
+          const built = buildRequest(operation, basePath, args, options.headers);
+          if (typeof built === 'string') return errorResult(`Invalid arguments for tool '${name}': ${built}`);
+          const started = performance.now();
+          try {
+            const response = await upstream.request({
+              method: built.method,
+              path: built.path,
+              headers: built.headers,
+              body: built.body ?? null,
+              signal,
+              ...(timeoutMs ? { timeoutMs } : {}),
+            });
+            const text = await readText(response.body, MAX_RESPONSE_BYTES);
+            const contentType = response.headers['content-type'];
+            logger.debug('openapi tool call', { tool: name, method: built.method, path: built.path, status: response.status, ms: Math.round(performance.now() - started) });
+            return toToolResult({ status: response.status, contentType, text });
+          } catch (err) {
+            if (signal.aborted) throw err;
+            logger.debug('openapi tool call failed', { tool: name, method: built.method, path: built.path, error: (err as Error).message });
+            return errorResult(`Calling ${built.method} ${origin}${built.path} for tool '${name}' failed: ${(err as Error).message}`);
+          }
+        },
+      };
+      return new OpenApiSession(handler);
+    },
+  };
+}

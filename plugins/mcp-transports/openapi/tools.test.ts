@@ -1,0 +1,301 @@
+// OpenAPI operations → MCP tools, on the real Petstore document and the other @readme/oas-examples documents.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ToolSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { parseDocument } from './document.ts';
+import type { OpenApiDocument } from './document.ts';
+import { convertDocument, derivedToolName, toolName } from './tools.ts';
+import type { OpenApiTool } from './tools.ts';
+
+const EXAMPLES = dirname(createRequire(import.meta.url).resolve('@readme/oas-examples/3.0/json/petstore.json')).replace(/\/3\.0\/json$/, '');
+const load = (rel: string): OpenApiDocument => parseDocument(readFileSync(join(EXAMPLES, rel), 'utf8'), rel);
+const byName = (tools: readonly OpenApiTool[], name: string): OpenApiTool => {
+  const tool = tools.find((t) => t.tool.name === name);
+  assert.ok(tool, `no tool ${name} among ${tools.map((t) => t.tool.name).join(', ')}`);
+  return tool;
+};
+const PETSTORE_TOOLS = [
+  'addPet', 'updatePet', 'findPetsByStatus', 'findPetsByTags', 'getPetById', 'updatePetWithForm', 'deletePet', 'uploadFile',
+  'getInventory', 'placeOrder', 'getOrderById', 'deleteOrder', 'createUser', 'createUsersWithArrayInput', 'createUsersWithListInput',
+  'loginUser', 'logoutUser', 'getUserByName', 'updateUser', 'deleteUser',
+];
+
+describe('Petstore (OpenAPI 3.0) as tools', () => {
+  const { tools, warnings } = convertDocument(load('3.0/json/petstore.json'));
+
+  it('makes one tool per operation, named by operationId, in document order', () => {
+    assert.deepEqual(tools.map((t) => t.tool.name), PETSTORE_TOOLS);
+    assert.deepEqual(warnings, []);
+  });
+
+  it('every tool is a valid MCP Tool with a compilable input schema', () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false });
+    for (const { tool } of tools) {
+      ToolSchema.parse(tool);
+      ajv.compile(tool.inputSchema);
+    }
+  });
+
+  it('getPetById: the path parameter with its schema and description; summary as title', () => {
+    const { tool, operation } = byName(tools, 'getPetById');
+    assert.equal(tool.title, 'Find pet by ID');
+    assert.equal(tool.description, 'Returns a single pet');
+    assert.deepEqual(tool.inputSchema, {
+      type: 'object',
+      properties: {
+        path: {
+          type: 'object',
+          description: 'Path parameters.',
+          properties: { petId: { type: 'integer', format: 'int64', description: 'ID of pet to return' } },
+          required: ['petId'],
+        },
+      },
+      required: ['path'],
+    });
+    assert.deepEqual(tool.annotations, { title: 'Find pet by ID', readOnlyHint: true, openWorldHint: true });
+    assert.equal(operation.method, 'GET');
+    assert.equal(operation.pathTemplate, '/pet/{petId}');
+  });
+
+  it('addPet: the JSON body of #/components/requestBodies/Pet with every $ref inlined', () => {
+    const { tool, operation } = byName(tools, 'addPet');
+    assert.deepEqual(tool.inputSchema.required, ['body']);
+    const body = tool.inputSchema.properties!.body as Record<string, any>;
+    assert.equal(JSON.stringify(body).includes('$ref'), false);
+    assert.equal(body.type, 'object');
+    assert.deepEqual(body.required, ['name', 'photoUrls']);
+    assert.equal(body.description, 'Pet object that needs to be added to the store');
+    assert.deepEqual(body.properties.category, { type: 'object', properties: { id: { type: 'integer', format: 'int64' }, name: { type: 'string' } } });
+    assert.deepEqual(body.properties.tags.items, { type: 'object', properties: { id: { type: 'integer', format: 'int64' }, name: { type: 'string' } } });
+    assert.deepEqual(body.properties.status.enum, ['available', 'pending', 'sold']);
+    // OpenAPI `example` becomes JSON Schema `examples`; `xml` is dropped.
+    assert.deepEqual(body.properties.name, { type: 'string', examples: ['doggie'] });
+    assert.deepEqual(operation.body, { mediaType: 'application/json', encoding: 'json', required: true });
+  });
+
+  it('findPetsByStatus: a required query array (explode form)', () => {
+    const { tool, operation } = byName(tools, 'findPetsByStatus');
+    const query = tool.inputSchema.properties!.query as Record<string, any>;
+    assert.deepEqual(query.required, ['status']);
+    assert.equal(query.properties.status.type, 'array');
+    assert.deepEqual(query.properties.status.items.enum, ['available', 'pending', 'sold']);
+    assert.deepEqual(operation.query, [{ name: 'status', required: true, style: 'form', explode: true }]);
+  });
+
+  it('deletePet: an optional declared header next to the path parameter; DELETE annotations', () => {
+    const { tool, operation } = byName(tools, 'deletePet');
+    assert.deepEqual(Object.keys(tool.inputSchema.properties!), ['path', 'header']);
+    assert.deepEqual(tool.inputSchema.required, ['path']);
+    assert.deepEqual((tool.inputSchema.properties!.header as Record<string, any>).properties, { api_key: { type: 'string' } });
+    assert.deepEqual(operation.header, [{ name: 'api_key', required: false, style: 'simple', explode: false }]);
+    assert.equal(tool.annotations?.destructiveHint, true);
+    assert.equal(tool.annotations?.idempotentHint, true);
+  });
+
+  it('uploadFile: multipart file fields take base64; updatePetWithForm: form fields', () => {
+    const upload = byName(tools, 'uploadFile');
+    assert.deepEqual(upload.tool.inputSchema.properties!.body, {
+      type: 'object',
+      properties: {
+        additionalMetadata: { description: 'Additional data to pass to server', type: 'string' },
+        file: { description: 'file to upload', type: 'string', contentEncoding: 'base64' },
+      },
+    });
+    assert.deepEqual(upload.operation.body, { mediaType: 'multipart/form-data', encoding: 'multipart', required: false, fileFields: ['file'] });
+    const form = byName(tools, 'updatePetWithForm');
+    assert.equal(form.operation.body?.encoding, 'form');
+    assert.deepEqual(Object.keys((form.tool.inputSchema.properties!.body as Record<string, any>).properties), ['name', 'status']);
+  });
+
+  it('an application/octet-stream body is one base64 string', () => {
+    const doc = parseDocument(
+      JSON.stringify({
+        openapi: '3.0.0',
+        info: { title: 't', version: '1' },
+        paths: { '/blob': { put: { operationId: 'putBlob', requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } }, responses: {} } } },
+      }),
+      'inline',
+    );
+    const { tool, operation } = convertDocument(doc).tools[0]!;
+    assert.deepEqual(tool.inputSchema.properties!.body, { type: 'string', contentEncoding: 'base64', description: 'The request body, base64-encoded.' });
+    assert.deepEqual(tool.inputSchema.required, ['body']);
+    assert.deepEqual(operation.body, { mediaType: 'application/octet-stream', encoding: 'binary', required: true });
+  });
+
+  it('getInventory: no parameters gives an empty object schema', () => {
+    assert.deepEqual(byName(tools, 'getInventory').tool.inputSchema, { type: 'object', properties: {} });
+  });
+
+  it('the YAML and OpenAPI 3.1 Petstore documents give the same tool names', () => {
+    assert.deepEqual(convertDocument(load('3.0/yaml/petstore.yaml')).tools.map((t) => t.tool.name), PETSTORE_TOOLS);
+    const v31 = convertDocument(load('3.1/json/petstore.json')).tools;
+    assert.deepEqual(v31.map((t) => t.tool.name), PETSTORE_TOOLS);
+    assert.equal(JSON.stringify(v31.map((t) => t.tool.inputSchema)).includes('$ref'), false);
+  });
+});
+
+describe('tool names without operationId', () => {
+  it('derives stable names from method and path, and merges path-item parameters', () => {
+    const first = convertDocument(load('3.0/json/petstore-simple.json')).tools;
+    const second = convertDocument(load('3.0/json/petstore-simple.json')).tools;
+    assert.deepEqual(first.map((t) => t.tool.name), ['put_pet_id', 'get_pet_id']);
+    assert.deepEqual(second.map((t) => t.tool.name), first.map((t) => t.tool.name));
+    // `id` is declared on the path item, not the operation.
+    const get = byName(first, 'get_pet_id');
+    assert.deepEqual((get.tool.inputSchema.properties!.path as Record<string, any>).properties, { id: { type: 'integer' } });
+    assert.equal(get.tool.description, 'This operation will find a pet in the database.');
+    assert.equal(get.tool.title, 'Find a pet');
+  });
+
+  it('derivedToolName and toolName', () => {
+    assert.equal(derivedToolName('GET', '/pet/{petId}'), 'get_pet_petId');
+    assert.equal(derivedToolName('post', '/store/order'), 'post_store_order');
+    assert.equal(derivedToolName('get', '/'), 'get_root');
+    assert.equal(derivedToolName('get', '/a b/{c d}/x.json'), 'get_a_b_c_d_x.json');
+    assert.equal(toolName('find pet by id'), 'find_pet_by_id');
+    assert.equal(toolName('x'.repeat(200)).length, 128);
+  });
+
+  it('a taken name gets a numbered suffix in document order, with a warning', () => {
+    const doc = parseDocument(
+      JSON.stringify({
+        openapi: '3.0.3',
+        info: { title: 't', version: '1' },
+        paths: {
+          '/a': { get: { operationId: 'same', responses: {} } },
+          '/b': { get: { operationId: 'same', responses: {} }, post: { responses: {} } },
+          '/post_b': { get: { operationId: 'post_b', responses: {} } },
+        },
+      }),
+      'inline',
+    );
+    const { tools, warnings } = convertDocument(doc);
+    assert.deepEqual(tools.map((t) => t.tool.name), ['same', 'same_2', 'post_b', 'post_b_2']);
+    assert.equal(warnings.length, 2);
+  });
+});
+
+describe('parameters', () => {
+  it('operation parameters override path-item ones (headers case-insensitively); cookies are left out with a warning', () => {
+    const doc = parseDocument(
+      JSON.stringify({
+        openapi: '3.1.0',
+        info: { title: 't', version: '1' },
+        components: { parameters: { limit: { name: 'limit', in: 'query', schema: { type: 'integer' }, description: 'Page size.' } } },
+        paths: {
+          '/items/{id}': {
+            parameters: [
+              { name: 'id', in: 'path', required: true, schema: { type: 'string' } },
+              { name: 'X-Trace', in: 'header', schema: { type: 'string' }, description: 'item level' },
+              { $ref: '#/components/parameters/limit' },
+            ],
+            get: {
+              operationId: 'getItem',
+              parameters: [
+                { name: 'id', in: 'path', required: true, schema: { type: 'integer' } },
+                { name: 'x-trace', in: 'header', required: true, schema: { type: 'string' }, description: 'operation level' },
+                { name: 'session', in: 'cookie', schema: { type: 'string' } },
+                { name: 'Accept', in: 'header', schema: { type: 'string' } },
+              ],
+              responses: {},
+            },
+          },
+        },
+      }),
+      'inline',
+    );
+    const { tools, warnings } = convertDocument(doc);
+    const { tool } = byName(tools, 'getItem');
+    const props = tool.inputSchema.properties as Record<string, any>;
+    assert.deepEqual(props.path.properties, { id: { type: 'integer' } });
+    assert.deepEqual(props.header, { type: 'object', description: 'Header parameters.', properties: { 'x-trace': { type: 'string', description: 'operation level' } }, required: ['x-trace'] });
+    assert.deepEqual(props.query.properties, { limit: { type: 'integer', description: 'Page size.' } });
+    assert.equal(props.query.required, undefined);
+    assert.deepEqual(tool.inputSchema.required, ['path', 'header']);
+    assert.deepEqual(warnings, ['GET /items/{id}: cookie parameter `session` is not supported and is left out']);
+  });
+});
+
+describe('cycles', () => {
+  it('a self-referencing schema terminates with a marked cut', () => {
+    const { tools } = convertDocument(load('3.0/json/circular-request-bodies.json'));
+    assert.deepEqual(tools.map((t) => t.tool.name), ['directCircular', 'indirectCircular', 'polymorphicCircular', 'multipleCircular']);
+    const direct = JSON.stringify(byName(tools, 'directCircular').tool.inputSchema);
+    assert.match(direct, /Recursive reference to `#\/components\/schemas\/TreeNode`/);
+    assert.equal(direct.includes('"$ref"'), false);
+    // Person → Company → Person is cut at the second Person.
+    const indirect = JSON.stringify(byName(tools, 'indirectCircular').tool.inputSchema);
+    assert.match(indirect, /Recursive reference to `#\/components\/schemas\/Person`/);
+  });
+
+  it('a cycle through parameters, allOf and items terminates too', () => {
+    const doc = parseDocument(
+      JSON.stringify({
+        openapi: '3.0.0',
+        info: { title: 't', version: '1' },
+        components: {
+          schemas: {
+            A: { type: 'object', properties: { b: { $ref: '#/components/schemas/B' } } },
+            B: { allOf: [{ $ref: '#/components/schemas/A' }], properties: { list: { type: 'array', items: { $ref: '#/components/schemas/B' } } } },
+          },
+        },
+        paths: {
+          '/x': {
+            post: {
+              parameters: [{ name: 'filter', in: 'query', content: { 'application/json': { schema: { $ref: '#/components/schemas/B' } } } }],
+              requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/A' } } } },
+              responses: {},
+            },
+          },
+        },
+      }),
+      'inline',
+    );
+    const { tools } = convertDocument(doc);
+    const text = JSON.stringify(tools[0]!.tool.inputSchema);
+    assert.equal(text.includes('"$ref"'), false);
+    assert.match(text, /Recursive reference/);
+    assert.ok(text.length < 5000, `expansion stays small (${text.length})`);
+    // A parameter described by `content` is sent as JSON.
+    assert.equal(tools[0]!.operation.query[0]!.style, 'json');
+  });
+
+  it('a broken or external $ref is an error naming the operation', () => {
+    const doc = (ref: string): OpenApiDocument =>
+      parseDocument(
+        JSON.stringify({
+          openapi: '3.0.0',
+          info: { title: 't', version: '1' },
+          paths: { '/x': { post: { requestBody: { content: { 'application/json': { schema: { $ref: ref } } } }, responses: {} } } },
+        }),
+        'inline',
+      );
+    assert.throws(() => convertDocument(doc('#/components/schemas/Nope')), /POST \/x: `\$ref: #\/components\/schemas\/Nope` points at nothing/);
+    assert.throws(() => convertDocument(doc('other.yaml#/Pet')), /POST \/x: `\$ref: other.yaml#\/Pet` points outside the document/);
+  });
+});
+
+describe('every @readme/oas-examples OpenAPI 3.x document', () => {
+  // This document carries a `pattern` that is not a valid regular expression; the tool is still produced.
+  const INVALID_IN_SOURCE = new Set(['schema-validation.json/get_anything_strings', 'schema-validation.yaml/get_anything_strings']);
+  for (const dir of ['3.0/json', '3.0/yaml', '3.1/json', '3.1/yaml']) {
+    it(`${dir}: converts, and each tool is a valid MCP Tool whose input schema compiles`, () => {
+      const ajv = new Ajv2020({ strict: false, validateFormats: false });
+      let count = 0;
+      for (const file of readdirSync(join(EXAMPLES, dir)).filter((f) => /\.(json|yaml)$/.test(f))) {
+        const { tools } = convertDocument(load(`${dir}/${file}`));
+        for (const { tool } of tools) {
+          count++;
+          ToolSchema.parse(tool);
+          assert.equal(JSON.stringify(tool.inputSchema).includes('"$ref"'), false, `${file} ${tool.name}`);
+          if (!INVALID_IN_SOURCE.has(`${file}/${tool.name}`)) ajv.compile(tool.inputSchema);
+        }
+      }
+      assert.ok(count > 20);
+    });
+  }
+});

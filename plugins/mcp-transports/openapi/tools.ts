@@ -1,0 +1,294 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { isObject } from './document.ts';
+import type { JsonObject, OpenApiDocument } from './document.ts';
+import { RefResolver } from './refs.ts';
+
+/** HTTP methods an OpenAPI path item may hold, lower-case as in the document. */
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+/** Header parameters OpenAPI says to ignore: the request's own framing decides them. */
+const IGNORED_HEADER_PARAMS = new Set(['accept', 'content-type', 'authorization']);
+/** MCP tool names: 1–128 of these characters (MCP 2025-11-25). */
+const TOOL_NAME_MAX = 128;
+
+/** A parameter of an operation, as the call needs it. */
+export interface ParameterPlan {
+  readonly name: string;
+  readonly required: boolean;
+  /**
+   * `form` (query default), `simple` (path and header default), `deepObject`, `spaceDelimited`, `pipeDelimited`,
+   * …, or `json` for a parameter described by `content` (sent as serialised JSON).
+   */
+  readonly style: string;
+  readonly explode: boolean;
+}
+
+/** How a tool's `body` argument is sent. */
+export interface BodyPlan {
+  /** The media type sent as `content-type`. */
+  readonly mediaType: string;
+  /**
+   * `json`: serialised JSON; `form`: URL-encoded fields; `multipart`: `multipart/form-data` parts;
+   * `binary`: base64 decoded; `text`: as is.
+   */
+  readonly encoding: 'json' | 'form' | 'multipart' | 'binary' | 'text';
+  readonly required: boolean;
+  /** Multipart fields sent as files: their input is base64 (`format: binary` in the document). */
+  readonly fileFields?: readonly string[];
+}
+
+/** Everything a call of one operation needs. */
+export interface OperationPlan {
+  /** Upper-case HTTP method. */
+  readonly method: string;
+  /** The path as the document writes it, with `{name}` templates, before the base path. */
+  readonly pathTemplate: string;
+  readonly path: readonly ParameterPlan[];
+  readonly query: readonly ParameterPlan[];
+  readonly header: readonly ParameterPlan[];
+  readonly body: BodyPlan | undefined;
+}
+
+/** An MCP tool made from one operation, plus the plan to call it. */
+export interface OpenApiTool {
+  /** What `tools/list` shows. */
+  readonly tool: Tool;
+  readonly operation: OperationPlan;
+}
+
+/** The result of converting a document: tools in document order, plus notes for load-time warnings. */
+export interface ConversionResult {
+  readonly tools: readonly OpenApiTool[];
+  readonly warnings: readonly string[];
+}
+
+/**
+ * A stable name for an operation without `operationId`: method and path segments joined by `_`, template
+ * braces dropped and other characters replaced (`GET /pet/{petId}` → `get_pet_petId`, `GET /` → `get_root`).
+ */
+export function derivedToolName(method: string, path: string): string {
+  const segments = path
+    .split('/')
+    .map((s) => s.replace(/[{}]/g, '').replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, ''))
+    .filter((s) => s !== '');
+  return toolName([method.toLowerCase(), ...(segments.length ? segments : ['root'])].join('_'));
+}
+
+/** `name` made a valid MCP tool name: characters outside `[A-Za-z0-9_.-]` become `_`, at most 128 long. */
+export function toolName(name: string): string {
+  const cleaned = name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, TOOL_NAME_MAX);
+  return cleaned === '' ? '_' : cleaned;
+}
+
+/** Choose how a request body is sent: JSON first, then form fields, raw bytes, plain text. */
+function pickBody(content: JsonObject): { mediaType: string; encoding: BodyPlan['encoding'] } | undefined {
+  const types = Object.keys(content);
+  const base = (t: string): string => t.split(';')[0]!.trim().toLowerCase();
+  const json = types.find((t) => base(t) === 'application/json') ?? types.find((t) => /^[a-z]+\/[^;]*\+json$/.test(base(t)));
+  if (json) return { mediaType: json, encoding: 'json' };
+  const form = types.find((t) => base(t) === 'application/x-www-form-urlencoded');
+  if (form) return { mediaType: form, encoding: 'form' };
+  const multipart = types.find((t) => base(t) === 'multipart/form-data');
+  if (multipart) return { mediaType: multipart, encoding: 'multipart' };
+  const binary = types.find((t) => base(t) === 'application/octet-stream');
+  if (binary) return { mediaType: binary, encoding: 'binary' };
+  const text = types.find((t) => base(t) === 'text/plain');
+  if (text) return { mediaType: text, encoding: 'text' };
+  return undefined;
+}
+
+/** A group (`path`, `query`, `header`) of the input schema. */
+interface Group {
+  readonly properties: JsonObject;
+  readonly required: string[];
+  readonly plans: ParameterPlan[];
+}
+
+/** Converts the operations of one document. Construction does nothing; `convert` does the work. */
+export class OperationConverter {
+  private readonly doc: OpenApiDocument;
+  private readonly refs: RefResolver;
+  private readonly warnings: string[] = [];
+
+  constructor(doc: OpenApiDocument) {
+    this.doc = doc;
+    this.refs = new RefResolver(doc);
+  }
+
+  /**
+   * One tool per operation, in document order. Names are `operationId` (made valid for MCP) or derived from
+   * method and path; a name used twice gets `_2`, `_3`, … in document order. Throws on a broken document
+   * (an unresolvable `$ref`), with the operation in the message.
+   */
+  convert(): ConversionResult {
+    const tools: OpenApiTool[] = [];
+    const used = new Set<string>();
+    for (const [path, rawItem] of Object.entries(this.doc.paths ?? {})) {
+      const item = this.refs.deref(rawItem);
+      if (!item) continue;
+      for (const [method, rawOperation] of Object.entries(item)) {
+        if (!METHODS.has(method) || !isObject(rawOperation)) continue;
+        const where = `${method.toUpperCase()} ${path}`;
+        try {
+          const tool = this.operation(path, method, item, rawOperation, where);
+          let name = tool.tool.name;
+          if (used.has(name)) {
+            let n = 2;
+            while (used.has(`${name}_${n}`)) n++;
+            this.warnings.push(`${where}: tool name \`${name}\` is already taken; using \`${name}_${n}\``);
+            name = `${name}_${n}`;
+          }
+          used.add(name);
+          tools.push(name === tool.tool.name ? tool : { ...tool, tool: { ...tool.tool, name } });
+        } catch (err) {
+          throw new Error(`${where}: ${(err as Error).message}`);
+        }
+      }
+    }
+    return { tools, warnings: this.warnings };
+  }
+
+  private operation(path: string, method: string, item: JsonObject, op: JsonObject, where: string): OpenApiTool {
+    const groups = { path: newGroup(), query: newGroup(), header: newGroup() };
+    for (const param of this.parameters(item, op, where)) {
+      const location = param.in as 'path' | 'query' | 'header';
+      const group = groups[location];
+      const name = param.name as string;
+      const schema = this.parameterSchema(param);
+      const required = location === 'path' || param.required === true;
+      group.properties[name] = schema;
+      if (required) group.required.push(name);
+      // A parameter described by `content` (not `schema`) is sent as serialised JSON.
+      const style = param.schema === undefined && isObject(param.content) ? 'json' : typeof param.style === 'string' ? param.style : location === 'query' ? 'form' : 'simple';
+      const explode = typeof param.explode === 'boolean' ? param.explode : style === 'form';
+      group.plans.push({ name, required, style, explode });
+    }
+    // A `{name}` in the path that no parameter declares is still required, as a string.
+    for (const match of path.matchAll(/\{([^}]+)\}/g)) {
+      const name = match[1]!;
+      if (groups.path.properties[name] !== undefined) continue;
+      groups.path.properties[name] = { type: 'string' };
+      groups.path.required.push(name);
+      groups.path.plans.push({ name, required: true, style: 'simple', explode: false });
+    }
+
+    const properties: JsonObject = {};
+    const required: string[] = [];
+    for (const key of ['path', 'query', 'header'] as const) {
+      const group = groups[key];
+      if (group.plans.length === 0) continue;
+      properties[key] = {
+        type: 'object',
+        description: `${key[0]!.toUpperCase()}${key.slice(1)} parameters.`,
+        properties: group.properties,
+        ...(group.required.length ? { required: group.required } : {}),
+      };
+      if (group.required.length) required.push(key);
+    }
+    const body = this.requestBody(op);
+    if (body) {
+      properties.body = body.schema;
+      if (body.plan.required) required.push('body');
+    }
+
+    const operationId = typeof op.operationId === 'string' && op.operationId.trim() !== '' ? op.operationId.trim() : undefined;
+    const name = operationId ? toolName(operationId) : derivedToolName(method, path);
+    if (operationId && name !== operationId) this.warnings.push(`${where}: operationId \`${operationId}\` is not a valid MCP tool name; using \`${name}\``);
+    const summary = typeof op.summary === 'string' && op.summary.trim() !== '' ? op.summary.trim() : undefined;
+    const detail = typeof op.description === 'string' && op.description.trim() !== '' ? op.description.trim() : undefined;
+    const description = `${op.deprecated === true ? '(Deprecated) ' : ''}${detail ?? summary ?? `${method.toUpperCase()} ${path}`}`;
+    const upper = method.toUpperCase();
+    const readOnly = upper === 'GET' || upper === 'HEAD' || upper === 'OPTIONS';
+    const tool: Tool = {
+      name,
+      ...(summary ? { title: summary } : {}),
+      description,
+      inputSchema: { type: 'object', properties: properties as Record<string, object>, ...(required.length ? { required } : {}) },
+      annotations: {
+        ...(summary ? { title: summary } : {}),
+        readOnlyHint: readOnly,
+        ...(readOnly ? {} : { destructiveHint: upper === 'DELETE', idempotentHint: upper === 'PUT' || upper === 'DELETE' }),
+        openWorldHint: true,
+      },
+    };
+    return {
+      tool,
+      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, body: body?.plan },
+    };
+  }
+
+  /** Path-item parameters overridden by operation parameters of the same name and location; cookies dropped. */
+  private parameters(item: JsonObject, op: JsonObject, where: string): JsonObject[] {
+    const merged = new Map<string, JsonObject>();
+    for (const list of [item.parameters, op.parameters]) {
+      if (!Array.isArray(list)) continue;
+      for (const raw of list) {
+        const param = this.refs.deref(raw);
+        if (!param || typeof param.name !== 'string' || typeof param.in !== 'string') continue;
+        if (param.in === 'cookie') {
+          if (list === op.parameters) this.warnings.push(`${where}: cookie parameter \`${param.name}\` is not supported and is left out`);
+          continue;
+        }
+        if (param.in !== 'path' && param.in !== 'query' && param.in !== 'header') continue;
+        if (param.in === 'header' && IGNORED_HEADER_PARAMS.has(param.name.toLowerCase())) continue;
+        const key = `${param.in}:${param.in === 'header' ? param.name.toLowerCase() : param.name}`;
+        merged.set(key, param);
+      }
+    }
+    return [...merged.values()];
+  }
+
+  /** The parameter's schema (from `schema`, or the first `content` entry) with its description. */
+  private parameterSchema(param: JsonObject): unknown {
+    let raw = param.schema;
+    if (raw === undefined && isObject(param.content)) {
+      const first = Object.values(param.content)[0];
+      raw = isObject(first) ? first.schema : undefined;
+    }
+    const schema = this.refs.inline(raw ?? {});
+    if (!isObject(schema)) return schema;
+    const extra: JsonObject = {};
+    if (typeof param.description === 'string' && param.description.trim() !== '') extra.description = param.description.trim();
+    if (param.deprecated === true) extra.deprecated = true;
+    if (param.example !== undefined && schema.examples === undefined) extra.examples = [param.example];
+    return Object.keys(extra).length ? { ...schema, ...extra } : schema;
+  }
+
+  private requestBody(op: JsonObject): { schema: unknown; plan: BodyPlan } | undefined {
+    const body = this.refs.deref(op.requestBody);
+    if (!body || !isObject(body.content)) return undefined;
+    const picked = pickBody(body.content);
+    if (!picked) return undefined;
+    const media = body.content[picked.mediaType];
+    let plan: BodyPlan = { ...picked, required: body.required === true };
+    let schema: unknown;
+    if (picked.encoding === 'binary') schema = { type: 'string', contentEncoding: 'base64', description: 'The request body, base64-encoded.' };
+    else schema = this.refs.inline(isObject(media) && media.schema !== undefined ? media.schema : {});
+    if (picked.encoding === 'multipart' && isObject(schema) && isObject(schema.properties)) {
+      // File fields take base64 text, as binary cannot travel in JSON arguments.
+      const properties: JsonObject = {};
+      const fileFields: string[] = [];
+      for (const [name, sub] of Object.entries(schema.properties)) {
+        if (isObject(sub) && sub.type === 'string' && sub.format === 'binary') {
+          fileFields.push(name);
+          const { format: _format, ...rest } = sub;
+          properties[name] = { ...rest, contentEncoding: 'base64' };
+        } else properties[name] = sub;
+      }
+      schema = { ...schema, properties };
+      plan = { ...plan, fileFields };
+    }
+    if (isObject(schema) && schema.description === undefined && typeof body.description === 'string' && body.description.trim() !== '') {
+      schema = { ...schema, description: body.description.trim() };
+    }
+    return { schema, plan };
+  }
+}
+
+function newGroup(): Group {
+  return { properties: {}, required: [], plans: [] };
+}
+
+/** Convert every operation of `doc` into an MCP tool. */
+export function convertDocument(doc: OpenApiDocument): ConversionResult {
+  return new OperationConverter(doc).convert();
+}

@@ -1,0 +1,16 @@
+import { definePolicy } from 'switchyard/sdk';
+import schema from './schema.json' with { type: 'json' };
+import { compileApiKey } from './api-key.ts';
+import type { ApiKeyConfig } from './api-key.ts';
+
+/** `apiKey`: static keys from `Authorization: Bearer` or `x-api-key` (SPEC 5.3, DECIDED 7). */
+export default definePolicy<ApiKeyConfig>({
+  key: 'apiKey',
+  description: 'Authenticate callers by static API keys; the key and its metadata are exposed to CEL as `apiKey`.',
+  schema,
+  attach: ['routePolicies'],
+  phase: 'authn',
+  order: 30,
+  celVariables: ['apiKey'],
+  compile: compileApiKey,
+});

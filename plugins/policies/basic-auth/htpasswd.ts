@@ -1,0 +1,189 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import type { Stats } from 'node:fs';
+import apacheCrypt from 'apache-crypt';
+import apacheMd5Module from 'apache-md5';
+import bcrypt from 'bcryptjs';
+import type { Logger } from 'switchyard/sdk';
+import { parseShaCryptSetting, ROUNDS_MAX, ROUNDS_MIN, shaCryptAsync } from './sha-crypt.ts';
+
+// apache-md5 is CommonJS (`module.exports = fn`) while its typings say `export default`: the default import is the
+// function itself at run time.
+const apacheMd5 = apacheMd5Module as unknown as (password: string, salt?: string) => string;
+
+/** The hash formats an htpasswd line may use. Plaintext is deliberately not one of them. */
+export type HashFormat = 'bcrypt' | 'apr1' | 'md5-crypt' | 'sha1' | 'sha256-crypt' | 'sha512-crypt' | 'crypt';
+
+export interface HtpasswdEntry {
+  readonly user: string;
+  readonly format: HashFormat;
+  readonly hash: string;
+  /** 1-based line in the file. */
+  readonly line: number;
+}
+
+export interface HtpasswdProblem {
+  readonly line: number;
+  readonly message: string;
+}
+
+const FORMATS: readonly (readonly [HashFormat, RegExp])[] = [
+  ['bcrypt', /^\$2[aby]\$(?:0[4-9]|[12]\d|3[01])\$[./A-Za-z0-9]{53}$/],
+  ['apr1', /^\$apr1\$[^$]{1,8}\$[./0-9A-Za-z]{22}$/],
+  ['md5-crypt', /^\$1\$[^$]{1,8}\$[./0-9A-Za-z]{22}$/],
+  ['sha1', /^\{SHA\}[A-Za-z0-9+/]{27}=$/],
+  ['sha256-crypt', /^\$5\$(?:rounds=\d{1,10}\$)?[^$]{0,16}\$[./0-9A-Za-z]{43}$/],
+  ['sha512-crypt', /^\$6\$(?:rounds=\d{1,10}\$)?[^$]{0,16}\$[./0-9A-Za-z]{86}$/],
+  // Traditional DES crypt: 2 salt characters and 11 hash characters. Anything else unrecognized is refused.
+  ['crypt', /^[./0-9A-Za-z]{13}$/],
+];
+
+export const SUPPORTED_FORMATS_TEXT = 'bcrypt ($2a$/$2b$/$2y$), apr1-MD5 ($apr1$), MD5-crypt ($1$), {SHA}, SHA-256-crypt ($5$), SHA-512-crypt ($6$) or traditional crypt';
+
+/** The format of a stored hash, or undefined when it cannot be verified (plaintext, `$2x$`, argon2, …). */
+export function detectFormat(hash: string): HashFormat | undefined {
+  for (const [format, re] of FORMATS) if (re.test(hash)) return format;
+  return undefined;
+}
+
+/**
+ * Parse htpasswd text: `user:hash` per line (anything after a second `:` is ignored, as Apache does), blank lines
+ * and `#` comments skipped. Every problem is reported with its line; messages name users, never hashes.
+ */
+export function parseHtpasswd(text: string): { entries: Map<string, HtpasswdEntry>; problems: HtpasswdProblem[] } {
+  const entries = new Map<string, HtpasswdEntry>();
+  const problems: HtpasswdProblem[] = [];
+  const lines = text.split('\n');
+  lines.forEach((raw, i) => {
+    const line = i + 1;
+    const text = raw.replace(/\s+$/, '');
+    if (text.trim() === '' || text.trimStart().startsWith('#')) return;
+    const colon = text.indexOf(':');
+    if (colon <= 0) {
+      problems.push({ line, message: colon === 0 ? 'the user name is empty' : 'expected `user:hash`' });
+      return;
+    }
+    const user = text.slice(0, colon);
+    const rest = text.slice(colon + 1);
+    const end = rest.indexOf(':');
+    const hash = end === -1 ? rest : rest.slice(0, end);
+    const format = detectFormat(hash);
+    if (!format) {
+      problems.push({ line, message: `the password of user \`${user}\` is in a format that cannot be verified (plaintext is not supported; use ${SUPPORTED_FORMATS_TEXT})` });
+      return;
+    }
+    if (format === 'sha256-crypt' || format === 'sha512-crypt') {
+      const m = /^\$[56]\$rounds=(\d+)\$/.exec(hash);
+      if (m && (Number(m[1]) < ROUNDS_MIN || Number(m[1]) > ROUNDS_MAX)) {
+        problems.push({ line, message: `the password of user \`${user}\` names rounds=${m[1]}, outside ${ROUNDS_MIN}–${ROUNDS_MAX}` });
+        return;
+      }
+    }
+    const first = entries.get(user);
+    if (first) {
+      problems.push({ line, message: `user \`${user}\` is already defined on line ${first.line}` });
+      return;
+    }
+    entries.set(user, { user, format, hash, line });
+  });
+  return { entries, problems };
+}
+
+/** Compare two strings in time that depends only on their lengths (both are hash outputs of a fixed format). */
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'latin1');
+  const y = Buffer.from(b, 'latin1');
+  if (x.length !== y.length) {
+    timingSafeEqual(x, x);
+    return false;
+  }
+  return timingSafeEqual(x, y);
+}
+
+/**
+ * Check `password` (the raw bytes the client sent) against an entry. Cheap formats answer synchronously; bcrypt
+ * and SHA-crypt answer with a promise and yield to the event loop while they work.
+ */
+export function verifyPassword(entry: HtpasswdEntry, password: Buffer): boolean | Promise<boolean> {
+  switch (entry.format) {
+    case 'bcrypt':
+      // bcryptjs hashes the UTF-8 bytes of the string; compare() is constant-time and works in slices.
+      return bcrypt.compare(password.toString('utf8'), entry.hash);
+    case 'apr1':
+    case 'md5-crypt':
+      // apache-md5 and apache-crypt read one byte per character: latin1 keeps the client's bytes exact.
+      return safeEqual(apacheMd5(password.toString('latin1'), entry.hash), entry.hash);
+    case 'sha1':
+      return safeEqual(`{SHA}${createHash('sha1').update(password).digest('base64')}`, entry.hash);
+    case 'crypt':
+      return safeEqual(apacheCrypt(password.toString('latin1'), entry.hash.slice(0, 2)), entry.hash);
+    case 'sha256-crypt':
+    case 'sha512-crypt':
+      return shaCryptAsync(password, entry.hash).then((computed) => computed !== undefined && safeEqual(computed, entry.hash));
+  }
+}
+
+export { parseShaCryptSetting };
+
+/** How often the file's status is polled for changes. */
+const WATCH_INTERVAL_MS = 1000;
+
+/**
+ * An htpasswd file and its parsed users, kept in the plugin resource cache (one per path, shared by every route
+ * naming it, kept across reloads). `load()` reads it at config load; a watcher re-reads it when it changes. A
+ * change that does not parse is logged and ignored: the last good content keeps serving.
+ */
+export class HtpasswdStore {
+  readonly path: string;
+  entries: ReadonlyMap<string, HtpasswdEntry> = new Map();
+  /** Changes whenever `entries` is replaced (a cache of verified credentials keys on it). */
+  version = 0;
+  private readonly logger: Logger;
+  private watching = false;
+  private readonly onChange = (curr: Stats, prev: Stats): void => {
+    if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ino === prev.ino) return;
+    if (curr.nlink === 0 && curr.mtimeMs === 0) {
+      this.logger.warn('htpasswd file removed; keeping the users already loaded', { file: this.path });
+      return;
+    }
+    this.reloadFromDisk();
+  };
+
+  constructor(path: string, logger: Logger) {
+    this.path = path;
+    this.logger = logger;
+  }
+
+  /** Read and parse the file now. Returns the problems (and keeps the old users) or undefined on success. */
+  load(): string[] | undefined {
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch (err) {
+      return [`cannot read ${this.path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`];
+    }
+    const { entries, problems } = parseHtpasswd(text);
+    if (problems.length > 0) return problems.map((p) => `${this.path}:${p.line}: ${p.message}`);
+    this.entries = entries;
+    this.version++;
+    return undefined;
+  }
+
+  /** Start watching for changes (idempotent). */
+  watch(): void {
+    if (this.watching) return;
+    this.watching = true;
+    watchFile(this.path, { interval: WATCH_INTERVAL_MS, persistent: false }, this.onChange);
+  }
+
+  private reloadFromDisk(): void {
+    const problems = this.load();
+    if (problems) this.logger.error('htpasswd file change ignored; keeping the previous users', { file: this.path, problems });
+    else this.logger.info('htpasswd file reloaded', { file: this.path, users: this.entries.size });
+  }
+
+  close(): void {
+    if (this.watching) unwatchFile(this.path, this.onChange);
+    this.watching = false;
+  }
+}

@@ -1,0 +1,16 @@
+import { definePolicy } from 'switchyard/sdk';
+import schema from './schema.json' with { type: 'json' };
+import { compileBasicAuth } from './basic-auth.ts';
+import type { BasicAuthConfig } from './basic-auth.ts';
+
+/** `basicAuth`: HTTP Basic against an htpasswd file (SPEC 5.4); `basicAuth.username` in CEL. */
+export default definePolicy<BasicAuthConfig>({
+  key: 'basicAuth',
+  description: 'HTTP Basic authentication against an htpasswd file; the user is exposed to CEL as `basicAuth.username`.',
+  schema,
+  attach: ['routePolicies'],
+  phase: 'authn',
+  order: 20,
+  celVariables: ['basicAuth'],
+  compile: compileBasicAuth,
+});

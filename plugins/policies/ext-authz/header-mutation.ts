@@ -1,0 +1,49 @@
+import type { HeaderMap } from 'switchyard/sdk';
+import { headerText } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import type { HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
+
+// Envoy `HeaderValueOption.HeaderAppendAction`.
+const APPEND_IF_EXISTS_OR_ADD = 0;
+const ADD_IF_ABSENT = 1;
+const OVERWRITE_IF_EXISTS_OR_ADD = 2;
+const OVERWRITE_IF_EXISTS = 3;
+
+/** Headers the service may not touch: the gateway owns framing and routing. */
+const PROTECTED = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
+
+/**
+ * Apply one Envoy `HeaderValueOption` to a header map, as Envoy's ext_authz does: the deprecated `append` flag wins
+ * when set (true appends, false overwrites), otherwise `append_action` decides.
+ */
+export function applyHeaderOption(headers: HeaderMap, option: HeaderValueOptionMessage): void {
+  const h = option.header;
+  if (!h || !h.key) return;
+  const name = h.key.toLowerCase();
+  if (name.startsWith(':') || PROTECTED.has(name)) return;
+  const value = headerText(h);
+  const action = option.append ? (option.append.value ? APPEND_IF_EXISTS_OR_ADD : OVERWRITE_IF_EXISTS_OR_ADD) : option.append_action;
+  const existing = headers[name];
+  switch (action) {
+    case APPEND_IF_EXISTS_OR_ADD:
+      if (existing === undefined) headers[name] = value;
+      else if (Array.isArray(existing)) existing.push(value);
+      else headers[name] = [String(existing), value];
+      return;
+    case ADD_IF_ABSENT:
+      if (existing === undefined) headers[name] = value;
+      return;
+    case OVERWRITE_IF_EXISTS:
+      if (existing !== undefined) headers[name] = value;
+      return;
+    default:
+      headers[name] = value;
+  }
+}
+
+/** Remove headers the service asked to drop (never the gateway-owned ones). */
+export function removeHeaders(headers: HeaderMap, names: readonly string[]): void {
+  for (const raw of names) {
+    const name = raw.toLowerCase();
+    if (!name.startsWith(':') && !PROTECTED.has(name)) delete headers[name];
+  }
+}

@@ -1,0 +1,63 @@
+import { celValueToString, localReply } from 'switchyard/sdk';
+import type { CompiledExpression, Exchange, HeaderMap, Reply, UpstreamTarget } from 'switchyard/sdk';
+
+/** Bodies of denying answers are read into memory (bounded) before they are passed on. */
+const MAX_DENIAL_BODY = 1024 * 1024;
+
+/** Response headers never copied from the service's answer: connection-level, or recomputed by the gateway. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'content-length']);
+
+export interface HttpCheckOptions {
+  readonly target: UpstreamTarget;
+  /** CEL yielding the path to call; undefined: the request's own path and query. */
+  readonly path: CompiledExpression | undefined;
+  /** Lower-case names of request headers sent besides `authorization`. */
+  readonly includeRequestHeaders: readonly string[];
+  /** Lower-case names of headers of a 2xx answer copied onto the upstream request. */
+  readonly includeResponseHeaders: readonly string[];
+  readonly timeoutMs: number;
+}
+
+async function readBounded(body: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > MAX_DENIAL_BODY) throw new Error(`the authorization service's answer is larger than ${MAX_DENIAL_BODY} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The HTTP variant (BEHAVIOUR.md §5.6): the client's method, to the CEL path (or the request's path and query),
+ * with only `Authorization` and `includeRequestHeaders`. 2xx allows; any other answer goes back to the client as
+ * it is. Throws when the service cannot be reached or times out.
+ */
+export async function httpCheck(options: HttpCheckOptions, ex: Exchange): Promise<Reply | undefined> {
+  let path = ex.path + ex.query;
+  if (options.path) {
+    path = celValueToString(options.path.evaluate(ex));
+    if (!path.startsWith('/')) path = `/${path}`;
+  }
+  const headers: HeaderMap = {};
+  const auth = ex.headers.authorization;
+  if (auth !== undefined) headers.authorization = auth;
+  for (const name of options.includeRequestHeaders) {
+    const value = ex.headers[name];
+    if (value !== undefined) headers[name] = value;
+  }
+  const res = await options.target.request({ method: ex.method, path, headers, signal: ex.signal, timeoutMs: options.timeoutMs });
+  if (res.status >= 200 && res.status < 300) {
+    res.body.resume();
+    for (const name of options.includeResponseHeaders) {
+      const value = res.headers[name];
+      if (value !== undefined) ex.headers[name] = value;
+    }
+    return undefined;
+  }
+  const body = await readBounded(res.body);
+  const out: HeaderMap = {};
+  for (const [name, value] of Object.entries(res.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+  return localReply(res.status, body, out);
+}

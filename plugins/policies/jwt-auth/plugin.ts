@@ -1,0 +1,16 @@
+import { definePolicy } from 'switchyard/sdk';
+import { jwtAuthSchema } from './schema.ts';
+import { compileJwtAuth } from './jwt-auth.ts';
+import type { JwtAuthConfig } from './jwt-auth.ts';
+
+/** `jwtAuth`: validates bearer JWTs (SPEC 5.2); claims become the `jwt` attribute, the header is removed. */
+export default definePolicy<JwtAuthConfig>({
+  key: 'jwtAuth',
+  description: 'Validate bearer JWTs against JWKS keys; claims are exposed to CEL as `jwt.<claim>`.',
+  schema: jwtAuthSchema,
+  attach: ['routePolicies'],
+  phase: 'authn',
+  order: 10,
+  celVariables: ['jwt'],
+  compile: compileJwtAuth,
+});

@@ -1,0 +1,146 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { stringify } from 'yaml';
+import apiKey from '../../plugins/policies/api-key/plugin.ts';
+import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
+import jwtAuth from '../../plugins/policies/jwt-auth/plugin.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
+const TEAM_KEY = 'sk-team-4f9a1c7e2b8d';
+const BOT_KEY = 'sk-bot-0e6b3a91d27c5f';
+/** Set through the environment, the usual way to keep keys out of the file. */
+const ENV_KEY = 'sk-env-77aa18c0ffee';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+describe('apiKey', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: TestUpstream;
+
+  async function call(path: string, headers: Record<string, string> = {}): Promise<Answer> {
+    const res = await request(`${gw.url(port)}${path}`, { headers });
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+  }
+  const seen = () => upstream.received.at(-1)!.headers;
+
+  function assertRejected(a: Answer, message: string): void {
+    assert.equal(a.status, 401, a.body);
+    assert.equal(a.headers['content-type'], 'application/json');
+    assert.deepEqual(JSON.parse(a.body), { error: { type: 'authentication_failed', message: `api key authentication failure: ${message}` } });
+  }
+
+  before(async () => {
+    port = await freePort();
+    upstream = await startUpstream();
+    const keys = [
+      { key: TEAM_KEY, metadata: { team: 'payments', tier: 'gold', quota: 100, key: 'metadata cannot replace the key' } },
+      { key: BOT_KEY },
+      { key: '${API_KEY_FROM_ENV}', metadata: { team: 'env' } },
+    ];
+    const route = (name: string, policy: Record<string, unknown>) => ({
+      name,
+      matches: [{ path: { pathPrefix: `/${name}` } }],
+      policies: {
+        apiKey: { keys, ...policy },
+        // CEL values: metadata fields of the accepted key.
+        transformations: { request: { set: { 'x-team': 'apiKey.team', 'x-tier': 'apiKey.tier', 'x-key-is-team': 'apiKey.key.startsWith("sk-team-")' } } },
+      },
+      backends: [{ host: `127.0.0.1:${upstream.port}` }],
+    });
+    gw = await startGateway(
+      { binds: [{ port, listeners: [{ routes: [route('strict', { mode: 'strict' }), route('optional', {}), route('permissive', { mode: 'permissive' })] }] }] },
+      { preset: PRESET, env: { ...process.env, API_KEY_FROM_ENV: ENV_KEY } },
+    );
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it('accepts a key from `Authorization: Bearer`, strips that header, and exposes the metadata to CEL', async () => {
+    const a = await call('/strict', { authorization: `Bearer ${TEAM_KEY}`, 'x-other': 'kept' });
+    assert.equal(a.status, 200, a.body);
+    assert.equal(seen().authorization, undefined, 'DECIDED 6: the key does not go upstream');
+    assert.equal(seen()['x-other'], 'kept');
+    assert.equal(seen()['x-team'], 'payments');
+    assert.equal(seen()['x-tier'], 'gold');
+    assert.equal(seen()['x-key-is-team'], 'true', 'apiKey.key is the key itself, not a metadata field named `key`');
+    assert.equal((await call('/strict', { authorization: `bearer ${TEAM_KEY}` })).status, 200, 'the scheme is case-insensitive');
+  });
+
+  it('accepts a key from `x-api-key` and strips it; an unrelated Authorization header is left alone', async () => {
+    assert.equal((await call('/strict', { 'x-api-key': TEAM_KEY, authorization: 'Basic dXBzdHJlYW06Y3JlZHM=' })).status, 200);
+    assert.equal(seen()['x-api-key'], undefined);
+    assert.equal(seen().authorization, 'Basic dXBzdHJlYW06Y3JlZHM=');
+    assert.equal(seen()['x-team'], 'payments');
+  });
+
+  it('a key without metadata has apiKey.key only; keys may come from ${VAR}', async () => {
+    assert.equal((await call('/strict', { 'x-api-key': BOT_KEY })).status, 200);
+    assert.equal(seen()['x-team'], undefined, 'a missing metadata field makes the CEL expression fail: header not set');
+    assert.equal(seen()['x-key-is-team'], 'false');
+    assert.equal((await call('/strict', { 'x-api-key': ENV_KEY })).status, 200);
+    assert.equal(seen()['x-team'], 'env');
+  });
+
+  it('a wrong key is 401 in strict and optional mode, whichever header carries it; prefixes and extensions fail', async () => {
+    for (const path of ['/strict', '/optional']) {
+      assertRejected(await call(path, { 'x-api-key': 'sk-wrong' }), 'invalid credentials');
+      assertRejected(await call(path, { authorization: 'Bearer sk-wrong' }), 'invalid credentials');
+      assertRejected(await call(path, { 'x-api-key': TEAM_KEY.slice(0, -1) }), 'invalid credentials');
+      assertRejected(await call(path, { 'x-api-key': `${TEAM_KEY}0` }), 'invalid credentials');
+    }
+    assert.equal(upstream.received.filter((r) => r.headers['x-api-key'] === 'sk-wrong').length, 0, 'rejected requests never reach the upstream');
+  });
+
+  it('a missing key: strict 401, optional and permissive pass without the attribute', async () => {
+    assertRejected(await call('/strict'), 'no API Key found');
+    assertRejected(await call('/strict', { authorization: 'Basic YTpi' }), 'no API Key found');
+    assert.equal((await call('/optional')).status, 200);
+    assert.equal(seen()['x-team'], undefined);
+    assert.equal((await call('/permissive')).status, 200);
+  });
+
+  it('permissive: a wrong key passes untouched and without the attribute; a right one is still accepted', async () => {
+    assert.equal((await call('/permissive', { 'x-api-key': 'sk-wrong' })).status, 200);
+    assert.equal(seen()['x-api-key'], 'sk-wrong');
+    assert.equal(seen()['x-team'], undefined);
+    assert.equal((await call('/permissive', { 'x-api-key': TEAM_KEY })).status, 200);
+    assert.equal(seen()['x-team'], 'payments');
+    assert.equal(seen()['x-api-key'], undefined);
+  });
+
+  it('keys appear neither in logs nor in /config_dump', async () => {
+    const dump = await (await request(`${gw.adminUrl}/config_dump`)).body.text();
+    assert.match(dump, /apiKey/);
+    assert.match(dump, /payments/, 'metadata is not secret');
+    for (const key of [TEAM_KEY, BOT_KEY, ENV_KEY]) {
+      assert.ok(!dump.includes(key), 'config_dump holds no key');
+      assert.ok(!gw.logs.some((l) => l.includes(key)), 'logs hold no key');
+    }
+  });
+
+  it('two equal keys are a config error naming the second one, without echoing the key', async () => {
+    const text = stringify({
+      binds: [{ port, listeners: [{ routes: [{ policies: { apiKey: { keys: [{ key: TEAM_KEY }, { key: TEAM_KEY }] } }, backends: [{ host: '127.0.0.1:1' }] }] }] }],
+    });
+    await assert.rejects(gw.gateway.compile(text), (err: Error) => {
+      assert.match(err.message, /this key is the same as `keys\[0\]`/);
+      assert.match(err.message, /apiKey\.keys\[1\]\.key/);
+      return true;
+    });
+  });
+});

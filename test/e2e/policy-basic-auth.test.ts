@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { stringify } from 'yaml';
+import apiKey from '../../plugins/policies/api-key/plugin.ts';
+import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
+import jwtAuth from '../../plugins/policies/jwt-auth/plugin.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
+
+function hasHtpasswd(): boolean {
+  try {
+    execFileSync('htpasswd', ['-nb', 'u', 'p'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const SKIP = hasHtpasswd() ? false : 'htpasswd (Debian apache2-utils) is not installed: apt-get install -y apache2-utils';
+
+/** One user per htpasswd format, each written by Debian's `htpasswd`. */
+const USERS: readonly { user: string; password: string; flags: string[]; format: string }[] = [
+  { user: 'alice', password: 'alice-Pw1', flags: ['-B', '-C', '5'], format: 'bcrypt' },
+  { user: 'bob', password: 'bob-Pw2', flags: ['-m'], format: 'apr1-MD5' },
+  { user: 'carol', password: 'carol-Pw3', flags: ['-s'], format: '{SHA}' },
+  { user: 'dave', password: 'davePw4', flags: ['-d'], format: 'crypt' },
+  { user: 'erin', password: 'erin-Pw5', flags: ['-2'], format: 'SHA-256-crypt' },
+  { user: 'frank', password: 'frank-Pw6', flags: ['-5'], format: 'SHA-512-crypt' },
+];
+
+const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+describe('basicAuth', { skip: SKIP }, () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: TestUpstream;
+  let dir: string;
+  let usersFile: string;
+
+  async function call(path: string, headers: Record<string, string> = {}): Promise<Answer> {
+    const res = await request(`${gw.url(port)}${path}`, { headers });
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+  }
+  const seen = () => upstream.received.at(-1)!.headers;
+
+  function assertRejected(a: Answer, realm: string, message: string): void {
+    assert.equal(a.status, 401, a.body);
+    assert.equal(a.headers['www-authenticate'], `Basic realm="${realm}"`);
+    assert.equal(a.headers['content-type'], 'application/json');
+    assert.deepEqual(JSON.parse(a.body), { error: { type: 'authentication_failed', message: `basic authentication failure: ${message}` } });
+  }
+
+  /** Poll until `check` holds (the file watcher polls once a second). */
+  async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
+    for (let i = 0; i < 60; i++) {
+      if (await check()) return;
+      await sleep(100);
+    }
+    assert.fail(`timed out waiting for: ${what}`);
+  }
+
+  before(async () => {
+    port = await freePort();
+    upstream = await startUpstream();
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-basic-'));
+    usersFile = join(dir, 'users.htpasswd');
+    execFileSync('htpasswd', ['-cb', ...USERS[0]!.flags, usersFile, USERS[0]!.user, USERS[0]!.password], { stdio: 'pipe' });
+    for (const u of USERS.slice(1)) execFileSync('htpasswd', ['-b', ...u.flags, usersFile, u.user, u.password], { stdio: 'pipe' });
+    // Relative to the gateway's working directory (this process's cwd).
+    const file = relative(process.cwd(), usersFile);
+    const route = (name: string, policy: Record<string, unknown>) => ({
+      name,
+      matches: [{ path: { pathPrefix: `/${name}` } }],
+      policies: { basicAuth: { htpasswd: { file }, ...policy }, transformations: { request: { set: { 'x-user': 'basicAuth.username' } } } },
+      backends: [{ host: `127.0.0.1:${upstream.port}` }],
+    });
+    gw = await startGateway(
+      {
+        binds: [
+          {
+            port,
+            listeners: [{ routes: [route('strict', { mode: 'strict', realm: 'Switchyard "test"' }), route('optional', {}), route('permissive', { mode: 'permissive' })] }],
+          },
+        ],
+      },
+      { preset: PRESET },
+    );
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const u of USERS) {
+    it(`${u.format} (htpasswd ${u.flags[0]}): the right password passes, Authorization is stripped, basicAuth.username is set; a wrong one is 401`, async () => {
+      const ok = await call('/strict', { authorization: basic(u.user, u.password) });
+      assert.equal(ok.status, 200, ok.body);
+      assert.equal(seen().authorization, undefined, 'DECIDED 6: the credential does not go upstream');
+      assert.equal(seen()['x-user'], u.user);
+      // Again: answered from the verified-credential cache.
+      assert.equal((await call('/strict', { authorization: basic(u.user, u.password) })).status, 200);
+      assertRejected(await call('/strict', { authorization: basic(u.user, `${u.password}x`) }), 'Switchyard \\"test\\"', 'invalid credentials');
+      assertRejected(await call('/optional', { authorization: basic(u.user, 'wrong') }), 'Restricted', 'invalid credentials');
+    });
+  }
+
+  it('unknown users, malformed credentials and another scheme', async () => {
+    assertRejected(await call('/optional', { authorization: basic('mallory', 'alice-Pw1') }), 'Restricted', 'invalid credentials');
+    assertRejected(await call('/optional', { authorization: 'Basic !!!notbase64' }), 'Restricted', 'invalid credentials');
+    assertRejected(await call('/optional', { authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` }), 'Restricted', 'invalid credentials');
+    assertRejected(await call('/strict', { authorization: 'Bearer abc' }), 'Switchyard \\"test\\"', 'no basic authentication credentials found');
+  });
+
+  it('missing credentials: strict 401 with the realm; optional passes without a user', async () => {
+    assertRejected(await call('/strict'), 'Switchyard \\"test\\"', 'no basic authentication credentials found');
+    assert.equal((await call('/optional')).status, 200);
+    assert.equal(seen()['x-user'], undefined);
+  });
+
+  it('permissive: wrong credentials pass untouched, right ones are accepted', async () => {
+    assert.equal((await call('/permissive', { authorization: basic('bob', 'nope') })).status, 200);
+    assert.equal(seen()['x-user'], undefined);
+    assert.equal(seen().authorization, basic('bob', 'nope'));
+    assert.equal((await call('/permissive', { authorization: basic('bob', 'bob-Pw2') })).status, 200);
+    assert.equal(seen()['x-user'], 'bob');
+  });
+
+  it('the file is re-read when it changes: a new user works, a removed one stops working', async () => {
+    execFileSync('htpasswd', ['-b', '-5', usersFile, 'gina', 'gina-Pw7'], { stdio: 'pipe' });
+    await eventually(async () => (await call('/strict', { authorization: basic('gina', 'gina-Pw7') })).status === 200, 'gina accepted');
+    assert.equal(seen()['x-user'], 'gina');
+    execFileSync('htpasswd', ['-D', usersFile, 'gina'], { stdio: 'pipe' });
+    await eventually(async () => (await call('/strict', { authorization: basic('gina', 'gina-Pw7') })).status === 401, 'gina removed');
+    assert.ok(gw.logs.some((l) => l.includes('htpasswd file reloaded')));
+  });
+
+  it('a change that cannot be verified is logged with its line and ignored: the last good users keep working', async () => {
+    const good = readFileSync(usersFile, 'utf8');
+    const lines = good.trimEnd().split('\n').length;
+    appendFileSync(usersFile, 'henry:henry-plaintext-pw\n');
+    await eventually(async () => gw.logs.some((l) => l.includes('htpasswd file change ignored')), 'the bad change is logged');
+    const logged = gw.logs.find((l) => l.includes('htpasswd file change ignored'))!;
+    assert.match(logged, new RegExp(`users\\.htpasswd:${lines + 1}: the password of user .henry. is in a format that cannot be verified`));
+    assert.ok(!logged.includes('henry-plaintext-pw'), 'the line content is not logged');
+    assert.equal((await call('/strict', { authorization: basic('carol', 'carol-Pw3') })).status, 200);
+    assertRejected(await call('/strict', { authorization: basic('henry', 'henry-plaintext-pw') }), 'Switchyard \\"test\\"', 'invalid credentials');
+    writeFileSync(usersFile, good);
+  });
+
+  it('an unverifiable line at load is a config error naming the file line', async () => {
+    const bad = join(dir, 'bad.htpasswd');
+    writeFileSync(bad, `${readFileSync(usersFile, 'utf8')}plain:plainpw\n# comment\nivan:$2x$05$${'a'.repeat(53)}\n`);
+    const text = stringify({
+      binds: [{ port, listeners: [{ routes: [{ policies: { basicAuth: { htpasswd: { file: bad } } }, backends: [{ host: '127.0.0.1:1' }] }] }] }],
+    });
+    const first = USERS.length + 1;
+    await assert.rejects(gw.gateway.compile(text), (err: Error) => {
+      assert.match(err.message, new RegExp(`bad\\.htpasswd:${first}: the password of user \`plain\` is in a format that cannot be verified \\(plaintext is not supported`));
+      assert.match(err.message, new RegExp(`bad\\.htpasswd:${first + 2}: the password of user \`ivan\``));
+      assert.match(err.message, /basicAuth\.htpasswd\.file/);
+      assert.ok(!err.message.includes('plainpw'));
+      return true;
+    });
+    await assert.rejects(gw.gateway.compile(text.replace(bad, join(dir, 'missing'))), /cannot read .*missing: ENOENT/);
+  });
+
+  it('passwords appear neither in logs nor in /config_dump', async () => {
+    const dump = await (await request(`${gw.adminUrl}/config_dump`)).body.text();
+    assert.match(dump, /basicAuth/);
+    for (const u of USERS) {
+      assert.ok(!dump.includes(u.password));
+      assert.ok(!gw.logs.some((l) => l.includes(u.password) || l.includes(basic(u.user, u.password))), `logs hold no password of ${u.user}`);
+    }
+  });
+});

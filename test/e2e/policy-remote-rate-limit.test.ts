@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict';
+import type { IncomingHttpHeaders } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { request } from 'undici';
+import type { Plugin } from 'switchyard/sdk';
+import remoteRateLimit from '../../plugins/policies/remote-rate-limit/plugin.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { grpc, startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
+import type { RateLimitRequestMessage, TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+function preset(...extra: Plugin[]): Plugin[] {
+  const base = fullPreset as readonly Plugin[];
+  return [...base, ...extra.filter((p) => !base.some((b) => b.key === p.key))];
+}
+
+// RateLimitResponse.Code and RateLimit.Unit values.
+const OK = 1;
+const OVER_LIMIT = 2;
+const MINUTE = 2;
+
+/**
+ * A small RLS: a fixed one-minute window per `key=value` of the first entry of each descriptor, limit 2 for `user`,
+ * 100 for anything else. The domain picks special behaviour: `broken` fails with UNAVAILABLE, `slow` answers late,
+ * `own-headers` sends its own x-ratelimit-limit, `body` a raw body on denial.
+ */
+function rlsHandler(counters: Map<string, number>) {
+  return async (req: RateLimitRequestMessage) => {
+    if (req.domain === 'broken') throw { code: grpc.status.UNAVAILABLE, details: 'redis down' };
+    if (req.domain === 'slow') await sleep(1500);
+    const statuses = req.descriptors.map((d) => {
+      const first = d.entries[0]!;
+      const limit = first.key === 'user' ? 2 : 100;
+      const k = `${req.domain}|${d.entries.map((e) => `${e.key}=${e.value}`).join('&')}`;
+      const n = (counters.get(k) ?? 0) + (req.hits_addend || 1);
+      counters.set(k, n);
+      return {
+        code: n > limit ? OVER_LIMIT : OK,
+        current_limit: { requests_per_unit: limit, unit: MINUTE },
+        limit_remaining: Math.max(0, limit - n),
+        duration_until_reset: { seconds: 42, nanos: 0 },
+      };
+    });
+    const over = statuses.some((s) => s.code === OVER_LIMIT);
+    return {
+      overall_code: over ? OVER_LIMIT : OK,
+      statuses,
+      response_headers_to_add: over
+        ? [{ key: 'X-RLS', value: 'over' }, ...(req.domain === 'own-headers' ? [{ key: 'x-ratelimit-limit', value: 'from-rls' }] : [])]
+        : [{ key: 'x-rls', value: 'ok' }],
+      request_headers_to_add: over ? [] : [{ key: 'x-rls-checked', value: 'yes' }],
+      raw_body: over && req.domain === 'body' ? Buffer.from('slow down, please') : Buffer.alloc(0),
+    };
+  };
+}
+
+interface Result {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  reachedUpstream: boolean;
+  ms: number;
+}
+
+describe('remoteRateLimit (small RLS test server)', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: TestUpstream;
+  let rls: TestEnvoyServer;
+  let deadPort: number;
+  const counters = new Map<string, number>();
+
+  const userDescriptor = { entries: [{ key: 'user', value: 'request.headers["x-user"]' }] };
+  const route = (name: string, policy: Record<string, unknown>) => ({
+    name,
+    matches: [{ path: { pathPrefix: `/${name}` } }],
+    policies: { remoteRateLimit: policy },
+    backends: [{ host: `127.0.0.1:${upstream.port}` }],
+  });
+
+  before(async () => {
+    port = await freePort();
+    deadPort = await freePort();
+    upstream = await startUpstream();
+    rls = await startEnvoyServer({ ShouldRateLimit: rlsHandler(counters) });
+    const host = rls.address;
+    const routes = [
+      route('limited', { host, domain: 'gateway-test', descriptors: [userDescriptor] }),
+      route('two', { host, domain: 'two', descriptors: [userDescriptor, { entries: [{ key: 'path', value: 'request.path' }, { key: 'plan', value: '"free"' }] }] }),
+      route('own', { host, domain: 'own-headers', descriptors: [userDescriptor] }),
+      route('body', { host, domain: 'body', descriptors: [userDescriptor] }),
+      route('named', { backend: 'rls', domain: 'named', descriptors: [userDescriptor] }),
+      route('tokens-only', { host, domain: 'tokens', descriptors: [{ type: 'tokens', entries: [{ key: 'user', value: '"x"' }] }] }),
+      route('broken', { host, domain: 'broken', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      route('broken-open', { host, domain: 'broken', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      route('slow', { host, domain: 'slow', timeout: '200ms', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      route('down', { host: `127.0.0.1:${deadPort}`, domain: 'd', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      route('down-open', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      route('down-open-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      route('down-closed-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailClosed', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+    ];
+    gw = await startGateway({ backends: [{ name: 'rls', host }], binds: [{ port, listeners: [{ routes }] }] }, { preset: preset(remoteRateLimit) });
+  });
+  after(async () => {
+    await gw?.stop();
+    await rls?.stop();
+    await upstream?.close();
+  });
+
+  async function call(path: string, headers: Record<string, string> = {}): Promise<Result> {
+    const before = upstream.received.length;
+    const start = performance.now();
+    const res = await request(`${gw.url(port)}${path}`, { headers });
+    const text = await res.body.text();
+    return { status: res.statusCode, headers: res.headers as IncomingHttpHeaders, text, reachedUpstream: upstream.received.length > before, ms: performance.now() - start };
+  }
+
+  it('under the limit: passes, with the service headers upstream and downstream and derived x-ratelimit-*', async () => {
+    const r = await call('/limited/a', { 'x-user': 'alice' });
+    assert.equal(r.status, 200);
+    assert.equal(r.reachedUpstream, true);
+    assert.equal(upstream.received.at(-1)!.headers['x-rls-checked'], 'yes', 'request_headers_to_add go upstream');
+    assert.equal(r.headers['x-rls'], 'ok', 'response_headers_to_add reach the client');
+    assert.equal(r.headers['x-ratelimit-limit'], '2');
+    assert.equal(r.headers['x-ratelimit-remaining'], '1');
+    assert.equal(r.headers['x-ratelimit-reset'], '42');
+    assert.equal(r.headers['retry-after'], undefined, 'Retry-After only on a denial');
+    const sent = rls.rateLimits.at(-1)!;
+    assert.equal(sent.domain, 'gateway-test');
+    assert.deepEqual(sent.descriptors.map((d) => d.entries), [[{ key: 'user', value: 'alice' }]], 'descriptor value from CEL over a header');
+    assert.equal(sent.hits_addend, 0);
+  });
+
+  it('over the limit: 429 with the service headers plus x-ratelimit-* and Retry-After', async () => {
+    assert.equal((await call('/limited/a', { 'x-user': 'bob' })).status, 200);
+    assert.equal((await call('/limited/a', { 'x-user': 'bob' })).status, 200);
+    const r = await call('/limited/a', { 'x-user': 'bob' });
+    assert.equal(r.status, 429);
+    assert.equal(r.reachedUpstream, false);
+    assert.equal(r.headers['x-rls'], 'over');
+    assert.equal(r.headers['x-ratelimit-limit'], '2');
+    assert.equal(r.headers['x-ratelimit-remaining'], '0');
+    assert.equal(r.headers['x-ratelimit-reset'], '42');
+    assert.equal(r.headers['retry-after'], '42');
+    assert.deepEqual(JSON.parse(r.text), { error: { type: 'rate_limited', message: 'rate limit exceeded' } });
+    assert.equal((await call('/limited/a', { 'x-user': 'carol' })).status, 200, 'another descriptor value has its own counter');
+  });
+
+  it('headers the service sends itself are not replaced; its raw body is the 429 body', async () => {
+    for (let i = 0; i < 2; i++) assert.equal((await call('/own/x', { 'x-user': 'dave' })).status, 200);
+    const own = await call('/own/x', { 'x-user': 'dave' });
+    assert.equal(own.status, 429);
+    assert.equal(own.headers['x-ratelimit-limit'], 'from-rls');
+    assert.equal(own.headers['x-ratelimit-remaining'], '0');
+    for (let i = 0; i < 2; i++) await call('/body/x', { 'x-user': 'erin' });
+    const body = await call('/body/x', { 'x-user': 'erin' });
+    assert.equal(body.status, 429);
+    assert.equal(body.text, 'slow down, please');
+    assert.equal(body.headers['retry-after'], '42');
+  });
+
+  it('a failing entry drops its descriptor; the others are still sent', async () => {
+    const r = await call('/two/p');
+    assert.equal(r.status, 200);
+    assert.deepEqual(rls.rateLimits.at(-1)!.descriptors.map((d) => d.entries), [[{ key: 'path', value: '/two/p' }, { key: 'plan', value: 'free' }]]);
+    await call('/two/p', { 'x-user': 'frank' });
+    assert.equal(rls.rateLimits.at(-1)!.descriptors.length, 2);
+  });
+
+  it('with no descriptor left the service is not called and the request passes', async () => {
+    const calls = rls.rateLimits.length;
+    const r = await call('/limited/a');
+    assert.equal(r.status, 200);
+    assert.equal(r.reachedUpstream, true);
+    assert.equal(rls.rateLimits.length, calls, 'no ShouldRateLimit call');
+    assert.equal((await call('/tokens-only/a')).status, 200);
+    assert.equal(rls.rateLimits.length, calls, 'token descriptors are not checked on non-LLM routes');
+  });
+
+  it('reaches the service through a named backend', async () => {
+    assert.equal((await call('/named/x', { 'x-user': 'gina' })).status, 200);
+    assert.equal(rls.rateLimits.at(-1)!.domain, 'named');
+  });
+
+  it('service errors: failClosed (default) answers 500, failOpen passes', async () => {
+    const closed = await call('/broken/x');
+    assert.equal(closed.status, 500);
+    assert.deepEqual(JSON.parse(closed.text), { error: { type: 'rate_limit_error', message: 'rate limit failed' } });
+    assert.equal(closed.reachedUpstream, false);
+    const open = await call('/broken-open/x');
+    assert.equal(open.status, 200);
+    assert.equal(open.reachedUpstream, true);
+  });
+
+  it('a service slower than `timeout` is a failure', async () => {
+    const r = await call('/slow/x');
+    assert.equal(r.status, 500);
+    assert.ok(r.ms < 1200, `gave up after the 200ms timeout (took ${Math.round(r.ms)}ms)`);
+  });
+
+  it('service down: failClosed answers 500, failOpen passes (PascalCase aliases too)', async () => {
+    assert.equal((await call('/down/x')).status, 500);
+    assert.equal((await call('/down-closed-pascal/x')).status, 500);
+    const open = await call('/down-open/x');
+    assert.equal(open.status, 200);
+    assert.equal(open.reachedUpstream, true);
+    assert.equal((await call('/down-open-pascal/x')).status, 200);
+  });
+
+  it('config errors point at the field', async () => {
+    const yaml = (policy: string) => `binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        remoteRateLimit: ${policy}\n      backends: [{ host: "127.0.0.1:1" }]\n`;
+    await assert.rejects(
+      gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, descriptors: [{ entries: [{ key: k, value: "request.((" }] }] }`)),
+      /:6:103: invalid CEL expression `request\.\(\(`.*descriptors\[0\]\.entries\[0\]\.value/,
+    );
+    await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1" }`)), /missing required key `domain`/);
+    await assert.rejects(gw.gateway.compile(yaml(`{ domain: d }`)), /exactly one of `host`, `backend` is required/);
+    await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, failureMode: failShut }`)), /must be one of `failClosed`/);
+  });
+});
