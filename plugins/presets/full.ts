@@ -6,6 +6,12 @@ import extAuthz from '../policies/ext-authz/plugin.ts';
 import jwtAuth from '../policies/jwt-auth/plugin.ts';
 import remoteRateLimit from '../policies/remote-rate-limit/plugin.ts';
 import openapi from '../mcp-transports/openapi/plugin.ts';
+import backendAuth from '../policies/backend-auth/plugin.ts';
+import passthrough from '../backend-auth/passthrough/plugin.ts';
+import key from '../backend-auth/key/plugin.ts';
+import gcp from '../backend-auth/gcp/plugin.ts';
+import aws from '../backend-auth/aws/plugin.ts';
+import azure from '../backend-auth/azure/plugin.ts';
 import host from '../backends/host/plugin.ts';
 import backendTls from '../policies/backend-tls/plugin.ts';
 import cors from '../policies/cors/plugin.ts';
@@ -42,6 +48,12 @@ export const fullPreset = [
   timeout,
   retry,
   backendTls,
+  backendAuth,
+  passthrough,
+  key,
+  gcp,
+  aws,
+  azure,
   openapi,
 ] as const;
 export default fullPreset;

@@ -4,6 +4,21 @@
  * do not pull jose into a trimmed distribution.
  */
 
+import type { Exchange } from 'switchyard/sdk';
+import { ORIGINAL_AUTHORIZATION } from '../backend-auth/contract.ts';
+
+/**
+ * Remove a credential header the gateway accepted (DECIDED 6: it never reaches the upstream). The original
+ * `Authorization` value is kept as a request attribute so `backendAuth.passthrough` can send it on.
+ */
+export function stripAcceptedCredential(ex: Exchange, header: string): void {
+  if (header === 'authorization') {
+    const original = ex.headers.authorization;
+    if (typeof original === 'string' && ex.get(ORIGINAL_AUTHORIZATION) === undefined) ex.set(ORIGINAL_AUTHORIZATION, original);
+  }
+  delete ex.headers[header];
+}
+
 function afterScheme(header: string | string[] | undefined, scheme: string): string | undefined {
   if (typeof header !== 'string') return undefined;
   const n = scheme.length;

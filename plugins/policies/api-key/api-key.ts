@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { defineAttribute, jsonErrorReply } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, PolicyInstance, Reply } from 'switchyard/sdk';
-import { bearerToken } from '../../lib/credentials/credentials.ts';
+import { bearerToken, stripAcceptedCredential } from '../../lib/credentials/credentials.ts';
 
 export interface ApiKeyConfig {
   keys: { key: string; metadata?: Record<string, unknown> }[];
@@ -71,7 +71,7 @@ export function compileApiKey(config: ApiKeyConfig, ctx: CompileContext): Policy
       const entry = match(entries, presented);
       if (entry === undefined) return mode === 'permissive' ? undefined : reject('invalid credentials');
       // DECIDED 6: the accepted credential does not go upstream.
-      delete ex.headers[from];
+      stripAcceptedCredential(ex, from);
       ex.set(apiKeyAttribute, entry.attribute);
       return undefined;
     },

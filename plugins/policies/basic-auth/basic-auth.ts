@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { defineAttribute, jsonErrorReply } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
-import { basicCredential } from '../../lib/credentials/credentials.ts';
+import { basicCredential, stripAcceptedCredential } from '../../lib/credentials/credentials.ts';
 import { HtpasswdStore, verifyPassword } from './htpasswd.ts';
 
 export interface BasicAuthConfig {
@@ -50,7 +50,7 @@ export function compileBasicAuth(config: BasicAuthConfig, ctx: CompileContext): 
 
   const accept = (ex: Exchange, attribute: BasicAuthAttribute): undefined => {
     // DECIDED 6: the accepted credential does not go upstream.
-    delete ex.headers.authorization;
+    stripAcceptedCredential(ex, 'authorization');
     ex.set(basicAuthAttribute, attribute);
     return undefined;
   };

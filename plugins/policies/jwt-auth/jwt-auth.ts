@@ -1,5 +1,6 @@
 import { jsonErrorReply } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
+import { stripAcceptedCredential } from '../../lib/credentials/credentials.ts';
 import { bearerToken, compileJwtVerifier, jwtAttribute } from '../../lib/jwt/index.ts';
 import type { JwtProviderConfig, JwtResult, PlacedProviderConfig } from '../../lib/jwt/index.ts';
 
@@ -38,7 +39,7 @@ export async function compileJwtAuth(config: JwtAuthConfig, ctx: CompileContext)
   const finish = (ex: Exchange, result: JwtResult): Reply | undefined => {
     if (result.ok) {
       // DECIDED 6: an accepted credential never reaches the upstream (backendAuth.passthrough re-adds it).
-      delete ex.headers.authorization;
+      stripAcceptedCredential(ex, 'authorization');
       ex.set(jwtAttribute, result.claims);
       const sub = result.claims.sub;
       if (typeof sub === 'string') ex.logField('jwt.sub', sub);

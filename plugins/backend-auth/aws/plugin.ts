@@ -1,0 +1,22 @@
+import { defineBackendAuth } from 'switchyard/sdk';
+import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import type { AwsConfig } from './aws-auth.ts';
+import schema from './schema.json' with { type: 'json' };
+
+/** `aws` (neutral name `cloudAuthB`): AWS Signature Version 4 on every upstream attempt. */
+export default defineBackendAuth<AwsConfig, BackendAuthInstance>({
+  key: 'aws',
+  aliases: ['cloudAuthB'],
+  description: 'Sign upstream requests with AWS Signature Version 4 (explicit keys or the default credential chain).',
+  schema,
+  async compile(config, ctx) {
+    if (config.accessKeyId !== undefined && config.secretAccessKey === undefined) ctx.fail('`accessKeyId` needs `secretAccessKey`', ['accessKeyId']);
+    if (config.secretAccessKey !== undefined && config.accessKeyId === undefined) ctx.fail('`secretAccessKey` needs `accessKeyId`', ['secretAccessKey']);
+    if (config.sessionToken !== undefined && config.accessKeyId === undefined) {
+      ctx.fail('`sessionToken` belongs to explicit keys: set `accessKeyId` and `secretAccessKey` too', ['sessionToken']);
+    }
+    // The signing libraries load only when a config uses this variant (trimmed distributions never load them).
+    const { createAwsAuth } = await import('./aws-auth.ts');
+    return createAwsAuth(config, ctx.logger, ctx.resources);
+  },
+});

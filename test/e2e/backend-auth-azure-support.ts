@@ -1,0 +1,97 @@
+// Stand-ins shared by the backend-auth-azure*.test.ts files (not a test file itself). MSAL keeps the managed-identity
+// source it detects in a static field for the life of the process, so each managed-identity source is tested in its
+// own file (node --test runs each file in its own process).
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Env vars of every Azure credential source, cleared so the machine's own settings cannot leak in. */
+export const AZURE_ENV_CLEAR = Object.fromEntries(
+  [
+    'AZURE_AUTHORITY_HOST',
+    'AZURE_TENANT_ID',
+    'AZURE_CLIENT_ID',
+    'AZURE_CLIENT_SECRET',
+    'AZURE_FEDERATED_TOKEN_FILE',
+    'AZURE_POD_IDENTITY_AUTHORITY_HOST',
+    'IDENTITY_ENDPOINT',
+    'IDENTITY_HEADER',
+    'IDENTITY_SERVER_THUMBPRINT',
+    'IMDS_ENDPOINT',
+    'MSI_ENDPOINT',
+    'MSI_SECRET',
+    'AZURE_REGIONAL_AUTHORITY_NAME',
+  ].map((k) => [k, undefined]),
+) as Record<string, string | undefined>;
+
+export function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    let s = '';
+    req.on('data', (c: Buffer) => (s += c));
+    req.on('end', () => resolve(s));
+  });
+}
+
+export async function listen(server: Server): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+export async function close(server: Server): Promise<void> {
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+export function json(res: ServerResponse, status: number, value: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(value));
+}
+
+export interface ManagedIdentityStandIn {
+  port: number;
+  requests: { url: URL; headers: IncomingMessage['headers'] }[];
+  /** Answer token requests with 400 (an identity not assigned to the resource). */
+  refuse: boolean;
+  server: Server;
+}
+
+/**
+ * Azure's managed-identity token endpoints as documented: IMDS (`GET /metadata/identity/oauth2/token`,
+ * `api-version=2018-02-01`, header `Metadata: true`) and App Service / Container Apps (`IDENTITY_ENDPOINT`,
+ * `api-version=2019-08-01`, header `X-IDENTITY-HEADER: $IDENTITY_HEADER`).
+ */
+export async function startManagedIdentity(identityHeader: string): Promise<ManagedIdentityStandIn> {
+  const state: ManagedIdentityStandIn = { port: 0, requests: [], refuse: false, server: undefined as never };
+  let n = 0;
+  state.server = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://169.254.169.254');
+    state.requests.push({ url, headers: req.headers });
+    const now = Math.floor(Date.now() / 1000);
+    const resource = url.searchParams.get('resource') ?? '';
+    const token = (kind: string): unknown => ({
+      access_token: `mi.${kind}.${url.searchParams.get('client_id') ?? 'system'}.${++n}`,
+      expires_in: '3599',
+      expires_on: String(now + 3599),
+      ext_expires_in: '3599',
+      not_before: String(now),
+      resource,
+      token_type: 'Bearer',
+    });
+    const refused = { error: 'invalid_request', error_description: 'Identity not found' };
+    if (url.pathname.replace(/\/$/, '') === '/metadata/identity/oauth2/token') {
+      if (req.headers.metadata !== 'true') return json(res, 400, { error: 'invalid_request', error_description: 'Required metadata header not specified' });
+      if (url.searchParams.get('api-version') !== '2018-02-01' || !resource) return json(res, 400, { error: 'invalid_request' });
+      return state.refuse ? json(res, 400, refused) : json(res, 200, token('imds'));
+    }
+    if (url.pathname === '/msi/token') {
+      if (req.headers['x-identity-header'] !== identityHeader) return json(res, 401, { statusCode: 401, message: 'Unauthorized request' });
+      if (url.searchParams.get('api-version') !== '2019-08-01' || !resource) return json(res, 400, { error: 'invalid_request' });
+      return state.refuse ? json(res, 400, refused) : json(res, 200, token('appservice'));
+    }
+    json(res, 404, { error: 'not_found' });
+  });
+  state.port = await listen(state.server);
+  return state;
+}

@@ -1,0 +1,91 @@
+// Shared by the backend-auth-*.test.ts files (not a test file itself): the preset with the backendAuth plugins,
+// a stand-in for the gateway auth policies, and config builders.
+import { definePolicy } from 'switchyard/sdk';
+import { ORIGINAL_AUTHORIZATION } from '../../plugins/lib/backend-auth/contract.ts';
+import backendAuth from '../../plugins/policies/backend-auth/plugin.ts';
+import passthrough from '../../plugins/backend-auth/passthrough/plugin.ts';
+import key from '../../plugins/backend-auth/key/plugin.ts';
+import gcp from '../../plugins/backend-auth/gcp/plugin.ts';
+import aws from '../../plugins/backend-auth/aws/plugin.ts';
+import azure from '../../plugins/backend-auth/azure/plugin.ts';
+import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+
+/**
+ * Simulates a gateway auth policy (jwtAuth, apiKey, basicAuth) accepting the client's credential: it publishes the
+ * original Authorization header under ORIGINAL_AUTHORIZATION and strips it (DECIDED 6), as those policies do.
+ */
+export const acceptAndStrip = definePolicy<Record<string, never>>({
+  key: 'testAcceptAndStrip',
+  description: 'Test stand-in for an auth policy that strips the credential it accepted.',
+  schema: { type: 'object', description: 'No settings.', properties: {}, additionalProperties: false },
+  attach: ['routePolicies'],
+  phase: 'authn',
+  order: 10,
+  compile() {
+    return {
+      onRequest(ex) {
+        const value = ex.headers.authorization;
+        if (value === undefined) return;
+        if (ex.get(ORIGINAL_AUTHORIZATION) === undefined) ex.set(ORIGINAL_AUTHORIZATION, value);
+        delete ex.headers.authorization;
+      },
+    };
+  },
+});
+
+export const backendAuthPlugins = [backendAuth, passthrough, key, gcp, aws, azure] as const;
+export const authPreset = [...new Set<unknown>([...fullPreset, ...backendAuthPlugins, acceptAndStrip])];
+export const authKnownKeys = [
+  ...FIRST_PARTY_KEYS,
+  ...backendAuthPlugins.flatMap((p) => [p.key, ...(p.aliases ?? [])]),
+];
+export const gatewayOptions = { preset: authPreset, knownKeys: authKnownKeys };
+
+export interface RouteSpec {
+  name: string;
+  policies?: Record<string, unknown>;
+  backendPolicies?: Record<string, unknown>;
+  /** Default: the test upstream. */
+  host?: string;
+}
+
+/** One bind with one listener; each route matches `/<name>` and forwards to `host`. */
+export function config(port: number, upstreamPort: number, routes: RouteSpec[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    ...extra,
+    binds: [
+      {
+        port,
+        listeners: [
+          {
+            routes: routes.map((r) => ({
+              name: r.name,
+              matches: [{ path: { pathPrefix: `/${r.name}` } }],
+              ...(r.policies ? { policies: r.policies } : {}),
+              backends: [{ host: r.host ?? `127.0.0.1:${upstreamPort}`, ...(r.backendPolicies ? { policies: r.backendPolicies } : {}) }],
+            })),
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** Set environment variables for the duration of a test file; `restore()` puts the old values back. */
+export function withEnv(vars: Record<string, string | undefined>): { restore(): void } {
+  const saved = new Map<string, string | undefined>();
+  for (const [k, v] of Object.entries(vars)) {
+    saved.set(k, process.env[k]);
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  return {
+    restore() {
+      for (const [k, v] of saved) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    },
+  };
+}
