@@ -66,6 +66,7 @@ class SnapshotCompiler {
   private readonly upstreams: PooledUpstreams;
   private readonly resourceView;
   private readonly named = new Map<string, NamedSpec>();
+  private sessionKey: Buffer = Buffer.alloc(0);
 
   constructor(deps: CompileDeps) {
     this.deps = deps;
@@ -75,6 +76,7 @@ class SnapshotCompiler {
 
   async compile(config: Obj): Promise<Snapshot> {
     const staticConfig = resolveStaticConfig(config.config as never, this.deps.env);
+    this.sessionKey = staticConfig.sessionKey;
     const namedList = (config.backends ?? []) as Obj[];
     namedList.forEach((b, i) => {
       const name = b.name as string;
@@ -129,6 +131,7 @@ class SnapshotCompiler {
       http: this.upstreams,
       resources: this.resourceView,
       expr: this.deps.expressions.compilerAt(path),
+      sessionKey: this.sessionKey,
       policies,
       fail: (message, sub = []) => {
         throw new ConfigError({ code: ErrorCode.configInvalid, path: [...path, ...sub], message });

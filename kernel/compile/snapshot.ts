@@ -59,6 +59,8 @@ export interface StaticConfig {
   readonly logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text'; accessLog: boolean };
   readonly plugins: readonly string[];
   readonly drainTimeoutMs: number;
+  /** 32-byte AES-256-GCM key sealing session ids (`config.session.key`, `SESSION_KEY`, else random per process). */
+  readonly sessionKey: Buffer;
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

@@ -1,4 +1,5 @@
-import { parseDuration } from '../sdk/index.ts';
+import { randomBytes } from 'node:crypto';
+import { ConfigError, ErrorCode, parseDuration } from '../sdk/index.ts';
 import type { StaticConfig } from './snapshot.ts';
 
 interface RawStatic {
@@ -8,6 +9,31 @@ interface RawStatic {
   logging?: { level?: StaticConfig['logging']['level']; format?: StaticConfig['logging']['format']; accessLog?: boolean };
   plugins?: string[];
   drainTimeout?: string;
+  session?: { key?: string };
+}
+
+/**
+ * The session-sealing key used when neither `config.session.key` nor `SESSION_KEY` is set: random, but one per
+ * process, so sessions survive config reloads (a key drawn per load would orphan every session on reload).
+ */
+const PROCESS_SESSION_KEY = randomBytes(32);
+
+const HEX_KEY = /^[0-9a-fA-F]{64}$/;
+
+function sessionKey(raw: RawStatic, env: NodeJS.ProcessEnv): Buffer {
+  const fromEnv = env.SESSION_KEY;
+  if (fromEnv !== undefined && fromEnv !== '') {
+    if (!HEX_KEY.test(fromEnv)) {
+      throw new ConfigError({
+        code: ErrorCode.configEnv,
+        path: ['config', 'session', 'key'],
+        message: 'the `SESSION_KEY` environment variable must be 64 hexadecimal characters (a 256-bit key)',
+      });
+    }
+    return Buffer.from(fromEnv, 'hex');
+  }
+  const configured = raw.session?.key;
+  return configured ? Buffer.from(configured, 'hex') : PROCESS_SESSION_KEY;
 }
 
 /** The `config:` block with defaults (BEHAVIOUR.md DECIDED 16). Environment variables override the addresses. */
@@ -20,5 +46,6 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     logging: { level: r.logging?.level ?? 'info', format: r.logging?.format ?? 'text', accessLog: r.logging?.accessLog ?? true },
     plugins: r.plugins ?? [],
     drainTimeoutMs: r.drainTimeout ? (parseDuration(r.drainTimeout) ?? 10_000) : 10_000,
+    sessionKey: sessionKey(r, env),
   };
 }

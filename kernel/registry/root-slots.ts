@@ -9,6 +9,12 @@ export const ROOT_SLOTS: readonly SlotManifest[] = [
     accepts: 'policy',
     description: 'Policies of a backend (`backends[].policies`, `routes[].backends[].policies`).',
   },
+  {
+    name: 'mcpTargetPolicies',
+    type: 'map',
+    accepts: 'policy',
+    description: 'Policies of one MCP target (`mcp.targets[].policies`), merged over the route and backend ones.',
+  },
   { name: 'backend', type: 'oneOf', accepts: 'backend', description: 'The kind of a backend: exactly one key.' },
   { name: 'mcpTransport', type: 'oneOf', accepts: 'mcpTransport', description: 'The transport of an MCP target.' },
   { name: 'llmProvider', type: 'oneOf', accepts: 'llmProvider', description: 'The provider of an `ai` backend.' },

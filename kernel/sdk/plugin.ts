@@ -41,6 +41,12 @@ export interface CompileContext {
   readonly resources: ResourceCache;
   /** CEL: compile expressions at load, evaluate them per request. */
   readonly expr: ExpressionCompiler;
+  /**
+   * The 32-byte AES-256-GCM key for sealing self-describing session ids (the MCP `Mcp-Session-Id`), so any
+   * replica configured with the same key can resume a session it never saw. From `config.session.key`, overridden
+   * by the `SESSION_KEY` environment variable; a random key per process when neither is set. Never log it.
+   */
+  readonly sessionKey: Buffer;
   /** Stop the load with a config error pointing at `path` + `sub`. */
   fail(message: string, sub?: ConfigPath): never;
   /** Log a warning about this value at load (it keeps loading). */

@@ -6,12 +6,15 @@
 export const FIRST_PARTY_KEYS: readonly string[] = [
   'host',
   'backend',
+  'mcp',
   'cors',
+  'mcpAuthentication',
   'jwtAuth',
   'basicAuth',
   'apiKey',
   'extAuthz',
   'authorization',
+  'mcpAuthorization',
   'localRateLimit',
   'remoteRateLimit',
   'transformations',
@@ -33,5 +36,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'cloudAuthB',
   'azure',
   'cloudAuthC',
+  'stdio',
+  'sse',
   'openapi',
 ];

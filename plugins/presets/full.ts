@@ -6,6 +6,12 @@ import extAuthz from '../policies/ext-authz/plugin.ts';
 import jwtAuth from '../policies/jwt-auth/plugin.ts';
 import remoteRateLimit from '../policies/remote-rate-limit/plugin.ts';
 import openapi from '../mcp-transports/openapi/plugin.ts';
+import mcpBackend from '../backends/mcp/plugin.ts';
+import mcpStdio from '../mcp-transports/stdio/plugin.ts';
+import mcpSse from '../mcp-transports/sse/plugin.ts';
+import mcpStreamable from '../mcp-transports/mcp/plugin.ts';
+import mcpAuthentication from '../policies/mcp-authentication/plugin.ts';
+import mcpAuthorization from '../policies/mcp-authorization/plugin.ts';
 import backendAuth from '../policies/backend-auth/plugin.ts';
 import passthrough from '../backend-auth/passthrough/plugin.ts';
 import key from '../backend-auth/key/plugin.ts';
@@ -30,12 +36,15 @@ import urlRewrite from '../policies/url-rewrite/plugin.ts';
 export const fullPreset = [
   host,
   backend,
+  mcpBackend,
   cors,
+  mcpAuthentication,
   jwtAuth,
   basicAuth,
   apiKey,
   extAuthz,
   authorization,
+  mcpAuthorization,
   localRateLimit,
   remoteRateLimit,
   transformations,
@@ -54,6 +63,9 @@ export const fullPreset = [
   gcp,
   aws,
   azure,
+  mcpStdio,
+  mcpSse,
+  mcpStreamable,
   openapi,
 ] as const;
 export default fullPreset;

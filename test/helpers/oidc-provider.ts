@@ -17,6 +17,8 @@ export interface OidcProviderOptions {
   defaultResource?: string;
   /** Extra claims in every access token (default `{team: 'qa', tenant: 'acme'}`). */
   claims?: Record<string, unknown>;
+  /** Open dynamic client registration (RFC 7591) at `/reg`, advertised as `registration_endpoint`. */
+  registration?: boolean;
 }
 
 export interface RunningOidcProvider {
@@ -80,6 +82,7 @@ export async function startOidcProvider(options: OidcProviderOptions = {}): Prom
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
         introspection: { enabled: true },
+        registration: { enabled: options.registration ?? false },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => defaultResource,

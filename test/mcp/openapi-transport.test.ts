@@ -299,7 +299,7 @@ describe('openapi transport behind the mcp backend (SDK v1 client over streamabl
   before(async () => {
     petstore = await startPetstore();
     // The backend and, when it ships one as a separate module, its per-target policies slot.
-    const modules = [MCP_BACKEND, new URL('../../plugins/backends/mcp/target-policies-slot.ts', import.meta.url)].filter((u) => existsSync(u));
+    const modules = [MCP_BACKEND].filter((u) => existsSync(u));
     const backend = await Promise.all(modules.map(async (u) => ((await import(u.href)) as { default: unknown }).default));
     const port = await freePort();
     gw = await startGateway(

@@ -64,7 +64,7 @@ export default definePolicy<BackendTlsConfig>({
   key: 'backendTLS',
   description: 'TLS to the upstream: CA bundle, client certificate (mTLS), SNI/verification name, ALPN, accepted SANs.',
   schema,
-  attach: ['routePolicies', 'backendPolicies'],
+  attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'upstream',
   order: 10,
   compile(config, ctx) {

@@ -11,7 +11,7 @@ export default definePolicy<TimeoutConfig>({
   key: 'timeout',
   description: 'Whole-request and per-upstream-attempt deadlines (504 when exceeded).',
   schema,
-  attach: ['routePolicies', 'backendPolicies'],
+  attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'dispatch',
   order: 50,
   compile(config, ctx) {

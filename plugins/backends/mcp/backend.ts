@@ -1,0 +1,79 @@
+import { createHash } from 'node:crypto';
+import { parseDuration } from 'switchyard/sdk';
+import type { BackendCompileContext, BackendInstance, PolicyFacets, PolicySet } from 'switchyard/sdk';
+import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import { LegacySseFront, StreamableFront } from './http-front.ts';
+import type { BackendRuntime } from './session.ts';
+import { SessionStore } from './session-store.ts';
+import { fingerprint } from './session-token.ts';
+import type { CompiledTarget } from './target-conn.ts';
+
+export interface McpTargetConfig {
+  name: string;
+  policies?: Record<string, unknown>;
+  [transport: string]: unknown;
+}
+
+export interface McpBackendConfig {
+  targets: McpTargetConfig[];
+  statefulMode?: 'stateful' | 'stateless';
+  prefixMode?: 'always' | 'conditional';
+  failureMode?: 'failClosed' | 'failOpen';
+  sessionIdleTimeout?: string;
+}
+
+const DEFAULT_IDLE_MS = 30 * 60 * 1000;
+
+/** Route/backend policies with the target's own merged over them, field by field (the target wins). */
+function layered(base: PolicySet, own: PolicySet): PolicySet {
+  const facets: PolicyFacets = { ...base.facets };
+  for (const [k, v] of Object.entries(own.facets)) if (v !== undefined) (facets as Record<string, unknown>)[k] = v;
+  const keys = [...new Set([...base.keys, ...own.keys])];
+  return { keys, facets, has: (key) => keys.includes(key) };
+}
+
+export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
+  const print = fingerprint(config);
+  const targets: CompiledTarget[] = [];
+  const seen = new Map<string, number>();
+  for (let i = 0; i < config.targets.length; i++) {
+    const t = config.targets[i]!;
+    if (seen.has(t.name)) ctx.fail(`target name \`${t.name}\` is already used by targets[${seen.get(t.name)}]; names must be unique`, ['targets', i, 'name']);
+    seen.set(t.name, i);
+    const own = await ctx.compilePolicies('mcpTargetPolicies', t.policies, ['targets', i, 'policies']);
+    const policies = layered(ctx.policies, own);
+    const { instance } = await ctx.compileVariant<McpTransportInstance>('mcpTransport', t, ['targets', i]);
+    instance.configure?.(policies);
+    targets.push({
+      name: t.name,
+      transport: instance,
+      policies,
+      requestTimeoutMs: own.facets.requestTimeoutMs ?? policies.facets.attemptTimeoutMs ?? 0,
+    });
+  }
+  const idleMs = config.sessionIdleTimeout !== undefined ? parseDuration(config.sessionIdleTimeout)! : DEFAULT_IDLE_MS;
+  if (idleMs <= 0) ctx.fail('`sessionIdleTimeout` must be greater than zero', ['sessionIdleTimeout']);
+  const keyId = createHash('sha256').update(ctx.sessionKey).digest('hex').slice(0, 16);
+  // Keyed by the backend's whole config (and the sealing key): a reload that keeps it unchanged keeps its sessions.
+  const store = ctx.resources.get(
+    `mcp-sessions:${print.toString('hex')}:${keyId}`,
+    () => new SessionStore(idleMs, ctx.logger),
+    (s) => s.dispose(),
+  );
+  const rt: BackendRuntime = {
+    targets,
+    multiplexed: targets.length > 1 || config.prefixMode === 'always',
+    failOpen: config.failureMode === 'failOpen',
+    stateful: config.statefulMode !== 'stateless',
+    logger: ctx.logger,
+    key: ctx.sessionKey,
+    aad: print,
+  };
+  const streamable = new StreamableFront(rt, store);
+  const legacy = new LegacySseFront(rt, store);
+  return {
+    protocol: 'mcp',
+    // The legacy SSE transport answers on exactly `/sse` (after rewrites), as the reference does; all else is streamable HTTP.
+    handle: (ex) => (ex.path === '/sse' ? legacy.handle(ex) : streamable.handle(ex)),
+  };
+}

@@ -1,0 +1,84 @@
+import type { Logger } from 'switchyard/sdk';
+import type { BackendRuntime, McpSession } from './session.ts';
+import { McpSession as Session } from './session.ts';
+import { unsealSession } from './session-token.ts';
+
+/** How long an ended session's id is refused rather than resumed (DELETE, expiry) on this replica. */
+const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * The live sessions of one `mcp` backend. Kept in the resource cache under the backend's config, so a reload that
+ * leaves the backend unchanged keeps every session; disposed (children stopped) when no config uses it any more.
+ */
+export class SessionStore {
+  private readonly sessions = new Map<string, McpSession>();
+  private readonly ended = new Map<string, number>();
+  private readonly idleMs: number;
+  private readonly logger: Logger;
+  private readonly timer: NodeJS.Timeout;
+  private disposed = false;
+
+  constructor(idleMs: number, logger: Logger) {
+    this.idleMs = idleMs;
+    this.logger = logger;
+    this.timer = setInterval(() => this.reap(), Math.max(250, Math.min(idleMs / 4, 30_000)));
+    this.timer.unref();
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  add(session: McpSession, id: string): void {
+    this.sessions.set(id, session);
+  }
+
+  get(id: string): McpSession | undefined {
+    return this.sessions.get(id);
+  }
+
+  /**
+   * Rebuild a session this replica has never seen (or has forgotten) from its sealed id. Targets reconnect on first
+   * use: a streamable-HTTP target resumes its upstream session, the others start fresh and are re-initialized.
+   */
+  resume(id: string, rt: BackendRuntime, headers: Readonly<Record<string, string>> | undefined): McpSession | undefined {
+    if (this.disposed) return undefined;
+    const claims = unsealSession(rt.key, rt.aad, id);
+    if (!claims) return undefined;
+    const ended = this.ended.get(claims.u);
+    if (ended !== undefined && ended > Date.now()) return undefined;
+    const session = new Session(rt, claims.u, 'streamable', claims.i, headers, claims);
+    session.token = id;
+    this.sessions.set(id, session);
+    this.logger.info('resumed MCP session from its sealed id', { session: claims.u.slice(0, 8) });
+    return session;
+  }
+
+  /** End a session: forget it, refuse its id from now on, close it. */
+  end(id: string, session: McpSession, terminate: boolean, reason: string): Promise<void> {
+    if (this.sessions.get(id) === session) this.sessions.delete(id);
+    this.ended.set(session.uuid, Date.now() + TOMBSTONE_MS);
+    this.logger.debug('MCP session ended', { session: session.uuid.slice(0, 8), reason });
+    return session.close(terminate, reason);
+  }
+
+  private reap(): void {
+    const now = Date.now();
+    for (const [id, s] of this.sessions) {
+      if (s.kind === 'streamable' && s.idle && now - s.lastActivity > this.idleMs) {
+        this.logger.info('MCP session expired after being idle', { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
+        void this.end(id, s, true, 'idle timeout');
+      }
+    }
+    for (const [u, until] of this.ended) if (until <= now) this.ended.delete(u);
+  }
+
+  /** The backend left the config (or the gateway stops): close every session, leaving resumable upstreams alone. */
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    clearInterval(this.timer);
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all(all.map((s) => s.close(s.kind !== 'streamable', 'the gateway stopped serving this backend')));
+  }
+}

@@ -1,0 +1,574 @@
+import type { Logger } from 'switchyard/sdk';
+import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
+import { RpcCode, RpcFailure, errorMessage, isRequest, resultMessage } from './jsonrpc.ts';
+import type { RpcId, RpcMessage } from './jsonrpc.ts';
+import { decodeServerRequestId, encodeServerRequestId, prefixName, prefixResult, prefixUri, splitName, splitUri } from './naming.ts';
+import { Call } from './responder.ts';
+import type { Responder } from './responder.ts';
+import { sealSession } from './session-token.ts';
+import type { SessionClaims } from './session-token.ts';
+import type { SseStream } from './sse-stream.ts';
+import { MAX_PAGES, TargetConn, TargetError } from './target-conn.ts';
+import type { CompiledTarget, ConnHost } from './target-conn.ts';
+
+/** What every session of one backend shares: the compiled targets and the backend's modes. */
+export interface BackendRuntime {
+  readonly targets: readonly CompiledTarget[];
+  /** More than one target, or `prefixMode: always`: names are prefixed and the gateway answers `initialize`. */
+  readonly multiplexed: boolean;
+  readonly failOpen: boolean;
+  readonly stateful: boolean;
+  readonly logger: Logger;
+  readonly key: Buffer;
+  /** The backend fingerprint, bound into sealed session ids. */
+  readonly aad: Buffer;
+}
+
+type Json = Record<string, unknown>;
+type ItemKind = McpItem['kind'];
+
+/** Gateway identity in multiplexed `initialize` answers. */
+export const SERVER_INFO = { name: 'switchyard', version: '0.1.0' };
+const PREAMBLE =
+  'This MCP server is a gateway in front of several MCP servers (targets). Tools and prompts are named `<target>_<name>`; resource URIs are `<target>+<uri>`.';
+/** Messages kept for a client that has no stream open yet (the GET stream comes after `initialize`). */
+const QUEUE_LIMIT = 256;
+const KEEP_ALIVE_MS = 25_000;
+/** How long a cancellation that arrived before its request is kept. */
+const EARLY_CANCEL_MS = 2000;
+
+function nameOf(kind: ItemKind, key: string, item: Json): string | undefined {
+  if (kind !== 'resource') return typeof item.name === 'string' ? item.name : undefined;
+  const v = key === 'resourceTemplates' ? item.uriTemplate : item.uri;
+  return typeof v === 'string' ? v : undefined;
+}
+
+/**
+ * One client session: its target connections, the client requests in flight and the streams towards the client.
+ * Requests are routed by name (`<target>_<tool>`), list calls fanned out and merged; messages from targets are
+ * rewritten (prefixes, server-request ids) and sent on the stream of the request they relate to, else the GET stream.
+ */
+export class McpSession implements ConnHost {
+  readonly rt: BackendRuntime;
+  readonly uuid: string;
+  readonly kind: 'streamable' | 'legacy' | 'stateless';
+  token = '';
+  initParams: Json;
+  protocolVersion = '';
+  initialized = false;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly logger: Logger;
+  readonly conns: TargetConn[];
+  private readonly byTarget = new Map<string, TargetConn>();
+  private readonly calls = new Map<RpcId, Call>();
+  private readonly progress = new Map<unknown, Call>();
+  getStream: SseStream | undefined;
+  legacyStream: SseStream | undefined;
+  private queue: RpcMessage[] = [];
+  private queueWarned = false;
+  private earlyCancels: Map<RpcId, number> | undefined;
+  lastActivity = Date.now();
+  /** HTTP requests of this session being served. */
+  inflight = 0;
+  closed = false;
+
+  constructor(rt: BackendRuntime, uuid: string, kind: McpSession['kind'], initParams: Json, headers: Readonly<Record<string, string>> | undefined, claims?: SessionClaims) {
+    this.rt = rt;
+    this.uuid = uuid;
+    this.kind = kind;
+    this.initParams = initParams;
+    this.headers = headers;
+    this.logger = rt.logger.child({ session: uuid.slice(0, 8) });
+    this.conns = rt.targets.map((t) => {
+      const c = claims?.t[t.name];
+      const conn = new TargetConn(t, this, c ? { sessionId: c.s, protocolVersion: c.v, capabilities: c.c } : undefined);
+      this.byTarget.set(t.name, conn);
+      return conn;
+    });
+    if (claims) {
+      this.protocolVersion = claims.p;
+      this.initialized = true;
+    }
+  }
+
+  touch(): void {
+    this.lastActivity = Date.now();
+  }
+
+  /** Nothing in flight and no stream open: the idle clock runs. */
+  get idle(): boolean {
+    return this.inflight === 0 && this.calls.size === 0 && !this.getStream?.open && this.legacyStream === undefined;
+  }
+
+  // ---- initialize ---------------------------------------------------------------------------------------------
+
+  /** Start every target and answer `initialize`: one target's answer as-is, or the merged answer (§4.4). */
+  async initialize(): Promise<Json> {
+    if (!this.rt.multiplexed) {
+      const conn = this.conns[0]!;
+      try {
+        await conn.ready();
+      } catch (err) {
+        throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
+      }
+      this.protocolVersion = conn.protocolVersion!;
+      this.initialized = true;
+      return conn.initResult!;
+    }
+    const settled = await Promise.allSettled(this.conns.map((c) => c.ready()));
+    const failed: { conn: TargetConn; error: Error }[] = [];
+    settled.forEach((s, i) => {
+      if (s.status === 'rejected') failed.push({ conn: this.conns[i]!, error: s.reason as Error });
+    });
+    if (failed.length > 0) {
+      const message = failed.map((f) => f.error.message).join('; ');
+      if (!this.rt.failOpen || failed.length === this.conns.length) throw new RpcFailure(RpcCode.internalError, message, 500);
+      for (const f of failed) this.logger.warn('MCP target unavailable at initialize; continuing without it (failOpen)', { target: f.conn.name, error: f.error.message });
+    }
+    const ready = this.conns.filter((c) => c.state === 'ready');
+    const versions = ready.map((c) => c.protocolVersion!).sort();
+    this.protocolVersion = versions[0]!;
+    this.initialized = true;
+    const has = (cap: string): boolean => ready.some((c) => c.capabilities?.includes(cap));
+    const capabilities: Json = {};
+    if (has('tools')) capabilities.tools = { listChanged: true };
+    if (has('prompts')) capabilities.prompts = { listChanged: true };
+    if (has('resources')) {
+      const subscribe = this.rt.stateful && ready.some((c) => (c.initResult?.capabilities as Json | undefined)?.resources && ((c.initResult!.capabilities as Json).resources as Json).subscribe === true);
+      capabilities.resources = subscribe ? { listChanged: true, subscribe: true } : { listChanged: true };
+    }
+    if (has('logging')) capabilities.logging = {};
+    if (has('completions')) capabilities.completions = {};
+    let instructions = PREAMBLE;
+    for (const c of ready) {
+      const text = c.initResult?.instructions;
+      if (typeof text === 'string' && text.trim() !== '') instructions += `\n\n[${c.name}]\n${text}`;
+    }
+    return { protocolVersion: this.protocolVersion, capabilities, serverInfo: { ...SERVER_INFO }, instructions };
+  }
+
+  /** The self-describing id handed to the client: everything needed to rebuild this session elsewhere. */
+  seal(): string {
+    const t: SessionClaims['t'] = {};
+    for (const c of this.conns) {
+      if (c.state !== 'ready' && c.sessionId === undefined) continue;
+      const entry: { s?: string; v?: string; c?: string[] } = {};
+      if (c.sessionId) entry.s = c.sessionId;
+      if (c.protocolVersion) entry.v = c.protocolVersion;
+      if (c.capabilities) entry.c = [...c.capabilities];
+      t[c.name] = entry;
+    }
+    this.token = sealSession(this.rt.key, this.rt.aad, { u: this.uuid, p: this.protocolVersion, i: this.initParams, t, n: Math.floor(Date.now() / 1000) });
+    return this.token;
+  }
+
+  // ---- messages from the client -------------------------------------------------------------------------------
+
+  /** Start serving one client request; the answer goes to `responder`. */
+  startCall(message: RpcMessage, responder: Responder, authorizer: McpAuthorizer | undefined): Call {
+    const id = message.id as RpcId;
+    const call = new Call(id, message.method!, responder);
+    if (this.calls.has(id)) {
+      call.done = true;
+      responder.final(errorMessage(id, RpcCode.invalidRequest, `request id ${JSON.stringify(id)} is already in use by a request in progress`), 400);
+      return call;
+    }
+    this.calls.set(id, call);
+    const early = this.earlyCancels?.get(id);
+    if (early !== undefined) {
+      this.earlyCancels!.delete(id);
+      if (early > Date.now()) {
+        this.cancel(call, 'cancelled by the client');
+        return call;
+      }
+    }
+    const token = (message.params?._meta as Json | undefined)?.progressToken;
+    if (token !== undefined) {
+      call.progressToken = token;
+      this.progress.set(token, call);
+    }
+    this.route(call, message, authorizer).catch((err: unknown) => this.failCall(call, err));
+    return call;
+  }
+
+  private failCall(call: Call, err: unknown): void {
+    if (err instanceof RpcFailure) return this.finish(call, errorMessage(call.id, err.code, err.message, err.data), err.httpStatus);
+    if (err instanceof TargetError) return this.finish(call, errorMessage(call.id, RpcCode.internalError, err.message), 500);
+    this.logger.error('MCP request failed in the gateway', { method: call.method, error: (err as Error)?.message, stack: (err as Error)?.stack });
+    this.finish(call, errorMessage(call.id, RpcCode.internalError, `the gateway failed to handle \`${call.method}\`: ${(err as Error)?.message ?? err}`), 500);
+  }
+
+  private finish(call: Call, message: RpcMessage, httpStatus?: number): void {
+    if (call.done) return;
+    call.done = true;
+    this.forget(call);
+    message.id = call.id;
+    call.responder.final(message, httpStatus);
+    this.touch();
+  }
+
+  private forget(call: Call): void {
+    if (this.calls.get(call.id) === call) this.calls.delete(call.id);
+    if (call.progressToken !== undefined && this.progress.get(call.progressToken) === call) this.progress.delete(call.progressToken);
+  }
+
+  /** Stop a call: tell every target working on it, and give it no answer. */
+  cancel(call: Call, reason: string): void {
+    if (call.done) return;
+    call.done = true;
+    this.forget(call);
+    for (const ref of call.refs) ref.conn.abandon(ref.id, reason);
+    call.responder.abandon();
+  }
+
+  /** A client notification or a client response (to a server-to-client request). */
+  clientMessage(message: RpcMessage): void {
+    this.touch();
+    if (message.method === undefined) return this.clientResponse(message);
+    const params = message.params;
+    switch (message.method) {
+      case 'notifications/initialized':
+        return; // each target got its own when it was initialized
+      case 'notifications/cancelled': {
+        const id = params?.requestId as RpcId;
+        const call = this.calls.get(id);
+        if (call) this.cancel(call, typeof params?.reason === 'string' ? params.reason : 'cancelled by the client');
+        // The cancellation can overtake its request (two concurrent POSTs): remember it briefly.
+        else if (typeof id === 'string' || typeof id === 'number') (this.earlyCancels ??= new Map()).set(id, Date.now() + EARLY_CANCEL_MS);
+        return;
+      }
+      default:
+        for (const c of this.conns) c.notify(message.method, params);
+    }
+  }
+
+  private clientResponse(message: RpcMessage): void {
+    if (message.id === undefined || message.id === null) return;
+    if (!this.rt.multiplexed) return this.conns[0]!.respond(message.id, message);
+    const decoded = decodeServerRequestId(message.id);
+    const conn = decoded && this.byTarget.get(decoded.target);
+    if (!conn || !decoded) {
+      this.logger.debug('a client response matches no target request', { id: message.id });
+      return;
+    }
+    conn.respond(decoded.id, message);
+  }
+
+  // ---- routing ------------------------------------------------------------------------------------------------
+
+  private sent(call: Call, conn: TargetConn): (id: number) => boolean {
+    return (id) => {
+      if (call.done) return false;
+      call.refs.push({ conn, id });
+      call.responder.commit();
+      return true;
+    };
+  }
+
+  /** The answer of a target, passed to the client (prefixing what routes back when multiplexed). */
+  private relay(call: Call, conn: TargetConn, answer: RpcMessage): void {
+    if (this.rt.multiplexed && answer.result) prefixResult(conn.name, call.method, answer.result);
+    const out: RpcMessage = { jsonrpc: '2.0', id: call.id };
+    if (answer.error) out.error = answer.error;
+    else out.result = answer.result ?? {};
+    this.finish(call, out);
+  }
+
+  private async route(call: Call, m: RpcMessage, auth: McpAuthorizer | undefined): Promise<void> {
+    const params = m.params ?? {};
+    const method = m.method!;
+    switch (method) {
+      case 'ping':
+        return this.finish(call, resultMessage(call.id, {}));
+      case 'initialize':
+        throw new RpcFailure(RpcCode.invalidRequest, 'the session is already initialized; send `initialize` without a session id to start a new one', 400);
+      case 'tools/list':
+        return this.list(call, params, 'tools', 'tools', 'tool', auth);
+      case 'prompts/list':
+        return this.list(call, params, 'prompts', 'prompts', 'prompt', auth);
+      case 'resources/list':
+        return this.list(call, params, 'resources', 'resources', 'resource', auth);
+      case 'resources/templates/list':
+        return this.list(call, params, 'resources', 'resourceTemplates', 'resource', auth);
+      case 'tools/call':
+        return this.byName(call, params, 'tool', auth);
+      case 'prompts/get':
+        return this.byName(call, params, 'prompt', auth);
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        return this.byUri(call, params, 'uri', 'resource', auth);
+      case 'completion/complete':
+        return this.completion(call, params, auth);
+      case 'logging/setLevel':
+        if (this.rt.multiplexed) return this.broadcast(call, params, 'logging');
+        break;
+      case 'tasks/list':
+        if (this.rt.multiplexed) return this.list(call, params, 'tasks', 'tasks', undefined, undefined);
+        break;
+    }
+    if (!this.rt.multiplexed) return this.forward(call, this.conns[0]!, params);
+    // A method the gateway does not know: route it by the name, URI or task id in its params, if any.
+    if (typeof params.name === 'string' && splitName(params.name) && this.byTarget.has(splitName(params.name)!.target)) {
+      const s = splitName(params.name)!;
+      return this.forward(call, this.byTarget.get(s.target)!, { ...params, name: s.rest });
+    }
+    for (const field of ['uri', 'taskId'] as const) {
+      const value = params[field];
+      const s = typeof value === 'string' ? splitUri(value) : undefined;
+      if (s && this.byTarget.has(s.target)) return this.forward(call, this.byTarget.get(s.target)!, { ...params, [field]: s.rest });
+    }
+    throw new RpcFailure(
+      RpcCode.methodNotFound,
+      `\`${method}\` cannot be routed: several targets are configured and its params name none of them`,
+      400,
+    );
+  }
+
+  private async forward(call: Call, conn: TargetConn, params: Json | undefined): Promise<void> {
+    const answer = await conn.request(call.method, params, this.sent(call, conn));
+    this.relay(call, conn, answer);
+  }
+
+  private unknown(kind: ItemKind, name: string): RpcFailure {
+    return new RpcFailure(RpcCode.invalidParams, `Unknown ${kind}: ${name}`, 400);
+  }
+
+  private async byName(call: Call, params: Json, kind: 'tool' | 'prompt', auth: McpAuthorizer | undefined): Promise<void> {
+    const name = params.name;
+    if (typeof name !== 'string') throw new RpcFailure(RpcCode.invalidParams, '`params.name` must be a string', 400);
+    let conn: TargetConn | undefined;
+    let upstreamName = name;
+    if (this.rt.multiplexed) {
+      const s = splitName(name);
+      conn = s && this.byTarget.get(s.target);
+      if (s) upstreamName = s.rest;
+    } else conn = this.conns[0];
+    if (!conn || (auth && !auth({ kind, target: conn.name, name: upstreamName, method: call.method }))) throw this.unknown(kind, name);
+    return this.forward(call, conn, this.rt.multiplexed ? { ...params, name: upstreamName } : params);
+  }
+
+  private async byUri(call: Call, params: Json, field: string, kind: ItemKind, auth: McpAuthorizer | undefined): Promise<void> {
+    const uri = params[field];
+    if (typeof uri !== 'string') throw new RpcFailure(RpcCode.invalidParams, `\`params.${field}\` must be a string`, 400);
+    let conn: TargetConn | undefined;
+    let upstreamUri = uri;
+    if (this.rt.multiplexed) {
+      const s = splitUri(uri);
+      conn = s && this.byTarget.get(s.target);
+      if (s) upstreamUri = s.rest;
+    } else conn = this.conns[0];
+    if (!conn || (auth && !auth({ kind, target: conn.name, name: upstreamUri, method: call.method }))) throw this.unknown(kind, uri);
+    return this.forward(call, conn, this.rt.multiplexed ? { ...params, [field]: upstreamUri } : params);
+  }
+
+  private async completion(call: Call, params: Json, auth: McpAuthorizer | undefined): Promise<void> {
+    const ref = params.ref as Json | undefined;
+    if (!ref || typeof ref !== 'object') throw new RpcFailure(RpcCode.invalidParams, '`params.ref` is required', 400);
+    const isPrompt = ref.type === 'ref/prompt';
+    const field = isPrompt ? 'name' : 'uri';
+    const value = ref[field];
+    if (typeof value !== 'string') throw new RpcFailure(RpcCode.invalidParams, `\`params.ref.${field}\` must be a string`, 400);
+    const kind: ItemKind = isPrompt ? 'prompt' : 'resource';
+    let conn: TargetConn | undefined;
+    let upstream = value;
+    if (this.rt.multiplexed) {
+      const s = isPrompt ? splitName(value) : splitUri(value);
+      conn = s && this.byTarget.get(s.target);
+      if (s) upstream = s.rest;
+    } else conn = this.conns[0];
+    if (!conn || (auth && !auth({ kind, target: conn.name, name: upstream, method: call.method }))) throw this.unknown(kind, value);
+    return this.forward(call, conn, this.rt.multiplexed ? { ...params, ref: { ...ref, [field]: upstream } } : params);
+  }
+
+  /** `logging/setLevel` when multiplexed: every target that logs gets it; the answer is empty. */
+  private async broadcast(call: Call, params: Json, capability: string): Promise<void> {
+    const targets = this.conns.filter((c) => c.has(capability) && c.state !== 'down');
+    await Promise.all(
+      targets.map((c) =>
+        c.request(call.method, params, this.sent(call, c)).then(
+          (answer) => {
+            if (answer.error) this.logger.debug('MCP target refused a broadcast request', { target: c.name, method: call.method, error: answer.error.message });
+          },
+          (err: Error) => this.logger.warn('MCP target failed a broadcast request', { target: c.name, method: call.method, error: err.message }),
+        ),
+      ),
+    );
+    this.finish(call, resultMessage(call.id, {}));
+  }
+
+  /**
+   * A list call. One target: forwarded as-is (its pagination passes through), filtered by the authorizer.
+   * Several: fanned out concurrently, each target's pages followed to the end, merged, prefixed and filtered.
+   */
+  private async list(call: Call, params: Json, capability: string, key: string, kind: ItemKind | undefined, auth: McpAuthorizer | undefined): Promise<void> {
+    if (!this.rt.multiplexed) {
+      const conn = this.conns[0]!;
+      const answer = await conn.request(call.method, params, this.sent(call, conn));
+      const items = answer.result?.[key];
+      if (auth && kind && Array.isArray(items)) {
+        answer.result![key] = (items as Json[]).filter((item) => {
+          const name = nameOf(kind, key, item);
+          return name !== undefined && auth({ kind, target: conn.name, name, method: call.method });
+        });
+      }
+      return this.relay(call, conn, answer);
+    }
+    const targets = this.conns.filter((c) => c.has(capability));
+    const settled = await Promise.allSettled(targets.map((c) => this.pages(call, c, params, key)));
+    const merged: Json[] = [];
+    const failures: string[] = [];
+    settled.forEach((s, i) => {
+      const conn = targets[i]!;
+      if (s.status === 'rejected') {
+        failures.push((s.reason as Error).message);
+        if (this.rt.failOpen) this.logger.warn('MCP target left out of a list (failOpen)', { target: conn.name, method: call.method, error: (s.reason as Error).message });
+        return;
+      }
+      for (const item of s.value) {
+        const name = kind ? nameOf(kind, key, item) : undefined;
+        if (kind && auth && (name === undefined || !auth({ kind, target: conn.name, name, method: call.method }))) continue;
+        if (key === 'tools' || key === 'prompts') item.name = prefixName(conn.name, item.name as string);
+        else if (key === 'resources') item.uri = prefixUri(conn.name, item.uri as string);
+        else if (key === 'resourceTemplates') item.uriTemplate = prefixUri(conn.name, item.uriTemplate as string);
+        else if (key === 'tasks' && typeof item.taskId === 'string') item.taskId = prefixUri(conn.name, item.taskId);
+        merged.push(item);
+      }
+    });
+    if (failures.length > 0 && (!this.rt.failOpen || failures.length === targets.length)) {
+      throw new RpcFailure(RpcCode.internalError, failures.join('; '), 500);
+    }
+    this.finish(call, resultMessage(call.id, { [key]: merged }));
+  }
+
+  /** Every page of one target's list. A target without the method contributes nothing. */
+  private async pages(call: Call, conn: TargetConn, params: Json, key: string): Promise<Json[]> {
+    const items: Json[] = [];
+    const meta = params._meta;
+    let cursor: unknown;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const p: Json = {};
+      if (meta !== undefined) p._meta = meta;
+      if (cursor !== undefined) p.cursor = cursor;
+      const answer = await conn.request(call.method, p, this.sent(call, conn));
+      if (answer.error) {
+        if (answer.error.code === RpcCode.methodNotFound) return items;
+        throw conn.error(`answered \`${call.method}\` with an error: ${answer.error.message}`);
+      }
+      const list = answer.result?.[key];
+      if (Array.isArray(list)) for (const item of list) if (item && typeof item === 'object') items.push(item as Json);
+      cursor = answer.result?.nextCursor;
+      if (typeof cursor !== 'string' || cursor === '') return items;
+    }
+    this.logger.warn('stopped following an MCP target list after too many pages', { target: conn.name, method: call.method, pages: MAX_PAGES });
+    return items;
+  }
+
+  // ---- messages from targets ----------------------------------------------------------------------------------
+
+  fromTarget(conn: TargetConn, m: RpcMessage): void {
+    this.touch();
+    const multiplexed = this.rt.multiplexed;
+    if (isRequest(m) && this.kind === 'stateless') {
+      // Nobody could answer it (no session to send the answer on): refuse at once rather than let the target wait.
+      conn.respond(m.id as RpcId, errorMessage(m.id, RpcCode.methodNotFound, `\`${m.method}\` is not available: the gateway route is stateless`));
+      return;
+    }
+    if (isRequest(m)) {
+      // A server-to-client request (sampling, elicitation, roots): relay it with an id that says who asked.
+      const out = multiplexed ? { ...m, id: encodeServerRequestId(conn.name, m.id as RpcId) } : m;
+      return this.deliver(conn, out, undefined, true);
+    }
+    const params = m.params;
+    switch (m.method) {
+      case 'notifications/progress':
+        return this.deliver(conn, m, this.progress.get(params?.progressToken), true);
+      case 'notifications/message':
+        if (multiplexed && params && params.logger === undefined) params.logger = conn.name;
+        return this.deliver(conn, m, undefined, true);
+      case 'notifications/resources/updated':
+        if (multiplexed && params && typeof params.uri === 'string') params.uri = prefixUri(conn.name, params.uri);
+        break;
+      case 'notifications/cancelled':
+        if (multiplexed && params && (typeof params.requestId === 'string' || typeof params.requestId === 'number')) {
+          params.requestId = encodeServerRequestId(conn.name, params.requestId);
+        }
+        break;
+      case 'notifications/tasks/status':
+        if (multiplexed && params && typeof params.taskId === 'string') params.taskId = prefixUri(conn.name, params.taskId);
+        break;
+    }
+    this.deliver(conn, m, undefined, false);
+  }
+
+  /**
+   * Send a message to the client: on the legacy stream; else on the response stream of the call it relates to
+   * (by progress token; for requests and log messages, the latest open call to the same target); else on the GET
+   * stream; else keep it until the GET stream opens.
+   */
+  deliver(conn: TargetConn | undefined, m: RpcMessage, call: Call | undefined, preferCall: boolean): void {
+    if (this.legacyStream) {
+      this.legacyStream.send(m);
+      return;
+    }
+    if (call && !call.done && call.responder.streaming) {
+      call.responder.related(m);
+      return;
+    }
+    if (preferCall && conn) {
+      let latest: Call | undefined;
+      for (const c of this.calls.values()) if (!c.done && c.responder.streaming && c.targets(conn.name)) latest = c;
+      if (latest) {
+        latest.responder.related(m);
+        return;
+      }
+    }
+    if (this.getStream?.open) {
+      this.getStream.send(m);
+      return;
+    }
+    this.queue.push(m);
+    if (this.queue.length > QUEUE_LIMIT) {
+      this.queue.shift();
+      if (!this.queueWarned) {
+        this.queueWarned = true;
+        this.logger.warn('MCP client has no stream open; dropping the oldest queued server messages', { limit: QUEUE_LIMIT });
+      }
+    }
+  }
+
+  /** Messages for the client when it has no stream: from its POST responses in JSON mode. */
+  deliverUnrelated(m: RpcMessage): void {
+    this.deliver(undefined, m, undefined, false);
+  }
+
+  /** Open the server-to-client stream (GET). Only one at a time; undefined when one is open already. */
+  openGetStream(stream: SseStream): boolean {
+    if (this.getStream?.open) return false;
+    this.getStream = stream;
+    stream.onClose = () => {
+      if (this.getStream === stream) this.getStream = undefined;
+      this.touch();
+    };
+    stream.flushHeaders();
+    stream.startKeepAlive(KEEP_ALIVE_MS);
+    const queued = this.queue;
+    this.queue = [];
+    for (const m of queued) stream.send(m);
+    return true;
+  }
+
+  /**
+   * End the session: answer the calls still open, close the streams and the target connections. `terminate`
+   * also ends resumable upstream sessions (client DELETE, expiry); shutdown leaves them for another replica.
+   */
+  async close(terminate: boolean, reason: string): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const call of [...this.calls.values()]) this.finish(call, errorMessage(call.id, RpcCode.internalError, `the session ended: ${reason}`));
+    this.getStream?.end();
+    this.legacyStream?.end();
+    this.queue = [];
+    await Promise.all(this.conns.map((c) => c.close(terminate)));
+  }
+}

@@ -1,0 +1,354 @@
+import type { Logger, PolicySet } from 'switchyard/sdk';
+import type { McpTransportInstance, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
+import type { RpcId, RpcMessage } from './jsonrpc.ts';
+
+/** One configured target, compiled once per config load. */
+export interface CompiledTarget {
+  readonly name: string;
+  readonly transport: McpTransportInstance;
+  /** Route and backend policies merged with the target's own. */
+  readonly policies: PolicySet;
+  /** Deadline for each request to this target (from `timeout` facets); 0 means none. */
+  readonly requestTimeoutMs: number;
+}
+
+/** What a connection needs from the session that owns it. */
+export interface ConnHost {
+  /** The client's `initialize` params, sent to every fresh upstream. */
+  readonly initParams: Record<string, unknown>;
+  /** Client headers passed to HTTP upstreams. */
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly logger: Logger;
+  /** A notification or server-to-client request from the target. */
+  fromTarget(conn: TargetConn, message: RpcMessage): void;
+}
+
+/** An error that names the target it concerns (SPEC: "a target that cannot start or answer is named"). */
+export class TargetError extends Error {
+  readonly target: string;
+  /** The message without the target prefix. */
+  readonly reason: string;
+  constructor(target: string, prefix: string, reason: string) {
+    super(`${prefix} ${reason}`);
+    this.name = 'TargetError';
+    this.target = target;
+    this.reason = reason;
+  }
+}
+
+const reasonOf = (err: unknown): string => (err instanceof TargetError ? err.reason : ((err as Error)?.message ?? String(err)));
+
+/** The upstream said its session is gone (HTTP 404): re-initialize and retry once. */
+class SessionGone extends Error {}
+
+/**
+ * The target no longer knows our session: 404 (the spec), or a 400 that says so (SDK-based servers such as
+ * server-everything answer an unknown session id with 400 "No valid session ID provided").
+ */
+function sessionGone(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === 404 || (code === 400 && /session/i.test((err as Error).message));
+}
+
+interface Pending {
+  resolve(message: RpcMessage): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** How long starting a target (spawn or connect, then `initialize`) may take. */
+const START_TIMEOUT_MS = 60_000;
+/** Pages of a list followed per target before giving up (a target paging forever). */
+export const MAX_PAGES = 100;
+
+function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms}ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Capability names of an initialize result, kept in the sealed session id. */
+export function capabilityNames(capabilities: Record<string, unknown> | undefined): string[] {
+  return capabilities ? Object.keys(capabilities).filter((k) => capabilities[k] !== undefined && capabilities[k] !== null) : [];
+}
+
+/**
+ * One client session's connection to one target. Started lazily (the session's `initialize`, or the first request
+ * after a crash or a resume); ids of the requests it sends are its own counter, mapped back by the session.
+ */
+export class TargetConn {
+  readonly target: CompiledTarget;
+  private readonly host: ConnHost;
+  private readonly logger: Logger;
+  private upstream: McpUpstream | undefined;
+  private starting: Promise<void> | undefined;
+  state: 'idle' | 'ready' | 'down' | 'closed' = 'idle';
+  /** Why the connection is down (for errors naming the target). */
+  lastError: string | undefined;
+  /** The target's own session id (streamable HTTP), when it has one. */
+  sessionId: string | undefined;
+  protocolVersion: string | undefined;
+  initResult: Record<string, unknown> | undefined;
+  /** Capability names of the target; undefined until known. */
+  capabilities: readonly string[] | undefined;
+  private resume: { sessionId: string; protocolVersion: string | undefined } | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+  /** Why the connection died during the current start, if it did. */
+  private downReason: string | undefined;
+  /** Times the connection was (re)started, for logs. */
+  starts = 0;
+
+  constructor(target: CompiledTarget, host: ConnHost, resume?: { sessionId?: string; protocolVersion?: string; capabilities?: string[] }) {
+    this.target = target;
+    this.host = host;
+    this.logger = host.logger.child({ target: target.name });
+    if (resume?.sessionId) this.resume = { sessionId: resume.sessionId, protocolVersion: resume.protocolVersion };
+    if (resume?.capabilities) this.capabilities = resume.capabilities;
+    if (resume?.protocolVersion) this.protocolVersion = resume.protocolVersion;
+  }
+
+  get name(): string {
+    return this.target.name;
+  }
+
+  error(message: string): TargetError {
+    return new TargetError(this.target.name, `target \`${this.target.name}\` (${this.target.transport.kind}: ${this.target.transport.describe})`, message);
+  }
+
+  /** Read through a method so TypeScript does not narrow `state` across awaits. */
+  isClosed(): boolean {
+    return this.state === 'closed';
+  }
+
+  has(capability: string): boolean {
+    return this.capabilities === undefined || this.capabilities.includes(capability);
+  }
+
+  /** Resolves once the target can take requests: started and initialized (or resumed). */
+  ready(): Promise<void> {
+    if (this.state === 'ready') return Promise.resolve();
+    if (this.state === 'closed') return Promise.reject(this.error('is closed: the session ended'));
+    this.starting ??= this.start().finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async start(): Promise<void> {
+    if (this.state === 'down') this.logger.info('restarting MCP target', { after: this.lastError });
+    this.starts++;
+    this.downReason = undefined;
+    const resume = this.resume;
+    let up: McpUpstream;
+    try {
+      up = await this.target.transport.connect({
+        resumeSessionId: resume?.sessionId,
+        headers: this.host.headers,
+        policies: this.target.policies,
+        logger: this.logger,
+      });
+    } catch (err) {
+      this.state = 'down';
+      this.lastError = (err as Error).message;
+      throw this.error(`failed to start: ${this.lastError}`);
+    }
+    this.upstream = up;
+    up.onmessage = (m) => {
+      if (this.upstream === up) this.onMessage(m as RpcMessage);
+    };
+    up.onerror = (e) => {
+      if (this.upstream !== up) return;
+      this.lastError = e.message;
+      this.logger.debug('MCP target reported an error', { error: e.message });
+    };
+    up.onclose = () => {
+      if (this.upstream === up) this.onDown(this.lastError ?? 'closed the connection');
+    };
+    try {
+      if (resume?.protocolVersion) up.setProtocolVersion?.(resume.protocolVersion);
+      await withTimeout(up.start(), START_TIMEOUT_MS, 'starting');
+      if (this.isClosed()) throw new Error('the session ended while starting');
+      if (resume) {
+        this.resume = undefined;
+        this.sessionId = resume.sessionId;
+        this.state = 'ready';
+        this.logger.debug('resumed MCP target session');
+        return;
+      }
+      const { response } = await this.send(up, 'initialize', this.host.initParams, START_TIMEOUT_MS);
+      const answer = await response;
+      if (answer.error) throw new Error(`initialize was refused: ${answer.error.message}`);
+      const result = answer.result ?? {};
+      if (typeof result.protocolVersion !== 'string') throw new Error('initialize answered without a protocolVersion');
+      this.initResult = result;
+      this.protocolVersion = result.protocolVersion;
+      this.capabilities = capabilityNames(result.capabilities as Record<string, unknown> | undefined);
+      up.setProtocolVersion?.(result.protocolVersion);
+      await up.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      this.sessionId = up.sessionId;
+      if (this.isClosed()) throw new Error('the session ended while starting');
+      this.state = 'ready';
+    } catch (err) {
+      // When the connection died while starting, its reason (exit code, stderr) says more than the failed send.
+      const reason = this.downReason ?? reasonOf(err).replace(/^stopped: /, '');
+      this.upstream = undefined;
+      void up.close().catch(() => undefined);
+      this.failPending(this.error(`failed to start: ${reason}`));
+      if (resume && !this.isClosed()) {
+        // The upstream session could not be resumed (gone, or the target restarted): start a fresh one.
+        this.logger.info('could not resume the MCP target session; initializing a new one', { error: reason });
+        this.resume = undefined;
+        this.sessionId = undefined;
+        return this.start();
+      }
+      if (!this.isClosed()) this.state = 'down';
+      this.lastError = reason;
+      throw this.error(`failed to start: ${reason}`);
+    }
+  }
+
+  private onMessage(m: RpcMessage): void {
+    if (m.method === undefined) {
+      const id = typeof m.id === 'number' ? m.id : Number(m.id);
+      const p = this.pending.get(id);
+      if (!p) {
+        this.logger.debug('MCP target answered an unknown request id', { id: m.id });
+        return;
+      }
+      this.pending.delete(id);
+      if (p.timer) clearTimeout(p.timer);
+      p.resolve(m);
+      return;
+    }
+    this.host.fromTarget(this, m);
+  }
+
+  private onDown(reason: string): void {
+    this.upstream = undefined;
+    this.downReason = reason;
+    if (this.state === 'closed') return;
+    this.state = 'down';
+    this.lastError = reason;
+    this.logger.warn('MCP target connection lost; it restarts on the next request', { reason });
+    this.failPending(this.error(`stopped: ${reason}`));
+  }
+
+  private failPending(error: Error): void {
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(error);
+    }
+  }
+
+  /** Send a request on `up`; resolves once handed to the transport, with the response still to come. */
+  private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<{ id: number; response: Promise<RpcMessage> }> {
+    const id = ++this.seq;
+    let pending!: Pending;
+    const response = new Promise<RpcMessage>((resolve, reject) => {
+      pending = { resolve, reject, timer: undefined };
+    });
+    response.catch(() => undefined);
+    this.pending.set(id, pending);
+    if (timeoutMs > 0) {
+      pending.timer = setTimeout(() => {
+        this.pending.delete(id);
+        pending.reject(this.error(`did not answer \`${method}\` within ${timeoutMs}ms`));
+        this.notify('notifications/cancelled', { requestId: id, reason: 'the gateway timed out' });
+      }, timeoutMs);
+    }
+    const message: RpcMessage = { jsonrpc: '2.0', id, method };
+    if (params !== undefined) message.params = params;
+    try {
+      await up.send(message as never);
+    } catch (err) {
+      this.pending.delete(id);
+      if (pending.timer) clearTimeout(pending.timer);
+      if (method !== 'initialize' && this.sessionId !== undefined && sessionGone(err)) throw new SessionGone((err as Error).message);
+      throw this.error(`request \`${method}\` failed: ${(err as Error).message}`);
+    }
+    return { id, response };
+  }
+
+  /**
+   * Send a request (starting the target first if needed). `onSent` receives the upstream id once the request is
+   * on its way (for cancellation). A target whose session expired is re-initialized and the request sent again.
+   */
+  async request(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean): Promise<RpcMessage> {
+    for (let attempt = 0; ; attempt++) {
+      await this.ready();
+      const up = this.upstream;
+      if (!up) throw this.error(`stopped: ${this.lastError ?? 'not connected'}`);
+      try {
+        const { id, response } = await this.send(up, method, params, this.target.requestTimeoutMs);
+        if (onSent && !onSent(id)) this.abandon(id, 'the client cancelled the request');
+        return await response;
+      } catch (err) {
+        if (!(err instanceof SessionGone) || attempt > 0) throw err;
+        this.logger.info('MCP target session expired upstream; initializing a new one');
+        this.upstream = undefined;
+        void (up.detach ?? up.close).call(up).catch(() => undefined);
+        this.sessionId = undefined;
+        this.state = 'down';
+        this.lastError = 'the upstream session expired';
+      }
+    }
+  }
+
+  /**
+   * Stop waiting for the answer to upstream request `id` (its client cancelled it: a cancelled request may never
+   * be answered) and tell the target.
+   */
+  abandon(id: number, reason: string): void {
+    const p = this.pending.get(id);
+    if (p) {
+      this.pending.delete(id);
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(this.error(`request cancelled: ${reason}`));
+    }
+    this.notify('notifications/cancelled', { requestId: id, reason });
+  }
+
+  /** Send a notification if connected (cancellations, client notifications). Failures are logged. */
+  notify(method: string, params?: Record<string, unknown>): void {
+    const up = this.upstream;
+    if (!up || this.state !== 'ready') return;
+    const message: RpcMessage = { jsonrpc: '2.0', method };
+    if (params !== undefined) message.params = params;
+    up.send(message as never).catch((err: Error) => this.logger.debug('could not notify MCP target', { method, error: err.message }));
+  }
+
+  /** Pass the client's response to a server-to-client request back to the target. */
+  respond(id: RpcId, message: RpcMessage): void {
+    const up = this.upstream;
+    if (!up || this.state !== 'ready') {
+      this.logger.debug('dropped a client response: the target is not connected', { id });
+      return;
+    }
+    const out: RpcMessage = { jsonrpc: '2.0', id };
+    if (message.error) out.error = message.error;
+    else out.result = message.result ?? {};
+    up.send(out as never).catch((err: Error) => this.logger.debug('could not pass a response to MCP target', { error: err.message }));
+  }
+
+  /**
+   * Stop the connection. `terminate` ends the upstream session too (client DELETE, idle expiry); without it a
+   * resumable upstream session is left for another replica (gateway shutdown).
+   */
+  async close(terminate: boolean): Promise<void> {
+    this.state = 'closed';
+    this.failPending(this.error('is closed: the session ended'));
+    const up = this.upstream;
+    this.upstream = undefined;
+    if (!up) return;
+    try {
+      if (!terminate && up.detach) await up.detach();
+      else await up.close();
+    } catch (err) {
+      this.logger.debug('closing MCP target failed', { error: (err as Error).message });
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import { defineMcpTransport } from 'switchyard/sdk';
+import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import schema from './schema.json' with { type: 'json' };
+import { StdioUpstream } from './stdio-upstream.ts';
+
+interface StdioConfig {
+  cmd: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+/** `stdio`: an MCP server run as a child process, one per client session (BEHAVIOUR.md DECIDED 15). */
+export default defineMcpTransport<StdioConfig, McpTransportInstance>({
+  key: 'stdio',
+  description: 'Run a local MCP server process and talk to it over stdin/stdout (one process per client session).',
+  schema,
+  compile(config, ctx) {
+    const args = config.args ?? [];
+    const spec = { cmd: config.cmd, args, env: config.env ?? {}, cwd: ctx.cwd };
+    return {
+      kind: 'stdio',
+      describe: [config.cmd, ...args].join(' '),
+      connect: (options) => new StdioUpstream(spec, options.logger),
+    };
+  },
+});

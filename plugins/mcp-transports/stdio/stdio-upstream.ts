@@ -1,0 +1,203 @@
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'switchyard/sdk';
+import type { McpUpstream } from '../../lib/mcp/upstream-contract.ts';
+
+export interface StdioSpec {
+  readonly cmd: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd: string;
+}
+
+/** A JSON-RPC line longer than this means the child is not speaking MCP; it is stopped. */
+const MAX_LINE = 64 * 1024 * 1024;
+/** stderr lines are logged up to this many characters. */
+const MAX_STDERR_LINE = 8 * 1024;
+/** After stdin is closed, how long a child gets to exit on its own before SIGTERM, then SIGKILL. */
+const GRACE_MS = 300;
+const TERM_MS = 2000;
+
+/**
+ * Children still running. They run in their own process group (so terminal signals to the gateway do not reach
+ * them): if the gateway exits without stopping them (a crash), they are killed on the way out.
+ */
+const live = new Set<ChildProcess>();
+let exitHook = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once('close', () => live.delete(child));
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => {
+    for (const c of live) {
+      try {
+        if (c.pid !== undefined && process.platform !== 'win32') process.kill(-c.pid, 'SIGKILL');
+        else c.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  });
+}
+
+/**
+ * One child process speaking newline-delimited JSON-RPC on stdin/stdout. The child runs in its own process group
+ * so that stopping it also stops what it spawned (`npx` → `node`); stderr goes to the logger line by line.
+ */
+export class StdioUpstream implements McpUpstream {
+  onmessage?: (message: JSONRPCMessage) => void;
+  onerror?: (error: Error) => void;
+  onclose?: () => void;
+  private readonly spec: StdioSpec;
+  private readonly logger: Logger;
+  private child: ChildProcess | undefined;
+  private stdout = '';
+  private stderr = '';
+  private closing = false;
+  private exited: Promise<void> | undefined;
+  private hasExited = false;
+  /** The last stderr line, quoted when the process dies (it usually says why). */
+  private lastStderr = '';
+
+  constructor(spec: StdioSpec, logger: Logger) {
+    this.spec = spec;
+    this.logger = logger;
+  }
+
+  /** The child's process id once started. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(): Promise<void> {
+    if (this.child) return Promise.reject(new Error('already started'));
+    return new Promise<void>((resolve, reject) => {
+      const child = spawn(this.spec.cmd, [...this.spec.args], {
+        cwd: this.spec.cwd,
+        env: { ...process.env, ...this.spec.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: process.platform !== 'win32',
+        windowsHide: true,
+      });
+      this.child = child;
+      let spawned = false;
+      this.exited = new Promise<void>((done) => {
+        child.once('close', (code, signal) => {
+          this.hasExited = true;
+          if (spawned && !this.closing) {
+            const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ` (last stderr line: ${this.lastStderr})` : '');
+            this.logger.warn('stdio target process ended', { pid: child.pid, code, signal });
+            this.onerror?.(new Error(`the process ${why}`));
+          }
+          if (spawned) this.onclose?.();
+          done();
+        });
+      });
+      child.once('error', (err) => {
+        if (!spawned) {
+          this.hasExited = true;
+          reject(new Error(`cannot start \`${this.spec.cmd}\`: ${err.message}`));
+        } else this.onerror?.(err);
+      });
+      child.once('spawn', () => {
+        spawned = true;
+        track(child);
+        this.logger.info('stdio target process started', { pid: child.pid, cmd: this.spec.cmd });
+        resolve();
+      });
+      child.stdin!.on('error', (err) => this.logger.debug('stdio target stdin failed', { error: err.message }));
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
+      child.stderr!.setEncoding('utf8');
+      child.stderr!.on('data', (chunk: string) => this.onStderr(chunk));
+    });
+  }
+
+  private onStdout(chunk: string): void {
+    this.stdout += chunk;
+    let nl: number;
+    while ((nl = this.stdout.indexOf('\n')) !== -1) {
+      const line = this.stdout.slice(0, nl).replace(/\r$/, '');
+      this.stdout = this.stdout.slice(nl + 1);
+      if (line.trim() === '') continue;
+      let message: unknown;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        this.logger.warn('stdio target wrote a line that is not JSON-RPC on stdout; ignored', { line: line.slice(0, 200) });
+        continue;
+      }
+      if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+        this.logger.warn('stdio target wrote a JSON value that is not a JSON-RPC message; ignored', { line: line.slice(0, 200) });
+        continue;
+      }
+      this.onmessage?.(message as JSONRPCMessage);
+    }
+    if (this.stdout.length > MAX_LINE) {
+      this.stdout = '';
+      this.onerror?.(new Error('the process wrote a line longer than 64 MiB'));
+      void this.close();
+    }
+  }
+
+  private onStderr(chunk: string): void {
+    this.stderr += chunk;
+    let nl: number;
+    while ((nl = this.stderr.indexOf('\n')) !== -1) {
+      const line = this.stderr.slice(0, nl).replace(/\r$/, '');
+      this.stderr = this.stderr.slice(nl + 1);
+      if (line.trim() === '') continue;
+      this.lastStderr = line.slice(0, 300);
+      this.logger.info('stdio target stderr', { pid: this.child?.pid, line: line.slice(0, MAX_STDERR_LINE) });
+    }
+    if (this.stderr.length > MAX_STDERR_LINE) {
+      this.logger.info('stdio target stderr', { pid: this.child?.pid, line: this.stderr.slice(0, MAX_STDERR_LINE) });
+      this.stderr = '';
+    }
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.child?.stdin;
+    if (!stdin || !stdin.writable || this.hasExited) return Promise.reject(new Error('the process is not running'));
+    // A write error surfaces as the process ending; pending requests are failed then.
+    if (stdin.write(`${JSON.stringify(message)}\n`)) return Promise.resolve();
+    return new Promise<void>((resolve) => stdin.once('drain', resolve));
+  }
+
+  private signal(sig: NodeJS.Signals): void {
+    const pid = this.child?.pid;
+    if (pid === undefined || this.hasExited) return;
+    try {
+      if (process.platform !== 'win32') process.kill(-pid, sig);
+      else this.child!.kill(sig);
+    } catch {
+      try {
+        this.child!.kill(sig);
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  /** Stop the child: close stdin, then SIGTERM and SIGKILL to its process group if it lingers. */
+  async close(): Promise<void> {
+    if (!this.child || this.closing) return this.exited;
+    this.closing = true;
+    if (this.hasExited) return;
+    const exited = this.exited!;
+    const wait = (ms: number): Promise<boolean> =>
+      Promise.race([exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())]);
+    try {
+      this.child.stdin?.end();
+    } catch {
+      // ignore
+    }
+    if (await wait(GRACE_MS)) return;
+    this.signal('SIGTERM');
+    if (await wait(TERM_MS)) return;
+    this.signal('SIGKILL');
+    await wait(TERM_MS);
+  }
+}

@@ -1,0 +1,21 @@
+import { definePolicy } from 'switchyard/sdk';
+import { compileMcpAuthorization } from './mcp-authorization.ts';
+import type { McpAuthorizationConfig } from './mcp-authorization.ts';
+import schema from './schema.json' with { type: 'json' };
+
+/**
+ * `mcpAuthorization` (SPEC 5.5, BEHAVIOUR.md §5.5, DECIDED 3): CEL rules per MCP item. It only publishes an authorizer
+ * for the request; the `mcp` backend applies it to every list and call.
+ */
+export default definePolicy<McpAuthorizationConfig>({
+  key: 'mcpAuthorization',
+  description: 'Allow or hide MCP tools, prompts and resources per caller with CEL rules (`mcp.tool.name`, `jwt.*`, …).',
+  schema,
+  // Not `mcpTargetPolicies`: the `mcp` backend does not run the request hooks of per-target policies.
+  attach: ['routePolicies', 'backendPolicies'],
+  phase: 'authz',
+  // After extAuthz (10) and authorization (20): a request denied outright never gets this far.
+  order: 30,
+  celVariables: ['mcp'],
+  compile: compileMcpAuthorization,
+});

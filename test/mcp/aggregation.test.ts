@@ -1,0 +1,228 @@
+// Several targets behind one endpoint (DECIDED 14): server-everything and server-memory over stdio, plus a fixture
+// that pages its tool list. Prefixed names, merged initialize, routing, resource URI prefixes, server-to-client
+// requests (sampling, elicitation, roots) relayed with rewritten ids, and per-request authorization.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { definePolicy } from 'switchyard/sdk';
+import { MCP_AUTHORIZER } from '../../plugins/lib/mcp/authorizer.ts';
+import { connectClient, everythingStdio, fixtureStdio, mcpPreset, memoryStdio, startMcpGateway, waitFor } from './harness.ts';
+import type { McpGateway } from './harness.ts';
+
+/** A test-only policy standing in for `mcpAuthorization`: denies `<kind>:<target>:<name>` entries. */
+const denyPolicy = definePolicy<{ deny: string[] }>({
+  key: 'testMcpDeny',
+  description: 'test only',
+  schema: { type: 'object', properties: { deny: { type: 'array', items: { type: 'string' }, description: 'denied items' } }, additionalProperties: false },
+  attach: ['routePolicies'],
+  phase: 'authz',
+  compile(config) {
+    const deny = new Set(config.deny);
+    return {
+      onRequest(ex) {
+        ex.set(MCP_AUTHORIZER, (item) => !deny.has(`${item.kind}:${item.target}:${item.name}`));
+      },
+    };
+  },
+});
+
+describe('mcp backend, several targets', () => {
+  let gw: McpGateway;
+  before(async () => {
+    gw = await startMcpGateway({ targets: [everythingStdio(), memoryStdio(), fixtureStdio()] });
+  });
+  after(() => gw.stop());
+
+  it('answers initialize itself: merged capabilities, per-target instructions, gateway serverInfo', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      assert.equal(client.getServerVersion()?.name, 'switchyard');
+      const caps = client.getServerCapabilities()!;
+      assert.deepEqual(caps.tools, { listChanged: true });
+      assert.ok(caps.prompts && caps.resources && caps.logging);
+      const instructions = client.getInstructions() ?? '';
+      assert.match(instructions, /\[everything\]\n/);
+      assert.match(instructions, /\[fixture\]\nFixture server\./);
+      assert.equal(transport.protocolVersion, '2025-11-25');
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
+  it('prefixes tool and prompt names with the target, follows every page, and routes calls back', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(tools.includes('everything_echo'));
+      assert.ok(tools.includes('memory_create_entities'), 'the target name is split at the first `_` only');
+      // The fixture answers tools/list in three pages; all six tools arrive in one list, without a cursor.
+      assert.deepEqual(
+        tools.filter((t) => t.startsWith('fixture_')),
+        ['fixture_wait', 'fixture_crash', 'fixture_pid', 'fixture_page1-tool', 'fixture_page2-tool', 'fixture_page3-tool'],
+      );
+      assert.ok(tools.every((t) => /^(everything|memory|fixture)_/.test(t)));
+
+      const echo = await client.callTool({ name: 'everything_echo', arguments: { message: 'routed' } });
+      assert.deepEqual(echo.content, [{ type: 'text', text: 'Echo: routed' }]);
+      await client.callTool({ name: 'memory_create_entities', arguments: { entities: [{ name: 'gw', entityType: 'thing', observations: ['o'] }] } });
+      const graph = await client.callTool({ name: 'memory_read_graph', arguments: {} });
+      assert.match(JSON.stringify(graph), /"gw"/);
+      assert.match(JSON.stringify(await client.callTool({ name: 'fixture_page3-tool', arguments: {} })), /called page3-tool/);
+
+      const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+      assert.ok(prompts.includes('everything_simple-prompt'), prompts.join(','));
+      const prompt = await client.getPrompt({ name: 'everything_simple-prompt' });
+      assert.match(JSON.stringify(prompt.messages), /simple prompt/);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
+  it('prefixes resource URIs with `<target>+` and routes reads back by them', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const resources = (await client.listResources()).resources;
+      assert.ok(resources.length > 0);
+      assert.ok(resources.every((r) => /^(everything|memory)\+/.test(r.uri)), resources.map((r) => r.uri).join(','));
+      const read = await client.readResource({ uri: resources[0]!.uri });
+      assert.equal(read.contents[0]!.uri, resources[0]!.uri);
+      const graph = await client.readResource({ uri: 'memory+memory://knowledge-graph' });
+      assert.equal(graph.contents[0]!.uri, 'memory+memory://knowledge-graph');
+      const templates = (await client.listResourceTemplates()).resourceTemplates;
+      assert.ok(templates.every((t) => t.uriTemplate.startsWith('everything+demo://')));
+      const dynamic = await client.readResource({ uri: 'everything+demo://resource/dynamic/text/1' });
+      assert.equal(dynamic.contents[0]!.uri, 'everything+demo://resource/dynamic/text/1');
+      // Resource links inside a tool result route back too.
+      const links = await client.callTool({ name: 'everything_get-resource-links', arguments: { count: 2 } });
+      const uris = (links.content as { type: string; uri?: string }[]).filter((c) => c.type === 'resource_link').map((c) => c.uri!);
+      assert.ok(uris.length > 0 && uris.every((u) => u.startsWith('everything+')), JSON.stringify(links.content));
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
+  it('relays sampling and elicitation requests to the client and the answers back', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl, { capabilities: { sampling: {}, elicitation: {} } });
+    const asked: { method: string; id?: unknown }[] = [];
+    client.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+      asked.push({ method: req.method, id: extra.requestId });
+      return { model: 'test-model', role: 'assistant', content: { type: 'text', text: 'sampled by the client' } };
+    });
+    client.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
+      asked.push({ method: req.method, id: extra.requestId });
+      return { action: 'accept', content: { name: 'Ada', check: true, email: 'ada@example.com' } };
+    });
+    try {
+      await waitFor(async () => (await client.listTools()).tools.some((t) => t.name === 'everything_trigger-elicitation-request'), 'conditional tools');
+      const sampled = await client.callTool({ name: 'everything_trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 5 } });
+      assert.match(JSON.stringify(sampled.content), /sampled by the client/);
+      const elicited = await client.callTool({ name: 'everything_trigger-elicitation-request', arguments: {} });
+      assert.match(JSON.stringify(elicited.content), /Ada/);
+      assert.deepEqual(
+        asked.map((a) => a.method),
+        ['sampling/createMessage', 'elicitation/create'],
+      );
+      // The ids the client saw name the target that asked, so the answers route back.
+      for (const a of asked) assert.match(String(a.id), /^swy:everything:n:\d+$/);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
+  it('relays a roots/list request sent outside any call (GET stream) and its answer', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl, { capabilities: { roots: { listChanged: true } } });
+    let asked = 0;
+    client.setRequestHandler(ListRootsRequestSchema, async () => {
+      asked++;
+      return { roots: [{ uri: 'file:///switchyard/test', name: 'test root' }] };
+    });
+    try {
+      await waitFor(() => asked > 0, 'roots/list from server-everything');
+      await waitFor(async () => JSON.stringify(await client.callTool({ name: 'everything_get-roots-list', arguments: {} })).includes('file:///switchyard/test'), 'roots in the tool');
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
+  it('rejects names of unknown targets and unprefixed names with -32602 and HTTP 400', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      for (const name of ['nosuch_echo', 'echo']) {
+        await assert.rejects(client.callTool({ name, arguments: {} }), (err: Error) => {
+          assert.match(err.message, /HTTP error: Error POSTing to endpoint/);
+          assert.match(err.message, new RegExp(`"code":-32602,"message":"Unknown tool: ${name}"`));
+          return true;
+        });
+      }
+      await assert.rejects(client.readResource({ uri: 'demo://resource/static/document/architecture.md' }), /Unknown resource/);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+});
+
+describe('mcp backend, per-request authorization hook (MCP_AUTHORIZER)', () => {
+  let gw: McpGateway;
+  before(async () => {
+    gw = await startMcpGateway(
+      { targets: [everythingStdio(), memoryStdio()] },
+      {
+        preset: [...mcpPreset, denyPolicy],
+        policies: { testMcpDeny: { deny: ['tool:everything:echo', 'prompt:everything:simple-prompt', 'resource:everything:demo://resource/static/document/features.md'] } },
+      },
+    );
+  });
+  after(() => gw.stop());
+
+  it('hides refused items from lists and answers calls to them as unknown', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(!tools.includes('everything_echo'));
+      assert.ok(tools.includes('everything_get-sum') && tools.includes('memory_read_graph'));
+      const prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+      assert.ok(!prompts.includes('everything_simple-prompt') && prompts.includes('everything_args-prompt'));
+      const uris = (await client.listResources()).resources.map((r) => r.uri);
+      assert.ok(!uris.includes('everything+demo://resource/static/document/features.md'));
+      assert.ok(uris.includes('everything+demo://resource/static/document/architecture.md'));
+
+      await assert.rejects(client.callTool({ name: 'everything_echo', arguments: { message: 'x' } }), /"code":-32602,"message":"Unknown tool: everything_echo"/);
+      await assert.rejects(client.getPrompt({ name: 'everything_simple-prompt' }), /Unknown prompt: everything_simple-prompt/);
+      await assert.rejects(
+        client.readResource({ uri: 'everything+demo://resource/static/document/features.md' }),
+        /Unknown resource: everything\+demo:\/\/resource\/static\/document\/features.md/,
+      );
+      assert.match(JSON.stringify(await client.callTool({ name: 'everything_get-sum', arguments: { a: 1, b: 2 } })), /3/);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+
+  it('answers a refused call with HTTP 400 and a JSON-RPC error body', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const res = await fetch(gw.mcpUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': transport.sessionId!,
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'x1', method: 'tools/call', params: { name: 'everything_echo', arguments: { message: 'no' } } }),
+      });
+      assert.equal(res.status, 400);
+      assert.deepEqual(await res.json(), { jsonrpc: '2.0', id: 'x1', error: { code: -32602, message: 'Unknown tool: everything_echo' } });
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+});

@@ -1,0 +1,41 @@
+// The `openapi` transport behind the real `mcp` backend: the Petstore API as prefixed MCP tools next to a stdio
+// target, driven by the SDK v1 client through the gateway.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import openapi from '../../plugins/mcp-transports/openapi/plugin.ts';
+import { connectClient, everythingStdio, mcpPreset, startMcpGateway } from './harness.ts';
+import type { McpGateway } from './harness.ts';
+import { PETSTORE_JSON, startPetstore } from './support/petstore-server.ts';
+import type { Petstore } from './support/petstore-server.ts';
+
+describe('mcp backend with an openapi target', () => {
+  let petstore: Petstore;
+  let gw: McpGateway;
+  before(async () => {
+    petstore = await startPetstore();
+    gw = await startMcpGateway(
+      { targets: [{ name: 'petstore', openapi: { host: '127.0.0.1', port: petstore.port, schema: { file: PETSTORE_JSON } } }, everythingStdio()] },
+      { preset: [...new Set<unknown>([...mcpPreset, openapi])] },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await petstore?.close();
+  });
+
+  it('lists the Petstore operations as `petstore_<operationId>` and calls them', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(tools.includes('petstore_getPetById') && tools.includes('petstore_addPet'), tools.join(','));
+      assert.ok(tools.includes('everything_echo'));
+      const pet = await client.callTool({ name: 'petstore_getPetById', arguments: { path: { petId: 1 } } });
+      assert.equal((pet.structuredContent as { name?: string }).name, 'doggie');
+      const missing = await client.callTool({ name: 'petstore_getPetById', arguments: { path: { petId: 999 } } });
+      assert.equal(missing.isError, true);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+});
