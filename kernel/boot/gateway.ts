@@ -135,8 +135,19 @@ export class Gateway {
     this.lastText = text;
     this.s.pipeline.snapshot = snapshot;
     this.live.add(snapshot);
-    await this.s.binds.apply(snapshot);
-    await this.s.admin.start(snapshot.staticConfig, this.endpoints());
+    try {
+      await this.s.binds.apply(snapshot);
+      await this.s.admin.start(snapshot.staticConfig, this.endpoints());
+    } catch (err) {
+      // A port that could not be bound must not leave the ports that could listening.
+      await Promise.all(this.s.binds.stopAccepting());
+      this.s.binds.destroyAll();
+      await this.s.admin.close();
+      snapshot.dispose();
+      this.live.clear();
+      await this.s.resources.disposeAll();
+      throw err;
+    }
     this.started = true;
     const c = this.options.config;
     if ('file' in c && this.options.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());

@@ -70,7 +70,9 @@ export class ExchangeImpl implements Exchange {
     this.path = path;
     this.query = query;
     this.originalUrl = req.url ?? '/';
-    this.sourceAddress = req.socket.remoteAddress ?? '';
+    // Binds listen on `::` (dual stack): show IPv4 clients as `1.2.3.4`, not `::ffff:1.2.3.4` (X-Forwarded-For, logs, CEL).
+    const addr = req.socket.remoteAddress ?? '';
+    this.sourceAddress = addr.startsWith('::ffff:') && addr.includes('.') ? addr.slice(7) : addr;
     this.sourcePort = req.socket.remotePort ?? 0;
     this.startTime = startTime;
   }

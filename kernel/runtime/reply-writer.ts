@@ -48,6 +48,10 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
   if (body !== undefined && body !== null && !(body instanceof Readable) && reply.headers['content-length'] === undefined) {
     reply.headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   }
+  // Replying while the request body is still being streamed (the upstream failed or answered early): the rest of
+  // that body may never be read, so this connection cannot carry another request. Say so (`Connection: close`).
+  const req = ex.req;
+  if (!req.complete && (req.readableFlowing !== null || req.destroyed)) res.shouldKeepAlive = false;
   try {
     res.writeHead(reply.status, reply.headers as Record<string, string | string[]>);
   } catch (err) {

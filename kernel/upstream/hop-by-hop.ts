@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 /** Headers that describe one connection, never forwarded (RFC 9110 §7.6.1). */
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'http2-settings'];
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'http2-settings'];
 
 /**
  * Remove hop-by-hop headers in place, including any named in `Connection`. With `keepUpgrade`, `Connection`

@@ -40,6 +40,9 @@ function parseOrigin(origin: string): Origin {
   return { href: `${url.protocol}//${url.host}`, secure, host, port, authority: url.host };
 }
 
+/** Bytes a client may send before the upstream accepted its upgrade. */
+const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -70,6 +73,8 @@ class PooledTarget implements UpstreamTarget {
     h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.sourceAddress}` : ex.sourceAddress;
     h['x-forwarded-proto'] = ex.scheme;
     h['x-forwarded-host'] = ex.clientAuthority;
+    // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
+    if (h.expect !== undefined) delete h.expect;
     return h;
   }
 
@@ -200,12 +205,34 @@ class PooledTarget implements UpstreamTarget {
       ...(this.parsed.secure ? tlsConnectOptions(this.options.tls, this.parsed.host) : {}),
     });
     socket.on('error', () => upReq.destroy());
+    // Until the upstream answers, read the client socket ourselves: an unread socket never reports the client
+    // leaving (bind servers allow half-open sockets), so the upstream connection would be kept forever. Bytes sent
+    // early are kept (bounded) and replayed after the handshake.
+    let early: Buffer[] | undefined;
+    let earlySize = 0;
+    const onClientGone = (): void => {
+      upReq.destroy();
+      socket.destroy();
+    };
+    const onEarlyData = (chunk: Buffer): void => {
+      earlySize += chunk.length;
+      if (earlySize > EARLY_UPGRADE_DATA_LIMIT) onClientGone();
+      else (early ??= []).push(chunk);
+    };
+    socket.on('data', onEarlyData);
+    socket.once('end', onClientGone);
+    socket.once('close', onClientGone);
     upReq.on('upgrade', (upRes, upSocket, upHead) => {
+      socket.off('data', onEarlyData);
+      socket.off('end', onClientGone);
+      socket.off('close', onClientGone);
+      if (socket.destroyed) return void upSocket.destroy();
       let lines = `HTTP/1.1 ${upRes.statusCode ?? 101} ${upRes.statusMessage ?? 'Switching Protocols'}\r\n`;
       for (let i = 0; i < upRes.rawHeaders.length; i += 2) lines += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
       socket.write(`${lines}\r\n`);
       if (upHead.length) socket.write(upHead);
       if (head.length) upSocket.write(head);
+      if (early) for (const chunk of early) upSocket.write(chunk);
       upSocket.on('error', () => socket.destroy());
       socket.on('close', () => upSocket.destroy());
       upSocket.on('close', () => socket.destroy());

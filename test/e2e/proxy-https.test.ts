@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import { Agent, request } from 'undici';
+import WebSocket, { WebSocketServer } from 'ws';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { startGatewayOnFreePorts, within } from './proxy-support.ts';
+
+/** A self-signed certificate for localhost and 127.0.0.1, made with openssl in a temp dir. */
+function selfSigned(dir: string, cn: string): { cert: string; key: string } {
+  const cert = join(dir, `${cn}.crt`);
+  const key = join(dir, `${cn}.key`);
+  execFileSync(
+    '/usr/bin/openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:${cn},IP:127.0.0.1`, '-keyout', key, '-out', cert],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}
+
+describe('HTTPS listener', () => {
+  let dir: string;
+  let gw: RunningGateway;
+  let up: TestUpstream;
+  let wsHttp: Server;
+  let wss: WebSocketServer;
+  let port: number;
+  let ca: string;
+  let agent: Agent;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-https-'));
+    const pair = selfSigned(dir, 'localhost');
+    ca = readFileSync(pair.cert, 'utf8');
+    agent = new Agent({ connect: { ca } });
+    up = await startUpstream();
+    wsHttp = createServer();
+    wss = new WebSocketServer({ server: wsHttp });
+    wss.on('connection', (ws) => ws.on('message', (d) => ws.send(`echo:${String(d)}`)));
+    await new Promise<void>((resolve) => wsHttp.listen(0, '127.0.0.1', resolve));
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              protocol: 'HTTPS',
+              tls: pair,
+              routes: [
+                { name: 'local', matches: [{ path: { exact: '/hello' } }], policies: { directResponse: { status: 200, body: 'hello over tls' } } },
+                { name: 'ws', matches: [{ path: { pathPrefix: '/ws' } }], backends: [{ host: `127.0.0.1:${(wsHttp.address() as { port: number }).port}` }] },
+                { name: 'proxied', backends: [{ host: `127.0.0.1:${up.port}` }] },
+              ],
+            },
+          ],
+        },
+      ],
+    })));
+  });
+  after(async () => {
+    await agent?.close();
+    await gw?.stop();
+    await up?.close();
+    for (const c of wss.clients) c.terminate();
+    wss.close();
+    await new Promise<void>((resolve) => wsHttp.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves a local reply over TLS (certificate verified against the CA)', async () => {
+    for (const host of ['localhost', '127.0.0.1']) {
+      const res = await request(`https://${host}:${port}/hello`, { dispatcher: agent });
+      assert.equal(res.statusCode, 200);
+      assert.equal(await res.body.text(), 'hello over tls');
+    }
+  });
+
+  it('proxies to a plain HTTP upstream with X-Forwarded-Proto https', async () => {
+    const res = await request(`https://localhost:${port}/api/x?y=1`, { dispatcher: agent, method: 'POST', body: 'payload' });
+    assert.equal(res.statusCode, 200);
+    const echoed = (await res.body.json()) as { url: string; bodyLength: number };
+    assert.equal(echoed.url, '/api/x?y=1');
+    assert.equal(echoed.bodyLength, 7);
+    const h = up.received.at(-1)!.headers;
+    assert.equal(h['x-forwarded-proto'], 'https');
+    assert.equal(h['x-forwarded-host'], `localhost:${port}`);
+  });
+
+  it('presents the configured certificate with SNI', async () => {
+    const subject = await new Promise<string>((resolve, reject) => {
+      const s = connect({ host: '127.0.0.1', port, servername: 'localhost', ca }, () => {
+        const cn = s.getPeerCertificate().subject.CN;
+        s.end();
+        resolve(String(cn));
+      });
+      s.on('error', reject);
+    });
+    assert.equal(subject, 'localhost');
+  });
+
+  it('rejects a client that does not trust the certificate (it is really TLS, not plain HTTP)', async () => {
+    await assert.rejects(request(`https://localhost:${port}/hello`), /self[- ]signed|certificate/i);
+  });
+
+  it('plain HTTP to the HTTPS port does not get a response', async () => {
+    await assert.rejects(within(request(`http://127.0.0.1:${port}/hello`).then((r) => r.body.text()), 5000, 'plain HTTP'));
+  });
+
+  it('WebSocket over TLS (wss://) is proxied', async () => {
+    const ws = new WebSocket(`wss://localhost:${port}/ws`, { ca });
+    const reply = await within(
+      new Promise<string>((resolve, reject) => {
+        ws.on('open', () => ws.send('over tls'));
+        ws.on('message', (d) => resolve(String(d)));
+        ws.on('error', reject);
+      }),
+      5000,
+      'wss echo',
+    );
+    ws.close();
+    assert.equal(reply, 'echo:over tls');
+  });
+});
+
+describe('HTTPS listeners selected by SNI', () => {
+  let dir: string;
+  let gw: RunningGateway;
+  let port: number;
+  const cas: Record<string, string> = {};
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-sni-'));
+    const a = selfSigned(dir, 'a.test');
+    const b = selfSigned(dir, 'b.test');
+    cas['a.test'] = readFileSync(a.cert, 'utf8');
+    cas['b.test'] = readFileSync(b.cert, 'utf8');
+    const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
+      binds: [
+        {
+          port,
+          listeners: [
+            { name: 'a', hostname: 'a.test', protocol: 'HTTPS', tls: a, routes: reply('listener a') },
+            { name: 'b', hostname: 'b.test', protocol: 'HTTPS', tls: b, routes: reply('listener b') },
+          ],
+        },
+      ],
+    })));
+  });
+  after(async () => {
+    await gw?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** One HTTP/1.1 request over TLS with the given SNI name; returns the certificate CN and the response body. */
+  function get(servername: string, ca: string): Promise<{ cn: string; body: string }> {
+    return new Promise((resolve, reject) => {
+      const s = connect({ host: '127.0.0.1', port, servername, ca }, () => {
+        const cn = String(s.getPeerCertificate().subject.CN);
+        s.write(`GET / HTTP/1.1\r\nHost: ${servername}\r\nConnection: close\r\n\r\n`);
+        let data = '';
+        s.on('data', (c: Buffer) => (data += c.toString()));
+        s.on('end', () => resolve({ cn, body: data.slice(data.indexOf('\r\n\r\n') + 4) }));
+      });
+      s.on('error', reject);
+    });
+  }
+
+  for (const name of ['a.test', 'b.test']) {
+    it(`SNI ${name} gets its own certificate and listener`, async () => {
+      const res = await get(name, cas[name]!);
+      assert.equal(res.cn, name);
+      assert.equal(res.body, `listener ${name[0]}`);
+    });
+  }
+});

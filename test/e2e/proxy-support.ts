@@ -1,0 +1,102 @@
+// Small helpers shared by the proxy-*.test.ts files (not a test file itself).
+import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+
+export const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Reject when `promise` takes longer than `ms` (a hang becomes a readable failure instead of a test timeout). */
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: nothing after ${ms}ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** Poll until `check` returns true, or fail after `ms`. */
+export async function waitFor(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+export interface RawResponse {
+  status: number;
+  /** Header lines as sent, names lower-cased, in order (repeated headers stay separate). */
+  headers: [string, string][];
+  body: Buffer;
+}
+
+export const header = (res: RawResponse, name: string): string[] => res.headers.filter(([n]) => n === name).map(([, v]) => v);
+
+function dechunk(data: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (;;) {
+    const eol = data.indexOf('\r\n', at);
+    if (eol === -1) break;
+    const size = parseInt(data.subarray(at, eol).toString('latin1'), 16);
+    if (!size) break;
+    parts.push(data.subarray(eol + 2, eol + 2 + size));
+    at = eol + 2 + size + 2;
+  }
+  return Buffer.concat(parts);
+}
+
+/**
+ * Send a hand-written HTTP/1.1 request on a fresh socket (so hop-by-hop headers that HTTP clients refuse to send
+ * can be tested) and read the response until the server closes the connection. `head` is the request line and
+ * headers without the blank line; `Connection: close` is the caller's job.
+ */
+export function rawRequest(port: number, head: string, body: Buffer | string = ''): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    socket.on('data', (c: Buffer) => chunks.push(c));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      let data = Buffer.concat(chunks);
+      // Skip interim responses (100 Continue).
+      while (/^HTTP\/1\.[01] 1\d\d /.test(data.subarray(0, 13).toString('latin1'))) data = data.subarray(data.indexOf('\r\n\r\n') + 4);
+      const split = data.indexOf('\r\n\r\n');
+      if (split === -1) return reject(new Error(`no response head in ${JSON.stringify(data.toString('latin1'))}`));
+      const lines = data.subarray(0, split).toString('latin1').split('\r\n');
+      const status = Number(lines[0]!.split(' ')[1]);
+      const headers = lines.slice(1).map((line) => {
+        const colon = line.indexOf(':');
+        return [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()] as [string, string];
+      });
+      const rest = data.subarray(split + 4);
+      const chunked = headers.some(([n, v]) => n === 'transfer-encoding' && /chunked/i.test(v));
+      resolve({ status, headers, body: chunked ? dechunk(rest) : rest });
+    });
+    socket.write(`${head.replace(/\r?\n/g, '\r\n').trimEnd()}\r\n\r\n`);
+    if (body.length) socket.write(body);
+  });
+}
+
+/**
+ * Start a gateway whose config needs `count` bind ports. freePort() can race with other test files (the OS may
+ * hand the same port to someone else before the gateway binds it), so EADDRINUSE is retried with new ports.
+ */
+export async function startGatewayOnFreePorts(
+  count: number,
+  build: (ports: number[]) => Record<string, unknown>,
+): Promise<{ gw: RunningGateway; ports: number[] }> {
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) ports.push(await freePort());
+    try {
+      return { gw: await startGateway(build(ports)), ports };
+    } catch (err) {
+      if (attempt >= 5 || !/EADDRINUSE/.test(String((err as Error)?.message))) throw err;
+    }
+  }
+}

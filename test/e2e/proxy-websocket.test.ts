@@ -1,0 +1,241 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import WebSocket, { WebSocketServer } from 'ws';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
+
+interface Client {
+  readonly ws: WebSocket;
+  /** Next message, text or binary; messages are queued from the start (the welcome can arrive with the 101). */
+  next(): Promise<{ data: Buffer; isBinary: boolean }>;
+  text(): Promise<string>;
+}
+
+/** Open a client WebSocket; resolves once open, rejects on error or an HTTP answer other than 101. */
+function openSocket(url: string, headers: Record<string, string> = {}): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, { headers });
+    const queue: { data: Buffer; isBinary: boolean }[] = [];
+    const waiting: ((m: { data: Buffer; isBinary: boolean }) => void)[] = [];
+    ws.on('message', (data, isBinary) => {
+      const m = { data: Buffer.from(data as Buffer), isBinary };
+      const w = waiting.shift();
+      if (w) w(m);
+      else queue.push(m);
+    });
+    const next = (): Promise<{ data: Buffer; isBinary: boolean }> =>
+      within(
+        new Promise((res) => {
+          const m = queue.shift();
+          if (m) res(m);
+          else waiting.push(res);
+        }),
+        5000,
+        'websocket message',
+      );
+    ws.once('open', () => resolve({ ws, next, text: () => next().then((m) => m.data.toString()) }));
+    ws.once('error', reject);
+    ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { statusCode: res.statusCode })));
+  });
+}
+
+describe('WebSocket upgrade through a host route', () => {
+  let gw: RunningGateway;
+  let wsServer: WebSocketServer;
+  let httpServer: Server;
+  let refusing: TestUpstream;
+  let upstreamPort: number;
+  let port: number;
+  const handshakes: IncomingHttpHeaders[] = [];
+  const closedUpstream: number[] = [];
+
+  before(async () => {
+    httpServer = createServer((_req, res) => res.writeHead(426).end());
+    wsServer = new WebSocketServer({ server: httpServer });
+    wsServer.on('connection', (ws, req) => {
+      handshakes.push(req.headers);
+      ws.send(`welcome ${req.url}`);
+      ws.on('message', (data, isBinary) => {
+        if (!isBinary && String(data) === 'please close') return void ws.close(4001, 'asked to');
+        ws.send(isBinary ? data : `echo:${String(data)}`, { binary: isBinary });
+      });
+      ws.on('close', () => closedUpstream.push(Date.now()));
+    });
+    await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+    upstreamPort = (httpServer.address() as { port: number }).port;
+    // A plain HTTP server with no 'upgrade' handler: node answers upgrade requests through the request handler.
+    refusing = await startUpstream((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/plain', 'x-refused': 'yes' });
+      res.end('no websockets here');
+    });
+    const closedPort = await freePort(); // nothing listens there
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                { name: 'refuse', matches: [{ path: { pathPrefix: '/refuse' } }], backends: [{ host: `127.0.0.1:${refusing.port}` }] },
+                { name: 'closed', matches: [{ path: { pathPrefix: '/closed' } }], backends: [{ host: `127.0.0.1:${closedPort}` }] },
+                { name: 'ws', backends: [{ host: `127.0.0.1:${upstreamPort}` }] },
+              ],
+            },
+          ],
+        },
+      ],
+    })));
+  });
+  after(async () => {
+    await gw?.stop();
+    for (const c of wsServer.clients) c.terminate();
+    wsServer.close();
+    await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    await refusing?.close();
+  });
+
+  it('text and binary messages flow both ways', async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/chat?room=1`);
+    try {
+      assert.equal(await c.text(), 'welcome /chat?room=1');
+      c.ws.send('hello');
+      assert.equal(await c.text(), 'echo:hello');
+      // Larger than one TCP segment, to make sure the pipe is not just a first-packet relay.
+      const large = 'x'.repeat(200_000);
+      c.ws.send(large);
+      assert.equal(await c.text(), `echo:${large}`);
+      const binary = Buffer.from([0, 1, 2, 254, 255]);
+      c.ws.send(binary);
+      const m = await c.next();
+      assert.equal(m.isBinary, true);
+      assert.deepEqual(m.data, binary);
+    } finally {
+      c.ws.close();
+    }
+  });
+
+  it('the handshake carries X-Forwarded-* and the client Host (IP-literal target)', async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/h`, { host: 'front.example', 'x-forwarded-for': '203.0.113.9' });
+    await c.text();
+    c.ws.close();
+    const h = handshakes.at(-1)!;
+    assert.equal(h.host, 'front.example');
+    assert.equal(h['x-forwarded-for'], '203.0.113.9, 127.0.0.1');
+    assert.equal(h['x-forwarded-proto'], 'http');
+    assert.equal(h.upgrade, 'websocket');
+  });
+
+  it('closing the client closes the upstream socket', async () => {
+    const before = closedUpstream.length;
+    const c = await openSocket(`ws://127.0.0.1:${port}/bye`);
+    await c.text();
+    c.ws.close(1000, 'done');
+    const [code] = await within(once(c.ws, 'close'), 5000, 'client close');
+    assert.equal(code, 1000);
+    await waitFor(() => closedUpstream.length > before, 5000, 'the upstream socket to close');
+  });
+
+  it('the upstream closing reaches the client with its close code', async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/close-me`);
+    await c.text();
+    c.ws.send('please close');
+    const [code, reason] = await within(once(c.ws, 'close'), 5000, 'close from upstream');
+    assert.equal(code, 4001);
+    assert.equal(String(reason), 'asked to');
+  });
+
+  it('an upstream that refuses the upgrade: the client gets its 404', async () => {
+    const err = (await openSocket(`ws://127.0.0.1:${port}/refuse`).then(
+      () => assert.fail('the upgrade must not succeed'),
+      (e: unknown) => e,
+    )) as { statusCode?: number };
+    assert.equal(err.statusCode, 404);
+  });
+
+  it('the refusal is relayed with its headers and body', async () => {
+    const res = await new Promise<{ status: number; headers: IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/refuse`);
+      ws.on('error', () => undefined);
+      ws.once('open', () => reject(new Error('unexpected upgrade')));
+      ws.once('unexpected-response', (_req, r) => {
+        let body = '';
+        r.on('data', (c: Buffer) => (body += c.toString()));
+        r.on('end', () => resolve({ status: r.statusCode!, headers: r.headers, body }));
+      });
+    });
+    assert.equal(res.status, 404);
+    assert.equal(res.headers['x-refused'], 'yes');
+    assert.equal(res.body, 'no websockets here');
+  });
+
+  it('an upstream that is down: the client gets 503', async () => {
+    const err = (await openSocket(`ws://127.0.0.1:${port}/closed`).then(
+      () => assert.fail('the upgrade must not succeed'),
+      (e: unknown) => e,
+    )) as { statusCode?: number };
+    assert.equal(err.statusCode, 503);
+  });
+
+  it('a client that leaves during a slow upstream handshake leaves no upstream connection behind', async () => {
+    // An upstream that takes 2s to accept the upgrade; the client gives up after 50ms.
+    const upSockets: import('node:net').Socket[] = [];
+    const slow = createServer();
+    const slowWss = new WebSocketServer({ noServer: true });
+    let upstreamSawClose = false;
+    slow.on('upgrade', (req, socket, head) => {
+      upSockets.push(socket as import('node:net').Socket);
+      // Read the socket so that the gateway giving up (FIN or RST) is noticed here.
+      socket.on('data', () => undefined);
+      socket.on('end', () => (upstreamSawClose = true));
+      socket.on('close', () => (upstreamSawClose = true));
+      socket.on('error', () => undefined);
+      setTimeout(() => {
+        if (!socket.destroyed) slowWss.handleUpgrade(req, socket, head, (ws) => ws.send('late'));
+      }, 2000);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    let g2: RunningGateway | undefined;
+    try {
+      const started = await startGatewayOnFreePorts(1, ([p]) => ({
+        binds: [{ port: p, listeners: [{ routes: [{ backends: [{ host: `127.0.0.1:${(slow.address() as { port: number }).port}` }] }] }] }],
+      }));
+      g2 = started.gw;
+      const p2 = started.ports[0]!;
+      const ws = new WebSocket(`ws://127.0.0.1:${p2}/slow`);
+      ws.on('error', () => undefined);
+      await waitFor(() => upSockets.length === 1, 5000, 'the handshake to reach the upstream');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      ws.terminate();
+      // Well before the upstream would finish its handshake: the gateway gave the connection up itself.
+      await waitFor(() => upstreamSawClose, 1000, 'the upstream connection to close');
+    } finally {
+      for (const s of upSockets) s.destroy();
+      slowWss.close();
+      await g2?.stop();
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+    }
+  });
+
+  it('the gateway keeps serving plain HTTP and WebSockets afterwards', async () => {
+    const res = await request(`${gw.url(port)}/refuse/plain`);
+    assert.equal(res.statusCode, 404);
+    await res.body.dump();
+    const c = await openSocket(`ws://127.0.0.1:${port}/again`);
+    assert.equal(await c.text(), 'welcome /again');
+    c.ws.close();
+  });
+
+  it('no upgraded or refused connection is left holding the config (stop does not wait for the drain deadline)', async () => {
+    await waitFor(() => wsServer.clients.size === 0, 5000, 'client sockets to close');
+    const started = Date.now();
+    await gw.stop();
+    assert.ok(Date.now() - started < 3000, `stop took ${Date.now() - started}ms`);
+  });
+});
