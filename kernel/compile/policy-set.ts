@@ -15,6 +15,11 @@ export function mergeFacets(base: PolicyFacets, over: PolicyFacets): PolicyFacet
   return out;
 }
 
+/** Reads the request body (2 MiB cap, 413 beyond) so later hooks and every upstream attempt see `ex.body`. */
+const READ_BODY_FIRST: PolicyInstance = {
+  onRequest: (ex) => ex.bufferBody().then(() => undefined),
+};
+
 function rank(e: PolicyEntry): number {
   return Phase[e.plugin.phase] * 1000 + (e.plugin.order ?? 0);
 }
@@ -37,9 +42,13 @@ export class CompiledPolicySet implements PolicySet {
     return this.keys.includes(key);
   }
 
-  /** Instances with an onRequest hook, in order; null when none (the runner skips null phases). */
+  /**
+   * Instances with an onRequest hook, in order; null when none (the runner skips null phases). When a policy's
+   * manifest says it needs the body (`needs.body`), the body is read (bounded) before the first hook runs.
+   */
   requestHooks(): PolicyInstance[] | null {
     const list = this.entries.filter((e) => e.instance.onRequest).map((e) => e.instance);
+    if (this.entries.some((e) => e.plugin.needs?.body === 'buffer' || e.plugin.needs?.body === 'replay')) list.unshift(READ_BODY_FIRST);
     return list.length ? list : null;
   }
 

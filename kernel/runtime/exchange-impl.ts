@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
-import type { AttributeKey, Exchange, RouteInfo } from '../sdk/index.ts';
+import type { AttributeKey, Exchange, PolicyInstance, RouteInfo } from '../sdk/index.ts';
 import { EMPTY_PLAN } from './upstream-plan.ts';
 import type { UpstreamPlan } from './upstream-plan.ts';
 import type { Readable } from 'node:stream';
@@ -39,6 +39,8 @@ export class ExchangeImpl implements Exchange {
   params: URLSearchParams | undefined = undefined;
   /** The compiled route and backend (kernel-only views of `route`). */
   compiledRoute: CompiledRoute | undefined = undefined;
+  /** Log hooks of the chosen backend (its own, then the route's); null before dispatch. */
+  logHooks: readonly PolicyInstance[] | null = null;
   /** Set once a reply has been started; later replies (a timeout racing a response) are dropped. */
   replied = false;
   status = 0;

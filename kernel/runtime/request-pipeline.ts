@@ -136,6 +136,7 @@ export class RequestPipeline {
       return;
     }
     ex.plan = ref.plan;
+    ex.logHooks = ref.logHooks;
     if (ref.instance.protocol) ex.protocol = ref.instance.protocol;
     const hooks = ref.responseHooks;
     const run = async (): Promise<Reply> => {
@@ -178,7 +179,7 @@ export class RequestPipeline {
     const duration = performance.now() - ex.startTime;
     const route = ex.compiledRoute;
     (route ? route.metrics : this.unmatched).record(ex.status, duration / 1000);
-    const logHooks = route?.logHooks;
+    const logHooks = ex.logHooks ?? route?.logHooks;
     if (logHooks) {
       for (const h of logHooks) {
         try {

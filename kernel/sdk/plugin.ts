@@ -132,7 +132,11 @@ export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
   readonly phase: PhaseName;
   /** Place inside the phase; lower runs first on requests (and last on responses). */
   readonly order?: number;
-  /** `buffer`: the body is read before the chain runs; `replay`: kept for retries too. */
+  /**
+   * `buffer` or `replay`: the kernel reads the whole request body (2 MiB cap, 413 beyond) before the first
+   * request hook of the policies object this policy sits in, so hooks and every upstream attempt (retries
+   * included) see `ex.body`.
+   */
   readonly needs?: { readonly body?: 'none' | 'buffer' | 'replay' };
   /** CEL variables this policy publishes as request attributes (`jwt`, `apiKey`, …), declared to every expression. */
   readonly celVariables?: readonly string[];

@@ -79,7 +79,7 @@ export interface UpstreamAttempt {
   readonly origin: string;
   /** Headers to send; hooks mutate them. */
   readonly headers: IncomingHttpHeaders;
-  /** The buffered body when the route buffers it (a `needs.body` of `buffer`/`replay`). */
+  /** The request body when it was read into memory (a policy's `needs.body`, `ex.bufferBody()`, or retry replay). */
   readonly body: Buffer | undefined;
   /** 0 for the first try, then 1, 2, … */
   readonly attempt: number;
