@@ -6,7 +6,6 @@ import { createGateway, LogSink } from 'switchyard';
 import type { Gateway } from 'switchyard';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
-import { freePort } from './ports.ts';
 
 export interface RunningGateway {
   readonly gateway: Gateway;
@@ -30,11 +29,11 @@ export async function startGateway(
   config: Record<string, unknown> | string,
   options: { preset?: readonly unknown[]; env?: NodeJS.ProcessEnv; watch?: boolean; knownKeys?: readonly string[] } = {},
 ): Promise<RunningGateway> {
-  const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()];
   let text: string;
   if (typeof config === 'string') text = config;
   else {
-    const staticBlock = { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${readiness}`, ...((config.config as object) ?? {}) };
+    // Port 0: the OS picks, so admin servers never race other tests for a port; the helper reads them back.
+    const staticBlock = { adminAddr: '127.0.0.1:0', statsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', ...((config.config as object) ?? {}) };
     text = stringify({ ...config, config: staticBlock });
   }
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-test-'));

@@ -145,6 +145,8 @@ export async function startEverything(mode: 'sse' | 'streamableHttp', fixedPort?
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
+        // An upstream that ignores SIGTERM must not keep the test file alive.
+        setTimeout(() => child.kill('SIGKILL'), 2000).unref();
       }),
   };
 }

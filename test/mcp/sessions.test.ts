@@ -24,8 +24,8 @@ describe('mcp sessions: resume by another gateway process', () => {
     other = await startMcpGateway(mcp, { staticConfig: { session: { key: randomBytes(32).toString('hex') } } });
   });
   after(async () => {
-    await Promise.all([a.stop(), b.stop(), other.stop()]);
-    await http.stop();
+    await Promise.all([a?.stop(), b?.stop(), other?.stop()]);
+    await http?.stop();
   });
 
   it('continues a session on a gateway that never saw it: same upstream session, fresh stdio child re-initialized', async () => {
