@@ -1,0 +1,140 @@
+// The load generator, run as its own process so it never shares the gateway's event loop.
+// Usage: node test/bench/load.ts '<json Job[]>'   → runs the jobs in order and prints one JSON line (a JobResult)
+// per job as soon as it is done.
+// autocannon's own latency histogram has whole-millisecond resolution; the c=1 phase keeps sub-millisecond samples
+// from the per-response event instead.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+export interface Job {
+  readonly url: string;
+  readonly headers?: Record<string, string>;
+  /** Seconds of load at `connections` before measuring (results discarded). */
+  readonly warmupS: number;
+  readonly connections: number;
+  /** Seconds of the throughput phase. */
+  readonly throughputS: number;
+  /** Seconds of the concurrency-1 latency phase (0: skip). */
+  readonly latencyS: number;
+  /** Processes serving the target: their CPU time (user + system, all threads) is read around the c=N phase. */
+  readonly cpuPids?: readonly number[];
+}
+
+export interface Phase {
+  readonly requests: number;
+  readonly ok: number;
+  readonly non2xx: number;
+  readonly errors: number;
+  readonly timeouts: number;
+  readonly durationS: number;
+  /** 2xx responses per second. */
+  readonly rps: number;
+  readonly statusCodes: Record<string, number>;
+  /** Milliseconds (sub-millisecond for the c=1 phase, whole milliseconds from autocannon otherwise). */
+  readonly p50: number;
+  readonly p99: number;
+  /** CPU time the target processes spent per request in this phase, µs (NaN when not measured). */
+  readonly cpuUsPerReq: number;
+}
+
+export interface JobResult {
+  readonly index: number;
+  readonly throughput: Phase;
+  readonly latency: Phase | null;
+}
+
+interface AutocannonResult {
+  requests: { total: number };
+  latency: { p50: number; p99: number };
+  duration: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  '2xx': number;
+  statusCodeStats: Record<string, { count: number }>;
+}
+interface Tracker {
+  on(event: 'response', listener: (client: unknown, status: number, bytes: number, ms: number) => void): void;
+}
+type Autocannon = (opts: Record<string, unknown>, cb: (err: Error | null, result: AutocannonResult) => void) => Tracker;
+
+// autocannon ships no types; it is a devDependency used only here.
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+function run(job: Job, connections: number, seconds: number, samples?: number[]): Promise<AutocannonResult> {
+  return new Promise((resolve, reject) => {
+    const tracker = autocannon(
+      { url: job.url, headers: job.headers ?? {}, connections, duration: seconds, timeout: 10, pipelining: 1 },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    );
+    if (samples) tracker.on('response', (_c, status, _b, ms) => void (status >= 200 && status < 300 && samples.push(ms)));
+  });
+}
+
+let clockTicks = 100;
+try {
+  clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+} catch {
+  // Linux default
+}
+
+/** utime + stime of the processes, in µs (NaN when /proc is not readable). */
+function cpuUs(pids: readonly number[] | undefined): number {
+  if (!pids?.length) return NaN;
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      return NaN;
+    }
+  }
+  return (ticks * 1e6) / clockTicks;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+function phase(r: AutocannonResult, samples?: number[], cpu = NaN): Phase {
+  const codes: Record<string, number> = {};
+  for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) codes[code] = count;
+  let p50 = r.latency.p50;
+  let p99 = r.latency.p99;
+  if (samples && samples.length) {
+    const sorted = samples.sort((a, b) => a - b);
+    p50 = percentile(sorted, 50);
+    p99 = percentile(sorted, 99);
+  }
+  return {
+    requests: r.requests.total,
+    ok: r['2xx'],
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    durationS: r.duration,
+    rps: r['2xx'] / r.duration,
+    statusCodes: codes,
+    p50,
+    p99,
+    cpuUsPerReq: cpu / r.requests.total,
+  };
+}
+
+const jobs = JSON.parse(process.argv[2] ?? '[]') as Job[];
+for (const [index, job] of jobs.entries()) {
+  if (job.warmupS > 0) await run(job, job.connections, job.warmupS);
+  const cpu0 = cpuUs(job.cpuPids);
+  const measured = await run(job, job.connections, job.throughputS);
+  const throughput = phase(measured, undefined, cpuUs(job.cpuPids) - cpu0);
+  let latency: Phase | null = null;
+  if (job.latencyS > 0) {
+    const samples: number[] = [];
+    latency = phase(await run(job, 1, job.latencyS, samples), samples);
+  }
+  process.stdout.write(`${JSON.stringify({ index, throughput, latency } satisfies JobResult)}\n`);
+}
