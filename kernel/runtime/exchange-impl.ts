@@ -11,6 +11,29 @@ export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
 
 export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: '', bind: 0 });
 
+/**
+ * An EventEmitter-style abort signal, the kind undici accepts besides AbortSignal (`on`/`once('abort')`,
+ * `removeListener`, no `aborted` property): forwarding needs no AbortController per request. One upstream call
+ * at a time listens.
+ */
+export class AbortHook {
+  private listener: (() => void) | undefined = undefined;
+  on(_event: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+  once(_event: 'abort', listener: () => void): void {
+    this.listener = listener;
+  }
+  removeListener(_event: 'abort', listener: () => void): void {
+    if (this.listener === listener) this.listener = undefined;
+  }
+  fire(): void {
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.();
+  }
+}
+
 /** The kernel's Exchange. Fields are all set in the constructor so every instance has one hidden class. */
 export class ExchangeImpl implements Exchange {
   readonly req: IncomingMessage;
@@ -89,7 +112,18 @@ export class ExchangeImpl implements Exchange {
 
   /** Called by the runtime when the client went away or the request timed out. */
   abort(reason?: unknown): void {
+    this.aborted ??= reason ?? new Error('aborted');
     this.controller?.abort(reason);
+    this.hook?.fire();
+  }
+
+  /** Why the exchange was aborted; undefined while it is live. */
+  aborted: unknown = undefined;
+  private hook: AbortHook | undefined = undefined;
+
+  /** The abort signal handed to undici for upstream calls: fired by `abort()`. */
+  abortHook(): AbortHook {
+    return (this.hook ??= new AbortHook());
   }
 
   get hasSignal(): boolean {

@@ -1,8 +1,26 @@
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
-import type { Logger, PolicyInstance, Reply } from '../sdk/index.ts';
+import type { HeaderMap, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
+import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
+
+/**
+ * The reply's headers as the flat `[name, value, …]` list node:http writes without building another object,
+ * leaving out unset values and hop-by-hop headers (whatever backend produced the reply).
+ */
+function flatHeaders(headers: HeaderMap): string[] {
+  const out: string[] = [];
+  const listed = connectionListed(headers.connection);
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || (listed !== null && listed.has(name))) continue;
+    if (typeof value === 'string') out.push(name, value);
+    else if (Array.isArray(value)) for (const v of value) out.push(name, v);
+    else out.push(name, String(value));
+  }
+  return out;
+}
 
 /** The reply for a thrown error: a GatewayError's status and JSON body, else a logged 500. */
 export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Reply {
@@ -53,7 +71,7 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
   const req = ex.req;
   if (!req.complete && (req.readableFlowing !== null || req.destroyed)) res.shouldKeepAlive = false;
   try {
-    res.writeHead(reply.status, reply.headers as Record<string, string | string[]>);
+    res.writeHead(reply.status, flatHeaders(reply.headers));
   } catch (err) {
     discard(body);
     ex.errorMessage = `invalid response header: ${(err as Error).message}`;

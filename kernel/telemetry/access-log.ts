@@ -1,8 +1,11 @@
 import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
 import type { LogSink } from './logger.ts';
-import { formatLine } from './logger.ts';
+import { formatLine, isoNow, textValue } from './logger.ts';
 
-/** One `request` line per request at info (BEHAVIOUR.md §6.1 field names), written in batches. */
+/**
+ * One `request` line per request at info (BEHAVIOUR.md §6.1 field names), written in batches. The text line is
+ * built by concatenation, without an intermediate object: it runs once per request.
+ */
 export class AccessLog {
   private readonly sink: LogSink;
   enabled: boolean;
@@ -16,6 +19,23 @@ export class AccessLog {
 
   record(ex: ExchangeImpl, durationMs: number): void {
     if (!this.enabled) return;
+    if (this.format === 'json') {
+      this.sink.push(formatLine('json', 'info', 'request', this.fields(ex, durationMs)));
+      return;
+    }
+    const route = ex.route;
+    let line = `${isoNow()} INFO  request`;
+    if (route.bind) line += ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}`;
+    line += ` src.addr=${ex.sourceAddress} http.method=${ex.method} http.host=${textValue(ex.clientAuthority)} http.path=${textValue(ex.originalUrl)} http.status=${ex.status} protocol=${ex.protocol}`;
+    if (ex.attempts > 1) line += ` retry.attempt=${ex.attempts - 1}`;
+    if (ex.errorMessage !== undefined) line += ` error=${textValue(ex.errorMessage)}`;
+    line += ` duration=${durationMs.toFixed(2)}ms`;
+    const extra = ex.fields;
+    if (extra) for (const k in extra) line += ` ${k}=${textValue(extra[k])}`;
+    this.sink.push(`${line}\n`);
+  }
+
+  private fields(ex: ExchangeImpl, durationMs: number): Record<string, unknown> {
     const fields: Record<string, unknown> = {
       bind: ex.route.bind || undefined,
       listener: ex.route.listener || undefined,
@@ -31,6 +51,6 @@ export class AccessLog {
       duration: `${durationMs.toFixed(2)}ms`,
     };
     if (ex.fields) Object.assign(fields, ex.fields);
-    this.sink.push(formatLine(this.format, 'info', 'request', fields));
+    return fields;
   }
 }

@@ -35,14 +35,30 @@ export interface LoggerSettings {
   format: 'json' | 'text';
 }
 
-function textValue(v: unknown): string {
+const NEEDS_QUOTES = /[\s"=]/;
+
+/** A `key=value` value: bare when safe, JSON-quoted when it holds blanks, quotes or `=`. */
+export function textValue(v: unknown): string {
   const s = typeof v === 'string' ? v : v instanceof Error ? v.message : JSON.stringify(v);
-  return s !== undefined && /[\s"=]/.test(s) ? JSON.stringify(s) : String(s);
+  return s !== undefined && NEEDS_QUOTES.test(s) ? JSON.stringify(s) : String(s);
+}
+
+let lastMs = 0;
+let lastIso = '';
+
+/** The current time as ISO 8601, formatted at most once per millisecond (many log lines share one). */
+export function isoNow(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastIso = new Date(now).toISOString();
+  }
+  return lastIso;
 }
 
 /** Formats a line as JSON or `key=value` text. Shared by the process logger and the access log. */
 export function formatLine(format: 'json' | 'text', level: LogLevel, message: string, fields: Record<string, unknown> | undefined): string {
-  const time = new Date().toISOString();
+  const time = isoNow();
   if (format === 'json') {
     const record: Record<string, unknown> = { time, level, msg: message };
     if (fields) for (const k in fields) if (fields[k] !== undefined) record[k] = fields[k] instanceof Error ? (fields[k] as Error).message : fields[k];

@@ -18,7 +18,7 @@ import type {
 } from '../sdk/index.ts';
 import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
 import { RETRY_BUFFER_LIMIT } from '../runtime/upstream-plan.ts';
-import { stripHopByHop } from './hop-by-hop.ts';
+import { blankHopByHop, stripHopByHop } from './hop-by-hop.ts';
 import { isIpLiteral, tlsConnectOptions, tlsConnector } from './tls-options.ts';
 import { isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
 import { writeRawResponse } from './raw-response.ts';
@@ -66,7 +66,7 @@ class PooledTarget implements UpstreamTarget {
   /** Headers for the upstream: hop-by-hop removed, Host chosen, X-Forwarded-* added. Mutates ex.headers. */
   private prepareHeaders(ex: ExchangeImpl): IncomingHttpHeaders {
     const h = ex.headers;
-    stripHopByHop(h);
+    blankHopByHop(h);
     const explicitAuthority = ex.authority !== ex.clientAuthority;
     h.host = explicitAuthority || !this.useTargetAuthority ? ex.authority || this.parsed.authority : this.parsed.authority;
     const xff = h['x-forwarded-for'];
@@ -74,7 +74,7 @@ class PooledTarget implements UpstreamTarget {
     h['x-forwarded-proto'] = ex.scheme;
     h['x-forwarded-host'] = ex.clientAuthority;
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
-    if (h.expect !== undefined) delete h.expect;
+    if (h.expect !== undefined) h.expect = undefined;
     return h;
   }
 
@@ -123,9 +123,8 @@ class PooledTarget implements UpstreamTarget {
         if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
         continue;
       }
-      const responseHeaders = response.headers as Record<string, string | string[] | undefined>;
-      stripHopByHop(responseHeaders);
-      return { status: response.statusCode, headers: responseHeaders, body: response.body, local: false };
+      // Hop-by-hop response headers are dropped when the reply is written (reply-writer), for every backend.
+      return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
     }
   }
 
@@ -137,7 +136,9 @@ class PooledTarget implements UpstreamTarget {
     timeoutMs: number,
   ): Promise<Dispatcher.ResponseData> {
     if (timeoutMs <= 0) {
-      return this.pool.request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: ex.signal });
+      if (ex.aborted !== undefined) return Promise.reject(ex.aborted);
+      const signal = ex.abortHook() as unknown as AbortSignal;
+      return this.pool.request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal });
     }
     // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
     const attempt = new AbortController();

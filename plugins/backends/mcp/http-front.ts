@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 import { jsonReply, localReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../lib/mcp/authorizer.ts';
+import { TRANSPORT_ERROR, header, rpcReply, upstreamHeaders } from './http-util.ts';
 import { RpcCode, RpcFailure, errorMessage, isRequest, isValidMessage } from './jsonrpc.ts';
 import type { RpcMessage } from './jsonrpc.ts';
+import { ALL_VERSIONS, ModernCode, classify, headerIsModern } from './modern.ts';
+import { ModernFront } from './modern-front.ts';
 import { PostResponder, StreamResponder } from './responder.ts';
 import { McpSession } from './session.ts';
 import type { BackendRuntime } from './session.ts';
@@ -14,51 +16,7 @@ import { SseStream } from './sse-stream.ts';
 /** The body limit of MCP requests (BEHAVIOUR.md §8.3). */
 export const MCP_BODY_LIMIT = 2 * 1024 * 1024;
 const SESSION_HEADER = 'mcp-session-id';
-const KNOWN_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
-
-/** Client headers never passed to HTTP targets: hop-by-hop, framing, and MCP headers the gateway sets per target. */
-const NOT_FORWARDED = new Set([
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'accept',
-  'accept-encoding',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'last-event-id',
-]);
-
-/** The client's headers for the targets' HTTP requests (after gateway auth removed what it consumed). */
-function upstreamHeaders(ex: Exchange): Record<string, string> | undefined {
-  let out: Record<string, string> | undefined;
-  for (const [k, v] of Object.entries(ex.headers)) {
-    if (v === undefined || NOT_FORWARDED.has(k) || k.startsWith('x-forwarded-')) continue;
-    (out ??= {})[k] = Array.isArray(v) ? v.join(', ') : v;
-  }
-  return out;
-}
-
-function header(ex: Exchange, name: string): string | undefined {
-  const v = ex.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-/** A gateway-made JSON-RPC error with an HTTP status (transport-level problems). */
-function rpcReply(status: number, code: number, message: string, id: RpcMessage['id'] = null, headers: HeaderMap = {}): Reply {
-  return jsonReply(status, errorMessage(id, code, message), headers);
-}
-
-/** Transport-level errors use the SDK's server code for them (-32000), as clients expect. */
-const TRANSPORT_ERROR = -32000;
+const KNOWN_VERSIONS = new Set<string>(ALL_VERSIONS);
 
 interface Parsed {
   readonly messages: RpcMessage[];
@@ -85,17 +43,26 @@ async function readMessages(ex: Exchange): Promise<Parsed | Reply> {
   return { messages: list as RpcMessage[], batch };
 }
 
-/** The streamable-HTTP server (protocol revisions 2024-11-05 … 2025-11-25). */
+/**
+ * The streamable-HTTP server: protocol revisions 2024-11-05 … 2025-11-25 (sessions, `initialize`), and 2026-07-28
+ * (stateless requests carrying their `_meta` envelope, served by ModernFront) on the same endpoint.
+ */
 export class StreamableFront {
   private readonly store: SessionStore;
   private rt: BackendRuntime;
+  private readonly modern: ModernFront;
 
   constructor(rt: BackendRuntime, store: SessionStore) {
     this.rt = rt;
     this.store = store;
+    this.modern = new ModernFront(rt, store);
   }
 
   handle(ex: Exchange): Promise<Reply> | Reply {
+    if (ex.method !== 'POST' && headerIsModern(header(ex, 'mcp-protocol-version'))) {
+      // The 2026-07-28 revision is POST-only: no GET stream, no session to DELETE (BEHAVIOUR §4.4).
+      return rpcReply(400, TRANSPORT_ERROR, `Bad Request: protocol revision 2026-07-28 has no sessions and no ${ex.method} requests; POST each request`);
+    }
     switch (ex.method) {
       case 'POST':
         return this.post(ex);
@@ -132,9 +99,20 @@ export class StreamableFront {
     if (first.method !== undefined) ex.logField('mcp.method', first.method);
     if (first.method === 'tools/call' && typeof first.params?.name === 'string') ex.logField('mcp.tool', first.params.name);
     const version = header(ex, 'mcp-protocol-version');
-    if (version !== undefined && !KNOWN_VERSIONS.has(version)) {
-      return rpcReply(400, TRANSPORT_ERROR, `Bad Request: unsupported protocol version ${version} (supported: ${[...KNOWN_VERSIONS].join(', ')})`);
+    // Unknown modern-era values are the classifier's (it answers with the versions `server/discover` lists).
+    if (version !== undefined && !KNOWN_VERSIONS.has(version.trim()) && !headerIsModern(version)) {
+      return rpcReply(
+        400,
+        ModernCode.unsupportedVersion,
+        `Bad Request: unsupported protocol version ${version} (supported: ${[...KNOWN_VERSIONS].join(', ')})`,
+        parsed.batch ? null : (first.id ?? null),
+        {},
+        { supported: [...KNOWN_VERSIONS], requested: version },
+      );
     }
+    const era = classify(parsed.messages, parsed.batch, { protocolVersion: version, method: header(ex, 'mcp-method'), name: header(ex, 'mcp-name') });
+    if (era.kind === 'reject') return rpcReply(era.status, era.code, era.message, era.id, {}, era.data);
+    if (era.kind === 'modern') return this.modern.post(ex, era.message, era.client, sse);
     const init = parsed.messages.find((m) => m.method === 'initialize');
     if (init) {
       if (parsed.messages.length > 1) return rpcReply(400, RpcCode.invalidRequest, 'Invalid Request: initialize must be sent alone', init.id);

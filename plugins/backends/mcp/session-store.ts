@@ -1,10 +1,12 @@
 import type { Logger } from 'switchyard/sdk';
-import type { BackendRuntime, McpSession } from './session.ts';
-import { McpSession as Session } from './session.ts';
+import type { BackendRuntime, InputEntry, InputRegistry, McpSession } from './session.ts';
+import { INPUT_WAIT_MS, McpSession as Session } from './session.ts';
 import { unsealSession } from './session-token.ts';
 
 /** How long an ended session's id is refused rather than resumed (DELETE, expiry) on this replica. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
+/** Idle sessions kept for 2026-07-28 clients (one per client identity); busy ones are never evicted. */
+export const MODERN_POOL_LIMIT = 16;
 
 /**
  * The live sessions of one `mcp` backend. Kept in the resource cache under the backend's config, so a reload that
@@ -17,6 +19,18 @@ export class SessionStore {
   private readonly logger: Logger;
   private readonly timer: NodeJS.Timeout;
   private disposed = false;
+  /** Sessions serving 2026-07-28 clients, by client identity (least recently used first). */
+  private readonly modern = new Map<string, McpSession>();
+  /** Calls waiting for a 2026-07-28 client's retry, by the `requestState` handed out. */
+  private readonly waiting = new Map<string, { entry: InputEntry; until: number }>();
+  readonly inputs: InputRegistry = {
+    set: (token, entry) => void this.waiting.set(token, { entry, until: Date.now() + INPUT_WAIT_MS }),
+    get: (token) => {
+      const w = this.waiting.get(token);
+      return w && w.until > Date.now() ? w.entry : undefined;
+    },
+    delete: (token) => void this.waiting.delete(token),
+  };
 
   constructor(idleMs: number, logger: Logger) {
     this.idleMs = idleMs;
@@ -54,6 +68,43 @@ export class SessionStore {
     return session;
   }
 
+  /**
+   * The session serving 2026-07-28 requests of one client identity (capabilities, client info and forwarded headers
+   * hashed into `key`): target connections, stdio processes included, are reused across its requests. At most
+   * MODERN_POOL_LIMIT idle ones are kept; each ends after the idle timeout.
+   */
+  modernSession(key: string, create: () => McpSession): McpSession | undefined {
+    if (this.disposed) return undefined;
+    let session = this.modern.get(key);
+    if (session && session.closed) {
+      this.modern.delete(key);
+      session = undefined;
+    }
+    if (session) {
+      this.modern.delete(key);
+      this.modern.set(key, session);
+      return session;
+    }
+    session = create();
+    session.inputRegistry = this.inputs;
+    this.modern.set(key, session);
+    if (this.modern.size > MODERN_POOL_LIMIT) {
+      for (const [k, s] of this.modern) {
+        if (this.modern.size <= MODERN_POOL_LIMIT) break;
+        if (s === session || !s.idle) continue;
+        this.modern.delete(k);
+        this.logger.debug('closing the least recently used 2026-07-28 client session', { session: s.uuid.slice(0, 8) });
+        void s.close(true, 'evicted from the 2026-07-28 session pool');
+      }
+    }
+    return session;
+  }
+
+  /** Sessions kept for 2026-07-28 clients (for tests and logs). */
+  get modernSize(): number {
+    return this.modern.size;
+  }
+
   /** End a session: forget it, refuse its id from now on, close it. */
   end(id: string, session: McpSession, terminate: boolean, reason: string): Promise<void> {
     if (this.sessions.get(id) === session) this.sessions.delete(id);
@@ -71,14 +122,24 @@ export class SessionStore {
       }
     }
     for (const [u, until] of this.ended) if (until <= now) this.ended.delete(u);
+    for (const [k, s] of this.modern) {
+      if (s.idle && now - s.lastActivity > this.idleMs) {
+        this.modern.delete(k);
+        this.logger.info('2026-07-28 client session expired after being idle', { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
+        void s.close(true, 'idle timeout');
+      }
+    }
+    for (const [t, w] of this.waiting) if (w.until <= now) this.waiting.delete(t);
   }
 
   /** The backend left the config (or the gateway stops): close every session, leaving resumable upstreams alone. */
   async dispose(): Promise<void> {
     this.disposed = true;
     clearInterval(this.timer);
-    const all = [...this.sessions.values()];
+    const all = [...this.sessions.values(), ...this.modern.values()];
     this.sessions.clear();
+    this.modern.clear();
+    this.waiting.clear();
     await Promise.all(all.map((s) => s.close(s.kind !== 'streamable', 'the gateway stopped serving this backend')));
   }
 }

@@ -1,9 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'switchyard/sdk';
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
 import { RpcCode, RpcFailure, errorMessage, isRequest, resultMessage } from './jsonrpc.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
+import { INPUT_REQUEST_CAPABILITY, INPUT_REQUIRED_METHODS, MODERN_VERSION, SUBSCRIPTION_ID_META_KEY, metaOf, modernCapabilities } from './modern.ts';
+import type { ModernClient } from './modern.ts';
 import { decodeServerRequestId, encodeServerRequestId, prefixName, prefixResult, prefixUri, splitName, splitUri } from './naming.ts';
-import { Call } from './responder.ts';
+import { Call, DETACHED } from './responder.ts';
 import type { Responder } from './responder.ts';
 import { sealSession } from './session-token.ts';
 import type { SessionClaims } from './session-token.ts';
@@ -37,6 +40,49 @@ const KEEP_ALIVE_MS = 25_000;
 /** How long a cancellation that arrived before its request is kept. */
 const EARLY_CANCEL_MS = 2000;
 
+/** How long a 2026-07-28 call that returned `input_required` waits for the client's retry. */
+export const INPUT_WAIT_MS = 5 * 60 * 1000;
+/** `requestState` values the gateway mints (legacy targets' server-to-client requests); other values are a target's own. */
+export const REQUEST_STATE_PREFIX = 'swy1.';
+
+/** Calls waiting for a 2026-07-28 client's input, by the `requestState` handed out (one registry per backend). */
+export interface InputRegistry {
+  set(token: string, entry: InputEntry): void;
+  get(token: string): InputEntry | undefined;
+  delete(token: string): void;
+}
+
+export interface InputEntry {
+  readonly session: McpSession;
+  readonly call: Call;
+  /** The call ended while it waited for the retry: its answer, for the retry. */
+  readonly final?: { readonly message: RpcMessage; readonly httpStatus: number | undefined };
+}
+
+/** A server-to-client request of a legacy target, held for a 2026-07-28 client as an embedded input request. */
+interface HeldRequest {
+  readonly conn: TargetConn;
+  readonly id: RpcId;
+  readonly method: string;
+  readonly params: Json | undefined;
+}
+
+/** The input-required state of one call (2026-07-28 client, legacy target asking for sampling, elicitation, roots). */
+interface InputState {
+  /** Client capabilities of the request (what the client can answer). */
+  readonly capabilities: Json;
+  /** The tool or prompt name, or resource URI, the request names: its retry must name the same. */
+  readonly subject: unknown;
+  /** Requests sent to the client, by key, not answered yet. */
+  readonly waiting: Map<string, HeldRequest>;
+  /** Requests that arrived since the last round. */
+  queued: HeldRequest[];
+  token: string | undefined;
+  seq: number;
+  flush: NodeJS.Immediate | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
 function nameOf(kind: ItemKind, key: string, item: Json): string | undefined {
   if (kind !== 'resource') return typeof item.name === 'string' ? item.name : undefined;
   const v = key === 'resourceTemplates' ? item.uriTemplate : item.uri;
@@ -51,7 +97,20 @@ function nameOf(kind: ItemKind, key: string, item: Json): string | undefined {
 export class McpSession implements ConnHost {
   readonly rt: BackendRuntime;
   readonly uuid: string;
-  readonly kind: 'streamable' | 'legacy' | 'stateless';
+  /**
+   * `modern`: 2026-07-28 clients (no client session; the gateway keeps these per client identity, or per request on a
+   * stateless backend: `ephemeral`).
+   */
+  readonly kind: 'streamable' | 'legacy' | 'stateless' | 'modern';
+  /** The client's envelope when the session serves 2026-07-28 requests. */
+  modernClient: ModernClient | undefined;
+  /** Per-request (stateless backend): server-to-client requests cannot be turned into input-required results. */
+  ephemeral = false;
+  /** Where calls waiting for a modern client's input are registered (pooled modern sessions). */
+  inputRegistry: InputRegistry | undefined;
+  /** The client identity a pooled modern session serves. */
+  poolKey: string | undefined;
+  private readonly inputs = new Map<Call, InputState>();
   token = '';
   initParams: Json;
   protocolVersion = '';
@@ -201,8 +260,11 @@ export class McpSession implements ConnHost {
   private finish(call: Call, message: RpcMessage, httpStatus?: number): void {
     if (call.done) return;
     call.done = true;
+    const token = call.responder === DETACHED ? this.inputs.get(call)?.token : undefined;
     this.forget(call);
     message.id = call.id;
+    // Ended while waiting for the client's retry (a failure, or the target gave up asking): keep the answer for it.
+    if (token) this.inputRegistry?.set(token, { session: this, call, final: { message, httpStatus } });
     call.responder.final(message, httpStatus);
     this.touch();
   }
@@ -210,6 +272,17 @@ export class McpSession implements ConnHost {
   private forget(call: Call): void {
     if (this.calls.get(call.id) === call) this.calls.delete(call.id);
     if (call.progressToken !== undefined && this.progress.get(call.progressToken) === call) this.progress.delete(call.progressToken);
+    const st = this.inputs.get(call);
+    if (st) {
+      this.inputs.delete(call);
+      if (st.flush) clearImmediate(st.flush);
+      if (st.timer) clearTimeout(st.timer);
+      if (st.token) this.inputRegistry?.delete(st.token);
+      // The target may still wait for answers the client never gave: tell it they will not come.
+      for (const h of [...st.waiting.values(), ...st.queued]) {
+        h.conn.respond(h.id, errorMessage(h.id, RpcCode.internalError, `the client's request ended before it answered \`${h.method}\``));
+      }
+    }
   }
 
   /** Stop a call: tell every target working on it, and give it no answer. */
@@ -277,6 +350,10 @@ export class McpSession implements ConnHost {
   private async route(call: Call, m: RpcMessage, auth: McpAuthorizer | undefined): Promise<void> {
     const params = m.params ?? {};
     const method = m.method!;
+    if (this.kind === 'modern') {
+      if (method === 'server/discover') return this.discover(call, params);
+      if (method === 'subscriptions/listen') return this.listen(call, params);
+    }
     switch (method) {
       case 'ping':
         return this.finish(call, resultMessage(call.id, {}));
@@ -323,6 +400,178 @@ export class McpSession implements ConnHost {
       `\`${method}\` cannot be routed: several targets are configured and its params name none of them`,
       400,
     );
+  }
+
+  // ---- the 2026-07-28 revision ---------------------------------------------------------------------------------
+
+  /** The identity put in `_meta` of results to modern clients: the target's with one target, else the gateway's. */
+  modernServerInfo(): Json {
+    if (this.rt.multiplexed) return { ...SERVER_INFO };
+    const info = this.conns[0]!.initResult?.serverInfo;
+    return info && typeof info === 'object' ? (info as Json) : { ...SERVER_INFO };
+  }
+
+  /**
+   * `server/discover`. One target: a modern target answers itself (forwarded as-is); a legacy one is described from
+   * its `initialize` answer. Several: the versions every target supports (legacy targets: the revision the gateway
+   * translates them to), capabilities merged as for `initialize`, the gateway's identity and instructions.
+   */
+  private async discover(call: Call, params: Json): Promise<void> {
+    if (!this.rt.multiplexed) {
+      const conn = this.conns[0]!;
+      try {
+        await conn.ready();
+      } catch (err) {
+        throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
+      }
+      if (conn.modern) return this.forward(call, conn, params);
+      const init = conn.initResult ?? {};
+      const result: Json = { supportedVersions: [MODERN_VERSION], capabilities: modernCapabilities(init.capabilities as Json | undefined) };
+      if (typeof init.instructions === 'string') result.instructions = init.instructions;
+      return this.finish(call, resultMessage(call.id, result));
+    }
+    const settled = await Promise.allSettled(this.conns.map((c) => c.ready()));
+    const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ conn: this.conns[i]!, error: s.reason as Error }] : []));
+    if (failed.length > 0) {
+      const message = failed.map((f) => f.error.message).join('; ');
+      if (!this.rt.failOpen || failed.length === this.conns.length) throw new RpcFailure(RpcCode.internalError, message, 500);
+      for (const f of failed) this.logger.warn('MCP target unavailable at server/discover; continuing without it (failOpen)', { target: f.conn.name, error: f.error.message });
+    }
+    const ready = this.conns.filter((c) => c.state === 'ready');
+    let versions = [MODERN_VERSION];
+    for (const c of ready) if (c.modern && c.discovery) versions = versions.filter((v) => c.discovery!.supportedVersions.includes(v));
+    if (versions.length === 0) {
+      throw new RpcFailure(RpcCode.internalError, `the targets share no 2026-07-28-era protocol version (${ready.map((c) => c.name).join(', ')})`, 500);
+    }
+    const has = (cap: string): boolean => ready.some((c) => c.capabilities?.includes(cap));
+    const capabilities: Json = {};
+    if (has('tools')) capabilities.tools = {};
+    if (has('prompts')) capabilities.prompts = {};
+    if (has('resources')) capabilities.resources = {};
+    if (has('logging')) capabilities.logging = {};
+    if (has('completions')) capabilities.completions = {};
+    let instructions = PREAMBLE;
+    for (const c of ready) {
+      const text = c.initResult?.instructions;
+      if (typeof text === 'string' && text.trim() !== '') instructions += `\n\n[${c.name}]\n${text}`;
+    }
+    this.finish(call, resultMessage(call.id, { supportedVersions: versions, capabilities, instructions }));
+  }
+
+  /**
+   * `subscriptions/listen` (the revision's change-notification stream): passed to a single modern target, whose
+   * notifications (tagged with the subscription id) stream back on the call. Anything else cannot be served.
+   */
+  private async listen(call: Call, params: Json): Promise<void> {
+    if (!this.rt.multiplexed) {
+      const conn = this.conns[0]!;
+      try {
+        await conn.ready();
+      } catch (err) {
+        throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
+      }
+      if (conn.modern) return this.forward(call, conn, params);
+    }
+    throw new RpcFailure(
+      RpcCode.methodNotFound,
+      'Method not found: subscriptions/listen is served only when the route has one target that speaks 2026-07-28',
+      404,
+    );
+  }
+
+  /**
+   * A legacy target asks the client something (sampling, elicitation, roots) while a 2026-07-28 request is open: the
+   * request is answered `input_required` with the question embedded; the client's retry (carrying `requestState`)
+   * brings the answer, which goes to the target, and the original call continues. Refused (an error to the target)
+   * when no call can carry it or the client did not declare the capability.
+   */
+  private inputRequest(conn: TargetConn, m: RpcMessage): void {
+    const id = m.id as RpcId;
+    const method = m.method!;
+    const capability = INPUT_REQUEST_CAPABILITY[method];
+    let call: Call | undefined;
+    for (const c of this.calls.values()) if (!c.done && c.targets(conn.name) && INPUT_REQUIRED_METHODS.has(c.method)) call = c;
+    const st = call && this.inputs.get(call);
+    const refuse = (why: string): void => {
+      this.logger.debug('refused a server-to-client request for a 2026-07-28 client', { target: conn.name, method, why });
+      conn.respond(id, errorMessage(id, RpcCode.methodNotFound, `\`${method}\` is not available: ${why}`));
+    };
+    if (!capability) return refuse('the 2026-07-28 revision has no such input request');
+    if (this.ephemeral || !this.inputRegistry) return refuse('the gateway route is stateless');
+    if (!call || !st) return refuse('no tools/call, prompts/get or resources/read of the client is waiting on this target');
+    const declared = st.capabilities[capability];
+    if (declared === undefined || declared === null) return refuse(`the client did not declare the \`${capability}\` capability`);
+    st.queued.push({ conn, id, method, params: m.params });
+    // Requests that come together go out in one round.
+    st.flush ??= setImmediate(() => this.flushInputs(call));
+  }
+
+  /** Answer the call `input_required` with every request the client has not answered; the call waits for the retry. */
+  private flushInputs(call: Call): void {
+    const st = this.inputs.get(call);
+    if (!st || call.done) return;
+    st.flush = undefined;
+    for (const h of st.queued) st.waiting.set(`${h.conn.name}-${++st.seq}`, h);
+    st.queued = [];
+    if (st.waiting.size === 0 || call.responder === DETACHED) return;
+    const inputRequests: Json = {};
+    for (const [key, h] of st.waiting) {
+      const params: Json = { ...h.params };
+      delete params._meta;
+      inputRequests[key] = { method: h.method, params };
+    }
+    if (!st.token) {
+      st.token = REQUEST_STATE_PREFIX + randomBytes(18).toString('base64url');
+      this.inputRegistry?.set(st.token, { session: this, call });
+    }
+    if (st.timer) clearTimeout(st.timer);
+    st.timer = setTimeout(() => this.cancel(call, 'the client did not answer the input request in time'), INPUT_WAIT_MS);
+    st.timer.unref?.();
+    const responder = call.responder;
+    call.responder = DETACHED;
+    responder.final({ jsonrpc: '2.0', id: call.id, result: { resultType: 'input_required', inputRequests, requestState: st.token } });
+  }
+
+  /** Track input requests for a call of a 2026-07-28 client (called when the call starts). */
+  expectInputs(call: Call, message: RpcMessage, capabilities: Json): void {
+    if (!call.done && INPUT_REQUIRED_METHODS.has(call.method)) {
+      const subject = message.params?.name ?? message.params?.uri;
+      this.inputs.set(call, { capabilities, subject, waiting: new Map(), queued: [], token: undefined, seq: 0, flush: undefined, timer: undefined });
+    }
+  }
+
+  /**
+   * The retry of a call that returned `input_required`: pass the client's answers to the target, and serve the call
+   * on the retry's response (another `input_required` round if questions remain).
+   */
+  resumeCall(call: Call, message: RpcMessage, responder: Responder): RpcFailure | undefined {
+    const st = this.inputs.get(call);
+    if (call.done || !st || call.responder !== DETACHED) return new RpcFailure(RpcCode.invalidParams, 'Invalid params: requestState is unknown or expired', 400);
+    if (message.method !== call.method || (message.params?.name ?? message.params?.uri) !== st.subject) {
+      return new RpcFailure(RpcCode.invalidParams, `Invalid params: requestState belongs to another request (\`${call.method}\` of ${String(st.subject)})`, 400);
+    }
+    const responses = message.params?.inputResponses;
+    if (responses !== undefined && (typeof responses !== 'object' || responses === null || Array.isArray(responses))) {
+      return new RpcFailure(RpcCode.invalidParams, 'Invalid params: inputResponses must be an object', 400);
+    }
+    const answers = (responses ?? {}) as Json;
+    for (const [key, value] of Object.entries(answers)) {
+      if (st.waiting.has(key) && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+        return new RpcFailure(RpcCode.invalidParams, `Invalid params: inputResponses.${key} must be an object`, 400);
+      }
+    }
+    if (st.timer) clearTimeout(st.timer);
+    st.timer = undefined;
+    for (const [key, h] of [...st.waiting]) {
+      if (!(key in answers)) continue;
+      st.waiting.delete(key);
+      h.conn.respond(h.id, { jsonrpc: '2.0', id: h.id, result: answers[key] as Json });
+    }
+    call.responder = responder;
+    this.touch();
+    // Unanswered questions are asked again; else the call goes on and its answer comes on this response.
+    if (st.waiting.size > 0 || st.queued.length > 0) this.flushInputs(call);
+    return undefined;
   }
 
   private async forward(call: Call, conn: TargetConn, params: Json | undefined): Promise<void> {
@@ -469,6 +718,20 @@ export class McpSession implements ConnHost {
   fromTarget(conn: TargetConn, m: RpcMessage): void {
     this.touch();
     const multiplexed = this.rt.multiplexed;
+    if (this.kind === 'modern') {
+      if (isRequest(m)) return this.inputRequest(conn, m);
+      // A 2026-07-28 target's subscription stream: its notifications name the listen request (our upstream id).
+      const sub = metaOf(m.params)?.[SUBSCRIPTION_ID_META_KEY];
+      if (sub !== undefined) {
+        for (const c of this.calls.values()) {
+          if (!c.done && c.refs.some((r) => r.conn === conn && r.id === sub)) {
+            c.responder.related(m);
+            return;
+          }
+        }
+        return;
+      }
+    }
     if (isRequest(m) && this.kind === 'stateless') {
       // Nobody could answer it (no session to send the answer on): refuse at once rather than let the target wait.
       conn.respond(m.id as RpcId, errorMessage(m.id, RpcCode.methodNotFound, `\`${m.method}\` is not available: the gateway route is stateless`));
@@ -522,6 +785,11 @@ export class McpSession implements ConnHost {
         latest.responder.related(m);
         return;
       }
+    }
+    if (this.kind === 'modern') {
+      // No session, no GET stream: a message that belongs to no open request has nowhere to go.
+      this.logger.debug('dropped a target message no 2026-07-28 request is waiting for', { method: m.method });
+      return;
     }
     if (this.getStream?.open) {
       this.getStream.send(m);

@@ -1,6 +1,8 @@
 import type { Logger, PolicySet } from 'switchyard/sdk';
-import type { McpTransportInstance, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
+import type { McpDiscovery, McpTransportInstance, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
+import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, INPUT_REQUIRED_METHODS, MODERN_VERSION, PROTOCOL_VERSION_META_KEY, withoutEnvelope } from './modern.ts';
+import type { ModernClient } from './modern.ts';
 
 /** One configured target, compiled once per config load. */
 export interface CompiledTarget {
@@ -19,6 +21,11 @@ export interface ConnHost {
   /** Client headers passed to HTTP upstreams. */
   readonly headers: Readonly<Record<string, string>> | undefined;
   readonly logger: Logger;
+  /**
+   * Set when the session serves a 2026-07-28 client: targets that serve that revision too are spoken to in it
+   * (no `initialize`; this envelope on every request); the others are initialized with `initParams` as usual.
+   */
+  readonly modernClient: ModernClient | undefined;
   /** A notification or server-to-client request from the target. */
   fromTarget(conn: TargetConn, message: RpcMessage): void;
 }
@@ -93,6 +100,9 @@ export class TargetConn {
   initResult: Record<string, unknown> | undefined;
   /** Capability names of the target; undefined until known. */
   capabilities: readonly string[] | undefined;
+  /** The target is spoken to in the 2026-07-28 revision (its `server/discover` answer is `discovery`). */
+  modern = false;
+  discovery: McpDiscovery | undefined;
   private resume: { sessionId: string; protocolVersion: string | undefined } | undefined;
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
@@ -142,6 +152,18 @@ export class TargetConn {
     this.starts++;
     this.downReason = undefined;
     const resume = this.resume;
+    let discovery: McpDiscovery | undefined;
+    if (this.host.modernClient && this.target.transport.discover) {
+      try {
+        discovery = await this.target.transport.discover({ headers: this.host.headers, logger: this.logger });
+      } catch (err) {
+        this.state = 'down';
+        this.lastError = (err as Error).message;
+        throw this.error(`failed to start: ${this.lastError}`);
+      }
+      if (this.isClosed()) throw this.error('is closed: the session ended');
+    }
+    if (discovery) return this.startModern(discovery);
     let up: McpUpstream;
     try {
       up = await this.target.transport.connect({
@@ -210,6 +232,76 @@ export class TargetConn {
     }
   }
 
+  /** Open a 2026-07-28 connection: nothing to negotiate, the target described itself in `server/discover`. */
+  private async startModern(discovery: McpDiscovery): Promise<void> {
+    let up: McpUpstream;
+    try {
+      up = await this.target.transport.connect({ headers: this.host.headers, policies: this.target.policies, logger: this.logger, modern: true });
+      this.attach(up);
+      await withTimeout(up.start(), START_TIMEOUT_MS, 'starting');
+    } catch (err) {
+      this.upstream = undefined;
+      this.state = 'down';
+      this.lastError = reasonOf(err);
+      throw this.error(`failed to start: ${this.lastError}`);
+    }
+    if (this.isClosed()) {
+      this.upstream = undefined;
+      void up.close().catch(() => undefined);
+      throw this.error('is closed: the session ended');
+    }
+    this.modern = true;
+    this.discovery = discovery;
+    this.protocolVersion = MODERN_VERSION;
+    this.capabilities = capabilityNames(discovery.capabilities);
+    this.initResult = { protocolVersion: MODERN_VERSION, capabilities: discovery.capabilities, serverInfo: discovery.serverInfo, instructions: discovery.instructions };
+    this.state = 'ready';
+    this.logger.debug('MCP target speaks the 2026-07-28 revision');
+  }
+
+  private attach(up: McpUpstream): void {
+    this.upstream = up;
+    up.onmessage = (m) => {
+      if (this.upstream === up) this.onMessage(m as RpcMessage);
+    };
+    up.onerror = (e) => {
+      if (this.upstream !== up) return;
+      this.lastError = e.message;
+      this.logger.debug('MCP target reported an error', { error: e.message });
+    };
+    up.onclose = () => {
+      if (this.upstream === up) this.onDown(this.lastError ?? 'closed the connection');
+    };
+  }
+
+  /**
+   * The params a request is sent with: to a 2026-07-28 target with the client's envelope in `_meta` (the request's
+   * own keys win); to a legacy target without the envelope keys and without the modern retry fields.
+   */
+  private paramsFor(method: string, params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+    const client = this.host.modernClient;
+    if (this.modern) {
+      const meta = (params?._meta as Record<string, unknown> | undefined) ?? {};
+      const envelope: Record<string, unknown> = { [PROTOCOL_VERSION_META_KEY]: MODERN_VERSION, [CLIENT_CAPABILITIES_META_KEY]: client?.clientCapabilities ?? {} };
+      if (client?.clientInfo) envelope[CLIENT_INFO_META_KEY] = client.clientInfo;
+      return { ...params, _meta: { ...envelope, ...meta, [PROTOCOL_VERSION_META_KEY]: MODERN_VERSION } };
+    }
+    if (!client || !params) return params;
+    let out = params;
+    const meta = params._meta as Record<string, unknown> | undefined;
+    if (meta && typeof meta === 'object') {
+      const rest = withoutEnvelope(meta);
+      out = { ...out };
+      if (rest) out._meta = rest;
+      else delete out._meta;
+    }
+    if (INPUT_REQUIRED_METHODS.has(method) && ('inputResponses' in out || 'requestState' in out)) {
+      const { inputResponses: _i, requestState: _r, ...rest } = out;
+      out = rest;
+    }
+    return out;
+  }
+
   private onMessage(m: RpcMessage): void {
     if (m.method === undefined) {
       const id = typeof m.id === 'number' ? m.id : Number(m.id);
@@ -257,11 +349,13 @@ export class TargetConn {
       pending.timer = setTimeout(() => {
         this.pending.delete(id);
         pending.reject(this.error(`did not answer \`${method}\` within ${timeoutMs}ms`));
-        this.notify('notifications/cancelled', { requestId: id, reason: 'the gateway timed out' });
+        if (this.upstream?.cancel) this.upstream.cancel(id);
+        else this.notify('notifications/cancelled', { requestId: id, reason: 'the gateway timed out' });
       }, timeoutMs);
     }
     const message: RpcMessage = { jsonrpc: '2.0', id, method };
-    if (params !== undefined) message.params = params;
+    const sent = method === 'initialize' ? params : this.paramsFor(method, params);
+    if (sent !== undefined) message.params = sent;
     try {
       await up.send(message as never);
     } catch (err) {
@@ -309,7 +403,8 @@ export class TargetConn {
       if (p.timer) clearTimeout(p.timer);
       p.reject(this.error(`request cancelled: ${reason}`));
     }
-    this.notify('notifications/cancelled', { requestId: id, reason });
+    if (this.upstream?.cancel) this.upstream.cancel(id);
+    else this.notify('notifications/cancelled', { requestId: id, reason });
   }
 
   /** Send a notification if connected (cancellations, client notifications). Failures are logged. */

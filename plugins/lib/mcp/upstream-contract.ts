@@ -30,6 +30,23 @@ export interface McpUpstream {
    * key may resume it). Transports without resumable sessions omit it and `close` is used.
    */
   detach?(): Promise<void>;
+  /**
+   * Stop waiting for the answer to request `id` and tell the target (2026-07-28 targets over HTTP: abort the
+   * request's response stream, the revision's cancellation signal). Transports without it get
+   * `notifications/cancelled`.
+   */
+  cancel?(id: string | number): void;
+}
+
+/** What a 2026-07-28 target says about itself in its `server/discover` answer. */
+export interface McpDiscovery {
+  /** The revisions it serves (at least one modern one, else it is treated as a legacy target). */
+  readonly supportedVersions: readonly string[];
+  readonly capabilities: Record<string, unknown>;
+  readonly serverInfo: Record<string, unknown> | undefined;
+  readonly instructions: string | undefined;
+  /** The whole result as the target sent it. */
+  readonly result: Record<string, unknown>;
 }
 
 /** What the MCP backend passes when it opens a target for a client session. */
@@ -40,6 +57,17 @@ export interface McpConnectOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The target's policies (per-target `policies` merged over the route's): TLS facets, backendAuth, … */
   readonly policies?: PolicySet;
+  readonly logger: Logger;
+  /**
+   * Speak the 2026-07-28 revision (no `initialize`, no session; every request carries its `_meta` envelope and the
+   * `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers). Only after `discover` said the target serves it.
+   */
+  readonly modern?: boolean;
+}
+
+/** What `discover` needs: the client's headers (the target may require its credentials), as for `connect`. */
+export interface McpDiscoverOptions {
+  readonly headers?: Readonly<Record<string, string>>;
   readonly logger: Logger;
 }
 
@@ -56,6 +84,12 @@ export interface McpTransportInstance {
   configure?(policies: PolicySet): void;
   /** Create a connection for one client session (not started yet). */
   connect(options: McpConnectOptions): McpUpstream | Promise<McpUpstream>;
+  /**
+   * Whether the target serves the 2026-07-28 revision: probed with `server/discover` once and cached (a definite
+   * answer either way; failures to reach it are not cached). Undefined: a legacy target. Transports that cannot
+   * carry the revision (stdio, SSE, OpenAPI) omit it.
+   */
+  discover?(options: McpDiscoverOptions): Promise<McpDiscovery | undefined>;
   /** Release shared resources when the config generation is retired. */
   dispose?(): void;
 }

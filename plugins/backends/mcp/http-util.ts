@@ -1,0 +1,57 @@
+import { jsonReply } from 'switchyard/sdk';
+import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
+import { errorMessage } from './jsonrpc.ts';
+import type { RpcMessage } from './jsonrpc.ts';
+
+/** Client headers never passed to HTTP targets: hop-by-hop, framing, and MCP headers the gateway sets per target. */
+const NOT_FORWARDED = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'accept',
+  'accept-encoding',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'last-event-id',
+]);
+
+/** Headers that change with every request: not kept by connections shared across a 2026-07-28 client's requests. */
+const PER_REQUEST = new Set(['traceparent', 'tracestate', 'baggage', 'x-request-id', 'x-amzn-trace-id', 'x-b3-traceid', 'x-b3-spanid', 'x-b3-parentspanid', 'x-b3-sampled', 'b3']);
+
+/**
+ * The client's headers for the targets' HTTP requests (after gateway auth removed what it consumed). `shared`: for
+ * connections that outlive the request (2026-07-28 clients), without the per-request tracing headers.
+ */
+export function upstreamHeaders(ex: Exchange, shared = false): Record<string, string> | undefined {
+  let out: Record<string, string> | undefined;
+  for (const [k, v] of Object.entries(ex.headers)) {
+    if (v === undefined || NOT_FORWARDED.has(k) || k.startsWith('x-forwarded-') || k.startsWith('mcp-param-')) continue;
+    if (shared && PER_REQUEST.has(k)) continue;
+    (out ??= {})[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+export function header(ex: Exchange, name: string): string | undefined {
+  const v = ex.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** A gateway-made JSON-RPC error with an HTTP status (transport-level problems). */
+export function rpcReply(status: number, code: number, message: string, id: RpcMessage['id'] = null, headers: HeaderMap = {}, data?: unknown): Reply {
+  return jsonReply(status, errorMessage(id, code, message, data), headers);
+}
+
+/** Transport-level errors use the SDK's server code for them (-32000), as clients expect. */
+export const TRANSPORT_ERROR = -32000;

@@ -1,0 +1,139 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { localReply } from 'switchyard/sdk';
+import type { Exchange, Reply } from 'switchyard/sdk';
+import { MCP_AUTHORIZER } from '../../lib/mcp/authorizer.ts';
+import { header, rpcReply, upstreamHeaders } from './http-util.ts';
+import { RpcCode, errorMessage, isRequest } from './jsonrpc.ts';
+import type { RpcId, RpcMessage } from './jsonrpc.ts';
+import { LATEST_LEGACY_VERSION, LOG_LEVEL_META_KEY, MODERN_VERSION, REMOVED_METHODS, metaOf } from './modern.ts';
+import type { ModernClient } from './modern.ts';
+import { ModernResponder, PostResponder } from './responder.ts';
+import type { Call } from './responder.ts';
+import { McpSession, REQUEST_STATE_PREFIX } from './session.ts';
+import type { BackendRuntime, InputEntry } from './session.ts';
+import type { SessionStore } from './session-store.ts';
+
+/**
+ * Ids the sessions run modern calls under: process-wide, as pooled sessions outlive a config reload (and its front)
+ * while their calls may still run or wait for input.
+ */
+let callSeq = 0;
+
+/**
+ * 2026-07-28 requests (already classified and header-checked, see modern.ts). Each is served on its own: no session
+ * id. On a stateful backend the target connections are kept per client identity (its capabilities, client info and
+ * forwarded headers) and reused across its requests, so a stdio target is not started for every request and a legacy
+ * target's question (sampling, elicitation, roots) can wait for the client's retry; on a stateless backend every
+ * request gets fresh connections, closed once it is answered.
+ */
+export class ModernFront {
+  private readonly rt: BackendRuntime;
+  private readonly store: SessionStore;
+
+  constructor(rt: BackendRuntime, store: SessionStore) {
+    this.rt = rt;
+    this.store = store;
+  }
+
+  post(ex: Exchange, m: RpcMessage, client: ModernClient | undefined, sse: boolean): Reply | Promise<Reply> {
+    if (header(ex, 'mcp-session-id') !== undefined) {
+      return rpcReply(400, RpcCode.invalidRequest, 'Bad Request: protocol revision 2026-07-28 has no sessions; send the request without Mcp-Session-Id', m.id ?? null);
+    }
+    // Notifications: nothing to pass on (cancellation on this revision is closing the request's response).
+    if (!isRequest(m)) return localReply(202, null, {});
+    const method = m.method!;
+    if (REMOVED_METHODS.has(method)) {
+      return rpcReply(404, RpcCode.methodNotFound, `Method not found: \`${method}\` does not exist in protocol revision ${MODERN_VERSION}`, m.id);
+    }
+    const id = m.id as RpcId;
+    const identity = this.rt.stateful ? this.identity(ex, client!) : undefined;
+    const state = m.params?.requestState;
+    let entry: InputEntry | undefined;
+    if (typeof state === 'string' && state.startsWith(REQUEST_STATE_PREFIX)) {
+      entry = this.store.inputs.get(state);
+      // A state is honoured only for the client it was given to (same capabilities, client info and credentials).
+      if (entry && entry.session.poolKey !== identity) entry = undefined;
+      if (!entry) return rpcReply(400, RpcCode.invalidParams, 'Invalid params: requestState is unknown or expired (the request waited too long, or reached another gateway replica)', id);
+    }
+    let session: McpSession | undefined = entry?.session;
+    let ephemeral = false;
+    if (!session) {
+      if (identity !== undefined) session = this.store.modernSession(identity, () => this.create(ex, client!, identity));
+      else {
+        session = this.create(ex, client!, undefined);
+        session.ephemeral = true;
+        ephemeral = true;
+      }
+    }
+    if (!session) return rpcReply(503, RpcCode.internalError, 'the MCP backend is shutting down', id);
+
+    // The session runs the call under an id (and progress token) of its own: it serves many clients' requests.
+    const internalId = `m${++callSeq}`;
+    const meta = metaOf(m.params);
+    const progressToken = meta?.progressToken;
+    const params: Record<string, unknown> = { ...m.params };
+    if (progressToken !== undefined) params._meta = { ...meta, progressToken: `swy-p-${internalId}` };
+    const internal: RpcMessage = { jsonrpc: '2.0', id: internalId, method, params };
+    const post = new PostResponder(sse, 1, false, {}, () => undefined);
+    const target = session;
+    const responder = new ModernResponder(post, id, method, progressToken, meta?.[LOG_LEVEL_META_KEY], () => target.modernServerInfo(), this.rt.multiplexed);
+
+    session.inflight++;
+    session.touch();
+    let call: Call | undefined;
+    if (entry?.final) {
+      this.store.inputs.delete(state as string);
+      responder.final({ ...entry.final.message }, entry.final.httpStatus);
+    } else if (entry) {
+      const refused = session.resumeCall(entry.call, internal, responder);
+      if (refused) responder.final(errorMessage(id, refused.code, refused.message), refused.httpStatus);
+      else call = entry.call;
+    } else {
+      call = session.startCall(internal, responder, ex.get(MCP_AUTHORIZER));
+      session.expectInputs(call, internal, client!.clientCapabilities);
+    }
+    const onAbort = (): void => {
+      if (call) target.cancel(call, 'the client disconnected');
+    };
+    ex.signal.addEventListener('abort', onAbort, { once: true });
+    return post.reply.then((reply) => {
+      const done = (): void => {
+        target.inflight--;
+        target.touch();
+        ex.signal.removeEventListener('abort', onAbort);
+        if (ephemeral) void target.close(true, 'stateless request done');
+      };
+      const body = reply.body;
+      if (body && typeof (body as NodeJS.ReadableStream).on === 'function') (body as NodeJS.ReadableStream).on('close', done);
+      else done();
+      return reply;
+    });
+  }
+
+  /** Who the client is, for reusing target connections: capabilities, client info, forwarded headers (credentials). */
+  private identity(ex: Exchange, client: ModernClient): string {
+    const headers = upstreamHeaders(ex, true) ?? {};
+    const sorted = Object.keys(headers)
+      .sort()
+      .map((k) => [k, headers[k]]);
+    return createHash('sha256')
+      .update(JSON.stringify({ c: client.clientCapabilities, i: client.clientInfo ?? null, h: sorted }))
+      .digest('base64url');
+  }
+
+  /** A session for modern requests: shared by one client identity (`poolKey`), or for one request (stateless backend). */
+  private create(ex: Exchange, client: ModernClient, poolKey: string | undefined): McpSession {
+    // Legacy targets are initialized by the gateway with what the client declares in its envelope.
+    const initParams = {
+      protocolVersion: LATEST_LEGACY_VERSION,
+      capabilities: client.clientCapabilities,
+      clientInfo: client.clientInfo ?? { name: 'switchyard', version: '0.1.0' },
+    };
+    const session = new McpSession(this.rt, randomUUID(), 'modern', initParams, upstreamHeaders(ex, poolKey !== undefined));
+    session.modernClient = client;
+    session.poolKey = poolKey;
+    session.initialized = true;
+    session.protocolVersion = MODERN_VERSION;
+    return session;
+  }
+}
