@@ -10,6 +10,14 @@ import { createRequire } from 'node:module';
 export interface Job {
   readonly url: string;
   readonly headers?: Record<string, string>;
+  /** Default GET. */
+  readonly method?: string;
+  /** Request body (a JSON-RPC message for the MCP rows). */
+  readonly body?: string;
+  /** Replace every `[<id>]` in the body with a fresh number per request: JSON-RPC ids must not repeat among the
+   *  requests in flight on one MCP session. (autocannon's own `idReplacement` assumes a fixed id length and sends
+   *  a wrong Content-Length.) */
+  readonly uniqueIds?: boolean;
   /** Seconds of load at `connections` before measuring (results discarded). */
   readonly warmupS: number;
   readonly connections: number;
@@ -19,6 +27,8 @@ export interface Job {
   readonly latencyS: number;
   /** Processes serving the target: their CPU time (user + system, all threads) is read around the c=N phase. */
   readonly cpuPids?: readonly number[];
+  /** Other processes whose CPU time is read the same way (the upstream behind a proxy), reported apart. */
+  readonly sideCpuPids?: readonly number[];
 }
 
 export interface Phase {
@@ -36,6 +46,8 @@ export interface Phase {
   readonly p99: number;
   /** CPU time the target processes spent per request in this phase, µs (NaN when not measured). */
   readonly cpuUsPerReq: number;
+  /** The same for `sideCpuPids` (NaN when not measured). */
+  readonly sideCpuUsPerReq: number;
 }
 
 export interface JobResult {
@@ -62,10 +74,27 @@ type Autocannon = (opts: Record<string, unknown>, cb: (err: Error | null, result
 // autocannon ships no types; it is a devDependency used only here.
 const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
+let nextId = 0;
+
 function run(job: Job, connections: number, seconds: number, samples?: number[]): Promise<AutocannonResult> {
+  const parts = job.uniqueIds && job.body !== undefined ? job.body.split('[<id>]') : undefined;
+  // autocannon rebuilds the request (Content-Length included) from what `setupRequest` returns, for every request.
+  const requests = parts
+    ? [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: parts.join(String(nextId++)) }) }]
+    : undefined;
   return new Promise((resolve, reject) => {
     const tracker = autocannon(
-      { url: job.url, headers: job.headers ?? {}, connections, duration: seconds, timeout: 10, pipelining: 1 },
+      {
+        url: job.url,
+        method: job.method ?? 'GET',
+        headers: job.headers ?? {},
+        body: job.body,
+        requests,
+        connections,
+        duration: seconds,
+        timeout: 10,
+        pipelining: 1,
+      },
       (err, result) => (err ? reject(err) : resolve(result)),
     );
     if (samples) tracker.on('response', (_c, status, _b, ms) => void (status >= 200 && status < 300 && samples.push(ms)));
@@ -100,7 +129,7 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function phase(r: AutocannonResult, samples?: number[], cpu = NaN): Phase {
+function phase(r: AutocannonResult, samples?: number[], cpu = NaN, sideCpu = NaN): Phase {
   const codes: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) codes[code] = count;
   let p50 = r.latency.p50;
@@ -122,6 +151,7 @@ function phase(r: AutocannonResult, samples?: number[], cpu = NaN): Phase {
     p50,
     p99,
     cpuUsPerReq: cpu / r.requests.total,
+    sideCpuUsPerReq: sideCpu / r.requests.total,
   };
 }
 
@@ -129,8 +159,9 @@ const jobs = JSON.parse(process.argv[2] ?? '[]') as Job[];
 for (const [index, job] of jobs.entries()) {
   if (job.warmupS > 0) await run(job, job.connections, job.warmupS);
   const cpu0 = cpuUs(job.cpuPids);
+  const side0 = cpuUs(job.sideCpuPids);
   const measured = await run(job, job.connections, job.throughputS);
-  const throughput = phase(measured, undefined, cpuUs(job.cpuPids) - cpu0);
+  const throughput = phase(measured, undefined, cpuUs(job.cpuPids) - cpu0, cpuUs(job.sideCpuPids) - side0);
   let latency: Phase | null = null;
   if (job.latencyS > 0) {
     const samples: number[] = [];

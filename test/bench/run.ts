@@ -1,27 +1,31 @@
-// `npm run bench`: a benchmark, not a test. Loopback only, bounded to about a minute, and every process it
+// `npm run bench`: a benchmark, not a test. Loopback only, bounded to about two minutes, and every process it
 // starts is stopped by its PID before it exits. See docs/perf.md for the method and the first results.
 //
 // Rows: the upstream hit directly, a bare undici reverse proxy (the Node ceiling, bare-proxy.ts), Switchyard on
-// a plain `host` route and on a route with policies, and nginx when it is on PATH. Load comes from autocannon in
-// its own process (load.ts). Then: compile time of 1,000 routes, spawn-to-ready with examples/quickstart.yaml,
-// idle RSS, and a reload of the 1,000-route config under load.
+// a plain `host` route, on a route with policies and on a route with jwtAuth + two CEL rules + localRateLimit, and
+// nginx when it is on PATH. The MCP scenario: JSON-RPC `tools/call` POSTs to an SDK v1 streamable-HTTP server
+// (mcp-upstream.ts) directly and through a Switchyard `mcp` route (stateful: one session opened before the load,
+// its `Mcp-Session-Id` on every request). Load comes from autocannon in its own process (load.ts). Then: compile
+// time of 1,000 routes, spawn-to-ready with examples/quickstart.yaml, idle RSS, and a reload of the 1,000-route
+// config under load.
 //
 // With `taskset` and 2+ CPUs, the proxy under test gets CPU 0 to itself and the upstream and the load generator
-// share the others (the direct row uses a second upstream pinned to CPU 0), so each row measures one core's worth.
+// share the others (the direct rows use a second upstream pinned to CPU 0), so each row measures one core's worth.
 // The measured seconds are split into rounds that interleave the targets; each figure is the median of the rounds,
 // so a burst of unrelated work on the machine shifts one round, not the result.
 //
 // Tunables: BENCH_WARMUP (2 s before a target's first round; 0.3 s before later ones), BENCH_SECONDS (6 s at
 // c=BENCH_CONNECTIONS, default 50), BENCH_LATENCY_SECONDS (3 s at c=1), BENCH_ROUNDS (3),
-// BENCH_RELOAD_SECONDS (5), BENCH_PIN=0 (no CPU pinning).
+// BENCH_RELOAD_SECONDS (5), BENCH_PIN=0 (no CPU pinning), BENCH_LOCK_WAIT (300 s: how long to wait for another
+// bench on the machine to finish before running anyway).
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { stringify } from 'yaml';
 import { createGateway, LogSink } from 'switchyard';
 import { fullPreset } from '../../plugins/presets/full.ts';
@@ -108,10 +112,63 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     void stopAll().finally(() => process.exit(130));
   });
 }
-const deadline = setTimeout(() => {
-  process.stderr.write(`\nbench: passed the ${DEADLINE_MS / 1000}s deadline, stopping\n`);
-  void stopAll().finally(() => process.exit(2));
-}, DEADLINE_MS);
+/** Armed once the bench holds the lock (waiting for another bench does not count). */
+let deadline: NodeJS.Timeout | undefined;
+function armDeadline(): void {
+  deadline = setTimeout(() => {
+    process.stderr.write(`\nbench: passed the ${DEADLINE_MS / 1000}s deadline, stopping\n`);
+    void stopAll().finally(() => process.exit(2));
+  }, DEADLINE_MS);
+}
+
+// One bench at a time on the machine: two runs pinned to the same CPU would each measure the other. The lock file
+// holds the PID of the bench that runs; a file whose process is gone is taken over.
+const LOCK = join(tmpdir(), 'switchyard-bench.lock');
+const LOCK_WAIT_S = process.env.BENCH_LOCK_WAIT ? Math.max(0, Number(process.env.BENCH_LOCK_WAIT) || 0) : 300;
+
+function lockHolder(): number | undefined {
+  try {
+    const pid = Number(readFileSync(LOCK, 'utf8').trim());
+    if (!Number.isInteger(pid) || pid <= 0) return undefined;
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('bench') ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True once this process holds the lock; false when another bench kept it past BENCH_LOCK_WAIT seconds. */
+async function acquireLock(): Promise<boolean> {
+  const until = Date.now() + LOCK_WAIT_S * 1000;
+  let told = false;
+  for (;;) {
+    try {
+      writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') return true; // no lock possible here: run anyway
+    }
+    const holder = lockHolder();
+    if (holder === undefined) {
+      rmSync(LOCK, { force: true });
+      continue;
+    }
+    if (Date.now() >= until) return false;
+    if (!told) {
+      process.stderr.write(`bench: another bench (PID ${holder}) is running; waiting up to ${LOCK_WAIT_S} s for it to finish\n`);
+      told = true;
+    }
+    await sleep(1000);
+  }
+}
+
+function releaseLock(): void {
+  try {
+    if (readFileSync(LOCK, 'utf8').trim() === String(process.pid)) rmSync(LOCK, { force: true });
+  } catch {
+    // not ours, or already gone
+  }
+}
+process.on('exit', releaseLock);
 
 /** Resolves with the port once the child prints `listening PORT`. */
 function listening(child: Child, timeoutMs = 10_000): Promise<void> {
@@ -149,6 +206,25 @@ function get(url: string, headers: Record<string, string> = {}): Promise<{ statu
   });
 }
 
+/** POST `body` (one request, its own connection); the answer's status, headers and text. */
+function post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { method: 'POST', headers: { connection: 'close', 'content-length': String(Buffer.byteLength(body)), ...headers }, agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (s: string) => (text += s));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.setTimeout(5000, () => req.destroy(new Error('timeout')));
+    req.end(body);
+  });
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Poll until GET url is 200; returns ms since `t0`. */
@@ -163,14 +239,6 @@ async function waitFor200(url: string, child: Child | undefined, t0: number, tim
     if (performance.now() - t0 > timeoutMs) throw new Error(`${url} not 200 after ${timeoutMs} ms${child ? `: ${child.stderr}` : ''}`);
     await sleep(5);
   }
-}
-
-function portFree(port: number, host: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen({ port, host, ipv6Only: false }, () => s.close(() => resolve(true)));
-  });
 }
 
 /** The process and its children (nginx: master and workers). */
@@ -211,6 +279,8 @@ const fmt = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(d
 // Configs
 
 const work = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
+// Also on the exits that skip main's `finally` (a signal, the deadline).
+process.on('exit', () => rmSync(work, { recursive: true, force: true }));
 
 interface Ports {
   admin: number;
@@ -241,24 +311,43 @@ function policySet(extended: boolean): Record<string, unknown> {
   return policies;
 }
 
-function benchConfig(p: Ports, port: number, upstream: number, extended: boolean): string {
-  return stringify({
-    config: staticBlock(p),
-    binds: [
-      {
-        port,
-        listeners: [
-          {
-            name: 'bench',
-            routes: [
-              { name: 'plain', matches: [{ path: { pathPrefix: '/plain' } }], backends: [{ host: `127.0.0.1:${upstream}` }] },
-              { name: 'policies', matches: [{ path: { pathPrefix: '/policies' } }], policies: policySet(extended), backends: [{ host: `127.0.0.1:${upstream}` }] },
-            ],
-          },
-        ],
-      },
-    ],
-  });
+const JWT_ISSUER = 'https://issuer.bench.example';
+const JWT_AUDIENCE = 'switchyard-bench';
+
+/** jwtAuth (strict, keys from a JWKS file) + two CEL rules that must both hold + a localRateLimit that never trips. */
+function jwtPolicies(jwksFile: string): Record<string, unknown> {
+  return {
+    jwtAuth: { mode: 'strict', issuer: JWT_ISSUER, audiences: [JWT_AUDIENCE], jwks: { file: jwksFile } },
+    // `require` rules: both are evaluated on every request (plain strings are allow rules, where the first true wins).
+    authorization: { rules: [{ require: 'jwt.sub == "bench-user"' }, { require: '"bench" in jwt.groups' }] },
+    localRateLimit: [{ maxTokens: 1_000_000_000, tokensPerFill: 1_000_000_000, fillInterval: '1s' }],
+  };
+}
+
+function benchConfig(p: Ports, port: number, upstream: number, extended: boolean, jwksFile?: string): string {
+  const routes: Record<string, unknown>[] = [
+    { name: 'plain', matches: [{ path: { pathPrefix: '/plain' } }], backends: [{ host: `127.0.0.1:${upstream}` }] },
+    { name: 'policies', matches: [{ path: { pathPrefix: '/policies' } }], policies: policySet(extended), backends: [{ host: `127.0.0.1:${upstream}` }] },
+  ];
+  if (jwksFile) {
+    routes.push({ name: 'jwt', matches: [{ path: { pathPrefix: '/jwt' } }], policies: jwtPolicies(jwksFile), backends: [{ host: `127.0.0.1:${upstream}` }] });
+  }
+  return stringify({ config: staticBlock(p), binds: [{ port, listeners: [{ name: 'bench', routes }] }] });
+}
+
+/**
+ * The MCP scenario's gateway: one route whose `mcp` backend has one streamable-HTTP target. It runs in a gateway
+ * process of its own, so the HTTP rows are measured in a process that never loaded the MCP code or served MCP.
+ * statefulMode stays the default (stateful): the client opens one session before the load, and the gateway keeps
+ * one upstream session for it. Stateless would open and initialize fresh target connections for every POST.
+ */
+function mcpBenchConfig(p: Ports, port: number, mcpUpstream: number): string {
+  const route = {
+    name: 'mcp',
+    matches: [{ path: { pathPrefix: '/mcp' } }],
+    backends: [{ mcp: { targets: [{ name: 'bench', mcp: { host: '127.0.0.1', port: mcpUpstream, path: '/mcp' } }] } }],
+  };
+  return stringify({ config: staticBlock(p), binds: [{ port, listeners: [{ name: 'mcp', routes: [route] }] }] });
 }
 
 /** 999 varied routes plus `target` last (the worst case for first-match selection). `variant` changes the text. */
@@ -289,6 +378,59 @@ function writeAtomic(file: string, text: string): void {
   const tmp = `${file}.tmp-${process.pid}`;
   writeFileSync(tmp, text);
   renameSync(tmp, file);
+}
+
+/** An RS256 key pair made for this run: the public JWK (with a `kid`) in a JWKS file, and tokens signed with it. */
+async function jwtSetup(dir: string): Promise<{ jwksFile: string; token: string; otherToken: string }> {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'bench-key', alg: 'RS256', use: 'sig' };
+  const jwksFile = join(dir, 'jwks.json');
+  writeFileSync(jwksFile, JSON.stringify({ keys: [jwk] }));
+  const sign = (sub: string): Promise<string> =>
+    new SignJWT({ groups: ['bench', 'staff'] })
+      .setProtectedHeader({ alg: 'RS256', kid: 'bench-key', typ: 'JWT' })
+      .setIssuer(JWT_ISSUER)
+      .setAudience(JWT_AUDIENCE)
+      .setSubject(sub)
+      .setIssuedAt()
+      .setExpirationTime('1h')
+      .sign(privateKey);
+  return { jwksFile, token: await sign('bench-user'), otherToken: await sign('someone-else') };
+}
+
+const MCP_HEADERS: Record<string, string> = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+};
+/** The measured request; the load generator puts a fresh id in place of `[<id>]` for every request. */
+const MCP_CALL = JSON.stringify({ jsonrpc: '2.0', id: '[<id>]', method: 'tools/call', params: { name: 'echo', arguments: { text: 'bench' } } });
+
+/** The JSON-RPC messages of an SSE body or a JSON body. */
+function mcpMessages(text: string): Record<string, unknown>[] {
+  const trimmed = text.trim();
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) {
+    const v = JSON.parse(trimmed) as unknown;
+    return (Array.isArray(v) ? v : [v]) as Record<string, unknown>[];
+  }
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => JSON.parse(l.slice(5)) as Record<string, unknown>);
+}
+
+/** Open an MCP session (initialize, then notifications/initialized); returns its `Mcp-Session-Id`. */
+async function mcpSession(url: string): Promise<string> {
+  const init = await post(
+    url,
+    JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'switchyard-bench', version: '1.0.0' } } }),
+    { 'content-type': MCP_HEADERS['content-type']!, accept: MCP_HEADERS.accept! },
+  );
+  const sid = init.headers['mcp-session-id'];
+  if (init.status !== 200 || typeof sid !== 'string') throw new Error(`${url}: initialize answered ${init.status}: ${init.body.slice(0, 300)}`);
+  const initialized = await post(url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), { ...MCP_HEADERS, 'mcp-session-id': sid });
+  if (initialized.status !== 202) throw new Error(`${url}: notifications/initialized answered ${initialized.status}: ${initialized.body.slice(0, 300)}`);
+  return sid;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -326,13 +468,21 @@ interface Row {
   readonly name: string;
   readonly url: string;
   readonly headers?: Record<string, string>;
+  readonly method?: string;
+  readonly body?: string;
+  readonly uniqueIds?: boolean;
+  /** The MCP rows: compared with the MCP upstream hit directly, not with the HTTP rows. */
+  readonly mcp?: boolean;
   /** Per round: 2xx/s at c=CONNECTIONS, and p50/p99 (ms) at c=1. */
   readonly rps: number[];
   readonly p50: number[];
   readonly p99: number[];
   /** Per round: CPU µs the serving processes spent per request at c=CONNECTIONS. */
   readonly cpu: number[];
+  /** Per round: CPU µs per request of the upstream behind the target (MCP rows), at c=CONNECTIONS. */
+  readonly sideCpu: number[];
   pids: number[];
+  sidePids?: number[];
   bad: number;
   errors: number;
 }
@@ -383,18 +533,23 @@ async function compileBench(): Promise<{ prepareMs: number; firstMs: number; med
 const QUICKSTART_PORTS = [3000, 3001, 15000, 15020, 15021];
 
 async function quickstartBench(): Promise<{ readyMs: number; runsMs: number[]; rssMiB: number } | string> {
-  const busy: number[] = [];
-  for (const port of QUICKSTART_PORTS) if (!(await portFree(port, port < 15000 ? '::' : '127.0.0.1'))) busy.push(port);
-  if (busy.length) return `skipped: port(s) ${busy.join(', ')} busy (examples/quickstart.yaml needs 3000/3001/15000/15020/15021)`;
+  // A copy of examples/quickstart.yaml on free ports, the rest unchanged: another gateway on the machine (other
+  // sessions run the quickstart too) could otherwise take a port between a check and the spawn and answer the
+  // readiness probe in its place.
+  const map = new Map<number, number>();
+  for (const port of QUICKSTART_PORTS) map.set(port, await freePort());
+  const text = readFileSync(join(ROOT, 'examples/quickstart.yaml'), 'utf8').replace(/\b(3000|3001|15000|15020|15021)\b/g, (m) => String(map.get(Number(m))));
+  const file = join(work, 'quickstart.yaml');
+  writeFileSync(file, text);
   const runsMs: number[] = [];
   let rss = NaN;
   for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
-    const gw = start('switchyard quickstart', NODE, [CLI, '-f', join(ROOT, 'examples/quickstart.yaml')], 'ignore');
+    const gw = start('switchyard quickstart', NODE, [CLI, '-f', file], 'ignore');
     try {
-      runsMs.push(await waitFor200('http://127.0.0.1:15021/healthz/ready', gw, t0));
+      runsMs.push(await waitFor200(`http://127.0.0.1:${map.get(15021)}/healthz/ready`, gw, t0));
       if (i === 2) {
-        const hello = await get('http://127.0.0.1:3000/hello');
+        const hello = await get(`http://127.0.0.1:${map.get(3000)}/hello`);
         if (hello.status !== 200) throw new Error(`quickstart /hello answered ${hello.status}`);
         await sleep(1000); // idle
         rss = rssMiB(gw.proc.pid!);
@@ -498,33 +653,62 @@ async function main(): Promise<number> {
   else console.log(`quickstart: readiness 200 at ${quick.runsMs.map((ms) => fmt(ms, 0)).join(', ')} ms after spawn (median ${fmt(quick.readyMs, 0)}); idle RSS ${fmt(quick.rssMiB, 1)} MiB (full preset)`);
 
   // 3. Targets. Two upstreams: one beside the load generator for the proxies, one on the target CPU for `direct`.
+  // The same for the MCP scenario: one SDK server behind the gateway, one on the target CPU for `mcp direct`.
   const upstreamPort = await freePort();
   const upstream = startPinned('upstream', CPU_REST, NODE, [join(HERE, 'upstream.ts'), String(upstreamPort)]);
   const directPort = await freePort();
   const directUpstream = startPinned('upstream (direct row)', CPU_TARGET, NODE, [join(HERE, 'upstream.ts'), String(directPort)]);
   const barePort = await freePort();
   const bare = startPinned('bare proxy', CPU_TARGET, NODE, [join(HERE, 'bare-proxy.ts'), String(barePort), String(upstreamPort)]);
-  await Promise.all([listening(upstream), listening(directUpstream), listening(bare)]);
+  const mcpUpstreamPort = await freePort();
+  const mcpUpstream = startPinned('mcp upstream', CPU_REST, NODE, [join(HERE, 'mcp-upstream.ts'), String(mcpUpstreamPort)]);
+  const mcpDirectPort = await freePort();
+  const mcpDirectUpstream = startPinned('mcp upstream (direct row)', CPU_TARGET, NODE, [join(HERE, 'mcp-upstream.ts'), String(mcpDirectPort)]);
+  await Promise.all([listening(upstream), listening(directUpstream), listening(bare), listening(mcpUpstream), listening(mcpDirectUpstream)]);
 
   const installed = installedPolicies();
   let extended = installed.has('cors') && installed.has('localRateLimit');
+  const jwt = ['jwtAuth', 'authorization', 'localRateLimit'].every((k) => installed.has(k)) ? await jwtSetup(work) : undefined;
+  if (!jwt) notes.push('jwt route skipped: jwtAuth, authorization and localRateLimit are not all installed');
+  let jwksFile = jwt?.jwksFile;
   const gwPorts = await adminPorts();
   const gwPort = await freePort();
   const configFile = join(work, 'bench.yaml');
-  writeFileSync(configFile, benchConfig(gwPorts, gwPort, upstreamPort, extended));
-  if (extended) {
-    const problem = validate(configFile);
-    if (problem) {
+  const writeConfig = (): void => writeFileSync(configFile, benchConfig(gwPorts, gwPort, upstreamPort, extended, jwksFile));
+  writeConfig();
+  if (extended || jwksFile) {
+    let problem = validate(configFile);
+    if (problem && extended) {
       notes.push(`cors + localRateLimit are installed but the bench config for them was rejected; the policies row ran without them:\n${problem}`);
       extended = false;
-      writeFileSync(configFile, benchConfig(gwPorts, gwPort, upstreamPort, false));
+      writeConfig();
+      problem = validate(configFile);
+    }
+    if (problem && jwksFile) {
+      notes.push(`the jwt route was rejected; its row is skipped:\n${problem}`);
+      jwksFile = undefined;
+      writeConfig();
     }
   }
+  let mcpConfigFile: string | undefined;
+  const mcpPorts = await adminPorts();
+  const mcpGwPort = await freePort();
+  if (installed.has('mcp')) {
+    mcpConfigFile = join(work, 'bench-mcp.yaml');
+    writeFileSync(mcpConfigFile, mcpBenchConfig(mcpPorts, mcpGwPort, mcpUpstreamPort));
+    const problem = validate(mcpConfigFile);
+    if (problem) {
+      notes.push(`the MCP route was rejected; the MCP scenario is skipped:\n${problem}`);
+      mcpConfigFile = undefined;
+    }
+  } else notes.push('MCP scenario skipped: the mcp backend is not installed');
   const policyNames = Object.keys(policySet(extended)).join(' + ');
   if (!extended) notes.push(`policies route: ${policyNames} only (cors and localRateLimit join it once they are installed)`);
   // Access log on (the default), written to /dev/null so terminal output does not distort the result.
   const gateway = startPinned('switchyard', CPU_TARGET, NODE, [CLI, '-f', configFile], 'ignore');
   await waitFor200(`http://127.0.0.1:${gwPorts.readiness}/healthz/ready`, gateway, performance.now());
+  const mcpGatewayProc = mcpConfigFile ? startPinned('switchyard (mcp)', CPU_TARGET, NODE, [CLI, '-f', mcpConfigFile], 'ignore') : undefined;
+  if (mcpGatewayProc) await waitFor200(`http://127.0.0.1:${mcpPorts.readiness}/healthz/ready`, mcpGatewayProc, performance.now());
 
   let nginx: Child | undefined;
   let nginxPort = 0;
@@ -544,14 +728,16 @@ async function main(): Promise<number> {
     }
   } else notes.push('nginx is not on PATH: row skipped');
 
-  const row = (name: string, url: string, server: Child, headers?: Record<string, string>): Row => ({
+  const row = (name: string, url: string, server: Child, headers?: Record<string, string>, mcp?: boolean): Row => ({
     name,
     url,
     headers,
+    ...(mcp ? { method: 'POST', body: MCP_CALL, uniqueIds: true, mcp: true } : {}),
     rps: [],
     p50: [],
     p99: [],
     cpu: [],
+    sideCpu: [],
     pids: processTree(server.proc.pid!),
     bad: 0,
     errors: 0,
@@ -561,11 +747,42 @@ async function main(): Promise<number> {
   const plain = row('switchyard plain', `http://127.0.0.1:${gwPort}/plain`, gateway);
   const policies = row('switchyard policies', `http://127.0.0.1:${gwPort}/policies`, gateway, extended ? { origin: 'https://bench.example' } : undefined);
   const rows = [direct, bareRow, plain, policies];
-  if (nginx) rows.push(row('nginx (1 worker)', `http://127.0.0.1:${nginxPort}/plain`, nginx));
+  const jwtRow = jwt && jwksFile ? row('switchyard jwt', `http://127.0.0.1:${gwPort}/jwt`, gateway, { authorization: `Bearer ${jwt.token}` }) : undefined;
+  if (jwtRow) rows.push(jwtRow);
+  const nginxRow = nginx ? row('nginx (1 worker)', `http://127.0.0.1:${nginxPort}/plain`, nginx) : undefined;
+  if (nginxRow) rows.push(nginxRow);
   // Sanity: each target answers 200 with the upstream's body.
   for (const r of rows) {
     const res = await get(r.url, r.headers);
     if (res.status !== 200 || !res.body.includes('bench-upstream')) throw new Error(`${r.name} answered ${res.status}: ${res.body.slice(0, 200)}`);
+  }
+  if (jwtRow && jwt) {
+    // The policies are at work: no token is 401, a valid token failing a rule is 403.
+    const none = await get(jwtRow.url);
+    const other = await get(jwtRow.url, { authorization: `Bearer ${jwt.otherToken}` });
+    if (none.status !== 401 || other.status !== 403) throw new Error(`jwt route: no token answered ${none.status} (want 401), another subject ${other.status} (want 403)`);
+  }
+
+  // MCP: one session each (initialize + notifications/initialized), then a few calls checked before the load.
+  let mcpDirect: Row | undefined;
+  let mcpGateway: Row | undefined;
+  if (mcpGatewayProc) {
+    const directUrl = `http://127.0.0.1:${mcpDirectPort}/mcp`;
+    const gatewayUrl = `http://127.0.0.1:${mcpGwPort}/mcp`;
+    mcpDirect = row('mcp direct upstream', directUrl, mcpDirectUpstream, { ...MCP_HEADERS, 'mcp-session-id': await mcpSession(directUrl) }, true);
+    mcpGateway = row('switchyard mcp', gatewayUrl, mcpGatewayProc, { ...MCP_HEADERS, 'mcp-session-id': await mcpSession(gatewayUrl) }, true);
+    mcpGateway.sidePids = [mcpUpstream.proc.pid!];
+    for (const r of [mcpDirect, mcpGateway]) {
+      for (let i = 0; i < 3; i++) {
+        const id = `sample-${i}`;
+        const res = await post(r.url, MCP_CALL.replace('[<id>]', id), r.headers!);
+        const answer = mcpMessages(res.body).find((m) => m.id === id) as { result?: { content?: { text?: string }[] } } | undefined;
+        if (res.status !== 200 || answer?.result?.content?.[0]?.text !== 'echo: bench') {
+          throw new Error(`${r.name}: tools/call answered ${res.status}: ${res.body.slice(0, 300)}`);
+        }
+      }
+    }
+    rows.push(mcpDirect, mcpGateway);
   }
 
   const jobs: Job[] = [];
@@ -575,11 +792,15 @@ async function main(): Promise<number> {
       jobs.push({
         url: r.url,
         headers: r.headers,
+        method: r.method,
+        body: r.body,
+        uniqueIds: r.uniqueIds,
         warmupS: round === 0 ? WARMUP_S : 0.3,
         connections: CONNECTIONS,
         throughputS: THROUGHPUT_S / ROUNDS,
         latencyS: LATENCY_S / ROUNDS,
         cpuPids: r.pids,
+        sideCpuPids: r.sidePids,
       });
       jobRows.push(r);
     }
@@ -590,6 +811,7 @@ async function main(): Promise<number> {
     r.p50.push(res.latency?.p50 ?? NaN);
     r.p99.push(res.latency?.p99 ?? NaN);
     r.cpu.push(res.throughput.cpuUsPerReq);
+    r.sideCpu.push(res.throughput.sideCpuUsPerReq);
     for (const ph of [res.throughput, res.latency]) {
       if (!ph) continue;
       r.bad += ph.requests - ph.ok;
@@ -601,9 +823,11 @@ async function main(): Promise<number> {
     );
   });
   const gatewayRss = rssMiB(gateway.proc.pid!);
+  const mcpGatewayRss = mcpGatewayProc ? rssMiB(mcpGatewayProc.proc.pid!) : NaN;
   await stop(gateway);
+  if (mcpGatewayProc) await stop(mcpGatewayProc);
   if (nginx) {
-    const workers = rows[rows.length - 1]!.pids.slice(1);
+    const workers = nginxRow!.pids.slice(1);
     await stop(nginx);
     // The master stops its workers; make sure none outlived it.
     for (const pid of workers) {
@@ -616,6 +840,8 @@ async function main(): Promise<number> {
   }
   await stop(bare);
   await stop(directUpstream);
+  await stop(mcpDirectUpstream);
+  await stop(mcpUpstream);
 
   // 4. Reload of 1,000 routes under load.
   const manyPorts = await adminPorts();
@@ -649,28 +875,38 @@ async function main(): Promise<number> {
   await stopAll();
 
   // 5. Report.
-  const addedUs = (r: Row): number => (p50(r) - p50(direct)) * 1000;
+  // The MCP rows are compared with the MCP upstream hit directly; the others with the HTTP upstream and the bare proxy.
+  const baseOf = (r: Row): Row => (r.mcp ? mcpDirect! : direct);
+  const addedUs = (r: Row): number => (p50(r) - p50(baseOf(r))) * 1000;
   console.log(
     `\n| target | req/s (c=${CONNECTIONS}) | p50 ms (c=1) | p99 ms (c=1) | × bare | × direct | added p50 vs direct | CPU µs/req | bare/this CPU |`,
   );
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
+    const base = baseOf(r);
     console.log(
-      `| ${r.name} | ${fmt(rps(r), 0)} ${spread(r)} | ${fmt(p50(r), 3)} | ${fmt(p99(r), 3)} | ${fmt(rps(r) / rps(bareRow))} | ${fmt(rps(r) / rps(direct))} | ` +
-        `${r === direct ? '—' : `+${fmt(addedUs(r), 0)} µs`} | ${fmt(cpuPerReq(r), 0)} | ${fmt(cpuPerReq(bareRow) / cpuPerReq(r))} |`,
+      `| ${r.name} | ${fmt(rps(r), 0)} ${spread(r)} | ${fmt(p50(r), 3)} | ${fmt(p99(r), 3)} | ${r.mcp ? '—' : fmt(rps(r) / rps(bareRow))} | ${fmt(rps(r) / rps(base))} | ` +
+        `${r === base ? '—' : `+${fmt(addedUs(r), 0)} µs`} | ${fmt(cpuPerReq(r), 0)} | ${r.mcp ? '—' : fmt(cpuPerReq(bareRow) / cpuPerReq(r))} |`,
     );
   }
+  if (mcpDirect && mcpGateway) {
+    console.log(
+      '\nMCP rows: `tools/call` POSTs on one session; × direct and added p50 are against `mcp direct upstream`. ' +
+        `The upstream behind the gateway spent ${fmt(median(mcpGateway.sideCpu), 0)} CPU µs per call on CPU ${CPU_REST} (the direct one ${fmt(cpuPerReq(mcpDirect), 0)} on CPU ${CPU_TARGET}).`,
+    );
+  }
+  if (jwtRow) console.log('jwt route: jwtAuth (strict, RS256, JWKS file) + authorization (2 CEL require rules) + localRateLimit');
   for (const r of rows.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
   console.log(`\npolicies route: ${policyNames}`);
-  console.log(`Switchyard RSS after the load: ${fmt(gatewayRss, 1)} MiB`);
+  console.log(`Switchyard RSS after the load: ${fmt(gatewayRss, 1)} MiB${mcpGatewayProc ? ` (the MCP gateway: ${fmt(mcpGatewayRss, 1)} MiB)` : ''}`);
 
   const checks: [string, boolean, string][] = [];
   // On one pinned core, throughput is about 1 / CPU per request. When other work on the machine scatters the
   // throughput rounds, the CPU ratio is the steadier estimate, so the verdict uses it and says so.
-  const throughputCheck = (what: string, r: Row, min: number): void => {
-    const byRps = rps(r) / rps(bareRow);
-    const byCpu = cpuPerReq(bareRow) / cpuPerReq(r);
-    const scatter = Math.max(spreadPct(r), spreadPct(bareRow));
+  const throughputCheck = (what: string, r: Row, min: number, base: Row = bareRow): void => {
+    const byRps = rps(r) / rps(base);
+    const byCpu = cpuPerReq(base) / cpuPerReq(r);
+    const scatter = Math.max(spreadPct(r), spreadPct(base));
     const noisy = scatter > NOISY_SPREAD && Number.isFinite(byCpu);
     const basis = noisy ? byCpu : byRps;
     checks.push([
@@ -689,6 +925,12 @@ async function main(): Promise<number> {
     `+${fmt(addedPlain, 0)} µs vs +${fmt(addedBare, 0)} µs (${fmt(addedPlain / addedBare)}×)`,
   ]);
   throughputCheck('policy route throughput ≥ 0.7× bare proxy', policies, 0.7);
+  if (jwtRow) throughputCheck('jwt route (jwtAuth + 2 CEL rules + localRateLimit) throughput ≥ 0.6× bare proxy', jwtRow, 0.6);
+  if (mcpDirect && mcpGateway) {
+    const added = addedUs(mcpGateway);
+    checks.push(['MCP tools/call added p50 (c=1) ≤ 1 ms vs direct', added <= 1000, `+${fmt(added, 0)} µs (${fmt(p50(mcpGateway), 3)} vs ${fmt(p50(mcpDirect), 3)} ms)`]);
+    throughputCheck('MCP tools/call throughput ≥ 0.5× direct', mcpGateway, 0.5, mcpDirect);
+  }
   checks.push([
     `${compile.routes} routes compile ≤ 200 ms (median of 3 after a first)`,
     compile.medianMs <= 200,
@@ -723,12 +965,17 @@ async function main(): Promise<number> {
 
 let code = 1;
 try {
+  if (!(await acquireLock())) {
+    console.log(`# WARNING: another bench (PID ${lockHolder()}) still runs after ${LOCK_WAIT_S} s; running anyway, both results are disturbed\n`);
+  }
+  armDeadline();
   code = await main();
 } catch (err) {
   process.stderr.write(`\nbench failed: ${(err as Error).stack ?? String(err)}\n`);
 } finally {
   await stopAll();
   clearTimeout(deadline);
+  releaseLock();
   rmSync(work, { recursive: true, force: true });
 }
 process.exit(code);
