@@ -23,14 +23,45 @@ interface ExactlyOneOfError {
   message: string;
 }
 
-/** Compiles the assembled schema once and turns ajv's errors into positioned, readable config issues. */
+const LOCAL_DEF = '#/$defs/';
+/** Keywords that would make a schema reachable in ways the pruning below does not follow. */
+const UNPRUNABLE = new Set(['$dynamicRef', '$recursiveRef', '$anchor', '$dynamicAnchor']);
+/** Distinct plugin-key sets whose validators are kept (a reload that uses the same plugins reuses one). */
+const MAX_VALIDATORS = 8;
+
+export interface ConfigValidatorOptions {
+  /**
+   * Compile only the schemas of the plugins a config names (default true). False compiles the whole schema for
+   * every config; the results are the same (a test checks it), only slower to build.
+   */
+  readonly prune?: boolean;
+}
+
+/**
+ * Validates configs against the assembled schema and turns ajv's errors into positioned, readable config issues.
+ *
+ * The schema is compiled on first use, for the plugins the config names: a plugin's schema is only reachable
+ * through its key (or an alias) in a slot, and ajv applies it only to a property of that name, so the schemas of
+ * plugins whose keys appear nowhere in the config never run and are compiled as `{}`. The result of a validation
+ * is the same as with the whole schema; the startup cost is that of the plugins in use (docs/perf.md). The whole
+ * schema is still checked against the JSON Schema meta-schema at construction, and `compileAll` compiles all of it.
+ */
 export class ConfigValidator {
-  private readonly validateFn: ValidateFunction;
+  private readonly ajv: Ajv2020;
+  private readonly schema: JsonSchema;
+  private readonly defs: Readonly<Record<string, unknown>>;
+  /** Property names of the slot definitions: plugin keys and aliases, the only places a schema is left out. */
+  private readonly slotKeys: ReadonlySet<string>;
+  /** False when pruning is off or the schema uses a reference form it does not follow: then it is compiled whole. */
+  private readonly prunable: boolean;
+  private readonly validators = new Map<string, { readonly schema: JsonSchema; readonly fn: ValidateFunction }>();
   /** First-party keys this distribution left out: a config using one hears "not installed", not "unknown". */
   private readonly notInstalled: ReadonlySet<string>;
 
-  constructor(schema: JsonSchema, knownKeys: Iterable<string> = []) {
-    const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
+  constructor(schema: JsonSchema, knownKeys: Iterable<string> = [], options: ConfigValidatorOptions = {}) {
+    // `optimize: false` skips ajv's code-simplification pass: the generated checks and errors are the same, the
+    // compile is about a third faster.
+    const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, code: { optimize: false } });
     ajv.addVocabulary(['x-hint', 'x-slot-filter', 'x-switchyard-slot', 'x-secret']);
     ajv.addFormat('regex', (text: string) => {
       try {
@@ -60,18 +91,91 @@ export class ConfigValidator {
         return false;
       },
     });
-    this.validateFn = ajv.compile(schema);
-    // A known key that is installed (but misplaced, say a policy outside `policies`) is not "not installed".
-    const installed = new Set<string>();
-    for (const def of Object.values((schema.$defs ?? {}) as Record<string, Record<string, unknown>>)) {
-      if (def['x-switchyard-slot'] !== undefined) for (const k of Object.keys((def.properties as object | undefined) ?? {})) installed.add(k);
+    // The whole schema, every plugin's part included, must be a valid JSON Schema (throws "schema is invalid: …").
+    ajv.validateSchema(schema, true);
+    this.ajv = ajv;
+    this.schema = schema;
+    this.defs = (schema.$defs ?? {}) as Record<string, unknown>;
+    const slotKeys = new Set<string>();
+    for (const def of Object.values(this.defs) as Record<string, unknown>[]) {
+      if (def['x-switchyard-slot'] !== undefined) for (const k of Object.keys((def.properties as object | undefined) ?? {})) slotKeys.add(k);
     }
-    this.notInstalled = new Set([...knownKeys].filter((k) => !installed.has(k)));
+    this.slotKeys = slotKeys;
+    this.prunable = options.prune !== false && isPrunable(schema, this.defs);
+    // A known key that is installed (but misplaced, say a policy outside `policies`) is not "not installed".
+    this.notInstalled = new Set([...knownKeys].filter((k) => !slotKeys.has(k)));
+  }
+
+  /** Compile the whole schema, every plugin's part included (strict mode reports unknown keywords and the like). */
+  compileAll(): void {
+    this.ajv.compile(this.withoutId(this.defs));
+  }
+
+  /** The validator for the plugin keys this config uses, compiled on first need. */
+  private validatorFor(config: unknown): ValidateFunction {
+    const used = this.prunable ? usedKeys(config, this.slotKeys) : this.slotKeys;
+    const id = [...used].sort().join(',');
+    const known = this.validators.get(id);
+    if (known) return known.fn;
+    const schema = this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs);
+    const fn = this.ajv.compile(schema);
+    if (this.validators.size >= MAX_VALIDATORS) {
+      const [oldest, entry] = this.validators.entries().next().value!;
+      this.validators.delete(oldest);
+      this.ajv.removeSchema(entry.schema);
+    }
+    this.validators.set(id, { schema, fn });
+    return fn;
+  }
+
+  /**
+   * The definitions reachable from the root when slot properties not in `used` are not followed; the others
+   * become `{}` (they stay defined, as the slots still refer to them).
+   */
+  private reachableDefs(used: ReadonlySet<string>): Record<string, unknown> {
+    const reached = new Set<string>();
+    const pending: string[] = [];
+    const scan = (node: unknown, isRoot = false): void => {
+      if (Array.isArray(node)) {
+        for (const n of node) scan(n);
+        return;
+      }
+      if (typeof node !== 'object' || node === null) return;
+      const obj = node as Record<string, unknown>;
+      const isSlot = obj['x-switchyard-slot'] !== undefined;
+      for (const [k, v] of Object.entries(obj)) {
+        if (k === '$ref' && typeof v === 'string') {
+          const name = refDef(v);
+          if (name !== undefined && !reached.has(name)) {
+            reached.add(name);
+            pending.push(name);
+          }
+        } else if (k === '$defs' && isRoot) {
+          continue;
+        } else if (k === 'properties' && isSlot && typeof v === 'object' && v !== null) {
+          for (const [key, sub] of Object.entries(v)) if (used.has(key)) scan(sub);
+        } else {
+          scan(v);
+        }
+      }
+    };
+    scan(this.schema, true);
+    while (pending.length > 0) scan(this.defs[pending.pop()!]);
+    const defs: Record<string, unknown> = {};
+    for (const [name, def] of Object.entries(this.defs)) defs[name] = reached.has(name) ? def : {};
+    return defs;
+  }
+
+  /** The schema with these definitions and without `$id`, so several variants can live in one ajv instance. */
+  private withoutId(defs: Readonly<Record<string, unknown>>): JsonSchema {
+    const { $id: _id, ...rest } = this.schema;
+    return { ...rest, $defs: defs } as JsonSchema;
   }
 
   validate(config: unknown): ConfigIssue[] {
-    if (this.validateFn(config)) return [];
-    return this.translate((this.validateFn.errors ?? []) as ErrorObject[]);
+    const validateFn = this.validatorFor(config);
+    if (validateFn(config)) return [];
+    return this.translate((validateFn.errors ?? []) as ErrorObject[]);
   }
 
   private translate(errors: readonly ErrorObject[]): ConfigIssue[] {
@@ -181,6 +285,58 @@ export class ConfigValidator {
         return { code: ErrorCode.configSchema, path, message: e.message ?? `is invalid (${e.keyword})` };
     }
   }
+}
+
+/** The slot keys that appear as an object key anywhere in the config. */
+function usedKeys(config: unknown, slotKeys: ReadonlySet<string>): Set<string> {
+  const used = new Set<string>();
+  const seen = new Set<object>();
+  const stack: unknown[] = [config];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
+    seen.add(node);
+    if (Array.isArray(node)) {
+      for (const n of node) stack.push(n);
+      continue;
+    }
+    for (const [k, v] of Object.entries(node)) {
+      if (slotKeys.has(k)) used.add(k);
+      stack.push(v);
+    }
+  }
+  return used;
+}
+
+/** The definition a `#/$defs/<name>[/…]` reference points into, or undefined for any other form. */
+function refDef(ref: string): string | undefined {
+  if (!ref.startsWith(LOCAL_DEF)) return undefined;
+  return ref.slice(LOCAL_DEF.length).split('/')[0]!.replace(/~1/g, '/').replace(/~0/g, '~');
+}
+
+/**
+ * Whether `reachableDefs` can follow every reference of the schema: each is `#/$defs/<name>[/…]` naming an
+ * existing definition, and nothing else (`$dynamicRef`, `$anchor`, nested `$id`) makes a part reachable.
+ */
+function isPrunable(schema: JsonSchema, defs: Readonly<Record<string, unknown>>): boolean {
+  const stack: unknown[] = [schema];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    if (Array.isArray(node)) {
+      for (const n of node) stack.push(n);
+      continue;
+    }
+    for (const [k, v] of Object.entries(node)) {
+      if (UNPRUNABLE.has(k) || (k === '$id' && node !== schema)) return false;
+      if (k === '$ref') {
+        const name = typeof v === 'string' ? refDef(v) : undefined;
+        if (name === undefined || !Object.hasOwn(defs, name)) return false;
+      }
+      stack.push(v);
+    }
+  }
+  return true;
 }
 
 function pointerToPath(pointer: string): (string | number)[] {

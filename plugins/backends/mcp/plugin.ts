@@ -1,5 +1,4 @@
 import { defineBackend } from 'switchyard/sdk';
-import { compileMcpBackend } from './backend.ts';
 import type { McpBackendConfig } from './backend.ts';
 import schema from './schema.json' with { type: 'json' };
 
@@ -8,5 +7,9 @@ export default defineBackend<McpBackendConfig>({
   key: 'mcp',
   description: 'Serve MCP clients from one endpoint aggregating MCP servers (stdio, SSE, streamable HTTP, OpenAPI).',
   schema,
-  compile: compileMcpBackend,
+  // The implementation (and the MCP SDK it uses) loads only when a config has an `mcp` backend.
+  async compile(config, ctx) {
+    const { compileMcpBackend } = await import('./backend.ts');
+    return compileMcpBackend(config, ctx);
+  },
 });

@@ -1,7 +1,6 @@
 import { defineMcpTransport } from 'switchyard/sdk';
 import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import schema from './schema.json' with { type: 'json' };
-import { compileOpenApiTarget } from './target.ts';
 import type { OpenApiTargetConfig } from './target.ts';
 
 /** `openapi`: an HTTP API described by an OpenAPI 3.x document, served to the `mcp` backend as MCP tools. */
@@ -9,5 +8,9 @@ export default defineMcpTransport<OpenApiTargetConfig, McpTransportInstance>({
   key: 'openapi',
   description: 'An HTTP API described by an OpenAPI 3.0/3.1 document, offered as MCP tools (one per operation).',
   schema,
-  compile: (config, ctx) => compileOpenApiTarget(config, ctx),
+  async compile(config, ctx) {
+    // The converter and the MCP SDK types it validates against load only when a config uses this transport.
+    const { compileOpenApiTarget } = await import('./target.ts');
+    return compileOpenApiTarget(config, ctx);
+  },
 });

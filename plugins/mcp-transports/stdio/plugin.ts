@@ -1,7 +1,6 @@
 import { defineMcpTransport } from 'switchyard/sdk';
 import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import schema from './schema.json' with { type: 'json' };
-import { StdioUpstream } from './stdio-upstream.ts';
 
 interface StdioConfig {
   cmd: string;
@@ -14,7 +13,9 @@ export default defineMcpTransport<StdioConfig, McpTransportInstance>({
   key: 'stdio',
   description: 'Run a local MCP server process and talk to it over stdin/stdout (one process per client session).',
   schema,
-  compile(config, ctx) {
+  async compile(config, ctx) {
+    // The implementation loads only when a config uses this transport.
+    const { StdioUpstream } = await import('./stdio-upstream.ts');
     const args = config.args ?? [];
     const spec = { cmd: config.cmd, args, env: config.env ?? {}, cwd: ctx.cwd };
     return {

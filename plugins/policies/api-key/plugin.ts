@@ -1,6 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
-import { compileApiKey } from './api-key.ts';
 import type { ApiKeyConfig } from './api-key.ts';
 
 /** `apiKey`: static keys from `Authorization: Bearer` or `x-api-key` (SPEC 5.3, DECIDED 7). */
@@ -12,5 +11,9 @@ export default definePolicy<ApiKeyConfig>({
   phase: 'authn',
   order: 30,
   celVariables: ['apiKey'],
-  compile: compileApiKey,
+  async compile(config, ctx) {
+    // The implementation loads only when a config uses this policy.
+    const { compileApiKey } = await import('./api-key.ts');
+    return compileApiKey(config, ctx);
+  },
 });

@@ -1,6 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
-import { compileBasicAuth } from './basic-auth.ts';
 import type { BasicAuthConfig } from './basic-auth.ts';
 
 /** `basicAuth`: HTTP Basic against an htpasswd file (SPEC 5.4); `basicAuth.username` in CEL. */
@@ -12,5 +11,9 @@ export default definePolicy<BasicAuthConfig>({
   phase: 'authn',
   order: 20,
   celVariables: ['basicAuth'],
-  compile: compileBasicAuth,
+  async compile(config, ctx) {
+    // bcryptjs and the apache-* hashers load only when a config uses this policy.
+    const { compileBasicAuth } = await import('./basic-auth.ts');
+    return compileBasicAuth(config, ctx);
+  },
 });

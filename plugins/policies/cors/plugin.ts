@@ -1,16 +1,6 @@
-import { definePolicy, localReply, parseDuration } from 'switchyard/sdk';
-import type { HeaderMap } from 'switchyard/sdk';
+import { definePolicy } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
-import { compileOriginTest } from './origin-matcher.ts';
-
-interface CorsConfig {
-  allowOrigins?: string[];
-  allowHeaders?: string[];
-  exposeHeaders?: string[];
-  allowMethods?: string[];
-  allowCredentials?: boolean;
-  maxAge?: string;
-}
+import type { CorsConfig } from './cors.ts';
 
 /**
  * `cors`: runs first (ingress), so preflights are answered before authentication and the CORS headers of an
@@ -23,54 +13,9 @@ export default definePolicy<CorsConfig>({
   attach: ['routePolicies'],
   phase: 'ingress',
   order: 10,
-  compile(config, ctx) {
-    const originTest = compileOriginTest(config.allowOrigins ?? []);
-    if (typeof originTest === 'string') return ctx.fail(originTest, ['allowOrigins']);
-    const credentials = config.allowCredentials === true;
-    const methods = config.allowMethods ?? [];
-    const headers = config.allowHeaders ?? [];
-    const wildcardMethods = methods.includes('*');
-    const wildcardHeaders = headers.includes('*');
-    const methodList = methods.join(',');
-    const headerList = headers.join(',');
-    const exposeList = (config.exposeHeaders ?? []).join(',');
-    const maxAge = config.maxAge !== undefined ? String(Math.floor(parseDuration(config.maxAge)! / 1000)) : undefined;
-
-    return {
-      onRequest(ex) {
-        const origin = ex.headers.origin;
-        if (origin === undefined) return;
-        const allowed = originTest(origin);
-        if (ex.method === 'OPTIONS') {
-          const requestMethod = ex.headers['access-control-request-method'];
-          if (!allowed) {
-            // A refused preflight gets no CORS headers, so the browser blocks the call; the backend never sees it.
-            return requestMethod ? localReply(200, null, {}) : undefined;
-          }
-          const reply: HeaderMap = { 'access-control-allow-origin': origin, vary: 'Origin' };
-          if (wildcardMethods) reply['access-control-allow-methods'] = credentials ? String(requestMethod ?? '*') : '*';
-          else if (methodList) reply['access-control-allow-methods'] = methodList;
-          if (wildcardHeaders) {
-            const asked = ex.headers['access-control-request-headers'];
-            reply['access-control-allow-headers'] = credentials ? String(asked ?? '*') : '*';
-          } else if (headerList) reply['access-control-allow-headers'] = headerList;
-          if (maxAge !== undefined) reply['access-control-max-age'] = maxAge;
-          if (credentials) reply['access-control-allow-credentials'] = 'true';
-          if (exposeList) reply['access-control-expose-headers'] = exposeList;
-          return localReply(200, null, reply);
-        }
-        if (!allowed) return;
-        ex.queueResponseHeader('access-control-allow-origin', origin);
-        if (credentials) ex.queueResponseHeader('access-control-allow-credentials', 'true');
-        if (exposeList) ex.queueResponseHeader('access-control-expose-headers', exposeList);
-      },
-      onResponse(ex, reply) {
-        // The allowed origin is echoed, so caches must key on Origin.
-        if (ex.headers.origin === undefined || reply.headers['access-control-allow-origin'] !== undefined) return;
-        const vary = reply.headers.vary;
-        if (vary === undefined) reply.headers.vary = 'Origin';
-        else if (!/\borigin\b/i.test(String(vary))) reply.headers.vary = `${String(vary)}, Origin`;
-      },
-    };
+  async compile(config, ctx) {
+    // The implementation loads only when a config uses this policy.
+    const { compileCors } = await import('./cors.ts');
+    return compileCors(config, ctx);
   },
 });

@@ -1,23 +1,6 @@
-import { definePolicy, jsonErrorReply, parseDuration } from 'switchyard/sdk';
-import type { Exchange, Reply, UpstreamTarget } from 'switchyard/sdk';
-import { cachedClient, parseGrpcAddress, resolveServiceAddress } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { definePolicy } from 'switchyard/sdk';
+import type { ExtAuthzConfig } from './ext-authz.ts';
 import schema from './schema.json' with { type: 'json' };
-import { grpcCheck } from './grpc-check.ts';
-import { httpCheck } from './http-check.ts';
-
-type FailureMode = 'deny' | 'allow' | { denyWithStatus: number };
-
-interface ExtAuthzConfig {
-  host?: string;
-  backend?: string;
-  protocol?: { grpc?: { context?: Record<string, string> }; http?: { path?: string; includeResponseHeaders?: string[] } };
-  includeRequestHeaders?: string[];
-  timeout?: string;
-  failureMode?: FailureMode;
-}
-
-/** BEHAVIOUR.md §8.3: policy callouts to extAuthz wait 2s by default. */
-const DEFAULT_TIMEOUT_MS = 2000;
 
 /** `extAuthz`: ask an external service (Envoy ext_authz gRPC, or plain HTTP) whether the request may proceed. */
 export default definePolicy<ExtAuthzConfig>({
@@ -29,57 +12,8 @@ export default definePolicy<ExtAuthzConfig>({
   // Before `authorization` (20), as in the reference gateway.
   order: 10,
   async compile(config, ctx) {
-    const timeoutMs = config.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(config.timeout)!;
-    if (timeoutMs <= 0) ctx.fail('`timeout` must be greater than zero', ['timeout']);
-    const mode = config.failureMode ?? 'deny';
-    const http = config.protocol?.http;
-    if (!http && config.includeRequestHeaders) ctx.warn('`includeRequestHeaders` only applies to `protocol.http`; gRPC mode sends every header', ['includeRequestHeaders']);
-
-    let check: (ex: Exchange) => Promise<Reply | undefined>;
-    if (http) {
-      let target: UpstreamTarget;
-      if (config.host !== undefined) {
-        const parsed = parseGrpcAddress(config.host);
-        if (typeof parsed === 'string') return ctx.fail(parsed, ['host']);
-        target = ctx.http.target({ origin: `${parsed.secure ? 'https' : 'http'}://${parsed.target}` });
-      } else {
-        const backend = await ctx.namedBackend(config.backend!, ['backend']);
-        if (!backend.target) return ctx.fail(`backend \`${config.backend}\` does not forward to one \`host\`; use a host backend`, ['backend']);
-        target = backend.target;
-      }
-      const options = {
-        target,
-        path: http.path === undefined ? undefined : ctx.expr.compile(http.path, ['protocol', 'http', 'path']),
-        includeRequestHeaders: (config.includeRequestHeaders ?? []).map((h) => h.toLowerCase()),
-        includeResponseHeaders: (http.includeResponseHeaders ?? []).map((h) => h.toLowerCase()),
-        timeoutMs,
-      };
-      check = (ex) => httpCheck(options, ex);
-    } else {
-      const address = await resolveServiceAddress(config, ctx);
-      const client = cachedClient(ctx.resources, 'Authorization', address);
-      const context = config.protocol?.grpc?.context ?? {};
-      check = (ex) => grpcCheck(client, ex, context, timeoutMs);
-    }
-
-    const logger = ctx.logger;
-    const onFailure = (ex: Exchange, err: unknown): Reply | undefined => {
-      ex.logField('extAuthz', 'error');
-      logger.warn('external authorization failed', { error: (err as Error)?.message ?? String(err), failureMode: typeof mode === 'string' ? mode : 'denyWithStatus' });
-      if (mode === 'allow') return undefined;
-      return jsonErrorReply(mode === 'deny' ? 403 : mode.denyWithStatus, 'forbidden', 'external authorization failed');
-    };
-    return {
-      async onRequest(ex) {
-        let reply: Reply | undefined;
-        try {
-          reply = await check(ex);
-        } catch (err) {
-          return onFailure(ex, err);
-        }
-        if (reply) ex.logField('extAuthz', 'denied');
-        return reply;
-      },
-    };
+    // @grpc/grpc-js and the proto loader load only when a config uses this policy.
+    const { compileExtAuthz } = await import('./ext-authz.ts');
+    return compileExtAuthz(config, ctx);
   },
 });

@@ -1,6 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
 import { jwtAuthSchema } from './schema.ts';
-import { compileJwtAuth } from './jwt-auth.ts';
 import type { JwtAuthConfig } from './jwt-auth.ts';
 
 /** `jwtAuth`: validates bearer JWTs (SPEC 5.2); claims become the `jwt` attribute, the header is removed. */
@@ -12,5 +11,9 @@ export default definePolicy<JwtAuthConfig>({
   phase: 'authn',
   order: 10,
   celVariables: ['jwt'],
-  compile: compileJwtAuth,
+  async compile(config, ctx) {
+    // jose loads only when a config uses this policy.
+    const { compileJwtAuth } = await import('./jwt-auth.ts');
+    return compileJwtAuth(config, ctx);
+  },
 });

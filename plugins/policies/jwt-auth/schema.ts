@@ -1,5 +1,5 @@
 import type { JsonSchema } from 'switchyard/sdk';
-import { audiencesSchema, issuerSchema, jwksSchema, jwtValidationOptionsSchema, providerSchema } from '../../lib/jwt/index.ts';
+import { audiencesSchema, issuerSchema, jwksSchema, jwtValidationOptionsSchema, providerSchema } from '../../lib/jwt/schema.ts';
 
 /** Schema of `jwtAuth`: built from the shared JWT library's fragments, so `mcpAuthentication` words them the same. */
 export const jwtAuthSchema: JsonSchema = {

@@ -1,5 +1,4 @@
 import { definePolicy } from 'switchyard/sdk';
-import { compileMcpAuthentication } from './mcp-authentication.ts';
 import type { McpAuthenticationConfig } from './mcp-authentication.ts';
 import { mcpAuthenticationSchema } from './schema.ts';
 
@@ -16,5 +15,9 @@ export default definePolicy<McpAuthenticationConfig>({
   // First in authn: the discovery documents it serves must answer before any other authentication policy runs.
   order: 5,
   celVariables: ['jwt'],
-  compile: compileMcpAuthentication,
+  async compile(config, ctx) {
+    // jose loads only when a config uses this policy.
+    const { compileMcpAuthentication } = await import('./mcp-authentication.ts');
+    return compileMcpAuthentication(config, ctx);
+  },
 });

@@ -1,5 +1,5 @@
 import type { JsonSchema } from 'switchyard/sdk';
-import { audiencesSchema, issuerSchema, jwksSchema, jwtValidationOptionsSchema } from '../../lib/jwt/index.ts';
+import { audiencesSchema, issuerSchema, jwksSchema, jwtValidationOptionsSchema } from '../../lib/jwt/schema.ts';
 
 const URL_PATTERN = '^[hH][tT][tT][pP][sS]?://';
 

@@ -1,5 +1,4 @@
 import { definePolicy } from 'switchyard/sdk';
-import { compileMcpAuthorization } from './mcp-authorization.ts';
 import type { McpAuthorizationConfig } from './mcp-authorization.ts';
 import schema from './schema.json' with { type: 'json' };
 
@@ -17,5 +16,9 @@ export default definePolicy<McpAuthorizationConfig>({
   // After extAuthz (10) and authorization (20): a request denied outright never gets this far.
   order: 30,
   celVariables: ['mcp'],
-  compile: compileMcpAuthorization,
+  async compile(config, ctx) {
+    // The implementation loads only when a config uses this policy.
+    const { compileMcpAuthorization } = await import('./mcp-authorization.ts');
+    return compileMcpAuthorization(config, ctx);
+  },
 });

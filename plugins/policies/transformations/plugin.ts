@@ -1,22 +1,5 @@
-import { celValueToString, definePolicy } from 'switchyard/sdk';
-import type { CompiledExpression, Exchange, ExpressionCompiler, HeaderMap } from 'switchyard/sdk';
-
-interface HeaderTransform {
-  add?: Record<string, string>;
-  set?: Record<string, string>;
-  remove?: string[];
-}
-
-interface TransformationsConfig {
-  request?: HeaderTransform;
-  response?: HeaderTransform;
-}
-
-interface CompiledTransform {
-  readonly add: readonly (readonly [string, CompiledExpression])[];
-  readonly set: readonly (readonly [string, CompiledExpression])[];
-  readonly remove: readonly string[];
-}
+import { definePolicy } from 'switchyard/sdk';
+import type { TransformationsConfig } from './transformations.ts';
 
 const side = (what: string) => ({
   type: 'object',
@@ -39,36 +22,6 @@ const side = (what: string) => ({
   additionalProperties: false,
 });
 
-function compileSide(config: HeaderTransform | undefined, expr: ExpressionCompiler, at: string): CompiledTransform | undefined {
-  if (!config) return undefined;
-  const compileMap = (kind: 'add' | 'set') =>
-    Object.entries(config[kind] ?? {}).map(([name, source]) => [name.toLowerCase(), expr.compile(source, [at, kind, name])] as const);
-  return { add: compileMap('add'), set: compileMap('set'), remove: (config.remove ?? []).map((n) => n.toLowerCase()) };
-}
-
-function apply(t: CompiledTransform, ex: Exchange, headers: HeaderMap): void {
-  for (const [name, expression] of t.add) {
-    let value: string;
-    try {
-      value = celValueToString(expression.evaluate(ex));
-    } catch {
-      continue;
-    }
-    const existing = headers[name];
-    if (existing === undefined) headers[name] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else headers[name] = [String(existing), value];
-  }
-  for (const [name, expression] of t.set) {
-    try {
-      headers[name] = celValueToString(expression.evaluate(ex));
-    } catch {
-      delete headers[name];
-    }
-  }
-  for (const name of t.remove) delete headers[name];
-}
-
 /** `transformations`: header changes computed per request with CEL (request side before the backend, response side on every reply). */
 export default definePolicy<TransformationsConfig>({
   key: 'transformations',
@@ -82,18 +35,9 @@ export default definePolicy<TransformationsConfig>({
   attach: ['routePolicies', 'backendPolicies'],
   phase: 'mutate',
   order: 10,
-  compile(config, ctx) {
-    const request = compileSide(config.request, ctx.expr, 'request');
-    const response = compileSide(config.response, ctx.expr, 'response');
-    return {
-      onRequest: request
-        ? (ex) => {
-            apply(request, ex, ex.headers as HeaderMap);
-            const host = ex.headers.host;
-            if (typeof host === 'string' && host !== ex.authority) ex.authority = host;
-          }
-        : undefined,
-      onResponse: response ? (ex, reply) => apply(response, ex, reply.headers) : undefined,
-    };
+  async compile(config, ctx) {
+    // The implementation loads only when a config uses this policy.
+    const { compileTransformations } = await import('./transformations.ts');
+    return compileTransformations(config, ctx);
   },
 });

@@ -1,0 +1,36 @@
+import type { CompileContext } from 'switchyard/sdk';
+import { HttpTargetBinding } from '../../lib/mcp/http-target.ts';
+import type { TargetAddressConfig } from '../../lib/mcp/target-address.ts';
+import type { McpDiscovery, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import { ModernUpstream, probeDiscover } from './modern-upstream.ts';
+import { StreamableUpstream } from './streamable-upstream.ts';
+
+/** Compile an `mcp` (streamable HTTP) target: loaded on demand by plugin.ts. */
+export function compileStreamableTransport(config: TargetAddressConfig, ctx: CompileContext): McpTransportInstance {
+  const binding = new HttpTargetBinding(config, ctx, '/mcp');
+  let probe: Promise<McpDiscovery | undefined> | undefined;
+  return {
+    kind: 'mcp',
+    describe: binding.describe,
+    configure: (policies) => binding.configure(policies),
+    connect: (options) => {
+      const { address, fetch } = binding.get();
+      return options.modern ? new ModernUpstream(address.url, fetch, options) : new StreamableUpstream(address.url, fetch, options);
+    },
+    discover: (options) => {
+      probe ??= (async () => {
+        const { address, fetch } = binding.get();
+        const outcome = await probeDiscover(address.url, fetch, options.headers);
+        if (outcome.kind === 'unknown') {
+          // Not a definite answer (unreachable, refused credentials): ask again next time.
+          probe = undefined;
+          options.logger.debug('MCP target did not answer server/discover; treating it as a legacy target for now', { reason: outcome.reason });
+          return undefined;
+        }
+        options.logger.info('MCP target protocol era probed', { era: outcome.kind, target: binding.describe });
+        return outcome.kind === 'modern' ? outcome.discovery : undefined;
+      })();
+      return probe;
+    },
+  };
+}
