@@ -126,9 +126,6 @@ export class ExchangeImpl implements Exchange {
     return (this.hook ??= new AbortHook());
   }
 
-  get hasSignal(): boolean {
-    return this.controller !== undefined;
-  }
 
   bufferBody(limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
     if (this.body) return Promise.resolve(this.body);

@@ -94,6 +94,16 @@ function nameOf(kind: ItemKind, key: string, item: Json): string | undefined {
  * Requests are routed by name (`<target>_<tool>`), list calls fanned out and merged; messages from targets are
  * rewritten (prefixes, server-request ids) and sent on the stream of the request they relate to, else the GET stream.
  */
+/** The gateway's preamble followed by each target's own instructions, labelled by target. */
+function mergedInstructions(ready: readonly TargetConn[]): string {
+  let instructions = PREAMBLE;
+  for (const c of ready) {
+    const text = c.initResult?.instructions;
+    if (typeof text === 'string' && text.trim() !== '') instructions += `\n\n[${c.name}]\n${text}`;
+  }
+  return instructions;
+}
+
 export class McpSession implements ConnHost {
   readonly rt: BackendRuntime;
   readonly uuid: string;
@@ -161,30 +171,40 @@ export class McpSession implements ConnHost {
 
   // ---- initialize ---------------------------------------------------------------------------------------------
 
+  /** Start one target; its failure becomes a JSON-RPC internal error naming it. */
+  private async readyOne(conn: TargetConn): Promise<void> {
+    try {
+      await conn.ready();
+    } catch (err) {
+      throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
+    }
+  }
+
+  /**
+   * Start every target and return the ones that are up. A failure fails the call (failClosed), or is logged and
+   * left out (failOpen) unless every target failed.
+   */
+  private async readyTargets(method: string): Promise<TargetConn[]> {
+    const settled = await Promise.allSettled(this.conns.map((c) => c.ready()));
+    const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ conn: this.conns[i]!, error: s.reason as Error }] : []));
+    if (failed.length > 0) {
+      const message = failed.map((f) => f.error.message).join('; ');
+      if (!this.rt.failOpen || failed.length === this.conns.length) throw new RpcFailure(RpcCode.internalError, message, 500);
+      for (const f of failed) this.logger.warn(`MCP target unavailable at ${method}; continuing without it (failOpen)`, { target: f.conn.name, error: f.error.message });
+    }
+    return this.conns.filter((c) => c.state === 'ready');
+  }
+
   /** Start every target and answer `initialize`: one target's answer as-is, or the merged answer (§4.4). */
   async initialize(): Promise<Json> {
     if (!this.rt.multiplexed) {
       const conn = this.conns[0]!;
-      try {
-        await conn.ready();
-      } catch (err) {
-        throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
-      }
+      await this.readyOne(conn);
       this.protocolVersion = conn.protocolVersion!;
       this.initialized = true;
       return conn.initResult!;
     }
-    const settled = await Promise.allSettled(this.conns.map((c) => c.ready()));
-    const failed: { conn: TargetConn; error: Error }[] = [];
-    settled.forEach((s, i) => {
-      if (s.status === 'rejected') failed.push({ conn: this.conns[i]!, error: s.reason as Error });
-    });
-    if (failed.length > 0) {
-      const message = failed.map((f) => f.error.message).join('; ');
-      if (!this.rt.failOpen || failed.length === this.conns.length) throw new RpcFailure(RpcCode.internalError, message, 500);
-      for (const f of failed) this.logger.warn('MCP target unavailable at initialize; continuing without it (failOpen)', { target: f.conn.name, error: f.error.message });
-    }
-    const ready = this.conns.filter((c) => c.state === 'ready');
+    const ready = await this.readyTargets('initialize');
     const versions = ready.map((c) => c.protocolVersion!).sort();
     this.protocolVersion = versions[0]!;
     this.initialized = true;
@@ -198,11 +218,7 @@ export class McpSession implements ConnHost {
     }
     if (has('logging')) capabilities.logging = {};
     if (has('completions')) capabilities.completions = {};
-    let instructions = PREAMBLE;
-    for (const c of ready) {
-      const text = c.initResult?.instructions;
-      if (typeof text === 'string' && text.trim() !== '') instructions += `\n\n[${c.name}]\n${text}`;
-    }
+    const instructions = mergedInstructions(ready);
     return { protocolVersion: this.protocolVersion, capabilities, serverInfo: { ...SERVER_INFO }, instructions };
   }
 
@@ -419,25 +435,14 @@ export class McpSession implements ConnHost {
   private async discover(call: Call, params: Json): Promise<void> {
     if (!this.rt.multiplexed) {
       const conn = this.conns[0]!;
-      try {
-        await conn.ready();
-      } catch (err) {
-        throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
-      }
+      await this.readyOne(conn);
       if (conn.modern) return this.forward(call, conn, params);
       const init = conn.initResult ?? {};
       const result: Json = { supportedVersions: [MODERN_VERSION], capabilities: modernCapabilities(init.capabilities as Json | undefined) };
       if (typeof init.instructions === 'string') result.instructions = init.instructions;
       return this.finish(call, resultMessage(call.id, result));
     }
-    const settled = await Promise.allSettled(this.conns.map((c) => c.ready()));
-    const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ conn: this.conns[i]!, error: s.reason as Error }] : []));
-    if (failed.length > 0) {
-      const message = failed.map((f) => f.error.message).join('; ');
-      if (!this.rt.failOpen || failed.length === this.conns.length) throw new RpcFailure(RpcCode.internalError, message, 500);
-      for (const f of failed) this.logger.warn('MCP target unavailable at server/discover; continuing without it (failOpen)', { target: f.conn.name, error: f.error.message });
-    }
-    const ready = this.conns.filter((c) => c.state === 'ready');
+    const ready = await this.readyTargets('server/discover');
     let versions = [MODERN_VERSION];
     for (const c of ready) if (c.modern && c.discovery) versions = versions.filter((v) => c.discovery!.supportedVersions.includes(v));
     if (versions.length === 0) {
@@ -450,11 +455,7 @@ export class McpSession implements ConnHost {
     if (has('resources')) capabilities.resources = {};
     if (has('logging')) capabilities.logging = {};
     if (has('completions')) capabilities.completions = {};
-    let instructions = PREAMBLE;
-    for (const c of ready) {
-      const text = c.initResult?.instructions;
-      if (typeof text === 'string' && text.trim() !== '') instructions += `\n\n[${c.name}]\n${text}`;
-    }
+    const instructions = mergedInstructions(ready);
     this.finish(call, resultMessage(call.id, { supportedVersions: versions, capabilities, instructions }));
   }
 
@@ -465,11 +466,7 @@ export class McpSession implements ConnHost {
   private async listen(call: Call, params: Json): Promise<void> {
     if (!this.rt.multiplexed) {
       const conn = this.conns[0]!;
-      try {
-        await conn.ready();
-      } catch (err) {
-        throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
-      }
+      await this.readyOne(conn);
       if (conn.modern) return this.forward(call, conn, params);
     }
     throw new RpcFailure(

@@ -177,18 +177,7 @@ export class TargetConn {
       this.lastError = (err as Error).message;
       throw this.error(`failed to start: ${this.lastError}`);
     }
-    this.upstream = up;
-    up.onmessage = (m) => {
-      if (this.upstream === up) this.onMessage(m as RpcMessage);
-    };
-    up.onerror = (e) => {
-      if (this.upstream !== up) return;
-      this.lastError = e.message;
-      this.logger.debug('MCP target reported an error', { error: e.message });
-    };
-    up.onclose = () => {
-      if (this.upstream === up) this.onDown(this.lastError ?? 'closed the connection');
-    };
+    this.attach(up);
     try {
       if (resume?.protocolVersion) up.setProtocolVersion?.(resume.protocolVersion);
       await withTimeout(up.start(), START_TIMEOUT_MS, 'starting');
