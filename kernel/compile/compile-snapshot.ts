@@ -86,7 +86,7 @@ class SnapshotCompiler {
     // Compile every named backend once on its own, so a broken unused one is still reported.
     for (const spec of this.named.values()) {
       const policies = await this.policySet('backendPolicies', spec.value.policies as Obj | undefined, [...spec.path, 'policies']);
-      await this.backendValue(spec.value, spec.path, new LayeredPolicySet(CompiledPolicySet.EMPTY, policies));
+      await this.backendValue(spec.value, spec.path, new LayeredPolicySet([policies]));
     }
     const binds = new Map<number, CompiledBind>();
     const bindList = (config.binds ?? []) as Obj[];
@@ -215,7 +215,7 @@ class SnapshotCompiler {
       if (spec?.value.policies) policyValue = { ...(spec.value.policies as Obj), ...(policyValue ?? {}) };
     }
     const backendSet = await this.policySet('backendPolicies', policyValue, [...path, 'policies']);
-    const layered = new LayeredPolicySet(routeSet, backendSet);
+    const layered = new LayeredPolicySet([routeSet, backendSet]);
     const instance = await this.backendValue(ref, path, layered);
     if (!instance) return undefined;
     const facets = layered.facets;

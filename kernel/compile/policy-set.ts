@@ -1,5 +1,7 @@
 import { Phase } from '../sdk/index.ts';
-import type { PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet } from '../sdk/index.ts';
+import type { AttemptHook, DerivedRequest, Exchange, PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet, UpstreamAttempt } from '../sdk/index.ts';
+import { ExchangeView } from '../runtime/exchange-view.ts';
+import { runRequestHooks } from '../runtime/run-hooks.ts';
 
 export interface PolicyEntry {
   /** The canonical key (aliases resolved). */
@@ -24,22 +26,38 @@ function rank(e: PolicyEntry): number {
   return Phase[e.plugin.phase] * 1000 + (e.plugin.order ?? 0);
 }
 
-/** A compiled `policies` object: entries in pipeline order and the hook arrays the runner walks. */
-export class CompiledPolicySet implements PolicySet {
-  readonly entries: readonly PolicyEntry[];
-  readonly keys: readonly string[];
-  readonly facets: PolicyFacets;
+/** Hooks of `entries` that have `pick`, in pipeline order; one per policy key (later layers replaced earlier ones). */
+function hooksOf(entries: readonly PolicyEntry[], pick: keyof PolicyInstance): PolicyInstance[] {
+  return entries.filter((e) => e.instance[pick]).map((e) => e.instance);
+}
 
-  constructor(entries: PolicyEntry[]) {
-    this.entries = [...entries].sort((a, b) => rank(a) - rank(b));
-    this.keys = this.entries.map((e) => e.key);
-    let facets: PolicyFacets = {};
-    for (const e of this.entries) if (e.instance.facets) facets = mergeFacets(facets, e.instance.facets);
-    this.facets = facets;
-  }
+/** Entries of several layers, one per policy key (a later layer's instance replacing an earlier one's), in pipeline order. */
+function mergeLayers(layers: readonly (readonly PolicyEntry[])[]): PolicyEntry[] {
+  const byKey = new Map<string, PolicyEntry>();
+  for (const layer of layers) for (const e of layer) byKey.set(e.key, e);
+  return [...byKey.values()].sort((a, b) => rank(a) - rank(b));
+}
+
+/** Behaviour shared by compiled and layered sets: everything is derived from `merged` (one entry per key). */
+abstract class PolicySetBase implements PolicySet {
+  abstract readonly keys: readonly string[];
+  abstract readonly facets: PolicyFacets;
+  /** One entry per policy key, in pipeline order. */
+  protected abstract readonly merged: readonly PolicyEntry[];
+  private requestList: PolicyInstance[] | null | undefined;
+  private upstreamList: PolicyInstance[] | null | undefined;
 
   has(key: string): boolean {
     return this.keys.includes(key);
+  }
+
+  layer(over: PolicySet): PolicySet {
+    return new LayeredPolicySet([this, over as PolicySetBase]);
+  }
+
+  /** The entries of this set, for layering. */
+  get layerEntries(): readonly PolicyEntry[] {
+    return this.merged;
   }
 
   /**
@@ -47,50 +65,84 @@ export class CompiledPolicySet implements PolicySet {
    * manifest says it needs the body (`needs.body`), the body is read (bounded) before the first hook runs.
    */
   requestHooks(): PolicyInstance[] | null {
-    const list = this.entries.filter((e) => e.instance.onRequest).map((e) => e.instance);
-    if (this.entries.some((e) => e.plugin.needs?.body === 'buffer' || e.plugin.needs?.body === 'replay')) list.unshift(READ_BODY_FIRST);
-    return list.length ? list : null;
+    if (this.requestList !== undefined) return this.requestList;
+    const list = hooksOf(this.merged, 'onRequest');
+    if (this.merged.some((e) => e.plugin.needs?.body === 'buffer' || e.plugin.needs?.body === 'replay')) list.unshift(READ_BODY_FIRST);
+    return (this.requestList = list.length ? list : null);
+  }
+
+  /** onUpstream hooks: one per policy key, the latest layer's instance winning. */
+  upstreamHooks(): PolicyInstance[] | null {
+    if (this.upstreamList !== undefined) return this.upstreamList;
+    const list = hooksOf(this.merged, 'onUpstream');
+    return (this.upstreamList = list.length ? list : null);
+  }
+
+  get hasRequestHooks(): boolean {
+    return this.requestHooks() !== null;
+  }
+
+  async runRequestHooks(ex: Exchange): Promise<DerivedRequest> {
+    const view = new ExchangeView(ex, true);
+    const hooks = this.requestHooks();
+    const reply = hooks ? await runRequestHooks(hooks, view) : undefined;
+    return reply ? { exchange: view, reply } : { exchange: view };
+  }
+
+  attemptHook(ex: Exchange): AttemptHook | undefined {
+    const hooks = this.upstreamHooks();
+    if (!hooks) return undefined;
+    const detached = new ExchangeView(ex, false);
+    return async (attempt: UpstreamAttempt) => {
+      for (const hook of hooks) await hook.onUpstream!(detached, attempt);
+    };
+  }
+}
+
+/** A compiled `policies` object: entries in pipeline order and the hook arrays the runner walks. */
+export class CompiledPolicySet extends PolicySetBase {
+  readonly entries: readonly PolicyEntry[];
+  readonly keys: readonly string[];
+  readonly facets: PolicyFacets;
+
+  constructor(entries: PolicyEntry[]) {
+    super();
+    this.entries = [...entries].sort((a, b) => rank(a) - rank(b));
+    this.keys = this.entries.map((e) => e.key);
+    let facets: PolicyFacets = {};
+    for (const e of this.entries) if (e.instance.facets) facets = mergeFacets(facets, e.instance.facets);
+    this.facets = facets;
+  }
+
+  protected get merged(): readonly PolicyEntry[] {
+    return this.entries;
   }
 
   /** Instances with an onResponse hook, in reverse order. */
   responseHooks(): PolicyInstance[] {
-    return this.entries
-      .filter((e) => e.instance.onResponse)
-      .map((e) => e.instance)
-      .reverse();
+    return hooksOf(this.entries, 'onResponse').reverse();
   }
 
   logHooks(): PolicyInstance[] {
-    return this.entries.filter((e) => e.instance.onLog).map((e) => e.instance);
+    return hooksOf(this.entries, 'onLog');
   }
 
   static readonly EMPTY = new CompiledPolicySet([]);
 }
 
-/** The policy set a backend sees: the route's and the backend's, the backend's winning per key. */
-export class LayeredPolicySet implements PolicySet {
+/**
+ * Sets stacked over each other (route < backend < MCP target): per policy key the top-most layer's instance is the
+ * one that runs, facets merge field by field with the top winning.
+ */
+export class LayeredPolicySet extends PolicySetBase {
   readonly keys: readonly string[];
   readonly facets: PolicyFacets;
-  readonly route: CompiledPolicySet;
-  readonly backend: CompiledPolicySet;
+  protected readonly merged: readonly PolicyEntry[];
 
-  constructor(route: CompiledPolicySet, backend: CompiledPolicySet) {
-    this.route = route;
-    this.backend = backend;
-    this.keys = [...new Set([...route.keys, ...backend.keys])];
-    this.facets = mergeFacets(route.facets, backend.facets);
-  }
-
-  has(key: string): boolean {
-    return this.keys.includes(key);
-  }
-
-  /** onUpstream hooks: one per policy key, the backend's instance replacing the route's. */
-  upstreamHooks(): PolicyInstance[] | null {
-    const byKey = new Map<string, PolicyEntry>();
-    for (const e of this.route.entries) if (e.instance.onUpstream) byKey.set(e.key, e);
-    for (const e of this.backend.entries) if (e.instance.onUpstream) byKey.set(e.key, e);
-    const list = [...byKey.values()].sort((a, b) => rank(a) - rank(b)).map((e) => e.instance);
-    return list.length ? list : null;
+  constructor(layers: readonly PolicySet[]) {
+    super();
+    this.merged = mergeLayers(layers.map((l) => (l as PolicySetBase).layerEntries));
+    this.keys = [...new Set(layers.flatMap((l) => l.keys))];
+    this.facets = layers.reduce<PolicyFacets>((facets, l) => mergeFacets(facets, l.facets), {});
   }
 }

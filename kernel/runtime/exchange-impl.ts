@@ -5,6 +5,7 @@ import { EMPTY_PLAN } from './upstream-plan.ts';
 import type { UpstreamPlan } from './upstream-plan.ts';
 import type { Readable } from 'node:stream';
 import type { CompiledRoute } from '../compile/snapshot.ts';
+import { ExchangeView } from './exchange-view.ts';
 
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
 export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
@@ -206,5 +207,9 @@ export class ExchangeImpl implements Exchange {
 
   logField(name: string, value: string | number | boolean): void {
     (this.fields ??= {})[name] = value;
+  }
+
+  detach(): Exchange {
+    return new ExchangeView(this, false);
   }
 }

@@ -60,4 +60,10 @@ export interface Exchange {
 
   /** Add a field to this request's access-log line. */
   logField(name: string, value: string | number | boolean): void;
+
+  /**
+   * A copy that outlives the request, for work done on its behalf later (an MCP session's target connections): its
+   * own headers and attributes as they are now, the buffered body if any; no `req`, never aborted.
+   */
+  detach(): Exchange;
 }

@@ -86,12 +86,39 @@ export interface PolicyInstance {
   dispose?(): void;
 }
 
+/** What a policy set's request hooks made of an exchange: a view of it, or a local answer that stops the request. */
+export interface DerivedRequest {
+  /** The exchange as the hooks left it: its own headers and attributes over the original's. */
+  readonly exchange: Exchange;
+  /** Set when a hook answered (denied) instead of letting the request go on. */
+  readonly reply?: Reply;
+}
+
+/** The per-attempt hooks (`backendAuth`) of a policy set, bound to the exchange they act for. */
+export type AttemptHook = (attempt: UpstreamAttempt) => void | Promise<void>;
+
 /** A compiled `policies` object. */
 export interface PolicySet {
   readonly keys: readonly string[];
   /** Facets merged over all policies of the set (later phases win on conflicts). */
   readonly facets: PolicyFacets;
   has(key: string): boolean;
+  /** This set with `over` merged on top: per policy key, `over`'s instance replaces this one's (facets field by field). */
+  layer(over: PolicySet): PolicySet;
+  /** True when a policy of the set has request hooks (`onRequest`). */
+  readonly hasRequestHooks: boolean;
+  /**
+   * Run the set's request hooks for a sub-request a backend makes itself (one MCP target's share of a client
+   * request): the hooks see a view of `ex` whose headers and attributes are copies, so a header modifier or an
+   * authorizer acts for this sub-request only. The kernel already ran the route's and backend's hooks on `ex`.
+   */
+  runRequestHooks(ex: Exchange): Promise<DerivedRequest>;
+  /**
+   * The set's per-attempt hooks (`backendAuth` signing, key injection) for requests a plugin sends itself with
+   * `UpstreamTarget.request` (pass the result as `onAttempt`). They act for a detached copy of `ex`, so the hook may
+   * outlive the request (a connection kept by an MCP session). Undefined when no policy of the set has one.
+   */
+  attemptHook(ex: Exchange): AttemptHook | undefined;
 }
 
 /** Compile context of a backend: also sees the policies that apply to it (route < named < backend ref). */

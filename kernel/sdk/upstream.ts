@@ -43,6 +43,11 @@ export interface UpstreamCallOptions {
   signal?: AbortSignal;
   /** Milliseconds until the whole call fails with a timeout. */
   timeoutMs?: number;
+  /**
+   * Runs just before the request is sent, with its headers to change (a policy set's `attemptHook`: backendAuth).
+   * A throw or rejection fails the call with that error.
+   */
+  onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>;
 }
 
 /** What came back from `UpstreamTarget.request`. */

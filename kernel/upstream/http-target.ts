@@ -166,6 +166,10 @@ class PooledTarget implements UpstreamTarget {
   async request(options: UpstreamCallOptions): Promise<UpstreamResponse> {
     const headers = { ...(options.headers ?? {}) } as Record<string, string>;
     if (!Object.keys(headers).some((k) => k.toLowerCase() === 'host')) headers.host = this.parsed.authority;
+    if (options.onAttempt) {
+      const body = typeof options.body === 'string' ? Buffer.from(options.body) : options.body instanceof Uint8Array ? Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength) : undefined;
+      await options.onAttempt({ method: options.method, path: options.path, origin: this.origin, headers, body, attempt: 0 });
+    }
     const signals: AbortSignal[] = [];
     if (options.signal) signals.push(options.signal);
     if (options.timeoutMs) signals.push(AbortSignal.timeout(options.timeoutMs));
@@ -188,6 +192,25 @@ class PooledTarget implements UpstreamTarget {
 
   upgrade(exchange: Exchange, socket: Duplex, head: Buffer): void {
     const ex = exchange as ExchangeImpl;
+    const hooks = ex.plan.upstreamHooks;
+    if (!hooks) return this.sendUpgrade(ex, socket, head, this.upgradeHeaders(ex));
+    // Per-attempt hooks (backendAuth) sign the upgrade request as they sign any other request. A client that leaves
+    // while they run (a token fetch) is noticed by sendUpgrade.
+    const headers = this.upgradeHeaders(ex);
+    const view: UpstreamAttempt = { method: ex.method, path: ex.path + ex.query, origin: this.origin, headers: headers as IncomingHttpHeaders, body: undefined, attempt: 0 };
+    void (async () => {
+      for (const hook of hooks) await hook.onUpstream!(ex, view);
+    })().then(
+      () => this.sendUpgrade(ex, socket, head, headers),
+      (err: unknown) => {
+        const failure = err instanceof GatewayError ? err : upstreamFailure(err, this.origin);
+        writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
+      },
+    );
+  }
+
+  /** The upgrade request's headers: hop-by-hop removed (Upgrade/Connection kept), Host chosen, X-Forwarded-* added. */
+  private upgradeHeaders(ex: ExchangeImpl): OutgoingHttpHeaders {
     const headers = { ...ex.headers } as OutgoingHttpHeaders;
     stripHopByHop(headers as IncomingHttpHeaders, true);
     const explicitAuthority = ex.authority !== ex.clientAuthority;
@@ -196,6 +219,11 @@ class PooledTarget implements UpstreamTarget {
     headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.sourceAddress}` : ex.sourceAddress;
     headers['x-forwarded-proto'] = ex.scheme;
     headers['x-forwarded-host'] = ex.clientAuthority;
+    return headers;
+  }
+
+  private sendUpgrade(ex: ExchangeImpl, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders): void {
+    if (socket.destroyed) return;
     const send = this.parsed.secure ? httpsRequest : httpRequest;
     const upReq = send({
       host: this.parsed.host,

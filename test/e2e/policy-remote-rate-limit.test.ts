@@ -219,7 +219,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
       /:6:103: invalid CEL expression `request\.\(\(`.*descriptors\[0\]\.entries\[0\]\.value/,
     );
     await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1" }`)), /missing required key `domain`/);
-    await assert.rejects(gw.gateway.compile(yaml(`{ domain: d }`)), /exactly one of `host`, `backend` is required/);
+    await assert.rejects(gw.gateway.compile(yaml(`{ domain: d }`)), /exactly one of `host`, `service`, `backend` is required/);
     await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, failureMode: failShut }`)), /must be one of `failClosed`/);
   });
 });

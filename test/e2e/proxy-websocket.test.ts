@@ -85,6 +85,12 @@ describe('WebSocket upgrade through a host route', () => {
               routes: [
                 { name: 'refuse', matches: [{ path: { pathPrefix: '/refuse' } }], backends: [{ host: `127.0.0.1:${refusing.port}` }] },
                 { name: 'closed', matches: [{ path: { pathPrefix: '/closed' } }], backends: [{ host: `127.0.0.1:${closedPort}` }] },
+                {
+                  name: 'signed',
+                  matches: [{ path: { pathPrefix: '/signed' } }],
+                  policies: { apiKey: { mode: 'strict', keys: [{ key: 'client-key' }] }, backendAuth: { key: 'upstream-key' } },
+                  backends: [{ host: `127.0.0.1:${upstreamPort}` }],
+                },
                 { name: 'ws', backends: [{ host: `127.0.0.1:${upstreamPort}` }] },
               ],
             },
@@ -130,6 +136,15 @@ describe('WebSocket upgrade through a host route', () => {
     assert.equal(h['x-forwarded-for'], '203.0.113.9, 127.0.0.1');
     assert.equal(h['x-forwarded-proto'], 'http');
     assert.equal(h.upgrade, 'websocket');
+  });
+
+  it("backendAuth puts the gateway's credential on the upgrade request, in place of the client's", async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/signed/chat`, { authorization: 'Bearer client-key' });
+    assert.equal(await c.text(), 'welcome /signed/chat');
+    c.ws.close();
+    const h = handshakes.at(-1)!;
+    assert.equal(h.authorization, 'Bearer upstream-key');
+    await assert.rejects(openSocket(`ws://127.0.0.1:${port}/signed/chat`), (err: { statusCode?: number }) => err.statusCode === 401);
   });
 
   it('closing the client closes the upstream socket', async () => {

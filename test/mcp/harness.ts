@@ -155,12 +155,17 @@ export interface ClientOptions {
   capabilities?: Record<string, unknown>;
   name?: string;
   sessionId?: string;
+  /** Extra headers on every request of the client. */
+  headers?: Record<string, string>;
 }
 
 /** An SDK v1 client over streamable HTTP. */
 export async function connectClient(url: URL, options: ClientOptions = {}): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
   const client = new Client({ name: options.name ?? 'switchyard-test', version: '1.0.0' }, { capabilities: (options.capabilities ?? {}) as never });
-  const transport = new StreamableHTTPClientTransport(url, options.sessionId ? { sessionId: options.sessionId } : undefined);
+  const transport = new StreamableHTTPClientTransport(url, {
+    ...(options.sessionId ? { sessionId: options.sessionId } : {}),
+    ...(options.headers ? { requestInit: { headers: options.headers } } : {}),
+  });
   await client.connect(transport);
   return { client, transport };
 }

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { parseDuration } from 'switchyard/sdk';
-import type { BackendCompileContext, BackendInstance, PolicyFacets, PolicySet } from 'switchyard/sdk';
+import type { BackendCompileContext, BackendInstance, Reply } from 'switchyard/sdk';
 import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import { LegacySseFront, StreamableFront } from './http-front.ts';
 import type { BackendRuntime } from './session.ts';
 import { SessionStore } from './session-store.ts';
 import { fingerprint } from './session-token.ts';
+import { authorizeTargets } from './target-authorizer.ts';
 import type { CompiledTarget } from './target-conn.ts';
 
 export interface McpTargetConfig {
@@ -24,14 +25,6 @@ export interface McpBackendConfig {
 
 const DEFAULT_IDLE_MS = 30 * 60 * 1000;
 
-/** Route/backend policies with the target's own merged over them, field by field (the target wins). */
-function layered(base: PolicySet, own: PolicySet): PolicySet {
-  const facets: PolicyFacets = { ...base.facets };
-  for (const [k, v] of Object.entries(own.facets)) if (v !== undefined) (facets as Record<string, unknown>)[k] = v;
-  const keys = [...new Set([...base.keys, ...own.keys])];
-  return { keys, facets, has: (key) => keys.includes(key) };
-}
-
 export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
   const print = fingerprint(config);
   const targets: CompiledTarget[] = [];
@@ -41,13 +34,15 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     if (seen.has(t.name)) ctx.fail(`target name \`${t.name}\` is already used by targets[${seen.get(t.name)}]; names must be unique`, ['targets', i, 'name']);
     seen.set(t.name, i);
     const own = await ctx.compilePolicies('mcpTargetPolicies', t.policies, ['targets', i, 'policies']);
-    const policies = layered(ctx.policies, own);
+    // The target's own policies win per key over the route's and backend's (SPEC: "merged with and overriding").
+    const policies = ctx.policies.layer(own);
     const { instance } = await ctx.compileVariant<McpTransportInstance>('mcpTransport', t, ['targets', i]);
     instance.configure?.(policies);
     targets.push({
       name: t.name,
       transport: instance,
       policies,
+      requestPolicies: own.hasRequestHooks ? own : undefined,
       requestTimeoutMs: own.facets.requestTimeoutMs ?? policies.facets.attemptTimeoutMs ?? 0,
     });
   }
@@ -74,6 +69,11 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
   return {
     protocol: 'mcp',
     // The legacy SSE transport answers on exactly `/sse` (after rewrites), as the reference does; all else is streamable HTTP.
-    handle: (ex) => (ex.path === '/sse' ? legacy.handle(ex) : streamable.handle(ex)),
+    handle: (ex) => {
+      const serve = (): Promise<Reply> | Reply => (ex.path === '/sse' ? legacy.handle(ex) : streamable.handle(ex));
+      // Only POSTs carry calls to authorize.
+      const authorizing = ex.method === 'POST' ? authorizeTargets(targets, ex) : undefined;
+      return authorizing ? authorizing.then(serve) : serve();
+    },
   };
 }

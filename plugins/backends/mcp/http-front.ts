@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { jsonReply, localReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../lib/mcp/authorizer.ts';
-import { TRANSPORT_ERROR, header, rpcReply, upstreamHeaders } from './http-util.ts';
+import { TRANSPORT_ERROR, clientOf, header, rpcReply } from './http-util.ts';
 import { RpcCode, RpcFailure, errorMessage, isRequest, isValidMessage } from './jsonrpc.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 import { ALL_VERSIONS, ModernCode, classify, headerIsModern } from './modern.ts';
@@ -79,7 +79,7 @@ export class StreamableFront {
   private session(ex: Exchange): McpSession | Reply {
     const id = header(ex, SESSION_HEADER);
     if (!id) return rpcReply(400, TRANSPORT_ERROR, 'Bad Request: the Mcp-Session-Id header is required for requests other than initialize');
-    const session = this.store.get(id) ?? this.store.resume(id, this.rt, upstreamHeaders(ex));
+    const session = this.store.get(id) ?? this.store.resume(id, this.rt, clientOf(ex));
     if (!session || session.kind !== 'streamable') return rpcReply(404, -32001, 'Session not found');
     return session;
   }
@@ -157,7 +157,7 @@ export class StreamableFront {
 
   private async initialize(ex: Exchange, init: RpcMessage, sse: boolean): Promise<Reply> {
     const kind = this.rt.stateful ? 'streamable' : 'stateless';
-    const session = new McpSession(this.rt, randomUUID(), kind, init.params ?? {}, upstreamHeaders(ex));
+    const session = new McpSession(this.rt, randomUUID(), kind, init.params ?? {}, clientOf(ex));
     let result: Record<string, unknown>;
     try {
       result = await session.initialize();
@@ -187,7 +187,7 @@ export class StreamableFront {
   private async stateless(ex: Exchange, parsed: Parsed, sse: boolean): Promise<Reply> {
     const version = header(ex, 'mcp-protocol-version') ?? '2025-11-25';
     const params = { protocolVersion: version, capabilities: {}, clientInfo: { name: 'switchyard', version: '0.1.0' } };
-    const session = new McpSession(this.rt, randomUUID(), 'stateless', params, upstreamHeaders(ex));
+    const session = new McpSession(this.rt, randomUUID(), 'stateless', params, clientOf(ex));
     session.initialized = true;
     session.protocolVersion = version;
     const reply = await this.dispatch(ex, session, parsed, sse, {});
@@ -241,7 +241,7 @@ export class LegacySseFront {
 
   private open(ex: Exchange): Reply {
     const uuid = randomUUID();
-    const session = new McpSession(this.rt, uuid, 'legacy', {}, upstreamHeaders(ex));
+    const session = new McpSession(this.rt, uuid, 'legacy', {}, clientOf(ex));
     const stream = new SseStream();
     session.legacyStream = stream;
     this.store.add(session, uuid);

@@ -43,6 +43,19 @@ export function upstreamHeaders(ex: Exchange, shared = false): Record<string, st
   return out;
 }
 
+/** The client as a session's target connections present it: its forwarded headers and a copy of its request. */
+export interface ClientContext {
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  /** The request that opened (or resumed) the session, detached: target policies act for it later. */
+  readonly exchange: Exchange;
+  /** Headers for connections shared across requests (no per-request tracing headers). */
+  readonly shared: boolean;
+}
+
+export function clientOf(ex: Exchange, shared = false): ClientContext {
+  return { headers: upstreamHeaders(ex, shared), exchange: ex.detach(), shared };
+}
+
 export function header(ex: Exchange, name: string): string | undefined {
   const v = ex.headers[name];
   return Array.isArray(v) ? v[0] : v;

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { localReply } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../lib/mcp/authorizer.ts';
-import { header, rpcReply, upstreamHeaders } from './http-util.ts';
+import { clientOf, header, rpcReply, upstreamHeaders } from './http-util.ts';
 import { RpcCode, errorMessage, isRequest } from './jsonrpc.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { LATEST_LEGACY_VERSION, LOG_LEVEL_META_KEY, MODERN_VERSION, REMOVED_METHODS, metaOf } from './modern.ts';
@@ -129,7 +129,7 @@ export class ModernFront {
       capabilities: client.clientCapabilities,
       clientInfo: client.clientInfo ?? { name: 'switchyard', version: '0.1.0' },
     };
-    const session = new McpSession(this.rt, randomUUID(), 'modern', initParams, upstreamHeaders(ex, poolKey !== undefined));
+    const session = new McpSession(this.rt, randomUUID(), 'modern', initParams, clientOf(ex, poolKey !== undefined));
     session.modernClient = client;
     session.poolKey = poolKey;
     session.initialized = true;

@@ -2,6 +2,7 @@ import type { Logger } from 'switchyard/sdk';
 import type { BackendRuntime, InputEntry, InputRegistry, McpSession } from './session.ts';
 import { INPUT_WAIT_MS, McpSession as Session } from './session.ts';
 import { unsealSession } from './session-token.ts';
+import type { ClientContext } from './http-util.ts';
 
 /** How long an ended session's id is refused rather than resumed (DELETE, expiry) on this replica. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
@@ -55,13 +56,13 @@ export class SessionStore {
    * Rebuild a session this replica has never seen (or has forgotten) from its sealed id. Targets reconnect on first
    * use: a streamable-HTTP target resumes its upstream session, the others start fresh and are re-initialized.
    */
-  resume(id: string, rt: BackendRuntime, headers: Readonly<Record<string, string>> | undefined): McpSession | undefined {
+  resume(id: string, rt: BackendRuntime, client: ClientContext): McpSession | undefined {
     if (this.disposed) return undefined;
     const claims = unsealSession(rt.key, rt.aad, id);
     if (!claims) return undefined;
     const ended = this.ended.get(claims.u);
     if (ended !== undefined && ended > Date.now()) return undefined;
-    const session = new Session(rt, claims.u, 'streamable', claims.i, headers, claims);
+    const session = new Session(rt, claims.u, 'streamable', claims.i, client, claims);
     session.token = id;
     this.sessions.set(id, session);
     this.logger.info('resumed MCP session from its sealed id', { session: claims.u.slice(0, 8) });

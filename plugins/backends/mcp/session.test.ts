@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import type { Logger, PolicySet } from 'switchyard/sdk';
+import type { Exchange, Logger, PolicySet } from 'switchyard/sdk';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcMessage } from './jsonrpc.ts';
@@ -14,7 +14,16 @@ import { sealSession, unsealSession } from './session-token.ts';
 import { SseStream } from './sse-stream.ts';
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => quiet, isEnabled: () => false };
-const noPolicies: PolicySet = { keys: [], facets: {}, has: () => false };
+const noPolicies: PolicySet = {
+  keys: [],
+  facets: {},
+  has: () => false,
+  layer: (over) => over,
+  hasRequestHooks: false,
+  runRequestHooks: () => Promise.reject(new Error('no request hooks')),
+  attemptHook: () => undefined,
+};
+const client = { headers: undefined, exchange: {} as Exchange, shared: false };
 
 class FakeUpstream implements McpUpstream {
   onmessage?: (message: JSONRPCMessage) => void;
@@ -61,9 +70,9 @@ class Capture implements Responder {
 function setup(kind: 'streamable' | 'stateless' = 'streamable'): { session: McpSession; a: FakeUpstream; b: FakeUpstream } {
   const a = new FakeUpstream();
   const b = new FakeUpstream();
-  const target = (name: string, up: FakeUpstream) => ({ name, transport: { kind: 'fake', describe: name, connect: () => up }, policies: noPolicies, requestTimeoutMs: 0 });
+  const target = (name: string, up: FakeUpstream) => ({ name, transport: { kind: 'fake', describe: name, connect: () => up }, policies: noPolicies, requestPolicies: undefined, requestTimeoutMs: 0 });
   const rt: BackendRuntime = { targets: [target('a', a), target('b', b)], multiplexed: true, failOpen: false, stateful: true, logger: quiet, key: randomBytes(32), aad: Buffer.from('x') };
-  const session = new McpSession(rt, 'u-1', kind, { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } }, undefined);
+  const session = new McpSession(rt, 'u-1', kind, { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } }, client);
   return { session, a, b };
 }
 

@@ -11,8 +11,11 @@ import type { Responder } from './responder.ts';
 import { sealSession } from './session-token.ts';
 import type { SessionClaims } from './session-token.ts';
 import type { SseStream } from './sse-stream.ts';
+import { EventLog } from './event-log.ts';
 import { MAX_PAGES, TargetConn, TargetError } from './target-conn.ts';
-import type { CompiledTarget, ConnHost } from './target-conn.ts';
+import type { CompiledTarget, ConnHost, TargetClient } from './target-conn.ts';
+import { upstreamHeaders } from './http-util.ts';
+import type { ClientContext } from './http-util.ts';
 
 /** What every session of one backend shares: the compiled targets and the backend's modes. */
 export interface BackendRuntime {
@@ -25,6 +28,8 @@ export interface BackendRuntime {
   readonly key: Buffer;
   /** The backend fingerprint, bound into sealed session ids. */
   readonly aad: Buffer;
+  /** `allowedOrigins`: browser origins accepted besides the request's own (ADR 0010); `*` accepts any. */
+  readonly allowedOrigins?: readonly string[];
 }
 
 type Json = Record<string, unknown>;
@@ -125,7 +130,8 @@ export class McpSession implements ConnHost {
   initParams: Json;
   protocolVersion = '';
   initialized = false;
-  readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly client: ClientContext;
+  private readonly targetClients = new Map<string, Promise<TargetClient>>();
   readonly logger: Logger;
   readonly conns: TargetConn[];
   private readonly byTarget = new Map<string, TargetConn>();
@@ -133,6 +139,8 @@ export class McpSession implements ConnHost {
   private readonly progress = new Map<unknown, Call>();
   getStream: SseStream | undefined;
   legacyStream: SseStream | undefined;
+  /** Resumable SSE streams (`Last-Event-ID`) of a stateful streamable-HTTP session. */
+  readonly events: EventLog | undefined;
   private queue: RpcMessage[] = [];
   private queueWarned = false;
   private earlyCancels: Map<RpcId, number> | undefined;
@@ -141,13 +149,14 @@ export class McpSession implements ConnHost {
   inflight = 0;
   closed = false;
 
-  constructor(rt: BackendRuntime, uuid: string, kind: McpSession['kind'], initParams: Json, headers: Readonly<Record<string, string>> | undefined, claims?: SessionClaims) {
+  constructor(rt: BackendRuntime, uuid: string, kind: McpSession['kind'], initParams: Json, client: ClientContext, claims?: SessionClaims) {
     this.rt = rt;
     this.uuid = uuid;
     this.kind = kind;
     this.initParams = initParams;
-    this.headers = headers;
+    this.client = client;
     this.logger = rt.logger.child({ session: uuid.slice(0, 8) });
+    this.events = kind === 'streamable' ? new EventLog(this.logger) : undefined;
     this.conns = rt.targets.map((t) => {
       const c = claims?.t[t.name];
       const conn = new TargetConn(t, this, c ? { sessionId: c.s, protocolVersion: c.v, capabilities: c.c } : undefined);
@@ -158,6 +167,34 @@ export class McpSession implements ConnHost {
       this.protocolVersion = claims.p;
       this.initialized = true;
     }
+  }
+
+  get headers(): Readonly<Record<string, string>> | undefined {
+    return this.client.headers;
+  }
+
+  /**
+   * How this session's connection to `target` presents the client: the target's own request policies
+   * (`requestHeaderModifier`) applied to a copy of the client's request, and the per-attempt hook of the merged
+   * policies (`backendAuth`). Worked out once per target and session.
+   */
+  targetClient(target: CompiledTarget): Promise<TargetClient> {
+    let client = this.targetClients.get(target.name);
+    if (!client) {
+      client = this.resolveTargetClient(target);
+      this.targetClients.set(target.name, client);
+      // A failure is not kept: the next connection attempt asks again.
+      client.catch(() => this.targetClients.delete(target.name));
+    }
+    return client;
+  }
+
+  private async resolveTargetClient(target: CompiledTarget): Promise<TargetClient> {
+    const base = this.client;
+    if (!target.requestPolicies) return { headers: base.headers, onAttempt: target.policies.attemptHook(base.exchange) };
+    const derived = await target.requestPolicies.runRequestHooks(base.exchange);
+    if (derived.reply) throw new Error(`a policy of the target refused the client (HTTP ${derived.reply.status})`);
+    return { headers: upstreamHeaders(derived.exchange, base.shared), onAttempt: target.policies.attemptHook(derived.exchange) };
   }
 
   touch(): void {
@@ -789,7 +826,8 @@ export class McpSession implements ConnHost {
       return;
     }
     if (this.getStream?.open) {
-      this.getStream.send(m);
+      if (this.events) this.events.get.send(m);
+      else this.getStream.send(m);
       return;
     }
     this.queue.push(m);
@@ -807,20 +845,63 @@ export class McpSession implements ConnHost {
     this.deliver(undefined, m, undefined, false);
   }
 
-  /** Open the server-to-client stream (GET). Only one at a time; undefined when one is open already. */
+  /** Clients of 2025-11-25 and later get priming events (an id with empty data) when a resumable stream opens. */
+  get primes(): boolean {
+    return this.protocolVersion >= '2025-11-25';
+  }
+
+  /** Open the server-to-client stream (GET). Only one at a time; false when one is open already. */
   openGetStream(stream: SseStream): boolean {
     if (this.getStream?.open) return false;
+    this.attachGetStream(stream, undefined);
+    return true;
+  }
+
+  /**
+   * `GET` with `Last-Event-ID`: resume the stream that event belongs to. The GET stream replaces its previous
+   * response (the client reconnected) and gets the kept events after the id, then what was queued, then live
+   * messages. A POST response stream gets its kept events after the id and then the rest of its calls' messages and
+   * answers, ending after the last answer; `finished` when it had ended and nothing is left to send. `unknown` for
+   * an id this session object did not make (another replica's, expired, malformed): the caller opens a fresh stream.
+   */
+  resumeStream(lastEventId: string, stream: SseStream): 'resumed' | 'finished' | 'unknown' {
+    const found = this.events?.find(lastEventId);
+    if (!found) return 'unknown';
+    const { stream: logged, seq } = found;
+    if (logged === this.events!.get) {
+      const previous = this.getStream;
+      this.getStream = undefined;
+      previous?.end();
+      this.attachGetStream(stream, seq);
+      return 'resumed';
+    }
+    if (logged.ended && !logged.hasAfter(seq)) return 'finished';
+    logged.attach(stream, seq);
+    if (stream.open) stream.startKeepAlive(KEEP_ALIVE_MS);
+    return 'resumed';
+  }
+
+  private attachGetStream(stream: SseStream, resumeAfter: number | undefined): void {
     this.getStream = stream;
     stream.onClose = () => {
       if (this.getStream === stream) this.getStream = undefined;
       this.touch();
     };
-    stream.flushHeaders();
+    const logged = this.events?.get;
+    if (logged) {
+      logged.attach(stream, resumeAfter);
+      if (resumeAfter === undefined) {
+        if (this.primes) logged.prime();
+        else stream.flushHeaders();
+      }
+    } else stream.flushHeaders();
     stream.startKeepAlive(KEEP_ALIVE_MS);
     const queued = this.queue;
     this.queue = [];
-    for (const m of queued) stream.send(m);
-    return true;
+    for (const m of queued) {
+      if (logged) logged.send(m);
+      else stream.send(m);
+    }
   }
 
   /**
@@ -834,6 +915,7 @@ export class McpSession implements ConnHost {
     this.getStream?.end();
     this.legacyStream?.end();
     this.queue = [];
+    this.events?.dispose();
     await Promise.all(this.conns.map((c) => c.close(terminate)));
   }
 }

@@ -1,4 +1,4 @@
-import type { Logger, PolicySet } from 'switchyard/sdk';
+import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
 import type { McpDiscovery, McpTransportInstance, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, INPUT_REQUIRED_METHODS, MODERN_VERSION, PROTOCOL_VERSION_META_KEY, withoutEnvelope } from './modern.ts';
@@ -10,16 +10,29 @@ export interface CompiledTarget {
   readonly transport: McpTransportInstance;
   /** Route and backend policies merged with the target's own. */
   readonly policies: PolicySet;
+  /**
+   * The target's own policies when they have request hooks (`requestHeaderModifier`, `mcpAuthorization`): run on a
+   * copy of the client's request for this target alone (the route's already ran on the request itself).
+   */
+  readonly requestPolicies: PolicySet | undefined;
   /** Deadline for each request to this target (from `timeout` facets); 0 means none. */
   readonly requestTimeoutMs: number;
+}
+
+/** The client as one target sees it. */
+export interface TargetClient {
+  /** Client headers passed to an HTTP target. */
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  /** Per-request hook of the target's policies (`backendAuth`), for every HTTP request made to it. */
+  readonly onAttempt: AttemptHook | undefined;
 }
 
 /** What a connection needs from the session that owns it. */
 export interface ConnHost {
   /** The client's `initialize` params, sent to every fresh upstream. */
   readonly initParams: Record<string, unknown>;
-  /** Client headers passed to HTTP upstreams. */
-  readonly headers: Readonly<Record<string, string>> | undefined;
+  /** How connections to `target` present the client (headers, backendAuth), after the target's own policies. */
+  targetClient(target: CompiledTarget): Promise<TargetClient>;
   readonly logger: Logger;
   /**
    * Set when the session serves a 2026-07-28 client: targets that serve that revision too are spoken to in it
@@ -155,7 +168,8 @@ export class TargetConn {
     let discovery: McpDiscovery | undefined;
     if (this.host.modernClient && this.target.transport.discover) {
       try {
-        discovery = await this.target.transport.discover({ headers: this.host.headers, logger: this.logger });
+        const client = await this.host.targetClient(this.target);
+        discovery = await this.target.transport.discover({ headers: client.headers, onAttempt: client.onAttempt, logger: this.logger });
       } catch (err) {
         this.state = 'down';
         this.lastError = (err as Error).message;
@@ -166,9 +180,11 @@ export class TargetConn {
     if (discovery) return this.startModern(discovery);
     let up: McpUpstream;
     try {
+      const client = await this.host.targetClient(this.target);
       up = await this.target.transport.connect({
         resumeSessionId: resume?.sessionId,
-        headers: this.host.headers,
+        headers: client.headers,
+        onAttempt: client.onAttempt,
         policies: this.target.policies,
         logger: this.logger,
       });
@@ -225,7 +241,8 @@ export class TargetConn {
   private async startModern(discovery: McpDiscovery): Promise<void> {
     let up: McpUpstream;
     try {
-      up = await this.target.transport.connect({ headers: this.host.headers, policies: this.target.policies, logger: this.logger, modern: true });
+      const client = await this.host.targetClient(this.target);
+      up = await this.target.transport.connect({ headers: client.headers, onAttempt: client.onAttempt, policies: this.target.policies, logger: this.logger, modern: true });
       this.attach(up);
       await withTimeout(up.start(), START_TIMEOUT_MS, 'starting');
     } catch (err) {

@@ -1,12 +1,17 @@
+import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
+import type { PeerCertificate } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import type { CompileContext, ResourceCache } from 'switchyard/sdk';
+import type { ResourceCache, UpstreamTls } from 'switchyard/sdk';
+import type { ServiceTarget } from './service-target.ts';
 
 /**
  * gRPC clients for Envoy's external services (ext_authz, rate limit), from the protos vendored in
- * plugins/lib/envoy-protos/. The protos are loaded once per process, on first use; clients are cached per address
- * in the gateway's resource cache, so a reload that keeps the address keeps the connection.
+ * plugins/lib/envoy-protos/. The protos are loaded once per process, on first use; clients are cached per address,
+ * TLS settings and call metadata in the gateway's resource cache, so a reload that keeps them keeps the connection.
+ * The address forms (`host` / `service` / `backend` + `policies`) are resolved in service-target.ts.
  */
 
 const PROTO_DIR = fileURLToPath(new URL('../envoy-protos/', import.meta.url));
@@ -38,48 +43,8 @@ export function envoyServices(): EnvoyServices {
 
 export { grpc };
 
-/** Where a gRPC service lives. */
-export interface GrpcAddress {
-  /** `host:port` as gRPC dials it. */
-  readonly target: string;
-  readonly secure: boolean;
-}
-
-/**
- * Parse `host:port`, `[v6]:port` or `http(s)://host:port` (the scheme picks plaintext or TLS). Returns an error
- * message when the value is not an address.
- */
-export function parseGrpcAddress(value: string): GrpcAddress | string {
-  let rest = value.trim();
-  let secure = false;
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(rest);
-  if (scheme) {
-    const s = scheme[1]!.toLowerCase();
-    if (s !== 'http' && s !== 'https') return `unsupported scheme \`${s}\` (use http or https, or no scheme)`;
-    secure = s === 'https';
-    rest = rest.slice(scheme[0].length).replace(/\/$/, '');
-  }
-  const m = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/.exec(rest);
-  if (!m) return `\`${value}\` is not a \`host:port\` address`;
-  const port = Number(m[2]);
-  if (port < 1 || port > 65535) return `port ${m[2]} is out of range`;
-  return { target: `${m[1]}:${port}`, secure };
-}
-
-/** The address of a `host` or named `backend` service reference, or a config error at the right field. */
-export async function resolveServiceAddress(config: { host?: string; backend?: string }, ctx: CompileContext): Promise<GrpcAddress> {
-  if (config.host !== undefined) {
-    const parsed = parseGrpcAddress(config.host);
-    if (typeof parsed === 'string') return ctx.fail(parsed, ['host']);
-    return parsed;
-  }
-  const backend = await ctx.namedBackend(config.backend!, ['backend']);
-  const origin = backend.target?.origin;
-  if (!origin) return ctx.fail(`backend \`${config.backend}\` does not forward to one \`host\`; use a host backend`, ['backend']);
-  const parsed = parseGrpcAddress(origin);
-  if (typeof parsed === 'string') return ctx.fail(parsed, ['backend']);
-  return parsed;
-}
+export { parseGrpcAddress, resolveServiceTarget, serviceAddress, SUPPORTED_CONNECTION_POLICIES } from './service-target.ts';
+export type { GrpcAddress, ServiceRefConfig, ServiceTarget, ServiceTargetConfig } from './service-target.ts';
 
 // Reconnect quickly after the service comes back: grpc-js otherwise backs off up to two minutes, failing every call
 // (fast) in the meantime.
@@ -89,16 +54,137 @@ const CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.keepalive_time_ms': 60_000,
 };
 
-/** A client of `service` at `address`, shared by every policy (and reload) that uses the same address. */
-export function cachedClient(resources: ResourceCache, service: 'Authorization' | 'RateLimitService', address: GrpcAddress): grpc.Client {
+/** A client of one Envoy service plus the metadata sent on every call (`policies.requestHeaderModifier`). */
+export interface EnvoyClient {
+  readonly client: grpc.Client;
+  /** Cloned per call. */
+  readonly metadata: grpc.Metadata;
+}
+
+/** Parse a `subjectAltName` entry as `backendTLS` normalises it (`DNS:`, `IP:`, `URI:`). */
+function acceptedName(entry: string): { type: string; value: string } {
+  const i = entry.indexOf(':');
+  return { type: entry.slice(0, i).toUpperCase(), value: entry.slice(i + 1) };
+}
+
+function canonicalIp(ip: string): string | undefined {
+  const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
+  const family = isIP(bare);
+  if (family === 4) return bare;
+  if (family === 6) return new URL(`http://[${bare}]/`).hostname;
+  return undefined;
+}
+
+function dnsMatches(pattern: string, name: string): boolean {
+  const p = pattern.toLowerCase().replace(/\.$/, '');
+  const n = name.toLowerCase().replace(/\.$/, '');
+  if (p === n) return true;
+  // A certificate wildcard covers exactly one leftmost label.
+  if (p.startsWith('*.') && p.length > 2) {
+    const dot = n.indexOf('.');
+    return dot > 0 && n.slice(dot + 1) === p.slice(2);
+  }
+  return false;
+}
+
+/** Split a certificate's `subjectaltname` (`DNS:a, IP Address:127.0.0.1, URI:spiffe://x`); quoted values unescaped. */
+function certAltNames(text: string | undefined): { type: string; value: string }[] {
+  const out: { type: string; value: string }[] = [];
+  if (!text) return out;
+  for (const m of text.matchAll(/(?:^|, )([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,]*)/g)) {
+    let value = m[2]!;
+    if (value.startsWith('"')) {
+      try {
+        value = JSON.parse(value) as string;
+      } catch {
+        value = value.slice(1, -1);
+      }
+    }
+    out.push({ type: m[1] === 'IP Address' ? 'IP' : m[1]!.toUpperCase(), value });
+  }
+  return out;
+}
+
+/** Whether the certificate carries any of the accepted names (`backendTLS.subjectAltNames`, normalised). */
+export function certHasAltName(cert: PeerCertificate, accepted: readonly string[]): boolean {
+  const names = certAltNames(cert.subjectaltname);
+  return accepted.some((entry) => {
+    const want = acceptedName(entry);
+    return names.some((have) => {
+      if (have.type !== want.type) return false;
+      if (want.type === 'DNS') return dnsMatches(have.value, want.value);
+      if (want.type === 'IP') {
+        const a = canonicalIp(have.value);
+        return a !== undefined && a === canonicalIp(want.value);
+      }
+      return have.value === want.value;
+    });
+  });
+}
+
+/**
+ * gRPC channel credentials and options for a target: plaintext, or TLS with `backendTLS`'s CA, client certificate,
+ * verification name (`hostname`, sent as SNI and checked, through `grpc.ssl_target_name_override`), `insecure`,
+ * `insecureHost` and `subjectAltNames`, with the semantics they have on a backend.
+ */
+export function channelCredentials(target: ServiceTarget): { credentials: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+  if (!target.secure) return { credentials: grpc.credentials.createInsecure(), options: CHANNEL_OPTIONS };
+  const tls: UpstreamTls = target.tls ?? {};
+  const verify: grpc.VerifyOptions = {};
+  if (tls.insecure) {
+    verify.rejectUnauthorized = false;
+    verify.checkServerIdentity = () => undefined;
+  } else if (tls.subjectAltNames?.length) {
+    const accepted = tls.subjectAltNames;
+    verify.checkServerIdentity = (_name, cert) =>
+      certHasAltName(cert, accepted)
+        ? undefined
+        : Object.assign(new Error(`certificate subject alternative names (${cert.subjectaltname ?? 'none'}) match none of: ${accepted.join(', ')}`), {
+            code: 'ERR_TLS_CERT_ALTNAME_INVALID',
+            reason: 'subjectAltNames mismatch',
+            host: _name,
+            cert,
+          });
+  } else if (tls.insecureHost) {
+    verify.checkServerIdentity = () => undefined;
+  }
+  const credentials = grpc.credentials.createSsl(
+    tls.ca ? Buffer.from(tls.ca) : null,
+    tls.key ? Buffer.from(tls.key) : null,
+    tls.cert ? Buffer.from(tls.cert) : null,
+    verify,
+  );
+  const options: grpc.ChannelOptions = tls.servername ? { ...CHANNEL_OPTIONS, 'grpc.ssl_target_name_override': tls.servername } : CHANNEL_OPTIONS;
+  return { credentials, options };
+}
+
+/** The call metadata of a target: `requestHeaderModifier`'s `add` (appended) then `set` (replacing); `remove` has nothing to act on. */
+export function callMetadata(target: ServiceTarget): grpc.Metadata {
+  const md = new grpc.Metadata();
+  if (target.headers) {
+    for (const [name, value] of target.headers.add) md.add(name, value);
+    for (const [name, value] of target.headers.set) md.set(name, value);
+  }
+  return md;
+}
+
+const hash = (value: unknown): string => createHash('sha256').update(JSON.stringify(value ?? null)).digest('hex').slice(0, 32);
+
+/**
+ * A client of `service` at `target`, shared by every policy (and reload) with the same address, TLS settings and
+ * call metadata; a reload that changes any of them gets a new client, and the old one is closed once unused.
+ */
+export function cachedClient(resources: ResourceCache, service: 'Authorization' | 'RateLimitService', target: ServiceTarget): EnvoyClient {
+  const tls = target.secure ? (target.tls ?? {}) : undefined;
+  const headers = target.headers ? { add: target.headers.add, set: target.headers.set } : undefined;
   return resources.get(
-    `envoy-grpc:${service}:${address.secure ? 'tls' : 'plain'}:${address.target}`,
+    `envoy-grpc:${service}:${target.secure ? 'tls' : 'plain'}:${target.target}:${hash(tls)}:${hash(headers)}`,
     () => {
       const Ctor = envoyServices()[service];
-      const creds = address.secure ? grpc.credentials.createSsl() : grpc.credentials.createInsecure();
-      return new Ctor(address.target, creds, CHANNEL_OPTIONS);
+      const { credentials, options } = channelCredentials(target);
+      return { client: new Ctor(target.target, credentials, options), metadata: callMetadata(target) };
     },
-    (client) => client.close(),
+    (c) => c.client.close(),
   );
 }
 
@@ -115,11 +201,12 @@ export class GrpcCallError extends Error {
 type UnaryMethod = (request: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, callback: (err: grpc.ServiceError | null, response?: unknown) => void) => grpc.ClientUnaryCall;
 
 /** One unary call with a deadline, cancelled when `signal` aborts (the client went away). */
-export function unaryCall<Res>(client: grpc.Client, method: string, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<Res> {
+export function unaryCall<Res>(service: EnvoyClient, method: string, request: unknown, timeoutMs: number, signal?: AbortSignal): Promise<Res> {
   return new Promise<Res>((resolve, reject) => {
+    const client = service.client;
     const fn = (client as unknown as Record<string, UnaryMethod>)[method]!;
     let onAbort: (() => void) | undefined;
-    const call = fn.call(client, request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, response) => {
+    const call = fn.call(client, request, service.metadata.clone(), { deadline: Date.now() + timeoutMs }, (err, response) => {
       if (onAbort) signal!.removeEventListener('abort', onAbort);
       if (err) reject(new GrpcCallError(`${method}: ${err.details || err.message}`, err.code));
       else resolve(response as Res);

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { HeaderMap, UpstreamTarget } from 'switchyard/sdk';
+import type { AttemptHook, HeaderMap, UpstreamTarget } from 'switchyard/sdk';
 
 type FetchInput = string | URL | { url: string };
 
@@ -70,9 +70,10 @@ function toWeb(body: Readable): ReadableStream<Uint8Array> {
 /**
  * A WHATWG `fetch` over one gateway upstream pool, so the MCP SDK's client transports reuse the kernel's pooled,
  * TLS-configured connections (`backendTLS` of the target applies). Requests to another origin (an SSE server whose
- * `endpoint` points elsewhere) fall back to the global `fetch`.
+ * `endpoint` points elsewhere) fall back to the global `fetch`. `onAttempt` (backendAuth) runs on each request to
+ * the target.
  */
-export function fetchOverTarget(target: UpstreamTarget): typeof fetch {
+export function fetchOverTarget(target: UpstreamTarget, onAttempt?: AttemptHook): typeof fetch {
   return (async (input: FetchInput, init?: RequestInit): Promise<Response> => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     if (url.origin !== new URL(target.origin).origin) return fetch(input as string, init);
@@ -82,6 +83,7 @@ export function fetchOverTarget(target: UpstreamTarget): typeof fetch {
       headers: headerObject(init),
       body: await bodyOf(init?.body),
       signal: init?.signal ?? undefined,
+      onAttempt,
     });
     const headers = new Headers();
     for (const [k, v] of Object.entries(upstream.headers)) {

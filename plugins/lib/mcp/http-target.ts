@@ -1,4 +1,4 @@
-import type { CompileContext, PolicySet } from 'switchyard/sdk';
+import type { AttemptHook, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
 import { fetchOverTarget } from './fetch-adapter.ts';
 import { parseTargetAddress } from './target-address.ts';
 import type { TargetAddress, TargetAddressConfig } from './target-address.ts';
@@ -6,6 +6,7 @@ import type { TargetAddress, TargetAddressConfig } from './target-address.ts';
 /** The resolved endpoint of an HTTP-based MCP target and a `fetch` over the gateway's pool for it. */
 export interface HttpTargetEndpoint {
   readonly address: TargetAddress;
+  readonly target: UpstreamTarget;
   readonly fetch: typeof fetch;
 }
 
@@ -35,11 +36,13 @@ export class HttpTargetBinding {
     const parsed = parseTargetAddress(this.config, tls !== undefined, this.defaultPath);
     if ('error' in parsed) this.ctx.fail(parsed.error, [parsed.field]);
     const target = this.ctx.http.target({ origin: parsed.origin, tls: parsed.secure ? tls : undefined });
-    this.endpoint = { address: parsed, fetch: fetchOverTarget(target) };
+    this.endpoint = { address: parsed, target, fetch: fetchOverTarget(target) };
   }
 
-  get(): HttpTargetEndpoint {
+  /** The endpoint; with `onAttempt` (a connection's backendAuth), a `fetch` that runs it on every request. */
+  get(onAttempt?: AttemptHook): HttpTargetEndpoint {
     if (!this.endpoint) this.configure(undefined);
-    return this.endpoint!;
+    const endpoint = this.endpoint!;
+    return onAttempt ? { ...endpoint, fetch: fetchOverTarget(endpoint.target, onAttempt) } : endpoint;
   }
 }

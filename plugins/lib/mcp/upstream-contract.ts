@@ -1,5 +1,5 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger, PolicySet } from 'switchyard/sdk';
+import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
 
 /**
  * A live connection from the gateway to one MCP target for one client session. The shape mirrors the MCP
@@ -57,6 +57,11 @@ export interface McpConnectOptions {
   readonly headers?: Readonly<Record<string, string>>;
   /** The target's policies (per-target `policies` merged over the route's): TLS facets, backendAuth, … */
   readonly policies?: PolicySet;
+  /**
+   * Run on every HTTP request made to the target for this connection (pass it as `onAttempt` to
+   * `UpstreamTarget.request`): the target's `backendAuth` adds its credential or signature here.
+   */
+  readonly onAttempt?: AttemptHook;
   readonly logger: Logger;
   /**
    * Speak the 2026-07-28 revision (no `initialize`, no session; every request carries its `_meta` envelope and the
@@ -68,6 +73,7 @@ export interface McpConnectOptions {
 /** What `discover` needs: the client's headers (the target may require its credentials), as for `connect`. */
 export interface McpDiscoverOptions {
   readonly headers?: Readonly<Record<string, string>>;
+  readonly onAttempt?: AttemptHook;
   readonly logger: Logger;
 }
 

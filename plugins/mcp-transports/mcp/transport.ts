@@ -14,12 +14,12 @@ export function compileStreamableTransport(config: TargetAddressConfig, ctx: Com
     describe: binding.describe,
     configure: (policies) => binding.configure(policies),
     connect: (options) => {
-      const { address, fetch } = binding.get();
+      const { address, fetch } = binding.get(options.onAttempt);
       return options.modern ? new ModernUpstream(address.url, fetch, options) : new StreamableUpstream(address.url, fetch, options);
     },
     discover: (options) => {
       probe ??= (async () => {
-        const { address, fetch } = binding.get();
+        const { address, fetch } = binding.get(options.onAttempt);
         const outcome = await probeDiscover(address.url, fetch, options.headers);
         if (outcome.kind === 'unknown') {
           // Not a definite answer (unreachable, refused credentials): ask again next time.

@@ -122,6 +122,7 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
               headers: built.headers,
               body: built.body ?? null,
               signal,
+              onAttempt: options.onAttempt,
               ...(timeoutMs ? { timeoutMs } : {}),
             });
             const text = await readText(response.body, MAX_RESPONSE_BYTES);

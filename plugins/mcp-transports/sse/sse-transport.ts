@@ -12,7 +12,7 @@ export function compileSseTransport(config: TargetAddressConfig, ctx: CompileCon
     describe: binding.describe,
     configure: (policies) => binding.configure(policies),
     connect: (options) => {
-      const { address, fetch } = binding.get();
+      const { address, fetch } = binding.get(options.onAttempt);
       return new SseUpstream(address.url, fetch, options);
     },
   };

@@ -21,7 +21,7 @@ export default definePolicy<Record<string, unknown>>({
   key: 'backendAuth',
   description: 'Authenticate the gateway to the upstream: pass the client credential through, a static key, or a GCP, AWS (SigV4) or Azure credential.',
   schema,
-  attach: ['routePolicies', 'backendPolicies'],
+  attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'upstream',
   order: 20,
   async compile(config, ctx) {

@@ -1,14 +1,13 @@
 import { jsonErrorReply, parseDuration } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance, Reply, UpstreamTarget } from 'switchyard/sdk';
-import { cachedClient, parseGrpcAddress, resolveServiceAddress } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { cachedClient, resolveServiceTarget } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { grpcCheck } from './grpc-check.ts';
 import { httpCheck } from './http-check.ts';
 
 type FailureMode = 'deny' | 'allow' | { denyWithStatus: number };
 
-export interface ExtAuthzConfig {
-  host?: string;
-  backend?: string;
+export interface ExtAuthzConfig extends ServiceTargetConfig {
   protocol?: { grpc?: { context?: Record<string, string> }; http?: { path?: string; includeResponseHeaders?: string[] } };
   includeRequestHeaders?: string[];
   timeout?: string;
@@ -18,7 +17,10 @@ export interface ExtAuthzConfig {
 /** BEHAVIOUR.md §8.3: policy callouts to extAuthz wait 2s by default. */
 const DEFAULT_TIMEOUT_MS = 2000;
 
-/** Compile one `extAuthz` policy: an HTTP check against a host or named backend, or an Envoy ext_authz gRPC client. */
+/**
+ * Compile one `extAuthz` policy: an HTTP check, or an Envoy ext_authz gRPC client, against the `host`, `service` or
+ * `backend` address, with the TLS and headers of its `policies`.
+ */
 export async function compileExtAuthz(config: ExtAuthzConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const timeoutMs = config.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(config.timeout)!;
   if (timeoutMs <= 0) ctx.fail('`timeout` must be greater than zero', ['timeout']);
@@ -28,18 +30,15 @@ export async function compileExtAuthz(config: ExtAuthzConfig, ctx: CompileContex
 
   let check: (ex: Exchange) => Promise<Reply | undefined>;
   if (http) {
-    let target: UpstreamTarget;
-    if (config.host !== undefined) {
-      const parsed = parseGrpcAddress(config.host);
-      if (typeof parsed === 'string') return ctx.fail(parsed, ['host']);
-      target = ctx.http.target({ origin: `${parsed.secure ? 'https' : 'http'}://${parsed.target}` });
-    } else {
-      const backend = await ctx.namedBackend(config.backend!, ['backend']);
-      if (!backend.target) return ctx.fail(`backend \`${config.backend}\` does not forward to one \`host\`; use a host backend`, ['backend']);
-      target = backend.target;
-    }
+    const service = await resolveServiceTarget(config, ctx, { what: 'authorization service', grpc: false });
+    // A named backend keeps its own pool unless `policies.backendTLS` asks for other TLS settings.
+    const target: UpstreamTarget =
+      service.backend?.target && !service.tls
+        ? service.backend.target
+        : ctx.http.target({ origin: `${service.secure ? 'https' : 'http'}://${service.target}`, tls: service.tls });
     const options = {
       target,
+      headers: service.headers,
       path: http.path === undefined ? undefined : ctx.expr.compile(http.path, ['protocol', 'http', 'path']),
       includeRequestHeaders: (config.includeRequestHeaders ?? []).map((h) => h.toLowerCase()),
       includeResponseHeaders: (http.includeResponseHeaders ?? []).map((h) => h.toLowerCase()),
@@ -47,8 +46,8 @@ export async function compileExtAuthz(config: ExtAuthzConfig, ctx: CompileContex
     };
     check = (ex) => httpCheck(options, ex);
   } else {
-    const address = await resolveServiceAddress(config, ctx);
-    const client = cachedClient(ctx.resources, 'Authorization', address);
+    const target = await resolveServiceTarget(config, ctx, { what: 'authorization service', grpc: true });
+    const client = cachedClient(ctx.resources, 'Authorization', target);
     const context = config.protocol?.grpc?.context ?? {};
     check = (ex) => grpcCheck(client, ex, context, timeoutMs);
   }

@@ -1,8 +1,7 @@
 import { jsonErrorReply, localReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
-import type { Client } from '@grpc/grpc-js';
 import { headerText, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
-import type { HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import type { EnvoyClient, HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { applyHeaderOption, removeHeaders } from './header-mutation.ts';
 
 /** `CheckResponse` as decoded by the loader (enums as numbers, unset messages null). */
@@ -70,7 +69,7 @@ function applyQuery(ex: Exchange, set: readonly { key: string; value: string }[]
 }
 
 /** Ask the service; undefined allows (with the service's header changes applied), a Reply denies. Throws on failure. */
-export async function grpcCheck(client: Client, ex: Exchange, context: Record<string, string>, timeoutMs: number): Promise<Reply | undefined> {
+export async function grpcCheck(client: EnvoyClient, ex: Exchange, context: Record<string, string>, timeoutMs: number): Promise<Reply | undefined> {
   const res = await unaryCall<CheckResponse>(client, 'Check', checkRequest(ex, context), timeoutMs, ex.signal);
   if ((res.status?.code ?? 0) === 0) {
     const ok = res.ok_response;

@@ -1,5 +1,7 @@
 import { celValueToString, localReply } from 'switchyard/sdk';
 import type { CompiledExpression, Exchange, HeaderMap, Reply, UpstreamTarget } from 'switchyard/sdk';
+import { applyHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
+import type { HeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
 
 /** Bodies of denying answers are read into memory (bounded) before they are passed on. */
 const MAX_DENIAL_BODY = 1024 * 1024;
@@ -9,6 +11,8 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
 
 export interface HttpCheckOptions {
   readonly target: UpstreamTarget;
+  /** `policies.requestHeaderModifier`: applied to the headers of every check request. */
+  readonly headers: HeaderModifier | undefined;
   /** CEL yielding the path to call; undefined: the request's own path and query. */
   readonly path: CompiledExpression | undefined;
   /** Lower-case names of request headers sent besides `authorization`. */
@@ -47,6 +51,7 @@ export async function httpCheck(options: HttpCheckOptions, ex: Exchange): Promis
     const value = ex.headers[name];
     if (value !== undefined) headers[name] = value;
   }
+  if (options.headers) applyHeaderModifier(options.headers, headers);
   const res = await options.target.request({ method: ex.method, path, headers, signal: ex.signal, timeoutMs: options.timeoutMs });
   if (res.status >= 200 && res.status < 300) {
     res.body.resume();

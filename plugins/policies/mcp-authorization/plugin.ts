@@ -10,8 +10,8 @@ export default definePolicy<McpAuthorizationConfig>({
   key: 'mcpAuthorization',
   description: 'Allow or hide MCP tools, prompts and resources per caller with CEL rules (`mcp.tool.name`, `jwt.*`, …).',
   schema,
-  // Not `mcpTargetPolicies`: the `mcp` backend does not run the request hooks of per-target policies.
-  attach: ['routePolicies', 'backendPolicies'],
+  // Under `mcpTargetPolicies` it decides for that target's items only (plugins/backends/mcp/target-authorizer.ts).
+  attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'authz',
   // After extAuthz (10) and authorization (20): a request denied outright never gets this far.
   order: 30,

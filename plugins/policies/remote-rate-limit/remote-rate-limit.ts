@@ -1,12 +1,11 @@
 import { jsonErrorReply, localReply, parseDuration } from 'switchyard/sdk';
 import type { CompileContext, HeaderMap, PolicyInstance } from 'switchyard/sdk';
-import { cachedClient, resolveServiceAddress, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { cachedClient, resolveServiceTarget, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { buildDescriptors, Code, derivedHeaders, headerValue } from './rls.ts';
 import type { CompiledDescriptor, RateLimitResponse } from './rls.ts';
 
-export interface RemoteRateLimitConfig {
-  host?: string;
-  backend?: string;
+export interface RemoteRateLimitConfig extends ServiceTargetConfig {
   domain: string;
   descriptors?: { entries: { key: string; value: string }[]; type?: 'requests' | 'tokens' }[];
   failureMode?: 'failClosed' | 'failOpen' | 'FailClosed' | 'FailOpen';
@@ -15,7 +14,10 @@ export interface RemoteRateLimitConfig {
 
 const DEFAULT_TIMEOUT_MS = 1000;
 
-/** Compile one `remoteRateLimit` policy: the descriptors' CEL values and a cached RLS gRPC client. */
+/**
+ * Compile one `remoteRateLimit` policy: the descriptors' CEL values and a cached RLS gRPC client for the `host`,
+ * `service` or `backend` address, with the TLS and call metadata of its `policies`.
+ */
 export async function compileRemoteRateLimit(config: RemoteRateLimitConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const timeoutMs = config.timeout === undefined ? DEFAULT_TIMEOUT_MS : parseDuration(config.timeout)!;
   if (timeoutMs <= 0) ctx.fail('`timeout` must be greater than zero', ['timeout']);
@@ -26,8 +28,8 @@ export async function compileRemoteRateLimit(config: RemoteRateLimitConfig, ctx:
     // Token descriptors count LLM usage; on other routes they do not limit requests.
     if ((d.type ?? 'requests') === 'requests') descriptors.push({ entries });
   });
-  const address = await resolveServiceAddress(config, ctx);
-  const client = cachedClient(ctx.resources, 'RateLimitService', address);
+  const target = await resolveServiceTarget(config, ctx, { what: 'rate limit service', grpc: true });
+  const client = cachedClient(ctx.resources, 'RateLimitService', target);
   if (descriptors.length === 0) return {};
   const domain = config.domain;
   const logger = ctx.logger;

@@ -7,7 +7,7 @@ export default definePolicy<HeaderModifierConfig>({
   key: 'requestHeaderModifier',
   description: 'Add, set or remove headers on the request sent upstream.',
   schema: headerModifierSchema('request'),
-  attach: ['routePolicies', 'backendPolicies'],
+  attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'mutate',
   order: 20,
   compile(config, ctx) {

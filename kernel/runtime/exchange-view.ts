@@ -1,0 +1,104 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import type { AttributeKey, Exchange, RouteInfo } from '../sdk/index.ts';
+
+/** What a view needs from the exchange it copies (the kernel's ExchangeImpl, or another view). */
+interface AttributeSource {
+  attributes?(): ReadonlyMap<string, unknown> | undefined;
+}
+
+/** Never aborts: the signal of a detached view, whose client request is over. */
+const NEVER_ABORTED = new AbortController().signal;
+
+/**
+ * A copy of an exchange for hooks that act for part of a request, or after it: headers and attributes are the
+ * view's own (copied at creation), the rest is the original's. `live` views delegate body, signal, response headers
+ * and log fields to the original; detached views (kept by long-lived connections) hold no reference to it.
+ */
+export class ExchangeView implements Exchange {
+  readonly method: string;
+  path: string;
+  query: string;
+  authority: string;
+  readonly hostname: string;
+  readonly scheme: 'http' | 'https';
+  readonly headers: IncomingHttpHeaders;
+  readonly sourceAddress: string;
+  readonly sourcePort: number;
+  readonly route: RouteInfo;
+  readonly matchedPrefix: string | undefined;
+  readonly originalUrl: string;
+  readonly startTime: number;
+  private readonly parent: Exchange | undefined;
+  private readonly attrs: Map<string, unknown>;
+  private ownBody: Buffer | undefined;
+
+  constructor(source: Exchange, live: boolean) {
+    this.parent = live ? source : undefined;
+    this.method = source.method;
+    this.path = source.path;
+    this.query = source.query;
+    this.authority = source.authority;
+    this.hostname = source.hostname;
+    this.scheme = source.scheme;
+    this.headers = { ...source.headers };
+    this.sourceAddress = source.sourceAddress;
+    this.sourcePort = source.sourcePort;
+    this.route = source.route;
+    this.matchedPrefix = source.matchedPrefix;
+    this.originalUrl = source.originalUrl;
+    this.startTime = source.startTime;
+    this.attrs = new Map((source as AttributeSource).attributes?.() ?? []);
+    this.ownBody = live ? undefined : source.body;
+  }
+
+  get req(): IncomingMessage {
+    if (this.parent) return this.parent.req;
+    throw new GatewayError(500, 'internal_error', 'the client request of this exchange is over', ErrorCode.internal);
+  }
+
+  get signal(): AbortSignal {
+    return this.parent ? this.parent.signal : NEVER_ABORTED;
+  }
+
+  get body(): Buffer | undefined {
+    return this.ownBody ?? this.parent?.body;
+  }
+
+  bufferBody(limit?: number): Promise<Buffer> {
+    if (this.ownBody) return Promise.resolve(this.ownBody);
+    if (this.parent) return this.parent.bufferBody(limit);
+    return Promise.reject(new GatewayError(500, 'internal_error', 'the client request body is no longer available', ErrorCode.internal));
+  }
+
+  setBody(body: Buffer): void {
+    this.ownBody = body;
+    this.headers['content-length'] = String(body.length);
+    delete this.headers['transfer-encoding'];
+  }
+
+  get<T>(key: AttributeKey<T>): T | undefined {
+    return this.attrs.get(key.name) as T | undefined;
+  }
+
+  set<T>(key: AttributeKey<T>, value: T): void {
+    this.attrs.set(key.name, value);
+  }
+
+  /** All attributes, for CEL contexts (as ExchangeImpl offers). */
+  attributes(): ReadonlyMap<string, unknown> {
+    return this.attrs;
+  }
+
+  queueResponseHeader(name: string, value: string): void {
+    this.parent?.queueResponseHeader(name, value);
+  }
+
+  logField(name: string, value: string | number | boolean): void {
+    this.parent?.logField(name, value);
+  }
+
+  detach(): Exchange {
+    return new ExchangeView(this, false);
+  }
+}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { PeerCertificate } from 'node:tls';
+import { callMetadata, certHasAltName, channelCredentials } from './envoy-grpc.ts';
+import { metadataProblem, parseGrpcAddress, serviceAddress } from './service-target.ts';
+import type { ServiceTarget } from './service-target.ts';
+
+describe('service target forms', () => {
+  it('`service` dials <hostname>:<port>, from either name form', () => {
+    assert.equal(serviceAddress({ name: { namespace: 'default', hostname: 'ratelimit.default.svc.cluster.local' }, port: 8081 }), 'ratelimit.default.svc.cluster.local:8081');
+    assert.equal(serviceAddress({ name: 'default/ratelimit.default.svc.cluster.local', port: 8081 }), 'ratelimit.default.svc.cluster.local:8081');
+    assert.equal(serviceAddress({ name: 'ns/::1', port: 1 }), '[::1]:1');
+  });
+
+  it('rejects a bad name or port, at the field', () => {
+    assert.deepEqual(serviceAddress({ name: 'localhost', port: 1 }), {
+      message: '`localhost` is not a service name: write `<namespace>/<hostname>` (exactly one `/`), or `{namespace, hostname}`',
+      sub: ['service', 'name'],
+    });
+    assert.deepEqual((serviceAddress({ name: 'a/b/c', port: 1 }) as { sub: unknown }).sub, ['service', 'name']);
+    assert.deepEqual(serviceAddress({ name: 'default/', port: 1 }), { message: 'the service hostname is empty', sub: ['service', 'name'] });
+    assert.deepEqual(serviceAddress({ name: '/host', port: 1 }), { message: 'the service namespace is empty', sub: ['service', 'name'] });
+    assert.deepEqual(serviceAddress({ name: { namespace: 'd', hostname: ' ' }, port: 1 }), { message: 'the service hostname is empty', sub: ['service', 'name', 'hostname'] });
+    assert.deepEqual((serviceAddress({ name: { namespace: 'd', hostname: 'a b' }, port: 1 }) as { sub: unknown }).sub, ['service', 'name', 'hostname']);
+    assert.deepEqual((serviceAddress({ name: 'd/h', port: 0 }) as { sub: unknown }).sub, ['service', 'port']);
+    assert.deepEqual((serviceAddress({ name: 'd/h', port: 65536 }) as { sub: unknown }).sub, ['service', 'port']);
+  });
+
+  it('`host` takes an optional http/https scheme', () => {
+    assert.deepEqual(parseGrpcAddress('https://rls:8081'), { target: 'rls:8081', secure: true, scheme: 'https' });
+    assert.deepEqual(parseGrpcAddress('http://rls:8081/'), { target: 'rls:8081', secure: false, scheme: 'http' });
+    assert.deepEqual(parseGrpcAddress('[::1]:8081'), { target: '[::1]:8081', secure: false, scheme: undefined });
+    assert.equal(parseGrpcAddress('grpc://rls:1'), 'unsupported scheme `grpc` (use http or https, or no scheme)');
+    assert.equal(parseGrpcAddress('rls'), '`rls` is not a `host:port` address');
+  });
+});
+
+describe('connection policies', () => {
+  const target = (extra: Partial<ServiceTarget>): ServiceTarget => ({ target: 'h:1', secure: false, tls: undefined, headers: undefined, backend: undefined, ...extra });
+
+  it('header names and values must be valid text gRPC metadata', () => {
+    assert.equal(metadataProblem('authorization', 'Bearer x'), undefined);
+    assert.match(metadataProblem('grpc-timeout', '1S')!, /reserved/);
+    assert.match(metadataProblem('content-type', 'x')!, /reserved/);
+    assert.match(metadataProblem('x-a-bin', 'x')!, /binary/);
+    assert.match(metadataProblem('x~y', 'x')!, /cannot be sent as gRPC metadata/);
+    assert.match(metadataProblem('x-a', 'caf\xe9')!, /printable ASCII/);
+  });
+
+  it('metadata: `add` appends, then `set` replaces', () => {
+    const md = callMetadata(target({ headers: { add: [['x-a', '1'], ['x-a', '2'], ['x-b', '1']], set: [['x-b', '2']], remove: ['x-c'] } }));
+    assert.deepEqual(md.get('x-a'), ['1', '2']);
+    assert.deepEqual(md.get('x-b'), ['2']);
+    assert.equal(callMetadata(target({})).getMap()['x-a'], undefined);
+  });
+
+  it('credentials: plaintext unless secure; `hostname` becomes the TLS target name override', () => {
+    assert.equal(channelCredentials(target({})).credentials._isSecure(), false);
+    const secure = channelCredentials(target({ secure: true, tls: { servername: 'rls.test' } }));
+    assert.equal(secure.credentials._isSecure(), true);
+    assert.equal(secure.options['grpc.ssl_target_name_override'], 'rls.test');
+    assert.equal(channelCredentials(target({ secure: true })).options['grpc.ssl_target_name_override'], undefined);
+  });
+
+  it('subjectAltNames match DNS (with one-label wildcards), IP and URI names', () => {
+    const cert = { subjectaltname: 'DNS:*.svc.test, IP Address:127.0.0.1, IP Address:0:0:0:0:0:0:0:1, URI:spiffe://t/rls' } as PeerCertificate;
+    assert.equal(certHasAltName(cert, ['DNS:rls.svc.test']), true);
+    assert.equal(certHasAltName(cert, ['DNS:a.rls.svc.test']), false);
+    assert.equal(certHasAltName(cert, ['IP:127.0.0.1']), true);
+    assert.equal(certHasAltName(cert, ['IP:::1']), true);
+    assert.equal(certHasAltName(cert, ['URI:spiffe://t/rls']), true);
+    assert.equal(certHasAltName(cert, ['DNS:other.test', 'URI:spiffe://t/other']), false);
+  });
+});
