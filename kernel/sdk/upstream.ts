@@ -62,9 +62,10 @@ export interface UpstreamTarget {
   readonly origin: string;
   /**
    * Forward the exchange as a reverse proxy: streams the body both ways, strips hop-by-hop headers, adds
-   * X-Forwarded-*, applies the route's timeouts and retries and the per-attempt upstream hooks.
+   * X-Forwarded-*, applies the route's timeouts and retries and the per-attempt upstream hooks. `onAttempt` (the
+   * backend's own signer, say) runs on every attempt after those hooks.
    */
-  forward(ex: Exchange): Promise<Reply>;
+  forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply>;
   /** Pass a WebSocket (or other HTTP/1.1 upgrade) through to this upstream. */
   upgrade(ex: Exchange, socket: Duplex, head: Buffer): void;
   /** Send a request of the caller's own through this pool. */

@@ -78,7 +78,7 @@ class PooledTarget implements UpstreamTarget {
     return h;
   }
 
-  async forward(exchange: Exchange): Promise<Reply> {
+  async forward(exchange: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply> {
     const ex = exchange as ExchangeImpl;
     const plan = ex.plan;
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
@@ -97,13 +97,16 @@ class PooledTarget implements UpstreamTarget {
       ex.attempts = attempt + 1;
       let attemptHeaders = headers;
       if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
-      if (plan.upstreamHooks) {
+      if (plan.upstreamHooks || onAttempt) {
         if (attempt === 0) attemptHeaders = { ...headers };
         const view: UpstreamAttempt = { method: ex.method, path, origin: this.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
-        for (const hook of plan.upstreamHooks) {
-          const r = hook.onUpstream!(ex, view);
-          if (r) await r;
+        if (plan.upstreamHooks) {
+          for (const hook of plan.upstreamHooks) {
+            const r = hook.onUpstream!(ex, view);
+            if (r) await r;
+          }
         }
+        if (onAttempt) await onAttempt(view);
       }
       let response: Dispatcher.ResponseData;
       try {

@@ -5,6 +5,8 @@
  */
 export const FIRST_PARTY_KEYS: readonly string[] = [
   'host',
+  'service',
+  'cloudBackend',
   'backend',
   'mcp',
   'cors',

@@ -19,6 +19,8 @@ import gcp from '../backend-auth/gcp/plugin.ts';
 import aws from '../backend-auth/aws/plugin.ts';
 import azure from '../backend-auth/azure/plugin.ts';
 import host from '../backends/host/plugin.ts';
+import service from '../backends/service/plugin.ts';
+import cloudBackend from '../backends/cloud-backend/plugin.ts';
 import backendTls from '../policies/backend-tls/plugin.ts';
 import cors from '../policies/cors/plugin.ts';
 import directResponse from '../policies/direct-response/plugin.ts';
@@ -35,6 +37,8 @@ import urlRewrite from '../policies/url-rewrite/plugin.ts';
 /** Every first-party plugin. */
 export const fullPreset = [
   host,
+  service,
+  cloudBackend,
   backend,
   mcpBackend,
   cors,

@@ -1,0 +1,22 @@
+import { defineBackend } from 'switchyard/sdk';
+import type { AgentRuntimeConfig } from './agent-runtime.ts';
+import schema from './schema.json' with { type: 'json' };
+
+export interface CloudBackendConfig {
+  agentRuntime?: AgentRuntimeConfig;
+  agentCore?: AgentRuntimeConfig;
+}
+
+/** `cloudBackend` (AWS name `aws`): a cloud agent runtime; today AWS Bedrock AgentCore (`agentRuntime` = `agentCore`). */
+export default defineBackend<CloudBackendConfig>({
+  key: 'cloudBackend',
+  aliases: ['aws'],
+  description: 'A cloud agent runtime: AWS Bedrock AgentCore (`agentRuntime`/`agentCore`), SigV4-signed.',
+  schema,
+  async compile(value, ctx) {
+    const field = value.agentRuntime ? 'agentRuntime' : 'agentCore';
+    // The signing libraries load only when a config uses this backend.
+    const { compileAgentRuntime } = await import('./agent-runtime.ts');
+    return compileAgentRuntime((value.agentRuntime ?? value.agentCore)!, field, ctx);
+  },
+});
