@@ -29,6 +29,7 @@ export class ExchangeView implements Exchange {
   readonly matchedPrefix: string | undefined;
   readonly originalUrl: string;
   readonly startTime: number;
+  protocol: string;
   private readonly parent: Exchange | undefined;
   private readonly attrs: Map<string, unknown>;
   private ownBody: Buffer | undefined;
@@ -48,6 +49,7 @@ export class ExchangeView implements Exchange {
     this.matchedPrefix = source.matchedPrefix;
     this.originalUrl = source.originalUrl;
     this.startTime = source.startTime;
+    this.protocol = source.protocol;
     this.attrs = new Map((source as AttributeSource).attributes?.() ?? []);
     this.ownBody = live ? undefined : source.body;
   }

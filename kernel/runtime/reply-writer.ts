@@ -42,7 +42,8 @@ function discard(body: Reply['body']): void {
 
 /**
  * Apply the response hooks and queued headers, then write the reply. Streams are piped with explicit error
- * handling (ARCHITECTURE.md §6: `pipeline()` per request is slower and throws when the client is gone).
+ * handling (ARCHITECTURE.md §6: `pipeline()` per request is slower and throws when the client is gone). A hook that
+ * returns a promise (one that must read the body first) holds the reply until it settles; sync hooks are not awaited.
  */
 export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hooks: readonly PolicyInstance[] | null, logger: Logger): void {
   if (ex.replied || res.destroyed) {
@@ -50,15 +51,36 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
     return;
   }
   ex.replied = true;
-  if (hooks) {
-    for (const hook of hooks) {
-      try {
-        hook.onResponse!(ex, reply);
-      } catch (err) {
+  if (hooks) runResponseHooks(ex, res, reply, hooks, 0, logger);
+  else send(ex, res, reply);
+}
+
+function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hooks: readonly PolicyInstance[], start: number, logger: Logger): void {
+  for (let i = start; i < hooks.length; i++) {
+    let result: void | Promise<void>;
+    try {
+      result = hooks[i]!.onResponse!(ex, reply);
+    } catch (err) {
+      logger.error('response hook failed', { route: ex.route.key, error: err as Error });
+      continue;
+    }
+    if (result && typeof (result as Promise<void>).then === 'function') {
+      const next = (): void => {
+        // The client left (or the request timed out and was cut) while the hook worked.
+        if (res.destroyed) return discard(reply.body);
+        runResponseHooks(ex, res, reply, hooks, i + 1, logger);
+      };
+      (result as Promise<void>).then(next, (err: unknown) => {
         logger.error('response hook failed', { route: ex.route.key, error: err as Error });
-      }
+        next();
+      });
+      return;
     }
   }
+  send(ex, res, reply);
+}
+
+function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   const queued = ex.queued;
   if (queued) for (let i = 0; i < queued.length; i += 2) reply.headers[queued[i]!] = queued[i + 1]!;
   ex.status = reply.status;

@@ -137,7 +137,7 @@ export class RequestPipeline {
     }
     ex.plan = ref.plan;
     ex.logHooks = ref.logHooks;
-    if (ref.instance.protocol) ex.protocol = ref.instance.protocol;
+    if (ref.instance.protocol && ex.protocol === 'http') ex.protocol = ref.instance.protocol;
     const hooks = ref.responseHooks;
     const run = async (): Promise<Reply> => {
       if (ref.requestHooks) {

@@ -41,6 +41,11 @@ export interface Exchange {
   readonly startTime: number;
   /** Aborted when the client goes away before the response is complete. */
   readonly signal: AbortSignal;
+  /**
+   * Protocol label for logs and metrics (`http`, `mcp`, `a2a`, `llm`). The backend's label applies unless a policy
+   * set another one first (the `a2a` policy classifies A2A traffic to a plain `host`).
+   */
+  protocol: string;
   /** The buffered request body, once a policy or backend has called `bufferBody`. */
   readonly body: Buffer | undefined;
 

@@ -77,8 +77,11 @@ export interface PolicyInstance {
   onRequest?(ex: Exchange): void | Reply | undefined | Promise<void | Reply | undefined>;
   /** Per upstream attempt, after the request was built (sign, add credentials). */
   onUpstream?(ex: Exchange, attempt: UpstreamAttempt): void | Promise<void>;
-  /** On every response, upstream or local, in reverse phase order. Change status or headers in place. */
-  onResponse?(ex: Exchange, reply: Reply): void;
+  /**
+   * On every response, upstream or local, in reverse phase order. Change status, headers or body in place. Return a
+   * promise only when the hook must wait (read an upstream body to rewrite it): the reply is held until it settles.
+   */
+  onResponse?(ex: Exchange, reply: Reply): void | Promise<void>;
   /** After the response is finished. */
   onLog?(ex: Exchange, status: number): void;
   readonly facets?: PolicyFacets;

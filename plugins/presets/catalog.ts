@@ -26,6 +26,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'requestRedirect',
   'directResponse',
   'requestMirror',
+  'a2a',
   'timeout',
   'retry',
   'backendTLS',

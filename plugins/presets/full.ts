@@ -33,6 +33,7 @@ import retry from '../policies/retry/plugin.ts';
 import timeout from '../policies/timeout/plugin.ts';
 import transformations from '../policies/transformations/plugin.ts';
 import urlRewrite from '../policies/url-rewrite/plugin.ts';
+import a2a from '../policies/a2a/plugin.ts';
 
 /** Every first-party plugin. */
 export const fullPreset = [
@@ -58,6 +59,7 @@ export const fullPreset = [
   requestRedirect,
   directResponse,
   requestMirror,
+  a2a,
   timeout,
   retry,
   backendTls,

@@ -1,0 +1,123 @@
+// The policy's hooks on replies the e2e test (test/e2e/policy-a2a.test.ts) cannot produce with a `host` backend:
+// in-memory bodies, local replies, a policy on both route and backend.
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { describe, it } from 'node:test';
+import type { AttributeKey, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
+import { compileA2a } from './a2a.ts';
+
+function exchange(method: string, url: string, rawHeaders: string[] = ['Host', 'gw.test']): Exchange & { fields: Record<string, unknown> } {
+  const attrs = new Map<string, unknown>();
+  const fields: Record<string, unknown> = {};
+  const q = url.indexOf('?');
+  return {
+    req: { rawHeaders } as unknown as IncomingMessage,
+    method,
+    path: q === -1 ? url : url.slice(0, q),
+    query: '',
+    authority: 'gw.test',
+    hostname: 'gw.test',
+    scheme: 'http',
+    headers: {},
+    sourceAddress: '127.0.0.1',
+    sourcePort: 1,
+    route: { name: 'r', key: 'l/r', listener: 'l', bind: 1 },
+    matchedPrefix: '/',
+    originalUrl: url,
+    startTime: 0,
+    protocol: 'http',
+    signal: new AbortController().signal,
+    body: undefined,
+    bufferBody: () => Promise.resolve(Buffer.alloc(0)),
+    setBody: () => undefined,
+    get: <T>(key: AttributeKey<T>) => attrs.get(key.name) as T | undefined,
+    set: <T>(key: AttributeKey<T>, value: T) => void attrs.set(key.name, value),
+    queueResponseHeader: () => undefined,
+    logField: (name: string, value: unknown) => void (fields[name] = value),
+    detach() {
+      return this;
+    },
+    fields,
+  };
+}
+
+const policy = (): PolicyInstance => compileA2a({}, {} as never);
+const reply = (body: string, status = 200): Reply => ({ status, headers: { 'content-type': 'application/json', 'content-length': String(body.length), etag: 'W/"1"' }, body, local: false });
+
+describe('a2a hooks', () => {
+  it('rewrites an in-memory card and answers 503 with a JSON error for a broken one', () => {
+    const p = policy();
+    const ex = exchange('GET', '/.well-known/agent-card.json', ['Host', 'gw.test', 'X-Forwarded-Proto', 'https']);
+    p.onRequest!(ex);
+    assert.equal(ex.headers['accept-encoding'], 'identity');
+    const ok = reply(JSON.stringify({ supportedInterfaces: [{ url: 'http://agent:9/rpc' }] }));
+    p.onResponse!(ex, ok);
+    assert.deepEqual(JSON.parse(String(ok.body)), { supportedInterfaces: [{ url: 'https://gw.test/rpc' }] });
+    assert.equal(ok.headers['content-length'], undefined);
+    assert.equal(ok.headers.etag, undefined);
+
+    for (const [body, message] of [
+      ['{"name":', 'processing failed: agent card invalid JSON'],
+      ['{"name":"x"}', "processing failed: agent card missing URL (no 'url' or 'supportedInterfaces' field)"],
+    ] as const) {
+      const ex2 = exchange('GET', '/.well-known/agent.json');
+      p.onRequest!(ex2);
+      const bad = reply(body);
+      p.onResponse!(ex2, bad);
+      assert.equal(bad.status, 503);
+      assert.deepEqual(bad.headers, { 'content-type': 'application/json' });
+      assert.deepEqual(JSON.parse(String(bad.body)), { error: { type: 'processing_failed', message } });
+    }
+  });
+
+  it('leaves local replies, error statuses and HEAD requests alone', () => {
+    const p = policy();
+    for (const [method, r] of [
+      ['GET', { ...reply('{"x":1}'), local: true }],
+      ['GET', reply('not found', 404)],
+      ['HEAD', reply('')],
+    ] as const) {
+      const ex = exchange(method, '/.well-known/agent-card.json');
+      p.onRequest!(ex);
+      const before = JSON.stringify(r);
+      p.onResponse!(ex, r);
+      assert.equal(JSON.stringify(r), before, method);
+    }
+  });
+
+  it('acts once when set on both the route and the backend', () => {
+    const route = policy();
+    const backend = policy();
+    const ex = exchange('GET', '/agents/x/.well-known/agent-card.json');
+    route.onRequest!(ex);
+    backend.onRequest!(ex);
+    const r = reply(JSON.stringify({ url: 'http://agent/agents/x/a2a' }));
+    backend.onResponse!(ex, r);
+    route.onResponse!(ex, r);
+    assert.equal(JSON.parse(String(r.body)).url, 'http://gw.test/agents/x/a2a');
+  });
+
+  it('classifies calls and logs what an in-memory reply says', async () => {
+    const p = policy();
+    const ex = exchange('POST', '/rpc');
+    ex.headers['content-type'] = 'application/json';
+    Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
+    await p.onRequest!(ex);
+    p.onResponse!(ex, reply(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { kind: 'task', contextId: 'c', status: { state: 'working' } } })));
+    assert.equal(ex.protocol, 'a2a');
+    assert.deepEqual(ex.fields, {
+      'a2a.method': 'tasks/get',
+      'a2a.response.outcome': 'success',
+      'a2a.result.kind': 'task',
+      'a2a.task.state': 'working',
+      'a2a.context.id': 'c',
+    });
+    const get = exchange('GET', '/a2a/rest/tasks/t-1');
+    p.onRequest!(get);
+    assert.equal(get.fields['a2a.method'], 'GetTask');
+    const other = exchange('GET', '/health');
+    p.onRequest!(other);
+    assert.deepEqual(other.fields, {});
+    assert.equal(other.protocol, 'a2a');
+  });
+});

@@ -1,0 +1,183 @@
+import { Readable } from 'node:stream';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { jsonErrorReply } from 'switchyard/sdk';
+import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
+import { AgentCardError, rewriteAgentCardBody } from './agent-card.ts';
+import { a2aRequestAttribute } from './attribute.ts';
+import type { A2aRequest } from './attribute.ts';
+import type { CardRequest } from './agent-card.ts';
+import { observe, readWhole } from './body-streams.ts';
+import { agentCardBase, isEventStream, isJsonType, jsonRpcMethod, restMethod } from './classify.ts';
+import { logResponseInfo, parseResponseInfo } from './response-info.ts';
+import { SseTail } from './sse-tail.ts';
+
+/** `a2a: {}` takes no settings. */
+export type A2aConfig = Record<string, never>;
+
+/** Request bodies read to find the JSON-RPC method, and response bodies read for the log (BEHAVIOUR.md §8.3). */
+const BODY_LIMIT = 2 * 1024 * 1024;
+
+function header(ex: Exchange, name: string): string | undefined {
+  // The client's own value: `ex.headers` is what goes upstream and the proxy rewrites X-Forwarded-* and Host in it.
+  const raw = ex.req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) return raw[i + 1];
+  return undefined;
+}
+
+/** Where the client reached the gateway: scheme from `X-Forwarded-Proto` (else the listener's), host from Host. */
+function clientOrigin(ex: Exchange): string {
+  const forwarded = header(ex, 'x-forwarded-proto')?.split(',')[0]!.trim().toLowerCase();
+  const scheme = forwarded && /^[a-z][a-z0-9+.-]*$/.test(forwarded) ? forwarded : ex.scheme;
+  const host = header(ex, 'host') ?? ex.authority;
+  return `${scheme}://${host}`;
+}
+
+function cardRequest(ex: Exchange): CardRequest {
+  const url = ex.originalUrl;
+  const q = url.indexOf('?');
+  return { origin: clientOrigin(ex), clientPath: q === -1 ? url : url.slice(0, q), upstreamPath: ex.path };
+}
+
+function tooLarge(): Error {
+  return new AgentCardError(`processing failed: agent card exceeds ${BODY_LIMIT} bytes`);
+}
+
+/** Undo a `Content-Encoding` the agent applied anyway (the card request asks for `identity`). */
+function decoder(encoding: unknown): ((body: Buffer) => Buffer) | undefined | null {
+  const value = typeof encoding === 'string' ? encoding.trim().toLowerCase() : '';
+  if (value === '' || value === 'identity') return undefined;
+  const options = { maxOutputLength: BODY_LIMIT };
+  if (value === 'gzip' || value === 'x-gzip') return (b) => gunzipSync(b, options);
+  if (value === 'deflate') return (b) => inflateSync(b, options);
+  if (value === 'br') return (b) => brotliDecompressSync(b, options);
+  return null;
+}
+
+/**
+ * Replace the card in the reply with the rewritten one, reading a streamed card whole first (the reply waits). A card
+ * that cannot be rewritten becomes the 503 of BEHAVIOUR.md §4.5.
+ */
+function rewriteCardReply(ex: Exchange, reply: Reply): void | Promise<void> {
+  const request = cardRequest(ex);
+  const decode = decoder(reply.headers['content-encoding']);
+  const body = reply.body;
+  const apply = (bytes: Buffer): void => {
+    if (decode === null) throw new AgentCardError('processing failed: agent card invalid JSON');
+    const rewritten = rewriteAgentCardBody(decode ? decode(bytes) : bytes, request);
+    delete reply.headers['content-length'];
+    delete reply.headers['content-encoding'];
+    // The bytes differ from the agent's, so the agent's validator no longer names them.
+    delete reply.headers.etag;
+    reply.body = rewritten;
+  };
+  if (body instanceof Readable) return readWhole(body, BODY_LIMIT, tooLarge).then(apply).catch((err: unknown) => fail(reply, err));
+  try {
+    apply(body === null || body === undefined ? Buffer.alloc(0) : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+  } catch (err) {
+    fail(reply, err);
+  }
+}
+
+/** Turn the reply into the 503 `processing failed` error. */
+function fail(reply: Reply, err: unknown): void {
+  const failed = jsonErrorReply(503, 'processing_failed', (err as Error).message);
+  reply.status = failed.status;
+  reply.body = failed.body;
+  for (const name of Object.keys(reply.headers)) delete reply.headers[name];
+  Object.assign(reply.headers, failed.headers);
+}
+
+/** Read the outcome of a call's reply for the access log as it passes, without holding back a stream. */
+function inspectCallReply(ex: Exchange, reply: Reply): void {
+  const body = reply.body;
+  const ok = reply.status >= 200 && reply.status < 300;
+  const log = (name: string, value: string | number): void => ex.logField(name, value);
+  const contentType = reply.headers['content-type'];
+  if (isEventStream(contentType) && body instanceof Readable) {
+    const tail = new SseTail();
+    reply.body = observe(
+      body,
+      (chunk) => tail.push(chunk),
+      () => {
+        tail.end();
+        // The outcome of the last event; the task state of the last event that carried one.
+        const last = tail.last === undefined ? undefined : parseResponseInfo(tail.last, ok);
+        if (!last) return;
+        const withState = tail.lastWithState === undefined || tail.lastWithState === tail.last ? last : parseResponseInfo(tail.lastWithState, ok);
+        logResponseInfo({ ...last, taskState: last.taskState ?? withState?.taskState, contextId: last.contextId ?? withState?.contextId }, log);
+      },
+    );
+    return;
+  }
+  if (!isJsonType(contentType)) return;
+  if (body instanceof Readable) {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    reply.body = observe(
+      body,
+      (chunk) => {
+        size += chunk.length;
+        if (size <= BODY_LIMIT) chunks.push(chunk);
+        else chunks.length = 0; // too large to inspect: let go of what was kept
+      },
+      () => {
+        if (size > BODY_LIMIT) return;
+        const info = parseResponseInfo(Buffer.concat(chunks, size).toString('utf8'), ok);
+        if (info) logResponseInfo(info, log);
+      },
+    );
+    return;
+  }
+  if (body === null || body === undefined) return;
+  const info = parseResponseInfo(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'), ok);
+  if (info) logResponseInfo(info, log);
+}
+
+/** Classify a request whose body is not needed: an agent card, a REST call, or other. */
+function classifyByUrl(ex: Exchange): A2aRequest {
+  const method = ex.method;
+  if (method === 'GET' && agentCardBase(ex.path) !== undefined) return { kind: 'card', responded: false };
+  const rest = restMethod(method, ex.path);
+  if (rest) return { kind: 'call', method: rest, responded: false };
+  return method === 'POST' ? { kind: 'call', method: 'unknown', responded: false } : { kind: 'other', responded: false };
+}
+
+/** A JSON POST: the JSON-RPC `method` of its body, else the REST method of its path. */
+async function classifyJsonPost(ex: Exchange): Promise<A2aRequest> {
+  const declared = Number(ex.headers['content-length'] ?? NaN);
+  // A body over the limit streams through unread rather than failing the call.
+  const body = ex.body ?? (declared > BODY_LIMIT ? undefined : await ex.bufferBody(BODY_LIMIT));
+  const method = (body && jsonRpcMethod(body)) ?? restMethod('POST', ex.path) ?? 'unknown';
+  return { kind: 'call', method, responded: false };
+}
+
+function record(ex: Exchange, request: A2aRequest): void {
+  ex.set(a2aRequestAttribute, request);
+  // The protocol label of logs and metrics (BEHAVIOUR.md §6.1); the backend's `http` does not replace it.
+  ex.protocol = 'a2a';
+  if (request.method !== undefined) ex.logField('a2a.method', request.method);
+  // The card is rewritten as JSON text: ask the agent not to compress it.
+  if (request.kind === 'card') ex.headers['accept-encoding'] = 'identity';
+}
+
+/** Compile `a2a: {}`. */
+export function compileA2a(_config: A2aConfig, _ctx: CompileContext): PolicyInstance {
+  return {
+    onRequest(ex) {
+      if (ex.get(a2aRequestAttribute)) return undefined;
+      // Only a JSON POST needs its body; everything else is decided without waiting.
+      if (ex.method === 'POST' && isJsonType(ex.headers['content-type'])) return classifyJsonPost(ex).then((r) => record(ex, r));
+      record(ex, classifyByUrl(ex));
+      return undefined;
+    },
+    onResponse(ex, reply) {
+      const request = ex.get(a2aRequestAttribute);
+      if (!request || request.responded || reply.local) return;
+      request.responded = true;
+      if (request.kind === 'card') {
+        if (reply.status >= 200 && reply.status < 300 && agentCardBase(ex.path) !== undefined) return rewriteCardReply(ex, reply);
+      } else if (request.kind === 'call') inspectCallReply(ex, reply);
+      return undefined;
+    },
+  };
+}

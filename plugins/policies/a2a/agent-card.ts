@@ -1,0 +1,161 @@
+/**
+ * Agent-card rewriting (BEHAVIOUR.md §4.5): the card an agent serves names its own URLs; through the gateway the
+ * card must name the gateway's, or clients would call the agent directly.
+ */
+import { agentCardBase } from './classify.ts';
+
+/** Where the client asked for the card, and where the gateway fetched it. */
+export interface CardRequest {
+  /** `scheme://host[:port]` as the client reached the gateway (scheme from `X-Forwarded-Proto`). */
+  readonly origin: string;
+  /** The path the client asked for, before any rewrite, without the query. */
+  readonly clientPath: string;
+  /** The path the gateway sent upstream, after rewrites. */
+  readonly upstreamPath: string;
+}
+
+/** The card cannot be rewritten; the message is the reply's (`processing failed: …`). */
+export class AgentCardError extends Error {
+  override readonly name = 'AgentCardError';
+}
+
+/** Strip `prefix` from `path` at a segment boundary: the rest (`''` or starting with `/`), or undefined. */
+export function stripPathPrefix(path: string, prefix: string): string | undefined {
+  const p = prefix.replace(/\/+$/, '');
+  if (p === '') return path;
+  if (path === p) return '';
+  return path.startsWith(p) && path.charCodeAt(p.length) === 47 /* / */ ? path.slice(p.length) : undefined;
+}
+
+/** `prefix` and `rest` with exactly one `/` at the join; `/` when both are empty. */
+export function joinPath(prefix: string, rest: string): string {
+  const p = prefix.replace(/\/+$/, '');
+  const r = rest.replace(/^\/+/, '');
+  if (r === '') return p === '' ? '/' : p;
+  return `${p}/${r}`;
+}
+
+/**
+ * How the gateway maps client paths to upstream paths, read off the card request itself: the longest common
+ * tail of segments of the two paths is what the rewrite kept, so the heads are the prefixes it swapped
+ * (`/agents/echo/.well-known/agent-card.json` → `/.well-known/agent-card.json` gives `/agents/echo` ↔ ``).
+ * Without a rewrite both heads are empty and the mapping is the identity.
+ */
+export function pathMapping(clientPath: string, upstreamPath: string): { readonly clientPrefix: string; readonly upstreamPrefix: string } {
+  const a = clientPath.split('/');
+  const b = upstreamPath.split('/');
+  let i = a.length - 1;
+  let j = b.length - 1;
+  // Index 0 is the empty segment before the leading `/`: never part of the common tail.
+  while (i > 0 && j > 0 && a[i] === b[j]) {
+    i--;
+    j--;
+  }
+  return { clientPrefix: a.slice(0, i + 1).join('/'), upstreamPrefix: b.slice(0, j + 1).join('/') };
+}
+
+/** Rewrites the URLs of one card. Built per card request. */
+class CardUrls {
+  /** `origin` + the client's card path without the well-known suffix: where clients reach the agent. */
+  readonly gatewayBase: string;
+  private readonly origin: string;
+  private readonly basePath: string;
+  private readonly upstreamBase: string;
+  private readonly clientPrefix: string;
+  private readonly upstreamPrefix: string;
+
+  constructor(request: CardRequest) {
+    this.origin = request.origin;
+    this.basePath = agentCardBase(request.clientPath) ?? request.clientPath;
+    this.gatewayBase = request.origin + this.basePath;
+    this.upstreamBase = agentCardBase(request.upstreamPath) ?? request.upstreamPath;
+    const mapping = pathMapping(request.clientPath, request.upstreamPath);
+    this.clientPrefix = mapping.clientPrefix;
+    this.upstreamPrefix = mapping.upstreamPrefix;
+  }
+
+  /** The gateway path that reaches upstream `path`: the rewrite inverted, or undefined when it cannot reach it. */
+  private gatewayPath(path: string): string | undefined {
+    const rest = stripPathPrefix(path, this.upstreamPrefix);
+    return rest === undefined ? undefined : joinPath(this.clientPrefix, rest);
+  }
+
+  /**
+   * A2A v1.0 interface URL: gateway origin + the interface path mapped back through the rewrite (relative to
+   * the agent's base, segment-aware). A path the rewrite cannot produce is appended to the gateway base. URLs
+   * that are not http(s) (a gRPC `host:port`) are left alone.
+   */
+  interfaceUrl(url: string): string {
+    const parsed = httpUrl(url);
+    if (!parsed) return url;
+    const path = this.gatewayPath(parsed.pathname) ?? joinPath(this.basePath, parsed.pathname);
+    return this.origin + path + parsed.search;
+  }
+
+  /**
+   * A2A v0.3 `url`: the gateway base. When the agent's URL lies below its card's base (`…/a2a/jsonrpc` next to
+   * `/.well-known/agent-card.json`), the part below the base is kept so the endpoint stays the same one.
+   */
+  legacyUrl(url: unknown): string {
+    const parsed = typeof url === 'string' ? httpUrl(url) : undefined;
+    if (!parsed) return this.gatewayBase;
+    const below = stripPathPrefix(parsed.pathname, this.upstreamBase);
+    if (below === undefined || below === '' || below === '/') return this.gatewayBase;
+    return this.origin + (this.gatewayPath(parsed.pathname) ?? joinPath(this.basePath, below)) + parsed.search;
+  }
+}
+
+function httpUrl(value: string): URL | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Rewrite a parsed agent card in place: every `supportedInterfaces[].url` (A2A v1.0) and the top-level `url` with
+ * its `additionalInterfaces[].url` (A2A v0.3). A card with neither field is an error.
+ */
+export function rewriteAgentCard(card: unknown, request: CardRequest): Record<string, unknown> {
+  if (!isObject(card)) throw new AgentCardError("processing failed: agent card missing URL (no 'url' or 'supportedInterfaces' field)");
+  const urls = new CardUrls(request);
+  const interfaces = card.supportedInterfaces;
+  const hasLegacyUrl = typeof card.url === 'string';
+  if (interfaces === undefined && !hasLegacyUrl) {
+    throw new AgentCardError("processing failed: agent card missing URL (no 'url' or 'supportedInterfaces' field)");
+  }
+  if (interfaces !== undefined) {
+    if (!Array.isArray(interfaces)) throw new AgentCardError('processing failed: agent card supportedInterfaces is not an array');
+    for (const entry of interfaces) {
+      if (isObject(entry) && typeof entry.url === 'string') entry.url = urls.interfaceUrl(entry.url);
+    }
+  }
+  if (hasLegacyUrl) {
+    card.url = urls.legacyUrl(card.url);
+    const additional = card.additionalInterfaces;
+    if (Array.isArray(additional)) {
+      for (const entry of additional) {
+        if (isObject(entry) && typeof entry.url === 'string') entry.url = urls.legacyUrl(entry.url);
+      }
+    }
+  }
+  return card;
+}
+
+/** Parse, rewrite and serialise a card body; throws AgentCardError with the reply message. */
+export function rewriteAgentCardBody(body: Buffer, request: CardRequest): string {
+  let card: unknown;
+  try {
+    card = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new AgentCardError('processing failed: agent card invalid JSON');
+  }
+  return JSON.stringify(rewriteAgentCard(card, request));
+}

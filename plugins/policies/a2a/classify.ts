@@ -1,0 +1,78 @@
+/** What an A2A request is, decided from its method, path and (for JSON-RPC) body. */
+
+/** The well-known agent-card locations: `agent-card.json` since A2A v0.3, `agent.json` before. */
+const CARD_SUFFIXES = ['/.well-known/agent-card.json', '/.well-known/agent.json'] as const;
+
+/** The path of the agent an agent-card path describes (the path without the well-known suffix), or undefined. */
+export function agentCardBase(path: string): string | undefined {
+  for (const suffix of CARD_SUFFIXES) if (path.endsWith(suffix)) return path.slice(0, path.length - suffix.length);
+  return undefined;
+}
+
+function mediaType(contentType: unknown): string {
+  const value = Array.isArray(contentType) ? contentType[0] : contentType;
+  if (typeof value !== 'string') return '';
+  const semi = value.indexOf(';');
+  return (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
+}
+
+/** `application/json`, or any `+json` type (`application/a2a+json` of the REST binding). */
+export function isJsonType(contentType: unknown): boolean {
+  const type = mediaType(contentType);
+  return type === 'application/json' || type.endsWith('+json');
+}
+
+export function isEventStream(contentType: unknown): boolean {
+  return mediaType(contentType) === 'text/event-stream';
+}
+
+/**
+ * The canonical A2A method of an HTTP+JSON (REST) call, from the HTTP method and the last path segments (A2A v1.0
+ * §11.3). Trailing segments only, because the agent may live under any prefix (`/agents/x/tasks/{id}`); ids are
+ * opaque. Undefined when the request is no REST operation.
+ */
+export function restMethod(method: string, path: string): string | undefined {
+  const segments = path.split('/').filter((s) => s !== '');
+  const n = segments.length;
+  if (n === 0) return undefined;
+  const last = segments[n - 1]!;
+  const back = (i: number): string | undefined => segments[n - 1 - i];
+  if (method === 'POST') {
+    const colon = last.lastIndexOf(':');
+    if (colon !== -1) {
+      const noun = last.slice(0, colon);
+      const verb = last.slice(colon + 1);
+      if (noun === 'message' && verb === 'send') return 'SendMessage';
+      if (noun === 'message' && verb === 'stream') return 'SendStreamingMessage';
+      if (back(1) === 'tasks' && verb === 'cancel') return 'CancelTask';
+      if (back(1) === 'tasks' && verb === 'subscribe') return 'SubscribeToTask';
+      return undefined;
+    }
+    if (last === 'stream' && back(1) === 'message') return 'SendStreamingMessage';
+    if (last === 'pushNotificationConfigs' && back(2) === 'tasks') return 'CreateTaskPushNotificationConfig';
+    return undefined;
+  }
+  if (method === 'GET') {
+    if (last === 'extendedAgentCard') return 'GetExtendedAgentCard';
+    if (last === 'pushNotificationConfigs' && back(2) === 'tasks') return 'ListTaskPushNotificationConfigs';
+    if (back(1) === 'pushNotificationConfigs' && back(3) === 'tasks') return 'GetTaskPushNotificationConfig';
+    if (back(1) === 'tasks') return 'GetTask';
+    if (last === 'tasks') return 'ListTasks';
+    return undefined;
+  }
+  if (method === 'DELETE' && back(1) === 'pushNotificationConfigs' && back(3) === 'tasks') return 'DeleteTaskPushNotificationConfig';
+  return undefined;
+}
+
+/** The JSON-RPC `method` of a request body, or undefined when the body is no JSON object with a string method. */
+export function jsonRpcMethod(body: Buffer): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const method = (value as { method?: unknown }).method;
+  return typeof method === 'string' && method !== '' ? method : undefined;
+}

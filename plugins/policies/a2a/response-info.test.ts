@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { logResponseInfo, parseResponseInfo, responseInfo } from './response-info.ts';
+
+it('reads v0.3 JSON-RPC results (flat, with kind)', () => {
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 't', contextId: 'c', status: { state: 'completed' } } }, true), {
+    outcome: 'success',
+    resultKind: 'task',
+    taskState: 'completed',
+    contextId: 'c',
+  });
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { kind: 'message', contextId: 'c' } }, true), { outcome: 'success', resultKind: 'message', taskState: undefined, contextId: 'c' });
+});
+
+it('reads v1.0 JSON-RPC results (one-of payload, no kind)', () => {
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { task: { contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } } }, true), {
+    outcome: 'success',
+    resultKind: 'task',
+    taskState: 'TASK_STATE_COMPLETED',
+    contextId: 'c',
+  });
+  assert.equal(responseInfo({ jsonrpc: '2.0', id: 1, result: { statusUpdate: { status: { state: 'TASK_STATE_WORKING' } } } }, true).resultKind, 'status-update');
+});
+
+it('reads errors and REST bodies', () => {
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, error: { code: -32601, message: 'nope' } }, true), { outcome: 'error', errorCode: -32601 });
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: null }, true), { outcome: 'unknown' });
+  assert.equal(responseInfo({ task: { status: { state: 'TASK_STATE_COMPLETED' } } }, true).taskState, 'TASK_STATE_COMPLETED');
+  assert.deepEqual(responseInfo({ code: 400, message: 'bad' }, false), { outcome: 'error', errorCode: 400 });
+  assert.deepEqual(responseInfo('text', true), { outcome: 'unknown' });
+  assert.equal(parseResponseInfo('not json', true), undefined);
+});
+
+it('logs only the fields it knows', () => {
+  const fields: Record<string, unknown> = {};
+  logResponseInfo({ outcome: 'error', errorCode: -32001 }, (k, v) => (fields[k] = v));
+  assert.deepEqual(fields, { 'a2a.response.outcome': 'error', 'a2a.response.error_code': -32001 });
+});

@@ -1,0 +1,509 @@
+// The `a2a` policy against a real A2A peer: the @a2a-js/sdk echo agent (A2A v1.0, JSON-RPC and HTTP+JSON, with its
+// v0.3 compat layer) behind the gateway, driven by the same SDK's client (REAL-PEERS.md §3).
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { request } from 'undici';
+import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
+import type { AgentCard, Message, Task } from '@a2a-js/sdk';
+import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+import a2aPlugin from '../../plugins/policies/a2a/plugin.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+/** The full preset with `a2a`, whether or not the preset lists it yet. */
+const preset = fullPreset.some((p) => p.key === 'a2a') ? fullPreset : [...fullPreset, a2aPlugin];
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+}
+
+interface EchoAgent {
+  readonly port: number;
+  readonly base: string;
+  readonly received: Seen[];
+  close(): Promise<void>;
+}
+
+const textPart = (value: string) => ({ content: { $case: 'text' as const, value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+
+/** Answers every message with a task that completes with `echo: <text>` (REAL-PEERS.md appendix). */
+class Echo implements AgentExecutor {
+  cancelTask = async (): Promise<void> => {};
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const text = ctx.userMessage.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join(' ');
+    const { taskId, contextId } = ctx;
+    const now = () => new Date().toISOString();
+    bus.publish(
+      AgentEvent.task(
+        ctx.task ?? { id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, timestamp: now(), message: undefined }, artifacts: [], history: [ctx.userMessage], metadata: {} },
+      ),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: {
+          state: TaskState.TASK_STATE_COMPLETED,
+          timestamp: now(),
+          message: { role: Role.ROLE_AGENT, messageId: randomUUID(), parts: [textPart(`echo: ${text}`)], taskId, contextId, extensions: [], metadata: {}, referenceTaskIds: [] },
+        },
+        metadata: {},
+      }),
+    );
+    bus.finished();
+  }
+}
+
+/** The a2a-js echo agent on 127.0.0.1: card at /.well-known/agent-card.json, JSON-RPC at /a2a/jsonrpc, REST at /a2a/rest. */
+async function startEchoAgent(): Promise<EchoAgent> {
+  // express ships with @a2a-js/sdk (its peer) but has no types here.
+  const express = ((await import('express' as string)) as { default: () => any }).default;
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const card = {
+    name: 'Echo Agent',
+    description: 'echoes text',
+    version: '1.0.0',
+    supportedInterfaces: [
+      { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
+      { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
+      { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
+    ],
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text'],
+    defaultOutputModes: ['text'],
+    skills: [{ id: 'echo', name: 'Echo', description: 'echo', tags: ['echo'], examples: ['hi'], inputModes: ['text'], outputModes: ['text'], securityRequirements: [] }],
+    documentationUrl: '',
+    signatures: [],
+  } as unknown as AgentCard;
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Echo());
+  const received: Seen[] = [];
+  const app = express();
+  app.use((req: { method: string; originalUrl: string; headers: IncomingHttpHeaders }, _res: unknown, next: () => void) => {
+    received.push({ method: req.method, url: req.originalUrl, headers: req.headers });
+    next();
+  });
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, legacyCompat: { enabled: true } }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    port,
+    base,
+    received,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function factory(prefer: 'JSONRPC' | 'HTTP+JSON' = 'JSONRPC'): ClientFactory {
+  return new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory(), new RestTransportFactory()],
+      preferredTransports: [prefer],
+    }),
+  );
+}
+
+function userMessage(text: string): Message {
+  return {
+    messageId: randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [textPart(text)],
+    taskId: '',
+    contextId: '',
+    extensions: [],
+    metadata: {},
+    referenceTaskIds: [],
+  } as unknown as Message;
+}
+
+const sendParams = (text: string) => ({ tenant: '', message: userMessage(text), configuration: undefined, metadata: {} });
+
+/** The text of the agent's status message of a completed task. */
+function echoText(result: Message | Task): string {
+  const task = result as Task;
+  assert.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
+  const part = task.status?.message?.parts[0]?.content;
+  return part?.$case === 'text' ? part.value : '';
+}
+
+async function waitFor(check: () => boolean, what: string, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('a2a', () => {
+  let agent: EchoAgent;
+  let cards: TestUpstream;
+  let gw: RunningGateway;
+  let port: number;
+  let base: string;
+  /** Released by the streaming test once the client has seen the first event. */
+  let releaseSecondEvent: () => void = () => undefined;
+  let secondEvent: Promise<void> = Promise.resolve();
+  /** Resolves when the upstream's SSE response closes: true when it finished, false when it was cut. */
+  let sseClosed: Promise<boolean> = Promise.resolve(true);
+
+  /** Access-log records (JSON format). */
+  const records = (): Record<string, unknown>[] =>
+    gw.logs.flatMap((l) => {
+      try {
+        const r = JSON.parse(l) as Record<string, unknown>;
+        return r.msg === 'request' || r.message === 'request' ? [r] : [];
+      } catch {
+        return [];
+      }
+    });
+  const logged = async (check: (r: Record<string, unknown>) => boolean, what: string): Promise<Record<string, unknown>> => {
+    await waitFor(() => records().some(check), what);
+    return records().find(check)!;
+  };
+
+  before(async () => {
+    agent = await startEchoAgent();
+    // Cards and streams the echo agent cannot produce: broken cards, a v0.3-only card, a compressed card, a slow SSE.
+    cards = await startUpstream((req, res) => {
+      const self = `http://127.0.0.1:${cards.port}`;
+      const json = (body: unknown, headers: Record<string, string> = {}) => {
+        res.writeHead(200, { 'content-type': 'application/json', ...headers });
+        res.end(typeof body === 'string' ? body : JSON.stringify(body));
+      };
+      switch (req.url) {
+        case '/cards/bad/.well-known/agent-card.json':
+          return json('{"name": "broken", ');
+        case '/cards/nourl/.well-known/agent-card.json':
+          return json({ name: 'no url', skills: [] });
+        case '/cards/v03/.well-known/agent.json':
+          return json({
+            name: 'legacy',
+            protocolVersion: '0.3.0',
+            url: `${self}/cards/v03/`,
+            preferredTransport: 'JSONRPC',
+            additionalInterfaces: [
+              { url: `${self}/cards/v03/`, transport: 'JSONRPC' },
+              { url: `${self}/cards/v03/rest`, transport: 'HTTP+JSON' },
+            ],
+          });
+        case '/cards/gzip/.well-known/agent-card.json': {
+          const body = gzipSync(JSON.stringify({ name: 'zipped', supportedInterfaces: [{ url: `${self}/cards/gzip/rpc`, protocolBinding: 'JSONRPC' }] }));
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) });
+          return res.end(body);
+        }
+        case '/cards/sse': {
+          sseClosed = new Promise((resolve) => res.once('close', () => resolve(res.writableFinished)));
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+          const event = (result: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result })}\n\n`;
+          res.write(event({ task: { id: 't1', contextId: 'ctx-sse', status: { state: 'TASK_STATE_WORKING' } } }));
+          void secondEvent.then(() => {
+            res.write(event({ artifactUpdate: { taskId: 't1', contextId: 'ctx-sse', artifact: { parts: [{ text: 'part' }] } } }));
+            res.end(event({ statusUpdate: { taskId: 't1', contextId: 'ctx-sse', status: { state: 'TASK_STATE_COMPLETED' } } }));
+          });
+          return;
+        }
+        default:
+          res.writeHead(404, { 'content-type': 'text/plain' });
+          res.end('not found');
+      }
+    });
+    port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const echo = `127.0.0.1:${agent.port}`;
+    gw = await startGateway(
+      {
+        config: { logging: { format: 'json', level: 'info' } },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  {
+                    name: 'prefixed',
+                    matches: [{ path: { pathPrefix: '/agents/echo' } }],
+                    policies: { a2a: {}, urlRewrite: { path: { prefix: '/' } } },
+                    backends: [{ host: echo }],
+                  },
+                  {
+                    name: 'on-backend',
+                    matches: [{ path: { pathPrefix: '/via-backend' } }],
+                    policies: { urlRewrite: { path: { prefix: '/' } } },
+                    backends: [{ host: echo, policies: { a2a: {} } }],
+                  },
+                  {
+                    name: 'both',
+                    matches: [{ path: { pathPrefix: '/both' } }],
+                    policies: { a2a: {}, urlRewrite: { path: { prefix: '/' } } },
+                    backends: [{ host: echo, policies: { a2a: {} } }],
+                  },
+                  {
+                    name: 'plain',
+                    matches: [{ path: { pathPrefix: '/plain' } }],
+                    policies: { urlRewrite: { path: { prefix: '/' } } },
+                    backends: [{ host: echo }],
+                  },
+                  { name: 'cards', matches: [{ path: { pathPrefix: '/cards' } }], policies: { a2a: {} }, backends: [{ host: `127.0.0.1:${cards.port}` }] },
+                  { name: 'agent', policies: { a2a: {} }, backends: [{ host: echo }] },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      { preset },
+    );
+  });
+
+  after(async () => {
+    releaseSecondEvent();
+    await gw?.stop();
+    await agent?.close();
+    await cards?.close();
+  });
+
+  it('the a2a-js client finds the agent through the gateway and every call goes through it (JSON-RPC)', async () => {
+    const seen = agent.received.length;
+    const client = await factory('JSONRPC').createFromUrl(base);
+    const card = await client.getAgentCard();
+    assert.deepEqual(
+      card.supportedInterfaces.map((i) => i.url),
+      [`${base}/a2a/jsonrpc`, `${base}/a2a/rest`, `${base}/a2a/jsonrpc`],
+    );
+    const result = await client.sendMessage(sendParams('hello'));
+    assert.equal(echoText(result), 'echo: hello');
+    const calls = agent.received.slice(seen).filter((r) => r.method === 'POST');
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0]!.url, '/a2a/jsonrpc');
+    assert.equal(calls[0]!.headers['x-forwarded-host'], `127.0.0.1:${port}`, 'the call came through the gateway');
+    assert.equal(calls[0]!.headers['a2a-version'], '1.0', 'A2A-Version is forwarded');
+  });
+
+  it('streams a message over SSE through the gateway and delivers every event', async () => {
+    const client = await factory('JSONRPC').createFromUrl(base);
+    const events: string[] = [];
+    let finalText = '';
+    for await (const event of client.sendMessageStream(sendParams('streamed'))) {
+      events.push(String(event.payload?.$case));
+      if (event.payload?.$case === 'statusUpdate') {
+        const part = event.payload.value.status?.message?.parts[0]?.content;
+        finalText = part?.$case === 'text' ? part.value : '';
+      }
+    }
+    assert.deepEqual(events, ['task', 'statusUpdate']);
+    assert.equal(finalText, 'echo: streamed');
+    const record = await logged((r) => r['a2a.method'] === 'SendStreamingMessage', 'the streaming call in the access log');
+    assert.equal(record['a2a.task.state'], 'TASK_STATE_COMPLETED');
+    assert.equal(record['a2a.result.kind'], 'status-update');
+    assert.equal(record['a2a.response.outcome'], 'success');
+  });
+
+  it('passes SSE events on as they arrive, without waiting for the stream to end', async () => {
+    secondEvent = new Promise((resolve) => (releaseSecondEvent = resolve));
+    const res = await request(`${base}/cards/sse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: {} }),
+    });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['content-type'], 'text/event-stream');
+    let text = '';
+    const reader = res.body[Symbol.asyncIterator]();
+    const first = await Promise.race([
+      reader.next(),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the first event was held back')), 3000)),
+    ]);
+    text += Buffer.from(first.value as Buffer).toString();
+    assert.match(text, /TASK_STATE_WORKING/);
+    assert.doesNotMatch(text, /TASK_STATE_COMPLETED/, 'the upstream has not sent the rest yet');
+    releaseSecondEvent();
+    for (let next = await reader.next(); !next.done; next = await reader.next()) text += Buffer.from(next.value as Buffer).toString();
+    assert.equal(text.match(/^data: /gm)?.length, 3);
+    const record = await logged((r) => r['http.path'] === '/cards/sse', 'the SSE call in the access log');
+    assert.equal(record['a2a.method'], 'SendStreamingMessage');
+    assert.equal(record['a2a.task.state'], 'TASK_STATE_COMPLETED', 'the state of the last event that has one');
+    assert.equal(record['a2a.context.id'], 'ctx-sse');
+  });
+
+  it('a client that leaves mid-stream releases the upstream stream', async () => {
+    secondEvent = new Promise(() => undefined); // the upstream never sends the rest
+    const res = await request(`${base}/cards/sse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendStreamingMessage', params: {} }),
+    });
+    const first = await res.body[Symbol.asyncIterator]().next();
+    assert.match(Buffer.from(first.value as Buffer).toString(), /TASK_STATE_WORKING/);
+    res.body.destroy();
+    const finished = await Promise.race([sseClosed, new Promise<string>((r) => setTimeout(() => r('still open'), 3000))]);
+    assert.equal(finished, false, 'the upstream response was cut when the client left');
+  });
+
+  it('works over HTTP+JSON (REST) too, and logs the REST method', async () => {
+    const seen = agent.received.length;
+    const client = await factory('HTTP+JSON').createFromUrl(base);
+    const result = await client.sendMessage(sendParams('rest'));
+    assert.equal(echoText(result), 'echo: rest');
+    const call = agent.received.slice(seen).find((r) => r.method === 'POST');
+    assert.equal(call?.url, '/a2a/rest/message:send');
+    assert.equal(call?.headers['x-forwarded-host'], `127.0.0.1:${port}`);
+    const record = await logged((r) => r['http.path'] === '/a2a/rest/message:send', 'the REST call in the access log');
+    assert.equal(record['a2a.method'], 'SendMessage');
+    assert.equal(record['a2a.task.state'], 'TASK_STATE_COMPLETED');
+    assert.equal(record['a2a.result.kind'], 'task');
+  });
+
+  it('logs the A2A fields of a call: method, outcome, result kind, task state, context id, protocol', async () => {
+    const res = await request(`${base}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'SendMessage', params: { message: { messageId: 'm-log', role: 'ROLE_USER', parts: [{ text: 'log me' }] } } }),
+    });
+    const body = (await res.body.json()) as { result: { task: { contextId: string } } };
+    const record = await logged((r) => r['a2a.method'] === 'SendMessage' && r['a2a.context.id'] === body.result.task.contextId, 'the call in the access log');
+    assert.equal(record.protocol, 'a2a');
+    assert.equal(record['a2a.response.outcome'], 'success');
+    assert.equal(record['a2a.result.kind'], 'task');
+    assert.equal(record['a2a.task.state'], 'TASK_STATE_COMPLETED');
+    assert.equal(record['http.status'], 200);
+  });
+
+  it('logs a JSON-RPC error: outcome and code', async () => {
+    const res = await request(`${base}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'NoSuchMethod', params: {} }),
+    });
+    const body = (await res.body.json()) as { error: { code: number } };
+    assert.equal(typeof body.error.code, 'number');
+    const record = await logged((r) => r['a2a.method'] === 'NoSuchMethod', 'the failed call in the access log');
+    assert.equal(record['a2a.response.outcome'], 'error');
+    assert.equal(record['a2a.response.error_code'], body.error.code);
+  });
+
+  it('a v0.3 client reads the v0.3 card (top-level url) through the gateway and calls through it', async () => {
+    // No A2A-Version: the agent's compat layer answers with a v0.3 card (with v1.0 interfaces beside it).
+    const res = await request(`${base}/.well-known/agent-card.json`);
+    const card = (await res.body.json()) as { url: string; protocolVersion: string; supportedInterfaces: { url: string }[] };
+    assert.equal(card.protocolVersion, '0.3');
+    assert.equal(card.url, `${base}/a2a/jsonrpc`);
+    assert.ok(card.supportedInterfaces.every((i) => i.url.startsWith(`${base}/`)));
+    const seen = agent.received.length;
+    const transport = new LegacyJsonRpcTransport({ endpoint: card.url });
+    const result = await transport.sendMessage(sendParams('legacy') as never);
+    assert.equal(echoText(result), 'echo: legacy');
+    const call = agent.received.slice(seen).find((r) => r.method === 'POST');
+    assert.equal(call?.headers['x-forwarded-host'], `127.0.0.1:${port}`);
+    const record = await logged((r) => r['a2a.method'] === 'message/send', 'the v0.3 call in the access log');
+    assert.equal(record['a2a.result.kind'], 'task');
+    assert.equal(record['a2a.task.state'], 'completed');
+  });
+
+  it('v0.3: the card url becomes the gateway base (card path without the well-known suffix), scheme from X-Forwarded-Proto', async () => {
+    const res = await request(`${base}/cards/v03/.well-known/agent.json`, { headers: { host: 'agents.example.com', 'x-forwarded-proto': 'https' } });
+    assert.equal(res.statusCode, 200);
+    const text = await res.body.text();
+    assert.equal(res.headers['content-length'], String(Buffer.byteLength(text)), 'the length of the rewritten card, not the upstream one');
+    const card = JSON.parse(text) as { url: string; additionalInterfaces: { url: string }[] };
+    assert.equal(card.url, 'https://agents.example.com/cards/v03');
+    assert.deepEqual(
+      card.additionalInterfaces.map((i) => i.url),
+      ['https://agents.example.com/cards/v03', 'https://agents.example.com/cards/v03/rest'],
+    );
+  });
+
+  it('v1.0 behind a prefix rewrite: the rewrite is inverted, and the client calls through the prefix', async () => {
+    const seen = agent.received.length;
+    const client = await factory('JSONRPC').createFromUrl(`${base}/agents/echo/`);
+    const card = await client.getAgentCard();
+    assert.deepEqual(
+      card.supportedInterfaces.map((i) => i.url),
+      [`${base}/agents/echo/a2a/jsonrpc`, `${base}/agents/echo/a2a/rest`, `${base}/agents/echo/a2a/jsonrpc`],
+    );
+    assert.equal(echoText(await client.sendMessage(sendParams('prefixed'))), 'echo: prefixed');
+    const upstream = agent.received.slice(seen).map((r) => `${r.method} ${r.url}`);
+    assert.deepEqual(upstream, ['GET /.well-known/agent-card.json', 'POST /a2a/jsonrpc']);
+  });
+
+  it('v1.0: X-Forwarded-Proto and the client Host name the gateway in the card', async () => {
+    const res = await request(`${base}/agents/echo/.well-known/agent-card.json`, {
+      headers: { host: 'gateway.example.com:8443', 'x-forwarded-proto': 'https', 'a2a-version': '1.0' },
+    });
+    const card = (await res.body.json()) as { supportedInterfaces: { url: string }[] };
+    assert.deepEqual(
+      card.supportedInterfaces.map((i) => i.url),
+      ['https://gateway.example.com:8443/agents/echo/a2a/jsonrpc', 'https://gateway.example.com:8443/agents/echo/a2a/rest', 'https://gateway.example.com:8443/agents/echo/a2a/jsonrpc'],
+    );
+  });
+
+  it('works as a backend policy, and on both route and backend the card is rewritten once', async () => {
+    for (const prefix of ['/via-backend', '/both']) {
+      const res = await request(`${base}${prefix}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });
+      const card = (await res.body.json()) as { supportedInterfaces: { url: string }[] };
+      assert.equal(card.supportedInterfaces[0]!.url, `${base}${prefix}/a2a/jsonrpc`, prefix);
+    }
+    const client = await factory('JSONRPC').createFromUrl(`${base}/via-backend/`);
+    assert.equal(echoText(await client.sendMessage(sendParams('backend'))), 'echo: backend');
+    await logged((r) => r.route === 'on-backend' && r['a2a.method'] === 'SendMessage', 'the backend-policy call in the access log');
+  });
+
+  it('asks for an uncompressed card and still rewrites one the agent compressed', async () => {
+    const seen = cards.received.length;
+    const res = await request(`${base}/cards/gzip/.well-known/agent-card.json`, { headers: { 'accept-encoding': 'gzip' } });
+    assert.equal(res.headers['content-encoding'], undefined);
+    const card = (await res.body.json()) as { supportedInterfaces: { url: string }[] };
+    assert.equal(card.supportedInterfaces[0]!.url, `${base}/cards/gzip/rpc`);
+    assert.equal(cards.received[seen]!.headers['accept-encoding'], 'identity');
+  });
+
+  it('a card that is not JSON: 503 "processing failed: agent card invalid JSON" (the card is read whole first)', async () => {
+    const res = await request(`${base}/cards/bad/.well-known/agent-card.json`);
+    assert.equal(res.statusCode, 503);
+    assert.equal(res.headers['content-type'], 'application/json');
+    const body = (await res.body.json()) as { error: { type: string; message: string } };
+    assert.deepEqual(body.error, { type: 'processing_failed', message: 'processing failed: agent card invalid JSON' });
+    const record = await logged((r) => r['http.path'] === '/cards/bad/.well-known/agent-card.json', 'the failed card in the access log');
+    assert.equal(record['http.status'], 503);
+  });
+
+  it('a card without url or supportedInterfaces: 503 naming what is missing', async () => {
+    const res = await request(`${base}/cards/nourl/.well-known/agent-card.json`);
+    assert.equal(res.statusCode, 503);
+    const body = (await res.body.json()) as { error: { message: string } };
+    assert.match(body.error.message, /agent card missing URL/);
+  });
+
+  it('without the policy the card is proxied as plain HTTP, unchanged', async () => {
+    const direct = await request(`${agent.base}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });
+    const expected = await direct.body.text();
+    const res = await request(`${base}/plain/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });
+    assert.equal(res.headers['content-length'], String(Buffer.byteLength(expected)));
+    assert.equal(await res.body.text(), expected);
+    assert.ok(expected.includes(`${agent.base}/a2a/jsonrpc`));
+    const record = await logged((r) => r['http.path'] === '/plain/.well-known/agent-card.json', 'the plain card in the access log');
+    assert.equal(record.protocol, 'http');
+    assert.equal(record['a2a.method'], undefined);
+  });
+});
