@@ -2,7 +2,8 @@
 // /mcp, with one tool, `echo`. Every `initialize` opens a session (its own transport and McpServer, as in the SDK's
 // examples); later requests carry its `Mcp-Session-Id`. POSTs are answered the SDK's default way: SSE when the
 // client accepts it (the bench's clients do), one event per answer, then the stream ends.
-// Usage: node test/bench/mcp-upstream.ts PORT   (prints `listening PORT` once it accepts connections)
+// Usage: node test/bench/mcp-upstream.ts PORT [--json]   (prints `listening PORT` once it accepts connections;
+// `--json`: answer POSTs with one JSON body, the SDK's `enableJsonResponse`)
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
@@ -22,6 +23,7 @@ function mcpServer(): McpServer {
 }
 
 const sessions = new Map<string, StreamableHTTPServerTransport>();
+const enableJsonResponse = process.argv.includes('--json');
 
 function readJson(req: IncomingMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
@@ -56,6 +58,7 @@ const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
       }
       const created = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse,
         onsessioninitialized: (id) => void sessions.set(id, created),
       });
       created.onclose = () => {

@@ -17,10 +17,15 @@
 // Tunables: BENCH_WARMUP (2 s before a target's first round; 0.3 s before later ones), BENCH_SECONDS (6 s at
 // c=BENCH_CONNECTIONS, default 50), BENCH_LATENCY_SECONDS (3 s at c=1), BENCH_ROUNDS (3),
 // BENCH_RELOAD_SECONDS (5), BENCH_PIN=0 (no CPU pinning), BENCH_LOCK_WAIT (300 s: how long to wait for another
-// bench on the machine to finish before running anyway).
+// bench on the machine to finish before running anyway), BENCH_ONLY=mcp (the MCP scenario alone, about 40 s),
+// BENCH_MCP_NODE_ARGS (node flags for the MCP gateway, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
+// BENCH_MCP_UPSTREAM_JSON=1 (the MCP upstreams answer JSON instead of SSE), BENCH_MCP_GATEWAY_ACCEPT (the Accept
+// header of the calls to the gateway; `application/json` makes it answer JSON), BENCH_MCP_BASELINE (with
+// BENCH_ONLY=mcp: a directory holding another checkout, whose gateway is measured as one more row: A/B in one run),
+// BENCH_MCP_STDOUT (a file for the MCP gateway's stdout: its access log and `--trace-gc` lines).
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -49,6 +54,18 @@ const CONNECTIONS = Math.round(num('BENCH_CONNECTIONS', 50));
 const ROUNDS = Math.round(num('BENCH_ROUNDS', 3));
 const RELOAD_S = num('BENCH_RELOAD_SECONDS', 5);
 const ROUTES = 1000;
+/** `mcp`: run only the MCP scenario. */
+const ONLY = process.env.BENCH_ONLY;
+/** Extra node flags for the MCP gateway process (`--cpu-prof --cpu-prof-dir=/tmp/prof`, `--trace-gc`). */
+const MCP_NODE_ARGS = (process.env.BENCH_MCP_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+/** Both MCP upstreams answer POSTs with one JSON body instead of an SSE stream (`enableJsonResponse`). */
+const MCP_UPSTREAM_JSON = process.env.BENCH_MCP_UPSTREAM_JSON === '1';
+/** The `Accept` of the load's calls to the gateway (`application/json`: the gateway answers JSON, not SSE). */
+const MCP_GATEWAY_ACCEPT = process.env.BENCH_MCP_GATEWAY_ACCEPT;
+/** A file for the MCP gateway's stdout (access log, `--trace-gc` output); by default it goes to /dev/null. */
+const MCP_STDOUT = process.env.BENCH_MCP_STDOUT;
+/** BENCH_ONLY=mcp: another checkout (a directory with bin/switchyard.js) measured as one more row, for A/B runs. */
+const MCP_BASELINE = process.env.BENCH_MCP_BASELINE;
 /** Hard stop for the whole run, whatever happens. */
 const DEADLINE_MS = 240_000;
 
@@ -413,9 +430,10 @@ function mcpMessages(text: string): Record<string, unknown>[] {
     const v = JSON.parse(trimmed) as unknown;
     return (Array.isArray(v) ? v : [v]) as Record<string, unknown>[];
   }
+  // Priming events (an id with empty data) carry no message.
   return text
     .split('\n')
-    .filter((l) => l.startsWith('data:'))
+    .filter((l) => l.startsWith('data:') && l.slice(5).trim() !== '')
     .map((l) => JSON.parse(l.slice(5)) as Record<string, unknown>);
 }
 
@@ -431,6 +449,146 @@ async function mcpSession(url: string): Promise<string> {
   const initialized = await post(url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), { ...MCP_HEADERS, 'mcp-session-id': sid });
   if (initialized.status !== 202) throw new Error(`${url}: notifications/initialized answered ${initialized.status}: ${initialized.body.slice(0, 300)}`);
   return sid;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The MCP scenario (also run alone with BENCH_ONLY=mcp)
+
+interface McpUpstreams {
+  /** The SDK server behind the gateway (beside the load generator). */
+  readonly behind: Child;
+  readonly behindPort: number;
+  /** The SDK server hit directly, on the target CPU. */
+  readonly direct: Child;
+  readonly directPort: number;
+}
+
+async function startMcpUpstreams(): Promise<McpUpstreams> {
+  const extra = MCP_UPSTREAM_JSON ? ['--json'] : [];
+  const behindPort = await freePort();
+  const behind = startPinned('mcp upstream', CPU_REST, NODE, [join(HERE, 'mcp-upstream.ts'), String(behindPort), ...extra]);
+  const directPort = await freePort();
+  const direct = startPinned('mcp upstream (direct row)', CPU_TARGET, NODE, [join(HERE, 'mcp-upstream.ts'), String(directPort), ...extra]);
+  await Promise.all([listening(behind), listening(direct)]);
+  return { behind, behindPort, direct, directPort };
+}
+
+interface McpGatewayConfig {
+  readonly file: string;
+  readonly port: number;
+  readonly ports: Ports;
+}
+
+/** Write and validate the MCP gateway's config; undefined (with a note) when it is rejected. */
+async function mcpGatewayFile(upstreamPort: number, notes: string[], name = 'bench-mcp'): Promise<McpGatewayConfig | undefined> {
+  const ports = await adminPorts();
+  const port = await freePort();
+  const file = join(work, `${name}.yaml`);
+  writeFileSync(file, mcpBenchConfig(ports, port, upstreamPort));
+  const problem = validate(file);
+  if (!problem) return { file, port, ports };
+  notes.push(`the MCP route was rejected; the MCP scenario is skipped:\n${problem}`);
+  return undefined;
+}
+
+/** The MCP gateway process, with BENCH_MCP_NODE_ARGS (say `--cpu-prof --cpu-prof-dir=/tmp/prof`) before the CLI. */
+async function startMcpGateway(config: McpGatewayConfig, cli = CLI): Promise<Child> {
+  const proc = startPinned('switchyard (mcp)', CPU_TARGET, NODE, [...MCP_NODE_ARGS, cli, '-f', config.file], MCP_STDOUT ? 'pipe' : 'ignore');
+  // BENCH_MCP_STDOUT: keep what the gateway prints (its access log, `--trace-gc` lines) in a file.
+  if (MCP_STDOUT) proc.proc.stdout!.pipe(createWriteStream(cli === CLI ? MCP_STDOUT : `${MCP_STDOUT}.baseline`));
+  await waitFor200(`http://127.0.0.1:${config.ports.readiness}/healthz/ready`, proc, performance.now());
+  return proc;
+}
+
+/** One session each (initialize + notifications/initialized), then a few calls checked before the load. */
+async function mcpRows(upstreams: McpUpstreams, gateway: Child, gatewayPort: number, name = 'switchyard mcp'): Promise<[Row, Row]> {
+  const directUrl = `http://127.0.0.1:${upstreams.directPort}/mcp`;
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}/mcp`;
+  const mcpDirect = makeRow('mcp direct upstream', directUrl, upstreams.direct, { ...MCP_HEADERS, 'mcp-session-id': await mcpSession(directUrl) }, true);
+  const gatewayHeaders: Record<string, string> = { ...MCP_HEADERS, 'mcp-session-id': await mcpSession(gatewayUrl) };
+  if (MCP_GATEWAY_ACCEPT) gatewayHeaders.accept = MCP_GATEWAY_ACCEPT;
+  const mcpGateway = makeRow(name, gatewayUrl, gateway, gatewayHeaders, true);
+  mcpGateway.sidePids = [upstreams.behind.proc.pid!];
+  for (const r of [mcpDirect, mcpGateway]) {
+    for (let i = 0; i < 3; i++) {
+      const id = `sample-${i}`;
+      const res = await post(r.url, MCP_CALL.replace('[<id>]', id), r.headers!);
+      const answer = mcpMessages(res.body).find((m) => m.id === id) as { result?: { content?: { text?: string }[] } } | undefined;
+      if (res.status !== 200 || answer?.result?.content?.[0]?.text !== 'echo: bench') {
+        throw new Error(`${r.name}: tools/call answered ${res.status}: ${res.body.slice(0, 300)}`);
+      }
+    }
+  }
+  return [mcpDirect, mcpGateway];
+}
+
+function mcpNote(mcpDirect: Row, mcpGateway: Row): string {
+  return (
+    `MCP rows: \`tools/call\` POSTs on one session; × direct and added p50 are against \`mcp direct upstream\`${MCP_UPSTREAM_JSON ? ' (both upstreams answer JSON: BENCH_MCP_UPSTREAM_JSON)' : ''}` +
+    `${MCP_GATEWAY_ACCEPT ? ` (calls to the gateway accept only \`${MCP_GATEWAY_ACCEPT}\`)` : ''}. ` +
+    `The upstream behind the gateway spent ${fmt(median(mcpGateway.sideCpu), 0)} CPU µs per call on CPU ${CPU_REST} (the direct one ${fmt(cpuPerReq(mcpDirect), 0)} on CPU ${CPU_TARGET}). ` +
+    `c=1 p99 per round: gateway ${mcpGateway.p99.map((v) => fmt(v, 3)).join(', ')} ms; direct ${mcpDirect.p99.map((v) => fmt(v, 3)).join(', ')} ms.`
+  );
+}
+
+function mcpChecks(mcpDirect: Row, mcpGateway: Row): [string, boolean, string][] {
+  const added = (p50(mcpGateway) - p50(mcpDirect)) * 1000;
+  return [
+    ['MCP tools/call added p50 (c=1) ≤ 1 ms vs direct', added <= 1000, `+${fmt(added, 0)} µs (${fmt(p50(mcpGateway), 3)} vs ${fmt(p50(mcpDirect), 3)} ms)`],
+    throughputVerdict('MCP tools/call throughput ≥ 0.5× direct', mcpGateway, 0.5, mcpDirect),
+  ];
+}
+
+function printRows(rows: readonly Row[], baseOf: (r: Row) => Row, bareRow: Row | undefined): void {
+  console.log(
+    `\n| target | req/s (c=${CONNECTIONS}) | p50 ms (c=1) | p99 ms (c=1) | × bare | × direct | added p50 vs direct | CPU µs/req | bare/this CPU |`,
+  );
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const base = baseOf(r);
+    const added = (p50(r) - p50(base)) * 1000;
+    console.log(
+      `| ${r.name} | ${fmt(rps(r), 0)} ${spread(r)} | ${fmt(p50(r), 3)} | ${fmt(p99(r), 3)} | ${r.mcp || !bareRow ? '—' : fmt(rps(r) / rps(bareRow))} | ${fmt(rps(r) / rps(base))} | ` +
+        `${r === base ? '—' : `+${fmt(added, 0)} µs`} | ${fmt(cpuPerReq(r), 0)} | ${r.mcp || !bareRow ? '—' : fmt(cpuPerReq(bareRow) / cpuPerReq(r))} |`,
+    );
+  }
+}
+
+/** BENCH_ONLY=mcp: the MCP rows alone (about 30 s), nothing else. */
+async function mcpOnly(notes: string[]): Promise<number> {
+  const upstreams = await startMcpUpstreams();
+  const config = await mcpGatewayFile(upstreams.behindPort, notes);
+  if (!config) {
+    console.log(notes.join('\n'));
+    return 1;
+  }
+  const gateway = await startMcpGateway(config);
+  const [mcpDirect, mcpGateway] = await mcpRows(upstreams, gateway, config.port);
+  const rows = [mcpDirect, mcpGateway];
+  // A/B in one run: the same scenario through another checkout's gateway, interleaved with this one's.
+  if (MCP_BASELINE) {
+    const baseConfig = await mcpGatewayFile(upstreams.behindPort, notes, 'bench-mcp-baseline');
+    if (baseConfig) {
+      const baseGateway = await startMcpGateway(baseConfig, join(MCP_BASELINE, 'bin/switchyard.js'));
+      const [, baseRow] = await mcpRows(upstreams, baseGateway, baseConfig.port, `switchyard mcp (${MCP_BASELINE})`);
+      rows.splice(1, 0, baseRow);
+    }
+  }
+  await measure(rows);
+  const rss = rssMiB(gateway.proc.pid!);
+  await stop(gateway);
+  await stopAll();
+  printRows(rows, () => mcpDirect, undefined);
+  console.log(`\n${mcpNote(mcpDirect, mcpGateway)}`);
+  for (const r of rows) console.log(`${r.name}: CPU µs/req per round ${r.cpu.map((v) => fmt(v, 0)).join(', ')}; c=1 p50 ${r.p50.map((v) => fmt(v, 3)).join(', ')} ms`);
+  console.log(`MCP gateway RSS after the load: ${fmt(rss, 1)} MiB`);
+  for (const r of [mcpDirect, mcpGateway].filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
+  console.log('\n| target check | verdict | measured |');
+  console.log('|---|---|---|');
+  for (const [what, ok, measured] of mcpChecks(mcpDirect, mcpGateway)) console.log(`| ${what} | ${ok ? 'PASS' : 'MISS'} | ${measured} |`);
+  if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+  console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
+  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -487,6 +645,64 @@ interface Row {
   errors: number;
 }
 
+function makeRow(name: string, url: string, server: Child, headers?: Record<string, string>, mcp?: boolean): Row {
+  return {
+    name,
+    url,
+    headers,
+    ...(mcp ? { method: 'POST', body: MCP_CALL, uniqueIds: true, mcp: true } : {}),
+    rps: [],
+    p50: [],
+    p99: [],
+    cpu: [],
+    sideCpu: [],
+    pids: processTree(server.proc.pid!),
+    bad: 0,
+    errors: 0,
+  };
+}
+
+/** Load every row in ROUNDS interleaved rounds (one load-generator process) and record the results in the rows. */
+async function measure(rows: readonly Row[]): Promise<void> {
+  const jobs: Job[] = [];
+  const jobRows: Row[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const r of rows) {
+      jobs.push({
+        url: r.url,
+        headers: r.headers,
+        method: r.method,
+        body: r.body,
+        uniqueIds: r.uniqueIds,
+        warmupS: round === 0 ? WARMUP_S : 0.3,
+        connections: CONNECTIONS,
+        throughputS: THROUGHPUT_S / ROUNDS,
+        latencyS: LATENCY_S / ROUNDS,
+        cpuPids: r.pids,
+        sideCpuPids: r.sidePids,
+      });
+      jobRows.push(r);
+    }
+  }
+  await load(jobs, (res) => {
+    const r = jobRows[res.index]!;
+    r.rps.push(res.throughput.rps);
+    r.p50.push(res.latency?.p50 ?? NaN);
+    r.p99.push(res.latency?.p99 ?? NaN);
+    r.cpu.push(res.throughput.cpuUsPerReq);
+    r.sideCpu.push(res.throughput.sideCpuUsPerReq);
+    for (const ph of [res.throughput, res.latency]) {
+      if (!ph) continue;
+      r.bad += ph.requests - ph.ok;
+      r.errors += ph.errors + ph.timeouts;
+    }
+    const round = Math.floor(res.index / rows.length) + 1;
+    console.log(
+      `round ${round}/${ROUNDS} ${r.name}: ${fmt(res.throughput.rps, 0)} req/s, ${fmt(res.throughput.cpuUsPerReq, 0)} CPU µs/req, c=1 p50 ${fmt(res.latency?.p50 ?? NaN, 3)} p99 ${fmt(res.latency?.p99 ?? NaN, 3)} ms`,
+    );
+  });
+}
+
 function median(values: readonly number[]): number {
   if (values.length === 0) return NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -504,6 +720,23 @@ function spreadPct(r: Row): number {
 const spread = (r: Row): string => (r.rps.length < 2 ? '' : `±${fmt(spreadPct(r), 0)}%`);
 /** Above this spread (%) of the throughput rounds, throughput verdicts use CPU per request instead. */
 const NOISY_SPREAD = 20;
+
+/**
+ * On one pinned core, throughput is about 1 / CPU per request. When other work on the machine scatters the
+ * throughput rounds, the CPU ratio is the steadier estimate, so the verdict uses it and says so.
+ */
+function throughputVerdict(what: string, r: Row, min: number, base: Row): [string, boolean, string] {
+  const byRps = rps(r) / rps(base);
+  const byCpu = cpuPerReq(base) / cpuPerReq(r);
+  const scatter = Math.max(spreadPct(r), spreadPct(base));
+  const noisy = scatter > NOISY_SPREAD && Number.isFinite(byCpu);
+  const basis = noisy ? byCpu : byRps;
+  return [
+    what,
+    basis >= min,
+    `${fmt(byRps)}× by throughput, ${fmt(byCpu)}× by CPU per request` + (noisy ? ` (verdict by CPU: throughput rounds were up to ±${fmt(scatter, 0)}% apart)` : ''),
+  ];
+}
 
 async function compileBench(): Promise<{ prepareMs: number; firstMs: number; medianMs: number; runsMs: number[]; routes: number }> {
   const text = manyRoutesConfig({ admin: 1, stats: 2, readiness: 3 }, 8080, 9, 0);
@@ -639,6 +872,8 @@ async function main(): Promise<number> {
       `autocannon in its own process; ${TASKSET ? `target pinned to CPU ${CPU_TARGET}, upstream and load generator on CPU ${CPU_REST}` : 'no CPU pinning'}\n`,
   );
   const notes: string[] = [];
+  if (ONLY === 'mcp') return mcpOnly(notes);
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\` is known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();
@@ -660,11 +895,8 @@ async function main(): Promise<number> {
   const directUpstream = startPinned('upstream (direct row)', CPU_TARGET, NODE, [join(HERE, 'upstream.ts'), String(directPort)]);
   const barePort = await freePort();
   const bare = startPinned('bare proxy', CPU_TARGET, NODE, [join(HERE, 'bare-proxy.ts'), String(barePort), String(upstreamPort)]);
-  const mcpUpstreamPort = await freePort();
-  const mcpUpstream = startPinned('mcp upstream', CPU_REST, NODE, [join(HERE, 'mcp-upstream.ts'), String(mcpUpstreamPort)]);
-  const mcpDirectPort = await freePort();
-  const mcpDirectUpstream = startPinned('mcp upstream (direct row)', CPU_TARGET, NODE, [join(HERE, 'mcp-upstream.ts'), String(mcpDirectPort)]);
-  await Promise.all([listening(upstream), listening(directUpstream), listening(bare), listening(mcpUpstream), listening(mcpDirectUpstream)]);
+  const mcpUpstreams = await startMcpUpstreams();
+  await Promise.all([listening(upstream), listening(directUpstream), listening(bare)]);
 
   const installed = installedPolicies();
   let extended = installed.has('cors') && installed.has('localRateLimit');
@@ -690,25 +922,14 @@ async function main(): Promise<number> {
       writeConfig();
     }
   }
-  let mcpConfigFile: string | undefined;
-  const mcpPorts = await adminPorts();
-  const mcpGwPort = await freePort();
-  if (installed.has('mcp')) {
-    mcpConfigFile = join(work, 'bench-mcp.yaml');
-    writeFileSync(mcpConfigFile, mcpBenchConfig(mcpPorts, mcpGwPort, mcpUpstreamPort));
-    const problem = validate(mcpConfigFile);
-    if (problem) {
-      notes.push(`the MCP route was rejected; the MCP scenario is skipped:\n${problem}`);
-      mcpConfigFile = undefined;
-    }
-  } else notes.push('MCP scenario skipped: the mcp backend is not installed');
+  const mcpGatewayConfig = installed.has('mcp') ? await mcpGatewayFile(mcpUpstreams.behindPort, notes) : undefined;
+  if (!installed.has('mcp')) notes.push('MCP scenario skipped: the mcp backend is not installed');
   const policyNames = Object.keys(policySet(extended)).join(' + ');
   if (!extended) notes.push(`policies route: ${policyNames} only (cors and localRateLimit join it once they are installed)`);
   // Access log on (the default), written to /dev/null so terminal output does not distort the result.
   const gateway = startPinned('switchyard', CPU_TARGET, NODE, [CLI, '-f', configFile], 'ignore');
   await waitFor200(`http://127.0.0.1:${gwPorts.readiness}/healthz/ready`, gateway, performance.now());
-  const mcpGatewayProc = mcpConfigFile ? startPinned('switchyard (mcp)', CPU_TARGET, NODE, [CLI, '-f', mcpConfigFile], 'ignore') : undefined;
-  if (mcpGatewayProc) await waitFor200(`http://127.0.0.1:${mcpPorts.readiness}/healthz/ready`, mcpGatewayProc, performance.now());
+  const mcpGatewayProc = mcpGatewayConfig ? await startMcpGateway(mcpGatewayConfig) : undefined;
 
   let nginx: Child | undefined;
   let nginxPort = 0;
@@ -728,20 +949,7 @@ async function main(): Promise<number> {
     }
   } else notes.push('nginx is not on PATH: row skipped');
 
-  const row = (name: string, url: string, server: Child, headers?: Record<string, string>, mcp?: boolean): Row => ({
-    name,
-    url,
-    headers,
-    ...(mcp ? { method: 'POST', body: MCP_CALL, uniqueIds: true, mcp: true } : {}),
-    rps: [],
-    p50: [],
-    p99: [],
-    cpu: [],
-    sideCpu: [],
-    pids: processTree(server.proc.pid!),
-    bad: 0,
-    errors: 0,
-  });
+  const row = makeRow;
   const direct = row('direct upstream', `http://127.0.0.1:${directPort}/plain`, directUpstream);
   const bareRow = row('bare undici proxy', `http://127.0.0.1:${barePort}/plain`, bare);
   const plain = row('switchyard plain', `http://127.0.0.1:${gwPort}/plain`, gateway);
@@ -763,65 +971,14 @@ async function main(): Promise<number> {
     if (none.status !== 401 || other.status !== 403) throw new Error(`jwt route: no token answered ${none.status} (want 401), another subject ${other.status} (want 403)`);
   }
 
-  // MCP: one session each (initialize + notifications/initialized), then a few calls checked before the load.
   let mcpDirect: Row | undefined;
   let mcpGateway: Row | undefined;
-  if (mcpGatewayProc) {
-    const directUrl = `http://127.0.0.1:${mcpDirectPort}/mcp`;
-    const gatewayUrl = `http://127.0.0.1:${mcpGwPort}/mcp`;
-    mcpDirect = row('mcp direct upstream', directUrl, mcpDirectUpstream, { ...MCP_HEADERS, 'mcp-session-id': await mcpSession(directUrl) }, true);
-    mcpGateway = row('switchyard mcp', gatewayUrl, mcpGatewayProc, { ...MCP_HEADERS, 'mcp-session-id': await mcpSession(gatewayUrl) }, true);
-    mcpGateway.sidePids = [mcpUpstream.proc.pid!];
-    for (const r of [mcpDirect, mcpGateway]) {
-      for (let i = 0; i < 3; i++) {
-        const id = `sample-${i}`;
-        const res = await post(r.url, MCP_CALL.replace('[<id>]', id), r.headers!);
-        const answer = mcpMessages(res.body).find((m) => m.id === id) as { result?: { content?: { text?: string }[] } } | undefined;
-        if (res.status !== 200 || answer?.result?.content?.[0]?.text !== 'echo: bench') {
-          throw new Error(`${r.name}: tools/call answered ${res.status}: ${res.body.slice(0, 300)}`);
-        }
-      }
-    }
+  if (mcpGatewayProc && mcpGatewayConfig) {
+    [mcpDirect, mcpGateway] = await mcpRows(mcpUpstreams, mcpGatewayProc, mcpGatewayConfig.port);
     rows.push(mcpDirect, mcpGateway);
   }
 
-  const jobs: Job[] = [];
-  const jobRows: Row[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const r of rows) {
-      jobs.push({
-        url: r.url,
-        headers: r.headers,
-        method: r.method,
-        body: r.body,
-        uniqueIds: r.uniqueIds,
-        warmupS: round === 0 ? WARMUP_S : 0.3,
-        connections: CONNECTIONS,
-        throughputS: THROUGHPUT_S / ROUNDS,
-        latencyS: LATENCY_S / ROUNDS,
-        cpuPids: r.pids,
-        sideCpuPids: r.sidePids,
-      });
-      jobRows.push(r);
-    }
-  }
-  await load(jobs, (res) => {
-    const r = jobRows[res.index]!;
-    r.rps.push(res.throughput.rps);
-    r.p50.push(res.latency?.p50 ?? NaN);
-    r.p99.push(res.latency?.p99 ?? NaN);
-    r.cpu.push(res.throughput.cpuUsPerReq);
-    r.sideCpu.push(res.throughput.sideCpuUsPerReq);
-    for (const ph of [res.throughput, res.latency]) {
-      if (!ph) continue;
-      r.bad += ph.requests - ph.ok;
-      r.errors += ph.errors + ph.timeouts;
-    }
-    const round = Math.floor(res.index / rows.length) + 1;
-    console.log(
-      `round ${round}/${ROUNDS} ${r.name}: ${fmt(res.throughput.rps, 0)} req/s, ${fmt(res.throughput.cpuUsPerReq, 0)} CPU µs/req, c=1 p50 ${fmt(res.latency?.p50 ?? NaN, 3)} ms`,
-    );
-  });
+  await measure(rows);
   const gatewayRss = rssMiB(gateway.proc.pid!);
   const mcpGatewayRss = mcpGatewayProc ? rssMiB(mcpGatewayProc.proc.pid!) : NaN;
   await stop(gateway);
@@ -840,8 +997,8 @@ async function main(): Promise<number> {
   }
   await stop(bare);
   await stop(directUpstream);
-  await stop(mcpDirectUpstream);
-  await stop(mcpUpstream);
+  await stop(mcpUpstreams.direct);
+  await stop(mcpUpstreams.behind);
 
   // 4. Reload of 1,000 routes under load.
   const manyPorts = await adminPorts();
@@ -878,44 +1035,15 @@ async function main(): Promise<number> {
   // The MCP rows are compared with the MCP upstream hit directly; the others with the HTTP upstream and the bare proxy.
   const baseOf = (r: Row): Row => (r.mcp ? mcpDirect! : direct);
   const addedUs = (r: Row): number => (p50(r) - p50(baseOf(r))) * 1000;
-  console.log(
-    `\n| target | req/s (c=${CONNECTIONS}) | p50 ms (c=1) | p99 ms (c=1) | × bare | × direct | added p50 vs direct | CPU µs/req | bare/this CPU |`,
-  );
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) {
-    const base = baseOf(r);
-    console.log(
-      `| ${r.name} | ${fmt(rps(r), 0)} ${spread(r)} | ${fmt(p50(r), 3)} | ${fmt(p99(r), 3)} | ${r.mcp ? '—' : fmt(rps(r) / rps(bareRow))} | ${fmt(rps(r) / rps(base))} | ` +
-        `${r === base ? '—' : `+${fmt(addedUs(r), 0)} µs`} | ${fmt(cpuPerReq(r), 0)} | ${r.mcp ? '—' : fmt(cpuPerReq(bareRow) / cpuPerReq(r))} |`,
-    );
-  }
-  if (mcpDirect && mcpGateway) {
-    console.log(
-      '\nMCP rows: `tools/call` POSTs on one session; × direct and added p50 are against `mcp direct upstream`. ' +
-        `The upstream behind the gateway spent ${fmt(median(mcpGateway.sideCpu), 0)} CPU µs per call on CPU ${CPU_REST} (the direct one ${fmt(cpuPerReq(mcpDirect), 0)} on CPU ${CPU_TARGET}).`,
-    );
-  }
+  printRows(rows, baseOf, bareRow);
+  if (mcpDirect && mcpGateway) console.log(`\n${mcpNote(mcpDirect, mcpGateway)}`);
   if (jwtRow) console.log('jwt route: jwtAuth (strict, RS256, JWKS file) + authorization (2 CEL require rules) + localRateLimit');
   for (const r of rows.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
   console.log(`\npolicies route: ${policyNames}`);
   console.log(`Switchyard RSS after the load: ${fmt(gatewayRss, 1)} MiB${mcpGatewayProc ? ` (the MCP gateway: ${fmt(mcpGatewayRss, 1)} MiB)` : ''}`);
 
   const checks: [string, boolean, string][] = [];
-  // On one pinned core, throughput is about 1 / CPU per request. When other work on the machine scatters the
-  // throughput rounds, the CPU ratio is the steadier estimate, so the verdict uses it and says so.
-  const throughputCheck = (what: string, r: Row, min: number, base: Row = bareRow): void => {
-    const byRps = rps(r) / rps(base);
-    const byCpu = cpuPerReq(base) / cpuPerReq(r);
-    const scatter = Math.max(spreadPct(r), spreadPct(base));
-    const noisy = scatter > NOISY_SPREAD && Number.isFinite(byCpu);
-    const basis = noisy ? byCpu : byRps;
-    checks.push([
-      what,
-      basis >= min,
-      `${fmt(byRps)}× by throughput, ${fmt(byCpu)}× by CPU per request` +
-        (noisy ? ` (verdict by CPU: throughput rounds were up to ±${fmt(scatter, 0)}% apart)` : ''),
-    ]);
-  };
+  const throughputCheck = (what: string, r: Row, min: number, base: Row = bareRow): void => void checks.push(throughputVerdict(what, r, min, base));
   throughputCheck('plain route throughput ≥ 0.8× bare proxy', plain, 0.8);
   const addedPlain = addedUs(plain);
   const addedBare = addedUs(bareRow);
@@ -926,11 +1054,7 @@ async function main(): Promise<number> {
   ]);
   throughputCheck('policy route throughput ≥ 0.7× bare proxy', policies, 0.7);
   if (jwtRow) throughputCheck('jwt route (jwtAuth + 2 CEL rules + localRateLimit) throughput ≥ 0.6× bare proxy', jwtRow, 0.6);
-  if (mcpDirect && mcpGateway) {
-    const added = addedUs(mcpGateway);
-    checks.push(['MCP tools/call added p50 (c=1) ≤ 1 ms vs direct', added <= 1000, `+${fmt(added, 0)} µs (${fmt(p50(mcpGateway), 3)} vs ${fmt(p50(mcpDirect), 3)} ms)`]);
-    throughputCheck('MCP tools/call throughput ≥ 0.5× direct', mcpGateway, 0.5, mcpDirect);
-  }
+  if (mcpDirect && mcpGateway) checks.push(...mcpChecks(mcpDirect, mcpGateway));
   checks.push([
     `${compile.routes} routes compile ≤ 200 ms (median of 3 after a first)`,
     compile.medianMs <= 200,

@@ -197,7 +197,7 @@ export function messagesOf(text: string): Record<string, unknown>[] {
   }
   return text
     .split('\n')
-    .filter((l) => l.startsWith('data: '))
+    .filter((l) => l.startsWith('data: ') && l.trim() !== 'data:') // priming events carry an id and empty data
     .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
 }
 

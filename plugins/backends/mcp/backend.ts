@@ -6,6 +6,7 @@ import { LegacySseFront, StreamableFront } from './http-front.ts';
 import type { BackendRuntime } from './session.ts';
 import { SessionStore } from './session-store.ts';
 import { fingerprint } from './session-token.ts';
+import { OriginGuard } from './origin-check.ts';
 import { authorizeTargets } from './target-authorizer.ts';
 import type { CompiledTarget } from './target-conn.ts';
 
@@ -21,6 +22,7 @@ export interface McpBackendConfig {
   prefixMode?: 'always' | 'conditional';
   failureMode?: 'failClosed' | 'failOpen';
   sessionIdleTimeout?: string;
+  allowedOrigins?: string[];
 }
 
 const DEFAULT_IDLE_MS = 30 * 60 * 1000;
@@ -63,7 +65,10 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     logger: ctx.logger,
     key: ctx.sessionKey,
     aad: print,
+    allowedOrigins: config.allowedOrigins,
   };
+  const targetsAuthorize = targets.some((t) => t.requestPolicies);
+  const origins = new OriginGuard(rt.allowedOrigins);
   const streamable = new StreamableFront(rt, store);
   const legacy = new LegacySseFront(rt, store);
   return {
@@ -71,9 +76,10 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     // The legacy SSE transport answers on exactly `/sse` (after rewrites), as the reference does; all else is streamable HTTP.
     handle: (ex) => {
       const serve = (): Promise<Reply> | Reply => (ex.path === '/sse' ? legacy.handle(ex) : streamable.handle(ex));
-      // Only POSTs carry calls to authorize.
-      const authorizing = ex.method === 'POST' ? authorizeTargets(targets, ex) : undefined;
-      return authorizing ? authorizing.then(serve) : serve();
+      // Only POSTs carry calls to authorize; the Origin check (which the fronts also make) comes first (ADR 0010).
+      if (ex.method !== 'POST' || !targetsAuthorize) return serve();
+      const refused = origins.check(ex);
+      return refused ?? authorizeTargets(targets, ex)!.then(serve);
     },
   };
 }

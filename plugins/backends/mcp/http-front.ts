@@ -7,6 +7,7 @@ import { RpcCode, RpcFailure, errorMessage, isRequest, isValidMessage } from './
 import type { RpcMessage } from './jsonrpc.ts';
 import { ALL_VERSIONS, ModernCode, classify, headerIsModern } from './modern.ts';
 import { ModernFront } from './modern-front.ts';
+import { OriginGuard } from './origin-check.ts';
 import { PostResponder, StreamResponder } from './responder.ts';
 import { McpSession } from './session.ts';
 import type { BackendRuntime } from './session.ts';
@@ -51,14 +52,19 @@ export class StreamableFront {
   private readonly store: SessionStore;
   private rt: BackendRuntime;
   private readonly modern: ModernFront;
+  private readonly origins: OriginGuard;
 
   constructor(rt: BackendRuntime, store: SessionStore) {
     this.rt = rt;
     this.store = store;
     this.modern = new ModernFront(rt, store);
+    this.origins = new OriginGuard(rt.allowedOrigins);
   }
 
   handle(ex: Exchange): Promise<Reply> | Reply {
+    // DNS-rebinding protection first (ADR 0010): a refused browser origin learns nothing, not even a session's state.
+    const refused = this.origins.check(ex);
+    if (refused) return refused;
     if (ex.method !== 'POST' && headerIsModern(header(ex, 'mcp-protocol-version'))) {
       // The 2026-07-28 revision is POST-only: no GET stream, no session to DELETE (BEHAVIOUR §4.4).
       return rpcReply(400, TRANSPORT_ERROR, `Bad Request: protocol revision 2026-07-28 has no sessions and no ${ex.method} requests; POST each request`);
@@ -133,13 +139,21 @@ export class StreamableFront {
     const requests = parsed.messages.filter(isRequest);
     for (const m of parsed.messages) if (!isRequest(m)) session.clientMessage(m);
     if (requests.length === 0) return localReply(202, null, headers);
-    const responder = new PostResponder(sse, requests.length, parsed.batch, headers, (m) => session.deliverUnrelated(m));
+    const log = session.events;
+    const resumable = log ? { open: () => log.post(), prime: session.primes } : undefined;
+    const responder = new PostResponder(sse, requests.length, parsed.batch, headers, (m) => session.deliverUnrelated(m), resumable);
     const authorizer = ex.get(MCP_AUTHORIZER);
     session.inflight++;
     const calls = requests.map((m) => session.startCall(m, responder, authorizer));
-    // A client that goes away cancels its upstream work (the issue's rule; see docs/mcp.md).
-    const onAbort = (): void => {
+    // A client that goes away cancels its upstream work (the issue's rule; see docs/mcp.md), unless it holds an
+    // event id of the response: then it may resume with Last-Event-ID, and the work is cancelled only if it does
+    // not within RESUME_GRACE_MS.
+    const cancelAll = (): void => {
       for (const c of calls) session.cancel(c, 'the client disconnected');
+    };
+    responder.onGone = cancelAll;
+    const onAbort = (): void => {
+      if (!responder.resumable) cancelAll();
     };
     ex.signal.addEventListener('abort', onAbort, { once: true });
     return responder.reply.then((reply) => {
@@ -206,6 +220,15 @@ export class StreamableFront {
     if (!(session instanceof McpSession)) return session;
     session.touch();
     const stream = new SseStream();
+    // Resumption (MCP "Resumability and Redelivery"): an id this session made resumes its stream; any other id
+    // (another replica's, expired) opens a fresh GET stream, as a GET without the header does.
+    const lastEventId = header(ex, 'last-event-id');
+    if (lastEventId) {
+      const resumed = session.resumeStream(lastEventId, stream);
+      if (resumed === 'resumed') return stream.reply();
+      // The stream had ended and the client has all of it: nothing to send, and nothing to reconnect to.
+      if (resumed === 'finished') return localReply(204, null, {});
+    }
     if (!session.openGetStream(stream)) return rpcReply(409, TRANSPORT_ERROR, 'Conflict: only one server-to-client stream is allowed per session');
     return stream.reply();
   }
@@ -227,13 +250,17 @@ export class StreamableFront {
 export class LegacySseFront {
   private readonly store: SessionStore;
   private readonly rt: BackendRuntime;
+  private readonly origins: OriginGuard;
 
   constructor(rt: BackendRuntime, store: SessionStore) {
     this.rt = rt;
     this.store = store;
+    this.origins = new OriginGuard(rt.allowedOrigins);
   }
 
   handle(ex: Exchange): Promise<Reply> | Reply {
+    const refused = this.origins.check(ex);
+    if (refused) return refused;
     if (ex.method === 'GET') return this.open(ex);
     if (ex.method === 'POST') return this.post(ex);
     return rpcReply(405, TRANSPORT_ERROR, 'Method not allowed: use GET to open the stream and POST to send', null, { allow: 'GET, POST' });

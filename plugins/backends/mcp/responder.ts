@@ -3,6 +3,7 @@ import type { HeaderMap, Reply } from 'switchyard/sdk';
 import { RpcCode } from './jsonrpc.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { SUBSCRIPTION_ID_META_KEY, logWanted, shapeResult } from './modern.ts';
+import type { LoggedStream } from './event-log.ts';
 import { SseStream } from './sse-stream.ts';
 
 /** One client request being served: where its answer and related messages go, and what it sent upstream. */
@@ -40,11 +41,25 @@ export interface Responder {
   abandon(): void;
   /** The call went upstream: start the response now so a long call does not hold the client's headers back. */
   commit(): void;
+  /** Set a response header if the response has not started (false when too late, or not an HTTP response). */
+  setHeader?(name: string, value: string): boolean;
+  /** Do not start the response before the next final answer (related messages wait): that answer may set headers. */
+  hold?(): void;
+}
+
+/** A POST response stream that can be resumed (a stateful session's event log; see event-log.ts). */
+export interface ResumableOptions {
+  /** A new logical stream of the session's event log. */
+  open(): LoggedStream;
+  /** Start with a priming event (clients of 2025-11-25 and later accept its empty data). */
+  readonly prime: boolean;
 }
 
 /**
  * The response to one streamable-HTTP POST: an SSE stream (when the client accepts it) carrying related messages
  * and the answers, closed after the last one; or one JSON body (an array for a batch) once all calls are answered.
+ * With `resumable`, the SSE events carry ids and are kept in the session's event log: a client whose connection
+ * drops resumes the stream with `GET` + `Last-Event-ID`.
  */
 export class PostResponder implements Responder {
   readonly streaming: boolean;
@@ -59,17 +74,54 @@ export class PostResponder implements Responder {
   private stream: SseStream | undefined;
   private readonly results: RpcMessage[] = [];
   private settled = false;
+  private readonly resumableOptions: ResumableOptions | undefined;
+  private logged: LoggedStream | undefined;
+  private gone: (() => void) | undefined;
+  private holding = false;
+  private held: RpcMessage[] = [];
 
-  constructor(sse: boolean, requests: number, batch: boolean, headers: HeaderMap, unrelated: (message: RpcMessage) => void) {
+  constructor(sse: boolean, requests: number, batch: boolean, headers: HeaderMap, unrelated: (message: RpcMessage) => void, resumable?: ResumableOptions) {
     this.streaming = sse;
     this.total = requests;
     this.remaining = requests;
     this.batch = batch;
     this.headers = headers;
     this.unrelated = unrelated;
+    this.resumableOptions = sse ? resumable : undefined;
     this.reply = new Promise<Reply>((resolve) => {
       this.resolve = resolve;
     });
+  }
+
+  /** The client holds an event id of this response and may resume it: a disconnect does not cancel at once. */
+  get resumable(): boolean {
+    return this.logged?.resumable === true;
+  }
+
+  /** Called when the client went away and did not resume in time (resumable responses). */
+  set onGone(callback: () => void) {
+    this.gone = callback;
+    if (this.logged) this.logged.onGone = callback;
+  }
+
+  /** Set a header of the response, if it has not started yet. */
+  setHeader(name: string, value: string): boolean {
+    if (this.settled) return false;
+    this.headers[name] = value;
+    return true;
+  }
+
+  hold(): void {
+    if (this.streaming && !this.stream) this.holding = true;
+  }
+
+  /** End a hold: the messages it kept go out first. */
+  private release(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    const held = this.held;
+    this.held = [];
+    for (const m of held) this.write(m);
   }
 
   /** Calls still waiting for an answer. */
@@ -86,30 +138,51 @@ export class PostResponder implements Responder {
   private ensureStream(): SseStream {
     if (!this.stream) {
       this.stream = new SseStream();
+      if (this.resumableOptions) {
+        this.logged = this.resumableOptions.open();
+        if (this.gone) this.logged.onGone = this.gone;
+        this.logged.attach(this.stream);
+        if (this.resumableOptions.prime) this.logged.prime();
+      }
       this.settle(this.stream.reply({ ...this.headers }));
     }
     return this.stream;
   }
 
+  private write(message: RpcMessage): void {
+    const stream = this.ensureStream();
+    if (this.logged) this.logged.send(message);
+    else stream.send(message);
+  }
+
+  private endStream(): void {
+    if (this.logged) this.logged.end();
+    else this.stream?.end();
+  }
+
   commit(): void {
-    if (this.streaming && !this.stream) this.ensureStream().flushHeaders();
+    if (this.streaming && !this.stream && !this.holding) {
+      this.ensureStream();
+      if (!this.logged || !this.resumableOptions?.prime) this.stream!.flushHeaders();
+    }
   }
 
   related(message: RpcMessage): void {
-    if (this.streaming) this.ensureStream().send(message);
+    if (this.holding) this.held.push(message);
+    else if (this.streaming) this.write(message);
     else this.unrelated(message);
   }
 
   final(message: RpcMessage, httpStatus?: number): void {
     this.remaining--;
+    this.release();
     if (this.streaming) {
       if (!this.stream && httpStatus !== undefined && this.total === 1) {
         this.settle(jsonReply(httpStatus, message, { ...this.headers }));
         return;
       }
-      const stream = this.ensureStream();
-      stream.send(message);
-      if (this.remaining === 0) stream.end();
+      this.write(message);
+      if (this.remaining === 0) this.endStream();
       return;
     }
     this.results.push(message);
@@ -118,9 +191,10 @@ export class PostResponder implements Responder {
 
   abandon(): void {
     this.remaining--;
+    this.release();
     if (this.remaining > 0) return;
     if (this.streaming) {
-      if (this.stream) this.stream.end();
+      if (this.stream) this.endStream();
       else this.settle(localReply(202, null, { ...this.headers }));
     } else this.finishJson(undefined);
   }

@@ -6,6 +6,8 @@ import type { ClientContext } from './http-util.ts';
 
 /** How long an ended session's id is refused rather than resumed (DELETE, expiry) on this replica. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
+/** Ids a re-sealed session stays mapped under (older ones are found again by the session's identity). */
+const MAX_IDS_PER_SESSION = 8;
 /** Idle sessions kept for 2026-07-28 clients (one per client identity); busy ones are never evicted. */
 export const MODERN_POOL_LIMIT = 16;
 
@@ -15,6 +17,10 @@ export const MODERN_POOL_LIMIT = 16;
  */
 export class SessionStore {
   private readonly sessions = new Map<string, McpSession>();
+  /** Sessions by identity (`uuid`), whatever id they were last reached by. */
+  private readonly byUuid = new Map<string, McpSession>();
+  /** The ids each session is held under, oldest first. */
+  private readonly ids = new WeakMap<McpSession, string[]>();
   private readonly ended = new Map<string, number>();
   private readonly idleMs: number;
   private readonly logger: Logger;
@@ -41,11 +47,26 @@ export class SessionStore {
   }
 
   get size(): number {
-    return this.sessions.size;
+    return this.byUuid.size;
   }
 
+  /**
+   * Hold a session under `id`. A session re-sealed later (its resource subscriptions changed) is held under each new
+   * id too; the newest few ids are mapped, older ones find it again through its identity (`resume`).
+   */
   add(session: McpSession, id: string): void {
     this.sessions.set(id, session);
+    let ids = this.ids.get(session);
+    if (!ids) {
+      this.ids.set(session, (ids = []));
+      this.byUuid.set(session.uuid, session);
+      session.onResealed = (token) => this.add(session, token);
+    }
+    ids.push(id);
+    while (ids.length > MAX_IDS_PER_SESSION) {
+      const old = ids.shift()!;
+      if (this.sessions.get(old) === session) this.sessions.delete(old);
+    }
   }
 
   get(id: string): McpSession | undefined {
@@ -62,10 +83,19 @@ export class SessionStore {
     if (!claims) return undefined;
     const ended = this.ended.get(claims.u);
     if (ended !== undefined && ended > Date.now()) return undefined;
+    // An older id of a session held here (it was re-sealed since): the same session.
+    const held = this.byUuid.get(claims.u);
+    if (held && !held.closed) {
+      if (held.kind !== 'streamable') return undefined;
+      this.add(held, id);
+      return held;
+    }
     const session = new Session(rt, claims.u, 'streamable', claims.i, client, claims);
     session.token = id;
-    this.sessions.set(id, session);
+    this.add(session, id);
     this.logger.info('resumed MCP session from its sealed id', { session: claims.u.slice(0, 8) });
+    // Targets the client had resource subscriptions with start now and subscribe again: nothing else may restart them.
+    session.startSubscribedTargets();
     return session;
   }
 
@@ -109,6 +139,8 @@ export class SessionStore {
   /** End a session: forget it, refuse its id from now on, close it. */
   end(id: string, session: McpSession, terminate: boolean, reason: string): Promise<void> {
     if (this.sessions.get(id) === session) this.sessions.delete(id);
+    for (const other of this.ids.get(session) ?? []) if (this.sessions.get(other) === session) this.sessions.delete(other);
+    if (this.byUuid.get(session.uuid) === session) this.byUuid.delete(session.uuid);
     this.ended.set(session.uuid, Date.now() + TOMBSTONE_MS);
     this.logger.debug('MCP session ended', { session: session.uuid.slice(0, 8), reason });
     return session.close(terminate, reason);
@@ -137,8 +169,9 @@ export class SessionStore {
   async dispose(): Promise<void> {
     this.disposed = true;
     clearInterval(this.timer);
-    const all = [...this.sessions.values(), ...this.modern.values()];
+    const all = [...new Set(this.sessions.values()), ...this.modern.values()];
     this.sessions.clear();
+    this.byUuid.clear();
     this.modern.clear();
     this.waiting.clear();
     await Promise.all(all.map((s) => s.close(s.kind !== 'streamable', 'the gateway stopped serving this backend')));

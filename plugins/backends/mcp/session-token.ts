@@ -8,8 +8,11 @@ export interface SessionClaims {
   readonly p: string;
   /** The client's `initialize` params (protocolVersion, capabilities, clientInfo), replayed to fresh upstreams. */
   readonly i: Record<string, unknown>;
-  /** Per target: upstream session id (`s`), negotiated version (`v`), capability names (`c`). */
-  readonly t: Record<string, { s?: string; v?: string; c?: string[] }>;
+  /**
+   * Per target: upstream session id (`s`), negotiated version (`v`), capability names (`c`), and the resource URIs
+   * the client subscribed to (`r`, the target's own URIs; replayed to a target started fresh elsewhere).
+   */
+  readonly t: Record<string, { s?: string; v?: string; c?: string[]; r?: string[] }>;
   /** Issued at (seconds). */
   readonly n: number;
 }

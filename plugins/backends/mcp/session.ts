@@ -44,6 +44,11 @@ const QUEUE_LIMIT = 256;
 const KEEP_ALIVE_MS = 25_000;
 /** How long a cancellation that arrived before its request is kept. */
 const EARLY_CANCEL_MS = 2000;
+/** Characters of subscribed resource URIs carried in a sealed session id (it travels in a header). */
+export const SEALED_SUBSCRIPTIONS_MAX_CHARS = 2048;
+/** A target with subscriptions that goes down is restarted without waiting for a request, this often at most. */
+const EAGER_RESTARTS_PER_MINUTE = 5;
+const SUBSCRIPTION_METHODS = new Set(['resources/subscribe', 'resources/unsubscribe']);
 
 /** How long a 2026-07-28 call that returned `input_required` waits for the client's retry. */
 export const INPUT_WAIT_MS = 5 * 60 * 1000;
@@ -141,6 +146,15 @@ export class McpSession implements ConnHost {
   legacyStream: SseStream | undefined;
   /** Resumable SSE streams (`Last-Event-ID`) of a stateful streamable-HTTP session. */
   readonly events: EventLog | undefined;
+  /** Resource URIs the client subscribed to, per target (the target's own URIs): replayed when a target restarts. */
+  private readonly subscriptions = new Map<string, Set<string>>();
+  /** The per-target claims this session was resumed from (kept for targets not started yet when it is sealed again). */
+  private readonly claimed: SessionClaims['t'] | undefined;
+  /** Eager restarts of targets with subscriptions: pending timer and recent start times, per target. */
+  private readonly restarts = new Map<string, { timer: NodeJS.Timeout | undefined; times: number[] }>();
+  private sealWarned = false;
+  /** Called with each new sealed id after the first (subscriptions changed): the store maps it to this session. */
+  onResealed: ((token: string) => void) | undefined;
   private queue: RpcMessage[] = [];
   private queueWarned = false;
   private earlyCancels: Map<RpcId, number> | undefined;
@@ -157,10 +171,12 @@ export class McpSession implements ConnHost {
     this.client = client;
     this.logger = rt.logger.child({ session: uuid.slice(0, 8) });
     this.events = kind === 'streamable' ? new EventLog(this.logger) : undefined;
+    this.claimed = claims?.t;
     this.conns = rt.targets.map((t) => {
       const c = claims?.t[t.name];
       const conn = new TargetConn(t, this, c ? { sessionId: c.s, protocolVersion: c.v, capabilities: c.c } : undefined);
       this.byTarget.set(t.name, conn);
+      if (Array.isArray(c?.r) && c.r.length > 0) this.subscriptions.set(t.name, new Set(c.r.filter((u) => typeof u === 'string')));
       return conn;
     });
     if (claims) {
@@ -262,13 +278,34 @@ export class McpSession implements ConnHost {
   /** The self-describing id handed to the client: everything needed to rebuild this session elsewhere. */
   seal(): string {
     const t: SessionClaims['t'] = {};
+    let budget = SEALED_SUBSCRIPTIONS_MAX_CHARS;
     for (const c of this.conns) {
-      if (c.state !== 'ready' && c.sessionId === undefined) continue;
-      const entry: { s?: string; v?: string; c?: string[] } = {};
-      if (c.sessionId) entry.s = c.sessionId;
-      if (c.protocolVersion) entry.v = c.protocolVersion;
-      if (c.capabilities) entry.c = [...c.capabilities];
-      t[c.name] = entry;
+      let entry: { s?: string; v?: string; c?: string[]; r?: string[] } | undefined;
+      if (c.state === 'ready' || c.sessionId !== undefined) {
+        entry = {};
+        if (c.sessionId) entry.s = c.sessionId;
+        if (c.protocolVersion) entry.v = c.protocolVersion;
+        if (c.capabilities) entry.c = [...c.capabilities];
+      } else if (this.claimed?.[c.name]) {
+        // Resumed here and not started yet: what the previous id said still holds.
+        const { r: _r, ...rest } = this.claimed[c.name]!;
+        entry = rest;
+      }
+      const uris = this.subscriptions.get(c.name);
+      if (uris && uris.size > 0) {
+        const kept: string[] = [];
+        for (const uri of uris) {
+          if (uri.length > budget) break;
+          budget -= uri.length;
+          kept.push(uri);
+        }
+        if (kept.length < uris.size && !this.sealWarned) {
+          this.sealWarned = true;
+          this.logger.warn('too many resource subscriptions to carry in the session id; another gateway resuming it will not replay the rest', { target: c.name, carried: kept.length, subscriptions: uris.size });
+        }
+        if (kept.length > 0) (entry ??= {}).r = kept;
+      }
+      if (entry) t[c.name] = entry;
     }
     this.token = sealSession(this.rt.key, this.rt.aad, { u: this.uuid, p: this.protocolVersion, i: this.initParams, t, n: Math.floor(Date.now() / 1000) });
     return this.token;
@@ -609,8 +646,100 @@ export class McpSession implements ConnHost {
   }
 
   private async forward(call: Call, conn: TargetConn, params: Json | undefined): Promise<void> {
+    // (Un)subscribe answers at once: its response waits for it, so the re-sealed session id can go in its headers.
+    if (SUBSCRIPTION_METHODS.has(call.method) && this.kind === 'streamable') call.responder.hold?.();
     const answer = await conn.request(call.method, params, this.sent(call, conn));
+    if (SUBSCRIPTION_METHODS.has(call.method) && !answer.error && typeof params?.uri === 'string') this.noteSubscription(call, conn, params.uri);
     this.relay(call, conn, answer);
+  }
+
+  // ---- resource subscriptions ---------------------------------------------------------------------------------
+
+  /**
+   * Remember a subscription the target accepted (or forget an unsubscribed one), to replay it when the target is
+   * restarted. A stateful streamable-HTTP session is sealed again, so the new id carries the subscriptions to any
+   * replica that resumes it; it is sent in this response's `Mcp-Session-Id` header (clients that adopt it, such as
+   * the SDK's, keep it; the older ids stay valid).
+   */
+  private noteSubscription(call: Call, conn: TargetConn, uri: string): void {
+    if (this.kind === 'stateless' || this.kind === 'modern') return;
+    let uris = this.subscriptions.get(conn.name);
+    const before = uris?.size ?? 0;
+    if (call.method === 'resources/subscribe') {
+      if (!uris) this.subscriptions.set(conn.name, (uris = new Set()));
+      uris.add(uri);
+    } else uris?.delete(uri);
+    if ((uris?.size ?? 0) === before || this.kind !== 'streamable' || !this.token) return;
+    const token = this.seal();
+    this.onResealed?.(token);
+    if (!call.responder.setHeader?.('mcp-session-id', token)) this.logger.debug('the response had started: the re-sealed session id was not sent', { method: call.method });
+  }
+
+  /** The client's subscriptions to one target (its own URIs). */
+  subscribedTo(target: string): readonly string[] {
+    return [...(this.subscriptions.get(target) ?? [])];
+  }
+
+  /** ConnHost: a target was initialized afresh (a restart, or its first start here after a resume): subscribe again. */
+  targetInitialized(conn: TargetConn): void {
+    const uris = this.subscriptions.get(conn.name);
+    if (this.closed || !uris || uris.size === 0) return;
+    void this.replaySubscriptions(conn, [...uris]);
+  }
+
+  private async replaySubscriptions(conn: TargetConn, uris: string[]): Promise<void> {
+    const failed: string[] = [];
+    await Promise.all(
+      uris.map((uri) =>
+        conn.request('resources/subscribe', { uri }).then(
+          (answer) => void (answer.error && failed.push(`${uri}: ${answer.error.message}`)),
+          (err: Error) => void failed.push(`${uri}: ${err.message}`),
+        ),
+      ),
+    );
+    this.logger.info('replayed resource subscriptions to a restarted MCP target', { target: conn.name, subscriptions: uris.length, failed: failed.length });
+    if (failed.length > 0) this.logger.warn('MCP target refused replayed resource subscriptions', { target: conn.name, errors: failed.slice(0, 5) });
+  }
+
+  /**
+   * ConnHost: a target went down. With subscriptions, nobody may send a request that would restart it, so it is
+   * restarted now (backing off: 250 ms doubling, at most EAGER_RESTARTS_PER_MINUTE a minute; past that the next
+   * request restarts it, as for any target).
+   */
+  targetDown(conn: TargetConn): void {
+    if (this.closed || !this.subscriptions.get(conn.name)?.size || this.kind === 'stateless' || this.kind === 'modern') return;
+    let st = this.restarts.get(conn.name);
+    if (!st) this.restarts.set(conn.name, (st = { timer: undefined, times: [] }));
+    if (st.timer) return;
+    const now = Date.now();
+    st.times = st.times.filter((t) => now - t < 60_000);
+    if (st.times.length >= EAGER_RESTARTS_PER_MINUTE) {
+      this.logger.warn('MCP target with resource subscriptions keeps stopping; it restarts on the next request', { target: conn.name });
+      return;
+    }
+    const state = st;
+    state.timer = setTimeout(() => {
+      state.timer = undefined;
+      if (this.closed || conn.state === 'ready' || conn.state === 'closed') return;
+      state.times.push(Date.now());
+      this.logger.info('restarting an MCP target that has resource subscriptions', { target: conn.name });
+      conn.ready().catch((err: Error) => {
+        this.logger.warn('could not restart an MCP target that has resource subscriptions', { target: conn.name, error: err.message });
+        this.targetDown(conn);
+      });
+    }, 250 * 2 ** st.times.length);
+    state.timer.unref?.();
+  }
+
+  /** After a resume from a sealed id: start the targets the client had subscriptions with, which replays them. */
+  startSubscribedTargets(): void {
+    for (const conn of this.conns) {
+      if (!this.subscriptions.get(conn.name)?.size) continue;
+      conn.ready().catch((err: Error) => {
+        this.logger.warn('could not start an MCP target to replay resource subscriptions', { target: conn.name, error: err.message });
+        this.targetDown(conn);
+      });
+    }
   }
 
   private unknown(kind: ItemKind, name: string): RpcFailure {
@@ -916,6 +1045,7 @@ export class McpSession implements ConnHost {
     this.legacyStream?.end();
     this.queue = [];
     this.events?.dispose();
+    for (const st of this.restarts.values()) if (st.timer) clearTimeout(st.timer);
     await Promise.all(this.conns.map((c) => c.close(terminate)));
   }
 }

@@ -45,9 +45,27 @@ export class SseStream {
   }
 
   send(message: unknown): boolean {
+    return this.sendData(JSON.stringify(message));
+  }
+
+  /** One `message` event whose data is already serialized, with an event id when given (resumable streams). */
+  sendData(data: string, id?: string): boolean {
     if (!this.open) return false;
-    this.body.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    this.body.write(id === undefined ? `event: message\ndata: ${data}\n\n` : `event: message\nid: ${id}\ndata: ${data}\n\n`);
     return true;
+  }
+
+  /**
+   * A priming event (an id, empty data): gives the client a Last-Event-ID to resume from before any message was sent
+   * (2025-11-25). Also sends the response headers, as flushHeaders does.
+   */
+  prime(id: string): void {
+    if (this.open) this.body.write(`id: ${id}\ndata: \n\n`);
+  }
+
+  /** An SSE comment (ignored by clients). */
+  comment(text: string): void {
+    if (this.open) this.body.write(`: ${text}\n\n`);
   }
 
   event(name: string, data: string): void {

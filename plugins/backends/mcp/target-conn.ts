@@ -41,6 +41,10 @@ export interface ConnHost {
   readonly modernClient: ModernClient | undefined;
   /** A notification or server-to-client request from the target. */
   fromTarget(conn: TargetConn, message: RpcMessage): void;
+  /** A fresh upstream session was initialized (not a resumed one): the first start, or a restart. */
+  targetInitialized?(conn: TargetConn): void;
+  /** The connection was lost (a crash, a dropped connection) while the session still uses it. */
+  targetDown?(conn: TargetConn): void;
 }
 
 /** An error that names the target it concerns (SPEC: "a target that cannot start or answer is named"). */
@@ -218,6 +222,7 @@ export class TargetConn {
       this.sessionId = up.sessionId;
       if (this.isClosed()) throw new Error('the session ended while starting');
       this.state = 'ready';
+      this.host.targetInitialized?.(this);
     } catch (err) {
       // When the connection died while starting, its reason (exit code, stderr) says more than the failed send.
       const reason = this.downReason ?? reasonOf(err).replace(/^stopped: /, '');
@@ -332,6 +337,7 @@ export class TargetConn {
     this.lastError = reason;
     this.logger.warn('MCP target connection lost; it restarts on the next request', { reason });
     this.failPending(this.error(`stopped: ${reason}`));
+    this.host.targetDown?.(this);
   }
 
   private failPending(error: Error): void {

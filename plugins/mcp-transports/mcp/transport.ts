@@ -14,8 +14,13 @@ export function compileStreamableTransport(config: TargetAddressConfig, ctx: Com
     describe: binding.describe,
     configure: (policies) => binding.configure(policies),
     connect: (options) => {
-      const { address, fetch } = binding.get(options.onAttempt);
-      return options.modern ? new ModernUpstream(address.url, fetch, options) : new StreamableUpstream(address.url, fetch, options);
+      if (options.modern) {
+        const { address, fetch } = binding.get(options.onAttempt);
+        return new ModernUpstream(address.url, fetch, options);
+      }
+      // Legacy-era targets: the lean client on the pool itself (it runs `options.onAttempt` on every request).
+      const { address, target } = binding.get();
+      return new StreamableUpstream(target, address.path, options);
     },
     discover: (options) => {
       probe ??= (async () => {

@@ -1,5 +1,6 @@
 import { localReply, parseDuration } from 'switchyard/sdk';
 import type { CompileContext, HeaderMap, PolicyInstance } from 'switchyard/sdk';
+import { CORS_ALLOWED_ORIGIN } from '../../lib/cors/allowed-origin.ts';
 import { compileOriginTest } from './origin-matcher.ts';
 
 export interface CorsConfig {
@@ -49,6 +50,8 @@ export function compileCors(config: CorsConfig, ctx: CompileContext): PolicyInst
         return localReply(200, null, reply);
       }
       if (!allowed) return;
+      // Tells backends that check Origin themselves (the mcp backend, ADR 0010) that this route accepts the origin.
+      ex.set(CORS_ALLOWED_ORIGIN, origin);
       ex.queueResponseHeader('access-control-allow-origin', origin);
       if (credentials) ex.queueResponseHeader('access-control-allow-credentials', 'true');
       if (exposeList) ex.queueResponseHeader('access-control-expose-headers', exposeList);
