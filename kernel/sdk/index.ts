@@ -8,6 +8,8 @@ export * from './errors.ts';
 export * from './reply.ts';
 export * from './attributes.ts';
 export * from './duration.ts';
+export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
+export type { AltName } from './tls-names.ts';
 export { celValueToString } from './expr.ts';
 export type { CompiledExpression, ExpressionCompiler } from './expr.ts';
 export type * from './exchange.ts';

@@ -14,7 +14,7 @@ import { freePort } from '../helpers/ports.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { ReceivedRequest, TestUpstream } from '../helpers/upstream.ts';
-import { config, gatewayOptions, withEnv } from './backend-auth-support.ts';
+import { awsChainEnv, config, gatewayOptions, withEnv } from './backend-auth-support.ts';
 
 const ACCESS_KEY = 'AKIDSWITCHYARDTEST';
 const SECRET_KEY = 'sEcReT/ForSwitchyard+SigV4TestsOnly0000';
@@ -35,19 +35,7 @@ describe('backendAuth: aws (SigV4)', () => {
 
   before(async () => {
     // The default credential chain reads the environment first; keep everything else of it from finding anything.
-    const empty = mkdtempSync(join(tmpdir(), 'switchyard-aws-'));
-    env = withEnv({
-      AWS_ACCESS_KEY_ID: ENV_ACCESS_KEY,
-      AWS_SECRET_ACCESS_KEY: ENV_SECRET_KEY,
-      AWS_SESSION_TOKEN: undefined,
-      AWS_PROFILE: undefined,
-      AWS_SHARED_CREDENTIALS_FILE: join(empty, 'credentials'),
-      AWS_CONFIG_FILE: join(empty, 'config'),
-      AWS_EC2_METADATA_DISABLED: 'true',
-      AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined,
-      AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined,
-      AWS_WEB_IDENTITY_TOKEN_FILE: undefined,
-    });
+    env = awsChainEnv(ENV_ACCESS_KEY, ENV_SECRET_KEY);
     port = await freePort();
     upstream = await startUpstream((req, res, body) => {
       const path = req.url!.split('?')[0]!;

@@ -1,5 +1,8 @@
 // Shared by the backend-auth-*.test.ts files (not a test file itself): the preset with the backendAuth plugins,
 // a stand-in for the gateway auth policies, and config builders.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { definePolicy } from 'switchyard/sdk';
 import { ORIGINAL_AUTHORIZATION } from '../../plugins/lib/backend-auth/contract.ts';
 import backendAuth from '../../plugins/policies/backend-auth/plugin.ts';
@@ -88,4 +91,25 @@ export function withEnv(vars: Record<string, string | undefined>): { restore(): 
       }
     },
   };
+}
+
+/**
+ * Environment for the AWS default credential chain in tests: these keys in the environment, and nothing else of the
+ * chain (profiles, SSO, web identity, container and instance metadata) able to find credentials.
+ */
+export function awsChainEnv(accessKeyId: string, secretAccessKey: string, extra: Record<string, string | undefined> = {}): { restore(): void } {
+  const empty = mkdtempSync(join(tmpdir(), 'switchyard-aws-'));
+  return withEnv({
+    AWS_ACCESS_KEY_ID: accessKeyId,
+    AWS_SECRET_ACCESS_KEY: secretAccessKey,
+    AWS_SESSION_TOKEN: undefined,
+    AWS_PROFILE: undefined,
+    AWS_SHARED_CREDENTIALS_FILE: join(empty, 'credentials'),
+    AWS_CONFIG_FILE: join(empty, 'config'),
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined,
+    AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined,
+    AWS_WEB_IDENTITY_TOKEN_FILE: undefined,
+    ...extra,
+  });
 }

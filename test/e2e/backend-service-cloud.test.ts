@@ -3,9 +3,6 @@
 // server with AWS_ENDPOINT_URL_BEDROCK_AGENTCORE, as the AWS SDKs allow; its signatures are checked with the
 // independent SigV4 verifier (test/helpers/sigv4.ts).
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
@@ -14,7 +11,7 @@ import { freePort } from '../helpers/ports.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { ReceivedRequest, TestUpstream } from '../helpers/upstream.ts';
-import { withEnv } from './backend-auth-support.ts';
+import { awsChainEnv } from './backend-auth-support.ts';
 
 const ARN = 'arn:aws:bedrock-agentcore:eu-west-1:123456789012:runtime/echo_agent-Ab12Cd34';
 const ENV_ACCESS_KEY = 'AKIDFROMENVIRONMENT';
@@ -38,21 +35,7 @@ describe('service and cloudBackend backends', () => {
 
   before(async () => {
     upstream = await startUpstream(undefined, { bufferBody: true });
-    const empty = mkdtempSync(join(tmpdir(), 'switchyard-agentcore-'));
-    env = withEnv({
-      AWS_ENDPOINT_URL_BEDROCK_AGENTCORE: upstream.url,
-      AWS_ENDPOINT_URL: undefined,
-      AWS_ACCESS_KEY_ID: ENV_ACCESS_KEY,
-      AWS_SECRET_ACCESS_KEY: ENV_SECRET_KEY,
-      AWS_SESSION_TOKEN: undefined,
-      AWS_PROFILE: undefined,
-      AWS_SHARED_CREDENTIALS_FILE: join(empty, 'credentials'),
-      AWS_CONFIG_FILE: join(empty, 'config'),
-      AWS_EC2_METADATA_DISABLED: 'true',
-      AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined,
-      AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined,
-      AWS_WEB_IDENTITY_TOKEN_FILE: undefined,
-    });
+    env = awsChainEnv(ENV_ACCESS_KEY, ENV_SECRET_KEY, { AWS_ENDPOINT_URL_BEDROCK_AGENTCORE: upstream.url, AWS_ENDPOINT_URL: undefined });
     port = await freePort();
     gw = await startGateway({
       binds: [

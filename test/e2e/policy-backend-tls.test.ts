@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createSecureServer } from 'node:http2';
 import type { Http2SecureServer, Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
@@ -15,50 +13,20 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import type { TestPki } from '../helpers/pki.ts';
 
-const OPENSSL = '/usr/bin/openssl';
 const preset = fullPreset;
 
-interface Pki {
-  dir: string;
-  ca: string;
-  otherCa: string;
-  serverCert: string;
-  serverKey: string;
-  clientCert: string;
-  clientKey: string;
-}
+type Pki = TestPki;
 
 /** A CA, a server certificate with SANs and a client certificate signed by it, and an unrelated second CA. */
 function makePki(): Pki {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-backend-tls-'));
-  const p = (name: string): string => join(dir, name);
-  const run = (...args: string[]): void => {
-    execFileSync(OPENSSL, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  };
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  const caExt = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-  run('req', '-x509', ...ec, '-keyout', p('ca.key'), '-out', p('ca.pem'), '-days', '2', '-subj', '/CN=Switchyard Test CA', ...caExt);
-  run('req', '-x509', ...ec, '-keyout', p('other-ca.key'), '-out', p('other-ca.pem'), '-days', '2', '-subj', '/CN=Unrelated Test CA', ...caExt);
-  writeFileSync(
-    p('server.ext'),
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n' +
-      'subjectAltName=DNS:upstream.test,DNS:localhost,IP:127.0.0.1,URI:spiffe://switchyard.test/upstream\n',
-  );
-  run('req', '-new', ...ec, '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=upstream.test');
-  run('x509', '-req', '-in', p('server.csr'), '-CA', p('ca.pem'), '-CAkey', p('ca.key'), '-set_serial', '2', '-days', '2', '-extfile', p('server.ext'), '-out', p('server.pem'));
-  writeFileSync(p('client.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n');
-  run('req', '-new', ...ec, '-keyout', p('client.key'), '-out', p('client.csr'), '-subj', '/CN=gateway-client');
-  run('x509', '-req', '-in', p('client.csr'), '-CA', p('ca.pem'), '-CAkey', p('ca.key'), '-set_serial', '3', '-days', '2', '-extfile', p('client.ext'), '-out', p('client.pem'));
-  return {
-    dir,
-    ca: p('ca.pem'),
-    otherCa: p('other-ca.pem'),
-    serverCert: p('server.pem'),
-    serverKey: p('server.key'),
-    clientCert: p('client.pem'),
-    clientKey: p('client.key'),
-  };
+  return makeTestPki({
+    serverName: 'upstream.test',
+    serverAltNames: ['DNS:upstream.test', 'DNS:localhost', 'IP:127.0.0.1', 'URI:spiffe://switchyard.test/upstream'],
+    label: 'backend-tls',
+  });
 }
 
 /** What the TLS upstream saw of one request. */

@@ -1,9 +1,10 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { envoyServices } from '../../plugins/lib/envoy-grpc/envoy-grpc.ts';
+import { makeTestPki as makePki } from './pki.ts';
+import type { TestPki } from './pki.ts';
+
+export type { TestPki };
 
 /** Handlers of a test Envoy service: return the response object, or throw a `{ code, details }` gRPC error. */
 export interface EnvoyHandlers {
@@ -112,51 +113,9 @@ export async function startEnvoyServer(handlers: EnvoyHandlers, options: { tls?:
 }
 
 /** A throwaway PKI made with openssl: a CA, a server certificate and a client certificate signed by it, and an unrelated CA. */
-export interface TestPki {
-  readonly dir: string;
-  readonly ca: string;
-  readonly otherCa: string;
-  readonly serverCert: string;
-  readonly serverKey: string;
-  readonly clientCert: string;
-  readonly clientKey: string;
-  remove(): void;
-}
-
-/**
- * Make a PKI in a temporary directory (PEM file paths), as test/e2e/policy-backend-tls.test.ts does: the server
- * certificate carries `DNS:localhost`, `DNS:rls.test` and `IP:127.0.0.1`; the client certificate's CN is
- * `gateway-client`.
- */
+/** The PKI of the gRPC TLS tests: the server answers as `localhost`, `rls.test` and 127.0.0.1. */
 export function makeTestPki(): TestPki {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-envoy-grpc-tls-'));
-  const p = (name: string): string => join(dir, name);
-  const run = (...args: string[]): void => {
-    execFileSync('/usr/bin/openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  };
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  const caExt = ['-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'];
-  run('req', '-x509', ...ec, '-keyout', p('ca.key'), '-out', p('ca.pem'), '-days', '2', '-subj', '/CN=Switchyard gRPC Test CA', ...caExt);
-  run('req', '-x509', ...ec, '-keyout', p('other-ca.key'), '-out', p('other-ca.pem'), '-days', '2', '-subj', '/CN=Unrelated Test CA', ...caExt);
-  writeFileSync(
-    p('server.ext'),
-    'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,DNS:rls.test,IP:127.0.0.1\n',
-  );
-  run('req', '-new', ...ec, '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=rls.test');
-  run('x509', '-req', '-in', p('server.csr'), '-CA', p('ca.pem'), '-CAkey', p('ca.key'), '-set_serial', '2', '-days', '2', '-extfile', p('server.ext'), '-out', p('server.pem'));
-  writeFileSync(p('client.ext'), 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n');
-  run('req', '-new', ...ec, '-keyout', p('client.key'), '-out', p('client.csr'), '-subj', '/CN=gateway-client');
-  run('x509', '-req', '-in', p('client.csr'), '-CA', p('ca.pem'), '-CAkey', p('ca.key'), '-set_serial', '3', '-days', '2', '-extfile', p('client.ext'), '-out', p('client.pem'));
-  return {
-    dir,
-    ca: p('ca.pem'),
-    otherCa: p('other-ca.pem'),
-    serverCert: p('server.pem'),
-    serverKey: p('server.key'),
-    clientCert: p('client.pem'),
-    clientKey: p('client.key'),
-    remove: () => rmSync(dir, { recursive: true, force: true }),
-  };
+  return makePki({ serverName: 'rls.test', serverAltNames: ['DNS:localhost', 'DNS:rls.test', 'IP:127.0.0.1'], label: 'envoy-grpc-tls' });
 }
 
 export { grpc };

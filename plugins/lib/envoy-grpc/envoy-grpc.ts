@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { isIP } from 'node:net';
-import type { PeerCertificate } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { certHasAltName } from 'switchyard/sdk';
 import type { ResourceCache, UpstreamTls } from 'switchyard/sdk';
 import type { ServiceTarget } from './service-target.ts';
 
@@ -59,67 +58,6 @@ export interface EnvoyClient {
   readonly client: grpc.Client;
   /** Cloned per call. */
   readonly metadata: grpc.Metadata;
-}
-
-/** Parse a `subjectAltName` entry as `backendTLS` normalises it (`DNS:`, `IP:`, `URI:`). */
-function acceptedName(entry: string): { type: string; value: string } {
-  const i = entry.indexOf(':');
-  return { type: entry.slice(0, i).toUpperCase(), value: entry.slice(i + 1) };
-}
-
-function canonicalIp(ip: string): string | undefined {
-  const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
-  const family = isIP(bare);
-  if (family === 4) return bare;
-  if (family === 6) return new URL(`http://[${bare}]/`).hostname;
-  return undefined;
-}
-
-function dnsMatches(pattern: string, name: string): boolean {
-  const p = pattern.toLowerCase().replace(/\.$/, '');
-  const n = name.toLowerCase().replace(/\.$/, '');
-  if (p === n) return true;
-  // A certificate wildcard covers exactly one leftmost label.
-  if (p.startsWith('*.') && p.length > 2) {
-    const dot = n.indexOf('.');
-    return dot > 0 && n.slice(dot + 1) === p.slice(2);
-  }
-  return false;
-}
-
-/** Split a certificate's `subjectaltname` (`DNS:a, IP Address:127.0.0.1, URI:spiffe://x`); quoted values unescaped. */
-function certAltNames(text: string | undefined): { type: string; value: string }[] {
-  const out: { type: string; value: string }[] = [];
-  if (!text) return out;
-  for (const m of text.matchAll(/(?:^|, )([A-Za-z ]+):("(?:[^"\\]|\\.)*"|[^,]*)/g)) {
-    let value = m[2]!;
-    if (value.startsWith('"')) {
-      try {
-        value = JSON.parse(value) as string;
-      } catch {
-        value = value.slice(1, -1);
-      }
-    }
-    out.push({ type: m[1] === 'IP Address' ? 'IP' : m[1]!.toUpperCase(), value });
-  }
-  return out;
-}
-
-/** Whether the certificate carries any of the accepted names (`backendTLS.subjectAltNames`, normalised). */
-export function certHasAltName(cert: PeerCertificate, accepted: readonly string[]): boolean {
-  const names = certAltNames(cert.subjectaltname);
-  return accepted.some((entry) => {
-    const want = acceptedName(entry);
-    return names.some((have) => {
-      if (have.type !== want.type) return false;
-      if (want.type === 'DNS') return dnsMatches(have.value, want.value);
-      if (want.type === 'IP') {
-        const a = canonicalIp(have.value);
-        return a !== undefined && a === canonicalIp(want.value);
-      }
-      return have.value === want.value;
-    });
-  });
 }
 
 /**

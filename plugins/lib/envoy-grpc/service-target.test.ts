@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { PeerCertificate } from 'node:tls';
-import { callMetadata, certHasAltName, channelCredentials } from './envoy-grpc.ts';
+import { certHasAltName } from 'switchyard/sdk';
+import { callMetadata, channelCredentials } from './envoy-grpc.ts';
 import { metadataProblem, parseGrpcAddress, serviceAddress } from './service-target.ts';
 import type { ServiceTarget } from './service-target.ts';
 
