@@ -1,0 +1,103 @@
+import { defineAttribute } from 'switchyard/sdk';
+import type { Exchange, Reply, UpstreamTls } from 'switchyard/sdk';
+
+/**
+ * The contracts between the `ai` backend (plugins/backends/ai), its `llmProvider` variants (plugins/llm-providers)
+ * and the `ai` policy with its prompt guards (plugins/policies/ai, plugins/guards). SPEC §2.8–2.9, BEHAVIOUR.md
+ * §2.8, §2.9, §4.6.
+ */
+
+/**
+ * What a request on an `ai` backend is (the `ai.routes` route types of BEHAVIOUR §2.8). `completions` = OpenAI Chat
+ * Completions, `messages` = Anthropic Messages, `responses` = OpenAI Responses, `anthropicTokenCount` = Anthropic
+ * `count_tokens`, `passthrough` = forwarded untouched to the provider, `detect` = the format told from the body,
+ * `models` = 501.
+ */
+export type LlmRouteType =
+  | 'completions'
+  | 'messages'
+  | 'responses'
+  | 'embeddings'
+  | 'anthropicTokenCount'
+  | 'realtime'
+  | 'passthrough'
+  | 'detect'
+  | 'models';
+
+/** An API format a provider speaks natively on the wire. */
+export type LlmWireFormat = 'completions' | 'messages' | 'responses' | 'embeddings' | 'anthropicTokenCount' | 'converse' | 'geminiNative';
+
+/** What an `llmProvider` variant (`openAI`, `anthropic`, `gemini`, `vertex`, `bedrock`, `azureOpenAI`) compiles to. */
+export interface LlmProviderInstance {
+  /** The provider's canonical key, for logs (`llm.provider`). */
+  readonly kind: string;
+  /** `provider.<x>.model`: replaces the client's `model` when set. */
+  readonly model: string | undefined;
+  /** Default upstream origin (`https://api.openai.com`); `ai.hostOverride` replaces it. */
+  readonly origin: string;
+  /** TLS for the default origin (system roots when undefined). */
+  readonly tls?: UpstreamTls;
+  /**
+   * The wire format this provider uses for a client format, or undefined when it cannot serve it (the backend then
+   * answers 400 `unsupported`). For example anthropic: completions → messages (translated), messages → messages.
+   */
+  wireFormat(client: LlmRouteType): LlmWireFormat | undefined;
+  /** The upstream path for a wire format (`ai.pathOverride` replaces it). */
+  path(format: LlmWireFormat, model: string, stream: boolean): string;
+  /** Provider header conventions on the upstream request: version headers, the API key header, stripped browser headers. */
+  prepareHeaders(headers: Record<string, string | string[] | undefined>): void;
+  /**
+   * The provider's default credential when no `backendAuth` applies (bedrock: implicit AWS SigV4; vertex: GCP access
+   * token), as a `backendAuth` variant value to compile, e.g. `{ aws: { serviceName: 'bedrock', region } }`.
+   */
+  readonly defaultAuth?: Record<string, unknown>;
+}
+
+/** One message as prompt guards see it (text content flattened). */
+export interface GuardMessage {
+  role: string;
+  content: string;
+}
+
+/**
+ * The compiled `ai` policy, set on the exchange by the policy's request hook (route or backend level; the backend's
+ * wins) and applied by the `ai` backend, which owns the body: routing, prompt changes and guards happen on the
+ * client-format body before translation (guards also on the translated-back response).
+ */
+export interface AiPolicyRuntime {
+  /** The route type for a request path from `ai.routes` (suffix match, longest first, `*` fallback), else undefined. */
+  routeType(path: string): LlmRouteType | undefined;
+  /**
+   * Apply `prompts` (prepend/append; `system` entries into Anthropic's `system` field), `overrides`,
+   * `transformations`, `defaults` and `modelAliases` to a parsed client body, in place.
+   */
+  applyRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): void;
+  /** Run `promptGuard.request` guards on the body (masking guards change it in place); a Reply when one rejects. */
+  guardRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined>;
+  /** Run `promptGuard.response` guards on a complete (non-streamed) response body in the client's format. */
+  guardResponse(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined>;
+  /** True when response guards exist (the backend then buffers non-streamed responses to run them). */
+  readonly hasResponseGuards: boolean;
+}
+
+/** Set by the `ai` policy's request hook; read by the `ai` backend. */
+export const AI_POLICY = defineAttribute<AiPolicyRuntime>('ai.policy');
+
+/**
+ * What a prompt guard variant (`regex`, `webhook`, `moderationGuard`/`openAIModeration`, `guardrailsGuard`/
+ * `bedrockGuardrails`, `modelArmorGuard`/`googleModelArmor`) compiles to.
+ */
+export interface GuardInstance {
+  /**
+   * Inspect the messages of a request (`phase: 'request'`) or the assistant output of a response. Return `pass`,
+   * `mask` with replacement messages (same length and order), or `reject` (optionally with the guard service's own
+   * status and body, which then replace the entry's `rejection`). Throw when the guard service fails.
+   */
+  check(ex: Exchange, phase: 'request' | 'response', messages: readonly GuardMessage[]): Promise<GuardVerdict> | GuardVerdict;
+  dispose?(): void;
+}
+
+export type GuardVerdict =
+  | { readonly action: 'pass' }
+  | { readonly action: 'mask'; readonly messages: readonly GuardMessage[] }
+  | { readonly action: 'reject'; readonly status?: number; readonly body?: string; readonly reason?: string };
