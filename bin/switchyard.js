@@ -50,6 +50,12 @@ if (!process.features.typescript) {
   const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
   const code = await main(process.argv.slice(2), { preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, version });
   process.exitCode = code;
-  // A stopped gateway may leave timers of closed pools; exit once shutdown has completed.
-  setImmediate(() => process.exit(code));
+  // A stopped gateway may leave timers of closed pools; exit once shutdown has completed and what was written to
+  // stdout/stderr has been flushed (writes to a pipe are asynchronous: `schema | jq` would otherwise be cut short).
+  let pending = 2;
+  const done = () => {
+    if (--pending === 0) setImmediate(() => process.exit(code));
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
 }

@@ -34,12 +34,32 @@ import timeout from '../policies/timeout/plugin.ts';
 import transformations from '../policies/transformations/plugin.ts';
 import urlRewrite from '../policies/url-rewrite/plugin.ts';
 import a2a from '../policies/a2a/plugin.ts';
+import aiBackend from '../backends/ai/plugin.ts';
+import openAI from '../llm-providers/openai/plugin.ts';
+import gemini from '../llm-providers/gemini/plugin.ts';
+import anthropic from '../llm-providers/anthropic/plugin.ts';
+import vertex from '../llm-providers/vertex/plugin.ts';
+import bedrock from '../llm-providers/bedrock/plugin.ts';
+import azureOpenAI from '../llm-providers/azure-openai/plugin.ts';
+import ai from '../policies/ai/plugin.ts';
+import regexGuard from '../guards/regex/plugin.ts';
+import webhookGuard from '../guards/webhook/plugin.ts';
+import openAIModeration from '../guards/openai-moderation/plugin.ts';
+import bedrockGuardrails from '../guards/bedrock-guardrails/plugin.ts';
+import googleModelArmor from '../guards/google-model-armor/plugin.ts';
 
 /** Every first-party plugin. */
 export const fullPreset = [
   host,
   service,
   cloudBackend,
+  aiBackend,
+  openAI,
+  gemini,
+  anthropic,
+  vertex,
+  bedrock,
+  azureOpenAI,
   backend,
   mcpBackend,
   cors,
@@ -60,6 +80,12 @@ export const fullPreset = [
   directResponse,
   requestMirror,
   a2a,
+  ai,
+  regexGuard,
+  webhookGuard,
+  openAIModeration,
+  bedrockGuardrails,
+  googleModelArmor,
   timeout,
   retry,
   backendTls,

@@ -1,5 +1,3 @@
-import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
-
 export type RpcId = string | number;
 
 export interface RpcErrorObject {
@@ -58,7 +56,48 @@ export class RpcFailure extends Error {
   }
 }
 
-/** True when `value` is one valid JSON-RPC message (the SDK's schema, so unknown methods pass). */
+type JsonObject = Record<string, unknown>;
+const RELATED_TASK_META_KEY = 'io.modelcontextprotocol/related-task';
+const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A request id or progress token: a string or an integer (the SDK's `z.number().int()`: a safe integer). */
+const isIdLike = (v: unknown): boolean => typeof v === 'string' || Number.isSafeInteger(v);
+
+function onlyKeys(o: JsonObject, a: string, b: string, c: string, d?: string): boolean {
+  for (const k in o) if (k !== a && k !== b && k !== c && k !== d) return false;
+  return true;
+}
+
+/** `_meta` of params and results: an object; `progressToken` and the related task, when present, well-formed. */
+function metaOk(meta: unknown): boolean {
+  if (meta === undefined) return true;
+  if (!isObject(meta)) return false;
+  if (meta.progressToken !== undefined && !isIdLike(meta.progressToken)) return false;
+  const task = meta[RELATED_TASK_META_KEY];
+  return task === undefined || (isObject(task) && typeof task.taskId === 'string');
+}
+
+/**
+ * True when `value` is one valid JSON-RPC message: the SDK's `JSONRPCMessageSchema` (request, notification, result or
+ * error; unknown methods pass, unknown top-level keys do not), written out rather than run through zod on every
+ * message. jsonrpc.test.ts checks both agree.
+ */
 export function isValidMessage(value: unknown): value is RpcMessage {
-  return JSONRPCMessageSchema.safeParse(value).success;
+  if (!isObject(value) || value.jsonrpc !== '2.0') return false;
+  if ('method' in value) {
+    if (typeof value.method !== 'string') return false;
+    const params = value.params;
+    if (params !== undefined && !(isObject(params) && metaOk(params._meta))) return false;
+    if ('id' in value) return isIdLike(value.id) && onlyKeys(value, 'jsonrpc', 'id', 'method', 'params');
+    return onlyKeys(value, 'jsonrpc', 'method', 'params');
+  }
+  if ('result' in value) {
+    const result = value.result;
+    return isIdLike(value.id) && isObject(result) && metaOk(result._meta) && onlyKeys(value, 'jsonrpc', 'id', 'result');
+  }
+  if ('error' in value) {
+    const error = value.error;
+    if ('id' in value && !isIdLike(value.id)) return false;
+    return isObject(error) && Number.isSafeInteger(error.code) && typeof error.message === 'string' && onlyKeys(value, 'jsonrpc', 'id', 'error');
+  }
+  return false;
 }

@@ -79,6 +79,7 @@ export class PostResponder implements Responder {
   private gone: (() => void) | undefined;
   private holding = false;
   private held: RpcMessage[] = [];
+  private commitTimer: NodeJS.Timeout | undefined;
 
   constructor(sse: boolean, requests: number, batch: boolean, headers: HeaderMap, unrelated: (message: RpcMessage) => void, resumable?: ResumableOptions) {
     this.streaming = sse;
@@ -135,16 +136,20 @@ export class PostResponder implements Responder {
     this.resolve(reply);
   }
 
-  private ensureStream(): SseStream {
+  /** The response stream, started now. `capture`: kept until the caller settles the reply (see `final`). */
+  private ensureStream(capture = false): SseStream {
     if (!this.stream) {
+      if (this.commitTimer) clearTimeout(this.commitTimer);
+      this.commitTimer = undefined;
       this.stream = new SseStream();
+      if (capture) this.stream.capture();
       if (this.resumableOptions) {
         this.logged = this.resumableOptions.open();
         if (this.gone) this.logged.onGone = this.gone;
         this.logged.attach(this.stream);
         if (this.resumableOptions.prime) this.logged.prime();
       }
-      this.settle(this.stream.reply({ ...this.headers }));
+      if (!capture) this.settle(this.stream.reply({ ...this.headers }));
     }
     return this.stream;
   }
@@ -160,8 +165,20 @@ export class PostResponder implements Responder {
     else this.stream?.end();
   }
 
+  /**
+   * The stream starts POST_COMMIT_DELAY_MS after the request went upstream (or at its first related message), so a
+   * long call does not hold the client's headers back; an answer that comes sooner goes out whole (see `final`).
+   */
   commit(): void {
-    if (this.streaming && !this.stream && !this.holding) {
+    if (this.streaming && !this.stream && !this.holding && !this.commitTimer && !this.settled) {
+      this.commitTimer = setTimeout(startCommitted, POST_COMMIT_DELAY_MS, this);
+    }
+  }
+
+  /** The commit delay passed with the answer still to come: start the stream now. */
+  startNow(): void {
+    this.commitTimer = undefined;
+    if (this.streaming && !this.stream && !this.holding && !this.settled) {
       this.ensureStream();
       if (!this.logged || !this.resumableOptions?.prime) this.stream!.flushHeaders();
     }
@@ -178,7 +195,16 @@ export class PostResponder implements Responder {
     this.release();
     if (this.streaming) {
       if (!this.stream && httpStatus !== undefined && this.total === 1) {
+        this.clearCommit();
         this.settle(jsonReply(httpStatus, message, { ...this.headers }));
+        return;
+      }
+      if (!this.stream && this.remaining === 0) {
+        // Every answer is in before the stream started: the same events (priming, ids, event log), in one body.
+        const stream = this.ensureStream(true);
+        this.write(message);
+        this.endStream();
+        this.settle(stream.reply({ ...this.headers }));
         return;
       }
       this.write(message);
@@ -189,10 +215,16 @@ export class PostResponder implements Responder {
     if (this.remaining === 0) this.finishJson(httpStatus);
   }
 
+  private clearCommit(): void {
+    if (this.commitTimer) clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
+  }
+
   abandon(): void {
     this.remaining--;
     this.release();
     if (this.remaining > 0) return;
+    this.clearCommit();
     if (this.streaming) {
       if (this.stream) this.endStream();
       else this.settle(localReply(202, null, { ...this.headers }));
@@ -204,6 +236,13 @@ export class PostResponder implements Responder {
     else if (this.batch) this.settle(jsonReply(200, this.results, { ...this.headers }));
     else this.settle(jsonReply(this.total === 1 && httpStatus !== undefined ? httpStatus : 200, this.results[0], { ...this.headers }));
   }
+}
+
+/** How long a POST's SSE response waits for its answer before it starts (see PostResponder.commit). */
+export const POST_COMMIT_DELAY_MS = 250;
+
+function startCommitted(responder: PostResponder): void {
+  responder.startNow();
 }
 
 /** The legacy SSE transport: every answer and related message goes to the session's one stream. */
@@ -324,7 +363,10 @@ export class ModernResponder implements Responder {
   commit(): void {
     if (this.commitTimer || this.finished) return;
     this.commitTimer = setTimeout(() => {
-      if (!this.finished) this.inner.commit();
+      if (this.finished) return;
+      // The wait is over: a POST response starts at once, without its own delay on top.
+      if (this.inner instanceof PostResponder) this.inner.startNow();
+      else this.inner.commit();
     }, COMMIT_DELAY_MS);
     this.commitTimer.unref?.();
   }

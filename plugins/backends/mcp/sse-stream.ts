@@ -11,35 +11,54 @@ export function sseHeaders(extra?: HeaderMap): HeaderMap {
  * pipes to the client); the kernel destroys it when the client goes away, which `onClose` reports.
  */
 export class SseStream {
-  readonly body = new PassThrough();
+  /** The stream body, made on first use: a response captured whole (see `capture`) never needs one. */
+  private stream: PassThrough | undefined;
   private ended = false;
   private keepAlive: NodeJS.Timeout | undefined;
+  /** Set while capturing (see `capture`): what was written so far. */
+  private captured: string | undefined;
   onClose: (() => void) | undefined;
 
-  constructor() {
-    this.body.on('close', () => {
+  get body(): PassThrough {
+    if (this.stream) return this.stream;
+    const body = (this.stream = new PassThrough());
+    body.on('close', () => {
       this.ended = true;
       if (this.keepAlive) clearInterval(this.keepAlive);
       const cb = this.onClose;
       this.onClose = undefined;
       cb?.();
     });
-    this.body.on('error', () => undefined);
+    body.on('error', () => undefined);
+    return body;
   }
 
   get open(): boolean {
-    return !this.ended && !this.body.destroyed;
+    return !this.ended && this.stream?.destroyed !== true;
+  }
+
+  /**
+   * Keep what is written instead of streaming it, until `reply`: a response complete before it started (an answer
+   * that came quickly) is then one string body, written at once, rather than a stream of chunks.
+   */
+  capture(): void {
+    this.captured ??= '';
+  }
+
+  private write(text: string): void {
+    if (this.captured !== undefined) this.captured += text;
+    else this.body.write(text);
   }
 
   /** Send an SSE comment now: Node holds response headers until the first body byte, and clients wait for them. */
   flushHeaders(): void {
-    if (this.open) this.body.write(': stream open\n\n');
+    if (this.open) this.write(': stream open\n\n');
   }
 
   /** Send a comment every `ms` so idle intermediaries keep the connection. */
   startKeepAlive(ms: number): void {
     this.keepAlive = setInterval(() => {
-      if (this.open) this.body.write(': keep-alive\n\n');
+      if (this.open) this.write(': keep-alive\n\n');
     }, ms);
     this.keepAlive.unref();
   }
@@ -51,7 +70,7 @@ export class SseStream {
   /** One `message` event whose data is already serialized, with an event id when given (resumable streams). */
   sendData(data: string, id?: string): boolean {
     if (!this.open) return false;
-    this.body.write(id === undefined ? `event: message\ndata: ${data}\n\n` : `event: message\nid: ${id}\ndata: ${data}\n\n`);
+    this.write(id === undefined ? `event: message\ndata: ${data}\n\n` : `event: message\nid: ${id}\ndata: ${data}\n\n`);
     return true;
   }
 
@@ -60,26 +79,33 @@ export class SseStream {
    * (2025-11-25). Also sends the response headers, as flushHeaders does.
    */
   prime(id: string): void {
-    if (this.open) this.body.write(`id: ${id}\ndata: \n\n`);
+    if (this.open) this.write(`id: ${id}\ndata: \n\n`);
   }
 
   /** An SSE comment (ignored by clients). */
   comment(text: string): void {
-    if (this.open) this.body.write(`: ${text}\n\n`);
+    if (this.open) this.write(`: ${text}\n\n`);
   }
 
   event(name: string, data: string): void {
-    if (this.open) this.body.write(`event: ${name}\ndata: ${data}\n\n`);
+    if (this.open) this.write(`event: ${name}\ndata: ${data}\n\n`);
   }
 
   end(): void {
     if (this.ended) return;
     this.ended = true;
     if (this.keepAlive) clearInterval(this.keepAlive);
-    this.body.end();
+    if (this.captured === undefined) this.body.end();
   }
 
+  /** The reply: the stream, or the captured text as one body when the stream ended while capturing. */
   reply(headers?: HeaderMap): Reply {
+    const captured = this.captured;
+    if (captured !== undefined) {
+      this.captured = undefined;
+      if (this.ended) return { status: 200, headers: sseHeaders(headers), body: captured, local: false };
+      if (captured !== '') this.body.write(captured);
+    }
     return { status: 200, headers: sseHeaders(headers), body: this.body, local: false };
   }
 }

@@ -40,12 +40,19 @@ export interface LlmProviderInstance {
   /**
    * The wire format this provider uses for a client format, or undefined when it cannot serve it (the backend then
    * answers 400 `unsupported`). For example anthropic: completions → messages (translated), messages → messages.
+   * `model` (optional, the model the request will use) lets a provider pick by model (vertex: Claude models speak
+   * Anthropic Messages).
    */
-  wireFormat(client: LlmRouteType): LlmWireFormat | undefined;
+  wireFormat(client: LlmRouteType, model?: string): LlmWireFormat | undefined;
   /** The upstream path for a wire format (`ai.pathOverride` replaces it). */
   path(format: LlmWireFormat, model: string, stream: boolean): string;
   /** Provider header conventions on the upstream request: version headers, the API key header, stripped browser headers. */
   prepareHeaders(headers: Record<string, string | string[] | undefined>): void;
+  /**
+   * Optional: provider conventions on the wire-format body, after translation and the model override, just before
+   * it is serialized (vertex: `google/` in front of a bare model name).
+   */
+  prepareBody?(format: LlmWireFormat, body: Record<string, unknown>): void;
   /**
    * The provider's default credential when no `backendAuth` applies (bedrock: implicit AWS SigV4; vertex: GCP access
    * token), as a `backendAuth` variant value to compile, e.g. `{ aws: { serviceName: 'bedrock', region } }`.
@@ -78,6 +85,20 @@ export interface AiPolicyRuntime {
   guardResponse(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined>;
   /** True when response guards exist (the backend then buffers non-streamed responses to run them). */
   readonly hasResponseGuards: boolean;
+  // A guard that cannot decide (its service failed, fail-closed) makes guardRequest/guardResponse resolve to the 503
+  // reply `failed to process LLM request: prompt guard failed`; they do not reject.
+  /**
+   * Optional: `ai.promptCaching` with defaults applied, when set. `applyRequest` already marks Anthropic Messages
+   * client bodies; a backend that translates another format into Anthropic Messages may call
+   * `applyAnthropicCacheMarkers(body, promptCaching)` (plugins/lib/llm-guard/prompt-caching.ts) on the translated body.
+   */
+  readonly promptCaching?: {
+    readonly cacheSystem: boolean;
+    readonly cacheMessages: boolean;
+    readonly cacheTools: boolean;
+    readonly minTokens: number;
+    readonly cacheMessageOffset: number;
+  };
 }
 
 /** Set by the `ai` policy's request hook; read by the `ai` backend. */

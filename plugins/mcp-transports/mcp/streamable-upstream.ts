@@ -40,6 +40,8 @@ const MAX_JSON_BODY = 32 * 1024 * 1024;
 /** How long ending the upstream session (DELETE) may take when the connection closes. */
 const DELETE_TIMEOUT_MS = 5000;
 const POST_ACCEPT = 'application/json, text/event-stream';
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const MAX_REDIRECTS = 5;
 /** JSON-RPC internal error: the answer the target's stream could not deliver. */
 const INTERNAL_ERROR = -32603;
 
@@ -68,6 +70,27 @@ function mediaType(headers: IncomingHttpHeaders): string {
 function statusText(status: number): string {
   const text = STATUS_CODES[status];
   return text ? `HTTP ${status} ${text}` : `HTTP ${status}`;
+}
+
+/** Path and query of `location` resolved against `path` on `origin`, when it stays on that origin (no credentials). */
+function sameOriginPath(origin: string, path: string, location: string | undefined): string | undefined {
+  if (!location) return undefined;
+  let from: URL;
+  let to: URL;
+  try {
+    from = new URL(path, origin);
+    to = new URL(location, from);
+  } catch {
+    return undefined;
+  }
+  if (to.origin !== from.origin || to.username || to.password) return undefined;
+  return to.pathname + to.search;
+}
+
+/** Names the target of a redirect that was not followed. */
+function redirectNote(res: UpstreamResponse): string {
+  const location = res.headers.location;
+  return res.status >= 300 && res.status < 400 && location ? `, redirect to ${location} not followed` : '';
 }
 
 /** Let a body go: drained when it is short (the connection is reused), destroyed when it is a stream. */
@@ -116,6 +139,19 @@ function readAll(body: Readable, limit: number): Promise<string> {
   });
 }
 
+/** How many bytes at the start of `buf` are whole UTF-8 sequences (a chunk may end inside one). */
+export function completeUtf8(buf: Buffer): number {
+  const n = buf.length;
+  // Look back over at most 3 continuation bytes for the lead byte of the last sequence.
+  for (let i = n - 1; i >= 0 && i >= n - 4; i--) {
+    const b = buf[i]!;
+    if ((b & 0xc0) === 0x80) continue;
+    const size = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return i + size <= n ? n : i;
+  }
+  return n; // no lead byte: not UTF-8; the decoder replaces what it cannot read
+}
+
 /** A JSON-RPC answer (result or error) to request `id`. */
 function answers(value: unknown, id: RpcId): boolean {
   if (Array.isArray(value)) return value.some((v) => answers(v, id));
@@ -136,7 +172,8 @@ export class StreamableUpstream implements McpUpstream {
   onerror?: (error: Error) => void;
   onclose?: () => void;
   private readonly target: UpstreamTarget;
-  private readonly path: string;
+  /** The endpoint's path and query (moved by a permanent redirect). */
+  private path: string;
   private readonly onAttempt: AttemptHook | undefined;
   private readonly extra: Readonly<Record<string, string>> | undefined;
   private readonly reconnect: ReconnectOptions;
@@ -207,10 +244,10 @@ export class StreamableUpstream implements McpUpstream {
     return h;
   }
 
-  private request(method: string, headers: HeaderMap, body?: string, timeoutMs?: number): Promise<UpstreamResponse> {
+  private request(method: string, headers: HeaderMap, body?: string, timeoutMs?: number, path = this.path): Promise<UpstreamResponse> {
     return this.target.request({
       method,
-      path: this.path,
+      path,
       headers,
       body,
       // DELETE is sent while closing, after the connection's signal aborted: it has its own deadline instead.
@@ -220,11 +257,34 @@ export class StreamableUpstream implements McpUpstream {
     });
   }
 
+  /**
+   * Follow a redirect that stays on the target's origin, as the SDK client does (a server mounted at `/mcp/` answers
+   * `/mcp` with 307): 307 and 308 for any method, 301, 302 and 303 for GET, at most MAX_REDIRECTS. A permanent one
+   * (301, 308) moves the endpoint for the connection's later requests. Anything else comes back as it is.
+   */
+  private async follow(res: UpstreamResponse, method: string, headers: HeaderMap, body?: string, timeoutMs?: number): Promise<UpstreamResponse> {
+    let path = this.path;
+    for (let hops = 0; hops < MAX_REDIRECTS; hops++) {
+      const status = res.status;
+      if (!REDIRECTS.has(status) || (status !== 307 && status !== 308 && method !== 'GET')) return res;
+      const next = sameOriginPath(this.target.origin, path, res.headers.location);
+      if (next === undefined) return res;
+      discard(res.body);
+      if (status === 301 || status === 308) this.path = next;
+      path = next;
+      res = await this.request(method, headers, body, timeoutMs, path);
+    }
+    return res;
+  }
+
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('the connection to the target is closed');
     const m = message as { id?: RpcId; method?: string; params?: Json };
     try {
-      const res = await this.request('POST', (this.postHeaders ??= this.headers(POST_ACCEPT, true)), JSON.stringify(message));
+      const headers = (this.postHeaders ??= this.headers(POST_ACCEPT, true));
+      const body = JSON.stringify(message);
+      let res = await this.request('POST', headers, body);
+      if (res.status >= 300 && res.status < 400) res = await this.follow(res, 'POST', headers, body);
       const sid = res.headers['mcp-session-id'];
       if (typeof sid === 'string' && sid !== '' && sid !== this.session) {
         this.session = sid;
@@ -232,7 +292,7 @@ export class StreamableUpstream implements McpUpstream {
       }
       const status = res.status;
       if (status < 200 || status >= 300) {
-        throw new StreamableHttpError(status, `Error POSTing to endpoint (${statusText(status)}): ${await excerpt(res.body)}`);
+        throw new StreamableHttpError(status, `Error POSTing to endpoint (${statusText(status)}${redirectNote(res)}): ${await excerpt(res.body)}`);
       }
       if (status === 202 || m.method === undefined || m.id === undefined) {
         discard(res.body);
@@ -312,16 +372,25 @@ export class StreamableUpstream implements McpUpstream {
       if (parser.lastEventId !== undefined) progress = true;
       done({ answered, progress, lastEventId: parser.lastEventId, error });
     };
-    body.setEncoding('utf8');
-    body.on('data', (chunk: string) => {
+    // Decoded here rather than with setEncoding (a StringDecoder per response): a chunk is cut before an incomplete
+    // UTF-8 sequence at its end, kept for the next one.
+    let partial: Buffer | undefined;
+    body.on('data', (chunk: Buffer) => {
+      if (partial) {
+        chunk = Buffer.concat([partial, chunk]);
+        partial = undefined;
+      }
+      const end = completeUtf8(chunk);
+      if (end < chunk.length) partial = chunk.subarray(end);
       try {
-        parser.push(chunk);
+        parser.push(chunk.toString('utf8', 0, end));
       } catch (err) {
         body.destroy(err as Error);
       }
     });
     body.on('end', () => {
       try {
+        if (partial) parser.push(partial.toString('utf8'));
         parser.end();
       } catch {
         // an unfinished oversized event: dropped
@@ -386,11 +455,12 @@ export class StreamableUpstream implements McpUpstream {
   private async get(lastEventId: string | undefined): Promise<UpstreamResponse | undefined> {
     const headers = this.headers('text/event-stream', false);
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-    const res = await this.request('GET', headers);
+    let res = await this.request('GET', headers);
+    if (res.status >= 300 && res.status < 400) res = await this.follow(res, 'GET', headers);
     if (res.status >= 200 && res.status < 300) return res;
     const text = await excerpt(res.body);
     if (res.status === 405) return undefined;
-    throw new StreamableHttpError(res.status, `Failed to open SSE stream (${statusText(res.status)}): ${text}`);
+    throw new StreamableHttpError(res.status, `Failed to open SSE stream (${statusText(res.status)}${redirectNote(res)}): ${text}`);
   }
 
   private startGet(): void {
@@ -474,7 +544,9 @@ export class StreamableUpstream implements McpUpstream {
     if (!this.shutdown()) return;
     if (session !== undefined) {
       try {
-        const res = await this.request('DELETE', this.headers(undefined, false), undefined, DELETE_TIMEOUT_MS);
+        const headers = this.headers(undefined, false);
+        let res = await this.request('DELETE', headers, undefined, DELETE_TIMEOUT_MS);
+        if (res.status >= 300 && res.status < 400) res = await this.follow(res, 'DELETE', headers, undefined, DELETE_TIMEOUT_MS);
         discard(res.body);
         // 405: the server does not let clients end sessions (allowed by the spec).
         if ((res.status < 200 || res.status >= 300) && res.status !== 405) {

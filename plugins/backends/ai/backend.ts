@@ -1,0 +1,259 @@
+import { Readable } from 'node:stream';
+import { GatewayError, jsonReply } from 'switchyard/sdk';
+import type { BackendCompileContext, BackendInstance, Exchange, Reply, UpstreamAttempt } from 'switchyard/sdk';
+import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
+import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.ts';
+import { AI_POLICY } from '../../lib/llm/contract.ts';
+import type { AiPolicyRuntime, LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
+import { BadEncodingError, decodeBody, DecodedTooLargeError, responseDecoder, UnsupportedEncodingError } from '../../lib/llm/body.ts';
+import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
+import { isObj } from '../../lib/llm/json.ts';
+import type { Obj } from '../../lib/llm/json.ts';
+import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
+import { CollectingStream, LlmResponseStream, pipeInto, readAll } from '../../lib/llm/stream.ts';
+import { LlmCall } from '../../lib/llm/telemetry.ts';
+import { errorFamily, translation } from '../../lib/llm/translate.ts';
+import type { Translation } from '../../lib/llm/translate.ts';
+import { detectFormat } from './detect.ts';
+import { parseHostOverride } from './host-override.ts';
+
+export interface AiBackendConfig {
+  name: string;
+  provider: Record<string, unknown>;
+  hostOverride?: string;
+  pathOverride?: string;
+}
+
+/** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
+const REQUEST_LIMIT = 2 * 1024 * 1024;
+/** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
+const RESPONSE_LIMIT = 32 * 1024 * 1024;
+/** Largest response copy kept to read usage from a passed-through body; beyond it usage is not logged. */
+const USAGE_LIMIT = 8 * 1024 * 1024;
+/** Largest upstream error body translated into the client's error shape. */
+const ERROR_LIMIT = 1024 * 1024;
+
+const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses']);
+
+/** What one request is: the formats on both sides and how to translate between them. */
+interface LlmRequest {
+  readonly client: LlmRouteType;
+  readonly wire: LlmWireFormat;
+  readonly model: string;
+  readonly stream: boolean;
+  readonly translation: Translation;
+  readonly call: LlmCall;
+  readonly policy: AiPolicyRuntime | undefined;
+}
+
+function splitPath(pathAndQuery: string): { path: string; query: string } {
+  const q = pathAndQuery.indexOf('?');
+  return q === -1 ? { path: pathAndQuery, query: '' } : { path: pathAndQuery.slice(0, q), query: pathAndQuery.slice(q) };
+}
+
+export async function compileAiBackend(config: AiBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
+  const { key, instance: provider } = await ctx.compileVariant<LlmProviderInstance>('llmProvider', config.provider, ['provider']);
+  const facetTls = ctx.policies.facets.tls;
+  let origin = provider.origin;
+  let tls = origin.startsWith('https:') ? (facetTls ?? provider.tls) : undefined;
+  if (config.hostOverride !== undefined) {
+    const parsed = parseHostOverride(config.hostOverride, facetTls !== undefined);
+    if (typeof parsed === 'string') ctx.fail(parsed, ['hostOverride']);
+    origin = parsed.origin;
+    tls = parsed.secure ? facetTls : undefined;
+  }
+  // Providers are reached by name: the Host header is the provider's, never the client's.
+  const upstream = ctx.http.target({ origin, tls, authority: 'target' });
+
+  // The provider's own credential (bedrock: SigV4, vertex: a Google token) unless a backendAuth policy applies.
+  let signer: BackendAuthInstance | undefined;
+  if (provider.defaultAuth && !ctx.policies.has('backendAuth')) {
+    ({ instance: signer } = await ctx.compileVariant<BackendAuthInstance>('backendAuth', structuredClone(provider.defaultAuth), ['provider', key]));
+  }
+  const pathOverride = config.pathOverride !== undefined ? splitPath(config.pathOverride) : undefined;
+  const log = ctx.logger.child({ backend: config.name });
+
+  /** Per attempt, after the backendAuth policy: provider key conventions on what it set, then the default signer. */
+  const onAttempt = (ex: Exchange) => (attempt: UpstreamAttempt): void | Promise<void> => {
+    provider.prepareHeaders(attempt.headers);
+    if (!signer) return;
+    try {
+      const r = signer.apply(ex, attempt);
+      if (r) return r.catch((err: unknown) => Promise.reject(backendAuthFailure(err)));
+    } catch (err) {
+      throw backendAuthFailure(err);
+    }
+  };
+
+  /** `passthrough` (and `realtime` over plain HTTP): the request goes to the provider untouched but for headers and credentials. */
+  const passthrough = async (ex: Exchange): Promise<Reply> => {
+    new LlmCall(ex, provider.kind, undefined, false);
+    provider.prepareHeaders(ex.headers);
+    if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
+    return upstream.forward(ex, onAttempt(ex));
+  };
+
+  const handle = async (ex: Exchange): Promise<Reply> => {
+    const policy = ex.get(AI_POLICY);
+    const route = policy?.routeType(ex.path) ?? 'completions';
+    if (route === 'models') return jsonReply(501, { error: "Route 'Models' not implemented" });
+    if (route === 'passthrough' || route === 'realtime') return passthrough(ex);
+
+    let raw: Buffer;
+    try {
+      raw = await ex.bufferBody(REQUEST_LIMIT);
+      raw = await decodeBody(raw, ex.headers['content-encoding'], REQUEST_LIMIT);
+    } catch (err) {
+      if (err instanceof GatewayError && err.status === 413) return llmRequestError(413, 'request body too large');
+      if (err instanceof DecodedTooLargeError) return llmRequestError(413, 'request body too large');
+      if (err instanceof UnsupportedEncodingError) return llmRequestError(415, err.message);
+      if (err instanceof BadEncodingError) return llmRequestError(400, err.message);
+      throw err;
+    }
+    let body: Obj;
+    try {
+      const parsed = JSON.parse(raw.toString('utf8')) as unknown;
+      if (!isObj(parsed)) return llmRequestError(400, 'request body is not a JSON object');
+      body = parsed;
+    } catch (err) {
+      return llmRequestError(400, `invalid JSON body: ${(err as Error).message}`);
+    }
+    const client = route === 'detect' ? detectFormat(ex, body) : route;
+
+    if (policy) {
+      policy.applyRequest(ex, client, body);
+      const rejected = await policy.guardRequest(ex, client, body);
+      if (rejected) return rejected;
+    }
+
+    const model = provider.model ?? (typeof body.model === 'string' && body.model ? body.model : undefined);
+    if (model === undefined) return llmRequestError(400, 'missing field: model not specified');
+    body.model = model;
+    const wire = provider.wireFormat(client, model);
+    const tr = wire === undefined ? undefined : translation(client, wire);
+    if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
+    const stream = STREAMING_FORMATS.has(client) && body.stream === true;
+    // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
+    if (stream && client === 'completions' && wire === 'completions' && body.stream_options === undefined) body.stream_options = { include_usage: true };
+
+    let wireBody: Obj;
+    try {
+      wireBody = tr.request(body);
+    } catch (err) {
+      return llmRequestError(400, `cannot translate the request: ${(err as Error).message}`);
+    }
+    // `ai.promptCaching`: the policy marks Anthropic bodies it sees; a body that became one here is marked now.
+    if (wire === 'messages' && client !== 'messages' && policy?.promptCaching) applyAnthropicCacheMarkers(wireBody, policy.promptCaching);
+    provider.prepareBody?.(wire, wireBody);
+    ex.setBody(Buffer.from(JSON.stringify(wireBody)));
+    const h = ex.headers;
+    delete h['content-encoding'];
+    h['content-type'] = 'application/json';
+    // Usage is read from the answer: ask for it uncompressed (a compressed one is still decoded).
+    h['accept-encoding'] = 'identity';
+    provider.prepareHeaders(h);
+    const target = pathOverride ?? splitPath(provider.path(wire, model, stream));
+    ex.path = target.path;
+    ex.query = target.query;
+
+    const call = new LlmCall(ex, provider.kind, model, stream);
+    const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
+    const reply = await upstream.forward(ex, onAttempt(ex));
+    return respond(ex, reply, request).catch((err: unknown) => {
+      if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
+      if (err instanceof GatewayError) throw err;
+      log.warn('failed to process an LLM response', { error: (err as Error).message });
+      return llmResponseError(502, (err as Error).message);
+    });
+  };
+
+  return {
+    protocol: 'llm',
+    target: upstream,
+    handle,
+    // OpenAI Realtime and other WebSocket APIs pass through to the provider.
+    upgrade: (ex, socket, head) => {
+      provider.prepareHeaders(ex.headers);
+      upstream.upgrade(ex, socket, head);
+    },
+  };
+}
+
+/** Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. */
+async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Reply> {
+  const h = reply.headers;
+  if (reply.body instanceof Readable) {
+    const decoder = responseDecoder(h['content-encoding'] as string | undefined);
+    if (decoder) {
+      reply.body = pipeInto(reply.body, decoder);
+      delete h['content-encoding'];
+      delete h['content-length'];
+    }
+  }
+  const body = reply.body instanceof Readable ? reply.body : Readable.from(reply.body ? [Buffer.from(reply.body)] : []);
+
+  if (reply.status >= 400) {
+    const clientFamily = errorFamily(req.client);
+    if (clientFamily === errorFamily(req.wire) || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
+    const text = (await readAll(body, ERROR_LIMIT)).toString('utf8');
+    reply.body = clientErrorBody(clientFamily, reply.status, parseUpstreamError(text, h));
+    h['content-type'] = 'application/json';
+    delete h['content-length'];
+    delete h['transfer-encoding'];
+    return reply;
+  }
+
+  const contentType = String(h['content-type'] ?? '').toLowerCase();
+  const source = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/vnd.amazon.eventstream') ? 'eventstream' : undefined;
+  if (req.stream && source) {
+    const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
+    const out = new LlmResponseStream({ source, client: req.client, translator, onEvent: (e) => observeEvent(req.wire, e, req.call) });
+    reply.body = pipeInto(body, out);
+    delete h['content-length'];
+    if (translator) {
+      h['content-type'] = 'text/event-stream';
+      h['cache-control'] = 'no-cache';
+    }
+    return reply;
+  }
+
+  const guards = req.policy?.hasResponseGuards === true;
+  if (req.translation.identity && !guards) {
+    reply.body = pipeInto(
+      body,
+      new CollectingStream(USAGE_LIMIT, (bytes) => {
+        if (!bytes) return;
+        const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
+        if (isObj(parsed)) observeResponse(req.wire, parsed, req.call);
+      }),
+    );
+    return reply;
+  }
+
+  let bytes: Buffer;
+  try {
+    bytes = await readAll(body, RESPONSE_LIMIT);
+  } catch (err) {
+    if (err instanceof RangeError) return llmResponseError(502, 'response too large');
+    throw err;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return llmResponseError(502, 'the provider did not answer with JSON');
+  }
+  if (!isObj(parsed)) return llmResponseError(502, 'the provider did not answer with a JSON object');
+  observeResponse(req.wire, parsed, req.call);
+  const clientBody = req.translation.response(parsed, req.model);
+  if (guards) {
+    const rejected = await req.policy!.guardResponse(ex, req.client, clientBody);
+    if (rejected) return rejected;
+  }
+  reply.body = JSON.stringify(clientBody);
+  h['content-type'] = 'application/json';
+  delete h['content-length'];
+  delete h['transfer-encoding'];
+  return reply;
+}

@@ -1,0 +1,76 @@
+import type { CompileContext } from 'switchyard/sdk';
+import { GUARD_TIMEOUT_MS, guardConnection, parseOrigin, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
+import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
+
+export interface BedrockGuardrailsConfig {
+  guardrailIdentifier: string;
+  guardrailVersion: string;
+  region: string;
+  policies?: Record<string, unknown>;
+  host?: string;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** True when an assessment anywhere says `"action": "BLOCKED"`. */
+function blocked(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(blocked);
+  if (!isObj(value)) return false;
+  if (value.action === 'BLOCKED') return true;
+  return Object.values(value).some(blocked);
+}
+
+/**
+ * Read an ApplyGuardrail answer: `GUARDRAIL_INTERVENED` with a `BLOCKED` assessment rejects; intervened otherwise
+ * (anonymized) masks with the returned `outputs[].text`, in order; `NONE` passes.
+ */
+export function guardrailVerdict(answer: unknown, messages: readonly GuardMessage[]): GuardVerdict {
+  if (!isObj(answer) || typeof answer.action !== 'string') throw new Error('the guardrail answer has no `action`');
+  if (answer.action !== 'GUARDRAIL_INTERVENED') return { action: 'pass' };
+  if (blocked(answer.assessments ?? [])) return { action: 'reject', reason: 'blocked by the guardrail' };
+  const outputs = Array.isArray(answer.outputs) ? answer.outputs : [];
+  const masked = messages.map((m, i) => {
+    const out = outputs[i];
+    return isObj(out) && typeof out.text === 'string' ? { role: m.role, content: out.text } : { role: m.role, content: m.content };
+  });
+  return { action: 'mask', messages: masked };
+}
+
+/**
+ * `bedrockGuardrails` (BEHAVIOUR.md §2.9): `POST /guardrail/<id>/version/<version>/apply` on
+ * `bedrock-runtime.<region>.amazonaws.com` with `{source: INPUT|OUTPUT, content: [{text: {text}}…]}`, SigV4-signed
+ * by the guard's `policies.backendAuth`, or by `aws` with the default credential chain when it has none.
+ * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (then `AWS_ENDPOINT_URL`) replaces the endpoint, as in the AWS SDKs; `host`
+ * replaces both.
+ */
+export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, ctx: CompileContext): Promise<GuardInstance> {
+  const configured = config.host ?? process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME ?? process.env.AWS_ENDPOINT_URL;
+  const origin = configured === undefined || configured === '' ? `https://bedrock-runtime.${config.region}.amazonaws.com` : parseOrigin(configured);
+  if (typeof origin !== 'string') {
+    return ctx.fail(config.host !== undefined ? origin.error : `the endpoint from the environment: ${origin.error}`, config.host !== undefined ? ['host'] : []);
+  }
+  const connection = await guardConnection(
+    ctx,
+    origin,
+    config.policies,
+    { aws: { serviceName: 'bedrock', region: config.region } },
+    'the Bedrock guardrail endpoint',
+  );
+  const path = `/guardrail/${encodeURIComponent(config.guardrailIdentifier)}/version/${encodeURIComponent(config.guardrailVersion)}/apply`;
+  return {
+    async check(ex, phase, messages): Promise<GuardVerdict> {
+      const body = { source: phase === 'request' ? 'INPUT' : 'OUTPUT', content: messages.map((m) => ({ text: { text: m.content } })) };
+      const res = await connection.target.request({
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(body),
+        signal: ex.signal,
+        timeoutMs: GUARD_TIMEOUT_MS,
+        onAttempt: connection.attemptHook(ex),
+      });
+      return guardrailVerdict(await readJsonAnswer(res, 'the Bedrock guardrail'), messages);
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import type { CompileContext } from 'switchyard/sdk';
+import { GUARD_TIMEOUT_MS, guardConnection, parseOrigin, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
+import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
+
+export interface ModelArmorConfig {
+  templateId: string;
+  projectId: string;
+  location?: string;
+  policies?: Record<string, unknown>;
+  host?: string;
+}
+
+export const DEFAULT_LOCATION = 'us-central1';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** True when any filter result (at any depth: RAI, jailbreak, malicious URI, CSAM, virus scan, SDP) is `MATCH_FOUND`. */
+function matchFound(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(matchFound);
+  if (!isObj(value)) return false;
+  if (value.matchState === 'MATCH_FOUND' || value.match_state === 'MATCH_FOUND') return true;
+  return Object.values(value).some(matchFound);
+}
+
+/** Read a sanitize answer: any filter with `MATCH_FOUND` rejects. */
+export function modelArmorBlocked(answer: unknown): boolean {
+  if (!isObj(answer)) throw new Error('the Model Armor answer is not a JSON object');
+  const result = answer.sanitizationResult ?? answer.sanitization_result;
+  if (!isObj(result)) return false;
+  return matchFound(result.filterResults ?? result.filter_results);
+}
+
+/**
+ * `googleModelArmor` (BEHAVIOUR.md §2.9): `POST /v1/projects/<p>/locations/<loc>/templates/<t>:sanitizeUserPrompt`
+ * (requests, `{userPromptData: {text}}`) or `:sanitizeModelResponse` (responses, `{modelResponseData: {text}}`) on
+ * `modelarmor.<loc>.rep.googleapis.com`, the texts joined by newlines, with a Google access token from the guard's
+ * `policies.backendAuth` (default: `gcp`, Application Default Credentials). Any `MATCH_FOUND` filter rejects.
+ */
+export async function compileModelArmor(config: ModelArmorConfig, ctx: CompileContext): Promise<GuardInstance> {
+  const location = config.location ?? DEFAULT_LOCATION;
+  const origin = config.host === undefined ? `https://modelarmor.${location}.rep.googleapis.com` : parseOrigin(config.host);
+  if (typeof origin !== 'string') return ctx.fail(origin.error, ['host']);
+  const connection = await guardConnection(ctx, origin, config.policies, { gcp: {} }, 'Model Armor');
+  const base = `/v1/projects/${encodeURIComponent(config.projectId)}/locations/${encodeURIComponent(location)}/templates/${encodeURIComponent(config.templateId)}`;
+  return {
+    async check(ex, phase, messages): Promise<GuardVerdict> {
+      const text = messages.map((m) => m.content).join('\n');
+      const body = phase === 'request' ? { userPromptData: { text } } : { modelResponseData: { text } };
+      const res = await connection.target.request({
+        method: 'POST',
+        path: `${base}:${phase === 'request' ? 'sanitizeUserPrompt' : 'sanitizeModelResponse'}`,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(body),
+        signal: ex.signal,
+        timeoutMs: GUARD_TIMEOUT_MS,
+        onAttempt: connection.attemptHook(ex),
+      });
+      return modelArmorBlocked(await readJsonAnswer(res, 'Model Armor')) ? { action: 'reject', reason: 'Model Armor filter match' } : { action: 'pass' };
+    },
+  };
+}

@@ -1,0 +1,221 @@
+// OpenAI Chat Completions <-> AWS Bedrock Converse: requests, responses and streams (BEHAVIOUR.md §4.6).
+import { randomUUID } from 'node:crypto';
+import { DONE } from './events.ts';
+import type { LlmEvent, StreamTranslator } from './events.ts';
+import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from './json.ts';
+import type { Obj } from './json.ts';
+
+const IMAGE_FORMATS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
+
+function userContent(content: unknown): Obj[] {
+  if (typeof content === 'string') return content ? [{ text: content }] : [];
+  const out: Obj[] = [];
+  for (const p of Array.isArray(content) ? content : []) {
+    if (typeof p === 'string') out.push({ text: p });
+    else if (!isObj(p)) continue;
+    else if (p.type === 'text' && typeof p.text === 'string' && p.text) out.push({ text: p.text });
+    else if (p.type === 'image_url') {
+      const url = isObj(p.image_url) ? p.image_url.url : p.image_url;
+      const data = typeof url === 'string' ? parseDataUrl(url) : undefined;
+      // Converse takes image bytes only (base64 in JSON); remote image URLs cannot be passed on.
+      if (data && IMAGE_FORMATS[data.mediaType]) out.push({ image: { format: IMAGE_FORMATS[data.mediaType], source: { bytes: data.data } } });
+    }
+  }
+  return out;
+}
+
+function push(messages: Obj[], role: 'user' | 'assistant', content: Obj[]): void {
+  if (content.length === 0) return;
+  const last = messages[messages.length - 1];
+  if (last && last.role === role) last.content.push(...content);
+  else messages.push({ role, content });
+}
+
+/** An OpenAI Chat Completions request as a Bedrock Converse request (the model goes in the path). */
+export function completionsRequestToConverse(body: Obj): Obj {
+  const system: Obj[] = [];
+  const messages: Obj[] = [];
+  for (const m of Array.isArray(body.messages) ? body.messages : []) {
+    if (!isObj(m)) continue;
+    switch (m.role) {
+      case 'system':
+      case 'developer': {
+        const text = textOf(m.content, '\n');
+        if (text) system.push({ text });
+        break;
+      }
+      case 'user':
+        push(messages, 'user', userContent(m.content));
+        break;
+      case 'assistant': {
+        const content: Obj[] = [];
+        const text = textOf(m.content);
+        if (text) content.push({ text });
+        for (const tc of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
+          if (!isObj(tc) || !isObj(tc.function)) continue;
+          content.push({ toolUse: { toolUseId: tc.id ?? `tooluse_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) } });
+        }
+        push(messages, 'assistant', content);
+        break;
+      }
+      case 'tool':
+        push(messages, 'user', [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: textOf(m.content) }] } }]);
+        break;
+      default:
+        break;
+    }
+  }
+  const out: Obj = { messages };
+  if (system.length > 0) out.system = system;
+  const inference: Obj = {};
+  const max = body.max_completion_tokens ?? body.max_tokens;
+  if (typeof max === 'number') inference.maxTokens = max;
+  if (typeof body.temperature === 'number') inference.temperature = body.temperature;
+  if (typeof body.top_p === 'number') inference.topP = body.top_p;
+  if (typeof body.stop === 'string') inference.stopSequences = [body.stop];
+  else if (Array.isArray(body.stop)) inference.stopSequences = body.stop;
+  if (Object.keys(inference).length > 0) out.inferenceConfig = inference;
+  if (Array.isArray(body.tools)) {
+    const tools = body.tools
+      .filter((t: unknown) => isObj(t) && t.type === 'function' && isObj(t.function))
+      .map((t: Obj) => {
+        const spec: Obj = { name: t.function.name, inputSchema: { json: isObj(t.function.parameters) ? t.function.parameters : { type: 'object', properties: {} } } };
+        if (typeof t.function.description === 'string') spec.description = t.function.description;
+        return { toolSpec: spec };
+      });
+    if (tools.length > 0) {
+      const config: Obj = { tools };
+      const choice = body.tool_choice;
+      // `none` has no Converse form; the tools stay declared (earlier tool calls in the history need them).
+      if (choice === 'auto') config.toolChoice = { auto: {} };
+      else if (choice === 'required') config.toolChoice = { any: {} };
+      else if (isObj(choice) && isObj(choice.function)) config.toolChoice = { tool: { name: choice.function.name } };
+      out.toolConfig = config;
+    }
+  }
+  return out;
+}
+
+export function converseStopToFinish(stop: unknown): string | null {
+  switch (stop) {
+    case undefined:
+    case null:
+      return null;
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    case 'guardrail_intervened':
+    case 'content_filtered':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}
+
+/** Converse usage as OpenAI usage (prompt tokens include cache reads and writes). */
+export function converseUsageToCompletions(u: unknown): Obj | undefined {
+  if (!isObj(u)) return undefined;
+  const read = typeof u.cacheReadInputTokens === 'number' ? u.cacheReadInputTokens : 0;
+  const write = typeof u.cacheWriteInputTokens === 'number' ? u.cacheWriteInputTokens : 0;
+  const prompt = (typeof u.inputTokens === 'number' ? u.inputTokens : 0) + read + write;
+  const completion = typeof u.outputTokens === 'number' ? u.outputTokens : 0;
+  const out: Obj = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  if (read) out.prompt_tokens_details = { cached_tokens: read };
+  return out;
+}
+
+/** A Converse response as an OpenAI Chat Completions response (Converse names no model: the request's is used). */
+export function converseResponseToCompletions(resp: Obj, model: string): Obj {
+  const content: Obj[] = isObj(resp.output) && isObj(resp.output.message) && Array.isArray(resp.output.message.content) ? resp.output.message.content : [];
+  let text = '';
+  const toolCalls: Obj[] = [];
+  for (const c of content) {
+    if (!isObj(c)) continue;
+    if (typeof c.text === 'string') text += c.text;
+    else if (isObj(c.toolUse)) toolCalls.push({ id: c.toolUse.toolUseId, type: 'function', function: { name: c.toolUse.name, arguments: JSON.stringify(c.toolUse.input ?? {}) } });
+  }
+  const message: Obj = { role: 'assistant', content: text || toolCalls.length === 0 ? text : null };
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  const out: Obj = {
+    id: `chatcmpl-${randomUUID()}`,
+    object: 'chat.completion',
+    created: nowSeconds(),
+    model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: converseStopToFinish(resp.stopReason) ?? 'stop' }],
+  };
+  const usage = converseUsageToCompletions(resp.usage);
+  if (usage) out.usage = usage;
+  return out;
+}
+
+/** Converse stream events (`messageStart … metadata`) as `chat.completion.chunk`s, ending with `[DONE]`. */
+export class ConverseToCompletionsStream implements StreamTranslator {
+  private readonly id = `chatcmpl-${randomUUID()}`;
+  private readonly created = nowSeconds();
+  private readonly model: string;
+  private readonly toolIndex = new Map<number, number>();
+  private nextTool = 0;
+  private stopped = false;
+  private finished = false;
+
+  constructor(model: string) {
+    this.model = model;
+  }
+
+  private chunk(delta: Obj, finish: string | null = null): LlmEvent {
+    return { type: undefined, data: { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] } };
+  }
+
+  private done(usage: Obj | undefined): LlmEvent[] {
+    if (this.finished) return [];
+    this.finished = true;
+    const out: LlmEvent[] = [];
+    if (usage) out.push({ type: undefined, data: { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage } });
+    out.push(DONE);
+    return out;
+  }
+
+  event(e: LlmEvent): LlmEvent[] {
+    if (this.finished) return [];
+    const d = e.data;
+    switch (e.type) {
+      case 'messageStart':
+        return [this.chunk({ role: 'assistant', content: '' })];
+      case 'contentBlockStart': {
+        const start: Obj = isObj(d.start) ? d.start : {};
+        if (!isObj(start.toolUse)) return [];
+        const index = this.nextTool++;
+        this.toolIndex.set(d.contentBlockIndex, index);
+        return [this.chunk({ tool_calls: [{ index, id: start.toolUse.toolUseId, type: 'function', function: { name: start.toolUse.name, arguments: '' } }] })];
+      }
+      case 'contentBlockDelta': {
+        const delta: Obj = isObj(d.delta) ? d.delta : {};
+        if (typeof delta.text === 'string') return delta.text ? [this.chunk({ content: delta.text })] : [];
+        if (isObj(delta.toolUse)) {
+          const index = this.toolIndex.get(d.contentBlockIndex);
+          const input = delta.toolUse.input;
+          if (index === undefined || typeof input !== 'string' || !input) return [];
+          return [this.chunk({ tool_calls: [{ index, function: { arguments: input } }] })];
+        }
+        return [];
+      }
+      case 'messageStop':
+        this.stopped = true;
+        return [this.chunk({}, converseStopToFinish(d.stopReason) ?? 'stop')];
+      case 'metadata':
+        return this.done(converseUsageToCompletions(d.usage));
+      default:
+        if (e.type?.startsWith('exception:')) {
+          this.finished = true;
+          return [{ type: undefined, data: { error: { message: d.message ?? d.Message ?? 'upstream error', type: e.type.slice('exception:'.length), param: null, code: null } } }];
+        }
+        return [];
+    }
+  }
+
+  end(): LlmEvent[] {
+    return this.stopped ? this.done(undefined) : [];
+  }
+}

@@ -1,0 +1,65 @@
+import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from './contract.ts';
+
+/** Request headers as providers see them (lower-case names). */
+export type LlmHeaders = Record<string, string | string[] | undefined>;
+
+/**
+ * Browser-only request headers a provider must not see: a browser client's CORS and fetch metadata (the reference
+ * strips them for Anthropic, which otherwise demands its "direct browser access" opt-in header).
+ */
+export function stripBrowserHeaders(h: LlmHeaders): void {
+  for (const name in h) {
+    if (name.startsWith('sec-fetch-') || name === 'origin' || name === 'referer' || name.startsWith('access-control-request-')) delete h[name];
+  }
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or undefined. */
+export function bearerToken(h: LlmHeaders): string | undefined {
+  const v = h.authorization;
+  const value = Array.isArray(v) ? v[0] : v;
+  if (!value) return undefined;
+  const m = /^Bearer\s+(.+)$/i.exec(value.trim());
+  return m ? m[1]!.trim() : undefined;
+}
+
+/**
+ * Header conventions of an OpenAI-style provider: browser headers stripped, and an Anthropic SDK client's key
+ * (`x-api-key`, when no `Authorization` is present) sent as `Authorization: Bearer`, Anthropic headers dropped.
+ */
+export function openAiHeaders(h: LlmHeaders): void {
+  stripBrowserHeaders(h);
+  const key = h['x-api-key'];
+  if (key !== undefined) {
+    if (h.authorization === undefined) h.authorization = `Bearer ${Array.isArray(key) ? key[0] : key}`;
+    delete h['x-api-key'];
+  }
+  delete h['anthropic-version'];
+  delete h['anthropic-beta'];
+}
+
+/** Paths of the OpenAI API (also Gemini's and Vertex's OpenAI-compatible surfaces, under their own prefix). */
+export function openAiPath(prefix: string, format: LlmWireFormat): string {
+  switch (format) {
+    case 'responses':
+      return `${prefix}/responses`;
+    case 'embeddings':
+      return `${prefix}/embeddings`;
+    default:
+      return `${prefix}/chat/completions`;
+  }
+}
+
+/** Wire formats of a provider that speaks OpenAI Chat Completions (and maybe more): Messages clients are translated. */
+export function openAiWire(native: readonly LlmWireFormat[]): (client: LlmRouteType) => LlmWireFormat | undefined {
+  return (client) => {
+    if (client === 'completions') return 'completions';
+    if (client === 'messages') return 'completions';
+    if ((client === 'responses' || client === 'embeddings') && native.includes(client)) return client;
+    return undefined;
+  };
+}
+
+/** Freeze a provider instance (compiled once per load, shared by every request). */
+export function provider(instance: LlmProviderInstance): LlmProviderInstance {
+  return Object.freeze(instance);
+}

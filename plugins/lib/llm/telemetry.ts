@@ -1,0 +1,63 @@
+import { defineAttribute } from 'switchyard/sdk';
+import type { Exchange } from 'switchyard/sdk';
+import { mergeUsage } from './usage.ts';
+import type { LlmUsage } from './usage.ts';
+
+/** What the `ai` backend learned about one LLM call; complete once the response has ended. */
+export interface LlmCallInfo {
+  /** Provider name as in telemetry (`openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `aws.bedrock`, `azure.openai`). */
+  readonly provider: string;
+  /** The model sent to the provider (after aliases and `provider.<x>.model`). */
+  readonly requestModel: string | undefined;
+  /** The model the provider says answered, when it says so. */
+  readonly responseModel: string | undefined;
+  readonly streaming: boolean;
+  /** Token counts, filled as the response arrives. */
+  readonly usage: LlmUsage;
+}
+
+/** Set by the `ai` backend on every LLM request (for policies that act after the response: token rate limits, say). */
+export const LLM_CALL = defineAttribute<LlmCallInfo>('llm.call');
+
+/**
+ * One LLM call's telemetry: access-log fields `llm.provider`, `llm.model`, `llm.responseModel` (when it differs),
+ * `llm.streaming`, `llm.inputTokens`, `llm.outputTokens` (and `llm.cachedInputTokens`, `llm.reasoningTokens` when
+ * reported), written as soon as each is known so a stream cut short still logs what arrived.
+ */
+export class LlmCall implements LlmCallInfo {
+  readonly provider: string;
+  readonly requestModel: string | undefined;
+  responseModel: string | undefined = undefined;
+  readonly streaming: boolean;
+  readonly usage: LlmUsage = {};
+  private readonly ex: Exchange;
+
+  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean) {
+    this.ex = ex;
+    this.provider = provider;
+    this.requestModel = requestModel;
+    this.streaming = streaming;
+    ex.logField('llm.provider', provider);
+    if (requestModel !== undefined) {
+      ex.logField('llm.model', requestModel);
+      ex.logField('llm.streaming', streaming);
+    }
+    ex.set(LLM_CALL, this);
+  }
+
+  setResponseModel(model: unknown): void {
+    if (typeof model !== 'string' || !model || model === this.responseModel) return;
+    this.responseModel = model;
+    if (model !== this.requestModel) this.ex.logField('llm.responseModel', model);
+  }
+
+  addUsage(usage: LlmUsage | undefined): void {
+    if (!usage) return;
+    mergeUsage(this.usage, usage);
+    const u = this.usage;
+    if (u.inputTokens !== undefined) this.ex.logField('llm.inputTokens', u.inputTokens);
+    if (u.outputTokens !== undefined) this.ex.logField('llm.outputTokens', u.outputTokens);
+    if (u.cachedInputTokens) this.ex.logField('llm.cachedInputTokens', u.cachedInputTokens);
+    if (u.reasoningTokens) this.ex.logField('llm.reasoningTokens', u.reasoningTokens);
+  }
+}

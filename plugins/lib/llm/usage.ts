@@ -1,0 +1,75 @@
+import { isObj } from './json.ts';
+import type { Obj } from './json.ts';
+
+/**
+ * Token counts of one LLM call, normalised across providers. `inputTokens` includes cached input (reads and
+ * writes), as the reference does for `llm.inputTokens`.
+ */
+export interface LlmUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  cachedInputTokens?: number;
+  cacheCreationInputTokens?: number;
+  reasoningTokens?: number;
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/** OpenAI Chat Completions / Embeddings `usage`. */
+export function usageFromCompletions(u: unknown): LlmUsage | undefined {
+  if (!isObj(u)) return undefined;
+  return {
+    inputTokens: num(u.prompt_tokens),
+    outputTokens: num(u.completion_tokens),
+    cachedInputTokens: num((u.prompt_tokens_details as Obj | undefined)?.cached_tokens),
+    reasoningTokens: num((u.completion_tokens_details as Obj | undefined)?.reasoning_tokens),
+  };
+}
+
+/** Anthropic Messages `usage` (input normalised to include cache reads and writes). */
+export function usageFromMessages(u: unknown): LlmUsage | undefined {
+  if (!isObj(u)) return undefined;
+  const input = num(u.input_tokens);
+  const read = num(u.cache_read_input_tokens);
+  const write = num(u.cache_creation_input_tokens);
+  return {
+    inputTokens: input === undefined && read === undefined && write === undefined ? undefined : (input ?? 0) + (read ?? 0) + (write ?? 0),
+    outputTokens: num(u.output_tokens),
+    cachedInputTokens: read,
+    cacheCreationInputTokens: write,
+  };
+}
+
+/** OpenAI Responses `usage`. */
+export function usageFromResponses(u: unknown): LlmUsage | undefined {
+  if (!isObj(u)) return undefined;
+  return {
+    inputTokens: num(u.input_tokens),
+    outputTokens: num(u.output_tokens),
+    cachedInputTokens: num((u.input_tokens_details as Obj | undefined)?.cached_tokens),
+    reasoningTokens: num((u.output_tokens_details as Obj | undefined)?.reasoning_tokens),
+  };
+}
+
+/** Bedrock Converse `usage` (input normalised to include cache reads and writes). */
+export function usageFromConverse(u: unknown): LlmUsage | undefined {
+  if (!isObj(u)) return undefined;
+  const input = num(u.inputTokens);
+  const read = num(u.cacheReadInputTokens);
+  const write = num(u.cacheWriteInputTokens);
+  return {
+    inputTokens: input === undefined ? undefined : input + (read ?? 0) + (write ?? 0),
+    outputTokens: num(u.outputTokens),
+    cachedInputTokens: read,
+    cacheCreationInputTokens: write,
+  };
+}
+
+/** Merge newer counts over older ones (a stream reports input first and output last). */
+export function mergeUsage(into: LlmUsage, from: LlmUsage | undefined): void {
+  if (!from) return;
+  for (const k of Object.keys(from) as (keyof LlmUsage)[]) {
+    const v = from[k];
+    if (v !== undefined) into[k] = v;
+  }
+}

@@ -1,0 +1,21 @@
+import { defineLlmProvider } from 'switchyard/sdk';
+import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import schema from './schema.json' with { type: 'json' };
+
+export interface AzureOpenAiConfig {
+  model?: string;
+  host: string;
+  apiVersion?: string;
+}
+
+/** `azureOpenAI` (neutral name `vendorSix`): Azure OpenAI on one resource (SPEC §2.8). */
+export default defineLlmProvider<AzureOpenAiConfig, LlmProviderInstance>({
+  key: 'azureOpenAI',
+  aliases: ['vendorSix'],
+  description: 'Azure OpenAI: Chat Completions, Responses and Embeddings on one resource; Anthropic Messages clients translated.',
+  schema,
+  async compile(config) {
+    const { createAzureOpenAiProvider } = await import('./provider.ts');
+    return createAzureOpenAiProvider(config);
+  },
+});

@@ -1,0 +1,38 @@
+import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import { bearerToken, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
+import type { AzureOpenAiConfig } from './plugin.ts';
+
+/** A JWT (an Entra ID access token) rather than an API key. */
+const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/;
+
+/** Azure's key header: a Bearer API key becomes `api-key`; Entra tokens stay Bearer. */
+function azureHeaders(h: LlmHeaders): void {
+  openAiHeaders(h);
+  const token = bearerToken(h);
+  if (token !== undefined && !JWT.test(token)) {
+    h['api-key'] = token;
+    delete h.authorization;
+  }
+}
+
+export function createAzureOpenAiProvider(config: AzureOpenAiConfig): LlmProviderInstance {
+  const host = config.host.replace(/^https?:\/\//, '').replace(/\/$/, '');
+  const scheme = config.host.startsWith('http://') ? 'http' : 'https';
+  const version = config.apiVersion ?? 'v1';
+  const v1 = version === 'v1' || version === 'preview';
+  const query = version === 'v1' ? '' : `?api-version=${encodeURIComponent(version)}`;
+  return provider({
+    kind: 'azure.openai',
+    model: config.model,
+    origin: `${scheme}://${host}`,
+    wireFormat: openAiWire(['completions', 'responses', 'embeddings']),
+    path: (format, model) => {
+      if (v1) return `${openAiPath('/openai/v1', format)}${query}`;
+      if (format === 'responses') return `/openai/responses${query}`;
+      const deployment = encodeURIComponent(model);
+      return `/openai/deployments/${deployment}/${format === 'embeddings' ? 'embeddings' : 'chat/completions'}${query}`;
+    },
+    prepareHeaders: azureHeaders,
+  });
+}

@@ -1,0 +1,20 @@
+import { defineLlmProvider } from 'switchyard/sdk';
+import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import schema from './schema.json' with { type: 'json' };
+
+export interface BedrockConfig {
+  model?: string;
+  region: string;
+}
+
+/** `bedrock` (neutral name `vendorFive`): AWS Bedrock Converse (SPEC §2.8). */
+export default defineLlmProvider<BedrockConfig, LlmProviderInstance>({
+  key: 'bedrock',
+  aliases: ['vendorFive'],
+  description: 'AWS Bedrock through the Converse API (SigV4 by default); Chat Completions and Messages clients translated.',
+  schema,
+  async compile(config) {
+    const { createBedrockProvider } = await import('./provider.ts');
+    return createBedrockProvider(config);
+  },
+});

@@ -1,0 +1,28 @@
+import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
+import { provider, stripBrowserHeaders } from '../../lib/llm/provider-kit.ts';
+import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
+import type { BedrockConfig } from './plugin.ts';
+
+function wireFormat(client: LlmRouteType): LlmWireFormat | undefined {
+  return client === 'completions' || client === 'messages' ? 'converse' : undefined;
+}
+
+function bedrockHeaders(h: LlmHeaders): void {
+  stripBrowserHeaders(h);
+  delete h['x-api-key'];
+  delete h['anthropic-version'];
+  delete h['anthropic-beta'];
+}
+
+export function createBedrockProvider(config: BedrockConfig): LlmProviderInstance {
+  return provider({
+    kind: 'aws.bedrock',
+    model: config.model,
+    origin: `https://bedrock-runtime.${config.region}.amazonaws.com`,
+    wireFormat,
+    // Model ids carry `:` and ARNs `/`: one encoded path segment.
+    path: (_format, model, stream) => `/model/${encodeURIComponent(model)}/${stream ? 'converse-stream' : 'converse'}`,
+    prepareHeaders: bedrockHeaders,
+    defaultAuth: { aws: { serviceName: 'bedrock', region: config.region } },
+  });
+}

@@ -1,0 +1,222 @@
+import { localReply } from 'switchyard/sdk';
+import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
+import { applyHeaderModifier, compileHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
+import type { HeaderModifier, HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
+import { guardMessages, requestSlots, responseSlots, writeBack } from '../../lib/llm-guard/messages.ts';
+import type { TextSlot } from '../../lib/llm-guard/messages.ts';
+import { applyAnthropicCacheMarkers, promptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
+import type { PromptCachingConfig, PromptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
+import { AI_POLICY } from '../../lib/llm/contract.ts';
+import type { AiPolicyRuntime, GuardInstance, LlmRouteType } from '../../lib/llm/contract.ts';
+import { applyMutations, applyPrompts, compileModelAliases, resolveModelAlias } from './body.ts';
+import type { BodyMutations, ModelAliases, PromptMessage } from './body.ts';
+
+export interface RejectionConfig {
+  status?: number;
+  body?: string;
+  headers?: HeaderModifierConfig;
+}
+
+/** A `promptGuard` list item: one guard key plus an optional `rejection`. */
+export type GuardEntryConfig = Record<string, unknown> & { rejection?: RejectionConfig };
+
+export interface AiPolicyConfig {
+  prompts?: { prepend?: PromptMessage[]; append?: PromptMessage[] };
+  routes?: Record<string, LlmRouteType>;
+  defaults?: Record<string, unknown>;
+  overrides?: Record<string, unknown>;
+  transformations?: Record<string, string>;
+  modelAliases?: Record<string, string>;
+  promptCaching?: PromptCachingConfig | null;
+  promptGuard?: { request?: GuardEntryConfig[]; response?: GuardEntryConfig[]; streaming?: 'Disabled' | 'Enabled' };
+}
+
+/** BEHAVIOUR.md §2.9 defaults of `rejection`. */
+export const DEFAULT_REJECTION_STATUS = 403;
+export const DEFAULT_REJECTION_BODY = 'The request was rejected due to inappropriate content';
+/** What a client gets when a guard cannot decide (its service failed) and fails closed. */
+export const GUARD_FAILURE_STATUS = 503;
+export const GUARD_FAILURE_BODY = 'failed to process LLM request: prompt guard failed';
+
+interface CompiledGuard {
+  /** The guard type's key (`regex`, `webhook`, `openAIModeration`, …), for logs. */
+  readonly key: string;
+  readonly instance: GuardInstance;
+  readonly status: number;
+  readonly body: string;
+  readonly headers: HeaderModifier | undefined;
+}
+
+/** The gateway's answer when a guard service failed: 503, text/plain (BEHAVIOUR.md §2.9, §4.6). */
+export function guardFailureReply(): Reply {
+  return localReply(GUARD_FAILURE_STATUS, GUARD_FAILURE_BODY, { 'content-type': 'text/plain' });
+}
+
+function rejectionReply(g: CompiledGuard, status?: number, body?: string): Reply {
+  // A webhook's own rejection replaces the entry's (status and body only, as the reference does).
+  if (status !== undefined || body !== undefined) return localReply(status ?? g.status, body ?? g.body, {});
+  const headers: HeaderMap = {};
+  if (g.headers) applyHeaderModifier(g.headers, headers);
+  return localReply(g.status, g.body, headers);
+}
+
+/**
+ * Run one guard list over the slots: in order; the first rejection answers; a mask rewrites the slots (the body) and
+ * the next guard sees the masked text. A guard that throws (its service failed, or answered something unusable)
+ * ends the list with 503.
+ */
+async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: readonly CompiledGuard[], slots: readonly TextSlot[], log: Logger): Promise<Reply | undefined> {
+  if (guards.length === 0 || slots.length === 0) return undefined;
+  for (const g of guards) {
+    let verdict;
+    try {
+      verdict = await g.instance.check(ex, phase, guardMessages(slots));
+      if (verdict.action === 'mask') writeBack(slots, verdict.messages);
+    } catch (err) {
+      log.warn('prompt guard failed', { guard: g.key, phase, error: (err as Error)?.message ?? String(err) });
+      ex.logField('llm.guard', `${phase}:error:${g.key}`);
+      return guardFailureReply();
+    }
+    if (verdict.action === 'mask') ex.logField('llm.guard', `${phase}:mask:${g.key}`);
+    else if (verdict.action === 'reject') {
+      ex.logField('llm.guard', `${phase}:reject:${g.key}`);
+      return rejectionReply(g, verdict.status, verdict.body);
+    }
+  }
+  return undefined;
+}
+
+/** Route suffixes, longest first, `*` kept apart. */
+function compileRoutes(routes: Record<string, LlmRouteType>): { suffixes: [string, LlmRouteType][]; fallback: LlmRouteType | undefined } {
+  const suffixes = Object.entries(routes)
+    .filter(([k]) => k !== '*')
+    .sort(([a], [b]) => b.length - a.length || (a < b ? -1 : a > b ? 1 : 0));
+  return { suffixes, fallback: routes['*'] };
+}
+
+/** Formats whose body is JSON the policy may change (passthrough and realtime are forwarded as they are). */
+const MUTABLE: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses', 'embeddings', 'anthropicTokenCount', 'detect']);
+
+/** The compiled `ai` policy: what the `ai` backend calls (plugins/lib/llm/contract.ts `AiPolicyRuntime`). */
+export class AiRuntime implements AiPolicyRuntime {
+  readonly hasResponseGuards: boolean;
+  readonly promptCaching: PromptCachingSettings | undefined;
+  private readonly suffixes: readonly [string, LlmRouteType][];
+  private readonly fallback: LlmRouteType | undefined;
+  private readonly prepend: readonly PromptMessage[];
+  private readonly append: readonly PromptMessage[];
+  private readonly mutations: BodyMutations | undefined;
+  private readonly aliases: ModelAliases | undefined;
+  private readonly requestGuards: readonly CompiledGuard[];
+  private readonly responseGuards: readonly CompiledGuard[];
+  private readonly log: Logger;
+
+  constructor(parts: {
+    routes: Record<string, LlmRouteType>;
+    prepend: readonly PromptMessage[];
+    append: readonly PromptMessage[];
+    mutations: BodyMutations | undefined;
+    aliases: ModelAliases | undefined;
+    promptCaching: PromptCachingSettings | undefined;
+    requestGuards: readonly CompiledGuard[];
+    responseGuards: readonly CompiledGuard[];
+    log: Logger;
+  }) {
+    const { suffixes, fallback } = compileRoutes(parts.routes);
+    this.suffixes = suffixes;
+    this.fallback = fallback;
+    this.prepend = parts.prepend;
+    this.append = parts.append;
+    this.mutations = parts.mutations;
+    this.aliases = parts.aliases;
+    this.promptCaching = parts.promptCaching;
+    this.requestGuards = parts.requestGuards;
+    this.responseGuards = parts.responseGuards;
+    this.hasResponseGuards = parts.responseGuards.length > 0;
+    this.log = parts.log;
+  }
+
+  routeType(path: string): LlmRouteType | undefined {
+    for (const [suffix, type] of this.suffixes) if (path.endsWith(suffix)) return type;
+    return this.fallback;
+  }
+
+  applyRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): void {
+    if (!MUTABLE.has(format)) return;
+    if (this.mutations) applyMutations(ex, body, this.mutations);
+    if (this.aliases && typeof body.model === 'string') {
+      const to = resolveModelAlias(this.aliases, body.model);
+      if (to !== undefined) body.model = to;
+    }
+    applyPrompts(format, body, this.prepend, this.append);
+    if (this.promptCaching && format === 'messages') applyAnthropicCacheMarkers(body, this.promptCaching);
+  }
+
+  guardRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined> {
+    // Token counting sends nothing to a model (the reference skips guards there too).
+    if (this.requestGuards.length === 0 || format === 'anthropicTokenCount') return Promise.resolve(undefined);
+    return runGuards(ex, 'request', this.requestGuards, requestSlots(format, body), this.log);
+  }
+
+  guardResponse(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined> {
+    if (this.responseGuards.length === 0) return Promise.resolve(undefined);
+    return runGuards(ex, 'response', this.responseGuards, responseSlots(format, body), this.log);
+  }
+}
+
+async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'request' | 'response', ctx: CompileContext): Promise<CompiledGuard[]> {
+  const out: CompiledGuard[] = [];
+  for (let i = 0; i < (list ?? []).length; i++) {
+    const entry = list![i]!;
+    const at = ['promptGuard', phase, i];
+    const { key, instance } = await ctx.compileVariant<GuardInstance>('guard', entry, at);
+    const rejection = entry.rejection ?? {};
+    let headers: HeaderModifier | undefined;
+    if (rejection.headers) {
+      const compiled = compileHeaderModifier(rejection.headers);
+      if (typeof compiled === 'string') ctx.fail(compiled, [...at, 'rejection', 'headers']);
+      headers = compiled;
+    }
+    out.push({ key, instance, status: rejection.status ?? DEFAULT_REJECTION_STATUS, body: rejection.body ?? DEFAULT_REJECTION_BODY, headers });
+  }
+  return out;
+}
+
+/** Compile the runtime (exported for tests that call it without a gateway). */
+export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileContext): Promise<AiRuntime> {
+  const transformations = Object.entries(config.transformations ?? {}).map(([field, source]) => [field, ctx.expr.compile(source, ['transformations', field])] as const);
+  const overrides = Object.entries(config.overrides ?? {});
+  const defaults = Object.entries(config.defaults ?? {});
+  const mutations = transformations.length || overrides.length || defaults.length ? { overrides, transformations, defaults } : undefined;
+  const aliases = config.modelAliases && Object.keys(config.modelAliases).length ? compileModelAliases(config.modelAliases) : undefined;
+  const guard = config.promptGuard ?? {};
+  const requestGuards = await compileGuards(guard.request, 'request', ctx);
+  const responseGuards = await compileGuards(guard.response, 'response', ctx);
+  if (guard.streaming === 'Enabled' && responseGuards.length) {
+    ctx.warn('response guards on streamed responses are not supported yet: streamed responses are not guarded', ['promptGuard', 'streaming']);
+  }
+  return new AiRuntime({
+    routes: config.routes ?? {},
+    prepend: config.prompts?.prepend ?? [],
+    append: config.prompts?.append ?? [],
+    mutations,
+    aliases,
+    promptCaching: config.promptCaching ? promptCachingSettings(config.promptCaching) : undefined,
+    requestGuards,
+    responseGuards,
+    log: ctx.logger,
+  });
+}
+
+/**
+ * The `ai` policy: compiles everything once and, per request, only publishes the runtime for the `ai` backend
+ * (`AI_POLICY`). Route and backend level both set it; the backend's hooks run later, so its policy wins.
+ */
+export async function compileAiPolicy(config: AiPolicyConfig, ctx: CompileContext): Promise<PolicyInstance> {
+  const runtime = await compileAiRuntime(config, ctx);
+  return {
+    onRequest(ex) {
+      ex.set(AI_POLICY, runtime);
+    },
+  };
+}

@@ -1,0 +1,174 @@
+import type { CompiledExpression, Exchange } from 'switchyard/sdk';
+import type { LlmRouteType } from '../../lib/llm/contract.ts';
+
+/** A configured prompt message. */
+export interface PromptMessage {
+  readonly role: string;
+  readonly content: string;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isSystem = (role: string): boolean => role === 'system' || role === 'developer';
+
+// --- prompts ----------------------------------------------------------------------------------------------------
+
+/** OpenAI Chat Completions: plain messages before and after `messages`. */
+function completionsPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  body.messages = [...prepend.map((m) => ({ role: m.role, content: m.content })), ...messages, ...append.map((m) => ({ role: m.role, content: m.content }))];
+}
+
+/**
+ * Anthropic Messages: `system`/`developer` entries go into the top-level `system` (as text blocks around the
+ * client's own system prompt; a lone string stays a string), the others into `messages`.
+ */
+function messagesPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  const before = prepend.filter((m) => isSystem(m.role)).map((m) => m.content);
+  const after = append.filter((m) => isSystem(m.role)).map((m) => m.content);
+  if (before.length || after.length) {
+    const existing = body.system;
+    const own: unknown[] = typeof existing === 'string' ? [{ type: 'text', text: existing }] : Array.isArray(existing) ? existing : [];
+    const blocks = [...before.map((text) => ({ type: 'text', text })), ...own, ...after.map((text) => ({ type: 'text', text }))];
+    body.system = existing === undefined && blocks.length === 1 ? (blocks[0] as { text: string }).text : blocks;
+  }
+  const turn = (m: PromptMessage) => ({ role: m.role, content: m.content });
+  const pre = prepend.filter((m) => !isSystem(m.role)).map(turn);
+  const post = append.filter((m) => !isSystem(m.role)).map(turn);
+  if (pre.length || post.length) body.messages = [...pre, ...(Array.isArray(body.messages) ? body.messages : []), ...post];
+}
+
+/** OpenAI Responses: items of `input` (a string input becomes one `user` item first). */
+function responsesPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  const input = body.input;
+  const items: unknown[] = typeof input === 'string' ? [{ role: 'user', content: input }] : Array.isArray(input) ? input : [];
+  const item = (m: PromptMessage) => ({ role: m.role, content: m.content });
+  body.input = [...prepend.map(item), ...items, ...append.map(item)];
+}
+
+/** Insert the configured prompts into a body of the given format. Formats without a conversation are left alone. */
+export function applyPrompts(format: LlmRouteType, body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  if (prepend.length === 0 && append.length === 0) return;
+  switch (format) {
+    case 'completions':
+      completionsPrompts(body, prepend, append);
+      break;
+    case 'messages':
+    case 'anthropicTokenCount':
+      messagesPrompts(body, prepend, append);
+      break;
+    case 'responses':
+      responsesPrompts(body, prepend, append);
+      break;
+    case 'detect':
+      // Told from the body: a top-level `system` means Anthropic Messages, `input` means Responses.
+      if (Array.isArray(body.messages)) {
+        if (body.system !== undefined) messagesPrompts(body, prepend, append);
+        else completionsPrompts(body, prepend, append);
+      } else if (body.input !== undefined) responsesPrompts(body, prepend, append);
+      break;
+    default:
+      break;
+  }
+}
+
+// --- CEL values -------------------------------------------------------------------------------------------------
+
+/** A JSON value as CEL sees it: integers become CEL `int` (bigint), so `llmRequest.max_tokens > 100` type-checks. */
+export function jsonToCel(value: unknown): unknown {
+  if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : value;
+  if (Array.isArray(value)) return value.map(jsonToCel);
+  if (isObj(value)) {
+    const out: Obj = {};
+    for (const [k, v] of Object.entries(value)) out[k] = jsonToCel(v);
+    return out;
+  }
+  return value;
+}
+
+/** A CEL result as JSON: ints back to numbers, maps to objects, bytes to base64. */
+export function celToJson(value: unknown): unknown {
+  if (typeof value === 'bigint') {
+    const n = Number(value);
+    return Number.isSafeInteger(n) ? n : value.toString();
+  }
+  if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
+  if (value === undefined) throw new Error('no value');
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  if (Array.isArray(value)) return value.map(celToJson);
+  if (value instanceof Map) {
+    const out: Obj = {};
+    for (const [k, v] of value) out[String(k)] = celToJson(v);
+    return out;
+  }
+  if (isObj(value) && Object.getPrototypeOf(value) === Object.prototype) {
+    const out: Obj = {};
+    for (const [k, v] of Object.entries(value)) out[k] = celToJson(v);
+    return out;
+  }
+  // Other CEL values (ip, cidr, durations, timestamps) as their text.
+  return String(value);
+}
+
+// --- body fields ------------------------------------------------------------------------------------------------
+
+const REMOVE = Symbol('remove');
+
+export interface BodyMutations {
+  readonly overrides: readonly (readonly [string, unknown])[];
+  readonly transformations: readonly (readonly [string, CompiledExpression])[];
+  readonly defaults: readonly (readonly [string, unknown])[];
+}
+
+/**
+ * `overrides` → `transformations` → `defaults` (BEHAVIOUR.md §2.8). Every transformation is evaluated against the
+ * body as the client sent it; one that fails (or yields no value) removes its field.
+ */
+export function applyMutations(ex: Exchange, body: Obj, m: BodyMutations): void {
+  let computed: [string, unknown | typeof REMOVE][] | undefined;
+  if (m.transformations.length) {
+    const llmRequest = jsonToCel(body);
+    computed = m.transformations.map(([field, expression]) => {
+      try {
+        return [field, celToJson(expression.evaluate(ex, { llmRequest }))];
+      } catch {
+        return [field, REMOVE];
+      }
+    });
+  }
+  for (const [field, value] of m.overrides) body[field] = structuredClone(value);
+  if (computed) {
+    for (const [field, value] of computed) {
+      if (value === REMOVE) delete body[field];
+      else body[field] = value;
+    }
+  }
+  for (const [field, value] of m.defaults) if (!(field in body) || body[field] === undefined) body[field] = structuredClone(value);
+}
+
+// --- model aliases ----------------------------------------------------------------------------------------------
+
+export interface ModelAliases {
+  readonly exact: ReadonlyMap<string, string>;
+  /** Wildcard patterns, longest first. */
+  readonly patterns: readonly (readonly [RegExp, string])[];
+}
+
+export function compileModelAliases(aliases: Record<string, string>): ModelAliases {
+  const exact = new Map<string, string>();
+  const patterns: [RegExp, string, number][] = [];
+  for (const [from, to] of Object.entries(aliases)) {
+    if (!from.includes('*')) exact.set(from, to);
+    else patterns.push([new RegExp(`^${from.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's'), to, from.length]);
+  }
+  patterns.sort((a, b) => b[2] - a[2]);
+  return { exact, patterns: patterns.map(([re, to]) => [re, to] as const) };
+}
+
+/** The model to send for a requested one, or undefined when no alias applies. */
+export function resolveModelAlias(aliases: ModelAliases, model: string): string | undefined {
+  const hit = aliases.exact.get(model);
+  if (hit !== undefined) return hit;
+  for (const [re, to] of aliases.patterns) if (re.test(model)) return to;
+  return undefined;
+}

@@ -1,0 +1,116 @@
+import { headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
+
+/** The route types `routes` may name (plugins/lib/llm/contract.ts `LlmRouteType`). */
+export const ROUTE_TYPES = ['completions', 'messages', 'responses', 'embeddings', 'anthropicTokenCount', 'realtime', 'passthrough', 'detect', 'models'] as const;
+
+const message = {
+  type: 'object',
+  description: 'A message to insert: `role` and text `content`.',
+  properties: {
+    role: {
+      enum: ['system', 'developer', 'user', 'assistant'],
+      description: '`system` (or `developer`): an instruction; in Anthropic Messages bodies it goes into the top-level `system` field, in OpenAI Responses bodies into `input` as a `system`/`developer` item. `user`/`assistant`: a conversation turn.',
+    },
+    content: { type: 'string', description: 'The text of the message.' },
+  },
+  required: ['role', 'content'],
+  additionalProperties: false,
+};
+
+const rejectionHeaders = headerModifierSchema('response');
+
+const guard = {
+  'x-slot': 'guard',
+  description: 'One guard: exactly one guard type (`regex`, `webhook`, `openAIModeration`, `bedrockGuardrails`, `googleModelArmor`, …), plus an optional `rejection`.',
+  properties: {
+    rejection: {
+      type: 'object',
+      description: 'The response sent when this guard rejects (a webhook\'s own reject status and body replace it).',
+      properties: {
+        status: { type: 'integer', minimum: 100, maximum: 599, description: 'HTTP status. Default: 403.' },
+        body: { type: 'string', description: 'Response body, sent as it is (no content type is added). Default: `The request was rejected due to inappropriate content`.' },
+        headers: { ...rejectionHeaders, description: 'Headers of the rejection: `add`, then `set`, then `remove`.' },
+      },
+      additionalProperties: false,
+    },
+  },
+};
+
+const guardList = (what: string) => ({
+  type: 'array',
+  description: `Guards run on ${what}, in order: the first rejection answers; masking guards change the text and the next guard sees the masked text.`,
+  items: guard,
+});
+
+const jsonMap = (what: string) => ({
+  type: 'object',
+  description: what,
+  propertyNames: { minLength: 1 },
+  additionalProperties: { description: 'Any JSON value.' },
+});
+
+/** JSON Schema of the `ai` policy (SPEC §2.8–2.9, BEHAVIOUR.md §2.8–2.9). */
+export const aiPolicySchema = {
+  type: 'object',
+  description: 'LLM request policy for an `ai` backend: prompts, route types, body defaults/overrides/transformations, model aliases, prompt caching and prompt guards. Set on the route or the backend (the backend\'s wins as a whole).',
+  properties: {
+    prompts: {
+      type: 'object',
+      description: 'Messages inserted before (`prepend`) and after (`append`) the client\'s messages, before the prompt guards run.',
+      properties: {
+        prepend: { type: 'array', description: 'Inserted before the client\'s messages, in this order.', items: message },
+        append: { type: 'array', description: 'Inserted after the client\'s messages, in this order.', items: message },
+      },
+      additionalProperties: false,
+    },
+    routes: {
+      type: 'object',
+      description: 'Request path suffix → route type. The longest matching suffix wins; `*` matches any path. Without `routes` every request is OpenAI Chat Completions.',
+      propertyNames: { minLength: 1 },
+      additionalProperties: {
+        enum: [...ROUTE_TYPES],
+        description: '`completions` (OpenAI Chat Completions), `messages` (Anthropic Messages), `responses` (OpenAI Responses), `embeddings`, `anthropicTokenCount`, `realtime`, `passthrough` (forwarded as it is), `detect` (told from the body), `models` (501).',
+      },
+    },
+    defaults: jsonMap('Top-level request body fields set when the client did not send them (applied after `overrides` and `transformations`).'),
+    overrides: jsonMap('Top-level request body fields always set, replacing the client\'s (applied first).'),
+    transformations: {
+      type: 'object',
+      description: 'Top-level request body field → CEL expression computing its value, evaluated per request against the client\'s body (`llmRequest`) and the request (`request`, `jwt`, …). A failing expression removes the field. Applied after `overrides`, before `defaults`.',
+      propertyNames: { minLength: 1 },
+      additionalProperties: { type: 'string', minLength: 1, description: 'A CEL expression, such as `min(llmRequest.max_tokens, 1024)`.' },
+    },
+    modelAliases: {
+      type: 'object',
+      description: 'Requested model → model sent. Keys may contain `*` wildcards; an exact key wins, then the longest matching pattern.',
+      propertyNames: { minLength: 1 },
+      additionalProperties: { type: 'string', minLength: 1, description: 'The model name to use instead.' },
+    },
+    promptCaching: {
+      type: ['object', 'null'],
+      description: 'Add Anthropic `cache_control` breakpoints to Messages requests (at most four per request, the client\'s own included). `null` or absent: off.',
+      properties: {
+        cacheSystem: { type: 'boolean', description: 'Mark the system prompt (when it is at least `minTokens` long). Default: true.' },
+        cacheMessages: { type: 'boolean', description: 'Mark the conversation history (the second-to-last message, moved back by `cacheMessageOffset`). Default: true.' },
+        cacheTools: { type: 'boolean', description: 'Mark the last tool definition. Default: false.' },
+        minTokens: { type: 'integer', minimum: 0, description: 'Smallest estimated system prompt size (words × 1.3) worth a breakpoint. Default: 1024.' },
+        cacheMessageOffset: { type: 'integer', minimum: 0, description: 'How many messages further back than the second-to-last the history breakpoint goes. Default: 0.' },
+      },
+      additionalProperties: false,
+    },
+    promptGuard: {
+      type: 'object',
+      description: 'Guards on prompts (`request`) and on complete model responses (`response`).',
+      properties: {
+        request: guardList('the request\'s messages (after `prompts`), before the request is translated for the provider'),
+        response: guardList('the model\'s output in a complete (not streamed) response, in the client\'s format'),
+        streaming: {
+          enum: ['Disabled', 'Enabled'],
+          description: '`Disabled` (default): streamed responses are not guarded. `Enabled` is accepted but not implemented yet: streamed responses are still not guarded (a warning says so).',
+        },
+      },
+      additionalProperties: false,
+    },
+  },
+  additionalProperties: false,
+};

@@ -1,0 +1,196 @@
+// The `webhook` guard against a loopback stand-in speaking the Gloo-style guardrail webhook protocol
+// (BEHAVIOUR.md §2.9): POST /request and /response, the JSON bodies, the mask/reject/pass answers, forwarded headers,
+// the three target forms, and failClosed/failOpen.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { webhookVerdict } from '../../plugins/guards/webhook/webhook-guard.ts';
+import { aiConfig, aiGatewayOptions, sendJson, startStandIn } from './support.ts';
+import type { StandIn } from './support.ts';
+
+type Msg = { role: string; content: string };
+
+/** The webhook: acts on markers in the texts. */
+function guardrail(res: import('node:http').ServerResponse, texts: string[], kind: 'request' | 'response', body: unknown): void {
+  const all = texts.join('\n');
+  if (all.includes('ERR500')) return sendJson(res, 500, { error: 'boom' });
+  if (all.includes('BADJSON')) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return void res.end('{not json');
+  }
+  if (all.includes('REJECTME')) return sendJson(res, 200, { action: { body: 'webhook says no', status_code: 418, reason: 'marker' } });
+  if (all.includes('MASKME')) {
+    if (kind === 'request') {
+      const messages = (body as { body: { messages: Msg[] } }).body.messages.map((m) => ({ role: m.role, content: m.content.replaceAll('MASKME', '******') }));
+      return sendJson(res, 200, { action: { body: { messages }, reason: 'masked' } });
+    }
+    const choices = (body as { body: { choices: { message: Msg }[] } }).body.choices.map((c) => ({ message: { role: c.message.role, content: c.message.content.replaceAll('MASKME', '******') } }));
+    return sendJson(res, 200, { action: { body: { choices }, reason: 'masked' } });
+  }
+  sendJson(res, 200, { action: { reason: 'fine' } });
+}
+
+describe('webhook guard', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let hook: StandIn;
+
+  before(async () => {
+    hook = await startStandIn((req, res, body) => {
+      if (req.url === '/request') {
+        const messages = (body as { body: { messages: Msg[] } }).body.messages;
+        return guardrail(res, messages.map((m) => m.content), 'request', body);
+      }
+      if (req.url === '/response') {
+        const choices = (body as { body: { choices: { message: Msg }[] } }).body.choices;
+        return guardrail(res, choices.map((c) => c.message.content), 'response', body);
+      }
+      sendJson(res, 404, {});
+    });
+    port = await freePort();
+    const dead = await freePort();
+    const guard = (target: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({ webhook: { target, ...extra } });
+    const forward = { forwardHeaderMatches: [{ name: 'X-Tenant', value: { exact: 'acme' } }, { name: 'x-user', value: { regex: 'u-[0-9]+' } }] };
+    gw = await startGateway(
+      aiConfig(
+        port,
+        [
+          { name: 'host', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${hook.port}` }, forward)], response: [guard({ host: `http://127.0.0.1:${hook.port}` })] } } } },
+          { name: 'service', policies: { ai: { promptGuard: { request: [guard({ service: { name: { namespace: 'default', hostname: '127.0.0.1' }, port: hook.port } })] } } } },
+          { name: 'named', policies: { ai: { promptGuard: { request: [guard({ backend: 'guardrail' })] } } } },
+          { name: 'closed', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${dead}` })] } } } },
+          { name: 'open', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${dead}` }, { failureMode: 'failOpen' })] } } } },
+          { name: 'open-bad-answer', policies: { ai: { promptGuard: { request: [guard({ host: `127.0.0.1:${hook.port}` }, { failureMode: 'failOpen' })] } } } },
+        ],
+        { backends: [{ name: 'guardrail', host: `127.0.0.1:${hook.port}` }] },
+      ),
+      aiGatewayOptions,
+    );
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await hook?.close();
+  });
+
+  async function post(path: string, content: string, headers: Record<string, string> = {}) {
+    const res = await request(`${gw.url(port)}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'sys' }, { role: 'user', content }] }),
+    });
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+  }
+
+  it('request phase: POST /request with {"body":{"messages":[…]}} and JSON content type; pass lets the request through', async () => {
+    const before = hook.received.length;
+    const res = await post('/host/v1/chat/completions', 'hello');
+    assert.equal(res.status, 200, res.text);
+    const call = hook.received[before]!;
+    assert.equal(call.method, 'POST');
+    assert.equal(call.url, '/request');
+    assert.equal(call.headers['content-type'], 'application/json');
+    assert.deepEqual(call.body, { body: { messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hello' }] } });
+  });
+
+  it('forwards only the headers of forwardHeaderMatches whose value matches', async () => {
+    const before = hook.received.length;
+    await post('/host/v1/chat/completions', 'hello', { 'x-tenant': 'acme', 'x-user': 'u-42', 'x-other': 'no', authorization: 'Bearer secret' });
+    const first = hook.received[before]!.headers;
+    assert.equal(first['x-tenant'], 'acme');
+    assert.equal(first['x-user'], 'u-42');
+    assert.equal(first['x-other'], undefined);
+    assert.equal(first.authorization, undefined);
+    const next = hook.received.length;
+    await post('/host/v1/chat/completions', 'hello', { 'x-tenant': 'other', 'x-user': 'admin' });
+    assert.equal(hook.received[next]!.headers['x-tenant'], undefined);
+    assert.equal(hook.received[next]!.headers['x-user'], undefined);
+  });
+
+  it('mask replaces the messages; reject answers with the webhook\'s own status and body', async () => {
+    const masked = await post('/host/v1/chat/completions', 'my MASKME token');
+    assert.equal(masked.status, 200);
+    assert.deepEqual((JSON.parse(masked.text) as { request: { messages: Msg[] } }).request.messages, [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'my ****** token' },
+    ]);
+    const rejected = await post('/host/v1/chat/completions', 'REJECTME');
+    assert.equal(rejected.status, 418);
+    assert.equal(rejected.text, 'webhook says no');
+  });
+
+  it('response phase: POST /response with {"body":{"choices":[{"message":…}]}}; mask and reject apply to the response', async () => {
+    const before = hook.received.length;
+    const answer = (content: string) => ({ 'x-test-response': JSON.stringify({ id: 'c1', choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }] }) });
+    const masked = await post('/host/v1/chat/completions', 'hi', answer('the MASKME answer'));
+    assert.equal(masked.status, 200);
+    const response = hook.received.find((r, i) => i >= before && r.url === '/response')!;
+    assert.deepEqual(response.body, { body: { choices: [{ message: { role: 'assistant', content: 'the MASKME answer' } }] } });
+    assert.deepEqual((JSON.parse(masked.text) as { response: unknown }).response, {
+      id: 'c1',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'the ****** answer' }, finish_reason: 'stop' }],
+    });
+    const rejected = await post('/host/v1/chat/completions', 'hi', answer('REJECTME'));
+    assert.equal(rejected.status, 418);
+    assert.equal(rejected.text, 'webhook says no');
+  });
+
+  it('target forms: service (DNS name or address, port) and a named host backend', async () => {
+    for (const path of ['/service/x', '/named/x']) {
+      const before = hook.received.length;
+      const res = await post(path, 'REJECTME');
+      assert.equal(res.status, 418, path);
+      assert.equal(hook.received[before]?.url, '/request', path);
+    }
+  });
+
+  it('failClosed (default): unreachable, error status or unreadable answer → 503 prompt guard failed', async () => {
+    for (const [path, content] of [
+      ['/closed/x', 'hi'],
+      ['/host/x', 'ERR500'],
+      ['/host/x', 'BADJSON'],
+    ] as const) {
+      const res = await post(path, content);
+      assert.equal(res.status, 503, `${path} ${content}`);
+      assert.equal(res.text, 'failed to process LLM request: prompt guard failed');
+      assert.equal(res.headers['content-type'], 'text/plain');
+    }
+  });
+
+  it('failOpen: a failing webhook lets the request through unchanged', async () => {
+    for (const [path, content] of [
+      ['/open/x', 'hi MASKME'],
+      ['/open-bad-answer/x', 'ERR500'],
+    ] as const) {
+      const res = await post(path, content);
+      assert.equal(res.status, 200, `${path}: ${res.text}`);
+      assert.equal((JSON.parse(res.text) as { request: { messages: Msg[] } }).request.messages[1]!.content, content);
+    }
+  });
+});
+
+describe('webhook answers (protocol parsing)', () => {
+  const msgs = [{ role: 'user', content: 'x' }];
+  it('mask, reject and pass are tried in that order', () => {
+    assert.deepEqual(webhookVerdict({ action: { body: { messages: msgs } } }, 'request'), { action: 'mask', messages: msgs });
+    assert.deepEqual(webhookVerdict({ action: { body: { choices: [{ message: { role: 'assistant', content: 'y' } }] } } }, 'response'), {
+      action: 'mask',
+      messages: [{ role: 'assistant', content: 'y' }],
+    });
+    assert.deepEqual(webhookVerdict({ action: { body: 'no', status_code: 400, reason: 'r' } }, 'request'), { action: 'reject', status: 400, body: 'no', reason: 'r' });
+    assert.deepEqual(webhookVerdict({ action: { reason: 'fine' } }, 'request'), { action: 'pass' });
+    assert.deepEqual(webhookVerdict({ action: {} }, 'response'), { action: 'pass' });
+    assert.deepEqual(webhookVerdict({ action: { body: 'no status' } }, 'request'), { action: 'pass' });
+  });
+
+  it('answers that cannot be applied are failures', () => {
+    assert.throws(() => webhookVerdict({}, 'request'), /without an `action`/);
+    assert.throws(() => webhookVerdict({ action: { body: { choices: [] } } }, 'request'), /masked a request with `choices`/);
+    assert.throws(() => webhookVerdict({ action: { body: { messages: [] } } }, 'response'), /masked a response with `messages`/);
+    assert.throws(() => webhookVerdict({ action: { body: { messages: [{ role: 'user' }] } } }, 'request'), /no string `content`/);
+    assert.throws(() => webhookVerdict({ action: { body: 'x', status_code: 99 } }, 'request'), /not an HTTP status/);
+  });
+});

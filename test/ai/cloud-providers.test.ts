@@ -1,0 +1,313 @@
+// The cloud providers: azureOpenAI (paths, key header), bedrock (Converse, AWS event streams, SigV4 by default) and
+// vertex (OpenAI-compatible endpoint, Google token by default). aimock plays Azure and Bedrock; Vertex's
+// OpenAI-compatible path is not in aimock, so a loopback stand-in answers it.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { accessRecords, aiRoute, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
+import type { AiGateway, Mock, Recorder } from './harness.ts';
+
+const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
+
+describe('azureOpenAI provider', () => {
+  let mock: Mock;
+  let rec: Recorder;
+  let gw: AiGateway;
+
+  before(async () => {
+    mock = await startMock();
+    rec = await startRecorder(mock.url);
+    gw = await startAiGateway([
+      aiRoute('/dated', { name: 'dated', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21', model: 'my-deployment' } }, hostOverride: rec.hostPort }),
+      aiRoute('/v1api', { name: 'v1api', provider: { vendorSix: { host: 'https://my-res.openai.azure.com' } }, hostOverride: rec.hostPort }),
+      aiRoute('/keyed', { name: 'keyed', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21' } }, hostOverride: rec.hostPort }, { backendAuth: { key: 'azure-key-from-policy' } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await rec?.close();
+    await mock?.stop();
+  });
+
+  it('sends a dated-version request to the deployment path with the key in api-key', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/dated/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
+    const res = await client.chat.completions.create({ model: 'ignored', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    const wire = rec.last();
+    assert.equal(wire.url, '/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21');
+    assert.equal(wire.headers['api-key'], 'azure-client-key');
+    assert.equal(wire.headers.authorization, undefined);
+    const [log] = await accessRecords(gw, '/dated/v1/chat/completions');
+    assert.equal(log!['llm.provider'], 'azure.openai');
+    assert.equal(log!['llm.model'], 'my-deployment');
+    assert.equal(log!['llm.inputTokens'], 11);
+  });
+
+  it('uses the v1 API by default, with the model in the body', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/v1api/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
+    await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    const wire = rec.last();
+    assert.equal(wire.url, '/openai/v1/chat/completions');
+    assert.equal(wire.json().model, 'gpt-4o');
+    assert.equal(wire.headers['api-key'], 'azure-client-key');
+  });
+
+  it('keeps an Entra ID token (a JWT) in Authorization', async () => {
+    const jwt = `eyJhbGciOiJSUzI1NiJ9.${Buffer.from('{"aud":"https://cognitiveservices.azure.com"}').toString('base64url')}.c2ln`;
+    const client = new OpenAI({ baseURL: `${gw.base}/v1api/v1`, apiKey: jwt, maxRetries: 0 });
+    await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    const h = rec.last().headers;
+    assert.equal(h.authorization, `Bearer ${jwt}`);
+    assert.equal(h['api-key'], undefined);
+  });
+
+  it('moves a backendAuth key into api-key', async () => {
+    const res = await fetch(`${gw.base}/keyed/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'dep2', messages: [{ role: 'user', content: 'hello' }] }) });
+    assert.equal(res.status, 200);
+    const wire = rec.last();
+    assert.equal(wire.url, '/openai/deployments/dep2/chat/completions?api-version=2024-10-21');
+    assert.equal(wire.headers['api-key'], 'azure-key-from-policy');
+    assert.equal(wire.headers.authorization, undefined);
+  });
+});
+
+describe('bedrock provider (Converse)', () => {
+  let mock: Mock;
+  let rec: Recorder;
+  let gw: AiGateway;
+  let env: { restore(): void };
+
+  before(async () => {
+    // The default credential chain's first source: the environment.
+    env = withEnv({ AWS_ACCESS_KEY_ID: 'AKIDFROMENV', AWS_SECRET_ACCESS_KEY: 'env-secret', AWS_SESSION_TOKEN: undefined, AWS_PROFILE: undefined });
+    mock = await startMock();
+    rec = await startRecorder(mock.url);
+    gw = await startAiGateway([
+      aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: rec.hostPort }, AWS_KEYS),
+      aiRoute('/brm', { name: 'brm', provider: { vendorFive: { region: 'us-east-1', model: 'anthropic.claude-3-haiku-20240307-v1:0' } }, hostOverride: rec.hostPort }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages' } } }),
+      aiRoute('/implicit', { name: 'implicit', provider: { bedrock: { region: 'eu-west-1' } }, hostOverride: rec.hostPort }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await rec?.close();
+    await mock?.stop();
+    env?.restore();
+  });
+
+  const client = (prefix: string): OpenAI => new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+  it('translates a completion to /model/<id>/converse, signed with the backendAuth keys', async () => {
+    const res = await client('/br').chat.completions.create({
+      model: 'amazon.nova-lite-v1:0',
+      max_tokens: 64,
+      temperature: 0.5,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hello' },
+      ],
+    });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(res.model, 'amazon.nova-lite-v1:0');
+    assert.deepEqual(res.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    const wire = rec.last();
+    assert.equal(wire.url, '/model/amazon.nova-lite-v1%3A0/converse');
+    assert.deepEqual(wire.json(), {
+      messages: [{ role: 'user', content: [{ text: 'hello' }] }],
+      system: [{ text: 'Be brief.' }],
+      inferenceConfig: { maxTokens: 64, temperature: 0.5 },
+    });
+    assert.match(String(wire.headers.authorization), /^AWS4-HMAC-SHA256 Credential=AKIDEXPLICIT\/\d{8}\/us-east-1\/bedrock\/aws4_request/);
+    assert.ok(wire.headers['x-amz-date']);
+    const [log] = await accessRecords(gw, '/br/v1/chat/completions');
+    assert.equal(log!['llm.provider'], 'aws.bedrock');
+    assert.equal(log!['llm.inputTokens'], 11);
+    assert.equal(log!['llm.outputTokens'], 5);
+  });
+
+  it('translates tools to toolConfig and a toolUse back to tool_calls', async () => {
+    const res = await client('/br').chat.completions.create({
+      model: 'amazon.nova-lite-v1:0',
+      tool_choice: 'auto',
+      tools: [{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+      messages: [{ role: 'user', content: 'weather' }],
+    });
+    const call = res.choices[0]!.message.tool_calls![0]!;
+    assert.ok(call.type === 'function');
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
+    assert.equal(res.choices[0]!.finish_reason, 'tool_calls');
+    assert.deepEqual(rec.last().json().toolConfig, {
+      tools: [{ toolSpec: { name: 'get_weather', inputSchema: { json: { type: 'object', properties: { city: { type: 'string' } } } }, description: 'Weather' } }],
+      toolChoice: { auto: {} },
+    });
+  });
+
+  it('streams: decodes the AWS event stream from /converse-stream into chat.completion.chunks', async () => {
+    const stream = await client('/br').chat.completions.create({ model: 'amazon.nova-lite-v1:0', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '';
+    let usage: unknown;
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(text, 'Hello from the mock!');
+    assert.equal(finish, 'stop');
+    assert.deepEqual(usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    assert.equal(rec.last().url, '/model/amazon.nova-lite-v1%3A0/converse-stream');
+    const logs = await accessRecords(gw, '/br/v1/chat/completions', 3);
+    const log = logs[logs.length - 1]!;
+    assert.equal(log['llm.streaming'], true);
+    assert.equal(log['llm.outputTokens'], 5);
+  });
+
+  it('serves an Anthropic client (Messages → Converse → Messages), streamed', async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/brm`, apiKey: 'unused', maxRetries: 0 });
+    const stream = anthropic.messages.stream({ model: 'claude', max_tokens: 32, system: 'Be brief.', messages: [{ role: 'user', content: 'hello' }] });
+    const final = await stream.finalMessage();
+    assert.deepEqual(final.content, [{ type: 'text', text: 'Hello from the mock!' }]);
+    assert.equal(final.stop_reason, 'end_turn');
+    assert.equal(final.usage.output_tokens, 5);
+    const wire = rec.last();
+    assert.equal(wire.url, '/model/anthropic.claude-3-haiku-20240307-v1%3A0/converse-stream');
+    assert.deepEqual(wire.json().system, [{ text: 'Be brief.' }]);
+    assert.deepEqual(wire.json().inferenceConfig, { maxTokens: 32 });
+  });
+
+  it('translates a Bedrock error into the OpenAI error shape', async () => {
+    await assert.rejects(client('/br').chat.completions.create({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'boom' }] }), (err) => {
+      assert.ok(err instanceof OpenAI.RateLimitError);
+      assert.equal((err.error as { message: string }).message, 'rate limited');
+      return true;
+    });
+  });
+
+  it('signs with the AWS default credential chain when no backendAuth applies', async () => {
+    const res = await client('/implicit').chat.completions.create({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.match(String(rec.last().headers.authorization), /^AWS4-HMAC-SHA256 Credential=AKIDFROMENV\/\d{8}\/eu-west-1\/bedrock\/aws4_request/);
+  });
+});
+
+describe('vertex provider', () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+  let metadata: ReturnType<typeof createServer>;
+  let env: { restore(): void };
+  const claudeMessage = { id: 'msg_v', type: 'message', role: 'assistant', model: 'claude-sonnet-4@20250514', content: [{ type: 'text', text: 'hi from claude' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 6, output_tokens: 4 } };
+  const completion = { id: 'c1', object: 'chat.completion', created: 1, model: 'google/gemini-2.5-flash', choices: [{ index: 0, message: { role: 'assistant', content: 'hi from vertex' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } };
+
+  before(async () => {
+    // A GCE metadata server stand-in: the Google auth library's default credential source on Google Cloud.
+    metadata = createServer((req, res) => {
+      const path = new URL(req.url!, 'http://metadata').pathname;
+      if (req.headers['metadata-flavor'] !== 'Google') return void res.writeHead(403).end();
+      res.setHeader('metadata-flavor', 'Google');
+      if (path === '/computeMetadata/v1/instance/service-accounts/default/token') {
+        res.setHeader('content-type', 'application/json');
+        return void res.end(JSON.stringify({ access_token: 'ya29.vertex-token', expires_in: 3599, token_type: 'Bearer' }));
+      }
+      if (path === '/computeMetadata/v1/universe/universe-domain') return void res.end('googleapis.com');
+      if (path === '/computeMetadata/v1/project/project-id') return void res.end('my-proj');
+      res.end('');
+    });
+    await new Promise<void>((resolve) => metadata.listen(0, '127.0.0.1', resolve));
+    env = withEnv({
+      GCE_METADATA_HOST: `127.0.0.1:${(metadata.address() as AddressInfo).port}`,
+      GCE_METADATA_IP: undefined,
+      METADATA_SERVER_DETECTION: undefined,
+      GOOGLE_APPLICATION_CREDENTIALS: undefined,
+      CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
+    });
+    upstream = await startUpstream((req, res) => {
+      if (req.url!.endsWith(':rawPredict')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify(claudeMessage));
+      }
+      if (req.url!.endsWith(':streamRawPredict')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const ev = (type: string, data: Record<string, unknown>): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+        return void res.end(
+          ev('message_start', { message: { ...claudeMessage, content: [], stop_reason: null, usage: { input_tokens: 6, output_tokens: 0 } } }) +
+            ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
+            ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'hi from claude' } }) +
+            ev('content_block_stop', { index: 0 }) +
+            ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 4 } }) +
+            ev('message_stop', {}),
+        );
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(completion));
+    });
+    gw = await startAiGateway([
+      aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' } }),
+      aiRoute('/vxg', { name: 'vxg', provider: { vendorFour: { projectId: 'my-proj', model: 'meta/llama-3.1-8b-instruct-maas' } }, hostOverride: `127.0.0.1:${upstream.port}` }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+    await new Promise<void>((resolve) => {
+      metadata.close(() => resolve());
+      metadata.closeAllConnections();
+    });
+    env?.restore();
+  });
+
+  it('sends completions to the regional OpenAI-compatible endpoint with a publisher-qualified model', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/vx/v1`, apiKey: 'unused', maxRetries: 0 });
+    const res = await client.chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'hi from vertex');
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/endpoints/openapi/chat/completions');
+    assert.equal(JSON.parse(got.body.toString()).model, 'google/gemini-2.5-flash');
+    assert.equal(got.headers.authorization, 'Bearer static-token', 'backendAuth replaces the default Google credential');
+    const [log] = await accessRecords(gw, '/vx/v1/chat/completions');
+    assert.equal(log!['llm.provider'], 'gcp.vertex_ai');
+    assert.equal(log!['llm.model'], 'gemini-2.5-flash');
+    assert.equal(log!['llm.inputTokens'], 3);
+  });
+
+  it('uses the global location and a Google access token from the default credentials', async () => {
+    const res = await fetch(`${gw.base}/vxg/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hello' }] }) });
+    assert.equal(res.status, 200);
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.url, '/v1/projects/my-proj/locations/global/endpoints/openapi/chat/completions');
+    assert.equal(JSON.parse(got.body.toString()).model, 'meta/llama-3.1-8b-instruct-maas', 'a qualified model is kept');
+    assert.equal(got.headers.authorization, 'Bearer ya29.vertex-token');
+  });
+
+  it('sends Claude models to Anthropic\'s publisher endpoint in the Messages format (rawPredict)', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/vx/v1`, apiKey: 'unused', maxRetries: 0 });
+    const res = await client.chat.completions.create({ model: 'claude-sonnet-4@20250514', max_tokens: 20, messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'hi from claude');
+    assert.deepEqual(res.usage, { prompt_tokens: 6, completion_tokens: 4, total_tokens: 10 });
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict');
+    assert.deepEqual(JSON.parse(got.body.toString()), { messages: [{ role: 'user', content: 'hello' }], system: 'sys', max_tokens: 20, anthropic_version: 'vertex-2023-10-16' });
+    assert.equal(got.headers.authorization, 'Bearer static-token', 'a Google token is never moved to x-api-key');
+  });
+
+  it('streams Claude on Vertex through streamRawPredict', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/vx/v1`, apiKey: 'unused', maxRetries: 0 });
+    let text = '';
+    let usage: unknown;
+    for await (const c of await client.chat.completions.create({ model: 'claude-sonnet-4@20250514', stream: true, messages: [{ role: 'user', content: 'hello' }] })) {
+      text += c.choices[0]?.delta.content ?? '';
+      if (c.usage) usage = c.usage;
+    }
+    assert.equal(text, 'hi from claude');
+    assert.deepEqual(usage, { prompt_tokens: 6, completion_tokens: 4, total_tokens: 10 });
+    assert.match(upstream.received[upstream.received.length - 1]!.url, /:streamRawPredict$/);
+  });
+});
