@@ -153,6 +153,10 @@ class SnapshotCompiler {
         return { key: plugin.key, instance };
       },
       compilePolicies: (slot, value, sub) => this.policySet(slot, value, [...path, ...sub]),
+      counter: (name, help) => {
+        if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new Error(`\`${name}\` is not a valid metric name`);
+        return this.deps.metrics.counter(name, help);
+      },
       namedBackend: async (name, sub) => {
         const spec = this.named.get(name);
         if (!spec) {

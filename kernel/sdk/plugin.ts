@@ -59,6 +59,16 @@ export interface CompileContext {
   compilePolicies(slot: string, value: Record<string, unknown> | undefined, sub: ConfigPath): Promise<PolicySet>;
   /** Look up a top-level named backend, failing at `sub` when absent. */
   namedBackend(name: string, sub: ConfigPath): Promise<BackendInstance>;
+  /**
+   * A Prometheus counter on the admin `/metrics` endpoint, shared by every plugin asking for the same name (keep
+   * it `switchyard_<area>_<what>_total`). Label values should be bounded (provider, model, route), never request data.
+   */
+  counter(name: string, help: string): MetricCounter;
+}
+
+/** A counter plugins bump; series are told apart by their labels. */
+export interface MetricCounter {
+  inc(labels?: Record<string, string>, by?: number): void;
 }
 
 /** Values a policy offers to the backend it applies to, read at compile time (TLS settings, timeouts, retries). */

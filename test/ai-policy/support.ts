@@ -145,6 +145,7 @@ export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: str
     },
     compilePolicies: () => assertNever('compilePolicies'),
     namedBackend: () => assertNever('namedBackend'),
+    counter: () => ({ inc: () => undefined }),
   });
   return make(path);
 }

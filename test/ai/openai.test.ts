@@ -52,6 +52,22 @@ describe('ai backend, openAI provider', () => {
     assert.equal(log!['llm.responseModel'], undefined, 'the same model is not logged twice');
   });
 
+  it('counts tokens and calls on /metrics by provider and model', async () => {
+    const metrics = async (): Promise<string> => (await fetch(`${gw.statsUrl}/metrics`)).text();
+    const value = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    const input = 'switchyard_llm_tokens_total{provider="openai",model="gpt-4.1",type="input"}';
+    const output = 'switchyard_llm_tokens_total{provider="openai",model="gpt-4.1",type="output"}';
+    const calls = 'switchyard_llm_requests_total{provider="openai",model="gpt-4.1",streaming="true"}';
+    const before = await metrics();
+    const stream = await client('/oa/metrics/v1').chat.completions.create({ model: 'gpt-4.1', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    for await (const _chunk of stream) void _chunk;
+    await accessRecords(gw, '/oa/metrics/v1/chat/completions');
+    const after = await metrics();
+    assert.equal(value(after, input) - value(before, input), 11);
+    assert.equal(value(after, output) - value(before, output), 5);
+    assert.equal(value(after, calls) - value(before, calls), 1);
+  });
+
   it('passes a tool call through', async () => {
     const res = await client('/oa/tool/v1').chat.completions.create({
       model: 'gpt-4o',

@@ -12,7 +12,7 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
 import { CollectingStream, LlmResponseStream, pipeInto, readAll } from '../../lib/llm/stream.ts';
-import { LlmCall } from '../../lib/llm/telemetry.ts';
+import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { errorFamily, translation } from '../../lib/llm/translate.ts';
 import type { Translation } from '../../lib/llm/translate.ts';
 import { detectFormat } from './detect.ts';
@@ -53,6 +53,7 @@ function splitPath(pathAndQuery: string): { path: string; query: string } {
 }
 
 export async function compileAiBackend(config: AiBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
+  const metrics = llmMetrics(ctx);
   const { key, instance: provider } = await ctx.compileVariant<LlmProviderInstance>('llmProvider', config.provider, ['provider']);
   const facetTls = ctx.policies.facets.tls;
   let origin = provider.origin;
@@ -157,7 +158,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
-    const call = new LlmCall(ex, provider.kind, model, stream);
+    const call = new LlmCall(ex, provider.kind, model, stream, metrics);
     const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
     const reply = await upstream.forward(ex, onAttempt(ex));
     return respond(ex, reply, request).catch((err: unknown) => {

@@ -1,5 +1,5 @@
 import { defineAttribute } from 'switchyard/sdk';
-import type { Exchange } from 'switchyard/sdk';
+import type { CompileContext, Exchange, MetricCounter } from 'switchyard/sdk';
 import { mergeUsage } from './usage.ts';
 import type { LlmUsage } from './usage.ts';
 
@@ -19,6 +19,19 @@ export interface LlmCallInfo {
 /** Set by the `ai` backend on every LLM request (for policies that act after the response: token rate limits, say). */
 export const LLM_CALL = defineAttribute<LlmCallInfo>('llm.call');
 
+/** The LLM counters on `/metrics`: tokens by provider, model and type, and calls by provider, model and streaming. */
+export interface LlmMetrics {
+  readonly tokens: MetricCounter;
+  readonly calls: MetricCounter;
+}
+
+export function llmMetrics(ctx: CompileContext): LlmMetrics {
+  return {
+    tokens: ctx.counter('switchyard_llm_tokens_total', 'LLM tokens by provider, model and type (input, output), as the provider reported them.'),
+    calls: ctx.counter('switchyard_llm_requests_total', 'LLM calls sent to a provider, by provider, model and streaming.'),
+  };
+}
+
 /**
  * One LLM call's telemetry: access-log fields `llm.provider`, `llm.model`, `llm.responseModel` (when it differs),
  * `llm.streaming`, `llm.inputTokens`, `llm.outputTokens` (and `llm.cachedInputTokens`, `llm.reasoningTokens` when
@@ -31,16 +44,22 @@ export class LlmCall implements LlmCallInfo {
   readonly streaming: boolean;
   readonly usage: LlmUsage = {};
   private readonly ex: Exchange;
+  private readonly metrics: LlmMetrics | undefined;
+  /** Tokens already added to the metrics (usage arrives in parts and may be restated cumulatively). */
+  private countedInput = 0;
+  private countedOutput = 0;
 
-  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean) {
+  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics) {
     this.ex = ex;
     this.provider = provider;
     this.requestModel = requestModel;
     this.streaming = streaming;
+    this.metrics = metrics;
     ex.logField('llm.provider', provider);
     if (requestModel !== undefined) {
       ex.logField('llm.model', requestModel);
       ex.logField('llm.streaming', streaming);
+      metrics?.calls.inc({ provider, model: requestModel, streaming: String(streaming) });
     }
     ex.set(LLM_CALL, this);
   }
@@ -59,5 +78,18 @@ export class LlmCall implements LlmCallInfo {
     if (u.outputTokens !== undefined) this.ex.logField('llm.outputTokens', u.outputTokens);
     if (u.cachedInputTokens) this.ex.logField('llm.cachedInputTokens', u.cachedInputTokens);
     if (u.reasoningTokens) this.ex.logField('llm.reasoningTokens', u.reasoningTokens);
+    if (this.metrics) this.countTokens(u.inputTokens ?? 0, u.outputTokens ?? 0);
+  }
+
+  private countTokens(input: number, output: number): void {
+    const model = this.requestModel ?? this.responseModel ?? 'unknown';
+    if (input > this.countedInput) {
+      this.metrics!.tokens.inc({ provider: this.provider, model, type: 'input' }, input - this.countedInput);
+      this.countedInput = input;
+    }
+    if (output > this.countedOutput) {
+      this.metrics!.tokens.inc({ provider: this.provider, model, type: 'output' }, output - this.countedOutput);
+      this.countedOutput = output;
+    }
   }
 }
