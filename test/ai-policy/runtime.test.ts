@@ -267,9 +267,13 @@ describe('ai runtime: prompt guards (regex)', () => {
     });
   });
 
-  it('streaming: Enabled with response guards warns that streams are not guarded yet', async () => {
+  it('streaming: Enabled asks the backend to guard streams (guardStreams), without a warning', async () => {
     const warnings: string[] = [];
-    await runtime({ promptGuard: { streaming: 'Enabled', response: [{ regex: { rules: [{ builtin: 'email' }] } }] } }, warnings);
-    assert.ok(warnings.some((w) => w.startsWith('policies.ai.promptGuard.streaming:') && /not supported yet/.test(w)));
+    const enabled = await runtime({ promptGuard: { streaming: 'Enabled', response: [{ regex: { rules: [{ builtin: 'email' }] } }] } }, warnings);
+    assert.equal(enabled.guardStreams, true);
+    assert.equal(enabled.hasResponseGuards, true);
+    assert.deepEqual(warnings.filter((w) => w.includes('streaming')), []);
+    assert.equal((await runtime({ promptGuard: { response: [{ regex: { rules: [{ builtin: 'email' }] } }] } })).guardStreams, false, 'Disabled by default');
+    assert.equal((await runtime({ promptGuard: { streaming: 'Disabled' } })).guardStreams, false);
   });
 });

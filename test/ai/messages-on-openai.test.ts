@@ -18,7 +18,7 @@ describe('Anthropic Messages clients on an openAI provider', () => {
     rec = await startRecorder(mock.url);
     gw = await startAiGateway([
       aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'gpt-4o' } }, hostOverride: rec.hostPort }, ROUTES),
-      aiRoute('/gm', { name: 'gm', provider: { gemini: {} }, hostOverride: rec.hostPort }, ROUTES),
+      aiRoute('/gm', { name: 'gm', provider: { gemini: { openAICompatible: true } }, hostOverride: rec.hostPort }, ROUTES),
     ]);
   });
   after(async () => {

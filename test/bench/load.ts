@@ -48,6 +48,8 @@ export interface Phase {
   readonly cpuUsPerReq: number;
   /** The same for `sideCpuPids` (NaN when not measured). */
   readonly sideCpuUsPerReq: number;
+  /** CPU time of this load generator per request in this phase, µs (it shares its CPU with the upstreams). */
+  readonly loadCpuUsPerReq: number;
 }
 
 export interface JobResult {
@@ -129,7 +131,7 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function phase(r: AutocannonResult, samples?: number[], cpu = NaN, sideCpu = NaN): Phase {
+function phase(r: AutocannonResult, samples?: number[], cpu = NaN, sideCpu = NaN, loadCpu = NaN): Phase {
   const codes: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) codes[code] = count;
   let p50 = r.latency.p50;
@@ -152,6 +154,7 @@ function phase(r: AutocannonResult, samples?: number[], cpu = NaN, sideCpu = NaN
     p99,
     cpuUsPerReq: cpu / r.requests.total,
     sideCpuUsPerReq: sideCpu / r.requests.total,
+    loadCpuUsPerReq: loadCpu / r.requests.total,
   };
 }
 
@@ -160,8 +163,10 @@ for (const [index, job] of jobs.entries()) {
   if (job.warmupS > 0) await run(job, job.connections, job.warmupS);
   const cpu0 = cpuUs(job.cpuPids);
   const side0 = cpuUs(job.sideCpuPids);
+  const self0 = process.cpuUsage();
   const measured = await run(job, job.connections, job.throughputS);
-  const throughput = phase(measured, undefined, cpuUs(job.cpuPids) - cpu0, cpuUs(job.sideCpuPids) - side0);
+  const self = process.cpuUsage(self0);
+  const throughput = phase(measured, undefined, cpuUs(job.cpuPids) - cpu0, cpuUs(job.sideCpuPids) - side0, self.user + self.system);
   let latency: Phase | null = null;
   if (job.latencyS > 0) {
     const samples: number[] = [];

@@ -8,6 +8,7 @@ import { AI_POLICY } from '../../lib/llm/contract.ts';
 import type { AiPolicyRuntime, LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, responseDecoder, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
+import { parseGeminiPath } from '../../lib/llm/gemini.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
@@ -17,6 +18,8 @@ import { errorFamily, translation } from '../../lib/llm/translate.ts';
 import type { Translation } from '../../lib/llm/translate.ts';
 import { detectFormat } from './detect.ts';
 import { parseHostOverride } from './host-override.ts';
+import { claimAiBackendName } from './unique-name.ts';
+import { guardStreamedReply } from './stream-guard.ts';
 
 export interface AiBackendConfig {
   name: string;
@@ -53,6 +56,7 @@ function splitPath(pathAndQuery: string): { path: string; query: string } {
 }
 
 export async function compileAiBackend(config: AiBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
+  claimAiBackendName(ctx, config.name);
   const metrics = llmMetrics(ctx);
   const { key, instance: provider } = await ctx.compileVariant<LlmProviderInstance>('llmProvider', config.provider, ['provider']);
   const facetTls = ctx.policies.facets.tls;
@@ -76,8 +80,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   const log = ctx.logger.child({ backend: config.name });
 
   /** Per attempt, after the backendAuth policy: provider key conventions on what it set, then the default signer. */
-  const onAttempt = (ex: Exchange) => (attempt: UpstreamAttempt): void | Promise<void> => {
-    provider.prepareHeaders(attempt.headers);
+  const onAttempt = (ex: Exchange, format?: LlmWireFormat) => (attempt: UpstreamAttempt): void | Promise<void> => {
+    provider.prepareHeaders(attempt.headers, format);
     if (!signer) return;
     try {
       const r = signer.apply(ex, attempt);
@@ -121,6 +125,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       return llmRequestError(400, `invalid JSON body: ${(err as Error).message}`);
     }
     const client = route === 'detect' ? detectFormat(ex, body) : route;
+    // Gemini's own clients name the model (and streaming) in the path; the policy sees it as `model` (for aliases).
+    const geminiPath = client === 'generateContent' || client === 'geminiCountTokens' ? parseGeminiPath(ex.path) : undefined;
+    if (geminiPath?.model !== undefined && body.model === undefined) body.model = geminiPath.model;
 
     if (policy) {
       policy.applyRequest(ex, client, body);
@@ -134,7 +141,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const wire = provider.wireFormat(client, model);
     const tr = wire === undefined ? undefined : translation(client, wire);
     if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
-    const stream = STREAMING_FORMATS.has(client) && body.stream === true;
+    const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
     if (stream && client === 'completions' && wire === 'completions' && body.stream_options === undefined) body.stream_options = { include_usage: true };
 
@@ -153,14 +160,14 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     h['content-type'] = 'application/json';
     // Usage is read from the answer: ask for it uncompressed (a compressed one is still decoded).
     h['accept-encoding'] = 'identity';
-    provider.prepareHeaders(h);
+    provider.prepareHeaders(h, wire);
     const target = pathOverride ?? splitPath(provider.path(wire, model, stream));
     ex.path = target.path;
     ex.query = target.query;
 
     const call = new LlmCall(ex, provider.kind, model, stream, metrics);
     const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
-    const reply = await upstream.forward(ex, onAttempt(ex));
+    const reply = await upstream.forward(ex, onAttempt(ex, wire));
     return respond(ex, reply, request).catch((err: unknown) => {
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
       if (err instanceof GatewayError) throw err;
@@ -216,6 +223,8 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
       h['content-type'] = 'text/event-stream';
       h['cache-control'] = 'no-cache';
     }
+    // `promptGuard.streaming: Enabled`: the stream is held until it ends and guarded whole (stream-guard.ts).
+    if (req.policy?.guardStreams && req.policy.hasResponseGuards) return guardStreamedReply(ex, reply, req.client, req.policy);
     return reply;
   }
 

@@ -20,17 +20,21 @@ function anthropicShaped(body: Obj): boolean {
 }
 
 /**
- * The format of a `detect` request, told from its path, headers and body: Anthropic (`/messages`,
+ * The format of a `detect` request, told from its path, headers and body: Gemini native (`:generateContent`,
+ * `:streamGenerateContent`, `:countTokens`, or a body with `contents`), Anthropic (`/messages`,
  * `anthropic-version`, a top-level `system`, Anthropic content blocks), OpenAI Responses or Embeddings (`input`),
  * else Chat Completions.
  */
 export function detectFormat(ex: Exchange, body: Obj): LlmRouteType {
   const path = ex.path;
+  if (path.endsWith(':generateContent') || path.endsWith(':streamGenerateContent')) return 'generateContent';
+  if (path.endsWith(':countTokens')) return 'geminiCountTokens';
   if (path.endsWith('/count_tokens')) return 'anthropicTokenCount';
   if (path.endsWith('/messages') || ex.headers['anthropic-version'] !== undefined) return 'messages';
   if (path.endsWith('/embeddings')) return 'embeddings';
   if (path.endsWith('/responses')) return 'responses';
   if (Array.isArray(body.messages)) return anthropicShaped(body) ? 'messages' : 'completions';
   if (body.input !== undefined) return 'responses';
+  if (Array.isArray(body.contents)) return 'generateContent';
   return 'completions';
 }

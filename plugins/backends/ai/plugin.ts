@@ -7,6 +7,8 @@ export default defineBackend<AiBackendConfig>({
   key: 'ai',
   description: 'Serve LLM clients from one provider (OpenAI, Anthropic, Gemini, Vertex, Bedrock, Azure OpenAI), translating API formats.',
   schema,
+  // A top-level named backend (`backends: [{ name, ai: {…} }]`), used from routes as `backend: <name>`.
+  named: true,
   async compile(config, ctx) {
     const { compileAiBackend } = await import('./backend.ts');
     return compileAiBackend(config, ctx);

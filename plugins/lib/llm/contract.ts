@@ -11,7 +11,8 @@ import type { Exchange, Reply, UpstreamTls } from 'switchyard/sdk';
  * What a request on an `ai` backend is (the `ai.routes` route types of BEHAVIOUR §2.8). `completions` = OpenAI Chat
  * Completions, `messages` = Anthropic Messages, `responses` = OpenAI Responses, `anthropicTokenCount` = Anthropic
  * `count_tokens`, `passthrough` = forwarded untouched to the provider, `detect` = the format told from the body,
- * `models` = 501.
+ * `models` = 501. `generateContent` = Gemini's native `models/<m>:generateContent` (`:streamGenerateContent` streams;
+ * the model is taken from the path), `geminiCountTokens` = Gemini's `models/<m>:countTokens`.
  */
 export type LlmRouteType =
   | 'completions'
@@ -22,10 +23,23 @@ export type LlmRouteType =
   | 'realtime'
   | 'passthrough'
   | 'detect'
-  | 'models';
+  | 'models'
+  | 'generateContent'
+  | 'geminiCountTokens';
 
-/** An API format a provider speaks natively on the wire. */
-export type LlmWireFormat = 'completions' | 'messages' | 'responses' | 'embeddings' | 'anthropicTokenCount' | 'converse' | 'geminiNative';
+/**
+ * An API format a provider speaks natively on the wire. `geminiNative` = Gemini `generateContent` /
+ * `streamGenerateContent?alt=sse`, `geminiCountTokens` = Gemini `countTokens`.
+ */
+export type LlmWireFormat =
+  | 'completions'
+  | 'messages'
+  | 'responses'
+  | 'embeddings'
+  | 'anthropicTokenCount'
+  | 'converse'
+  | 'geminiNative'
+  | 'geminiCountTokens';
 
 /** What an `llmProvider` variant (`openAI`, `anthropic`, `gemini`, `vertex`, `bedrock`, `azureOpenAI`) compiles to. */
 export interface LlmProviderInstance {
@@ -46,8 +60,12 @@ export interface LlmProviderInstance {
   wireFormat(client: LlmRouteType, model?: string): LlmWireFormat | undefined;
   /** The upstream path for a wire format (`ai.pathOverride` replaces it). */
   path(format: LlmWireFormat, model: string, stream: boolean): string;
-  /** Provider header conventions on the upstream request: version headers, the API key header, stripped browser headers. */
-  prepareHeaders(headers: Record<string, string | string[] | undefined>): void;
+  /**
+   * Provider header conventions on the upstream request: version headers, the API key header, stripped browser
+   * headers. `format` (optional) is the wire format the request is sent in, undefined for passthrough and WebSocket
+   * upgrades (gemini: an `AIza…` Bearer key goes to `x-goog-api-key` on native endpoints only).
+   */
+  prepareHeaders(headers: Record<string, string | string[] | undefined>, format?: LlmWireFormat): void;
   /**
    * Optional: provider conventions on the wire-format body, after translation and the model override, just before
    * it is serialized (vertex: `google/` in front of a bare model name).
@@ -85,6 +103,13 @@ export interface AiPolicyRuntime {
   guardResponse(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined>;
   /** True when response guards exist (the backend then buffers non-streamed responses to run them). */
   readonly hasResponseGuards: boolean;
+  /**
+   * Optional: `promptGuard.streaming: Enabled`. When true (and `hasResponseGuards`), the backend holds a streamed
+   * response until it ends, puts it together into the complete response in the client's format, runs
+   * `guardResponse` on that and only then sends the stream (unchanged, masked, or replaced by the rejection).
+   * Absent or false: streams are not guarded.
+   */
+  readonly guardStreams?: boolean;
   // A guard that cannot decide (its service failed, fail-closed) makes guardRequest/guardResponse resolve to the 503
   // reply `failed to process LLM request: prompt guard failed`; they do not reject.
   /**

@@ -4,7 +4,7 @@ import type { LlmEvent } from './events.ts';
 import { isObj } from './json.ts';
 import type { Obj } from './json.ts';
 import type { LlmCall } from './telemetry.ts';
-import { usageFromCompletions, usageFromConverse, usageFromMessages, usageFromResponses } from './usage.ts';
+import { usageFromCompletions, usageFromConverse, usageFromGemini, usageFromMessages, usageFromResponses } from './usage.ts';
 
 /** Read the model and usage of a complete (non-streamed) response. */
 export function observeResponse(format: LlmWireFormat, body: Obj, call: LlmCall): void {
@@ -24,6 +24,10 @@ export function observeResponse(format: LlmWireFormat, body: Obj, call: LlmCall)
       break;
     case 'converse':
       call.addUsage(usageFromConverse(body.usage));
+      break;
+    case 'geminiNative':
+      call.setResponseModel(body.modelVersion);
+      call.addUsage(usageFromGemini(body.usageMetadata));
       break;
     default:
       break;
@@ -62,6 +66,11 @@ export function observeEvent(format: LlmWireFormat, e: LlmEvent, call: LlmCall):
     }
     case 'converse':
       if (e.type === 'metadata') call.addUsage(usageFromConverse(d.usage));
+      break;
+    case 'geminiNative':
+      // Every chunk may restate the counts so far; later ones win.
+      if (call.responseModel === undefined) call.setResponseModel(d.modelVersion);
+      if (isObj(d.usageMetadata)) call.addUsage(usageFromGemini(d.usageMetadata));
       break;
     default:
       break;

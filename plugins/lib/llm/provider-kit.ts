@@ -37,6 +37,23 @@ export function openAiHeaders(h: LlmHeaders): void {
   delete h['anthropic-beta'];
 }
 
+/** True for the wire formats of Gemini's native API (`generateContent`, `streamGenerateContent`, `countTokens`). */
+export function isGeminiNative(format: LlmWireFormat | undefined): format is 'geminiNative' | 'geminiCountTokens' {
+  return format === 'geminiNative' || format === 'geminiCountTokens';
+}
+
+/**
+ * Google API keys on Gemini's native endpoints: a key sent as `Authorization: Bearer AIza…` (what an OpenAI SDK or
+ * `backendAuth.key` sends) moves to `x-goog-api-key`, since native endpoints take only OAuth tokens as Bearer
+ * credentials (BEHAVIOUR.md §2.8). Other Bearer tokens (Google access tokens) stay.
+ */
+export function googleApiKeyHeader(h: LlmHeaders): void {
+  const token = bearerToken(h);
+  if (token === undefined || !token.startsWith('AIza')) return;
+  if (h['x-goog-api-key'] === undefined) h['x-goog-api-key'] = token;
+  delete h.authorization;
+}
+
 /** Paths of the OpenAI API (also Gemini's and Vertex's OpenAI-compatible surfaces, under their own prefix). */
 export function openAiPath(prefix: string, format: LlmWireFormat): string {
   switch (format) {

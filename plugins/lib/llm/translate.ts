@@ -10,6 +10,7 @@ import {
 } from './completions-messages.ts';
 import { completionsRequestToConverse, converseResponseToCompletions, ConverseToCompletionsStream } from './converse.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
+import { completionsRequestToGemini, geminiResponseToCompletions, GeminiToCompletionsStream } from './gemini.ts';
 import type { Obj } from './json.ts';
 
 /** One step between two formats: the request one way, the response and stream the other way. */
@@ -37,6 +38,12 @@ const COMPLETIONS_TO_CONVERSE: Step = {
   stream: (model) => new ConverseToCompletionsStream(model),
 };
 
+const COMPLETIONS_TO_GEMINI: Step = {
+  request: completionsRequestToGemini,
+  response: (b, model) => geminiResponseToCompletions(b, model),
+  stream: (model) => new GeminiToCompletionsStream(model),
+};
+
 /** The steps from a client format to a wire format, client side first; undefined when not supported. */
 function steps(client: LlmRouteType, wire: LlmWireFormat): Step[] | undefined {
   if ((client as string) === wire) return [];
@@ -44,6 +51,11 @@ function steps(client: LlmRouteType, wire: LlmWireFormat): Step[] | undefined {
   if (client === 'messages' && wire === 'completions') return [MESSAGES_TO_COMPLETIONS];
   if (client === 'completions' && wire === 'converse') return [COMPLETIONS_TO_CONVERSE];
   if (client === 'messages' && wire === 'converse') return [MESSAGES_TO_COMPLETIONS, COMPLETIONS_TO_CONVERSE];
+  if (client === 'completions' && wire === 'geminiNative') return [COMPLETIONS_TO_GEMINI];
+  if (client === 'messages' && wire === 'geminiNative') return [MESSAGES_TO_COMPLETIONS, COMPLETIONS_TO_GEMINI];
+  // Gemini's own clients reach Gemini natively (the route types are named differently from the wire formats).
+  if (client === 'generateContent' && wire === 'geminiNative') return [];
+  if (client === 'geminiCountTokens' && wire === 'geminiCountTokens') return [];
   return undefined;
 }
 
@@ -97,7 +109,7 @@ export function translation(client: LlmRouteType, wire: LlmWireFormat): Translat
 }
 
 /** The API family whose error shape a format uses. */
-export function errorFamily(format: LlmRouteType | LlmWireFormat): 'openai' | 'anthropic' | 'aws' | 'other' {
+export function errorFamily(format: LlmRouteType | LlmWireFormat): 'openai' | 'anthropic' | 'aws' | 'google' | 'other' {
   switch (format) {
     case 'completions':
     case 'responses':
@@ -108,6 +120,10 @@ export function errorFamily(format: LlmRouteType | LlmWireFormat): 'openai' | 'a
       return 'anthropic';
     case 'converse':
       return 'aws';
+    case 'generateContent':
+    case 'geminiCountTokens':
+    case 'geminiNative':
+      return 'google';
     default:
       return 'other';
   }

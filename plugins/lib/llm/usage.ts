@@ -65,6 +65,24 @@ export function usageFromConverse(u: unknown): LlmUsage | undefined {
   };
 }
 
+/**
+ * Gemini `usageMetadata` (input: prompt tokens, which include cached content, plus tool-use prompt tokens; output:
+ * candidate tokens plus thinking tokens, as OpenAI counts reasoning in its output).
+ */
+export function usageFromGemini(u: unknown): LlmUsage | undefined {
+  if (!isObj(u)) return undefined;
+  const prompt = num(u.promptTokenCount);
+  const toolUse = num(u.toolUsePromptTokenCount);
+  const candidates = num(u.candidatesTokenCount);
+  const thoughts = num(u.thoughtsTokenCount);
+  return {
+    inputTokens: prompt === undefined && toolUse === undefined ? undefined : (prompt ?? 0) + (toolUse ?? 0),
+    outputTokens: candidates === undefined && thoughts === undefined ? undefined : (candidates ?? 0) + (thoughts ?? 0),
+    cachedInputTokens: num(u.cachedContentTokenCount),
+    reasoningTokens: thoughts,
+  };
+}
+
 /** Merge newer counts over older ones (a stream reports input first and output last). */
 export function mergeUsage(into: LlmUsage, from: LlmUsage | undefined): void {
   if (!from) return;

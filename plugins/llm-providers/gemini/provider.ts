@@ -1,11 +1,18 @@
-import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
-import { openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
+import { geminiNativePath } from '../../lib/llm/gemini.ts';
+import { googleApiKeyHeader, isGeminiNative, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { GeminiConfig } from './plugin.ts';
 
-/** The compatibility API takes the key as a Bearer token; a native-style `x-goog-api-key` is moved there. */
-function geminiHeaders(h: LlmHeaders): void {
+/**
+ * Key conventions: native endpoints take an API key in `x-goog-api-key` (an `AIza…` Bearer key is moved there);
+ * the OpenAI-compatible API takes it as a Bearer token (a native-style `x-goog-api-key` is moved there). Passthrough
+ * requests keep the client's key header.
+ */
+function geminiHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
   openAiHeaders(h);
+  if (isGeminiNative(format)) return googleApiKeyHeader(h);
+  if (format === undefined) return;
   const key = h['x-goog-api-key'];
   if (key !== undefined) {
     if (h.authorization === undefined) h.authorization = `Bearer ${Array.isArray(key) ? key[0] : key}`;
@@ -13,13 +20,40 @@ function geminiHeaders(h: LlmHeaders): void {
   }
 }
 
+/**
+ * The wire format for a client format (BEHAVIOUR.md §4.6: "Completions → Gemini-native" first): Chat Completions
+ * and (translated) Messages clients go to the native `generateContent` API unless `openAICompatible` is set;
+ * Gemini's own clients go there natively; embeddings use the OpenAI-compatible API.
+ */
+export function geminiWire(openAICompatible: boolean): (client: LlmRouteType) => LlmWireFormat | undefined {
+  return (client) => {
+    switch (client) {
+      case 'completions':
+      case 'messages':
+        return openAICompatible ? 'completions' : 'geminiNative';
+      case 'generateContent':
+        return 'geminiNative';
+      case 'geminiCountTokens':
+        return 'geminiCountTokens';
+      case 'embeddings':
+        return 'embeddings';
+      default:
+        return undefined;
+    }
+  };
+}
+
 export function createGeminiProvider(config: GeminiConfig): LlmProviderInstance {
   return provider({
     kind: 'gcp.gemini',
     model: config.model,
     origin: 'https://generativelanguage.googleapis.com',
-    wireFormat: openAiWire(['completions', 'embeddings']),
-    path: (format) => openAiPath('/v1beta/openai', format),
+    wireFormat: geminiWire(config.openAICompatible === true),
+    path: (format, model, stream) => (isGeminiNative(format) ? geminiNativePath('/v1beta', format, model, stream) : openAiPath('/v1beta/openai', format)),
     prepareHeaders: geminiHeaders,
+    prepareBody: (format, body) => {
+      // The native API names the model in the path.
+      if (isGeminiNative(format)) delete body.model;
+    },
   });
 }

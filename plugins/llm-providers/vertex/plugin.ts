@@ -6,13 +6,15 @@ export interface VertexConfig {
   model?: string;
   region?: string;
   projectId: string;
+  /** Send Chat Completions requests for Gemini models to the OpenAI-compatible endpoint instead of `generateContent`. */
+  openAICompatible?: boolean;
 }
 
 /** `vertex` (neutral name `vendorFour`): Google Vertex AI (SPEC §2.8). */
 export default defineLlmProvider<VertexConfig, LlmProviderInstance>({
   key: 'vertex',
   aliases: ['vendorFour'],
-  description: 'Google Vertex AI through its OpenAI-compatible endpoint, with a Google access token by default.',
+  description: 'Google Vertex AI: Gemini models natively (generateContent), Claude models in the Messages format, others through the OpenAI-compatible endpoint; a Google access token by default.',
   schema,
   async compile(config) {
     const { createVertexProvider } = await import('./provider.ts');

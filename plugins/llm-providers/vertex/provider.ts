@@ -1,5 +1,7 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
-import { openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import { geminiNativePath } from '../../lib/llm/gemini.ts';
+import { googleApiKeyHeader, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { VertexConfig } from './plugin.ts';
 
 /** The Anthropic API version Vertex expects in the body of Claude requests. */
@@ -10,17 +12,37 @@ function isClaude(model: string | undefined): boolean {
   return model !== undefined && /^(anthropic\/)?claude/.test(model);
 }
 
+/** Gemini models are served by Google's publisher endpoint, in Gemini's native format. */
+function isGemini(model: string | undefined): boolean {
+  return model !== undefined && /^(google\/|models\/)?gemini/.test(model);
+}
+
+/** A model Google's publisher endpoint can name: no publisher, or `google/`. */
+function isGooglePublished(model: string | undefined): boolean {
+  return model !== undefined && (!model.includes('/') || /^(google|models)\//.test(model));
+}
+
+function vertexHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
+  openAiHeaders(h);
+  if (isGeminiNative(format)) googleApiKeyHeader(h);
+}
+
 export function createVertexProvider(config: VertexConfig): LlmProviderInstance {
   const location = config.region ?? 'global';
   const host = location === 'global' ? 'aiplatform.googleapis.com' : `${location}-aiplatform.googleapis.com`;
   const base = `/v1/projects/${encodeURIComponent(config.projectId)}/locations/${encodeURIComponent(location)}`;
   const openAi = openAiWire(['completions', 'embeddings']);
+  const compatible = config.openAICompatible === true;
   return provider({
     kind: 'gcp.vertex_ai',
     model: config.model,
     origin: `https://${host}`,
+    // BEHAVIOUR.md §4.6: Anthropic models ⇒ Messages, Gemini models ⇒ native, else the OpenAI-compatible endpoint.
     wireFormat: (client: LlmRouteType, model?: string): LlmWireFormat | undefined => {
       if (isClaude(model)) return client === 'messages' || client === 'completions' ? 'messages' : undefined;
+      if (client === 'generateContent') return isGooglePublished(model) ? 'geminiNative' : undefined;
+      if (client === 'geminiCountTokens') return isGooglePublished(model) ? 'geminiCountTokens' : undefined;
+      if ((client === 'completions' || client === 'messages') && isGemini(model) && !compatible) return 'geminiNative';
       return openAi(client);
     },
     path: (format, model, stream) => {
@@ -28,14 +50,19 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
         const name = encodeURIComponent(model.replace(/^anthropic\//, '')).replace(/%40/g, '@'); // `claude-x@20250514`, as Google writes it
         return `${base}/publishers/anthropic/models/${name}:${stream ? 'streamRawPredict' : 'rawPredict'}`;
       }
+      if (isGeminiNative(format)) return geminiNativePath(`${base}/publishers/google`, format, model, stream);
       return openAiPath(`${base}/endpoints/openapi`, format);
     },
-    prepareHeaders: openAiHeaders,
+    prepareHeaders: vertexHeaders,
     prepareBody: (format, body) => {
       if (format === 'messages') {
         // Vertex names the model in the path and the API version in the body.
         delete body.model;
         body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
+        return;
+      }
+      if (isGeminiNative(format)) {
+        delete body.model;
         return;
       }
       // The OpenAI-compatible endpoint names models `<publisher>/<model>`.

@@ -100,6 +100,7 @@ const MUTABLE: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', '
 /** The compiled `ai` policy: what the `ai` backend calls (plugins/lib/llm/contract.ts `AiPolicyRuntime`). */
 export class AiRuntime implements AiPolicyRuntime {
   readonly hasResponseGuards: boolean;
+  readonly guardStreams: boolean;
   readonly promptCaching: PromptCachingSettings | undefined;
   private readonly suffixes: readonly [string, LlmRouteType][];
   private readonly fallback: LlmRouteType | undefined;
@@ -120,6 +121,7 @@ export class AiRuntime implements AiPolicyRuntime {
     promptCaching: PromptCachingSettings | undefined;
     requestGuards: readonly CompiledGuard[];
     responseGuards: readonly CompiledGuard[];
+    guardStreams: boolean;
     log: Logger;
   }) {
     const { suffixes, fallback } = compileRoutes(parts.routes);
@@ -133,6 +135,7 @@ export class AiRuntime implements AiPolicyRuntime {
     this.requestGuards = parts.requestGuards;
     this.responseGuards = parts.responseGuards;
     this.hasResponseGuards = parts.responseGuards.length > 0;
+    this.guardStreams = parts.guardStreams;
     this.log = parts.log;
   }
 
@@ -192,9 +195,6 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
   const guard = config.promptGuard ?? {};
   const requestGuards = await compileGuards(guard.request, 'request', ctx);
   const responseGuards = await compileGuards(guard.response, 'response', ctx);
-  if (guard.streaming === 'Enabled' && responseGuards.length) {
-    ctx.warn('response guards on streamed responses are not supported yet: streamed responses are not guarded', ['promptGuard', 'streaming']);
-  }
   return new AiRuntime({
     routes: config.routes ?? {},
     prepend: config.prompts?.prepend ?? [],
@@ -204,6 +204,8 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
     promptCaching: config.promptCaching ? promptCachingSettings(config.promptCaching) : undefined,
     requestGuards,
     responseGuards,
+    // `streaming: Enabled`: the backend holds streamed responses until they end and runs the response guards on them.
+    guardStreams: guard.streaming === 'Enabled',
     log: ctx.logger,
   });
 }

@@ -100,13 +100,13 @@ export const aiPolicySchema = {
     },
     promptGuard: {
       type: 'object',
-      description: 'Guards on prompts (`request`) and on complete model responses (`response`).',
+      description: 'Guards on prompts (`request`) and on model responses (`response`; streamed ones only with `streaming: Enabled`).',
       properties: {
         request: guardList('the request\'s messages (after `prompts`), before the request is translated for the provider'),
-        response: guardList('the model\'s output in a complete (not streamed) response, in the client\'s format'),
+        response: guardList('the model\'s output in a complete response, in the client\'s format (streamed responses too with `streaming: Enabled`)'),
         streaming: {
           enum: ['Disabled', 'Enabled'],
-          description: '`Disabled` (default): streamed responses are not guarded. `Enabled` is accepted but not implemented yet: streamed responses are still not guarded (a warning says so).',
+          description: '`Disabled` (default): streamed responses are sent as they arrive, without response guards. `Enabled`: a streamed response is held until it ends, the response guards run on the complete response, and only then is it sent (unchanged, masked, or replaced by the rejection); the client gets nothing before the model has finished.',
         },
       },
       additionalProperties: false,

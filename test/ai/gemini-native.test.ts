@@ -1,0 +1,432 @@
+// Gemini's native API behind the `ai` backend: OpenAI Chat Completions and Anthropic Messages clients translated to
+// `generateContent` / `streamGenerateContent?alt=sse` and back, Gemini clients (`generateContent`,
+// `geminiCountTokens` routes) served natively, on the `gemini` provider and Vertex's Google publisher endpoint.
+// aimock plays Gemini and Vertex (REAL-PEERS.md §5); a recorder in front keeps the exact wire requests.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { accessRecords, aiRoute, FIXTURES, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
+import type { AiGateway, Mock, Recorder } from './harness.ts';
+
+/** A longer answer streamed in 8-character chunks, so the stream is translated chunk by chunk. */
+const STORY = 'Once upon a time, a gateway translated every chunk.';
+const GEMINI_FIXTURES = [{ match: { userMessage: 'story' }, response: { content: STORY, usage: { prompt_tokens: 9, completion_tokens: 12 } }, chunkSize: 8 }, ...FIXTURES];
+
+const NATIVE_ROUTES = { testAi: { routes: { ':generateContent': 'generateContent', ':streamGenerateContent': 'generateContent', ':countTokens': 'geminiCountTokens', '/v1/messages': 'messages', '*': 'completions' } } };
+
+const WEATHER_TOOL = {
+  type: 'function' as const,
+  function: {
+    name: 'get_weather',
+    description: 'Weather in a city',
+    parameters: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false },
+  },
+};
+
+async function sseData(res: Response): Promise<string[]> {
+  const text = await res.text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => l.slice('data: '.length));
+}
+
+describe('gemini provider: native generateContent', () => {
+  let mock: Mock;
+  let rec: Recorder;
+  let counter: TestUpstream;
+  let gw: AiGateway;
+
+  before(async () => {
+    mock = await startMock(GEMINI_FIXTURES);
+    rec = await startRecorder(mock.url);
+    counter = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ totalTokens: 7, promptTokensDetails: [{ modality: 'TEXT', tokenCount: 7 }] }));
+    });
+    gw = await startAiGateway([
+      aiRoute('/gm', { name: 'gm', provider: { gemini: {} }, hostOverride: rec.hostPort }, NATIVE_ROUTES),
+      aiRoute('/gkey', { name: 'gkey', provider: { vendorTwo: { model: 'gemini-2.5-pro' } }, hostOverride: rec.hostPort }, { ...NATIVE_ROUTES, backendAuth: { key: 'AIzaFromPolicy' } }),
+      aiRoute('/gcompat', { name: 'gcompat', provider: { gemini: { openAICompatible: true } }, hostOverride: rec.hostPort }),
+      aiRoute('/gdetect', { name: 'gdetect', provider: { gemini: {} }, hostOverride: rec.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
+      aiRoute('/gcount', { name: 'gcount', provider: { gemini: {} }, hostOverride: `127.0.0.1:${counter.port}` }, NATIVE_ROUTES),
+      aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: rec.hostPort }, NATIVE_ROUTES),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await rec?.close();
+    await counter?.close();
+    await mock?.stop();
+  });
+
+  const client = (prefix: string, apiKey = 'AIzaClientKey'): OpenAI => new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey, maxRetries: 0 });
+
+  it('translates a completion to /v1beta/models/<m>:generateContent with the API key in x-goog-api-key', async () => {
+    const res = await client('/gm').chat.completions.create({
+      model: 'gemini-2.5-flash',
+      max_tokens: 64,
+      temperature: 0.5,
+      stop: ['END'],
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hello' },
+      ],
+    });
+    assert.equal(res.object, 'chat.completion');
+    assert.equal(res.choices[0]!.message.role, 'assistant');
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(res.choices[0]!.finish_reason, 'stop');
+    assert.equal(res.model, 'gemini-2.5-flash');
+    assert.deepEqual(res.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(wire.headers['x-goog-api-key'], 'AIzaClientKey', 'an AIza… Bearer key goes to x-goog-api-key on native endpoints');
+    assert.equal(wire.headers.authorization, undefined);
+    assert.deepEqual(wire.json(), {
+      contents: [{ role: 'user', parts: [{ text: 'hello' }] }],
+      systemInstruction: { parts: [{ text: 'Be brief.' }] },
+      generationConfig: { maxOutputTokens: 64, temperature: 0.5, stopSequences: ['END'] },
+    });
+    const [log] = await accessRecords(gw, '/gm/v1/chat/completions');
+    assert.equal(log!['llm.provider'], 'gcp.gemini');
+    assert.equal(log!['llm.model'], 'gemini-2.5-flash');
+    assert.equal(log!['llm.streaming'], false);
+    assert.equal(log!['llm.inputTokens'], 11);
+    assert.equal(log!['llm.outputTokens'], 5);
+  });
+
+  it('moves a backendAuth key to x-goog-api-key and uses the provider model in the path', async () => {
+    const res = await client('/gkey', 'ignored').chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1beta/models/gemini-2.5-pro:generateContent');
+    assert.equal(wire.headers['x-goog-api-key'], 'AIzaFromPolicy');
+    assert.equal(wire.headers.authorization, undefined);
+  });
+
+  it('translates tools, tool_choice, assistant tool calls and tool results (multi-turn)', async () => {
+    const res = await client('/gm').chat.completions.create({
+      model: 'gemini-2.5-flash',
+      tools: [WEATHER_TOOL],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temp":21}' },
+        { role: 'user', content: 'and so?' },
+      ],
+    });
+    assert.equal(res.choices[0]!.message.content, 'default reply');
+    assert.deepEqual(rec.last().json(), {
+      contents: [
+        { role: 'user', parts: [{ text: 'weather?' }] },
+        { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] },
+        { role: 'user', parts: [{ functionResponse: { name: 'get_weather', response: { temp: 21 } } }, { text: 'and so?' }] },
+      ],
+      tools: [{ functionDeclarations: [{ name: 'get_weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }] }],
+      toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['get_weather'] } },
+    });
+  });
+
+  it('turns a functionCall into tool_calls with finish_reason tool_calls', async () => {
+    const res = await client('/gm').chat.completions.create({ model: 'gemini-2.5-flash', tools: [WEATHER_TOOL], tool_choice: 'auto', messages: [{ role: 'user', content: 'weather' }] });
+    const choice = res.choices[0]!;
+    assert.equal(choice.finish_reason, 'tool_calls');
+    assert.equal(choice.message.content, null);
+    const call = choice.message.tool_calls![0]!;
+    assert.ok(call.type === 'function');
+    assert.match(call.id, /^call_/);
+    assert.equal(call.function.name, 'get_weather');
+    assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
+    assert.deepEqual(res.usage, { prompt_tokens: 20, completion_tokens: 7, total_tokens: 27 });
+    assert.deepEqual(rec.last().json().toolConfig, { functionCallingConfig: { mode: 'AUTO' } });
+  });
+
+  it('streams: Gemini SSE chunks become chat.completion.chunks, then a usage chunk and [DONE]', async () => {
+    const stream = await client('/gm').chat.completions.create({ model: 'gemini-2.5-flash', stream: true, messages: [{ role: 'user', content: 'story' }] });
+    const deltas: string[] = [];
+    let finish: string | null = null;
+    let usage: unknown;
+    let role: string | undefined;
+    for await (const chunk of stream) {
+      assert.equal(chunk.object, 'chat.completion.chunk');
+      role ??= chunk.choices[0]?.delta.role;
+      if (chunk.choices[0]?.delta.content) deltas.push(chunk.choices[0].delta.content);
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(role, 'assistant');
+    assert.equal(deltas.join(''), STORY);
+    assert.ok(deltas.length >= 6, `translated chunk by chunk (${deltas.length} deltas)`);
+    assert.equal(finish, 'stop');
+    assert.deepEqual(usage, { prompt_tokens: 9, completion_tokens: 12, total_tokens: 21 });
+    assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    assert.equal(rec.last().json().stream, undefined, 'Gemini streams by path, not by a body field');
+    const logs = await accessRecords(gw, '/gm/v1/chat/completions', 4);
+    const log = logs[logs.length - 1]!;
+    assert.equal(log['llm.streaming'], true);
+    assert.equal(log['llm.inputTokens'], 9);
+    assert.equal(log['llm.outputTokens'], 12);
+  });
+
+  it('streams raw: the usage chunk (choices: []) comes right before data: [DONE]', async () => {
+    const res = await fetch(`${gw.base}/gm/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer AIzaClientKey' },
+      body: JSON.stringify({ model: 'gemini-2.5-flash', stream: true, messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const data = await sseData(res);
+    assert.equal(data[data.length - 1], '[DONE]');
+    const usageChunk = JSON.parse(data[data.length - 2]!) as { choices: unknown[]; usage: unknown };
+    assert.deepEqual(usageChunk.choices, []);
+    assert.deepEqual(usageChunk.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    const finishChunk = JSON.parse(data[data.length - 3]!) as { choices: { finish_reason: string }[] };
+    assert.equal(finishChunk.choices[0]!.finish_reason, 'stop');
+  });
+
+  it('streams a function call as a tool_calls delta', async () => {
+    const stream = await client('/gm').chat.completions.create({ model: 'gemini-2.5-flash', stream: true, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: 'weather' }] });
+    const calls: { index: number; id?: string; name?: string; args: string }[] = [];
+    let finish: string | null = null;
+    for await (const chunk of stream) {
+      for (const tc of chunk.choices[0]?.delta.tool_calls ?? []) calls.push({ index: tc.index, id: tc.id, name: tc.function?.name, args: tc.function?.arguments ?? '' });
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0]!.index, 0);
+    assert.match(calls[0]!.id!, /^call_/);
+    assert.equal(calls[0]!.name, 'get_weather');
+    assert.deepEqual(JSON.parse(calls[0]!.args), { city: 'Paris' });
+    assert.equal(finish, 'tool_calls');
+  });
+
+  it('returns a Gemini error in the OpenAI error shape', async () => {
+    await assert.rejects(client('/gm').chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'boom' }] }), (err) => {
+      assert.ok(err instanceof OpenAI.RateLimitError);
+      assert.equal(err.status, 429);
+      assert.equal((err.error as { message: string }).message, 'rate limited');
+      return true;
+    });
+  });
+
+  it('serves an Anthropic Messages client through Chat Completions to generateContent, streamed and not', async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/gm`, apiKey: 'AIzaAnthropicClient', maxRetries: 0 });
+    const msg = await anthropic.messages.create({ model: 'gemini-2.5-flash', max_tokens: 32, system: 'Be brief.', messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(msg.content, [{ type: 'text', text: 'Hello from the mock!' }]);
+    assert.equal(msg.stop_reason, 'end_turn');
+    assert.deepEqual(msg.usage, { input_tokens: 11, output_tokens: 5 });
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(wire.headers['x-goog-api-key'], 'AIzaAnthropicClient');
+    assert.equal(wire.headers['x-api-key'], undefined);
+    assert.deepEqual(wire.json(), { contents: [{ role: 'user', parts: [{ text: 'hello' }] }], systemInstruction: { parts: [{ text: 'Be brief.' }] }, generationConfig: { maxOutputTokens: 32 } });
+
+    const final = await anthropic.messages.stream({ model: 'gemini-2.5-flash', max_tokens: 32, messages: [{ role: 'user', content: 'story' }] }).finalMessage();
+    assert.deepEqual(final.content, [{ type: 'text', text: STORY }]);
+    assert.equal(final.stop_reason, 'end_turn');
+    assert.equal(final.usage.output_tokens, 12);
+    assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+  });
+
+  it('serves a Gemini client natively: model from the path, body and answer unchanged', async () => {
+    const body = { contents: [{ role: 'user', parts: [{ text: 'hello' }] }], generationConfig: { temperature: 0.2 } };
+    const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaNativeKey' },
+      body: JSON.stringify(body),
+    });
+    assert.equal(res.status, 200);
+    const answer = (await res.json()) as { candidates: { content: { parts: { text: string }[] }; finishReason: string }[]; usageMetadata: unknown };
+    assert.equal(answer.candidates[0]!.content.parts[0]!.text, 'Hello from the mock!');
+    assert.equal(answer.candidates[0]!.finishReason, 'STOP');
+    assert.deepEqual(answer.usageMetadata, { promptTokenCount: 11, candidatesTokenCount: 5, totalTokenCount: 16 });
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.deepEqual(wire.json(), body, 'no model field is added to a native body');
+    assert.equal(wire.headers['x-goog-api-key'], 'AIzaNativeKey');
+    const [log] = await accessRecords(gw, '/gm/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(log!['llm.model'], 'gemini-2.5-flash');
+    assert.equal(log!['llm.inputTokens'], 11);
+    assert.equal(log!['llm.outputTokens'], 5);
+  });
+
+  it('streams to a Gemini client natively (streamGenerateContent?alt=sse passes through)', async () => {
+    const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaNativeKey' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'story' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    const chunks = (await sseData(res)).map((d) => JSON.parse(d) as { candidates: { content: { parts: { text: string }[] } }[] });
+    assert.ok(chunks.length >= 6);
+    assert.equal(chunks.map((c) => c.candidates[0]!.content.parts[0]!.text).join(''), STORY);
+    assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    const logs = await accessRecords(gw, '/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    const log = logs[logs.length - 1]!;
+    assert.equal(log['llm.streaming'], true);
+    assert.equal(log['llm.outputTokens'], 12);
+  });
+
+  it('passes a Gemini error to a Gemini client unchanged', async () => {
+    const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'boom' }] }] }),
+    });
+    assert.equal(res.status, 429);
+    assert.deepEqual(await res.json(), { error: { code: 429, message: 'rate limited', status: 'rate_limit_error' } });
+  });
+
+  it('replaces the path model with provider.model and tells native requests apart under detect', async () => {
+    const res = await fetch(`${gw.base}/gkey/v1beta/models/gemini-2.0-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-pro:generateContent');
+
+    const detected = await fetch(`${gw.base}/gdetect/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(detected.status, 200);
+    assert.equal((await sseData(detected)).length, 1);
+    assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+  });
+
+  it('sends countTokens natively', async () => {
+    const body = { contents: [{ role: 'user', parts: [{ text: 'hello' }] }] };
+    const res = await fetch(`${gw.base}/gcount/v1beta/models/gemini-2.5-flash:countTokens`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer AIzaCount' }, body: JSON.stringify(body) });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { totalTokens: 7, promptTokensDetails: [{ modality: 'TEXT', tokenCount: 7 }] });
+    const got = counter.received[counter.received.length - 1]!;
+    assert.equal(got.url, '/v1beta/models/gemini-2.5-flash:countTokens');
+    assert.deepEqual(JSON.parse(got.body.toString()), body);
+    assert.equal(got.headers['x-goog-api-key'], 'AIzaCount');
+  });
+
+  it('keeps the OpenAI-compatible API available (openAICompatible: true)', async () => {
+    const res = await client('/gcompat').chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1beta/openai/chat/completions');
+    assert.equal(wire.headers.authorization, 'Bearer AIzaClientKey', 'the compatible API takes the key as a Bearer token');
+    assert.equal(wire.json().model, 'gemini-2.5-flash');
+  });
+
+  it('refuses a Gemini client on a provider that does not speak it', async () => {
+    const res = await fetch(`${gw.base}/oa/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contents: [] }) });
+    assert.equal(res.status, 400);
+    assert.equal(await res.text(), 'failed to process LLM request: unsupported route: the openai provider does not serve generateContent requests');
+  });
+});
+
+describe('vertex provider: Gemini models on the Google publisher endpoint', () => {
+  let mock: Mock;
+  let rec: Recorder;
+  let gw: AiGateway;
+  let metadata: ReturnType<typeof createServer>;
+  let env: { restore(): void };
+
+  before(async () => {
+    // A GCE metadata server stand-in: the default Google credential on Google Cloud.
+    metadata = createServer((req, res) => {
+      const path = new URL(req.url!, 'http://metadata').pathname;
+      if (req.headers['metadata-flavor'] !== 'Google') return void res.writeHead(403).end();
+      res.setHeader('metadata-flavor', 'Google');
+      if (path === '/computeMetadata/v1/instance/service-accounts/default/token') {
+        res.setHeader('content-type', 'application/json');
+        return void res.end(JSON.stringify({ access_token: 'ya29.gemini-token', expires_in: 3599, token_type: 'Bearer' }));
+      }
+      if (path === '/computeMetadata/v1/universe/universe-domain') return void res.end('googleapis.com');
+      if (path === '/computeMetadata/v1/project/project-id') return void res.end('my-proj');
+      res.end('');
+    });
+    await new Promise<void>((resolve) => metadata.listen(0, '127.0.0.1', resolve));
+    env = withEnv({
+      GCE_METADATA_HOST: `127.0.0.1:${(metadata.address() as AddressInfo).port}`,
+      GCE_METADATA_IP: undefined,
+      METADATA_SERVER_DETECTION: undefined,
+      GOOGLE_APPLICATION_CREDENTIALS: undefined,
+      CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
+    });
+    mock = await startMock(GEMINI_FIXTURES);
+    rec = await startRecorder(mock.url);
+    gw = await startAiGateway([
+      aiRoute('/vg', { name: 'vg', provider: { vertex: { projectId: 'my-proj', region: 'us-central1' } }, hostOverride: rec.hostPort }, NATIVE_ROUTES),
+      aiRoute('/vgm', { name: 'vgm', provider: { vendorFour: { projectId: 'my-proj', model: 'gemini-2.5-flash' } }, hostOverride: rec.hostPort }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await rec?.close();
+    await mock?.stop();
+    await new Promise<void>((resolve) => {
+      metadata.close(() => resolve());
+      metadata.closeAllConnections();
+    });
+    env?.restore();
+  });
+
+  const client = (prefix: string): OpenAI => new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+  it('translates a completion to publishers/google/models/<m>:generateContent with a Google access token', async () => {
+    const res = await client('/vg').chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'system', content: 'sys' }, { role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.deepEqual(res.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent');
+    assert.equal(wire.headers.authorization, 'Bearer ya29.gemini-token');
+    assert.equal(wire.headers['x-goog-api-key'], undefined);
+    assert.deepEqual(wire.json(), { contents: [{ role: 'user', parts: [{ text: 'hello' }] }], systemInstruction: { parts: [{ text: 'sys' }] } });
+    const [log] = await accessRecords(gw, '/vg/v1/chat/completions');
+    assert.equal(log!['llm.provider'], 'gcp.vertex_ai');
+    assert.equal(log!['llm.inputTokens'], 11);
+  });
+
+  it('streams from streamGenerateContent?alt=sse on the global location', async () => {
+    let text = '';
+    let usage: unknown;
+    for await (const c of await client('/vgm').chat.completions.create({ model: 'ignored', stream: true, messages: [{ role: 'user', content: 'story' }] })) {
+      text += c.choices[0]?.delta.content ?? '';
+      if (c.usage) usage = c.usage;
+    }
+    assert.equal(text, STORY);
+    assert.deepEqual(usage, { prompt_tokens: 9, completion_tokens: 12, total_tokens: 21 });
+    assert.equal(rec.last().url, '/v1/projects/my-proj/locations/global/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    assert.equal(rec.last().headers.authorization, 'Bearer ya29.gemini-token');
+  });
+
+  it('serves a Gemini client natively, on the configured project and location', async () => {
+    const res = await fetch(`${gw.base}/vg/v1/projects/other/locations/europe-west4/publishers/google/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    const answer = (await res.json()) as { candidates: { content: { parts: { text: string }[] } }[] };
+    assert.equal(answer.candidates[0]!.content.parts[0]!.text, 'Hello from the mock!');
+    assert.equal(rec.last().url, '/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent');
+  });
+
+  it('returns a Vertex error in the OpenAI error shape', async () => {
+    await assert.rejects(client('/vg').chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'boom' }] }), (err) => {
+      assert.ok(err instanceof OpenAI.RateLimitError);
+      assert.equal((err.error as { message: string }).message, 'rate limited');
+      return true;
+    });
+  });
+});
