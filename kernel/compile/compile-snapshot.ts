@@ -67,6 +67,8 @@ class SnapshotCompiler {
   private readonly resourceView;
   private readonly named = new Map<string, NamedSpec>();
   private sessionKey: Buffer = Buffer.alloc(0);
+  /** `ctx.loadState`: plugin state for this load only. */
+  private readonly loadStates = new Map<string, unknown>();
 
   constructor(deps: CompileDeps) {
     this.deps = deps;
@@ -153,6 +155,10 @@ class SnapshotCompiler {
         return { key: plugin.key, instance };
       },
       compilePolicies: (slot, value, sub) => this.policySet(slot, value, [...path, ...sub]),
+      loadState: <T>(key: string, create: () => T): T => {
+        if (!this.loadStates.has(key)) this.loadStates.set(key, create());
+        return this.loadStates.get(key) as T;
+      },
       counter: (name, help) => {
         if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new Error(`\`${name}\` is not a valid metric name`);
         return this.deps.metrics.counter(name, help);

@@ -64,6 +64,11 @@ export interface CompileContext {
    * it `switchyard_<area>_<what>_total`). Label values should be bounded (provider, model, route), never request data.
    */
   counter(name: string, help: string): MetricCounter;
+  /**
+   * State shared by every plugin during one config load, dropped when it ends: `create` runs for the first caller of
+   * `key`. For checks across the whole config (a name that must be unique among all `ai` backends).
+   */
+  loadState<T>(key: string, create: () => T): T;
 }
 
 /** A counter plugins bump; series are told apart by their labels. */

@@ -120,6 +120,7 @@ export class FakeConfigError extends Error {
  */
 export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: string[] = []): CompileContext {
   const cel = new CelExpressions(['llmRequest', 'jwt']);
+  const states = new Map<string, unknown>();
   const make = (at: ConfigPath): CompileContext => ({
     path: at,
     cwd: process.cwd(),
@@ -146,6 +147,7 @@ export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: str
     compilePolicies: () => assertNever('compilePolicies'),
     namedBackend: () => assertNever('namedBackend'),
     counter: () => ({ inc: () => undefined }),
+    loadState: <T>(key: string, create: () => T): T => (states.has(key) ? (states.get(key) as T) : (states.set(key, create()), states.get(key) as T)),
   });
   return make(path);
 }

@@ -59,6 +59,8 @@ describe('gemini provider: native generateContent', () => {
       aiRoute('/gdetect', { name: 'gdetect', provider: { gemini: {} }, hostOverride: rec.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
       aiRoute('/gcount', { name: 'gcount', provider: { gemini: {} }, hostOverride: `127.0.0.1:${counter.port}` }, NATIVE_ROUTES),
       aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: rec.hostPort }, NATIVE_ROUTES),
+      // The real `ai` policy: `detect` tells Gemini clients from OpenAI ones.
+      aiRoute('/greal', { name: 'greal', provider: { gemini: {} }, hostOverride: rec.hostPort }, { ai: { routes: { '*': 'detect' } } }),
     ]);
   });
   after(async () => {
@@ -305,6 +307,20 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(detected.status, 200);
     assert.equal((await sseData(detected)).length, 1);
     assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+  });
+
+  it('serves Gemini and OpenAI clients on one route under the ai policy\'s detect', async () => {
+    const native = await fetch(`${gw.base}/greal/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaNativeKey' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(native.status, 200);
+    assert.ok(Array.isArray(((await native.json()) as { candidates: unknown }).candidates));
+    assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    const res = await client('/greal').chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.deepEqual(rec.last().json(), { contents: [{ role: 'user', parts: [{ text: 'hello' }] }] });
   });
 
   it('sends countTokens natively', async () => {

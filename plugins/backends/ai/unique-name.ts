@@ -2,12 +2,10 @@ import type { CompileContext, ConfigPath } from 'switchyard/sdk';
 
 /**
  * `ai.name` is unique in one config: a second `ai` backend with a name already taken is a config error naming both
- * places. The SDK has no per-compile state shared between plugins, so the registry hangs off the compile's
- * `ResourceCache` view (`ctx.resources`), one object per compile (kernel/compile/compile-snapshot.ts creates it once
- * per SnapshotCompiler and hands it to every context), released with it. A named backend is compiled more than once
- * (on its own, then per route that references it), always at the same path: the same path claiming again is fine.
+ * places. The names seen so far live in the load's shared state (`ctx.loadState`). A named backend is compiled more
+ * than once (on its own, then per route that references it), always at the same path: the same path claiming again
+ * is fine.
  */
-const registries = new WeakMap<object, Map<string, string>>();
 
 /** Render a config path as users write it: `binds[0].listeners[0].routes[2].backends[0].ai`. */
 function formatPath(path: ConfigPath): string {
@@ -17,11 +15,7 @@ function formatPath(path: ConfigPath): string {
 }
 
 export function claimAiBackendName(ctx: CompileContext, name: string): void {
-  let names = registries.get(ctx.resources);
-  if (!names) {
-    names = new Map();
-    registries.set(ctx.resources, names);
-  }
+  const names = ctx.loadState('ai.backendNames', () => new Map<string, string>());
   const here = formatPath(ctx.path);
   const first = names.get(name);
   if (first === undefined) names.set(name, here);
