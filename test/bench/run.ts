@@ -527,7 +527,7 @@ function mcpNote(mcpDirect: Row, mcpGateway: Row): string {
     `MCP rows: \`tools/call\` POSTs on one session; × direct and added p50 are against \`mcp direct upstream\`${MCP_UPSTREAM_JSON ? ' (both upstreams answer JSON: BENCH_MCP_UPSTREAM_JSON)' : ''}` +
     `${MCP_GATEWAY_ACCEPT ? ` (calls to the gateway accept only \`${MCP_GATEWAY_ACCEPT}\`)` : ''}. ` +
     `The upstream behind the gateway spent ${fmt(median(mcpGateway.sideCpu), 0)} CPU µs per call on CPU ${CPU_REST} (the direct one ${fmt(cpuPerReq(mcpDirect), 0)} on CPU ${CPU_TARGET}); ` +
-    `with the load generator (${fmt(median(mcpGateway.loadCpu), 0)} µs per call) CPU ${CPU_REST} was ${fmt(100 * restBusy(mcpGateway), 0)}% busy during the gateway rows. ` +
+    `with the load generator (${fmt(median(mcpGateway.loadCpu), 0)} µs per call) CPU ${CPU_REST} was ${fmt(100 * restBusy(mcpGateway), 0)}% busy during the gateway rows, and the gateway kept CPU ${CPU_TARGET} ${fmt(100 * targetBusy(mcpGateway), 0)}% busy. ` +
     `c=1 p99 per round: gateway ${mcpGateway.p99.map((v) => fmt(v, 3)).join(', ')} ms; direct ${mcpDirect.p99.map((v) => fmt(v, 3)).join(', ')} ms.`
   );
 }
@@ -542,10 +542,20 @@ function restBusy(r: Row): number {
 }
 /** Above this share of CPU_REST busy, a gateway row's throughput measures that CPU, not the gateway. */
 const REST_SATURATED = 0.9;
+/** How busy the process under test kept its pinned CPU during a row's c=N rounds (median; 1 = saturated). */
+function targetBusy(r: Row): number {
+  return median(r.rps.map((rate, i) => (r.cpu[i]! * rate) / 1e6));
+}
+/** Below this, something other than the process under test held a row's throughput back (other work on the machine). */
+const TARGET_SATURATED = 0.85;
 
 function mcpChecks(mcpDirect: Row, mcpGateway: Row): [string, boolean, string][] {
   const added = (p50(mcpGateway) - p50(mcpDirect)) * 1000;
   const busy = restBusy(mcpGateway);
+  const own = TASKSET ? targetBusy(mcpGateway) : NaN;
+  let why: string | undefined;
+  if (busy >= REST_SATURATED) why = `CPU ${CPU_REST} (the MCP upstream and the load generator) was ${fmt(100 * busy, 0)}% busy during the gateway rows, so their throughput measures that CPU`;
+  else if (own < TARGET_SATURATED) why = `the gateway kept CPU ${CPU_TARGET} only ${fmt(100 * own, 0)}% busy, so other work on the machine held its throughput back`;
   return [
     ['MCP tools/call added p50 (c=1) ≤ 1 ms vs direct', added <= 1000, `+${fmt(added, 0)} µs (${fmt(p50(mcpGateway), 3)} vs ${fmt(p50(mcpDirect), 3)} ms)`],
     throughputVerdict(
@@ -553,7 +563,7 @@ function mcpChecks(mcpDirect: Row, mcpGateway: Row): [string, boolean, string][]
       mcpGateway,
       0.5,
       mcpDirect,
-      busy >= REST_SATURATED ? `CPU ${CPU_REST} (the MCP upstream and the load generator) was ${fmt(100 * busy, 0)}% busy during the gateway rows, so their throughput measures that CPU` : undefined,
+      why,
     ),
   ];
 }
@@ -599,7 +609,7 @@ async function mcpOnly(notes: string[]): Promise<number> {
   await stopAll();
   printRows(rows, () => mcpDirect, undefined);
   console.log(`\n${mcpNote(mcpDirect, mcpGateway)}`);
-  for (const r of rows) console.log(`${r.name}: CPU µs/req per round ${r.cpu.map((v) => fmt(v, 0)).join(', ')}; c=1 p50 ${r.p50.map((v) => fmt(v, 3)).join(', ')} ms; CPU ${CPU_REST} busy ${fmt(100 * restBusy(r), 0)}%`);
+  for (const r of rows) console.log(`${r.name}: CPU µs/req per round ${r.cpu.map((v) => fmt(v, 0)).join(', ')}; c=1 p50 ${r.p50.map((v) => fmt(v, 3)).join(', ')} ms; CPU ${CPU_TARGET} busy ${fmt(100 * targetBusy(r), 0)}%, CPU ${CPU_REST} ${fmt(100 * restBusy(r), 0)}%`);
   console.log(`MCP gateway RSS after the load: ${fmt(rss, 1)} MiB`);
   for (const r of [mcpDirect, mcpGateway].filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
   console.log('\n| target check | verdict | measured |');

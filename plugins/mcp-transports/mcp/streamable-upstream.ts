@@ -41,6 +41,8 @@ const MAX_JSON_BODY = 32 * 1024 * 1024;
 const DELETE_TIMEOUT_MS = 5000;
 const POST_ACCEPT = 'application/json, text/event-stream';
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** A GET stream open this long before it dropped counts as a success when deciding to give up reopening it. */
+const GET_STREAM_HELD_MS = 5000;
 const MAX_REDIRECTS = 5;
 /** JSON-RPC internal error: the answer the target's stream could not deliver. */
 const INTERNAL_ERROR = -32603;
@@ -403,7 +405,8 @@ export class StreamableUpstream implements McpUpstream {
     });
   }
 
-  private readPostStream(body: Readable, id: RpcId, failures = 0): void {
+  /** A request's SSE answer; `resumedFrom` and `failures` when it is a resumption of an earlier one. */
+  private readPostStream(body: Readable, id: RpcId, resumedFrom?: string, failures = 0): void {
     this.streams.set(id, body);
     this.readSse(body, id, (outcome) => {
       if (this.streams.get(id) === body) this.streams.delete(id);
@@ -411,7 +414,8 @@ export class StreamableUpstream implements McpUpstream {
       if (this.cancelled?.delete(id)) return;
       if (outcome.error) this.onerror?.(new Error(`SSE stream disconnected: ${outcome.error.message}`));
       // Resumable (it gave an event id): ask for the rest with GET + Last-Event-ID, as the SDK client does.
-      if (outcome.lastEventId !== undefined) this.resumePost(id, outcome.lastEventId, outcome.progress ? 0 : failures + 1);
+      const lastEventId = outcome.lastEventId ?? resumedFrom;
+      if (lastEventId !== undefined) this.resumePost(id, lastEventId, outcome.progress ? 0 : failures + 1);
       else this.unanswered(id, outcome.error?.message ?? 'the stream ended');
     });
   }
@@ -428,7 +432,7 @@ export class StreamableUpstream implements McpUpstream {
       }
       if (!res) return this.unanswered(id, 'the target has no GET stream to resume it on');
       if (this.closed) return discard(res.body, true);
-      this.readPostStream(res.body, id, failures);
+      this.readPostStream(res.body, id, lastEventId, failures);
     });
   }
 
@@ -481,12 +485,15 @@ export class StreamableUpstream implements McpUpstream {
     }
     if (this.closed) return discard(res.body, true);
     this.getBody = res.body;
+    const opened = Date.now();
     this.readSse(res.body, undefined, (outcome) => {
       if (this.getBody === res.body) this.getBody = undefined;
       if (outcome.lastEventId !== undefined) this.getLastEventId = outcome.lastEventId;
       if (this.closed) return;
       if (outcome.error) this.onerror?.(new Error(`SSE stream disconnected: ${outcome.error.message}`));
-      this.reopenGet(outcome.progress ? 0 : failures + 1);
+      // A stream that brought something, or stayed open a while (an idle one cut by an intermediary), was not a
+      // failed attempt: only streams that end at once count towards giving up.
+      this.reopenGet(outcome.progress || Date.now() - opened >= GET_STREAM_HELD_MS ? 0 : failures + 1);
     });
   }
 
@@ -519,7 +526,12 @@ export class StreamableUpstream implements McpUpstream {
     if (this.closed) return;
     const timer = setTimeout(() => {
       this.timers.delete(timer);
-      if (!this.closed) void fn();
+      if (this.closed) return;
+      try {
+        fn()?.catch((err: Error) => this.onerror?.(err));
+      } catch (err) {
+        this.onerror?.(err as Error);
+      }
     }, ms);
     this.timers.add(timer);
   }
