@@ -61,7 +61,6 @@ export function tlsConnector(tls: UpstreamTls | undefined, host: string): buildC
   const base = buildConnector({
     ...(tlsConnectOptions(tls, host) as buildConnector.BuildOptions),
     allowH2,
-    preferH2: allowH2 && alpn[0] === 'h2',
   } as buildConnector.BuildOptions);
   const servername = sniName(tls, host);
   return (opts, callback) => base({ ...opts, servername: servername ?? '' }, callback);

@@ -68,7 +68,9 @@ export function checkImport(file: string, spec: string): string | undefined {
     if (under(file, 'kernel') && KERNEL_FORBIDDEN.some((re) => re.test(spec))) {
       return `imports '${spec}'; the kernel never imports MCP, gRPC or JOSE libraries (they belong to plugins)`;
     }
-    if (!DEPS.has(name) && !(isTest && DEV_DEPS.has(name))) {
+    // A build script (bin/build-dist.ts) runs in a checkout with the devDependencies, never in a distribution.
+    const isBuildTool = /^bin\/build-[\w-]+\.ts$/.test(file);
+    if (!DEPS.has(name) && !((isTest || isBuildTool) && DEV_DEPS.has(name))) {
       return `imports '${spec}', which is not a declared dependency in package.json${DEV_DEPS.has(name) ? ' (only a devDependency)' : ''}`;
     }
     return undefined;

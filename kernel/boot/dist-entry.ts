@@ -1,0 +1,56 @@
+import * as nodeModule from 'node:module';
+
+/**
+ * The start of a trimmed distribution (`npm run build:dist`, docs/adr/0012): what bin/switchyard.js does, for a
+ * bundle that is plain JavaScript. bin/build-dist.ts generates the bundle's entry, which calls this with the
+ * preset it was built for. Everything heavy (the CLI, the kernel, the preset) is loaded only after the process
+ * is set up, through `load` and a dynamic import, so a re-execution (below) costs no module parsing.
+ */
+export interface DistributionStart {
+  /** The version printed by `--version` and checked against plugins' peer ranges. */
+  readonly version: string;
+  /** Loads the preset and the names of every first-party plugin (so a left-out key is "not installed"). */
+  readonly load: () => Promise<{ readonly preset: readonly unknown[]; readonly knownKeys: Iterable<string> }>;
+}
+
+/** V8's young generation capped at 4 MiB semi-spaces, as in bin/switchyard.js (docs/perf.md). */
+const SEMI_SPACE_FLAG = '--max-semi-space-size';
+const SEMI_SPACE_MIB = 4;
+
+function hasSemiSpaceFlag(): boolean {
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
+  return given.some((a) => a.startsWith(SEMI_SPACE_FLAG) || a.startsWith('--max_semi_space_size'));
+}
+
+/** Run the CLI of a distribution; sets `process.exitCode` and exits once output is flushed. */
+export async function startDistribution(start: DistributionStart): Promise<void> {
+  // V8 reads the semi-space flag only when it creates the heap: re-execute in place (same PID) with it.
+  const proc = process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never };
+  if (!hasSemiSpaceFlag() && typeof proc.execve === 'function') {
+    try {
+      proc.execve(process.execPath, [process.execPath, `${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`, ...process.execArgv, ...process.argv.slice(1)], process.env);
+    } catch {
+      // execve is unavailable here (Windows, a worker): run with V8's default sizing.
+    }
+  }
+  // V8's compiled code of the bundle on disk: later starts skip compiling it. NODE_DISABLE_COMPILE_CACHE=1 turns
+  // it off; Node < 22.1 has no such function.
+  const enableCompileCache = (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache;
+  if (typeof enableCompileCache === 'function') {
+    try {
+      enableCompileCache();
+    } catch {
+      // An unwritable cache directory only costs the speed-up.
+    }
+  }
+  const [{ main }, { preset, knownKeys }] = await Promise.all([import('./cli.ts'), start.load()]);
+  const code = await main(process.argv.slice(2), { preset, knownKeys, version: start.version });
+  process.exitCode = code;
+  // Exit once shutdown has completed and stdout/stderr are flushed (a pipe is written asynchronously).
+  let pending = 2;
+  const done = (): void => {
+    if (--pending === 0) setImmediate(() => process.exit(code));
+  };
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}

@@ -1,0 +1,314 @@
+// Trimmed distributions (ARCHITECTURE.md §9, docs/adr/0012): `npm run build:dist -- --preset NAME` bundles the CLI
+// with one preset into plain JavaScript. The minimal bundle must hold none of the plugins and heavy libraries the
+// full preset adds, list and run exactly its plugins, and say "not installed" for a left-out first-party key; the
+// full bundle must print the committed schema and reach the files its plugins read beside their code.
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { minimalPreset } from '../../plugins/presets/minimal.ts';
+import { startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
+import type { TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const BUILD_TIMEOUT_MS = 90_000;
+
+/** Plain JavaScript: the bundle must run with type stripping off (and so on Node versions without it). */
+const NODE_ARGS = ['--no-experimental-strip-types'];
+const ENV = (() => {
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_DISABLE_COMPILE_CACHE: '1' };
+  delete env.NODE_TEST_CONTEXT;
+  delete env.NODE_OPTIONS;
+  return env;
+})();
+
+/**
+ * npm packages the full preset brings and the minimal one must not, each with a string only its code holds (a
+ * second marker besides esbuild's `// node_modules/<pkg>/...` module comments). Both markers are checked present
+ * in the full bundle, so their absence from the minimal one means something.
+ */
+const HEAVY: Record<string, string> = {
+  '@grpc/grpc-js': 'grpc-node-js',
+  '@grpc/proto-loader': 'loadSync',
+  protobufjs: 'index out of range: ',
+  '@azure/identity': 'DefaultAzureCredential',
+  '@aws-sdk/credential-provider-node': 'defaultProvider::fromEnv',
+  '@smithy/signature-v4': 'X-Amz-Signature',
+  'google-auth-library': 'GoogleAuth',
+  '@modelcontextprotocol/sdk': 'SSEClientTransport',
+  '@modelcontextprotocol/client': 'StreamableHTTPClientTransport',
+  jose: 'JWKSNoMatchingKey',
+  bcryptjs: 'bcrypt',
+  zod: 'ZodError',
+};
+
+/** Plugin folders of the full preset that the minimal one leaves out (a sample from each category). */
+const EXCLUDED_PLUGIN_FOLDERS = [
+  'plugins/backends/mcp/',
+  'plugins/backends/ai/',
+  'plugins/backends/service/',
+  'plugins/mcp-transports/',
+  'plugins/llm-providers/',
+  'plugins/guards/',
+  'plugins/backend-auth/',
+  'plugins/policies/',
+  'plugins/lib/envoy-grpc/',
+  'plugins/presets/full.ts',
+];
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(args: readonly string[], options: { cwd?: string; timeout?: number } = {}): Promise<Run> {
+  return new Promise((done) => {
+    execFile(process.execPath, args, { cwd: options.cwd ?? ROOT, env: ENV, timeout: options.timeout ?? 30_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : null) : 0;
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Every JavaScript file of a bundle, concatenated. */
+function bundleText(out: string): string {
+  const parts: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(join(dir, e.name));
+      else if (e.name.endsWith('.mjs')) parts.push(readFileSync(join(dir, e.name), 'utf8'));
+    }
+  };
+  walk(out);
+  return parts.join('\n');
+}
+
+/** The module paths esbuild notes above each bundled module (`// node_modules/undici/index.js`). */
+function modulePaths(text: string): string[] {
+  return [...new Set([...text.matchAll(/^\/\/ ((?:node_modules|plugins|kernel)\/\S+)$/gm)].map((m) => m[1]!))];
+}
+
+const hasPackage = (paths: readonly string[], pkg: string): boolean => paths.some((p) => p.startsWith(`node_modules/${pkg}/`));
+
+/** Start the bundle as a gateway; resolves once it logs that it is ready. */
+async function startBundle(bundle: string, config: string): Promise<{ child: ChildProcess; output: () => string; exit: Promise<number | null> }> {
+  const child = spawn(process.execPath, [...NODE_ARGS, bundle, '-f', config], { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const exit = new Promise<number | null>((done) => child.on('exit', (code) => done(code)));
+  await new Promise<void>((ready, fail) => {
+    const timer = setTimeout(() => fail(new Error(`the bundle did not get ready:\n${output}`)), 15_000);
+    const onData = (d: Buffer): void => {
+      output += d.toString();
+      if (/switchyard ready/.test(output)) {
+        clearTimeout(timer);
+        ready();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exit.then((code) => {
+      clearTimeout(timer);
+      fail(new Error(`the bundle exited (${code}) before it was ready:\n${output}`));
+    });
+  });
+  return { child, output: () => output, exit };
+}
+
+async function stop(gw: { child: ChildProcess; exit: Promise<number | null> }): Promise<number | null> {
+  gw.child.kill('SIGTERM');
+  const timer = setTimeout(() => gw.child.kill('SIGKILL'), 10_000);
+  const code = await gw.exit;
+  clearTimeout(timer);
+  return code;
+}
+
+describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUILD_TIMEOUT_MS }, () => {
+  let tmp: string;
+  let minimal: string;
+  let full: string;
+  let builds: { minimal: Run; full: Run };
+
+  before(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'switchyard-dist-'));
+    minimal = join(tmp, 'minimal');
+    full = join(tmp, 'full');
+    // Both at once, through the command line the npm script runs.
+    const [m, f] = await Promise.all([
+      run(['bin/build-dist.ts', '--preset', 'minimal', '--out', minimal], { timeout: BUILD_TIMEOUT_MS }),
+      run(['bin/build-dist.ts', '--preset', 'full', '--out', full], { timeout: BUILD_TIMEOUT_MS }),
+    ]);
+    builds = { minimal: m, full: f };
+  });
+
+  after(() => {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('builds both presets', () => {
+    for (const [name, r] of Object.entries(builds)) {
+      assert.equal(r.code, 0, `build of ${name} failed:\n${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`built .* \\(preset ${name}, \\d+ plugins\\)`));
+    }
+    for (const out of [minimal, full]) {
+      for (const file of ['switchyard.mjs', 'sdk.mjs', 'switchyard.schema.json', 'package.json', 'README.md', 'THIRD-PARTY-NOTICES.txt']) {
+        assert.ok(existsSync(join(out, file)), `${out}/${file}`);
+      }
+    }
+    const pkg = JSON.parse(readFileSync(join(minimal, 'package.json'), 'utf8')) as { name: string; dependencies: object; exports: Record<string, string> };
+    assert.equal(pkg.name, 'switchyard');
+    assert.deepEqual(pkg.dependencies, {}, 'every dependency is bundled');
+    assert.equal(pkg.exports['./sdk'], './sdk.mjs');
+  });
+
+  it('the minimal bundle holds none of the plugins and heavy libraries that only the full preset needs', () => {
+    const minimalText = bundleText(minimal);
+    const fullText = bundleText(full);
+    const minimalPaths = modulePaths(minimalText);
+    const fullPaths = modulePaths(fullText);
+    // The markers work: the kernel's own libraries are noted in both.
+    for (const pkg of ['undici', 'yaml', 'ajv']) assert.ok(hasPackage(minimalPaths, pkg), `minimal bundle notes node_modules/${pkg}`);
+
+    for (const [pkg, marker] of Object.entries(HEAVY)) {
+      assert.ok(hasPackage(fullPaths, pkg), `the full bundle holds ${pkg}`);
+      assert.ok(fullText.includes(marker), `the full bundle holds ${pkg}'s "${marker}"`);
+      assert.ok(!hasPackage(minimalPaths, pkg), `the minimal bundle holds ${pkg}`);
+      assert.ok(!minimalText.includes(marker), `the minimal bundle holds "${marker}" (${pkg})`);
+    }
+    for (const folder of EXCLUDED_PLUGIN_FOLDERS) {
+      assert.ok(fullPaths.some((p) => p.startsWith(folder)), `the full bundle holds ${folder}`);
+      assert.ok(!minimalPaths.some((p) => p.startsWith(folder)), `the minimal bundle holds ${folder}`);
+    }
+    // Of plugins/, exactly the two backends, their preset and the catalog of names.
+    const pluginFiles = minimalPaths.filter((p) => p.startsWith('plugins/'));
+    const allowed = ['plugins/backends/host/', 'plugins/backends/backend/', 'plugins/presets/minimal.ts', 'plugins/presets/catalog.ts'];
+    assert.deepEqual(pluginFiles.filter((p) => !allowed.some((a) => p.startsWith(a))), []);
+    assert.ok(pluginFiles.includes('plugins/backends/host/plugin.ts'));
+    // The vendored Envoy protos go only with the plugins that read them.
+    assert.ok(existsSync(join(full, 'envoy-protos/envoy/service/auth/v3/external_auth.proto')));
+    assert.ok(!existsSync(join(minimal, 'envoy-protos')));
+  });
+
+  it('`plugins` lists exactly the minimal preset, as plain JavaScript', async () => {
+    const r = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), 'plugins']);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = r.stdout.trim().split('\n').slice(1).map((line) => line.split(/\s+/).slice(0, 2).join(' '));
+    assert.deepEqual(rows, minimalPreset.map((p) => `${p.kind} ${p.key}`));
+    const version = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), '--version']);
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    assert.equal(version.stdout, `switchyard ${pkg.version}\n`);
+  });
+
+  describe('the minimal bundle as a gateway', () => {
+    let upstream: TestUpstream;
+    before(async () => {
+      upstream = await startUpstream();
+    });
+    after(async () => {
+      await upstream?.close();
+    });
+
+    it('proxies a request to a `host` backend end to end', async () => {
+      const port = await freePort();
+      const file = join(tmp, 'host.yaml');
+      writeFileSync(
+        file,
+        stringify({
+          config: { adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off' },
+          binds: [{ port, listeners: [{ routes: [{ backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }] }],
+        }),
+      );
+      const gw = await startBundle(join(minimal, 'switchyard.mjs'), file);
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/through/the/bundle?x=1`, { method: 'POST', body: 'hello' });
+        assert.equal(res.status, 200);
+        assert.equal(res.headers.get('x-upstream'), 'yes');
+        const echoed = (await res.json()) as { method: string; url: string; bodyLength: number };
+        assert.deepEqual([echoed.method, echoed.url, echoed.bodyLength], ['POST', '/through/the/bundle?x=1', 5]);
+        assert.equal(upstream.received.length, 1);
+      } finally {
+        assert.equal(await stop(gw), 0, gw.output());
+      }
+      assert.match(gw.output(), /switchyard stopped/);
+    });
+
+    it('refuses a config with a left-out first-party key: "not installed in this distribution", exit 1', async () => {
+      const file = join(tmp, 'mcp.yaml');
+      writeFileSync(
+        file,
+        stringify({
+          config: { adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off' },
+          binds: [{ port: await freePort(), listeners: [{ routes: [{ backends: [{ mcp: { targets: [{ name: 't', mcp: { host: 'http://127.0.0.1:1/mcp' } }] } }] }] }] }],
+        }),
+      );
+      const r = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), '-f', file]);
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      assert.match(r.stderr, /`mcp` is not installed in this distribution \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.mcp\) \[SWY_ERR_CONFIG_NOT_INSTALLED\]/);
+    });
+
+    it('loads a third-party plugin that imports `switchyard/sdk` from the distribution', async () => {
+      // An app folder: node_modules/switchyard is the distribution, the example plugin package is installed beside it.
+      const app = join(tmp, 'app');
+      mkdirSync(join(app, 'node_modules'), { recursive: true });
+      cpSync(minimal, join(app, 'node_modules/switchyard'), { recursive: true });
+      cpSync(join(ROOT, 'examples/plugins/switchyard-plugin-example'), join(app, 'node_modules/switchyard-plugin-example'), { recursive: true });
+      writeFileSync(join(app, 'config.yaml'), stringify({ config: { plugins: ['switchyard-plugin-example'] } }));
+      const r = await run([...NODE_ARGS, join(app, 'node_modules/switchyard/switchyard.mjs'), 'plugins', '-f', join(app, 'config.yaml')]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /^policy\s+addRequestId\s+switchyard-plugin-example@/m);
+    });
+  });
+
+  it('the full bundle prints the committed schema (schemas/switchyard.schema.json)', async () => {
+    const expected = readFileSync(join(ROOT, 'schemas/switchyard.schema.json'), 'utf8');
+    const r = await run([...NODE_ARGS, join(full, 'switchyard.mjs'), 'schema']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, expected);
+    assert.equal(readFileSync(join(full, 'switchyard.schema.json'), 'utf8'), expected);
+  });
+
+  describe('the full bundle as a gateway', () => {
+    let upstream: TestUpstream;
+    let envoy: TestEnvoyServer;
+    before(async () => {
+      upstream = await startUpstream();
+      envoy = await startEnvoyServer({ Check: (req) => ({ status: { code: req.attributes.request.http.path === '/deny' ? 7 : 0 } }) });
+    });
+    after(async () => {
+      await upstream?.close();
+      await envoy?.stop();
+    });
+
+    it('runs extAuthz over gRPC with the Envoy protos copied beside its chunk', async () => {
+      const port = await freePort();
+      const file = join(tmp, 'ext-authz.yaml');
+      writeFileSync(
+        file,
+        stringify({
+          config: { adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off' },
+          binds: [{ port, listeners: [{ routes: [{ policies: { extAuthz: { host: envoy.address } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }] }],
+        }),
+      );
+      const gw = await startBundle(join(full, 'switchyard.mjs'), file);
+      try {
+        const allowed = await fetch(`http://127.0.0.1:${port}/allow`);
+        assert.equal(allowed.status, 200);
+        await allowed.arrayBuffer();
+        const denied = await fetch(`http://127.0.0.1:${port}/deny`);
+        assert.equal(denied.status, 403);
+        await denied.arrayBuffer();
+        assert.equal(envoy.checks.length, 2);
+      } finally {
+        assert.equal(await stop(gw), 0, gw.output());
+      }
+    });
+  });
+});
