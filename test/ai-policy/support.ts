@@ -1,9 +1,7 @@
 // Shared by test/ai-policy/*.test.ts (not a test file itself): a third-party-style `ai` stand-in backend that calls
 // the AiPolicyRuntime exactly as plugins/lib/llm/contract.ts describes, the preset with the `ai` policy and the
 // guards, a fake CompileContext and Exchange for unit tests of the runtime, and small HTTP stand-in helpers.
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { defineBackend, jsonReply } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, ConfigPath, Exchange, Logger, VariantPlugin } from 'switchyard/sdk';
 import { CelExpressions } from '../../kernel/expr/cel-expressions.ts';
@@ -17,6 +15,7 @@ import bedrockGuard from '../../plugins/guards/bedrock-guardrails/plugin.ts';
 import modelArmorGuard from '../../plugins/guards/google-model-armor/plugin.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
+import { startUpstream } from '../helpers/upstream.ts';
 
 /**
  * `testLlm`: what the real `ai` backend does with the runtime, and nothing else. It reads the JSON body, takes the
@@ -198,36 +197,20 @@ export interface StandIn {
   close(): Promise<void>;
 }
 
-/** A loopback HTTP server whose handler gets the parsed JSON body. */
+/** A loopback HTTP server (test/helpers/upstream.ts) whose handler gets the parsed JSON body. */
 export async function startStandIn(handler: (req: IncomingMessage, res: ServerResponse, body: unknown, raw: Buffer) => void): Promise<StandIn> {
   const received: StandIn['received'] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      let body: unknown;
-      try {
-        body = raw.length ? JSON.parse(raw.toString('utf8')) : undefined;
-      } catch {
-        body = raw.toString('utf8');
-      }
-      received.push({ method: req.method!, url: req.url!, headers: req.headers, body, raw });
-      handler(req, res, body, raw);
-    });
+  const upstream = await startUpstream((req, res, raw) => {
+    let body: unknown;
+    try {
+      body = raw.length ? JSON.parse(raw.toString('utf8')) : undefined;
+    } catch {
+      body = raw.toString('utf8');
+    }
+    received.push({ method: req.method!, url: req.url!, headers: req.headers, body, raw });
+    handler(req, res, body, raw);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    port,
-    url: `http://127.0.0.1:${port}`,
-    received,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
+  return { port: upstream.port, url: upstream.url, received, close: () => upstream.close() };
 }
 
 /** Reply with JSON. */

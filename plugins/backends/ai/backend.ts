@@ -110,8 +110,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       raw = await ex.bufferBody(REQUEST_LIMIT);
       raw = await decodeBody(raw, ex.headers['content-encoding'], REQUEST_LIMIT);
     } catch (err) {
-      if (err instanceof GatewayError && err.status === 413) return llmRequestError(413, 'request body too large');
-      if (err instanceof DecodedTooLargeError) return llmRequestError(413, 'request body too large');
+      if ((err instanceof GatewayError && err.status === 413) || err instanceof DecodedTooLargeError) return llmRequestError(413, 'request body too large');
       if (err instanceof UnsupportedEncodingError) return llmRequestError(415, err.message);
       if (err instanceof BadEncodingError) return llmRequestError(400, err.message);
       throw err;

@@ -1,6 +1,7 @@
 import type { CompileContext } from 'switchyard/sdk';
-import { GUARD_TIMEOUT_MS, guardConnection, parseOrigin, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
+import { guardConnection, parseOrigin } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
+import { isObj } from '../../lib/llm/json.ts';
 
 export interface BedrockGuardrailsConfig {
   guardrailIdentifier: string;
@@ -9,9 +10,6 @@ export interface BedrockGuardrailsConfig {
   policies?: Record<string, unknown>;
   host?: string;
 }
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** True when an assessment anywhere says `"action": "BLOCKED"`. */
 function blocked(value: unknown): boolean {
@@ -61,16 +59,7 @@ export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, 
   return {
     async check(ex, phase, messages): Promise<GuardVerdict> {
       const body = { source: phase === 'request' ? 'INPUT' : 'OUTPUT', content: messages.map((m) => ({ text: { text: m.content } })) };
-      const res = await connection.target.request({
-        method: 'POST',
-        path,
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(body),
-        signal: ex.signal,
-        timeoutMs: GUARD_TIMEOUT_MS,
-        onAttempt: connection.attemptHook(ex),
-      });
-      return guardrailVerdict(await readJsonAnswer(res, 'the Bedrock guardrail'), messages);
+      return guardrailVerdict(await connection.postJson(ex, path, body, 'the Bedrock guardrail'), messages);
     },
   };
 }

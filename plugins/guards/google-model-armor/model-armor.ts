@@ -1,6 +1,7 @@
 import type { CompileContext } from 'switchyard/sdk';
-import { GUARD_TIMEOUT_MS, guardConnection, parseOrigin, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
+import { guardConnection, parseOrigin } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
+import { isObj } from '../../lib/llm/json.ts';
 
 export interface ModelArmorConfig {
   templateId: string;
@@ -11,9 +12,6 @@ export interface ModelArmorConfig {
 }
 
 export const DEFAULT_LOCATION = 'us-central1';
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** True when any filter result (at any depth: RAI, jailbreak, malicious URI, CSAM, virus scan, SDP) is `MATCH_FOUND`. */
 function matchFound(value: unknown): boolean {
@@ -47,16 +45,8 @@ export async function compileModelArmor(config: ModelArmorConfig, ctx: CompileCo
     async check(ex, phase, messages): Promise<GuardVerdict> {
       const text = messages.map((m) => m.content).join('\n');
       const body = phase === 'request' ? { userPromptData: { text } } : { modelResponseData: { text } };
-      const res = await connection.target.request({
-        method: 'POST',
-        path: `${base}:${phase === 'request' ? 'sanitizeUserPrompt' : 'sanitizeModelResponse'}`,
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(body),
-        signal: ex.signal,
-        timeoutMs: GUARD_TIMEOUT_MS,
-        onAttempt: connection.attemptHook(ex),
-      });
-      return modelArmorBlocked(await readJsonAnswer(res, 'Model Armor')) ? { action: 'reject', reason: 'Model Armor filter match' } : { action: 'pass' };
+      const answer = await connection.postJson(ex, `${base}:${phase === 'request' ? 'sanitizeUserPrompt' : 'sanitizeModelResponse'}`, body, 'Model Armor');
+      return modelArmorBlocked(answer) ? { action: 'reject', reason: 'Model Armor filter match' } : { action: 'pass' };
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { CompileContext } from 'switchyard/sdk';
-import { GUARD_TIMEOUT_MS, guardConnection, parseOrigin, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
+import { guardConnection, parseOrigin } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 
 export interface ModerationGuardConfig {
@@ -26,24 +26,15 @@ export function moderationFlagged(answer: unknown): boolean {
 export async function compileModerationGuard(config: ModerationGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
   const origin = config.host === undefined ? OPENAI_ORIGIN : parseOrigin(config.host);
   if (typeof origin !== 'string') return ctx.fail(origin.error, ['host']);
-  if (!config.policies || !Object.keys(config.policies).some((k) => k === 'backendAuth')) {
+  if (!config.policies || !Object.hasOwn(config.policies, 'backendAuth')) {
     ctx.warn('no `policies.backendAuth`: moderation requests carry no API key (set `backendAuth: {key: …}`)', ['policies']);
   }
   const connection = await guardConnection(ctx, origin, config.policies, undefined, 'the moderation endpoint');
   const model = config.model ?? DEFAULT_MODERATION_MODEL;
   return {
     async check(ex, _phase, messages): Promise<GuardVerdict> {
-      const res = await connection.target.request({
-        method: 'POST',
-        path: '/v1/moderations',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify({ input: messages.map((m) => m.content), model }),
-        signal: ex.signal,
-        timeoutMs: GUARD_TIMEOUT_MS,
-        onAttempt: connection.attemptHook(ex),
-      });
-      const flagged = moderationFlagged(await readJsonAnswer(res, 'the moderation endpoint'));
-      return flagged ? { action: 'reject', reason: 'flagged by moderation' } : { action: 'pass' };
+      const answer = await connection.postJson(ex, '/v1/moderations', { input: messages.map((m) => m.content), model }, 'the moderation endpoint');
+      return moderationFlagged(answer) ? { action: 'reject', reason: 'flagged by moderation' } : { action: 'pass' };
     },
   };
 }

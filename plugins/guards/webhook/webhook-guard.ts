@@ -3,6 +3,7 @@ import { resolveServiceTarget } from '../../lib/envoy-grpc/service-target.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/service-target.ts';
 import { GUARD_TIMEOUT_MS, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
+import { isObj } from '../../lib/llm/json.ts';
 
 export interface WebhookGuardConfig {
   target: Omit<ServiceTargetConfig, 'policies'>;
@@ -14,9 +15,6 @@ interface HeaderMatch {
   readonly name: string;
   readonly test: (value: string) => boolean;
 }
-
-type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `{role, content}` objects as the webhook sent them back; throws when one is not. */
 function messagesOf(list: unknown[], what: string): GuardMessage[] {

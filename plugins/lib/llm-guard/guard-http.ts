@@ -1,4 +1,4 @@
-import type { AttemptHook, CompileContext, Exchange, PolicySet, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
+import type { CompileContext, Exchange, PolicySet, UpstreamResponse } from 'switchyard/sdk';
 
 /**
  * The connection of a guard that calls a cloud service (`openAIModeration`, `bedrockGuardrails`,
@@ -6,9 +6,8 @@ import type { AttemptHook, CompileContext, Exchange, PolicySet, UpstreamResponse
  * credential, `backendTLS`) and the credential used when `policies` has no `backendAuth`.
  */
 export interface GuardConnection {
-  readonly target: UpstreamTarget;
-  /** The per-attempt hooks (`backendAuth`) for a call made on behalf of `ex`; pass as `onAttempt`. */
-  attemptHook(ex: Exchange): AttemptHook | undefined;
+  /** `POST path` with a JSON body on behalf of `ex` (its signal, `backendAuth`, the guard timeout); the JSON answer. */
+  postJson(ex: Exchange, path: string, body: unknown, service: string): Promise<unknown>;
 }
 
 /** Policies that mean something on a guard's connection. */
@@ -63,7 +62,20 @@ export async function guardConnection(
     set = implicit.layer(set);
   }
   const target = ctx.http.target({ origin, tls: set.facets.tls, authority: 'target' });
-  return { target, attemptHook: (ex) => set.attemptHook(ex) };
+  return {
+    async postJson(ex, path, body, service) {
+      const res = await target.request({
+        method: 'POST',
+        path,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify(body),
+        signal: ex.signal,
+        timeoutMs: GUARD_TIMEOUT_MS,
+        onAttempt: set.attemptHook(ex),
+      });
+      return readJsonAnswer(res, service);
+    },
+  };
 }
 
 /** Read a guard service's answer as JSON. Throws (a guard failure) on a non-2xx status or a body that is not JSON. */

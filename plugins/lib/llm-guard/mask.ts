@@ -22,11 +22,11 @@ export function maskSpans(text: string, spans: readonly Span[], replacement: str
   return out + text.slice(at);
 }
 
-/** Every non-empty match of a global regular expression (zero-width matches mask nothing). */
-export function patternSpans(re: RegExp, text: string): Span[] {
+/** Every non-empty match of a global regular expression that `accept` takes (zero-width matches mask nothing). */
+export function patternSpans(re: RegExp, text: string, accept?: (match: string) => boolean): Span[] {
   const out: Span[] = [];
   re.lastIndex = 0;
-  for (const m of text.matchAll(re)) if (m[0].length > 0) out.push({ start: m.index, end: m.index + m[0].length });
+  for (const m of text.matchAll(re)) if (m[0].length > 0 && (!accept || accept(m[0]))) out.push({ start: m.index, end: m.index + m[0].length });
   return out;
 }
 

@@ -1,4 +1,5 @@
 import type { GuardMessage, LlmRouteType } from '../llm/contract.ts';
+import { isObj } from '../llm/json.ts';
 
 /**
  * The text of an LLM request or response as prompt guards see it, per client API format (BEHAVIOUR.md §2.9, §4.6).
@@ -18,8 +19,6 @@ export interface TextSlot {
 }
 
 type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A slot over `holder[key]` (an object field or an array index). */
 function slot(role: string, holder: Obj | unknown[], key: string | number): TextSlot {

@@ -3,6 +3,7 @@
  * numbers, phone numbers, e-mail addresses and Canadian social insurance numbers. Each finds spans in a text; the
  * guard masks them as `<ENTITY>` or rejects the text. Written for this gateway from the formats' public rules.
  */
+import { patternSpans } from './mask.ts';
 
 export type Builtin = 'ssn' | 'creditCard' | 'phoneNumber' | 'email' | 'caSin';
 
@@ -21,15 +22,6 @@ export const ENTITY: Readonly<Record<Builtin, string>> = {
 export interface Span {
   readonly start: number;
   readonly end: number;
-}
-
-function spans(re: RegExp, text: string, accept: (match: string) => boolean = () => true): Span[] {
-  const out: Span[] = [];
-  re.lastIndex = 0;
-  for (const m of text.matchAll(re)) {
-    if (m[0].length > 0 && accept(m[0])) out.push({ start: m.index, end: m.index + m[0].length });
-  }
-  return out;
 }
 
 const digitsOf = (s: string): string => s.replace(/\D/g, '');
@@ -207,11 +199,11 @@ export function findBuiltin(builtin: Builtin, text: string): Span[] {
     case 'email':
       return emailSpans(text);
     case 'ssn':
-      return spans(SSN, text, validSsn);
+      return patternSpans(SSN, text, validSsn);
     case 'creditCard':
-      return spans(CARD, text, (m) => luhnValid(digitsOf(m)));
+      return patternSpans(CARD, text, (m) => luhnValid(digitsOf(m)));
     case 'caSin':
-      return spans(CA_SIN, text);
+      return patternSpans(CA_SIN, text);
     case 'phoneNumber':
       return phoneSpans(text);
   }

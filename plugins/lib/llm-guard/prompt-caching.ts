@@ -4,6 +4,7 @@
  * `cacheMessageOffset`) and on the last tool, within Anthropic's limit of four markers per request. Markers the
  * client set are kept and count against the limit. Best effort: a body without such a place is left as it is.
  */
+import { isObj } from '../llm/json.ts';
 
 /** The `promptCaching` settings with their defaults applied. */
 export interface PromptCachingSettings {
@@ -41,7 +42,6 @@ const MAX_MARKERS = 4;
 const CACHEABLE = new Set(['text', 'image', 'document', 'search_result', 'tool_use', 'tool_result', 'server_tool_use', 'web_search_tool_result']);
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const hasMarker = (v: unknown): boolean => isObj(v) && v.cache_control !== undefined && v.cache_control !== null;
 const countIn = (v: unknown): number => (Array.isArray(v) ? v.filter(hasMarker).length : 0);
 

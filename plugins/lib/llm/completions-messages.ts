@@ -1,9 +1,11 @@
 // OpenAI Chat Completions <-> Anthropic Messages: requests, responses, streams and errors (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
+import { imageUrlOf, toolCallsOf, walkChatMessages } from './chat-messages.ts';
 import { DONE } from './events.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
 import { copy, isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from './json.ts';
 import type { Obj } from './json.ts';
+import { completionsUsageFromCounts } from './usage.ts';
 
 /** Anthropic requires `max_tokens`; a Chat Completions request may omit it. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -50,14 +52,7 @@ export function finishToAnthropicStop(finish: unknown): string | null {
 
 /** Anthropic usage as OpenAI usage: prompt tokens include cache reads and writes. */
 export function messagesUsageToCompletions(u: unknown): Obj | undefined {
-  if (!isObj(u)) return undefined;
-  const read = typeof u.cache_read_input_tokens === 'number' ? u.cache_read_input_tokens : 0;
-  const write = typeof u.cache_creation_input_tokens === 'number' ? u.cache_creation_input_tokens : 0;
-  const prompt = (typeof u.input_tokens === 'number' ? u.input_tokens : 0) + read + write;
-  const completion = typeof u.output_tokens === 'number' ? u.output_tokens : 0;
-  const out: Obj = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-  if (read) out.prompt_tokens_details = { cached_tokens: read };
-  return out;
+  return isObj(u) ? completionsUsageFromCounts(u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) : undefined;
 }
 
 /** OpenAI usage as Anthropic usage: cached prompt tokens become `cache_read_input_tokens`. */
@@ -74,7 +69,7 @@ export function completionsUsageToMessages(u: unknown): Obj {
 // Completions request -> Messages request
 
 function imagePartToBlock(part: Obj): Obj | undefined {
-  const url = isObj(part.image_url) ? part.image_url.url : part.image_url;
+  const url = imageUrlOf(part);
   if (typeof url !== 'string') return undefined;
   const data = parseDataUrl(url);
   return data
@@ -112,6 +107,11 @@ function toolChoiceToAnthropic(choice: unknown, parallel: unknown): Obj | undefi
   return out;
 }
 
+/** An OpenAI tool call as an Anthropic `tool_use` block. */
+function toolUseBlock(tc: Obj): Obj {
+  return { type: 'tool_use', id: tc.id ?? `toolu_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) };
+}
+
 /** Append a message, merging it into the previous one of the same role (tool results of several calls, say). */
 function pushMessage(messages: Obj[], role: string, content: Obj[] | string): void {
   const last = messages[messages.length - 1];
@@ -128,36 +128,21 @@ function pushMessage(messages: Obj[], role: string, content: Obj[] | string): vo
 export function completionsRequestToMessages(body: Obj): Obj {
   const system: string[] = [];
   const messages: Obj[] = [];
-  for (const m of Array.isArray(body.messages) ? body.messages : []) {
-    if (!isObj(m)) continue;
-    switch (m.role) {
-      case 'system':
-      case 'developer':
-        system.push(textOf(m.content, '\n'));
-        break;
-      case 'user': {
-        const c = userBlocks(m.content);
-        if (c.length > 0) pushMessage(messages, 'user', c);
-        break;
-      }
-      case 'assistant': {
-        const blocks: Obj[] = [];
-        const text = textOf(m.content);
-        if (text) blocks.push({ type: 'text', text });
-        for (const tc of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
-          if (!isObj(tc) || !isObj(tc.function)) continue;
-          blocks.push({ type: 'tool_use', id: tc.id ?? `toolu_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) });
-        }
-        if (blocks.length > 0) pushMessage(messages, 'assistant', blocks);
-        break;
-      }
-      case 'tool':
-        pushMessage(messages, 'user', [{ type: 'tool_result', tool_use_id: m.tool_call_id, content: textOf(m.content) }]);
-        break;
-      default:
-        break;
-    }
-  }
+  walkChatMessages(body, {
+    system: (text) => system.push(text),
+    user: (m) => {
+      const c = userBlocks(m.content);
+      if (c.length > 0) pushMessage(messages, 'user', c);
+    },
+    assistant: (m) => {
+      const blocks: Obj[] = [];
+      const text = textOf(m.content);
+      if (text) blocks.push({ type: 'text', text });
+      blocks.push(...toolCallsOf(m).map(toolUseBlock));
+      if (blocks.length > 0) pushMessage(messages, 'assistant', blocks);
+    },
+    tool: (m) => pushMessage(messages, 'user', [{ type: 'tool_result', tool_use_id: m.tool_call_id, content: textOf(m.content) }]),
+  });
   const out: Obj = { model: body.model, messages };
   if (system.length > 0) out.system = system.join('\n');
   out.max_tokens = body.max_completion_tokens ?? body.max_tokens ?? DEFAULT_MAX_TOKENS;
@@ -396,10 +381,7 @@ export function completionsResponseToMessages(resp: Obj): Obj {
   const content: Obj[] = [];
   const text = textOf(msg.content);
   if (text) content.push({ type: 'text', text });
-  for (const tc of Array.isArray(msg.tool_calls) ? msg.tool_calls : []) {
-    if (!isObj(tc) || !isObj(tc.function)) continue;
-    content.push({ type: 'tool_use', id: tc.id ?? `toolu_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) });
-  }
+  content.push(...toolCallsOf(msg).map(toolUseBlock));
   return {
     id: resp.id ?? `msg_${randomUUID()}`,
     type: 'message',

@@ -1,9 +1,11 @@
 // OpenAI Chat Completions <-> AWS Bedrock Converse: requests, responses and streams (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
+import { appendTurn, imageUrlOf, toolCallsOf, walkChatMessages } from './chat-messages.ts';
 import { DONE } from './events.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
 import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from './json.ts';
 import type { Obj } from './json.ts';
+import { completionsUsageFromCounts } from './usage.ts';
 
 const IMAGE_FORMATS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
@@ -15,7 +17,7 @@ function userContent(content: unknown): Obj[] {
     else if (!isObj(p)) continue;
     else if (p.type === 'text' && typeof p.text === 'string' && p.text) out.push({ text: p.text });
     else if (p.type === 'image_url') {
-      const url = isObj(p.image_url) ? p.image_url.url : p.image_url;
+      const url = imageUrlOf(p);
       const data = typeof url === 'string' ? parseDataUrl(url) : undefined;
       // Converse takes image bytes only (base64 in JSON); remote image URLs cannot be passed on.
       if (data && IMAGE_FORMATS[data.mediaType]) out.push({ image: { format: IMAGE_FORMATS[data.mediaType], source: { bytes: data.data } } });
@@ -24,47 +26,26 @@ function userContent(content: unknown): Obj[] {
   return out;
 }
 
-function push(messages: Obj[], role: 'user' | 'assistant', content: Obj[]): void {
-  if (content.length === 0) return;
-  const last = messages[messages.length - 1];
-  if (last && last.role === role) last.content.push(...content);
-  else messages.push({ role, content });
-}
-
 /** An OpenAI Chat Completions request as a Bedrock Converse request (the model goes in the path). */
 export function completionsRequestToConverse(body: Obj): Obj {
   const system: Obj[] = [];
   const messages: Obj[] = [];
-  for (const m of Array.isArray(body.messages) ? body.messages : []) {
-    if (!isObj(m)) continue;
-    switch (m.role) {
-      case 'system':
-      case 'developer': {
-        const text = textOf(m.content, '\n');
-        if (text) system.push({ text });
-        break;
+  walkChatMessages(body, {
+    system: (text) => {
+      if (text) system.push({ text });
+    },
+    user: (m) => appendTurn(messages, 'user', 'content', userContent(m.content)),
+    assistant: (m) => {
+      const content: Obj[] = [];
+      const text = textOf(m.content);
+      if (text) content.push({ text });
+      for (const tc of toolCallsOf(m)) {
+        content.push({ toolUse: { toolUseId: tc.id ?? `tooluse_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) } });
       }
-      case 'user':
-        push(messages, 'user', userContent(m.content));
-        break;
-      case 'assistant': {
-        const content: Obj[] = [];
-        const text = textOf(m.content);
-        if (text) content.push({ text });
-        for (const tc of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
-          if (!isObj(tc) || !isObj(tc.function)) continue;
-          content.push({ toolUse: { toolUseId: tc.id ?? `tooluse_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) } });
-        }
-        push(messages, 'assistant', content);
-        break;
-      }
-      case 'tool':
-        push(messages, 'user', [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: textOf(m.content) }] } }]);
-        break;
-      default:
-        break;
-    }
-  }
+      appendTurn(messages, 'assistant', 'content', content);
+    },
+    tool: (m) => appendTurn(messages, 'user', 'content', [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: textOf(m.content) }] } }]),
+  });
   const out: Obj = { messages };
   if (system.length > 0) out.system = system;
   const inference: Obj = {};
@@ -116,14 +97,7 @@ export function converseStopToFinish(stop: unknown): string | null {
 
 /** Converse usage as OpenAI usage (prompt tokens include cache reads and writes). */
 export function converseUsageToCompletions(u: unknown): Obj | undefined {
-  if (!isObj(u)) return undefined;
-  const read = typeof u.cacheReadInputTokens === 'number' ? u.cacheReadInputTokens : 0;
-  const write = typeof u.cacheWriteInputTokens === 'number' ? u.cacheWriteInputTokens : 0;
-  const prompt = (typeof u.inputTokens === 'number' ? u.inputTokens : 0) + read + write;
-  const completion = typeof u.outputTokens === 'number' ? u.outputTokens : 0;
-  const out: Obj = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-  if (read) out.prompt_tokens_details = { cached_tokens: read };
-  return out;
+  return isObj(u) ? completionsUsageFromCounts(u.inputTokens, u.outputTokens, u.cacheReadInputTokens, u.cacheWriteInputTokens) : undefined;
 }
 
 /** A Converse response as an OpenAI Chat Completions response (Converse names no model: the request's is used). */

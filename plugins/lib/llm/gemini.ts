@@ -1,6 +1,7 @@
 // OpenAI Chat Completions <-> Gemini native `generateContent`: requests, responses, streams (BEHAVIOUR.md §2.8,
 // §4.6), and the Gemini native paths (`models/<m>:generateContent`, `:streamGenerateContent`, `:countTokens`).
 import { randomUUID } from 'node:crypto';
+import { appendTurn, imageUrlOf, toolCallsOf, walkChatMessages } from './chat-messages.ts';
 import { DONE } from './events.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
 import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from './json.ts';
@@ -137,21 +138,13 @@ function userParts(content: unknown): Obj[] {
     if (!isObj(p)) continue;
     let part: Obj | undefined;
     if (p.type === 'text' && typeof p.text === 'string' && p.text) part = { text: p.text };
-    else if (p.type === 'image_url') part = mediaPart(isObj(p.image_url) ? p.image_url.url : p.image_url, 'image/jpeg');
+    else if (p.type === 'image_url') part = mediaPart(imageUrlOf(p), 'image/jpeg');
     else if (p.type === 'input_audio' && isObj(p.input_audio) && typeof p.input_audio.data === 'string') {
       part = { inlineData: { mimeType: `audio/${p.input_audio.format === 'mp3' ? 'mpeg' : (p.input_audio.format ?? 'wav')}`, data: p.input_audio.data } };
     } else if (p.type === 'file' && isObj(p.file)) part = mediaPart(p.file.file_data, 'application/pdf');
     if (part) out.push(part);
   }
   return out;
-}
-
-/** Append a turn, merging it into the previous one of the same role (tool results of parallel calls, say). */
-function pushContent(contents: Obj[], role: 'user' | 'model', parts: Obj[]): void {
-  if (parts.length === 0) return;
-  const last = contents[contents.length - 1];
-  if (last && last.role === role) last.parts.push(...parts);
-  else contents.push({ role, parts });
 }
 
 /** A tool message's content as a `functionResponse.response` (an object: JSON objects as they are, else `{output}`). */
@@ -191,43 +184,32 @@ export function completionsRequestToGemini(body: Obj): Obj {
   const system: Obj[] = [];
   const contents: Obj[] = [];
   const callNames = new Map<string, string>();
-  for (const m of Array.isArray(body.messages) ? body.messages : []) {
-    if (!isObj(m)) continue;
-    switch (m.role) {
-      case 'system':
-      case 'developer': {
-        const text = textOf(m.content, '\n');
-        if (text) system.push({ text });
-        break;
+  const toolResult = (m: Obj): void => {
+    const name = (typeof m.tool_call_id === 'string' ? callNames.get(m.tool_call_id) : undefined) ?? (typeof m.name === 'string' ? m.name : 'function');
+    appendTurn(contents, 'user', 'parts', [{ functionResponse: { name, response: toolResponse(m.content) } }]);
+  };
+  walkChatMessages(body, {
+    system: (text) => {
+      if (text) system.push({ text });
+    },
+    user: (m) => appendTurn(contents, 'user', 'parts', userParts(m.content)),
+    assistant: (m) => {
+      const parts: Obj[] = [];
+      const text = textOf(m.content);
+      if (text) parts.push({ text });
+      for (const tc of toolCallsOf(m)) {
+        if (typeof tc.function.name !== 'string') continue;
+        if (typeof tc.id === 'string') callNames.set(tc.id, tc.function.name);
+        const part: Obj = { functionCall: { name: tc.function.name, args: parseArguments(tc.function.arguments) } };
+        const sig = thoughtSignatureOf(tc);
+        if (sig) part.thoughtSignature = sig;
+        parts.push(part);
       }
-      case 'user':
-        pushContent(contents, 'user', userParts(m.content));
-        break;
-      case 'assistant': {
-        const parts: Obj[] = [];
-        const text = textOf(m.content);
-        if (text) parts.push({ text });
-        for (const tc of Array.isArray(m.tool_calls) ? m.tool_calls : []) {
-          if (!isObj(tc) || !isObj(tc.function) || typeof tc.function.name !== 'string') continue;
-          if (typeof tc.id === 'string') callNames.set(tc.id, tc.function.name);
-          const part: Obj = { functionCall: { name: tc.function.name, args: parseArguments(tc.function.arguments) } };
-          const sig = thoughtSignatureOf(tc);
-          if (sig) part.thoughtSignature = sig;
-          parts.push(part);
-        }
-        pushContent(contents, 'model', parts);
-        break;
-      }
-      case 'tool':
-      case 'function': {
-        const name = (typeof m.tool_call_id === 'string' ? callNames.get(m.tool_call_id) : undefined) ?? (typeof m.name === 'string' ? m.name : 'function');
-        pushContent(contents, 'user', [{ functionResponse: { name, response: toolResponse(m.content) } }]);
-        break;
-      }
-      default:
-        break;
-    }
-  }
+      appendTurn(contents, 'model', 'parts', parts);
+    },
+    tool: toolResult,
+    function: toolResult,
+  });
   const out: Obj = { contents };
   if (system.length > 0) out.systemInstruction = { parts: system };
 

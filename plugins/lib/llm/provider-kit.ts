@@ -28,13 +28,17 @@ export function bearerToken(h: LlmHeaders): string | undefined {
  */
 export function openAiHeaders(h: LlmHeaders): void {
   stripBrowserHeaders(h);
-  const key = h['x-api-key'];
-  if (key !== undefined) {
-    if (h.authorization === undefined) h.authorization = `Bearer ${Array.isArray(key) ? key[0] : key}`;
-    delete h['x-api-key'];
-  }
+  keyHeaderToBearer(h, 'x-api-key');
   delete h['anthropic-version'];
   delete h['anthropic-beta'];
+}
+
+/** A key sent in header `name` moved to `Authorization: Bearer` (an `Authorization` already there is kept). */
+export function keyHeaderToBearer(h: LlmHeaders, name: string): void {
+  const key = h[name];
+  if (key === undefined) return;
+  if (h.authorization === undefined) h.authorization = `Bearer ${Array.isArray(key) ? key[0] : key}`;
+  delete h[name];
 }
 
 /** True for the wire formats of Gemini's native API (`generateContent`, `streamGenerateContent`, `countTokens`). */
@@ -69,8 +73,7 @@ export function openAiPath(prefix: string, format: LlmWireFormat): string {
 /** Wire formats of a provider that speaks OpenAI Chat Completions (and maybe more): Messages clients are translated. */
 export function openAiWire(native: readonly LlmWireFormat[]): (client: LlmRouteType) => LlmWireFormat | undefined {
   return (client) => {
-    if (client === 'completions') return 'completions';
-    if (client === 'messages') return 'completions';
+    if (client === 'completions' || client === 'messages') return 'completions';
     if ((client === 'responses' || client === 'embeddings') && native.includes(client)) return client;
     return undefined;
   };

@@ -83,6 +83,17 @@ export function usageFromGemini(u: unknown): LlmUsage | undefined {
   };
 }
 
+/** OpenAI usage from a provider's counts: prompt tokens include cache reads and writes (a non-number counts 0). */
+export function completionsUsageFromCounts(input: unknown, output: unknown, cacheRead: unknown, cacheWrite: unknown): Obj {
+  const read = typeof cacheRead === 'number' ? cacheRead : 0;
+  const write = typeof cacheWrite === 'number' ? cacheWrite : 0;
+  const prompt = (typeof input === 'number' ? input : 0) + read + write;
+  const completion = typeof output === 'number' ? output : 0;
+  const out: Obj = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  if (read) out.prompt_tokens_details = { cached_tokens: read };
+  return out;
+}
+
 /** Merge newer counts over older ones (a stream reports input first and output last). */
 export function mergeUsage(into: LlmUsage, from: LlmUsage | undefined): void {
   if (!from) return;

@@ -1,6 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini.ts';
-import { googleApiKeyHeader, isGeminiNative, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
+import { googleApiKeyHeader, isGeminiNative, keyHeaderToBearer, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { GeminiConfig } from './plugin.ts';
 
@@ -12,12 +12,7 @@ import type { GeminiConfig } from './plugin.ts';
 function geminiHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
   openAiHeaders(h);
   if (isGeminiNative(format)) return googleApiKeyHeader(h);
-  if (format === undefined) return;
-  const key = h['x-goog-api-key'];
-  if (key !== undefined) {
-    if (h.authorization === undefined) h.authorization = `Bearer ${Array.isArray(key) ? key[0] : key}`;
-    delete h['x-goog-api-key'];
-  }
+  if (format !== undefined) keyHeaderToBearer(h, 'x-goog-api-key');
 }
 
 /**

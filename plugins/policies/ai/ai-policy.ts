@@ -1,7 +1,7 @@
 import { localReply } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
 import { applyHeaderModifier, compileHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
-import type { HeaderModifier, HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
+import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 import { guardMessages, requestSlots, responseSlots, writeBack } from '../../lib/llm-guard/messages.ts';
 import type { TextSlot } from '../../lib/llm-guard/messages.ts';
 import { applyAnthropicCacheMarkers, promptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
@@ -44,7 +44,8 @@ interface CompiledGuard {
   readonly instance: GuardInstance;
   readonly status: number;
   readonly body: string;
-  readonly headers: HeaderModifier | undefined;
+  /** The rejection's headers (`rejection.headers` applied to none), built at load; copied per reply. */
+  readonly headers: HeaderMap;
 }
 
 /** The gateway's answer when a guard service failed: 503, text/plain (BEHAVIOUR.md §2.9, §4.6). */
@@ -55,9 +56,7 @@ export function guardFailureReply(): Reply {
 function rejectionReply(g: CompiledGuard, status?: number, body?: string): Reply {
   // A webhook's own rejection replaces the entry's (status and body only, as the reference does).
   if (status !== undefined || body !== undefined) return localReply(status ?? g.status, body ?? g.body, {});
-  const headers: HeaderMap = {};
-  if (g.headers) applyHeaderModifier(g.headers, headers);
-  return localReply(g.status, g.body, headers);
+  return localReply(g.status, g.body, { ...g.headers });
 }
 
 /**
@@ -174,11 +173,11 @@ async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'reque
     const at = ['promptGuard', phase, i];
     const { key, instance } = await ctx.compileVariant<GuardInstance>('guard', entry, at);
     const rejection = entry.rejection ?? {};
-    let headers: HeaderModifier | undefined;
+    const headers: HeaderMap = {};
     if (rejection.headers) {
       const compiled = compileHeaderModifier(rejection.headers);
       if (typeof compiled === 'string') ctx.fail(compiled, [...at, 'rejection', 'headers']);
-      headers = compiled;
+      applyHeaderModifier(compiled, headers);
     }
     out.push({ key, instance, status: rejection.status ?? DEFAULT_REJECTION_STATUS, body: rejection.body ?? DEFAULT_REJECTION_BODY, headers });
   }

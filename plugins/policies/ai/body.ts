@@ -1,5 +1,6 @@
 import type { CompiledExpression, Exchange } from 'switchyard/sdk';
 import type { LlmRouteType } from '../../lib/llm/contract.ts';
+import { isObj } from '../../lib/llm/json.ts';
 
 /** A configured prompt message. */
 export interface PromptMessage {
@@ -8,7 +9,6 @@ export interface PromptMessage {
 }
 
 type Obj = Record<string, unknown>;
-const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isSystem = (role: string): boolean => role === 'system' || role === 'developer';
 
 // --- prompts ----------------------------------------------------------------------------------------------------

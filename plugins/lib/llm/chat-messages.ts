@@ -1,0 +1,62 @@
+// Reading an OpenAI Chat Completions `messages` list, shared by the translators to other providers' formats.
+import { isObj, textOf } from './json.ts';
+import type { Obj } from './json.ts';
+
+/** What to do with each kind of message; messages of other roles (and non-objects) are skipped. */
+export interface ChatMessageHandlers {
+  /** A `system` or `developer` message, as its text (parts joined by newlines; may be empty). */
+  system(text: string): void;
+  user(m: Obj): void;
+  assistant(m: Obj): void;
+  tool(m: Obj): void;
+  /** The legacy `function` role (tool results before `tool`); skipped unless handled. */
+  function?(m: Obj): void;
+}
+
+/** Walk `body.messages` in order, handing each message to the handler for its role. */
+export function walkChatMessages(body: Obj, h: ChatMessageHandlers): void {
+  for (const m of Array.isArray(body.messages) ? body.messages : []) {
+    if (!isObj(m)) continue;
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+        h.system(textOf(m.content, '\n'));
+        break;
+      case 'user':
+        h.user(m);
+        break;
+      case 'assistant':
+        h.assistant(m);
+        break;
+      case 'tool':
+        h.tool(m);
+        break;
+      case 'function':
+        h.function?.(m);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+/** An assistant message's `tool_calls` that are objects with a `function` object. */
+export function toolCallsOf(m: Obj): Obj[] {
+  return Array.isArray(m.tool_calls) ? m.tool_calls.filter((tc: unknown) => isObj(tc) && isObj(tc.function)) : [];
+}
+
+/** The URL of an `image_url` content part (`{image_url: {url}}`, or the older bare string). */
+export function imageUrlOf(part: Obj): unknown {
+  return isObj(part.image_url) ? part.image_url.url : part.image_url;
+}
+
+/**
+ * Append a turn of `items` under `key` (`content` for Converse, `parts` for Gemini), merging it into the previous
+ * turn when that has the same role (tool results of parallel calls, say). An empty turn is not added.
+ */
+export function appendTurn(turns: Obj[], role: string, key: 'content' | 'parts', items: Obj[]): void {
+  if (items.length === 0) return;
+  const last = turns[turns.length - 1];
+  if (last && last.role === role) last[key].push(...items);
+  else turns.push({ role, [key]: items });
+}
