@@ -2,16 +2,14 @@
 // (`templates/{t}:sanitizeUserPrompt` / `:sanitizeModelResponse`), authenticated by default with a Google access
 // token that the real google-auth-library fetches from a GCE metadata server stand-in.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
-import { withEnv } from '../e2e/backend-auth-support.ts';
+import { startGceMetadata } from '../helpers/gce-metadata.ts';
+import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { modelArmorBlocked } from '../../plugins/guards/google-model-armor/model-armor.ts';
 import { aiConfig, aiGatewayOptions, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
@@ -47,34 +45,10 @@ describe('googleModelArmor guard', () => {
   let gw: RunningGateway;
   let port: number;
   let api: StandIn;
-  let metadata: StandIn;
-  let env: { restore(): void };
-  let tokenCalls = 0;
+  let metadata: GceMetadata;
 
   before(async () => {
-    metadata = await startStandIn((req, res) => {
-      const path = new URL(req.url!, 'http://metadata').pathname;
-      const reply = (status: number, body: string, type = 'application/text') => {
-        res.writeHead(status, { 'metadata-flavor': 'Google', 'content-type': type });
-        res.end(body);
-      };
-      if (req.headers['metadata-flavor'] !== 'Google') return reply(403, 'Missing Metadata-Flavor:Google header.');
-      if (path === '/computeMetadata/v1/instance' || path === '/computeMetadata/v1/instance/') return reply(200, 'attributes/\nservice-accounts/\n');
-      if (path === '/computeMetadata/v1/universe/universe-domain') return reply(200, 'googleapis.com');
-      if (path === '/computeMetadata/v1/project/project-id') return reply(200, 'armor-test');
-      if (path === '/computeMetadata/v1/instance/service-accounts/default/token') {
-        tokenCalls++;
-        return reply(200, JSON.stringify({ access_token: TOKEN, expires_in: 3599, token_type: 'Bearer' }), 'application/json');
-      }
-      reply(404, 'not found');
-    });
-    env = withEnv({
-      GCE_METADATA_HOST: `127.0.0.1:${metadata.port}`,
-      GCE_METADATA_IP: undefined,
-      METADATA_SERVER_DETECTION: undefined,
-      GOOGLE_APPLICATION_CREDENTIALS: undefined,
-      CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
-    });
+    metadata = await startGceMetadata(TOKEN, 'armor-test');
     api = await startStandIn((req, res, body) => {
       const explicit = req.url!.includes('/projects/keyed/');
       armor(res, req.url!, (body ?? {}) as Record<string, { text?: string }>, req.headers.authorization, explicit ? 'static-key' : TOKEN);
@@ -95,7 +69,6 @@ describe('googleModelArmor guard', () => {
     await gw?.stop();
     await api?.close();
     await metadata?.close();
-    env?.restore();
   });
 
   async function post(path: string, content: string, headers: Record<string, string> = {}) {
@@ -117,7 +90,7 @@ describe('googleModelArmor guard', () => {
     assert.equal(call.headers.authorization, `Bearer ${TOKEN}`);
     assert.equal(call.headers['content-type'], 'application/json');
     assert.deepEqual(call.body, { userPromptData: { text: 'be safe\nhello' } });
-    assert.ok(tokenCalls >= 1);
+    assert.ok(metadata.tokenCalls >= 1);
   });
 
   it('a MATCH_FOUND filter rejects (default rejection)', async () => {

@@ -2,16 +2,13 @@
 // vertex (OpenAI-compatible endpoint, Google token by default). aimock plays Azure and Bedrock; Vertex's
 // OpenAI-compatible path is not in aimock, so a loopback stand-in answers it.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { startGceMetadata } from '../helpers/gce-metadata.ts';
+import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
 
@@ -202,33 +199,12 @@ describe('bedrock provider (Converse)', () => {
 describe('vertex provider', () => {
   let upstream: TestUpstream;
   let gw: AiGateway;
-  let metadata: ReturnType<typeof createServer>;
-  let env: { restore(): void };
+  let metadata: GceMetadata;
   const claudeMessage = { id: 'msg_v', type: 'message', role: 'assistant', model: 'claude-sonnet-4@20250514', content: [{ type: 'text', text: 'hi from claude' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 6, output_tokens: 4 } };
   const completion = { id: 'c1', object: 'chat.completion', created: 1, model: 'google/gemini-2.5-flash', choices: [{ index: 0, message: { role: 'assistant', content: 'hi from vertex' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 } };
 
   before(async () => {
-    // A GCE metadata server stand-in: the Google auth library's default credential source on Google Cloud.
-    metadata = createServer((req, res) => {
-      const path = new URL(req.url!, 'http://metadata').pathname;
-      if (req.headers['metadata-flavor'] !== 'Google') return void res.writeHead(403).end();
-      res.setHeader('metadata-flavor', 'Google');
-      if (path === '/computeMetadata/v1/instance/service-accounts/default/token') {
-        res.setHeader('content-type', 'application/json');
-        return void res.end(JSON.stringify({ access_token: 'ya29.vertex-token', expires_in: 3599, token_type: 'Bearer' }));
-      }
-      if (path === '/computeMetadata/v1/universe/universe-domain') return void res.end('googleapis.com');
-      if (path === '/computeMetadata/v1/project/project-id') return void res.end('my-proj');
-      res.end('');
-    });
-    await new Promise<void>((resolve) => metadata.listen(0, '127.0.0.1', resolve));
-    env = withEnv({
-      GCE_METADATA_HOST: `127.0.0.1:${(metadata.address() as AddressInfo).port}`,
-      GCE_METADATA_IP: undefined,
-      METADATA_SERVER_DETECTION: undefined,
-      GOOGLE_APPLICATION_CREDENTIALS: undefined,
-      CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
-    });
+    metadata = await startGceMetadata('ya29.vertex-token');
     upstream = await startUpstream((req, res) => {
       if (req.url!.endsWith(':rawPredict')) {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -257,11 +233,7 @@ describe('vertex provider', () => {
   after(async () => {
     await gw?.stop();
     await upstream?.close();
-    await new Promise<void>((resolve) => {
-      metadata.close(() => resolve());
-      metadata.closeAllConnections();
-    });
-    env?.restore();
+    await metadata?.close();
   });
 
   it('sends completions to the regional OpenAI-compatible endpoint with a publisher-qualified model', async () => {

@@ -3,17 +3,15 @@
 // `geminiCountTokens` routes) served natively, on the `gemini` provider and Vertex's Google publisher endpoint.
 // aimock plays Gemini and Vertex (REAL-PEERS.md §5); a recorder in front keeps the exact wire requests.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { accessRecords, aiRoute, FIXTURES, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
+import { startGceMetadata } from '../helpers/gce-metadata.ts';
+import type { GceMetadata } from '../helpers/gce-metadata.ts';
+import { accessRecords, aiRoute, FIXTURES, startAiGateway, startMock, startRecorder } from './harness.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
 
 /** A longer answer streamed in 8-character chunks, so the stream is translated chunk by chunk. */
@@ -354,31 +352,10 @@ describe('vertex provider: Gemini models on the Google publisher endpoint', () =
   let mock: Mock;
   let rec: Recorder;
   let gw: AiGateway;
-  let metadata: ReturnType<typeof createServer>;
-  let env: { restore(): void };
+  let metadata: GceMetadata;
 
   before(async () => {
-    // A GCE metadata server stand-in: the default Google credential on Google Cloud.
-    metadata = createServer((req, res) => {
-      const path = new URL(req.url!, 'http://metadata').pathname;
-      if (req.headers['metadata-flavor'] !== 'Google') return void res.writeHead(403).end();
-      res.setHeader('metadata-flavor', 'Google');
-      if (path === '/computeMetadata/v1/instance/service-accounts/default/token') {
-        res.setHeader('content-type', 'application/json');
-        return void res.end(JSON.stringify({ access_token: 'ya29.gemini-token', expires_in: 3599, token_type: 'Bearer' }));
-      }
-      if (path === '/computeMetadata/v1/universe/universe-domain') return void res.end('googleapis.com');
-      if (path === '/computeMetadata/v1/project/project-id') return void res.end('my-proj');
-      res.end('');
-    });
-    await new Promise<void>((resolve) => metadata.listen(0, '127.0.0.1', resolve));
-    env = withEnv({
-      GCE_METADATA_HOST: `127.0.0.1:${(metadata.address() as AddressInfo).port}`,
-      GCE_METADATA_IP: undefined,
-      METADATA_SERVER_DETECTION: undefined,
-      GOOGLE_APPLICATION_CREDENTIALS: undefined,
-      CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
-    });
+    metadata = await startGceMetadata('ya29.gemini-token');
     mock = await startMock(GEMINI_FIXTURES);
     rec = await startRecorder(mock.url);
     gw = await startAiGateway([
@@ -390,11 +367,7 @@ describe('vertex provider: Gemini models on the Google publisher endpoint', () =
     await gw?.stop();
     await rec?.close();
     await mock?.stop();
-    await new Promise<void>((resolve) => {
-      metadata.close(() => resolve());
-      metadata.closeAllConnections();
-    });
-    env?.restore();
+    await metadata?.close();
   });
 
   const client = (prefix: string): OpenAI => new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey: 'unused', maxRetries: 0 });

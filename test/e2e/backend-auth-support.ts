@@ -3,6 +3,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { withEnv } from '../helpers/env.ts';
 import { definePolicy } from 'switchyard/sdk';
 import { ORIGINAL_AUTHORIZATION } from '../../plugins/lib/backend-auth/contract.ts';
 import backendAuth from '../../plugins/policies/backend-auth/plugin.ts';
@@ -75,23 +76,7 @@ export function config(port: number, upstreamPort: number, routes: RouteSpec[], 
   };
 }
 
-/** Set environment variables for the duration of a test file; `restore()` puts the old values back. */
-export function withEnv(vars: Record<string, string | undefined>): { restore(): void } {
-  const saved = new Map<string, string | undefined>();
-  for (const [k, v] of Object.entries(vars)) {
-    saved.set(k, process.env[k]);
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-  return {
-    restore() {
-      for (const [k, v] of saved) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    },
-  };
-}
+export { withEnv };
 
 /**
  * Environment for the AWS default credential chain in tests: these keys in the environment, and nothing else of the

@@ -1,5 +1,5 @@
 import type { BackendCompileContext, BackendInstance, Exchange, Reply, UpstreamAttempt } from 'switchyard/sdk';
-import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
+import { backendAuthFailure, bufferBodyForSigning } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 
 export interface AgentRuntimeConfig {
@@ -10,22 +10,15 @@ export interface AgentRuntimeConfig {
 /** `arn:<partition>:bedrock-agentcore:<region>:<12-digit account>:runtime/<id>` (BEHAVIOUR.md §2.5). */
 const RUNTIME_ARN = /^arn:(aws[a-z-]*):bedrock-agentcore:([a-z]{2}(?:-[a-z]+)+-\d+):(\d{12}):runtime\/[A-Za-z0-9._-]+$/;
 
-/** Largest request body read to sign it (the hash covers the body). */
-const SIGNED_BODY_LIMIT = 2 * 1024 * 1024;
-
+/** The SigV4 signing name of AgentCore. */
 const SIGNING_SERVICE = 'bedrock-agentcore';
 
-function hasBody(ex: Exchange): boolean {
-  const h = ex.headers;
-  return (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
-}
-
 /** The endpoint origin: the AWS SDKs' endpoint override variables first, then the region's public endpoint. */
-function endpointOrigin(region: string, partition: string): { origin: string; source: string } {
+function endpointOrigin(region: string, partition: string): string {
   const override = process.env.AWS_ENDPOINT_URL_BEDROCK_AGENTCORE || process.env.AWS_ENDPOINT_URL;
-  if (override) return { origin: new URL(override).origin, source: 'AWS_ENDPOINT_URL' };
+  if (override) return new URL(override).origin;
   const suffix = partition === 'aws-cn' ? 'amazonaws.com.cn' : 'amazonaws.com';
-  return { origin: `https://bedrock-agentcore.${region}.${suffix}`, source: 'region' };
+  return `https://bedrock-agentcore.${region}.${suffix}`;
 }
 
 /**
@@ -42,7 +35,7 @@ export async function compileAgentRuntime(config: AgentRuntimeConfig, field: str
     );
   }
   const [, partition, region] = arn as unknown as [string, string, string];
-  const { origin } = endpointOrigin(region, partition);
+  const origin = endpointOrigin(region, partition);
   const upstream = ctx.http.target({ origin, tls: origin.startsWith('https:') ? ctx.policies.facets.tls : undefined, authority: 'target' });
   const path = `/runtimes/${encodeURIComponent(config.agentRuntimeArn.trim())}/invocations`;
   const query = config.qualifier ? `?qualifier=${encodeURIComponent(config.qualifier)}` : '';
@@ -69,6 +62,9 @@ export async function compileAgentRuntime(config: AgentRuntimeConfig, field: str
   return {
     protocol: 'http',
     target: upstream,
-    handle: (ex) => (signer && hasBody(ex) && !ex.body ? ex.bufferBody(SIGNED_BODY_LIMIT).then(() => send(ex)) : send(ex)),
+    handle: (ex) => {
+      const reading = signer ? bufferBodyForSigning(ex) : undefined;
+      return reading ? reading.then(() => send(ex)) : send(ex);
+    },
   };
 }

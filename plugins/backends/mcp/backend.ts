@@ -65,21 +65,21 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     logger: ctx.logger,
     key: ctx.sessionKey,
     aad: print,
-    allowedOrigins: config.allowedOrigins,
   };
-  const targetsAuthorize = targets.some((t) => t.requestPolicies);
-  const origins = new OriginGuard(rt.allowedOrigins);
+  const authorizing = targets.filter((t) => t.requestPolicies);
+  const origins = new OriginGuard(config.allowedOrigins);
   const streamable = new StreamableFront(rt, store);
   const legacy = new LegacySseFront(rt, store);
   return {
     protocol: 'mcp',
     // The legacy SSE transport answers on exactly `/sse` (after rewrites), as the reference does; all else is streamable HTTP.
     handle: (ex) => {
-      const serve = (): Promise<Reply> | Reply => (ex.path === '/sse' ? legacy.handle(ex) : streamable.handle(ex));
-      // Only POSTs carry calls to authorize; the Origin check (which the fronts also make) comes first (ADR 0010).
-      if (ex.method !== 'POST' || !targetsAuthorize) return serve();
+      // DNS-rebinding protection first (ADR 0010): a refused browser origin learns nothing, not even a session's state.
       const refused = origins.check(ex);
-      return refused ?? authorizeTargets(targets, ex)!.then(serve);
+      if (refused) return refused;
+      const serve = (): Promise<Reply> | Reply => (ex.path === '/sse' ? legacy.handle(ex) : streamable.handle(ex));
+      // Only POSTs carry calls to authorize.
+      return ex.method === 'POST' && authorizing.length > 0 ? authorizeTargets(authorizing, ex).then(serve) : serve();
     },
   };
 }

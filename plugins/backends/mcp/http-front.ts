@@ -7,7 +7,6 @@ import { RpcCode, RpcFailure, errorMessage, isRequest, isValidMessage } from './
 import type { RpcMessage } from './jsonrpc.ts';
 import { ALL_VERSIONS, ModernCode, classify, headerIsModern } from './modern.ts';
 import { ModernFront } from './modern-front.ts';
-import { OriginGuard } from './origin-check.ts';
 import { PostResponder, StreamResponder } from './responder.ts';
 import { McpSession } from './session.ts';
 import type { BackendRuntime } from './session.ts';
@@ -52,19 +51,14 @@ export class StreamableFront {
   private readonly store: SessionStore;
   private rt: BackendRuntime;
   private readonly modern: ModernFront;
-  private readonly origins: OriginGuard;
 
   constructor(rt: BackendRuntime, store: SessionStore) {
     this.rt = rt;
     this.store = store;
     this.modern = new ModernFront(rt, store);
-    this.origins = new OriginGuard(rt.allowedOrigins);
   }
 
   handle(ex: Exchange): Promise<Reply> | Reply {
-    // DNS-rebinding protection first (ADR 0010): a refused browser origin learns nothing, not even a session's state.
-    const refused = this.origins.check(ex);
-    if (refused) return refused;
     if (ex.method !== 'POST' && headerIsModern(header(ex, 'mcp-protocol-version'))) {
       // The 2026-07-28 revision is POST-only: no GET stream, no session to DELETE (BEHAVIOUR §4.4).
       return rpcReply(400, TRANSPORT_ERROR, `Bad Request: protocol revision 2026-07-28 has no sessions and no ${ex.method} requests; POST each request`);
@@ -250,17 +244,13 @@ export class StreamableFront {
 export class LegacySseFront {
   private readonly store: SessionStore;
   private readonly rt: BackendRuntime;
-  private readonly origins: OriginGuard;
 
   constructor(rt: BackendRuntime, store: SessionStore) {
     this.rt = rt;
     this.store = store;
-    this.origins = new OriginGuard(rt.allowedOrigins);
   }
 
   handle(ex: Exchange): Promise<Reply> | Reply {
-    const refused = this.origins.check(ex);
-    if (refused) return refused;
     if (ex.method === 'GET') return this.open(ex);
     if (ex.method === 'POST') return this.post(ex);
     return rpcReply(405, TRANSPORT_ERROR, 'Method not allowed: use GET to open the stream and POST to send', null, { allow: 'GET, POST' });

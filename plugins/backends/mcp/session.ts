@@ -28,8 +28,6 @@ export interface BackendRuntime {
   readonly key: Buffer;
   /** The backend fingerprint, bound into sealed session ids. */
   readonly aad: Buffer;
-  /** `allowedOrigins`: browser origins accepted besides the request's own (ADR 0010); `*` accepts any. */
-  readonly allowedOrigins?: readonly string[];
 }
 
 type Json = Record<string, unknown>;

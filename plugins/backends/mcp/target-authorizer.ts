@@ -10,11 +10,9 @@ const DENY_ALL: McpAuthorizer = () => false;
  * under `targets[].policies`) run them on a copy of the request; what they leave as the authorizer decides for
  * that target's items, the route's authorizer for every other target's. A target whose policy answers instead
  * (refuses the client) shows this client nothing. The combined authorizer replaces the request's, so the session
- * code sees one authorizer as before. Returns undefined when no target has request policies (nothing to wait for).
+ * code sees one authorizer as before. `own`: the targets with request policies, picked at config load.
  */
-export function authorizeTargets(targets: readonly CompiledTarget[], ex: Exchange): Promise<void> | undefined {
-  const own = targets.filter((t) => t.requestPolicies);
-  if (own.length === 0) return undefined;
+export function authorizeTargets(own: readonly CompiledTarget[], ex: Exchange): Promise<void> {
   return Promise.all(
     own.map(async (t): Promise<[string, McpAuthorizer | undefined]> => {
       const derived = await t.requestPolicies!.runRequestHooks(ex);

@@ -34,6 +34,20 @@ export interface BackendAuthInstance {
  */
 export const ORIGINAL_AUTHORIZATION = defineAttribute<string>('backendAuth.originalAuthorization');
 
+/** Largest request body read into memory for a variant that signs it (SigV4); larger bodies get 413. */
+const SIGNED_BODY_LIMIT = 2 * 1024 * 1024;
+
+/**
+ * Read the request body before a signing variant (`needsBody`) hashes it, so the kernel sends the buffer (which
+ * also lets retries replay it). Undefined when there is no body or it was read already.
+ */
+export function bufferBodyForSigning(ex: Exchange): Promise<Buffer> | undefined {
+  if (ex.body) return undefined;
+  const h = ex.headers;
+  const hasBody = (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
+  return hasBody ? ex.bufferBody(SIGNED_BODY_LIMIT) : undefined;
+}
+
 /** Longest failure reason put in a response (library errors can be long; they never carry the secret itself). */
 const MAX_REASON = 300;
 

@@ -1,16 +1,8 @@
 import { definePolicy } from 'switchyard/sdk';
-import type { Exchange, PolicyInstance } from 'switchyard/sdk';
-import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
+import type { PolicyInstance } from 'switchyard/sdk';
+import { backendAuthFailure, bufferBodyForSigning } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import schema from './schema.json' with { type: 'json' };
-
-/** Largest request body read into memory for a variant that signs it (SigV4); larger bodies get 413. */
-const SIGNED_BODY_LIMIT = 2 * 1024 * 1024;
-
-function hasBody(ex: Exchange): boolean {
-  const h = ex.headers;
-  return (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
-}
 
 /**
  * `backendAuth`: credentials from the gateway to the upstream. The value is one variant of the `backendAuth` slot;
@@ -44,10 +36,7 @@ export default definePolicy<Record<string, unknown>>({
     if (instance.needsBody) {
       // A signing variant hashes the body: read it before the backend forwards (the kernel then sends the buffer,
       // which also lets retries replay it). Runs in this policy's phase, after every request-mutating policy.
-      policy.onRequest = (ex) => {
-        if (ex.body || !hasBody(ex)) return undefined;
-        return ex.bufferBody(SIGNED_BODY_LIMIT).then(() => undefined);
-      };
+      policy.onRequest = (ex) => bufferBodyForSigning(ex)?.then(() => undefined);
     }
     return policy;
   },
