@@ -1,9 +1,8 @@
 import * as nodeModule from 'node:module';
 
 /**
- * The start of a trimmed distribution (`npm run build:dist`, docs/adr/0012): what bin/switchyard.js does, for a
- * bundle that is plain JavaScript. bin/build-dist.ts generates the bundle's entry, which calls this with the
- * preset it was built for. Everything heavy (the CLI, the kernel, the preset) is loaded only after the process
+ * How the CLI starts, for bin/switchyard.js (the full preset, from the sources) and for a trimmed distribution
+ * (`npm run build:dist`, docs/adr/0012), whose generated entry calls this with the preset it was built for. Everything heavy (the CLI, the kernel, the preset) is loaded only after the process
  * is set up, through `load` and a dynamic import, so a re-execution (below) costs no module parsing.
  */
 export interface DistributionStart {
@@ -13,7 +12,11 @@ export interface DistributionStart {
   readonly load: () => Promise<{ readonly preset: readonly unknown[]; readonly knownKeys: Iterable<string> }>;
 }
 
-/** V8's young generation capped at 4 MiB semi-spaces, as in bin/switchyard.js (docs/perf.md). */
+/**
+ * V8's young generation, capped: each semi-space at most 4 MiB instead of growing to 16-64 MiB. Scavenges stay short
+ * and the process keeps about 20 MiB less when idle (docs/perf.md). V8 reads the flag when it creates the heap only,
+ * so without it the process re-executes itself in place with it (same PID). A flag given by the user wins.
+ */
 const SEMI_SPACE_FLAG = '--max-semi-space-size';
 const SEMI_SPACE_MIB = 4;
 
