@@ -53,7 +53,8 @@ describe('backendAuth: aws (SigV4)', () => {
         { name: 'session', policies: { backendAuth: { aws: { ...explicit, sessionToken: 'FwoGZXIvYXdzEXAMPLESESSION' } } } },
         { name: 'mutated', policies: { requestHeaderModifier: { set: { 'x-added-by-policy': 'yes' } }, backendAuth: { cloudAuthB: explicit } } },
         { name: 'implicit', policies: { backendAuth: { aws: { region: 'eu-west-1', serviceName: 'execute-api' } } } },
-        { name: 'no-service', policies: { backendAuth: { aws: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY } } } },
+        // Exactly the SPEC's fields (SPEC 5.x `cloudAuthB`): no `serviceName`, a plain host upstream.
+        { name: 'spec-only', policies: { backendAuth: { cloudAuthB: { accessKeyId: ACCESS_KEY, secretAccessKey: SECRET_KEY, region: 'us-west-2', sessionToken: 'SPECSESSION' } } } },
       ]),
       gatewayOptions,
     );
@@ -158,14 +159,22 @@ describe('backendAuth: aws (SigV4)', () => {
     assert.equal(c.service, 'execute-api');
   });
 
-  it('an upstream host that names no AWS service needs `serviceName`: 500 JSON, nothing sent', async () => {
-    const before = upstream.received.length;
-    const res = await request(`${gw.url(port)}/no-service`);
-    assert.equal(res.statusCode, 500);
-    assert.equal(res.headers['content-type'], 'application/json');
-    const body = (await res.body.json()) as { error: { type: string; message: string } };
-    assert.match(body.error.message, /^backend authentication failed: cannot tell the AWS service from the upstream host `127\.0\.0\.1`; set `serviceName`/);
-    assert.equal(upstream.received.length, before);
+  it('SPEC-only fields on a plain host: signed for `bedrock` (the reference default), with a warning at load', async () => {
+    const body = JSON.stringify({ hello: 'world' });
+    const res = await request(`${gw.url(port)}/spec-only/model/m/converse`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+    assert.equal(res.statusCode, 200);
+    await res.body.text();
+    const got = upstream.received.at(-1)!;
+    const c = check(got);
+    assert.ok(c.ok, `${c.problem}\n${c.canonicalRequest}`);
+    assert.equal(c.service, 'bedrock');
+    assert.equal(c.region, 'us-west-2');
+    assert.equal(c.accessKeyId, ACCESS_KEY);
+    assert.equal(got.headers['x-amz-security-token'], 'SPECSESSION');
+    assert.ok(
+      gw.logs.some((l) => l.includes('`serviceName` is not set') && l.includes('`bedrock`')),
+      'one load-time warning names the default service',
+    );
   });
 
   it('/config_dump shows `aws` (not the alias) and no secret; the logs never show it', async () => {

@@ -7,6 +7,9 @@ import type { SigningScope } from './aws-host.ts';
 import { createSigner, SIGNATURE_HEADERS, signRequest } from './sigv4.ts';
 import type { AwsCredentials } from './sigv4.ts';
 
+/** The signing service when neither `serviceName` nor the upstream host names one (the reference's default). */
+export const DEFAULT_SERVICE = 'bedrock';
+
 /** The `aws` value after validation. */
 export interface AwsConfig {
   accessKeyId?: string;
@@ -58,10 +61,10 @@ export async function createAwsAuth(config: AwsConfig, log: Logger, resources: R
     let scope = byOrigin.get(origin);
     if (scope) return scope;
     const derived = scopeFromHost(originHostname(origin)) ?? (host ? scopeFromHost(host.replace(/:\d+$/, '')) : undefined);
-    const service = config.serviceName ?? derived?.service;
+    // A host naming no AWS service (a proxy, a VPC endpoint alias) signs for `bedrock`, as the reference does.
+    const service = config.serviceName ?? derived?.service ?? DEFAULT_SERVICE;
     const region = config.region ?? derived?.region ?? envRegion;
-    if (!service) scope = new Error(`cannot tell the AWS service from the upstream host \`${originHostname(origin)}\`; set \`serviceName\``);
-    else if (!region) scope = new Error(`cannot tell the AWS region from the upstream host \`${originHostname(origin)}\`; set \`region\``);
+    if (!region) scope = new Error(`cannot tell the AWS region from the upstream host \`${originHostname(origin)}\`; set \`region\``);
     else scope = { service, region };
     if (byOrigin.size < 1000) byOrigin.set(origin, scope);
     if (scope instanceof Error) log.warn(scope.message);

@@ -15,6 +15,12 @@ export default defineBackendAuth<AwsConfig, BackendAuthInstance>({
     if (config.sessionToken !== undefined && config.accessKeyId === undefined) {
       ctx.fail('`sessionToken` belongs to explicit keys: set `accessKeyId` and `secretAccessKey` too', ['sessionToken']);
     }
+    if (config.serviceName === undefined) {
+      // SPEC's `cloudAuthB` has no service field: a SPEC-only config must still sign, so say what it signs for.
+      ctx.warn(
+        '`serviceName` is not set: each request is signed for the AWS service its upstream host names (`bedrock-runtime.<region>.amazonaws.com` → `bedrock`), else for `bedrock`; set `serviceName` to sign for another service',
+      );
+    }
     // The signing libraries load only when a config uses this variant (trimmed distributions never load them).
     const { createAwsAuth } = await import('./aws-auth.ts');
     return createAwsAuth(config, ctx.logger, ctx.resources);
