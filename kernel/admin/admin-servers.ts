@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
 import type { StaticConfig } from '../compile/snapshot.ts';
+import { compileHostCheck } from './host-check.ts';
 
 /** A GET endpoint of one of the admin-side servers. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -26,7 +27,8 @@ function splitAddress(addr: string): { host: string; port: number } {
 
 /**
  * The readiness, stats and admin servers (BEHAVIOUR.md DECIDED 16). Endpoints of servers configured on the
- * same address share one listener. Only GET (and HEAD) are served; other methods get 405.
+ * same address share one listener. Only GET (and HEAD) are served; other methods get 405. A request whose `Host` or
+ * `Origin` names another site gets 403 (DNS rebinding, ADR 0017).
  */
 export class AdminServers {
   private readonly servers: Server[] = [];
@@ -50,7 +52,14 @@ export class AdminServers {
     add('stats', config.statsAddr);
     add('admin', config.adminAddr);
     for (const [addr, group] of byAddress) {
+      // Known once the server listens (port 0 picks one); no request arrives before.
+      let refuse: ReturnType<typeof compileHostCheck> = () => 'Host';
       const server = createServer((req, res) => {
+        const refused = refuse(req.headers);
+        if (refused) {
+          res.writeHead(403, { 'content-type': 'text/plain' }).end(`forbidden: the ${refused} header does not name this server\n`);
+          return;
+        }
         const path = (req.url ?? '/').split('?')[0]!;
         const handler = group.routes[path];
         if (!handler) {
@@ -79,6 +88,7 @@ export class AdminServers {
       });
       this.servers.push(server);
       const info = server.address() as AddressInfo;
+      refuse = compileHostCheck(info);
       for (const role of group.roles) this.bound.set(role, info);
       this.logger.info('admin server listening', { roles: group.roles.join(','), address: `${info.address}:${info.port}` });
     }

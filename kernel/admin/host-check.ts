@@ -1,0 +1,54 @@
+import { isIP } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** Names of this machine a browser can use for a loopback server. */
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1']);
+const WILDCARD = new Set(['0.0.0.0', '::']);
+
+/**
+ * The Host/Origin check of an admin-side server, built once per listener (ADR 0017). A browser tricked into
+ * calling the server under a foreign name (DNS rebinding) or from a foreign page sends that name in `Host` or
+ * `Origin`; both must name this server: `localhost`, `127.0.0.1`, `[::1]` or the bound address, and when the
+ * server listens on every interface (`0.0.0.0`, `::`) any IP literal, so a Kubernetes probe or a Prometheus
+ * scrape addressed to the pod IP still works. DNS names other than `localhost` never pass. A port, when
+ * present, must be the server's. Returns why a request is refused, or undefined to serve it.
+ */
+export function compileHostCheck(bound: AddressInfo): (headers: IncomingHttpHeaders) => string | undefined {
+  const port = String(bound.port);
+  const address = bound.address.toLowerCase();
+  const anyIp = WILDCARD.has(address);
+  const allowed = (authority: string): boolean => {
+    const parsed = splitAuthority(authority.toLowerCase());
+    if (!parsed || (parsed.port !== undefined && parsed.port !== port)) return false;
+    const host = parsed.host.startsWith('::ffff:') && isIP(parsed.host.slice(7)) === 4 ? parsed.host.slice(7) : parsed.host;
+    return LOOPBACK.has(host) || host === address || (anyIp && isIP(host) !== 0);
+  };
+  return (headers) => {
+    const host = headers.host;
+    if (host !== undefined && !allowed(host)) return 'Host';
+    const origin = headers.origin;
+    if (origin !== undefined) {
+      // An origin without a port means the scheme's default port, which is not this server's unless it is.
+      const m = /^(https?):\/\/(\[[^\]]*\]|[^/:]+)(?::(\d+))?$/i.exec(origin);
+      if (!m || !allowed(`${m[2]!}:${m[3] ?? (m[1]!.toLowerCase() === 'https' ? '443' : '80')}`)) return 'Origin';
+    }
+    return undefined;
+  };
+}
+
+/** `host`, `host:port`, `[v6]` or `[v6]:port`; undefined when malformed. */
+function splitAuthority(authority: string): { host: string; port: string | undefined } | undefined {
+  if (authority.startsWith('[')) {
+    const end = authority.indexOf(']');
+    if (end < 0) return undefined;
+    const rest = authority.slice(end + 1);
+    if (rest !== '' && !/^:\d+$/.test(rest)) return undefined;
+    return { host: authority.slice(1, end), port: rest ? rest.slice(1) : undefined };
+  }
+  const i = authority.indexOf(':');
+  if (i < 0) return authority ? { host: authority, port: undefined } : undefined;
+  const port = authority.slice(i + 1);
+  if (!/^\d+$/.test(port)) return undefined;
+  return { host: authority.slice(0, i), port };
+}
