@@ -206,7 +206,8 @@ export class Gateway {
     this.s.pipeline.snapshot = next;
     this.live.add(next);
     this.applyLogging(next);
-    if (JSON.stringify({ ...previous.staticConfig, logging: 0 }) !== JSON.stringify({ ...next.staticConfig, logging: 0 })) {
+    // Logging and default timeouts (compiled into each snapshot's plans) apply on reload; the rest needs a restart.
+    if (JSON.stringify({ ...previous.staticConfig, logging: 0, defaultTimeouts: 0 }) !== JSON.stringify({ ...next.staticConfig, logging: 0, defaultTimeouts: 0 })) {
       this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout) take effect after a restart');
     }
     try {

@@ -25,7 +25,7 @@ import type { MatchConfig } from './matchers.ts';
 import { CompiledPolicySet, LayeredPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
 import { Snapshot } from './snapshot.ts';
-import type { CompiledBackendRef, CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
+import type { CompiledBackendRef, CompiledBind, CompiledListener, CompiledRoute, StaticConfig } from './snapshot.ts';
 import { resolveStaticConfig } from './static-config.ts';
 
 type Obj = Record<string, unknown>;
@@ -67,6 +67,7 @@ class SnapshotCompiler {
   private readonly resourceView;
   private readonly named = new Map<string, NamedSpec>();
   private sessionKey: Buffer = Buffer.alloc(0);
+  private staticConfig!: StaticConfig;
   /** `ctx.loadState`: plugin state for this load only. */
   private readonly loadStates = new Map<string, unknown>();
 
@@ -79,6 +80,7 @@ class SnapshotCompiler {
   async compile(config: Obj): Promise<Snapshot> {
     const staticConfig = resolveStaticConfig(config.config as never, this.deps.env);
     this.sessionKey = staticConfig.sessionKey;
+    this.staticConfig = staticConfig;
     const namedList = (config.backends ?? []) as Obj[];
     namedList.forEach((b, i) => {
       const name = b.name as string;
@@ -229,8 +231,13 @@ class SnapshotCompiler {
     const instance = await this.backendValue(ref, path, layered);
     if (!instance) return undefined;
     const facets = layered.facets;
+    // A `timeout` policy anywhere on the way (route or backend) replaces the default response deadline (ADR 0019).
+    const defaults = this.staticConfig.defaultTimeouts;
+    const ownDeadline = facets.attemptTimeoutMs !== undefined || facets.requestTimeoutMs !== undefined;
     const plan: UpstreamPlan = {
       attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
+      headersTimeoutMs: ownDeadline ? 0 : instance.protocol === 'llm' ? defaults.llmBackendRequestMs : defaults.backendRequestMs,
+      idleTimeoutMs: facets.streamIdleTimeoutMs ?? defaults.streamIdleMs,
       retry: facets.retry
         ? { attempts: facets.retry.attempts, codes: new Set(facets.retry.codes), backoffMs: facets.retry.backoffMs ?? 0 }
         : null,

@@ -61,6 +61,8 @@ export interface StaticConfig {
   readonly drainTimeoutMs: number;
   /** 32-byte AES-256-GCM key sealing session ids (`config.session.key`, `SESSION_KEY`, else random per process). */
   readonly sessionKey: Buffer;
+  /** `config.defaultTimeouts` in ms (0 = none): what a backend without a `timeout` policy gets (ADR 0019). */
+  readonly defaultTimeouts: { readonly backendRequestMs: number; readonly llmBackendRequestMs: number; readonly streamIdleMs: number };
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

@@ -10,6 +10,7 @@ interface RawStatic {
   plugins?: string[];
   drainTimeout?: string;
   session?: { key?: string };
+  defaultTimeouts?: { backendRequestTimeout?: string; llmBackendRequestTimeout?: string; streamIdleTimeout?: string };
 }
 
 /**
@@ -36,6 +37,15 @@ function sessionKey(raw: RawStatic, env: NodeJS.ProcessEnv): Buffer {
   return configured ? Buffer.from(configured, 'hex') : PROCESS_SESSION_KEY;
 }
 
+/**
+ * Default upstream deadlines (ADR 0019) for backends whose route sets no `timeout`: Envoy's 15 s route timeout for
+ * plain proxying; LLM providers get the 10 minutes their official SDKs wait; a response body may go silent for at
+ * most 5 minutes (Envoy's stream idle timeout), so streams are never cut while bytes flow.
+ */
+export const DEFAULT_TIMEOUTS = Object.freeze({ backendRequestMs: 15_000, llmBackendRequestMs: 600_000, streamIdleMs: 300_000 });
+
+const durationOr = (value: string | undefined, fallback: number): number => (value === undefined ? fallback : (parseDuration(value) ?? fallback));
+
 /** The `config:` block with defaults (BEHAVIOUR.md DECIDED 16). Environment variables override the addresses. */
 export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.ProcessEnv = process.env): StaticConfig {
   const r = raw ?? {};
@@ -47,5 +57,10 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     plugins: r.plugins ?? [],
     drainTimeoutMs: r.drainTimeout ? (parseDuration(r.drainTimeout) ?? 10_000) : 10_000,
     sessionKey: sessionKey(r, env),
+    defaultTimeouts: {
+      backendRequestMs: durationOr(r.defaultTimeouts?.backendRequestTimeout, DEFAULT_TIMEOUTS.backendRequestMs),
+      llmBackendRequestMs: durationOr(r.defaultTimeouts?.llmBackendRequestTimeout, DEFAULT_TIMEOUTS.llmBackendRequestMs),
+      streamIdleMs: durationOr(r.defaultTimeouts?.streamIdleTimeout, DEFAULT_TIMEOUTS.streamIdleMs),
+    },
   };
 }

@@ -78,6 +78,26 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         $ref: '#/$defs/duration',
         description: 'How long shutdown waits for in-flight requests before closing connections. Default `10s`.',
       },
+      defaultTimeouts: {
+        type: 'object',
+        description:
+          'Deadlines for upstream calls of routes and backends without a `timeout` policy (a `timeout` policy replaces them). `0s` turns one off. Applied on reload too.',
+        properties: {
+          backendRequestTimeout: {
+            $ref: '#/$defs/duration',
+            description: 'How long an upstream may take to start answering (response headers), per attempt; then 504. Default `15s`.',
+          },
+          llmBackendRequestTimeout: {
+            $ref: '#/$defs/duration',
+            description: 'The same for LLM providers (`ai` backends): non-streaming completions take long. Default `10m`.',
+          },
+          streamIdleTimeout: {
+            $ref: '#/$defs/duration',
+            description: 'Longest silence inside a response body (SSE, LLM streams, downloads) before it is cut. Default `5m`.',
+          },
+        },
+        additionalProperties: false,
+      },
       session: {
         type: 'object',
         description: 'Sealing of self-describing session ids (MCP `Mcp-Session-Id`), so any replica holding the key can resume a session.',

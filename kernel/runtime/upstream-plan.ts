@@ -2,14 +2,21 @@ import type { PolicyInstance } from '../sdk/index.ts';
 
 /** How the upstream call of one (route, backend) pair behaves: compiled once from the policies' facets. */
 export interface UpstreamPlan {
-  /** Per-attempt deadline in ms; 0 means none. */
+  /** Per-attempt deadline in ms from the `timeout` policy (a timer per attempt); 0 means none. */
   readonly attemptTimeoutMs: number;
+  /**
+   * Default deadline for the response headers, per attempt (ADR 0019): undici's own parser timer, so it costs no
+   * timer or closure of ours. 0 when the route or backend sets a `timeout` policy, or the default is off.
+   */
+  readonly headersTimeoutMs: number;
+  /** Longest silence inside the response body (undici `bodyTimeout`); 0 means none. */
+  readonly idleTimeoutMs: number;
   readonly retry: { readonly attempts: number; readonly codes: ReadonlySet<number>; readonly backoffMs: number } | null;
   /** Policies with an `onUpstream` hook, in phase order. */
   readonly upstreamHooks: readonly PolicyInstance[] | null;
 }
 
-export const EMPTY_PLAN: UpstreamPlan = Object.freeze({ attemptTimeoutMs: 0, retry: null, upstreamHooks: null });
+export const EMPTY_PLAN: UpstreamPlan = Object.freeze({ attemptTimeoutMs: 0, headersTimeoutMs: 0, idleTimeoutMs: 0, retry: null, upstreamHooks: null });
 
 /** Largest request body kept in memory so a retry can send it again (BEHAVIOUR.md: 64 KiB). */
 export const RETRY_BUFFER_LIMIT = 64 * 1024;

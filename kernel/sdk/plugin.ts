@@ -83,6 +83,8 @@ export interface PolicyFacets {
   requestTimeoutMs?: number;
   /** Per-attempt deadline in ms (504, retryable). */
   attemptTimeoutMs?: number;
+  /** Longest silence inside a response body in ms (0 = none); replaces `config.defaultTimeouts.streamIdleTimeout`. */
+  streamIdleTimeoutMs?: number;
   retry?: { attempts: number; codes: readonly number[]; backoffMs?: number };
 }
 

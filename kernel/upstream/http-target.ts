@@ -18,6 +18,7 @@ import type {
 } from '../sdk/index.ts';
 import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
 import { RETRY_BUFFER_LIMIT } from '../runtime/upstream-plan.ts';
+import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
 import { blankHopByHop, stripHopByHop } from './hop-by-hop.ts';
 import { isIpLiteral, tlsConnectOptions, tlsConnector } from './tls-options.ts';
 import { isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
@@ -110,9 +111,9 @@ class PooledTarget implements UpstreamTarget {
       }
       let response: Dispatcher.ResponseData;
       try {
-        response = await this.send(ex, path, attemptHeaders, body, plan.attemptTimeoutMs);
+        response = await this.send(ex, path, attemptHeaders, body, plan);
       } catch (err) {
-        const failure = upstreamFailure(err, this.origin);
+        const failure = upstreamFailure(err, this.origin, plan.headersTimeoutMs);
         if (ex.timedOut || ex.res?.destroyed) throw failure;
         if (attempt + 1 < maxAttempts && isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err)) {
           if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
@@ -136,12 +137,16 @@ class PooledTarget implements UpstreamTarget {
     path: string,
     headers: IncomingHttpHeaders,
     body: Buffer | IncomingMessage | null,
-    timeoutMs: number,
+    plan: UpstreamPlan,
   ): Promise<Dispatcher.ResponseData> {
+    const timeoutMs = plan.attemptTimeoutMs;
+    // Default deadlines (ADR 0019) ride on undici's own parser timers: no timer or closure of ours per request.
+    const headersTimeout = plan.headersTimeoutMs;
+    const bodyTimeout = plan.idleTimeoutMs;
     if (timeoutMs <= 0) {
       if (ex.aborted !== undefined) return Promise.reject(ex.aborted);
       const signal = ex.abortHook() as unknown as AbortSignal;
-      return this.pool.request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal });
+      return this.pool.request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal, headersTimeout, bodyTimeout });
     }
     // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
     const attempt = new AbortController();
@@ -151,7 +156,7 @@ class PooledTarget implements UpstreamTarget {
     const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${this.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
     const timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
     return this.pool
-      .request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal })
+      .request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal, headersTimeout, bodyTimeout })
       .then(
         (response) => {
           clearTimeout(timer);
@@ -305,7 +310,7 @@ export class PooledUpstreams implements HttpUpstreams {
           // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
           connect: parsed.secure ? tlsConnector(options.tls, parsed.host) : undefined,
           allowH2: options.tls?.alpn?.includes('h2') ?? false,
-          // No default deadlines: long streams (SSE, LLM output) are legitimate; routes set their own timeouts.
+          // No pool-wide deadlines: forwarded requests carry their route's (ADR 0019); plugin-made calls set their own.
           headersTimeout: 0,
           bodyTimeout: 0,
           keepAliveTimeout: 30_000,

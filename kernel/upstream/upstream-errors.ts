@@ -22,12 +22,20 @@ export function isRetryableFailure(err: unknown): boolean {
  * Map a transport failure to the reply the client gets: 503 when the upstream cannot be reached, 504 on a
  * timeout, 502 when it answered badly or dropped the connection.
  */
-export function upstreamFailure(err: unknown, origin: string): GatewayError {
+export function upstreamFailure(err: unknown, origin: string, headersTimeoutMs = 0): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = codeOf(err);
   const detail = (err as Error)?.message ?? String(err);
   if (code && UNREACHABLE.has(code)) {
     return new GatewayError(503, 'upstream_unavailable', `upstream ${origin} is unreachable: ${code}`, ErrorCode.upstreamUnavailable);
+  }
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' && headersTimeoutMs > 0) {
+    return new GatewayError(
+      504,
+      'upstream_timeout',
+      `upstream ${origin} did not answer within ${headersTimeoutMs}ms (the default deadline; a route \`timeout\` policy or \`config.defaultTimeouts\` changes it)`,
+      ErrorCode.upstreamTimeout,
+    );
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
     return new GatewayError(504, 'upstream_timeout', `upstream ${origin} timed out`, ErrorCode.upstreamTimeout);
