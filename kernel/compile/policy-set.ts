@@ -2,6 +2,7 @@ import { Phase } from '../sdk/index.ts';
 import type { AttemptHook, DerivedRequest, Exchange, PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet, UpstreamAttempt } from '../sdk/index.ts';
 import { ExchangeView } from '../runtime/exchange-view.ts';
 import { runRequestHooks } from '../runtime/run-hooks.ts';
+import { withholdCredentials } from '../runtime/withhold-credentials.ts';
 
 export interface PolicyEntry {
   /** The canonical key (aliases resolved). */
@@ -66,7 +67,19 @@ abstract class PolicySetBase implements PolicySet {
    */
   requestHooks(): PolicyInstance[] | null {
     if (this.requestList !== undefined) return this.requestList;
-    const list = hooksOf(this.merged, 'onRequest');
+    const list: PolicyInstance[] = [];
+    // Credential headers (ADR 0015): removed by one hook right after the last policy that reads any of them.
+    const credentials = new Set<string>();
+    let withholdAt = -1;
+    for (const e of this.merged) {
+      if (e.instance.onRequest) list.push(e.instance);
+      const names = e.instance.credentialHeaders;
+      if (names && names.length > 0) {
+        for (const n of names) credentials.add(n.toLowerCase());
+        withholdAt = list.length;
+      }
+    }
+    if (withholdAt >= 0) list.splice(withholdAt, 0, withholdCredentials([...credentials]));
     if (this.merged.some((e) => e.plugin.needs?.body === 'buffer' || e.plugin.needs?.body === 'replay')) list.unshift(READ_BODY_FIRST);
     return (this.requestList = list.length ? list : null);
   }

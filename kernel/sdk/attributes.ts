@@ -12,3 +12,13 @@ export interface AttributeKey<T> {
 export function defineAttribute<T>(name: string): AttributeKey<T> {
   return Object.freeze({ name });
 }
+
+/** Credential headers as the client sent them, by lower-case name. */
+export type WithheldCredentials = Readonly<Record<string, string | string[]>>;
+
+/**
+ * The credential headers the kernel removed from a request (those named by `PolicyInstance.credentialHeaders`),
+ * with the values the client sent; unset when the request carried none. Read it to forward a credential on
+ * purpose (`backendAuth.passthrough` puts `authorization` back on the upstream request). Not a CEL variable.
+ */
+export const withheldCredentials: AttributeKey<WithheldCredentials> = defineAttribute<WithheldCredentials>('switchyard.withheldCredentials');

@@ -102,6 +102,15 @@ export interface PolicyInstance {
   /** After the response is finished. */
   onLog?(ex: Exchange, status: number): void;
   readonly facets?: PolicyFacets;
+  /**
+   * Request headers that carry a client credential this policy reads (lower-case: `authorization`, `x-api-key`).
+   * Right after the request hook of the last policy of the set that declares any, the kernel removes all of them
+   * from `ex.headers`, whether the credential was accepted, ignored (optional or permissive mode) or of another
+   * scheme, so no upstream receives a credential sent for the gateway. Their values as received stay readable
+   * through the `withheldCredentials` attribute for a policy that forwards one on purpose (`backendAuth.passthrough`).
+   * Collected once per policy set at load; a route without such policies pays nothing.
+   */
+  readonly credentialHeaders?: readonly string[];
   /** Release timers or handles when the snapshot holding this instance is retired. */
   dispose?(): void;
 }

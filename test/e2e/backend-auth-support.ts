@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withEnv } from '../helpers/env.ts';
 import { definePolicy } from 'switchyard/sdk';
-import { ORIGINAL_AUTHORIZATION } from '../../plugins/lib/backend-auth/contract.ts';
 import backendAuth from '../../plugins/policies/backend-auth/plugin.ts';
 import passthrough from '../../plugins/backend-auth/passthrough/plugin.ts';
 import key from '../../plugins/backend-auth/key/plugin.ts';
@@ -16,8 +15,8 @@ import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
 
 /**
- * Simulates a gateway auth policy (jwtAuth, apiKey, basicAuth) accepting the client's credential: it publishes the
- * original Authorization header under ORIGINAL_AUTHORIZATION and strips it (DECIDED 6), as those policies do.
+ * Simulates a gateway auth policy (jwtAuth, apiKey, basicAuth) reading the client's credential: it declares
+ * `authorization` as a credential header, so the kernel withholds it from the upstream (DECIDED 6, ADR 0015).
  */
 export const acceptAndStrip = definePolicy<Record<string, never>>({
   key: 'testAcceptAndStrip',
@@ -27,14 +26,7 @@ export const acceptAndStrip = definePolicy<Record<string, never>>({
   phase: 'authn',
   order: 10,
   compile() {
-    return {
-      onRequest(ex) {
-        const value = ex.headers.authorization;
-        if (value === undefined) return;
-        if (ex.get(ORIGINAL_AUTHORIZATION) === undefined) ex.set(ORIGINAL_AUTHORIZATION, value);
-        delete ex.headers.authorization;
-      },
-    };
+    return { credentialHeaders: ['authorization'] };
   },
 });
 

@@ -81,10 +81,10 @@ describe('apiKey', () => {
     assert.equal((await call('/strict', { authorization: `bearer ${TEAM_KEY}` })).status, 200, 'the scheme is case-insensitive');
   });
 
-  it('accepts a key from `x-api-key` and strips it; an unrelated Authorization header is left alone', async () => {
+  it('accepts a key from `x-api-key`; both credential headers are withheld from the upstream (ADR 0015)', async () => {
     assert.equal((await call('/strict', { 'x-api-key': TEAM_KEY, authorization: 'Basic dXBzdHJlYW06Y3JlZHM=' })).status, 200);
     assert.equal(seen()['x-api-key'], undefined);
-    assert.equal(seen().authorization, 'Basic dXBzdHJlYW06Y3JlZHM=');
+    assert.equal(seen().authorization, undefined, 'Authorization is a header apiKey reads: only backendAuth.passthrough forwards it');
     assert.equal(seen()['x-team'], 'payments');
   });
 
@@ -114,9 +114,9 @@ describe('apiKey', () => {
     assert.equal((await call('/permissive')).status, 200);
   });
 
-  it('permissive: a wrong key passes untouched and without the attribute; a right one is still accepted', async () => {
+  it('permissive: a wrong key passes without the attribute (and is withheld); a right one is still accepted', async () => {
     assert.equal((await call('/permissive', { 'x-api-key': 'sk-wrong' })).status, 200);
-    assert.equal(seen()['x-api-key'], 'sk-wrong');
+    assert.equal(seen()['x-api-key'], undefined);
     assert.equal(seen()['x-team'], undefined);
     assert.equal((await call('/permissive', { 'x-api-key': TEAM_KEY })).status, 200);
     assert.equal(seen()['x-team'], 'payments');

@@ -1,12 +1,12 @@
-import { defineBackendAuth } from 'switchyard/sdk';
-import { ORIGINAL_AUTHORIZATION } from '../../lib/backend-auth/contract.ts';
+import { defineBackendAuth, withheldCredentials } from 'switchyard/sdk';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /**
- * `passthrough`: the upstream gets the `Authorization` header the client sent. Gateway auth policies strip an
- * accepted credential (DECIDED 6) and publish it as ORIGINAL_AUTHORIZATION first; with no such policy nothing was
- * stripped and the client's header is still on the request, so there is nothing to do.
+ * `passthrough`: the upstream gets the `Authorization` header the client sent. The kernel removes the credential
+ * headers a route's auth policies read (DECIDED 6, ADR 0015) and keeps them as `withheldCredentials`; this puts
+ * `Authorization` back. With no such policy nothing was removed and the client's header is still on the request.
+ * Other credential headers (`x-api-key`) stay withheld: passthrough forwards `Authorization` only.
  */
 export default defineBackendAuth<Record<string, never>, BackendAuthInstance>({
   key: 'passthrough',
@@ -15,8 +15,8 @@ export default defineBackendAuth<Record<string, never>, BackendAuthInstance>({
   compile() {
     return {
       apply(ex, attempt) {
-        const original = ex.get(ORIGINAL_AUTHORIZATION);
-        if (original !== undefined) attempt.headers.authorization = original;
+        const original = ex.get(withheldCredentials)?.authorization;
+        if (typeof original === 'string') attempt.headers.authorization = original;
       },
     };
   },

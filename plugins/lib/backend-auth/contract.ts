@@ -1,4 +1,4 @@
-import { defineAttribute, ErrorCode, GatewayError } from 'switchyard/sdk';
+import { ErrorCode, GatewayError } from 'switchyard/sdk';
 import type { Exchange, UpstreamAttempt } from 'switchyard/sdk';
 
 /**
@@ -22,17 +22,6 @@ export interface BackendAuthInstance {
   /** Release timers or clients when the config generation that compiled this instance is retired. */
   dispose?(): void;
 }
-
-/**
- * The client's `Authorization` header as it arrived, published by a gateway auth policy (`jwtAuth`,
- * `mcpAuthentication`, `apiKey`, `basicAuth`) just before it strips the credential it accepted (BEHAVIOUR.md
- * DECIDED 6). `backendAuth.passthrough` puts it back on the upstream request.
- *
- * Contract for auth policies: when you remove `authorization` from `ex.headers`, first
- * `if (ex.get(ORIGINAL_AUTHORIZATION) === undefined) ex.set(ORIGINAL_AUTHORIZATION, value)` with the header's
- * value exactly as received (the first policy to strip it wins). Not a CEL variable.
- */
-export const ORIGINAL_AUTHORIZATION = defineAttribute<string>('backendAuth.originalAuthorization');
 
 /** Largest request body read into memory for a variant that signs it (SigV4); larger bodies get 413. */
 const SIGNED_BODY_LIMIT = 2 * 1024 * 1024;

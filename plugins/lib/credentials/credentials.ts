@@ -2,22 +2,13 @@
  * Reading credentials from `Authorization` (BEHAVIOUR.md §5: the scheme compares case-insensitively). Shared by
  * jwtAuth, mcpAuthentication, apiKey and basicAuth; kept apart from the JWT library so that apiKey and basicAuth
  * do not pull jose into a trimmed distribution.
+ *
+ * The policies do not remove what they read themselves: each declares its headers as `credentialHeaders` and the
+ * kernel removes them after the last such policy of the route, accepted or not (DECIDED 6, ADR 0015).
  */
 
-import type { Exchange } from 'switchyard/sdk';
-import { ORIGINAL_AUTHORIZATION } from '../backend-auth/contract.ts';
-
-/**
- * Remove a credential header the gateway accepted (DECIDED 6: it never reaches the upstream). The original
- * `Authorization` value is kept as a request attribute so `backendAuth.passthrough` can send it on.
- */
-export function stripAcceptedCredential(ex: Exchange, header: string): void {
-  if (header === 'authorization') {
-    const original = ex.headers.authorization;
-    if (typeof original === 'string' && ex.get(ORIGINAL_AUTHORIZATION) === undefined) ex.set(ORIGINAL_AUTHORIZATION, original);
-  }
-  delete ex.headers[header];
-}
+/** What an auth policy that reads only `Authorization` declares as its `credentialHeaders`. */
+export const AUTHORIZATION_ONLY: readonly string[] = Object.freeze(['authorization']);
 
 function afterScheme(header: string | string[] | undefined, scheme: string): string | undefined {
   if (typeof header !== 'string') return undefined;

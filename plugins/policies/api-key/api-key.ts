@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { defineAttribute, jsonErrorReply } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, PolicyInstance, Reply } from 'switchyard/sdk';
-import { bearerToken, stripAcceptedCredential } from '../../lib/credentials/credentials.ts';
+import { bearerToken } from '../../lib/credentials/credentials.ts';
 
 export interface ApiKeyConfig {
   keys: { key: string; metadata?: Record<string, unknown> }[];
@@ -18,6 +18,9 @@ interface KeyEntry {
   readonly digest: Buffer;
   readonly attribute: ApiKeyAttribute;
 }
+
+/** Where apiKey looks for a key (DECIDED 7). */
+const API_KEY_HEADERS: readonly string[] = Object.freeze(['x-api-key', 'authorization']);
 
 const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
 
@@ -53,25 +56,15 @@ export function compileApiKey(config: ApiKeyConfig, ctx: CompileContext): Policy
   const mode = config.mode ?? 'optional';
 
   return {
+    // Both are removed before the request goes upstream, whichever carried the key (ADR 0015).
+    credentialHeaders: API_KEY_HEADERS,
     onRequest(ex) {
-      // x-api-key is preferred when both are sent, so an Authorization header meant for the upstream can coexist.
+      // x-api-key is preferred when both are sent.
       const header = ex.headers['x-api-key'];
-      let presented: string | undefined;
-      let from: 'x-api-key' | 'authorization' | undefined;
-      if (typeof header === 'string' && header.length > 0) {
-        presented = header.trim();
-        from = 'x-api-key';
-      } else {
-        presented = bearerToken(ex.headers.authorization);
-        if (presented !== undefined) from = 'authorization';
-      }
-      if (presented === undefined || from === undefined) {
-        return mode === 'strict' ? reject('no API Key found') : undefined;
-      }
+      const presented = typeof header === 'string' && header.length > 0 ? header.trim() : bearerToken(ex.headers.authorization);
+      if (presented === undefined) return mode === 'strict' ? reject('no API Key found') : undefined;
       const entry = match(entries, presented);
       if (entry === undefined) return mode === 'permissive' ? undefined : reject('invalid credentials');
-      // DECIDED 6: the accepted credential does not go upstream.
-      stripAcceptedCredential(ex, from);
       ex.set(apiKeyAttribute, entry.attribute);
       return undefined;
     },

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { defineAttribute, jsonErrorReply } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
-import { basicCredential, stripAcceptedCredential } from '../../lib/credentials/credentials.ts';
+import { AUTHORIZATION_ONLY, basicCredential } from '../../lib/credentials/credentials.ts';
 import { HtpasswdStore, verifyPassword } from './htpasswd.ts';
 
 export interface BasicAuthConfig {
@@ -49,14 +49,13 @@ export function compileBasicAuth(config: BasicAuthConfig, ctx: CompileContext): 
   const cache = new Map<string, Verified>();
 
   const accept = (ex: Exchange, attribute: BasicAuthAttribute): undefined => {
-    // DECIDED 6: the accepted credential does not go upstream.
-    stripAcceptedCredential(ex, 'authorization');
     ex.set(basicAuthAttribute, attribute);
     return undefined;
   };
   const invalid = (): Reply | undefined => (mode === 'permissive' ? undefined : reject('invalid credentials'));
 
   return {
+    credentialHeaders: AUTHORIZATION_ONLY,
     onRequest(ex) {
       const credential = basicCredential(ex.headers.authorization);
       if (credential === undefined) return mode === 'strict' ? reject('no basic authentication credentials found') : undefined;

@@ -1,6 +1,6 @@
 import { jsonErrorReply } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
-import { stripAcceptedCredential } from '../../lib/credentials/credentials.ts';
+import { AUTHORIZATION_ONLY } from '../../lib/credentials/credentials.ts';
 import { bearerToken, compileJwtVerifier, jwtAttribute } from '../../lib/jwt/index.ts';
 import type { JwtProviderConfig, JwtResult, PlacedProviderConfig } from '../../lib/jwt/index.ts';
 
@@ -38,19 +38,18 @@ export async function compileJwtAuth(config: JwtAuthConfig, ctx: CompileContext)
 
   const finish = (ex: Exchange, result: JwtResult): Reply | undefined => {
     if (result.ok) {
-      // DECIDED 6: an accepted credential never reaches the upstream (backendAuth.passthrough re-adds it).
-      stripAcceptedCredential(ex, 'authorization');
       ex.set(jwtAttribute, result.claims);
       const sub = result.claims.sub;
       if (typeof sub === 'string') ex.logField('jwt.sub', sub);
       return undefined;
     }
-    // Permissive: an invalid token is ignored, and left in place since it was not accepted.
+    // Permissive: an invalid token is ignored (and still removed before the upstream, like every credential).
     if (mode === 'permissive') return undefined;
     return invalidReply(result.message);
   };
 
   return {
+    credentialHeaders: AUTHORIZATION_ONLY,
     onRequest(ex) {
       const token = bearerToken(ex.headers.authorization);
       if (token === undefined) return mode === 'strict' ? missingReply() : undefined;

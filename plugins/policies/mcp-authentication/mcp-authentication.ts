@@ -1,6 +1,6 @@
 import { jsonErrorReply, jsonReply, localReply } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, PolicyInstance, Reply } from 'switchyard/sdk';
-import { stripAcceptedCredential } from '../../lib/credentials/credentials.ts';
+import { AUTHORIZATION_ONLY } from '../../lib/credentials/credentials.ts';
 import { bearerToken, compileJwtVerifier, jwtAttribute } from '../../lib/jwt/index.ts';
 import type { JwksConfig, JwtResult } from '../../lib/jwt/index.ts';
 import {
@@ -91,8 +91,6 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
 
   const finish = (ex: Exchange, result: JwtResult): Reply | undefined => {
     if (!result.ok) return reject(ex, result.message);
-    // DECIDED 6: the accepted token does not go upstream (backendAuth.passthrough restores it from an attribute).
-    stripAcceptedCredential(ex, 'authorization');
     ex.set(jwtAttribute, result.claims);
     const sub = result.claims.sub;
     if (typeof sub === 'string') ex.logField('jwt.sub', sub);
@@ -108,7 +106,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
     return finish(ex, result);
   };
 
-  if (metadataConfig === undefined) return { onRequest: authenticate };
+  if (metadataConfig === undefined) return { credentialHeaders: AUTHORIZATION_ONLY, onRequest: authenticate };
 
   const protectedResource = (ex: Exchange, suffix: string): Reply => {
     // With an adapter the gateway serves the AS metadata itself, at the RFC 8414 location of this URL.
@@ -158,6 +156,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
   };
 
   return {
+    credentialHeaders: AUTHORIZATION_ONLY,
     onRequest(ex) {
       // The discovery documents are public: served before, and without, token validation.
       if (ex.originalUrl.startsWith(WELL_KNOWN_OAUTH)) {
