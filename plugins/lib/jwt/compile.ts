@@ -94,12 +94,17 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
   const shown = redactUrl(url);
   const logger = ctx.logger.child({ jwks: shown });
   // Keyed by URL: every provider and route naming this URL shares one key set, and a reload keeps it.
-  const remote = ctx.resources.get(`jwt:jwks:${url.href}`, () => new RemoteJwks(shown, fetcher, logger));
+  const remote = ctx.resources.get(`jwt:jwks:${url.href}`, () => new RemoteJwks(shown, fetcher, logger), (r) => r.dispose());
   remote.setFetcher(fetcher);
   try {
     await remote.load();
   } catch (err) {
-    return ctx.fail(`cannot load the JWKS from ${shown}: ${(err as Error).message} (the JWKS is fetched when the config loads)`, sub);
+    // Fail soft (ADR 0020): an identity provider's outage must not stop the gateway or a reload. Requests whose
+    // token needs these keys get 503 until the background fetch (backoff) succeeds.
+    ctx.warn(
+      `cannot load the JWKS from ${shown}: ${(err as Error).message}; serving anyway: requests with tokens of this issuer get 503 until the keys load (fetching again with backoff)`,
+      sub,
+    );
   }
   return remote;
 }

@@ -144,4 +144,42 @@ describe('RemoteJwks', () => {
     await flush();
     assert.equal(state.calls, 3);
   });
+
+  it('an identity provider down at the first load: retried with bounded, jittered backoff until keys arrive (ADR 0020)', async () => {
+    const { state, fetcher } = endpoint();
+    state.keys = [a];
+    state.failWith = new Error('connect ECONNREFUSED');
+    const times: number[] = [];
+    const timed = async (): Promise<JwksFetchResult> => {
+      times.push(performance.now());
+      if (times.length === 5) state.failWith = undefined;
+      return fetcher();
+    };
+    const draws = [0, 0.999, 0.5, 0.999];
+    const jwks = new RemoteJwks('http://as/jwks', timed, undefined, { initialBackoffMs: 40, maxBackoffMs: 100, random: () => draws.shift() ?? 0 });
+    await assert.rejects(jwks.load(), /ECONNREFUSED/);
+    assert.equal(jwks.available, false);
+    assert.ok(jwks.retryAfterSeconds() >= 1);
+    const deadline = Date.now() + 5000;
+    while (!jwks.available && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    assert.equal(jwks.available, true, 'keys arrive once the endpoint answers');
+    assert.ok(jwks.get('a'));
+    assert.equal(state.calls, 5, 'four failures, then success');
+    // Ceilings 40, 80, 100 (capped), 100; each delay is between half the ceiling and the ceiling.
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    for (const [i, [low, high]] of ([[20, 40], [80, 80], [75, 100], [100, 100]] as const).entries()) {
+      assert.ok(gaps[i]! >= low - 2 && gaps[i]! < high + 60, `gap ${i}: ${gaps[i]}ms, expected ${low}-${high}`);
+    }
+    jwks.dispose();
+  });
+
+  it('dispose stops background attempts', async () => {
+    const { state, fetcher } = endpoint();
+    state.failWith = new Error('down');
+    const jwks = new RemoteJwks('http://as/jwks', fetcher, undefined, { initialBackoffMs: 10, maxBackoffMs: 10 });
+    await assert.rejects(jwks.load());
+    jwks.dispose();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    assert.equal(state.calls, 1);
+  });
 });

@@ -5,6 +5,10 @@ import type { ParsedJwks, VerificationKey } from './keys.ts';
 /** A source of verification keys by `kid`. `version` changes whenever the key set changes. */
 export interface KeySource {
   readonly version: number;
+  /** False while a remote set has never loaded (identity provider down at start): tokens cannot be checked yet. */
+  readonly available: boolean;
+  /** Seconds until the next attempt to load an unavailable set (for `Retry-After`). */
+  retryAfterSeconds(): number;
   get(kid: string): VerificationKey | undefined;
   /**
    * Called on an unknown `kid`: a remote set refetches (rate-limited) and answers again; a static set answers
@@ -16,6 +20,7 @@ export interface KeySource {
 /** A key set loaded once (a `jwks.file`). */
 export class StaticKeySource implements KeySource {
   readonly version = 0;
+  readonly available = true;
   private readonly keys: ReadonlyMap<string, VerificationKey>;
   constructor(parsed: ParsedJwks) {
     this.keys = parsed.keys;
@@ -25,6 +30,9 @@ export class StaticKeySource implements KeySource {
   }
   refetchFor(): undefined {
     return undefined;
+  }
+  retryAfterSeconds(): number {
+    return 0;
   }
 }
 
@@ -49,7 +57,12 @@ export interface RemoteJwksTiming {
   minRefetchIntervalMs: number;
   /** After a failed refresh, wait this long before the next background attempt. */
   retryAfterFailureMs: number;
+  /** While no keys were ever loaded: first retry after about this long, doubling per failure up to `maxBackoffMs`. */
+  initialBackoffMs: number;
+  maxBackoffMs: number;
   now: () => number;
+  /** In [0, 1): the jitter of each backoff delay. */
+  random: () => number;
 }
 
 export const DEFAULT_JWKS_TIMING: RemoteJwksTiming = {
@@ -58,7 +71,10 @@ export const DEFAULT_JWKS_TIMING: RemoteJwksTiming = {
   maxTtlMs: 24 * 3_600_000,
   minRefetchIntervalMs: 30_000,
   retryAfterFailureMs: 15_000,
+  initialBackoffMs: 1000,
+  maxBackoffMs: 60_000,
   now: Date.now,
+  random: Math.random,
 };
 
 const MAX_AGE = /(?:^|,)\s*(?:s-)?max-age\s*=\s*"?(\d+)"?/i;
@@ -67,8 +83,10 @@ const NO_CACHE = /(?:^|,)\s*no-(?:cache|store)\b/i;
 /**
  * A JWKS fetched from a URL and kept across config reloads (it lives in the plugin resource cache).
  *
- * - `load()` runs at config load: the first successful fetch is required (a failure is a config error for the
- *   caller to report); once keys are held, a reload does not fetch again.
+ * - `load()` runs at config load; once keys are held, a reload does not fetch again. When the first fetch fails
+ *   (identity provider down), `load()` rejects with the reason for the caller to log, and the set keeps fetching in
+ *   the background with bounded, jittered exponential backoff until keys arrive (ADR 0020); meanwhile `available`
+ *   is false and tokens of this issuer cannot be checked.
  * - After the TTL (`Cache-Control: max-age`, clamped; 15 min by default) the next lookup starts a background
  *   refresh and keeps answering from the held keys meanwhile; a failed refresh keeps the old keys and is retried
  *   after `retryAfterFailureMs`.
@@ -84,6 +102,11 @@ export class RemoteJwks implements KeySource {
   private expiresAt = 0;
   private lastKidRefetch = Number.NEGATIVE_INFINITY;
   private inflight: Promise<void> | undefined;
+  /** Backoff while no keys were ever loaded. */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private nextAttemptAt = 0;
+  private disposed = false;
   private fetcher: JwksFetcher;
   private readonly logger: Logger | undefined;
   private readonly timing: RemoteJwksTiming;
@@ -102,10 +125,51 @@ export class RemoteJwks implements KeySource {
     this.fetcher = fetcher;
   }
 
-  /** Make sure keys are held: fetch now if none are. Rejects with a readable reason when the first fetch fails. */
+  get available(): boolean {
+    return this.loaded;
+  }
+
+  /**
+   * Make sure keys are held: fetch now if none are. Rejects with a readable reason when that fetch fails; the set
+   * then goes on fetching in the background (see the class comment).
+   */
   async load(): Promise<void> {
     if (this.loaded) return;
     await this.refresh(true);
+  }
+
+  retryAfterSeconds(): number {
+    return Math.max(1, Math.ceil((this.nextAttemptAt - this.timing.now()) / 1000));
+  }
+
+  /** Stop background fetching (the resource cache calls this when no config uses the set any more). */
+  dispose(): void {
+    this.disposed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
+  /** Next background attempt while no keys are held: full delay doubling per failure, capped, half of it jittered. */
+  private scheduleRetry(reason: string): void {
+    if (this.disposed || this.loaded || this.retryTimer) return;
+    const { initialBackoffMs, maxBackoffMs } = this.timing;
+    const ceiling = Math.min(maxBackoffMs, initialBackoffMs * 2 ** Math.min(this.failures, 30));
+    const delay = Math.round(ceiling / 2 + (this.timing.random() * ceiling) / 2);
+    this.failures++;
+    this.nextAttemptAt = this.timing.now() + delay;
+    if (this.failures > 1) {
+      this.logger?.warn('JWKS still unavailable; tokens of this issuer get 503 until it loads', { url: this.url, error: reason, attempts: this.failures, retryInMs: delay });
+    }
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.disposed || this.loaded) return;
+      const attempts = this.failures + 1;
+      this.refresh(false).then(
+        () => this.logger?.info('JWKS loaded; tokens of this issuer are checked again', { url: this.url, attempts }),
+        () => undefined,
+      );
+    }, delay);
+    this.retryTimer.unref();
   }
 
   get(kid: string): VerificationKey | undefined {
@@ -158,7 +222,8 @@ export class RemoteJwks implements KeySource {
     } catch (err) {
       const reason = (err as Error).message ?? String(err);
       this.expiresAt = this.timing.now() + this.timing.retryAfterFailureMs;
-      if (!initial) this.logger?.warn('JWKS refresh failed; keeping the keys already held', { url: this.url, error: reason });
+      if (!this.loaded) this.scheduleRetry(reason);
+      else this.logger?.warn('JWKS refresh failed; keeping the keys already held', { url: this.url, error: reason });
       throw new Error(reason);
     }
     if (parsed.problems.length > 0) {
@@ -166,6 +231,7 @@ export class RemoteJwks implements KeySource {
     }
     this.expiresAt = this.timing.now() + ttl;
     this.loaded = true;
+    this.failures = 0;
     if (parsed.fingerprint !== this.fingerprint) {
       this.keys = parsed.keys;
       this.fingerprint = parsed.fingerprint;

@@ -22,7 +22,9 @@ export type JwtFailureReason =
   | 'wrong_issuer'
   | 'wrong_audience'
   | 'missing_claim'
-  | 'invalid_claim';
+  | 'invalid_claim'
+  /** The issuer's keys have not loaded yet (identity provider unreachable): not the token's fault (ADR 0020). */
+  | 'keys_unavailable';
 
 /** One provider after compile: an issuer, its accepted audiences, its keys and required claims. */
 export interface JwtProvider {
@@ -47,6 +49,8 @@ export interface JwtFailure {
   readonly reason: JwtFailureReason;
   /** A short sentence safe to send to the client and to log. */
   readonly message: string;
+  /** With `keys_unavailable`: seconds until the keys are fetched again (`Retry-After`). */
+  readonly retryAfterSeconds?: number;
 }
 
 export type JwtResult = JwtSuccess | JwtFailure;
@@ -145,6 +149,9 @@ export class JwtVerifier {
       provider = found;
     }
 
+    if (!provider.keys.available) {
+      return { ok: false, reason: 'keys_unavailable', message: 'the signing keys of the token issuer are not available yet', retryAfterSeconds: provider.keys.retryAfterSeconds() };
+    }
     let key = provider.keys.get(kid);
     if (!key) key = await provider.keys.refetchFor(kid);
     if (!key) return fail('unknown_kid', `the token uses the unknown key ${quote(kid)}`);

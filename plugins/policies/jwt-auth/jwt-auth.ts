@@ -18,6 +18,14 @@ function missingReply(): Reply {
   return jsonErrorReply(401, 'authentication_failed', 'authentication failure: no bearer token found', { 'www-authenticate': 'Bearer' });
 }
 
+/**
+ * 503 while the issuer's keys have not loaded (identity provider down, ADR 0020): the token may be fine, so no
+ * `invalid_token` challenge that would make a client throw it away.
+ */
+function keysUnavailableReply(message: string, retryAfterSeconds: number | undefined): Reply {
+  return jsonErrorReply(503, 'authentication_unavailable', `authentication unavailable: ${message}`, { 'retry-after': String(retryAfterSeconds ?? 1) });
+}
+
 function invalidReply(message: string): Reply {
   return jsonErrorReply(401, 'authentication_failed', `authentication failure: ${message}`, { 'www-authenticate': 'Bearer error="invalid_token"' });
 }
@@ -43,8 +51,9 @@ export async function compileJwtAuth(config: JwtAuthConfig, ctx: CompileContext)
       if (typeof sub === 'string') ex.logField('jwt.sub', sub);
       return undefined;
     }
-    // Permissive: an invalid token is ignored (and still removed before the upstream, like every credential).
+    // Permissive: an invalid (or not yet checkable) token is ignored (and still removed before the upstream, like every credential).
     if (mode === 'permissive') return undefined;
+    if (result.reason === 'keys_unavailable') return keysUnavailableReply(result.message, result.retryAfterSeconds);
     return invalidReply(result.message);
   };
 

@@ -90,7 +90,13 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
   };
 
   const finish = (ex: Exchange, result: JwtResult): Reply | undefined => {
-    if (!result.ok) return reject(ex, result.message);
+    if (!result.ok) {
+      // Keys not loaded yet (ADR 0020): 503, not a challenge that would send the client to re-authorize.
+      if (result.reason === 'keys_unavailable') {
+        return jsonErrorReply(503, 'authentication_unavailable', `authentication unavailable: ${result.message}`, { 'retry-after': String(result.retryAfterSeconds ?? 1) });
+      }
+      return reject(ex, result.message);
+    }
     ex.set(jwtAttribute, result.claims);
     const sub = result.claims.sub;
     if (typeof sub === 'string') ex.logField('jwt.sub', sub);
