@@ -1,7 +1,7 @@
 // Build a trimmed distribution: the CLI with one preset, bundled into plain JavaScript (ARCHITECTURE.md §9,
 // docs/adr/0012). Run with `npm run build:dist -- --preset NAME [--out DIR] [--minify]`.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -260,9 +260,19 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
 
   const presetSpec = relative(ROOT, file).split(sep).join('/');
   const entrySource = [
+    // Runnable as `./switchyard.mjs` (the file is made executable below); esbuild keeps a hashbang first.
+    '#!/usr/bin/env node',
+    "import { fileURLToPath } from 'node:url';",
+    "import { nodeVersionProblem } from './bin/check-node.js';",
     "import { startDistribution } from './kernel/boot/dist-entry.ts';",
+    `const problem = nodeVersionProblem(${JSON.stringify(ROOT_PKG.engines?.node)});`,
+    'if (problem) {',
+    "  process.stderr.write(`switchyard: ${problem}\\n`);",
+    '  process.exit(1);',
+    '}',
     `await startDistribution({`,
     `  version: ${JSON.stringify(ROOT_PKG.version)},`,
+    "  schemaFile: fileURLToPath(new URL('./switchyard.schema.json', import.meta.url)),",
     '  load: async () => ({',
     `    preset: (await import(${JSON.stringify(/^\.\.?\//.test(presetSpec) ? presetSpec : `./${presetSpec}`)})).${found.name},`,
     "    knownKeys: (await import('./plugins/presets/catalog.ts')).FIRST_PARTY_KEYS,",
@@ -321,6 +331,7 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
     mkdirSync(dirname(file.path), { recursive: true });
     writeFileSync(file.path, file.contents);
   }
+  chmodSync(join(out, 'switchyard.mjs'), 0o755);
   const metafile = result.metafile;
 
   // What was bundled, and which external packages the preset reaches.

@@ -1,7 +1,21 @@
 #!/usr/bin/env node
-// The switchyard CLI with the full distribution. The sources are TypeScript run by Node's type stripping;
-// on Node versions where stripping is still behind a flag, re-run this script with the flag.
+// The switchyard CLI with the full distribution. In a clone it runs the TypeScript sources with Node's type
+// stripping (docs/adr/0001); installed from the npm package, where the sources are not shipped, it runs the
+// JavaScript built into build/ when the package was packed (docs/adr/0022).
+import { existsSync, readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { nodeVersionProblem } from './check-node.js';
+
+const { version, engines } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+// First, on any Node: an older one than `engines` fails later with errors that do not say why.
+const problem = nodeVersionProblem(engines?.node);
+if (problem) {
+  process.stderr.write(`switchyard: ${problem}\n`);
+  process.exit(1);
+}
+
+const fromSources = existsSync(new URL('../kernel/boot/dist-entry.ts', import.meta.url));
 
 // The semi-space cap of kernel/boot/dist-entry.ts, put on the command line of the re-run below.
 const SEMI_SPACE_FLAG = '--max-semi-space-size';
@@ -12,22 +26,25 @@ function hasSemiSpaceFlag() {
   return given.some((a) => a.startsWith(SEMI_SPACE_FLAG) || a.startsWith('--max_semi_space_size'));
 }
 
-if (!process.features.typescript) {
+if (fromSources && !process.features.typescript) {
+  // Node 22.12-22.17: type stripping is behind a flag; re-run this script with it.
   const flags = ['--experimental-strip-types', '--disable-warning=ExperimentalWarning'];
   if (!hasSemiSpaceFlag()) flags.push(`${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`);
   const child = spawn(process.execPath, [...flags, ...process.argv.slice(1)], { stdio: 'inherit' });
-  for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => child.kill(signal));
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 } else {
   // The same start as a trimmed distribution's (kernel/boot/dist-entry.ts): semi-space re-exec, compile cache, exit
   // once output is flushed; here with the full preset.
-  const { readFileSync } = await import('node:fs');
-  const { startDistribution } = await import('../kernel/boot/dist-entry.ts');
-  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  // Literal specifiers (no computed paths), so that the import-boundary test and bundlers can follow them.
+  const { startDistribution } = fromSources ? await import('../kernel/boot/dist-entry.ts') : await import('../build/kernel/boot/dist-entry.js');
   await startDistribution({
     version,
+    schemaFile: fileURLToPath(new URL('../schemas/switchyard.schema.json', import.meta.url)),
     load: async () => {
-      const [{ fullPreset }, { FIRST_PARTY_KEYS }] = await Promise.all([import('../plugins/presets/full.ts'), import('../plugins/presets/catalog.ts')]);
+      const [{ fullPreset }, { FIRST_PARTY_KEYS }] = fromSources
+        ? await Promise.all([import('../plugins/presets/full.ts'), import('../plugins/presets/catalog.ts')])
+        : await Promise.all([import('../build/plugins/presets/full.js'), import('../build/plugins/presets/catalog.js')]);
       return { preset: fullPreset, knownKeys: FIRST_PARTY_KEYS };
     },
   });

@@ -7,39 +7,47 @@ import { LogSink } from '../telemetry/logger.ts';
 import { createGateway } from './container.ts';
 import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
+import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
 
 /** What a distribution (the bin script, a trimmed bundle) hands the CLI. */
 export interface Distribution {
   readonly preset: readonly unknown[];
   readonly knownKeys?: Iterable<string>;
   readonly version: string;
+  /** The JSON Schema file shipped with the distribution, named in the header of `switchyard init`'s config. */
+  readonly schemaFile?: string;
 }
 
 const USAGE = `Usage: switchyard [options]
        switchyard schema [-f FILE]     print the JSON Schema of the installed plugins
        switchyard plugins [-f FILE]    list the installed plugins
+       switchyard init [-f FILE] [--force]
+                                       write a starter config (default ${DEFAULT_INIT_FILE})
 
 Options:
   -f, --file FILE      config file (YAML or JSON), watched and reloaded on change
   -c, --config TEXT    inline config (YAML or JSON)
       --validate-only  load and check the config, then exit (0 valid, 1 invalid)
+      --force          init: overwrite an existing file
   -V, --version        print the version
   -h, --help           this text
 `;
 
 interface Args {
-  command: 'run' | 'schema' | 'plugins' | 'help' | 'version';
+  command: 'run' | 'schema' | 'plugins' | 'init' | 'help' | 'version';
   file?: string;
   inline?: string;
   validateOnly: boolean;
+  force: boolean;
 }
 
 function parseArgs(argv: readonly string[]): Args | string {
-  const args: Args = { command: 'run', validateOnly: false };
+  const args: Args = { command: 'run', validateOnly: false, force: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const value = (): string | undefined => argv[++i];
-    if (a === 'schema' || a === 'plugins') args.command = a;
+    if (a === 'schema' || a === 'plugins' || a === 'init') args.command = a;
+    else if (a === '--force') args.force = true;
     else if (a === '-f' || a === '--file') args.file = value();
     else if (a.startsWith('--file=')) args.file = a.slice(7);
     else if (a === '-c' || a === '--config') args.inline = value();
@@ -74,6 +82,15 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     return 0;
   }
   try {
+    if (args.command === 'init') {
+      const result = writeStarterConfig(args.file ?? DEFAULT_INIT_FILE, { force: args.force, schemaFile: dist.schemaFile });
+      if (!result.written) {
+        process.stderr.write(`switchyard: ${result.file} exists; not overwritten (--force to replace it)\n`);
+        return 1;
+      }
+      process.stdout.write(`wrote ${result.file}\nrun it: switchyard -f ${args.file ?? DEFAULT_INIT_FILE}\n`);
+      return 0;
+    }
     if (args.command === 'schema' || args.command === 'plugins') {
       const text = args.file ? readFileSync(args.file, 'utf8') : '';
       const registry = await buildRegistry(dist.preset, preloadPluginList(text), args.file ? resolve(args.file) : undefined);
@@ -127,6 +144,10 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       };
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
+      // SIGHUP (systemctl reload) re-reads the file, as the watcher does on a change; Node's default would exit.
+      process.on('SIGHUP', () => {
+        if ('file' in input) void gateway.reload();
+      });
     });
   } catch (err) {
     if (err instanceof ConfigLoadError) {

@@ -10,6 +10,8 @@ export interface DistributionStart {
   readonly version: string;
   /** Loads the preset and the names of every first-party plugin (so a left-out key is "not installed"). */
   readonly load: () => Promise<{ readonly preset: readonly unknown[]; readonly knownKeys: Iterable<string> }>;
+  /** The distribution's JSON Schema file, named in the header of the config `switchyard init` writes. */
+  readonly schemaFile?: string;
 }
 
 /**
@@ -47,7 +49,7 @@ export async function startDistribution(start: DistributionStart): Promise<void>
     }
   }
   const [{ main }, { preset, knownKeys }] = await Promise.all([import('./cli.ts'), start.load()]);
-  const code = await main(process.argv.slice(2), { preset, knownKeys, version: start.version });
+  const code = await main(process.argv.slice(2), { preset, knownKeys, version: start.version, schemaFile: start.schemaFile });
   process.exitCode = code;
   // Exit once shutdown has completed and stdout/stderr are flushed (a pipe is written asynchronously).
   let pending = 2;

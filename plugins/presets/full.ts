@@ -47,9 +47,10 @@ import webhookGuard from '../guards/webhook/plugin.ts';
 import openAIModeration from '../guards/openai-moderation/plugin.ts';
 import bedrockGuardrails from '../guards/bedrock-guardrails/plugin.ts';
 import googleModelArmor from '../guards/google-model-armor/plugin.ts';
+import type { Plugin } from 'switchyard/sdk';
 
-/** Every first-party plugin. */
-export const fullPreset = [
+/** Every first-party plugin. Typed as a plain list so the published `.d.ts` need not name each plugin's config type. */
+export const fullPreset: readonly Plugin[] = [
   host,
   service,
   cloudBackend,

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -205,6 +205,21 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
     const version = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), '--version']);
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
     assert.equal(version.stdout, `switchyard ${pkg.version}\n`);
+  });
+
+  it('switchyard.mjs has a shebang, is executable and runs by its own name (issue 9)', async () => {
+    const entry = join(minimal, 'switchyard.mjs');
+    assert.ok(readFileSync(entry, 'utf8').startsWith('#!/usr/bin/env node\n'), 'the first line is the shebang');
+    assert.ok((statSync(entry).mode & 0o111) !== 0, 'the file is executable');
+    // `env node` finds the Node running this test first on PATH.
+    const env = { ...ENV, PATH: `${dirname(process.execPath)}${delimiter}${ENV.PATH ?? ''}` };
+    const r = await new Promise<Run>((done) => {
+      execFile(entry, ['--version'], { cwd: minimal, env, timeout: 30_000 }, (err, stdout, stderr) => {
+        done({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
+      });
+    });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^switchyard \d+\.\d+\.\d+/);
   });
 
   describe('the minimal bundle as a gateway', () => {

@@ -1,0 +1,79 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+
+/** The file `switchyard init` writes when no `-f` is given. */
+export const DEFAULT_INIT_FILE = 'switchyard.yaml';
+
+/**
+ * The starter config: runs with nothing else installed. Port 3000 is the front door; port 3001 stands in for the
+ * user's service until `backends[].host` is pointed at the real one.
+ */
+function starterConfig(schemaRef: string | undefined, runAs: string): string {
+  const header = schemaRef ? `# yaml-language-server: $schema=${schemaRef}\n` : '';
+  return `${header}# A starter Switchyard config, written by \`switchyard init\`. Run it:
+#   switchyard -f ${runAs}
+#   curl -i localhost:3000/hello              # answered by the gateway itself
+#   curl -i localhost:3000/api/anything       # proxied to the upstream (port 3001 below, a stand-in)
+# Point backends[].host at your own service and remove the second bind. The file is watched: saved changes
+# apply without a restart (an invalid change is logged and the running config keeps serving).
+config:
+  adminAddr: 127.0.0.1:15000
+  statsAddr: 127.0.0.1:15020
+  readinessAddr: 127.0.0.1:15021
+binds:
+- port: 3000
+  listeners:
+  - name: front
+    routes:
+    - name: hello
+      matches:
+      - path: { exact: /hello }
+      policies:
+        directResponse: { status: 200, body: "Hello from Switchyard!\\n" }
+    - name: api
+      matches:
+      - path: { pathPrefix: /api }
+      backends:
+      - backend: app
+- port: 3001
+  listeners:
+  - name: stand-in-upstream
+    routes:
+    - name: echo
+      policies:
+        directResponse: { status: 200, body: "{\\"upstream\\":\\"ok\\"}\\n" }
+        responseHeaderModifier:
+          set: { content-type: application/json }
+backends:
+- name: app
+  host: 127.0.0.1:3001
+`;
+}
+
+/** How the header names the schema: relative to the config's folder (as editors resolve it), POSIX slashes. */
+function schemaReference(configFile: string, schemaFile: string | undefined): string | undefined {
+  if (!schemaFile || !existsSync(schemaFile)) return undefined;
+  const rel = relative(dirname(configFile), schemaFile);
+  if (isAbsolute(rel)) return schemaFile; // another drive (Windows)
+  return rel.split(sep).join('/');
+}
+
+export interface InitResult {
+  readonly file: string;
+  /** False when the file existed and `force` was not given; nothing was written. */
+  readonly written: boolean;
+}
+
+/** Write the starter config to `file`; an existing file is kept unless `force`. */
+export function writeStarterConfig(file: string, options: { force: boolean; schemaFile?: string }): InitResult {
+  const target = resolve(file);
+  const text = starterConfig(schemaReference(target, options.schemaFile), file);
+  try {
+    // `wx` refuses an existing file in the same system call that would create it: no check-then-write race.
+    writeFileSync(target, text, { flag: options.force ? 'w' : 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { file: target, written: false };
+    throw err;
+  }
+  return { file: target, written: true };
+}

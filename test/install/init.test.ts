@@ -1,0 +1,135 @@
+// Issue 9: `switchyard init` writes a starter config with the yaml-language-server schema header, refuses to
+// overwrite an existing file without --force, and the starter validates and proxies. SIGHUP (the systemd unit's
+// ExecReload) re-reads the config instead of ending the process (Node's default for SIGHUP).
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { startCli, runCommand } from '../helpers/cli-process.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const BIN = join(ROOT, 'bin/switchyard.js');
+const SCHEMA = join(ROOT, 'schemas/switchyard.schema.json');
+
+const dirs: string[] = [];
+function tempDir(): string {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'switchyard-init-')));
+  dirs.push(dir);
+  return dir;
+}
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const cli = (cwd: string, ...args: string[]) => runCommand(process.execPath, [BIN, ...args], { cwd });
+
+/** The starter with its fixed ports moved to free ones, so the test runs beside others. */
+async function onFreePorts(text: string): Promise<{ text: string; front: number }> {
+  const [front, upstream, admin] = [await freePort(), await freePort(), await freePort()];
+  const moved = text
+    .replace('port: 3000', `port: ${front}`)
+    .replace('port: 3001', `port: ${upstream}`)
+    .replace('host: 127.0.0.1:3001', `host: 127.0.0.1:${upstream}`)
+    .replace('adminAddr: 127.0.0.1:15000', `adminAddr: 127.0.0.1:${admin}`)
+    .replace(/(statsAddr|readinessAddr): 127\.0\.0\.1:\d+/g, '$1: off');
+  assert.notEqual(moved, text);
+  return { text: moved, front };
+}
+
+describe('switchyard init', () => {
+  it('writes switchyard.yaml with a schema header naming the shipped schema, and the starter validates', async () => {
+    const dir = tempDir();
+    const r = await cli(dir, 'init');
+    assert.equal(r.code, 0, r.stderr);
+    const file = join(dir, 'switchyard.yaml');
+    assert.match(r.stdout, /^wrote .*switchyard\.yaml\nrun it: switchyard -f switchyard\.yaml\n$/);
+    const text = readFileSync(file, 'utf8');
+    const header = /^# yaml-language-server: \$schema=(\S+)\n/.exec(text);
+    assert.ok(header, `first line is the schema header:\n${text.slice(0, 200)}`);
+    // Editors resolve the reference from the config's folder.
+    assert.equal(resolve(dir, header[1]!), SCHEMA);
+    const valid = await cli(dir, '--validate-only', '-f', 'switchyard.yaml');
+    assert.equal(valid.code, 0, valid.stderr);
+    assert.equal(valid.stdout, 'Configuration is valid!\n');
+  });
+
+  it('refuses to overwrite an existing file (exit 1, file unchanged) unless --force', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'gateway.yaml');
+    writeFileSync(file, 'binds: []\n# mine\n');
+    const refused = await cli(dir, 'init', '-f', 'gateway.yaml');
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stderr, `switchyard: ${file} exists; not overwritten (--force to replace it)\n`);
+    assert.equal(readFileSync(file, 'utf8'), 'binds: []\n# mine\n');
+    const forced = await cli(dir, 'init', '-f', 'gateway.yaml', '--force');
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(readFileSync(file, 'utf8'), /^# yaml-language-server: \$schema=/);
+  });
+
+  it('names the schema relative to a config written in another folder', async () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'etc/switchyard'), { recursive: true });
+    const r = await cli(dir, 'init', '-f', 'etc/switchyard/config.yaml');
+    assert.equal(r.code, 0, r.stderr);
+    const text = readFileSync(join(dir, 'etc/switchyard/config.yaml'), 'utf8');
+    const ref = /^# yaml-language-server: \$schema=(\S+)/.exec(text)![1]!;
+    assert.ok(existsSync(resolve(dir, 'etc/switchyard', ref)), ref);
+    assert.equal(resolve(dir, 'etc/switchyard', ref), SCHEMA);
+  });
+
+  it('a missing folder is an error, not a crash', async () => {
+    const dir = tempDir();
+    const r = await cli(dir, 'init', '-f', 'no/such/dir/x.yaml');
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^switchyard: ENOENT/);
+  });
+
+  it('the starter answers /hello itself and proxies /api to its upstream', async () => {
+    const dir = tempDir();
+    assert.equal((await cli(dir, 'init')).code, 0);
+    const file = join(dir, 'switchyard.yaml');
+    const { text, front } = await onFreePorts(readFileSync(file, 'utf8'));
+    writeFileSync(file, text);
+    const gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: dir });
+    try {
+      const hello = await request(`http://127.0.0.1:${front}/hello`);
+      assert.equal(hello.statusCode, 200);
+      assert.equal(await hello.body.text(), 'Hello from Switchyard!\n');
+      const api = await request(`http://127.0.0.1:${front}/api/anything`);
+      assert.equal(api.statusCode, 200);
+      assert.equal(api.headers['content-type'], 'application/json');
+      assert.deepEqual(await api.body.json(), { upstream: 'ok' });
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+  });
+});
+
+describe('SIGHUP (systemctl reload)', () => {
+  it('keeps the gateway running and re-reads the config file', async () => {
+    const dir = tempDir();
+    assert.equal((await cli(dir, 'init')).code, 0);
+    const file = join(dir, 'switchyard.yaml');
+    const { text, front } = await onFreePorts(readFileSync(file, 'utf8'));
+    writeFileSync(file, text);
+    const gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: dirname(file) });
+    try {
+      gw.child.kill('SIGHUP');
+      // Unchanged file: nothing to apply; the process must still serve.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(gw.child.exitCode, null, `the gateway exited on SIGHUP:\n${gw.output()}`);
+      assert.equal((await request(`http://127.0.0.1:${front}/hello`)).statusCode, 200);
+      writeFileSync(file, text.replace('Hello from Switchyard!', 'Hello again!'));
+      gw.child.kill('SIGHUP');
+      await gw.waitFor(/config reloaded/);
+      const res = await request(`http://127.0.0.1:${front}/hello`);
+      assert.equal(await res.body.text(), 'Hello again!\n');
+    } finally {
+      assert.equal(await gw.stop(), 0);
+    }
+  });
+});
