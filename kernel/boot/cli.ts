@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
+import { readConfigFile } from '../config/load-config.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
 import { LogSink } from '../telemetry/logger.ts';
 import { createGateway } from './container.ts';
@@ -92,7 +92,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       return 0;
     }
     if (args.command === 'schema' || args.command === 'plugins') {
-      const text = args.file ? readFileSync(args.file, 'utf8') : '';
+      const text = args.file ? await readConfigFile(args.file) : '';
       const registry = await buildRegistry(dist.preset, preloadPluginList(text), args.file ? resolve(args.file) : undefined);
       if (args.command === 'schema') {
         process.stdout.write(`${JSON.stringify(assembleSchema(registry), null, 2)}\n`);
@@ -121,7 +121,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     const sink = args.validateOnly ? new LogSink((chunk) => process.stderr.write(chunk)) : undefined;
     const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input }, sink);
     if (args.validateOnly) {
-      const text = 'file' in input ? readFileSync(input.file, 'utf8') : input.text;
+      const text = await gateway.readText();
       const snapshot = await gateway.compile(text);
       snapshot.dispose();
       await gateway.stop();

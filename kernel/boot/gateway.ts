@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../sdk/index.ts';
 import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
@@ -7,7 +6,7 @@ import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot } from '../compile/snapshot.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError, positionIssue } from '../config/format-issues.ts';
-import { loadConfigText } from '../config/load-config.ts';
+import { loadConfigText, readConfigFile } from '../config/load-config.ts';
 import { ConfigValidator } from '../config/validate-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { CelExpressions } from '../expr/cel-expressions.ts';
@@ -87,9 +86,10 @@ export class Gateway {
     return 'file' in c ? c.file : c.name;
   }
 
-  private async readText(): Promise<string> {
+  /** The config text: the file read now (bounded, never blocking; ConfigLoadError when unreadable) or the inline text. */
+  async readText(): Promise<string> {
     const c = this.options.config;
-    return 'file' in c ? readFile(c.file, 'utf8') : c.text;
+    return 'file' in c ? readConfigFile(c.file) : c.text;
   }
 
   /** Build the registry and schema validator (once per process: plugin modules are static config). */

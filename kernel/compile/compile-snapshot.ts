@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type {
   BackendCompileContext,
   BackendInstance,
@@ -281,6 +280,17 @@ class SnapshotCompiler {
     };
   }
 
+  /** A listener's PEM file (regular, at most FILE_SIZE_LIMITS.key); undefined after an issue at `at`. */
+  private async readListenerFile(file: string, at: ConfigPath, label: string): Promise<string | undefined> {
+    const full = resolve(this.deps.cwd, file);
+    try {
+      return await readLocalFile(full, FILE_SIZE_LIMITS.key);
+    } catch (err) {
+      this.issue(at, `cannot read the listener ${label} file \`${file}\` (${full}): ${(err as Error).message}`);
+      return undefined;
+    }
+  }
+
   private async bind(bind: Obj, path: ConfigPath): Promise<CompiledBind | undefined> {
     const port = bind.port as number;
     const listeners: CompiledListener[] = [];
@@ -305,9 +315,10 @@ class SnapshotCompiler {
           this.issue(lpath, 'an HTTPS listener needs `tls.cert` and `tls.key`');
           continue;
         }
+        const cert = await this.readListenerFile(tls.cert, [...lpath, 'tls', 'cert'], 'certificate');
+        const key = await this.readListenerFile(tls.key, [...lpath, 'tls', 'key'], 'private key');
+        if (cert === undefined || key === undefined) continue;
         try {
-          const cert = readFileSync(resolve(this.deps.cwd, tls.cert), 'utf8');
-          const key = readFileSync(resolve(this.deps.cwd, tls.key), 'utf8');
           secureContext = createSecureContext({ cert, key });
           tlsPem = { cert, key };
           tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);

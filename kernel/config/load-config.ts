@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { ErrorCode } from '../sdk/index.ts';
+import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
 import { parseConfigSource } from './config-source.ts';
 import { expandEnv } from './expand-env.ts';
@@ -35,15 +34,16 @@ export function loadConfigText(file: string, text: string, validator: ConfigVali
   return { source, value: value as Record<string, unknown> };
 }
 
-/** Read a config file and load it. I/O failures are reported like config errors. */
-export async function loadConfigFile(file: string, validator: ConfigValidator, env: NodeJS.ProcessEnv = process.env): Promise<LoadedConfig> {
-  let text: string;
+/**
+ * Read the config file (a regular file of at most FILE_SIZE_LIMITS.config, without blocking the event loop).
+ * A failure is reported like a config error, at the top of the file.
+ */
+export async function readConfigFile(file: string): Promise<string> {
   try {
-    text = await readFile(file, 'utf8');
+    return await readLocalFile(file, FILE_SIZE_LIMITS.config);
   } catch (err) {
     throw new ConfigLoadError([
-      { file, line: 1, col: 1, path: '(root)', code: ErrorCode.configIo, message: `cannot read config: ${(err as Error).message}`, frame: '' },
+      { file, line: 1, col: 1, path: '(root)', code: ErrorCode.configIo, message: `cannot read the config file: ${(err as Error).message}`, frame: '' },
     ]);
   }
-  return loadConfigText(file, text, validator, env);
 }

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
@@ -7,13 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { runCli, ROOT } from '../helpers/cli.ts';
+import type { CliRun } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
 import { yaml } from './helpers.ts';
 
 // The CLI as a user runs it: `node bin/switchyard.js ...` in a child process (issue 2 "What a user can do").
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = join(ROOT, 'bin/switchyard.js');
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 /** Temp dirs made by this file, removed when it ends. */
@@ -28,35 +27,8 @@ after(() => {
 });
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Run the CLI to completion; a child still running after `timeoutMs` is killed (by its own pid) and fails the test. */
-function cli(args: readonly string[], timeoutMs = 20_000): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`switchyard ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, timeoutMs);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
+const cli = (args: readonly string[], timeoutMs = 20_000): Promise<CliRun> => runCli(args, { timeoutMs });
 
 function tempFile(name: string, text: string): string {
   const file = join(tempDir('switchyard-cli-'), name);

@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { defineBackendAuth } from 'switchyard/sdk';
+import { defineBackendAuth, FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import { authorizationValue } from './key-value.ts';
 import schema from './schema.json' with { type: 'json' };
@@ -12,7 +11,7 @@ export default defineBackendAuth<KeyConfig, BackendAuthInstance>({
   key: 'key',
   description: 'Send a static credential as the upstream `Authorization` header (a bare token becomes `Bearer <token>`).',
   schema,
-  compile(config, ctx) {
+  async compile(config, ctx) {
     let raw: string;
     let what: string;
     if (typeof config === 'string') {
@@ -22,11 +21,9 @@ export default defineBackendAuth<KeyConfig, BackendAuthInstance>({
       const file = resolve(ctx.cwd, config.file);
       what = `the key file \`${config.file}\``;
       try {
-        raw = readFileSync(file, 'utf8');
+        raw = await readLocalFile(file, FILE_SIZE_LIMITS.key);
       } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-        return ctx.fail(`cannot read ${what} (${file}): ${why}`, ['file']);
+        return ctx.fail(`cannot read ${what} (${file}): ${(err as Error).message}`, ['file']);
       }
     }
     const value = authorizationValue(raw);

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
+import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
 import type { CompileContext, ConfigPath } from 'switchyard/sdk';
 import { parseJwks } from './keys.ts';
 import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
@@ -51,15 +51,14 @@ function redactUrl(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
-function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): KeySource {
+async function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): Promise<KeySource> {
   const sub = [...at, 'jwks', 'file'];
   const path = resolve(ctx.cwd, file);
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = await readLocalFile(path, FILE_SIZE_LIMITS.jwks);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    return ctx.fail(`cannot read the JWKS file \`${file}\` (resolved to ${path}, relative paths start at the gateway's working directory): ${code}`, sub);
+    return ctx.fail(`cannot read the JWKS file \`${file}\` (resolved to ${path}, relative paths start at the gateway's working directory): ${(err as Error).message}`, sub);
   }
   let doc: unknown;
   try {
@@ -113,7 +112,7 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
 export async function compileJwtProvider(config: JwtProviderConfig, ctx: CompileContext, at: ConfigPath = []): Promise<JwtProvider> {
   const jwks = config.jwks;
   if ((jwks.url === undefined) === (jwks.file === undefined)) return ctx.fail('exactly one of `url` or `file` is required', [...at, 'jwks']);
-  const keys = jwks.file !== undefined ? loadFileKeys(jwks.file, ctx, at) : await loadRemoteKeys(jwks.url!, ctx, at);
+  const keys = jwks.file !== undefined ? await loadFileKeys(jwks.file, ctx, at) : await loadRemoteKeys(jwks.url!, ctx, at);
   return {
     issuer: config.issuer,
     audiences: [...new Set(config.audiences ?? [])],

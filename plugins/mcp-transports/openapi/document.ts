@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
+import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
 import type { HttpUpstreams } from 'switchyard/sdk';
 import { parse as parseYaml } from 'yaml';
 
@@ -17,7 +17,7 @@ export interface OpenApiDocument extends JsonObject {
 }
 
 /** The largest document accepted (a generous bound; large public APIs are a few MiB). */
-export const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
+export const MAX_DOCUMENT_BYTES = FILE_SIZE_LIMITS.document;
 /** Deadline of fetching a `schema.url`. */
 export const FETCH_TIMEOUT_MS = 10_000;
 
@@ -29,11 +29,9 @@ export function isObject(value: unknown): value is JsonObject {
 export async function readDocumentFile(file: string, cwd: string): Promise<string> {
   const full = resolve(cwd, file);
   try {
-    return await readFile(full, 'utf8');
+    return await readLocalFile(full, MAX_DOCUMENT_BYTES);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-    throw new Error(`cannot read the OpenAPI document \`${file}\` (${full}): ${why}`);
+    throw new Error(`cannot read the OpenAPI document \`${file}\` (${full}): ${(err as Error).message}`);
   }
 }
 

@@ -1,8 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { definePolicy } from 'switchyard/sdk';
+import { definePolicy, FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
 import type { CompileContext, UpstreamTls } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
 
@@ -18,15 +17,13 @@ interface BackendTlsConfig {
 }
 
 /** Read a PEM file named at `field`, failing the load at that field when it cannot be read or holds no PEM. */
-function readPem(ctx: CompileContext, field: 'cert' | 'key' | 'root', path: string, label: string): string {
+async function readPem(ctx: CompileContext, field: 'cert' | 'key' | 'root', path: string, label: string): Promise<string> {
   const file = resolve(ctx.cwd, path);
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = await readLocalFile(file, FILE_SIZE_LIMITS.key);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'is a directory' : (err as Error).message;
-    return ctx.fail(`cannot read the ${label} file \`${path}\` (${file}): ${why}`, [field]);
+    return ctx.fail(`cannot read the ${label} file \`${path}\` (${file}): ${(err as Error).message}`, [field]);
   }
   if (!/-----BEGIN [A-Z0-9 ]+-----/.test(text)) return ctx.fail(`the ${label} file \`${path}\` holds no PEM block`, [field]);
   return text;
@@ -67,13 +64,13 @@ export default definePolicy<BackendTlsConfig>({
   attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'upstream',
   order: 10,
-  compile(config, ctx) {
+  async compile(config, ctx) {
     if (config.cert !== undefined && config.key === undefined) ctx.fail('`cert` needs `key` (the private key of the client certificate)', ['cert']);
     if (config.key !== undefined && config.cert === undefined) ctx.fail('`key` needs `cert` (the client certificate it belongs to)', ['key']);
 
     const tls: UpstreamTls = {};
     if (config.root !== undefined) {
-      tls.ca = readPem(ctx, 'root', config.root, 'CA bundle');
+      tls.ca = await readPem(ctx, 'root', config.root, 'CA bundle');
       try {
         createSecureContext({ ca: tls.ca });
       } catch (err) {
@@ -81,8 +78,8 @@ export default definePolicy<BackendTlsConfig>({
       }
     }
     if (config.cert !== undefined && config.key !== undefined) {
-      tls.cert = readPem(ctx, 'cert', config.cert, 'client certificate');
-      tls.key = readPem(ctx, 'key', config.key, 'private key');
+      tls.cert = await readPem(ctx, 'cert', config.cert, 'client certificate');
+      tls.key = await readPem(ctx, 'key', config.key, 'private key');
       try {
         createSecureContext({ cert: tls.cert });
       } catch (err) {

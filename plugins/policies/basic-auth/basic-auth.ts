@@ -30,12 +30,17 @@ interface Verified {
   readonly expiresAt: number;
 }
 
-export function compileBasicAuth(config: BasicAuthConfig, ctx: CompileContext): PolicyInstance {
+export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const path = resolve(ctx.cwd, config.htpasswd.file);
   const logger = ctx.logger.child({ policy: 'basicAuth' });
   const store = ctx.resources.get(`basicAuth:htpasswd:${path}`, () => new HtpasswdStore(path, logger), (s) => s.close());
   // Read at every config load: a bad file is a config error then; later changes are picked up by the watcher.
-  const problems = store.load();
+  let problems: string[] | undefined;
+  try {
+    problems = await store.load();
+  } catch (err) {
+    return ctx.fail(`cannot read the htpasswd file \`${config.htpasswd.file}\` (${path}): ${(err as Error).message}`, ['htpasswd', 'file']);
+  }
   if (problems) ctx.fail(`the htpasswd file \`${config.htpasswd.file}\` cannot be used:\n  ${problems.join('\n  ')}`, ['htpasswd', 'file']);
   store.watch();
 

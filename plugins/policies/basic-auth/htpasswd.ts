@@ -1,9 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { unwatchFile, watchFile } from 'node:fs';
 import type { Stats } from 'node:fs';
 import apacheCrypt from 'apache-crypt';
 import apacheMd5Module from 'apache-md5';
 import bcrypt from 'bcryptjs';
+import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
 import type { Logger } from 'switchyard/sdk';
 import { parseShaCryptSetting, ROUNDS_MAX, ROUNDS_MIN, shaCryptAsync } from './sha-crypt.ts';
 
@@ -140,13 +141,15 @@ export class HtpasswdStore {
   version = 0;
   private readonly logger: Logger;
   private watching = false;
+  /** Loads run one after another, so an older read never replaces the users of a newer one. */
+  private loading: Promise<unknown> = Promise.resolve();
   private readonly onChange = (curr: Stats, prev: Stats): void => {
     if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ino === prev.ino) return;
     if (curr.nlink === 0 && curr.mtimeMs === 0) {
       this.logger.warn('htpasswd file removed; keeping the users already loaded', { file: this.path });
       return;
     }
-    this.reloadFromDisk();
+    void this.reloadFromDisk();
   };
 
   constructor(path: string, logger: Logger) {
@@ -154,14 +157,19 @@ export class HtpasswdStore {
     this.logger = logger;
   }
 
-  /** Read and parse the file now. Returns the problems (and keeps the old users) or undefined on success. */
-  load(): string[] | undefined {
-    let text: string;
-    try {
-      text = readFileSync(this.path, 'utf8');
-    } catch (err) {
-      return [`cannot read ${this.path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`];
-    }
+  /**
+   * Read and parse the file now (a regular file of at most FILE_SIZE_LIMITS.htpasswd, read without blocking the
+   * event loop). Resolves with the problems of its lines (the old users are kept) or undefined on success; rejects
+   * with a FileReadError when it cannot be read (the old users are kept too).
+   */
+  load(): Promise<string[] | undefined> {
+    const next = this.loading.then(() => this.loadNow());
+    this.loading = next;
+    return next;
+  }
+
+  private async loadNow(): Promise<string[] | undefined> {
+    const text = await readLocalFile(this.path, FILE_SIZE_LIMITS.htpasswd);
     const { entries, problems } = parseHtpasswd(text);
     if (problems.length > 0) return problems.map((p) => `${this.path}:${p.line}: ${p.message}`);
     this.entries = entries;
@@ -176,8 +184,13 @@ export class HtpasswdStore {
     watchFile(this.path, { interval: WATCH_INTERVAL_MS, persistent: false }, this.onChange);
   }
 
-  private reloadFromDisk(): void {
-    const problems = this.load();
+  private async reloadFromDisk(): Promise<void> {
+    let problems: string[] | undefined;
+    try {
+      problems = await this.load();
+    } catch (err) {
+      problems = [`cannot read ${this.path}: ${(err as Error).message}`];
+    }
     if (problems) this.logger.error('htpasswd file change ignored; keeping the previous users', { file: this.path, problems });
     else this.logger.info('htpasswd file reloaded', { file: this.path, users: this.entries.size });
   }

@@ -1,0 +1,126 @@
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+
+// Files the config names (keys, certificates, JWKS, htpasswd, OpenAPI documents, the config itself) are read
+// through one function: a device (`/dev/zero`), a FIFO or an oversized file must be a config error, never an
+// out-of-memory process or an event loop blocked on a pipe (docs/adr/0016-config-file-reading.md).
+
+const MiB = 1024 * 1024;
+
+/** Size caps of the files a config names, by kind (docs/security.md "Files named by the config"). */
+export const FILE_SIZE_LIMITS = {
+  /** `backendAuth.key.file`, PEM certificates, keys and CA bundles. */
+  key: 1 * MiB,
+  /** `jwks.file`. */
+  jwks: 1 * MiB,
+  /** `basicAuth.htpasswd.file` (about 200,000 bcrypt users). */
+  htpasswd: 16 * MiB,
+  /** An OpenAPI document (`openapi.schema.file`); large public APIs are a few MiB. */
+  document: 32 * MiB,
+  /** The config file itself (100,000 routes take about 20 MiB of YAML). */
+  config: 64 * MiB,
+} as const;
+
+/** Why a file the config names could not be read; the message is a phrase to put after the file's name. */
+export class FileReadError extends Error {
+  /** The errno code (`ENOENT`, `EACCES`), `ENOTREG` for a non-regular file, `EFBIG` for one over the cap. */
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = 'FileReadError';
+    this.code = code;
+  }
+}
+
+const CHUNK = 64 * 1024;
+// O_NONBLOCK: opening a FIFO (even one swapped in after a stat) returns at once instead of waiting for a writer;
+// it changes nothing for a regular file. O_NOCTTY: a terminal device never becomes the controlling terminal.
+const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NONBLOCK ?? 0) | (constants.O_NOCTTY ?? 0);
+
+function sizeText(bytes: number): string {
+  return bytes % MiB === 0 ? `${bytes / MiB} MiB` : bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
+}
+
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+function openError(err: NodeJS.ErrnoException): FileReadError {
+  const code = err.code ?? 'EIO';
+  const why: Record<string, string> = {
+    ENOENT: 'no such file',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EISDIR: 'is a directory',
+    ENOTDIR: 'a part of the path is not a directory',
+    ELOOP: 'too many symbolic links',
+    ENAMETOOLONG: 'the path is too long',
+  };
+  return new FileReadError(code, why[code] ?? err.message);
+}
+
+function tooLarge(maxBytes: number): FileReadError {
+  return new FileReadError('EFBIG', `is larger than ${sizeText(maxBytes)}, the limit for this file`);
+}
+
+/**
+ * Read a file named by the config, as bytes: only a regular file, at most `maxBytes`, without blocking the event
+ * loop (the open, the `fstat` of the opened descriptor and the reads run on libuv's pool). Rejects with a
+ * {@link FileReadError} whose message says why (`no such file`, `is a FIFO (named pipe), not a regular file`,
+ * `is larger than 1 MiB, …`). The kind is checked on the descriptor actually opened, so a file replaced between a
+ * `stat` and the open cannot slip through. A file that grows past the cap while being read is refused too.
+ */
+export async function readLocalFileBytes(path: string, maxBytes: number): Promise<Buffer> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, OPEN_FLAGS);
+  } catch (err) {
+    throw openError(err as NodeJS.ErrnoException);
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new FileReadError('ENOTREG', st.isDirectory() ? 'is a directory' : `is ${kindOf(st)}, not a regular file`);
+    if (st.size > maxBytes) throw tooLarge(maxBytes);
+    // One more byte than the cap: reading it means the file grew past the cap.
+    const buf = Buffer.allocUnsafe(Math.min(maxBytes + 1, Math.max(st.size + 1, CHUNK)));
+    let total = 0;
+    for (;;) {
+      if (total === buf.length) break;
+      const { bytesRead } = await handle.read(buf, total, buf.length - total, total);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+    }
+    if (total > maxBytes) throw tooLarge(maxBytes);
+    if (total === buf.length) {
+      // The buffer filled without reaching the cap: the file grew after the fstat; read the rest in chunks.
+      const chunks = [buf];
+      for (;;) {
+        const more = Buffer.allocUnsafe(CHUNK);
+        const { bytesRead } = await handle.read(more, 0, CHUNK, total);
+        if (bytesRead === 0) break;
+        total += bytesRead;
+        if (total > maxBytes) throw tooLarge(maxBytes);
+        chunks.push(more.subarray(0, bytesRead));
+      }
+      return Buffer.concat(chunks, total);
+    }
+    return buf.subarray(0, total);
+  } catch (err) {
+    if (err instanceof FileReadError) throw err;
+    throw openError(err as NodeJS.ErrnoException);
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
+/** {@link readLocalFileBytes} decoded as UTF-8. */
+export async function readLocalFile(path: string, maxBytes: number): Promise<string> {
+  return (await readLocalFileBytes(path, maxBytes)).toString('utf8');
+}
