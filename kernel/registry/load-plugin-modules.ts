@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import * as nodeModule from 'node:module';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ErrorCode } from '../sdk/index.ts';
+import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { PluginSource } from './registry.ts';
 import { PluginRegistryError } from './registry.ts';
 
@@ -16,7 +15,7 @@ async function packageNameOf(entryFile: string): Promise<string | undefined> {
   let dir = dirname(entryFile);
   for (;;) {
     try {
-      const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(await readLocalFile(join(dir, 'package.json'), FILE_SIZE_LIMITS.manifest)) as { name?: string; version?: string };
       if (pkg.name) return pkg.version ? `${pkg.name}@${pkg.version}` : pkg.name;
     } catch {
       // no package.json here; keep walking up

@@ -19,6 +19,8 @@ export const FILE_SIZE_LIMITS = {
   htpasswd: 16 * MiB,
   /** An OpenAPI document (`openapi.schema.file`); large public APIs are a few MiB. */
   document: 32 * MiB,
+  /** The `package.json` of a plugin module named in `config.plugins`. */
+  manifest: 1 * MiB,
   /** The config file itself (100,000 routes take about 20 MiB of YAML). */
   config: 64 * MiB,
 } as const;
