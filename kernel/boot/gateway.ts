@@ -3,7 +3,7 @@ import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
 import { redactSecrets } from '../admin/redact.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
-import type { Snapshot } from '../compile/snapshot.ts';
+import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError, positionIssue } from '../config/format-issues.ts';
 import { loadConfigText, readConfigFile } from '../config/load-config.ts';
@@ -206,9 +206,11 @@ export class Gateway {
     this.s.pipeline.snapshot = next;
     this.live.add(next);
     this.applyLogging(next);
-    // Logging and default timeouts (compiled into each snapshot's plans) apply on reload; the rest needs a restart.
-    if (JSON.stringify({ ...previous.staticConfig, logging: 0, defaultTimeouts: 0 }) !== JSON.stringify({ ...next.staticConfig, logging: 0, defaultTimeouts: 0 })) {
-      this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout) take effect after a restart');
+    // Logging, default timeouts (compiled into each snapshot's plans), path normalisation and trustedProxies (read
+    // from the live snapshot) apply on reload; the rest needs a restart.
+    const restartOnly = (c: StaticConfig): string => JSON.stringify({ ...c, logging: 0, defaultTimeouts: 0, paths: 0, trustedProxies: 0 });
+    if (restartOnly(previous.staticConfig) !== restartOnly(next.staticConfig)) {
+      this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout, headerTimeout, maxConnectionsPerBind) take effect after a restart');
     }
     try {
       await this.s.binds.apply(next);

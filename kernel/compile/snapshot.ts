@@ -3,6 +3,8 @@ import type { BackendInstance, PolicyInstance, RouteInfo } from '../sdk/index.ts
 import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
 import type { CompiledMatch } from './matchers.ts';
+import type { PathOptions } from '../runtime/normalize-path.ts';
+import type { TrustedProxies } from '../runtime/client-address.ts';
 
 /** A backend of a route with its own chain (backend-level policies) and upstream plan. */
 export interface CompiledBackendRef {
@@ -63,6 +65,14 @@ export interface StaticConfig {
   readonly sessionKey: Buffer;
   /** `config.defaultTimeouts` in ms (0 = none): what a backend without a `timeout` policy gets (ADR 0019). */
   readonly defaultTimeouts: { readonly backendRequestMs: number; readonly llmBackendRequestMs: number; readonly streamIdleMs: number };
+  /** Path normalisation before route selection (`mergeSlashes`, `escapedSlashes`); applies on reload. */
+  readonly paths: PathOptions;
+  /** `trustedProxies` compiled; null trusts no peer. Applies on reload. */
+  readonly trustedProxies: TrustedProxies | null;
+  /** node:http `headersTimeout` of the binds (408 when it passes). */
+  readonly headerTimeoutMs: number;
+  /** node:http `maxConnections` of each bind; 0 means no cap. */
+  readonly maxConnectionsPerBind: number;
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

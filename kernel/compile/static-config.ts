@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { ConfigError, ErrorCode, parseDuration } from '../sdk/index.ts';
+import type { ConfigIssue } from '../sdk/index.ts';
 import type { StaticConfig } from './snapshot.ts';
+import { compileTrustedProxies, trustedProxyProblem } from '../runtime/client-address.ts';
+import type { TrustedProxies } from '../runtime/client-address.ts';
 
 interface RawStatic {
   adminAddr?: string;
@@ -11,6 +14,23 @@ interface RawStatic {
   drainTimeout?: string;
   session?: { key?: string };
   defaultTimeouts?: { backendRequestTimeout?: string; llmBackendRequestTimeout?: string; streamIdleTimeout?: string };
+  mergeSlashes?: boolean;
+  escapedSlashes?: 'reject' | 'keep';
+  trustedProxies?: string[];
+  headerTimeout?: string;
+  maxConnectionsPerBind?: number;
+}
+
+/** `config.trustedProxies`, each entry checked (the schema only says "string"). */
+function trustedProxies(raw: RawStatic): TrustedProxies | null {
+  const entries = raw.trustedProxies ?? [];
+  const issues: ConfigIssue[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    const problem = trustedProxyProblem(entries[i]!);
+    if (problem) issues.push({ code: ErrorCode.configInvalid, path: ['config', 'trustedProxies', i], message: problem });
+  }
+  if (issues.length) throw new ConfigError(issues);
+  return compileTrustedProxies(entries);
 }
 
 /**
@@ -62,5 +82,9 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
       llmBackendRequestMs: durationOr(r.defaultTimeouts?.llmBackendRequestTimeout, DEFAULT_TIMEOUTS.llmBackendRequestMs),
       streamIdleMs: durationOr(r.defaultTimeouts?.streamIdleTimeout, DEFAULT_TIMEOUTS.streamIdleMs),
     },
+    paths: { mergeSlashes: r.mergeSlashes ?? true, rejectEscapedSlashes: (r.escapedSlashes ?? 'reject') === 'reject' },
+    trustedProxies: trustedProxies(r),
+    headerTimeoutMs: r.headerTimeout ? (parseDuration(r.headerTimeout) ?? 60_000) : 60_000,
+    maxConnectionsPerBind: r.maxConnectionsPerBind ?? 0,
   };
 }

@@ -112,6 +112,31 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         },
         additionalProperties: false,
       },
+      mergeSlashes: {
+        type: 'boolean',
+        description:
+          'Merge repeated slashes in request paths (`/a//b` → `/a/b`) before routes are chosen; the upstream receives the merged path. Default true. Applies on reload.',
+      },
+      escapedSlashes: {
+        enum: ['reject', 'keep'],
+        description:
+          'Request paths containing `%2F` or `%5C` (an encoded `/` or `\\`): `reject` answers 400 (default); `keep` forwards them escaped and never treats them as a path separator when matching. Applies on reload.',
+      },
+      trustedProxies: {
+        type: 'array',
+        description:
+          'Addresses or CIDR ranges (`10.0.0.0/8`, `::1`) of proxies in front of the gateway. Only from these peers are `X-Forwarded-For`, `X-Real-IP` and `Forwarded` kept, and the client (`source.address`) is the right-most `X-Forwarded-For` address that is not a trusted proxy; from any other peer those headers are dropped and the peer is the client. Default: none. Applies on reload.',
+        items: { type: 'string', minLength: 1 },
+      },
+      headerTimeout: {
+        $ref: '#/$defs/duration',
+        description: 'How long a client may take to send the request line and headers before it gets 408 and the connection is closed. Default `60s`.',
+      },
+      maxConnectionsPerBind: {
+        type: 'integer',
+        minimum: 1,
+        description: 'Most open client connections per bind port; connections beyond it are closed at once. Default: no cap.',
+      },
     },
     additionalProperties: false,
   },

@@ -1,9 +1,9 @@
 import { createServer as createHttpServer } from 'node:http';
-import type { Server as HttpServer } from 'node:http';
+import type { Server as HttpServer, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
-import type { CompiledBind, Snapshot } from '../compile/snapshot.ts';
+import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import type { RequestPipeline } from './request-pipeline.ts';
 
 interface BindServer {
@@ -13,13 +13,54 @@ interface BindServer {
   listening: boolean;
 }
 
-const SERVER_OPTIONS = {
-  // Whole-request deadlines belong to routes (`timeout` policy); long uploads and streams are legitimate.
-  requestTimeout: 0,
-  headersTimeout: 60_000,
-  keepAliveTimeout: 65_000,
-  // Keep the smaller headers limit of Node; oversized headers get 431 from node:http.
-} as const;
+/** node:http options of a bind; the header timeout and connection cap come from `config`. */
+function serverOptions(statics: StaticConfig) {
+  return {
+    // Whole-request deadlines belong to routes (`timeout` policy); long uploads and streams are legitimate.
+    requestTimeout: 0,
+    headersTimeout: statics.headerTimeoutMs,
+    // node:http checks the header deadline on this period (default 30 s): a fraction of it keeps the 408 on time.
+    connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(statics.headerTimeoutMs / 4))),
+    keepAliveTimeout: 65_000,
+    // Keep the smaller headers limit of Node; oversized headers get 431 from node:http.
+  };
+}
+
+/** The last response node:http made on a connection (the one a pipelined error must wait for). */
+const kLastResponse = Symbol('lastResponse');
+/** Set once a connection's parse error has been handled (node:http may report the same broken stream again). */
+const kFailed = Symbol('failed');
+type ClientSocket = Socket & { [kLastResponse]?: ServerResponse; [kFailed]?: true };
+
+function errorResponse(err: NodeJS.ErrnoException): string {
+  const [status, reason] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout']
+        : [400, 'Bad Request'];
+  const message = status === 408 ? 'the request headers were not received in time' : `malformed HTTP request: ${err.code ?? err.message}`;
+  const body = JSON.stringify({ error: { type: status === 408 ? 'request_timeout' : 'bad_request', message } });
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`;
+}
+
+/**
+ * node:http 'clientError': answer the broken request and close. A request pipelined behind ones still being
+ * answered waits for them: their answers (the upstream executed them) go first, in order.
+ */
+function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket): void {
+  if (socket[kFailed]) return;
+  socket[kFailed] = true;
+  const last = socket[kLastResponse];
+  const answer = (): void => {
+    if (socket.writable && !socket.destroyed) socket.end(errorResponse(err));
+    else socket.destroy();
+  };
+  if (last === undefined || last.writableFinished || last.destroyed) return answer();
+  // Stop reading: nothing after the broken request can be parsed.
+  socket.pause();
+  last.once('close', () => (last.writableFinished ? answer() : socket.destroy()));
+}
 
 /** One node:http(s) server per bind port, reconciled against each new snapshot. */
 export class BindServers {
@@ -49,7 +90,7 @@ export class BindServers {
     for (const bind of snapshot.binds.values()) {
       if (this.servers.has(bind.port)) continue;
       try {
-        await this.open(bind);
+        await this.open(bind, snapshot.staticConfig);
       } catch (err) {
         failures.push(`port ${bind.port}: ${(err as Error).message}`);
       }
@@ -57,35 +98,34 @@ export class BindServers {
     if (failures.length) throw new Error(`cannot listen on ${failures.join('; ')}`);
   }
 
-  private open(bind: CompiledBind): Promise<void> {
+  private open(bind: CompiledBind, statics: StaticConfig): Promise<void> {
     const port = bind.port;
     const pipeline = this.pipeline;
     let server: HttpServer;
     if (bind.secure) {
       const pem = bind.listeners.find((l) => l.tlsPem)?.tlsPem;
       server = createHttpsServer({
-        ...SERVER_OPTIONS,
+        ...serverOptions(statics),
         cert: pem?.cert,
         key: pem?.key,
         SNICallback: (servername, cb) => {
           const current = pipeline.snapshot?.binds.get(port);
-          const listener = current?.selectListener(servername.toLowerCase()) ?? current?.listeners.find((l) => l.secureContext);
+          const name = servername.toLowerCase();
+          const listener = current?.selectListener(name.endsWith('.') ? name.slice(0, -1) : name) ?? current?.listeners.find((l) => l.secureContext);
           cb(null, listener?.secureContext);
         },
       }) as unknown as HttpServer;
     } else {
-      server = createHttpServer(SERVER_OPTIONS);
+      server = createHttpServer(serverOptions(statics));
     }
+    if (statics.maxConnectionsPerBind > 0) server.maxConnections = statics.maxConnectionsPerBind;
     const secure = bind.secure;
-    server.on('request', (req, res) => pipeline.handle(req, res, port, secure));
-    server.on('upgrade', (req, socket, head) => pipeline.upgrade(req, socket, head, port, secure));
-    server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-      if (socket.writable && !socket.destroyed) {
-        const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-        const body = JSON.stringify({ error: { type: 'bad_request', message: `malformed HTTP request: ${err.code ?? err.message}` } });
-        socket.end(`HTTP/1.1 ${status} Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
-      } else socket.destroy();
+    server.on('request', (req, res) => {
+      (req.socket as ClientSocket)[kLastResponse] = res;
+      pipeline.handle(req, res, port, secure);
     });
+    server.on('upgrade', (req, socket, head) => pipeline.upgrade(req, socket, head, port, secure));
+    server.on('clientError', onClientError);
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));

@@ -6,6 +6,8 @@ import type { UpstreamPlan } from './upstream-plan.ts';
 import type { Readable } from 'node:stream';
 import type { CompiledRoute } from '../compile/snapshot.ts';
 import { ExchangeView } from './exchange-view.ts';
+import { clientAddress, plainAddress } from './client-address.ts';
+import type { TrustedProxies } from './client-address.ts';
 
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
 export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
@@ -47,7 +49,10 @@ export class ExchangeImpl implements Exchange {
   readonly hostname: string;
   readonly scheme: 'http' | 'https';
   readonly headers: IncomingHttpHeaders;
+  /** The client: the peer, or the address a trusted proxy forwarded for (`config.trustedProxies`). */
   readonly sourceAddress: string;
+  /** The TCP peer (appended to X-Forwarded-For). */
+  readonly peerAddress: string;
   readonly sourcePort: number;
   route: RouteInfo = NO_ROUTE;
   matchedPrefix: string | undefined = undefined;
@@ -70,6 +75,8 @@ export class ExchangeImpl implements Exchange {
   status = 0;
   replyStream: Readable | undefined = undefined;
   errorMessage: string | undefined = undefined;
+  /** Why the request is refused before routing (malformed Host or path); answered with 400. */
+  refusal: string | undefined = undefined;
   private attrs: Map<string, unknown> | undefined = undefined;
   queued: string[] | undefined = undefined;
   fields: Record<string, string | number | boolean> | undefined = undefined;
@@ -84,6 +91,7 @@ export class ExchangeImpl implements Exchange {
     path: string,
     query: string,
     startTime: number,
+    trustedProxies: TrustedProxies | null = null,
   ) {
     this.req = req;
     this.res = res;
@@ -97,8 +105,8 @@ export class ExchangeImpl implements Exchange {
     this.query = query;
     this.originalUrl = req.url ?? '/';
     // Binds listen on `::` (dual stack): show IPv4 clients as `1.2.3.4`, not `::ffff:1.2.3.4` (X-Forwarded-For, logs, CEL).
-    const addr = req.socket.remoteAddress ?? '';
-    this.sourceAddress = addr.startsWith('::ffff:') && addr.includes('.') ? addr.slice(7) : addr;
+    this.peerAddress = plainAddress(req.socket.remoteAddress ?? '');
+    this.sourceAddress = clientAddress(this.peerAddress, req.headers, trustedProxies);
     this.sourcePort = req.socket.remotePort ?? 0;
     this.startTime = startTime;
   }

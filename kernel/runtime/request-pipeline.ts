@@ -9,17 +9,8 @@ import { writeRawResponse } from '../upstream/raw-response.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { runRequestHooks } from './run-hooks.ts';
-
-/** Host header to a lower-case hostname without port (`[::1]:80` → `::1`). */
-export function hostnameOf(host: string | undefined): string {
-  if (!host) return '';
-  if (host.charCodeAt(0) === 91 /* [ */) {
-    const end = host.indexOf(']');
-    return (end === -1 ? host : host.slice(1, end)).toLowerCase();
-  }
-  const colon = host.indexOf(':');
-  return (colon === -1 ? host : host.slice(0, colon)).toLowerCase();
-}
+import { requestHostname } from './host-header.ts';
+import { normalizePath } from './normalize-path.ts';
 
 /** First route of the listener whose hostnames and any match object accept the request. */
 export function selectRoute(listener: CompiledListener, ex: ExchangeImpl): CompiledRoute | undefined {
@@ -62,6 +53,35 @@ const noRoute = (what: 'listener' | 'route', ex: ExchangeImpl): GatewayError =>
     what === 'route' ? ErrorCode.routeNotFound : ErrorCode.listenerNotFound,
   );
 
+/** A 400 for a request whose Host or path is refused before routing. */
+const refused = (message: string): GatewayError => new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);
+
+/**
+ * The exchange of a request, its Host and path normalised (docs/adr/0013, 0014). When they are malformed,
+ * `ex.refusal` says why (the exchange then carries the raw path and an empty hostname, for the access log).
+ */
+function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, secure: boolean, snapshot: Snapshot): ExchangeImpl {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const raw = q === -1 ? url : url.slice(0, q);
+  const statics = snapshot.staticConfig;
+  const host = requestHostname(req.headers, req.rawHeaders);
+  const path = normalizePath(raw, statics.paths);
+  const ex = new ExchangeImpl(
+    req,
+    res,
+    secure ? 'https' : 'http',
+    typeof host === 'string' ? host : '',
+    typeof path === 'string' ? path : raw,
+    q === -1 ? '' : url.slice(q),
+    performance.now(),
+    statics.trustedProxies,
+  );
+  if (typeof host !== 'string') ex.refusal = host.message;
+  else if (typeof path !== 'string') ex.refusal = path.message;
+  return ex;
+}
+
 /** The data plane: takes each request from a bind server through route selection, the chain and the backend. */
 export class RequestPipeline {
   snapshot: Snapshot | undefined = undefined;
@@ -80,19 +100,14 @@ export class RequestPipeline {
   handle(req: IncomingMessage, res: ServerResponse, port: number, secure: boolean): void {
     const snapshot = this.snapshot!;
     snapshot.acquire();
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const ex = new ExchangeImpl(
-      req,
-      res,
-      secure ? 'https' : 'http',
-      hostnameOf(req.headers.host),
-      q === -1 ? url : url.slice(0, q),
-      q === -1 ? '' : url.slice(q),
-      performance.now(),
-    );
+    const ex = makeExchange(req, res, secure, snapshot);
     if (this.draining) res.shouldKeepAlive = false;
     res.once('close', () => this.finish(ex, res, snapshot));
+    if (ex.refusal !== undefined) {
+      res.shouldKeepAlive = false;
+      writeReply(ex, res, errorReply(refused(ex.refusal), this.logger, ex), null, this.logger);
+      return;
+    }
     const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
     const route = listener ? selectRoute(listener, ex) : undefined;
     if (!route) {
@@ -199,14 +214,16 @@ export class RequestPipeline {
     snapshot.acquire();
     socket.once('close', () => snapshot.release());
     socket.on('error', () => socket.destroy());
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const ex = new ExchangeImpl(req, undefined, secure ? 'https' : 'http', hostnameOf(req.headers.host), q === -1 ? url : url.slice(0, q), q === -1 ? '' : url.slice(q), performance.now());
+    const ex = makeExchange(req, undefined, secure, snapshot);
     const refuse = (reply: Reply): void => {
       ex.status = reply.status;
       this.accessLog.record(ex, performance.now() - ex.startTime);
       writeRawResponse(socket, reply.status, reply.headers, (reply.body as string | Uint8Array | null) ?? '');
     };
+    if (ex.refusal !== undefined) {
+      refuse(errorReply(refused(ex.refusal), this.logger, ex));
+      return;
+    }
     const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
     const route = listener ? selectRoute(listener, ex) : undefined;
     if (!route) {

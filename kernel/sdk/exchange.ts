@@ -30,7 +30,12 @@ export interface Exchange {
   readonly scheme: 'http' | 'https';
   /** Request headers (lower-case names). Policies mutate this object; it is what goes upstream. */
   readonly headers: IncomingHttpHeaders;
+  /**
+   * The client's address: the TCP peer, or, when the peer is one of `config.trustedProxies`, the right-most
+   * `X-Forwarded-For` address that is not a trusted proxy. CEL's `source.address`.
+   */
   readonly sourceAddress: string;
+  /** The TCP peer's port. */
   readonly sourcePort: number;
   readonly route: RouteInfo;
   /** The path prefix of the match object that selected the route, when it was a `pathPrefix` match. */

@@ -71,7 +71,7 @@ class PooledTarget implements UpstreamTarget {
     const explicitAuthority = ex.authority !== ex.clientAuthority;
     h.host = explicitAuthority || !this.useTargetAuthority ? ex.authority || this.parsed.authority : this.parsed.authority;
     const xff = h['x-forwarded-for'];
-    h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.sourceAddress}` : ex.sourceAddress;
+    h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.peerAddress}` : ex.peerAddress;
     h['x-forwarded-proto'] = ex.scheme;
     h['x-forwarded-host'] = ex.clientAuthority;
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
@@ -224,7 +224,7 @@ class PooledTarget implements UpstreamTarget {
     const explicitAuthority = ex.authority !== ex.clientAuthority;
     headers.host = explicitAuthority || !this.useTargetAuthority ? ex.authority : this.parsed.authority;
     const xff = ex.headers['x-forwarded-for'];
-    headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.sourceAddress}` : ex.sourceAddress;
+    headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.peerAddress}` : ex.peerAddress;
     headers['x-forwarded-proto'] = ex.scheme;
     headers['x-forwarded-host'] = ex.clientAuthority;
     return headers;

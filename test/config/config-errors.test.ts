@@ -252,6 +252,19 @@ describe('config errors: found by the compiler', () => {
     assert.deepEqual(headlines(err), ['test.yaml:4:11: port 8080 is bound twice (at binds[1].port) [SWY_ERR_CONFIG_INVALID]']);
   });
 
+  it('a `trustedProxies` entry that is not an address or CIDR range, at the entry', async () => {
+    const err = await compileError(yaml('config:', '  trustedProxies: [10.0.0.0/8, 10.0.0.0/33, proxy.internal]', 'binds: []'));
+    assert.deepEqual(headlines(err), [
+      'test.yaml:2:32: `10.0.0.0/33`: the prefix length must be 0-32 (at config.trustedProxies[1]) [SWY_ERR_CONFIG_INVALID]',
+      'test.yaml:2:45: `proxy.internal` is not an IP address or CIDR range (at config.trustedProxies[2]) [SWY_ERR_CONFIG_INVALID]',
+    ]);
+  });
+
+  it('a bad `escapedSlashes` value gets a did-you-mean', async () => {
+    const err = await compileError(yaml('config:', '  escapedSlashes: rejekt', 'binds: []'));
+    assert.match(headlines(err)[0]!, /^test\.yaml:2:19: .*`reject`.*\(at config\.escapedSlashes\)/);
+  });
+
   it('a duplicate named backend, at the second name', async () => {
     const err = await compileError(yaml('backends:', '  - name: a', '    host: x:1', '  - name: a', '    host: y:1', 'binds: []'));
     assert.deepEqual(headlines(err), ['test.yaml:4:11: backend name `a` is used twice (at backends[1].name) [SWY_ERR_CONFIG_INVALID]']);

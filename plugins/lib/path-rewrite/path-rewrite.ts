@@ -7,21 +7,42 @@ export interface PathRewriteConfig {
 /** Why a prefix rewrite could not run (the route matched without a `pathPrefix`). */
 export const PREFIX_NEEDS_PREFIX_MATCH = 'a `path.prefix` rewrite needs the route to match with `pathPrefix`';
 
+/** `value` without trailing slashes (no regex: runs per request for the matched prefix). */
+function trimSlashes(value: string): string {
+  let end = value.length;
+  while (end > 0 && value.charCodeAt(end - 1) === 47) end--;
+  return end === value.length ? value : value.slice(0, end);
+}
+
+/** A compiled path rewrite: the rewritten path, or undefined when a prefix rewrite meets a route matched without a prefix. */
+export type PathRewriter = (path: string, matchedPrefix: string | undefined) => string | undefined;
+
 /**
- * Returns the rewritten path, or undefined when a prefix rewrite meets a route matched without a prefix.
- * Prefix rewriting is segment-aware: the matched prefix (trailing `/` trimmed) is removed, the replacement
- * put in front, with exactly one `/` at the join (BEHAVIOUR.md §2.4).
+ * Compile a path rewrite once, at config load. Prefix rewriting is segment-aware: the matched prefix (trailing `/`
+ * trimmed) is removed, the replacement put in front, with exactly one `/` at the join (BEHAVIOUR.md §2.4).
+ * The kernel normalises the request path before routes are chosen (docs/adr/0013-path-normalisation.md), so the
+ * rest of the path carries no dot segments that could climb out of the replacement.
  */
+export function compilePathRewrite(config: PathRewriteConfig): PathRewriter {
+  if (config.full !== undefined) {
+    const full = config.full === '' ? '/' : config.full;
+    return () => full;
+  }
+  if (config.prefix === undefined) return (path) => path;
+  const replacement = trimSlashes(config.prefix);
+  const bare = replacement === '' ? '/' : replacement.startsWith('/') ? replacement : `/${replacement}`;
+  return (path, matchedPrefix) => {
+    if (matchedPrefix === undefined) return undefined;
+    const rest = path.slice(trimSlashes(matchedPrefix).length);
+    if (rest === '' || rest === '/') return bare;
+    const out = `${replacement}${rest.charCodeAt(0) === 47 ? rest : `/${rest}`}`;
+    return out.charCodeAt(0) === 47 ? out : `/${out}`;
+  };
+}
+
+/** One-off form of `compilePathRewrite` (tests, rare callers). */
 export function rewritePath(config: PathRewriteConfig, path: string, matchedPrefix: string | undefined): string | undefined {
-  if (config.full !== undefined) return config.full === '' ? '/' : config.full;
-  if (config.prefix === undefined) return path;
-  if (matchedPrefix === undefined) return undefined;
-  const matched = matchedPrefix.replace(/\/+$/, '');
-  const rest = path.slice(matched.length);
-  const replacement = config.prefix.replace(/\/+$/, '');
-  let out = rest === '' || rest === '/' ? replacement || '/' : `${replacement}${rest.startsWith('/') ? rest : `/${rest}`}`;
-  if (!out.startsWith('/')) out = `/${out}`;
-  return out;
+  return compilePathRewrite(config)(path, matchedPrefix);
 }
 
 export const pathRewriteSchema = {

@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, definePolicy, localReply } from 'switchyard/sdk';
-import { PREFIX_NEEDS_PREFIX_MATCH, pathRewriteSchema, rewritePath } from '../../lib/path-rewrite/path-rewrite.ts';
+import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
 import type { PathRewriteConfig } from '../../lib/path-rewrite/path-rewrite.ts';
 
 interface RedirectConfig {
@@ -45,6 +45,7 @@ export default definePolicy<RedirectConfig>({
   order: 10,
   compile(config) {
     const status = config.status ?? 302;
+    const rewrite = config.path ? compilePathRewrite(config.path) : undefined;
     return {
       onRequest(ex) {
         const scheme = config.scheme ?? ex.scheme;
@@ -60,8 +61,8 @@ export default definePolicy<RedirectConfig>({
           if (port === DEFAULT_PORT[ex.scheme] || port === DEFAULT_PORT[scheme]) authority = host;
         }
         let path = ex.path;
-        if (config.path) {
-          const rewritten = rewritePath(config.path, ex.path, ex.matchedPrefix);
+        if (rewrite) {
+          const rewritten = rewrite(ex.path, ex.matchedPrefix);
           if (rewritten === undefined) throw new GatewayError(500, 'invalid_filter', PREFIX_NEEDS_PREFIX_MATCH, ErrorCode.internal);
           path = rewritten;
         }

@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, definePolicy } from 'switchyard/sdk';
-import { PREFIX_NEEDS_PREFIX_MATCH, pathRewriteSchema, rewritePath } from '../../lib/path-rewrite/path-rewrite.ts';
+import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
 import type { PathRewriteConfig } from '../../lib/path-rewrite/path-rewrite.ts';
 
 interface UrlRewriteConfig {
@@ -30,12 +30,12 @@ export default definePolicy<UrlRewriteConfig>({
   phase: 'mutate',
   order: 30,
   compile(config) {
-    const path = config.path;
+    const path = config.path ? compilePathRewrite(config.path) : undefined;
     const authority = config.authority?.full;
     return {
       onRequest(ex) {
         if (path) {
-          const rewritten = rewritePath(path, ex.path, ex.matchedPrefix);
+          const rewritten = path(ex.path, ex.matchedPrefix);
           if (rewritten === undefined) throw new GatewayError(500, 'invalid_filter', PREFIX_NEEDS_PREFIX_MATCH, ErrorCode.internal);
           ex.path = rewritten;
         }
