@@ -32,7 +32,7 @@ describe('normalizePath', () => {
   });
 
   it('refuses what an upstream could read as another path', () => {
-    for (const p of ['/a/..%2fb', '/a%5Cb', '/a\\b', '/..;/x', '/a/.;x/b', '/a/..%3Bx/b', '/%00', '/%', '/%4', '/%g0', 'x', '', '*', 'http://h/x']) {
+    for (const p of ['/a/..%2fb', '/a%5Cb', '/a\\b', '/..;/x', '/a/.;x/b', '/a/..%3Bx/b', '/%00', '/%', '/%4', '/%g0', 'x', '', '*', 'ftp://h/x']) {
       assert.ok(normalizePath(p, DEFAULT_PATH_OPTIONS) instanceof PathRejection, p);
     }
   });

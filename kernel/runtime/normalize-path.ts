@@ -23,7 +23,7 @@ export class PathRejection {
   }
 }
 
-const NOT_ORIGIN_FORM = new PathRejection('the request target must be a path starting with `/`');
+const NOT_ORIGIN_FORM = new PathRejection('the request target must be a path starting with `/` or an absolute `http(s)://` URL');
 const BAD_ESCAPE = new PathRejection('the path has an invalid percent-escape');
 const NUL = new PathRejection('the path contains an encoded NUL (%00)');
 const BACKSLASH = new PathRejection('the path contains a backslash');
@@ -62,6 +62,12 @@ export function normalizePath(path: string, options: PathOptions): string | Path
     }
   }
   return path;
+}
+
+/** Length of `http://` or `https://` (any case) opening an absolute-form request target (RFC 9112 §3.2.2), else 0. */
+export function absoluteFormScheme(target: string): number {
+  const prefix = target.slice(0, 8).toLowerCase();
+  return prefix.startsWith('http://') ? 7 : prefix === 'https://' ? 8 : 0;
 }
 
 const HEX = '0123456789ABCDEF';

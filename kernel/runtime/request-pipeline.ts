@@ -9,8 +9,10 @@ import { writeRawResponse } from '../upstream/raw-response.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { runRequestHooks } from './run-hooks.ts';
-import { requestHostname } from './host-header.ts';
-import { normalizePath } from './normalize-path.ts';
+import { HostRejection, requestHostname } from './host-header.ts';
+import { absoluteFormScheme, normalizePath } from './normalize-path.ts';
+
+const NO_AUTHORITY = new HostRejection('the absolute-form request target has no authority');
 
 /** First route of the listener whose hostnames and any match object accept the request. */
 export function selectRoute(listener: CompiledListener, ex: ExchangeImpl): CompiledRoute | undefined {
@@ -63,9 +65,16 @@ const refused = (message: string): GatewayError => new GatewayError(400, 'bad_re
 function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, secure: boolean, snapshot: Snapshot): ExchangeImpl {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
-  const raw = q === -1 ? url : url.slice(0, q);
+  let raw = q === -1 ? url : url.slice(0, q);
   const statics = snapshot.staticConfig;
-  const host = requestHostname(req.headers, req.rawHeaders);
+  const skip = raw.charCodeAt(0) === 47 ? 0 : absoluteFormScheme(raw);
+  if (skip > 0) {
+    // Absolute form (`GET http://h/x`): the target's authority replaces Host (RFC 9112 §3.2.2).
+    const slash = raw.indexOf('/', skip);
+    req.headers.host = slash === -1 ? raw.slice(skip) : raw.slice(skip, slash);
+    raw = slash === -1 ? '/' : raw.slice(slash);
+  }
+  const host = skip > 0 && req.headers.host === '' ? NO_AUTHORITY : requestHostname(req.headers, req.rawHeaders);
   const path = normalizePath(raw, statics.paths);
   const ex = new ExchangeImpl(
     req,

@@ -125,6 +125,13 @@ describe('hosts, forwarding headers and connections', () => {
       });
     }
 
+    it('an absolute-form target names the host, whatever Host says (RFC 9112 §3.2.2)', async () => {
+      assert.equal((await get(plainPort, 'http://Secure.Example./x', 'Host: open.example')).status, 403);
+      assert.equal((await get(plainPort, 'http://open.example:8080/x', 'Host: secure.example')).status, 200);
+      assert.equal(last().headers.host, 'open.example:8080');
+      assert.equal((await get(plainPort, 'http://a%2fb/x', 'Host: h')).status, 400);
+    });
+
     it('duplicate Host headers get 400', async () => {
       const before = up.received.length;
       for (const hosts of ['Host: open.example\nHost: secure.example', 'Host: secure.example\nhost: secure.example']) {
@@ -195,6 +202,14 @@ describe('hosts, forwarding headers and connections', () => {
       socket.write('GET /x HTTP/1.1\r\nHost: h\r\n');
       const text = await within(reply, 5000, 'header timeout');
       assert.match(text, /^HTTP\/1\.1 408 /);
+    });
+
+    it('an idle keep-alive connection is not cut by `headerTimeout`', async () => {
+      const socket = await open(limitedPort);
+      assert.match(await requestOn(socket, '/x'), / 200 /);
+      await sleep(1200);
+      assert.match(await requestOn(socket, '/x'), / 200 /);
+      socket.destroy();
     });
 
     it('`maxConnectionsPerBind` caps open connections; a freed slot is reused', async () => {

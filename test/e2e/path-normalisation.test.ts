@@ -99,6 +99,13 @@ describe('path normalisation before route selection', () => {
     ['/api/x%20y/%e2%9c%93', ['api', '/api/x%20y/%E2%9C%93']],
     ['/api/a;b=c/d?q=%2F..%2F', ['api', '/api/a;b=c/d?q=%2F..%2F']],
     ['/api/x/..', ['api', '/api/']],
+    // Absolute form: the path part is normalised like any other.
+    ['http://h/api/../private/x', 401],
+    ['HTTP://h/api//x', ['api', '/api/x']],
+    ['https://h', ['fallback', '/']],
+    ['http:///api/x', 400],
+    ['ftp://h/api/x', 400],
+    ['*', 400],
     ['/api/%zz', 400],
     ['/api/x%2', 400],
     ['/api/%00', 400],
