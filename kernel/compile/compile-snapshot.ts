@@ -266,6 +266,7 @@ class SnapshotCompiler {
     }
     const responseHooks = routeSet.responseHooks();
     const logHooks = routeSet.logHooks();
+    const shaper = refs.find((r) => r.instance.shapeError)?.instance;
     return {
       info: Object.freeze({ name, key: `${bind}/${listener}/${name}`, listener, bind }),
       hostnameTest: Array.isArray(route.hostnames) && route.hostnames.length ? compileHostnameTest(route.hostnames as string[]) : null,
@@ -275,6 +276,7 @@ class SnapshotCompiler {
       logHooks: logHooks.length ? logHooks : null,
       backends: refs,
       totalWeight: refs.reduce((sum, r) => sum + r.weight, 0),
+      shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
       requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
       metrics: this.deps.metrics.route(String(bind), listener, name),
     };

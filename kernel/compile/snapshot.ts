@@ -1,5 +1,5 @@
 import type { SecureContext } from 'node:tls';
-import type { BackendInstance, PolicyInstance, RouteInfo } from '../sdk/index.ts';
+import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
 import type { CompiledMatch } from './matchers.ts';
@@ -29,6 +29,8 @@ export interface CompiledRoute {
   readonly logHooks: readonly PolicyInstance[] | null;
   readonly backends: readonly CompiledBackendRef[];
   readonly totalWeight: number;
+  /** The first backend's `shapeError` (bound), applied to the route's gateway-made error replies; null when none. */
+  readonly shapeError: ((ex: Exchange, reply: Reply) => void) | null;
   /** Whole-request deadline in ms; 0 means none. */
   readonly requestTimeoutMs: number;
   readonly metrics: RouteMetrics;

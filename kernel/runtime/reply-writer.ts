@@ -51,6 +51,17 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
     return;
   }
   ex.replied = true;
+  // A gateway-made error on a route whose backend speaks a client API (an LLM's) takes that API's error shape.
+  if (reply.error !== undefined) {
+    const shape = ex.compiledRoute?.shapeError;
+    if (shape) {
+      try {
+        shape(ex, reply);
+      } catch (err) {
+        logger.error('error shaping failed', { route: ex.route.key, error: err as Error });
+      }
+    }
+  }
   if (hooks) runResponseHooks(ex, res, reply, hooks, 0, logger);
   else send(ex, res, reply);
 }

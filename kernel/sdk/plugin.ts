@@ -165,6 +165,15 @@ export interface BackendInstance {
   readonly protocol?: string;
   /** The upstream of a backend that forwards HTTP to one origin (`host`); lets policies such as mirroring reach it. */
   readonly target?: UpstreamTarget;
+  /**
+   * Re-shape a gateway-made error reply (one with `reply.error`) into the error format this backend's clients
+   * expect (an LLM API's error JSON). The kernel calls it, before the response hooks, for every such reply on a
+   * route this backend serves: rejections of the route's and backend's policies (401, 403, 429), the kernel's own
+   * errors (timeouts, body too large) and the backend's. Replace `reply.body` and `content-type`; keep the status and
+   * the other headers (`WWW-Authenticate`, `Retry-After`). With several backends on a route, the first that has
+   * `shapeError` shapes the errors made before one is picked. Must not throw.
+   */
+  shapeError?(ex: Exchange, reply: Reply): void;
   dispose?(): void;
 }
 

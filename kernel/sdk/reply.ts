@@ -14,6 +14,17 @@ export interface Reply {
   body?: Readable | Uint8Array | string | null;
   /** True when the gateway made this reply itself (errors, redirects, direct responses, rejections). */
   readonly local: boolean;
+  /**
+   * Set on a gateway-made error reply (`jsonErrorReply`, a thrown `GatewayError`): what the JSON body says, so the
+   * route's backend can re-shape it for its clients (`BackendInstance.shapeError`). Absent on every other reply.
+   */
+  readonly error?: LocalError;
+}
+
+/** The `type` and `message` of a gateway-made error reply. */
+export interface LocalError {
+  readonly type: string;
+  readonly message: string;
 }
 
 /** Build a gateway-made reply. */
@@ -21,10 +32,13 @@ export function localReply(status: number, body?: string | Uint8Array | null, he
   return { status, headers, body: body ?? null, local: true };
 }
 
-/** A gateway-made JSON error reply: `{"error":{"type","message"}}` (BEHAVIOUR.md DECIDED 4). */
+/**
+ * A gateway-made JSON error reply: `{"error":{"type","message"}}` (BEHAVIOUR.md DECIDED 4). On a route whose backend
+ * has `shapeError` (an LLM API) the kernel lets the backend re-shape it before the response hooks run.
+ */
 export function jsonErrorReply(status: number, type: string, message: string, headers: HeaderMap = {}): Reply {
   headers['content-type'] = 'application/json';
-  return { status, headers, body: JSON.stringify({ error: { type, message } }), local: true };
+  return { status, headers, body: JSON.stringify({ error: { type, message } }), local: true, error: { type, message } };
 }
 
 /** A gateway-made JSON reply with any body. */

@@ -235,7 +235,8 @@ describe('ai backend, anthropic provider', () => {
     it('refuses the Responses API, which Anthropic does not serve', async () => {
       const res = await fetch(`${gw.base}/an/resp/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-test-1', input: 'hello' }) });
       assert.equal(res.status, 400);
-      assert.equal(await res.text(), 'failed to process LLM request: unsupported route: the anthropic provider does not serve responses requests');
+      // A Responses client is an OpenAI client: OpenAI's error shape.
+      assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: unsupported route: the anthropic provider does not serve responses requests', type: 'invalid_request_error', param: null, code: null } });
     });
   });
 });

@@ -344,7 +344,10 @@ describe('gemini provider: native generateContent', () => {
   it('refuses a Gemini client on a provider that does not speak it', async () => {
     const res = await fetch(`${gw.base}/oa/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contents: [] }) });
     assert.equal(res.status, 400);
-    assert.equal(await res.text(), 'failed to process LLM request: unsupported route: the openai provider does not serve generateContent requests');
+    // A Gemini client gets Google's error shape.
+    assert.deepEqual(await res.json(), {
+      error: { code: 400, message: 'failed to process LLM request: unsupported route: the openai provider does not serve generateContent requests', status: 'INVALID_ARGUMENT' },
+    });
   });
 });
 

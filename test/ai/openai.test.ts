@@ -129,7 +129,7 @@ describe('ai backend, openAI provider', () => {
     );
   });
 
-  it('answers 400 text/plain when no model is given and the provider sets none', async () => {
+  it('answers 400 in OpenAI\'s error shape when no model is given and the provider sets none', async () => {
     const count = rec.received.length;
     const res = await fetch(`${gw.base}/oa/nomodel/v1/chat/completions`, {
       method: 'POST',
@@ -137,8 +137,8 @@ describe('ai backend, openAI provider', () => {
       body: JSON.stringify({ messages: [{ role: 'user', content: 'hello' }] }),
     });
     assert.equal(res.status, 400);
-    assert.match(res.headers.get('content-type') ?? '', /^text\/plain/);
-    assert.equal(await res.text(), 'failed to process LLM request: missing field: model not specified');
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: missing field: model not specified', type: 'invalid_request_error', param: null, code: null } });
     assert.equal(rec.received.length, count, 'nothing went upstream');
   });
 
@@ -161,7 +161,10 @@ describe('ai backend, openAI provider', () => {
   it('answers 400 for a body that is not JSON', async () => {
     const res = await fetch(`${gw.base}/oa/bad/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' });
     assert.equal(res.status, 400);
-    assert.match(await res.text(), /^failed to process LLM request: invalid JSON body/);
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    const { error } = (await res.json()) as { error: { message: string; type: string } };
+    assert.match(error.message, /^failed to process LLM request: invalid JSON body/);
+    assert.equal(error.type, 'invalid_request_error');
   });
 
   it('answers 413 for a body over 2 MiB', async () => {
@@ -169,7 +172,7 @@ describe('ai backend, openAI provider', () => {
     const big = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x'.repeat(2 * 1024 * 1024) }] });
     const res = await fetch(`${gw.base}/oa/big/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
     assert.equal(res.status, 413);
-    assert.equal(await res.text(), 'failed to process LLM request: request body too large');
+    assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: request body too large', type: 'invalid_request_error', param: null, code: null } });
     assert.equal(rec.received.length, count);
   });
 

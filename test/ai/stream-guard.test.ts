@@ -324,7 +324,10 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
         body: JSON.stringify({ model: 'claude-x', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
       });
       assert.equal(res.statusCode, 502);
-      assert.match(await res.body.text(), /^failed to process LLM response: streamed response too large to guard/);
+      const body = (await res.body.json()) as { type: string; error: { type: string; message: string } };
+      assert.equal(body.type, 'error', 'an Anthropic client gets Anthropic\'s error envelope');
+      assert.equal(body.error.type, 'api_error');
+      assert.match(body.error.message, /^failed to process LLM response: streamed response too large to guard/);
     });
 
     it('a stream the provider breaks off fails with 502 (nothing was sent)', async () => {
@@ -335,7 +338,9 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
         body: JSON.stringify({ model: 'claude-x', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
       });
       assert.equal(res.statusCode, 502);
-      assert.match(await res.body.text(), /^failed to process LLM response: /);
+      const body = (await res.body.json()) as { type: string; error: { message: string } };
+      assert.equal(body.type, 'error');
+      assert.match(body.error.message, /^failed to process LLM response: /);
     });
 
     it('a route timeout that ends before the stream answers 504 and releases the provider', async () => {

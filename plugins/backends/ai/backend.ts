@@ -4,10 +4,10 @@ import type { BackendCompileContext, BackendInstance, Exchange, Reply, UpstreamA
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.ts';
-import { AI_POLICY } from '../../lib/llm/contract.ts';
+import { AI_POLICY, LLM_CLIENT_FORMAT } from '../../lib/llm/contract.ts';
 import type { AiPolicyRuntime, LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, responseDecoder, UnsupportedEncodingError } from '../../lib/llm/body.ts';
-import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
+import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError, shapeClientError } from '../../lib/llm/errors.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
@@ -104,6 +104,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const route = policy?.routeType(ex.path) ?? 'completions';
     if (route === 'models') return jsonReply(501, { error: "Route 'Models' not implemented" });
     if (route === 'passthrough' || route === 'realtime') return passthrough(ex);
+    // Known before the body is read, so even a body that does not parse is answered in the client's error shape.
+    if (route !== 'detect') ex.set(LLM_CLIENT_FORMAT, route);
 
     let raw: Buffer;
     try {
@@ -124,6 +126,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       return llmRequestError(400, `invalid JSON body: ${(err as Error).message}`);
     }
     const client = route === 'detect' ? detectFormat(ex, body) : route;
+    ex.set(LLM_CLIENT_FORMAT, client);
     // Gemini's own clients name the model (and streaming) in the path; the policy sees it as `model` (for aliases).
     const geminiPath = client === 'generateContent' || client === 'geminiCountTokens' ? parseGeminiPath(ex.path) : undefined;
     if (geminiPath?.model !== undefined && body.model === undefined) body.model = geminiPath.model;
@@ -179,6 +182,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     protocol: 'llm',
     target: upstream,
     handle,
+    // Gateway-made errors on this route (auth, rate limits, the errors above) in the client API's shape (DECIDED 4).
+    shapeError: shapeClientError,
     // OpenAI Realtime and other WebSocket APIs pass through to the provider.
     upgrade: (ex, socket, head) => {
       provider.prepareHeaders(ex.headers);

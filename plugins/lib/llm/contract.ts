@@ -129,6 +129,9 @@ export interface AiPolicyRuntime {
 /** Set by the `ai` policy's request hook; read by the `ai` backend. */
 export const AI_POLICY = defineAttribute<AiPolicyRuntime>('ai.policy');
 
+/** The client's API format, set by the `ai` backend once it knows it; shapes the gateway's errors from then on. */
+export const LLM_CLIENT_FORMAT = defineAttribute<LlmRouteType>('llm.clientFormat');
+
 /**
  * What a prompt guard variant (`regex`, `webhook`, `moderationGuard`/`openAIModeration`, `guardrailsGuard`/
  * `bedrockGuardrails`, `modelArmorGuard`/`googleModelArmor`) compiles to.

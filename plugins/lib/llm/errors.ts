@@ -1,16 +1,63 @@
-import { localReply } from 'switchyard/sdk';
-import type { Reply } from 'switchyard/sdk';
+import { jsonErrorReply } from 'switchyard/sdk';
+import type { Exchange, Reply } from 'switchyard/sdk';
 import { anthropicErrorType, openAiErrorType } from './completions-messages.ts';
+import { LLM_CLIENT_FORMAT } from './contract.ts';
 import { isObj } from './json.ts';
+import { errorFamily } from './translate.ts';
 
-/** A gateway-made LLM error (BEHAVIOUR.md §4.6): text/plain `failed to process LLM request: …`. */
+/**
+ * A gateway-made LLM error about the request (BEHAVIOUR.md §4.6 message, `failed to process LLM request: …`), in
+ * the client API's JSON error shape: the `ai` backend's `shapeError` re-shapes it like every gateway error.
+ */
 export function llmRequestError(status: number, detail: string): Reply {
-  return localReply(status, `failed to process LLM request: ${detail}`, { 'content-type': 'text/plain' });
+  return jsonErrorReply(status, 'invalid_request', `failed to process LLM request: ${detail}`);
 }
 
-/** A gateway-made LLM error about the provider's answer: text/plain `failed to process LLM response: …`. */
+/** A gateway-made LLM error about the provider's answer: `failed to process LLM response: …`, shaped the same way. */
 export function llmResponseError(status: number, detail: string): Reply {
-  return localReply(status, `failed to process LLM response: ${detail}`, { 'content-type': 'text/plain' });
+  return jsonErrorReply(status, 'invalid_response', `failed to process LLM response: ${detail}`);
+}
+
+/** The error shapes a client of an `ai` backend can expect. */
+export type ClientErrorFamily = 'openai' | 'anthropic' | 'google';
+
+/**
+ * The client's error family: from the format the backend settled on, else (an error before the backend ran: auth,
+ * rate limit) from what every SDK of the API sends: Gemini's `:generateContent`-style paths, Anthropic's
+ * `/messages` path or `anthropic-version` header; anything else is an OpenAI client.
+ */
+export function clientErrorFamily(ex: Exchange): ClientErrorFamily {
+  const format = ex.get(LLM_CLIENT_FORMAT);
+  if (format !== undefined) {
+    const family = errorFamily(format);
+    if (family === 'openai' || family === 'anthropic' || family === 'google') return family;
+  }
+  const path = ex.path;
+  if (path.endsWith(':generateContent') || path.endsWith(':streamGenerateContent') || path.endsWith(':countTokens')) return 'google';
+  if (ex.headers['anthropic-version'] !== undefined || path.endsWith('/messages') || path.endsWith('/messages/count_tokens')) return 'anthropic';
+  return 'openai';
+}
+
+/** `shapeError` of the `ai` backend: a gateway-made error reply re-written in the client API's error shape. */
+export function shapeClientError(ex: Exchange, reply: Reply): void {
+  const error = reply.error;
+  if (error === undefined) return;
+  // The vendor's own `type` for the status (what its SDK maps to a typed error), the gateway's message.
+  reply.body = clientErrorBody(clientErrorFamily(ex), reply.status, { message: error.message });
+  reply.headers['content-type'] = 'application/json';
+  delete reply.headers['content-length'];
+}
+
+/** Google's `status` string for an HTTP status (google.rpc.Code names). */
+function googleStatus(status: number): string {
+  if (status === 400 || status === 413) return 'INVALID_ARGUMENT';
+  if (status === 401) return 'UNAUTHENTICATED';
+  if (status === 403) return 'PERMISSION_DENIED';
+  if (status === 404) return 'NOT_FOUND';
+  if (status === 429) return 'RESOURCE_EXHAUSTED';
+  if (status === 503) return 'UNAVAILABLE';
+  if (status === 504) return 'DEADLINE_EXCEEDED';
+  return status >= 500 ? 'INTERNAL' : 'FAILED_PRECONDITION';
 }
 
 /** The `type` and `message` of an error body in any provider's shape (OpenAI, Anthropic, AWS, Google). */
@@ -34,7 +81,8 @@ export function parseUpstreamError(text: string, headers?: Record<string, unknow
 }
 
 /** An error body in the client's API shape. */
-export function clientErrorBody(family: 'openai' | 'anthropic', status: number, info: { type?: string; message: string }): string {
+export function clientErrorBody(family: ClientErrorFamily, status: number, info: { type?: string; message: string }): string {
+  if (family === 'google') return JSON.stringify({ error: { code: status, message: info.message, status: info.type ?? googleStatus(status) } });
   if (family === 'anthropic') return JSON.stringify({ type: 'error', error: { type: info.type ?? anthropicErrorType(status), message: info.message } });
   return JSON.stringify({ error: { message: info.message, type: info.type ?? openAiErrorType(status), param: null, code: null } });
 }

@@ -1,0 +1,148 @@
+// Errors the gateway makes itself on an LLM route (auth 401s, rate-limit 429s, a malformed JSON body) answer in the
+// client API's error shape (DECIDED 4), so the real SDKs raise their typed errors with the right status, type and
+// message: Anthropic `{"type":"error","error":{"type","message"}}`, OpenAI `{"error":{"message","type","param","code"}}`.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import * as jose from 'jose';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { aiRoute, startAiGateway, startMock } from './harness.ts';
+import type { AiGateway, Mock } from './harness.ts';
+
+const KEY = 'sk-gateway-key-1';
+const ROUTES = { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } };
+
+/** A fetch that sends `{bad json` instead of the body the SDK serialized (the SDKs cannot be made to send it). */
+const corruptingFetch: typeof fetch = (input, init) => fetch(input, { ...init, body: '{bad json' });
+
+async function rejection<T>(promise: Promise<unknown>, type: abstract new (...args: never[]) => T): Promise<T> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof type, `expected ${type.name}, got ${(err as Error).constructor.name}: ${(err as Error).message}`);
+    return err;
+  }
+  assert.fail('the call succeeded');
+}
+
+describe('gateway-made errors on LLM routes take the client API\'s shape', () => {
+  let mock: Mock;
+  let gw: AiGateway;
+  let dir: string;
+
+  before(async () => {
+    mock = await startMock();
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-llm-errors-'));
+    const { publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
+    writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', use: 'sig' }] }));
+    const jwtAuth = { issuer: 'https://llm.issuer.test', audiences: ['llm'], jwks: { file: relative(process.cwd(), join(dir, 'jwks.json')) }, mode: 'strict' };
+    gw = await startAiGateway([
+      aiRoute('/jwt', { name: 'jwt', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, jwtAuth }),
+      aiRoute('/keyed', { name: 'keyed', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, apiKey: { keys: [{ key: KEY }], mode: 'strict' } }),
+      aiRoute('/limited', { name: 'limited', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] }),
+      aiRoute('/open', { name: 'open', provider: { openAI: {} }, hostOverride: mock.hostPort }, ROUTES),
+      aiRoute('/detect', { name: 'detect', provider: { openAI: {} }, hostOverride: mock.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await mock?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  const openai = (prefix: string, apiKey = KEY, extra: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI =>
+    new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey, maxRetries: 0, ...extra });
+  const anthropic = (prefix: string, apiKey = KEY, extra: Partial<ConstructorParameters<typeof Anthropic>[0]> = {}): Anthropic =>
+    new Anthropic({ baseURL: `${gw.base}${prefix}`, apiKey, maxRetries: 0, ...extra });
+  const chat = (c: OpenAI) => c.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hello' }] });
+  const message = (c: Anthropic) => c.messages.create({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] });
+
+  describe('apiKey 401', () => {
+    it('OpenAI client: AuthenticationError with OpenAI\'s error object', async () => {
+      const err = await rejection(chat(openai('/keyed', 'sk-wrong')), OpenAI.AuthenticationError);
+      assert.equal(err.status, 401);
+      assert.equal(err.type, 'authentication_error');
+      assert.deepEqual(err.error, { message: 'api key authentication failure: invalid credentials', type: 'authentication_error', param: null, code: null });
+      assert.equal(err.message, '401 api key authentication failure: invalid credentials');
+    });
+
+    it('Anthropic client: AuthenticationError with Anthropic\'s error envelope', async () => {
+      const err = await rejection(message(anthropic('/keyed', 'sk-wrong')), Anthropic.AuthenticationError);
+      assert.equal(err.status, 401);
+      assert.equal(err.type, 'authentication_error');
+      assert.deepEqual(err.error, { type: 'error', error: { type: 'authentication_error', message: 'api key authentication failure: invalid credentials' } });
+    });
+
+    it('the right key still passes (the client\'s key is the gateway\'s)', async () => {
+      const res = await chat(openai('/keyed'));
+      assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    });
+
+    it('a plain client keeps the status and gets JSON', async () => {
+      const res = await fetch(`${gw.base}/keyed/v1/chat/completions`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers.get('content-type'), 'application/json');
+      assert.deepEqual(await res.json(), { error: { message: 'api key authentication failure: no API Key found', type: 'authentication_error', param: null, code: null } });
+    });
+  });
+
+  describe('jwtAuth 401', () => {
+    it('OpenAI client: AuthenticationError; the RFC 6750 challenge stays', async () => {
+      const err = await rejection(chat(openai('/jwt', 'not-a-jwt')), OpenAI.AuthenticationError);
+      assert.equal(err.type, 'authentication_error');
+      assert.match(String((err.error as { message: string }).message), /^authentication failure: /);
+      assert.equal(err.headers?.get('www-authenticate'), 'Bearer error="invalid_token"');
+    });
+
+    it('Anthropic client (bearer authToken): AuthenticationError in Anthropic\'s envelope', async () => {
+      const client = new Anthropic({ baseURL: `${gw.base}/jwt`, authToken: 'not-a-jwt', apiKey: null, maxRetries: 0 });
+      const err = await rejection(message(client), Anthropic.AuthenticationError);
+      assert.equal(err.type, 'authentication_error');
+      assert.equal((err.error as { type: string }).type, 'error');
+    });
+  });
+
+  describe('rate limit 429', () => {
+    it('OpenAI client: RateLimitError with rate_limit_error; rate-limit headers kept', async () => {
+      await chat(openai('/limited'));
+      const err = await rejection(chat(openai('/limited')), OpenAI.RateLimitError);
+      assert.equal(err.status, 429);
+      assert.equal(err.type, 'rate_limit_error');
+      assert.equal(err.error && (err.error as { message: string }).message, 'rate limit exceeded');
+      assert.ok(err.headers?.get('retry-after'));
+    });
+
+    it('Anthropic client: RateLimitError in Anthropic\'s envelope', async () => {
+      const err = await rejection(message(anthropic('/limited')), Anthropic.RateLimitError);
+      assert.equal(err.type, 'rate_limit_error');
+      assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'rate limit exceeded' } });
+    });
+  });
+
+  describe('malformed JSON body', () => {
+    it('OpenAI client: BadRequestError, invalid_request_error, JSON not text/plain', async () => {
+      const err = await rejection(chat(openai('/open', KEY, { fetch: corruptingFetch })), OpenAI.BadRequestError);
+      assert.equal(err.status, 400);
+      assert.equal(err.type, 'invalid_request_error');
+      assert.match(String((err.error as { message?: string }).message), /^failed to process LLM request: invalid JSON body: /);
+      assert.equal(err.headers?.get('content-type'), 'application/json');
+    });
+
+    it('Anthropic client: BadRequestError in Anthropic\'s envelope', async () => {
+      const err = await rejection(message(anthropic('/open', KEY, { fetch: corruptingFetch })), Anthropic.BadRequestError);
+      assert.equal(err.status, 400);
+      assert.equal(err.type, 'invalid_request_error');
+      const body = err.error as { type: string; error: { type: string; message: string } };
+      assert.equal(body.type, 'error');
+      assert.match(body.error.message, /^failed to process LLM request: invalid JSON body: /);
+    });
+
+    it('a `detect` route tells an Anthropic client by its anthropic-version header', async () => {
+      const err = await rejection(message(anthropic('/detect', KEY, { fetch: corruptingFetch })), Anthropic.BadRequestError);
+      assert.equal((err.error as { type: string }).type, 'error');
+    });
+  });
+});
