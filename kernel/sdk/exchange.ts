@@ -19,13 +19,13 @@ export interface Exchange {
   /** The client's request (read its body through `bufferBody`, or let the backend stream it). */
   readonly req: IncomingMessage;
   readonly method: string;
-  /** Path without the query string, as the client sent it and as rewrites left it. */
+  /** Path without the query string: the client's, normalised before routing (ADR 0013), as rewrites left it. */
   path: string;
   /** The query string including its leading `?`, or the empty string. */
   query: string;
   /** The authority forwarded upstream (Host). Starts as the client's Host header. */
   authority: string;
-  /** The client's Host header without port, lower-cased (used for hostname matching). */
+  /** The client's Host without port, lower-cased, one trailing dot removed (used for hostname matching, ADR 0014). */
   readonly hostname: string;
   readonly scheme: 'http' | 'https';
   /** Request headers (lower-case names). Policies mutate this object; it is what goes upstream. */
