@@ -1,12 +1,15 @@
 import { ConfigError } from '../sdk/index.ts';
 import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
-import { redactSecrets } from '../admin/redact.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
-import { ConfigLoadError, positionIssue } from '../config/format-issues.ts';
+import { ConfigLoadError } from '../config/format-issues.ts';
 import { loadConfigText, readConfigFile } from '../config/load-config.ts';
+import { redactConfig } from '../config/redact-config.ts';
+import { positionRedacted } from '../config/redact-issues.ts';
+import { compileScrubber } from '../config/scrubber.ts';
+import type { SecretMarks } from '../config/secret-marks.ts';
 import { ConfigValidator } from '../config/validate-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { CelExpressions } from '../expr/cel-expressions.ts';
@@ -60,6 +63,10 @@ export class Gateway {
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
   private readonly live = new Set<Snapshot>();
+  /** Where each live snapshot's secrets are, for `/config_dump`. */
+  private readonly secrets = new WeakMap<Snapshot, SecretMarks>();
+  /** Secret strings of every config loaded so far: the process log never shows them. */
+  private readonly hidden = new Set<string>();
   private started = false;
   private stopping: Promise<void> | undefined;
 
@@ -108,9 +115,12 @@ export class Gateway {
     await this.prepare(text);
     const env = this.options.env ?? process.env;
     const loaded = loadConfigText(this.fileName, text, this.validator!, env);
+    const before = this.hidden.size;
+    for (const h of loaded.hidden) this.hidden.add(h);
+    if (this.hidden.size !== before) this.s.logger.configure({ scrub: compileScrubber(this.hidden) });
     const generation = ++this.generation;
     try {
-      return await compileSnapshot(loaded.value, {
+      const snapshot = await compileSnapshot(loaded.value, {
         registry: this.registry!,
         resources: this.s.resources,
         metrics: this.s.metrics,
@@ -120,9 +130,11 @@ export class Gateway {
         env,
         expressions: this.expressions!,
       });
+      this.secrets.set(snapshot, loaded.secrets);
+      return snapshot;
     } catch (err) {
       await this.s.resources.release(generation);
-      if (err instanceof ConfigError) throw new ConfigLoadError(err.issues.map((i) => positionIssue(loaded.source, i)));
+      if (err instanceof ConfigError) throw new ConfigLoadError(positionRedacted(loaded.source, err.issues, loaded.secrets, loaded.value));
       throw err;
     }
   }
@@ -252,7 +264,7 @@ export class Gateway {
           const dump = {
             generation: snapshot.generation,
             loadedAt: snapshot.loadedAt.toISOString(),
-            config: redactSecrets(snapshot.config),
+            config: redactConfig(snapshot.config, this.secrets.get(snapshot)),
           };
           res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify(dump, null, 2)}\n`);
         },

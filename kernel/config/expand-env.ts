@@ -1,24 +1,33 @@
 import { isPair, isScalar, isSeq, parse, visit, Scalar } from 'yaml';
 import { ErrorCode } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
+import type { SecretMarks } from './secret-marks.ts';
 
 const REFERENCE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}\\]|\\.)*))?\}/g;
 
 /**
  * Expand `${VAR}` and `${VAR:-default}` inside scalar values (`$${` writes a literal `${`). Expanding per
  * scalar rather than on the raw text keeps every line and column true. An unquoted scalar is re-read as
- * YAML after expansion, so `port: ${PORT}` becomes a number, as it would with textual expansion.
+ * YAML after expansion, so `port: ${PORT}` becomes a number, as it would with textual expansion. `marks`, when
+ * given, learns every expanded scalar: its path, its text with the references as written minus their defaults
+ * (what `/config_dump` shows instead of the value), and the substituted values (ADR 0017).
  */
-export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv): SourcedIssue[] {
+export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv, marks?: SecretMarks): SourcedIssue[] {
   const issues: SourcedIssue[] = [];
   visit(source.doc, {
     Scalar(_key, node, ancestors) {
       if (typeof node.value !== 'string' || !node.value.includes('${')) return;
       const missing: string[] = [];
+      const substituted: string[] = [];
+      let references = 0;
       const expanded = node.value.replace(REFERENCE, (whole, name: string | undefined, fallback: string | undefined) => {
         if (whole === '$${') return '${';
+        references++;
         const value = env[name!];
-        if (value !== undefined && value !== '') return value;
+        if (value !== undefined && value !== '') {
+          substituted.push(value);
+          return value;
+        }
         if (fallback !== undefined) return fallback.replace(/\\(.)/g, '$1');
         if (value === '') return '';
         missing.push(name!);
@@ -32,6 +41,10 @@ export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv): Sourced
           message: `environment variable ${missing.map((m) => `\`${m}\``).join(', ')} is not set (write \`\${${missing[0]}:-default}\` to give a default)`,
         });
         return;
+      }
+      if (marks && references > 0) {
+        const template = node.value.replace(REFERENCE, (whole, name: string | undefined) => (whole === '$${' ? whole : `\${${name!}}`));
+        marks.markEnv(configPath(ancestors, node), template, substituted);
       }
       if (node.type === Scalar.PLAIN) {
         try {

@@ -2,13 +2,20 @@ import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
 import { parseConfigSource } from './config-source.ts';
 import { expandEnv } from './expand-env.ts';
-import { ConfigLoadError, positionIssue } from './format-issues.ts';
+import { ConfigLoadError } from './format-issues.ts';
+import { redactConfig } from './redact-config.ts';
+import { positionRedacted } from './redact-issues.ts';
+import { SecretMarks } from './secret-marks.ts';
 import type { ConfigValidator } from './validate-config.ts';
 
 /** A config that parsed and validated: the plain object plus the source for positioning later errors. */
 export interface LoadedConfig {
   readonly source: ConfigSource;
   readonly value: Record<string, unknown>;
+  /** Where its secrets are (ADR 0017): for `/config_dump` and for positioning later errors. */
+  readonly secrets: SecretMarks;
+  /** Every secret string of the config, for the process log to scrub. */
+  readonly hidden: ReadonlySet<string>;
 }
 
 /** Parse, expand `${VAR}`, and validate config text. Throws ConfigLoadError with every problem positioned. */
@@ -21,17 +28,23 @@ export function loadConfigText(file: string, text: string, validator: ConfigVali
       offset: e.pos[0],
       message: `YAML syntax error: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`,
     }));
-    throw new ConfigLoadError(issues.map((i) => positionIssue(source, i)));
+    throw new ConfigLoadError(positionRedacted(source, issues, undefined));
   }
-  const envIssues = expandEnv(source, env);
-  if (envIssues.length > 0) throw new ConfigLoadError(envIssues.map((i) => positionIssue(source, i)));
+  const secrets = new SecretMarks();
+  const envIssues = expandEnv(source, env, secrets);
   const value = (source.doc.toJS({ maxAliasCount: 1000 }) ?? {}) as unknown;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ConfigLoadError([positionIssue(source, { code: ErrorCode.configSchema, path: [], message: 'the config must be a mapping with `binds` and `backends`' })]);
+    const issue = { code: ErrorCode.configSchema, path: [], message: 'the config must be a mapping with `binds` and `backends`' };
+    throw new ConfigLoadError(positionRedacted(source, envIssues.length > 0 ? envIssues : [issue], secrets));
   }
-  const issues = validator.validate(value);
-  if (issues.length > 0) throw new ConfigLoadError(issues.map((i) => positionIssue(source, i)));
-  return { source, value: value as Record<string, unknown> };
+  // Validated even when a variable is missing, so the frames of those errors know where the secrets are.
+  const issues = validator.validate(value, secrets);
+  secrets.bindEnv(value);
+  if (envIssues.length > 0) throw new ConfigLoadError(positionRedacted(source, envIssues, secrets, value));
+  if (issues.length > 0) throw new ConfigLoadError(positionRedacted(source, issues, secrets, value));
+  const hidden = new Set<string>();
+  redactConfig(value, secrets, hidden);
+  return { source, value: value as Record<string, unknown>, secrets, hidden };
 }
 
 /**

@@ -106,6 +106,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
             type: 'string',
             pattern: '^[0-9a-fA-F]{64}$',
             'x-hint': '64 hexadecimal characters (a 256-bit key)',
+            'x-secret': true,
             description:
               'AES-256-GCM key, 64 hex characters; the `SESSION_KEY` environment variable overrides it. Give every replica the same key. Default: a random key per process (sessions do not survive a restart).',
           },
@@ -215,8 +216,9 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         additionalProperties: false,
         exactlyOneOf: ['exact', 'pathPrefix', 'regex'],
       },
-      headers: { type: 'array', items: nameMatch('header'), description: 'Headers that must be present and match.' },
-      query: { type: 'array', items: nameMatch('query parameter'), description: 'Query parameters that must be present and match.' },
+      // Matching on a credential (`authorization`, `api_key`) keeps the value out of `/config_dump` (ADR 0017).
+      headers: { type: 'array', items: nameMatch('header'), 'x-secret': 'headers', description: 'Headers that must be present and match.' },
+      query: { type: 'array', items: nameMatch('query parameter'), 'x-secret': 'headers', description: 'Query parameters that must be present and match.' },
     },
     additionalProperties: false,
   },

@@ -3,6 +3,8 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ErrorCode } from '../sdk/index.ts';
 import type { ConfigIssue, JsonSchema } from '../sdk/index.ts';
 import { didYouMean } from './did-you-mean.ts';
+import { REDACTED } from './secret-marks.ts';
+import type { SecretKind, SecretMarks } from './secret-marks.ts';
 
 const SLOT_NOUN: Record<string, string> = {
   routePolicies: 'policy',
@@ -57,12 +59,25 @@ export class ConfigValidator {
   private readonly validators = new Map<string, { readonly schema: JsonSchema; readonly fn: ValidateFunction }>();
   /** First-party keys this distribution left out: a config using one hears "not installed", not "unknown". */
   private readonly notInstalled: ReadonlySet<string>;
+  /** Where the running validation records secrets; values there are not echoed in messages. */
+  private marks: SecretMarks | undefined;
 
   constructor(schema: JsonSchema, knownKeys: Iterable<string> = [], options: ConfigValidatorOptions = {}) {
     // `optimize: false` skips ajv's code-simplification pass: the generated checks and errors are the same, the
     // compile is about a third faster.
     const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, code: { optimize: false } });
-    ajv.addVocabulary(['x-hint', 'x-slot-filter', 'x-switchyard-slot', 'x-secret']);
+    ajv.addVocabulary(['x-hint', 'x-slot-filter', 'x-switchyard-slot']);
+    // `x-secret` validates nothing: it records where secrets are while the config is validated (ADR 0017).
+    ajv.addKeyword({
+      keyword: 'x-secret',
+      schemaType: ['boolean', 'string'],
+      metaSchema: { enum: [true, 'headers', 'cel'] },
+      errors: false,
+      validate: (kind: SecretKind, _data: unknown, _schema?: unknown, cxt?: { instancePath: string; parentData?: object; parentDataProperty?: string | number }) => {
+        this.marks?.markSchema(kind, cxt?.instancePath ?? '', cxt?.parentData, cxt?.parentDataProperty);
+        return true;
+      },
+    });
     ajv.addFormat('regex', (text: string) => {
       try {
         new RegExp(text, 'u');
@@ -172,10 +187,24 @@ export class ConfigValidator {
     return { ...rest, $defs: defs } as JsonSchema;
   }
 
-  validate(config: unknown): ConfigIssue[] {
+  /** Validate; `marks`, when given, receives where the schema says secrets are (`x-secret`). */
+  validate(config: unknown, marks?: SecretMarks): ConfigIssue[] {
     const validateFn = this.validatorFor(config);
-    if (validateFn(config)) return [];
-    return this.translate((validateFn.errors ?? []) as ErrorObject[]);
+    this.marks = marks;
+    try {
+      if (validateFn(config)) return [];
+      return this.translate((validateFn.errors ?? []) as ErrorObject[]);
+    } finally {
+      this.marks = undefined;
+    }
+  }
+
+  /** The offending value as a message shows it: never a secret or a value from the environment. */
+  private shown(e: ErrorObject): string {
+    const hidden = this.marks?.hides(e.instancePath);
+    if (hidden === undefined) return describeValue(e.data);
+    const kind = e.data === null ? 'null' : Array.isArray(e.data) ? 'an array' : typeof e.data === 'object' ? 'an object' : article(typeof e.data);
+    return hidden === true ? `${kind} (${REDACTED})` : `${kind} (from \`${hidden}\`)`;
   }
 
   private translate(errors: readonly ErrorObject[]): ConfigIssue[] {
@@ -249,7 +278,7 @@ export class ConfigValidator {
       }
       case 'type': {
         const expected = (e.params as { type: string | string[] }).type;
-        return { code: ErrorCode.configSchema, path, message: `must be ${article(expected)}, got ${describeValue(e.data)}` };
+        return { code: ErrorCode.configSchema, path, message: `must be ${article(expected)}, got ${this.shown(e)}` };
       }
       case 'enum': {
         const allowed = (e.params as { allowedValues: unknown[] }).allowedValues;
@@ -257,12 +286,12 @@ export class ConfigValidator {
         return {
           code: ErrorCode.configSchema,
           path,
-          message: `must be one of ${allowed.map((v) => `\`${String(v)}\``).join(', ')}, got ${describeValue(e.data)}${guess ? `; did you mean \`${guess}\`?` : ''}`,
+          message: `must be one of ${allowed.map((v) => `\`${String(v)}\``).join(', ')}, got ${this.shown(e)}${guess ? `; did you mean \`${guess}\`?` : ''}`,
         };
       }
       case 'pattern': {
         const hint = parent['x-hint'] as string | undefined;
-        return { code: ErrorCode.configSchema, path, message: `must be ${hint ?? `a string matching ${String((e.params as { pattern: string }).pattern)}`}, got ${describeValue(e.data)}` };
+        return { code: ErrorCode.configSchema, path, message: `must be ${hint ?? `a string matching ${String((e.params as { pattern: string }).pattern)}`}, got ${this.shown(e)}` };
       }
       case 'format':
         return {
@@ -270,7 +299,7 @@ export class ConfigValidator {
           path,
           message:
             (e.params as { format: string }).format === 'regex'
-              ? `is not a valid regular expression: ${describeValue(e.data)}`
+              ? `is not a valid regular expression: ${this.shown(e)}`
               : `must be a valid ${(e.params as { format: string }).format}`,
         };
       case 'minimum':
@@ -279,7 +308,7 @@ export class ConfigValidator {
       case 'exclusiveMaximum': {
         const limit = (e.params as { limit: number }).limit;
         const word = { minimum: 'at least', maximum: 'at most', exclusiveMinimum: 'greater than', exclusiveMaximum: 'less than' }[e.keyword];
-        return { code: ErrorCode.configSchema, path, message: `must be ${word} ${limit}, got ${describeValue(e.data)}` };
+        return { code: ErrorCode.configSchema, path, message: `must be ${word} ${limit}, got ${this.shown(e)}` };
       }
       default:
         return { code: ErrorCode.configSchema, path, message: e.message ?? `is invalid (${e.keyword})` };

@@ -3,6 +3,17 @@ import type { LogSink } from './logger.ts';
 import { formatLine, isoNow, textValue } from './logger.ts';
 
 /**
+ * Query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, …): their values are
+ * not written to the access log (ADR 0017). Compiled once; only paths with a query run it.
+ */
+const CREDENTIAL_PARAM = /([?&])([^=&#]*(?:token|secret|key|passw|auth|credential|signature|session|jwt)[^=&#]*|sig|code|sid)=[^&#]*/gi;
+
+/** The request path as logged: credentials in the query string replaced. */
+export function loggedPath(url: string): string {
+  return url.includes('?') ? url.replace(CREDENTIAL_PARAM, '$1$2=<redacted>') : url;
+}
+
+/**
  * One `request` line per request at info (BEHAVIOUR.md §6.1 field names), written in batches. The text line is
  * built by concatenation, without an intermediate object: it runs once per request.
  */
@@ -26,7 +37,7 @@ export class AccessLog {
     const route = ex.route;
     let line = `${isoNow()} INFO  request`;
     if (route.bind) line += ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}`;
-    line += ` src.addr=${ex.sourceAddress} http.method=${ex.method} http.host=${textValue(ex.clientAuthority)} http.path=${textValue(ex.originalUrl)} http.status=${ex.status} protocol=${ex.protocol}`;
+    line += ` src.addr=${ex.sourceAddress} http.method=${ex.method} http.host=${textValue(ex.clientAuthority)} http.path=${textValue(loggedPath(ex.originalUrl))} http.status=${ex.status} protocol=${ex.protocol}`;
     if (ex.attempts > 1) line += ` retry.attempt=${ex.attempts - 1}`;
     if (ex.errorMessage !== undefined) line += ` error=${textValue(ex.errorMessage)}`;
     line += ` duration=${durationMs.toFixed(2)}ms`;
@@ -43,7 +54,7 @@ export class AccessLog {
       'src.addr': ex.sourceAddress,
       'http.method': ex.method,
       'http.host': ex.clientAuthority,
-      'http.path': ex.originalUrl,
+      'http.path': loggedPath(ex.originalUrl),
       'http.status': ex.status,
       protocol: ex.protocol,
       'retry.attempt': ex.attempts > 1 ? ex.attempts - 1 : undefined,

@@ -33,6 +33,8 @@ export class LogSink {
 export interface LoggerSettings {
   level: LogLevel;
   format: 'json' | 'text';
+  /** Replaces the config's secret strings in every line (ADR 0017); the access log does not go through it. */
+  scrub?: ((line: string) => string) | undefined;
 }
 
 const NEEDS_QUOTES = /[\s"=]/;
@@ -92,7 +94,8 @@ export class ProcessLogger implements Logger {
   private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     if (!this.isEnabled(level)) return;
     const merged = this.fields ? { ...this.fields, ...fields } : fields;
-    this.sink.push(formatLine(this.settings.format, level, message, merged));
+    const line = formatLine(this.settings.format, level, message, merged);
+    this.sink.push(this.settings.scrub ? this.settings.scrub(line) : line);
   }
 
   debug(message: string, fields?: Record<string, unknown>): void {

@@ -42,7 +42,7 @@ describe('environment expansion', () => {
   it('quoted scalars stay strings, so a quoted port is still a type error, at the quoted value', async () => {
     const text = yaml('binds:', '  - port: "${GW_PORT}"', '    listeners: []');
     const err = await compileError(text, { env: { GW_PORT: '9123' } });
-    assert.deepEqual(headlines(err), ['test.yaml:2:11: must be an integer, got the string "9123" (at binds[0].port) [SWY_ERR_CONFIG_SCHEMA]']);
+    assert.deepEqual(headlines(err), ['test.yaml:2:11: must be an integer, got a string (from `${GW_PORT}`) (at binds[0].port) [SWY_ERR_CONFIG_SCHEMA]']);
   });
 
   it('a quoted number-like value stays a string where a string is expected', async () => {

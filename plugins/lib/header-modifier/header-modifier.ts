@@ -48,13 +48,15 @@ export function headerModifierSchema(side: 'request' | 'response'): Record<strin
     properties: {
       add: {
         type: 'object',
-        description: 'Header name to value; appended, existing values are kept.',
+        description: 'Header name to value; appended, existing values are kept. Values of sensitive headers are hidden in `/config_dump` and error messages.',
+        'x-secret': 'headers',
         propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
         additionalProperties: { type: 'string' },
       },
       set: {
         type: 'object',
-        description: 'Header name to value; replaces any existing values.',
+        description: 'Header name to value; replaces any existing values. Values of sensitive headers are hidden in `/config_dump` and error messages.',
+        'x-secret': 'headers',
         propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
         additionalProperties: { type: 'string' },
       },

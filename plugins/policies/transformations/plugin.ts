@@ -8,14 +8,16 @@ const side = (what: string) => ({
     add: {
       type: 'object',
       description: 'Header name → CEL expression; the value is appended. A failing expression adds nothing.',
+      'x-secret': 'headers',
       propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
-      additionalProperties: { type: 'string', minLength: 1 },
+      additionalProperties: { type: 'string', minLength: 1, 'x-secret': 'cel' },
     },
     set: {
       type: 'object',
       description: 'Header name → CEL expression; replaces existing values. A failing expression removes the header.',
+      'x-secret': 'headers',
       propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
-      additionalProperties: { type: 'string', minLength: 1 },
+      additionalProperties: { type: 'string', minLength: 1, 'x-secret': 'cel' },
     },
     remove: { type: 'array', description: 'Header names to remove.', items: { $ref: 'switchyard:defs#/$defs/headerName' } },
   },
