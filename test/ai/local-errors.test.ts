@@ -43,6 +43,7 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
       aiRoute('/jwt', { name: 'jwt', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, jwtAuth }),
       aiRoute('/keyed', { name: 'keyed', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, apiKey: { keys: [{ key: KEY }], mode: 'strict' } }),
       aiRoute('/limited', { name: 'limited', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] }),
+      aiRoute('/denied', { name: 'denied', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, authorization: { rules: ['source.address == "10.9.9.9"'] } }),
       aiRoute('/open', { name: 'open', provider: { openAI: {} }, hostOverride: mock.hostPort }, ROUTES),
       aiRoute('/detect', { name: 'detect', provider: { openAI: {} }, hostOverride: mock.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
     ]);
@@ -102,6 +103,19 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
       const err = await rejection(message(client), Anthropic.AuthenticationError);
       assert.equal(err.type, 'authentication_error');
       assert.equal((err.error as { type: string }).type, 'error');
+    });
+  });
+
+  describe('authorization 403', () => {
+    it('OpenAI client: PermissionDeniedError with permission_error', async () => {
+      const err = await rejection(chat(openai('/denied')), OpenAI.PermissionDeniedError);
+      assert.equal(err.status, 403);
+      assert.deepEqual(err.error, { message: 'authorization failed', type: 'permission_error', param: null, code: null });
+    });
+
+    it('Anthropic client: PermissionDeniedError in Anthropic\'s envelope', async () => {
+      const err = await rejection(message(anthropic('/denied')), Anthropic.PermissionDeniedError);
+      assert.deepEqual(err.error, { type: 'error', error: { type: 'permission_error', message: 'authorization failed' } });
     });
   });
 
