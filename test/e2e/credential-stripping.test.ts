@@ -32,6 +32,7 @@ describe('credential headers an auth policy reads never reach the upstream', () 
   let gw: RunningGateway;
   let port: number;
   let upstream: TestUpstream;
+  let mirror: TestUpstream;
   let dir: string;
   let token: string;
 
@@ -46,6 +47,7 @@ describe('credential headers an auth policy reads never reach the upstream', () 
   before(async () => {
     port = await freePort();
     upstream = await startUpstream();
+    mirror = await startUpstream();
     dir = mkdtempSync(join(tmpdir(), 'switchyard-strip-'));
     const { privateKey, publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', use: 'sig' }] }));
@@ -83,6 +85,7 @@ describe('credential headers an auth policy reads never reach the upstream', () 
                   // Two policies reading one header: the second still sees it (removal waits for the last of them).
                   route('jwt-then-apikey', { jwtAuth: { ...jwt, mode: 'permissive' }, apiKey: { keys, mode: 'strict' } }),
                   route('open', {}),
+                  route('mirrored', { apiKey: { keys, mode: 'optional' }, requestMirror: { backend: { host: `127.0.0.1:${mirror.port}` } } }),
                 ],
               },
             ],
@@ -96,6 +99,7 @@ describe('credential headers an auth policy reads never reach the upstream', () 
   after(async () => {
     await gw?.stop();
     await upstream?.close();
+    await mirror?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
@@ -192,6 +196,16 @@ describe('credential headers an auth policy reads never reach the upstream', () 
     const { status, got } = await call('/jwt-then-apikey', { authorization: `Bearer ${KEY}` });
     assert.equal(status, 200);
     assert.equal(got!.authorization, undefined);
+  });
+
+  it('a mirrored copy carries no credential either', async () => {
+    const { status, got } = await call('/mirrored', { 'x-api-key': KEY, authorization: 'Basic eHl6' });
+    assert.equal(status, 200);
+    assert.equal(got!.authorization, undefined);
+    for (let i = 0; i < 100 && mirror.received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    const copy = mirror.received.at(-1)!.headers;
+    assert.equal(copy.authorization, undefined);
+    assert.equal(copy['x-api-key'], undefined);
   });
 
   it('a route without auth policies forwards Authorization untouched', async () => {
