@@ -2,7 +2,7 @@ import { request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex, Readable } from 'node:stream';
-import { Pool } from 'undici';
+import { buildConnector, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type {
@@ -23,6 +23,7 @@ import { blankHopByHop, stripHopByHop } from './hop-by-hop.ts';
 import { isIpLiteral, tlsConnectOptions, tlsConnector } from './tls-options.ts';
 import { isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
 import { writeRawResponse } from './raw-response.ts';
+import { ConnectGuard } from './connect-guard.ts';
 
 interface Origin {
   readonly href: string;
@@ -305,16 +306,20 @@ export class PooledUpstreams implements HttpUpstreams {
     const key = `pool:${parsed.href}:${parsed.secure ? JSON.stringify(options.tls ?? {}) : ''}`;
     const pool = this.resources.get(
       key,
-      () =>
-        new Pool(parsed.href, {
-          // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
-          connect: parsed.secure ? tlsConnector(options.tls, parsed.host) : undefined,
+      () => {
+        // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
+        const guard = new ConnectGuard(parsed.secure ? tlsConnector(options.tls, parsed.host) : buildConnector({}));
+        const created = new Pool(parsed.href, {
+          connect: guard.connect,
           allowH2: options.tls?.alpn?.includes('h2') ?? false,
           // No pool-wide deadlines: forwarded requests carry their route's (ADR 0019); plugin-made calls set their own.
           headersTimeout: 0,
           bodyTimeout: 0,
           keepAliveTimeout: 30_000,
-        }),
+        });
+        guard.watch(created);
+        return created;
+      },
       // Let in-flight calls finish, but do not let a stuck one (a slow mirror, say) hold shutdown.
       (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined),
     );
