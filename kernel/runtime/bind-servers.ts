@@ -51,6 +51,10 @@ function errorResponse(err: NodeJS.ErrnoException): string {
 function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket): void {
   if (socket[kFailed]) return;
   socket[kFailed] = true;
+  // The client is gone (reset, or closed in the middle of a request body): there is no one to answer. Closing the
+  // socket now closes the in-flight response, which aborts its upstream request (waiting for that response would
+  // keep the upstream connection, and a drain, open forever).
+  if (err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
   const last = socket[kLastResponse];
   const answer = (): void => {
     if (socket.writable && !socket.destroyed) socket.end(errorResponse(err));
