@@ -10,6 +10,7 @@ import { connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import { stringify } from 'yaml';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { sleep, startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
@@ -71,6 +72,7 @@ describe('default deadlines', () => {
   let gw: RunningGateway;
   let port: number;
   let up: CountingUpstream;
+  let build: (port: number, headersDeadlineMs: number) => Record<string, unknown>;
 
   before(async () => {
     up = await startCountingUpstream((req, res) => {
@@ -108,10 +110,14 @@ describe('default deadlines', () => {
       }
     });
     const host = `127.0.0.1:${up.port}`;
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => ({
+    build = (p: number, headersDeadlineMs: number) => ({
       config: {
+        // As the test helper sets them, so a reload changes nothing else in `config:`.
+        adminAddr: '127.0.0.1:0',
+        statsAddr: '127.0.0.1:0',
+        readinessAddr: '127.0.0.1:0',
         defaultTimeouts: {
-          backendRequestTimeout: `${HEADERS_DEADLINE_MS}ms`,
+          backendRequestTimeout: `${headersDeadlineMs}ms`,
           llmBackendRequestTimeout: `${LLM_DEADLINE_MS}ms`,
           streamIdleTimeout: `${IDLE_DEADLINE_MS}ms`,
         },
@@ -132,7 +138,8 @@ describe('default deadlines', () => {
           ],
         },
       ],
-    })));
+    });
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => build(p!, HEADERS_DEADLINE_MS)));
   });
   after(async () => {
     await gw?.stop();
@@ -230,5 +237,15 @@ describe('default deadlines', () => {
     await sleep(500);
     assert.equal(up.opened - up.closed, openBefore, `upstream connections still open: ${up.opened - up.closed - openBefore} more than before`);
     for (const s of sockets) s.destroy();
+  });
+
+  it('applies a changed default on reload, without asking for a restart', async () => {
+    assert.equal(await gw.gateway.reload(stringify(build(port, 1500))), true);
+    const started = performance.now();
+    const res = await within(request(`${gw.url(port)}/hang`), 5000, 'the new deadline');
+    assert.equal(res.statusCode, 504);
+    assert.match(((await res.body.json()) as { error: { message: string } }).error.message, /within 1500ms/);
+    assert.ok(performance.now() - started >= 1480);
+    assert.ok(!gw.logs.some((l) => l.includes('take effect after a restart')), 'no restart warning for defaultTimeouts');
   });
 });
