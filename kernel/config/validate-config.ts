@@ -1,6 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { ErrorCode } from '../sdk/index.ts';
+import { ErrorCode, userRegexProblem } from '../sdk/index.ts';
 import type { ConfigIssue, JsonSchema } from '../sdk/index.ts';
 import { didYouMean } from './did-you-mean.ts';
 import { REDACTED } from './secret-marks.ts';
@@ -78,14 +78,8 @@ export class ConfigValidator {
         return true;
       },
     });
-    ajv.addFormat('regex', (text: string) => {
-      try {
-        new RegExp(text, 'u');
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    // Route-match regexes: compiled as they will run (docs/adr/0021), so an unsupported construct is a positioned error.
+    ajv.addFormat('regex', (text: string) => userRegexProblem(text, { whole: true }) === undefined);
     ajv.addKeyword({
       keyword: 'exactlyOneOf',
       type: 'object',
@@ -299,7 +293,7 @@ export class ConfigValidator {
           path,
           message:
             (e.params as { format: string }).format === 'regex'
-              ? `is not a valid regular expression: ${this.shown(e)}`
+              ? `is not a valid regular expression: ${this.marks?.hides(e.instancePath) === undefined ? (userRegexProblem(String(e.data), { whole: true }) ?? describeValue(e.data)).replace(/^invalid regular expression /, '') : this.shown(e)}`
               : `must be a valid ${(e.params as { format: string }).format}`,
         };
       case 'minimum':

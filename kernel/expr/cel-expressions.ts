@@ -148,7 +148,8 @@ export class CelExpressions {
     const variables = defs.variables.filter((v) => declared.has(v.name)).map((v) => declared.get(v.name)!);
     const namespaceTypeOf = /^type\((\w+)\): type$/;
     const functions = defs.functions
-      .filter((f) => !NAMESPACE_TYPES.has(namespaceTypeOf.exec(f.signature)?.[1] ?? ''))
+      // The regex macros stand in for the documented `string.matches` / `string.regexReplace`.
+      .filter((f) => !NAMESPACE_TYPES.has(namespaceTypeOf.exec(f.signature)?.[1] ?? '') && !f.signature.startsWith('RegexMethods.'))
       .map((f): CelFunctionInfo => {
         const signature = displaySignature(f.signature);
         return {

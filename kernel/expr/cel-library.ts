@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Environment } from '@marcbachmann/cel-js';
+import { compileUserRegex } from '../sdk/regex.ts';
 import {
   CelCIDR,
   CelIP,
@@ -44,23 +45,30 @@ function toCIDR(text: string): CelCIDR {
   return c;
 }
 
-const regexCache = new Map<string, RegExp>();
+// Patterns computed per request (`x.matches(request.headers["p"])`) are compiled once each (bounded); literal
+// patterns are compiled when the expression is (regexMacro).
+const regexCache = new Map<string, RegExp | string>();
 
-function toRegex(pattern: string): RegExp {
-  let re = regexCache.get(pattern);
-  if (re) return re;
-  re = new RegExp(pattern, 'gu');
-  if (regexCache.size >= 256) regexCache.clear();
-  regexCache.set(pattern, re);
+function toRegex(pattern: string, global: boolean): RegExp {
+  const key = global ? `g${pattern}` : ` ${pattern}`;
+  let re = regexCache.get(key);
+  if (re === undefined) {
+    re = compileUserRegex(pattern, { global });
+    if (regexCache.size >= 256) regexCache.clear();
+    regexCache.set(key, re);
+  }
+  if (typeof re === 'string') throw new Error(re);
   return re;
 }
 
 interface MacroNode {
   readonly args: readonly unknown[];
+  readonly receiver?: unknown;
 }
 interface MacroChecker {
   check(node: unknown, ctx: unknown): { name: string };
   getType(name: string): unknown;
+  createError?(code: string, message: string, node: unknown): Error;
 }
 interface MacroEvaluator {
   run(node: unknown, ctx: unknown): unknown;
@@ -86,6 +94,49 @@ function defaultMacro({ args }: MacroNode): unknown {
       if (value instanceof Promise) return value.then((v: unknown) => (v == null ? ev.run(macro.args[1], ctx) : v), () => ev.run(macro.args[1], ctx));
       return value == null ? ev.run(macro.args[1], ctx) : value;
     },
+  };
+}
+
+/** The receiver type of the regex macros: never a value, so the macros overlap no real overload. */
+class RegexMethods {}
+
+/**
+ * `s.matches(re)` and `s.regexReplace(re, to)` as macros, so every call goes through `compileUserRegex` (linear
+ * time, docs/adr/0021) instead of the engine's `new RegExp` per evaluation: a literal pattern is compiled and
+ * checked when the expression is (an unsupported one is a config error), a computed one on first use (an
+ * unsupported one fails the evaluation).
+ */
+function regexMacro(replace: boolean) {
+  return ({ args, receiver }: MacroNode): unknown => {
+    const patternNode = args[0] as { op?: string; args?: unknown };
+    const literal = patternNode.op === 'value' && typeof patternNode.args === 'string' ? compileUserRegex(patternNode.args, { global: replace }) : undefined;
+    if (typeof literal === 'string') throw new Error(literal);
+    const apply = (s: unknown, pattern: unknown, to: unknown): unknown => {
+      if (typeof s !== 'string' || typeof pattern !== 'string' || (replace && typeof to !== 'string')) {
+        throw new Error(`no such overload: ${replace ? 'regexReplace(string, string)' : 'matches(string)'} on ${typeof s}`);
+      }
+      const re = literal ?? toRegex(pattern, replace);
+      return replace ? s.replace(re, to as string) : re.test(s);
+    };
+    return {
+      args,
+      async: false,
+      typeCheck(checker: MacroChecker, _macro: MacroNode, ctx: unknown) {
+        for (const node of [receiver, ...args]) {
+          const t = checker.check(node, ctx).name;
+          if (t !== 'string' && t !== 'dyn') {
+            const message = `found no matching overload for '${replace ? 'regexReplace' : 'matches'}' with an argument of type ${t}`;
+            throw checker.createError ? checker.createError('no_matching_overload', message, node) : new Error(message);
+          }
+        }
+        return checker.getType(replace ? 'string' : 'bool');
+      },
+      evaluate(ev: MacroEvaluator, _macro: MacroNode, ctx: unknown) {
+        const values = [receiver, ...args].map((node) => ev.run(node, ctx));
+        if (values.some((v) => v instanceof Promise)) return Promise.all(values).then(([s, p, to]) => apply(s, p, to));
+        return apply(values[0], values[1], values[2]);
+      },
+    };
   };
 }
 
@@ -120,7 +171,8 @@ const FUNCTIONS: readonly (readonly [string, Fn, string])[] = [
   ['url.encode(string): string', (_: unknown, s: string) => encodeURIComponent(s), 'Percent-encode a string for use in a URL path segment or query value.'],
   ['url.decode(string): string', (_: unknown, s: string) => decodeURIComponent(s), 'Decode a percent-encoded string; malformed input is an error.'],
   ['string.replace(string, string): string', (s: string, from: string, to: string) => s.replaceAll(from, to), 'Replace every occurrence of a substring.'],
-  ['string.regexReplace(string, string): string', (s: string, pattern: string, to: string) => s.replace(toRegex(pattern), to), 'Replace every match of a regular expression; `$1` in the replacement refers to a group.'],
+  // Declared for type information and docs; calls are expanded by regexMacro.
+  ['string.regexReplace(string, string): string', (s: string, pattern: string, to: string) => s.replace(toRegex(pattern, true), to), 'Replace every match of a regular expression; `$1` in the replacement refers to a group.'],
   ['uuid(): string', () => randomUUID(), 'A random (version 4) UUID.'],
   ['random(): double', () => Math.random(), 'A random number in [0, 1).'],
   [
@@ -144,7 +196,7 @@ const DISPLAY_NAMES: readonly (readonly [RegExp, string])[] = [
 ];
 
 /** Types that only host namespace functions: `type(<namespace>)` is not worth documenting. */
-export const NAMESPACE_TYPES: ReadonlySet<string> = new Set(['Base64Namespace', 'UrlNamespace', 'OptionalNamespace', 'CelNamespace']);
+export const NAMESPACE_TYPES: ReadonlySet<string> = new Set(['Base64Namespace', 'UrlNamespace', 'OptionalNamespace', 'CelNamespace', 'RegexMethods']);
 
 /** Signature as cel-js spells it → as documented (`Base64Namespace.encode(string)` → `base64.encode(string)`). */
 export function displaySignature(signature: string): string {
@@ -170,6 +222,9 @@ export function registerGatewayFunctions(env: Environment): Set<string> {
     env.registerFunction(signature, handler as never, { description });
     registered.add(signature);
   }
+  env.registerType('RegexMethods', RegexMethods as never);
+  env.registerFunction('RegexMethods.matches(ast): bool', regexMacro(false) as never);
+  env.registerFunction('RegexMethods.regexReplace(ast, ast): string', regexMacro(true) as never);
   const macro = 'default(ast, ast): dyn';
   env.registerFunction(macro, defaultMacro as never, {
     description: 'The value of the first expression, or the second when the first fails (a missing key or header) or is null.',

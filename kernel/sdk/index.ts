@@ -16,3 +16,5 @@ export type { CompiledExpression, ExpressionCompiler } from './expr.ts';
 export type * from './exchange.ts';
 export type * from './logger.ts';
 export type * from './upstream.ts';
+export { compileUserRegex, userRegexProblem } from './regex.ts';
+export type { UserRegexOptions } from './regex.ts';

@@ -113,7 +113,7 @@ describe('config errors: schema violations', () => {
   it('an invalid regular expression in a path match', async () => {
     const err = await compileError(route('matches:', '  - path:', '      regex: "/a(["'));
     assert.deepEqual(headlines(err), [
-      'test.yaml:7:26: is not a valid regular expression: the string "/a([" (at binds[0].listeners[0].routes[0].matches[0].path.regex) [SWY_ERR_CONFIG_SCHEMA]',
+      'test.yaml:7:26: is not a valid regular expression: `/a([`: Unterminated character class (at binds[0].listeners[0].routes[0].matches[0].path.regex) [SWY_ERR_CONFIG_SCHEMA]',
     ]);
   });
 
@@ -124,7 +124,7 @@ describe('config errors: schema violations', () => {
         at: 'test.yaml:8:37',
         path: 'binds[0].listeners[0].routes[0].matches[0].headers[0].value.regex',
         code: 'SWY_ERR_CONFIG_SCHEMA',
-        message: 'is not a valid regular expression: the string "a{2,1}"',
+        message: 'is not a valid regular expression: `a{2,1}`: numbers out of order in {} quantifier',
       },
     ]);
   });

@@ -1,3 +1,4 @@
+import { compileUserRegex } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, UpstreamTarget } from 'switchyard/sdk';
 import { resolveServiceTarget } from '../../lib/envoy-grpc/service-target.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/service-target.ts';
@@ -60,12 +61,8 @@ function compileHeaderMatches(config: WebhookGuardConfig, ctx: CompileContext): 
       const exact = m.value.exact;
       return { name, test: (v: string) => v === exact };
     }
-    let re: RegExp;
-    try {
-      re = new RegExp(`^(?:${m.value.regex})$`);
-    } catch (err) {
-      return ctx.fail(`invalid regular expression: ${(err as Error).message}`, ['forwardHeaderMatches', i, 'value', 'regex']);
-    }
+    const re = compileUserRegex(m.value.regex!, { whole: true });
+    if (typeof re === 'string') return ctx.fail(re, ['forwardHeaderMatches', i, 'value', 'regex']);
     return { name, test: (v: string) => re.test(v) };
   });
 }

@@ -1,3 +1,4 @@
+import { compileUserRegex } from 'switchyard/sdk';
 import type { Span } from './pii.ts';
 
 /**
@@ -31,27 +32,10 @@ export function patternSpans(re: RegExp, text: string, accept?: (match: string) 
 }
 
 /**
- * Compile a user's pattern as a JavaScript regular expression for searching (`g`). A leading inline flag group as
- * other regex dialects write it (`(?i)`, `(?is)`) becomes the equivalent flags. Unicode mode (`u`) is used when the
- * pattern allows it. Returns an error message for a pattern that does not compile.
+ * Compile a user's pattern for searching (`g`), in linear time whatever the text (docs/adr/0021). A leading inline
+ * flag group as other regex dialects write it (`(?i)`, `(?is)`) becomes the equivalent flags. Returns an error
+ * message for a pattern that does not compile or uses a construct the linear-time engine cannot run.
  */
 export function compilePattern(pattern: string): RegExp | string {
-  let source = pattern;
-  let flags = 'g';
-  const inline = /^\(\?([imsx]+)\)/.exec(source);
-  if (inline) {
-    const wanted = inline[1]!;
-    if (wanted.includes('x')) return '`(?x)` (extended mode) is not supported; remove the whitespace and comments';
-    for (const f of new Set(wanted)) flags += f;
-    source = source.slice(inline[0].length);
-  }
-  try {
-    return new RegExp(source, `${flags}u`);
-  } catch {
-    try {
-      return new RegExp(source, flags);
-    } catch (err) {
-      return `invalid regular expression \`${pattern}\`: ${String((err as Error).message).replace(/^Invalid regular expression: /, '')}`;
-    }
-  }
+  return compileUserRegex(pattern, { global: true });
 }
