@@ -44,7 +44,7 @@ export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv, marks?: 
       }
       if (marks && references > 0) {
         const template = node.value.replace(REFERENCE, (whole, name: string | undefined) => (whole === '$${' ? whole : `\${${name!}}`));
-        marks.markEnv(configPath(ancestors, node), template, substituted);
+        marks.markEnv(configPath(ancestors, node), template, substituted, expanded);
       }
       if (node.type === Scalar.PLAIN) {
         try {

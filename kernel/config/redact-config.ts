@@ -38,10 +38,11 @@ export function redactConfig(value: unknown, marks: SecretMarks | undefined, hid
       (ctx.headerItem === true && key === 'value' && isSensitiveName(String((parent as Record<string, unknown>).name ?? ''))) ||
       (typeof v === 'string' && typeof key === 'string' && isSecretKeyName(key));
     if (secret) return hideAll(v);
-    if (mark?.template !== undefined) {
+    const template = mark?.template ?? (typeof v === 'string' ? marks?.envTemplate(v) : undefined);
+    if (template !== undefined) {
       // An expanded value goes to the log scrubber only when it looks like a credential (not a host or port).
       if (typeof v === 'string' && looksLikeCredential(v)) hidden?.add(v);
-      return mark.cel ? scrubCelLiterals(mark.template) : mark.template;
+      return mark?.cel ? scrubCelLiterals(template) : template;
     }
     if (typeof v === 'string' && mark?.cel) {
       for (const l of secretCelLiterals(v)) hidden?.add(l);

@@ -60,6 +60,11 @@ export class SecretMarks {
   private readonly byParent = new WeakMap<object, Map<Key, SecretMark>>();
   /** Values `${VAR}` references were replaced with. */
   readonly envValues = new Set<string>();
+  /**
+   * Expanded scalars (6+ characters) by value, with their source text: a copy that YAML merge keys (`<<: *a`)
+   * made elsewhere has no path of its own, and is recognised by its value.
+   */
+  private readonly envScalars = new Map<string, string>();
 
   private pointerMark(pointer: string): SecretMark {
     let mark = this.byPointer.get(pointer);
@@ -87,9 +92,15 @@ export class SecretMarks {
   }
 
   /** Called by `${VAR}` expansion for a scalar at `path`, with its source text and the substituted values. */
-  markEnv(path: readonly Key[], template: string, values: readonly string[]): void {
+  markEnv(path: readonly Key[], template: string, values: readonly string[], expanded: string): void {
     this.pointerMark(toPointer(path)).template = template;
     for (const v of values) if (v) this.envValues.add(v);
+    if (expanded.length >= 6) this.envScalars.set(expanded, template);
+  }
+
+  /** The source text of a string that some `${VAR}` scalar expanded to, if any. */
+  envTemplate(value: string): string | undefined {
+    return this.envScalars.get(value);
   }
 
   /** After the document became plain objects: attach the `${VAR}` marks to their parent objects. */

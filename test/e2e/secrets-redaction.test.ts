@@ -201,6 +201,38 @@ describe('secrets stay secret', () => {
   });
 });
 
+describe('a value from ${VAR} copied by a YAML merge key is hidden too', () => {
+  it('/config_dump shows the reference in both places', async () => {
+    const port = await freePort();
+    const text = `config: { adminAddr: 127.0.0.1:0, statsAddr: 127.0.0.1:0, readinessAddr: 127.0.0.1:0 }
+binds:
+  - port: ${port}
+    listeners:
+      - routes:
+          - name: anchored
+            policies:
+              requestHeaderModifier:
+                set: &common
+                  x-tenant: \${TENANT_ID}
+          - name: merged
+            policies:
+              requestHeaderModifier:
+                set:
+                  <<: *common
+                  x-extra: visible-extra
+`;
+    const gw = await startGateway(text, { env: ENV });
+    try {
+      const dump = await (await request(`${gw.adminUrl}/config_dump`)).body.text();
+      assert.deepEqual(leaks(dump), []);
+      assert.equal(dump.split('${TENANT_ID}').length - 1, 2);
+      assert.ok(dump.includes('visible-extra'));
+    } finally {
+      await gw.stop();
+    }
+  });
+});
+
 describe('--validate-only hides secrets in messages and code frames', () => {
   let dir: string;
   before(() => {
@@ -243,5 +275,13 @@ describe('--validate-only hides secrets in messages and code frames', () => {
     // ...and neither they nor the messages show a secret or an expanded variable.
     assert.deepEqual(leaks(r.stderr), []);
     assert.ok(!r.stderr.includes(planted(20)), 'the expanded ${STATUS_CODE} is not echoed');
+  });
+
+  it('a YAML syntax error: the frame hides values of secret-named keys', async () => {
+    const r = await validate(`binds:\n  - port: 1\n    x-api-key: ${S.reqApiKey}\n    bad: [unclosed\n    authorization: "${S.reqAuthorization}"\n`);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /YAML syntax error/);
+    assert.match(r.stderr, /x-api-key: <redacted>/);
+    assert.deepEqual(leaks(r.stderr), []);
   });
 });
