@@ -15,7 +15,7 @@ export const FILE_SIZE_LIMITS = {
   key: 1 * MiB,
   /** `jwks.file`. */
   jwks: 1 * MiB,
-  /** `basicAuth.htpasswd.file` (about 200,000 bcrypt users). */
+  /** `basicAuth.htpasswd.file` (about 200,000 users of hashed passwords). */
   htpasswd: 16 * MiB,
   /** An OpenAPI document (`openapi.schema.file`); large public APIs are a few MiB. */
   document: 32 * MiB,
