@@ -147,3 +147,27 @@ describe('mcp DNS-rebinding protection: allowedOrigins', () => {
     assert.equal((await post(gw, { host })).status, 200, 'no Origin still passes');
   });
 });
+
+describe('mcp DNS-rebinding protection: a wildcard cors policy does not lift it (issue 14 item 10)', () => {
+  let gw: McpGateway;
+  before(async () => {
+    gw = await startMcpGateway(
+      { targets: [fixtureStdio()] },
+      { policies: { cors: { allowOrigins: ['*', 'https://listed.example.com'], allowHeaders: ['*'], exposeHeaders: ['mcp-session-id'] } } },
+    );
+  });
+  after(() => gw?.stop());
+
+  it('still refuses foreign and rebound origins, while the explicitly listed one and same-origin pass', async () => {
+    const host = `127.0.0.1:${gw.port}`;
+    // What a page on any site sends when it calls the gateway on localhost from the victim's browser.
+    assertForbidden(await post(gw, { host, origin: 'https://evil.example.com' }), /another origin than the Host/);
+    // A rebound name: same-origin to the browser, but not a loopback name on a loopback connection.
+    assertForbidden(await post(gw, { host: `evil.example.com:${gw.port}`, origin: `http://evil.example.com:${gw.port}` }), /DNS rebinding/);
+    const listed = await post(gw, { host, origin: 'https://listed.example.com' });
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.headers['access-control-allow-origin'], 'https://listed.example.com');
+    const same = await post(gw, { host, origin: `http://${host}` });
+    assert.equal(same.status, 200, same.text);
+  });
+});

@@ -8,11 +8,13 @@ import { SessionStore } from './session-store.ts';
 import { fingerprint } from './session-token.ts';
 import { OriginGuard } from './origin-check.ts';
 import { authorizeTargets } from './target-authorizer.ts';
+import { DEFAULT_STARTUP_TIMEOUT_MS } from './target-conn.ts';
 import type { CompiledTarget } from './target-conn.ts';
 
 export interface McpTargetConfig {
   name: string;
   policies?: Record<string, unknown>;
+  startupTimeout?: string;
   [transport: string]: unknown;
 }
 
@@ -23,9 +25,15 @@ export interface McpBackendConfig {
   failureMode?: 'failClosed' | 'failOpen';
   sessionIdleTimeout?: string;
   allowedOrigins?: string[];
+  maxSessions?: number;
+  maxPendingRequests?: number;
 }
 
 const DEFAULT_IDLE_MS = 30 * 60 * 1000;
+/** Live client sessions of one `mcp` backend when `maxSessions` is not set (docs/security.md). */
+export const DEFAULT_MAX_SESSIONS = 1024;
+/** Client requests in progress per session when `maxPendingRequests` is not set. */
+export const DEFAULT_MAX_PENDING_REQUESTS = 128;
 
 export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
   const print = fingerprint(config);
@@ -38,7 +46,10 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     const own = await ctx.compilePolicies('mcpTargetPolicies', t.policies, ['targets', i, 'policies']);
     // The target's own policies win per key over the route's and backend's (SPEC: "merged with and overriding").
     const policies = ctx.policies.layer(own);
-    const { instance } = await ctx.compileVariant<McpTransportInstance>('mcpTransport', t, ['targets', i]);
+    const startupTimeoutMs = t.startupTimeout !== undefined ? parseDuration(t.startupTimeout)! : DEFAULT_STARTUP_TIMEOUT_MS;
+    if (startupTimeoutMs <= 0) ctx.fail('`startupTimeout` must be greater than zero', ['targets', i, 'startupTimeout']);
+    const { startupTimeout: _s, ...variant } = t;
+    const { instance } = await ctx.compileVariant<McpTransportInstance>('mcpTransport', variant, ['targets', i]);
     instance.configure?.(policies);
     targets.push({
       name: t.name,
@@ -46,6 +57,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
       policies,
       requestPolicies: own.hasRequestHooks ? own : undefined,
       requestTimeoutMs: own.facets.requestTimeoutMs ?? policies.facets.attemptTimeoutMs ?? 0,
+      startupTimeoutMs,
     });
   }
   const idleMs = config.sessionIdleTimeout !== undefined ? parseDuration(config.sessionIdleTimeout)! : DEFAULT_IDLE_MS;
@@ -54,7 +66,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
   // Keyed by the backend's whole config (and the sealing key): a reload that keeps it unchanged keeps its sessions.
   const store = ctx.resources.get(
     `mcp-sessions:${print.toString('hex')}:${keyId}`,
-    () => new SessionStore(idleMs, ctx.logger),
+    () => new SessionStore(idleMs, config.maxSessions ?? DEFAULT_MAX_SESSIONS, ctx.logger),
     (s) => s.dispose(),
   );
   const rt: BackendRuntime = {
@@ -65,6 +77,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     logger: ctx.logger,
     key: ctx.sessionKey,
     aad: print,
+    maxPendingRequests: config.maxPendingRequests ?? DEFAULT_MAX_PENDING_REQUESTS,
   };
   const authorizing = targets.filter((t) => t.requestPolicies);
   const origins = new OriginGuard(config.allowedOrigins);

@@ -8,7 +8,7 @@ import type { RpcMessage } from './jsonrpc.ts';
 import { ALL_VERSIONS, ModernCode, classify, headerIsModern } from './modern.ts';
 import { ModernFront } from './modern-front.ts';
 import { PostResponder, StreamResponder } from './responder.ts';
-import { McpSession } from './session.ts';
+import { LIMIT_CODE, McpSession } from './session.ts';
 import type { BackendRuntime } from './session.ts';
 import type { SessionStore } from './session-store.ts';
 import { SseStream } from './sse-stream.ts';
@@ -165,11 +165,16 @@ export class StreamableFront {
 
   private async initialize(ex: Exchange, init: RpcMessage, sse: boolean): Promise<Reply> {
     const kind = this.rt.stateful ? 'streamable' : 'stateless';
+    if (this.rt.stateful) {
+      const refused = this.store.admit();
+      if (refused) return rpcReply(503, LIMIT_CODE, refused, init.id);
+    }
     const session = new McpSession(this.rt, randomUUID(), kind, init.params ?? {}, clientOf(ex));
     let result: Record<string, unknown>;
     try {
       result = await session.initialize();
     } catch (err) {
+      if (this.rt.stateful) this.store.settle();
       await session.close(true, 'initialize failed');
       const f = err instanceof RpcFailure ? err : new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
       return rpcReply(f.httpStatus, f.code, f.message, init.id);
@@ -178,6 +183,7 @@ export class StreamableFront {
     if (this.rt.stateful) {
       const id = session.seal();
       this.store.add(session, id);
+      this.store.settle();
       headers[SESSION_HEADER] = id;
     } else void session.close(true, 'stateless request done');
     const answer = { jsonrpc: '2.0', id: init.id, result };
@@ -257,6 +263,9 @@ export class LegacySseFront {
   }
 
   private open(ex: Exchange): Reply {
+    const refused = this.store.admit();
+    if (refused) return rpcReply(503, LIMIT_CODE, refused);
+    this.store.settle();
     const uuid = randomUUID();
     const session = new McpSession(this.rt, uuid, 'legacy', {}, clientOf(ex));
     const stream = new SseStream();

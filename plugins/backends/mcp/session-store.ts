@@ -6,6 +6,8 @@ import type { ClientContext } from './http-util.ts';
 
 /** How long an ended session's id is refused rather than resumed (DELETE, expiry) on this replica. */
 const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
+/** Ended sessions remembered at most (oldest forgotten first): initialize + DELETE in a loop must not grow memory. */
+export const MAX_TOMBSTONES = 100_000;
 /** Ids a re-sealed session stays mapped under (older ones are found again by the session's identity). */
 const MAX_IDS_PER_SESSION = 8;
 /** Idle sessions kept for 2026-07-28 clients (one per client identity); busy ones are never evicted. */
@@ -23,6 +25,11 @@ export class SessionStore {
   private readonly ids = new WeakMap<McpSession, string[]>();
   private readonly ended = new Map<string, number>();
   private readonly idleMs: number;
+  /** Live sessions held at most (`maxSessions`), sessions being initialized included. */
+  readonly maxSessions: number;
+  /** Sessions admitted and still initializing (not held yet). */
+  private starting = 0;
+  private tombstonesWarned = false;
   private readonly logger: Logger;
   private readonly timer: NodeJS.Timeout;
   private disposed = false;
@@ -39,8 +46,9 @@ export class SessionStore {
     delete: (token) => void this.waiting.delete(token),
   };
 
-  constructor(idleMs: number, logger: Logger) {
+  constructor(idleMs: number, maxSessions: number, logger: Logger) {
     this.idleMs = idleMs;
+    this.maxSessions = maxSessions;
     this.logger = logger;
     this.timer = setInterval(() => this.reap(), Math.max(250, Math.min(idleMs / 4, 30_000)));
     this.timer.unref();
@@ -48,6 +56,23 @@ export class SessionStore {
 
   get size(): number {
     return this.byUuid.size;
+  }
+
+  /**
+   * Take a place for a new session (`initialize`, `GET /sse`), or return the refusal message when `maxSessions` are
+   * live or starting. A place taken must be given back with `settle` once the session is held (`add`) or failed.
+   */
+  admit(): string | undefined {
+    if (!this.disposed && this.byUuid.size + this.starting < this.maxSessions) {
+      this.starting++;
+      return undefined;
+    }
+    this.logger.warn('MCP session refused: the endpoint holds its maxSessions', { maxSessions: this.maxSessions });
+    return `too many MCP sessions: this endpoint holds its limit of ${this.maxSessions} (maxSessions); try again when a session ends`;
+  }
+
+  settle(): void {
+    if (this.starting > 0) this.starting--;
   }
 
   /**
@@ -142,6 +167,13 @@ export class SessionStore {
     for (const other of this.ids.get(session) ?? []) if (this.sessions.get(other) === session) this.sessions.delete(other);
     if (this.byUuid.get(session.uuid) === session) this.byUuid.delete(session.uuid);
     this.ended.set(session.uuid, Date.now() + TOMBSTONE_MS);
+    if (this.ended.size > MAX_TOMBSTONES) {
+      this.ended.delete(this.ended.keys().next().value!);
+      if (!this.tombstonesWarned) {
+        this.tombstonesWarned = true;
+        this.logger.warn('many MCP sessions ended recently; the oldest ended ids are forgotten (a replica holding the key could resume them)', { kept: MAX_TOMBSTONES });
+      }
+    }
     this.logger.debug('MCP session ended', { session: session.uuid.slice(0, 8), reason });
     return session.close(terminate, reason);
   }

@@ -70,8 +70,8 @@ class Capture implements Responder {
 function setup(kind: 'streamable' | 'stateless' = 'streamable'): { session: McpSession; a: FakeUpstream; b: FakeUpstream } {
   const a = new FakeUpstream();
   const b = new FakeUpstream();
-  const target = (name: string, up: FakeUpstream) => ({ name, transport: { kind: 'fake', describe: name, connect: () => up }, policies: noPolicies, requestPolicies: undefined, requestTimeoutMs: 0 });
-  const rt: BackendRuntime = { targets: [target('a', a), target('b', b)], multiplexed: true, failOpen: false, stateful: true, logger: quiet, key: randomBytes(32), aad: Buffer.from('x') };
+  const target = (name: string, up: FakeUpstream) => ({ name, transport: { kind: 'fake', describe: name, connect: () => up }, policies: noPolicies, requestPolicies: undefined, requestTimeoutMs: 0, startupTimeoutMs: 30_000 });
+  const rt: BackendRuntime = { targets: [target('a', a), target('b', b)], multiplexed: true, failOpen: false, stateful: true, logger: quiet, key: randomBytes(32), aad: Buffer.from('x'), maxPendingRequests: 128 };
   const session = new McpSession(rt, 'u-1', kind, { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } }, client);
   return { session, a, b };
 }

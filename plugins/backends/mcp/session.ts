@@ -28,6 +28,8 @@ export interface BackendRuntime {
   readonly key: Buffer;
   /** The backend fingerprint, bound into sealed session ids. */
   readonly aad: Buffer;
+  /** Client requests one session may have in progress (`maxPendingRequests`). */
+  readonly maxPendingRequests: number;
 }
 
 type Json = Record<string, unknown>;
@@ -40,8 +42,13 @@ const PREAMBLE =
 /** Messages kept for a client that has no stream open yet (the GET stream comes after `initialize`). */
 const QUEUE_LIMIT = 256;
 const KEEP_ALIVE_MS = 25_000;
-/** How long a cancellation that arrived before its request is kept. */
+/** How long a cancellation that arrived before its request is kept, and how many are kept per session. */
 const EARLY_CANCEL_MS = 2000;
+const EARLY_CANCEL_MAX = 256;
+/** Resource subscriptions kept per session and target (each is replayed on a restart and may be sealed in the id). */
+export const MAX_SUBSCRIPTIONS = 256;
+/** JSON-RPC code of the gateway's own limits (too many sessions, processes or requests): try again later. */
+export const LIMIT_CODE = -32000;
 /** Characters of subscribed resource URIs carried in a sealed session id (it travels in a header). */
 export const SEALED_SUBSCRIPTIONS_MAX_CHARS = 2048;
 /** A target with subscriptions that goes down is restarted without waiting for a request, this often at most. */
@@ -89,6 +96,13 @@ interface InputState {
   seq: number;
   flush: NodeJS.Immediate | undefined;
   timer: NodeJS.Timeout | undefined;
+}
+
+/** A target failure as the client's JSON-RPC error: its code and HTTP status (503 at a limit, 504 timed out, else 500). */
+function failureOf(err: unknown): RpcFailure {
+  if (err instanceof RpcFailure) return err;
+  if (err instanceof TargetError) return new RpcFailure(err.kind.code, err.message, err.kind.httpStatus);
+  return new RpcFailure(RpcCode.internalError, (err as Error)?.message ?? String(err), 500);
 }
 
 function nameOf(kind: ItemKind, key: string, item: Json): string | undefined {
@@ -227,7 +241,7 @@ export class McpSession implements ConnHost {
     try {
       await conn.ready();
     } catch (err) {
-      throw new RpcFailure(RpcCode.internalError, (err as Error).message, 500);
+      throw failureOf(err);
     }
   }
 
@@ -240,7 +254,9 @@ export class McpSession implements ConnHost {
     const failed = settled.flatMap((s, i) => (s.status === 'rejected' ? [{ conn: this.conns[i]!, error: s.reason as Error }] : []));
     if (failed.length > 0) {
       const message = failed.map((f) => f.error.message).join('; ');
-      if (!this.rt.failOpen || failed.length === this.conns.length) throw new RpcFailure(RpcCode.internalError, message, 500);
+      // The first failure sets the code and status (a target at its limit: 503; one that did not start in time: 504).
+      const first = failureOf(failed[0]!.error);
+      if (!this.rt.failOpen || failed.length === this.conns.length) throw new RpcFailure(first.code, message, first.httpStatus);
       for (const f of failed) this.logger.warn(`MCP target unavailable at ${method}; continuing without it (failOpen)`, { target: f.conn.name, error: f.error.message });
     }
     return this.conns.filter((c) => c.state === 'ready');
@@ -320,6 +336,12 @@ export class McpSession implements ConnHost {
       responder.final(errorMessage(id, RpcCode.invalidRequest, `request id ${JSON.stringify(id)} is already in use by a request in progress`), 400);
       return call;
     }
+    if (this.calls.size >= this.rt.maxPendingRequests) {
+      call.done = true;
+      const message = `too many requests in progress on this session (the limit is ${this.rt.maxPendingRequests}, maxPendingRequests); wait for answers before sending more`;
+      responder.final(errorMessage(id, LIMIT_CODE, message), 429);
+      return call;
+    }
     this.calls.set(id, call);
     const early = this.earlyCancels?.get(id);
     if (early !== undefined) {
@@ -340,7 +362,7 @@ export class McpSession implements ConnHost {
 
   private failCall(call: Call, err: unknown): void {
     if (err instanceof RpcFailure) return this.finish(call, errorMessage(call.id, err.code, err.message, err.data), err.httpStatus);
-    if (err instanceof TargetError) return this.finish(call, errorMessage(call.id, RpcCode.internalError, err.message), 500);
+    if (err instanceof TargetError) return this.finish(call, errorMessage(call.id, err.kind.code, err.message), err.kind.httpStatus);
     this.logger.error('MCP request failed in the gateway', { method: call.method, error: (err as Error)?.message, stack: (err as Error)?.stack });
     this.finish(call, errorMessage(call.id, RpcCode.internalError, `the gateway failed to handle \`${call.method}\`: ${(err as Error)?.message ?? err}`), 500);
   }
@@ -395,12 +417,23 @@ export class McpSession implements ConnHost {
         const call = this.calls.get(id);
         if (call) this.cancel(call, typeof params?.reason === 'string' ? params.reason : 'cancelled by the client');
         // The cancellation can overtake its request (two concurrent POSTs): remember it briefly.
-        else if (typeof id === 'string' || typeof id === 'number') (this.earlyCancels ??= new Map()).set(id, Date.now() + EARLY_CANCEL_MS);
+        else if (typeof id === 'string' || typeof id === 'number') this.noteEarlyCancel(id);
         return;
       }
       default:
         for (const c of this.conns) c.notify(message.method, params);
     }
+  }
+
+  /** Remember a cancellation of a request not seen yet, briefly; only the newest few are kept. */
+  private noteEarlyCancel(id: RpcId): void {
+    const early = (this.earlyCancels ??= new Map());
+    const now = Date.now();
+    if (early.size >= EARLY_CANCEL_MAX) {
+      for (const [k, until] of early) if (until <= now) early.delete(k);
+      while (early.size >= EARLY_CANCEL_MAX) early.delete(early.keys().next().value!);
+    }
+    early.set(id, now + EARLY_CANCEL_MS);
   }
 
   private clientResponse(message: RpcMessage): void {
@@ -644,6 +677,9 @@ export class McpSession implements ConnHost {
   }
 
   private async forward(call: Call, conn: TargetConn, params: Json | undefined): Promise<void> {
+    if (call.method === 'resources/subscribe' && (this.subscriptions.get(conn.name)?.size ?? 0) >= MAX_SUBSCRIPTIONS && !this.subscriptions.get(conn.name)!.has(params?.uri as string)) {
+      throw new RpcFailure(LIMIT_CODE, `too many resource subscriptions on this session (the limit is ${MAX_SUBSCRIPTIONS} per target); unsubscribe first`, 429);
+    }
     // (Un)subscribe answers at once: its response waits for it, so the re-sealed session id can go in its headers.
     if (SUBSCRIPTION_METHODS.has(call.method) && this.kind === 'streamable') call.responder.hold?.();
     const answer = await conn.request(call.method, params, this.sent(call, conn));

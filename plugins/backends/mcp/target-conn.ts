@@ -1,4 +1,5 @@
 import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
+import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpDiscovery, McpTransportInstance, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, INPUT_REQUIRED_METHODS, MODERN_VERSION, PROTOCOL_VERSION_META_KEY, withoutEnvelope } from './modern.ts';
@@ -17,6 +18,8 @@ export interface CompiledTarget {
   readonly requestPolicies: PolicySet | undefined;
   /** Deadline for each request to this target (from `timeout` facets); 0 means none. */
   readonly requestTimeoutMs: number;
+  /** Deadline for starting the target: connect or spawn, then `initialize` answered (`startupTimeout`). */
+  readonly startupTimeoutMs: number;
 }
 
 /** The client as one target sees it. */
@@ -47,18 +50,36 @@ export interface ConnHost {
   targetDown?(conn: TargetConn): void;
 }
 
+/** The JSON-RPC code and HTTP status of a target failure the client is told about. */
+export interface FailureKind {
+  readonly code: number;
+  readonly httpStatus: number;
+}
+
+/** Most failures: the target failed (-32603, 500). */
+export const TARGET_FAILED: FailureKind = { code: -32603, httpStatus: 500 };
+/** The target did not start within its `startupTimeout` (-32603, 504). */
+export const TARGET_TIMED_OUT: FailureKind = { code: -32603, httpStatus: 504 };
+/** The target is at a limit (`maxProcesses`): try later (-32000, 503). */
+export const TARGET_BUSY: FailureKind = { code: -32000, httpStatus: 503 };
+
 /** An error that names the target it concerns (SPEC: "a target that cannot start or answer is named"). */
 export class TargetError extends Error {
   readonly target: string;
   /** The message without the target prefix. */
   readonly reason: string;
-  constructor(target: string, prefix: string, reason: string) {
+  readonly kind: FailureKind;
+  constructor(target: string, prefix: string, reason: string, kind: FailureKind = TARGET_FAILED) {
     super(`${prefix} ${reason}`);
     this.name = 'TargetError';
     this.target = target;
     this.reason = reason;
+    this.kind = kind;
   }
 }
+
+/** The target did not start in time; `phase` says what it was doing. */
+class StartupExpired extends Error {}
 
 const reasonOf = (err: unknown): string => (err instanceof TargetError ? err.reason : ((err as Error)?.message ?? String(err)));
 
@@ -80,17 +101,45 @@ interface Pending {
   timer: NodeJS.Timeout | undefined;
 }
 
-/** How long starting a target (spawn or connect, then `initialize`) may take. */
-const START_TIMEOUT_MS = 60_000;
+/** How long starting a target (spawn or connect, then `initialize`) may take when `startupTimeout` is not set. */
+export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 /** Pages of a list followed per target before giving up (a target paging forever). */
 export const MAX_PAGES = 100;
 
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms}ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+/** `1500ms`, `30s`, `2m`: a deadline as the config would write it. */
+export function formatMs(ms: number): string {
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+/**
+ * The start-up deadline of one start: every step of the start races `expired`, which rejects when the deadline
+ * passes, naming the step the target was in.
+ */
+class StartDeadline {
+  phase = 'connect';
+  readonly expired: Promise<never>;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    let fire!: (err: Error) => void;
+    this.expired = new Promise<never>((_, reject) => (fire = reject));
+    this.expired.catch(() => undefined);
+    this.timer = setTimeout(() => {
+      const what = this.phase === 'initialize' ? 'it did not answer `initialize`' : `it did not ${this.phase}`;
+      fire(new StartupExpired(`${what} within ${formatMs(ms)} (startupTimeout)`));
+    }, ms);
+  }
+
+  /** `step`, unless the deadline passes first. */
+  race<T>(step: Promise<T> | T, phase?: string): Promise<T> {
+    if (phase) this.phase = phase;
+    return Promise.race([Promise.resolve(step), this.expired]);
+  }
+
+  done(): void {
+    clearTimeout(this.timer);
+  }
 }
 
 /** Capability names of an initialize result, kept in the sealed session id. */
@@ -141,8 +190,8 @@ export class TargetConn {
     return this.target.name;
   }
 
-  error(message: string): TargetError {
-    return new TargetError(this.target.name, `target \`${this.target.name}\` (${this.target.transport.kind}: ${this.target.transport.describe})`, message);
+  error(message: string, kind?: FailureKind): TargetError {
+    return new TargetError(this.target.name, `target \`${this.target.name}\` (${this.target.transport.kind}: ${this.target.transport.describe})`, message, kind);
   }
 
   /** Read through a method so TypeScript does not narrow `state` across awaits. */
@@ -168,39 +217,59 @@ export class TargetConn {
     if (this.state === 'down') this.logger.info('restarting MCP target', { after: this.lastError });
     this.starts++;
     this.downReason = undefined;
+    const ms = this.target.startupTimeoutMs;
+    this.logger.debug('starting MCP target', { startupTimeoutMs: ms });
+    const deadline = new StartDeadline(ms);
+    try {
+      await this.startWithin(deadline);
+    } finally {
+      deadline.done();
+    }
+  }
+
+  /** A failure to start, as the client is told: a limit (503), the deadline (504), anything else (500). */
+  private startFailure(err: unknown, reason: string): TargetError {
+    if (err instanceof McpTargetBusy) return this.error(reason, TARGET_BUSY);
+    return this.error(`failed to start: ${reason}`, err instanceof StartupExpired ? TARGET_TIMED_OUT : TARGET_FAILED);
+  }
+
+  private async startWithin(deadline: StartDeadline): Promise<void> {
     const resume = this.resume;
     let discovery: McpDiscovery | undefined;
     if (this.host.modernClient && this.target.transport.discover) {
       try {
-        const client = await this.host.targetClient(this.target);
-        discovery = await this.target.transport.discover({ headers: client.headers, onAttempt: client.onAttempt, logger: this.logger });
+        const client = await deadline.race(this.host.targetClient(this.target));
+        discovery = await deadline.race(this.target.transport.discover({ headers: client.headers, onAttempt: client.onAttempt, logger: this.logger }), 'answer `server/discover`');
       } catch (err) {
         this.state = 'down';
         this.lastError = (err as Error).message;
-        throw this.error(`failed to start: ${this.lastError}`);
+        throw this.startFailure(err, this.lastError);
       }
       if (this.isClosed()) throw this.error('is closed: the session ended');
     }
-    if (discovery) return this.startModern(discovery);
+    if (discovery) return this.startModern(discovery, deadline);
     let up: McpUpstream;
     try {
-      const client = await this.host.targetClient(this.target);
-      up = await this.target.transport.connect({
-        resumeSessionId: resume?.sessionId,
-        headers: client.headers,
-        onAttempt: client.onAttempt,
-        policies: this.target.policies,
-        logger: this.logger,
-      });
+      const client = await deadline.race(this.host.targetClient(this.target));
+      up = await deadline.race(
+        this.target.transport.connect({
+          resumeSessionId: resume?.sessionId,
+          headers: client.headers,
+          onAttempt: client.onAttempt,
+          policies: this.target.policies,
+          logger: this.logger,
+        }),
+        'connect',
+      );
     } catch (err) {
       this.state = 'down';
       this.lastError = (err as Error).message;
-      throw this.error(`failed to start: ${this.lastError}`);
+      throw this.startFailure(err, this.lastError);
     }
     this.attach(up);
     try {
       if (resume?.protocolVersion) up.setProtocolVersion?.(resume.protocolVersion);
-      await withTimeout(up.start(), START_TIMEOUT_MS, 'starting');
+      await deadline.race(up.start(), this.target.transport.kind === 'stdio' ? 'start' : 'connect');
       if (this.isClosed()) throw new Error('the session ended while starting');
       if (resume) {
         this.resume = undefined;
@@ -209,8 +278,9 @@ export class TargetConn {
         this.logger.debug('resumed MCP target session');
         return;
       }
-      const { response } = await this.send(up, 'initialize', this.host.initParams, START_TIMEOUT_MS);
-      const answer = await response;
+      // No timer of its own: the start-up deadline bounds the answer (a pending request is failed with the start).
+      const { response } = await deadline.race(this.send(up, 'initialize', this.host.initParams, 0), 'initialize');
+      const answer = await deadline.race(response, 'initialize');
       if (answer.error) throw new Error(`initialize was refused: ${answer.error.message}`);
       const result = answer.result ?? {};
       if (typeof result.protocolVersion !== 'string') throw new Error('initialize answered without a protocolVersion');
@@ -218,43 +288,48 @@ export class TargetConn {
       this.protocolVersion = result.protocolVersion;
       this.capabilities = capabilityNames(result.capabilities as Record<string, unknown> | undefined);
       up.setProtocolVersion?.(result.protocolVersion);
-      await up.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      await deadline.race(up.send({ jsonrpc: '2.0', method: 'notifications/initialized' }), 'initialize');
       this.sessionId = up.sessionId;
       if (this.isClosed()) throw new Error('the session ended while starting');
       this.state = 'ready';
       this.host.targetInitialized?.(this);
     } catch (err) {
       // When the connection died while starting, its reason (exit code, stderr) says more than the failed send.
-      const reason = this.downReason ?? reasonOf(err).replace(/^stopped: /, '');
+      const reason = err instanceof StartupExpired || err instanceof McpTargetBusy ? err.message : (this.downReason ?? reasonOf(err).replace(/^stopped: /, ''));
       this.upstream = undefined;
       void up.close().catch(() => undefined);
-      this.failPending(this.error(`failed to start: ${reason}`));
-      if (resume && !this.isClosed()) {
+      const failure = this.startFailure(err, reason);
+      this.failPending(failure);
+      if (resume && !this.isClosed() && !(err instanceof McpTargetBusy) && !(err instanceof StartupExpired)) {
         // The upstream session could not be resumed (gone, or the target restarted): start a fresh one.
         this.logger.info('could not resume the MCP target session; initializing a new one', { error: reason });
         this.resume = undefined;
         this.sessionId = undefined;
-        return this.start();
+        return this.startWithin(deadline);
       }
       if (!this.isClosed()) this.state = 'down';
       this.lastError = reason;
-      throw this.error(`failed to start: ${reason}`);
+      throw failure;
     }
   }
 
   /** Open a 2026-07-28 connection: nothing to negotiate, the target described itself in `server/discover`. */
-  private async startModern(discovery: McpDiscovery): Promise<void> {
-    let up: McpUpstream;
+  private async startModern(discovery: McpDiscovery, deadline: StartDeadline): Promise<void> {
+    let up: McpUpstream | undefined;
     try {
-      const client = await this.host.targetClient(this.target);
-      up = await this.target.transport.connect({ headers: client.headers, onAttempt: client.onAttempt, policies: this.target.policies, logger: this.logger, modern: true });
+      const client = await deadline.race(this.host.targetClient(this.target));
+      up = await deadline.race(
+        this.target.transport.connect({ headers: client.headers, onAttempt: client.onAttempt, policies: this.target.policies, logger: this.logger, modern: true }),
+        'connect',
+      );
       this.attach(up);
-      await withTimeout(up.start(), START_TIMEOUT_MS, 'starting');
+      await deadline.race(up.start(), 'connect');
     } catch (err) {
       this.upstream = undefined;
+      if (up) void up.close().catch(() => undefined);
       this.state = 'down';
       this.lastError = reasonOf(err);
-      throw this.error(`failed to start: ${this.lastError}`);
+      throw this.startFailure(err, this.lastError);
     }
     if (this.isClosed()) {
       this.upstream = undefined;

@@ -99,3 +99,11 @@ export interface McpTransportInstance {
   /** Release shared resources when the config generation is retired. */
   dispose?(): void;
 }
+
+/**
+ * `start` refused because the target is at a limit of its own (a stdio target already runs `maxProcesses` children):
+ * the client gets a JSON-RPC error (HTTP 503) saying so, rather than a failure to start.
+ */
+export class McpTargetBusy extends Error {
+  override readonly name = 'McpTargetBusy';
+}

@@ -6,7 +6,11 @@ interface StdioConfig {
   cmd: string;
   args?: string[];
   env?: Record<string, string>;
+  maxProcesses?: number;
 }
+
+/** Children one stdio target may run at once when `maxProcesses` is not set (docs/security.md). */
+export const DEFAULT_MAX_PROCESSES = 64;
 
 /** `stdio`: an MCP server run as a child process, one per client session (BEHAVIOUR.md DECIDED 15). */
 export default defineMcpTransport<StdioConfig, McpTransportInstance>({
@@ -15,13 +19,16 @@ export default defineMcpTransport<StdioConfig, McpTransportInstance>({
   schema,
   async compile(config, ctx) {
     // The implementation loads only when a config uses this transport.
-    const { StdioUpstream } = await import('./stdio-upstream.ts');
+    const { ProcessSlots, StdioUpstream } = await import('./stdio-upstream.ts');
     const args = config.args ?? [];
     const spec = { cmd: config.cmd, args, env: config.env ?? {}, cwd: ctx.cwd };
+    const max = config.maxProcesses ?? DEFAULT_MAX_PROCESSES;
+    // Kept across reloads while the target is unchanged: sessions that survive a reload keep holding their slots.
+    const slots = ctx.resources.get(`mcp-stdio-slots:${JSON.stringify([ctx.path, spec, max])}`, () => new ProcessSlots(max));
     return {
       kind: 'stdio',
       describe: [config.cmd, ...args].join(' '),
-      connect: (options) => new StdioUpstream(spec, options.logger),
+      connect: (options) => new StdioUpstream(spec, slots, options.logger),
     };
   },
 });

@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'switchyard/sdk';
+import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 
 export interface StdioSpec {
@@ -18,6 +21,61 @@ const MAX_STDERR_LINE = 8 * 1024;
 /** After stdin is closed, how long a child gets to exit on its own before SIGTERM, then SIGKILL. */
 const GRACE_MS = 300;
 const TERM_MS = 2000;
+
+/**
+ * How a child is started on POSIX systems (ADR 0018): `sh` forks a watcher that blocks reading fd 3, a pipe whose
+ * other end only the gateway holds, then execs the MCP server in its place (same pid, same process group). When the
+ * gateway exits, however it exits (SIGKILL included), the kernel closes its end, the watcher reads EOF and kills the
+ * whole process group: the server and anything it started (`npx` → `node`). The gateway also closes its end when the
+ * server exits, so leftovers of a server that died are cleaned up the same way.
+ */
+const SUPERVISOR = '(read -r _ <&3; kill -9 0) </dev/null >/dev/null 2>&1 &\nexec 3<&-\nexec "$@"';
+const SUPERVISED = process.platform !== 'win32';
+
+/**
+ * The live-process budget of one stdio target (`maxProcesses`): a slot is taken before a child is spawned and given
+ * back when it is gone. Kept in the resource cache, so sessions that outlive a reload keep counting.
+ */
+export class ProcessSlots {
+  readonly max: number;
+  private used = 0;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  tryAcquire(): boolean {
+    if (this.used >= this.max) return false;
+    this.used++;
+    return true;
+  }
+
+  release(): void {
+    if (this.used > 0) this.used--;
+  }
+}
+
+/**
+ * Where `cmd` resolves through `PATH` (as `sh` will look it up), or why it cannot run. Checked before spawning: the
+ * supervisor `sh` always starts, so a missing program would otherwise only show as exit code 127.
+ */
+function findProgram(cmd: string, path: string | undefined, cwd: string): string | undefined {
+  const candidates = cmd.includes('/') ? [resolve(cwd, cmd)] : (path ?? '').split(delimiter).map((dir) => join(dir === '' ? cwd : isAbsolute(dir) ? dir : resolve(cwd, dir), cmd));
+  let why = 'not found (looked in PATH)';
+  for (const file of candidates) {
+    try {
+      accessSync(file, constants.X_OK);
+      return undefined;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EACCES') why = `${file} is not executable`;
+    }
+  }
+  return why;
+}
 
 /**
  * Children still running. They run in their own process group (so terminal signals to the gateway do not reach
@@ -44,13 +102,15 @@ function track(child: ChildProcess): void {
 
 /**
  * One child process speaking newline-delimited JSON-RPC on stdin/stdout. The child runs in its own process group
- * so that stopping it also stops what it spawned (`npx` → `node`); stderr goes to the logger line by line.
+ * so that stopping it also stops what it spawned (`npx` → `node`), under the SUPERVISOR watcher; stderr goes to the
+ * logger line by line.
  */
 export class StdioUpstream implements McpUpstream {
   onmessage?: (message: JSONRPCMessage) => void;
   onerror?: (error: Error) => void;
   onclose?: () => void;
   private readonly spec: StdioSpec;
+  private readonly slots: ProcessSlots;
   private readonly logger: Logger;
   private child: ChildProcess | undefined;
   private stdout = '';
@@ -61,8 +121,9 @@ export class StdioUpstream implements McpUpstream {
   /** The last stderr line, quoted when the process dies (it usually says why). */
   private lastStderr = '';
 
-  constructor(spec: StdioSpec, logger: Logger) {
+  constructor(spec: StdioSpec, slots: ProcessSlots, logger: Logger) {
     this.spec = spec;
+    this.slots = slots;
     this.logger = logger;
   }
 
@@ -73,19 +134,43 @@ export class StdioUpstream implements McpUpstream {
 
   start(): Promise<void> {
     if (this.child) return Promise.reject(new Error('already started'));
+    const env = { ...process.env, ...this.spec.env };
+    if (SUPERVISED) {
+      const missing = findProgram(this.spec.cmd, env.PATH, this.spec.cwd);
+      if (missing) return Promise.reject(new Error(`cannot start \`${this.spec.cmd}\`: ${missing}`));
+    }
+    if (!this.slots.tryAcquire()) {
+      return Promise.reject(new McpTargetBusy(`is at its limit of ${this.slots.max} running processes (maxProcesses); try again when one of its sessions ends`));
+    }
     return new Promise<void>((resolve, reject) => {
-      const child = spawn(this.spec.cmd, [...this.spec.args], {
-        cwd: this.spec.cwd,
-        env: { ...process.env, ...this.spec.env },
-        stdio: ['pipe', 'pipe', 'pipe'],
-        detached: process.platform !== 'win32',
-        windowsHide: true,
-      });
+      const child = SUPERVISED
+        ? spawn('/bin/sh', ['-c', SUPERVISOR, 'switchyard-stdio', this.spec.cmd, ...this.spec.args], {
+            cwd: this.spec.cwd,
+            env,
+            stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+            detached: true,
+          })
+        : spawn(this.spec.cmd, [...this.spec.args], { cwd: this.spec.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
       this.child = child;
       let spawned = false;
+      let released = false;
+      const release = (): void => {
+        if (released) return;
+        released = true;
+        this.slots.release();
+      };
+      // The gateway's end of the supervisor's lifeline: never written; closed when the server exits (see SUPERVISOR).
+      const lifeline = child.stdio[3] as NodeJS.ReadWriteStream & { destroy(): void } | null | undefined;
+      lifeline?.on('error', () => undefined);
+      child.once('exit', () => {
+        // The server is gone: its slot is free (the watcher stops what it left behind).
+        release();
+        lifeline?.destroy();
+      });
       this.exited = new Promise<void>((done) => {
         child.once('close', (code, signal) => {
           this.hasExited = true;
+          release();
           if (spawned && !this.closing) {
             const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ` (last stderr line: ${this.lastStderr})` : '');
             this.logger.warn('stdio target process ended', { pid: child.pid, code, signal });
@@ -98,13 +183,14 @@ export class StdioUpstream implements McpUpstream {
       child.once('error', (err) => {
         if (!spawned) {
           this.hasExited = true;
+          release();
           reject(new Error(`cannot start \`${this.spec.cmd}\`: ${err.message}`));
         } else this.onerror?.(err);
       });
       child.once('spawn', () => {
         spawned = true;
         track(child);
-        this.logger.info('stdio target process started', { pid: child.pid, cmd: this.spec.cmd });
+        this.logger.info('stdio target process started', { pid: child.pid, cmd: this.spec.cmd, processes: this.slots.inUse, maxProcesses: this.slots.max });
         resolve();
       });
       child.stdin!.on('error', (err) => this.logger.debug('stdio target stdin failed', { error: err.message }));

@@ -14,8 +14,12 @@ export interface CorsConfig {
 
 /** Compile one `cors` policy: the origin test and the header values, computed once per config load. */
 export function compileCors(config: CorsConfig, ctx: CompileContext): PolicyInstance {
-  const originTest = compileOriginTest(config.allowOrigins ?? []);
+  const allowOrigins = config.allowOrigins ?? [];
+  const originTest = compileOriginTest(allowOrigins);
   if (typeof originTest === 'string') return ctx.fail(originTest, ['allowOrigins']);
+  // The origins the route names itself: `*` lets any page read responses, but does not vouch for the page, so it
+  // must not lift a backend's own Origin check (the MCP DNS-rebinding protection, ADR 0010 and 0018).
+  const listedTest = allowOrigins.includes('*') ? (compileOriginTest(allowOrigins.filter((o) => o !== '*')) as (origin: string) => boolean) : originTest;
   const credentials = config.allowCredentials === true;
   const methods = config.allowMethods ?? [];
   const headers = config.allowHeaders ?? [];
@@ -50,8 +54,8 @@ export function compileCors(config: CorsConfig, ctx: CompileContext): PolicyInst
         return localReply(200, null, reply);
       }
       if (!allowed) return;
-      // Tells backends that check Origin themselves (the mcp backend, ADR 0010) that this route accepts the origin.
-      ex.set(CORS_ALLOWED_ORIGIN, origin);
+      // Tells backends that check Origin themselves (the mcp backend, ADR 0010) that this route lists the origin.
+      if (listedTest(origin)) ex.set(CORS_ALLOWED_ORIGIN, origin);
       ex.queueResponseHeader('access-control-allow-origin', origin);
       if (credentials) ex.queueResponseHeader('access-control-allow-credentials', 'true');
       if (exposeList) ex.queueResponseHeader('access-control-expose-headers', exposeList);
