@@ -349,6 +349,7 @@ class SnapshotCompiler {
     const single = listeners.length === 1 && !listeners[0]!.hostname ? listeners[0] : undefined;
     return {
       port,
+      address: bind.address as string | undefined,
       secure: secure ?? false,
       listeners,
       tlsKey: tlsParts.join('|'),

@@ -47,6 +47,8 @@ export interface CompiledListener {
 
 export interface CompiledBind {
   readonly port: number;
+  /** The local address to listen on; undefined: every interface. */
+  readonly address: string | undefined;
   readonly secure: boolean;
   readonly listeners: readonly CompiledListener[];
   /** Listener for a request hostname: exact, then the longest `*.suffix`, then one without hostname. */

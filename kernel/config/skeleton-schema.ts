@@ -143,9 +143,16 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
   },
   bind: {
     type: 'object',
-    description: 'A port the gateway listens on, on all interfaces.',
+    description: 'A port the gateway listens on: on every interface, or on `address`.',
     properties: {
       port: { type: 'integer', minimum: 0, maximum: 65535, description: 'TCP port.' },
+      address: {
+        type: 'string',
+        minLength: 1,
+        'x-hint': 'an IP address such as `127.0.0.1` or `::1`',
+        description:
+          'Switchyard extension: the local address to listen on, for example `127.0.0.1` so that only this machine can connect. Default: every interface (`::`, or `0.0.0.0` where IPv6 is off).',
+      },
       listeners: { type: 'array', items: { $ref: '#/$defs/listener' }, description: 'Listeners sharing this port, told apart by hostname.' },
     },
     required: ['port', 'listeners'],

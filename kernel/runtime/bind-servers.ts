@@ -8,6 +8,7 @@ import type { RequestPipeline } from './request-pipeline.ts';
 
 interface BindServer {
   readonly port: number;
+  readonly address: string | undefined;
   readonly secure: boolean;
   readonly server: HttpServer;
   listening: boolean;
@@ -83,7 +84,7 @@ export class BindServers {
     const failures: string[] = [];
     for (const [port, existing] of this.servers) {
       const bind = snapshot.binds.get(port);
-      if (!bind || bind.secure !== existing.secure) {
+      if (!bind || bind.secure !== existing.secure || bind.address !== existing.address) {
         this.servers.delete(port);
         await this.closeServer(existing);
       } else if (bind.secure) {
@@ -134,12 +135,12 @@ export class BindServers {
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
     });
-    const entry: BindServer = { port, secure, server, listening: false };
+    const entry: BindServer = { port, address: bind.address, secure, server, listening: false };
     this.servers.set(port, entry);
     return new Promise<void>((resolve, reject) => {
       const tryListen = (host: string): void => {
         const onError = (err: NodeJS.ErrnoException): void => {
-          if (host === '::' && (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL')) return tryListen('0.0.0.0');
+          if (host === '::' && bind.address === undefined && (err.code === 'EAFNOSUPPORT' || err.code === 'EADDRNOTAVAIL')) return tryListen('0.0.0.0');
           this.servers.delete(port);
           reject(err);
         };
@@ -147,11 +148,11 @@ export class BindServers {
         server.listen({ port, host, ipv6Only: false }, () => {
           server.off('error', onError);
           entry.listening = true;
-          this.logger.info('bind listening', { port, tls: secure });
+          this.logger.info('bind listening', { port, address: bind.address ?? 'every interface', tls: secure });
           resolve();
         });
       };
-      tryListen('::');
+      tryListen(bind.address ?? '::');
     });
   }
 

@@ -83,3 +83,34 @@ describe('examples/**/*.yaml and deploy/{container,compose}', () => {
     });
   }
 });
+
+/** Every `cors` policy value in a parsed config (routes, backends, anywhere). */
+function corsPolicies(node: unknown, out: Record<string, unknown>[] = []): Record<string, unknown>[] {
+  if (Array.isArray(node)) for (const n of node) corsPolicies(n, out);
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === 'cors' && v && typeof v === 'object') out.push(v as Record<string, unknown>);
+      corsPolicies(v, out);
+    }
+  }
+  return out;
+}
+
+// Examples get copied as they are (issue 14 item 10): they listen on loopback only and never allow every browser
+// origin (a `cors` `*` lets any web page read the answers; with MCP, a page could read `everything_get-env`).
+describe('examples are safe to copy', () => {
+  for (const file of files) {
+    const name = relative(ROOT, file);
+    const text = readFileSync(file, 'utf8');
+    if (skipReason(file, text)?.startsWith('not a Switchyard config')) continue;
+    it(`${name}: binds listen on loopback, no wildcard CORS origin`, () => {
+      const doc = (parse(text) ?? {}) as { binds?: { port: number; address?: string }[] };
+      for (const bind of doc.binds ?? []) {
+        assert.ok(bind.address !== undefined && /^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(bind.address), `${name}: bind ${bind.port} listens on ${bind.address ?? 'every interface'}`);
+      }
+      for (const cors of corsPolicies(doc)) {
+        assert.ok(!((cors.allowOrigins as unknown[] | undefined) ?? []).includes('*'), `${name}: a cors policy allows every origin`);
+      }
+    });
+  }
+});
