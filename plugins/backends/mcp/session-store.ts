@@ -30,6 +30,7 @@ export class SessionStore {
   /** Sessions admitted and still initializing (not held yet). */
   private starting = 0;
   private tombstonesWarned = false;
+  private refusedLoggedAt = 0;
   private readonly logger: Logger;
   private readonly timer: NodeJS.Timeout;
   private disposed = false;
@@ -67,7 +68,12 @@ export class SessionStore {
       this.starting++;
       return undefined;
     }
-    this.logger.warn('MCP session refused: the endpoint holds its maxSessions', { maxSessions: this.maxSessions });
+    // Logged at most once a minute: a client hammering a full endpoint must not flood the log.
+    const now = Date.now();
+    if (now - this.refusedLoggedAt > 60_000) {
+      this.refusedLoggedAt = now;
+      this.logger.warn('MCP sessions refused: the endpoint holds its maxSessions', { maxSessions: this.maxSessions });
+    }
     return `too many MCP sessions: this endpoint holds its limit of ${this.maxSessions} (maxSessions); try again when a session ends`;
   }
 

@@ -30,7 +30,18 @@ const TERM_MS = 2000;
  * server exits, so leftovers of a server that died are cleaned up the same way.
  */
 const SUPERVISOR = '(read -r _ <&3; kill -9 0) </dev/null >/dev/null 2>&1 &\nexec 3<&-\nexec "$@"';
-const SUPERVISED = process.platform !== 'win32';
+/** Without `/bin/sh` (Windows, distroless images) children are spawned directly, unsupervised (logged once). */
+const SUPERVISED = process.platform !== 'win32' && canRun('/bin/sh');
+let unsupervisedWarned = false;
+
+function canRun(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The live-process budget of one stdio target (`maxProcesses`): a slot is taken before a child is spawned and given
@@ -138,6 +149,9 @@ export class StdioUpstream implements McpUpstream {
     if (SUPERVISED) {
       const missing = findProgram(this.spec.cmd, env.PATH, this.spec.cwd);
       if (missing) return Promise.reject(new Error(`cannot start \`${this.spec.cmd}\`: ${missing}`));
+    } else if (!unsupervisedWarned && process.platform !== 'win32') {
+      unsupervisedWarned = true;
+      this.logger.warn('no /bin/sh: stdio target processes are not supervised and may outlive a gateway that is killed (ADR 0018)');
     }
     if (!this.slots.tryAcquire()) {
       return Promise.reject(new McpTargetBusy(`is at its limit of ${this.slots.max} running processes (maxProcesses); try again when one of its sessions ends`));
@@ -150,7 +164,7 @@ export class StdioUpstream implements McpUpstream {
             stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
             detached: true,
           })
-        : spawn(this.spec.cmd, [...this.spec.args], { cwd: this.spec.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+        : spawn(this.spec.cmd, [...this.spec.args], { cwd: this.spec.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32', windowsHide: true });
       this.child = child;
       let spawned = false;
       let released = false;
