@@ -237,5 +237,15 @@ describe('hosts, forwarding headers and connections', () => {
       // The malformed request's 400 follows the good answer, then the connection closes.
       assert.match(text.slice(text.indexOf('/slow/1')), /HTTP\/1\.1 400 /);
     });
+
+    it('with two good requests pipelined before the malformed one, both answers come first, in order', async () => {
+      const socket = await open(plainPort);
+      const reply = readAll(socket);
+      socket.write('GET /slow/a HTTP/1.1\r\nHost: h\r\n\r\nGET /fast/b HTTP/1.1\r\nHost: h\r\n\r\nGET /c HTTP/1.1\r\nHost: a/b\r\n\r\nBROKEN\r\n\r\n');
+      const text = await within(reply, 5000, 'pipelined replies');
+      const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => m[1]);
+      assert.deepEqual(statuses.slice(0, 3), ['200', '200', '400'], text);
+      assert.ok(text.indexOf('/slow/a') < text.indexOf('/fast/b'), text);
+    });
   });
 });
