@@ -27,11 +27,10 @@ function serverOptions(statics: StaticConfig) {
   };
 }
 
-/** The last response node:http made on a connection (the one a pipelined error must wait for). */
-const kLastResponse = Symbol('lastResponse');
 /** Set once a connection's parse error has been handled (node:http may report the same broken stream again). */
 const kFailed = Symbol('failed');
-type ClientSocket = Socket & { [kLastResponse]?: ServerResponse; [kFailed]?: true };
+/** `_httpMessage`: node:http's response being written on the connection; the queued ones get it in turn. */
+type ClientSocket = Socket & { _httpMessage?: ServerResponse | null; [kFailed]?: true };
 
 function errorResponse(err: NodeJS.ErrnoException): string {
   const [status, reason] =
@@ -56,15 +55,29 @@ function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket): void {
   // socket now closes the in-flight response, which aborts its upstream request (waiting for that response would
   // keep the upstream connection, and a drain, open forever).
   if (err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
-  const last = socket[kLastResponse];
-  const answer = (): void => {
-    if (socket.writable && !socket.destroyed) socket.end(errorResponse(err));
-    else socket.destroy();
-  };
-  if (last === undefined || last.writableFinished || last.destroyed) return answer();
-  // Stop reading: nothing after the broken request can be parsed.
+  // Nothing after the broken request can be parsed: stop reading while earlier answers are written.
   socket.pause();
-  last.once('close', () => (last.writableFinished ? answer() : socket.destroy()));
+  afterPendingResponses(socket, () => {
+    // Closing the connection also aborts a request whose body was cut short (it is still in flight).
+    if (!socket.writable || socket.destroyed) return void socket.destroy();
+    // Read again (and drop) until the client closes: a socket paused after `end()` would never see its FIN and
+    // stay open, counting against `maxConnectionsPerBind`.
+    socket.resume();
+    socket.end(errorResponse(err));
+    // A client that never closes its side does not keep the connection (and a slot of the cap) for ever.
+    socket.setTimeout(5_000, () => socket.destroy());
+  });
+}
+
+/**
+ * Run `then` once every response of the connection whose request was read whole has been written. When one
+ * finishes, node:http hands the connection to the next queued response before that one's 'close'; no per-request
+ * bookkeeping is needed. A request not read whole is the broken one (a body cut short): `then` runs at once.
+ */
+function afterPendingResponses(socket: ClientSocket, then: () => void): void {
+  const current = socket._httpMessage;
+  if (!current || current.writableFinished || !current.req.complete) return then();
+  current.once('close', () => (current.writableFinished ? afterPendingResponses(socket, then) : socket.destroy()));
 }
 
 /** One node:http(s) server per bind port, reconciled against each new snapshot. */
@@ -125,10 +138,7 @@ export class BindServers {
     }
     if (statics.maxConnectionsPerBind > 0) server.maxConnections = statics.maxConnectionsPerBind;
     const secure = bind.secure;
-    server.on('request', (req, res) => {
-      (req.socket as ClientSocket)[kLastResponse] = res;
-      pipeline.handle(req, res, port, secure);
-    });
+    server.on('request', (req, res) => pipeline.handle(req, res, port, secure));
     server.on('upgrade', (req, socket, head) => pipeline.upgrade(req, socket, head, port, secure));
     server.on('clientError', onClientError);
     server.on('connection', (socket: Socket) => {
