@@ -11,27 +11,32 @@ const WILDCARD = new Set(['0.0.0.0', '::']);
  * calling the server under a foreign name (DNS rebinding) or from a foreign page sends that name in `Host` or
  * `Origin`; both must name this server: `localhost`, `127.0.0.1`, `[::1]` or the bound address, and when the
  * server listens on every interface (`0.0.0.0`, `::`) any IP literal, so a Kubernetes probe or a Prometheus
- * scrape addressed to the pod IP still works. DNS names other than `localhost` never pass. A port, when
- * present, must be the server's. Returns why a request is refused, or undefined to serve it.
+ * scrape addressed to the pod IP still works. DNS names other than `localhost` never pass. The `Host` port is
+ * not checked (a `kubectl port-forward 9000:15000` arrives as `localhost:9000`); an `Origin` is another site
+ * unless it is the request's own `Host` or carries the server's port. Returns why a request is refused, or
+ * undefined to serve it.
  */
 export function compileHostCheck(bound: AddressInfo): (headers: IncomingHttpHeaders) => string | undefined {
   const port = String(bound.port);
   const address = bound.address.toLowerCase();
   const anyIp = WILDCARD.has(address);
-  const allowed = (authority: string): boolean => {
+  const named = (authority: string): { port: string | undefined } | undefined => {
     const parsed = splitAuthority(authority.toLowerCase());
-    if (!parsed || (parsed.port !== undefined && parsed.port !== port)) return false;
+    if (!parsed) return undefined;
     const host = parsed.host.startsWith('::ffff:') && isIP(parsed.host.slice(7)) === 4 ? parsed.host.slice(7) : parsed.host;
-    return LOOPBACK.has(host) || host === address || (anyIp && isIP(host) !== 0);
+    return LOOPBACK.has(host) || host === address || (anyIp && isIP(host) !== 0) ? parsed : undefined;
   };
   return (headers) => {
     const host = headers.host;
-    if (host !== undefined && !allowed(host)) return 'Host';
+    if (host !== undefined && !named(host)) return 'Host';
     const origin = headers.origin;
     if (origin !== undefined) {
-      // An origin without a port means the scheme's default port, which is not this server's unless it is.
+      // An origin without a port means the scheme's default port.
       const m = /^(https?):\/\/(\[[^\]]*\]|[^/:]+)(?::(\d+))?$/i.exec(origin);
-      if (!m || !allowed(`${m[2]!}:${m[3] ?? (m[1]!.toLowerCase() === 'https' ? '443' : '80')}`)) return 'Origin';
+      const authority = m ? `${m[2]!}:${m[3] ?? (m[1]!.toLowerCase() === 'https' ? '443' : '80')}`.toLowerCase() : undefined;
+      const site = authority !== undefined ? named(authority) : undefined;
+      const own = host !== undefined && (authority === host.toLowerCase() || authority === `${host.toLowerCase()}:80`);
+      if (!site || !(own || site.port === port)) return 'Origin';
     }
     return undefined;
   };

@@ -35,10 +35,13 @@ describe('admin Host/Origin check', () => {
   const specific = compileHostCheck({ address: '10.0.0.7', family: 'IPv4', port: 15000 });
 
   it('loopback server', () => {
-    for (const host of ['localhost', 'localhost:15000', '127.0.0.1:15000', '[::1]:15000', '[::1]', undefined]) assert.equal(loopback({ host }), undefined, host);
-    for (const host of ['attacker.example', 'attacker.example:15000', '127.0.0.1:15001', '10.0.0.7:15000', '127.0.0.1.nip.io:15000', '', '[::1']) assert.equal(loopback({ host }), 'Host', host);
+    for (const host of ['localhost', 'localhost:15000', '127.0.0.1:15000', '[::1]:15000', '[::1]', '127.0.0.1:9000', undefined]) assert.equal(loopback({ host }), undefined, host);
+    for (const host of ['attacker.example', 'attacker.example:15000', '10.0.0.7:15000', '127.0.0.1.nip.io:15000', '', '[::1', 'localhost:x']) assert.equal(loopback({ host }), 'Host', host);
     assert.equal(loopback({ host: 'localhost:15000', origin: 'http://localhost:15000' }), undefined);
     assert.equal(loopback({ host: 'localhost:15000', origin: 'http://[::1]:15000' }), undefined);
+    assert.equal(loopback({ host: 'localhost:9000', origin: 'http://LOCALHOST:9000' }), undefined, 'a port-forward is its own origin');
+    assert.equal(loopback({ host: 'localhost', origin: 'http://localhost' }), undefined);
+    assert.equal(loopback({ host: 'localhost:9000', origin: 'http://localhost:3000' }), 'Origin');
     for (const origin of ['http://evil.example', 'http://localhost', 'null', 'https://localhost:15000/x', 'file://']) assert.equal(loopback({ host: 'localhost:15000', origin }), 'Origin', origin);
   });
 
