@@ -300,7 +300,8 @@ export class Gateway {
     for (const s of this.live) s.dispose();
     this.live.clear();
     await this.s.resources.disposeAll();
-    this.log.info('switchyard stopped');
+    // A gateway that never served (--validate-only, a failed start) did not start, so it does not say it stopped.
+    if (this.started) this.log.info('switchyard stopped');
     this.s.sink.flush();
   }
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ConfigError, ErrorCode, parseDuration } from '../sdk/index.ts';
 import type { ConfigIssue } from '../sdk/index.ts';
+import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
 import type { StaticConfig } from './snapshot.ts';
 import { compileTrustedProxies, trustedProxyProblem } from '../runtime/client-address.ts';
 import type { TrustedProxies } from '../runtime/client-address.ts';
@@ -66,13 +67,29 @@ export const DEFAULT_TIMEOUTS = Object.freeze({ backendRequestMs: 15_000, llmBac
 
 const durationOr = (value: string | undefined, fallback: number): number => (value === undefined ? fallback : (parseDuration(value) ?? fallback));
 
+const ADDRESS = new RegExp(ADDRESS_PATTERN, 'u');
+
+/** An address from the environment (which overrides the file's), checked as the schema checks the file's. */
+function envAddress(env: NodeJS.ProcessEnv, name: string, field: string): string | undefined {
+  const value = env[name];
+  if (value === undefined) return undefined;
+  if (!ADDRESS.test(value)) {
+    throw new ConfigError({
+      code: ErrorCode.configEnv,
+      path: ['config', field],
+      message: `the \`${name}\` environment variable must be \`host:port\` (a port 0-65535) or \`off\`, got ${JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value)}`,
+    });
+  }
+  return value;
+}
+
 /** The `config:` block with defaults (BEHAVIOUR.md DECIDED 16). Environment variables override the addresses. */
 export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.ProcessEnv = process.env): StaticConfig {
   const r = raw ?? {};
   return {
-    adminAddr: env.ADMIN_ADDR ?? r.adminAddr ?? '127.0.0.1:15000',
-    statsAddr: env.STATS_ADDR ?? r.statsAddr ?? '0.0.0.0:15020',
-    readinessAddr: env.READINESS_ADDR ?? r.readinessAddr ?? '0.0.0.0:15021',
+    adminAddr: envAddress(env, 'ADMIN_ADDR', 'adminAddr') ?? r.adminAddr ?? '127.0.0.1:15000',
+    statsAddr: envAddress(env, 'STATS_ADDR', 'statsAddr') ?? r.statsAddr ?? '0.0.0.0:15020',
+    readinessAddr: envAddress(env, 'READINESS_ADDR', 'readinessAddr') ?? r.readinessAddr ?? '0.0.0.0:15021',
     logging: { level: r.logging?.level ?? 'info', format: r.logging?.format ?? 'text', accessLog: r.logging?.accessLog ?? true },
     plugins: r.plugins ?? [],
     drainTimeoutMs: r.drainTimeout ? (parseDuration(r.drainTimeout) ?? 10_000) : 10_000,

@@ -61,19 +61,42 @@ export function locate(source: ConfigSource, path: readonly (string | number)[],
   return { line, col };
 }
 
-/** A few lines of the file around `pos`, with a caret under the column. */
+/** Widest slice of a line a code frame shows: a 1 MiB value is not echoed back (docs/security.md "Config limits"). */
+const FRAME_WIDTH = 160;
+
+/** The lines of the last text framed: a config with many issues is split once, not once per issue. */
+let split: { text: string; lines: string[] } | undefined;
+
+function linesOf(text: string): string[] {
+  if (split?.text !== text) split = { text, lines: text.split('\n') };
+  return split.lines;
+}
+
+/**
+ * A few lines of the file around `pos`, with a caret under the column. Long lines show only the window of
+ * FRAME_WIDTH characters around the column, `…` marking what is left out.
+ */
 export function codeFrame(source: ConfigSource, pos: Position, context = 2): string {
-  const all = source.text.split('\n');
   const from = Math.max(1, pos.line - context);
-  const to = Math.min(all.length, pos.line + context);
+  const to = Math.min(linesOf(source.text).length, pos.line + context);
   const width = String(to).length;
+  // One window for every line, so the columns of neighbouring lines stay aligned.
+  const start = Math.max(0, pos.col - 1 - FRAME_WIDTH / 2);
   const out: string[] = [];
   for (let n = from; n <= to; n++) {
     const marker = n === pos.line ? '>' : ' ';
-    out.push(`${marker} ${String(n).padStart(width)} | ${all[n - 1] ?? ''}`);
-    if (n === pos.line) out.push(`  ${' '.repeat(width)} | ${' '.repeat(Math.max(0, pos.col - 1))}^`);
+    out.push(`${marker} ${String(n).padStart(width)} | ${frameLine(source.text, n, start)}`);
+    if (n === pos.line) out.push(`  ${' '.repeat(width)} | ${' '.repeat(Math.max(0, pos.col - 1 - start + (start > 0 ? 1 : 0)))}^`);
   }
   return out.join('\n');
+}
+
+/** Line `n` (1-based) of `text` from column `start`, at most FRAME_WIDTH characters. */
+function frameLine(text: string, n: number, start: number): string {
+  const line = (linesOf(text)[n - 1] ?? '').replace(/\r$/, '');
+  if (start >= line.length) return start > 0 && line.length > 0 ? '…' : '';
+  const end = Math.min(line.length, start + FRAME_WIDTH);
+  return `${start > 0 ? '…' : ''}${line.slice(start, end)}${end < line.length ? '…' : ''}`;
 }
 
 /** Render a config path as users write it: `binds[0].listeners[0].routes[2].policies.cors`. */

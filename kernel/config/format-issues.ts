@@ -27,10 +27,22 @@ export function positionIssue(source: ConfigSource, issue: ConfigIssue | Sourced
   };
 }
 
-/** `file:line:col: message (at path)` followed by a code frame. */
+/** Longest run without a space or backtick a message shows, and longest message: values are quoted, never echoed whole. */
+const MAX_WORD = 200;
+const MAX_MESSAGE = 4000;
+// Backticks end a run, so a quoted value keeps its quotes.
+const LONG_WORD = new RegExp(`[^\\s\`]{${MAX_WORD + 1},}`, 'g');
+
+/** `text` with long runs and a long tail cut, saying how much was left out. */
+export function clipText(text: string): string {
+  const words = text.replace(LONG_WORD, (w) => `${w.slice(0, 60)}… (${w.length} characters)`);
+  return words.length > MAX_MESSAGE ? `${words.slice(0, MAX_MESSAGE)}… (${words.length - MAX_MESSAGE} more characters)` : words;
+}
+
+/** `file:line:col: message (at path)` followed by a code frame. Long values in the message are cut. */
 export function renderIssue(issue: PositionedIssue): string {
-  const at = issue.path !== '(root)' ? ` (at ${issue.path})` : '';
-  return `${issue.file}:${issue.line}:${issue.col}: ${issue.message}${at} [${issue.code}]\n${issue.frame}`;
+  const at = issue.path !== '(root)' ? ` (at ${clipText(issue.path)})` : '';
+  return `${issue.file}:${issue.line}:${issue.col}: ${clipText(issue.message)}${at} [${issue.code}]\n${issue.frame}`;
 }
 
 /** A config that could not be loaded: every problem, positioned. */

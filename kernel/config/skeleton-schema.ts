@@ -1,5 +1,16 @@
-import { DURATION_PATTERN } from '../sdk/index.ts';
+import { DURATION_PATTERN, MAX_DURATION_MS } from '../sdk/index.ts';
 import type { JsonSchema } from '../sdk/index.ts';
+
+/** A TCP port, 0-65535 (0: the system picks a free one). */
+const PORT = '(?:6553[0-5]|655[0-2]\\d|65[0-4]\\d{2}|6[0-4]\\d{3}|[1-5]\\d{4}|\\d{1,4})';
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+/**
+ * A listen address: `off`, or a host and a port in range. The host is an IPv4 address, `[IPv6]`, or a DNS name
+ * with a letter in it (so `999.1.1.1` is refused here rather than by the resolver at start).
+ */
+export const ADDRESS_PATTERN =
+  `^(?:off|(?:${OCTET}\\.){3}${OCTET}:${PORT}|\\[[0-9a-fA-F:.]+\\]:${PORT}|(?=[^:]*[A-Za-z])${LABEL}(?:\\.${LABEL})*:${PORT})$`;
 
 /**
  * Shared definitions plugins may reference as `switchyard:defs#/$defs/<name>`.
@@ -9,8 +20,9 @@ export const SHARED_DEFS: Record<string, JsonSchema> = {
   duration: {
     type: 'string',
     pattern: DURATION_PATTERN,
+    maxDurationMs: MAX_DURATION_MS,
     'x-hint': 'a duration such as `500ms`, `60s` or `1m30s`',
-    description: 'A duration in Go syntax: a sequence of numbers with units ns, us, ms, s, m, h (`500ms`, `1m30s`).',
+    description: 'A duration in Go syntax: a sequence of numbers with units ns, us, ms, s, m, h (`500ms`, `1m30s`), at most `596h`.',
   },
   stringMatch: {
     type: 'object',
@@ -24,8 +36,8 @@ export const SHARED_DEFS: Record<string, JsonSchema> = {
   },
   address: {
     type: 'string',
-    pattern: '^(off|\\[[0-9a-fA-F:.]+\\]:\\d{1,5}|[^:\\s]+:\\d{1,5})$',
-    'x-hint': '`host:port` or `off`',
+    pattern: ADDRESS_PATTERN,
+    'x-hint': '`host:port` (a host name, an IPv4 address or `[IPv6]`, and a port 0-65535) or `off`',
     description: 'A listen address `host:port` (`[::]:15000` for IPv6), or `off` to disable the server.',
   },
   headerName: {

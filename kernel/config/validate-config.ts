@@ -1,6 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { ErrorCode, userRegexProblem } from '../sdk/index.ts';
+import { ErrorCode, parseDuration, userRegexProblem } from '../sdk/index.ts';
 import type { ConfigIssue, JsonSchema } from '../sdk/index.ts';
 import { didYouMean } from './did-you-mean.ts';
 import { REDACTED } from './secret-marks.ts';
@@ -80,6 +80,14 @@ export class ConfigValidator {
     });
     // Route-match regexes: compiled as they will run (docs/adr/0021), so an unsupported construct is a positioned error.
     ajv.addFormat('regex', (text: string) => userRegexProblem(text, { whole: true }) === undefined);
+    // The longest duration timers can hold; a value the pattern refuses is left to the pattern's message.
+    ajv.addKeyword({
+      keyword: 'maxDurationMs',
+      type: 'string',
+      schemaType: 'number',
+      error: { message: 'too long' },
+      validate: (max: number, text: string) => (parseDuration(text) ?? 0) <= max,
+    });
     ajv.addKeyword({
       keyword: 'exactlyOneOf',
       type: 'object',
@@ -296,6 +304,8 @@ export class ConfigValidator {
               ? `is not a valid regular expression: ${this.marks?.hides(e.instancePath) === undefined ? (userRegexProblem(String(e.data), { whole: true }) ?? describeValue(e.data)).replace(/^invalid regular expression /, '') : this.shown(e)}`
               : `must be a valid ${(e.params as { format: string }).format}`,
         };
+      case 'maxDurationMs':
+        return { code: ErrorCode.configSchema, path, message: `must be at most \`${(e.schema as number) / 3_600_000}h\` (longer timers are not supported), got ${this.shown(e)}` };
       case 'minimum':
       case 'maximum':
       case 'exclusiveMinimum':

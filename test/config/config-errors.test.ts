@@ -138,7 +138,9 @@ describe('config errors: schema violations', () => {
 
   it('a pattern violation speaks in words (x-hint), not in regex', async () => {
     const err = await compileError(yaml('config:', '  adminAddr: nowhere', 'binds: []'));
-    assert.deepEqual(headlines(err), ['test.yaml:2:14: must be `host:port` or `off`, got the string "nowhere" (at config.adminAddr) [SWY_ERR_CONFIG_SCHEMA]']);
+    assert.deepEqual(headlines(err), [
+      'test.yaml:2:14: must be `host:port` (a host name, an IPv4 address or `[IPv6]`, and a port 0-65535) or `off`, got the string "nowhere" (at config.adminAddr) [SWY_ERR_CONFIG_SCHEMA]',
+    ]);
   });
 
   it('several problems are all reported, in file order', async () => {
