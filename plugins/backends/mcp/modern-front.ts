@@ -9,7 +9,7 @@ import { LATEST_LEGACY_VERSION, LOG_LEVEL_META_KEY, MODERN_VERSION, REMOVED_METH
 import type { ModernClient } from './modern.ts';
 import { ModernResponder, PostResponder } from './responder.ts';
 import type { Call } from './responder.ts';
-import { McpSession, REQUEST_STATE_PREFIX } from './session.ts';
+import { LIMIT_CODE, McpSession, REQUEST_STATE_PREFIX } from './session.ts';
 import type { BackendRuntime, InputEntry } from './session.ts';
 import type { SessionStore } from './session-store.ts';
 
@@ -58,8 +58,11 @@ export class ModernFront {
     let session: McpSession | undefined = entry?.session;
     let ephemeral = false;
     if (!session) {
-      if (identity !== undefined) session = this.store.modernSession(identity, () => this.create(ex, client!, identity));
-      else {
+      if (identity !== undefined) {
+        const pooled = this.store.modernSession(identity, () => this.create(ex, client!, identity));
+        if (typeof pooled === 'string') return rpcReply(503, LIMIT_CODE, pooled, id);
+        session = pooled;
+      } else {
         session = this.create(ex, client!, undefined);
         session.ephemeral = true;
         ephemeral = true;

@@ -64,10 +64,14 @@ export class SessionStore {
    * live or starting. A place taken must be given back with `settle` once the session is held (`add`) or failed.
    */
   admit(): string | undefined {
-    if (!this.disposed && this.byUuid.size + this.starting < this.maxSessions) {
+    if (!this.disposed && this.byUuid.size + this.modern.size + this.starting < this.maxSessions) {
       this.starting++;
       return undefined;
     }
+    return this.refusal();
+  }
+
+  private refusal(): string {
     // Logged at most once a minute: a client hammering a full endpoint must not flood the log.
     const now = Date.now();
     if (now - this.refusedLoggedAt > 60_000) {
@@ -133,9 +137,10 @@ export class SessionStore {
   /**
    * The session serving 2026-07-28 requests of one client identity (capabilities, client info and forwarded headers
    * hashed into `key`): target connections, stdio processes included, are reused across its requests. At most
-   * MODERN_POOL_LIMIT idle ones are kept; each ends after the idle timeout.
+   * MODERN_POOL_LIMIT idle ones are kept; each ends after the idle timeout. They count against `maxSessions` with
+   * the others: a new identity past it is refused (the message says so) unless an idle one can make room.
    */
-  modernSession(key: string, create: () => McpSession): McpSession | undefined {
+  modernSession(key: string, create: () => McpSession): McpSession | string | undefined {
     if (this.disposed) return undefined;
     let session = this.modern.get(key);
     if (session && session.closed) {
@@ -146,6 +151,15 @@ export class SessionStore {
       this.modern.delete(key);
       this.modern.set(key, session);
       return session;
+    }
+    if (this.modern.size + this.byUuid.size + this.starting >= this.maxSessions) {
+      for (const [k, s] of this.modern) {
+        if (!s.idle) continue;
+        this.modern.delete(k);
+        void s.close(true, 'evicted to make room under maxSessions');
+        break;
+      }
+      if (this.modern.size + this.byUuid.size + this.starting >= this.maxSessions) return this.refusal();
     }
     session = create();
     session.inputRegistry = this.inputs;
