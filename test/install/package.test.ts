@@ -1,0 +1,207 @@
+// Issue 9 item 1: the npm package runs where a user installs it. `npm pack` (whose prepack builds JavaScript and
+// .d.ts into build/, docs/adr/0022) on a copy of this checkout, `npm install` of the tarball into a scratch app,
+// then the installed `switchyard` command: --version, --validate-only on a shipped example, a gateway proxying a
+// request with type stripping off, and a third-party plugin written in TypeScript that imports `switchyard/sdk`
+// from the installed package (its source type-checks against the installed .d.ts; a wrong field does not).
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { stringify } from 'yaml';
+import { childEnv, runCommand, startCli } from '../helpers/cli-process.ts';
+import type { Run } from '../helpers/cli-process.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+const PLUGIN_FIXTURE = fileURLToPath(new URL('./fixtures/switchyard-plugin-stamp/', import.meta.url));
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+/** npm pack (a tsc build) plus an npm install of ~230 packages from the npm cache: slow on a shared machine. */
+const SETUP_MS = 480_000;
+
+/** What a clone holds that the package build reads; tests, docs and the git metadata stay behind. */
+const COPIED = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'bin', 'kernel', 'plugins', 'schemas', 'examples', 'deploy'];
+
+/** `node` on PATH is the Node running this test (Node 24 from node_modules), for npm, npx and `#!/usr/bin/env node`. */
+const ENV = childEnv({ PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, npm_config_update_notifier: 'false' });
+
+const npm = (cwd: string, args: readonly string[], timeout = SETUP_MS): Promise<Run> => runCommand('npm', args, { cwd, env: ENV, timeout });
+const ok = (r: Run, what: string): Run => {
+  assert.equal(r.code, 0, `${what} failed (exit ${r.code}):\n${r.stdout}\n${r.stderr}`);
+  return r;
+};
+
+describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS + 180_000 }, () => {
+  let tmp: string;
+  let stage: string;
+  let app: string;
+  let tarball: string;
+  let packedFiles: string[];
+  let installed: string;
+
+  before(
+    async () => {
+      tmp = realpathSync(mkdtempSync(join(tmpdir(), 'switchyard-pkg-')));
+      // Packed from a copy: prepack points package.json at build/ until postpack, which must not happen under
+      // the other test files running from this checkout.
+      stage = join(tmp, 'stage');
+      mkdirSync(stage);
+      for (const entry of COPIED) {
+        if (!existsSync(join(ROOT, entry))) continue;
+        cpSync(join(ROOT, entry), join(stage, entry), { recursive: true, filter: (f) => !f.includes(`${'/'}node_modules`) });
+      }
+      symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'), 'dir');
+      const pack = ok(await npm(stage, ['pack', '--json', '--pack-destination', tmp]), 'npm pack');
+      const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as [{ filename: string; files: { path: string }[] }];
+      tarball = join(tmp, info.filename);
+      packedFiles = info.files.map((f) => f.path);
+
+      app = join(tmp, 'app');
+      mkdirSync(app);
+      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'my-gateway', private: true, type: 'module' }));
+      // Plain `npm install` of the tarball; the npm cache (filled by `npm ci` of this checkout) serves what it can.
+      ok(await npm(app, ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball]), 'npm install of the tarball');
+      installed = join(app, 'node_modules', PKG.name);
+    },
+    { timeout: SETUP_MS },
+  );
+
+  after(() => {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('postpack puts the clone package.json back; the packed one points exports at build/', () => {
+    assert.equal(readFileSync(join(stage, 'package.json'), 'utf8'), readFileSync(join(ROOT, 'package.json'), 'utf8'));
+    assert.ok(!existsSync(join(stage, '.package.json.prepack')));
+    const packed = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { exports: Record<string, unknown>; devDependencies?: unknown };
+    assert.deepEqual(packed.exports['./sdk'], { types: './build/kernel/sdk/index.d.ts', default: './build/kernel/sdk/index.js' });
+    assert.equal(packed.devDependencies, undefined);
+  });
+
+  it('ships built JavaScript and declarations, no TypeScript sources, tests or node_modules', () => {
+    for (const f of ['LICENSE', 'README.md', 'package.json', 'bin/switchyard.js', 'bin/check-node.js', 'build/kernel/sdk/index.js', 'build/kernel/sdk/index.d.ts', 'build/kernel/index.d.ts', 'build/plugins/presets/full.js', 'schemas/switchyard.schema.json', 'examples/quickstart.yaml', 'deploy/systemd/switchyard.service']) {
+      assert.ok(packedFiles.includes(f), `the tarball holds ${f}`);
+    }
+    const wrong = packedFiles.filter((f) => (f.endsWith('.ts') && !f.endsWith('.d.ts')) || /(^|\/)(test|node_modules)\//.test(f) || /\.test\./.test(f));
+    assert.deepEqual(wrong, []);
+    // The Envoy protos are read beside the built module at run time.
+    assert.ok(packedFiles.includes('build/plugins/lib/envoy-protos/envoy/service/auth/v3/external_auth.proto'));
+    // The declarations name modules as a consumer resolves them.
+    assert.doesNotMatch(readFileSync(join(installed, 'build/kernel/sdk/index.d.ts'), 'utf8'), /from '\.\/[^']+\.ts'/);
+  });
+
+  it('`npx switchyard --version` runs the installed command', async () => {
+    const r = ok(await runCommand('npx', ['--no-install', 'switchyard', '--version'], { cwd: app, env: ENV }), 'npx switchyard --version');
+    assert.equal(r.stdout, `switchyard ${PKG.version}\n`);
+  });
+
+  it('`--validate-only` accepts the shipped examples, a JavaScript plugin package among them', async () => {
+    for (const example of ['quickstart.yaml', 'traffic-policies.yaml', 'plugins/example.yaml']) {
+      const r = await runCommand('npx', ['--no-install', 'switchyard', '--validate-only', '-f', join(installed, 'examples', example)], { cwd: app, env: ENV });
+      assert.equal(r.code, 0, `${example}: ${r.stderr}`);
+      assert.equal(r.stdout, 'Configuration is valid!\n');
+    }
+  });
+
+  it('`switchyard init` names the installed schema', async () => {
+    ok(await runCommand('npx', ['--no-install', 'switchyard', 'init'], { cwd: app, env: ENV }), 'switchyard init');
+    const ref = /^# yaml-language-server: \$schema=(\S+)/.exec(readFileSync(join(app, 'switchyard.yaml'), 'utf8'))![1]!;
+    assert.equal(ref, `node_modules/${PKG.name}/schemas/switchyard.schema.json`);
+    assert.ok(existsSync(resolve(app, ref)));
+  });
+
+  it('the programmatic entry and the SDK import from the installed package', async () => {
+    const script = "const [k, s] = await Promise.all([import('switchyard'), import('switchyard/sdk')]); console.log(typeof k.createGateway, typeof s.definePolicy);";
+    const r = ok(await runCommand(process.execPath, ['--no-experimental-strip-types', '--input-type=module', '-e', script], { cwd: app, env: ENV }), 'import');
+    assert.equal(r.stdout, 'function function\n');
+  });
+
+  describe('a third-party plugin in TypeScript, compiled against the installed package', () => {
+    let pluginSrc: string;
+
+    before(() => {
+      // The plugin's own folder inside the app: `switchyard` resolves from app/node_modules, as for an author who
+      // has the gateway installed; @types/node is the author's devDependency.
+      pluginSrc = join(app, 'plugin-src');
+      cpSync(PLUGIN_FIXTURE, pluginSrc, { recursive: true });
+      mkdirSync(join(pluginSrc, 'node_modules/@types'), { recursive: true });
+      symlinkSync(join(ROOT, 'node_modules/@types/node'), join(pluginSrc, 'node_modules/@types/node'), 'dir');
+    });
+
+    it('`tsc --noEmit` passes on its source against the installed .d.ts (skipLibCheck off)', async () => {
+      const r = await runCommand(process.execPath, [TSC, '--noEmit', '-p', pluginSrc], { cwd: pluginSrc, env: ENV, timeout: 120_000 });
+      assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+    });
+
+    it('the types are real: a wrong phase is a type error, not an unresolved module', async () => {
+      mkdirSync(join(pluginSrc, 'wrong'));
+      writeFileSync(
+        join(pluginSrc, 'wrong/index.ts'),
+        "import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({ key: 'x', description: 'x', schema: {}, attach: ['routePolicies'], phase: 'notAPhase', compile: () => ({}) });\n",
+      );
+      writeFileSync(join(pluginSrc, 'tsconfig.wrong.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: { rootDir: 'wrong', noEmit: true }, include: ['wrong'] }));
+      const r = await runCommand(process.execPath, [TSC, '-p', join(pluginSrc, 'tsconfig.wrong.json')], { cwd: pluginSrc, env: ENV, timeout: 120_000 });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stdout, /wrong\/index\.ts\(2,\d+\): error TS2322: .*"notAPhase"/);
+      assert.doesNotMatch(r.stdout, /TS2307/);
+    });
+
+    describe('installed into the app and loaded by the installed gateway', () => {
+      let upstream: TestUpstream;
+      let front: number;
+      let gw: Awaited<ReturnType<typeof startCli>>;
+
+      before(async () => {
+        ok(await runCommand(process.execPath, [TSC, '-p', pluginSrc], { cwd: pluginSrc, env: ENV, timeout: 120_000 }), 'tsc build of the plugin');
+        // As `npm install` lays out a published package: package.json and the compiled files.
+        const target = join(app, 'node_modules/switchyard-plugin-stamp');
+        mkdirSync(target);
+        cpSync(join(pluginSrc, 'package.json'), join(target, 'package.json'));
+        cpSync(join(pluginSrc, 'dist'), join(target, 'dist'), { recursive: true });
+        upstream = await startUpstream();
+        front = await freePort();
+        const config = {
+          config: { adminAddr: `127.0.0.1:${await freePort()}`, statsAddr: 'off', readinessAddr: 'off', plugins: ['switchyard-plugin-stamp'] },
+          binds: [
+            {
+              port: front,
+              listeners: [{ routes: [{ name: 'stamped', policies: { stampHeader: { value: 'from-ts' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }],
+            },
+          ],
+        };
+        writeFileSync(join(app, 'gateway.yaml'), stringify(config));
+        // Type stripping off: everything that runs must be the built JavaScript.
+        const env = { ...ENV, NODE_OPTIONS: '--no-experimental-strip-types' };
+        // The command npm linked (npx would not pass SIGTERM on to it): the gateway is this child's own PID.
+        gw = await startCli(join(app, 'node_modules/.bin/switchyard'), ['-f', 'gateway.yaml'], { cwd: app, env, readyMs: 60_000 });
+      });
+
+      after(async () => {
+        if (gw) assert.equal(await gw.stop(), 0, gw.output());
+        await upstream?.close();
+      });
+
+      it('proxies a request through the plugin to the upstream', async () => {
+        const res = await request(`http://127.0.0.1:${front}/orders/7?x=1`, { headers: { 'x-client': 'c' } });
+        assert.equal(res.statusCode, 200);
+        assert.equal(res.headers['x-stamp'], 'from-ts');
+        assert.equal(res.headers['x-upstream'], 'yes');
+        const echoed = (await res.body.json()) as { url: string };
+        assert.equal(echoed.url, '/orders/7?x=1');
+        const seen = upstream.received.at(-1)!;
+        assert.equal(seen.headers['x-stamp'], 'from-ts');
+        assert.equal(seen.headers['x-client'], 'c');
+      });
+
+      it('`switchyard plugins` names the plugin package', async () => {
+        const r = ok(await runCommand('npx', ['--no-install', 'switchyard', 'plugins', '-f', 'gateway.yaml'], { cwd: app, env: ENV }), 'plugins');
+        assert.match(r.stdout, /^policy\s+stampHeader\s+switchyard-plugin-stamp@1\.0\.0\s/m);
+      });
+    });
+  });
+});
