@@ -12,6 +12,7 @@
 //   warm   one NODE_COMPILE_CACHE directory shared by the spawns, primed by one unmeasured spawn
 // The config is a copy of the quickstart that differs only in its ports (free ports, as in `npm run bench`).
 // STARTUP_NODE_ARGS='--flag …' passes Node options before the script (to compare V8 flags, for example).
+// STARTUP_CLI=/path/to/bin/switchyard.js measures another launcher (the installed npm package, docs/adr/0022).
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,7 +23,8 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/ports.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CLI = join(ROOT, 'bin/switchyard.js');
+/** STARTUP_CLI: another launcher, such as an installed package's `node_modules/switchyard/bin/switchyard.js`. */
+const CLI = process.env.STARTUP_CLI ?? join(ROOT, 'bin/switchyard.js');
 const QUICKSTART = join(ROOT, 'examples/quickstart.yaml');
 const RUNS = Math.max(1, Number(process.env.STARTUP_RUNS) || 5);
 const MODES = (process.env.STARTUP_CACHE ?? 'off,fresh,warm').split(',').map((s) => s.trim()).filter(Boolean);
@@ -121,7 +123,7 @@ async function main(): Promise<void> {
     writeFileSync(configFile, text);
     const readinessPort = map.get(15021)!;
     const readyUrl = `http://127.0.0.1:${readinessPort}/healthz/ready`;
-    console.log(`node ${process.version}${EXTRA_ARGS.length ? ` ${EXTRA_ARGS.join(' ')}` : ''}, ${RUNS} spawns per mode`);
+    console.log(`${CLI}\nnode ${process.version}${EXTRA_ARGS.length ? ` ${EXTRA_ARGS.join(' ')}` : ''}, ${RUNS} spawns per mode`);
     for (const mode of MODES) {
       const base: NodeJS.ProcessEnv = { ...process.env };
       delete base.NODE_COMPILE_CACHE;
