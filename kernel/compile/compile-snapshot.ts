@@ -15,7 +15,8 @@ import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
-import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { FailoverPlan, UpstreamPlan } from '../runtime/upstream-plan.ts';
+import { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { PooledUpstreams } from '../upstream/http-target.ts';
@@ -28,6 +29,12 @@ import type { CompiledBackendRef, CompiledBind, CompiledListener, CompiledRoute,
 import { resolveStaticConfig } from './static-config.ts';
 
 type Obj = Record<string, unknown>;
+
+/** `ai.name` of an inline `ai` backend, for health labels. */
+function aiName(ref: Obj): string | undefined {
+  const ai = ref.ai as Obj | undefined;
+  return typeof ai?.name === 'string' ? ai.name : undefined;
+}
 
 /**
  * Replace an alias key by the plugin's real key in place, keeping key order, so `/config_dump` and logs show the
@@ -218,7 +225,8 @@ class SnapshotCompiler {
     return instance;
   }
 
-  private async backendRef(ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet): Promise<CompiledBackendRef | undefined> {
+  private async backendRef(ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet, index: number, siblings: number, routeKey: string): Promise<CompiledBackendRef | undefined> {
+    const rawRef = JSON.stringify(ref);
     let policyValue = ref.policies as Obj | undefined;
     // A reference to a named backend brings that backend's policies; the reference's own win per key.
     if (typeof ref.backend === 'string') {
@@ -233,15 +241,23 @@ class SnapshotCompiler {
     // A `timeout` policy anywhere on the way (route or backend) replaces the default response deadline (ADR 0019).
     const defaults = this.staticConfig.defaultTimeouts;
     const ownDeadline = facets.attemptTimeoutMs !== undefined || facets.requestTimeoutMs !== undefined;
+    const retry: FailoverPlan | null = facets.retry
+      ? { attempts: facets.retry.attempts, codes: new Set(facets.retry.codes), backoffMs: facets.retry.backoffMs ?? 0 }
+      : null;
+    // With other backends on the route, retries go to another backend (the pipeline's loop, ADR 0023); the
+    // forwarder tries once but still buffers the body so it can be sent again.
+    const failover = retry && siblings > 1 && retry.attempts > 0 ? retry : null;
     const plan: UpstreamPlan = {
       attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
       headersTimeoutMs: ownDeadline ? 0 : instance.protocol === 'llm' ? defaults.llmBackendRequestMs : defaults.backendRequestMs,
       idleTimeoutMs: facets.streamIdleTimeoutMs ?? defaults.streamIdleMs,
-      retry: facets.retry
-        ? { attempts: facets.retry.attempts, codes: new Set(facets.retry.codes), backoffMs: facets.retry.backoffMs ?? 0 }
-        : null,
+      retry: failover ? { attempts: 0, codes: failover.codes, backoffMs: 0 } : retry,
       upstreamHooks: layered.upstreamHooks(),
     };
+    const outlier = facets.outlierDetection ?? null;
+    // Same route, same place, same backend config: the state survives the reload.
+    const health = outlier ? this.resourceView.get(`health:${routeKey}:${index}:${rawRef}`, () => new BackendHealth()) : null;
+    const label = typeof ref.backend === 'string' ? ref.backend : typeof ref.host === 'string' ? ref.host : aiName(ref) ?? `backends[${index}]`;
     const responseHooks = [...backendSet.responseHooks(), ...routeSet.responseHooks()];
     const logHooks = [...backendSet.logHooks(), ...routeSet.logHooks()];
     return {
@@ -251,6 +267,11 @@ class SnapshotCompiler {
       responseHooks: responseHooks.length ? responseHooks : null,
       logHooks: logHooks.length ? logHooks : null,
       plan,
+      index,
+      health,
+      outlier,
+      label,
+      failover,
     };
   }
 
@@ -260,15 +281,19 @@ class SnapshotCompiler {
     const matches = (route.matches as MatchConfig[] | undefined)?.map((m) => compileMatch(m)) ?? null;
     const refs: CompiledBackendRef[] = [];
     const list = (route.backends ?? []) as Obj[];
+    const key = `${bind}/${listener}/${name}`;
     for (let i = 0; i < list.length; i++) {
-      const ref = await this.backendRef(list[i]!, [...path, 'backends', i], routeSet);
+      const ref = await this.backendRef(list[i]!, [...path, 'backends', i], routeSet, refs.length, list.length, key);
       if (ref) refs.push(ref);
     }
+    const health = refs.some((r) => r.health)
+      ? new RouteHealth(refs, name, this.deps.logger, this.deps.metrics.counter('switchyard_backend_ejections_total', 'Backends taken out of rotation by outlier detection, by route, backend and reason.'))
+      : null;
     const responseHooks = routeSet.responseHooks();
     const logHooks = routeSet.logHooks();
     const shaper = refs.find((r) => r.instance.shapeError)?.instance;
     return {
-      info: Object.freeze({ name, key: `${bind}/${listener}/${name}`, listener, bind }),
+      info: Object.freeze({ name, key, listener, bind }),
       hostnameTest: Array.isArray(route.hostnames) && route.hostnames.length ? compileHostnameTest(route.hostnames as string[]) : null,
       matches,
       requestHooks: routeSet.requestHooks(),
@@ -276,6 +301,7 @@ class SnapshotCompiler {
       logHooks: logHooks.length ? logHooks : null,
       backends: refs,
       totalWeight: refs.reduce((sum, r) => sum + r.weight, 0),
+      health,
       shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
       requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
       metrics: this.deps.metrics.route(String(bind), listener, name),

@@ -1,6 +1,8 @@
 import type { SecureContext } from 'node:tls';
 import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
-import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { FailoverPlan, UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
+import type { OutlierDetectionFacet } from '../sdk/index.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
 import type { CompiledMatch } from './matchers.ts';
 import type { PathOptions } from '../runtime/normalize-path.ts';
@@ -16,6 +18,18 @@ export interface CompiledBackendRef {
   readonly responseHooks: readonly PolicyInstance[] | null;
   readonly logHooks: readonly PolicyInstance[] | null;
   readonly plan: UpstreamPlan;
+  /** Place in the route's `backends` (the index `RouteHealth` knows it by). */
+  readonly index: number;
+  /** Passive health state (kept across reloads) when `outlierDetection` applies; else null. */
+  readonly health: BackendHealth | null;
+  readonly outlier: OutlierDetectionFacet | null;
+  /** `backend` label of health metrics and logs. */
+  readonly label: string;
+  /**
+   * The retry policy when the route has other backends: the pipeline then sends each retry to another backend
+   * (`plan.retry` keeps the body buffered but tries once). Null when retries stay on this backend.
+   */
+  readonly failover: FailoverPlan | null;
 }
 
 export interface CompiledRoute {
@@ -29,6 +43,8 @@ export interface CompiledRoute {
   readonly logHooks: readonly PolicyInstance[] | null;
   readonly backends: readonly CompiledBackendRef[];
   readonly totalWeight: number;
+  /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */
+  readonly health: RouteHealth | null;
   /** The first backend's `shapeError` (bound), applied to the route's gateway-made error replies; null when none. */
   readonly shapeError: ((ex: Exchange, reply: Reply) => void) | null;
   /** Whole-request deadline in ms; 0 means none. */

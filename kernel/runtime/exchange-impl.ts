@@ -59,10 +59,14 @@ export class ExchangeImpl implements Exchange {
   readonly originalUrl: string;
   readonly startTime: number;
   body: Buffer | undefined = undefined;
+  /** The client's body as read by `bufferBody`, before a backend replaced it (sent again on a retry elsewhere). */
+  receivedBody: Buffer | undefined = undefined;
   plan: UpstreamPlan = EMPTY_PLAN;
   /** Set when the route's request timeout fired: the upstream call must give up. */
   timedOut = false;
   attempts = 0;
+  /** Set by the forwarder when its last attempt failed before the upstream's application saw it (refused, reset, timeout). */
+  retryableFailure = false;
   protocol = 'http';
   /** Parsed query, made on first use by a query matcher. */
   params: URLSearchParams | undefined = undefined;
@@ -160,6 +164,7 @@ export class ExchangeImpl implements Exchange {
       const onEnd = (): void => {
         cleanup();
         this.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+        this.receivedBody = this.body;
         resolve(this.body);
       };
       const onError = (err: Error): void => {

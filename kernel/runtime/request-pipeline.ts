@@ -2,13 +2,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
 import type { Logger, Reply } from '../sdk/index.ts';
-import type { CompiledBackendRef, CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
+import type { CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
 import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { runRequestHooks } from './run-hooks.ts';
+import { serveWithHealth } from './failover.ts';
+import { pickBackend } from './backend-pick.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from './normalize-path.ts';
 
@@ -33,18 +35,6 @@ export function selectRoute(listener: CompiledListener, ex: ExchangeImpl): Compi
     }
   }
   return undefined;
-}
-
-function pickBackend(route: CompiledRoute): CompiledBackendRef | undefined {
-  const list = route.backends;
-  if (list.length === 1) return list[0]!.weight > 0 ? list[0] : undefined;
-  if (route.totalWeight <= 0) return undefined;
-  let r = Math.random() * route.totalWeight;
-  for (const b of list) {
-    r -= b.weight;
-    if (r < 0) return b;
-  }
-  return list[list.length - 1];
 }
 
 const noRoute = (what: 'listener' | 'route', ex: ExchangeImpl): GatewayError =>
@@ -153,10 +143,17 @@ export class RequestPipeline {
 
   /** After the route's chain: pick a backend, run its chain, let it produce the reply. */
   private dispatch(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute): void {
-    const ref = pickBackend(route);
+    const ref = pickBackend(route, null);
     if (!ref) {
       const err = new GatewayError(500, 'no_backend', `route \`${route.info.name}\` has no backend to send the request to`, ErrorCode.noBackend);
       writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
+      return;
+    }
+    if (route.health !== null || ref.failover !== null) {
+      serveWithHealth(ex, route, ref).then(
+        ([reply, last]) => writeReply(ex, res, reply, last.responseHooks, this.logger),
+        (err: unknown) => writeReply(ex, res, errorReply(err, this.logger, ex), ref.responseHooks, this.logger),
+      );
       return;
     }
     ex.plan = ref.plan;
@@ -249,7 +246,7 @@ export class RequestPipeline {
           return refuse(early);
         }
       }
-      const ref = pickBackend(route);
+      const ref = pickBackend(route, null);
       if (!ref?.instance.upgrade) {
         return refuse(jsonErrorReply(501, 'upgrade_not_supported', 'this route does not accept protocol upgrades'));
       }

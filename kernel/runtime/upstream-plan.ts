@@ -1,5 +1,12 @@
 import type { PolicyInstance } from '../sdk/index.ts';
 
+/** The `retry` policy, compiled: retries after the first try, statuses that trigger one, pause between tries. */
+export interface FailoverPlan {
+  readonly attempts: number;
+  readonly codes: ReadonlySet<number>;
+  readonly backoffMs: number;
+}
+
 /** How the upstream call of one (route, backend) pair behaves: compiled once from the policies' facets. */
 export interface UpstreamPlan {
   /** Per-attempt deadline in ms from the `timeout` policy (a timer per attempt); 0 means none. */
@@ -11,7 +18,7 @@ export interface UpstreamPlan {
   readonly headersTimeoutMs: number;
   /** Longest silence inside the response body (undici `bodyTimeout`); 0 means none. */
   readonly idleTimeoutMs: number;
-  readonly retry: { readonly attempts: number; readonly codes: ReadonlySet<number>; readonly backoffMs: number } | null;
+  readonly retry: FailoverPlan | null;
   /** Policies with an `onUpstream` hook, in phase order. */
   readonly upstreamHooks: readonly PolicyInstance[] | null;
 }

@@ -86,6 +86,21 @@ export interface PolicyFacets {
   /** Longest silence inside a response body in ms (0 = none); replaces `config.defaultTimeouts.streamIdleTimeout`. */
   streamIdleTimeoutMs?: number;
   retry?: { attempts: number; codes: readonly number[]; backoffMs?: number };
+  /** Passive health thresholds of the backend (`outlierDetection`); the kernel keeps the state and picks around it. */
+  outlierDetection?: OutlierDetectionFacet;
+}
+
+/** Thresholds of passive health checking (Envoy outlier detection names); see docs/backends-health.md. */
+export interface OutlierDetectionFacet {
+  /** Failures in a row (any 5xx, refused/reset connection, timeout) that eject the backend. */
+  consecutive5xx: number;
+  /** Gateway failures in a row (refused/reset connection, timeout, 502/503/504) that eject the backend. */
+  consecutiveGatewayFailure: number;
+  /** First ejection's length; the nth is n times as long, capped by `maxEjectionMs`. */
+  baseEjectionMs: number;
+  maxEjectionMs: number;
+  /** Eject only while the ejected share of the route's backends is below this (so one can always be ejected). */
+  maxEjectionPercent: number;
 }
 
 /** What a compiled policy does per request. Every hook is optional; sync hooks are not awaited. */

@@ -93,9 +93,11 @@ class PooledTarget implements UpstreamTarget {
       body = plan.retry && declared <= RETRY_BUFFER_LIMIT ? await ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
     }
     const replayable = body === null || Buffer.isBuffer(body);
-    const maxAttempts = plan.retry && replayable ? plan.retry.attempts + 1 : 1;
+    // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
+    const first = ex.attempts;
+    const maxAttempts = first + (plan.retry && replayable ? plan.retry.attempts + 1 : 1);
     const path = ex.path + ex.query;
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = first; ; attempt++) {
       ex.attempts = attempt + 1;
       let attemptHeaders = headers;
       if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
@@ -116,10 +118,13 @@ class PooledTarget implements UpstreamTarget {
       } catch (err) {
         const failure = upstreamFailure(err, this.origin, plan.headersTimeoutMs);
         if (ex.timedOut || ex.res?.destroyed) throw failure;
-        if (attempt + 1 < maxAttempts && isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err)) {
+        const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+        if (attempt + 1 < maxAttempts && retryable) {
           if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
           continue;
         }
+        // The request never reached the upstream's application: the pipeline may send it to another backend.
+        ex.retryableFailure = retryable;
         throw failure;
       }
       if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode)) {

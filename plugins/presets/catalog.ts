@@ -50,6 +50,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'modelArmorGuard',
   'timeout',
   'retry',
+  'outlierDetection',
   'backendTLS',
   'backendAuth',
   'passthrough',

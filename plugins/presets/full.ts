@@ -30,6 +30,7 @@ import requestRedirect from '../policies/request-redirect/plugin.ts';
 import requestHeaderModifier from '../policies/request-header-modifier/plugin.ts';
 import responseHeaderModifier from '../policies/response-header-modifier/plugin.ts';
 import retry from '../policies/retry/plugin.ts';
+import outlierDetection from '../policies/outlier-detection/plugin.ts';
 import timeout from '../policies/timeout/plugin.ts';
 import transformations from '../policies/transformations/plugin.ts';
 import urlRewrite from '../policies/url-rewrite/plugin.ts';
@@ -89,6 +90,7 @@ export const fullPreset: readonly Plugin[] = [
   googleModelArmor,
   timeout,
   retry,
+  outlierDetection,
   backendTls,
   backendAuth,
   passthrough,

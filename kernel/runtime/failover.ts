@@ -1,0 +1,99 @@
+import { Readable } from 'node:stream';
+import { GatewayError } from '../sdk/index.ts';
+import type { Reply } from '../sdk/index.ts';
+import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
+import type { ExchangeImpl } from './exchange-impl.ts';
+import { pickBackend } from './backend-pick.ts';
+import { runRequestHooks } from './run-hooks.ts';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+const isGatewayFailure = (status: number): boolean => status === 502 || status === 503 || status === 504;
+
+/** Point the exchange at a backend: its upstream plan, log hooks and protocol label. */
+function select(ex: ExchangeImpl, ref: CompiledBackendRef): void {
+  ex.plan = ref.plan;
+  ex.logHooks = ref.logHooks;
+  if (ref.instance.protocol && ex.protocol === 'http') ex.protocol = ref.instance.protocol;
+}
+
+/**
+ * Serve the exchange on a route whose backends have passive health checks or whose retries go to another
+ * backend (ADR 0023): record each backend's outcome, and on a retryable failure send the request again to a
+ * different backend when one is in rotation. Resolves to the reply and the backend that produced it.
+ */
+export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, first: CompiledBackendRef): Promise<[Reply, CompiledBackendRef]> {
+  const health = route.health;
+  // What a backend may change on the way out (the host forwarder appends X-Forwarded-For, the `ai` backend
+  // rewrites path and body), restored before the request goes to another backend.
+  const h = ex.headers;
+  const path = ex.path;
+  const query = ex.query;
+  const body = ex.body;
+  const hadBody = ex.hasRequestBody;
+  const xff = h['x-forwarded-for'];
+  const contentEncoding = h['content-encoding'];
+  const contentLength = h['content-length'];
+  const transferEncoding = h['transfer-encoding'];
+  let ref = first;
+  for (;;) {
+    select(ex, ref);
+    const before = ex.attempts;
+    ex.retryableFailure = false;
+    let reply: Reply | undefined;
+    let error: unknown;
+    let handled = false;
+    try {
+      if (ref.requestHooks) reply = await runRequestHooks(ref.requestHooks, ex);
+      if (!reply) {
+        handled = true;
+        reply = await ref.instance.handle(ex);
+      }
+    } catch (err) {
+      error = err;
+    }
+    if (!handled) {
+      if (reply) return [reply, ref];
+      throw error;
+    }
+    const status = reply ? reply.status : error instanceof GatewayError ? error.status : 500;
+    // A client that left (499) says nothing about the backend.
+    if (health !== null && status !== 499) {
+      if (status >= 500) health.failure(ref.index, isGatewayFailure(status));
+      else health.success(ref.index);
+    }
+    const fo = ref.failover;
+    const again =
+      fo !== null &&
+      ex.attempts > before &&
+      ex.attempts <= fo.attempts &&
+      !ex.timedOut &&
+      ex.aborted === undefined &&
+      (reply ? fo.codes.has(reply.status) : ex.retryableFailure) &&
+      (!hadBody || body !== undefined || ex.receivedBody !== undefined);
+    if (!again) {
+      if (reply) return [reply, ref];
+      throw error;
+    }
+    if (reply && reply.body instanceof Readable) {
+      const dropped = reply.body;
+      dropped.on('error', () => undefined);
+      dropped.resume();
+    }
+    const next = pickBackend(route, ref) ?? ref;
+    ex.path = path;
+    ex.query = query;
+    ex.body = body ?? ex.receivedBody;
+    restore(h, 'x-forwarded-for', xff);
+    restore(h, 'content-encoding', contentEncoding);
+    restore(h, 'content-length', contentLength);
+    restore(h, 'transfer-encoding', transferEncoding);
+    if (fo.backoffMs) await sleep(fo.backoffMs);
+    ref = next;
+  }
+}
+
+function restore(h: ExchangeImpl['headers'], name: string, value: string | string[] | undefined): void {
+  if (value === undefined) delete h[name];
+  else h[name] = value;
+}

@@ -1,0 +1,209 @@
+// Healthy backends (issue 11 item 3): passive outlier detection per backend, ejection with backoff, max ejection
+// percent, retry sent to a different backend, ejections on /metrics and in the logs, named backends carrying the
+// settings, and two `ai` backends on an LLM route failing over.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { aiPreset, startMock } from '../ai/harness.ts';
+import type { Mock } from '../ai/harness.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('backend health', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let good: TestUpstream;
+  let bad: TestUpstream;
+  let badStatus = 500;
+  /** A port nobody listens on: connections are refused. */
+  let dead: number;
+
+  before(async () => {
+    port = await freePort();
+    dead = await freePort();
+    good = await startUpstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('good');
+    });
+    bad = await startUpstream((req, res) => {
+      res.writeHead(badStatus, { 'content-type': 'text/plain' });
+      res.end('bad');
+    });
+    const route = (name: string, policies: Record<string, unknown>, backends: Record<string, unknown>[]) => ({
+      name,
+      matches: [{ path: { pathPrefix: `/${name}` } }],
+      policies,
+      backends,
+    });
+    const pair = (first: number, second = good.port) => [{ host: `127.0.0.1:${first}` }, { host: `127.0.0.1:${second}` }];
+    gw = await startGateway({
+      config: { logging: { format: 'json', level: 'info' } },
+      backends: [
+        { name: 'dead-one', host: `127.0.0.1:${dead}`, policies: { outlierDetection: { consecutiveGatewayFailure: 1, baseEjectionTime: '30s' } } },
+        { name: 'good-one', host: `127.0.0.1:${good.port}` },
+      ],
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                route('eject-dead', { outlierDetection: { consecutiveGatewayFailure: 2, baseEjectionTime: '30s' } }, pair(dead)),
+                route('retry-other', { retry: { attempts: 2, codes: [] } }, pair(dead)),
+                route('retry-5xx', { retry: { attempts: 1, codes: [503] } }, pair(bad.port)),
+                route('eject-5xx', { outlierDetection: { consecutive5xx: 3, baseEjectionTime: '400ms' } }, pair(bad.port)),
+                route('max-percent', { outlierDetection: { consecutive5xx: 2, baseEjectionTime: '30s', maxEjectionPercent: 50 } }, pair(bad.port, bad.port)),
+                route('named', {}, [{ backend: 'dead-one' }, { backend: 'good-one' }]),
+              ],
+            },
+          ],
+        },
+      ],
+    });
+  });
+  after(async () => {
+    await gw?.stop();
+    await good?.close();
+    await bad?.close();
+  });
+
+  const call = async (path: string) => {
+    const res = await request(`${gw.url(port)}${path}`);
+    return { status: res.statusCode, text: await res.body.text() };
+  };
+  const callMany = async (path: string, n: number) => {
+    const statuses: number[] = [];
+    for (let i = 0; i < n; i++) statuses.push((await call(path)).status);
+    return statuses;
+  };
+  const hits = (u: TestUpstream, prefix: string) => u.received.filter((r) => r.url.startsWith(prefix)).length;
+  const metrics = async () => (await request(`${gw.statsUrl}/metrics`)).body.text();
+
+  it('ejects a backend that refuses connections: after the first ejection no request fails', async () => {
+    const statuses = await callMany('/eject-dead', 60);
+    const failures = statuses.filter((s) => s !== 200).length;
+    // Each failure hit the dead backend; it is ejected after 2 in a row, so at most 2 requests fail.
+    assert.ok(failures <= 2, `failures: ${failures}`);
+    const lastFailure = statuses.lastIndexOf(503);
+    assert.ok(lastFailure < 30, `a failure after the ejection at ${lastFailure}`);
+    assert.ok(gw.logs.some((l) => l.includes('backend ejected') && l.includes('eject-dead')), 'a warn line names the ejection');
+    assert.match(await metrics(), /switchyard_backend_ejections_total\{[^}]*route="eject-dead"[^}]*\} 1/);
+  });
+
+  it('sends a retry to the other backend: no request fails', async () => {
+    const before = hits(good, '/retry-other');
+    const statuses = await callMany('/retry-other', 30);
+    assert.deepEqual(statuses.filter((s) => s !== 200), []);
+    assert.equal(hits(good, '/retry-other') - before, 30, 'each request reached the good backend exactly once');
+  });
+
+  it('sends a retry on a listed status to the other backend', async () => {
+    badStatus = 503;
+    try {
+      const statuses = await callMany('/retry-5xx', 30);
+      assert.deepEqual(statuses.filter((s) => s !== 200), []);
+      const retried = good.received.filter((r) => r.url.startsWith('/retry-5xx') && r.headers['x-retry-attempt'] === '1').length;
+      assert.equal(retried, hits(bad, '/retry-5xx'), 'every request the bad backend failed was retried on the good one');
+      assert.ok(hits(bad, '/retry-5xx') > 0);
+    } finally {
+      badStatus = 500;
+    }
+  });
+
+  it('ejects a 5xx backend after N consecutive 5xx and returns it after the ejection time', async () => {
+    const statuses = await callMany('/eject-5xx', 40);
+    assert.equal(hits(bad, '/eject-5xx'), 3, 'three 5xx in a row, then ejected');
+    assert.equal(statuses.filter((s) => s === 500).length, 3);
+    badStatus = 200;
+    try {
+      await sleep(450);
+      await callMany('/eject-5xx', 40);
+      assert.ok(hits(bad, '/eject-5xx') > 3, 'back in rotation after the ejection time');
+      assert.ok(gw.logs.some((l) => l.includes('backend returned') && l.includes('eject-5xx')));
+    } finally {
+      badStatus = 500;
+    }
+  });
+
+  it('maxEjectionPercent keeps a share in rotation when every backend fails', async () => {
+    const statuses = await callMany('/max-percent', 40);
+    // Both answer 500: one is ejected, the other stays (50% of 2), so requests still reach a backend.
+    assert.deepEqual([...new Set(statuses)], [500]);
+    assert.match(await metrics(), /switchyard_backend_ejections_total\{[^}]*route="max-percent"[^}]*\} 1\n/);
+  });
+
+  it('takes the settings from a named backend\'s policies', async () => {
+    const statuses = await callMany('/named', 40);
+    assert.ok(statuses.filter((s) => s !== 200).length <= 1, `statuses: ${statuses.join(',')}`);
+    assert.match(await metrics(), /switchyard_backend_ejections_total\{[^}]*backend="dead-one"[^}]*route="named"[^}]*\} 1/);
+  });
+});
+
+describe('ai backends fail over', () => {
+  let mock: Mock;
+  let gw: RunningGateway;
+  let base: string;
+  let failing: TestUpstream;
+
+  before(async () => {
+    mock = await startMock();
+    failing = await startUpstream((req, res) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'boom', type: 'server_error' } }));
+    });
+    const port = await freePort();
+    const dead = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const ai = (name: string, hostPort: string) => ({ ai: { name, provider: { openAI: {} }, hostOverride: hostPort } });
+    gw = await startGateway(
+      {
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  {
+                    name: 'llm-refused',
+                    matches: [{ path: { pathPrefix: '/refused' } }],
+                    policies: { retry: { attempts: 1, codes: [500] } },
+                    backends: [{ ...ai('down', `127.0.0.1:${dead}`), weight: 1000 }, ai('up', mock.hostPort)],
+                  },
+                  {
+                    name: 'llm-500',
+                    matches: [{ path: { pathPrefix: '/five' } }],
+                    policies: { retry: { attempts: 1, codes: [500] } },
+                    backends: [{ ...ai('fails', `127.0.0.1:${failing.port}`), weight: 1000 }, ai('works', mock.hostPort)],
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      { preset: aiPreset },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await failing?.close();
+    await mock?.stop();
+  });
+
+  for (const prefix of ['refused', 'five']) {
+    it(`the client gets one good answer when the first backend ${prefix === 'five' ? 'answers 500' : 'refuses connections'}`, async () => {
+      const client = new OpenAI({ baseURL: `${base}/${prefix}/v1`, apiKey: 'client-key', maxRetries: 0 });
+      for (let i = 0; i < 3; i++) {
+        const res = await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] });
+        assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+      }
+      if (prefix === 'five') assert.ok(failing.received.length >= 1, 'the failing backend was tried first');
+    });
+  }
+});
