@@ -18,6 +18,8 @@ interface Literal {
   readonly start: number;
   readonly end: number;
   readonly text: string;
+  /** Written as a map index, `headers["x-api-key"]`: a name, not a value. */
+  readonly index: boolean;
 }
 
 /** The string literals of a CEL expression: `'…'`, `"…"`, triple-quoted, with `r`/`b` prefixes. */
@@ -35,7 +37,9 @@ function literals(expr: string): Literal[] {
     const start = i + quote.length;
     let j = start;
     while (j < expr.length && !expr.startsWith(quote, j)) j += !raw && expr[j] === '\\' ? 2 : 1;
-    out.push({ start, end: Math.min(j, expr.length), text: expr.slice(start, Math.min(j, expr.length)) });
+    const end = Math.min(j, expr.length);
+    const index = /\[\s*[rRbB]{0,2}$/.test(expr.slice(0, i)) && /^\s*\]/.test(expr.slice(end + quote.length));
+    out.push({ start, end, text: expr.slice(start, end), index });
     i = j + quote.length;
   }
   return out;
@@ -44,7 +48,7 @@ function literals(expr: string): Literal[] {
 /**
  * The string literals of a CEL expression that must not be shown (ADR 0017): those shaped like credentials, and
  * every literal of an expression that touches a sensitive name (`request.headers["x-api-key"] == "…"`,
- * `apiKey.key == "…"`), except the sensitive names themselves.
+ * `apiKey.key == "…"`), except map indexes (the header names themselves).
  */
 export function secretCelLiterals(expr: string): string[] {
   if (!expr.includes('"') && !expr.includes("'")) return [];
@@ -52,9 +56,9 @@ export function secretCelLiterals(expr: string): string[] {
   // The expression with literal contents blanked, to find field selections.
   let outside = expr;
   for (const l of found) outside = outside.slice(0, l.start) + ' '.repeat(l.end - l.start) + outside.slice(l.end);
-  let context = found.some((l) => isSensitiveName(l.text));
+  let context = found.some((l) => l.index && isSensitiveName(l.text));
   if (!context) for (const m of outside.matchAll(FIELD)) if (isSensitiveName(m[1]!)) context = true;
-  return found.filter((l) => l.text !== '' && (looksLikeCredential(l.text) || (context && !isSensitiveName(l.text)))).map((l) => l.text);
+  return found.filter((l) => l.text !== '' && (looksLikeCredential(l.text) || (context && !l.index))).map((l) => l.text);
 }
 
 /** The expression with its secret literals replaced by `<redacted>`. */

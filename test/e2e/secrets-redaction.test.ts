@@ -85,7 +85,7 @@ ${typo('                sett: {}')}
                   set-cookie: "${S.resSetCookie}"
                   x-upstream-token: ${S.resToken}
               authorization:
-                rules:
+                ${broken ? 'rulez: []\n                ' : ''}rules:
                   - 'request.headers["x-api-key"] == "${S.celLiteral}"'
                   - 'request.path.startsWith("/visible-cel")'
                   - 'request.headers["x-team"] == "\${TEAM_SECRET}"'
@@ -269,6 +269,7 @@ describe('--validate-only hides secrets in messages and code frames', () => {
     assert.match(r.stderr, /\| +API_TOKEN: <redacted>/);
     assert.match(r.stderr, /\| +sessionToken: <redacted>/);
     assert.match(r.stderr, /\| +- key: <redacted>/);
+    assert.match(r.stderr, /\| +- 'request\.headers\["x-api-key"\] == "<redacted>"'/);
     assert.match(r.stderr, /\| +metadata: \{ team: visible-team \}/, 'lines without secrets are shown as written');
     assert.match(r.stderr, /\(at config\.session\.key\)/);
     assert.match(r.stderr, /\(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.directResponse\.status\)/);

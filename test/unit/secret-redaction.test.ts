@@ -9,6 +9,8 @@ import { loggedPath } from '../../kernel/telemetry/access-log.ts';
 describe('CEL literals in /config_dump', () => {
   const cases: [string, string][] = [
     ['request.headers["x-api-key"] == "hunter2"', 'request.headers["x-api-key"] == "<redacted>"'],
+    ['request.headers[ "x-api-key" ] == "hunter2-secret"', 'request.headers[ "x-api-key" ] == "<redacted>"'],
+    ['"x-token-like" in request.headers', '"x-token-like" in request.headers'],
     ["apiKey.key == 'abc'", "apiKey.key == '<redacted>'"],
     ['request.headers["x-user"] == "Bearer abc"', 'request.headers["x-user"] == "<redacted>"'],
     ['x == "sk-live-1" || y == r"ghp_abc\\"', 'x == "<redacted>" || y == r"<redacted>"'],
