@@ -15,6 +15,7 @@ import { minimalPreset } from '../../plugins/presets/minimal.ts';
 import { startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 import type { TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 import { freePort } from '../helpers/ports.ts';
+import { findOldNode } from '../helpers/old-node.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
@@ -220,6 +221,17 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
     });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /^switchyard \d+\.\d+\.\d+/);
+    // On a Node older than engines.node (the system Node 20 here): one line, exit 1.
+    const old = findOldNode();
+    if (old) {
+      const onOld = await new Promise<Run>((done) => {
+        execFile(old.path, [entry, '--version'], { cwd: minimal, env: ENV, timeout: 30_000 }, (err, stdout, stderr) => {
+          done({ code: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
+        });
+      });
+      assert.equal(onOld.code, 1, onOld.stderr);
+      assert.match(onOld.stderr, new RegExp(`^switchyard: needs Node\\.js >=[\\d.]+, found ${old.version.replace(/\./g, '\\.')}\n$`));
+    }
   });
 
   describe('the minimal bundle as a gateway', () => {
