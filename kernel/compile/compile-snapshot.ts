@@ -237,6 +237,7 @@ class SnapshotCompiler {
     const layered = new LayeredPolicySet([routeSet, backendSet]);
     const instance = await this.backendValue(ref, path, layered);
     if (!instance) return undefined;
+    this.checkBackendProtocols(backendSet.entries, [instance]);
     const facets = layered.facets;
     // A `timeout` policy anywhere on the way (route or backend) replaces the default response deadline (ADR 0019).
     const defaults = this.staticConfig.defaultTimeouts;
@@ -275,6 +276,14 @@ class SnapshotCompiler {
     };
   }
 
+  /** Policies that act only on one backend protocol (token rate limits: `llm`) are refused in front of others. */
+  private checkBackendProtocols(entries: readonly PolicyEntry[], backends: readonly BackendInstance[]): void {
+    for (const e of entries) {
+      const need = e.instance.requiresBackendProtocol;
+      if (need && (backends.length === 0 || backends.some((b) => b.protocol !== need.protocol))) this.issue(need.path, need.message);
+    }
+  }
+
   private async route(route: Obj, path: ConfigPath, index: number, listener: string, bind: number): Promise<CompiledRoute | undefined> {
     const name = (route.name as string | undefined) ?? `route${index}`;
     const routeSet = await this.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies']);
@@ -286,6 +295,7 @@ class SnapshotCompiler {
       const ref = await this.backendRef(list[i]!, [...path, 'backends', i], routeSet, refs.length, list.length, key);
       if (ref) refs.push(ref);
     }
+    this.checkBackendProtocols(routeSet.entries, refs.map((r) => r.instance));
     const health = refs.some((r) => r.health)
       ? new RouteHealth(refs, name, this.deps.logger, this.deps.metrics.counter('switchyard_backend_ejections_total', 'Backends taken out of rotation by outlier detection, by route, backend and reason.'))
       : null;

@@ -8,6 +8,7 @@ export * from './errors.ts';
 export * from './reply.ts';
 export * from './attributes.ts';
 export * from './duration.ts';
+export * from './llm-tokens.ts';
 export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes } from './read-file.ts';
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
 export type { AltName } from './tls-names.ts';

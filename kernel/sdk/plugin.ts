@@ -126,6 +126,12 @@ export interface PolicyInstance {
    * Collected once per policy set at load; a route without such policies pays nothing.
    */
   readonly credentialHeaders?: readonly string[];
+  /**
+   * Set when this policy only works in front of backends of one `protocol` (`llm`: a token rate limit counts the
+   * tokens an LLM backend reports). At load, a route or backend reference whose backend speaks another protocol, or
+   * a route without backends, is a config error: `message` at `path` (a full config path: `ctx.path` plus a sub-path).
+   */
+  readonly requiresBackendProtocol?: { readonly protocol: string; readonly message: string; readonly path: ConfigPath };
   /** Release timers or handles when the snapshot holding this instance is retired. */
   dispose?(): void;
 }

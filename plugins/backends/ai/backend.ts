@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError, jsonReply } from 'switchyard/sdk';
+import { GatewayError, jsonReply, llmTokenLimiters } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
@@ -8,6 +8,7 @@ import { AI_POLICY, LLM_CLIENT_FORMAT } from '../../lib/llm/contract.ts';
 import type { AiPolicyRuntime, LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, responseDecoder, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError, shapeClientError } from '../../lib/llm/errors.ts';
+import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
@@ -93,6 +94,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
   /** `passthrough` (and `realtime` over plain HTTP): the request goes to the provider untouched but for headers and credentials. */
   const passthrough = async (ex: Exchange): Promise<Reply> => {
+    // The body is not read here: token limits get no estimate, only the usage (none is read from passthrough answers).
+    const refused = await reserveTokens(ex, undefined);
+    if (refused) return refused;
     new LlmCall(ex, provider.kind, undefined, false);
     provider.prepareHeaders(ex.headers);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
@@ -167,6 +171,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
+    const refused = await reserveTokens(ex, body);
+    if (refused) return refused;
     const call = new LlmCall(ex, provider.kind, model, stream, metrics);
     const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
     const reply = await upstream.forward(ex, onAttempt(ex, wire));
@@ -190,6 +196,21 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       upstream.upgrade(ex, socket, head);
     },
   };
+}
+
+/**
+ * Token rate limits on the route (`llmTokenLimiters`, set by their policies): the prompt estimate, computed only
+ * then, is reserved by each in order before the provider is called; the first refusal is the answer.
+ */
+async function reserveTokens(ex: Exchange, body: Obj | undefined): Promise<Reply | undefined> {
+  const limiters = ex.get(llmTokenLimiters);
+  if (!limiters) return undefined;
+  const estimate = body ? estimatePromptTokens(body) : 0;
+  for (const limiter of limiters) {
+    const refused = await limiter.reserve(ex, estimate);
+    if (refused) return refused;
+  }
+  return undefined;
 }
 
 /** Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. */

@@ -1,23 +1,15 @@
-import { defineAttribute } from 'switchyard/sdk';
-import type { CompileContext, Exchange, MetricCounter } from 'switchyard/sdk';
+import { llmCall } from 'switchyard/sdk';
+import type { CompileContext, Exchange, LlmCallInfo as SdkLlmCallInfo, MetricCounter } from 'switchyard/sdk';
 import { mergeUsage } from './usage.ts';
 import type { LlmUsage } from './usage.ts';
 
-/** What the `ai` backend learned about one LLM call; complete once the response has ended. */
-export interface LlmCallInfo {
-  /** Provider name as in telemetry (`openai`, `anthropic`, `gcp.gemini`, `gcp.vertex_ai`, `aws.bedrock`, `azure.openai`). */
-  readonly provider: string;
-  /** The model sent to the provider (after aliases and `provider.<x>.model`). */
-  readonly requestModel: string | undefined;
-  /** The model the provider says answered, when it says so. */
-  readonly responseModel: string | undefined;
-  readonly streaming: boolean;
-  /** Token counts, filled as the response arrives. */
+/** What the `ai` backend learned about one LLM call (the SDK's `llmCall` attribute, with the full usage). */
+export interface LlmCallInfo extends SdkLlmCallInfo {
   readonly usage: LlmUsage;
 }
 
-/** Set by the `ai` backend on every LLM request (for policies that act after the response: token rate limits, say). */
-export const LLM_CALL = defineAttribute<LlmCallInfo>('llm.call');
+/** The SDK's `llmCall`: set on every LLM request, for policies that act after the response (token rate limits). */
+export const LLM_CALL = llmCall;
 
 /** The LLM counters on `/metrics`: tokens by provider, model and type, and calls by provider, model and streaming. */
 export interface LlmMetrics {

@@ -1,6 +1,9 @@
-import { definePolicy, jsonErrorReply, parseDuration } from 'switchyard/sdk';
+import { definePolicy, parseDuration } from 'switchyard/sdk';
+import type { PolicyInstance } from 'switchyard/sdk';
+import { deny } from './deny.ts';
 import schema from './schema.json' with { type: 'json' };
 import { TokenBucket } from './token-bucket.ts';
+import { llmTokenLimits } from './llm-tokens.ts';
 
 interface BucketConfig {
   maxTokens: number;
@@ -12,40 +15,33 @@ interface BucketConfig {
 /** `localRateLimit`: in-process token buckets per route; denial is 429 with rate-limit headers. */
 export default definePolicy<BucketConfig[]>({
   key: 'localRateLimit',
-  description: 'Limit the request rate of a route with in-process token buckets (429 when empty).',
+  description: 'Limit the request rate (or, with `type: tokens`, the LLM tokens) of a route with in-process token buckets (429 when empty).',
   schema,
   attach: ['routePolicies'],
   phase: 'admission',
   order: 10,
   compile(config, ctx) {
-    const buckets: TokenBucket[] = [];
+    const requestBuckets: TokenBucket[] = [];
+    const tokenBuckets: TokenBucket[] = [];
+    let firstTokens = -1;
     config.forEach((b, i) => {
       if (b.maxTokens < b.tokensPerFill) ctx.fail('`maxTokens` must be at least `tokensPerFill`', [i, 'maxTokens']);
       const interval = parseDuration(b.fillInterval)!;
       if (interval <= 0) ctx.fail('`fillInterval` must be greater than zero', [i, 'fillInterval']);
-      // Token-type buckets count LLM usage; on other routes they do not limit requests.
-      if ((b.type ?? 'requests') !== 'requests') return;
-      // Keyed by place and settings, so a reload that leaves this bucket unchanged keeps its state.
-      const key = `localRateLimit:${JSON.stringify(ctx.path)}:${i}:${b.maxTokens}:${b.tokensPerFill}:${interval}`;
-      buckets.push(ctx.resources.get(key, () => new TokenBucket(b.maxTokens, b.tokensPerFill, interval)));
+      const type = b.type ?? 'requests';
+      if (type === 'tokens' && firstTokens === -1) firstTokens = i;
+      // Keyed by place, type and settings, so a reload that leaves this bucket unchanged keeps its state.
+      const key = `localRateLimit:${JSON.stringify(ctx.path)}:${i}:${type}:${b.maxTokens}:${b.tokensPerFill}:${interval}`;
+      (type === 'tokens' ? tokenBuckets : requestBuckets).push(ctx.resources.get(key, () => new TokenBucket(b.maxTokens, b.tokensPerFill, interval)));
     });
-    if (buckets.length === 0) return {};
-    return {
-      onRequest() {
-        const now = Date.now();
-        for (const bucket of buckets) {
-          if (!bucket.tryTake(1, now)) {
-            const reset = String(bucket.resetSeconds(now));
-            return jsonErrorReply(429, 'rate_limited', 'rate limit exceeded', {
-              'x-ratelimit-limit': String(bucket.max),
-              'x-ratelimit-remaining': '0',
-              'x-ratelimit-reset': reset,
-              'retry-after': reset,
-            });
-          }
+    const requests: PolicyInstance['onRequest'] = requestBuckets.length
+      ? () => {
+          const now = Date.now();
+          for (const bucket of requestBuckets) if (!bucket.tryTake(1, now)) return deny(bucket, now);
+          return undefined;
         }
-        return undefined;
-      },
-    };
+      : undefined;
+    if (tokenBuckets.length === 0) return requests ? { onRequest: requests } : {};
+    return llmTokenLimits(tokenBuckets, requests, [...ctx.path, firstTokens, 'type']);
   },
 });

@@ -33,10 +33,18 @@ export class TokenBucket {
     return true;
   }
 
-  /** Take up to `n` tokens without going below zero (after-the-fact accounting). */
-  drain(n: number, now = Date.now()): void {
+  /** Take up to `n` tokens without going below zero (after-the-fact accounting); returns how many were taken. */
+  drain(n: number, now = Date.now()): number {
     this.refill(now);
-    this.tokens = Math.max(0, this.tokens - n);
+    const taken = Math.min(this.tokens, n);
+    this.tokens -= taken;
+    return taken;
+  }
+
+  /** Give back `n` tokens taken earlier (a reservation larger than the real usage), up to `max`. */
+  refund(n: number, now = Date.now()): void {
+    this.refill(now);
+    this.tokens = Math.min(this.max, this.tokens + n);
   }
 
   remaining(now = Date.now()): number {

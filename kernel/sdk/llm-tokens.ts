@@ -1,0 +1,55 @@
+import { defineAttribute } from './attributes.ts';
+import type { AttributeKey } from './attributes.ts';
+import type { Exchange } from './exchange.ts';
+import type { Reply } from './reply.ts';
+
+/**
+ * The link between LLM backends and policies that count LLM tokens (`localRateLimit` / `remoteRateLimit` with
+ * `type: tokens`), so either side can be replaced by a third-party plugin: the backend publishes what it learns
+ * (`llmCall`), the policy hands the backend a limiter to call before the provider is (`llmTokenLimiters`).
+ */
+
+/** Token counts of one LLM call as the provider reported them; a field stays undefined until it is known. */
+export interface LlmTokenUsage {
+  /** Prompt tokens, cached input (reads and writes) included. */
+  readonly inputTokens?: number;
+  /** Completion tokens, reasoning included. */
+  readonly outputTokens?: number;
+}
+
+/** What an LLM backend learned about one call; complete once the response has ended (streams included). */
+export interface LlmCallInfo {
+  /** Provider name as in telemetry (`openai`, `anthropic`, `gcp.gemini`, …). */
+  readonly provider: string;
+  /** The model sent to the provider. */
+  readonly requestModel: string | undefined;
+  /** The model the provider says answered, when it says so. */
+  readonly responseModel: string | undefined;
+  readonly streaming: boolean;
+  /** Filled as the response arrives; read it in `onLog` for the final counts. */
+  readonly usage: LlmTokenUsage;
+}
+
+/** Set by an LLM backend on every call it makes (read it in `onLog`: token rate limits, cost accounting). */
+export const llmCall: AttributeKey<LlmCallInfo> = defineAttribute<LlmCallInfo>('llm.call');
+
+/**
+ * A token limit acting on one request. An LLM backend that finds limiters on the exchange estimates the request's
+ * prompt tokens once it has parsed the request (only then: the estimate costs a walk over the prompt) and calls
+ * `reserve` on each, in order, before calling the provider; a returned reply (429) is the answer and the provider
+ * is not called. The real usage is published through `llmCall`; the policy settles against it in `onLog`.
+ */
+export interface LlmTokenLimiter {
+  /** `estimate`: the prompt-token estimate (0 when the backend could not read the prompt). */
+  reserve(ex: Exchange, estimate: number): Reply | undefined | Promise<Reply | undefined>;
+}
+
+/** The token limiters of a request, in policy order; set through `addLlmTokenLimiter`. */
+export const llmTokenLimiters: AttributeKey<LlmTokenLimiter[]> = defineAttribute<LlmTokenLimiter[]>('switchyard.llmTokenLimiters');
+
+/** Add a token limiter to the exchange (from a policy's request hook). */
+export function addLlmTokenLimiter(ex: Exchange, limiter: LlmTokenLimiter): void {
+  const list = ex.get(llmTokenLimiters);
+  if (list) list.push(limiter);
+  else ex.set(llmTokenLimiters, [limiter]);
+}

@@ -1,0 +1,35 @@
+// A cheap prompt-token estimate for token rate limits (docs/llm.md "Token rate limits", ADR 0024): characters / 4.
+import { isObj } from './json.ts';
+import type { Obj } from './json.ts';
+
+/** The request fields that carry the prompt, in every client format (Chat, Messages, Responses, Gemini, embeddings). */
+const PROMPT_FIELDS = ['messages', 'system', 'input', 'instructions', 'contents', 'systemInstruction', 'prompt', 'tools'] as const;
+
+/** Keys whose strings are not prompt text: identifiers, roles, media (base64 data would count as thousands). */
+const SKIP = new Set(['role', 'type', 'id', 'tool_call_id', 'cache_control', 'image_url', 'data', 'source', 'inline_data', 'inlineData', 'file_data', 'fileData', 'mimeType', 'media_type']);
+
+/** How deep the walk goes: prompts are shallow; a hostile body nested deeper is not walked further. */
+const MAX_DEPTH = 12;
+
+function chars(v: unknown, depth: number): number {
+  if (typeof v === 'string') return v.length;
+  if (depth >= MAX_DEPTH) return 0;
+  let n = 0;
+  if (Array.isArray(v)) {
+    for (const item of v) n += chars(item, depth + 1);
+  } else if (isObj(v)) {
+    for (const key in v) if (!SKIP.has(key)) n += chars(v[key], depth + 1);
+  }
+  return n;
+}
+
+/**
+ * Estimated prompt tokens of a parsed client request: the characters of the strings under its prompt fields, divided
+ * by 4 and rounded up (the usual rule of thumb for English text with the GPT and Claude tokenizers). Only an estimate
+ * reserved before the call: the provider's real usage replaces it once the answer has ended.
+ */
+export function estimatePromptTokens(body: Obj): number {
+  let n = 0;
+  for (const field of PROMPT_FIELDS) if (body[field] !== undefined) n += chars(body[field], 0);
+  return Math.ceil(n / 4);
+}
