@@ -16,7 +16,8 @@ export interface Reply {
   readonly local: boolean;
   /**
    * Set on a gateway-made error reply (`jsonErrorReply`, a thrown `GatewayError`): what the JSON body says, so the
-   * route's backend can re-shape it for its clients (`BackendInstance.shapeError`). Absent on every other reply.
+   * route's backend can re-shape it for its clients (`BackendInstance.shapeError`); also on a denial relayed from a
+   * service the gateway asked (`relayedErrorReply`). Absent on every other reply.
    */
   readonly error?: LocalError;
 }
@@ -39,6 +40,48 @@ export function localReply(status: number, body?: string | Uint8Array | null, he
 export function jsonErrorReply(status: number, type: string, message: string, headers: HeaderMap = {}): Reply {
   headers['content-type'] = 'application/json';
   return { status, headers, body: JSON.stringify({ error: { type, message } }), local: true, error: { type, message } };
+}
+
+/** Longest message `relayedErrorReply` takes from a relayed body. */
+const MAX_RELAYED_MESSAGE = 1024;
+
+/**
+ * A denial answered by a service the gateway asked (an external authorization service, a rate-limit service's body),
+ * passed on as it came: status, headers and body unchanged. It is tagged like a gateway-made error, so on a route
+ * whose backend has `shapeError` (an LLM API) the client gets its API's error shape, with the status and headers
+ * kept and as message the service's text (a JSON body's `message`, `error.message`, `error` or `error_description`,
+ * else the body, up to 1 KiB), or `fallback` when there is none (empty, binary or content-encoded).
+ */
+export function relayedErrorReply(status: number, body: Uint8Array | string, headers: HeaderMap, type: string, fallback: string): Reply {
+  return { status, headers, body, local: true, error: { type, message: relayedMessage(body, headers, fallback) } };
+}
+
+function relayedMessage(body: Uint8Array | string, headers: HeaderMap, fallback: string): string {
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && String(encoding).toLowerCase() !== 'identity') return fallback;
+  let text: string;
+  try {
+    text = typeof body === 'string' ? body : new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    return fallback;
+  }
+  text = text.trim();
+  if (text === '') return fallback;
+  if (text.startsWith('{')) {
+    try {
+      const v = JSON.parse(text) as Record<string, unknown>;
+      const e = v.error;
+      const found = [v.message, typeof e === 'object' && e !== null ? (e as Record<string, unknown>).message : e, v.error_description].find((m) => typeof m === 'string' && m !== '');
+      return found !== undefined ? clip(found as string) : fallback;
+    } catch {
+      // not JSON after all: the text itself
+    }
+  }
+  return clip(text);
+}
+
+function clip(text: string): string {
+  return text.length > MAX_RELAYED_MESSAGE ? `${text.slice(0, MAX_RELAYED_MESSAGE)}…` : text;
 }
 
 /** A gateway-made JSON reply with any body. */

@@ -11,7 +11,7 @@ import { freePort } from '../helpers/ports.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { awsChainEnv } from '../e2e/backend-auth-support.ts';
 import { guardrailVerdict } from '../../plugins/guards/bedrock-guardrails/bedrock-guardrails.ts';
-import { aiConfig, aiGatewayOptions, sendJson, startStandIn } from './support.ts';
+import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 
 const ENV_KEY = 'AKIDGUARDRAILTESTENV';
@@ -110,7 +110,7 @@ describe('bedrockGuardrails guard', () => {
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] }),
     });
-    return { status: res.statusCode, text: await res.body.text() };
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   }
 
   it('signs ApplyGuardrail calls with SigV4 (default chain, service bedrock, the guard\'s region) and sends the texts as INPUT', async () => {
@@ -159,7 +159,8 @@ describe('bedrockGuardrails guard', () => {
   it('an API error fails closed with 503', async () => {
     const res = await post('/missing/v1/chat/completions', 'hello');
     assert.equal(res.status, 503);
-    assert.equal(res.text, 'failed to process LLM request: prompt guard failed');
+    assert.deepEqual(JSON.parse(res.text), GUARD_FAILED);
+    assert.equal(res.headers['content-type'], 'application/json');
   });
 });
 

@@ -11,7 +11,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { modelArmorBlocked } from '../../plugins/guards/google-model-armor/model-armor.ts';
-import { aiConfig, aiGatewayOptions, sendJson, startStandIn } from './support.ts';
+import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 
 const TOKEN = 'ya29.metadata-token-for-model-armor';
@@ -77,7 +77,7 @@ describe('googleModelArmor guard', () => {
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'be safe' }, { role: 'user', content }] }),
     });
-    return { status: res.statusCode, text: await res.body.text() };
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   }
 
   it('sanitizeUserPrompt with the texts joined by newlines and a metadata-server access token (default gcp auth)', async () => {
@@ -120,7 +120,8 @@ describe('googleModelArmor guard', () => {
   it('an API error fails closed with 503', async () => {
     const res = await post('/missing/v1/chat/completions', 'hello');
     assert.equal(res.status, 503);
-    assert.equal(res.text, 'failed to process LLM request: prompt guard failed');
+    assert.deepEqual(JSON.parse(res.text), GUARD_FAILED);
+    assert.equal(res.headers['content-type'], 'application/json');
   });
 });
 

@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
-import { aiConfig, aiGatewayOptions, sendJson, startStandIn } from './support.ts';
+import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 
 const KEY = 'sk-test-moderation-key';
@@ -57,7 +57,7 @@ describe('openAIModeration guard', () => {
       headers: { 'content-type': 'application/json', ...headers },
       body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'system', content: 'be nice' }, { role: 'user', content }] }),
     });
-    return { status: res.statusCode, text: await res.body.text() };
+    return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
   }
 
   it('sends POST /v1/moderations {"input":[texts],"model":…} with the backendAuth key', async () => {
@@ -107,7 +107,8 @@ describe('openAIModeration guard', () => {
     for (const path of ['/wrong-key/x', '/down/x']) {
       const res = await post(path, 'hello');
       assert.equal(res.status, 503, path);
-      assert.equal(res.text, 'failed to process LLM request: prompt guard failed');
+      assert.deepEqual(JSON.parse(res.text), GUARD_FAILED);
+      assert.equal(res.headers['content-type'], 'application/json');
     }
   });
 });

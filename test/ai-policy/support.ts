@@ -213,6 +213,12 @@ export async function startStandIn(handler: (req: IncomingMessage, res: ServerRe
   return { port: upstream.port, url: upstream.url, received, close: () => upstream.close() };
 }
 
+/**
+ * What a failing guard answers (fail-closed) on a route whose backend does not re-shape errors: the gateway's JSON
+ * error (the `ai` backend re-shapes it for the client's API: test/ai/policy-errors.test.ts).
+ */
+export const GUARD_FAILED = { error: { type: 'prompt_guard_failed', message: 'failed to process LLM request: prompt guard failed' } };
+
 /** Reply with JSON. */
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' });

@@ -8,7 +8,7 @@ import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { webhookVerdict } from '../../plugins/guards/webhook/webhook-guard.ts';
-import { aiConfig, aiGatewayOptions, sendJson, startStandIn } from './support.ts';
+import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 
 type Msg = { role: string; content: string };
@@ -155,8 +155,8 @@ describe('webhook guard', () => {
     ] as const) {
       const res = await post(path, content);
       assert.equal(res.status, 503, `${path} ${content}`);
-      assert.equal(res.text, 'failed to process LLM request: prompt guard failed');
-      assert.equal(res.headers['content-type'], 'text/plain');
+      assert.deepEqual(JSON.parse(res.text), GUARD_FAILED);
+      assert.equal(res.headers['content-type'], 'application/json');
     }
   });
 

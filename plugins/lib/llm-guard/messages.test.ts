@@ -31,6 +31,31 @@ describe('llm-guard message extraction', () => {
     assert.equal(body.messages[2]!.content, null);
   });
 
+  it('generateContent (Gemini): systemInstruction, then the text parts of contents; the model is assistant', () => {
+    const body = {
+      systemInstruction: { parts: [{ text: 'sys' }] },
+      contents: [
+        { role: 'user', parts: [{ text: 'mail a@b.example' }, { inlineData: { mimeType: 'image/png', data: 'AA==' } }] },
+        { role: 'model', parts: [{ functionCall: { name: 'f', args: {} } }, { text: 'ok' }] },
+      ],
+    };
+    const slots = requestSlots('generateContent', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'mail a@b.example' },
+      { role: 'assistant', content: 'ok' },
+    ]);
+    writeBack(slots, [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'mail <EMAIL_ADDRESS>' },
+      { role: 'assistant', content: 'ok' },
+    ]);
+    assert.deepEqual(body.contents[0]!.parts[0], { text: 'mail <EMAIL_ADDRESS>' });
+    assert.deepEqual(guardMessages(requestSlots('generateContent', { system_instruction: { parts: [{ text: 'snake' }] } })), [{ role: 'system', content: 'snake' }]);
+    const answer = { candidates: [{ content: { role: 'model', parts: [{ text: 'the answer' }] } }] };
+    assert.deepEqual(guardMessages(responseSlots('generateContent', answer)), [{ role: 'assistant', content: 'the answer' }]);
+  });
+
   it('messages (Anthropic): system string or blocks, then text blocks of the messages', () => {
     const body = {
       system: [{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }],

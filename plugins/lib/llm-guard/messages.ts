@@ -89,6 +89,19 @@ function embeddingsSlots(body: Obj, out: TextSlot[]): void {
   else if (Array.isArray(input)) input.forEach((v, i) => typeof v === 'string' && out.push(slot('user', input, i)));
 }
 
+/** A Gemini `Content` (`{role, parts: [{text}, …]}`): its text parts; the model's role is `assistant` to guards. */
+function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
+  if (!isObj(content) || !Array.isArray(content.parts)) return;
+  const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
+  partSlots(role, content.parts, CHAT_PARTS, out);
+}
+
+/** Gemini `generateContent`: `systemInstruction` (or `system_instruction`), then `contents[]`. */
+function geminiRequestSlots(body: Obj, out: TextSlot[]): void {
+  geminiContentSlots(body.systemInstruction ?? body.system_instruction, 'system', out);
+  if (Array.isArray(body.contents)) for (const c of body.contents) geminiContentSlots(c, 'user', out);
+}
+
 /** The guarded text of a request body in the client's format. Formats without prompt text give none. */
 export function requestSlots(format: LlmRouteType, body: Record<string, unknown>): TextSlot[] {
   const out: TextSlot[] = [];
@@ -106,6 +119,9 @@ export function requestSlots(format: LlmRouteType, body: Record<string, unknown>
       break;
     case 'embeddings':
       embeddingsSlots(body, out);
+      break;
+    case 'generateContent':
+      geminiRequestSlots(body, out);
       break;
     case 'detect':
       // The format is told from the body: each API's prompt fields are distinct.
@@ -148,6 +164,9 @@ export function responseSlots(format: LlmRouteType, body: Record<string, unknown
       break;
     case 'responses':
       responses();
+      break;
+    case 'generateContent':
+      if (Array.isArray(body.candidates)) for (const c of body.candidates) if (isObj(c)) geminiContentSlots(c.content, 'assistant', out);
       break;
     case 'detect':
       if (Array.isArray(body.choices)) completions();

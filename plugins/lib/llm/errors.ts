@@ -45,7 +45,9 @@ export function shapeClientError(ex: Exchange, reply: Reply): void {
   // The vendor's own `type` for the status (what its SDK maps to a typed error), the gateway's message.
   reply.body = clientErrorBody(clientErrorFamily(ex), reply.status, { message: error.message });
   reply.headers['content-type'] = 'application/json';
+  // A relayed denial (relayedErrorReply) may carry its service's encoding and length; the new body has neither.
   delete reply.headers['content-length'];
+  delete reply.headers['content-encoding'];
 }
 
 /** Google's `status` string for an HTTP status (google.rpc.Code names). */

@@ -1,4 +1,4 @@
-import { localReply } from 'switchyard/sdk';
+import { jsonErrorReply, localReply } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
 import { applyHeaderModifier, compileHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
@@ -48,11 +48,21 @@ interface CompiledGuard {
   readonly headers: HeaderMap;
 }
 
-/** The gateway's answer when a guard service failed: 503, text/plain (BEHAVIOUR.md §2.9, §4.6). */
+/** The `type` of the guard-failure error (the JSON body on a route whose backend does not re-shape errors). */
+export const GUARD_FAILURE_TYPE = 'prompt_guard_failed';
+
+/**
+ * The gateway's answer when a guard service failed: 503 with the reference's message (BEHAVIOUR.md §2.9, §4.6), as a
+ * gateway-made error, so the `ai` backend answers it in the client API's error shape (DECIDED 4).
+ */
 export function guardFailureReply(): Reply {
-  return localReply(GUARD_FAILURE_STATUS, GUARD_FAILURE_BODY, { 'content-type': 'text/plain' });
+  return jsonErrorReply(GUARD_FAILURE_STATUS, GUARD_FAILURE_TYPE, GUARD_FAILURE_BODY);
 }
 
+/**
+ * A guard's rejection: the configured (or webhook-given) status, body and headers, as the user wrote them (SPEC 2.9;
+ * the reference sets no content-type). Not a gateway-made error, so it is not re-shaped for the client's API.
+ */
 function rejectionReply(g: CompiledGuard, status?: number, body?: string): Reply {
   // A webhook's own rejection replaces the entry's (status and body only, as the reference does).
   if (status !== undefined || body !== undefined) return localReply(status ?? g.status, body ?? g.body, {});

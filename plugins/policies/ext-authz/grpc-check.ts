@@ -1,4 +1,4 @@
-import { jsonErrorReply, localReply } from 'switchyard/sdk';
+import { jsonErrorReply, localReply, relayedErrorReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
 import { headerText, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { EnvoyClient, HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
@@ -68,6 +68,15 @@ function applyQuery(ex: Exchange, set: readonly { key: string; value: string }[]
   ex.query = text ? `?${text}` : '';
 }
 
+/**
+ * The service's denial, passed on as it made it. An error status is tagged as an error, so on an LLM route the client
+ * gets its API's error shape (DECIDED 4) with the service's text as message; a redirect (to a login page) stays as is.
+ */
+export function denialReply(status: number, body: Uint8Array | string, headers: HeaderMap): Reply {
+  if (status < 400) return localReply(status, body, headers);
+  return relayedErrorReply(status, body, headers, status === 401 ? 'authentication_failed' : 'forbidden', 'denied by external authorization');
+}
+
 /** Ask the service; undefined allows (with the service's header changes applied), a Reply denies. Throws on failure. */
 export async function grpcCheck(client: EnvoyClient, ex: Exchange, context: Record<string, string>, timeoutMs: number): Promise<Reply | undefined> {
   const res = await unaryCall<CheckResponse>(client, 'Check', checkRequest(ex, context), timeoutMs, ex.signal);
@@ -88,5 +97,5 @@ export async function grpcCheck(client: EnvoyClient, ex: Exchange, context: Reco
   for (const option of denied.headers) applyHeaderOption(headers, option);
   // Envoy: 403 unless the service chose a status.
   const status = denied.status && denied.status.code >= 200 && denied.status.code <= 599 ? denied.status.code : 403;
-  return localReply(status, denied.body, headers);
+  return denialReply(status, denied.body, headers);
 }

@@ -1,6 +1,7 @@
-import { celValueToString, localReply } from 'switchyard/sdk';
+import { celValueToString } from 'switchyard/sdk';
 import type { CompiledExpression, Exchange, HeaderMap, Reply, UpstreamTarget } from 'switchyard/sdk';
 import { applyHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
+import { denialReply } from './grpc-check.ts';
 import type { HeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
 
 /** Bodies of denying answers are read into memory (bounded) before they are passed on. */
@@ -64,5 +65,5 @@ export async function httpCheck(options: HttpCheckOptions, ex: Exchange): Promis
   const body = await readBounded(res.body);
   const out: HeaderMap = {};
   for (const [name, value] of Object.entries(res.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
-  return localReply(res.status, body, out);
+  return denialReply(res.status, body, out);
 }

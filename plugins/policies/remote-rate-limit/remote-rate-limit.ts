@@ -1,4 +1,4 @@
-import { jsonErrorReply, localReply, parseDuration } from 'switchyard/sdk';
+import { jsonErrorReply, parseDuration, relayedErrorReply } from 'switchyard/sdk';
 import type { CompileContext, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 import { cachedClient, resolveServiceTarget, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
@@ -58,7 +58,7 @@ export async function compileRemoteRateLimit(config: RemoteRateLimitConfig, ctx:
           headers[name] = headerValue(h);
         }
         for (const [name, value] of derivedHeaders(res, true, sent)) headers[name] = value;
-        if (res.raw_body && res.raw_body.length > 0) return localReply(429, Buffer.from(res.raw_body), headers);
+        if (res.raw_body && res.raw_body.length > 0) return relayedErrorReply(429, Buffer.from(res.raw_body), headers, 'rate_limited', 'rate limit exceeded');
         return jsonErrorReply(429, 'rate_limited', 'rate limit exceeded', headers);
       }
       for (const h of res.request_headers_to_add) {
