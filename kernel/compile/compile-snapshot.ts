@@ -17,6 +17,8 @@ import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { FailoverPlan, UpstreamPlan } from '../runtime/upstream-plan.ts';
 import { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
+import type { EjectionCounter } from '../runtime/backend-health.ts';
+import { HealthChecker } from '../runtime/health-checker.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { PooledUpstreams } from '../upstream/http-target.ts';
@@ -228,9 +230,10 @@ class SnapshotCompiler {
   private async backendRef(ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet, index: number, siblings: number, routeKey: string): Promise<CompiledBackendRef | undefined> {
     const rawRef = JSON.stringify(ref);
     let policyValue = ref.policies as Obj | undefined;
+    const named = typeof ref.backend === 'string' ? this.named.get(ref.backend) : undefined;
     // A reference to a named backend brings that backend's policies; the reference's own win per key.
     if (typeof ref.backend === 'string') {
-      const spec = this.named.get(ref.backend);
+      const spec = named;
       if (spec?.value.policies) policyValue = { ...(spec.value.policies as Obj), ...(policyValue ?? {}) };
     }
     const backendSet = await this.policySet('backendPolicies', policyValue, [...path, 'policies']);
@@ -256,9 +259,28 @@ class SnapshotCompiler {
       upstreamHooks: layered.upstreamHooks(),
     };
     const outlier = facets.outlierDetection ?? null;
-    // Same route, same place, same backend config: the state survives the reload.
-    const health = outlier ? this.resourceView.get(`health:${routeKey}:${index}:${rawRef}`, () => new BackendHealth()) : null;
+    const check = facets.healthCheck ?? null;
     const label = typeof ref.backend === 'string' ? ref.backend : typeof ref.host === 'string' ? ref.host : aiName(ref) ?? `backends[${index}]`;
+    // Same route, same place, same backend config (a named one's included): the state survives the reload.
+    const identity = `${routeKey}:${index}:${rawRef}:${named ? JSON.stringify(named.value) : ''}`;
+    const health = outlier || check ? this.resourceView.get(`health:${identity}`, () => new BackendHealth()) : null;
+    if (check && health) {
+      const target = instance.target;
+      if (!target) {
+        this.issue([...path, 'policies', 'healthCheck'], '`healthCheck` needs a backend that forwards to one address (`host`, a named `host` backend, `ai`)');
+      } else {
+        const routeName = routeKey.slice(routeKey.lastIndexOf('/') + 1);
+        this.resourceView.get(
+          `healthcheck:${identity}:${JSON.stringify(check)}`,
+          () => {
+            const checker = new HealthChecker(target, check, health, { route: routeName, backend: label }, this.deps.logger, this.ejections());
+            checker.start();
+            return checker;
+          },
+          (c) => c.dispose(),
+        );
+      }
+    }
     const responseHooks = [...backendSet.responseHooks(), ...routeSet.responseHooks()];
     const logHooks = [...backendSet.logHooks(), ...routeSet.logHooks()];
     return {
@@ -284,6 +306,11 @@ class SnapshotCompiler {
     }
   }
 
+  /** The counter of backends taken out of rotation (outlier detection and failed health checks). */
+  private ejections(): EjectionCounter {
+    return this.deps.metrics.counter('switchyard_backend_ejections_total', 'Backends taken out of rotation, by backend, route and reason (consecutive5xx, consecutiveGatewayFailure, healthCheck).');
+  }
+
   private async route(route: Obj, path: ConfigPath, index: number, listener: string, bind: number): Promise<CompiledRoute | undefined> {
     const name = (route.name as string | undefined) ?? `route${index}`;
     const routeSet = await this.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies']);
@@ -297,7 +324,7 @@ class SnapshotCompiler {
     }
     this.checkBackendProtocols(routeSet.entries, refs.map((r) => r.instance));
     const health = refs.some((r) => r.health)
-      ? new RouteHealth(refs, name, this.deps.logger, this.deps.metrics.counter('switchyard_backend_ejections_total', 'Backends taken out of rotation by outlier detection, by route, backend and reason.'))
+      ? new RouteHealth(refs, name, this.deps.logger, this.ejections())
       : null;
     const responseHooks = routeSet.responseHooks();
     const logHooks = routeSet.logHooks();

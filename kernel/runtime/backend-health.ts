@@ -19,6 +19,8 @@ export class BackendHealth {
   consecutiveGateway = 0;
   /** When the backend last came back (for the multiplier's decay). */
   returnedAt = 0;
+  /** Set while active health checks fail (`healthCheck`); independent of passive ejection. */
+  activeDown = false;
 }
 
 /** A backend of a route as health checking sees it: its state, thresholds and labels. */
@@ -46,7 +48,9 @@ export class RouteHealth {
   /** Whether member `i` may take a request now; an ejection whose time has passed ends here. */
   available(i: number, now: number): boolean {
     const h = this.members[i]!.health;
-    if (h === null || h.ejectedUntil === 0) return true;
+    if (h === null) return true;
+    if (h.activeDown) return false;
+    if (h.ejectedUntil === 0) return true;
     if (now < h.ejectedUntil) return false;
     h.ejectedUntil = 0;
     h.consecutive5xx = 0;
@@ -59,7 +63,7 @@ export class RouteHealth {
   /** A request the backend served (any status below 500). */
   success(i: number): void {
     const h = this.members[i]!.health;
-    if (h === null) return;
+    if (h === null || this.members[i]!.outlier === null) return;
     h.consecutive5xx = 0;
     h.consecutiveGateway = 0;
     // Healthy for a whole base ejection time since it came back: the next ejection is shorter again (Envoy).
@@ -73,8 +77,8 @@ export class RouteHealth {
   failure(i: number, gateway: boolean): void {
     const m = this.members[i]!;
     const h = m.health;
-    if (h === null || h.ejectedUntil !== 0) return;
-    const o = m.outlier!;
+    const o = m.outlier;
+    if (h === null || o === null || h.ejectedUntil !== 0) return;
     h.consecutive5xx++;
     if (gateway) h.consecutiveGateway++;
     else h.consecutiveGateway = 0;

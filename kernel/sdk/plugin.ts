@@ -88,6 +88,20 @@ export interface PolicyFacets {
   retry?: { attempts: number; codes: readonly number[]; backoffMs?: number };
   /** Passive health thresholds of the backend (`outlierDetection`); the kernel keeps the state and picks around it. */
   outlierDetection?: OutlierDetectionFacet;
+  /** Active probes of the backend (`healthCheck`); the kernel runs them. */
+  healthCheck?: HealthCheckFacet;
+}
+
+/** Active health check settings; see docs/backends-health.md. */
+export interface HealthCheckFacet {
+  /** Path (and query) probed with GET on the backend's own origin. */
+  path: string;
+  intervalMs: number;
+  timeoutMs: number;
+  /** Failed probes in a row (no answer, status outside 2xx) that take the backend out of rotation. */
+  unhealthyThreshold: number;
+  /** Passed probes in a row that bring it back. */
+  healthyThreshold: number;
 }
 
 /** Thresholds of passive health checking (Envoy outlier detection names); see docs/backends-health.md. */

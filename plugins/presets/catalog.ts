@@ -51,6 +51,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'timeout',
   'retry',
   'outlierDetection',
+  'healthCheck',
   'backendTLS',
   'backendAuth',
   'passthrough',

@@ -31,6 +31,7 @@ import requestHeaderModifier from '../policies/request-header-modifier/plugin.ts
 import responseHeaderModifier from '../policies/response-header-modifier/plugin.ts';
 import retry from '../policies/retry/plugin.ts';
 import outlierDetection from '../policies/outlier-detection/plugin.ts';
+import healthCheck from '../policies/health-check/plugin.ts';
 import timeout from '../policies/timeout/plugin.ts';
 import transformations from '../policies/transformations/plugin.ts';
 import urlRewrite from '../policies/url-rewrite/plugin.ts';
@@ -91,6 +92,7 @@ export const fullPreset: readonly Plugin[] = [
   timeout,
   retry,
   outlierDetection,
+  healthCheck,
   backendTls,
   backendAuth,
   passthrough,

@@ -21,6 +21,8 @@ describe('backend health', () => {
   let good: TestUpstream;
   let bad: TestUpstream;
   let badStatus = 500;
+  let probed: TestUpstream;
+  let probeStatus = 200;
   /** A port nobody listens on: connections are refused. */
   let dead: number;
 
@@ -34,6 +36,10 @@ describe('backend health', () => {
     bad = await startUpstream((req, res) => {
       res.writeHead(badStatus, { 'content-type': 'text/plain' });
       res.end('bad');
+    });
+    probed = await startUpstream((req, res) => {
+      res.writeHead(req.url === '/healthz' ? probeStatus : 200, { 'content-type': 'text/plain' });
+      res.end('probed');
     });
     const route = (name: string, policies: Record<string, unknown>, backends: Record<string, unknown>[]) => ({
       name,
@@ -60,6 +66,7 @@ describe('backend health', () => {
                 route('eject-5xx', { outlierDetection: { consecutive5xx: 3, baseEjectionTime: '1500ms' } }, pair(bad.port)),
                 route('max-percent', { outlierDetection: { consecutive5xx: 2, baseEjectionTime: '30s', maxEjectionPercent: 50 } }, pair(bad.port, bad.port)),
                 route('named', {}, [{ backend: 'dead-one' }, { backend: 'good-one' }]),
+                route('active', { healthCheck: { path: '/healthz', interval: '100ms', timeout: '500ms', unhealthyThreshold: 2, healthyThreshold: 1 } }, pair(probed.port)),
               ],
             },
           ],
@@ -71,6 +78,7 @@ describe('backend health', () => {
     await gw?.stop();
     await good?.close();
     await bad?.close();
+    await probed?.close();
   });
 
   const call = async (path: string) => {
@@ -138,6 +146,34 @@ describe('backend health', () => {
     // Both answer 500: one is ejected, the other stays (50% of 2), so requests still reach a backend.
     assert.deepEqual([...new Set(statuses)], [500]);
     assert.match(await metrics(), /switchyard_backend_ejections_total\{[^}]*route="max-percent"[^}]*\} 1\n/);
+  });
+
+  it('active health checks take a backend out of rotation and back, probing only the configured path and host', async () => {
+    await sleep(250);
+    await callMany('/active', 20);
+    assert.ok(hits(probed, '/active') > 0, 'in rotation while its probe passes');
+    probeStatus = 503;
+    await sleep(400);
+    const before = hits(probed, '/active');
+    assert.deepEqual([...new Set(await callMany('/active', 20))], [200]);
+    assert.equal(hits(probed, '/active'), before, 'no request reached the failing backend');
+    assert.ok(gw.logs.some((l) => l.includes('failed its health check')));
+    assert.match(await metrics(), /switchyard_backend_ejections_total\{[^}]*route="active",reason="healthCheck"\} 1/);
+    probeStatus = 200;
+    await sleep(400);
+    await callMany('/active', 20);
+    assert.ok(hits(probed, '/active') > before, 'back in rotation once the probe passes');
+    // Probes: GET /healthz only, each to the backend's own address.
+    for (const u of [probed, good]) {
+      const probes = u.received.filter((r) => r.headers['user-agent'] === 'switchyard-health-check');
+      assert.ok(probes.length >= 3);
+      for (const p of probes) {
+        assert.equal(p.method, 'GET');
+        assert.equal(p.url, '/healthz');
+        assert.equal(p.headers.host, `127.0.0.1:${u.port}`);
+      }
+    }
+    assert.equal(bad.received.filter((r) => r.url === '/healthz').length, 0, 'backends of other routes are never probed');
   });
 
   it('takes the settings from a named backend\'s policies', async () => {
