@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { CompiledRoute } from '../compile/snapshot.ts';
 import { ExchangeView } from './exchange-view.ts';
 import { clientAddress, plainAddress } from './client-address.ts';
+import { externalOrigin } from './external-origin.ts';
 import type { TrustedProxies } from './client-address.ts';
 
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
@@ -53,6 +54,9 @@ export class ExchangeImpl implements Exchange {
   readonly sourceAddress: string;
   /** The TCP peer (appended to X-Forwarded-For). */
   readonly peerAddress: string;
+  /** The peer is one of `config.trustedProxies`: its forwarding headers are believed. */
+  readonly peerTrusted: boolean;
+  private origin: string | undefined = undefined;
   readonly sourcePort: number;
   route: RouteInfo = NO_ROUTE;
   matchedPrefix: string | undefined = undefined;
@@ -110,9 +114,15 @@ export class ExchangeImpl implements Exchange {
     this.originalUrl = req.url ?? '/';
     // Binds listen on `::` (dual stack): show IPv4 clients as `1.2.3.4`, not `::ffff:1.2.3.4` (X-Forwarded-For, logs, CEL).
     this.peerAddress = plainAddress(req.socket.remoteAddress ?? '');
-    this.sourceAddress = clientAddress(this.peerAddress, req.headers, trustedProxies);
+    this.peerTrusted = trustedProxies !== null && trustedProxies(this.peerAddress);
+    this.sourceAddress = clientAddress(this.peerAddress, req.headers, this.peerTrusted ? trustedProxies : null);
     this.sourcePort = req.socket.remotePort ?? 0;
     this.startTime = startTime;
+  }
+
+  /** Computed on first use (card and metadata requests), from the client's own headers. */
+  get externalOrigin(): string {
+    return (this.origin ??= externalOrigin(this.req.rawHeaders, this.peerTrusted, this.scheme, this.clientAuthority));
   }
 
   get signal(): AbortSignal {

@@ -24,6 +24,7 @@ export class ExchangeView implements Exchange {
   readonly scheme: 'http' | 'https';
   readonly headers: IncomingHttpHeaders;
   readonly sourceAddress: string;
+  private readonly origin: string | undefined;
   readonly sourcePort: number;
   readonly route: RouteInfo;
   readonly matchedPrefix: string | undefined;
@@ -44,6 +45,8 @@ export class ExchangeView implements Exchange {
     this.scheme = source.scheme;
     this.headers = { ...source.headers };
     this.sourceAddress = source.sourceAddress;
+    // A live view asks the original (computed only when a plugin needs it); a detached one keeps a copy.
+    this.origin = live ? undefined : source.externalOrigin;
     this.sourcePort = source.sourcePort;
     this.route = source.route;
     this.matchedPrefix = source.matchedPrefix;
@@ -52,6 +55,10 @@ export class ExchangeView implements Exchange {
     this.protocol = source.protocol;
     this.attrs = new Map((source as AttributeSource).attributes?.() ?? []);
     this.ownBody = live ? undefined : source.body;
+  }
+
+  get externalOrigin(): string {
+    return this.origin ?? this.parent!.externalOrigin;
   }
 
   get req(): IncomingMessage {

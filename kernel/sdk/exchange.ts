@@ -35,6 +35,12 @@ export interface Exchange {
    * `X-Forwarded-For` address that is not a trusted proxy. CEL's `source.address`.
    */
   readonly sourceAddress: string;
+  /**
+   * `scheme://host[:port]` the client used to reach the gateway, for URLs the gateway advertises about itself: the
+   * listener's scheme and the client's Host, or what a peer in `config.trustedProxies` forwarded
+   * (`X-Forwarded-Proto`/`-Host`, else `Forwarded`). Forwarding headers of any other peer are ignored (ADR 0014).
+   */
+  readonly externalOrigin: string;
   /** The TCP peer's port. */
   readonly sourcePort: number;
   readonly route: RouteInfo;

@@ -234,7 +234,8 @@ describe('a2a', () => {
     const echo = `127.0.0.1:${agent.port}`;
     gw = await startGateway(
       {
-        config: { logging: { format: 'json', level: 'info' } },
+        // The tests sending X-Forwarded-Proto stand for a proxy in front of the gateway (ADR 0014).
+        config: { logging: { format: 'json', level: 'info' }, trustedProxies: ['127.0.0.1/32'] },
         binds: [
           {
             port,

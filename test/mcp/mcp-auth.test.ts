@@ -129,7 +129,8 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
     const metadata = (path: string, extra: Record<string, unknown> = {}) => ({ resource: `${base}${path}`, ...extra });
     gw = await startGateway(
       {
-        config: { logging: { format: 'json', level: 'info' }, drainTimeout: '500ms' },
+        // The X-Forwarded-Proto test stands for a proxy in front of the gateway (ADR 0014).
+        config: { logging: { format: 'json', level: 'info' }, drainTimeout: '500ms', trustedProxies: ['127.0.0.1/32'] },
         binds: [
           {
             port,
@@ -406,7 +407,7 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
       assert.equal((await call('/local', { token: await signLocal({ iss: LOCAL_ISS, aud: 'local-api', exp: now() + 300 }) })).text, 'local ok');
     });
 
-    it('without resourceMetadata the challenge uses the request origin, honouring X-Forwarded-Proto', async () => {
+    it('without resourceMetadata the challenge uses the request origin, honouring a trusted proxy\'s X-Forwarded-Proto', async () => {
       const a = await call('/local/x', { headers: { 'x-forwarded-proto': 'https' } });
       assertUnauthorized(a, `https://${base.slice('http://'.length)}${PR}/local/x`, /no bearer token/);
       // Not served here: the local route has no resourceMetadata, so the well-known path is not even routed to it.

@@ -6,7 +6,8 @@ import { describe, it } from 'node:test';
 import type { AttributeKey, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { compileA2a } from './a2a.ts';
 
-function exchange(method: string, url: string, rawHeaders: string[] = ['Host', 'gw.test']): Exchange & { fields: Record<string, unknown> } {
+/** `origin` is what the kernel computed from Host and trusted forwarding headers (kernel/runtime/external-origin.ts). */
+function exchange(method: string, url: string, rawHeaders: string[] = ['Host', 'gw.test'], origin = 'http://gw.test'): Exchange & { fields: Record<string, unknown> } {
   const attrs = new Map<string, unknown>();
   const fields: Record<string, unknown> = {};
   const q = url.indexOf('?');
@@ -20,6 +21,7 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
     scheme: 'http',
     headers: {},
     sourceAddress: '127.0.0.1',
+    externalOrigin: origin,
     sourcePort: 1,
     route: { name: 'r', key: 'l/r', listener: 'l', bind: 1 },
     matchedPrefix: '/',
@@ -47,7 +49,7 @@ const reply = (body: string, status = 200): Reply => ({ status, headers: { 'cont
 describe('a2a hooks', () => {
   it('rewrites an in-memory card and answers 503 with a JSON error for a broken one', () => {
     const p = policy();
-    const ex = exchange('GET', '/.well-known/agent-card.json', ['Host', 'gw.test', 'X-Forwarded-Proto', 'https']);
+    const ex = exchange('GET', '/.well-known/agent-card.json', ['Host', 'gw.test', 'X-Forwarded-Proto', 'https'], 'https://gw.test');
     p.onRequest!(ex);
     assert.equal(ex.headers['accept-encoding'], 'identity');
     const ok = reply(JSON.stringify({ supportedInterfaces: [{ url: 'http://agent:9/rpc' }] }));

@@ -17,25 +17,11 @@ export type A2aConfig = Record<string, never>;
 /** Request bodies read to find the JSON-RPC method, and response bodies read for the log (BEHAVIOUR.md §8.3). */
 const BODY_LIMIT = 2 * 1024 * 1024;
 
-function header(ex: Exchange, name: string): string | undefined {
-  // The client's own value: `ex.headers` is what goes upstream and the proxy rewrites X-Forwarded-* and Host in it.
-  const raw = ex.req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) return raw[i + 1];
-  return undefined;
-}
-
-/** Where the client reached the gateway: scheme from `X-Forwarded-Proto` (else the listener's), host from Host. */
-function clientOrigin(ex: Exchange): string {
-  const forwarded = header(ex, 'x-forwarded-proto')?.split(',')[0]!.trim().toLowerCase();
-  const scheme = forwarded && /^[a-z][a-z0-9+.-]*$/.test(forwarded) ? forwarded : ex.scheme;
-  const host = header(ex, 'host') ?? ex.authority;
-  return `${scheme}://${host}`;
-}
-
 function cardRequest(ex: Exchange): CardRequest {
   const url = ex.originalUrl;
   const q = url.indexOf('?');
-  return { origin: clientOrigin(ex), clientPath: q === -1 ? url : url.slice(0, q), upstreamPath: ex.path };
+  // The origin follows the forwarding-header trust model (config.trustedProxies), computed by the kernel.
+  return { origin: ex.externalOrigin, clientPath: q === -1 ? url : url.slice(0, q), upstreamPath: ex.path };
 }
 
 function tooLarge(): Error {

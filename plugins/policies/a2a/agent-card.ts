@@ -6,7 +6,7 @@ import { agentCardBase } from './classify.ts';
 
 /** Where the client asked for the card, and where the gateway fetched it. */
 export interface CardRequest {
-  /** `scheme://host[:port]` as the client reached the gateway (scheme from `X-Forwarded-Proto`). */
+  /** `scheme://host[:port]` as the client reached the gateway (`Exchange.externalOrigin`: forwarding headers only from trusted proxies). */
   readonly origin: string;
   /** The path the client asked for, before any rewrite, without the query. */
   readonly clientPath: string;

@@ -15,7 +15,6 @@ import {
   protectedResourceMetadata,
   quotable,
   readLimited,
-  requestBase,
   wellKnownSuffix,
 } from './metadata.ts';
 import type { ProviderName, ResourceMetadataConfig } from './metadata.ts';
@@ -84,7 +83,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
 
   /** 401 with the RFC 9728 challenge pointing clients at this resource's metadata (DECIDED 4). */
   const reject = (ex: Exchange, message: string): Reply => {
-    const base = resourceOrigin ?? requestBase(ex);
+    const base = resourceOrigin ?? ex.externalOrigin;
     const challenge = `Bearer resource_metadata="${quotable(`${base}${PROTECTED_RESOURCE_PREFIX}${originalPath(ex)}`)}"`;
     return jsonErrorReply(401, 'unauthorized', `authentication failure: ${message}`, { 'www-authenticate': challenge });
   };
@@ -116,14 +115,14 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
 
   const protectedResource = (ex: Exchange, suffix: string): Reply => {
     // With an adapter the gateway serves the AS metadata itself, at the RFC 8414 location of this URL.
-    const server = provider === undefined ? config.issuer : `${requestBase(ex)}${suffix}`;
+    const server = provider === undefined ? config.issuer : `${ex.externalOrigin}${suffix}`;
     return jsonReply(200, protectedResourceMetadata(metadataConfig, server), cors('GET, OPTIONS'));
   };
 
   const authorizationServer = async (ex: Exchange): Promise<Reply> => {
     try {
       const metadata = await asMetadata.get();
-      return jsonReply(200, adjustMetadata(metadata, provider, audience, `${requestBase(ex)}${originalPath(ex)}`), cors('GET, OPTIONS'));
+      return jsonReply(200, adjustMetadata(metadata, provider, audience, `${ex.externalOrigin}${originalPath(ex)}`), cors('GET, OPTIONS'));
     } catch (err) {
       ctx.logger.warn('cannot serve the authorization server metadata', { url: metadataUrl.href, error: (err as Error).message });
       const message = err instanceof MetadataError ? err.message : `cannot fetch ${metadataUrl.href}: ${(err as Error).message}`;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import type { Exchange, HttpUpstreams, UpstreamCallOptions } from 'switchyard/sdk';
+import type { HttpUpstreams, UpstreamCallOptions } from 'switchyard/sdk';
 import { normalizeProvider } from './mcp-authentication.ts';
 import {
   adjustMetadata,
@@ -11,7 +11,6 @@ import {
   MetadataError,
   protectedResourceMetadata,
   quotable,
-  requestBase,
   wellKnownSuffix,
 } from './metadata.ts';
 
@@ -79,12 +78,7 @@ describe('mcpAuthentication metadata helpers', () => {
     assert.equal(normalizeProvider(undefined), undefined);
   });
 
-  it('computes the request base from Host and X-Forwarded-Proto', () => {
-    const ex = (headers: Record<string, string>): Exchange => ({ req: { headers }, scheme: 'http', authority: 'fallback' }) as unknown as Exchange;
-    assert.equal(requestBase(ex({ host: 'gw.test:8080' })), 'http://gw.test:8080');
-    assert.equal(requestBase(ex({ host: 'gw.test', 'x-forwarded-proto': 'https' })), 'https://gw.test');
-    assert.equal(requestBase(ex({ host: 'gw.test', 'x-forwarded-proto': 'HTTPS, http' })), 'https://gw.test');
-    assert.equal(requestBase(ex({ host: 'gw.test', 'x-forwarded-proto': 'gopher' })), 'http://gw.test');
+  it('quotes URLs for a header parameter', () => {
     assert.equal(quotable('http://a/b"c\\d'), 'http://a/b%22c%5Cd');
   });
 

@@ -45,21 +45,6 @@ export function originalPath(ex: Exchange): string {
   return q === -1 ? url : url.slice(0, q);
 }
 
-function first(value: string | string[] | undefined): string | undefined {
-  const v = Array.isArray(value) ? value[0] : value;
-  if (v === undefined) return undefined;
-  const comma = v.indexOf(',');
-  return (comma === -1 ? v : v.slice(0, comma)).trim() || undefined;
-}
-
-/** `scheme://authority` of the request as the client addressed it; `X-Forwarded-Proto` wins over the listener's scheme. */
-export function requestBase(ex: Exchange): string {
-  const proto = first(ex.req.headers['x-forwarded-proto'])?.toLowerCase();
-  const scheme = proto === 'http' || proto === 'https' ? proto : ex.scheme;
-  const host = ex.req.headers.host ?? ex.authority;
-  return `${scheme}://${host}`;
-}
-
 /** A URL inside a quoted header parameter: quotes and backslashes percent-encoded so the quoting holds. */
 export function quotable(url: string): string {
   return url.replace(/["\\]/g, (c) => encodeURIComponent(c));
