@@ -201,6 +201,33 @@ describe('secrets stay secret', () => {
   });
 });
 
+describe('a plugin log line that would quote a secret', () => {
+  it('the stdio child printing its env token to stderr is logged with the token replaced', async () => {
+    const port = await freePort();
+    const token = planted(22);
+    const script = 'process.stderr.write("token is " + process.env.API_TOKEN + "\\n"); setTimeout(() => process.exit(1), 200)';
+    const gw = await startGateway({
+      binds: [{ port, listeners: [{ routes: [{ backends: [{ mcp: { targets: [{ name: 'leaky', stdio: { cmd: process.execPath, args: ['-e', script], env: { API_TOKEN: token } } }] } }] }] }] }],
+    });
+    try {
+      const res = await request(`${gw.url(port)}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 't', version: '1' } } }),
+      });
+      await res.body.text();
+      const until = Date.now() + 5000;
+      while (!gw.logs.some((l) => l.includes('token is')) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      const line = gw.logs.find((l) => l.includes('token is'));
+      assert.ok(line, 'the stderr line of the child was logged');
+      assert.match(line, /token is <redacted>/);
+      assert.ok(!gw.logs.join('\n').includes(token));
+    } finally {
+      await gw.stop();
+    }
+  });
+});
+
 describe('a value from ${VAR} copied by a YAML merge key is hidden too', () => {
   it('/config_dump shows the reference in both places', async () => {
     const port = await freePort();
