@@ -29,6 +29,10 @@ export interface Job {
   readonly cpuPids?: readonly number[];
   /** Other processes whose CPU time is read the same way (the upstream behind a proxy), reported apart. */
   readonly sideCpuPids?: readonly number[];
+  /** Also time every response of the c=N phase, for sub-millisecond p50/p99 there (autocannon's are whole ms). */
+  readonly sampleThroughput?: boolean;
+  /** Processes whose summed VmRSS is sampled every 200 ms during the c=N phase; the largest sum is reported. */
+  readonly rssPids?: readonly number[];
 }
 
 export interface Phase {
@@ -50,6 +54,8 @@ export interface Phase {
   readonly sideCpuUsPerReq: number;
   /** CPU time of this load generator per request in this phase, µs (it shares its CPU with the upstreams). */
   readonly loadCpuUsPerReq: number;
+  /** The largest summed VmRSS of `rssPids` seen during this phase, MiB (NaN when not measured). */
+  readonly rssMiB: number;
 }
 
 export interface JobResult {
@@ -131,7 +137,21 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-function phase(r: AutocannonResult, samples?: number[], cpu = NaN, sideCpu = NaN, loadCpu = NaN): Phase {
+/** Summed VmRSS of the processes, MiB (NaN when one is gone or /proc is not readable). */
+function rssMiB(pids: readonly number[]): number {
+  let kb = 0;
+  for (const pid of pids) {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      kb += m ? Number(m[1]) : NaN;
+    } catch {
+      return NaN;
+    }
+  }
+  return kb / 1024;
+}
+
+function phase(r: AutocannonResult, samples?: number[], cpu = NaN, sideCpu = NaN, loadCpu = NaN, rss = NaN): Phase {
   const codes: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(r.statusCodeStats ?? {})) codes[code] = count;
   let p50 = r.latency.p50;
@@ -155,6 +175,7 @@ function phase(r: AutocannonResult, samples?: number[], cpu = NaN, sideCpu = NaN
     cpuUsPerReq: cpu / r.requests.total,
     sideCpuUsPerReq: sideCpu / r.requests.total,
     loadCpuUsPerReq: loadCpu / r.requests.total,
+    rssMiB: rss,
   };
 }
 
@@ -164,9 +185,18 @@ for (const [index, job] of jobs.entries()) {
   const cpu0 = cpuUs(job.cpuPids);
   const side0 = cpuUs(job.sideCpuPids);
   const self0 = process.cpuUsage();
-  const measured = await run(job, job.connections, job.throughputS);
+  const samples: number[] | undefined = job.sampleThroughput ? [] : undefined;
+  let rss = NaN;
+  const sampleRss = (): void => {
+    const now = job.rssPids?.length ? rssMiB(job.rssPids) : NaN;
+    if (Number.isFinite(now)) rss = Number.isNaN(rss) ? now : Math.max(rss, now);
+  };
+  const rssTimer = job.rssPids?.length ? setInterval(sampleRss, 200) : undefined;
+  const measured = await run(job, job.connections, job.throughputS, samples);
+  clearInterval(rssTimer);
+  sampleRss();
   const self = process.cpuUsage(self0);
-  const throughput = phase(measured, undefined, cpuUs(job.cpuPids) - cpu0, cpuUs(job.sideCpuPids) - side0, self.user + self.system);
+  const throughput = phase(measured, samples, cpuUs(job.cpuPids) - cpu0, cpuUs(job.sideCpuPids) - side0, self.user + self.system, rss);
   let latency: Phase | null = null;
   if (job.latencyS > 0) {
     const samples: number[] = [];

@@ -37,6 +37,8 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
+import { peersOnly } from './peers.ts';
+import type { BenchKit } from './peers.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const NODE = process.execPath;
@@ -72,7 +74,7 @@ const DEADLINE_MS = 240_000;
 // ---------------------------------------------------------------------------------------------------------------
 // Processes: every child is tracked and stopped by PID.
 
-interface Child {
+export interface Child {
   readonly name: string;
   readonly proc: ChildProcess;
   stderr: string;
@@ -80,8 +82,9 @@ interface Child {
 }
 const children = new Set<Child>();
 
-function start(name: string, command: string, args: string[], stdout: 'pipe' | 'ignore' = 'pipe'): Child {
-  const proc = spawn(command, args, { cwd: ROOT, stdio: ['ignore', stdout, 'pipe'], env: process.env });
+/** `stdout` may be an open file descriptor (a gateway's access log written to a file). */
+function start(name: string, command: string, args: string[], stdout: 'pipe' | 'ignore' | number = 'pipe', env: NodeJS.ProcessEnv = process.env): Child {
+  const proc = spawn(command, args, { cwd: ROOT, stdio: ['ignore', stdout, 'pipe'], env });
   const child: Child = { name, proc, stderr: '', exited: false };
   children.add(child);
   proc.stderr!.setEncoding('utf8').on('data', (s: string) => {
@@ -286,8 +289,8 @@ const CPU_TARGET = '0';
 const CPU_REST = availableParallelism() > 2 ? `1-${availableParallelism() - 1}` : '1';
 
 /** Spawn `command` pinned to `cpus` (taskset execs the command, so the PID is the command's own). */
-function startPinned(name: string, cpus: string, command: string, args: string[], stdout: 'pipe' | 'ignore' = 'pipe'): Child {
-  return TASKSET ? start(name, TASKSET, ['-c', cpus, command, ...args], stdout) : start(name, command, args, stdout);
+function startPinned(name: string, cpus: string, command: string, args: string[], stdout: 'pipe' | 'ignore' | number = 'pipe', env?: NodeJS.ProcessEnv): Child {
+  return TASKSET ? start(name, TASKSET, ['-c', cpus, command, ...args], stdout, env) : start(name, command, args, stdout, env);
 }
 
 const fmt = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
@@ -879,6 +882,33 @@ async function metricValue(statsPort: number, name: string): Promise<number> {
   return m ? Number(m[1]) : NaN;
 }
 
+/** What the `peers` scenario (peers.ts) borrows: process tracking, pinning, the load generator. */
+const benchKit: BenchKit = {
+  root: ROOT,
+  node: NODE,
+  cli: CLI,
+  here: HERE,
+  work,
+  cpuTarget: CPU_TARGET,
+  cpuRest: CPU_REST,
+  pinned: TASKSET !== undefined,
+  warmupS: WARMUP_S,
+  throughputS: THROUGHPUT_S,
+  latencyS: LATENCY_S,
+  connections: CONNECTIONS,
+  rounds: ROUNDS,
+  startPinned,
+  stop,
+  listening,
+  waitFor200,
+  post,
+  load,
+  processTree,
+  onPath,
+  fmt,
+  median,
+};
+
 // ---------------------------------------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
@@ -902,7 +932,14 @@ async function main(): Promise<number> {
   );
   const notes: string[] = [];
   if (ONLY === 'mcp') return mcpOnly(notes);
-  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\` is known`);
+  if (ONLY === 'peers') {
+    const code = await peersOnly(benchKit, notes);
+    await stopAll();
+    if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+    console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
+    return code;
+  }
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\` and \`peers\` are known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();

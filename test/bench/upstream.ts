@@ -1,16 +1,23 @@
-// Bench upstream: a minimal node:http server answering every request with the same ~100-byte body.
+// Bench upstream: a minimal node:http server. Paths under `/small` and `/large` answer the chat completions of the
+// `peers` scenario (llm-bodies.ts: 320 B and 16 KiB); every other path the same ~100-byte body.
 // Usage: node test/bench/upstream.ts PORT   (prints `listening PORT` once it accepts connections)
 import { createServer } from 'node:http';
+import { LARGE_ANSWER, SMALL_ANSWER } from './llm-bodies.ts';
 
 const BODY = Buffer.from(`${JSON.stringify({ ok: true, service: 'bench-upstream', note: 'a small fixed body of about one hundred bytes' })}\n`);
-const HEADERS = { 'content-type': 'application/json', 'content-length': String(BODY.length) };
+const answer = (body: Buffer) => ({ body, headers: { 'content-type': 'application/json', 'content-length': String(body.length) } });
+const PLAIN = answer(BODY);
+const SMALL = answer(Buffer.from(SMALL_ANSWER));
+const LARGE = answer(Buffer.from(LARGE_ANSWER));
 
 const port = Number(process.argv[2] ?? 0);
 const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   // Drain any request body, then answer.
   if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) req.resume();
-  res.writeHead(200, HEADERS);
-  res.end(BODY);
+  const url = req.url ?? '/';
+  const { body, headers } = url.startsWith('/small') ? SMALL : url.startsWith('/large') ? LARGE : PLAIN;
+  res.writeHead(200, headers);
+  res.end(body);
 });
 server.listen(port, '127.0.0.1', () => {
   const address = server.address();

@@ -1,0 +1,345 @@
+// BENCH_ONLY=peers (issue 15 item 1): Switchyard beside the reference implementation (agentgateway, Rust) and the
+// bare undici proxy, loaded the way users load an LLM gateway: keep-alive clients POSTing a 220-byte chat-completion
+// body, answered with a small completion (320 B) or a 16 KiB one, and every gateway writing its access log to a file.
+//
+// Rows, each with both answers: the upstream hit directly, the bare undici proxy (bare-proxy.ts), Switchyard on a
+// `host` route, and agentgateway on the same `host` route with one worker thread (WORKER_THREADS=1), when its binary
+// exists (BENCH_AGENTGATEWAY, else `../shared/peers/agentgateway/agentgateway` beside the checkout or beside its
+// worktree folder). The proxies under test are pinned to the same CPU; the upstream (nginx when on PATH, else
+// upstream.ts) and the load generator share the others. See docs/perf.md, "Peers".
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { freePort } from '../helpers/ports.ts';
+import type { Job, JobResult } from './load.ts';
+import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from './llm-bodies.ts';
+import type { Child } from './run.ts';
+
+/** What run.ts lends the scenario: its process tracking (every child stopped by PID), pinning and load generator. */
+export interface BenchKit {
+  readonly root: string;
+  readonly node: string;
+  readonly cli: string;
+  readonly here: string;
+  /** The run's temporary directory (removed at exit). */
+  readonly work: string;
+  readonly cpuTarget: string;
+  readonly cpuRest: string;
+  readonly pinned: boolean;
+  readonly warmupS: number;
+  readonly throughputS: number;
+  readonly latencyS: number;
+  readonly connections: number;
+  readonly rounds: number;
+  startPinned(name: string, cpus: string, command: string, args: string[], stdout?: 'pipe' | 'ignore' | number, env?: NodeJS.ProcessEnv): Child;
+  stop(child: Child): Promise<void>;
+  listening(child: Child): Promise<void>;
+  waitFor200(url: string, child: Child | undefined, t0: number, timeoutMs?: number): Promise<number>;
+  post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; body: string }>;
+  load(jobs: readonly Job[], onResult?: (r: JobResult) => void): Promise<JobResult[]>;
+  processTree(pid: number): number[];
+  onPath(bin: string): string | undefined;
+  fmt(n: number, digits?: number): string;
+  median(values: readonly number[]): number;
+}
+
+type Kind = 'direct' | 'bare' | 'switchyard' | 'agentgateway';
+type Size = 'small' | '16 KiB';
+
+interface Target {
+  readonly kind: Kind;
+  readonly name: string;
+  readonly base: string;
+  readonly child: Child;
+  /** The serving processes: their CPU time and summed RSS are read during the c=N phase. */
+  pids: number[];
+}
+
+interface PeerRow {
+  readonly target: Target;
+  readonly size: Size;
+  readonly url: string;
+  readonly answer: string;
+  /** Per round. Latencies in ms. */
+  readonly rps: number[];
+  readonly cpu: number[];
+  readonly p50c1: number[];
+  readonly p99c1: number[];
+  readonly p99cN: number[];
+  readonly rss: number[];
+  bad: number;
+  errors: number;
+  /** Requests sent in the measured phases (warm-ups not counted). */
+  served: number;
+}
+
+const HEADERS = { 'content-type': 'application/json' };
+
+/** The reference build: BENCH_AGENTGATEWAY, else `../shared/peers/agentgateway/` beside the checkout or its worktrees' folder. */
+export function agentgatewayBinary(root: string): string | undefined {
+  const env = process.env.BENCH_AGENTGATEWAY;
+  if (env) return existsSync(env) ? env : undefined;
+  return [join(root, '../shared/peers/agentgateway/agentgateway'), join(root, '../../shared/peers/agentgateway/agentgateway')].find((p) => existsSync(p));
+}
+
+/** The same `binds` YAML for both gateways: one `host` route for every path; the admin servers on loopback. */
+async function gatewayConfig(file: string, upstreamPort: number): Promise<{ port: number; readiness: number }> {
+  const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const route = { name: 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [{ host: `127.0.0.1:${upstreamPort}` }] };
+  writeFileSync(
+    file,
+    stringify({
+      config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${readiness}` },
+      binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }],
+    }),
+  );
+  return { port, readiness };
+}
+
+/**
+ * nginx as the upstream: 1 worker, no access log, keep-alive. Static files answer POSTs with 405, which
+ * `error_page 405 =200` turns into the file (an internal redirect as a GET); `return` cannot hold 16 KiB. The worker
+ * runs as the bench's user (nginx ignores `user` when not started as root): the files are in the run's 0700 directory.
+ */
+function nginxUpstreamConfig(dir: string, port: number): string {
+  for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi', 'www']) mkdirSync(join(dir, d), { recursive: true });
+  writeFileSync(join(dir, 'www/small.json'), SMALL_ANSWER);
+  writeFileSync(join(dir, 'www/large.json'), LARGE_ANSWER);
+  return `worker_processes 1;
+user ${userInfo().username};
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  default_type application/json;
+  server {
+    listen 127.0.0.1:${port};
+    keepalive_requests 1000000;
+    keepalive_timeout 65s;
+    root ${dir}/www;
+    location = /small.json { internal; }
+    location = /large.json { internal; }
+    location /small { error_page 405 =200 /small.json; rewrite ^ /small.json break; }
+    location /large { error_page 405 =200 /large.json; rewrite ^ /large.json break; }
+  }
+}
+`;
+}
+
+function lineCount(file: string): { lines: number; mib: number } {
+  try {
+    const text = readFileSync(file, 'utf8');
+    return { lines: text.split('\n').filter(Boolean).length, mib: statSync(file).size / 1048576 };
+  } catch {
+    return { lines: 0, mib: 0 };
+  }
+}
+
+/** BENCH_ONLY=peers: the rows above, a table per row and a table of ratios; returns the exit code. */
+export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number> {
+  const { fmt, median } = kit;
+  const dir = join(kit.work, 'peers');
+  mkdirSync(dir, { recursive: true });
+
+  // The upstream, beside the load generator.
+  const upstreamPort = await freePort();
+  const nginxBin = kit.onPath('nginx');
+  let upstream: Child;
+  let upstreamName: string;
+  if (nginxBin) {
+    const ndir = join(dir, 'nginx');
+    mkdirSync(ndir, { recursive: true });
+    writeFileSync(join(ndir, 'nginx.conf'), nginxUpstreamConfig(ndir, upstreamPort));
+    upstream = kit.startPinned('nginx upstream', kit.cpuRest, nginxBin, ['-p', ndir, '-e', join(ndir, 'error.log'), '-c', join(ndir, 'nginx.conf')], 'ignore');
+    await kit.waitFor200(`http://127.0.0.1:${upstreamPort}${SMALL_PATH}`, upstream, performance.now(), 5000).catch((err: Error) => {
+      const log = existsSync(join(ndir, 'error.log')) ? readFileSync(join(ndir, 'error.log'), 'utf8').slice(-1000) : '';
+      throw new Error(`nginx upstream: ${err.message}\n${log}`);
+    });
+    upstreamName = 'nginx (1 worker)';
+  } else {
+    upstream = kit.startPinned('upstream', kit.cpuRest, kit.node, [join(kit.here, 'upstream.ts'), String(upstreamPort)]);
+    await kit.listening(upstream);
+    upstreamName = 'upstream.ts (node:http)';
+    notes.push('nginx is not on PATH: the upstream is test/bench/upstream.ts');
+  }
+
+  const targets: Target[] = [];
+  targets.push({ kind: 'direct', name: 'direct upstream', base: `http://127.0.0.1:${upstreamPort}`, child: upstream, pids: [] });
+
+  const barePort = await freePort();
+  const bare = kit.startPinned('bare proxy', kit.cpuTarget, kit.node, [join(kit.here, 'bare-proxy.ts'), String(barePort), String(upstreamPort)]);
+  await kit.listening(bare);
+  targets.push({ kind: 'bare', name: 'bare undici proxy', base: `http://127.0.0.1:${barePort}`, child: bare, pids: [] });
+
+  // Switchyard: its access log (on by default) goes to stdout, which is a file here.
+  const syFile = join(dir, 'switchyard.yaml');
+  const sy = await gatewayConfig(syFile, upstreamPort);
+  const syLog = join(dir, 'switchyard-access.log');
+  const syFd = openSync(syLog, 'w');
+  const switchyard = kit.startPinned('switchyard', kit.cpuTarget, kit.node, [kit.cli, '-f', syFile], syFd);
+  closeSync(syFd);
+  await kit.waitFor200(`http://127.0.0.1:${sy.readiness}/healthz/ready`, switchyard, performance.now());
+  targets.push({ kind: 'switchyard', name: 'switchyard host route', base: `http://127.0.0.1:${sy.port}`, child: switchyard, pids: [] });
+
+  // agentgateway: one worker thread, pinned like Switchyard; its default logging (access log included) to a file.
+  const agBin = agentgatewayBinary(kit.root);
+  let agLog: string | undefined;
+  if (agBin) {
+    const agFile = join(dir, 'agentgateway.yaml');
+    const ag = await gatewayConfig(agFile, upstreamPort);
+    agLog = join(dir, 'agentgateway-access.log');
+    const agFd = openSync(agLog, 'w');
+    const agentgateway = kit.startPinned('agentgateway', kit.cpuTarget, agBin, ['-f', agFile], agFd, { ...process.env, WORKER_THREADS: '1' });
+    closeSync(agFd);
+    try {
+      await kit.waitFor200(`http://127.0.0.1:${ag.readiness}/healthz/ready`, agentgateway, performance.now());
+      targets.push({ kind: 'agentgateway', name: 'agentgateway host route (1 worker thread)', base: `http://127.0.0.1:${ag.port}`, child: agentgateway, pids: [] });
+      notes.push(`agentgateway: ${agBin}; its binds listen on every interface (it has no bind address), the bench only connects over loopback`);
+    } catch (err) {
+      notes.push(`agentgateway did not start, its rows are skipped: ${(err as Error).message.slice(0, 300)}`);
+      await kit.stop(agentgateway);
+      agLog = undefined;
+    }
+  } else {
+    notes.push('agentgateway rows skipped: no binary at BENCH_AGENTGATEWAY or ../shared/peers/agentgateway/agentgateway');
+  }
+  // After readiness, so nginx's worker is there.
+  for (const t of targets) t.pids = kit.processTree(t.child.proc.pid!);
+
+  const rows: PeerRow[] = [];
+  for (const t of targets) {
+    for (const [size, path, answer] of [
+      ['small', SMALL_PATH, SMALL_ANSWER],
+      ['16 KiB', LARGE_PATH, LARGE_ANSWER],
+    ] as const) {
+      rows.push({ target: t, size, url: t.base + path, answer, rps: [], cpu: [], p50c1: [], p99c1: [], p99cN: [], rss: [], bad: 0, errors: 0, served: 0 });
+    }
+  }
+  // Sanity: every row answers 200 with the whole answer.
+  for (const r of rows) {
+    const res = await kit.post(r.url, CHAT_REQUEST, HEADERS);
+    if (res.status !== 200 || res.body.length !== r.answer.length) {
+      throw new Error(`${r.target.name} (${r.size}) answered ${res.status} with ${res.body.length} bytes (want 200 with ${r.answer.length}): ${res.body.slice(0, 200)}`);
+    }
+  }
+  const logsBefore = { switchyard: lineCount(syLog).lines, agentgateway: agLog ? lineCount(agLog).lines : 0 };
+
+  await measure(kit, rows);
+  for (const t of targets) await kit.stop(t.child);
+
+  // Tables.
+  const rowOf = (kind: Kind, size: Size): PeerRow | undefined => rows.find((r) => r.target.kind === kind && r.size === size);
+  const direct = (size: Size): PeerRow => rowOf('direct', size)!;
+  const addedP50 = (r: PeerRow): number => (median(r.p50c1) - median(direct(r.size).p50c1)) * 1000;
+  const addedP99 = (r: PeerRow): number => (median(r.p99c1) - median(direct(r.size).p99c1)) * 1000;
+  const rss = (r: PeerRow): number => Math.max(...r.rss.filter(Number.isFinite));
+  const spread = (r: PeerRow): string => {
+    if (r.rps.length < 2) return '';
+    return ` ±${fmt((100 * (Math.max(...r.rps) - Math.min(...r.rps))) / 2 / median(r.rps), 0)}%`;
+  };
+
+  console.log(`\nupstream: ${upstreamName}; POST ${CHAT_REQUEST.length} B chat-completion body, answers ${SMALL_ANSWER.length} B (small) and ${LARGE_ANSWER.length} B (16 KiB)`);
+  console.log(`\n| target | answer | req/s (c=${kit.connections}) | CPU µs/req | p50 ms (c=1) | added p50 | p99 ms (c=1) | added p99 | p99 ms (c=${kit.connections}) | RSS under load |`);
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const isDirect = r.target.kind === 'direct';
+    console.log(
+      `| ${r.target.name} | ${r.size} | ${fmt(median(r.rps), 0)}${spread(r)} | ${fmt(median(r.cpu), 1)} | ${fmt(median(r.p50c1), 3)} | ${isDirect ? '—' : `+${fmt(addedP50(r), 0)} µs`} | ` +
+        `${fmt(median(r.p99c1), 3)} | ${isDirect ? '—' : `+${fmt(addedP99(r), 0)} µs`} | ${fmt(median(r.p99cN), 3)} | ${fmt(rss(r), 1)} MiB |`,
+    );
+  }
+
+  // One line per measure: the three proxies' figures, then Switchyard and agentgateway as ratios.
+  type Measure = [label: string, unit: string, digits: number, of: (r: PeerRow) => number, size?: Size];
+  const measures: Measure[] = [];
+  for (const size of ['small', '16 KiB'] as const) {
+    measures.push(
+      [`CPU per request, ${size}`, 'µs', 1, (r) => median(r.cpu), size],
+      [`req/s at c=${kit.connections}, ${size}`, '', 0, (r) => median(r.rps), size],
+      [`added p50 at c=1, ${size}`, 'µs', 0, addedP50, size],
+      [`added p99 at c=1, ${size}`, 'µs', 0, addedP99, size],
+      [`p99 at c=${kit.connections}, ${size}`, 'ms', 3, (r) => median(r.p99cN), size],
+    );
+  }
+  measures.push(['RSS under load (largest)', 'MiB', 1, (r) => r.rss.length ? rss(r) : NaN]);
+  const hasAg = targets.some((t) => t.kind === 'agentgateway');
+  const value = (kind: Kind, m: Measure): number => {
+    if (m[4]) {
+      const r = rowOf(kind, m[4]);
+      return r ? m[3](r) : NaN;
+    }
+    const both = rows.filter((r) => r.target.kind === kind);
+    return both.length ? Math.max(...both.map((r) => m[3](r))) : NaN;
+  };
+  const cell = (v: number, m: Measure): string => (Number.isFinite(v) ? `${fmt(v, m[2])}${m[1] ? ` ${m[1]}` : ''}` : '—');
+  const ratio = (a: number, b: number): string => (Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? `${fmt(a / b)}×` : '—');
+  console.log('\n| measure | bare undici proxy | switchyard | agentgateway | switchyard ÷ agentgateway | switchyard ÷ bare | agentgateway ÷ bare |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const m of measures) {
+    const [b, s, a] = [value('bare', m), value('switchyard', m), hasAg ? value('agentgateway', m) : NaN];
+    console.log(`| ${m[0]} | ${cell(b, m)} | ${cell(s, m)} | ${cell(a, m)} | ${ratio(s, a)} | ${ratio(s, b)} | ${ratio(a, b)} |`);
+  }
+  console.log('Ratios are this ÷ that of the same measure: below 1 is better, except req/s (above 1 is better).');
+
+  // The access logs were written during the load (one line per request; the sanity POSTs came before).
+  const served = (kind: Kind): number => rows.filter((r) => r.target.kind === kind).reduce((n, r) => n + r.served, 0);
+  const sy2 = lineCount(syLog);
+  const logs = [`switchyard ${sy2.lines - logsBefore.switchyard} lines (${fmt(sy2.mib, 1)} MiB) for ${served('switchyard')} measured requests`];
+  if (agLog) {
+    const ag2 = lineCount(agLog);
+    logs.push(`agentgateway ${ag2.lines - logsBefore.agentgateway} lines (${fmt(ag2.mib, 1)} MiB) for ${served('agentgateway')} measured requests`);
+  }
+  console.log(`access logs written to files during the load (warm-ups add lines): ${logs.join('; ')}`);
+  for (const r of rows.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.target.name} (${r.size}): ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
+  return 0;
+}
+
+/** Every row in `rounds` interleaved rounds, in one load-generator process. */
+async function measure(kit: BenchKit, rows: PeerRow[]): Promise<void> {
+  const jobs: Job[] = [];
+  for (let round = 0; round < kit.rounds; round++) {
+    for (const r of rows) {
+      jobs.push({
+        url: r.url,
+        method: 'POST',
+        headers: HEADERS,
+        body: CHAT_REQUEST,
+        warmupS: round === 0 ? kit.warmupS : 0.3,
+        connections: kit.connections,
+        throughputS: kit.throughputS / kit.rounds,
+        latencyS: kit.latencyS / kit.rounds,
+        cpuPids: r.target.pids,
+        rssPids: r.target.pids,
+        sampleThroughput: true,
+      });
+    }
+  }
+  await kit.load(jobs, (res) => {
+    const r = rows[res.index % rows.length]!;
+    const t = res.throughput;
+    r.rps.push(t.rps);
+    r.cpu.push(t.cpuUsPerReq);
+    r.p99cN.push(t.p99);
+    r.rss.push(t.rssMiB ?? NaN);
+    r.p50c1.push(res.latency?.p50 ?? NaN);
+    r.p99c1.push(res.latency?.p99 ?? NaN);
+    for (const ph of [t, res.latency]) {
+      if (!ph) continue;
+      r.bad += ph.requests - ph.ok;
+      r.errors += ph.errors + ph.timeouts;
+      r.served += ph.requests;
+    }
+    console.log(
+      `round ${Math.floor(res.index / rows.length) + 1}/${kit.rounds} ${r.target.name} (${r.size}): ${kit.fmt(t.rps, 0)} req/s, ${kit.fmt(t.cpuUsPerReq, 0)} CPU µs/req, ` +
+        `c=${kit.connections} p99 ${kit.fmt(t.p99, 3)} ms, c=1 p50 ${kit.fmt(res.latency?.p50 ?? NaN, 3)} p99 ${kit.fmt(res.latency?.p99 ?? NaN, 3)} ms, RSS ${kit.fmt(t.rssMiB ?? NaN, 1)} MiB`,
+    );
+  });
+}
