@@ -7,7 +7,7 @@
 // exists (BENCH_AGENTGATEWAY, else `../shared/peers/agentgateway/agentgateway` beside the checkout or beside its
 // worktree folder). The proxies under test are pinned to the same CPU; the upstream (nginx when on PATH, else
 // upstream.ts) and the load generator share the others. See docs/perf.md, "Peers".
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -134,12 +134,29 @@ http {
 `;
 }
 
+/** Access-log lines in a gateway's stdout: `<time> INFO  request …` (Switchyard), `<time>\tinfo\trequest …` (agentgateway). */
+const ACCESS_LINE = /^\S+\s+info\s+request\s/gim;
+
+/** Counted in 1 MiB chunks: a full run's logs reach hundreds of MiB. */
 function lineCount(file: string): { lines: number; mib: number } {
+  let fd: number | undefined;
   try {
-    const text = readFileSync(file, 'utf8');
-    return { lines: text.split('\n').filter(Boolean).length, mib: statSync(file).size / 1048576 };
+    fd = openSync(file, 'r');
+    const buf = Buffer.alloc(1 << 20);
+    let lines = 0;
+    let carry = '';
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) {
+      const text = carry + buf.toString('latin1', 0, n);
+      const end = text.lastIndexOf('\n') + 1;
+      lines += text.slice(0, end).match(ACCESS_LINE)?.length ?? 0;
+      carry = text.slice(end);
+    }
+    lines += carry.match(ACCESS_LINE)?.length ?? 0;
+    return { lines, mib: statSync(file).size / 1048576 };
   } catch {
     return { lines: 0, mib: 0 };
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
@@ -296,8 +313,10 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   if (agLog) {
     const ag2 = lineCount(agLog);
     logs.push(`agentgateway ${ag2.lines - logsBefore.agentgateway} lines (${fmt(ag2.mib, 1)} MiB) for ${served('agentgateway')} measured requests`);
+    if (ag2.lines - logsBefore.agentgateway < served('agentgateway')) notes.push('agentgateway wrote fewer access-log lines than it served requests');
   }
-  console.log(`access logs written to files during the load (warm-ups add lines): ${logs.join('; ')}`);
+  console.log(`access-log lines written to files during the load (warm-ups add some): ${logs.join('; ')}`);
+  if (sy2.lines - logsBefore.switchyard < served('switchyard')) notes.push('switchyard wrote fewer access-log lines than it served requests');
   for (const r of rows.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.target.name} (${r.size}): ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
   return 0;
 }
