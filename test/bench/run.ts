@@ -22,7 +22,9 @@
 // BENCH_MCP_UPSTREAM_JSON=1 (the MCP upstreams answer JSON instead of SSE), BENCH_MCP_GATEWAY_ACCEPT (the Accept
 // header of the calls to the gateway; `application/json` makes it answer JSON), BENCH_MCP_BASELINE (with
 // BENCH_ONLY=mcp: a directory holding another checkout, whose gateway is measured as one more row: A/B in one run),
-// BENCH_MCP_STDOUT (a file for the MCP gateway's stdout: its access log and `--trace-gc` lines).
+// BENCH_MCP_STDOUT (a file for the MCP gateway's stdout: its access log and `--trace-gc` lines),
+// BENCH_ONLY=peers (Switchyard beside agentgateway and the bare proxy under LLM-style POSTs, peers.ts),
+// BENCH_AGENTGATEWAY (with BENCH_ONLY=peers: the reference binary, default ../shared/peers/agentgateway/agentgateway).
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
