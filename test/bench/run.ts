@@ -18,6 +18,7 @@
 // c=BENCH_CONNECTIONS, default 50), BENCH_LATENCY_SECONDS (3 s at c=1), BENCH_ROUNDS (3),
 // BENCH_RELOAD_SECONDS (5), BENCH_PIN=0 (no CPU pinning), BENCH_LOCK_WAIT (300 s: how long to wait for another
 // bench on the machine to finish before running anyway), BENCH_ONLY=mcp (the MCP scenario alone, about 40 s),
+// BENCH_ONLY=failover (one of two backends killed under load, with outlierDetection, then also retry; about 40 s),
 // BENCH_MCP_NODE_ARGS (node flags for the MCP gateway, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
 // BENCH_MCP_UPSTREAM_JSON=1 (the MCP upstreams answer JSON instead of SSE), BENCH_MCP_GATEWAY_ACCEPT (the Accept
 // header of the calls to the gateway; `application/json` makes it answer JSON), BENCH_MCP_BASELINE (with
@@ -625,6 +626,59 @@ async function mcpOnly(notes: string[]): Promise<number> {
   return 0;
 }
 
+/**
+ * BENCH_ONLY=failover (issue 11 item 3, about 40 s): two upstreams behind one route, one killed under load. Per
+ * route (outlierDetection alone, then with a retry): c=CONNECTIONS for 2 s with both up, then the second upstream
+ * is killed as the next phase starts (the kill phase, 3 s), then 5 s while it stays ejected; failed requests and
+ * p99 of each phase.
+ */
+async function failoverOnly(notes: string[]): Promise<number> {
+  const routes = [
+    { name: 'failover', policies: { outlierDetection: { consecutiveGatewayFailure: 5, baseEjectionTime: '60s' } } },
+    { name: 'failover-retry', policies: { outlierDetection: { consecutiveGatewayFailure: 5, baseEjectionTime: '60s' }, retry: { attempts: 1, codes: [] } } },
+  ];
+  const checks: [string, boolean, string][] = [];
+  for (const r of routes) {
+    const ports = [await freePort(), await freePort()];
+    const ups = ports.map((p, i) => startPinned(`upstream ${i}`, CPU_REST, NODE, [join(HERE, 'upstream.ts'), String(p)]));
+    await Promise.all(ups.map((u) => listening(u)));
+    const gwPorts = await adminPorts();
+    const gwPort = await freePort();
+    const file = join(work, `${r.name}.yaml`);
+    const route = { name: r.name, policies: r.policies, backends: ports.map((p) => ({ host: `127.0.0.1:${p}` })) };
+    writeFileSync(file, stringify({ config: staticBlock(gwPorts), binds: [{ port: gwPort, listeners: [{ name: 'bench', routes: [route] }] }] }));
+    const gateway = startPinned('switchyard', CPU_TARGET, NODE, [CLI, '-f', file], 'ignore');
+    await waitFor200(`http://127.0.0.1:${gwPorts.readiness}/healthz/ready`, gateway, performance.now());
+    const url = `http://127.0.0.1:${gwPort}/`;
+    const pids = processTree(gateway.proc.pid!);
+    const job = (throughputS: number, warmupS: number, latencyS = 0): Job => ({ url, warmupS, connections: CONNECTIONS, throughputS, latencyS, cpuPids: pids });
+    const results = await load([job(2, WARMUP_S), job(3, 0), job(5, 0, LATENCY_S)], (res) => {
+      if (res.index === 0) void stop(ups[1]!);
+    });
+    const failed = (ph: JobResult['throughput']) => ph.non2xx + ph.errors;
+    const [both, kill, ejected] = results as [JobResult, JobResult, JobResult];
+    console.log(
+      `${r.name}: both up ${failed(both.throughput)}/${both.throughput.requests} failed, p99 ${fmt(both.throughput.p99, 0)} ms; ` +
+        `kill phase ${failed(kill.throughput)}/${kill.throughput.requests} failed, p99 ${fmt(kill.throughput.p99, 0)} ms; ` +
+        `ejected ${failed(ejected.throughput)}/${ejected.throughput.requests} failed, p99 ${fmt(ejected.throughput.p99, 0)} ms at c=${CONNECTIONS}` +
+        (ejected.latency ? `, p99 ${fmt(ejected.latency.p99, 3)} ms at c=1 (${failed(ejected.latency)} failed)` : ''),
+    );
+    const afterKill = failed(kill.throughput) + failed(ejected.throughput) + (ejected.latency ? failed(ejected.latency) : 0);
+    const afterTotal = kill.throughput.requests + ejected.throughput.requests + (ejected.latency?.requests ?? 0);
+    const ejectedFailed = failed(ejected.throughput) + (ejected.latency ? failed(ejected.latency) : 0);
+    if (r.policies.retry) checks.push([`${r.name}: no failed request once a backend is killed (retry on the other)`, afterKill === 0, `${afterKill} of ${afterTotal}`]);
+    else checks.push([`${r.name}: ≤ 1% failed requests after the first ejection`, ejectedFailed <= 0.01 * ejected.throughput.requests, `${ejectedFailed} of ${ejected.throughput.requests + (ejected.latency?.requests ?? 0)} while ejected; ${failed(kill.throughput)} of ${kill.throughput.requests} in the kill phase`]);
+    await stop(gateway);
+    await Promise.all(ups.map((u) => stop(u)));
+  }
+  console.log('\n| target check | verdict | measured |');
+  console.log('|---|---|---|');
+  for (const [what, ok, measured] of checks) console.log(`| ${what} | ${ok ? 'PASS' : 'MISS'} | ${measured} |`);
+  if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+  console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
+  return 0;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Load
 
@@ -941,7 +995,8 @@ async function main(): Promise<number> {
     console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
     return code;
   }
-  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\` and \`peers\` are known`);
+  if (ONLY === 'failover') return failoverOnly(notes);
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\` and \`failover\` are known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();
