@@ -29,7 +29,7 @@ const FIXTURES = [
   { match: {}, response: { content: 'default reply' } },
 ];
 
-const ROUTES = { '/v1/chat/completions': 'completions', '/v1/messages': 'messages', '/v1/responses': 'responses' };
+const ROUTES = { '/v1/chat/completions': 'completions', '/v1/messages': 'messages', '/v1/responses': 'responses', ':generateContent': 'generateContent', ':streamGenerateContent': 'generateContent' };
 
 /** Mask SSNs and emails, reject FORBIDDEN with 451; streams guarded unless `streaming` says otherwise. */
 function guarded(streaming: 'Enabled' | 'Disabled' | undefined): Record<string, unknown> {
@@ -107,6 +107,7 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
         backendAuth: { aws: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret', region: 'us-east-1', serviceName: 'bedrock' } },
         ...guarded('Enabled'),
       }),
+      aiRoute('/gm', { name: 'gm', provider: { gemini: {} }, hostOverride: mock.hostPort }, guarded('Enabled')),
       aiRoute('/off', { name: 'off', provider: { openAI: {} }, hostOverride: mock.hostPort }, guarded(undefined)),
       aiRoute('/stand', { name: 'stand', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${upstream.port}` }, ssnGuard),
       aiRoute('/slow', { name: 'slow', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...ssnGuard, timeout: { requestTimeout: '300ms' } }),
@@ -278,6 +279,54 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
       const final = await openai('/oa').responses.stream({ model: 'gpt-4o', input: 'hello' }).finalResponse();
       assert.equal(final.output_text, 'Hello from the mock!');
       await assert.rejects(openai('/oa').responses.stream({ model: 'gpt-4o', input: 'forbidden' }).finalResponse(), (err: unknown) => err instanceof OpenAI.APIError && err.status === 451);
+    });
+  });
+
+  describe('Gemini client, Gemini provider (streamGenerateContent?alt=sse)', () => {
+    type Chunk = { candidates?: { content?: { parts?: { text?: string }[] }; finishReason?: string }[]; usageMetadata?: unknown };
+    async function generate(content: string) {
+      const res = await request(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: content }] }] }),
+      });
+      const raw = await res.body.text();
+      const chunks = raw.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as Chunk);
+      const text = chunks.map((c) => (c.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('')).join('');
+      return { status: res.statusCode, headers: res.headers, raw, chunks, text };
+    }
+
+    it('pass: the stream as the provider sent it', async () => {
+      const r = await generate('hello');
+      assert.equal(r.status, 200);
+      assert.equal(r.text, 'Hello from the mock!');
+      assert.ok(r.chunks.length > 3, 'several deltas');
+    });
+
+    it('mask: the SSN and e-mail spread over several deltas are masked; the events stay', async () => {
+      const r = await generate('secret');
+      assert.equal(r.status, 200);
+      assert.equal(r.text, MASKED);
+      assert.ok(!r.raw.includes('6789'));
+      assert.ok(r.chunks.some((c) => c.candidates?.[0]?.finishReason !== undefined), 'the finish reason is kept');
+    });
+
+    it('a complete (non-streamed) answer is masked too', async () => {
+      const res = await request(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:generateContent`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'secret' }] }] }),
+      });
+      assert.equal(res.statusCode, 200);
+      const body = (await res.body.json()) as Chunk;
+      assert.equal(body.candidates?.[0]?.content?.parts?.[0]?.text, MASKED);
+    });
+
+    it('reject: the rejection instead of the stream', async () => {
+      const r = await generate('forbidden');
+      assert.equal(r.status, 451);
+      assert.equal(r.raw, 'not in this stream');
+      assert.equal(r.headers['x-guard'], 'stream');
     });
   });
 

@@ -2,7 +2,8 @@
 //
 // The stream, already in the client's format (translated back when the provider speaks another), is held until it
 // ends. Its events are put together into the complete response the client would have got without `stream: true`
-// (a `chat.completion`, an Anthropic `message`, an OpenAI Responses `response`), the response guards run on that, and
+// (a `chat.completion`, an Anthropic `message`, an OpenAI Responses `response`, a Gemini `GenerateContentResponse`:
+// stream-guard-gemini.ts), the response guards run on that, and
 // only then does the client get anything:
 //   - pass: the stream's bytes, unchanged;
 //   - reject (or a guard that failed): the guard's reply instead of the stream (status, body, headers);
@@ -16,12 +17,13 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { SseParser } from '../../lib/llm/sse.ts';
 import { readAll } from '../../lib/llm/stream.ts';
+import { generateContent } from './stream-guard-gemini.ts';
 
 /** Largest stream held for response guards (its SSE bytes in the client's format); a larger one fails with 502. */
 export const STREAM_GUARD_LIMIT = 8 * 1024 * 1024;
 
 /** One held event: its SSE `event:` name, its data as received, and the data parsed (undefined: `[DONE]`, not JSON). */
-interface HeldEvent {
+export interface HeldEvent {
   readonly event: string | undefined;
   readonly raw: string;
   readonly data: Obj | undefined;
@@ -32,7 +34,7 @@ interface HeldEvent {
 }
 
 /** One event carrying part of a text, as a delta. */
-interface TextRef {
+export interface TextRef {
   readonly at: number;
   /** Carry the whole text. */
   set(text: string): void;
@@ -44,20 +46,20 @@ interface TextRef {
  * Another event to update when a text is masked: one repeating the whole text (Responses `output_text.done`,
  * `content_part.done`, `output_item.done`), or one with log probabilities of the original tokens (Chat Completions).
  */
-interface Snapshot {
+export interface Snapshot {
   readonly at: number;
   set(text: string): void;
 }
 
 /** A guarded text of the reconstructed response and the events it came from. */
-interface StreamText {
+export interface StreamText {
   /** The text in the reconstructed body (after the guards: possibly masked). */
   read(): string;
   readonly refs: TextRef[];
   readonly snapshots: Snapshot[];
 }
 
-interface Reconstruction {
+export interface Reconstruction {
   /** The complete response in the client's format, as guards see non-streamed ones. */
   readonly body: Obj;
   readonly texts: StreamText[];
@@ -65,7 +67,7 @@ interface Reconstruction {
   readonly bodyEvents: number[];
 }
 
-type Builder = (events: HeldEvent[]) => Reconstruction;
+export type Builder = (events: HeldEvent[]) => Reconstruction;
 
 const typeOf = (e: HeldEvent): unknown => e.data?.type ?? e.event;
 
@@ -381,7 +383,7 @@ const responses: Builder = (events) => {
 };
 
 /** Client formats whose streams can be put together into a complete response. */
-const BUILDERS: Partial<Record<LlmRouteType, Builder>> = { completions, messages, responses };
+const BUILDERS: Partial<Record<LlmRouteType, Builder>> = { completions, messages, responses, generateContent };
 
 // ---------------------------------------------------------------------------------------------------------------
 
