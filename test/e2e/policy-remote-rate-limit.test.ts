@@ -13,6 +13,9 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import OpenAI from 'openai';
+import { startMock } from '../ai/harness.ts';
+import type { Mock } from '../ai/harness.ts';
 
 function preset(...extra: Plugin[]): Plugin[] {
   const base = fullPreset as readonly Plugin[];
@@ -26,7 +29,7 @@ const MINUTE = 2;
 
 /**
  * A small RLS: a fixed one-minute window per `key=value` of the first entry of each descriptor, limit 2 for `user`,
- * 100 for anything else. The domain picks special behaviour: `broken` fails with UNAVAILABLE, `slow` answers late,
+ * 20 for `team` (LLM tokens), 100 for anything else. The domain picks special behaviour: `broken` fails with UNAVAILABLE, `slow` answers late,
  * `own-headers` sends its own x-ratelimit-limit, `body` a raw body on denial.
  */
 function rlsHandler(counters: Map<string, number>) {
@@ -35,7 +38,7 @@ function rlsHandler(counters: Map<string, number>) {
     if (req.domain === 'slow') await sleep(1500);
     const statuses = req.descriptors.map((d) => {
       const first = d.entries[0]!;
-      const limit = first.key === 'user' ? 2 : 100;
+      const limit = first.key === 'user' ? 2 : first.key === 'team' ? 20 : 100;
       const k = `${req.domain}|${d.entries.map((e) => `${e.key}=${e.value}`).join('&')}`;
       const n = (counters.get(k) ?? 0) + (req.hits_addend || 1);
       counters.set(k, n);
@@ -73,6 +76,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
   let upstream: TestUpstream;
   let rls: TestEnvoyServer;
   let deadPort: number;
+  let mock: Mock;
   const counters = new Map<string, number>();
 
   const userDescriptor = { entries: [{ key: 'user', value: 'request.headers["x-user"]' }] };
@@ -88,14 +92,27 @@ describe('remoteRateLimit (small RLS test server)', () => {
     deadPort = await freePort();
     upstream = await startUpstream();
     rls = await startEnvoyServer({ ShouldRateLimit: rlsHandler(counters) });
+    mock = await startMock();
     const host = rls.address;
+    // LLM tokens per team (from a header), and one request descriptor, in front of an `ai` backend on aimock.
+    const llm = {
+      name: 'llm',
+      matches: [{ path: { pathPrefix: '/llm' } }],
+      policies: {
+        remoteRateLimit: {
+          host,
+          domain: 'llm',
+          descriptors: [{ type: 'tokens', entries: [{ key: 'team', value: 'request.headers["x-team"]' }] }, { entries: [{ key: 'route', value: '"llm"' }] }],
+        },
+      },
+      backends: [{ ai: { name: 'llm', provider: { openAI: {} }, hostOverride: mock.hostPort } }],
+    };
     const routes = [
       route('limited', { host, domain: 'gateway-test', descriptors: [userDescriptor] }),
       route('two', { host, domain: 'two', descriptors: [userDescriptor, { entries: [{ key: 'path', value: 'request.path' }, { key: 'plan', value: '"free"' }] }] }),
       route('own', { host, domain: 'own-headers', descriptors: [userDescriptor] }),
       route('body', { host, domain: 'body', descriptors: [userDescriptor] }),
       route('named', { backend: 'rls', domain: 'named', descriptors: [userDescriptor] }),
-      route('tokens-only', { host, domain: 'tokens', descriptors: [{ type: 'tokens', entries: [{ key: 'user', value: '"x"' }] }] }),
       route('broken', { host, domain: 'broken', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('broken-open', { host, domain: 'broken', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('slow', { host, domain: 'slow', timeout: '200ms', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
@@ -103,6 +120,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
       route('down-open', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('down-open-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('down-closed-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailClosed', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      llm,
     ];
     gw = await startGateway({ backends: [{ name: 'rls', host }], binds: [{ port, listeners: [{ routes }] }] }, { preset: preset(remoteRateLimit) });
   });
@@ -110,6 +128,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
     await gw?.stop();
     await rls?.stop();
     await upstream?.close();
+    await mock?.stop();
   });
 
   async function call(path: string, headers: Record<string, string> = {}): Promise<Result> {
@@ -178,8 +197,47 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.equal(r.status, 200);
     assert.equal(r.reachedUpstream, true);
     assert.equal(rls.rateLimits.length, calls, 'no ShouldRateLimit call');
-    assert.equal((await call('/tokens-only/a')).status, 200);
-    assert.equal(rls.rateLimits.length, calls, 'token descriptors are not checked on non-LLM routes');
+  });
+
+  it('type: tokens on an ai route: hits_addend carries the prompt estimate, then the rest of the real usage; 429 when over', async () => {
+    const client = new OpenAI({ baseURL: `${gw.url(port)}/llm/v1`, apiKey: 'sk-test', maxRetries: 0, defaultHeaders: { 'x-team': 'blue' } });
+    const hello = () => client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hello' }] });
+    const team = (m: RateLimitRequestMessage) => m.domain === 'llm' && m.descriptors.some((d) => d.entries[0]!.key === 'team');
+    const teamCalls = () => rls.rateLimits.filter(team);
+    const settled = async (n: number) => {
+      for (let i = 0; i < 100 && teamCalls().length < n; i++) await sleep(20);
+      return teamCalls();
+    };
+
+    const { data: res, response } = await hello().withResponse();
+    assert.deepEqual(res.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    assert.equal(response.headers.get('x-ratelimit-limit'), '20', 'the token descriptor\'s status on an allowed answer');
+    assert.equal(response.headers.get('x-ratelimit-remaining'), '18');
+    const [reserve, usage] = await settled(2);
+    assert.deepEqual(reserve!.descriptors.map((d) => d.entries), [[{ key: 'team', value: 'blue' }]], 'token descriptors in a call of their own');
+    assert.equal(reserve!.hits_addend, 2, 'the prompt estimate ("hello": 5 characters / 4, rounded up)');
+    assert.deepEqual(usage!.descriptors.map((d) => d.entries), [[{ key: 'team', value: 'blue' }]]);
+    assert.equal(usage!.hits_addend, 14, 'after the answer: 11 + 5 real tokens minus the 2 already counted');
+    const requestCall = rls.rateLimits.find((m) => m.domain === 'llm' && !team(m))!;
+    assert.deepEqual(requestCall.descriptors.map((d) => d.entries), [[{ key: 'route', value: 'llm' }]]);
+    assert.equal(requestCall.hits_addend, 0, 'request descriptors keep the one-hit default');
+
+    await hello(); // 16 + 2 = 18 of the team's 20, then 32 once settled
+    await settled(4);
+    const calls = (await mock.journal()).length;
+    try {
+      await hello();
+      assert.fail('the call succeeded');
+    } catch (err) {
+      assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+      assert.equal(err.status, 429);
+      assert.deepEqual(err.error, { message: 'rate limit exceeded', type: 'rate_limit_error', param: null, code: null }, 'in the OpenAI error shape');
+      assert.equal(err.headers?.get('x-ratelimit-limit'), '20', 'the headers of the token descriptor that refused');
+      assert.equal(err.headers?.get('retry-after'), '42');
+    }
+    assert.equal((await mock.journal()).length, calls, 'the provider did not receive the refused request');
+    await sleep(100);
+    assert.equal(teamCalls().length, 5, 'a refused request settles nothing');
   });
 
   it('reaches the service through a named backend', async () => {
@@ -221,5 +279,10 @@ describe('remoteRateLimit (small RLS test server)', () => {
     await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1" }`)), /missing required key `domain`/);
     await assert.rejects(gw.gateway.compile(yaml(`{ domain: d }`)), /exactly one of `host`, `service`, `backend` is required/);
     await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, failureMode: failShut }`)), /must be one of `failClosed`/);
+    await assert.rejects(
+      gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, descriptors: [{ entries: [{ key: k, value: '"v"' }] }, { type: tokens, entries: [{ key: k, value: '"v"' }] }] }`)),
+      /:6:123: `type: tokens` counts LLM tokens, which only an `ai` backend reports.*descriptors\[1\]\.type/s,
+      'token descriptors on a route without an ai backend',
+    );
   });
 });

@@ -1,0 +1,57 @@
+import { jsonErrorReply, relayedErrorReply } from 'switchyard/sdk';
+import type { Exchange, HeaderMap, Logger, Reply } from 'switchyard/sdk';
+import { unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import type { EnvoyClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { Code, derivedHeaders, headerValue } from './rls.ts';
+import type { DescriptorMessage, RateLimitResponse } from './rls.ts';
+
+/** One rate limit service as a policy calls it. */
+export interface RlsCaller {
+  readonly client: EnvoyClient;
+  readonly domain: string;
+  readonly timeoutMs: number;
+  readonly failOpen: boolean;
+  readonly logger: Logger;
+}
+
+/**
+ * One `ShouldRateLimit` call for `list`, each descriptor counting `hitsAddend` (0: the service's default of one):
+ * a 429 or 500 reply when the request must stop, else undefined, with the service's headers applied and, unless
+ * `deriveOnOk` is false, `x-ratelimit-*` derived from its statuses (queued headers would overwrite a later 429's).
+ */
+export async function checkLimits(rls: RlsCaller, ex: Exchange, list: DescriptorMessage[], hitsAddend: number, deriveOnOk = true): Promise<Reply | undefined> {
+  let res: RateLimitResponse;
+  try {
+    res = await unaryCall<RateLimitResponse>(rls.client, 'ShouldRateLimit', { domain: rls.domain, descriptors: list, hits_addend: hitsAddend }, rls.timeoutMs, ex.signal);
+    if (res.overall_code !== Code.OK && res.overall_code !== Code.OVER_LIMIT) throw new Error(`unexpected overall_code ${res.overall_code}`);
+  } catch (err) {
+    ex.logField('rateLimit', 'error');
+    rls.logger.warn('rate limit service failed', { error: (err as Error)?.message ?? String(err), failureMode: rls.failOpen ? 'failOpen' : 'failClosed' });
+    return rls.failOpen ? undefined : jsonErrorReply(500, 'rate_limit_error', 'rate limit failed');
+  }
+  const sent = new Set<string>();
+  const overLimit = res.overall_code === Code.OVER_LIMIT;
+  if (overLimit) {
+    ex.logField('rateLimit', 'over_limit');
+    const headers: HeaderMap = {};
+    for (const h of res.response_headers_to_add) {
+      const name = h.key.toLowerCase();
+      sent.add(name);
+      headers[name] = headerValue(h);
+    }
+    for (const [name, value] of derivedHeaders(res, true, sent)) headers[name] = value;
+    if (res.raw_body && res.raw_body.length > 0) return relayedErrorReply(429, Buffer.from(res.raw_body), headers, 'rate_limited', 'rate limit exceeded');
+    return jsonErrorReply(429, 'rate_limited', 'rate limit exceeded', headers);
+  }
+  for (const h of res.request_headers_to_add) {
+    const name = h.key.toLowerCase();
+    if (name !== 'host' && !name.startsWith(':')) ex.headers[name] = headerValue(h);
+  }
+  for (const h of res.response_headers_to_add) {
+    const name = h.key.toLowerCase();
+    sent.add(name);
+    ex.queueResponseHeader(name, headerValue(h));
+  }
+  if (deriveOnOk) for (const [name, value] of derivedHeaders(res, false, sent)) ex.queueResponseHeader(name, value);
+  return undefined;
+}

@@ -1,0 +1,67 @@
+// `type: tokens` descriptors (BEHAVIOUR.md §8.2, docs/llm.md "Token rate limits", ADR 0024): checked when the `ai`
+// backend knows the prompt estimate, with `hits_addend` = the estimate; once the answer has ended, a second call
+// adds the rest of the real usage. Linked to the backend through the SDK's `llmTokenLimiters` and `llmCall`.
+import { addLlmTokenLimiter, defineAttribute, llmCall } from 'switchyard/sdk';
+import type { ConfigPath, Exchange, LlmTokenLimiter, PolicyInstance, Reply } from 'switchyard/sdk';
+import { unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { checkLimits } from './check.ts';
+import type { RlsCaller } from './check.ts';
+import { buildDescriptors } from './rls.ts';
+import type { CompiledDescriptor, DescriptorMessage } from './rls.ts';
+
+/** `hits_addend` is a uint32. */
+const MAX_ADDEND = 0xffff_ffff;
+
+/** What one request sent at reservation time, for the settling call. */
+interface Sent {
+  readonly list: DescriptorMessage[];
+  readonly hits: number;
+}
+
+const SENT = defineAttribute<Sent>('remoteRateLimit.tokensSent');
+
+/**
+ * The policy instance of a `remoteRateLimit` with token descriptors (and maybe request descriptors, checked in the
+ * request hook as before). The token descriptors are evaluated and sent when the backend reserves, in a call of their
+ * own, so the request descriptors are not charged the token count.
+ */
+export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly CompiledDescriptor[], requests: PolicyInstance['onRequest'], typePath: ConfigPath): PolicyInstance {
+  const limiter: LlmTokenLimiter = {
+    async reserve(ex: Exchange, estimate: number): Promise<Reply | undefined> {
+      const list = buildDescriptors(descriptors, ex);
+      if (list.length === 0) return undefined;
+      const hits = Math.min(MAX_ADDEND, Math.max(0, Math.round(estimate)));
+      const refused = await checkLimits(rls, ex, list, hits);
+      if (!refused) ex.set(SENT, { list, hits });
+      return refused;
+    },
+  };
+  return {
+    async onRequest(ex) {
+      if (requests) {
+        const denied = await requests(ex);
+        if (denied) return denied;
+      }
+      addLlmTokenLimiter(ex, limiter);
+      return undefined;
+    },
+    onLog(ex) {
+      const sent = ex.get(SENT);
+      if (!sent) return;
+      const usage = ex.get(llmCall)?.usage;
+      // The service cannot give hits back: an answer smaller than the estimate settles nothing.
+      const rest = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0) - sent.hits;
+      if (rest <= 0) return;
+      // Fire and forget, after the answer: the client is not waiting, and the request is over (no abort signal).
+      unaryCall(rls.client, 'ShouldRateLimit', { domain: rls.domain, descriptors: sent.list, hits_addend: Math.min(MAX_ADDEND, rest) }, rls.timeoutMs).catch((err: unknown) =>
+        rls.logger.warn('rate limit service failed to record LLM token usage', { error: (err as Error)?.message ?? String(err) }),
+      );
+    },
+    requiresBackendProtocol: {
+      protocol: 'llm',
+      message:
+        '`type: tokens` counts LLM tokens, which only an `ai` backend reports, and this route has another backend (or none): use `type: requests` here, or put the descriptor on a route whose backends are `ai` backends',
+      path: typePath,
+    },
+  };
+}
