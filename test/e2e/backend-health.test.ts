@@ -2,9 +2,11 @@
 // percent, retry sent to a different backend, ejections on /metrics and in the logs, named backends carrying the
 // settings, and two `ai` backends on an LLM route failing over.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { request } from 'undici';
+import { parse, stringify } from 'yaml';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -244,4 +246,63 @@ describe('ai backends fail over', () => {
       if (prefix === 'five') assert.ok(failing.received.length >= 1, 'the failing backend was tried first');
     });
   }
+});
+
+describe('backend health across reloads', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let good: TestUpstream;
+
+  const config = (deadPort: number, extraRoute: boolean) => ({
+    binds: [
+      {
+        port,
+        listeners: [
+          {
+            routes: [
+              {
+                name: 'r',
+                matches: [{ path: { pathPrefix: '/r' } }],
+                policies: { outlierDetection: { consecutiveGatewayFailure: 1, baseEjectionTime: '60s' } },
+                backends: [{ host: `127.0.0.1:${deadPort}` }, { host: `127.0.0.1:${good.port}` }],
+              },
+              ...(extraRoute ? [{ name: 'extra', matches: [{ path: { pathPrefix: '/extra' } }], policies: { directResponse: { status: 204 } } }] : []),
+            ],
+          },
+        ],
+      },
+    ],
+  });
+  const statuses = async (n: number) => {
+    const out: number[] = [];
+    for (let i = 0; i < n; i++) {
+      const res = await request(`${gw.url(port)}/r`);
+      await res.body.dump();
+      out.push(res.statusCode);
+    }
+    return out;
+  };
+
+  before(async () => {
+    port = await freePort();
+    good = await startUpstream();
+  });
+  after(async () => {
+    await gw?.stop();
+    await good?.close();
+  });
+
+  it('keeps an unchanged backend ejected across a reload, and starts a changed one afresh', async () => {
+    const dead = await freePort();
+    gw = await startGateway(config(dead, false));
+    const first = await statuses(30);
+    assert.equal(first.filter((s) => s !== 200).length, 1, 'one failure, then ejected');
+    const fileText = readFileSync(gw.file, 'utf8');
+    const withStatic = (c: Record<string, unknown>) => stringify({ ...c, config: (parse(fileText) as { config: unknown }).config });
+    assert.equal(await gw.gateway.reload(withStatic(config(dead, true))), true);
+    assert.deepEqual([...new Set(await statuses(30))], [200], 'still ejected after the reload');
+    const otherDead = await freePort();
+    assert.equal(await gw.gateway.reload(withStatic(config(otherDead, true))), true);
+    assert.equal((await statuses(30)).filter((s) => s !== 200).length, 1, 'a changed backend starts with a clean slate');
+  });
 });
