@@ -21,6 +21,9 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import OpenAI from 'openai';
+import { startMock } from '../ai/harness.ts';
+import type { Mock } from '../ai/harness.ts';
 
 /** envoyproxy/ratelimit publishes no semver tags after v1.4.0; this is its main branch of 2026-01-22. */
 const RATELIMIT_PACKAGE = 'github.com/envoyproxy/ratelimit/src/service_cmd';
@@ -148,6 +151,10 @@ descriptors:
     value: vip
     rate_limit:
       unlimited: true
+  - key: team
+    rate_limit:
+      unit: hour
+      requests_per_unit: 20
 `;
 
 interface Result {
@@ -165,6 +172,7 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
   let service: ChildProcess | undefined;
   let serviceLogs = '';
   let grpcPort: number;
+  let mock: Mock | undefined;
   const run = `r${Date.now().toString(36)}`; // descriptor values unique to this run
 
   before(
@@ -209,6 +217,7 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
 
       port = await freePort();
       upstream = await startUpstream();
+      mock = await startMock();
       const route = (name: string, policy: Record<string, unknown>) => ({
         name,
         matches: [{ path: { pathPrefix: `/${name}` } }],
@@ -220,6 +229,10 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
         route('paths', { descriptors: [{ entries: [{ key: 'path', value: '"/" + request.path.split("/")[2]' }] }] }),
         route('closed', { timeout: '500ms', descriptors: [{ entries: [{ key: 'user', value: `"${run}-closed"` }] }] }),
         route('open', { timeout: '500ms', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'user', value: `"${run}-open"` }] }] }),
+        {
+          ...route('llm', { descriptors: [{ type: 'tokens', entries: [{ key: 'team', value: `"${run}-team"` }] }] }),
+          backends: [{ ai: { name: 'llm', provider: { openAI: {} }, hostOverride: mock.hostPort } }],
+        },
       ];
       gw = await startGateway({ binds: [{ port, listeners: [{ routes }] }] }, { preset: preset(remoteRateLimit) });
     },
@@ -230,6 +243,7 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
     await upstream?.close();
     await stopChild(service);
     await stopChild(redis);
+    await mock?.stop();
   });
 
   async function call(path: string, headers: Record<string, string> = {}): Promise<Result> {
@@ -272,6 +286,26 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
     const noUser = await call('/users/x');
     assert.equal(noUser.status, 200, 'no x-user header: the descriptor is dropped and the service is not asked');
     assert.equal(noUser.headers['x-ratelimit-limit'], undefined);
+  });
+
+  it('LLM tokens (type: tokens): hits_addend counts the prompt estimate, then the real usage; 429 once the team\'s 20 are spent', async () => {
+    const client = new OpenAI({ baseURL: `${gw.url(port)}/llm/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    const hello = () => client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hello' }] }).withResponse();
+    const first = await hello();
+    assert.equal(first.response.headers.get('x-ratelimit-limit'), '20', serviceLogs);
+    assert.equal(first.response.headers.get('x-ratelimit-remaining'), '18', 'hits_addend 2: the estimate of "hello"');
+    await sleep(300); // the usage call (hits_addend 14) is sent after the answer, fire and forget
+    const second = await hello();
+    assert.equal(second.response.headers.get('x-ratelimit-remaining'), '2', '16 real tokens counted for the first answer, 2 reserved');
+    await sleep(300);
+    const calls = (await mock!.journal()).length;
+    const err = await hello().then(
+      () => assert.fail('the call succeeded'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+    assert.equal(err.headers?.get('x-ratelimit-limit'), '20');
+    assert.equal((await mock!.journal()).length, calls, 'the provider did not receive the refused request');
   });
 
   it('Redis down: the service fails, so failClosed answers 500 and failOpen passes', async () => {
