@@ -1,6 +1,5 @@
 import { dirname } from 'node:path';
-import { parseConfigSource } from '../config/config-source.ts';
-import { expandEnv } from '../config/expand-env.ts';
+import { parseConfigText, pluginListOf } from '../config/load-config.ts';
 import { PluginRegistry } from '../registry/registry.ts';
 import { loadPluginModules } from '../registry/load-plugin-modules.ts';
 
@@ -9,11 +8,13 @@ import { loadPluginModules } from '../registry/load-plugin-modules.ts';
  * expanded as in the full load; a syntax or env problem is left for the full load to report with its position.
  */
 export function preloadPluginList(text: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  const source = parseConfigSource('<preload>', text);
-  if (source.doc.errors.length > 0 || expandEnv(source, env).length > 0) return [];
-  const doc = source.doc.toJS() as { config?: { plugins?: unknown } } | null;
-  const list = doc?.config?.plugins;
-  return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
+  let parsed;
+  try {
+    parsed = parseConfigText('<preload>', text, env);
+  } catch {
+    return [];
+  }
+  return pluginListOf(parsed);
 }
 
 /** The registry for one process: the distribution's preset, then third-party modules from `config.plugins`. */

@@ -5,7 +5,7 @@ import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
-import { loadConfigText, readConfigFile } from '../config/load-config.ts';
+import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
 import { redactConfig } from '../config/redact-config.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
 import { compileScrubber } from '../config/scrubber.ts';
@@ -102,9 +102,13 @@ export class Gateway {
   /** Build the registry and schema validator (once per process: plugin modules are static config). */
   async prepare(text?: string): Promise<void> {
     if (this.registry) return;
-    const source = text ?? (await this.readText());
+    await this.prepareWith(preloadPluginList(text ?? (await this.readText()), this.options.env));
+  }
+
+  private async prepareWith(thirdParty: readonly string[]): Promise<void> {
+    if (this.registry) return;
     const c = this.options.config;
-    this.registry = await buildRegistry(this.options.preset, preloadPluginList(source, this.options.env), 'file' in c ? c.file : undefined);
+    this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : undefined);
     this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys);
     const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'policy' ? (plugin.celVariables ?? []) : []));
     this.expressions = new CelExpressions(celVariables);
@@ -112,9 +116,11 @@ export class Gateway {
 
   /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
   async compile(text: string): Promise<Snapshot> {
-    await this.prepare(text);
     const env = this.options.env ?? process.env;
-    const loaded = loadConfigText(this.fileName, text, this.validator!, env);
+    // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
+    const parsed = parseConfigText(this.fileName, text, env);
+    await this.prepareWith(pluginListOf(parsed));
+    const loaded = validateParsed(parsed, this.validator!);
     const before = this.hidden.size;
     for (const h of loaded.hidden) this.hidden.add(h);
     if (this.hidden.size !== before) this.s.logger.configure({ scrub: compileScrubber(this.hidden) });

@@ -18,8 +18,17 @@ export interface LoadedConfig {
   readonly hidden: ReadonlySet<string>;
 }
 
-/** Parse, expand `${VAR}`, and validate config text. Throws ConfigLoadError with every problem positioned. */
-export function loadConfigText(file: string, text: string, validator: ConfigValidator, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+/** Config text parsed and `${VAR}`-expanded, not yet validated (the schema needs the plugin list it names). */
+export interface ParsedConfig {
+  readonly source: ConfigSource;
+  readonly value: unknown;
+  readonly secrets: SecretMarks;
+  /** Unset variables: reported after validation, so their frames know where the secrets are. */
+  readonly envIssues: readonly SourcedIssue[];
+}
+
+/** Parse and expand `${VAR}`. Throws ConfigLoadError on a YAML syntax error. */
+export function parseConfigText(file: string, text: string, env: NodeJS.ProcessEnv = process.env): ParsedConfig {
   const source = parseConfigSource(file, text);
   if (source.doc.errors.length > 0) {
     const issues: SourcedIssue[] = source.doc.errors.map((e) => ({
@@ -33,6 +42,22 @@ export function loadConfigText(file: string, text: string, validator: ConfigVali
   const secrets = new SecretMarks();
   const envIssues = expandEnv(source, env, secrets);
   const value = (source.doc.toJS({ maxAliasCount: 1000 }) ?? {}) as unknown;
+  return { source, value, secrets, envIssues };
+}
+
+/**
+ * `config.plugins` of a parsed config (third-party plugin modules to load before validating); empty when a
+ * variable is unset, which the full load then reports with its position.
+ */
+export function pluginListOf(parsed: ParsedConfig): string[] {
+  if (parsed.envIssues.length > 0) return [];
+  const list = (parsed.value as { config?: { plugins?: unknown } } | null)?.config?.plugins;
+  return Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string') : [];
+}
+
+/** Validate a parsed config. Throws ConfigLoadError with every problem positioned. */
+export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator): LoadedConfig {
+  const { source, value, secrets, envIssues } = parsed;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     const issue = { code: ErrorCode.configSchema, path: [], message: 'the config must be a mapping with `binds` and `backends`' };
     throw new ConfigLoadError(positionRedacted(source, envIssues.length > 0 ? envIssues : [issue], secrets));

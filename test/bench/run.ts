@@ -19,6 +19,7 @@
 // BENCH_RELOAD_SECONDS (5), BENCH_PIN=0 (no CPU pinning), BENCH_LOCK_WAIT (300 s: how long to wait for another
 // bench on the machine to finish before running anyway), BENCH_ONLY=mcp (the MCP scenario alone, about 40 s),
 // BENCH_ONLY=failover (one of two backends killed under load, with outlierDetection, then also retry; about 40 s),
+// BENCH_ONLY=routes (the big-config row alone: BENCH_BIG_ROUTES routes, default 100,000, loaded as --validate-only does),
 // BENCH_MCP_NODE_ARGS (node flags for the MCP gateway, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
 // BENCH_MCP_UPSTREAM_JSON=1 (the MCP upstreams answer JSON instead of SSE), BENCH_MCP_GATEWAY_ACCEPT (the Accept
 // header of the calls to the gateway; `application/json` makes it answer JSON), BENCH_MCP_BASELINE (with
@@ -374,9 +375,9 @@ function mcpBenchConfig(p: Ports, port: number, mcpUpstream: number): string {
 }
 
 /** 999 varied routes plus `target` last (the worst case for first-match selection). `variant` changes the text. */
-function manyRoutesConfig(p: Ports, port: number, upstream: number, variant: number): string {
+function manyRoutesConfig(p: Ports, port: number, upstream: number, variant: number, count = ROUTES): string {
   const routes: Record<string, unknown>[] = [];
-  for (let i = 0; i < ROUTES - 1; i++) {
+  for (let i = 0; i < count - 1; i++) {
     const kind = i % 4;
     const path =
       kind === 0 ? { exact: `/svc-${i}` } : kind === 1 ? { pathPrefix: `/svc-${i}/` } : kind === 2 ? { regex: `/svc-${i}/[0-9]+` } : { pathPrefix: `/tenant-${i}/` };
@@ -851,6 +852,50 @@ async function compileBench(): Promise<{ prepareMs: number; firstMs: number; med
   return { prepareMs, firstMs: runsMs[0]!, medianMs: later[later.length >> 1]!, runsMs, routes };
 }
 
+/** Routes of the big-config row: what `--validate-only` does with them must stay linear (issue 14 item 8). */
+const BIG_ROUTES = Math.round(num('BENCH_BIG_ROUTES', 100_000));
+
+/**
+ * A config of BIG_ROUTES routes (the 1,000-route mix, repeated) loaded as `--validate-only` loads it: read nothing,
+ * parse, expand, validate and compile once in a fresh gateway (registry and validator included). Also 1/10 of it,
+ * so the report shows whether the time grows linearly.
+ */
+async function bigConfigBench(): Promise<{ routes: number; bytes: number; ms: number; cpuMs: number; tenthMs: number }> {
+  const once = async (count: number): Promise<{ bytes: number; ms: number; cpuMs: number }> => {
+    const text = manyRoutesConfig({ admin: 1, stats: 2, readiness: 3 }, 8080, 9, 0, count);
+    const gateway = createGateway(
+      { preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { name: `bench-${count}-routes.yaml`, text }, watch: false },
+      new LogSink(() => undefined),
+    );
+    const cpu0 = process.cpuUsage();
+    const t = performance.now();
+    const snapshot = await gateway.compile(text);
+    const ms = performance.now() - t;
+    const cpu = process.cpuUsage(cpu0);
+    snapshot.dispose();
+    await gateway.stop().catch(() => undefined);
+    return { bytes: Buffer.byteLength(text), ms, cpuMs: (cpu.user + cpu.system) / 1000 };
+  };
+  const tenth = await once(Math.round(BIG_ROUTES / 10));
+  const full = await once(BIG_ROUTES);
+  return { routes: BIG_ROUTES, bytes: full.bytes, ms: full.ms, cpuMs: full.cpuMs, tenthMs: tenth.ms };
+}
+
+function bigConfigLine(big: Awaited<ReturnType<typeof bigConfigBench>>): string {
+  return (
+    `load ${big.routes} routes (${fmt(big.bytes / 1024 / 1024, 1)} MiB of YAML, as --validate-only): ${fmt(big.ms, 0)} ms (CPU ${fmt(big.cpuMs, 0)} ms); ` +
+    `${big.routes / 10} routes: ${fmt(big.tenthMs, 0)} ms (×${fmt(big.ms / big.tenthMs, 1)} for ×10 routes)`
+  );
+}
+
+/** BENCH_ONLY=routes: the big-config row alone. */
+async function routesOnly(): Promise<number> {
+  const big = await bigConfigBench();
+  console.log(bigConfigLine(big));
+  console.log(`\n| target check | verdict | measured |\n|---|---|---|\n| ${big.routes} routes load ≤ 10 s | ${big.ms <= 10_000 ? 'PASS' : 'MISS'} | ${fmt(big.ms, 0)} ms |`);
+  return 0;
+}
+
 const QUICKSTART_PORTS = [3000, 3001, 15000, 15020, 15021];
 
 async function quickstartBench(): Promise<{ readyMs: number; runsMs: number[]; rssMiB: number } | string> {
@@ -996,7 +1041,8 @@ async function main(): Promise<number> {
     return code;
   }
   if (ONLY === 'failover') return failoverOnly(notes);
-  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\` and \`failover\` are known`);
+  if (ONLY === 'routes') return routesOnly();
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`failover\` and \`routes\` are known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();
@@ -1004,6 +1050,10 @@ async function main(): Promise<number> {
     `compile ${compile.routes} routes: ${compile.runsMs.map((ms) => fmt(ms, 0)).join(', ')} ms (median after the first: ${fmt(compile.medianMs, 0)} ms); ` +
       `plugin registry + schema validator, built once before: ${fmt(compile.prepareMs, 0)} ms`,
   );
+
+  // 1b. A big config (100,000 routes by default) loaded once, and a tenth of it.
+  const big = await bigConfigBench();
+  console.log(bigConfigLine(big));
 
   // 2. Spawn-to-ready and idle RSS with the quickstart.
   const quick = await quickstartBench();
@@ -1183,6 +1233,7 @@ async function main(): Promise<number> {
     compile.medianMs <= 200,
     `${fmt(compile.medianMs, 0)} ms (first compile in the process ${fmt(compile.firstMs, 0)} ms)`,
   ]);
+  checks.push([`${big.routes} routes load ≤ 10 s`, big.ms <= 10_000, `${fmt(big.ms, 0)} ms (${big.routes / 10} routes: ${fmt(big.tenthMs, 0)} ms)`]);
   if (typeof quick === 'string') {
     checks.push(['ready ≤ 500 ms after spawn (quickstart, median of 3)', false, quick]);
     checks.push(['idle RSS ≤ 100 MiB (full preset)', false, quick]);
