@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
@@ -358,6 +359,11 @@ class SnapshotCompiler {
 
   private async bind(bind: Obj, path: ConfigPath): Promise<CompiledBind | undefined> {
     const port = bind.port as number;
+    // Checked here so --validate-only refuses what the listen would (a name or `999.1.1.1` fails in getaddrinfo).
+    const address = bind.address as string | undefined;
+    if (address !== undefined && isIP(address) === 0) {
+      this.issue([...path, 'address'], `\`${address}\` is not an IP address (write one such as \`127.0.0.1\` or \`::1\`)`);
+    }
     const listeners: CompiledListener[] = [];
     const rawListeners = (bind.listeners ?? []) as Obj[];
     let secure: boolean | undefined;

@@ -47,6 +47,16 @@ describe('addresses and ports', () => {
     assert.match(err.message, /the `ADMIN_ADDR` environment variable must be `host:port` \(a port 0-65535\) or `off`, got "127\.0\.0\.1:99999" \(at config\.adminAddr\)/);
   });
 
+  it('a bind address that is not an IP address (it would fail in getaddrinfo at start)', async () => {
+    for (const address of ['999.1.1.1', 'localhost', '[::1]']) {
+      const err = await compileError(yaml('binds:', '  - port: 8080', `    address: "${address}"`, '    listeners: []'));
+      assert.deepEqual(headlines(err), [
+        `test.yaml:3:14: \`${address}\` is not an IP address (write one such as \`127.0.0.1\` or \`::1\`) (at binds[0].address) [SWY_ERR_CONFIG_INVALID]`,
+      ]);
+    }
+    await compileValue(yaml('binds:', '  - port: 8080', '    address: "::1"', '    listeners: []', '  - port: 8081', '    address: 127.0.0.1', '    listeners: []'));
+  });
+
   it('a bind port out of range', async () => {
     const err = await compileError(yaml('binds:', '  - port: 99999', '    listeners: []'));
     assert.deepEqual(headlines(err), ['test.yaml:2:11: must be at most 65535, got number 99999 (at binds[0].port) [SWY_ERR_CONFIG_SCHEMA]']);
