@@ -5,7 +5,7 @@ import type { Stats } from 'node:fs';
 
 // Files the config names (keys, certificates, JWKS, htpasswd, OpenAPI documents, the config itself) are read
 // through one function: a device (`/dev/zero`), a FIFO or an oversized file must be a config error, never an
-// out-of-memory process or an event loop blocked on a pipe (docs/adr/0016-config-file-reading.md).
+// out-of-memory process or an event loop blocked on a pipe (docs/adr/0016-config-file-reading-and-limits.md).
 
 const MiB = 1024 * 1024;
 
