@@ -6,6 +6,13 @@ import type { ExchangeImpl } from './exchange-impl.ts';
 import { pickBackend } from './backend-pick.ts';
 import { runRequestHooks } from './run-hooks.ts';
 
+/** What `serveWithHealth` ended with: the last backend tried and its reply or error. */
+export interface Outcome {
+  ref: CompiledBackendRef;
+  reply: Reply | undefined;
+  error: unknown;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const isGatewayFailure = (status: number): boolean => status === 502 || status === 503 || status === 504;
@@ -20,9 +27,10 @@ function select(ex: ExchangeImpl, ref: CompiledBackendRef): void {
 /**
  * Serve the exchange on a route whose backends have passive health checks or whose retries go to another
  * backend (ADR 0023): record each backend's outcome, and on a retryable failure send the request again to a
- * different backend when one is in rotation. Resolves to the reply and the backend that produced it.
+ * different backend when one is in rotation. Settles `outcome` with the reply (or the error) and the backend that
+ * produced it, whose response hooks apply.
  */
-export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, first: CompiledBackendRef): Promise<[Reply, CompiledBackendRef]> {
+export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, first: CompiledBackendRef, outcome: Outcome): Promise<void> {
   const health = route.health;
   // What a backend may change on the way out (the host forwarder appends X-Forwarded-For, the `ai` backend
   // rewrites path and body), restored before the request goes to another backend.
@@ -52,10 +60,10 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     } catch (err) {
       error = err;
     }
-    if (!handled) {
-      if (reply) return [reply, ref];
-      throw error;
-    }
+    outcome.ref = ref;
+    outcome.reply = reply;
+    outcome.error = error;
+    if (!handled) return;
     const status = reply ? reply.status : error instanceof GatewayError ? error.status : 500;
     // A client that left (499) says nothing about the backend.
     if (health !== null && status !== 499) {
@@ -71,10 +79,7 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
       ex.aborted === undefined &&
       (reply ? fo.codes.has(reply.status) : ex.retryableFailure) &&
       (!hadBody || body !== undefined || ex.receivedBody !== undefined);
-    if (!again) {
-      if (reply) return [reply, ref];
-      throw error;
-    }
+    if (!again) return;
     if (reply && reply.body instanceof Readable) {
       const dropped = reply.body;
       dropped.on('error', () => undefined);

@@ -10,6 +10,7 @@ import { ExchangeImpl } from './exchange-impl.ts';
 import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { runRequestHooks } from './run-hooks.ts';
 import { serveWithHealth } from './failover.ts';
+import type { Outcome } from './failover.ts';
 import { pickBackend } from './backend-pick.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from './normalize-path.ts';
@@ -150,10 +151,16 @@ export class RequestPipeline {
       return;
     }
     if (route.health !== null || ref.failover !== null) {
-      serveWithHealth(ex, route, ref).then(
-        ([reply, last]) => writeReply(ex, res, reply, last.responseHooks, this.logger),
-        (err: unknown) => writeReply(ex, res, errorReply(err, this.logger, ex), ref.responseHooks, this.logger),
-      );
+      const outcome: Outcome = { ref, reply: undefined, error: undefined };
+      const settle = (): void => {
+        const reply = outcome.reply ?? errorReply(outcome.error, this.logger, ex);
+        writeReply(ex, res, reply, outcome.ref.responseHooks, this.logger);
+      };
+      serveWithHealth(ex, route, ref, outcome).then(settle, (err: unknown) => {
+        outcome.reply = undefined;
+        outcome.error = err;
+        settle();
+      });
       return;
     }
     ex.plan = ref.plan;
