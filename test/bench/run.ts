@@ -860,7 +860,7 @@ const BIG_ROUTES = Math.round(num('BENCH_BIG_ROUTES', 100_000));
  * parse, expand, validate and compile once in a fresh gateway (registry and validator included). Also 1/10 of it,
  * so the report shows whether the time grows linearly.
  */
-async function bigConfigBench(): Promise<{ routes: number; bytes: number; ms: number; cpuMs: number; tenthMs: number }> {
+async function bigConfigBench(): Promise<{ routes: number; bytes: number; ms: number; cpuMs: number; tenthMs: number; tenthCpuMs: number }> {
   const once = async (count: number): Promise<{ bytes: number; ms: number; cpuMs: number }> => {
     const text = manyRoutesConfig({ admin: 1, stats: 2, readiness: 3 }, 8080, 9, 0, count);
     const gateway = createGateway(
@@ -878,13 +878,13 @@ async function bigConfigBench(): Promise<{ routes: number; bytes: number; ms: nu
   };
   const tenth = await once(Math.round(BIG_ROUTES / 10));
   const full = await once(BIG_ROUTES);
-  return { routes: BIG_ROUTES, bytes: full.bytes, ms: full.ms, cpuMs: full.cpuMs, tenthMs: tenth.ms };
+  return { routes: BIG_ROUTES, bytes: full.bytes, ms: full.ms, cpuMs: full.cpuMs, tenthMs: tenth.ms, tenthCpuMs: tenth.cpuMs };
 }
 
 function bigConfigLine(big: Awaited<ReturnType<typeof bigConfigBench>>): string {
   return (
     `load ${big.routes} routes (${fmt(big.bytes / 1024 / 1024, 1)} MiB of YAML, as --validate-only): ${fmt(big.ms, 0)} ms (CPU ${fmt(big.cpuMs, 0)} ms); ` +
-    `${big.routes / 10} routes: ${fmt(big.tenthMs, 0)} ms (×${fmt(big.ms / big.tenthMs, 1)} for ×10 routes)`
+    `${big.routes / 10} routes: ${fmt(big.tenthMs, 0)} ms (CPU ${fmt(big.tenthCpuMs, 0)} ms; ×${fmt(big.cpuMs / big.tenthCpuMs, 1)} CPU for ×10 routes)`
   );
 }
 
