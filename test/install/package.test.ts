@@ -11,6 +11,8 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { stringify } from 'yaml';
+import { parse } from 'yaml';
+import { parseDockerfile } from '../deploy/dockerfile.ts';
 import { childEnv, runCommand, startCli } from '../helpers/cli-process.ts';
 import type { Run } from '../helpers/cli-process.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -202,6 +204,66 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
         const r = ok(await runCommand('npx', ['--no-install', 'switchyard', 'plugins', '-f', 'gateway.yaml'], { cwd: app, env: ENV }), 'plugins');
         assert.match(r.stdout, /^policy\s+stampHeader\s+switchyard-plugin-stamp@1\.0\.0\s/m);
       });
+    });
+  });
+  describe("the container image's command line (Dockerfile ENTRYPOINT + CMD and HEALTHCHECK)", () => {
+    // No container engine runs here. The image's install stage is this app (`npm install --omit=dev` of the
+    // tarball in /opt/switchyard), so the runtime stage's exact command line runs against it, with the image's
+    // paths mapped onto the scratch folder and the image's config moved to free loopback ports.
+    const image = parseDockerfile(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')).at(-1)!;
+    const exec = (keyword: string): string[] => image.instructions.find((i) => i.keyword === keyword)?.exec ?? [];
+    let gw: Awaited<ReturnType<typeof startCli>> | undefined;
+    let front: number;
+    let readiness: number;
+    let onHost: (arg: string) => string;
+
+    before(async () => {
+      const etc = join(tmp, 'etc-switchyard');
+      mkdirSync(etc);
+      front = await freePort();
+      readiness = await freePort();
+      const config = parse(readFileSync(join(ROOT, 'deploy/container/config.yaml'), 'utf8')) as {
+        config: Record<string, unknown>;
+        binds: { port: number; address?: string }[];
+      };
+      const imageReadinessPort = String(config.config.readinessAddr).split(':').pop()!;
+      config.config.adminAddr = `127.0.0.1:${await freePort()}`;
+      config.config.statsAddr = `127.0.0.1:${await freePort()}`;
+      config.config.readinessAddr = `127.0.0.1:${readiness}`;
+      config.binds[0]!.port = front;
+      config.binds[0]!.address = '127.0.0.1';
+      writeFileSync(join(etc, 'config.yaml'), stringify(config));
+      onHost = (arg) =>
+        arg
+          .replaceAll('/opt/switchyard', app)
+          .replaceAll('/etc/switchyard', etc)
+          .replaceAll(`127.0.0.1:${imageReadinessPort}/`, `127.0.0.1:${readiness}/`);
+      const [file, ...args] = [...exec('ENTRYPOINT'), ...exec('CMD')].map(onHost);
+      const env = { ...ENV, NODE_OPTIONS: '--no-experimental-strip-types', NODE_ENV: 'production' };
+      gw = await startCli(file!, args, { cwd: app, env, readyMs: 60_000 });
+    });
+
+    after(async () => {
+      if (gw && gw.child.exitCode === null) await gw.stop();
+    });
+
+    it('starts the installed gateway on the mounted config and answers on its bind', async () => {
+      const res = await request(`http://127.0.0.1:${front}/`);
+      assert.equal(res.statusCode, 200);
+      assert.match(await res.body.text(), /Switchyard is running/);
+    });
+
+    it('HEALTHCHECK passes while the gateway is ready and fails once it has stopped (STOPSIGNAL drains and exits 0)', async () => {
+      const health = image.instructions.find((i) => i.keyword === 'HEALTHCHECK')!.text;
+      const [node, ...args] = (JSON.parse(health.slice(health.indexOf('CMD') + 3)) as string[]).map(onHost);
+      assert.equal(node, 'node');
+      const healthy = await runCommand(process.execPath, args, { cwd: app, env: ENV });
+      assert.equal(healthy.code, 0, healthy.stderr);
+      const signal = image.instructions.find((i) => i.keyword === 'STOPSIGNAL')!.text;
+      assert.equal(signal, 'SIGTERM', 'startCli.stop sends SIGTERM');
+      assert.equal(await gw!.stop(), 0, gw!.output());
+      const down = await runCommand(process.execPath, args, { cwd: app, env: ENV });
+      assert.equal(down.code, 1);
     });
   });
 });
