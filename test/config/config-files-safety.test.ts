@@ -204,7 +204,7 @@ describe('files named by the config: reload', () => {
     it(`htpasswd.file changed to ${bad.name}: the last good config keeps serving and the event loop stays responsive`, async () => {
       assert.equal(await call(), 200);
       if (bad.file === fifo) {
-        // A reader that blocks on the FIFO is released after 3 s, so old code fails on the delay instead of hanging.
+        // A reader that blocks on the FIFO is released after 3 s, so old code fails on the delay (over 2 s) instead of hanging.
         const writer = spawn('sh', ['-c', `sleep 3; printf 'x:y\\n' > '${fifo}'`], { stdio: 'ignore' });
         writers.push(writer);
       }
@@ -223,7 +223,7 @@ describe('files named by the config: reload', () => {
       assert.ok(failures() > before, 'the bad reload is logged');
       const logged = gw.logs.slice(gw.logs.findLastIndex((l) => l.includes('config reload failed'))).join('\n');
       assert.match(logged, /cannot read .*(is a FIFO|is a character device|is a directory)/);
-      assert.ok(delay.max / 1e6 < 1000, `event loop stalled ${(delay.max / 1e6).toFixed(0)} ms`);
+      assert.ok(delay.max / 1e6 < 2000, `event loop stalled ${(delay.max / 1e6).toFixed(0)} ms`);
       assert.equal(await call(), 200);
       writeFileSync(gw.file, stringify(good()));
     });
