@@ -177,6 +177,7 @@ export class Gateway {
     this.s.logger.configure({ level: logging.level, format: logging.format });
     this.s.accessLog.enabled = logging.accessLog;
     this.s.accessLog.format = logging.format;
+    this.s.accessLog.rules = logging.rules;
   }
 
   /**
@@ -215,7 +216,9 @@ export class Gateway {
       next = await this.compile(text);
     } catch (err) {
       reloads.inc({ result: 'invalid' });
-      this.log.error(`config reload failed; keeping the last good config\n${(err as Error).message}`, { config: this.fileName });
+      // Structured (ADR 0025): each problem's file, line, col, path, code and message; `error` is the rendered text.
+      const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;
+      this.log.error('config reload failed; keeping the last good config', { config: this.fileName, errors, error: (err as Error).message });
       this.lastText = text;
       return false;
     }

@@ -1,5 +1,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
+import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 import { createSecureContext } from 'node:tls';
 import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type {
@@ -87,7 +89,9 @@ class SnapshotCompiler {
   }
 
   async compile(config: Obj): Promise<Snapshot> {
-    const staticConfig = resolveStaticConfig(config.config as never, this.deps.env);
+    const resolved = resolveStaticConfig(config.config as never, this.deps.env);
+    const rawLogging = (config.config as { logging?: RawLoggingRules } | undefined)?.logging;
+    const staticConfig: StaticConfig = { ...resolved, logging: { ...resolved.logging, rules: compileAccessLogRules(rawLogging, this.deps.expressions) } };
     this.sessionKey = staticConfig.sessionKey;
     this.staticConfig = staticConfig;
     const namedList = (config.backends ?? []) as Obj[];

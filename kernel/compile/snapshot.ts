@@ -1,4 +1,5 @@
 import type { SecureContext } from 'node:tls';
+import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import type { FailoverPlan, UpstreamPlan } from '../runtime/upstream-plan.ts';
 import type { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
@@ -78,7 +79,8 @@ export interface StaticConfig {
   readonly adminAddr: string;
   readonly statsAddr: string;
   readonly readinessAddr: string;
-  readonly logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text'; accessLog: boolean };
+  /** `rules`: `filter` and `fields` compiled (null: none). Applies on reload. */
+  readonly logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text'; accessLog: boolean; rules: AccessLogRules | null };
   readonly plugins: readonly string[];
   readonly drainTimeoutMs: number;
   /** 32-byte AES-256-GCM key sealing session ids (`config.session.key`, `SESSION_KEY`, else random per process). */

@@ -5,12 +5,13 @@ import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
 import type { StaticConfig } from './snapshot.ts';
 import { compileTrustedProxies, trustedProxyProblem } from '../runtime/client-address.ts';
 import type { TrustedProxies } from '../runtime/client-address.ts';
+import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 
 interface RawStatic {
   adminAddr?: string;
   statsAddr?: string;
   readinessAddr?: string;
-  logging?: { level?: StaticConfig['logging']['level']; format?: StaticConfig['logging']['format']; accessLog?: boolean };
+  logging?: { level?: StaticConfig['logging']['level']; format?: StaticConfig['logging']['format']; accessLog?: boolean } & RawLoggingRules;
   plugins?: string[];
   drainTimeout?: string;
   session?: { key?: string };
@@ -90,7 +91,7 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     adminAddr: envAddress(env, 'ADMIN_ADDR', 'adminAddr') ?? r.adminAddr ?? '127.0.0.1:15000',
     statsAddr: envAddress(env, 'STATS_ADDR', 'statsAddr') ?? r.statsAddr ?? '0.0.0.0:15020',
     readinessAddr: envAddress(env, 'READINESS_ADDR', 'readinessAddr') ?? r.readinessAddr ?? '0.0.0.0:15021',
-    logging: { level: r.logging?.level ?? 'info', format: r.logging?.format ?? 'text', accessLog: r.logging?.accessLog ?? true },
+    logging: { level: r.logging?.level ?? 'info', format: r.logging?.format ?? 'text', accessLog: r.logging?.accessLog ?? true, rules: null },
     plugins: r.plugins ?? [],
     drainTimeoutMs: r.drainTimeout ? (parseDuration(r.drainTimeout) ?? 10_000) : 10_000,
     sessionKey: sessionKey(r, env),

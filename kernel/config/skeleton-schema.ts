@@ -78,6 +78,28 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
           level: { enum: ['debug', 'info', 'warn', 'error'], description: 'Lowest level written. Default `info`.' },
           format: { enum: ['json', 'text'], description: 'Line format. Default `text`.' },
           accessLog: { type: 'boolean', description: 'Write one line per request at `info`. Default true.' },
+          filter: {
+            type: 'string',
+            minLength: 1,
+            description: 'CEL expression deciding whether a request is logged (`!request.path.startsWith("/healthz")`). Default: every request. Compiled at load.',
+          },
+          fields: {
+            type: 'object',
+            description: 'Access-log fields to add or drop.',
+            properties: {
+              add: {
+                type: 'object',
+                description: 'Field name to CEL expression (`user: jwt.sub`), evaluated when the request is logged; a field whose expression fails is left out. Sensitive headers (`authorization`, cookies, API keys) and `apiKey.key` read as `<redacted>`.',
+                additionalProperties: { type: 'string', minLength: 1 },
+              },
+              remove: {
+                type: 'array',
+                description: 'Names of fields not to write (`http.host`, `src.addr`, `request.id`, …), built-in or added by policies.',
+                items: { type: 'string', minLength: 1 },
+              },
+            },
+            additionalProperties: false,
+          },
         },
         additionalProperties: false,
       },

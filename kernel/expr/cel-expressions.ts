@@ -108,6 +108,8 @@ export function celActivation(exchange: Exchange, extra?: Record<string, unknown
 /** A compiled expression; `type` is the checked result type (`bool`, `string`, `dyn`, …). */
 export interface CheckedExpression extends CompiledExpression {
   readonly type: string;
+  /** Evaluate against a prepared activation (the access log shares one between its expressions). */
+  evaluateIn(activation: Record<string, unknown>): unknown;
 }
 
 /**
@@ -183,6 +185,7 @@ export class CelExpressions {
       source,
       type,
       evaluate: (ex, extra) => program(celActivation(ex, extra)),
+      evaluateIn: program,
     };
   }
 }

@@ -8,6 +8,7 @@ import type { CompiledRoute } from '../compile/snapshot.ts';
 import { ExchangeView } from './exchange-view.ts';
 import { clientAddress, plainAddress } from './client-address.ts';
 import { externalOrigin } from './external-origin.ts';
+import { requestIdFor } from '../telemetry/request-id.ts';
 import type { TrustedProxies } from './client-address.ts';
 
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
@@ -57,6 +58,7 @@ export class ExchangeImpl implements Exchange {
   /** The peer is one of `config.trustedProxies`: its forwarding headers are believed. */
   readonly peerTrusted: boolean;
   private origin: string | undefined = undefined;
+  private rid: string | undefined = undefined;
   readonly sourcePort: number;
   route: RouteInfo = NO_ROUTE;
   matchedPrefix: string | undefined = undefined;
@@ -118,6 +120,18 @@ export class ExchangeImpl implements Exchange {
     this.sourceAddress = clientAddress(this.peerAddress, req.headers, this.peerTrusted ? trustedProxies : null);
     this.sourcePort = req.socket.remotePort ?? 0;
     this.startTime = startTime;
+  }
+
+  /**
+   * The request id (ADR 0025): the client's `x-request-id` when it is a plain token, else a new one. Fixed on first
+   * use (the access log, forwarding); the header sent upstream is set to it.
+   */
+  get requestId(): string {
+    if (this.rid === undefined) {
+      this.rid = requestIdFor(this.headers['x-request-id']);
+      this.headers['x-request-id'] = this.rid;
+    }
+    return this.rid;
   }
 
   /** Computed on first use (card and metadata requests), from the client's own headers. */

@@ -25,6 +25,7 @@ export class ExchangeView implements Exchange {
   readonly headers: IncomingHttpHeaders;
   readonly sourceAddress: string;
   private readonly origin: string | undefined;
+  private readonly rid: string | undefined;
   readonly sourcePort: number;
   readonly route: RouteInfo;
   readonly matchedPrefix: string | undefined;
@@ -47,6 +48,7 @@ export class ExchangeView implements Exchange {
     this.sourceAddress = source.sourceAddress;
     // A live view asks the original (computed only when a plugin needs it); a detached one keeps a copy.
     this.origin = live ? undefined : source.externalOrigin;
+    this.rid = live ? undefined : source.requestId;
     this.sourcePort = source.sourcePort;
     this.route = source.route;
     this.matchedPrefix = source.matchedPrefix;
@@ -59,6 +61,10 @@ export class ExchangeView implements Exchange {
 
   get externalOrigin(): string {
     return this.origin ?? this.parent!.externalOrigin;
+  }
+
+  get requestId(): string {
+    return this.rid ?? this.parent!.requestId;
   }
 
   get req(): IncomingMessage {

@@ -41,6 +41,11 @@ export interface Exchange {
    * (`X-Forwarded-Proto`/`-Host`, else `Forwarded`). Forwarding headers of any other peer are ignored (ADR 0014).
    */
   readonly externalOrigin: string;
+  /**
+   * The request id: the client's `x-request-id` when it is a plain token of at most 128 characters, else one the
+   * gateway made. Logged as `request.id` and sent upstream as `x-request-id` (ADR 0025).
+   */
+  readonly requestId: string;
   /** The TCP peer's port. */
   readonly sourcePort: number;
   readonly route: RouteInfo;

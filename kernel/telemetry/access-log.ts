@@ -1,6 +1,8 @@
 import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
 import type { LogSink } from './logger.ts';
 import { formatLine, isoNow, textValue } from './logger.ts';
+import { logActivation, logValue } from './access-log-rules.ts';
+import type { AccessLogRules } from './access-log-rules.ts';
 
 /**
  * Query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, …): their values are
@@ -21,6 +23,8 @@ export class AccessLog {
   private readonly sink: LogSink;
   enabled: boolean;
   format: 'json' | 'text';
+  /** `config.logging.filter` / `fields`; null (the usual case) keeps the fast path below. */
+  rules: AccessLogRules | null = null;
 
   constructor(sink: LogSink, enabled: boolean, format: 'json' | 'text') {
     this.sink = sink;
@@ -30,6 +34,10 @@ export class AccessLog {
 
   record(ex: ExchangeImpl, durationMs: number): void {
     if (!this.enabled) return;
+    if (this.rules !== null) {
+      this.recordWithRules(ex, durationMs, this.rules);
+      return;
+    }
     if (this.format === 'json') {
       this.sink.push(formatLine('json', 'info', 'request', this.fields(ex, durationMs)));
       return;
@@ -38,6 +46,7 @@ export class AccessLog {
     let line = `${isoNow()} INFO  request`;
     if (route.bind) line += ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}`;
     line += ` src.addr=${ex.sourceAddress} http.method=${ex.method} http.host=${textValue(ex.clientAuthority)} http.path=${textValue(loggedPath(ex.originalUrl))} http.status=${ex.status} protocol=${ex.protocol}`;
+    line += ` request.id=${ex.requestId}`;
     if (ex.attempts > 1) line += ` retry.attempt=${ex.attempts - 1}`;
     if (ex.errorMessage !== undefined) line += ` error=${textValue(ex.errorMessage)}`;
     line += ` duration=${durationMs.toFixed(2)}ms`;
@@ -46,7 +55,36 @@ export class AccessLog {
     this.sink.push(`${line}\n`);
   }
 
+  /** The filter decides; added fields are evaluated against one activation with credentials hidden. */
+  private recordWithRules(ex: ExchangeImpl, durationMs: number, rules: AccessLogRules): void {
+    let activation: Record<string, unknown> | undefined;
+    if (rules.filter !== undefined) {
+      activation = logActivation(ex);
+      let keep: unknown;
+      try {
+        keep = rules.filter.evaluateIn(activation);
+      } catch {
+        keep = true; // A filter that cannot decide (a missing header) logs: losing lines is the worse failure.
+      }
+      if (keep === false) return;
+    }
+    const fields = this.fields(ex, durationMs);
+    if (rules.add.length > 0) {
+      activation ??= logActivation(ex);
+      for (const [name, expression] of rules.add) {
+        try {
+          fields[name] = logValue(expression.evaluateIn(activation));
+        } catch {
+          fields[name] = undefined;
+        }
+      }
+    }
+    for (const name of rules.remove) fields[name] = undefined;
+    this.sink.push(formatLine(this.format, 'info', 'request', fields));
+  }
+
   private fields(ex: ExchangeImpl, durationMs: number): Record<string, unknown> {
+    const json = this.format === 'json';
     const fields: Record<string, unknown> = {
       bind: ex.route.bind || undefined,
       listener: ex.route.listener || undefined,
@@ -57,9 +95,12 @@ export class AccessLog {
       'http.path': loggedPath(ex.originalUrl),
       'http.status': ex.status,
       protocol: ex.protocol,
+      'request.id': ex.requestId,
       'retry.attempt': ex.attempts > 1 ? ex.attempts - 1 : undefined,
       error: ex.errorMessage,
-      duration: `${durationMs.toFixed(2)}ms`,
+      // JSON: a number (ms, two decimals) for log pipelines; text keeps the reference's `duration=1.23ms`.
+      duration_ms: json ? Math.round(durationMs * 100) / 100 : undefined,
+      duration: json ? undefined : `${durationMs.toFixed(2)}ms`,
     };
     if (ex.fields) Object.assign(fields, ex.fields);
     return fields;

@@ -75,6 +75,7 @@ class PooledTarget implements UpstreamTarget {
     h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.peerAddress}` : ex.peerAddress;
     h['x-forwarded-proto'] = ex.scheme;
     h['x-forwarded-host'] = ex.clientAuthority;
+    h['x-request-id'] = ex.requestId;
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
     if (h.expect !== undefined) h.expect = undefined;
     return h;
@@ -233,6 +234,7 @@ class PooledTarget implements UpstreamTarget {
     headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.peerAddress}` : ex.peerAddress;
     headers['x-forwarded-proto'] = ex.scheme;
     headers['x-forwarded-host'] = ex.clientAuthority;
+    headers['x-request-id'] = ex.requestId;
     return headers;
   }
 

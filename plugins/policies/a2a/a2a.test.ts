@@ -22,6 +22,7 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
     headers: {},
     sourceAddress: '127.0.0.1',
     externalOrigin: origin,
+    requestId: 'test-1',
     sourcePort: 1,
     route: { name: 'r', key: 'l/r', listener: 'l', bind: 1 },
     matchedPrefix: '/',

@@ -1,0 +1,77 @@
+import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import type { ConfigIssue } from '../sdk/index.ts';
+import type { CelExpressions, CheckedExpression } from '../expr/cel-expressions.ts';
+import { celActivation } from '../expr/cel-expressions.ts';
+import { isSensitiveName, REDACTED } from '../config/secret-marks.ts';
+import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
+
+/** `config.logging.filter` and `config.logging.fields` (BEHAVIOUR.md §6.1), compiled at load. */
+export interface AccessLogRules {
+  readonly filter: CheckedExpression | undefined;
+  readonly add: readonly (readonly [name: string, expression: CheckedExpression])[];
+  readonly remove: readonly string[];
+}
+
+export interface RawLoggingRules {
+  filter?: string;
+  fields?: { add?: Record<string, string>; remove?: string[] };
+}
+
+/** Compile the rules; null when there are none (the access log then takes its fast path). */
+export function compileAccessLogRules(raw: RawLoggingRules | undefined, expressions: CelExpressions): AccessLogRules | null {
+  if (raw?.filter === undefined && raw?.fields?.add === undefined && !raw?.fields?.remove?.length) return null;
+  const issues: ConfigIssue[] = [];
+  const compile = (source: string, path: (string | number)[]): CheckedExpression | undefined => {
+    try {
+      return expressions.compile(source, path);
+    } catch (err) {
+      if (err instanceof ConfigError) issues.push(...err.issues);
+      else throw err;
+      return undefined;
+    }
+  };
+  let filter: CheckedExpression | undefined;
+  if (raw.filter !== undefined) {
+    filter = compile(raw.filter, ['config', 'logging', 'filter']);
+    if (filter && filter.type !== 'bool' && filter.type !== 'dyn') {
+      issues.push({ code: ErrorCode.configInvalid, path: ['config', 'logging', 'filter'], message: `the filter must be a bool expression, \`${raw.filter}\` is ${filter.type}` });
+    }
+  }
+  const add: (readonly [string, CheckedExpression])[] = [];
+  for (const [name, source] of Object.entries(raw.fields?.add ?? {})) {
+    const expression = compile(source, ['config', 'logging', 'fields', 'add', name]);
+    if (expression) add.push([name, expression]);
+  }
+  if (issues.length) throw new ConfigError(issues);
+  return { filter, add, remove: raw.fields?.remove ?? [] };
+}
+
+function redactedHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const name in headers) if (headers[name] !== undefined) out[name] = isSensitiveName(name) ? REDACTED : headers[name];
+  return out;
+}
+
+/**
+ * The CEL activation of a log line: the request's, with credentials hidden (sensitive headers, `apiKey.key`), so
+ * no expression can write them to the log. Made once per logged request, only when rules exist.
+ */
+export function logActivation(ex: ExchangeImpl): Record<string, unknown> {
+  const activation = celActivation(ex);
+  (activation.request as Record<string, unknown>).headers = redactedHeaders(ex.headers as Record<string, unknown>);
+  const apiKey = activation.apiKey;
+  if (apiKey !== null && typeof apiKey === 'object') activation.apiKey = { ...apiKey, key: REDACTED };
+  return activation;
+}
+
+/** A CEL value as a log field: ints as numbers, maps as objects, bytes as base64. */
+export function logValue(value: unknown, depth = 0): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
+  if (Array.isArray(value)) return value.map((v) => logValue(v, depth + 1));
+  const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of entries) out[String(k)] = logValue(v, depth + 1);
+  return out;
+}
