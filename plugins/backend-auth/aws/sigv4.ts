@@ -41,9 +41,10 @@ export const SIGNATURE_HEADERS = ['authorization', 'x-amz-date', 'x-amz-security
 
 /**
  * Not signed: forwarding headers are commonly rewritten by proxies between the gateway and AWS, and a changed
- * signed header fails the request. (The signer also skips `user-agent`, hop-by-hop headers and the like.)
+ * signed header fails the request; `x-request-id` is settled by the kernel when it forwards (ADR 0025), after
+ * signing. (The signer also skips `user-agent`, hop-by-hop headers and the like.)
  */
-const UNSIGNABLE = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'via']);
+const UNSIGNABLE = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'forwarded', 'via', 'x-request-id']);
 
 function decode(text: string): string {
   try {
