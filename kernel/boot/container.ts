@@ -8,6 +8,7 @@ import { RequestPipeline } from '../runtime/request-pipeline.ts';
 import { AccessLog } from '../telemetry/access-log.ts';
 import { LogSink, ProcessLogger } from '../telemetry/logger.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
+import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
 import { Gateway } from './gateway.ts';
 import type { GatewayOptions } from './gateway.ts';
 
@@ -66,6 +67,7 @@ export function createGateway(options: GatewayOptions, sink?: LogSink): Gateway 
   const gateway = c.resolve<Gateway>(TOKENS.gateway);
   const metrics = c.resolve<MetricsRegistry>(TOKENS.metrics);
   metrics.gauge('switchyard_config_generation', 'Generation number of the live config.', () => gateway.snapshot?.generation ?? 0);
-  metrics.gauge('switchyard_process_resident_memory_bytes', 'Resident set size of the process.', () => process.memoryUsage.rss());
+  metrics.gauge('switchyard_process_resident_memory_bytes', 'Resident set size of the process (also `process_resident_memory_bytes`).', () => process.memoryUsage.rss());
+  metrics.onClose(registerProcessMetrics(metrics));
   return gateway;
 }

@@ -306,6 +306,7 @@ export class Gateway {
     this.s.binds.destroyAll();
     await Promise.all(closed);
     await this.s.admin.close();
+    this.s.metrics.close();
     for (const s of this.live) s.dispose();
     this.live.clear();
     await this.s.resources.disposeAll();

@@ -25,6 +25,7 @@ import { HealthChecker } from '../runtime/health-checker.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { PooledUpstreams } from '../upstream/http-target.ts';
+import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileHostnameTest, compileMatch } from './matchers.ts';
 import type { MatchConfig } from './matchers.ts';
 import { CompiledPolicySet, LayeredPolicySet } from './policy-set.ts';
@@ -85,7 +86,7 @@ class SnapshotCompiler {
   constructor(deps: CompileDeps) {
     this.deps = deps;
     this.resourceView = deps.resources.forGeneration(deps.generation);
-    this.upstreams = new PooledUpstreams(this.resourceView);
+    this.upstreams = new PooledUpstreams(this.resourceView, new UpstreamMetrics(deps.metrics));
   }
 
   async compile(config: Obj): Promise<Snapshot> {

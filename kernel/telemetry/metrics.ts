@@ -56,10 +56,94 @@ class Counter {
     this.help = help;
   }
   inc(labels: Record<string, string> = {}, by = 1): void {
-    const key = Object.entries(labels)
+    let key = Object.entries(labels)
       .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
       .join(',');
+    // Bounded cardinality: past the cap, new label sets share one series whose values are all `other`.
+    if (!this.values.has(key) && this.values.size >= MAX_SERIES_PER_METRIC) {
+      key = Object.keys(labels)
+        .map((k) => `${k}="other"`)
+        .join(',');
+    }
     this.values.set(key, (this.values.get(key) ?? 0) + by);
+  }
+}
+
+/** Distinct label sets one metric keeps; later ones are counted under the value `other` (bounded cardinality). */
+export const MAX_SERIES_PER_METRIC = 1000;
+
+/** One labelled series of a histogram: observe() allocates nothing. */
+export class HistogramChild {
+  count = 0;
+  sum = 0;
+  readonly buckets: Float64Array;
+  private readonly bounds: readonly number[];
+  constructor(bounds: readonly number[]) {
+    this.bounds = bounds;
+    this.buckets = new Float64Array(bounds.length);
+  }
+  observe(value: number): void {
+    this.count++;
+    this.sum += value;
+    const b = this.bounds;
+    for (let i = 0; i < b.length; i++) {
+      if (value <= b[i]!) {
+        this.buckets[i]!++;
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * A Prometheus histogram with fixed label names. Resolve a series once with `child()` (at compile time, when the
+ * labels are a route or a backend) and keep it; `observe()` looks the series up by its label values.
+ */
+export class Histogram {
+  readonly name: string;
+  readonly help: string;
+  readonly labelNames: readonly string[];
+  readonly bounds: readonly number[];
+  readonly children = new Map<string, HistogramChild>();
+  private overflow: HistogramChild | undefined;
+  constructor(name: string, help: string, labelNames: readonly string[], bounds: readonly number[]) {
+    this.name = name;
+    this.help = help;
+    this.labelNames = labelNames;
+    this.bounds = [...bounds].sort((a, b) => a - b);
+  }
+  /** The series of these label values (in `labelNames` order); past MAX_SERIES_PER_METRIC, the shared `other` one. */
+  child(...values: string[]): HistogramChild {
+    const key = this.labelNames.map((n, i) => `${n}="${escapeLabel(values[i] ?? '')}"`).join(',');
+    let c = this.children.get(key);
+    if (c) return c;
+    if (this.children.size >= MAX_SERIES_PER_METRIC) {
+      if (!this.overflow) {
+        this.overflow = new HistogramChild(this.bounds);
+        this.children.set(this.labelNames.map((n) => `${n}="other"`).join(','), this.overflow);
+      }
+      return this.overflow;
+    }
+    this.children.set(key, (c = new HistogramChild(this.bounds)));
+    return c;
+  }
+  /** Observe by label object (plugins); `child()` is the allocation-free path. */
+  observe(labels: Record<string, string>, value: number): void {
+    this.child(...this.labelNames.map((n) => labels[n] ?? '')).observe(value);
+  }
+  render(out: string[]): void {
+    out.push(`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`);
+    for (const [labels, s] of this.children) {
+      const sep = labels ? `${labels},` : '';
+      let cumulative = 0;
+      for (let i = 0; i < this.bounds.length; i++) {
+        cumulative += s.buckets[i]!;
+        out.push(`${this.name}_bucket{${sep}le="${this.bounds[i]}"} ${cumulative}`);
+      }
+      out.push(`${this.name}_bucket{${sep}le="+Inf"} ${s.count}`);
+      out.push(labels ? `${this.name}_sum{${labels}} ${s.sum}` : `${this.name}_sum ${s.sum}`);
+      out.push(labels ? `${this.name}_count{${labels}} ${s.count}` : `${this.name}_count ${s.count}`);
+    }
   }
 }
 
@@ -67,7 +151,30 @@ class Counter {
 export class MetricsRegistry {
   private readonly routes = new Map<string, RouteMetrics>();
   private readonly counters = new Map<string, Counter>();
+  private readonly histograms = new Map<string, Histogram>();
   private readonly gauges = new Map<string, { help: string; read: () => number }>();
+  private readonly collectors: ((out: string[]) => void)[] = [];
+
+  /** A histogram shared by every caller asking for the same name (the first caller's labels and buckets win). */
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): Histogram {
+    let h = this.histograms.get(name);
+    if (!h) this.histograms.set(name, (h = new Histogram(name, help, labelNames, buckets)));
+    return h;
+  }
+
+  /** Lines written at scrape time by a collector (process metrics read lazily). */
+  collect(fn: (out: string[]) => void): void {
+    this.collectors.push(fn);
+  }
+
+  private readonly closers: (() => void)[] = [];
+  /** Run `fn` when the gateway stops (the event-loop monitor and the GC observer are stopped there). */
+  onClose(fn: () => void): void {
+    this.closers.push(fn);
+  }
+  close(): void {
+    for (const fn of this.closers.splice(0)) fn();
+  }
 
   route(bind: string, listener: string, route: string): RouteMetrics {
     const key = `${bind}\u0000${listener}\u0000${route}`;
@@ -109,7 +216,9 @@ export class MetricsRegistry {
       out.push(`# HELP ${c.name} ${c.help}`, `# TYPE ${c.name} counter`);
       for (const [labels, v] of c.values) out.push(labels ? `${c.name}{${labels}} ${v}` : `${c.name} ${v}`);
     }
+    for (const h of this.histograms.values()) h.render(out);
     for (const [name, g] of this.gauges) out.push(`# HELP ${name} ${g.help}`, `# TYPE ${name} gauge`, `${name} ${g.read()}`);
+    for (const fn of this.collectors) fn(out);
     return `${out.join('\n')}\n`;
   }
 }

@@ -21,7 +21,8 @@ import { RETRY_BUFFER_LIMIT } from '../runtime/upstream-plan.ts';
 import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
 import { blankHopByHop, stripHopByHop } from './hop-by-hop.ts';
 import { isIpLiteral, tlsConnectOptions, tlsConnector } from './tls-options.ts';
-import { isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
+import { connectErrorCode, isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
+import type { BackendMetrics, UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { writeRawResponse } from './raw-response.ts';
 import { ConnectGuard } from './connect-guard.ts';
 
@@ -56,12 +57,14 @@ class PooledTarget implements UpstreamTarget {
   private readonly pool: Pool;
   private readonly useTargetAuthority: boolean;
   private readonly options: UpstreamTargetOptions;
+  private readonly metrics: BackendMetrics | undefined;
 
-  constructor(options: UpstreamTargetOptions, pool: Pool) {
+  constructor(options: UpstreamTargetOptions, pool: Pool, metrics: UpstreamMetrics | undefined) {
     this.options = options;
     this.parsed = parseOrigin(options.origin);
     this.origin = this.parsed.href;
     this.pool = pool;
+    this.metrics = metrics?.forBackend(this.origin);
     this.useTargetAuthority = (options.authority ?? (isIpLiteral(this.parsed.host) ? 'request' : 'target')) === 'target';
   }
 
@@ -114,13 +117,21 @@ class PooledTarget implements UpstreamTarget {
         if (onAttempt) await onAttempt(view);
       }
       let response: Dispatcher.ResponseData;
+      const sentAt = performance.now();
       try {
         response = await this.send(ex, path, attemptHeaders, body, plan);
+        this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
       } catch (err) {
+        if (this.metrics) {
+          this.metrics.duration.observe((performance.now() - sentAt) / 1000);
+          const code = connectErrorCode(err);
+          if (code) this.metrics.connectError(code);
+        }
         const failure = upstreamFailure(err, this.origin, plan.headersTimeoutMs);
         if (ex.timedOut || ex.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
         if (attempt + 1 < maxAttempts && retryable) {
+          this.metrics?.retry();
           if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
           continue;
         }
@@ -131,6 +142,7 @@ class PooledTarget implements UpstreamTarget {
       if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode)) {
         response.body.on('error', () => undefined);
         response.body.dump().catch(() => undefined);
+        this.metrics?.retry();
         if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
         continue;
       }
@@ -304,8 +316,10 @@ class PooledTarget implements UpstreamTarget {
 /** Upstream targets over pools kept in the generational resource cache (so reloads keep warm connections). */
 export class PooledUpstreams implements HttpUpstreams {
   private readonly resources: ResourceCache;
-  constructor(resources: ResourceCache) {
+  private readonly metrics: UpstreamMetrics | undefined;
+  constructor(resources: ResourceCache, metrics?: UpstreamMetrics) {
     this.resources = resources;
+    this.metrics = metrics;
   }
 
   target(options: UpstreamTargetOptions): UpstreamTarget {
@@ -330,6 +344,6 @@ export class PooledUpstreams implements HttpUpstreams {
       // Let in-flight calls finish, but do not let a stuck one (a slow mirror, say) hold shutdown.
       (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined),
     );
-    return new PooledTarget(options, pool);
+    return new PooledTarget(options, pool, this.metrics);
   }
 }

@@ -45,3 +45,9 @@ export function upstreamFailure(err: unknown, origin: string, headersTimeoutMs =
   }
   return new GatewayError(502, 'bad_gateway', `upstream ${origin} failed: ${code ?? detail}`, ErrorCode.upstreamFailed);
 }
+
+/** The errno-like code of a failure to reach the upstream (refused, DNS, connect timeout), else undefined. */
+export function connectErrorCode(err: unknown): string | undefined {
+  const code = codeOf(err);
+  return code && UNREACHABLE.has(code) ? code : undefined;
+}

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { stringify } from 'yaml';
+import { request } from 'undici';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { startGatewayOnFreePorts } from './proxy-support.ts';
+
+/** One parsed sample of the Prometheus text format. */
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+/** Parse the text format: `# TYPE` lines into a type map, samples with their labels. */
+export function parseMetrics(text: string): { types: Map<string, string>; samples: Sample[] } {
+  const types = new Map<string, string>();
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (!line) continue;
+    const type = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (type) {
+      types.set(type[1]!, type[2]!);
+      continue;
+    }
+    if (line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    assert.ok(m, `not a sample line: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
+  }
+  return { types, samples };
+}
+
+/** The value of the one sample called `name` whose labels include `labels`. */
+export function value(parsed: { samples: Sample[] }, name: string, labels: Record<string, string> = {}): number | undefined {
+  const found = parsed.samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  assert.ok(found.length <= 1, `${name} ${JSON.stringify(labels)} matches ${found.length} series`);
+  return found[0]?.value;
+}
+
+export async function scrape(gw: RunningGateway): Promise<ReturnType<typeof parseMetrics>> {
+  const res = await request(`${gw.statsUrl}/metrics`);
+  assert.equal(res.statusCode, 200);
+  return parseMetrics(await res.body.text());
+}
+
+describe('metrics: upstreams, process, config', () => {
+  let gw: RunningGateway;
+  let up: TestUpstream;
+  let port: number;
+  let downPort: number;
+  let config: Record<string, unknown>;
+  let flaky = 0;
+
+  before(async () => {
+    up = await startUpstream((req, res) => {
+      // /flaky answers 503 once, then 200: one retry.
+      const status = req.url?.startsWith('/flaky') && flaky++ % 2 === 0 ? 503 : 200;
+      res.writeHead(status, { 'content-type': 'text/plain' });
+      res.end(String(status));
+    });
+    downPort = await freePort();
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => {
+      config = {
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                name: 'main',
+                routes: [
+                  { name: 'flaky', matches: [{ path: { pathPrefix: '/flaky' } }], policies: { retry: { attempts: 2, codes: [503] } }, backends: [{ host: `127.0.0.1:${up.port}` }] },
+                  { name: 'api', matches: [{ path: { pathPrefix: '/api' } }], backends: [{ host: `127.0.0.1:${up.port}` }] },
+                  { name: 'down', matches: [{ path: { pathPrefix: '/down' } }], backends: [{ host: `127.0.0.1:${downPort}` }] },
+                ],
+              },
+            ],
+          },
+        ],
+      };
+      return config;
+    }));
+  });
+  after(async () => {
+    await gw?.stop();
+    await up?.close();
+  });
+
+  it('observes each upstream attempt in a per-backend duration histogram', async () => {
+    for (let i = 0; i < 5; i++) await (await request(`${gw.url(port)}/api/${i}`)).body.dump();
+    const m = await scrape(gw);
+    const backend = `http://127.0.0.1:${up.port}`;
+    assert.equal(m.types.get('switchyard_upstream_request_duration_seconds'), 'histogram');
+    const count = value(m, 'switchyard_upstream_request_duration_seconds_count', { backend });
+    assert.ok(count !== undefined && count >= 5, `count ${count}`);
+    assert.equal(value(m, 'switchyard_upstream_request_duration_seconds_bucket', { backend, le: '+Inf' }), count);
+    assert.equal(value(m, 'switchyard_upstream_request_duration_seconds_bucket', { backend, le: '30' }), count);
+    assert.ok(value(m, 'switchyard_upstream_request_duration_seconds_sum', { backend })! > 0);
+    // Buckets are cumulative.
+    const buckets = m.samples.filter((s) => s.name === 'switchyard_upstream_request_duration_seconds_bucket' && s.labels.backend === backend).map((s) => s.value);
+    for (let i = 1; i < buckets.length; i++) assert.ok(buckets[i]! >= buckets[i - 1]!);
+  });
+
+  it('counts connect errors by backend and code after a refused upstream', async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await request(`${gw.url(port)}/down`);
+      assert.equal(res.statusCode, 503);
+      await res.body.dump();
+    }
+    const m = await scrape(gw);
+    assert.equal(m.types.get('switchyard_upstream_connect_errors_total'), 'counter');
+    assert.equal(value(m, 'switchyard_upstream_connect_errors_total', { backend: `http://127.0.0.1:${downPort}`, code: 'ECONNREFUSED' }), 2);
+  });
+
+  it('counts retries by backend', async () => {
+    const res = await request(`${gw.url(port)}/flaky`);
+    assert.equal(res.statusCode, 200);
+    await res.body.dump();
+    const m = await scrape(gw);
+    assert.equal(m.types.get('switchyard_upstream_retries_total'), 'counter');
+    assert.equal(value(m, 'switchyard_upstream_retries_total', { backend: `http://127.0.0.1:${up.port}` }), 1);
+  });
+
+  it('exposes process metrics read at scrape time', async () => {
+    const m = await scrape(gw);
+    assert.ok(value(m, 'process_resident_memory_bytes')! > 1e6);
+    assert.ok(value(m, 'process_open_fds')! > 0);
+    assert.ok(value(m, 'process_cpu_seconds_total')! > 0);
+    assert.ok(value(m, 'nodejs_heap_size_used_bytes')! > 0);
+    assert.ok(value(m, 'nodejs_heap_size_total_bytes')! >= value(m, 'nodejs_heap_size_used_bytes')!);
+    const start = value(m, 'process_start_time_seconds')!;
+    assert.ok(start > 1.6e9 && start <= Date.now() / 1000 + 1);
+    assert.ok(value(m, 'nodejs_eventloop_delay_seconds', { quantile: '0.99' })! >= 0);
+    assert.equal(m.types.get('nodejs_gc_duration_seconds'), 'histogram');
+    const before = m.samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_count').reduce((a, s) => a + s.value, 0);
+    // Allocate enough to force a few minor GCs, then see them counted.
+    let keep: unknown[] = [];
+    for (let i = 0; i < 200_000; i++) keep.push({ i });
+    keep = [];
+    await new Promise((r) => setTimeout(r, 50));
+    const after = (await scrape(gw)).samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_count').reduce((a, s) => a + s.value, 0);
+    assert.ok(after > before, `GC pauses counted (${before} -> ${after})`);
+    assert.equal(keep.length, 0);
+  });
+
+  it('counts a failed reload and moves the generation gauge on a good one', async () => {
+    const before = await scrape(gw);
+    const generation = value(before, 'switchyard_config_generation')!;
+    const invalid = value(before, 'switchyard_config_reloads_total', { result: 'invalid' }) ?? 0;
+    const live = gw.gateway.snapshot!.config.config;
+    assert.equal(await gw.gateway.reload(stringify({ ...config, config: live, binds: 'not a list' })), false);
+    const failed = await scrape(gw);
+    assert.equal(value(failed, 'switchyard_config_reloads_total', { result: 'invalid' }), invalid + 1);
+    assert.equal(value(failed, 'switchyard_config_generation'), generation);
+    const good = structuredClone(config) as { binds: { listeners: { routes: unknown[] }[] }[] };
+    good.binds[0]!.listeners[0]!.routes.push({ name: 'extra', matches: [{ path: { exact: '/extra' } }], policies: { directResponse: { status: 200, body: 'x' } } });
+    assert.equal(await gw.gateway.reload(stringify({ ...good, config: live })), true);
+    const ok = await scrape(gw);
+    assert.ok(value(ok, 'switchyard_config_generation')! > generation);
+    assert.equal(value(ok, 'switchyard_config_reloads_total', { result: 'applied' }), 1);
+  });
+});
