@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError, jsonReply, llmTokenLimiters } from 'switchyard/sdk';
+import { GatewayError, llmTokenLimiters } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
@@ -18,6 +18,7 @@ import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { errorFamily, translation } from '../../lib/llm/translate.ts';
 import type { Translation } from '../../lib/llm/translate.ts';
 import { detectFormat } from './detect.ts';
+import { modelsListReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { guardStreamedReply } from './stream-guard.ts';
@@ -79,6 +80,15 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   }
   const pathOverride = config.pathOverride !== undefined ? splitPath(config.pathOverride) : undefined;
   const log = ctx.logger.child({ backend: config.name });
+  const models = routeModels(ctx, provider.model);
+  const loadedAt = Math.floor(Date.now() / 1000);
+
+  /** `/v1/models`: the route's configured models, then the policy's alias names. */
+  const listModels = (ex: Exchange, policy: AiPolicyRuntime | undefined): Reply => {
+    const ids = new Set(models);
+    for (const name of policy?.modelAliasNames ?? []) ids.add(name);
+    return modelsListReply(ex, [...ids], provider.kind, loadedAt);
+  };
 
   /** Per attempt, after the backendAuth policy: provider key conventions on what it set, then the default signer. */
   const onAttempt = (ex: Exchange, format?: LlmWireFormat) => (attempt: UpstreamAttempt): void | Promise<void> => {
@@ -106,7 +116,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   const handle = async (ex: Exchange): Promise<Reply> => {
     const policy = ex.get(AI_POLICY);
     const route = policy?.routeType(ex.path) ?? 'completions';
-    if (route === 'models') return jsonReply(501, { error: "Route 'Models' not implemented" });
+    if (route === 'models') return listModels(ex, policy);
     if (route === 'passthrough' || route === 'realtime') return passthrough(ex);
     // Known before the body is read, so even a body that does not parse is answered in the client's error shape.
     if (route !== 'detect') ex.set(LLM_CLIENT_FORMAT, route);

@@ -11,7 +11,7 @@ import type { Exchange, Reply, UpstreamTls } from 'switchyard/sdk';
  * What a request on an `ai` backend is (the `ai.routes` route types of BEHAVIOUR §2.8). `completions` = OpenAI Chat
  * Completions, `messages` = Anthropic Messages, `responses` = OpenAI Responses, `anthropicTokenCount` = Anthropic
  * `count_tokens`, `passthrough` = forwarded untouched to the provider, `detect` = the format told from the body,
- * `models` = 501. `generateContent` = Gemini's native `models/<m>:generateContent` (`:streamGenerateContent` streams;
+ * `models` = the models the route serves (`/v1/models`). `generateContent` = Gemini's native `models/<m>:generateContent` (`:streamGenerateContent` streams;
  * the model is taken from the path), `geminiCountTokens` = Gemini's `models/<m>:countTokens`.
  */
 export type LlmRouteType =
@@ -101,6 +101,11 @@ export interface AiPolicyRuntime {
   guardRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined>;
   /** Run `promptGuard.response` guards on a complete (non-streamed) response body in the client's format. */
   guardResponse(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined>;
+  /**
+   * Optional: the `modelAliases` keys that name one model (no `*`), in config order: the `models` route lists them
+   * with the configured models.
+   */
+  readonly modelAliasNames?: readonly string[];
   /** True when response guards exist (the backend then buffers non-streamed responses to run them). */
   readonly hasResponseGuards: boolean;
   /**

@@ -111,6 +111,7 @@ export class AiRuntime implements AiPolicyRuntime {
   readonly hasResponseGuards: boolean;
   readonly guardStreams: boolean;
   readonly promptCaching: PromptCachingSettings | undefined;
+  readonly modelAliasNames: readonly string[];
   private readonly suffixes: readonly [string, LlmRouteType][];
   private readonly fallback: LlmRouteType | undefined;
   private readonly prepend: readonly PromptMessage[];
@@ -127,6 +128,7 @@ export class AiRuntime implements AiPolicyRuntime {
     append: readonly PromptMessage[];
     mutations: BodyMutations | undefined;
     aliases: ModelAliases | undefined;
+    modelAliasNames: readonly string[];
     promptCaching: PromptCachingSettings | undefined;
     requestGuards: readonly CompiledGuard[];
     responseGuards: readonly CompiledGuard[];
@@ -140,6 +142,7 @@ export class AiRuntime implements AiPolicyRuntime {
     this.append = parts.append;
     this.mutations = parts.mutations;
     this.aliases = parts.aliases;
+    this.modelAliasNames = parts.modelAliasNames;
     this.promptCaching = parts.promptCaching;
     this.requestGuards = parts.requestGuards;
     this.responseGuards = parts.responseGuards;
@@ -210,6 +213,7 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
     append: config.prompts?.append ?? [],
     mutations,
     aliases,
+    modelAliasNames: Object.keys(config.modelAliases ?? {}).filter((k) => !k.includes('*')),
     promptCaching: config.promptCaching ? promptCachingSettings(config.promptCaching) : undefined,
     requestGuards,
     responseGuards,

@@ -69,7 +69,7 @@ export const aiPolicySchema = {
       propertyNames: { minLength: 1 },
       additionalProperties: {
         enum: [...ROUTE_TYPES],
-        description: '`completions` (OpenAI Chat Completions), `messages` (Anthropic Messages), `responses` (OpenAI Responses), `embeddings`, `anthropicTokenCount`, `generateContent` (Gemini native; prompt guards apply, prompts and body changes do not yet), `geminiCountTokens`, `realtime`, `passthrough` (forwarded as it is), `detect` (told from the body), `models` (501).',
+        description: '`completions` (OpenAI Chat Completions), `messages` (Anthropic Messages), `responses` (OpenAI Responses), `embeddings`, `anthropicTokenCount`, `generateContent` (Gemini native; prompt guards apply, prompts and body changes do not yet), `geminiCountTokens`, `realtime`, `passthrough` (forwarded as it is), `detect` (told from the body), `models` (`/v1/models`: the models the route serves, answered by the gateway).',
       },
     },
     defaults: jsonMap('Top-level request body fields set when the client did not send them (applied after `overrides` and `transformations`).'),

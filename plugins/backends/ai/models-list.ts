@@ -1,0 +1,55 @@
+import { jsonReply } from 'switchyard/sdk';
+import type { BackendCompileContext, Exchange, Reply } from 'switchyard/sdk';
+
+/**
+ * `/v1/models` (route type `models`): the models a route serves, answered by the gateway (docs/llm.md "Models list").
+ * They are the configured models (`provider.<x>.model`) of the route's `ai` backends plus the `ai` policy's
+ * `modelAliases` keys (wildcard patterns left out).
+ */
+
+/**
+ * The models configured on the `ai` backends of one route, shared by those backends: each registers its own during
+ * the config load, so any of them lists them all. A named backend lists its own.
+ */
+export function routeModels(ctx: BackendCompileContext, model: string | undefined): Set<string> {
+  const at = ctx.path.lastIndexOf('backends');
+  const owner = JSON.stringify(at > 0 ? ctx.path.slice(0, at) : ctx.path);
+  const set = ctx.loadState('ai.routeModels', () => new Map<string, Set<string>>());
+  let models = set.get(owner);
+  if (!models) set.set(owner, (models = new Set()));
+  if (model !== undefined) models.add(model);
+  return models;
+}
+
+/** Anthropic's `/v1/models` pagination: `limit` (1–1000, default 20), `after_id`, `before_id`. */
+function page(ids: readonly string[], query: string): { ids: readonly string[]; hasMore: boolean } {
+  const params = new URLSearchParams(query);
+  const limit = Math.min(1000, Math.max(1, Number.parseInt(params.get('limit') ?? '', 10) || 20));
+  const after = params.get('after_id');
+  const before = params.get('before_id');
+  let start = 0;
+  let end = ids.length;
+  if (after !== null) start = ids.indexOf(after) + 1;
+  if (before !== null) {
+    const b = ids.indexOf(before);
+    end = b === -1 ? end : b;
+    start = Math.max(start, end - limit);
+  }
+  const out = ids.slice(start, Math.min(end, start + limit));
+  return { ids: out, hasMore: start + out.length < end };
+}
+
+/** The list in the OpenAI shape, or Anthropic's when the client sent `anthropic-version`. */
+export function modelsListReply(ex: Exchange, ids: readonly string[], ownedBy: string, createdSeconds: number): Reply {
+  if (ex.headers['anthropic-version'] !== undefined) {
+    const { ids: shown, hasMore } = page(ids, ex.query);
+    const createdAt = new Date(createdSeconds * 1000).toISOString();
+    return jsonReply(200, {
+      data: shown.map((id) => ({ type: 'model', id, display_name: id, created_at: createdAt })),
+      has_more: hasMore,
+      first_id: shown[0] ?? null,
+      last_id: shown[shown.length - 1] ?? null,
+    });
+  }
+  return jsonReply(200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: createdSeconds, owned_by: ownedBy })) });
+}
