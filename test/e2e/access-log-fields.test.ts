@@ -221,3 +221,31 @@ describe('access log fields, request id, filter', () => {
     assert.equal(await call('/still', 'still'), 200, 'the last good config keeps serving');
   });
 });
+
+describe('access log rules in text format', () => {
+  it('added fields are key=value, removed ones absent, the request id present', async () => {
+    const port = await freePort();
+    const upstream = await startUpstream();
+    const gw = await startGateway({
+      config: { logging: { format: 'text', fields: { add: { agent: 'request.headers["user-agent"]', n: 'size(request.path)' }, remove: ['http.host'] } } },
+      binds: [{ port, listeners: [{ routes: [{ backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }] }],
+    });
+    try {
+      const res = await request(`${gw.url(port)}/abc`, { headers: { 'user-agent': 'probe agent/1', 'x-request-id': 'text-1' } });
+      await res.body.text();
+      let line: string | undefined;
+      for (let i = 0; i < 100 && !line; i++) {
+        line = gw.logs.find((l) => l.includes(' request ') && l.includes('request.id=text-1'));
+        if (!line) await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.ok(line, gw.logs.join('\n'));
+      assert.match(line, / agent="probe agent\/1"/);
+      assert.match(line, / n=4( |$)/);
+      assert.match(line, / duration=\d+(\.\d+)?ms/);
+      assert.doesNotMatch(line, /http\.host=/);
+    } finally {
+      await gw.stop();
+      await upstream.close();
+    }
+  });
+});
