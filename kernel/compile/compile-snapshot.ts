@@ -179,6 +179,10 @@ class SnapshotCompiler {
         if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new Error(`\`${name}\` is not a valid metric name`);
         return this.deps.metrics.counter(name, help);
       },
+      histogram: (name, help, labelNames, buckets) => {
+        if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new Error(`\`${name}\` is not a valid metric name`);
+        return this.deps.metrics.histogram(name, help, labelNames, buckets);
+      },
       namedBackend: async (name, sub) => {
         const spec = this.named.get(name);
         if (!spec) {

@@ -65,10 +65,30 @@ export interface CompileContext {
    */
   counter(name: string, help: string): MetricCounter;
   /**
+   * A Prometheus histogram on `/metrics`, shared by every plugin asking for the same name (the first caller's
+   * `labelNames` and `buckets` win). Name it in base units with the unit last (`switchyard_<area>_<what>_seconds`).
+   * Label values should be bounded (route, target, model from config or an upstream list): past 1000 distinct label
+   * sets the rest are counted under one series whose labels are all `other`.
+   *
+   * @param name Metric name, `[a-zA-Z_:][a-zA-Z0-9_:]*`.
+   * @param help One-line help text.
+   * @param labelNames The label names every observation gives, in order.
+   * @param buckets Upper bounds of the buckets (ascending; `+Inf` is implied).
+   */
+  histogram(name: string, help: string, labelNames: readonly string[], buckets: readonly number[]): MetricHistogram;
+  /**
    * State shared by every plugin during one config load, dropped when it ends: `create` runs for the first caller of
    * `key`. For checks across the whole config (a name that must be unique among all `ai` backends).
    */
   loadState<T>(key: string, create: () => T): T;
+}
+
+/** A histogram plugins observe into; series are told apart by their labels. */
+export interface MetricHistogram {
+  /** Record one value for the series of these labels (a missing label is the empty string). */
+  observe(labels: Record<string, string>, value: number): void;
+  /** The series of these label values, in `labelNames` order: resolve it once (at compile time) and observe without lookups. */
+  child(...values: string[]): { observe(value: number): void };
 }
 
 /** A counter plugins bump; series are told apart by their labels. */

@@ -7,6 +7,9 @@ import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGatewayOnFreePorts } from './proxy-support.ts';
+import OpenAI from 'openai';
+import { accessRecords, aiRoute, startAiGateway, startMock } from '../ai/harness.ts';
+import type { AiGateway, Mock } from '../ai/harness.ts';
 
 /** One parsed sample of the Prometheus text format. */
 interface Sample {
@@ -163,5 +166,54 @@ describe('metrics: upstreams, process, config', () => {
     const ok = await scrape(gw);
     assert.ok(value(ok, 'switchyard_config_generation')! > generation);
     assert.equal(value(ok, 'switchyard_config_reloads_total', { result: 'applied' }), 1);
+  });
+});
+
+describe('metrics: GenAI histograms (OTel semantic conventions)', () => {
+  let mock: Mock;
+  let gw: AiGateway;
+  before(async () => {
+    mock = await startMock();
+    gw = await startAiGateway([aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: mock.hostPort })]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await mock?.stop();
+  });
+
+  it('observes token usage, time to first token and request duration of a streamed completion', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/oa/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'gpt-4.1', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'Hello from the mock!');
+    await accessRecords(gw, '/oa/v1/chat/completions');
+    const m = await scrape(gw);
+    const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'openai', gen_ai_request_model: 'gpt-4.1' };
+    assert.equal(m.types.get('gen_ai_client_token_usage'), 'histogram');
+    assert.equal(value(m, 'gen_ai_client_token_usage_count', { ...call, gen_ai_token_type: 'input' }), 1);
+    assert.equal(value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }), 11);
+    assert.equal(value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'output' }), 5);
+    // 5 output tokens fall in the le="16" bucket, not in le="4".
+    assert.equal(value(m, 'gen_ai_client_token_usage_bucket', { ...call, gen_ai_token_type: 'output', le: '4' }), 0);
+    assert.equal(value(m, 'gen_ai_client_token_usage_bucket', { ...call, gen_ai_token_type: 'output', le: '16' }), 1);
+    assert.equal(m.types.get('gen_ai_server_time_to_first_token_seconds'), 'histogram');
+    assert.equal(value(m, 'gen_ai_server_time_to_first_token_seconds_count', call), 1);
+    assert.equal(value(m, 'gen_ai_server_request_duration_seconds_count', call), 1);
+    const ttft = value(m, 'gen_ai_server_time_to_first_token_seconds_sum', call)!;
+    const total = value(m, 'gen_ai_server_request_duration_seconds_sum', call)!;
+    assert.ok(ttft > 0 && ttft <= total, `ttft ${ttft} <= duration ${total}`);
+  });
+
+  it('observes a non-streamed completion without a time to first token', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/oa/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    const res = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    await accessRecords(gw, '/oa/v1/chat/completions', 2);
+    const m = await scrape(gw);
+    const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'openai', gen_ai_request_model: 'gpt-4o' };
+    assert.equal(value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }), 11);
+    assert.equal(value(m, 'gen_ai_server_request_duration_seconds_count', call), 1);
+    assert.equal(value(m, 'gen_ai_server_time_to_first_token_seconds_count', call), undefined);
   });
 });

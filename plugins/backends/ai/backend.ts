@@ -14,7 +14,7 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
 import { CollectingStream, LlmResponseStream, pipeInto, readAll } from '../../lib/llm/stream.ts';
-import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
+import { genAiOperation, LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { errorFamily, translation } from '../../lib/llm/translate.ts';
 import type { Translation } from '../../lib/llm/translate.ts';
 import { detectFormat } from './detect.ts';
@@ -183,7 +183,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
     const refused = await reserveTokens(ex, body);
     if (refused) return refused;
-    const call = new LlmCall(ex, provider.kind, model, stream, metrics);
+    const call = new LlmCall(ex, provider.kind, model, stream, metrics, genAiOperation(wire));
     const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
     const reply = await upstream.forward(ex, onAttempt(ex, wire));
     return respond(ex, reply, request).catch((err: unknown) => {
@@ -251,7 +251,12 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   const source = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/vnd.amazon.eventstream') ? 'eventstream' : undefined;
   if (req.stream && source) {
     const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
-    const out = new LlmResponseStream({ source, client: req.client, translator, onEvent: (e) => observeEvent(req.wire, e, req.call) });
+    const out = new LlmResponseStream({ source, client: req.client, translator, onEvent: (e) => {
+        req.call.firstEvent();
+        observeEvent(req.wire, e, req.call);
+      },
+      onEnd: () => req.call.finish(),
+    });
     reply.body = pipeInto(body, out);
     delete h['content-length'];
     if (translator) {
@@ -271,6 +276,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
         if (!bytes) return;
         const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
         if (isObj(parsed)) observeResponse(req.wire, parsed, req.call);
+        req.call.finish();
       }),
     );
     return reply;
@@ -291,6 +297,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   }
   if (!isObj(parsed)) return llmResponseError(502, 'the provider did not answer with a JSON object');
   observeResponse(req.wire, parsed, req.call);
+  req.call.finish();
   const clientBody = req.translation.response(parsed, req.model);
   if (guards) {
     const rejected = await req.policy!.guardResponse(ex, req.client, clientBody);

@@ -16,6 +16,8 @@ export interface LlmStreamOptions {
   translator: StreamTranslator | undefined;
   /** Each provider event, parsed (usage and model are read here). */
   onEvent(e: LlmEvent): void;
+  /** The provider's stream ended (not called when it failed). */
+  onEnd?(): void;
 }
 
 function parseSse(event: string | undefined, data: string): LlmEvent | undefined {
@@ -112,6 +114,7 @@ export class LlmResponseStream extends Transform {
         for (const t of translator.end()) out += serialize(client, t);
         if (out) this.push(out);
       }
+      this.options.onEnd?.();
       callback();
     } catch (err) {
       callback(err as Error);

@@ -1,5 +1,6 @@
 import { llmCall } from 'switchyard/sdk';
-import type { CompileContext, Exchange, LlmCallInfo as SdkLlmCallInfo, MetricCounter } from 'switchyard/sdk';
+import type { CompileContext, Exchange, LlmCallInfo as SdkLlmCallInfo, MetricCounter, MetricHistogram } from 'switchyard/sdk';
+import type { LlmWireFormat } from './contract.ts';
 import { mergeUsage } from './usage.ts';
 import type { LlmUsage } from './usage.ts';
 
@@ -15,13 +16,36 @@ export const LLM_CALL = llmCall;
 export interface LlmMetrics {
   readonly tokens: MetricCounter;
   readonly calls: MetricCounter;
+  /** OTel `gen_ai.client.token.usage` (unit `{token}`): tokens of one call, by type. */
+  readonly tokenUsage: MetricHistogram;
+  /** OTel `gen_ai.server.time_to_first_token` (s): request sent to the first streamed event. */
+  readonly timeToFirstToken: MetricHistogram;
+  /** OTel `gen_ai.server.request.duration` (s): request sent to the last byte of the answer. */
+  readonly requestDuration: MetricHistogram;
 }
+
+// Bucket boundaries are the OTel GenAI semantic conventions' advisory ones.
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
+const GEN_AI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
 
 export function llmMetrics(ctx: CompileContext): LlmMetrics {
   return {
     tokens: ctx.counter('switchyard_llm_tokens_total', 'LLM tokens by provider, model and type (input, output), as the provider reported them.'),
     calls: ctx.counter('switchyard_llm_requests_total', 'LLM calls sent to a provider, by provider, model and streaming.'),
+    tokenUsage: ctx.histogram('gen_ai_client_token_usage', 'Tokens used by one LLM call, by token type (input, output), operation, provider and requested model.', [...GEN_AI_LABELS, 'gen_ai_token_type'], TOKEN_BUCKETS),
+    timeToFirstToken: ctx.histogram('gen_ai_server_time_to_first_token_seconds', 'Time from sending a streamed LLM request to its first event, by operation, provider and requested model.', GEN_AI_LABELS, TTFT_BUCKETS),
+    requestDuration: ctx.histogram('gen_ai_server_request_duration_seconds', 'Time from sending an LLM request to the end of its answer (successful answers), by operation, provider and requested model.', GEN_AI_LABELS, DURATION_BUCKETS),
   };
+}
+
+/** OTel `gen_ai.operation.name` of a wire format. */
+export function genAiOperation(format: LlmWireFormat): string {
+  if (format === 'embeddings') return 'embeddings';
+  if (format === 'geminiNative') return 'generate_content';
+  if (format === 'anthropicTokenCount' || format === 'geminiCountTokens') return 'count_tokens';
+  return 'chat';
 }
 
 /**
@@ -40,9 +64,14 @@ export class LlmCall implements LlmCallInfo {
   /** Tokens already added to the metrics (usage arrives in parts and may be restated cumulatively). */
   private countedInput = 0;
   private countedOutput = 0;
+  private readonly operation: string;
+  private readonly startedAt = performance.now();
+  private firstEventSeen = false;
+  private finished = false;
 
-  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics) {
+  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat') {
     this.ex = ex;
+    this.operation = operation;
     this.provider = provider;
     this.requestModel = requestModel;
     this.streaming = streaming;
@@ -54,6 +83,27 @@ export class LlmCall implements LlmCallInfo {
       metrics?.calls.inc({ provider, model: requestModel, streaming: String(streaming) });
     }
     ex.set(LLM_CALL, this);
+  }
+
+  private labels(): Record<string, string> {
+    return { gen_ai_operation_name: this.operation, gen_ai_provider_name: this.provider, gen_ai_request_model: this.requestModel ?? this.responseModel ?? 'unknown' };
+  }
+
+  /** A streamed event arrived: the first one sets the time to first token. */
+  firstEvent(): void {
+    if (this.firstEventSeen) return;
+    this.firstEventSeen = true;
+    if (this.metrics && this.streaming) this.metrics.timeToFirstToken.observe(this.labels(), (performance.now() - this.startedAt) / 1000);
+  }
+
+  /** The answer ended successfully: the request duration and the call's token usage are observed once. */
+  finish(): void {
+    if (this.finished || !this.metrics) return;
+    this.finished = true;
+    const labels = this.labels();
+    this.metrics.requestDuration.observe(labels, (performance.now() - this.startedAt) / 1000);
+    if (this.usage.inputTokens !== undefined) this.metrics.tokenUsage.observe({ ...labels, gen_ai_token_type: 'input' }, this.usage.inputTokens);
+    if (this.usage.outputTokens !== undefined) this.metrics.tokenUsage.observe({ ...labels, gen_ai_token_type: 'output' }, this.usage.outputTokens);
   }
 
   setResponseModel(model: unknown): void {
