@@ -125,6 +125,8 @@ describe('backendAuth: gcp from the metadata server', () => {
       GOOGLE_APPLICATION_CREDENTIALS: undefined,
       // No gcloud ADC file from the machine running the tests.
       CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
+      // A known project: the library does not run `gcloud` (2-5 s where the Cloud SDK is installed) to find one.
+      GOOGLE_CLOUD_PROJECT: 'test-project',
     });
     port = await freePort();
     upstream = await startUpstream();

@@ -41,6 +41,9 @@ export async function startGceMetadata(accessToken: string, projectId = 'my-proj
     METADATA_SERVER_DETECTION: undefined,
     GOOGLE_APPLICATION_CREDENTIALS: undefined,
     CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
+    // The project is known, so the library never runs `gcloud config config-helper` to find it: where the Cloud
+    // SDK is installed that takes 2-5 s, eating the gateway's 5 s token deadline on a busy machine.
+    GOOGLE_CLOUD_PROJECT: projectId,
   });
   return {
     port,
