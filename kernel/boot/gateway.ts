@@ -110,7 +110,7 @@ export class Gateway {
     const c = this.options.config;
     this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : undefined);
     this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys);
-    const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'policy' ? (plugin.celVariables ?? []) : []));
+    const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'policy' || plugin.kind === 'backend' ? (plugin.celVariables ?? []) : []));
     this.expressions = new CelExpressions(celVariables);
   }
 

@@ -72,6 +72,7 @@ const KNOWN_ATTRIBUTES: Readonly<Record<string, string>> = {
   jwt: 'Claims of the JWT a `jwtAuth` (or `mcpAuthentication`) policy accepted: `jwt.sub`, `jwt.iss`, any custom claim.',
   apiKey: 'The API key an `apiKey` policy accepted: `apiKey.key` and each top-level field of its `metadata`.',
   basicAuth: 'The user a `basicAuth` policy accepted: `basicAuth.username`.',
+  llm: 'The LLM call of an `ai` backend: `llm.provider`, `llm.requestModel`, `llm.inputTokens`, `llm.outputTokens`, `llm.cost`, … (known once the answer arrived).',
   mcp: 'The MCP object being authorized (`mcp.tool.name`, `mcp.tool.target`, `mcp.prompt.name`, `mcp.resource.name`).',
 };
 

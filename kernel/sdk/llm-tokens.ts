@@ -28,6 +28,8 @@ export interface LlmCallInfo {
   readonly streaming: boolean;
   /** Filled as the response arrives; read it in `onLog` for the final counts. */
   readonly usage: LlmTokenUsage;
+  /** What the call cost in USD from the backend's price catalog, once usage is known; undefined when unpriced. */
+  readonly cost?: number | undefined;
 }
 
 /** Set by an LLM backend on every call it makes (read it in `onLog`: token rate limits, cost accounting). */

@@ -267,6 +267,8 @@ export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
 export interface BackendManifest<C = unknown> extends ManifestBase<C> {
   /** Whether a top-level named backend may be of this kind. */
   readonly named?: boolean;
+  /** CEL variables this backend publishes as request attributes (the `ai` backend's `llm`), declared to every expression. */
+  readonly celVariables?: readonly string[];
   compile(config: C, ctx: BackendCompileContext): BackendInstance | Promise<BackendInstance>;
 }
 

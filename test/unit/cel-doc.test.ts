@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Exchange, Plugin, PolicyPlugin } from 'switchyard/sdk';
+import type { BackendPlugin, Exchange, Plugin, PolicyPlugin } from 'switchyard/sdk';
 import { CelExpressions } from '../../kernel/expr/cel-expressions.ts';
 import { CelCIDR, CelIP } from '../../kernel/expr/cel-ip.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
@@ -32,8 +32,10 @@ async function installedPolicies(): Promise<PolicyPlugin[]> {
 }
 
 const policies = await installedPolicies();
+/** Backends publish variables too (the `ai` backend's `llm`). */
+const backends = (fullPreset as readonly Plugin[]).filter((p): p is BackendPlugin => p?.kind === 'backend');
 const publishers = new Map<string, Set<string>>();
-for (const p of policies) for (const v of p.celVariables ?? []) publishers.set(v, new Set([...(publishers.get(v) ?? []), p.key]));
+for (const p of [...policies, ...backends]) for (const v of p.celVariables ?? []) publishers.set(v, new Set([...(publishers.get(v) ?? []), p.key]));
 const cel = new CelExpressions([...publishers.keys()]);
 const defs = cel.definitions();
 

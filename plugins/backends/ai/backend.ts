@@ -17,6 +17,8 @@ import { CollectingStream, LlmResponseStream, pipeInto, readAll } from '../../li
 import { genAiOperation, LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { errorFamily, translation } from '../../lib/llm/translate.ts';
 import type { Translation } from '../../lib/llm/translate.ts';
+import { compileCosts } from './costs.ts';
+import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
@@ -28,6 +30,7 @@ export interface AiBackendConfig {
   provider: Record<string, unknown>;
   hostOverride?: string;
   pathOverride?: string;
+  costs?: AiCostsConfig;
 }
 
 /** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
@@ -81,6 +84,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   const pathOverride = config.pathOverride !== undefined ? splitPath(config.pathOverride) : undefined;
   const log = ctx.logger.child({ backend: config.name });
   const models = routeModels(ctx, provider.model);
+  const priceOf = await compileCosts(config.costs, provider.kind, ctx);
   const loadedAt = Math.floor(Date.now() / 1000);
 
   /** `/v1/models`: the route's configured models, then the policy's alias names. */
@@ -183,7 +187,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
     const refused = await reserveTokens(ex, body);
     if (refused) return refused;
-    const call = new LlmCall(ex, provider.kind, model, stream, metrics, genAiOperation(wire));
+    const call = new LlmCall(ex, provider.kind, model, stream, metrics, genAiOperation(wire), priceOf);
     const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
     const reply = await upstream.forward(ex, onAttempt(ex, wire));
     return respond(ex, reply, request).catch((err: unknown) => {

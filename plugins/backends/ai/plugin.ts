@@ -9,6 +9,8 @@ export default defineBackend<AiBackendConfig>({
   schema,
   // A top-level named backend (`backends: [{ name, ai: {…} }]`), used from routes as `backend: <name>`.
   named: true,
+  // `llm`: the call (provider, models, token counts, cost), for expressions evaluated after the answer (access log).
+  celVariables: ['llm'],
   async compile(config, ctx) {
     const { compileAiBackend } = await import('./backend.ts');
     return compileAiBackend(config, ctx);

@@ -1,6 +1,8 @@
-import { llmCall } from 'switchyard/sdk';
+import { defineAttribute, llmCall } from 'switchyard/sdk';
 import type { CompileContext, Exchange, LlmCallInfo as SdkLlmCallInfo, MetricCounter, MetricHistogram } from 'switchyard/sdk';
 import type { LlmWireFormat } from './contract.ts';
+import { callCost } from './prices.ts';
+import type { ModelPrice } from './prices.ts';
 import { mergeUsage } from './usage.ts';
 import type { LlmUsage } from './usage.ts';
 
@@ -12,7 +14,21 @@ export interface LlmCallInfo extends SdkLlmCallInfo {
 /** The SDK's `llmCall`: set on every LLM request, for policies that act after the response (token rate limits). */
 export const LLM_CALL = llmCall;
 
-/** The LLM counters on `/metrics`: tokens by provider, model and type, and calls by provider, model and streaming. */
+/**
+ * The CEL variable `llm` (declared by the `ai` backend's manifest): the call as CEL sees it, read live, so an
+ * expression evaluated at the end of the request (the access log's `fields.add`) sees the final counts and cost.
+ * Counts are CEL ints; a field not known (yet) is absent (`has(llm.cost)` is false for an unpriced model).
+ */
+export const LLM_CEL = defineAttribute<Record<string, unknown>>('llm');
+
+/** The price lookup of a backend: its `ai.costs` over the catalog (plugins/backends/ai/costs.ts). */
+export type PriceOf = (model: string) => ModelPrice | undefined;
+
+/**
+ * The LLM counters on `/metrics`: tokens by provider, model and type, calls by provider, model and streaming, cost
+ * (USD) by provider and priced model, and calls with usage but no price by provider (a model label there would let
+ * clients make up series).
+ */
 export interface LlmMetrics {
   readonly tokens: MetricCounter;
   readonly calls: MetricCounter;
@@ -22,6 +38,8 @@ export interface LlmMetrics {
   readonly timeToFirstToken: MetricHistogram;
   /** OTel `gen_ai.server.request.duration` (s): request sent to the last byte of the answer. */
   readonly requestDuration: MetricHistogram;
+  readonly cost: MetricCounter;
+  readonly unpriced: MetricCounter;
 }
 
 // Bucket boundaries are the OTel GenAI semantic conventions' advisory ones.
@@ -37,6 +55,8 @@ export function llmMetrics(ctx: CompileContext): LlmMetrics {
     tokenUsage: ctx.histogram('gen_ai_client_token_usage', 'Tokens used by one LLM call, by token type (input, output), operation, provider and requested model.', [...GEN_AI_LABELS, 'gen_ai_token_type'], TOKEN_BUCKETS),
     timeToFirstToken: ctx.histogram('gen_ai_server_time_to_first_token_seconds', 'Time from sending a streamed LLM request to its first event, by operation, provider and requested model.', GEN_AI_LABELS, TTFT_BUCKETS),
     requestDuration: ctx.histogram('gen_ai_server_request_duration_seconds', 'Time from sending an LLM request to the end of its answer (successful answers), by operation, provider and requested model.', GEN_AI_LABELS, DURATION_BUCKETS),
+    cost: ctx.counter('switchyard_llm_cost_usd_total', 'What LLM calls cost in USD, from the price catalog, by provider and model.'),
+    unpriced: ctx.counter('switchyard_llm_unpriced_requests_total', 'LLM calls that reported usage for a model the price catalog does not list, by provider.'),
   };
 }
 
@@ -51,7 +71,8 @@ export function genAiOperation(format: LlmWireFormat): string {
 /**
  * One LLM call's telemetry: access-log fields `llm.provider`, `llm.model`, `llm.responseModel` (when it differs),
  * `llm.streaming`, `llm.inputTokens`, `llm.outputTokens` (and `llm.cachedInputTokens`, `llm.reasoningTokens` when
- * reported), written as soon as each is known so a stream cut short still logs what arrived.
+ * reported), `llm.cost` (USD, when the model is priced), written as soon as each is known so a stream cut short still
+ * logs what arrived.
  */
 export class LlmCall implements LlmCallInfo {
   readonly provider: string;
@@ -59,23 +80,30 @@ export class LlmCall implements LlmCallInfo {
   responseModel: string | undefined = undefined;
   readonly streaming: boolean;
   readonly usage: LlmUsage = {};
+  /** USD, once usage is known and the model is priced. */
+  cost: number | undefined = undefined;
   private readonly ex: Exchange;
   private readonly metrics: LlmMetrics | undefined;
-  /** Tokens already added to the metrics (usage arrives in parts and may be restated cumulatively). */
+  private readonly priceOf: PriceOf | undefined;
+  /** Looked up at the first usage (the response model is known by then): a price, or null when unpriced. */
+  private price: { model: string; price: ModelPrice } | null | undefined = undefined;
+  /** Tokens and cost already added to the metrics (usage arrives in parts and may be restated cumulatively). */
   private countedInput = 0;
   private countedOutput = 0;
   private readonly operation: string;
   private readonly startedAt = performance.now();
   private firstEventSeen = false;
+  private countedCost = 0;
   private finished = false;
 
-  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat') {
+  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf) {
     this.ex = ex;
     this.operation = operation;
     this.provider = provider;
     this.requestModel = requestModel;
     this.streaming = streaming;
     this.metrics = metrics;
+    this.priceOf = priceOf;
     ex.logField('llm.provider', provider);
     if (requestModel !== undefined) {
       ex.logField('llm.model', requestModel);
@@ -83,6 +111,7 @@ export class LlmCall implements LlmCallInfo {
       metrics?.calls.inc({ provider, model: requestModel, streaming: String(streaming) });
     }
     ex.set(LLM_CALL, this);
+    ex.set(LLM_CEL, celView(this));
   }
 
   private labels(): Record<string, string> {
@@ -121,6 +150,26 @@ export class LlmCall implements LlmCallInfo {
     if (u.cachedInputTokens) this.ex.logField('llm.cachedInputTokens', u.cachedInputTokens);
     if (u.reasoningTokens) this.ex.logField('llm.reasoningTokens', u.reasoningTokens);
     if (this.metrics) this.countTokens(u.inputTokens ?? 0, u.outputTokens ?? 0);
+    if (this.priceOf) this.addCost();
+  }
+
+  /** Price the model sent (else the one that answered); the cost is recomputed whole from the usage so far. */
+  private addCost(): void {
+    if (this.price === undefined) {
+      const byRequest = this.requestModel !== undefined ? this.priceOf!(this.requestModel) : undefined;
+      const model = byRequest ? this.requestModel : this.responseModel;
+      const price = byRequest ?? (model !== undefined ? this.priceOf!(model) : undefined);
+      this.price = price && model !== undefined ? { model, price } : null;
+      if (this.price === null) this.metrics?.unpriced.inc({ provider: this.provider });
+    }
+    if (this.price === null) return;
+    const cost = callCost(this.price.price, this.usage);
+    this.cost = cost;
+    this.ex.logField('llm.cost', cost);
+    if (this.metrics && cost > this.countedCost) {
+      this.metrics.cost.inc({ provider: this.provider, model: this.price.model }, cost - this.countedCost);
+      this.countedCost = cost;
+    }
   }
 
   private countTokens(input: number, output: number): void {
@@ -134,4 +183,42 @@ export class LlmCall implements LlmCallInfo {
       this.countedOutput = output;
     }
   }
+}
+
+const int = (n: number | undefined): bigint | undefined => (n === undefined ? undefined : BigInt(Math.trunc(n)));
+
+/** The live CEL view of a call (one small object per LLM request; its getters read the call when evaluated). */
+function celView(call: LlmCall): Record<string, unknown> {
+  const u = call.usage;
+  return {
+    provider: call.provider,
+    streaming: call.streaming,
+    get requestModel() {
+      return call.requestModel;
+    },
+    get responseModel() {
+      return call.responseModel;
+    },
+    get inputTokens() {
+      return int(u.inputTokens);
+    },
+    get outputTokens() {
+      return int(u.outputTokens);
+    },
+    get totalTokens() {
+      return u.inputTokens === undefined && u.outputTokens === undefined ? undefined : int((u.inputTokens ?? 0) + (u.outputTokens ?? 0));
+    },
+    get cachedInputTokens() {
+      return int(u.cachedInputTokens);
+    },
+    get cacheCreationInputTokens() {
+      return int(u.cacheCreationInputTokens);
+    },
+    get reasoningTokens() {
+      return int(u.reasoningTokens);
+    },
+    get cost() {
+      return call.cost;
+    },
+  };
 }

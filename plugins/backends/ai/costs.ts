@@ -1,0 +1,101 @@
+import { resolve } from 'node:path';
+import { unwatchFile, watchFile } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { readLocalFile } from 'switchyard/sdk';
+import type { BackendCompileContext, Logger } from 'switchyard/sdk';
+import { lookupPrice, parsePriceCatalog, PriceCatalogError, priceTable } from '../../lib/llm/prices.ts';
+import type { ModelPrice, PriceCatalog, PriceTable } from '../../lib/llm/prices.ts';
+import builtin from './default-prices.json' with { type: 'json' };
+
+/** `ai.costs` (docs/llm.md "Costs", ADR 0027). */
+export interface AiCostsConfig {
+  /** A catalog file replacing the built-in one; re-read when it changes. */
+  catalog?: string;
+  /** Model → price for this backend's provider, over the catalog. */
+  prices?: Record<string, ModelPrice>;
+}
+
+/** Largest catalog file read (a catalog of every model of every provider is well under 1 MiB). */
+const CATALOG_LIMIT = 4 * 1024 * 1024;
+/** How often the catalog file's status is polled for changes. */
+const WATCH_INTERVAL_MS = 1000;
+
+/** The built-in catalog, parsed once (a unit test keeps it valid). */
+let builtinCatalog: PriceCatalog | undefined;
+export function builtinPrices(): PriceCatalog {
+  return (builtinCatalog ??= parsePriceCatalog(JSON.stringify(builtin), 'default-prices.json'));
+}
+
+/**
+ * A catalog file, shared by every backend naming it and kept across reloads. Read at each config load (a bad file is
+ * a config error then); a watcher re-reads it when it changes, and a change that does not parse is logged and
+ * ignored: the last good prices stay.
+ */
+class CatalogFile {
+  catalog: PriceCatalog | undefined;
+  private readonly path: string;
+  private readonly logger: Logger;
+  private watching = false;
+  private loading: Promise<unknown> = Promise.resolve();
+  private readonly onChange = (curr: Stats, prev: Stats): void => {
+    if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ino === prev.ino) return;
+    if (curr.nlink === 0 && curr.mtimeMs === 0) {
+      this.logger.warn('price catalog removed; keeping the prices already loaded', { file: this.path });
+      return;
+    }
+    this.load().then(
+      () => this.logger.info('price catalog reloaded', { file: this.path }),
+      (err: unknown) => this.logger.error('price catalog change ignored; keeping the previous prices', { file: this.path, error: (err as Error).message }),
+    );
+  };
+
+  constructor(path: string, logger: Logger) {
+    this.path = path;
+    this.logger = logger;
+  }
+
+  /** Read and parse now; rejects with a message (positioned in the file) and keeps the old prices. */
+  load(): Promise<void> {
+    const next = this.loading.then(async () => {
+      const text = await readLocalFile(this.path, CATALOG_LIMIT);
+      this.catalog = parsePriceCatalog(text, this.path);
+    });
+    this.loading = next.catch(() => undefined);
+    return next;
+  }
+
+  watch(): void {
+    if (this.watching) return;
+    this.watching = true;
+    watchFile(this.path, { interval: WATCH_INTERVAL_MS, persistent: false }, this.onChange);
+  }
+
+  close(): void {
+    if (this.watching) unwatchFile(this.path, this.onChange);
+    this.watching = false;
+  }
+}
+
+/** The price of a model on one backend: its inline `prices`, then the catalog's table for its provider. */
+export type PriceLookup = (model: string) => ModelPrice | undefined;
+
+export async function compileCosts(config: AiCostsConfig | undefined, provider: string, ctx: BackendCompileContext): Promise<PriceLookup> {
+  const inline: PriceTable | undefined = config?.prices && Object.keys(config.prices).length ? priceTable(Object.entries(config.prices)) : undefined;
+  let table: () => PriceTable | undefined;
+  if (config?.catalog !== undefined) {
+    const path = resolve(ctx.cwd, config.catalog);
+    const file = ctx.resources.get(`ai:priceCatalog:${path}`, () => new CatalogFile(path, ctx.logger.child({ file: path })), (f) => f.close());
+    try {
+      await file.load();
+    } catch (err) {
+      const why = err instanceof PriceCatalogError ? err.message : `${path}: ${(err as Error).message}`;
+      ctx.fail(`cannot use the price catalog \`${config.catalog}\`: ${why}`, ['costs', 'catalog']);
+    }
+    file.watch();
+    table = () => file.catalog?.get(provider);
+  } else {
+    const fixed = builtinPrices().get(provider);
+    table = () => fixed;
+  }
+  return (model) => lookupPrice(inline, model) ?? lookupPrice(table(), model);
+}
