@@ -10,6 +10,8 @@ import { startGatewayOnFreePorts } from './proxy-support.ts';
 import OpenAI from 'openai';
 import { accessRecords, aiRoute, startAiGateway, startMock } from '../ai/harness.ts';
 import type { AiGateway, Mock } from '../ai/harness.ts';
+import { connectClient, fixtureStdio, memoryStdio, startMcpGateway } from '../mcp/harness.ts';
+import type { McpGateway } from '../mcp/harness.ts';
 
 /** One parsed sample of the Prometheus text format. */
 interface Sample {
@@ -141,14 +143,18 @@ describe('metrics: upstreams, process, config', () => {
     assert.ok(value(m, 'nodejs_eventloop_delay_seconds', { quantile: '0.99' })! >= 0);
     assert.equal(m.types.get('nodejs_gc_duration_seconds'), 'histogram');
     const before = m.samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_count').reduce((a, s) => a + s.value, 0);
-    // Allocate enough to force a few minor GCs, then see them counted.
-    let keep: unknown[] = [];
-    for (let i = 0; i < 200_000; i++) keep.push({ i });
-    keep = [];
-    await new Promise((r) => setTimeout(r, 50));
-    const after = (await scrape(gw)).samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_count').reduce((a, s) => a + s.value, 0);
+    // Allocate until a GC happens (observer entries arrive asynchronously), then see it counted.
+    const gcCount = async (): Promise<number> => (await scrape(gw)).samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_count').reduce((a, s) => a + s.value, 0);
+    let after = before;
+    for (let round = 0; round < 50 && after <= before; round++) {
+      let keep: unknown[] = [];
+      for (let i = 0; i < 200_000; i++) keep.push({ i });
+      keep = [];
+      await new Promise((r) => setTimeout(r, 20));
+      after = await gcCount();
+      assert.equal(keep.length, 0);
+    }
     assert.ok(after > before, `GC pauses counted (${before} -> ${after})`);
-    assert.equal(keep.length, 0);
   });
 
   it('counts a failed reload and moves the generation gauge on a good one', async () => {
@@ -215,5 +221,35 @@ describe('metrics: GenAI histograms (OTel semantic conventions)', () => {
     assert.equal(value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }), 11);
     assert.equal(value(m, 'gen_ai_server_request_duration_seconds_count', call), 1);
     assert.equal(value(m, 'gen_ai_server_time_to_first_token_seconds_count', call), undefined);
+  });
+});
+
+describe('metrics: MCP tools/call and list fan-out', () => {
+  let gw: McpGateway;
+  before(async () => {
+    gw = await startMcpGateway({ targets: [fixtureStdio('fx'), memoryStdio('mem')] });
+  });
+  after(() => gw?.stop());
+
+  it('observes tools/call by target and tool, and the list fan-out, after calls through the MCP SDK client', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(tools.includes('fx_pid') && tools.includes('mem_read_graph'));
+      for (let i = 0; i < 2; i++) assert.equal((await client.callTool({ name: 'fx_pid', arguments: {} })).isError ?? false, false);
+      await client.callTool({ name: 'mem_read_graph', arguments: {} });
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+    const m = await scrape(gw);
+    assert.equal(m.types.get('mcp_client_operation_duration_seconds'), 'histogram');
+    const pid = { mcp_method_name: 'tools/call', target: 'fx', gen_ai_tool_name: 'pid', error_type: '' };
+    assert.equal(value(m, 'mcp_client_operation_duration_seconds_count', pid), 2);
+    assert.equal(value(m, 'mcp_client_operation_duration_seconds_bucket', { ...pid, le: '+Inf' }), 2);
+    assert.ok(value(m, 'mcp_client_operation_duration_seconds_sum', pid)! > 0);
+    assert.equal(value(m, 'mcp_client_operation_duration_seconds_count', { target: 'mem', gen_ai_tool_name: 'read_graph' }), 1);
+    assert.equal(m.types.get('switchyard_mcp_list_fanout_duration_seconds'), 'histogram');
+    assert.ok(value(m, 'switchyard_mcp_list_fanout_duration_seconds_count', { mcp_method_name: 'tools/list' })! >= 1);
   });
 });

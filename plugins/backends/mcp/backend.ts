@@ -4,6 +4,7 @@ import type { BackendCompileContext, BackendInstance, Reply } from 'switchyard/s
 import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import { LegacySseFront, StreamableFront } from './http-front.ts';
 import type { BackendRuntime } from './session.ts';
+import { mcpMetrics } from './metrics.ts';
 import { SessionStore } from './session-store.ts';
 import { fingerprint } from './session-token.ts';
 import { OriginGuard } from './origin-check.ts';
@@ -78,6 +79,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     key: ctx.sessionKey,
     aad: print,
     maxPendingRequests: config.maxPendingRequests ?? DEFAULT_MAX_PENDING_REQUESTS,
+    metrics: mcpMetrics(ctx),
   };
   const authorizing = targets.filter((t) => t.requestPolicies);
   const origins = new OriginGuard(config.allowedOrigins);

@@ -3,6 +3,7 @@ import type { Logger } from 'switchyard/sdk';
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
 import { RpcCode, RpcFailure, errorMessage, isRequest, resultMessage } from './jsonrpc.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
+import type { McpMetrics } from './metrics.ts';
 import { INPUT_REQUEST_CAPABILITY, INPUT_REQUIRED_METHODS, MODERN_VERSION, SUBSCRIPTION_ID_META_KEY, metaOf, modernCapabilities } from './modern.ts';
 import type { ModernClient } from './modern.ts';
 import { decodeServerRequestId, encodeServerRequestId, prefixName, prefixResult, prefixUri, splitName, splitUri } from './naming.ts';
@@ -30,6 +31,7 @@ export interface BackendRuntime {
   readonly aad: Buffer;
   /** Client requests one session may have in progress (`maxPendingRequests`). */
   readonly maxPendingRequests: number;
+  readonly metrics?: McpMetrics;
 }
 
 type Json = Record<string, unknown>;
@@ -676,7 +678,7 @@ export class McpSession implements ConnHost {
     return undefined;
   }
 
-  private async forward(call: Call, conn: TargetConn, params: Json | undefined): Promise<void> {
+  private async forward(call: Call, conn: TargetConn, params: Json | undefined, onAnswer?: (answer: RpcMessage) => void): Promise<void> {
     if (call.method === 'resources/subscribe' && (this.subscriptions.get(conn.name)?.size ?? 0) >= MAX_SUBSCRIPTIONS && !this.subscriptions.get(conn.name)!.has(params?.uri as string)) {
       throw new RpcFailure(LIMIT_CODE, `too many resource subscriptions on this session (the limit is ${MAX_SUBSCRIPTIONS} per target); unsubscribe first`, 429);
     }
@@ -684,6 +686,7 @@ export class McpSession implements ConnHost {
     if (SUBSCRIPTION_METHODS.has(call.method) && this.kind === 'streamable') call.responder.hold?.();
     const answer = await conn.request(call.method, params, this.sent(call, conn));
     if (SUBSCRIPTION_METHODS.has(call.method) && !answer.error && typeof params?.uri === 'string') this.noteSubscription(call, conn, params.uri);
+    onAnswer?.(answer);
     this.relay(call, conn, answer);
   }
 
@@ -791,7 +794,22 @@ export class McpSession implements ConnHost {
       if (s) upstreamName = s.rest;
     } else conn = this.conns[0];
     if (!conn || (auth && !auth({ kind, target: conn.name, name: upstreamName, method: call.method }))) throw this.unknown(kind, name);
-    return this.forward(call, conn, this.rt.multiplexed ? { ...params, name: upstreamName } : params);
+    const forwarded = this.rt.multiplexed ? { ...params, name: upstreamName } : params;
+    const histogram = kind === 'tool' ? this.rt.metrics?.toolCall : undefined;
+    if (!histogram) return this.forward(call, conn, forwarded);
+    // The tool name is the client's: it becomes a label only when the target accepted it (no JSON-RPC error).
+    const started = performance.now();
+    let errorType = '';
+    try {
+      await this.forward(call, conn, forwarded, (answer) => {
+        if (answer.error) errorType = String(answer.error.code);
+      });
+    } catch (err) {
+      errorType = err instanceof RpcFailure ? String(err.code) : 'target_failed';
+      throw err;
+    } finally {
+      histogram.observe({ mcp_method_name: 'tools/call', target: conn.name, gen_ai_tool_name: errorType ? '' : upstreamName, error_type: errorType }, (performance.now() - started) / 1000);
+    }
   }
 
   private async byUri(call: Call, params: Json, field: string, kind: ItemKind, auth: McpAuthorizer | undefined): Promise<void> {
@@ -861,7 +879,9 @@ export class McpSession implements ConnHost {
       return this.relay(call, conn, answer);
     }
     const targets = this.conns.filter((c) => c.has(capability));
+    const started = performance.now();
     const settled = await Promise.allSettled(targets.map((c) => this.pages(call, c, params, key)));
+    this.rt.metrics?.listFanOut.observe({ mcp_method_name: call.method }, (performance.now() - started) / 1000);
     const merged: Json[] = [];
     const failures: string[] = [];
     settled.forEach((s, i) => {
