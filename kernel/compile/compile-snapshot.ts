@@ -150,6 +150,7 @@ class SnapshotCompiler {
       resources: this.resourceView,
       expr: this.deps.expressions.compilerAt(path),
       sessionKey: this.sessionKey,
+      defaultTimeouts: this.staticConfig.defaultTimeouts,
       policies,
       fail: (message, sub = []) => {
         throw new ConfigError({ code: ErrorCode.configInvalid, path: [...path, ...sub], message });

@@ -47,6 +47,12 @@ export interface CompileContext {
    * by the `SESSION_KEY` environment variable; a random key per process when neither is set. Never log it.
    */
   readonly sessionKey: Buffer;
+  /**
+   * `config.defaultTimeouts` in ms (0 = none), for plugins that call upstreams on their own account (MCP targets):
+   * the response-start deadline of a request with no `timeout` policy, and the longest silence inside a body.
+   * Absent in contexts built outside a config load.
+   */
+  readonly defaultTimeouts?: { readonly backendRequestMs: number; readonly streamIdleMs: number };
   /** Stop the load with a config error pointing at `path` + `sub`. */
   fail(message: string, sub?: ConfigPath): never;
   /** Log a warning about this value at load (it keeps loading). */

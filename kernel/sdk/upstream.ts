@@ -43,6 +43,10 @@ export interface UpstreamCallOptions {
   signal?: AbortSignal;
   /** Milliseconds until the whole call fails with a timeout. */
   timeoutMs?: number;
+  /** Milliseconds until the response headers must have arrived (a 504 `GatewayError`; the connection is closed). */
+  headersTimeoutMs?: number;
+  /** Longest silence inside the response body in ms: the body then fails with code `UND_ERR_BODY_TIMEOUT`. */
+  idleTimeoutMs?: number;
   /**
    * Runs just before the request is sent, with its headers to change (a policy set's `attemptHook`: backendAuth).
    * A throw or rejection fails the call with that error.

@@ -207,6 +207,8 @@ class PooledTarget implements UpstreamTarget {
         headers,
         body: (options.body ?? null) as string | Buffer | Readable | null,
         signal: signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals),
+        headersTimeout: options.headersTimeoutMs ?? 0,
+        bodyTimeout: options.idleTimeoutMs ?? 0,
       });
       return { status: response.statusCode, headers: response.headers as IncomingHttpHeaders, body: response.body };
     } catch (err) {

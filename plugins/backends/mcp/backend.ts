@@ -58,6 +58,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
       policies,
       requestPolicies: own.hasRequestHooks ? own : undefined,
       requestTimeoutMs: own.facets.requestTimeoutMs ?? policies.facets.attemptTimeoutMs ?? 0,
+      requestTimeoutSource: own.facets.requestTimeoutMs !== undefined ? 'timeout.requestTimeout' : 'timeout.backendRequestTimeout',
       startupTimeoutMs,
     });
   }

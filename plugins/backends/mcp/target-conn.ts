@@ -1,4 +1,5 @@
 import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
+import { McpDeadlineError, formatMs } from '../../lib/mcp/deadlines.ts';
 import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpDiscovery, McpTransportInstance, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
@@ -18,6 +19,8 @@ export interface CompiledTarget {
   readonly requestPolicies: PolicySet | undefined;
   /** Deadline for each request to this target (from `timeout` facets); 0 means none. */
   readonly requestTimeoutMs: number;
+  /** The config name of `requestTimeoutMs`, for messages (`timeout.requestTimeout`). */
+  readonly requestTimeoutSource?: string;
   /** Deadline for starting the target: connect or spawn, then `initialize` answered (`startupTimeout`). */
   readonly startupTimeoutMs: number;
 }
@@ -106,10 +109,13 @@ export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 /** Pages of a list followed per target before giving up (a target paging forever). */
 export const MAX_PAGES = 100;
 
-/** `1500ms`, `30s`, `2m`: a deadline as the config would write it. */
-export function formatMs(ms: number): string {
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+export { formatMs };
+
+/** The deadline error in `err` or its causes (an SDK transport may wrap what the fetch adapter threw). */
+function deadlineIn(err: unknown): McpDeadlineError | undefined {
+  let e = err as { cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth++, e = e.cause as typeof e) if (e instanceof McpDeadlineError) return e;
+  return undefined;
 }
 
 /**
@@ -190,8 +196,13 @@ export class TargetConn {
     return this.target.name;
   }
 
+  /** `target \`x\` (mcp: http://h:p/mcp)`: how messages name the target. */
+  get label(): string {
+    return `target \`${this.target.name}\` (${this.target.transport.kind}: ${this.target.transport.describe})`;
+  }
+
   error(message: string, kind?: FailureKind): TargetError {
-    return new TargetError(this.target.name, `target \`${this.target.name}\` (${this.target.transport.kind}: ${this.target.transport.describe})`, message, kind);
+    return new TargetError(this.target.name, this.label, message, kind);
   }
 
   /** Read through a method so TypeScript does not narrow `state` across awaits. */
@@ -258,6 +269,7 @@ export class TargetConn {
           onAttempt: client.onAttempt,
           policies: this.target.policies,
           logger: this.logger,
+          label: this.label,
         }),
         'connect',
       );
@@ -319,7 +331,7 @@ export class TargetConn {
     try {
       const client = await deadline.race(this.host.targetClient(this.target));
       up = await deadline.race(
-        this.target.transport.connect({ headers: client.headers, onAttempt: client.onAttempt, policies: this.target.policies, logger: this.logger, modern: true }),
+        this.target.transport.connect({ headers: client.headers, onAttempt: client.onAttempt, policies: this.target.policies, logger: this.logger, label: this.label, modern: true }),
         'connect',
       );
       this.attach(up);
@@ -435,7 +447,8 @@ export class TargetConn {
     if (timeoutMs > 0) {
       pending.timer = setTimeout(() => {
         this.pending.delete(id);
-        pending.reject(this.error(`did not answer \`${method}\` within ${timeoutMs}ms`));
+        const source = this.target.requestTimeoutSource;
+        pending.reject(this.error(`did not answer \`${method}\` within ${formatMs(timeoutMs)}${source ? ` (${source})` : ''}`, TARGET_TIMED_OUT));
         if (this.upstream?.cancel) this.upstream.cancel(id);
         else this.notify('notifications/cancelled', { requestId: id, reason: 'the gateway timed out' });
       }, timeoutMs);
@@ -444,10 +457,14 @@ export class TargetConn {
     const sent = method === 'initialize' ? params : this.paramsFor(method, params);
     if (sent !== undefined) message.params = sent;
     try {
-      await up.send(message as never);
+      // A transport whose send hangs (an HTTP target that never answers) must not outlast the request's deadline.
+      await (pending.timer ? Promise.race([up.send(message as never), response]) : up.send(message as never));
     } catch (err) {
       this.pending.delete(id);
       if (pending.timer) clearTimeout(pending.timer);
+      if (err instanceof TargetError) throw err;
+      const deadline = deadlineIn(err);
+      if (deadline) throw this.error(deadline.describe(method), TARGET_TIMED_OUT);
       if (method !== 'initialize' && this.sessionId !== undefined && sessionGone(err)) throw new SessionGone((err as Error).message);
       throw this.error(`request \`${method}\` failed: ${(err as Error).message}`);
     }

@@ -1,5 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { AttemptHook, HeaderMap, UpstreamTarget } from 'switchyard/sdk';
+import { McpDeadlineError, isUpstreamTimeout } from './deadlines.ts';
+import type { McpDeadlines } from './deadlines.ts';
 
 type FetchInput = string | URL | { url: string };
 
@@ -71,20 +73,32 @@ function toWeb(body: Readable): ReadableStream<Uint8Array> {
  * A WHATWG `fetch` over one gateway upstream pool, so the MCP SDK's client transports reuse the kernel's pooled,
  * TLS-configured connections (`backendTLS` of the target applies). Requests to another origin (an SSE server whose
  * `endpoint` points elsewhere) fall back to the global `fetch`. `onAttempt` (backendAuth) runs on each request to
- * the target.
+ * the target. `deadlines` (ADR 0019 for MCP targets): the response-start one on every request, the idle one on
+ * answers to POSTs only: GET streams (the standalone stream, a legacy SSE connection) may stay quiet for hours.
  */
-export function fetchOverTarget(target: UpstreamTarget, onAttempt?: AttemptHook): typeof fetch {
+export function fetchOverTarget(target: UpstreamTarget, onAttempt?: AttemptHook, deadlines?: McpDeadlines): typeof fetch {
   return (async (input: FetchInput, init?: RequestInit): Promise<Response> => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     if (url.origin !== new URL(target.origin).origin) return fetch(input as string, init);
-    const upstream = await target.request({
-      method: init?.method ?? 'GET',
-      path: url.pathname + url.search,
-      headers: headerObject(init),
-      body: await bodyOf(init?.body),
-      signal: init?.signal ?? undefined,
-      onAttempt,
-    });
+    const method = init?.method ?? 'GET';
+    let upstream;
+    try {
+      upstream = await target.request({
+        method,
+        path: url.pathname + url.search,
+        headers: headerObject(init),
+        body: await bodyOf(init?.body),
+        signal: init?.signal ?? undefined,
+        onAttempt,
+        headersTimeoutMs: deadlines?.responseMs,
+        idleTimeoutMs: method === 'GET' ? 0 : deadlines?.idleMs,
+      });
+    } catch (err) {
+      if (deadlines && deadlines.responseMs > 0 && !init?.signal?.aborted && isUpstreamTimeout(err)) {
+        throw new McpDeadlineError('response', deadlines.responseMs, deadlines.responseSource);
+      }
+      throw err;
+    }
     const headers = new Headers();
     for (const [k, v] of Object.entries(upstream.headers)) {
       if (v === undefined) continue;

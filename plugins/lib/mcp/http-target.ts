@@ -1,4 +1,6 @@
 import type { AttemptHook, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
+import { mcpDeadlines } from './deadlines.ts';
+import type { McpDeadlines } from './deadlines.ts';
 import { fetchOverTarget } from './fetch-adapter.ts';
 import { parseTargetAddress } from './target-address.ts';
 import type { TargetAddress, TargetAddressConfig } from './target-address.ts';
@@ -8,6 +10,8 @@ export interface HttpTargetEndpoint {
   readonly address: TargetAddress;
   readonly target: UpstreamTarget;
   readonly fetch: typeof fetch;
+  /** The deadlines of its requests, from the target's `timeout` policy or `config.defaultTimeouts`. */
+  readonly deadlines: McpDeadlines;
 }
 
 /**
@@ -36,13 +40,14 @@ export class HttpTargetBinding {
     const parsed = parseTargetAddress(this.config, tls !== undefined, this.defaultPath);
     if ('error' in parsed) this.ctx.fail(parsed.error, [parsed.field]);
     const target = this.ctx.http.target({ origin: parsed.origin, tls: parsed.secure ? tls : undefined });
-    this.endpoint = { address: parsed, target, fetch: fetchOverTarget(target) };
+    const deadlines = mcpDeadlines(policies, this.ctx);
+    this.endpoint = { address: parsed, target, fetch: fetchOverTarget(target, undefined, deadlines), deadlines };
   }
 
   /** The endpoint; with `onAttempt` (a connection's backendAuth), a `fetch` that runs it on every request. */
   get(onAttempt?: AttemptHook): HttpTargetEndpoint {
     if (!this.endpoint) this.configure(undefined);
     const endpoint = this.endpoint!;
-    return onAttempt ? { ...endpoint, fetch: fetchOverTarget(endpoint.target, onAttempt) } : endpoint;
+    return onAttempt ? { ...endpoint, fetch: fetchOverTarget(endpoint.target, onAttempt, endpoint.deadlines) } : endpoint;
   }
 }

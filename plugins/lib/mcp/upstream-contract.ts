@@ -63,6 +63,8 @@ export interface McpConnectOptions {
    */
   readonly onAttempt?: AttemptHook;
   readonly logger: Logger;
+  /** The target as messages name it (`target \`x\` (mcp: http://h:p/mcp)`), for errors a transport answers with. */
+  readonly label?: string;
   /**
    * Speak the 2026-07-28 revision (no `initialize`, no session; every request carries its `_meta` envelope and the
    * `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers). Only after `discover` said the target serves it.

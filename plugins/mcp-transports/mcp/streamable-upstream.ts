@@ -4,6 +4,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AttemptHook, HeaderMap, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
+import { McpDeadlineError, isUpstreamTimeout } from '../../lib/mcp/deadlines.ts';
+import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import { SseParser } from './sse-parser.ts';
 
@@ -61,6 +63,11 @@ interface StreamOutcome {
 }
 
 const noop = (): void => undefined;
+
+/** No deadlines (unit tests, contexts built outside a config load). */
+const NO_DEADLINES: McpDeadlines = { responseMs: 0, responseSource: '', idleMs: 0, idleSource: '' };
+
+const bodyTimedOut = (err: Error | undefined): boolean => (err as { code?: unknown } | undefined)?.code === 'UND_ERR_BODY_TIMEOUT';
 
 function mediaType(headers: IncomingHttpHeaders): string {
   const value = headers['content-type'];
@@ -179,6 +186,8 @@ export class StreamableUpstream implements McpUpstream {
   private readonly onAttempt: AttemptHook | undefined;
   private readonly extra: Readonly<Record<string, string>> | undefined;
   private readonly reconnect: ReconnectOptions;
+  private readonly deadlines: McpDeadlines;
+  private readonly label: string;
   private readonly resuming: boolean;
   private session: string | undefined;
   private version: string | undefined;
@@ -197,11 +206,15 @@ export class StreamableUpstream implements McpUpstream {
   private readonly timers = new Set<NodeJS.Timeout>();
   /** Response streams of requests still waiting for their answer, by request id (to end them on cancellation). */
   private readonly streams = new Map<RpcId, Readable>();
+  /** Aborts of requests still waiting for their response headers, by request id (cancellation, the deadline). */
+  private readonly calls = new Map<RpcId, AbortController>();
   /** Requests whose answers are no longer wanted (cancelled): their streams end without an error answer. */
   private cancelled: Set<RpcId> | undefined;
 
-  constructor(target: UpstreamTarget, path: string, options: McpConnectOptions, reconnect: ReconnectOptions = DEFAULT_RECONNECT) {
+  constructor(target: UpstreamTarget, path: string, options: McpConnectOptions, reconnect: ReconnectOptions = DEFAULT_RECONNECT, deadlines: McpDeadlines = NO_DEADLINES) {
     this.target = target;
+    this.deadlines = deadlines;
+    this.label = options.label ?? 'the target';
     this.path = path;
     this.onAttempt = options.onAttempt;
     this.extra = options.headers;
@@ -246,17 +259,29 @@ export class StreamableUpstream implements McpUpstream {
     return h;
   }
 
-  private request(method: string, headers: HeaderMap, body?: string, timeoutMs?: number, path = this.path): Promise<UpstreamResponse> {
-    return this.target.request({
-      method,
-      path,
-      headers,
-      body,
-      // DELETE is sent while closing, after the connection's signal aborted: it has its own deadline instead.
-      signal: timeoutMs === undefined ? this.abort.signal : undefined,
-      timeoutMs,
-      onAttempt: this.onAttempt,
-    });
+  /**
+   * One HTTP request. Deadlines (ADR 0019 for MCP targets): the response-start one on every request, the idle one on
+   * answers to requests (`idle`), never on the standalone GET stream, which may rightly stay quiet for hours.
+   */
+  private async request(method: string, headers: HeaderMap, body?: string, timeoutMs?: number, path = this.path, idle = true, signal?: AbortSignal): Promise<UpstreamResponse> {
+    const d = this.deadlines;
+    try {
+      return await this.target.request({
+        method,
+        path,
+        headers,
+        body,
+        // DELETE is sent while closing, after the connection's signal aborted: it has its own deadline instead.
+        signal: timeoutMs === undefined ? (signal ?? this.abort.signal) : undefined,
+        timeoutMs,
+        headersTimeoutMs: timeoutMs === undefined ? d.responseMs : undefined,
+        idleTimeoutMs: idle ? d.idleMs : 0,
+        onAttempt: this.onAttempt,
+      });
+    } catch (err) {
+      if (timeoutMs === undefined && d.responseMs > 0 && isUpstreamTimeout(err)) throw new McpDeadlineError('response', d.responseMs, d.responseSource);
+      throw err;
+    }
   }
 
   /**
@@ -264,7 +289,7 @@ export class StreamableUpstream implements McpUpstream {
    * `/mcp` with 307): 307 and 308 for any method, 301, 302 and 303 for GET, at most MAX_REDIRECTS. A permanent one
    * (301, 308) moves the endpoint for the connection's later requests. Anything else comes back as it is.
    */
-  private async follow(res: UpstreamResponse, method: string, headers: HeaderMap, body?: string, timeoutMs?: number): Promise<UpstreamResponse> {
+  private async follow(res: UpstreamResponse, method: string, headers: HeaderMap, body?: string, timeoutMs?: number, idle = method !== 'GET'): Promise<UpstreamResponse> {
     let path = this.path;
     for (let hops = 0; hops < MAX_REDIRECTS; hops++) {
       const status = res.status;
@@ -274,7 +299,7 @@ export class StreamableUpstream implements McpUpstream {
       discard(res.body);
       if (status === 301 || status === 308) this.path = next;
       path = next;
-      res = await this.request(method, headers, body, timeoutMs, path);
+      res = await this.request(method, headers, body, timeoutMs, path, idle);
     }
     return res;
   }
@@ -282,10 +307,16 @@ export class StreamableUpstream implements McpUpstream {
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) throw new Error('the connection to the target is closed');
     const m = message as { id?: RpcId; method?: string; params?: Json };
+    // Cancelled (by the client, or the gateway's deadline): stop waiting at once, even before the target hears of it.
+    if (m.method === 'notifications/cancelled') this.endCancelled(m.params?.requestId);
+    const call = m.method !== undefined && m.id !== undefined ? new AbortController() : undefined;
+    if (call) this.calls.set(m.id!, call);
     try {
       const headers = (this.postHeaders ??= this.headers(POST_ACCEPT, true));
       const body = JSON.stringify(message);
-      let res = await this.request('POST', headers, body);
+      const signal = call ? AbortSignal.any([this.abort.signal, call.signal]) : undefined;
+      let res = await this.request('POST', headers, body, undefined, this.path, true, signal);
+      if (call) this.calls.delete(m.id!);
       if (res.status >= 300 && res.status < 400) res = await this.follow(res, 'POST', headers, body);
       const sid = res.headers['mcp-session-id'];
       if (typeof sid === 'string' && sid !== '' && sid !== this.session) {
@@ -299,14 +330,19 @@ export class StreamableUpstream implements McpUpstream {
       if (status === 202 || m.method === undefined || m.id === undefined) {
         discard(res.body);
         if (m.method === 'notifications/initialized') this.startGet();
-        else if (m.method === 'notifications/cancelled') this.endCancelled(m.params?.requestId);
         return;
       }
       if (this.closed) return discard(res.body, true);
       const type = mediaType(res.headers);
       if (type === 'text/event-stream') return this.readPostStream(res.body, m.id);
       if (type === 'application/json') {
-        const text = await readAll(res.body, MAX_JSON_BODY);
+        let text: string;
+        try {
+          text = await readAll(res.body, MAX_JSON_BODY);
+        } catch (err) {
+          if (bodyTimedOut(err as Error)) throw new McpDeadlineError('idle', this.deadlines.idleMs, this.deadlines.idleSource);
+          throw err;
+        }
         let value: unknown;
         try {
           value = JSON.parse(text);
@@ -319,6 +355,7 @@ export class StreamableUpstream implements McpUpstream {
       discard(res.body, true);
       throw new StreamableHttpError(-1, `Unexpected content type: ${res.headers['content-type'] ?? '(none)'}`);
     } catch (err) {
+      if (call) this.calls.delete(m.id!);
       this.onerror?.(err as Error);
       throw err;
     }
@@ -412,6 +449,12 @@ export class StreamableUpstream implements McpUpstream {
       if (this.streams.get(id) === body) this.streams.delete(id);
       if (this.closed || outcome.answered) return;
       if (this.cancelled?.delete(id)) return;
+      if (bodyTimedOut(outcome.error)) {
+        // Quiet past the idle deadline: not resumed (the target is stuck, not the connection), answered with an error.
+        const d = this.deadlines;
+        const message = `${this.label} ${new McpDeadlineError('idle', d.idleMs, d.idleSource).message} while answering a request`;
+        return this.deliver({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message } });
+      }
       if (outcome.error) this.onerror?.(new Error(`SSE stream disconnected: ${outcome.error.message}`));
       // Resumable (it gave an event id): ask for the rest with GET + Last-Event-ID, as the SDK client does.
       const lastEventId = outcome.lastEventId ?? resumedFrom;
@@ -425,7 +468,7 @@ export class StreamableUpstream implements McpUpstream {
     this.later(this.delay(failures), async () => {
       let res: UpstreamResponse | undefined;
       try {
-        res = await this.get(lastEventId);
+        res = await this.get(lastEventId, true);
       } catch (err) {
         this.onerror?.(new Error(`Failed to resume an SSE stream: ${(err as Error).message}`));
         return this.resumePost(id, lastEventId, failures + 1);
@@ -448,6 +491,11 @@ export class StreamableUpstream implements McpUpstream {
    */
   private endCancelled(requestId: unknown): void {
     if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const call = this.calls.get(requestId);
+    if (call) {
+      this.calls.delete(requestId);
+      call.abort(new Error('cancelled'));
+    }
     const body = this.streams.get(requestId);
     if (!body) return;
     this.streams.delete(requestId);
@@ -456,11 +504,11 @@ export class StreamableUpstream implements McpUpstream {
   }
 
   /** GET on the endpoint for an SSE stream; undefined when the server offers none (405). */
-  private async get(lastEventId: string | undefined): Promise<UpstreamResponse | undefined> {
+  private async get(lastEventId: string | undefined, idle = false): Promise<UpstreamResponse | undefined> {
     const headers = this.headers('text/event-stream', false);
     if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-    let res = await this.request('GET', headers);
-    if (res.status >= 300 && res.status < 400) res = await this.follow(res, 'GET', headers);
+    let res = await this.request('GET', headers, undefined, undefined, this.path, idle);
+    if (res.status >= 300 && res.status < 400) res = await this.follow(res, 'GET', headers, undefined, undefined, idle);
     if (res.status >= 200 && res.status < 300) return res;
     const text = await excerpt(res.body);
     if (res.status === 405) return undefined;
@@ -543,6 +591,7 @@ export class StreamableUpstream implements McpUpstream {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.abort.abort(new Error('the connection to the target closed'));
+    this.calls.clear();
     this.getBody?.destroy();
     this.getBody = undefined;
     for (const body of this.streams.values()) body.destroy();

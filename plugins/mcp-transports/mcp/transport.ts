@@ -19,8 +19,8 @@ export function compileStreamableTransport(config: TargetAddressConfig, ctx: Com
         return new ModernUpstream(address.url, fetch, options);
       }
       // Legacy-era targets: the lean client on the pool itself (it runs `options.onAttempt` on every request).
-      const { address, target } = binding.get();
-      return new StreamableUpstream(target, address.path, options);
+      const { address, target, deadlines } = binding.get();
+      return new StreamableUpstream(target, address.path, options, undefined, deadlines);
     },
     discover: (options) => {
       probe ??= (async () => {

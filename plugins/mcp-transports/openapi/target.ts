@@ -1,5 +1,7 @@
 import type { CallToolResult, Implementation, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { BackendCompileContext, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
+import { McpDeadlineError, formatMs, isUpstreamTimeout, mcpDeadlines } from '../../lib/mcp/deadlines.ts';
+import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import { buildRequest, errorResult, toToolResult } from './call.ts';
 import { parseConnection } from './connection.ts';
@@ -45,7 +47,8 @@ async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): P
  * config error at the field concerned), and return the transport whose `connect` makes an in-process MCP
  * server per client session. Calls go through one pooled upstream, built by `configure` with the target's
  * effective policies (`backendTLS`: TLS settings and https for a scheme-less `host`; `timeout`: the deadline of
- * each call), or with the backend's policies when `configure` was not called.
+ * each call, else the `config.defaultTimeouts` response and idle deadlines), or with the backend's policies when
+ * `configure` was not called. A call that runs out of time is a JSON-RPC error naming the target and the deadline.
  *
  * Base path: `path` (or the path of a `host` URL) when given, else the path of the document's first
  * `servers[].url`, else none.
@@ -89,13 +92,14 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
   const source = field === 'file' ? config.schema.file : config.schema.url;
 
   /** The pool and deadline, from the target's effective policies (`configure`), else the backend's. */
-  let binding: { origin: string; upstream: UpstreamTarget; timeoutMs: number | undefined } | undefined;
+  let binding: { origin: string; upstream: UpstreamTarget; timeoutMs: number | undefined; deadlines: McpDeadlines } | undefined;
   const configure = (policies: PolicySet | undefined): void => {
     const tls = policies?.facets.tls;
     const connection = parseConnection(config, tls !== undefined);
     if ('field' in connection) return ctx.fail(connection.message, [connection.field]);
     const upstream = ctx.http.target({ origin: connection.origin, tls: connection.secure ? tls : undefined, authority: 'target' });
-    binding = { origin: connection.origin, upstream, timeoutMs: policies?.facets.requestTimeoutMs };
+    const timeoutMs = policies?.facets.requestTimeoutMs;
+    binding = { origin: connection.origin, upstream, timeoutMs, deadlines: mcpDeadlines(policies, ctx) };
   };
 
   return {
@@ -104,7 +108,15 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
     configure,
     connect(options: McpConnectOptions) {
       if (!binding) configure(compilePolicies);
-      const { origin, upstream, timeoutMs } = binding!;
+      const { origin, upstream, timeoutMs, deadlines } = binding!;
+      const label = options.label ?? `the API at ${origin}`;
+      /** A call that ran out of time: a JSON-RPC error naming the target and the deadline (not an `isError` result). */
+      const expired = (err: unknown, idle: boolean): Error => {
+        if (idle) return new Error(`${label} ${new McpDeadlineError('idle', deadlines.idleMs, deadlines.idleSource).describe('tools/call')}`);
+        if (timeoutMs) return new Error(`${label} did not answer \`tools/call\` within ${formatMs(timeoutMs)} (timeout.requestTimeout)`);
+        if (deadlines.responseMs > 0) return new Error(`${label} ${new McpDeadlineError('response', deadlines.responseMs, deadlines.responseSource).describe('tools/call')}`);
+        return err as Error;
+      };
       const logger = options.logger;
       const handler: ToolHandler = {
         serverInfo,
@@ -124,6 +136,8 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
               signal,
               onAttempt: options.onAttempt,
               ...(timeoutMs ? { timeoutMs } : {}),
+              headersTimeoutMs: deadlines.responseMs,
+              idleTimeoutMs: deadlines.idleMs,
             });
             const text = await readText(response.body, MAX_RESPONSE_BYTES);
             const contentType = response.headers['content-type'];
@@ -131,6 +145,7 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
             return toToolResult({ status: response.status, contentType, text });
           } catch (err) {
             if (signal.aborted) throw err;
+            if (isUpstreamTimeout(err)) throw expired(err, (err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT');
             logger.debug('openapi tool call failed', { tool: name, method: built.method, path: built.path, error: (err as Error).message });
             return errorResult(`Calling ${built.method} ${origin}${built.path} for tool '${name}' failed: ${(err as Error).message}`);
           }

@@ -19,8 +19,20 @@ interface KeyEntry {
   readonly attribute: ApiKeyAttribute;
 }
 
-/** Where apiKey looks for a key (DECIDED 7). */
-const API_KEY_HEADERS: readonly string[] = Object.freeze(['x-api-key', 'authorization']);
+/**
+ * Where apiKey looks for a key (DECIDED 7), plus `x-goog-api-key`, where Gemini SDK clients send theirs: read so a
+ * Gemini client can authenticate, and declared so it is removed before any upstream (docs/security.md).
+ */
+const API_KEY_HEADERS: readonly string[] = Object.freeze(['x-api-key', 'x-goog-api-key', 'authorization']);
+
+/** The first non-empty one of the key headers, in preference order; else the bearer token. */
+function presentedKey(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+  for (const name of ['x-api-key', 'x-goog-api-key']) {
+    const value = headers[name];
+    if (typeof value === 'string' && value.length > 0) return value.trim();
+  }
+  return bearerToken(headers.authorization as string | undefined);
+}
 
 const sha256 = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
 
@@ -56,12 +68,11 @@ export function compileApiKey(config: ApiKeyConfig, ctx: CompileContext): Policy
   const mode = config.mode ?? 'optional';
 
   return {
-    // Both are removed before the request goes upstream, whichever carried the key (ADR 0015).
+    // All are removed before the request goes upstream, whichever carried the key (ADR 0015).
     credentialHeaders: API_KEY_HEADERS,
     onRequest(ex) {
-      // x-api-key is preferred when both are sent.
-      const header = ex.headers['x-api-key'];
-      const presented = typeof header === 'string' && header.length > 0 ? header.trim() : bearerToken(ex.headers.authorization);
+      // x-api-key is preferred, then x-goog-api-key, then the bearer token.
+      const presented = presentedKey(ex.headers);
       if (presented === undefined) return mode === 'strict' ? reject('no API Key found') : undefined;
       const entry = match(entries, presented);
       if (entry === undefined) return mode === 'permissive' ? undefined : reject('invalid credentials');
