@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { compileError, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
@@ -70,6 +71,7 @@ describe('LLM costs', () => {
                   aiRoute('/builtin', ai('builtin')),
                   aiRoute('/override', ai('override', { costs: { prices: { 'gpt-4o': { input: 1, output: 2 }, 'team-*': { input: 0.5, output: 1.5 } } } })),
                   aiRoute('/file', ai('file', { costs: { catalog: catalogFile } })),
+                  aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { testAi: { routes: { '/v1/messages': 'messages' } } }),
                   aiRoute('/claude', { name: 'claude', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${cacheUpstream.port}` }),
                 ],
               },
@@ -116,6 +118,19 @@ describe('LLM costs', () => {
     const want = cost({ input: 1, cachedInput: 0.1, cacheCreationInput: 1.25, output: 5 }, 1000, 50, 800, 100);
     assert.equal(log['llm.cost'], want);
     assert.equal(series(await metrics(), 'switchyard_llm_cost_usd_total{provider="anthropic",model="claude-haiku-4-5"}'), want);
+  });
+
+  it('prices a stream from the usage its events carry (Anthropic: input first, output at the end)', async () => {
+    const client = new Anthropic({ baseURL: `${base}/an`, apiKey: 'sk-ant-test', maxRetries: 0 });
+    const stream = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    for await (const _event of stream) void _event;
+    const log = (await accessRecords(gw, '/an/v1/messages', 1)).at(-1)!;
+    assert.equal(log['llm.streaming'], true);
+    const want = cost({ input: 3, output: 15 }, 11, 5);
+    assert.equal(log['llm.cost'], want);
+    assert.equal(log.spend, want);
+    const counted = series(await metrics(), 'switchyard_llm_cost_usd_total{provider="anthropic",model="claude-sonnet-4-5"}')!;
+    assert.ok(Math.abs(counted - want) < 1e-15, `the counter grew by the cost (${counted} vs ${want}), in steps as usage arrived`);
   });
 
   it('an inline price in ai.costs replaces the catalog for that backend (wildcards too)', async () => {
