@@ -2,7 +2,7 @@
 // target's REST API that accepts a call and never answers fails the client's request with a JSON-RPC error naming
 // the target and the deadline (`config.defaultTimeouts.backendRequestTimeout`, shortened here), and the upstream
 // request is aborted; a target `timeout` policy replaces the default (`requestTimeout`, `streamIdleTimeout`); the
-// standalone GET stream is never cut for being quiet.
+// standalone GET stream is never cut for being quiet. The legacy `sse` transport goes through the fetch adapter.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -234,6 +234,59 @@ describe('mcp target deadlines: an OpenAPI target whose API never answers', () =
       const r = await timedCall(gw, 'late');
       assert.equal(r.error, undefined, r.error?.message);
       assert.deepEqual(r.result?.structuredContent, { ok: true });
+    } finally {
+      await gw.stop();
+    }
+  });
+});
+
+describe('mcp target deadlines: a legacy SSE target whose POST never answers', () => {
+  let server: Server;
+  let port = 0;
+  let stream: ServerResponse | undefined;
+  const hung: { closed: boolean }[] = [];
+  before(async () => {
+    server = createServer((req, res) => {
+      if (req.method === 'GET') {
+        stream = res;
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        res.write('event: endpoint\ndata: /messages?sessionId=s1\n\n');
+        return;
+      }
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const m = JSON.parse(Buffer.concat(chunks).toString()) as Json;
+        if (m.method === 'tools/call') {
+          const h = { closed: false };
+          hung.push(h);
+          res.on('close', () => (h.closed = !res.writableEnded));
+          return;
+        }
+        res.writeHead(202).end('Accepted');
+        if (m.id === undefined) return;
+        const result = m.method === 'initialize'
+          ? { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'legacy', version: '1' } }
+          : m.method === 'tools/list' ? { tools: [{ name: 'hang', inputSchema: { type: 'object' } }] } : {};
+        stream?.write(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result })}\n\n`);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  it('the default response deadline fails tools/call naming the target and aborts the POST', async () => {
+    const gw = await startMcpGateway({ targets: [{ name: 'old', sse: { host: '127.0.0.1', port } }] }, { staticConfig: { defaultTimeouts: { backendRequestTimeout: '1s' } } });
+    try {
+      const r = await timedCall(gw, 'hang');
+      assert.ok(r.error, `expected an error, got ${JSON.stringify(r.result)}`);
+      assert.match(r.error.message, /target `old` \(sse: .*\) did not answer `tools\/call` within 1s \(config\.defaultTimeouts\.backendRequestTimeout\)/);
+      assert.ok(r.ms >= 900 && r.ms < 6000, `answered after ${r.ms} ms`);
+      await waitFor(() => hung.at(-1)?.closed === true, 'the POST to be aborted', 5000);
     } finally {
       await gw.stop();
     }
