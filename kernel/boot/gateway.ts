@@ -200,17 +200,23 @@ export class Gateway {
     return this.reloading;
   }
 
+  /** Reload outcomes on /metrics: `applied`, `invalid` (did not compile), `unreadable` (the file could not be read). */
+  private reloads(): ReturnType<MetricsRegistry['counter']> {
+    return this.s.metrics.counter('switchyard_config_reloads_total', 'Config reloads, by result (applied, invalid, unreadable).');
+  }
+
   private async doReload(given?: string): Promise<boolean> {
     if (this.stopping) return false;
     let text: string;
     try {
       text = given ?? (await this.readText());
     } catch (err) {
+      this.reloads().inc({ result: 'unreadable' });
       this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
       return false;
     }
     if (text === this.lastText) return false;
-    const reloads = this.s.metrics.counter('switchyard_config_reloads_total', 'Config reloads, by result.');
+    const reloads = this.reloads();
     let next: Snapshot;
     try {
       next = await this.compile(text);
