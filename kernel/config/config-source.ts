@@ -28,6 +28,25 @@ export function parseConfigSource(file: string, text: string): ConfigSource {
 }
 
 /**
+ * The source of a config that was parsed without positions (fast-parse.ts): the positioned parse runs the first
+ * time `doc` or `lines` is read, that is only when an error must be positioned.
+ */
+export function lazyConfigSource(file: string, text: string): ConfigSource {
+  let parsed: ConfigSource | undefined;
+  const full = (): ConfigSource => (parsed ??= parseConfigSource(file, text));
+  return {
+    file,
+    text,
+    get doc() {
+      return full().doc;
+    },
+    get lines() {
+      return full().lines;
+    },
+  };
+}
+
+/**
  * Find the position of the value at `path` (or of its key, with `atKey`). When the path goes further than the
  * document (a missing required key), the deepest existing node is used.
  */

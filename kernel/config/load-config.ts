@@ -1,9 +1,10 @@
 import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
-import { parseConfigSource } from './config-source.ts';
+import { lazyConfigSource, parseConfigSource } from './config-source.ts';
 import { expandEnv } from './expand-env.ts';
+import { parseWithoutPositions } from './fast-parse.ts';
 import { ConfigLoadError } from './format-issues.ts';
-import { redactConfig } from './redact-config.ts';
+import { collectSecrets } from './redact-config.ts';
 import { positionRedacted } from './redact-issues.ts';
 import { SecretMarks } from './secret-marks.ts';
 import type { ConfigValidator } from './validate-config.ts';
@@ -25,10 +26,17 @@ export interface ParsedConfig {
   readonly secrets: SecretMarks;
   /** Unset variables: reported after validation, so their frames know where the secrets are. */
   readonly envIssues: readonly SourcedIssue[];
+  /** Parsed without positions (fast-parse.ts): an invalid config is parsed again with them before reporting. */
+  readonly positionless?: boolean;
 }
 
-/** Parse and expand `${VAR}`. Throws ConfigLoadError on a YAML syntax error. */
-export function parseConfigText(file: string, text: string, env: NodeJS.ProcessEnv = process.env): ParsedConfig {
+/**
+ * Parse and expand `${VAR}`. Throws ConfigLoadError on a YAML syntax error. Valid text without `${` and the like
+ * is parsed without node positions (fast-parse.ts, about 6× faster); `positions` forces the positioned parse.
+ */
+export function parseConfigText(file: string, text: string, env: NodeJS.ProcessEnv = process.env, positions = false): ParsedConfig {
+  const fast = positions ? undefined : parseWithoutPositions(text);
+  if (fast !== undefined) return { source: lazyConfigSource(file, text), value: fast, secrets: new SecretMarks(), envIssues: [], positionless: true };
   const source = parseConfigSource(file, text);
   if (source.doc.errors.length > 0) {
     const issues: SourcedIssue[] = source.doc.errors.map((e) => ({
@@ -58,17 +66,21 @@ export function pluginListOf(parsed: ParsedConfig): string[] {
 /** Validate a parsed config. Throws ConfigLoadError with every problem positioned. */
 export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator): LoadedConfig {
   const { source, value, secrets, envIssues } = parsed;
+  // An invalid config parsed without positions: report exactly what the positioned parse reports.
+  const again = (): LoadedConfig => validateParsed(parseConfigText(source.file, source.text, {}, true), validator);
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    if (parsed.positionless) return again();
     const issue = { code: ErrorCode.configSchema, path: [], message: 'the config must be a mapping with `binds` and `backends`' };
     throw new ConfigLoadError(positionRedacted(source, envIssues.length > 0 ? envIssues : [issue], secrets));
   }
   // Validated even when a variable is missing, so the frames of those errors know where the secrets are.
   const issues = validator.validate(value, secrets);
+  if (issues.length > 0 && parsed.positionless) return again();
   secrets.bindEnv(value);
   if (envIssues.length > 0) throw new ConfigLoadError(positionRedacted(source, envIssues, secrets, value));
   if (issues.length > 0) throw new ConfigLoadError(positionRedacted(source, issues, secrets, value));
   const hidden = new Set<string>();
-  redactConfig(value, secrets, hidden);
+  collectSecrets(value, secrets, hidden);
   return { source, value: value as Record<string, unknown>, secrets, hidden };
 }
 

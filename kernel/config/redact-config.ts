@@ -11,6 +11,15 @@ type Key = string | number;
  * so the process log can scrub them too.
  */
 export function redactConfig(value: unknown, marks: SecretMarks | undefined, hidden?: Set<string>): unknown {
+  return redactWalk(value, marks, hidden, true);
+}
+
+/** Only fill `hidden` with the config's secret strings, without building the redacted copy. */
+export function collectSecrets(value: unknown, marks: SecretMarks | undefined, hidden: Set<string>): void {
+  redactWalk(value, marks, hidden, false);
+}
+
+function redactWalk(value: unknown, marks: SecretMarks | undefined, hidden: Set<string> | undefined, copy: boolean): unknown {
   const hideAll = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(hideAll);
     if (typeof v === 'object' && v !== null) {
@@ -54,10 +63,18 @@ export function redactConfig(value: unknown, marks: SecretMarks | undefined, hid
   const walk = (v: unknown, mark: SecretMark | undefined, headerItem: boolean): unknown => {
     if (Array.isArray(v)) {
       const ctx: Context = { headerList: mark?.headers === true };
+      if (!copy) {
+        for (let i = 0; i < v.length; i++) child(v, i, v[i], ctx);
+        return v;
+      }
       return v.map((x, i) => child(v, i, x, ctx));
     }
     if (typeof v !== 'object' || v === null) return v;
     const ctx: Context = { headerMap: mark?.headers === true, headerItem };
+    if (!copy) {
+      for (const k of Object.keys(v)) child(v, k, (v as Record<string, unknown>)[k], ctx);
+      return v;
+    }
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) out[k] = child(v, k, x, ctx);
     return out;

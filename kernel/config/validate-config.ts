@@ -329,13 +329,15 @@ function usedKeys(config: unknown, slotKeys: ReadonlySet<string>): Set<string> {
     const node = stack.pop();
     if (typeof node !== 'object' || node === null || seen.has(node)) continue;
     seen.add(node);
+    // Only objects are pushed, and no entry pairs are built: this visits every node of a 100,000-route config.
     if (Array.isArray(node)) {
-      for (const n of node) stack.push(n);
+      for (const n of node) if (typeof n === 'object' && n !== null) stack.push(n);
       continue;
     }
-    for (const [k, v] of Object.entries(node)) {
+    for (const k of Object.keys(node)) {
       if (slotKeys.has(k)) used.add(k);
-      stack.push(v);
+      const v = (node as Record<string, unknown>)[k];
+      if (typeof v === 'object' && v !== null) stack.push(v);
     }
   }
   return used;

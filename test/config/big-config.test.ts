@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseDocument } from 'yaml';
+import { parseConfigText } from '../../kernel/config/load-config.ts';
+import { compileError, headlines, yaml } from './helpers.ts';
+
+// Issue 14 item 8: a large config is parsed without node positions (js-yaml, about 6× faster than the positioned
+// `yaml` parse); the positioned parse runs only when an error must be shown, or for what needs it (`${VAR}`).
+
+const positioned = (text: string): unknown => parseDocument(text, { uniqueKeys: true, merge: true, strict: true }).toJS();
+
+describe('config load: the parse without positions', () => {
+  it('plain YAML and JSON take it; `${VAR}`, anchors, aliases, tags, merge keys and directives do not', () => {
+    assert.equal(parseConfigText('c.yaml', yaml('binds:', '  - port: 8080', '    listeners: []')).positionless, true);
+    assert.equal(parseConfigText('c.json', '{"binds": [{"port": 8080, "listeners": []}]}').positionless, true);
+    // CEL operators are not YAML indicators.
+    assert.equal(parseConfigText('c.yaml', yaml('a: x != y && !z', 'b: 2 * 3')).positionless, undefined, '`!z` looks like a tag: positioned');
+    assert.equal(parseConfigText('c.yaml', yaml('a: x != y && z', 'b: 2 * 3')).positionless, true);
+    for (const text of ['a: ${PORT}', 'a: &x 1\nb: *x', 'a: !!str 1', 'a: {b: 1}\nc:\n  <<: {d: 2}', '%YAML 1.1\n---\na: yes', '? a\n: 1']) {
+      assert.notEqual(parseConfigText('c.yaml', text, { PORT: '1' }).positionless, true, text);
+    }
+  });
+
+  it('gives the values the positioned parse gives (YAML 1.2 core schema)', () => {
+    const text = yaml(
+      'ints: [1, -2, +3, 007, 0o17, 0x1F]',
+      'floats: [1.5, .5, -1e3, 1.0, .inf, -.Inf]',
+      'words: [yes, no, on, True, FALSE, ~, null, Null, 2001-12-14, 1_000, 0b11]',
+      'quoted: ["a\\tb", \'it\'\'s\', "\\u00e9"]',
+      'literal: |',
+      '  one',
+      '  two',
+      'folded: >-',
+      '  one',
+      '  two',
+      'url: http://x:80/a#b',
+      'empty:',
+    );
+    const parsed = parseConfigText('c.yaml', text);
+    assert.equal(parsed.positionless, true);
+    assert.deepEqual(parsed.value, positioned(text));
+  });
+
+  it('falls back to the positioned parse for what it refuses: duplicate keys and syntax errors keep their positions', async () => {
+    assert.equal(parseConfigText('c.yaml', 'a: 1\nb: 2\n').positionless, true);
+    assert.throws(() => parseConfigText('c.yaml', 'a: 1\na: 2\n'), /c\.yaml:2:1/);
+    const err = await compileError(yaml('binds:', '  - port: 8080', '    listeners:', '      - routes: []', '    port: 8081'));
+    assert.match(headlines(err)[0]!, /^test\.yaml:5:5: /);
+  });
+
+  it('an invalid config parsed without positions is reported with line, column and path', async () => {
+    const err = await compileError(yaml('binds:', '  - port: 8080', '    listners:', '      - routes: []'));
+    assert.deepEqual(headlines(err), [
+      'test.yaml:3:5: unknown key `listners`; did you mean `listeners`? (at binds[0].listners) [SWY_ERR_CONFIG_UNKNOWN_KEY]',
+    ]);
+  });
+});
