@@ -1,0 +1,45 @@
+// Bounded label cardinality (issue 12 item 2): past 1000 label sets a metric counts the rest in one `other` series.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { MAX_SERIES_PER_METRIC, MetricsRegistry } from '../../kernel/telemetry/metrics.ts';
+
+const lines = (text: string, prefix: string): string[] => text.split('\n').filter((l) => l.startsWith(prefix));
+
+describe('metric label cardinality', () => {
+  it('caps histogram series at 1000 label sets, then observes into `other`', () => {
+    const r = new MetricsRegistry();
+    const h = r.histogram('t_seconds', 'test', ['target', 'tool'], [1, 2]);
+    for (let i = 0; i < MAX_SERIES_PER_METRIC + 50; i++) h.observe({ target: 't', tool: `tool${i}` }, 0.5);
+    const text = r.render();
+    const counts = lines(text, 't_seconds_count{');
+    assert.equal(counts.length, MAX_SERIES_PER_METRIC + 1);
+    assert.ok(counts.includes('t_seconds_count{target="other",tool="other"} 50'));
+    assert.ok(counts.includes('t_seconds_count{target="t",tool="tool0"} 1'));
+    // An existing series keeps counting after the cap.
+    h.observe({ target: 't', tool: 'tool0' }, 1.5);
+    assert.ok(r.render().includes('t_seconds_bucket{target="t",tool="tool0",le="2"} 2'));
+  });
+
+  it('caps counter series the same way', () => {
+    const r = new MetricsRegistry();
+    const c = r.counter('t_total', 'test');
+    for (let i = 0; i < MAX_SERIES_PER_METRIC + 3; i++) c.inc({ model: `m${i}` });
+    const series = lines(r.render(), 't_total{');
+    assert.equal(series.length, MAX_SERIES_PER_METRIC + 1);
+    assert.ok(series.includes('t_total{model="other"} 3'));
+  });
+
+  it('escapes label values and renders cumulative buckets', () => {
+    const r = new MetricsRegistry();
+    const child = r.histogram('e_seconds', 'test', ['backend'], [0.1, 1]).child('a"b\\c');
+    child.observe(0.05);
+    child.observe(0.5);
+    child.observe(5);
+    const text = r.render();
+    assert.ok(text.includes('# TYPE e_seconds histogram'));
+    assert.ok(text.includes('e_seconds_bucket{backend="a\\"b\\\\c",le="0.1"} 1'));
+    assert.ok(text.includes('e_seconds_bucket{backend="a\\"b\\\\c",le="1"} 2'));
+    assert.ok(text.includes('e_seconds_bucket{backend="a\\"b\\\\c",le="+Inf"} 3'));
+    assert.ok(text.includes('e_seconds_count{backend="a\\"b\\\\c"} 3'));
+  });
+});
