@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { rename } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { request } from 'undici';
@@ -172,6 +173,16 @@ describe('metrics: upstreams, process, config', () => {
     const ok = await scrape(gw);
     assert.ok(value(ok, 'switchyard_config_generation')! > generation);
     assert.equal(value(ok, 'switchyard_config_reloads_total', { result: 'applied' }), 1);
+    // A config file that cannot be read is a failed reload too.
+    await rename(gw.file, `${gw.file}.away`);
+    try {
+      assert.equal(await gw.gateway.reload(), false);
+    } finally {
+      await rename(`${gw.file}.away`, gw.file);
+    }
+    const unreadable = await scrape(gw);
+    assert.equal(value(unreadable, 'switchyard_config_reloads_total', { result: 'unreadable' }), 1);
+    assert.equal(value(unreadable, 'switchyard_config_generation'), value(ok, 'switchyard_config_generation'));
   });
 });
 
