@@ -21,7 +21,7 @@ function set(entries: [string, PolicyInstance, PolicyPlugin['phase']?][]): Compi
 
 function exchange(): ExchangeImpl {
   const socket = Object.assign(new EventEmitter(), { remoteAddress: '127.0.0.1', remotePort: 5000 });
-  const req = Object.assign(new EventEmitter(), { method: 'POST', url: '/mcp?x=1', headers: { host: 'gw.example', 'x-client': 'c' }, socket }) as unknown as IncomingMessage;
+  const req = Object.assign(new EventEmitter(), { method: 'POST', url: '/mcp?x=1', headers: { host: 'gw.example', 'x-client': 'c' }, rawHeaders: ['Host', 'gw.example', 'x-client', 'c'], socket }) as unknown as IncomingMessage;
   return new ExchangeImpl(req, undefined, 'http', 'gw.example', '/mcp', '?x=1', 0);
 }
 
