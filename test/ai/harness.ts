@@ -1,9 +1,12 @@
 // Shared wiring of the LLM tests: the preset with the `ai` backend and its providers, aimock (a real LLM mock
 // speaking every provider's API) in-process on a loopback port, a gateway in front, and the access-log records.
+import assert from 'node:assert/strict';
 import { createServer, request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LLMock } from '@copilotkit/aimock';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
 import { definePolicy, localReply } from 'switchyard/sdk';
 import type { Exchange } from 'switchyard/sdk';
 import { fullPreset } from '../../plugins/presets/full.ts';
@@ -167,6 +170,28 @@ export async function startAiGateway(routes: Record<string, unknown>[], env?: No
     { preset: aiPreset, env },
   );
   return { ...gw, port, base: `http://127.0.0.1:${port}` };
+}
+
+/** The real SDK clients on `<base()><prefix>`, never retrying (a retry would hide the answer under test). */
+export function sdkClients(base: () => string, defaultKey: string): {
+  openai: (prefix: string, apiKey?: string, extra?: Partial<ConstructorParameters<typeof OpenAI>[0]>) => OpenAI;
+  anthropic: (prefix: string, apiKey?: string, extra?: Partial<ConstructorParameters<typeof Anthropic>[0]>) => Anthropic;
+} {
+  return {
+    openai: (prefix, apiKey = defaultKey, extra = {}) => new OpenAI({ baseURL: `${base()}${prefix}/v1`, apiKey, maxRetries: 0, ...extra }),
+    anthropic: (prefix, apiKey = defaultKey, extra = {}) => new Anthropic({ baseURL: `${base()}${prefix}`, apiKey, maxRetries: 0, ...extra }),
+  };
+}
+
+/** The error a call that must fail raised, checked to be a `type` (an SDK's typed error class). */
+export async function rejection<T>(promise: Promise<unknown>, type: abstract new (...args: never[]) => T): Promise<T> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof type, `expected ${type.name}, got ${(err as Error).constructor.name}: ${(err as Error).message}`);
+    return err;
+  }
+  assert.fail('the call succeeded');
 }
 
 /** A route on `/<prefix>` whose only backend is `ai: <ai>`, with optional route policies. */

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { aiRoute, startAiGateway, startMock } from './harness.ts';
+import { aiRoute, rejection, sdkClients, startAiGateway, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
 
 const KEY = 'sk-gateway-key-1';
@@ -17,16 +17,6 @@ const ROUTES = { testAi: { routes: { '/v1/messages': 'messages', '*': 'completio
 
 /** A fetch that sends `{bad json` instead of the body the SDK serialized (the SDKs cannot be made to send it). */
 const corruptingFetch: typeof fetch = (input, init) => fetch(input, { ...init, body: '{bad json' });
-
-async function rejection<T>(promise: Promise<unknown>, type: abstract new (...args: never[]) => T): Promise<T> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof type, `expected ${type.name}, got ${(err as Error).constructor.name}: ${(err as Error).message}`);
-    return err;
-  }
-  assert.fail('the call succeeded');
-}
 
 describe('gateway-made errors on LLM routes take the client API\'s shape', () => {
   let mock: Mock;
@@ -54,10 +44,7 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const openai = (prefix: string, apiKey = KEY, extra: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI =>
-    new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey, maxRetries: 0, ...extra });
-  const anthropic = (prefix: string, apiKey = KEY, extra: Partial<ConstructorParameters<typeof Anthropic>[0]> = {}): Anthropic =>
-    new Anthropic({ baseURL: `${gw.base}${prefix}`, apiKey, maxRetries: 0, ...extra });
+  const { openai, anthropic } = sdkClients(() => gw.base, KEY);
   const chat = (c: OpenAI) => c.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hello' }] });
   const message = (c: Anthropic) => c.messages.create({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] });
 

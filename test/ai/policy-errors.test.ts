@@ -15,23 +15,13 @@ import type { TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { aiRoute, startAiGateway, startMock } from './harness.ts';
+import { aiRoute, rejection, sdkClients, startAiGateway, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
 
 const ROUTES = { '/v1/messages': 'messages', ':generateContent': 'generateContent', '*': 'completions' };
 const STUB = { testAi: { routes: ROUTES } };
 const GUARD_FAILED = 'failed to process LLM request: prompt guard failed';
 const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-
-async function rejection<T>(promise: Promise<unknown>, type: abstract new (...args: never[]) => T): Promise<T> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof type, `expected ${type.name}, got ${(err as Error).constructor.name}: ${(err as Error).message}`);
-    return err;
-  }
-  assert.fail('the call succeeded');
-}
 
 describe('policy and guard errors on LLM routes take the client API\'s shape', () => {
   let mock: Mock;
@@ -103,10 +93,7 @@ describe('policy and guard errors on LLM routes take the client API\'s shape', (
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const openai = (prefix: string, apiKey = 'k', extra: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI =>
-    new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey, maxRetries: 0, ...extra });
-  const anthropic = (prefix: string, apiKey = 'k', extra: Partial<ConstructorParameters<typeof Anthropic>[0]> = {}): Anthropic =>
-    new Anthropic({ baseURL: `${gw.base}${prefix}`, apiKey, maxRetries: 0, ...extra });
+  const { openai, anthropic } = sdkClients(() => gw.base, 'k');
   const chat = (c: OpenAI, content = 'hello') => c.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content }] });
   const message = (c: Anthropic, content = 'hello') => c.messages.create({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content }] });
 

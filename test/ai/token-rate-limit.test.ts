@@ -8,20 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { aiRoute, startAiGateway, startMock } from './harness.ts';
+import { aiRoute, rejection, sdkClients, startAiGateway, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
 
 const tokens = (maxTokens: number, fillInterval = '1h') => ({ localRateLimit: [{ maxTokens, tokensPerFill: maxTokens, fillInterval, type: 'tokens' }] });
-
-async function rejection<T>(promise: Promise<unknown>, type: abstract new (...args: never[]) => T): Promise<T> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof type, `expected ${type.name}, got ${(err as Error).constructor.name}: ${(err as Error).message}`);
-    return err;
-  }
-  assert.fail('the call succeeded');
-}
 
 describe('localRateLimit type: tokens on an ai route', () => {
   let mock: Mock;
@@ -43,7 +33,7 @@ describe('localRateLimit type: tokens on an ai route', () => {
     await mock?.stop();
   });
 
-  const openai = (prefix: string) => new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+  const { openai } = sdkClients(() => gw.base, 'sk-test');
   const hello = (c: OpenAI) => c.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hello' }] }).withResponse();
   const upstreamCalls = async () => (await mock.journal()).length;
 
