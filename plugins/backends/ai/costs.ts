@@ -1,8 +1,7 @@
 import { resolve } from 'node:path';
-import { unwatchFile, watchFile } from 'node:fs';
-import type { Stats } from 'node:fs';
 import { readLocalFile } from 'switchyard/sdk';
 import type { BackendCompileContext, Logger } from 'switchyard/sdk';
+import { WatchedFile } from '../../lib/watched-file/watched-file.ts';
 import { lookupPrice, parsePriceCatalog, PriceCatalogError, priceTable } from '../../lib/llm/prices.ts';
 import type { ModelPrice, PriceCatalog, PriceTable } from '../../lib/llm/prices.ts';
 import builtin from './default-prices.json' with { type: 'json' };
@@ -17,8 +16,6 @@ export interface AiCostsConfig {
 
 /** Largest catalog file read (a catalog of every model of every provider is well under 1 MiB). */
 const CATALOG_LIMIT = 4 * 1024 * 1024;
-/** How often the catalog file's status is polled for changes. */
-const WATCH_INTERVAL_MS = 1000;
 
 /** The built-in catalog, parsed once (a unit test keeps it valid). */
 let builtinCatalog: PriceCatalog | undefined;
@@ -33,46 +30,33 @@ export function builtinPrices(): PriceCatalog {
  */
 class CatalogFile {
   catalog: PriceCatalog | undefined;
-  private readonly path: string;
-  private readonly logger: Logger;
-  private watching = false;
-  private loading: Promise<unknown> = Promise.resolve();
-  private readonly onChange = (curr: Stats, prev: Stats): void => {
-    if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ino === prev.ino) return;
-    if (curr.nlink === 0 && curr.mtimeMs === 0) {
-      this.logger.warn('price catalog removed; keeping the prices already loaded', { file: this.path });
-      return;
-    }
-    this.load().then(
-      () => this.logger.info('price catalog reloaded', { file: this.path }),
-      (err: unknown) => this.logger.error('price catalog change ignored; keeping the previous prices', { file: this.path, error: (err as Error).message }),
-    );
-  };
+  private readonly file: WatchedFile;
 
   constructor(path: string, logger: Logger) {
-    this.path = path;
-    this.logger = logger;
+    this.file = new WatchedFile(path, {
+      removed: () => logger.warn('price catalog removed; keeping the prices already loaded', { file: path }),
+      changed: () =>
+        this.load().then(
+          () => logger.info('price catalog reloaded', { file: path }),
+          (err: unknown) => logger.error('price catalog change ignored; keeping the previous prices', { file: path, error: (err as Error).message }),
+        ),
+    });
   }
 
   /** Read and parse now; rejects with a message (positioned in the file) and keeps the old prices. */
   load(): Promise<void> {
-    const next = this.loading.then(async () => {
-      const text = await readLocalFile(this.path, CATALOG_LIMIT);
-      this.catalog = parsePriceCatalog(text, this.path);
+    return this.file.serialize(async () => {
+      const text = await readLocalFile(this.file.path, CATALOG_LIMIT);
+      this.catalog = parsePriceCatalog(text, this.file.path);
     });
-    this.loading = next.catch(() => undefined);
-    return next;
   }
 
   watch(): void {
-    if (this.watching) return;
-    this.watching = true;
-    watchFile(this.path, { interval: WATCH_INTERVAL_MS, persistent: false }, this.onChange);
+    this.file.watch();
   }
 
   close(): void {
-    if (this.watching) unwatchFile(this.path, this.onChange);
-    this.watching = false;
+    this.file.close();
   }
 }
 

@@ -1,11 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { unwatchFile, watchFile } from 'node:fs';
-import type { Stats } from 'node:fs';
 import apacheCrypt from 'apache-crypt';
 import apacheMd5Module from 'apache-md5';
 import bcrypt from 'bcryptjs';
 import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
 import type { Logger } from 'switchyard/sdk';
+import { WatchedFile } from '../../lib/watched-file/watched-file.ts';
 import { parseShaCryptSetting, ROUNDS_MAX, ROUNDS_MIN, shaCryptAsync } from './sha-crypt.ts';
 
 // apache-md5 is CommonJS (`module.exports = fn`) while its typings say `export default`: the default import is the
@@ -126,9 +125,6 @@ export function verifyPassword(entry: HtpasswdEntry, password: Buffer): boolean 
 
 export { parseShaCryptSetting };
 
-/** How often the file's status is polled for changes. */
-const WATCH_INTERVAL_MS = 1000;
-
 /**
  * An htpasswd file and its parsed users, kept in the plugin resource cache (one per path, shared by every route
  * naming it, kept across reloads). `load()` reads it at config load; a watcher re-reads it when it changes. A
@@ -140,21 +136,15 @@ export class HtpasswdStore {
   /** Changes whenever `entries` is replaced (a cache of verified credentials keys on it). */
   version = 0;
   private readonly logger: Logger;
-  private watching = false;
-  /** Loads run one after another, so an older read never replaces the users of a newer one. */
-  private loading: Promise<unknown> = Promise.resolve();
-  private readonly onChange = (curr: Stats, prev: Stats): void => {
-    if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ino === prev.ino) return;
-    if (curr.nlink === 0 && curr.mtimeMs === 0) {
-      this.logger.warn('htpasswd file removed; keeping the users already loaded', { file: this.path });
-      return;
-    }
-    void this.reloadFromDisk();
-  };
+  private readonly file: WatchedFile;
 
   constructor(path: string, logger: Logger) {
     this.path = path;
     this.logger = logger;
+    this.file = new WatchedFile(path, {
+      removed: () => logger.warn('htpasswd file removed; keeping the users already loaded', { file: path }),
+      changed: () => void this.reloadFromDisk(),
+    });
   }
 
   /**
@@ -163,9 +153,7 @@ export class HtpasswdStore {
    * with a FileReadError when it cannot be read (the old users are kept too).
    */
   load(): Promise<string[] | undefined> {
-    const next = this.loading.then(() => this.loadNow());
-    this.loading = next;
-    return next;
+    return this.file.serialize(() => this.loadNow());
   }
 
   private async loadNow(): Promise<string[] | undefined> {
@@ -179,9 +167,7 @@ export class HtpasswdStore {
 
   /** Start watching for changes (idempotent). */
   watch(): void {
-    if (this.watching) return;
-    this.watching = true;
-    watchFile(this.path, { interval: WATCH_INTERVAL_MS, persistent: false }, this.onChange);
+    this.file.watch();
   }
 
   private async reloadFromDisk(): Promise<void> {
@@ -196,7 +182,6 @@ export class HtpasswdStore {
   }
 
   close(): void {
-    if (this.watching) unwatchFile(this.path, this.onChange);
-    this.watching = false;
+    this.file.close();
   }
 }
