@@ -14,7 +14,8 @@ function needsDocument(text: string): boolean {
     const at = m.index;
     const before = at === 0 ? '\n' : text[at - 1]!;
     const after = text[at + 1] ?? '\n';
-    if (!/[\s[{,]/.test(before)) continue;
+    // `:` too: in a flow mapping a value may follow a quoted key's colon directly (`{"a":*x}`).
+    if (!/[\s[{,:]/.test(before)) continue;
     const c = m[0];
     if (c === '%' ? before === '\n' : c === '!' ? after !== '=' : c === '?' ? /\s/.test(after) : !/[\s,[\]{}&*=]/.test(after)) return true;
   }

@@ -74,7 +74,7 @@ export function validateParsed(parsed: ParsedConfig, validator: ConfigValidator)
     throw new ConfigLoadError(positionRedacted(source, envIssues.length > 0 ? envIssues : [issue], secrets));
   }
   // Validated even when a variable is missing, so the frames of those errors know where the secrets are.
-  const issues = validator.validate(value, secrets);
+  const issues = validator.validate(value, secrets, parsed.positionless === true);
   if (issues.length > 0 && parsed.positionless) return again();
   secrets.bindEnv(value);
   if (envIssues.length > 0) throw new ConfigLoadError(positionRedacted(source, envIssues, secrets, value));

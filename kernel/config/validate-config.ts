@@ -129,8 +129,8 @@ export class ConfigValidator {
   }
 
   /** The validator for the plugin keys this config uses, compiled on first need. */
-  private validatorFor(config: unknown): ValidateFunction {
-    const used = this.prunable ? usedKeys(config, this.slotKeys) : this.slotKeys;
+  private validatorFor(config: unknown, tree: boolean): ValidateFunction {
+    const used = this.prunable ? usedKeys(config, this.slotKeys, tree) : this.slotKeys;
     const id = [...used].sort().join(',');
     const known = this.validators.get(id);
     if (known) return known.fn;
@@ -189,9 +189,12 @@ export class ConfigValidator {
     return { ...rest, $defs: defs } as JsonSchema;
   }
 
-  /** Validate; `marks`, when given, receives where the schema says secrets are (`x-secret`). */
-  validate(config: unknown, marks?: SecretMarks): ConfigIssue[] {
-    const validateFn = this.validatorFor(config);
+  /**
+   * Validate; `marks`, when given, receives where the schema says secrets are (`x-secret`). `tree`: no object
+   * of `config` is reachable twice (no YAML aliases), so the walks need not remember what they saw.
+   */
+  validate(config: unknown, marks?: SecretMarks, tree = false): ConfigIssue[] {
+    const validateFn = this.validatorFor(config, tree);
     this.marks = marks;
     try {
       if (validateFn(config)) return [];
@@ -321,14 +324,18 @@ export class ConfigValidator {
 }
 
 /** The slot keys that appear as an object key anywhere in the config. */
-function usedKeys(config: unknown, slotKeys: ReadonlySet<string>): Set<string> {
+function usedKeys(config: unknown, slotKeys: ReadonlySet<string>, tree: boolean): Set<string> {
   const used = new Set<string>();
-  const seen = new Set<object>();
+  // Aliases can share (and nest) objects; a tree of a million objects is walked without the set.
+  const seen = tree ? undefined : new Set<object>();
   const stack: unknown[] = [config];
   while (stack.length > 0) {
     const node = stack.pop();
-    if (typeof node !== 'object' || node === null || seen.has(node)) continue;
-    seen.add(node);
+    if (typeof node !== 'object' || node === null) continue;
+    if (seen) {
+      if (seen.has(node)) continue;
+      seen.add(node);
+    }
     // Only objects are pushed, and no entry pairs are built: this visits every node of a 100,000-route config.
     if (Array.isArray(node)) {
       for (const n of node) if (typeof n === 'object' && n !== null) stack.push(n);

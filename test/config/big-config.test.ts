@@ -16,7 +16,7 @@ describe('config load: the parse without positions', () => {
     // CEL operators are not YAML indicators.
     assert.equal(parseConfigText('c.yaml', yaml('a: x != y && !z', 'b: 2 * 3')).positionless, undefined, '`!z` looks like a tag: positioned');
     assert.equal(parseConfigText('c.yaml', yaml('a: x != y && z', 'b: 2 * 3')).positionless, true);
-    for (const text of ['a: ${PORT}', 'a: &x 1\nb: *x', 'a: !!str 1', 'a: {b: 1}\nc:\n  <<: {d: 2}', '%YAML 1.1\n---\na: yes', '? a\n: 1']) {
+    for (const text of ['a: ${PORT}', 'a: &x 1\nb: *x', 'a: !!str 1', 'a: {b: 1}\nc:\n  <<: {d: 2}', '%YAML 1.1\n---\na: yes', '? a\n: 1', '{"a":&x [1], "b":*x}']) {
       assert.notEqual(parseConfigText('c.yaml', text, { PORT: '1' }).positionless, true, text);
     }
   });
