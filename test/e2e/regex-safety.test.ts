@@ -7,6 +7,7 @@ import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { namedRoute as named } from '../helpers/routes.ts';
 import { compileError, summarize, yaml } from '../config/helpers.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
@@ -35,8 +36,6 @@ async function blockage<T>(work: () => Promise<T>): Promise<{ value: T; maxGapMs
 
 // Generous for a loaded 2-core machine (the fixed code blocks for a few ms); the blow-up it guards against takes seconds.
 const MAX_GAP_MS = 1000;
-
-const named = (name: string, extra: Record<string, unknown> = {}) => ({ name, ...extra, policies: { directResponse: { status: 200, body: name }, ...((extra.policies as object) ?? {}) } });
 
 describe('regex safety: route matches and CEL matches()', () => {
   let gw: RunningGateway;

@@ -4,13 +4,7 @@ import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
-
-/** Each route answers with its own name, so a request shows which route took it. */
-const named = (name: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  ...extra,
-  policies: { directResponse: { status: 200, body: name } },
-});
+import { namedRoute as named } from '../helpers/routes.ts';
 
 interface Case {
   readonly title: string;
