@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
+import { nginxTempPaths } from './nginx.ts';
 import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from './llm-bodies.ts';
 import type { Child } from './run.ts';
 
@@ -103,7 +104,7 @@ async function gatewayConfig(file: string, upstreamPort: number): Promise<{ port
  * runs as the bench's user (nginx ignores `user` when not started as root): the files are in the run's 0700 directory.
  */
 function nginxUpstreamConfig(dir: string, port: number): string {
-  for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi', 'www']) mkdirSync(join(dir, d), { recursive: true });
+  mkdirSync(join(dir, 'www'), { recursive: true });
   writeFileSync(join(dir, 'www/small.json'), SMALL_ANSWER);
   writeFileSync(join(dir, 'www/large.json'), LARGE_ANSWER);
   return `worker_processes 1;
@@ -114,11 +115,7 @@ error_log ${dir}/error.log warn;
 events { worker_connections 4096; }
 http {
   access_log off;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
+${nginxTempPaths(dir)}
   default_type application/json;
   server {
     listen 127.0.0.1:${port};

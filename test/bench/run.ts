@@ -41,6 +41,7 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
+import { nginxTempPaths } from './nginx.ts';
 import { peersOnly } from './peers.ts';
 import type { BenchKit } from './peers.ts';
 
@@ -929,7 +930,6 @@ async function quickstartBench(): Promise<{ readyMs: number; runsMs: number[]; r
 }
 
 function nginxConfig(dir: string, port: number, upstream: number): string {
-  for (const d of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, d), { recursive: true });
   return `worker_processes 1;
 daemon off;
 pid ${dir}/nginx.pid;
@@ -937,11 +937,7 @@ error_log ${dir}/error.log warn;
 events { worker_connections 4096; }
 http {
   access_log off;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
+${nginxTempPaths(dir)}
   upstream bench_upstream { server 127.0.0.1:${upstream}; keepalive 64; }
   server {
     listen 127.0.0.1:${port};
