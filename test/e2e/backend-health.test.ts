@@ -14,8 +14,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { aiPreset, startMock } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from './proxy-support.ts';
 
 describe('backend health', () => {
   let gw: RunningGateway;
