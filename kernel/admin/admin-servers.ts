@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
 import type { StaticConfig } from '../compile/snapshot.ts';
-import { compileHostCheck } from './host-check.ts';
+import { compileHostCheck, splitAuthority } from './host-check.ts';
 
 /** A GET endpoint of one of the admin-side servers. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -17,12 +17,10 @@ export interface AdminEndpoints {
   admin: Record<string, AdminHandler>;
 }
 
+/** A listen address (checked at load against ADDRESS_PATTERN: `host:port` or `[v6]:port`) as listen() takes it. */
 function splitAddress(addr: string): { host: string; port: number } {
-  const i = addr.lastIndexOf(':');
-  let host = addr.slice(0, i);
-  if (host.startsWith('[')) host = host.slice(1, -1);
-  if (host === 'localhost') host = '127.0.0.1';
-  return { host, port: Number(addr.slice(i + 1)) };
+  const { host, port } = splitAuthority(addr)!;
+  return { host: host === 'localhost' ? '127.0.0.1' : host, port: Number(port) };
 }
 
 /**

@@ -43,7 +43,7 @@ export function compileHostCheck(bound: AddressInfo): (headers: IncomingHttpHead
 }
 
 /** `host`, `host:port`, `[v6]` or `[v6]:port`; undefined when malformed. */
-function splitAuthority(authority: string): { host: string; port: string | undefined } | undefined {
+export function splitAuthority(authority: string): { host: string; port: string | undefined } | undefined {
   if (authority.startsWith('[')) {
     const end = authority.indexOf(']');
     if (end < 0) return undefined;
