@@ -19,9 +19,8 @@ import vertex from '../../plugins/llm-providers/vertex/plugin.ts';
 import bedrock from '../../plugins/llm-providers/bedrock/plugin.ts';
 import { AI_POLICY } from '../../plugins/lib/llm/contract.ts';
 import type { AiPolicyRuntime, LlmRouteType } from '../../plugins/lib/llm/contract.ts';
-import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
-import { freePort } from '../helpers/ports.ts';
+import { startRoutesGateway } from '../helpers/gateway.ts';
+import type { RoutesGateway, RunningGateway } from '../helpers/gateway.ts';
 
 /** The LLM plugins: the lines plugins/presets/full.ts is to gain. */
 export const llmPlugins = [aiBackend, openAI, anthropic, azureOpenAI, gemini, vertex, bedrock] as const;
@@ -157,19 +156,11 @@ export async function startMock(fixtures: unknown[] = FIXTURES): Promise<Mock> {
   };
 }
 
-export interface AiGateway extends RunningGateway {
-  readonly port: number;
-  readonly base: string;
-}
+export type AiGateway = RoutesGateway;
 
 /** A gateway with the given routes on one listener, JSON logs. */
-export async function startAiGateway(routes: Record<string, unknown>[], env?: NodeJS.ProcessEnv): Promise<AiGateway> {
-  const port = await freePort();
-  const gw = await startGateway(
-    { config: { logging: { format: 'json', level: 'info' }, drainTimeout: '200ms' }, binds: [{ port, listeners: [{ routes }] }] },
-    { preset: aiPreset, env },
-  );
-  return { ...gw, port, base: `http://127.0.0.1:${port}` };
+export function startAiGateway(routes: Record<string, unknown>[], env?: NodeJS.ProcessEnv): Promise<AiGateway> {
+  return startRoutesGateway(routes, { config: { logging: { format: 'json', level: 'info' }, drainTimeout: '200ms' }, preset: aiPreset, env });
 }
 
 /** The real SDK clients on `<base()><prefix>`, never retrying (a retry would hide the answer under test). */

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
+import { startGateway, startRoutesGateway } from '../helpers/gateway.ts';
+import type { RoutesGateway, RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { namedRoute as named } from '../helpers/routes.ts';
 import { compileError, summarize, yaml } from '../config/helpers.ts';
@@ -38,34 +38,21 @@ async function blockage<T>(work: () => Promise<T>): Promise<{ value: T; maxGapMs
 const MAX_GAP_MS = 1000;
 
 describe('regex safety: route matches and CEL matches()', () => {
-  let gw: RunningGateway;
-  let port: number;
+  let gw: RoutesGateway;
 
   before(async () => {
-    port = await freePort();
-    gw = await startGateway({
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                named('path', { matches: [{ path: { regex: '/p/(a+)+' } }] }),
-                named('header', { matches: [{ path: { pathPrefix: '/h' }, headers: [{ name: 'x-v', value: { regex: '(a+)+' } }] }] }),
-                named('query', { matches: [{ path: { pathPrefix: '/q' }, query: [{ name: 'v', value: { regex: '(a|aa)+' } }] }] }),
-                named('cel', { matches: [{ path: { pathPrefix: '/cel' } }], policies: { authorization: { rules: ['request.path.matches("^/cel/(a+)+$")'] } } }),
-                named('cel-dynamic', { matches: [{ path: { pathPrefix: '/dyn' } }], policies: { authorization: { rules: ['request.path.matches(request.headers["x-pattern"])'] } } }),
-                named('replace', {
-                  matches: [{ path: { pathPrefix: '/re' } }],
-                  policies: { directResponse: { status: 200, body: 'replace' }, authorization: { rules: ['request.path.regexReplace("(a+)+$", "X") == "/re/X"'] } },
-                }),
-                named('catch-all'),
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    gw = await startRoutesGateway([
+      named('path', { matches: [{ path: { regex: '/p/(a+)+' } }] }),
+      named('header', { matches: [{ path: { pathPrefix: '/h' }, headers: [{ name: 'x-v', value: { regex: '(a+)+' } }] }] }),
+      named('query', { matches: [{ path: { pathPrefix: '/q' }, query: [{ name: 'v', value: { regex: '(a|aa)+' } }] }] }),
+      named('cel', { matches: [{ path: { pathPrefix: '/cel' } }], policies: { authorization: { rules: ['request.path.matches("^/cel/(a+)+$")'] } } }),
+      named('cel-dynamic', { matches: [{ path: { pathPrefix: '/dyn' } }], policies: { authorization: { rules: ['request.path.matches(request.headers["x-pattern"])'] } } }),
+      named('replace', {
+        matches: [{ path: { pathPrefix: '/re' } }],
+        policies: { directResponse: { status: 200, body: 'replace' }, authorization: { rules: ['request.path.regexReplace("(a+)+$", "X") == "/re/X"'] } },
+      }),
+      named('catch-all'),
+    ]);
   });
 
   after(async () => {
@@ -73,7 +60,7 @@ describe('regex safety: route matches and CEL matches()', () => {
   });
 
   async function get(path: string, headers: Record<string, string> = {}) {
-    const res = await request(`${gw.url(port)}${path}`, { headers });
+    const res = await request(`${gw.base}${path}`, { headers });
     return { status: res.statusCode, text: await res.body.text() };
   }
 

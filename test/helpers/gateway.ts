@@ -6,6 +6,7 @@ import { createGateway, LogSink } from 'switchyard';
 import type { Gateway } from 'switchyard';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
+import { freePort } from './ports.ts';
 
 export interface RunningGateway {
   readonly gateway: Gateway;
@@ -60,4 +61,20 @@ export async function startGateway(
     logs,
     stop: () => gateway.stop(),
   };
+}
+
+/** A gateway started by `startRoutesGateway`: its one bind port and that port's base URL. */
+export interface RoutesGateway extends RunningGateway {
+  readonly port: number;
+  readonly base: string;
+}
+
+/** A gateway serving `routes` on one listener of one free port; `config` is the `config:` block. */
+export async function startRoutesGateway(
+  routes: readonly Record<string, unknown>[],
+  options: { config?: Record<string, unknown>; preset?: readonly unknown[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<RoutesGateway> {
+  const port = await freePort();
+  const gw = await startGateway({ ...(options.config ? { config: options.config } : {}), binds: [{ port, listeners: [{ routes }] }] }, { preset: options.preset, env: options.env });
+  return { ...gw, port, base: `http://127.0.0.1:${port}` };
 }
