@@ -6,13 +6,14 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { parseDuration } from '../../kernel/sdk/duration.ts';
 import { unknownFields, validateWithModels } from './kubernetes-schemas.ts';
 import type { KubeObject } from './kubernetes-schemas.ts';
+import { which } from '../helpers/which.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MANIFESTS = join(ROOT, 'deploy/kubernetes');
@@ -136,11 +137,7 @@ describe('deploy/kubernetes (plain manifests)', () => {
 });
 
 /** `helm` on PATH or where `go install` puts it (.ci/run installs it from the Go module proxy). */
-function findHelm(): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(delimiter), join(process.env.GOPATH ?? join(homedir(), 'go'), 'bin')];
-  return dirs.map((d) => join(d, 'helm')).find((p) => existsSync(p));
-}
-const helm = findHelm();
+const helm = which('helm', [join(process.env.GOPATH ?? join(homedir(), 'go'), 'bin')]);
 const helmSkip = helm ? false : 'helm is not installed (.ci/run installs it: go install helm.sh/helm/v3/cmd/helm)';
 if (helmSkip) console.log(`# Helm chart rendering skipped: ${helmSkip}`);
 

@@ -3,13 +3,14 @@
 // (~/.cache/switchyard/envoy-ratelimit/<version>/); `SWITCHYARD_RATELIMIT_BIN` points at a prebuilt binary instead.
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { freePort } from './ports.ts';
+import { which } from './which.ts';
 
 /** envoyproxy/ratelimit publishes no semver tags after v1.4.0; this is its main branch of 2026-01-22. */
 const RATELIMIT_PACKAGE = 'github.com/envoyproxy/ratelimit/src/service_cmd';
@@ -17,21 +18,6 @@ const RATELIMIT_VERSION = 'v1.4.1-0.20260122083618-3fb702589d36';
 /** A cold build (module download and compile) took about a minute here; give up well before the test runner does. */
 const BUILD_TIMEOUT_MS = 240_000;
 const CACHE_DIR = join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'switchyard', 'envoy-ratelimit', RATELIMIT_VERSION);
-
-/** An executable on PATH or in one of `extra`. */
-export function which(name: string, extra: string[] = []): string | undefined {
-  for (const dir of [...(process.env.PATH ?? '').split(delimiter), ...extra]) {
-    if (!dir) continue;
-    const file = join(dir, name);
-    try {
-      accessSync(file, constants.X_OK);
-      return file;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
-}
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve) => {
