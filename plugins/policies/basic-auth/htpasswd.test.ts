@@ -100,4 +100,13 @@ describe('htpasswd', () => {
     await assert.rejects(store.load(), /no such file/);
     assert.ok(store.entries.has('carol'));
   });
+
+  it('a store reads the file again after a read that failed', async () => {
+    const file = join(dir, 'comes-later');
+    const store = new HtpasswdStore(file, silent);
+    await assert.rejects(store.load(), /no such file/);
+    writeFileSync(file, 'dave:{SHA}stOsjhQ+/Zr2RzmhAD8uggClG7Y=\n');
+    assert.equal(await store.load(), undefined);
+    assert.ok(store.entries.has('dave'));
+  });
 });
