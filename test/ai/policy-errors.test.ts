@@ -206,11 +206,11 @@ describe('policy and guard errors on LLM routes take the client API\'s shape', (
         body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
       });
 
-    it('apiKey 401: {"error":{"code","message","status":"UNAUTHENTICATED"}}', async () => {
+    it('apiKey 401 (a wrong x-goog-api-key, now read as the key): {"error":{"code","message","status":"UNAUTHENTICATED"}}', async () => {
       const res = await generate('/gkeyed', { 'x-goog-api-key': 'AIza-wrong' });
       assert.equal(res.status, 401);
       assert.equal(res.headers.get('content-type'), 'application/json');
-      assert.deepEqual(await res.json(), { error: { code: 401, message: 'api key authentication failure: no API Key found', status: 'UNAUTHENTICATED' } });
+      assert.deepEqual(await res.json(), { error: { code: 401, message: 'api key authentication failure: invalid credentials', status: 'UNAUTHENTICATED' } });
     });
 
     it('a failing guard: 503 UNAVAILABLE', async () => {
