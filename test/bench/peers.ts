@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
-import { nginxTempPaths } from './nginx.ts';
+import { nginxHead } from './nginx.ts';
 import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from './llm-bodies.ts';
 import type { Child } from './run.ts';
 
@@ -107,15 +107,7 @@ function nginxUpstreamConfig(dir: string, port: number): string {
   mkdirSync(join(dir, 'www'), { recursive: true });
   writeFileSync(join(dir, 'www/small.json'), SMALL_ANSWER);
   writeFileSync(join(dir, 'www/large.json'), LARGE_ANSWER);
-  return `worker_processes 1;
-user ${userInfo().username};
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-${nginxTempPaths(dir)}
+  return `${nginxHead(dir, userInfo().username)}
   default_type application/json;
   server {
     listen 127.0.0.1:${port};

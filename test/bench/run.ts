@@ -41,7 +41,7 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
-import { nginxTempPaths } from './nginx.ts';
+import { nginxHead } from './nginx.ts';
 import { peersOnly } from './peers.ts';
 import type { BenchKit } from './peers.ts';
 
@@ -930,14 +930,7 @@ async function quickstartBench(): Promise<{ readyMs: number; runsMs: number[]; r
 }
 
 function nginxConfig(dir: string, port: number, upstream: number): string {
-  return `worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-${nginxTempPaths(dir)}
+  return `${nginxHead(dir)}
   upstream bench_upstream { server 127.0.0.1:${upstream}; keepalive 64; }
   server {
     listen 127.0.0.1:${port};
