@@ -1,6 +1,9 @@
 import { ConfigError } from '../sdk/index.ts';
 import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
+import type { AdminEndpoints } from '../admin/admin-servers.ts';
+import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
+import type { Readiness } from '../admin/gateway-endpoints.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
@@ -254,37 +257,27 @@ export class Gateway {
     return true;
   }
 
-  private endpoints() {
-    return {
-      readiness: {
-        '/healthz/ready': (_req: unknown, res: import('node:http').ServerResponse) => {
-          const snapshot = this.s.pipeline.snapshot;
-          const pending = snapshot ? this.s.binds.pending(snapshot) : [];
-          if (this.started && !this.stopping && snapshot && pending.length === 0) {
-            res.writeHead(200, { 'content-type': 'text/plain' }).end('ready\n');
-          } else {
-            const why = this.stopping ? 'shutting down' : pending.length ? `binds ${pending.join(', ')}` : 'config';
-            res.writeHead(503, { 'content-type': 'text/plain' }).end(`not ready, pending: ${why}\n`);
-          }
-        },
-      },
-      stats: {
-        '/metrics': (_req: unknown, res: import('node:http').ServerResponse) => {
-          res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(this.s.metrics.render());
-        },
-      },
-      admin: {
-        '/config_dump': (_req: unknown, res: import('node:http').ServerResponse) => {
-          const snapshot = this.s.pipeline.snapshot!;
-          const dump = {
-            generation: snapshot.generation,
-            loadedAt: snapshot.loadedAt.toISOString(),
-            config: redactConfig(snapshot.config, this.secrets.get(snapshot)),
-          };
-          res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify(dump, null, 2)}\n`);
-        },
-      },
-    };
+  /** Readiness of this process: started, not stopping, every bind of the live config listening. */
+  readiness(): Readiness {
+    const snapshot = this.s.pipeline.snapshot;
+    const pending = snapshot ? this.s.binds.pending(snapshot) : [];
+    if (this.started && !this.stopping && snapshot && pending.length === 0) return { ready: true, pending: '' };
+    return { ready: false, pending: this.stopping ? 'shutting down' : pending.length ? `binds ${pending.join(', ')}` : 'config' };
+  }
+
+  /** The Prometheus text of this process's metrics. */
+  metricsText(): string {
+    return this.s.metrics.render();
+  }
+
+  /** The live config, secrets redacted, with its generation and load time. */
+  configDump(): { generation: number; loadedAt: string; config: unknown } {
+    const snapshot = this.s.pipeline.snapshot!;
+    return { generation: snapshot.generation, loadedAt: snapshot.loadedAt.toISOString(), config: redactConfig(snapshot.config, this.secrets.get(snapshot)) };
+  }
+
+  private endpoints(): AdminEndpoints {
+    return gatewayEndpoints({ readiness: () => this.readiness(), metrics: () => this.metricsText(), configDump: () => this.configDump() });
   }
 
   /**
