@@ -16,7 +16,7 @@ function completion(size: number): string {
   return make('x'.repeat(Math.max(0, size - base.length)));
 }
 
-const request = (pad: string): string =>
+const request = (pad: string, stream?: boolean): string =>
   JSON.stringify({
     model: 'gpt-4o-mini',
     messages: [
@@ -24,10 +24,26 @@ const request = (pad: string): string =>
       { role: 'user', content: `Summarise the bench in one line.${pad}` },
     ],
     max_tokens: 64,
+    ...(stream ? { stream: true } : {}),
   });
 
 /** The POST body of every request in the scenario: 220 bytes. */
 export const CHAT_REQUEST = request(' '.repeat(220 - request('').length));
+/** The same request streamed (`"stream": true`; the `ai` rows, bench/ai.ts). */
+export const CHAT_STREAM_REQUEST = request(' '.repeat(220 - request('').length), true);
+
+/** A streamed chat completion: eight content chunks, the finish chunk, the usage chunk and `[DONE]`. */
+function streamAnswer(): string {
+  const chunk = (delta: object, finish: string | null, usage?: object): string =>
+    `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1767225600, model: 'gpt-4o-mini', choices: usage ? [] : [{ index: 0, delta, finish_reason: finish }], ...(usage ? { usage } : {}) })}\n\n`;
+  let out = chunk({ role: 'assistant', content: '' }, null);
+  for (const word of ['The ', 'bench ', 'sends ', 'one ', 'short ', 'chat ', 'and ', 'streams.']) out += chunk({ content: word }, null);
+  out += chunk({}, 'stop');
+  out += chunk({}, null, { prompt_tokens: 38, completion_tokens: 8, total_tokens: 46 });
+  return `${out}data: [DONE]\n\n`;
+}
+/** The upstream's answer to a request whose body has `"stream":true` (bench/upstream.ts). */
+export const STREAM_ANSWER = streamAnswer();
 /** The upstream's answer on paths under `/small`. */
 export const SMALL_ANSWER = completion(320);
 /** The upstream's answer on paths under `/large`: 16 KiB. */

@@ -26,7 +26,9 @@
 // BENCH_ONLY=mcp: a directory holding another checkout, whose gateway is measured as one more row: A/B in one run),
 // BENCH_MCP_STDOUT (a file for the MCP gateway's stdout: its access log and `--trace-gc` lines),
 // BENCH_ONLY=peers (Switchyard beside agentgateway and the bare proxy under LLM-style POSTs, peers.ts),
-// BENCH_AGENTGATEWAY (with BENCH_ONLY=peers: the reference binary, default ../shared/peers/agentgateway/agentgateway).
+// BENCH_AGENTGATEWAY (with BENCH_ONLY=peers: the reference binary, default ../shared/peers/agentgateway/agentgateway),
+// BENCH_ONLY=ai (the `ai` rows alone: an `ai` route with the openAI provider beside the bare proxy, non-streamed and
+// streamed chat completions, ai.ts; BENCH_AI_BASELINE another checkout as more rows, BENCH_AI_NODE_ARGS its node flags).
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,6 +44,7 @@ import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
 import { nginxHead } from './nginx.ts';
+import { aiScenario } from './ai.ts';
 import { peersOnly } from './peers.ts';
 import type { BenchKit } from './peers.ts';
 
@@ -74,7 +77,7 @@ const MCP_STDOUT = process.env.BENCH_MCP_STDOUT;
 /** BENCH_ONLY=mcp: another checkout (a directory with bin/switchyard.js) measured as one more row, for A/B runs. */
 const MCP_BASELINE = process.env.BENCH_MCP_BASELINE;
 /** Hard stop for the whole run, whatever happens. */
-const DEADLINE_MS = 240_000;
+const DEADLINE_MS = 330_000;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Processes: every child is tracked and stopped by PID.
@@ -1029,9 +1032,16 @@ async function main(): Promise<number> {
     console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
     return code;
   }
+  if (ONLY === 'ai') {
+    await aiScenario(benchKit, notes);
+    await stopAll();
+    if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+    console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
+    return 0;
+  }
   if (ONLY === 'failover') return failoverOnly(notes);
   if (ONLY === 'routes') return routesOnly();
-  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`failover\` and \`routes\` are known`);
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`ai\`, \`failover\` and \`routes\` are known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();
@@ -1193,6 +1203,11 @@ async function main(): Promise<number> {
   await stop(many);
   await stopAll();
 
+  // 4b. The `ai` rows (ai.ts): they print their own table.
+  console.log('\nai rows:');
+  const aiRatio = await aiScenario(benchKit, notes);
+  await stopAll();
+
   // 5. Report.
   // The MCP rows are compared with the MCP upstream hit directly; the others with the HTTP upstream and the bare proxy.
   const baseOf = (r: Row): Row => (r.mcp ? mcpDirect! : direct);
@@ -1217,6 +1232,7 @@ async function main(): Promise<number> {
   throughputCheck('policy route throughput ≥ 0.7× bare proxy', policies, 0.7);
   if (jwtRow) throughputCheck('jwt route (jwtAuth + 2 CEL rules + localRateLimit) throughput ≥ 0.6× bare proxy', jwtRow, 0.6);
   if (mcpDirect && mcpGateway) checks.push(...mcpChecks(mcpDirect, mcpGateway));
+  checks.push(['ai route (openAI, non-streamed chat) CPU per request ≤ 1.4× bare proxy’s', aiRatio <= 1.4, `${fmt(aiRatio)}×`]);
   checks.push([
     `${compile.routes} routes compile ≤ 200 ms (median of 3 after a first)`,
     compile.medianMs <= 200,
