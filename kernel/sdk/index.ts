@@ -19,3 +19,7 @@ export type * from './logger.ts';
 export type * from './upstream.ts';
 export { compileUserRegex, userRegexProblem } from './regex.ts';
 export type { UserRegexOptions } from './regex.ts';
+export { BodyTooLargeError, pipeWithTeardown, readCapped, readCappedText, tap, tapCapped } from './streams.ts';
+export type { ReadCappedOptions, TapObserver } from './streams.ts';
+export { SSE_HEADERS, SseOverflowError, SseParser, SseWriter, completeUtf8, formatSseComment, formatSseEvent, parseSseEvents } from './sse.ts';
+export type { SseEvent, SseEventInit, SseParserOptions, SseWriterOptions } from './sse.ts';

@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
-import type { Readable } from 'node:stream';
-import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, readCappedText, readLocalFile } from 'switchyard/sdk';
 import type { CompileContext, ConfigPath } from 'switchyard/sdk';
 import { parseJwks } from './keys.ts';
 import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
@@ -32,20 +31,6 @@ export interface PlacedProviderConfig {
 /** Largest JWKS document accepted from a URL. */
 const MAX_JWKS_BYTES = 1024 * 1024;
 const FETCH_TIMEOUT_MS = 5000;
-
-async function readLimited(body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      body.destroy();
-      throw new Error(`the response is larger than ${limit} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 function redactUrl(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname}`;
@@ -86,7 +71,7 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
   const path = `${url.pathname}${url.search}`;
   const fetcher: JwksFetcher = async () => {
     const res = await target.request({ method: 'GET', path, headers: { accept: 'application/jwk-set+json, application/json' }, timeoutMs: FETCH_TIMEOUT_MS });
-    const body = await readLimited(res.body, MAX_JWKS_BYTES);
+    const body = await readCappedText(res.body, MAX_JWKS_BYTES);
     const cc = res.headers['cache-control'];
     return { status: res.status, body, cacheControl: Array.isArray(cc) ? cc.join(',') : cc };
   };

@@ -1,3 +1,4 @@
+import { readCappedText } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicySet, UpstreamResponse } from 'switchyard/sdk';
 
 /**
@@ -80,17 +81,7 @@ export async function guardConnection(
 
 /** Read a guard service's answer as JSON. Throws (a guard failure) on a non-2xx status or a body that is not JSON. */
 export async function readJsonAnswer(res: UpstreamResponse, what: string): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ANSWER_BYTES) {
-      res.body.destroy();
-      throw new Error(`${what} answered with more than ${MAX_ANSWER_BYTES} bytes`);
-    }
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = await readCappedText(res.body, MAX_ANSWER_BYTES, { tooLarge: (n) => new Error(`${what} answered with more than ${n} bytes`) });
   if (res.status < 200 || res.status > 299) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 200)}`);
   try {
     return JSON.parse(text);

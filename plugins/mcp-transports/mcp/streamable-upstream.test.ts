@@ -16,7 +16,8 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { Pool } from 'undici';
 import { z } from 'zod';
 import type { UpstreamAttempt, UpstreamCallOptions, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
-import { completeUtf8, StreamableUpstream } from './streamable-upstream.ts';
+import { completeUtf8 } from 'switchyard/sdk';
+import { StreamableUpstream } from './streamable-upstream.ts';
 import type { ReconnectOptions } from './streamable-upstream.ts';
 
 const FAST: ReconnectOptions = { initialDelayMs: 30, maxDelayMs: 200, growFactor: 1.5, maxRetries: 3 };

@@ -3,11 +3,11 @@ import { STATUS_CODES } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { SseParser, readCappedText } from 'switchyard/sdk';
 import type { AttemptHook, HeaderMap, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, isUpstreamTimeout } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
-import { SseParser } from './sse-parser.ts';
 
 /**
  * An HTTP error of the target, as the SDK's `StreamableHTTPError`: a numeric `code` (the HTTP status; -1 for an
@@ -39,6 +39,8 @@ export const DEFAULT_RECONNECT: ReconnectOptions = { initialDelayMs: 1000, maxDe
 const ERROR_EXCERPT = 512;
 /** Bytes of a JSON response body read at most. */
 const MAX_JSON_BODY = 32 * 1024 * 1024;
+/** Longest SSE event read from a target (its data plus an unfinished line), as large as a JSON answer may be. */
+const MAX_SSE_EVENT = MAX_JSON_BODY;
 /** How long ending the upstream session (DELETE) may take when the connection closes. */
 const DELETE_TIMEOUT_MS = 5000;
 const POST_ACCEPT = 'application/json, text/event-stream';
@@ -131,34 +133,6 @@ function excerpt(body: Readable): Promise<string> {
     body.on('error', finish);
     body.on('close', finish);
   });
-}
-
-function readAll(body: Readable, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) body.destroy(new Error(`the response body exceeds ${limit} bytes`));
-      else chunks.push(chunk);
-    });
-    body.on('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks, size).toString('utf8')));
-    body.on('error', reject);
-    body.on('close', () => reject(new Error('the connection closed before the response body ended')));
-  });
-}
-
-/** How many bytes at the start of `buf` are whole UTF-8 sequences (a chunk may end inside one). */
-export function completeUtf8(buf: Buffer): number {
-  const n = buf.length;
-  // Look back over at most 3 continuation bytes for the lead byte of the last sequence.
-  for (let i = n - 1; i >= 0 && i >= n - 4; i--) {
-    const b = buf[i]!;
-    if ((b & 0xc0) === 0x80) continue;
-    const size = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-    return i + size <= n ? n : i;
-  }
-  return n; // no lead byte: not UTF-8; the decoder replaces what it cannot read
 }
 
 /** A JSON-RPC answer (result or error) to request `id`. */
@@ -338,7 +312,7 @@ export class StreamableUpstream implements McpUpstream {
       if (type === 'application/json') {
         let text: string;
         try {
-          text = await readAll(res.body, MAX_JSON_BODY);
+          text = await readCappedText(res.body, MAX_JSON_BODY);
         } catch (err) {
           if (bodyTimedOut(err as Error)) throw new McpDeadlineError('idle', this.deadlines.idleMs, this.deadlines.idleSource);
           throw err;
@@ -390,7 +364,7 @@ export class StreamableUpstream implements McpUpstream {
     const parser = new SseParser({
       onEvent: (event) => {
         progress = true;
-        if (event.data === '' || event.type !== 'message') return;
+        if (event.data === '' || (event.event || 'message') !== 'message') return;
         let value: unknown;
         try {
           value = JSON.parse(event.data);
@@ -404,6 +378,7 @@ export class StreamableUpstream implements McpUpstream {
       onRetry: (ms) => {
         this.serverRetryMs = ms;
       },
+      maxEventSize: MAX_SSE_EVENT,
     });
     const finish = (error: Error | undefined): void => {
       if (finished) return;
@@ -411,25 +386,15 @@ export class StreamableUpstream implements McpUpstream {
       if (parser.lastEventId !== undefined) progress = true;
       done({ answered, progress, lastEventId: parser.lastEventId, error });
     };
-    // Decoded here rather than with setEncoding (a StringDecoder per response): a chunk is cut before an incomplete
-    // UTF-8 sequence at its end, kept for the next one.
-    let partial: Buffer | undefined;
     body.on('data', (chunk: Buffer) => {
-      if (partial) {
-        chunk = Buffer.concat([partial, chunk]);
-        partial = undefined;
-      }
-      const end = completeUtf8(chunk);
-      if (end < chunk.length) partial = chunk.subarray(end);
       try {
-        parser.push(chunk.toString('utf8', 0, end));
+        parser.push(chunk);
       } catch (err) {
-        body.destroy(err as Error);
+        body.destroy(err as Error); // an event past MAX_SSE_EVENT
       }
     });
     body.on('end', () => {
       try {
-        if (partial) parser.push(partial.toString('utf8'));
         parser.end();
       } catch {
         // an unfinished oversized event: dropped

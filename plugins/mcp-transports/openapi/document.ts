@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
-import type { Readable } from 'node:stream';
-import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, readCappedText, readLocalFile } from 'switchyard/sdk';
 import type { HttpUpstreams } from 'switchyard/sdk';
 import { parse as parseYaml } from 'yaml';
 
@@ -35,22 +34,6 @@ export async function readDocumentFile(file: string, cwd: string): Promise<strin
   }
 }
 
-/** Read a response body as text, failing beyond `limit` bytes. */
-export async function readText(body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-    size += buf.length;
-    if (size > limit) {
-      body.destroy();
-      throw new Error(`larger than ${limit} bytes`);
-    }
-    chunks.push(buf);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 /** Fetch a document with a GET through a pooled upstream. Rejects with a message naming the URL. */
 export async function fetchDocument(url: string, http: HttpUpstreams): Promise<string> {
   let parsed: URL;
@@ -72,7 +55,7 @@ export async function fetchDocument(url: string, http: HttpUpstreams): Promise<s
       response.body.resume();
       throw new Error(`the server answered HTTP ${response.status}`);
     }
-    return await readText(response.body, MAX_DOCUMENT_BYTES);
+    return await readCappedText(response.body, MAX_DOCUMENT_BYTES);
   } catch (err) {
     throw new Error(`cannot fetch the OpenAPI document from ${url}: ${(err as Error).message}`);
   }

@@ -1,11 +1,12 @@
 import type { CallToolResult, Implementation, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { readCappedText } from 'switchyard/sdk';
 import type { BackendCompileContext, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, formatMs, isUpstreamTimeout, mcpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import { buildRequest, errorResult, toToolResult } from './call.ts';
 import { parseConnection } from './connection.ts';
-import { fetchDocument, parseDocument, readDocumentFile, readText, serverBasePath } from './document.ts';
+import { fetchDocument, parseDocument, readDocumentFile, serverBasePath } from './document.ts';
 import type { OpenApiDocument } from './document.ts';
 import { OpenApiSession } from './session.ts';
 import type { ToolHandler } from './session.ts';
@@ -139,7 +140,7 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
               headersTimeoutMs: deadlines.responseMs,
               idleTimeoutMs: deadlines.idleMs,
             });
-            const text = await readText(response.body, MAX_RESPONSE_BYTES);
+            const text = await readCappedText(response.body, MAX_RESPONSE_BYTES);
             const contentType = response.headers['content-type'];
             logger.debug('openapi tool call', { tool: name, method: built.method, path: built.path, status: response.status, ms: Math.round(performance.now() - started) });
             return toToolResult({ status: response.status, contentType, text });

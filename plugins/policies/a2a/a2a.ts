@@ -1,12 +1,11 @@
 import { Readable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
-import { jsonErrorReply } from 'switchyard/sdk';
+import { jsonErrorReply, readCapped, tap, tapCapped } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AgentCardError, rewriteAgentCardBody } from './agent-card.ts';
 import { a2aRequestAttribute } from './attribute.ts';
 import type { A2aRequest } from './attribute.ts';
 import type { CardRequest } from './agent-card.ts';
-import { observe, readWhole } from './body-streams.ts';
 import { agentCardBase, isEventStream, isJsonType, jsonRpcMethod, restMethod } from './classify.ts';
 import { logResponseInfo, parseResponseInfo } from './response-info.ts';
 import { SseTail } from './sse-tail.ts';
@@ -56,7 +55,7 @@ function rewriteCardReply(ex: Exchange, reply: Reply): void | Promise<void> {
     delete reply.headers.etag;
     reply.body = rewritten;
   };
-  if (body instanceof Readable) return readWhole(body, BODY_LIMIT, tooLarge).then(apply).catch((err: unknown) => fail(reply, err));
+  if (body instanceof Readable) return readCapped(body, BODY_LIMIT, { tooLarge }).then(apply).catch((err: unknown) => fail(reply, err));
   try {
     apply(body === null || body === undefined ? Buffer.alloc(0) : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength));
   } catch (err) {
@@ -81,10 +80,9 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
   const contentType = reply.headers['content-type'];
   if (isEventStream(contentType) && body instanceof Readable) {
     const tail = new SseTail();
-    reply.body = observe(
-      body,
-      (chunk) => tail.push(chunk),
-      () => {
+    reply.body = tap(body, {
+      chunk: (chunk) => tail.push(chunk),
+      end: () => {
         tail.end();
         // The outcome of the last event; the task state of the last event that carried one.
         const last = tail.last === undefined ? undefined : parseResponseInfo(tail.last, ok);
@@ -92,26 +90,17 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
         const withState = tail.lastWithState === undefined || tail.lastWithState === tail.last ? last : parseResponseInfo(tail.lastWithState, ok);
         logResponseInfo({ ...last, taskState: last.taskState ?? withState?.taskState, contextId: last.contextId ?? withState?.contextId }, log);
       },
-    );
+    });
     return;
   }
   if (!isJsonType(contentType)) return;
   if (body instanceof Readable) {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    reply.body = observe(
-      body,
-      (chunk) => {
-        size += chunk.length;
-        if (size <= BODY_LIMIT) chunks.push(chunk);
-        else chunks.length = 0; // too large to inspect: let go of what was kept
-      },
-      () => {
-        if (size > BODY_LIMIT) return;
-        const info = parseResponseInfo(Buffer.concat(chunks, size).toString('utf8'), ok);
-        if (info) logResponseInfo(info, log);
-      },
-    );
+    // Too large to inspect: what was kept is let go as the cap is passed.
+    reply.body = tapCapped(body, BODY_LIMIT, (whole) => {
+      if (!whole) return;
+      const info = parseResponseInfo(whole.toString('utf8'), ok);
+      if (info) logResponseInfo(info, log);
+    });
     return;
   }
   if (body === null || body === undefined) return;

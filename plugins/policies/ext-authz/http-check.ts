@@ -1,4 +1,4 @@
-import { celValueToString } from 'switchyard/sdk';
+import { celValueToString, readCapped } from 'switchyard/sdk';
 import type { CompiledExpression, Exchange, HeaderMap, Reply, UpstreamTarget } from 'switchyard/sdk';
 import { applyHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
 import { denialReply } from './grpc-check.ts';
@@ -21,17 +21,6 @@ export interface HttpCheckOptions {
   /** Lower-case names of headers of a 2xx answer copied onto the upstream request. */
   readonly includeResponseHeaders: readonly string[];
   readonly timeoutMs: number;
-}
-
-async function readBounded(body: AsyncIterable<Buffer>): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > MAX_DENIAL_BODY) throw new Error(`the authorization service's answer is larger than ${MAX_DENIAL_BODY} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 /**
@@ -62,7 +51,7 @@ export async function httpCheck(options: HttpCheckOptions, ex: Exchange): Promis
     }
     return undefined;
   }
-  const body = await readBounded(res.body);
+  const body = await readCapped(res.body, MAX_DENIAL_BODY, { tooLarge: (n) => new Error(`the authorization service's answer is larger than ${n} bytes`) });
   const out: HeaderMap = {};
   for (const [name, value] of Object.entries(res.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
   return denialReply(res.status, body, out);

@@ -1,4 +1,4 @@
-import { jsonErrorReply, jsonReply, localReply } from 'switchyard/sdk';
+import { jsonErrorReply, jsonReply, localReply, readCappedText } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AUTHORIZATION_ONLY } from '../../lib/credentials/credentials.ts';
 import { bearerToken, compileJwtVerifier, jwtAttribute } from '../../lib/jwt/index.ts';
@@ -14,7 +14,6 @@ import {
   PROTECTED_RESOURCE_PREFIX,
   protectedResourceMetadata,
   quotable,
-  readLimited,
   wellKnownSuffix,
 } from './metadata.ts';
 import type { ProviderName, ResourceMetadataConfig } from './metadata.ts';
@@ -149,7 +148,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
         signal: ex.signal,
         timeoutMs: REGISTRATION_TIMEOUT_MS,
       });
-      const text = await readLimited(res.body, MAX_REGISTRATION_BYTES);
+      const text = await readCappedText(res.body, MAX_REGISTRATION_BYTES);
       const type = res.headers['content-type'];
       if (type !== undefined) headers['content-type'] = type;
       return localReply(res.status, text, headers);

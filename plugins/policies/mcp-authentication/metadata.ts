@@ -2,7 +2,7 @@
  * The discovery documents `mcpAuthentication` serves (BEHAVIOUR.md §4.2): RFC 9728 protected-resource metadata built
  * from the config, and the issuer's RFC 8414 metadata relayed with the `auth0` / `keycloak` adapter adjustments.
  */
-import type { Readable } from 'node:stream';
+import { readCappedText } from 'switchyard/sdk';
 import type { Exchange, HttpUpstreams } from 'switchyard/sdk';
 
 export const PROTECTED_RESOURCE_PREFIX = '/.well-known/oauth-protected-resource';
@@ -118,20 +118,6 @@ const FETCH_TIMEOUT_MS = 5000;
 /** Fresh metadata is reused this long: discovery bursts hit the issuer once, edits there show up within a minute. */
 export const METADATA_TTL_MS = 60_000;
 
-export async function readLimited(body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      body.destroy();
-      throw new Error(`the response is larger than ${limit} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 /** Fetches the issuer's metadata through the gateway's upstream pools and keeps it for `METADATA_TTL_MS`. */
 export class AuthorizationServerMetadata {
   readonly url: URL;
@@ -176,7 +162,7 @@ export class AuthorizationServerMetadata {
       res.body.resume();
       throw new MetadataError(`${this.url.href} answered ${res.status}`);
     }
-    const text = await readLimited(res.body, MAX_METADATA_BYTES);
+    const text = await readCappedText(res.body, MAX_METADATA_BYTES);
     let doc: unknown;
     try {
       doc = JSON.parse(text);

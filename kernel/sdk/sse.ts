@@ -1,0 +1,372 @@
+/**
+ * Server-sent events (the WHATWG event-stream format): one bounded incremental parser and one writer, for every
+ * plugin that reads or writes `text/event-stream` (ADR 0030).
+ */
+import { PassThrough } from 'node:stream';
+import type { Readable } from 'node:stream';
+
+/** One dispatched event. */
+export interface SseEvent {
+  /** The `event:` field as written; undefined when absent (an EventSource then calls it `message`). */
+  readonly event: string | undefined;
+  /** The `data:` lines, joined with LF. */
+  readonly data: string;
+  /** The last event id at dispatch (this event's own `id:`, or an earlier one: ids carry over, as in EventSource). */
+  readonly id: string | undefined;
+}
+
+/** An event (or an unfinished line) was longer than `SseParserOptions.maxEventSize`. */
+export class SseOverflowError extends RangeError {
+  readonly limit: number;
+  constructor(limit: number) {
+    super(`a server-sent event is longer than ${limit} characters`);
+    this.name = 'SseOverflowError';
+    this.limit = limit;
+  }
+}
+
+export interface SseParserOptions {
+  readonly onEvent: (event: SseEvent) => void;
+  /** A `retry:` field (digits only): the reconnection delay the server asks for, in ms. */
+  readonly onRetry?: (ms: number) => void;
+  /**
+   * Most characters one event may hold: its `data` so far plus the unfinished line being read. This is all the
+   * parser ever buffers. Default 1 MiB.
+   */
+  readonly maxEventSize?: number;
+  /**
+   * What happens when an event passes `maxEventSize`: `throw` (the default) makes `push` throw an
+   * {@link SseOverflowError} (the caller usually destroys the stream); `skip` drops that event (up to the next blank
+   * line) and goes on with the next one. Either way what was buffered is let go at once.
+   */
+  readonly onOverflow?: 'throw' | 'skip';
+}
+
+const LF = 10;
+const CR = 13;
+const SPACE = 32;
+const COLON = 58;
+const DEFAULT_MAX_EVENT = 1024 * 1024;
+
+/** How many bytes at the start of `buf` are whole UTF-8 sequences (a chunk may end inside one). */
+export function completeUtf8(buf: Uint8Array): number {
+  const n = buf.length;
+  // Look back over at most 3 continuation bytes for the lead byte of the last sequence.
+  for (let i = n - 1; i >= 0 && i >= n - 4; i--) {
+    const b = buf[i]!;
+    if ((b & 0xc0) === 0x80) continue;
+    const size = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return i + size <= n ? n : i;
+  }
+  return n;
+}
+
+/**
+ * An incremental event-stream parser, fed a body chunk by chunk (bytes or decoded text). Lines end with CRLF, LF
+ * or CR, and a chunk may end anywhere: inside a UTF-8 sequence, or between the CR and the LF of one line ending.
+ * `data:` lines accumulate, `event:` names the event, `id:` sets the last event id (one containing NUL is ignored),
+ * `retry:` reports the reconnection delay, `:` lines are comments, a blank line dispatches the event. An event
+ * without `data:` lines is not dispatched (its `id:` still counts). A leading byte-order mark is dropped.
+ * Memory is bounded by `maxEventSize` (see `onOverflow`).
+ */
+export class SseParser {
+  /** The last event id seen, kept across events. */
+  lastEventId: string | undefined;
+  private readonly onEvent: (event: SseEvent) => void;
+  private readonly onRetry: ((ms: number) => void) | undefined;
+  private readonly max: number;
+  private readonly throwOnOverflow: boolean;
+  /** The unfinished line of the previous chunk. */
+  private pending = '';
+  /** Bytes of an unfinished UTF-8 sequence at the end of the previous byte chunk. */
+  private partial: Buffer | undefined;
+  /** The previous chunk ended with CR: a LF starting the next one belongs to that line ending. */
+  private skipLf = false;
+  private first = true;
+  private data = '';
+  private dataLines = 0;
+  private type: string | undefined;
+  /** Dropping an oversized event until the blank line that ends it. */
+  private skipping = false;
+  /** The line being read was dropped (too long): its end is not a blank line. */
+  private inDroppedLine = false;
+
+  constructor(options: SseParserOptions) {
+    this.onEvent = options.onEvent;
+    this.onRetry = options.onRetry;
+    this.max = options.maxEventSize ?? DEFAULT_MAX_EVENT;
+    this.throwOnOverflow = options.onOverflow !== 'skip';
+  }
+
+  /** Feed the next chunk. Throws an {@link SseOverflowError} on an oversized event when `onOverflow` is `throw`. */
+  push(chunk: Uint8Array | string): void {
+    let text: string;
+    if (typeof chunk === 'string') text = chunk;
+    else {
+      let buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      if (this.partial) {
+        buf = Buffer.concat([this.partial, buf]);
+        this.partial = undefined;
+      }
+      const end = completeUtf8(buf);
+      if (end < buf.length) this.partial = buf.subarray(end);
+      text = buf.toString('utf8', 0, end);
+    }
+    if (text.length === 0) return;
+    if (this.first) {
+      this.first = false;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    let start = 0;
+    if (this.skipLf) {
+      this.skipLf = false;
+      if (text.charCodeAt(0) === LF) start = 1;
+    }
+    if (this.pending !== '') {
+      text = this.pending + (start === 0 ? text : text.slice(start));
+      this.pending = '';
+      start = 0;
+    }
+    const length = text.length;
+    // Most streams use LF only: find line ends with indexOf, and look for CR only when there is one.
+    const hasCr = text.indexOf('\r', start) !== -1;
+    let lineStart = start;
+    while (lineStart < length) {
+      let end: number;
+      if (hasCr) {
+        const lf = text.indexOf('\n', lineStart);
+        const cr = text.indexOf('\r', lineStart);
+        end = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf);
+      } else end = text.indexOf('\n', lineStart);
+      if (end === -1) break;
+      this.line(text, lineStart, end);
+      lineStart = end + 1;
+      if (hasCr && text.charCodeAt(end) === CR) {
+        if (lineStart === length) this.skipLf = true;
+        else if (text.charCodeAt(lineStart) === LF) lineStart++;
+      }
+    }
+    if (lineStart < length) this.pending = lineStart === 0 ? text : text.slice(lineStart);
+    if (this.pending.length + this.data.length > this.max) this.overflow(true);
+  }
+
+  /** The stream ended: a last line without its line ending is still read, and an event it completes dispatched. */
+  end(): void {
+    if (this.partial) {
+      this.pending += this.partial.toString('utf8');
+      this.partial = undefined;
+    }
+    if (this.pending !== '') {
+      const text = this.pending;
+      this.pending = '';
+      this.line(text, 0, text.length);
+    }
+    this.dispatch();
+  }
+
+  /** `inLine`: the overflow is in the unfinished line, whose end is still to come. */
+  private overflow(inLine: boolean): void {
+    this.pending = '';
+    this.inDroppedLine = inLine;
+    this.data = '';
+    this.dataLines = 0;
+    this.type = undefined;
+    this.skipping = true;
+    if (this.throwOnOverflow) throw new SseOverflowError(this.max);
+  }
+
+  private line(text: string, start: number, end: number): void {
+    if (this.inDroppedLine) {
+      this.inDroppedLine = false; // the end of a line already dropped
+      return;
+    }
+    if (start === end) return this.dispatch();
+    if (this.skipping) return;
+    const c = text.charCodeAt(start);
+    if (c === COLON) return; // a comment
+    // The common field, recognised without slicing the line first.
+    if (c === 100 /* d */ && text.startsWith('data:', start)) {
+      this.addData(text.slice(text.charCodeAt(start + 5) === SPACE ? start + 6 : start + 5, end));
+      return;
+    }
+    const colon = text.indexOf(':', start);
+    let field: string;
+    let value: string;
+    if (colon === -1 || colon >= end) {
+      field = text.slice(start, end);
+      value = '';
+    } else {
+      field = text.slice(start, colon);
+      value = text.slice(text.charCodeAt(colon + 1) === SPACE ? colon + 2 : colon + 1, end);
+    }
+    switch (field) {
+      case 'data':
+        this.addData(value);
+        return;
+      case 'event':
+        this.type = value;
+        return;
+      case 'id':
+        if (!value.includes('\0')) this.lastEventId = value;
+        return;
+      case 'retry':
+        if (value.length > 0 && isDigits(value)) this.onRetry?.(Number(value));
+        return;
+      default:
+        return; // unknown fields are ignored
+    }
+  }
+
+  private addData(value: string): void {
+    this.data = this.dataLines === 0 ? value : `${this.data}\n${value}`;
+    this.dataLines++;
+    if (this.data.length > this.max) this.overflow(false);
+  }
+
+  private dispatch(): void {
+    if (this.skipping) {
+      this.skipping = false;
+      return;
+    }
+    if (this.dataLines === 0) {
+      this.type = undefined;
+      return;
+    }
+    const event: SseEvent = { event: this.type, data: this.data, id: this.lastEventId };
+    this.data = '';
+    this.dataLines = 0;
+    this.type = undefined;
+    this.onEvent(event);
+  }
+}
+
+function isDigits(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/** Parse a whole event stream held in memory (a buffered body); the same rules and bound as {@link SseParser}. */
+export function parseSseEvents(body: Uint8Array | string, options?: Omit<SseParserOptions, 'onEvent'>): SseEvent[] {
+  const out: SseEvent[] = [];
+  const parser = new SseParser({ ...options, onEvent: (e) => out.push(e) });
+  parser.push(body);
+  parser.end();
+  return out;
+}
+
+/** One event to write. */
+export interface SseEventInit {
+  /** The `event:` field; none written when absent. */
+  readonly event?: string;
+  readonly id?: string;
+  /** Written as one `data:` line per line of the text (CRLF, CR and LF all end a line). */
+  readonly data: string;
+  /** A `retry:` field, in ms. */
+  readonly retry?: number;
+}
+
+const LINE_BREAK = /\r\n|\r|\n/;
+
+/** Serialize one event, ending with its blank line. Field values must not hold line breaks (only `data` may). */
+export function formatSseEvent(init: SseEventInit): string {
+  let out = '';
+  if (init.event !== undefined) out += `event: ${init.event}\n`;
+  if (init.id !== undefined) out += `id: ${init.id}\n`;
+  if (init.retry !== undefined) out += `retry: ${init.retry}\n`;
+  const data = init.data;
+  if (data.indexOf('\n') === -1 && data.indexOf('\r') === -1) return `${out}data: ${data}\n\n`;
+  for (const line of data.split(LINE_BREAK)) out += `data: ${line}\n`;
+  return `${out}\n`;
+}
+
+/** Serialize a comment (clients ignore it; it keeps idle connections open and flushes headers). */
+export function formatSseComment(text: string): string {
+  return text.indexOf('\n') === -1 && text.indexOf('\r') === -1 ? `: ${text}\n\n` : `${text.split(LINE_BREAK).map((l) => `: ${l}\n`).join('')}\n`;
+}
+
+/** Response headers of an event stream. `x-accel-buffering: no` stops nginx-style proxies holding events back. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+});
+
+export interface SseWriterOptions {
+  /**
+   * Most bytes written but not yet taken by the client; past it the client is too slow, the body is destroyed
+   * (the kernel cuts the response) and later writes are dropped. Default 8 MiB.
+   */
+  readonly maxBuffered?: number;
+  /** Send a `: keep-alive` comment this often, in ms (0 or absent: never). */
+  readonly keepAliveMs?: number;
+}
+
+/**
+ * An event-stream response body to write events to: hand `body` to the kernel as a reply body. Writes after the
+ * body closed (the client left) are dropped and return false; `onClose` reports the close. Bounded: a client
+ * that does not read cannot make the gateway buffer more than `maxBuffered`.
+ */
+export class SseWriter {
+  readonly body: Readable;
+  onClose: (() => void) | undefined;
+  private readonly stream: PassThrough;
+  private readonly maxBuffered: number;
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(options?: SseWriterOptions) {
+    this.maxBuffered = options?.maxBuffered ?? 8 * 1024 * 1024;
+    const stream = (this.stream = new PassThrough());
+    this.body = stream;
+    stream.on('error', () => undefined);
+    stream.on('close', () => {
+      this.closed = true;
+      if (this.timer) clearInterval(this.timer);
+      const cb = this.onClose;
+      this.onClose = undefined;
+      cb?.();
+    });
+    const every = options?.keepAliveMs ?? 0;
+    if (every > 0) {
+      this.timer = setInterval(() => this.write(formatSseComment('keep-alive')), every);
+      this.timer.unref();
+    }
+  }
+
+  /** Whether writes still reach the client. */
+  get open(): boolean {
+    return !this.closed && this.stream.writable;
+  }
+
+  /** Write one event; false when the stream is closed (or was just closed for a slow client). */
+  send(init: SseEventInit): boolean {
+    return this.write(formatSseEvent(init));
+  }
+
+  /** Write a comment; false when the stream is closed. */
+  comment(text: string): boolean {
+    return this.write(formatSseComment(text));
+  }
+
+  /** Write serialized event-stream text as it is. */
+  write(text: string): boolean {
+    if (!this.open) return false;
+    // What waits on both sides of the PassThrough: a body nobody reads fills the readable side first.
+    if (this.stream.writableLength + this.stream.readableLength + text.length > this.maxBuffered) {
+      this.stream.destroy(new Error(`the client reads too slowly: more than ${this.maxBuffered} bytes of events wait`));
+      return false;
+    }
+    this.stream.write(text);
+    return true;
+  }
+
+  /** End the stream after what was written. */
+  end(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    if (this.open) this.stream.end();
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Stream plumbing every plugin needs and none should write again (ADR 0030): read a body into memory with a cap,
+ * pipe one stream into another so that either side failing or leaving tears the other down, and watch the chunks
+ * of a body as they pass on to the client.
+ */
+import { Transform } from 'node:stream';
+import type { Readable, TransformCallback, Writable } from 'node:stream';
+
+/** A body was larger than the cap it was read with. `limit` is that cap, in bytes. */
+export class BodyTooLargeError extends RangeError {
+  readonly limit: number;
+  constructor(limit: number, message = `the body is larger than ${limit} bytes`) {
+    super(message);
+    this.name = 'BodyTooLargeError';
+    this.limit = limit;
+  }
+}
+
+/** Options of {@link readCapped}. */
+export interface ReadCappedOptions {
+  /** The error to reject with when the body passes the cap; a {@link BodyTooLargeError} when absent. */
+  readonly tooLarge?: (limit: number) => Error;
+}
+
+function toBuffer(chunk: Buffer | Uint8Array | string): Buffer {
+  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+/**
+ * Read a whole body into memory, at most `limit` bytes. Past the cap the body is destroyed (its connection is
+ * released, nothing more is read) and the promise rejects with `options.tooLarge(limit)` or a
+ * {@link BodyTooLargeError}. A stream error rejects with that error; a stream that closes before its end rejects too.
+ */
+export function readCapped(body: Readable, limit: number, options?: ReadCappedOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    const fail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
+      reject(err);
+    };
+    body.on('data', (chunk: Buffer | Uint8Array | string) => {
+      if (settled) return;
+      const buf = toBuffer(chunk);
+      size += buf.length;
+      if (size > limit) {
+        fail(options?.tooLarge ? options.tooLarge(limit) : new BodyTooLargeError(limit));
+        body.destroy();
+        return;
+      }
+      chunks.push(buf);
+    });
+    body.once('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    body.once('error', fail);
+    body.once('close', () => fail(new Error('the stream closed before its end')));
+  });
+}
+
+/** {@link readCapped}, decoded as UTF-8. */
+export async function readCappedText(body: Readable, limit: number, options?: ReadCappedOptions): Promise<string> {
+  return (await readCapped(body, limit, options)).toString('utf8');
+}
+
+/**
+ * Pipe `src` into `dst` and tie their lifetimes: an error of `src` destroys `dst` with it (a client then sees a
+ * cut response, not a short one that looks complete), and `dst` closing before `src` ended (the client left)
+ * destroys `src`, so an upstream connection is released. Returns `dst`.
+ */
+export function pipeWithTeardown<T extends Writable>(src: Readable, dst: T): T {
+  src.on('error', (err) => dst.destroy(err));
+  dst.on('close', () => {
+    if (!src.readableEnded && !src.destroyed) src.destroy();
+  });
+  src.pipe(dst);
+  return dst;
+}
+
+/** What {@link tap} calls as a body passes. A throw from either is swallowed: watching never breaks a response. */
+export interface TapObserver {
+  /** Each chunk, before it is passed on. */
+  readonly chunk?: (chunk: Buffer) => void;
+  /** The source ended (not on an error or an early close), before the new body ends. */
+  readonly end?: () => void;
+}
+
+class TapStream extends Transform {
+  private readonly observer: TapObserver;
+  constructor(observer: TapObserver) {
+    super();
+    this.observer = observer;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    try {
+      this.observer.chunk?.(chunk);
+    } catch {
+      // Watching never breaks the response.
+    }
+    callback(null, chunk);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    try {
+      this.observer.end?.();
+    } catch {
+      // Watching never breaks the response.
+    }
+    callback();
+  }
+}
+
+/**
+ * A new body that passes every chunk of `source` on at once (a stream keeps streaming) while `observer` sees it.
+ * The two are tied as by {@link pipeWithTeardown}.
+ */
+export function tap(source: Readable, observer: TapObserver): Readable {
+  return pipeWithTeardown(source, new TapStream(observer));
+}
+
+/**
+ * {@link tap} that also keeps the body, up to `limit` bytes, and hands it to `onEnd` when the source ends:
+ * `undefined` when it was larger (what was kept is let go as soon as the cap is passed).
+ */
+export function tapCapped(source: Readable, limit: number, onEnd: (body: Buffer | undefined) => void): Readable {
+  let chunks: Buffer[] | undefined = [];
+  let size = 0;
+  return tap(source, {
+    chunk(chunk) {
+      if (!chunks) return;
+      size += chunk.length;
+      if (size > limit) chunks = undefined;
+      else chunks.push(chunk);
+    },
+    end() {
+      onEnd(chunks ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)) : undefined);
+    },
+  });
+}
