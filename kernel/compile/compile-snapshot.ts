@@ -18,7 +18,7 @@ import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
-import type { FailoverPlan, UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
 import type { EjectionCounter } from '../runtime/backend-health.ts';
 import { HealthChecker } from '../runtime/health-checker.ts';

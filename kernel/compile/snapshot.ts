@@ -1,7 +1,7 @@
 import type { SecureContext } from 'node:tls';
 import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
-import type { FailoverPlan, UpstreamPlan } from '../runtime/upstream-plan.ts';
+import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
 import type { OutlierDetectionFacet } from '../sdk/index.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';

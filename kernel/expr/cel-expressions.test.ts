@@ -1,22 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import { defineAttribute } from '../sdk/index.ts';
 import type { Exchange } from '../sdk/index.ts';
+import { ExchangeImpl } from '../runtime/exchange-impl.ts';
 import { CelExpressions } from './cel-expressions.ts';
 import { parseCIDR, parseIP } from './cel-ip.ts';
 
-function fakeExchange(over: Partial<Record<string, unknown>> = {}, attrs: Record<string, unknown> = {}): Exchange {
-  return {
-    method: 'GET',
-    path: '/items',
-    query: '?a=1&b=2&a=3',
-    hostname: 'example.com',
-    scheme: 'http',
-    headers: { 'x-user': 'alice', host: 'example.com' },
-    sourceAddress: '10.1.2.3',
-    sourcePort: 51234,
-    attributes: () => new Map(Object.entries(attrs)),
-    ...over,
-  } as unknown as Exchange;
+/** A kernel exchange over a stand-in client request (CEL reads attributes only from exchanges the kernel made). */
+function fakeExchange(attrs: Record<string, unknown> = {}): Exchange {
+  const socket = Object.assign(new EventEmitter(), { remoteAddress: '10.1.2.3', remotePort: 51234 });
+  const headers = { 'x-user': 'alice', host: 'example.com' };
+  const req = Object.assign(new EventEmitter(), { method: 'GET', url: '/items?a=1&b=2&a=3', headers, rawHeaders: ['x-user', 'alice', 'Host', 'example.com'], socket }) as unknown as IncomingMessage;
+  const ex = new ExchangeImpl(req, undefined, 'http', 'example.com', '/items', '?a=1&b=2&a=3', 0);
+  for (const [name, value] of Object.entries(attrs)) ex.set(defineAttribute(name), value);
+  return ex;
 }
 
 const cel = new CelExpressions(['jwt']);
@@ -84,7 +83,7 @@ describe('CEL environment', () => {
   it('helpers: default, base64, url, replace, regexReplace, uuid, random, fail', () => {
     assert.equal(run('default(request.headers["x-missing"], "anon")'), 'anon');
     assert.equal(run('default(request.headers["x-user"], "anon")'), 'alice');
-    assert.equal(run('default(jwt.sub, "nobody")', fakeExchange({}, { jwt: {} })), 'nobody');
+    assert.equal(run('default(jwt.sub, "nobody")', fakeExchange({ jwt: {} })), 'nobody');
     assert.equal(run('base64.encode("hi")'), 'aGk=');
     assert.equal(run('base64.encode(b"hi")'), 'aGk=');
     assert.equal(run('string(base64.decode("aGk="))'), 'hi');
@@ -104,7 +103,7 @@ describe('CEL environment', () => {
     assert.equal(run('request.uri'), '/items?a=1&b=2&a=3');
     assert.equal(run('request.query["a"]'), '1');
     assert.equal(run('source.port == 51234 && source.port > 1024'), true);
-    assert.equal(run('jwt.sub == "bob"', fakeExchange({}, { jwt: { sub: 'bob' } })), true);
+    assert.equal(run('jwt.sub == "bob"', fakeExchange({ jwt: { sub: 'bob' } })), true);
   });
 
   it('reports the checked type and rejects unknown variables and functions at compile time', () => {

@@ -1,7 +1,7 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { ConfigError, ErrorCode } from '../sdk/index.ts';
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
-import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
+import { KernelExchange } from '../exchange/kernel-exchange.ts';
 import { displaySignature, NAMESPACE_TYPES, registerGatewayFunctions } from './cel-library.ts';
 
 /** A field of a variable, as documented. */
@@ -83,8 +83,7 @@ function queryMap(query: string): Record<string, string> {
 }
 
 /** The CEL activation of one request. Built per evaluation: policies earlier in the chain may have changed it. */
-export function celActivation(exchange: Exchange, extra?: Record<string, unknown>): Record<string, unknown> {
-  const ex = exchange as ExchangeImpl;
+export function celActivation(ex: Exchange, extra?: Record<string, unknown>): Record<string, unknown> {
   const activation: Record<string, unknown> = {
     request: {
       method: ex.method,
@@ -100,7 +99,7 @@ export function celActivation(exchange: Exchange, extra?: Record<string, unknown
     },
     source: { address: ex.sourceAddress.replace(/^::ffff:/, ''), port: BigInt(ex.sourcePort) },
   };
-  const attrs = ex.attributes?.();
+  const attrs = KernelExchange.attributesOf(ex);
   if (attrs) for (const [name, value] of attrs) activation[name] = value;
   if (extra) Object.assign(activation, extra);
   return activation;

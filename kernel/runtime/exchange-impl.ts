@@ -1,8 +1,11 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, RouteInfo } from '../sdk/index.ts';
-import { EMPTY_PLAN } from './upstream-plan.ts';
-import type { UpstreamPlan } from './upstream-plan.ts';
+import { AbortHook } from '../exchange/abort-hook.ts';
+import { KernelExchange } from '../exchange/kernel-exchange.ts';
+import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import { EMPTY_PLAN } from '../exchange/upstream-plan.ts';
+import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { Readable } from 'node:stream';
 import type { CompiledRoute } from '../compile/snapshot.ts';
 import { ExchangeView } from './exchange-view.ts';
@@ -17,30 +20,10 @@ export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
 export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: '', bind: 0 });
 
 /**
- * An EventEmitter-style abort signal, the kind undici accepts besides AbortSignal (`on`/`once('abort')`,
- * `removeListener`, no `aborted` property): forwarding needs no AbortController per request. One upstream call
- * at a time listens.
+ * The kernel's Exchange for one client request, and its own kernel state (docs/adr/0029). Fields are all set in
+ * the constructor so every instance has one hidden class.
  */
-export class AbortHook {
-  private listener: (() => void) | undefined = undefined;
-  on(_event: 'abort', listener: () => void): void {
-    this.listener = listener;
-  }
-  once(_event: 'abort', listener: () => void): void {
-    this.listener = listener;
-  }
-  removeListener(_event: 'abort', listener: () => void): void {
-    if (this.listener === listener) this.listener = undefined;
-  }
-  fire(): void {
-    const listener = this.listener;
-    this.listener = undefined;
-    listener?.();
-  }
-}
-
-/** The kernel's Exchange. Fields are all set in the constructor so every instance has one hidden class. */
-export class ExchangeImpl implements Exchange {
+export class ExchangeImpl extends KernelExchange implements Exchange, ExchangeState {
   readonly req: IncomingMessage;
   readonly res: ServerResponse | undefined;
   readonly method: string;
@@ -103,6 +86,7 @@ export class ExchangeImpl implements Exchange {
     startTime: number,
     trustedProxies: TrustedProxies | null = null,
   ) {
+    super();
     this.req = req;
     this.res = res;
     this.method = req.method ?? 'GET';
@@ -218,19 +202,16 @@ export class ExchangeImpl implements Exchange {
     delete this.headers['transfer-encoding'];
   }
 
-  /** True when the client sent (or will send) a body. */
-  get hasRequestBody(): boolean {
-    if (this.body) return this.body.length > 0;
-    const h = this.headers;
-    return (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
-  }
-
   get<T>(key: AttributeKey<T>): T | undefined {
     return this.attrs?.get(key.name) as T | undefined;
   }
 
   set<T>(key: AttributeKey<T>, value: T): void {
     (this.attrs ??= new Map()).set(key.name, value);
+  }
+
+  protected ownState(): ExchangeState {
+    return this;
   }
 
   /** All attributes, for CEL contexts. */

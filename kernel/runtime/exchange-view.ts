@@ -1,11 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, RouteInfo } from '../sdk/index.ts';
-
-/** What a view needs from the exchange it copies (the kernel's ExchangeImpl, or another view). */
-interface AttributeSource {
-  attributes?(): ReadonlyMap<string, unknown> | undefined;
-}
+import { DetachedState, KernelExchange } from '../exchange/kernel-exchange.ts';
+import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 
 /** Never aborts: the signal of a detached view, whose client request is over. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -15,7 +12,7 @@ const NEVER_ABORTED = new AbortController().signal;
  * view's own (copied at creation), the rest is the original's. `live` views delegate body, signal, response headers
  * and log fields to the original; detached views (kept by long-lived connections) hold no reference to it.
  */
-export class ExchangeView implements Exchange {
+export class ExchangeView extends KernelExchange implements Exchange {
   readonly method: string;
   path: string;
   query: string;
@@ -37,6 +34,9 @@ export class ExchangeView implements Exchange {
   private ownBody: Buffer | undefined;
 
   constructor(source: Exchange, live: boolean) {
+    // A live view acts for the same request (its upstream plan, attempts, abort); a detached copy gets its own.
+    const state = KernelExchange.stateOf(source);
+    super(live && state ? state : new DetachedState(source, state));
     this.parent = live ? source : undefined;
     this.method = source.method;
     this.path = source.path;
@@ -55,7 +55,7 @@ export class ExchangeView implements Exchange {
     this.originalUrl = source.originalUrl;
     this.startTime = source.startTime;
     this.protocol = source.protocol;
-    this.attrs = new Map((source as AttributeSource).attributes?.() ?? []);
+    this.attrs = new Map(KernelExchange.attributesOf(source) ?? []);
     this.ownBody = live ? undefined : source.body;
   }
 
@@ -98,6 +98,10 @@ export class ExchangeView implements Exchange {
 
   set<T>(key: AttributeKey<T>, value: T): void {
     this.attrs.set(key.name, value);
+  }
+
+  protected ownState(): ExchangeState {
+    return new DetachedState(this);
   }
 
   /** All attributes, for CEL contexts (as ExchangeImpl offers). */

@@ -5,6 +5,7 @@ import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import { pickBackend } from './backend-pick.ts';
 import { runRequestHooks } from './run-hooks.ts';
+import { hasRequestBody } from '../upstream/http-target.ts';
 
 /** What `serveWithHealth` ended with: the last backend tried and its reply or error. */
 export interface Outcome {
@@ -38,7 +39,7 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
   const path = ex.path;
   const query = ex.query;
   const body = ex.body;
-  const hadBody = ex.hasRequestBody;
+  const hadBody = hasRequestBody(ex);
   const xff = h['x-forwarded-for'];
   const contentEncoding = h['content-encoding'];
   const contentLength = h['content-length'];

@@ -16,9 +16,10 @@ import type {
   UpstreamTarget,
   UpstreamTargetOptions,
 } from '../sdk/index.ts';
-import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
-import { RETRY_BUFFER_LIMIT } from '../runtime/upstream-plan.ts';
-import type { UpstreamPlan } from '../runtime/upstream-plan.ts';
+import { DetachedState, KernelExchange } from '../exchange/kernel-exchange.ts';
+import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
+import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { blankHopByHop, stripHopByHop } from './hop-by-hop.ts';
 import { isIpLiteral, tlsConnectOptions, tlsConnector } from './tls-options.ts';
 import { connectErrorCode, isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
@@ -46,6 +47,14 @@ function parseOrigin(origin: string): Origin {
 /** Bytes a client may send before the upstream accepted its upgrade. */
 const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
 
+/** True when the client sent (or will send) a body, or a plugin set one. */
+export function hasRequestBody(ex: Exchange): boolean {
+  const body = ex.body;
+  if (body) return body.length > 0;
+  const h = ex.headers;
+  return (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -69,27 +78,28 @@ class PooledTarget implements UpstreamTarget {
   }
 
   /** Headers for the upstream: hop-by-hop removed, Host chosen, X-Forwarded-* added. Mutates ex.headers. */
-  private prepareHeaders(ex: ExchangeImpl): IncomingHttpHeaders {
+  private prepareHeaders(ex: Exchange, state: ExchangeState): IncomingHttpHeaders {
     const h = ex.headers;
     blankHopByHop(h);
-    const explicitAuthority = ex.authority !== ex.clientAuthority;
+    const explicitAuthority = ex.authority !== state.clientAuthority;
     h.host = explicitAuthority || !this.useTargetAuthority ? ex.authority || this.parsed.authority : this.parsed.authority;
     const xff = h['x-forwarded-for'];
-    h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.peerAddress}` : ex.peerAddress;
+    h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${state.peerAddress}` : state.peerAddress;
     h['x-forwarded-proto'] = ex.scheme;
-    h['x-forwarded-host'] = ex.clientAuthority;
+    h['x-forwarded-host'] = state.clientAuthority;
     h['x-request-id'] = ex.requestId;
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
     if (h.expect !== undefined) h.expect = undefined;
     return h;
   }
 
-  async forward(exchange: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply> {
-    const ex = exchange as ExchangeImpl;
-    const plan = ex.plan;
+  async forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply> {
+    // The request's own state (shared by its views); an exchange a plugin made itself gets a fresh one.
+    const state = KernelExchange.stateOf(ex) ?? new DetachedState(ex);
+    const plan = state.plan;
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
-    const hasBody = ex.hasRequestBody;
-    const headers = this.prepareHeaders(ex);
+    const hasBody = hasRequestBody(ex);
+    const headers = this.prepareHeaders(ex, state);
     let body: Buffer | IncomingMessage | null = null;
     if (ex.body) body = ex.body;
     else if (hasBody) {
@@ -98,11 +108,11 @@ class PooledTarget implements UpstreamTarget {
     }
     const replayable = body === null || Buffer.isBuffer(body);
     // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
-    const first = ex.attempts;
+    const first = state.attempts;
     const maxAttempts = first + (plan.retry && replayable ? plan.retry.attempts + 1 : 1);
     const path = ex.path + ex.query;
     for (let attempt = first; ; attempt++) {
-      ex.attempts = attempt + 1;
+      state.attempts = attempt + 1;
       let attemptHeaders = headers;
       if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
       if (plan.upstreamHooks || onAttempt) {
@@ -119,7 +129,7 @@ class PooledTarget implements UpstreamTarget {
       let response: Dispatcher.ResponseData;
       const sentAt = performance.now();
       try {
-        response = await this.send(ex, path, attemptHeaders, body, plan);
+        response = await this.send(ex, state, path, attemptHeaders, body, plan);
         this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
       } catch (err) {
         if (this.metrics) {
@@ -128,7 +138,7 @@ class PooledTarget implements UpstreamTarget {
           if (code) this.metrics.connectError(code);
         }
         const failure = upstreamFailure(err, this.origin, plan.headersTimeoutMs);
-        if (ex.timedOut || ex.res?.destroyed) throw failure;
+        if (state.timedOut || state.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
         if (attempt + 1 < maxAttempts && retryable) {
           this.metrics?.retry();
@@ -136,7 +146,7 @@ class PooledTarget implements UpstreamTarget {
           continue;
         }
         // The request never reached the upstream's application: the pipeline may send it to another backend.
-        ex.retryableFailure = retryable;
+        state.retryableFailure = retryable;
         throw failure;
       }
       if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode)) {
@@ -152,7 +162,8 @@ class PooledTarget implements UpstreamTarget {
   }
 
   private send(
-    ex: ExchangeImpl,
+    ex: Exchange,
+    state: ExchangeState,
     path: string,
     headers: IncomingHttpHeaders,
     body: Buffer | IncomingMessage | null,
@@ -163,8 +174,8 @@ class PooledTarget implements UpstreamTarget {
     const headersTimeout = plan.headersTimeoutMs;
     const bodyTimeout = plan.idleTimeoutMs;
     if (timeoutMs <= 0) {
-      if (ex.aborted !== undefined) return Promise.reject(ex.aborted);
-      const signal = ex.abortHook() as unknown as AbortSignal;
+      if (state.aborted !== undefined) return Promise.reject(state.aborted);
+      const signal = state.abortHook() as unknown as AbortSignal;
       return this.pool.request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal, headersTimeout, bodyTimeout });
     }
     // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
@@ -219,13 +230,13 @@ class PooledTarget implements UpstreamTarget {
     }
   }
 
-  upgrade(exchange: Exchange, socket: Duplex, head: Buffer): void {
-    const ex = exchange as ExchangeImpl;
-    const hooks = ex.plan.upstreamHooks;
-    if (!hooks) return this.sendUpgrade(ex, socket, head, this.upgradeHeaders(ex));
+  upgrade(ex: Exchange, socket: Duplex, head: Buffer): void {
+    const state = KernelExchange.stateOf(ex) ?? new DetachedState(ex);
+    const hooks = state.plan.upstreamHooks;
+    if (!hooks) return this.sendUpgrade(ex, socket, head, this.upgradeHeaders(ex, state));
     // Per-attempt hooks (backendAuth) sign the upgrade request as they sign any other request. A client that leaves
     // while they run (a token fetch) is noticed by sendUpgrade.
-    const headers = this.upgradeHeaders(ex);
+    const headers = this.upgradeHeaders(ex, state);
     const view: UpstreamAttempt = { method: ex.method, path: ex.path + ex.query, origin: this.origin, headers: headers as IncomingHttpHeaders, body: undefined, attempt: 0 };
     void (async () => {
       for (const hook of hooks) await hook.onUpstream!(ex, view);
@@ -239,20 +250,20 @@ class PooledTarget implements UpstreamTarget {
   }
 
   /** The upgrade request's headers: hop-by-hop removed (Upgrade/Connection kept), Host chosen, X-Forwarded-* added. */
-  private upgradeHeaders(ex: ExchangeImpl): OutgoingHttpHeaders {
+  private upgradeHeaders(ex: Exchange, state: ExchangeState): OutgoingHttpHeaders {
     const headers = { ...ex.headers } as OutgoingHttpHeaders;
     stripHopByHop(headers as IncomingHttpHeaders, true);
-    const explicitAuthority = ex.authority !== ex.clientAuthority;
+    const explicitAuthority = ex.authority !== state.clientAuthority;
     headers.host = explicitAuthority || !this.useTargetAuthority ? ex.authority : this.parsed.authority;
     const xff = ex.headers['x-forwarded-for'];
-    headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${ex.peerAddress}` : ex.peerAddress;
+    headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${state.peerAddress}` : state.peerAddress;
     headers['x-forwarded-proto'] = ex.scheme;
-    headers['x-forwarded-host'] = ex.clientAuthority;
+    headers['x-forwarded-host'] = state.clientAuthority;
     headers['x-request-id'] = ex.requestId;
     return headers;
   }
 
-  private sendUpgrade(ex: ExchangeImpl, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders): void {
+  private sendUpgrade(ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders): void {
     if (socket.destroyed) return;
     const send = this.parsed.secure ? httpsRequest : httpRequest;
     const upReq = send({

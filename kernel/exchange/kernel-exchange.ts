@@ -1,0 +1,87 @@
+import type { ServerResponse } from 'node:http';
+import type { Exchange } from '../sdk/index.ts';
+import { AbortHook } from './abort-hook.ts';
+import { EMPTY_PLAN } from './upstream-plan.ts';
+import type { UpstreamPlan } from './upstream-plan.ts';
+
+/**
+ * What the kernel keeps about one client request beside the public `Exchange` fields: what forwarding reads and
+ * writes (the compiled upstream plan, attempt numbering, abort state) and the client's own Host and address.
+ * The exchange made for the request is its own state; every view of it shares that state (docs/adr/0029).
+ */
+export interface ExchangeState {
+  /** The client's Host header as received: `X-Forwarded-Host`, and tells a policy's authority change apart. */
+  readonly clientAuthority: string;
+  /** The TCP peer (appended to X-Forwarded-For). */
+  readonly peerAddress: string;
+  /** The response to the client, while there is one (a client gone mid-attempt stops retries). */
+  readonly res: ServerResponse | undefined;
+  /** How upstream calls of the chosen (route, backend) pair behave. */
+  readonly plan: UpstreamPlan;
+  /** Upstream attempts so far, across backends (ADR 0023). */
+  attempts: number;
+  /** Set by the forwarder when its last attempt failed before the upstream's application saw it. */
+  retryableFailure: boolean;
+  /** Set when the route's request timeout fired: the upstream call must give up. */
+  readonly timedOut: boolean;
+  /** Why the request was aborted; undefined while it is live. */
+  readonly aborted: unknown;
+  /** The abort signal handed to undici for upstream calls. */
+  abortHook(): AbortHook;
+}
+
+/**
+ * The kernel's side of every exchange it hands out (the request's own, views, detached copies). The state sits in
+ * a class-private field: only this class reads it, so no code needs to cast an SDK `Exchange` to a kernel class,
+ * and an object a plugin made itself is told apart by a brand check instead of crashing on missing fields.
+ */
+export abstract class KernelExchange {
+  readonly #state: ExchangeState;
+
+  /** `state`: the state of the request this exchange acts for; omitted by the exchange that is that state. */
+  protected constructor(state?: ExchangeState) {
+    this.#state = state ?? this.ownState();
+  }
+
+  /** The state of an exchange made without one: the request's exchange is its own state. */
+  protected abstract ownState(): ExchangeState;
+
+  /** This exchange's attributes, for CEL and copies. */
+  abstract attributes(): ReadonlyMap<string, unknown> | undefined;
+
+  /** The kernel state behind `ex`; undefined for an object a plugin made itself. */
+  static stateOf(ex: Exchange): ExchangeState | undefined {
+    return #state in ex ? ex.#state : undefined;
+  }
+
+  /** The attributes of `ex`; undefined for an object a plugin made itself (it offers only `get`). */
+  static attributesOf(ex: Exchange): ReadonlyMap<string, unknown> | undefined {
+    return #state in ex ? ex.attributes() : undefined;
+  }
+}
+
+/**
+ * The state of an exchange no client request stands behind any more (a detached copy), or of one a plugin made:
+ * forwarding it counts its own attempts, is never aborted, and takes the plan of the request it was copied from.
+ */
+export class DetachedState implements ExchangeState {
+  readonly clientAuthority: string;
+  readonly peerAddress: string;
+  readonly res = undefined;
+  readonly plan: UpstreamPlan;
+  attempts = 0;
+  retryableFailure = false;
+  readonly timedOut = false;
+  readonly aborted = undefined;
+  private hook: AbortHook | undefined = undefined;
+
+  constructor(ex: Exchange, from?: ExchangeState) {
+    this.clientAuthority = from ? from.clientAuthority : ex.authority;
+    this.peerAddress = from ? from.peerAddress : ex.sourceAddress;
+    this.plan = from ? from.plan : EMPTY_PLAN;
+  }
+
+  abortHook(): AbortHook {
+    return (this.hook ??= new AbortHook());
+  }
+}

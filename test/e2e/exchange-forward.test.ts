@@ -1,0 +1,121 @@
+// An exchange the SDK hands a plugin (the view `PolicySet.runRequestHooks` returns, a detached copy) can be
+// forwarded with `UpstreamTarget.forward`, like the exchange the kernel made for the client request (ADR 0029).
+// Before, `forward` cast whatever it got to the kernel's own class and failed with a 500 on anything else.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { defineBackend } from 'switchyard/sdk';
+import type { Exchange, PolicySet, UpstreamTarget } from 'switchyard/sdk';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+interface ViewForwardConfig {
+  host: string;
+  mode: 'derived' | 'detached';
+  policies?: Record<string, unknown>;
+}
+
+/** A third-party-style backend: runs its own policies on a view of the exchange, then forwards the view. */
+const viewForward = defineBackend<ViewForwardConfig>({
+  key: 'testViewForward',
+  description: 'Test: forwards the exchange its own policy set derived, or a detached copy.',
+  schema: {
+    type: 'object',
+    description: 'Test backend.',
+    properties: {
+      host: { type: 'string', description: 'host:port of the upstream.' },
+      mode: { enum: ['derived', 'detached'], description: 'Which exchange to forward.' },
+      policies: { 'x-slot': 'mcpTargetPolicies', description: 'Policies run on the view.' },
+    },
+    required: ['host', 'mode'],
+    additionalProperties: false,
+  },
+  async compile(config, ctx) {
+    const target: UpstreamTarget = ctx.http.target({ origin: `http://${config.host}` });
+    const set: PolicySet = await ctx.compilePolicies('mcpTargetPolicies', config.policies, ['policies']);
+    return {
+      async handle(ex: Exchange) {
+        if (config.mode === 'detached') {
+          await ex.bufferBody();
+          return target.forward(ex.detach());
+        }
+        const derived = await set.runRequestHooks(ex);
+        if (derived.reply) return derived.reply;
+        return target.forward(derived.exchange);
+      },
+    };
+  },
+});
+
+describe('forward() takes any exchange the SDK gives a plugin', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: TestUpstream;
+  before(async () => {
+    port = await freePort();
+    upstream = await startUpstream();
+    const backend = (mode: string, policies?: Record<string, unknown>): Record<string, unknown> => ({
+      testViewForward: { host: `127.0.0.1:${upstream.port}`, mode, ...(policies ? { policies } : {}) },
+    });
+    gw = await startGateway(
+      {
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  {
+                    name: 'derived',
+                    matches: [{ path: { pathPrefix: '/derived' } }],
+                    policies: { requestHeaderModifier: { set: { 'x-route': 'route' } } },
+                    backends: [backend('derived', { requestHeaderModifier: { set: { 'x-view': 'view' } } })],
+                  },
+                  { name: 'detached', matches: [{ path: { pathPrefix: '/detached' } }], backends: [backend('detached')] },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      { preset: [...fullPreset, viewForward] },
+    );
+  });
+  after(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
+
+  it('the view made by PolicySet.runRequestHooks is forwarded with its own headers and the streamed body', async () => {
+    const body = 'x'.repeat(100_000);
+    const res = await request(`${gw.url(port)}/derived/a?q=1`, { method: 'POST', body, headers: { 'content-type': 'text/plain', 'x-request-id': 'view-1' } });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 200, text);
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.method, 'POST');
+    assert.equal(got.url, '/derived/a?q=1');
+    assert.equal(got.body.toString(), body);
+    assert.equal(got.headers['x-view'], 'view', 'the view’s own header change goes upstream');
+    assert.equal(got.headers['x-route'], 'route', 'the route’s change, made before the view, too');
+    assert.equal(got.headers['x-request-id'], 'view-1');
+    assert.equal(got.headers['x-forwarded-for'], '127.0.0.1');
+    assert.equal(got.headers['x-forwarded-host'], `127.0.0.1:${port}`);
+    assert.equal(got.headers.host, `127.0.0.1:${port}`, 'an IP-literal origin keeps the client’s Host');
+  });
+
+  it('a detached copy is forwarded with the body it kept', async () => {
+    const res = await request(`${gw.url(port)}/detached/b`, { method: 'PUT', body: 'kept body', headers: { 'x-request-id': 'detached-1' } });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 200, text);
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.method, 'PUT');
+    assert.equal(got.url, '/detached/b');
+    assert.equal(got.body.toString(), 'kept body');
+    assert.equal(got.headers['x-request-id'], 'detached-1');
+    assert.equal(got.headers['x-forwarded-for'], '127.0.0.1');
+  });
+});
