@@ -1,9 +1,10 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../sdk/index.ts';
+import type { AdminRouteHandler, Logger } from '../sdk/index.ts';
 import type { StaticConfig } from '../compile/snapshot.ts';
 import { compileHostCheck, splitAuthority } from './host-check.ts';
+import { findPluginRoute, servePluginRoute } from './plugin-routes.ts';
 
 /** A GET endpoint of one of the admin-side servers. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -15,6 +16,8 @@ export interface AdminEndpoints {
   stats: Record<string, AdminHandler>;
   /** `adminAddr`: `/config_dump`. */
   admin: Record<string, AdminHandler>;
+  /** `adminAddr`: the live config's plugin endpoints (`CompileContext.adminRoute`), looked up per request. */
+  adminPlugins?: () => ReadonlyMap<string, AdminRouteHandler> | undefined;
 }
 
 /** A listen address (checked at load against ADDRESS_PATTERN: `host:port` or `[v6]:port`) as listen() takes it. */
@@ -60,6 +63,11 @@ export class AdminServers {
         }
         const path = (req.url ?? '/').split('?')[0]!;
         const handler = group.routes[path];
+        const plugin = !handler && group.roles.includes('admin') ? findPluginRoute(endpoints.adminPlugins?.(), path) : undefined;
+        if (plugin) {
+          void servePluginRoute(req, res, plugin, this.logger);
+          return;
+        }
         if (!handler) {
           res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
           return;

@@ -277,7 +277,8 @@ export class Gateway {
   }
 
   private endpoints(): AdminEndpoints {
-    return gatewayEndpoints({ readiness: () => this.readiness(), metrics: () => this.metricsText(), configDump: () => this.configDump() });
+    const endpoints = gatewayEndpoints({ readiness: () => this.readiness(), metrics: () => this.metricsText(), configDump: () => this.configDump() });
+    return { ...endpoints, adminPlugins: () => this.s.pipeline.snapshot?.adminRoutes };
   }
 
   /**

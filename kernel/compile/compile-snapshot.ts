@@ -5,6 +5,7 @@ import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 import { createSecureContext } from 'node:tls';
 import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type {
+  AdminRouteHandler,
   BackendCompileContext,
   BackendInstance,
   BackendPlugin,
@@ -82,6 +83,8 @@ class SnapshotCompiler {
   private staticConfig!: StaticConfig;
   /** `ctx.loadState`: plugin state for this load only. */
   private readonly loadStates = new Map<string, unknown>();
+  /** `ctx.adminRoute`: plugin endpoints on the admin address. */
+  private readonly adminRoutes = new Map<string, AdminRouteHandler>();
 
   constructor(deps: CompileDeps) {
     this.deps = deps;
@@ -122,7 +125,7 @@ class SnapshotCompiler {
       for (const d of this.disposables) d.dispose?.();
       throw new ConfigError(this.issues);
     }
-    return new Snapshot(this.deps.generation, binds, staticConfig, config, this.disposables);
+    return new Snapshot(this.deps.generation, binds, staticConfig, config, this.disposables, this.adminRoutes);
   }
 
   private issue(path: ConfigPath, message: string, atKey = false): void {
@@ -172,6 +175,10 @@ class SnapshotCompiler {
         return { key: plugin.key, instance };
       },
       compilePolicies: (slot, value, sub) => this.policySet(slot, value, [...path, ...sub]),
+      adminRoute: (prefix, handler) => {
+        if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix) || prefix === '/config_dump') throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
+        if (!this.adminRoutes.has(prefix)) this.adminRoutes.set(prefix, handler);
+      },
       loadState: <T>(key: string, create: () => T): T => {
         if (!this.loadStates.has(key)) this.loadStates.set(key, create());
         return this.loadStates.get(key) as T;

@@ -3,7 +3,7 @@ import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
-import type { OutlierDetectionFacet } from '../sdk/index.ts';
+import type { AdminRouteHandler, OutlierDetectionFacet } from '../sdk/index.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
 import type { CompiledMatch } from './matchers.ts';
 import type { PathOptions } from '../runtime/normalize-path.ts';
@@ -106,6 +106,8 @@ export class Snapshot {
   readonly config: Record<string, unknown>;
   readonly disposables: readonly { dispose?(): void }[];
   readonly loadedAt = new Date();
+  /** Plugin endpoints on the admin address (`CompileContext.adminRoute`), by prefix. */
+  readonly adminRoutes: ReadonlyMap<string, AdminRouteHandler>;
   private inflight = 0;
   private retired = false;
   private onDrained: (() => void) | undefined;
@@ -116,7 +118,9 @@ export class Snapshot {
     staticConfig: StaticConfig,
     config: Record<string, unknown>,
     disposables: readonly { dispose?(): void }[],
+    adminRoutes: ReadonlyMap<string, AdminRouteHandler> = new Map(),
   ) {
+    this.adminRoutes = adminRoutes;
     this.generation = generation;
     this.binds = binds;
     this.staticConfig = staticConfig;

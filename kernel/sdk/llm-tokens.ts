@@ -42,8 +42,23 @@ export const llmCall: AttributeKey<LlmCallInfo> = defineAttribute<LlmCallInfo>('
  * is not called. The real usage is published through `llmCall`; the policy settles against it in `onLog`.
  */
 export interface LlmTokenLimiter {
-  /** `estimate`: the prompt-token estimate (0 when the backend could not read the prompt). */
-  reserve(ex: Exchange, estimate: number): Reply | undefined | Promise<Reply | undefined>;
+  /**
+   * `estimate`: the prompt-token estimate (0 when the backend could not read the prompt). `quote`: what the backend
+   * knows of the call about to be made (model, output cap, price), for limits that count money or check the model.
+   */
+  reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Reply | undefined | Promise<Reply | undefined>;
+}
+
+/** What an LLM backend knows of a call before making it; handed to `LlmTokenLimiter.reserve`. */
+export interface LlmCallQuote {
+  /** Provider name as in telemetry (`openai`, `anthropic`, …). */
+  readonly provider: string;
+  /** The model the provider is to be called with; undefined on a passthrough request (the body is not read). */
+  readonly model: string | undefined;
+  /** The request's own cap on output tokens (`max_tokens`, `max_completion_tokens`, …), when it sets one. */
+  readonly maxOutputTokens: number | undefined;
+  /** The model's price from the backend's catalog, USD per 1M tokens; undefined when unpriced. */
+  readonly price: { readonly input: number; readonly output: number } | undefined;
 }
 
 /** The token limiters of a request, in policy order; set through `addLlmTokenLimiter`. */

@@ -87,7 +87,34 @@ export interface CompileContext {
    * `key`. For checks across the whole config (a name that must be unique among all `ai` backends).
    */
   loadState<T>(key: string, create: () => T): T;
+  /**
+   * Serve JSON endpoints under `prefix` (`/keys`: `/keys` and `/keys/…`) on the admin address, next to
+   * `/config_dump`: loopback by default and Host/Origin-checked like it (ADR 0017). The live config's registration
+   * answers; the first plugin to claim a prefix in a load keeps it. Requests with a body must send
+   * `content-type: application/json` (a page's plain form cannot). Absent in contexts built outside a config load.
+   */
+  adminRoute?(prefix: string, handler: AdminRouteHandler): void;
 }
+
+/** A request to a plugin's endpoint on the admin address (`CompileContext.adminRoute`). */
+export interface AdminRequest {
+  /** `GET`, `POST`, `PUT`, `PATCH` or `DELETE` (HEAD is answered as GET). */
+  readonly method: string;
+  /** The path below the prefix: `''` or `/…`, percent-decoded segment by segment. */
+  readonly subpath: string;
+  readonly query: URLSearchParams;
+  /** The parsed JSON body; undefined when the request had none. */
+  readonly body: unknown;
+}
+
+/** A plugin endpoint's answer, written as JSON. */
+export interface AdminResponse {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** Handler of a plugin's admin endpoint. A thrown error is a 500 (its message logged, not shown). */
+export type AdminRouteHandler = (req: AdminRequest) => AdminResponse | Promise<AdminResponse>;
 
 /** A histogram plugins observe into; series are told apart by their labels. */
 export interface MetricHistogram {

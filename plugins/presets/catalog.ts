@@ -27,6 +27,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'jwtAuth',
   'basicAuth',
   'apiKey',
+  'virtualKeys',
   'extAuthz',
   'authorization',
   'mcpAuthorization',

@@ -1,5 +1,6 @@
 import backend from '../backends/backend/plugin.ts';
 import apiKey from '../policies/api-key/plugin.ts';
+import virtualKeys from '../policies/virtual-keys/plugin.ts';
 import authorization from '../policies/authorization/plugin.ts';
 import basicAuth from '../policies/basic-auth/plugin.ts';
 import extAuthz from '../policies/ext-authz/plugin.ts';
@@ -70,6 +71,7 @@ export const fullPreset: readonly Plugin[] = [
   jwtAuth,
   basicAuth,
   apiKey,
+  virtualKeys,
   extAuthz,
   authorization,
   mcpAuthorization,

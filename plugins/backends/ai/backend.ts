@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { GatewayError, llmTokenLimiters } from 'switchyard/sdk';
-import type { BackendCompileContext, BackendInstance, Exchange, Reply, UpstreamAttempt } from 'switchyard/sdk';
+import type { BackendCompileContext, BackendInstance, Exchange, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.ts';
@@ -109,7 +109,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   /** `passthrough` (and `realtime` over plain HTTP): the request goes to the provider untouched but for headers and credentials. */
   const passthrough = async (ex: Exchange): Promise<Reply> => {
     // The body is not read here: token limits get no estimate, only the usage (none is read from passthrough answers).
-    const refused = await reserveTokens(ex, undefined);
+    const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
     if (refused) return refused;
     new LlmCall(ex, provider.kind, undefined, false);
     provider.prepareHeaders(ex.headers);
@@ -185,7 +185,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
-    const refused = await reserveTokens(ex, body);
+    const refused = await reserveTokens(ex, body, { provider: provider.kind, model, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
     if (refused) return refused;
     const call = new LlmCall(ex, provider.kind, model, stream, metrics, genAiOperation(wire), priceOf);
     const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
@@ -216,14 +216,21 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
  * Token rate limits on the route (`llmTokenLimiters`, set by their policies): the prompt estimate, computed only
  * then, is reserved by each in order before the provider is called; the first refusal is the answer.
  */
-async function reserveTokens(ex: Exchange, body: Obj | undefined): Promise<Reply | undefined> {
+async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote): Promise<Reply | undefined> {
   const limiters = ex.get(llmTokenLimiters);
   if (!limiters) return undefined;
   const estimate = body ? estimatePromptTokens(body) : 0;
   for (const limiter of limiters) {
-    const refused = await limiter.reserve(ex, estimate);
+    const refused = await limiter.reserve(ex, estimate, quote);
     if (refused) return refused;
   }
+  return undefined;
+}
+
+/** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
+function maxOutputTokens(body: Obj): number | undefined {
+  const gen = isObj(body.generationConfig) ? body.generationConfig.maxOutputTokens : undefined;
+  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens, gen]) if (typeof v === 'number' && v >= 0) return v;
   return undefined;
 }
 

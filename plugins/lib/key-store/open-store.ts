@@ -1,0 +1,29 @@
+import { resolve } from 'node:path';
+import type { KeyStore } from './types.ts';
+
+/** Which store, as the `virtualKeys.store` config says. */
+export interface StoreSpec {
+  sqlite?: { path: string };
+  redis?: { url: string; prefix?: string };
+}
+
+/** Default embedded database file, in the working directory. */
+export const DEFAULT_SQLITE_PATH = 'switchyard-keys.db';
+
+/** A stable identity of a store spec (the resource-cache key: an unchanged store survives reloads). */
+export function storeIdentity(spec: StoreSpec | undefined, cwd: string): string {
+  if (spec?.redis) return `redis:${spec.redis.url}|${spec.redis.prefix ?? ''}`;
+  const path = spec?.sqlite?.path ?? DEFAULT_SQLITE_PATH;
+  return `sqlite:${path === ':memory:' ? path : resolve(cwd, path)}`;
+}
+
+/** Open a store; each client module loads only when its store is configured. */
+export async function openStore(spec: StoreSpec | undefined, cwd: string): Promise<KeyStore> {
+  if (spec?.redis) {
+    const { RedisKeyStore } = await import('./redis-store.ts');
+    return RedisKeyStore.open(spec.redis.url, spec.redis.prefix ?? 'switchyard:vk:');
+  }
+  const { SqliteKeyStore } = await import('./sqlite-store.ts');
+  const path = spec?.sqlite?.path ?? DEFAULT_SQLITE_PATH;
+  return SqliteKeyStore.open(path === ':memory:' ? path : resolve(cwd, path));
+}

@@ -1,0 +1,142 @@
+// The shared store (ADR 0035): keys and budget counters in Redis, so several gateway replicas draw from the same
+// budgets. A reservation is one Lua script, which Redis runs atomically: check every counter, then add to each.
+import { createHash } from 'node:crypto';
+import { RedisError, RespClient } from './resp.ts';
+import type { RespValue } from './resp.ts';
+import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
+
+/** KEYS: counters. ARGV: limit, amount, expiresAt (epoch ms, 0 = never) per counter. Returns the refusing index or -1. */
+const RESERVE = `
+for i = 1, #KEYS do
+  local v = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if v >= tonumber(ARGV[i * 3 - 2]) then return i - 1 end
+end
+for i = 1, #KEYS do
+  redis.call('INCRBYFLOAT', KEYS[i], ARGV[i * 3 - 1])
+  local exp = tonumber(ARGV[i * 3])
+  if exp > 0 then redis.call('PEXPIREAT', KEYS[i], exp) end
+end
+return -1`;
+
+/** KEYS: counters. ARGV: amount, expiresAt per counter. */
+const SETTLE = `
+for i = 1, #KEYS do
+  redis.call('INCRBYFLOAT', KEYS[i], ARGV[i * 2 - 1])
+  local exp = tonumber(ARGV[i * 2])
+  if exp > 0 then redis.call('PEXPIREAT', KEYS[i], exp) end
+end
+return 0`;
+
+/** KEYS: old digest key, new digest key, id key. ARGV: record JSON, new digest. Moves a key to a new secret atomically. */
+const MOVE = `
+redis.call('DEL', KEYS[1])
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], ARGV[2])
+return 1`;
+
+const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
+
+export class RedisKeyStore implements KeyStore {
+  readonly kind = 'redis';
+  private readonly client: RespClient;
+  private readonly prefix: string;
+
+  static async open(url: string, prefix: string): Promise<RedisKeyStore> {
+    const store = new RedisKeyStore(new RespClient(url), prefix);
+    await store.client.command('PING');
+    return store;
+  }
+
+  private constructor(client: RespClient, prefix: string) {
+    this.client = client;
+    this.prefix = prefix;
+  }
+
+  /** EVALSHA, falling back to EVAL the first time a server sees the script. */
+  private async script(body: string, keys: readonly string[], args: readonly (string | number)[]): Promise<RespValue> {
+    try {
+      return await this.client.command('EVALSHA', sha1(body), keys.length, ...keys, ...args);
+    } catch (err) {
+      if (err instanceof RedisError && err.message.startsWith('NOSCRIPT')) return this.client.command('EVAL', body, keys.length, ...keys, ...args);
+      throw err;
+    }
+  }
+
+  private digestKey(digest: string): string {
+    return `${this.prefix}digest:${digest}`;
+  }
+
+  private idKey(id: string): string {
+    return `${this.prefix}id:${id}`;
+  }
+
+  private counterKey(name: string): string {
+    return `${this.prefix}c:${name}`;
+  }
+
+  async find(digest: string): Promise<KeyRecord | undefined> {
+    const json = await this.client.command('GET', this.digestKey(digest));
+    return typeof json === 'string' ? (JSON.parse(json) as KeyRecord) : undefined;
+  }
+
+  async reserve(lines: readonly CounterLine[]): Promise<number> {
+    const args: (string | number)[] = [];
+    for (const l of lines) args.push(l.limit, l.amount, l.expiresAt);
+    return Number(await this.script(RESERVE, lines.map((l) => this.counterKey(l.counter)), args));
+  }
+
+  async settle(deltas: readonly CounterDelta[]): Promise<void> {
+    if (deltas.length === 0) return;
+    const args: (string | number)[] = [];
+    for (const d of deltas) args.push(d.amount, d.expiresAt);
+    await this.script(SETTLE, deltas.map((d) => this.counterKey(d.counter)), args);
+  }
+
+  async values(counters: readonly string[]): Promise<number[]> {
+    if (counters.length === 0) return [];
+    const got = (await this.client.command('MGET', ...counters.map((c) => this.counterKey(c)))) as (string | null)[];
+    return got.map((v) => (v === null ? 0 : Number(v)));
+  }
+
+  async create(record: KeyRecord, digest: string): Promise<void> {
+    await this.script(MOVE, [this.digestKey(''), this.digestKey(digest), this.idKey(record.id)], [JSON.stringify(record), digest]);
+    await this.client.command('SADD', `${this.prefix}ids`, record.id);
+  }
+
+  /** The current digest of a key id and its record. */
+  private async current(id: string): Promise<{ digest: string; record: KeyRecord } | undefined> {
+    const digest = await this.client.command('GET', this.idKey(id));
+    if (typeof digest !== 'string') return undefined;
+    const json = await this.client.command('GET', this.digestKey(digest));
+    return typeof json === 'string' ? { digest, record: JSON.parse(json) as KeyRecord } : undefined;
+  }
+
+  async get(id: string): Promise<KeyRecord | undefined> {
+    return (await this.current(id))?.record;
+  }
+
+  async list(): Promise<KeyRecord[]> {
+    const ids = ((await this.client.command('SMEMBERS', `${this.prefix}ids`)) as string[]).sort();
+    const records = await Promise.all(ids.map((id) => this.get(id)));
+    return records.filter((r): r is KeyRecord => r !== undefined);
+  }
+
+  async rotate(id: string, digest: string, prefix: string, at: string): Promise<boolean> {
+    const cur = await this.current(id);
+    if (!cur || cur.record.revokedAt !== undefined) return false;
+    await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(digest), this.idKey(id)], [JSON.stringify({ ...cur.record, prefix, rotatedAt: at }), digest]);
+    return true;
+  }
+
+  async revoke(id: string, at: string): Promise<boolean> {
+    const cur = await this.current(id);
+    if (!cur || cur.record.revokedAt !== undefined) return false;
+    // Kept under a digest no secret has, so the revoked secret cannot even be looked up.
+    await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(`revoked:${id}`), this.idKey(id)], [JSON.stringify({ ...cur.record, revokedAt: at }), `revoked:${id}`]);
+    return true;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

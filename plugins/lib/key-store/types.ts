@@ -1,0 +1,74 @@
+// Virtual keys and their budgets (docs/llm-economics.md, ADR 0035): what a key is, and the store contract every
+// backend (embedded SQLite, Redis) implements. Secrets never reach a store: only their SHA-256 digest does.
+
+/** What a budget counts: USD from the price catalog, LLM tokens (input + output), or requests. */
+export type BudgetUnit = 'usd' | 'tokens' | 'requests';
+/** The window a budget resets on (UTC calendar windows); `total` never resets. */
+export type BudgetPeriod = 'minute' | 'hour' | 'day' | 'month' | 'total';
+
+export interface Budget {
+  readonly unit: BudgetUnit;
+  readonly limit: number;
+  readonly period: BudgetPeriod;
+}
+
+/** A key as stored and listed: everything but the secret. */
+export interface KeyRecord {
+  /** Public id (`vk_…`): names the key in the management API, logs and CEL; not a credential. */
+  readonly id: string;
+  readonly name?: string;
+  readonly owner?: string;
+  readonly team?: string;
+  /** Models the key may call (`*` wildcards); absent = any. */
+  readonly models?: readonly string[];
+  /** Route names the key may use; absent = any. */
+  readonly routes?: readonly string[];
+  readonly budgets: readonly Budget[];
+  readonly metadata?: Readonly<Record<string, unknown>>;
+  /** The secret's first characters, to recognise a key in a list (`sk-swy-AbCd…`). */
+  readonly prefix: string;
+  readonly createdAt: string;
+  readonly rotatedAt?: string;
+  readonly revokedAt?: string;
+  /** `config`: declared in the config file (read-only through the API); `api`: created through the management API. */
+  readonly source: 'config' | 'api';
+}
+
+/** One counter a reservation takes from: refused when its value has reached `limit`. */
+export interface CounterLine {
+  readonly counter: string;
+  readonly limit: number;
+  readonly amount: number;
+  /** Epoch ms after which the counter's window is over (0: never). */
+  readonly expiresAt: number;
+}
+
+/** A change to a counter after the answer (the real cost minus what was reserved; may be negative). */
+export interface CounterDelta {
+  readonly counter: string;
+  readonly amount: number;
+  readonly expiresAt: number;
+}
+
+/**
+ * Where keys and budget counters live. `reserve` is atomic across processes: it checks every line and, only if none
+ * has reached its limit, adds every amount (so concurrent requests never both take the last of a budget unseen).
+ * Lookups may be synchronous (SQLite) or not (Redis).
+ */
+export interface KeyStore {
+  readonly kind: string;
+  /** The key whose secret has this SHA-256 hex digest, revoked ones included (the caller checks `revokedAt`). */
+  find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined>;
+  /** Index of the first line that has reached its limit (nothing taken), or -1 when every amount was taken. */
+  reserve(lines: readonly CounterLine[]): number | Promise<number>;
+  settle(deltas: readonly CounterDelta[]): void | Promise<void>;
+  /** Current values of counters (0 when absent or expired). */
+  values(counters: readonly string[]): Promise<number[]>;
+  create(record: KeyRecord, digest: string): Promise<void>;
+  get(id: string): Promise<KeyRecord | undefined>;
+  list(): Promise<KeyRecord[]>;
+  /** Replace a key's secret digest (the old secret stops working at once); false when there is no such live key. */
+  rotate(id: string, digest: string, prefix: string, at: string): Promise<boolean>;
+  revoke(id: string, at: string): Promise<boolean>;
+  close(): void | Promise<void>;
+}

@@ -1,0 +1,119 @@
+// The management API on the admin address (docs/llm-economics.md "Managing keys"): create, list, show with usage,
+// rotate and revoke keys. `switchyard keys …` is a client of it. Secrets are shown once, when made.
+import type { AdminRequest, AdminResponse, AdminRouteHandler } from 'switchyard/sdk';
+import { windowOf } from '../../lib/key-store/periods.ts';
+import { digestOf, displayPrefix, newKeyId, newSecret } from '../../lib/key-store/secrets.ts';
+import type { Budget, KeyRecord } from '../../lib/key-store/types.ts';
+import { fromBudget, toBudget } from './config.ts';
+import type { BudgetConfig } from './config.ts';
+import { counterName } from './reservation.ts';
+import type { KeyDirectory } from './virtual-keys.ts';
+
+const ok = (body: unknown, status = 200): AdminResponse => ({ status, body });
+const problem = (status: number, message: string): AdminResponse => ({ status, body: { error: { message } } });
+
+/** A key as the API shows it: budgets in the config's spelling. */
+function view(record: KeyRecord): Record<string, unknown> {
+  return { ...record, budgets: record.budgets.map(fromBudget) };
+}
+
+const STRING_FIELDS = ['name', 'owner', 'team'] as const;
+
+/** The fields of a create request, checked; a message when something is wrong. */
+function parseCreate(body: unknown): Omit<KeyRecord, 'id' | 'prefix' | 'createdAt' | 'source'> | string {
+  if (body === undefined) body = {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body must be a JSON object';
+  const b = body as Record<string, unknown>;
+  for (const k of Object.keys(b)) if (![...STRING_FIELDS, 'models', 'routes', 'budgets', 'metadata'].includes(k)) return `unknown field \`${k}\``;
+  for (const k of STRING_FIELDS) if (b[k] !== undefined && (typeof b[k] !== 'string' || b[k] === '')) return `\`${k}\` must be a non-empty string`;
+  for (const k of ['models', 'routes'] as const) {
+    if (b[k] !== undefined && (!Array.isArray(b[k]) || !(b[k] as unknown[]).every((v) => typeof v === 'string' && v !== ''))) return `\`${k}\` must be a list of names`;
+  }
+  if (b.metadata !== undefined && (typeof b.metadata !== 'object' || b.metadata === null || Array.isArray(b.metadata))) return '`metadata` must be an object';
+  const budgets: Budget[] = [];
+  if (b.budgets !== undefined) {
+    if (!Array.isArray(b.budgets)) return '`budgets` must be a list';
+    for (const [i, raw] of (b.budgets as unknown[]).entries()) {
+      const budget = typeof raw === 'object' && raw !== null ? toBudget(raw as BudgetConfig) : undefined;
+      if (!budget) return `\`budgets[${i}]\` needs exactly one of \`usd\`, \`tokens\`, \`requests\` (a positive number) and a \`period\` (minute, hour, day, month, total)`;
+      budgets.push(budget);
+    }
+  }
+  return {
+    name: b.name as string | undefined,
+    owner: b.owner as string | undefined,
+    team: b.team as string | undefined,
+    models: b.models as string[] | undefined,
+    routes: b.routes as string[] | undefined,
+    metadata: b.metadata as Record<string, unknown> | undefined,
+    budgets,
+  };
+}
+
+/** Each budget of the key and of its team in its current window: limit, used (settled + reserved), reset time. */
+async function usage(dir: KeyDirectory, record: KeyRecord): Promise<Record<string, unknown>[]> {
+  const now = Date.now();
+  const rows: { scope: string; budget: Budget; counter: string; tag: string; endsAt: number }[] = [];
+  const add = (scope: string, prefix: string, budgets: readonly Budget[]): void => {
+    for (const b of budgets) {
+      const w = windowOf(b.period, now);
+      rows.push({ scope, budget: b, counter: counterName(prefix, b, w.tag), tag: w.tag, endsAt: w.endsAt });
+    }
+  };
+  add(`key:${record.id}`, `k:${record.id}`, record.budgets);
+  const team = record.team !== undefined ? dir.teams.get(record.team) : undefined;
+  if (team) add(`team:${record.team!}`, `t:${record.team!}`, team);
+  const values = await dir.store.values(rows.map((r) => r.counter));
+  return rows.map((r, i) => ({
+    scope: r.scope,
+    ...fromBudget(r.budget),
+    limit: r.budget.limit,
+    used: values[i]!,
+    remaining: Math.max(0, r.budget.limit - values[i]!),
+    window: r.tag,
+    resetsAt: r.endsAt === 0 ? null : new Date(r.endsAt).toISOString(),
+  }));
+}
+
+export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
+  const find = async (id: string): Promise<KeyRecord | undefined> => dir.declaredById.get(id) ?? (await dir.store.get(id));
+
+  return async (req: AdminRequest): Promise<AdminResponse> => {
+    const parts = req.subpath.split('/').filter((p) => p !== '');
+    if (parts.length === 0) {
+      if (req.method === 'GET') {
+        const team = req.query.get('team');
+        const all = [...dir.declaredById.values(), ...(await dir.store.list())].filter((k) => team === null || k.team === team);
+        return ok({ keys: all.map(view) });
+      }
+      if (req.method === 'POST') {
+        const fields = parseCreate(req.body);
+        if (typeof fields === 'string') return problem(400, fields);
+        const secret = newSecret();
+        const record: KeyRecord = { id: newKeyId(), ...fields, prefix: displayPrefix(secret), createdAt: new Date().toISOString(), source: 'api' };
+        await dir.store.create(record, digestOf(secret));
+        return ok({ key: view(record), secret }, 201);
+      }
+      return problem(405, `method ${req.method} not allowed on /keys`);
+    }
+    const id = parts[0]!;
+    const action = parts[1];
+    if (parts.length > 2 || (action !== undefined && !['rotate', 'revoke', 'usage'].includes(action))) return problem(404, 'not found');
+    const record = await find(id);
+    if (!record) return problem(404, `no key \`${id}\``);
+    if (req.method === 'GET' && (action === undefined || action === 'usage')) return ok({ key: view(record), usage: await usage(dir, record) });
+    const revoke = (req.method === 'POST' && action === 'revoke') || (req.method === 'DELETE' && action === undefined);
+    const rotate = req.method === 'POST' && action === 'rotate';
+    if (!revoke && !rotate) return problem(405, `method ${req.method} not allowed here`);
+    if (record.source === 'config') return problem(409, `key \`${id}\` is declared in the config file: change it there`);
+    if (record.revokedAt !== undefined) return problem(409, `key \`${id}\` is revoked`);
+    const at = new Date().toISOString();
+    if (revoke) {
+      if (!(await dir.store.revoke(id, at))) return problem(409, `key \`${id}\` is revoked`);
+      return ok({ key: view({ ...record, revokedAt: at }) });
+    }
+    const secret = newSecret();
+    if (!(await dir.store.rotate(id, digestOf(secret), displayPrefix(secret), at))) return problem(409, `key \`${id}\` is revoked`);
+    return ok({ key: view({ ...record, prefix: displayPrefix(secret), rotatedAt: at }), secret });
+  };
+}

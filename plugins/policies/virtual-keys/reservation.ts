@@ -1,0 +1,139 @@
+import { defineAttribute, jsonErrorReply, llmCall } from 'switchyard/sdk';
+import type { Exchange, LlmCallQuote, LlmTokenLimiter, Logger, Reply } from 'switchyard/sdk';
+import { windowOf } from '../../lib/key-store/periods.ts';
+import type { Budget, BudgetUnit, CounterDelta, CounterLine, KeyRecord } from '../../lib/key-store/types.ts';
+import type { KeyDirectory } from './virtual-keys.ts';
+
+const RESERVATION = defineAttribute<KeyReservation>('virtualKeys.reservation');
+
+/** Whether `model` matches a `*` pattern (linear: no regex, no backtracking). */
+export function modelMatches(pattern: string, model: string): boolean {
+  if (!pattern.includes('*')) return pattern === model;
+  const parts = pattern.split('*');
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (model.length < first.length + last.length || !model.startsWith(first) || !model.endsWith(last)) return false;
+  let at = first.length;
+  const end = model.length - last.length;
+  for (let i = 1; i < parts.length - 1; i++) {
+    const found = model.indexOf(parts[i]!, at);
+    if (found === -1 || found + parts[i]!.length > end) return false;
+    at = found + parts[i]!.length;
+  }
+  return true;
+}
+
+/** Counter name of a budget's current window: `k:<id>:usd:day:2026-11-25`, `t:<team>:tokens:month:2026-11`. */
+export function counterName(scope: string, b: Budget, tag: string): string {
+  return `${scope}:${b.unit}:${b.period}:${tag}`;
+}
+
+/** Whose budget a line draws from, for the refusal's message. */
+interface LineOwner {
+  readonly who: string;
+  readonly budget: Budget;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * One request's claim on its key's and team's budgets (ADR 0035). `reserve` (called by the LLM backend once it knows
+ * the model and the prompt) checks the model, then atomically takes the estimate from every budget, refusing when
+ * one is used up; `settle` (in `onLog`, after the answer, streams included) adds what the real usage differs by.
+ * A request passes while a budget has anything left, so concurrent requests overshoot it by at most one estimate.
+ */
+export class KeyReservation implements LlmTokenLimiter {
+  private readonly dir: KeyDirectory;
+  private readonly record: KeyRecord;
+  private readonly teamBudgets: readonly Budget[] | undefined;
+  private readonly logger: Logger;
+  private lines: CounterLine[] | undefined;
+  private units: BudgetUnit[] | undefined;
+
+  constructor(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budget[] | undefined, logger: Logger) {
+    this.dir = dir;
+    this.record = record;
+    this.teamBudgets = teamBudgets;
+    this.logger = logger;
+  }
+
+  static of(ex: Exchange): KeyReservation | undefined {
+    return ex.get(RESERVATION);
+  }
+
+  async reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Promise<Reply | undefined> {
+    const models = this.record.models;
+    if (models && quote?.model !== undefined && !models.some((p) => modelMatches(p, quote.model!))) {
+      return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` may not use model \`${quote.model}\``);
+    }
+    // A failover to another provider calls reserve again: the first reservation stands.
+    if (this.lines) return undefined;
+    const outputTokens = quote?.maxOutputTokens ?? this.dir.outputEstimate;
+    const price = quote?.price;
+    const amount = (unit: BudgetUnit): number =>
+      unit === 'requests' ? 1 : unit === 'tokens' ? estimate + outputTokens : price ? (estimate * price.input + outputTokens * price.output) / 1_000_000 : 0;
+    const now = Date.now();
+    const lines: CounterLine[] = [];
+    const owners: LineOwner[] = [];
+    const units: BudgetUnit[] = [];
+    const add = (scope: string, who: string, budgets: readonly Budget[]): void => {
+      for (const b of budgets) {
+        const w = windowOf(b.period, now);
+        // Counters outlive their window by a day, so a late settlement still lands on its own window.
+        lines.push({ counter: counterName(scope, b, w.tag), limit: b.limit, amount: amount(b.unit), expiresAt: w.endsAt === 0 ? 0 : w.endsAt + DAY_MS });
+        owners.push({ who, budget: b });
+        units.push(b.unit);
+      }
+    };
+    add(`k:${this.record.id}`, `key \`${this.record.id}\``, this.record.budgets);
+    if (this.teamBudgets) add(`t:${this.record.team!}`, `team \`${this.record.team!}\``, this.teamBudgets);
+    if (lines.length === 0) return undefined;
+    const refused = await this.dir.store.reserve(lines);
+    if (refused >= 0) return exhausted(owners[refused]!, now);
+    this.lines = lines;
+    this.units = units;
+    ex.set(RESERVATION, this);
+    return undefined;
+  }
+
+  /** After the answer: the real amounts replace the estimates (a failed call gives its reservation back). */
+  settle(ex: Exchange): void {
+    const lines = this.lines;
+    if (!lines) return;
+    this.lines = undefined;
+    const call = ex.get(llmCall);
+    const tokens = (call?.usage.inputTokens ?? 0) + (call?.usage.outputTokens ?? 0);
+    const usd = call?.cost ?? 0;
+    const deltas: CounterDelta[] = [];
+    for (let i = 0; i < lines.length; i++) {
+      const unit = this.units![i]!;
+      const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
+      const delta = real - lines[i]!.amount;
+      if (delta !== 0) deltas.push({ counter: lines[i]!.counter, amount: delta, expiresAt: lines[i]!.expiresAt });
+    }
+    if (deltas.length === 0) return;
+    try {
+      const done = this.dir.store.settle(deltas);
+      if (done instanceof Promise) done.catch((err: unknown) => this.logger.error('virtual key budget settlement failed', { key: this.record.id, error: err as Error }));
+    } catch (err) {
+      this.logger.error('virtual key budget settlement failed', { key: this.record.id, error: err as Error });
+    }
+  }
+}
+
+const UNIT_WORDS: Record<BudgetUnit, string> = { usd: 'USD', tokens: 'tokens', requests: 'requests' };
+
+/**
+ * 429 in the client API's error shape (the `ai` backend shapes it). A budget that resets within the hour says when
+ * (`Retry-After`); a longer one tells the OpenAI and Anthropic SDKs not to retry (`x-should-retry: false`).
+ */
+function exhausted(owner: LineOwner, now: number): Reply {
+  const { budget } = owner;
+  const ends = windowOf(budget.period, now).endsAt;
+  const headers: Record<string, string> = {};
+  if (ends !== 0) headers['x-budget-reset'] = new Date(ends).toISOString();
+  if (budget.period === 'minute' || budget.period === 'hour') headers['retry-after'] = String(Math.max(1, Math.ceil((ends - now) / 1000)));
+  else headers['x-should-retry'] = 'false';
+  const per = budget.period === 'total' ? 'in total' : `per ${budget.period}`;
+  return jsonErrorReply(429, 'budget_exceeded', `budget exceeded: ${owner.who} has used its ${budget.limit} ${UNIT_WORDS[budget.unit]} ${per}`, headers);
+}

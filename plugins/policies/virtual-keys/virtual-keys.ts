@@ -1,0 +1,167 @@
+// `virtualKeys` (docs/llm-economics.md, ADR 0035): authenticate a gateway-issued key, then hand the LLM backend a
+// limiter that reserves the call's estimated cost on every budget of the key and its team before the call, and
+// settles the real cost (from the backend's usage and price catalog, `llmCall`) once the answer has ended.
+import { addLlmTokenLimiter, defineAttribute, jsonErrorReply } from 'switchyard/sdk';
+import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
+import { bearerToken } from '../../lib/credentials/credentials.ts';
+import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
+import { digestOf, displayPrefix } from '../../lib/key-store/secrets.ts';
+import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
+import { keysAdminApi } from './admin-api.ts';
+import { toBudget } from './config.ts';
+import type { BudgetConfig, VirtualKeysConfig } from './config.ts';
+import { KeyReservation } from './reservation.ts';
+
+/** What CEL sees as `key`. */
+export interface KeyAttribute {
+  readonly id: string;
+  readonly name: string;
+  readonly owner: string;
+  readonly team: string;
+  readonly models: readonly string[];
+  readonly metadata: Readonly<Record<string, unknown>>;
+}
+
+/** The `key` attribute (CEL `key.id`, `key.owner`, `key.team`, `key.metadata.<field>`). */
+export const keyAttribute: AttributeKey<KeyAttribute> = defineAttribute<KeyAttribute>('key');
+
+/** Where keys are read, as `apiKey` reads them (DECIDED 7): removed before any upstream. */
+const KEY_HEADERS: readonly string[] = Object.freeze(['x-api-key', 'x-goog-api-key', 'authorization']);
+
+function presentedKey(headers: Readonly<Record<string, string | string[] | undefined>>): string | undefined {
+  for (const name of ['x-api-key', 'x-goog-api-key']) {
+    const value = headers[name];
+    if (typeof value === 'string' && value.length > 0) return value.trim();
+  }
+  return bearerToken(headers.authorization as string | undefined);
+}
+
+const unauthorized = (message: string): Reply => jsonErrorReply(401, 'authentication_failed', `virtual key authentication failure: ${message}`);
+
+/** Everything shared by the `virtualKeys` policies of one config: one store, one set of teams and declared keys. */
+export interface KeyDirectory {
+  readonly store: KeyStore;
+  readonly declared: ReadonlyMap<string, KeyRecord>;
+  readonly declaredById: ReadonlyMap<string, KeyRecord>;
+  readonly teams: ReadonlyMap<string, readonly Budget[]>;
+  readonly outputEstimate: number;
+}
+
+/** A store kept across reloads while its settings are unchanged. */
+class StoreHandle {
+  readonly ready: Promise<KeyStore>;
+  constructor(open: () => Promise<KeyStore>) {
+    this.ready = open();
+    this.ready.catch(() => undefined);
+  }
+  close(): void {
+    void this.ready.then((s) => s.close(), () => undefined);
+  }
+}
+
+function budgets(list: BudgetConfig[] | undefined, ctx: CompileContext, at: (string | number)[]): Budget[] {
+  return (list ?? []).map((b, i) => toBudget(b) ?? ctx.fail('a budget needs exactly one of `usd`, `tokens`, `requests` (a positive number) and a `period`', [...at, i]));
+}
+
+async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promise<KeyDirectory> {
+  const identity = storeIdentity(config.store, ctx.cwd);
+  const handle = ctx.resources.get(`virtualKeys:store:${identity}`, () => new StoreHandle(() => openStore(config.store, ctx.cwd)), (h) => h.close());
+  let store: KeyStore;
+  try {
+    store = await handle.ready;
+  } catch (err) {
+    ctx.fail(`cannot open the key store: ${(err as Error).message}`, ['store']);
+  }
+  const teams = new Map<string, readonly Budget[]>();
+  (config.teams ?? []).forEach((t, i) => {
+    if (teams.has(t.name)) ctx.fail(`team \`${t.name}\` is declared twice`, ['teams', i, 'name']);
+    teams.set(t.name, budgets(t.budgets, ctx, ['teams', i, 'budgets']));
+  });
+  const declared = new Map<string, KeyRecord>();
+  const declaredById = new Map<string, KeyRecord>();
+  const createdAt = new Date().toISOString();
+  (config.keys ?? []).forEach((k, i) => {
+    if (declaredById.has(k.id)) ctx.fail(`key id \`${k.id}\` is declared twice`, ['keys', i, 'id']);
+    const digest = digestOf(k.key);
+    // The message names positions, never the secret.
+    if (declared.has(digest)) ctx.fail(`this key is the same as the one of \`${declared.get(digest)!.id}\`; each key must be unique`, ['keys', i, 'key']);
+    if (k.team !== undefined && !teams.has(k.team)) ctx.warn(`team \`${k.team}\` is not declared under \`teams\`: the key has no team budget`, ['keys', i, 'team']);
+    const record: KeyRecord = {
+      id: k.id,
+      name: k.name,
+      owner: k.owner,
+      team: k.team,
+      models: k.models,
+      routes: k.routes,
+      budgets: budgets(k.budgets, ctx, ['keys', i, 'budgets']),
+      metadata: k.metadata,
+      prefix: displayPrefix(k.key),
+      createdAt,
+      source: 'config',
+    };
+    declared.set(digest, record);
+    declaredById.set(k.id, record);
+  });
+  return { store, declared, declaredById, teams, outputEstimate: config.outputEstimate ?? 256 };
+}
+
+/** The CEL view of a key, built once per record. */
+const attributes = new WeakMap<KeyRecord, KeyAttribute>();
+function attributeOf(record: KeyRecord): KeyAttribute {
+  let a = attributes.get(record);
+  if (!a) {
+    a = Object.freeze({
+      id: record.id,
+      name: record.name ?? '',
+      owner: record.owner ?? '',
+      team: record.team ?? '',
+      models: record.models ?? [],
+      metadata: record.metadata ?? {},
+    });
+    attributes.set(record, a);
+  }
+  return a;
+}
+
+export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
+  // All virtualKeys policies of a config describe one set of keys: the first compiles it, the others must agree.
+  const shared = ctx.loadState('virtualKeys', () => ({ signature: JSON.stringify([config.store, config.teams, config.keys, config.outputEstimate]), dir: undefined as Promise<KeyDirectory> | undefined }));
+  if (shared.signature !== JSON.stringify([config.store, config.teams, config.keys, config.outputEstimate])) {
+    ctx.fail('every `virtualKeys` policy of a config must have the same `store`, `teams`, `keys` and `outputEstimate` (write them once and reuse them with a YAML anchor)');
+  }
+  const first = shared.dir === undefined;
+  shared.dir ??= directory(config, ctx);
+  const dir = await shared.dir;
+  if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir));
+  const mode = config.mode ?? 'strict';
+
+  const admit = (ex: Exchange, record: KeyRecord | undefined): Reply | undefined => {
+    if (record === undefined) return unauthorized('invalid credentials');
+    if (record.revokedAt !== undefined) return unauthorized('key revoked');
+    if (record.routes && !record.routes.includes(ex.route.name)) {
+      return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` may not use route \`${ex.route.name}\``);
+    }
+    ex.set(keyAttribute, attributeOf(record));
+    ex.logField('key.id', record.id);
+    if (record.team !== undefined) ex.logField('key.team', record.team);
+    const teamBudgets = record.team !== undefined ? dir.teams.get(record.team) : undefined;
+    addLlmTokenLimiter(ex, new KeyReservation(dir, record, teamBudgets, ctx.logger));
+    return undefined;
+  };
+
+  return {
+    credentialHeaders: KEY_HEADERS,
+    onRequest(ex) {
+      const presented = presentedKey(ex.headers);
+      if (presented === undefined) return mode === 'strict' ? unauthorized('no key found') : undefined;
+      const digest = digestOf(presented);
+      const declared = dir.declared.get(digest);
+      if (declared) return admit(ex, declared);
+      const found = dir.store.find(digest);
+      return found instanceof Promise ? found.then((r) => admit(ex, r)) : admit(ex, found);
+    },
+    onLog(ex) {
+      KeyReservation.of(ex)?.settle(ex);
+    },
+  };
+}

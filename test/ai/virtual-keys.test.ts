@@ -1,0 +1,218 @@
+// Virtual keys with budgets (issue 13 item 4, ADR 0035, docs/llm-economics.md) on the embedded SQLite store: keys
+// declared in the config and made through the management API on the admin address authenticate like `apiKey` and
+// show as `key.*` in CEL; a request reserves its estimated cost on every budget of its key and team before the call
+// and settles the real usage after the answer (streams included), so concurrent requests overshoot a budget by at
+// most one estimate; costs charged are the catalog's. Real `openai` and `@anthropic-ai/sdk` clients against aimock;
+// a "hello" answer is 11 + 5 = 16 tokens (harness FIXTURES), its prompt estimate 2 tokens.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { accessRecords, aiPreset, aiRoute, rejection, startMock } from './harness.ts';
+import type { Mock } from './harness.ts';
+
+const ALICE = 'sk-alice-0123456789abcdef';
+const BOB = 'sk-bob-0123456789abcdefgh';
+const CAROL = 'sk-carol-0123456789abcdefg';
+
+/** gpt-4o in the built-in catalog: USD per 1M tokens. */
+const GPT4O = { input: 2.5, output: 10 };
+const helloCost = (11 * GPT4O.input + 5 * GPT4O.output) / 1_000_000;
+
+describe('virtualKeys on the embedded store', () => {
+  let mock: Mock;
+  let gw: RunningGateway;
+  let base: string;
+  let dir: string;
+
+  before(async () => {
+    mock = await startMock();
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-vk-'));
+    const virtualKeys = {
+      store: { sqlite: { path: join(dir, 'keys.db') } },
+      teams: [
+        { name: 'research', budgets: [{ tokens: 100, period: 'day' }] },
+        { name: 'product', budgets: [{ usd: 1, period: 'month' }] },
+      ],
+      keys: [
+        { id: 'alice', key: ALICE, owner: 'alice@example.com', team: 'research', metadata: { tier: 'gold' } },
+        { id: 'bob', key: BOB, owner: 'bob@example.com', team: 'product', models: ['gpt-4o*'], routes: ['openai', 'an'] },
+        { id: 'carol', key: CAROL, owner: 'carol@example.com', budgets: [{ tokens: 40, period: 'day' }] },
+      ],
+    };
+    const port = await freePort();
+    const ai = (name: string) => ({ name, provider: { openAI: {} }, hostOverride: mock.hostPort });
+    gw = await startGateway(
+      {
+        config: { logging: { format: 'json', level: 'info', fields: { add: { owner: 'key.owner', tier: 'key.metadata.tier' } } }, drainTimeout: '200ms' },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  aiRoute('/openai', ai('openai'), { virtualKeys }),
+                  aiRoute('/other', ai('other'), { virtualKeys }),
+                  aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { virtualKeys, testAi: { routes: { '/v1/messages': 'messages' } } }),
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      { preset: aiPreset },
+    );
+    base = `http://127.0.0.1:${port}`;
+  });
+  after(async () => {
+    await gw?.stop();
+    await mock?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const openai = (key: string, prefix = '/openai') => new OpenAI({ baseURL: `${base}${prefix}/v1`, apiKey: key, maxRetries: 0 });
+  const hello = (key: string, extra: Record<string, unknown> = {}, prefix = '/openai') =>
+    openai(key, prefix).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }], ...extra } as never) as Promise<OpenAI.ChatCompletion>;
+  const admin = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+    const res = await fetch(`${gw.adminUrl}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  const usage = async (id: string): Promise<Record<string, unknown>[]> => (await admin('GET', `/keys/${id}/usage`)).body.usage as Record<string, unknown>[];
+  /** Settlement runs in the log phase, just after the answer: wait until the counter shows the expected value. */
+  const settled = async (id: string, scope: string, want: (used: number) => boolean): Promise<number> => {
+    const until = Date.now() + 5000;
+    for (;;) {
+      const row = (await usage(id)).find((r) => r.scope === scope);
+      const used = Number(row?.used);
+      if (want(used) || Date.now() > until) return used;
+      await sleep(20);
+    }
+  };
+
+  it('authenticates declared keys like apiKey: the key never reaches the provider, CEL sees key.*, a missing or wrong key is 401 in the OpenAI shape', async () => {
+    const answer = await hello(ALICE);
+    assert.equal(answer.choices[0]!.message.content, 'Hello from the mock!');
+    const wire = await mock.last();
+    assert.ok(!JSON.stringify(wire.headers).includes(ALICE), 'the virtual key is removed before the upstream');
+    const log = (await accessRecords(gw, '/openai/v1/chat/completions', 1)).at(-1)!;
+    assert.equal(log.owner, 'alice@example.com', 'CEL key.owner');
+    assert.equal(log.tier, 'gold', 'CEL key.metadata.tier');
+    assert.equal(log['key.id'], 'alice');
+    assert.equal(log['key.team'], 'research');
+
+    const wrong = await rejection(hello('sk-not-a-key-at-all-000'), OpenAI.AuthenticationError);
+    assert.equal(wrong.status, 401);
+    assert.match(String((wrong.error as { message?: string }).message), /invalid credentials/);
+    const none = await fetch(`${base}/openai/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"gpt-4o","messages":[]}' });
+    assert.equal(none.status, 401);
+    assert.equal(((await none.json()) as { error: { type: string } }).error.type, 'authentication_error');
+  });
+
+  it('N concurrent requests cannot overshoot a shared team budget by more than one request\'s estimate', async () => {
+    await settled('alice', 'team:research', (u) => u === 16);
+    const before = 16; // the first test's answer
+    const limit = 100;
+    const estimate = 2 + 20; // prompt estimate + max_tokens
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => hello(ALICE, { max_tokens: 20 })));
+    const ok = results.filter((r) => r.status === 'fulfilled').length;
+    const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    assert.ok(refused.length > 0, 'the budget ran out');
+    for (const r of refused) {
+      assert.ok(r.reason instanceof OpenAI.RateLimitError, String(r.reason));
+      assert.match(r.reason.message, /budget exceeded: team `research` has used its 100 tokens per day/);
+      assert.equal(r.reason.headers?.get('x-should-retry'), 'false', 'the SDKs do not retry a daily budget');
+    }
+    // Admitted while something was left; an answer settled early (16 < 22 reserved) may make room for one more.
+    assert.ok(ok >= Math.ceil((limit - before) / estimate), `${ok} admitted`);
+    const used = await settled('alice', 'team:research', (u) => u === before + 16 * ok);
+    assert.equal(used, before + 16 * ok, 'settled to the real usage');
+    assert.ok(used <= limit + estimate, `spent ${used} of ${limit}: overshoot bounded by one estimate`);
+    const after = await rejection(hello(ALICE), OpenAI.RateLimitError);
+    assert.equal(after.status, 429);
+  });
+
+  it('charges exactly the catalog cost of the mock\'s usage to a money budget, and refuses models and routes the key may not use', async () => {
+    await hello(BOB);
+    await hello(BOB);
+    const used = await settled('bob', 'team:product', (u) => Math.abs(u - 2 * helloCost) < 1e-12);
+    assert.ok(Math.abs(used - 2 * helloCost) < 1e-12, `charged ${used}, catalog says ${2 * helloCost}`);
+    const row = (await usage('bob')).find((r) => r.scope === 'team:product')!;
+    assert.equal(row.usd, 1);
+    assert.equal(row.period, 'month');
+
+    const model = await rejection(hello(BOB, { model: 'gpt-3.5-turbo' }), OpenAI.PermissionDeniedError);
+    assert.match(model.message, /may not use model `gpt-3.5-turbo`/);
+    const route = await rejection(hello(BOB, {}, '/other'), OpenAI.PermissionDeniedError);
+    assert.match(route.message, /may not use route `other`/);
+  });
+
+  it('settles streams after they end (OpenAI and Anthropic clients), and refuses in the Anthropic shape', async () => {
+    const stream = await openai(CAROL).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }], stream: true, max_tokens: 10 });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'Hello from the mock!');
+    assert.equal(await settled('carol', 'key:carol', (u) => u === 16), 16, 'the stream\'s usage, not its estimate (12)');
+
+    const anthropic = new Anthropic({ baseURL: `${base}/an`, apiKey: CAROL, maxRetries: 0 });
+    const messages = anthropic.messages.stream({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] });
+    const final = await messages.finalMessage();
+    assert.equal(final.usage.output_tokens, 5);
+    assert.equal(await settled('carol', 'key:carol', (u) => u === 32), 32);
+    await hello(CAROL, { max_tokens: 1 }); // 32 < 40: admitted, settles at 48
+    await settled('carol', 'key:carol', (u) => u === 48);
+    const refused = await rejection(anthropic.messages.create({ model: 'claude-haiku-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] }), Anthropic.RateLimitError);
+    assert.equal(refused.status, 429);
+    assert.equal((refused.error as { type: string }).type, 'error', 'the Anthropic error envelope');
+    assert.equal((refused.error as { error: { type: string } }).error.type, 'rate_limit_error');
+  });
+
+  it('manages keys on the admin address: create, use, rotate and revoke take effect at once, without a restart', async () => {
+    const created = await admin('POST', '/keys', { owner: 'dave@example.com', team: 'research', budgets: [{ requests: 100, period: 'minute' }] });
+    assert.equal(created.status, 201);
+    const secret = created.body.secret as string;
+    const id = (created.body.key as { id: string }).id;
+    assert.match(secret, /^sk-swy-/);
+    assert.ok(!JSON.stringify((await admin('GET', '/keys')).body).includes(secret), 'a list never shows a secret');
+    assert.equal(((await admin('GET', '/keys?team=research')).body.keys as unknown[]).length, 2);
+
+    const fresh = (await admin('POST', '/keys', { owner: 'erin@example.com' })).body;
+    const erin = fresh.secret as string;
+    assert.equal((await hello(erin)).choices.length, 1, 'a key made through the API works at once');
+
+    const rotated = await admin('POST', `/keys/${(fresh.key as { id: string }).id}/rotate`);
+    assert.equal(rotated.status, 200);
+    const erin2 = rotated.body.secret as string;
+    assert.notEqual(erin2, erin);
+    await rejection(hello(erin), OpenAI.AuthenticationError);
+    assert.equal((await hello(erin2)).choices.length, 1, 'the new secret works');
+
+    const revoked = await admin('POST', `/keys/${(fresh.key as { id: string }).id}/revoke`);
+    assert.equal(revoked.status, 200);
+    const gone = await rejection(hello(erin2), OpenAI.AuthenticationError);
+    assert.equal(gone.status, 401);
+
+    assert.equal((await admin('POST', '/keys/alice/revoke')).status, 409, 'a declared key is changed in the config, not the API');
+    assert.equal((await admin('POST', '/keys', { budgets: [{ usd: -1, period: 'day' }] })).status, 400);
+    assert.equal((await admin('GET', `/keys/${id}`)).status, 200);
+    assert.equal((await admin('GET', '/keys/nope')).status, 404);
+    const form = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'owner=mallory' });
+    assert.equal(form.status, 415, 'a cross-site form cannot create keys');
+    const foreign = await new Promise<number>((resolve, reject) =>
+      httpRequest(`${gw.adminUrl}/keys`, { headers: { host: 'evil.example' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      })
+        .on('error', reject)
+        .end(),
+    );
+    assert.equal(foreign, 403, 'Host-checked like the other admin endpoints (DNS rebinding)');
+  });
+});
