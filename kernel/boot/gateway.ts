@@ -4,6 +4,8 @@ import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { Readiness } from '../admin/gateway-endpoints.ts';
+import { PooledUpstreams } from '../upstream/http-target.ts';
+import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
@@ -138,6 +140,7 @@ export class Gateway {
         generation,
         env,
         expressions: this.expressions!,
+        upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics)),
       });
       this.secrets.set(snapshot, loaded.secrets);
       return snapshot;

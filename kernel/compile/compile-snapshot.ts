@@ -11,22 +11,22 @@ import type {
   BackendPlugin,
   ConfigIssue,
   ConfigPath,
+  HttpUpstreams,
   Logger,
   PolicyPlugin,
   PolicySet,
+  ResourceCache,
 } from '../sdk/index.ts';
 import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
-import { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
-import type { EjectionCounter } from '../runtime/backend-health.ts';
-import { HealthChecker } from '../runtime/health-checker.ts';
+import { BackendHealth, RouteHealth } from './backend-health.ts';
+import type { EjectionCounter } from './backend-health.ts';
+import { HealthChecker } from './health-checker.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import { PooledUpstreams } from '../upstream/http-target.ts';
-import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileHostnameTest, compileMatch } from './matchers.ts';
 import type { MatchConfig } from './matchers.ts';
 import { CompiledPolicySet, LayeredPolicySet } from './policy-set.ts';
@@ -64,6 +64,11 @@ export interface CompileDeps {
   readonly generation: number;
   readonly env?: NodeJS.ProcessEnv;
   readonly expressions: CelExpressions;
+  /**
+   * The upstream pools plugins reach through `ctx.http`, over this load's resource view. Made by the composition
+   * root: upstream/ is a layer above compile/ (docs/adr/0029).
+   */
+  readonly upstreams: (resources: ResourceCache) => HttpUpstreams;
 }
 
 interface NamedSpec {
@@ -76,7 +81,7 @@ class SnapshotCompiler {
   private readonly deps: CompileDeps;
   private readonly issues: ConfigIssue[] = [];
   private readonly disposables: { dispose?(): void }[] = [];
-  private readonly upstreams: PooledUpstreams;
+  private readonly upstreams: HttpUpstreams;
   private readonly resourceView;
   private readonly named = new Map<string, NamedSpec>();
   private sessionKey: Buffer = Buffer.alloc(0);
@@ -89,7 +94,7 @@ class SnapshotCompiler {
   constructor(deps: CompileDeps) {
     this.deps = deps;
     this.resourceView = deps.resources.forGeneration(deps.generation);
-    this.upstreams = new PooledUpstreams(this.resourceView, new UpstreamMetrics(deps.metrics));
+    this.upstreams = deps.upstreams(this.resourceView);
   }
 
   async compile(config: Obj): Promise<Snapshot> {

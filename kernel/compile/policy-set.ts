@@ -1,8 +1,8 @@
 import { Phase } from '../sdk/index.ts';
 import type { AttemptHook, DerivedRequest, Exchange, PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet, UpstreamAttempt } from '../sdk/index.ts';
-import { ExchangeView } from '../runtime/exchange-view.ts';
-import { runRequestHooks } from '../runtime/run-hooks.ts';
-import { withholdCredentials } from '../runtime/withhold-credentials.ts';
+import { ExchangeView } from '../exchange/exchange-view.ts';
+import { runRequestHooks } from './run-hooks.ts';
+import { withholdCredentials } from './withhold-credentials.ts';
 
 export interface PolicyEntry {
   /** The canonical key (aliases resolved). */

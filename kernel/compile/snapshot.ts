@@ -2,12 +2,12 @@ import type { SecureContext } from 'node:tls';
 import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
-import type { BackendHealth, RouteHealth } from '../runtime/backend-health.ts';
+import type { BackendHealth, RouteHealth } from './backend-health.ts';
 import type { AdminRouteHandler, OutlierDetectionFacet } from '../sdk/index.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
 import type { CompiledMatch } from './matchers.ts';
-import type { PathOptions } from '../runtime/normalize-path.ts';
-import type { TrustedProxies } from '../runtime/client-address.ts';
+import type { PathOptions } from '../exchange/normalize-path.ts';
+import type { TrustedProxies } from '../exchange/client-address.ts';
 
 /** A backend of a route with its own chain (backend-level policies) and upstream plan. */
 export interface CompiledBackendRef {

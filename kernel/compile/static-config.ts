@@ -3,8 +3,8 @@ import { ConfigError, ErrorCode, parseDuration } from '../sdk/index.ts';
 import type { ConfigIssue } from '../sdk/index.ts';
 import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
 import type { StaticConfig } from './snapshot.ts';
-import { compileTrustedProxies, trustedProxyProblem } from '../runtime/client-address.ts';
-import type { TrustedProxies } from '../runtime/client-address.ts';
+import { compileTrustedProxies, trustedProxyProblem } from '../exchange/client-address.ts';
+import type { TrustedProxies } from '../exchange/client-address.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 
 interface RawStatic {

@@ -8,11 +8,11 @@ import { EMPTY_PLAN } from '../exchange/upstream-plan.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { Readable } from 'node:stream';
 import type { CompiledRoute } from '../compile/snapshot.ts';
-import { ExchangeView } from './exchange-view.ts';
-import { clientAddress, plainAddress } from './client-address.ts';
+import { ExchangeView } from '../exchange/exchange-view.ts';
+import { clientAddress, plainAddress } from '../exchange/client-address.ts';
 import { externalOrigin } from './external-origin.ts';
 import { requestIdFor } from '../telemetry/request-id.ts';
-import type { TrustedProxies } from './client-address.ts';
+import type { TrustedProxies } from '../exchange/client-address.ts';
 
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
 export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;

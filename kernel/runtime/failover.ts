@@ -4,7 +4,7 @@ import type { Reply } from '../sdk/index.ts';
 import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import { pickBackend } from './backend-pick.ts';
-import { runRequestHooks } from './run-hooks.ts';
+import { runRequestHooks } from '../compile/run-hooks.ts';
 import { hasRequestBody } from '../upstream/http-target.ts';
 
 /** What `serveWithHealth` ended with: the last backend tried and its reply or error. */

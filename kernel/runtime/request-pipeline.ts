@@ -8,12 +8,12 @@ import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
-import { runRequestHooks } from './run-hooks.ts';
+import { runRequestHooks } from '../compile/run-hooks.ts';
 import { serveWithHealth } from './failover.ts';
 import type { Outcome } from './failover.ts';
 import { pickBackend } from './backend-pick.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
-import { absoluteFormScheme, normalizePath } from './normalize-path.ts';
+import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
 
 const NO_AUTHORITY = new HostRejection('the absolute-form request target has no authority');
 

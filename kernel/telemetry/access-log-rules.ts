@@ -1,9 +1,8 @@
 import { ConfigError, ErrorCode } from '../sdk/index.ts';
-import type { ConfigIssue } from '../sdk/index.ts';
+import type { ConfigIssue, Exchange } from '../sdk/index.ts';
 import type { CelExpressions, CheckedExpression } from '../expr/cel-expressions.ts';
 import { celActivation } from '../expr/cel-expressions.ts';
 import { isSensitiveName, REDACTED } from '../config/secret-marks.ts';
-import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
 
 /** `config.logging.filter` and `config.logging.fields` (BEHAVIOUR.md §6.1), compiled at load. */
 export interface AccessLogRules {
@@ -56,7 +55,7 @@ function redactedHeaders(headers: Record<string, unknown>): Record<string, unkno
  * The CEL activation of a log line: the request's, with credentials hidden (sensitive headers, `apiKey.key`), so
  * no expression can write them to the log. Made once per logged request, only when rules exist.
  */
-export function logActivation(ex: ExchangeImpl): Record<string, unknown> {
+export function logActivation(ex: Exchange): Record<string, unknown> {
   const activation = celActivation(ex);
   (activation.request as Record<string, unknown>).headers = redactedHeaders(ex.headers as Record<string, unknown>);
   const apiKey = activation.apiKey;

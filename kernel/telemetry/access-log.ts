@@ -1,8 +1,19 @@
-import type { ExchangeImpl } from '../runtime/exchange-impl.ts';
+import type { Exchange } from '../sdk/index.ts';
 import type { LogSink } from './logger.ts';
 import { formatLine, isoNow, textValue } from './logger.ts';
 import { logActivation, logValue } from './access-log-rules.ts';
 import type { AccessLogRules } from './access-log-rules.ts';
+
+
+/** What the access log reads of a finished request: the runtime's exchange, seen from this lower layer. */
+export interface LoggedExchange extends Exchange {
+  /** The client's Host header as received. */
+  readonly clientAuthority: string;
+  readonly status: number;
+  readonly attempts: number;
+  readonly errorMessage: string | undefined;
+  readonly fields: Readonly<Record<string, string | number | boolean>> | undefined;
+}
 
 /**
  * Query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, …): their values are
@@ -32,7 +43,7 @@ export class AccessLog {
     this.format = format;
   }
 
-  record(ex: ExchangeImpl, durationMs: number): void {
+  record(ex: LoggedExchange, durationMs: number): void {
     if (!this.enabled) return;
     if (this.rules !== null) {
       this.recordWithRules(ex, durationMs, this.rules);
@@ -56,7 +67,7 @@ export class AccessLog {
   }
 
   /** The filter decides; added fields are evaluated against one activation with credentials hidden. */
-  private recordWithRules(ex: ExchangeImpl, durationMs: number, rules: AccessLogRules): void {
+  private recordWithRules(ex: LoggedExchange, durationMs: number, rules: AccessLogRules): void {
     let activation: Record<string, unknown> | undefined;
     if (rules.filter !== undefined) {
       activation = logActivation(ex);
@@ -83,7 +94,7 @@ export class AccessLog {
     this.sink.push(formatLine(this.format, 'info', 'request', fields));
   }
 
-  private fields(ex: ExchangeImpl, durationMs: number): Record<string, unknown> {
+  private fields(ex: LoggedExchange, durationMs: number): Record<string, unknown> {
     const json = this.format === 'json';
     const fields: Record<string, unknown> = {
       bind: ex.route.bind || undefined,

@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, RouteInfo } from '../sdk/index.ts';
-import { DetachedState, KernelExchange } from '../exchange/kernel-exchange.ts';
-import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import { DetachedState, KernelExchange } from './kernel-exchange.ts';
+import type { ExchangeState } from './kernel-exchange.ts';
 
 /** Never aborts: the signal of a detached view, whose client request is over. */
 const NEVER_ABORTED = new AbortController().signal;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { clientAddress, compileTrustedProxies } from './client-address.ts';
-import { HostRejection, normalizeHost } from './host-header.ts';
+import { HostRejection, normalizeHost } from '../runtime/host-header.ts';
 import { DEFAULT_PATH_OPTIONS, PathRejection, normalizePath } from './normalize-path.ts';
 
 describe('normalizePath', () => {
