@@ -8,6 +8,7 @@ import { createGateway } from './container.ts';
 import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
 import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
+import { KEYS_USAGE, keysMain } from './keys-cli.ts';
 
 /** What a distribution (the bin script, a trimmed bundle) hands the CLI. */
 export interface Distribution {
@@ -23,6 +24,7 @@ const USAGE = `Usage: switchyard [options]
        switchyard plugins [-f FILE]    list the installed plugins
        switchyard init [-f FILE] [--force]
                                        write a starter config (default ${DEFAULT_INIT_FILE})
+       switchyard keys COMMAND ...     manage virtual keys (switchyard keys --help)
 
 Options:
   -f, --file FILE      config file (YAML or JSON), watched and reloaded on change
@@ -68,6 +70,13 @@ function configInput(args: Args): ConfigInput | undefined {
 
 /** Run the CLI. Resolves with the exit code for commands that end; a running gateway resolves on shutdown. */
 export async function main(argv: readonly string[], dist: Distribution): Promise<number> {
+  if (argv[0] === 'keys') {
+    if (argv[1] === undefined || argv[1] === '--help' || argv[1] === '-h') {
+      process.stdout.write(KEYS_USAGE);
+      return argv[1] === undefined ? 2 : 0;
+    }
+    return keysMain(argv.slice(1), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+  }
   const args = parseArgs(argv);
   if (typeof args === 'string') {
     process.stderr.write(`switchyard: ${args}\n\n${USAGE}`);

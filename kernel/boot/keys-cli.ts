@@ -1,0 +1,168 @@
+// `switchyard keys …`: a client of the `/keys` management API that the `virtualKeys` policy serves on the admin
+// address (docs/llm-economics.md). It speaks HTTP only, so the kernel knows nothing of the plugin.
+import { request } from 'node:http';
+import { parse } from 'yaml';
+import { readConfigFile } from '../config/load-config.ts';
+
+export const KEYS_USAGE = `Usage: switchyard keys COMMAND [options]
+  list [--team T]                       keys (declared and made here), never their secrets
+  create [--name N] [--owner O] [--team T] [--model M]... [--route R]...
+         [--budget UNIT=N/PERIOD]... [--meta K=V]...
+                                        make a key; its secret is printed once
+  show ID                               a key and the use of its and its team's budgets
+  rotate ID                             a new secret; the old one stops working at once
+  revoke ID                             the key stops working at once
+
+  UNIT is usd, tokens or requests; PERIOD is minute, hour, day, month or total (usd=50/month).
+
+Options:
+  --admin ADDR     the gateway's admin address (host:port or URL); default: ADMIN_ADDR, else the
+                   config's adminAddr (-f FILE), else 127.0.0.1:15000
+  -f, --file FILE  read adminAddr from this config
+  --json           print the API's JSON answer
+`;
+
+interface KeysArgs {
+  command: string;
+  id?: string;
+  admin?: string;
+  file?: string;
+  json: boolean;
+  team?: string;
+  body: Record<string, unknown>;
+}
+
+const BUDGET = /^(usd|tokens|requests)=([0-9]+(?:\.[0-9]+)?)\/(minute|hour|day|month|total)$/;
+
+function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
+  const [command, ...rest] = argv;
+  if (!command || !['list', 'create', 'show', 'usage', 'rotate', 'revoke'].includes(command)) return command ? `unknown keys command \`${command}\`` : 'a keys command is required';
+  const args: KeysArgs = { command, json: false, body: {} };
+  const list = (k: string, v: unknown): void => {
+    ((args.body[k] ??= []) as unknown[]).push(v);
+  };
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i]!;
+    const value = (): string => {
+      const v = rest[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    try {
+      if (a === '--admin') args.admin = value();
+      else if (a === '-f' || a === '--file') args.file = value();
+      else if (a === '--json') args.json = true;
+      else if (a === '--team' && command === 'list') args.team = value();
+      else if (command === 'create' && ['--name', '--owner', '--team'].includes(a)) args.body[a.slice(2)] = value();
+      else if (command === 'create' && a === '--model') list('models', value());
+      else if (command === 'create' && a === '--route') list('routes', value());
+      else if (command === 'create' && a === '--budget') {
+        const m = BUDGET.exec(value());
+        if (!m) return `--budget takes UNIT=N/PERIOD (usd=50/month, tokens=100000/day, requests=60/minute)`;
+        list('budgets', { [m[1]!]: Number(m[2]), period: m[3] });
+      } else if (command === 'create' && a === '--meta') {
+        const kv = value();
+        const eq = kv.indexOf('=');
+        if (eq < 1) return '--meta takes KEY=VALUE';
+        ((args.body.metadata ??= {}) as Record<string, string>)[kv.slice(0, eq)] = kv.slice(eq + 1);
+      } else if (!a.startsWith('-') && args.id === undefined && ['show', 'usage', 'rotate', 'revoke'].includes(command)) args.id = a;
+      else return `unknown argument \`${a}\``;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  }
+  if (['show', 'usage', 'rotate', 'revoke'].includes(command) && args.id === undefined) return `keys ${command} needs a key id`;
+  return args;
+}
+
+/** The admin base URL: --admin, ADMIN_ADDR, the config's adminAddr, the default. A wildcard address is reached on loopback. */
+async function adminBase(args: KeysArgs): Promise<string> {
+  let addr = args.admin ?? process.env.ADMIN_ADDR;
+  if (addr === undefined && args.file !== undefined) {
+    const config = parse(await readConfigFile(args.file)) as { config?: { adminAddr?: string } } | null;
+    addr = config?.config?.adminAddr;
+  }
+  addr ??= '127.0.0.1:15000';
+  if (addr === 'off') throw new Error('the admin address is off in this config; keys are managed there');
+  if (/^https?:\/\//.test(addr)) return addr.replace(/\/$/, '');
+  return `http://${addr.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '127.0.0.1:')}`;
+}
+
+function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = request(`${base}${path}`, { method, headers: payload ? { 'content-type': 'application/json' } : {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        try {
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> });
+        } catch {
+          reject(new Error(res.statusCode === 404 ? 'the gateway serves no /keys endpoint: is a `virtualKeys` policy configured?' : `unexpected answer ${res.statusCode}: ${text.slice(0, 200)}`));
+        }
+      });
+    });
+    req.on('error', (err) => reject(new Error(`cannot reach the admin address ${base}: ${err.message}`)));
+    req.end(payload);
+  });
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
+type Key = Record<string, unknown> & { id: string; budgets?: Record<string, unknown>[] };
+const budgetText = (b: Record<string, unknown>): string => {
+  const unit = ['usd', 'tokens', 'requests'].find((u) => b[u] !== undefined)!;
+  return `${unit}=${String(b[unit])}/${String(b.period)}`;
+};
+
+/** Run `switchyard keys …`; resolves with the exit code. */
+export async function keysMain(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const args = parseKeysArgs(argv);
+  if (typeof args === 'string') {
+    err(`switchyard: ${args}\n\n${KEYS_USAGE}`);
+    return 2;
+  }
+  try {
+    const base = await adminBase(args);
+    const id = encodeURIComponent(args.id ?? '');
+    const answer =
+      args.command === 'list'
+        ? await call(base, 'GET', `/keys${args.team !== undefined ? `?team=${encodeURIComponent(args.team)}` : ''}`)
+        : args.command === 'create'
+          ? await call(base, 'POST', '/keys', args.body)
+          : args.command === 'rotate' || args.command === 'revoke'
+            ? await call(base, 'POST', `/keys/${id}/${args.command}`)
+            : await call(base, 'GET', `/keys/${id}`);
+    if (answer.status >= 400) {
+      err(`switchyard: ${String((answer.body.error as { message?: string } | undefined)?.message ?? `error ${answer.status}`)}\n`);
+      return 1;
+    }
+    if (args.json) {
+      out(`${JSON.stringify(answer.body, null, 2)}\n`);
+      return 0;
+    }
+    const key = answer.body.key as Key | undefined;
+    if (args.command === 'list') {
+      const keys = answer.body.keys as Key[];
+      const rows = keys.map((k) => [k.id, String(k.owner ?? ''), String(k.team ?? ''), String(k.prefix ?? ''), k.revokedAt ? 'revoked' : 'active', String(k.source), (k.budgets ?? []).map(budgetText).join(' ')]);
+      out(table([['ID', 'OWNER', 'TEAM', 'SECRET', 'STATE', 'SOURCE', 'BUDGETS'], ...rows]));
+    } else if (args.command === 'create' || args.command === 'rotate') {
+      out(`${args.command === 'create' ? 'created' : 'rotated'} key ${key!.id}; its secret (shown only now):\n${String(answer.body.secret)}\n`);
+    } else if (args.command === 'revoke') {
+      out(`revoked key ${key!.id}\n`);
+    } else {
+      out(`key ${key!.id}  owner ${String(key!.owner ?? '-')}  team ${String(key!.team ?? '-')}  ${key!.revokedAt ? 'revoked' : 'active'}\n`);
+      const usage = answer.body.usage as Record<string, unknown>[];
+      if (usage.length) out(table([['SCOPE', 'BUDGET', 'USED', 'REMAINING', 'RESETS'], ...usage.map((u) => [String(u.scope), budgetText(u), String(u.used), String(u.remaining), String(u.resetsAt ?? 'never')])]));
+      else out('no budgets\n');
+    }
+    return 0;
+  } catch (e) {
+    err(`switchyard: ${(e as Error).message}\n`);
+    return 1;
+  }
+}

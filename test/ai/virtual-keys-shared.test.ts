@@ -1,0 +1,126 @@
+// Virtual-key budgets shared by two gateway processes (issue 13 item 4, ADR 0035): an in-process gateway and a
+// `switchyard` child process on one store, the embedded SQLite file and a real redis-server (started and stopped
+// here). Keys are made, used and revoked with the `switchyard keys` CLI on either admin address and take effect on
+// both gateways at once; N concurrent requests spread over both cannot overshoot a shared team budget by more than
+// one request's estimate. Real `openai` client against aimock ("hello" = 11 + 5 = 16 tokens, prompt estimate 2).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import OpenAI from 'openai';
+import { stringify } from 'yaml';
+import { BIN, ROOT, runCli } from '../helpers/cli.ts';
+import { childEnv, startCli } from '../helpers/cli-process.ts';
+import type { RunningCli } from '../helpers/cli-process.ts';
+import { stopChild, waitForPort } from '../helpers/envoy-ratelimit.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { which } from '../helpers/which.ts';
+import { aiPreset, rejection, startMock } from './harness.ts';
+import type { Mock } from './harness.ts';
+
+const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
+
+const TEAM_LIMIT = 200;
+const ESTIMATE = 2 + 20; // prompt estimate + max_tokens
+
+for (const kind of ['sqlite', 'redis'] as const) {
+  const skip = kind === 'redis' && !redisServer ? 'redis-server is not installed (Debian: apt-get install -y redis-server)' : false;
+  describe(`virtualKeys shared by two gateway processes (${kind})`, { skip }, () => {
+    let mock: Mock;
+    let dir: string;
+    let redis: ChildProcess | undefined;
+    let a: RunningGateway;
+    let b: RunningCli;
+    const bases: string[] = [];
+    const admins: string[] = [];
+
+    before(async () => {
+      mock = await startMock();
+      dir = mkdtempSync(join(tmpdir(), `switchyard-vk-${kind}-`));
+      let store: Record<string, unknown>;
+      if (kind === 'redis') {
+        const port = await freePort();
+        redis = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+        await waitForPort(port, Date.now() + 10_000);
+        store = { redis: { url: `redis://127.0.0.1:${port}`, prefix: 'test:' } };
+      } else store = { sqlite: { path: join(dir, 'keys.db') } };
+      const virtualKeys = { store, teams: [{ name: 'research', budgets: [{ tokens: TEAM_LIMIT, period: 'day' }] }] };
+      const config = (port: number, adminAddr: string) => ({
+        config: { adminAddr, statsAddr: 'off', readinessAddr: 'off', logging: { format: 'json' }, drainTimeout: '200ms' },
+        binds: [{ port, listeners: [{ routes: [{ name: 'chat', matches: [{ path: { pathPrefix: '/' } }], backends: [{ ai: { name: 'openai', provider: { openAI: {} }, hostOverride: mock.hostPort } }], policies: { virtualKeys } }] }] }],
+      });
+      const [portA, portB, adminB] = [await freePort(), await freePort(), await freePort()];
+      a = await startGateway(config(portA, '127.0.0.1:0'), { preset: aiPreset });
+      const fileB = join(dir, 'b.yaml');
+      writeFileSync(fileB, stringify(config(portB, `127.0.0.1:${adminB}`)));
+      b = await startCli(process.execPath, [BIN, '-f', fileB], { cwd: dir, env: childEnv() });
+      bases.push(`http://127.0.0.1:${portA}`, `http://127.0.0.1:${portB}`);
+      admins.push(a.adminUrl.replace('http://', ''), `127.0.0.1:${adminB}`);
+    });
+    after(async () => {
+      await a?.stop();
+      await b?.stop();
+      await mock?.stop();
+      await stopChild(redis);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    const hello = (base: string, key: string, extra: Record<string, unknown> = {}) =>
+      new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }], ...extra } as never) as Promise<OpenAI.ChatCompletion>;
+    const keys = async (admin: string, ...args: string[]) => {
+      const run = await runCli(['keys', ...args, '--admin', admin], { cwd: ROOT });
+      assert.equal(run.code, 0, run.stderr);
+      return run.stdout;
+    };
+    const teamUsed = async (admin: string, id: string): Promise<number> => {
+      const shown = JSON.parse(await keys(admin, 'show', id, '--json')) as { usage: { scope: string; used: number }[] };
+      return shown.usage.find((u) => u.scope === 'team:research')!.used;
+    };
+
+    it('a key made with `switchyard keys create` on one gateway works on both; revoked on the other, it stops on both', async () => {
+      const out = await keys(admins[0]!, 'create', '--owner', 'frank@example.com', '--team', 'research', '--budget', 'requests=1000/minute');
+      const [, id, secret] = /created key (\S+); its secret \(shown only now\):\n(\S+)/.exec(out)!;
+      assert.match(secret!, /^sk-swy-/);
+      for (const base of bases) assert.equal((await hello(base, secret!)).choices.length, 1);
+      const listed = await keys(admins[1]!, 'list', '--team', 'research');
+      assert.match(listed, new RegExp(`${id}\\s+frank@example.com\\s+research\\s+sk-swy-\\S+\\s+active\\s+api\\s+requests=1000/minute`));
+      assert.ok(!listed.includes(secret!), 'never the secret');
+
+      const rotated = /\n(sk-swy-\S+)/.exec(await keys(admins[1]!, 'rotate', id!))![1]!;
+      for (const base of bases) {
+        await rejection(hello(base, secret!), OpenAI.AuthenticationError);
+        assert.equal((await hello(base, rotated)).choices.length, 1);
+      }
+      await keys(admins[1]!, 'revoke', id!);
+      for (const base of bases) assert.equal((await rejection(hello(base, rotated), OpenAI.AuthenticationError)).status, 401);
+      const shown = await keys(admins[0]!, 'show', id!);
+      assert.match(shown, /revoked/);
+      assert.match(shown, /team:research\s+tokens=200\/day\s+64\s+136/, 'four answers of 16 tokens on the team budget');
+    });
+
+    it('N concurrent requests over both gateways cannot overshoot the shared team budget by more than one estimate', async () => {
+      const out = await keys(admins[1]!, 'create', '--owner', 'grace@example.com', '--team', 'research');
+      const [, id, secret] = /created key (\S+); its secret \(shown only now\):\n(\S+)/.exec(out)!;
+      const before = await teamUsed(admins[0]!, id!);
+      assert.equal(before, 64);
+      const results = await Promise.allSettled(Array.from({ length: 30 }, (_, i) => hello(bases[i % 2]!, secret!, { max_tokens: 20 })));
+      const ok = results.filter((r) => r.status === 'fulfilled').length;
+      const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      assert.ok(refused.length > 0 && refused.every((r) => r.reason instanceof OpenAI.RateLimitError), 'the rest are 429');
+      assert.ok(ok >= Math.ceil((TEAM_LIMIT - before) / ESTIMATE), `${ok} admitted`);
+      let used = 0;
+      for (const until = Date.now() + 5000; Date.now() < until; await sleep(25)) {
+        used = await teamUsed(admins[1]!, id!);
+        if (used === before + 16 * ok) break;
+      }
+      assert.equal(used, before + 16 * ok, 'every answer settled to its real usage, on one shared counter');
+      assert.ok(used <= TEAM_LIMIT + ESTIMATE, `spent ${used} of ${TEAM_LIMIT}: overshoot bounded by one estimate`);
+    });
+  });
+}
