@@ -6,7 +6,8 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 import { isPlugin } from '../kernel/sdk/plugin.ts';
-import type { PluginKind } from '../kernel/sdk/plugin.ts';
+import { pluginLabel } from '../kernel/sdk/plugin.ts';
+import type { Plugin } from '../kernel/sdk/plugin.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const PRESETS_DIR = join(ROOT, 'plugins/presets');
@@ -42,7 +43,8 @@ export interface BuildOptions {
 }
 
 export interface PluginSummary {
-  readonly kind: PluginKind;
+  /** The plugin's kind, or for a variant the slot it fills (`guard`, `llmProvider`). */
+  readonly kind: string;
   readonly key: string;
   readonly description: string;
 }
@@ -252,8 +254,8 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
   const found = await presetExport(file);
   if (!found) throw new Error(`${relative(ROOT, file)} exports no list of plugins (a default export, or exactly one named export)`);
   const plugins = found.plugins.map((p) => {
-    const plugin = p as { kind: PluginKind; key: string; description?: string };
-    return { kind: plugin.kind, key: plugin.key, description: plugin.description ?? '' };
+    const plugin = p as Plugin;
+    return { kind: pluginLabel(plugin), key: plugin.key, description: plugin.description ?? '' };
   });
   const out = resolve(options.out ?? join(ROOT, 'dist', name));
   prepareOut(out);

@@ -3,6 +3,7 @@ import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { readConfigFile } from '../config/load-config.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
+import { pluginLabel } from '../sdk/index.ts';
 import { LogSink } from '../telemetry/logger.ts';
 import { createGateway } from './container.ts';
 import type { ConfigInput } from './gateway.ts';
@@ -107,7 +108,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
         process.stdout.write(`${JSON.stringify(assembleSchema(registry), null, 2)}\n`);
       } else {
         const rows = registry.plugins().map(({ plugin, source }) => [
-          plugin.kind,
+          pluginLabel(plugin),
           plugin.key,
           plugin.kind === 'slot' ? '' : (plugin.aliases ?? []).join(','),
           source.name,

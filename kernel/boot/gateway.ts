@@ -114,8 +114,8 @@ export class Gateway {
     if (this.registry) return;
     const c = this.options.config;
     this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : undefined);
-    this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys);
-    const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'policy' || plugin.kind === 'backend' ? (plugin.celVariables ?? []) : []));
+    this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys, { slotNouns: this.registry.slotNouns() });
+    const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : (plugin.celVariables ?? [])));
     this.expressions = new CelExpressions(celVariables);
   }
 

@@ -11,11 +11,13 @@ import type {
   BackendPlugin,
   ConfigIssue,
   ConfigPath,
+  ConfigSection,
   HttpUpstreams,
   Logger,
   PolicyPlugin,
   PolicySet,
   ResourceCache,
+  SlotPlugin,
 } from '../sdk/index.ts';
 import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
@@ -84,7 +86,8 @@ class SnapshotCompiler {
   private readonly upstreams: HttpUpstreams;
   private readonly resourceView;
   private readonly named = new Map<string, NamedSpec>();
-  private sessionKey: Buffer = Buffer.alloc(0);
+  /** Resolved `config:` sections of plugins (`configSections`), by name. */
+  private readonly sections = new Map<string, unknown>();
   private staticConfig!: StaticConfig;
   /** `ctx.loadState`: plugin state for this load only. */
   private readonly loadStates = new Map<string, unknown>();
@@ -101,7 +104,7 @@ class SnapshotCompiler {
     const resolved = resolveStaticConfig(config.config as never, this.deps.env);
     const rawLogging = (config.config as { logging?: RawLoggingRules } | undefined)?.logging;
     const staticConfig: StaticConfig = { ...resolved, logging: { ...resolved.logging, rules: compileAccessLogRules(rawLogging, this.deps.expressions) } };
-    this.sessionKey = staticConfig.sessionKey;
+    this.resolveSections(config.config as Obj | undefined);
     this.staticConfig = staticConfig;
     const namedList = (config.backends ?? []) as Obj[];
     namedList.forEach((b, i) => {
@@ -133,6 +136,17 @@ class SnapshotCompiler {
     return new Snapshot(this.deps.generation, binds, staticConfig, config, this.disposables, this.adminRoutes);
   }
 
+  /** Every installed plugin's `config:` sections, resolved for this load (their errors stop it, like the kernel's own). */
+  private resolveSections(raw: Obj | undefined): void {
+    const env = this.deps.env ?? process.env;
+    for (const { plugin } of this.deps.registry.plugins()) {
+      if (plugin.kind === 'slot') continue;
+      for (const section of plugin.configSections ?? []) {
+        if (!this.sections.has(section.name)) this.sections.set(section.name, section.resolve(raw?.[section.name], env));
+      }
+    }
+  }
+
   private issue(path: ConfigPath, message: string, atKey = false): void {
     this.issues.push({ code: ErrorCode.configInvalid, path, message, atKey });
   }
@@ -157,7 +171,10 @@ class SnapshotCompiler {
       http: this.upstreams,
       resources: this.resourceView,
       expr: this.deps.expressions.compilerAt(path),
-      sessionKey: this.sessionKey,
+      configSection: <T>(section: ConfigSection<T>): T => {
+        if (!this.sections.has(section.name)) throw new Error(`no installed plugin contributes the \`config.${section.name}\` section`);
+        return this.sections.get(section.name) as T;
+      },
       defaultTimeouts: this.staticConfig.defaultTimeouts,
       policies,
       fail: (message, sub = []) => {
@@ -169,7 +186,8 @@ class SnapshotCompiler {
         if (!instance) throw new ConfigError([]);
         return instance;
       },
-      compileVariant: async <T>(slot: string, value: Obj, sub: ConfigPath) => {
+      compileVariant: async <T>(slotRef: SlotPlugin<T> | string, value: Obj, sub: ConfigPath) => {
+        const slot = typeof slotRef === 'string' ? slotRef : slotRef.name;
         const at = [...path, ...sub];
         const key = Object.keys(value).find((k) => this.deps.registry.lookup(slot, k));
         if (!key) throw new ConfigError({ code: ErrorCode.configInvalid, path: at, message: `no installed \`${slot}\` key found` });
@@ -179,7 +197,7 @@ class SnapshotCompiler {
         this.track(instance);
         return { key: plugin.key, instance };
       },
-      compilePolicies: (slot, value, sub) => this.policySet(slot, value, [...path, ...sub]),
+      compilePolicies: (slot, value, sub) => this.policySet(typeof slot === 'string' ? slot : slot.name, value, [...path, ...sub]),
       adminRoute: (prefix, handler) => {
         if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix) || prefix === '/config_dump') throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
         if (!this.adminRoutes.has(prefix)) this.adminRoutes.set(prefix, handler);

@@ -1,5 +1,5 @@
 import { Phase } from '../sdk/index.ts';
-import type { AttemptHook, DerivedRequest, Exchange, PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet, UpstreamAttempt } from '../sdk/index.ts';
+import type { AttemptHook, DerivedRequest, Exchange, Facet, PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet, UpstreamAttempt } from '../sdk/index.ts';
 import { ExchangeView } from '../exchange/exchange-view.ts';
 import { runRequestHooks } from './run-hooks.ts';
 import { withholdCredentials } from './withhold-credentials.ts';
@@ -43,6 +43,8 @@ function mergeLayers(layers: readonly (readonly PolicyEntry[])[]): PolicyEntry[]
 abstract class PolicySetBase implements PolicySet {
   abstract readonly keys: readonly string[];
   abstract readonly facets: PolicyFacets;
+  /** Typed facet values by facet name (`provides`), the most specific policy's winning. */
+  abstract readonly provided: ReadonlyMap<string, unknown>;
   /** One entry per policy key, in pipeline order. */
   protected abstract readonly merged: readonly PolicyEntry[];
   private requestList: PolicyInstance[] | null | undefined;
@@ -50,6 +52,10 @@ abstract class PolicySetBase implements PolicySet {
 
   has(key: string): boolean {
     return this.keys.includes(key);
+  }
+
+  facet<T>(facet: Facet<T>): T | undefined {
+    return this.provided.get(facet.name) as T | undefined;
   }
 
   layer(over: PolicySet): PolicySet {
@@ -117,14 +123,20 @@ export class CompiledPolicySet extends PolicySetBase {
   readonly entries: readonly PolicyEntry[];
   readonly keys: readonly string[];
   readonly facets: PolicyFacets;
+  readonly provided: ReadonlyMap<string, unknown>;
 
   constructor(entries: PolicyEntry[]) {
     super();
     this.entries = [...entries].sort((a, b) => rank(a) - rank(b));
     this.keys = this.entries.map((e) => e.key);
     let facets: PolicyFacets = {};
-    for (const e of this.entries) if (e.instance.facets) facets = mergeFacets(facets, e.instance.facets);
+    const provided = new Map<string, unknown>();
+    for (const e of this.entries) {
+      if (e.instance.facets) facets = mergeFacets(facets, e.instance.facets);
+      for (const p of e.instance.provides ?? []) provided.set(p.facet, p.value);
+    }
     this.facets = facets;
+    this.provided = provided;
   }
 
   protected get merged(): readonly PolicyEntry[] {
@@ -150,6 +162,7 @@ export class CompiledPolicySet extends PolicySetBase {
 export class LayeredPolicySet extends PolicySetBase {
   readonly keys: readonly string[];
   readonly facets: PolicyFacets;
+  readonly provided: ReadonlyMap<string, unknown>;
   protected readonly merged: readonly PolicyEntry[];
 
   constructor(layers: readonly PolicySet[]) {
@@ -157,5 +170,8 @@ export class LayeredPolicySet extends PolicySetBase {
     this.merged = mergeLayers(layers.map((l) => (l as PolicySetBase).layerEntries));
     this.keys = [...new Set(layers.flatMap((l) => l.keys))];
     this.facets = layers.reduce<PolicyFacets>((facets, l) => mergeFacets(facets, l.facets), {});
+    const provided = new Map<string, unknown>();
+    for (const l of layers) for (const [name, value] of (l as PolicySetBase).provided) provided.set(name, value);
+    this.provided = provided;
   }
 }

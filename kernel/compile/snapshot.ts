@@ -83,8 +83,6 @@ export interface StaticConfig {
   readonly logging: { level: 'debug' | 'info' | 'warn' | 'error'; format: 'json' | 'text'; accessLog: boolean; rules: AccessLogRules | null };
   readonly plugins: readonly string[];
   readonly drainTimeoutMs: number;
-  /** 32-byte AES-256-GCM key sealing session ids (`config.session.key`, `SESSION_KEY`, else random per process). */
-  readonly sessionKey: Buffer;
   /** `config.defaultTimeouts` in ms (0 = none): what a backend without a `timeout` policy gets (ADR 0019). */
   readonly defaultTimeouts: { readonly backendRequestMs: number; readonly llmBackendRequestMs: number; readonly streamIdleMs: number };
   /** Path normalisation before route selection (`mergeSlashes`, `escapedSlashes`); applies on reload. */

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { ConfigError, ErrorCode, parseDuration } from '../sdk/index.ts';
 import type { ConfigIssue } from '../sdk/index.ts';
 import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
@@ -14,7 +13,6 @@ interface RawStatic {
   logging?: { level?: StaticConfig['logging']['level']; format?: StaticConfig['logging']['format']; accessLog?: boolean } & RawLoggingRules;
   plugins?: string[];
   drainTimeout?: string;
-  session?: { key?: string };
   defaultTimeouts?: { backendRequestTimeout?: string; llmBackendRequestTimeout?: string; streamIdleTimeout?: string };
   mergeSlashes?: boolean;
   escapedSlashes?: 'reject' | 'keep';
@@ -33,30 +31,6 @@ function trustedProxies(raw: RawStatic): TrustedProxies | null {
   }
   if (issues.length) throw new ConfigError(issues);
   return compileTrustedProxies(entries);
-}
-
-/**
- * The session-sealing key used when neither `config.session.key` nor `SESSION_KEY` is set: random, but one per
- * process, so sessions survive config reloads (a key drawn per load would orphan every session on reload).
- */
-const PROCESS_SESSION_KEY = randomBytes(32);
-
-const HEX_KEY = /^[0-9a-fA-F]{64}$/;
-
-function sessionKey(raw: RawStatic, env: NodeJS.ProcessEnv): Buffer {
-  const fromEnv = env.SESSION_KEY;
-  if (fromEnv !== undefined && fromEnv !== '') {
-    if (!HEX_KEY.test(fromEnv)) {
-      throw new ConfigError({
-        code: ErrorCode.configEnv,
-        path: ['config', 'session', 'key'],
-        message: 'the `SESSION_KEY` environment variable must be 64 hexadecimal characters (a 256-bit key)',
-      });
-    }
-    return Buffer.from(fromEnv, 'hex');
-  }
-  const configured = raw.session?.key;
-  return configured ? Buffer.from(configured, 'hex') : PROCESS_SESSION_KEY;
 }
 
 /**
@@ -94,7 +68,6 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     logging: { level: r.logging?.level ?? 'info', format: r.logging?.format ?? 'text', accessLog: r.logging?.accessLog ?? true, rules: null },
     plugins: r.plugins ?? [],
     drainTimeoutMs: r.drainTimeout ? (parseDuration(r.drainTimeout) ?? 10_000) : 10_000,
-    sessionKey: sessionKey(r, env),
     defaultTimeouts: {
       backendRequestMs: durationOr(r.defaultTimeouts?.backendRequestTimeout, DEFAULT_TIMEOUTS.backendRequestMs),
       llmBackendRequestMs: durationOr(r.defaultTimeouts?.llmBackendRequestTimeout, DEFAULT_TIMEOUTS.llmBackendRequestMs),

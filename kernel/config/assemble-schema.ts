@@ -1,3 +1,4 @@
+import { pluginLabel } from '../sdk/index.ts';
 import type { JsonSchema } from '../sdk/index.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import { ROOT_SCHEMA, SHARED_DEFS, SKELETON_DEFS } from './skeleton-schema.ts';
@@ -16,13 +17,14 @@ export function pluginDefName(kind: string, key: string): string {
  */
 export function assembleSchema(registry: PluginRegistry): JsonSchema {
   const defs: Record<string, JsonSchema> = { ...SHARED_DEFS };
+  const contributed: Record<string, unknown> = {};
 
   const slotMembers = (slot: string, filter: unknown): Record<string, JsonSchema> => {
     const members: Record<string, JsonSchema> = {};
     for (const { plugin } of registry.slotMembers(slot)) {
       if (plugin.kind === 'slot') continue;
       if (filter === 'named' && !(plugin.kind === 'backend' && plugin.named)) continue;
-      const ref = `#/$defs/${pluginDefName(plugin.kind, plugin.key)}`;
+      const ref = `#/$defs/${pluginDefName(pluginLabel(plugin), plugin.key)}`;
       members[plugin.key] = { $ref: ref, description: plugin.description };
       for (const alias of plugin.aliases ?? []) {
         members[alias] = { $ref: ref, description: `Same as \`${plugin.key}\` (neutral name). ${plugin.description}` };
@@ -64,12 +66,25 @@ export function assembleSchema(registry: PluginRegistry): JsonSchema {
   };
 
   for (const [name, def] of Object.entries(SKELETON_DEFS)) defs[name] = transform(def, undefined) as JsonSchema;
+  // Sections of `config:` that plugins own (the `mcp` backend's `session`) join the kernel's static settings.
+  const staticProps = (defs.staticConfig as { properties: Record<string, unknown> }).properties;
+  for (const { plugin } of registry.plugins()) {
+    if (plugin.kind === 'slot') continue;
+    for (const section of plugin.configSections ?? []) {
+      if (Object.hasOwn(staticProps, section.name) && staticProps[section.name] !== undefined) {
+        if (section.name in contributed && contributed[section.name] === section) continue;
+        throw new Error(`plugin \`${plugin.key}\` contributes \`config.${section.name}\`, which is taken`);
+      }
+      contributed[section.name] = section;
+      staticProps[section.name] = transform(section.schema, undefined);
+    }
+  }
   for (const name of registry.slotNames()) {
     defs[`slot.${name}`] = transform({ 'x-slot': name, description: registry.slot(name)!.description }, undefined) as JsonSchema;
   }
   for (const { plugin } of registry.plugins()) {
     if (plugin.kind === 'slot') continue;
-    const defName = pluginDefName(plugin.kind, plugin.key);
+    const defName = pluginDefName(pluginLabel(plugin), plugin.key);
     const prefix = `${defName}.`;
     const schema = transform(plugin.schema, prefix) as JsonSchema;
     if (!schema.description) schema.description = plugin.description;

@@ -132,21 +132,6 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         },
         additionalProperties: false,
       },
-      session: {
-        type: 'object',
-        description: 'Sealing of self-describing session ids (MCP `Mcp-Session-Id`), so any replica holding the key can resume a session.',
-        properties: {
-          key: {
-            type: 'string',
-            pattern: '^[0-9a-fA-F]{64}$',
-            'x-hint': '64 hexadecimal characters (a 256-bit key)',
-            'x-secret': true,
-            description:
-              'AES-256-GCM key, 64 hex characters; the `SESSION_KEY` environment variable overrides it. Give every replica the same key. Default: a random key per process (sessions do not survive a restart).',
-          },
-        },
-        additionalProperties: false,
-      },
       mergeSlashes: {
         type: 'boolean',
         description:

@@ -6,17 +6,6 @@ import { didYouMean } from './did-you-mean.ts';
 import { REDACTED } from './secret-marks.ts';
 import type { SecretKind, SecretMarks } from './secret-marks.ts';
 
-const SLOT_NOUN: Record<string, string> = {
-  routePolicies: 'policy',
-  backendPolicies: 'backend policy',
-  mcpTargetPolicies: 'MCP target policy',
-  backend: 'backend kind',
-  mcpTransport: 'MCP transport',
-  llmProvider: 'LLM provider',
-  guard: 'guard type',
-  backendAuth: 'backendAuth variant',
-};
-
 interface ExactlyOneOfError {
   keyword: 'exactlyOneOf';
   instancePath: string;
@@ -37,6 +26,11 @@ export interface ConfigValidatorOptions {
    * every config; the results are the same (a test checks it), only slower to build.
    */
   readonly prune?: boolean;
+  /**
+   * How messages name an entry of each slot (`guard` → `guard type`: "unknown guard type `x`"), from the slots'
+   * manifests (`PluginRegistry.slotNouns()`). A slot without one reads "unknown `<slot>` entry".
+   */
+  readonly slotNouns?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -59,6 +53,7 @@ export class ConfigValidator {
   private readonly validators = new Map<string, { readonly schema: JsonSchema; readonly fn: ValidateFunction }>();
   /** First-party keys this distribution left out: a config using one hears "not installed", not "unknown". */
   private readonly notInstalled: ReadonlySet<string>;
+  private readonly slotNouns: Readonly<Record<string, string>>;
   /** Where the running validation records secrets; values there are not echoed in messages. */
   private marks: SecretMarks | undefined;
 
@@ -112,6 +107,7 @@ export class ConfigValidator {
     ajv.validateSchema(schema, true);
     this.ajv = ajv;
     this.schema = schema;
+    this.slotNouns = options.slotNouns ?? {};
     this.defs = (schema.$defs ?? {}) as Record<string, unknown>;
     const slotKeys = new Set<string>();
     for (const def of Object.values(this.defs) as Record<string, unknown>[]) {
@@ -258,7 +254,7 @@ export class ConfigValidator {
         const key = (e.params as { additionalProperty: string }).additionalProperty;
         const allowed = Object.keys((parent.properties as object | undefined) ?? {});
         const slot = parent['x-switchyard-slot'] as string | undefined;
-        const noun = slot ? (SLOT_NOUN[slot] ?? `\`${slot}\` entry`) : 'key';
+        const noun = slot ? (this.slotNouns[slot] ?? `\`${slot}\` entry`) : 'key';
         if (this.notInstalled.has(key)) {
           return { code: ErrorCode.configNotInstalled, path: [...path, key], message: `\`${key}\` is not installed in this distribution`, atKey: true };
         }

@@ -67,15 +67,6 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
   },
 ];
 
-/** Descriptions of attributes published by first-party policies; others get a generic one. */
-const KNOWN_ATTRIBUTES: Readonly<Record<string, string>> = {
-  jwt: 'Claims of the JWT a `jwtAuth` (or `mcpAuthentication`) policy accepted: `jwt.sub`, `jwt.iss`, any custom claim.',
-  apiKey: 'The API key an `apiKey` policy accepted: `apiKey.key` and each top-level field of its `metadata`.',
-  basicAuth: 'The user a `basicAuth` policy accepted: `basicAuth.username`.',
-  llm: 'The LLM call of an `ai` backend: `llm.provider`, `llm.requestModel`, `llm.inputTokens`, `llm.outputTokens`, `llm.cost`, … (known once the answer arrived).',
-  mcp: 'The MCP object being authorized (`mcp.tool.name`, `mcp.tool.target`, `mcp.prompt.name`, `mcp.resource.name`).',
-};
-
 function queryMap(query: string): Record<string, string> {
   const out: Record<string, string> = {};
   if (query.length > 1) for (const [k, v] of new URLSearchParams(query.slice(1))) if (!(k in out)) out[k] = v;
@@ -121,17 +112,22 @@ export class CelExpressions {
   private readonly gatewayFunctions: ReadonlySet<string>;
   private readonly variableInfo: readonly CelVariableInfo[];
 
-  /** `extraVariables`: the attribute names policies publish (`celVariables`), or `{name, description}`. */
+  /**
+   * `extraVariables`: the attribute names plugins publish (their manifests' `celVariables`), or `{name, description}`;
+   * the first description given for a name is kept.
+   */
   constructor(extraVariables: Iterable<string | { name: string; description?: string }> = []) {
     const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: { maxAstNodes: 5000, maxDepth: 64 } });
-    const infos: CelVariableInfo[] = [...BASE_VARIABLES];
-    const seen = new Set(infos.map((v) => v.name));
+    const base = new Set(BASE_VARIABLES.map((v) => v.name));
+    const published = new Map<string, string | undefined>();
     for (const extra of extraVariables) {
       const name = typeof extra === 'string' ? extra : extra.name;
-      if (seen.has(name)) continue;
-      seen.add(name);
-      const description = (typeof extra === 'string' ? undefined : extra.description) ?? KNOWN_ATTRIBUTES[name] ?? `Attribute \`${name}\` published by a policy.`;
-      infos.push({ name, type: 'map', origin: 'attribute', description });
+      if (base.has(name)) continue;
+      if (published.get(name) === undefined) published.set(name, typeof extra === 'string' ? undefined : extra.description);
+    }
+    const infos: CelVariableInfo[] = [...BASE_VARIABLES];
+    for (const [name, description] of published) {
+      infos.push({ name, type: 'map', origin: 'attribute', description: description ?? `Attribute \`${name}\` published by a policy.` });
     }
     this.gatewayFunctions = registerGatewayFunctions(env);
     for (const v of infos) env.registerVariable(v.name, v.type, { description: v.description });

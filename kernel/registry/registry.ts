@@ -1,5 +1,5 @@
-import { ErrorCode, SDK_API_VERSION, isPlugin } from '../sdk/index.ts';
-import type { Plugin, PluginKind, SlotManifest } from '../sdk/index.ts';
+import { ErrorCode, SDK_API_VERSION, isPlugin, pluginLabel } from '../sdk/index.ts';
+import type { Plugin, SlotManifest, SlotPlugin } from '../sdk/index.ts';
 import { ROOT_SLOTS } from './root-slots.ts';
 
 /** Where a plugin came from, for messages: `switchyard` or a third-party package name@version. */
@@ -30,8 +30,6 @@ export class PluginRegistryError extends Error {
   }
 }
 
-const VARIANT_KINDS: readonly PluginKind[] = ['mcpTransport', 'llmProvider', 'guard', 'backendAuth'];
-
 function describe(source: PluginSource): string {
   return source.module ? `${source.name} (${source.module})` : source.name;
 }
@@ -41,7 +39,8 @@ function describe(source: PluginSource): string {
  * read-only afterwards.
  */
 export class PluginRegistry {
-  private readonly byKind = new Map<PluginKind, Map<string, RegisteredPlugin>>();
+  /** Keys taken, per kind (`policy`, `backend`) or, for variants, per slot they fill. */
+  private readonly byKind = new Map<string, Map<string, RegisteredPlugin>>();
   private readonly slots = new Map<string, SlotEntry>();
   private readonly all: RegisteredPlugin[] = [];
   private finalized = false;
@@ -71,30 +70,49 @@ export class PluginRegistry {
     }
     const entry: RegisteredPlugin = { plugin, source };
     if (plugin.kind === 'slot') {
-      const existing = this.slots.get(plugin.name);
-      if (existing) {
-        throw new PluginRegistryError(
-          ErrorCode.pluginDuplicate,
-          `slot \`${plugin.name}\` is declared twice: by ${describe(existing.source)} and by ${describe(source)}`,
-        );
-      }
-      this.slots.set(plugin.name, { manifest: plugin, source, members: new Map() });
-      this.all.push(entry);
+      if (this.declareSlot(plugin, source)) this.all.push(entry);
       return;
     }
-    let kindMap = this.byKind.get(plugin.kind);
-    if (!kindMap) this.byKind.set(plugin.kind, (kindMap = new Map()));
+    // Slots the plugin owns (or fills, for a variant) come first, so `switchyard plugins` lists a slot before its members.
+    for (const slot of plugin.slots ?? []) {
+      if (!isPlugin(slot) || slot.kind !== 'slot') {
+        throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin \`${plugin.key}\` from ${describe(source)} lists in \`slots\` something defineSlot did not make`);
+      }
+      if (this.declareSlot(slot, source)) this.all.push({ plugin: slot, source });
+    }
+    const label = pluginLabel(plugin);
+    let kindMap = this.byKind.get(label);
+    if (!kindMap) this.byKind.set(label, (kindMap = new Map()));
     for (const name of [plugin.key, ...(plugin.aliases ?? [])]) {
       const clash = kindMap.get(name);
       if (clash) {
         throw new PluginRegistryError(
           ErrorCode.pluginDuplicate,
-          `duplicate ${plugin.kind} key \`${name}\`: registered by ${describe(clash.source)} and by ${describe(source)}`,
+          `duplicate ${label} key \`${name}\`: registered by ${describe(clash.source)} and by ${describe(source)}`,
         );
       }
       kindMap.set(name, entry);
     }
     this.all.push(entry);
+  }
+
+  /**
+   * Declare a slot; false when the same slot is declared already (several plugins may list one slot object, and a
+   * third-party package's copy of it is the same slot when name, type and accepted kind agree).
+   */
+  private declareSlot(slot: SlotPlugin, source: PluginSource): boolean {
+    const existing = this.slots.get(slot.name);
+    if (!existing) {
+      this.slots.set(slot.name, { manifest: slot, source, members: new Map() });
+      return true;
+    }
+    if (existing.manifest.type !== slot.type || existing.manifest.accepts !== slot.accepts) {
+      throw new PluginRegistryError(
+        ErrorCode.pluginDuplicate,
+        `slot \`${slot.name}\` is declared twice, differently: by ${describe(existing.source)} and by ${describe(source)}`,
+      );
+    }
+    return false;
   }
 
   /** Place every plugin into its slots. Call once after the last `register`. */
@@ -105,7 +123,9 @@ export class PluginRegistry {
       if (p.kind === 'policy') {
         for (const slotName of p.attach) {
           const slot = this.slots.get(slotName);
-          if (!slot || slot.manifest.type !== 'map') {
+          // A slot nobody declared belongs to a plugin this distribution left out (`mcpTargetPolicies` without `mcp`).
+          if (!slot) continue;
+          if (slot.manifest.type !== 'map' || slot.manifest.accepts !== 'policy') {
             throw new PluginRegistryError(
               ErrorCode.pluginInvalid,
               `policy \`${p.key}\` from ${describe(entry.source)} attaches to \`${slotName}\`, which is not a declared map slot`,
@@ -115,10 +135,15 @@ export class PluginRegistry {
         }
       } else if (p.kind === 'backend') {
         this.addMember(this.slots.get('backend')!, entry);
-      } else if (VARIANT_KINDS.includes(p.kind)) {
-        for (const slot of this.slots.values()) {
-          if (slot.manifest.type === 'oneOf' && slot.manifest.accepts === p.kind) this.addMember(slot, entry);
+      } else if (p.kind === 'variant') {
+        const slot = this.slots.get(p.slot);
+        if (!slot || slot.manifest.type !== 'oneOf' || slot.manifest.accepts !== 'variant') {
+          throw new PluginRegistryError(
+            ErrorCode.pluginInvalid,
+            `variant \`${p.key}\` from ${describe(entry.source)} fills \`${p.slot}\`, which is not a declared one-of slot`,
+          );
         }
+        this.addMember(slot, entry);
       }
     }
     this.finalized = true;
@@ -138,6 +163,13 @@ export class PluginRegistry {
 
   slot(name: string): SlotManifest | undefined {
     return this.slots.get(name)?.manifest;
+  }
+
+  /** How config messages name one entry of each slot that says (`guard` → `guard type`). */
+  slotNouns(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [name, slot] of this.slots) if (slot.manifest.noun) out[name] = slot.manifest.noun;
+    return out;
   }
 
   slotNames(): string[] {

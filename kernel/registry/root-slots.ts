@@ -1,23 +1,17 @@
 import type { SlotManifest } from '../sdk/index.ts';
 
-/** Slots the kernel itself declares. Plugins may declare more with `defineSlot`. */
+/**
+ * Slots the kernel itself declares: the places of its own config tree. Every other slot (an MCP target's
+ * transport and policies, an `ai` backend's provider, a prompt guard) is declared by the plugin that owns it.
+ */
 export const ROOT_SLOTS: readonly SlotManifest[] = [
-  { name: 'routePolicies', type: 'map', accepts: 'policy', description: 'Policies of a route (`routes[].policies`).' },
+  { name: 'routePolicies', type: 'map', accepts: 'policy', noun: 'policy', description: 'Policies of a route (`routes[].policies`).' },
   {
     name: 'backendPolicies',
     type: 'map',
     accepts: 'policy',
+    noun: 'backend policy',
     description: 'Policies of a backend (`backends[].policies`, `routes[].backends[].policies`).',
   },
-  {
-    name: 'mcpTargetPolicies',
-    type: 'map',
-    accepts: 'policy',
-    description: 'Policies of one MCP target (`mcp.targets[].policies`), merged over the route and backend ones.',
-  },
-  { name: 'backend', type: 'oneOf', accepts: 'backend', description: 'The kind of a backend: exactly one key.' },
-  { name: 'mcpTransport', type: 'oneOf', accepts: 'mcpTransport', description: 'The transport of an MCP target.' },
-  { name: 'llmProvider', type: 'oneOf', accepts: 'llmProvider', description: 'The provider of an `ai` backend.' },
-  { name: 'guard', type: 'oneOf', accepts: 'guard', description: 'The type of a prompt guard.' },
-  { name: 'backendAuth', type: 'oneOf', accepts: 'backendAuth', description: 'How the gateway authenticates upstream.' },
+  { name: 'backend', type: 'oneOf', accepts: 'backend', noun: 'backend kind', description: 'The kind of a backend: exactly one key.' },
 ];

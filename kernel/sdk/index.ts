@@ -3,6 +3,8 @@
  * @packageDocumentation
  */
 export * from './plugin.ts';
+export * from './facets.ts';
+export * from './config-section.ts';
 export * from './phases.ts';
 export * from './errors.ts';
 export * from './reply.ts';

@@ -4,6 +4,8 @@ import type { ExpressionCompiler } from './expr.ts';
 import type { Logger } from './logger.ts';
 import type { PhaseName } from './phases.ts';
 import type { Reply } from './reply.ts';
+import type { ConfigSection } from './config-section.ts';
+import type { Facet, FacetValue } from './facets.ts';
 import type { HttpUpstreams, UpstreamAttempt, UpstreamTarget, UpstreamTls } from './upstream.ts';
 
 /** Version of the plugin contract. A plugin built for another major version is refused at load. */
@@ -15,8 +17,12 @@ export const PLUGIN_BRAND: unique symbol = Symbol.for('switchyard.plugin') as ne
 /** A JSON Schema (draft 2020-12) object. Every property should carry a `description`. */
 export type JsonSchema = Record<string, unknown>;
 
-/** The kinds of plugin. Each kind but `policy` and `backend` fills a one-of slot of the same name. */
-export type PluginKind = 'policy' | 'backend' | 'mcpTransport' | 'llmProvider' | 'guard' | 'backendAuth' | 'slot';
+/**
+ * The kinds of plugin, only what the kernel must tell apart: a `policy` fills map slots (policies objects), a
+ * `backend` the kernel's `backend` slot, a `variant` the one-of slot some plugin declared (an MCP transport, an LLM
+ * provider, a guard type), and a `slot` declares a place in the config tree that other plugins fill.
+ */
+export type PluginKind = 'policy' | 'backend' | 'variant' | 'slot';
 
 /** A path into the config tree: keys and array indexes. */
 export type ConfigPath = readonly (string | number)[];
@@ -42,11 +48,10 @@ export interface CompileContext {
   /** CEL: compile expressions at load, evaluate them per request. */
   readonly expr: ExpressionCompiler;
   /**
-   * The 32-byte AES-256-GCM key for sealing self-describing session ids (the MCP `Mcp-Session-Id`), so any
-   * replica configured with the same key can resume a session it never saw. From `config.session.key`, overridden
-   * by the `SESSION_KEY` environment variable; a random key per process when neither is set. Never log it.
+   * The resolved value of a `config:` section a plugin contributes (`defineConfigSection`), resolved once per
+   * config load. Throws when no installed plugin contributes that section.
    */
-  readonly sessionKey: Buffer;
+  configSection<T>(section: ConfigSection<T>): T;
   /**
    * `config.defaultTimeouts` in ms (0 = none), for plugins that call upstreams on their own account (MCP targets):
    * the response-start deadline of a request with no `timeout` policy, and the longest silence inside a body.
@@ -59,10 +64,13 @@ export interface CompileContext {
   warn(message: string, sub?: ConfigPath): void;
   /** Compile a backend object found inside this value (for example `requestMirror.backend`). */
   compileBackend(value: Record<string, unknown>, sub: ConfigPath): Promise<BackendInstance>;
-  /** Compile the plugin chosen in a one-of slot (an MCP transport, an LLM provider, a guard). */
-  compileVariant<T = unknown>(slot: string, value: Record<string, unknown>, sub: ConfigPath): Promise<{ key: string; instance: T }>;
+  /**
+   * Compile the variant chosen in a one-of slot (an MCP transport, an LLM provider, a guard). Given the slot object
+   * (`defineSlot`), the instance is typed by the slot's contract; given its name, `T` says it.
+   */
+  compileVariant<T = unknown>(slot: SlotPlugin<T> | string, value: Record<string, unknown>, sub: ConfigPath): Promise<{ key: string; instance: T }>;
   /** Compile a policies object of the given map slot (per-target policies, say). */
-  compilePolicies(slot: string, value: Record<string, unknown> | undefined, sub: ConfigPath): Promise<PolicySet>;
+  compilePolicies(slot: SlotPlugin | string, value: Record<string, unknown> | undefined, sub: ConfigPath): Promise<PolicySet>;
   /** Look up a top-level named backend, failing at `sub` when absent. */
   namedBackend(name: string, sub: ConfigPath): Promise<BackendInstance>;
   /**
@@ -185,6 +193,12 @@ export interface PolicyInstance {
   onLog?(ex: Exchange, status: number): void;
   readonly facets?: PolicyFacets;
   /**
+   * Compiled values this policy hands to the backend it applies to (and to whatever else compiles against its
+   * policy set), read at compile time with `ctx.policies.facet(f)` instead of a per-request attribute. Build the
+   * entries with `facet.of(value)`; see `defineFacet`.
+   */
+  readonly provides?: readonly FacetValue[];
+  /**
    * Request headers that carry a client credential this policy reads (lower-case: `authorization`, `x-api-key`).
    * Right after the request hook of the last policy of the set that declares any, the kernel removes all of them
    * from `ex.headers`, whether the credential was accepted, ignored (optional or permissive mode) or of another
@@ -220,6 +234,11 @@ export interface PolicySet {
   /** Facets merged over all policies of the set (later phases win on conflicts). */
   readonly facets: PolicyFacets;
   has(key: string): boolean;
+  /**
+   * The value a policy of the set provides for a typed facet (`defineFacet`), or undefined. When several do, the
+   * most specific wins (a backend's policy over a route's; within one set the later phase).
+   */
+  facet<T>(facet: Facet<T>): T | undefined;
   /** This set with `over` merged on top: per policy key, `over`'s instance replaces this one's (facets field by field). */
   layer(over: PolicySet): PolicySet;
   /** True when a policy of the set has request hooks (`onRequest`). */
@@ -274,9 +293,26 @@ interface ManifestBase<C> {
   readonly description: string;
   /** JSON Schema of the value at `key`. May `$ref` `switchyard:defs#/$defs/...` and `switchyard:slot/<name>`. */
   readonly schema: JsonSchema;
+  /**
+   * Slots this plugin owns and declares (`defineSlot`): the `ai` backend declares `llmProvider`, the `mcp` backend
+   * its `mcpTransport` and `mcpTargetPolicies`. The same slot object may be listed by several plugins (the
+   * `backendAuth` policy and the `ai` backend both use `backendAuth`); it is registered once.
+   */
+  readonly slots?: readonly SlotPlugin<any>[];
+  /**
+   * CEL variables this plugin publishes as request attributes (`jwt`, `apiKey`, the `ai` backend's `llm`), declared
+   * to every expression. A name alone gets a generic description in docs; give `{ name, description }` to say what
+   * the variable holds.
+   */
+  readonly celVariables?: readonly CelVariable[];
+  /** Sections of the top-level `config:` block this plugin owns (`defineConfigSection`); read with `ctx.configSection`. */
+  readonly configSections?: readonly ConfigSection<any>[];
   /** Phantom: the config type after validation. */
   readonly __config?: C;
 }
+
+/** A CEL variable a plugin publishes: its name, or its name and what it holds (docs/cel.md). */
+export type CelVariable = string | { readonly name: string; readonly description: string };
 
 /** Manifest of a policy plugin. */
 export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
@@ -291,8 +327,6 @@ export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
    * included) see `ex.body`.
    */
   readonly needs?: { readonly body?: 'none' | 'buffer' | 'replay' };
-  /** CEL variables this policy publishes as request attributes (`jwt`, `apiKey`, …), declared to every expression. */
-  readonly celVariables?: readonly string[];
   compile(config: C, ctx: CompileContext): PolicyInstance | Promise<PolicyInstance>;
 }
 
@@ -300,25 +334,32 @@ export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
 export interface BackendManifest<C = unknown> extends ManifestBase<C> {
   /** Whether a top-level named backend may be of this kind. */
   readonly named?: boolean;
-  /** CEL variables this backend publishes as request attributes (the `ai` backend's `llm`), declared to every expression. */
-  readonly celVariables?: readonly string[];
   compile(config: C, ctx: BackendCompileContext): BackendInstance | Promise<BackendInstance>;
 }
 
-/** Manifest of a plugin that fills a one-of slot of its kind (MCP transport, LLM provider, guard, backendAuth). */
+/** Manifest of a variant: a plugin that fills a one-of slot (an MCP transport, an LLM provider, a guard type). */
 export interface VariantManifest<C = unknown, I = unknown> extends ManifestBase<C> {
+  /** Compile the value at `key` into the instance the slot's owner uses; its type is the slot's contract. */
   compile(config: C, ctx: CompileContext): I | Promise<I>;
 }
 
-/** A slot: a place in the config tree where plugins plug in. */
-export interface SlotManifest {
-  /** Slot name, referenced from schemas as `switchyard:slot/<name>`. */
+/**
+ * A slot: a place in the config tree where plugins plug in. The kernel declares `routePolicies`,
+ * `backendPolicies` and `backend`; every other slot is declared by the plugin that owns it (`defineSlot`).
+ * `I` is the contract of a one-of slot's instances (what its variants' `compile` returns).
+ */
+export interface SlotManifest<I = unknown> {
+  /** Slot name, referenced from schemas as `switchyard:slot/<name>` or with `"x-slot": "<name>"`. */
   readonly name: string;
   /** `map`: any number of plugin keys (a policies object); `oneOf`: exactly one key (a transport). */
   readonly type: 'map' | 'oneOf';
-  /** Which plugins fill it: policies whose `attach` names this slot, or variants of this kind. */
-  readonly accepts: PluginKind;
+  /** Which plugins fill it: `policy` (a map slot: policies whose `attach` names it), `variant` (a one-of slot), `backend`. */
+  readonly accepts: 'policy' | 'backend' | 'variant';
   readonly description: string;
+  /** How config errors name one entry: `guard type` gives "unknown guard type `x`". Default: "`<name>` entry". */
+  readonly noun?: string;
+  /** Phantom: the instance contract of the slot's variants. */
+  readonly __instance?: I;
 }
 
 /** Fields every registered plugin object carries. */
@@ -330,13 +371,21 @@ export interface PluginBrand {
 
 export type PolicyPlugin<C = unknown> = PolicyManifest<C> & PluginBrand & { readonly kind: 'policy' };
 export type BackendPlugin<C = unknown> = BackendManifest<C> & PluginBrand & { readonly kind: 'backend' };
-export type VariantPlugin<C = unknown, I = unknown> = VariantManifest<C, I> & PluginBrand & {
-  readonly kind: 'mcpTransport' | 'llmProvider' | 'guard' | 'backendAuth';
-};
-export type SlotPlugin = SlotManifest & PluginBrand & { readonly kind: 'slot'; readonly key: string };
+export type VariantPlugin<C = unknown, I = unknown> = VariantManifest<C, I> &
+  PluginBrand & {
+    readonly kind: 'variant';
+    /** The name of the one-of slot this variant fills. */
+    readonly slot: string;
+  };
+export type SlotPlugin<I = unknown> = SlotManifest<I> & PluginBrand & { readonly kind: 'slot'; readonly key: string };
 
 /** Any plugin object. */
-export type Plugin = PolicyPlugin<any> | BackendPlugin<any> | VariantPlugin<any, any> | SlotPlugin;
+export type Plugin = PolicyPlugin<any> | BackendPlugin<any> | VariantPlugin<any, any> | SlotPlugin<any>;
+
+/** What a plugin is called in listings and messages: its kind, or for a variant the slot it fills (`guard`). */
+export function pluginLabel(plugin: Plugin): string {
+  return plugin.kind === 'variant' ? plugin.slot : plugin.kind;
+}
 
 function brand<K extends PluginKind, T extends object>(kind: K, manifest: T): T & PluginBrand & { kind: K } {
   return Object.freeze({ ...manifest, kind, apiVersion: SDK_API_VERSION, [PLUGIN_BRAND]: true as const });
@@ -352,28 +401,20 @@ export function defineBackend<C>(manifest: BackendManifest<C>): BackendPlugin<C>
   return brand('backend', manifest);
 }
 
-/** Define an MCP transport (a key of `mcp.targets[]`: stdio, sse, mcp, openapi). */
-export function defineMcpTransport<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
-  return brand('mcpTransport', manifest);
+/**
+ * Define a variant of a one-of slot: `defineVariant(guardSlot, { key: 'denylist', … })`. `compile` must return the
+ * slot's instance contract (`GuardInstance` for `guardSlot` of `switchyard/slots/ai`), checked by the compiler.
+ * The slot modules also export one-argument helpers (`defineGuard`, `defineLlmProvider`, `defineMcpTransport`,
+ * `defineBackendAuth`) that read better when the config type is written out.
+ */
+export function defineVariant<C, I>(slot: SlotPlugin<I>, manifest: VariantManifest<C, NoInfer<I>>): VariantPlugin<C, I> {
+  if (slot.type !== 'oneOf') throw new Error(`defineVariant: slot \`${slot.name}\` is a ${slot.type} slot; variants fill one-of slots`);
+  const slots = manifest.slots?.includes(slot) ? manifest.slots : [slot, ...(manifest.slots ?? [])];
+  return brand('variant', { ...manifest, slots, slot: slot.name });
 }
 
-/** Define an LLM provider (a key of `ai.provider`). */
-export function defineLlmProvider<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
-  return brand('llmProvider', manifest);
-}
-
-/** Define a prompt guard type (a key of a `promptGuard` list item). */
-export function defineGuard<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
-  return brand('guard', manifest);
-}
-
-/** Define a `backendAuth` variant. */
-export function defineBackendAuth<C, I = unknown>(manifest: VariantManifest<C, I>): VariantPlugin<C, I> {
-  return brand('backendAuth', manifest);
-}
-
-/** Define a new slot that other plugins fill. */
-export function defineSlot(manifest: SlotManifest): SlotPlugin {
+/** Define a slot that other plugins fill. List it in the owning plugin's `slots` (and export it for third parties). */
+export function defineSlot<I = unknown>(manifest: SlotManifest<I>): SlotPlugin<I> {
   return brand('slot', { ...manifest, key: manifest.name });
 }
 

@@ -29,11 +29,12 @@ export const testLlmBackend = defineBackend<Record<string, never>>({
   key: 'testLlm',
   description: 'Test stand-in for the `ai` backend: applies the `ai` policy runtime and echoes the result.',
   schema: { type: 'object', description: 'No settings.', properties: {}, additionalProperties: false },
-  compile() {
+  compile(_config, ctx) {
+    // The `ai` policy hands its runtime over at compile time, as to the real backend.
+    const runtime = ctx.policies.facet(AI_POLICY);
     return {
       protocol: 'llm',
       async handle(ex) {
-        const runtime = ex.get(AI_POLICY);
         const body = JSON.parse((await ex.bufferBody()).toString('utf8') || '{}') as Record<string, unknown>;
         const format: LlmRouteType = runtime?.routeType(ex.path) ?? 'completions';
         if (runtime) {
@@ -127,7 +128,7 @@ export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: str
     http: { target: () => assertNever('http') },
     resources: { get: (_k, create) => create() },
     expr: cel.compilerAt(at),
-    sessionKey: Buffer.alloc(32),
+    configSection: () => assertNever('configSection'),
     fail: (message, sub = []) => {
       throw new FakeConfigError(message, [...at, ...sub]);
     },
@@ -135,7 +136,8 @@ export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: str
       warnings.push(`${[...at, ...sub].join('.')}: ${message}`);
     },
     compileBackend: () => assertNever('compileBackend'),
-    compileVariant: async <T>(slot: string, value: Record<string, unknown>, sub: ConfigPath) => {
+    compileVariant: async <T>(slotRef: string | { name: string }, value: Record<string, unknown>, sub: ConfigPath) => {
+      const slot = typeof slotRef === 'string' ? slotRef : slotRef.name;
       if (slot !== 'guard') return assertNever(`compileVariant(${slot})`);
       for (const plugin of guardPlugins as readonly VariantPlugin<unknown, unknown>[]) {
         const key = [plugin.key, ...(plugin.aliases ?? [])].find((k) => k in value);

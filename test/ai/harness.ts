@@ -44,7 +44,7 @@ function lastUserText(body: Record<string, unknown>): string {
 }
 
 /**
- * A stand-in for the `ai` policy (plugins/policies/ai, built separately): it publishes an `AI_POLICY` runtime the way
+ * A stand-in for the `ai` policy (plugins/policies/ai, built separately): it provides an `AI_POLICY` runtime the way
  * the contract says, so the backend's side of the contract (route types, applyRequest, request and response guards)
  * is tested on its own. Records what the backend handed it.
  */
@@ -94,11 +94,7 @@ export const stubAiPolicy = definePolicy<StubAiConfig>({
       hasResponseGuards: config.rejectResponseWord !== undefined,
       promptCaching: config.promptCaching,
     };
-    return {
-      onRequest(ex) {
-        ex.set(AI_POLICY, runtime);
-      },
-    };
+    return { provides: [AI_POLICY.of(runtime)] };
   },
 });
 

@@ -46,8 +46,8 @@ async function validators(preset: readonly unknown[]) {
   const schema = assembleSchema(registry);
   const slotKeys = registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : [plugin.key, ...(plugin.aliases ?? [])]));
   return {
-    pruned: new ConfigValidator(schema, FIRST_PARTY_KEYS),
-    whole: new ConfigValidator(schema, FIRST_PARTY_KEYS, { prune: false }),
+    pruned: new ConfigValidator(schema, FIRST_PARTY_KEYS, { slotNouns: registry.slotNouns() }),
+    whole: new ConfigValidator(schema, FIRST_PARTY_KEYS, { prune: false, slotNouns: registry.slotNouns() }),
     slotKeys,
   };
 }

@@ -35,8 +35,14 @@ const policies = await installedPolicies();
 /** Backends publish variables too (the `ai` backend's `llm`). */
 const backends = (fullPreset as readonly Plugin[]).filter((p): p is BackendPlugin => p?.kind === 'backend');
 const publishers = new Map<string, Set<string>>();
-for (const p of [...policies, ...backends]) for (const v of p.celVariables ?? []) publishers.set(v, new Set([...(publishers.get(v) ?? []), p.key]));
-const cel = new CelExpressions([...publishers.keys()]);
+const published = [...policies, ...backends].flatMap((p) => p.celVariables ?? []);
+for (const p of [...policies, ...backends]) {
+  for (const v of p.celVariables ?? []) {
+    const name = typeof v === 'string' ? v : v.name;
+    publishers.set(name, new Set([...(publishers.get(name) ?? []), p.key]));
+  }
+}
+const cel = new CelExpressions(published);
 const defs = cel.definitions();
 
 /** Rows of the table between `<!-- name:start -->` and `<!-- name:end -->`, as cells (pipes escaped as `\|` kept). */

@@ -78,7 +78,9 @@ export function checkImport(file: string, spec: string): string | undefined {
 
   if (under(file, 'examples')) {
     // An example plugin package is a separate package: the SDK through its public name, its own files, node:.
-    if (isSelf && spec !== `${PKG.name}/sdk`) return `imports '${spec}'; a plugin package uses only '${PKG.name}/sdk'`;
+    if (isSelf && spec !== `${PKG.name}/sdk` && !spec.startsWith(`${PKG.name}/slots/`)) {
+      return `imports '${spec}'; a plugin package uses only '${PKG.name}/sdk' and '${PKG.name}/slots/*'`;
+    }
     const pkgRoot = file.split('/').slice(0, 3).join('/');
     if (target !== undefined && !under(target, pkgRoot)) return `imports '${spec}' outside its own package (${pkgRoot})`;
     return undefined;
@@ -246,6 +248,7 @@ describe('import boundaries (ARCHITECTURE.md §2)', () => {
       ['bin/switchyard.js', '../plugins/presets/full.ts', true],
       ['bin/switchyard.js', 'tsyringe', false],
       ['examples/plugins/switchyard-plugin-example/index.js', 'switchyard/sdk', true],
+      ['examples/plugins/switchyard-plugin-example/index.js', 'switchyard/slots/ai', true],
       ['examples/plugins/switchyard-plugin-example/index.js', 'switchyard', false],
       ['examples/plugins/switchyard-plugin-example/index.js', '../../../kernel/sdk/index.ts', false],
     ];

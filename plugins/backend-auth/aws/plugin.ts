@@ -1,10 +1,9 @@
-import { defineBackendAuth } from 'switchyard/sdk';
-import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import type { AwsConfig } from './aws-auth.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `aws` (neutral name `cloudAuthB`): AWS Signature Version 4 on every upstream attempt. */
-export default defineBackendAuth<AwsConfig, BackendAuthInstance>({
+export default defineBackendAuth<AwsConfig>({
   key: 'aws',
   aliases: ['cloudAuthB'],
   description: 'Sign upstream requests with AWS Signature Version 4 (explicit keys or the default credential chain).',

@@ -1,10 +1,9 @@
-import { defineBackendAuth } from 'switchyard/sdk';
-import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import type { AzureConfig } from './azure-auth.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `azure` (neutral name `cloudAuthC`): a Microsoft Entra access token on every upstream request. */
-export default defineBackendAuth<AzureConfig, BackendAuthInstance>({
+export default defineBackendAuth<AzureConfig>({
   key: 'azure',
   aliases: ['cloudAuthC'],
   description: 'Send a Microsoft Entra access token (client secret, managed identity, workload identity or developer sign-in).',

@@ -1,10 +1,9 @@
-import { defineBackendAuth } from 'switchyard/sdk';
-import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import type { GcpConfig } from './gcp-auth.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `gcp` (neutral name `cloudAuthA`): a Google access or identity token on every upstream request. */
-export default defineBackendAuth<GcpConfig, BackendAuthInstance>({
+export default defineBackendAuth<GcpConfig>({
   key: 'gcp',
   aliases: ['cloudAuthA'],
   description: 'Send a Google access or identity token from the metadata server or a service-account key.',

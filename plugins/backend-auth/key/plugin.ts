@@ -1,13 +1,13 @@
 import { resolve } from 'node:path';
-import { defineBackendAuth, FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
-import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
+import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import { authorizationValue } from './key-value.ts';
 import schema from './schema.json' with { type: 'json' };
 
 type KeyConfig = string | { file: string };
 
 /** `key`: a static `Authorization` value, inline or from a file read at each config load. */
-export default defineBackendAuth<KeyConfig, BackendAuthInstance>({
+export default defineBackendAuth<KeyConfig>({
   key: 'key',
   description: 'Send a static credential as the upstream `Authorization` header (a bare token becomes `Bearer <token>`).',
   schema,

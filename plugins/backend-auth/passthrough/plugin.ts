@@ -1,5 +1,5 @@
-import { defineBackendAuth, withheldCredentials } from 'switchyard/sdk';
-import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { withheldCredentials } from 'switchyard/sdk';
+import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /**
@@ -8,7 +8,7 @@ import schema from './schema.json' with { type: 'json' };
  * `Authorization` back. With no such policy nothing was removed and the client's header is still on the request.
  * Other credential headers (`x-api-key`) stay withheld: passthrough forwards `Authorization` only.
  */
-export default defineBackendAuth<Record<string, never>, BackendAuthInstance>({
+export default defineBackendAuth<Record<string, never>>({
   key: 'passthrough',
   description: "Forward the client's original `Authorization` header to the upstream.",
   schema,

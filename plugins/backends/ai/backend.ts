@@ -3,9 +3,11 @@ import { GatewayError, llmTokenLimiters } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
+import { llmProviderSlot } from '../../lib/slots/ai.ts';
 import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.ts';
 import { AI_POLICY, LLM_CLIENT_FORMAT } from '../../lib/llm/contract.ts';
-import type { AiPolicyRuntime, LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
+import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, responseDecoder, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError, shapeClientError } from '../../lib/llm/errors.ts';
 import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
@@ -63,7 +65,9 @@ function splitPath(pathAndQuery: string): { path: string; query: string } {
 export async function compileAiBackend(config: AiBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
   claimAiBackendName(ctx, config.name);
   const metrics = llmMetrics(ctx);
-  const { key, instance: provider } = await ctx.compileVariant<LlmProviderInstance>('llmProvider', config.provider, ['provider']);
+  const { key, instance: provider } = await ctx.compileVariant(llmProviderSlot, config.provider, ['provider']);
+  // The `ai` policy's compiled runtime (route or backend level), handed over at compile time.
+  const policy = ctx.policies.facet(AI_POLICY);
   const facetTls = ctx.policies.facets.tls;
   let origin = provider.origin;
   let tls = origin.startsWith('https:') ? (facetTls ?? provider.tls) : undefined;
@@ -79,7 +83,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   // The provider's own credential (bedrock: SigV4, vertex: a Google token) unless a backendAuth policy applies.
   let signer: BackendAuthInstance | undefined;
   if (provider.defaultAuth && !ctx.policies.has('backendAuth')) {
-    ({ instance: signer } = await ctx.compileVariant<BackendAuthInstance>('backendAuth', structuredClone(provider.defaultAuth), ['provider', key]));
+    ({ instance: signer } = await ctx.compileVariant(backendAuthSlot, structuredClone(provider.defaultAuth), ['provider', key]));
   }
   const pathOverride = config.pathOverride !== undefined ? splitPath(config.pathOverride) : undefined;
   const log = ctx.logger.child({ backend: config.name });
@@ -118,7 +122,6 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   };
 
   const handle = async (ex: Exchange): Promise<Reply> => {
-    const policy = ex.get(AI_POLICY);
     const route = policy?.routeType(ex.path) ?? 'completions';
     if (route === 'models') return listModels(ex, policy);
     if (route === 'passthrough' || route === 'realtime') return passthrough(ex);

@@ -1,6 +1,7 @@
 import type { BackendCompileContext, BackendInstance, Exchange, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure, bufferBodyForSigning } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
 
 export interface AgentRuntimeConfig {
   agentRuntimeArn: string;
@@ -43,7 +44,7 @@ export async function compileAgentRuntime(config: AgentRuntimeConfig, field: str
   // The implicit signer: the `aws` backendAuth variant with the default chain, scoped to this runtime's region.
   let signer: BackendAuthInstance | undefined;
   if (!ctx.policies.has('backendAuth')) {
-    ({ instance: signer } = await ctx.compileVariant<BackendAuthInstance>('backendAuth', { aws: { serviceName: SIGNING_SERVICE, region } }, [field]));
+    ({ instance: signer } = await ctx.compileVariant(backendAuthSlot, { aws: { serviceName: SIGNING_SERVICE, region } }, [field]));
   }
 
   const send = (ex: Exchange): Promise<Reply> => {

@@ -1,4 +1,5 @@
 import { defineBackend } from 'switchyard/sdk';
+import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
 import type { AgentRuntimeConfig } from './agent-runtime.ts';
 import schema from './schema.json' with { type: 'json' };
 
@@ -13,6 +14,8 @@ export default defineBackend<CloudBackendConfig>({
   aliases: ['aws'],
   description: 'A cloud agent runtime: AWS Bedrock AgentCore (`agentRuntime`/`agentCore`), SigV4-signed.',
   schema,
+  // Signs with the `aws` variant of `backendAuth` unless a backendAuth policy applies.
+  slots: [backendAuthSlot],
   async compile(value, ctx) {
     const field = value.agentRuntime ? 'agentRuntime' : 'agentCore';
     // The signing libraries load only when a config uses this backend.

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { parseDuration } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Reply } from 'switchyard/sdk';
-import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import { mcpTargetPoliciesSlot, mcpTransportSlot } from '../../lib/slots/mcp.ts';
 import { LegacySseFront, StreamableFront } from './http-front.ts';
 import type { BackendRuntime } from './session.ts';
 import { mcpMetrics } from './metrics.ts';
+import { sessionSection } from './session-key.ts';
 import { SessionStore } from './session-store.ts';
 import { fingerprint } from './session-token.ts';
 import { OriginGuard } from './origin-check.ts';
@@ -44,13 +45,13 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     const t = config.targets[i]!;
     if (seen.has(t.name)) ctx.fail(`target name \`${t.name}\` is already used by targets[${seen.get(t.name)}]; names must be unique`, ['targets', i, 'name']);
     seen.set(t.name, i);
-    const own = await ctx.compilePolicies('mcpTargetPolicies', t.policies, ['targets', i, 'policies']);
+    const own = await ctx.compilePolicies(mcpTargetPoliciesSlot, t.policies, ['targets', i, 'policies']);
     // The target's own policies win per key over the route's and backend's (SPEC: "merged with and overriding").
     const policies = ctx.policies.layer(own);
     const startupTimeoutMs = t.startupTimeout !== undefined ? parseDuration(t.startupTimeout)! : DEFAULT_STARTUP_TIMEOUT_MS;
     if (startupTimeoutMs <= 0) ctx.fail('`startupTimeout` must be greater than zero', ['targets', i, 'startupTimeout']);
     const { startupTimeout: _s, ...variant } = t;
-    const { instance } = await ctx.compileVariant<McpTransportInstance>('mcpTransport', variant, ['targets', i]);
+    const { instance } = await ctx.compileVariant(mcpTransportSlot, variant, ['targets', i]);
     instance.configure?.(policies);
     targets.push({
       name: t.name,
@@ -64,7 +65,8 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
   }
   const idleMs = config.sessionIdleTimeout !== undefined ? parseDuration(config.sessionIdleTimeout)! : DEFAULT_IDLE_MS;
   if (idleMs <= 0) ctx.fail('`sessionIdleTimeout` must be greater than zero', ['sessionIdleTimeout']);
-  const keyId = createHash('sha256').update(ctx.sessionKey).digest('hex').slice(0, 16);
+  const sessionKey = ctx.configSection(sessionSection);
+  const keyId = createHash('sha256').update(sessionKey).digest('hex').slice(0, 16);
   // Keyed by the backend's whole config (and the sealing key): a reload that keeps it unchanged keeps its sessions.
   const store = ctx.resources.get(
     `mcp-sessions:${print.toString('hex')}:${keyId}`,
@@ -77,7 +79,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     failOpen: config.failureMode === 'failOpen',
     stateful: config.statefulMode !== 'stateless',
     logger: ctx.logger,
-    key: ctx.sessionKey,
+    key: sessionKey,
     aad: print,
     maxPendingRequests: config.maxPendingRequests ?? DEFAULT_MAX_PENDING_REQUESTS,
     metrics: mcpMetrics(ctx),

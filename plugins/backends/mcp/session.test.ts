@@ -18,6 +18,7 @@ const noPolicies: PolicySet = {
   keys: [],
   facets: {},
   has: () => false,
+  facet: () => undefined,
   layer: (over) => over,
   hasRequestHooks: false,
   runRequestHooks: () => Promise.reject(new Error('no request hooks')),

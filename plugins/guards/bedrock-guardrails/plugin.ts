@@ -1,9 +1,8 @@
-import { defineGuard } from 'switchyard/sdk';
-import type { GuardInstance } from '../../lib/llm/contract.ts';
+import { defineGuard } from '../../lib/slots/ai.ts';
 import type { BedrockGuardrailsConfig } from './bedrock-guardrails.ts';
 
 /** `bedrockGuardrails` (neutral name `guardrailsGuard`): AWS Bedrock Guardrails' ApplyGuardrail API. */
-export default defineGuard<BedrockGuardrailsConfig, GuardInstance>({
+export default defineGuard<BedrockGuardrailsConfig>({
   key: 'bedrockGuardrails',
   aliases: ['guardrailsGuard'],
   description: 'Check messages with an AWS Bedrock guardrail (ApplyGuardrail): blocked content is rejected, anonymized content masked.',

@@ -1,9 +1,8 @@
-import { defineGuard } from 'switchyard/sdk';
-import type { GuardInstance } from '../../lib/llm/contract.ts';
+import { defineGuard } from '../../lib/slots/ai.ts';
 import type { ModelArmorConfig } from './model-armor.ts';
 
 /** `googleModelArmor` (neutral name `modelArmorGuard`): Google Cloud Model Armor's sanitize APIs. */
-export default defineGuard<ModelArmorConfig, GuardInstance>({
+export default defineGuard<ModelArmorConfig>({
   key: 'googleModelArmor',
   aliases: ['modelArmorGuard'],
   description: 'Check prompts and responses with a Google Cloud Model Armor template; any filter match rejects.',

@@ -1,9 +1,8 @@
-import { defineGuard } from 'switchyard/sdk';
-import type { GuardInstance } from '../../lib/llm/contract.ts';
+import { defineGuard } from '../../lib/slots/ai.ts';
 import type { ModerationGuardConfig } from './moderation.ts';
 
 /** `openAIModeration` (neutral name `moderationGuard`): reject what OpenAI's moderation endpoint flags. */
-export default defineGuard<ModerationGuardConfig, GuardInstance>({
+export default defineGuard<ModerationGuardConfig>({
   key: 'openAIModeration',
   aliases: ['moderationGuard'],
   description: 'Reject messages that the OpenAI moderation endpoint (`/v1/moderations`) flags.',

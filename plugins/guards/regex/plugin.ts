@@ -1,9 +1,8 @@
-import { defineGuard } from 'switchyard/sdk';
-import type { GuardInstance } from '../../lib/llm/contract.ts';
+import { defineGuard } from '../../lib/slots/ai.ts';
 import type { RegexGuardConfig } from './regex-guard.ts';
 
 /** `regex`: mask or reject prompt and response text matching builtin PII detectors or custom patterns. */
-export default defineGuard<RegexGuardConfig, GuardInstance>({
+export default defineGuard<RegexGuardConfig>({
   key: 'regex',
   description: 'Mask (default) or reject text that matches builtin PII detectors (SSN, credit card, phone, e-mail, Canadian SIN) or custom regular expressions.',
   schema: {

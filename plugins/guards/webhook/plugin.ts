@@ -1,9 +1,8 @@
-import { defineGuard } from 'switchyard/sdk';
-import type { GuardInstance } from '../../lib/llm/contract.ts';
+import { defineGuard } from '../../lib/slots/ai.ts';
 import type { WebhookGuardConfig } from './webhook-guard.ts';
 
 /** `webhook`: ask an external guardrail service (Gloo-style webhook protocol) to pass, mask or reject. */
-export default defineGuard<WebhookGuardConfig, GuardInstance>({
+export default defineGuard<WebhookGuardConfig>({
   key: 'webhook',
   description: 'Send the messages to a guardrail webhook (`POST /request`, `POST /response`) that passes, masks or rejects them.',
   schema: {

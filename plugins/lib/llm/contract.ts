@@ -1,4 +1,4 @@
-import { defineAttribute } from 'switchyard/sdk';
+import { defineAttribute, defineFacet } from 'switchyard/sdk';
 import type { Exchange, Reply, UpstreamTls } from 'switchyard/sdk';
 
 /**
@@ -85,8 +85,8 @@ export interface GuardMessage {
 }
 
 /**
- * The compiled `ai` policy, set on the exchange by the policy's request hook (route or backend level; the backend's
- * wins) and applied by the `ai` backend, which owns the body: routing, prompt changes and guards happen on the
+ * The compiled `ai` policy, handed to the `ai` backend at compile time through the `AI_POLICY` facet (route or
+ * backend level; the backend's wins) and applied by the backend per request, which owns the body: routing, prompt changes and guards happen on the
  * client-format body before translation (guards also on the translated-back response).
  */
 export interface AiPolicyRuntime {
@@ -131,8 +131,8 @@ export interface AiPolicyRuntime {
   };
 }
 
-/** Set by the `ai` policy's request hook; read by the `ai` backend. */
-export const AI_POLICY = defineAttribute<AiPolicyRuntime>('ai.policy');
+/** Provided by the `ai` policy (`provides`), read by the `ai` backend's compile (`ctx.policies.facet(AI_POLICY)`). */
+export const AI_POLICY = defineFacet<AiPolicyRuntime>('ai.policy');
 
 /** The client's API format, set by the `ai` backend once it knows it; shapes the gateway's errors from then on. */
 export const LLM_CLIENT_FORMAT = defineAttribute<LlmRouteType>('llm.clientFormat');

@@ -1,5 +1,4 @@
-import { defineLlmProvider } from 'switchyard/sdk';
-import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import { defineLlmProvider } from '../../lib/slots/ai.ts';
 import schema from './schema.json' with { type: 'json' };
 
 export interface AnthropicConfig {
@@ -7,7 +6,7 @@ export interface AnthropicConfig {
 }
 
 /** `anthropic` (neutral name `vendorThree`): the Anthropic Messages API (SPEC §2.8). */
-export default defineLlmProvider<AnthropicConfig, LlmProviderInstance>({
+export default defineLlmProvider<AnthropicConfig>({
   key: 'anthropic',
   aliases: ['vendorThree'],
   description: 'Anthropic: Messages and count_tokens natively; OpenAI Chat Completions clients translated.',

@@ -1,5 +1,4 @@
-import { defineLlmProvider } from 'switchyard/sdk';
-import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import { defineLlmProvider } from '../../lib/slots/ai.ts';
 import schema from './schema.json' with { type: 'json' };
 
 export interface AzureOpenAiConfig {
@@ -9,7 +8,7 @@ export interface AzureOpenAiConfig {
 }
 
 /** `azureOpenAI` (neutral name `vendorSix`): Azure OpenAI on one resource (SPEC §2.8). */
-export default defineLlmProvider<AzureOpenAiConfig, LlmProviderInstance>({
+export default defineLlmProvider<AzureOpenAiConfig>({
   key: 'azureOpenAI',
   aliases: ['vendorSix'],
   description: 'Azure OpenAI: Chat Completions, Responses and Embeddings on one resource; Anthropic Messages clients translated.',

@@ -1,5 +1,4 @@
-import { defineLlmProvider } from 'switchyard/sdk';
-import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import { defineLlmProvider } from '../../lib/slots/ai.ts';
 import schema from './schema.json' with { type: 'json' };
 
 export interface BedrockConfig {
@@ -8,7 +7,7 @@ export interface BedrockConfig {
 }
 
 /** `bedrock` (neutral name `vendorFive`): AWS Bedrock Converse (SPEC §2.8). */
-export default defineLlmProvider<BedrockConfig, LlmProviderInstance>({
+export default defineLlmProvider<BedrockConfig>({
   key: 'bedrock',
   aliases: ['vendorFive'],
   description: 'AWS Bedrock through the Converse API (SigV4 by default); Chat Completions and Messages clients translated.',

@@ -1,5 +1,4 @@
-import { defineLlmProvider } from 'switchyard/sdk';
-import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import { defineLlmProvider } from '../../lib/slots/ai.ts';
 import schema from './schema.json' with { type: 'json' };
 
 export interface GeminiConfig {
@@ -9,7 +8,7 @@ export interface GeminiConfig {
 }
 
 /** `gemini` (neutral name `vendorTwo`): Google Gemini (AI Studio) through its native API (SPEC §2.8). */
-export default defineLlmProvider<GeminiConfig, LlmProviderInstance>({
+export default defineLlmProvider<GeminiConfig>({
   key: 'gemini',
   aliases: ['vendorTwo'],
   description: 'Google Gemini (AI Studio) through its native generateContent API (or its OpenAI-compatible API); OpenAI and Anthropic clients translated.',

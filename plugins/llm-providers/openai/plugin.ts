@@ -1,5 +1,4 @@
-import { defineLlmProvider } from 'switchyard/sdk';
-import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import { defineLlmProvider } from '../../lib/slots/ai.ts';
 import schema from './schema.json' with { type: 'json' };
 
 export interface OpenAiConfig {
@@ -7,7 +6,7 @@ export interface OpenAiConfig {
 }
 
 /** `openAI` (neutral name `vendorOne`): the OpenAI API (SPEC §2.8). */
-export default defineLlmProvider<OpenAiConfig, LlmProviderInstance>({
+export default defineLlmProvider<OpenAiConfig>({
   key: 'openAI',
   aliases: ['vendorOne'],
   description: 'OpenAI: Chat Completions, Responses and Embeddings natively; Anthropic Messages clients translated.',

@@ -1,5 +1,4 @@
-import { defineLlmProvider } from 'switchyard/sdk';
-import type { LlmProviderInstance } from '../../lib/llm/contract.ts';
+import { defineLlmProvider } from '../../lib/slots/ai.ts';
 import schema from './schema.json' with { type: 'json' };
 
 export interface VertexConfig {
@@ -11,7 +10,7 @@ export interface VertexConfig {
 }
 
 /** `vertex` (neutral name `vendorFour`): Google Vertex AI (SPEC §2.8). */
-export default defineLlmProvider<VertexConfig, LlmProviderInstance>({
+export default defineLlmProvider<VertexConfig>({
   key: 'vertex',
   aliases: ['vendorFour'],
   description: 'Google Vertex AI: Gemini models natively (generateContent), Claude models in the Messages format, others through the OpenAI-compatible endpoint; a Google access token by default.',

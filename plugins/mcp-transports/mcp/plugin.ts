@@ -1,6 +1,5 @@
-import { defineMcpTransport } from 'switchyard/sdk';
+import { defineMcpTransport } from '../../lib/slots/mcp.ts';
 import type { TargetAddressConfig } from '../../lib/mcp/target-address.ts';
-import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /**
@@ -8,7 +7,7 @@ import schema from './schema.json' with { type: 'json' };
  * client id); a target that answers `server/discover` with the 2026-07-28 revision is spoken to in that revision
  * (for modern clients), probed once per config generation.
  */
-export default defineMcpTransport<TargetAddressConfig, McpTransportInstance>({
+export default defineMcpTransport<TargetAddressConfig>({
   key: 'mcp',
   description: 'Connect to an MCP server over streamable HTTP.',
   schema,

@@ -1,10 +1,9 @@
-import { defineMcpTransport } from 'switchyard/sdk';
-import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import { defineMcpTransport } from '../../lib/slots/mcp.ts';
 import schema from './schema.json' with { type: 'json' };
 import type { OpenApiTargetConfig } from './target.ts';
 
 /** `openapi`: an HTTP API described by an OpenAPI 3.x document, served to the `mcp` backend as MCP tools. */
-export default defineMcpTransport<OpenApiTargetConfig, McpTransportInstance>({
+export default defineMcpTransport<OpenApiTargetConfig>({
   key: 'openapi',
   description: 'An HTTP API described by an OpenAPI 3.0/3.1 document, offered as MCP tools (one per operation).',
   schema,

@@ -1,10 +1,9 @@
-import { defineMcpTransport } from 'switchyard/sdk';
+import { defineMcpTransport } from '../../lib/slots/mcp.ts';
 import type { TargetAddressConfig } from '../../lib/mcp/target-address.ts';
-import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `sse`: a legacy (2024-11-05 HTTP+SSE) MCP server. */
-export default defineMcpTransport<TargetAddressConfig, McpTransportInstance>({
+export default defineMcpTransport<TargetAddressConfig>({
   key: 'sse',
   description: 'Connect to a legacy MCP server over server-sent events (GET stream + POST endpoint).',
   schema,

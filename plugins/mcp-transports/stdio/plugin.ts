@@ -1,5 +1,4 @@
-import { defineMcpTransport } from 'switchyard/sdk';
-import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import { defineMcpTransport } from '../../lib/slots/mcp.ts';
 import schema from './schema.json' with { type: 'json' };
 
 interface StdioConfig {
@@ -13,7 +12,7 @@ interface StdioConfig {
 export const DEFAULT_MAX_PROCESSES = 64;
 
 /** `stdio`: an MCP server run as a child process, one per client session (BEHAVIOUR.md DECIDED 15). */
-export default defineMcpTransport<StdioConfig, McpTransportInstance>({
+export default defineMcpTransport<StdioConfig>({
   key: 'stdio',
   description: 'Run a local MCP server process and talk to it over stdin/stdout (one process per client session).',
   schema,

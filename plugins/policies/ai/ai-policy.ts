@@ -7,6 +7,7 @@ import type { TextSlot } from '../../lib/llm-guard/messages.ts';
 import { applyAnthropicCacheMarkers, promptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import type { PromptCachingConfig, PromptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import { AI_POLICY } from '../../lib/llm/contract.ts';
+import { guardSlot } from '../../lib/slots/ai.ts';
 import type { AiPolicyRuntime, GuardInstance, LlmRouteType } from '../../lib/llm/contract.ts';
 import { applyMutations, applyPrompts, compileModelAliases, resolveModelAlias } from './body.ts';
 import type { BodyMutations, ModelAliases, PromptMessage } from './body.ts';
@@ -184,7 +185,7 @@ async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'reque
   for (let i = 0; i < (list ?? []).length; i++) {
     const entry = list![i]!;
     const at = ['promptGuard', phase, i];
-    const { key, instance } = await ctx.compileVariant<GuardInstance>('guard', entry, at);
+    const { key, instance } = await ctx.compileVariant(guardSlot, entry, at);
     const rejection = entry.rejection ?? {};
     const headers: HeaderMap = {};
     if (rejection.headers) {
@@ -224,14 +225,10 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
 }
 
 /**
- * The `ai` policy: compiles everything once and, per request, only publishes the runtime for the `ai` backend
- * (`AI_POLICY`). Route and backend level both set it; the backend's hooks run later, so its policy wins.
+ * The `ai` policy: compiles everything once and hands the runtime to the `ai` backend at compile time (the
+ * `AI_POLICY` facet); it has no per-request hook. Route and backend level may both provide it; the backend's wins.
  */
 export async function compileAiPolicy(config: AiPolicyConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const runtime = await compileAiRuntime(config, ctx);
-  return {
-    onRequest(ex) {
-      ex.set(AI_POLICY, runtime);
-    },
-  };
+  return { provides: [AI_POLICY.of(runtime)] };
 }

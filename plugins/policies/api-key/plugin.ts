@@ -10,7 +10,7 @@ export default definePolicy<ApiKeyConfig>({
   attach: ['routePolicies'],
   phase: 'authn',
   order: 30,
-  celVariables: ['apiKey'],
+  celVariables: [{ name: 'apiKey', description: 'The API key an `apiKey` policy accepted: `apiKey.key` and each top-level field of its `metadata`.' }],
   async compile(config, ctx) {
     // The implementation loads only when a config uses this policy.
     const { compileApiKey } = await import('./api-key.ts');

@@ -1,7 +1,7 @@
 import { definePolicy } from 'switchyard/sdk';
 import type { PolicyInstance } from 'switchyard/sdk';
 import { backendAuthFailure, bufferBodyForSigning } from '../../lib/backend-auth/contract.ts';
-import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
+import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /**
@@ -13,11 +13,12 @@ export default definePolicy<Record<string, unknown>>({
   key: 'backendAuth',
   description: 'Authenticate the gateway to the upstream: pass the client credential through, a static key, or a GCP, AWS (SigV4) or Azure credential.',
   schema,
+  slots: [backendAuthSlot],
   attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'upstream',
   order: 20,
   async compile(config, ctx) {
-    const { instance } = await ctx.compileVariant<BackendAuthInstance>('backendAuth', config, []);
+    const { instance } = await ctx.compileVariant(backendAuthSlot, config, []);
     const policy: PolicyInstance = {
       onUpstream(ex, attempt) {
         let result: void | Promise<void>;

@@ -10,7 +10,7 @@ export default definePolicy<BasicAuthConfig>({
   attach: ['routePolicies'],
   phase: 'authn',
   order: 20,
-  celVariables: ['basicAuth'],
+  celVariables: [{ name: 'basicAuth', description: 'The user a `basicAuth` policy accepted: `basicAuth.username`.' }],
   async compile(config, ctx) {
     // bcryptjs and the apache-* hashers load only when a config uses this policy.
     const { compileBasicAuth } = await import('./basic-auth.ts');

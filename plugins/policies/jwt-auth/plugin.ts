@@ -10,7 +10,7 @@ export default definePolicy<JwtAuthConfig>({
   attach: ['routePolicies'],
   phase: 'authn',
   order: 10,
-  celVariables: ['jwt'],
+  celVariables: [{ name: 'jwt', description: 'Claims of the JWT a `jwtAuth` (or `mcpAuthentication`) policy accepted: `jwt.sub`, `jwt.iss`, any custom claim.' }],
   async compile(config, ctx) {
     // jose loads only when a config uses this policy.
     const { compileJwtAuth } = await import('./jwt-auth.ts');

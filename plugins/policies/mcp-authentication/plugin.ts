@@ -14,7 +14,7 @@ export default definePolicy<McpAuthenticationConfig>({
   phase: 'authn',
   // First in authn: the discovery documents it serves must answer before any other authentication policy runs.
   order: 5,
-  celVariables: ['jwt'],
+  celVariables: [{ name: 'jwt', description: 'Claims of the JWT a `jwtAuth` (or `mcpAuthentication`) policy accepted: `jwt.sub`, `jwt.iss`, any custom claim.' }],
   async compile(config, ctx) {
     // jose loads only when a config uses this policy.
     const { compileMcpAuthentication } = await import('./mcp-authentication.ts');

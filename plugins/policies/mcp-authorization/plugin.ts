@@ -15,7 +15,7 @@ export default definePolicy<McpAuthorizationConfig>({
   phase: 'authz',
   // After extAuthz (10) and authorization (20): a request denied outright never gets this far.
   order: 30,
-  celVariables: ['mcp'],
+  celVariables: [{ name: 'mcp', description: 'The MCP object being authorized (`mcp.tool.name`, `mcp.tool.target`, `mcp.prompt.name`, `mcp.resource.name`).' }],
   async compile(config, ctx) {
     // The implementation loads only when a config uses this policy.
     const { compileMcpAuthorization } = await import('./mcp-authorization.ts');
