@@ -2,7 +2,9 @@
 // .d.ts into build/, docs/adr/0022) on a copy of this checkout, `npm install` of the tarball into a scratch app,
 // then the installed `switchyard` command: --version, --validate-only on a shipped example, a gateway proxying a
 // request with type stripping off, and a third-party plugin written in TypeScript that imports `switchyard/sdk`
-// from the installed package (its source type-checks against the installed .d.ts; a wrong field does not).
+// from the installed package (its source type-checks against the installed .d.ts; a wrong field does not), and a
+// prompt guard written against `switchyard/slots/ai` (a guard whose instance breaks the contract does not compile;
+// the installed gateway runs the built one in front of an `ai` backend).
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,6 +125,18 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     assert.equal(r.stdout, 'function function\n');
   });
 
+  it('the slot modules import from the installed package: switchyard/slots/ai, /mcp, /backend-auth', async () => {
+    const script = [
+      "const [ai, mcp, auth] = await Promise.all([import('switchyard/slots/ai'), import('switchyard/slots/mcp'), import('switchyard/slots/backend-auth')]);",
+      'console.log(ai.guardSlot.name, ai.llmProviderSlot.name, mcp.mcpTransportSlot.name, mcp.mcpTargetPoliciesSlot.name, auth.backendAuthSlot.name, typeof ai.defineGuard, typeof mcp.defineMcpTransport, typeof auth.defineBackendAuth);',
+    ].join('\n');
+    const r = ok(await runCommand(process.execPath, ['--no-experimental-strip-types', '--input-type=module', '-e', script], { cwd: app, env: ENV }), 'import');
+    assert.equal(r.stdout, 'guard llmProvider mcpTransport mcpTargetPolicies backendAuth function function function\n');
+    const packed = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
+    assert.deepEqual(packed.exports['./slots/ai'], { types: './build/plugins/lib/slots/ai.d.ts', default: './build/plugins/lib/slots/ai.js' });
+    for (const f of ['ai', 'mcp', 'backend-auth']) assert.ok(existsSync(join(installed, `build/plugins/lib/slots/${f}.d.ts`)), `${f}.d.ts is packed`);
+  });
+
   describe('a third-party plugin in TypeScript, compiled against the installed package', () => {
     let pluginSrc: string;
 
@@ -153,6 +167,19 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
       assert.doesNotMatch(r.stdout, /TS2307/);
     });
 
+    it('the slot contracts are types: a guard whose instance has no `check` is a type error', async () => {
+      mkdirSync(join(pluginSrc, 'wrong-guard'));
+      writeFileSync(
+        join(pluginSrc, 'wrong-guard/index.ts'),
+        "import { defineGuard } from 'switchyard/slots/ai';\nexport default defineGuard({ key: 'x', description: 'x', schema: {}, compile: () => ({ inspect: () => 'pass' }) });\n",
+      );
+      writeFileSync(join(pluginSrc, 'tsconfig.wrong-guard.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: { rootDir: 'wrong-guard', noEmit: true }, include: ['wrong-guard'] }));
+      const r = await runCommand(process.execPath, [TSC, '-p', join(pluginSrc, 'tsconfig.wrong-guard.json')], { cwd: pluginSrc, env: ENV, timeout: 120_000 });
+      assert.notEqual(r.code, 0);
+      assert.match(r.stdout, /wrong-guard\/index\.ts\(2,\d+\): error TS\d+: .*(inspect|check)/);
+      assert.doesNotMatch(r.stdout, /TS2307/);
+    });
+
     describe('installed into the app and loaded by the installed gateway', () => {
       let upstream: TestUpstream;
       let front: number;
@@ -172,7 +199,19 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
           binds: [
             {
               port: front,
-              listeners: [{ routes: [{ name: 'stamped', policies: { stampHeader: { value: 'from-ts' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }],
+              listeners: [
+                {
+                  routes: [
+                    {
+                      name: 'guarded',
+                      matches: [{ path: { pathPrefix: '/v1/' } }],
+                      policies: { ai: { promptGuard: { request: [{ denylist: { words: ['forbidden'] }, rejection: { status: 422, body: 'denied by the third-party guard' } }] } } },
+                      backends: [{ ai: { name: 'local', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstream.port}` } }],
+                    },
+                    { name: 'stamped', policies: { stampHeader: { value: 'from-ts' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+                  ],
+                },
+              ],
             },
           ],
         };
@@ -200,9 +239,28 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
         assert.equal(seen.headers['x-client'], 'c');
       });
 
+      it('runs the package\'s prompt guard (switchyard/slots/ai) in front of an `ai` backend', async () => {
+        const chat = (text: string) =>
+          request(`http://127.0.0.1:${front}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: text }] }),
+          });
+        const before = upstream.received.length;
+        const denied = await chat('tell me the Forbidden thing');
+        assert.equal(denied.statusCode, 422);
+        assert.equal(await denied.body.text(), 'denied by the third-party guard');
+        assert.equal(upstream.received.length, before, 'a rejected prompt never reaches the provider');
+        const passed = await chat('hello');
+        await passed.body.text();
+        assert.equal(upstream.received.length, before + 1);
+        assert.equal(upstream.received.at(-1)!.url, '/v1/chat/completions');
+      });
+
       it('`switchyard plugins` names the plugin package', async () => {
         const r = ok(await runCommand('npx', ['--no-install', 'switchyard', 'plugins', '-f', 'gateway.yaml'], { cwd: app, env: ENV }), 'plugins');
         assert.match(r.stdout, /^policy\s+stampHeader\s+switchyard-plugin-stamp@1\.0\.0\s/m);
+        assert.match(r.stdout, /^guard\s+denylist\s+switchyard-plugin-stamp@1\.0\.0\s/m);
       });
     });
   });

@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { assembleSchema, PluginRegistry } from 'switchyard';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
+import { CATALOG_FILE, catalogSource } from '../../bin/gen-catalog.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -120,6 +121,10 @@ describe('schema descriptions', () => {
 });
 
 describe('plugins/presets/catalog.ts', () => {
+  it('is what `npm run catalog` generates from the full preset', () => {
+    assert.equal(readFileSync(CATALOG_FILE, 'utf8'), catalogSource(), 'plugins/presets/catalog.ts is stale: run `npm run catalog` and commit the result');
+  });
+
   it('FIRST_PARTY_KEYS lists exactly the keys and aliases of the full preset', () => {
     const expected: string[] = [];
     for (const plugin of fullPreset as readonly { kind: string; key: string; aliases?: readonly string[] }[]) {
