@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { compileError, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -38,6 +39,7 @@ describe('virtualKeys on the embedded store', () => {
     dir = mkdtempSync(join(tmpdir(), 'switchyard-vk-'));
     const virtualKeys = {
       store: { sqlite: { path: join(dir, 'keys.db') } },
+      budgets: [{ requests: 10_000, period: 'month' }],
       teams: [
         { name: 'research', budgets: [{ tokens: 100, period: 'day' }] },
         { name: 'product', budgets: [{ usd: 1, period: 'month' }] },
@@ -140,8 +142,11 @@ describe('virtualKeys on the embedded store', () => {
   });
 
   it('charges exactly the catalog cost of the mock\'s usage to a money budget, and refuses models and routes the key may not use', async () => {
+    const all = async () => Number((await usage('bob')).find((r) => r.scope === 'all')!.used);
+    const before = await all();
     await hello(BOB);
     await hello(BOB);
+    assert.equal(await all(), before + 2, 'the budget shared by every key counts too');
     const used = await settled('bob', 'team:product', (u) => Math.abs(u - 2 * helloCost) < 1e-12);
     assert.ok(Math.abs(used - 2 * helloCost) < 1e-12, `charged ${used}, catalog says ${2 * helloCost}`);
     const row = (await usage('bob')).find((r) => r.scope === 'team:product')!;
@@ -214,5 +219,35 @@ describe('virtualKeys on the embedded store', () => {
         .end(),
     );
     assert.equal(foreign, 403, 'Host-checked like the other admin endpoints (DNS rebinding)');
+  });
+});
+
+describe('virtualKeys config errors', () => {
+  const route = (name: string, vk: string[]): string[] => [
+    `          - name: ${name}`,
+    '            backends: [{ ai: { name: ' + name + ', provider: { openAI: {} } } }]',
+    '            policies:',
+    '              virtualKeys:',
+    ...vk.map((l) => `                ${l}`),
+  ];
+  const config = (...routes: string[][]): string => yaml('binds:', '  - port: 8080', '    listeners:', '      - routes:', ...routes.flat());
+  const options = { preset: aiPreset };
+
+  it('a budget with two units, a duplicate key and two different stores are errors at their place; a key secret is never shown', async () => {
+    const secret = 'sk-declared-0123456789';
+    const err = await compileError(
+      config(
+        route('a', ['store: { sqlite: { path: ":memory:" } }', 'keys:', `  - { id: one, key: ${secret} }`, `  - { id: two, key: ${secret} }`]),
+        route('b', ['store: { sqlite: { path: "/nonexistent-dir-for-test/x.db" } }']),
+      ),
+      options,
+    );
+    const lines = headlines(err);
+    assert.ok(lines.some((l) => /^test\.yaml:\d+:\d+: this key is the same as the one of `one`; each key must be unique \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.virtualKeys\.keys\[1\]\.key\)/.test(l)), lines.join('\n'));
+    assert.ok(lines.some((l) => /every `virtualKeys` policy of a config must have the same `store`.*YAML anchor.*\(at binds\[0\]\.listeners\[0\]\.routes\[1\]\.policies\.virtualKeys\)/.test(l)), lines.join('\n'));
+    assert.ok(!err.message.includes(secret), 'the secret is not in the message');
+
+    const units = await compileError(config(route('a', ['store: { sqlite: { path: ":memory:" } }', 'budgets: [{ usd: 5, tokens: 10, period: day }]'])), options);
+    assert.match(headlines(units)[0]!, /^test\.yaml:\d+:\d+: .*\(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.virtualKeys\.budgets\[0\]\)/);
   });
 });

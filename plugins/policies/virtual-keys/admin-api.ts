@@ -63,6 +63,7 @@ async function usage(dir: KeyDirectory, record: KeyRecord): Promise<Record<strin
   add(`key:${record.id}`, `k:${record.id}`, record.budgets);
   const team = record.team !== undefined ? dir.teams.get(record.team) : undefined;
   if (team) add(`team:${record.team!}`, `t:${record.team!}`, team);
+  add('all', 'g', dir.shared);
   const values = await dir.store.values(rows.map((r) => r.counter));
   return rows.map((r, i) => ({
     scope: r.scope,

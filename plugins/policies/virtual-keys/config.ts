@@ -29,6 +29,7 @@ export interface VirtualKeysConfig {
   store?: StoreConfig;
   mode?: 'strict' | 'optional';
   outputEstimate?: number;
+  budgets?: BudgetConfig[];
   teams?: { name: string; budgets?: BudgetConfig[] }[];
   keys?: DeclaredKeyConfig[];
 }

@@ -63,8 +63,11 @@ export class KeyReservation implements LlmTokenLimiter {
 
   async reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Promise<Reply | undefined> {
     const models = this.record.models;
-    if (models && quote?.model !== undefined && !models.some((p) => modelMatches(p, quote.model!))) {
-      return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` may not use model \`${quote.model}\``);
+    if (models) {
+      // A passthrough request's model is not read: a key limited to some models may not use such routes.
+      const model = quote?.model;
+      if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` is limited to some models and this request names none the gateway can read`);
+      if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` may not use model \`${model}\``);
     }
     // A failover to another provider calls reserve again: the first reservation stands.
     if (this.lines) return undefined;
@@ -87,6 +90,7 @@ export class KeyReservation implements LlmTokenLimiter {
     };
     add(`k:${this.record.id}`, `key \`${this.record.id}\``, this.record.budgets);
     if (this.teamBudgets) add(`t:${this.record.team!}`, `team \`${this.record.team!}\``, this.teamBudgets);
+    add('g', 'the organisation (all keys)', this.dir.shared);
     if (lines.length === 0) return undefined;
     const refused = await this.dir.store.reserve(lines);
     if (refused >= 0) return exhausted(owners[refused]!, now);

@@ -44,6 +44,8 @@ export interface KeyDirectory {
   readonly declared: ReadonlyMap<string, KeyRecord>;
   readonly declaredById: ReadonlyMap<string, KeyRecord>;
   readonly teams: ReadonlyMap<string, readonly Budget[]>;
+  /** Budgets every key draws from (`virtualKeys.budgets`). */
+  readonly shared: readonly Budget[];
   readonly outputEstimate: number;
 }
 
@@ -102,7 +104,7 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     declared.set(digest, record);
     declaredById.set(k.id, record);
   });
-  return { store, declared, declaredById, teams, outputEstimate: config.outputEstimate ?? 256 };
+  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256 };
 }
 
 /** The CEL view of a key, built once per record. */
@@ -125,9 +127,9 @@ function attributeOf(record: KeyRecord): KeyAttribute {
 
 export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
   // All virtualKeys policies of a config describe one set of keys: the first compiles it, the others must agree.
-  const shared = ctx.loadState('virtualKeys', () => ({ signature: JSON.stringify([config.store, config.teams, config.keys, config.outputEstimate]), dir: undefined as Promise<KeyDirectory> | undefined }));
-  if (shared.signature !== JSON.stringify([config.store, config.teams, config.keys, config.outputEstimate])) {
-    ctx.fail('every `virtualKeys` policy of a config must have the same `store`, `teams`, `keys` and `outputEstimate` (write them once and reuse them with a YAML anchor)');
+  const shared = ctx.loadState('virtualKeys', () => ({ signature: JSON.stringify([config.store, config.budgets, config.teams, config.keys, config.outputEstimate]), dir: undefined as Promise<KeyDirectory> | undefined }));
+  if (shared.signature !== JSON.stringify([config.store, config.budgets, config.teams, config.keys, config.outputEstimate])) {
+    ctx.fail('every `virtualKeys` policy of a config must have the same `store`, `budgets`, `teams`, `keys` and `outputEstimate` (write them once and reuse them with a YAML anchor)');
   }
   const first = shared.dir === undefined;
   shared.dir ??= directory(config, ctx);
