@@ -135,6 +135,8 @@ export interface MetricHistogram {
 /** A counter plugins bump; series are told apart by their labels. */
 export interface MetricCounter {
   inc(labels?: Record<string, string>, by?: number): void;
+  /** The series of these labels: resolve it once (per model, per route) and bump it without building its key again. */
+  child(labels: Record<string, string>): { inc(by?: number): void };
 }
 
 /** Values a policy offers to the backend it applies to, read at compile time (TLS settings, timeouts, retries). */

@@ -56,16 +56,25 @@ class Counter {
     this.help = help;
   }
   inc(labels: Record<string, string> = {}, by = 1): void {
-    let key = Object.entries(labels)
+    const key = this.key(labels);
+    this.values.set(key, (this.values.get(key) ?? 0) + by);
+  }
+  child(labels: Record<string, string>): { inc(by?: number): void } {
+    const key = this.key(labels);
+    const values = this.values;
+    return { inc: (by = 1) => void values.set(key, (values.get(key) ?? 0) + by) };
+  }
+  private key(labels: Record<string, string>): string {
+    const key = Object.entries(labels)
       .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
       .join(',');
     // Bounded cardinality: past the cap, new label sets share one series whose values are all `other`.
     if (!this.values.has(key) && this.values.size >= MAX_SERIES_PER_METRIC) {
-      key = Object.keys(labels)
+      return Object.keys(labels)
         .map((k) => `${k}="other"`)
         .join(',');
     }
-    this.values.set(key, (this.values.get(key) ?? 0) + by);
+    return key;
   }
 }
 

@@ -6,7 +6,8 @@
 //
 // BENCH_AI_BASELINE: a directory holding another checkout (bin/switchyard.js), whose gateway is measured as more rows
 // in the same interleaved rounds (A/B in one run). BENCH_AI_NODE_ARGS: node flags for this checkout's gateway (e.g.
-// `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+// `--cpu-prof --cpu-prof-dir=/tmp/prof`). BENCH_AI_MODES=non-streaming (or streaming): one mode only. A third
+// target, the gateway's plain `host` route to the same upstream (non-streamed only), shows what the kernel costs.
 import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -17,7 +18,9 @@ import type { BenchKit } from './peers.ts';
 import type { Child } from './run.ts';
 
 type Mode = 'non-streaming' | 'streaming';
-const MODES: readonly Mode[] = ['non-streaming', 'streaming'];
+const MODES: readonly Mode[] = (['non-streaming', 'streaming'] as const).filter((m) => !process.env.BENCH_AI_MODES || process.env.BENCH_AI_MODES.split(',').includes(m));
+/** The plain `host` route of the same gateway (the kernel's share): a prefix the `ai` route does not take. */
+const HOST_PREFIX = '/host';
 const PATH = '/v1/chat/completions';
 const HEADERS = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
 
@@ -39,6 +42,7 @@ interface AiRow {
 /** One `ai` route for every path: `openAI` with the client's model, `hostOverride` to the fixed-answer upstream. */
 async function aiConfig(file: string, upstreamPort: number): Promise<{ port: number; readiness: number }> {
   const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const host = { name: 'host', matches: [{ path: { pathPrefix: HOST_PREFIX } }], backends: [{ host: `127.0.0.1:${upstreamPort}` }] };
   const route = {
     name: 'ai',
     matches: [{ path: { pathPrefix: '/' } }],
@@ -48,7 +52,7 @@ async function aiConfig(file: string, upstreamPort: number): Promise<{ port: num
     file,
     stringify({
       config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${readiness}` },
-      binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }],
+      binds: [{ port, listeners: [{ name: 'bench', routes: [host, route] }] }],
     }),
   );
   return { port, readiness };
@@ -67,13 +71,13 @@ async function startGateway(kit: BenchKit, dir: string, name: string, cli: strin
   return { child, base: `http://127.0.0.1:${cfg.port}` };
 }
 
-function rows(name: string, bare: boolean, base: string, child: Child, kit: BenchKit): AiRow[] {
+function rows(name: string, bare: boolean, base: string, child: Child, kit: BenchKit, modes = MODES, prefix = ''): AiRow[] {
   const pids = kit.processTree(child.proc.pid!);
-  return MODES.map((mode) => ({
+  return modes.map((mode) => ({
     name,
     bare,
     mode,
-    url: base + PATH,
+    url: base + prefix + PATH,
     body: mode === 'streaming' ? CHAT_STREAM_REQUEST : CHAT_REQUEST,
     answer: mode === 'streaming' ? STREAM_ANSWER : SMALL_ANSWER,
     pids,
@@ -102,6 +106,8 @@ export async function aiScenario(kit: BenchKit, notes: string[]): Promise<number
   const nodeArgs = (process.env.BENCH_AI_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const gw = await startGateway(kit, join(dir, 'this'), 'switchyard (ai)', kit.cli, upstreamPort, nodeArgs);
   const all: AiRow[] = [...rows('bare undici proxy', true, `http://127.0.0.1:${barePort}`, bare, kit), ...rows('switchyard ai route', false, gw.base, gw.child, kit)];
+  // The upstream answers `/host/v1/chat/completions` like `/v1/chat/completions`.
+  if (MODES.includes('non-streaming')) all.push(...rows('switchyard host route', false, gw.base, gw.child, kit, ['non-streaming'], HOST_PREFIX));
   const children = [upstream, bare, gw.child];
   const baseline = process.env.BENCH_AI_BASELINE;
   if (baseline) {
@@ -151,16 +157,21 @@ export async function aiScenario(kit: BenchKit, notes: string[]): Promise<number
 
   const bareOf = (mode: Mode): AiRow => all.find((r) => r.bare && r.mode === mode)!;
   console.log(`\nai: POST ${PATH} (${CHAT_REQUEST.length} B body; streamed: ${CHAT_STREAM_REQUEST.length} B), answers ${SMALL_ANSWER.length} B JSON / ${STREAM_ANSWER.length} B SSE`);
-  console.log(`\n| target | mode | req/s (c=${kit.connections}) | CPU µs/req (rounds) | CPU ÷ bare | p50 ms (c=1) |`);
-  console.log('|---|---|---:|---:|---:|---:|');
+  // Each round's ratio to the bare proxy's round: on a busy machine the CPU per request of every target drifts together.
+  const perRound = (r: AiRow): number[] => r.cpu.map((v, i) => v / bareOf(r.mode).cpu[i]!);
+  console.log(`\n| target | mode | req/s (c=${kit.connections}) | CPU µs/req (rounds) | CPU ÷ bare | ÷ bare per round (median) | p50 ms (c=1) |`);
+  console.log('|---|---|---:|---:|---:|---:|---:|');
   for (const r of all) {
     const ratio = median(r.cpu) / median(bareOf(r.mode).cpu);
+    const rounds = perRound(r);
     console.log(
-      `| ${r.name} | ${r.mode} | ${fmt(median(r.rps), 0)} | ${fmt(median(r.cpu), 1)} (${r.cpu.map((v) => fmt(v, 0)).join(', ')}) | ${r.bare ? '—' : `${fmt(ratio)}×`} | ${fmt(median(r.p50), 3)} |`,
+      `| ${r.name} | ${r.mode} | ${fmt(median(r.rps), 0)} | ${fmt(median(r.cpu), 1)} (${r.cpu.map((v) => fmt(v, 0)).join(', ')}) | ${r.bare ? '—' : `${fmt(ratio)}×`} | ` +
+        `${r.bare ? '—' : `${rounds.map((v) => fmt(v)).join(', ')} (${fmt(median(rounds))}×)`} | ${fmt(median(r.p50), 3)} |`,
     );
   }
   for (const r of all.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name} (${r.mode}): ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
-  const gwRow = all.find((r) => !r.bare && r.mode === 'non-streaming')!; // this checkout's (the baseline's come after)
+  const gwRow = all.find((r) => !r.bare && r.mode === 'non-streaming'); // this checkout's (the baseline's come after)
+  if (!gwRow) return NaN;
   const ratio = median(gwRow.cpu) / median(bareOf('non-streaming').cpu);
   console.log(`\n| target check | verdict | measured |\n|---|---|---|\n| ai non-streaming CPU per request ≤ 1.4× the bare proxy's | ${ratio <= 1.4 ? 'PASS' : 'MISS'} | ${fmt(ratio)}× |`);
   return ratio;

@@ -14,7 +14,7 @@ const STREAM = { body: Buffer.from(STREAM_ANSWER), headers: { 'content-type': 't
 
 const port = Number(process.argv[2] ?? 0);
 const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-  if (req.url === '/v1/chat/completions') {
+  if (req.url === '/v1/chat/completions' || req.url === '/host/v1/chat/completions') {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {

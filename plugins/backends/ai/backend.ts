@@ -41,6 +41,8 @@ const REQUEST_LIMIT = 2 * 1024 * 1024;
 const RESPONSE_LIMIT = 32 * 1024 * 1024;
 /** Largest response copy kept to read usage from a passed-through body; beyond it usage is not logged. */
 const USAGE_LIMIT = 8 * 1024 * 1024;
+/** Largest passed-through answer read whole (with a Content-Length) instead of tapped as it streams by. */
+const SMALL_ANSWER = 64 * 1024;
 /** Largest upstream error body translated into the client's error shape. */
 const ERROR_LIMIT = 1024 * 1024;
 
@@ -160,13 +162,19 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
     const model = provider.model ?? (typeof body.model === 'string' && body.model ? body.model : undefined);
     if (model === undefined) return llmRequestError(400, 'missing field: model not specified');
+    // The client's bytes are sent as they came unless something below changes the body (parse once, no
+    // re-serialisation): a policy may have changed it, so its presence counts as a change.
+    let changed = policy !== undefined || body.model !== model;
     body.model = model;
     const wire = provider.wireFormat(client, model);
     const tr = wire === undefined ? undefined : translation(client, wire);
     if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
-    if (stream && client === 'completions' && wire === 'completions' && body.stream_options === undefined) body.stream_options = { include_usage: true };
+    if (stream && client === 'completions' && wire === 'completions' && body.stream_options === undefined) {
+      body.stream_options = { include_usage: true };
+      changed = true;
+    }
 
     let wireBody: Obj;
     try {
@@ -176,8 +184,11 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     }
     // `ai.promptCaching`: the policy marks Anthropic bodies it sees; a body that became one here is marked now.
     if (wire === 'messages' && client !== 'messages' && policy?.promptCaching) applyAnthropicCacheMarkers(wireBody, policy.promptCaching);
-    provider.prepareBody?.(wire, wireBody);
-    ex.setBody(Buffer.from(JSON.stringify(wireBody)));
+    if (provider.prepareBody) {
+      provider.prepareBody(wire, wireBody);
+      changed = true;
+    }
+    ex.setBody(changed || !tr.identity ? Buffer.from(JSON.stringify(wireBody)) : raw);
     const h = ex.headers;
     delete h['content-encoding'];
     h['content-type'] = 'application/json';
@@ -283,6 +294,20 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   }
 
   const guards = req.policy?.hasResponseGuards === true;
+  // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
+  // than a tapping stream in between, and the client would wait for the last byte of it anyway.
+  if (req.translation.identity && !guards && Number(h['content-length']) <= SMALL_ANSWER) {
+    const bytes = await readAll(body, SMALL_ANSWER);
+    try {
+      const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
+      if (isObj(parsed)) observeResponse(req.wire, parsed, req.call);
+      req.call.finish();
+    } catch {
+      // Telemetry never fails a response.
+    }
+    reply.body = bytes;
+    return reply;
+  }
   if (req.translation.identity && !guards) {
     reply.body = pipeInto(
       body,

@@ -48,6 +48,79 @@ const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 const GEN_AI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
 
+type Inc = { inc(by?: number): void };
+type Observe = { observe(v: number): void };
+
+/**
+ * The series of one (operation, provider, model, streaming) label set, each resolved on first use (a series appears
+ * on `/metrics` only once something is counted in it) and then bumped without building its key again.
+ */
+class CallSeries {
+  private readonly m: LlmMetrics;
+  private readonly operation: string;
+  private readonly provider: string;
+  private readonly model: string;
+  private readonly streaming: boolean;
+  private callsS: Inc | undefined;
+  private inputS: Inc | undefined;
+  private outputS: Inc | undefined;
+  private inputUsageS: Observe | undefined;
+  private outputUsageS: Observe | undefined;
+  private ttftS: Observe | undefined;
+  private durationS: Observe | undefined;
+  /** Cost series by priced model (usually the request's own). */
+  private readonly costS = new Map<string, Inc>();
+  constructor(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean) {
+    this.m = m;
+    this.operation = operation;
+    this.provider = provider;
+    this.model = model;
+    this.streaming = streaming;
+  }
+  get calls(): Inc {
+    return (this.callsS ??= this.m.calls.child({ provider: this.provider, model: this.model, streaming: String(this.streaming) }));
+  }
+  get inputTokens(): Inc {
+    return (this.inputS ??= this.m.tokens.child({ provider: this.provider, model: this.model, type: 'input' }));
+  }
+  get outputTokens(): Inc {
+    return (this.outputS ??= this.m.tokens.child({ provider: this.provider, model: this.model, type: 'output' }));
+  }
+  get inputUsage(): Observe {
+    return (this.inputUsageS ??= this.m.tokenUsage.child(this.operation, this.provider, this.model, 'input'));
+  }
+  get outputUsage(): Observe {
+    return (this.outputUsageS ??= this.m.tokenUsage.child(this.operation, this.provider, this.model, 'output'));
+  }
+  get timeToFirstToken(): Observe {
+    return (this.ttftS ??= this.m.timeToFirstToken.child(this.operation, this.provider, this.model));
+  }
+  get requestDuration(): Observe {
+    return (this.durationS ??= this.m.requestDuration.child(this.operation, this.provider, this.model));
+  }
+  cost(model: string): Inc {
+    let c = this.costS.get(model);
+    if (!c) this.costS.set(model, (c = this.m.cost.child({ provider: this.provider, model })));
+    return c;
+  }
+}
+
+/** Series kept per backend; beyond this many label sets a call resolves its series afresh (client-chosen models). */
+const MAX_CACHED_SERIES = 1000;
+const seriesCache = new WeakMap<LlmMetrics, Map<string, CallSeries>>();
+
+/** The series of a call, from the cache (see MAX_CACHED_SERIES). */
+function callSeries(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean): CallSeries {
+  let cache = seriesCache.get(m);
+  if (!cache) seriesCache.set(m, (cache = new Map()));
+  const key = `${operation}\u0000${provider}\u0000${model}\u0000${streaming}`;
+  let s = cache.get(key);
+  if (s) return s;
+  s = new CallSeries(m, operation, provider, model, streaming);
+  if (cache.size < MAX_CACHED_SERIES) cache.set(key, s);
+  return s;
+}
+
 export function llmMetrics(ctx: CompileContext): LlmMetrics {
   return {
     tokens: ctx.counter('switchyard_llm_tokens_total', 'LLM tokens by provider, model and type (input, output), as the provider reported them.'),
@@ -108,31 +181,33 @@ export class LlmCall implements LlmCallInfo {
     if (requestModel !== undefined) {
       ex.logField('llm.model', requestModel);
       ex.logField('llm.streaming', streaming);
-      metrics?.calls.inc({ provider, model: requestModel, streaming: String(streaming) });
+      if (metrics) this.series().calls.inc();
     }
     ex.set(LLM_CALL, this);
     ex.set(LLM_CEL, celView(this));
   }
 
-  private labels(): Record<string, string> {
-    return { gen_ai_operation_name: this.operation, gen_ai_provider_name: this.provider, gen_ai_request_model: this.requestModel ?? this.responseModel ?? 'unknown' };
+  private seriesOf: CallSeries | undefined = undefined;
+  /** Labelled by the request's model (else the answer's, once known): resolved once, on first use. */
+  private series(): CallSeries {
+    return (this.seriesOf ??= callSeries(this.metrics!, this.operation, this.provider, this.requestModel ?? this.responseModel ?? 'unknown', this.streaming));
   }
 
   /** A streamed event arrived: the first one sets the time to first token. */
   firstEvent(): void {
     if (this.firstEventSeen) return;
     this.firstEventSeen = true;
-    if (this.metrics && this.streaming) this.metrics.timeToFirstToken.observe(this.labels(), (performance.now() - this.startedAt) / 1000);
+    if (this.metrics && this.streaming) this.series().timeToFirstToken.observe((performance.now() - this.startedAt) / 1000);
   }
 
   /** The answer ended successfully: the request duration and the call's token usage are observed once. */
   finish(): void {
     if (this.finished || !this.metrics) return;
     this.finished = true;
-    const labels = this.labels();
-    this.metrics.requestDuration.observe(labels, (performance.now() - this.startedAt) / 1000);
-    if (this.usage.inputTokens !== undefined) this.metrics.tokenUsage.observe({ ...labels, gen_ai_token_type: 'input' }, this.usage.inputTokens);
-    if (this.usage.outputTokens !== undefined) this.metrics.tokenUsage.observe({ ...labels, gen_ai_token_type: 'output' }, this.usage.outputTokens);
+    const series = this.series();
+    series.requestDuration.observe((performance.now() - this.startedAt) / 1000);
+    if (this.usage.inputTokens !== undefined) series.inputUsage.observe(this.usage.inputTokens);
+    if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
 
   setResponseModel(model: unknown): void {
@@ -167,19 +242,18 @@ export class LlmCall implements LlmCallInfo {
     this.cost = cost;
     this.ex.logField('llm.cost', cost);
     if (this.metrics && cost > this.countedCost) {
-      this.metrics.cost.inc({ provider: this.provider, model: this.price.model }, cost - this.countedCost);
+      this.series().cost(this.price.model).inc(cost - this.countedCost);
       this.countedCost = cost;
     }
   }
 
   private countTokens(input: number, output: number): void {
-    const model = this.requestModel ?? this.responseModel ?? 'unknown';
     if (input > this.countedInput) {
-      this.metrics!.tokens.inc({ provider: this.provider, model, type: 'input' }, input - this.countedInput);
+      this.series().inputTokens.inc(input - this.countedInput);
       this.countedInput = input;
     }
     if (output > this.countedOutput) {
-      this.metrics!.tokens.inc({ provider: this.provider, model, type: 'output' }, output - this.countedOutput);
+      this.series().outputTokens.inc(output - this.countedOutput);
       this.countedOutput = output;
     }
   }

@@ -94,7 +94,18 @@ export interface Translation {
   stream(model: string): StreamTranslator;
 }
 
+/** Built once per (client, wire) pair: a request only looks its translation up. */
+const TRANSLATIONS = new Map<string, Translation | undefined>();
+
 export function translation(client: LlmRouteType, wire: LlmWireFormat): Translation | undefined {
+  const key = `${client} ${wire}`;
+  if (TRANSLATIONS.has(key)) return TRANSLATIONS.get(key);
+  const t = buildTranslation(client, wire);
+  TRANSLATIONS.set(key, t);
+  return t;
+}
+
+function buildTranslation(client: LlmRouteType, wire: LlmWireFormat): Translation | undefined {
   const chain = steps(client, wire);
   if (!chain) return undefined;
   return {
