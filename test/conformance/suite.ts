@@ -1,4 +1,4 @@
-// Shared by run.ts (2025-era suite) and run-modern.ts (2026-07-28 suite): run the conformance CLI, parse its
+// Shared by run.ts (2025-era suite) and run-2026-07-28.ts (2026-07-28 suite): run the conformance CLI, parse its
 // summary, and compare a direct run with a run through the gateway.
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';

@@ -1,7 +1,7 @@
 // The SDK v2 client (@modelcontextprotocol/client, 2026-07-28 capable) against the gateway with two legacy stdio
 // targets. `legacy` mode negotiates 2025-11-25 with `initialize`; `auto` probes `server/discover`, which the gateway
 // answers, so it settles on 2026-07-28, as does a client pinned to it (docs/mcp.md, "Protocol revisions").
-// test/mcp/modern-era.test.ts covers the 2026-07-28 revision in depth.
+// test/mcp/revision-2026-07-28.test.ts covers the 2026-07-28 revision in depth.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';

@@ -66,7 +66,7 @@ describe('mcp session limits: maxSessions counts 2026-07-28 client identities to
   });
   after(() => gw?.stop());
 
-  const modern = (id: number, client: string): Promise<{ status: number; text: string }> =>
+  const post20260728 = (id: number, client: string): Promise<{ status: number; text: string }> =>
     rawPost(
       gw.mcpUrl,
       JSON.stringify({
@@ -89,14 +89,14 @@ describe('mcp session limits: maxSessions counts 2026-07-28 client identities to
   it('a new identity is refused while a session holds the only place; an idle identity makes room for another', async () => {
     const legacy = await rawPost(gw.mcpUrl, INIT(1), { accept: 'application/json' });
     assert.equal(legacy.status, 200);
-    const refused = await modern(2, 'a');
+    const refused = await post20260728(2, 'a');
     assert.equal(refused.status, 503, refused.text);
     assert.match((JSON.parse(refused.text) as { error: { message: string } }).error.message, /maxSessions/);
     await fetch(gw.mcpUrl, { method: 'DELETE', headers: { 'mcp-session-id': legacy.headers.get('mcp-session-id')! } });
-    const a = await modern(3, 'a');
+    const a = await post20260728(3, 'a');
     assert.equal(a.status, 200, a.text);
     // Client `a` is idle now: a new identity takes its place rather than being refused.
-    const b = await modern(4, 'b');
+    const b = await post20260728(4, 'b');
     assert.equal(b.status, 200, b.text);
     assert.equal((await rawPost(gw.mcpUrl, INIT(5), { accept: 'application/json' })).status, 503);
   });

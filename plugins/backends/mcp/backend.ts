@@ -2,16 +2,19 @@ import { createHash } from 'node:crypto';
 import { parseDuration } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Reply } from 'switchyard/sdk';
 import { mcpTargetPoliciesSlot, mcpTransportSlot } from '../../lib/slots/mcp.ts';
-import { LegacySseFront, StreamableFront } from './http-front.ts';
-import type { BackendRuntime } from './session.ts';
+import { McpEndpoint } from './endpoint.ts';
+import { Front20251125 } from './revisions/2025-11-25/front.ts';
+import { LegacySseFront } from './revisions/2025-11-25/sse-front.ts';
+import { Front20260728 } from './revisions/2026-07-28/front.ts';
+import type { BackendRuntime } from './runtime.ts';
 import { mcpMetrics } from './metrics.ts';
 import { sessionSection } from './session-key.ts';
 import { SessionStore } from './session-store.ts';
 import { fingerprint } from './session-token.ts';
 import { OriginGuard } from './origin-check.ts';
 import { authorizeTargets } from './target-authorizer.ts';
-import { DEFAULT_STARTUP_TIMEOUT_MS } from './target-conn.ts';
-import type { CompiledTarget } from './target-conn.ts';
+import { DEFAULT_STARTUP_TIMEOUT_MS } from './target.ts';
+import type { CompiledTarget } from './target.ts';
 
 export interface McpTargetConfig {
   name: string;
@@ -86,7 +89,8 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
   };
   const authorizing = targets.filter((t) => t.requestPolicies);
   const origins = new OriginGuard(config.allowedOrigins);
-  const streamable = new StreamableFront(rt, store);
+  // Revision adapters, newest first (ADR 0031).
+  const streamable = new McpEndpoint([new Front20260728(rt, store), new Front20251125(rt, store)]);
   const legacy = new LegacySseFront(rt, store);
   return {
     protocol: 'mcp',

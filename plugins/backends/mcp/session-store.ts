@@ -1,6 +1,8 @@
 import type { Logger } from 'switchyard/sdk';
-import type { BackendRuntime, InputEntry, InputRegistry, McpSession } from './session.ts';
-import { INPUT_WAIT_MS, McpSession as Session } from './session.ts';
+import type { InputEntry, InputRegistry } from './revisions/2026-07-28/inputs.ts';
+import { INPUT_WAIT_MS } from './revisions/2026-07-28/inputs.ts';
+import type { BackendRuntime } from './runtime.ts';
+import { McpSession } from './session.ts';
 import { unsealSession } from './session-token.ts';
 import type { ClientContext } from './http-util.ts';
 
@@ -11,7 +13,7 @@ export const MAX_TOMBSTONES = 100_000;
 /** Ids a re-sealed session stays mapped under (older ones are found again by the session's identity). */
 const MAX_IDS_PER_SESSION = 8;
 /** Idle sessions kept for 2026-07-28 clients (one per client identity); busy ones are never evicted. */
-export const MODERN_POOL_LIMIT = 16;
+export const POOL_LIMIT_20260728 = 16;
 
 /**
  * The live sessions of one `mcp` backend. Kept in the resource cache under the backend's config, so a reload that
@@ -35,7 +37,7 @@ export class SessionStore {
   private readonly timer: NodeJS.Timeout;
   private disposed = false;
   /** Sessions serving 2026-07-28 clients, by client identity (least recently used first). */
-  private readonly modern = new Map<string, McpSession>();
+  private readonly pooled = new Map<string, McpSession>();
   /** Calls waiting for a 2026-07-28 client's retry, by the `requestState` handed out. */
   private readonly waiting = new Map<string, { entry: InputEntry; until: number }>();
   readonly inputs: InputRegistry = {
@@ -64,7 +66,7 @@ export class SessionStore {
    * live or starting. A place taken must be given back with `settle` once the session is held (`add`) or failed.
    */
   admit(): string | undefined {
-    if (!this.disposed && this.byUuid.size + this.modern.size + this.starting < this.maxSessions) {
+    if (!this.disposed && this.byUuid.size + this.pooled.size + this.starting < this.maxSessions) {
       this.starting++;
       return undefined;
     }
@@ -125,50 +127,50 @@ export class SessionStore {
       this.add(held, id);
       return held;
     }
-    const session = new Session(rt, claims.u, 'streamable', claims.i, client, claims);
+    const session = new McpSession(rt, claims.u, 'streamable', claims.i, client, claims);
     session.token = id;
     this.add(session, id);
     this.logger.info('resumed MCP session from its sealed id', { session: claims.u.slice(0, 8) });
     // Targets the client had resource subscriptions with start now and subscribe again: nothing else may restart them.
-    session.startSubscribedTargets();
+    session.subscriptions.startSubscribed(session.conns);
     return session;
   }
 
   /**
    * The session serving 2026-07-28 requests of one client identity (capabilities, client info and forwarded headers
    * hashed into `key`): target connections, stdio processes included, are reused across its requests. At most
-   * MODERN_POOL_LIMIT idle ones are kept; each ends after the idle timeout. They count against `maxSessions` with
+   * POOL_LIMIT_20260728 idle ones are kept; each ends after the idle timeout. They count against `maxSessions` with
    * the others: a new identity past it is refused (the message says so) unless an idle one can make room.
    */
-  modernSession(key: string, create: () => McpSession): McpSession | string | undefined {
+  pooledSession(key: string, create: () => McpSession): McpSession | string | undefined {
     if (this.disposed) return undefined;
-    let session = this.modern.get(key);
+    let session = this.pooled.get(key);
     if (session && session.closed) {
-      this.modern.delete(key);
+      this.pooled.delete(key);
       session = undefined;
     }
     if (session) {
-      this.modern.delete(key);
-      this.modern.set(key, session);
+      this.pooled.delete(key);
+      this.pooled.set(key, session);
       return session;
     }
-    if (this.modern.size + this.byUuid.size + this.starting >= this.maxSessions) {
-      for (const [k, s] of this.modern) {
+    if (this.pooled.size + this.byUuid.size + this.starting >= this.maxSessions) {
+      for (const [k, s] of this.pooled) {
         if (!s.idle) continue;
-        this.modern.delete(k);
+        this.pooled.delete(k);
         void s.close(true, 'evicted to make room under maxSessions');
         break;
       }
-      if (this.modern.size + this.byUuid.size + this.starting >= this.maxSessions) return this.refusal();
+      if (this.pooled.size + this.byUuid.size + this.starting >= this.maxSessions) return this.refusal();
     }
     session = create();
     session.inputRegistry = this.inputs;
-    this.modern.set(key, session);
-    if (this.modern.size > MODERN_POOL_LIMIT) {
-      for (const [k, s] of this.modern) {
-        if (this.modern.size <= MODERN_POOL_LIMIT) break;
+    this.pooled.set(key, session);
+    if (this.pooled.size > POOL_LIMIT_20260728) {
+      for (const [k, s] of this.pooled) {
+        if (this.pooled.size <= POOL_LIMIT_20260728) break;
         if (s === session || !s.idle) continue;
-        this.modern.delete(k);
+        this.pooled.delete(k);
         this.logger.debug('closing the least recently used 2026-07-28 client session', { session: s.uuid.slice(0, 8) });
         void s.close(true, 'evicted from the 2026-07-28 session pool');
       }
@@ -177,8 +179,8 @@ export class SessionStore {
   }
 
   /** Sessions kept for 2026-07-28 clients (for tests and logs). */
-  get modernSize(): number {
-    return this.modern.size;
+  get pooledSize(): number {
+    return this.pooled.size;
   }
 
   /** End a session: forget it, refuse its id from now on, close it. */
@@ -207,9 +209,9 @@ export class SessionStore {
       }
     }
     for (const [u, until] of this.ended) if (until <= now) this.ended.delete(u);
-    for (const [k, s] of this.modern) {
+    for (const [k, s] of this.pooled) {
       if (s.idle && now - s.lastActivity > this.idleMs) {
-        this.modern.delete(k);
+        this.pooled.delete(k);
         this.logger.info('2026-07-28 client session expired after being idle', { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
         void s.close(true, 'idle timeout');
       }
@@ -221,10 +223,10 @@ export class SessionStore {
   async dispose(): Promise<void> {
     this.disposed = true;
     clearInterval(this.timer);
-    const all = [...new Set(this.sessions.values()), ...this.modern.values()];
+    const all = [...new Set(this.sessions.values()), ...this.pooled.values()];
     this.sessions.clear();
     this.byUuid.clear();
-    this.modern.clear();
+    this.pooled.clear();
     this.waiting.clear();
     await Promise.all(all.map((s) => s.close(s.kind !== 'streamable', 'the gateway stopped serving this backend')));
   }

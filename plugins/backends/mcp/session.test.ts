@@ -108,8 +108,8 @@ describe('mcp session relay', () => {
     b.emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
     const stream = new SseStream();
     const text = streamText(stream);
-    assert.equal(session.openGetStream(stream), true);
-    assert.equal(session.openGetStream(new SseStream()), false, 'one GET stream per session');
+    assert.equal(session.streams.openGet(stream), true);
+    assert.equal(session.streams.openGet(new SseStream()), false, 'one GET stream per session');
     await until(() => text().includes('list_changed'));
     assert.match(text(), /"uri":"a\+file:\/\/\/x"/);
     assert.match(text(), /"logger":"b"/);
@@ -120,7 +120,7 @@ describe('mcp session relay', () => {
     await session.initialize();
     const stream = new SseStream();
     const text = streamText(stream);
-    session.openGetStream(stream);
+    session.streams.openGet(stream);
     b.emit({ jsonrpc: '2.0', id: 7, method: 'roots/list' });
     b.emit({ jsonrpc: '2.0', id: 'abc', method: 'elicitation/create', params: {} });
     await until(() => text().includes('swy:b:s:abc'));

@@ -1,7 +1,7 @@
 import type { Exchange } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../lib/mcp/authorizer.ts';
 import type { McpAuthorizer } from '../../lib/mcp/authorizer.ts';
-import type { CompiledTarget } from './target-conn.ts';
+import type { CompiledTarget } from './target.ts';
 
 const DENY_ALL: McpAuthorizer = () => false;
 

@@ -1,156 +1,30 @@
-import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
-import { McpDeadlineError, formatMs } from '../../lib/mcp/deadlines.ts';
+import type { Logger } from 'switchyard/sdk';
 import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
-import type { McpDiscovery, McpTransportInstance, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
+import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
-import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, INPUT_REQUIRED_METHODS, MODERN_VERSION, PROTOCOL_VERSION_META_KEY, withoutEnvelope } from './modern.ts';
-import type { ModernClient } from './modern.ts';
-
-/** One configured target, compiled once per config load. */
-export interface CompiledTarget {
-  readonly name: string;
-  readonly transport: McpTransportInstance;
-  /** Route and backend policies merged with the target's own. */
-  readonly policies: PolicySet;
-  /**
-   * The target's own policies when they have request hooks (`requestHeaderModifier`, `mcpAuthorization`): run on a
-   * copy of the client's request for this target alone (the route's already ran on the request itself).
-   */
-  readonly requestPolicies: PolicySet | undefined;
-  /** Deadline for each request to this target (from `timeout` facets); 0 means none. */
-  readonly requestTimeoutMs: number;
-  /** The config name of `requestTimeoutMs`, for messages (`timeout.requestTimeout`). */
-  readonly requestTimeoutSource?: string;
-  /** Deadline for starting the target: connect or spawn, then `initialize` answered (`startupTimeout`). */
-  readonly startupTimeoutMs: number;
-}
-
-/** The client as one target sees it. */
-export interface TargetClient {
-  /** Client headers passed to an HTTP target. */
-  readonly headers: Readonly<Record<string, string>> | undefined;
-  /** Per-request hook of the target's policies (`backendAuth`), for every HTTP request made to it. */
-  readonly onAttempt: AttemptHook | undefined;
-}
-
-/** What a connection needs from the session that owns it. */
-export interface ConnHost {
-  /** The client's `initialize` params, sent to every fresh upstream. */
-  readonly initParams: Record<string, unknown>;
-  /** How connections to `target` present the client (headers, backendAuth), after the target's own policies. */
-  targetClient(target: CompiledTarget): Promise<TargetClient>;
-  readonly logger: Logger;
-  /**
-   * Set when the session serves a 2026-07-28 client: targets that serve that revision too are spoken to in it
-   * (no `initialize`; this envelope on every request); the others are initialized with `initParams` as usual.
-   */
-  readonly modernClient: ModernClient | undefined;
-  /** A notification or server-to-client request from the target. */
-  fromTarget(conn: TargetConn, message: RpcMessage): void;
-  /** A fresh upstream session was initialized (not a resumed one): the first start, or a restart. */
-  targetInitialized?(conn: TargetConn): void;
-  /** The connection was lost (a crash, a dropped connection) while the session still uses it. */
-  targetDown?(conn: TargetConn): void;
-}
-
-/** The JSON-RPC code and HTTP status of a target failure the client is told about. */
-export interface FailureKind {
-  readonly code: number;
-  readonly httpStatus: number;
-}
-
-/** Most failures: the target failed (-32603, 500). */
-export const TARGET_FAILED: FailureKind = { code: -32603, httpStatus: 500 };
-/** The target did not start within its `startupTimeout` (-32603, 504). */
-export const TARGET_TIMED_OUT: FailureKind = { code: -32603, httpStatus: 504 };
-/** The target is at a limit (`maxProcesses`): try later (-32000, 503). */
-export const TARGET_BUSY: FailureKind = { code: -32000, httpStatus: 503 };
-
-/** An error that names the target it concerns (SPEC: "a target that cannot start or answer is named"). */
-export class TargetError extends Error {
-  readonly target: string;
-  /** The message without the target prefix. */
-  readonly reason: string;
-  readonly kind: FailureKind;
-  constructor(target: string, prefix: string, reason: string, kind: FailureKind = TARGET_FAILED) {
-    super(`${prefix} ${reason}`);
-    this.name = 'TargetError';
-    this.target = target;
-    this.reason = reason;
-    this.kind = kind;
-  }
-}
-
-/** The target did not start in time; `phase` says what it was doing. */
-class StartupExpired extends Error {}
-
-const reasonOf = (err: unknown): string => (err instanceof TargetError ? err.reason : ((err as Error)?.message ?? String(err)));
-
-/** The upstream said its session is gone (HTTP 404): re-initialize and retry once. */
-class SessionGone extends Error {}
-
-/**
- * The target no longer knows our session: 404 (the spec), or a 400 that says so (SDK-based servers such as
- * server-everything answer an unknown session id with 400 "No valid session ID provided").
- */
-function sessionGone(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return code === 404 || (code === 400 && /session/i.test((err as Error).message));
-}
+import { REV_2026_07_28 } from './revisions/2026-07-28/protocol.ts';
+import { paramsForTarget } from './revisions/2026-07-28/envelope.ts';
+import { capabilityNames } from './target.ts';
+import type { CompiledTarget, ConnHost } from './target.ts';
+import {
+  SessionGone,
+  StartDeadline,
+  StartupExpired,
+  TARGET_BUSY,
+  TARGET_FAILED,
+  TARGET_TIMED_OUT,
+  TargetError,
+  deadlineIn,
+  formatMs,
+  reasonOf,
+  sessionGone,
+} from './target-errors.ts';
+import type { FailureKind } from './target-errors.ts';
 
 interface Pending {
   resolve(message: RpcMessage): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
-}
-
-/** How long starting a target (spawn or connect, then `initialize`) may take when `startupTimeout` is not set. */
-export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
-/** Pages of a list followed per target before giving up (a target paging forever). */
-export const MAX_PAGES = 100;
-
-export { formatMs };
-
-/** The deadline error in `err` or its causes (an SDK transport may wrap what the fetch adapter threw). */
-function deadlineIn(err: unknown): McpDeadlineError | undefined {
-  let e = err as { cause?: unknown } | undefined;
-  for (let depth = 0; e && depth < 4; depth++, e = e.cause as typeof e) if (e instanceof McpDeadlineError) return e;
-  return undefined;
-}
-
-/**
- * The start-up deadline of one start: every step of the start races `expired`, which rejects when the deadline
- * passes, naming the step the target was in.
- */
-class StartDeadline {
-  phase = 'connect';
-  readonly expired: Promise<never>;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(ms: number) {
-    let fire!: (err: Error) => void;
-    this.expired = new Promise<never>((_, reject) => (fire = reject));
-    this.expired.catch(() => undefined);
-    this.timer = setTimeout(() => {
-      const what = this.phase === 'initialize' ? 'it did not answer `initialize`' : `it did not ${this.phase}`;
-      fire(new StartupExpired(`${what} within ${formatMs(ms)} (startupTimeout)`));
-    }, ms);
-  }
-
-  /** `step`, unless the deadline passes first. */
-  race<T>(step: Promise<T> | T, phase?: string): Promise<T> {
-    if (phase) this.phase = phase;
-    return Promise.race([Promise.resolve(step), this.expired]);
-  }
-
-  done(): void {
-    clearTimeout(this.timer);
-  }
-}
-
-/** Capability names of an initialize result, kept in the sealed session id. */
-export function capabilityNames(capabilities: Record<string, unknown> | undefined): string[] {
-  return capabilities ? Object.keys(capabilities).filter((k) => capabilities[k] !== undefined && capabilities[k] !== null) : [];
 }
 
 /**
@@ -173,7 +47,7 @@ export class TargetConn {
   /** Capability names of the target; undefined until known. */
   capabilities: readonly string[] | undefined;
   /** The target is spoken to in the 2026-07-28 revision (its `server/discover` answer is `discovery`). */
-  modern = false;
+  speaks20260728 = false;
   discovery: McpDiscovery | undefined;
   private resume: { sessionId: string; protocolVersion: string | undefined } | undefined;
   private readonly pending = new Map<number, Pending>();
@@ -247,7 +121,7 @@ export class TargetConn {
   private async startWithin(deadline: StartDeadline): Promise<void> {
     const resume = this.resume;
     let discovery: McpDiscovery | undefined;
-    if (this.host.modernClient && this.target.transport.discover) {
+    if (this.host.envelope && this.target.transport.discover) {
       try {
         const client = await deadline.race(this.host.targetClient(this.target));
         discovery = await deadline.race(this.target.transport.discover({ headers: client.headers, onAttempt: client.onAttempt, logger: this.logger }), 'answer `server/discover`');
@@ -258,7 +132,7 @@ export class TargetConn {
       }
       if (this.isClosed()) throw this.error('is closed: the session ended');
     }
-    if (discovery) return this.startModern(discovery, deadline);
+    if (discovery) return this.start20260728(discovery, deadline);
     let up: McpUpstream;
     try {
       const client = await deadline.race(this.host.targetClient(this.target));
@@ -326,12 +200,12 @@ export class TargetConn {
   }
 
   /** Open a 2026-07-28 connection: nothing to negotiate, the target described itself in `server/discover`. */
-  private async startModern(discovery: McpDiscovery, deadline: StartDeadline): Promise<void> {
+  private async start20260728(discovery: McpDiscovery, deadline: StartDeadline): Promise<void> {
     let up: McpUpstream | undefined;
     try {
       const client = await deadline.race(this.host.targetClient(this.target));
       up = await deadline.race(
-        this.target.transport.connect({ headers: client.headers, onAttempt: client.onAttempt, policies: this.target.policies, logger: this.logger, label: this.label, modern: true }),
+        this.target.transport.connect({ headers: client.headers, onAttempt: client.onAttempt, policies: this.target.policies, logger: this.logger, label: this.label, revision: REV_2026_07_28 }),
         'connect',
       );
       this.attach(up);
@@ -348,11 +222,11 @@ export class TargetConn {
       void up.close().catch(() => undefined);
       throw this.error('is closed: the session ended');
     }
-    this.modern = true;
+    this.speaks20260728 = true;
     this.discovery = discovery;
-    this.protocolVersion = MODERN_VERSION;
+    this.protocolVersion = REV_2026_07_28;
     this.capabilities = capabilityNames(discovery.capabilities);
-    this.initResult = { protocolVersion: MODERN_VERSION, capabilities: discovery.capabilities, serverInfo: discovery.serverInfo, instructions: discovery.instructions };
+    this.initResult = { protocolVersion: REV_2026_07_28, capabilities: discovery.capabilities, serverInfo: discovery.serverInfo, instructions: discovery.instructions };
     this.state = 'ready';
     this.logger.debug('MCP target speaks the 2026-07-28 revision');
   }
@@ -370,34 +244,6 @@ export class TargetConn {
     up.onclose = () => {
       if (this.upstream === up) this.onDown(this.lastError ?? 'closed the connection');
     };
-  }
-
-  /**
-   * The params a request is sent with: to a 2026-07-28 target with the client's envelope in `_meta` (the request's
-   * own keys win); to a legacy target without the envelope keys and without the modern retry fields.
-   */
-  private paramsFor(method: string, params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-    const client = this.host.modernClient;
-    if (this.modern) {
-      const meta = (params?._meta as Record<string, unknown> | undefined) ?? {};
-      const envelope: Record<string, unknown> = { [PROTOCOL_VERSION_META_KEY]: MODERN_VERSION, [CLIENT_CAPABILITIES_META_KEY]: client?.clientCapabilities ?? {} };
-      if (client?.clientInfo) envelope[CLIENT_INFO_META_KEY] = client.clientInfo;
-      return { ...params, _meta: { ...envelope, ...meta, [PROTOCOL_VERSION_META_KEY]: MODERN_VERSION } };
-    }
-    if (!client || !params) return params;
-    let out = params;
-    const meta = params._meta as Record<string, unknown> | undefined;
-    if (meta && typeof meta === 'object') {
-      const rest = withoutEnvelope(meta);
-      out = { ...out };
-      if (rest) out._meta = rest;
-      else delete out._meta;
-    }
-    if (INPUT_REQUIRED_METHODS.has(method) && ('inputResponses' in out || 'requestState' in out)) {
-      const { inputResponses: _i, requestState: _r, ...rest } = out;
-      out = rest;
-    }
-    return out;
   }
 
   private onMessage(m: RpcMessage): void {
@@ -454,7 +300,7 @@ export class TargetConn {
       }, timeoutMs);
     }
     const message: RpcMessage = { jsonrpc: '2.0', id, method };
-    const sent = method === 'initialize' ? params : this.paramsFor(method, params);
+    const sent = method === 'initialize' ? params : paramsForTarget(method, params, this.host.envelope, this.speaks20260728);
     if (sent !== undefined) message.params = sent;
     try {
       // A transport whose send hangs (an HTTP target that never answers) must not outlast the request's deadline.

@@ -40,7 +40,7 @@ export interface McpUpstream {
 
 /** What a 2026-07-28 target says about itself in its `server/discover` answer. */
 export interface McpDiscovery {
-  /** The revisions it serves (at least one modern one, else it is treated as a legacy target). */
+  /** The revisions it serves (at least one from 2026-07-28 on, else it is treated as an `initialize`-revision target). */
   readonly supportedVersions: readonly string[];
   readonly capabilities: Record<string, unknown>;
   readonly serverInfo: Record<string, unknown> | undefined;
@@ -69,7 +69,7 @@ export interface McpConnectOptions {
    * Speak the 2026-07-28 revision (no `initialize`, no session; every request carries its `_meta` envelope and the
    * `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers). Only after `discover` said the target serves it.
    */
-  readonly modern?: boolean;
+  readonly revision?: '2026-07-28';
 }
 
 /** What `discover` needs: the client's headers (the target may require its credentials), as for `connect`. */

@@ -5,7 +5,7 @@ import schema from './schema.json' with { type: 'json' };
 /**
  * `mcp`: a streamable-HTTP MCP server. Legacy-era targets keep their session id per client session (and in the sealed
  * client id); a target that answers `server/discover` with the 2026-07-28 revision is spoken to in that revision
- * (for modern clients), probed once per config generation.
+ * (for 2026-07-28 clients), probed once per config generation.
  */
 export default defineMcpTransport<TargetAddressConfig>({
   key: 'mcp',

@@ -2,7 +2,7 @@ import type { CompileContext } from 'switchyard/sdk';
 import { HttpTargetBinding } from '../../lib/mcp/http-target.ts';
 import type { TargetAddressConfig } from '../../lib/mcp/target-address.ts';
 import type { McpDiscovery, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
-import { ModernUpstream, probeDiscover } from './modern-upstream.ts';
+import { Upstream20260728, probeDiscover } from './upstream-2026-07-28.ts';
 import { StreamableUpstream } from './streamable-upstream.ts';
 
 /** Compile an `mcp` (streamable HTTP) target: loaded on demand by plugin.ts. */
@@ -14,9 +14,9 @@ export function compileStreamableTransport(config: TargetAddressConfig, ctx: Com
     describe: binding.describe,
     configure: (policies) => binding.configure(policies),
     connect: (options) => {
-      if (options.modern) {
+      if (options.revision === '2026-07-28') {
         const { address, fetch } = binding.get(options.onAttempt);
-        return new ModernUpstream(address.url, fetch, options);
+        return new Upstream20260728(address.url, fetch, options);
       }
       // Legacy-era targets: the lean client on the pool itself (it runs `options.onAttempt` on every request).
       const { address, target, deadlines } = binding.get();
@@ -33,7 +33,7 @@ export function compileStreamableTransport(config: TargetAddressConfig, ctx: Com
           return undefined;
         }
         options.logger.info('MCP target protocol era probed', { era: outcome.kind, target: binding.describe });
-        return outcome.kind === 'modern' ? outcome.discovery : undefined;
+        return outcome.kind === '2026-07-28' ? outcome.discovery : undefined;
       })();
       return probe;
     },

@@ -2,8 +2,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import type { McpConnectOptions, McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 
-/** The revision spoken to modern targets. */
-export const MODERN_VERSION = '2026-07-28';
+/** The revision spoken to targets that serve it. */
+export const REV_2026_07_28 = '2026-07-28';
 const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
 const CLIENT_INFO_META_KEY = 'io.modelcontextprotocol/clientInfo';
 const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities';
@@ -24,7 +24,7 @@ function httpErrorOf(err: unknown): { status: number; text: string | undefined }
  * `Mcp-Name` from the request body (so the target sees in its headers the very name the gateway put in the body,
  * after removing its prefix). Cancellation aborts the request's response stream.
  */
-export class ModernUpstream implements McpUpstream {
+export class Upstream20260728 implements McpUpstream {
   onmessage?: (message: JSONRPCMessage) => void;
   onerror?: (error: Error) => void;
   onclose?: () => void;
@@ -35,7 +35,7 @@ export class ModernUpstream implements McpUpstream {
     this.transport = new StreamableHTTPClientTransport(url, {
       fetch: fetchFn,
       requestInit: options.headers ? { headers: { ...options.headers } } : undefined,
-      protocolVersion: MODERN_VERSION,
+      protocolVersion: REV_2026_07_28,
     });
     this.transport.onmessage = (m) => {
       const id = (m as { id?: string | number }).id;
@@ -66,7 +66,7 @@ export class ModernUpstream implements McpUpstream {
       await this.transport.send(message, { requestSignal: controller.signal });
     } catch (err) {
       this.inflight.delete(m.id);
-      // A modern target answers some refusals with an HTTP status and a JSON-RPC error naming the request
+      // A 2026-07-28 target answers some refusals with an HTTP status and a JSON-RPC error naming the request
       // (404 method-not-found, 400 header mismatch …): that is its answer, not a transport failure.
       const http = httpErrorOf(err);
       if (http?.text) {
@@ -126,11 +126,11 @@ function answerIn(text: string, contentType: string, id: string): Json | undefin
   return candidates.find((c): c is Json => isObject(c) && c.id === id);
 }
 
-export type ProbeOutcome = { readonly kind: 'modern'; readonly discovery: McpDiscovery } | { readonly kind: 'legacy' } | { readonly kind: 'unknown'; readonly reason: string };
+export type ProbeOutcome = { readonly kind: '2026-07-28'; readonly discovery: McpDiscovery } | { readonly kind: 'legacy' } | { readonly kind: 'unknown'; readonly reason: string };
 
 /**
  * Ask a target whether it serves the 2026-07-28 revision: `server/discover` with the gateway's own envelope. A result
- * listing a modern version ⇒ modern; a JSON-RPC error or a 4xx refusal (a 2025-era server: "not initialized",
+ * listing 2026-07-28 ⇒ that revision; a JSON-RPC error or a 4xx refusal (a 2025-era server: "not initialized",
  * unknown method, session required) ⇒ legacy; unreachable, 401/403 or 5xx ⇒ unknown (not cached).
  */
 export async function probeDiscover(url: URL, fetchFn: typeof fetch, headers: Readonly<Record<string, string>> | undefined): Promise<ProbeOutcome> {
@@ -141,7 +141,7 @@ export async function probeDiscover(url: URL, fetchFn: typeof fetch, headers: Re
     method: 'server/discover',
     params: {
       _meta: {
-        [PROTOCOL_VERSION_META_KEY]: MODERN_VERSION,
+        [PROTOCOL_VERSION_META_KEY]: REV_2026_07_28,
         [CLIENT_INFO_META_KEY]: { name: 'switchyard', version: '0.1.0' },
         [CLIENT_CAPABILITIES_META_KEY]: {},
       },
@@ -155,7 +155,7 @@ export async function probeDiscover(url: URL, fetchFn: typeof fetch, headers: Re
         ...headers,
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': MODERN_VERSION,
+        'mcp-protocol-version': REV_2026_07_28,
         'mcp-method': 'server/discover',
       },
       body: JSON.stringify(body),
@@ -169,11 +169,11 @@ export async function probeDiscover(url: URL, fetchFn: typeof fetch, headers: Re
   if (!res.ok) return { kind: 'legacy' };
   const answer = answerIn(text, res.headers.get('content-type') ?? '', id);
   const result = answer?.result;
-  if (!isObject(result) || !Array.isArray(result.supportedVersions) || !result.supportedVersions.includes(MODERN_VERSION)) return { kind: 'legacy' };
+  if (!isObject(result) || !Array.isArray(result.supportedVersions) || !result.supportedVersions.includes(REV_2026_07_28)) return { kind: 'legacy' };
   const meta = isObject(result._meta) ? result._meta : undefined;
   const serverInfo = meta && isObject(meta[SERVER_INFO_META_KEY]) ? (meta[SERVER_INFO_META_KEY] as Json) : undefined;
   return {
-    kind: 'modern',
+    kind: '2026-07-28',
     discovery: {
       supportedVersions: result.supportedVersions.filter((v): v is string => typeof v === 'string'),
       capabilities: isObject(result.capabilities) ? result.capabilities : {},

@@ -1,7 +1,7 @@
 // MCP conformance for the 2026-07-28 revision, through the gateway vs. directly (run by hand, not part of `npm test`):
 //   npm i --prefix /tmp/conf-alpha @modelcontextprotocol/conformance@0.2.0-alpha.12
 //   CONFORMANCE_CLI=/tmp/conf-alpha/node_modules/@modelcontextprotocol/conformance/dist/index.js \
-//     node test/conformance/run-modern.ts
+//     node test/conformance/run-2026-07-28.ts
 // Starts the SDK v2 fixture server (test/mcp/fixtures/fixture-v2.ts) and a gateway with one `mcp` target in front of
 // it, runs `conformance server --requirements 2026-07-28` against both, prints both summaries, and exits non-zero
 // when the gateway passes fewer checks. The alpha suite is not a dependency of the repository: pass its CLI path.

@@ -1,4 +1,4 @@
-// The 2026-07-28 revision ("modern era") through the gateway: the SDK v2 client (`@modelcontextprotocol/client`) in
+// The 2026-07-28 revision through the gateway: the SDK v2 client (`@modelcontextprotocol/client`) in
 // `auto` and pinned modes against a v2 target (SDK v2 server, test/mcp/fixtures/fixture-v2.ts) and server-everything
 // (legacy, stdio) behind one route; the wire itself (server/discover, resultType and cache hints, the standard headers,
 // removed methods, stateless requests); Mcp-Name rewritten for the upstream when the gateway removes its prefix;
@@ -11,9 +11,9 @@ import type { V2Fixture } from './fixtures/fixture-v2.ts';
 import { alive, connectClient, everythingStdio, messagesOf, rawPost, startMcpGateway, waitFor } from './harness.ts';
 import type { McpGateway } from './harness.ts';
 
-const MODERN = '2026-07-28';
+const REV = '2026-07-28';
 const ENVELOPE = {
-  'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/protocolVersion': REV,
   'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
   'io.modelcontextprotocol/clientCapabilities': {},
 };
@@ -21,8 +21,8 @@ const ENVELOPE = {
 type Json = Record<string, unknown>;
 
 /** A raw 2026-07-28 request: the envelope in `_meta`, the standard headers derived from the body unless overridden. */
-function modernPost(url: URL, id: number | string, method: string, params: Json = {}, headers: Record<string, string> = {}): ReturnType<typeof rawPost> {
-  const std: Record<string, string> = { 'mcp-protocol-version': MODERN, 'mcp-method': method };
+function post20260728(url: URL, id: number | string, method: string, params: Json = {}, headers: Record<string, string> = {}): ReturnType<typeof rawPost> {
+  const std: Record<string, string> = { 'mcp-protocol-version': REV, 'mcp-method': method };
   const name = method === 'resources/read' ? params.uri : method === 'tools/call' || method === 'prompts/get' ? params.name : undefined;
   if (typeof name === 'string') std['mcp-name'] = name;
   return rawPost(url, JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...ENVELOPE, ...(params._meta as Json | undefined) } } }), {
@@ -38,12 +38,12 @@ function single(text: string): Json {
 }
 
 function v2Client(mode: 'auto' | 'legacy' | { pin: string }, capabilities: Json = {}): Client {
-  return new Client({ name: 'v2-modern-test', version: '1.0.0' }, { versionNegotiation: { mode }, capabilities: capabilities as never });
+  return new Client({ name: 'v2-2026-07-28-test', version: '1.0.0' }, { versionNegotiation: { mode }, capabilities: capabilities as never });
 }
 
 const v2Target = (fx: V2Fixture, name = 'v2'): Json => ({ name, mcp: { host: '127.0.0.1', port: fx.port, path: '/mcp' } });
 
-describe('2026-07-28 clients, a modern and a legacy target', () => {
+describe('2026-07-28 clients, a 2026-07-28 and a legacy target', () => {
   let fx: V2Fixture;
   let gw: McpGateway;
   before(async () => {
@@ -55,14 +55,14 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
     await fx.stop();
   });
 
-  for (const mode of ['auto', { pin: MODERN }] as const) {
+  for (const mode of ['auto', { pin: REV }] as const) {
     const label = typeof mode === 'string' ? mode : `pin ${mode.pin}`;
-    it(`versionNegotiation ${label}: modern era, tools, prompts and resources of both targets`, async () => {
+    it(`versionNegotiation ${label}: 2026-07-28, tools, prompts and resources of both targets`, async () => {
       const client = v2Client(mode);
       await client.connect(new StreamableHTTPClientTransport(gw.mcpUrl));
       try {
         assert.equal(client.getProtocolEra(), 'modern');
-        assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
+        assert.equal(client.getNegotiatedProtocolVersion(), REV);
         assert.equal(client.getServerVersion()?.name, 'switchyard');
         assert.match(client.getInstructions() ?? '', /\[v2\]\nv2 fixture server\./);
         const tools = (await client.listTools()).tools.map((t) => t.name);
@@ -90,10 +90,10 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
     });
   }
 
-  it('a modern target is spoken to in 2026-07-28: no initialize, no session, unprefixed names in body and headers', () => {
+  it('a 2026-07-28 target is spoken to in 2026-07-28: no initialize, no session, unprefixed names in body and headers', () => {
     const toV2 = fx.seen.filter((s) => s.method !== undefined && s.method !== 'server/discover');
     assert.ok(toV2.length > 0);
-    assert.ok(toV2.every((s) => s.protocolVersion === MODERN && s.sessionId === undefined && s.method !== 'initialize'), JSON.stringify(toV2));
+    assert.ok(toV2.every((s) => s.protocolVersion === REV && s.sessionId === undefined && s.method !== 'initialize'), JSON.stringify(toV2));
     assert.ok(toV2.every((s) => s.mcpMethod === s.method));
     const calls = toV2.filter((s) => s.method === 'tools/call');
     assert.ok(calls.length > 0 && calls.every((s) => s.name === 'add' && s.mcpName === 'add'), JSON.stringify(calls));
@@ -102,11 +102,11 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
   });
 
   it('server/discover: the versions every target serves, merged capabilities, gateway identity, not cacheable', async () => {
-    const r = await modernPost(gw.mcpUrl, 'd1', 'server/discover');
+    const r = await post20260728(gw.mcpUrl, 'd1', 'server/discover');
     assert.equal(r.status, 200);
     assert.equal(r.headers.get('mcp-session-id'), null);
     const result = single(r.text).result as Json;
-    assert.deepEqual(result.supportedVersions, [MODERN]);
+    assert.deepEqual(result.supportedVersions, [REV]);
     assert.equal(result.resultType, 'complete');
     assert.equal(result.ttlMs, 0);
     assert.equal(result.cacheScope, 'private');
@@ -117,20 +117,20 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
   });
 
   it('results carry resultType; list results ttlMs and cacheScope', async () => {
-    const list = single((await modernPost(gw.mcpUrl, 2, 'tools/list')).text).result as Json;
+    const list = single((await post20260728(gw.mcpUrl, 2, 'tools/list')).text).result as Json;
     assert.equal(list.resultType, 'complete');
     assert.equal(list.ttlMs, 0);
     assert.equal(list.cacheScope, 'private');
-    const call = single((await modernPost(gw.mcpUrl, 3, 'tools/call', { name: 'everything_echo', arguments: { message: 'raw' } })).text);
+    const call = single((await post20260728(gw.mcpUrl, 3, 'tools/call', { name: 'everything_echo', arguments: { message: 'raw' } })).text);
     assert.equal(call.id, 3);
     assert.equal((call.result as Json).resultType, 'complete');
     assert.equal((call.result as Json).ttlMs, undefined, 'tools/call is not cacheable');
     assert.deepEqual((call.result as Json).content, [{ type: 'text', text: 'Echo: raw' }]);
   });
 
-  it('Mcp-Name of a prefixed tool reaches the modern upstream unprefixed, in the header and the body', async () => {
+  it('Mcp-Name of a prefixed tool reaches the 2026-07-28 upstream unprefixed, in the header and the body', async () => {
     const before = fx.seen.length;
-    const r = await modernPost(gw.mcpUrl, 4, 'tools/call', { name: 'v2_whoami', arguments: {} });
+    const r = await post20260728(gw.mcpUrl, 4, 'tools/call', { name: 'v2_whoami', arguments: {} });
     assert.equal(r.status, 200);
     assert.match(r.text, /v2-fixture whoami/);
     const seen = fx.seen.slice(before).filter((s) => s.method === 'tools/call');
@@ -154,9 +154,9 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
           ? await rawPost(
               gw.mcpUrl,
               JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'v2_whoami', arguments: {}, _meta: ENVELOPE } }),
-              { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call' },
+              { 'mcp-protocol-version': REV, 'mcp-method': 'tools/call' },
             )
-          : await modernPost(gw.mcpUrl, 5, 'tools/call', { name: 'v2_whoami', arguments: {} }, h);
+          : await post20260728(gw.mcpUrl, 5, 'tools/call', { name: 'v2_whoami', arguments: {} }, h);
       assert.equal(res.status, 400, what);
       const error = single(res.text).error as { code: number; message: string };
       assert.equal(single(res.text).id, 5, what);
@@ -164,7 +164,7 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
       assert.match(error.message, message, what);
     }
     // A body version that disagrees with the header.
-    const mismatch = await modernPost(gw.mcpUrl, 6, 'tools/list', {}, { 'mcp-protocol-version': '2025-11-25' });
+    const mismatch = await post20260728(gw.mcpUrl, 6, 'tools/list', {}, { 'mcp-protocol-version': '2025-11-25' });
     assert.equal(mismatch.status, 400);
     assert.equal((single(mismatch.text).error as { code: number }).code, -32020);
     assert.equal(fx.seen.length, before);
@@ -173,7 +173,7 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
   it('removed methods are method-not-found (404, -32601)', async () => {
     for (const method of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'resources/unsubscribe']) {
       const params: Json = method === 'logging/setLevel' ? { level: 'info' } : method.startsWith('resources/') ? { uri: 'v2+note://v2/hello' } : {};
-      const r = await modernPost(gw.mcpUrl, 7, method, params);
+      const r = await post20260728(gw.mcpUrl, 7, method, params);
       assert.equal(r.status, 404, method);
       const m = single(r.text);
       assert.equal(m.id, 7);
@@ -182,30 +182,30 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
   });
 
   it('unknown protocol versions: 400 naming the supported ones', async () => {
-    const future = await modernPost(gw.mcpUrl, 8, 'tools/list', { _meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } }, { 'mcp-protocol-version': '2099-01-01' });
+    const future = await post20260728(gw.mcpUrl, 8, 'tools/list', { _meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } }, { 'mcp-protocol-version': '2099-01-01' });
     assert.equal(future.status, 400);
     const error = single(future.text).error as { code: number; data: { supported: string[]; requested: string } };
     assert.equal(error.code, -32022);
-    assert.deepEqual(error.data, { supported: [MODERN], requested: '2099-01-01' });
+    assert.deepEqual(error.data, { supported: [REV], requested: '2099-01-01' });
     const legacy = await rawPost(gw.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list' }), { 'mcp-protocol-version': '2023-01-01' });
     assert.equal(legacy.status, 400);
     const e2 = single(legacy.text).error as { code: number; data: { supported: string[] } };
     assert.equal(e2.code, -32022);
-    assert.ok(e2.data.supported.includes(MODERN) && e2.data.supported.includes('2025-11-25'));
+    assert.ok(e2.data.supported.includes(REV) && e2.data.supported.includes('2025-11-25'));
   });
 
-  it('stateless: a session header on a modern request, and GET/DELETE with the modern version, are 400', async () => {
-    const withSession = await modernPost(gw.mcpUrl, 10, 'tools/list', {}, { 'mcp-session-id': 'abc' });
+  it('stateless: a session header on a 2026-07-28 request, and GET/DELETE with the 2026-07-28 version, are 400', async () => {
+    const withSession = await post20260728(gw.mcpUrl, 10, 'tools/list', {}, { 'mcp-session-id': 'abc' });
     assert.equal(withSession.status, 400);
     assert.equal(single(withSession.text).id, 10);
-    const get = await fetch(gw.mcpUrl, { headers: { accept: 'text/event-stream', 'mcp-protocol-version': MODERN } });
+    const get = await fetch(gw.mcpUrl, { headers: { accept: 'text/event-stream', 'mcp-protocol-version': REV } });
     assert.equal(get.status, 400);
     await get.body?.cancel();
-    const del = await fetch(gw.mcpUrl, { method: 'DELETE', headers: { 'mcp-protocol-version': MODERN } });
+    const del = await fetch(gw.mcpUrl, { method: 'DELETE', headers: { 'mcp-protocol-version': REV } });
     assert.equal(del.status, 400);
     await del.body?.cancel();
-    // A request without the envelope but with the modern header: the envelope is missing (-32602, 400).
-    const bare = await rawPost(gw.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/list' }), { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/list' });
+    // A request without the envelope but with the 2026-07-28 header: the envelope is missing (-32602, 400).
+    const bare = await rawPost(gw.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/list' }), { 'mcp-protocol-version': REV, 'mcp-method': 'tools/list' });
     assert.equal(bare.status, 400);
     assert.equal((single(bare.text).error as { code: number }).code, -32602);
   });
@@ -230,7 +230,7 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
       const sampled = await client.callTool({ name: 'everything_trigger-sampling-request', arguments: { prompt: 'hi', maxTokens: 10 } });
       assert.match(JSON.stringify(sampled.content), /sampled through the gateway/);
       assert.deepEqual(asked, ['elicitation', 'sampling']);
-      // A modern target's own input-required result passes through (its state is its own).
+      // A 2026-07-28 target's own input-required result passes through (its state is its own).
       const confirmed = await client.callTool({ name: 'v2_confirm', arguments: { what: 'deploy' } });
       assert.deepEqual(confirmed.content, [{ type: 'text', text: 'confirmed deploy: true' }]);
       assert.deepEqual(asked, ['elicitation', 'sampling', 'elicitation']);
@@ -243,14 +243,14 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
     const caps = { elicitation: {} };
     const meta = { ...ENVELOPE, 'io.modelcontextprotocol/clientInfo': { name: 'raw-elicit', version: '1' }, 'io.modelcontextprotocol/clientCapabilities': caps };
     const params = { name: 'everything_trigger-elicitation-request', arguments: {}, _meta: meta };
-    const first = single((await modernPost(gw.mcpUrl, 20, 'tools/call', params)).text);
+    const first = single((await post20260728(gw.mcpUrl, 20, 'tools/call', params)).text);
     const result = first.result as { resultType: string; requestState: string; inputRequests: Record<string, { method: string }> };
     assert.equal(result.resultType, 'input_required');
     assert.match(result.requestState, /^swy1\./);
     const keys = Object.keys(result.inputRequests);
     assert.equal(keys.length, 1);
     assert.equal(result.inputRequests[keys[0]!]!.method, 'elicitation/create');
-    const retry = await modernPost(gw.mcpUrl, 21, 'tools/call', {
+    const retry = await post20260728(gw.mcpUrl, 21, 'tools/call', {
       ...params,
       inputResponses: { [keys[0]!]: { action: 'decline' } },
       requestState: result.requestState,
@@ -259,13 +259,13 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
     assert.equal(done.id, 21);
     assert.equal((done.result as Json).resultType, 'complete');
     assert.match(JSON.stringify(done.result), /decline/i);
-    const stale = await modernPost(gw.mcpUrl, 22, 'tools/call', { ...params, inputResponses: {}, requestState: result.requestState });
+    const stale = await post20260728(gw.mcpUrl, 22, 'tools/call', { ...params, inputResponses: {}, requestState: result.requestState });
     assert.equal(stale.status, 400);
     assert.equal((single(stale.text).error as { code: number }).code, -32602);
   });
 
   it('a client that did not declare elicitation gets no input request: the target is told no', async () => {
-    const r = await modernPost(gw.mcpUrl, 23, 'tools/call', { name: 'everything_trigger-elicitation-request', arguments: {} });
+    const r = await post20260728(gw.mcpUrl, 23, 'tools/call', { name: 'everything_trigger-elicitation-request', arguments: {} });
     const m = single(r.text);
     assert.notEqual((m.result as Json | undefined)?.resultType, 'input_required');
   });
@@ -292,7 +292,7 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
     }
   });
 
-  it("progress of a legacy target's long call reaches the modern client under its own token", async () => {
+  it("progress of a legacy target's long call reaches the 2026-07-28 client under its own token", async () => {
     const client = v2Client('auto');
     await client.connect(new StreamableHTTPClientTransport(gw.mcpUrl));
     try {
@@ -308,11 +308,11 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
     }
   });
 
-  it('target connections are kept per modern client identity: one stdio process for many requests', async () => {
+  it('target connections are kept per 2026-07-28 client identity: one stdio process for many requests', async () => {
     const before = new Set(gw.stdioPids());
     const meta = { ...ENVELOPE, 'io.modelcontextprotocol/clientInfo': { name: 'pool-test', version: '1' } };
     for (let i = 0; i < 4; i++) {
-      const r = await modernPost(gw.mcpUrl, 30 + i, 'tools/call', { name: 'everything_echo', arguments: { message: String(i) }, _meta: meta });
+      const r = await post20260728(gw.mcpUrl, 30 + i, 'tools/call', { name: 'everything_echo', arguments: { message: String(i) }, _meta: meta });
       assert.match(r.text, new RegExp(`Echo: ${i}`));
     }
     const started = gw.stdioPids().filter((p) => !before.has(p));
@@ -322,11 +322,11 @@ describe('2026-07-28 clients, a modern and a legacy target', () => {
 });
 
 describe('2026-07-28 clients, one target', () => {
-  it('a modern target: server/discover and names pass through, subscriptions/listen streams', async () => {
+  it('a 2026-07-28 target: server/discover and names pass through, subscriptions/listen streams', async () => {
     const fx = await startV2Fixture();
     const gw = await startMcpGateway({ targets: [v2Target(fx)] });
     try {
-      const client = v2Client({ pin: MODERN });
+      const client = v2Client({ pin: REV });
       await client.connect(new StreamableHTTPClientTransport(gw.mcpUrl));
       try {
         assert.equal(client.getServerVersion()?.name, 'v2-fixture');
@@ -334,14 +334,14 @@ describe('2026-07-28 clients, one target', () => {
       } finally {
         await client.close();
       }
-      const discover = single((await modernPost(gw.mcpUrl, 1, 'server/discover')).text).result as Json;
+      const discover = single((await post20260728(gw.mcpUrl, 1, 'server/discover')).text).result as Json;
       assert.deepEqual((discover.capabilities as Json).tools, { listChanged: true }, "the target's own answer");
 
       const ac = new AbortController();
       const res = await fetch(gw.mcpUrl, {
         method: 'POST',
         signal: ac.signal,
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MODERN, 'mcp-method': 'subscriptions/listen' },
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': REV, 'mcp-method': 'subscriptions/listen' },
         body: JSON.stringify({ jsonrpc: '2.0', id: 'listen-1', method: 'subscriptions/listen', params: { notifications: { toolsListChanged: true }, _meta: ENVELOPE } }),
       });
       assert.equal(res.status, 200);
@@ -365,8 +365,8 @@ describe('2026-07-28 clients, one target', () => {
   it('a legacy target: server/discover made from its initialize answer, unprefixed names', async () => {
     const gw = await startMcpGateway({ targets: [everythingStdio()] });
     try {
-      const r = single((await modernPost(gw.mcpUrl, 1, 'server/discover')).text).result as Json;
-      assert.deepEqual(r.supportedVersions, [MODERN]);
+      const r = single((await post20260728(gw.mcpUrl, 1, 'server/discover')).text).result as Json;
+      assert.deepEqual(r.supportedVersions, [REV]);
       assert.equal(((r._meta as Json)['io.modelcontextprotocol/serverInfo'] as Json).name, 'mcp-servers/everything');
       assert.deepEqual((r.capabilities as Json).tools, {});
       assert.equal((r.capabilities as Json).resources && Object.hasOwn(r.capabilities as Json, 'resources'), true);
@@ -376,7 +376,7 @@ describe('2026-07-28 clients, one target', () => {
         assert.equal(client.getProtocolEra(), 'modern');
         assert.equal(client.getServerVersion()?.name, 'mcp-servers/everything');
         assert.deepEqual((await client.callTool({ name: 'echo', arguments: { message: 'one' } })).content, [{ type: 'text', text: 'Echo: one' }]);
-        const listen = await modernPost(gw.mcpUrl, 2, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+        const listen = await post20260728(gw.mcpUrl, 2, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
         assert.equal(listen.status, 404);
         assert.equal((single(listen.text).error as { code: number }).code, -32601);
       } finally {
@@ -387,10 +387,10 @@ describe('2026-07-28 clients, one target', () => {
     }
   });
 
-  it("an idle modern client's target connections end after sessionIdleTimeout", async () => {
+  it("an idle 2026-07-28 client's target connections end after sessionIdleTimeout", async () => {
     const gw = await startMcpGateway({ targets: [everythingStdio()], sessionIdleTimeout: '1s' });
     try {
-      const r = await modernPost(gw.mcpUrl, 1, 'tools/call', { name: 'echo', arguments: { message: 'idle' } });
+      const r = await post20260728(gw.mcpUrl, 1, 'tools/call', { name: 'echo', arguments: { message: 'idle' } });
       assert.match(r.text, /Echo: idle/);
       const pids = gw.stdioPids();
       assert.equal(pids.length, 1);
@@ -400,11 +400,11 @@ describe('2026-07-28 clients, one target', () => {
     }
   });
 
-  it('statefulMode stateless: fresh target connections per modern request, stopped once answered', async () => {
+  it('statefulMode stateless: fresh target connections per 2026-07-28 request, stopped once answered', async () => {
     const gw = await startMcpGateway({ targets: [everythingStdio()], statefulMode: 'stateless' });
     try {
       for (let i = 0; i < 2; i++) {
-        const r = await modernPost(gw.mcpUrl, i, 'tools/call', { name: 'echo', arguments: { message: `s${i}` } });
+        const r = await post20260728(gw.mcpUrl, i, 'tools/call', { name: 'echo', arguments: { message: `s${i}` } });
         assert.match(r.text, new RegExp(`Echo: s${i}`));
       }
       const pids = gw.stdioPids();

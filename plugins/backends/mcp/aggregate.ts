@@ -1,0 +1,169 @@
+import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
+import { RpcCode, RpcFailure, resultMessage } from './jsonrpc.ts';
+import { prefixName, prefixUri } from './naming.ts';
+import type { Call } from './responder.ts';
+import { relay, sent } from './router.ts';
+import { SERVER_INFO, failureOf } from './runtime.ts';
+import type { Json } from './runtime.ts';
+import type { McpSession } from './session.ts';
+import { MAX_PAGES } from './target.ts';
+import type { TargetConn } from './target-conn.ts';
+
+type ItemKind = McpItem['kind'];
+
+const PREAMBLE =
+  'This MCP server is a gateway in front of several MCP servers (targets). Tools and prompts are named `<target>_<name>`; resource URIs are `<target>+<uri>`.';
+
+/**
+ * Several targets behind one endpoint (SPEC §4.3, BEHAVIOUR §4.4): starting them all (failOpen or failClosed), the
+ * merged `initialize` answer, list calls fanned out and merged, broadcasts.
+ */
+
+/**
+ * Start every target and return the ones that are up. A failure fails the call (failClosed), or is logged and
+ * left out (failOpen) unless every target failed.
+ */
+export async function readyTargets(s: McpSession, method: string): Promise<TargetConn[]> {
+  const settled = await Promise.allSettled(s.conns.map((c) => c.ready()));
+  const failed = settled.flatMap((r, i) => (r.status === 'rejected' ? [{ conn: s.conns[i]!, error: r.reason as Error }] : []));
+  if (failed.length > 0) {
+    const message = failed.map((f) => f.error.message).join('; ');
+    // The first failure sets the code and status (a target at its limit: 503; one that did not start in time: 504).
+    const first = failureOf(failed[0]!.error);
+    if (!s.rt.failOpen || failed.length === s.conns.length) throw new RpcFailure(first.code, message, first.httpStatus);
+    for (const f of failed) s.logger.warn(`MCP target unavailable at ${method}; continuing without it (failOpen)`, { target: f.conn.name, error: f.error.message });
+  }
+  return s.conns.filter((c) => c.state === 'ready');
+}
+
+/** The gateway's preamble followed by each target's own instructions, labelled by target. */
+export function mergedInstructions(ready: readonly TargetConn[]): string {
+  let instructions = PREAMBLE;
+  for (const c of ready) {
+    const text = c.initResult?.instructions;
+    if (typeof text === 'string' && text.trim() !== '') instructions += `\n\n[${c.name}]\n${text}`;
+  }
+  return instructions;
+}
+
+/** Server capabilities any of `ready` has (the capability object of each is the revision's: `flags`). */
+export function mergedCapabilities(ready: readonly TargetConn[], flags: { tools: Json; prompts: Json; resources: Json }): Json {
+  const has = (cap: string): boolean => ready.some((c) => c.capabilities?.includes(cap));
+  const capabilities: Json = {};
+  if (has('tools')) capabilities.tools = flags.tools;
+  if (has('prompts')) capabilities.prompts = flags.prompts;
+  if (has('resources')) capabilities.resources = flags.resources;
+  if (has('logging')) capabilities.logging = {};
+  if (has('completions')) capabilities.completions = {};
+  return capabilities;
+}
+
+/** Start every target; the `initialize` answer: one target's as-is, or the merged answer (§4.4). */
+export async function initializeResult(s: McpSession): Promise<{ protocolVersion: string; result: Json }> {
+  if (!s.rt.multiplexed) {
+    const conn = s.conns[0]!;
+    await s.readyOne(conn);
+    return { protocolVersion: conn.protocolVersion!, result: conn.initResult! };
+  }
+  const ready = await readyTargets(s, 'initialize');
+  const protocolVersion = ready.map((c) => c.protocolVersion!).sort()[0]!;
+  const subscribe = s.rt.stateful && ready.some((c) => (c.initResult?.capabilities as Json | undefined)?.resources && ((c.initResult!.capabilities as Json).resources as Json).subscribe === true);
+  const capabilities = mergedCapabilities(ready, {
+    tools: { listChanged: true },
+    prompts: { listChanged: true },
+    resources: subscribe ? { listChanged: true, subscribe: true } : { listChanged: true },
+  });
+  const instructions = mergedInstructions(ready);
+  return { protocolVersion, result: { protocolVersion, capabilities, serverInfo: { ...SERVER_INFO }, instructions } };
+}
+
+function nameOf(kind: ItemKind, key: string, item: Json): string | undefined {
+  if (kind !== 'resource') return typeof item.name === 'string' ? item.name : undefined;
+  const v = key === 'resourceTemplates' ? item.uriTemplate : item.uri;
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** `logging/setLevel` when multiplexed: every target that logs gets it; the answer is empty. */
+export async function broadcast(s: McpSession, call: Call, params: Json, capability: string): Promise<void> {
+  const targets = s.conns.filter((c) => c.has(capability) && c.state !== 'down');
+  await Promise.all(
+    targets.map((c) =>
+      c.request(call.method, params, sent(call, c)).then(
+        (answer) => {
+          if (answer.error) s.logger.debug('MCP target refused a broadcast request', { target: c.name, method: call.method, error: answer.error.message });
+        },
+        (err: Error) => s.logger.warn('MCP target failed a broadcast request', { target: c.name, method: call.method, error: err.message }),
+      ),
+    ),
+  );
+  s.finish(call, resultMessage(call.id, {}));
+}
+
+/**
+ * A list call. One target: forwarded as-is (its pagination passes through), filtered by the authorizer.
+ * Several: fanned out concurrently, each target's pages followed to the end, merged, prefixed and filtered.
+ */
+export async function list(s: McpSession, call: Call, params: Json, capability: string, key: string, kind: ItemKind | undefined, auth: McpAuthorizer | undefined): Promise<void> {
+  if (!s.rt.multiplexed) {
+    const conn = s.conns[0]!;
+    const answer = await conn.request(call.method, params, sent(call, conn));
+    const items = answer.result?.[key];
+    if (auth && kind && Array.isArray(items)) {
+      answer.result![key] = (items as Json[]).filter((item) => {
+        const name = nameOf(kind, key, item);
+        return name !== undefined && auth({ kind, target: conn.name, name, method: call.method });
+      });
+    }
+    return relay(s, call, conn, answer);
+  }
+  const targets = s.conns.filter((c) => c.has(capability));
+  const started = performance.now();
+  const settled = await Promise.allSettled(targets.map((c) => pages(s, call, c, params, key)));
+  s.rt.metrics?.listFanOut.observe({ mcp_method_name: call.method }, (performance.now() - started) / 1000);
+  const merged: Json[] = [];
+  const failures: string[] = [];
+  settled.forEach((r, i) => {
+    const conn = targets[i]!;
+    if (r.status === 'rejected') {
+      failures.push((r.reason as Error).message);
+      if (s.rt.failOpen) s.logger.warn('MCP target left out of a list (failOpen)', { target: conn.name, method: call.method, error: (r.reason as Error).message });
+      return;
+    }
+    for (const item of r.value) {
+      const name = kind ? nameOf(kind, key, item) : undefined;
+      if (kind && auth && (name === undefined || !auth({ kind, target: conn.name, name, method: call.method }))) continue;
+      if (key === 'tools' || key === 'prompts') item.name = prefixName(conn.name, item.name as string);
+      else if (key === 'resources') item.uri = prefixUri(conn.name, item.uri as string);
+      else if (key === 'resourceTemplates') item.uriTemplate = prefixUri(conn.name, item.uriTemplate as string);
+      else if (key === 'tasks' && typeof item.taskId === 'string') item.taskId = prefixUri(conn.name, item.taskId);
+      merged.push(item);
+    }
+  });
+  if (failures.length > 0 && (!s.rt.failOpen || failures.length === targets.length)) {
+    throw new RpcFailure(RpcCode.internalError, failures.join('; '), 500);
+  }
+  s.finish(call, resultMessage(call.id, { [key]: merged }));
+}
+
+/** Every page of one target's list. A target without the method contributes nothing. */
+async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, key: string): Promise<Json[]> {
+  const items: Json[] = [];
+  const meta = params._meta;
+  let cursor: unknown;
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const p: Json = {};
+    if (meta !== undefined) p._meta = meta;
+    if (cursor !== undefined) p.cursor = cursor;
+    const answer = await conn.request(call.method, p, sent(call, conn));
+    if (answer.error) {
+      if (answer.error.code === RpcCode.methodNotFound) return items;
+      throw conn.error(`answered \`${call.method}\` with an error: ${answer.error.message}`);
+    }
+    const list = answer.result?.[key];
+    if (Array.isArray(list)) for (const item of list) if (item && typeof item === 'object') items.push(item as Json);
+    cursor = answer.result?.nextCursor;
+    if (typeof cursor !== 'string' || cursor === '') return items;
+  }
+  s.logger.warn('stopped following an MCP target list after too many pages', { target: conn.name, method: call.method, pages: MAX_PAGES });
+  return items;
+}

@@ -1,0 +1,116 @@
+import type { Logger } from 'switchyard/sdk';
+import { EventLog } from './event-log.ts';
+import type { RpcMessage } from './jsonrpc.ts';
+import type { SseStream } from './sse-stream.ts';
+
+/** Messages kept for a client that has no stream open yet (the GET stream comes after `initialize`). */
+const QUEUE_LIMIT = 256;
+export const KEEP_ALIVE_MS = 25_000;
+
+/**
+ * The streams from one session to its client that belong to no request: the GET stream of streamable HTTP (with
+ * its event log when the session is resumable), the one stream of the legacy SSE transport, and the queue of
+ * messages waiting for a GET stream to open. POST response streams are the responders' (responder.ts).
+ */
+export class ClientStreams {
+  getStream: SseStream | undefined;
+  legacyStream: SseStream | undefined;
+  /** Resumable SSE streams (`Last-Event-ID`) of a stateful streamable-HTTP session. */
+  readonly events: EventLog | undefined;
+  private queue: RpcMessage[] = [];
+  private queueWarned = false;
+  private readonly logger: Logger;
+  /** Clients of 2025-11-25 and later get priming events (an id with empty data) when a resumable stream opens. */
+  private readonly primes: () => boolean;
+  private readonly touch: () => void;
+
+  constructor(resumable: boolean, logger: Logger, primes: () => boolean, touch: () => void) {
+    this.events = resumable ? new EventLog(logger) : undefined;
+    this.logger = logger;
+    this.primes = primes;
+    this.touch = touch;
+  }
+
+  /** A stream is open that keeps the session busy. */
+  get open(): boolean {
+    return this.getStream?.open === true || this.legacyStream !== undefined;
+  }
+
+  /** A message for no request: the GET stream, else kept until it opens (the oldest dropped past QUEUE_LIMIT). */
+  unrelated(m: RpcMessage): void {
+    if (this.getStream?.open) {
+      if (this.events) this.events.get.send(m);
+      else this.getStream.send(m);
+      return;
+    }
+    this.queue.push(m);
+    if (this.queue.length > QUEUE_LIMIT) {
+      this.queue.shift();
+      if (!this.queueWarned) {
+        this.queueWarned = true;
+        this.logger.warn('MCP client has no stream open; dropping the oldest queued server messages', { limit: QUEUE_LIMIT });
+      }
+    }
+  }
+
+  /** Open the server-to-client stream (GET). Only one at a time; false when one is open already. */
+  openGet(stream: SseStream): boolean {
+    if (this.getStream?.open) return false;
+    this.attachGet(stream, undefined);
+    return true;
+  }
+
+  /**
+   * `GET` with `Last-Event-ID`: resume the stream that event belongs to. The GET stream replaces its previous
+   * response (the client reconnected) and gets the kept events after the id, then what was queued, then live
+   * messages. A POST response stream gets its kept events after the id and then the rest of its calls' messages and
+   * answers, ending after the last answer; `finished` when it had ended and nothing is left to send. `unknown` for
+   * an id this session object did not make (another replica's, expired, malformed): the caller opens a fresh stream.
+   */
+  resume(lastEventId: string, stream: SseStream): 'resumed' | 'finished' | 'unknown' {
+    const found = this.events?.find(lastEventId);
+    if (!found) return 'unknown';
+    const { stream: logged, seq } = found;
+    if (logged === this.events!.get) {
+      const previous = this.getStream;
+      this.getStream = undefined;
+      previous?.end();
+      this.attachGet(stream, seq);
+      return 'resumed';
+    }
+    if (logged.ended && !logged.hasAfter(seq)) return 'finished';
+    logged.attach(stream, seq);
+    if (stream.open) stream.startKeepAlive(KEEP_ALIVE_MS);
+    return 'resumed';
+  }
+
+  private attachGet(stream: SseStream, resumeAfter: number | undefined): void {
+    this.getStream = stream;
+    stream.onClose = () => {
+      if (this.getStream === stream) this.getStream = undefined;
+      this.touch();
+    };
+    const logged = this.events?.get;
+    if (logged) {
+      logged.attach(stream, resumeAfter);
+      if (resumeAfter === undefined) {
+        if (this.primes()) logged.prime();
+        else stream.flushHeaders();
+      }
+    } else stream.flushHeaders();
+    stream.startKeepAlive(KEEP_ALIVE_MS);
+    const queued = this.queue;
+    this.queue = [];
+    for (const m of queued) {
+      if (logged) logged.send(m);
+      else stream.send(m);
+    }
+  }
+
+  close(): void {
+    this.getStream?.end();
+    this.legacyStream?.end();
+    this.queue = [];
+    this.events?.dispose();
+  }
+}

@@ -1,0 +1,63 @@
+import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
+import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
+import type { RpcMessage } from './jsonrpc.ts';
+import type { ClientEnvelope } from './revisions/2026-07-28/protocol.ts';
+import type { TargetConn } from './target-conn.ts';
+
+/** One configured target, compiled once per config load. */
+export interface CompiledTarget {
+  readonly name: string;
+  readonly transport: McpTransportInstance;
+  /** Route and backend policies merged with the target's own. */
+  readonly policies: PolicySet;
+  /**
+   * The target's own policies when they have request hooks (`requestHeaderModifier`, `mcpAuthorization`): run on a
+   * copy of the client's request for this target alone (the route's already ran on the request itself).
+   */
+  readonly requestPolicies: PolicySet | undefined;
+  /** Deadline for each request to this target (from `timeout` facets); 0 means none. */
+  readonly requestTimeoutMs: number;
+  /** The config name of `requestTimeoutMs`, for messages (`timeout.requestTimeout`). */
+  readonly requestTimeoutSource?: string;
+  /** Deadline for starting the target: connect or spawn, then `initialize` answered (`startupTimeout`). */
+  readonly startupTimeoutMs: number;
+}
+
+/** The client as one target sees it. */
+export interface TargetClient {
+  /** Client headers passed to an HTTP target. */
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  /** Per-request hook of the target's policies (`backendAuth`), for every HTTP request made to it. */
+  readonly onAttempt: AttemptHook | undefined;
+}
+
+/** What a connection needs from the session that owns it. */
+export interface ConnHost {
+  /** The client's `initialize` params, sent to every fresh upstream. */
+  readonly initParams: Record<string, unknown>;
+  /** How connections to `target` present the client (headers, backendAuth), after the target's own policies. */
+  targetClient(target: CompiledTarget): Promise<TargetClient>;
+  readonly logger: Logger;
+  /**
+   * Set when the session serves a 2026-07-28 client: targets that serve that revision too are spoken to in it
+   * (no `initialize`; this envelope on every request); the others are initialized with `initParams` as usual.
+   */
+  readonly envelope: ClientEnvelope | undefined;
+  /** A notification or server-to-client request from the target. */
+  fromTarget(conn: TargetConn, message: RpcMessage): void;
+  /** A fresh upstream session was initialized (not a resumed one): the first start, or a restart. */
+  targetInitialized?(conn: TargetConn): void;
+  /** The connection was lost (a crash, a dropped connection) while the session still uses it. */
+  targetDown?(conn: TargetConn): void;
+}
+
+/** How long starting a target (spawn or connect, then `initialize`) may take when `startupTimeout` is not set. */
+export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
+/** Pages of a list followed per target before giving up (a target paging forever). */
+export const MAX_PAGES = 100;
+
+/** Capability names of an initialize result, kept in the sealed session id. */
+export function capabilityNames(capabilities: Record<string, unknown> | undefined): string[] {
+  return capabilities ? Object.keys(capabilities).filter((k) => capabilities[k] !== undefined && capabilities[k] !== null) : [];
+}
+
