@@ -1,6 +1,6 @@
 // Virtual-key budgets shared by two gateway processes (issue 13 item 4, ADR 0035): an in-process gateway and a
 // `switchyard` child process on one store, the embedded SQLite file and a real redis-server (started and stopped
-// here). Keys are made, used and revoked with the `switchyard keys` CLI on either admin address and take effect on
+// here) and a real PostgreSQL server (initdb in a temp dir, stopped after). Keys are made, used and revoked with the `switchyard keys` CLI on either admin address and take effect on
 // both gateways at once; N concurrent requests spread over both cannot overshoot a shared team budget by more than
 // one request's estimate. Real `openai` client against aimock ("hello" = 11 + 5 = 16 tokens, prompt estimate 2).
 import assert from 'node:assert/strict';
@@ -20,6 +20,8 @@ import { stopChild, waitForPort } from '../helpers/envoy-ratelimit.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { locatePostgres, startPostgres } from '../helpers/postgres.ts';
+import type { RunningPostgres } from '../helpers/postgres.ts';
 import { which } from '../helpers/which.ts';
 import { aiPreset, rejection, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
@@ -29,12 +31,16 @@ const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/
 const TEAM_LIMIT = 200;
 const ESTIMATE = 2 + 20; // prompt estimate + max_tokens
 
-for (const kind of ['sqlite', 'redis'] as const) {
-  const skip = kind === 'redis' && !redisServer ? 'redis-server is not installed (Debian: apt-get install -y redis-server)' : false;
+const pgFound = locatePostgres();
+
+for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
+  const skip =
+    kind === 'redis' && !redisServer ? 'redis-server is not installed (Debian: apt-get install -y redis-server)' : kind === 'postgres' && 'skip' in pgFound ? pgFound.skip : false;
   describe(`virtualKeys shared by two gateway processes (${kind})`, { skip }, () => {
     let mock: Mock;
     let dir: string;
     let redis: ChildProcess | undefined;
+    let postgres: RunningPostgres | undefined;
     let a: RunningGateway;
     let b: RunningCli;
     const bases: string[] = [];
@@ -49,6 +55,9 @@ for (const kind of ['sqlite', 'redis'] as const) {
         redis = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
         await waitForPort(port, Date.now() + 10_000);
         store = { redis: { url: `redis://127.0.0.1:${port}`, prefix: 'test:' } };
+      } else if (kind === 'postgres') {
+        postgres = await startPostgres(pgFound as { initdb: string; postgres: string });
+        store = { postgres: { url: postgres.url } };
       } else store = { sqlite: { path: join(dir, 'keys.db') } };
       const virtualKeys = { store, teams: [{ name: 'research', budgets: [{ tokens: TEAM_LIMIT, period: 'day' }] }] };
       const config = (port: number, adminAddr: string) => ({
@@ -68,6 +77,7 @@ for (const kind of ['sqlite', 'redis'] as const) {
       await b?.stop();
       await mock?.stop();
       await stopChild(redis);
+      await postgres?.stop();
       rmSync(dir, { recursive: true, force: true });
     });
 
@@ -87,7 +97,8 @@ for (const kind of ['sqlite', 'redis'] as const) {
       const out = await keys(admins[0]!, 'create', '--owner', 'frank@example.com', '--team', 'research', '--budget', 'requests=1000/minute');
       const [, id, secret] = /created key (\S+); its secret \(shown only now\):\n(\S+)/.exec(out)!;
       assert.match(secret!, /^sk-swy-/);
-      for (const base of bases) assert.equal((await hello(base, secret!)).choices.length, 1);
+      // max_tokens keeps each reservation small (22): a settlement lands just after its answer, maybe after the next request.
+      for (const base of bases) assert.equal((await hello(base, secret!, { max_tokens: 20 })).choices.length, 1);
       const listed = await keys(admins[1]!, 'list', '--team', 'research');
       assert.match(listed, new RegExp(`${id}\\s+frank@example.com\\s+research\\s+sk-swy-\\S+\\s+active\\s+api\\s+requests=1000/minute`));
       assert.ok(!listed.includes(secret!), 'never the secret');
@@ -95,10 +106,11 @@ for (const kind of ['sqlite', 'redis'] as const) {
       const rotated = /\n(sk-swy-\S+)/.exec(await keys(admins[1]!, 'rotate', id!))![1]!;
       for (const base of bases) {
         await rejection(hello(base, secret!), OpenAI.AuthenticationError);
-        assert.equal((await hello(base, rotated)).choices.length, 1);
+        assert.equal((await hello(base, rotated, { max_tokens: 20 })).choices.length, 1);
       }
       await keys(admins[1]!, 'revoke', id!);
       for (const base of bases) assert.equal((await rejection(hello(base, rotated), OpenAI.AuthenticationError)).status, 401);
+      for (const until = Date.now() + 5000; Date.now() < until && (await teamUsed(admins[0]!, id!)) !== 64; ) await sleep(25);
       const shown = await keys(admins[0]!, 'show', id!);
       assert.match(shown, /revoked/);
       assert.match(shown, /team:research\s+tokens=200\/day\s+64\s+136/, 'four answers of 16 tokens on the team budget');

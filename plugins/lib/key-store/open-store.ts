@@ -5,6 +5,7 @@ import type { KeyStore } from './types.ts';
 export interface StoreSpec {
   sqlite?: { path: string };
   redis?: { url: string; prefix?: string };
+  postgres?: { url: string; tablePrefix?: string };
 }
 
 /** Default embedded database file, in the working directory. */
@@ -13,6 +14,7 @@ export const DEFAULT_SQLITE_PATH = 'switchyard-keys.db';
 /** A stable identity of a store spec (the resource-cache key: an unchanged store survives reloads). */
 export function storeIdentity(spec: StoreSpec | undefined, cwd: string): string {
   if (spec?.redis) return `redis:${spec.redis.url}|${spec.redis.prefix ?? ''}`;
+  if (spec?.postgres) return `postgres:${spec.postgres.url}|${spec.postgres.tablePrefix ?? ''}`;
   const path = spec?.sqlite?.path ?? DEFAULT_SQLITE_PATH;
   return `sqlite:${path === ':memory:' ? path : resolve(cwd, path)}`;
 }
@@ -22,6 +24,10 @@ export async function openStore(spec: StoreSpec | undefined, cwd: string): Promi
   if (spec?.redis) {
     const { RedisKeyStore } = await import('./redis-store.ts');
     return RedisKeyStore.open(spec.redis.url, spec.redis.prefix ?? 'switchyard:vk:');
+  }
+  if (spec?.postgres) {
+    const { PgKeyStore } = await import('./pg-store.ts');
+    return PgKeyStore.open(spec.postgres.url, spec.postgres.tablePrefix ?? 'switchyard_vk_');
   }
   const { SqliteKeyStore } = await import('./sqlite-store.ts');
   const path = spec?.sqlite?.path ?? DEFAULT_SQLITE_PATH;

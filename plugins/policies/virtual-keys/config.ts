@@ -23,6 +23,7 @@ export interface DeclaredKeyConfig {
 export interface StoreConfig {
   sqlite?: { path: string };
   redis?: { url: string; prefix?: string };
+  postgres?: { url: string; tablePrefix?: string };
 }
 
 export interface VirtualKeysConfig {

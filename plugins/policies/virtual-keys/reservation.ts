@@ -82,8 +82,18 @@ export class KeyReservation implements LlmTokenLimiter {
     const add = (scope: string, who: string, budgets: readonly Budget[]): void => {
       for (const b of budgets) {
         const w = windowOf(b.period, now);
+        const counter = counterName(scope, b, w.tag);
+        // Two budgets of one unit and period share a counter: it is taken from once, against the lower limit.
+        const same = lines.findIndex((l) => l.counter === counter);
+        if (same !== -1) {
+          if (b.limit < lines[same]!.limit) {
+            lines[same] = { ...lines[same]!, limit: b.limit };
+            owners[same] = { who, budget: b };
+          }
+          continue;
+        }
         // Counters outlive their window by a day, so a late settlement still lands on its own window.
-        lines.push({ counter: counterName(scope, b, w.tag), limit: b.limit, amount: amount(b.unit), expiresAt: w.endsAt === 0 ? 0 : w.endsAt + DAY_MS });
+        lines.push({ counter, limit: b.limit, amount: amount(b.unit), expiresAt: w.endsAt === 0 ? 0 : w.endsAt + DAY_MS });
         owners.push({ who, budget: b });
         units.push(b.unit);
       }
