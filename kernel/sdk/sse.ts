@@ -76,8 +76,9 @@ export class SseParser {
   private readonly onRetry: ((ms: number) => void) | undefined;
   private readonly max: number;
   private readonly throwOnOverflow: boolean;
-  /** The unfinished line of the previous chunk. */
-  private pending = '';
+  /** The unfinished line of the previous chunks, in parts, and its length. */
+  private pending: string[] = [];
+  private pendingLength = 0;
   /** Bytes of an unfinished UTF-8 sequence at the end of the previous byte chunk. */
   private partial: Buffer | undefined;
   /** The previous chunk ended with CR: a LF starting the next one belongs to that line ending. */
@@ -117,20 +118,16 @@ export class SseParser {
       this.first = false;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    let start = 0;
+    let lineStart = 0;
     if (this.skipLf) {
       this.skipLf = false;
-      if (text.charCodeAt(0) === LF) start = 1;
-    }
-    if (this.pending !== '') {
-      text = this.pending + (start === 0 ? text : text.slice(start));
-      this.pending = '';
-      start = 0;
+      if (text.charCodeAt(0) === LF) lineStart = 1;
     }
     const length = text.length;
-    // Most streams use LF only: find line ends with indexOf, and look for CR only when there is one.
-    const hasCr = text.indexOf('\r', start) !== -1;
-    let lineStart = start;
+    // Only the new text is searched for line ends: an unfinished line is kept in parts and joined once it ends,
+    // so a large event arriving in many chunks costs linear time. Most streams use LF only: indexOf finds line
+    // ends, and CR is looked for only when the chunk has one.
+    const hasCr = text.indexOf('\r', lineStart) !== -1;
     while (lineStart < length) {
       let end: number;
       if (hasCr) {
@@ -139,26 +136,38 @@ export class SseParser {
         end = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf);
       } else end = text.indexOf('\n', lineStart);
       if (end === -1) break;
-      this.line(text, lineStart, end);
+      if (this.pendingLength > 0) {
+        this.pending.push(text.slice(lineStart, end));
+        const line = this.pending.join('');
+        this.pending = [];
+        this.pendingLength = 0;
+        this.line(line, 0, line.length);
+      } else this.line(text, lineStart, end);
       lineStart = end + 1;
       if (hasCr && text.charCodeAt(end) === CR) {
         if (lineStart === length) this.skipLf = true;
         else if (text.charCodeAt(lineStart) === LF) lineStart++;
       }
     }
-    if (lineStart < length) this.pending = lineStart === 0 ? text : text.slice(lineStart);
-    if (this.pending.length + this.data.length > this.max) this.overflow(true);
+    if (lineStart < length) {
+      this.pending.push(lineStart === 0 ? text : text.slice(lineStart));
+      this.pendingLength += length - lineStart;
+      if (this.pendingLength + this.data.length > this.max) this.overflow(true);
+    }
   }
 
   /** The stream ended: a last line without its line ending is still read, and an event it completes dispatched. */
   end(): void {
     if (this.partial) {
-      this.pending += this.partial.toString('utf8');
+      const rest = this.partial.toString('utf8');
+      this.pending.push(rest);
+      this.pendingLength += rest.length;
       this.partial = undefined;
     }
-    if (this.pending !== '') {
-      const text = this.pending;
-      this.pending = '';
+    if (this.pendingLength > 0) {
+      const text = this.pending.join('');
+      this.pending = [];
+      this.pendingLength = 0;
       this.line(text, 0, text.length);
     }
     this.dispatch();
@@ -166,7 +175,8 @@ export class SseParser {
 
   /** `inLine`: the overflow is in the unfinished line, whose end is still to come. */
   private overflow(inLine: boolean): void {
-    this.pending = '';
+    this.pending = [];
+    this.pendingLength = 0;
     this.inDroppedLine = inLine;
     this.data = '';
     this.dataLines = 0;
