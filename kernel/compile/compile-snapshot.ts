@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 import { createSecureContext } from 'node:tls';
-import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
+import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, connectUpstream, readLocalFile } from '../sdk/index.ts';
 import type {
   AdminRouteHandler,
   BackendCompileContext,
@@ -164,7 +164,7 @@ class SnapshotCompiler {
 
   private context(path: ConfigPath, policies: PolicySet): BackendCompileContext {
     const logger = this.deps.logger.child({ config: formatPath(path) });
-    return {
+    const ctx: BackendCompileContext = {
       path,
       cwd: this.deps.cwd,
       logger,
@@ -202,6 +202,7 @@ class SnapshotCompiler {
         if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix) || prefix === '/config_dump') throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
         if (!this.adminRoutes.has(prefix)) this.adminRoutes.set(prefix, handler);
       },
+      connect: (options) => connectUpstream(ctx, options),
       loadState: <T>(key: string, create: () => T): T => {
         if (!this.loadStates.has(key)) this.loadStates.set(key, create());
         return this.loadStates.get(key) as T;
@@ -229,6 +230,7 @@ class SnapshotCompiler {
         return instance;
       },
     };
+    return ctx;
   }
 
   private track(instance: unknown): void {

@@ -25,3 +25,7 @@ export { BodyTooLargeError, pipeWithTeardown, readCapped, readCappedText, tap, t
 export type { ReadCappedOptions, TapObserver } from './streams.ts';
 export { SSE_HEADERS, SseOverflowError, SseParser, SseWriter, completeUtf8, formatSseComment, formatSseEvent, parseSseEvents } from './sse.ts';
 export type { SseEvent, SseEventInit, SseParserOptions, SseWriterOptions } from './sse.ts';
+export { parseUpstreamAddress, serviceAuthority } from './upstream-address.ts';
+export type { AddressProblem, AddressRules, ServiceRef, ServiceRefProblem, UpstreamAddress } from './upstream-address.ts';
+export { UPSTREAM_ADDRESS_SCHEMA, connectUpstream } from './connect.ts';
+export type { ConnectOptions, Connection, UpstreamAddressConfig } from './connect.ts';

@@ -1,3 +1,4 @@
+import type { ConnectOptions, Connection } from './connect.ts';
 import type { Duplex } from 'node:stream';
 import type { Exchange } from './exchange.ts';
 import type { ExpressionCompiler } from './expr.ts';
@@ -73,6 +74,12 @@ export interface CompileContext {
   compilePolicies(slot: SlotPlugin | string, value: Record<string, unknown> | undefined, sub: ConfigPath): Promise<PolicySet>;
   /** Look up a top-level named backend, failing at `sub` when absent. */
   namedBackend(name: string, sub: ConfigPath): Promise<BackendInstance>;
+  /**
+   * Compile a connection of the plugin's own to an upstream service: `host` | `service` | `backend` read by the
+   * one address parser, and the connection's own `policies` (only the keys in `allow`). Fails the load at the
+   * field that is wrong. See `ConnectOptions` and docs/plugin-authoring.md "Streams and connections".
+   */
+  connect(options: ConnectOptions): Promise<Connection>;
   /**
    * A Prometheus counter on the admin `/metrics` endpoint, shared by every plugin asking for the same name (keep
    * it `switchyard_<area>_<what>_total`). Label values should be bounded (provider, model, route), never request data.

@@ -172,6 +172,6 @@ describe('ai policy: config errors', () => {
 
   it('a guard connection accepts only backendAuth and backendTLS', async () => {
     const err = await compileError(withAi('promptGuard:', '  request:', '    - openAIModeration:', '        policies: { timeout: { requestTimeout: 1s } }'), options);
-    assert.match(headlines(err).join('\n'), /`timeout` does not apply to the connection to the moderation endpoint; only `backendAuth` and `backendTLS` do/);
+    assert.match(headlines(err).join('\n'), /`timeout` is not supported on the connection to the moderation endpoint; only `backendAuth` and `backendTLS` apply here/);
   });
 });

@@ -1,6 +1,5 @@
-import { defineBackend } from 'switchyard/sdk';
+import { defineBackend, parseUpstreamAddress } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
-import { parseHost } from './parse-host.ts';
 
 /** `host`: reverse-proxy to one HTTP(S) upstream over a pooled connection set. */
 export default defineBackend<string>({
@@ -10,8 +9,9 @@ export default defineBackend<string>({
   named: true,
   compile(value, ctx) {
     const tls = ctx.policies.facets.tls;
-    const target = parseHost(value, tls !== undefined);
-    if (typeof target === 'string') return ctx.fail(target);
+    // BEHAVIOUR.md DECIDED 12: without a scheme, TLS only when backendTLS applies; 80 or 443 without a port.
+    const target = parseUpstreamAddress(value, { tls: tls !== undefined, pathHint: 'a `host` backend takes no path; use `urlRewrite` to change the path' });
+    if ('message' in target) return ctx.fail(target.message);
     const upstream = ctx.http.target({ origin: target.origin, tls });
     return {
       protocol: 'http',

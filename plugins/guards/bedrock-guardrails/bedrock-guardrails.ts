@@ -1,5 +1,6 @@
+import { parseUpstreamAddress } from 'switchyard/sdk';
 import type { CompileContext } from 'switchyard/sdk';
-import { guardConnection, parseOrigin } from '../../lib/llm-guard/guard-http.ts';
+import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
 
@@ -44,9 +45,11 @@ export function guardrailVerdict(answer: unknown, messages: readonly GuardMessag
  */
 export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, ctx: CompileContext): Promise<GuardInstance> {
   const configured = config.host ?? process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME ?? process.env.AWS_ENDPOINT_URL;
-  const origin = configured === undefined || configured === '' ? `https://bedrock-runtime.${config.region}.amazonaws.com` : parseOrigin(configured);
-  if (typeof origin !== 'string') {
-    return ctx.fail(config.host !== undefined ? origin.error : `the endpoint from the environment: ${origin.error}`, config.host !== undefined ? ['host'] : []);
+  const origin = configured === undefined || configured === '' ? `https://bedrock-runtime.${config.region}.amazonaws.com` : configured;
+  if (config.host === undefined && origin === configured) {
+    // Read here so that a bad value names the environment rather than a `host` the config does not have.
+    const parsed = parseUpstreamAddress(origin, { tls: false });
+    if ('message' in parsed) return ctx.fail(`the endpoint from the environment: ${parsed.message}`);
   }
   const connection = await guardConnection(
     ctx,

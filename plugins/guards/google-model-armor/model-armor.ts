@@ -1,5 +1,5 @@
 import type { CompileContext } from 'switchyard/sdk';
-import { guardConnection, parseOrigin } from '../../lib/llm-guard/guard-http.ts';
+import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
 
@@ -37,8 +37,7 @@ export function modelArmorBlocked(answer: unknown): boolean {
  */
 export async function compileModelArmor(config: ModelArmorConfig, ctx: CompileContext): Promise<GuardInstance> {
   const location = config.location ?? DEFAULT_LOCATION;
-  const origin = config.host === undefined ? `https://modelarmor.${location}.rep.googleapis.com` : parseOrigin(config.host);
-  if (typeof origin !== 'string') return ctx.fail(origin.error, ['host']);
+  const origin = config.host ?? `https://modelarmor.${location}.rep.googleapis.com`;
   const connection = await guardConnection(ctx, origin, config.policies, { gcp: {} }, 'Model Armor');
   const base = `/v1/projects/${encodeURIComponent(config.projectId)}/locations/${encodeURIComponent(location)}/templates/${encodeURIComponent(config.templateId)}`;
   return {

@@ -1,5 +1,5 @@
 import type { CompileContext } from 'switchyard/sdk';
-import { guardConnection, parseOrigin } from '../../lib/llm-guard/guard-http.ts';
+import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 
 export interface ModerationGuardConfig {
@@ -24,12 +24,10 @@ export function moderationFlagged(answer: unknown): boolean {
  * result rejects with the entry's `rejection`. Works on responses too (the reference checks requests only).
  */
 export async function compileModerationGuard(config: ModerationGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
-  const origin = config.host === undefined ? OPENAI_ORIGIN : parseOrigin(config.host);
-  if (typeof origin !== 'string') return ctx.fail(origin.error, ['host']);
   if (!config.policies || !Object.hasOwn(config.policies, 'backendAuth')) {
     ctx.warn('no `policies.backendAuth`: moderation requests carry no API key (set `backendAuth: {key: …}`)', ['policies']);
   }
-  const connection = await guardConnection(ctx, origin, config.policies, undefined, 'the moderation endpoint');
+  const connection = await guardConnection(ctx, config.host ?? OPENAI_ORIGIN, config.policies, undefined, 'the moderation endpoint');
   const model = config.model ?? DEFAULT_MODERATION_MODEL;
   return {
     async check(ex, _phase, messages): Promise<GuardVerdict> {

@@ -1,5 +1,5 @@
 import { compileUserRegex } from 'switchyard/sdk';
-import type { CompileContext, Exchange, HeaderMap, UpstreamTarget } from 'switchyard/sdk';
+import type { CompileContext, Exchange, HeaderMap } from 'switchyard/sdk';
 import { resolveServiceTarget } from '../../lib/envoy-grpc/service-target.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/service-target.ts';
 import { GUARD_TIMEOUT_MS, readJsonAnswer } from '../../lib/llm-guard/guard-http.ts';
@@ -76,16 +76,8 @@ function compileHeaderMatches(config: WebhookGuardConfig, ctx: CompileContext): 
  */
 export async function compileWebhookGuard(config: WebhookGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
   // The target's errors point below `target`.
-  const at = (sub: readonly (string | number)[] = []) => ['target', ...sub];
-  const targetCtx: CompileContext = {
-    ...ctx,
-    fail: (message, sub) => ctx.fail(message, at(sub)),
-    warn: (message, sub) => ctx.warn(message, at(sub)),
-    namedBackend: (name, sub) => ctx.namedBackend(name, at(sub)),
-    compilePolicies: (slot, value, sub) => ctx.compilePolicies(slot, value, at(sub)),
-  };
-  const service = await resolveServiceTarget({ ...config.target }, targetCtx, { what: 'guardrail webhook', grpc: false });
-  const target: UpstreamTarget = service.backend?.target ?? ctx.http.target({ origin: `${service.secure ? 'https' : 'http'}://${service.target}` });
+  const { connection } = await resolveServiceTarget(config.target, ctx, { what: 'guardrail webhook', grpc: false }, ['target']);
+  const target = connection.target;
   const matches = compileHeaderMatches(config, ctx);
   const failOpen = config.failureMode === 'failOpen';
   const logger = ctx.logger;

@@ -42,8 +42,8 @@ export function envoyServices(): EnvoyServices {
 
 export { grpc };
 
-export { parseGrpcAddress, resolveServiceTarget, serviceAddress, SUPPORTED_CONNECTION_POLICIES } from './service-target.ts';
-export type { GrpcAddress, ServiceRefConfig, ServiceTarget, ServiceTargetConfig } from './service-target.ts';
+export { resolveServiceTarget, SUPPORTED_CONNECTION_POLICIES } from './service-target.ts';
+export type { ServiceTarget, ServiceTargetConfig } from './service-target.ts';
 
 // Reconnect quickly after the service comes back: grpc-js otherwise backs off up to two minutes, failing every call
 // (fast) in the meantime.

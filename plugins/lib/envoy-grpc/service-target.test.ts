@@ -3,38 +3,8 @@ import { describe, it } from 'node:test';
 import type { PeerCertificate } from 'node:tls';
 import { certHasAltName } from 'switchyard/sdk';
 import { callMetadata, channelCredentials } from './envoy-grpc.ts';
-import { metadataProblem, parseGrpcAddress, serviceAddress } from './service-target.ts';
+import { metadataProblem } from './service-target.ts';
 import type { ServiceTarget } from './service-target.ts';
-
-describe('service target forms', () => {
-  it('`service` dials <hostname>:<port>, from either name form', () => {
-    assert.equal(serviceAddress({ name: { namespace: 'default', hostname: 'ratelimit.default.svc.cluster.local' }, port: 8081 }), 'ratelimit.default.svc.cluster.local:8081');
-    assert.equal(serviceAddress({ name: 'default/ratelimit.default.svc.cluster.local', port: 8081 }), 'ratelimit.default.svc.cluster.local:8081');
-    assert.equal(serviceAddress({ name: 'ns/::1', port: 1 }), '[::1]:1');
-  });
-
-  it('rejects a bad name or port, at the field', () => {
-    assert.deepEqual(serviceAddress({ name: 'localhost', port: 1 }), {
-      message: '`localhost` is not a service name: write `<namespace>/<hostname>` (exactly one `/`), or `{namespace, hostname}`',
-      sub: ['service', 'name'],
-    });
-    assert.deepEqual((serviceAddress({ name: 'a/b/c', port: 1 }) as { sub: unknown }).sub, ['service', 'name']);
-    assert.deepEqual(serviceAddress({ name: 'default/', port: 1 }), { message: 'the service hostname is empty', sub: ['service', 'name'] });
-    assert.deepEqual(serviceAddress({ name: '/host', port: 1 }), { message: 'the service namespace is empty', sub: ['service', 'name'] });
-    assert.deepEqual(serviceAddress({ name: { namespace: 'd', hostname: ' ' }, port: 1 }), { message: 'the service hostname is empty', sub: ['service', 'name', 'hostname'] });
-    assert.deepEqual((serviceAddress({ name: { namespace: 'd', hostname: 'a b' }, port: 1 }) as { sub: unknown }).sub, ['service', 'name', 'hostname']);
-    assert.deepEqual((serviceAddress({ name: 'd/h', port: 0 }) as { sub: unknown }).sub, ['service', 'port']);
-    assert.deepEqual((serviceAddress({ name: 'd/h', port: 65536 }) as { sub: unknown }).sub, ['service', 'port']);
-  });
-
-  it('`host` takes an optional http/https scheme', () => {
-    assert.deepEqual(parseGrpcAddress('https://rls:8081'), { target: 'rls:8081', secure: true, scheme: 'https' });
-    assert.deepEqual(parseGrpcAddress('http://rls:8081/'), { target: 'rls:8081', secure: false, scheme: 'http' });
-    assert.deepEqual(parseGrpcAddress('[::1]:8081'), { target: '[::1]:8081', secure: false, scheme: undefined });
-    assert.equal(parseGrpcAddress('grpc://rls:1'), 'unsupported scheme `grpc` (use http or https, or no scheme)');
-    assert.equal(parseGrpcAddress('rls'), '`rls` is not a `host:port` address');
-  });
-});
 
 describe('connection policies', () => {
   const target = (extra: Partial<ServiceTarget>): ServiceTarget => ({ target: 'h:1', secure: false, tls: undefined, headers: undefined, backend: undefined, ...extra });

@@ -67,10 +67,10 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return ctx.fail('the JWKS URL must use http or https', sub);
   // Through a pooled upstream, so TLS settings and connection reuse match the rest of the gateway.
-  const target = ctx.http.target({ origin: url.origin, authority: 'target' });
-  const path = `${url.pathname}${url.search}`;
+  const connection = await ctx.connect({ host: raw, paths: 'allow', allow: [], what: 'the JWKS endpoint', at: [...at, 'jwks'], hostField: 'url', authority: 'target' });
+  const path = connection.path;
   const fetcher: JwksFetcher = async () => {
-    const res = await target.request({ method: 'GET', path, headers: { accept: 'application/jwk-set+json, application/json' }, timeoutMs: FETCH_TIMEOUT_MS });
+    const res = await connection.request({ method: 'GET', path, headers: { accept: 'application/jwk-set+json, application/json' }, timeoutMs: FETCH_TIMEOUT_MS });
     const body = await readCappedText(res.body, MAX_JWKS_BYTES);
     const cc = res.headers['cache-control'];
     return { status: res.status, body, cacheControl: Array.isArray(cc) ? cc.join(',') : cc };

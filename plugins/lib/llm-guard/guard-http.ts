@@ -1,5 +1,5 @@
 import { readCappedText } from 'switchyard/sdk';
-import type { CompileContext, Exchange, PolicySet, UpstreamResponse } from 'switchyard/sdk';
+import type { CompileContext, Exchange, UpstreamResponse } from 'switchyard/sdk';
 
 /**
  * The connection of a guard that calls a cloud service (`openAIModeration`, `bedrockGuardrails`,
@@ -21,59 +21,37 @@ export const GUARD_TIMEOUT_MS = 10_000;
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /**
- * Parse an endpoint override: `http(s)://host[:port]` or `host:port` (plain HTTP). Returns the origin or an error
- * message.
- */
-export function parseOrigin(value: string): string | { error: string } {
-  const text = value.trim().replace(/\/+$/, '');
-  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`;
-  let url: URL;
-  try {
-    url = new URL(withScheme);
-  } catch {
-    return { error: `\`${value}\` is not an address (write \`https://host[:port]\` or \`host:port\`)` };
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `unsupported scheme \`${url.protocol.slice(0, -1)}\` (use http or https)` };
-  if (url.pathname !== '/' || url.search || url.hash || url.username) return { error: `\`${value}\` must be an origin only: no path, query or credentials` };
-  return url.origin;
-}
-
-/**
- * Compile the guard's `policies` (at `['policies']`) and build its connection to `origin`. `defaultAuth` (a
- * `backendAuth` value such as `{ aws: {…} }`) applies when `policies` sets no `backendAuth`. Policies other than
- * `backendAuth` and `backendTLS` are config errors.
+ * Connect to the guard's endpoint: `host` (an origin in the one address form, `https://…` for the services' own
+ * endpoints) with the guard's `policies` (at `['policies']`; only `backendAuth` and `backendTLS` apply).
+ * `defaultAuth` (a `backendAuth` value such as `{ aws: {…} }`) applies when `policies` sets no `backendAuth`.
  */
 export async function guardConnection(
   ctx: CompileContext,
-  origin: string,
+  host: string,
   policies: Record<string, unknown> | undefined,
   defaultAuth: Record<string, unknown> | undefined,
   what: string,
 ): Promise<GuardConnection> {
-  const written = Object.keys(policies ?? {});
-  let set: PolicySet = await ctx.compilePolicies('backendPolicies', policies, ['policies']);
-  // The kernel renamed aliases to their keys in place, in the same order.
-  Object.keys(policies ?? {}).forEach((key, i) => {
-    if (!CONNECTION_POLICIES.includes(key)) {
-      ctx.fail(`\`${written[i] ?? key}\` does not apply to the connection to ${what}; only \`backendAuth\` and \`backendTLS\` do`, ['policies', written[i] ?? key]);
-    }
+  const connection = await ctx.connect({
+    host,
+    policies,
+    what,
+    allow: CONNECTION_POLICIES,
+    defaults: defaultAuth ? { backendAuth: defaultAuth } : undefined,
+    authority: 'target',
   });
-  if (!set.has('backendAuth') && defaultAuth) {
-    const implicit = await ctx.compilePolicies('backendPolicies', { backendAuth: defaultAuth }, ['policies']);
-    set = implicit.layer(set);
-  }
-  const target = ctx.http.target({ origin, tls: set.facets.tls, authority: 'target' });
   return {
     async postJson(ex, path, body, service) {
-      const res = await target.request({
-        method: 'POST',
-        path,
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: JSON.stringify(body),
-        signal: ex.signal,
-        timeoutMs: GUARD_TIMEOUT_MS,
-        onAttempt: set.attemptHook(ex),
-      });
+      const res = await connection.request(
+        {
+          method: 'POST',
+          path,
+          headers: { 'content-type': 'application/json', accept: 'application/json' },
+          body: JSON.stringify(body),
+          timeoutMs: GUARD_TIMEOUT_MS,
+        },
+        ex,
+      );
       return readJsonAnswer(res, service);
     },
   };

@@ -1,5 +1,5 @@
 import { jsonErrorReply, parseDuration } from 'switchyard/sdk';
-import type { CompileContext, Exchange, PolicyInstance, Reply, UpstreamTarget } from 'switchyard/sdk';
+import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { cachedClient, resolveServiceTarget } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { grpcCheck } from './grpc-check.ts';
@@ -31,13 +31,9 @@ export async function compileExtAuthz(config: ExtAuthzConfig, ctx: CompileContex
   let check: (ex: Exchange) => Promise<Reply | undefined>;
   if (http) {
     const service = await resolveServiceTarget(config, ctx, { what: 'authorization service', grpc: false });
-    // A named backend keeps its own pool unless `policies.backendTLS` asks for other TLS settings.
-    const target: UpstreamTarget =
-      service.backend?.target && !service.tls
-        ? service.backend.target
-        : ctx.http.target({ origin: `${service.secure ? 'https' : 'http'}://${service.target}`, tls: service.tls });
     const options = {
-      target,
+      // A named backend keeps its own pool unless `policies.backendTLS` asks for other TLS settings.
+      target: service.connection.target,
       headers: service.headers,
       path: http.path === undefined ? undefined : ctx.expr.compile(http.path, ['protocol', 'http', 'path']),
       includeRequestHeaders: (config.includeRequestHeaders ?? []).map((h) => h.toLowerCase()),

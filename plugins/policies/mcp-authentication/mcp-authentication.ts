@@ -78,7 +78,8 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
     ctx.warn('`mode` is not set, so requests without a token pass unauthenticated (optional mode, SPEC 5.1); set `mode: strict` to require a valid token');
   }
   const audience = config.audiences[0]!;
-  const asMetadata = new AuthorizationServerMetadata(metadataUrl, ctx.http);
+  const asConnection = await ctx.connect({ host: metadataUrl.href, paths: 'allow', allow: [], what: 'the authorization server', hostField: 'issuer', authority: 'target' });
+  const asMetadata = new AuthorizationServerMetadata(metadataUrl, asConnection.target);
 
   /** 401 with the RFC 9728 challenge pointing clients at this resource's metadata (DECIDED 4). */
   const reject = (ex: Exchange, message: string): Reply => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import type { HttpUpstreams, UpstreamCallOptions } from 'switchyard/sdk';
+import type { UpstreamCallOptions, UpstreamTarget } from 'switchyard/sdk';
 import { normalizeProvider } from './mcp-authentication.ts';
 import {
   adjustMetadata,
@@ -86,21 +86,19 @@ describe('mcpAuthentication metadata helpers', () => {
     let calls = 0;
     let status = 200;
     let now = 0;
-    const http: HttpUpstreams = {
-      target: () => ({
-        origin: 'http://as.test',
-        forward: () => Promise.reject(new Error('unused')),
-        upgrade: () => undefined,
-        request: async (o: UpstreamCallOptions) => {
-          calls++;
-          assert.equal(o.path, '/.well-known/oauth-authorization-server');
-          const body = new PassThrough();
-          body.end(JSON.stringify({ issuer: 'http://as.test', n: calls }));
-          return { status, headers: {}, body };
-        },
-      }),
+    const target: UpstreamTarget = {
+      origin: 'http://as.test',
+      forward: () => Promise.reject(new Error('unused')),
+      upgrade: () => undefined,
+      request: async (o: UpstreamCallOptions) => {
+        calls++;
+        assert.equal(o.path, '/.well-known/oauth-authorization-server');
+        const body = new PassThrough();
+        body.end(JSON.stringify({ issuer: 'http://as.test', n: calls }));
+        return { status, headers: {}, body };
+      },
     };
-    const cache = new AuthorizationServerMetadata(new URL('http://as.test/.well-known/oauth-authorization-server'), http, () => now);
+    const cache = new AuthorizationServerMetadata(new URL('http://as.test/.well-known/oauth-authorization-server'), target, () => now);
     const [a, b] = await Promise.all([cache.get(), cache.get()]);
     assert.equal(calls, 1);
     assert.equal(a, b);

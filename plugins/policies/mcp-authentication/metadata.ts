@@ -3,7 +3,7 @@
  * from the config, and the issuer's RFC 8414 metadata relayed with the `auth0` / `keycloak` adapter adjustments.
  */
 import { readCappedText } from 'switchyard/sdk';
-import type { Exchange, HttpUpstreams } from 'switchyard/sdk';
+import type { Exchange, UpstreamTarget } from 'switchyard/sdk';
 
 export const PROTECTED_RESOURCE_PREFIX = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER_PREFIX = '/.well-known/oauth-authorization-server';
@@ -121,14 +121,15 @@ export const METADATA_TTL_MS = 60_000;
 /** Fetches the issuer's metadata through the gateway's upstream pools and keeps it for `METADATA_TTL_MS`. */
 export class AuthorizationServerMetadata {
   readonly url: URL;
-  private readonly http: HttpUpstreams;
+  private readonly target: UpstreamTarget;
   private readonly now: () => number;
   private cached: { value: Readonly<Record<string, unknown>>; until: number } | undefined;
   private pending: Promise<Readonly<Record<string, unknown>>> | undefined;
 
-  constructor(url: URL, http: HttpUpstreams, now: () => number = Date.now) {
+  /** `target`: the connection to the metadata URL's origin. */
+  constructor(url: URL, target: UpstreamTarget, now: () => number = Date.now) {
     this.url = url;
-    this.http = http;
+    this.target = target;
     this.now = now;
   }
 
@@ -151,8 +152,7 @@ export class AuthorizationServerMetadata {
   }
 
   private async fetch(): Promise<Readonly<Record<string, unknown>>> {
-    const target = this.http.target({ origin: this.url.origin, authority: 'target' });
-    const res = await target.request({
+    const res = await this.target.request({
       method: 'GET',
       path: `${this.url.pathname}${this.url.search}`,
       headers: { accept: 'application/json' },
