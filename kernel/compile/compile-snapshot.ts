@@ -39,12 +39,6 @@ import { resolveStaticConfig } from './static-config.ts';
 
 type Obj = Record<string, unknown>;
 
-/** `ai.name` of an inline `ai` backend, for health labels. */
-function aiName(ref: Obj): string | undefined {
-  const ai = ref.ai as Obj | undefined;
-  return typeof ai?.name === 'string' ? ai.name : undefined;
-}
-
 /**
  * Replace an alias key by the plugin's real key in place, keeping key order, so `/config_dump` and logs show the
  * real identifier (NAMES.md). Paths in error messages still use what the user wrote.
@@ -303,7 +297,7 @@ class SnapshotCompiler {
     };
     const outlier = facets.outlierDetection ?? null;
     const check = facets.healthCheck ?? null;
-    const label = typeof ref.backend === 'string' ? ref.backend : typeof ref.host === 'string' ? ref.host : aiName(ref) ?? `backends[${index}]`;
+    const label = typeof ref.backend === 'string' ? ref.backend : (instance.label ?? `backends[${index}]`);
     // Same route, same place, same backend config (a named one's included): the state survives the reload.
     const identity = `${routeKey}:${index}:${rawRef}:${named ? JSON.stringify(named.value) : ''}`;
     const health = outlier || check ? this.resourceView.get(`health:${identity}`, () => new BackendHealth()) : null;

@@ -279,6 +279,11 @@ export interface BackendInstance {
   upgrade?(ex: Exchange, socket: Duplex, head: Buffer): void;
   /** Protocol label for logs and metrics (`http`, `mcp`, `llm`, `a2a`). */
   readonly protocol?: string;
+  /**
+   * How health metrics and logs name this backend when a route refers to it inline (a named backend goes by its
+   * name): the `host` address, the `ai` backend's `name`. Default: its place, `backends[<i>]`.
+   */
+  readonly label?: string;
   /** The upstream of a backend that forwards HTTP to one origin (`host`); lets policies such as mirroring reach it. */
   readonly target?: UpstreamTarget;
   /**

@@ -214,6 +214,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
   return {
     protocol: 'llm',
+    label: config.name,
     target: upstream,
     handle,
     // Gateway-made errors on this route (auth, rate limits, the errors above) in the client API's shape (DECIDED 4).

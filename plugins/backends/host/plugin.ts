@@ -15,6 +15,7 @@ export default defineBackend<string>({
     const upstream = ctx.http.target({ origin: target.origin, tls });
     return {
       protocol: 'http',
+      label: value,
       target: upstream,
       handle: (ex) => upstream.forward(ex),
       upgrade: (ex, socket, head) => upstream.upgrade(ex, socket, head),
