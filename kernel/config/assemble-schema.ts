@@ -1,5 +1,6 @@
-import { pluginLabel } from '../sdk/index.ts';
+import { ErrorCode, pluginLabel } from '../sdk/index.ts';
 import type { JsonSchema } from '../sdk/index.ts';
+import { PluginRegistryError } from '../registry/registry.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import { ROOT_SCHEMA, SHARED_DEFS, SKELETON_DEFS } from './skeleton-schema.ts';
 
@@ -68,12 +69,15 @@ export function assembleSchema(registry: PluginRegistry): JsonSchema {
   for (const [name, def] of Object.entries(SKELETON_DEFS)) defs[name] = transform(def, undefined) as JsonSchema;
   // Sections of `config:` that plugins own (the `mcp` backend's `session`) join the kernel's static settings.
   const staticProps = (defs.staticConfig as { properties: Record<string, unknown> }).properties;
-  for (const { plugin } of registry.plugins()) {
+  for (const { plugin, source } of registry.plugins()) {
     if (plugin.kind === 'slot') continue;
     for (const section of plugin.configSections ?? []) {
       if (Object.hasOwn(staticProps, section.name) && staticProps[section.name] !== undefined) {
         if (section.name in contributed && contributed[section.name] === section) continue;
-        throw new Error(`plugin \`${plugin.key}\` contributes \`config.${section.name}\`, which is taken`);
+        throw new PluginRegistryError(
+          ErrorCode.pluginDuplicate,
+          `plugin \`${plugin.key}\` from ${source.name} contributes \`config.${section.name}\`, which the gateway or another plugin already defines`,
+        );
       }
       contributed[section.name] = section;
       staticProps[section.name] = transform(section.schema, undefined);

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { defineBackend, defineFacet, definePolicy, defineSlot, defineVariant, localReply } from 'switchyard/sdk';
+import { defineBackend, defineConfigSection, defineFacet, definePolicy, defineSlot, defineVariant, localReply } from 'switchyard/sdk';
 import { assembleSchema } from '../../kernel/config/assemble-schema.ts';
 import { buildRegistry } from '../../kernel/boot/build-registry.ts';
 import { PluginRegistry } from '../../kernel/registry/registry.ts';
@@ -58,19 +58,33 @@ const signature = definePolicy<string>({
   compile: (value) => ({ provides: [signatureFacet.of(value)] }),
 });
 
+/** `config.greetings`, a section of the static config the greeter owns. */
+const greetingsSection = defineConfigSection<string>({
+  name: 'greetings',
+  schema: {
+    type: 'object',
+    description: 'Settings of every greeter.',
+    properties: { punctuation: { type: 'string', description: 'Put after every greeting.' } },
+    additionalProperties: false,
+  },
+  resolve: (raw) => (raw as { punctuation?: string } | undefined)?.punctuation ?? '',
+});
+
 /** A backend that owns the `greeting` slot: `greeter: { <style>: {…} }`. */
 const greeter = defineBackend<Record<string, unknown>>({
   key: 'greeter',
   description: 'Greets the caller named by `?name=`.',
   schema: { 'x-slot': 'greeting', description: 'The greeting style: exactly one key.' },
   slots: [greetingSlot],
+  configSections: [greetingsSection],
   async compile(config, ctx) {
+    const punctuation = ctx.configSection(greetingsSection);
     const { key, instance } = await ctx.compileVariant(greetingSlot, config, []);
     const signed = ctx.policies.facet(signatureFacet);
     return {
       handle: (ex) => {
         const name = new URLSearchParams(ex.query.slice(1)).get('name') ?? 'you';
-        return localReply(200, `${instance.greet(name)}${signed ? ` -- ${signed}` : ''}`, { 'x-style': key });
+        return localReply(200, `${instance.greet(name)}${punctuation}${signed ? ` -- ${signed}` : ''}`, { 'x-style': key });
       },
     };
   },
@@ -93,7 +107,7 @@ describe('a slot a third-party backend declares, and its variants', () => {
           backends: [{ greeter: { casual: {} }, policies: { signature: 'backend' } }],
         },
       ],
-      { preset },
+      { preset, config: { greetings: { punctuation: '!' } } },
     );
   });
 
@@ -101,18 +115,18 @@ describe('a slot a third-party backend declares, and its variants', () => {
     await gw?.stop();
   });
 
-  it('compiles the chosen variant through the slot and serves it', async () => {
+  it('compiles the chosen variant through the slot and serves it, with the plugin\'s `config:` section resolved', async () => {
     const res = await request(`${gw.base}/formal?name=Ada`);
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['x-style'], 'formal');
-    assert.equal(await res.body.text(), 'Good day, Dr. Ada');
+    assert.equal(await res.body.text(), 'Good day, Dr. Ada!');
   });
 
   it('hands a policy value to the backend at compile time (typed facet); the backend level wins over the route', async () => {
     const route = await request(`${gw.base}/casual?name=Bo`);
-    assert.equal(await route.body.text(), 'hi Bo -- route');
+    assert.equal(await route.body.text(), 'hi Bo! -- route');
     const both = await request(`${gw.base}/both?name=Bo`);
-    assert.equal(await both.body.text(), 'hi Bo -- backend');
+    assert.equal(await both.body.text(), 'hi Bo! -- backend');
   });
 
   it('names an unknown entry with the slot noun, positioned, with did-you-mean', async () => {
@@ -126,6 +140,12 @@ describe('a slot a third-party backend declares, and its variants', () => {
     assert.match(headlines(two).join('\n'), /only one of .*`formal`.*`casual`/);
   });
 
+  it('refuses a `config:` section the gateway already defines, naming the package', async () => {
+    const logging = defineConfigSection({ name: 'logging', schema: { type: 'object', description: 'Taken.' }, resolve: () => undefined });
+    const greedy = defineBackend({ ...greeter, key: 'greedy', slots: [], configSections: [logging] });
+    assert.throws(() => assembleSchema(registryOf([greedy])), /plugin `greedy` from switchyard contributes `config\.logging`, which the gateway or another plugin already defines/);
+  });
+
   it('refuses a slot declared twice with another shape', () => {
     const registry = new PluginRegistry();
     registry.register(greetingSlot, { name: 'pkg-a' });
@@ -136,6 +156,12 @@ describe('a slot a third-party backend declares, and its variants', () => {
     );
   });
 });
+
+function registryOf(plugins: readonly unknown[]): PluginRegistry {
+  const registry = new PluginRegistry();
+  for (const p of plugins) registry.register(p, { name: 'switchyard' });
+  return registry.finalize();
+}
 
 describe('the kernel declares only its own slots', () => {
   const slotDefs = (schema: Record<string, unknown>) =>
