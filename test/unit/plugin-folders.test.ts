@@ -36,7 +36,6 @@ const IMPLEMENTATION_EXCEPTIONS: Record<string, string> = {
   'backends/ai': 'backend.ts (LLM formats being split, issue 10 item 5)',
   'backends/mcp': 'backend.ts (MCP backend being split, issue 10 item 4)',
   'backends/cloud-backend': 'agent-runtime.ts',
-  'backends/host': 'parse-host.ts',
   'guards/regex': 'regex-guard.ts',
   'guards/webhook': 'webhook-guard.ts',
   'guards/openai-moderation': 'moderation.ts',
