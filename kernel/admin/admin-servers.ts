@@ -40,7 +40,7 @@ export class AdminServers {
     this.logger = logger;
   }
 
-  async start(config: StaticConfig, endpoints: AdminEndpoints): Promise<void> {
+  async start(config: Pick<StaticConfig, 'adminAddr' | 'statsAddr' | 'readinessAddr'>, endpoints: AdminEndpoints): Promise<void> {
     const byAddress = new Map<string, { roles: string[]; routes: Record<string, AdminHandler> }>();
     const add = (role: keyof AdminEndpoints, addr: string): void => {
       if (addr === 'off') return;

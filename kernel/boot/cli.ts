@@ -6,6 +6,7 @@ import { PluginRegistryError } from '../registry/registry.ts';
 import { pluginLabel } from '../sdk/index.ts';
 import { LogSink } from '../telemetry/logger.ts';
 import { createGateway } from './container.ts';
+import { Supervisor, WorkerStartError, workerCountOf as countWorkers } from './supervisor.ts';
 import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
 import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
@@ -18,6 +19,8 @@ export interface Distribution {
   readonly version: string;
   /** The JSON Schema file shipped with the distribution, named in the header of `switchyard init`'s config. */
   readonly schemaFile?: string;
+  /** The distribution's entry module, run by each worker thread when `config.workers` is above 1. */
+  readonly entry?: string | URL;
 }
 
 const USAGE = `Usage: switchyard [options]
@@ -61,6 +64,15 @@ function parseArgs(argv: readonly string[]): Args | string {
     if ((a === '-f' || a === '--file' || a === '-c' || a === '--config') && argv[i] === undefined) return `${a} needs a value`;
   }
   return args;
+}
+
+/** The config text of `input` (read once more by whoever serves it). */
+function readInput(input: ConfigInput): Promise<string> {
+  return 'file' in input ? readConfigFile(input.file) : Promise.resolve(input.text);
+}
+
+function workerCountOf(input: ConfigInput, text: string): number {
+  return countWorkers('file' in input ? input.file : input.name, text);
 }
 
 function configInput(args: Args): ConfigInput | undefined {
@@ -129,16 +141,25 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     }
     // Validating prints only the verdict on stdout; warnings and lifecycle lines go to stderr.
     const sink = args.validateOnly ? new LogSink((chunk) => process.stderr.write(chunk)) : undefined;
-    const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input }, sink);
-    if (args.validateOnly) {
-      const text = await gateway.readText();
-      const snapshot = await gateway.compile(text);
-      snapshot.dispose();
-      await gateway.stop();
-      process.stdout.write('Configuration is valid!\n');
-      return 0;
+    const workers = dist.entry && !args.validateOnly ? workerCountOf(input, await readInput(input)) : 1;
+    let running: { stop(): Promise<void>; reload(): Promise<boolean> };
+    if (workers > 1) {
+      const supervisor = new Supervisor({ entry: dist.entry!, config: input, count: workers, sink: new LogSink() });
+      await supervisor.start();
+      running = supervisor;
+    } else {
+      const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input }, sink);
+      if (args.validateOnly) {
+        const text = await gateway.readText();
+        const snapshot = await gateway.compile(text);
+        snapshot.dispose();
+        await gateway.stop();
+        process.stdout.write('Configuration is valid!\n');
+        return 0;
+      }
+      await gateway.start();
+      running = gateway;
     }
-    await gateway.start();
     return await new Promise<number>((done) => {
       let signalled = false;
       const onSignal = (signal: NodeJS.Signals): void => {
@@ -147,7 +168,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
           process.exit(1);
         }
         signalled = true;
-        void gateway.stop().then(
+        void running.stop().then(
           () => done(0),
           () => done(1),
         );
@@ -156,12 +177,16 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       process.on('SIGINT', onSignal);
       // SIGHUP (systemctl reload) re-reads the file, as the watcher does on a change; Node's default would exit.
       process.on('SIGHUP', () => {
-        if ('file' in input) void gateway.reload();
+        if ('file' in input) void running.reload();
       });
     });
   } catch (err) {
     if (err instanceof ConfigLoadError) {
       process.stderr.write(`switchyard: invalid config\n\n${err.message}\n`);
+      return 1;
+    }
+    if (err instanceof WorkerStartError) {
+      process.stderr.write(err.invalidConfig ? `switchyard: invalid config\n\n${err.message}\n` : `switchyard: ${err.message}\n`);
       return 1;
     }
     if (err instanceof PluginRegistryError) {

@@ -1,4 +1,5 @@
 import * as nodeModule from 'node:module';
+import { isMainThread } from 'node:worker_threads';
 
 /**
  * How the CLI starts, for bin/switchyard.js (the full preset, from the sources) and for a trimmed distribution
@@ -29,6 +30,12 @@ function hasSemiSpaceFlag(): boolean {
 
 /** Run the CLI of a distribution; sets `process.exitCode` and exits once output is flushed. */
 export async function startDistribution(start: DistributionStart): Promise<void> {
+  // A worker thread of a supervisor (`config.workers` > 1) runs this same entry: it serves, and nothing else.
+  if (!isMainThread) {
+    const [{ runWorker, workerDataOf }, loaded] = await Promise.all([import('./worker-main.ts'), start.load()]);
+    const data = workerDataOf();
+    if (data) return runWorker(loaded, data);
+  }
   // V8 reads the semi-space flag only when it creates the heap: re-execute in place (same PID) with it.
   const proc = process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never };
   if (!hasSemiSpaceFlag() && typeof proc.execve === 'function') {
@@ -49,7 +56,7 @@ export async function startDistribution(start: DistributionStart): Promise<void>
     }
   }
   const [{ main }, { preset, knownKeys }] = await Promise.all([import('./cli.ts'), start.load()]);
-  const code = await main(process.argv.slice(2), { preset, knownKeys, version: start.version, schemaFile: start.schemaFile });
+  const code = await main(process.argv.slice(2), { preset, knownKeys, version: start.version, schemaFile: start.schemaFile, entry: process.argv[1] });
   process.exitCode = code;
   // Exit once shutdown has completed and stdout/stderr are flushed (a pipe is written asynchronously).
   let pending = 2;

@@ -20,6 +20,9 @@ import { watchConfigFile } from '../config/watch-config.ts';
 import { CelExpressions } from '../expr/cel-expressions.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
+import type { SharedCells } from '../resources/shared-cells.ts';
+import type { SharedFetches } from '../sdk/shared.ts';
+import type { MessagePort } from 'node:worker_threads';
 import type { BindServers } from '../runtime/bind-servers.ts';
 import type { RequestPipeline } from '../runtime/request-pipeline.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
@@ -28,7 +31,7 @@ import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
 
 /** Where the config comes from: a watched file, or inline text (`-c`, tests). */
-export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string };
+export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string; readonly base?: string };
 
 export interface GatewayOptions {
   /** The distribution's plugins (a preset). */
@@ -40,6 +43,20 @@ export interface GatewayOptions {
   readonly watch?: boolean;
   readonly cwd?: string;
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Set when this gateway is one worker thread of several (kernel/boot/supervisor.ts): it listens with
+   * `SO_REUSEPORT` beside the others and runs no admin servers (the supervisor answers for all).
+   */
+  readonly worker?: WorkerSide;
+}
+
+/** What a worker thread gets from its supervisor. */
+export interface WorkerSide {
+  readonly index: number;
+  /** The shared cells' memory (kernel/resources/shared-cells.ts). */
+  readonly arena: SharedArrayBuffer;
+  /** The channel of coalesced fetches (kernel/resources/shared-fetches.ts). */
+  readonly fetchPort: MessagePort;
 }
 
 /** Kernel services the gateway coordinates; wired in the composition root (container.ts). */
@@ -52,6 +69,8 @@ export interface GatewayServices {
   readonly pipeline: RequestPipeline;
   readonly binds: BindServers;
   readonly admin: AdminServers;
+  /** State shared with the other workers (or this process's own when it runs alone). */
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches };
 }
 
 /** Lifecycle of one gateway process: load, serve, reload on change, drain on stop. */
@@ -113,7 +132,7 @@ export class Gateway {
   private async prepareWith(thirdParty: readonly string[]): Promise<void> {
     if (this.registry) return;
     const c = this.options.config;
-    this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : undefined);
+    this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : c.base);
     this.validator = new ConfigValidator(assembleSchema(this.registry), this.options.knownKeys, { slotNouns: this.registry.slotNouns() });
     const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : (plugin.celVariables ?? [])));
     this.expressions = new CelExpressions(celVariables);
@@ -141,6 +160,7 @@ export class Gateway {
         env,
         expressions: this.expressions!,
         upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics)),
+        shared: this.s.shared,
       });
       this.secrets.set(snapshot, loaded.secrets);
       return snapshot;
@@ -161,7 +181,7 @@ export class Gateway {
     this.live.add(snapshot);
     try {
       await this.s.binds.apply(snapshot);
-      await this.s.admin.start(snapshot.staticConfig, this.endpoints());
+      if (!this.options.worker) await this.s.admin.start(snapshot.staticConfig, this.endpoints());
     } catch (err) {
       // A port that could not be bound must not leave the ports that could listening.
       await Promise.all(this.s.binds.stopAccepting());
@@ -175,7 +195,7 @@ export class Gateway {
     this.started = true;
     const c = this.options.config;
     if ('file' in c && this.options.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
-    this.log.info('switchyard ready', { config: this.fileName, generation: snapshot.generation, binds: [...snapshot.binds.keys()].join(',') });
+    if (!this.options.worker) this.log.info('switchyard ready', { config: this.fileName, generation: snapshot.generation, binds: [...snapshot.binds.keys()].join(',') });
   }
 
   private applyLogging(snapshot: Snapshot): void {
@@ -204,6 +224,41 @@ export class Gateway {
       }
     });
     return this.reloading;
+  }
+
+  private staged: Snapshot | undefined;
+
+  /**
+   * First half of a reload run by a supervisor across its workers: compile `text` and hold it, without serving it.
+   * Resolves with the error (as a reload would log it) when it does not compile.
+   */
+  async stage(text: string): Promise<{ ok: true } | { ok: false; error: string; errors?: unknown[] }> {
+    this.unstage();
+    try {
+      this.staged = await this.compile(text);
+      return { ok: true };
+    } catch (err) {
+      const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;
+      return { ok: false, error: (err as Error).message, errors };
+    }
+  }
+
+  /** Second half: every worker compiled its staged config, so serve it (or, `commit` false, drop it). */
+  async commitStaged(commit: boolean, text: string): Promise<void> {
+    const next = this.staged;
+    this.staged = undefined;
+    if (!next) return;
+    if (!commit || this.stopping) {
+      next.dispose();
+      await this.s.resources.release(next.generation);
+      return;
+    }
+    this.lastText = text;
+    await this.swap(next);
+  }
+
+  private unstage(): void {
+    if (this.staged) void this.commitStaged(false, '');
   }
 
   /** Reload outcomes on /metrics: `applied`, `invalid` (did not compile), `unreadable` (the file could not be read). */
@@ -235,28 +290,8 @@ export class Gateway {
       return false;
     }
     this.lastText = text;
-    const previous = this.s.pipeline.snapshot!;
-    this.s.pipeline.snapshot = next;
-    this.live.add(next);
-    this.applyLogging(next);
-    // Logging, default timeouts (compiled into each snapshot's plans), path normalisation and trustedProxies (read
-    // from the live snapshot) apply on reload; the rest needs a restart.
-    const restartOnly = (c: StaticConfig): string => JSON.stringify({ ...c, logging: 0, defaultTimeouts: 0, paths: 0, trustedProxies: 0 });
-    if (restartOnly(previous.staticConfig) !== restartOnly(next.staticConfig)) {
-      this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout, headerTimeout, maxConnectionsPerBind) take effect after a restart');
-    }
-    try {
-      await this.s.binds.apply(next);
-    } catch (err) {
-      this.log.error('config reloaded but some binds could not listen', { error: err as Error });
-    }
+    await this.swap(next);
     reloads.inc({ result: 'applied' });
-    this.log.info('config reloaded', { generation: next.generation });
-    void previous.retire().then(async () => {
-      previous.dispose();
-      this.live.delete(previous);
-      await this.s.resources.release(previous.generation);
-    });
     return true;
   }
 
@@ -277,6 +312,32 @@ export class Gateway {
   configDump(): { generation: number; loadedAt: string; config: unknown } {
     const snapshot = this.s.pipeline.snapshot!;
     return { generation: snapshot.generation, loadedAt: snapshot.loadedAt.toISOString(), config: redactConfig(snapshot.config, this.secrets.get(snapshot)) };
+  }
+
+  /** Serve `next` from now on; the previous snapshot is disposed once its in-flight requests are done. */
+  private async swap(next: Snapshot): Promise<void> {
+    const previous = this.s.pipeline.snapshot!;
+    this.s.pipeline.snapshot = next;
+    this.live.add(next);
+    this.applyLogging(next);
+    // Logging, default timeouts (compiled into each snapshot's plans), path normalisation and trustedProxies (read
+    // from the live snapshot) apply on reload; the rest needs a restart.
+    const restartOnly = (c: StaticConfig): string => JSON.stringify({ ...c, logging: 0, defaultTimeouts: 0, paths: 0, trustedProxies: 0 });
+    // A supervisor of workers says these once for all of them.
+    if (!this.options.worker && restartOnly(previous.staticConfig) !== restartOnly(next.staticConfig)) {
+      this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout, headerTimeout, maxConnectionsPerBind) take effect after a restart');
+    }
+    try {
+      await this.s.binds.apply(next);
+    } catch (err) {
+      this.log.error('config reloaded but some binds could not listen', { error: err as Error });
+    }
+    if (!this.options.worker) this.log.info('config reloaded', { generation: next.generation });
+    void previous.retire().then(async () => {
+      previous.dispose();
+      this.live.delete(previous);
+      await this.s.resources.release(previous.generation);
+    });
   }
 
   private endpoints(): AdminEndpoints {
@@ -314,7 +375,7 @@ export class Gateway {
     this.live.clear();
     await this.s.resources.disposeAll();
     // A gateway that never served (--validate-only, a failed start) did not start, so it does not say it stopped.
-    if (this.started) this.log.info('switchyard stopped');
+    if (this.started && !this.options.worker) this.log.info('switchyard stopped');
     this.s.sink.flush();
   }
 }

@@ -1,3 +1,5 @@
+import type { SharedCells } from '../resources/shared-cells.ts';
+import type { SharedFetches } from '../sdk/shared.ts';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
@@ -65,6 +67,8 @@ export interface CompileDeps {
    * root: upstream/ is a layer above compile/ (docs/adr/0029).
    */
   readonly upstreams: (resources: ResourceCache) => HttpUpstreams;
+  /** State shared by the workers of the gateway (rate-limit cells, coalesced fetches). */
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches };
 }
 
 interface NamedSpec {
@@ -164,6 +168,8 @@ class SnapshotCompiler {
       logger,
       http: this.upstreams,
       resources: this.resourceView,
+      sharedCell: (key, initial) => this.deps.shared.cells.cell(key, initial),
+      sharedFetches: this.deps.shared.fetches,
       expr: this.deps.expressions.compilerAt(path),
       configSection: <T>(section: ConfigSection<T>): T => {
         if (!this.sections.has(section.name)) throw new Error(`no installed plugin contributes the \`config.${section.name}\` section`);

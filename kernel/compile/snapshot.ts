@@ -93,6 +93,8 @@ export interface StaticConfig {
   readonly headerTimeoutMs: number;
   /** node:http `maxConnections` of each bind; 0 means no cap. */
   readonly maxConnectionsPerBind: number;
+  /** `config.workers` resolved (`auto`: the CPUs available); 1 runs no supervisor. Restart only. */
+  readonly workers: number;
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

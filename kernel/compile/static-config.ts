@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { ConfigError, ErrorCode, parseDuration } from '../sdk/index.ts';
 import type { ConfigIssue } from '../sdk/index.ts';
 import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
@@ -19,6 +20,8 @@ interface RawStatic {
   trustedProxies?: string[];
   headerTimeout?: string;
   maxConnectionsPerBind?: number;
+  workers?: 'auto' | number;
+  workerThreads?: number;
 }
 
 /** `config.trustedProxies`, each entry checked (the schema only says "string"). */
@@ -58,6 +61,19 @@ function envAddress(env: NodeJS.ProcessEnv, name: string, field: string): string
   return value;
 }
 
+/** `config.workers` (or the reference's `workerThreads`): how many worker threads serve the binds. */
+export function resolveWorkerCount(r: RawStatic): number {
+  if (r.workers !== undefined && r.workerThreads !== undefined && r.workers !== r.workerThreads) {
+    throw new ConfigError({
+      code: ErrorCode.configInvalid,
+      path: ['config', 'workerThreads'],
+      message: '`workerThreads` is another name for `workers` and they differ here: give one of the two',
+    });
+  }
+  const n = r.workers ?? r.workerThreads ?? 1;
+  return n === 'auto' ? Math.max(1, Math.min(64, availableParallelism())) : n;
+}
+
 /** The `config:` block with defaults (BEHAVIOUR.md DECIDED 16). Environment variables override the addresses. */
 export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.ProcessEnv = process.env): StaticConfig {
   const r = raw ?? {};
@@ -77,5 +93,6 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     trustedProxies: trustedProxies(r),
     headerTimeoutMs: r.headerTimeout ? (parseDuration(r.headerTimeout) ?? 60_000) : 60_000,
     maxConnectionsPerBind: r.maxConnectionsPerBind ?? 0,
+    workers: resolveWorkerCount(r),
   };
 }

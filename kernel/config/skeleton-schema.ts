@@ -157,6 +157,21 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         minimum: 1,
         description: 'Most open client connections per bind port; connections beyond it are closed at once. Default: no cap.',
       },
+      workers: {
+        oneOf: [
+          { const: 'auto', description: 'One worker per CPU the process may use (`os.availableParallelism()`).' },
+          { type: 'integer', minimum: 1, maximum: 64, description: 'This many workers.' },
+        ],
+        'x-hint': '`auto` or a whole number from 1 to 64',
+        description:
+          'Worker threads serving every bind (docs/deploy.md "Workers"): each accepts its own connections on the same ports (`SO_REUSEPORT`); a supervisor restarts a crashed one, reloads all together and answers the admin endpoints for all. Default 1 (one thread, no supervisor). Needs a restart to change.',
+      },
+      workerThreads: {
+        type: 'integer',
+        minimum: 1,
+        maximum: 64,
+        description: 'The reference gateway\'s name for `workers` (a number of workers). Give one of the two.',
+      },
     },
     additionalProperties: false,
   },

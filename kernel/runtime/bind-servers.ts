@@ -87,9 +87,13 @@ export class BindServers {
   private readonly logger: Logger;
   private readonly sockets = new Set<Socket>();
 
-  constructor(pipeline: RequestPipeline, logger: Logger) {
+  /** Listen with `SO_REUSEPORT`: one of several worker threads serving the same ports (the kernel spreads connections). */
+  private readonly reusePort: boolean;
+
+  constructor(pipeline: RequestPipeline, logger: Logger, reusePort = false) {
     this.pipeline = pipeline;
     this.logger = logger;
+    this.reusePort = reusePort;
   }
 
   /** Start servers for new ports, stop removed ones, refresh TLS. Rejects if a new port cannot be bound. */
@@ -155,10 +159,10 @@ export class BindServers {
           reject(err);
         };
         server.once('error', onError);
-        server.listen({ port, host, ipv6Only: false }, () => {
+        server.listen({ port, host, ipv6Only: false, ...(this.reusePort ? { reusePort: true } : {}) }, () => {
           server.off('error', onError);
           entry.listening = true;
-          this.logger.info('bind listening', { port, address: bind.address ?? 'every interface', tls: secure });
+          if (!this.reusePort) this.logger.info('bind listening', { port, address: bind.address ?? 'every interface', tls: secure });
           resolve();
         });
       };

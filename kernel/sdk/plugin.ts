@@ -7,6 +7,7 @@ import type { PhaseName } from './phases.ts';
 import type { Reply } from './reply.ts';
 import type { ConfigSection } from './config-section.ts';
 import type { Facet, FacetValue } from './facets.ts';
+import type { SharedCell, SharedFetches } from './shared.ts';
 import type { HttpUpstreams, UpstreamAttempt, UpstreamTarget, UpstreamTls } from './upstream.ts';
 
 /** Version of the plugin contract. A plugin built for another major version is refused at load. */
@@ -46,6 +47,13 @@ export interface CompileContext {
   readonly logger: Logger;
   readonly http: HttpUpstreams;
   readonly resources: ResourceCache;
+  /**
+   * Numbers shared by every worker of the gateway under `key` (the same cell for every compile and reload asking
+   * for the same key), holding `initial` when first created: a rate limit stays one limit with N workers.
+   */
+  sharedCell(key: string, initial: readonly number[]): SharedCell;
+  /** Remote fetches made once for the whole gateway, not once per worker (JWKS). */
+  readonly sharedFetches: SharedFetches;
   /** CEL: compile expressions at load, evaluate them per request. */
   readonly expr: ExpressionCompiler;
   /**

@@ -127,6 +127,12 @@ export function fakeContext(path: ConfigPath = ['policies', 'ai'], warnings: str
     logger: quietLogger,
     http: { target: () => assertNever('http') },
     resources: { get: (_k, create) => create() },
+    sharedCell: (_k, initial) => {
+      const values = new Float64Array(6);
+      values.set(initial);
+      return { values, lock() {}, unlock() {} };
+    },
+    sharedFetches: { fetch: async (_k, _want, load) => ({ value: await load(), at: Date.now() }) },
     expr: cel.compilerAt(at),
     configSection: () => assertNever('configSection'),
     fail: (message, sub = []) => {

@@ -57,6 +57,9 @@ async function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): 
   return new StaticKeySource(parsed);
 }
 
+/** How old another worker's JWKS answer may be and still be used (the minimum refetch interval). */
+const SHARED_JWKS_MAX_AGE_MS = 30_000;
+
 async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath): Promise<KeySource> {
   const sub = [...at, 'jwks', 'url'];
   let url: URL;
@@ -75,11 +78,19 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
     const cc = res.headers['cache-control'];
     return { status: res.status, body, cacheControl: Array.isArray(cc) ? cc.join(',') : cc };
   };
+  // One fetch per change for the whole gateway, however many workers it runs: a worker that needs the set gets
+  // another worker's fresh answer, or makes the fetch that everyone asking meanwhile shares.
+  const held = ctx.resources.get(`jwt:jwks-held:${url.href}`, () => ({ at: 0 }));
+  const shared: JwksFetcher = async () => {
+    const got = await ctx.sharedFetches.fetch(`jwt:jwks:${url.href}`, { maxAgeMs: SHARED_JWKS_MAX_AGE_MS, after: held.at }, fetcher);
+    held.at = got.at;
+    return got.value;
+  };
   const shown = redactUrl(url);
   const logger = ctx.logger.child({ jwks: shown });
   // Keyed by URL: every provider and route naming this URL shares one key set, and a reload keeps it.
-  const remote = ctx.resources.get(`jwt:jwks:${url.href}`, () => new RemoteJwks(shown, fetcher, logger), (r) => r.dispose());
-  remote.setFetcher(fetcher);
+  const remote = ctx.resources.get(`jwt:jwks:${url.href}`, () => new RemoteJwks(shown, shared, logger), (r) => r.dispose());
+  remote.setFetcher(shared);
   try {
     await remote.load();
   } catch (err) {

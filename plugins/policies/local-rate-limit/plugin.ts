@@ -12,7 +12,7 @@ interface BucketConfig {
   type?: 'requests' | 'tokens';
 }
 
-/** `localRateLimit`: in-process token buckets per route; denial is 429 with rate-limit headers. */
+/** `localRateLimit`: token buckets per route, one for the whole gateway whatever its number of workers; denial is 429 with rate-limit headers. */
 export default definePolicy<BucketConfig[]>({
   key: 'localRateLimit',
   description: 'Limit the request rate (or, with `type: tokens`, the LLM tokens) of a route with in-process token buckets (429 when empty).',
@@ -32,7 +32,7 @@ export default definePolicy<BucketConfig[]>({
       if (type === 'tokens' && firstTokens === -1) firstTokens = i;
       // Keyed by place, type and settings, so a reload that leaves this bucket unchanged keeps its state.
       const key = `localRateLimit:${JSON.stringify(ctx.path)}:${i}:${type}:${b.maxTokens}:${b.tokensPerFill}:${interval}`;
-      (type === 'tokens' ? tokenBuckets : requestBuckets).push(ctx.resources.get(key, () => new TokenBucket(b.maxTokens, b.tokensPerFill, interval)));
+      (type === 'tokens' ? tokenBuckets : requestBuckets).push(ctx.resources.get(key, () => new TokenBucket(b.maxTokens, b.tokensPerFill, interval, Date.now(), (initial) => ctx.sharedCell(key, initial))));
     });
     const requests: PolicyInstance['onRequest'] = requestBuckets.length
       ? () => {

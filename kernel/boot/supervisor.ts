@@ -1,0 +1,390 @@
+import { MessageChannel, Worker } from 'node:worker_threads';
+import { AdminServers } from '../admin/admin-servers.ts';
+import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
+import type { AdminSource, Readiness } from '../admin/gateway-endpoints.ts';
+import { randomBytes } from 'node:crypto';
+import { resolveWorkerCount } from '../compile/static-config.ts';
+import { parseConfigText, readConfigFile } from '../config/load-config.ts';
+import { watchConfigFile } from '../config/watch-config.ts';
+import { newSharedArena } from '../resources/shared-cells.ts';
+import { FetchCoordinator } from '../resources/shared-fetches.ts';
+import type { LogSink } from '../telemetry/logger.ts';
+import { ProcessLogger } from '../telemetry/logger.ts';
+import { mergeMetrics } from '../telemetry/merge-metrics.ts';
+import { MetricsRegistry } from '../telemetry/metrics.ts';
+import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
+import type { ConfigInput } from './gateway.ts';
+import type { FromWorker, Query, ToWorker, WorkerData } from './worker-protocol.ts';
+import { WORKER_DATA_KEY } from './worker-protocol.ts';
+
+/** How many workers a config asks for (`config.workers`, `workerThreads`); 1 when absent or not understood (the single-process load then reports the error with its position). */
+export function workerCountOf(name: string, text: string, env: NodeJS.ProcessEnv = process.env): number {
+  try {
+    const value = parseConfigText(name, text, env).value as { config?: Record<string, unknown> } | null;
+    const raw = value?.config;
+    if (!raw || typeof raw !== 'object') return 1;
+    const n = resolveWorkerCount(raw as never);
+    return Number.isInteger(n) && n >= 1 && n <= 64 ? n : 1;
+  } catch {
+    return 1;
+  }
+}
+
+/**
+ * The environment of the worker threads. Without a configured session key each thread would draw its own random
+ * one and a session sealed by one worker would not resume on another: the supervisor draws one for all of them.
+ */
+function workerEnv(name: string, text: string): NodeJS.ProcessEnv {
+  if (process.env.SESSION_KEY) return process.env;
+  try {
+    const value = parseConfigText(name, text, process.env).value as { config?: { session?: { key?: unknown } } } | null;
+    if (value?.config?.session?.key) return process.env;
+  } catch {
+    // Not parseable: the workers report it.
+  }
+  return { ...process.env, SESSION_KEY: randomBytes(32).toString('hex') };
+}
+
+/** A worker that could not start: its error, and whether the config was to blame. */
+export class WorkerStartError extends Error {
+  readonly invalidConfig: boolean;
+  constructor(message: string, invalidConfig: boolean) {
+    super(message);
+    this.invalidConfig = invalidConfig;
+  }
+}
+
+export interface SupervisorOptions {
+  /** The module each worker thread runs: the distribution's entry (it recognises `workerData` and serves). */
+  readonly entry: string | URL;
+  readonly config: ConfigInput;
+  readonly count: number;
+  readonly sink: LogSink;
+  readonly watch?: boolean;
+  /** Restart backoff: first delay, doubled per quick crash up to the cap. */
+  readonly restartMs?: { readonly initial: number; readonly max: number };
+}
+
+interface Slot {
+  readonly index: number;
+  worker: Worker | undefined;
+  started: boolean;
+  /** The config text this worker runs. */
+  text: string;
+  startedAt: number;
+  quickCrashes: number;
+  timer: NodeJS.Timeout | undefined;
+  readonly pending: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** A worker that ran this long before it crashed restarts without backoff. */
+const STABLE_MS = 30_000;
+
+/**
+ * `config.workers: N` (ADR 0033): N worker threads, each a whole gateway listening on every bind with SO_REUSEPORT,
+ * and this supervisor on the main thread. It restarts a worker that dies (with backoff), reloads all of them
+ * together (each compiles the new config; it goes live only if every one accepted it), drains them all on stop,
+ * and serves the admin endpoints for the whole gateway: readiness when every worker is ready, metrics summed,
+ * the config of one worker.
+ */
+export class Supervisor implements AdminSource {
+  private readonly o: SupervisorOptions;
+  private readonly log: ProcessLogger;
+  private readonly registry = new MetricsRegistry();
+  private readonly admin: AdminServers;
+  private readonly slots: Slot[] = [];
+  private readonly arena = newSharedArena();
+  private readonly fetches = new FetchCoordinator();
+  private lastGood = '';
+  private workerEnv: NodeJS.ProcessEnv = process.env;
+  private lastText = '';
+  private nextId = 0;
+  private drainTimeoutMs = 10_000;
+  private stopping: Promise<void> | undefined;
+  private stopWatching: (() => void) | undefined;
+  private reloading: Promise<boolean> | undefined;
+  private reloadAgain = false;
+
+  constructor(options: SupervisorOptions) {
+    this.o = options;
+    this.log = new ProcessLogger(options.sink, { level: 'info', format: 'text' });
+    this.admin = new AdminServers(this.log);
+    this.registry.gauge('switchyard_workers', 'Worker threads configured (`config.workers`).', () => options.count);
+    this.registry.gauge('switchyard_workers_running', 'Worker threads started and serving.', () => this.slots.filter((s) => s.started).length);
+    this.registry.gauge('switchyard_process_resident_memory_bytes', 'Resident set size of the process (also `process_resident_memory_bytes`).', () => process.memoryUsage.rss());
+    this.registry.onClose(registerProcessMetrics(this.registry));
+    this.restarts();
+  }
+
+  private restarts(): ReturnType<MetricsRegistry['counter']> {
+    return this.registry.counter('switchyard_worker_restarts_total', 'Worker threads restarted after they died.');
+  }
+
+  private reloads(): ReturnType<MetricsRegistry['counter']> {
+    return this.registry.counter('switchyard_config_reloads_total', 'Config reloads, by result (applied, invalid, unreadable).');
+  }
+
+  private get name(): string {
+    const c = this.o.config;
+    return 'file' in c ? c.file : c.name;
+  }
+
+  private readText(): Promise<string> {
+    const c = this.o.config;
+    return 'file' in c ? readConfigFile(c.file) : Promise.resolve(c.text);
+  }
+
+  /** Start every worker; resolves once all serve, rejects (everything stopped) when one cannot start. */
+  async start(): Promise<void> {
+    const text = await this.readText();
+    this.lastGood = this.lastText = text;
+    this.workerEnv = workerEnv(this.name, text);
+    for (let i = 0; i < this.o.count; i++) {
+      this.slots.push({ index: i, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, pending: new Map() });
+    }
+    let first: Extract<FromWorker, { t: 'started' }>;
+    try {
+      const started = await Promise.all(this.slots.map((slot) => this.spawn(slot)));
+      first = started[0]!;
+    } catch (err) {
+      await this.terminateAll();
+      throw err;
+    }
+    this.drainTimeoutMs = first.drainTimeoutMs;
+    this.log.configure({ level: first.logging.level, format: first.logging.format });
+    try {
+      await this.admin.start(first.addrs, gatewayEndpoints(this));
+    } catch (err) {
+      await this.terminateAll();
+      throw err;
+    }
+    const c = this.o.config;
+    if ('file' in c && this.o.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
+    this.log.info('switchyard ready', { config: this.name, workers: this.o.count, binds: first.binds.join(',') });
+  }
+
+  /** Start the worker of `slot` on `slot.text`; resolves with its `started` message. */
+  private spawn(slot: Slot): Promise<Extract<FromWorker, { t: 'started' }>> {
+    const channel = new MessageChannel();
+    const data: WorkerData = {
+      index: slot.index,
+      text: slot.text,
+      name: this.name,
+      base: 'file' in this.o.config ? this.o.config.file : undefined,
+      arena: this.arena,
+      fetchPort: channel.port2,
+    };
+    const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2], env: this.workerEnv });
+    slot.worker = worker;
+    slot.started = false;
+    this.fetches.attach(slot.index, channel.port1);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      worker.on('message', (m: FromWorker) => {
+        if (m.t === 'reply') {
+          const p = slot.pending.get(m.id);
+          slot.pending.delete(m.id);
+          p?.resolve(m.value);
+        } else if (m.t === 'started') {
+          slot.started = true;
+          slot.startedAt = Date.now();
+          settled = true;
+          resolve(m);
+        } else if (m.t === 'failed') {
+          settled = true;
+          reject(new WorkerStartError(m.error, m.invalidConfig));
+        }
+      });
+      worker.on('error', (err) => {
+        this.log.error('worker failed', { worker: slot.index, error: err });
+        if (!settled) {
+          settled = true;
+          reject(err);
+        }
+      });
+      worker.on('exit', (code) => {
+        this.fetches.detach(slot.index);
+        channel.port1.close();
+        const wasStarted = slot.started;
+        slot.started = false;
+        slot.worker = undefined;
+        for (const p of slot.pending.values()) p.reject(new Error(`worker ${slot.index} exited`));
+        slot.pending.clear();
+        if (!settled) {
+          settled = true;
+          reject(new WorkerStartError(`worker ${slot.index} exited (code ${code}) before it served`, false));
+        }
+        if (this.stopping || !wasStarted) return;
+        this.scheduleRestart(slot, code);
+      });
+    });
+  }
+
+  private scheduleRestart(slot: Slot, code: number): void {
+    const { initial, max } = this.o.restartMs ?? { initial: 200, max: 10_000 };
+    slot.quickCrashes = Date.now() - slot.startedAt >= STABLE_MS ? 0 : slot.quickCrashes + 1;
+    const delay = Math.min(max, initial * 2 ** Math.max(0, slot.quickCrashes - 1));
+    this.log.error('worker exited; restarting it', { worker: slot.index, code, inMs: delay });
+    slot.timer = setTimeout(() => {
+      slot.timer = undefined;
+      if (this.stopping) return;
+      slot.text = this.lastGood;
+      this.restarts().inc();
+      this.spawn(slot).then(
+        () => {
+          this.log.info('worker restarted', { worker: slot.index });
+          // A reload that went live while this worker was starting: bring it to the same config.
+          if (slot.text !== this.lastGood) void this.reloadSlots([slot], this.lastGood);
+        },
+        (err: Error) => {
+          this.log.error('worker did not restart', { worker: slot.index, error: err });
+          if (!slot.worker && !this.stopping) this.scheduleRestart(slot, -1);
+        },
+      );
+    }, delay);
+  }
+
+  private ask(slot: Slot, message: DistributiveOmit<Extract<ToWorker, { id: number }>, 'id'>, timeoutMs: number): Promise<unknown> {
+    const worker = slot.worker;
+    if (!worker || !slot.started) return Promise.reject(new Error(`worker ${slot.index} is not running`));
+    const id = ++this.nextId;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        slot.pending.delete(id);
+        reject(new Error(`worker ${slot.index} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      slot.pending.set(id, {
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      worker.postMessage({ ...message, id } as ToWorker);
+    });
+  }
+
+  /** Re-read the config and apply it to every worker, or to none. Resolves true when it went live. */
+  reload(): Promise<boolean> {
+    if (this.reloading) {
+      this.reloadAgain = true;
+      return this.reloading;
+    }
+    this.reloading = this.doReload().finally(() => {
+      this.reloading = undefined;
+      if (this.reloadAgain) {
+        this.reloadAgain = false;
+        void this.reload();
+      }
+    });
+    return this.reloading;
+  }
+
+  private async doReload(): Promise<boolean> {
+    if (this.stopping) return false;
+    let text: string;
+    try {
+      text = await this.readText();
+    } catch (err) {
+      this.reloads().inc({ result: 'unreadable' });
+      this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
+      return false;
+    }
+    if (text === this.lastText) return false;
+    this.lastText = text;
+    const refused = await this.reloadSlots(this.slots.filter((s) => s.started), text);
+    if (refused) {
+      this.reloads().inc({ result: 'invalid' });
+      this.log.error('config reload failed; keeping the last good config', { config: this.name, errors: refused.errors, error: refused.error });
+      return false;
+    }
+    this.lastGood = text;
+    this.reloads().inc({ result: 'applied' });
+    this.log.info('config reloaded', { workers: this.o.count });
+    return true;
+  }
+
+  /**
+   * Two steps: every worker compiles `text` and holds it; then all serve it if every one accepted it, else all
+   * drop it. Resolves with the first refusal, if any.
+   */
+  private async reloadSlots(slots: readonly Slot[], text: string): Promise<{ error: string; errors?: unknown[] } | undefined> {
+    type Staged = { ok: true } | { ok: false; error: string; errors?: unknown[] };
+    const results = await Promise.all(
+      slots.map((slot) =>
+        (this.ask(slot, { t: 'stage', text }, 120_000) as Promise<Staged>).catch((err: Error): Staged => ({ ok: false, error: err.message })),
+      ),
+    );
+    const refused = results.find((r): r is Extract<Staged, { ok: false }> => !r.ok);
+    await Promise.all(slots.map((slot) => this.ask(slot, { t: 'commit', commit: !refused, text }, 30_000).catch(() => undefined)));
+    if (!refused) for (const slot of slots) slot.text = text;
+    return refused;
+  }
+
+  async readiness(): Promise<Readiness> {
+    if (this.stopping) return { ready: false, pending: 'shutting down' };
+    const down = this.slots.filter((s) => !s.started).map((s) => s.index);
+    if (down.length) return { ready: false, pending: `workers ${down.join(', ')} starting` };
+    const answers = await Promise.all(this.slots.map((s) => (this.ask(s, { t: 'query', what: 'readiness' }, 2_000) as Promise<Readiness>).catch((e: Error) => ({ ready: false, pending: e.message }))));
+    const notReady = answers.map((a, i) => (a.ready ? '' : `worker ${i}: ${a.pending}`)).filter(Boolean);
+    return notReady.length ? { ready: false, pending: notReady.join('; ') } : { ready: true, pending: '' };
+  }
+
+  async metrics(): Promise<string> {
+    const texts = await Promise.all(
+      this.slots.filter((s) => s.started).map((s) => (this.ask(s, { t: 'query', what: 'metrics' satisfies Query }, 5_000) as Promise<string>).catch(() => '')),
+    );
+    return mergeMetrics([this.registry.render(), ...texts]);
+  }
+
+  async configDump(): Promise<unknown> {
+    const slot = this.slots.find((s) => s.started);
+    if (!slot) throw new Error('no worker is running');
+    const dump = (await this.ask(slot, { t: 'query', what: 'configDump' }, 5_000)) as Record<string, unknown>;
+    return { workers: this.o.count, ...dump };
+  }
+
+  /** Loads of each shared fetch key so far (tests). */
+  get sharedLoads(): ReadonlyMap<string, number> {
+    return this.fetches.loads;
+  }
+
+  /** Stop every worker (each drains within `drainTimeout`), then the admin servers. */
+  stop(): Promise<void> {
+    this.stopping ??= this.doStop();
+    return this.stopping;
+  }
+
+  private async doStop(): Promise<void> {
+    this.stopWatching?.();
+    for (const s of this.slots) if (s.timer) clearTimeout(s.timer);
+    const exits = this.slots.map((s) => {
+      const w = s.worker;
+      if (!w) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        w.once('exit', () => resolve());
+        w.postMessage({ t: 'stop' } satisfies ToWorker);
+      });
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.drainTimeoutMs + 5_000);
+    });
+    const outcome = await Promise.race([Promise.all(exits).then(() => 'done' as const), deadline]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') await this.terminateAll();
+    await this.admin.close();
+    this.registry.close();
+    this.log.info('switchyard stopped');
+    this.o.sink.flush();
+  }
+
+  private async terminateAll(): Promise<void> {
+    await Promise.all(this.slots.map((s) => s.worker?.terminate()));
+  }
+}

@@ -1,0 +1,62 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { ConfigLoadError } from '../config/format-issues.ts';
+import { createGateway } from './container.ts';
+import type { FromWorker, ToWorker, WorkerData } from './worker-protocol.ts';
+import { WORKER_DATA_KEY } from './worker-protocol.ts';
+
+/** This thread's supervisor data, when it is a worker of one. */
+export function workerDataOf(): WorkerData | undefined {
+  return (workerData as Record<string, WorkerData> | null)?.[WORKER_DATA_KEY];
+}
+
+/**
+ * The body of a worker thread: one gateway on the shared ports (SO_REUSEPORT), no admin servers, answering its
+ * supervisor's messages (stage/commit a reload, readiness, metrics, config dump, stop). A start that fails is
+ * reported and ends the thread.
+ */
+export async function runWorker(dist: { readonly preset: readonly unknown[]; readonly knownKeys?: Iterable<string> }, data: WorkerData): Promise<void> {
+  const port = parentPort!;
+  const send = (m: FromWorker): void => port.postMessage(m);
+  const gateway = createGateway({
+    preset: dist.preset,
+    knownKeys: dist.knownKeys,
+    config: { name: data.name, text: data.text, base: data.base },
+    watch: false,
+    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort },
+  });
+  try {
+    await gateway.start();
+  } catch (err) {
+    send({ t: 'failed', error: (err as Error)?.message ?? String(err), invalidConfig: err instanceof ConfigLoadError });
+    await gateway.stop().catch(() => undefined);
+    process.exit(1);
+  }
+  const s = gateway.snapshot!;
+  const c = s.staticConfig;
+  send({
+    t: 'started',
+    addrs: { adminAddr: c.adminAddr, statsAddr: c.statsAddr, readinessAddr: c.readinessAddr },
+    logging: { level: c.logging.level, format: c.logging.format },
+    drainTimeoutMs: c.drainTimeoutMs,
+    binds: [...s.binds.keys()],
+    generation: s.generation,
+  });
+  port.on('message', (m: ToWorker) => {
+    switch (m.t) {
+      case 'stage':
+        void gateway.stage(m.text).then((value) => send({ t: 'reply', id: m.id, value }));
+        return;
+      case 'commit':
+        void gateway.commitStaged(m.commit, m.text).then(() => send({ t: 'reply', id: m.id, value: true }));
+        return;
+      case 'query': {
+        const value = m.what === 'readiness' ? gateway.readiness() : m.what === 'metrics' ? gateway.metricsText() : gateway.configDump();
+        send({ t: 'reply', id: m.id, value });
+        return;
+      }
+      case 'stop':
+        void gateway.stop().finally(() => process.exit(0));
+        return;
+    }
+  });
+}

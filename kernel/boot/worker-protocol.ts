@@ -1,0 +1,37 @@
+import type { MessagePort } from 'node:worker_threads';
+
+/** What a supervisor hands each worker thread it starts (as `workerData.switchyardWorker`). */
+export interface WorkerData {
+  readonly index: number;
+  /** The last good config text, and the file it came from (for messages and relative plugin paths). */
+  readonly text: string;
+  readonly name: string;
+  readonly base?: string;
+  readonly arena: SharedArrayBuffer;
+  readonly fetchPort: MessagePort;
+}
+
+export type Query = 'readiness' | 'metrics' | 'configDump';
+
+/** Supervisor → worker. */
+export type ToWorker =
+  | { readonly t: 'stage'; readonly id: number; readonly text: string }
+  | { readonly t: 'commit'; readonly id: number; readonly commit: boolean; readonly text: string }
+  | { readonly t: 'query'; readonly id: number; readonly what: Query }
+  | { readonly t: 'stop' };
+
+/** Worker → supervisor. */
+export type FromWorker =
+  | {
+      readonly t: 'started';
+      readonly addrs: { readonly adminAddr: string; readonly statsAddr: string; readonly readinessAddr: string };
+      readonly logging: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly format: 'json' | 'text' };
+      readonly drainTimeoutMs: number;
+      readonly binds: readonly number[];
+      readonly generation: number;
+    }
+  | { readonly t: 'failed'; readonly error: string; readonly invalidConfig: boolean }
+  | { readonly t: 'reply'; readonly id: number; readonly value: unknown };
+
+/** The `workerData` key a worker thread of a supervisor is recognised by. */
+export const WORKER_DATA_KEY = 'switchyardWorker';

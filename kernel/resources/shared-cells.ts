@@ -1,0 +1,81 @@
+import { createHash } from 'node:crypto';
+import { SHARED_CELL_VALUES } from '../sdk/shared.ts';
+import type { SharedCell } from '../sdk/shared.ts';
+
+/** One slot: lock (int32), state (int32), key hash (2 × uint32), then the values (float64). */
+const SLOT_BYTES = 16 + 8 * SHARED_CELL_VALUES;
+/** Slots in the arena (4096 × 64 bytes = 256 KiB): each distinct bucket of the config takes one. */
+export const SHARED_CELL_SLOTS = 4096;
+const EMPTY = 0;
+const INITIALIZING = 1;
+const READY = 2;
+
+/** A fresh arena for the cells of one gateway (a supervisor makes one and hands it to every worker). */
+export function newSharedArena(): SharedArrayBuffer {
+  return new SharedArrayBuffer(SLOT_BYTES * SHARED_CELL_SLOTS);
+}
+
+/** A cell nobody else sees: the fallback when the arena is full. */
+function localCell(initial: readonly number[]): SharedCell {
+  const values = new Float64Array(SHARED_CELL_VALUES);
+  values.set(initial);
+  return { values, lock() {}, unlock() {} };
+}
+
+/**
+ * Cells of numbers in one SharedArrayBuffer, found by key: an open-addressing table whose slots are claimed with
+ * Atomics, so every worker (thread) holding the same buffer finds the same cell for a key without asking anyone.
+ * Cells are never freed: a key is a bucket's definition, so reloads reuse them; a config churning through more
+ * than SHARED_CELL_SLOTS distinct buckets gets local (per-worker) cells for the rest, with a warning.
+ */
+export class SharedCells {
+  private readonly i32: Int32Array;
+  private readonly buffer: SharedArrayBuffer;
+  private readonly warn: (message: string) => void;
+
+  constructor(buffer: SharedArrayBuffer = newSharedArena(), warn: (message: string) => void = () => undefined) {
+    this.buffer = buffer;
+    this.i32 = new Int32Array(buffer);
+    this.warn = warn;
+  }
+
+  cell(key: string, initial: readonly number[]): SharedCell {
+    if (initial.length > SHARED_CELL_VALUES) throw new RangeError(`a shared cell holds at most ${SHARED_CELL_VALUES} numbers`);
+    const digest = createHash('sha256').update(key).digest();
+    const h0 = digest.readInt32LE(0) | 0;
+    const h1 = digest.readInt32LE(4) | 0;
+    const slots = SHARED_CELL_SLOTS;
+    for (let probe = 0; probe < slots; probe++) {
+      const slot = ((digest.readUInt32LE(8) % slots) + probe) % slots;
+      const base = (slot * SLOT_BYTES) / 4;
+      let state = Atomics.load(this.i32, base + 1);
+      if (state === EMPTY && Atomics.compareExchange(this.i32, base + 1, EMPTY, INITIALIZING) === EMPTY) {
+        Atomics.store(this.i32, base + 2, h0);
+        Atomics.store(this.i32, base + 3, h1);
+        new Float64Array(this.buffer, slot * SLOT_BYTES + 16, SHARED_CELL_VALUES).set(initial);
+        Atomics.store(this.i32, base + 1, READY);
+        return this.view(slot);
+      }
+      // Another worker is writing this slot's key: wait for it (a few stores).
+      while ((state = Atomics.load(this.i32, base + 1)) === INITIALIZING);
+      if (Atomics.load(this.i32, base + 2) === h0 && Atomics.load(this.i32, base + 3) === h1) return this.view(slot);
+    }
+    this.warn(`shared state is full (${slots} cells): \`${key.slice(0, 80)}\` is counted per worker until a restart`);
+    return localCell(initial);
+  }
+
+  private view(slot: number): SharedCell {
+    const i32 = this.i32;
+    const lockIndex = (slot * SLOT_BYTES) / 4;
+    return {
+      values: new Float64Array(this.buffer, slot * SLOT_BYTES + 16, SHARED_CELL_VALUES),
+      lock(): void {
+        // Held for a few arithmetic operations by whoever has it: spinning is cheaper than sleeping.
+        while (Atomics.compareExchange(i32, lockIndex, 0, 1) !== 0);
+      },
+      unlock(): void {
+        Atomics.store(i32, lockIndex, 0);
+      },
+    };
+  }
+}

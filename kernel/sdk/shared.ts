@@ -1,0 +1,25 @@
+/**
+ * A few numbers shared by every worker of the gateway (docs/deploy.md "Workers"), for state that must stay exact
+ * whichever worker serves a request: a rate-limit bucket, a counter. Read and write `values` only between `lock()`
+ * and `unlock()`, and keep that section short (no I/O, no await): the other workers spin while it is held.
+ */
+export interface SharedCell {
+  readonly values: Float64Array;
+  lock(): void;
+  unlock(): void;
+}
+
+/**
+ * Results of remote fetches shared by the workers, so a JWKS is fetched once per change for the whole gateway, not
+ * once per worker. `fetch(key, want, load)` runs `load` in one worker and hands its result to every worker asking for
+ * the same key while it runs; a later asker gets that result too when it is at most `want.maxAgeMs` old and newer
+ * than `want.after` (the `at` of what the asker holds: asking again because its data looks stale must not hand it
+ * back the same data). The result must be structured-cloneable (plain data); `at` is when it was loaded (ms epoch).
+ * With one worker only concurrent callers are joined.
+ */
+export interface SharedFetches {
+  fetch<T>(key: string, want: { readonly maxAgeMs: number; readonly after?: number }, load: () => Promise<T>): Promise<{ value: T; at: number }>;
+}
+
+/** Most numbers a shared cell holds. */
+export const SHARED_CELL_VALUES = 6;

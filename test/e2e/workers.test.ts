@@ -1,0 +1,224 @@
+// `config.workers: 2` (ADR 0033): the real CLI with two worker threads behind one supervisor. Both workers serve
+// the bind (connections spread by SO_REUSEPORT); /metrics sums them, readiness and /config_dump answer for all;
+// localRateLimit is one bucket for the gateway; a JWKS is fetched once per change, not once per worker; a reload
+// one worker rejects is rejected by all; a crashed worker loses only its in-flight request (connection closed or
+// 502, never a hang) and is restarted; SIGTERM drains every worker.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import * as jose from 'jose';
+import { stringify } from 'yaml';
+import { childEnv, startCli } from '../helpers/cli-process.ts';
+import type { RunningCli } from '../helpers/cli-process.ts';
+import { BIN, ROOT } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
+const ISSUER = 'https://idp.example';
+
+interface Got {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** One request on a fresh connection (so SO_REUSEPORT may hand it to either worker); rejects on a socket error. */
+function get(url: string, headers: Record<string, string> = {}): Promise<Got> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('config.workers: 2', () => {
+  let cli: RunningCli;
+  let file: string;
+  let port: number;
+  let stats: string;
+  let readiness: string;
+  let admin: string;
+  let upstream: Server;
+  let jwks: Server;
+  let jwksFetches = 0;
+  let keys: jose.JWK[] = [];
+  let sign: (kid: string) => Promise<string>;
+  let rotate: () => void;
+  let config: (probe: Record<string, unknown>) => string;
+
+  before(async () => {
+    upstream = createServer((req, res) => {
+      const delay = req.url!.startsWith('/slow') ? 1500 : 0;
+      setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end(`upstream ${req.url}`), delay);
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const upstreamPort = (upstream.address() as { port: number }).port;
+    const pairs = new Map<string, { privateKey: jose.CryptoKey; jwk: jose.JWK }>();
+    for (const kid of ['k1', 'k2']) {
+      const { publicKey, privateKey } = await jose.generateKeyPair('ES256', { extractable: true });
+      pairs.set(kid, { privateKey, jwk: { ...(await jose.exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } });
+    }
+    keys = [pairs.get('k1')!.jwk];
+    sign = (kid) => new jose.SignJWT({ sub: 'alice' }).setProtectedHeader({ alg: 'ES256', kid }).setIssuer(ISSUER).setAudience('orders').setExpirationTime('5m').sign(pairs.get(kid)!.privateKey);
+    rotate = () => (keys = [pairs.get('k1')!.jwk, pairs.get('k2')!.jwk]);
+    jwks = createServer((_req, res) => {
+      jwksFetches++;
+      res.writeHead(200, { 'content-type': 'application/jwk-set+json' }).end(JSON.stringify({ keys }));
+    });
+    await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
+    const jwksPort = (jwks.address() as { port: number }).port;
+    port = await freePort();
+    const [statsPort, readinessPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    stats = `http://127.0.0.1:${statsPort}`;
+    readiness = `http://127.0.0.1:${readinessPort}`;
+    admin = `http://127.0.0.1:${adminPort}`;
+    const backend = [{ host: `127.0.0.1:${upstreamPort}` }];
+    config = (probe) =>
+      stringify({
+        config: {
+          workers: 2,
+          plugins: [PROBE],
+          statsAddr: `127.0.0.1:${statsPort}`,
+          readinessAddr: `127.0.0.1:${readinessPort}`,
+          adminAddr: `127.0.0.1:${adminPort}`,
+          logging: { accessLog: false },
+          drainTimeout: '10s',
+        },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  { name: 'limited', matches: [{ path: { pathPrefix: '/limited' } }], policies: { workerProbe: probe, localRateLimit: [{ maxTokens: 10, tokensPerFill: 1, fillInterval: '1h' }] }, backends: backend },
+                  { name: 'jwt', matches: [{ path: { pathPrefix: '/jwt' } }], policies: { workerProbe: probe, jwtAuth: { mode: 'strict', issuer: ISSUER, audiences: ['orders'], jwks: { url: `http://127.0.0.1:${jwksPort}/jwks` } } }, backends: backend },
+                  { name: 'plain', policies: { workerProbe: probe }, backends: backend },
+                ],
+              },
+            ],
+          },
+        ],
+      });
+    file = join(mkdtempSync(join(tmpdir(), 'switchyard-workers-')), 'config.yaml');
+    writeFileSync(file, config({ value: 'one' }));
+    cli = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT, env: childEnv(), readyMs: 90_000 });
+  });
+
+  after(async () => {
+    await cli?.stop();
+    // WORKERS_TEST_OUTPUT=1: the gateway's log, to see what its workers did.
+    if (process.env.WORKERS_TEST_OUTPUT && cli) process.stderr.write(cli.output());
+    upstream?.closeAllConnections();
+    upstream?.close();
+    jwks?.closeAllConnections();
+    jwks?.close();
+  });
+
+  /** `n` requests on fresh connections; the distinct `x-worker` values that answered. */
+  async function spread(path: string, n: number, headers: Record<string, string> = {}): Promise<{ answers: Got[]; workers: Set<string> }> {
+    const answers: Got[] = [];
+    for (let i = 0; i < n; i += 10) answers.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => get(`http://127.0.0.1:${port}${path}`, headers)))));
+    return { answers, workers: new Set(answers.map((a) => String(a.headers['x-worker']))) };
+  }
+
+  it('serves the bind from both workers; readiness, /config_dump and summed /metrics answer for the gateway', async () => {
+    const { answers, workers } = await spread('/hello', 40);
+    assert.ok(answers.every((a) => a.status === 200 && a.body === 'upstream /hello'));
+    assert.equal(workers.size, 2, `answered by ${[...workers].join(',')}`);
+    assert.equal((await get(`${readiness}/healthz/ready`)).status, 200);
+    const dump = JSON.parse((await get(`${admin}/config_dump`)).body) as { workers: number; config: { binds: unknown[] } };
+    assert.equal(dump.workers, 2);
+    assert.equal(dump.config.binds.length, 1);
+    const metrics = (await get(`${stats}/metrics`)).body;
+    assert.match(metrics, /^switchyard_requests_total\{bind="\d+",listener="listener0",route="plain",status="200"\} 40$/m);
+    assert.match(metrics, /^switchyard_workers 2$/m);
+    assert.match(metrics, /^switchyard_workers_running 2$/m);
+    assert.equal(metrics.match(/^# TYPE switchyard_requests_total counter$/gm)?.length, 1);
+  });
+
+  it('keeps localRateLimit one bucket for the whole gateway: 10 tokens allow 10 requests, whichever worker', async () => {
+    const { answers, workers } = await spread('/limited', 30);
+    assert.equal(workers.size, 2, 'both workers took requests');
+    assert.equal(answers.filter((a) => a.status === 200).length, 10);
+    assert.equal(answers.filter((a) => a.status === 429).length, 20);
+  });
+
+  it('fetches the JWKS once for both workers, and once more (not twice) when a new kid appears', async () => {
+    assert.equal(jwksFetches, 1, 'one fetch at start for two workers');
+    const old = await spread('/jwt', 20, { authorization: `Bearer ${await sign('k1')}` });
+    assert.ok(old.answers.every((a) => a.status === 200));
+    assert.equal(old.workers.size, 2);
+    rotate();
+    const rotated = await spread('/jwt', 20, { authorization: `Bearer ${await sign('k2')}` });
+    assert.deepEqual(
+      rotated.answers.map((a) => a.status),
+      rotated.answers.map(() => 200),
+    );
+    assert.equal(rotated.workers.size, 2);
+    assert.equal(jwksFetches, 2, 'the new key set was fetched by one worker and handed to the other');
+  });
+
+  it('rejects everywhere a reload that one worker rejects, and applies a good one to every worker', async () => {
+    const threads = [...(await spread('/hello', 20)).workers].map(Number).sort((a, b) => a - b);
+    writeFileSync(file, config({ value: 'two', failInThread: threads[1] }));
+    await cli.waitFor(/config reload failed; keeping the last good config.*refused in thread/, 30_000);
+    const kept = await spread('/hello', 20);
+    assert.deepEqual(new Set(kept.answers.map((a) => a.headers['x-probe'])), new Set(['one']));
+    assert.equal(kept.workers.size, 2);
+    writeFileSync(file, config({ value: 'three' }));
+    await cli.waitFor(/config reloaded workers=2/, 30_000);
+    const now = await spread('/hello', 20);
+    assert.deepEqual(new Set(now.answers.map((a) => a.headers['x-probe'])), new Set(['three']));
+    assert.equal(now.workers.size, 2);
+    const metrics = (await get(`${stats}/metrics`)).body;
+    assert.match(metrics, /^switchyard_config_reloads_total\{result="invalid"\} 1$/m);
+    assert.match(metrics, /^switchyard_config_reloads_total\{result="applied"\} 1$/m);
+  });
+
+  it('a crashed worker loses only its in-flight request (closed, not hung) and is restarted', async () => {
+    const started = Date.now();
+    const crashed = await get(`http://127.0.0.1:${port}/slow`, { 'x-crash': '1' }).then(
+      (a) => `status ${a.status}`,
+      (err: NodeJS.ErrnoException) => `error ${err.code ?? err.message}`,
+    );
+    assert.ok(Date.now() - started < 10_000, 'the in-flight request ended promptly');
+    assert.match(crashed, /^(error (ECONNRESET|socket hang up)|status 502)$/);
+    await cli.waitFor(/worker exited; restarting it/, 10_000);
+    await until('readiness after the restart', async () => ((await get(`${readiness}/healthz/ready`)).status === 200 ? true : undefined), 60_000);
+    const after = await spread('/hello', 30);
+    assert.ok(after.answers.every((a) => a.status === 200 && a.headers['x-probe'] === 'three'), 'the restarted worker runs the last good config');
+    assert.equal(after.workers.size, 2);
+    assert.match((await get(`${stats}/metrics`)).body, /^switchyard_worker_restarts_total 1$/m);
+  });
+
+  it('drains every worker on SIGTERM: an in-flight request completes, then the process exits 0', async () => {
+    const inflight = spread('/slow', 6);
+    await new Promise((r) => setTimeout(r, 400));
+    const code = await cli.stop();
+    const { answers } = await inflight;
+    assert.ok(answers.every((a) => a.status === 200 && a.body === 'upstream /slow'));
+    assert.equal(code, 0);
+    assert.match(cli.output(), /switchyard stopped/);
+  });
+});
