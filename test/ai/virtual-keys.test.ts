@@ -5,7 +5,7 @@
 // most one estimate; costs charged are the catalog's. Real `openai` and `@anthropic-ai/sdk` clients against aimock;
 // a "hello" answer is 11 + 5 = 16 tokens (harness FIXTURES), its prompt estimate 2 tokens.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { stringify } from 'yaml';
 import { compileError, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -249,5 +250,48 @@ describe('virtualKeys config errors', () => {
 
     const units = await compileError(config(route('a', ['store: { sqlite: { path: ":memory:" } }', 'budgets: [{ usd: 5, tokens: 10, period: day }]'])), options);
     assert.match(headlines(units)[0]!, /^test\.yaml:\d+:\d+: .*\(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.virtualKeys\.budgets\[0\]\)/);
+  });
+});
+
+describe('virtualKeys declared in the config (GitOps)', () => {
+  it('a reload that replaces a declared key takes effect at once; counters and made keys survive it', async () => {
+    const mock = await startMock();
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-vk-reload-'));
+    const port = await freePort();
+    const config = (key: string) =>
+      stringify({
+        config: { adminAddr: '127.0.0.1:0', statsAddr: 'off', readinessAddr: 'off', drainTimeout: '200ms' },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  aiRoute('/', { name: 'openai', provider: { openAI: {} }, hostOverride: mock.hostPort }, {
+                    virtualKeys: { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [{ id: 'deploy-bot', key, budgets: [{ tokens: 10_000, period: 'total' }] }] },
+                  }),
+                ],
+              },
+            ],
+          },
+        ],
+      });
+    const gw = await startGateway(config('sk-deploy-old-0123456789'), { preset: aiPreset });
+    try {
+      const ask = (key: string) => new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] });
+      await ask('sk-deploy-old-0123456789');
+      const made = (await (await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"owner":"ops"}' })).json()) as { secret: string };
+      writeFileSync(gw.file, config('sk-deploy-new-0123456789'));
+      assert.equal(await gw.gateway.reload(), true);
+      await rejection(ask('sk-deploy-old-0123456789'), OpenAI.AuthenticationError);
+      assert.equal((await ask('sk-deploy-new-0123456789')).choices.length, 1);
+      assert.equal((await ask(made.secret)).choices.length, 1, 'a key made through the API is still there');
+      const shown = (await (await fetch(`${gw.adminUrl}/keys/deploy-bot`)).json()) as { usage: { used: number }[] };
+      assert.ok(shown.usage[0]!.used >= 16, 'the total budget kept its count across the reload');
+    } finally {
+      await gw.stop();
+      await mock.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -11,7 +11,7 @@ export default definePolicy<VirtualKeysConfig>({
   phase: 'authn',
   // After apiKey (30): a route may take either.
   order: 35,
-  celVariables: ['key'],
+  celVariables: [{ name: 'key', description: 'The virtual key a `virtualKeys` policy accepted (never its secret): `key.id`, `key.name`, `key.owner`, `key.team`, `key.models`, `key.metadata.<field>`.' }],
   async compile(config, ctx) {
     // The implementation (and its store client) loads only when a config uses this policy.
     const { compileVirtualKeys } = await import('./virtual-keys.ts');
