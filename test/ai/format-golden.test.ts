@@ -12,6 +12,10 @@ import type { LlmRouteType, LlmWireFormat } from '../../plugins/lib/llm/contract
 import { observeEvent, observeResponse } from '../../plugins/lib/llm/observe.ts';
 import { translation } from '../../plugins/lib/llm/translate.ts';
 import type { Obj } from '../../plugins/lib/llm/json.ts';
+import { converseFormat } from '../../plugins/llm-providers/bedrock/converse.ts';
+
+/** A provider's own wire format (Bedrock's Converse) comes with the provider. */
+const PROVIDER_FORMATS = [converseFormat];
 
 const dir = new URL('./golden/', import.meta.url);
 const inputs = JSON.parse(readFileSync(new URL('inputs.json', dir), 'utf8')) as {
@@ -56,7 +60,7 @@ const PAIRS: [LlmRouteType, LlmWireFormat][] = [
 describe('format translations match their golden snapshots', () => {
   for (const [client, wire] of PAIRS) {
     it(`${client} → ${wire}: request, response and stream`, () => {
-      const tr = translation(client, wire)!;
+      const tr = translation(client, wire, PROVIDER_FORMATS)!;
       assert.ok(tr && !tr.identity);
       const request = tr.request(structuredClone(inputs.requests[client]!));
       const response = tr.response(structuredClone(inputs.responses[wire]!), 'the-model');
@@ -80,9 +84,10 @@ describe('format translations match their golden snapshots', () => {
     const usage: Record<string, unknown> = {};
     for (const wire of ['completions', 'messages', 'converse', 'geminiNative'] as const) {
       const whole = fakeCall();
-      observeResponse(wire, structuredClone(inputs.responses[wire]!), whole as never);
+      const format = wire === 'converse' ? converseFormat : wire;
+      observeResponse(format, structuredClone(inputs.responses[wire]!), whole as never);
       const streamed = fakeCall();
-      for (const e of events(wire)) observeEvent(wire, e, streamed as never);
+      for (const e of events(wire)) observeEvent(format, e, streamed as never);
       usage[wire] = { response: whole.seen, stream: streamed.seen };
     }
     compare('usage.json', usage);

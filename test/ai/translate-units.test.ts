@@ -9,14 +9,14 @@ import {
   messagesResponseToCompletions,
   MessagesToCompletionsStream,
 } from '../../plugins/lib/llm/completions-messages.ts';
-import { completionsRequestToConverse, converseResponseToCompletions } from '../../plugins/lib/llm/converse.ts';
+import { completionsRequestToConverse, converseFormat, converseResponseToCompletions, usageFromConverse } from '../../plugins/llm-providers/bedrock/converse.ts';
 import { encodeEventStreamMessage, EventStreamDecoder } from '../../plugins/lib/llm/event-stream.ts';
 import { DONE } from '../../plugins/lib/llm/events.ts';
 import type { LlmEvent } from '../../plugins/lib/llm/events.ts';
 import { parseUpstreamError } from '../../plugins/lib/llm/errors.ts';
 import { SseParser } from '../../plugins/lib/llm/sse.ts';
 import { translation } from '../../plugins/lib/llm/translate.ts';
-import { usageFromConverse, usageFromMessages } from '../../plugins/lib/llm/usage.ts';
+import { usageFromMessages } from '../../plugins/lib/llm/usage.ts';
 import { parseHostOverride } from '../../plugins/backends/ai/host-override.ts';
 
 describe('SseParser', () => {
@@ -232,7 +232,7 @@ describe('Converse', () => {
   });
 
   it('chains Messages → Chat Completions → Converse both ways', () => {
-    const t = translation('messages', 'converse')!;
+    const t = translation('messages', 'converse', [converseFormat])!;
     assert.equal(t.identity, false);
     assert.deepEqual(t.request({ model: 'm', max_tokens: 7, system: 's', messages: [{ role: 'user', content: 'q' }] }), {
       messages: [{ role: 'user', content: [{ text: 'q' }] }],

@@ -16,9 +16,10 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
 import { CollectingStream, LlmResponseStream, pipeInto, readAll } from '../../lib/llm/stream.ts';
-import { genAiOperation, LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
-import { errorFamily, translation } from '../../lib/llm/translate.ts';
-import type { Translation } from '../../lib/llm/translate.ts';
+import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
+import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
+import type { Translation } from '../../lib/llm/formats/index.ts';
+import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { compileCosts } from './costs.ts';
 import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
@@ -51,7 +52,10 @@ const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'me
 /** What one request is: the formats on both sides and how to translate between them. */
 interface LlmRequest {
   readonly client: LlmRouteType;
+  readonly clientFormat: LlmFormat;
   readonly wire: LlmWireFormat;
+  /** The wire format's module (the provider's own, else a built-in one). */
+  readonly wireFormat: LlmFormat;
   readonly model: string;
   readonly stream: boolean;
   readonly translation: Translation;
@@ -167,7 +171,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     let changed = policy !== undefined || body.model !== model;
     body.model = model;
     const wire = provider.wireFormat(client, model);
-    const tr = wire === undefined ? undefined : translation(client, wire);
+    const clientFormat = formatOf(client);
+    const wireFormat = wire === undefined ? undefined : formatOf(wire, provider.formats);
+    const tr = clientFormat && wireFormat ? translationBetween(clientFormat, wireFormat) : undefined;
     if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
@@ -201,8 +207,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
     const refused = await reserveTokens(ex, body, { provider: provider.kind, model, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
     if (refused) return refused;
-    const call = new LlmCall(ex, provider.kind, model, stream, metrics, genAiOperation(wire), priceOf);
-    const request: LlmRequest = { client, wire, model, stream, translation: tr, call, policy };
+    const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf);
+    const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
     const reply = await upstream.forward(ex, onAttempt(ex, wire));
     return respond(ex, reply, request).catch((err: unknown) => {
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
@@ -263,8 +269,8 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   const body = reply.body instanceof Readable ? reply.body : Readable.from(reply.body ? [Buffer.from(reply.body)] : []);
 
   if (reply.status >= 400) {
-    const clientFamily = errorFamily(req.client);
-    if (clientFamily === errorFamily(req.wire) || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
+    const clientFamily = req.clientFormat.family;
+    if (clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
     const text = (await readAll(body, ERROR_LIMIT)).toString('utf8');
     reply.body = clientErrorBody(clientFamily, reply.status, parseUpstreamError(text, h));
     h['content-type'] = 'application/json';
@@ -279,7 +285,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
     const out = new LlmResponseStream({ source, client: req.client, translator, onEvent: (e) => {
         req.call.firstEvent();
-        observeEvent(req.wire, e, req.call);
+        observeEvent(req.wireFormat, e, req.call);
       },
       onEnd: () => req.call.finish(),
     });
@@ -301,7 +307,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     const bytes = await readAll(body, SMALL_ANSWER);
     try {
       const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
-      if (isObj(parsed)) observeResponse(req.wire, parsed, req.call);
+      if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
       req.call.finish();
     } catch {
       // Telemetry never fails a response.
@@ -315,7 +321,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
       new CollectingStream(USAGE_LIMIT, (bytes) => {
         if (!bytes) return;
         const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
-        if (isObj(parsed)) observeResponse(req.wire, parsed, req.call);
+        if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
         req.call.finish();
       }),
     );
@@ -336,7 +342,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     return llmResponseError(502, 'the provider did not answer with JSON');
   }
   if (!isObj(parsed)) return llmResponseError(502, 'the provider did not answer with a JSON object');
-  observeResponse(req.wire, parsed, req.call);
+  observeResponse(req.wireFormat, parsed, req.call);
   req.call.finish();
   const clientBody = req.translation.response(parsed, req.model);
   if (guards) {

@@ -1,5 +1,6 @@
 import { defineAttribute, defineFacet } from 'switchyard/sdk';
 import type { Exchange, Reply, UpstreamTls } from 'switchyard/sdk';
+import type { LlmFormat } from './formats/format.ts';
 
 /**
  * The contracts between the `ai` backend (plugins/backends/ai), its `llmProvider` variants (plugins/llm-providers)
@@ -39,7 +40,9 @@ export type LlmWireFormat =
   | 'anthropicTokenCount'
   | 'converse'
   | 'geminiNative'
-  | 'geminiCountTokens';
+  | 'geminiCountTokens'
+  // A provider's own format, carried by its instance (`LlmProviderInstance.formats`).
+  | (string & {});
 
 /** What an `llmProvider` variant (`openAI`, `anthropic`, `gemini`, `vertex`, `bedrock`, `azureOpenAI`) compiles to. */
 export interface LlmProviderInstance {
@@ -71,6 +74,12 @@ export interface LlmProviderInstance {
    * it is serialized (vertex: `google/` in front of a bare model name).
    */
   prepareBody?(format: LlmWireFormat, body: Record<string, unknown>): void;
+  /**
+   * Optional: wire formats of the provider's own API (Bedrock: Converse), found by the name `wireFormat` returns
+   * before the built-in ones (plugins/lib/llm/formats). A provider with a new API brings its format here: translation
+   * to and from the canonical form, usage, stream events (ADR 0032).
+   */
+  readonly formats?: readonly LlmFormat[];
   /**
    * The provider's default credential when no `backendAuth` applies (bedrock: implicit AWS SigV4; vertex: GCP access
    * token), as a `backendAuth` variant value to compile, e.g. `{ aws: { serviceName: 'bedrock', region } }`.

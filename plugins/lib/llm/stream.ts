@@ -2,6 +2,7 @@ import { Transform } from 'node:stream';
 import type { Readable, TransformCallback } from 'node:stream';
 import type { LlmRouteType } from './contract.ts';
 import { EventStreamDecoder } from './event-stream.ts';
+import { formatOf } from './formats/index.ts';
 import { DONE } from './events.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
 import { isObj } from './json.ts';
@@ -31,10 +32,9 @@ function parseSse(event: string | undefined, data: string): LlmEvent | undefined
   }
 }
 
-/** Serialize a client event: Chat Completions chunks as bare `data:` lines, Messages and Responses with `event:`. */
-function serialize(client: LlmRouteType, e: LlmEvent): string {
+/** A client event as SSE, for a format that does not say otherwise: with its `event:` name. */
+function defaultSerialize(e: LlmEvent): string {
   if (e.done) return 'data: [DONE]\n\n';
-  if (client === 'completions') return formatSse(undefined, JSON.stringify(e.data));
   return formatSse(e.type, JSON.stringify(e.data));
 }
 
@@ -46,20 +46,23 @@ export class LlmResponseStream extends Transform {
   private readonly options: LlmStreamOptions;
   private readonly sse: SseParser | undefined;
   private readonly frames: EventStreamDecoder | undefined;
+  /** The client format's serialisation of translated events. */
+  private readonly serialize: (e: LlmEvent) => string;
 
   constructor(options: LlmStreamOptions) {
     super();
     this.options = options;
+    this.serialize = formatOf(options.client)?.serializeEvent ?? defaultSerialize;
     if (options.source === 'sse') this.sse = new SseParser();
     else this.frames = new EventStreamDecoder();
   }
 
   private handle(events: LlmEvent[]): void {
-    const { translator, onEvent, client } = this.options;
+    const { translator, onEvent } = this.options;
     let out = '';
     for (const e of events) {
       onEvent(e);
-      if (translator) for (const t of translator.event(e)) out += serialize(client, t);
+      if (translator) for (const t of translator.event(e)) out += this.serialize(t);
     }
     if (out) this.push(out);
   }
@@ -108,10 +111,10 @@ export class LlmResponseStream extends Transform {
         }
       }
       this.handle(events);
-      const { translator, client } = this.options;
+      const { translator } = this.options;
       if (translator) {
         let out = '';
-        for (const t of translator.end()) out += serialize(client, t);
+        for (const t of translator.end()) out += this.serialize(t);
         if (out) this.push(out);
       }
       this.options.onEnd?.();

@@ -133,14 +133,6 @@ export function llmMetrics(ctx: CompileContext): LlmMetrics {
   };
 }
 
-/** OTel `gen_ai.operation.name` of a wire format. */
-export function genAiOperation(format: LlmWireFormat): string {
-  if (format === 'embeddings') return 'embeddings';
-  if (format === 'geminiNative') return 'generate_content';
-  if (format === 'anthropicTokenCount' || format === 'geminiCountTokens') return 'count_tokens';
-  return 'chat';
-}
-
 /**
  * One LLM call's telemetry: access-log fields `llm.provider`, `llm.model`, `llm.responseModel` (when it differs),
  * `llm.streaming`, `llm.inputTokens`, `llm.outputTokens` (and `llm.cachedInputTokens`, `llm.reasoningTokens` when

@@ -51,20 +51,6 @@ export function usageFromResponses(u: unknown): LlmUsage | undefined {
   };
 }
 
-/** Bedrock Converse `usage` (input normalised to include cache reads and writes). */
-export function usageFromConverse(u: unknown): LlmUsage | undefined {
-  if (!isObj(u)) return undefined;
-  const input = num(u.inputTokens);
-  const read = num(u.cacheReadInputTokens);
-  const write = num(u.cacheWriteInputTokens);
-  return {
-    inputTokens: input === undefined ? undefined : input + (read ?? 0) + (write ?? 0),
-    outputTokens: num(u.outputTokens),
-    cachedInputTokens: read,
-    cacheCreationInputTokens: write,
-  };
-}
-
 /**
  * Gemini `usageMetadata` (input: prompt tokens, which include cached content, plus tool-use prompt tokens; output:
  * candidate tokens plus thinking tokens, as OpenAI counts reasoning in its output).

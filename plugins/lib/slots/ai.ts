@@ -9,6 +9,9 @@ import type { SlotPlugin, VariantManifest, VariantPlugin } from 'switchyard/sdk'
 import type { GuardInstance, LlmProviderInstance } from '../llm/contract.ts';
 
 export type { GuardInstance, GuardMessage, GuardVerdict, LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../llm/contract.ts';
+export type { ErrorFamily, LlmFormat, PromptMessage, UsageSink } from '../llm/formats/format.ts';
+export type { LlmEvent, StreamTranslator } from '../llm/events.ts';
+export type { LlmUsage } from '../llm/usage.ts';
 
 /** The provider of an `ai` backend (`ai.provider`: exactly one key). Variants compile to `LlmProviderInstance`. */
 export const llmProviderSlot: SlotPlugin<LlmProviderInstance> = defineSlot<LlmProviderInstance>({

@@ -1,6 +1,7 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { provider, stripBrowserHeaders } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
+import { converseFormat } from './converse.ts';
 import type { BedrockConfig } from './plugin.ts';
 
 function wireFormat(client: LlmRouteType): LlmWireFormat | undefined {
@@ -20,6 +21,7 @@ export function createBedrockProvider(config: BedrockConfig): LlmProviderInstanc
     model: config.model,
     origin: `https://bedrock-runtime.${config.region}.amazonaws.com`,
     wireFormat,
+    formats: [converseFormat],
     // Model ids carry `:` and ARNs `/`: one encoded path segment.
     path: (_format, model, stream) => `/model/${encodeURIComponent(model)}/${stream ? 'converse-stream' : 'converse'}`,
     prepareHeaders: bedrockHeaders,

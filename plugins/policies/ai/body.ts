@@ -1,75 +1,30 @@
 import type { CompiledExpression, Exchange } from 'switchyard/sdk';
 import type { LlmRouteType } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
+import { completionsPrompts } from '../../lib/llm/formats/completions.ts';
+import { formatOf } from '../../lib/llm/formats/index.ts';
+import { messagesPrompts } from '../../lib/llm/formats/messages.ts';
+import { responsesPrompts } from '../../lib/llm/formats/responses.ts';
+import type { PromptMessage } from '../../lib/llm/formats/format.ts';
 
-/** A configured prompt message. */
-export interface PromptMessage {
-  readonly role: string;
-  readonly content: string;
-}
+export type { PromptMessage } from '../../lib/llm/formats/format.ts';
 
 type Obj = Record<string, unknown>;
-const isSystem = (role: string): boolean => role === 'system' || role === 'developer';
 
 // --- prompts ----------------------------------------------------------------------------------------------------
 
-/** OpenAI Chat Completions: plain messages before and after `messages`. */
-function completionsPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
-  const messages = Array.isArray(body.messages) ? body.messages : [];
-  body.messages = [...prepend.map((m) => ({ role: m.role, content: m.content })), ...messages, ...append.map((m) => ({ role: m.role, content: m.content }))];
-}
-
 /**
- * Anthropic Messages: `system`/`developer` entries go into the top-level `system` (as text blocks around the
- * client's own system prompt; a lone string stays a string), the others into `messages`.
+ * Insert the configured prompts into a body of the given format (each format module knows where: `insertPrompts`).
+ * Formats without a conversation are left alone.
  */
-function messagesPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
-  const before = prepend.filter((m) => isSystem(m.role)).map((m) => m.content);
-  const after = append.filter((m) => isSystem(m.role)).map((m) => m.content);
-  if (before.length || after.length) {
-    const existing = body.system;
-    const own: unknown[] = typeof existing === 'string' ? [{ type: 'text', text: existing }] : Array.isArray(existing) ? existing : [];
-    const blocks = [...before.map((text) => ({ type: 'text', text })), ...own, ...after.map((text) => ({ type: 'text', text }))];
-    body.system = existing === undefined && blocks.length === 1 ? (blocks[0] as { text: string }).text : blocks;
-  }
-  const turn = (m: PromptMessage) => ({ role: m.role, content: m.content });
-  const pre = prepend.filter((m) => !isSystem(m.role)).map(turn);
-  const post = append.filter((m) => !isSystem(m.role)).map(turn);
-  if (pre.length || post.length) body.messages = [...pre, ...(Array.isArray(body.messages) ? body.messages : []), ...post];
-}
-
-/** OpenAI Responses: items of `input` (a string input becomes one `user` item first). */
-function responsesPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
-  const input = body.input;
-  const items: unknown[] = typeof input === 'string' ? [{ role: 'user', content: input }] : Array.isArray(input) ? input : [];
-  const item = (m: PromptMessage) => ({ role: m.role, content: m.content });
-  body.input = [...prepend.map(item), ...items, ...append.map(item)];
-}
-
-/** Insert the configured prompts into a body of the given format. Formats without a conversation are left alone. */
 export function applyPrompts(format: LlmRouteType, body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
   if (prepend.length === 0 && append.length === 0) return;
-  switch (format) {
-    case 'completions':
-      completionsPrompts(body, prepend, append);
-      break;
-    case 'messages':
-    case 'anthropicTokenCount':
-      messagesPrompts(body, prepend, append);
-      break;
-    case 'responses':
-      responsesPrompts(body, prepend, append);
-      break;
-    case 'detect':
-      // Told from the body: a top-level `system` means Anthropic Messages, `input` means Responses.
-      if (Array.isArray(body.messages)) {
-        if (body.system !== undefined) messagesPrompts(body, prepend, append);
-        else completionsPrompts(body, prepend, append);
-      } else if (body.input !== undefined) responsesPrompts(body, prepend, append);
-      break;
-    default:
-      break;
-  }
+  if (format !== 'detect') return formatOf(format)?.insertPrompts?.(body, prepend, append);
+  // Told from the body: a top-level `system` means Anthropic Messages, `input` means Responses.
+  if (Array.isArray(body.messages)) {
+    if (body.system !== undefined) messagesPrompts(body, prepend, append);
+    else completionsPrompts(body, prepend, append);
+  } else if (body.input !== undefined) responsesPrompts(body, prepend, append);
 }
 
 // --- CEL values -------------------------------------------------------------------------------------------------

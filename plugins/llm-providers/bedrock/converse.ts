@@ -1,11 +1,13 @@
 // OpenAI Chat Completions <-> AWS Bedrock Converse: requests, responses and streams (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
-import { appendTurn, imageUrlOf, toolCallsOf, walkChatMessages } from './chat-messages.ts';
-import { DONE } from './events.ts';
-import type { LlmEvent, StreamTranslator } from './events.ts';
-import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from './json.ts';
-import type { Obj } from './json.ts';
-import { completionsUsageFromCounts } from './usage.ts';
+import { appendTurn, imageUrlOf, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
+import { DONE } from '../../lib/llm/events.ts';
+import type { LlmEvent, StreamTranslator } from '../../lib/llm/events.ts';
+import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from '../../lib/llm/json.ts';
+import type { Obj } from '../../lib/llm/json.ts';
+import { completionsUsageFromCounts } from '../../lib/llm/usage.ts';
+import type { LlmUsage } from '../../lib/llm/usage.ts';
+import type { LlmFormat } from '../../lib/slots/ai.ts';
 
 const IMAGE_FORMATS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
@@ -193,3 +195,36 @@ export class ConverseToCompletionsStream implements StreamTranslator {
     return this.stopped ? this.done(undefined) : [];
   }
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Converse as an LLM format (ADR 0032): the Bedrock provider's own wire format, carried by its instance
+// (`LlmProviderInstance.formats`), so the `ai` backend and the format registry need not know it.
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/** Bedrock Converse `usage` (input normalised to include cache reads and writes). */
+export function usageFromConverse(u: unknown): LlmUsage | undefined {
+  if (!isObj(u)) return undefined;
+  const input = num(u.inputTokens);
+  const read = num(u.cacheReadInputTokens);
+  const write = num(u.cacheWriteInputTokens);
+  return {
+    inputTokens: input === undefined ? undefined : input + (read ?? 0) + (write ?? 0),
+    outputTokens: num(u.outputTokens),
+    cachedInputTokens: read,
+    cacheCreationInputTokens: write,
+  };
+}
+
+export const converseFormat: LlmFormat = {
+  name: 'converse',
+  family: 'aws',
+  operation: 'chat',
+  requestFromCanonical: completionsRequestToConverse,
+  responseToCanonical: (b, model) => converseResponseToCompletions(b, model),
+  streamToCanonical: (model) => new ConverseToCompletionsStream(model),
+  observeResponse: (body, call) => call.addUsage(usageFromConverse(body.usage)),
+  observeEvent(e, call) {
+    if (!e.done && e.type === 'metadata') call.addUsage(usageFromConverse(e.data.usage));
+  },
+};

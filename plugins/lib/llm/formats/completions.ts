@@ -1,0 +1,171 @@
+// OpenAI Chat Completions (`completions`), the canonical form every translation goes through, and OpenAI Embeddings
+// (`embeddings`): usage, stream events, stream assembly, guarded text and prompt insertion (ADR 0032).
+import { isObj } from '../json.ts';
+import type { Obj } from '../json.ts';
+import { formatSse } from '../sse.ts';
+import { usageFromCompletions } from '../usage.ts';
+import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
+import type { LlmFormat, PromptMessage, UsageSink } from './format.ts';
+import { CHAT_PARTS, contentSlots, messageListSlots, slot } from './slots.ts';
+import type { TextSlot } from './slots.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// OpenAI Chat Completions: `chat.completion.chunk`s → `chat.completion`
+
+interface ChoiceAcc {
+  index: number;
+  role: string;
+  content: string;
+  hasContent: boolean;
+  refusal: string | undefined;
+  finish: unknown;
+  readonly toolCalls: Map<number, Obj>;
+  readonly refs: TextRef[];
+  readonly snapshots: Snapshot[];
+}
+
+/** A chunk that says nothing once its text is gone: no usage, every choice without delta fields or finish reason. */
+function emptyChunk(d: Obj): boolean {
+  if (isObj(d.usage) || !Array.isArray(d.choices)) return false;
+  return d.choices.every((c: unknown) => isObj(c) && c.finish_reason == null && (!isObj(c.delta) || Object.keys(c.delta).length === 0));
+}
+
+function completionsRef(at: number, chunk: Obj, delta: Obj): TextRef {
+  return {
+    at,
+    set(text) {
+      delta.content = text;
+    },
+    clear() {
+      delete delta.content;
+      return emptyChunk(chunk);
+    },
+  };
+}
+
+const assembleCompletions: Builder = (events) => {
+  let head: Obj | undefined;
+  let usage: Obj | undefined;
+  const choices = new Map<number, ChoiceAcc>();
+  events.forEach((e, at) => {
+    const d = e.data;
+    if (!d) return;
+    if (!head && (d.id !== undefined || d.model !== undefined)) head = d;
+    if (isObj(d.usage)) usage = d.usage;
+    if (!Array.isArray(d.choices)) return;
+    for (const c of d.choices) {
+      if (!isObj(c)) continue;
+      const index = typeof c.index === 'number' ? c.index : 0;
+      let acc = choices.get(index);
+      if (!acc) choices.set(index, (acc = { index, role: 'assistant', content: '', hasContent: false, refusal: undefined, finish: null, toolCalls: new Map(), refs: [], snapshots: [] }));
+      if (c.finish_reason != null) acc.finish = c.finish_reason;
+      // Log probabilities spell out the tokens of the original text: a masked choice loses them.
+      if (c.logprobs != null) {
+        acc.snapshots.push({
+          at,
+          set() {
+            c.logprobs = null;
+          },
+        });
+      }
+      const delta = c.delta;
+      if (!isObj(delta)) continue;
+      if (typeof delta.role === 'string') acc.role = delta.role;
+      if (typeof delta.content === 'string') {
+        acc.content += delta.content;
+        acc.hasContent = true;
+        acc.refs.push(completionsRef(at, d, delta));
+      }
+      if (typeof delta.refusal === 'string') acc.refusal = (acc.refusal ?? '') + delta.refusal;
+      if (Array.isArray(delta.tool_calls)) {
+        for (const t of delta.tool_calls) {
+          if (!isObj(t)) continue;
+          const i = typeof t.index === 'number' ? t.index : acc.toolCalls.size;
+          let call = acc.toolCalls.get(i);
+          if (!call) acc.toolCalls.set(i, (call = { id: undefined, type: 'function', function: { name: '', arguments: '' } }));
+          if (typeof t.id === 'string') call.id = t.id;
+          if (typeof t.type === 'string') call.type = t.type;
+          if (isObj(t.function)) {
+            if (typeof t.function.name === 'string') call.function.name += t.function.name;
+            if (typeof t.function.arguments === 'string') call.function.arguments += t.function.arguments;
+          }
+        }
+      }
+    }
+  });
+  const accs = [...choices.values()].sort((a, b) => a.index - b.index);
+  const body: Obj = {
+    id: head?.id,
+    object: 'chat.completion',
+    created: head?.created,
+    model: head?.model,
+    choices: accs.map((a) => {
+      const message: Obj = { role: a.role, content: a.hasContent ? a.content : null };
+      if (a.refusal !== undefined) message.refusal = a.refusal;
+      if (a.toolCalls.size) message.tool_calls = [...a.toolCalls.entries()].sort(([x], [y]) => x - y).map(([, c]) => c);
+      return { index: a.index, message, finish_reason: a.finish };
+    }),
+  };
+  if (usage) body.usage = usage;
+  const texts: StreamText[] = [];
+  accs.forEach((a, k) => {
+    if (a.hasContent) texts.push({ read: () => body.choices[k].message.content, refs: a.refs, snapshots: a.snapshots });
+  });
+  return { body, texts, bodyEvents: [] };
+};
+
+
+// ---------------------------------------------------------------------------------------------------------------
+
+function observeResponse(body: Obj, call: UsageSink): void {
+  call.setResponseModel(body.model);
+  call.addUsage(usageFromCompletions(body.usage));
+}
+
+function responseSlots(body: Obj, out: TextSlot[]): void {
+  if (!Array.isArray(body.choices)) return;
+  for (const c of body.choices) {
+    if (!isObj(c) || !isObj(c.message)) continue;
+    contentSlots(typeof c.message.role === 'string' ? c.message.role : 'assistant', c.message, CHAT_PARTS, out);
+  }
+}
+
+/** Plain messages before and after `messages`. */
+export function completionsPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  body.messages = [...prepend.map((m) => ({ role: m.role, content: m.content })), ...messages, ...append.map((m) => ({ role: m.role, content: m.content }))];
+}
+
+export const completions: LlmFormat = {
+  name: 'completions',
+  family: 'openai',
+  operation: 'chat',
+  observeResponse,
+  observeEvent(e, call) {
+    if (e.done) return;
+    const d = e.data;
+    if (call.responseModel === undefined) call.setResponseModel(d.model);
+    if (isObj(d.usage)) call.addUsage(usageFromCompletions(d.usage));
+  },
+  // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
+  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSse(undefined, JSON.stringify(e.data))),
+  assembleStream: assembleCompletions,
+  requestSlots: messageListSlots,
+  responseSlots,
+  insertPrompts: completionsPrompts,
+};
+
+/** OpenAI Embeddings: `input`, a string or a list of strings (token arrays are not text). */
+function embeddingsSlots(body: Obj, out: TextSlot[]): void {
+  const input = body.input;
+  if (typeof input === 'string') out.push(slot('user', body, 'input'));
+  else if (Array.isArray(input)) input.forEach((v, i) => typeof v === 'string' && out.push(slot('user', input, i)));
+}
+
+export const embeddings: LlmFormat = {
+  name: 'embeddings',
+  family: 'openai',
+  operation: 'embeddings',
+  observeResponse,
+  requestSlots: embeddingsSlots,
+};

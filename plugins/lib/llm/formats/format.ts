@@ -1,0 +1,72 @@
+// The contract of one LLM API format (ADR 0032): everything the gateway knows about a format lives in the module
+// that implements it. The client API families are plugins/lib/llm/formats/{completions,messages,responses,gemini}.ts;
+// a provider's own wire format lives in the provider's folder (Bedrock Converse: plugins/llm-providers/bedrock) and
+// reaches the `ai` backend through `LlmProviderInstance.formats`, so a provider with a new API is one folder.
+import type { LlmEvent, StreamTranslator } from '../events.ts';
+import type { Obj } from '../json.ts';
+import type { LlmUsage } from '../usage.ts';
+import type { Builder } from './assembly.ts';
+import type { TextSlot } from './slots.ts';
+
+/** A configured prompt message (`ai.prompts`). */
+export interface PromptMessage {
+  readonly role: string;
+  readonly content: string;
+}
+
+/** The error shape of a format's API (what its SDKs parse). */
+export type ErrorFamily = 'openai' | 'anthropic' | 'google' | 'aws' | 'other';
+
+/** Where usage and the answering model go (the `ai` backend's `LlmCall`). */
+export interface UsageSink {
+  readonly responseModel: string | undefined;
+  setResponseModel(model: unknown): void;
+  addUsage(usage: LlmUsage | undefined): void;
+}
+
+/**
+ * One API format. Every member but `name`, `family` and `operation` is optional: a format without translation is
+ * only served to clients of the same format (passthrough of the body), one without `requestSlots` has no guarded text.
+ *
+ * Translation goes through one canonical form, OpenAI Chat Completions (`completions`): a client format A reaches a
+ * wire format B as A.requestToCanonical then B.requestFromCanonical, and the answer comes back as
+ * B.responseToCanonical then A.responseFromCanonical (streams the same way, event by event). A format equal to the
+ * canonical one needs none of the four.
+ */
+export interface LlmFormat {
+  /** The route type or wire-format name (`completions`, `messages`, `converse`, …). */
+  readonly name: string;
+  /** The error shape of its API. */
+  readonly family: ErrorFamily;
+  /** OTel `gen_ai.operation.name` of a call in this format (`chat`, `embeddings`, `generate_content`, `count_tokens`). */
+  readonly operation: string;
+
+  /** Request body → canonical (Chat Completions) request. */
+  requestToCanonical?(body: Obj): Obj;
+  /** Canonical request → this format's request. */
+  requestFromCanonical?(body: Obj): Obj;
+  /** This format's complete response → canonical response (`model`: the request's, for formats without one). */
+  responseToCanonical?(body: Obj, model: string): Obj;
+  /** Canonical response → this format's response. */
+  responseFromCanonical?(body: Obj, model: string): Obj;
+  /** Stream events of this format → canonical chunks. */
+  streamToCanonical?(model: string): StreamTranslator;
+  /** Canonical chunks → stream events of this format. */
+  streamFromCanonical?(model: string): StreamTranslator;
+
+  /** Usage and model of a complete answer in this format. */
+  observeResponse?(body: Obj, call: UsageSink): void;
+  /** Usage and model carried by one stream event. */
+  observeEvent?(e: LlmEvent, call: UsageSink): void;
+  /** One event as SSE text, as this format's clients expect it. */
+  serializeEvent?(e: LlmEvent): string;
+  /** Put a held stream's events together into the complete response (response guards on streams). */
+  readonly assembleStream?: Builder;
+
+  /** The text prompt guards see in a request (pushed in document order). */
+  requestSlots?(body: Obj, out: TextSlot[]): void;
+  /** The text prompt guards see in a complete response. */
+  responseSlots?(body: Obj, out: TextSlot[]): void;
+  /** Insert configured prompts (`ai.prompts.prepend`/`append`). */
+  insertPrompts?(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void;
+}

@@ -1,0 +1,134 @@
+// Gemini's native API: `generateContent` / `streamGenerateContent?alt=sse` (the `generateContent` route type and the
+// `geminiNative` wire format are one format) and `countTokens`. Translation from the canonical form
+// (plugins/lib/llm/gemini.ts), usage, stream assembly (each event a `GenerateContentResponse` whose candidates carry
+// text deltas; put together, a candidate has one text part and one thought part, as a non-streamed answer would) and
+// guarded text (ADR 0032).
+import { completionsRequestToGemini, geminiResponseToCompletions, GeminiToCompletionsStream } from '../gemini.ts';
+import { isObj } from '../json.ts';
+import type { Obj } from '../json.ts';
+import { usageFromGemini } from '../usage.ts';
+import type { Builder, StreamText, TextRef } from './assembly.ts';
+import type { LlmFormat } from './format.ts';
+import { CHAT_PARTS, partSlots } from './slots.ts';
+import type { TextSlot } from './slots.ts';
+
+interface TextAcc {
+  text: string;
+  readonly refs: TextRef[];
+}
+
+interface CandidateAcc {
+  readonly index: number;
+  finish: unknown;
+  /** Answer text, then thought text (`thought: true` parts), each put together from its deltas. */
+  readonly answer: TextAcc;
+  readonly thought: TextAcc;
+  /** Parts without text (function calls, inline data), in order. */
+  readonly other: Obj[];
+  readonly extra: Obj;
+}
+
+/** A text delta: masking gives the first one the whole text and empties the others (the event stays). */
+function partRef(at: number, part: Obj): TextRef {
+  return {
+    at,
+    set(text) {
+      part.text = text;
+    },
+    clear() {
+      part.text = '';
+      return false;
+    },
+  };
+}
+
+const assembleGemini: Builder = (events) => {
+  const candidates = new Map<number, CandidateAcc>();
+  const top: Obj = {};
+  events.forEach((e, at) => {
+    const d = e.data;
+    if (!d) return;
+    for (const key of ['usageMetadata', 'modelVersion', 'responseId', 'promptFeedback']) if (d[key] !== undefined) top[key] = d[key];
+    if (!Array.isArray(d.candidates)) return;
+    for (const c of d.candidates) {
+      if (!isObj(c)) continue;
+      const index = typeof c.index === 'number' ? c.index : 0;
+      let acc = candidates.get(index);
+      if (!acc) candidates.set(index, (acc = { index, finish: undefined, answer: { text: '', refs: [] }, thought: { text: '', refs: [] }, other: [], extra: {} }));
+      if (c.finishReason !== undefined) acc.finish = c.finishReason;
+      for (const key of ['safetyRatings', 'citationMetadata', 'groundingMetadata']) if (c[key] !== undefined) acc.extra[key] = c[key];
+      if (!isObj(c.content) || !Array.isArray(c.content.parts)) continue;
+      for (const part of c.content.parts) {
+        if (!isObj(part)) continue;
+        if (typeof part.text !== 'string') {
+          acc.other.push(part);
+          continue;
+        }
+        const into = part.thought === true ? acc.thought : acc.answer;
+        into.text += part.text;
+        into.refs.push(partRef(at, part));
+      }
+    }
+  });
+  const accs = [...candidates.values()].sort((a, b) => a.index - b.index);
+  const texts: StreamText[] = [];
+  const body: Obj = {
+    candidates: accs.map((a) => {
+      const parts: Obj[] = [];
+      for (const [acc, thought] of [[a.thought, true], [a.answer, false]] as const) {
+        if (acc.refs.length === 0) continue;
+        const part: Obj = thought ? { text: acc.text, thought: true } : { text: acc.text };
+        parts.push(part);
+        texts.push({ read: () => part.text as string, refs: acc.refs, snapshots: [] });
+      }
+      parts.push(...a.other);
+      const candidate: Obj = { index: a.index, content: { role: 'model', parts }, ...a.extra };
+      if (a.finish !== undefined) candidate.finishReason = a.finish;
+      return candidate;
+    }),
+    ...top,
+  };
+  return { body, texts, bodyEvents: [] };
+};
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** A Gemini `Content` (`{role, parts: [{text}, …]}`): its text parts; the model's role is `assistant` to guards. */
+function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
+  if (!isObj(content) || !Array.isArray(content.parts)) return;
+  const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
+  partSlots(role, content.parts, CHAT_PARTS, out);
+}
+
+/** Gemini `generateContent`: `systemInstruction` (or `system_instruction`), then `contents[]`. */
+function geminiRequestSlots(body: Obj, out: TextSlot[]): void {
+  geminiContentSlots(body.systemInstruction ?? body.system_instruction, 'system', out);
+  if (Array.isArray(body.contents)) for (const c of body.contents) geminiContentSlots(c, 'user', out);
+}
+
+export const geminiNative: LlmFormat = {
+  name: 'geminiNative',
+  family: 'google',
+  operation: 'generate_content',
+  requestFromCanonical: completionsRequestToGemini,
+  responseToCanonical: (b, model) => geminiResponseToCompletions(b, model),
+  streamToCanonical: (model) => new GeminiToCompletionsStream(model),
+  observeResponse(body, call) {
+    call.setResponseModel(body.modelVersion);
+    call.addUsage(usageFromGemini(body.usageMetadata));
+  },
+  observeEvent(e, call) {
+    if (e.done) return;
+    // Every chunk may restate the counts so far; later ones win.
+    if (call.responseModel === undefined) call.setResponseModel(e.data.modelVersion);
+    if (isObj(e.data.usageMetadata)) call.addUsage(usageFromGemini(e.data.usageMetadata));
+  },
+  assembleStream: assembleGemini,
+  requestSlots: geminiRequestSlots,
+  responseSlots(body, out) {
+    if (Array.isArray(body.candidates)) for (const c of body.candidates) if (isObj(c)) geminiContentSlots(c.content, 'assistant', out);
+  },
+};
+
+/** `countTokens`: answered with a count (nothing to translate, stream, observe or guard). */
+export const geminiCountTokens: LlmFormat = { name: 'geminiCountTokens', family: 'google', operation: 'count_tokens' };

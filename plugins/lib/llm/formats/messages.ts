@@ -1,0 +1,203 @@
+// Anthropic Messages (`messages`) and its `count_tokens` (`anthropicTokenCount`): translation to and from the
+// canonical form (plugins/lib/llm/completions-messages.ts), usage, stream events, stream assembly, guarded text and
+// prompt insertion (ADR 0032).
+import {
+  completionsRequestToMessages,
+  completionsResponseToMessages,
+  CompletionsToMessagesStream,
+  messagesRequestToCompletions,
+  messagesResponseToCompletions,
+  MessagesToCompletionsStream,
+} from '../completions-messages.ts';
+import { isObj } from '../json.ts';
+import type { Obj } from '../json.ts';
+import { formatSse } from '../sse.ts';
+import { usageFromMessages } from '../usage.ts';
+import { typeOf } from './assembly.ts';
+import type { Builder, StreamText, TextRef } from './assembly.ts';
+import type { LlmFormat, PromptMessage } from './format.ts';
+import { CHAT_PARTS, messageListSlots, partSlots, slot } from './slots.ts';
+import type { TextSlot } from './slots.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Anthropic Messages: `message_start`, `content_block_*`, `message_delta`, `message_stop` → `message`
+
+interface BlockAcc {
+  readonly block: Obj;
+  text: string;
+  json: string | undefined;
+  readonly refs: TextRef[];
+  /** Text given by `content_block_start` (normally none). */
+  start?: TextRef;
+}
+
+const assembleMessages: Builder = (events) => {
+  let message: Obj | undefined;
+  const blocks = new Map<number, BlockAcc>();
+  events.forEach((e, at) => {
+    const d = e.data;
+    if (!d) return;
+    switch (typeOf(e)) {
+      case 'message_start':
+        if (isObj(d.message)) message = structuredClone(d.message);
+        break;
+      case 'content_block_start': {
+        if (typeof d.index !== 'number' || !isObj(d.content_block)) break;
+        const cb = d.content_block;
+        const acc: BlockAcc = { block: structuredClone(cb), text: typeof cb.text === 'string' ? cb.text : '', json: undefined, refs: [] };
+        blocks.set(d.index, acc);
+        // Text given at the start (normally none) is kept apart: the masked text goes to the first delta when there is one.
+        if (cb.type === 'text' && typeof cb.text === 'string' && cb.text) {
+          acc.start = {
+            at,
+            set(text) {
+              cb.text = text;
+            },
+            clear() {
+              cb.text = '';
+              return false;
+            },
+          };
+        }
+        break;
+      }
+      case 'content_block_delta': {
+        const acc = typeof d.index === 'number' ? blocks.get(d.index) : undefined;
+        const delta = d.delta;
+        if (!acc || !isObj(delta)) break;
+        if (delta.type === 'text_delta' && typeof delta.text === 'string') {
+          acc.text += delta.text;
+          acc.refs.push({
+            at,
+            set(text) {
+              delta.text = text;
+            },
+            clear: () => true,
+          });
+        } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') acc.json = (acc.json ?? '') + delta.partial_json;
+        else if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string') acc.block.thinking = (typeof acc.block.thinking === 'string' ? acc.block.thinking : '') + delta.thinking;
+        else if (delta.type === 'signature_delta' && typeof delta.signature === 'string') acc.block.signature = delta.signature;
+        break;
+      }
+      case 'message_delta': {
+        message ??= {};
+        if (isObj(d.delta)) {
+          if (d.delta.stop_reason !== undefined) message.stop_reason = d.delta.stop_reason;
+          if (d.delta.stop_sequence !== undefined) message.stop_sequence = d.delta.stop_sequence;
+        }
+        if (isObj(d.usage)) {
+          const usage: Obj = isObj(message.usage) ? message.usage : (message.usage = {});
+          for (const [k, v] of Object.entries(d.usage)) if (v !== null && v !== undefined) usage[k] = v;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  });
+  const ordered = [...blocks.entries()].sort(([a], [b]) => a - b).map(([, acc]) => acc);
+  const content = ordered.map((acc) => {
+    const block = acc.block;
+    if (block.type === 'text') block.text = acc.text;
+    if (block.type === 'tool_use' && acc.json !== undefined) {
+      try {
+        block.input = acc.json.trim() ? (JSON.parse(acc.json) as unknown) : {};
+      } catch {
+        block.input = {};
+      }
+    }
+    return block;
+  });
+  const body: Obj = { type: 'message', role: 'assistant', ...(message ?? {}), content };
+  const texts: StreamText[] = [];
+  ordered.forEach((acc, k) => {
+    if (acc.block.type !== 'text') return;
+    texts.push({ read: () => body.content[k].text, refs: acc.start ? [...acc.refs, acc.start] : acc.refs, snapshots: [] });
+  });
+  return { body, texts, bodyEvents: [] };
+};
+
+
+// ---------------------------------------------------------------------------------------------------------------
+
+const isSystem = (role: string): boolean => role === 'system' || role === 'developer';
+
+/**
+ * Anthropic Messages: `system`/`developer` entries go into the top-level `system` (as text blocks around the
+ * client's own system prompt; a lone string stays a string), the others into `messages`.
+ */
+export function messagesPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  const before = prepend.filter((m) => isSystem(m.role)).map((m) => m.content);
+  const after = append.filter((m) => isSystem(m.role)).map((m) => m.content);
+  if (before.length || after.length) {
+    const existing = body.system;
+    const own: unknown[] = typeof existing === 'string' ? [{ type: 'text', text: existing }] : Array.isArray(existing) ? existing : [];
+    const blocks = [...before.map((text) => ({ type: 'text', text })), ...own, ...after.map((text) => ({ type: 'text', text }))];
+    body.system = existing === undefined && blocks.length === 1 ? (blocks[0] as { text: string }).text : blocks;
+  }
+  const turn = (m: PromptMessage) => ({ role: m.role, content: m.content });
+  const pre = prepend.filter((m) => !isSystem(m.role)).map(turn);
+  const post = append.filter((m) => !isSystem(m.role)).map(turn);
+  if (pre.length || post.length) body.messages = [...pre, ...(Array.isArray(body.messages) ? body.messages : []), ...post];
+}
+
+/** Anthropic's top-level `system`: a string or a list of text blocks. */
+function systemSlots(body: Obj, out: TextSlot[]): void {
+  const system = body.system;
+  if (typeof system === 'string') out.push(slot('system', body, 'system'));
+  else if (Array.isArray(system)) partSlots('system', system, CHAT_PARTS, out);
+}
+
+/** The system prompt, then the messages. */
+export function messagesRequestSlots(body: Obj, out: TextSlot[]): void {
+  systemSlots(body, out);
+  messageListSlots(body, out);
+}
+
+export function messagesResponseSlots(body: Obj, out: TextSlot[]): void {
+  if (Array.isArray(body.content)) partSlots(typeof body.role === 'string' ? body.role : 'assistant', body.content, CHAT_PARTS, out);
+}
+
+export const messages: LlmFormat = {
+  name: 'messages',
+  family: 'anthropic',
+  operation: 'chat',
+  requestToCanonical: messagesRequestToCompletions,
+  requestFromCanonical: completionsRequestToMessages,
+  responseToCanonical: (b) => messagesResponseToCompletions(b),
+  responseFromCanonical: (b) => completionsResponseToMessages(b),
+  streamToCanonical: () => new MessagesToCompletionsStream(),
+  streamFromCanonical: () => new CompletionsToMessagesStream(),
+  observeResponse(body, call) {
+    call.setResponseModel(body.model);
+    call.addUsage(usageFromMessages(body.usage));
+  },
+  observeEvent(e, call) {
+    if (e.done) return;
+    const d = e.data;
+    const type = e.type ?? d.type;
+    if (type === 'message_start' && isObj(d.message)) {
+      call.setResponseModel(d.message.model);
+      call.addUsage(usageFromMessages(d.message.usage));
+    } else if (type === 'message_delta' && isObj(d.usage)) {
+      // Later counts are cumulative; input and cache counts appear only when they apply.
+      const u = usageFromMessages(d.usage);
+      if (u && d.usage.input_tokens === undefined) delete u.inputTokens;
+      call.addUsage(u);
+    }
+  },
+  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSse(e.type, JSON.stringify(e.data))),
+  assembleStream: assembleMessages,
+  requestSlots: messagesRequestSlots,
+  responseSlots: messagesResponseSlots,
+  insertPrompts: messagesPrompts,
+};
+
+/** `count_tokens`: a Messages request answered with a count (nothing to translate, stream or observe). */
+export const anthropicTokenCount: LlmFormat = {
+  name: 'anthropicTokenCount',
+  family: 'anthropic',
+  operation: 'count_tokens',
+  requestSlots: messagesRequestSlots,
+  insertPrompts: messagesPrompts,
+};

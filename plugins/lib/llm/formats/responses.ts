@@ -1,0 +1,175 @@
+// OpenAI Responses (`responses`): usage, stream events, stream assembly, guarded text and prompt insertion
+// (ADR 0032). Responses requests are served only by providers that speak Responses (no canonical translation).
+import { isObj } from '../json.ts';
+import type { Obj } from '../json.ts';
+import { formatSse } from '../sse.ts';
+import { usageFromResponses } from '../usage.ts';
+import { typeOf } from './assembly.ts';
+import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
+import type { LlmFormat, PromptMessage } from './format.ts';
+import { contentSlots, RESPONSES_PARTS, slot } from './slots.ts';
+import type { TextSlot } from './slots.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// OpenAI Responses: `response.*` events → the `response` of `response.completed` (or one put together)
+
+interface PartAcc {
+  text: string;
+  readonly refs: TextRef[];
+  readonly snapshots: Snapshot[];
+}
+
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
+
+const assembleResponses: Builder = (events) => {
+  let latest: Obj | undefined;
+  let terminal: { at: number; response: Obj } | undefined;
+  const items = new Map<number, Obj>();
+  const parts = new Map<string, PartAcc>();
+  const part = (oi: unknown, ci: unknown): PartAcc | undefined => {
+    if (typeof oi !== 'number' || typeof ci !== 'number') return undefined;
+    const key = `${oi}:${ci}`;
+    let acc = parts.get(key);
+    if (!acc) parts.set(key, (acc = { text: '', refs: [], snapshots: [] }));
+    return acc;
+  };
+  events.forEach((e, at) => {
+    const d = e.data;
+    if (!d) return;
+    const type = typeOf(e);
+    if (typeof type !== 'string') return;
+    if (TERMINAL.has(type) && isObj(d.response)) terminal = { at, response: d.response };
+    else if ((type === 'response.created' || type === 'response.in_progress') && isObj(d.response)) latest = d.response;
+    else if (type === 'response.output_item.added' && typeof d.output_index === 'number' && isObj(d.item)) {
+      if (!items.has(d.output_index)) items.set(d.output_index, structuredClone(d.item));
+    } else if (type === 'response.output_item.done' && typeof d.output_index === 'number' && isObj(d.item)) {
+      const item = d.item;
+      items.set(d.output_index, structuredClone(item));
+      if (Array.isArray(item.content)) {
+        item.content.forEach((p: unknown, ci: number) => {
+          if (isObj(p) && typeof p.text === 'string') {
+            part(d.output_index, ci)!.snapshots.push({
+              at,
+              set(text) {
+                p.text = text;
+              },
+            });
+          }
+        });
+      }
+    } else if (type === 'response.output_text.delta' && typeof d.delta === 'string') {
+      const acc = part(d.output_index, d.content_index);
+      if (!acc) return;
+      acc.text += d.delta;
+      acc.refs.push({
+        at,
+        set(text) {
+          d.delta = text;
+        },
+        clear: () => true,
+      });
+    } else if (type === 'response.output_text.done' && typeof d.text === 'string') {
+      part(d.output_index, d.content_index)?.snapshots.push({
+        at,
+        set(text) {
+          d.text = text;
+        },
+      });
+    } else if (type === 'response.content_part.done' && isObj(d.part) && typeof d.part.text === 'string') {
+      const p = d.part;
+      part(d.output_index, d.content_index)?.snapshots.push({
+        at,
+        set(text) {
+          p.text = text;
+        },
+      });
+    }
+  });
+
+  let body: Obj;
+  const bodyEvents: number[] = [];
+  if (terminal) {
+    // The complete response is in the stream: guarded as it is, and the event carries the guards' result.
+    body = terminal.response;
+    bodyEvents.push(terminal.at);
+  } else {
+    // A stream that ended without one: the response as far as it went.
+    const output: Obj[] = [];
+    for (const [oi, item] of [...items.entries()].sort(([a], [b]) => a - b)) output[oi] = item;
+    for (const [key, acc] of parts) {
+      const [oi, ci] = key.split(':').map(Number) as [number, number];
+      const item = (output[oi] ??= { type: 'message', role: 'assistant', content: [] });
+      if (item.type !== 'message') continue;
+      if (!Array.isArray(item.content)) item.content = [];
+      if (!isObj(item.content[ci]) || typeof item.content[ci].text !== 'string') item.content[ci] = { type: 'output_text', text: acc.text, annotations: [] };
+    }
+    body = { ...(latest ?? { object: 'response' }), output: Array.from(output, (item) => item ?? {}) };
+  }
+  const texts: StreamText[] = [];
+  const output: unknown[] = Array.isArray(body.output) ? body.output : [];
+  output.forEach((item, oi) => {
+    if (!isObj(item) || item.type !== 'message' || !Array.isArray(item.content)) return;
+    item.content.forEach((p: unknown, ci: number) => {
+      if (!isObj(p) || typeof p.text !== 'string') return;
+      const acc = parts.get(`${oi}:${ci}`);
+      texts.push({ read: () => p.text as string, refs: acc?.refs ?? [], snapshots: acc?.snapshots ?? [] });
+    });
+  });
+  return { body, texts, bodyEvents };
+};
+
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** OpenAI Responses: `instructions`, then `input` (a string, or a list of items). */
+export function responsesRequestSlots(body: Obj, out: TextSlot[]): void {
+  if (typeof body.instructions === 'string') out.push(slot('system', body, 'instructions'));
+  const input = body.input;
+  if (typeof input === 'string') out.push(slot('user', body, 'input'));
+  else if (Array.isArray(input)) {
+    for (const item of input) {
+      if (!isObj(item) || (item.type !== undefined && item.type !== 'message') || typeof item.role !== 'string') continue;
+      contentSlots(item.role, item, RESPONSES_PARTS, out);
+    }
+  }
+}
+
+export function responsesResponseSlots(body: Obj, out: TextSlot[]): void {
+  if (!Array.isArray(body.output)) return;
+  for (const item of body.output) {
+    if (!isObj(item) || item.type !== 'message') continue;
+    contentSlots(typeof item.role === 'string' ? item.role : 'assistant', item, RESPONSES_PARTS, out);
+  }
+}
+
+/** OpenAI Responses: items of `input` (a string input becomes one `user` item first). */
+export function responsesPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  const input = body.input;
+  const items: unknown[] = typeof input === 'string' ? [{ role: 'user', content: input }] : Array.isArray(input) ? input : [];
+  const item = (m: PromptMessage) => ({ role: m.role, content: m.content });
+  body.input = [...prepend.map(item), ...items, ...append.map(item)];
+}
+
+export const responses: LlmFormat = {
+  name: 'responses',
+  family: 'openai',
+  operation: 'chat',
+  observeResponse(body, call) {
+    call.setResponseModel(body.model);
+    call.addUsage(usageFromResponses(body.usage));
+  },
+  observeEvent(e, call) {
+    if (e.done) return;
+    const d = e.data;
+    const type = e.type ?? d.type;
+    if ((type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') && isObj(d.response)) {
+      call.setResponseModel(d.response.model);
+      call.addUsage(usageFromResponses(d.response.usage));
+    } else if (type === 'response.created' && isObj(d.response)) call.setResponseModel(d.response.model);
+  },
+  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSse(e.type, JSON.stringify(e.data))),
+  assembleStream: assembleResponses,
+  requestSlots: responsesRequestSlots,
+  responseSlots: responsesResponseSlots,
+  insertPrompts: responsesPrompts,
+};
