@@ -10,7 +10,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
-import { modelArmorBlocked } from '../../plugins/guards/google-model-armor/model-armor.ts';
+import { modelArmorBlocked } from '../../plugins/guards/google-model-armor/google-model-armor.ts';
 import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 

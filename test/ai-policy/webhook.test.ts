@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
-import { webhookVerdict } from '../../plugins/guards/webhook/webhook-guard.ts';
+import { webhookVerdict } from '../../plugins/guards/webhook/webhook.ts';
 import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 

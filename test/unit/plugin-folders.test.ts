@@ -35,11 +35,6 @@ const IMPLEMENTATION_EXCEPTIONS: Record<string, string> = {
   'policies/local-rate-limit': 'token-bucket.ts and deny.ts',
   'backends/ai': 'backend.ts (LLM formats being split, issue 10 item 5)',
   'backends/mcp': 'backend.ts (MCP backend being split, issue 10 item 4)',
-  'backends/cloud-backend': 'agent-runtime.ts',
-  'guards/regex': 'regex-guard.ts',
-  'guards/webhook': 'webhook-guard.ts',
-  'guards/openai-moderation': 'moderation.ts',
-  'guards/google-model-armor': 'model-armor.ts',
   'llm-providers/anthropic': 'provider.ts',
   'llm-providers/azure-openai': 'provider.ts',
   'llm-providers/bedrock': 'provider.ts',
@@ -50,10 +45,6 @@ const IMPLEMENTATION_EXCEPTIONS: Record<string, string> = {
   'mcp-transports/openapi': 'target.ts',
   'mcp-transports/sse': 'sse-transport.ts',
   'mcp-transports/stdio': 'stdio-upstream.ts',
-  'backend-auth/aws': 'aws-auth.ts',
-  'backend-auth/azure': 'azure-auth.ts',
-  'backend-auth/gcp': 'gcp-auth.ts',
-  'backend-auth/key': 'key-value.ts',
 };
 
 const folders = CATEGORIES.flatMap((c) =>

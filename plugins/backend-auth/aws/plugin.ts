@@ -1,5 +1,5 @@
 import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
-import type { AwsConfig } from './aws-auth.ts';
+import type { AwsConfig } from './aws.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `aws` (neutral name `cloudAuthB`): AWS Signature Version 4 on every upstream attempt. */
@@ -21,7 +21,7 @@ export default defineBackendAuth<AwsConfig>({
       );
     }
     // The signing libraries load only when a config uses this variant (trimmed distributions never load them).
-    const { createAwsAuth } = await import('./aws-auth.ts');
+    const { createAwsAuth } = await import('./aws.ts');
     return createAwsAuth(config, ctx.logger, ctx.resources);
   },
 });

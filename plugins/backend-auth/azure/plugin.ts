@@ -1,5 +1,5 @@
 import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
-import type { AzureConfig } from './azure-auth.ts';
+import type { AzureConfig } from './azure.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `azure` (neutral name `cloudAuthC`): a Microsoft Entra access token on every upstream request. */
@@ -10,7 +10,7 @@ export default defineBackendAuth<AzureConfig>({
   schema,
   async compile(config, ctx) {
     // @azure/identity loads only when a config uses this variant.
-    const { createAzureAuth } = await import('./azure-auth.ts');
+    const { createAzureAuth } = await import('./azure.ts');
     try {
       return createAzureAuth(config, ctx.resources);
     } catch (err) {

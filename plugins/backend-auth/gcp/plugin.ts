@@ -1,5 +1,5 @@
 import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
-import type { GcpConfig } from './gcp-auth.ts';
+import type { GcpConfig } from './gcp.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `gcp` (neutral name `cloudAuthA`): a Google access or identity token on every upstream request. */
@@ -13,7 +13,7 @@ export default defineBackendAuth<GcpConfig>({
       ctx.warn('`audience` applies to identity tokens only; set `type: idToken` or remove it', ['audience']);
     }
     // google-auth-library loads only when a config uses this variant.
-    const { createGcpAuth } = await import('./gcp-auth.ts');
+    const { createGcpAuth } = await import('./gcp.ts');
     return createGcpAuth(config, ctx.logger, ctx.resources);
   },
 });

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
 import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
-import { authorizationValue } from './key-value.ts';
+import { authorizationValue } from './key.ts';
 import schema from './schema.json' with { type: 'json' };
 
 type KeyConfig = string | { file: string };

@@ -1,6 +1,6 @@
 import { defineBackend } from 'switchyard/sdk';
 import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
-import type { AgentRuntimeConfig } from './agent-runtime.ts';
+import type { AgentRuntimeConfig } from './cloud-backend.ts';
 import schema from './schema.json' with { type: 'json' };
 
 export interface CloudBackendConfig {
@@ -19,7 +19,7 @@ export default defineBackend<CloudBackendConfig>({
   async compile(value, ctx) {
     const field = value.agentRuntime ? 'agentRuntime' : 'agentCore';
     // The signing libraries load only when a config uses this backend.
-    const { compileAgentRuntime } = await import('./agent-runtime.ts');
+    const { compileAgentRuntime } = await import('./cloud-backend.ts');
     return compileAgentRuntime((value.agentRuntime ?? value.agentCore)!, field, ctx);
   },
 });

@@ -1,5 +1,5 @@
 import { defineGuard } from '../../lib/slots/ai.ts';
-import type { ModelArmorConfig } from './model-armor.ts';
+import type { ModelArmorConfig } from './google-model-armor.ts';
 
 /** `googleModelArmor` (neutral name `modelArmorGuard`): Google Cloud Model Armor's sanitize APIs. */
 export default defineGuard<ModelArmorConfig>({
@@ -33,7 +33,7 @@ export default defineGuard<ModelArmorConfig>({
     additionalProperties: false,
   },
   async compile(config, ctx) {
-    const { compileModelArmor } = await import('./model-armor.ts');
+    const { compileModelArmor } = await import('./google-model-armor.ts');
     return compileModelArmor(config, ctx);
   },
 });

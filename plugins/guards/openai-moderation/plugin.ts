@@ -1,5 +1,5 @@
 import { defineGuard } from '../../lib/slots/ai.ts';
-import type { ModerationGuardConfig } from './moderation.ts';
+import type { ModerationGuardConfig } from './openai-moderation.ts';
 
 /** `openAIModeration` (neutral name `moderationGuard`): reject what OpenAI's moderation endpoint flags. */
 export default defineGuard<ModerationGuardConfig>({
@@ -24,7 +24,7 @@ export default defineGuard<ModerationGuardConfig>({
     additionalProperties: false,
   },
   async compile(config, ctx) {
-    const { compileModerationGuard } = await import('./moderation.ts');
+    const { compileModerationGuard } = await import('./openai-moderation.ts');
     return compileModerationGuard(config, ctx);
   },
 });

@@ -1,5 +1,5 @@
 import { defineGuard } from '../../lib/slots/ai.ts';
-import type { RegexGuardConfig } from './regex-guard.ts';
+import type { RegexGuardConfig } from './regex.ts';
 
 /** `regex`: mask or reject prompt and response text matching builtin PII detectors or custom patterns. */
 export default defineGuard<RegexGuardConfig>({
@@ -39,7 +39,7 @@ export default defineGuard<RegexGuardConfig>({
     additionalProperties: false,
   },
   async compile(config, ctx) {
-    const { compileRegexGuard } = await import('./regex-guard.ts');
+    const { compileRegexGuard } = await import('./regex.ts');
     return compileRegexGuard(config, ctx);
   },
 });

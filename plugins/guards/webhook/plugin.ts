@@ -1,5 +1,5 @@
 import { defineGuard } from '../../lib/slots/ai.ts';
-import type { WebhookGuardConfig } from './webhook-guard.ts';
+import type { WebhookGuardConfig } from './webhook.ts';
 
 /** `webhook`: ask an external guardrail service (Gloo-style webhook protocol) to pass, mask or reject. */
 export default defineGuard<WebhookGuardConfig>({
@@ -65,7 +65,7 @@ export default defineGuard<WebhookGuardConfig>({
     additionalProperties: false,
   },
   async compile(config, ctx) {
-    const { compileWebhookGuard } = await import('./webhook-guard.ts');
+    const { compileWebhookGuard } = await import('./webhook.ts');
     return compileWebhookGuard(config, ctx);
   },
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { authorizationValue } from './key-value.ts';
+import { authorizationValue } from './key.ts';
 
 describe('authorizationValue (DECIDED 8)', () => {
   it('a bare token is sent as Bearer', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CompileContext, Exchange } from 'switchyard/sdk';
-import { compileRegexGuard } from './regex-guard.ts';
-import type { RegexGuardConfig } from './regex-guard.ts';
+import { compileRegexGuard } from './regex.ts';
+import type { RegexGuardConfig } from './regex.ts';
 import type { GuardVerdict } from '../../lib/llm/contract.ts';
 
 /** Only `fail` and `warn` are used by the regex guard. */
