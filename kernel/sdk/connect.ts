@@ -7,7 +7,7 @@
 import type { Exchange } from './exchange.ts';
 import type { BackendInstance, CompileContext, ConfigPath, PolicySet } from './plugin.ts';
 import { parseUpstreamAddress, serviceAuthority } from './upstream-address.ts';
-import type { ServiceRef, UpstreamAddress } from './upstream-address.ts';
+import type { AddressRules, ServiceRef, UpstreamAddress } from './upstream-address.ts';
 import type { UpstreamCallOptions, UpstreamResponse, UpstreamTarget, UpstreamTls } from './upstream.ts';
 
 /** The address fields as written in a config (exactly one of `host`, `service`, `backend`; see `UPSTREAM_ADDRESS_SCHEMA`). */
@@ -19,8 +19,11 @@ export interface UpstreamAddressConfig {
   readonly policies?: Record<string, unknown>;
 }
 
-/** What `ctx.connect` takes: the address as written, and how this plugin reads it. */
-export interface ConnectOptions extends UpstreamAddressConfig {
+/**
+ * What `ctx.connect` takes: the address as written, and how this plugin reads it (the `AddressRules` of
+ * `parseUpstreamAddress`: a separate `port` or `path` field, whether a path is taken, whether a port is required).
+ */
+export interface ConnectOptions extends UpstreamAddressConfig, Omit<AddressRules, 'tls' | 'pathHint'> {
   /** What the upstream is, for messages: `the rate limit service`, `Model Armor`. */
   readonly what: string;
   /** Where the address fields sit below the plugin's value (`['target']`), for error positions. Default `[]`. */
@@ -33,15 +36,6 @@ export interface ConnectOptions extends UpstreamAddressConfig {
   readonly defaults?: Record<string, unknown>;
   /** A compiled set the connection's policies layer over (an MCP target's policies). */
   readonly inherit?: PolicySet;
-  /** A separate `port` field next to `host`. */
-  readonly port?: number;
-  /** A separate `path` field next to `host` (only with `paths: 'allow'`). */
-  readonly path?: string;
-  /** `refuse` (default): an origin only; `allow`: a URL's path or `path` is the endpoint (`defaultPath` otherwise). */
-  readonly paths?: 'refuse' | 'allow';
-  readonly defaultPath?: string;
-  /** `host` must carry a port (an external service has no well-known one). */
-  readonly requirePort?: boolean;
   /** `UpstreamTargetOptions.authority` of the pool (the kernel's default when absent). */
   readonly authority?: 'target' | 'request';
 }

@@ -1,9 +1,10 @@
 import { PassThrough } from 'node:stream';
+import { SSE_HEADERS, formatSseComment, formatSseEvent } from 'switchyard/sdk';
 import type { HeaderMap, Reply } from 'switchyard/sdk';
 
 /** Response headers of an SSE reply. `x-accel-buffering` stops nginx-style proxies from holding events back. */
 export function sseHeaders(extra?: HeaderMap): HeaderMap {
-  return { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no', ...extra };
+  return { ...SSE_HEADERS, ...extra };
 }
 
 /**
@@ -52,13 +53,13 @@ export class SseStream {
 
   /** Send an SSE comment now: Node holds response headers until the first body byte, and clients wait for them. */
   flushHeaders(): void {
-    if (this.open) this.write(': stream open\n\n');
+    if (this.open) this.write(formatSseComment('stream open'));
   }
 
   /** Send a comment every `ms` so idle intermediaries keep the connection. */
   startKeepAlive(ms: number): void {
     this.keepAlive = setInterval(() => {
-      if (this.open) this.write(': keep-alive\n\n');
+      if (this.open) this.write(formatSseComment('keep-alive'));
     }, ms);
     this.keepAlive.unref();
   }
@@ -70,7 +71,7 @@ export class SseStream {
   /** One `message` event whose data is already serialized, with an event id when given (resumable streams). */
   sendData(data: string, id?: string): boolean {
     if (!this.open) return false;
-    this.write(id === undefined ? `event: message\ndata: ${data}\n\n` : `event: message\nid: ${id}\ndata: ${data}\n\n`);
+    this.write(formatSseEvent({ event: 'message', id, data }));
     return true;
   }
 
@@ -79,16 +80,16 @@ export class SseStream {
    * (2025-11-25). Also sends the response headers, as flushHeaders does.
    */
   prime(id: string): void {
-    if (this.open) this.write(`id: ${id}\ndata: \n\n`);
+    if (this.open) this.write(formatSseEvent({ id, data: '' }));
   }
 
   /** An SSE comment (ignored by clients). */
   comment(text: string): void {
-    if (this.open) this.write(`: ${text}\n\n`);
+    if (this.open) this.write(formatSseComment(text));
   }
 
   event(name: string, data: string): void {
-    if (this.open) this.write(`event: ${name}\ndata: ${data}\n\n`);
+    if (this.open) this.write(formatSseEvent({ event: name, data }));
   }
 
   end(): void {
