@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, RouteInfo } from '../sdk/index.ts';
-import { DetachedState, KernelExchange } from './kernel-exchange.ts';
-import type { ExchangeState } from './kernel-exchange.ts';
+import { DetachedState, EXCHANGE_ATTRIBUTES, EXCHANGE_STATE, exchangeAttributes, exchangeState } from './kernel-exchange.ts';
+import type { ExchangeState, KernelExchange } from './kernel-exchange.ts';
 
 /** Never aborts: the signal of a detached view, whose client request is over. */
 const NEVER_ABORTED = new AbortController().signal;
@@ -12,7 +12,9 @@ const NEVER_ABORTED = new AbortController().signal;
  * view's own (copied at creation), the rest is the original's. `live` views delegate body, signal, response headers
  * and log fields to the original; detached views (kept by long-lived connections) hold no reference to it.
  */
-export class ExchangeView extends KernelExchange implements Exchange {
+export class ExchangeView implements Exchange, KernelExchange {
+  /** The request's state (live), or this copy's own (detached); behind a getter so a spread copy does not carry it. */
+  readonly #state: ExchangeState;
   readonly method: string;
   path: string;
   query: string;
@@ -35,8 +37,8 @@ export class ExchangeView extends KernelExchange implements Exchange {
 
   constructor(source: Exchange, live: boolean) {
     // A live view acts for the same request (its upstream plan, attempts, abort); a detached copy gets its own.
-    const state = KernelExchange.stateOf(source);
-    super(live && state ? state : new DetachedState(source, state));
+    const state = exchangeState(source);
+    this.#state = live && state ? state : new DetachedState(source, state);
     this.parent = live ? source : undefined;
     this.method = source.method;
     this.path = source.path;
@@ -55,7 +57,7 @@ export class ExchangeView extends KernelExchange implements Exchange {
     this.originalUrl = source.originalUrl;
     this.startTime = source.startTime;
     this.protocol = source.protocol;
-    this.attrs = new Map(KernelExchange.attributesOf(source) ?? []);
+    this.attrs = new Map(exchangeAttributes(source) ?? []);
     this.ownBody = live ? undefined : source.body;
   }
 
@@ -100,12 +102,11 @@ export class ExchangeView extends KernelExchange implements Exchange {
     this.attrs.set(key.name, value);
   }
 
-  protected ownState(): ExchangeState {
-    return new DetachedState(this);
+  get [EXCHANGE_STATE](): ExchangeState {
+    return this.#state;
   }
 
-  /** All attributes, for CEL contexts (as ExchangeImpl offers). */
-  attributes(): ReadonlyMap<string, unknown> {
+  [EXCHANGE_ATTRIBUTES](): ReadonlyMap<string, unknown> {
     return this.attrs;
   }
 

@@ -6,7 +6,7 @@ import { defineAttribute } from '../sdk/index.ts';
 import type { Exchange } from '../sdk/index.ts';
 import { ExchangeImpl } from '../runtime/exchange-impl.ts';
 import { ExchangeView } from './exchange-view.ts';
-import { KernelExchange } from './kernel-exchange.ts';
+import { exchangeAttributes, exchangeState } from './kernel-exchange.ts';
 import type { UpstreamPlan } from './upstream-plan.ts';
 
 function exchange(): ExchangeImpl {
@@ -20,10 +20,10 @@ const role = defineAttribute<string>('role');
 describe('the kernel-state handle (ADR 0029)', () => {
   it('the request’s exchange is its own state; a live view shares it', () => {
     const ex = exchange();
-    assert.equal(KernelExchange.stateOf(ex), ex);
+    assert.equal(exchangeState(ex), ex);
     const view = new ExchangeView(ex, true);
-    assert.equal(KernelExchange.stateOf(view), ex);
-    assert.equal(KernelExchange.stateOf(new ExchangeView(view, true)), ex, 'a view of a view reaches the request');
+    assert.equal(exchangeState(view), ex);
+    assert.equal(exchangeState(new ExchangeView(view, true)), ex, 'a view of a view reaches the request');
   });
 
   it('a detached copy has its own state, with the request’s plan and client address, never aborted', () => {
@@ -32,7 +32,7 @@ describe('the kernel-state handle (ADR 0029)', () => {
     ex.plan = plan;
     ex.attempts = 2;
     const copy = ex.detach();
-    const state = KernelExchange.stateOf(copy)!;
+    const state = exchangeState(copy)!;
     assert.notEqual(state, ex);
     assert.equal(state.plan, plan);
     assert.equal(state.peerAddress, '10.0.0.7');
@@ -47,10 +47,10 @@ describe('the kernel-state handle (ADR 0029)', () => {
     ex.set(role, 'admin');
     const view = new ExchangeView(ex, true);
     view.set(role, 'reader');
-    assert.equal(KernelExchange.attributesOf(ex)?.get('role'), 'admin');
-    assert.equal(KernelExchange.attributesOf(view)?.get('role'), 'reader');
+    assert.equal(exchangeAttributes(ex)?.get('role'), 'admin');
+    assert.equal(exchangeAttributes(view)?.get('role'), 'reader');
     const foreign = { ...view, attributes: () => new Map([['role', 'forged']]) } as unknown as Exchange;
-    assert.equal(KernelExchange.stateOf(foreign), undefined);
-    assert.equal(KernelExchange.attributesOf(foreign), undefined, 'a look-alike object is not read as a kernel exchange');
+    assert.equal(exchangeState(foreign), undefined);
+    assert.equal(exchangeAttributes(foreign), undefined, 'a look-alike object is not read as a kernel exchange');
   });
 });

@@ -31,33 +31,31 @@ export interface ExchangeState {
 }
 
 /**
- * The kernel's side of every exchange it hands out (the request's own, views, detached copies). The state sits in
- * a class-private field: only this class reads it, so no code needs to cast an SDK `Exchange` to a kernel class,
- * and an object a plugin made itself is told apart by a brand check instead of crashing on missing fields.
+ * The handle (docs/adr/0029): symbols only kernel modules import; the SDK does not export them. Every exchange the
+ * kernel hands out (the request's own, views, detached copies) carries its request's state under `EXCHANGE_STATE`
+ * and its attributes under `EXCHANGE_ATTRIBUTES`, so no kernel code casts an SDK `Exchange` to a kernel class, and
+ * an object a plugin made itself simply has neither. The request's exchange answers both from prototype members:
+ * the handle costs it no field and no allocation.
  */
-export abstract class KernelExchange {
-  readonly #state: ExchangeState;
+export const EXCHANGE_STATE: unique symbol = Symbol('switchyard.exchangeState');
+export const EXCHANGE_ATTRIBUTES: unique symbol = Symbol('switchyard.exchangeAttributes');
 
-  /** `state`: the state of the request this exchange acts for; omitted by the exchange that is that state. */
-  protected constructor(state?: ExchangeState) {
-    this.#state = state ?? this.ownState();
-  }
+/** What an exchange made by the kernel offers under the handle. */
+export interface KernelExchange {
+  readonly [EXCHANGE_STATE]: ExchangeState;
+  /** This exchange's own attributes (a view's are its copy), for CEL and copies. */
+  [EXCHANGE_ATTRIBUTES](): ReadonlyMap<string, unknown> | undefined;
+}
 
-  /** The state of an exchange made without one: the request's exchange is its own state. */
-  protected abstract ownState(): ExchangeState;
+/** The kernel state behind `ex`; undefined for an object a plugin made itself. */
+export function exchangeState(ex: Exchange): ExchangeState | undefined {
+  return (ex as Partial<KernelExchange>)[EXCHANGE_STATE];
+}
 
-  /** This exchange's attributes, for CEL and copies. */
-  abstract attributes(): ReadonlyMap<string, unknown> | undefined;
-
-  /** The kernel state behind `ex`; undefined for an object a plugin made itself. */
-  static stateOf(ex: Exchange): ExchangeState | undefined {
-    return #state in ex ? ex.#state : undefined;
-  }
-
-  /** The attributes of `ex`; undefined for an object a plugin made itself (it offers only `get`). */
-  static attributesOf(ex: Exchange): ReadonlyMap<string, unknown> | undefined {
-    return #state in ex ? ex.attributes() : undefined;
-  }
+/** The attributes of `ex`; undefined for an object a plugin made itself (the SDK interface offers only `get`). */
+export function exchangeAttributes(ex: Exchange): ReadonlyMap<string, unknown> | undefined {
+  const k = ex as Partial<KernelExchange>;
+  return k[EXCHANGE_ATTRIBUTES] ? k[EXCHANGE_ATTRIBUTES]() : undefined;
 }
 
 /**

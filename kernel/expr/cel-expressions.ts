@@ -1,7 +1,7 @@
 import { Environment } from '@marcbachmann/cel-js';
 import { ConfigError, ErrorCode } from '../sdk/index.ts';
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
-import { KernelExchange } from '../exchange/kernel-exchange.ts';
+import { exchangeAttributes } from '../exchange/kernel-exchange.ts';
 import { displaySignature, NAMESPACE_TYPES, registerGatewayFunctions } from './cel-library.ts';
 
 /** A field of a variable, as documented. */
@@ -90,7 +90,7 @@ export function celActivation(ex: Exchange, extra?: Record<string, unknown>): Re
     },
     source: { address: ex.sourceAddress.replace(/^::ffff:/, ''), port: BigInt(ex.sourcePort) },
   };
-  const attrs = KernelExchange.attributesOf(ex);
+  const attrs = exchangeAttributes(ex);
   if (attrs) for (const [name, value] of attrs) activation[name] = value;
   if (extra) Object.assign(activation, extra);
   return activation;

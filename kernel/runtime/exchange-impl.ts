@@ -2,8 +2,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
-import { KernelExchange } from '../exchange/kernel-exchange.ts';
-import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
+import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.ts';
 import { EMPTY_PLAN } from '../exchange/upstream-plan.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { Readable } from 'node:stream';
@@ -23,7 +23,7 @@ export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: 
  * The kernel's Exchange for one client request, and its own kernel state (docs/adr/0029). Fields are all set in
  * the constructor so every instance has one hidden class.
  */
-export class ExchangeImpl extends KernelExchange implements Exchange, ExchangeState {
+export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   readonly req: IncomingMessage;
   readonly res: ServerResponse | undefined;
   readonly method: string;
@@ -86,7 +86,6 @@ export class ExchangeImpl extends KernelExchange implements Exchange, ExchangeSt
     startTime: number,
     trustedProxies: TrustedProxies | null = null,
   ) {
-    super();
     this.req = req;
     this.res = res;
     this.method = req.method ?? 'GET';
@@ -210,12 +209,13 @@ export class ExchangeImpl extends KernelExchange implements Exchange, ExchangeSt
     (this.attrs ??= new Map()).set(key.name, value);
   }
 
-  protected ownState(): ExchangeState {
+  /** The request's exchange is its own kernel state. */
+  get [EXCHANGE_STATE](): ExchangeState {
     return this;
   }
 
   /** All attributes, for CEL contexts. */
-  attributes(): ReadonlyMap<string, unknown> | undefined {
+  [EXCHANGE_ATTRIBUTES](): ReadonlyMap<string, unknown> | undefined {
     return this.attrs;
   }
 

@@ -16,7 +16,7 @@ import type {
   UpstreamTarget,
   UpstreamTargetOptions,
 } from '../sdk/index.ts';
-import { DetachedState, KernelExchange } from '../exchange/kernel-exchange.ts';
+import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
@@ -95,7 +95,7 @@ class PooledTarget implements UpstreamTarget {
 
   async forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply> {
     // The request's own state (shared by its views); an exchange a plugin made itself gets a fresh one.
-    const state = KernelExchange.stateOf(ex) ?? new DetachedState(ex);
+    const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
     const hasBody = hasRequestBody(ex);
@@ -231,7 +231,7 @@ class PooledTarget implements UpstreamTarget {
   }
 
   upgrade(ex: Exchange, socket: Duplex, head: Buffer): void {
-    const state = KernelExchange.stateOf(ex) ?? new DetachedState(ex);
+    const state = exchangeState(ex) ?? new DetachedState(ex);
     const hooks = state.plan.upstreamHooks;
     if (!hooks) return this.sendUpgrade(ex, socket, head, this.upgradeHeaders(ex, state));
     // Per-attempt hooks (backendAuth) sign the upgrade request as they sign any other request. A client that leaves
