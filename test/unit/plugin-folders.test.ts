@@ -21,12 +21,6 @@ const SCHEMA_EXCEPTIONS: Record<string, string> = {
   'policies/response-header-modifier': 'inline: the header-modifier schema of plugins/lib',
   'policies/request-redirect': 'inline in plugin.ts',
   'policies/url-rewrite': 'inline: the path-rewrite schema of plugins/lib',
-  'policies/transformations': 'inline in plugin.ts',
-  'guards/regex': 'inline in plugin.ts',
-  'guards/webhook': 'inline in plugin.ts',
-  'guards/openai-moderation': 'inline in plugin.ts',
-  'guards/bedrock-guardrails': 'inline in plugin.ts',
-  'guards/google-model-armor': 'inline in plugin.ts',
 };
 
 /** Folders whose implementation module is not named for the folder (renames pending in areas being split up). */

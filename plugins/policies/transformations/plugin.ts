@@ -1,5 +1,6 @@
 import { definePolicy } from 'switchyard/sdk';
 import type { TransformationsConfig } from './transformations.ts';
+import schema from './schema.json' with { type: 'json' };
 
 const side = (what: string) => ({
   type: 'object',
@@ -28,12 +29,7 @@ const side = (what: string) => ({
 export default definePolicy<TransformationsConfig>({
   key: 'transformations',
   description: 'Add, set or remove request and response headers with values computed by CEL expressions.',
-  schema: {
-    type: 'object',
-    description: 'Header transformations whose values are CEL expressions over `request`, `source`, `jwt`, ….',
-    properties: { request: side('request sent upstream'), response: side('response sent to the client') },
-    additionalProperties: false,
-  },
+  schema,
   attach: ['routePolicies', 'backendPolicies'],
   phase: 'mutate',
   order: 10,
