@@ -16,8 +16,11 @@ export interface AdminEndpoints {
   stats: Record<string, AdminHandler>;
   /** `adminAddr`: `/config_dump`. */
   admin: Record<string, AdminHandler>;
-  /** `adminAddr`: the live config's plugin endpoints (`CompileContext.adminRoute`), looked up per request. */
-  adminPlugins?: () => ReadonlyMap<string, AdminRouteHandler> | undefined;
+  /**
+   * `adminAddr`: the live config's plugin endpoint for a path prefix (`CompileContext.adminRoute`), looked up per
+   * request; a supervisor of workers answers with a handler that asks a worker.
+   */
+  adminPlugins?: (prefix: string) => AdminRouteHandler | undefined;
 }
 
 /** A listen address (checked at load against ADDRESS_PATTERN: `host:port` or `[v6]:port`) as listen() takes it. */
@@ -63,7 +66,7 @@ export class AdminServers {
         }
         const path = (req.url ?? '/').split('?')[0]!;
         const handler = group.routes[path];
-        const plugin = !handler && group.roles.includes('admin') ? findPluginRoute(endpoints.adminPlugins?.(), path) : undefined;
+        const plugin = !handler && group.roles.includes('admin') ? findPluginRoute(endpoints.adminPlugins, path) : undefined;
         if (plugin) {
           void servePluginRoute(req, res, plugin, this.logger);
           return;

@@ -6,11 +6,11 @@ const BODY_LIMIT = 1024 * 1024;
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The plugin handler serving `path` (`/keys/vk_1/rotate` under `/keys`), and the path below its prefix. */
-export function findPluginRoute(routes: ReadonlyMap<string, AdminRouteHandler> | undefined, path: string): { handler: AdminRouteHandler; subpath: string } | undefined {
-  if (!routes || routes.size === 0) return undefined;
+export function findPluginRoute(lookup: ((prefix: string) => AdminRouteHandler | undefined) | undefined, path: string): { handler: AdminRouteHandler; subpath: string } | undefined {
+  if (!lookup) return undefined;
   const slash = path.indexOf('/', 1);
   const prefix = slash === -1 ? path : path.slice(0, slash);
-  const handler = routes.get(prefix);
+  const handler = lookup(prefix);
   return handler ? { handler, subpath: slash === -1 ? '' : path.slice(slash) } : undefined;
 }
 

@@ -342,7 +342,7 @@ export class Gateway {
 
   private endpoints(): AdminEndpoints {
     const endpoints = gatewayEndpoints({ readiness: () => this.readiness(), metrics: () => this.metricsText(), configDump: () => this.configDump() });
-    return { ...endpoints, adminPlugins: () => this.s.pipeline.snapshot?.adminRoutes };
+    return { ...endpoints, adminPlugins: (prefix) => this.s.pipeline.snapshot?.adminRoutes.get(prefix) };
   }
 
   /**

@@ -8,6 +8,7 @@ import { parseConfigText, readConfigFile } from '../config/load-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { newSharedArena } from '../resources/shared-cells.ts';
 import { FetchCoordinator } from '../resources/shared-fetches.ts';
+import type { AdminRequest, AdminResponse } from '../sdk/index.ts';
 import type { LogSink } from '../telemetry/logger.ts';
 import { ProcessLogger } from '../telemetry/logger.ts';
 import { mergeMetrics } from '../telemetry/merge-metrics.ts';
@@ -155,7 +156,8 @@ export class Supervisor implements AdminSource {
     this.drainTimeoutMs = first.drainTimeoutMs;
     this.log.configure({ level: first.logging.level, format: first.logging.format });
     try {
-      await this.admin.start(first.addrs, gatewayEndpoints(this));
+      // Plugin endpoints (the `/keys` API) are answered by a worker: the supervisor compiles no plugins.
+      await this.admin.start(first.addrs, { ...gatewayEndpoints(this), adminPlugins: (prefix) => (req) => this.pluginAdmin(prefix, req) });
     } catch (err) {
       await this.terminateAll();
       throw err;
@@ -244,6 +246,14 @@ export class Supervisor implements AdminSource {
         },
       );
     }, delay);
+  }
+
+  /** A plugin admin request, asked of the first worker serving. */
+  private async pluginAdmin(prefix: string, req: AdminRequest): Promise<AdminResponse> {
+    const slot = this.slots.find((s) => s.started);
+    if (!slot) return { status: 503, body: { error: { message: 'no worker is serving' } } };
+    const message = { t: 'admin' as const, prefix, method: req.method, subpath: req.subpath, query: req.query.toString(), body: req.body };
+    return (await this.ask(slot, message, 30_000)) as AdminResponse;
   }
 
   private ask(slot: Slot, message: DistributiveOmit<Extract<ToWorker, { id: number }>, 'id'>, timeoutMs: number): Promise<unknown> {

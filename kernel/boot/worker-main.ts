@@ -54,6 +54,16 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
         send({ t: 'reply', id: m.id, value });
         return;
       }
+      case 'admin': {
+        const handler = gateway.snapshot?.adminRoutes.get(m.prefix);
+        const answer = handler
+          ? Promise.resolve()
+              .then(() => handler({ method: m.method, subpath: m.subpath, query: new URLSearchParams(m.query), body: m.body }))
+              .catch(() => ({ status: 500, body: { error: { message: 'internal error' } } }))
+          : Promise.resolve({ status: 404, body: { error: { message: 'not found' } } });
+        void answer.then((value) => send({ t: 'reply', id: m.id, value }));
+        return;
+      }
       case 'stop':
         void gateway.stop().finally(() => process.exit(0));
         return;

@@ -136,3 +136,54 @@ for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
     });
   });
 }
+
+describe('virtualKeys with config.workers: 2 (one SQLite file, two worker threads)', () => {
+  let mock: Mock;
+  let dir: string;
+  let cli: RunningCli;
+  let base: string;
+  let admin: string;
+
+  before(async () => {
+    mock = await startMock();
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-vk-workers-'));
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, teams: [{ name: 'research', budgets: [{ tokens: TEAM_LIMIT, period: 'day' }] }] };
+    writeFileSync(
+      join(dir, 'gw.yaml'),
+      stringify({
+        config: { workers: 2, adminAddr: `127.0.0.1:${adminPort}`, statsAddr: 'off', readinessAddr: 'off', drainTimeout: '200ms' },
+        binds: [{ port, listeners: [{ routes: [{ name: 'chat', matches: [{ path: { pathPrefix: '/' } }], backends: [{ ai: { name: 'openai', provider: { openAI: {} }, hostOverride: mock.hostPort } }], policies: { virtualKeys } }] }] }],
+      }),
+    );
+    cli = await startCli(process.execPath, [BIN, '-f', join(dir, 'gw.yaml')], { cwd: dir, env: childEnv() });
+    base = `http://127.0.0.1:${port}`;
+    admin = `127.0.0.1:${adminPort}`;
+  });
+  after(async () => {
+    await cli?.stop();
+    await mock?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the supervisor serves /keys through a worker; both workers share the keys and the budget', async () => {
+    const run = await runCli(['keys', 'create', '--team', 'research', '--admin', admin], { cwd: ROOT });
+    assert.equal(run.code, 0, run.stderr);
+    const secret = /\n(sk-swy-\S+)/.exec(run.stdout)![1]!;
+    // A fresh client (and connection) per request, so SO_REUSEPORT spreads them over both workers.
+    const results = await Promise.allSettled(
+      Array.from({ length: 24 }, () => new OpenAI({ baseURL: `${base}/v1`, apiKey: secret, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] })),
+    );
+    const ok = results.filter((r) => r.status === 'fulfilled').length;
+    assert.ok(ok >= Math.ceil(TEAM_LIMIT / ESTIMATE) && ok < 24, `${ok} admitted`);
+    const id = /created key (\S+);/.exec(run.stdout)![1]!;
+    let used = 0;
+    for (const until = Date.now() + 5000; Date.now() < until; await sleep(25)) {
+      const shown = await runCli(['keys', 'show', id, '--json', '--admin', admin], { cwd: ROOT });
+      used = (JSON.parse(shown.stdout) as { usage: { scope: string; used: number }[] }).usage.find((u) => u.scope === 'team:research')!.used;
+      if (used === 16 * ok) break;
+    }
+    assert.equal(used, 16 * ok);
+    assert.ok(used <= TEAM_LIMIT + ESTIMATE, `spent ${used} of ${TEAM_LIMIT}`);
+  });
+});
