@@ -28,6 +28,25 @@ export const EXTERNAL_PACKAGES: readonly string[] = [];
 /** In every output file: `require` for the CommonJS dependencies bundled into ES modules (node: builtins). */
 const BANNER = "import { createRequire as __switchyardCreateRequire } from 'node:module'; const require = __switchyardCreateRequire(import.meta.url);";
 
+/**
+ * Kernel modules that load a library on first use through `createRequire` (docs/adr/0034). A bundle has no
+ * node_modules to require from: their `lazyRequire(...)` calls become plain `require(...)`, which esbuild resolves to
+ * the bundled copy and initialises on the first call, so the bundle stays as lazy as the sources.
+ */
+const LAZY_REQUIRE_MODULES = /[\\/]kernel[\\/](?:config[\\/]yaml-lib|expr[\\/]cel-lib)\.ts$/;
+const LAZY_REQUIRE_DECLARATION = 'const lazyRequire = createRequire(import.meta.url);';
+
+const lazyRequirePlugin: esbuild.Plugin = {
+  name: 'switchyard-lazy-require',
+  setup(build) {
+    build.onLoad({ filter: LAZY_REQUIRE_MODULES }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      if (!source.includes(LAZY_REQUIRE_DECLARATION)) throw new Error(`${args.path} no longer declares \`${LAZY_REQUIRE_DECLARATION}\``);
+      return { contents: source.replace(LAZY_REQUIRE_DECLARATION, '').replaceAll('lazyRequire(', 'require('), loader: 'ts' };
+    });
+  },
+};
+
 const ENTRY = 'switchyard-dist:entry';
 /** A module of one of our esbuild plugin namespaces in the metafile (`switchyard-cjs:node_modules/...`), not a file. */
 const VIRTUAL = /^switchyard-[a-z]+:/;
@@ -317,14 +336,14 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
     write: false,
     logLevel: 'silent',
   };
-  let result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin] });
+  let result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin, lazyRequirePlugin] });
   // A CommonJS module loaded by a dynamic import() becomes a chunk with only a default export, where Node also
   // gives its named exports: `const { HttpsProxyAgent } = await import('https-proxy-agent')` (gaxios) would get
   // undefined. Build again with such modules behind an ES wrapper that names them.
   const cjsDynamic = cjsDynamicImports(result.metafile);
   if (cjsDynamic.size > 0) {
     log(`  CommonJS behind dynamic import(), wrapped: ${[...cjsDynamic.keys()].join(', ')}`);
-    result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin, cjsWrapperPlugin(cjsDynamic)] });
+    result = await esbuild.build({ ...buildOptions, plugins: [entryPlugin, lazyRequirePlugin, cjsWrapperPlugin(cjsDynamic)] });
     const left = cjsDynamicImports(result.metafile);
     if (left.size > 0) throw new Error(`CommonJS modules still loaded by dynamic import() after wrapping: ${[...left.keys()].join(', ')}`);
   }

@@ -1,6 +1,6 @@
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
-import type { Document, Node } from 'yaml';
+import type { Document, LineCounter, Node } from 'yaml';
 import type { ConfigIssue } from '../sdk/index.ts';
+import { yamlLib } from './yaml-lib.ts';
 
 /** A config issue that may already know its exact offset in the file (syntax and env errors). */
 export interface SourcedIssue extends ConfigIssue {
@@ -22,6 +22,7 @@ export interface Position {
 
 /** Parse YAML (JSON is accepted too, as a subset) keeping node ranges. Syntax errors stay on `doc.errors`. */
 export function parseConfigSource(file: string, text: string): ConfigSource {
+  const { LineCounter, parseDocument } = yamlLib();
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, merge: true, strict: true });
   return { file, text, doc, lines };
@@ -51,6 +52,7 @@ export function lazyConfigSource(file: string, text: string): ConfigSource {
  * document (a missing required key), the deepest existing node is used.
  */
 export function locate(source: ConfigSource, path: readonly (string | number)[], atKey = false): Position {
+  const { isMap, isPair, isScalar, isSeq } = yamlLib();
   let node: Node | null | undefined = source.doc.contents as Node | null;
   let offset = node?.range?.[0] ?? 0;
   for (let i = 0; i < path.length && node; i++) {

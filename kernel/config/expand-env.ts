@@ -1,7 +1,7 @@
-import { isPair, isScalar, isSeq, parse, visit, Scalar } from 'yaml';
 import { ErrorCode } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
 import type { SecretMarks } from './secret-marks.ts';
+import { yamlLib } from './yaml-lib.ts';
 
 const REFERENCE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}\\]|\\.)*))?\}/g;
 
@@ -13,6 +13,7 @@ const REFERENCE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}\\]|\\.)*))?\}
  * (what `/config_dump` shows instead of the value), and the substituted values (ADR 0017).
  */
 export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv, marks?: SecretMarks): SourcedIssue[] {
+  const { parse, visit, Scalar } = yamlLib();
   const issues: SourcedIssue[] = [];
   visit(source.doc, {
     Scalar(_key, node, ancestors) {
@@ -62,6 +63,7 @@ export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv, marks?: 
 
 /** The config path (`binds[0].port`) of a node from its ancestors, so env errors name where they are. */
 function configPath(ancestors: readonly unknown[], node: unknown): (string | number)[] {
+  const { isPair, isScalar, isSeq } = yamlLib();
   const path: (string | number)[] = [];
   const chain = [...ancestors, node];
   for (let i = 0; i < chain.length - 1; i++) {

@@ -1,4 +1,3 @@
-import { isMap, isScalar, isSeq, visit } from 'yaml';
 import type { Node } from 'yaml';
 import type { ConfigIssue } from '../sdk/index.ts';
 import { secretCelLiterals } from './cel-literals.ts';
@@ -9,6 +8,7 @@ import { redactConfig } from './redact-config.ts';
 import { compileScrubber } from './scrubber.ts';
 import { isSecretKeyName, isSensitiveName, REDACTED } from './secret-marks.ts';
 import type { SecretMarks } from './secret-marks.ts';
+import { yamlLib } from './yaml-lib.ts';
 
 type Range = [start: number, end: number, replacement: string];
 
@@ -36,6 +36,7 @@ export function positionRedacted(
 
 /** The config text with each secret value replaced by `<redacted>`, keeping every line where it was. */
 function redactSource(source: ConfigSource, marks: SecretMarks): string {
+  const { isMap, isScalar, isSeq, visit } = yamlLib();
   const ranges: Range[] = [];
   // A secret map or list keeps its keys: each scalar in it is hidden, as `/config_dump` shows it.
   const hide = (node: unknown): void => {

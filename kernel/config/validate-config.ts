@@ -31,6 +31,12 @@ export interface ConfigValidatorOptions {
    * manifests (`PluginRegistry.slotNouns()`). A slot without one reads "unknown `<slot>` entry".
    */
   readonly slotNouns?: Readonly<Record<string, string>>;
+  /**
+   * Check the whole schema against the JSON Schema meta-schema (default true). Compiling the meta-schema costs about
+   * 60 ms of CPU at start; the gateway skips it when every plugin is first-party, whose schemas the tests check
+   * (validator-pruning.test.ts). Strict mode still applies to what is compiled.
+   */
+  readonly checkSchema?: boolean;
 }
 
 /**
@@ -40,7 +46,8 @@ export interface ConfigValidatorOptions {
  * through its key (or an alias) in a slot, and ajv applies it only to a property of that name, so the schemas of
  * plugins whose keys appear nowhere in the config never run and are compiled as `{}`. The result of a validation
  * is the same as with the whole schema; the startup cost is that of the plugins in use (docs/perf.md). The whole
- * schema is still checked against the JSON Schema meta-schema at construction, and `compileAll` compiles all of it.
+ * schema is checked against the JSON Schema meta-schema at construction (unless `checkSchema` is false), and
+ * `compileAll` compiles all of it.
  */
 export class ConfigValidator {
   private readonly ajv: Ajv2020;
@@ -60,7 +67,8 @@ export class ConfigValidator {
   constructor(schema: JsonSchema, knownKeys: Iterable<string> = [], options: ConfigValidatorOptions = {}) {
     // `optimize: false` skips ajv's code-simplification pass: the generated checks and errors are the same, the
     // compile is about a third faster.
-    const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, code: { optimize: false } });
+    const checkSchema = options.checkSchema !== false;
+    const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, validateSchema: checkSchema, code: { optimize: false } });
     ajv.addVocabulary(['x-hint', 'x-slot-filter', 'x-switchyard-slot']);
     // `x-secret` validates nothing: it records where secrets are while the config is validated (ADR 0017).
     ajv.addKeyword({
@@ -104,7 +112,7 @@ export class ConfigValidator {
       },
     });
     // The whole schema, every plugin's part included, must be a valid JSON Schema (throws "schema is invalid: …").
-    ajv.validateSchema(schema, true);
+    if (checkSchema) ajv.validateSchema(schema, true);
     this.ajv = ajv;
     this.schema = schema;
     this.slotNouns = options.slotNouns ?? {};

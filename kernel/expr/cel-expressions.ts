@@ -1,7 +1,8 @@
-import { Environment } from '@marcbachmann/cel-js';
+import type { Environment } from '@marcbachmann/cel-js';
 import { ConfigError, ErrorCode } from '../sdk/index.ts';
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
 import { exchangeAttributes } from '../exchange/kernel-exchange.ts';
+import { celLib } from './cel-lib.ts';
 import { displaySignature, NAMESPACE_TYPES, registerGatewayFunctions } from './cel-library.ts';
 
 /** A field of a variable, as documented. */
@@ -108,8 +109,8 @@ export interface CheckedExpression extends CompiledExpression {
  * environment per process; expressions are parsed and type-checked at load, evaluated per request.
  */
 export class CelExpressions {
-  private readonly env: Environment;
-  private readonly gatewayFunctions: ReadonlySet<string>;
+  /** Built on first use (cel-lib.ts): a config without expressions never loads the CEL engine. */
+  private built: { readonly env: Environment; readonly gatewayFunctions: ReadonlySet<string> } | undefined;
   private readonly variableInfo: readonly CelVariableInfo[];
 
   /**
@@ -117,7 +118,6 @@ export class CelExpressions {
    * the first description given for a name is kept.
    */
   constructor(extraVariables: Iterable<string | { name: string; description?: string }> = []) {
-    const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: { maxAstNodes: 5000, maxDepth: 64 } });
     const base = new Set(BASE_VARIABLES.map((v) => v.name));
     const published = new Map<string, string | undefined>();
     for (const extra of extraVariables) {
@@ -129,9 +129,6 @@ export class CelExpressions {
     for (const [name, description] of published) {
       infos.push({ name, type: 'map', origin: 'attribute', description: description ?? `Attribute \`${name}\` published by a policy.` });
     }
-    this.gatewayFunctions = registerGatewayFunctions(env);
-    for (const v of infos) env.registerVariable(v.name, v.type, { description: v.description });
-    this.env = env;
     this.variableInfo = infos;
     this.variables = infos.map((v) => v.name);
   }
@@ -139,9 +136,19 @@ export class CelExpressions {
   /** Names of the declared variables (documented in docs/cel.md). */
   readonly variables: readonly string[];
 
+  private environment(): { readonly env: Environment; readonly gatewayFunctions: ReadonlySet<string> } {
+    if (this.built) return this.built;
+    const { Environment } = celLib();
+    const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: { maxAstNodes: 5000, maxDepth: 64 } });
+    const gatewayFunctions = registerGatewayFunctions(env);
+    for (const v of this.variableInfo) env.registerVariable(v.name, v.type, { description: v.description });
+    return (this.built = { env, gatewayFunctions });
+  }
+
   /** Every variable and function the environment declares, with signatures and descriptions (docs/cel.md). */
   definitions(): CelDefinitions {
-    const defs = this.env.getDefinitions();
+    const { env, gatewayFunctions } = this.environment();
+    const defs = env.getDefinitions();
     const declared = new Map(this.variableInfo.map((v) => [v.name, v]));
     const variables = defs.variables.filter((v) => declared.has(v.name)).map((v) => declared.get(v.name)!);
     const namespaceTypeOf = /^type\((\w+)\): type$/;
@@ -154,7 +161,7 @@ export class CelExpressions {
           name: signature.slice(0, signature.indexOf('(')),
           signature,
           description: f.description ?? '',
-          origin: this.gatewayFunctions.has(f.signature) ? 'gateway' : 'standard',
+          origin: gatewayFunctions.has(f.signature) ? 'gateway' : 'standard',
         };
       });
     return { variables, functions };
@@ -168,9 +175,10 @@ export class CelExpressions {
   compile(source: string, path: ConfigPath): CheckedExpression {
     let program: (ctx: Record<string, unknown>) => unknown;
     let type: string;
+    const { env } = this.environment();
     try {
-      program = this.env.parse(source) as unknown as (ctx: Record<string, unknown>) => unknown;
-      const checked = this.env.check(source) as { valid: boolean; type?: string; error?: Error };
+      program = env.parse(source) as unknown as (ctx: Record<string, unknown>) => unknown;
+      const checked = env.check(source) as { valid: boolean; type?: string; error?: Error };
       if (!checked.valid) throw checked.error ?? new Error('type error');
       type = checked.type ?? 'dyn';
     } catch (err) {

@@ -1,10 +1,13 @@
-import { createServer as createHttpServer } from 'node:http';
 import type { Server as HttpServer, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
 import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import type { RequestPipeline } from './request-pipeline.ts';
+
+// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
+const { createServer: createHttpServer } = process.getBuiltinModule('node:http');
 
 interface BindServer {
   readonly port: number;

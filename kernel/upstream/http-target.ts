@@ -1,8 +1,6 @@
-import { request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex, Readable } from 'node:stream';
-import { buildConnector, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type {
@@ -26,6 +24,11 @@ import { connectErrorCode, isRetryableFailure, upstreamFailure } from './upstrea
 import type { BackendMetrics, UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { writeRawResponse } from './raw-response.ts';
 import { ConnectGuard } from './connect-guard.ts';
+import { buildConnector, Pool, poolRequest } from './undici-core.ts';
+
+// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
+const { request: httpRequest } = process.getBuiltinModule('node:http');
 
 interface Origin {
   readonly href: string;
@@ -176,7 +179,7 @@ class PooledTarget implements UpstreamTarget {
     if (timeoutMs <= 0) {
       if (state.aborted !== undefined) return Promise.reject(state.aborted);
       const signal = state.abortHook() as unknown as AbortSignal;
-      return this.pool.request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal, headersTimeout, bodyTimeout });
+      return poolRequest(this.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal, headersTimeout, bodyTimeout });
     }
     // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
     const attempt = new AbortController();
@@ -185,8 +188,7 @@ class PooledTarget implements UpstreamTarget {
     outer.addEventListener('abort', onOuter, { once: true });
     const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${this.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
     const timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
-    return this.pool
-      .request({ path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal, headersTimeout, bodyTimeout })
+    return poolRequest(this.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal, headersTimeout, bodyTimeout })
       .then(
         (response) => {
           clearTimeout(timer);
@@ -212,7 +214,7 @@ class PooledTarget implements UpstreamTarget {
     if (options.signal) signals.push(options.signal);
     if (options.timeoutMs) signals.push(AbortSignal.timeout(options.timeoutMs));
     try {
-      const response = await this.pool.request({
+      const response = await poolRequest(this.pool, {
         path: options.path,
         method: options.method as Dispatcher.HttpMethod,
         headers,

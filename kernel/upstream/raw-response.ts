@@ -1,5 +1,8 @@
-import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+
+// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
+const { STATUS_CODES } = process.getBuiltinModule('node:http');
 
 /** Write a complete HTTP/1.1 response on a raw socket and close it (for upgrade requests that are refused). */
 export function writeRawResponse(

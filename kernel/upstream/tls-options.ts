@@ -1,7 +1,8 @@
 import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
 import type { ConnectionOptions } from 'node:tls';
-import { buildConnector } from 'undici';
+import type { buildConnector as BuildConnector } from 'undici';
+import { buildConnector } from './undici-core.ts';
 import { certHasAltName } from '../sdk/index.ts';
 import type { UpstreamTls } from '../sdk/index.ts';
 
@@ -55,13 +56,13 @@ export function tlsConnectOptions(tls: UpstreamTls | undefined, host: string): C
  * The connector of an upstream pool. It pins SNI to the configured name: undici would otherwise take SNI (and the
  * name it verifies) from each request's Host header. ALPN follows `alpn` within what undici speaks (h2, http/1.1).
  */
-export function tlsConnector(tls: UpstreamTls | undefined, host: string): buildConnector.connector {
+export function tlsConnector(tls: UpstreamTls | undefined, host: string): BuildConnector.connector {
   const alpn = tls?.alpn ?? [];
   const allowH2 = alpn.includes('h2');
   const base = buildConnector({
-    ...(tlsConnectOptions(tls, host) as buildConnector.BuildOptions),
+    ...(tlsConnectOptions(tls, host) as BuildConnector.BuildOptions),
     allowH2,
-  } as buildConnector.BuildOptions);
+  } as BuildConnector.BuildOptions);
   const servername = sniName(tls, host);
   return (opts, callback) => base({ ...opts, servername: servername ?? '' }, callback);
 }

@@ -1,0 +1,84 @@
+// What the CLI loads to serve the quickstart (the full preset): the libraries a config does not use stay unloaded,
+// so they cost neither start time nor idle memory (docs/perf.md "Startup", docs/adr/0034). The real CLI runs on
+// free ports with a module hook that lists every module it loaded; a request is proxied through the `api` route
+// (an upstream call through undici) before the list is taken.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { registerHooks } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { childEnv, startCli } from '../helpers/cli-process.ts';
+import type { RunningCli } from '../helpers/cli-process.ts';
+import { BIN, ROOT } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+
+/** Preloaded into the CLI: records each module URL it loads and Node's internal modules, written at exit. */
+const HOOK = `
+import { registerHooks } from 'node:module';
+import { writeFileSync } from 'node:fs';
+const urls = [];
+registerHooks({ load(url, context, next) { urls.push(url); return next(url, context); } });
+process.on('exit', () => writeFileSync(process.env.STARTUP_IMPORTS_OUT, JSON.stringify({ urls, builtins: process.moduleLoadList })));
+`;
+
+describe('modules the CLI loads for the quickstart', { skip: typeof registerHooks !== 'function' && 'module.registerHooks needs Node 22.15+' }, () => {
+  let dir: string;
+  let loaded: { urls: string[]; builtins: string[] };
+  let proxied: { status: number; body: string };
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-startup-imports-'));
+    const hook = join(dir, 'hook.mjs');
+    writeFileSync(hook, HOOK);
+    const ports = new Map<number, number>();
+    for (const p of [3000, 3001, 15000, 15020, 15021]) ports.set(p, await freePort());
+    const text = readFileSync(join(ROOT, 'examples/quickstart.yaml'), 'utf8').replace(/\b(3000|3001|15000|15020|15021)\b/g, (m) => String(ports.get(Number(m))));
+    const config = join(dir, 'quickstart.yaml');
+    writeFileSync(config, text);
+    const out = join(dir, 'loaded.json');
+    let cli: RunningCli | undefined;
+    try {
+      cli = await startCli(process.execPath, [`--import=${pathToFileURL(hook).href}`, BIN, '-f', config], {
+        cwd: ROOT,
+        env: childEnv({ STARTUP_IMPORTS_OUT: out, NODE_DISABLE_COMPILE_CACHE: '1' }),
+      });
+      const res = await fetch(`http://127.0.0.1:${ports.get(3000)}/api/anything`);
+      proxied = { status: res.status, body: await res.text() };
+    } finally {
+      await cli?.stop();
+    }
+    loaded = JSON.parse(readFileSync(out, 'utf8')) as typeof loaded;
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const npm = (pkgFile: string): boolean => loaded.urls.some((u) => u.includes(`/node_modules/${pkgFile}`));
+
+  it('proxies through undici (the request reached the upstream)', () => {
+    assert.equal(proxied.status, 200);
+    assert.equal(proxied.body, '{"upstream":"ok"}\n');
+    assert.ok(npm('undici/lib/dispatcher/pool.js'), 'undici pool loaded');
+  });
+
+  it("loads undici's pool, connector and request, not its index (fetch, WebSocket, mocks, caches)", () => {
+    assert.equal(npm('undici/index.js'), false);
+    assert.equal(npm('undici/lib/web/'), false);
+  });
+
+  it("does not load Node's bundled undici (an ES import of node:http or globalThis.Headers would)", () => {
+    assert.equal(loaded.builtins.some((m) => m.includes('internal/deps/undici')), false);
+  });
+
+  it('loads neither the positioned YAML parser nor the CEL engine: the quickstart has no ${VAR}, no error, no expression', () => {
+    assert.equal(npm('yaml/'), false);
+    assert.equal(npm('@marcbachmann/cel-js/'), false);
+  });
+
+  it("undici-core's modules are the ones undici's index exports", async () => {
+    const core = await import('../../kernel/upstream/undici-core.ts');
+    const undici = await import('undici');
+    assert.equal(core.Pool, undici.Pool);
+    assert.equal(core.buildConnector, undici.buildConnector);
+  });
+});
