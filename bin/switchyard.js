@@ -3,7 +3,6 @@
 // stripping (docs/adr/0001); installed from the npm package, where the sources are not shipped, it runs the
 // JavaScript built into build/ when the package was packed (docs/adr/0022).
 import { existsSync, readFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { nodeVersionProblem } from './check-node.js';
 
@@ -30,6 +29,8 @@ if (fromSources && !process.features.typescript) {
   // Node 22.12-22.17: type stripping is behind a flag; re-run this script with it.
   const flags = ['--experimental-strip-types', '--disable-warning=ExperimentalWarning'];
   if (!hasSemiSpaceFlag()) flags.push(`${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`);
+  // Imported here only: node:child_process (with net and dgram) is not needed on the usual path.
+  const { spawn } = await import('node:child_process');
   const child = spawn(process.execPath, [...flags, ...process.argv.slice(1)], { stdio: 'inherit' });
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
