@@ -1,8 +1,11 @@
 // `switchyard keys …`: a client of the `/keys` management API that the `virtualKeys` policy serves on the admin
 // address (docs/llm-economics.md). It speaks HTTP only, so the kernel knows nothing of the plugin.
-import { request } from 'node:http';
-import { parse } from 'yaml';
 import { readConfigFile } from '../config/load-config.ts';
+import { yamlLib } from '../config/yaml-lib.ts';
+
+// Loaded with every start of the CLI: node:http through getBuiltinModule (an ES import loads Node's bundled undici)
+// and the YAML parser on first use (docs/adr/0034).
+const { request } = process.getBuiltinModule('node:http');
 
 export const KEYS_USAGE = `Usage: switchyard keys COMMAND [options]
   list [--team T]                       keys (declared and made here), never their secrets
@@ -79,7 +82,7 @@ function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
 async function adminBase(args: KeysArgs): Promise<string> {
   let addr = args.admin ?? process.env.ADMIN_ADDR;
   if (addr === undefined && args.file !== undefined) {
-    const config = parse(await readConfigFile(args.file)) as { config?: { adminAddr?: string } } | null;
+    const config = yamlLib().parse(await readConfigFile(args.file)) as { config?: { adminAddr?: string } } | null;
     addr = config?.config?.adminAddr;
   }
   addr ??= '127.0.0.1:15000';
