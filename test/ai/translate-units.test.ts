@@ -1,4 +1,4 @@
-// Units of plugins/lib/llm: the SSE parser, the AWS event-stream decoder, the format translators and usage.
+// Units of plugins/lib/llm: the AWS event-stream decoder (the SSE parser is the SDK's, kernel/sdk/sse.test.ts), the format translators and usage.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
@@ -14,40 +14,9 @@ import { encodeEventStreamMessage, EventStreamDecoder } from '../../plugins/lib/
 import { DONE } from '../../plugins/lib/llm/events.ts';
 import type { LlmEvent } from '../../plugins/lib/llm/events.ts';
 import { parseUpstreamError } from '../../plugins/lib/llm/errors.ts';
-import { SseParser } from '../../plugins/lib/llm/sse.ts';
 import { translation } from '../../plugins/lib/llm/translate.ts';
 import { usageFromMessages } from '../../plugins/lib/llm/usage.ts';
 import { parseHostOverride } from '../../plugins/backends/ai/host-override.ts';
-
-describe('SseParser', () => {
-  const text = 'event: a\ndata: {"x":1}\n\n: comment\r\ndata: line1\r\ndata: line2\r\n\r\ndata: [DONE]\n\n';
-  const expected = [
-    { event: 'a', data: '{"x":1}' },
-    { event: undefined, data: 'line1\nline2' },
-    { event: undefined, data: '[DONE]' },
-  ];
-
-  it('parses events, comments, CRLF and multi-line data', () => {
-    const p = new SseParser();
-    assert.deepEqual([...p.feed(text), ...p.end()], expected);
-  });
-
-  it('gives the same events whatever the chunking, multi-byte characters included', () => {
-    const bytes = Buffer.from(`${text}data: "héllo ✓"\n\n`);
-    for (const size of [1, 2, 3, 7]) {
-      const p = new SseParser();
-      const out = [];
-      for (let i = 0; i < bytes.length; i += size) out.push(...p.feed(bytes.subarray(i, i + size)));
-      out.push(...p.end());
-      assert.deepEqual(out, [...expected, { event: undefined, data: '"héllo ✓"' }], `chunks of ${size}`);
-    }
-  });
-
-  it('delivers a last event without its blank line at the end', () => {
-    const p = new SseParser();
-    assert.deepEqual([...p.feed('data: tail'), ...p.end()], [{ event: undefined, data: 'tail' }]);
-  });
-});
 
 describe('EventStreamDecoder', () => {
   const frame = (type: string, payload: unknown): Buffer =>

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError, llmTokenLimiters } from 'switchyard/sdk';
+import { GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
@@ -15,7 +15,7 @@ import { parseGeminiPath } from '../../lib/llm/gemini.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
-import { CollectingStream, LlmResponseStream, pipeInto, readAll } from '../../lib/llm/stream.ts';
+import { LlmResponseStream } from '../../lib/llm/stream.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import type { Translation } from '../../lib/llm/formats/index.ts';
@@ -261,7 +261,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   if (reply.body instanceof Readable) {
     const decoder = responseDecoder(h['content-encoding'] as string | undefined);
     if (decoder) {
-      reply.body = pipeInto(reply.body, decoder);
+      reply.body = pipeWithTeardown(reply.body, decoder);
       delete h['content-encoding'];
       delete h['content-length'];
     }
@@ -271,7 +271,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   if (reply.status >= 400) {
     const clientFamily = req.clientFormat.family;
     if (clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
-    const text = (await readAll(body, ERROR_LIMIT)).toString('utf8');
+    const text = (await readCapped(body, ERROR_LIMIT)).toString('utf8');
     reply.body = clientErrorBody(clientFamily, reply.status, parseUpstreamError(text, h));
     h['content-type'] = 'application/json';
     delete h['content-length'];
@@ -289,7 +289,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
       },
       onEnd: () => req.call.finish(),
     });
-    reply.body = pipeInto(body, out);
+    reply.body = pipeWithTeardown(body, out);
     delete h['content-length'];
     if (translator) {
       h['content-type'] = 'text/event-stream';
@@ -304,7 +304,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
   // than a tapping stream in between, and the client would wait for the last byte of it anyway.
   if (req.translation.identity && !guards && Number(h['content-length']) <= SMALL_ANSWER) {
-    const bytes = await readAll(body, SMALL_ANSWER);
+    const bytes = await readCapped(body, SMALL_ANSWER);
     try {
       const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
       if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
@@ -316,21 +316,18 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     return reply;
   }
   if (req.translation.identity && !guards) {
-    reply.body = pipeInto(
-      body,
-      new CollectingStream(USAGE_LIMIT, (bytes) => {
-        if (!bytes) return;
-        const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
-        if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
-        req.call.finish();
-      }),
-    );
+    reply.body = tapCapped(body, USAGE_LIMIT, (bytes) => {
+      if (!bytes) return;
+      const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
+      if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
+      req.call.finish();
+    });
     return reply;
   }
 
   let bytes: Buffer;
   try {
-    bytes = await readAll(body, RESPONSE_LIMIT);
+    bytes = await readCapped(body, RESPONSE_LIMIT);
   } catch (err) {
     if (err instanceof RangeError) return llmResponseError(502, 'response too large');
     throw err;

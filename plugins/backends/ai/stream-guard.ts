@@ -10,6 +10,7 @@
 //   - mask: the same events, with each masked text carried whole by its first text delta and its other text deltas
 //     left out; events that repeat the whole text (Responses `*.done`, `response.completed`) carry the masked text.
 import type { Readable } from 'node:stream';
+import { formatSseEvent, parseSseEvents, readCapped } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import type { AiPolicyRuntime, LlmRouteType } from '../../lib/llm/contract.ts';
 import { llmResponseError } from '../../lib/llm/errors.ts';
@@ -17,16 +18,13 @@ import { formatOf } from '../../lib/llm/formats/index.ts';
 import type { HeldEvent, StreamText } from '../../lib/llm/formats/assembly.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
-import { SseParser } from '../../lib/llm/sse.ts';
-import { readAll } from '../../lib/llm/stream.ts';
 
 /** Largest stream held for response guards (its SSE bytes in the client's format); a larger one fails with 502. */
 export const STREAM_GUARD_LIMIT = 8 * 1024 * 1024;
 
 function parseEvents(bytes: Buffer): HeldEvent[] {
-  const parser = new SseParser(STREAM_GUARD_LIMIT);
   const out: HeldEvent[] = [];
-  for (const ev of [...parser.feed(bytes), ...parser.end()]) {
+  for (const ev of parseSseEvents(bytes, { maxEventSize: STREAM_GUARD_LIMIT })) {
     let data: Obj | undefined;
     if (ev.data !== '[DONE]') {
       try {
@@ -44,11 +42,7 @@ function parseEvents(bytes: Buffer): HeldEvent[] {
 function serialize(events: readonly HeldEvent[]): string {
   let out = '';
   for (const e of events) {
-    if (e.dropped) continue;
-    if (e.event !== undefined) out += `event: ${e.event}\n`;
-    const data = e.changed && e.data ? JSON.stringify(e.data) : e.raw;
-    for (const line of data.split('\n')) out += `data: ${line}\n`;
-    out += '\n';
+    if (!e.dropped) out += formatSseEvent({ event: e.event, data: e.changed && e.data ? JSON.stringify(e.data) : e.raw });
   }
   return out;
 }
@@ -79,14 +73,14 @@ export async function guardStreamedReply(ex: Exchange, reply: Reply, client: Llm
   // A format whose streams are not put together here has no text to guard (as its complete responses have none).
   if (!build) return reply;
   const stream = reply.body as Readable;
-  // A client that leaves (or a route timeout) while the stream is held releases the provider (pipeInto closes the
+  // A client that leaves (or a route timeout) while the stream is held releases the provider (pipeWithTeardown closes the
   // upstream); the exchange's reason (499, 504) is what the kernel then reports.
   const onAbort = (): void => void stream.destroy(ex.signal.reason instanceof Error ? ex.signal.reason : new Error('the client went away'));
   if (ex.signal.aborted) onAbort();
   else ex.signal.addEventListener('abort', onAbort, { once: true });
   let bytes: Buffer;
   try {
-    bytes = await readAll(stream, STREAM_GUARD_LIMIT);
+    bytes = await readCapped(stream, STREAM_GUARD_LIMIT);
   } catch (err) {
     if (err instanceof RangeError) return llmResponseError(502, `streamed response too large to guard (over ${STREAM_GUARD_LIMIT} bytes)`);
     throw err;

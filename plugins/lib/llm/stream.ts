@@ -1,12 +1,13 @@
 import { Transform } from 'node:stream';
-import type { Readable, TransformCallback } from 'node:stream';
+import type { TransformCallback } from 'node:stream';
+import { formatSseEvent, SseParser } from 'switchyard/sdk';
+import type { SseEvent } from 'switchyard/sdk';
 import type { LlmRouteType } from './contract.ts';
 import { EventStreamDecoder } from './event-stream.ts';
 import { formatOf } from './formats/index.ts';
 import { DONE } from './events.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
 import { isObj } from './json.ts';
-import { formatSse, SseParser } from './sse.ts';
 
 export interface LlmStreamOptions {
   /** How the provider frames its stream. */
@@ -35,8 +36,11 @@ function parseSse(event: string | undefined, data: string): LlmEvent | undefined
 /** A client event as SSE, for a format that does not say otherwise: with its `event:` name. */
 function defaultSerialize(e: LlmEvent): string {
   if (e.done) return 'data: [DONE]\n\n';
-  return formatSse(e.type, JSON.stringify(e.data));
+  return formatSseEvent({ event: e.type, data: JSON.stringify(e.data) });
 }
+
+/** Most characters one streamed event may hold (a whole tool-call argument can arrive in one). */
+export const MAX_LLM_EVENT = 8 * 1024 * 1024;
 
 /**
  * A streamed LLM response on its way to the client: parsed event by event as it arrives (never buffered whole),
@@ -45,6 +49,8 @@ function defaultSerialize(e: LlmEvent): string {
 export class LlmResponseStream extends Transform {
   private readonly options: LlmStreamOptions;
   private readonly sse: SseParser | undefined;
+  /** Events the parser dispatched from the chunk being read. */
+  private parsed: SseEvent[] = [];
   private readonly frames: EventStreamDecoder | undefined;
   /** The client format's serialisation of translated events. */
   private readonly serialize: (e: LlmEvent) => string;
@@ -53,7 +59,7 @@ export class LlmResponseStream extends Transform {
     super();
     this.options = options;
     this.serialize = formatOf(options.client)?.serializeEvent ?? defaultSerialize;
-    if (options.source === 'sse') this.sse = new SseParser();
+    if (options.source === 'sse') this.sse = new SseParser({ onEvent: (e) => void this.parsed.push(e), maxEventSize: MAX_LLM_EVENT });
     else this.frames = new EventStreamDecoder();
   }
 
@@ -67,14 +73,20 @@ export class LlmResponseStream extends Transform {
     if (out) this.push(out);
   }
 
+  private takeParsed(events: LlmEvent[]): LlmEvent[] {
+    for (const ev of this.parsed) {
+      const e = parseSse(ev.event, ev.data);
+      if (e) events.push(e);
+    }
+    this.parsed = [];
+    return events;
+  }
+
   private decode(chunk: Buffer): LlmEvent[] {
     const events: LlmEvent[] = [];
     if (this.sse) {
-      for (const ev of this.sse.feed(chunk)) {
-        const e = parseSse(ev.event, ev.data);
-        if (e) events.push(e);
-      }
-      return events;
+      this.sse.push(chunk);
+      return this.takeParsed(events);
     }
     for (const m of this.frames!.feed(chunk)) {
       const kind = m.headers[':message-type'];
@@ -105,10 +117,8 @@ export class LlmResponseStream extends Transform {
     try {
       const events: LlmEvent[] = [];
       if (this.sse) {
-        for (const ev of this.sse.end()) {
-          const e = parseSse(ev.event, ev.data);
-          if (e) events.push(e);
-        }
+        this.sse.end();
+        this.takeParsed(events);
       }
       this.handle(events);
       const { translator } = this.options;
@@ -123,71 +133,4 @@ export class LlmResponseStream extends Transform {
       callback(err as Error);
     }
   }
-}
-
-/**
- * Passes a body through unchanged while keeping a copy of up to `limit` bytes, handed to `onEnd` when the body
- * ended (undefined when it was larger): usage of a non-streamed response is read without holding the client back.
- */
-export class CollectingStream extends Transform {
-  private chunks: Buffer[] | undefined = [];
-  private size = 0;
-  private readonly limit: number;
-  private readonly onEnd: (body: Buffer | undefined) => void;
-
-  constructor(limit: number, onEnd: (body: Buffer | undefined) => void) {
-    super();
-    this.limit = limit;
-    this.onEnd = onEnd;
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
-    if (this.chunks) {
-      this.size += chunk.length;
-      if (this.size > this.limit) this.chunks = undefined;
-      else this.chunks.push(chunk);
-    }
-    callback(null, chunk);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    try {
-      this.onEnd(this.chunks ? Buffer.concat(this.chunks, this.size) : undefined);
-    } catch {
-      // Telemetry never fails a response.
-    }
-    callback();
-  }
-}
-
-/**
- * Pipe `src` into `dst` with the error handling the proxy path needs (ARCHITECTURE.md §6): an upstream failure
- * destroys `dst` (the client sees a cut response), and `dst` going away (the client left) releases `src`.
- */
-export function pipeInto<T extends Transform>(src: Readable, dst: T): T {
-  src.on('error', (err) => dst.destroy(err));
-  dst.on('close', () => {
-    if (!src.readableEnded && !src.destroyed) src.destroy();
-  });
-  src.pipe(dst);
-  return dst;
-}
-
-/** Read a whole body, failing beyond `limit` bytes. */
-export function readAll(src: Readable, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    src.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        src.destroy();
-        reject(new RangeError(`body exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(c);
-    });
-    src.on('end', () => resolve(Buffer.concat(chunks, size)));
-    src.on('error', reject);
-  });
 }

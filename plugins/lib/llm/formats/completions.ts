@@ -2,7 +2,7 @@
 // (`embeddings`): usage, stream events, stream assembly, guarded text and prompt insertion (ADR 0032).
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { formatSse } from '../sse.ts';
+import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromCompletions } from '../usage.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
 import type { LlmFormat, PromptMessage, UsageSink } from './format.ts';
@@ -148,7 +148,7 @@ export const completions: LlmFormat = {
     if (isObj(d.usage)) call.addUsage(usageFromCompletions(d.usage));
   },
   // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
-  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSse(undefined, JSON.stringify(e.data))),
+  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ data: JSON.stringify(e.data) })),
   assembleStream: assembleCompletions,
   requestSlots: messageListSlots,
   responseSlots,

@@ -11,7 +11,7 @@ import {
 } from '../completions-messages.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { formatSse } from '../sse.ts';
+import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromMessages } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
@@ -186,7 +186,7 @@ export const messages: LlmFormat = {
       call.addUsage(u);
     }
   },
-  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSse(e.type, JSON.stringify(e.data))),
+  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ event: e.type, data: JSON.stringify(e.data) })),
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,
   responseSlots: messagesResponseSlots,

@@ -2,7 +2,7 @@
 // (ADR 0032). Responses requests are served only by providers that speak Responses (no canonical translation).
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { formatSse } from '../sse.ts';
+import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromResponses } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
@@ -167,7 +167,7 @@ export const responses: LlmFormat = {
       call.addUsage(usageFromResponses(d.response.usage));
     } else if (type === 'response.created' && isObj(d.response)) call.setResponseModel(d.response.model);
   },
-  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSse(e.type, JSON.stringify(e.data))),
+  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ event: e.type, data: JSON.stringify(e.data) })),
   assembleStream: assembleResponses,
   requestSlots: responsesRequestSlots,
   responseSlots: responsesResponseSlots,
