@@ -150,6 +150,10 @@ describe('virtualKeys on the embedded store', () => {
     assert.equal(await all(), before + 2, 'the budget shared by every key counts too');
     const used = await settled('bob', 'team:product', (u) => Math.abs(u - 2 * helloCost) < 1e-12);
     assert.ok(Math.abs(used - 2 * helloCost) < 1e-12, `charged ${used}, catalog says ${2 * helloCost}`);
+    const metrics = await (await fetch(`${gw.statsUrl}/metrics`)).text();
+    const series = (name: string): number => Number(metrics.split('\n').find((l) => l.startsWith(`${name} `))?.slice(name.length + 1));
+    assert.ok(Math.abs(series('switchyard_virtual_key_spend_usd_total{team="product"}') - 2 * helloCost) < 1e-12, 'spend by team on /metrics');
+    assert.ok(series('switchyard_virtual_key_denials_total{reason="budget"}') >= 1, 'the budget refusals of the test before');
     const row = (await usage('bob')).find((r) => r.scope === 'team:product')!;
     assert.equal(row.usd, 1);
     assert.equal(row.period, 'month');
@@ -158,6 +162,9 @@ describe('virtualKeys on the embedded store', () => {
     assert.match(model.message, /may not use model `gpt-3.5-turbo`/);
     const route = await rejection(hello(BOB, {}, '/other'), OpenAI.PermissionDeniedError);
     assert.match(route.message, /may not use route `other`/);
+    const after = await (await fetch(`${gw.statsUrl}/metrics`)).text();
+    assert.match(after, /^switchyard_virtual_key_denials_total\{reason="model"\} 1$/m);
+    assert.match(after, /^switchyard_virtual_key_denials_total\{reason="route"\} 1$/m);
   });
 
   it('settles streams after they end (OpenAI and Anthropic clients), and refuses in the Anthropic shape', async () => {

@@ -66,6 +66,7 @@ export class KeyReservation implements LlmTokenLimiter {
     if (models) {
       // A passthrough request's model is not read: a key limited to some models may not use such routes.
       const model = quote?.model;
+      if (model === undefined || !models.some((p) => modelMatches(p, model))) this.dir.metrics.denied('model');
       if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` is limited to some models and this request names none the gateway can read`);
       if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` may not use model \`${model}\``);
     }
@@ -103,7 +104,10 @@ export class KeyReservation implements LlmTokenLimiter {
     add('g', 'the organisation (all keys)', this.dir.shared);
     if (lines.length === 0) return undefined;
     const refused = await this.dir.store.reserve(lines);
-    if (refused >= 0) return exhausted(owners[refused]!, now);
+    if (refused >= 0) {
+      this.dir.metrics.denied('budget');
+      return exhausted(owners[refused]!, now);
+    }
     this.lines = lines;
     this.units = units;
     ex.set(RESERVATION, this);
@@ -118,6 +122,7 @@ export class KeyReservation implements LlmTokenLimiter {
     const call = ex.get(llmCall);
     const tokens = (call?.usage.inputTokens ?? 0) + (call?.usage.outputTokens ?? 0);
     const usd = call?.cost ?? 0;
+    if (usd > 0) this.dir.metrics.spend(this.record.team, usd);
     const deltas: CounterDelta[] = [];
     for (let i = 0; i < lines.length; i++) {
       const unit = this.units![i]!;

@@ -47,6 +47,30 @@ export interface KeyDirectory {
   /** Budgets every key draws from (`virtualKeys.budgets`). */
   readonly shared: readonly Budget[];
   readonly outputEstimate: number;
+  readonly metrics: KeyMetrics;
+}
+
+/** `/metrics` series of virtual keys: spend by team, refusals by reason (docs/observability.md). */
+export interface KeyMetrics {
+  /** USD settled, by team (`none` for a key without one). */
+  spend(team: string | undefined, usd: number): void;
+  /** A refused request: `unauthenticated`, `route`, `model` or `budget`. */
+  denied(reason: 'unauthenticated' | 'route' | 'model' | 'budget'): void;
+}
+
+function keyMetrics(ctx: CompileContext): KeyMetrics {
+  const spend = ctx.counter('switchyard_virtual_key_spend_usd_total', 'USD charged to virtual-key budgets after each LLM answer, by team.');
+  const denials = ctx.counter('switchyard_virtual_key_denials_total', 'Requests refused by the virtualKeys policy, by reason (unauthenticated, route, model, budget).');
+  const reasons = {
+    unauthenticated: denials.child({ reason: 'unauthenticated' }),
+    route: denials.child({ reason: 'route' }),
+    model: denials.child({ reason: 'model' }),
+    budget: denials.child({ reason: 'budget' }),
+  };
+  return {
+    spend: (team, usd) => spend.inc({ team: team ?? 'none' }, usd),
+    denied: (reason) => reasons[reason].inc(),
+  };
 }
 
 /** A store kept across reloads while its settings are unchanged. */
@@ -104,7 +128,7 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     declared.set(digest, record);
     declaredById.set(k.id, record);
   });
-  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256 };
+  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx) };
 }
 
 /** The CEL view of a key, built once per record. */
@@ -138,9 +162,12 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   const mode = config.mode ?? 'strict';
 
   const admit = (ex: Exchange, record: KeyRecord | undefined): Reply | undefined => {
-    if (record === undefined) return unauthorized('invalid credentials');
-    if (record.revokedAt !== undefined) return unauthorized('key revoked');
+    if (record === undefined || record.revokedAt !== undefined) {
+      dir.metrics.denied('unauthenticated');
+      return unauthorized(record === undefined ? 'invalid credentials' : 'key revoked');
+    }
     if (record.routes && !record.routes.includes(ex.route.name)) {
+      dir.metrics.denied('route');
       return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` may not use route \`${ex.route.name}\``);
     }
     ex.set(keyAttribute, attributeOf(record));
@@ -155,7 +182,11 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
     credentialHeaders: KEY_HEADERS,
     onRequest(ex) {
       const presented = presentedKey(ex.headers);
-      if (presented === undefined) return mode === 'strict' ? unauthorized('no key found') : undefined;
+      if (presented === undefined) {
+        if (mode !== 'strict') return undefined;
+        dir.metrics.denied('unauthenticated');
+        return unauthorized('no key found');
+      }
       const digest = digestOf(presented);
       const declared = dir.declared.get(digest);
       if (declared) return admit(ex, declared);
