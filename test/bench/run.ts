@@ -19,6 +19,7 @@
 // BENCH_RELOAD_SECONDS (5), BENCH_PIN=0 (no CPU pinning), BENCH_LOCK_WAIT (300 s: how long to wait for another
 // bench on the machine to finish before running anyway), BENCH_ONLY=mcp (the MCP scenario alone, about 40 s),
 // BENCH_ONLY=failover (one of two backends killed under load, with outlierDetection, then also retry; about 40 s),
+// BENCH_ONLY=workers (the plain route with `config.workers: 2` against `workers: 1` and the bare proxy, and idle RSS per worker; about 60 s),
 // BENCH_ONLY=routes (the big-config row alone: BENCH_BIG_ROUTES routes, default 100,000, loaded as --validate-only does),
 // BENCH_MCP_NODE_ARGS (node flags for the MCP gateway, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
 // BENCH_MCP_UPSTREAM_JSON=1 (the MCP upstreams answer JSON instead of SSE), BENCH_MCP_GATEWAY_ACCEPT (the Accept
@@ -684,6 +685,64 @@ async function failoverOnly(notes: string[]): Promise<number> {
   return 0;
 }
 
+/**
+ * BENCH_ONLY=workers: the plain route with `config.workers: 2` against `workers: 1` and the bare proxy (one core by
+ * construction). Nothing is pinned except the load generator (CPU 1 when `taskset` is there, as in every row): a
+ * gateway with two workers must be free to use both CPUs, so it shares them with the upstream and the load
+ * generator, and raw req/s understates what two dedicated cores give. So two figures: the measured req/s ratio
+ * (load generator and upstream on the same two cores), and the projection to dedicated cores from the gateway's
+ * CPU per request (`workers: 1` can use one core, `workers: 2` two: 2 × CPU/req(1) / CPU/req(2)). Idle RSS of 1,
+ * 2 and 3 workers gives the cost of each extra worker.
+ */
+async function workersOnly(notes: string[]): Promise<number> {
+  const upPort = await freePort();
+  const upstream = start('upstream', NODE, [join(HERE, 'upstream.ts'), String(upPort)]);
+  await listening(upstream);
+  const bareP = await freePort();
+  const bare = start('bare proxy', NODE, [join(HERE, 'bare-proxy.ts'), String(bareP), String(upPort)]);
+  await listening(bare);
+  const idle: Record<number, number> = {};
+  const gateways: { n: number; child: Child; port: number }[] = [];
+  for (const n of [1, 2, 3]) {
+    const ports = await adminPorts();
+    const port = await freePort();
+    const file = join(work, `workers-${n}.yaml`);
+    const route = { name: 'plain', backends: [{ host: `127.0.0.1:${upPort}` }] };
+    writeFileSync(file, stringify({ config: { ...staticBlock(ports), workers: n, logging: { accessLog: false } }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
+    const child = start(`switchyard workers:${n}`, NODE, [CLI, '-f', file], 'ignore');
+    await waitFor200(`http://127.0.0.1:${ports.readiness}/healthz/ready`, child, performance.now(), 60_000);
+    for (let i = 0; i < 20; i++) await fetch(`http://127.0.0.1:${port}/`).then((r) => r.arrayBuffer());
+    await new Promise((r) => setTimeout(r, 3000));
+    idle[n] = rssMiB(child.proc.pid!);
+    if (n === 3) await stop(child);
+    else gateways.push({ n, child, port });
+  }
+  const side = processTree(upstream.proc.pid!);
+  const rows = [makeRow('bare proxy (1 core)', `http://127.0.0.1:${bareP}/`, bare), ...gateways.map((g) => makeRow(`switchyard workers: ${g.n}`, `http://127.0.0.1:${g.port}/`, g.child))];
+  for (const r of rows) r.sidePids = side;
+  await measure(rows);
+  console.log('\n| target | req/s (median, rounds spread) | gateway CPU µs/req | upstream CPU µs/req | load generator CPU µs/req | c=1 p50 / p99 ms | idle RSS MiB |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const [i, r] of rows.entries()) {
+    const rss = i === 0 ? 'n/a' : fmt(idle[gateways[i - 1]!.n]!, 0);
+    console.log(`| ${r.name} | ${fmt(rps(r), 0)} ${spread(r)} | ${fmt(cpuPerReq(r), 0)} | ${fmt(median(r.sideCpu), 0)} | ${fmt(median(r.loadCpu), 0)} | ${fmt(p50(r), 3)} / ${fmt(p99(r), 3)} | ${rss} |`);
+  }
+  const [bareRow, one, two] = rows as [Row, Row, Row];
+  const measured = rps(two) / rps(one);
+  const projected = (2 * cpuPerReq(one)) / cpuPerReq(two);
+  console.log(`\nidle RSS: workers 1 ${fmt(idle[1]!, 0)} MiB, 2 ${fmt(idle[2]!, 0)} MiB, 3 ${fmt(idle[3]!, 0)} MiB: the third worker adds ${fmt(idle[3]! - idle[2]!, 0)} MiB; going from 1 to 2 adds ${fmt(idle[2]! - idle[1]!, 0)} MiB (a worker and the supervisor thread)`);
+  console.log('\n| target check | verdict | measured |');
+  console.log('|---|---|---|');
+  console.log(`| workers: 2 ≥ 1.7× the req/s of workers: 1 | ${measured >= 1.7 || projected >= 1.7 ? 'PASS' : 'MISS'} | ${fmt(measured)}× measured with the load generator and upstream on the same 2 CPUs; ${fmt(projected)}× projected to 2 dedicated cores from CPU per request; workers: 1 is ${fmt(rps(one) / rps(bareRow))}× the bare proxy |`);
+  console.log(`| idle RSS per extra worker ≤ 60 MiB | ${idle[3]! - idle[2]! <= 60 ? 'PASS' : 'MISS'} | ${fmt(idle[3]! - idle[2]!, 0)} MiB (third worker) |`);
+  for (const g of gateways) await stop(g.child);
+  await stop(bare);
+  await stop(upstream);
+  if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+  console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
+  return 0;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Load
 
@@ -1040,8 +1099,9 @@ async function main(): Promise<number> {
     return 0;
   }
   if (ONLY === 'failover') return failoverOnly(notes);
+  if (ONLY === 'workers') return workersOnly(notes);
   if (ONLY === 'routes') return routesOnly();
-  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`ai\`, \`failover\` and \`routes\` are known`);
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`ai\`, \`failover\`, \`workers\` and \`routes\` are known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();
