@@ -717,6 +717,7 @@ async function workersOnly(notes: string[]): Promise<number> {
     if (n === 3) await stop(child);
     else gateways.push({ n, child, port });
   }
+  console.log(`placement: gateways, bare proxy and upstream unpinned (the OS spreads them over both CPUs); the load generator ${TASKSET ? `pinned to CPU ${CPU_REST}` : 'unpinned'}`);
   const side = processTree(upstream.proc.pid!);
   const rows = [makeRow('bare proxy (1 core)', `http://127.0.0.1:${bareP}/`, bare), ...gateways.map((g) => makeRow(`switchyard workers: ${g.n}`, `http://127.0.0.1:${g.port}/`, g.child))];
   for (const r of rows) r.sidePids = side;
@@ -733,7 +734,13 @@ async function workersOnly(notes: string[]): Promise<number> {
   console.log(`\nidle RSS: workers 1 ${fmt(idle[1]!, 0)} MiB, 2 ${fmt(idle[2]!, 0)} MiB, 3 ${fmt(idle[3]!, 0)} MiB: the third worker adds ${fmt(idle[3]! - idle[2]!, 0)} MiB; going from 1 to 2 adds ${fmt(idle[2]! - idle[1]!, 0)} MiB (a worker and the supervisor thread)`);
   console.log('\n| target check | verdict | measured |');
   console.log('|---|---|---|');
-  console.log(`| workers: 2 ≥ 1.7× the req/s of workers: 1 | ${measured >= 1.7 || projected >= 1.7 ? 'PASS' : 'MISS'} | ${fmt(measured)}× measured with the load generator and upstream on the same 2 CPUs; ${fmt(projected)}× projected to 2 dedicated cores from CPU per request; workers: 1 is ${fmt(rps(one) / rps(bareRow))}× the bare proxy |`);
+  // Two cores shared by the gateway, the upstream and the load generator: the most `workers: 2` can do is 2 cores /
+  // (gateway + upstream + load generator CPU per request); the ceiling is printed beside the measured figure.
+  const ceiling = 2e6 / (cpuPerReq(two) + median(two.sideCpu) + median(two.loadCpu));
+  console.log(
+    `| workers: 2 ≥ 1.7× the req/s of workers: 1 | ${measured >= 1.7 ? 'PASS' : projected >= 1.7 ? 'MISS measured, PASS projected' : 'MISS'} | ${fmt(measured)}× measured (load generator and upstream on the same 2 CPUs: ` +
+      `ceiling ${fmt(ceiling, 0)} req/s for workers: 2 at these CPU costs); ${fmt(projected)}× projected to 2 dedicated cores from the gateway's CPU per request; workers: 1 is ${fmt(rps(one) / rps(bareRow))}× the bare proxy |`,
+  );
   console.log(`| idle RSS per extra worker ≤ 60 MiB | ${idle[3]! - idle[2]! <= 60 ? 'PASS' : 'MISS'} | ${fmt(idle[3]! - idle[2]!, 0)} MiB (third worker) |`);
   for (const g of gateways) await stop(g.child);
   await stop(bare);
