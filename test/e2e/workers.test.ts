@@ -11,12 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import * as jose from 'jose';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { stringify } from 'yaml';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
+import { EVERYTHING, NODE, startEverything } from '../mcp/harness.ts';
+import type { UpstreamServer } from '../mcp/harness.ts';
 
 const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
 const ISSUER = 'https://idp.example';
@@ -66,8 +71,10 @@ describe('config.workers: 2', () => {
   let sign: (kid: string) => Promise<string>;
   let rotate: () => void;
   let config: (probe: Record<string, unknown>) => string;
+  let everything: UpstreamServer;
 
   before(async () => {
+    everything = await startEverything('streamableHttp');
     upstream = createServer((req, res) => {
       const delay = req.url!.startsWith('/slow') ? 1500 : 0;
       setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end(`upstream ${req.url}`), delay);
@@ -113,6 +120,21 @@ describe('config.workers: 2', () => {
                 routes: [
                   { name: 'limited', matches: [{ path: { pathPrefix: '/limited' } }], policies: { workerProbe: probe, localRateLimit: [{ maxTokens: 10, tokensPerFill: 1, fillInterval: '1h' }] }, backends: backend },
                   { name: 'jwt', matches: [{ path: { pathPrefix: '/jwt' } }], policies: { workerProbe: probe, jwtAuth: { mode: 'strict', issuer: ISSUER, audiences: ['orders'], jwks: { url: `http://127.0.0.1:${jwksPort}/jwks` } } }, backends: backend },
+                  {
+                    name: 'mcp',
+                    matches: [{ path: { pathPrefix: '/mcp' } }],
+                    policies: { workerProbe: probe },
+                    backends: [
+                      {
+                        mcp: {
+                          targets: [
+                            { name: 'local', stdio: { cmd: NODE, args: [EVERYTHING, 'stdio'] } },
+                            { name: 'remote', mcp: { host: '127.0.0.1', port: everything.port } },
+                          ],
+                        },
+                      },
+                    ],
+                  },
                   { name: 'plain', policies: { workerProbe: probe }, backends: backend },
                 ],
               },
@@ -133,6 +155,7 @@ describe('config.workers: 2', () => {
     upstream?.close();
     jwks?.closeAllConnections();
     jwks?.close();
+    await everything?.stop();
   });
 
   /** `n` requests on fresh connections; the distinct `x-worker` values that answered. */
@@ -177,6 +200,34 @@ describe('config.workers: 2', () => {
     );
     assert.equal(rotated.workers.size, 2);
     assert.equal(jwksFetches, 2, 'the new key set was fetched by one worker and handed to the other');
+  });
+
+  it('keeps an MCP session (stdio and streamable-HTTP targets) working whichever worker gets each call', async () => {
+    const servedBy: string[] = [];
+    // A new connection per request: SO_REUSEPORT then hands each call to either worker.
+    const fresh = async (input: string | URL, init?: RequestInit): Promise<Response> => {
+      const dispatcher = new Agent();
+      const res = (await undiciFetch(input, { ...(init as object), dispatcher })) as unknown as Response;
+      if (init?.method === 'POST') servedBy.push(res.headers.get('x-worker') ?? `none (${res.status})`);
+      return res;
+    };
+    const client = new Client({ name: 'workers-test', version: '1.0.0' }, { capabilities: {} });
+    const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: fresh });
+    await client.connect(transport);
+    try {
+      for (let i = 0; i < 6; i++) {
+        for (const target of ['remote', 'local']) {
+          const r = await client.callTool({ name: `${target}_echo`, arguments: { message: `${target} ${i}` } });
+          assert.deepEqual(r.content, [{ type: 'text', text: `Echo: ${target} ${i}` }]);
+        }
+      }
+      assert.equal(new Set(servedBy.filter((w) => !w.startsWith('none'))).size, 2, `calls served by ${servedBy.join(',')}`);
+      // One stdio child per worker that served the session, at most.
+      assert.ok((cli.output().match(/stdio target process started/g)?.length ?? 0) <= 2);
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
   });
 
   it('rejects everywhere a reload that one worker rejects, and applies a good one to every worker', async () => {
