@@ -1,41 +1,48 @@
-import { PassThrough } from 'node:stream';
-import { SSE_HEADERS, formatSseComment, formatSseEvent } from 'switchyard/sdk';
+import type { Readable } from 'node:stream';
+import { SSE_HEADERS, SseWriter, formatSseComment, formatSseEvent } from 'switchyard/sdk';
 import type { HeaderMap, Reply } from 'switchyard/sdk';
 
-/** Response headers of an SSE reply. `x-accel-buffering` stops nginx-style proxies from holding events back. */
+/** Response headers of an SSE reply (the SDK's: `x-accel-buffering` stops nginx-style proxies holding events back). */
 export function sseHeaders(extra?: HeaderMap): HeaderMap {
   return { ...SSE_HEADERS, ...extra };
 }
 
+const STREAM_OPEN = formatSseComment('stream open');
+const KEEP_ALIVE = formatSseComment('keep-alive');
+
 /**
- * A server-sent-events body the gateway writes JSON-RPC messages to. It is a Reply body (a Readable the kernel
- * pipes to the client); the kernel destroys it when the client goes away, which `onClose` reports.
+ * A server-sent-events body the gateway writes JSON-RPC messages to, on the SDK's bounded `SseWriter` (a client
+ * that stops reading is cut rather than buffered without end). It is a Reply body (a Readable the kernel pipes to
+ * the client); the kernel destroys it when the client goes away, which `onClose` reports.
  */
 export class SseStream {
-  /** The stream body, made on first use: a response captured whole (see `capture`) never needs one. */
-  private stream: PassThrough | undefined;
+  /** The writer, made on first use: a response captured whole (see `capture`) never needs one. */
+  private writer: SseWriter | undefined;
   private ended = false;
   private keepAlive: NodeJS.Timeout | undefined;
   /** Set while capturing (see `capture`): what was written so far. */
   private captured: string | undefined;
   onClose: (() => void) | undefined;
 
-  get body(): PassThrough {
-    if (this.stream) return this.stream;
-    const body = (this.stream = new PassThrough());
-    body.on('close', () => {
+  private get out(): SseWriter {
+    if (this.writer) return this.writer;
+    const writer = (this.writer = new SseWriter());
+    writer.onClose = () => {
       this.ended = true;
       if (this.keepAlive) clearInterval(this.keepAlive);
       const cb = this.onClose;
       this.onClose = undefined;
       cb?.();
-    });
-    body.on('error', () => undefined);
-    return body;
+    };
+    return writer;
+  }
+
+  get body(): Readable {
+    return this.out.body;
   }
 
   get open(): boolean {
-    return !this.ended && this.stream?.destroyed !== true;
+    return !this.ended && this.writer?.body.destroyed !== true;
   }
 
   /**
@@ -48,18 +55,18 @@ export class SseStream {
 
   private write(text: string): void {
     if (this.captured !== undefined) this.captured += text;
-    else this.body.write(text);
+    else this.out.write(text);
   }
 
   /** Send an SSE comment now: Node holds response headers until the first body byte, and clients wait for them. */
   flushHeaders(): void {
-    if (this.open) this.write(formatSseComment('stream open'));
+    if (this.open) this.write(STREAM_OPEN);
   }
 
   /** Send a comment every `ms` so idle intermediaries keep the connection. */
   startKeepAlive(ms: number): void {
     this.keepAlive = setInterval(() => {
-      if (this.open) this.write(formatSseComment('keep-alive'));
+      if (this.open) this.write(KEEP_ALIVE);
     }, ms);
     this.keepAlive.unref();
   }
@@ -96,7 +103,7 @@ export class SseStream {
     if (this.ended) return;
     this.ended = true;
     if (this.keepAlive) clearInterval(this.keepAlive);
-    if (this.captured === undefined) this.body.end();
+    if (this.captured === undefined) this.out.end();
   }
 
   /** The reply: the stream, or the captured text as one body when the stream ended while capturing. */
@@ -105,7 +112,7 @@ export class SseStream {
     if (captured !== undefined) {
       this.captured = undefined;
       if (this.ended) return { status: 200, headers: sseHeaders(headers), body: captured, local: false };
-      if (captured !== '') this.body.write(captured);
+      if (captured !== '') this.out.write(captured);
     }
     return { status: 200, headers: sseHeaders(headers), body: this.body, local: false };
   }
