@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { localReply } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../../../lib/mcp/authorizer.ts';
-import { clientOf, header, rpcReply, upstreamHeaders } from '../../http-util.ts';
+import { TRANSPORT_ERROR, clientOf, header, rpcReply, upstreamHeaders } from '../../http-util.ts';
 import { RpcCode, errorMessage, isRequest } from '../../jsonrpc.ts';
 import type { RpcId, RpcMessage } from '../../jsonrpc.ts';
 import { PostResponder } from '../../responder.ts';
@@ -20,7 +20,6 @@ import { LOG_LEVEL_META_KEY, REMOVED_METHODS, REV_2026_07_28, VERSIONS_2026_07_2
 import type { ClientEnvelope } from './protocol.ts';
 import { Responder20260728 } from './responder.ts';
 import { SESSION_2026_07_28, serverInfoOf } from './session.ts';
-import { TRANSPORT_ERROR } from '../../http-util.ts';
 
 /**
  * Ids the sessions run 2026-07-28 calls under: process-wide, as pooled sessions outlive a config reload (and its front)
