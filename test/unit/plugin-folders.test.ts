@@ -28,7 +28,6 @@ const IMPLEMENTATION_EXCEPTIONS: Record<string, string> = {
   'policies/ai': 'ai-policy.ts',
   'policies/local-rate-limit': 'token-bucket.ts and deny.ts',
   'backends/ai': 'backend.ts (LLM formats being split, issue 10 item 5)',
-  'backends/mcp': 'backend.ts (MCP backend being split, issue 10 item 4)',
   'llm-providers/anthropic': 'provider.ts',
   'llm-providers/azure-openai': 'provider.ts',
   'llm-providers/bedrock': 'provider.ts',

@@ -1,6 +1,6 @@
 import { defineBackend } from 'switchyard/sdk';
 import { mcpTargetPoliciesSlot, mcpTransportSlot } from '../../lib/slots/mcp.ts';
-import type { McpBackendConfig } from './backend.ts';
+import type { McpBackendConfig } from './mcp.ts';
 import schema from './schema.json' with { type: 'json' };
 import { sessionSection } from './session-key.ts';
 
@@ -13,7 +13,7 @@ export default defineBackend<McpBackendConfig>({
   configSections: [sessionSection],
   // The implementation (and the MCP SDK it uses) loads only when a config has an `mcp` backend.
   async compile(config, ctx) {
-    const { compileMcpBackend } = await import('./backend.ts');
+    const { compileMcpBackend } = await import('./mcp.ts');
     return compileMcpBackend(config, ctx);
   },
 });
