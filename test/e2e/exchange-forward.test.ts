@@ -15,8 +15,49 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 
 interface ViewForwardConfig {
   host: string;
-  mode: 'derived' | 'detached';
+  mode: 'derived' | 'detached' | 'foreign';
   policies?: Record<string, unknown>;
+}
+
+/** An Exchange a plugin builds itself from the SDK interface alone (no kernel object behind it). */
+function ownExchange(from: Exchange): Exchange {
+  const attrs = new Map<string, unknown>();
+  let body = from.body;
+  const headers = { ...from.headers, 'x-own': 'plugin-made' };
+  const own: Exchange = {
+    req: from.req,
+    method: from.method,
+    path: `/own${from.path}`,
+    query: from.query,
+    authority: from.authority,
+    hostname: from.hostname,
+    scheme: from.scheme,
+    headers,
+    sourceAddress: from.sourceAddress,
+    externalOrigin: from.externalOrigin,
+    requestId: from.requestId,
+    sourcePort: from.sourcePort,
+    route: from.route,
+    matchedPrefix: from.matchedPrefix,
+    originalUrl: from.originalUrl,
+    startTime: from.startTime,
+    signal: from.signal,
+    protocol: from.protocol,
+    get body() {
+      return body;
+    },
+    bufferBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
+    setBody(b) {
+      body = b;
+      headers['content-length'] = String(b.length);
+    },
+    get: (key) => attrs.get(key.name) as never,
+    set: (key, value) => void attrs.set(key.name, value),
+    queueResponseHeader: () => undefined,
+    logField: () => undefined,
+    detach: () => own,
+  };
+  return own;
 }
 
 /** A third-party-style backend: runs its own policies on a view of the exchange, then forwards the view. */
@@ -28,7 +69,7 @@ const viewForward = defineBackend<ViewForwardConfig>({
     description: 'Test backend.',
     properties: {
       host: { type: 'string', description: 'host:port of the upstream.' },
-      mode: { enum: ['derived', 'detached'], description: 'Which exchange to forward.' },
+      mode: { enum: ['derived', 'detached', 'foreign'], description: 'Which exchange to forward.' },
       policies: { 'x-slot': 'mcpTargetPolicies', description: 'Policies run on the view.' },
     },
     required: ['host', 'mode'],
@@ -39,6 +80,10 @@ const viewForward = defineBackend<ViewForwardConfig>({
     const set: PolicySet = await ctx.compilePolicies('mcpTargetPolicies', config.policies, ['policies']);
     return {
       async handle(ex: Exchange) {
+        if (config.mode === 'foreign') {
+          await ex.bufferBody();
+          return target.forward(ownExchange(ex));
+        }
         if (config.mode === 'detached') {
           await ex.bufferBody();
           return target.forward(ex.detach());
@@ -76,6 +121,7 @@ describe('forward() takes any exchange the SDK gives a plugin', () => {
                     backends: [backend('derived', { requestHeaderModifier: { set: { 'x-view': 'view' } } })],
                   },
                   { name: 'detached', matches: [{ path: { pathPrefix: '/detached' } }], backends: [backend('detached')] },
+                  { name: 'foreign', matches: [{ path: { pathPrefix: '/foreign' } }], backends: [backend('foreign')] },
                 ],
               },
             ],
@@ -117,5 +163,17 @@ describe('forward() takes any exchange the SDK gives a plugin', () => {
     assert.equal(got.body.toString(), 'kept body');
     assert.equal(got.headers['x-request-id'], 'detached-1');
     assert.equal(got.headers['x-forwarded-for'], '127.0.0.1');
+  });
+
+  it('an exchange the plugin built itself is forwarded too, with what it says (no kernel state behind it)', async () => {
+    const res = await request(`${gw.url(port)}/foreign/c?z=9`, { method: 'POST', body: 'own body', headers: { 'x-request-id': 'foreign-1' } });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 200, text);
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.url, '/own/foreign/c?z=9');
+    assert.equal(got.body.toString(), 'own body');
+    assert.equal(got.headers['x-own'], 'plugin-made');
+    assert.equal(got.headers['x-request-id'], 'foreign-1');
+    assert.equal(got.headers['x-forwarded-for'], '127.0.0.1', 'the peer read from the public sourceAddress');
   });
 });
