@@ -200,6 +200,9 @@ export class Gateway {
     this.started = true;
     const c = this.options.config;
     if ('file' in c && this.options.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
+    if (!this.options.worker && snapshot.staticConfig.workers > 1) {
+      this.log.warn('`config.workers` is applied by the switchyard CLI (a supervisor of worker threads); this gateway, started in-process, runs on one thread', { workers: snapshot.staticConfig.workers });
+    }
     if (!this.options.worker) this.log.info('switchyard ready', { config: this.fileName, generation: snapshot.generation, binds: [...snapshot.binds.keys()].join(',') });
   }
 
