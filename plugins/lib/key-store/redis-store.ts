@@ -27,8 +27,13 @@ for i = 1, #KEYS do
 end
 return 0`;
 
-/** KEYS: old digest key, new digest key, id key. ARGV: record JSON, new digest. Moves a key to a new secret atomically. */
+/**
+ * KEYS: old digest key, new digest key, id key. ARGV: record JSON, new digest, the digest the id must still map to
+ * ('' when creating). Moves a key to a new secret atomically; 0 when another replica changed or revoked it first.
+ */
 const MOVE = `
+local current = redis.call('GET', KEYS[3])
+if (ARGV[3] == '' and current) or (ARGV[3] ~= '' and current ~= ARGV[3]) then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], ARGV[2])
@@ -99,7 +104,9 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async create(record: KeyRecord, digest: string): Promise<void> {
-    await this.script(MOVE, [this.digestKey(''), this.digestKey(digest), this.idKey(record.id)], [JSON.stringify(record), digest]);
+    if (Number(await this.script(MOVE, [this.digestKey(''), this.digestKey(digest), this.idKey(record.id)], [JSON.stringify(record), digest, ''])) !== 1) {
+      throw new Error(`key id ${record.id} exists`);
+    }
     await this.client.command('SADD', `${this.prefix}ids`, record.id);
   }
 
@@ -124,16 +131,16 @@ export class RedisKeyStore implements KeyStore {
   async rotate(id: string, digest: string, prefix: string, at: string): Promise<boolean> {
     const cur = await this.current(id);
     if (!cur || cur.record.revokedAt !== undefined) return false;
-    await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(digest), this.idKey(id)], [JSON.stringify({ ...cur.record, prefix, rotatedAt: at }), digest]);
-    return true;
+    const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(digest), this.idKey(id)], [JSON.stringify({ ...cur.record, prefix, rotatedAt: at }), digest, cur.digest]);
+    return Number(moved) === 1;
   }
 
   async revoke(id: string, at: string): Promise<boolean> {
     const cur = await this.current(id);
     if (!cur || cur.record.revokedAt !== undefined) return false;
     // Kept under a digest no secret has, so the revoked secret cannot even be looked up.
-    await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(`revoked:${id}`), this.idKey(id)], [JSON.stringify({ ...cur.record, revokedAt: at }), `revoked:${id}`]);
-    return true;
+    const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(`revoked:${id}`), this.idKey(id)], [JSON.stringify({ ...cur.record, revokedAt: at }), `revoked:${id}`, cur.digest]);
+    return Number(moved) === 1;
   }
 
   close(): void {

@@ -121,19 +121,32 @@ export class SqliteKeyStore implements KeyStore {
     return (this.all.all() as { record: string }[]).map((r) => JSON.parse(r.record) as KeyRecord);
   }
 
+  /** Read and rewrite a live key in one write transaction, so a rotation racing a revocation (another process) loses cleanly. */
+  private change(id: string, digest: string, fields: Partial<KeyRecord>): boolean {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const row = this.byId.get(id) as { record: string } | undefined;
+      const current = row ? (JSON.parse(row.record) as KeyRecord) : undefined;
+      if (!current || current.revokedAt !== undefined) {
+        this.db.exec('ROLLBACK');
+        return false;
+      }
+      this.update.run(digest, JSON.stringify({ ...current, ...fields }), id);
+      this.db.exec('COMMIT');
+      return true;
+    } catch (err) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
   async rotate(id: string, digest: string, prefix: string, at: string): Promise<boolean> {
-    const current = await this.get(id);
-    if (!current || current.revokedAt !== undefined) return false;
-    this.update.run(digest, JSON.stringify({ ...current, prefix, rotatedAt: at }), id);
-    return true;
+    return this.change(id, digest, { prefix, rotatedAt: at });
   }
 
   async revoke(id: string, at: string): Promise<boolean> {
-    const current = await this.get(id);
-    if (!current || current.revokedAt !== undefined) return false;
     // The digest is replaced by one no secret has, so the revoked secret cannot even be looked up.
-    this.update.run(`revoked:${id}`, JSON.stringify({ ...current, revokedAt: at }), id);
-    return true;
+    return this.change(id, `revoked:${id}`, { revokedAt: at });
   }
 
   close(): void {
