@@ -24,6 +24,8 @@ import type { Mock } from './harness.ts';
 const ALICE = 'sk-alice-0123456789abcdef';
 const BOB = 'sk-bob-0123456789abcdefgh';
 const CAROL = 'sk-carol-0123456789abcdefg';
+const DAVE = 'sk-dave-0123456789abcdefgh';
+const FAY = 'sk-fay-0123456789abcdefghi';
 
 /** gpt-4o in the built-in catalog: USD per 1M tokens. */
 const GPT4O = { input: 2.5, output: 10 };
@@ -49,6 +51,8 @@ describe('virtualKeys on the embedded store', () => {
         { id: 'alice', key: ALICE, owner: 'alice@example.com', team: 'research', metadata: { tier: 'gold' } },
         { id: 'bob', key: BOB, owner: 'bob@example.com', team: 'product', models: ['gpt-4o*'], routes: ['openai', 'an'] },
         { id: 'carol', key: CAROL, owner: 'carol@example.com', budgets: [{ tokens: 40, period: 'day' }] },
+        { id: 'dave', key: DAVE, owner: 'dave@example.com', models: ['gpt-4o'] },
+        { id: 'fay', key: FAY, owner: 'fay@example.com' },
       ],
     };
     const port = await freePort();
@@ -64,6 +68,7 @@ describe('virtualKeys on the embedded store', () => {
                 routes: [
                   aiRoute('/openai', ai('openai'), { virtualKeys }),
                   aiRoute('/other', ai('other'), { virtualKeys }),
+                  aiRoute('/pt', ai('pt'), { virtualKeys, testAi: { routes: { '*': 'passthrough' } } }),
                   aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { virtualKeys, testAi: { routes: { '/v1/messages': 'messages' } } }),
                 ],
               },
@@ -165,6 +170,13 @@ describe('virtualKeys on the embedded store', () => {
     const after = await (await fetch(`${gw.statsUrl}/metrics`)).text();
     assert.match(after, /^switchyard_virtual_key_denials_total\{reason="model"\} 1$/m);
     assert.match(after, /^switchyard_virtual_key_denials_total\{reason="route"\} 1$/m);
+  });
+
+  it('a key limited to some models cannot use a passthrough route, whose model the gateway does not read', async () => {
+    const denied = await rejection(hello(DAVE, {}, '/pt'), OpenAI.PermissionDeniedError);
+    assert.match(denied.message, /limited to some models and this request names none the gateway can read/);
+    assert.equal((await hello(DAVE)).choices.length, 1, 'the same key on a route that reads the model');
+    assert.equal((await hello(FAY, {}, '/pt')).choices.length, 1, 'a key without a model list passes through');
   });
 
   it('settles streams after they end (OpenAI and Anthropic clients), and refuses in the Anthropic shape', async () => {
