@@ -30,6 +30,8 @@ export class PluginRegistryError extends Error {
   }
 }
 
+const KINDS: ReadonlySet<string> = new Set(['policy', 'backend', 'variant', 'slot']);
+
 function describe(source: PluginSource): string {
   return source.module ? `${source.name} (${source.module})` : source.name;
 }
@@ -67,6 +69,13 @@ export class PluginRegistry {
     }
     if (typeof plugin.key !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(plugin.key)) {
       throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin from ${describe(source)} has an invalid key ${JSON.stringify(plugin.key)}`);
+    }
+    if (!KINDS.has(plugin.kind)) {
+      // An older SDK's `defineGuard` (and the like) made kinds such as `guard`; variants now come from `defineVariant`.
+      throw new PluginRegistryError(
+        ErrorCode.pluginInvalid,
+        `plugin \`${plugin.key}\` from ${describe(source)} is of kind \`${String(plugin.kind)}\`; this Switchyard knows policy, backend, variant and slot (a guard, provider, transport or backendAuth variant is made with defineVariant or the helpers of switchyard/slots/*)`,
+      );
     }
     const entry: RegisteredPlugin = { plugin, source };
     if (plugin.kind === 'slot') {

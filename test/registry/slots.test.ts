@@ -146,6 +146,11 @@ describe('a slot a third-party backend declares, and its variants', () => {
     assert.throws(() => assembleSchema(registryOf([greedy])), /plugin `greedy` from switchyard contributes `config\.logging`, which the gateway or another plugin already defines/);
   });
 
+  it('refuses a plugin of a kind it does not know (an older SDK\'s `guard` kind), saying how variants are made now', () => {
+    const old = { ...casual, kind: 'guard' };
+    assert.throws(() => new PluginRegistry().register(old, { name: 'old-guard@1.0.0' }), /plugin `casual` from old-guard@1\.0\.0 is of kind `guard`; .*defineVariant/);
+  });
+
   it('refuses a slot declared twice with another shape', () => {
     const registry = new PluginRegistry();
     registry.register(greetingSlot, { name: 'pkg-a' });
