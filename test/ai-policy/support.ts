@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { defineBackend, jsonReply } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, ConfigPath, Exchange, Logger, VariantPlugin } from 'switchyard/sdk';
 import { CelExpressions } from '../../kernel/expr/cel-expressions.ts';
+import { EXCHANGE_ATTRIBUTES } from '../../kernel/exchange/kernel-exchange.ts';
 import { AI_POLICY } from '../../plugins/lib/llm/contract.ts';
 import type { LlmRouteType } from '../../plugins/lib/llm/contract.ts';
 import aiPolicy from '../../plugins/policies/ai/plugin.ts';
@@ -186,7 +187,8 @@ export function fakeExchange(init: { headers?: Record<string, string | string[]>
     sourcePort: 40000,
     signal: new AbortController().signal,
     logged,
-    attributes: () => attrs,
+    // CEL reads attributes through the kernel's handle, as on a real exchange.
+    [EXCHANGE_ATTRIBUTES]: () => attrs,
     get: <T>(key: AttributeKey<T>) => attrs.get((key as unknown as { name: string }).name) as T | undefined,
     set: <T>(key: AttributeKey<T>, value: T) => attrs.set((key as unknown as { name: string }).name, value),
     logField: (name: string, value: string | number | boolean) => {

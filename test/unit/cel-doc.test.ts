@@ -6,6 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { BackendPlugin, Exchange, Plugin, PolicyPlugin } from 'switchyard/sdk';
+import { EXCHANGE_ATTRIBUTES } from '../../kernel/exchange/kernel-exchange.ts';
 import { CelExpressions } from '../../kernel/expr/cel-expressions.ts';
 import { CelCIDR, CelIP } from '../../kernel/expr/cel-ip.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
@@ -89,7 +90,8 @@ const exchange = {
   headers: { host: 'api.example.com', 'x-user': 'alice', accept: 'application/json', authorization: 'Bearer abc' },
   sourceAddress: '10.1.2.3',
   sourcePort: 40000,
-  attributes: () =>
+  // CEL reads attributes through the kernel's handle, as on a real exchange.
+  [EXCHANGE_ATTRIBUTES]: () =>
     new Map<string, unknown>([
       ['jwt', { sub: 'alice', iss: 'https://issuer.example.com', groups: ['admins', 'dev'] }],
       ['apiKey', { key: 'k-123', team: 'search' }],
