@@ -1,4 +1,4 @@
-import { DURATION_PATTERN, MAX_DURATION_MS } from '../sdk/index.ts';
+import { DURATION_PATTERN, MAX_DURATION_MS, SERVICE_REF_SCHEMA } from '../sdk/index.ts';
 import type { JsonSchema } from '../sdk/index.ts';
 
 /** A TCP port, 0-65535 (0: the system picks a free one). */
@@ -17,6 +17,8 @@ export const ADDRESS_PATTERN =
  * `x-hint` is shown instead of the raw pattern when a value does not match.
  */
 export const SHARED_DEFS: Record<string, JsonSchema> = {
+  /** A `service` reference of an upstream address (ADR 0030), shared by every plugin that takes one. */
+  serviceRef: SERVICE_REF_SCHEMA as unknown as JsonSchema,
   duration: {
     type: 'string',
     pattern: DURATION_PATTERN,

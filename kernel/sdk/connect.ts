@@ -67,6 +67,29 @@ export interface Connection {
 }
 
 /**
+ * The JSON Schema of a `service` reference; plugin schemas use it as `{"$ref": "switchyard:defs#/$defs/serviceRef"}`.
+ */
+export const SERVICE_REF_SCHEMA = Object.freeze({
+  type: 'object',
+  description: 'A Kubernetes-style service reference. Without a control plane it resolves by DNS: the gateway dials `<hostname>:<port>` (plaintext, or TLS when `backendTLS` applies).',
+  properties: {
+    name: {
+      type: ['object', 'string'],
+      description: 'The service: `{namespace, hostname}`, or the string `<namespace>/<hostname>` (exactly one `/`). The hostname is the service\'s DNS name, such as `ratelimit.default.svc.cluster.local`.',
+      properties: {
+        namespace: { type: 'string', description: "The service's namespace." },
+        hostname: { type: 'string', description: "The service's DNS name (fully qualified), dialled with `port`." },
+      },
+      required: ['namespace', 'hostname'],
+      additionalProperties: false,
+    },
+    port: { type: 'integer', minimum: 1, maximum: 65535, description: "The service's port." },
+  },
+  required: ['name', 'port'],
+  additionalProperties: false,
+});
+
+/**
  * The JSON Schema of the address fields, for a plugin's `schema.json`-equivalent (`allOf` it in, or copy its
  * `properties`): exactly one of `host`, `service`, `backend`, and `policies`.
  */
@@ -74,22 +97,7 @@ export const UPSTREAM_ADDRESS_SCHEMA = Object.freeze({
   type: 'object',
   properties: {
     host: { type: 'string', description: '`name`, `name:port`, `[v6]:port` or `http(s)://name[:port]`; without a scheme, TLS only when `policies.backendTLS` is set.' },
-    service: {
-      type: 'object',
-      description: 'A Kubernetes-style service reference, dialled as `<hostname>:<port>`.',
-      properties: {
-        name: {
-          description: '`<namespace>/<hostname>`, or the two apart.',
-          oneOf: [
-            { type: 'string' },
-            { type: 'object', properties: { namespace: { type: 'string' }, hostname: { type: 'string' } }, required: ['namespace', 'hostname'], additionalProperties: false },
-          ],
-        },
-        port: { type: 'integer', minimum: 1, maximum: 65535, description: 'The service port.' },
-      },
-      required: ['name', 'port'],
-      additionalProperties: false,
-    },
+    service: SERVICE_REF_SCHEMA,
     backend: { type: 'string', description: 'The name of a top-level backend that forwards to one host.' },
     policies: { type: 'object', description: 'Policies of the connection (a `backendPolicies` map).' },
   },

@@ -29,5 +29,5 @@ export { SSE_HEADERS, SseOverflowError, SseParser, SseWriter, completeUtf8, form
 export type { SseEvent, SseEventInit, SseParserOptions, SseWriterOptions } from './sse.ts';
 export { parseUpstreamAddress, serviceAuthority } from './upstream-address.ts';
 export type { AddressProblem, AddressRules, ServiceRef, ServiceRefProblem, UpstreamAddress } from './upstream-address.ts';
-export { UPSTREAM_ADDRESS_SCHEMA, connectUpstream } from './connect.ts';
+export { SERVICE_REF_SCHEMA, UPSTREAM_ADDRESS_SCHEMA, connectUpstream } from './connect.ts';
 export type { ConnectOptions, Connection, UpstreamAddressConfig } from './connect.ts';
