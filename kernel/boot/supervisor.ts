@@ -64,6 +64,11 @@ export interface SupervisorOptions {
   readonly watch?: boolean;
   /** Restart backoff: first delay, doubled per quick crash up to the cap. */
   readonly restartMs?: { readonly initial: number; readonly max: number };
+  /**
+   * A worker is pinged every `intervalMs`; one that leaves `misses` pings in a row unanswered (its event loop is
+   * stuck: an endless loop in a plugin) is terminated and restarted. Default every 5 s, 6 misses (30 s).
+   */
+  readonly liveness?: { readonly intervalMs: number; readonly misses: number };
 }
 
 interface Slot {
@@ -75,6 +80,9 @@ interface Slot {
   startedAt: number;
   quickCrashes: number;
   timer: NodeJS.Timeout | undefined;
+  /** Liveness pings left unanswered in a row, and whether one is out. */
+  misses: number;
+  pinging: boolean;
   readonly pending: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
 }
 
@@ -107,6 +115,7 @@ export class Supervisor implements AdminSource {
   private stopWatching: (() => void) | undefined;
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
+  private livenessTimer: NodeJS.Timeout | undefined;
 
   constructor(options: SupervisorOptions) {
     this.o = options;
@@ -143,7 +152,7 @@ export class Supervisor implements AdminSource {
     this.lastGood = this.lastText = text;
     this.workerEnv = workerEnv(this.name, text);
     for (let i = 0; i < this.o.count; i++) {
-      this.slots.push({ index: i, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, pending: new Map() });
+      this.slots.push({ index: i, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, misses: 0, pinging: false, pending: new Map() });
     }
     let first: Extract<FromWorker, { t: 'started' }>;
     try {
@@ -164,7 +173,32 @@ export class Supervisor implements AdminSource {
     }
     const c = this.o.config;
     if ('file' in c && this.o.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
+    this.watchLiveness();
     this.log.info('switchyard ready', { config: this.name, workers: this.o.count, binds: first.binds.join(',') });
+  }
+
+  /** Ping every running worker; terminate one that stopped answering (its exit restarts it). */
+  private watchLiveness(): void {
+    const { intervalMs, misses } = this.o.liveness ?? { intervalMs: 5_000, misses: 6 };
+    this.livenessTimer = setInterval(() => {
+      for (const slot of this.slots) {
+        const worker = slot.worker;
+        if (!worker || !slot.started || slot.pinging) continue;
+        slot.pinging = true;
+        this.ask(slot, { t: 'query', what: 'readiness' }, intervalMs)
+          .then(
+            () => void (slot.misses = 0),
+            () => {
+              if (slot.worker !== worker || this.stopping) return;
+              if (++slot.misses < misses) return;
+              this.log.error('worker does not answer; terminating it', { worker: slot.index, silentMs: misses * intervalMs });
+              void worker.terminate();
+            },
+          )
+          .finally(() => (slot.pinging = false));
+      }
+    }, intervalMs);
+    this.livenessTimer.unref();
   }
 
   /** Start the worker of `slot` on `slot.text`; resolves with its `started` message. */
@@ -181,6 +215,7 @@ export class Supervisor implements AdminSource {
     const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2], env: this.workerEnv });
     slot.worker = worker;
     slot.started = false;
+    slot.misses = 0;
     this.fetches.attach(slot.index, channel.port1);
     return new Promise((resolve, reject) => {
       let settled = false;
@@ -372,6 +407,7 @@ export class Supervisor implements AdminSource {
 
   private async doStop(): Promise<void> {
     this.stopWatching?.();
+    clearInterval(this.livenessTimer);
     for (const s of this.slots) if (s.timer) clearTimeout(s.timer);
     const exits = this.slots.map((s) => {
       const w = s.worker;

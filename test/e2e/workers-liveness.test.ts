@@ -1,0 +1,72 @@
+// A worker whose event loop is stuck (an endless loop in a plugin) is found by the supervisor's liveness pings,
+// terminated and restarted (ADR 0033): the request it was serving gets a closed connection instead of hanging for
+// ever, and the gateway serves from both workers again. The supervisor runs in this process with short pings.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { LogSink } from 'switchyard';
+import { Supervisor } from '../../kernel/boot/supervisor.ts';
+import { BIN } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
+
+function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; worker: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, worker: String(res.headers['x-worker']) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('a stuck worker', () => {
+  const logs: string[] = [];
+  let supervisor: Supervisor;
+  let port: number;
+
+  before(async () => {
+    port = await freePort();
+    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-liveness-')), 'config.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+        binds: [{ port, listeners: [{ routes: [{ policies: { workerProbe: { value: 'x' }, directResponse: { status: 200, body: 'ok' } } }] }] }],
+      }),
+    );
+    const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
+    supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink, watch: false, liveness: { intervalMs: 200, misses: 5 }, restartMs: { initial: 100, max: 1000 } });
+    await supervisor.start();
+  });
+
+  after(async () => {
+    await supervisor?.stop();
+  });
+
+  it('is terminated and restarted; its in-flight request is closed, not left hanging', async () => {
+    const started = Date.now();
+    const outcome = await get(`http://127.0.0.1:${port}/`, { 'x-hang': '1' }).then(
+      (a) => `status ${a.status}`,
+      (err: NodeJS.ErrnoException) => `error ${err.code ?? err.message}`,
+    );
+    assert.match(outcome, /^error (ECONNRESET|socket hang up)$/);
+    assert.ok(Date.now() - started < 15_000, `ended after ${Date.now() - started} ms`);
+    for (let i = 0; i < 200 && !logs.some((l) => /worker restarted/.test(l)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(logs.some((l) => /worker does not answer; terminating it/.test(l)), logs.join('\n'));
+    assert.ok(logs.some((l) => /worker restarted/.test(l)), logs.join('\n'));
+    assert.deepEqual(await supervisor.readiness(), { ready: true, pending: '' });
+    const answers = [];
+    for (let i = 0; i < 30; i++) answers.push(await get(`http://127.0.0.1:${port}/`));
+    assert.ok(answers.every((a) => a.status === 200));
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2);
+  });
+});
