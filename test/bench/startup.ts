@@ -10,6 +10,8 @@
 //   off    NODE_DISABLE_COMPILE_CACHE=1: no on-disk compile cache at all
 //   fresh  an empty NODE_COMPILE_CACHE directory per spawn: the first start after an install or an upgrade
 //   warm   one NODE_COMPILE_CACHE directory shared by the spawns, primed by one unmeasured spawn
+//   default  no NODE_COMPILE_CACHE: the cache the CLI turns on itself (os.tmpdir()), as a user's start gets it,
+//          primed by one unmeasured spawn (the launcher must turn it on before its first TypeScript module)
 // The config is a copy of the quickstart that differs only in its ports (free ports, as in `npm run bench`).
 // STARTUP_NODE_ARGS='--flag …' passes Node options before the script (to compare V8 flags, for example).
 // STARTUP_CLI=/path/to/bin/switchyard.js measures another launcher (the installed npm package, docs/adr/0022).
@@ -133,9 +135,10 @@ async function main(): Promise<void> {
         if (mode === 'off') return { ...base, NODE_DISABLE_COMPILE_CACHE: '1' };
         if (mode === 'fresh') return { ...base, NODE_COMPILE_CACHE: join(work, `cache-fresh-${i}`) };
         if (mode === 'warm') return { ...base, NODE_COMPILE_CACHE: shared };
+        if (mode === 'default') return base;
         throw new Error(`unknown STARTUP_CACHE mode ${mode}`);
       };
-      if (mode === 'warm') await once(configFile, readyUrl, envFor(-1));
+      if (mode === 'warm' || mode === 'default') await once(configFile, readyUrl, envFor(-1));
       const ready: number[] = [];
       const cpu: number[] = [];
       const rss: number[] = [];
