@@ -11,6 +11,8 @@ const { createServer } = process.getBuiltinModule('node:http');
 
 /** A GET endpoint of one of the admin-side servers. */
 export type AdminHandler = (req: IncomingMessage, res: ServerResponse) => void;
+/** `/ui` and everything under it (any method: the UI posts configs to validate); `bound` is where the server listens. */
+export type UiHandler = (req: IncomingMessage, res: ServerResponse, bound: AddressInfo) => void;
 
 export interface AdminEndpoints {
   /** `readinessAddr`: `/healthz/ready`. */
@@ -24,6 +26,8 @@ export interface AdminEndpoints {
    * request; a supervisor of workers answers with a handler that asks a worker.
    */
   adminPlugins?: (prefix: string) => AdminRouteHandler | undefined;
+  /** `adminAddr`: the admin UI under `/ui` (docs/admin-ui.md). */
+  ui?: UiHandler;
 }
 
 /** A listen address (checked at load against ADDRESS_PATTERN: `host:port` or `[v6]:port`) as listen() takes it. */
@@ -48,7 +52,7 @@ export class AdminServers {
 
   async start(config: Pick<StaticConfig, 'adminAddr' | 'statsAddr' | 'readinessAddr'>, endpoints: AdminEndpoints): Promise<void> {
     const byAddress = new Map<string, { roles: string[]; routes: Record<string, AdminHandler> }>();
-    const add = (role: keyof AdminEndpoints, addr: string): void => {
+    const add = (role: 'readiness' | 'stats' | 'admin', addr: string): void => {
       if (addr === 'off') return;
       const group = byAddress.get(addr) ?? { roles: [], routes: {} };
       group.roles.push(role);
@@ -61,6 +65,7 @@ export class AdminServers {
     for (const [addr, group] of byAddress) {
       // Known once the server listens (port 0 picks one); no request arrives before.
       let refuse: ReturnType<typeof compileHostCheck> = () => 'Host';
+      let info!: AddressInfo;
       const server = createServer((req, res) => {
         const refused = refuse(req.headers);
         if (refused) {
@@ -68,6 +73,11 @@ export class AdminServers {
           return;
         }
         const path = (req.url ?? '/').split('?')[0]!;
+        if (endpoints.ui && group.roles.includes('admin') && (path === '/ui' || path.startsWith('/ui/') || path === '/')) {
+          if (path === '/') res.writeHead(302, { location: '/ui/' }).end();
+          else endpoints.ui(req, res, info);
+          return;
+        }
         const handler = group.routes[path];
         const plugin = !handler && group.roles.includes('admin') ? findPluginRoute(endpoints.adminPlugins, path) : undefined;
         if (plugin) {
@@ -99,7 +109,7 @@ export class AdminServers {
         });
       });
       this.servers.push(server);
-      const info = server.address() as AddressInfo;
+      info = server.address() as AddressInfo;
       refuse = compileHostCheck(info);
       for (const role of group.roles) this.bound.set(role, info);
       this.logger.info('admin server listening', { roles: group.roles.join(','), address: `${info.address}:${info.port}` });
@@ -107,7 +117,7 @@ export class AdminServers {
   }
 
   /** Where a role's server actually listens (port 0 in config picks a free one). */
-  address(role: keyof AdminEndpoints): AddressInfo | undefined {
+  address(role: 'readiness' | 'stats' | 'admin'): AddressInfo | undefined {
     return this.bound.get(role);
   }
 

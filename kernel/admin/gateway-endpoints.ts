@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { AdminEndpoints } from './admin-servers.ts';
+import type { AdminEndpoints, UiHandler } from './admin-servers.ts';
 
 /** Whether the gateway takes traffic, and if not, what it waits for (`binds 8080`, `config`, `shutting down`). */
 export interface Readiness {
@@ -17,6 +17,28 @@ export interface AdminSource {
   metrics(): string | Promise<string>;
   /** The body of `/config_dump` (secrets already redacted). */
   configDump(): unknown;
+  /** Check a config text as a reload would (parse, schema, compile), without serving it: the admin UI's validator. */
+  validate?(text: string): Promise<ValidationResult>;
+  /** Receive every finished request's access-log fields until the returned function is called (the UI's live tail). */
+  tail?(listener: (fields: Record<string, unknown>) => void): () => void;
+}
+
+/** A config check: ok, or every problem positioned (`file:line:col`, config path, code, message, code frame). */
+export type ValidationResult = { ok: true } | { ok: false; errors: readonly { file: string; line: number; col: number; path: string; code: string; message: string; frame?: string }[]; error: string };
+
+/** `/ui`: the admin UI's module loads on its first request only (idle RSS of a gateway nobody browses unchanged). */
+function lazyUi(source: AdminSource): UiHandler {
+  let loaded: Promise<UiHandler> | undefined;
+  return (req, res, bound) => {
+    loaded ??= import('./ui/ui-server.ts').then((m) => m.uiHandler(source));
+    loaded.then(
+      (handle) => handle(req, res, bound),
+      (err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`admin UI failed to load: ${(err as Error)?.message ?? String(err)}\n`);
+      },
+    );
+  };
 }
 
 function answer<T>(res: ServerResponse, value: T | Promise<T>, write: (v: T) => void): void {
@@ -44,5 +66,6 @@ export function gatewayEndpoints(source: AdminSource): AdminEndpoints {
       '/config_dump': (_req, res) =>
         answer(res, source.configDump() as unknown, (dump) => res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify(dump, null, 2)}\n`)),
     },
+    ui: lazyUi(source),
   };
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
-import type { Readiness } from '../admin/gateway-endpoints.ts';
+import type { Readiness, ValidationResult } from '../admin/gateway-endpoints.ts';
 import { PooledUpstreams } from '../upstream/http-target.ts';
 import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
@@ -322,6 +322,19 @@ export class Gateway {
     return { generation: snapshot.generation, loadedAt: snapshot.loadedAt.toISOString(), config: redactConfig(snapshot.config, this.secrets.get(snapshot)) };
   }
 
+  /** Check `text` as a reload would (parse, schema, every plugin's compile) and throw the result away. */
+  async validate(text: string): Promise<ValidationResult> {
+    try {
+      const snapshot = await this.compile(text);
+      snapshot.dispose();
+      await this.s.resources.release(snapshot.generation);
+      return { ok: true };
+    } catch (err) {
+      if (err instanceof ConfigLoadError) return { ok: false, errors: err.issues, error: err.message };
+      return { ok: false, errors: [], error: (err as Error).message };
+    }
+  }
+
   /** Serve `next` from now on; the previous snapshot is disposed once its in-flight requests are done. */
   private async swap(next: Snapshot): Promise<void> {
     const previous = this.s.pipeline.snapshot!;
@@ -349,7 +362,18 @@ export class Gateway {
   }
 
   private endpoints(): AdminEndpoints {
-    const endpoints = gatewayEndpoints({ readiness: () => this.readiness(), metrics: () => this.metricsText(), configDump: () => this.configDump() });
+    const endpoints = gatewayEndpoints({
+      readiness: () => this.readiness(),
+      metrics: () => this.metricsText(),
+      configDump: () => this.configDump(),
+      validate: (text) => this.validate(text),
+      tail: (listener) => {
+        this.s.accessLog.tap = listener;
+        return () => {
+          if (this.s.accessLog.tap === listener) this.s.accessLog.tap = null;
+        };
+      },
+    });
     return { ...endpoints, adminPlugins: (prefix) => this.s.pipeline.snapshot?.adminRoutes.get(prefix) };
   }
 

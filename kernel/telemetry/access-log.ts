@@ -36,6 +36,8 @@ export class AccessLog {
   format: 'json' | 'text';
   /** `config.logging.filter` / `fields`; null (the usual case) keeps the fast path below. */
   rules: AccessLogRules | null = null;
+  /** The admin UI's live tail, set only while a browser watches: each request's log fields (credentials hidden). */
+  tap: ((fields: Record<string, unknown>) => void) | null = null;
 
   constructor(sink: LogSink, enabled: boolean, format: 'json' | 'text') {
     this.sink = sink;
@@ -44,6 +46,7 @@ export class AccessLog {
   }
 
   record(ex: LoggedExchange, durationMs: number): void {
+    if (this.tap !== null) this.tap({ time: Date.now(), ...this.fields(ex, durationMs), duration_ms: Math.round(durationMs * 100) / 100, duration: undefined });
     if (!this.enabled) return;
     if (this.rules !== null) {
       this.recordWithRules(ex, durationMs, this.rules);

@@ -1,0 +1,261 @@
+// The admin UI: plain DOM, no framework, no CDN (docs/admin-ui.md). Every view reads the admin API under /ui/api.
+import { lineChart, parseMetrics, Rates } from './charts.js';
+
+/** Where each policy is documented (docs/ of the project; /ui/docs/ serves it from a checkout). */
+const DOCS = {
+  a2a: 'a2a.md', ai: 'ai-policy.md', virtualKeys: 'llm-economics.md', mcpAuthentication: 'mcp.md', mcpAuthorization: 'mcp.md',
+  healthCheck: 'backends-health.md', outlierDetection: 'backends-health.md', transformations: 'cel.md', authorization: 'cel.md',
+  backendAuth: 'security.md', backendTLS: 'security.md', basicAuth: 'security.md', apiKey: 'security.md', jwtAuth: 'security.md', extAuthz: 'security.md',
+};
+const docFor = (key) => `/ui/docs/${DOCS[key] ?? 'phases.md'}`;
+
+const view = document.getElementById('view');
+let stopView = () => {};
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'on') for (const [ev, fn] of Object.entries(v)) node.addEventListener(ev, fn);
+    else if (v !== undefined && v !== false) node.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(String(c ?? '')));
+  return node;
+}
+
+async function getJson(path) {
+  const res = await fetch(path, { cache: 'no-store' });
+  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  return res.json();
+}
+async function postJson(path, body) {
+  return fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+/** Every route of the live config with its bind, listener, matches, policies and backends. */
+function routesOf(config) {
+  const out = [];
+  for (const bind of config.binds ?? [])
+    for (const listener of bind.listeners ?? [])
+      for (const route of listener.routes ?? []) out.push({ port: bind.port, listener: listener.name ?? '', route });
+  return out;
+}
+
+const isMcp = (r) => (r.route.backends ?? []).some((b) => b.mcp);
+const isAi = (r) => (r.route.backends ?? []).some((b) => b.ai);
+function routePath(route) {
+  const m = (route.matches ?? [])[0]?.path;
+  return m?.exact ?? m?.pathPrefix ?? '/';
+}
+
+async function routesView() {
+  const dump = await getJson('/ui/api/config');
+  const rows = routesOf(dump.config).map(({ port, listener, route }, i) =>
+    el('tr', { 'data-route': route.name ?? `#${i}` },
+      el('td', {}, String(port)), el('td', {}, listener), el('td', {}, el('strong', {}, route.name ?? '(unnamed)')),
+      el('td', {}, el('code', {}, JSON.stringify(route.matches ?? 'any'))),
+      el('td', {}, Object.keys(route.policies ?? {}).map((key) => el('a', { class: 'policy', href: docFor(key), target: '_blank', title: JSON.stringify(route.policies[key]) }, key))),
+      el('td', {}, (route.backends ?? []).map((b) => el('div', {}, el('code', {}, Object.keys(b).filter((k) => k !== 'weight' && k !== 'policies').join(', '))))),
+    ));
+  view.replaceChildren(
+    el('h2', {}, 'Routes and policies'),
+    el('p', {}, `Generation ${dump.generation}, loaded ${dump.loadedAt}. Secrets are redacted as in /config_dump.`),
+    el('table', { id: 'routes' }, el('tr', {}, ...['Port', 'Listener', 'Route', 'Matches', 'Policies (docs)', 'Backends'].map((h) => el('th', {}, h))), rows),
+    el('h3', {}, 'Config (redacted)'), el('pre', {}, JSON.stringify(dump.config, null, 2)),
+  );
+}
+
+function validateView() {
+  const text = el('textarea', { id: 'config-text', spellcheck: 'false', placeholder: 'Paste a config (YAML or JSON)' });
+  const out = el('div', { id: 'validate-result' });
+  const run = async () => {
+    out.replaceChildren('Checking…');
+    const res = await postJson('/ui/api/validate', { text: text.value });
+    const result = await res.json();
+    if (result.ok) return out.replaceChildren(el('p', { class: 'ok' }, 'Valid: this config would load.'));
+    out.replaceChildren(el('p', { class: 'error' }, `${result.errors.length || 1} problem(s)`),
+      ...(result.errors.length ? result.errors : [{ message: result.error }]).map((e) =>
+        el('div', { class: 'issue' },
+          el('div', {}, el('strong', {}, e.line ? `line ${e.line}, column ${e.col}` : ''), e.path ? ` at ${e.path}` : '', e.code ? ` [${e.code}]` : ''),
+          el('div', {}, e.message), e.frame ? el('pre', {}, e.frame) : '')));
+  };
+  const loadLive = async () => {
+    const dump = await getJson('/ui/api/config');
+    text.value = JSON.stringify(dump.config, null, 2);
+  };
+  view.replaceChildren(el('h2', {}, 'Validate a config'),
+    el('p', {}, 'Checked as a reload would check it (parse, schema, every plugin\'s compile); nothing is applied.'),
+    text, el('div', {}, el('button', { id: 'validate', on: { click: run } }, 'Validate'), el('button', { on: { click: loadLive } }, 'Start from the live config (secrets redacted)')), out);
+}
+
+function tailView() {
+  const body = el('tbody', { id: 'tail-rows' });
+  const status = el('p', { id: 'tail-status' }, 'Connecting…');
+  let paused = false;
+  const source = new EventSource('/ui/api/tail');
+  source.onopen = () => (status.textContent = 'Live.');
+  source.onerror = () => (status.textContent = 'Disconnected (retrying)…');
+  source.addEventListener('dropped', (e) => (status.textContent = `Live; ${e.data} requests not shown (too many at once).`));
+  source.onmessage = (e) => {
+    if (paused) return;
+    for (const r of JSON.parse(e.data).requests) {
+      const s = String(r['http.status']);
+      body.prepend(el('tr', {}, el('td', {}, new Date(r.time).toLocaleTimeString()), el('td', {}, r.route ?? ''), el('td', {}, r['http.method']),
+        el('td', {}, r['http.path']), el('td', { class: `status-${s[0]}` }, s), el('td', {}, `${r.duration_ms} ms`), el('td', {}, r['request.id'] ?? ''), el('td', {}, r.error ?? '')));
+    }
+    while (body.children.length > 500) body.lastChild.remove();
+  };
+  view.replaceChildren(el('h2', {}, 'Live tail'), status,
+    el('button', { on: { click: (e) => { paused = !paused; e.target.textContent = paused ? 'Resume' : 'Pause'; } } }, 'Pause'),
+    el('table', {}, el('thead', {}, el('tr', {}, ...['Time', 'Route', 'Method', 'Path', 'Status', 'Duration', 'Request id', 'Error'].map((h) => el('th', {}, h)))), body));
+  return () => source.close();
+}
+
+function chartsView() {
+  const rates = new Rates();
+  const boxes = { rate: el('div', { class: 'chart', id: 'chart-rate' }), errors: el('div', { class: 'chart', id: 'chart-errors' }), latency: el('div', { class: 'chart', id: 'chart-latency' }), tokens: el('div', { class: 'chart', id: 'chart-tokens' }) };
+  const tick = async () => {
+    const res = await fetch('/ui/api/metrics', { cache: 'no-store' });
+    if (!res.ok) return;
+    const point = rates.add(parseMetrics(await res.text()), Date.now());
+    if (!point) return;
+    lineChart(boxes.rate, 'Requests / s', rates.series('rate'));
+    lineChart(boxes.errors, 'Errors (5xx) / s', rates.series('errors'));
+    lineChart(boxes.latency, 'Mean latency (ms)', rates.series('latency'));
+    lineChart(boxes.tokens, 'LLM tokens / s', rates.series('tokens'));
+  };
+  view.replaceChildren(el('h2', {}, 'Charts'), el('p', {}, 'From the gateway\'s own /metrics, sampled every 2 s.'), el('div', { class: 'charts' }, Object.values(boxes)));
+  void tick();
+  const timer = setInterval(tick, 2000);
+  setTimeout(tick, 500);
+  return () => clearInterval(timer);
+}
+
+/** A route picker for the playgrounds: routes with the given kind of backend. */
+async function pickRoute(filter) {
+  const dump = await getJson('/ui/api/config');
+  const routes = routesOf(dump.config).filter(filter);
+  const select = el('select', { id: 'route' }, routes.map((r, i) => el('option', { value: String(i) }, `${r.route.name ?? '(unnamed)'} — :${r.port}${routePath(r.route)}`)));
+  const path = el('input', { id: 'path', size: 30, value: routes[0] ? routePath(routes[0].route) : '/' });
+  select.addEventListener('change', () => (path.value = routePath(routes[Number(select.value)].route)));
+  return { routes, select, path, chosen: () => routes[Number(select.value)] };
+}
+
+/** Read a JSON-RPC answer: plain JSON or the first `message` of an SSE stream. */
+async function rpcAnswer(res) {
+  const text = await res.text();
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return text ? JSON.parse(text) : undefined;
+  for (const block of text.split(/\n\n/)) {
+    const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+    if (data) return JSON.parse(data);
+  }
+  return undefined;
+}
+
+async function mcpView() {
+  const pick = await pickRoute(isMcp);
+  const out = el('pre', { id: 'mcp-result' });
+  const tools = el('div', { id: 'mcp-tools' });
+  let session;
+  let id = 0;
+  const rpc = async (method, params, notify = false) => {
+    const r = pick.chosen();
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+    if (session) headers['mcp-session-id'] = session;
+    const message = notify ? { jsonrpc: '2.0', method, params } : { jsonrpc: '2.0', id: ++id, method, params };
+    const res = await postJson('/ui/api/call', { port: r.port, path: pick.path.value, headers, body: JSON.stringify(message) });
+    session = res.headers.get('mcp-session-id') ?? session;
+    if (notify) return undefined;
+    const answer = await rpcAnswer(res);
+    if (!answer) throw new Error(`HTTP ${res.status}`);
+    return answer;
+  };
+  const connect = async () => {
+    session = undefined;
+    out.textContent = 'Connecting…';
+    try {
+      const init = await rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'switchyard-admin-ui', version: '1' } });
+      await rpc('notifications/initialized', {}, true);
+      const list = await rpc('tools/list', {});
+      out.textContent = JSON.stringify(init.result?.serverInfo ?? init, null, 2);
+      tools.replaceChildren(...(list.result?.tools ?? []).map((t) => {
+        const args = el('textarea', { class: 'tool-args', 'data-tool': t.name, style: 'min-height:4em' }, JSON.stringify(exampleArgs(t.inputSchema), null, 2));
+        return el('div', { class: 'tool' }, el('h3', {}, t.name), el('p', {}, t.description ?? ''), args,
+          el('button', { 'data-call': t.name, on: { click: async () => {
+            out.textContent = 'Calling…';
+            try { out.textContent = JSON.stringify((await rpc('tools/call', { name: t.name, arguments: JSON.parse(args.value || '{}') })), null, 2); }
+            catch (err) { out.textContent = String(err); }
+          } } }, `Call ${t.name}`));
+      }));
+    } catch (err) {
+      out.textContent = String(err);
+    }
+  };
+  view.replaceChildren(el('h2', {}, 'MCP playground'),
+    el('p', {}, 'Lists and calls the tools of an mcp route as an MCP client would (through the route\'s policies).'),
+    pick.routes.length ? el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, el('button', { id: 'mcp-connect', on: { click: connect } }, 'Connect and list tools')) : el('p', {}, 'The live config has no mcp route.'),
+    tools, el('h3', {}, 'Result'), out);
+}
+
+function exampleArgs(schema) {
+  const args = {};
+  for (const [k, p] of Object.entries(schema?.properties ?? {})) args[k] = p.type === 'number' || p.type === 'integer' ? 1 : p.type === 'boolean' ? false : '';
+  return args;
+}
+
+async function llmView() {
+  const pick = await pickRoute(isAi);
+  const model = el('input', { id: 'model', value: 'gpt-4o-mini', size: 20 });
+  const prompt = el('textarea', { id: 'prompt', style: 'min-height:5em' }, 'Hello!');
+  const answer = el('pre', { id: 'llm-answer' });
+  const send = async () => {
+    const r = pick.chosen();
+    answer.textContent = '';
+    const res = await postJson('/ui/api/call', { port: r.port, path: pick.path.value, headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ model: model.value, stream: true, messages: [{ role: 'user', content: prompt.value }] }) });
+    if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return void (answer.textContent = `HTTP ${res.status}\n${await res.text()}`);
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffered += value;
+      let cut;
+      while ((cut = buffered.indexOf('\n\n')) >= 0) {
+        const block = buffered.slice(0, cut);
+        buffered = buffered.slice(cut + 2);
+        for (const line of block.split('\n')) {
+          const data = line.startsWith('data:') ? line.slice(5).trim() : '';
+          if (!data || data === '[DONE]') continue;
+          try { answer.textContent += JSON.parse(data).choices?.[0]?.delta?.content ?? ''; } catch { /* not a chunk */ }
+        }
+      }
+    }
+    answer.append(el('span', { class: 'ok', id: 'llm-done' }, ' ✓'));
+  };
+  view.replaceChildren(el('h2', {}, 'LLM playground'),
+    el('p', {}, 'A streaming chat completion through an ai route (its policies, guards and limits apply).'),
+    pick.routes.length ? el('div', {}, el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, 'Model', model), prompt, el('button', { id: 'llm-send', on: { click: send } }, 'Send')) : el('p', {}, 'The live config has no ai route.'),
+    el('h3', {}, 'Answer'), answer);
+}
+
+const VIEWS = { routes: routesView, validate: validateView, tail: tailView, charts: chartsView, mcp: mcpView, llm: llmView };
+
+async function show() {
+  stopView();
+  stopView = () => {};
+  const name = location.hash.slice(1) in VIEWS ? location.hash.slice(1) : 'routes';
+  for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.getAttribute('href') === `#${name}`);
+  view.dataset.view = name;
+  delete view.dataset.ready;
+  try {
+    const stop = await VIEWS[name]();
+    if (typeof stop === 'function') stopView = stop;
+  } catch (err) {
+    view.replaceChildren(el('p', { class: 'error' }, String(err)));
+  }
+  view.dataset.ready = name;
+}
+
+window.addEventListener('hashchange', show);
+getJson('/ui/api/config').then((d) => (document.getElementById('generation').textContent = `config generation ${d.generation}`), () => {});
+void show();
