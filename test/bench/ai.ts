@@ -113,6 +113,7 @@ export async function aiScenario(kit: BenchKit, notes: string[]): Promise<number
   if (baseline) {
     const b = await startGateway(kit, join(dir, 'baseline'), 'switchyard (ai, baseline)', join(baseline, 'bin/switchyard.js'), upstreamPort, []);
     all.push(...rows(`switchyard ai route (${baseline})`, false, b.base, b.child, kit));
+    if (MODES.includes('non-streaming')) all.push(...rows(`switchyard host route (${baseline})`, false, b.base, b.child, kit, ['non-streaming'], HOST_PREFIX));
     children.push(b.child);
   }
 

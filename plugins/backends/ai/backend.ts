@@ -104,8 +104,14 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     return modelsListReply(ex, [...ids], provider.kind, loadedAt);
   };
 
-  /** Per attempt, after the backendAuth policy: provider key conventions on what it set, then the default signer. */
-  const onAttempt = (ex: Exchange, format?: LlmWireFormat) => (attempt: UpstreamAttempt): void | Promise<void> => {
+  /**
+   * Per attempt, after the backendAuth policy: provider key conventions on what it set, then the default signer.
+   * Without either there is nothing to do per attempt (the conventions were applied before forwarding).
+   */
+  const attemptHook = signer !== undefined || ctx.policies.has('backendAuth');
+  type AttemptHook = (attempt: UpstreamAttempt) => void | Promise<void>;
+  const onAttempt = (ex: Exchange, format?: LlmWireFormat): AttemptHook | undefined => (attemptHook ? (attempt) => perAttempt(ex, attempt, format) : undefined);
+  const perAttempt = (ex: Exchange, attempt: UpstreamAttempt, format?: LlmWireFormat): void | Promise<void> => {
     provider.prepareHeaders(attempt.headers, format);
     if (!signer) return;
     try {
@@ -137,7 +143,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     let raw: Buffer;
     try {
       raw = await ex.bufferBody(REQUEST_LIMIT);
-      raw = await decodeBody(raw, ex.headers['content-encoding'], REQUEST_LIMIT);
+      if (ex.headers['content-encoding'] !== undefined) raw = await decodeBody(raw, ex.headers['content-encoding'], REQUEST_LIMIT);
     } catch (err) {
       if ((err instanceof GatewayError && err.status === 413) || err instanceof DecodedTooLargeError) return llmRequestError(413, 'request body too large');
       if (err instanceof UnsupportedEncodingError) return llmRequestError(415, err.message);
@@ -205,8 +211,11 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
-    const refused = await reserveTokens(ex, body, { provider: provider.kind, model, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
-    if (refused) return refused;
+    // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
+    if (ex.get(llmTokenLimiters)) {
+      const refused = await reserveTokens(ex, body, { provider: provider.kind, model, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
+      if (refused) return refused;
+    }
     const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf);
     const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
     const reply = await upstream.forward(ex, onAttempt(ex, wire));
