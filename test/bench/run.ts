@@ -771,7 +771,8 @@ async function load(jobs: readonly Job[], onResult: (r: JobResult) => void = () 
     }
   });
   const seconds = jobs.reduce((sum, j) => sum + j.warmupS + j.throughputS + j.latencyS + 1, 0);
-  const timer = setTimeout(() => void stop(child), (seconds + 20) * 1000);
+  // Generous: on a busy machine the phases overrun their seconds (autocannon waits for answers in flight).
+  const timer = setTimeout(() => void stop(child), (seconds * 1.5 + 20) * 1000);
   const code = await new Promise<number | null>((resolve) => child.proc.once('exit', (c) => resolve(c)));
   clearTimeout(timer);
   if (code !== 0 || results.length !== jobs.length) throw new Error(`load generator failed (exit ${code}): ${child.stderr.trim()}`);
