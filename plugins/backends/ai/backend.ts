@@ -297,6 +297,8 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
         observeEvent(req.wireFormat, e, req.call);
       },
       onEnd: () => req.call.finish(),
+      observes: req.wireFormat.observes ? (event, data) => req.wireFormat.observes!(event, data, req.call) : undefined,
+      onSkipped: () => req.call.firstEvent(),
     });
     reply.body = pipeWithTeardown(body, out);
     delete h['content-length'];

@@ -18,6 +18,12 @@ export interface LlmStreamOptions {
   translator: StreamTranslator | undefined;
   /** Each provider event, parsed (usage and model are read here). */
   onEvent(e: LlmEvent): void;
+  /**
+   * Optional, for streams passed through unchanged: false for an event whose data `onEvent` does not need (it is then
+   * not parsed; `onSkipped` is called instead). The wire format's `observes`.
+   */
+  observes?(event: string | undefined, data: string): boolean;
+  onSkipped?(): void;
   /** The provider's stream ended (not called when it failed). */
   onEnd?(): void;
 }
@@ -74,7 +80,13 @@ export class LlmResponseStream extends Transform {
   }
 
   private takeParsed(events: LlmEvent[]): LlmEvent[] {
+    const { observes, translator, onSkipped } = this.options;
     for (const ev of this.parsed) {
+      // Passed through unchanged: an event the observer does not need is not parsed at all.
+      if (!translator && observes && !observes(ev.event, ev.data)) {
+        onSkipped?.();
+        continue;
+      }
       const e = parseSse(ev.event, ev.data);
       if (e) events.push(e);
     }

@@ -147,6 +147,8 @@ export const completions: LlmFormat = {
     if (call.responseModel === undefined) call.setResponseModel(d.model);
     if (isObj(d.usage)) call.addUsage(usageFromCompletions(d.usage));
   },
+  // The model comes with the first chunk, usage with the last ones (`stream_options.include_usage`).
+  observes: (_event, data, call) => call.responseModel === undefined || data.includes('"usage"'),
   // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ data: JSON.stringify(e.data) })),
   assembleStream: assembleCompletions,

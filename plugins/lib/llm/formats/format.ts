@@ -58,6 +58,11 @@ export interface LlmFormat {
   observeResponse?(body: Obj, call: UsageSink): void;
   /** Usage and model carried by one stream event. */
   observeEvent?(e: LlmEvent, call: UsageSink): void;
+  /**
+   * Optional pre-filter of a passed-through SSE stream: false for an event (its `event:` name and raw data) that
+   * `observeEvent` would ignore, so it is not parsed. Absent: every event is parsed.
+   */
+  observes?(event: string | undefined, data: string, call: UsageSink): boolean;
   /** One event as SSE text, as this format's clients expect it. */
   serializeEvent?(e: LlmEvent): string;
   /** Put a held stream's events together into the complete response (response guards on streams). */

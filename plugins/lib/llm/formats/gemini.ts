@@ -123,6 +123,7 @@ export const geminiNative: LlmFormat = {
     if (call.responseModel === undefined) call.setResponseModel(e.data.modelVersion);
     if (isObj(e.data.usageMetadata)) call.addUsage(usageFromGemini(e.data.usageMetadata));
   },
+  observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata'),
   assembleStream: assembleGemini,
   requestSlots: geminiRequestSlots,
   responseSlots(body, out) {

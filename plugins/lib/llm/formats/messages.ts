@@ -186,6 +186,7 @@ export const messages: LlmFormat = {
       call.addUsage(u);
     }
   },
+  observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta',
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ event: e.type, data: JSON.stringify(e.data) })),
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,

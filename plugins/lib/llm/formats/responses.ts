@@ -150,6 +150,9 @@ export function responsesPrompts(body: Obj, prepend: readonly PromptMessage[], a
   body.input = [...prepend.map(item), ...items, ...append.map(item)];
 }
 
+/** The events that carry the model or the usage. */
+const OBSERVED: ReadonlySet<string> = new Set(['response.created', 'response.completed', 'response.incomplete', 'response.failed']);
+
 export const responses: LlmFormat = {
   name: 'responses',
   family: 'openai',
@@ -167,6 +170,7 @@ export const responses: LlmFormat = {
       call.addUsage(usageFromResponses(d.response.usage));
     } else if (type === 'response.created' && isObj(d.response)) call.setResponseModel(d.response.model);
   },
+  observes: (event) => event === undefined || OBSERVED.has(event),
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ event: e.type, data: JSON.stringify(e.data) })),
   assembleStream: assembleResponses,
   requestSlots: responsesRequestSlots,
