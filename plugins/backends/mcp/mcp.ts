@@ -55,7 +55,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     if (startupTimeoutMs <= 0) ctx.fail('`startupTimeout` must be greater than zero', ['targets', i, 'startupTimeout']);
     const { startupTimeout: _s, ...variant } = t;
     const { instance } = await ctx.compileVariant(mcpTransportSlot, variant, ['targets', i]);
-    instance.configure?.(policies);
+    await instance.configure?.(policies);
     targets.push({
       name: t.name,
       transport: instance,

@@ -34,19 +34,27 @@ export class HttpTargetBinding {
     this.describe = parsed.url.href;
   }
 
-  /** Build the pool with the target's TLS settings. Runs at config load. */
-  configure(policies: PolicySet | undefined): void {
-    const tls = policies?.facets.tls;
-    const parsed = parseTargetAddress(this.config, tls !== undefined, this.defaultPath);
-    if ('error' in parsed) this.ctx.fail(parsed.error, [parsed.field]);
-    const target = this.ctx.http.target({ origin: parsed.origin, tls: parsed.secure ? tls : undefined });
+  /** Connect with the target's policies (`ctx.connect`: their `backendTLS` decides TLS and the pool). At load. */
+  async configure(policies: PolicySet | undefined): Promise<void> {
+    const { host, port, path } = this.config;
+    const connection = await this.ctx.connect({ host, port, path, paths: 'allow', defaultPath: this.defaultPath, inherit: policies, allow: [], what: 'the MCP target' });
+    const address: TargetAddress = { origin: connection.origin, secure: connection.secure, path: connection.path, url: new URL(connection.path, connection.origin) };
+    this.bind(address, connection.target, policies);
+  }
+
+  private bind(address: TargetAddress, target: UpstreamTarget, policies: PolicySet | undefined): void {
     const deadlines = mcpDeadlines(policies, this.ctx);
-    this.endpoint = { address: parsed, target, fetch: fetchOverTarget(target, undefined, deadlines), deadlines };
+    this.endpoint = { address, target, fetch: fetchOverTarget(target, undefined, deadlines), deadlines };
   }
 
   /** The endpoint; with `onAttempt` (a connection's backendAuth), a `fetch` that runs it on every request. */
   get(onAttempt?: AttemptHook): HttpTargetEndpoint {
-    if (!this.endpoint) this.configure(undefined);
+    if (!this.endpoint) {
+      // Compiled outside an MCP backend (never configured): no policies, plain pool.
+      const parsed = parseTargetAddress(this.config, false, this.defaultPath);
+      if ('error' in parsed) this.ctx.fail(parsed.error, [parsed.field]);
+      this.bind(parsed, this.ctx.http.target({ origin: parsed.origin }), undefined);
+    }
     const endpoint = this.endpoint!;
     return onAttempt ? { ...endpoint, fetch: fetchOverTarget(endpoint.target, onAttempt, endpoint.deadlines) } : endpoint;
   }

@@ -87,9 +87,10 @@ export interface McpTransportInstance {
   readonly describe: string;
   /**
    * Called once at config load, before any `connect`, with the target's effective policies (the route's and
-   * backend's merged with the target's own), so the transport can build TLS-aware pools at compile time.
+   * backend's merged with the target's own), so the transport can build TLS-aware pools at compile time (with
+   * `ctx.connect`); the backend awaits it.
    */
-  configure?(policies: PolicySet): void;
+  configure?(policies: PolicySet): void | Promise<void>;
   /** Create a connection for one client session (not started yet). */
   connect(options: McpConnectOptions): McpUpstream | Promise<McpUpstream>;
   /**
