@@ -7,6 +7,10 @@ import { after, before, describe, it } from 'node:test';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { mcpPreset, startEverything } from '../mcp/harness.ts';
+import type { UpstreamServer } from '../mcp/harness.ts';
+import { aiPreset, aiRoute, startMock } from '../ai/harness.ts';
+import type { Mock } from '../ai/harness.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '../../test-artifacts/admin-ui');
@@ -20,10 +24,13 @@ describe('admin UI in headless Chromium', { skip }, () => {
   let port: number;
   let browser: Browser;
   let page: Page;
+  let everything: UpstreamServer;
+  let mock: Mock;
 
   before(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     port = await freePort();
+    [everything, mock] = await Promise.all([startEverything('streamableHttp'), startMock()]);
     gw = await startGateway({
       binds: [
         {
@@ -40,12 +47,14 @@ describe('admin UI in headless Chromium', { skip }, () => {
                     apiKey: { keys: [{ key: 'sk-ui-test-secret-value', metadata: { user: 'a' } }], mode: 'optional' },
                   },
                 },
+                { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'everything', mcp: { host: '127.0.0.1', port: everything.port, path: '/mcp' } }] } }] },
+                aiRoute('/llm', { name: 'mock', provider: { openAI: {} }, hostOverride: mock.hostPort }),
               ],
             },
           ],
         },
       ],
-    });
+    }, { preset: [...new Set([...mcpPreset, ...aiPreset])] });
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -53,6 +62,8 @@ describe('admin UI in headless Chromium', { skip }, () => {
   after(async () => {
     await browser?.close();
     await gw?.stop();
+    await everything?.stop();
+    await mock?.stop();
   });
 
   const open = async (view: string): Promise<void> => {
@@ -92,5 +103,52 @@ describe('admin UI in headless Chromium', { skip }, () => {
     await page.click('#validate');
     await page.waitForSelector('#validate-result .ok');
     assert.equal(gw.gateway.snapshot!.generation, 1, 'validating applies nothing');
+  });
+
+  it('live tail: requests appear as they are served (server-sent events)', async () => {
+    await open('tail');
+    await page.waitForFunction("document.getElementById('tail-status')?.textContent === 'Live.'");
+    for (let i = 0; i < 3; i++) assert.equal((await fetch(`${gw.url(port)}/hello?i=${i}`)).status, 200);
+    await page.waitForFunction("document.querySelectorAll('#tail-rows tr').length >= 3", undefined, { timeout: 10_000 });
+    const text = await page.locator('#tail-rows').innerText();
+    assert.match(text, /hello\s+GET\s+\/hello\?i=2\s+200/);
+    await page.screenshot({ path: join(ARTIFACTS, 'tail.png'), fullPage: true });
+  });
+
+  it('charts: request rate from the gateway\'s own metrics', async () => {
+    await open('charts');
+    const load = setInterval(() => void fetch(`${gw.url(port)}/hello`).then((r) => r.arrayBuffer()), 50);
+    try {
+      await page.waitForFunction("Number(document.getElementById('chart-rate')?.dataset.latest) > 0", undefined, { timeout: 15_000 });
+    } finally {
+      clearInterval(load);
+    }
+    for (const id of ['chart-rate', 'chart-errors', 'chart-latency', 'chart-tokens']) assert.equal(await page.locator(`#${id} svg`).count(), 1, id);
+    await page.screenshot({ path: join(ARTIFACTS, 'charts.png'), fullPage: true });
+  });
+
+  it('MCP playground: lists the tools of the mcp route and calls one', async () => {
+    await open('mcp');
+    await page.click('#mcp-connect');
+    await page.waitForSelector('[data-call="echo"]', { timeout: 20_000 });
+    await page.fill('textarea[data-tool="echo"]', '{"message": "hi from chromium"}');
+    await page.click('[data-call="echo"]');
+    await page.waitForFunction("document.getElementById('mcp-result')?.textContent?.includes('hi from chromium')", undefined, { timeout: 10_000 });
+    assert.match(await page.locator('#mcp-result').innerText(), /Echo: hi from chromium/);
+    await page.screenshot({ path: join(ARTIFACTS, 'mcp.png'), fullPage: true });
+  });
+
+  it('LLM playground: a streamed chat through the ai route', async () => {
+    await open('llm');
+    await page.fill('#path', '/llm/v1/chat/completions');
+    await page.fill('#model', 'gpt-4o');
+    await page.fill('#api-key', 'sk-test');
+    await page.fill('#prompt', 'hello');
+    await page.click('#llm-send');
+    await page.waitForSelector('#llm-done', { timeout: 15_000 });
+    assert.match(await page.locator('#llm-answer').innerText(), /Hello from the mock!/);
+    const last = await mock.last();
+    assert.equal((last as unknown as { body: { stream?: boolean } }).body.stream, true);
+    await page.screenshot({ path: join(ARTIFACTS, 'llm.png'), fullPage: true });
   });
 });

@@ -205,12 +205,13 @@ function exampleArgs(schema) {
 async function llmView() {
   const pick = await pickRoute(isAi);
   const model = el('input', { id: 'model', value: 'gpt-4o-mini', size: 20 });
+  const key = el('input', { id: 'api-key', type: 'password', size: 20, placeholder: 'API key (optional)' });
   const prompt = el('textarea', { id: 'prompt', style: 'min-height:5em' }, 'Hello!');
   const answer = el('pre', { id: 'llm-answer' });
   const send = async () => {
     const r = pick.chosen();
     answer.textContent = '';
-    const res = await postJson('/ui/api/call', { port: r.port, path: pick.path.value, headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    const res = await postJson('/ui/api/call', { port: r.port, path: pick.path.value, headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(key.value ? { authorization: `Bearer ${key.value}` } : {}) },
       body: JSON.stringify({ model: model.value, stream: true, messages: [{ role: 'user', content: prompt.value }] }) });
     if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return void (answer.textContent = `HTTP ${res.status}\n${await res.text()}`);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -234,7 +235,7 @@ async function llmView() {
   };
   view.replaceChildren(el('h2', {}, 'LLM playground'),
     el('p', {}, 'A streaming chat completion through an ai route (its policies, guards and limits apply).'),
-    pick.routes.length ? el('div', {}, el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, 'Model', model), prompt, el('button', { id: 'llm-send', on: { click: send } }, 'Send')) : el('p', {}, 'The live config has no ai route.'),
+    pick.routes.length ? el('div', {}, el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, 'Model', model, key), prompt, el('button', { id: 'llm-send', on: { click: send } }, 'Send')) : el('p', {}, 'The live config has no ai route.'),
     el('h3', {}, 'Answer'), answer);
 }
 
