@@ -107,9 +107,9 @@ describe('admin UI in headless Chromium', { skip }, () => {
 
   it('live tail: requests appear as they are served (server-sent events)', async () => {
     await open('tail');
-    await page.waitForFunction("document.getElementById('tail-status')?.textContent === 'Live.'");
+    await page.locator('#tail-status', { hasText: /^Live\.$/ }).waitFor();
     for (let i = 0; i < 3; i++) assert.equal((await fetch(`${gw.url(port)}/hello?i=${i}`)).status, 200);
-    await page.waitForFunction("document.querySelectorAll('#tail-rows tr').length >= 3", undefined, { timeout: 10_000 });
+    await page.locator('#tail-rows tr').nth(2).waitFor({ timeout: 10_000 });
     const text = await page.locator('#tail-rows').innerText();
     assert.match(text, /hello\s+GET\s+\/hello\?i=2\s+200/);
     await page.screenshot({ path: join(ARTIFACTS, 'tail.png'), fullPage: true });
@@ -119,7 +119,7 @@ describe('admin UI in headless Chromium', { skip }, () => {
     await open('charts');
     const load = setInterval(() => void fetch(`${gw.url(port)}/hello`).then((r) => r.arrayBuffer()), 50);
     try {
-      await page.waitForFunction("Number(document.getElementById('chart-rate')?.dataset.latest) > 0", undefined, { timeout: 15_000 });
+      await page.locator('#chart-rate[data-latest]:not([data-latest="0"])').waitFor({ timeout: 15_000 });
     } finally {
       clearInterval(load);
     }
@@ -133,7 +133,7 @@ describe('admin UI in headless Chromium', { skip }, () => {
     await page.waitForSelector('[data-call="echo"]', { timeout: 20_000 });
     await page.fill('textarea[data-tool="echo"]', '{"message": "hi from chromium"}');
     await page.click('[data-call="echo"]');
-    await page.waitForFunction("document.getElementById('mcp-result')?.textContent?.includes('hi from chromium')", undefined, { timeout: 10_000 });
+    await page.locator('#mcp-result', { hasText: 'hi from chromium' }).waitFor({ timeout: 10_000 });
     assert.match(await page.locator('#mcp-result').innerText(), /Echo: hi from chromium/);
     await page.screenshot({ path: join(ARTIFACTS, 'mcp.png'), fullPage: true });
   });
