@@ -29,6 +29,8 @@ import type { AccessLog } from '../telemetry/access-log.ts';
 import type { LogSink, ProcessLogger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
+import { startTracing } from '../telemetry/tracing-sdk.ts';
+import type { TracingHolder } from '../telemetry/tracing.ts';
 
 /** Where the config comes from: a watched file, or inline text (`-c`, tests). */
 export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string; readonly base?: string };
@@ -92,6 +94,8 @@ export class Gateway {
   /** Secret strings of every config loaded so far: the process log never shows them. */
   private readonly hidden = new Set<string>();
   private started = false;
+  /** `config.tracing`, started with the first config (restart only); upstream targets read it per call. */
+  private readonly traces: TracingHolder = { tracing: null };
   private stopping: Promise<void> | undefined;
 
   constructor(options: GatewayOptions, services: GatewayServices) {
@@ -164,7 +168,7 @@ export class Gateway {
         generation,
         env,
         expressions: this.expressions!,
-        upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics)),
+        upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics), this.traces),
         shared: this.s.shared,
       });
       this.secrets.set(snapshot, loaded.secrets);
@@ -185,6 +189,11 @@ export class Gateway {
     this.s.pipeline.snapshot = snapshot;
     this.live.add(snapshot);
     try {
+      // The SDK and exporter load here, and only when the config asks for traces (ADR 0037).
+      if (snapshot.staticConfig.tracing !== null) {
+        this.traces.tracing = await startTracing(snapshot.staticConfig.tracing, this.log);
+        this.s.pipeline.tracing = this.traces.tracing;
+      }
       await this.s.binds.apply(snapshot);
       if (!this.options.worker) await this.s.admin.start(snapshot.staticConfig, this.endpoints());
     } catch (err) {
@@ -406,6 +415,8 @@ export class Gateway {
     for (const s of this.live) s.dispose();
     this.live.clear();
     await this.s.resources.disposeAll();
+    // Spans still buffered are exported before the process goes.
+    await this.traces.tracing?.shutdown().catch((err: unknown) => this.log.warn('trace export at shutdown failed', { error: err as Error }));
     // A gateway that never served (--validate-only, a failed start) did not start, so it does not say it stopped.
     if (this.started && !this.options.worker) this.log.info('switchyard stopped');
     this.s.sink.flush();

@@ -1,3 +1,4 @@
+import type { TracingConfig } from '../telemetry/tracing-config.ts';
 import type { SecureContext } from 'node:tls';
 import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
@@ -95,6 +96,8 @@ export interface StaticConfig {
   readonly maxConnectionsPerBind: number;
   /** `config.workers` resolved (`auto`: the CPUs available); 1 runs no supervisor. Restart only. */
   readonly workers: number;
+  /** `config.tracing`; null: no tracing (the SDK is never loaded). Restart only. */
+  readonly tracing: TracingConfig | null;
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

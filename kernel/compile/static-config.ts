@@ -6,6 +6,8 @@ import type { StaticConfig } from './snapshot.ts';
 import { compileTrustedProxies, trustedProxyProblem } from '../exchange/client-address.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
+import { resolveTracing } from '../telemetry/tracing-config.ts';
+import type { RawTracing } from '../telemetry/tracing-config.ts';
 
 interface RawStatic {
   adminAddr?: string;
@@ -22,6 +24,7 @@ interface RawStatic {
   maxConnectionsPerBind?: number;
   workers?: 'auto' | number;
   workerThreads?: number;
+  tracing?: RawTracing;
 }
 
 /** `config.trustedProxies`, each entry checked (the schema only says "string"). */
@@ -94,5 +97,6 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     headerTimeoutMs: r.headerTimeout ? (parseDuration(r.headerTimeout) ?? 60_000) : 60_000,
     maxConnectionsPerBind: r.maxConnectionsPerBind ?? 0,
     workers: resolveWorkerCount(r),
+    tracing: resolveTracing(r.tracing),
   };
 }

@@ -105,6 +105,43 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         },
         additionalProperties: false,
       },
+      tracing: {
+        type: 'object',
+        description:
+          'OpenTelemetry traces, exported over OTLP (docs/observability.md "Traces"). Absent: no tracing, and the tracing SDK is not loaded. Needs a restart to change.',
+        properties: {
+          otlpEndpoint: {
+            type: 'string',
+            minLength: 1,
+            description: 'Where spans are sent: `http://host:port` (or `https://`). With `otlpProtocol: http`, `path` is appended. Required.',
+          },
+          otlpProtocol: { enum: ['grpc', 'http'], description: 'OTLP transport, protobuf either way: `grpc` (default) or `http`.' },
+          path: { type: 'string', pattern: '^/', description: 'The OTLP/HTTP path appended to `otlpEndpoint`. Default `/v1/traces`.' },
+          headers: {
+            type: 'object',
+            description: 'Headers (gRPC metadata) sent with every export, such as an API key of the trace backend.',
+            additionalProperties: { type: 'string' },
+          },
+          randomSampling: {
+            oneOf: [{ type: 'boolean' }, { type: 'number', minimum: 0, maximum: 1 }],
+            'x-hint': '`true`, `false` or a ratio from 0 to 1',
+            description: 'Start a trace for a request that has none: `true`, `false` (default) or the ratio of such requests traced (`0.1`).',
+          },
+          clientSampling: {
+            oneOf: [{ type: 'boolean' }, { type: 'number', minimum: 0, maximum: 1 }],
+            'x-hint': '`true`, `false` or a ratio from 0 to 1',
+            description: "Honour a client's sampled `traceparent`: `true` (default), `false` (never trace on the client's word) or a ratio.",
+          },
+          serviceName: { type: 'string', minLength: 1, description: 'The `service.name` resource attribute. Default `switchyard`.' },
+          resourceAttributes: {
+            type: 'object',
+            description: 'More resource attributes of every span (`deployment.environment.name: prod`).',
+            additionalProperties: { type: ['string', 'number', 'boolean'] },
+          },
+        },
+        required: ['otlpEndpoint'],
+        additionalProperties: false,
+      },
       plugins: {
         type: 'array',
         description: 'Third-party plugin modules to load: package names or paths relative to this file.',

@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, RouteInfo } from '../sdk/index.ts';
@@ -73,6 +74,8 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   private attrs: Map<string, unknown> | undefined = undefined;
   queued: string[] | undefined = undefined;
   fields: Record<string, string | number | boolean> | undefined = undefined;
+  /** The request's SERVER span when tracing (ADR 0037). */
+  span: Span | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private bodyPromise: Promise<Buffer> | undefined = undefined;
 

@@ -4,6 +4,7 @@ import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
 import type { Logger, Reply } from '../sdk/index.ts';
 import type { CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
+import type { Tracing } from '../telemetry/tracing.ts';
 import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
@@ -86,6 +87,8 @@ function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, sec
 export class RequestPipeline {
   snapshot: Snapshot | undefined = undefined;
   draining = false;
+  /** `config.tracing` started; null (no tracing) keeps the path below free of any tracing work. */
+  tracing: Tracing | null = null;
   private readonly logger: Logger;
   private readonly accessLog: AccessLog;
   private readonly unmatched: RouteMetrics;
@@ -103,6 +106,12 @@ export class RequestPipeline {
     const ex = makeExchange(req, res, secure, snapshot);
     if (this.draining) res.shouldKeepAlive = false;
     res.once('close', () => this.finish(ex, res, snapshot));
+    if (this.tracing !== null) this.tracing.serve(ex, () => this.serve(ex, res, port, snapshot));
+    else this.serve(ex, res, port, snapshot);
+  }
+
+  /** Route selection, the route's chain and dispatch (inside the request's span when tracing). */
+  private serve(ex: ExchangeImpl, res: ServerResponse, port: number, snapshot: Snapshot): void {
     if (ex.refusal !== undefined) {
       res.shouldKeepAlive = false;
       writeReply(ex, res, errorReply(refused(ex.refusal), this.logger, ex), null, this.logger);
@@ -217,6 +226,7 @@ export class RequestPipeline {
         }
       }
     }
+    if (ex.span !== undefined) this.tracing?.finish(ex);
     this.accessLog.record(ex, duration);
     snapshot.release();
   }

@@ -182,7 +182,7 @@ export async function connectUpstream(ctx: CompileContext, options: ConnectOptio
     },
     request(call, ex) {
       const hook = ex ? policies.attemptHook(ex) : undefined;
-      return target().request({ ...call, signal: call.signal ?? ex?.signal, onAttempt: call.onAttempt ?? hook });
+      return target().request({ ...call, signal: call.signal ?? ex?.signal, onAttempt: call.onAttempt ?? hook, what: call.what ?? options.what });
     },
   };
 }

@@ -52,6 +52,8 @@ export interface UpstreamCallOptions {
    * A throw or rejection fails the call with that error.
    */
   onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>;
+  /** What the upstream is for this call (`the rate limit service`): the `switchyard.upstream.purpose` of its span. */
+  what?: string;
 }
 
 /** What came back from `UpstreamTarget.request`. */

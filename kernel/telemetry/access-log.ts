@@ -13,6 +13,8 @@ export interface LoggedExchange extends Exchange {
   readonly attempts: number;
   readonly errorMessage: string | undefined;
   readonly fields: Readonly<Record<string, string | number | boolean>> | undefined;
+  /** The request's span when tracing: its ids are logged as `trace_id` and `span_id`. */
+  readonly span: { spanContext(): { traceId: string; spanId: string } } | undefined;
 }
 
 /**
@@ -61,6 +63,10 @@ export class AccessLog {
     if (route.bind) line += ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}`;
     line += ` src.addr=${ex.sourceAddress} http.method=${ex.method} http.host=${textValue(ex.clientAuthority)} http.path=${textValue(loggedPath(ex.originalUrl))} http.status=${ex.status} protocol=${ex.protocol}`;
     line += ` request.id=${ex.requestId}`;
+    if (ex.span !== undefined) {
+      const sc = ex.span.spanContext();
+      line += ` trace_id=${sc.traceId} span_id=${sc.spanId}`;
+    }
     if (ex.attempts > 1) line += ` retry.attempt=${ex.attempts - 1}`;
     if (ex.errorMessage !== undefined) line += ` error=${textValue(ex.errorMessage)}`;
     line += ` duration=${durationMs.toFixed(2)}ms`;
@@ -116,6 +122,11 @@ export class AccessLog {
       duration_ms: json ? Math.round(durationMs * 100) / 100 : undefined,
       duration: json ? undefined : `${durationMs.toFixed(2)}ms`,
     };
+    if (ex.span !== undefined) {
+      const sc = ex.span.spanContext();
+      fields.trace_id = sc.traceId;
+      fields.span_id = sc.spanId;
+    }
     if (ex.fields) Object.assign(fields, ex.fields);
     return fields;
   }

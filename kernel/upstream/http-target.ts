@@ -22,6 +22,8 @@ import { blankHopByHop, stripHopByHop } from './hop-by-hop.ts';
 import { isIpLiteral, tlsConnectOptions, tlsConnector } from './tls-options.ts';
 import { connectErrorCode, isRetryableFailure, upstreamFailure } from './upstream-errors.ts';
 import type { BackendMetrics, UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
+import type { TracingHolder } from '../telemetry/tracing.ts';
+import type { Span } from '@opentelemetry/api';
 import { writeRawResponse } from './raw-response.ts';
 import { ConnectGuard } from './connect-guard.ts';
 import { buildConnector, Pool, poolRequest } from './undici-core.ts';
@@ -70,9 +72,11 @@ class PooledTarget implements UpstreamTarget {
   private readonly useTargetAuthority: boolean;
   private readonly options: UpstreamTargetOptions;
   private readonly metrics: BackendMetrics | undefined;
+  private readonly traces: TracingHolder | undefined;
 
-  constructor(options: UpstreamTargetOptions, pool: Pool, metrics: UpstreamMetrics | undefined) {
+  constructor(options: UpstreamTargetOptions, pool: Pool, metrics: UpstreamMetrics | undefined, traces?: TracingHolder) {
     this.options = options;
+    this.traces = traces;
     this.parsed = parseOrigin(options.origin);
     this.origin = this.parsed.href;
     this.pool = pool;
@@ -130,11 +134,19 @@ class PooledTarget implements UpstreamTarget {
         if (onAttempt) await onAttempt(view);
       }
       let response: Dispatcher.ResponseData;
+      // One CLIENT span per attempt (retries visible); the upstream gets its traceparent.
+      const tracing = this.traces?.tracing ?? null;
+      let span: Span | undefined;
+      if (tracing !== null) {
+        span = tracing.client(ex.method, this.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined);
+      }
       const sentAt = performance.now();
       try {
         response = await this.send(ex, state, path, attemptHeaders, body, plan);
         this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
+        if (span !== undefined) tracing!.endClient(span, response.statusCode);
       } catch (err) {
+        if (span !== undefined) tracing!.endClient(span, undefined, err);
         if (this.metrics) {
           this.metrics.duration.observe((performance.now() - sentAt) / 1000);
           const code = connectErrorCode(err);
@@ -210,6 +222,8 @@ class PooledTarget implements UpstreamTarget {
       const body = typeof options.body === 'string' ? Buffer.from(options.body) : options.body instanceof Uint8Array ? Buffer.from(options.body.buffer, options.body.byteOffset, options.body.byteLength) : undefined;
       await options.onAttempt({ method: options.method, path: options.path, origin: this.origin, headers, body, attempt: 0 });
     }
+    const tracing = this.traces?.tracing ?? null;
+    const span = tracing === null ? undefined : tracing.client(options.method, this.parsed, options.path, headers, options.what === undefined ? undefined : { 'switchyard.upstream.purpose': options.what });
     const signals: AbortSignal[] = [];
     if (options.signal) signals.push(options.signal);
     if (options.timeoutMs) signals.push(AbortSignal.timeout(options.timeoutMs));
@@ -223,8 +237,10 @@ class PooledTarget implements UpstreamTarget {
         headersTimeout: options.headersTimeoutMs ?? 0,
         bodyTimeout: options.idleTimeoutMs ?? 0,
       });
+      if (span !== undefined) tracing!.endClient(span, response.statusCode);
       return { status: response.statusCode, headers: response.headers as IncomingHttpHeaders, body: response.body };
     } catch (err) {
+      if (span !== undefined) tracing!.endClient(span, undefined, err);
       if ((err as Error)?.name === 'TimeoutError') {
         throw new GatewayError(504, 'upstream_timeout', `upstream ${this.origin} timed out`, ErrorCode.upstreamTimeout);
       }
@@ -332,9 +348,11 @@ class PooledTarget implements UpstreamTarget {
 export class PooledUpstreams implements HttpUpstreams {
   private readonly resources: ResourceCache;
   private readonly metrics: UpstreamMetrics | undefined;
-  constructor(resources: ResourceCache, metrics?: UpstreamMetrics) {
+  private readonly traces: TracingHolder | undefined;
+  constructor(resources: ResourceCache, metrics?: UpstreamMetrics, traces?: TracingHolder) {
     this.resources = resources;
     this.metrics = metrics;
+    this.traces = traces;
   }
 
   target(options: UpstreamTargetOptions): UpstreamTarget {
@@ -359,6 +377,6 @@ export class PooledUpstreams implements HttpUpstreams {
       // Let in-flight calls finish, but do not let a stuck one (a slow mirror, say) hold shutdown.
       (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined),
     );
-    return new PooledTarget(options, pool, this.metrics);
+    return new PooledTarget(options, pool, this.metrics, this.traces);
   }
 }

@@ -75,6 +75,11 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
     assert.equal(npm('@marcbachmann/cel-js/'), false);
   });
 
+  it('loads no OpenTelemetry module (API, SDK, exporters): the quickstart has no `config.tracing` (ADR 0037)', () => {
+    assert.equal(npm('@opentelemetry/'), false);
+    assert.equal(loaded.urls.some((u) => u.includes('/kernel/telemetry/tracing.ts')), false);
+  });
+
   it("undici-core's modules are the ones undici's index exports", async () => {
     const core = await import('../../kernel/upstream/undici-core.ts');
     const undici = await import('undici');

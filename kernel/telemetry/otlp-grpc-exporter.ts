@@ -1,0 +1,101 @@
+/**
+ * OTLP over gRPC without a gRPC library (ADR 0037): one unary call, `TraceService/Export`, on a node:http2 session,
+ * its message the OTLP protobuf the SDK's own serializer makes, in gRPC's length-prefixed framing. The kernel takes
+ * no gRPC dependency (import-boundaries.test.ts), and a trimmed distribution stays free of `@grpc/grpc-js`.
+ */
+import { connect, constants } from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
+import type { ExportResult } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+
+const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+const SUCCESS = 0;
+const FAILED = 1;
+
+export class OtlpGrpcTraceExporter implements SpanExporter {
+  private session: ClientHttp2Session | undefined;
+  private readonly url: string;
+  private readonly headers: Readonly<Record<string, string>>;
+  private readonly serialize: (spans: ReadableSpan[]) => Uint8Array | undefined;
+  private readonly timeoutMs: number;
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(url: string, headers: Readonly<Record<string, string>>, serialize: (spans: ReadableSpan[]) => Uint8Array | undefined, timeoutMs = 10_000) {
+    this.url = url;
+    this.headers = headers;
+    this.serialize = serialize;
+    this.timeoutMs = timeoutMs;
+  }
+
+  private connection(): ClientHttp2Session {
+    if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
+    const session = connect(this.url);
+    // A trace backend that is down must not keep the process alive or crash it.
+    session.unref();
+    session.on('error', () => undefined);
+    session.on('close', () => {
+      if (this.session === session) this.session = undefined;
+    });
+    this.session = session;
+    return session;
+  }
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    const body = this.serialize(spans);
+    if (!body) return done({ code: FAILED, error: new Error('OTLP serialization failed') });
+    const frame = Buffer.allocUnsafe(5 + body.length);
+    frame[0] = 0; // not compressed
+    frame.writeUInt32BE(body.length, 1);
+    frame.set(body, 5);
+    let settled = false;
+    let finish!: () => void;
+    const tracked = new Promise<void>((resolve) => (finish = resolve));
+    this.pending.add(tracked);
+    const settle = (result: ExportResult): void => {
+      if (settled) return;
+      settled = true;
+      this.pending.delete(tracked);
+      finish();
+      done(result);
+    };
+    let status: string | undefined;
+    let message: string | undefined;
+    const read = (h: Record<string, unknown>): void => {
+      if (h['grpc-status'] !== undefined) status = String(h['grpc-status']);
+      if (h['grpc-message'] !== undefined) message = decodeURIComponent(String(h['grpc-message']));
+    };
+    try {
+      const req = this.connection().request({
+        ...this.headers,
+        ':method': 'POST',
+        ':path': EXPORT_PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      req.setTimeout(this.timeoutMs, () => {
+        req.close(constants.NGHTTP2_CANCEL);
+        settle({ code: FAILED, error: new Error(`OTLP/gRPC export to ${this.url} timed out`) });
+      });
+      req.on('response', read);
+      req.on('trailers', read);
+      req.on('data', () => undefined);
+      req.on('error', (error: Error) => settle({ code: FAILED, error }));
+      req.on('close', () =>
+        settle(status === '0' ? { code: SUCCESS } : { code: FAILED, error: new Error(`OTLP/gRPC export to ${this.url} failed: grpc-status ${status ?? 'missing'}${message ? ` (${message})` : ''}`) }),
+      );
+      req.end(frame);
+    } catch (error) {
+      settle({ code: FAILED, error: error as Error });
+    }
+  }
+
+  async forceFlush(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
+
+  async shutdown(): Promise<void> {
+    await this.forceFlush();
+    this.session?.close();
+    this.session = undefined;
+  }
+}

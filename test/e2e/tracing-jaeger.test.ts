@@ -1,0 +1,195 @@
+// Traces end to end (issue 12 item 1, ADR 0037): the gateway exports over OTLP to a real Jaeger started here, and
+// the assertions read the stored traces back through Jaeger's query API: the client's trace continued, one SERVER
+// span per request, one CLIENT span per upstream attempt (a retry is a second one), the upstream joined through
+// `traceparent`, a policy's own call (extAuthz over HTTP) as a child, the ids in the JSON access log.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { locateJaeger, parentOf, startJaeger, tag } from '../helpers/jaeger.ts';
+import type { JaegerSpan, RunningJaeger } from '../helpers/jaeger.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const found = locateJaeger();
+
+const CLIENT_TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
+const CLIENT_SPAN = '00f067aa0ba902b7';
+
+describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, () => {
+  let jaeger: RunningJaeger;
+  let upstream: TestUpstream;
+  let authz: Server;
+  const authzSeen: IncomingHttpHeaders[] = [];
+  let gw: RunningGateway;
+  let base: string;
+  let flaky = 0;
+
+  const start = async (tracing: Record<string, unknown>): Promise<{ gw: RunningGateway; base: string }> => {
+    const port = await freePort();
+    const authzPort = (authz.address() as AddressInfo).port;
+    const backends = [{ host: `127.0.0.1:${upstream.port}` }];
+    const g = await startGateway({
+      config: { logging: { format: 'json' }, tracing },
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              name: 'main',
+              routes: [
+                { name: 'flaky', matches: [{ path: { pathPrefix: '/flaky' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends },
+                { name: 'guarded', matches: [{ path: { pathPrefix: '/guarded' } }], policies: { extAuthz: { host: `127.0.0.1:${authzPort}`, protocol: { http: {} } } }, backends },
+                { name: 'api', matches: [{ path: { pathPrefix: '/api' } }], backends },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    return { gw: g, base: `http://127.0.0.1:${port}` };
+  };
+
+  before(async () => {
+    jaeger = await startJaeger(found as { bin: string });
+    upstream = await startUpstream((req, res) => {
+      if (req.url?.startsWith('/flaky') && flaky++ === 0) {
+        res.writeHead(503).end('busy');
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
+    authz = createServer((req, res) => {
+      authzSeen.push(req.headers);
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((resolve) => authz.listen(0, '127.0.0.1', resolve));
+    ({ gw, base } = await start({ otlpEndpoint: jaeger.otlpHttp, otlpProtocol: 'http', serviceName: 'switchyard-test', resourceAttributes: { 'deployment.environment.name': 'test' } }));
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+    await new Promise((resolve) => authz?.close(resolve));
+    await jaeger?.stop();
+  });
+
+  const received = (path: string): IncomingHttpHeaders[] => upstream.received.filter((r) => r.url.startsWith(path)).map((r) => r.headers);
+  const spanOf = (spans: JaegerSpan[], id: string): JaegerSpan => spans.find((s) => s.spanID === id) ?? assert.fail(`no span ${id}`);
+
+  it("continues the client's trace: a SERVER span under the client's span, one CLIENT span per attempt, the upstream in the trace", async () => {
+    const r = await fetch(`${base}/flaky/items?id=1`, {
+      headers: { traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`, baggage: 'tenant=acme', 'user-agent': 'trace-test' },
+    });
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), 'ok');
+
+    // Both attempts reached the upstream, each with its own span id in the client's trace.
+    const sent = received('/flaky').map((h) => String(h.traceparent));
+    assert.equal(sent.length, 2);
+    const ids = sent.map((tp) => {
+      const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(tp);
+      assert.ok(m, `traceparent ${tp}`);
+      assert.equal(m[1], CLIENT_TRACE);
+      return m[2]!;
+    });
+    assert.notEqual(ids[0], ids[1]);
+    assert.equal(received('/flaky')[1]!.baggage, 'tenant=acme');
+
+    const trace = await jaeger.waitForTrace(CLIENT_TRACE, 3);
+    const server = trace.spans.find((s) => tag(s, 'span.kind') === 'server') ?? assert.fail('no server span');
+    assert.equal(server.operationName, 'GET /flaky/*');
+    assert.equal(parentOf(server), CLIENT_SPAN);
+    assert.equal(tag(server, 'http.request.method'), 'GET');
+    assert.equal(tag(server, 'http.route'), '/flaky/*');
+    assert.equal(tag(server, 'url.path'), '/flaky/items');
+    assert.equal(tag(server, 'http.response.status_code'), 200);
+    assert.equal(tag(server, 'client.address'), '127.0.0.1');
+    assert.equal(tag(server, 'route'), 'flaky');
+    assert.equal(tag(server, 'listener'), 'main');
+    assert.equal(tag(server, 'user_agent.original'), 'trace-test');
+
+    const [first, second] = ids.map((id) => spanOf(trace.spans, id));
+    for (const attempt of [first!, second!]) {
+      assert.equal(tag(attempt, 'span.kind'), 'client');
+      assert.equal(parentOf(attempt), server.spanID);
+      assert.equal(tag(attempt, 'server.address'), '127.0.0.1');
+      assert.equal(tag(attempt, 'server.port'), upstream.port);
+      assert.equal(tag(attempt, 'url.full'), `http://127.0.0.1:${upstream.port}/flaky/items`);
+    }
+    assert.equal(tag(first!, 'http.response.status_code'), 503);
+    assert.equal(tag(first!, 'otel.status_code'), 'ERROR');
+    assert.equal(tag(second!, 'http.response.status_code'), 200);
+    assert.equal(tag(second!, 'http.request.resend_count'), 1);
+
+    const process = trace.processes[server.processID]!;
+    assert.equal(process.serviceName, 'switchyard-test');
+    assert.equal(process.tags.find((t) => t.key === 'deployment.environment.name')?.value, 'test');
+
+    // The access log line carries the ids of the SERVER span.
+    const line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l['http.path'] === '/flaky/items?id=1');
+    assert.equal(line?.trace_id, CLIENT_TRACE);
+    assert.equal(line?.span_id, server.spanID);
+  });
+
+  it("a policy's own call (extAuthz over HTTP) is a CLIENT span under the request's, and the service gets its traceparent", async () => {
+    const trace = '5bf92f3577b34da6a3ce929d0e0e4737';
+    const r = await fetch(`${base}/guarded/x`, { headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` } });
+    assert.equal(r.status, 200);
+    const stored = await jaeger.waitForTrace(trace, 3);
+    const server = stored.spans.find((s) => tag(s, 'span.kind') === 'server')!;
+    const check = String(authzSeen.at(-1)!.traceparent);
+    const checkSpan = spanOf(stored.spans, check.split('-')[2]!);
+    assert.equal(tag(checkSpan, 'span.kind'), 'client');
+    assert.equal(parentOf(checkSpan), server.spanID);
+    assert.equal(tag(checkSpan, 'server.port'), (authz.address() as AddressInfo).port);
+    const forwarded = spanOf(stored.spans, String(received('/guarded').at(-1)!.traceparent).split('-')[2]!);
+    assert.equal(parentOf(forwarded), server.spanID);
+  });
+
+  it('without a client trace and without randomSampling nothing is recorded, but the upstream still gets a (not sampled) traceparent', async () => {
+    const r = await fetch(`${base}/api/unsampled`);
+    assert.equal(r.status, 200);
+    const tp = String(received('/api/unsampled')[0]!.traceparent);
+    const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/.exec(tp);
+    assert.ok(m, tp);
+    // Give the exporter a batch interval, then make sure Jaeger never heard of the trace.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(await jaeger.trace(m[1]!), undefined);
+  });
+
+  it('randomSampling starts traces; OTLP over gRPC (the default protocol) reaches Jaeger too', async () => {
+    const other = await start({ otlpEndpoint: jaeger.otlpGrpc, randomSampling: true, serviceName: 'switchyard-grpc' });
+    try {
+      const r = await fetch(`${other.base}/api/sampled`);
+      assert.equal(r.status, 200);
+      const tp = String(received('/api/sampled')[0]!.traceparent);
+      const [, traceId, spanId, flags] = tp.split('-');
+      assert.equal(flags, '01');
+      const trace = await jaeger.waitForTrace(traceId!, 2);
+      const server = trace.spans.find((s) => tag(s, 'span.kind') === 'server')!;
+      assert.equal(parentOf(server), undefined);
+      assert.equal(parentOf(spanOf(trace.spans, spanId!)), server.spanID);
+      assert.equal(trace.processes[server.processID]!.serviceName, 'switchyard-grpc');
+    } finally {
+      await other.gw.stop();
+    }
+  });
+
+  it('clientSampling: false ignores a sampled traceparent from the client', async () => {
+    const other = await start({ otlpEndpoint: jaeger.otlpHttp, otlpProtocol: 'http', clientSampling: false });
+    try {
+      const trace = '6bf92f3577b34da6a3ce929d0e0e4738';
+      const r = await fetch(`${other.base}/api/ignored`, { headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` } });
+      assert.equal(r.status, 200);
+      assert.match(String(received('/api/ignored')[0]!.traceparent), /-00$/);
+    } finally {
+      await other.gw.stop();
+    }
+    assert.equal(await jaeger.trace('6bf92f3577b34da6a3ce929d0e0e4738'), undefined);
+  });
+});
