@@ -170,6 +170,7 @@ export class Gateway {
         expressions: this.expressions!,
         upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics), this.traces),
         shared: this.s.shared,
+        traces: this.traces,
       });
       this.secrets.set(snapshot, loaded.secrets);
       return snapshot;

@@ -1,3 +1,5 @@
+import type { Tracing, TracingHolder } from '../telemetry/tracing.ts';
+import type { PluginSpans } from '../sdk/index.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
 import type { SharedFetches } from '../sdk/shared.ts';
 import { isIP } from 'node:net';
@@ -69,6 +71,8 @@ export interface CompileDeps {
   readonly upstreams: (resources: ResourceCache) => HttpUpstreams;
   /** State shared by the workers of the gateway (rate-limit cells, coalesced fetches). */
   readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches };
+  /** The gateway's tracing (started after the first load, so read per call): `ctx.spans`. */
+  readonly traces?: TracingHolder;
 }
 
 interface NamedSpec {
@@ -77,7 +81,20 @@ interface NamedSpec {
 }
 
 /** Turns one validated config into a Snapshot, running every plugin's `compile` once. */
+/** `ctx.spans` over the gateway's tracing, which starts after the first load. */
+function pluginSpans(current: () => Tracing | null): PluginSpans {
+  return {
+    get enabled() {
+      return current() !== null;
+    },
+    start: (name, kind, attributes) => current()?.pluginSpan(name, kind, attributes),
+  };
+}
+
 class SnapshotCompiler {
+  /** `ctx.spans`: one object per load, reading the gateway's tracing when a span is asked for. */
+  private readonly spans: PluginSpans = pluginSpans(() => this.deps.traces?.tracing ?? null);
+
   private readonly deps: CompileDeps;
   private readonly issues: ConfigIssue[] = [];
   private readonly disposables: { dispose?(): void }[] = [];
@@ -203,6 +220,7 @@ class SnapshotCompiler {
         if (!this.adminRoutes.has(prefix)) this.adminRoutes.set(prefix, handler);
       },
       connect: (options) => connectUpstream(ctx, options),
+      spans: this.spans,
       loadState: <T>(key: string, create: () => T): T => {
         if (!this.loadStates.has(key)) this.loadStates.set(key, create());
         return this.loadStates.get(key) as T;

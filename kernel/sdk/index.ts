@@ -19,6 +19,7 @@ export type { CompiledExpression, ExpressionCompiler } from './expr.ts';
 export type * from './exchange.ts';
 export type * from './logger.ts';
 export type * from './upstream.ts';
+export type * from './spans.ts';
 export { SHARED_CELL_VALUES } from './shared.ts';
 export type { SharedCell, SharedFetches } from './shared.ts';
 export { compileUserRegex, userRegexProblem } from './regex.ts';

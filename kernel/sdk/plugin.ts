@@ -1,3 +1,4 @@
+import type { PluginSpans } from './spans.ts';
 import type { ConnectOptions, Connection } from './connect.ts';
 import type { Duplex } from 'node:stream';
 import type { Exchange } from './exchange.ts';
@@ -110,6 +111,11 @@ export interface CompileContext {
    * `key`. For checks across the whole config (a name that must be unique among all `ai` backends).
    */
   loadState<T>(key: string, create: () => T): T;
+  /**
+   * Spans of the plugin's own operations in the request's trace (`config.tracing`; docs/observability.md "Traces").
+   * `spans.start` returns undefined when the gateway does not trace. Absent in contexts built outside a config load.
+   */
+  readonly spans?: PluginSpans;
   /**
    * Serve JSON endpoints under `prefix` (`/keys`: `/keys` and `/keys/…`) on the admin address, next to
    * `/config_dump`: loopback by default and Host/Origin-checked like it (ADR 0017). The live config's registration

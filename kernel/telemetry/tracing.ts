@@ -6,6 +6,7 @@
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { PluginSpan, SpanAttributes } from '../sdk/index.ts';
 
 /** What the server span reads of a finished request (a subset of the runtime's exchange). */
 export interface TracedExchange {
@@ -45,6 +46,16 @@ const headerSetter = {
     carrier[key] = value;
   },
 };
+
+/** Attributes without their undefined entries. */
+function clean(attributes: SpanAttributes): Attributes {
+  const out: Attributes = {};
+  for (const k in attributes) {
+    const v = attributes[k];
+    if (v !== undefined) out[k] = v as string | number | boolean | string[];
+  }
+  return out;
+}
 
 /** `http.route` as the reference names the span: a prefix `/x` is `/x/*`, `/` is `/*`. */
 function routeTemplate(prefix: string | undefined): string | undefined {
@@ -149,6 +160,31 @@ export class Tracing {
   /** A child span of the active one, for plugins' own operations (an MCP method, an LLM call). */
   startSpan(name: string, kind: SpanKind, attributes?: Attributes, parent?: Context): Span {
     return this.tracer.startSpan(name, { kind, attributes }, parent ?? context.active());
+  }
+
+  /** `ctx.spans.start`: a span for a plugin's own operation, child of the active one. */
+  pluginSpan(name: string, kind: 'internal' | 'server' | 'client', attributes?: SpanAttributes): PluginSpan {
+    const active = context.active();
+    const span = this.tracer.startSpan(name, { kind: kind === 'server' ? SpanKind.SERVER : kind === 'client' ? SpanKind.CLIENT : SpanKind.INTERNAL }, active);
+    const recording = span.isRecording();
+    if (recording && attributes) span.setAttributes(clean(attributes));
+    const propagator = this.propagator;
+    return {
+      recording,
+      setAttributes: (a) => {
+        if (recording) span.setAttributes(clean(a));
+      },
+      end: (error) => {
+        if (error !== undefined && recording) {
+          const e = error as { code?: unknown; name?: string; message?: string };
+          span.setAttribute('error.type', typeof error === 'string' ? error : String(e.code ?? e.name ?? 'error'));
+          span.setStatus({ code: SpanStatusCode.ERROR, message: typeof error === 'string' ? undefined : e.message });
+        }
+        span.end();
+      },
+      inject: (carrier) => propagator.inject(trace.setSpan(active, span), carrier, headerSetter),
+      run: (fn) => context.with(trace.setSpan(active, span), fn),
+    };
   }
 
   /** Flush what is buffered and stop exporting. */

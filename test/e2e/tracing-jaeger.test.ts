@@ -13,6 +13,7 @@ import { locateJaeger, parentOf, startJaeger, tag } from '../helpers/jaeger.ts';
 import type { JaegerSpan, RunningJaeger } from '../helpers/jaeger.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
+import { connectClient, fixtureStdio, startMcpGateway } from '../mcp/harness.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
 const found = locateJaeger();
@@ -177,6 +178,35 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
       assert.equal(trace.processes[server.processID]!.serviceName, 'switchyard-grpc');
     } finally {
       await other.gw.stop();
+    }
+  });
+
+  it('MCP: a span per JSON-RPC method (mcp.method.name, gen_ai.tool.name), a CLIENT span per target request, trace context in params._meta', async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4739';
+    const mcp = await startMcpGateway({ targets: [fixtureStdio('fixture')] }, { staticConfig: { tracing: { otlpEndpoint: jaeger.otlpHttp, otlpProtocol: 'http' } } });
+    try {
+      const { client } = await connectClient(mcp.mcpUrl, { headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` } });
+      const result = (await client.callTool({ name: 'meta', arguments: {} })) as { content: { text: string }[] };
+      const meta = JSON.parse(result.content[0]!.text) as { traceparent?: string };
+      await client.close();
+      assert.match(String(meta.traceparent), new RegExp(`^00-${trace}-[0-9a-f]{16}-01$`));
+      const targetSpanId = meta.traceparent!.split('-')[2]!;
+      const stored = await jaeger.waitForTrace(trace, 4);
+      const toTarget = spanOf(stored.spans, targetSpanId);
+      assert.equal(toTarget.operationName, 'tools/call');
+      assert.equal(tag(toTarget, 'span.kind'), 'client');
+      assert.equal(tag(toTarget, 'mcp.target'), 'fixture');
+      assert.equal(tag(toTarget, 'gen_ai.tool.name'), 'meta');
+      const method = spanOf(stored.spans, parentOf(toTarget)!);
+      assert.equal(method.operationName, 'tools/call meta');
+      assert.equal(tag(method, 'mcp.method.name'), 'tools/call');
+      assert.equal(tag(method, 'gen_ai.tool.name'), 'meta');
+      assert.equal(tag(method, 'gen_ai.operation.name'), 'execute_tool');
+      const http = spanOf(stored.spans, parentOf(method)!);
+      assert.equal(tag(http, 'span.kind'), 'server');
+      assert.equal(tag(http, 'http.request.method'), 'POST');
+    } finally {
+      await mcp.stop();
     }
   });
 

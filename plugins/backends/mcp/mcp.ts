@@ -86,6 +86,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
     aad: print,
     maxPendingRequests: config.maxPendingRequests ?? DEFAULT_MAX_PENDING_REQUESTS,
     metrics: mcpMetrics(ctx),
+    spans: ctx.spans,
   };
   const authorizing = targets.filter((t) => t.requestPolicies);
   const origins = new OriginGuard(config.allowedOrigins);

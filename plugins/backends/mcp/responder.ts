@@ -1,3 +1,4 @@
+import type { PluginSpan } from 'switchyard/sdk';
 import { jsonReply, localReply } from 'switchyard/sdk';
 import type { HeaderMap, Reply } from 'switchyard/sdk';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
@@ -14,6 +15,8 @@ export class Call {
   readonly refs: { readonly conn: { abandon(id: number, reason: string): void; readonly name: string }; readonly id: number }[] = [];
   progressToken: unknown = undefined;
   done = false;
+  /** The call's span when tracing (ended with the answer). */
+  span: PluginSpan | undefined = undefined;
 
   constructor(id: RpcId, method: string, responder: Responder) {
     this.id = id;

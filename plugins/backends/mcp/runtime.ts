@@ -1,3 +1,4 @@
+import type { PluginSpans } from 'switchyard/sdk';
 import type { Logger } from 'switchyard/sdk';
 import type { McpMetrics } from './metrics.ts';
 import { RpcCode, RpcFailure } from './jsonrpc.ts';
@@ -18,6 +19,8 @@ export interface BackendRuntime {
   /** Client requests one session may have in progress (`maxPendingRequests`). */
   readonly maxPendingRequests: number;
   readonly metrics?: McpMetrics;
+  /** `ctx.spans`: one span per client JSON-RPC method and per target call when the gateway traces. */
+  readonly spans?: PluginSpans;
 }
 
 export type Json = Record<string, unknown>;

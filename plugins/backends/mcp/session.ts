@@ -1,4 +1,4 @@
-import type { Logger } from 'switchyard/sdk';
+import type { Logger, PluginSpan, PluginSpans } from 'switchyard/sdk';
 import type { McpAuthorizer } from '../../lib/mcp/authorizer.ts';
 import { initializeResult } from './aggregate.ts';
 import { ClientCalls } from './calls.ts';
@@ -33,6 +33,21 @@ export type { BackendRuntime } from './runtime.ts';
  * ids) and sent on the stream of the request they relate to, else the GET stream. What a protocol revision changes
  * comes in through `revision` (revisions/).
  */
+/** The span of a client's JSON-RPC method (OpenTelemetry MCP conventions): `tools/call get_weather`. */
+function methodSpan(spans: PluginSpans, m: RpcMessage): PluginSpan | undefined {
+  const method = m.method!;
+  const params = m.params as Record<string, unknown> | undefined;
+  const name = method === 'tools/call' || method === 'prompts/get' ? params?.name : undefined;
+  return spans.start(typeof name === 'string' ? `${method} ${name}` : method, 'server', {
+      'mcp.method.name': method,
+      'jsonrpc.request.id': String(m.id),
+      'gen_ai.tool.name': method === 'tools/call' && typeof name === 'string' ? name : undefined,
+      'gen_ai.operation.name': method === 'tools/call' ? 'execute_tool' : undefined,
+      'gen_ai.prompt.name': method === 'prompts/get' && typeof name === 'string' ? name : undefined,
+    'mcp.resource.uri': method === 'resources/read' && typeof params?.uri === 'string' ? params.uri : undefined,
+  });
+}
+
 export class McpSession implements ConnHost {
   readonly rt: BackendRuntime;
   readonly uuid: string;
@@ -214,7 +229,12 @@ export class McpSession implements ConnHost {
     }
     const token = (message.params?._meta as Json | undefined)?.progressToken;
     if (token !== undefined) this.calls.trackProgress(call, token);
-    route(this, call, message, authorizer).catch((err: unknown) => this.failCall(call, err));
+    const span = this.rt.spans?.enabled ? methodSpan(this.rt.spans, message) : undefined;
+    if (span === undefined) route(this, call, message, authorizer).catch((err: unknown) => this.failCall(call, err));
+    else {
+      call.span = span;
+      span.run(() => route(this, call, message, authorizer).catch((err: unknown) => this.failCall(call, err)));
+    }
     return call;
   }
 
@@ -232,6 +252,7 @@ export class McpSession implements ConnHost {
     const token = call.responder === DETACHED ? this.inputs?.tokenOf(call) : undefined;
     this.forget(call);
     message.id = call.id;
+    if (call.span !== undefined) call.span.end(message.error ? String(message.error.code) : undefined);
     // Ended while waiting for the client's retry (a failure, or the target gave up asking): keep the answer for it.
     if (token) this.inputRegistry?.set(token, { session: this, call, final: { message, httpStatus } });
     call.responder.final(message, httpStatus);
@@ -355,6 +376,11 @@ export class McpSession implements ConnHost {
   /** Messages for the client when it has no stream: from its POST responses in JSON mode. */
   deliverUnrelated(m: RpcMessage): void {
     this.deliver(undefined, m, undefined, false);
+  }
+
+  /** ConnHost: spans of target requests. */
+  get spans(): PluginSpans | undefined {
+    return this.rt.spans;
   }
 
   /** ConnHost: a target was initialized afresh (a restart, or its first start here after a resume): subscribe again. */

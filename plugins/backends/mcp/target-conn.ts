@@ -322,6 +322,28 @@ export class TargetConn {
    * on its way (for cancellation). A target whose session expired is re-initialized and the request sent again.
    */
   async request(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean): Promise<RpcMessage> {
+    const spans = this.host.spans;
+    if (!spans?.enabled) return this.requestOnce(method, params, onSent);
+    // A CLIENT span per target request (OpenTelemetry MCP conventions); its context rides in `params._meta`.
+    const span = spans.start(method, 'client', {
+      'mcp.method.name': method,
+      'mcp.target': this.target.name,
+      'gen_ai.tool.name': method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined,
+    });
+    if (span === undefined) return this.requestOnce(method, params, onSent);
+    const meta: Record<string, unknown> = { ...(params?._meta as Record<string, unknown> | undefined) };
+    span.inject(meta);
+    try {
+      const answer = await span.run(() => this.requestOnce(method, { ...params, _meta: meta }, onSent));
+      span.end(answer.error ? String(answer.error.code) : undefined);
+      return answer;
+    } catch (err) {
+      span.end(err);
+      throw err;
+    }
+  }
+
+  private async requestOnce(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean): Promise<RpcMessage> {
     for (let attempt = 0; ; attempt++) {
       await this.ready();
       const up = this.upstream;

@@ -1,4 +1,4 @@
-import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
+import type { AttemptHook, Logger, PolicySet, PluginSpans } from 'switchyard/sdk';
 import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 import type { ClientEnvelope } from './revisions/2026-07-28/protocol.ts';
@@ -38,6 +38,8 @@ export interface ConnHost {
   /** How connections to `target` present the client (headers, backendAuth), after the target's own policies. */
   targetClient(target: CompiledTarget): Promise<TargetClient>;
   readonly logger: Logger;
+  /** `ctx.spans`: a CLIENT span per target request when the gateway traces. */
+  readonly spans?: PluginSpans;
   /**
    * Set when the session serves a 2026-07-28 client: targets that serve that revision too are spoken to in it
    * (no `initialize`; this envelope on every request); the others are initialized with `initParams` as usual.
