@@ -46,6 +46,7 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
                 { name: 'flaky', matches: [{ path: { pathPrefix: '/flaky' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends },
                 { name: 'guarded', matches: [{ path: { pathPrefix: '/guarded' } }], policies: { extAuthz: { host: `127.0.0.1:${authzPort}`, protocol: { http: {} } } }, backends },
                 { name: 'api', matches: [{ path: { pathPrefix: '/api' } }], backends },
+                { name: 'llm', matches: [{ path: { pathPrefix: '/v1' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [{ ai: { name: 'openai', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstream.port}` } }] },
               ],
             },
           ],
@@ -58,6 +59,11 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
   before(async () => {
     jaeger = await startJaeger(found as { bin: string });
     upstream = await startUpstream((req, res) => {
+      if (req.url === '/v1/chat/completions') {
+        const completion = { id: 'c1', object: 'chat.completion', model: 'gpt-4o-2024-08-06', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion));
+        return;
+      }
       if (req.url?.startsWith('/flaky') && flaky++ === 0) {
         res.writeHead(503).end('busy');
         return;
@@ -208,6 +214,31 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     } finally {
       await mcp.stop();
     }
+  });
+
+  it('LLM: a GenAI CLIENT span (operation, provider, request and response model, token usage) with the provider call below it', async () => {
+    const trace = '8bf92f3577b34da6a3ce929d0e0e473a';
+    const r = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: `00-${trace}-${CLIENT_SPAN}-01` },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(r.status, 200);
+    await r.text();
+    const stored = await jaeger.waitForTrace(trace, 3);
+    const server = stored.spans.find((s) => tag(s, 'span.kind') === 'server')!;
+    const llm = stored.spans.find((s) => s.operationName === 'chat gpt-4o') ?? assert.fail('no GenAI span');
+    assert.equal(parentOf(llm), server.spanID);
+    assert.equal(tag(llm, 'span.kind'), 'client');
+    assert.equal(tag(llm, 'gen_ai.operation.name'), 'chat');
+    assert.equal(tag(llm, 'gen_ai.provider.name'), 'openai');
+    assert.equal(tag(llm, 'gen_ai.request.model'), 'gpt-4o');
+    assert.equal(tag(llm, 'gen_ai.response.model'), 'gpt-4o-2024-08-06');
+    assert.equal(tag(llm, 'gen_ai.usage.input_tokens'), 11);
+    assert.equal(tag(llm, 'gen_ai.usage.output_tokens'), 3);
+    assert.equal(tag(llm, 'gen_ai.request.stream'), false);
+    const sent = String(received('/v1/chat/completions').at(-1)!.traceparent);
+    assert.equal(parentOf(spanOf(stored.spans, sent.split('-')[2]!)), llm.spanID);
   });
 
   it('clientSampling: false ignores a sampled traceparent from the client', async () => {

@@ -71,6 +71,7 @@ function splitPath(pathAndQuery: string): { path: string; query: string } {
 export async function compileAiBackend(config: AiBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
   claimAiBackendName(ctx, config.name);
   const metrics = llmMetrics(ctx);
+  const spans = ctx.spans;
   const { key, instance: provider } = await ctx.compileVariant(llmProviderSlot, config.provider, ['provider']);
   // The `ai` policy's compiled runtime (route or backend level), handed over at compile time.
   const policy = ctx.policies.facet(AI_POLICY);
@@ -216,10 +217,18 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       const refused = await reserveTokens(ex, body, { provider: provider.kind, model, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
       if (refused) return refused;
     }
-    const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf);
+    const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
     const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
-    const reply = await upstream.forward(ex, onAttempt(ex, wire));
+    let reply: Reply;
+    try {
+      reply = await call.run(() => upstream.forward(ex, onAttempt(ex, wire)));
+    } catch (err) {
+      call.fail(err);
+      throw err;
+    }
+    if (reply.status >= 400) call.fail(String(reply.status));
     return respond(ex, reply, request).catch((err: unknown) => {
+      call.fail(err);
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
       if (err instanceof GatewayError) throw err;
       log.warn('failed to process an LLM response', { error: (err as Error).message });

@@ -1,5 +1,5 @@
 import { defineAttribute, llmCall } from 'switchyard/sdk';
-import type { CompileContext, Exchange, LlmCallInfo as SdkLlmCallInfo, MetricCounter, MetricHistogram } from 'switchyard/sdk';
+import type { CompileContext, Exchange, LlmCallInfo as SdkLlmCallInfo, MetricCounter, MetricHistogram, PluginSpan, PluginSpans } from 'switchyard/sdk';
 import type { LlmWireFormat } from './contract.ts';
 import { callCost } from './prices.ts';
 import type { ModelPrice } from './prices.ts';
@@ -161,7 +161,19 @@ export class LlmCall implements LlmCallInfo {
   private countedCost = 0;
   private finished = false;
 
-  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf) {
+  /** The call's GenAI CLIENT span when the gateway traces (docs/observability.md "Traces"). */
+  private readonly span: PluginSpan | undefined;
+
+  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans) {
+    this.span =
+      spans?.enabled && requestModel !== undefined
+        ? spans.start(`${operation} ${requestModel}`, 'client', {
+            'gen_ai.operation.name': operation,
+            'gen_ai.provider.name': provider,
+            'gen_ai.request.model': requestModel,
+            'gen_ai.request.stream': streaming,
+          })
+        : undefined;
     this.ex = ex;
     this.operation = operation;
     this.provider = provider;
@@ -189,17 +201,44 @@ export class LlmCall implements LlmCallInfo {
   firstEvent(): void {
     if (this.firstEventSeen) return;
     this.firstEventSeen = true;
+    if (this.span?.recording && this.streaming) this.span.setAttributes({ 'gen_ai.response.time_to_first_chunk': (performance.now() - this.startedAt) / 1000 });
     if (this.metrics && this.streaming) this.series().timeToFirstToken.observe((performance.now() - this.startedAt) / 1000);
   }
 
   /** The answer ended successfully: the request duration and the call's token usage are observed once. */
   finish(): void {
-    if (this.finished || !this.metrics) return;
+    if (this.finished) return;
     this.finished = true;
+    if (this.span) this.endSpan(undefined);
+    if (!this.metrics) return;
     const series = this.series();
     series.requestDuration.observe((performance.now() - this.startedAt) / 1000);
     if (this.usage.inputTokens !== undefined) series.inputUsage.observe(this.usage.inputTokens);
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
+  }
+
+  /** Run the provider call with the call's span active (its upstream attempts become children). */
+  run<T>(fn: () => T): T {
+    return this.span ? this.span.run(fn) : fn();
+  }
+
+  /** The call failed (no answer, or an error status): its span ends with the error. */
+  fail(error: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.span) this.endSpan(error);
+  }
+
+  private endSpan(error: unknown): void {
+    const span = this.span!;
+    if (span.recording) {
+      span.setAttributes({
+        'gen_ai.response.model': this.responseModel,
+        'gen_ai.usage.input_tokens': this.usage.inputTokens,
+        'gen_ai.usage.output_tokens': this.usage.outputTokens,
+      });
+    }
+    span.end(error);
   }
 
   setResponseModel(model: unknown): void {
