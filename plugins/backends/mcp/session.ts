@@ -1,4 +1,4 @@
-import type { Logger, PluginSpan, PluginSpans } from 'switchyard/sdk';
+import type { Logger, PluginSpans } from 'switchyard/sdk';
 import type { McpAuthorizer } from '../../lib/mcp/authorizer.ts';
 import { initializeResult } from './aggregate.ts';
 import { ClientCalls } from './calls.ts';
@@ -12,6 +12,7 @@ import type { InputRegistry, InputRounds } from './revisions/2026-07-28/inputs.t
 import { INITIALIZE_SESSION } from './revisions/revision.ts';
 import type { SessionRevision } from './revisions/revision.ts';
 import { route } from './router.ts';
+import { methodSpan } from './spans.ts';
 import { LIMIT_CODE, failureOf } from './runtime.ts';
 import type { BackendRuntime, Json } from './runtime.ts';
 import { sealSession } from './session-token.ts';
@@ -33,21 +34,6 @@ export type { BackendRuntime } from './runtime.ts';
  * ids) and sent on the stream of the request they relate to, else the GET stream. What a protocol revision changes
  * comes in through `revision` (revisions/).
  */
-/** The span of a client's JSON-RPC method (OpenTelemetry MCP conventions): `tools/call get_weather`. */
-function methodSpan(spans: PluginSpans, m: RpcMessage): PluginSpan | undefined {
-  const method = m.method!;
-  const params = m.params as Record<string, unknown> | undefined;
-  const name = method === 'tools/call' || method === 'prompts/get' ? params?.name : undefined;
-  return spans.start(typeof name === 'string' ? `${method} ${name}` : method, 'server', {
-      'mcp.method.name': method,
-      'jsonrpc.request.id': String(m.id),
-      'gen_ai.tool.name': method === 'tools/call' && typeof name === 'string' ? name : undefined,
-      'gen_ai.operation.name': method === 'tools/call' ? 'execute_tool' : undefined,
-      'gen_ai.prompt.name': method === 'prompts/get' && typeof name === 'string' ? name : undefined,
-    'mcp.resource.uri': method === 'resources/read' && typeof params?.uri === 'string' ? params.uri : undefined,
-  });
-}
-
 export class McpSession implements ConnHost {
   readonly rt: BackendRuntime;
   readonly uuid: string;

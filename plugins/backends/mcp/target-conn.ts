@@ -4,21 +4,10 @@ import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { REV_2026_07_28 } from './revisions/2026-07-28/protocol.ts';
 import { paramsForTarget } from './revisions/2026-07-28/envelope.ts';
+import { targetRequestSpan } from './spans.ts';
 import { capabilityNames } from './target.ts';
 import type { CompiledTarget, ConnHost } from './target.ts';
-import {
-  SessionGone,
-  StartDeadline,
-  StartupExpired,
-  TARGET_BUSY,
-  TARGET_FAILED,
-  TARGET_TIMED_OUT,
-  TargetError,
-  deadlineIn,
-  formatMs,
-  reasonOf,
-  sessionGone,
-} from './target-errors.ts';
+import { SessionGone, StartDeadline, StartupExpired, TARGET_BUSY, TARGET_FAILED, TARGET_TIMED_OUT, TargetError, deadlineIn, formatMs, reasonOf, sessionGone } from './target-errors.ts';
 import type { FailureKind } from './target-errors.ts';
 
 interface Pending {
@@ -324,23 +313,7 @@ export class TargetConn {
   async request(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean): Promise<RpcMessage> {
     const spans = this.host.spans;
     if (!spans?.enabled) return this.requestOnce(method, params, onSent);
-    // A CLIENT span per target request (OpenTelemetry MCP conventions); its context rides in `params._meta`.
-    const span = spans.start(method, 'client', {
-      'mcp.method.name': method,
-      'mcp.target': this.target.name,
-      'gen_ai.tool.name': method === 'tools/call' && typeof params?.name === 'string' ? params.name : undefined,
-    });
-    if (span === undefined) return this.requestOnce(method, params, onSent);
-    const meta: Record<string, unknown> = { ...(params?._meta as Record<string, unknown> | undefined) };
-    span.inject(meta);
-    try {
-      const answer = await span.run(() => this.requestOnce(method, { ...params, _meta: meta }, onSent));
-      span.end(answer.error ? String(answer.error.code) : undefined);
-      return answer;
-    } catch (err) {
-      span.end(err);
-      throw err;
-    }
+    return targetRequestSpan(spans, this.target.name, method, params, (p) => this.requestOnce(method, p, onSent));
   }
 
   private async requestOnce(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean): Promise<RpcMessage> {
