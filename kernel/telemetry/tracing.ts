@@ -23,6 +23,8 @@ export interface TracedExchange {
   readonly status: number;
   readonly errorMessage: string | undefined;
   readonly requestId: string;
+  /** Fields policies added to the access log (`a2a.method`, `a2a.context.id`, `llm.model`, `jwt.sub`, …). */
+  readonly fields: Readonly<Record<string, string | number | boolean>> | undefined;
   span: Span | undefined;
 }
 
@@ -110,6 +112,10 @@ export class Tracing {
         attrs.listener = ex.route.listener;
         attrs.bind = ex.route.bind;
       }
+      // The access log's policy fields too, as the reference puts the access log on its span (A2A method and
+      // context id, MCP method, LLM model and tokens).
+      const fields = ex.fields;
+      if (fields !== undefined) for (const k in fields) attrs[k] = fields[k];
       span.setAttributes(attrs);
       if (ex.status >= 500 || ex.errorMessage !== undefined) {
         if (ex.status >= 500) span.setAttribute('error.type', String(ex.status));

@@ -46,6 +46,7 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
                 { name: 'flaky', matches: [{ path: { pathPrefix: '/flaky' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends },
                 { name: 'guarded', matches: [{ path: { pathPrefix: '/guarded' } }], policies: { extAuthz: { host: `127.0.0.1:${authzPort}`, protocol: { http: {} } } }, backends },
                 { name: 'api', matches: [{ path: { pathPrefix: '/api' } }], backends },
+                { name: 'agent', matches: [{ path: { pathPrefix: '/agent' } }], policies: { a2a: {} }, backends },
                 { name: 'llm', matches: [{ path: { pathPrefix: '/v1' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [{ ai: { name: 'openai', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstream.port}` } }] },
               ],
             },
@@ -59,6 +60,11 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
   before(async () => {
     jaeger = await startJaeger(found as { bin: string });
     upstream = await startUpstream((req, res) => {
+      if (req.url === '/agent') {
+        const task = { jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 't1', contextId: 'ctx-42', status: { state: 'completed' } } };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(task));
+        return;
+      }
       if (req.url === '/v1/chat/completions') {
         const completion = { id: 'c1', object: 'chat.completion', model: 'gpt-4o-2024-08-06', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion));
@@ -239,6 +245,23 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     assert.equal(tag(llm, 'gen_ai.request.stream'), false);
     const sent = String(received('/v1/chat/completions').at(-1)!.traceparent);
     assert.equal(parentOf(spanOf(stored.spans, sent.split('-')[2]!)), llm.spanID);
+  });
+
+  it('A2A: the request span carries the A2A method, context id and task state, and the agent gets the traceparent', async () => {
+    const trace = '9bf92f3577b34da6a3ce929d0e0e473b';
+    const message = { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } };
+    const r = await fetch(`${base}/agent`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: `00-${trace}-${CLIENT_SPAN}-01` }, body: JSON.stringify(message) });
+    assert.equal(r.status, 200);
+    await r.text();
+    const stored = await jaeger.waitForTrace(trace, 2);
+    const server = stored.spans.find((s) => tag(s, 'span.kind') === 'server')!;
+    assert.equal(server.operationName, 'POST /agent/*');
+    assert.equal(tag(server, 'route'), 'agent');
+    assert.equal(tag(server, 'a2a.method'), 'message/send');
+    assert.equal(tag(server, 'a2a.context.id'), 'ctx-42');
+    assert.equal(tag(server, 'a2a.task.state'), 'completed');
+    const sent = String(received('/agent').at(-1)!.traceparent);
+    assert.equal(parentOf(spanOf(stored.spans, sent.split('-')[2]!)), server.spanID);
   });
 
   it('clientSampling: false ignores a sampled traceparent from the client', async () => {
