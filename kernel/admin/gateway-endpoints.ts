@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { AdminEndpoints, UiHandler } from './admin-servers.ts';
+import type { AdminUiConfig } from '../compile/snapshot.ts';
 
 /** Whether the gateway takes traffic, and if not, what it waits for (`binds 8080`, `config`, `shutting down`). */
 export interface Readiness {
@@ -17,6 +18,8 @@ export interface AdminSource {
   metrics(): string | Promise<string>;
   /** The body of `/config_dump` (secrets already redacted). */
   configDump(): unknown;
+  /** `config.adminUi` of the live config (absent: served on loopback only, without credentials). */
+  adminUi?(): AdminUiConfig | undefined;
   /** Check a config text as a reload would (parse, schema, compile), without serving it: the admin UI's validator. */
   validate?(text: string): Promise<ValidationResult>;
   /** Receive every finished request's access-log fields until the returned function is called (the UI's live tail). */

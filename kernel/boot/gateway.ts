@@ -353,7 +353,7 @@ export class Gateway {
     this.applyLogging(next);
     // Logging, default timeouts (compiled into each snapshot's plans), path normalisation and trustedProxies (read
     // from the live snapshot) apply on reload; the rest needs a restart.
-    const restartOnly = (c: StaticConfig): string => JSON.stringify({ ...c, logging: 0, defaultTimeouts: 0, paths: 0, trustedProxies: 0 });
+    const restartOnly = (c: StaticConfig): string => JSON.stringify({ ...c, logging: 0, defaultTimeouts: 0, paths: 0, trustedProxies: 0, adminUi: 0 });
     // A supervisor of workers says these once for all of them.
     if (!this.options.worker && restartOnly(previous.staticConfig) !== restartOnly(next.staticConfig)) {
       this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout, headerTimeout, maxConnectionsPerBind) take effect after a restart');
@@ -377,6 +377,7 @@ export class Gateway {
       metrics: () => this.metricsText(),
       configDump: () => this.configDump(),
       validate: (text) => this.validate(text),
+      adminUi: () => this.s.pipeline.snapshot?.staticConfig.adminUi,
       tail: (listener) => {
         this.s.accessLog.tap = listener;
         return () => {

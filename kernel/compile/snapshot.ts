@@ -98,6 +98,14 @@ export interface StaticConfig {
   readonly workers: number;
   /** `config.tracing`; null: no tracing (the SDK is never loaded). Restart only. */
   readonly tracing: TracingConfig | null;
+  /** `config.adminUi`: whether `/ui` is served and the credentials it asks for. */
+  readonly adminUi: AdminUiConfig;
+}
+
+export interface AdminUiConfig {
+  readonly enabled: boolean;
+  readonly basicAuth?: { readonly username: string; readonly password: string };
+  readonly apiKey?: string;
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

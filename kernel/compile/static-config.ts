@@ -25,6 +25,7 @@ interface RawStatic {
   workers?: 'auto' | number;
   workerThreads?: number;
   tracing?: RawTracing;
+  adminUi?: { enabled?: boolean; basicAuth?: { username: string; password: string }; apiKey?: string };
 }
 
 /** `config.trustedProxies`, each entry checked (the schema only says "string"). */
@@ -98,5 +99,6 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     maxConnectionsPerBind: r.maxConnectionsPerBind ?? 0,
     workers: resolveWorkerCount(r),
     tracing: resolveTracing(r.tracing),
+    adminUi: { enabled: r.adminUi?.enabled ?? true, basicAuth: r.adminUi?.basicAuth, apiKey: r.adminUi?.apiKey },
   };
 }

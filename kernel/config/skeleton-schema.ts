@@ -68,6 +68,25 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
     description: 'Static settings, read once at start (changes need a restart).',
     properties: {
       adminAddr: { $ref: '#/$defs/address', description: 'Admin server (`/config_dump`). Default `127.0.0.1:15000`; `off` disables it.' },
+      adminUi: {
+        type: 'object',
+        description: 'The admin UI at `/ui` on `adminAddr` (docs/admin-ui.md). Served without credentials only when `adminAddr` is a loopback address; elsewhere it needs `basicAuth` or `apiKey`.',
+        properties: {
+          enabled: { type: 'boolean', description: 'Serve `/ui`. Default true.' },
+          basicAuth: {
+            type: 'object',
+            description: 'Require HTTP basic credentials (what a browser asks for) for `/ui`.',
+            properties: {
+              username: { type: 'string', minLength: 1, description: 'The user name.' },
+              password: { type: 'string', minLength: 12, 'x-secret': true, description: 'The password, at least 12 characters (use `${VAR}` to keep it out of the file).' },
+            },
+            required: ['username', 'password'],
+            additionalProperties: false,
+          },
+          apiKey: { type: 'string', minLength: 16, 'x-secret': true, description: 'Require this key for `/ui` as `Authorization: Bearer <key>` or `x-api-key` (for scripts; browsers use `basicAuth`).' },
+        },
+        additionalProperties: false,
+      },
       statsAddr: { $ref: '#/$defs/address', description: 'Prometheus server (`/metrics`). Default `0.0.0.0:15020`; `off` disables it.' },
       readinessAddr: {
         $ref: '#/$defs/address',

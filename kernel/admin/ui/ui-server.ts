@@ -5,6 +5,7 @@ import type { AdminSource } from '../gateway-endpoints.ts';
 import type { UiHandler } from '../admin-servers.ts';
 import { TailHub } from './tail-hub.ts';
 import { proxyToBind } from './bind-proxy.ts';
+import { uiAccess } from './ui-access.ts';
 
 /** The page, script and stylesheet, read once from this folder (no CDN, no bundler: they work offline). */
 const ASSETS: Record<string, { file: string; type: string }> = {
@@ -75,9 +76,9 @@ export function uiHandler(source: AdminSource): UiHandler {
   };
 
   const route = async (req: IncomingMessage, res: ServerResponse, bound: AddressInfo): Promise<void> => {
-    // Served on loopback only: anything else could reach the live config, and the playgrounds call routes.
-    if (!LOOPBACK.has(bound.address)) {
-      res.writeHead(403, { 'content-type': 'text/plain' }).end('forbidden: the admin UI is served only when adminAddr is a loopback address (docs/admin-ui.md)\n');
+    const refused = uiAccess(source.adminUi?.(), LOOPBACK.has(bound.address), req.headers);
+    if (refused) {
+      res.writeHead(refused.status, { 'content-type': 'text/plain', ...refused.headers }).end(`${refused.message}\n`);
       return;
     }
     const url = new URL(req.url ?? '/', 'http://admin');

@@ -1,0 +1,137 @@
+// Issue 12 item 4: who can reach the admin UI and how its endpoints are bounded, over real HTTP (no browser).
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const PASSWORD = 'correct-horse-battery';
+const KEY = 'ui-key-0123456789abcdef';
+
+const hello = (port: number): Record<string, unknown> => ({
+  port,
+  listeners: [{ routes: [{ name: 'hello', matches: [{ path: { exact: '/hello' } }], policies: { directResponse: { status: 200, body: 'hi\n' } } }] }],
+});
+
+/** Open a server-sent-events stream; resolves with its status once the head arrives (the stream stays open). */
+function openStream(url: string): Promise<{ status: number; close: () => void; received: () => string }> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const req = httpRequest(url, (res) => {
+      res.setEncoding('utf8').on('data', (d: string) => (text += d));
+      res.on('error', () => undefined);
+      resolve({ status: res.statusCode!, close: () => req.destroy(), received: () => text });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('admin UI on loopback (the default)', () => {
+  let gw: RunningGateway;
+  let port: number;
+  before(async () => {
+    port = await freePort();
+    gw = await startGateway({ binds: [hello(port)] });
+  });
+  after(() => gw.stop());
+
+  it('serves the page with its own scripts only (works offline), and / redirects to it', async () => {
+    const res = await fetch(`${gw.adminUrl}/ui/`);
+    assert.equal(res.status, 200);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /script-src 'self'/);
+    const html = await res.text();
+    assert.doesNotMatch(html, /https?:\/\//, 'no CDN or external resource');
+    for (const asset of ['/ui/app.js', '/ui/charts.js', '/ui/app.css']) {
+      const a = await fetch(`${gw.adminUrl}${asset}`);
+      assert.equal(a.status, 200, asset);
+      assert.doesNotMatch(await a.text(), /https?:\/\/(?!www\.w3\.org)/, `${asset} loads nothing from elsewhere`);
+    }
+    const root = await fetch(`${gw.adminUrl}/`, { redirect: 'manual' });
+    assert.equal(root.status, 302);
+    assert.equal(root.headers.get('location'), '/ui/');
+  });
+
+  it('the live tail takes at most 4 browsers; a fifth gets 429, and a place frees when one leaves', async () => {
+    const streams = [];
+    for (let i = 0; i < 4; i++) streams.push(await openStream(`${gw.adminUrl}/ui/api/tail`));
+    assert.deepEqual(streams.map((s) => s.status), [200, 200, 200, 200]);
+    const fifth = await openStream(`${gw.adminUrl}/ui/api/tail`);
+    assert.equal(fifth.status, 429);
+    fifth.close();
+    await fetch(`${gw.url(port)}/hello`);
+    await new Promise((r) => setTimeout(r, 600));
+    assert.match(streams[0]!.received(), /"route":"hello"/);
+    streams.shift()!.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const again = await openStream(`${gw.adminUrl}/ui/api/tail`);
+    assert.equal(again.status, 200);
+    again.close();
+    for (const s of streams) s.close();
+  });
+
+  it('a burst beyond one batch is dropped and counted, never queued', async () => {
+    const stream = await openStream(`${gw.adminUrl}/ui/api/tail`);
+    await Promise.all(Array.from({ length: 400 }, () => fetch(`${gw.url(port)}/hello`).then((r) => r.arrayBuffer())));
+    await new Promise((r) => setTimeout(r, 1200));
+    stream.close();
+    const text = stream.received();
+    const shown = [...text.matchAll(/"route":"hello"/g)].length;
+    const dropped = [...text.matchAll(/event: dropped\ndata: (\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+    assert.equal(shown + dropped, 400, `${shown} shown + ${dropped} dropped`);
+  });
+
+  it('the playgrounds reach only the live config\'s binds; POST bodies must be JSON (no cross-site form)', async () => {
+    const other = await freePort();
+    const res = await fetch(`${gw.adminUrl}/ui/api/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ port: other, path: '/', method: 'GET' }) });
+    assert.equal(res.status, 400);
+    assert.match(await res.text(), /not a bind of the live config/);
+    const ok = await fetch(`${gw.adminUrl}/ui/api/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ port, path: '/hello', method: 'GET' }) });
+    assert.equal(ok.status, 200);
+    assert.equal(await ok.text(), 'hi\n');
+    const form = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'text=binds' });
+    assert.equal(form.status, 415);
+  });
+});
+
+describe('admin UI on a non-loopback admin address', () => {
+  const started: RunningGateway[] = [];
+  after(() => Promise.all(started.map((g) => g.stop())));
+  const start = async (adminUi?: Record<string, unknown>): Promise<RunningGateway> => {
+    const gw = await startGateway({ config: { adminAddr: '0.0.0.0:0', ...(adminUi ? { adminUi } : {}) }, binds: [hello(await freePort())] });
+    started.push(gw);
+    return gw;
+  };
+
+  it('without credentials configured, /ui is refused (403) while /config_dump still answers', async () => {
+    const gw = await start();
+    const res = await fetch(`${gw.adminUrl}/ui/`);
+    assert.equal(res.status, 403);
+    assert.match(await res.text(), /adminUi\.basicAuth or apiKey/);
+    assert.equal((await fetch(`${gw.adminUrl}/ui/api/config`)).status, 403);
+    assert.equal((await fetch(`${gw.adminUrl}/config_dump`)).status, 200);
+  });
+
+  it('with basicAuth and apiKey: 401 with a basic challenge without them, 200 with either; both redacted in the dump', async () => {
+    const gw = await start({ basicAuth: { username: 'ops', password: PASSWORD }, apiKey: KEY });
+    const none = await fetch(`${gw.adminUrl}/ui/`);
+    assert.equal(none.status, 401);
+    assert.match(none.headers.get('www-authenticate') ?? '', /^Basic realm=/);
+    const basic = (u: string, p: string): string => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
+    assert.equal((await fetch(`${gw.adminUrl}/ui/`, { headers: { authorization: basic('ops', 'wrong-password-here') } })).status, 401);
+    assert.equal((await fetch(`${gw.adminUrl}/ui/`, { headers: { authorization: basic('ops', PASSWORD) } })).status, 200);
+    assert.equal((await fetch(`${gw.adminUrl}/ui/api/config`, { headers: { authorization: `Bearer ${KEY}` } })).status, 200);
+    assert.equal((await fetch(`${gw.adminUrl}/ui/api/config`, { headers: { 'x-api-key': KEY } })).status, 200);
+    assert.equal((await fetch(`${gw.adminUrl}/ui/api/config`, { headers: { 'x-api-key': `${KEY}x` } })).status, 401);
+    const dump = await (await fetch(`${gw.adminUrl}/ui/api/config`, { headers: { authorization: `Bearer ${KEY}` } })).text();
+    assert.doesNotMatch(dump, new RegExp(`${PASSWORD}|${KEY}`));
+  });
+
+  it('adminUi.enabled: false turns /ui off (404)', async () => {
+    const gw = await startGateway({ config: { adminUi: { enabled: false } }, binds: [hello(await freePort())] });
+    started.push(gw);
+    assert.equal((await fetch(`${gw.adminUrl}/ui/`)).status, 404);
+  });
+});
