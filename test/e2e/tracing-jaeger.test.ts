@@ -203,7 +203,13 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
       await client.close();
       assert.match(String(meta.traceparent), new RegExp(`^00-${trace}-[0-9a-f]{16}-01$`));
       const targetSpanId = meta.traceparent!.split('-')[2]!;
-      const stored = await jaeger.waitForTrace(trace, 4);
+      // The HTTP request's span ends last (after the response): wait for the whole chain.
+      const chain = (t: { spans: JaegerSpan[] }): boolean => {
+        const target = t.spans.find((x) => x.spanID === targetSpanId);
+        const method = target && t.spans.find((x) => x.spanID === parentOf(target));
+        return method !== undefined && t.spans.some((x) => x.spanID === parentOf(method));
+      };
+      const stored = await jaeger.waitForTrace(trace, chain);
       const toTarget = spanOf(stored.spans, targetSpanId);
       assert.equal(toTarget.operationName, 'tools/call');
       assert.equal(tag(toTarget, 'span.kind'), 'client');

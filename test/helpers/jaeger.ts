@@ -46,8 +46,11 @@ export interface RunningJaeger {
   readonly otlpGrpc: string;
   /** One trace by id (lower-case hex); undefined until Jaeger has stored it. */
   trace(traceId: string): Promise<JaegerTrace | undefined>;
-  /** Poll until the trace has at least `spans` spans (exports are batched), or fail after `ms`. */
-  waitForTrace(traceId: string, spans: number, ms?: number): Promise<JaegerTrace>;
+  /**
+   * Poll until the trace has at least `spans` spans, or until `spans` (a check) accepts it (exports are batched),
+   * or fail after `ms`.
+   */
+  waitForTrace(traceId: string, spans: number | ((trace: JaegerTrace) => boolean), ms?: number): Promise<JaegerTrace>;
   /** Traces of a service (`/api/traces?service=`). */
   traces(service: string): Promise<JaegerTrace[]>;
   logs(): string;
@@ -56,10 +59,10 @@ export interface RunningJaeger {
 
 export async function startJaeger(found: { bin: string }): Promise<RunningJaeger> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-jaeger-'));
-  const [grpc, http, query, queryGrpc, health] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  const [grpc, http, query, queryGrpc] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const config = `
 service:
-  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
+  extensions: [jaeger_storage, jaeger_query]
   pipelines:
     traces:
       receivers: [otlp]
@@ -71,10 +74,6 @@ service:
     logs:
       level: warn
 extensions:
-  healthcheckv2:
-    use_v2: true
-    http:
-      endpoint: 127.0.0.1:${health}
   jaeger_query:
     storage:
       traces: mem
@@ -145,10 +144,10 @@ exporters:
       let last: JaegerTrace | undefined;
       while (Date.now() < end) {
         last = await trace(traceId);
-        if (last && last.spans.length >= spans) return last;
+        if (last && (typeof spans === 'number' ? last.spans.length >= spans : spans(last))) return last;
         await sleep(200);
       }
-      throw new Error(`trace ${traceId} has ${last?.spans.length ?? 0} spans in Jaeger after ${ms}ms, expected ${spans}`);
+      throw new Error(`trace ${traceId} has ${last?.spans.length ?? 0} spans in Jaeger after ${ms}ms, expected ${typeof spans === 'number' ? spans : 'more'}`);
     },
     async traces(service) {
       const r = await fetch(`${base}/api/traces?service=${encodeURIComponent(service)}&limit=100&lookback=1h`);
