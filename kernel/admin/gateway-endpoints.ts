@@ -23,7 +23,14 @@ export interface AdminSource {
   /** Check a config text as a reload would (parse, schema, compile), without serving it: the admin UI's validator. */
   validate?(text: string): Promise<ValidationResult>;
   /** Receive every finished request's access-log fields until the returned function is called (the UI's live tail). */
-  tail?(listener: (fields: Record<string, unknown>) => void): () => void;
+  tail?(listener: TailListener): () => void;
+}
+
+/** What the live tail hands the source: while `full` (its batch is), requests only count themselves in `dropped`. */
+export interface TailListener {
+  readonly full: boolean;
+  dropped: number;
+  push(fields: Record<string, unknown>): void;
 }
 
 /** A config check: ok, or every problem positioned (`file:line:col`, config path, code, message, code frame). */

@@ -28,6 +28,13 @@ export function loggedPath(url: string): string {
   return url.includes('?') ? url.replace(CREDENTIAL_PARAM, '$1$2=<redacted>') : url;
 }
 
+/** A receiver of each request's log fields; while `full`, requests only count themselves in `dropped`. */
+export interface AccessLogTap {
+  readonly full: boolean;
+  dropped: number;
+  push(fields: Record<string, unknown>): void;
+}
+
 /**
  * One `request` line per request at info (BEHAVIOUR.md §6.1 field names), written in batches. The text line is
  * built by concatenation, without an intermediate object: it runs once per request.
@@ -39,7 +46,7 @@ export class AccessLog {
   /** `config.logging.filter` / `fields`; null (the usual case) keeps the fast path below. */
   rules: AccessLogRules | null = null;
   /** The admin UI's live tail, set only while a browser watches: each request's log fields (credentials hidden). */
-  tap: ((fields: Record<string, unknown>) => void) | null = null;
+  tap: AccessLogTap | null = null;
 
   constructor(sink: LogSink, enabled: boolean, format: 'json' | 'text') {
     this.sink = sink;
@@ -48,7 +55,10 @@ export class AccessLog {
   }
 
   record(ex: LoggedExchange, durationMs: number): void {
-    if (this.tap !== null) this.tap({ time: Date.now(), ...this.fields(ex, durationMs), duration_ms: Math.round(durationMs * 100) / 100, duration: undefined });
+    if (this.tap !== null) {
+      if (this.tap.full) this.tap.dropped++;
+      else this.tap.push({ time: Date.now(), ...this.fields(ex, durationMs), duration_ms: Math.round(durationMs * 100) / 100, duration: undefined });
+    }
     if (!this.enabled) return;
     if (this.rules !== null) {
       this.recordWithRules(ex, durationMs, this.rules);

@@ -19,7 +19,15 @@ export class TailHub {
   private readonly source: AdminSource;
   private readonly clients = new Set<{ res: ServerResponse; dropped: number }>();
   private pending: Record<string, unknown>[] = [];
-  private overflow = 0;
+  /** Set on the access log while someone watches: a full batch makes each further request one increment. */
+  private readonly listener = {
+    full: false,
+    dropped: 0,
+    push: (fields: Record<string, unknown>): void => {
+      this.pending.push(fields);
+      if (this.pending.length >= MAX_EVENTS_PER_FLUSH) this.listener.full = true;
+    },
+  };
   private unsubscribe: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
 
@@ -41,10 +49,10 @@ export class TailHub {
     const client = { res, dropped: 0 };
     this.clients.add(client);
     if (!this.unsubscribe) {
-      this.unsubscribe = this.source.tail((fields) => {
-        if (this.pending.length < MAX_EVENTS_PER_FLUSH) this.pending.push(fields);
-        else this.overflow++;
-      });
+      const listener = this.listener;
+      listener.full = false;
+      listener.dropped = 0;
+      this.unsubscribe = this.source.tail(listener);
       this.timer = setInterval(() => this.flush(), FLUSH_MS);
       this.timer.unref();
     }
@@ -58,10 +66,11 @@ export class TailHub {
 
   private flush(): void {
     const events = this.pending;
-    const overflow = this.overflow;
+    const overflow = this.listener.dropped;
     if (events.length === 0 && overflow === 0) return;
     this.pending = [];
-    this.overflow = 0;
+    this.listener.dropped = 0;
+    this.listener.full = false;
     let text: string | undefined;
     for (const client of this.clients) {
       if (client.res.writableLength > SLOW_CLIENT_BYTES) {
@@ -81,6 +90,5 @@ export class TailHub {
     clearInterval(this.timer);
     this.timer = undefined;
     this.pending = [];
-    this.overflow = 0;
   }
 }
