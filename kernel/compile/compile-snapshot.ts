@@ -311,7 +311,13 @@ class SnapshotCompiler {
       : null;
     // With other backends on the route, retries go to another backend (the pipeline's loop, ADR 0023); the
     // forwarder tries once but still buffers the body so it can be sent again.
-    const failover = retry && siblings > 1 && retry.attempts > 0 ? retry : null;
+    // Without one, a backend that asks for failover (`ai`) gets it on a route with others: each tried once (ADR 0039).
+    const failover =
+      retry && siblings > 1 && retry.attempts > 0
+        ? retry
+        : !retry && siblings > 1 && instance.failover
+          ? { attempts: siblings - 1, codes: new Set(instance.failover.codes), backoffMs: 0, once: true }
+          : null;
     const plan: UpstreamPlan = {
       attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
       headersTimeoutMs: ownDeadline ? 0 : instance.protocol === 'llm' ? defaults.llmBackendRequestMs : defaults.backendRequestMs,
@@ -356,6 +362,7 @@ class SnapshotCompiler {
       outlier,
       label,
       failover,
+      cooldown: failover?.once ? { until: 0 } : null,
     };
   }
 
@@ -399,6 +406,7 @@ class SnapshotCompiler {
       logHooks: logHooks.length ? logHooks : null,
       backends: refs,
       totalWeight: refs.reduce((sum, r) => sum + r.weight, 0),
+      cooling: refs.some((r) => r.cooldown !== null),
       health,
       shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
       requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,

@@ -2,7 +2,7 @@ import type { TracingConfig } from '../telemetry/tracing-config.ts';
 import type { SecureContext } from 'node:tls';
 import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
-import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
+import type { Cooldown, FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { BackendHealth, RouteHealth } from './backend-health.ts';
 import type { AdminRouteHandler, OutlierDetectionFacet } from '../sdk/index.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
@@ -32,6 +32,8 @@ export interface CompiledBackendRef {
    * (`plan.retry` keeps the body buffered but tries once). Null when retries stay on this backend.
    */
   readonly failover: FailoverPlan | null;
+  /** Set under default failover (ADR 0039): while `until` is ahead the backend is skipped when picking. */
+  readonly cooldown: Cooldown | null;
 }
 
 export interface CompiledRoute {
@@ -45,6 +47,8 @@ export interface CompiledRoute {
   readonly logHooks: readonly PolicyInstance[] | null;
   readonly backends: readonly CompiledBackendRef[];
   readonly totalWeight: number;
+  /** Whether any backend has a `cooldown` (default failover, ADR 0039): picking then checks it. */
+  readonly cooling: boolean;
   /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */
   readonly health: RouteHealth | null;
   /** The first backend's `shapeError` (bound), applied to the route's gateway-made error replies; null when none. */

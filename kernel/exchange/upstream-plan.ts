@@ -5,6 +5,16 @@ export interface FailoverPlan {
   readonly attempts: number;
   readonly codes: ReadonlySet<number>;
   readonly backoffMs: number;
+  /**
+   * The backend's default failover (ADR 0039) rather than a `retry` policy: each backend of the route is tried at
+   * most once, and one that failed is skipped for a while (`Cooldown`).
+   */
+  readonly once?: boolean;
+}
+
+/** Until when (performance.now() ms) a backend that failed under default failover is skipped; 0: not cooling. */
+export interface Cooldown {
+  until: number;
 }
 
 /** How the upstream call of one (route, backend) pair behaves: compiled once from the policies' facets. */

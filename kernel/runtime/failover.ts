@@ -44,6 +44,11 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
   const contentEncoding = h['content-encoding'];
   const contentLength = h['content-length'];
   const transferEncoding = h['transfer-encoding'];
+  // Default failover (ADR 0039) goes to backends of other kinds (an `ai` backend of another provider): every
+  // header the first one set is undone, and each backend is tried once.
+  const once = first.failover?.once === true;
+  const saved = once ? { ...h } : undefined;
+  let tried: CompiledBackendRef[] | undefined;
   let ref = first;
   for (;;) {
     select(ex, ref);
@@ -80,23 +85,53 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
       ex.aborted === undefined &&
       (reply ? fo.codes.has(reply.status) : ex.retryableFailure) &&
       (!hadBody || body !== undefined || ex.receivedBody !== undefined);
-    if (!again) return;
+    if (once) {
+      if (reply ? fo!.codes.has(reply.status) : ex.attempts > before && ex.retryableFailure) cool(ref, reply);
+      if (!again) return;
+      (tried ??= []).push(ref);
+    } else if (!again) return;
+    const next = once ? pickBackend(route, ref, tried) : (pickBackend(route, ref) ?? ref);
+    if (next === undefined) return;
     if (reply && reply.body instanceof Readable) {
       const dropped = reply.body;
       dropped.on('error', () => undefined);
       dropped.resume();
     }
-    const next = pickBackend(route, ref) ?? ref;
     ex.path = path;
     ex.query = query;
     ex.body = body ?? ex.receivedBody;
-    restore(h, 'x-forwarded-for', xff);
-    restore(h, 'content-encoding', contentEncoding);
-    restore(h, 'content-length', contentLength);
-    restore(h, 'transfer-encoding', transferEncoding);
+    if (saved) {
+      for (const name of Object.keys(h)) if (!(name in saved)) delete h[name];
+      Object.assign(h, saved);
+    } else {
+      restore(h, 'x-forwarded-for', xff);
+      restore(h, 'content-encoding', contentEncoding);
+      restore(h, 'content-length', contentLength);
+      restore(h, 'transfer-encoding', transferEncoding);
+    }
     if (fo.backoffMs) await sleep(fo.backoffMs);
     ref = next;
   }
+}
+
+/** Longest a provider's `Retry-After` keeps it out; a failure without one keeps it out for `FAILURE_COOLDOWN_MS`. */
+const MAX_COOLDOWN_MS = 5 * 60_000;
+const FAILURE_COOLDOWN_MS = 5_000;
+
+/** A backend that failed under default failover cools down: for its `Retry-After` (429, 503), else briefly. */
+function cool(ref: CompiledBackendRef, reply: Reply | undefined): void {
+  const ms = reply && (reply.status === 429 || reply.status === 503) ? retryAfterMs(reply.headers['retry-after']) : undefined;
+  ref.cooldown!.until = performance.now() + Math.min(ms ?? FAILURE_COOLDOWN_MS, MAX_COOLDOWN_MS);
+}
+
+/** `Retry-After` as delay-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+export function retryAfterMs(value: string | number | string[] | undefined): number | undefined {
+  if (typeof value === 'number') return value * 1000;
+  const v = Array.isArray(value) ? value[0] : value;
+  if (v === undefined || v === '') return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
 function restore(h: ExchangeImpl['headers'], name: string, value: string | string[] | undefined): void {

@@ -301,6 +301,13 @@ export interface BackendInstance {
   /** The upstream of a backend that forwards HTTP to one origin (`host`); lets policies such as mirroring reach it. */
   readonly target?: UpstreamTarget;
   /**
+   * Failover this backend wants by default (ADR 0039): on a route that lists it with other backends and has no
+   * `retry` policy, an answer with one of `codes` or a refused/reset connection or timeout sends the request to
+   * another backend of the route, each at most once; the one that failed cools down (a 429's or 503's
+   * `Retry-After`, capped, else a short pause). The `ai` backend sets it: the request body is already buffered.
+   */
+  readonly failover?: { readonly codes: readonly number[] };
+  /**
    * Re-shape a gateway-made error reply (one with `reply.error`) into the error format this backend's clients
    * expect (an LLM API's error JSON). The kernel calls it, before the response hooks, for every such reply on a
    * route this backend serves: rejections of the route's and backend's policies (401, 403, 429), the kernel's own

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
+import { defineAttribute, GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
@@ -46,6 +46,12 @@ const USAGE_LIMIT = 8 * 1024 * 1024;
 const SMALL_ANSWER = 64 * 1024;
 /** Largest upstream error body translated into the client's error shape. */
 const ERROR_LIMIT = 1024 * 1024;
+
+/** What moves a request to the route's next `ai` backend: rate limited, or the provider failing (ADR 0039). */
+const FAILOVER = { codes: [429, 500, 502, 503, 504] } as const;
+
+/** Set once the request's token limiters have reserved: a failover to another backend does not reserve again. */
+const RESERVED = defineAttribute<true>('switchyard.ai.reserved');
 
 const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses']);
 
@@ -239,6 +245,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   return {
     protocol: 'llm',
     label: config.name,
+    // Several `ai` backends on a route fail over between them without a `retry` policy (ADR 0039).
+    failover: FAILOVER,
     target: upstream,
     handle,
     // Gateway-made errors on this route (auth, rate limits, the errors above) in the client API's shape (DECIDED 4).
@@ -257,7 +265,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
  */
 async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote): Promise<Reply | undefined> {
   const limiters = ex.get(llmTokenLimiters);
-  if (!limiters) return undefined;
+  if (!limiters || ex.get(RESERVED)) return undefined;
+  ex.set(RESERVED, true);
   const estimate = body ? estimatePromptTokens(body) : 0;
   for (const limiter of limiters) {
     const refused = await limiter.reserve(ex, estimate, quote);

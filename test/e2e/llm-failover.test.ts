@@ -1,0 +1,124 @@
+// A route that lists several `ai` backends fails over between them with no `retry` policy (ADR 0039): connection
+// refused, 5xx and 429 move the request to the next provider (each at most once), a 429's Retry-After cools the
+// provider down, translation keeps working (an OpenAI client served by Anthropic), streams fail over before their
+// first byte. Real gateway, real `openai` client, aimock as the providers.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { aiPreset, startMock } from '../ai/harness.ts';
+import type { Mock } from '../ai/harness.ts';
+
+describe('LLM routes fail over by default', () => {
+  let mock: Mock;
+  let gw: RunningGateway;
+  let base: string;
+  let failing: TestUpstream;
+  let limited: TestUpstream;
+  let alsoFailing: TestUpstream;
+
+  const errorServer = (status: number, headers: Record<string, string> = {}) =>
+    startUpstream((req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(JSON.stringify({ error: { message: `upstream ${status}`, type: 'server_error' } }));
+    });
+
+  before(async () => {
+    mock = await startMock();
+    failing = await errorServer(500);
+    limited = await errorServer(429, { 'retry-after': '30' });
+    alsoFailing = await errorServer(503);
+    const port = await freePort();
+    const dead = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const ai = (name: string, hostPort: string, provider: Record<string, unknown> = { openAI: {} }) => ({ ai: { name, provider, hostOverride: hostPort } });
+    const route = (name: string, backends: unknown[]) => ({ name, matches: [{ path: { pathPrefix: `/${name}` } }], backends });
+    gw = await startGateway(
+      {
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  route('refused', [{ ...ai('down', `127.0.0.1:${dead}`), weight: 1000 }, ai('up', mock.hostPort)]),
+                  route('five', [{ ...ai('fails', `127.0.0.1:${failing.port}`), weight: 1000 }, ai('works', mock.hostPort)]),
+                  route('limited', [{ ...ai('limited', `127.0.0.1:${limited.port}`), weight: 1000 }, ai('spare', mock.hostPort)]),
+                  route('translate', [{ ...ai('openai-down', `127.0.0.1:${alsoFailing.port}`), weight: 1000 }, ai('claude', mock.hostPort, { anthropic: {} })]),
+                  route('tstream', [{ ...ai('openai-down2', `127.0.0.1:${alsoFailing.port}`), weight: 1000 }, ai('claude2', mock.hostPort, { anthropic: {} })]),
+                  route('allbad', [ai('bad-a', `127.0.0.1:${failing.port}`), ai('bad-b', `127.0.0.1:${alsoFailing.port}`)]),
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      { preset: aiPreset },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await failing?.close();
+    await limited?.close();
+    await alsoFailing?.close();
+    await mock?.stop();
+  });
+
+  const client = (prefix: string) => new OpenAI({ baseURL: `${base}/${prefix}/v1`, apiKey: 'client-key', maxRetries: 0 });
+  const hello = (prefix: string) => client(prefix).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] });
+
+  it('a refused connection moves the request to the next provider', async () => {
+    for (let i = 0; i < 3; i++) assert.equal((await hello('refused')).choices[0]!.message.content, 'Hello from the mock!');
+  });
+
+  it('a 500 moves the request to the next provider; the failing one is cooled down', async () => {
+    const res = await hello('five');
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(failing.received.filter((r) => r.url.startsWith('/v1/chat')).length, 1, 'the failing provider was tried first');
+    const before = failing.received.length;
+    for (let i = 0; i < 3; i++) assert.equal((await hello('five')).choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(failing.received.length, before, 'skipped during its cooldown');
+  });
+
+  it('a 429 with Retry-After: the provider is skipped for that long', async () => {
+    for (let i = 0; i < 4; i++) assert.equal((await hello('limited')).choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(limited.received.length, 1, 'one 429, then skipped while Retry-After runs');
+  });
+
+  it('an OpenAI client is served by the Anthropic provider after the OpenAI one fails', async () => {
+    const res = await hello('translate');
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(res.object, 'chat.completion');
+    const last = await mock.last();
+    assert.equal(last.path, '/v1/messages', 'the second provider got an Anthropic Messages request');
+    assert.equal(last.body?.model, 'gpt-4o-mini');
+    assert.ok(alsoFailing.received.some((r) => r.url === '/v1/chat/completions'));
+  });
+
+  it('a stream fails over before its first byte', async () => {
+    const before = alsoFailing.received.length;
+    const stream = await client('tstream').chat.completions.create({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'Hello from the mock!');
+    assert.equal(alsoFailing.received.length, before + 1, 'the first provider was tried');
+    assert.equal((await mock.last()).body?.stream, true);
+  });
+
+  it('each provider is tried at most once; when all fail the client gets the last error', async () => {
+    const a = failing.received.length;
+    const b = alsoFailing.received.length;
+    const res = await fetch(`${base}/allbad/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.ok(res.status === 500 || res.status === 503, `status ${res.status}`);
+    await res.text();
+    assert.equal(failing.received.length - a + (alsoFailing.received.length - b), 2, 'two providers, two attempts');
+  });
+});
