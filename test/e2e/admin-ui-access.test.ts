@@ -61,9 +61,12 @@ describe('admin UI on loopback (the default)', () => {
     const fifth = await openStream(`${gw.adminUrl}/ui/api/tail`);
     assert.equal(fifth.status, 429);
     fifth.close();
-    await fetch(`${gw.url(port)}/hello`);
+    await fetch(`${gw.url(port)}/hello?access_token=s3cr3t-tail-value`, { headers: { authorization: 'Bearer s3cr3t-header-value' } });
     await new Promise((r) => setTimeout(r, 600));
     assert.match(streams[0]!.received(), /"route":"hello"/);
+    // The tail shows the access log's fields: credentials in the query replaced, no headers.
+    assert.match(streams[0]!.received(), /access_token=<redacted>/);
+    assert.doesNotMatch(streams[0]!.received(), /s3cr3t/);
     streams.shift()!.close();
     await new Promise((r) => setTimeout(r, 100));
     const again = await openStream(`${gw.adminUrl}/ui/api/tail`);
