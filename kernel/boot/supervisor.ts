@@ -1,7 +1,7 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { AdminServers } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
-import type { AdminSource, Readiness } from '../admin/gateway-endpoints.ts';
+import type { AdminSource, Readiness, ValidationResult } from '../admin/gateway-endpoints.ts';
 import { randomBytes } from 'node:crypto';
 import { resolveWorkerCount } from '../compile/static-config.ts';
 import { parseConfigText, readConfigFile } from '../config/load-config.ts';
@@ -385,6 +385,13 @@ export class Supervisor implements AdminSource {
       this.slots.filter((s) => s.started).map((s) => (this.ask(s, { t: 'query', what: 'metrics' satisfies Query }, 5_000) as Promise<string>).catch(() => '')),
     );
     return mergeMetrics([this.registry.render(), ...texts]);
+  }
+
+  /** The admin UI's validator: one worker compiles `text` as a reload would and drops it. */
+  async validate(text: string): Promise<ValidationResult> {
+    const slot = this.slots.find((s) => s.started);
+    if (!slot) throw new Error('no worker is running');
+    return (await this.ask(slot, { t: 'validate', text }, 120_000)) as ValidationResult;
   }
 
   async configDump(): Promise<unknown> {

@@ -46,6 +46,9 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
       case 'stage':
         void gateway.stage(m.text).then((value) => send({ t: 'reply', id: m.id, value }));
         return;
+      case 'validate':
+        void gateway.validate(m.text).then((value) => send({ t: 'reply', id: m.id, value }));
+        return;
       case 'commit':
         void gateway.commitStaged(m.commit, m.text).then(() => send({ t: 'reply', id: m.id, value: true }));
         return;

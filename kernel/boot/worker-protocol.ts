@@ -18,6 +18,8 @@ export type ToWorker =
   | { readonly t: 'stage'; readonly id: number; readonly text: string }
   | { readonly t: 'commit'; readonly id: number; readonly commit: boolean; readonly text: string }
   | { readonly t: 'query'; readonly id: number; readonly what: Query }
+  /** Compile a config as a reload would and drop it (the admin UI's validator); answered with a ValidationResult. */
+  | { readonly t: 'validate'; readonly id: number; readonly text: string }
   /** A request to a plugin endpoint of the admin address (`CompileContext.adminRoute`); answered `{status, body}`. */
   | { readonly t: 'admin'; readonly id: number; readonly prefix: string; readonly method: string; readonly subpath: string; readonly query: string; readonly body: unknown }
   | { readonly t: 'stop' };
