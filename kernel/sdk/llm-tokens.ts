@@ -45,6 +45,8 @@ export interface LlmTokenLimiter {
   /**
    * `estimate`: the prompt-token estimate (0 when the backend could not read the prompt). `quote`: what the backend
    * knows of the call about to be made (model, output cap, price), for limits that count money or check the model.
+   * Called again for each backend a failover tries (ADR 0039), with that backend's quote: a limiter checks what
+   * depends on the quote (the model) each time but reserves only on the first call.
    */
   reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Reply | undefined | Promise<Reply | undefined>;
 }

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { defineAttribute, GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
+import { GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
@@ -49,9 +49,6 @@ const ERROR_LIMIT = 1024 * 1024;
 
 /** What moves a request to the route's next `ai` backend: rate limited, or the provider failing (ADR 0039). */
 const FAILOVER = { codes: [429, 500, 502, 503, 504] } as const;
-
-/** Set once the request's token limiters have reserved: a failover to another backend does not reserve again. */
-const RESERVED = defineAttribute<true>('switchyard.ai.reserved');
 
 const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses']);
 
@@ -265,8 +262,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
  */
 async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote): Promise<Reply | undefined> {
   const limiters = ex.get(llmTokenLimiters);
-  if (!limiters || ex.get(RESERVED)) return undefined;
-  ex.set(RESERVED, true);
+  if (!limiters) return undefined;
   const estimate = body ? estimatePromptTokens(body) : 0;
   for (const limiter of limiters) {
     const refused = await limiter.reserve(ex, estimate, quote);

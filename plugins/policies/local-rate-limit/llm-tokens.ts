@@ -9,6 +9,7 @@ import type { TokenBucket } from './token-bucket.ts';
 class Reservation implements LlmTokenLimiter {
   private readonly buckets: readonly TokenBucket[];
   private readonly taken: number[];
+  private reserved = false;
 
   constructor(buckets: readonly TokenBucket[]) {
     this.buckets = buckets;
@@ -17,6 +18,9 @@ class Reservation implements LlmTokenLimiter {
 
   /** The prompt estimate, taken now so concurrent requests see it; never below zero. Never refuses: that was `onRequest`'s. */
   reserve(_ex: Exchange, estimate: number): undefined {
+    // A failover to another backend calls again (ADR 0039): the first reservation stands.
+    if (this.reserved) return undefined;
+    this.reserved = true;
     const now = Date.now();
     for (let i = 0; i < this.buckets.length; i++) this.taken[i] = this.buckets[i]!.drain(estimate, now);
     return undefined;

@@ -28,6 +28,8 @@ const SENT = defineAttribute<Sent>('remoteRateLimit.tokensSent');
 export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly CompiledDescriptor[], requests: PolicyInstance['onRequest'], typePath: ConfigPath): PolicyInstance {
   const limiter: LlmTokenLimiter = {
     async reserve(ex: Exchange, estimate: number): Promise<Reply | undefined> {
+      // A failover to another backend calls again (ADR 0039): the first reservation stands.
+      if (ex.get(SENT)) return undefined;
       const list = buildDescriptors(descriptors, ex);
       if (list.length === 0) return undefined;
       const hits = Math.min(MAX_ADDEND, Math.max(0, Math.round(estimate)));
