@@ -20,6 +20,7 @@ describe('LLM routes fail over by default', () => {
   let failing: TestUpstream;
   let limited: TestUpstream;
   let alsoFailing: TestUpstream;
+  let claude: TestUpstream;
 
   const errorServer = (status: number, headers: Record<string, string> = {}) =>
     startUpstream((req, res) => {
@@ -32,6 +33,11 @@ describe('LLM routes fail over by default', () => {
     failing = await errorServer(500);
     limited = await errorServer(429, { 'retry-after': '30' });
     alsoFailing = await errorServer(503);
+    // An Anthropic stand-in that records headers as they arrived (aimock's journal redacts credentials).
+    claude = await startUpstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [{ type: 'text', text: 'from claude' }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 2 } }));
+    });
     const port = await freePort();
     const dead = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -50,6 +56,10 @@ describe('LLM routes fail over by default', () => {
                   route('limited', [{ ...ai('limited', `127.0.0.1:${limited.port}`), weight: 1000 }, ai('spare', mock.hostPort)]),
                   route('translate', [{ ...ai('openai-down', `127.0.0.1:${alsoFailing.port}`), weight: 1000 }, ai('claude', mock.hostPort, { anthropic: {} })]),
                   route('tstream', [{ ...ai('openai-down2', `127.0.0.1:${alsoFailing.port}`), weight: 1000 }, ai('claude2', mock.hostPort, { anthropic: {} })]),
+                  route('keys', [
+                    { ...ai('openai-keyed', `127.0.0.1:${alsoFailing.port}`), weight: 1000, policies: { backendAuth: { key: 'sk-openai-secret' } } },
+                    { ...ai('claude-keyed', `127.0.0.1:${claude.port}`, { anthropic: {} }), policies: { backendAuth: { key: 'sk-ant-secret' } } },
+                  ]),
                   route('allbad', [ai('bad-a', `127.0.0.1:${failing.port}`), ai('bad-b', `127.0.0.1:${alsoFailing.port}`)]),
                 ],
               },
@@ -65,6 +75,7 @@ describe('LLM routes fail over by default', () => {
     await failing?.close();
     await limited?.close();
     await alsoFailing?.close();
+    await claude?.close();
     await mock?.stop();
   });
 
@@ -107,6 +118,17 @@ describe('LLM routes fail over by default', () => {
     assert.equal(text, 'Hello from the mock!');
     assert.equal(alsoFailing.received.length, before + 1, 'the first provider was tried');
     assert.equal((await mock.last()).body?.stream, true);
+  });
+
+  it('each provider gets its own credential only', async () => {
+    const before = alsoFailing.received.length;
+    assert.equal((await hello('keys')).choices[0]!.message.content, 'from claude');
+    const first = alsoFailing.received[before]!;
+    assert.equal(first.headers.authorization, 'Bearer sk-openai-secret');
+    const last = claude.received.at(-1)!;
+    assert.equal(last.url, '/v1/messages');
+    assert.equal(last.headers['x-api-key'], 'sk-ant-secret');
+    assert.ok(!JSON.stringify(last.headers).includes('sk-openai-secret'), 'the OpenAI key never reached Anthropic');
   });
 
   it('each provider is tried at most once; when all fail the client gets the last error', async () => {
