@@ -21,6 +21,7 @@ describe('LLM routes fail over by default', () => {
   let limited: TestUpstream;
   let alsoFailing: TestUpstream;
   let claude: TestUpstream;
+  let silent: TestUpstream;
 
   const errorServer = (status: number, headers: Record<string, string> = {}) =>
     startUpstream((req, res) => {
@@ -33,6 +34,7 @@ describe('LLM routes fail over by default', () => {
     failing = await errorServer(500);
     limited = await errorServer(429, { 'retry-after': '30' });
     alsoFailing = await errorServer(503);
+    silent = await startUpstream(() => undefined);
     // An Anthropic stand-in that records headers as they arrived (aimock's journal redacts credentials).
     claude = await startUpstream((req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -60,6 +62,10 @@ describe('LLM routes fail over by default', () => {
                     { ...ai('openai-keyed', `127.0.0.1:${alsoFailing.port}`), weight: 1000, policies: { backendAuth: { key: 'sk-openai-secret' } } },
                     { ...ai('claude-keyed', `127.0.0.1:${claude.port}`, { anthropic: {} }), policies: { backendAuth: { key: 'sk-ant-secret' } } },
                   ]),
+                  {
+                    ...route('slow', [{ ...ai('silent', `127.0.0.1:${silent.port}`), weight: 1000 }, ai('quick', mock.hostPort)]),
+                    policies: { timeout: { backendRequestTimeout: '300ms' } },
+                  },
                   route('allbad', [ai('bad-a', `127.0.0.1:${failing.port}`), ai('bad-b', `127.0.0.1:${alsoFailing.port}`)]),
                 ],
               },
@@ -76,6 +82,7 @@ describe('LLM routes fail over by default', () => {
     await limited?.close();
     await alsoFailing?.close();
     await claude?.close();
+    await silent?.close();
     await mock?.stop();
   });
 
@@ -129,6 +136,11 @@ describe('LLM routes fail over by default', () => {
     assert.equal(last.url, '/v1/messages');
     assert.equal(last.headers['x-api-key'], 'sk-ant-secret');
     assert.ok(!JSON.stringify(last.headers).includes('sk-openai-secret'), 'the OpenAI key never reached Anthropic');
+  });
+
+  it('a provider that does not answer in time: the request moves on', async () => {
+    assert.equal((await hello('slow')).choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(silent.received.length, 1);
   });
 
   it('each provider is tried at most once; when all fail the client gets the last error', async () => {
