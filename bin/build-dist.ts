@@ -143,6 +143,12 @@ function packageJson(dir: string): PackageJson {
  * import.meta.url is the output file the module landed in. Copy each such file or folder to the same relative
  * place beside that output file (plugins/lib/envoy-grpc reads the vendored protos this way).
  */
+/**
+ * Files a module reads only when present, outside the folder a bundle copies: the admin UI's per-policy docs links
+ * answer "not part of this installation" without them (docs/admin-ui.md), so a trimmed distribution leaves them out.
+ */
+const OPTIONAL_OUTSIDE = new Set(['kernel/admin/ui/ui-server.ts ../../../docs/']);
+
 function copyAssets(metafile: esbuild.Metafile, out: string, log: (line: string) => void): string[] {
   const copied: string[] = [];
   const pattern = /new URL\(\s*(['"])(\.{1,2}\/[^'"]*)\1\s*,\s*import\.meta\.url\s*\)/g;
@@ -159,6 +165,10 @@ function copyAssets(metafile: esbuild.Metafile, out: string, log: (line: string)
           continue;
         }
         if (relative(out, to).startsWith('..')) {
+          if (OPTIONAL_OUTSIDE.has(`${input} ${match[2]}`)) {
+            log(`  note: ${input} reads ${match[2]} when present; a distribution goes without it`);
+            continue;
+          }
           throw new Error(`${input} reads ${match[2]} beside itself, which would land outside ${out} (its code is in ${relative(out, resolve(ROOT, output))})`);
         }
         if (existsSync(to)) continue;
