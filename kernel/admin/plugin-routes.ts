@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdminRouteHandler, Logger } from '../sdk/index.ts';
+import { readCapped } from '../sdk/streams.ts';
 
 /** Largest request body a plugin endpoint reads. */
 const BODY_LIMIT = 1024 * 1024;
@@ -18,22 +19,6 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(`${JSON.stringify(body, null, 2)}\n`);
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > BODY_LIMIT) {
-        reject(new RangeError('body too large'));
-        req.destroy();
-      } else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
-}
-
 /**
  * Serve one request to a plugin's admin endpoint: read and parse a JSON body (only `application/json` is taken, so a
  * cross-site form post cannot reach the handler), call it, write its answer as JSON. Errors come back as
@@ -44,7 +29,7 @@ export async function servePluginRoute(req: IncomingMessage, res: ServerResponse
   if (!METHODS.has(method)) return json(res, 405, { error: { message: `method ${method} not allowed` } });
   let body: unknown;
   try {
-    const raw = method === 'GET' || method === 'HEAD' ? Buffer.alloc(0) : await readBody(req);
+    const raw = method === 'GET' || method === 'HEAD' ? Buffer.alloc(0) : await readCapped(req, BODY_LIMIT);
     if (raw.length > 0) {
       const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       if (type !== 'application/json') return json(res, 415, { error: { message: 'the body must be JSON (content-type: application/json)' } });

@@ -6,6 +6,7 @@ import type { UiHandler } from '../admin-servers.ts';
 import { TailHub } from './tail-hub.ts';
 import { proxyToBind } from './bind-proxy.ts';
 import { uiAccess } from './ui-access.ts';
+import { readCappedText } from '../../sdk/streams.ts';
 
 /** The page, script and stylesheet, read once from this folder (no CDN, no bundler: they work offline). */
 const ASSETS: Record<string, { file: string; type: string }> = {
@@ -29,22 +30,6 @@ function json(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(`${JSON.stringify(body)}\n`);
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > BODY_LIMIT) {
-        reject(new RangeError('body too large'));
-        req.destroy();
-      } else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
 /**
  * A JSON body. Only `application/json` is read: a cross-site HTML form cannot send it, so a page elsewhere cannot
  * make the UI validate or call anything (the Host/Origin check refuses the rest, ADR 0017).
@@ -56,7 +41,7 @@ async function jsonBody(req: IncomingMessage, res: ServerResponse): Promise<Reco
     return undefined;
   }
   try {
-    const value = JSON.parse(await readBody(req)) as unknown;
+    const value = JSON.parse(await readCappedText(req, BODY_LIMIT)) as unknown;
     if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
     json(res, 400, { error: { message: 'the body must be a JSON object' } });
   } catch (err) {
