@@ -65,6 +65,14 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(task));
         return;
       }
+      if (req.url === '/v1/chat/completions' && req.headers['x-cut-stream']) {
+        // One chunk of a streamed answer, then the provider's connection breaks.
+        const chunk = { id: 'c2', object: 'chat.completion.chunk', model: 'gpt-4o-2024-08-06', choices: [{ index: 0, delta: { content: 'hel' } }] };
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        setTimeout(() => res.socket?.destroy(), 50);
+        return;
+      }
       if (req.url === '/v1/chat/completions') {
         const completion = { id: 'c1', object: 'chat.completion', model: 'gpt-4o-2024-08-06', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion));
@@ -251,6 +259,21 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     assert.equal(tag(llm, 'gen_ai.request.stream'), false);
     const sent = String(received('/v1/chat/completions').at(-1)!.traceparent);
     assert.equal(parentOf(spanOf(stored.spans, sent.split('-')[2]!)), llm.spanID);
+  });
+
+  it('LLM: a stream the provider cuts short still ends its GenAI span, marked as an error', async () => {
+    const trace = 'abf92f3577b34da6a3ce929d0e0e473c';
+    const r = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: `00-${trace}-${CLIENT_SPAN}-01`, 'x-cut-stream': '1' },
+      body: JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(r.status, 200);
+    await assert.rejects(r.text(), 'the client sees the cut, not a complete answer');
+    const stored = await jaeger.waitForTrace(trace, (t) => t.spans.some((s) => s.operationName === 'chat gpt-4o'));
+    const llm = stored.spans.find((s) => s.operationName === 'chat gpt-4o')!;
+    assert.equal(tag(llm, 'gen_ai.request.stream'), true);
+    assert.equal(tag(llm, 'otel.status_code'), 'ERROR');
   });
 
   it('A2A: the request span carries the A2A method, context id and task state, and the agent gets the traceparent', async () => {

@@ -333,18 +333,21 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     try {
       const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
       if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
-      req.call.finish();
     } catch {
       // Telemetry never fails a response.
     }
+    req.call.finish();
     reply.body = bytes;
     return reply;
   }
   if (req.translation.identity && !guards) {
     reply.body = tapCapped(body, USAGE_LIMIT, (bytes) => {
-      if (!bytes) return;
-      const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
-      if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
+      try {
+        const parsed = bytes ? (JSON.parse(bytes.toString('utf8')) as unknown) : undefined;
+        if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
+      } catch {
+        // Telemetry never fails a response: an answer too large to read for usage, or not JSON, still ends the call.
+      }
       req.call.finish();
     });
     return reply;
@@ -354,16 +357,21 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   try {
     bytes = await readCapped(body, RESPONSE_LIMIT);
   } catch (err) {
+    req.call.fail(err);
     if (err instanceof RangeError) return llmResponseError(502, 'response too large');
     throw err;
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
-  } catch {
+  } catch (err) {
+    req.call.fail(err);
     return llmResponseError(502, 'the provider did not answer with JSON');
   }
-  if (!isObj(parsed)) return llmResponseError(502, 'the provider did not answer with a JSON object');
+  if (!isObj(parsed)) {
+    req.call.fail(new Error('not a JSON object'));
+    return llmResponseError(502, 'the provider did not answer with a JSON object');
+  }
   observeResponse(req.wireFormat, parsed, req.call);
   req.call.finish();
   const clientBody = req.translation.response(parsed, req.model);

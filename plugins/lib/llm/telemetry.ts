@@ -189,6 +189,9 @@ export class LlmCall implements LlmCallInfo {
     }
     ex.set(LLM_CALL, this);
     ex.set(LLM_CEL, celView(this));
+    // A stream cut short (by the provider or the client) never reaches finish(): the span ends with the abort, or it
+    // would never be exported. Only when tracing, so an untraced call makes no abort controller.
+    if (this.span) ex.signal.addEventListener('abort', () => this.fail(ex.signal.reason ?? new Error('the exchange was aborted')), { once: true });
   }
 
   private seriesOf: CallSeries | undefined = undefined;
