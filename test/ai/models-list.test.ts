@@ -26,6 +26,15 @@ describe('the models route', () => {
         ],
       },
       {
+        name: 'mixed',
+        matches: [{ path: { pathPrefix: '/mixed' } }],
+        policies: { ai: { routes, modelAliases: { fast: 'claude-haiku' } } },
+        backends: [
+          { ai: { name: 'oa', provider: { openAI: { model: 'gpt-4o' } }, hostOverride: mock.hostPort }, weight: 1 },
+          { ai: { name: 'an', provider: { anthropic: { model: 'claude-haiku' } }, hostOverride: mock.hostPort }, weight: 1 },
+        ],
+      },
+      {
         name: 'open',
         matches: [{ path: { pathPrefix: '/open' } }],
         policies: { ai: { routes } },
@@ -80,6 +89,18 @@ describe('the models route', () => {
     assert.equal(body.has_more, true);
     assert.equal(body.first_id, 'gpt-4o');
     assert.equal(body.last_id, 'gpt-4.1-mini');
+  });
+
+  it('on a route of several providers, each model is owned by its own provider whichever backend answers', async () => {
+    for (let i = 0; i < 12; i++) {
+      const res = await fetch(`${gw.base}/mixed/v1/models`);
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as { data: { id: string; owned_by: string }[] };
+      assert.deepEqual(
+        body.data.map((m) => [m.id, m.owned_by]),
+        [['gpt-4o', 'openai'], ['claude-haiku', 'anthropic'], ['fast', 'openai']],
+      );
+    }
   });
 
   it('lists nothing on a route that names no model (the client chooses any)', async () => {

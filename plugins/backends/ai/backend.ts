@@ -97,15 +97,17 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   }
   const pathOverride = config.pathOverride !== undefined ? splitPath(config.pathOverride) : undefined;
   const log = ctx.logger.child({ backend: config.name });
-  const models = routeModels(ctx, provider.model);
+  const models = routeModels(ctx, provider.model, provider.kind);
   const priceOf = await compileCosts(config.costs, provider.kind, ctx);
   const loadedAt = Math.floor(Date.now() / 1000);
 
-  /** `/v1/models`: the route's configured models, then the policy's alias names. */
+  /** `/v1/models`: the route's configured models (each owned by its provider), then the policy's alias names. */
+  // Alias names are owned by the route's first configured model's provider, so the answer is the same whichever backend answers.
+  const ownedBy = (id: string): string => models.get(id) ?? models.values().next().value ?? provider.kind;
   const listModels = (ex: Exchange, policy: AiPolicyRuntime | undefined): Reply => {
-    const ids = new Set(models);
+    const ids = new Set(models.keys());
     for (const name of policy?.modelAliasNames ?? []) ids.add(name);
-    return modelsListReply(ex, [...ids], provider.kind, loadedAt);
+    return modelsListReply(ex, [...ids], ownedBy, loadedAt);
   };
 
   /**

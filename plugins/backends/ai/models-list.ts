@@ -8,16 +8,17 @@ import type { BackendCompileContext, Exchange, Reply } from 'switchyard/sdk';
  */
 
 /**
- * The models configured on the `ai` backends of one route, shared by those backends: each registers its own during
- * the config load, so any of them lists them all. A named backend lists its own.
+ * The models configured on the `ai` backends of one route (model → the provider that serves it, the first backend
+ * naming it wins), shared by those backends: each registers its own during the config load, so any of them lists them
+ * all, each with its own provider whichever backend answers. A named backend lists its own.
  */
-export function routeModels(ctx: BackendCompileContext, model: string | undefined): Set<string> {
+export function routeModels(ctx: BackendCompileContext, model: string | undefined, provider: string): Map<string, string> {
   const at = ctx.path.lastIndexOf('backends');
   const owner = JSON.stringify(at > 0 ? ctx.path.slice(0, at) : ctx.path);
-  const set = ctx.loadState('ai.routeModels', () => new Map<string, Set<string>>());
+  const set = ctx.loadState('ai.routeModels', () => new Map<string, Map<string, string>>());
   let models = set.get(owner);
-  if (!models) set.set(owner, (models = new Set()));
-  if (model !== undefined) models.add(model);
+  if (!models) set.set(owner, (models = new Map()));
+  if (model !== undefined && !models.has(model)) models.set(model, provider);
   return models;
 }
 
@@ -40,7 +41,7 @@ function page(ids: readonly string[], query: string): { ids: readonly string[]; 
 }
 
 /** The list in the OpenAI shape, or Anthropic's when the client sent `anthropic-version`. */
-export function modelsListReply(ex: Exchange, ids: readonly string[], ownedBy: string, createdSeconds: number): Reply {
+export function modelsListReply(ex: Exchange, ids: readonly string[], ownedBy: (id: string) => string, createdSeconds: number): Reply {
   if (ex.headers['anthropic-version'] !== undefined) {
     const { ids: shown, hasMore } = page(ids, ex.query);
     const createdAt = new Date(createdSeconds * 1000).toISOString();
@@ -51,5 +52,5 @@ export function modelsListReply(ex: Exchange, ids: readonly string[], ownedBy: s
       last_id: shown[shown.length - 1] ?? null,
     });
   }
-  return jsonReply(200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: createdSeconds, owned_by: ownedBy })) });
+  return jsonReply(200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: createdSeconds, owned_by: ownedBy(id) })) });
 }
