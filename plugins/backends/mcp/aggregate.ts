@@ -88,7 +88,7 @@ export async function broadcast(s: McpSession, call: Call, params: Json, capabil
   const targets = s.conns.filter((c) => c.has(capability) && c.state !== 'down');
   await Promise.all(
     targets.map((c) =>
-      c.request(call.method, params, sent(call, c)).then(
+      c.request(call.method, params, sent(call, c), call.requestId).then(
         (answer) => {
           if (answer.error) s.logger.debug('MCP target refused a broadcast request', { target: c.name, method: call.method, error: answer.error.message });
         },
@@ -106,7 +106,7 @@ export async function broadcast(s: McpSession, call: Call, params: Json, capabil
 export async function list(s: McpSession, call: Call, params: Json, capability: string, key: string, kind: ItemKind | undefined, auth: McpAuthorizer | undefined): Promise<void> {
   if (!s.rt.multiplexed) {
     const conn = s.conns[0]!;
-    const answer = await conn.request(call.method, params, sent(call, conn));
+    const answer = await conn.request(call.method, params, sent(call, conn), call.requestId);
     const items = answer.result?.[key];
     if (auth && kind && Array.isArray(items)) {
       answer.result![key] = (items as Json[]).filter((item) => {
@@ -154,7 +154,7 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
     const p: Json = {};
     if (meta !== undefined) p._meta = meta;
     if (cursor !== undefined) p.cursor = cursor;
-    const answer = await conn.request(call.method, p, sent(call, conn));
+    const answer = await conn.request(call.method, p, sent(call, conn), call.requestId);
     if (answer.error) {
       if (answer.error.code === RpcCode.methodNotFound) return items;
       throw conn.error(`answered \`${call.method}\` with an error: ${answer.error.message}`);

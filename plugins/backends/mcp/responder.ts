@@ -17,6 +17,8 @@ export class Call {
   done = false;
   /** The call's span when tracing (ended with the answer). */
   span: PluginSpan | undefined = undefined;
+  /** The client request's id (ADR 0025), sent to HTTP targets as `x-request-id` with the call's upstream requests. */
+  requestId: string | undefined = undefined;
 
   constructor(id: RpcId, method: string, responder: Responder) {
     this.id = id;

@@ -194,9 +194,10 @@ export class McpSession implements ConnHost {
   // ---- client requests ----------------------------------------------------------------------------------------
 
   /** Start serving one client request; the answer goes to `responder`. */
-  startCall(message: RpcMessage, responder: Responder, authorizer: McpAuthorizer | undefined): Call {
+  startCall(message: RpcMessage, responder: Responder, authorizer: McpAuthorizer | undefined, requestId?: string): Call {
     const id = message.id as RpcId;
     const call = new Call(id, message.method!, responder);
+    call.requestId = requestId;
     if (this.calls.has(id)) {
       call.done = true;
       responder.final(errorMessage(id, RpcCode.invalidRequest, `request id ${JSON.stringify(id)} is already in use by a request in progress`), 400);

@@ -271,7 +271,7 @@ export class TargetConn {
   }
 
   /** Send a request on `up`; resolves once handed to the transport, with the response still to come. */
-  private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number): Promise<{ id: number; response: Promise<RpcMessage> }> {
+  private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number, requestId?: string): Promise<{ id: number; response: Promise<RpcMessage> }> {
     const id = ++this.seq;
     let pending!: Pending;
     const response = new Promise<RpcMessage>((resolve, reject) => {
@@ -293,7 +293,8 @@ export class TargetConn {
     if (sent !== undefined) message.params = sent;
     try {
       // A transport whose send hangs (an HTTP target that never answers) must not outlast the request's deadline.
-      await (pending.timer ? Promise.race([up.send(message as never), response]) : up.send(message as never));
+      const options = requestId === undefined ? undefined : { clientRequestId: requestId };
+      await (pending.timer ? Promise.race([up.send(message as never, options), response]) : up.send(message as never, options));
     } catch (err) {
       this.pending.delete(id);
       if (pending.timer) clearTimeout(pending.timer);
@@ -310,19 +311,19 @@ export class TargetConn {
    * Send a request (starting the target first if needed). `onSent` receives the upstream id once the request is
    * on its way (for cancellation). A target whose session expired is re-initialized and the request sent again.
    */
-  async request(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean): Promise<RpcMessage> {
+  async request(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean, requestId?: string): Promise<RpcMessage> {
     const spans = this.host.spans;
-    if (!spans?.enabled) return this.requestOnce(method, params, onSent);
-    return targetRequestSpan(spans, this.target.name, method, params, (p) => this.requestOnce(method, p, onSent));
+    if (!spans?.enabled) return this.requestOnce(method, params, onSent, requestId);
+    return targetRequestSpan(spans, this.target.name, method, params, (p) => this.requestOnce(method, p, onSent, requestId));
   }
 
-  private async requestOnce(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean): Promise<RpcMessage> {
+  private async requestOnce(method: string, params: Record<string, unknown> | undefined, onSent?: (id: number) => boolean, requestId?: string): Promise<RpcMessage> {
     for (let attempt = 0; ; attempt++) {
       await this.ready();
       const up = this.upstream;
       if (!up) throw this.error(`stopped: ${this.lastError ?? 'not connected'}`);
       try {
-        const { id, response } = await this.send(up, method, params, this.target.requestTimeoutMs);
+        const { id, response } = await this.send(up, method, params, this.target.requestTimeoutMs, requestId);
         if (onSent && !onSent(id)) this.abandon(id, 'the client cancelled the request');
         return await response;
       } catch (err) {

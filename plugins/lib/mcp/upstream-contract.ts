@@ -1,6 +1,13 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
 
+/** Per-message options; open-ended so an upstream stays usable as the MCP SDK's `Transport`. */
+export interface UpstreamSendOptions {
+  /** The client request's id (ADR 0025): HTTP transports send it as `x-request-id`; stdio has no headers. */
+  readonly clientRequestId?: string;
+  readonly [other: string]: unknown;
+}
+
 /**
  * A live connection from the gateway to one MCP target for one client session. The shape mirrors the MCP
  * SDK's `Transport`, so SDK client transports (stdio, SSE, streamable HTTP) fit it directly and an in-process
@@ -9,8 +16,10 @@ import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
 export interface McpUpstream {
   /** Open the connection (spawn the process, open the stream). Resolves when `send` may be called. */
   start(): Promise<void>;
-  /** Send one JSON-RPC message (request, notification or response) to the target. */
-  send(message: JSONRPCMessage): Promise<void>;
+  /**
+   * Send one JSON-RPC message (request, notification or response) to the target. `clientRequestId`: see UpstreamSendOptions.
+   */
+  send(message: JSONRPCMessage, options?: UpstreamSendOptions): Promise<void>;
   /** Close the connection and release its resources (kill the child process, DELETE the upstream session). */
   close(): Promise<void>;
   /** Messages from the target: responses, notifications and server-to-client requests. */

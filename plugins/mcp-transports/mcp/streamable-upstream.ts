@@ -278,7 +278,7 @@ export class StreamableUpstream implements McpUpstream {
     return res;
   }
 
-  async send(message: JSONRPCMessage): Promise<void> {
+  async send(message: JSONRPCMessage, options?: { readonly clientRequestId?: string }): Promise<void> {
     if (this.closed) throw new Error('the connection to the target is closed');
     const m = message as { id?: RpcId; method?: string; params?: Json };
     // Cancelled (by the client, or the gateway's deadline): stop waiting at once, even before the target hears of it.
@@ -286,7 +286,9 @@ export class StreamableUpstream implements McpUpstream {
     const call = m.method !== undefined && m.id !== undefined ? new AbortController() : undefined;
     if (call) this.calls.set(m.id!, call);
     try {
-      const headers = (this.postHeaders ??= this.headers(POST_ACCEPT, true));
+      const shared = (this.postHeaders ??= this.headers(POST_ACCEPT, true));
+      // The id of the client request this message serves (ADR 0025), not the one that opened the connection.
+      const headers = options?.clientRequestId === undefined ? shared : { ...shared, 'x-request-id': options.clientRequestId };
       const body = JSON.stringify(message);
       const signal = call ? AbortSignal.any([this.abort.signal, call.signal]) : undefined;
       let res = await this.request('POST', headers, body, undefined, this.path, true, signal);

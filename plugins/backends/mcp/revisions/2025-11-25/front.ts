@@ -85,7 +85,7 @@ export class Front20251125 implements RevisionAdapter {
     const responder = new PostResponder(sse, requests.length, parsed.batch, headers, (m) => session.deliverUnrelated(m), resumable);
     const authorizer = ex.get(MCP_AUTHORIZER);
     session.inflight++;
-    const calls = requests.map((m) => session.startCall(m, responder, authorizer));
+    const calls = requests.map((m) => session.startCall(m, responder, authorizer, ex.requestId));
     // A client that goes away cancels its upstream work (the rule; see docs/mcp.md), unless it holds an
     // event id of the response: then it may resume with Last-Event-ID, and the work is cancelled only if it does
     // not within RESUME_GRACE_MS.

@@ -65,7 +65,7 @@ export class LegacySseFront {
       if (!isRequest(m)) session.clientMessage(m);
       else if (m.method === 'initialize') void this.initialize(session, m);
       else if (!session.initialized) session.streams.legacyStream?.send(errorMessage(m.id, RpcCode.invalidRequest, 'the session is not initialized'));
-      else session.startCall(m, responder, authorizer);
+      else session.startCall(m, responder, authorizer, ex.requestId);
     }
     return localReply(202, 'Accepted', { 'content-type': 'text/plain' });
   }

@@ -119,7 +119,7 @@ export class Front20260728 implements RevisionAdapter {
       if (refused) responder.final(errorMessage(id, refused.code, refused.message), refused.httpStatus);
       else call = entry.call;
     } else {
-      call = session.startCall(internal, responder, ex.get(MCP_AUTHORIZER));
+      call = session.startCall(internal, responder, ex.get(MCP_AUTHORIZER), ex.requestId);
       session.inputs!.expect(call, internal, client!.clientCapabilities);
     }
     const onAbort = (): void => {
