@@ -1,7 +1,7 @@
-import type { Logger, ResourceCache } from 'switchyard/sdk';
+import type { Logger, PluginSpans, ResourceCache } from 'switchyard/sdk';
 import { originHostname } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
-import { TOKEN_FETCH_TIMEOUT_MS } from '../../lib/backend-auth/token-cache.ts';
+import { TOKEN_FETCH_TIMEOUT_MS, tracedFetch } from '../../lib/backend-auth/token-cache.ts';
 import { scopeFromHost } from './aws-host.ts';
 import type { SigningScope } from './aws-host.ts';
 import { createSigner, SIGNATURE_HEADERS, signRequest } from './sigv4.ts';
@@ -32,7 +32,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
  * The credentials provider: the configured keys, or the AWS SDK's default chain (environment, shared config and
  * SSO profiles, web identity, ECS and EC2 metadata), which caches and refreshes what it finds.
  */
-async function credentialsProvider(config: AwsConfig, resources: ResourceCache): Promise<() => Promise<AwsCredentials>> {
+async function credentialsProvider(config: AwsConfig, resources: ResourceCache, spans: PluginSpans | undefined): Promise<() => Promise<AwsCredentials>> {
   if (config.accessKeyId !== undefined && config.secretAccessKey !== undefined) {
     const fixed: AwsCredentials = { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey, sessionToken: config.sessionToken };
     return () => Promise.resolve(fixed);
@@ -40,12 +40,21 @@ async function credentialsProvider(config: AwsConfig, resources: ResourceCache):
   const { defaultProvider } = await import('@aws-sdk/credential-provider-node');
   // One chain per process while in use: what it resolved (and refreshes) survives config reloads.
   const chain = resources.get('backendAuth.aws:default-chain', () => defaultProvider());
-  return () => withTimeout(chain(), TOKEN_FETCH_TIMEOUT_MS, 'resolving AWS credentials from the default chain');
+  const resolve = (): Promise<AwsCredentials> => withTimeout(chain(), TOKEN_FETCH_TIMEOUT_MS, 'resolving AWS credentials from the default chain');
+  const traced = tracedFetch(spans, 'aws', 'credentials', resolve);
+  // The chain memoizes, refreshing credentials within 5 minutes of their expiry: only a call that may resolve
+  // again is a span, not every signature.
+  let last: AwsCredentials | undefined;
+  return async () => {
+    const cached = last !== undefined && (last.expiration === undefined || last.expiration.getTime() - Date.now() > 300_000);
+    last = await (cached ? resolve() : traced());
+    return last;
+  };
 }
 
 /** SigV4 signing of every upstream attempt (loaded only when a config uses `aws`). */
-export async function createAwsAuth(config: AwsConfig, log: Logger, resources: ResourceCache): Promise<BackendAuthInstance> {
-  const credentials = await credentialsProvider(config, resources);
+export async function createAwsAuth(config: AwsConfig, log: Logger, resources: ResourceCache, spans?: PluginSpans): Promise<BackendAuthInstance> {
+  const credentials = await credentialsProvider(config, resources, spans);
   // S3 signs its path differently from every other service, so the signer depends on the service.
   const signers = new Map<string, ReturnType<typeof createSigner>>();
   const signerFor = (service: string): ReturnType<typeof createSigner> => {

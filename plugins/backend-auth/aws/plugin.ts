@@ -22,6 +22,6 @@ export default defineBackendAuth<AwsConfig>({
     }
     // The signing libraries load only when a config uses this variant (trimmed distributions never load them).
     const { createAwsAuth } = await import('./aws.ts');
-    return createAwsAuth(config, ctx.logger, ctx.resources);
+    return createAwsAuth(config, ctx.logger, ctx.resources, ctx.spans);
   },
 });

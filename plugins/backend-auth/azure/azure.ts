@@ -9,9 +9,9 @@ import {
   WorkloadIdentityCredential,
 } from '@azure/identity';
 import type { TokenCredential } from '@azure/identity';
-import type { ResourceCache } from 'switchyard/sdk';
+import type { PluginSpans, ResourceCache } from 'switchyard/sdk';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
-import { TokenCache } from '../../lib/backend-auth/token-cache.ts';
+import { TokenCache, tracedFetch } from '../../lib/backend-auth/token-cache.ts';
 import type { ExpiringToken } from '../../lib/backend-auth/token-cache.ts';
 
 /** The `azure` value after validation. */
@@ -80,7 +80,7 @@ interface SharedCredential {
  * tokens are a shared resource keyed by the credential settings (hashed: they include the client secret), so routes
  * with the same credential share tokens and a config reload keeps them.
  */
-export function createAzureAuth(config: AzureConfig, resources: ResourceCache): BackendAuthInstance {
+export function createAzureAuth(config: AzureConfig, resources: ResourceCache, spans?: PluginSpans): BackendAuthInstance {
   const id = createHash('sha256')
     .update(JSON.stringify([config.explicitConfig ?? null, config.developerImplicit ? 'developer' : null, process.env.AZURE_AUTHORITY_HOST ?? null]))
     .digest('hex');
@@ -90,11 +90,11 @@ export function createAzureAuth(config: AzureConfig, resources: ResourceCache): 
     (shared) => shared.cache.clear(),
   );
   const scope = config.scope ?? DEFAULT_SCOPE;
-  const fetch = async (): Promise<ExpiringToken> => {
+  const fetch = tracedFetch(spans, 'azure', 'access', async (): Promise<ExpiringToken> => {
     const token = await cred.getToken(scope);
     if (!token) throw new Error('Microsoft Entra returned no access token');
     return { token: token.token, expiresAt: token.expiresOnTimestamp };
-  };
+  });
   return {
     apply(_ex, attempt) {
       const token = cache.get(scope, fetch, 'Microsoft Entra access token');

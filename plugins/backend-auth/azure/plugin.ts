@@ -12,7 +12,7 @@ export default defineBackendAuth<AzureConfig>({
     // @azure/identity loads only when a config uses this variant.
     const { createAzureAuth } = await import('./azure.ts');
     try {
-      return createAzureAuth(config, ctx.resources);
+      return createAzureAuth(config, ctx.resources, ctx.spans);
     } catch (err) {
       // The credential constructors check their arguments (an invalid tenant id, say).
       return ctx.fail((err as Error).message);

@@ -1,9 +1,9 @@
 import { GoogleAuth } from 'google-auth-library';
 import type { AuthClient } from 'google-auth-library';
-import type { Logger, ResourceCache } from 'switchyard/sdk';
+import type { Logger, PluginSpans, ResourceCache } from 'switchyard/sdk';
 import { originHostname } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
-import { jwtExpiry, TokenCache } from '../../lib/backend-auth/token-cache.ts';
+import { jwtExpiry, TokenCache, tracedFetch } from '../../lib/backend-auth/token-cache.ts';
 import type { ExpiringToken } from '../../lib/backend-auth/token-cache.ts';
 
 /** The `gcp` value after validation. */
@@ -71,19 +71,20 @@ function googleCredentials(log: Logger): GoogleCredentials {
  * ADC is process-wide, so the credentials and their tokens are one shared resource: routes with `gcp` share tokens,
  * and a config reload keeps them. Loaded only when a config uses `gcp`; nothing is fetched until the first request.
  */
-export function createGcpAuth(config: GcpConfig, log: Logger, resources: ResourceCache): BackendAuthInstance {
+export function createGcpAuth(config: GcpConfig, log: Logger, resources: ResourceCache, spans?: PluginSpans): BackendAuthInstance {
   const { client, cache } = resources.get('backendAuth.gcp:adc', () => googleCredentials(log), (g) => g.cache.clear());
 
-  const accessToken = async (): Promise<ExpiringToken> => {
+  const accessToken = tracedFetch(spans, 'gcp', 'access', async (): Promise<ExpiringToken> => {
     const c = await client();
     const started = Date.now();
     const { token } = await c.getAccessToken();
     if (!token) throw new Error('Google returned no access token');
     const expiry = c.credentials?.expiry_date;
     return { token, expiresAt: typeof expiry === 'number' ? expiry : started + DEFAULT_LIFETIME_MS };
-  };
+  });
 
-  const idToken = async (audience: string): Promise<ExpiringToken> => {
+  const idToken = (audience: string): Promise<ExpiringToken> => tracedFetch(spans, 'gcp', 'id', () => fetchIdToken(audience))();
+  const fetchIdToken = async (audience: string): Promise<ExpiringToken> => {
     const c = await client();
     const source = c as unknown as Partial<IdTokenSource>;
     if (typeof source.fetchIdToken !== 'function') {

@@ -14,6 +14,6 @@ export default defineBackendAuth<GcpConfig>({
     }
     // google-auth-library loads only when a config uses this variant.
     const { createGcpAuth } = await import('./gcp.ts');
-    return createGcpAuth(config, ctx.logger, ctx.resources);
+    return createGcpAuth(config, ctx.logger, ctx.resources, ctx.spans);
   },
 });

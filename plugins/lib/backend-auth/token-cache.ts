@@ -1,3 +1,5 @@
+import type { PluginSpans } from 'switchyard/sdk';
+
 /** A credential and the time (ms since the epoch) after which it must not be sent. */
 export interface ExpiringToken {
   readonly token: string;
@@ -94,4 +96,28 @@ export function jwtExpiry(jwt: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * `fetch` as a CLIENT span of the request that needed the token (`backendAuth <provider> token`, with
+ * `cloud.provider` and what was fetched): cloud SDKs make their own HTTP calls, which the kernel's upstream spans do
+ * not see. Whether the gateway traces is asked per fetch (tracing starts after the first load); a fetch is rare
+ * (tokens are cached), so this costs nothing per request.
+ */
+export function tracedFetch<T>(spans: PluginSpans | undefined, provider: 'gcp' | 'azure' | 'aws', token: string, fetch: () => Promise<T>): () => Promise<T> {
+  if (!spans) return fetch;
+  return () => {
+    const span = spans.start(`backendAuth ${provider} token`, 'client', { 'cloud.provider': provider, 'switchyard.backend_auth.provider': provider, 'switchyard.backend_auth.token': token });
+    if (!span) return fetch();
+    return span.run(fetch).then(
+      (v) => {
+        span.end();
+        return v;
+      },
+      (err: unknown) => {
+        span.end(err);
+        throw err;
+      },
+    );
+  };
 }

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { certHasAltName } from 'switchyard/sdk';
-import type { ResourceCache, UpstreamTls } from 'switchyard/sdk';
+import type { PluginSpans, ResourceCache, UpstreamTls } from 'switchyard/sdk';
 import type { ServiceTarget } from './service-target.ts';
 
 /**
@@ -58,6 +58,31 @@ export interface EnvoyClient {
   readonly client: grpc.Client;
   /** Cloned per call. */
   readonly metadata: grpc.Metadata;
+  /** Set by `tracedClient` when the gateway traces: each call is then a CLIENT span. */
+  readonly trace?: GrpcTrace;
+}
+
+/** What a call's span says about the service (OpenTelemetry RPC conventions). */
+export interface GrpcTrace {
+  readonly spans: PluginSpans;
+  /** Fully qualified service: `envoy.service.auth.v3.Authorization`. */
+  readonly service: string;
+  readonly host: string;
+  readonly port: number | undefined;
+}
+
+const FULL_NAMES = { Authorization: 'envoy.service.auth.v3.Authorization', RateLimitService: 'envoy.service.ratelimit.v3.RateLimitService' } as const;
+
+/**
+ * The policy's view of a (shared, cached) client: with tracing on, every call it makes is a CLIENT span child of
+ * the request's span, and the span's `traceparent` goes to the service as call metadata. (Tracing starts after the
+ * first load, so whether it is on is asked per call: `spans.start` returns undefined when off.)
+ */
+export function tracedClient(client: EnvoyClient, spans: PluginSpans | undefined, service: 'Authorization' | 'RateLimitService', target: ServiceTarget): EnvoyClient {
+  if (!spans) return client;
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d+)$/.exec(target.target);
+  const host = m ? (m[1] ?? m[2]!) : target.target;
+  return { client: client.client, metadata: client.metadata, trace: { spans, service: FULL_NAMES[service], host, port: m ? Number(m[3]) : undefined } };
 }
 
 /**
@@ -144,8 +169,27 @@ export function unaryCall<Res>(service: EnvoyClient, method: string, request: un
     const client = service.client;
     const fn = (client as unknown as Record<string, UnaryMethod>)[method]!;
     let onAbort: (() => void) | undefined;
-    const call = fn.call(client, request, service.metadata.clone(), { deadline: Date.now() + timeoutMs }, (err, response) => {
+    const metadata = service.metadata.clone();
+    const t = service.trace;
+    const span = t?.spans.start(`${t.service}/${method}`, 'client', {
+      'rpc.system': 'grpc',
+      'rpc.service': t.service,
+      'rpc.method': method,
+      'server.address': t.host,
+      'server.port': t.port,
+    });
+    if (span) {
+      const carrier: Record<string, unknown> = {};
+      span.inject(carrier);
+      for (const k in carrier) metadata.set(k, String(carrier[k]));
+    }
+    const call = fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err, response) => {
       if (onAbort) signal!.removeEventListener('abort', onAbort);
+      if (span) {
+        span.setAttributes({ 'rpc.grpc.status_code': err ? err.code : 0 });
+        // error.type: the status name (`UNAVAILABLE`, `DEADLINE_EXCEEDED`), as the RPC conventions name it.
+        span.end(err ? (grpc.status[err.code] ?? String(err.code)) : undefined);
+      }
       if (err) reject(new GrpcCallError(`${method}: ${err.details || err.message}`, err.code));
       else resolve(response as Res);
     });

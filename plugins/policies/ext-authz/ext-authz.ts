@@ -1,6 +1,6 @@
 import { jsonErrorReply, parseDuration } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
-import { cachedClient, resolveServiceTarget } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { cachedClient, resolveServiceTarget, tracedClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { grpcCheck } from './grpc-check.ts';
 import { httpCheck } from './http-check.ts';
@@ -43,7 +43,7 @@ export async function compileExtAuthz(config: ExtAuthzConfig, ctx: CompileContex
     check = (ex) => httpCheck(options, ex);
   } else {
     const target = await resolveServiceTarget(config, ctx, { what: 'authorization service', grpc: true });
-    const client = cachedClient(ctx.resources, 'Authorization', target);
+    const client = tracedClient(cachedClient(ctx.resources, 'Authorization', target), ctx.spans, 'Authorization', target);
     const context = config.protocol?.grpc?.context ?? {};
     check = (ex) => grpcCheck(client, ex, context, timeoutMs);
   }

@@ -1,6 +1,6 @@
 import { parseDuration } from 'switchyard/sdk';
 import type { CompileContext, PolicyInstance } from 'switchyard/sdk';
-import { cachedClient, resolveServiceTarget } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { cachedClient, resolveServiceTarget, tracedClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { checkLimits } from './check.ts';
 import type { RlsCaller } from './check.ts';
@@ -38,7 +38,7 @@ export async function compileRemoteRateLimit(config: RemoteRateLimitConfig, ctx:
     }
   });
   const target = await resolveServiceTarget(config, ctx, { what: 'rate limit service', grpc: true });
-  const client = cachedClient(ctx.resources, 'RateLimitService', target);
+  const client = tracedClient(cachedClient(ctx.resources, 'RateLimitService', target), ctx.spans, 'RateLimitService', target);
   if (descriptors.length === 0 && tokenDescriptors.length === 0) return {};
   const service: RlsCaller = { client, domain: config.domain, timeoutMs, failOpen, logger: ctx.logger };
   const requests: PolicyInstance['onRequest'] = descriptors.length
