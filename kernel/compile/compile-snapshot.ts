@@ -1,5 +1,5 @@
 import type { Tracing, TracingHolder } from '../telemetry/tracing.ts';
-import type { PluginSpans } from '../sdk/index.ts';
+import type { BackendSelector, PluginSpans, RouteBackend } from '../sdk/index.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
 import type { SharedFetches } from '../sdk/shared.ts';
 import { isIP } from 'node:net';
@@ -374,6 +374,20 @@ class SnapshotCompiler {
     }
   }
 
+  /** The route policy that chooses backends per request (virtual models), given the route's backends; null when none does. */
+  private async backendSelector(entries: readonly PolicyEntry[], refs: readonly CompiledBackendRef[], at: ConfigPath): Promise<BackendSelector | null> {
+    let chosen: { key: string; selector: BackendSelector } | undefined;
+    for (const e of entries) {
+      if (!e.instance.selectBackends) continue;
+      const backends: RouteBackend[] = refs.map((r) => ({ name: r.label, instance: r.instance }));
+      const selector = await this.guarded([...at, e.key], () => e.instance.selectBackends!(backends));
+      if (!selector) continue;
+      if (chosen) this.issue([...at, e.key], `\`${e.key}\` and \`${chosen.key}\` both choose this route's backends per request; keep one`);
+      else chosen = { key: e.key, selector };
+    }
+    return chosen?.selector ?? null;
+  }
+
   /** The counter of backends taken out of rotation (outlier detection and failed health checks). */
   private ejections(): EjectionCounter {
     return this.deps.metrics.counter('switchyard_backend_ejections_total', 'Backends taken out of rotation, by backend, route and reason (consecutive5xx, consecutiveGatewayFailure, healthCheck).');
@@ -391,6 +405,7 @@ class SnapshotCompiler {
       if (ref) refs.push(ref);
     }
     this.checkBackendProtocols(routeSet.entries, refs.map((r) => r.instance));
+    const selectBackends = await this.backendSelector(routeSet.entries, refs, [...path, 'policies']);
     const health = refs.some((r) => r.health)
       ? new RouteHealth(refs, name, this.deps.logger, this.ejections())
       : null;
@@ -406,6 +421,7 @@ class SnapshotCompiler {
       logHooks: logHooks.length ? logHooks : null,
       backends: refs,
       totalWeight: refs.reduce((sum, r) => sum + r.weight, 0),
+      selectBackends,
       cooling: refs.some((r) => r.cooldown !== null),
       health,
       shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,

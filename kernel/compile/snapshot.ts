@@ -1,7 +1,7 @@
 import type { TracingConfig } from '../telemetry/tracing-config.ts';
 import type { SecureContext } from 'node:tls';
 import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
-import type { BackendInstance, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
+import type { BackendInstance, BackendSelector, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import type { Cooldown, FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { BackendHealth, RouteHealth } from './backend-health.ts';
 import type { AdminRouteHandler, OutlierDetectionFacet } from '../sdk/index.ts';
@@ -47,6 +47,11 @@ export interface CompiledRoute {
   readonly logHooks: readonly PolicyInstance[] | null;
   readonly backends: readonly CompiledBackendRef[];
   readonly totalWeight: number;
+  /**
+   * A route policy's choice of backends per request (`PolicyInstance.selectBackends`: the `ai` policy's virtual
+   * models); null on every other route, which then picks by weight without a call.
+   */
+  readonly selectBackends: BackendSelector | null;
   /** Whether any backend has a `cooldown` (default failover, ADR 0039): picking then checks it. */
   readonly cooling: boolean;
   /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */

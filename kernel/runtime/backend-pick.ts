@@ -58,3 +58,22 @@ function pickAny(route: CompiledRoute): CompiledBackendRef | undefined {
   }
   return list[list.length - 1];
 }
+
+/**
+ * The first of `order` (places in `route.backends`, a policy's choice: virtual models) in rotation and not tried;
+ * when every one left is out of rotation or cooling, the first not tried (a try beats a refusal). O(order), no
+ * allocation.
+ */
+export function pickInOrder(route: CompiledRoute, order: readonly number[], tried?: readonly CompiledBackendRef[]): CompiledBackendRef | undefined {
+  const list = route.backends;
+  const now = performance.now();
+  let fallback: CompiledBackendRef | undefined;
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k]!;
+    const b = list[i];
+    if (b === undefined || (tried !== undefined && tried.includes(b))) continue;
+    if ((route.health === null || route.health.available(i, now)) && (b.cooldown === null || b.cooldown.until <= now)) return b;
+    fallback ??= b;
+  }
+  return fallback;
+}

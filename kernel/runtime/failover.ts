@@ -3,7 +3,7 @@ import { GatewayError } from '../sdk/index.ts';
 import type { Reply } from '../sdk/index.ts';
 import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
-import { pickBackend } from './backend-pick.ts';
+import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { hasRequestBody } from '../upstream/http-target.ts';
 
@@ -29,9 +29,10 @@ function select(ex: ExchangeImpl, ref: CompiledBackendRef): void {
  * Serve the exchange on a route whose backends have passive health checks or whose retries go to another
  * backend (ADR 0023): record each backend's outcome, and on a retryable failure send the request again to a
  * different backend when one is in rotation. Settles `outcome` with the reply (or the error) and the backend that
- * produced it, whose response hooks apply.
+ * produced it, whose response hooks apply. With `order` (a route policy chose the backends, `selectBackends`) the
+ * request goes only to those, each once, in that order.
  */
-export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, first: CompiledBackendRef, outcome: Outcome): Promise<void> {
+export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, first: CompiledBackendRef, outcome: Outcome, order?: readonly number[]): Promise<void> {
   const health = route.health;
   // What a backend may change on the way out (the host forwarder appends X-Forwarded-For, the `ai` backend
   // rewrites path and body), restored before the request goes to another backend.
@@ -46,7 +47,7 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
   const transferEncoding = h['transfer-encoding'];
   // Default failover (ADR 0039) goes to backends of other kinds (an `ai` backend of another provider): every
   // header the first one set is undone, and each backend is tried once.
-  const once = first.failover?.once === true;
+  const once = first.failover?.once === true || order !== undefined;
   const saved = once ? { ...h } : undefined;
   let tried: CompiledBackendRef[] | undefined;
   let ref = first;
@@ -86,11 +87,11 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
       (reply ? fo.codes.has(reply.status) : ex.retryableFailure) &&
       (!hadBody || body !== undefined || ex.receivedBody !== undefined);
     if (once) {
-      if (reply ? fo!.codes.has(reply.status) : ex.attempts > before && ex.retryableFailure) cool(ref, reply);
+      if (ref.cooldown !== null && (reply ? fo !== null && fo.codes.has(reply.status) : ex.attempts > before && ex.retryableFailure)) cool(ref, reply);
       if (!again) return;
       (tried ??= []).push(ref);
     } else if (!again) return;
-    const next = once ? pickBackend(route, ref, tried) : (pickBackend(route, ref) ?? ref);
+    const next = order !== undefined ? pickInOrder(route, order, tried) : once ? pickBackend(route, ref, tried) : (pickBackend(route, ref) ?? ref);
     if (next === undefined) return;
     if (reply && reply.body instanceof Readable) {
       const dropped = reply.body;

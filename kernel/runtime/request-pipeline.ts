@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
-import type { Logger, Reply } from '../sdk/index.ts';
-import type { CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
+import type { BackendChoice, BackendSelector, Logger, Reply } from '../sdk/index.ts';
+import type { CompiledBackendRef, CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
@@ -12,9 +12,11 @@ import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { serveWithHealth } from './failover.ts';
 import type { Outcome } from './failover.ts';
-import { pickBackend } from './backend-pick.ts';
+import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
+
+const isOrder = (choice: BackendChoice): choice is readonly number[] => Array.isArray(choice);
 
 const NO_AUTHORITY = new HostRejection('the absolute-form request target has no authority');
 
@@ -153,7 +155,34 @@ export class RequestPipeline {
 
   /** After the route's chain: pick a backend, run its chain, let it produce the reply. */
   private dispatch(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute): void {
-    const ref = pickBackend(route, null);
+    if (route.selectBackends !== null) {
+      this.dispatchChosen(ex, res, route, route.selectBackends);
+      return;
+    }
+    this.dispatchTo(ex, res, route, pickBackend(route, null), undefined);
+  }
+
+  /** A route policy chooses the backends (`selectBackends`: virtual models); may wait for the body. */
+  private dispatchChosen(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute, select: BackendSelector): void {
+    const fail = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
+    const go = (choice: BackendChoice): void => {
+      if (choice === undefined) this.dispatchTo(ex, res, route, pickBackend(route, null), undefined);
+      else if (isOrder(choice)) this.dispatchTo(ex, res, route, pickInOrder(route, choice), choice);
+      else writeReply(ex, res, choice, route.responseHooks, this.logger);
+    };
+    let choice: BackendChoice | Promise<BackendChoice>;
+    try {
+      choice = select(ex);
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    if (choice instanceof Promise) choice.then(go, fail);
+    else go(choice);
+  }
+
+  /** Run the picked backend's chain and let it produce the reply; with `order`, fail over only within it. */
+  private dispatchTo(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute, ref: CompiledBackendRef | undefined, order: readonly number[] | undefined): void {
     if (!ref) {
       const err = new GatewayError(500, 'no_backend', `route \`${route.info.name}\` has no backend to send the request to`, ErrorCode.noBackend);
       writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
@@ -165,7 +194,7 @@ export class RequestPipeline {
         const reply = outcome.reply ?? errorReply(outcome.error, this.logger, ex);
         writeReply(ex, res, reply, outcome.ref.responseHooks, this.logger);
       };
-      serveWithHealth(ex, route, ref, outcome).then(settle, (err: unknown) => {
+      serveWithHealth(ex, route, ref, outcome, order).then(settle, (err: unknown) => {
         outcome.reply = undefined;
         outcome.error = err;
         settle();

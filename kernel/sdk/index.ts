@@ -15,6 +15,7 @@ export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes } fr
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
 export type { AltName } from './tls-names.ts';
 export { celValueToString } from './expr.ts';
+export { didYouMean } from './did-you-mean.ts';
 export type { CompiledExpression, ExpressionCompiler } from './expr.ts';
 export type * from './exchange.ts';
 export type * from './logger.ts';

@@ -57,6 +57,11 @@ export interface LlmCallQuote {
   readonly provider: string;
   /** The model the provider is to be called with; undefined on a passthrough request (the body is not read). */
   readonly model: string | undefined;
+  /**
+   * The model name the client asked for when it is a virtual model (the `ai` policy's `virtualModels`) that `model`
+   * serves; a limit on the models a client may use applies to this name.
+   */
+  readonly virtualModel?: string;
   /** The request's own cap on output tokens (`max_tokens`, `max_completion_tokens`, …), when it sets one. */
   readonly maxOutputTokens: number | undefined;
   /** The model's price from the backend's catalog, USD per 1M tokens; undefined when unpriced. */

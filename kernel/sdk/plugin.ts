@@ -231,6 +231,14 @@ export interface PolicyInstance {
    */
   readonly credentialHeaders?: readonly string[];
   /**
+   * Choose, per request, which of the route's backends serve it and in what order (the `ai` policy's virtual
+   * models). Called once at load for a policy of a route's own `policies`, after the route's backends compiled, with
+   * those backends; return undefined when this route needs no choosing (it then pays nothing per request). A config
+   * error found here (a name that is not one of `backends`) is reported with the compile context's `fail`. One
+   * policy per route may choose.
+   */
+  selectBackends?(backends: readonly RouteBackend[]): BackendSelector | undefined;
+  /**
    * Set when this policy only works in front of backends of one `protocol` (`llm`: a token rate limit counts the
    * tokens an LLM backend reports). At load, a route or backend reference whose backend speaks another protocol, or
    * a route without backends, is a config error: `message` at `path` (a full config path: `ctx.path` plus a sub-path).
@@ -239,6 +247,28 @@ export interface PolicyInstance {
   /** Release timers or handles when the snapshot holding this instance is retired. */
   dispose?(): void;
 }
+
+/** A backend of a route as `PolicyInstance.selectBackends` sees it at load. */
+export interface RouteBackend {
+  /** How the route names it: a named backend's name, else the backend's `label` (an `ai` backend's `name`), else `backends[<i>]`. */
+  readonly name: string;
+  /** The compiled backend (its `protocol`; an identity to key per-backend values by). */
+  readonly instance: BackendInstance;
+}
+
+/**
+ * What a backend selector decides for one request: the backends to try, as places in the list given to
+ * `selectBackends`, first choice first; a reply that answers instead (the route's response hooks apply); or
+ * undefined for the route's usual pick by weight.
+ */
+export type BackendChoice = readonly number[] | Reply | undefined;
+
+/**
+ * Runs after the route's request hooks, before a backend is picked; may read the body (`ex.bufferBody`). The kernel
+ * sends the request to the first chosen backend in rotation (healthy, not cooling down after a failure) and, when
+ * it fails over (ADR 0023, 0039), to the next chosen one not tried yet; never to a backend left out.
+ */
+export type BackendSelector = (ex: Exchange) => BackendChoice | Promise<BackendChoice>;
 
 /** What a policy set's request hooks made of an exchange: a view of it, or a local answer that stops the request. */
 export interface DerivedRequest {

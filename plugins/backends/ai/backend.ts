@@ -6,8 +6,8 @@ import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
 import { llmProviderSlot } from '../../lib/slots/ai.ts';
 import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.ts';
-import { AI_POLICY, LLM_CLIENT_FORMAT } from '../../lib/llm/contract.ts';
-import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
+import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } from '../../lib/llm/contract.ts';
+import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, responseDecoder, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError, shapeClientError } from '../../lib/llm/errors.ts';
 import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
@@ -104,10 +104,14 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   /** `/v1/models`: the route's configured models (each owned by its provider), then the policy's alias names. */
   // Alias names are owned by the route's first configured model's provider, so the answer is the same whichever backend answers.
   const ownedBy = (id: string): string => models.get(id) ?? models.values().next().value ?? provider.kind;
+  // Virtual model names (`ai.virtualModels`) are the gateway's own: owned by `switchyard`.
+  const virtualNames = new Set(policy?.virtualModelNames ?? []);
+  const listOwner = (id: string): string => (virtualNames.has(id) && !models.has(id) ? 'switchyard' : ownedBy(id));
   const listModels = (ex: Exchange, policy: AiPolicyRuntime | undefined): Reply => {
     const ids = new Set(models.keys());
     for (const name of policy?.modelAliasNames ?? []) ids.add(name);
-    return modelsListReply(ex, [...ids], ownedBy, loadedAt);
+    for (const name of virtualNames) ids.add(name);
+    return modelsListReply(ex, [...ids], listOwner, loadedAt);
   };
 
   /**
@@ -176,7 +180,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       if (rejected) return rejected;
     }
 
-    const model = provider.model ?? (typeof body.model === 'string' && body.model ? body.model : undefined);
+    // A virtual model (`ai.virtualModels`) the policy resolved: this backend's target says the model to send.
+    const virtual = ex.get(LLM_VIRTUAL_MODEL);
+    const model = virtual?.models.get(self) ?? provider.model ?? (typeof body.model === 'string' && body.model ? body.model : undefined);
     if (model === undefined) return llmRequestError(400, 'missing field: model not specified');
     // The client's bytes are sent as they came unless something below changes the body (parse once, no
     // re-serialisation): a policy may have changed it, so its presence counts as a change.
@@ -219,7 +225,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
     // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
     if (ex.get(llmTokenLimiters)) {
-      const refused = await reserveTokens(ex, body, { provider: provider.kind, model, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
+      const refused = await reserveTokens(ex, body, { provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
       if (refused) return refused;
     }
     const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
@@ -241,7 +247,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     });
   };
 
-  return {
+  const self: BackendInstance = {
     protocol: 'llm',
     label: config.name,
     // Several `ai` backends on a route fail over between them without a `retry` policy (ADR 0039).
@@ -256,6 +262,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       upstream.upgrade(ex, socket, head);
     },
   };
+  // The route's `ai` policy resolves its virtual models' targets against this (a target without `model` uses it).
+  ctx.loadState<AiBackendModels>(AI_BACKEND_MODELS, () => new Map()).set(self, provider.model ?? null);
+  return self;
 }
 
 /**

@@ -115,6 +115,8 @@ export interface AiPolicyRuntime {
    * with the configured models.
    */
   readonly modelAliasNames?: readonly string[];
+  /** Optional: the `virtualModels` names, in config order: the `models` route lists them too. */
+  readonly virtualModelNames?: readonly string[];
   /** True when response guards exist (the backend then buffers non-streamed responses to run them). */
   readonly hasResponseGuards: boolean;
   /**
@@ -142,6 +144,24 @@ export interface AiPolicyRuntime {
 
 /** Provided by the `ai` policy (`provides`), read by the `ai` backend's compile (`ctx.policies.facet(AI_POLICY)`). */
 export const AI_POLICY = defineFacet<AiPolicyRuntime>('ai.policy');
+
+/**
+ * The virtual model a request named (`ai.virtualModels`), set by the `ai` policy's backend selector before a backend
+ * is picked: the name the client used and the model each chosen backend serves it with (keyed by the backend's
+ * compiled instance: a named backend goes by another name than its `ai.name`).
+ */
+export interface VirtualModelChoice {
+  readonly name: string;
+  readonly models: ReadonlyMap<object, string>;
+}
+export const LLM_VIRTUAL_MODEL = defineAttribute<VirtualModelChoice>('llm.virtualModel');
+
+/**
+ * `ctx.loadState` key of the `ai` backends compiled in this load: instance → the model its provider fixes (null: the
+ * client's `model` is sent). The `ai` policy reads it when it resolves its virtual models' targets.
+ */
+export const AI_BACKEND_MODELS = 'ai.backendModels';
+export type AiBackendModels = Map<object, string | null>;
 
 /** The client's API format, set by the `ai` backend once it knows it; shapes the gateway's errors from then on. */
 export const LLM_CLIENT_FORMAT = defineAttribute<LlmRouteType>('llm.clientFormat');

@@ -11,6 +11,8 @@ import { guardSlot } from '../../lib/slots/ai.ts';
 import type { AiPolicyRuntime, GuardInstance, LlmRouteType } from '../../lib/llm/contract.ts';
 import { applyMutations, applyPrompts, compileModelAliases, resolveModelAlias } from './body.ts';
 import type { BodyMutations, ModelAliases, PromptMessage } from './body.ts';
+import { compileVirtualModels } from './virtual-models.ts';
+import type { VirtualModelConfig } from './virtual-models.ts';
 
 export interface RejectionConfig {
   status?: number;
@@ -28,6 +30,7 @@ export interface AiPolicyConfig {
   overrides?: Record<string, unknown>;
   transformations?: Record<string, string>;
   modelAliases?: Record<string, string>;
+  virtualModels?: Record<string, VirtualModelConfig>;
   promptCaching?: PromptCachingConfig | null;
   promptGuard?: { request?: GuardEntryConfig[]; response?: GuardEntryConfig[]; streaming?: 'Disabled' | 'Enabled' };
 }
@@ -113,6 +116,7 @@ export class AiRuntime implements AiPolicyRuntime {
   readonly guardStreams: boolean;
   readonly promptCaching: PromptCachingSettings | undefined;
   readonly modelAliasNames: readonly string[];
+  readonly virtualModelNames: readonly string[];
   private readonly suffixes: readonly [string, LlmRouteType][];
   private readonly fallback: LlmRouteType | undefined;
   private readonly prepend: readonly PromptMessage[];
@@ -130,6 +134,7 @@ export class AiRuntime implements AiPolicyRuntime {
     mutations: BodyMutations | undefined;
     aliases: ModelAliases | undefined;
     modelAliasNames: readonly string[];
+    virtualModelNames: readonly string[];
     promptCaching: PromptCachingSettings | undefined;
     requestGuards: readonly CompiledGuard[];
     responseGuards: readonly CompiledGuard[];
@@ -144,6 +149,7 @@ export class AiRuntime implements AiPolicyRuntime {
     this.mutations = parts.mutations;
     this.aliases = parts.aliases;
     this.modelAliasNames = parts.modelAliasNames;
+    this.virtualModelNames = parts.virtualModelNames;
     this.promptCaching = parts.promptCaching;
     this.requestGuards = parts.requestGuards;
     this.responseGuards = parts.responseGuards;
@@ -215,6 +221,7 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
     mutations,
     aliases,
     modelAliasNames: Object.keys(config.modelAliases ?? {}).filter((k) => !k.includes('*')),
+    virtualModelNames: Object.keys(config.virtualModels ?? {}),
     promptCaching: config.promptCaching ? promptCachingSettings(config.promptCaching) : undefined,
     requestGuards,
     responseGuards,
@@ -230,5 +237,8 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
  */
 export async function compileAiPolicy(config: AiPolicyConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const runtime = await compileAiRuntime(config, ctx);
+  const virtual = config.virtualModels ? compileVirtualModels(config.virtualModels, ctx, () => runtime) : undefined;
+  // Virtual models choose among the route's backends per request, once the body says which model it names.
+  if (virtual) return { provides: [AI_POLICY.of(runtime)], selectBackends: (backends) => virtual.selector(backends) };
   return { provides: [AI_POLICY.of(runtime)] };
 }

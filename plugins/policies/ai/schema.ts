@@ -86,6 +86,40 @@ export const aiPolicySchema = {
       propertyNames: { minLength: 1 },
       additionalProperties: { type: 'string', minLength: 1, description: 'The model name to use instead.' },
     },
+    virtualModels: {
+      type: 'object',
+      description: 'Model names clients may send that the gateway maps to this route\'s `ai` backends (docs/llm.md "Virtual models"): a request naming one goes only to its targets, in the order of its `strategy`, failing over to the next target on a refused connection, a timeout, 429 or 5xx. `/v1/models` lists the names. Route level only.',
+      propertyNames: { minLength: 1 },
+      additionalProperties: {
+        type: 'object',
+        description: 'One virtual model: how its targets are ordered and the targets.',
+        properties: {
+          strategy: {
+            enum: ['ordered', 'weighted'],
+            description: '`ordered` (default): the first target in rotation serves, the next ones are the failover, in config order. `weighted`: targets are drawn by `weight` (the first draw serves, the later ones are the failover); weight-0 targets come last, as failover only.',
+          },
+          targets: {
+            type: 'array',
+            minItems: 1,
+            description: 'The backends that serve this model.',
+            items: {
+              type: 'object',
+              description: 'One target: an `ai` backend of the route and the model it serves.',
+              properties: {
+                backend: { type: 'string', minLength: 1, description: 'The `ai` backend, by its `name` (or a named backend by the name the route refers to it by).' },
+                model: { type: 'string', minLength: 1, description: 'The model sent to that backend in place of the virtual name. Default: the backend\'s `provider.<x>.model` (one of the two is required).' },
+                weight: { type: 'number', minimum: 0, description: 'Share of requests under `strategy: weighted` (relative to the others). Default: 1; 0: failover only.' },
+                when: { type: 'string', minLength: 1, 'x-secret': 'cel', description: 'CEL condition; the target takes part only when it is true (an error counts as false). Sees `request`, `jwt`, `apiKey`, …, `llmRequest` (the client\'s body) and `llm.requestModel`, `llm.promptTokens` (an estimate).' },
+              },
+              required: ['backend'],
+              additionalProperties: false,
+            },
+          },
+        },
+        required: ['targets'],
+        additionalProperties: false,
+      },
+    },
     promptCaching: {
       type: ['object', 'null'],
       description: 'Add Anthropic `cache_control` breakpoints to Messages requests (at most four per request, the client\'s own included). `null` or absent: off.',

@@ -65,7 +65,8 @@ export class KeyReservation implements LlmTokenLimiter {
     const models = this.record.models;
     if (models) {
       // A passthrough request's model is not read: a key limited to some models may not use such routes.
-      const model = quote?.model;
+      // A virtual model (`ai.virtualModels`) is allowed or not by the name the client used, whichever target serves it.
+      const model = quote?.virtualModel ?? quote?.model;
       if (model === undefined || !models.some((p) => modelMatches(p, model))) this.dir.metrics.denied('model');
       if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` is limited to some models and this request names none the gateway can read`);
       if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` may not use model \`${model}\``);
