@@ -105,6 +105,10 @@ describe('virtual models', () => {
                     },
                     [ai('premium', mock.hostPort), ai('basic', mock.hostPort)],
                   ),
+                  route('vstream', { streamy: { targets: [{ backend: 'sbroken', model: 'gpt-4o' }, { backend: 'sclaude', model: 'claude-haiku-4-5' }] } }, [
+                    ai('sbroken', `127.0.0.1:${failing.port}`),
+                    ai('sclaude', mock.hostPort, { anthropic: {} }),
+                  ]),
                   route('keyed', { smart: { targets: [{ backend: 'kbroken', model: 'gpt-4o' }, { backend: 'kok', model: 'gpt-4o' }] } }, [ai('kbroken', `127.0.0.1:${failing.port}`), ai('kok', mock.hostPort)], {
                     virtualKeys: {
                       store: { sqlite: { path: join(dir, 'keys.db') } },
@@ -185,6 +189,19 @@ describe('virtual models', () => {
     assert.equal(got[0]!.body?.model, 'm-ok');
     for (let i = 0; i < 3; i++) assert.equal((await ask('chain', 'chained')).choices[0]!.message.content, 'Hello from the mock!');
     assert.equal(limited.received.length, 1, 'cooling down for its Retry-After');
+  });
+
+  it('a stream fails over to an Anthropic target before its first byte; the OpenAI client reads one stream', async () => {
+    const from = (await mock.journal()).length;
+    const stream = await openai('vstream').chat.completions.create({ model: 'streamy', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    assert.equal(text, 'Hello from the mock!');
+    const got = await since(from);
+    assert.equal(got.length, 1);
+    assert.equal(got[0]!.path, '/v1/messages');
+    assert.equal(got[0]!.body?.model, 'claude-haiku-4-5');
+    assert.equal(got[0]!.body?.stream, true);
   });
 
   it('weighted: weight 0 is failover only; equal weights split the requests between the targets', async () => {
