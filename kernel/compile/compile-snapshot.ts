@@ -87,6 +87,9 @@ function pluginSpans(current: () => Tracing | null): PluginSpans {
     get enabled() {
       return current() !== null;
     },
+    get captureMessageContent() {
+      return current()?.captureMessageContent ?? false;
+    },
     start: (name, kind, attributes) => current()?.pluginSpan(name, kind, attributes),
   };
 }

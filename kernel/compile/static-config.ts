@@ -98,7 +98,7 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     headerTimeoutMs: r.headerTimeout ? (parseDuration(r.headerTimeout) ?? 60_000) : 60_000,
     maxConnectionsPerBind: r.maxConnectionsPerBind ?? 0,
     workers: resolveWorkerCount(r),
-    tracing: resolveTracing(r.tracing),
+    tracing: resolveTracing(r.tracing, env),
     adminUi: { enabled: r.adminUi?.enabled ?? true, basicAuth: r.adminUi?.basicAuth, apiKey: r.adminUi?.apiKey },
   };
 }

@@ -132,7 +132,8 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
           otlpEndpoint: {
             type: 'string',
             minLength: 1,
-            description: 'Where spans are sent: `http://host:port` (or `https://`). With `otlpProtocol: http`, `path` is appended. Required.',
+            description:
+              'Where spans are sent: `http://host:port` (or `https://`). With `otlpProtocol: http`, `path` is appended. Required unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set.',
           },
           otlpProtocol: { enum: ['grpc', 'http'], description: 'OTLP transport, protobuf either way: `grpc` (default) or `http`.' },
           path: { type: 'string', pattern: '^/', description: 'The OTLP/HTTP path appended to `otlpEndpoint`. Default `/v1/traces`.' },
@@ -157,8 +158,12 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
             description: 'More resource attributes of every span (`deployment.environment.name: prod`).',
             additionalProperties: { type: ['string', 'number', 'boolean'] },
           },
+          captureMessageContent: {
+            type: 'boolean',
+            description:
+              'Record prompts and completions on GenAI spans (`gen_ai.input.messages`, `gen_ai.output.messages`). Default `false` (or `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`): content may hold personal data.',
+          },
         },
-        required: ['otlpEndpoint'],
         additionalProperties: false,
       },
       plugins: {

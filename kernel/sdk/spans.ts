@@ -25,6 +25,11 @@ export interface PluginSpans {
   /** True when the gateway traces (`config.tracing`): check it before building a span's attributes. */
   readonly enabled: boolean;
   /**
+   * True when the operator allows message content on spans (`config.tracing.captureMessageContent`, default false):
+   * only then may a plugin record prompts, completions or other user content (`gen_ai.input.messages`, …).
+   */
+  readonly captureMessageContent: boolean;
+  /**
    * Start a span, child of the span active now (the request's, or one a plugin made active with `run`). Undefined
    * when tracing is off. `kind`: `server` for an operation the gateway serves, `client` for a call it makes.
    */

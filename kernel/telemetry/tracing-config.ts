@@ -1,8 +1,12 @@
-/** `config.tracing` (BEHAVIOUR.md §2.1 `config.tracing`, §6.3), resolved. Restart only. */
+/**
+ * `config.tracing` (BEHAVIOUR.md §2.1 `config.tracing`, §6.3), resolved, with the OpenTelemetry environment variables
+ * filling in what the block leaves out (ADR 0046). Restart only.
+ */
+import { ConfigError, ErrorCode } from '../sdk/index.ts';
 
 /** The block as written. */
 export interface RawTracing {
-  otlpEndpoint: string;
+  otlpEndpoint?: string;
   otlpProtocol?: 'grpc' | 'http';
   path?: string;
   headers?: Record<string, string>;
@@ -10,6 +14,7 @@ export interface RawTracing {
   clientSampling?: boolean | number;
   serviceName?: string;
   resourceAttributes?: Record<string, string | number | boolean>;
+  captureMessageContent?: boolean;
 }
 
 /** With defaults applied; the ratios are 0..1. */
@@ -23,21 +28,125 @@ export interface TracingConfig {
   /** Ratio of client-sampled requests that are traced (`clientSampling`; default 1). */
   readonly clientRatio: number;
   readonly resource: Readonly<Record<string, string | number | boolean>>;
+  /** Prompt and completion content on GenAI spans (`captureMessageContent`; default off). */
+  readonly captureMessageContent: boolean;
 }
 
 const ratio = (v: boolean | number | undefined, fallback: number): number => (v === undefined ? fallback : v === true ? 1 : v === false ? 0 : v);
 
-export function resolveTracing(raw: RawTracing | undefined): TracingConfig | null {
+const envError = (name: string, field: string, message: string): ConfigError =>
+  new ConfigError({ code: ErrorCode.configEnv, path: ['config', 'tracing', field], message: `the \`${name}\` environment variable ${message}` });
+
+/** The first of `names` set to a non-empty value in `env`. */
+function pick(env: NodeJS.ProcessEnv, ...names: string[]): [string, string] | undefined {
+  for (const n of names) {
+    const v = env[n]?.trim();
+    if (v) return [n, v];
+  }
+  return undefined;
+}
+
+/** `k1=v1,k2=v2` (W3C baggage syntax, values percent-decoded), as OTEL_RESOURCE_ATTRIBUTES and OTEL_EXPORTER_OTLP_HEADERS are written. */
+function keyValues(name: string, field: string, text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of text.split(',')) {
+    if (!item.trim()) continue;
+    const eq = item.indexOf('=');
+    const key = eq > 0 ? item.slice(0, eq).trim() : '';
+    if (!key) throw envError(name, field, `must be \`key=value\` pairs separated by commas, got ${JSON.stringify(item.trim().slice(0, 40))}`);
+    let value = item.slice(eq + 1).trim();
+    try {
+      value = decodeURIComponent(value);
+    } catch {
+      // Not percent-encoded: taken as written.
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+/** OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL: `grpc` or `http/protobuf` (`http/json` is not an exporter the gateway has). */
+function envProtocol(env: NodeJS.ProcessEnv): 'grpc' | 'http' | undefined {
+  const p = pick(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'OTEL_EXPORTER_OTLP_PROTOCOL');
+  if (!p) return undefined;
+  if (p[1] === 'grpc') return 'grpc';
+  if (p[1] === 'http/protobuf') return 'http';
+  throw envError(p[0], 'otlpProtocol', `must be \`grpc\` or \`http/protobuf\` (OTLP/JSON is not supported), got ${JSON.stringify(p[1].slice(0, 40))}`);
+}
+
+/** OTEL_TRACES_SAMPLER (+ `_ARG`) as the ratio of requests without a trace that start one. */
+function envRandomRatio(env: NodeJS.ProcessEnv): number | undefined {
+  const s = pick(env, 'OTEL_TRACES_SAMPLER');
+  if (!s) return undefined;
+  const sampler = s[1].toLowerCase();
+  if (sampler === 'always_on' || sampler === 'parentbased_always_on') return 1;
+  if (sampler === 'always_off' || sampler === 'parentbased_always_off') return 0;
+  if (sampler === 'traceidratio' || sampler === 'parentbased_traceidratio') {
+    const arg = pick(env, 'OTEL_TRACES_SAMPLER_ARG');
+    if (!arg) return 1;
+    const n = Number(arg[1]);
+    if (!Number.isFinite(n) || n < 0 || n > 1) throw envError(arg[0], 'randomSampling', `must be a ratio from 0 to 1, got ${JSON.stringify(arg[1].slice(0, 40))}`);
+    return n;
+  }
+  throw envError(s[0], 'randomSampling', `must be one of always_on, always_off, traceidratio and their parentbased_ forms, got ${JSON.stringify(s[1].slice(0, 40))}`);
+}
+
+/** OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: `true`, `SPAN_ONLY`, `SPAN_AND_EVENT` turn it on. */
+function envCapture(env: NodeJS.ProcessEnv): boolean | undefined {
+  const c = pick(env, 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT');
+  if (!c) return undefined;
+  const v = c[1].toLowerCase();
+  if (v === 'true' || v === 'span_only' || v === 'span_and_event') return true;
+  if (v === 'false' || v === 'no_content' || v === 'event_only') return false;
+  throw envError(c[0], 'captureMessageContent', `must be true, false, NO_CONTENT, SPAN_ONLY or SPAN_AND_EVENT, got ${JSON.stringify(c[1].slice(0, 40))}`);
+}
+
+/**
+ * The tracing settings. The `tracing` block turns tracing on (the environment never does; `OTEL_SDK_DISABLED=true`
+ * turns it off); each field it sets wins over the environment, and each field it leaves out is read from the
+ * standard OpenTelemetry variable, then defaulted.
+ */
+export function resolveTracing(raw: RawTracing | undefined, env: NodeJS.ProcessEnv = process.env): TracingConfig | null {
   if (!raw) return null;
-  const protocol = raw.otlpProtocol ?? 'grpc';
-  const endpoint = /^[a-z][a-z0-9+.-]*:\/\//i.test(raw.otlpEndpoint) ? raw.otlpEndpoint : `http://${raw.otlpEndpoint}`;
-  const url = protocol === 'http' ? endpoint.replace(/\/+$/, '') + (raw.path ?? '/v1/traces') : endpoint;
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return null;
+  const protocol = raw.otlpProtocol ?? envProtocol(env) ?? 'grpc';
+  let url: string;
+  const withScheme = (e: string): string => (/^[a-z][a-z0-9+.-]*:\/\//i.test(e) ? e : `http://${e}`);
+  if (raw.otlpEndpoint !== undefined) {
+    const endpoint = withScheme(raw.otlpEndpoint);
+    url = protocol === 'http' ? endpoint.replace(/\/+$/, '') + (raw.path ?? '/v1/traces') : endpoint;
+  } else {
+    // The traces endpoint is used as written; the generic one gets the signal's path (OTLP exporter spec).
+    const traces = pick(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+    const generic = pick(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+    if (traces) url = withScheme(traces[1]);
+    else if (generic) url = protocol === 'http' ? withScheme(generic[1]).replace(/\/+$/, '') + (raw.path ?? '/v1/traces') : withScheme(generic[1]);
+    else {
+      throw new ConfigError({
+        code: ErrorCode.configInvalid,
+        path: ['config', 'tracing'],
+        message: '`tracing` needs `otlpEndpoint` (or the OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT environment variable)',
+      });
+    }
+  }
+  const envHeaders = pick(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'OTEL_EXPORTER_OTLP_HEADERS');
+  const headers = { ...(envHeaders ? keyValues(envHeaders[0], 'headers', envHeaders[1]) : {}), ...raw.headers };
+  const envResource = pick(env, 'OTEL_RESOURCE_ATTRIBUTES');
+  const envService = pick(env, 'OTEL_SERVICE_NAME');
+  const resource: Record<string, string | number | boolean> = {
+    'service.name': 'switchyard',
+    ...(envResource ? keyValues(envResource[0], 'resourceAttributes', envResource[1]) : {}),
+    ...(envService ? { 'service.name': envService[1] } : {}),
+    ...raw.resourceAttributes,
+    ...(raw.serviceName !== undefined ? { 'service.name': raw.serviceName } : {}),
+  };
   return {
     url,
     protocol,
-    headers: raw.headers ?? {},
-    randomRatio: ratio(raw.randomSampling, 0),
+    headers,
+    randomRatio: raw.randomSampling !== undefined ? ratio(raw.randomSampling, 0) : (envRandomRatio(env) ?? 0),
     clientRatio: ratio(raw.clientSampling, 1),
-    resource: { 'service.name': raw.serviceName ?? 'switchyard', ...raw.resourceAttributes },
+    resource,
+    captureMessageContent: raw.captureMessageContent ?? envCapture(env) ?? false,
   };
 }

@@ -62,5 +62,5 @@ export async function startTracing(cfg: TracingConfig, logger: Logger): Promise<
   api.context.setGlobalContextManager(new hooks.AsyncLocalStorageContextManager().enable());
   const propagator = new core.CompositePropagator({ propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()] });
   const tracer = provider.getTracer('switchyard');
-  return new facade.Tracing(tracer, propagator, () => provider.shutdown());
+  return new facade.Tracing(tracer, propagator, () => provider.shutdown(), cfg.captureMessageContent);
 }

@@ -67,11 +67,14 @@ function routeTemplate(prefix: string | undefined): string | undefined {
 
 export class Tracing {
   readonly tracer: Tracer;
+  /** `config.tracing.captureMessageContent`: plugins may put message content on spans. */
+  readonly captureMessageContent: boolean;
   private readonly propagator: TextMapPropagator;
   private readonly stop: () => Promise<void>;
 
-  constructor(tracer: Tracer, propagator: TextMapPropagator, stop: () => Promise<void>) {
+  constructor(tracer: Tracer, propagator: TextMapPropagator, stop: () => Promise<void>, captureMessageContent = false) {
     this.tracer = tracer;
+    this.captureMessageContent = captureMessageContent;
     this.propagator = propagator;
     this.stop = stop;
   }

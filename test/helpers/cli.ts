@@ -31,11 +31,11 @@ function rssMiB(pid: number): number {
  * Run the CLI to completion in a child process; one still running after `timeoutMs` is killed (by its own pid)
  * and the promise rejects with what it printed.
  */
-export function runCli(args: readonly string[], options: { timeoutMs?: number; cwd?: string } = {}): Promise<CliRun> {
+export function runCli(args: readonly string[], options: { timeoutMs?: number; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
   const timeoutMs = options.timeoutMs ?? 20_000;
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, NODE_OPTIONS: '', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let peakRssMiB = 0;

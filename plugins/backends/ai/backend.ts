@@ -229,6 +229,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       if (refused) return refused;
     }
     const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
+    // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
+    if (call.capturesContent) call.recordInput(clientFormat!, body);
     const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
     let reply: Reply;
     try {
@@ -317,12 +319,15 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   const source = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/vnd.amazon.eventstream') ? 'eventstream' : undefined;
   if (req.stream && source) {
     const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
+    const captures = req.call.capturesContent;
     const out = new LlmResponseStream({ source, client: req.client, translator, onEvent: (e) => {
         req.call.firstEvent();
         observeEvent(req.wireFormat, e, req.call);
+        if (captures) req.call.recordEvent(req.wireFormat, e);
       },
       onEnd: () => req.call.finish(),
-      observes: req.wireFormat.observes ? (event, data) => req.wireFormat.observes!(event, data, req.call) : undefined,
+      // Capturing content needs every event parsed, not only those carrying usage.
+      observes: req.wireFormat.observes && !captures ? (event, data) => req.wireFormat.observes!(event, data, req.call) : undefined,
       onSkipped: () => req.call.firstEvent(),
     });
     reply.body = pipeWithTeardown(body, out);
@@ -343,7 +348,10 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     const bytes = await readCapped(body, SMALL_ANSWER);
     try {
       const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
-      if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
+      if (isObj(parsed)) {
+        observeResponse(req.wireFormat, parsed, req.call);
+        if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
+      }
     } catch {
       // Telemetry never fails a response.
     }
@@ -355,7 +363,10 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     reply.body = tapCapped(body, USAGE_LIMIT, (bytes) => {
       try {
         const parsed = bytes ? (JSON.parse(bytes.toString('utf8')) as unknown) : undefined;
-        if (isObj(parsed)) observeResponse(req.wireFormat, parsed, req.call);
+        if (isObj(parsed)) {
+          observeResponse(req.wireFormat, parsed, req.call);
+          if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
+        }
       } catch {
         // Telemetry never fails a response: an answer too large to read for usage, or not JSON, still ends the call.
       }
@@ -384,6 +395,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     return llmResponseError(502, 'the provider did not answer with a JSON object');
   }
   observeResponse(req.wireFormat, parsed, req.call);
+  if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
   req.call.finish();
   const clientBody = req.translation.response(parsed, req.model);
   if (guards) {

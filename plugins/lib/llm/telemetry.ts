@@ -1,6 +1,10 @@
 import { defineAttribute, llmCall } from 'switchyard/sdk';
 import type { CompileContext, Exchange, LlmCallInfo as SdkLlmCallInfo, MetricCounter, MetricHistogram, PluginSpan, PluginSpans } from 'switchyard/sdk';
 import type { LlmWireFormat } from './contract.ts';
+import { inputMessages, outputMessages, StreamContent } from './content.ts';
+import type { LlmFormat } from './formats/format.ts';
+import type { LlmEvent } from './events.ts';
+import type { Obj } from './json.ts';
 import { callCost } from './prices.ts';
 import type { ModelPrice } from './prices.ts';
 import { mergeUsage } from './usage.ts';
@@ -163,6 +167,10 @@ export class LlmCall implements LlmCallInfo {
 
   /** The call's GenAI CLIENT span when the gateway traces (docs/observability.md "Traces"). */
   private readonly span: PluginSpan | undefined;
+  /** True when the span records and the operator allows message content on it (`tracing.captureMessageContent`). */
+  readonly capturesContent: boolean;
+  /** A streamed answer's events, held to put its content on the span when it ends (content capture only). */
+  private streamContent: StreamContent | undefined = undefined;
 
   constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans) {
     this.span =
@@ -174,6 +182,7 @@ export class LlmCall implements LlmCallInfo {
             'gen_ai.request.stream': streaming,
           })
         : undefined;
+    this.capturesContent = this.span?.recording === true && spans!.captureMessageContent;
     this.ex = ex;
     this.operation = operation;
     this.provider = provider;
@@ -232,9 +241,25 @@ export class LlmCall implements LlmCallInfo {
     if (this.span) this.endSpan(error);
   }
 
+  /** `gen_ai.input.messages`: the request as sent (content capture only; call when `capturesContent`). */
+  recordInput(format: LlmFormat, body: Obj): void {
+    this.span!.setAttributes({ 'gen_ai.input.messages': inputMessages(format, body) });
+  }
+
+  /** `gen_ai.output.messages` of a complete answer (content capture only). */
+  recordOutput(format: LlmFormat, body: Obj): void {
+    this.span!.setAttributes({ 'gen_ai.output.messages': outputMessages(format, body) });
+  }
+
+  /** One event of a streamed answer in `format` (content capture only): the answer is put together at the end. */
+  recordEvent(format: LlmFormat, e: LlmEvent): void {
+    (this.streamContent ??= new StreamContent(format)).add(e);
+  }
+
   private endSpan(error: unknown): void {
     const span = this.span!;
     if (span.recording) {
+      if (this.streamContent) span.setAttributes({ 'gen_ai.output.messages': this.streamContent.output() });
       span.setAttributes({
         'gen_ai.response.model': this.responseModel,
         'gen_ai.usage.input_tokens': this.usage.inputTokens,
