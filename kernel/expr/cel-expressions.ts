@@ -66,6 +66,16 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
       { name: 'port', type: 'int', description: 'Client port.' },
     ],
   },
+  {
+    name: 'response',
+    type: 'map',
+    origin: 'gateway',
+    description: 'The response sent to the client: only in `config.logging` expressions (evaluated when the line is written); elsewhere reading it is an error.',
+    fields: [
+      { name: 'code', type: 'int', description: 'HTTP status sent to the client (499 when it went away first).' },
+      { name: 'headers', type: 'map(string, string)', description: 'Response headers by lower-case name; sensitive ones (`set-cookie`, tokens, keys) read `<redacted>`.' },
+    ],
+  },
 ];
 
 function queryMap(query: string): Record<string, string> {

@@ -1,7 +1,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
-import type { AttributeKey, Exchange, PolicyInstance, RouteInfo } from '../sdk/index.ts';
+import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
 import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.ts';
@@ -68,6 +68,8 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   replied = false;
   status = 0;
   replyStream: Readable | undefined = undefined;
+  /** The headers sent with the response (the access log's CEL `response.headers`); kept, not copied. */
+  replyHeaders: Reply['headers'] | undefined = undefined;
   errorMessage: string | undefined = undefined;
   /** Why the request is refused before routing (malformed Host or path); answered with 400. */
   refusal: string | undefined = undefined;

@@ -95,6 +95,7 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   const queued = ex.queued;
   if (queued) for (let i = 0; i < queued.length; i += 2) reply.headers[queued[i]!] = queued[i + 1]!;
   ex.status = reply.status;
+  ex.replyHeaders = reply.headers;
   const body = reply.body;
   if (body !== undefined && body !== null && !(body instanceof Readable) && reply.headers['content-length'] === undefined) {
     reply.headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;

@@ -1,5 +1,6 @@
 import { ConfigError, ErrorCode } from '../sdk/index.ts';
-import type { ConfigIssue, Exchange } from '../sdk/index.ts';
+import type { ConfigIssue } from '../sdk/index.ts';
+import type { LoggedExchange } from './access-log.ts';
 import type { CelExpressions, CheckedExpression } from '../expr/cel-expressions.ts';
 import { celActivation } from '../expr/cel-expressions.ts';
 import { isSensitiveName, REDACTED } from '../config/secret-marks.ts';
@@ -51,13 +52,33 @@ function redactedHeaders(headers: Record<string, unknown>): Record<string, unkno
   return out;
 }
 
+/** Response header values as CEL sees them: strings (numbers such as `content-length` too), lists as lists. */
+function responseHeaders(headers: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (headers === undefined) return out;
+  for (const name in headers) {
+    const v = headers[name];
+    if (v === undefined || v === null) continue;
+    const key = name.toLowerCase();
+    out[key] = isSensitiveName(key) ? REDACTED : Array.isArray(v) ? v.map(String) : String(v);
+  }
+  return out;
+}
+
 /**
  * The CEL activation of a log line: the request's, with credentials hidden (sensitive headers, `apiKey.key`), so
- * no expression can write them to the log. Made once per logged request, only when rules exist.
+ * no expression can write them to the log, and `response` (`code`, `headers`, sensitive ones hidden the same way:
+ * `set-cookie`, tokens). Made once per logged request, only when rules exist.
  */
-export function logActivation(ex: Exchange): Record<string, unknown> {
+export function logActivation(ex: LoggedExchange): Record<string, unknown> {
   const activation = celActivation(ex);
   (activation.request as Record<string, unknown>).headers = redactedHeaders(ex.headers as Record<string, unknown>);
+  activation.response = {
+    code: BigInt(ex.status),
+    get headers() {
+      return responseHeaders(ex.replyHeaders);
+    },
+  };
   const apiKey = activation.apiKey;
   if (apiKey !== null && typeof apiKey === 'object') activation.apiKey = { ...apiKey, key: REDACTED };
   return activation;

@@ -13,6 +13,8 @@ export interface LoggedExchange extends Exchange {
   readonly attempts: number;
   readonly errorMessage: string | undefined;
   readonly fields: Readonly<Record<string, string | number | boolean>> | undefined;
+  /** The headers sent with the response; undefined when none was written (the client left first). */
+  readonly replyHeaders: Readonly<Record<string, unknown>> | undefined;
   /** The request's span when tracing: its ids are logged as `trace_id` and `span_id`. */
   readonly span: { spanContext(): { traceId: string; spanId: string } } | undefined;
 }
