@@ -59,7 +59,10 @@ export function readCapped(body: Readable, limit: number, options?: ReadCappedOp
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
     });
     body.once('error', fail);
-    body.once('close', () => fail(new Error('the stream closed before its end')));
+    // `close` follows every `end`: the error (its stack trace is costly) is made only when the end never came.
+    body.once('close', () => {
+      if (!settled) fail(new Error('the stream closed before its end'));
+    });
   });
 }
 

@@ -19,11 +19,11 @@ export interface LlmCallInfo extends SdkLlmCallInfo {
 export const LLM_CALL = llmCall;
 
 /**
- * The CEL variable `llm` (declared by the `ai` backend's manifest): the call as CEL sees it, read live, so an
+ * The CEL variable `llm` (declared by the `ai` backend's manifest): the call as CEL sees it, kept up to date, so an
  * expression evaluated at the end of the request (the access log's `fields.add`) sees the final counts and cost.
  * Counts are CEL ints; a field not known (yet) is absent (`has(llm.cost)` is false for an unpriced model).
  */
-export const LLM_CEL = defineAttribute<Record<string, unknown>>('llm');
+export const LLM_CEL = defineAttribute<object>('llm');
 
 /** The price lookup of a backend: its `ai.costs` over the catalog (plugins/backends/ai/costs.ts). */
 export type PriceOf = (model: string) => ModelPrice | undefined;
@@ -171,6 +171,8 @@ export class LlmCall implements LlmCallInfo {
   readonly capturesContent: boolean;
   /** A streamed answer's events, held to put its content on the span when it ends (content capture only). */
   private streamContent: StreamContent | undefined = undefined;
+  /** What CEL sees as `llm` (the access log's `fields.add` evaluates it at the end of the request). */
+  private readonly view: CelView;
 
   constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans) {
     this.span =
@@ -197,7 +199,7 @@ export class LlmCall implements LlmCallInfo {
       if (metrics) this.series().calls.inc();
     }
     ex.set(LLM_CALL, this);
-    ex.set(LLM_CEL, celView(this));
+    ex.set(LLM_CEL, (this.view = celView(this)));
     // A stream cut short (by the provider or the client) never reaches finish(): the span ends with the abort, or it
     // would never be exported. Only when tracing, so an untraced call makes no abort controller.
     if (this.span) ex.signal.addEventListener('abort', () => this.fail(ex.signal.reason ?? new Error('the exchange was aborted')), { once: true });
@@ -272,6 +274,7 @@ export class LlmCall implements LlmCallInfo {
   setResponseModel(model: unknown): void {
     if (typeof model !== 'string' || !model || model === this.responseModel) return;
     this.responseModel = model;
+    this.view.responseModel = model;
     if (model !== this.requestModel) this.ex.logField('llm.responseModel', model);
   }
 
@@ -279,6 +282,7 @@ export class LlmCall implements LlmCallInfo {
     if (!usage) return;
     mergeUsage(this.usage, usage);
     const u = this.usage;
+    viewUsage(this.view, u);
     if (u.inputTokens !== undefined) this.ex.logField('llm.inputTokens', u.inputTokens);
     if (u.outputTokens !== undefined) this.ex.logField('llm.outputTokens', u.outputTokens);
     if (u.cachedInputTokens) this.ex.logField('llm.cachedInputTokens', u.cachedInputTokens);
@@ -299,6 +303,7 @@ export class LlmCall implements LlmCallInfo {
     if (this.price === null) return;
     const cost = callCost(this.price.price, this.usage);
     this.cost = cost;
+    this.view.cost = cost;
     this.ex.logField('llm.cost', cost);
     if (this.metrics && cost > this.countedCost) {
       this.series().cost(this.price.model).inc(cost - this.countedCost);
@@ -320,38 +325,46 @@ export class LlmCall implements LlmCallInfo {
 
 const int = (n: number | undefined): bigint | undefined => (n === undefined ? undefined : BigInt(Math.trunc(n)));
 
-/** The live CEL view of a call (one small object per LLM request; its getters read the call when evaluated). */
-function celView(call: LlmCall): Record<string, unknown> {
-  const u = call.usage;
+/**
+ * The CEL view of a call: a plain object of data fields (one literal per LLM request, cheaper to make than one of
+ * getters), brought up to date by the call as the answer's model, usage and cost become known.
+ */
+interface CelView {
+  provider: string;
+  streaming: boolean;
+  requestModel: string | undefined;
+  responseModel: string | undefined;
+  inputTokens: bigint | undefined;
+  outputTokens: bigint | undefined;
+  totalTokens: bigint | undefined;
+  cachedInputTokens: bigint | undefined;
+  cacheCreationInputTokens: bigint | undefined;
+  reasoningTokens: bigint | undefined;
+  cost: number | undefined;
+}
+
+function celView(call: LlmCall): CelView {
   return {
     provider: call.provider,
     streaming: call.streaming,
-    get requestModel() {
-      return call.requestModel;
-    },
-    get responseModel() {
-      return call.responseModel;
-    },
-    get inputTokens() {
-      return int(u.inputTokens);
-    },
-    get outputTokens() {
-      return int(u.outputTokens);
-    },
-    get totalTokens() {
-      return u.inputTokens === undefined && u.outputTokens === undefined ? undefined : int((u.inputTokens ?? 0) + (u.outputTokens ?? 0));
-    },
-    get cachedInputTokens() {
-      return int(u.cachedInputTokens);
-    },
-    get cacheCreationInputTokens() {
-      return int(u.cacheCreationInputTokens);
-    },
-    get reasoningTokens() {
-      return int(u.reasoningTokens);
-    },
-    get cost() {
-      return call.cost;
-    },
+    requestModel: call.requestModel,
+    responseModel: undefined,
+    inputTokens: undefined,
+    outputTokens: undefined,
+    totalTokens: undefined,
+    cachedInputTokens: undefined,
+    cacheCreationInputTokens: undefined,
+    reasoningTokens: undefined,
+    cost: undefined,
   };
+}
+
+/** The usage so far, into the view (CEL ints). */
+function viewUsage(view: CelView, u: LlmUsage): void {
+  view.inputTokens = int(u.inputTokens);
+  view.outputTokens = int(u.outputTokens);
+  view.totalTokens = u.inputTokens === undefined && u.outputTokens === undefined ? undefined : int((u.inputTokens ?? 0) + (u.outputTokens ?? 0));
+  view.cachedInputTokens = int(u.cachedInputTokens);
+  view.cacheCreationInputTokens = int(u.cacheCreationInputTokens);
+  view.reasoningTokens = int(u.reasoningTokens);
 }
