@@ -25,6 +25,7 @@ import type {
 } from '../sdk/index.ts';
 import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
+import { configSectionPath } from '../config/assemble-schema.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
@@ -160,7 +161,10 @@ class SnapshotCompiler {
     for (const { plugin } of this.deps.registry.plugins()) {
       if (plugin.kind === 'slot') continue;
       for (const section of plugin.configSections ?? []) {
-        if (!this.sections.has(section.name)) this.sections.set(section.name, section.resolve(raw?.[section.name], env));
+        const where = configSectionPath(section);
+        if (this.sections.has(where)) continue;
+        const value = section.parent === undefined ? raw?.[section.name] : (raw?.[section.parent] as Obj | undefined)?.[section.name];
+        this.sections.set(where, section.resolve(value, env));
       }
     }
   }
@@ -192,8 +196,9 @@ class SnapshotCompiler {
       sharedFetches: this.deps.shared.fetches,
       expr: this.deps.expressions.compilerAt(path),
       configSection: <T>(section: ConfigSection<T>): T => {
-        if (!this.sections.has(section.name)) throw new Error(`no installed plugin contributes the \`config.${section.name}\` section`);
-        return this.sections.get(section.name) as T;
+        const where = configSectionPath(section);
+        if (!this.sections.has(where)) throw new Error(`no installed plugin contributes the \`config.${where}\` section`);
+        return this.sections.get(where) as T;
       },
       defaultTimeouts: this.staticConfig.defaultTimeouts,
       policies,
@@ -323,7 +328,7 @@ class SnapshotCompiler {
           : null;
     const plan: UpstreamPlan = {
       attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
-      headersTimeoutMs: ownDeadline ? 0 : instance.protocol === 'llm' ? defaults.llmBackendRequestMs : defaults.backendRequestMs,
+      headersTimeoutMs: ownDeadline ? 0 : (instance.responseDeadlineMs ?? defaults.backendRequestMs),
       idleTimeoutMs: facets.streamIdleTimeoutMs ?? defaults.streamIdleMs,
       retry: failover ? { attempts: 0, codes: failover.codes, backoffMs: 0 } : retry,
       upstreamHooks: layered.upstreamHooks(),

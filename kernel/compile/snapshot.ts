@@ -94,7 +94,7 @@ export interface StaticConfig {
   readonly plugins: readonly string[];
   readonly drainTimeoutMs: number;
   /** `config.defaultTimeouts` in ms (0 = none): what a backend without a `timeout` policy gets (ADR 0019). */
-  readonly defaultTimeouts: { readonly backendRequestMs: number; readonly llmBackendRequestMs: number; readonly streamIdleMs: number };
+  readonly defaultTimeouts: { readonly backendRequestMs: number; readonly streamIdleMs: number };
   /** Path normalisation before route selection (`mergeSlashes`, `escapedSlashes`); applies on reload. */
   readonly paths: PathOptions;
   /** `trustedProxies` compiled; null trusts no peer. Applies on reload. */

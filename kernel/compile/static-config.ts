@@ -16,7 +16,7 @@ interface RawStatic {
   logging?: { level?: StaticConfig['logging']['level']; format?: StaticConfig['logging']['format']; accessLog?: boolean } & RawLoggingRules;
   plugins?: string[];
   drainTimeout?: string;
-  defaultTimeouts?: { backendRequestTimeout?: string; llmBackendRequestTimeout?: string; streamIdleTimeout?: string };
+  defaultTimeouts?: { backendRequestTimeout?: string; streamIdleTimeout?: string };
   mergeSlashes?: boolean;
   escapedSlashes?: 'reject' | 'keep';
   trustedProxies?: string[];
@@ -42,10 +42,11 @@ function trustedProxies(raw: RawStatic): TrustedProxies | null {
 
 /**
  * Default upstream deadlines (ADR 0019) for backends whose route sets no `timeout`: Envoy's 15 s route timeout for
- * plain proxying; LLM providers get the 10 minutes their official SDKs wait; a response body may go silent for at
- * most 5 minutes (Envoy's stream idle timeout), so streams are never cut while bytes flow.
+ * plain proxying (a backend may bring its own: the `ai` backend's `llmBackendRequestTimeout`, a property it adds to
+ * `defaultTimeouts`); a response body may go silent for at most 5 minutes (Envoy's stream idle timeout), so streams
+ * are never cut while bytes flow.
  */
-export const DEFAULT_TIMEOUTS = Object.freeze({ backendRequestMs: 15_000, llmBackendRequestMs: 600_000, streamIdleMs: 300_000 });
+export const DEFAULT_TIMEOUTS = Object.freeze({ backendRequestMs: 15_000, streamIdleMs: 300_000 });
 
 const durationOr = (value: string | undefined, fallback: number): number => (value === undefined ? fallback : (parseDuration(value) ?? fallback));
 
@@ -90,7 +91,6 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     drainTimeoutMs: r.drainTimeout ? (parseDuration(r.drainTimeout) ?? 10_000) : 10_000,
     defaultTimeouts: {
       backendRequestMs: durationOr(r.defaultTimeouts?.backendRequestTimeout, DEFAULT_TIMEOUTS.backendRequestMs),
-      llmBackendRequestMs: durationOr(r.defaultTimeouts?.llmBackendRequestTimeout, DEFAULT_TIMEOUTS.llmBackendRequestMs),
       streamIdleMs: durationOr(r.defaultTimeouts?.streamIdleTimeout, DEFAULT_TIMEOUTS.streamIdleMs),
     },
     paths: { mergeSlashes: r.mergeSlashes ?? true, rejectEscapedSlashes: (r.escapedSlashes ?? 'reject') === 'reject' },

@@ -1,5 +1,5 @@
 import { ErrorCode, pluginLabel } from '../sdk/index.ts';
-import type { JsonSchema } from '../sdk/index.ts';
+import type { ConfigSection, JsonSchema } from '../sdk/index.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import { ROOT_SCHEMA, SHARED_DEFS, SKELETON_DEFS } from './skeleton-schema.ts';
@@ -10,6 +10,11 @@ const SLOT_REF = 'switchyard:slot/';
 /** Name of the `$defs` entry holding a plugin's schema. */
 export function pluginDefName(kind: string, key: string): string {
   return `${kind}.${key}`;
+}
+
+/** Where a plugin's `config:` section sits (`session`, `defaultTimeouts.llmBackendRequestTimeout`): its identity. */
+export function configSectionPath(section: ConfigSection<unknown>): string {
+  return section.parent === undefined ? section.name : `${section.parent}.${section.name}`;
 }
 
 /**
@@ -69,18 +74,25 @@ export function assembleSchema(registry: PluginRegistry): JsonSchema {
   for (const [name, def] of Object.entries(SKELETON_DEFS)) defs[name] = transform(def, undefined) as JsonSchema;
   // Sections of `config:` that plugins own (the `mcp` backend's `session`) join the kernel's static settings.
   const staticProps = (defs.staticConfig as { properties: Record<string, unknown> }).properties;
+  // A section with a `parent` is one more property of that kernel object (`defaultTimeouts`).
   for (const { plugin, source } of registry.plugins()) {
     if (plugin.kind === 'slot') continue;
     for (const section of plugin.configSections ?? []) {
-      if (Object.hasOwn(staticProps, section.name) && staticProps[section.name] !== undefined) {
-        if (section.name in contributed && contributed[section.name] === section) continue;
+      const where = configSectionPath(section);
+      const parent = section.parent === undefined ? undefined : (staticProps[section.parent] as { type?: string; properties?: Record<string, unknown> } | undefined);
+      if (section.parent !== undefined && (parent?.type !== 'object' || parent.properties === undefined)) {
+        throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin \`${plugin.key}\` from ${source.name} contributes \`config.${where}\`, but \`config.${section.parent}\` is not an object of settings`);
+      }
+      const props = parent?.properties ?? staticProps;
+      if (Object.hasOwn(props, section.name) && props[section.name] !== undefined) {
+        if (where in contributed && contributed[where] === section) continue;
         throw new PluginRegistryError(
           ErrorCode.pluginDuplicate,
-          `plugin \`${plugin.key}\` from ${source.name} contributes \`config.${section.name}\`, which the gateway or another plugin already defines`,
+          `plugin \`${plugin.key}\` from ${source.name} contributes \`config.${where}\`, which the gateway or another plugin already defines`,
         );
       }
-      contributed[section.name] = section;
-      staticProps[section.name] = transform(section.schema, undefined);
+      contributed[where] = section;
+      props[section.name] = transform(section.schema, undefined);
     }
   }
   for (const name of registry.slotNames()) {

@@ -178,15 +178,11 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       defaultTimeouts: {
         type: 'object',
         description:
-          'Deadlines for upstream calls of routes and backends without a `timeout` policy (a `timeout` policy replaces them). `0s` turns one off. Applied on reload too.',
+          'Deadlines for upstream calls of routes and backends without a `timeout` policy (a `timeout` policy replaces them). `0s` turns one off. Applied on reload too. Plugins may add their own (the `ai` backend: `llmBackendRequestTimeout`).',
         properties: {
           backendRequestTimeout: {
             $ref: '#/$defs/duration',
             description: 'How long an upstream may take to start answering (response headers), per attempt; then 504. Default `15s`.',
-          },
-          llmBackendRequestTimeout: {
-            $ref: '#/$defs/duration',
-            description: 'The same for LLM providers (`ai` backends): non-streaming completions take long. Default `10m`.',
           },
           streamIdleTimeout: {
             $ref: '#/$defs/duration',

@@ -123,8 +123,15 @@ export class ConfigValidator {
     }
     this.slotKeys = slotKeys;
     this.prunable = options.prune !== false && isPrunable(schema, this.defs);
-    // A known key that is installed (but misplaced, say a policy outside `policies`) is not "not installed".
-    this.notInstalled = new Set([...knownKeys].filter((k) => !slotKeys.has(k)));
+    // A known key that is installed (but misplaced, say a policy outside `policies`) is not "not installed"; nor is
+    // a `config:` setting a plugin of this distribution contributes (`session`, `defaultTimeouts.llmBackendRequestTimeout`).
+    const installed = new Set(slotKeys);
+    const staticProps = ((this.defs.staticConfig as { properties?: Record<string, { properties?: object }> } | undefined)?.properties ?? {});
+    for (const [k, v] of Object.entries(staticProps)) {
+      installed.add(k);
+      for (const nested of Object.keys(v?.properties ?? {})) installed.add(nested);
+    }
+    this.notInstalled = new Set([...knownKeys].filter((k) => !installed.has(k)));
   }
 
   /** Compile the whole schema, every plugin's part included (strict mode reports unknown keywords and the like). */

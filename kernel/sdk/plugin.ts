@@ -338,6 +338,12 @@ export interface BackendInstance {
    */
   readonly failover?: { readonly codes: readonly number[] };
   /**
+   * This backend's deadline for the upstream's response headers, per attempt, in ms (0 = none), when no `timeout`
+   * policy applies: replaces `config.defaultTimeouts.backendRequestTimeout` (ADR 0019). The `ai` backend gives its
+   * own `config.defaultTimeouts.llmBackendRequestTimeout` (a section it contributes): completions take long.
+   */
+  readonly responseDeadlineMs?: number;
+  /**
    * Re-shape a gateway-made error reply (one with `reply.error`) into the error format this backend's clients
    * expect (an LLM API's error JSON). The kernel calls it, before the response hooks, for every such reply on a
    * route this backend serves: rejections of the route's and backend's policies (401, 403, 429), the kernel's own

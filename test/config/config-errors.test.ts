@@ -273,6 +273,46 @@ describe('config errors: found by the compiler', () => {
   });
 });
 
+// `config.defaultTimeouts.llmBackendRequestTimeout` is contributed by the `ai` backend (a config section with a
+// `parent`), not known to the kernel: the same YAML is accepted, and its errors read as the kernel's own do.
+describe('config errors: settings a plugin adds to `config:`', () => {
+  const timeouts = (line: string): string => yaml('config:', '  defaultTimeouts:', `    ${line}`, 'binds: []');
+
+  it('the `ai` backend’s `llmBackendRequestTimeout` is accepted where it always was', async () => {
+    await compileValue(timeouts('llmBackendRequestTimeout: 90s'), { preset: fullPreset });
+  });
+
+  it('a bad duration, at the value', async () => {
+    const err = await compileError(timeouts('llmBackendRequestTimeout: 10 minutes'), { preset: fullPreset });
+    assert.deepEqual(headlines(err), [
+      'test.yaml:3:31: must be a duration such as `500ms`, `60s` or `1m30s`, got the string "10 minutes" (at config.defaultTimeouts.llmBackendRequestTimeout) [SWY_ERR_CONFIG_SCHEMA]',
+    ]);
+  });
+
+  it('a misspelling gets a did-you-mean to the plugin’s key', async () => {
+    const err = await compileError(timeouts('llmBackendRequestTimout: 10m'), { preset: fullPreset });
+    assert.deepEqual(headlines(err), [
+      'test.yaml:3:5: unknown key `llmBackendRequestTimout`; did you mean `llmBackendRequestTimeout`? (at config.defaultTimeouts.llmBackendRequestTimout) [SWY_ERR_CONFIG_UNKNOWN_KEY]',
+    ]);
+  });
+
+  it('a distribution without the `ai` backend says it is not installed (no guess at `backendRequestTimeout`)', async () => {
+    const err = await compileError(timeouts('llmBackendRequestTimeout: 10m'), { preset: minimalPreset, knownKeys: FIRST_PARTY_KEYS });
+    assert.deepEqual(headlines(err), [
+      'test.yaml:3:5: `llmBackendRequestTimeout` is not installed in this distribution (at config.defaultTimeouts.llmBackendRequestTimeout) [SWY_ERR_CONFIG_NOT_INSTALLED]',
+    ]);
+  });
+
+  it('so does `config.session` without the `mcp` backend', async () => {
+    const err = await compileError(yaml('config:', '  session:', `    key: ${'ab'.repeat(32)}`, 'binds: []'), { preset: minimalPreset, knownKeys: FIRST_PARTY_KEYS });
+    assert.deepEqual(headlines(err), ['test.yaml:2:3: `session` is not installed in this distribution (at config.session) [SWY_ERR_CONFIG_NOT_INSTALLED]']);
+  });
+
+  it('the kernel’s own `defaultTimeouts` keys are no plugin’s', async () => {
+    await compileValue(timeouts('backendRequestTimeout: 5s'), { preset: minimalPreset, knownKeys: FIRST_PARTY_KEYS });
+  });
+});
+
 describe('config errors: YAML syntax', () => {
   it('a bad indentation is reported where the parser stopped', async () => {
     const err = await compileError(yaml('binds:', '  - port: 8080', '   listeners: []'));

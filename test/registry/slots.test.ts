@@ -174,11 +174,15 @@ describe('the kernel declares only its own slots', () => {
       .filter((k) => k.startsWith('slot.'))
       .sort();
   const configKeys = (schema: Record<string, unknown>) => Object.keys(((schema.$defs as Record<string, { properties: object }>).staticConfig.properties));
+  const timeoutKeys = (schema: Record<string, unknown>) =>
+    (schema.$defs as Record<string, { properties: Record<string, { properties: object }> }>).staticConfig.properties.defaultTimeouts!.properties;
 
-  it('a minimal distribution has no MCP, LLM or guard slots and no `config.session`', async () => {
+  it('a minimal distribution has no MCP, LLM or guard slots, no `config.session` and no LLM deadline', async () => {
     const schema = assembleSchema(await buildRegistry(minimalPreset, [], undefined));
     assert.deepEqual(slotDefs(schema), ['slot.backend', 'slot.backendPolicies', 'slot.routePolicies']);
     assert.ok(!configKeys(schema).includes('session'));
+    // The kernel's `defaultTimeouts` holds its own deadlines only; the LLM one comes with the `ai` backend.
+    assert.deepEqual(Object.keys(timeoutKeys(schema)), ['backendRequestTimeout', 'streamIdleTimeout']);
   });
 
   it('the full preset gets them from the plugins that own them, `config.session` from the `mcp` backend', async () => {
@@ -195,6 +199,7 @@ describe('the kernel declares only its own slots', () => {
       'slot.routePolicies',
     ]);
     assert.ok(configKeys(schema).includes('session'));
+    assert.deepEqual(Object.keys(timeoutKeys(schema)), ['backendRequestTimeout', 'streamIdleTimeout', 'llmBackendRequestTimeout']);
     assert.deepEqual(registry.slotNouns(), {
       routePolicies: 'policy',
       backendPolicies: 'backend policy',

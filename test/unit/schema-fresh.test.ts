@@ -125,11 +125,11 @@ describe('plugins/presets/catalog.ts', () => {
     assert.equal(readFileSync(CATALOG_FILE, 'utf8'), catalogSource(), 'plugins/presets/catalog.ts is stale: run `npm run catalog` and commit the result');
   });
 
-  it('FIRST_PARTY_KEYS lists exactly the keys and aliases of the full preset', () => {
+  it('FIRST_PARTY_KEYS lists exactly the keys, aliases and `config:` sections of the full preset', () => {
     const expected: string[] = [];
-    for (const plugin of fullPreset as readonly { kind: string; key: string; aliases?: readonly string[] }[]) {
+    for (const plugin of fullPreset as readonly { kind: string; key: string; aliases?: readonly string[]; configSections?: readonly { name: string }[] }[]) {
       if (plugin.kind === 'slot') continue; // slot names are not config keys
-      expected.push(plugin.key, ...(plugin.aliases ?? []));
+      expected.push(plugin.key, ...(plugin.aliases ?? []), ...(plugin.configSections ?? []).map((s) => s.name));
     }
     const listed = [...FIRST_PARTY_KEYS];
     const dupes = listed.filter((k, i) => listed.indexOf(k) !== i);

@@ -27,6 +27,7 @@ import { modelsListReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { guardStreamedReply } from './stream-guard.ts';
+import { llmDeadlineSection } from './deadline.ts';
 
 export interface AiBackendConfig {
   name: string;
@@ -254,6 +255,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     label: config.name,
     // Several `ai` backends on a route fail over between them without a `retry` policy (ADR 0039).
     failover: FAILOVER,
+    // Not `defaultTimeouts.backendRequestTimeout`: providers take long to answer a non-streamed completion.
+    responseDeadlineMs: ctx.configSection(llmDeadlineSection),
     target: upstream,
     handle,
     // Gateway-made errors on this route (auth, rate limits, the errors above) in the client API's shape (DECIDED 4).

@@ -2,6 +2,7 @@ import { defineBackend } from 'switchyard/sdk';
 import { llmProviderSlot } from '../../lib/slots/ai.ts';
 import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
 import type { AiBackendConfig } from './backend.ts';
+import { llmDeadlineSection } from './deadline.ts';
 import schema from './schema.json' with { type: 'json' };
 
 /** `ai`: an LLM provider (SPEC §2.8; BEHAVIOUR.md §2.8, §4.6; docs/llm.md). */
@@ -13,6 +14,8 @@ export default defineBackend<AiBackendConfig>({
   slots: [llmProviderSlot, backendAuthSlot],
   // A top-level named backend (`backends: [{ name, ai: {…} }]`), used from routes as `backend: <name>`.
   named: true,
+  // `config.defaultTimeouts.llmBackendRequestTimeout`: the provider's default response deadline.
+  configSections: [llmDeadlineSection],
   // `llm`: the call (provider, models, token counts, cost), for expressions evaluated after the answer (access log).
   celVariables: [
     {
