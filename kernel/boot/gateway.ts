@@ -3,7 +3,7 @@ import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
-import type { Readiness, ValidationResult } from '../admin/gateway-endpoints.ts';
+import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import { PooledUpstreams } from '../upstream/http-target.ts';
 import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
@@ -371,6 +371,14 @@ export class Gateway {
     });
   }
 
+  /** Hand every finished request's access-log fields to `listener` until the returned function is called (the UI's live tail). */
+  tail(listener: TailListener): () => void {
+    this.s.accessLog.tap = listener;
+    return () => {
+      if (this.s.accessLog.tap === listener) this.s.accessLog.tap = null;
+    };
+  }
+
   private endpoints(): AdminEndpoints {
     const endpoints = gatewayEndpoints({
       readiness: () => this.readiness(),
@@ -378,12 +386,7 @@ export class Gateway {
       configDump: () => this.configDump(),
       validate: (text) => this.validate(text),
       adminUi: () => this.s.pipeline.snapshot?.staticConfig.adminUi,
-      tail: (listener) => {
-        this.s.accessLog.tap = listener;
-        return () => {
-          if (this.s.accessLog.tap === listener) this.s.accessLog.tap = null;
-        };
-      },
+      tail: (listener) => this.tail(listener),
     });
     return { ...endpoints, adminPlugins: (prefix) => this.s.pipeline.snapshot?.adminRoutes.get(prefix) };
   }

@@ -1,7 +1,8 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { AdminServers } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
-import type { AdminSource, Readiness, ValidationResult } from '../admin/gateway-endpoints.ts';
+import type { AdminSource, Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
+import type { AdminUiConfig } from '../compile/snapshot.ts';
 import { randomBytes } from 'node:crypto';
 import { resolveWorkerCount } from '../compile/static-config.ts';
 import { parseConfigText, readConfigFile } from '../config/load-config.ts';
@@ -11,7 +12,7 @@ import { FetchCoordinator } from '../resources/shared-fetches.ts';
 import type { AdminRequest, AdminResponse } from '../sdk/index.ts';
 import type { LogSink } from '../telemetry/logger.ts';
 import { ProcessLogger } from '../telemetry/logger.ts';
-import { mergeMetrics } from '../telemetry/merge-metrics.ts';
+import { mergeMetrics, monotonicOnly } from '../telemetry/merge-metrics.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
 import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
 import type { ConfigInput } from './gateway.ts';
@@ -83,6 +84,8 @@ interface Slot {
   /** Liveness pings left unanswered in a row, and whether one is out. */
   misses: number;
   pinging: boolean;
+  /** The worker's last `/metrics` text the supervisor served: its counters are kept when it dies. */
+  lastMetrics: string;
   readonly pending: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
 }
 
@@ -105,7 +108,10 @@ export class Supervisor implements AdminSource {
   private readonly admin: AdminServers;
   private readonly slots: Slot[] = [];
   private readonly arena = newSharedArena();
-  private readonly fetches = new FetchCoordinator();
+  /** Loads shared by the workers; each counted by kind (`file`: a config-named file, `jwt`: a JWKS URL). */
+  private readonly fetches = new FetchCoordinator((key) =>
+    this.registry.counter('switchyard_shared_loads_total', 'Loads made once for all workers (files the config names, remote JWKS), by kind.').inc({ kind: key.slice(0, key.indexOf(':')) }),
+  );
   private lastGood = '';
   private workerEnv: NodeJS.ProcessEnv = process.env;
   private lastText = '';
@@ -116,6 +122,12 @@ export class Supervisor implements AdminSource {
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
   private livenessTimer: NodeJS.Timeout | undefined;
+  /** Counters and histograms of workers that died, as last served: added to the live workers' (monotonic /metrics). */
+  private retired = '';
+  /** `config.adminUi` of the live config, as the workers compiled it. */
+  private ui: AdminUiConfig | undefined;
+  /** The admin UI's live tail while a browser watches: every worker sends its batches here. */
+  private tailListener: TailListener | undefined;
 
   constructor(options: SupervisorOptions) {
     this.o = options;
@@ -152,7 +164,7 @@ export class Supervisor implements AdminSource {
     this.lastGood = this.lastText = text;
     this.workerEnv = workerEnv(this.name, text);
     for (let i = 0; i < this.o.count; i++) {
-      this.slots.push({ index: i, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, misses: 0, pinging: false, pending: new Map() });
+      this.slots.push({ index: i, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, misses: 0, pinging: false, lastMetrics: '', pending: new Map() });
     }
     let first: Extract<FromWorker, { t: 'started' }>;
     try {
@@ -163,6 +175,7 @@ export class Supervisor implements AdminSource {
       throw err;
     }
     this.drainTimeoutMs = first.drainTimeoutMs;
+    this.ui = first.adminUi;
     this.log.configure({ level: first.logging.level, format: first.logging.format });
     try {
       // Plugin endpoints (the `/keys` API) are answered by a worker: the supervisor compiles no plugins.
@@ -224,8 +237,11 @@ export class Supervisor implements AdminSource {
           const p = slot.pending.get(m.id);
           slot.pending.delete(m.id);
           p?.resolve(m.value);
+        } else if (m.t === 'tail') {
+          this.tailed(m.events, m.dropped);
         } else if (m.t === 'started') {
           slot.started = true;
+          if (this.tailListener) worker.postMessage({ t: 'tail', on: true } satisfies ToWorker);
           slot.startedAt = Date.now();
           settled = true;
           resolve(m);
@@ -246,6 +262,10 @@ export class Supervisor implements AdminSource {
         channel.port1.close();
         const wasStarted = slot.started;
         slot.started = false;
+        if (slot.lastMetrics) {
+          this.retired = mergeMetrics([this.retired, monotonicOnly(slot.lastMetrics)]);
+          slot.lastMetrics = '';
+        }
         slot.worker = undefined;
         for (const p of slot.pending.values()) p.reject(new Error(`worker ${slot.index} exited`));
         slot.pending.clear();
@@ -349,6 +369,8 @@ export class Supervisor implements AdminSource {
       return false;
     }
     this.lastGood = text;
+    const asked = this.slots.find((s) => s.started);
+    if (asked) this.ui = ((await this.ask(asked, { t: 'query', what: 'adminUi' }, 5_000).catch(() => this.ui)) as AdminUiConfig | undefined) ?? this.ui;
     this.reloads().inc({ result: 'applied' });
     this.log.info('config reloaded', { workers: this.o.count });
     return true;
@@ -380,11 +402,22 @@ export class Supervisor implements AdminSource {
     return notReady.length ? { ready: false, pending: notReady.join('; ') } : { ready: true, pending: '' };
   }
 
+  /**
+   * The supervisor's series, every running worker's summed, and the counters of workers that died as last served:
+   * a restarted worker counts from 0 again, and without them the gateway's counters would go back.
+   */
   async metrics(): Promise<string> {
     const texts = await Promise.all(
-      this.slots.filter((s) => s.started).map((s) => (this.ask(s, { t: 'query', what: 'metrics' satisfies Query }, 5_000) as Promise<string>).catch(() => '')),
+      this.slots
+        .filter((s) => s.started)
+        .map((s) =>
+          (this.ask(s, { t: 'query', what: 'metrics' satisfies Query }, 5_000) as Promise<string>).then(
+            (text) => (s.lastMetrics = text),
+            () => '',
+          ),
+        ),
     );
-    return mergeMetrics([this.registry.render(), ...texts]);
+    return mergeMetrics([this.registry.render(), this.retired, ...texts]);
   }
 
   /** The admin UI's validator: one worker compiles `text` as a reload would and drops it. */
@@ -392,6 +425,36 @@ export class Supervisor implements AdminSource {
     const slot = this.slots.find((s) => s.started);
     if (!slot) throw new Error('no worker is running');
     return (await this.ask(slot, { t: 'validate', text }, 120_000)) as ValidationResult;
+  }
+
+  adminUi(): AdminUiConfig | undefined {
+    return this.ui;
+  }
+
+  /** The live tail of the whole gateway: each worker batches its requests (bounded) and posts them here. */
+  tail(listener: TailListener): () => void {
+    this.tailListener = listener;
+    this.tellWorkers({ t: 'tail', on: true });
+    return () => {
+      if (this.tailListener !== listener) return;
+      this.tailListener = undefined;
+      this.tellWorkers({ t: 'tail', on: false });
+    };
+  }
+
+  private tellWorkers(m: ToWorker): void {
+    for (const s of this.slots) if (s.started) s.worker?.postMessage(m);
+  }
+
+  /** A worker's batch, handed to the UI's listener; past a full batch, requests only count as dropped. */
+  private tailed(events: readonly Record<string, unknown>[], dropped: number): void {
+    const l = this.tailListener;
+    if (!l) return;
+    for (const e of events) {
+      if (l.full) l.dropped++;
+      else l.push(e);
+    }
+    l.dropped += dropped;
   }
 
   async configDump(): Promise<unknown> {

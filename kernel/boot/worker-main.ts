@@ -3,6 +3,7 @@ import { ConfigLoadError } from '../config/format-issues.ts';
 import { createGateway } from './container.ts';
 import type { FromWorker, ToWorker, WorkerData } from './worker-protocol.ts';
 import { WORKER_DATA_KEY } from './worker-protocol.ts';
+import { WorkerTail } from './worker-tail.ts';
 
 /** This thread's supervisor data, when it is a worker of one. */
 export function workerDataOf(): WorkerData | undefined {
@@ -40,7 +41,9 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
     drainTimeoutMs: c.drainTimeoutMs,
     binds: [...s.binds.keys()],
     generation: s.generation,
+    adminUi: c.adminUi,
   });
+  const tail = new WorkerTail(gateway, (events, dropped) => send({ t: 'tail', events, dropped }));
   port.on('message', (m: ToWorker) => {
     switch (m.t) {
       case 'stage':
@@ -52,8 +55,19 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
       case 'commit':
         void gateway.commitStaged(m.commit, m.text).then(() => send({ t: 'reply', id: m.id, value: true }));
         return;
+      case 'tail':
+        if (m.on) tail.start();
+        else tail.stop();
+        return;
       case 'query': {
-        const value = m.what === 'readiness' ? gateway.readiness() : m.what === 'metrics' ? gateway.metricsText() : gateway.configDump();
+        const value =
+          m.what === 'readiness'
+            ? gateway.readiness()
+            : m.what === 'metrics'
+              ? gateway.metricsText()
+              : m.what === 'adminUi'
+                ? gateway.snapshot?.staticConfig.adminUi
+                : gateway.configDump();
         send({ t: 'reply', id: m.id, value });
         return;
       }
@@ -68,6 +82,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
         return;
       }
       case 'stop':
+        tail.stop();
         void gateway.stop().finally(() => process.exit(0));
         return;
     }

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { AdminUiConfig } from '../compile/snapshot.ts';
 
 /** What a supervisor hands each worker thread it starts (as `workerData.switchyardWorker`). */
 export interface WorkerData {
@@ -11,7 +12,7 @@ export interface WorkerData {
   readonly fetchPort: MessagePort;
 }
 
-export type Query = 'readiness' | 'metrics' | 'configDump';
+export type Query = 'readiness' | 'metrics' | 'configDump' | 'adminUi';
 
 /** Supervisor → worker. */
 export type ToWorker =
@@ -22,6 +23,8 @@ export type ToWorker =
   | { readonly t: 'validate'; readonly id: number; readonly text: string }
   /** A request to a plugin endpoint of the admin address (`CompileContext.adminRoute`); answered `{status, body}`. */
   | { readonly t: 'admin'; readonly id: number; readonly prefix: string; readonly method: string; readonly subpath: string; readonly query: string; readonly body: unknown }
+  /** Start (`on`) or stop sending the live tail's batches (the admin UI's `/ui/api/tail`). */
+  | { readonly t: 'tail'; readonly on: boolean }
   | { readonly t: 'stop' };
 
 /** Worker → supervisor. */
@@ -33,8 +36,12 @@ export type FromWorker =
       readonly drainTimeoutMs: number;
       readonly binds: readonly number[];
       readonly generation: number;
+      /** `config.adminUi` (credentials included): the supervisor serves the UI and enforces them. */
+      readonly adminUi: AdminUiConfig;
     }
   | { readonly t: 'failed'; readonly error: string; readonly invalidConfig: boolean }
+  /** A batch of the live tail: finished requests' access-log fields, and how many more were left out (bounded batches). */
+  | { readonly t: 'tail'; readonly events: readonly Record<string, unknown>[]; readonly dropped: number }
   | { readonly t: 'reply'; readonly id: number; readonly value: unknown };
 
 /** The `workerData` key a worker thread of a supervisor is recognised by. */

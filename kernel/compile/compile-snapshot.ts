@@ -338,17 +338,20 @@ class SnapshotCompiler {
     const label = typeof ref.backend === 'string' ? ref.backend : (instance.label ?? `backends[${index}]`);
     // Same route, same place, same backend config (a named one's included): the state survives the reload.
     const identity = `${routeKey}:${index}:${rawRef}:${named ? JSON.stringify(named.value) : ''}`;
-    const health = outlier || check ? this.resourceView.get(`health:${identity}`, () => new BackendHealth()) : null;
+    // In shared memory: every worker of the gateway counts into, and ejects from, the same state (ADR 0047).
+    const health = outlier || check ? this.resourceView.get(`health:${identity}`, () => new BackendHealth(this.deps.shared.cells.cell(`health:${identity}`, [0, 0, 0, 0, 0, 0]))) : null;
     if (check && health) {
       const target = instance.target;
       if (!target) {
         this.issue([...path, 'policies', 'healthCheck'], '`healthCheck` needs a backend that forwards to one address (`host`, a named `host` backend, `ai`)');
       } else {
         const routeName = routeKey.slice(routeKey.lastIndexOf('/') + 1);
+        const key = `healthcheck:${identity}:${JSON.stringify(check)}`;
         this.resourceView.get(
-          `healthcheck:${identity}:${JSON.stringify(check)}`,
+          key,
           () => {
-            const checker = new HealthChecker(target, check, health, { route: routeName, backend: label }, this.deps.logger, this.ejections());
+            const cell = this.deps.shared.cells.cell(key, [0, 0, 0, 0]);
+            const checker = new HealthChecker(target, check, health, { route: routeName, backend: label }, this.deps.logger, this.ejections(), cell);
             checker.start();
             return checker;
           },

@@ -15,8 +15,8 @@ export function newSharedArena(): SharedArrayBuffer {
   return new SharedArrayBuffer(SLOT_BYTES * SHARED_CELL_SLOTS);
 }
 
-/** A cell nobody else sees: the fallback when the arena is full. */
-function localCell(initial: readonly number[]): SharedCell {
+/** A cell nobody else sees: the fallback when the arena is full, and state that needs no sharing. */
+export function localCell(initial: readonly number[]): SharedCell {
   const values = new Float64Array(SHARED_CELL_VALUES);
   values.set(initial);
   return { values, lock() {}, unlock() {} };

@@ -91,8 +91,14 @@ export class FetchCoordinator {
   private readonly ports = new Map<number, MessagePort>();
   private readonly flights = new Map<string, Flight>();
   private readonly held = new Map<string, Result>();
-  /** Loads started, by key (diagnostics, `switchyard_shared_fetches_total`). */
+  /** Loads started, by key (diagnostics). */
   readonly loads = new Map<string, number>();
+  private readonly onLoad: (key: string) => void;
+
+  /** `onLoad` is told of each load started (the supervisor counts them on /metrics). */
+  constructor(onLoad: (key: string) => void = () => undefined) {
+    this.onLoad = onLoad;
+  }
 
   attach(worker: number, port: MessagePort): void {
     this.ports.set(worker, port);
@@ -118,6 +124,7 @@ export class FetchCoordinator {
   private run(key: string, flight: Flight, worker: number, id: number): void {
     flight.runner = worker;
     this.loads.set(key, (this.loads.get(key) ?? 0) + 1);
+    this.onLoad(key);
     this.send(worker, { t: 'run', id });
   }
 

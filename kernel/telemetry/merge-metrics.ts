@@ -48,3 +48,21 @@ export function mergeMetrics(texts: readonly string[]): string {
   }
   return `${out.join('\n')}\n`;
 }
+
+/**
+ * The monotonic families of a Prometheus text (counters; histograms, whose buckets, sums and counts only grow),
+ * gauges left out: what a supervisor keeps of a worker that died, so the gateway's summed counters never go back
+ * when the worker restarts from 0 (ADR 0033).
+ */
+export function monotonicOnly(text: string): string {
+  const out: string[] = [];
+  let keep = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('# TYPE ')) {
+      const type = line.slice(line.lastIndexOf(' ') + 1);
+      keep = type === 'counter' || type === 'histogram';
+    }
+    if (keep && line !== '') out.push(line);
+  }
+  return out.length ? `${out.join('\n')}\n` : '';
+}

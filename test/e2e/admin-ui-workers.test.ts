@@ -1,7 +1,9 @@
-// Issue 12 item 4 with `config.workers`: the supervisor answers the admin UI (config, validation through a worker);
-// the live tail is not offered there yet (501).
+// Issue 12 item 4 with `config.workers`: the supervisor answers the admin UI (config, validation through a worker),
+// enforces `config.adminUi` credentials (read from the workers' compiled config, reloaded with it), and streams the
+// live tail of every worker (each batches its requests, bounded, to the supervisor).
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -11,35 +13,114 @@ import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
 import { freePort } from '../helpers/ports.ts';
 
+const BASIC = `Basic ${Buffer.from('admin:s3cret-passw0rd').toString('base64')}`;
+
+/** One request on a fresh connection, so SO_REUSEPORT may hand it to either worker. */
+function get(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 describe('admin UI with workers', () => {
   let cli: RunningCli;
   let admin: string;
+  let port: number;
+  let file: string;
+  let config: (password: string) => string;
   before(async () => {
-    const [port, adminPort, statsPort, readinessPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const [adminPort, statsPort, readinessPort] = [await freePort(), await freePort(), await freePort()];
+    port = await freePort();
     admin = `http://127.0.0.1:${adminPort}`;
-    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-ui-workers-')), 'config.yaml');
-    writeFileSync(
-      file,
+    file = join(mkdtempSync(join(tmpdir(), 'switchyard-ui-workers-')), 'config.yaml');
+    config = (password) =>
       stringify({
-        config: { workers: 2, adminAddr: `127.0.0.1:${adminPort}`, statsAddr: `127.0.0.1:${statsPort}`, readinessAddr: `127.0.0.1:${readinessPort}`, drainTimeout: '1s' },
+        config: {
+          workers: 2,
+          adminAddr: `127.0.0.1:${adminPort}`,
+          statsAddr: `127.0.0.1:${statsPort}`,
+          readinessAddr: `127.0.0.1:${readinessPort}`,
+          drainTimeout: '1s',
+          logging: { accessLog: false },
+          adminUi: { basicAuth: { username: 'admin', password } },
+        },
         binds: [{ port, listeners: [{ routes: [{ name: 'hello', policies: { directResponse: { status: 200, body: 'hi\n' } } }] }] }],
-      }),
-    );
+      });
+    writeFileSync(file, config('s3cret-passw0rd'));
     cli = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT, env: childEnv(), readyMs: 90_000 });
   });
   after(() => cli?.stop());
 
-  it('serves the page and the live config, validates through a worker, and says the tail is not available', async () => {
-    assert.equal((await fetch(`${admin}/ui/`)).status, 200);
-    const dump = (await (await fetch(`${admin}/ui/api/config`)).json()) as { workers: number; config: { binds: { listeners: { routes: { name: string }[] }[] }[] } };
+  const auth = { authorization: BASIC };
+
+  it('serves the page and the live config, and validates through a worker', async () => {
+    assert.equal((await fetch(`${admin}/ui/`, { headers: auth })).status, 200);
+    const dump = (await (await fetch(`${admin}/ui/api/config`, { headers: auth })).json()) as { workers: number; config: { binds: { listeners: { routes: { name: string }[] }[] }[] } };
     assert.equal(dump.workers, 2);
     assert.equal(dump.config.binds[0]!.listeners[0]!.routes[0]!.name, 'hello');
-    const post = (text: string): Promise<Response> => fetch(`${admin}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+    const post = (text: string): Promise<Response> =>
+      fetch(`${admin}/ui/api/validate`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
     const bad = (await (await post('binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies:\n        directRespons: { status: 200 }\n')).json()) as { ok: boolean; errors: { line: number; col: number; path: string }[] };
     assert.equal(bad.ok, false);
     assert.deepEqual([bad.errors[0]!.line, bad.errors[0]!.col], [6, 9]);
     const good = (await (await post('binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies:\n        directResponse: { status: 204 }\n')).json()) as { ok: boolean };
     assert.equal(good.ok, true);
-    assert.equal((await fetch(`${admin}/ui/api/tail`)).status, 501);
+  });
+
+  it('enforces config.adminUi credentials, and a reload of them', async () => {
+    const page = await fetch(`${admin}/ui/`);
+    assert.equal(page.status, 401);
+    assert.match(page.headers.get('www-authenticate') ?? '', /^Basic /);
+    assert.equal((await fetch(`${admin}/ui/api/config`)).status, 401);
+    assert.equal((await fetch(`${admin}/ui/api/tail`)).status, 401);
+    assert.equal((await fetch(`${admin}/ui/api/config`, { headers: { authorization: `Basic ${Buffer.from('admin:wrong').toString('base64')}` } })).status, 401);
+    writeFileSync(file, config('n3w-passw0rd-x'));
+    await cli.waitFor(/config reloaded workers=2/, 30_000);
+    assert.equal((await fetch(`${admin}/ui/`, { headers: auth })).status, 401, 'the old password no longer opens it');
+    assert.equal((await fetch(`${admin}/ui/`, { headers: { authorization: `Basic ${Buffer.from('admin:n3w-passw0rd-x').toString('base64')}` } })).status, 200);
+    writeFileSync(file, config('s3cret-passw0rd'));
+    await cli.waitFor(/config reloaded workers=2[\s\S]*config reloaded workers=2/, 30_000);
+  });
+
+  it('streams the requests of every worker in the live tail', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${admin}/ui/api/tail`, { headers: auth, signal: controller.signal });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+    const seen = new Set<string>();
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = '';
+    const read = (async () => {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        buffer += value;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const event = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = /^data: (.*)$/m.exec(event)?.[1];
+          if (!data || event.startsWith('event:')) continue;
+          for (const r of (JSON.parse(data) as { requests: Record<string, unknown>[] }).requests) seen.add(String(r['http.path']));
+          if (seen.size >= 30) return;
+        }
+      }
+    })();
+    try {
+      // The tail attaches to the workers by message: give it a moment before the requests.
+      await new Promise((r) => setTimeout(r, 300));
+      // Fresh connections: SO_REUSEPORT spreads them over both workers; every one must show in the one tail.
+      for (let i = 0; i < 30; i += 10) assert.deepEqual(await Promise.all(Array.from({ length: 10 }, (_, k) => get(`http://127.0.0.1:${port}/hello?i=${i + k}`))), Array(10).fill(200));
+      await Promise.race([read, new Promise((_, reject) => setTimeout(() => reject(new Error(`tail showed ${seen.size} of 30: ${[...seen].join(' ')}`)), 10_000))]);
+      assert.equal(seen.size, 30);
+    } finally {
+      controller.abort();
+      await read.catch(() => undefined);
+    }
   });
 });

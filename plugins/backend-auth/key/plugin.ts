@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS } from 'switchyard/sdk';
+import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import { authorizationValue } from './key.ts';
 import schema from './schema.json' with { type: 'json' };
@@ -21,7 +22,7 @@ export default defineBackendAuth<KeyConfig>({
       const file = resolve(ctx.cwd, config.file);
       what = `the key file \`${config.file}\``;
       try {
-        raw = await readLocalFile(file, FILE_SIZE_LIMITS.key);
+        raw = await readSharedFile(ctx.sharedFetches, file, FILE_SIZE_LIMITS.key);
       } catch (err) {
         return ctx.fail(`cannot read ${what} (${file}): ${(err as Error).message}`, ['file']);
       }

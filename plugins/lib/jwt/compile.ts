@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readCappedText, readLocalFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, readCappedText } from 'switchyard/sdk';
 import type { CompileContext, ConfigPath } from 'switchyard/sdk';
+import { readSharedFile } from '../watched-file/shared-read.ts';
 import { parseJwks } from './keys.ts';
 import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
 import type { JwksFetcher, KeySource } from './remote-jwks.ts';
@@ -41,7 +42,7 @@ async function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): 
   const path = resolve(ctx.cwd, file);
   let text: string;
   try {
-    text = await readLocalFile(path, FILE_SIZE_LIMITS.jwks);
+    text = await readSharedFile(ctx.sharedFetches, path, FILE_SIZE_LIMITS.jwks);
   } catch (err) {
     return ctx.fail(`cannot read the JWKS file \`${file}\` (resolved to ${path}, relative paths start at the gateway's working directory): ${(err as Error).message}`, sub);
   }

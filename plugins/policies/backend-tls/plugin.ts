@@ -1,8 +1,9 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { definePolicy, FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
+import { definePolicy, FILE_SIZE_LIMITS } from 'switchyard/sdk';
 import type { CompileContext, UpstreamTls } from 'switchyard/sdk';
+import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import schema from './schema.json' with { type: 'json' };
 
 interface BackendTlsConfig {
@@ -21,7 +22,7 @@ async function readPem(ctx: CompileContext, field: 'cert' | 'key' | 'root', path
   const file = resolve(ctx.cwd, path);
   let text: string;
   try {
-    text = await readLocalFile(file, FILE_SIZE_LIMITS.key);
+    text = await readSharedFile(ctx.sharedFetches, file, FILE_SIZE_LIMITS.key);
   } catch (err) {
     return ctx.fail(`cannot read the ${label} file \`${path}\` (${file}): ${(err as Error).message}`, [field]);
   }

@@ -33,7 +33,7 @@ interface Verified {
 export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const path = resolve(ctx.cwd, config.htpasswd.file);
   const logger = ctx.logger.child({ policy: 'basicAuth' });
-  const store = ctx.resources.get(`basicAuth:htpasswd:${path}`, () => new HtpasswdStore(path, logger), (s) => s.close());
+  const store = ctx.resources.get(`basicAuth:htpasswd:${path}`, () => new HtpasswdStore(path, logger, ctx.sharedFetches), (s) => s.close());
   // Read at every config load: a bad file is a config error then; later changes are picked up by the watcher.
   let problems: string[] | undefined;
   try {

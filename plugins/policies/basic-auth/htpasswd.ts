@@ -2,7 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import apacheCrypt from 'apache-crypt';
 import apacheMd5Module from 'apache-md5';
 import bcrypt from 'bcryptjs';
-import { FILE_SIZE_LIMITS, readLocalFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS } from 'switchyard/sdk';
+import type { SharedFetches } from 'switchyard/sdk';
+import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import type { Logger } from 'switchyard/sdk';
 import { WatchedFile } from '../../lib/watched-file/watched-file.ts';
 import { parseShaCryptSetting, ROUNDS_MAX, ROUNDS_MIN, shaCryptAsync } from './sha-crypt.ts';
@@ -137,10 +139,12 @@ export class HtpasswdStore {
   version = 0;
   private readonly logger: Logger;
   private readonly file: WatchedFile;
+  private readonly fetches: SharedFetches | undefined;
 
-  constructor(path: string, logger: Logger) {
+  constructor(path: string, logger: Logger, fetches?: SharedFetches) {
     this.path = path;
     this.logger = logger;
+    this.fetches = fetches;
     this.file = new WatchedFile(path, {
       removed: () => logger.warn('htpasswd file removed; keeping the users already loaded', { file: path }),
       changed: () => void this.reloadFromDisk(),
@@ -157,7 +161,8 @@ export class HtpasswdStore {
   }
 
   private async loadNow(): Promise<string[] | undefined> {
-    const text = await readLocalFile(this.path, FILE_SIZE_LIMITS.htpasswd);
+    // Once for the gateway, whichever worker asks first (the others reuse its read of the same file version).
+    const text = await readSharedFile(this.fetches, this.path, FILE_SIZE_LIMITS.htpasswd);
     const { entries, problems } = parseHtpasswd(text);
     if (problems.length > 0) return problems.map((p) => `${this.path}:${p.line}: ${p.message}`);
     this.entries = entries;

@@ -1,0 +1,128 @@
+// `config.workers: 2` and files the config names (issue 11 item 2): an htpasswd file, a `jwks.file`, a backend
+// key file are read once for the gateway, not once per worker: at start, on a change of the file (both workers
+// take the new content), and not again on a config reload that leaves them unchanged. The supervisor runs in this
+// process and counts shared loads (`switchyard_shared_loads_total`).
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import * as jose from 'jose';
+import { stringify } from 'yaml';
+import { LogSink } from 'switchyard';
+import { Supervisor } from '../../kernel/boot/supervisor.ts';
+import { BIN } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
+const ISSUER = 'https://idp.example';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sha = (password: string) => `{SHA}${createHash('sha1').update(password).digest('base64')}`;
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+/** One request on a fresh connection (so SO_REUSEPORT may hand it to either worker). */
+function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; worker: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, worker: String(res.headers['x-worker']) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('config.workers: 2, files the config names', () => {
+  let supervisor: Supervisor;
+  let port: number;
+  let dir: string;
+  let configFile: string;
+  let upstream: TestUpstream;
+  let token: string;
+  let config: (probe: string) => string;
+
+  before(async () => {
+    port = await freePort();
+    dir = mkdtempSync(join(tmpdir(), 'switchyard-workers-files-'));
+    upstream = await startUpstream();
+    writeFileSync(join(dir, 'users.htpasswd'), `alice:${sha('alice-pw')}\n`);
+    const { publicKey, privateKey } = await jose.generateKeyPair('ES256', { extractable: true });
+    writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }] }));
+    token = await new jose.SignJWT({ sub: 'bob' }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer(ISSUER).setAudience('orders').setExpirationTime('5m').sign(privateKey);
+    writeFileSync(join(dir, 'key.txt'), 'upstream-token\n');
+    const backend = [{ host: `127.0.0.1:${upstream.port}`, policies: { backendAuth: { key: { file: join(dir, 'key.txt') } } } }];
+    config = (probe) =>
+      stringify({
+        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  { name: 'basic', matches: [{ path: { pathPrefix: '/basic' } }], policies: { workerProbe: { value: probe }, basicAuth: { mode: 'strict', htpasswd: { file: join(dir, 'users.htpasswd') } } }, backends: backend },
+                  { name: 'jwt', matches: [{ path: { pathPrefix: '/jwt' } }], policies: { workerProbe: { value: probe }, jwtAuth: { mode: 'strict', issuer: ISSUER, audiences: ['orders'], jwks: { file: join(dir, 'jwks.json') } } }, backends: backend },
+                ],
+              },
+            ],
+          },
+        ],
+      });
+    configFile = join(dir, 'config.yaml');
+    writeFileSync(configFile, config('one'));
+    supervisor = new Supervisor({ entry: BIN, config: { file: configFile }, count: 2, sink: new LogSink(() => undefined), watch: false });
+    await supervisor.start();
+  });
+
+  after(async () => {
+    await supervisor?.stop();
+    await upstream?.close();
+  });
+
+  const loads = (name: string) => supervisor.sharedLoads.get(`file:${join(dir, name)}`) ?? 0;
+  const spread = async (path: string, headers: Record<string, string>) => {
+    const answers = [];
+    for (let i = 0; i < 20; i += 10) answers.push(...(await Promise.all(Array.from({ length: 10 }, () => get(`http://127.0.0.1:${port}${path}`, headers)))));
+    return answers;
+  };
+
+  it('reads each file once for both workers at start', async () => {
+    const users = await spread('/basic', { authorization: basic('alice', 'alice-pw') });
+    assert.deepEqual([...new Set(users.map((a) => a.status))], [200]);
+    assert.equal(new Set(users.map((a) => a.worker)).size, 2, 'both workers served');
+    const tokens = await spread('/jwt', { authorization: `Bearer ${token}` });
+    assert.deepEqual([...new Set(tokens.map((a) => a.status))], [200]);
+    assert.ok(upstream.received.every((r) => r.headers.authorization === 'Bearer upstream-token'));
+    assert.deepEqual([loads('users.htpasswd'), loads('jwks.json'), loads('key.txt')], [1, 1, 1]);
+    assert.match(await supervisor.metrics(), /^switchyard_shared_loads_total\{kind="file"\} 3$/m);
+  });
+
+  it('reads a changed htpasswd file once, and both workers take the new users', async () => {
+    writeFileSync(join(dir, 'users.htpasswd'), `alice:${sha('alice-pw')}\ncarol:${sha('carol-pw')}\n`);
+    let answers: { status: number; worker: string }[] = [];
+    for (let i = 0; i < 50; i++) {
+      await sleep(200);
+      answers = await spread('/basic', { authorization: basic('carol', 'carol-pw') });
+      if (answers.every((a) => a.status === 200)) break;
+    }
+    assert.deepEqual([...new Set(answers.map((a) => a.status))], [200]);
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2);
+    // Each worker's watcher saw the change; one read for both.
+    await sleep(1500);
+    assert.equal(loads('users.htpasswd'), 2);
+  });
+
+  it('does not read unchanged files again on a config reload', async () => {
+    writeFileSync(configFile, config('two'));
+    assert.equal(await supervisor.reload(), true);
+    const answers = await spread('/jwt', { authorization: `Bearer ${token}` });
+    assert.ok(answers.every((a) => a.status === 200 && a.worker !== 'undefined'));
+    assert.deepEqual([loads('users.htpasswd'), loads('jwks.json'), loads('key.txt')], [2, 1, 1]);
+  });
+});

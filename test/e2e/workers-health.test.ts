@@ -1,0 +1,156 @@
+// `config.workers: 2` and state that must be the gateway's, not each worker's (ADR 0047): an active health check
+// probes once per interval for the whole gateway and its verdict applies in every worker; passive outlier
+// detection counts failures and ejects once for all workers; /metrics counters never go back when a worker dies
+// and restarts. The supervisor runs in this process (as in workers-liveness.test.ts); upstreams are real servers.
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { LogSink } from 'switchyard';
+import { Supervisor } from '../../kernel/boot/supervisor.ts';
+import { BIN } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One request on a fresh connection (so SO_REUSEPORT may hand it to either worker). */
+function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; worker: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode!, worker: String(res.headers['x-worker']) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Counter samples of a Prometheus text, by series. */
+function counters(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  let counter = false;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('# TYPE ')) counter = line.endsWith(' counter');
+    else if (counter && line && !line.startsWith('#')) out.set(line.slice(0, line.lastIndexOf(' ')), Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return out;
+}
+
+describe('config.workers: 2, backend health and counters for the whole gateway', () => {
+  const logs: string[] = [];
+  let supervisor: Supervisor;
+  let port: number;
+  let probed: TestUpstream;
+  let good: TestUpstream;
+  let bad: TestUpstream;
+  let probeStatus = 200;
+
+  before(async () => {
+    port = await freePort();
+    probed = await startUpstream((req, res) => {
+      res.writeHead(req.url === '/healthz' ? probeStatus : 200, { 'content-type': 'text/plain' }).end('probed');
+    });
+    good = await startUpstream((_req, res) => void res.writeHead(200, { 'content-type': 'text/plain' }).end('good'));
+    bad = await startUpstream((_req, res) => void res.writeHead(500, { 'content-type': 'text/plain' }).end('bad'));
+    const route = (name: string, policies: Record<string, unknown>, backends: number[]) => ({
+      name,
+      matches: [{ path: { pathPrefix: `/${name}` } }],
+      policies: { workerProbe: { value: 'x' }, ...policies },
+      backends: backends.map((p) => ({ host: `127.0.0.1:${p}` })),
+    });
+    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-workers-health-')), 'config.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  route('active', { healthCheck: { path: '/healthz', interval: '200ms', timeout: '150ms', unhealthyThreshold: 2, healthyThreshold: 1 } }, [probed.port, good.port]),
+                  route('eject', { outlierDetection: { consecutive5xx: 3, baseEjectionTime: '60s' } }, [bad.port, good.port]),
+                  route('plain', {}, [good.port]),
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
+    supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink, watch: false, restartMs: { initial: 100, max: 1000 } });
+    await supervisor.start();
+  });
+
+  after(async () => {
+    await supervisor?.stop();
+    await Promise.all([probed?.close(), good?.close(), bad?.close()]);
+  });
+
+  const probes = () => probed.received.filter((r) => r.url === '/healthz').length;
+  const hits = (u: TestUpstream, prefix: string) => u.received.filter((r) => r.url.startsWith(prefix)).length;
+
+  it('probes once per interval for the gateway, and every worker stops sending to a backend that fails it', async () => {
+    await sleep(500);
+    const from = probes();
+    const started = performance.now();
+    await sleep(3000);
+    const count = probes() - from;
+    const intervals = (performance.now() - started) / 200;
+    // Two workers probing each would make about 2 per interval.
+    assert.ok(count <= intervals * 1.15 + 1, `${count} probes in ${intervals.toFixed(1)} intervals`);
+    assert.ok(count >= intervals / 3, `${count} probes in ${intervals.toFixed(1)} intervals`);
+    assert.ok(probed.received.filter((r) => r.url === '/healthz').every((r) => r.headers['user-agent'] === 'switchyard-health-check'));
+
+    probeStatus = 503;
+    try {
+      const ejected = /^switchyard_backend_ejections_total\{[^}]*reason="healthCheck"[^}]*\} (\d+)$/m;
+      for (let i = 0; i < 50 && !ejected.test(await supervisor.metrics()); i++) await sleep(100);
+      const before = hits(probed, '/active');
+      const answers = [];
+      for (let i = 0; i < 40; i += 10) answers.push(...(await Promise.all(Array.from({ length: 10 }, () => get(`http://127.0.0.1:${port}/active`)))));
+      assert.ok(answers.every((a) => a.status === 200));
+      assert.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers served');
+      assert.equal(hits(probed, '/active') - before, 0, 'no worker sent a request to the backend out of rotation');
+      // The workers' logs go to stderr; the summed counter shows one decision for the gateway.
+      assert.equal(ejected.exec(await supervisor.metrics())?.[1], '1', 'one worker decided, once');
+    } finally {
+      probeStatus = 200;
+    }
+  });
+
+  it('counts failures across workers and ejects once: a backend failing 3 in a row gets 3 requests, not 3 per worker', async () => {
+    const answers = [];
+    for (let i = 0; i < 40; i++) answers.push(await get(`http://127.0.0.1:${port}/eject`));
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers served');
+    assert.equal(hits(bad, '/eject'), 3);
+    assert.equal(answers.filter((a) => a.status === 500).length, 3);
+    assert.match(await supervisor.metrics(), /^switchyard_backend_ejections_total\{[^}]*route="eject"[^}]*\} 1$/m);
+  });
+
+  it('keeps /metrics counters monotonic when a worker dies and restarts', async () => {
+    const answers = [];
+    for (let i = 0; i < 30; i++) answers.push(await get(`http://127.0.0.1:${port}/plain`));
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2);
+    const before = counters(await supervisor.metrics());
+    const served = [...before].filter(([k]) => k.includes('route="plain"') && k.startsWith('switchyard_requests_total')).reduce((n, [, v]) => n + v, 0);
+    assert.ok(served >= 30, `plain served ${served}`);
+    // The probe plugin throws outside any request 200 ms later: the worker that served this dies.
+    assert.equal((await get(`http://127.0.0.1:${port}/plain`, { 'x-crash': '1' })).status, 200);
+    for (let i = 0; i < 100 && !logs.some((l) => /worker restarted/.test(l)); i++) await sleep(100);
+    assert.ok(logs.some((l) => /worker restarted/.test(l)), 'the worker was restarted');
+    const now = counters(await supervisor.metrics());
+    const back = [...before].filter(([series, v]) => (now.get(series) ?? 0) < v);
+    assert.deepEqual(back, [], 'no counter went back');
+  });
+});
