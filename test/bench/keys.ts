@@ -1,0 +1,248 @@
+// The virtual-keys rows (issue 13 "Targets"; alone with BENCH_ONLY=keys): what a key check, a budget reservation and
+// its settlement add to an LLM request. The same `ai` route (openAI provider, `hostOverride` to the fixed-answer
+// upstream, a 220-byte non-streamed chat completion) without `virtualKeys`, and with it on the embedded SQLite store
+// and, when `redis-server` is on PATH, on a Redis store: one key (key, team and organisation budgets: three counters
+// reserved and settled per request), and 1,000 keys with 100 team budgets (the key used is in the middle).
+//
+// Figures: the added c=1 p50 (the keyed row's p50 minus the plain row's, per round, median), and the throughput and
+// CPU per request of 1,000 keys against one key. Targets: ≤ 150 µs p50 on SQLite, ≤ 1 ms on the shared store; 1,000
+// keys and 100 budgets do not change throughput measurably.
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { openStore } from '../../plugins/lib/key-store/open-store.ts';
+import type { StoreSpec } from '../../plugins/lib/key-store/open-store.ts';
+import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
+import { freePort } from '../helpers/ports.ts';
+import type { Job } from './load.ts';
+import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
+import type { BenchKit } from './peers.ts';
+import type { Child } from './run.ts';
+
+const PATH = '/v1/chat/completions';
+const KEYS = 1000;
+const TEAMS = 100;
+const keySecret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
+/** Budgets never reached in a bench run: every request is reserved and settled, none refused. */
+const big = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day' }];
+
+interface KeysRow {
+  readonly name: string;
+  readonly store: 'none' | 'sqlite' | 'redis';
+  readonly keys: number;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly pids: number[];
+  readonly cpu: number[];
+  readonly rps: number[];
+  readonly p50: number[];
+  bad: number;
+  errors: number;
+}
+
+function virtualKeys(store: Record<string, unknown>, keys: number): Record<string, unknown> {
+  const teams = Array.from({ length: keys === 1 ? 1 : TEAMS }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
+  return {
+    store,
+    budgets: big(),
+    teams,
+    keys: Array.from({ length: keys }, (_, i) => ({ id: `key-${i}`, key: keySecret(i), owner: `user${i}@example.com`, team: `team-${i % teams.length}`, budgets: big() })),
+  };
+}
+
+async function startGateway(kit: BenchKit, dir: string, name: string, upstreamPort: number, policies: Record<string, unknown> | undefined): Promise<{ child: Child; base: string }> {
+  mkdirSync(dir, { recursive: true });
+  const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const route: Record<string, unknown> = {
+    name: 'ai',
+    matches: [{ path: { pathPrefix: '/' } }],
+    backends: [{ ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstreamPort}` } }],
+  };
+  if (policies) route.policies = policies;
+  const file = join(dir, 'keys.yaml');
+  writeFileSync(
+    file,
+    stringify({
+      config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${readiness}` },
+      binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }],
+    }),
+  );
+  const fd = openSync(join(dir, 'access.log'), 'w');
+  const child = kit.startPinned(name, kit.cpuTarget, kit.node, [kit.cli, '-f', file], fd);
+  closeSync(fd);
+  await kit.waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`, child, performance.now(), 60_000);
+  return { child, base: `http://127.0.0.1:${port}` };
+}
+
+/** redis-server on a free port (no persistence), pinned with the upstream and the load generator. */
+async function startRedis(kit: BenchKit, dir: string, bin: string): Promise<{ port: number; stop: () => Promise<void> }> {
+  const port = await freePort();
+  mkdirSync(dir, { recursive: true });
+  const proc = spawn(kit.pinned ? 'taskset' : bin, [...(kit.pinned ? ['-c', kit.cpuRest, bin] : []), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => {
+        s.end();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) break;
+    if (Date.now() > until) throw new Error('redis-server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+/**
+ * The store's share, in this process (no HTTP, so less exposed to a busy machine): per request, find the key by its
+ * digest, reserve 6 counter lines (key, team, organisation × 2 budgets), settle 6 deltas. Median of 5 batches, wall
+ * and CPU µs per request.
+ */
+async function storeOps(kit: BenchKit, spec: StoreSpec, keys: number): Promise<{ wallUs: number; cpuUs: number }> {
+  const store = await openStore(spec, kit.work);
+  for (let i = 0; i < keys; i++) {
+    const record = { id: `key-${i}`, budgets: [], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' as const, team: `team-${i % TEAMS}` };
+    await store.create(record, digestOf(keySecret(i)));
+  }
+  const digest = digestOf(keySecret(Math.floor(keys / 2)));
+  const names = ['key:k', 'team:t', 'all'].flatMap((scope) => [`${scope}:usd:month`, `${scope}:tokens:day`]);
+  const lines = names.map((counter) => ({ counter, limit: 1e12, amount: 100, expiresAt: 0 }));
+  const deltas = names.map((counter) => ({ counter, amount: -40, expiresAt: 0 }));
+  const one = async (): Promise<void> => {
+    if (!(await store.find(digest))) throw new Error('key not found');
+    if ((await store.reserve(lines)) !== -1) throw new Error('refused');
+    await store.settle(deltas);
+  };
+  for (let i = 0; i < 500; i++) await one();
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let b = 0; b < 5; b++) {
+    const n = 1000;
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++) await one();
+    const t = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    wall.push((t * 1000) / n);
+    cpu.push((c.user + c.system) / n);
+  }
+  await store.close();
+  return { wallUs: kit.median(wall), cpuUs: kit.median(cpu) };
+}
+
+/** The keys rows: prints a table of added p50 and throughput per store and key count. */
+export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void> {
+  const { fmt, median } = kit;
+  const dir = join(kit.work, 'keys');
+  mkdirSync(dir, { recursive: true });
+  const upstreamPort = await freePort();
+  const upstream = kit.startPinned('keys upstream', kit.cpuRest, kit.node, [join(kit.here, 'upstream.ts'), String(upstreamPort)]);
+  await kit.listening(upstream);
+
+  const children: Child[] = [upstream];
+  const all: KeysRow[] = [];
+  const add = async (name: string, store: KeysRow['store'], keys: number, policies: Record<string, unknown> | undefined): Promise<void> => {
+    const gw = await startGateway(kit, join(dir, `${store}-${keys}`), name, upstreamPort, policies);
+    children.push(gw.child);
+    const used = keySecret(keys === 1 ? 0 : Math.floor(keys / 2));
+    all.push({ name, store, keys, url: gw.base + PATH, headers: { 'content-type': 'application/json', authorization: `Bearer ${used}` }, pids: kit.processTree(gw.child.proc.pid!), cpu: [], rps: [], p50: [], bad: 0, errors: 0 });
+  };
+
+  await add('ai route, no keys', 'none', 0, undefined);
+  await add('virtualKeys sqlite, 1 key', 'sqlite', 1, { virtualKeys: virtualKeys({ sqlite: { path: join(dir, 'one.db') } }, 1) });
+  await add(`virtualKeys sqlite, ${KEYS} keys / ${TEAMS} teams`, 'sqlite', KEYS, { virtualKeys: virtualKeys({ sqlite: { path: join(dir, 'many.db') } }, KEYS) });
+  const redisBin = kit.onPath('redis-server') ?? (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : undefined);
+  let redis: { port: number; stop: () => Promise<void> } | undefined;
+  if (redisBin) {
+    redis = await startRedis(kit, join(dir, 'redis'), redisBin);
+    const url = `redis://127.0.0.1:${redis.port}`;
+    await add('virtualKeys redis, 1 key', 'redis', 1, { virtualKeys: virtualKeys({ redis: { url, prefix: 'one:' } }, 1) });
+    await add(`virtualKeys redis, ${KEYS} keys / ${TEAMS} teams`, 'redis', KEYS, { virtualKeys: virtualKeys({ redis: { url, prefix: 'many:' } }, KEYS) });
+  } else notes.push('redis-server is not on PATH: no shared-store rows');
+
+  const ops: string[] = [];
+  for (const name of redis ? ['sqlite', 'redis'] : ['sqlite']) {
+    for (const keys of [1, KEYS]) {
+      const spec: StoreSpec = name === 'sqlite' ? { sqlite: { path: join(dir, `ops-${keys}.db`) } } : { redis: { url: `redis://127.0.0.1:${redis!.port}`, prefix: `ops${keys}:` } };
+      const m = await storeOps(kit, spec, keys);
+      ops.push(`| ${name} | ${keys} | ${fmt(m.wallUs, 1)} | ${fmt(m.cpuUs, 1)} |`);
+    }
+  }
+
+  for (const r of all) {
+    const res = await kit.post(r.url, CHAT_REQUEST, r.headers);
+    if (res.status !== 200 || res.body.length !== SMALL_ANSWER.length) throw new Error(`${r.name} answered ${res.status}: ${res.body.slice(0, 300)}`);
+  }
+
+  const jobs: Job[] = [];
+  for (let round = 0; round < kit.rounds; round++) {
+    for (const r of all) {
+      jobs.push({
+        url: r.url,
+        method: 'POST',
+        headers: r.headers,
+        body: CHAT_REQUEST,
+        warmupS: round === 0 ? kit.warmupS : 0.3,
+        connections: kit.connections,
+        throughputS: kit.throughputS / kit.rounds,
+        latencyS: kit.latencyS / kit.rounds,
+        cpuPids: r.pids,
+      });
+    }
+  }
+  await kit.load(jobs, (res) => {
+    const r = all[res.index % all.length]!;
+    const t = res.throughput;
+    r.cpu.push(t.cpuUsPerReq);
+    r.rps.push(t.rps);
+    r.p50.push(res.latency?.p50 ?? NaN);
+    for (const ph of [t, res.latency]) {
+      if (!ph) continue;
+      r.bad += ph.requests - ph.ok;
+      r.errors += ph.errors + ph.timeouts;
+    }
+    console.log(`round ${Math.floor(res.index / all.length) + 1}/${kit.rounds} ${r.name}: ${fmt(t.rps, 0)} req/s, ${fmt(t.cpuUsPerReq, 0)} CPU µs/req, c=1 p50 ${fmt(res.latency?.p50 ?? NaN, 3)} ms`);
+  });
+  for (const c of children) await kit.stop(c);
+  await redis?.stop();
+
+  const plain = all[0]!;
+  // Per round, against the plain row of the same round: drift on a busy machine moves both.
+  const added = (r: KeysRow): number[] => r.p50.map((v, i) => (v - plain.p50[i]!) * 1000);
+  console.log(`\nkeys: POST ${PATH} (${CHAT_REQUEST.length} B), ${SMALL_ANSWER.length} B answer; each keyed request reserves and settles 3 counters (key, team, organisation) × 2 budgets`);
+  console.log(`\n| target | req/s (c=${kit.connections}) | CPU µs/req | p50 ms (c=1) | added p50 µs per round (median) |`);
+  console.log('|---|---:|---:|---:|---:|');
+  for (const r of all) {
+    const a = added(r);
+    console.log(
+      `| ${r.name} | ${fmt(median(r.rps), 0)} (${r.rps.map((v) => fmt(v, 0)).join(', ')}) | ${fmt(median(r.cpu), 1)} | ${fmt(median(r.p50), 3)} | ` +
+        `${r === plain ? '—' : `${a.map((v) => fmt(v, 0)).join(', ')} (${fmt(median(a), 0)})`} |`,
+    );
+  }
+  console.log(`\nstore operations in the bench process (find + reserve 6 lines + settle 6 deltas, median of 5 × 1000):\n\n| store | keys | wall µs/request | CPU µs/request |\n|---|---:|---:|---:|\n${ops.join('\n')}`);
+  const checks: string[] = [];
+  for (const store of ['sqlite', 'redis'] as const) {
+    const one = all.find((r) => r.store === store && r.keys === 1);
+    const many = all.find((r) => r.store === store && r.keys === KEYS);
+    if (!one || !many) continue;
+    const limit = store === 'sqlite' ? 150 : 1000;
+    const a = median(added(one));
+    checks.push(`| key check + reservation + settlement on ${store} adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
+    const change = (median(many.rps) / median(one.rps) - 1) * 100;
+    checks.push(`| ${KEYS} keys / ${TEAMS} budgets vs 1 key on ${store}: throughput | ${Math.abs(change) <= 5 ? 'PASS (within 5%)' : 'CHECK'} | ${change >= 0 ? '+' : ''}${fmt(change, 1)}% |`);
+  }
+  if (checks.length) console.log(`\n| target check | verdict | measured |\n|---|---|---|\n${checks.join('\n')}`);
+  for (const r of all.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
+}
