@@ -228,6 +228,8 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
       assert.equal(tag(method, 'mcp.method.name'), 'tools/call');
       assert.equal(tag(method, 'gen_ai.tool.name'), 'meta');
       assert.equal(tag(method, 'gen_ai.operation.name'), 'execute_tool');
+      // The gateway session's identity (not the sealed Mcp-Session-Id token, which resumes the session).
+      assert.match(String(tag(method, 'mcp.session.id')), /^[0-9a-f-]{16,}$/i);
       const http = spanOf(stored.spans, parentOf(method)!);
       assert.equal(tag(http, 'span.kind'), 'server');
       assert.equal(tag(http, 'http.request.method'), 'POST');

@@ -3,13 +3,17 @@ import type { RpcMessage } from './jsonrpc.ts';
 
 /** Traces of the MCP backend (OpenTelemetry MCP conventions), when the gateway traces. */
 
-/** The span of a client's JSON-RPC method: `tools/call get_weather`. */
-export function methodSpan(spans: PluginSpans, m: RpcMessage): PluginSpan | undefined {
+/**
+ * The span of a client's JSON-RPC method: `tools/call get_weather`. `sessionId`: the gateway session's identity
+ * (stable across re-sealing and replicas), not the sealed `Mcp-Session-Id` token, which resumes the session.
+ */
+export function methodSpan(spans: PluginSpans, m: RpcMessage, sessionId: string | undefined): PluginSpan | undefined {
   const method = m.method!;
   const params = m.params as Record<string, unknown> | undefined;
   const name = method === 'tools/call' || method === 'prompts/get' ? params?.name : undefined;
   return spans.start(typeof name === 'string' ? `${method} ${name}` : method, 'server', {
     'mcp.method.name': method,
+    'mcp.session.id': sessionId,
     'jsonrpc.request.id': String(m.id),
     'gen_ai.tool.name': method === 'tools/call' && typeof name === 'string' ? name : undefined,
     'gen_ai.operation.name': method === 'tools/call' ? 'execute_tool' : undefined,
