@@ -110,8 +110,13 @@ class PooledTarget implements UpstreamTarget {
     let body: Buffer | IncomingMessage | null = null;
     if (ex.body) body = ex.body;
     else if (hasBody) {
+      // A body of declared, small size is read before it is sent (as nginx does by default); larger or chunked
+      // bodies stream. Handing the client's request stream to undici keeps each request's objects alive past two
+      // scavenges (a chain through promoted garbage, also in a bare node:http + undici proxy): 10× the young-
+      // generation survivors, so each scavenge pauses longer and the old generation fills with garbage
+      // (docs/perf.md "Tails and memory, session 5"). Read, the body can also be sent again (retry, failover).
       const declared = Number(headers['content-length'] ?? NaN);
-      body = plan.retry && declared <= RETRY_BUFFER_LIMIT ? await ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+      body = declared <= RETRY_BUFFER_LIMIT ? await ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
     }
     const replayable = body === null || Buffer.isBuffer(body);
     // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
