@@ -4,10 +4,11 @@
 // across a failover; `/v1/models` lists the names; virtual keys allow a virtual model by its name; the cost is the
 // served model's. Real `openai` and `@anthropic-ai/sdk` clients, aimock as the providers.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import * as jose from 'jose';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { compileError, headlines, yaml } from '../config/helpers.ts';
@@ -29,6 +30,7 @@ describe('virtual models', () => {
   let failing: TestUpstream;
   let limited: TestUpstream;
   let dir: string;
+  let signer: jose.CryptoKey;
 
   const errorServer = (status: number, headers: Record<string, string> = {}) =>
     startUpstream((req, res) => {
@@ -41,6 +43,10 @@ describe('virtual models', () => {
     failing = await errorServer(500);
     limited = await errorServer(429, { 'retry-after': '30' });
     dir = mkdtempSync(join(tmpdir(), 'switchyard-vm-'));
+    const { publicKey, privateKey } = await jose.generateKeyPair('ES256', { extractable: true });
+    signer = privateKey;
+    writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', use: 'sig' }] }));
+    const jwtAuth = { issuer: 'https://llm.issuer.test', audiences: ['llm'], jwks: { file: relative(process.cwd(), join(dir, 'jwks.json')) }, mode: 'strict' };
     const port = await freePort();
     const dead = await freePort();
     base = `http://127.0.0.1:${port}`;
@@ -55,6 +61,7 @@ describe('virtual models', () => {
     gw = await startGateway(
       {
         config: { logging: { format: 'json', level: 'info' }, drainTimeout: '200ms' },
+        backends: [{ name: 'shared-openai', ai: { name: 'shared', provider: { openAI: { model: 'named-default' } }, hostOverride: mock.hostPort } }],
         binds: [
           {
             port,
@@ -105,6 +112,13 @@ describe('virtual models', () => {
                     },
                     [ai('premium', mock.hostPort), ai('basic', mock.hostPort)],
                   ),
+                  route(
+                    'jwt',
+                    { tiered: { targets: [{ backend: 'jgold', model: 'gpt-4.1', when: 'jwt.tier == "gold"' }, { backend: 'jbasic', model: 'gpt-4o-mini' }] } },
+                    [ai('jgold', mock.hostPort), ai('jbasic', mock.hostPort)],
+                    { jwtAuth },
+                  ),
+                  route('named', { nm: { targets: [{ backend: 'dead-named', model: 'x' }, { backend: 'shared-openai' }] } }, [ai('dead-named', `127.0.0.1:${dead}`), { backend: 'shared-openai' }]),
                   route('vstream', { streamy: { targets: [{ backend: 'sbroken', model: 'gpt-4o' }, { backend: 'sclaude', model: 'claude-haiku-4-5' }] } }, [
                     ai('sbroken', `127.0.0.1:${failing.port}`),
                     ai('sclaude', mock.hostPort, { anthropic: {} }),
@@ -236,6 +250,21 @@ describe('virtual models', () => {
     const err = await rejection(ask('cond', 'goldonly'), OpenAI.BadRequestError);
     assert.match(err.message, /no target of virtual model `goldonly` accepts this request/);
     assert.equal((await since(from)).length, 0, 'no provider was called');
+  });
+
+  it('a CEL condition on a JWT claim chooses the target', async () => {
+    const token = (tier: string) =>
+      new jose.SignJWT({ tier }).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).setIssuer('https://llm.issuer.test').setAudience('llm').setSubject('u').setExpirationTime('5m').sign(signer);
+    const from = (await mock.journal()).length;
+    await ask('jwt', 'tiered', 'hello', {}, await token('gold'));
+    await ask('jwt', 'tiered', 'hello', {}, await token('free'));
+    assert.deepEqual((await since(from)).map((e) => e.body?.model), ['gpt-4.1', 'gpt-4o-mini']);
+  });
+
+  it('a named backend is a target by the name the route uses; without a target model its provider.model is sent', async () => {
+    const from = (await mock.journal()).length;
+    assert.equal((await ask('named', 'nm')).choices[0]!.message.content, 'Hello from the mock!');
+    assert.deepEqual((await since(from)).map((e) => e.body?.model), ['named-default']);
   });
 
   it('/v1/models lists the virtual names (OpenAI shape, and Anthropic\'s for an Anthropic client)', async () => {
