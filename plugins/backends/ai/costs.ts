@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
-import { readLocalFile } from 'switchyard/sdk';
-import type { BackendCompileContext, Logger } from 'switchyard/sdk';
+import type { BackendCompileContext, Logger, SharedFetches } from 'switchyard/sdk';
 import { WatchedFile } from '../../lib/watched-file/watched-file.ts';
+import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import { lookupPrice, parsePriceCatalog, PriceCatalogError, priceTable } from '../../lib/llm/prices.ts';
 import type { ModelPrice, PriceCatalog, PriceTable } from '../../lib/llm/prices.ts';
 import builtin from './default-prices.json' with { type: 'json' };
@@ -32,7 +32,10 @@ class CatalogFile {
   catalog: PriceCatalog | undefined;
   private readonly file: WatchedFile;
 
-  constructor(path: string, logger: Logger) {
+  private readonly fetches: SharedFetches;
+
+  constructor(path: string, logger: Logger, fetches: SharedFetches) {
+    this.fetches = fetches;
     this.file = new WatchedFile(path, {
       removed: () => logger.warn('price catalog removed; keeping the prices already loaded', { file: path }),
       changed: () =>
@@ -46,7 +49,8 @@ class CatalogFile {
   /** Read and parse now; rejects with a message (positioned in the file) and keeps the old prices. */
   load(): Promise<void> {
     return this.file.serialize(async () => {
-      const text = await readLocalFile(this.file.path, CATALOG_LIMIT);
+      // Once per version for the gateway's workers (plugins/lib/watched-file/shared-read.ts).
+      const text = await readSharedFile(this.fetches, this.file.path, CATALOG_LIMIT);
       this.catalog = parsePriceCatalog(text, this.file.path);
     });
   }
@@ -68,7 +72,7 @@ export async function compileCosts(config: AiCostsConfig | undefined, provider: 
   let table: () => PriceTable | undefined;
   if (config?.catalog !== undefined) {
     const path = resolve(ctx.cwd, config.catalog);
-    const file = ctx.resources.get(`ai:priceCatalog:${path}`, () => new CatalogFile(path, ctx.logger.child({ file: path })), (f) => f.close());
+    const file = ctx.resources.get(`ai:priceCatalog:${path}`, () => new CatalogFile(path, ctx.logger.child({ file: path }), ctx.sharedFetches), (f) => f.close());
     try {
       await file.load();
     } catch (err) {

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readCappedText, readLocalFile } from 'switchyard/sdk';
-import type { HttpUpstreams } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, readCappedText } from 'switchyard/sdk';
+import type { HttpUpstreams, SharedFetches } from 'switchyard/sdk';
+import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import { parse as parseYaml } from 'yaml';
 
 /** A JSON object. */
@@ -25,10 +26,11 @@ export function isObject(value: unknown): value is JsonObject {
 }
 
 /** Read a document file, relative to `cwd`. Rejects with a message naming the file. */
-export async function readDocumentFile(file: string, cwd: string): Promise<string> {
+export async function readDocumentFile(file: string, cwd: string, fetches?: SharedFetches): Promise<string> {
   const full = resolve(cwd, file);
   try {
-    return await readLocalFile(full, MAX_DOCUMENT_BYTES);
+    // Once for the gateway's workers (plugins/lib/watched-file/shared-read.ts).
+    return await readSharedFile(fetches, full, MAX_DOCUMENT_BYTES);
   } catch (err) {
     throw new Error(`cannot read the OpenAPI document \`${file}\` (${full}): ${(err as Error).message}`);
   }

@@ -32,7 +32,7 @@ async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): P
   const label = field === 'file' ? `\`${config.schema.file}\`` : `\`${config.schema.url}\``;
   let text: string;
   try {
-    text = field === 'file' ? await readDocumentFile(config.schema.file!, ctx.cwd) : await fetchDocument(config.schema.url!, ctx.http);
+    text = field === 'file' ? await readDocumentFile(config.schema.file!, ctx.cwd, ctx.sharedFetches) : await fetchDocument(config.schema.url!, ctx.http);
   } catch (err) {
     return ctx.fail((err as Error).message, ['schema', field]);
   }
