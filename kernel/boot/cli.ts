@@ -6,11 +6,10 @@ import { PluginRegistryError } from '../registry/registry.ts';
 import { pluginLabel } from '../sdk/index.ts';
 import { LogSink } from '../telemetry/logger.ts';
 import { createGateway } from './container.ts';
-import { Supervisor, WorkerStartError, workerCountOf as countWorkers } from './supervisor.ts';
+import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.ts';
 import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
 import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
-import { KEYS_USAGE, keysMain } from './keys-cli.ts';
 
 /** What a distribution (the bin script, a trimmed bundle) hands the CLI. */
 export interface Distribution {
@@ -84,6 +83,8 @@ function configInput(args: Args): ConfigInput | undefined {
 /** Run the CLI. Resolves with the exit code for commands that end; a running gateway resolves on shutdown. */
 export async function main(argv: readonly string[], dist: Distribution): Promise<number> {
   if (argv[0] === 'keys') {
+    // The commands other than serving load their modules when run (a start does not pay for them).
+    const { KEYS_USAGE, keysMain } = await import('./keys-cli.ts');
     if (argv[1] === undefined || argv[1] === '--help' || argv[1] === '-h') {
       process.stdout.write(KEYS_USAGE);
       return argv[1] === undefined ? 2 : 0;
@@ -144,6 +145,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     const workers = dist.entry && !args.validateOnly ? workerCountOf(input, await readInput(input)) : 1;
     let running: { stop(): Promise<void>; reload(): Promise<boolean> };
     if (workers > 1) {
+      const { Supervisor } = await import('./supervisor.ts');
       const supervisor = new Supervisor({ entry: dist.entry!, config: input, count: workers, sink: new LogSink() });
       await supervisor.start();
       running = supervisor;

@@ -4,7 +4,6 @@ import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { AdminSource, Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
 import { randomBytes } from 'node:crypto';
-import { resolveWorkerCount } from '../compile/static-config.ts';
 import { parseConfigText, readConfigFile } from '../config/load-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { newSharedArena } from '../resources/shared-cells.ts';
@@ -18,19 +17,9 @@ import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
 import type { ConfigInput } from './gateway.ts';
 import type { FromWorker, Query, ToWorker, WorkerData } from './worker-protocol.ts';
 import { WORKER_DATA_KEY } from './worker-protocol.ts';
+import { WorkerStartError } from './worker-count.ts';
 
-/** How many workers a config asks for (`config.workers`, `workerThreads`); 1 when absent or not understood (the single-process load then reports the error with its position). */
-export function workerCountOf(name: string, text: string, env: NodeJS.ProcessEnv = process.env): number {
-  try {
-    const value = parseConfigText(name, text, env).value as { config?: Record<string, unknown> } | null;
-    const raw = value?.config;
-    if (!raw || typeof raw !== 'object') return 1;
-    const n = resolveWorkerCount(raw as never);
-    return Number.isInteger(n) && n >= 1 && n <= 64 ? n : 1;
-  } catch {
-    return 1;
-  }
-}
+export { WorkerStartError, workerCountOf } from './worker-count.ts';
 
 /**
  * The environment of the worker threads. Without a configured session key each thread would draw its own random
@@ -45,15 +34,6 @@ function workerEnv(name: string, text: string): NodeJS.ProcessEnv {
     // Not parseable: the workers report it.
   }
   return { ...process.env, SESSION_KEY: randomBytes(32).toString('hex') };
-}
-
-/** A worker that could not start: its error, and whether the config was to blame. */
-export class WorkerStartError extends Error {
-  readonly invalidConfig: boolean;
-  constructor(message: string, invalidConfig: boolean) {
-    super(message);
-    this.invalidConfig = invalidConfig;
-  }
 }
 
 export interface SupervisorOptions {

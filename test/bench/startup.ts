@@ -15,6 +15,8 @@
 // The config is a copy of the quickstart that differs only in its ports (free ports, as in `npm run bench`).
 // STARTUP_NODE_ARGS='--flag …' passes Node options before the script (to compare V8 flags, for example).
 // STARTUP_CLI=/path/to/bin/switchyard.js measures another launcher (the installed npm package, docs/adr/0022).
+// Several, comma-separated (`STARTUP_CLI=bin/switchyard.js,/tmp/x/node_modules/switchyard/bin/switchyard.js`), are
+// measured interleaved (A, B, A, B, …) in each mode, so that load on a shared machine hits them alike.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +28,7 @@ import { freePort } from '../helpers/ports.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** STARTUP_CLI: another launcher, such as an installed package's `node_modules/switchyard/bin/switchyard.js`. */
-const CLI = process.env.STARTUP_CLI ?? join(ROOT, 'bin/switchyard.js');
+const CLIS = (process.env.STARTUP_CLI ?? join(ROOT, 'bin/switchyard.js')).split(',').map((s) => s.trim()).filter(Boolean);
 const QUICKSTART = join(ROOT, 'examples/quickstart.yaml');
 const RUNS = Math.max(1, Number(process.env.STARTUP_RUNS) || 5);
 const MODES = (process.env.STARTUP_CACHE ?? 'off,fresh,warm').split(',').map((s) => s.trim()).filter(Boolean);
@@ -86,9 +88,9 @@ async function stop(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function once(configFile: string, readyUrl: string, env: NodeJS.ProcessEnv): Promise<{ readyMs: number; cpu: number; rss: number }> {
+async function once(cli: string, configFile: string, readyUrl: string, env: NodeJS.ProcessEnv): Promise<{ readyMs: number; cpu: number; rss: number }> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...EXTRA_ARGS, CLI, '-f', configFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env });
+  const child = spawn(process.execPath, [...EXTRA_ARGS, cli, '-f', configFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env });
   live.add(child);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr = (stderr + s).slice(-4000)));
@@ -125,34 +127,37 @@ async function main(): Promise<void> {
     writeFileSync(configFile, text);
     const readinessPort = map.get(15021)!;
     const readyUrl = `http://127.0.0.1:${readinessPort}/healthz/ready`;
-    console.log(`${CLI}\nnode ${process.version}${EXTRA_ARGS.length ? ` ${EXTRA_ARGS.join(' ')}` : ''}, ${RUNS} spawns per mode`);
+    const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    console.log(`${CLIS.join('\n')}\nnode ${process.version}${EXTRA_ARGS.length ? ` ${EXTRA_ARGS.join(' ')}` : ''}, ${RUNS} spawns per mode and launcher, load ${load()}`);
     for (const mode of MODES) {
       const base: NodeJS.ProcessEnv = { ...process.env };
       delete base.NODE_COMPILE_CACHE;
       delete base.NODE_DISABLE_COMPILE_CACHE;
-      const shared = join(work, `cache-${mode}`);
-      const envFor = (i: number): NodeJS.ProcessEnv => {
+      const envFor = (c: number, i: number): NodeJS.ProcessEnv => {
         if (mode === 'off') return { ...base, NODE_DISABLE_COMPILE_CACHE: '1' };
-        if (mode === 'fresh') return { ...base, NODE_COMPILE_CACHE: join(work, `cache-fresh-${i}`) };
-        if (mode === 'warm') return { ...base, NODE_COMPILE_CACHE: shared };
+        if (mode === 'fresh') return { ...base, NODE_COMPILE_CACHE: join(work, `cache-fresh-${c}-${i}`) };
+        if (mode === 'warm') return { ...base, NODE_COMPILE_CACHE: join(work, `cache-${mode}-${c}`) };
         if (mode === 'default') return base;
         throw new Error(`unknown STARTUP_CACHE mode ${mode}`);
       };
-      if (mode === 'warm' || mode === 'default') await once(configFile, readyUrl, envFor(-1));
-      const ready: number[] = [];
-      const cpu: number[] = [];
-      const rss: number[] = [];
+      if (mode === 'warm' || mode === 'default') for (const [c, cli] of CLIS.entries()) await once(cli, configFile, readyUrl, envFor(c, -1));
+      const runs = CLIS.map(() => ({ ready: [] as number[], cpu: [] as number[], rss: [] as number[] }));
       for (let i = 0; i < RUNS; i++) {
-        const r = await once(configFile, readyUrl, envFor(i));
-        ready.push(r.readyMs);
-        cpu.push(r.cpu);
-        rss.push(r.rss);
+        for (const [c, cli] of CLIS.entries()) {
+          const r = await once(cli, configFile, readyUrl, envFor(c, i));
+          runs[c]!.ready.push(r.readyMs);
+          runs[c]!.cpu.push(r.cpu);
+          runs[c]!.rss.push(r.rss);
+        }
       }
-      console.log(
-        `${mode.padEnd(5)} ready ${ready.map((x) => x.toFixed(0)).join(', ')} ms (median ${median(ready).toFixed(0)}); ` +
-          `CPU to ready ${cpu.map((x) => x.toFixed(0)).join(', ')} ms (median ${median(cpu).toFixed(0)}); ` +
-          `idle RSS ${rss.map((x) => x.toFixed(1)).join(', ')} MiB (median ${median(rss).toFixed(1)})`,
-      );
+      for (const [c, { ready, cpu, rss }] of runs.entries()) {
+        console.log(
+          `${mode.padEnd(5)}${CLIS.length > 1 ? ` [${c}]` : ''} ready ${ready.map((x) => x.toFixed(0)).join(', ')} ms (median ${median(ready).toFixed(0)}); ` +
+            `CPU to ready ${cpu.map((x) => x.toFixed(0)).join(', ')} ms (median ${median(cpu).toFixed(0)}); ` +
+            `idle RSS ${rss.map((x) => x.toFixed(1)).join(', ')} MiB (median ${median(rss).toFixed(1)})`,
+        );
+      }
+      console.log(`  load after ${mode}: ${load()}`);
     }
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -80,6 +80,16 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
     assert.equal(loaded.urls.some((u) => u.includes('/kernel/telemetry/tracing.ts')), false);
   });
 
+  it('loads no DI container, and neither the supervisor of worker threads nor the keys command (ADR 0042)', () => {
+    assert.equal(npm('tsyringe/'), false);
+    assert.equal(npm('reflect-metadata/'), false);
+    const kernel = (file: string): boolean => loaded.urls.some((u) => u.endsWith(`/kernel/${file}`));
+    assert.ok(kernel('boot/worker-count.ts'), 'the worker count is read (the hook sees kernel modules)');
+    for (const file of ['boot/supervisor.ts', 'boot/worker-protocol.ts', 'telemetry/merge-metrics.ts', 'boot/keys-cli.ts']) {
+      assert.equal(kernel(file), false, `${file} loaded`);
+    }
+  });
+
   it("undici-core's modules are the ones undici's index exports", async () => {
     const core = await import('../../kernel/upstream/undici-core.ts');
     const undici = await import('undici');
