@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { readConfigFile } from '../config/load-config.ts';
+import { ValidatorCodeCache } from '../config/validator-cache.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
 import { pluginLabel } from '../sdk/index.ts';
 import { LogSink } from '../telemetry/logger.ts';
@@ -150,7 +151,8 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       await supervisor.start();
       running = supervisor;
     } else {
-      const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input }, sink);
+      const validatorCache = ValidatorCodeCache.fromEnv();
+      const gateway = createGateway({ preset: dist.preset, knownKeys: dist.knownKeys, config: input, validatorCache }, sink);
       if (args.validateOnly) {
         const text = await gateway.readText();
         const snapshot = await gateway.compile(text);

@@ -16,6 +16,7 @@ import { positionRedacted } from '../config/redact-issues.ts';
 import { compileScrubber } from '../config/scrubber.ts';
 import type { SecretMarks } from '../config/secret-marks.ts';
 import { ConfigValidator } from '../config/validate-config.ts';
+import type { ValidatorCodeCache } from '../config/validator-cache.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { CelExpressions } from '../expr/cel-expressions.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   readonly preset: readonly unknown[];
   /** Keys of first-party plugins that may be missing from a trimmed distribution. */
   readonly knownKeys?: Iterable<string>;
+  /** Precompiled config validators kept across starts (the CLI's, ADR 0042); none: ajv compiles at every start. */
+  readonly validatorCache?: ValidatorCodeCache;
   readonly config: ConfigInput;
   /** Re-read the file when it changes. Default true for files. */
   readonly watch?: boolean;
@@ -142,7 +145,11 @@ export class Gateway {
     // the meta-schema by the tests, so the start skips that check (about 60 ms, docs/perf.md "Startup").
     const known = new Set(knownKeys);
     const firstPartyOnly = thirdParty.length === 0 && this.registry.plugins().every(({ plugin }) => plugin.kind === 'slot' || known.has(plugin.key));
-    this.validator = new ConfigValidator(assembleSchema(this.registry), knownKeys, { slotNouns: this.registry.slotNouns(), checkSchema: !firstPartyOnly });
+    this.validator = new ConfigValidator(assembleSchema(this.registry), knownKeys, {
+      slotNouns: this.registry.slotNouns(),
+      checkSchema: !firstPartyOnly,
+      codeCache: this.options.validatorCache,
+    });
     const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : (plugin.celVariables ?? [])));
     this.expressions = new CelExpressions(celVariables);
   }

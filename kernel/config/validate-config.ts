@@ -1,10 +1,13 @@
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ErrorCode, parseDuration, userRegexProblem } from '../sdk/index.ts';
 import type { ConfigIssue, JsonSchema } from '../sdk/index.ts';
+import { ajvLib } from './ajv-lib.ts';
 import { didYouMean } from './did-you-mean.ts';
 import { REDACTED } from './secret-marks.ts';
 import type { SecretKind, SecretMarks } from './secret-marks.ts';
+import type { ValidatorCodeCache } from './validator-cache.ts';
+import type { ValidatorRuntime } from './validator-code.ts';
 
 interface ExactlyOneOfError {
   keyword: 'exactlyOneOf';
@@ -19,6 +22,8 @@ const LOCAL_DEF = '#/$defs/';
 const UNPRUNABLE = new Set(['$dynamicRef', '$recursiveRef', '$anchor', '$dynamicAnchor']);
 /** Distinct plugin-key sets whose validators are kept (a reload that uses the same plugins reuses one). */
 const MAX_VALIDATORS = 8;
+/** How long after a start's validation the code of a new precompiled validator is generated and written. */
+const STORE_DELAY_MS = 500;
 
 export interface ConfigValidatorOptions {
   /**
@@ -37,6 +42,18 @@ export interface ConfigValidatorOptions {
    * (validator-pruning.test.ts). Strict mode still applies to what is compiled.
    */
   readonly checkSchema?: boolean;
+  /**
+   * Precompiled validators (validator-cache.ts, ADR 0042): a config whose pruned schema was seen by an earlier start
+   * is checked by that start's generated code, without loading ajv; only an invalid one then loads ajv, for the
+   * messages. A schema seen for the first time is validated by ajv and its code is written shortly after.
+   */
+  readonly codeCache?: ValidatorCodeCache;
+}
+
+/** Whether exactly one of `allowed` is set on `data` (the `exactlyOneOf` keyword). */
+function presentOf(allowed: readonly string[], data: Record<string, unknown>): string[] {
+  // In the order the file has them, so the error points at the later of two conflicting keys.
+  return Object.keys(data).filter((k) => allowed.includes(k) && data[k] !== undefined);
 }
 
 /**
@@ -50,7 +67,7 @@ export interface ConfigValidatorOptions {
  * `compileAll` compiles all of it.
  */
 export class ConfigValidator {
-  private readonly ajv: Ajv2020;
+  private ajvInstance: Ajv2020 | undefined;
   private readonly schema: JsonSchema;
   private readonly defs: Readonly<Record<string, unknown>>;
   /** Property names of the slot definitions: plugin keys and aliases, the only places a schema is left out. */
@@ -63,11 +80,51 @@ export class ConfigValidator {
   private readonly slotNouns: Readonly<Record<string, string>>;
   /** Where the running validation records secrets; values there are not echoed in messages. */
   private marks: SecretMarks | undefined;
+  private readonly codeCache: ValidatorCodeCache | undefined;
+  /** Precompiled validators by plugin-key set; null when there is none (yet) for that set. */
+  private readonly precompiled = new Map<string, ((data: unknown) => boolean) | null>();
+  /** What precompiled code calls back into. */
+  private readonly runtime: ValidatorRuntime = {
+    formats: { regex: (text) => userRegexProblem(text, { whole: true }) === undefined },
+    mark: (kind, instancePath, parentData, parentDataProperty) => this.marks?.markSchema(kind, instancePath, parentData, parentDataProperty),
+    parseDuration,
+    exactlyOneOf: (allowed, data) => presentOf(allowed, data).length === 1,
+  };
 
   constructor(schema: JsonSchema, knownKeys: Iterable<string> = [], options: ConfigValidatorOptions = {}) {
+    this.codeCache = options.codeCache;
+    this.checkSchema = options.checkSchema !== false;
+    this.schema = schema;
+    this.slotNouns = options.slotNouns ?? {};
+    this.defs = (schema.$defs ?? {}) as Record<string, unknown>;
+    const slotKeys = new Set<string>();
+    for (const def of Object.values(this.defs) as Record<string, unknown>[]) {
+      if (def['x-switchyard-slot'] !== undefined) for (const k of Object.keys((def.properties as object | undefined) ?? {})) slotKeys.add(k);
+    }
+    this.slotKeys = slotKeys;
+    this.prunable = options.prune !== false && isPrunable(schema, this.defs);
+    // A known key that is installed (but misplaced, say a policy outside `policies`) is not "not installed"; nor is
+    // a `config:` setting a plugin of this distribution contributes (`session`, `defaultTimeouts.llmBackendRequestTimeout`).
+    const installed = new Set(slotKeys);
+    const staticProps = ((this.defs.staticConfig as { properties?: Record<string, { properties?: object }> } | undefined)?.properties ?? {});
+    for (const [k, v] of Object.entries(staticProps)) {
+      installed.add(k);
+      for (const nested of Object.keys(v?.properties ?? {})) installed.add(nested);
+    }
+    this.notInstalled = new Set([...knownKeys].filter((k) => !installed.has(k)));
+    // The whole schema, every plugin's part included, must be a valid JSON Schema (throws "schema is invalid: …").
+    if (this.checkSchema) this.ajv.validateSchema(schema, true);
+  }
+
+  private readonly checkSchema: boolean;
+
+  /** ajv with the gateway's keywords, made on first need (a start with a precompiled validator never needs it). */
+  private get ajv(): Ajv2020 {
+    if (this.ajvInstance) return this.ajvInstance;
+    const { Ajv2020 } = ajvLib();
+    const checkSchema = this.checkSchema;
     // `optimize: false` skips ajv's code-simplification pass: the generated checks and errors are the same, the
     // compile is about a third faster.
-    const checkSchema = options.checkSchema !== false;
     const ajv = new Ajv2020({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true, validateSchema: checkSchema, code: { optimize: false } });
     ajv.addVocabulary(['x-hint', 'x-slot-filter', 'x-switchyard-slot']);
     // `x-secret` validates nothing: it records where secrets are while the config is validated (ADR 0017).
@@ -97,8 +154,7 @@ export class ConfigValidator {
       schemaType: 'array',
       errors: true,
       validate: function exactlyOneOf(allowed: string[], data: Record<string, unknown>, _parent?: unknown, ctx?: { instancePath: string }) {
-        // In the order the file has them, so the error points at the later of two conflicting keys.
-        const present = Object.keys(data).filter((k) => allowed.includes(k) && data[k] !== undefined);
+        const present = presentOf(allowed, data);
         if (present.length === 1) return true;
         (exactlyOneOf as unknown as { errors: unknown[] }).errors = [
           {
@@ -111,27 +167,7 @@ export class ConfigValidator {
         return false;
       },
     });
-    // The whole schema, every plugin's part included, must be a valid JSON Schema (throws "schema is invalid: …").
-    if (checkSchema) ajv.validateSchema(schema, true);
-    this.ajv = ajv;
-    this.schema = schema;
-    this.slotNouns = options.slotNouns ?? {};
-    this.defs = (schema.$defs ?? {}) as Record<string, unknown>;
-    const slotKeys = new Set<string>();
-    for (const def of Object.values(this.defs) as Record<string, unknown>[]) {
-      if (def['x-switchyard-slot'] !== undefined) for (const k of Object.keys((def.properties as object | undefined) ?? {})) slotKeys.add(k);
-    }
-    this.slotKeys = slotKeys;
-    this.prunable = options.prune !== false && isPrunable(schema, this.defs);
-    // A known key that is installed (but misplaced, say a policy outside `policies`) is not "not installed"; nor is
-    // a `config:` setting a plugin of this distribution contributes (`session`, `defaultTimeouts.llmBackendRequestTimeout`).
-    const installed = new Set(slotKeys);
-    const staticProps = ((this.defs.staticConfig as { properties?: Record<string, { properties?: object }> } | undefined)?.properties ?? {});
-    for (const [k, v] of Object.entries(staticProps)) {
-      installed.add(k);
-      for (const nested of Object.keys(v?.properties ?? {})) installed.add(nested);
-    }
-    this.notInstalled = new Set([...knownKeys].filter((k) => !installed.has(k)));
+    return (this.ajvInstance = ajv);
   }
 
   /** Compile the whole schema, every plugin's part included (strict mode reports unknown keywords and the like). */
@@ -139,10 +175,40 @@ export class ConfigValidator {
     this.ajv.compile(this.withoutId(this.defs));
   }
 
-  /** The validator for the plugin keys this config uses, compiled on first need. */
-  private validatorFor(config: unknown, tree: boolean): ValidateFunction {
+  /** The plugin keys this config uses (all of them when the schema is not pruned), and their set's id. */
+  private usedBy(config: unknown, tree: boolean): { used: ReadonlySet<string>; id: string } {
     const used = this.prunable ? usedKeys(config, this.slotKeys, tree) : this.slotKeys;
-    const id = [...used].sort().join(',');
+    return { used, id: [...used].sort().join(',') };
+  }
+
+  /**
+   * The precompiled validator for these keys, or null. On a miss the code is generated and written after the
+   * current work (a timer that does not hold the process open), so a start is not slowed by writing it.
+   */
+  private precompiledFor(used: ReadonlySet<string>, id: string): ((data: unknown) => boolean) | null {
+    const known = this.precompiled.get(id);
+    if (known !== undefined) return known;
+    const cache = this.codeCache!;
+    const schema = this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs);
+    const fn = cache.load(schema, this.runtime) ?? null;
+    this.precompiled.set(id, fn);
+    if (fn === null) {
+      setTimeout(() => {
+        if (cache.store(schema)) this.precompiled.delete(id);
+      }, STORE_DELAY_MS).unref();
+    }
+    return fn;
+  }
+
+  /** Generate and store now the precompiled validator for the plugins `config` uses (tests; a cache is required). */
+  precompile(config: unknown): boolean {
+    const { used, id } = this.usedBy(config, false);
+    this.precompiled.delete(id);
+    return this.codeCache!.store(this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs));
+  }
+
+  /** The validator for the plugin keys this config uses, compiled on first need. */
+  private validatorFor(used: ReadonlySet<string>, id: string): ValidateFunction {
     const known = this.validators.get(id);
     if (known) return known.fn;
     const schema = this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs);
@@ -205,7 +271,15 @@ export class ConfigValidator {
    * of `config` is reachable twice (no YAML aliases), so the walks need not remember what they saw.
    */
   validate(config: unknown, marks?: SecretMarks, tree = false): ConfigIssue[] {
-    const validateFn = this.validatorFor(config, tree);
+    const { used, id } = this.usedBy(config, tree);
+    this.marks = marks;
+    try {
+      // Valid per the precompiled code: done. Invalid: ajv below words every error (the marks are recorded again).
+      if (this.codeCache && this.precompiledFor(used, id)?.(config) === true) return [];
+    } finally {
+      this.marks = undefined;
+    }
+    const validateFn = this.validatorFor(used, id);
     this.marks = marks;
     try {
       if (validateFn(config)) return [];

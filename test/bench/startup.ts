@@ -102,7 +102,7 @@ async function once(cli: string, configFile: string, readyUrl: string, env: Node
       } catch {
         // not listening yet
       }
-      if (performance.now() - t0 > 15_000) throw new Error(`not ready after 15 s: ${stderr}`);
+      if (performance.now() - t0 > 60_000) throw new Error(`not ready after 60 s: ${stderr}`);
       await sleep(5);
     }
     const readyMs = performance.now() - t0;

@@ -3,7 +3,8 @@
 // free ports with a module hook that lists every module it loaded; a request is proxied through the `api` route
 // (an upstream call through undici) before the list is taken.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { registerHooks } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,35 +24,57 @@ registerHooks({ load(url, context, next) { urls.push(url); return next(url, cont
 process.on('exit', () => writeFileSync(process.env.STARTUP_IMPORTS_OUT, JSON.stringify({ urls, builtins: process.moduleLoadList })));
 `;
 
+/** Starts the CLI on the quickstart (free ports) with the hook, proxies one request, stops it: what it loaded. */
+async function runQuickstart(dir: string, cacheDir: string, beforeStop?: () => Promise<void>): Promise<{ loaded: { urls: string[]; builtins: string[] }; proxied: { status: number; body: string } }> {
+  const hook = join(dir, 'hook.mjs');
+  writeFileSync(hook, HOOK);
+  const ports = new Map<number, number>();
+  for (const p of [3000, 3001, 15000, 15020, 15021]) ports.set(p, await freePort());
+  const text = readFileSync(join(ROOT, 'examples/quickstart.yaml'), 'utf8').replace(/\b(3000|3001|15000|15020|15021)\b/g, (m) => String(ports.get(Number(m))));
+  const config = join(dir, 'quickstart.yaml');
+  writeFileSync(config, text);
+  const out = join(dir, 'loaded.json');
+  let cli: RunningCli | undefined;
+  let proxied: { status: number; body: string };
+  try {
+    cli = await startCli(process.execPath, [`--import=${pathToFileURL(hook).href}`, BIN, '-f', config], {
+      cwd: ROOT,
+      env: childEnv({ STARTUP_IMPORTS_OUT: out, NODE_DISABLE_COMPILE_CACHE: '1', SWITCHYARD_CACHE_DIR: cacheDir }),
+    });
+    const res = await fetch(`http://127.0.0.1:${ports.get(3000)}/api/anything`);
+    proxied = { status: res.status, body: await res.text() };
+    await beforeStop?.();
+  } finally {
+    await cli?.stop();
+  }
+  return { loaded: JSON.parse(readFileSync(out, 'utf8')) as { urls: string[]; builtins: string[] }, proxied };
+}
+
 describe('modules the CLI loads for the quickstart', { skip: typeof registerHooks !== 'function' && 'module.registerHooks needs Node 22.15+' }, () => {
   let dir: string;
   let loaded: { urls: string[]; builtins: string[] };
   let proxied: { status: number; body: string };
+  /** The second start, with the validator its first start precompiled (ADR 0042). */
+  let second: { urls: string[]; builtins: string[] };
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'switchyard-startup-imports-'));
-    const hook = join(dir, 'hook.mjs');
-    writeFileSync(hook, HOOK);
-    const ports = new Map<number, number>();
-    for (const p of [3000, 3001, 15000, 15020, 15021]) ports.set(p, await freePort());
-    const text = readFileSync(join(ROOT, 'examples/quickstart.yaml'), 'utf8').replace(/\b(3000|3001|15000|15020|15021)\b/g, (m) => String(ports.get(Number(m))));
-    const config = join(dir, 'quickstart.yaml');
-    writeFileSync(config, text);
-    const out = join(dir, 'loaded.json');
-    let cli: RunningCli | undefined;
-    try {
-      cli = await startCli(process.execPath, [`--import=${pathToFileURL(hook).href}`, BIN, '-f', config], {
-        cwd: ROOT,
-        env: childEnv({ STARTUP_IMPORTS_OUT: out, NODE_DISABLE_COMPILE_CACHE: '1' }),
-      });
-      const res = await fetch(`http://127.0.0.1:${ports.get(3000)}/api/anything`);
-      proxied = { status: res.status, body: await res.text() };
-    } finally {
-      await cli?.stop();
-    }
-    loaded = JSON.parse(readFileSync(out, 'utf8')) as typeof loaded;
+    const cacheDir = join(dir, 'validators');
+    // The first start validates with ajv and writes the precompiled validator shortly after (STORE_DELAY_MS).
+    ({ loaded, proxied } = await runQuickstart(dir, cacheDir, async () => {
+      for (let i = 0; i < 300 && !(existsSync(cacheDir) && readdirSync(cacheDir).some((f) => f.endsWith('.cjs'))); i++) await sleep(100);
+    }));
+    second = (await runQuickstart(dir, cacheDir)).loaded;
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a first start validates with ajv; the next loads its precompiled validator and no ajv (ADR 0042)', () => {
+    assert.ok(npm('ajv/dist/2020.js'), 'the first start loads ajv');
+    const ajvModules = second.urls.filter((u) => u.includes('/node_modules/ajv/')).map((u) => u.slice(u.indexOf('/node_modules/') + 14));
+    assert.deepEqual(ajvModules.filter((m) => !m.startsWith('ajv/dist/runtime/') && m !== 'ajv/package.json'), [], 'only its runtime helpers and its version');
+    assert.equal(second.urls.some((u) => u.includes('/node_modules/fast-uri/')), false);
+    assert.ok(second.urls.some((u) => u.endsWith('.cjs') && u.includes('/validators/')), 'the precompiled validator was loaded');
+  });
 
   const npm = (pkgFile: string): boolean => loaded.urls.some((u) => u.includes(`/node_modules/${pkgFile}`));
 
