@@ -64,7 +64,7 @@ interface Slot {
   /** Liveness pings left unanswered in a row, and whether one is out. */
   misses: number;
   pinging: boolean;
-  /** The worker's last `/metrics` text the supervisor served: its counters are kept when it dies. */
+  /** The worker's last metrics text (from a scrape or a liveness ping): its counters are kept when it dies. */
   lastMetrics: string;
   readonly pending: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
 }
@@ -170,7 +170,7 @@ export class Supervisor implements AdminSource {
     this.log.info('switchyard ready', { config: this.name, workers: this.o.count, binds: first.binds.join(',') });
   }
 
-  /** Ping every running worker; terminate one that stopped answering (its exit restarts it). */
+  /** Ping every running worker (for its metrics); terminate one that stopped answering (its exit restarts it). */
   private watchLiveness(): void {
     const { intervalMs, misses } = this.o.liveness ?? { intervalMs: 5_000, misses: 6 };
     this.livenessTimer = setInterval(() => {
@@ -178,9 +178,14 @@ export class Supervisor implements AdminSource {
         const worker = slot.worker;
         if (!worker || !slot.started || slot.pinging) continue;
         slot.pinging = true;
-        this.ask(slot, { t: 'query', what: 'readiness' }, intervalMs)
+        // The ping asks for the worker's metrics: answering proves its loop turns, and if it dies later its counters
+        // up to this ping stay in the gateway's sum (not only those of the last scrape).
+        this.ask(slot, { t: 'query', what: 'metrics' }, intervalMs)
           .then(
-            () => void (slot.misses = 0),
+            (text) => {
+              slot.misses = 0;
+              if (slot.worker === worker && typeof text === 'string') slot.lastMetrics = text;
+            },
             () => {
               if (slot.worker !== worker || this.stopping) return;
               if (++slot.misses < misses) return;
