@@ -18,6 +18,8 @@ export interface Job {
    *  requests in flight on one MCP session. (autocannon's own `idReplacement` assumes a fixed id length and sends
    *  a wrong Content-Length.) */
   readonly uniqueIds?: boolean;
+  /** Requests per second across all connections (autocannon `overallRate`); unset: as fast as the target answers. */
+  readonly rate?: number;
   /** Seconds of load at `connections` before measuring (results discarded). */
   readonly warmupS: number;
   readonly connections: number;
@@ -102,6 +104,7 @@ function run(job: Job, connections: number, seconds: number, samples?: number[])
         duration: seconds,
         timeout: 10,
         pipelining: 1,
+        ...(job.rate ? { overallRate: job.rate } : {}),
       },
       (err, result) => (err ? reject(err) : resolve(result)),
     );

@@ -31,7 +31,9 @@
 // BENCH_ONLY=ai (the `ai` rows alone: an `ai` route with the openAI provider beside the bare proxy, non-streamed and
 // streamed chat completions, ai.ts; BENCH_AI_BASELINE another checkout as more rows, BENCH_AI_NODE_ARGS its node flags),
 // BENCH_ONLY=keys (the virtual-keys rows alone: an `ai` route without and with `virtualKeys` on SQLite and, when
-// redis-server is on PATH, Redis, with 1 and 1,000 keys; the added c=1 p50 and the throughput; keys.ts).
+// redis-server is on PATH, Redis, with 1 and 1,000 keys; the added c=1 p50 and the throughput; keys.ts),
+// BENCH_ONLY=observability (the plain route with tracing off and at 100% sampling, with an admin UI live tail attached at
+// saturation and at 1,000 req/s, and the admin UI page load in Chromium; observability.ts; about 60 s).
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,6 +51,7 @@ import type { Job, JobResult } from './load.ts';
 import { nginxHead } from './nginx.ts';
 import { aiScenario } from './ai.ts';
 import { keysScenario } from './keys.ts';
+import { observabilityScenario } from './observability.ts';
 import { peersOnly } from './peers.ts';
 import type { BenchKit } from './peers.ts';
 
@@ -1116,10 +1119,17 @@ async function main(): Promise<number> {
     console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
     return 0;
   }
+  if (ONLY === 'observability') {
+    await observabilityScenario(benchKit, notes);
+    await stopAll();
+    if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+    console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
+    return 0;
+  }
   if (ONLY === 'failover') return failoverOnly(notes);
   if (ONLY === 'workers') return workersOnly(notes);
   if (ONLY === 'routes') return routesOnly();
-  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`ai\`, \`keys\`, \`failover\`, \`workers\` and \`routes\` are known`);
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`ai\`, \`keys\`, \`observability\`, \`failover\`, \`workers\` and \`routes\` are known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();
