@@ -106,6 +106,19 @@ describe('CEL environment', () => {
     assert.equal(run('jwt.sub == "bob"', fakeExchange({ jwt: { sub: 'bob' } })), true);
   });
 
+  it('request and source are read as they are at each evaluation (built lazily, never kept between evaluations)', () => {
+    const ex = fakeExchange();
+    const path = cel.compile('request.path', ['x']);
+    assert.equal(path.evaluate(ex), '/items');
+    ex.path = '/rewritten';
+    assert.equal(path.evaluate(ex), '/rewritten', 'a rewrite by an earlier policy is seen');
+    const noQuery = fakeExchange();
+    noQuery.query = '';
+    assert.equal(cel.compile('size(request.query) == 0 && request.uri == "/items"', ['x']).evaluate(noQuery), true);
+    assert.equal(cel.compile('source.address', ['x']).evaluate(ex), '10.1.2.3');
+    assert.equal(cel.compile('jwt.sub == "t" && request.method == "GET"', ['x']).evaluate(ex, { jwt: { sub: 't' } }), true, 'extra variables');
+  });
+
   it('reports the checked type and rejects unknown variables and functions at compile time', () => {
     assert.equal(cel.compile('request.path == "/"', []).type, 'bool');
     assert.equal(cel.compile('request.path', []).type, 'dyn');

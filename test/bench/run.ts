@@ -20,6 +20,9 @@
 // bench on the machine to finish before running anyway), BENCH_ONLY=mcp (the MCP scenario alone, about 40 s),
 // BENCH_ONLY=failover (one of two backends killed under load, with outlierDetection, then also retry; about 40 s),
 // BENCH_ONLY=workers (the plain route with `config.workers: 2` against `workers: 1` and the bare proxy, and idle RSS per worker; about 60 s),
+// BENCH_ONLY=policies (the bare proxy and the plain, policies and jwt routes alone, about 60 s; BENCH_POLICIES_BASELINE
+// another checkout whose gateway adds its three rows, interleaved: A/B in one run; BENCH_POLICIES_NODE_ARGS node flags
+// for this checkout's gateway, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
 // BENCH_ONLY=routes (the big-config row alone: BENCH_BIG_ROUTES routes, default 100,000, loaded as --validate-only does),
 // BENCH_MCP_NODE_ARGS (node flags for the MCP gateway, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`),
 // BENCH_MCP_UPSTREAM_JSON=1 (the MCP upstreams answer JSON instead of SSE), BENCH_MCP_GATEWAY_ACCEPT (the Accept
@@ -83,6 +86,10 @@ const MCP_GATEWAY_ACCEPT = process.env.BENCH_MCP_GATEWAY_ACCEPT;
 const MCP_STDOUT = process.env.BENCH_MCP_STDOUT;
 /** BENCH_ONLY=mcp: another checkout (a directory with bin/switchyard.js) measured as one more row, for A/B runs. */
 const MCP_BASELINE = process.env.BENCH_MCP_BASELINE;
+/** BENCH_ONLY=policies: another checkout whose plain, policies and jwt rows are measured beside this one's. */
+const POLICIES_BASELINE = process.env.BENCH_POLICIES_BASELINE;
+/** BENCH_ONLY=policies: node flags for this checkout's gateway (`--cpu-prof --cpu-prof-dir=/tmp/prof`). */
+const POLICIES_NODE_ARGS = (process.env.BENCH_POLICIES_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 /** Hard stop for the whole run, whatever happens. */
 const DEADLINE_MS = 330_000;
 
@@ -1021,6 +1028,71 @@ function nginxConfig(dir: string, port: number, upstream: number): string {
 `;
 }
 
+/**
+ * BENCH_ONLY=policies (issue 15 item 4, about 60 s; 100 s with a baseline): the bare proxy and the plain, policies
+ * and jwt routes of the full bench (same configs, same headers), nothing else. With BENCH_POLICIES_BASELINE=<dir>,
+ * another checkout's gateway serves the same three routes in a second process, and its rows interleave with this
+ * one's. Prints each route's req/s and CPU per request as a ratio to its own gateway's plain route.
+ */
+async function policiesOnly(notes: string[]): Promise<number> {
+  const upstreamPort = await freePort();
+  const upstream = startPinned('upstream', CPU_REST, NODE, [join(HERE, 'upstream.ts'), String(upstreamPort)]);
+  const barePort = await freePort();
+  const bare = startPinned('bare proxy', CPU_TARGET, NODE, [join(HERE, 'bare-proxy.ts'), String(barePort), String(upstreamPort)]);
+  await Promise.all([listening(upstream), listening(bare)]);
+  const jwt = await jwtSetup(work);
+  const gateway = async (label: string, cli: string, args: string[]): Promise<{ child: Child; port: number }> => {
+    const ports = await adminPorts();
+    const port = await freePort();
+    const file = join(work, `policies-${label}.yaml`);
+    writeFileSync(file, benchConfig(ports, port, upstreamPort, true, jwt.jwksFile));
+    const child = startPinned(`switchyard (${label})`, CPU_TARGET, NODE, [...args, cli, '-f', file], 'ignore');
+    // Generous: on a loaded machine a gateway took over 15 s to start.
+    await waitFor200(`http://127.0.0.1:${ports.readiness}/healthz/ready`, child, performance.now(), 60_000);
+    return { child, port };
+  };
+  const gateways = [{ label: 'this', ...(await gateway('this', CLI, POLICIES_NODE_ARGS)) }];
+  if (POLICIES_BASELINE) gateways.push({ label: 'baseline', ...(await gateway('baseline', join(POLICIES_BASELINE, 'bin/switchyard.js'), [])) });
+  const bareRow = makeRow('bare undici proxy', `http://127.0.0.1:${barePort}/plain`, bare);
+  const rows: Row[] = [bareRow];
+  const groups: [Row, Row, Row][] = [];
+  for (const g of gateways) {
+    const suffix = g.label === 'this' ? '' : ` (${POLICIES_BASELINE})`;
+    const base = `http://127.0.0.1:${g.port}`;
+    const group: [Row, Row, Row] = [
+      makeRow(`switchyard plain${suffix}`, `${base}/plain`, g.child),
+      makeRow(`switchyard policies${suffix}`, `${base}/policies`, g.child, { origin: 'https://bench.example' }),
+      makeRow(`switchyard jwt${suffix}`, `${base}/jwt`, g.child, { authorization: `Bearer ${jwt.token}` }),
+    ];
+    for (const r of group) {
+      const res = await get(r.url, r.headers);
+      if (res.status !== 200 || !res.body.includes('bench-upstream')) throw new Error(`${r.name} answered ${res.status}: ${res.body.slice(0, 200)}`);
+    }
+    const none = await get(group[2].url);
+    const other = await get(group[2].url, { authorization: `Bearer ${jwt.otherToken}` });
+    if (none.status !== 401 || other.status !== 403) throw new Error(`jwt route: no token answered ${none.status} (want 401), another subject ${other.status} (want 403)`);
+    groups.push(group);
+    rows.push(...group);
+  }
+  await measure(rows);
+  await stopAll();
+  printRows(rows, () => bareRow, bareRow);
+  console.log('\npolicies route: requestHeaderModifier + responseHeaderModifier + cors + localRateLimit; jwt route: jwtAuth (strict, RS256, JWKS file) + authorization (2 CEL require rules) + localRateLimit');
+  console.log('\n| gateway | policies / plain req/s | policies / plain by CPU | jwt / plain req/s | jwt / plain by CPU | CPU µs/req plain, policies, jwt (rounds) |');
+  console.log('|---|---:|---:|---:|---:|---|');
+  for (const [plain, policies, jwtRow] of groups) {
+    const rounds = (r: Row): string => r.cpu.map((v) => fmt(v, 0)).join('/');
+    console.log(
+      `| ${plain.name.replace('switchyard plain', 'switchyard') || 'switchyard'} | ${fmt(rps(policies) / rps(plain))} | ${fmt(cpuPerReq(plain) / cpuPerReq(policies))} | ` +
+        `${fmt(rps(jwtRow) / rps(plain))} | ${fmt(cpuPerReq(plain) / cpuPerReq(jwtRow))} | ${rounds(plain)}, ${rounds(policies)}, ${rounds(jwtRow)} |`,
+    );
+  }
+  for (const r of rows.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
+  if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
+  console.log(`\nload average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the results)`);
+  return 0;
+}
+
 /** Which optional policies are installed (from `switchyard plugins`). */
 function installedPolicies(): Set<string> {
   const out = execFileSync(NODE, [CLI, 'plugins'], { cwd: ROOT, encoding: 'utf8', timeout: 20_000 });
@@ -1129,7 +1201,8 @@ async function main(): Promise<number> {
   if (ONLY === 'failover') return failoverOnly(notes);
   if (ONLY === 'workers') return workersOnly(notes);
   if (ONLY === 'routes') return routesOnly();
-  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`ai\`, \`keys\`, \`observability\`, \`failover\`, \`workers\` and \`routes\` are known`);
+  if (ONLY === 'policies') return policiesOnly(notes);
+  if (ONLY !== undefined && ONLY !== '') throw new Error(`BENCH_ONLY=${ONLY}: only \`mcp\`, \`peers\`, \`ai\`, \`keys\`, \`observability\`, \`failover\`, \`workers\`, \`policies\` and \`routes\` are known`);
 
   // 1. Compile 1,000 routes in this process (nothing else runs yet).
   const compile = await compileBench();

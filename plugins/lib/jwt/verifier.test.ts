@@ -171,6 +171,32 @@ describe('JwtVerifier', () => {
     assert.equal(((await later) as { reason?: string }).reason, 'expired');
   });
 
+  it('a cached token answers only for itself: one with the same signature and another payload is checked (ADR 0043)', async () => {
+    const cached = new JwtVerifier([provider(keys)]);
+    const token = await sign(rsa, good());
+    assert.equal((await cached.verify(token)).ok, true);
+    assert.ok(!(cached.verify(token) instanceof Promise), 'cached');
+    // The cache is keyed by the token's tail (its signature): a forged payload under the cached signature shares it.
+    const [header, , signature] = token.split('.');
+    const forged = `${header}.${b64({ ...good(), sub: 'mallory' })}.${signature}`;
+    const result = cached.verify(forged);
+    assert.ok(result instanceof Promise, 'not answered from the cache');
+    assert.equal(((await result) as { reason?: string }).reason, 'bad_signature');
+    assert.equal((cached.verify(token) as JwtResult).ok, true, 'the genuine token stays cached');
+  });
+
+  it('a cached token stops passing when its exp passes, with no other request in between (clock checked per hit)', async () => {
+    let clock = Date.now();
+    const cached = new JwtVerifier([provider(keys)], { now: () => clock, clockSkewSeconds: 0 });
+    const exp = Math.floor(clock / 1000) + 5;
+    const token = await sign(rsa, { ...good(), exp });
+    assert.equal((await cached.verify(token)).ok, true);
+    clock = exp * 1000 - 1;
+    assert.equal((cached.verify(token) as JwtResult).ok, true);
+    clock = exp * 1000;
+    assert.equal(((await cached.verify(token)) as { reason?: string }).reason, 'expired');
+  });
+
   it('the cache is bounded and failures are never cached', async () => {
     const small = new JwtVerifier([provider(keys)], { cacheEntries: 2 });
     for (let i = 0; i < 5; i++) await small.verify(await sign(rsa, { ...good(), jti: String(i) }));

@@ -34,7 +34,11 @@ export function compileOriginTest(allowOrigins: readonly string[]): OriginTest |
     );
     tests.push((o) => o.scheme === parsed.scheme && o.port === parsed.port && hostPattern.test(o.host));
   }
+  // An Origin written exactly as an entry without `*` passes without parsing (a browser sends the same string on
+  // every request); any other spelling (case, default port) goes through the parse.
+  const exact = new Set(allowOrigins.filter((o) => !o.includes('*')));
   return (origin) => {
+    if (exact.has(origin)) return true;
     const parsed = parseOrigin(origin);
     return parsed !== undefined && tests.some((t) => t(parsed));
   };
