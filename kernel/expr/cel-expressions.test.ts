@@ -129,7 +129,7 @@ describe('CEL environment', () => {
 
   it('definitions() lists variables with origin and functions with signatures and descriptions', () => {
     const d = cel.definitions();
-    assert.deepEqual(d.variables.map((v) => `${v.name}:${v.origin}`), ['request:gateway', 'source:gateway', 'jwt:attribute']);
+    assert.deepEqual(d.variables.map((v) => `${v.name}:${v.origin}`), ['request:gateway', 'source:gateway', 'response:gateway', 'jwt:attribute']);
     const sigs = new Map(d.functions.map((f) => [f.signature, f]));
     assert.equal(sigs.get('net.CIDR.containsIP(string): bool')?.origin, 'gateway');
     assert.equal(sigs.get('base64.encode(string): string')?.name, 'base64.encode');
