@@ -1,0 +1,91 @@
+// What tracing at 100% sampling costs per request, in CPU time, measured in one process so that a loaded machine
+// shifts every variant alike: an in-process upstream, two in-process gateways (no tracing; `randomSampling: true`
+// exporting OTLP/HTTP to otlp-sink.ts in a child process) and a keep-alive client. Blocks of requests alternate
+// between the upstream directly, the untraced gateway and the traced one; each block's CPU time (process.cpuUsage:
+// client, gateway and upstream together) is divided by its requests. The gateway's share is a gateway block minus a
+// direct block; a gateway alone on a core does req/s in inverse proportion to that share, so the projected
+// throughput ratio is share(off) ÷ share(on).
+// Usage: node test/bench/tracing-cost.ts [blocks=7] [requests per block=3000] [concurrency=16]
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const [BLOCKS, PER_BLOCK, CONCURRENCY] = [Number(process.argv[2] ?? 7), Number(process.argv[3] ?? 3000), Number(process.argv[4] ?? 16)];
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const BODY = Buffer.from(`${JSON.stringify({ ok: true, service: 'bench-upstream', note: 'a small fixed body of about one hundred bytes' })}\n`);
+
+const upstream = createServer((_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(BODY.length) }).end(BODY);
+});
+await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+const upPort = (upstream.address() as AddressInfo).port;
+
+const sinkPort = await freePort();
+const sink = spawn(process.execPath, [join(HERE, 'otlp-sink.ts'), String(sinkPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
+await new Promise<void>((resolve) => sink.stdout!.on('data', (s: Buffer) => s.toString().includes('listening') && resolve()));
+
+const gateway = async (tracing?: Record<string, unknown>) => {
+  const port = await freePort();
+  const gw = await startGateway({
+    config: { logging: { accessLog: true }, ...(tracing ? { tracing } : {}) },
+    binds: [{ port, listeners: [{ routes: [{ name: 'plain', matches: [{ path: { pathPrefix: '/plain' } }], backends: [{ host: `127.0.0.1:${upPort}` }] }] }] }],
+  });
+  // The in-memory log sink keeps every line; drop them as they come so memory stays flat.
+  setInterval(() => (gw.logs.length = 0), 200).unref();
+  return { gw, url: `http://127.0.0.1:${port}` };
+};
+const off = await gateway();
+const on = await gateway({ otlpEndpoint: `http://127.0.0.1:${sinkPort}`, otlpProtocol: 'http', randomSampling: true });
+
+const variants = [
+  { name: 'direct', pool: new Pool(`http://127.0.0.1:${upPort}`, { connections: CONCURRENCY }), cpu: [] as number[] },
+  { name: 'gateway, tracing off', pool: new Pool(off.url, { connections: CONCURRENCY }), cpu: [] as number[] },
+  { name: 'gateway, tracing 100%', pool: new Pool(on.url, { connections: CONCURRENCY }), cpu: [] as number[] },
+];
+
+async function block(pool: Pool, n: number): Promise<number> {
+  let next = 0;
+  const t0 = process.cpuUsage();
+  const worker = async (): Promise<void> => {
+    while (next++ < n) {
+      const r = await pool.request({ path: '/plain', method: 'GET' });
+      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
+      await r.body.dump();
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  const d = process.cpuUsage(t0);
+  return (d.user + d.system) / n;
+}
+
+// Warm-up: JIT, the lazily loaded tracing SDK, pools.
+for (const v of variants) await block(v.pool, PER_BLOCK);
+for (let b = 0; b < BLOCKS; b++) for (const v of variants) v.cpu.push(await block(v.pool, PER_BLOCK));
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const direct = variants[0]!.cpu;
+const shareOf = (v: (typeof variants)[number]): number[] => v.cpu.map((c, i) => c - direct[i]!);
+const offShare = shareOf(variants[1]!);
+const onShare = shareOf(variants[2]!);
+const ratios = offShare.map((o, i) => o / onShare[i]!);
+console.log(`# tracing cost in one process: ${BLOCKS} blocks × ${PER_BLOCK} requests, concurrency ${CONCURRENCY}, Node ${process.version}`);
+console.log('| variant | CPU µs/request, all in-process (blocks) | gateway share µs (median) |');
+console.log('|---|---:|---:|');
+for (const v of variants) {
+  const share = v === variants[0] ? '—' : `${median(shareOf(v)).toFixed(1)}`;
+  console.log(`| ${v.name} | ${median(v.cpu).toFixed(1)} (${v.cpu.map((c) => c.toFixed(0)).join(', ')}) | ${share} |`);
+}
+console.log(`tracing adds ${median(onShare.map((s, i) => s - offShare[i]!)).toFixed(1)} µs CPU per request; projected req/s traced ÷ untraced: per block ${ratios.map((r) => r.toFixed(2)).join(', ')} (median ${median(ratios).toFixed(2)}×)`);
+const stats = (await (await fetch(`http://127.0.0.1:${sinkPort}/stats`)).json()) as { exports: number; bytes: number };
+console.log(`OTLP sink: ${stats.exports} exports, ${(stats.bytes / 1024 / 1024).toFixed(1)} MiB`);
+
+for (const v of variants) await v.pool.close();
+await off.gw.stop();
+await on.gw.stop();
+upstream.close();
+sink.kill();
