@@ -68,6 +68,8 @@ export function checkImport(file: string, spec: string): string | undefined {
     if (under(file, 'kernel') && KERNEL_FORBIDDEN.some((re) => re.test(spec))) {
       return `imports '${spec}'; the kernel never imports MCP, gRPC or JOSE libraries (they belong to plugins)`;
     }
+    // A package's `internal` entry is not its public API (it may change in any release): issue 10 item 7.
+    if (spec.split('/').includes('internal')) return `imports '${spec}', a package's internal entry; use its public entry points`;
     // A build script (bin/build-dist.ts) runs in a checkout with the devDependencies, never in a distribution.
     const isBuildTool = /^bin\/build-[\w-]+\.ts$/.test(file);
     if (!DEPS.has(name) && !((isTest || isBuildTool) && DEV_DEPS.has(name))) {
@@ -230,6 +232,8 @@ describe('import boundaries (ARCHITECTURE.md §2)', () => {
       ['plugins/policies/cors/plugin.ts', 'ws', false],
       ['plugins/policies/cors/cors.test.ts', 'ws', true],
       ['plugins/policies/cors/cors.test.ts', '../../../test/helpers/gateway.ts', true],
+      ['plugins/backends/mcp/revisions/2026-07-28/protocol.ts', '@modelcontextprotocol/core/internal', false],
+      ['plugins/backends/mcp/revisions/2026-07-28/protocol.ts', '@modelcontextprotocol/client', true],
       ['plugins/lib/jwt/jwt.ts', '../sse/parse.ts', true],
       ['plugins/lib/jwt/jwt.ts', '../../policies/cors/plugin.ts', false],
       ['plugins/presets/full.ts', '../policies/cors/plugin.ts', true],

@@ -3,16 +3,17 @@
  * result shaping (`resultType`, cache hints, `serverInfo` in `_meta`), the capability view its clients get, and the
  * per-request `_meta` envelope. Request classification is classify.ts.
  */
-import {
-  CLIENT_CAPABILITIES_META_KEY,
-  CLIENT_INFO_META_KEY,
-  LOG_LEVEL_META_KEY,
-  PROTOCOL_VERSION_META_KEY,
-  SERVER_INFO_META_KEY,
-  SUBSCRIPTION_ID_META_KEY,
-} from '@modelcontextprotocol/core/internal';
 
-export { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, LOG_LEVEL_META_KEY, PROTOCOL_VERSION_META_KEY, SERVER_INFO_META_KEY, SUBSCRIPTION_ID_META_KEY };
+// The revision's `_meta` keys, as the MCP SDK names them (its client's public exports of the same names;
+// test/mcp/protocol-constants.test.ts keeps them equal). Spelled out here: the SDK's v2 exports them only from
+// `@modelcontextprotocol/core/internal` (not a public entry) or from the whole client, which the `mcp` backend
+// would otherwise load for six strings.
+export const PROTOCOL_VERSION_META_KEY = 'io.modelcontextprotocol/protocolVersion';
+export const CLIENT_INFO_META_KEY = 'io.modelcontextprotocol/clientInfo';
+export const CLIENT_CAPABILITIES_META_KEY = 'io.modelcontextprotocol/clientCapabilities';
+export const LOG_LEVEL_META_KEY = 'io.modelcontextprotocol/logLevel';
+export const SERVER_INFO_META_KEY = 'io.modelcontextprotocol/serverInfo';
+export const SUBSCRIPTION_ID_META_KEY = 'io.modelcontextprotocol/subscriptionId';
 
 /** The revision this folder implements. */
 export const REV_2026_07_28 = '2026-07-28';
