@@ -12,7 +12,7 @@ export default defineLlmProvider<AnthropicConfig>({
   description: 'Anthropic: Messages and count_tokens natively; OpenAI Chat Completions clients translated.',
   schema,
   async compile(config) {
-    const { createAnthropicProvider } = await import('./provider.ts');
+    const { createAnthropicProvider } = await import('./anthropic.ts');
     return createAnthropicProvider(config);
   },
 });

@@ -14,7 +14,7 @@ export default defineLlmProvider<AzureOpenAiConfig>({
   description: 'Azure OpenAI: Chat Completions, Responses and Embeddings on one resource; Anthropic Messages clients translated.',
   schema,
   async compile(config) {
-    const { createAzureOpenAiProvider } = await import('./provider.ts');
+    const { createAzureOpenAiProvider } = await import('./azure-openai.ts');
     return createAzureOpenAiProvider(config);
   },
 });

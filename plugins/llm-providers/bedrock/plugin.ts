@@ -13,7 +13,7 @@ export default defineLlmProvider<BedrockConfig>({
   description: 'AWS Bedrock through the Converse API (SigV4 by default); Chat Completions and Messages clients translated.',
   schema,
   async compile(config) {
-    const { createBedrockProvider } = await import('./provider.ts');
+    const { createBedrockProvider } = await import('./bedrock.ts');
     return createBedrockProvider(config);
   },
 });

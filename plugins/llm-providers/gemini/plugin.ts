@@ -14,7 +14,7 @@ export default defineLlmProvider<GeminiConfig>({
   description: 'Google Gemini (AI Studio) through its native generateContent API (or its OpenAI-compatible API); OpenAI and Anthropic clients translated.',
   schema,
   async compile(config) {
-    const { createGeminiProvider } = await import('./provider.ts');
+    const { createGeminiProvider } = await import('./gemini.ts');
     return createGeminiProvider(config);
   },
 });

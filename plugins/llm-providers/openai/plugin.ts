@@ -12,7 +12,7 @@ export default defineLlmProvider<OpenAiConfig>({
   description: 'OpenAI: Chat Completions, Responses and Embeddings natively; Anthropic Messages clients translated.',
   schema,
   async compile(config) {
-    const { createOpenAiProvider } = await import('./provider.ts');
+    const { createOpenAiProvider } = await import('./openai.ts');
     return createOpenAiProvider(config);
   },
 });

@@ -16,7 +16,7 @@ export default defineLlmProvider<VertexConfig>({
   description: 'Google Vertex AI: Gemini models natively (generateContent), Claude models in the Messages format, others through the OpenAI-compatible endpoint; a Google access token by default.',
   schema,
   async compile(config) {
-    const { createVertexProvider } = await import('./provider.ts');
+    const { createVertexProvider } = await import('./vertex.ts');
     return createVertexProvider(config);
   },
 });

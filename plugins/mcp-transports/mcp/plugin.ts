@@ -13,7 +13,7 @@ export default defineMcpTransport<TargetAddressConfig>({
   schema,
   // The MCP SDK client transports load only when a config has a streamable-HTTP target.
   async compile(config, ctx) {
-    const { compileStreamableTransport } = await import('./transport.ts');
+    const { compileStreamableTransport } = await import('./mcp.ts');
     return compileStreamableTransport(config, ctx);
   },
 });

@@ -9,7 +9,7 @@ export default defineMcpTransport<TargetAddressConfig>({
   schema,
   async compile(config, ctx) {
     // The MCP SDK's SSE client loads only when a config uses this transport.
-    const { compileSseTransport } = await import('./sse-transport.ts');
+    const { compileSseTransport } = await import('./sse.ts');
     return compileSseTransport(config, ctx);
   },
 });

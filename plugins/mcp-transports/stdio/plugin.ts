@@ -18,7 +18,7 @@ export default defineMcpTransport<StdioConfig>({
   schema,
   async compile(config, ctx) {
     // The implementation loads only when a config uses this transport.
-    const { ProcessSlots, StdioUpstream } = await import('./stdio-upstream.ts');
+    const { ProcessSlots, StdioUpstream } = await import('./stdio.ts');
     const args = config.args ?? [];
     const spec = { cmd: config.cmd, args, env: config.env ?? {}, cwd: ctx.cwd };
     const max = config.maxProcesses ?? DEFAULT_MAX_PROCESSES;
