@@ -1,0 +1,87 @@
+import type { Readable } from 'node:stream';
+import { SseParser } from 'switchyard/sdk';
+import { ERROR_EXCERPT } from './endpoint.ts';
+
+export type RpcId = string | number;
+
+/** Longest SSE event read from a target (its data plus an unfinished line), as large as a JSON answer may be. */
+export const MAX_SSE_EVENT = 32 * 1024 * 1024;
+
+/** How an SSE response body ended. */
+export interface StreamOutcome {
+  /** The stream carried the answer it was waiting for (POST streams). */
+  readonly answered: boolean;
+  /** The stream brought something (a message or an event id): reconnect attempts start over. */
+  readonly progress: boolean;
+  readonly lastEventId: string | undefined;
+  /** Why it ended, when it did not end cleanly. */
+  readonly error: Error | undefined;
+}
+
+/** Where the messages of an SSE body go. */
+export interface SseMessageSink {
+  /** A JSON-RPC message (or batch) the stream carried. */
+  deliver(value: unknown): void;
+  onerror?: (error: Error) => void;
+  /** The server's `retry:` field (ms). */
+  retry(ms: number): void;
+}
+
+/** A JSON-RPC answer (result or error) to request `id`. */
+function answers(value: unknown, id: RpcId): boolean {
+  if (Array.isArray(value)) return value.some((v) => answers(v, id));
+  return typeof value === 'object' && value !== null && (value as Record<string, unknown>).id === id && (value as Record<string, unknown>).method === undefined;
+}
+
+/**
+ * Read an SSE response body of a streamable-HTTP target: each `message` event's data is a JSON-RPC message, handed
+ * to `sink.deliver`. `waitingFor` is the request a POST stream answers. `done` runs once, when the body ends, fails
+ * or is destroyed.
+ */
+export function readSseMessages(body: Readable, waitingFor: RpcId | undefined, sink: SseMessageSink, done: (outcome: StreamOutcome) => void): void {
+  let answered = false;
+  let progress = false;
+  let finished = false;
+  const parser = new SseParser({
+    onEvent: (event) => {
+      progress = true;
+      if (event.data === '' || (event.event || 'message') !== 'message') return;
+      let value: unknown;
+      try {
+        value = JSON.parse(event.data);
+      } catch {
+        sink.onerror?.(new Error(`the target sent an SSE event whose data is not JSON: ${event.data.slice(0, ERROR_EXCERPT)}`));
+        return;
+      }
+      if (waitingFor !== undefined && !answered && answers(value, waitingFor)) answered = true;
+      sink.deliver(value);
+    },
+    onRetry: (ms) => sink.retry(ms),
+    maxEventSize: MAX_SSE_EVENT,
+  });
+  const finish = (error: Error | undefined): void => {
+    if (finished) return;
+    finished = true;
+    if (parser.lastEventId !== undefined) progress = true;
+    done({ answered, progress, lastEventId: parser.lastEventId, error });
+  };
+  body.on('data', (chunk: Buffer) => {
+    try {
+      parser.push(chunk);
+    } catch (err) {
+      body.destroy(err as Error); // an event past MAX_SSE_EVENT
+    }
+  });
+  body.on('end', () => {
+    try {
+      parser.end();
+    } catch {
+      // an unfinished oversized event: dropped
+    }
+    finish(undefined);
+  });
+  body.on('error', (err: Error) => finish(err));
+  body.on('close', () => {
+    if (!finished) finish(new Error('the connection closed'));
+  });
+}
