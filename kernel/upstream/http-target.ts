@@ -64,6 +64,11 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
+function upstreamReply(response: Dispatcher.ResponseData): Reply {
+  return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
+}
+
 /** A reverse-proxy target over one reused undici pool. */
 class PooledTarget implements UpstreamTarget {
   readonly origin: string;
@@ -100,10 +105,55 @@ class PooledTarget implements UpstreamTarget {
     return h;
   }
 
-  async forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply> {
+  forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply> {
     // The request's own state (shared by its views); an exchange a plugin made itself gets a fresh one.
     const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
+    if (plan.retry === null && plan.upstreamHooks === null && onAttempt === undefined && state.attempts === 0 && (this.traces?.tracing ?? null) === null) {
+      try {
+        return this.forwardOnce(ex, state, plan);
+      } catch (err) {
+        return Promise.reject(err); // as the async path does: callers get a rejection, never a throw
+      }
+    }
+    return this.forwardAttempts(ex, state, plan, onAttempt);
+  }
+
+  /**
+   * The plain forward (no retry, no per-attempt hooks, no tracing): one attempt, one promise. The general loop below
+   * is an async function whose awaits cost a promise and microtask turns each, on every request of a plain route.
+   */
+  private forwardOnce(ex: Exchange, state: ExchangeState, plan: UpstreamPlan): Promise<Reply> {
+    // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
+    const hasBody = hasRequestBody(ex);
+    const headers = this.prepareHeaders(ex, state);
+    const body = ex.body ?? (hasBody ? ex.req : null);
+    state.attempts = 1;
+    const sentAt = performance.now();
+    return this.send(ex, state, ex.path + ex.query, headers, body, plan).then(
+      (response) => {
+        this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
+        return upstreamReply(response);
+      },
+      (err: unknown) => {
+        const failure = this.attemptFailed(err, sentAt, plan);
+        if (!state.timedOut && !state.res?.destroyed) state.retryableFailure = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+        throw failure;
+      },
+    );
+  }
+
+  /** Metrics of a failed attempt; the error as the GatewayError the client sees. */
+  private attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan): GatewayError {
+    if (this.metrics) {
+      this.metrics.duration.observe((performance.now() - sentAt) / 1000);
+      const code = connectErrorCode(err);
+      if (code) this.metrics.connectError(code);
+    }
+    return upstreamFailure(err, this.origin, plan.headersTimeoutMs);
+  }
+
+  private async forwardAttempts(ex: Exchange, state: ExchangeState, plan: UpstreamPlan, onAttempt: ((attempt: UpstreamAttempt) => void | Promise<void>) | undefined): Promise<Reply> {
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
     const hasBody = hasRequestBody(ex);
     const headers = this.prepareHeaders(ex, state);
@@ -152,12 +202,7 @@ class PooledTarget implements UpstreamTarget {
         if (span !== undefined) tracing!.endClient(span, response.statusCode);
       } catch (err) {
         if (span !== undefined) tracing!.endClient(span, undefined, err);
-        if (this.metrics) {
-          this.metrics.duration.observe((performance.now() - sentAt) / 1000);
-          const code = connectErrorCode(err);
-          if (code) this.metrics.connectError(code);
-        }
-        const failure = upstreamFailure(err, this.origin, plan.headersTimeoutMs);
+        const failure = this.attemptFailed(err, sentAt, plan);
         if (state.timedOut || state.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
         if (attempt + 1 < maxAttempts && retryable) {
@@ -176,8 +221,7 @@ class PooledTarget implements UpstreamTarget {
         if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
         continue;
       }
-      // Hop-by-hop response headers are dropped when the reply is written (reply-writer), for every backend.
-      return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
+      return upstreamReply(response);
     }
   }
 
