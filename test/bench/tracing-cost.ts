@@ -4,10 +4,12 @@
 // between the upstream directly, the untraced gateway and the traced one; each block's CPU time (process.cpuUsage:
 // client, gateway and upstream together) is divided by its requests. The gateway's share is a gateway block minus a
 // direct block; a gateway alone on a core does req/s in inverse proportion to that share, so the projected
-// throughput ratio is share(off) ÷ share(on).
+// throughput ratio is share(off) ÷ share(on). A fourth variant, an untraced gateway with an admin UI live tail
+// attached (the tail client reads in this process too, as the flushes are the gateway's work), gives the tail's cost
+// the same way.
 // Usage: node test/bench/tracing-cost.ts [blocks=7] [requests per block=3000] [concurrency=16]
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,11 +43,20 @@ const gateway = async (tracing?: Record<string, unknown>) => {
 };
 const off = await gateway();
 const on = await gateway({ otlpEndpoint: `http://127.0.0.1:${sinkPort}`, otlpProtocol: 'http', randomSampling: true });
+const tailed = await gateway();
+let tailEvents = 0;
+const tailReq = get(`${tailed.gw.adminUrl}/ui/api/tail`, (res) => {
+  if (res.statusCode !== 200) throw new Error(`live tail answered ${res.statusCode}`);
+  res.setEncoding('utf8');
+  res.on('data', (chunk: string) => (tailEvents += chunk.split('"request.id"').length - 1));
+});
+tailReq.on('error', () => undefined);
 
 const variants = [
   { name: 'direct', pool: new Pool(`http://127.0.0.1:${upPort}`, { connections: CONCURRENCY }), cpu: [] as number[] },
   { name: 'gateway, tracing off', pool: new Pool(off.url, { connections: CONCURRENCY }), cpu: [] as number[] },
   { name: 'gateway, tracing 100%', pool: new Pool(on.url, { connections: CONCURRENCY }), cpu: [] as number[] },
+  { name: 'gateway, live tail attached', pool: new Pool(tailed.url, { connections: CONCURRENCY }), cpu: [] as number[] },
 ];
 
 async function block(pool: Pool, n: number): Promise<number> {
@@ -81,11 +92,16 @@ for (const v of variants) {
   console.log(`| ${v.name} | ${median(v.cpu).toFixed(1)} (${v.cpu.map((c) => c.toFixed(0)).join(', ')}) | ${share} |`);
 }
 console.log(`tracing adds ${median(onShare.map((s, i) => s - offShare[i]!)).toFixed(1)} µs CPU per request; projected req/s traced ÷ untraced: per block ${ratios.map((r) => r.toFixed(2)).join(', ')} (median ${median(ratios).toFixed(2)}×)`);
+const tailShare = shareOf(variants[3]!);
+const tailRatios = offShare.map((o, i) => o / tailShare[i]!);
+console.log(`live tail adds ${median(tailShare.map((s, i) => s - offShare[i]!)).toFixed(1)} µs CPU per request (${tailEvents} events received); projected req/s tailed ÷ untraced: per block ${tailRatios.map((r) => r.toFixed(2)).join(', ')} (median ${median(tailRatios).toFixed(2)}×)`);
 const stats = (await (await fetch(`http://127.0.0.1:${sinkPort}/stats`)).json()) as { exports: number; bytes: number };
 console.log(`OTLP sink: ${stats.exports} exports, ${(stats.bytes / 1024 / 1024).toFixed(1)} MiB`);
 
 for (const v of variants) await v.pool.close();
 await off.gw.stop();
 await on.gw.stop();
+tailReq.destroy();
+await tailed.gw.stop();
 upstream.close();
 sink.kill();
