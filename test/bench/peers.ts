@@ -45,7 +45,7 @@ export interface BenchKit {
   median(values: readonly number[]): number;
 }
 
-type Kind = 'direct' | 'bare' | 'switchyard' | 'agentgateway';
+type Kind = 'direct' | 'bare' | 'switchyard' | 'baseline' | 'agentgateway';
 type Size = 'small' | '16 KiB';
 
 interface Target {
@@ -195,6 +195,19 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   await kit.waitFor200(`http://127.0.0.1:${sy.readiness}/healthz/ready`, switchyard, performance.now());
   targets.push({ kind: 'switchyard', name: 'switchyard host route', base: `http://127.0.0.1:${sy.port}`, child: switchyard, pids: [] });
 
+  // BENCH_PEERS_BASELINE: another checkout's Switchyard, same config and pinning, its rows interleaved with this
+  // one's (A/B in one run). Its access log goes to a file as well.
+  const baselineDir = process.env.BENCH_PEERS_BASELINE;
+  if (baselineDir) {
+    const bFile = join(dir, 'baseline.yaml');
+    const b = await gatewayConfig(bFile, upstreamPort);
+    const bFd = openSync(join(dir, 'baseline-access.log'), 'w');
+    const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd);
+    closeSync(bFd);
+    await kit.waitFor200(`http://127.0.0.1:${b.readiness}/healthz/ready`, baseline, performance.now());
+    targets.push({ kind: 'baseline', name: `switchyard baseline (${baselineDir})`, base: `http://127.0.0.1:${b.port}`, child: baseline, pids: [] });
+  }
+
   // agentgateway: one worker thread, pinned like Switchyard; its default logging (access log included) to a file.
   const agBin = agentgatewayBinary(kit.root);
   let agLog: string | undefined;
@@ -294,6 +307,16 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
     console.log(`| ${m[0]} | ${cell(b, m)} | ${cell(s, m)} | ${cell(a, m)} | ${ratio(s, a)} | ${ratio(s, b)} | ${ratio(a, b)} |`);
   }
   console.log('Ratios are this ÷ that of the same measure: below 1 is better, except req/s (above 1 is better).');
+  if (targets.some((t) => t.kind === 'baseline')) {
+    console.log('\n| measure | baseline | switchyard | switchyard ÷ baseline | per round (switchyard/baseline) |');
+    console.log('|---|---:|---:|---:|---|');
+    for (const m of measures.filter((x) => x[4] !== undefined && (x[0].startsWith('CPU') || x[0].startsWith('req/s')))) {
+      const [b, s] = [value('baseline', m), value('switchyard', m)];
+      const [rb, rs] = [rowOf('baseline', m[4]!)!, rowOf('switchyard', m[4]!)!];
+      const perRound = (m[0].startsWith('CPU') ? rs.cpu : rs.rps).map((v, i) => fmt(v / (m[0].startsWith('CPU') ? rb.cpu : rb.rps)[i]!)).join(', ');
+      console.log(`| ${m[0]} | ${cell(b, m)} | ${cell(s, m)} | ${ratio(s, b)} | ${perRound} |`);
+    }
+  }
 
   // The access logs were written during the load (one line per request; the sanity POSTs came before).
   const served = (kind: Kind): number => rows.filter((r) => r.target.kind === kind).reduce((n, r) => n + r.served, 0);
