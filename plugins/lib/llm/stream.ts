@@ -80,7 +80,7 @@ export class LlmResponseStream extends Transform {
   }
 
   private takeParsed(events: LlmEvent[]): LlmEvent[] {
-    const { observes, translator, onSkipped } = this.options;
+    const { observes, translator, onSkipped, onEvent } = this.options;
     for (const ev of this.parsed) {
       // Passed through unchanged: an event the observer does not need is not parsed at all.
       if (!translator && observes && !observes(ev.event, ev.data)) {
@@ -88,7 +88,11 @@ export class LlmResponseStream extends Transform {
         continue;
       }
       const e = parseSse(ev.event, ev.data);
-      if (e) events.push(e);
+      if (!e) continue;
+      // Passed through, an event is observed at once: what it taught (the model) decides whether the next events of
+      // the same chunk need parsing (a whole stream can arrive in one chunk).
+      if (!translator) onEvent(e);
+      else events.push(e);
     }
     this.parsed = [];
     return events;
