@@ -241,13 +241,15 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       throw err;
     }
     if (reply.status >= 400) call.fail(String(reply.status));
-    return respond(ex, reply, request).catch((err: unknown) => {
+    try {
+      return await respond(ex, reply, request);
+    } catch (err) {
       call.fail(err);
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
       if (err instanceof GatewayError) throw err;
       log.warn('failed to process an LLM response', { error: (err as Error).message });
       return llmResponseError(502, (err as Error).message);
-    });
+    }
   };
 
   const self: BackendInstance = {

@@ -81,6 +81,9 @@ class CallSeries {
     this.model = model;
     this.streaming = streaming;
   }
+  is(operation: string, provider: string, model: string, streaming: boolean): boolean {
+    return this.model === model && this.streaming === streaming && this.operation === operation && this.provider === provider;
+  }
   get calls(): Inc {
     return (this.callsS ??= this.m.calls.child({ provider: this.provider, model: this.model, streaming: String(this.streaming) }));
   }
@@ -113,8 +116,19 @@ class CallSeries {
 const MAX_CACHED_SERIES = 1000;
 const seriesCache = new WeakMap<LlmMetrics, Map<string, CallSeries>>();
 
+/** The series of the last call per backend: a route's calls mostly share one label set (no key string built then). */
+const lastSeries = new WeakMap<LlmMetrics, CallSeries>();
+
 /** The series of a call, from the cache (see MAX_CACHED_SERIES). */
 function callSeries(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean): CallSeries {
+  const last = lastSeries.get(m);
+  if (last !== undefined && last.is(operation, provider, model, streaming)) return last;
+  const s = cachedSeries(m, operation, provider, model, streaming);
+  lastSeries.set(m, s);
+  return s;
+}
+
+function cachedSeries(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean): CallSeries {
   let cache = seriesCache.get(m);
   if (!cache) seriesCache.set(m, (cache = new Map()));
   const key = `${operation}\u0000${provider}\u0000${model}\u0000${streaming}`;

@@ -83,8 +83,10 @@ export function completionsUsageFromCounts(input: unknown, output: unknown, cach
 /** Merge newer counts over older ones (a stream reports input first and output last). */
 export function mergeUsage(into: LlmUsage, from: LlmUsage | undefined): void {
   if (!from) return;
-  for (const k of Object.keys(from) as (keyof LlmUsage)[]) {
-    const v = from[k];
-    if (v !== undefined) into[k] = v;
-  }
+  // The five fields by name: no key array per call (every LLM answer merges at least once).
+  if (from.inputTokens !== undefined) into.inputTokens = from.inputTokens;
+  if (from.outputTokens !== undefined) into.outputTokens = from.outputTokens;
+  if (from.cachedInputTokens !== undefined) into.cachedInputTokens = from.cachedInputTokens;
+  if (from.cacheCreationInputTokens !== undefined) into.cacheCreationInputTokens = from.cacheCreationInputTokens;
+  if (from.reasoningTokens !== undefined) into.reasoningTokens = from.reasoningTokens;
 }
