@@ -6,6 +6,7 @@ import { ValidatorCodeCache } from '../config/validator-cache.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
 import { pluginLabel } from '../sdk/index.ts';
 import { LogSink } from '../telemetry/logger.ts';
+import { compactHeapSoon } from './compact-heap.ts';
 import { createGateway } from './container.ts';
 import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.ts';
 import type { ConfigInput } from './gateway.ts';
@@ -162,6 +163,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
         return 0;
       }
       await gateway.start();
+      compactHeapSoon();
       running = gateway;
     }
     return await new Promise<number>((done) => {
