@@ -70,7 +70,7 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
     name: 'response',
     type: 'map',
     origin: 'gateway',
-    description: 'The response sent to the client: only in `config.logging` expressions (evaluated when the line is written); elsewhere reading it is an error.',
+    description: 'The response sent to the client: only in `config.logging` expressions (evaluated when the line is written); elsewhere reading it is a config error at load.',
     fields: [
       { name: 'code', type: 'int', description: 'HTTP status sent to the client (499 when it went away first).' },
       { name: 'headers', type: 'map(string, string)', description: 'Response headers by lower-case name; sensitive ones (`set-cookie`, tokens, keys) read `<redacted>`.' },
@@ -224,16 +224,28 @@ export class CelExpressions {
     return { compile: (source, sub = []) => this.compile(source, [...path, ...sub]) };
   }
 
-  compile(source: string, path: ConfigPath): CheckedExpression {
+  /**
+   * `allowResponse`: the expression is evaluated once the response is known (`config.logging`); anywhere else a
+   * reference to `response` would always evaluate as an error, so it is refused at load.
+   */
+  compile(source: string, path: ConfigPath, allowResponse = false): CheckedExpression {
     let program: (ctx: Record<string, unknown>) => unknown;
     let type: string;
     const { env } = this.environment();
     try {
       program = env.parse(source) as unknown as (ctx: Record<string, unknown>) => unknown;
+      if (!allowResponse && readsVariable((program as unknown as { ast: unknown }).ast, 'response', new Set())) {
+        throw new ConfigError({
+          code: ErrorCode.configInvalid,
+          path,
+          message: `invalid CEL expression \`${source}\`: \`response\` is only available in \`config.logging\` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet`,
+        });
+      }
       const checked = env.check(source) as { valid: boolean; type?: string; error?: Error };
       if (!checked.valid) throw checked.error ?? new Error('type error');
       type = checked.type ?? 'dyn';
     } catch (err) {
+      if (err instanceof ConfigError) throw err;
       const detail = ((err as Error).message ?? String(err)).split('\n')[0];
       throw new ConfigError({ code: ErrorCode.configInvalid, path, message: `invalid CEL expression \`${source}\`: ${detail}` });
     }
@@ -244,4 +256,20 @@ export class CelExpressions {
       evaluateIn: program,
     };
   }
+}
+
+const MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+
+/** Whether a parsed expression (cel-js AST: `{ op, args }`) reads the free variable `name` (macro bindings shadow it). */
+function readsVariable(node: unknown, name: string, bound: ReadonlySet<string>): boolean {
+  if (Array.isArray(node)) return node.some((n) => readsVariable(n, name, bound));
+  if (node === null || typeof node !== 'object' || !('op' in node)) return false;
+  const { op, args } = node as { op: string; args: unknown };
+  if (op === 'id') return args === name && !bound.has(name);
+  if (op === 'rcall' && Array.isArray(args) && MACROS.has(args[0] as string) && Array.isArray(args[2])) {
+    const [binding, ...body] = args[2] as unknown[];
+    const v = (binding as { op?: string; args?: unknown } | undefined)?.op === 'id' ? String((binding as { args: unknown }).args) : undefined;
+    return readsVariable(args[1], name, bound) || readsVariable(body, name, v === undefined ? bound : new Set([...bound, v]));
+  }
+  return readsVariable(args, name, bound);
 }

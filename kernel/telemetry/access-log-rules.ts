@@ -23,7 +23,7 @@ export function compileAccessLogRules(raw: RawLoggingRules | undefined, expressi
   const issues: ConfigIssue[] = [];
   const compile = (source: string, path: (string | number)[]): CheckedExpression | undefined => {
     try {
-      return expressions.compile(source, path);
+      return expressions.compile(source, path, true);
     } catch (err) {
       if (err instanceof ConfigError) issues.push(...err.issues);
       else throw err;
