@@ -196,16 +196,18 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   targets.push({ kind: 'switchyard', name: 'switchyard host route', base: `http://127.0.0.1:${sy.port}`, child: switchyard, pids: [] });
 
   // BENCH_PEERS_BASELINE: another checkout's Switchyard, same config and pinning, its rows interleaved with this
-  // one's (A/B in one run). Its access log goes to a file as well.
+  // one's (A/B in one run). Its access log goes to a file as well. BENCH_PEERS_BASELINE_NODE_ARGS: node flags for
+  // it (the same checkout with `--max-semi-space-size=16` measures a V8 setting).
   const baselineDir = process.env.BENCH_PEERS_BASELINE;
+  const baselineArgs = (process.env.BENCH_PEERS_BASELINE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   if (baselineDir) {
     const bFile = join(dir, 'baseline.yaml');
     const b = await gatewayConfig(bFile, upstreamPort);
     const bFd = openSync(join(dir, 'baseline-access.log'), 'w');
-    const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd);
+    const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [...baselineArgs, join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd);
     closeSync(bFd);
     await kit.waitFor200(`http://127.0.0.1:${b.readiness}/healthz/ready`, baseline, performance.now());
-    targets.push({ kind: 'baseline', name: `switchyard baseline (${baselineDir})`, base: `http://127.0.0.1:${b.port}`, child: baseline, pids: [] });
+    targets.push({ kind: 'baseline', name: `switchyard baseline (${[baselineDir, ...baselineArgs].join(' ')})`, base: `http://127.0.0.1:${b.port}`, child: baseline, pids: [] });
   }
 
   // agentgateway: one worker thread, pinned like Switchyard; its default logging (access log included) to a file.
