@@ -3,6 +3,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import { Checkpointer } from './checkpointer.ts';
+import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 const SCHEMA = `
@@ -35,19 +37,27 @@ export class SqliteKeyStore implements KeyStore {
   private readonly read: StatementSync;
   private readonly add: StatementSync;
   private readonly sweep: StatementSync;
+  private readonly checkpointer: Checkpointer | undefined;
   private reservations = 0;
 
-  static async open(path: string): Promise<SqliteKeyStore> {
+  static async open(path: string, checkpoints?: CheckpointOptions): Promise<SqliteKeyStore> {
     const { DatabaseSync } = await loadSqlite();
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    return new SqliteKeyStore(new DatabaseSync(path));
+    if (path === ':memory:') return new SqliteKeyStore(new DatabaseSync(path), undefined);
+    mkdirSync(dirname(path), { recursive: true });
+    const db = new DatabaseSync(path);
+    return new SqliteKeyStore(db, () => new Checkpointer(path, checkpoints));
   }
 
-  private constructor(db: DatabaseSync) {
+  private constructor(db: DatabaseSync, checkpointer: (() => Checkpointer) | undefined) {
     this.db = db;
     // WAL: readers never wait for the writer; busy_timeout: a writer waits for another process's transaction.
     db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
     db.exec(SCHEMA);
+    // Checkpoints run on a worker thread's connection, never inside a commit on this thread (checkpointer.ts).
+    if (checkpointer) {
+      db.exec('PRAGMA wal_autocheckpoint = 0');
+      this.checkpointer = checkpointer();
+    }
     this.byDigest = db.prepare('SELECT record FROM vk_keys WHERE digest = ?');
     this.byId = db.prepare('SELECT record FROM vk_keys WHERE id = ?');
     this.all = db.prepare('SELECT record FROM vk_keys ORDER BY id');
@@ -149,7 +159,13 @@ export class SqliteKeyStore implements KeyStore {
     return this.change(id, `revoked:${id}`, { revokedAt: at });
   }
 
-  close(): void {
+  /** Run a checkpoint on the background connection now (tests; nothing on the serving path calls it). */
+  checkpoint(): Promise<CheckpointResult | undefined> {
+    return this.checkpointer ? this.checkpointer.now() : Promise.resolve(undefined);
+  }
+
+  async close(): Promise<void> {
     if (this.db.isOpen) this.db.close();
+    await this.checkpointer?.close();
   }
 }
