@@ -71,7 +71,7 @@ export class AccessLog {
   record(ex: LoggedExchange, durationMs: number): void {
     if (this.tap !== null) {
       if (this.tap.full) this.tap.dropped++;
-      else this.tap.push({ time: Date.now(), ...this.fields(ex, durationMs), duration_ms: Math.round(durationMs * 100) / 100, duration: undefined });
+      else this.tap.push(this.fields(ex, durationMs, Date.now()));
     }
     if (!this.enabled) return;
     if (this.rules !== null) {
@@ -136,9 +136,11 @@ export class AccessLog {
     this.sink.push(formatLine(this.format, 'info', 'request', fields));
   }
 
-  private fields(ex: LoggedExchange, durationMs: number): Record<string, unknown> {
-    const json = this.format === 'json';
+  /** The line's fields; with `tailTime`, the live tail's event (its `time` first, `duration_ms` numeric), built once. */
+  private fields(ex: LoggedExchange, durationMs: number, tailTime?: number): Record<string, unknown> {
+    const json = tailTime !== undefined || this.format === 'json';
     const fields: Record<string, unknown> = {
+      time: tailTime,
       bind: ex.route.bind || undefined,
       listener: ex.route.listener || undefined,
       route: ex.route.name || undefined,
