@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 import { createSecureContext } from 'node:tls';
-import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, connectUpstream, readLocalFile } from '../sdk/index.ts';
+import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, connectUpstream, readSharedFile } from '../sdk/index.ts';
 import type {
   AdminRouteHandler,
   BackendCompileContext,
@@ -445,7 +445,8 @@ class SnapshotCompiler {
   private async readListenerFile(file: string, at: ConfigPath, label: string): Promise<string | undefined> {
     const full = resolve(this.deps.cwd, file);
     try {
-      return await readLocalFile(full, FILE_SIZE_LIMITS.key);
+      // Once per version for the gateway's workers.
+      return await readSharedFile(this.deps.shared.fetches, full, FILE_SIZE_LIMITS.key);
     } catch (err) {
       this.issue(at, `cannot read the listener ${label} file \`${file}\` (${full}): ${(err as Error).message}`);
       return undefined;

@@ -11,7 +11,7 @@ export * from './reply.ts';
 export * from './attributes.ts';
 export * from './duration.ts';
 export * from './llm-tokens.ts';
-export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes } from './read-file.ts';
+export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes, readSharedFile } from './read-file.ts';
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
 export type { AltName } from './tls-names.ts';
 export { celValueToString } from './expr.ts';

@@ -1,7 +1,8 @@
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
+import type { SharedFetches } from './shared.ts';
 
 // Files the config names (keys, certificates, JWKS, htpasswd, OpenAPI documents, the config itself) are read
 // through one function: a device (`/dev/zero`), a FIFO or an oversized file must be a config error, never an
@@ -125,4 +126,41 @@ export async function readLocalFileBytes(path: string, maxBytes: number): Promis
 /** {@link readLocalFileBytes} decoded as UTF-8. */
 export async function readLocalFile(path: string, maxBytes: number): Promise<string> {
   return (await readLocalFileBytes(path, maxBytes)).toString('utf8');
+}
+
+/** How long a read by another worker of a file that has not changed since may be reused. */
+const SHARED_READ_MAX_AGE_MS = 10 * 60_000;
+
+/** What identifies one version of a file without reading it: inode, size, change and modification times. */
+async function stamp(path: string): Promise<string | undefined> {
+  try {
+    const s = await stat(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * {@link readLocalFile} once for the whole gateway, however many workers it runs (`config.workers`, ADR 0047): pass
+ * `ctx.sharedFetches`. Every worker stats the file (inode, size, times; no content read); the read goes through the
+ * shared fetches, so the first worker asking reads it and the others take its text as long as the file still has
+ * the version they saw. A worker whose file looks newer than the shared read asks for a newer one (one more read).
+ * Without workers, or with `fetches` undefined, it is `readLocalFile`; errors are `readLocalFile`'s.
+ */
+export async function readSharedFile(fetches: SharedFetches | undefined, path: string, maxBytes: number): Promise<string> {
+  const seen = fetches && (await stamp(path));
+  if (!fetches || seen === undefined) return readLocalFile(path, maxBytes);
+  const load = async (): Promise<{ stamp: string | undefined; text: string }> => {
+    const before = await stamp(path);
+    return { stamp: before, text: await readLocalFile(path, maxBytes) };
+  };
+  let after = 0;
+  for (let tries = 0; tries < 3; tries++) {
+    const got = await fetches.fetch(`file:${path}`, { maxAgeMs: SHARED_READ_MAX_AGE_MS, after }, load);
+    if (got.value.stamp === seen) return got.value.text;
+    after = got.at;
+  }
+  // The file keeps changing under us: this worker reads for itself.
+  return readLocalFile(path, maxBytes);
 }

@@ -1,20 +1,23 @@
 // `config.workers: 2` and files the config names (issue 11 item 2): an htpasswd file, a `jwks.file`, a backend
-// key file are read once for the gateway, not once per worker: at start, on a change of the file (both workers
+// key file, a listener's certificate and key are read once for the gateway, not once per worker: at start, on a change of the file (both workers
 // take the new content), and not again on a config reload that leaves them unchanged. The supervisor runs in this
 // process and counts shared loads (`switchyard_shared_loads_total`).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as jose from 'jose';
+import { Agent } from 'undici';
 import { stringify } from 'yaml';
 import { LogSink } from 'switchyard';
 import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import type { TestPki } from '../helpers/pki.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
@@ -46,9 +49,13 @@ describe('config.workers: 2, files the config names', () => {
   let upstream: TestUpstream;
   let token: string;
   let config: (probe: string) => string;
+  let pki: TestPki;
+  let tlsPort: number;
 
   before(async () => {
     port = await freePort();
+    tlsPort = await freePort();
+    pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'workers-files' });
     dir = mkdtempSync(join(tmpdir(), 'switchyard-workers-files-'));
     upstream = await startUpstream();
     writeFileSync(join(dir, 'users.htpasswd'), `alice:${sha('alice-pw')}\n`);
@@ -72,6 +79,7 @@ describe('config.workers: 2, files the config names', () => {
               },
             ],
           },
+          { port: tlsPort, listeners: [{ protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey }, routes: [{ policies: { workerProbe: { value: probe }, directResponse: { status: 200, body: 'tls' } } }] }] },
         ],
       });
     configFile = join(dir, 'config.yaml');
@@ -83,6 +91,7 @@ describe('config.workers: 2, files the config names', () => {
   after(async () => {
     await supervisor?.stop();
     await upstream?.close();
+    pki?.remove();
   });
 
   const loads = (name: string) => supervisor.sharedLoads.get(`file:${join(dir, name)}`) ?? 0;
@@ -100,7 +109,11 @@ describe('config.workers: 2, files the config names', () => {
     assert.deepEqual([...new Set(tokens.map((a) => a.status))], [200]);
     assert.ok(upstream.received.every((r) => r.headers.authorization === 'Bearer upstream-token'));
     assert.deepEqual([loads('users.htpasswd'), loads('jwks.json'), loads('key.txt')], [1, 1, 1]);
-    assert.match(await supervisor.metrics(), /^switchyard_shared_loads_total\{kind="file"\} 3$/m);
+    // The listener's certificate and key (read by the kernel at load) too.
+    assert.deepEqual([supervisor.sharedLoads.get(`file:${pki.serverCert}`), supervisor.sharedLoads.get(`file:${pki.serverKey}`)], [1, 1]);
+    const tls = await fetch(`https://127.0.0.1:${tlsPort}/`, { dispatcher: new Agent({ connect: { ca: readFileSync(pki.ca) } }) } as RequestInit);
+    assert.equal(await tls.text(), 'tls');
+    assert.match(await supervisor.metrics(), /^switchyard_shared_loads_total\{kind="file"\} 5$/m);
   });
 
   it('reads a changed htpasswd file once, and both workers take the new users', async () => {

@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS } from 'switchyard/sdk';
-import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
+import { FILE_SIZE_LIMITS, readSharedFile } from 'switchyard/sdk';
 import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import { authorizationValue } from './key.ts';
 import schema from './schema.json' with { type: 'json' };

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
+import { readSharedFile } from 'switchyard/sdk';
 import type { BackendCompileContext, Logger, SharedFetches } from 'switchyard/sdk';
 import { WatchedFile } from '../../lib/watched-file/watched-file.ts';
-import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import { lookupPrice, parsePriceCatalog, PriceCatalogError, priceTable } from '../../lib/llm/prices.ts';
 import type { ModelPrice, PriceCatalog, PriceTable } from '../../lib/llm/prices.ts';
 import builtin from './default-prices.json' with { type: 'json' };

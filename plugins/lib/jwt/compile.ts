@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readCappedText } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, readCappedText, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, ConfigPath } from 'switchyard/sdk';
-import { readSharedFile } from '../watched-file/shared-read.ts';
 import { parseJwks } from './keys.ts';
 import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
 import type { JwksFetcher, KeySource } from './remote-jwks.ts';

@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readCappedText } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, readCappedText, readSharedFile } from 'switchyard/sdk';
 import type { HttpUpstreams, SharedFetches } from 'switchyard/sdk';
-import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import { parse as parseYaml } from 'yaml';
 
 /** A JSON object. */

@@ -1,9 +1,8 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { definePolicy, FILE_SIZE_LIMITS } from 'switchyard/sdk';
+import { definePolicy, FILE_SIZE_LIMITS, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, UpstreamTls } from 'switchyard/sdk';
-import { readSharedFile } from '../../lib/watched-file/shared-read.ts';
 import schema from './schema.json' with { type: 'json' };
 
 interface BackendTlsConfig {
