@@ -60,6 +60,25 @@ export function hasRequestBody(ex: Exchange): boolean {
   return (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
 }
 
+/**
+ * What is sent as the request body: the exchange's own (a plugin set one), none, or the client's. A body of declared,
+ * small size is read before it is sent (as nginx does by default); larger or chunked bodies stream. Handing the
+ * client's request stream to undici keeps each request's objects alive past two scavenges (a chain through promoted
+ * garbage, also in a bare node:http + undici proxy): 10× the young-generation survivors, so each scavenge pauses
+ * longer and the old generation fills with garbage (docs/perf.md "Tails and memory, session 5"). Read, the body can
+ * also be sent again (retry, failover).
+ */
+function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody: boolean): Buffer | IncomingMessage | null | PromiseLike<Buffer> {
+  if (ex.body) return ex.body;
+  if (!hasBody) return null;
+  const declared = Number(headers['content-length'] ?? NaN);
+  return declared <= RETRY_BUFFER_LIMIT ? ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+}
+
+function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -127,7 +146,12 @@ class PooledTarget implements UpstreamTarget {
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
     const hasBody = hasRequestBody(ex);
     const headers = this.prepareHeaders(ex, state);
-    const body = ex.body ?? (hasBody ? ex.req : null);
+    const body = requestBody(ex, headers, hasBody);
+    if (isPromiseLike(body)) return Promise.resolve(body).then((read) => this.sendOnce(ex, state, headers, read, plan));
+    return this.sendOnce(ex, state, headers, body, plan);
+  }
+
+  private sendOnce(ex: Exchange, state: ExchangeState, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan): Promise<Reply> {
     state.attempts = 1;
     const sentAt = performance.now();
     return this.send(ex, state, ex.path + ex.query, headers, body, plan).then(
@@ -157,17 +181,8 @@ class PooledTarget implements UpstreamTarget {
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
     const hasBody = hasRequestBody(ex);
     const headers = this.prepareHeaders(ex, state);
-    let body: Buffer | IncomingMessage | null = null;
-    if (ex.body) body = ex.body;
-    else if (hasBody) {
-      // A body of declared, small size is read before it is sent (as nginx does by default); larger or chunked
-      // bodies stream. Handing the client's request stream to undici keeps each request's objects alive past two
-      // scavenges (a chain through promoted garbage, also in a bare node:http + undici proxy): 10× the young-
-      // generation survivors, so each scavenge pauses longer and the old generation fills with garbage
-      // (docs/perf.md "Tails and memory, session 5"). Read, the body can also be sent again (retry, failover).
-      const declared = Number(headers['content-length'] ?? NaN);
-      body = declared <= RETRY_BUFFER_LIMIT ? await ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
-    }
+    const pending = requestBody(ex, headers, hasBody);
+    const body = isPromiseLike(pending) ? await pending : pending;
     const replayable = body === null || Buffer.isBuffer(body);
     // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
     const first = state.attempts;
