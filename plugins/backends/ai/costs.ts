@@ -85,5 +85,22 @@ export async function compileCosts(config: AiCostsConfig | undefined, provider: 
     const fixed = builtinPrices().get(provider);
     table = () => fixed;
   }
-  return (model) => lookupPrice(inline, model) ?? lookupPrice(table(), model);
+  // Looked up once per model (a pattern match per call otherwise), until the catalog file changes; a bounded number
+  // of models, since clients choose them.
+  let cachedFor: PriceTable | undefined;
+  const cache = new Map<string, ModelPrice | undefined>();
+  return (model) => {
+    const current = table();
+    if (current !== cachedFor) {
+      cache.clear();
+      cachedFor = current;
+    }
+    if (cache.has(model)) return cache.get(model);
+    const price = lookupPrice(inline, model) ?? lookupPrice(current, model);
+    if (cache.size < MAX_CACHED_PRICES) cache.set(model, price);
+    return price;
+  };
 }
+
+/** Models whose price lookups a backend keeps. */
+const MAX_CACHED_PRICES = 1000;
