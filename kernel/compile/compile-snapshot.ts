@@ -1,7 +1,7 @@
 import type { Tracing, TracingHolder } from '../telemetry/tracing.ts';
 import type { BackendSelector, PluginSpans, RouteBackend } from '../sdk/index.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
-import type { SharedFetches } from '../sdk/shared.ts';
+import type { SharedCell, SharedFetches } from '../sdk/shared.ts';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
@@ -339,7 +339,7 @@ class SnapshotCompiler {
     // Same route, same place, same backend config (a named one's included): the state survives the reload.
     const identity = `${routeKey}:${index}:${rawRef}:${named ? JSON.stringify(named.value) : ''}`;
     // In shared memory: every worker of the gateway counts into, and ejects from, the same state (ADR 0047).
-    const health = outlier || check ? this.resourceView.get(`health:${identity}`, () => new BackendHealth(this.deps.shared.cells.cell(`health:${identity}`, [0, 0, 0, 0, 0, 0]))) : null;
+    const health = outlier || check ? this.resourceView.get(`health:${identity}`, () => new BackendHealth(this.sharedState(`health:${identity}`, 6))) : null;
     if (check && health) {
       const target = instance.target;
       if (!target) {
@@ -350,7 +350,7 @@ class SnapshotCompiler {
         this.resourceView.get(
           key,
           () => {
-            const cell = this.deps.shared.cells.cell(key, [0, 0, 0, 0]);
+            const cell = this.sharedState(key, 4);
             const checker = new HealthChecker(target, check, health, { route: routeName, backend: label }, this.deps.logger, this.ejections(), cell);
             checker.start();
             return checker;
@@ -397,6 +397,23 @@ class SnapshotCompiler {
       else chosen = { key: e.key, selector };
     }
     return chosen?.selector ?? null;
+  }
+
+  /**
+   * A shared cell of `n` zeros for health state this worker has not held before. On a reload (generation > 1) that
+   * is a backend new to the config, so the cell is zeroed: cells are never freed, and a backend config that comes
+   * back must start afresh as it would in one process. A worker's first load (a start, a restart) takes the cell as
+   * it is: a restarted worker joins the ejections the others made.
+   */
+  private sharedState(key: string, n: number): SharedCell {
+    const zeros = new Array<number>(n).fill(0);
+    const cell = this.deps.shared.cells.cell(key, zeros);
+    if (this.deps.generation > 1) {
+      cell.lock();
+      cell.values.set(zeros);
+      cell.unlock();
+    }
+    return cell;
   }
 
   /** The counter of backends taken out of rotation (outlier detection and failed health checks). */

@@ -303,5 +303,8 @@ describe('backend health across reloads', () => {
     const otherDead = await freePort();
     assert.equal(await gw.gateway.reload(withStatic(config(otherDead, true))), true);
     assert.equal((await statuses(30)).filter((s) => s !== 200).length, 1, 'a changed backend starts with a clean slate');
+    // Health state lives in shared cells that are never freed (ADR 0047): one that comes back is zeroed.
+    assert.equal(await gw.gateway.reload(withStatic(config(dead, true))), true);
+    assert.equal((await statuses(30)).filter((s) => s !== 200).length, 1, 'a backend config that comes back starts afresh too');
   });
 });
