@@ -276,6 +276,9 @@ export class ConfigValidator {
     try {
       // Valid per the precompiled code: done. Invalid: ajv below words every error (the marks are recorded again).
       if (this.codeCache && this.precompiledFor(used, id)?.(config) === true) return [];
+    } catch {
+      // Generated code that throws is not trusted again: ajv decides.
+      this.precompiled.set(id, null);
     } finally {
       this.marks = undefined;
     }
