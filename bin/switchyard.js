@@ -44,7 +44,9 @@ if (fromSources && !process.features.typescript) {
   if (!hasSemiSpaceFlag()) flags.push(`${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`);
   // Imported here only: node:child_process (with net and dgram) is not needed on the usual path.
   const { spawn } = await import('node:child_process');
-  const child = spawn(process.execPath, [...flags, ...process.argv.slice(1)], { stdio: 'inherit' });
+  // With glibc's malloc capped at two arenas, as kernel/boot/dist-entry.ts does on its re-execution (ADR 0041).
+  const env = process.env.MALLOC_ARENA_MAX === undefined ? { ...process.env, MALLOC_ARENA_MAX: '2' } : process.env;
+  const child = spawn(process.execPath, [...flags, ...process.argv.slice(1)], { stdio: 'inherit', env });
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 } else {

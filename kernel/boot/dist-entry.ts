@@ -23,6 +23,20 @@ export interface DistributionStart {
 const SEMI_SPACE_FLAG = '--max-semi-space-size';
 const SEMI_SPACE_MIB = 4;
 
+/**
+ * glibc's malloc gives threads that allocate their own arenas (up to 8 per CPU) and keeps what they freed: V8's
+ * helper threads (concurrent compilation and GC) and libuv's pool held 30-40 MiB of RSS under load that way. Two
+ * arenas (the main thread's and one the helpers share) keep it down (ADR 0041, docs/perf.md "Tails and memory,
+ * session 5"). Set on the re-execution below, so glibc reads it at start; a value in the environment wins, and other
+ * C libraries (musl) ignore it.
+ */
+const MALLOC_ARENA_MAX = '2';
+
+/** The environment of the re-executed process: this one, with the arena cap unless already set. */
+export function reexecEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return env.MALLOC_ARENA_MAX === undefined ? { ...env, MALLOC_ARENA_MAX } : env;
+}
+
 function hasSemiSpaceFlag(): boolean {
   const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
   return given.some((a) => a.startsWith(SEMI_SPACE_FLAG) || a.startsWith('--max_semi_space_size'));
@@ -40,7 +54,7 @@ export async function startDistribution(start: DistributionStart): Promise<void>
   const proc = process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never };
   if (!hasSemiSpaceFlag() && typeof proc.execve === 'function') {
     try {
-      proc.execve(process.execPath, [process.execPath, `${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`, ...process.execArgv, ...process.argv.slice(1)], process.env);
+      proc.execve(process.execPath, [process.execPath, `${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`, ...process.execArgv, ...process.argv.slice(1)], reexecEnv(process.env));
     } catch {
       // execve is unavailable here (Windows, a worker): run with V8's default sizing.
     }

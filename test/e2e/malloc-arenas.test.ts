@@ -1,0 +1,55 @@
+// Issue 15 item 3 (memory under load, ADR 0041): the CLI runs with glibc's malloc capped at two arenas
+// (MALLOC_ARENA_MAX=2, set on its in-place re-execution), unless the environment sets another value. Linux only: the
+// process's environment is read from /proc/<pid>/environ, which shows what the re-executed process started with.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { stringify } from 'yaml';
+import { childEnv, startCli } from '../helpers/cli-process.ts';
+import { BIN, ROOT } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const linux = existsSync('/proc/self/environ');
+
+async function environOfCli(extraEnv: NodeJS.ProcessEnv): Promise<Map<string, string>> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-arenas-'));
+  const file = join(dir, 'config.yaml');
+  const port = await freePort();
+  writeFileSync(
+    file,
+    stringify({
+      config: { adminAddr: '127.0.0.1:0', statsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0' },
+      binds: [{ port, listeners: [{ routes: [{ name: 'ok', policies: { directResponse: { status: 200, body: 'ok' } } }] }] }],
+    }),
+  );
+  const env = childEnv(extraEnv);
+  if (extraEnv.MALLOC_ARENA_MAX === undefined) delete env.MALLOC_ARENA_MAX;
+  const cli = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT, env });
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/`);
+    assert.equal(res.status, 200);
+    const environ = readFileSync(`/proc/${cli.child.pid}/environ`, 'utf8');
+    return new Map(
+      environ
+        .split('\0')
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as [string, string]),
+    );
+  } finally {
+    await cli.stop();
+  }
+}
+
+describe('malloc arenas of the CLI (ADR 0041)', { skip: linux ? false : 'needs /proc' }, () => {
+  it('serves with MALLOC_ARENA_MAX=2 when the environment does not set it', async () => {
+    const env = await environOfCli({});
+    assert.equal(env.get('MALLOC_ARENA_MAX'), '2');
+  });
+
+  it('keeps a MALLOC_ARENA_MAX the environment sets', async () => {
+    const env = await environOfCli({ MALLOC_ARENA_MAX: '4' });
+    assert.equal(env.get('MALLOC_ARENA_MAX'), '4');
+  });
+});
