@@ -191,6 +191,8 @@ export class ConfigValidator {
     const cache = this.codeCache!;
     const schema = this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs);
     const fn = cache.load(schema, this.runtime) ?? null;
+    // Bounded like the ajv validators: a long run of reloads with ever other plugin sets keeps the latest few.
+    if (this.precompiled.size >= MAX_VALIDATORS) this.precompiled.delete(this.precompiled.keys().next().value!);
     this.precompiled.set(id, fn);
     if (fn === null) {
       setTimeout(() => {
