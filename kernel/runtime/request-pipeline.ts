@@ -225,7 +225,7 @@ export class RequestPipeline {
     const onReply = (reply: Reply): void => writeReply(ex, res, reply, hooks, this.logger);
     const onError = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), hooks, this.logger);
     if (ref.requestHooks !== null) {
-      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex)) ?? ref.instance.handle(ex);
+      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex)) || ref.instance.handle(ex);
       run().then(onReply, onError);
       return;
     }
