@@ -16,6 +16,11 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const lines = ['a', 'b', 'c', 'd', 'e', 'f'].map((x) => ({ counter: `k:key:usd:month:${x}`, limit: 1e12, amount: 10, expiresAt: 0 }));
 const deltas = lines.map((l) => ({ counter: l.counter, amount: -4, expiresAt: 0 }));
 const size = (file: string): number => statSync(file).size;
+/** A settlement in its own transaction (settlements are otherwise queued for the next reservation). */
+const settleNow = (store: SqliteKeyStore): void => {
+  store.settle(deltas);
+  store.flush();
+};
 
 test('sqlite store: commits on the serving thread never checkpoint; the background connection does', async () => {
   const path = join(dir, 'keys.db');
@@ -28,7 +33,7 @@ test('sqlite store: commits on the serving thread never checkpoint; the backgrou
     // checkpoint SQLite runs inside a commit by default.
     for (let i = 0; i < 1500; i++) {
       assert.equal(store.reserve(lines), -1);
-      store.settle(deltas);
+      settleNow(store);
     }
     assert.equal(size(path), dbBefore, 'the database file changed: a commit on the serving thread ran a checkpoint');
     const walFrames = Math.floor(size(`${path}-wal`) / 4096);
@@ -39,7 +44,7 @@ test('sqlite store: commits on the serving thread never checkpoint; the backgrou
     assert.ok(size(path) > dbBefore, 'the background checkpoint copied the counters into the database file');
     // Everything copied: the next commit writes the WAL from its beginning again, the file does not grow.
     const walSize = size(`${path}-wal`);
-    for (let i = 0; i < 100; i++) store.settle(deltas);
+    for (let i = 0; i < 100; i++) settleNow(store);
     assert.equal(size(`${path}-wal`), walSize, 'the WAL kept growing after a complete checkpoint');
     assert.deepEqual(await store.values([lines[0]!.counter]), [1501 * 10 - 1600 * 4]);
   } finally {
@@ -51,12 +56,12 @@ test('sqlite store: a checkpoint past the restart threshold starts the WAL over;
   const path = join(dir, 'busy.db');
   const store = await SqliteKeyStore.open(path, { everyMs: 3_600_000, restartFrames: 500 });
   try {
-    for (let i = 0; i < 1000; i++) store.settle(deltas);
+    for (let i = 0; i < 1000; i++) settleNow(store);
     const r = await store.checkpoint();
     assert.ok(r && r.error === undefined && r.busy === 0, `checkpoint: ${JSON.stringify(r)}`);
     // The WAL starts over, so further writes reuse the file instead of growing it.
     const walSize = size(`${path}-wal`);
-    for (let i = 0; i < 400; i++) store.settle(deltas);
+    for (let i = 0; i < 400; i++) settleNow(store);
     assert.equal(size(`${path}-wal`), walSize);
   } finally {
     await store.close();
@@ -70,10 +75,39 @@ test('sqlite store: the timer checkpoints without being asked', async () => {
   const store = await SqliteKeyStore.open(path, { everyMs: 20 });
   try {
     const dbBefore = size(path);
-    for (let i = 0; i < 200; i++) store.settle(deltas);
+    for (let i = 0; i < 200; i++) settleNow(store);
     const deadline = Date.now() + 20_000;
     while (size(path) === dbBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     assert.ok(size(path) > dbBefore, 'no background checkpoint within 20 s');
+  } finally {
+    await store.close();
+  }
+});
+
+test('sqlite store: settlements are summed and written with the next reservation, or by a timer', async () => {
+  const path = join(dir, 'settle.db');
+  const store = await SqliteKeyStore.open(path, { everyMs: 3_600_000 });
+  try {
+    assert.equal(store.reserve(lines), -1);
+    const wal = size(`${path}-wal`);
+    store.settle(deltas);
+    store.settle(deltas);
+    assert.equal(size(`${path}-wal`), wal, 'a settlement was written at once');
+    // A reservation refused by a budget still writes the queued settlements.
+    const tight = [{ ...lines[0]!, limit: 1 }];
+    assert.equal(store.reserve(tight), 0);
+    assert.ok(size(`${path}-wal`) > wal);
+    assert.deepEqual(await store.values([lines[0]!.counter, lines[5]!.counter]), [10 - 8, 10 - 8]);
+    store.settle(deltas);
+    const deadline = Date.now() + 10_000;
+    const other = await SqliteKeyStore.open(path, { everyMs: 3_600_000 });
+    try {
+      // Another connection (another process would see the same) reads it once the timer has written it.
+      while ((await other.values([lines[0]!.counter]))[0] !== -2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.deepEqual(await other.values([lines[0]!.counter]), [-2]);
+    } finally {
+      await other.close();
+    }
   } finally {
     await store.close();
   }

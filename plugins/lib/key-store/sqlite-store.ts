@@ -14,6 +14,12 @@ CREATE TABLE IF NOT EXISTS vk_counters (name TEXT PRIMARY KEY, value REAL NOT NU
 
 /** Expired counters are swept every this many reservations (a window's counter is dead once it ended). */
 const SWEEP_EVERY = 4096;
+/** Longest a settlement waits for a reservation to ride on before it is written alone. */
+const SETTLE_DELAY_MS = 20;
+/** Rows per multi-row upsert (3 parameters each). */
+const ADD_BATCH = 32;
+/** Parsed key records kept (a cache of the hot keys, emptied when full). */
+const PARSED_MAX = 4096;
 
 /** `node:sqlite` without flags needs Node 22.13+ (22.12 has it behind `--experimental-sqlite`). */
 async function loadSqlite(): Promise<typeof import('node:sqlite')> {
@@ -34,10 +40,19 @@ export class SqliteKeyStore implements KeyStore {
   private readonly all: StatementSync;
   private readonly insert: StatementSync;
   private readonly update: StatementSync;
-  private readonly read: StatementSync;
-  private readonly add: StatementSync;
   private readonly sweep: StatementSync;
+  private readonly begin: StatementSync;
+  private readonly commit: StatementSync;
+  private readonly rollback: StatementSync;
+  /** By line count: read n counters in one query, add n amounts in one upsert (prepared on first use). */
+  private readonly readMany: StatementSync[] = [];
+  private readonly addMany: StatementSync[] = [];
   private readonly checkpointer: Checkpointer | undefined;
+  /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
+  private readonly pending = new Map<string, { amount: number; expiresAt: number }>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
+  private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
 
   static async open(path: string, checkpoints?: CheckpointOptions): Promise<SqliteKeyStore> {
@@ -63,59 +78,149 @@ export class SqliteKeyStore implements KeyStore {
     this.all = db.prepare('SELECT record FROM vk_keys ORDER BY id');
     this.insert = db.prepare('INSERT INTO vk_keys (id, digest, record) VALUES (?, ?, ?)');
     this.update = db.prepare('UPDATE vk_keys SET digest = ?, record = ? WHERE id = ?');
-    this.read = db.prepare('SELECT value, expires FROM vk_counters WHERE name = ?');
-    this.add = db.prepare(
-      'INSERT INTO vk_counters (name, value, expires) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET value = value + excluded.value, expires = excluded.expires',
-    );
+    this.begin = db.prepare('BEGIN IMMEDIATE');
+    this.commit = db.prepare('COMMIT');
+    this.rollback = db.prepare('ROLLBACK');
     this.sweep = db.prepare('DELETE FROM vk_counters WHERE expires > 0 AND expires < ?');
   }
 
   find(digest: string): KeyRecord | undefined {
     const row = this.byDigest.get(digest) as { record: string } | undefined;
-    return row ? (JSON.parse(row.record) as KeyRecord) : undefined;
+    if (!row) return undefined;
+    let record = this.parsed.get(row.record);
+    if (!record) {
+      if (this.parsed.size >= PARSED_MAX) this.parsed.clear();
+      record = JSON.parse(row.record) as KeyRecord;
+      this.parsed.set(row.record, record);
+    }
+    return record;
   }
 
-  private value(name: string, now: number): number {
-    const row = this.read.get(name) as { value: number; expires: number } | undefined;
-    return row && (row.expires === 0 || row.expires > now) ? row.value : 0;
+  private readStatement(n: number): StatementSync {
+    return (this.readMany[n] ??= this.db.prepare(`SELECT name, value, expires FROM vk_counters WHERE name IN (?${',?'.repeat(n - 1)})`));
+  }
+
+  private addStatement(n: number): StatementSync {
+    return (this.addMany[n] ??= this.db.prepare(
+      `INSERT INTO vk_counters (name, value, expires) VALUES (?, ?, ?)${', (?, ?, ?)'.repeat(n - 1)} ON CONFLICT(name) DO UPDATE SET value = value + excluded.value, expires = excluded.expires`,
+    ));
+  }
+
+  /** Add amounts to counters (inside a transaction), at most ADD_BATCH rows per statement. */
+  private addAll(rows: readonly { readonly counter: string; readonly amount: number; readonly expiresAt: number }[]): void {
+    for (let at = 0; at < rows.length; at += ADD_BATCH) {
+      const n = Math.min(ADD_BATCH, rows.length - at);
+      const args: (string | number)[] = new Array(n * 3);
+      for (let i = 0; i < n; i++) {
+        const r = rows[at + i]!;
+        args[i * 3] = r.counter;
+        args[i * 3 + 1] = r.amount;
+        args[i * 3 + 2] = r.expiresAt;
+      }
+      this.addStatement(n).run(...args);
+    }
+  }
+
+  /** Write the queued settlements (inside a transaction); the queue is emptied by the caller once committed. */
+  private writePending(): void {
+    const rows: CounterDelta[] = [];
+    for (const [counter, d] of this.pending) rows.push({ counter, amount: d.amount, expiresAt: d.expiresAt });
+    this.addAll(rows);
+  }
+
+  private settled(): void {
+    this.pending.clear();
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
   }
 
   reserve(lines: readonly CounterLine[]): number {
+    if (lines.length === 0) return -1;
     const now = Date.now();
+    const names = lines.map((l) => l.counter);
     // IMMEDIATE takes the write lock first, so no other process reads the counters between our check and our add.
-    this.db.exec('BEGIN IMMEDIATE');
+    this.begin.run();
     try {
+      const flushed = this.pending.size > 0;
+      if (flushed) this.writePending();
+      // One query for every counter, one upsert for every amount: a reservation is 4 statements (with BEGIN/COMMIT).
+      const rows = this.readStatement(names.length).all(...names) as { name: string; value: number; expires: number }[];
       for (let i = 0; i < lines.length; i++) {
-        if (this.value(lines[i]!.counter, now) >= lines[i]!.limit) {
-          this.db.exec('ROLLBACK');
+        const row = rows.find((r) => r.name === names[i]);
+        const value = row && (row.expires === 0 || row.expires > now) ? row.value : 0;
+        if (value >= lines[i]!.limit) {
+          // Nothing taken; queued settlements written above still count.
+          if (flushed) this.commit.run();
+          else this.rollback.run();
+          if (flushed) this.settled();
           return i;
         }
       }
-      for (const line of lines) this.add.run(line.counter, line.amount, line.expiresAt);
+      this.addAll(lines);
       if (++this.reservations % SWEEP_EVERY === 0) this.sweep.run(now);
-      this.db.exec('COMMIT');
+      this.commit.run();
+      if (flushed) this.settled();
       return -1;
     } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      if (this.db.isTransaction) this.rollback.run();
       throw err;
     }
   }
 
+  /**
+   * Queued, summed by counter, and written with the next reservation (the next request's transaction) or within
+   * SETTLE_DELAY_MS: one write transaction per request instead of two. The reservation already holds the estimate, so
+   * a settlement seen a few ms late by another process only delays a correction (ADR 0048).
+   */
   settle(deltas: readonly CounterDelta[]): void {
-    if (deltas.length === 0) return;
-    this.db.exec('BEGIN IMMEDIATE');
+    for (const d of deltas) {
+      const q = this.pending.get(d.counter);
+      if (q) {
+        q.amount += d.amount;
+        q.expiresAt = d.expiresAt;
+      } else this.pending.set(d.counter, { amount: d.amount, expiresAt: d.expiresAt });
+    }
+    if (this.pending.size > 0 && this.flushTimer === undefined) {
+      this.armFlush();
+    }
+  }
+
+  private armFlush(): void {
+    this.flushTimer = setTimeout(() => {
+      try {
+        this.flush();
+      } catch {
+        // Still queued (e.g. another process held the lock past busy_timeout): the next reservation or timer writes it.
+        this.armFlush();
+      }
+    }, SETTLE_DELAY_MS);
+    this.flushTimer.unref();
+  }
+
+  /** Write queued settlements now. */
+  flush(): void {
+    this.flushTimer = undefined;
+    if (this.pending.size === 0 || !this.db.isOpen) return;
+    this.begin.run();
     try {
-      for (const d of deltas) this.add.run(d.counter, d.amount, d.expiresAt);
-      this.db.exec('COMMIT');
+      this.writePending();
+      this.commit.run();
+      this.settled();
     } catch (err) {
-      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      if (this.db.isTransaction) this.rollback.run();
       throw err;
     }
   }
 
   async values(counters: readonly string[]): Promise<number[]> {
+    this.flush();
     const now = Date.now();
-    return counters.map((c) => this.value(c, now));
+    if (counters.length === 0) return [];
+    const rows = this.readStatement(counters.length).all(...counters) as { name: string; value: number; expires: number }[];
+    return counters.map((c) => {
+      const row = rows.find((r) => r.name === c);
+      return row && (row.expires === 0 || row.expires > now) ? row.value : 0;
+    });
   }
 
   async create(record: KeyRecord, digest: string): Promise<void> {
@@ -165,7 +270,11 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async close(): Promise<void> {
-    if (this.db.isOpen) this.db.close();
+    try {
+      this.flush();
+    } finally {
+      if (this.db.isOpen) this.db.close();
+    }
     await this.checkpointer?.close();
   }
 }
