@@ -1,0 +1,75 @@
+/**
+ * OTLP/HTTP (protobuf) trace export on node:http with a keep-alive agent (ADR 0049): one POST per batch, its body
+ * encoded by otlp-encode.ts. In place of the SDK's exporter, whose delegate, promise queue and transport layers
+ * cost more per batch than the request itself; a failed export is reported to the SDK's error handler (one
+ * warning a minute, tracing-sdk.ts) and dropped, as the SDK's exporter does after its retries.
+ */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { ExportResult } from '@opentelemetry/core';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+import { encodeTraceRequest } from './otlp-encode.ts';
+
+const SUCCESS = 0;
+const FAILED = 1;
+
+export class OtlpHttpTraceExporter implements SpanExporter {
+  private readonly url: URL;
+  private readonly headers: Record<string, string>;
+  private readonly agent: HttpAgent;
+  private readonly timeoutMs: number;
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
+    this.url = new URL(url);
+    this.headers = { ...headers, 'content-type': 'application/x-protobuf' };
+    const https = this.url.protocol === 'https:';
+    this.agent = https ? new HttpsAgent({ keepAlive: true, maxSockets: 2 }) : new HttpAgent({ keepAlive: true, maxSockets: 2 });
+    this.timeoutMs = timeoutMs;
+  }
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    let body: Buffer;
+    try {
+      body = encodeTraceRequest(spans);
+    } catch (error) {
+      return done({ code: FAILED, error: error as Error });
+    }
+    let finish!: () => void;
+    const tracked = new Promise<void>((resolve) => (finish = resolve));
+    this.pending.add(tracked);
+    let settled = false;
+    const settle = (result: ExportResult): void => {
+      if (settled) return;
+      settled = true;
+      this.pending.delete(tracked);
+      finish();
+      done(result);
+    };
+    const send = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
+    try {
+      const req = send(this.url, { method: 'POST', agent: this.agent, headers: { ...this.headers, 'content-length': String(body.length) } }, (res) => {
+        const status = res.statusCode ?? 0;
+        res.resume();
+        res.on('error', (error) => settle({ code: FAILED, error }));
+        res.on('end', () => settle(status >= 200 && status < 300 ? { code: SUCCESS } : { code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} failed: HTTP ${status}`) }));
+      });
+      req.setTimeout(this.timeoutMs, () => {
+        req.destroy(new Error(`OTLP/HTTP export to ${this.url.href} timed out`));
+      });
+      req.on('error', (error) => settle({ code: FAILED, error }));
+      req.end(body);
+    } catch (error) {
+      settle({ code: FAILED, error: error as Error });
+    }
+  }
+
+  async forceFlush(): Promise<void> {
+    await Promise.all([...this.pending]);
+  }
+
+  async shutdown(): Promise<void> {
+    await this.forceFlush();
+    this.agent.destroy();
+  }
+}
