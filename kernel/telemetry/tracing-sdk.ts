@@ -77,7 +77,7 @@ const POOL_BYTES = 4096;
  * Trace and span ids cut from a pool of random bytes, hex-encoded once per refill (ADR 0049): a slice per id, in
  * place of the SDK's Math.random per 4 bytes and a hex conversion per id. An all-zero id (invalid) is skipped.
  */
-class PooledIdGenerator {
+export class PooledIdGenerator {
   private hex = '';
   private at = POOL_BYTES * 2;
   private readonly pool = Buffer.allocUnsafe(POOL_BYTES);
