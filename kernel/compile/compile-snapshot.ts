@@ -373,7 +373,9 @@ class SnapshotCompiler {
       outlier,
       label,
       failover,
-      cooldown: failover?.once ? { until: 0 } : null,
+      // A backend that asks for failover (`ai`) cools down after a failure, also when a `retry` policy drives the
+      // failover (then only a route policy's chosen order, `selectBackends`, tries each backend once and cools it).
+      cooldown: failover?.once || (failover !== null && instance.failover) ? { until: 0 } : null,
     };
   }
 

@@ -29,6 +29,7 @@ describe('virtual models', () => {
   let base: string;
   let failing: TestUpstream;
   let limited: TestUpstream;
+  let failingRetried: TestUpstream;
   let dir: string;
   let signer: jose.CryptoKey;
 
@@ -42,6 +43,7 @@ describe('virtual models', () => {
     mock = await startMock();
     failing = await errorServer(500);
     limited = await errorServer(429, { 'retry-after': '30' });
+    failingRetried = await errorServer(500);
     dir = mkdtempSync(join(tmpdir(), 'switchyard-vm-'));
     const { publicKey, privateKey } = await jose.generateKeyPair('ES256', { extractable: true });
     signer = privateKey;
@@ -118,6 +120,13 @@ describe('virtual models', () => {
                     [ai('jgold', mock.hostPort), ai('jbasic', mock.hostPort)],
                     { jwtAuth },
                   ),
+                  // A `retry` policy on the route replaces default failover (ADR 0039): the failing target still cools down.
+                  route(
+                    'retried',
+                    { rsmart: { targets: [{ backend: 'rbroken', model: 'gpt-4o' }, { backend: 'rok', model: 'gpt-4o-mini' }] } },
+                    [ai('rbroken', `127.0.0.1:${failingRetried.port}`), ai('rok', mock.hostPort)],
+                    { retry: { attempts: 2, codes: [500, 502, 503, 429] } },
+                  ),
                   route('named', { nm: { targets: [{ backend: 'dead-named', model: 'x' }, { backend: 'shared-openai' }] } }, [ai('dead-named', `127.0.0.1:${dead}`), { backend: 'shared-openai' }]),
                   route('vstream', { streamy: { targets: [{ backend: 'sbroken', model: 'gpt-4o' }, { backend: 'sclaude', model: 'claude-haiku-4-5' }] } }, [
                     ai('sbroken', `127.0.0.1:${failing.port}`),
@@ -145,6 +154,7 @@ describe('virtual models', () => {
     await gw?.stop();
     await failing?.close();
     await limited?.close();
+    await failingRetried?.close();
     await mock?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -171,6 +181,17 @@ describe('virtual models', () => {
     const tried = failing.received.length;
     for (let i = 0; i < 3; i++) assert.equal((await ask('ord', 'smart')).choices[0]!.message.content, 'Hello from the mock!');
     assert.equal(failing.received.length, tried, 'skipped while cooling down');
+  });
+
+  it('on a route with a `retry` policy, a virtual model fails over and the failing target cools down', async () => {
+    const from = (await mock.journal()).length;
+    assert.equal((await ask('retried', 'rsmart')).choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(failingRetried.received.length, 1, 'the first target was tried once');
+    const got = await since(from);
+    assert.equal(got.length, 1);
+    assert.equal(got[0]!.body?.model, 'gpt-4o-mini');
+    for (let i = 0; i < 3; i++) assert.equal((await ask('retried', 'rsmart')).choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(failingRetried.received.length, 1, 'skipped while cooling down');
   });
 
   it('a virtual model with one target: the target\'s model replaces the virtual name', async () => {
