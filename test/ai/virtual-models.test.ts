@@ -127,6 +127,19 @@ describe('virtual models', () => {
                     [ai('rbroken', `127.0.0.1:${failingRetried.port}`), ai('rok', mock.hostPort)],
                     { retry: { attempts: 2, codes: [500, 502, 503, 429] } },
                   ),
+                  // `modelAliases` naming a virtual model: the alias is served by it (exact and wildcard).
+                  {
+                    name: 'aliased',
+                    matches: [{ path: { pathPrefix: '/aliased' } }],
+                    policies: {
+                      ai: {
+                        routes,
+                        modelAliases: { 'team-default': 'vsmart', 'legacy-*': 'vsmart' },
+                        virtualModels: { vsmart: { targets: [{ backend: 'abroken', model: 'gpt-4o' }, { backend: 'aok', model: 'claude-sonnet-4-5' }] } },
+                      },
+                    },
+                    backends: [ai('abroken', `127.0.0.1:${dead}`), ai('aok', mock.hostPort, { anthropic: {} })],
+                  },
                   route('named', { nm: { targets: [{ backend: 'dead-named', model: 'x' }, { backend: 'shared-openai' }] } }, [ai('dead-named', `127.0.0.1:${dead}`), { backend: 'shared-openai' }]),
                   route('vstream', { streamy: { targets: [{ backend: 'sbroken', model: 'gpt-4o' }, { backend: 'sclaude', model: 'claude-haiku-4-5' }] } }, [
                     ai('sbroken', `127.0.0.1:${failing.port}`),
@@ -192,6 +205,18 @@ describe('virtual models', () => {
     assert.equal(got[0]!.body?.model, 'gpt-4o-mini');
     for (let i = 0; i < 3; i++) assert.equal((await ask('retried', 'rsmart')).choices[0]!.message.content, 'Hello from the mock!');
     assert.equal(failingRetried.received.length, 1, 'skipped while cooling down');
+  });
+
+  it('`modelAliases` naming a virtual model: the alias is served by the virtual model\'s targets, with failover', async () => {
+    for (const model of ['team-default', 'legacy-gpt-3']) {
+      const from = (await mock.journal()).length;
+      const res = await ask('aliased', model);
+      assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+      const got = await since(from);
+      assert.equal(got.length, 1, model);
+      assert.equal(got[0]!.path, '/v1/messages', 'served by the second target after the first refused the connection');
+      assert.equal(got[0]!.body?.model, 'claude-sonnet-4-5');
+    }
   });
 
   it('a virtual model with one target: the target\'s model replaces the virtual name', async () => {

@@ -237,7 +237,9 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
  */
 export async function compileAiPolicy(config: AiPolicyConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const runtime = await compileAiRuntime(config, ctx);
-  const virtual = config.virtualModels ? compileVirtualModels(config.virtualModels, ctx, () => runtime) : undefined;
+  const aliases = config.modelAliases && Object.keys(config.modelAliases).length ? compileModelAliases(config.modelAliases) : undefined;
+  const alias = aliases ? (model: string): string | undefined => resolveModelAlias(aliases, model) : undefined;
+  const virtual = config.virtualModels ? compileVirtualModels(config.virtualModels, ctx, () => runtime, alias) : undefined;
   // Virtual models choose among the route's backends per request, once the body says which model it names.
   if (virtual) return { provides: [AI_POLICY.of(runtime)], selectBackends: (backends) => virtual.selector(backends) };
   return { provides: [AI_POLICY.of(runtime)] };

@@ -108,7 +108,16 @@ export interface VirtualModels {
   selector(backends: readonly RouteBackend[]): BackendSelector;
 }
 
-export function compileVirtualModels(config: Record<string, VirtualModelConfig>, ctx: CompileContext, runtime: () => AiPolicyRuntime): VirtualModels | undefined {
+/**
+ * `alias`: the policy's `modelAliases` (the model a requested name is sent as, or undefined); a name that is not a
+ * virtual model but whose alias is one is served by that virtual model.
+ */
+export function compileVirtualModels(
+  config: Record<string, VirtualModelConfig>,
+  ctx: CompileContext,
+  runtime: () => AiPolicyRuntime,
+  alias?: (model: string) => string | undefined,
+): VirtualModels | undefined {
   const entries = Object.entries(config);
   if (entries.length === 0) return undefined;
   if (ctx.path.includes('backends')) ctx.fail('`virtualModels` belongs on a route\'s `ai` policy (it chooses among the route\'s backends), not on a backend\'s', ['virtualModels']);
@@ -154,7 +163,12 @@ export function compileVirtualModels(config: Record<string, VirtualModelConfig>,
         if (!isObj(body)) return undefined;
         let name = typeof body.model === 'string' ? body.model : undefined;
         if (name === undefined && (format === 'generateContent' || format === 'geminiCountTokens')) name = parseGeminiPath(ex.path).model;
-        const vm = name === undefined ? undefined : models.get(name);
+        if (name === undefined) return undefined;
+        let vm = models.get(name);
+        if (vm === undefined && alias !== undefined) {
+          const to = alias(name);
+          if (to !== undefined) vm = models.get(to);
+        }
         return vm?.choose(ex, body, format);
       };
     },
