@@ -13,4 +13,13 @@ describe('budget windows (UTC calendar)', () => {
     assert.deepEqual(windowOf('month', Date.UTC(2026, 11, 31, 12)), { tag: '2026-12', endsAt: Date.UTC(2027, 0, 1) });
     assert.deepEqual(windowOf('total', at), { tag: 'all', endsAt: 0 });
   });
+
+  it('a window computed once is reused within it and replaced at its boundary, also going back in time', () => {
+    const first = windowOf('day', at);
+    assert.equal(windowOf('day', at + 20_000), first, 'the same window object inside the day');
+    assert.deepEqual(windowOf('day', at + 60_000), { tag: '2026-12-01', endsAt: Date.UTC(2026, 11, 2) });
+    assert.deepEqual(windowOf('day', at), { tag: '2026-11-30', endsAt: Date.UTC(2026, 11, 1) });
+    assert.deepEqual(windowOf('minute', at + 30_000), { tag: '2026-12-01T00:00', endsAt: Date.UTC(2026, 11, 1, 0, 1) });
+    assert.deepEqual(windowOf('minute', at + 29_999), { tag: '2026-11-30T23:59', endsAt: Date.UTC(2026, 11, 1, 0, 0) });
+  });
 });
