@@ -5,11 +5,9 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as jose from 'jose';
 import { Agent } from 'undici';
 import { stringify } from 'yaml';
@@ -19,27 +17,14 @@ import { BIN } from '../helpers/cli.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
 import { freePort } from '../helpers/ports.ts';
+import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
-const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
 const ISSUER = 'https://idp.example';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha = (password: string) => `{SHA}${createHash('sha1').update(password).digest('base64')}`;
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-
-/** One request on a fresh connection (so SO_REUSEPORT may hand it to either worker). */
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; worker: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, worker: String(res.headers['x-worker']) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('config.workers: 2, files the config names', () => {
   let supervisor: Supervisor;

@@ -4,34 +4,19 @@
 // and restarts. The supervisor runs in this process (as in workers-liveness.test.ts); upstreams are real servers.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { LogSink } from 'switchyard';
 import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
+import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
-const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** One request on a fresh connection (so SO_REUSEPORT may hand it to either worker). */
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; worker: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, worker: String(res.headers['x-worker']) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 /** Counter samples of a Prometheus text, by series. */
 function counters(text: string): Map<string, number> {

@@ -3,30 +3,16 @@
 // ever, and the gateway serves from both workers again. The supervisor runs in this process with short pings.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { LogSink } from 'switchyard';
 import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
+import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
 
-const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
-
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; worker: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, worker: String(res.headers['x-worker']) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('a stuck worker', () => {
   const logs: string[] = [];

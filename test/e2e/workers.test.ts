@@ -5,12 +5,11 @@
 // 502, never a hang) and is restarted; SIGTERM drains every worker.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
+import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import * as jose from 'jose';
@@ -20,32 +19,12 @@ import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
+import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
+import type { FreshAnswer } from '../helpers/workers.ts';
 import { EVERYTHING, NODE, startEverything } from '../mcp/harness.ts';
 import type { UpstreamServer } from '../mcp/harness.ts';
 
-const PROBE = fileURLToPath(new URL('./fixtures/worker-probe-plugin.ts', import.meta.url));
 const ISSUER = 'https://idp.example';
-
-interface Got {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** One request on a fresh connection (so SO_REUSEPORT may hand it to either worker); rejects on a socket error. */
-function get(url: string, headers: Record<string, string> = {}): Promise<Got> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;
@@ -159,8 +138,8 @@ describe('config.workers: 2', () => {
   });
 
   /** `n` requests on fresh connections; the distinct `x-worker` values that answered. */
-  async function spread(path: string, n: number, headers: Record<string, string> = {}): Promise<{ answers: Got[]; workers: Set<string> }> {
-    const answers: Got[] = [];
+  async function spread(path: string, n: number, headers: Record<string, string> = {}): Promise<{ answers: FreshAnswer[]; workers: Set<string> }> {
+    const answers: FreshAnswer[] = [];
     for (let i = 0; i < n; i += 10) answers.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => get(`http://127.0.0.1:${port}${path}`, headers)))));
     return { answers, workers: new Set(answers.map((a) => String(a.headers['x-worker']))) };
   }
