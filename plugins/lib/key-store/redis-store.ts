@@ -40,11 +40,17 @@ redis.call('SET', KEYS[3], ARGV[2])
 return 1`;
 
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
+/** The scripts' SHA-1s, computed once (not on every call). */
+const SHAS = new Map<string, string>([RESERVE, SETTLE, MOVE].map((body) => [body, sha1(body)]));
+const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
+/** Parsed key records kept (by their stored JSON), emptied when full. */
+const PARSED_MAX = 4096;
 
 export class RedisKeyStore implements KeyStore {
   readonly kind = 'redis';
   private readonly client: RespClient;
   private readonly prefix: string;
+  private readonly parsed = new Map<string, KeyRecord>();
 
   static async open(url: string, prefix: string): Promise<RedisKeyStore> {
     const store = new RedisKeyStore(new RespClient(url), prefix);
@@ -60,7 +66,7 @@ export class RedisKeyStore implements KeyStore {
   /** EVALSHA, falling back to EVAL the first time a server sees the script. */
   private async script(body: string, keys: readonly string[], args: readonly (string | number)[]): Promise<RespValue> {
     try {
-      return await this.client.command('EVALSHA', sha1(body), keys.length, ...keys, ...args);
+      return await this.client.command('EVALSHA', shaOf(body), keys.length, ...keys, ...args);
     } catch (err) {
       if (err instanceof RedisError && err.message.startsWith('NOSCRIPT')) return this.client.command('EVAL', body, keys.length, ...keys, ...args);
       throw err;
@@ -81,7 +87,15 @@ export class RedisKeyStore implements KeyStore {
 
   async find(digest: string): Promise<KeyRecord | undefined> {
     const json = await this.client.command('GET', this.digestKey(digest));
-    return typeof json === 'string' ? (JSON.parse(json) as KeyRecord) : undefined;
+    if (typeof json !== 'string') return undefined;
+    // An unchanged key is not parsed again (and keeps its identity, so the policy's per-record views are reused).
+    let record = this.parsed.get(json);
+    if (!record) {
+      if (this.parsed.size >= PARSED_MAX) this.parsed.clear();
+      record = JSON.parse(json) as KeyRecord;
+      this.parsed.set(json, record);
+    }
+    return record;
   }
 
   async reserve(lines: readonly CounterLine[]): Promise<number> {
