@@ -20,6 +20,8 @@ import bedrock from '../../plugins/llm-providers/bedrock/plugin.ts';
 import { AI_POLICY } from '../../plugins/lib/llm/contract.ts';
 import type { AiPolicyRuntime, LlmRouteType } from '../../plugins/lib/llm/contract.ts';
 import { startRoutesGateway } from '../helpers/gateway.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
 import type { RoutesGateway, RunningGateway } from '../helpers/gateway.ts';
 
 /** The LLM plugins: the lines plugins/presets/full.ts is to gain. */
@@ -264,6 +266,14 @@ export async function accessRecords(gw: RunningGateway, path: string, count = 1,
     if (Date.now() > until) throw new Error(`expected ${count} access-log records for ${path}, found ${found.length}; last logs:\n${gw.logs.slice(-5).join('\n')}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** A provider stand-in that answers every request with `status` and an OpenAI-shaped error body (failover tests). */
+export function startErrorProvider(status: number, headers: Record<string, string> = {}): Promise<TestUpstream> {
+  return startUpstream((_req, res) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify({ error: { message: `upstream ${status}`, type: 'server_error' } }));
+  });
 }
 
 export { withEnv } from '../helpers/env.ts';

@@ -15,9 +15,8 @@ import { compileError, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
-import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { accessRecords, aiPreset, rejection, startMock } from './harness.ts';
+import { accessRecords, aiPreset, rejection, startMock, startErrorProvider } from './harness.ts';
 import type { JournalEntry, Mock } from './harness.ts';
 
 const KEY_SMART = 'sk-smart-0123456789abcdef';
@@ -33,17 +32,12 @@ describe('virtual models', () => {
   let dir: string;
   let signer: jose.CryptoKey;
 
-  const errorServer = (status: number, headers: Record<string, string> = {}) =>
-    startUpstream((req, res) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers });
-      res.end(JSON.stringify({ error: { message: `upstream ${status}`, type: 'server_error' } }));
-    });
 
   before(async () => {
     mock = await startMock();
-    failing = await errorServer(500);
-    limited = await errorServer(429, { 'retry-after': '30' });
-    failingRetried = await errorServer(500);
+    failing = await startErrorProvider(500);
+    limited = await startErrorProvider(429, { 'retry-after': '30' });
+    failingRetried = await startErrorProvider(500);
     dir = mkdtempSync(join(tmpdir(), 'switchyard-vm-'));
     const { publicKey, privateKey } = await jose.generateKeyPair('ES256', { extractable: true });
     signer = privateKey;

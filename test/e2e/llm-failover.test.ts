@@ -10,7 +10,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { aiPreset, startMock } from '../ai/harness.ts';
+import { aiPreset, startMock, startErrorProvider } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
 
 describe('LLM routes fail over by default', () => {
@@ -23,17 +23,12 @@ describe('LLM routes fail over by default', () => {
   let claude: TestUpstream;
   let silent: TestUpstream;
 
-  const errorServer = (status: number, headers: Record<string, string> = {}) =>
-    startUpstream((req, res) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers });
-      res.end(JSON.stringify({ error: { message: `upstream ${status}`, type: 'server_error' } }));
-    });
 
   before(async () => {
     mock = await startMock();
-    failing = await errorServer(500);
-    limited = await errorServer(429, { 'retry-after': '30' });
-    alsoFailing = await errorServer(503);
+    failing = await startErrorProvider(500);
+    limited = await startErrorProvider(429, { 'retry-after': '30' });
+    alsoFailing = await startErrorProvider(503);
     silent = await startUpstream(() => undefined);
     // An Anthropic stand-in that records headers as they arrived (aimock's journal redacts credentials).
     claude = await startUpstream((req, res) => {
