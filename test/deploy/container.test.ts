@@ -85,7 +85,8 @@ describe('Dockerfile', () => {
     assert.deepEqual(instructions('STOPSIGNAL'), ['SIGTERM']);
     const entry = final.instructions.find((i) => i.keyword === 'ENTRYPOINT')?.exec;
     const cmd = final.instructions.find((i) => i.keyword === 'CMD')?.exec;
-    assert.deepEqual(entry, ['/opt/switchyard/node_modules/.bin/switchyard']);
+    // The semi-space cap on node's command line: the CLI then does not re-execute itself to apply it (ADR 0041).
+    assert.deepEqual(entry, ['node', '--max-semi-space-size=4', '/opt/switchyard/node_modules/switchyard/bin/switchyard.js']);
     assert.deepEqual(cmd, ['-f', '/etc/switchyard/config.yaml']);
   });
 });

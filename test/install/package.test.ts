@@ -276,8 +276,11 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
           .replaceAll('/etc/switchyard', etc)
           .replaceAll(`127.0.0.1:${imageReadinessPort}/`, `127.0.0.1:${readiness}/`);
       const [file, ...args] = [...exec('ENTRYPOINT'), ...exec('CMD')].map(onHost);
+      // The image's `node` is Node 24; here that is the one running the tests (the PATH's may be older).
+      assert.equal(file, 'node');
+      assert.ok(args.includes('--max-semi-space-size=4'), 'the entrypoint gives the semi-space cap, so the CLI does not re-execute itself');
       const env = { ...ENV, NODE_OPTIONS: '--no-experimental-strip-types', NODE_ENV: 'production' };
-      gw = await startCli(file!, args, { cwd: app, env, readyMs: 60_000 });
+      gw = await startCli(process.execPath, args, { cwd: app, env, readyMs: 60_000 });
     });
 
     after(async () => {
