@@ -2,6 +2,7 @@
 // budgets. A reservation is one Lua script, which Redis runs atomically: check every counter, then add to each.
 import { createHash } from 'node:crypto';
 import { RedisError, RespClient } from './resp.ts';
+import { SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
@@ -43,8 +44,6 @@ for i = 1, n do
 end
 return -1`;
 
-/** Longest a settlement waits for a reservation to ride on before it is sent alone (ADR 0048). */
-const SETTLE_DELAY_MS = 20;
 
 /** KEYS: counters. ARGV: amount, expiresAt per counter. */
 const SETTLE = `
@@ -80,8 +79,7 @@ export class RedisKeyStore implements KeyStore {
   private readonly prefix: string;
   private readonly parsed = new Map<string, KeyRecord>();
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's script. */
-  private readonly pending = new Map<string, { amount: number; expiresAt: number }>();
-  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
 
   static async open(url: string, prefix: string): Promise<RedisKeyStore> {
     const store = new RedisKeyStore(new RespClient(url), prefix);
@@ -134,13 +132,11 @@ export class RedisKeyStore implements KeyStore {
     if (this.pending.size === 0) return undefined;
     const keys: string[] = [];
     const args: (string | number)[] = [];
-    for (const [counter, d] of this.pending) {
-      keys.push(this.counterKey(counter));
+    for (const d of this.pending.rows()) {
+      keys.push(this.counterKey(d.counter));
       args.push(d.amount, d.expiresAt);
     }
     this.pending.clear();
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
     return { keys, args };
   }
 
@@ -162,17 +158,7 @@ export class RedisKeyStore implements KeyStore {
    * one round trip per request instead of two on a busy gateway.
    */
   settle(deltas: readonly CounterDelta[]): void {
-    for (const d of deltas) {
-      const q = this.pending.get(d.counter);
-      if (q) {
-        q.amount += d.amount;
-        q.expiresAt = d.expiresAt;
-      } else this.pending.set(d.counter, { amount: d.amount, expiresAt: d.expiresAt });
-    }
-    if (this.pending.size > 0 && this.flushTimer === undefined) {
-      this.flushTimer = setTimeout(() => void this.flush().catch(() => undefined), SETTLE_DELAY_MS);
-      this.flushTimer.unref();
-    }
+    this.pending.add(deltas);
   }
 
   /** Send queued settlements now. */

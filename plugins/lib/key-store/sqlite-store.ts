@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
+import { SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
@@ -14,8 +15,6 @@ CREATE TABLE IF NOT EXISTS vk_counters (name TEXT PRIMARY KEY, value REAL NOT NU
 
 /** Expired counters are swept every this many reservations (a window's counter is dead once it ended). */
 const SWEEP_EVERY = 4096;
-/** Longest a settlement waits for a reservation to ride on before it is written alone. */
-const SETTLE_DELAY_MS = 20;
 /** Rows per multi-row upsert (3 parameters each). */
 const ADD_BATCH = 32;
 /** Parsed key records kept (a cache of the hot keys, emptied when full). */
@@ -49,8 +48,14 @@ export class SqliteKeyStore implements KeyStore {
   private readonly addMany: StatementSync[] = [];
   private readonly checkpointer: Checkpointer | undefined;
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
-  private readonly pending = new Map<string, { amount: number; expiresAt: number }>();
-  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly pending = new SettlementQueue(() => {
+    try {
+      this.flush();
+    } catch {
+      // Still queued (e.g. another process held the lock past busy_timeout): the next reservation or timer writes it.
+      this.pending.arm();
+    }
+  });
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
@@ -123,15 +128,7 @@ export class SqliteKeyStore implements KeyStore {
 
   /** Write the queued settlements (inside a transaction); the queue is emptied by the caller once committed. */
   private writePending(): void {
-    const rows: CounterDelta[] = [];
-    for (const [counter, d] of this.pending) rows.push({ counter, amount: d.amount, expiresAt: d.expiresAt });
-    this.addAll(rows);
-  }
-
-  private settled(): void {
-    this.pending.clear();
-    if (this.flushTimer) clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
+    this.addAll(this.pending.rows());
   }
 
   reserve(lines: readonly CounterLine[]): number {
@@ -152,14 +149,14 @@ export class SqliteKeyStore implements KeyStore {
           // Nothing taken; queued settlements written above still count.
           if (flushed) this.commit.run();
           else this.rollback.run();
-          if (flushed) this.settled();
+          if (flushed) this.pending.clear();
           return i;
         }
       }
       this.addAll(lines);
       if (++this.reservations % SWEEP_EVERY === 0) this.sweep.run(now);
       this.commit.run();
-      if (flushed) this.settled();
+      if (flushed) this.pending.clear();
       return -1;
     } catch (err) {
       if (this.db.isTransaction) this.rollback.run();
@@ -173,39 +170,17 @@ export class SqliteKeyStore implements KeyStore {
    * a settlement seen a few ms late by another process only delays a correction (ADR 0048).
    */
   settle(deltas: readonly CounterDelta[]): void {
-    for (const d of deltas) {
-      const q = this.pending.get(d.counter);
-      if (q) {
-        q.amount += d.amount;
-        q.expiresAt = d.expiresAt;
-      } else this.pending.set(d.counter, { amount: d.amount, expiresAt: d.expiresAt });
-    }
-    if (this.pending.size > 0 && this.flushTimer === undefined) {
-      this.armFlush();
-    }
-  }
-
-  private armFlush(): void {
-    this.flushTimer = setTimeout(() => {
-      try {
-        this.flush();
-      } catch {
-        // Still queued (e.g. another process held the lock past busy_timeout): the next reservation or timer writes it.
-        this.armFlush();
-      }
-    }, SETTLE_DELAY_MS);
-    this.flushTimer.unref();
+    this.pending.add(deltas);
   }
 
   /** Write queued settlements now. */
   flush(): void {
-    this.flushTimer = undefined;
     if (this.pending.size === 0 || !this.db.isOpen) return;
     this.begin.run();
     try {
       this.writePending();
       this.commit.run();
-      this.settled();
+      this.pending.clear();
     } catch (err) {
       if (this.db.isTransaction) this.rollback.run();
       throw err;
