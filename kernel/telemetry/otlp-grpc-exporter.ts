@@ -7,6 +7,7 @@ import { connect, constants } from 'node:http2';
 import type { ClientHttp2Session } from 'node:http2';
 import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+import { ExportCalls } from './export-calls.ts';
 
 const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 const SUCCESS = 0;
@@ -18,7 +19,7 @@ export class OtlpGrpcTraceExporter implements SpanExporter {
   private readonly headers: Readonly<Record<string, string>>;
   private readonly serialize: (spans: ReadableSpan[]) => Uint8Array | undefined;
   private readonly timeoutMs: number;
-  private readonly pending = new Set<Promise<void>>();
+  private readonly calls = new ExportCalls();
 
   constructor(url: string, headers: Readonly<Record<string, string>>, serialize: (spans: ReadableSpan[]) => Uint8Array | undefined, timeoutMs = 10_000) {
     this.url = url;
@@ -47,17 +48,7 @@ export class OtlpGrpcTraceExporter implements SpanExporter {
     frame[0] = 0; // not compressed
     frame.writeUInt32BE(body.length, 1);
     frame.set(body, 5);
-    let settled = false;
-    let finish!: () => void;
-    const tracked = new Promise<void>((resolve) => (finish = resolve));
-    this.pending.add(tracked);
-    const settle = (result: ExportResult): void => {
-      if (settled) return;
-      settled = true;
-      this.pending.delete(tracked);
-      finish();
-      done(result);
-    };
+    const settle = this.calls.begin(done);
     let status: string | undefined;
     let message: string | undefined;
     const read = (h: Record<string, unknown>): void => {
@@ -90,7 +81,7 @@ export class OtlpGrpcTraceExporter implements SpanExporter {
   }
 
   async forceFlush(): Promise<void> {
-    await Promise.all([...this.pending]);
+    await this.calls.drain();
   }
 
   async shutdown(): Promise<void> {

@@ -8,6 +8,7 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { ExportResult } from '@opentelemetry/core';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
+import { ExportCalls } from './export-calls.ts';
 import { encodeTraceRequest } from './otlp-encode.ts';
 
 const SUCCESS = 0;
@@ -18,7 +19,7 @@ export class OtlpHttpTraceExporter implements SpanExporter {
   private readonly headers: Record<string, string>;
   private readonly agent: HttpAgent;
   private readonly timeoutMs: number;
-  private readonly pending = new Set<Promise<void>>();
+  private readonly calls = new ExportCalls();
 
   constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
     this.url = new URL(url);
@@ -35,17 +36,7 @@ export class OtlpHttpTraceExporter implements SpanExporter {
     } catch (error) {
       return done({ code: FAILED, error: error as Error });
     }
-    let finish!: () => void;
-    const tracked = new Promise<void>((resolve) => (finish = resolve));
-    this.pending.add(tracked);
-    let settled = false;
-    const settle = (result: ExportResult): void => {
-      if (settled) return;
-      settled = true;
-      this.pending.delete(tracked);
-      finish();
-      done(result);
-    };
+    const settle = this.calls.begin(done);
     const send = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
     try {
       const req = send(this.url, { method: 'POST', agent: this.agent, headers: { ...this.headers, 'content-length': String(body.length) } }, (res) => {
@@ -65,7 +56,7 @@ export class OtlpHttpTraceExporter implements SpanExporter {
   }
 
   async forceFlush(): Promise<void> {
-    await Promise.all([...this.pending]);
+    await this.calls.drain();
   }
 
   async shutdown(): Promise<void> {
