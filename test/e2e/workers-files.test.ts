@@ -10,14 +10,13 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
 import { Agent } from 'undici';
-import { stringify } from 'yaml';
 import { LogSink } from 'switchyard';
 import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
 import { freePort } from '../helpers/ports.ts';
-import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
+import { getFresh as get, twoWorkersYaml } from '../helpers/workers.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
@@ -50,9 +49,7 @@ describe('config.workers: 2, files the config names', () => {
     writeFileSync(join(dir, 'key.txt'), 'upstream-token\n');
     const backend = [{ host: `127.0.0.1:${upstream.port}`, policies: { backendAuth: { key: { file: join(dir, 'key.txt') } } } }];
     config = (probe) =>
-      stringify({
-        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
-        binds: [
+      twoWorkersYaml([
           {
             port,
             listeners: [
@@ -65,8 +62,7 @@ describe('config.workers: 2, files the config names', () => {
             ],
           },
           { port: tlsPort, listeners: [{ protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey }, routes: [{ policies: { workerProbe: { value: probe }, directResponse: { status: 200, body: 'tls' } } }] }] },
-        ],
-      });
+      ]);
     configFile = join(dir, 'config.yaml');
     writeFileSync(configFile, config('one'));
     supervisor = new Supervisor({ entry: BIN, config: { file: configFile }, count: 2, sink: new LogSink(() => undefined), watch: false });

@@ -7,12 +7,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { stringify } from 'yaml';
 import { LogSink } from 'switchyard';
 import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
-import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
+import { getFresh as get, twoWorkersYaml } from '../helpers/workers.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
@@ -54,9 +53,7 @@ describe('config.workers: 2, backend health and counters for the whole gateway',
     const file = join(mkdtempSync(join(tmpdir(), 'switchyard-workers-health-')), 'config.yaml');
     writeFileSync(
       file,
-      stringify({
-        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
-        binds: [
+      twoWorkersYaml([
           {
             port,
             listeners: [
@@ -69,8 +66,7 @@ describe('config.workers: 2, backend health and counters for the whole gateway',
               },
             ],
           },
-        ],
-      }),
+        ]),
     );
     const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
     supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink, watch: false, restartMs: { initial: 100, max: 1000 }, liveness: { intervalMs: 200, misses: 50 } });

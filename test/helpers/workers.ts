@@ -2,6 +2,7 @@
 // request on a fresh connection (so SO_REUSEPORT may hand it to either worker).
 import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
 
 /** The test plugin that adds `x-worker: <thread id>` to answers (test/e2e/fixtures/worker-probe-plugin.ts). */
 export const WORKER_PROBE = fileURLToPath(new URL('../e2e/fixtures/worker-probe-plugin.ts', import.meta.url));
@@ -26,5 +27,13 @@ export function getFresh(url: string, headers: Record<string, string> = {}): Pro
     });
     req.on('error', reject);
     req.end();
+  });
+}
+
+/** A config of two workers (with the probe plugin, no admin servers, no access log) serving `binds`, as YAML. */
+export function twoWorkersYaml(binds: unknown[]): string {
+  return stringify({
+    config: { workers: 2, plugins: [WORKER_PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+    binds,
   });
 }
