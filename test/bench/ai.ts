@@ -12,9 +12,9 @@ import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../helpers/ports.ts';
-import type { Job } from './load.ts';
 import { CHAT_REQUEST, CHAT_STREAM_REQUEST, SMALL_ANSWER, STREAM_ANSWER } from './llm-bodies.ts';
 import type { BenchKit } from './peers.ts';
+import { postRounds } from './post-rounds.ts';
 import type { Child } from './run.ts';
 
 type Mode = 'non-streaming' | 'streaming';
@@ -125,35 +125,7 @@ export async function aiScenario(kit: BenchKit, notes: string[]): Promise<number
     }
   }
 
-  const jobs: Job[] = [];
-  for (let round = 0; round < kit.rounds; round++) {
-    for (const r of all) {
-      jobs.push({
-        url: r.url,
-        method: 'POST',
-        headers: HEADERS,
-        body: r.body,
-        warmupS: round === 0 ? kit.warmupS : 0.3,
-        connections: kit.connections,
-        throughputS: kit.throughputS / kit.rounds,
-        latencyS: kit.latencyS / kit.rounds,
-        cpuPids: r.pids,
-      });
-    }
-  }
-  await kit.load(jobs, (res) => {
-    const r = all[res.index % all.length]!;
-    const t = res.throughput;
-    r.cpu.push(t.cpuUsPerReq);
-    r.rps.push(t.rps);
-    r.p50.push(res.latency?.p50 ?? NaN);
-    for (const ph of [t, res.latency]) {
-      if (!ph) continue;
-      r.bad += ph.requests - ph.ok;
-      r.errors += ph.errors + ph.timeouts;
-    }
-    console.log(`round ${Math.floor(res.index / all.length) + 1}/${kit.rounds} ${r.name} (${r.mode}): ${fmt(t.rps, 0)} req/s, ${fmt(t.cpuUsPerReq, 0)} CPU µs/req, c=1 p50 ${fmt(res.latency?.p50 ?? NaN, 3)} ms`);
-  });
+  await postRounds(kit, all, (r) => ({ headers: HEADERS, body: r.body }), (r) => `${r.name} (${r.mode})`);
   for (const c of children) await kit.stop(c);
 
   const bareOf = (mode: Mode): AiRow => all.find((r) => r.bare && r.mode === mode)!;

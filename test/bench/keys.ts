@@ -16,9 +16,9 @@ import { openStore } from '../../plugins/lib/key-store/open-store.ts';
 import type { StoreSpec } from '../../plugins/lib/key-store/open-store.ts';
 import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
 import { freePort } from '../helpers/ports.ts';
-import type { Job } from './load.ts';
 import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
 import type { BenchKit } from './peers.ts';
+import { postRounds } from './post-rounds.ts';
 import type { Child } from './run.ts';
 
 const PATH = '/v1/chat/completions';
@@ -186,35 +186,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
     if (res.status !== 200 || res.body.length !== SMALL_ANSWER.length) throw new Error(`${r.name} answered ${res.status}: ${res.body.slice(0, 300)}`);
   }
 
-  const jobs: Job[] = [];
-  for (let round = 0; round < kit.rounds; round++) {
-    for (const r of all) {
-      jobs.push({
-        url: r.url,
-        method: 'POST',
-        headers: r.headers,
-        body: CHAT_REQUEST,
-        warmupS: round === 0 ? kit.warmupS : 0.3,
-        connections: kit.connections,
-        throughputS: kit.throughputS / kit.rounds,
-        latencyS: kit.latencyS / kit.rounds,
-        cpuPids: r.pids,
-      });
-    }
-  }
-  await kit.load(jobs, (res) => {
-    const r = all[res.index % all.length]!;
-    const t = res.throughput;
-    r.cpu.push(t.cpuUsPerReq);
-    r.rps.push(t.rps);
-    r.p50.push(res.latency?.p50 ?? NaN);
-    for (const ph of [t, res.latency]) {
-      if (!ph) continue;
-      r.bad += ph.requests - ph.ok;
-      r.errors += ph.errors + ph.timeouts;
-    }
-    console.log(`round ${Math.floor(res.index / all.length) + 1}/${kit.rounds} ${r.name}: ${fmt(t.rps, 0)} req/s, ${fmt(t.cpuUsPerReq, 0)} CPU µs/req, c=1 p50 ${fmt(res.latency?.p50 ?? NaN, 3)} ms`);
-  });
+  await postRounds(kit, all, (r) => ({ headers: r.headers, body: CHAT_REQUEST }));
   for (const c of children) await kit.stop(c);
   await redis?.stop();
 
