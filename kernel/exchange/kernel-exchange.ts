@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Context } from '@opentelemetry/api';
 import type { Exchange } from '../sdk/index.ts';
 import { AbortHook } from './abort-hook.ts';
 import { EMPTY_PLAN } from './upstream-plan.ts';
@@ -28,6 +29,11 @@ export interface ExchangeState {
   readonly aborted: unknown;
   /** The abort signal handed to undici for upstream calls. */
   abortHook(): AbortHook;
+  /**
+   * When tracing: the context upstream attempts of this request are children of (the request's SERVER span, or a
+   * plugin span that took them over with `PluginSpan.enclose`); undefined: the active context.
+   */
+  traceParent: Context | undefined;
 }
 
 /**
@@ -71,12 +77,14 @@ export class DetachedState implements ExchangeState {
   retryableFailure = false;
   readonly timedOut = false;
   readonly aborted = undefined;
+  traceParent: Context | undefined;
   private hook: AbortHook | undefined = undefined;
 
   constructor(ex: Exchange, from?: ExchangeState) {
     this.clientAuthority = from ? from.clientAuthority : ex.authority;
     this.peerAddress = from ? from.peerAddress : ex.sourceAddress;
     this.plan = from ? from.plan : EMPTY_PLAN;
+    this.traceParent = from?.traceParent;
   }
 
   abortHook(): AbortHook {

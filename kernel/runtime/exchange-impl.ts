@@ -1,4 +1,4 @@
-import type { Span } from '@opentelemetry/api';
+import type { Context, Span } from '@opentelemetry/api';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
@@ -80,6 +80,8 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   fields: Record<string, string | number | boolean> | undefined = undefined;
   /** The request's SERVER span when tracing (ADR 0037). */
   span: Span | undefined = undefined;
+  /** When tracing: the parent of upstream attempts (ExchangeState). */
+  traceParent: Context | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private bodyPromise: Promise<Buffer> | undefined = undefined;
 

@@ -4,6 +4,8 @@
  * and a check.
  */
 
+import type { Exchange } from './exchange.ts';
+
 /** Attribute values a span takes; `undefined` entries are skipped. */
 export type SpanAttributes = Record<string, string | number | boolean | readonly string[] | undefined>;
 
@@ -18,6 +20,11 @@ export interface PluginSpan {
   inject(carrier: Record<string, unknown>): void;
   /** Run `fn` with this span active: spans and upstream calls made inside it are its children. */
   run<T>(fn: () => T): T;
+  /**
+   * Make this span the parent of `ex`'s upstream attempts from now on, wherever they are made: a policy's span
+   * around the forwarded call (the `a2a` method span), which `run` cannot reach as the backend forwards later.
+   */
+  enclose(ex: Exchange): void;
 }
 
 /** `CompileContext.spans`. */

@@ -6,7 +6,8 @@
 import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PluginSpan, SpanAttributes } from '../sdk/index.ts';
+import type { Exchange, PluginSpan, SpanAttributes } from '../sdk/index.ts';
+import { exchangeState } from '../exchange/kernel-exchange.ts';
 
 /** What the server span reads of a finished request (a subset of the runtime's exchange). */
 export interface TracedExchange {
@@ -132,8 +133,8 @@ export class Tracing {
    * A CLIENT span for one call to an upstream (a forwarded attempt or a call a plugin makes), child of the active
    * span; its context is written into `headers` (`traceparent`, `baggage`) so the upstream joins the trace.
    */
-  client(method: string, origin: TracedOrigin, path: string, headers: Record<string, unknown>, extra?: Attributes): Span {
-    const active = context.active();
+  client(method: string, origin: TracedOrigin, path: string, headers: Record<string, unknown>, extra?: Attributes, parent?: Context): Span {
+    const active = parent ?? context.active();
     const span = this.tracer.startSpan(method, { kind: SpanKind.CLIENT }, active);
     if (span.isRecording()) {
       const q = path.indexOf('?');
@@ -197,6 +198,10 @@ export class Tracing {
       },
       inject: (carrier) => propagator.inject(trace.setSpan(active, span), carrier, headerSetter),
       run: (fn) => context.with(trace.setSpan(active, span), fn),
+      enclose: (ex: Exchange) => {
+        const state = exchangeState(ex);
+        if (state !== undefined) state.traceParent = trace.setSpan(active, span);
+      },
     };
   }
 

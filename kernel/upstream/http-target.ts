@@ -208,7 +208,7 @@ class PooledTarget implements UpstreamTarget {
       const tracing = this.traces?.tracing ?? null;
       let span: Span | undefined;
       if (tracing !== null) {
-        span = tracing.client(ex.method, this.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined);
+        span = tracing.client(ex.method, this.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined, state.traceParent);
       }
       const sentAt = performance.now();
       try {

@@ -108,7 +108,7 @@ describe('tracing: one agent request, one trace (LLM + MCP tool + A2A)', { skip:
 
     const byName = (t: JaegerTrace, name: string): JaegerSpan[] => t.spans.filter((s) => s.operationName === name);
     const complete = (t: JaegerTrace): boolean =>
-      byName(t, 'POST /agent/*').length === 1 && byName(t, 'chat gpt-4o').length === 1 && byName(t, 'tools/call meta').length === 1 && byName(t, 'POST /a2a/*').length === 1 && byName(t, 'tools/call').length === 1;
+      byName(t, 'POST /agent/*').length === 1 && byName(t, 'chat gpt-4o').length === 1 && byName(t, 'tools/call meta').length === 1 && byName(t, 'POST /a2a/*').length === 1 && byName(t, 'message/send').length === 1 && byName(t, 'tools/call').length === 1;
     const trace = await jaeger.waitForTrace(TRACE, complete, 20_000);
     const span = (id: string | undefined): JaegerSpan => trace.spans.find((s) => s.spanID === id) ?? assert.fail(`no span ${id}`);
     const only = (name: string): JaegerSpan => byName(trace, name)[0]!;
@@ -149,7 +149,10 @@ describe('tracing: one agent request, one trace (LLM + MCP tool + A2A)', { skip:
     assert.equal(parentOf(a2a), toAgent.spanID);
     assert.equal(tag(a2a, 'a2a.method'), 'message/send');
     assert.equal(tag(a2a, 'a2a.context.id'), 'trip-7');
-    assert.ok(trace.spans.some((s) => parentOf(s) === a2a.spanID && tag(s, 'span.kind') === 'client'), 'the peer agent attempt is under the A2A span');
+    const a2aMethod = only('message/send');
+    assert.equal(parentOf(a2aMethod), a2a.spanID);
+    assert.equal(tag(a2aMethod, 'gen_ai.conversation.id'), 'trip-7');
+    assert.ok(trace.spans.some((s) => parentOf(s) === a2aMethod.spanID && tag(s, 'span.kind') === 'client'), 'the peer agent attempt is under the A2A method span');
 
     // All of it is one trace of one service.
     assert.ok(trace.spans.every((s) => s.traceID === TRACE));

@@ -278,21 +278,25 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     assert.equal(tag(llm, 'otel.status_code'), 'ERROR');
   });
 
-  it('A2A: the request span carries the A2A method, context id and task state, and the agent gets the traceparent', async () => {
+  it('A2A: the request span carries the A2A method, context id and task state, a method span is under it, and the agent gets the traceparent', async () => {
     const trace = '9bf92f3577b34da6a3ce929d0e0e473b';
     const message = { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } };
     const r = await fetch(`${base}/agent`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: `00-${trace}-${CLIENT_SPAN}-01` }, body: JSON.stringify(message) });
     assert.equal(r.status, 200);
     await r.text();
-    const stored = await jaeger.waitForTrace(trace, 2);
+    const stored = await jaeger.waitForTrace(trace, 3);
     const server = stored.spans.find((s) => tag(s, 'span.kind') === 'server')!;
     assert.equal(server.operationName, 'POST /agent/*');
     assert.equal(tag(server, 'route'), 'agent');
     assert.equal(tag(server, 'a2a.method'), 'message/send');
     assert.equal(tag(server, 'a2a.context.id'), 'ctx-42');
     assert.equal(tag(server, 'a2a.task.state'), 'completed');
+    // The A2A method span (ADR 0055) sits between the request span and the attempt.
+    const method = stored.spans.find((s) => s.operationName === 'message/send')!;
+    assert.equal(parentOf(method), server.spanID);
+    assert.equal(tag(method, 'gen_ai.conversation.id'), 'ctx-42');
     const sent = String(received('/agent').at(-1)!.traceparent);
-    assert.equal(parentOf(spanOf(stored.spans, sent.split('-')[2]!)), server.spanID);
+    assert.equal(parentOf(spanOf(stored.spans, sent.split('-')[2]!)), method.spanID);
   });
 
   it('clientSampling: false ignores a sampled traceparent from the client', async () => {

@@ -1,13 +1,16 @@
 import { Readable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { jsonErrorReply, readCapped, tap, tapCapped } from 'switchyard/sdk';
-import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
+import type { CompileContext, Exchange, PluginSpans, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AgentCardError, rewriteAgentCardBody } from './agent-card.ts';
 import { a2aRequestAttribute } from './attribute.ts';
 import type { A2aRequest } from './attribute.ts';
 import type { CardRequest } from './agent-card.ts';
-import { agentCardBase, isEventStream, isJsonType, jsonRpcMethod, restMethod } from './classify.ts';
+import { agentCardBase, isEventStream, isJsonType, jsonRpcCall, restMethod } from './classify.ts';
 import { logResponseInfo, parseResponseInfo } from './response-info.ts';
+import type { ResponseInfo } from './response-info.ts';
+import { AgentNames, endCallSpan, spanResponse, startCallSpan } from './span.ts';
+import type { A2aCall } from './span.ts';
 import { SseTail } from './sse-tail.ts';
 
 /** `a2a: {}` takes no settings. */
@@ -42,13 +45,16 @@ function decoder(encoding: unknown): ((body: Buffer) => Buffer) | undefined | nu
  * Replace the card in the reply with the rewritten one, reading a streamed card whole first (the reply waits). A card
  * that cannot be rewritten becomes the 503 of BEHAVIOUR.md §4.5.
  */
-function rewriteCardReply(ex: Exchange, reply: Reply): void | Promise<void> {
+function rewriteCardReply(ex: Exchange, reply: Reply, names: AgentNames): void | Promise<void> {
   const request = cardRequest(ex);
+  const base = agentCardBase(request.clientPath);
   const decode = decoder(reply.headers['content-encoding']);
   const body = reply.body;
   const apply = (bytes: Buffer): void => {
     if (decode === null) throw new AgentCardError('processing failed: agent card invalid JSON');
-    const rewritten = rewriteAgentCardBody(decode ? decode(bytes) : bytes, request);
+    const rewritten = rewriteAgentCardBody(decode ? decode(bytes) : bytes, request, (card) => {
+      if (base !== undefined) names.remember(base, card.name);
+    });
     delete reply.headers['content-length'];
     delete reply.headers['content-encoding'];
     // The bytes differ from the agent's, so the agent's validator no longer names them.
@@ -76,7 +82,10 @@ function fail(reply: Reply, err: unknown): void {
 function inspectCallReply(ex: Exchange, reply: Reply): void {
   const body = reply.body;
   const ok = reply.status >= 200 && reply.status < 300;
-  const log = (name: string, value: string | number): void => ex.logField(name, value);
+  const log = (info: ResponseInfo): void => {
+    logResponseInfo(info, (name, value) => ex.logField(name, value));
+    spanResponse(ex, info);
+  };
   const contentType = reply.headers['content-type'];
   if (isEventStream(contentType) && body instanceof Readable) {
     const tail = new SseTail();
@@ -88,7 +97,7 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
         const last = tail.last === undefined ? undefined : parseResponseInfo(tail.last, ok);
         if (!last) return;
         const withState = tail.lastWithState === undefined || tail.lastWithState === tail.last ? last : parseResponseInfo(tail.lastWithState, ok);
-        logResponseInfo({ ...last, taskState: last.taskState ?? withState?.taskState, contextId: last.contextId ?? withState?.contextId }, log);
+        log({ ...last, taskState: last.taskState ?? withState?.taskState, contextId: last.contextId ?? withState?.contextId, taskId: last.taskId ?? withState?.taskId });
       },
     });
     return;
@@ -99,13 +108,13 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
     reply.body = tapCapped(body, BODY_LIMIT, (whole) => {
       if (!whole) return;
       const info = parseResponseInfo(whole.toString('utf8'), ok);
-      if (info) logResponseInfo(info, log);
+      if (info) log(info);
     });
     return;
   }
   if (body === null || body === undefined) return;
   const info = parseResponseInfo(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'), ok);
-  if (info) logResponseInfo(info, log);
+  if (info) log(info);
 }
 
 /** Classify a request whose body is not needed: an agent card, a REST call, or other. */
@@ -117,13 +126,25 @@ function classifyByUrl(ex: Exchange): A2aRequest {
   return method === 'POST' ? { kind: 'call', method: 'unknown', responded: false } : { kind: 'other', responded: false };
 }
 
-/** A JSON POST: the JSON-RPC `method` of its body, else the REST method of its path. */
-async function classifyJsonPost(ex: Exchange): Promise<A2aRequest> {
+/** A JSON POST: the JSON-RPC call of its body, else the REST method of its path. */
+async function classifyJsonPost(ex: Exchange): Promise<A2aCall> {
   const declared = Number(ex.headers['content-length'] ?? NaN);
   // A body over the limit streams through unread rather than failing the call.
   const body = ex.body ?? (declared > BODY_LIMIT ? undefined : await ex.bufferBody(BODY_LIMIT));
-  const method = (body && jsonRpcMethod(body)) ?? restMethod('POST', ex.path) ?? 'unknown';
-  return { kind: 'call', method, responded: false };
+  return (body && jsonRpcCall(body)) || { method: restMethod('POST', ex.path) ?? 'unknown' };
+}
+
+/** The path the client called, without the query (agent cards are looked up by it). */
+function clientPath(ex: Exchange): string {
+  const url = ex.originalUrl;
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+/** A call's span, when the gateway traces; `unknown` calls (a POST that names no method) get none. */
+function traceCall(spans: PluginSpans | undefined, names: AgentNames, ex: Exchange, call: A2aCall): void {
+  if (spans === undefined || !spans.enabled || call.method === 'unknown') return;
+  startCallSpan(spans, ex, call, names.lookup(clientPath(ex)));
 }
 
 function record(ex: Exchange, request: A2aRequest): void {
@@ -136,13 +157,22 @@ function record(ex: Exchange, request: A2aRequest): void {
 }
 
 /** Compile `a2a: {}`. */
-export function compileA2a(_config: A2aConfig, _ctx: CompileContext): PolicyInstance {
+export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInstance {
+  const spans = ctx.spans;
+  const names = new AgentNames();
   return {
     onRequest(ex) {
       if (ex.get(a2aRequestAttribute)) return undefined;
       // Only a JSON POST needs its body; everything else is decided without waiting.
-      if (ex.method === 'POST' && isJsonType(ex.headers['content-type'])) return classifyJsonPost(ex).then((r) => record(ex, r));
-      record(ex, classifyByUrl(ex));
+      if (ex.method === 'POST' && isJsonType(ex.headers['content-type'])) {
+        return classifyJsonPost(ex).then((call) => {
+          record(ex, { kind: 'call', method: call.method, responded: false });
+          traceCall(spans, names, ex, call);
+        });
+      }
+      const request = classifyByUrl(ex);
+      record(ex, request);
+      if (request.kind === 'call') traceCall(spans, names, ex, { method: request.method! });
       return undefined;
     },
     onResponse(ex, reply) {
@@ -150,9 +180,12 @@ export function compileA2a(_config: A2aConfig, _ctx: CompileContext): PolicyInst
       if (!request || request.responded || reply.local) return;
       request.responded = true;
       if (request.kind === 'card') {
-        if (reply.status >= 200 && reply.status < 300 && agentCardBase(ex.path) !== undefined) return rewriteCardReply(ex, reply);
+        if (reply.status >= 200 && reply.status < 300 && agentCardBase(ex.path) !== undefined) return rewriteCardReply(ex, reply, names);
       } else if (request.kind === 'call') inspectCallReply(ex, reply);
       return undefined;
+    },
+    onLog(ex, status) {
+      endCallSpan(ex, status);
     },
   };
 }

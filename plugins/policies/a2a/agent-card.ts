@@ -150,12 +150,14 @@ export function rewriteAgentCard(card: unknown, request: CardRequest): Record<st
 }
 
 /** Parse, rewrite and serialise a card body; throws AgentCardError with the reply message. */
-export function rewriteAgentCardBody(body: Buffer, request: CardRequest): string {
+export function rewriteAgentCardBody(body: Buffer, request: CardRequest, seen?: (card: Record<string, unknown>) => void): string {
   let card: unknown;
   try {
     card = JSON.parse(body.toString('utf8'));
   } catch {
     throw new AgentCardError('processing failed: agent card invalid JSON');
   }
-  return JSON.stringify(rewriteAgentCard(card, request));
+  const rewritten = rewriteAgentCard(card, request);
+  seen?.(rewritten);
+  return JSON.stringify(rewritten);
 }

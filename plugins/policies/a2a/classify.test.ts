@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { agentCardBase, isEventStream, isJsonType, jsonRpcMethod, restMethod } from './classify.ts';
+import { agentCardBase, isEventStream, isJsonType, jsonRpcCall, jsonRpcMethod, restMethod } from './classify.ts';
 
 it('recognises both well-known card paths, under any prefix', () => {
   assert.equal(agentCardBase('/.well-known/agent-card.json'), '');
@@ -45,4 +45,12 @@ it('tells JSON and event streams by media type', () => {
   assert.ok(!isJsonType(undefined));
   assert.ok(isEventStream('text/event-stream; charset=utf-8'));
   assert.ok(!isEventStream('application/json'));
+});
+
+it('reads the call of a JSON-RPC body: id, context and task ids (v0.3 and v1.0 shapes)', () => {
+  const call = (v: unknown) => jsonRpcCall(Buffer.from(JSON.stringify(v)));
+  assert.deepEqual(call({ jsonrpc: '2.0', id: 7, method: 'message/send', params: { message: { contextId: 'c1', taskId: 't1' } } }), { method: 'message/send', id: '7', contextId: 'c1', taskId: 't1' });
+  assert.deepEqual(call({ jsonrpc: '2.0', id: 'a', method: 'GetTask', params: { id: 't2' } }), { method: 'GetTask', id: 'a', contextId: undefined, taskId: 't2' });
+  assert.deepEqual(call({ jsonrpc: '2.0', method: 'GetTask', params: { name: 'tasks/t3' } }), { method: 'GetTask', id: undefined, contextId: undefined, taskId: 't3' });
+  assert.equal(call({ id: 1 }), undefined);
 });

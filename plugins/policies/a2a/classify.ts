@@ -64,8 +64,21 @@ export function restMethod(method: string, path: string): string | undefined {
   return undefined;
 }
 
-/** The JSON-RPC `method` of a request body, or undefined when the body is no JSON object with a string method. */
-export function jsonRpcMethod(body: Buffer): string | undefined {
+/** What a JSON-RPC request body says about the call, for its span (ADR 0055). */
+export interface JsonRpcCall {
+  readonly method: string;
+  /** The request id, as a string. */
+  readonly id?: string;
+  /** `params.message.contextId` (a message send), or `params.contextId`. */
+  readonly contextId?: string;
+  /** `params.id` (`tasks/get`, `tasks/cancel`, v0.3), `params.name` (`tasks/{id}`, v1.0) or `params.message.taskId`. */
+  readonly taskId?: string;
+}
+
+const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** The JSON-RPC call of a request body, or undefined when the body is no JSON object with a string method. */
+export function jsonRpcCall(body: Buffer): JsonRpcCall | undefined {
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -73,6 +86,18 @@ export function jsonRpcMethod(body: Buffer): string | undefined {
     return undefined;
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
-  const method = (value as { method?: unknown }).method;
-  return typeof method === 'string' && method !== '' ? method : undefined;
+  const v = value as { method?: unknown; id?: unknown; params?: unknown };
+  const method = text(v.method);
+  if (method === undefined) return undefined;
+  const id = typeof v.id === 'string' || typeof v.id === 'number' ? String(v.id) : undefined;
+  const params = typeof v.params === 'object' && v.params !== null ? (v.params as Record<string, unknown>) : undefined;
+  const message = typeof params?.message === 'object' && params.message !== null ? (params.message as Record<string, unknown>) : undefined;
+  const name = text(params?.name);
+  const taskId = text(params?.id) ?? (name?.startsWith('tasks/') ? name.slice(6).split('/')[0] : undefined) ?? text(message?.taskId);
+  return { method, id, contextId: text(message?.contextId) ?? text(params?.contextId), taskId };
+}
+
+/** The JSON-RPC `method` of a request body, or undefined when the body is no JSON object with a string method. */
+export function jsonRpcMethod(body: Buffer): string | undefined {
+  return jsonRpcCall(body)?.method;
 }

@@ -8,16 +8,18 @@ it('reads v0.3 JSON-RPC results (flat, with kind)', () => {
     resultKind: 'task',
     taskState: 'completed',
     contextId: 'c',
+    taskId: 't',
   });
-  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { kind: 'message', contextId: 'c' } }, true), { outcome: 'success', resultKind: 'message', taskState: undefined, contextId: 'c' });
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { kind: 'message', contextId: 'c', taskId: 't2' } }, true), { outcome: 'success', resultKind: 'message', taskState: undefined, contextId: 'c', taskId: 't2' });
 });
 
 it('reads v1.0 JSON-RPC results (one-of payload, no kind)', () => {
-  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { task: { contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } } }, true), {
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } } }, true), {
     outcome: 'success',
     resultKind: 'task',
     taskState: 'TASK_STATE_COMPLETED',
     contextId: 'c',
+    taskId: 't',
   });
   assert.equal(responseInfo({ jsonrpc: '2.0', id: 1, result: { statusUpdate: { status: { state: 'TASK_STATE_WORKING' } } } }, true).resultKind, 'status-update');
 });

@@ -8,6 +8,8 @@ export interface ResponseInfo {
   /** As the agent wrote it: `completed` (v0.3) or `TASK_STATE_COMPLETED` (v1.0). */
   readonly taskState?: string;
   readonly contextId?: string;
+  /** The task the result belongs to (its `id` for a task, `taskId` otherwise); on the span, not in the log. */
+  readonly taskId?: string;
 }
 
 type Json = Record<string, unknown>;
@@ -41,7 +43,8 @@ function fromResult(result: Json): Omit<ResponseInfo, 'outcome'> {
       }
     }
   }
-  return { resultKind: kind, taskState: str(obj(payload.status)?.state), contextId: str(payload.contextId) };
+  const taskId = str(kind === 'task' ? payload.id : payload.taskId);
+  return { resultKind: kind, taskState: str(obj(payload.status)?.state), contextId: str(payload.contextId), taskId };
 }
 
 /**
