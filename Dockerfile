@@ -21,7 +21,9 @@ RUN npm init -y >/dev/null \
 
 # Stage 3: the runtime. No npm cache, no sources, no dev dependencies; runs as the unprivileged `node` user.
 FROM node:24-bookworm-slim
-ENV NODE_ENV=production
+# MALLOC_ARENA_MAX: glibc's malloc capped at two arenas (ADR 0041), which the CLI sets on the re-execution that the
+# ENTRYPOINT below makes unnecessary (bin/node-flags.js). `docker run -e MALLOC_ARENA_MAX=…` overrides it.
+ENV NODE_ENV=production MALLOC_ARENA_MAX=2
 COPY --from=install /opt/switchyard /opt/switchyard
 COPY deploy/container/config.yaml /etc/switchyard/config.yaml
 USER node
@@ -33,7 +35,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:15021/healthz/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM stops accepting, drains in-flight requests (config.drainTimeout, default 10s) and exits 0.
 STOPSIGNAL SIGTERM
-# The young-generation cap the CLI would otherwise re-execute itself to apply (ADR 0041): given here, the start skips
-# that second Node bootstrap (about 100 ms of the time to ready, docs/perf.md "Session 5, quiet").
+# The Node options of bin/node-flags.js (the young-generation cap, ADR 0041) that the CLI would otherwise re-execute
+# itself to apply: given here, the start skips that second Node bootstrap (about 100 ms of the time to ready, ADR 0057).
 ENTRYPOINT ["node", "--max-semi-space-size=4", "/opt/switchyard/node_modules/switchyard/bin/switchyard.js"]
 CMD ["-f", "/etc/switchyard/config.yaml"]

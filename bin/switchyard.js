@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { nodeVersionProblem } from './check-node.js';
+import { missingNodeFlags, withEnvDefaults } from './node-flags.js';
 
 const { version, engines } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
 // First, on any Node: an older one than `engines` fails later with errors that do not say why.
@@ -29,33 +30,26 @@ if (typeof nodeModule.enableCompileCache === 'function') {
   }
 }
 
-// The semi-space cap of kernel/boot/dist-entry.ts, put on the command line of the re-run below.
-const SEMI_SPACE_FLAG = '--max-semi-space-size';
-const SEMI_SPACE_MIB = 4;
-
-function hasSemiSpaceFlag() {
-  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
-  return given.some((a) => a.startsWith(SEMI_SPACE_FLAG) || a.startsWith('--max_semi_space_size'));
-}
+// The Node options of bin/node-flags.js this process was not started with: the re-run below or dist-entry.ts's
+// re-execution adds them, with the environment's defaults (ADR 0041, 0057).
+const nodeFlags = { missing: missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS), env: withEnvDefaults(process.env) };
 
 if (fromSources && !process.features.typescript) {
   // Node 22.12-22.17: type stripping is behind a flag; re-run this script with it.
-  const flags = ['--experimental-strip-types', '--disable-warning=ExperimentalWarning'];
-  if (!hasSemiSpaceFlag()) flags.push(`${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`);
+  const flags = ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', ...nodeFlags.missing];
   // Imported here only: node:child_process (with net and dgram) is not needed on the usual path.
   const { spawn } = await import('node:child_process');
-  // With glibc's malloc capped at two arenas, as kernel/boot/dist-entry.ts does on its re-execution (ADR 0041).
-  const env = process.env.MALLOC_ARENA_MAX === undefined ? { ...process.env, MALLOC_ARENA_MAX: '2' } : process.env;
-  const child = spawn(process.execPath, [...flags, ...process.argv.slice(1)], { stdio: 'inherit', env });
+  const child = spawn(process.execPath, [...flags, ...process.argv.slice(1)], { stdio: 'inherit', env: nodeFlags.env });
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 } else {
-  // The same start as a trimmed distribution's (kernel/boot/dist-entry.ts): semi-space re-exec, compile cache, exit
-  // once output is flushed; here with the full preset.
+  // The same start as a trimmed distribution's (kernel/boot/dist-entry.ts): re-execution with the missing Node
+  // options, compile cache, exit once output is flushed; here with the full preset.
   // Literal specifiers (no computed paths), so that the import-boundary test and bundlers can follow them.
   const { startDistribution } = fromSources ? await import('../kernel/boot/dist-entry.ts') : await import('../build/kernel/boot/dist-entry.js');
   await startDistribution({
     version,
+    nodeFlags,
     schemaFile: fileURLToPath(new URL('../schemas/switchyard.schema.json', import.meta.url)),
     load: async () => {
       const [{ fullPreset }, { FIRST_PARTY_KEYS }] = fromSources

@@ -13,33 +13,17 @@ export interface DistributionStart {
   readonly load: () => Promise<{ readonly preset: readonly unknown[]; readonly knownKeys: Iterable<string> }>;
   /** The distribution's JSON Schema file, named in the header of the config `switchyard init` writes. */
   readonly schemaFile?: string;
-}
-
-/**
- * V8's young generation, capped: each semi-space at most 4 MiB instead of growing to 16-64 MiB. Scavenges stay short
- * and the process keeps about 20 MiB less when idle (docs/perf.md). V8 reads the flag when it creates the heap only,
- * so without it the process re-executes itself in place with it (same PID). A flag given by the user wins.
- */
-const SEMI_SPACE_FLAG = '--max-semi-space-size';
-const SEMI_SPACE_MIB = 4;
-
-/**
- * glibc's malloc gives threads that allocate their own arenas (up to 8 per CPU) and keeps what they freed: V8's
- * helper threads (concurrent compilation and GC) and libuv's pool held 30-40 MiB of RSS under load that way. Two
- * arenas (the main thread's and one the helpers share) keep it down (ADR 0041, docs/perf.md "Tails and memory,
- * session 5"). Set on the re-execution below, so glibc reads it at start; a value in the environment wins, and other
- * C libraries (musl) ignore it.
- */
-const MALLOC_ARENA_MAX = '2';
-
-/** The environment of the re-executed process: this one, with the arena cap unless already set. */
-export function reexecEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return env.MALLOC_ARENA_MAX === undefined ? { ...env, MALLOC_ARENA_MAX } : env;
-}
-
-function hasSemiSpaceFlag(): boolean {
-  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
-  return given.some((a) => a.startsWith(SEMI_SPACE_FLAG) || a.startsWith('--max_semi_space_size'));
+  /**
+   * Node options the process must run with (bin/node-flags.js: the young-generation cap, ADR 0041). V8 reads them
+   * only when it creates the heap, so a process started without one re-executes itself in place (same PID) with
+   * them. A value the user gave for one wins.
+   */
+  readonly nodeFlags?: {
+    /** The flags of the list that this process was not started with. */
+    readonly missing: readonly string[];
+    /** The environment of the re-execution (the arena cap of ADR 0041 unless the environment sets one). */
+    readonly env: NodeJS.ProcessEnv;
+  };
 }
 
 /** Run the CLI of a distribution; sets `process.exitCode` and exits once output is flushed. */
@@ -50,11 +34,12 @@ export async function startDistribution(start: DistributionStart): Promise<void>
     const data = workerDataOf();
     if (data) return runWorker(loaded, data);
   }
-  // V8 reads the semi-space flag only when it creates the heap: re-execute in place (same PID) with it.
+  // V8 reads its heap flags only when it creates the heap: re-execute in place (same PID) with the missing ones.
   const proc = process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never };
-  if (!hasSemiSpaceFlag() && typeof proc.execve === 'function') {
+  const flags = start.nodeFlags;
+  if (flags && flags.missing.length > 0 && typeof proc.execve === 'function') {
     try {
-      proc.execve(process.execPath, [process.execPath, `${SEMI_SPACE_FLAG}=${SEMI_SPACE_MIB}`, ...process.execArgv, ...process.argv.slice(1)], reexecEnv(process.env));
+      proc.execve(process.execPath, [process.execPath, ...flags.missing, ...process.execArgv, ...process.argv.slice(1)], flags.env);
     } catch {
       // execve is unavailable here (Windows, a worker): run with V8's default sizing.
     }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { NODE_ENV_DEFAULTS, NODE_FLAGS } from '../../bin/node-flags.js';
 import { parseDockerfile } from './dockerfile.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -85,8 +86,14 @@ describe('Dockerfile', () => {
     assert.deepEqual(instructions('STOPSIGNAL'), ['SIGTERM']);
     const entry = final.instructions.find((i) => i.keyword === 'ENTRYPOINT')?.exec;
     const cmd = final.instructions.find((i) => i.keyword === 'CMD')?.exec;
-    // The semi-space cap on node's command line: the CLI then does not re-execute itself to apply it (ADR 0041).
-    assert.deepEqual(entry, ['node', '--max-semi-space-size=4', '/opt/switchyard/node_modules/switchyard/bin/switchyard.js']);
+    // bin/node-flags.js on node's command line: the CLI then does not re-execute itself to apply them (ADR 0057).
+    assert.deepEqual(entry, ['node', ...NODE_FLAGS, '/opt/switchyard/node_modules/switchyard/bin/switchyard.js']);
     assert.deepEqual(cmd, ['-f', '/etc/switchyard/config.yaml']);
+  });
+
+  it('sets the environment the CLI would set on its re-execution (MALLOC_ARENA_MAX, ADR 0041), which it skips here', () => {
+    // `ENV NAME=value` lines; `docker run -e NAME=…` still overrides them, as a user's value should.
+    const env = new Map(instructions('ENV').flatMap((t) => t.split(/\s+/).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const)));
+    for (const [name, value] of Object.entries(NODE_ENV_DEFAULTS)) assert.equal(env.get(name), value, `ENV ${name}=${value}`);
   });
 });

@@ -7,13 +7,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
+import { NODE_FLAGS } from '../../bin/node-flags.js';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
 
 const linux = existsSync('/proc/self/environ');
 
-async function environOfCli(extraEnv: NodeJS.ProcessEnv): Promise<Map<string, string>> {
+async function environOfCli(extraEnv: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<{ env: Map<string, string>; argv: string[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-arenas-'));
   const file = join(dir, 'config.yaml');
   const port = await freePort();
@@ -26,30 +27,39 @@ async function environOfCli(extraEnv: NodeJS.ProcessEnv): Promise<Map<string, st
   );
   const env = childEnv(extraEnv);
   if (extraEnv.MALLOC_ARENA_MAX === undefined) delete env.MALLOC_ARENA_MAX;
-  const cli = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT, env });
+  const cli = await startCli(process.execPath, [...nodeArgs, BIN, '-f', file], { cwd: ROOT, env });
   try {
     const res = await fetch(`http://127.0.0.1:${port}/`);
     assert.equal(res.status, 200);
     const environ = readFileSync(`/proc/${cli.child.pid}/environ`, 'utf8');
-    return new Map(
+    const argv = readFileSync(`/proc/${cli.child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    const env = new Map(
       environ
         .split('\0')
         .filter(Boolean)
         .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as [string, string]),
     );
+    return { env, argv };
   } finally {
     await cli.stop();
   }
 }
 
 describe('malloc arenas of the CLI (ADR 0041)', { skip: linux ? false : 'needs /proc' }, () => {
-  it('serves with MALLOC_ARENA_MAX=2 when the environment does not set it', async () => {
-    const env = await environOfCli({});
+  it('serves with MALLOC_ARENA_MAX=2 and the flags of bin/node-flags.js when neither is given', async () => {
+    const { env, argv } = await environOfCli({});
     assert.equal(env.get('MALLOC_ARENA_MAX'), '2');
+    for (const flag of NODE_FLAGS) assert.equal(argv.filter((a) => a === flag).length, 1, `${flag} once in ${argv.join(' ')}`);
   });
 
   it('keeps a MALLOC_ARENA_MAX the environment sets', async () => {
-    const env = await environOfCli({ MALLOC_ARENA_MAX: '4' });
+    const { env } = await environOfCli({ MALLOC_ARENA_MAX: '4' });
     assert.equal(env.get('MALLOC_ARENA_MAX'), '4');
+  });
+
+  it('does not re-execute when node is given the flags (the environment is then the launch line\'s, as in the image)', async () => {
+    const { env, argv } = await environOfCli({}, [...NODE_FLAGS]);
+    for (const flag of NODE_FLAGS) assert.equal(argv.filter((a) => a === flag).length, 1, `${flag} once in ${argv.join(' ')}`);
+    assert.equal(env.get('MALLOC_ARENA_MAX'), undefined);
   });
 });

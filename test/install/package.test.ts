@@ -89,7 +89,7 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
   });
 
   it('ships built JavaScript and declarations, no TypeScript sources, tests or node_modules', () => {
-    for (const f of ['LICENSE', 'README.md', 'package.json', 'bin/switchyard.js', 'bin/check-node.js', 'build/kernel/sdk/index.js', 'build/kernel/sdk/index.d.ts', 'build/kernel/index.d.ts', 'build/plugins/presets/full.js', 'schemas/switchyard.schema.json', 'examples/quickstart.yaml', 'deploy/systemd/switchyard.service']) {
+    for (const f of ['LICENSE', 'README.md', 'package.json', 'bin/switchyard.js', 'bin/check-node.js', 'bin/node-flags.js', 'build/kernel/sdk/index.js', 'build/kernel/sdk/index.d.ts', 'build/kernel/index.d.ts', 'build/plugins/presets/full.js', 'schemas/switchyard.schema.json', 'examples/quickstart.yaml', 'deploy/systemd/switchyard.service']) {
       assert.ok(packedFiles.includes(f), `the tarball holds ${f}`);
     }
     const wrong = packedFiles.filter((f) => (f.endsWith('.ts') && !f.endsWith('.d.ts')) || /(^|\/)(test|node_modules)\//.test(f) || /\.test\./.test(f));

@@ -123,7 +123,7 @@ export function checkImport(file: string, spec: string): string | undefined {
     // build/kernel and build/plugins: the same modules as emitted into the npm package (docs/adr/0022).
     const started = target?.startsWith('build/') ? target.slice('build/'.length) : target;
     const allowed = started !== undefined && (under(started, 'kernel') || under(started, 'plugins'));
-    if (target !== undefined && !(allowed || target === 'package.json' || target === 'bin/check-node.js')) {
+    if (target !== undefined && !(allowed || target === 'package.json' || target === 'bin/check-node.js' || target === 'bin/node-flags.js')) {
       return `imports '${spec}' (${target}); bin/ only starts the kernel with a preset`;
     }
     return undefined;

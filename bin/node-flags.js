@@ -1,0 +1,44 @@
+// The Node options and environment the CLI runs with: the one list (ADR 0041, 0057). Plain JavaScript with no
+// imports, like check-node.js, so that the launcher reads it before anything else loads. bin/switchyard.js and a
+// trimmed distribution's entry hand it to kernel/boot/dist-entry.ts, which re-executes the process in place with
+// what is missing. Launch lines that give the flags up front (the Dockerfile's ENTRYPOINT and ENV, `npm start`) skip
+// that second Node bootstrap; test/unit/node-flags.test.ts checks that they say the same as this file.
+
+/**
+ * V8's young generation capped at 4 MiB semi-spaces (ADR 0041): V8 reads the flag only when it creates the heap, so
+ * it has to be on node's command line (or in NODE_OPTIONS).
+ */
+export const NODE_FLAGS = ['--max-semi-space-size=4'];
+
+/**
+ * Set on the re-execution unless the environment has a value (the user's wins): glibc's malloc capped at two arenas
+ * (ADR 0041). Other C libraries (musl) ignore it.
+ */
+export const NODE_ENV_DEFAULTS = { MALLOC_ARENA_MAX: '2' };
+
+/**
+ * The flags of NODE_FLAGS that neither node's command line (`execArgv`) nor NODE_OPTIONS gives, by name: a value the
+ * user gave wins (`--max-semi-space-size=16`, or V8's `--max_semi_space_size 16`).
+ * @param {readonly string[]} execArgv
+ * @param {string | undefined} nodeOptions
+ * @returns {string[]}
+ */
+export function missingNodeFlags(execArgv, nodeOptions) {
+  const given = [...execArgv, ...(nodeOptions ?? '').split(/\s+/)].map(flagName);
+  return NODE_FLAGS.filter((flag) => !given.includes(flagName(flag)));
+}
+
+/**
+ * The environment of the re-executed process: `env` with NODE_ENV_DEFAULTS for the variables it does not set.
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {NodeJS.ProcessEnv}
+ */
+export function withEnvDefaults(env) {
+  const missing = Object.entries(NODE_ENV_DEFAULTS).filter(([name]) => env[name] === undefined);
+  return missing.length === 0 ? env : { ...env, ...Object.fromEntries(missing) };
+}
+
+/** `--max_semi_space_size=16` → `--max-semi-space-size` (V8 takes either spelling). */
+function flagName(arg) {
+  return arg.split('=')[0].replaceAll('_', '-');
+}

@@ -1,0 +1,46 @@
+// The Node options the CLI runs with are listed once, in bin/node-flags.js (ADR 0057): the launcher and a trimmed
+// distribution's entry re-execute with the missing ones, and the launch lines that give them up front (`npm start`;
+// the Dockerfile has its own check in test/deploy/container.test.ts) say the same. A value the user gives wins.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { missingNodeFlags, NODE_ENV_DEFAULTS, NODE_FLAGS, withEnvDefaults } from '../../bin/node-flags.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+describe('bin/node-flags.js', () => {
+  it('names the flags neither the command line nor NODE_OPTIONS gives, whatever value or spelling the user chose', () => {
+    assert.deepEqual(missingNodeFlags([], undefined), [...NODE_FLAGS]);
+    assert.deepEqual(missingNodeFlags(['--inspect', '--max-old-space-size=512'], '--enable-source-maps'), [...NODE_FLAGS]);
+    for (const flag of NODE_FLAGS) {
+      const name = flag.split('=')[0]!;
+      assert.deepEqual(missingNodeFlags([flag], undefined), []);
+      assert.deepEqual(missingNodeFlags([`${name}=16`], undefined), [], 'another value');
+      assert.deepEqual(missingNodeFlags([name, '16'], undefined), [], 'the value as the next argument');
+      assert.deepEqual(missingNodeFlags([`--${name.slice(2).replaceAll('-', '_')}=16`], undefined), [], "V8's underscore spelling");
+      assert.deepEqual(missingNodeFlags([], ` --inspect ${name}=8 `), [], 'in NODE_OPTIONS');
+    }
+  });
+
+  it('adds its environment defaults only where the environment has no value', () => {
+    const env = withEnvDefaults({ PATH: '/bin' });
+    for (const [name, value] of Object.entries(NODE_ENV_DEFAULTS)) {
+      assert.equal(env[name], value);
+      const own = { [name]: 'mine' };
+      assert.equal(withEnvDefaults(own), own, 'a value set by the user is kept');
+    }
+    assert.equal(env.PATH, '/bin');
+  });
+
+  it('is what `npm start` gives node, so that start skips the re-execution', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    assert.equal(pkg.scripts.start, `node ${NODE_FLAGS.join(' ')} bin/switchyard.js -f examples/quickstart.yaml`);
+  });
+
+  it('is not on the launcher\'s shebang: BusyBox env (Alpine) has no -S, and `npx switchyard` must run there (ADR 0057)', () => {
+    const firstLine = readFileSync(join(ROOT, 'bin/switchyard.js'), 'utf8').split('\n')[0];
+    assert.equal(firstLine, '#!/usr/bin/env node');
+  });
+});
