@@ -34,6 +34,11 @@ export interface ExchangeState {
    * plugin span that took them over with `PluginSpan.enclose`); undefined: the active context.
    */
   traceParent: Context | undefined;
+  /**
+   * A WebSocket upgrade's outcome, told by the forwarder: the status the client got (101, the upstream's refusal, a
+   * gateway error, 499 when the client left first). Set by the pipeline only when tracing (the upgrade's span ends).
+   */
+  readonly upgradeDone?: ((status: number) => void) | undefined;
 }
 
 /**
@@ -78,6 +83,7 @@ export class DetachedState implements ExchangeState {
   readonly timedOut = false;
   readonly aborted = undefined;
   traceParent: Context | undefined;
+  readonly upgradeDone = undefined;
   private hook: AbortHook | undefined = undefined;
 
   constructor(ex: Exchange, from?: ExchangeState) {

@@ -291,9 +291,31 @@ export class RequestPipeline {
     socket.once('close', () => snapshot.release());
     socket.on('error', () => socket.destroy());
     const ex = makeExchange(req, undefined, secure, snapshot);
+    const tracing = this.tracing;
+    if (tracing === null) {
+      this.serveUpgrade(ex, socket, head, port, snapshot);
+      return;
+    }
+    // A SERVER span for the handshake (ADR 0055): it ends with the status the client got, told by the forwarder
+    // (`upgradeDone`), or by a refusal here; a backend that never tells ends it when the connection closes.
+    let open = true;
+    const end = (status: number): void => {
+      if (!open) return;
+      open = false;
+      ex.status = status;
+      tracing.finish(ex);
+    };
+    ex.upgradeDone = end;
+    socket.once('close', () => end(ex.status || 499));
+    tracing.serve(ex, () => this.serveUpgrade(ex, socket, head, port, snapshot));
+  }
+
+  /** Route selection and the request chain of an upgrade, then the backend's upgrade (or a refusal). */
+  private serveUpgrade(ex: ExchangeImpl, socket: Duplex, head: Buffer, port: number, snapshot: Snapshot): void {
     const refuse = (reply: Reply): void => {
       ex.status = reply.status;
       this.accessLog.record(ex, performance.now() - ex.startTime);
+      ex.upgradeDone?.(reply.status);
       writeRawResponse(socket, reply.status, reply.headers, (reply.body as string | Uint8Array | null) ?? '');
     };
     if (ex.refusal !== undefined) {

@@ -49,6 +49,9 @@ function parseOrigin(origin: string): Origin {
   return { href: `${url.protocol}//${url.host}`, secure, host, port, authority: url.host };
 }
 
+/** Why an upgrade's CLIENT span ended without an answer: the client left during the handshake. */
+const CLIENT_GONE = { code: 'client_closed', message: 'the client left during the upgrade handshake' };
+
 /** Bytes a client may send before the upstream accepted its upgrade. */
 const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
 
@@ -326,6 +329,7 @@ class PooledTarget implements UpstreamTarget {
       () => this.sendUpgrade(ex, socket, head, headers),
       (err: unknown) => {
         const failure = err instanceof GatewayError ? err : upstreamFailure(err, this.origin);
+        state.upgradeDone?.(failure.status);
         writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
       },
     );
@@ -346,7 +350,19 @@ class PooledTarget implements UpstreamTarget {
   }
 
   private sendUpgrade(ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders): void {
-    if (socket.destroyed) return;
+    const state = exchangeState(ex);
+    const done = state?.upgradeDone;
+    if (socket.destroyed) return done?.(499);
+    // When tracing: a CLIENT span for the upstream handshake (its traceparent goes upstream), ended with its outcome.
+    const tracing = this.traces?.tracing ?? null;
+    const span = tracing === null ? undefined : tracing.client(ex.method, this.parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, state?.traceParent);
+    let settled = false;
+    const settle = (status: number | undefined, err?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      if (span !== undefined) tracing!.endClient(span, status, err);
+      done?.(status ?? 499);
+    };
     const send = this.parsed.secure ? httpsRequest : httpRequest;
     const upReq = send({
       host: this.parsed.host,
@@ -363,6 +379,7 @@ class PooledTarget implements UpstreamTarget {
     let early: Buffer[] | undefined;
     let earlySize = 0;
     const onClientGone = (): void => {
+      settle(undefined, CLIENT_GONE);
       upReq.destroy();
       socket.destroy();
     };
@@ -378,7 +395,11 @@ class PooledTarget implements UpstreamTarget {
       socket.off('data', onEarlyData);
       socket.off('end', onClientGone);
       socket.off('close', onClientGone);
-      if (socket.destroyed) return void upSocket.destroy();
+      if (socket.destroyed) {
+        settle(undefined, CLIENT_GONE);
+        return void upSocket.destroy();
+      }
+      settle(upRes.statusCode ?? 101);
       let lines = `HTTP/1.1 ${upRes.statusCode ?? 101} ${upRes.statusMessage ?? 'Switching Protocols'}\r\n`;
       for (let i = 0; i < upRes.rawHeaders.length; i += 2) lines += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
       socket.write(`${lines}\r\n`);
@@ -393,6 +414,7 @@ class PooledTarget implements UpstreamTarget {
     });
     upReq.on('response', (upRes) => {
       // The upstream declined the upgrade: relay its answer as is.
+      settle(upRes.statusCode ?? 502);
       const responseHeaders = { ...upRes.headers };
       stripHopByHop(responseHeaders);
       const chunks: Buffer[] = [];
@@ -402,6 +424,12 @@ class PooledTarget implements UpstreamTarget {
     });
     upReq.on('error', (err) => {
       const failure = upstreamFailure(err, this.origin);
+      if (!settled) {
+        // The CLIENT span takes the network error; the client gets the gateway's status.
+        if (span !== undefined) tracing!.endClient(span, undefined, err);
+        settled = true;
+        done?.(failure.status);
+      }
       writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
     });
     upReq.end();
