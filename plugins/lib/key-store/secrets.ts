@@ -1,14 +1,15 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** Prefix of generated secrets: recognisable by secret scanners and in a list. */
 export const SECRET_PREFIX = 'sk-swy-';
 
 /**
  * SHA-256 hex of a secret. Generated secrets carry 192 random bits, so a fast hash is enough: there is nothing to
- * brute-force, and a slow one would cost every request (ADR 0035). Declared keys should be as random.
+ * brute-force, and a slow one would cost every request (ADR 0035). Declared keys should be as random. The one-shot
+ * `hash` makes no Hash object: about 1 µs instead of 2.5-3 per request (docs/perf.md "Virtual keys, session 6").
  */
 export function digestOf(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 export function newSecret(): string {

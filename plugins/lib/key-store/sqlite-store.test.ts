@@ -112,3 +112,41 @@ test('sqlite store: settlements are summed and written with the next reservation
     await store.close();
   }
 });
+
+test('sqlite store: a reservation (one statement) refuses at the first counter at its limit, takes nothing, and counts queued settlements first', async () => {
+  const store = await SqliteKeyStore.open(join(dir, 'refuse.db'), { everyMs: 3_600_000 });
+  try {
+    const a = { counter: 'k:a', limit: 25, amount: 10, expiresAt: 0 };
+    const b = { counter: 'k:b', limit: 100, amount: 10, expiresAt: 0 };
+    assert.equal(store.reserve([a, b]), -1);
+    assert.equal(store.reserve([a, b]), -1);
+    // a: 20 + a queued +10 = 30 ≥ 25: refused on line 0; b untouched; the settlement is written anyway.
+    store.settle([{ counter: 'k:a', amount: 10, expiresAt: 0 }]);
+    assert.equal(store.reserve([a, b]), 0);
+    assert.deepEqual(await store.values(['k:a', 'k:b']), [30, 20]);
+    // The second line refuses: the first (a new counter) is not created.
+    assert.equal(store.reserve([{ counter: 'k:new', limit: 1e9, amount: 5, expiresAt: 0 }, { ...b, limit: 20 }]), 1);
+    assert.deepEqual(await store.values(['k:new', 'k:b']), [0, 20]);
+    // A queued correction below the limit lets the next reservation through: (30 - 15) < 25, then + 10.
+    store.settle([{ counter: 'k:a', amount: -15, expiresAt: 0 }]);
+    assert.equal(store.reserve([a, b]), -1);
+    assert.deepEqual(await store.values(['k:a', 'k:b']), [25, 30]);
+    // Exactly at the limit is refused.
+    assert.equal(store.reserve([a]), 0);
+    // A counter whose window has ended counts as 0 in the check.
+    const old = { counter: 'k:old', limit: 10, amount: 10, expiresAt: Date.now() - 1000 };
+    assert.equal(store.reserve([old]), -1);
+    assert.equal(store.reserve([old]), -1);
+    // More queued settlements than one statement carries: written first, then the reservation.
+    const many = Array.from({ length: 150 }, (_, i) => ({ counter: `k:many:${i}`, amount: i, expiresAt: 0 }));
+    store.settle(many);
+    assert.equal(store.reserve([b]), -1);
+    assert.deepEqual(await store.values(['k:many:0', 'k:many:149', 'k:b']), [0, 149, 40]);
+    // And with a reservation that shares their counters (merged into its rows).
+    store.settle([{ counter: 'k:b', amount: 0.25, expiresAt: 0 }, { counter: 'k:other', amount: 0.5, expiresAt: 0 }]);
+    assert.equal(store.reserve([b]), -1);
+    assert.deepEqual(await store.values(['k:b', 'k:other']), [50.25, 0.5]);
+  } finally {
+    await store.close();
+  }
+});

@@ -15,10 +15,37 @@ CREATE TABLE IF NOT EXISTS vk_counters (name TEXT PRIMARY KEY, value REAL NOT NU
 
 /** Expired counters are swept every this many reservations (a window's counter is dead once it ended). */
 const SWEEP_EVERY = 4096;
-/** Rows per multi-row upsert (3 parameters each). */
-const ADD_BATCH = 32;
+/** Rows per reservation statement (lines plus queued settlements; 5 parameters each): more settlements go first, alone. */
+const MAX_ROWS = 64;
 /** Parsed key records kept (a cache of the hot keys, emptied when full). */
 const PARSED_MAX = 4096;
+
+/** Thrown by `vk_refuse()` inside the reservation statement: aborts it (nothing written) and names the counter. */
+class Refusal {
+  readonly counter: string;
+  constructor(counter: string) {
+    this.counter = counter;
+  }
+}
+
+/**
+ * A reservation in one statement (ADR 0054): per row (counter, settle, amount, limit, expires) it applies the queued
+ * settlement, checks the limit (none for a settlement-only row: NULL) and adds the amount. A counter at its limit calls
+ * `vk_refuse`, which throws, and SQLite rolls the whole statement back: nothing taken, no settlement written. In
+ * autocommit, the statement takes the write lock before it reads, like BEGIN IMMEDIATE did. The arithmetic keeps the
+ * order of the former settle-then-add statements ((value + settle) + amount); a counter whose window has expired
+ * counts as 0 in the check, as before.
+ */
+function reserveSql(rows: number): string {
+  return `WITH v(name, settle, amount, lim, exp) AS (VALUES (?, ?, ?, ?, ?)${', (?, ?, ?, ?, ?)'.repeat(rows - 1)})
+INSERT INTO vk_counters (name, value, expires)
+SELECT name, CASE WHEN settle >= lim THEN vk_refuse(name) ELSE settle + amount END, exp FROM v WHERE true
+ON CONFLICT(name) DO UPDATE SET value = (
+  SELECT CASE WHEN (CASE WHEN vk_counters.expires > 0 AND vk_counters.expires <= ? THEN 0 ELSE vk_counters.value END) + v.settle >= v.lim
+    THEN vk_refuse(v.name) ELSE vk_counters.value + v.settle + v.amount END
+  FROM v WHERE v.name = vk_counters.name
+), expires = excluded.expires`;
+}
 
 /** `node:sqlite` without flags needs Node 22.13+ (22.12 has it behind `--experimental-sqlite`). */
 async function loadSqlite(): Promise<typeof import('node:sqlite')> {
@@ -43,19 +70,12 @@ export class SqliteKeyStore implements KeyStore {
   private readonly begin: StatementSync;
   private readonly commit: StatementSync;
   private readonly rollback: StatementSync;
-  /** By line count: read n counters in one query, add n amounts in one upsert (prepared on first use). */
+  /** By count: read n counters in one query; reserve/settle n rows in one statement (prepared on first use). */
   private readonly readMany: StatementSync[] = [];
-  private readonly addMany: StatementSync[] = [];
+  private readonly reserveMany: StatementSync[] = [];
   private readonly checkpointer: Checkpointer | undefined;
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
-  private readonly pending = new SettlementQueue(() => {
-    try {
-      this.flush();
-    } catch {
-      // Still queued (e.g. another process held the lock past busy_timeout): the next reservation or timer writes it.
-      this.pending.arm();
-    }
-  });
+  private readonly pending = new SettlementQueue(() => this.tryFlush());
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
@@ -87,6 +107,9 @@ export class SqliteKeyStore implements KeyStore {
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
     this.sweep = db.prepare('DELETE FROM vk_counters WHERE expires > 0 AND expires < ?');
+    db.function('vk_refuse', { directOnly: true, deterministic: false }, (counter) => {
+      throw new Refusal(String(counter));
+    });
   }
 
   find(digest: string): KeyRecord | undefined {
@@ -105,63 +128,41 @@ export class SqliteKeyStore implements KeyStore {
     return (this.readMany[n] ??= this.db.prepare(`SELECT name, value, expires FROM vk_counters WHERE name IN (?${',?'.repeat(n - 1)})`));
   }
 
-  private addStatement(n: number): StatementSync {
-    return (this.addMany[n] ??= this.db.prepare(
-      `INSERT INTO vk_counters (name, value, expires) VALUES (?, ?, ?)${', (?, ?, ?)'.repeat(n - 1)} ON CONFLICT(name) DO UPDATE SET value = value + excluded.value, expires = excluded.expires`,
-    ));
-  }
-
-  /** Add amounts to counters (inside a transaction), at most ADD_BATCH rows per statement. */
-  private addAll(rows: readonly { readonly counter: string; readonly amount: number; readonly expiresAt: number }[]): void {
-    for (let at = 0; at < rows.length; at += ADD_BATCH) {
-      const n = Math.min(ADD_BATCH, rows.length - at);
-      const args: (string | number)[] = new Array(n * 3);
-      for (let i = 0; i < n; i++) {
-        const r = rows[at + i]!;
-        args[i * 3] = r.counter;
-        args[i * 3 + 1] = r.amount;
-        args[i * 3 + 2] = r.expiresAt;
-      }
-      this.addStatement(n).run(...args);
-    }
-  }
-
-  /** Write the queued settlements (inside a transaction); the queue is emptied by the caller once committed. */
-  private writePending(): void {
-    this.addAll(this.pending.rows());
+  private reserveStatement(rows: number): StatementSync {
+    return (this.reserveMany[rows] ??= this.db.prepare(reserveSql(rows)));
   }
 
   reserve(lines: readonly CounterLine[]): number {
     if (lines.length === 0) return -1;
     const now = Date.now();
-    const names = lines.map((l) => l.counter);
-    // IMMEDIATE takes the write lock first, so no other process reads the counters between our check and our add.
-    this.begin.run();
-    try {
-      const flushed = this.pending.size > 0;
-      if (flushed) this.writePending();
-      // One query for every counter, one upsert for every amount: a reservation is 4 statements (with BEGIN/COMMIT).
-      const rows = this.readStatement(names.length).all(...names) as { name: string; value: number; expires: number }[];
-      for (let i = 0; i < lines.length; i++) {
-        const row = rows.find((r) => r.name === names[i]);
-        const value = row && (row.expires === 0 || row.expires > now) ? row.value : 0;
-        if (value >= lines[i]!.limit) {
-          // Nothing taken; queued settlements written above still count.
-          if (flushed) this.commit.run();
-          else this.rollback.run();
-          if (flushed) this.pending.clear();
-          return i;
-        }
-      }
-      this.addAll(lines);
-      if (++this.reservations % SWEEP_EVERY === 0) this.sweep.run(now);
-      this.commit.run();
-      if (flushed) this.pending.clear();
-      return -1;
-    } catch (err) {
-      if (this.db.isTransaction) this.rollback.run();
-      throw err;
+    // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own.
+    let queued = this.pending.size > 0 ? this.pending.rows() : undefined;
+    if (queued && queued.length + lines.length > MAX_ROWS) {
+      this.flush();
+      queued = undefined;
     }
+    const settles = new Map<string, CounterDelta>();
+    if (queued) for (const d of queued) settles.set(d.counter, d);
+    const args: (string | number | null)[] = [];
+    for (const l of lines) {
+      const d = settles.get(l.counter);
+      if (d) settles.delete(l.counter);
+      args.push(l.counter, d ? d.amount : 0, l.amount, l.limit, l.expiresAt);
+    }
+    for (const d of settles.values()) args.push(d.counter, d.amount, 0, null, d.expiresAt);
+    args.push(now);
+    try {
+      this.reserveStatement(args.length / 5).run(...args);
+    } catch (err) {
+      if (!(err instanceof Refusal)) throw err;
+      // Nothing was written; the queued settlements still count, alone.
+      if (queued) this.tryFlush();
+      const i = lines.findIndex((l) => l.counter === err.counter);
+      return i === -1 ? 0 : i;
+    }
+    if (queued) this.pending.clear();
+    if (++this.reservations % SWEEP_EVERY === 0) this.sweep.run(now);
+    return -1;
   }
 
   /**
@@ -173,17 +174,34 @@ export class SqliteKeyStore implements KeyStore {
     this.pending.add(deltas);
   }
 
-  /** Write queued settlements now. */
+  /** Write queued settlements now: one statement, or one transaction when they need several. */
   flush(): void {
     if (this.pending.size === 0 || !this.db.isOpen) return;
-    this.begin.run();
+    const rows = this.pending.rows();
+    const several = rows.length > MAX_ROWS;
+    if (several) this.begin.run();
     try {
-      this.writePending();
-      this.commit.run();
+      for (let at = 0; at < rows.length; at += MAX_ROWS) {
+        const chunk = rows.slice(at, at + MAX_ROWS);
+        const args: (string | number | null)[] = [];
+        for (const d of chunk) args.push(d.counter, d.amount, 0, null, d.expiresAt);
+        args.push(Date.now());
+        this.reserveStatement(chunk.length).run(...args);
+      }
+      if (several) this.commit.run();
       this.pending.clear();
     } catch (err) {
       if (this.db.isTransaction) this.rollback.run();
       throw err;
+    }
+  }
+
+  /** `flush`, keeping the queue (and its timer) when it fails: e.g. another process held the lock past busy_timeout. */
+  private tryFlush(): void {
+    try {
+      this.flush();
+    } catch {
+      this.pending.arm();
     }
   }
 

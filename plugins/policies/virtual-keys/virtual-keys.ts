@@ -67,8 +67,17 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
     model: denials.child({ reason: 'model' }),
     budget: denials.child({ reason: 'budget' }),
   };
+  // One series handle per team, not a label key built on every answer (bounded like the metric's own series).
+  const byTeam = new Map<string, { inc(by?: number): void }>();
   return {
-    spend: (team, usd) => spend.inc({ team: team ?? 'none' }, usd),
+    spend: (team = 'none', usd) => {
+      let child = byTeam.get(team);
+      if (!child) {
+        if (byTeam.size >= 1000) byTeam.clear();
+        byTeam.set(team, (child = spend.child({ team })));
+      }
+      child.inc(usd);
+    },
     denied: (reason) => reasons[reason].inc(),
   };
 }
