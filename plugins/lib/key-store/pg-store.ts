@@ -1,29 +1,39 @@
-// The PostgreSQL shared store (ADR 0035): keys and budget counters in two tables; a reservation is one call to a
-// PL/pgSQL function that locks the counters it touches (in name order, so two reservations cannot deadlock),
-// checks them all and adds to each, inside the statement's own transaction.
+// The PostgreSQL shared store (ADR 0035): keys and budget counters in two tables. A reservation is one call (one round
+// trip) to a PL/pgSQL function that also applies the settlements queued since the previous one (ADR 0054): it
+// locks every counter it touches in name order (so two calls cannot deadlock), checks the reserved ones and adds
+// to each, inside the statement's own transaction.
 import pg from 'pg';
+import { SettlementQueue } from './settlement-queue.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 /** Sweep counters whose window has ended every this many reservations. */
 const SWEEP_EVERY = 4096;
 
+/**
+ * `reserve_settle`: one row per counter, in name order (the caller sorts): the queued settlement (0 if none), the
+ * amount to reserve (0 for a settlement-only row), the limit (NULL: not checked) and the line's index (NULL for a
+ * settlement-only row). Returns the index of the first line whose counter, settlement included, has reached its
+ * limit (then only the settlements are applied), or -1 once every amount is added. The arithmetic keeps the order of
+ * a settlement followed by a reservation: (value + settle) + amount.
+ */
 function setupSql(p: string): string {
   return `
 CREATE TABLE IF NOT EXISTS ${p}keys (id TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, record JSONB NOT NULL);
 CREATE TABLE IF NOT EXISTS ${p}counters (name TEXT PRIMARY KEY, value DOUBLE PRECISION NOT NULL, expires BIGINT NOT NULL);
-CREATE OR REPLACE FUNCTION ${p}reserve(names TEXT[], limits DOUBLE PRECISION[], amounts DOUBLE PRECISION[], exps BIGINT[])
+CREATE OR REPLACE FUNCTION ${p}reserve_settle(names TEXT[], settles DOUBLE PRECISION[], amounts DOUBLE PRECISION[], limits DOUBLE PRECISION[], exps BIGINT[], idx INTEGER[])
 RETURNS INTEGER LANGUAGE plpgsql AS $fn$
 DECLARE
-  used DOUBLE PRECISION;
+  refused INTEGER;
 BEGIN
   INSERT INTO ${p}counters (name, value, expires) SELECT n, 0, e FROM unnest(names, exps) AS t(n, e) ON CONFLICT (name) DO NOTHING;
-  PERFORM 1 FROM ${p}counters WHERE name = ANY(names) ORDER BY name FOR UPDATE;
-  FOR i IN 1 .. cardinality(names) LOOP
-    SELECT value INTO used FROM ${p}counters WHERE name = names[i];
-    IF used >= limits[i] THEN RETURN i - 1; END IF;
-  END LOOP;
-  UPDATE ${p}counters c SET value = c.value + t.a, expires = t.e FROM unnest(names, amounts, exps) AS t(n, a, e) WHERE c.name = t.n;
-  RETURN -1;
+  SELECT min(t.i) INTO refused
+    FROM (SELECT name, value FROM ${p}counters WHERE name = ANY(names) ORDER BY name FOR UPDATE) c
+    JOIN unnest(names, settles, limits, idx) AS t(n, s, l, i) ON c.name = t.n
+    WHERE c.value + t.s >= t.l;
+  UPDATE ${p}counters c SET value = c.value + t.s + CASE WHEN refused IS NULL THEN t.a ELSE 0 END, expires = t.e
+    FROM unnest(names, settles, amounts, exps) AS t(n, s, a, e)
+    WHERE c.name = t.n AND (refused IS NULL OR t.s <> 0);
+  RETURN coalesce(refused, -1);
 END
 $fn$;`;
 }
@@ -33,6 +43,10 @@ export class PgKeyStore implements KeyStore {
   private readonly pool: pg.Pool;
   private readonly p: string;
   private reservations = 0;
+  /** Settlements not sent yet, summed by counter: they ride on the next reservation's call (ADR 0054). */
+  private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
+  /** Named (prepared once per connection) statements, so the server parses and plans them once. */
+  private readonly sql: { find: string; reserve: string; settle: string; findName: string; reserveName: string; settleName: string };
 
   static async open(url: string, tablePrefix: string): Promise<PgKeyStore> {
     const store = new PgKeyStore(new pg.Pool({ connectionString: url, max: 10 }), tablePrefix);
@@ -56,36 +70,93 @@ export class PgKeyStore implements KeyStore {
   private constructor(pool: pg.Pool, prefix: string) {
     this.pool = pool;
     this.p = prefix;
+    this.sql = {
+      find: `SELECT record FROM ${prefix}keys WHERE digest = $1`,
+      reserve: `SELECT ${prefix}reserve_settle($1, $2, $3, $4, $5, $6) AS i`,
+      settle: `INSERT INTO ${prefix}counters (name, value, expires) SELECT * FROM unnest($1::text[], $2::float8[], $3::bigint[]) ORDER BY 1
+       ON CONFLICT (name) DO UPDATE SET value = ${prefix}counters.value + excluded.value, expires = excluded.expires`,
+      findName: `${prefix}find`,
+      reserveName: `${prefix}reserve_settle`,
+      settleName: `${prefix}settle`,
+    };
     // An idle connection dropped by the server is replaced on next use; the error must not crash the process.
     pool.on('error', () => undefined);
   }
 
   async find(digest: string): Promise<KeyRecord | undefined> {
-    const r = await this.pool.query<{ record: KeyRecord }>(`SELECT record FROM ${this.p}keys WHERE digest = $1`, [digest]);
+    const r = await this.pool.query<{ record: KeyRecord }>({ name: this.sql.findName, text: this.sql.find, values: [digest] });
     return r.rows[0]?.record;
   }
 
+  /** Take the queued settlements, sorted by counter (rows locked in one order); put back if the server refused the call. */
+  private takePending(): CounterDelta[] | undefined {
+    if (this.pending.size === 0) return undefined;
+    const rows = this.pending.rows().sort((a, b) => (a.counter < b.counter ? -1 : a.counter > b.counter ? 1 : 0));
+    this.pending.clear();
+    return rows;
+  }
+
+  /** A call the server rolled back (an error it answered) applied nothing: its settlements are queued again. */
+  private requeue(rows: readonly CounterDelta[] | undefined, err: unknown): void {
+    if (rows && err instanceof pg.DatabaseError) this.pending.add(rows);
+  }
+
   async reserve(lines: readonly CounterLine[]): Promise<number> {
-    const r = await this.pool.query<{ i: number }>(`SELECT ${this.p}reserve($1, $2, $3, $4) AS i`, [
-      lines.map((l) => l.counter),
-      lines.map((l) => l.limit),
-      lines.map((l) => l.amount),
-      lines.map((l) => l.expiresAt),
-    ]);
+    const queued = this.takePending();
+    const rows = new Map<string, { settle: number; amount: number; limit: number | null; expires: number; index: number | null }>();
+    lines.forEach((l, i) => rows.set(l.counter, { settle: 0, amount: l.amount, limit: l.limit, expires: l.expiresAt, index: i }));
+    for (const d of queued ?? []) {
+      const row = rows.get(d.counter);
+      if (row) row.settle = d.amount;
+      else rows.set(d.counter, { settle: d.amount, amount: 0, limit: null, expires: d.expiresAt, index: null });
+    }
+    const names = [...rows.keys()].sort();
+    const columns = { settles: [] as number[], amounts: [] as number[], limits: [] as (number | null)[], exps: [] as number[], idx: [] as (number | null)[] };
+    for (const n of names) {
+      const row = rows.get(n)!;
+      columns.settles.push(row.settle);
+      columns.amounts.push(row.amount);
+      columns.limits.push(row.limit);
+      columns.exps.push(row.expires);
+      columns.idx.push(row.index);
+    }
+    let r: pg.QueryResult<{ i: number }>;
+    try {
+      r = await this.pool.query<{ i: number }>({
+        name: this.sql.reserveName,
+        text: this.sql.reserve,
+        values: [names, columns.settles, columns.amounts, columns.limits, columns.exps, columns.idx],
+      });
+    } catch (err) {
+      this.requeue(queued, err);
+      throw err;
+    }
     if (++this.reservations % SWEEP_EVERY === 0) void this.pool.query(`DELETE FROM ${this.p}counters WHERE expires > 0 AND expires < $1`, [Date.now()]).catch(() => undefined);
     return r.rows[0]!.i;
   }
 
-  async settle(deltas: readonly CounterDelta[]): Promise<void> {
-    if (deltas.length === 0) return;
-    await this.pool.query(
-      `INSERT INTO ${this.p}counters (name, value, expires) SELECT * FROM unnest($1::text[], $2::float8[], $3::bigint[])
-       ON CONFLICT (name) DO UPDATE SET value = ${this.p}counters.value + excluded.value, expires = excluded.expires`,
-      [deltas.map((d) => d.counter), deltas.map((d) => d.amount), deltas.map((d) => d.expiresAt)],
-    );
+  /**
+   * Queued, summed by counter, and sent with the next reservation's call or within SETTLE_DELAY_MS (ADR 0048, 0054):
+   * one round trip per request instead of two on a busy gateway.
+   */
+  settle(deltas: readonly CounterDelta[]): void {
+    this.pending.add(deltas);
+  }
+
+  /** Send queued settlements now. */
+  async flush(): Promise<void> {
+    const rows = this.takePending();
+    if (!rows) return;
+    try {
+      await this.pool.query({ name: this.sql.settleName, text: this.sql.settle, values: [rows.map((d) => d.counter), rows.map((d) => d.amount), rows.map((d) => d.expiresAt)] });
+    } catch (err) {
+      this.requeue(rows, err);
+      throw err;
+    }
   }
 
   async values(counters: readonly string[]): Promise<number[]> {
+    await this.flush();
     const r = await this.pool.query<{ name: string; value: number; expires: string }>(`SELECT name, value, expires FROM ${this.p}counters WHERE name = ANY($1)`, [counters]);
     const now = Date.now();
     const by = new Map(r.rows.map((row) => [row.name, Number(row.expires) === 0 || Number(row.expires) > now ? row.value : 0]));
@@ -120,7 +191,13 @@ export class PgKeyStore implements KeyStore {
     return this.change(id, `revoked:${id}`, { revokedAt: at });
   }
 
-  close(): void {
-    void this.pool.end().catch(() => undefined);
+  async close(): Promise<void> {
+    try {
+      await this.flush();
+    } catch {
+      // Closing anyway: those corrections are lost, their requests stay charged their estimate.
+    } finally {
+      await this.pool.end().catch(() => undefined);
+    }
   }
 }
