@@ -1,4 +1,4 @@
-import type { ExportResult } from '@opentelemetry/core';
+import type { ExportOutcome as ExportResult } from './span-batcher.ts';
 
 /**
  * The exports in flight of one exporter (OTLP/HTTP and OTLP/gRPC): `begin` gives a settle-once callback (a request

@@ -5,8 +5,8 @@
  * Field numbers: opentelemetry-proto trace/v1/trace.proto and common/v1/common.proto. The tests against a real
  * Jaeger (test/e2e/tracing-*.test.ts) read back what it writes.
  */
-import type { Attributes, AttributeValue, HrTime } from '@opentelemetry/api';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import type { Attributes, AttributeValue } from '@opentelemetry/api';
+import type { LeanSpan } from './lean-span.ts';
 
 const HAS_IS_REMOTE = 0x100;
 const IS_REMOTE = 0x200;
@@ -81,10 +81,14 @@ class Writer {
     this.pos += this.buf.write(id, this.pos, 'hex');
   }
 
-  fixed64Time(field: number, t: HrTime): void {
+  /** Epoch milliseconds as fixed64 nanoseconds (two 32-bit halves: no BigInt). */
+  fixed64Ms(field: number, ms: number): void {
     this.tag(field, 1);
     this.ensure(8);
-    this.buf.writeBigUInt64LE(BigInt(t[0]) * 1_000_000_000n + BigInt(t[1]), this.pos);
+    const ns = Math.round(ms * 1e6);
+    const hi = Math.floor(ns / 4294967296);
+    this.buf.writeUInt32LE((ns - hi * 4294967296) >>> 0, this.pos);
+    this.buf.writeUInt32LE(hi >>> 0, this.pos + 4);
     this.pos += 8;
   }
 
@@ -144,41 +148,42 @@ class Writer {
     }
   }
 
-  span(s: ReadableSpan): void {
+  /** Attributes kept flat: key, value, key, value. */
+  flatAttributes(field: number, attrs: readonly (string | AttributeValue)[]): void {
+    for (let i = 0; i < attrs.length; i += 2) {
+      const kv = this.open(field);
+      this.string(1, attrs[i] as string);
+      const av = this.open(2);
+      this.anyValue(attrs[i + 1]);
+      this.close(av);
+      this.close(kv);
+    }
+  }
+
+  span(s: LeanSpan): void {
     const at = this.open(2);
-    const ctx = s.spanContext();
+    const ctx = s.ctx;
     this.hex(1, ctx.traceId);
     this.hex(2, ctx.spanId);
     const state = ctx.traceState?.serialize();
     if (state) this.string(3, state);
-    const parent = s.parentSpanContext;
-    if (parent?.spanId) this.hex(4, parent.spanId);
+    if (s.parentSpanId !== undefined) this.hex(4, s.parentSpanId);
     this.string(5, s.name);
     this.tag(6, 0);
     this.varint(s.kind + 1);
-    this.fixed64Time(7, s.startTime);
-    this.fixed64Time(8, s.endTime);
-    this.attributes(9, s.attributes);
-    if (s.droppedAttributesCount) {
-      this.tag(10, 0);
-      this.varint(s.droppedAttributesCount);
-    }
-    for (const e of s.events) {
-      const ev = this.open(11);
-      this.fixed64Time(1, e.time);
-      this.string(2, e.name);
-      if (e.attributes) this.attributes(3, e.attributes);
-      if (e.droppedAttributesCount) {
-        this.tag(4, 0);
-        this.varint(e.droppedAttributesCount);
+    this.fixed64Ms(7, s.startMs);
+    this.fixed64Ms(8, s.endMs);
+    this.flatAttributes(9, s.attrs);
+    if (s.events !== undefined) {
+      for (const e of s.events) {
+        const ev = this.open(11);
+        this.fixed64Ms(1, e.timeMs);
+        this.string(2, e.name);
+        if (e.attributes) this.attributes(3, e.attributes);
+        this.close(ev);
       }
-      this.close(ev);
     }
-    if (s.droppedEventsCount) {
-      this.tag(12, 0);
-      this.varint(s.droppedEventsCount);
-    }
-    for (const l of s.links) {
+    if (s.links !== undefined) for (const l of s.links) {
       const lk = this.open(13);
       this.hex(1, l.context.traceId);
       this.hex(2, l.context.spanId);
@@ -188,18 +193,14 @@ class Writer {
       this.fixed32(6, (l.context.traceFlags & 0xff) | HAS_IS_REMOTE | (l.context.isRemote ? IS_REMOTE : 0));
       this.close(lk);
     }
-    if (s.droppedLinksCount) {
-      this.tag(14, 0);
-      this.varint(s.droppedLinksCount);
-    }
-    if (s.status.code !== 0 || s.status.message) {
+    if (s.statusCode !== 0 || s.statusMessage) {
       const st = this.open(15);
-      if (s.status.message) this.string(2, s.status.message);
+      if (s.statusMessage) this.string(2, s.statusMessage);
       this.tag(3, 0);
-      this.varint(s.status.code);
+      this.varint(s.statusCode);
       this.close(st);
     }
-    this.fixed32(16, (ctx.traceFlags & 0xff) | HAS_IS_REMOTE | (parent?.isRemote ? IS_REMOTE : 0));
+    this.fixed32(16, (ctx.traceFlags & 0xff) | HAS_IS_REMOTE | (s.parentRemote ? IS_REMOTE : 0));
     this.close(at);
   }
 }
@@ -207,38 +208,26 @@ class Writer {
 const writer = new Writer();
 
 /**
- * The request for `spans`, grouped by resource and instrumentation scope (the gateway has one of each). The bytes
- * are a copy: the writer's buffer is reused by the next export.
+ * The encoder of the gateway's batches: one resource and one instrumentation scope, fixed at start, around the
+ * spans. The bytes are a copy: the writer's buffer is reused by the next export.
  */
-export function encodeTraceRequest(spans: readonly ReadableSpan[]): Buffer {
-  const w = writer;
-  w.pos = 0;
-  const done = new Set<ReadableSpan>();
-  for (const first of spans) {
-    if (done.has(first)) continue;
-    const resource = first.resource;
+export function traceRequestEncoder(resource: Attributes, scope: string, resourceSchemaUrl?: string): (spans: readonly LeanSpan[]) => Buffer {
+  return (spans) => {
+    const w = writer;
+    w.pos = 0;
+    if (spans.length === 0) return Buffer.alloc(0);
     const rs = w.open(1);
     const r = w.open(1);
-    w.attributes(1, resource.attributes);
+    w.attributes(1, resource);
     w.close(r);
-    const scopes = new Set<ReadableSpan['instrumentationScope']>();
-    for (const s of spans) if (s.resource === resource) scopes.add(s.instrumentationScope);
-    for (const scope of scopes) {
-      const ss = w.open(2);
-      const sc = w.open(1);
-      w.string(1, scope.name);
-      if (scope.version) w.string(2, scope.version);
-      w.close(sc);
-      for (const s of spans) {
-        if (s.resource !== resource || s.instrumentationScope !== scope) continue;
-        w.span(s);
-        done.add(s);
-      }
-      if (scope.schemaUrl) w.string(3, scope.schemaUrl);
-      w.close(ss);
-    }
-    if (resource.schemaUrl) w.string(3, resource.schemaUrl);
+    const ss = w.open(2);
+    const sc = w.open(1);
+    w.string(1, scope);
+    w.close(sc);
+    for (const s of spans) w.span(s);
+    w.close(ss);
+    if (resourceSchemaUrl) w.string(3, resourceSchemaUrl);
     w.close(rs);
-  }
-  return Buffer.from(w.buf.subarray(0, w.pos));
+    return Buffer.from(w.buf.subarray(0, w.pos));
+  };
 }

@@ -1,27 +1,28 @@
 /**
  * OTLP/HTTP (protobuf) trace export on node:http with a keep-alive agent (ADR 0049): one POST per batch, its body
  * encoded by otlp-encode.ts. In place of the SDK's exporter, whose delegate, promise queue and transport layers
- * cost more per batch than the request itself; a failed export is reported to the SDK's error handler (one
+ * cost more per batch than the request itself; a failed export is reported to the batcher's error handler (one
  * warning a minute, tracing-sdk.ts) and dropped, as the SDK's exporter does after its retries.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import type { ExportResult } from '@opentelemetry/core';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace';
 import { ExportCalls } from './export-calls.ts';
-import { encodeTraceRequest } from './otlp-encode.ts';
+import type { LeanSpan } from './lean-span.ts';
+import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
 
 const SUCCESS = 0;
 const FAILED = 1;
 
-export class OtlpHttpTraceExporter implements SpanExporter {
+export class OtlpHttpTraceExporter implements LeanSpanExporter {
   private readonly url: URL;
   private readonly headers: Record<string, string>;
   private readonly agent: HttpAgent;
   private readonly timeoutMs: number;
   private readonly calls = new ExportCalls();
+  private readonly encode: (spans: LeanSpan[]) => Buffer;
 
-  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
+  constructor(url: string, headers: Readonly<Record<string, string>>, encode: (spans: LeanSpan[]) => Buffer, timeoutMs = 10_000) {
+    this.encode = encode;
     this.url = new URL(url);
     this.headers = { ...headers, 'content-type': 'application/x-protobuf' };
     const https = this.url.protocol === 'https:';
@@ -29,10 +30,10 @@ export class OtlpHttpTraceExporter implements SpanExporter {
     this.timeoutMs = timeoutMs;
   }
 
-  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+  export(spans: LeanSpan[], done: (result: ExportResult) => void): void {
     let body: Buffer;
     try {
-      body = encodeTraceRequest(spans);
+      body = this.encode(spans);
     } catch (error) {
       return done({ code: FAILED, error: error as Error });
     }

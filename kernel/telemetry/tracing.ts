@@ -4,10 +4,12 @@
  * never loads the API either, and its hot path reads one null field.
  */
 import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { Attributes, Context, Span, TextMapPropagator, Tracer } from '@opentelemetry/api';
+import type { Attributes, AttributeValue, Context, Span, TextMapPropagator } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Exchange, PluginSpan, SpanAttributes } from '../sdk/index.ts';
 import { exchangeState } from '../exchange/kernel-exchange.ts';
+import { LeanSpan } from './lean-span.ts';
+import type { LeanTracer } from './lean-span.ts';
 
 /** What the server span reads of a finished request (a subset of the runtime's exchange). */
 export interface TracedExchange {
@@ -67,13 +69,13 @@ function routeTemplate(prefix: string | undefined): string | undefined {
 }
 
 export class Tracing {
-  readonly tracer: Tracer;
+  readonly tracer: LeanTracer;
   /** `config.tracing.captureMessageContent`: plugins may put message content on spans. */
   readonly captureMessageContent: boolean;
   private readonly propagator: TextMapPropagator;
   private readonly stop: () => Promise<void>;
 
-  constructor(tracer: Tracer, propagator: TextMapPropagator, stop: () => Promise<void>, captureMessageContent = false) {
+  constructor(tracer: LeanTracer, propagator: TextMapPropagator, stop: () => Promise<void>, captureMessageContent = false) {
     this.tracer = tracer;
     this.captureMessageContent = captureMessageContent;
     this.propagator = propagator;
@@ -86,7 +88,7 @@ export class Tracing {
    */
   serve(ex: TracedExchange, serve: () => void): void {
     const parent = ex.headers.traceparent === undefined ? ROOT_CONTEXT : this.propagator.extract(ROOT_CONTEXT, ex.headers, headerGetter);
-    const span = this.tracer.startSpan(ex.method, { kind: SpanKind.SERVER }, parent);
+    const span = this.tracer.start(ex.method, SpanKind.SERVER, parent);
     ex.span = span;
     context.with(trace.setSpan(parent, span), serve);
   }
@@ -97,30 +99,34 @@ export class Tracing {
     if (span.isRecording()) {
       const template = routeTemplate(ex.matchedPrefix);
       if (ex.route.name) span.updateName(template ? `${ex.method} ${template}` : `${ex.method} ${ex.route.name}`);
-      const attrs: Attributes = {
-        'http.request.method': ex.method,
-        'url.path': ex.path,
-        'url.scheme': ex.scheme,
-        'server.address': ex.clientAuthority,
-        'client.address': ex.sourceAddress,
-        'client.port': ex.sourcePort,
-        'network.protocol.version': ex.req.httpVersion,
-        'http.response.status_code': ex.status,
-        'request.id': ex.requestId,
+      // The kernel's own span with nothing on it yet (the usual case): attributes go straight into its flat array,
+      // without an object per request; otherwise through setAttribute, which replaces a key already there.
+      const lean = span instanceof LeanSpan && span.attrs.length === 0 ? span : undefined;
+      const put = (k: string, v: AttributeValue): void => {
+        if (lean !== undefined) lean.append(k, v);
+        else span.setAttribute(k, v);
       };
+      put('http.request.method', ex.method);
+      put('url.path', ex.path);
+      put('url.scheme', ex.scheme);
+      put('server.address', ex.clientAuthority);
+      put('client.address', ex.sourceAddress);
+      put('client.port', ex.sourcePort);
+      put('network.protocol.version', ex.req.httpVersion);
+      put('http.response.status_code', ex.status);
+      put('request.id', ex.requestId);
       const ua = ex.headers['user-agent'];
-      if (ua !== undefined) attrs['user_agent.original'] = ua;
-      if (template !== undefined) attrs['http.route'] = template;
+      if (ua !== undefined) put('user_agent.original', ua);
+      if (template !== undefined) put('http.route', template);
       if (ex.route.name) {
-        attrs.route = ex.route.name;
-        attrs.listener = ex.route.listener;
-        attrs.bind = ex.route.bind;
+        put('route', ex.route.name);
+        put('listener', ex.route.listener);
+        put('bind', ex.route.bind);
       }
       // The access log's policy fields too, as the reference puts the access log on its span (A2A method and
-      // context id, MCP method, LLM model and tokens).
+      // context id, MCP method, LLM model and tokens); a field may repeat a name above, so through setAttribute.
       const fields = ex.fields;
-      if (fields !== undefined) for (const k in fields) attrs[k] = fields[k];
-      span.setAttributes(attrs);
+      if (fields !== undefined) for (const k in fields) span.setAttribute(k, fields[k]!);
       if (ex.status >= 500 || ex.errorMessage !== undefined) {
         if (ex.status >= 500) span.setAttribute('error.type', String(ex.status));
         span.setStatus({ code: SpanStatusCode.ERROR, message: ex.errorMessage });
@@ -135,17 +141,15 @@ export class Tracing {
    */
   client(method: string, origin: TracedOrigin, path: string, headers: Record<string, unknown>, extra?: Attributes, parent?: Context): Span {
     const active = parent ?? context.active();
-    const span = this.tracer.startSpan(method, { kind: SpanKind.CLIENT }, active);
-    if (span.isRecording()) {
+    const span = this.tracer.start(method, SpanKind.CLIENT, active);
+    if (span instanceof LeanSpan) {
       const q = path.indexOf('?');
-      span.setAttributes({
-        'http.request.method': method,
-        'server.address': origin.host,
-        'server.port': origin.port,
-        // No query string: it may carry credentials.
-        'url.full': origin.href.replace(/\/$/, '') + (q === -1 ? path : path.slice(0, q)),
-        ...extra,
-      });
+      span.append('http.request.method', method);
+      span.append('server.address', origin.host);
+      span.append('server.port', origin.port);
+      // No query string: it may carry credentials.
+      span.append('url.full', (origin.href.endsWith('/') ? origin.href.slice(0, -1) : origin.href) + (q === -1 ? path : path.slice(0, q)));
+      if (extra !== undefined) span.setAttributes(extra);
     }
     // W3C `traceparent` written directly (the propagator builds a context for it); a client's `baggage` or a
     // `tracestate` goes through the propagator, as those are rare.
