@@ -361,10 +361,11 @@ class SnapshotCompiler {
     }
     const responseHooks = [...backendSet.responseHooks(), ...routeSet.responseHooks()];
     const logHooks = [...backendSet.logHooks(), ...routeSet.logHooks()];
+    const requestHooks = backendSet.requestHooks();
     return {
       weight: (ref.weight as number | undefined) ?? 1,
       instance,
-      requestHooks: backendSet.requestHooks(),
+      requestHooks,
       responseHooks: responseHooks.length ? responseHooks : null,
       logHooks: logHooks.length ? logHooks : null,
       plan,
@@ -376,6 +377,14 @@ class SnapshotCompiler {
       // A backend that asks for failover (`ai`) cools down after a failure, also when a `retry` policy drives the
       // failover (then only a route policy's chosen order, `selectBackends`, tries each backend once and cools it).
       cooldown: failover?.once || (failover !== null && instance.failover) ? { until: 0 } : null,
+      forwardsDirect:
+        instance.forwardsToTarget === true &&
+        requestHooks === null &&
+        responseHooks.length === 0 &&
+        failover === null &&
+        plan.retry === null &&
+        plan.upstreamHooks === null &&
+        plan.attemptTimeoutMs === 0,
     };
   }
 

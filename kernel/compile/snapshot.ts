@@ -34,6 +34,11 @@ export interface CompiledBackendRef {
   readonly failover: FailoverPlan | null;
   /** Set under default failover (ADR 0039): while `until` is ahead the backend is skipped when picking. */
   readonly cooldown: Cooldown | null;
+  /**
+   * The pipeline may forward straight into the response (ADR 0051): the backend says `handle` only forwards
+   * (`forwardsToTarget`), and no hook, retry, failover or `timeout` needs the reply as an object.
+   */
+  readonly forwardsDirect: boolean;
 }
 
 export interface CompiledRoute {

@@ -4,6 +4,7 @@ import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
 import type { HeaderMap, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
 import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
+import type { DirectReplies } from '../upstream/direct-forward.ts';
 
 /**
  * The reply's headers as the flat `[name, value, …]` list node:http writes without building another object,
@@ -92,28 +93,9 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
 }
 
 function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
-  const queued = ex.queued;
-  if (queued) for (let i = 0; i < queued.length; i += 2) reply.headers[queued[i]!] = queued[i + 1]!;
-  ex.status = reply.status;
-  ex.replyHeaders = reply.headers;
   const body = reply.body;
-  if (body !== undefined && body !== null && !(body instanceof Readable) && reply.headers['content-length'] === undefined) {
-    reply.headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-  }
-  // Replying while the request body is still being streamed (the upstream failed or answered early): the rest of
-  // that body may never be read, so this connection cannot carry another request. Say so (`Connection: close`).
-  const req = ex.req;
-  if (!req.complete && (req.readableFlowing !== null || req.destroyed)) res.shouldKeepAlive = false;
-  try {
-    res.writeHead(reply.status, flatHeaders(reply.headers));
-  } catch (err) {
+  if (!writeHead(ex, res, reply.status, reply.headers, body)) {
     discard(body);
-    ex.errorMessage = `invalid response header: ${(err as Error).message}`;
-    ex.status = 500;
-    if (!res.headersSent) {
-      res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { type: 'internal_error', message: ex.errorMessage } }));
-    } else res.destroy();
     return;
   }
   if (body instanceof Readable) {
@@ -129,6 +111,58 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   } else {
     res.end(body);
   }
+}
+
+/**
+ * The status line and headers of a reply, the queued headers added. False when they could not be written (an
+ * invalid header: a 500 goes out instead, or the response is destroyed when that is too late).
+ */
+function writeHead(ex: ExchangeImpl, res: ServerResponse, status: number, headers: HeaderMap, body: Reply['body']): boolean {
+  const queued = ex.queued;
+  if (queued) for (let i = 0; i < queued.length; i += 2) headers[queued[i]!] = queued[i + 1]!;
+  ex.status = status;
+  ex.replyHeaders = headers;
+  if (body !== undefined && body !== null && !(body instanceof Readable) && headers['content-length'] === undefined) {
+    headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  }
+  // Replying while the request body is still being streamed (the upstream failed or answered early): the rest of
+  // that body may never be read, so this connection cannot carry another request. Say so (`Connection: close`).
+  const req = ex.req;
+  if (!req.complete && (req.readableFlowing !== null || req.destroyed)) res.shouldKeepAlive = false;
+  try {
+    res.writeHead(status, flatHeaders(headers));
+    return true;
+  } catch (err) {
+    ex.errorMessage = `invalid response header: ${(err as Error).message}`;
+    ex.status = 500;
+    if (!res.headersSent) {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { type: 'internal_error', message: ex.errorMessage } }));
+    } else res.destroy();
+    return false;
+  }
+}
+
+/**
+ * The runtime's side of a direct forward (ADR 0051): an upstream answer written into the response as it arrives,
+ * on a route where no response hook needs it as a Reply. Errors are answered as `writeReply` answers them.
+ */
+export function directReplies(logger: Logger): DirectReplies<ExchangeImpl> {
+  return {
+    start(ex, res, status, headers) {
+      if (ex.replied || res.destroyed) return false;
+      ex.replied = true;
+      return writeHead(ex, res, status, headers as HeaderMap, null);
+    },
+    fail(ex, res, err) {
+      writeReply(ex, res, errorReply(err, logger, ex), null, logger);
+    },
+    broke(ex, res, err) {
+      // The client must see a truncated response, not a clean end.
+      ex.errorMessage = `upstream stream failed: ${err.message}`;
+      res.destroy(err);
+    },
+  };
 }
 
 export function timeoutError(ms: number): GatewayError {

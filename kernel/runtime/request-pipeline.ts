@@ -8,7 +8,9 @@ import type { Tracing } from '../telemetry/tracing.ts';
 import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
-import { errorReply, timeoutError, writeReply } from './reply-writer.ts';
+import { directReplies, errorReply, timeoutError, writeReply } from './reply-writer.ts';
+import { directForwarder } from '../upstream/http-target.ts';
+import type { DirectReplies } from '../upstream/direct-forward.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { serveWithHealth } from './failover.ts';
 import type { Outcome } from './failover.ts';
@@ -103,11 +105,14 @@ export class RequestPipeline {
    * (and `once`'s wrapper around it) were two allocations more on the hot path (docs/perf.md, session 5).
    */
   private readonly onResponseClose: (this: TrackedResponse) => void;
+  /** How answers forwarded straight into the response are written (ADR 0051). */
+  private readonly replies: DirectReplies<ExchangeImpl>;
 
   constructor(logger: Logger, accessLog: AccessLog, metrics: MetricsRegistry) {
     this.logger = logger;
     this.accessLog = accessLog;
     this.unmatched = metrics.route('', '', '');
+    this.replies = directReplies(logger);
     const pipeline = this;
     this.onResponseClose = function (this: TrackedResponse) {
       const ex = this[kExchange];
@@ -221,6 +226,11 @@ export class RequestPipeline {
     ex.plan = ref.plan;
     ex.logHooks = ref.logHooks;
     if (ref.instance.protocol && ex.protocol === 'http') ex.protocol = ref.instance.protocol;
+    // The plain route (ADR 0051): the upstream's answer written straight into the response, without a Reply.
+    if (ref.forwardsDirect && this.tracing === null) {
+      const direct = directForwarder(ref.instance.target);
+      if (direct !== null && direct.forwardInto(ex, res, this.replies)) return;
+    }
     const hooks = ref.responseHooks;
     const onReply = (reply: Reply): void => writeReply(ex, res, reply, hooks, this.logger);
     const onError = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), hooks, this.logger);

@@ -331,6 +331,13 @@ export interface BackendInstance {
   /** The upstream of a backend that forwards HTTP to one origin (`host`); lets policies such as mirroring reach it. */
   readonly target?: UpstreamTarget;
   /**
+   * Set when `handle(ex)` is exactly `target.forward(ex)` and nothing more (`host`). Where no policy hook needs the
+   * reply as an object (no response hooks, no per-attempt hooks, retry or `timeout`), the kernel then forwards
+   * itself and writes the upstream's answer straight into the client's response, without a `Reply` and its stream
+   * (docs/adr/0051): the same answer, at less CPU per request.
+   */
+  readonly forwardsToTarget?: boolean;
+  /**
    * Failover this backend wants by default (ADR 0039): on a route that lists it with other backends and has no
    * `retry` policy, an answer with one of `codes` or a refused/reset connection or timeout sends the request to
    * another backend of the route, each at most once; the one that failed cools down (a 429's or 503's

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex, Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -27,6 +27,8 @@ import type { Span } from '@opentelemetry/api';
 import { writeRawResponse } from './raw-response.ts';
 import { ConnectGuard } from './connect-guard.ts';
 import { buildConnector, Pool, poolRequest } from './undici-core.ts';
+import { DirectForward } from './direct-forward.ts';
+import type { DirectOrigin, DirectReplies } from './direct-forward.ts';
 
 // Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -91,8 +93,23 @@ function upstreamReply(response: Dispatcher.ResponseData): Reply {
   return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
 }
 
+/** A target that can forward a request straight into the client's response (ADR 0051). */
+export interface DirectForwarder {
+  /**
+   * The plain forward (one attempt, no per-attempt hooks, no timer of its own, no tracing) with the upstream's answer
+   * written straight into `res` through `replies`. False, having done nothing, when this exchange needs more (the
+   * caller then uses `forward`).
+   */
+  forwardInto<E extends Exchange>(ex: E, res: ServerResponse, replies: DirectReplies<E>): boolean;
+}
+
+/** The target of a backend as a DirectForwarder, when the kernel made it; else null. */
+export function directForwarder(target: UpstreamTarget | undefined): DirectForwarder | null {
+  return target instanceof PooledTarget ? target : null;
+}
+
 /** A reverse-proxy target over one reused undici pool. */
-class PooledTarget implements UpstreamTarget {
+class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
   readonly origin: string;
   private readonly parsed: Origin;
   private readonly pool: Pool;
@@ -170,8 +187,42 @@ class PooledTarget implements UpstreamTarget {
     );
   }
 
+  forwardInto<E extends Exchange>(ex: E, res: ServerResponse, replies: DirectReplies<E>): boolean {
+    const state = exchangeState(ex);
+    if (state === undefined || state.attempts !== 0 || (this.traces?.tracing ?? null) !== null) return false;
+    const plan = state.plan;
+    if (plan.retry !== null || plan.upstreamHooks !== null || plan.attemptTimeoutMs > 0) return false;
+    // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
+    const hasBody = hasRequestBody(ex);
+    const headers = this.prepareHeaders(ex, state);
+    const body = requestBody(ex, headers, hasBody);
+    if (isPromiseLike(body)) {
+      body.then(
+        (read) => this.dispatchInto(ex, state, res, replies, headers, read, plan),
+        (err: unknown) => replies.fail(ex, res, err),
+      );
+    } else this.dispatchInto(ex, state, res, replies, headers, body, plan);
+    return true;
+  }
+
+  private dispatchInto<E extends Exchange>(ex: E, state: ExchangeState, res: ServerResponse, replies: DirectReplies<E>, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan): void {
+    state.attempts = 1;
+    const handler = new DirectForward(ex, state, res, replies, this, body === null || Buffer.isBuffer(body) ? null : body);
+    if (state.aborted !== undefined) return handler.onResponseError(undefined, state.aborted as Error);
+    state.abortHook().receive(handler);
+    // Default deadlines (ADR 0019) ride on undici's own parser timers, as in `send`.
+    this.pool.dispatch(
+      { path: ex.path + ex.query, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs },
+      handler,
+    );
+  }
+
+  answered(sentAt: number): void {
+    this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
+  }
+
   /** Metrics of a failed attempt; the error as the GatewayError the client sees. */
-  private attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan): GatewayError {
+  attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan): GatewayError {
     if (this.metrics) {
       this.metrics.duration.observe((performance.now() - sentAt) / 1000);
       const code = connectErrorCode(err);

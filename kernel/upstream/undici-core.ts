@@ -6,6 +6,7 @@ import type * as Undici from 'undici';
 import PoolModule from 'undici/lib/dispatcher/pool.js';
 import buildConnectorModule from 'undici/lib/core/connect.js';
 import requestModule from 'undici/lib/api/api-request.js';
+import utilModule from 'undici/lib/core/util.js';
 
 export const Pool: typeof Undici.Pool = PoolModule;
 export type Pool = Undici.Pool;
@@ -18,3 +19,9 @@ export const buildConnector: typeof Undici.buildConnector = buildConnectorModule
 export function poolRequest(pool: Undici.Dispatcher, options: Undici.Dispatcher.RequestOptions): Promise<Undici.Dispatcher.ResponseData> {
   return requestModule.call(pool, options);
 }
+
+/**
+ * undici's own `destroy(stream, err)`: on a server's `IncomingMessage` it detaches the socket first, so a request
+ * body given up on does not take the client's connection with it (what `request()` does with its body on failure).
+ */
+export const destroyStream: (stream: NodeJS.ReadableStream, err?: Error) => void = utilModule.destroy;

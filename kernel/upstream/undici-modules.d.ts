@@ -11,3 +11,7 @@ declare module 'undici/lib/api/api-request.js' {
   const request: (this: import('undici').Dispatcher, options: import('undici').Dispatcher.RequestOptions) => Promise<import('undici').Dispatcher.ResponseData>;
   export default request;
 }
+declare module 'undici/lib/core/util.js' {
+  const util: { destroy(stream: NodeJS.ReadableStream, err?: Error): void };
+  export default util;
+}

@@ -17,6 +17,8 @@ export default defineBackend<string>({
       protocol: 'http',
       label: value,
       target: upstream,
+      // handle is the target's forward and nothing more: the kernel may forward straight into the response.
+      forwardsToTarget: true,
       handle: (ex) => upstream.forward(ex),
       upgrade: (ex, socket, head) => upstream.upgrade(ex, socket, head),
     };

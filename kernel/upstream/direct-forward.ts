@@ -1,0 +1,122 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { Exchange, GatewayError } from '../sdk/index.ts';
+import type { AbortReceiver } from '../exchange/abort-hook.ts';
+import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
+import { ErrorCode } from '../sdk/index.ts';
+import { isRetryableFailure } from './upstream-errors.ts';
+import { destroyStream } from './undici-core.ts';
+
+/** What the runtime does with an answer forwarded straight into the client's response (ADR 0051). */
+export interface DirectReplies<E extends Exchange> {
+  /**
+   * Write the upstream's status and headers to the client (queued headers added, hop-by-hop ones left out). False
+   * when nothing may be written: a reply was already started (a timeout), the client left, or a header was invalid
+   * (then a 500 went out instead).
+   */
+  start(ex: E, res: ServerResponse, status: number, headers: IncomingHttpHeaders): boolean;
+  /** Answer with the failure: the upstream failed before its answer started (`err` as the client should see it). */
+  fail(ex: E, res: ServerResponse, err: unknown): void;
+  /** The upstream broke off its answer after it started: the client must see a truncated response. */
+  broke(ex: E, res: ServerResponse, err: Error): void;
+}
+
+/** The target's side: its metrics and how a transport failure reads to the client. */
+export interface DirectOrigin {
+  /** The answer's headers arrived, `sentAt` (performance.now()) after the request was sent. */
+  answered(sentAt: number): void;
+  /** An attempt failed: its metrics, and the error as the GatewayError the client sees. */
+  attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan): GatewayError;
+}
+
+const WAITING = 0;
+const STREAMING = 1;
+const DONE = 2;
+
+/**
+ * An undici dispatch handler (the controller API of undici 7) that writes the upstream's status, headers and body
+ * chunks straight into the client's `ServerResponse`: no `Readable` for the answer, no promise, no `pipe`, no
+ * `AsyncResource`, which `request()` costs per request. A slow client pauses the upstream through the controller
+ * (`res.write` returning false), as `pipe` did; the exchange's abort (client gone, request timeout) aborts it.
+ */
+export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHandler, AbortReceiver {
+  private readonly ex: E;
+  private readonly state: ExchangeState;
+  private readonly res: ServerResponse;
+  private readonly replies: DirectReplies<E>;
+  private readonly origin: DirectOrigin;
+  /** The request body when it streams (the client's request): destroyed on failure, as undici's `request()` does. */
+  private readonly body: IncomingMessage | null;
+  private readonly sentAt: number;
+  private phase = WAITING;
+  private controller: Dispatcher.DispatchController | null = null;
+  /** Made on the first pause only. */
+  private onDrain: (() => void) | undefined = undefined;
+
+  constructor(ex: E, state: ExchangeState, res: ServerResponse, replies: DirectReplies<E>, origin: DirectOrigin, body: IncomingMessage | null) {
+    this.ex = ex;
+    this.state = state;
+    this.res = res;
+    this.replies = replies;
+    this.origin = origin;
+    this.body = body;
+    this.sentAt = performance.now();
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Aborted while queued for a connection: give up now.
+    if (this.state.aborted !== undefined) controller.abort(this.state.aborted as Error);
+    else this.controller = controller;
+  }
+
+  /** The exchange was aborted (AbortHook): the client left or the request timed out. */
+  upstreamAborted(): void {
+    this.controller?.abort(this.state.aborted as Error);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (statusCode < 200) return; // 1xx informational answers are not relayed (as with `request()`)
+    this.origin.answered(this.sentAt);
+    if (this.replies.start(this.ex, this.res, statusCode, headers)) {
+      this.phase = STREAMING;
+      return;
+    }
+    this.phase = DONE;
+    controller.abort(new Error('the reply could not be written'));
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.phase !== STREAMING || this.res.write(chunk)) return;
+    controller.pause();
+    this.res.once('drain', (this.onDrain ??= () => this.controller?.resume()));
+  }
+
+  onResponseEnd(): void {
+    this.state.abortHook().receive(undefined);
+    if (this.phase !== STREAMING) return;
+    this.phase = DONE;
+    this.res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+    this.state.abortHook().receive(undefined);
+    if (this.body !== null) {
+      this.body.on('error', () => undefined);
+      destroyStream(this.body, err);
+    }
+    const phase = this.phase;
+    this.phase = DONE;
+    if (phase === DONE) return;
+    // Aborted by the exchange: whoever aborted it answers (a timeout) or nobody is left to answer.
+    const aborted = this.state.aborted !== undefined;
+    if (phase === STREAMING) {
+      if (aborted) this.res.destroy();
+      else this.replies.broke(this.ex, this.res, err);
+      return;
+    }
+    const failure = this.origin.attemptFailed(err, this.sentAt, this.state.plan);
+    if (!this.state.timedOut && !this.res.destroyed) this.state.retryableFailure = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+    if (!aborted) this.replies.fail(this.ex, this.res, failure);
+  }
+}

@@ -1,0 +1,236 @@
+// An A/B of the plain `host` route's CPU per request between checkouts, for a noisy machine (issue 15 item 2;
+// docs/perf.md "Plain route CPU, session 6"). Each checkout's CLI serves one `host` route in front of nginx, its
+// access log on and written to a file; a load process POSTs the 220-byte chat body over keep-alive connections,
+// a fixed number of requests per phase, and the phases of the checkouts are interleaved round by round (order
+// alternating). Per phase: the gateway's CPU time (all threads, /proc) per request, and what V8 reported
+// (`--trace-gc-nvp`): scavenges, other collections and bytes allocated per request, which do not depend on how busy
+// the machine is.
+//
+// Usage: node test/bench/plain-ab.ts [--rounds 5] [--requests 20000] [--connections 10] [--size small|large]
+//          name=/path/to/checkout name2=/path/to/other ...   (the name `bare`: that checkout's bare-proxy.ts)
+//        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS)
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { Pool } from 'undici';
+import { freePort } from '../helpers/ports.ts';
+import { nginxHead } from './nginx.ts';
+import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from './llm-bodies.ts';
+
+const HEADERS = { 'content-type': 'application/json' };
+
+/** The load process: `requests` POSTs keeping `connections` in flight; prints `{ ms, bad }`. */
+async function load(url: string, requests: number, connections: number): Promise<void> {
+  const u = new URL(url);
+  const pool = new Pool(u.origin, { connections, pipelining: 1 });
+  let sent = 0;
+  let bad = 0;
+  const t0 = performance.now();
+  const worker = async (): Promise<void> => {
+    while (sent < requests) {
+      sent++;
+      const res = await pool.request({ path: u.pathname, method: 'POST', headers: HEADERS, body: CHAT_REQUEST });
+      if (res.statusCode !== 200) bad++;
+      await res.body.dump({ limit: Infinity });
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  process.stdout.write(`${JSON.stringify({ ms: performance.now() - t0, bad })}\n`);
+  await pool.close();
+}
+
+function argValue(args: string[], name: string, fallback: string): string {
+  const i = args.indexOf(name);
+  return i === -1 ? fallback : args[i + 1]!;
+}
+
+/** utime + stime of every thread of `pid`, µs. */
+function cpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // USER_HZ is 100 on Linux
+}
+
+interface Gateway {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly url: string;
+  readonly out: string;
+  offset: number;
+  readonly cpu: number[];
+  readonly scavenges: number[];
+  readonly markCompacts: number[];
+  readonly allocKiB: number[];
+  readonly rps: number[];
+}
+
+/** Scavenges, other collections and bytes allocated between them, from the gateway's `--trace-gc-nvp` lines since the last call. */
+function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocated: number } {
+  const size = statSync(g.out).size;
+  const fd = openSync(g.out, 'r');
+  const buf = Buffer.alloc(size - g.offset);
+  readSync(fd, buf, 0, buf.length, g.offset);
+  closeSync(fd);
+  const text = buf.toString('latin1');
+  const end = text.lastIndexOf('\n') + 1;
+  g.offset += end;
+  const head = text.slice(0, end);
+  let scavenges = 0;
+  let markCompacts = 0;
+  let allocated = 0;
+  for (const m of head.matchAll(/ gc=(\w+) .* allocated=(\d+) /g)) {
+    if (m[1] === 's') scavenges++;
+    else markCompacts++;
+    allocated += Number(m[2]);
+  }
+  return { scavenges, markCompacts, allocated };
+}
+
+function start(name: string, cpus: string, command: string, args: string[], stdout: number | 'ignore' | 'pipe', children: ChildProcess[]): ChildProcess {
+  const child = spawn('taskset', ['-c', cpus, command, ...args], { stdio: ['ignore', stdout, 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } });
+  child.on('error', (err) => console.error(`${name}: ${err.message}`));
+  children.push(child);
+  return child;
+}
+
+async function waitFor200(url: string, timeoutMs = 20_000): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not up yet
+    }
+    if (performance.now() > until) throw new Error(`${url} not ready`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function runLoad(url: string, requests: number, connections: number): Promise<{ ms: number; bad: number }> {
+  const child = spawn('taskset', ['-c', '1', process.execPath, import.meta.filename, '--load', url, String(requests), String(connections)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  await new Promise((resolve) => child.on('close', resolve));
+  return JSON.parse(out) as { ms: number; bad: number };
+}
+
+const fmt = (n: number): string => (Number.isFinite(n) ? n.toFixed(0) : '-');
+const range = (v: number[]): string => `${fmt(Math.min(...v))}-${fmt(Math.max(...v))} (median ${fmt([...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!)})`;
+
+async function main(args: string[]): Promise<void> {
+  if (args[0] === '--load') return load(args[1]!, Number(args[2]), Number(args[3]));
+  const rounds = Number(argValue(args, '--rounds', '5'));
+  const requests = Number(argValue(args, '--requests', '20000'));
+  const connections = Number(argValue(args, '--connections', '10'));
+  const size = argValue(args, '--size', 'small');
+  const checkouts = args.filter((a) => a.includes('=') && !a.startsWith('--')).map((a) => a.split('=') as [string, string]);
+  if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
+  const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
+  const children: ChildProcess[] = [];
+  const stopAll = (): void => {
+    for (const c of children) if (c.exitCode === null && c.pid !== undefined) c.kill('SIGTERM');
+  };
+  process.on('SIGINT', () => {
+    stopAll();
+    process.exit(1);
+  });
+  try {
+    const upstreamPort = await freePort();
+    mkdirSync(join(dir, 'www'), { recursive: true });
+    writeFileSync(join(dir, 'www/small.json'), SMALL_ANSWER);
+    writeFileSync(join(dir, 'www/large.json'), LARGE_ANSWER);
+    writeFileSync(
+      join(dir, 'nginx.conf'),
+      `${nginxHead(dir, userInfo().username)}
+  default_type application/json;
+  server {
+    listen 127.0.0.1:${upstreamPort};
+    keepalive_requests 1000000;
+    root ${dir}/www;
+    location = /small.json { internal; }
+    location = /large.json { internal; }
+    location /small { error_page 405 =200 /small.json; rewrite ^ /small.json break; }
+    location /large { error_page 405 =200 /large.json; rewrite ^ /large.json break; }
+  }
+}
+`,
+    );
+    start('nginx', '1', 'nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')], 'ignore', children);
+    const path = size === 'large' ? LARGE_PATH : SMALL_PATH;
+    await waitFor200(`http://127.0.0.1:${upstreamPort}${path}`);
+    const gateways: Gateway[] = [];
+    for (const [name, checkout] of checkouts) {
+      const out = join(dir, `${name}.out`);
+      if (name === 'bare') {
+        // The bare undici proxy (bare-proxy.ts) of that checkout, for the ratio; no access log.
+        const port = await freePort();
+        const fd = openSync(out, 'w');
+        const child = start(name, '0', process.execPath, ['--trace-gc-nvp', join(checkout, 'test/bench/bare-proxy.ts'), String(port), String(upstreamPort)], fd, children);
+        closeSync(fd);
+        await waitFor200(`http://127.0.0.1:${port}${path}`);
+        gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });
+        continue;
+      }
+      const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
+      const route = { name: 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [{ host: `127.0.0.1:${upstreamPort}` }] };
+      const cfg = join(dir, `${name}.yaml`);
+      writeFileSync(
+        cfg,
+        stringify({
+          config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${readiness}` },
+          binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }],
+        }),
+      );
+      const fd = openSync(out, 'w');
+      // The semi-space flag given: the CLI does not re-execute itself, so the PID is the gateway's.
+      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', join(checkout, 'bin/switchyard.js'), '-f', cfg], fd, children);
+      closeSync(fd);
+      await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
+      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });
+    }
+    const gwPid = (g: Gateway): number => {
+      // taskset execs the command: the child's PID is the gateway's.
+      return g.child.pid!;
+    };
+    for (const g of gateways) {
+      const warm = await runLoad(g.url, 5000, connections);
+      if (warm.bad) throw new Error(`${g.name}: ${warm.bad} non-200 answers in the warm-up`);
+      gcSince(g);
+    }
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 === 0 ? gateways : [...gateways].reverse();
+      for (const g of order) {
+        const c0 = cpuUs(gwPid(g));
+        const r = await runLoad(g.url, requests, connections);
+        const c1 = cpuUs(gwPid(g));
+        await new Promise((resolve) => setTimeout(resolve, 200)); // the last trace lines
+        const gc = gcSince(g);
+        g.cpu.push((c1 - c0) / requests);
+        g.scavenges.push(gc.scavenges);
+        g.markCompacts.push(gc.markCompacts);
+        g.allocKiB.push(gc.allocated / 1024 / requests);
+        g.rps.push((requests / r.ms) * 1000);
+        console.log(`round ${round + 1} ${g.name}: ${fmt((c1 - c0) / requests)} CPU µs/req, ${fmt((requests / r.ms) * 1000)} req/s, ${gc.scavenges} scavenges, ${gc.markCompacts} other GCs, ${(gc.allocated / 1024 / requests).toFixed(2)} KiB allocated/req${r.bad ? `, ${r.bad} non-200` : ''}`);
+      }
+    }
+    console.log(`\n${size} answer, ${requests} requests per phase at c=${connections}, ${rounds} rounds`);
+    for (const g of gateways) console.log(`${g.name}: CPU µs/req ${range(g.cpu)}; req/s ${range(g.rps)}; scavenges ${range(g.scavenges)}; other GCs ${range(g.markCompacts)}; KiB allocated/req ${Math.min(...g.allocKiB).toFixed(2)}-${Math.max(...g.allocKiB).toFixed(2)}`);
+    if (gateways.length > 1) {
+      const base = gateways[0]!;
+      for (const g of gateways.slice(1)) {
+        const ratios = g.cpu.map((c, i) => (c / base.cpu[i]!).toFixed(2));
+        console.log(`${g.name} ÷ ${base.name} CPU per round: ${ratios.join(', ')}`);
+      }
+    }
+  } finally {
+    stopAll();
+    await new Promise((r) => setTimeout(r, 300));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main(process.argv.slice(2));
