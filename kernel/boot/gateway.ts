@@ -23,6 +23,7 @@ import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
 import type { SharedFetches } from '../sdk/shared.ts';
+import type { GatewayProcesses } from '../sdk/processes.ts';
 import type { MessagePort } from 'node:worker_threads';
 import type { BindServers } from '../runtime/bind-servers.ts';
 import type { RequestPipeline } from '../runtime/request-pipeline.ts';
@@ -62,6 +63,8 @@ export interface WorkerSide {
   readonly arena: SharedArrayBuffer;
   /** The channel of coalesced fetches (kernel/resources/shared-fetches.ts). */
   readonly fetchPort: MessagePort;
+  /** The channel of child processes the supervisor runs for this worker (kernel/resources/child-processes.ts). */
+  readonly processPort: MessagePort;
 }
 
 /** Kernel services the gateway coordinates; wired in the composition root (container.ts). */
@@ -75,7 +78,7 @@ export interface GatewayServices {
   readonly binds: BindServers;
   readonly admin: AdminServers;
   /** State shared with the other workers (or this process's own when it runs alone). */
-  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches };
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly processes: GatewayProcesses };
 }
 
 /** Lifecycle of one gateway process: load, serve, reload on change, drain on stop. */

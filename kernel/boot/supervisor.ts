@@ -8,6 +8,7 @@ import { parseConfigText, readConfigFile } from '../config/load-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { newSharedArena } from '../resources/shared-cells.ts';
 import { FetchCoordinator } from '../resources/shared-fetches.ts';
+import { ProcessHost } from '../resources/child-processes.ts';
 import type { AdminRequest, AdminResponse } from '../sdk/index.ts';
 import type { LogSink } from '../telemetry/logger.ts';
 import { ProcessLogger } from '../telemetry/logger.ts';
@@ -92,6 +93,8 @@ export class Supervisor implements AdminSource {
   private readonly fetches = new FetchCoordinator((key) =>
     this.registry.counter('switchyard_shared_loads_total', 'Loads made once for all workers (files the config names, remote JWKS), by kind.').inc({ kind: key.slice(0, key.indexOf(':')) }),
   );
+  /** Child processes (stdio MCP targets) run for the workers: one budget for the gateway, reaped here. */
+  private readonly processes = new ProcessHost();
   private lastGood = '';
   private workerEnv: NodeJS.ProcessEnv = process.env;
   private lastText = '';
@@ -202,6 +205,7 @@ export class Supervisor implements AdminSource {
   /** Start the worker of `slot` on `slot.text`; resolves with its `started` message. */
   private spawn(slot: Slot): Promise<Extract<FromWorker, { t: 'started' }>> {
     const channel = new MessageChannel();
+    const processes = new MessageChannel();
     const data: WorkerData = {
       index: slot.index,
       text: slot.text,
@@ -209,12 +213,14 @@ export class Supervisor implements AdminSource {
       base: 'file' in this.o.config ? this.o.config.file : undefined,
       arena: this.arena,
       fetchPort: channel.port2,
+      processPort: processes.port2,
     };
-    const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2], env: this.workerEnv });
+    const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2, processes.port2], env: this.workerEnv });
     slot.worker = worker;
     slot.started = false;
     slot.misses = 0;
     this.fetches.attach(slot.index, channel.port1);
+    this.processes.attach(slot.index, processes.port1);
     return new Promise((resolve, reject) => {
       let settled = false;
       worker.on('message', (m: FromWorker) => {
@@ -245,6 +251,9 @@ export class Supervisor implements AdminSource {
       worker.on('exit', (code) => {
         this.fetches.detach(slot.index);
         channel.port1.close();
+        // Its stdio MCP children die with it, and are reaped here (ADR 0056).
+        this.processes.detach(slot.index);
+        processes.port1.close();
         const wasStarted = slot.started;
         slot.started = false;
         if (slot.lastMetrics) {

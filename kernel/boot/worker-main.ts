@@ -23,7 +23,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
     knownKeys: dist.knownKeys,
     config: { name: data.name, text: data.text, base: data.base },
     watch: false,
-    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort },
+    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort, processPort: data.processPort },
   });
   try {
     await gateway.start();

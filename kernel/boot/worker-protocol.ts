@@ -10,6 +10,7 @@ export interface WorkerData {
   readonly base?: string;
   readonly arena: SharedArrayBuffer;
   readonly fetchPort: MessagePort;
+  readonly processPort: MessagePort;
 }
 
 export type Query = 'readiness' | 'metrics' | 'configDump' | 'adminUi';

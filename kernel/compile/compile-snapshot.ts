@@ -2,6 +2,7 @@ import type { Tracing, TracingHolder } from '../telemetry/tracing.ts';
 import type { BackendSelector, PluginSpans, RouteBackend } from '../sdk/index.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
 import type { SharedCell, SharedFetches } from '../sdk/shared.ts';
+import type { GatewayProcesses } from '../sdk/processes.ts';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
@@ -71,7 +72,7 @@ export interface CompileDeps {
    */
   readonly upstreams: (resources: ResourceCache) => HttpUpstreams;
   /** State shared by the workers of the gateway (rate-limit cells, coalesced fetches). */
-  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches };
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly processes: GatewayProcesses };
   /** The gateway's tracing (started after the first load, so read per call): `ctx.spans`. */
   readonly traces?: TracingHolder;
 }
@@ -194,6 +195,7 @@ class SnapshotCompiler {
       resources: this.resourceView,
       sharedCell: (key, initial) => this.deps.shared.cells.cell(key, initial),
       sharedFetches: this.deps.shared.fetches,
+      processes: this.deps.shared.processes,
       expr: this.deps.expressions.compilerAt(path),
       configSection: <T>(section: ConfigSection<T>): T => {
         const where = configSectionPath(section);

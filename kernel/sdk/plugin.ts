@@ -9,6 +9,7 @@ import type { Reply } from './reply.ts';
 import type { ConfigSection } from './config-section.ts';
 import type { Facet, FacetValue } from './facets.ts';
 import type { SharedCell, SharedFetches } from './shared.ts';
+import type { GatewayProcesses } from './processes.ts';
 import type { HttpUpstreams, UpstreamAttempt, UpstreamTarget, UpstreamTls } from './upstream.ts';
 
 /** Version of the plugin contract. A plugin built for another major version is refused at load. */
@@ -55,6 +56,11 @@ export interface CompileContext {
   sharedCell(key: string, initial: readonly number[]): SharedCell;
   /** Remote fetches made once for the whole gateway, not once per worker (JWKS). */
   readonly sharedFetches: SharedFetches;
+  /**
+   * Child processes owned by the gateway: with workers the supervisor runs them, so a worker that dies cannot leave
+   * them behind, and a budget counts for the whole gateway (`ProcessSpec.budget`).
+   */
+  readonly processes: GatewayProcesses;
   /** CEL: compile expressions at load, evaluate them per request. */
   readonly expr: ExpressionCompiler;
   /**

@@ -64,9 +64,18 @@ describe('localRateLimit', () => {
       await res.body.text();
       return res.statusCode;
     };
-    assert.deepEqual([await status(), await status(), await status()], [200, 200, 429]);
+    // Refills land on the bucket's own 300 ms boundaries, which may fall between any two requests (often on a loaded
+    // machine): so no assertion here depends on where they fall. The exact arithmetic is token-bucket.test.ts's.
+    /** Requests until the first 429 (the bucket is empty); how many were allowed before it. */
+    const drain = async (): Promise<number> => {
+      for (let allowed = 0; allowed < 50; allowed++) if ((await status()) === 429) return allowed;
+      throw new Error('never limited');
+    };
+    assert.ok((await drain()) >= 2, 'a full bucket allows maxTokens');
+    // Empty now; one interval later at least one refill (2 tokens) has happened.
     await new Promise((r) => setTimeout(r, 350));
-    assert.deepEqual([await status(), await status(), await status()], [200, 200, 429]);
+    assert.deepEqual([await status(), await status()], [200, 200]);
+    await drain();
   });
 
   it('bucket state survives a reload that leaves it unchanged', async () => {

@@ -18,16 +18,18 @@ export default defineMcpTransport<StdioConfig>({
   schema,
   async compile(config, ctx) {
     // The implementation loads only when a config uses this transport.
-    const { ProcessSlots, StdioUpstream } = await import('./stdio.ts');
+    const { StdioUpstream } = await import('./stdio.ts');
     const args = config.args ?? [];
     const spec = { cmd: config.cmd, args, env: config.env ?? {}, cwd: ctx.cwd };
     const max = config.maxProcesses ?? DEFAULT_MAX_PROCESSES;
-    // Kept across reloads while the target is unchanged: sessions that survive a reload keep holding their slots.
-    const slots = ctx.resources.get(`mcp-stdio-slots:${JSON.stringify([ctx.path, spec, max])}`, () => new ProcessSlots(max));
+    // One budget for the whole gateway (every worker counts into it), kept while the target is unchanged: sessions
+    // that survive a reload keep holding their slots; a changed target starts a new count.
+    const budget = { key: `mcp-stdio:${JSON.stringify([ctx.path, spec, max])}`, max };
+    const processes = ctx.processes;
     return {
       kind: 'stdio',
       describe: [config.cmd, ...args].join(' '),
-      connect: (options) => new StdioUpstream(spec, slots, options.logger),
+      connect: (options) => new StdioUpstream(spec, processes, budget, options.logger),
     };
   },
 });

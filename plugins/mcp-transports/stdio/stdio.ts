@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from 'switchyard/sdk';
+import { ProcessBudgetFull } from 'switchyard/sdk';
+import type { ChildPipe, GatewayChild, GatewayProcesses, Logger } from 'switchyard/sdk';
 import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 
@@ -44,33 +43,6 @@ function canRun(file: string): boolean {
 }
 
 /**
- * The live-process budget of one stdio target (`maxProcesses`): a slot is taken before a child is spawned and given
- * back when it is gone. Kept in the resource cache, so sessions that outlive a reload keep counting.
- */
-export class ProcessSlots {
-  readonly max: number;
-  private used = 0;
-
-  constructor(max: number) {
-    this.max = max;
-  }
-
-  get inUse(): number {
-    return this.used;
-  }
-
-  tryAcquire(): boolean {
-    if (this.used >= this.max) return false;
-    this.used++;
-    return true;
-  }
-
-  release(): void {
-    if (this.used > 0) this.used--;
-  }
-}
-
-/**
  * Where `cmd` resolves through `PATH` (as `sh` will look it up), or why it cannot run. Checked before spawning: the
  * supervisor `sh` always starts, so a missing program would otherwise only show as exit code 127.
  */
@@ -92,9 +64,9 @@ function findProgram(cmd: string, path: string | undefined, cwd: string): string
  * Children still running. They run in their own process group (so terminal signals to the gateway do not reach
  * them): if the gateway exits without stopping them (a crash), they are killed on the way out.
  */
-const live = new Set<ChildProcess>();
+const live = new Set<GatewayChild>();
 let exitHook = false;
-function track(child: ChildProcess): void {
+function track(child: GatewayChild): void {
   live.add(child);
   child.once('close', () => live.delete(child));
   if (exitHook) return;
@@ -121,9 +93,10 @@ export class StdioUpstream implements McpUpstream {
   onerror?: (error: Error) => void;
   onclose?: () => void;
   private readonly spec: StdioSpec;
-  private readonly slots: ProcessSlots;
+  private readonly processes: GatewayProcesses;
+  private readonly budget: { readonly key: string; readonly max: number };
   private readonly logger: Logger;
-  private child: ChildProcess | undefined;
+  private child: GatewayChild | undefined;
   private stdout = '';
   private stderr = '';
   private closing = false;
@@ -132,9 +105,11 @@ export class StdioUpstream implements McpUpstream {
   /** The last stderr line, quoted when the process dies (it usually says why). */
   private lastStderr = '';
 
-  constructor(spec: StdioSpec, slots: ProcessSlots, logger: Logger) {
+  /** `budget`: `maxProcesses`, counted for the whole gateway by `processes` (a slot per live child). */
+  constructor(spec: StdioSpec, processes: GatewayProcesses, budget: { readonly key: string; readonly max: number }, logger: Logger) {
     this.spec = spec;
-    this.slots = slots;
+    this.processes = processes;
+    this.budget = budget;
     this.logger = logger;
   }
 
@@ -153,38 +128,25 @@ export class StdioUpstream implements McpUpstream {
       unsupervisedWarned = true;
       this.logger.warn('no /bin/sh: stdio target processes are not supervised and may outlive a gateway that is killed (ADR 0018)');
     }
-    if (!this.slots.tryAcquire()) {
-      return Promise.reject(new McpTargetBusy(`is at its limit of ${this.slots.max} running processes (maxProcesses); try again when one of its sessions ends`));
-    }
     return new Promise<void>((resolve, reject) => {
+      // The budget (`maxProcesses`) is taken before the spawn and given back when the child exits, by `processes`.
+      const { cwd, args } = this.spec;
+      const budget = this.budget;
       const child = SUPERVISED
-        ? spawn('/bin/sh', ['-c', SUPERVISOR, 'switchyard-stdio', this.spec.cmd, ...this.spec.args], {
-            cwd: this.spec.cwd,
-            env,
-            stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
-            detached: true,
-          })
-        : spawn(this.spec.cmd, [...this.spec.args], { cwd: this.spec.cwd, env, stdio: ['pipe', 'pipe', 'pipe'], detached: process.platform !== 'win32', windowsHide: true });
+        ? this.processes.spawn({ file: '/bin/sh', args: ['-c', SUPERVISOR, 'switchyard-stdio', this.spec.cmd, ...args], cwd, env, extraPipes: 1, detached: true, budget })
+        : this.processes.spawn({ file: this.spec.cmd, args, cwd, env, detached: process.platform !== 'win32', budget });
       this.child = child;
       let spawned = false;
-      let released = false;
-      const release = (): void => {
-        if (released) return;
-        released = true;
-        this.slots.release();
-      };
       // The gateway's end of the supervisor's lifeline: never written; closed when the server exits (see SUPERVISOR).
-      const lifeline = child.stdio[3] as NodeJS.ReadWriteStream & { destroy(): void } | null | undefined;
+      const lifeline = child.stdio[3] as ChildPipe | undefined;
       lifeline?.on('error', () => undefined);
       child.once('exit', () => {
-        // The server is gone: its slot is free (the watcher stops what it left behind).
-        release();
+        // The server is gone (the watcher stops what it left behind).
         lifeline?.destroy();
       });
       this.exited = new Promise<void>((done) => {
         child.once('close', (code, signal) => {
           this.hasExited = true;
-          release();
           if (spawned && !this.closing) {
             const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ` (last stderr line: ${this.lastStderr})` : '');
             this.logger.warn('stdio target process ended', { pid: child.pid, code, signal });
@@ -197,21 +159,21 @@ export class StdioUpstream implements McpUpstream {
       child.once('error', (err) => {
         if (!spawned) {
           this.hasExited = true;
-          release();
-          reject(new Error(`cannot start \`${this.spec.cmd}\`: ${err.message}`));
+          if (err instanceof ProcessBudgetFull) reject(new McpTargetBusy(`is at its limit of ${err.max} running processes (maxProcesses); try again when one of its sessions ends`));
+          else reject(new Error(`cannot start \`${this.spec.cmd}\`: ${err.message}`));
         } else this.onerror?.(err);
       });
       child.once('spawn', () => {
         spawned = true;
         track(child);
-        this.logger.info('stdio target process started', { pid: child.pid, cmd: this.spec.cmd, processes: this.slots.inUse, maxProcesses: this.slots.max });
+        this.logger.info('stdio target process started', { pid: child.pid, cmd: this.spec.cmd, maxProcesses: this.budget.max });
         resolve();
       });
-      child.stdin!.on('error', (err) => this.logger.debug('stdio target stdin failed', { error: err.message }));
-      child.stdout!.setEncoding('utf8');
-      child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
-      child.stderr!.setEncoding('utf8');
-      child.stderr!.on('data', (chunk: string) => this.onStderr(chunk));
+      child.stdin?.on('error', (err) => this.logger.debug('stdio target stdin failed', { error: err.message }));
+      child.stdout?.setEncoding('utf8');
+      child.stdout?.on('data', (chunk: string) => this.onStdout(chunk));
+      child.stderr?.setEncoding('utf8');
+      child.stderr?.on('data', (chunk: string) => this.onStderr(chunk));
     });
   }
 

@@ -49,6 +49,11 @@ export function descendants(root: number): number[] {
   return table.filter((s) => found.has(s.pid) && s.state !== 'Z').map((s) => s.pid);
 }
 
+/** The state letter /proc shows (`S`, `R`, `Z` for a zombie nobody reaped, …), or undefined once it is gone. */
+export function processState(pid: number): string | undefined {
+  return stat(pid)?.state;
+}
+
 /** Still running (not exited, not a zombie waiting to be reaped). */
 export function running(pid: number): boolean {
   const s = stat(pid);
