@@ -21,9 +21,9 @@ RUN npm init -y >/dev/null \
 
 # Stage 3: the runtime. No npm cache, no sources, no dev dependencies; runs as the unprivileged `node` user.
 FROM node:24-bookworm-slim
-# MALLOC_ARENA_MAX: glibc's malloc capped at two arenas (ADR 0041), which the CLI sets on the re-execution that the
+# MALLOC_ARENA_MAX: glibc's malloc capped at one arena (ADR 0041, 0052), which the CLI sets on the re-execution that the
 # ENTRYPOINT below makes unnecessary (bin/node-flags.js). `docker run -e MALLOC_ARENA_MAX=…` overrides it.
-ENV NODE_ENV=production MALLOC_ARENA_MAX=2
+ENV NODE_ENV=production MALLOC_ARENA_MAX=1
 COPY --from=install /opt/switchyard /opt/switchyard
 COPY deploy/container/config.yaml /etc/switchyard/config.yaml
 USER node

@@ -197,17 +197,21 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
 
   // BENCH_PEERS_BASELINE: another checkout's Switchyard, same config and pinning, its rows interleaved with this
   // one's (A/B in one run). Its access log goes to a file as well. BENCH_PEERS_BASELINE_NODE_ARGS: node flags for
-  // it (the same checkout with `--max-semi-space-size=16` measures a V8 setting).
+  // it (the same checkout with `--max-semi-space-size=16` measures a V8 setting). A flag the CLI sets itself skips
+  // its re-execution and with it the environment of bin/node-flags.js, so BENCH_PEERS_BASELINE_ENV (`NAME=value`
+  // words, e.g. `MALLOC_ARENA_MAX=1`) sets the baseline's environment: without it such an A/B also compares arenas.
   const baselineDir = process.env.BENCH_PEERS_BASELINE;
   const baselineArgs = (process.env.BENCH_PEERS_BASELINE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const baselineEnv = (process.env.BENCH_PEERS_BASELINE_ENV ?? '').split(/\s+/).filter((kv) => kv.includes('='));
   if (baselineDir) {
     const bFile = join(dir, 'baseline.yaml');
     const b = await gatewayConfig(bFile, upstreamPort);
     const bFd = openSync(join(dir, 'baseline-access.log'), 'w');
-    const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [...baselineArgs, join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd);
+    const env = { ...process.env, ...Object.fromEntries(baselineEnv.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
+    const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [...baselineArgs, join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd, env);
     closeSync(bFd);
     await kit.waitFor200(`http://127.0.0.1:${b.readiness}/healthz/ready`, baseline, performance.now());
-    targets.push({ kind: 'baseline', name: `switchyard baseline (${[baselineDir, ...baselineArgs].join(' ')})`, base: `http://127.0.0.1:${b.port}`, child: baseline, pids: [] });
+    targets.push({ kind: 'baseline', name: `switchyard baseline (${[...baselineEnv, baselineDir, ...baselineArgs].join(' ')})`, base: `http://127.0.0.1:${b.port}`, child: baseline, pids: [] });
   }
 
   // agentgateway: one worker thread, pinned like Switchyard; its default logging (access log included) to a file.

@@ -1,5 +1,5 @@
-// Issue 15 item 3 (memory under load, ADR 0041): the CLI runs with glibc's malloc capped at two arenas
-// (MALLOC_ARENA_MAX=2, set on its in-place re-execution), unless the environment sets another value. Linux only: the
+// Issue 15 item 3 (memory under load, ADR 0041, 0052): the CLI runs with glibc's malloc capped at one arena
+// (MALLOC_ARENA_MAX=1, set on its in-place re-execution), unless the environment sets another value. Linux only: the
 // process's environment is read from /proc/<pid>/environ, which shows what the re-executed process started with.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -45,10 +45,10 @@ async function environOfCli(extraEnv: NodeJS.ProcessEnv, nodeArgs: string[] = []
   }
 }
 
-describe('malloc arenas of the CLI (ADR 0041)', { skip: linux ? false : 'needs /proc' }, () => {
-  it('serves with MALLOC_ARENA_MAX=2 and the flags of bin/node-flags.js when neither is given', async () => {
+describe('malloc arenas of the CLI (ADR 0041, 0052)', { skip: linux ? false : 'needs /proc' }, () => {
+  it('serves with MALLOC_ARENA_MAX=1 and the flags of bin/node-flags.js when neither is given', async () => {
     const { env, argv } = await environOfCli({});
-    assert.equal(env.get('MALLOC_ARENA_MAX'), '2');
+    assert.equal(env.get('MALLOC_ARENA_MAX'), '1');
     for (const flag of NODE_FLAGS) assert.equal(argv.filter((a) => a === flag).length, 1, `${flag} once in ${argv.join(' ')}`);
   });
 
