@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The switchyard CLI with the full distribution. In a clone it runs the TypeScript sources with Node's type
 // stripping (docs/adr/0001); installed from the npm package, where the sources are not shipped, it runs the
-// JavaScript built into build/ when the package was packed (docs/adr/0022).
+// bundle built into build/bundle/ when the package was packed (docs/adr/0022, 0057).
 import { existsSync, readFileSync } from 'node:fs';
 import * as nodeModule from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -46,7 +46,7 @@ if (fromSources && !process.features.typescript) {
   // The same start as a trimmed distribution's (kernel/boot/dist-entry.ts): re-execution with the missing Node
   // options, compile cache, exit once output is flushed; here with the full preset.
   // Literal specifiers (no computed paths), so that the import-boundary test and bundlers can follow them.
-  const { startDistribution } = fromSources ? await import('../kernel/boot/dist-entry.ts') : await import('../build/kernel/boot/dist-entry.js');
+  const { startDistribution } = fromSources ? await import('../kernel/boot/dist-entry.ts') : await import('../build/bundle/kernel.boot.dist-entry.js');
   await startDistribution({
     version,
     nodeFlags,
@@ -54,7 +54,7 @@ if (fromSources && !process.features.typescript) {
     load: async () => {
       const [{ fullPreset }, { FIRST_PARTY_KEYS }] = fromSources
         ? await Promise.all([import('../plugins/presets/full.ts'), import('../plugins/presets/catalog.ts')])
-        : await Promise.all([import('../build/plugins/presets/full.js'), import('../build/plugins/presets/catalog.js')]);
+        : await Promise.all([import('../build/bundle/plugins.presets.full.js'), import('../build/bundle/plugins.presets.catalog.js')]);
       return { preset: fullPreset, knownKeys: FIRST_PARTY_KEYS };
     },
   });

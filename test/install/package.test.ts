@@ -84,12 +84,12 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     assert.equal(readFileSync(join(stage, 'package.json'), 'utf8'), readFileSync(join(ROOT, 'package.json'), 'utf8'));
     assert.ok(!existsSync(join(stage, '.package.json.prepack')));
     const packed = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { exports: Record<string, unknown>; devDependencies?: unknown };
-    assert.deepEqual(packed.exports['./sdk'], { types: './build/kernel/sdk/index.d.ts', default: './build/kernel/sdk/index.js' });
+    assert.deepEqual(packed.exports['./sdk'], { types: './build/kernel/sdk/index.d.ts', default: './build/bundle/kernel.sdk.index.js' });
     assert.equal(packed.devDependencies, undefined);
   });
 
   it('ships built JavaScript and declarations, no TypeScript sources, tests or node_modules', () => {
-    for (const f of ['LICENSE', 'README.md', 'package.json', 'bin/switchyard.js', 'bin/check-node.js', 'bin/node-flags.js', 'build/kernel/sdk/index.js', 'build/kernel/sdk/index.d.ts', 'build/kernel/index.d.ts', 'build/plugins/presets/full.js', 'schemas/switchyard.schema.json', 'examples/quickstart.yaml', 'deploy/systemd/switchyard.service']) {
+    for (const f of ['LICENSE', 'README.md', 'package.json', 'bin/switchyard.js', 'bin/check-node.js', 'bin/node-flags.js', 'build/bundle/kernel.sdk.index.js', 'build/kernel/sdk/index.d.ts', 'build/kernel/index.d.ts', 'build/bundle/plugins.presets.full.js', 'schemas/switchyard.schema.json', 'examples/quickstart.yaml', 'deploy/systemd/switchyard.service']) {
       assert.ok(packedFiles.includes(f), `the tarball holds ${f}`);
     }
     const wrong = packedFiles.filter((f) => (f.endsWith('.ts') && !f.endsWith('.d.ts')) || /(^|\/)(test|node_modules)\//.test(f) || /\.test\./.test(f));
@@ -134,8 +134,20 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     const r = ok(await runCommand(process.execPath, ['--no-experimental-strip-types', '--input-type=module', '-e', script], { cwd: app, env: ENV }), 'import');
     assert.equal(r.stdout, 'guard llmProvider mcpTransport mcpTargetPolicies backendAuth function function function\n');
     const packed = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { exports: Record<string, unknown> };
-    assert.deepEqual(packed.exports['./slots/ai'], { types: './build/plugins/lib/slots/ai.d.ts', default: './build/plugins/lib/slots/ai.js' });
+    assert.deepEqual(packed.exports['./slots/ai'], { types: './build/plugins/lib/slots/ai.d.ts', default: './build/bundle/plugins.lib.slots.ai.js' });
     for (const f of ['ai', 'mcp', 'backend-auth']) assert.ok(existsSync(join(installed, `build/plugins/lib/slots/${f}.d.ts`)), `${f}.d.ts is packed`);
+  });
+
+  it('the exports and the CLI share one bundle: a slot a third-party plugin imports is the object the preset uses (ADR 0057)', async () => {
+    const script = [
+      "const [full, ai, sdk] = await Promise.all([import('switchyard/presets/full'), import('switchyard/slots/ai'), import('switchyard/sdk')]);",
+      'const policy = full.fullPreset.find((p) => p.slots?.includes(ai.guardSlot));',
+      'console.log(policy?.key, sdk.isPlugin(policy));',
+    ].join('\n');
+    const r = ok(await runCommand(process.execPath, ['--no-experimental-strip-types', '--input-type=module', '-e', script], { cwd: app, env: ENV }), 'import');
+    assert.equal(r.stdout, 'ai true\n');
+    // The code is the bundle's; tsc's JavaScript is not shipped beside the declarations.
+    for (const f of ['build/kernel/sdk/index.js', 'build/kernel/boot/dist-entry.js', 'build/plugins/presets/full.js']) assert.ok(!packedFiles.includes(f), `no ${f}`);
   });
 
   describe('a third-party plugin in TypeScript, compiled against the installed package', () => {

@@ -120,8 +120,9 @@ export function checkImport(file: string, spec: string): string | undefined {
   }
 
   if (under(file, 'bin')) {
-    // build/kernel and build/plugins: the same modules as emitted into the npm package (docs/adr/0022).
-    const started = target?.startsWith('build/') ? target.slice('build/'.length) : target;
+    // build/bundle/kernel.boot.dist-entry.js: the entry of kernel/boot/dist-entry.ts in the npm package's bundle
+    // (docs/adr/0022, 0057).
+    const started = target?.startsWith('build/bundle/') ? target.slice('build/bundle/'.length).replace(/\.js$/, '').replaceAll('.', '/') : target;
     const allowed = started !== undefined && (under(started, 'kernel') || under(started, 'plugins'));
     if (target !== undefined && !(allowed || target === 'package.json' || target === 'bin/check-node.js' || target === 'bin/node-flags.js')) {
       return `imports '${spec}' (${target}); bin/ only starts the kernel with a preset`;
