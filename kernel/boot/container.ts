@@ -15,7 +15,7 @@ import { LocalProcesses, WorkerProcesses } from '../resources/child-processes.ts
 /** A worker shares cells and fetches with the other workers through its supervisor; a lone gateway keeps its own. */
 function sharedState(options: GatewayOptions, logger: ProcessLogger): GatewayServices['shared'] {
   const warn = (message: string): void => logger.warn(message);
-  if (!options.worker) return { cells: new SharedCells(undefined, warn), fetches: new LocalFetches(), processes: new LocalProcesses() };
+  if (!options.worker) return { cells: new SharedCells(), fetches: new LocalFetches(), processes: new LocalProcesses() };
   const w = options.worker;
   return { cells: new SharedCells(w.arena, warn), fetches: new WorkerFetches(w.fetchPort), processes: new WorkerProcesses(w.processPort) };
 }

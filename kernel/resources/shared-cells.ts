@@ -25,15 +25,21 @@ export function localCell(initial: readonly number[]): SharedCell {
 /**
  * Cells of numbers in one SharedArrayBuffer, found by key: an open-addressing table whose slots are claimed with
  * Atomics, so every worker (thread) holding the same buffer finds the same cell for a key without asking anyone.
- * Cells are never freed: a key is a bucket's definition, so reloads reuse them; a config churning through more
- * than SHARED_CELL_SLOTS distinct buckets gets local (per-worker) cells for the rest, with a warning.
+ * Cells are never freed: a key is a bucket's definition, so reloads reuse them. Past SHARED_CELL_SLOTS distinct
+ * keys (a config with that many buckets and health states, or reloads churning through them) the rest get local
+ * (per-worker) cells: never another key's cell (a key is found by its 64-bit hash), never a crash. With workers
+ * that is logged (the first time, then every 1,000th) since those limits and health states then count per worker
+ * (docs/deploy.md "Workers"); a gateway without workers loses nothing by it and logs nothing.
  */
 export class SharedCells {
   private readonly i32: Int32Array;
   private readonly buffer: SharedArrayBuffer;
-  private readonly warn: (message: string) => void;
+  private readonly warn: ((message: string) => void) | undefined;
+  /** Keys that got a local cell because the arena is full. */
+  overflowed = 0;
 
-  constructor(buffer: SharedArrayBuffer = newSharedArena(), warn: (message: string) => void = () => undefined) {
+  /** `warn`: given by a worker, whose arena is shared with the other workers; a lone gateway passes none. */
+  constructor(buffer: SharedArrayBuffer = newSharedArena(), warn?: (message: string) => void) {
     this.buffer = buffer;
     this.i32 = new Int32Array(buffer);
     this.warn = warn;
@@ -60,7 +66,11 @@ export class SharedCells {
       while ((state = Atomics.load(this.i32, base + 1)) === INITIALIZING);
       if (Atomics.load(this.i32, base + 2) === h0 && Atomics.load(this.i32, base + 3) === h1) return this.view(slot);
     }
-    this.warn(`shared state is full (${slots} cells): \`${key.slice(0, 80)}\` is counted per worker until a restart`);
+    if (this.overflowed++ % 1000 === 0) {
+      this.warn?.(
+        `shared state is full (${slots} cells): ${this.overflowed === 1 ? 'this' : `${this.overflowed} so far, this`} and further rate-limit buckets and backend health states count per worker (limits × workers, ejections and health checks per worker) until a restart: \`${key.slice(0, 80)}\``,
+      );
+    }
     return localCell(initial);
   }
 

@@ -1,0 +1,48 @@
+// The shared cells' arena past its capacity (issue 11): two workers' views of one arena find the same cell per key,
+// keys past SHARED_CELL_SLOTS get local cells in every worker (never another key's cell, never a throw), the
+// overflow is logged once (then every 1,000th) by a worker, and a gateway without workers logs nothing.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { SHARED_CELL_SLOTS, SharedCells, newSharedArena } from './shared-cells.ts';
+
+it('keeps every key in its own cell up to the capacity, then gives local cells to the rest, with one warning', () => {
+  const arena = newSharedArena();
+  const warnings: string[][] = [[], []];
+  const workers = [new SharedCells(arena, (m) => warnings[0]!.push(m)), new SharedCells(arena, (m) => warnings[1]!.push(m))];
+  for (let i = 0; i < SHARED_CELL_SLOTS; i++) workers[i % 2]!.cell(`bucket:${i}`, [i, -i]);
+  assert.deepEqual(warnings, [[], []], 'no warning while there is room');
+  // Every key is found by both workers, holding its own initial values: shared, and no two keys on one cell.
+  for (let i = 0; i < SHARED_CELL_SLOTS; i++) {
+    const a = workers[0]!.cell(`bucket:${i}`, [0]);
+    const b = workers[1]!.cell(`bucket:${i}`, [0]);
+    assert.equal(a.values[0], i);
+    assert.equal(b.values[1], -i);
+    a.lock();
+    a.values[2] = i + 0.5;
+    a.unlock();
+    assert.equal(b.values[2], i + 0.5, 'a write by one worker is seen by the other');
+  }
+
+  // Full: a new key gets a local cell in each worker, starting from its initial values; nothing else changes.
+  const a = workers[0]!.cell('bucket:extra', [7]);
+  const b = workers[1]!.cell('bucket:extra', [7]);
+  assert.equal(a.values[0], 7);
+  a.values[0] = 1;
+  assert.equal(b.values[0], 7, 'past the capacity each worker counts on its own');
+  assert.equal(workers[0]!.cell('bucket:0', [99]).values[0], 0, 'earlier keys keep their shared cells');
+  assert.equal(warnings[0]!.length, 1);
+  assert.match(warnings[0]![0]!, /^shared state is full \(4096 cells\): this and further rate-limit buckets and backend health states count per worker .*`bucket:extra`$/);
+  for (let i = 0; i < 999; i++) workers[0]!.cell(`more:${i}`, [0]);
+  assert.equal(warnings[0]!.length, 1, 'not once per key');
+  workers[0]!.cell('more:last', [0]);
+  assert.equal(warnings[0]!.length, 2);
+  assert.match(warnings[0]![1]!, /1001 so far/);
+  assert.equal(workers[0]!.overflowed, 1000 + 1);
+});
+
+it('a gateway without workers falls back silently: nothing is shared with anyone anyway', () => {
+  const cells = new SharedCells();
+  for (let i = 0; i <= SHARED_CELL_SLOTS; i++) cells.cell(`k:${i}`, [i]);
+  assert.equal(cells.overflowed, 1);
+  assert.equal(cells.cell(`k:${SHARED_CELL_SLOTS}`, [5]).values[0], 5);
+});
