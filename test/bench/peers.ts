@@ -149,6 +149,21 @@ function lineCount(file: string): { lines: number; mib: number } {
   }
 }
 
+/**
+ * One start of a clone's CLI to ready and back, before the measured one. The first start after a checkout changes
+ * strips its TypeScript with Node's stripper (amaro, swc in WebAssembly), which then stays in the process: +12-16 MiB
+ * of RSS, idle and under load (docs/perf.md "Tails and memory, session 6"). Its exit writes Node's compile cache, so
+ * the measured start, like the installed package (plain JavaScript), never loads the stripper.
+ */
+async function warmCompileCache(kit: BenchKit, cli: string, file: string, readiness: number): Promise<void> {
+  const child = kit.startPinned('switchyard (compile cache warm-up)', kit.cpuTarget, kit.node, [cli, '-f', file], 'ignore');
+  try {
+    await kit.waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`, child, performance.now());
+  } finally {
+    await kit.stop(child);
+  }
+}
+
 /** BENCH_ONLY=peers: the rows above, a table per row and a table of ratios; returns the exit code. */
 export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number> {
   const { fmt, median } = kit;
@@ -188,6 +203,7 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   // Switchyard: its access log (on by default) goes to stdout, which is a file here.
   const syFile = join(dir, 'switchyard.yaml');
   const sy = await gatewayConfig(syFile, upstreamPort);
+  await warmCompileCache(kit, kit.cli, syFile, sy.readiness);
   const syLog = join(dir, 'switchyard-access.log');
   const syFd = openSync(syLog, 'w');
   const switchyard = kit.startPinned('switchyard', kit.cpuTarget, kit.node, [kit.cli, '-f', syFile], syFd);
@@ -206,6 +222,7 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   if (baselineDir) {
     const bFile = join(dir, 'baseline.yaml');
     const b = await gatewayConfig(bFile, upstreamPort);
+    await warmCompileCache(kit, join(baselineDir, 'bin/switchyard.js'), bFile, b.readiness);
     const bFd = openSync(join(dir, 'baseline-access.log'), 'w');
     const env = { ...process.env, ...Object.fromEntries(baselineEnv.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
     const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [...baselineArgs, join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd, env);
