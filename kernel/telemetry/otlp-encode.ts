@@ -66,8 +66,29 @@ class Writer {
   }
 
   string(field: number, s: string): void {
-    const at = this.open(field);
-    this.ensure(s.length * 3);
+    this.tag(field, 2);
+    const n = s.length;
+    // Short ASCII strings (attribute keys, methods, paths, ids): copied by a JS loop, which costs less than a call
+    // into Buffer's native write for each of the ~20 strings of a span.
+    if (n < 0x80) {
+      this.ensure(n + 1);
+      const b = this.buf;
+      const start = this.pos + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        b[start + i] = c;
+      }
+      if (i === n) {
+        b[this.pos] = n;
+        this.pos = start + n;
+        return;
+      }
+    }
+    this.ensure(1);
+    const at = this.pos++;
+    this.ensure(n * 3);
     this.pos += this.buf.write(s, this.pos, 'utf8');
     this.close(at);
   }
@@ -78,7 +99,15 @@ class Writer {
     const n = id.length >>> 1;
     this.varint(n);
     this.ensure(n);
-    this.pos += this.buf.write(id, this.pos, 'hex');
+    // A JS loop: ids are 8 or 16 bytes of lower-case hex (ours, or validated by the API's propagator).
+    const b = this.buf;
+    let p = this.pos;
+    for (let i = 0; i < id.length; i += 2) {
+      const h = id.charCodeAt(i);
+      const l = id.charCodeAt(i + 1);
+      b[p++] = ((h < 58 ? h - 48 : (h | 0x20) - 87) << 4) | (l < 58 ? l - 48 : (l | 0x20) - 87);
+    }
+    this.pos = p;
   }
 
   /** Epoch milliseconds as fixed64 nanoseconds (two 32-bit halves: no BigInt). */
