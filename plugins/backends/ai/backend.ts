@@ -15,7 +15,8 @@ import { parseGeminiPath } from '../../lib/llm/gemini.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
-import { LlmResponseStream } from '../../lib/llm/stream.ts';
+import { LlmResponseStream, observeBeside } from '../../lib/llm/stream.ts';
+import type { LlmEvent } from '../../lib/llm/events.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import type { Translation } from '../../lib/llm/formats/index.ts';
@@ -196,9 +197,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
+    let askUsage = false;
     if (stream && client === 'completions' && wire === 'completions' && body.stream_options === undefined) {
       body.stream_options = { include_usage: true };
-      changed = true;
+      askUsage = true;
     }
 
     let wireBody: Obj;
@@ -213,7 +215,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       provider.prepareBody(wire, wireBody);
       changed = true;
     }
-    ex.setBody(changed || !tr.identity ? Buffer.from(JSON.stringify(wireBody)) : raw);
+    // Only the usage option added: spliced into the client's bytes rather than the whole body serialised again.
+    ex.setBody(changed || !tr.identity ? Buffer.from(JSON.stringify(wireBody)) : askUsage ? withUsageOption(raw) : raw);
     const h = ex.headers;
     delete h['content-encoding'];
     h['content-type'] = 'application/json';
@@ -289,6 +292,20 @@ async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCall
   return undefined;
 }
 
+const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true}');
+
+/** A JSON object text (one that parsed) with `stream_options.include_usage` as its first member. */
+function withUsageOption(raw: Buffer): Buffer {
+  const open = raw.indexOf(0x7b);
+  let next = open + 1;
+  while (raw[next] === 0x20 || raw[next] === 0x0a || raw[next] === 0x0d || raw[next] === 0x09) next++;
+  const parts = [raw.subarray(0, open + 1), USAGE_OPTION];
+  if (raw[next] !== 0x7d) parts.push(COMMA);
+  parts.push(raw.subarray(open + 1));
+  return Buffer.concat(parts);
+}
+const COMMA = Buffer.from(',');
+
 /** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
 function maxOutputTokens(body: Obj): number | undefined {
   const gen = isObj(body.generationConfig) ? body.generationConfig.maxOutputTokens : undefined;
@@ -325,24 +342,28 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   if (req.stream && source) {
     const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
     const captures = req.call.capturesContent;
-    const out = new LlmResponseStream({ source, client: req.client, translator, onEvent: (e) => {
+    const options = {
+      source,
+      onEvent: (e: LlmEvent) => {
         req.call.firstEvent();
         observeEvent(req.wireFormat, e, req.call);
         if (captures) req.call.recordEvent(req.wireFormat, e);
       },
       onEnd: () => req.call.finish(),
       // Capturing content needs every event parsed, not only those carrying usage.
-      observes: req.wireFormat.observes && !captures ? (event, data) => req.wireFormat.observes!(event, data, req.call) : undefined,
+      observes: req.wireFormat.observes && !captures ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
       onSkipped: () => req.call.firstEvent(),
-    });
-    reply.body = pipeWithTeardown(body, out);
+    } as const;
+    const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
+    // Passed through unchanged and not held for guards: watched beside the pipe to the client, no stream in between.
+    reply.body = translator || guarded ? pipeWithTeardown(body, new LlmResponseStream({ ...options, client: req.client, translator })) : observeBeside(body, options);
     delete h['content-length'];
     if (translator) {
       h['content-type'] = 'text/event-stream';
       h['cache-control'] = 'no-cache';
     }
     // `promptGuard.streaming: Enabled`: the stream is held until it ends and guarded whole (stream-guard.ts).
-    if (req.policy?.guardStreams && req.policy.hasResponseGuards) return guardStreamedReply(ex, reply, req.client, req.policy);
+    if (guarded) return guardStreamedReply(ex, reply, req.client, req.policy!);
     return reply;
   }
 

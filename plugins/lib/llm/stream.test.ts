@@ -6,7 +6,9 @@ import { describe, it } from 'node:test';
 import { formatOf } from './formats/index.ts';
 import type { UsageSink } from './formats/format.ts';
 import type { LlmEvent } from './events.ts';
-import { LlmResponseStream } from './stream.ts';
+import { PassThrough, Writable } from 'node:stream';
+import { setImmediate as tick } from 'node:timers/promises';
+import { LlmResponseStream, observeBeside } from './stream.ts';
 import type { LlmUsage } from './usage.ts';
 
 const chunk = (data: object): string => `data: ${JSON.stringify(data)}\n\n`;
@@ -65,4 +67,67 @@ describe('passed-through LLM streams', () => {
       assert.equal(r.skipped, 5, 'four content chunks and [DONE]');
     });
   }
+});
+
+describe('observeBeside: a passed-through stream watched beside the pipe to the client', () => {
+  for (const [name, pieces] of [
+    ['the whole stream in one chunk', [STREAM]],
+    ['one chunk per event', STREAM.split(/(?<=\n\n)/)],
+  ] as const) {
+    it(`${name}: nothing flows before the body is piped; then the same bytes, model and usage as through the Transform`, async () => {
+      const format = formatOf('completions')!;
+      const usage: LlmUsage = {};
+      const call = {
+        responseModel: undefined as string | undefined,
+        setResponseModel(m: unknown) {
+          if (typeof m === 'string') this.responseModel = m;
+        },
+        addUsage(u: LlmUsage | undefined) {
+          Object.assign(usage, u);
+        },
+      } as UsageSink & { responseModel: string | undefined };
+      const body = new PassThrough();
+      let events = 0;
+      let skipped = 0;
+      let ended = 0;
+      const out = observeBeside(body, {
+        source: 'sse',
+        onEvent: (e) => {
+          events++;
+          format.observeEvent!(e, call);
+        },
+        observes: (event, data) => format.observes!(event, data, call),
+        onSkipped: () => skipped++,
+        onEnd: () => ended++,
+      });
+      assert.equal(out, body, 'the body itself goes to the client');
+      for (const p of pieces) body.write(Buffer.from(p));
+      body.end();
+      await tick();
+      assert.equal(events + skipped, 0, 'no chunk read before the client side pipes the body');
+      let received = '';
+      const client = new Writable({
+        write(chunk: Buffer, _e, cb) {
+          received += chunk.toString();
+          cb();
+        },
+      });
+      const finished = new Promise((resolve) => client.on('finish', resolve));
+      out.pipe(client);
+      await finished;
+      assert.equal(received, STREAM);
+      assert.equal(call.responseModel, 'gpt-4o-mini');
+      assert.deepEqual([usage.inputTokens, usage.outputTokens], [12, 4]);
+      assert.deepEqual([events, skipped, ended], [2, 5, 1]);
+    });
+  }
+
+  it('a stream that cannot be read (an event over the cap) fails the body, which cuts the client off', async () => {
+    const body = new PassThrough();
+    observeBeside(body, { source: 'sse', onEvent: () => undefined });
+    const failed = new Promise<Error>((resolve) => body.on('error', resolve));
+    body.pipe(new Writable({ write: (_c, _e, cb) => cb() }));
+    body.write(Buffer.from(`data: ${'x'.repeat(8 * 1024 * 1024 + 10)}`));
+    assert.match((await failed).message, /./);
+  });
 });

@@ -1,5 +1,5 @@
 import { Transform } from 'node:stream';
-import type { TransformCallback } from 'node:stream';
+import type { Readable, TransformCallback } from 'node:stream';
 import { formatSseEvent, SseParser } from 'switchyard/sdk';
 import type { SseEvent } from 'switchyard/sdk';
 import type { LlmRouteType } from './contract.ts';
@@ -49,34 +49,24 @@ function defaultSerialize(e: LlmEvent): string {
 export const MAX_LLM_EVENT = 8 * 1024 * 1024;
 
 /**
- * A streamed LLM response on its way to the client: parsed event by event as it arrives (never buffered whole),
- * observed for usage, and either passed through byte for byte or translated to the client's format.
+ * The provider's stream read event by event: parsed as it arrives (never buffered whole) and observed for usage.
+ * Passed through (no translator), each event is handed to `onEvent` as soon as it is parsed; translated, `feed` and
+ * `finish` return the events for the translator.
  */
-export class LlmResponseStream extends Transform {
-  private readonly options: LlmStreamOptions;
+/** What the reader needs of {@link LlmStreamOptions}. */
+type ReaderOptions = Pick<LlmStreamOptions, 'source' | 'onEvent' | 'observes' | 'onSkipped'> & { readonly translator?: StreamTranslator };
+
+class LlmStreamReader {
+  private readonly options: ReaderOptions;
   private readonly sse: SseParser | undefined;
   /** Events the parser dispatched from the chunk being read. */
   private parsed: SseEvent[] = [];
   private readonly frames: EventStreamDecoder | undefined;
-  /** The client format's serialisation of translated events. */
-  private readonly serialize: (e: LlmEvent) => string;
 
-  constructor(options: LlmStreamOptions) {
-    super();
+  constructor(options: ReaderOptions) {
     this.options = options;
-    this.serialize = formatOf(options.client)?.serializeEvent ?? defaultSerialize;
     if (options.source === 'sse') this.sse = new SseParser({ onEvent: (e) => void this.parsed.push(e), maxEventSize: MAX_LLM_EVENT });
     else this.frames = new EventStreamDecoder();
-  }
-
-  private handle(events: LlmEvent[]): void {
-    const { translator, onEvent } = this.options;
-    let out = '';
-    for (const e of events) {
-      onEvent(e);
-      if (translator) for (const t of translator.event(e)) out += this.serialize(t);
-    }
-    if (out) this.push(out);
   }
 
   private takeParsed(events: LlmEvent[]): LlmEvent[] {
@@ -98,7 +88,8 @@ export class LlmResponseStream extends Transform {
     return events;
   }
 
-  private decode(chunk: Buffer): LlmEvent[] {
+  /** The events of one chunk (those not yet handed to `onEvent`). */
+  feed(chunk: Buffer): LlmEvent[] {
     const events: LlmEvent[] = [];
     if (this.sse) {
       this.sse.push(chunk);
@@ -119,10 +110,48 @@ export class LlmResponseStream extends Transform {
     return events;
   }
 
+  /** The events left when the stream ended. */
+  finish(): LlmEvent[] {
+    const events: LlmEvent[] = [];
+    if (this.sse) {
+      this.sse.end();
+      this.takeParsed(events);
+    }
+    return events;
+  }
+}
+
+/**
+ * A streamed LLM response on its way to the client: parsed event by event as it arrives (never buffered whole),
+ * observed for usage, and either passed through byte for byte or translated to the client's format.
+ */
+export class LlmResponseStream extends Transform {
+  private readonly options: LlmStreamOptions;
+  private readonly reader: LlmStreamReader;
+  /** The client format's serialisation of translated events. */
+  private readonly serialize: (e: LlmEvent) => string;
+
+  constructor(options: LlmStreamOptions) {
+    super();
+    this.options = options;
+    this.serialize = formatOf(options.client)?.serializeEvent ?? defaultSerialize;
+    this.reader = new LlmStreamReader(options);
+  }
+
+  private handle(events: LlmEvent[]): void {
+    const { translator, onEvent } = this.options;
+    let out = '';
+    for (const e of events) {
+      onEvent(e);
+      if (translator) for (const t of translator.event(e)) out += this.serialize(t);
+    }
+    if (out) this.push(out);
+  }
+
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
     try {
       if (!this.options.translator) this.push(chunk);
-      this.handle(this.decode(chunk));
+      this.handle(this.reader.feed(chunk));
       callback();
     } catch (err) {
       callback(err as Error);
@@ -131,12 +160,7 @@ export class LlmResponseStream extends Transform {
 
   override _flush(callback: TransformCallback): void {
     try {
-      const events: LlmEvent[] = [];
-      if (this.sse) {
-        this.sse.end();
-        this.takeParsed(events);
-      }
-      this.handle(events);
+      this.handle(this.reader.finish());
       const { translator } = this.options;
       if (translator) {
         let out = '';
@@ -149,4 +173,36 @@ export class LlmResponseStream extends Transform {
       callback(err as Error);
     }
   }
+}
+
+/**
+ * A stream passed through unchanged, observed beside the runtime's pipe to the client instead of through a
+ * {@link LlmResponseStream} in between: one Transform, one pipe and their per-chunk work fewer per request
+ * (docs/perf.md "The ai row, session 6"). The observer listens to `body`'s chunks; `body` stays paused until the
+ * runtime pipes it (the pipe resumes it), so no chunk goes by before the client's side listens. A chunk that
+ * cannot be read (an event over MAX_LLM_EVENT) fails `body`, which cuts the client's response, as the Transform's
+ * error did. Returns `body`.
+ */
+export function observeBeside(body: Readable, options: Omit<LlmStreamOptions, 'translator' | 'client'>): Readable {
+  const reader = new LlmStreamReader(options);
+  const { onEvent } = options;
+  const onData = (chunk: Buffer): void => {
+    try {
+      for (const e of reader.feed(chunk)) onEvent(e);
+    } catch (err) {
+      body.off('data', onData);
+      body.destroy(err as Error);
+    }
+  };
+  body.on('data', onData);
+  body.pause();
+  body.once('end', () => {
+    try {
+      for (const e of reader.finish()) onEvent(e);
+      options.onEnd?.();
+    } catch {
+      // The client already has every byte: what could not be read is only not observed.
+    }
+  });
+  return body;
 }
