@@ -183,15 +183,17 @@ export class LeanTracer implements Tracer {
 
   /** A span of `kind`, child of the span in `parent` (none: a new trace). */
   start(name: string, kind: SpanKind, parent: Context, startMs?: number): Span {
-    const p = trace.getSpanContext(parent);
-    const valid = p !== undefined && isSpanContextValid(p);
-    const traceId = valid ? p.traceId : this.ids.generateTraceId();
+    const ps = trace.getSpan(parent);
+    const p = ps?.spanContext();
+    // A parent this tracer made has valid ids by construction: the API's check is two regex tests.
+    const valid = ps instanceof LeanSpan || (p !== undefined && isSpanContextValid(p));
+    const traceId = valid ? p!.traceId : this.ids.generateTraceId();
     const spanId = this.ids.generateSpanId();
     let sampled: boolean;
     if (!valid) sampled = this.random(traceId);
-    else if ((p.traceFlags & TraceFlags.SAMPLED) === 0) sampled = false;
-    else sampled = p.isRemote ? this.client(traceId) : true;
-    const traceState = valid ? p.traceState : undefined;
+    else if ((p!.traceFlags & TraceFlags.SAMPLED) === 0) sampled = false;
+    else sampled = p!.isRemote ? this.client(traceId) : true;
+    const traceState = valid ? p!.traceState : undefined;
     if (!sampled) return trace.wrapSpanContext({ traceId, spanId, traceFlags: TraceFlags.NONE, traceState });
     return new LeanSpan(this.sink, { traceId, spanId, traceFlags: TraceFlags.SAMPLED, traceState }, valid ? p : undefined, name, kind, startMs ?? nowMs());
   }

@@ -3,7 +3,7 @@
  * imported only when `config.tracing` is set (tracing-sdk.ts loads it with the SDK): a gateway without tracing
  * never loads the API either, and its hot path reads one null field.
  */
-import { context, isSpanContextValid, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Attributes, AttributeValue, Context, Span, TextMapPropagator } from '@opentelemetry/api';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Exchange, PluginSpan, SpanAttributes } from '../sdk/index.ts';
@@ -155,7 +155,8 @@ export class Tracing {
     // `tracestate` goes through the propagator, as those are rare.
     const sc = span.spanContext();
     if (sc.traceState !== undefined || propagation.getBaggage(active) !== undefined) this.propagator.inject(trace.setSpan(active, span), headers, headerSetter);
-    else if (isSpanContextValid(sc)) headers.traceparent = `00-${sc.traceId}-${sc.spanId}-0${(sc.traceFlags & 0xff).toString(16)}`;
+    // The tracer's spans (recording or not) always have valid ids.
+    else headers.traceparent = `00-${sc.traceId}-${sc.spanId}-0${(sc.traceFlags & 0xff).toString(16)}`;
     return span;
   }
 
