@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Context } from '@opentelemetry/api';
 import type { Exchange } from '../sdk/index.ts';
 import { AbortHook } from './abort-hook.ts';
+import type { BodyReceiver } from './body-read.ts';
 import { EMPTY_PLAN } from './upstream-plan.ts';
 import type { UpstreamPlan } from './upstream-plan.ts';
 
@@ -29,6 +30,8 @@ export interface ExchangeState {
   readonly aborted: unknown;
   /** The abort signal handed to undici for upstream calls. */
   abortHook(): AbortHook;
+  /** `bufferBody` without a promise; only the request's own exchange (a client request) has it. */
+  readBodyInto?(limit: number, receiver: BodyReceiver): void;
   /**
    * When tracing: the context upstream attempts of this request are children of (the request's SERVER span, or a
    * plugin span that took them over with `PluginSpan.enclose`); undefined: the active context.

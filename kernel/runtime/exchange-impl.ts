@@ -3,6 +3,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
+import { readBody } from '../exchange/body-read.ts';
+import type { BodyReceiver } from '../exchange/body-read.ts';
 import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.ts';
 import { EMPTY_PLAN } from '../exchange/upstream-plan.ts';
@@ -86,6 +88,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   upgradeDone: ((status: number) => void) | undefined = undefined;
   private controller: AbortController | undefined = undefined;
   private bodyPromise: Promise<Buffer> | undefined = undefined;
+  private bodyReceiver: BodyReceiver | undefined = undefined;
 
   constructor(
     req: IncomingMessage,
@@ -158,6 +161,39 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   }
 
 
+  /**
+   * `bufferBody` without a promise (ExchangeState): `receiver` gets the body, or the 413/400 `bufferBody` would reject
+   * with. The direct forward reads small bodies this way (docs/adr/0051).
+   */
+  readBodyInto(limit: number, receiver: BodyReceiver): void {
+    if (this.body) return receiver.bodyRead(this.body);
+    if (this.bodyPromise) {
+      this.bodyPromise.then((b) => receiver.bodyRead(b), (err: GatewayError) => receiver.bodyFailed(err));
+      return;
+    }
+    const declared = Number(this.headers['content-length'] ?? NaN);
+    if (declared > limit) {
+      return receiver.bodyFailed(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
+    }
+    this.bodyReceiver = receiver;
+    readBody(this.req, limit, this);
+  }
+
+  /** BodyReceiver of the read started by `readBodyInto`: keep the body, then pass it on. */
+  bodyRead(body: Buffer): void {
+    const receiver = this.bodyReceiver!;
+    this.bodyReceiver = undefined;
+    this.body = body;
+    this.receivedBody = body;
+    receiver.bodyRead(body);
+  }
+
+  bodyFailed(err: GatewayError): void {
+    const receiver = this.bodyReceiver!;
+    this.bodyReceiver = undefined;
+    receiver.bodyFailed(err);
+  }
+
   bufferBody(limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
     if (this.body) return Promise.resolve(this.body);
     if (this.bodyPromise) return this.bodyPromise;
@@ -165,44 +201,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
     if (declared > limit) {
       return Promise.reject(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
     }
-    this.bodyPromise = new Promise<Buffer>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const req = this.req;
-      const onData = (chunk: Buffer): void => {
-        size += chunk.length;
-        if (size > limit) {
-          cleanup();
-          req.resume();
-          reject(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
-          return;
-        }
-        chunks.push(chunk);
-      };
-      const onEnd = (): void => {
-        cleanup();
-        this.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-        this.receivedBody = this.body;
-        resolve(this.body);
-      };
-      const onError = (err: Error): void => {
-        cleanup();
-        reject(new GatewayError(400, 'bad_request', `failed reading the request body: ${err.message}`, ErrorCode.badRequest));
-      };
-      const onClose = (): void => {
-        if (!req.complete) onError(new Error('client closed the connection'));
-      };
-      const cleanup = (): void => {
-        req.off('data', onData);
-        req.off('end', onEnd);
-        req.off('error', onError);
-        req.off('close', onClose);
-      };
-      req.on('data', onData);
-      req.on('end', onEnd);
-      req.on('error', onError);
-      req.on('close', onClose);
-    });
+    this.bodyPromise = new Promise<Buffer>((resolve, reject) => this.readBodyInto(limit, { bodyRead: resolve, bodyFailed: reject }));
     return this.bodyPromise;
   }
 

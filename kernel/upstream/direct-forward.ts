@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Dispatcher } from 'undici';
 import type { Exchange, GatewayError } from '../sdk/index.ts';
 import type { AbortReceiver } from '../exchange/abort-hook.ts';
+import type { BodyReceiver } from '../exchange/body-read.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { ErrorCode } from '../sdk/index.ts';
@@ -22,8 +23,10 @@ export interface DirectReplies<E extends Exchange> {
   broke(ex: E, res: ServerResponse, err: Error): void;
 }
 
-/** The target's side: its metrics and how a transport failure reads to the client. */
+/** The target's side: sending, its metrics and how a transport failure reads to the client. */
 export interface DirectOrigin {
+  /** Send the request through the pool with `handler` as undici's dispatch handler. */
+  dispatchDirect(ex: Exchange, plan: UpstreamPlan, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, handler: Dispatcher.DispatchHandler): void;
   /** The answer's headers arrived, `sentAt` (performance.now()) after the request was sent. */
   answered(sentAt: number): void;
   /** An attempt failed: its metrics, and the error as the GatewayError the client sees. */
@@ -40,28 +43,50 @@ const DONE = 2;
  * `AsyncResource`, which `request()` costs per request. A slow client pauses the upstream through the controller
  * (`res.write` returning false), as `pipe` did; the exchange's abort (client gone, request timeout) aborts it.
  */
-export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHandler, AbortReceiver {
+export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHandler, AbortReceiver, BodyReceiver {
   private readonly ex: E;
   private readonly state: ExchangeState;
   private readonly res: ServerResponse;
   private readonly replies: DirectReplies<E>;
   private readonly origin: DirectOrigin;
+  private readonly headers: IncomingHttpHeaders;
   /** The request body when it streams (the client's request): destroyed on failure, as undici's `request()` does. */
-  private readonly body: IncomingMessage | null;
-  private readonly sentAt: number;
+  private body: IncomingMessage | null = null;
+  private sentAt = 0;
   private phase = WAITING;
   private controller: Dispatcher.DispatchController | null = null;
   /** Made on the first pause only. */
   private onDrain: (() => void) | undefined = undefined;
 
-  constructor(ex: E, state: ExchangeState, res: ServerResponse, replies: DirectReplies<E>, origin: DirectOrigin, body: IncomingMessage | null) {
+  constructor(ex: E, state: ExchangeState, res: ServerResponse, replies: DirectReplies<E>, origin: DirectOrigin, headers: IncomingHttpHeaders) {
     this.ex = ex;
     this.state = state;
     this.res = res;
     this.replies = replies;
     this.origin = origin;
-    this.body = body;
+    this.headers = headers;
+  }
+
+  /** Send the request with `body` (the exchange's, read whole, or the client's stream). */
+  send(body: Buffer | IncomingMessage | null): void {
+    const state = this.state;
+    state.attempts = 1;
     this.sentAt = performance.now();
+    if (body !== null && !Buffer.isBuffer(body)) this.body = body;
+    if (state.aborted !== undefined) return this.onResponseError(undefined, state.aborted as Error);
+    state.abortHook().receive(this);
+    this.origin.dispatchDirect(this.ex, state.plan, this.headers, body, this);
+  }
+
+  /** The request body was read whole (BodyReceiver). */
+  bodyRead(body: Buffer): void {
+    this.send(body);
+  }
+
+  /** The request body could not be read (too large, the client failed or left): answered like a rejected `forward`. */
+  bodyFailed(err: GatewayError): void {
+    this.phase = DONE;
+    this.replies.fail(this.ex, this.res, err);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

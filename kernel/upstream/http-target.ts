@@ -76,8 +76,12 @@ export function hasRequestBody(ex: Exchange): boolean {
 function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody: boolean): Buffer | IncomingMessage | null | PromiseLike<Buffer> {
   if (ex.body) return ex.body;
   if (!hasBody) return null;
-  const declared = Number(headers['content-length'] ?? NaN);
-  return declared <= RETRY_BUFFER_LIMIT ? ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+  return readsFirst(headers) ? ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+}
+
+/** A client body of declared length ≤ 64 KiB is read whole before it is sent (ADR 0050); others stream. */
+function readsFirst(headers: IncomingHttpHeaders): boolean {
+  return Number(headers['content-length'] ?? NaN) <= RETRY_BUFFER_LIMIT;
 }
 
 function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
@@ -189,27 +193,22 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
 
   forwardInto<E extends Exchange>(ex: E, res: ServerResponse, replies: DirectReplies<E>): boolean {
     const state = exchangeState(ex);
-    if (state === undefined || state.attempts !== 0 || (this.traces?.tracing ?? null) !== null) return false;
+    if (state?.readBodyInto === undefined || state.attempts !== 0 || (this.traces?.tracing ?? null) !== null) return false;
     const plan = state.plan;
     if (plan.retry !== null || plan.upstreamHooks !== null || plan.attemptTimeoutMs > 0) return false;
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
     const hasBody = hasRequestBody(ex);
     const headers = this.prepareHeaders(ex, state);
-    const body = requestBody(ex, headers, hasBody);
-    if (isPromiseLike(body)) {
-      body.then(
-        (read) => this.dispatchInto(ex, state, res, replies, headers, read, plan),
-        (err: unknown) => replies.fail(ex, res, err),
-      );
-    } else this.dispatchInto(ex, state, res, replies, headers, body, plan);
+    const handler = new DirectForward(ex, state, res, replies, this, headers);
+    // requestBody's choice, with the read handing the body to the handler instead of a promise.
+    if (ex.body) handler.send(ex.body);
+    else if (!hasBody) handler.send(null);
+    else if (readsFirst(headers)) state.readBodyInto(RETRY_BUFFER_LIMIT, handler);
+    else handler.send(ex.req);
     return true;
   }
 
-  private dispatchInto<E extends Exchange>(ex: E, state: ExchangeState, res: ServerResponse, replies: DirectReplies<E>, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan): void {
-    state.attempts = 1;
-    const handler = new DirectForward(ex, state, res, replies, this, body === null || Buffer.isBuffer(body) ? null : body);
-    if (state.aborted !== undefined) return handler.onResponseError(undefined, state.aborted as Error);
-    state.abortHook().receive(handler);
+  dispatchDirect(ex: Exchange, plan: UpstreamPlan, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, handler: Dispatcher.DispatchHandler): void {
     // Default deadlines (ADR 0019) ride on undici's own parser timers, as in `send`.
     this.pool.dispatch(
       { path: ex.path + ex.query, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs },
