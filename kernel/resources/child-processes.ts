@@ -109,6 +109,8 @@ export class ProcessHost {
     const children = new Map<number, ChildProcess>();
     this.owned.set(worker, children);
     port.on('message', (m: ToHost) => {
+      // A message that arrives after the worker was detached starts nothing (nobody would stop it).
+      if (this.owned.get(worker) !== children) return;
       if (m.t === 'spawn') return this.start(worker, children, m.id, m.spec);
       const child = children.get(m.id);
       if (!child) return;

@@ -23,7 +23,7 @@ export type * from './upstream.ts';
 export type * from './spans.ts';
 export { SHARED_CELL_VALUES } from './shared.ts';
 export type { SharedCell, SharedFetches } from './shared.ts';
-export { ProcessBudgetFull } from './processes.ts';
+export { ProcessBudgetFull, isProcessBudgetFull } from './processes.ts';
 export type { ChildInput, ChildOutput, ChildPipe, GatewayChild, GatewayProcesses, ProcessSpec } from './processes.ts';
 export { compileUserRegex, userRegexProblem } from './regex.ts';
 export type { UserRegexOptions } from './regex.ts';

@@ -35,6 +35,11 @@ export class ProcessBudgetFull extends Error {
   }
 }
 
+/** Whether `err` is a {@link ProcessBudgetFull} (by name: a plugin may carry its own copy of the SDK). */
+export function isProcessBudgetFull(err: unknown): err is ProcessBudgetFull {
+  return err instanceof Error && err.name === 'ProcessBudgetFull' && typeof (err as { max?: unknown }).max === 'number';
+}
+
 /** A child's stdin. Writes are accepted and buffered (the supervisor relays them under workers). */
 export interface ChildInput {
   readonly writable: boolean;

@@ -135,7 +135,17 @@ export async function startEverything(mode: 'sse' | 'streamableHttp', fixedPort?
   const output: string[] = [];
   child.stdout!.on('data', (c: Buffer) => output.push(c.toString()));
   child.stderr!.on('data', (c: Buffer) => output.push(c.toString()));
-  await waitFor(() => portOpen(port), `server-everything ${mode} on ${port}`);
+  // A Node process start takes seconds on a loaded machine (a fixed 10 s made tests flaky): wait while it runs (60 s
+  // at most), fail at once if it exits, and never leave it behind (its pipes would keep the test file alive).
+  try {
+    await waitFor(() => {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`server-everything ${mode} exited (${child.exitCode ?? child.signalCode}): ${output.join('')}`);
+      return portOpen(port);
+    }, `server-everything ${mode} on ${port}`, 60_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
   return {
     port,
     pid: child.pid!,

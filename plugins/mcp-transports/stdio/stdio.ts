@@ -1,7 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { ProcessBudgetFull } from 'switchyard/sdk';
+import { isProcessBudgetFull } from 'switchyard/sdk';
 import type { ChildPipe, GatewayChild, GatewayProcesses, Logger } from 'switchyard/sdk';
 import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpUpstream } from '../../lib/mcp/upstream-contract.ts';
@@ -159,7 +159,7 @@ export class StdioUpstream implements McpUpstream {
       child.once('error', (err) => {
         if (!spawned) {
           this.hasExited = true;
-          if (err instanceof ProcessBudgetFull) reject(new McpTargetBusy(`is at its limit of ${err.max} running processes (maxProcesses); try again when one of its sessions ends`));
+          if (isProcessBudgetFull(err)) reject(new McpTargetBusy(`is at its limit of ${err.max} running processes (maxProcesses); try again when one of its sessions ends`));
           else reject(new Error(`cannot start \`${this.spec.cmd}\`: ${err.message}`));
         } else this.onerror?.(err);
       });
