@@ -227,7 +227,7 @@ export class RequestPipeline {
     ex.logHooks = ref.logHooks;
     if (ref.instance.protocol && ex.protocol === 'http') ex.protocol = ref.instance.protocol;
     // The plain route (ADR 0051): the upstream's answer written straight into the response, without a Reply.
-    if (ref.forwardsDirect && this.tracing === null) {
+    if (ref.forwardsDirect) {
       const direct = directForwarder(ref.instance.target);
       if (direct !== null && direct.forwardInto(ex, res, this.replies)) return;
     }

@@ -1,3 +1,4 @@
+import type { Span } from '@opentelemetry/api';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Exchange, GatewayError } from '../sdk/index.ts';
@@ -27,10 +28,12 @@ export interface DirectReplies<E extends Exchange> {
 export interface DirectOrigin {
   /** Send the request through the pool with `handler` as undici's dispatch handler. */
   dispatchDirect(ex: Exchange, plan: UpstreamPlan, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, handler: Dispatcher.DispatchHandler): void;
-  /** The answer's headers arrived, `sentAt` (performance.now()) after the request was sent. */
-  answered(sentAt: number): void;
-  /** An attempt failed: its metrics, and the error as the GatewayError the client sees. */
-  attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan): GatewayError;
+  /** When tracing: the attempt's CLIENT span, its `traceparent` written into `headers`; undefined otherwise. */
+  attemptSpan(ex: Exchange, headers: IncomingHttpHeaders): Span | undefined;
+  /** The answer's headers arrived, `sentAt` (performance.now()) after the request was sent (`span` ends with `status`). */
+  answered(sentAt: number, status: number, span: Span | undefined): void;
+  /** An attempt failed: its metrics, and the error as the GatewayError the client sees (`span` ends with it). */
+  attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan, span?: Span): GatewayError;
 }
 
 const WAITING = 0;
@@ -53,6 +56,8 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
   /** The request body when it streams (the client's request): destroyed on failure, as undici's `request()` does. */
   private body: IncomingMessage | null = null;
   private sentAt = 0;
+  /** The attempt's CLIENT span when tracing. */
+  private span: Span | undefined = undefined;
   private phase = WAITING;
   private controller: Dispatcher.DispatchController | null = null;
   /** Made on the first pause only. */
@@ -73,6 +78,7 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
     state.attempts = 1;
     this.sentAt = performance.now();
     if (body !== null && !Buffer.isBuffer(body)) this.body = body;
+    this.span = this.origin.attemptSpan(this.ex, this.headers);
     if (state.aborted !== undefined) return this.onResponseError(undefined, state.aborted as Error);
     state.abortHook().receive(this);
     this.origin.dispatchDirect(this.ex, state.plan, this.headers, body, this);
@@ -102,7 +108,7 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     if (statusCode < 200) return; // 1xx informational answers are not relayed (as with `request()`)
-    this.origin.answered(this.sentAt);
+    this.origin.answered(this.sentAt, statusCode, this.span);
     if (this.replies.start(this.ex, this.res, statusCode, headers)) {
       this.phase = STREAMING;
       return;
@@ -140,7 +146,7 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
       else this.replies.broke(this.ex, this.res, err);
       return;
     }
-    const failure = this.origin.attemptFailed(err, this.sentAt, this.state.plan);
+    const failure = this.origin.attemptFailed(err, this.sentAt, this.state.plan, this.span);
     if (!this.state.timedOut && !this.res.destroyed) this.state.retryableFailure = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
     if (!aborted) this.replies.fail(this.ex, this.res, failure);
   }

@@ -193,7 +193,7 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
 
   forwardInto<E extends Exchange>(ex: E, res: ServerResponse, replies: DirectReplies<E>): boolean {
     const state = exchangeState(ex);
-    if (state?.readBodyInto === undefined || state.attempts !== 0 || (this.traces?.tracing ?? null) !== null) return false;
+    if (state?.readBodyInto === undefined || state.attempts !== 0) return false;
     const plan = state.plan;
     if (plan.retry !== null || plan.upstreamHooks !== null || plan.attemptTimeoutMs > 0) return false;
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
@@ -216,12 +216,20 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
     );
   }
 
-  answered(sentAt: number): void {
+  /** Traced requests keep the direct path (ADR 0055): the attempt's CLIENT span, as `forwardAttempts` makes it. */
+  attemptSpan(ex: Exchange, headers: IncomingHttpHeaders): Span | undefined {
+    const tracing = this.traces?.tracing ?? null;
+    return tracing === null ? undefined : tracing.client(ex.method, this.parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, exchangeState(ex)?.traceParent);
+  }
+
+  answered(sentAt: number, status?: number, span?: Span): void {
     this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
+    if (span !== undefined) this.traces?.tracing?.endClient(span, status);
   }
 
   /** Metrics of a failed attempt; the error as the GatewayError the client sees. */
-  attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan): GatewayError {
+  attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan, span?: Span): GatewayError {
+    if (span !== undefined) this.traces?.tracing?.endClient(span, undefined, err);
     if (this.metrics) {
       this.metrics.duration.observe((performance.now() - sentAt) / 1000);
       const code = connectErrorCode(err);
