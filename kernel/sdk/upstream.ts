@@ -56,6 +56,16 @@ export interface UpstreamCallOptions {
   what?: string;
 }
 
+/** How `UpstreamTarget.forward` returns the answer. */
+export interface ForwardOptions {
+  /**
+   * Read the answer whole, up to this many bytes: the Reply's `body` is then a Buffer (cheaper than a stream read
+   * whole afterwards). Rejects only as a streamed forward would, before the answer starts; when the body fails after
+   * that (over the limit: a `BodyTooLargeError`; the upstream breaking off) the `body` is a stream failing with it.
+   */
+  readonly readWhole?: number;
+}
+
 /** What came back from `UpstreamTarget.request`. */
 export interface UpstreamResponse {
   status: number;
@@ -71,7 +81,7 @@ export interface UpstreamTarget {
    * X-Forwarded-*, applies the route's timeouts and retries and the per-attempt upstream hooks. `onAttempt` (the
    * backend's own signer, say) runs on every attempt after those hooks.
    */
-  forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply>;
+  forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>, options?: ForwardOptions): Promise<Reply>;
   /** Pass a WebSocket (or other HTTP/1.1 upgrade) through to this upstream. */
   upgrade(ex: Exchange, socket: Duplex, head: Buffer): void;
   /** Send a request of the caller's own through this pool. */

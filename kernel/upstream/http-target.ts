@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type {
   Exchange,
+  ForwardOptions,
   HttpUpstreams,
   Reply,
   ResourceCache,
@@ -29,6 +30,11 @@ import { ConnectGuard } from './connect-guard.ts';
 import { buildConnector, Pool, poolRequest } from './undici-core.ts';
 import { DirectForward } from './direct-forward.ts';
 import type { DirectOrigin, DirectReplies } from './direct-forward.ts';
+import { WholeAnswer } from './whole-answer.ts';
+import type { WholeResponse } from './whole-answer.ts';
+
+/** An attempt's answer: undici's `request()` result (a streamed body) or one read whole (`ForwardOptions.readWhole`). */
+type Answer = Dispatcher.ResponseData | WholeResponse;
 
 // Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -93,7 +99,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
-function upstreamReply(response: Dispatcher.ResponseData): Reply {
+function upstreamReply(response: Answer): Reply {
   return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
 }
 
@@ -148,37 +154,38 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
     return h;
   }
 
-  forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): Promise<Reply> {
+  forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>, options?: ForwardOptions): Promise<Reply> {
     // The request's own state (shared by its views); an exchange a plugin made itself gets a fresh one.
     const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
+    const whole = options?.readWhole ?? 0;
     if (plan.retry === null && plan.upstreamHooks === null && onAttempt === undefined && state.attempts === 0 && (this.traces?.tracing ?? null) === null) {
       try {
-        return this.forwardOnce(ex, state, plan);
+        return this.forwardOnce(ex, state, plan, whole);
       } catch (err) {
         return Promise.reject(err); // as the async path does: callers get a rejection, never a throw
       }
     }
-    return this.forwardAttempts(ex, state, plan, onAttempt);
+    return this.forwardAttempts(ex, state, plan, onAttempt, whole);
   }
 
   /**
    * The plain forward (no retry, no per-attempt hooks, no tracing): one attempt, one promise. The general loop below
    * is an async function whose awaits cost a promise and microtask turns each, on every request of a plain route.
    */
-  private forwardOnce(ex: Exchange, state: ExchangeState, plan: UpstreamPlan): Promise<Reply> {
+  private forwardOnce(ex: Exchange, state: ExchangeState, plan: UpstreamPlan, whole: number): Promise<Reply> {
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
     const hasBody = hasRequestBody(ex);
     const headers = this.prepareHeaders(ex, state);
     const body = requestBody(ex, headers, hasBody);
-    if (isPromiseLike(body)) return Promise.resolve(body).then((read) => this.sendOnce(ex, state, headers, read, plan));
-    return this.sendOnce(ex, state, headers, body, plan);
+    if (isPromiseLike(body)) return Promise.resolve(body).then((read) => this.sendOnce(ex, state, headers, read, plan, whole));
+    return this.sendOnce(ex, state, headers, body, plan, whole);
   }
 
-  private sendOnce(ex: Exchange, state: ExchangeState, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan): Promise<Reply> {
+  private sendOnce(ex: Exchange, state: ExchangeState, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan, whole: number): Promise<Reply> {
     state.attempts = 1;
     const sentAt = performance.now();
-    return this.send(ex, state, ex.path + ex.query, headers, body, plan).then(
+    return this.send(ex, state, ex.path + ex.query, headers, body, plan, whole).then(
       (response) => {
         this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
         return upstreamReply(response);
@@ -238,7 +245,13 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
     return upstreamFailure(err, this.origin, plan.headersTimeoutMs);
   }
 
-  private async forwardAttempts(ex: Exchange, state: ExchangeState, plan: UpstreamPlan, onAttempt: ((attempt: UpstreamAttempt) => void | Promise<void>) | undefined): Promise<Reply> {
+  private async forwardAttempts(
+    ex: Exchange,
+    state: ExchangeState,
+    plan: UpstreamPlan,
+    onAttempt: ((attempt: UpstreamAttempt) => void | Promise<void>) | undefined,
+    whole: number,
+  ): Promise<Reply> {
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
     const hasBody = hasRequestBody(ex);
     const headers = this.prepareHeaders(ex, state);
@@ -264,7 +277,7 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
         }
         if (onAttempt) await onAttempt(view);
       }
-      let response: Dispatcher.ResponseData;
+      let response: Answer;
       // One CLIENT span per attempt (retries visible); the upstream gets its traceparent.
       const tracing = this.traces?.tracing ?? null;
       let span: Span | undefined;
@@ -273,7 +286,7 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
       }
       const sentAt = performance.now();
       try {
-        response = await this.send(ex, state, path, attemptHeaders, body, plan);
+        response = await this.send(ex, state, path, attemptHeaders, body, plan, whole);
         this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
         if (span !== undefined) tracing!.endClient(span, response.statusCode);
       } catch (err) {
@@ -291,8 +304,11 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
         throw failure;
       }
       if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode)) {
-        response.body.on('error', () => undefined);
-        response.body.dump().catch(() => undefined);
+        if (!Buffer.isBuffer(response.body)) {
+          response.body.on('error', () => undefined);
+          if ('dump' in response.body) response.body.dump().catch(() => undefined);
+          else response.body.destroy();
+        }
         this.metrics?.retry();
         if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
         continue;
@@ -308,11 +324,13 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
     headers: IncomingHttpHeaders,
     body: Buffer | IncomingMessage | null,
     plan: UpstreamPlan,
-  ): Promise<Dispatcher.ResponseData> {
+    whole: number,
+  ): Promise<Answer> {
     const timeoutMs = plan.attemptTimeoutMs;
     // Default deadlines (ADR 0019) ride on undici's own parser timers: no timer or closure of ours per request.
     const headersTimeout = plan.headersTimeoutMs;
     const bodyTimeout = plan.idleTimeoutMs;
+    if (whole > 0) return this.sendWhole(ex, state, path, headers, body, plan, whole);
     if (timeoutMs <= 0) {
       if (state.aborted !== undefined) return Promise.reject(state.aborted);
       const signal = state.abortHook() as unknown as AbortSignal;
@@ -338,6 +356,42 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
           throw attempt.signal.aborted && attempt.signal.reason === timeout ? timeout : err;
         },
       );
+  }
+
+  /** `send` with the answer read whole through a dispatch handler (ADR 0058): the same deadlines and aborts. */
+  private sendWhole(ex: Exchange, state: ExchangeState, path: string, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan, limit: number): Promise<WholeResponse> {
+    if (state.aborted !== undefined) return Promise.reject(state.aborted);
+    const timeoutMs = plan.attemptTimeoutMs;
+    const options = { path, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs };
+    if (timeoutMs <= 0) {
+      const handler = new WholeAnswer(limit, state);
+      this.pool.dispatch(options, handler);
+      return handler.promise;
+    }
+    // A per-attempt deadline (as in `send`): until the answer starts; the exchange's abort until it ended.
+    const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${this.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
+    const outer = ex.signal;
+    let timer: NodeJS.Timeout | undefined = undefined;
+    const handler = new WholeAnswer(limit, null, () => clearTimeout(timer));
+    const onOuter = (): void => handler.abort(outer.reason);
+    if (outer.aborted) return Promise.reject(outer.reason);
+    outer.addEventListener('abort', onOuter, { once: true });
+    timer = setTimeout(() => handler.abort(timeout), timeoutMs);
+    this.pool.dispatch(options, handler);
+    const settled = (): void => {
+      clearTimeout(timer);
+      outer.removeEventListener('abort', onOuter);
+    };
+    return handler.promise.then(
+      (response) => {
+        settled();
+        return response;
+      },
+      (err: unknown) => {
+        settled();
+        throw err;
+      },
+    );
   }
 
   async request(options: UpstreamCallOptions): Promise<UpstreamResponse> {

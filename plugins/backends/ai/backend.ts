@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
-import { GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
-import type { BackendCompileContext, BackendInstance, Exchange, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
+import { BodyTooLargeError, GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
+import type { BackendCompileContext, BackendInstance, Exchange, ForwardOptions, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
@@ -48,6 +48,8 @@ const USAGE_LIMIT = 8 * 1024 * 1024;
 const SMALL_ANSWER = 64 * 1024;
 /** Largest upstream error body translated into the client's error shape. */
 const ERROR_LIMIT = 1024 * 1024;
+/** A non-streamed call's answer is read whole by the target (ADR 0058), no stream in between. */
+const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 
 /** What moves a request to the route's next `ai` backend: rate limited, or the provider failing (ADR 0039). */
 const FAILOVER = { codes: [429, 500, 502, 503, 504] } as const;
@@ -238,7 +240,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
     let reply: Reply;
     try {
-      reply = await call.run(() => upstream.forward(ex, onAttempt(ex, wire)));
+      reply = await call.run(() => upstream.forward(ex, onAttempt(ex, wire), stream ? undefined : READ_WHOLE));
     } catch (err) {
       call.fail(err);
       throw err;
@@ -316,6 +318,8 @@ function maxOutputTokens(body: Obj): number | undefined {
 /** Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. */
 async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Reply> {
   const h = reply.headers;
+  // A compressed answer read whole is decoded as a stream, like a streamed one (rare: identity is asked for).
+  if (Buffer.isBuffer(reply.body) && h['content-encoding'] !== undefined) reply.body = Readable.from([reply.body]);
   if (reply.body instanceof Readable) {
     const decoder = responseDecoder(h['content-encoding'] as string | undefined);
     if (decoder) {
@@ -324,12 +328,14 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
       delete h['content-length'];
     }
   }
-  const body = reply.body instanceof Readable ? reply.body : Readable.from(reply.body ? [Buffer.from(reply.body)] : []);
+  // Read whole by the target (a non-streamed call): the bytes themselves, no stream made for them.
+  const whole = Buffer.isBuffer(reply.body) ? reply.body : undefined;
+  const body = whole !== undefined ? undefined : reply.body instanceof Readable ? reply.body : Readable.from(reply.body ? [Buffer.from(reply.body)] : []);
 
   if (reply.status >= 400) {
     const clientFamily = req.clientFormat.family;
     if (clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
-    const text = (await readCapped(body, ERROR_LIMIT)).toString('utf8');
+    const text = (whole !== undefined ? capped(whole, ERROR_LIMIT) : await readCapped(body!, ERROR_LIMIT)).toString('utf8');
     reply.body = clientErrorBody(clientFamily, reply.status, parseUpstreamError(text, h));
     h['content-type'] = 'application/json';
     delete h['content-length'];
@@ -356,7 +362,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     } as const;
     const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
     // Passed through unchanged and not held for guards: watched beside the pipe to the client, no stream in between.
-    reply.body = translator || guarded ? pipeWithTeardown(body, new LlmResponseStream({ ...options, client: req.client, translator })) : observeBeside(body, options);
+    reply.body = translator || guarded ? pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator })) : observeBeside(body!, options);
     delete h['content-length'];
     if (translator) {
       h['content-type'] = 'text/event-stream';
@@ -370,10 +376,11 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   const guards = req.policy?.hasResponseGuards === true;
   // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
   // than a tapping stream in between, and the client would wait for the last byte of it anyway.
-  if (req.translation.identity && !guards && Number(h['content-length']) <= SMALL_ANSWER) {
-    const bytes = await readCapped(body, SMALL_ANSWER);
+  if (req.translation.identity && !guards && (whole !== undefined || Number(h['content-length']) <= SMALL_ANSWER)) {
+    const bytes = whole ?? (await readCapped(body!, SMALL_ANSWER));
     try {
-      const parsed = JSON.parse(bytes.toString('utf8')) as unknown;
+      // As the tap below: beyond USAGE_LIMIT usage is not read.
+      const parsed = bytes.length <= USAGE_LIMIT ? (JSON.parse(bytes.toString('utf8')) as unknown) : undefined;
       if (isObj(parsed)) {
         observeResponse(req.wireFormat, parsed, req.call);
         if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
@@ -386,7 +393,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     return reply;
   }
   if (req.translation.identity && !guards) {
-    reply.body = tapCapped(body, USAGE_LIMIT, (bytes) => {
+    reply.body = tapCapped(body!, USAGE_LIMIT, (bytes) => {
       try {
         const parsed = bytes ? (JSON.parse(bytes.toString('utf8')) as unknown) : undefined;
         if (isObj(parsed)) {
@@ -403,7 +410,7 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
 
   let bytes: Buffer;
   try {
-    bytes = await readCapped(body, RESPONSE_LIMIT);
+    bytes = whole ?? (await readCapped(body!, RESPONSE_LIMIT));
   } catch (err) {
     req.call.fail(err);
     if (err instanceof RangeError) return llmResponseError(502, 'response too large');
@@ -433,4 +440,10 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   delete h['content-length'];
   delete h['transfer-encoding'];
   return reply;
+}
+
+/** `readCapped`'s limit on bytes already read. */
+function capped(bytes: Buffer, limit: number): Buffer {
+  if (bytes.length > limit) throw new BodyTooLargeError(limit);
+  return bytes;
 }
