@@ -302,30 +302,29 @@ export class RequestPipeline {
     socket.on('error', () => socket.destroy());
     const ex = makeExchange(req, undefined, secure, snapshot);
     const tracing = this.tracing;
-    if (tracing === null) {
-      this.serveUpgrade(ex, socket, head, port, snapshot);
-      return;
-    }
-    // A SERVER span for the handshake (ADR 0055): it ends with the status the client got, told by the forwarder
-    // (`upgradeDone`), or by a refusal here; a backend that never tells ends it when the connection closes.
+    // The handshake's outcome (ADR 0055): told by the forwarder (`upgradeDone`: 101, the upstream's refusal, a gateway
+    // error, 499) or by a refusal here, then logged, counted and traced once with the status the client got. A
+    // backend that never tells (a plugin's own `upgrade`) is logged with 101 when the connection closes.
     let open = true;
     const end = (status: number): void => {
       if (!open) return;
       open = false;
       ex.status = status;
-      tracing.finish(ex);
+      const elapsed = performance.now() - ex.startTime;
+      this.accessLog.record(ex, elapsed);
+      ex.compiledRoute?.metrics.record(status, elapsed / 1000);
+      tracing?.finish(ex);
     };
     ex.upgradeDone = end;
     socket.once('close', () => end(ex.status || 499));
-    tracing.serve(ex, () => this.serveUpgrade(ex, socket, head, port, snapshot));
+    if (tracing === null) this.serveUpgrade(ex, socket, head, port, snapshot);
+    else tracing.serve(ex, () => this.serveUpgrade(ex, socket, head, port, snapshot));
   }
 
   /** Route selection and the request chain of an upgrade, then the backend's upgrade (or a refusal). */
   private serveUpgrade(ex: ExchangeImpl, socket: Duplex, head: Buffer, port: number, snapshot: Snapshot): void {
     const refuse = (reply: Reply): void => {
-      ex.status = reply.status;
-      this.accessLog.record(ex, performance.now() - ex.startTime);
-      ex.upgradeDone?.(reply.status);
+      ex.upgradeDone!(reply.status);
       writeRawResponse(socket, reply.status, reply.headers, (reply.body as string | Uint8Array | null) ?? '');
     };
     if (ex.refusal !== undefined) {
@@ -357,9 +356,7 @@ export class RequestPipeline {
         const early = await runRequestHooks(ref.requestHooks, ex);
         if (early) return refuse(early);
       }
-      ex.status = 101;
-      this.accessLog.record(ex, performance.now() - ex.startTime);
-      route.metrics.record(101, (performance.now() - ex.startTime) / 1000);
+      ex.status = 101; // what a backend that does not tell its outcome is logged with
       ref.instance.upgrade(ex, socket, head);
     };
     run().catch((err: unknown) => refuse(errorReply(err, this.logger, ex)));

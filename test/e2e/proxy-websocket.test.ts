@@ -191,6 +191,33 @@ describe('WebSocket upgrade through a host route', () => {
     assert.equal(res.body, 'no websockets here');
   });
 
+  it('the access log and the route metrics carry the status the client got, not 101, for refused and failed upgrades', async () => {
+    const refused = await openSocket(`ws://127.0.0.1:${port}/refuse/logged`).then(
+      () => assert.fail('the upgrade must not succeed'),
+      (e: unknown) => e as { statusCode?: number },
+    );
+    assert.equal(refused.statusCode, 404);
+    const down = await openSocket(`ws://127.0.0.1:${port}/closed/logged`).then(
+      () => assert.fail('the upgrade must not succeed'),
+      (e: unknown) => e as { statusCode?: number },
+    );
+    assert.equal(down.statusCode, 503);
+    const c = await openSocket(`ws://127.0.0.1:${port}/upgraded/logged`);
+    await c.text();
+    const find = (path: string): string | undefined => gw.logs.find((l) => / INFO +request /.test(l) && l.includes(`http.path=${path} `));
+    await waitFor(() => ['/refuse/logged', '/closed/logged', '/upgraded/logged'].every((p) => find(p) !== undefined), 5000, 'the access log lines');
+    assert.match(find('/refuse/logged')!, / http\.status=404 /);
+    assert.match(find('/closed/logged')!, / http\.status=503 /);
+    assert.match(find('/upgraded/logged')!, / http\.status=101 /);
+    c.ws.close();
+    const metrics = await (await request(`${gw.statsUrl}/metrics`)).body.text();
+    const requests = metrics.split('\n').filter((l) => l.startsWith('switchyard_requests_total{'));
+    assert.ok(requests.some((l) => /route="refuse",status="404"/.test(l)), requests.join('\n'));
+    assert.ok(requests.some((l) => /route="closed",status="503"/.test(l)), requests.join('\n'));
+    assert.ok(requests.some((l) => /route="ws",status="101"/.test(l)), requests.join('\n'));
+    assert.ok(!requests.some((l) => /route="(refuse|closed)",status="101"/.test(l)), requests.join('\n'));
+  });
+
   it('an upstream that is down: the client gets 503', async () => {
     const err = (await openSocket(`ws://127.0.0.1:${port}/closed`).then(
       () => assert.fail('the upgrade must not succeed'),
