@@ -24,6 +24,9 @@ FROM node:24-bookworm-slim
 # MALLOC_ARENA_MAX: glibc's malloc capped at one arena (ADR 0041, 0052), which the CLI sets on the re-execution that the
 # ENTRYPOINT below makes unnecessary (bin/node-flags.js). `docker run -e MALLOC_ARENA_MAX=…` overrides it.
 ENV NODE_ENV=production MALLOC_ARENA_MAX=1
+# tini as PID 1: it reaps orphaned processes (the lifeline watcher a stdio MCP child leaves when it exits, ADR 0056),
+# which node as PID 1 never would, and passes SIGTERM on to the gateway.
+RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*
 COPY --from=install /opt/switchyard /opt/switchyard
 COPY deploy/container/config.yaml /etc/switchyard/config.yaml
 USER node
@@ -35,7 +38,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:15021/healthz/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM stops accepting, drains in-flight requests (config.drainTimeout, default 10s) and exits 0.
 STOPSIGNAL SIGTERM
-# The Node options of bin/node-flags.js (the young-generation cap, ADR 0041) that the CLI would otherwise re-execute
+# tini first (see above), then the Node options of bin/node-flags.js (the young-generation cap, ADR 0041) that the CLI would otherwise re-execute
 # itself to apply: given here, the start skips that second Node bootstrap (about 100 ms of the time to ready, ADR 0057).
-ENTRYPOINT ["node", "--max-semi-space-size=4", "/opt/switchyard/node_modules/switchyard/bin/switchyard.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=4", "/opt/switchyard/node_modules/switchyard/bin/switchyard.js"]
 CMD ["-f", "/etc/switchyard/config.yaml"]

@@ -87,7 +87,9 @@ describe('Dockerfile', () => {
     const entry = final.instructions.find((i) => i.keyword === 'ENTRYPOINT')?.exec;
     const cmd = final.instructions.find((i) => i.keyword === 'CMD')?.exec;
     // bin/node-flags.js on node's command line: the CLI then does not re-execute itself to apply them (ADR 0057).
-    assert.deepEqual(entry, ['node', ...NODE_FLAGS, '/opt/switchyard/node_modules/switchyard/bin/switchyard.js']);
+    // tini as PID 1 reaps orphans (a stdio child's lifeline watcher, ADR 0056) and passes the signal on.
+    assert.deepEqual(entry, ['/usr/bin/tini', '--', 'node', ...NODE_FLAGS, '/opt/switchyard/node_modules/switchyard/bin/switchyard.js']);
+    assert.ok(final.instructions.some((i) => i.keyword === 'RUN' && /apt-get install .*\btini\b/.test(i.text)), 'the runtime stage installs tini');
     assert.deepEqual(cmd, ['-f', '/etc/switchyard/config.yaml']);
   });
 

@@ -287,12 +287,17 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
           .replaceAll('/opt/switchyard', app)
           .replaceAll('/etc/switchyard', etc)
           .replaceAll(`127.0.0.1:${imageReadinessPort}/`, `127.0.0.1:${readiness}/`);
-      const [file, ...args] = [...exec('ENTRYPOINT'), ...exec('CMD')].map(onHost);
+      const [init, dashes, file, ...args] = [...exec('ENTRYPOINT'), ...exec('CMD')].map(onHost);
+      assert.deepEqual([init, dashes], ['/usr/bin/tini', '--'], 'tini is PID 1');
       // The image's `node` is Node 24; here that is the one running the tests (the PATH's may be older).
       assert.equal(file, 'node');
       assert.ok(args.includes('--max-semi-space-size=4'), 'the entrypoint gives the semi-space cap, so the CLI does not re-execute itself');
       const env = { ...ENV, NODE_OPTIONS: '--no-experimental-strip-types', NODE_ENV: 'production' };
-      gw = await startCli(process.execPath, args, { cwd: app, env, readyMs: 60_000 });
+      // Through tini where it is installed (Debian's `tini`, as in the image; .ci/run installs it): SIGTERM must reach the
+      // gateway through it. Not PID 1 here, so tini registers as a child subreaper instead (TINI_SUBREAPER).
+      gw = existsSync(init!)
+        ? await startCli(init!, [dashes!, process.execPath, ...args], { cwd: app, env: { ...env, TINI_SUBREAPER: '1' }, readyMs: 60_000 })
+        : await startCli(process.execPath, args, { cwd: app, env, readyMs: 60_000 });
     });
 
     after(async () => {
