@@ -10,6 +10,7 @@
 //   node test/bench/keys-store-cost.ts [rounds=5] [requests per round=2000] [concurrency=8]
 //
 // SQLite always; Redis when `redis-server` is installed; PostgreSQL when its server binaries are (started here).
+// KEYS_STORES=sqlite,redis (a comma list) keeps only those.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -121,8 +122,9 @@ try {
   const roots: [string, string][] = [['', resolve(import.meta.dirname, '../..')]];
   if (process.env.KEYS_BASELINE) roots.push([' (baseline)', resolve(process.env.KEYS_BASELINE)]);
   const specs: [string, Record<string, unknown>][] = [];
-  specs.push(['sqlite', { sqlite: { path: join(work, 'keys.db') } }]);
-  const redisBin = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
+  const wanted = (kind: string): boolean => !process.env.KEYS_STORES || process.env.KEYS_STORES.split(',').includes(kind);
+  if (wanted('sqlite')) specs.push(['sqlite', { sqlite: { path: join(work, 'keys.db') } }]);
+  const redisBin = wanted('redis') ? which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']) : undefined;
   if (redisBin) {
     const port = await freePort();
     const redis = spawn(redisBin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
@@ -133,7 +135,7 @@ try {
     await waitForPort(port, Date.now() + 10_000);
     specs.push(['redis', { redis: { url: `redis://127.0.0.1:${port}` } }]);
   }
-  const pgFound = locatePostgres();
+  const pgFound = wanted('postgres') ? locatePostgres() : { skip: 'not asked for' };
   if (!('skip' in pgFound)) {
     const pg = await startPostgres(pgFound);
     stops.push(() => pg.stop());
