@@ -1,6 +1,7 @@
 // The `ai` row in one process: a benchmark, not a test (docs/perf.md "The ai row, session 6").
 //
 //   node test/bench/ai-micro.ts [BASELINE_DIR...]   (AI_MICRO_REQUESTS per batch, default 2,000; AI_MICRO_ROUNDS, default 6)
+//   AI_MICRO_GC=1 node --trace-gc-nvp test/bench/ai-micro.ts … | node test/bench/ai-micro-gc.ts   (KiB allocated per request)
 //
 // The fixed-answer upstream (test/bench/upstream.ts's answers), the gateway (the `ai` bench config: a `host` route and
 // an `ai` route with `openAI` and `hostOverride`) and an undici client at concurrency 50 all run in this process, so
@@ -103,12 +104,15 @@ for (const g of gateways) {
 }
 
 for (const t of targets) await batch(t, N); // warm-up: JIT, connections, series
+if (process.env.AI_MICRO_GC) console.log('@@warm');
 for (let round = 0; round < ROUNDS; round++) {
   for (const t of targets) {
     const c0 = process.cpuUsage();
     await batch(t, N);
     const c = process.cpuUsage(c0);
     t.us.push((c.user + c.system) / N);
+    // With `--trace-gc-nvp`: a marker after each batch, so the collections' `allocated=` can be summed per batch.
+    if (process.env.AI_MICRO_GC) console.log(`@@batch ${t.name}`);
   }
 }
 
