@@ -161,7 +161,7 @@ export class Tracing {
   }
 
   /** End a CLIENT span with the upstream's status, or the error that ended the call. */
-  endClient(span: Span, status: number | undefined, err?: unknown): void {
+  endClient(span: Span, status: number | undefined, err?: unknown, endTime?: number): void {
     if (status !== undefined) {
       span.setAttribute('http.response.status_code', status);
       if (status >= 500) {
@@ -173,7 +173,7 @@ export class Tracing {
       span.setAttribute('error.type', e.code ?? e.name ?? 'error');
       span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
     }
-    span.end();
+    span.end(endTime);
   }
 
   /** A child span of the active one, for plugins' own operations (an MCP method, an LLM call). */

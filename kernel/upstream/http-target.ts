@@ -98,6 +98,11 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** When the answer's headers arrived: now for `request()`'s (it resolves then), recorded by `WholeAnswer`. */
+function answeredAt(response: Answer): number {
+  return 'answeredAt' in response ? response.answeredAt : performance.now();
+}
+
 /** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
 function upstreamReply(response: Answer): Reply {
   return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
@@ -187,7 +192,7 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
     const sentAt = performance.now();
     return this.send(ex, state, ex.path + ex.query, headers, body, plan, whole).then(
       (response) => {
-        this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
+        this.metrics?.duration.observe((answeredAt(response) - sentAt) / 1000);
         return upstreamReply(response);
       },
       (err: unknown) => {
@@ -287,8 +292,9 @@ class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
       const sentAt = performance.now();
       try {
         response = await this.send(ex, state, path, attemptHeaders, body, plan, whole);
-        this.metrics?.duration.observe((performance.now() - sentAt) / 1000);
-        if (span !== undefined) tracing!.endClient(span, response.statusCode);
+        const at = answeredAt(response);
+        this.metrics?.duration.observe((at - sentAt) / 1000);
+        if (span !== undefined) tracing!.endClient(span, response.statusCode, undefined, whole > 0 ? at : undefined);
       } catch (err) {
         if (span !== undefined) tracing!.endClient(span, undefined, err);
         const failure = this.attemptFailed(err, sentAt, plan);

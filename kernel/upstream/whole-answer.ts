@@ -9,6 +9,8 @@ export interface WholeResponse {
   readonly statusCode: number;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer | Readable;
+  /** `performance.now()` when the answer's headers arrived: the attempt's span and duration end there, as with `request()`. */
+  readonly answeredAt: number;
 }
 
 /**
@@ -33,6 +35,7 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
   private controller: Dispatcher.DispatchController | null = null;
   private statusCode = 0;
   private headers: IncomingHttpHeaders | null = null;
+  private answeredAt = 0;
   private first: Buffer | undefined = undefined;
   private rest: Buffer[] | undefined = undefined;
   private size = 0;
@@ -76,6 +79,7 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
     if (statusCode < 200) return; // 1xx informational answers are not relayed (as with `request()`)
     this.statusCode = statusCode;
     this.headers = headers;
+    this.answeredAt = performance.now();
     this.onStarted?.();
   }
 
@@ -97,7 +101,7 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
     this.done();
     const rest = this.rest;
     const body = rest === undefined ? (this.first ?? EMPTY) : Buffer.concat([this.first!, ...rest], this.size);
-    this.resolve({ statusCode: this.statusCode, headers: this.headers!, body });
+    this.resolve({ statusCode: this.statusCode, headers: this.headers!, body, answeredAt: this.answeredAt });
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
@@ -112,7 +116,7 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
         this.destroy(failure);
       },
     });
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, body: failed });
+    this.resolve({ statusCode: this.statusCode, headers: this.headers, body: failed, answeredAt: this.answeredAt });
   }
 
   private done(): void {
