@@ -41,6 +41,23 @@ export function fixed2(n: number): string {
   return `${(hundredths - frac) / 100}.${frac < 10 ? '0' : ''}${frac}`;
 }
 
+const REQUEST = ' INFO  request';
+const METHOD = Buffer.from(' http.method=');
+const HOST = Buffer.from(' http.host=');
+const PATH = Buffer.from(' http.path=');
+const STATUS = Buffer.from(' http.status=');
+const PROTOCOL = Buffer.from(' protocol=');
+const REQUEST_ID = Buffer.from(' request.id=');
+const TRACE_ID = Buffer.from(' trace_id=');
+const SPAN_ID = Buffer.from(' span_id=');
+const RETRY = Buffer.from(' retry.attempt=');
+const ERROR = Buffer.from(' error=');
+const DURATION = Buffer.from(' duration=');
+const MS = Buffer.from('ms');
+const SPACE = Buffer.from(' ');
+const EQUALS = Buffer.from('=');
+
+
 /** A receiver of each request's log fields; while `full`, requests only count themselves in `dropped`. */
 export interface AccessLogTap {
   readonly full: boolean;
@@ -50,7 +67,7 @@ export interface AccessLogTap {
 
 /**
  * One `request` line per request at info (BEHAVIOUR.md §6.1 field names), written in batches. The text line is
- * built by concatenation, without an intermediate object: it runs once per request.
+ * written straight into the sink's buffer, without an intermediate object or string: it runs once per request.
  */
 export class AccessLog {
   private readonly sink: LogSink;
@@ -60,7 +77,7 @@ export class AccessLog {
   rules: AccessLogRules | null = null;
   /** The admin UI's live tail, set only while a browser watches: each request's log fields (credentials hidden). */
   tap: AccessLogTap | null = null;
-  private readonly routeParts = new WeakMap<RouteInfo, string>();
+  private readonly routeParts = new WeakMap<RouteInfo, Buffer>();
 
   constructor(sink: LogSink, enabled: boolean, format: 'json' | 'text') {
     this.sink = sink;
@@ -82,27 +99,60 @@ export class AccessLog {
       this.sink.push(formatLine('json', 'info', 'request', this.fields(ex, durationMs)));
       return;
     }
-    let line =
-      `${isoNow()} INFO  request${this.routePart(ex.route)} src.addr=${ex.sourceAddress} http.method=${ex.method} ` +
-      `http.host=${textValue(ex.clientAuthority)} http.path=${textValue(loggedPath(ex.originalUrl))} http.status=${ex.status} ` +
-      `protocol=${ex.protocol} request.id=${ex.requestId}`;
+    // Written into the sink's buffer field by field: the same bytes as `key=${textValue(v)}` concatenated.
+    const b = this.sink.line;
+    b.raw(isoNow());
+    b.bytes(this.routePart(ex.route));
+    b.raw(ex.sourceAddress);
+    b.bytes(METHOD);
+    b.raw(ex.method);
+    b.bytes(HOST);
+    b.value(ex.clientAuthority);
+    b.bytes(PATH);
+    b.value(loggedPath(ex.originalUrl));
+    b.bytes(STATUS);
+    b.uint(ex.status);
+    b.bytes(PROTOCOL);
+    b.raw(ex.protocol);
+    b.bytes(REQUEST_ID);
+    b.raw(ex.requestId);
     if (ex.span !== undefined) {
       const sc = ex.span.spanContext();
-      line += ` trace_id=${sc.traceId} span_id=${sc.spanId}`;
+      b.bytes(TRACE_ID);
+      b.raw(sc.traceId);
+      b.bytes(SPAN_ID);
+      b.raw(sc.spanId);
     }
-    if (ex.attempts > 1) line += ` retry.attempt=${ex.attempts - 1}`;
-    if (ex.errorMessage !== undefined) line += ` error=${textValue(ex.errorMessage)}`;
-    line += ` duration=${fixed2(durationMs)}ms`;
+    if (ex.attempts > 1) {
+      b.bytes(RETRY);
+      b.uint(ex.attempts - 1);
+    }
+    if (ex.errorMessage !== undefined) {
+      b.bytes(ERROR);
+      b.value(ex.errorMessage);
+    }
+    b.bytes(DURATION);
+    b.fixed2(durationMs);
+    b.bytes(MS);
     const extra = ex.fields;
-    if (extra) for (const k in extra) line += ` ${k}=${textValue(extra[k])}`;
-    this.sink.push(`${line}\n`);
+    if (extra) {
+      for (const k in extra) {
+        b.bytes(SPACE);
+        b.raw(k);
+        b.bytes(EQUALS);
+        b.value(extra[k]);
+      }
+    }
+    b.newline();
+    this.sink.lineDone();
   }
 
   /** ` bind=… listener=… route=…` of a route, formatted once per route (a route's info lives as long as its snapshot). */
-  private routePart(route: RouteInfo): string {
+  private routePart(route: RouteInfo): Buffer {
     let part = this.routeParts.get(route);
     if (part === undefined) {
-      part = route.bind ? ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}` : '';
+      const text = route.bind ? ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}` : '';
+      part = Buffer.from(`${REQUEST}${text} src.addr=`);
       this.routeParts.set(route, part);
     }
     return part;

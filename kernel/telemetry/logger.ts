@@ -1,20 +1,47 @@
 import type { Logger } from '../sdk/index.ts';
+import { LogBytes, textValue } from './log-bytes.ts';
+
+export { textValue };
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-/** Where log lines go. Lines are buffered and written once per event-loop turn, so logging never blocks a request. */
+/**
+ * Where log lines go. Lines are collected as bytes in one reused buffer and written once per event-loop turn, one
+ * write per batch, so logging never blocks a request and a line leaves no strings behind (issue 15). The default
+ * target is stdout, given Buffers; a custom `write` (tests, `--validate`) gets each batch as a string.
+ */
 export class LogSink {
-  private buffer: string[] = [];
+  private readonly bytes = new LogBytes();
   private scheduled = false;
-  private readonly write: (chunk: string) => void;
+  private readonly write: ((chunk: string) => void) | undefined;
+  private readonly writeBytes: (chunk: Buffer) => void;
 
-  constructor(write: (chunk: string) => void = (chunk) => process.stdout.write(chunk)) {
+  constructor(write?: (chunk: string) => void, writeBytes: (chunk: Buffer) => void = (chunk) => process.stdout.write(chunk)) {
     this.write = write;
+    this.writeBytes = writeBytes;
+  }
+
+  /** A sink that hands its batches to `write` as Buffers. */
+  static toBytes(write: (chunk: Buffer) => void): LogSink {
+    return new LogSink(undefined, write);
   }
 
   push(line: string): void {
-    this.buffer.push(line);
+    this.bytes.utf8(line);
+    this.schedule();
+  }
+
+  /** The buffer a line is written into in place; `lineDone()` after. */
+  get line(): LogBytes {
+    return this.bytes;
+  }
+
+  lineDone(): void {
+    this.schedule();
+  }
+
+  private schedule(): void {
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(this.flush);
@@ -23,9 +50,13 @@ export class LogSink {
 
   readonly flush = (): void => {
     this.scheduled = false;
-    if (this.buffer.length === 0) return;
-    const chunk = this.buffer.join('');
-    this.buffer = [];
+    if (this.bytes.len === 0) return;
+    if (this.write === undefined) {
+      this.writeBytes(this.bytes.take());
+      return;
+    }
+    const chunk = this.bytes.buf.toString('utf8', 0, this.bytes.len);
+    this.bytes.take();
     this.write(chunk);
   };
 }
@@ -35,14 +66,6 @@ export interface LoggerSettings {
   format: 'json' | 'text';
   /** Replaces the config's secret strings in every line (ADR 0017); the access log does not go through it. */
   scrub?: ((line: string) => string) | undefined;
-}
-
-const NEEDS_QUOTES = /[\s"=]/;
-
-/** A `key=value` value: bare when safe, JSON-quoted when it holds blanks, quotes or `=`. */
-export function textValue(v: unknown): string {
-  const s = typeof v === 'string' ? v : v instanceof Error ? v.message : JSON.stringify(v);
-  return s !== undefined && NEEDS_QUOTES.test(s) ? JSON.stringify(s) : String(s);
 }
 
 let lastMs = -1;

@@ -1,6 +1,6 @@
 // The access log's text line, a micro-benchmark, not a test (docs/perf.md "Plain route CPU, session 5").
 //
-//   node test/bench/access-log.ts [BASELINE_DIR]
+//   node [--max-semi-space-size=64 --expose-gc] test/bench/access-log.ts [BASELINE_DIR]
 //
 // Formats the `request` line of a plain-route request (`AccessLog.record`) and flushes every 12 lines, as under
 // load (about 12 lines per event-loop turn at 50 connections), into a sink that encodes the chunk as the file
@@ -17,7 +17,7 @@ interface Log {
   record(ex: unknown, durationMs: number): void;
 }
 interface Mods {
-  LogSink: new (write: (chunk: string) => void) => Sink;
+  LogSink: (new (write: (chunk: string) => void) => Sink) & { toBytes?: (write: (chunk: Buffer) => void) => Sink };
   AccessLog: new (sink: Sink, enabled: boolean, format: 'json' | 'text') => Log;
 }
 
@@ -50,7 +50,8 @@ function exchange(): unknown {
 
 let bytes = 0;
 function run(m: Mods, lines: number): number {
-  const sink = new m.LogSink((chunk) => void (bytes += Buffer.byteLength(chunk)));
+  // The sink as the gateway makes it: Buffers to stdout where the checkout has them, else strings.
+  const sink = m.LogSink.toBytes ? m.LogSink.toBytes((chunk) => void (bytes += chunk.length)) : new m.LogSink((chunk) => void (bytes += Buffer.byteLength(chunk)));
   const log = new m.AccessLog(sink, true, 'text');
   const exchanges = Array.from({ length: 12 }, exchange);
   const c0 = process.cpuUsage();
@@ -62,6 +63,23 @@ function run(m: Mods, lines: number): number {
   return ((c.user + c.system) * 1000) / lines;
 }
 
+/** Heap bytes allocated per line: the heap's growth over 10,000 lines with no collection between (run with
+ *  --max-semi-space-size=64 --expose-gc, else a scavenge may run in between and the figure is skipped). */
+function allocated(m: Mods): number | undefined {
+  const g = (globalThis as { gc?: () => void }).gc;
+  if (g === undefined) return undefined;
+  const sink = m.LogSink.toBytes ? m.LogSink.toBytes((chunk) => void (bytes += chunk.length)) : new m.LogSink((chunk) => void (bytes += Buffer.byteLength(chunk)));
+  const log = new m.AccessLog(sink, true, 'text');
+  const exchanges = Array.from({ length: 12 }, exchange);
+  g();
+  const h0 = process.memoryUsage().heapUsed;
+  for (let i = 0; i < 10_000; i++) {
+    log.record(exchanges[i % 12], 0.5 + (i % 1000) / 7);
+    if (i % 12 === 11) sink.flush();
+  }
+  return (process.memoryUsage().heapUsed - h0) / 10_000;
+}
+
 const here = resolve(import.meta.dirname, '../..');
 const sides: [string, Mods][] = [['this checkout', await load(here)]];
 if (process.argv[2]) sides.push([`baseline ${process.argv[2]}`, await load(resolve(process.argv[2]))]);
@@ -71,5 +89,9 @@ for (let round = 0; round < 7; round++) for (const [name, m] of sides) results.g
 for (const [name, ns] of results) {
   const sorted = [...ns].sort((a, b) => a - b);
   console.log(`${name}: ${sorted[3]!.toFixed(0)} ns per line (range ${sorted[0]!.toFixed(0)}-${sorted[6]!.toFixed(0)})`);
+}
+for (const [name, m] of sides) {
+  const a = [0, 1, 2].map(() => allocated(m));
+  if (a[0] !== undefined) console.log(`${name}: ${a.map((x) => x!.toFixed(0)).join(' / ')} heap bytes allocated per line`);
 }
 if (bytes === 0) console.log('nothing written?');
