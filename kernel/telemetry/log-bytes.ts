@@ -106,9 +106,13 @@ export class LogBytes {
 
   /** Bytes encoded once: the line's own text, a route's part. */
   bytes(chunk: Uint8Array): void {
-    this.ensure(chunk.length);
-    this.buf.set(chunk, this.len);
-    this.len += chunk.length;
+    const n = chunk.length;
+    this.ensure(n);
+    const b = this.buf;
+    const at = this.len;
+    if (n > 32) b.set(chunk, at);
+    else for (let i = 0; i < n; i++) b[at + i] = chunk[i]!; // `set` costs more than this loop on the short ones.
+    this.len = at + n;
   }
 
   newline(): void {
