@@ -96,6 +96,8 @@ export class LeanSpan implements Span {
   }
 
   addLink(link: Link): this {
+    // After `end` the span may already be encoded (span-batcher.ts): nothing changes it then, as the API says.
+    if (this.endMs !== 0) return this;
     (this.links ??= []).push(link);
     return this;
   }

@@ -11,9 +11,13 @@ import type { LeanSpan } from './lean-span.ts';
 const HAS_IS_REMOTE = 0x100;
 const IS_REMOTE = 0x200;
 
-class Writer {
-  buf = Buffer.allocUnsafe(64 * 1024);
+export class Writer {
+  buf: Buffer;
   pos = 0;
+
+  constructor(size = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
 
   ensure(n: number): void {
     if (this.pos + n <= this.buf.length) return;
@@ -237,8 +241,10 @@ class Writer {
 const writer = new Writer();
 
 /**
- * The encoder of the gateway's batches: one resource and one instrumentation scope, fixed at start, around the
- * spans. The bytes are a copy: the writer's buffer is reused by the next export.
+ * The encoder of the gateway's batches in one call: one resource and one instrumentation scope, fixed at start,
+ * around the spans. The bytes are a copy: the writer's buffer is reused by the next export. The batcher encodes
+ * span by span instead (`TraceBatchEncoder`); this one-shot form is the reference its bytes are checked against
+ * (otlp-encode.test.ts) and what test/bench/tracing-export-micro.ts measures.
  */
 export function traceRequestEncoder(resource: Attributes, scope: string, resourceSchemaUrl?: string): (spans: readonly LeanSpan[]) => Buffer {
   return (spans) => {
@@ -259,4 +265,67 @@ export function traceRequestEncoder(resource: Attributes, scope: string, resourc
     w.close(rs);
     return Buffer.from(w.buf.subarray(0, w.pos));
   };
+}
+
+const varintSize = (v: number): number => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5);
+
+function writeVarint(b: Buffer, at: number, v: number): number {
+  while (v > 0x7f) {
+    b[at++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  b[at++] = v;
+  return at;
+}
+
+/**
+ * Encoding in two steps (ADR 0055): each span to its `Span` message bytes when it ends (`append`, into a batch's
+ * writer), and at export the `ResourceSpans`/`ScopeSpans` envelope written around a batch's bytes (`request`).
+ * `Span` is a repeated length-delimited field of `ScopeSpans`, so the concatenated span messages are exactly what
+ * the one-shot encoder writes between the scope and the end of the `ScopeSpans`: the same bytes. Ended spans then
+ * die young instead of waiting up to a second in the batcher and being promoted to the old generation.
+ */
+export class TraceBatchEncoder {
+  /** `resource` (field 1 of ResourceSpans), `scope` (field 1 of ScopeSpans), `schema_url` (field 3 of ResourceSpans). */
+  private readonly resource: Buffer;
+  private readonly scope: Buffer;
+  private readonly schemaUrl: Buffer;
+
+  constructor(resource: Attributes, scope: string, resourceSchemaUrl?: string) {
+    const w = new Writer(4096);
+    const r = w.open(1);
+    w.attributes(1, resource);
+    w.close(r);
+    this.resource = Buffer.from(w.buf.subarray(0, w.pos));
+    w.pos = 0;
+    const sc = w.open(1);
+    w.string(1, scope);
+    w.close(sc);
+    this.scope = Buffer.from(w.buf.subarray(0, w.pos));
+    w.pos = 0;
+    if (resourceSchemaUrl) w.string(3, resourceSchemaUrl);
+    this.schemaUrl = Buffer.from(w.buf.subarray(0, w.pos));
+  }
+
+  /** Appends the span's `Span` message (field 2 of ScopeSpans) to `w`. */
+  append(w: Writer, span: LeanSpan): void {
+    w.span(span);
+  }
+
+  /** The `ExportTraceServiceRequest` of the spans whose messages are `spans` (not empty), in a new Buffer. */
+  request(spans: Uint8Array): Buffer {
+    const ssLen = this.scope.length + spans.length;
+    const rsLen = this.resource.length + 1 + varintSize(ssLen) + ssLen + this.schemaUrl.length;
+    const out = Buffer.allocUnsafe(1 + varintSize(rsLen) + rsLen);
+    out[0] = 0x0a; // resource_spans, field 1, length-delimited
+    let p = writeVarint(out, 1, rsLen);
+    p += this.resource.copy(out, p);
+    out[p++] = 0x12; // scope_spans, field 2, length-delimited
+    p = writeVarint(out, p, ssLen);
+    p += this.scope.copy(out, p);
+    out.set(spans, p);
+    p += spans.length;
+    this.schemaUrl.copy(out, p);
+    return out;
+  }
 }

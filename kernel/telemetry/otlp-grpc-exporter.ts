@@ -1,12 +1,11 @@
 /**
  * OTLP over gRPC without a gRPC library (ADR 0037): one unary call, `TraceService/Export`, on a node:http2 session,
- * its message the OTLP protobuf otlp-encode.ts makes, in gRPC's length-prefixed framing. The kernel takes
+ * its message the OTLP protobuf otlp-encode.ts makes (handed over by span-batcher.ts), in gRPC's length-prefixed framing. The kernel takes
  * no gRPC dependency (import-boundaries.test.ts), and a trimmed distribution stays free of `@grpc/grpc-js`.
  */
 import { connect, constants } from 'node:http2';
 import type { ClientHttp2Session } from 'node:http2';
 import { ExportCalls } from './export-calls.ts';
-import type { LeanSpan } from './lean-span.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
 
 const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
@@ -17,14 +16,12 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
   private session: ClientHttp2Session | undefined;
   private readonly url: string;
   private readonly headers: Readonly<Record<string, string>>;
-  private readonly serialize: (spans: LeanSpan[]) => Uint8Array | undefined;
   private readonly timeoutMs: number;
   private readonly calls = new ExportCalls();
 
-  constructor(url: string, headers: Readonly<Record<string, string>>, serialize: (spans: LeanSpan[]) => Uint8Array | undefined, timeoutMs = 10_000) {
+  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
     this.url = url;
     this.headers = headers;
-    this.serialize = serialize;
     this.timeoutMs = timeoutMs;
   }
 
@@ -41,9 +38,7 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
     return session;
   }
 
-  export(spans: LeanSpan[], done: (result: ExportResult) => void): void {
-    const body = this.serialize(spans);
-    if (!body) return done({ code: FAILED, error: new Error('OTLP serialization failed') });
+  export(body: Buffer, done: (result: ExportResult) => void): void {
     const frame = Buffer.allocUnsafe(5 + body.length);
     frame[0] = 0; // not compressed
     frame.writeUInt32BE(body.length, 1);

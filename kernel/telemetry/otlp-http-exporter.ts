@@ -1,13 +1,12 @@
 /**
  * OTLP/HTTP (protobuf) trace export on node:http with a keep-alive agent (ADR 0049): one POST per batch, its body
  * encoded by otlp-encode.ts. In place of the SDK's exporter, whose delegate, promise queue and transport layers
- * cost more per batch than the request itself; a failed export is reported to the batcher's error handler (one
+ * cost more per batch than the request itself (the batcher hands it the encoded request, span-batcher.ts); a failed export is reported to the batcher's error handler (one
  * warning a minute, tracing-sdk.ts) and dropped, as the SDK's exporter does after its retries.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { ExportCalls } from './export-calls.ts';
-import type { LeanSpan } from './lean-span.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
 
 const SUCCESS = 0;
@@ -19,10 +18,8 @@ export class OtlpHttpTraceExporter implements LeanSpanExporter {
   private readonly agent: HttpAgent;
   private readonly timeoutMs: number;
   private readonly calls = new ExportCalls();
-  private readonly encode: (spans: LeanSpan[]) => Buffer;
 
-  constructor(url: string, headers: Readonly<Record<string, string>>, encode: (spans: LeanSpan[]) => Buffer, timeoutMs = 10_000) {
-    this.encode = encode;
+  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
     this.url = new URL(url);
     this.headers = { ...headers, 'content-type': 'application/x-protobuf' };
     const https = this.url.protocol === 'https:';
@@ -30,13 +27,7 @@ export class OtlpHttpTraceExporter implements LeanSpanExporter {
     this.timeoutMs = timeoutMs;
   }
 
-  export(spans: LeanSpan[], done: (result: ExportResult) => void): void {
-    let body: Buffer;
-    try {
-      body = this.encode(spans);
-    } catch (error) {
-      return done({ code: FAILED, error: error as Error });
-    }
+  export(body: Buffer, done: (result: ExportResult) => void): void {
     const settle = this.calls.begin(done);
     const send = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
     try {

@@ -2,51 +2,99 @@
  * Batches ended spans for export (ADR 0037's settings, the SDK's BatchSpanProcessor behaviour): a batch of up to 512
  * leaves as soon as it is full or a second after its first span; one export at a time; at most 8,192 spans wait
  * (beyond that new spans are dropped and counted); `shutdown` exports what is left and waits for it.
+ * A span is encoded to its protobuf bytes when it ends (ADR 0055, otlp-encode.ts `TraceBatchEncoder`): the batches
+ * hold bytes, not span objects, so a span dies young instead of surviving scavenges for up to a second. Bytes are
+ * capped too: a batch closes at 2 MiB (under gRPC's default 4 MiB message limit), and beyond 64 MiB waiting new
+ * spans are dropped and counted.
  */
 import type { LeanSpan, SpanSink } from './lean-span.ts';
+import { Writer } from './otlp-encode.ts';
+import type { TraceBatchEncoder } from './otlp-encode.ts';
 
 export interface ExportOutcome {
   readonly code: number;
   readonly error?: Error;
 }
 
-/** The OTLP exporters (otlp-http-exporter.ts, otlp-grpc-exporter.ts). */
+/** The OTLP exporters (otlp-http-exporter.ts, otlp-grpc-exporter.ts): `body` is an ExportTraceServiceRequest. */
 export interface LeanSpanExporter {
-  export(spans: LeanSpan[], done: (result: ExportOutcome) => void): void;
+  export(body: Buffer, done: (result: ExportOutcome) => void): void;
   shutdown(): Promise<void>;
 }
 
 const BATCH = 512;
 const QUEUE = 8192;
 const DELAY_MS = 1000;
+const BATCH_BYTES = 2 * 1024 * 1024;
+const QUEUE_BYTES = 64 * 1024 * 1024;
+/** A batch writer's first size, and the largest one kept for the next batch. */
+const WRITER_BYTES = 64 * 1024;
+const KEEP_WRITER_BYTES = 4 * 1024 * 1024;
+
+interface Batch {
+  readonly w: Writer;
+  spans: number;
+}
 
 export class SpanBatcher implements SpanSink {
-  private queue: LeanSpan[] = [];
+  /** Closed batches (full, in spans or bytes), oldest first. */
+  private full: Batch[] = [];
+  /** The batch spans are appended to. */
+  private open: Batch | undefined = undefined;
+  /** Spans and bytes waiting (not the batch being exported). */
+  private queued = 0;
+  private queuedBytes = 0;
+  private spare: Writer | undefined = undefined;
   private exporting = false;
   private timer: NodeJS.Timeout | undefined = undefined;
   private idle: (() => void)[] = [];
   dropped = 0;
   private readonly exporter: LeanSpanExporter;
+  private readonly encoder: TraceBatchEncoder;
   private readonly onError: (err: Error) => void;
   private readonly onTimer = (): void => {
     this.timer = undefined;
     this.next();
   };
 
-  constructor(exporter: LeanSpanExporter, onError: (err: Error) => void) {
+  constructor(exporter: LeanSpanExporter, encoder: TraceBatchEncoder, onError: (err: Error) => void) {
     this.exporter = exporter;
+    this.encoder = encoder;
     this.onError = onError;
   }
 
   onEnd(span: LeanSpan): void {
-    if (this.queue.length >= QUEUE) {
+    if (this.queued >= QUEUE || this.queuedBytes >= QUEUE_BYTES) {
       this.dropped++;
       return;
     }
-    this.queue.push(span);
+    let b = this.open;
+    if (b === undefined) {
+      const w = this.spare ?? new Writer(WRITER_BYTES);
+      this.spare = undefined;
+      w.pos = 0;
+      b = this.open = { w, spans: 0 };
+    }
+    const before = b.w.pos;
+    try {
+      this.encoder.append(b.w, span);
+    } catch (error) {
+      // A value the encoder cannot write must not fail the request that ended the span: the span is left out.
+      b.w.pos = before;
+      this.dropped++;
+      this.onError(error as Error);
+      return;
+    }
+    b.spans++;
+    this.queued++;
+    this.queuedBytes += b.w.pos - before;
+    if (b.spans >= BATCH || b.w.pos >= BATCH_BYTES) {
+      this.full.push(b);
+      this.open = undefined;
+    }
     if (this.exporting) return;
-    if (this.queue.length >= BATCH) this.next();
-    else if (this.timer === undefined) this.timer = setTimeout(this.onTimer, DELAY_MS).unref();
+    if (this.full.length > 0) this.next();
+    else if (this.timer === undefined && this.open !== undefined) this.timer = setTimeout(this.onTimer, DELAY_MS).unref();
   }
 
   /** Export one batch, then the next while full ones wait. */
@@ -55,25 +103,32 @@ export class SpanBatcher implements SpanSink {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.queue.length === 0) {
+    let batch = this.full.shift();
+    if (batch === undefined) {
+      batch = this.open;
+      this.open = undefined;
+    }
+    if (batch === undefined || batch.spans === 0) {
       for (const w of this.idle.splice(0)) w();
       return;
     }
-    const batch = this.queue.length <= BATCH ? this.queue : this.queue.splice(0, BATCH);
-    if (batch === this.queue) this.queue = [];
+    this.queued -= batch.spans;
+    this.queuedBytes -= batch.w.pos;
+    const body = this.encoder.request(batch.w.buf.subarray(0, batch.w.pos));
+    if (this.spare === undefined && batch.w.buf.length <= KEEP_WRITER_BYTES) this.spare = batch.w;
     this.exporting = true;
-    this.exporter.export(batch, (result) => {
+    this.exporter.export(body, (result) => {
       this.exporting = false;
       if (result.code !== 0) this.onError(result.error ?? new Error('trace export failed'));
-      if (this.queue.length >= BATCH || (this.queue.length > 0 && this.idle.length > 0)) this.next();
-      else if (this.queue.length > 0) this.timer ??= setTimeout(this.onTimer, DELAY_MS).unref();
+      if (this.full.length > 0 || (this.open !== undefined && this.idle.length > 0)) this.next();
+      else if (this.open !== undefined) this.timer ??= setTimeout(this.onTimer, DELAY_MS).unref();
       else for (const w of this.idle.splice(0)) w();
     });
   }
 
   /** Export everything queued now and wait until it is sent. */
   flush(): Promise<void> {
-    if (this.queue.length === 0 && !this.exporting) return Promise.resolve();
+    if (this.queued === 0 && !this.exporting) return Promise.resolve();
     const done = new Promise<void>((resolve) => this.idle.push(resolve));
     if (!this.exporting) this.next();
     return done;

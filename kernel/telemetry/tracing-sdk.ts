@@ -9,7 +9,7 @@ import type { TracingConfig } from './tracing-config.ts';
 import type { Tracing } from './tracing.ts';
 
 export async function startTracing(cfg: TracingConfig, logger: Logger): Promise<Tracing> {
-  const [api, core, resources, hooks, facade, lean, batcher, { OtlpHttpTraceExporter }, { OtlpGrpcTraceExporter }, { traceRequestEncoder }] = await Promise.all([
+  const [api, core, resources, hooks, facade, lean, batcher, { OtlpHttpTraceExporter }, { OtlpGrpcTraceExporter }, { TraceBatchEncoder }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/core'),
     import('@opentelemetry/resources'),
@@ -23,13 +23,13 @@ export async function startTracing(cfg: TracingConfig, logger: Logger): Promise<
   ]);
   // The resource (service name, SDK and process attributes, the config's own) is fixed at start.
   const resource = resources.defaultResource().merge(resources.resourceFromAttributes({ ...cfg.resource }));
-  const encode = traceRequestEncoder(resource.attributes, 'switchyard', resource.schemaUrl);
+  const encoder = new TraceBatchEncoder(resource.attributes, 'switchyard', resource.schemaUrl);
   let exporter;
   if (cfg.protocol === 'http') {
-    exporter = new OtlpHttpTraceExporter(cfg.url, cfg.headers, encode);
+    exporter = new OtlpHttpTraceExporter(cfg.url, cfg.headers);
   } else {
     const headers = Object.fromEntries(Object.entries(cfg.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    exporter = new OtlpGrpcTraceExporter(cfg.url, headers, encode);
+    exporter = new OtlpGrpcTraceExporter(cfg.url, headers);
   }
   // Export failures are the trace backend's trouble, not the request's: say so in the process log, once a minute.
   let lastWarned = 0;
@@ -39,7 +39,7 @@ export async function startTracing(cfg: TracingConfig, logger: Logger): Promise<
     lastWarned = now;
     logger.warn('trace export failed', { error: err instanceof Error ? err : new Error(String(err)), endpoint: cfg.url });
   };
-  const spans = new batcher.SpanBatcher(exporter, warn);
+  const spans = new batcher.SpanBatcher(exporter, encoder, warn);
   const tracer = new lean.LeanTracer(spans, new PooledIdGenerator(), cfg.randomRatio, cfg.clientRatio);
   // Async-context propagation, so calls made deep inside plugins find the request's span. The first gateway of
   // the process registers it; another one (tests run several) uses the same.
