@@ -677,10 +677,13 @@ async function failoverOnly(notes: string[]): Promise<number> {
       if (res.index === 0) void stop(ups[1]!);
     });
     const failed = (ph: JobResult['throughput']) => ph.non2xx + ph.errors;
+    // Which kind of failure (an answer other than 2xx, or a connection error/timeout): a run in which every request
+    // failed after the kill was seen intermittently on 2026-11-26 (docs/backends-health.md "Measured").
+    const kinds = (ph: JobResult['throughput']) => `${ph.non2xx} non-2xx + ${ph.errors} errors`;
     const [both, kill, ejected] = results as [JobResult, JobResult, JobResult];
     console.log(
       `${r.name}: both up ${failed(both.throughput)}/${both.throughput.requests} failed, p99 ${fmt(both.throughput.p99, 0)} ms; ` +
-        `kill phase ${failed(kill.throughput)}/${kill.throughput.requests} failed, p99 ${fmt(kill.throughput.p99, 0)} ms; ` +
+        `kill phase ${failed(kill.throughput)}/${kill.throughput.requests} failed (${kinds(kill.throughput)}), p99 ${fmt(kill.throughput.p99, 0)} ms; ` +
         `ejected ${failed(ejected.throughput)}/${ejected.throughput.requests} failed, p99 ${fmt(ejected.throughput.p99, 0)} ms at c=${CONNECTIONS}` +
         (ejected.latency ? `, p99 ${fmt(ejected.latency.p99, 3)} ms at c=1 (${failed(ejected.latency)} failed)` : ''),
     );
