@@ -15,6 +15,7 @@ import { freePort } from '../helpers/ports.ts';
 import { CHAT_REQUEST, CHAT_STREAM_REQUEST, SMALL_ANSWER, STREAM_ANSWER } from './llm-bodies.ts';
 import type { BenchKit } from './peers.ts';
 import { postRounds } from './post-rounds.ts';
+import type { PostRow } from './post-rounds.ts';
 import type { Child } from './run.ts';
 
 type Mode = 'non-streaming' | 'streaming';
@@ -24,19 +25,12 @@ const HOST_PREFIX = '/host';
 const PATH = '/v1/chat/completions';
 const HEADERS = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
 
-interface AiRow {
-  readonly name: string;
+/** A row of the interleaved POST rounds (post-rounds.ts) with what this bench adds. */
+interface AiRow extends PostRow {
   readonly bare: boolean;
   readonly mode: Mode;
-  readonly url: string;
   readonly body: string;
   readonly answer: string;
-  readonly pids: number[];
-  readonly cpu: number[];
-  readonly rps: number[];
-  readonly p50: number[];
-  bad: number;
-  errors: number;
 }
 
 /** One `ai` route for every path: `openAI` with the client's model, `hostOverride` to the fixed-answer upstream. */

@@ -19,6 +19,7 @@ import { freePort } from '../helpers/ports.ts';
 import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
 import type { BenchKit } from './peers.ts';
 import { postRounds } from './post-rounds.ts';
+import type { PostRow } from './post-rounds.ts';
 import type { Child } from './run.ts';
 
 const PATH = '/v1/chat/completions';
@@ -28,18 +29,11 @@ const keySecret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}
 /** Budgets never reached in a bench run: every request is reserved and settled, none refused. */
 const big = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day' }];
 
-interface KeysRow {
-  readonly name: string;
+/** A row of the interleaved POST rounds (post-rounds.ts) with what this bench adds. */
+interface KeysRow extends PostRow {
   readonly store: 'none' | 'sqlite' | 'redis';
   readonly keys: number;
-  readonly url: string;
   readonly headers: Record<string, string>;
-  readonly pids: number[];
-  readonly cpu: number[];
-  readonly rps: number[];
-  readonly p50: number[];
-  bad: number;
-  errors: number;
 }
 
 function virtualKeys(store: Record<string, unknown>, keys: number): Record<string, unknown> {
