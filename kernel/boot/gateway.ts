@@ -4,7 +4,7 @@ import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
-import { PooledUpstreams } from '../upstream/http-target.ts';
+import { PooledUpstreams } from '../upstream/pooled-upstreams.ts';
 import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';

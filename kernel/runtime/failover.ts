@@ -5,7 +5,7 @@ import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
-import { hasRequestBody } from '../upstream/http-target.ts';
+import { hasRequestBody } from '../upstream/request-body.ts';
 
 /** What `serveWithHealth` ended with: the last backend tried and its reply or error. */
 export interface Outcome {

@@ -9,7 +9,7 @@ import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { directReplies, errorReply, timeoutError, writeReply } from './reply-writer.ts';
-import { directForwarder } from '../upstream/http-target.ts';
+import { directForwarder } from '../upstream/pooled-target.ts';
 import type { DirectReplies } from '../upstream/direct-forward.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { serveWithHealth } from './failover.ts';

@@ -144,12 +144,12 @@ describe('kernel layers (docs/adr/0029)', () => {
 
   describe('the rules', () => {
     const cases: [file: string, target: string, allowed: boolean][] = [
-      ['kernel/upstream/http-target.ts', 'kernel/exchange/kernel-exchange.ts', true],
-      ['kernel/upstream/http-target.ts', 'kernel/runtime/exchange-impl.ts', false],
-      ['kernel/compile/compile-snapshot.ts', 'kernel/upstream/http-target.ts', false],
+      ['kernel/upstream/pooled-target.ts', 'kernel/exchange/kernel-exchange.ts', true],
+      ['kernel/upstream/pooled-target.ts', 'kernel/runtime/exchange-impl.ts', false],
+      ['kernel/compile/compile-snapshot.ts', 'kernel/upstream/pooled-target.ts', false],
       ['kernel/compile/policy-set.ts', 'kernel/runtime/run-hooks.ts', false],
       ['kernel/runtime/request-pipeline.ts', 'kernel/compile/snapshot.ts', true],
-      ['kernel/runtime/failover.ts', 'kernel/upstream/http-target.ts', true],
+      ['kernel/runtime/failover.ts', 'kernel/upstream/request-body.ts', true],
       ['kernel/expr/cel-expressions.ts', 'kernel/runtime/exchange-impl.ts', false],
       ['kernel/config/assemble-schema.ts', 'kernel/registry/registry.ts', true],
       ['kernel/exchange/kernel-exchange.ts', 'kernel/sdk/index.ts', true],

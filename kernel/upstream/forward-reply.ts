@@ -1,0 +1,215 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { Span } from '@opentelemetry/api';
+import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import type { Exchange, Reply, UpstreamAttempt } from '../sdk/index.ts';
+import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
+import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
+import { isRetryableFailure } from './upstream-errors.ts';
+import { poolRequest } from './undici-core.ts';
+import { WholeAnswer } from './whole-answer.ts';
+import type { WholeResponse } from './whole-answer.ts';
+import type { PooledTarget } from './pooled-target.ts';
+
+// `forward()`'s path: the upstream's answer as a `Reply` (streamed body, or read whole), one attempt or the retry loop.
+
+/** An attempt's answer: undici's `request()` result (a streamed body) or one read whole (`ForwardOptions.readWhole`). */
+type Answer = Dispatcher.ResponseData | WholeResponse;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** When the answer's headers arrived: now for `request()`'s (it resolves then), recorded by `WholeAnswer`. */
+function answeredAt(response: Answer): number {
+  return 'answeredAt' in response ? response.answeredAt : performance.now();
+}
+
+/** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
+function upstreamReply(response: Answer): Reply {
+  return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
+}
+
+/**
+ * The plain forward (no retry, no per-attempt hooks, no tracing): one attempt, one promise. The general loop below
+ * is an async function whose awaits cost a promise and microtask turns each, on every request of a plain route.
+ */
+export function forwardOnce(target: PooledTarget, ex: Exchange, state: ExchangeState, plan: UpstreamPlan, whole: number): Promise<Reply> {
+  // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
+  const hasBody = hasRequestBody(ex);
+  const headers = target.prepareHeaders(ex, state);
+  const body = requestBody(ex, headers, hasBody);
+  if (isPromiseLike(body)) return Promise.resolve(body).then((read) => sendOnce(target, ex, state, headers, read, plan, whole));
+  return sendOnce(target, ex, state, headers, body, plan, whole);
+}
+
+function sendOnce(target: PooledTarget, ex: Exchange, state: ExchangeState, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan, whole: number): Promise<Reply> {
+  state.attempts = 1;
+  const sentAt = performance.now();
+  return send(target, ex, state, ex.path + ex.query, headers, body, plan, whole).then(
+    (response) => {
+      target.metrics?.duration.observe((answeredAt(response) - sentAt) / 1000);
+      return upstreamReply(response);
+    },
+    (err: unknown) => {
+      const failure = target.attemptFailed(err, sentAt, plan);
+      if (!state.timedOut && !state.res?.destroyed) state.retryableFailure = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+      throw failure;
+    },
+  );
+}
+
+/** Retries, per-attempt hooks (`onUpstream`, `onAttempt`) and a CLIENT span per attempt when tracing. */
+export async function forwardAttempts(
+  target: PooledTarget,
+  ex: Exchange,
+  state: ExchangeState,
+  plan: UpstreamPlan,
+  onAttempt: ((attempt: UpstreamAttempt) => void | Promise<void>) | undefined,
+  whole: number,
+): Promise<Reply> {
+  // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
+  const hasBody = hasRequestBody(ex);
+  const headers = target.prepareHeaders(ex, state);
+  const pending = requestBody(ex, headers, hasBody);
+  const body = isPromiseLike(pending) ? await pending : pending;
+  const replayable = body === null || Buffer.isBuffer(body);
+  // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
+  const first = state.attempts;
+  const maxAttempts = first + (plan.retry && replayable ? plan.retry.attempts + 1 : 1);
+  const path = ex.path + ex.query;
+  for (let attempt = first; ; attempt++) {
+    state.attempts = attempt + 1;
+    let attemptHeaders = headers;
+    if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
+    if (plan.upstreamHooks || onAttempt) {
+      if (attempt === 0) attemptHeaders = { ...headers };
+      const view: UpstreamAttempt = { method: ex.method, path, origin: target.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
+      if (plan.upstreamHooks) {
+        for (const hook of plan.upstreamHooks) {
+          const r = hook.onUpstream!(ex, view);
+          if (r) await r;
+        }
+      }
+      if (onAttempt) await onAttempt(view);
+    }
+    let response: Answer;
+    // One CLIENT span per attempt (retries visible); the upstream gets its traceparent.
+    const tracing = target.traces?.tracing ?? null;
+    let span: Span | undefined;
+    if (tracing !== null) {
+      span = tracing.client(ex.method, target.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined, state.traceParent);
+    }
+    const sentAt = performance.now();
+    try {
+      response = await send(target, ex, state, path, attemptHeaders, body, plan, whole);
+      const at = answeredAt(response);
+      target.metrics?.duration.observe((at - sentAt) / 1000);
+      if (span !== undefined) tracing!.endClient(span, response.statusCode, undefined, whole > 0 ? at : undefined);
+    } catch (err) {
+      if (span !== undefined) tracing!.endClient(span, undefined, err);
+      const failure = target.attemptFailed(err, sentAt, plan);
+      if (state.timedOut || state.res?.destroyed) throw failure;
+      const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+      if (attempt + 1 < maxAttempts && retryable) {
+        target.metrics?.retry();
+        if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
+        continue;
+      }
+      // The request never reached the upstream's application: the pipeline may send it to another backend.
+      state.retryableFailure = retryable;
+      throw failure;
+    }
+    if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode)) {
+      if (!Buffer.isBuffer(response.body)) {
+        response.body.on('error', () => undefined);
+        if ('dump' in response.body) response.body.dump().catch(() => undefined);
+        else response.body.destroy();
+      }
+      target.metrics?.retry();
+      if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
+      continue;
+    }
+    return upstreamReply(response);
+  }
+}
+
+/** One attempt through undici's `request()` (or read whole), with the route's deadlines and the exchange's abort. */
+function send(
+  target: PooledTarget,
+  ex: Exchange,
+  state: ExchangeState,
+  path: string,
+  headers: IncomingHttpHeaders,
+  body: Buffer | IncomingMessage | null,
+  plan: UpstreamPlan,
+  whole: number,
+): Promise<Answer> {
+  const timeoutMs = plan.attemptTimeoutMs;
+  // Default deadlines (ADR 0019) ride on undici's own parser timers: no timer or closure of ours per request.
+  const headersTimeout = plan.headersTimeoutMs;
+  const bodyTimeout = plan.idleTimeoutMs;
+  if (whole > 0) return sendWhole(target, ex, state, path, headers, body, plan, whole);
+  if (timeoutMs <= 0) {
+    if (state.aborted !== undefined) return Promise.reject(state.aborted);
+    const signal = state.abortHook() as unknown as AbortSignal;
+    return poolRequest(target.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal, headersTimeout, bodyTimeout });
+  }
+  // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
+  const attempt = new AbortController();
+  const outer = ex.signal;
+  const onOuter = (): void => attempt.abort(outer.reason);
+  outer.addEventListener('abort', onOuter, { once: true });
+  const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${target.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
+  const timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
+  return poolRequest(target.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal, headersTimeout, bodyTimeout })
+    .then(
+      (response) => {
+        clearTimeout(timer);
+        outer.removeEventListener('abort', onOuter);
+        return response;
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        outer.removeEventListener('abort', onOuter);
+        throw attempt.signal.aborted && attempt.signal.reason === timeout ? timeout : err;
+      },
+    );
+}
+
+/** `send` with the answer read whole through a dispatch handler (ADR 0058): the same deadlines and aborts. */
+function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, path: string, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan, limit: number): Promise<WholeResponse> {
+  if (state.aborted !== undefined) return Promise.reject(state.aborted);
+  const timeoutMs = plan.attemptTimeoutMs;
+  const options = { path, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs };
+  if (timeoutMs <= 0) {
+    const handler = new WholeAnswer(limit, state);
+    target.pool.dispatch(options, handler);
+    return handler.promise;
+  }
+  // A per-attempt deadline (as in `send`): until the answer starts; the exchange's abort until it ended.
+  const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${target.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
+  const outer = ex.signal;
+  let timer: NodeJS.Timeout | undefined = undefined;
+  const handler = new WholeAnswer(limit, null, () => clearTimeout(timer));
+  const onOuter = (): void => handler.abort(outer.reason);
+  if (outer.aborted) return Promise.reject(outer.reason);
+  outer.addEventListener('abort', onOuter, { once: true });
+  timer = setTimeout(() => handler.abort(timeout), timeoutMs);
+  target.pool.dispatch(options, handler);
+  const settled = (): void => {
+    clearTimeout(timer);
+    outer.removeEventListener('abort', onOuter);
+  };
+  return handler.promise.then(
+    (response) => {
+      settled();
+      return response;
+    },
+    (err: unknown) => {
+      settled();
+      throw err;
+    },
+  );
+}

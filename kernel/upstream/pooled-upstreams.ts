@@ -1,0 +1,45 @@
+import type { HttpUpstreams, ResourceCache, UpstreamTarget, UpstreamTargetOptions } from '../sdk/index.ts';
+import type { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
+import type { TracingHolder } from '../telemetry/tracing.ts';
+import { tlsConnector } from './tls-options.ts';
+import { ConnectGuard } from './connect-guard.ts';
+import { buildConnector, Pool } from './undici-core.ts';
+import { parseOrigin } from './origin.ts';
+import { PooledTarget } from './pooled-target.ts';
+
+/** Upstream targets over pools kept in the generational resource cache (so reloads keep warm connections). */
+export class PooledUpstreams implements HttpUpstreams {
+  private readonly resources: ResourceCache;
+  private readonly metrics: UpstreamMetrics | undefined;
+  private readonly traces: TracingHolder | undefined;
+  constructor(resources: ResourceCache, metrics?: UpstreamMetrics, traces?: TracingHolder) {
+    this.resources = resources;
+    this.metrics = metrics;
+    this.traces = traces;
+  }
+
+  target(options: UpstreamTargetOptions): UpstreamTarget {
+    const parsed = parseOrigin(options.origin);
+    const key = `pool:${parsed.href}:${parsed.secure ? JSON.stringify(options.tls ?? {}) : ''}`;
+    const pool = this.resources.get(
+      key,
+      () => {
+        // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
+        const guard = new ConnectGuard(parsed.secure ? tlsConnector(options.tls, parsed.host) : buildConnector({}));
+        const created = new Pool(parsed.href, {
+          connect: guard.connect,
+          allowH2: options.tls?.alpn?.includes('h2') ?? false,
+          // No pool-wide deadlines: forwarded requests carry their route's (ADR 0019); plugin-made calls set their own.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+          keepAliveTimeout: 30_000,
+        });
+        guard.watch(created);
+        return created;
+      },
+      // Let in-flight calls finish, but do not let a stuck one (a slow mirror, say) hold shutdown.
+      (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined),
+    );
+    return new PooledTarget(options, pool, this.metrics, this.traces);
+  }
+}

@@ -1,0 +1,34 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Exchange } from '../sdk/index.ts';
+import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
+
+/** True when the client sent (or will send) a body, or a plugin set one. */
+export function hasRequestBody(ex: Exchange): boolean {
+  const body = ex.body;
+  if (body) return body.length > 0;
+  const h = ex.headers;
+  return (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
+}
+
+/**
+ * What is sent as the request body: the exchange's own (a plugin set one), none, or the client's. A body of declared,
+ * small size is read before it is sent (as nginx does by default); larger or chunked bodies stream. Handing the
+ * client's request stream to undici keeps each request's objects alive past two scavenges (a chain through promoted
+ * garbage, also in a bare node:http + undici proxy): 10× the young-generation survivors, so each scavenge pauses
+ * longer and the old generation fills with garbage (docs/perf.md "Tails and memory, session 5"). Read, the body can
+ * also be sent again (retry, failover).
+ */
+export function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody: boolean): Buffer | IncomingMessage | null | PromiseLike<Buffer> {
+  if (ex.body) return ex.body;
+  if (!hasBody) return null;
+  return readsFirst(headers) ? ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+}
+
+/** A client body of declared length ≤ 64 KiB is read whole before it is sent (ADR 0050); others stream. */
+export function readsFirst(headers: IncomingHttpHeaders): boolean {
+  return Number(headers['content-length'] ?? NaN) <= RETRY_BUFFER_LIMIT;
+}
+
+export function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}

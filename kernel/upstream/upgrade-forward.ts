@@ -1,0 +1,144 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { Duplex } from 'node:stream';
+import { GatewayError } from '../sdk/index.ts';
+import type { Exchange, UpstreamAttempt } from '../sdk/index.ts';
+import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
+import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import { stripHopByHop } from './hop-by-hop.ts';
+import { tlsConnectOptions } from './tls-options.ts';
+import { upstreamFailure } from './upstream-errors.ts';
+import { writeRawResponse } from './raw-response.ts';
+import type { PooledTarget } from './pooled-target.ts';
+
+// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
+const { request: httpRequest } = process.getBuiltinModule('node:http');
+
+/** Why an upgrade's CLIENT span ended without an answer: the client left during the handshake. */
+const CLIENT_GONE = { code: 'client_closed', message: 'the client left during the upgrade handshake' };
+
+/** Bytes a client may send before the upstream accepted its upgrade. */
+const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
+
+/** `UpstreamTarget.upgrade`: the client's upgrade request (WebSocket and the like) relayed over its own connection. */
+export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer): void {
+  const state = exchangeState(ex) ?? new DetachedState(ex);
+  const hooks = state.plan.upstreamHooks;
+  if (!hooks) return sendUpgrade(target, ex, socket, head, upgradeHeaders(target, ex, state));
+  // Per-attempt hooks (backendAuth) sign the upgrade request as they sign any other request. A client that leaves
+  // while they run (a token fetch) is noticed by sendUpgrade.
+  const headers = upgradeHeaders(target, ex, state);
+  const view: UpstreamAttempt = { method: ex.method, path: ex.path + ex.query, origin: target.origin, headers: headers as IncomingHttpHeaders, body: undefined, attempt: 0 };
+  void (async () => {
+    for (const hook of hooks) await hook.onUpstream!(ex, view);
+  })().then(
+    () => sendUpgrade(target, ex, socket, head, headers),
+    (err: unknown) => {
+      const failure = err instanceof GatewayError ? err : upstreamFailure(err, target.origin);
+      state.upgradeDone?.(failure.status);
+      writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
+    },
+  );
+}
+
+/** The upgrade request's headers: hop-by-hop removed (Upgrade/Connection kept), Host chosen, X-Forwarded-* added. */
+function upgradeHeaders(target: PooledTarget, ex: Exchange, state: ExchangeState): OutgoingHttpHeaders {
+  const headers = { ...ex.headers } as OutgoingHttpHeaders;
+  stripHopByHop(headers as IncomingHttpHeaders, true);
+  const explicitAuthority = ex.authority !== state.clientAuthority;
+  headers.host = explicitAuthority || !target.useTargetAuthority ? ex.authority : target.parsed.authority;
+  const xff = ex.headers['x-forwarded-for'];
+  headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${state.peerAddress}` : state.peerAddress;
+  headers['x-forwarded-proto'] = ex.scheme;
+  headers['x-forwarded-host'] = state.clientAuthority;
+  headers['x-request-id'] = ex.requestId;
+  return headers;
+}
+
+function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders): void {
+  const state = exchangeState(ex);
+  const done = state?.upgradeDone;
+  if (socket.destroyed) return done?.(499);
+  const parsed = target.parsed;
+  // When tracing: a CLIENT span for the upstream handshake (its traceparent goes upstream), ended with its outcome.
+  const tracing = target.traces?.tracing ?? null;
+  const span = tracing === null ? undefined : tracing.client(ex.method, parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, state?.traceParent);
+  let settled = false;
+  const settle = (status: number | undefined, err?: unknown): void => {
+    if (settled) return;
+    settled = true;
+    if (span !== undefined) tracing!.endClient(span, status, err);
+    done?.(status ?? 499);
+  };
+  const send = parsed.secure ? httpsRequest : httpRequest;
+  const upReq = send({
+    host: parsed.host,
+    port: parsed.port,
+    method: ex.method,
+    path: ex.path + ex.query,
+    headers,
+    ...(parsed.secure ? tlsConnectOptions(target.options.tls, parsed.host) : {}),
+  });
+  socket.on('error', () => upReq.destroy());
+  // Until the upstream answers, read the client socket ourselves: an unread socket never reports the client
+  // leaving (bind servers allow half-open sockets), so the upstream connection would be kept forever. Bytes sent
+  // early are kept (bounded) and replayed after the handshake.
+  let early: Buffer[] | undefined;
+  let earlySize = 0;
+  const onClientGone = (): void => {
+    settle(undefined, CLIENT_GONE);
+    upReq.destroy();
+    socket.destroy();
+  };
+  const onEarlyData = (chunk: Buffer): void => {
+    earlySize += chunk.length;
+    if (earlySize > EARLY_UPGRADE_DATA_LIMIT) onClientGone();
+    else (early ??= []).push(chunk);
+  };
+  socket.on('data', onEarlyData);
+  socket.once('end', onClientGone);
+  socket.once('close', onClientGone);
+  upReq.on('upgrade', (upRes, upSocket, upHead) => {
+    socket.off('data', onEarlyData);
+    socket.off('end', onClientGone);
+    socket.off('close', onClientGone);
+    if (socket.destroyed) {
+      settle(undefined, CLIENT_GONE);
+      return void upSocket.destroy();
+    }
+    settle(upRes.statusCode ?? 101);
+    let lines = `HTTP/1.1 ${upRes.statusCode ?? 101} ${upRes.statusMessage ?? 'Switching Protocols'}\r\n`;
+    for (let i = 0; i < upRes.rawHeaders.length; i += 2) lines += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
+    socket.write(`${lines}\r\n`);
+    if (upHead.length) socket.write(upHead);
+    if (head.length) upSocket.write(head);
+    if (early) for (const chunk of early) upSocket.write(chunk);
+    upSocket.on('error', () => socket.destroy());
+    socket.on('close', () => upSocket.destroy());
+    upSocket.on('close', () => socket.destroy());
+    upSocket.pipe(socket);
+    socket.pipe(upSocket);
+  });
+  upReq.on('response', (upRes) => {
+    // The upstream declined the upgrade: relay its answer as is.
+    settle(upRes.statusCode ?? 502);
+    const responseHeaders = { ...upRes.headers };
+    stripHopByHop(responseHeaders);
+    const chunks: Buffer[] = [];
+    upRes.on('data', (c: Buffer) => chunks.push(c));
+    upRes.on('end', () => writeRawResponse(socket, upRes.statusCode ?? 502, responseHeaders, Buffer.concat(chunks)));
+    upRes.on('error', () => socket.destroy());
+  });
+  upReq.on('error', (err) => {
+    const failure = upstreamFailure(err, target.origin);
+    if (!settled) {
+      // The CLIENT span takes the network error; the client gets the gateway's status.
+      if (span !== undefined) tracing!.endClient(span, undefined, err);
+      settled = true;
+      done?.(failure.status);
+    }
+    writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
+  });
+  upReq.end();
+}
