@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Context } from '@opentelemetry/api';
 import type { Exchange } from '../sdk/index.ts';
 import { AbortHook } from './abort-hook.ts';
@@ -39,9 +40,17 @@ export interface ExchangeState {
   traceParent: Context | undefined;
   /**
    * A WebSocket upgrade's outcome, told by the forwarder: the status the client got (101, the upstream's refusal, a
-   * gateway error, 499 when the client left first). Set by the pipeline only when tracing (the upgrade's span ends).
+   * gateway error, 499 when the client left first); with a 101, the upstream socket the forwarder relays to. Set by
+   * the pipeline on upgrade requests: it logs, counts and traces the handshake, and when something records the
+   * connection (access log, tracing), returns the tap the forwarder feeds the bytes it relays itself (ADR 0055).
    */
-  readonly upgradeDone?: ((status: number) => void) | undefined;
+  readonly upgradeDone?: ((status: number, upstream?: Duplex) => UpgradeTap | undefined) | undefined;
+}
+
+/** What the forwarder tells about bytes of an upgraded connection that it writes itself rather than through its pipes. */
+export interface UpgradeTap {
+  fromClient(chunk: Buffer): void;
+  fromUpstream(chunk: Buffer): void;
 }
 
 /**

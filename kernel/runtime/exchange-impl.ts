@@ -84,8 +84,8 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   span: Span | undefined = undefined;
   /** When tracing: the parent of upstream attempts (ExchangeState). */
   traceParent: Context | undefined = undefined;
-  /** When tracing a WebSocket upgrade: ends its span (ExchangeState). */
-  upgradeDone: ((status: number) => void) | undefined = undefined;
+  /** A WebSocket upgrade's outcome, told by the forwarder (ExchangeState). */
+  upgradeDone: ExchangeState['upgradeDone'] = undefined;
   private controller: AbortController | undefined = undefined;
   private bodyPromise: Promise<Buffer> | undefined = undefined;
   private bodyReceiver: BodyReceiver | undefined = undefined;

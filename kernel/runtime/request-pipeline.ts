@@ -7,6 +7,8 @@ import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
+import type { UpgradeTap } from '../exchange/kernel-exchange.ts';
+import { endFields, watchUpgradedConnection } from './upgraded-connection.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { directReplies, errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { directForwarder } from '../upstream/pooled-target.ts';
@@ -304,21 +306,37 @@ export class RequestPipeline {
     const tracing = this.tracing;
     // The handshake's outcome (ADR 0055): told by the forwarder (`upgradeDone`: 101, the upstream's refusal, a gateway
     // error, 499) or by a refusal here, then logged, counted and traced once with the status the client got. A
-    // backend that never tells (a plugin's own `upgrade`) is logged with 101 when the connection closes.
+    // backend that never tells (a plugin's own `upgrade`) is logged with 101 when the connection closes. A 101 with
+    // the upstream socket starts watching the connection for its own log line and span (ADR 0055).
     let open = true;
-    const end = (status: number): void => {
-      if (!open) return;
+    const end = (status: number, upstream?: Duplex): UpgradeTap | undefined => {
+      if (!open) return undefined;
       open = false;
       ex.status = status;
       const elapsed = performance.now() - ex.startTime;
       this.accessLog.record(ex, elapsed);
       ex.compiledRoute?.metrics.record(status, elapsed / 1000);
       tracing?.finish(ex);
+      if (status !== 101 || upstream === undefined || (!this.accessLog.enabled && tracing === null)) return undefined;
+      return this.watchConnection(ex, socket, upstream, tracing);
     };
     ex.upgradeDone = end;
     socket.once('close', () => end(ex.status || 499));
     if (tracing === null) this.serveUpgrade(ex, socket, head, port, snapshot);
     else tracing.serve(ex, () => this.serveUpgrade(ex, socket, head, port, snapshot));
+  }
+
+  /** An upgraded connection, from the 101 until it closes: its `upgrade closed` log line and span (ADR 0055). */
+  private watchConnection(ex: ExchangeImpl, socket: Duplex, upstream: Duplex, tracing: Tracing | null): UpgradeTap {
+    const upgrade = ex.headers.upgrade;
+    // The client's word, accepted by the upstream's 101; bounded, as it lands on every line and span.
+    const protocol = typeof upgrade === 'string' ? upgrade.slice(0, 64).toLowerCase() : 'unknown';
+    const span = tracing?.startConnection(ex, protocol);
+    return watchUpgradedConnection(socket, upstream, protocol === 'websocket', (closed) => {
+      const fields = endFields(closed, protocol);
+      if (span !== undefined) tracing!.endConnection(span, fields, closed.closeCode);
+      this.accessLog.recordUpgradeEnd(ex, closed.durationMs, fields, span?.spanContext().spanId);
+    });
   }
 
   /** Route selection and the request chain of an upgrade, then the backend's upgrade (or a refusal). */

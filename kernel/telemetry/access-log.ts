@@ -158,6 +158,32 @@ export class AccessLog {
     return part;
   }
 
+  /**
+   * The second line of an upgrade whose connection was relayed (ADR 0055): `upgrade closed`, written when the
+   * connection closes, with the request line's fields, the connection's duration (from the 101) and how it ended.
+   * `config.logging` rules apply as to the request line; `span_id` is the connection's span when it has one.
+   */
+  recordUpgradeEnd(ex: LoggedExchange, durationMs: number, extra: Record<string, string | number>, spanId: string | undefined): void {
+    if (!this.enabled) return;
+    const rules = this.rules;
+    if (rules !== null && !this.kept(ex, rules)) return;
+    const fields = this.fields(ex, durationMs);
+    if (spanId !== undefined) fields.span_id = spanId;
+    Object.assign(fields, extra);
+    if (rules !== null) this.applyRules(ex, fields, rules);
+    this.sink.push(formatLine(this.format, 'info', 'upgrade closed', fields));
+  }
+
+  /** `config.logging.filter`'s verdict (no filter: kept). */
+  private kept(ex: LoggedExchange, rules: AccessLogRules): boolean {
+    if (rules.filter === undefined) return true;
+    try {
+      return rules.filter.evaluateIn(logActivation(ex)) !== false;
+    } catch {
+      return true; // A filter that cannot decide (a missing header) logs: losing lines is the worse failure.
+    }
+  }
+
   /** The filter decides; added fields are evaluated against one activation with credentials hidden. */
   private recordWithRules(ex: LoggedExchange, durationMs: number, rules: AccessLogRules): void {
     let activation: Record<string, unknown> | undefined;
@@ -172,6 +198,12 @@ export class AccessLog {
       if (keep === false) return;
     }
     const fields = this.fields(ex, durationMs);
+    this.applyRules(ex, fields, rules, activation);
+    this.sink.push(formatLine(this.format, 'info', 'request', fields));
+  }
+
+  /** `config.logging.fields`: added fields (CEL, over one activation) and removed names. */
+  private applyRules(ex: LoggedExchange, fields: Record<string, unknown>, rules: AccessLogRules, activation?: Record<string, unknown>): void {
     if (rules.add.length > 0) {
       activation ??= logActivation(ex);
       for (const [name, expression] of rules.add) {
@@ -183,7 +215,6 @@ export class AccessLog {
       }
     }
     for (const name of rules.remove) fields[name] = undefined;
-    this.sink.push(formatLine(this.format, 'info', 'request', fields));
   }
 
   /** The line's fields; with `tailTime`, the live tail's event (its `time` first, `duration_ms` numeric), built once. */

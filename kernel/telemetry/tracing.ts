@@ -136,6 +136,29 @@ export class Tracing {
   }
 
   /**
+   * An upgraded connection's INTERNAL span (ADR 0055), child of its upgrade's SERVER span (ended at the handshake):
+   * from the 101 until the connection closes. Undefined when the request is not sampled.
+   */
+  startConnection(ex: TracedExchange, protocol: string): Span | undefined {
+    const server = ex.span;
+    // Ended already (so no longer recording): its sampled flag says whether the trace is kept.
+    if (server === undefined || (server.spanContext().traceFlags & 1) === 0) return undefined;
+    const template = routeTemplate(ex.matchedPrefix);
+    const name = `${protocol === 'websocket' ? 'websocket' : 'upgrade'} ${template ?? ex.route.name}`;
+    return this.tracer.start(name, SpanKind.INTERNAL, trace.setSpan(ROOT_CONTEXT, server));
+  }
+
+  /** End a connection's span with how it ended; an abnormal close (1006) or a server error (1011) is an ERROR. */
+  endConnection(span: Span, attributes: Attributes, closeCode: number | undefined): void {
+    span.setAttributes(attributes);
+    if (closeCode === 1006 || closeCode === 1011) {
+      span.setAttribute('error.type', String(closeCode));
+      span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    span.end();
+  }
+
+  /**
    * A CLIENT span for one call to an upstream (a forwarded attempt or a call a plugin makes), child of the active
    * span; its context is written into `headers` (`traceparent`, `baggage`) so the upstream joins the trace.
    */

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { GatewayError } from '../sdk/index.ts';
 import type { Exchange, UpstreamAttempt } from '../sdk/index.ts';
 import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
-import type { ExchangeState } from '../exchange/kernel-exchange.ts';
+import type { ExchangeState, UpgradeTap } from '../exchange/kernel-exchange.ts';
 import { stripHopByHop } from './hop-by-hop.ts';
 import { tlsConnectOptions } from './tls-options.ts';
 import { upstreamFailure } from './upstream-errors.ts';
@@ -59,17 +59,17 @@ function upgradeHeaders(target: PooledTarget, ex: Exchange, state: ExchangeState
 function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders): void {
   const state = exchangeState(ex);
   const done = state?.upgradeDone;
-  if (socket.destroyed) return done?.(499);
+  if (socket.destroyed) return void done?.(499);
   const parsed = target.parsed;
   // When tracing: a CLIENT span for the upstream handshake (its traceparent goes upstream), ended with its outcome.
   const tracing = target.traces?.tracing ?? null;
   const span = tracing === null ? undefined : tracing.client(ex.method, parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, state?.traceParent);
   let settled = false;
-  const settle = (status: number | undefined, err?: unknown): void => {
-    if (settled) return;
+  const settle = (status: number | undefined, err?: unknown, upstream?: Duplex): UpgradeTap | undefined => {
+    if (settled) return undefined;
     settled = true;
     if (span !== undefined) tracing!.endClient(span, status, err);
-    done?.(status ?? 499);
+    return done?.(status ?? 499, upstream);
   };
   const send = parsed.secure ? httpsRequest : httpRequest;
   const upReq = send({
@@ -107,13 +107,23 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
       settle(undefined, CLIENT_GONE);
       return void upSocket.destroy();
     }
-    settle(upRes.statusCode ?? 101);
+    // The pipeline watches the connection from here (its log line and span); it sees the pipes' chunks itself.
+    const tap = settle(upRes.statusCode ?? 101, undefined, upSocket);
     let lines = `HTTP/1.1 ${upRes.statusCode ?? 101} ${upRes.statusMessage ?? 'Switching Protocols'}\r\n`;
     for (let i = 0; i < upRes.rawHeaders.length; i += 2) lines += `${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}\r\n`;
     socket.write(`${lines}\r\n`);
-    if (upHead.length) socket.write(upHead);
-    if (head.length) upSocket.write(head);
-    if (early) for (const chunk of early) upSocket.write(chunk);
+    if (upHead.length) {
+      socket.write(upHead);
+      tap?.fromUpstream(upHead);
+    }
+    if (head.length) {
+      upSocket.write(head);
+      tap?.fromClient(head);
+    }
+    if (early) for (const chunk of early) {
+      upSocket.write(chunk);
+      tap?.fromClient(chunk);
+    }
     upSocket.on('error', () => socket.destroy());
     socket.on('close', () => upSocket.destroy());
     upSocket.on('close', () => socket.destroy());

@@ -218,6 +218,67 @@ describe('WebSocket upgrade through a host route', () => {
     assert.ok(!requests.some((l) => /route="(refuse|closed)",status="101"/.test(l)), requests.join('\n'));
   });
 
+  // ADR 0055: the handshake's `request` line is written at the 101; when the connection closes, a second line,
+  // `upgrade closed`, says how long it lasted, the bytes relayed each way and how it ended.
+  const closedLine = async (path: string): Promise<string> => {
+    const find = (): string | undefined => gw.logs.find((l) => / INFO +upgrade closed /.test(l) && l.includes(`http.path=${path} `));
+    await waitFor(() => find() !== undefined, 5000, `the upgrade closed line of ${path}`);
+    return find()!;
+  };
+  const field = (line: string, name: string): string | undefined => line.match(new RegExp(` ${name.replace(/\./g, '\\.')}=("[^"]*"|\\S+)`))?.[1];
+
+  it('a client that closes: the connection line has its duration, bytes each way, the close code and reason', async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/closing/logged`);
+    await c.text(); // welcome /closing/logged (31 bytes on the wire)
+    c.ws.send('0123456789');
+    await c.text();
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    c.ws.close(1000, 'done');
+    await within(once(c.ws, 'close'), 5000, 'client close');
+    const line = await closedLine('/closing/logged');
+    assert.match(line, / route=ws /);
+    assert.match(line, / http\.status=101 /);
+    assert.equal(field(line, 'upgrade.protocol'), 'websocket');
+    assert.equal(field(line, 'websocket.close.code'), '1000');
+    assert.equal(field(line, 'websocket.close.reason'), 'done');
+    assert.equal(field(line, 'upgrade.closed_by'), 'client');
+    const ms = Number(field(line, 'duration')!.replace(/ms$/, ''));
+    assert.ok(ms >= 100 && ms < 5000, `the connection's duration, not the handshake's: ${ms}ms`);
+    // Client frames (masked): the 10-byte text (6 + 10) and the close (6 + 2 + 4); upstream: welcome, echo, close.
+    assert.equal(Number(field(line, 'upgrade.bytes.received')), 16 + 12);
+    assert.equal(Number(field(line, 'upgrade.bytes.sent')), 2 + 'welcome /closing/logged'.length + 2 + 'echo:0123456789'.length + 2 + 6);
+    // The handshake's own line is still there, written at the 101.
+    assert.ok(gw.logs.some((l) => / INFO +request /.test(l) && l.includes('http.path=/closing/logged ')));
+  });
+
+  it('the upstream that closes: its code and reason, closed by the upstream', async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/upstream-closes/logged`);
+    await c.text();
+    c.ws.send('please close');
+    await within(once(c.ws, 'close'), 5000, 'close from upstream');
+    const line = await closedLine('/upstream-closes/logged');
+    assert.equal(field(line, 'websocket.close.code'), '4001');
+    assert.equal(field(line, 'websocket.close.reason'), '"asked to"');
+    assert.equal(field(line, 'upgrade.closed_by'), 'upstream');
+  });
+
+  it('a client that drops the connection without a Close frame: 1006 (abnormal), closed by the client', async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/dropped/logged`);
+    await c.text();
+    c.ws.terminate();
+    const line = await closedLine('/dropped/logged');
+    assert.equal(field(line, 'websocket.close.code'), '1006');
+    assert.equal(field(line, 'websocket.close.reason'), undefined);
+    assert.equal(field(line, 'upgrade.closed_by'), 'client');
+  });
+
+  it('an upgrade that is refused has no connection line', async () => {
+    await openSocket(`ws://127.0.0.1:${port}/refuse/no-connection`).catch(() => undefined);
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/refuse/no-connection ')), 5000, 'the request line');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(!gw.logs.some((l) => / INFO +upgrade closed /.test(l) && l.includes('http.path=/refuse/no-connection ')));
+  });
+
   it('an upstream that is down: the client gets 503', async () => {
     const err = (await openSocket(`ws://127.0.0.1:${port}/closed`).then(
       () => assert.fail('the upgrade must not succeed'),

@@ -107,6 +107,47 @@ describe('tracing: WebSocket upgrades', { skip: 'skip' in found ? found.skip : f
     ws.close();
   });
 
+  it("the connection's own span (ADR 0055): from the 101 to the close, under the SERVER span, with the close code and bytes", async () => {
+    const trace = '8bf92f3577b34da6a3ce929d0e0e4736';
+    const ws = await open(`ws://127.0.0.1:${port}/ws/held`, `00-${trace}-${CLIENT_SPAN}-01`);
+    assert.ok(ws instanceof WebSocket, `expected the upgrade, got ${String(ws)}`);
+    ws.send('hi');
+    await once(ws, 'message');
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    ws.close(4000, 'bye');
+    await once(ws, 'close');
+    const stored = await jaeger.waitForTrace(trace, 3);
+    const [server] = byKind(stored.spans, 'server');
+    const [connection] = byKind(stored.spans, 'internal');
+    assert.ok(connection, `an INTERNAL span for the connection: ${stored.spans.map((x) => x.operationName).join(', ')}`);
+    assert.equal(connection.operationName, 'websocket /ws/*');
+    assert.equal(parentOf(connection), server!.spanID);
+    assert.equal(tag(connection, 'websocket.close.code'), 4000);
+    assert.equal(tag(connection, 'websocket.close.reason'), 'bye');
+    assert.equal(tag(connection, 'upgrade.closed_by'), 'client');
+    assert.equal(tag(connection, 'upgrade.bytes.received'), 8 + 11); // 'hi' and the close (4000 'bye'), masked
+    assert.equal(tag(connection, 'upgrade.bytes.sent'), 2 + 'echo:hi'.length + 2 + 5);
+    // Jaeger durations are in microseconds: the connection lasted the 150 ms the client held it, the handshake not.
+    assert.ok(connection.duration >= 150_000, `connection span ${connection.duration}µs`);
+    assert.ok(server!.duration < connection.duration, 'the SERVER span covers the handshake only');
+    // The access log's connection line points at this span.
+    const line = gw.logs.find((l) => l.includes('upgrade closed') && l.includes('http.path=/ws/held '));
+    assert.ok(line, 'an upgrade closed line');
+    assert.match(line, new RegExp(`trace_id=${trace} span_id=${connection.spanID} `));
+  });
+
+  it('an abnormal end (no Close frame) is an ERROR span with code 1006', async () => {
+    const trace = '9bf92f3577b34da6a3ce929d0e0e4736';
+    const ws = await open(`ws://127.0.0.1:${port}/ws/dropped`, `00-${trace}-${CLIENT_SPAN}-01`);
+    assert.ok(ws instanceof WebSocket);
+    ws.terminate();
+    const stored = await jaeger.waitForTrace(trace, 3);
+    const [connection] = byKind(stored.spans, 'internal');
+    assert.equal(tag(connection!, 'websocket.close.code'), 1006);
+    assert.equal(tag(connection!, 'error.type'), '1006');
+    assert.equal(tag(connection!, 'otel.status_code'), 'ERROR');
+  });
+
   it('a refused upgrade: both spans carry the upstream status the client got', async () => {
     const trace = '6bf92f3577b34da6a3ce929d0e0e4736';
     const status = await open(`ws://127.0.0.1:${port}/refuse/x`, `00-${trace}-${CLIENT_SPAN}-01`);

@@ -28,6 +28,9 @@ export interface JaegerSpan {
   traceID: string;
   spanID: string;
   operationName: string;
+  /** Microseconds since the epoch, and the span's length in microseconds. */
+  startTime: number;
+  duration: number;
   references: { refType: string; traceID: string; spanID: string }[];
   tags: { key: string; type: string; value: unknown }[];
   processID: string;
