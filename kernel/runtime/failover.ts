@@ -72,8 +72,11 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     outcome.error = error;
     if (!handled) return;
     const status = reply ? reply.status : error instanceof GatewayError ? error.status : 500;
-    // A client that left (499) says nothing about the backend.
-    if (health !== null && status !== 499) {
+    // A client that left says nothing about the backend. Its attempt, aborted, fails with undici's UND_ERR_ABORTED,
+    // which reads as a 502: counted, 50 clients closing their connections at once (a load generator ending a run)
+    // ejected a healthy backend, and `maxEjectionPercent` then kept a dead one in rotation. A route timeout (also an
+    // abort) does count: the backend was too slow.
+    if (health !== null && status !== 499 && (ex.aborted === undefined || ex.timedOut)) {
       if (status >= 500) health.failure(ref.index, isGatewayFailure(status));
       else health.success(ref.index);
     }

@@ -687,6 +687,12 @@ async function failoverOnly(notes: string[]): Promise<number> {
         `ejected ${failed(ejected.throughput)}/${ejected.throughput.requests} failed, p99 ${fmt(ejected.throughput.p99, 0)} ms at c=${CONNECTIONS}` +
         (ejected.latency ? `, p99 ${fmt(ejected.latency.p99, 3)} ms at c=1 (${failed(ejected.latency)} failed)` : ''),
     );
+    // Which backends were ejected (/metrics): the killed one, never the live one (docs/backends-health.md "Measured").
+    const metrics = (await get(`http://127.0.0.1:${gwPorts.stats}/metrics`)).body;
+    const out = [...metrics.matchAll(/switchyard_backend_ejections_total\{[^}]*backend="([^"]+)"[^}]*\} (\d+)/g)].map((m) => `${m[1]} ×${m[2]}`);
+    const killedLabel = `127.0.0.1:${ports[1]}`;
+    console.log(`${r.name}: ejected ${out.length ? out.join(', ') : 'none'} (killed: ${killedLabel})`);
+    checks.push([`${r.name}: the killed backend is ejected, the live one is not`, out.length === 1 && out[0]!.startsWith(`${killedLabel} `), out.join(', ') || 'none']);
     const afterKill = failed(kill.throughput) + failed(ejected.throughput) + (ejected.latency ? failed(ejected.latency) : 0);
     const afterTotal = kill.throughput.requests + ejected.throughput.requests + (ejected.latency?.requests ?? 0);
     const ejectedFailed = failed(ejected.throughput) + (ejected.latency ? failed(ejected.latency) : 0);
