@@ -39,10 +39,11 @@ function send(url: string, agent: Agent, load: { stopped: boolean }): Promise<Se
 }
 
 /**
- * `CONNECTIONS` clients sending back to back for `ms`, then dropping their connections with requests in flight (as
- * autocannon ends a run). `during` runs meanwhile (the kill). Returns the requests that completed.
+ * `CONNECTIONS` clients sending back to back until `enough(done)` (checked every 20 ms, at most 60 s: a loaded machine
+ * may serve few requests a second), then dropping their connections with requests in flight (as autocannon ends a
+ * run). Returns the requests that completed.
  */
-async function load(url: string, ms: number, during: () => Promise<void> = async () => undefined): Promise<Sent[]> {
+async function load(url: string, enough: (done: readonly Sent[]) => boolean): Promise<Sent[]> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const state = { stopped: false };
   const done: Sent[] = [];
@@ -53,7 +54,8 @@ async function load(url: string, ms: number, during: () => Promise<void> = async
     }
   };
   const clients = Array.from({ length: CONNECTIONS }, client);
-  await Promise.all([during(), sleep(ms)]);
+  const until = performance.now() + 60_000;
+  while (!enough(done) && performance.now() < until) await sleep(20);
   state.stopped = true;
   agent.destroy();
   await Promise.all(clients);
@@ -116,17 +118,20 @@ describe('one of two backends killed under load', () => {
   async function killUnderLoad(route: string): Promise<{ afterKill: Sent[]; killedAt: number; live: TestUpstream; killed: TestUpstream }> {
     const [live, killed] = ups[route]!;
     const url = `${gw.url(port)}/${route}`;
-    const both = await load(url, 1000);
-    assert.ok(both.length > 50, `only ${both.length} requests with both up`);
+    const started = Date.now();
+    const both = await load(url, (done) => done.length >= 300 && Date.now() - started >= 1000);
     assert.deepEqual(both.filter((r) => r.status !== 200), [], 'no request fails while both backends are up');
     // 50 clients just gave up on their requests in flight: that says nothing about either backend.
     await sleep(200);
     assert.deepEqual(ejections(route), [], 'no backend is ejected while both are up');
+    // The kill once the load runs (100 requests served); then at least 1.5 s and 400 requests sent after it.
     let killedAt = 0;
-    const sent = await load(url, 2500, async () => {
-      await sleep(300);
-      killedAt = Date.now();
-      await killed.close();
+    const sent = await load(url, (done) => {
+      if (killedAt === 0 && done.length >= 100) {
+        killedAt = Date.now();
+        void killed.close();
+      }
+      return killedAt > 0 && Date.now() - killedAt >= 1500 && done.filter((r) => r.at > killedAt).length >= 400;
     });
     return { afterKill: sent.filter((r) => r.at >= killedAt), killedAt, live, killed };
   }
