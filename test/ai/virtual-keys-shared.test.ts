@@ -116,6 +116,27 @@ for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
       assert.match(shown, /team:research\s+tokens=200\/day\s+64\s+136/, 'four answers of 16 tokens on the team budget');
     });
 
+    it('a key this gateway has just used (cached, on a shared store) and the other revokes is refused at once, with or without budgets', { skip: kind === 'sqlite' ? 'the embedded store reads every key' : false }, async () => {
+      const make = async (body: Record<string, unknown>): Promise<{ id: string; secret: string }> => {
+        const res = await fetch(`http://${admins[1]!}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        assert.equal(res.status, 201);
+        const made = (await res.json()) as { key: { id: string }; secret: string };
+        return { id: made.key.id, secret: made.secret };
+      };
+      // One key has a budget (its request reserves); one has none (its request is only checked). No team: the team
+      // budget is left to the next test.
+      const budgeted = await make({ owner: 'heidi@example.com', budgets: [{ requests: 100, period: 'minute' }] });
+      const free = await make({ owner: 'ivan@example.com' });
+      for (const k of [budgeted, free]) {
+        assert.equal((await hello(bases[0]!, k.secret, { max_tokens: 1 })).choices.length, 1);
+        const res = await fetch(`http://${admins[1]!}/keys/${k.id}/revoke`, { method: 'POST' });
+        assert.equal(res.status, 200);
+        const refused = await rejection(hello(bases[0]!, k.secret, { max_tokens: 1 }), OpenAI.AuthenticationError);
+        assert.equal(refused.status, 401);
+        assert.match(String((refused.error as { message?: string } | undefined)?.message), /virtual key authentication failure/);
+      }
+    });
+
     it('N concurrent requests over both gateways cannot overshoot the shared team budget by more than one estimate', async () => {
       const out = await keys(admins[1]!, 'create', '--owner', 'grace@example.com', '--team', 'research');
       const [, id, secret] = /created key (\S+); its secret \(shown only now\):\n(\S+)/.exec(out)!;

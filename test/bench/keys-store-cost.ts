@@ -1,7 +1,8 @@
 // What a key store adds to an LLM request, isolated from HTTP (issue 13 "Targets": ≤ 150 µs p50 on the embedded
 // store, ≤ 1 ms on the shared one). In this process, C concurrent request flows each do what the `virtualKeys`
-// policy does around an upstream call: find the key by its digest, reserve 6 counter lines (key, team, organisation ×
-// a USD and a token budget), wait for the "upstream" (a 1 ms timer), settle 6 deltas. Per request, the wall time of
+// policy does around an upstream call: find the key by its digest (on a shared store, from its cache: ADR 0061),
+// reserve 6 counter lines (key, team, organisation × a USD and a token budget; the shared store confirms the key in
+// the same round trip), wait for the "upstream" (a 1 ms timer), settle 6 deltas. Per request, the wall time of
 // the three store calls (awaited, so a shared store's round trips and the event loop's queue under concurrency
 // count) gives the added latency; process CPU per request, minus a no-op store's, gives the store's CPU (and the
 // share of it on the event loop's thread: the rest is the SQLite checkpointer thread, GC helpers, libuv). Stores are
@@ -88,7 +89,8 @@ async function round(store: KeyStore): Promise<{ added: number[]; cpuUs: number;
           const t0 = performance.now();
           const found = store.find(digest);
           if (!(found instanceof Promise ? await found : found)) throw new Error('key not found');
-          const reserved = store.reserve(lines);
+          // With the digest, as the policy does: a shared store confirms its cached key in the same round trip.
+          const reserved = store.reserve(lines, digest);
           if ((reserved instanceof Promise ? await reserved : reserved) !== -1) throw new Error('refused');
           const t1 = performance.now();
           await sleep(1);

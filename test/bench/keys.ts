@@ -116,7 +116,7 @@ async function storeOps(kit: BenchKit, spec: StoreSpec, keys: number): Promise<{
   const deltas = names.map((counter) => ({ counter, amount: -40, expiresAt: 0 }));
   const one = async (): Promise<void> => {
     if (!(await store.find(digest))) throw new Error('key not found');
-    if ((await store.reserve(lines)) !== -1) throw new Error('refused');
+    if ((await store.reserve(lines, digest)) !== -1) throw new Error('refused');
     await store.settle(deltas);
   };
   for (let i = 0; i < 500; i++) await one();

@@ -1,11 +1,13 @@
-// The PostgreSQL store makes one round trip per reservation and sends a request's settlement with the next
-// reservation (ADR 0054): the sums are right, a refused reservation takes nothing but still applies them, the timer
+// The PostgreSQL store makes one round trip per request: a key found lately comes from the process's cache and the
+// reservation's call confirms it (ADR 0061: rotated or revoked by another replica, KEY_GONE), and a request's
+// settlement rides on the next reservation (ADR 0054): the sums are right, a refused reservation takes nothing but still applies them, the timer
 // sends them alone, and concurrent reservations from two stores (two replicas) stop at the limit. A real PostgreSQL
 // server (initdb in a temp dir), started and stopped here.
 import { strict as assert } from 'node:assert';
 import { after, before, test } from 'node:test';
 import { locatePostgres, startPostgres } from '../../../test/helpers/postgres.ts';
 import type { RunningPostgres } from '../../../test/helpers/postgres.ts';
+import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { PgKeyStore } from './pg-store.ts';
 
 const found = locatePostgres();
@@ -91,5 +93,16 @@ test('postgres store: concurrent reservations of two stores (two replicas) stop 
   } finally {
     await a.close();
     await b.close();
+  }
+});
+
+test('postgres store: one round trip per request (a cached key, confirmed by the reservation); rotation and revocation by another replica refuse at once', { skip }, async () => {
+  const store = await PgKeyStore.open(server!.url, 'cache_');
+  const other = await PgKeyStore.open(server!.url, 'cache_');
+  try {
+    await checkKeyCache(store, other, countQueries(store));
+  } finally {
+    await store.close();
+    await other.close();
   }
 });

@@ -1,9 +1,12 @@
 // The PostgreSQL shared store (ADR 0035): keys and budget counters in two tables. A reservation is one call (one round
 // trip) to a PL/pgSQL function that also applies the settlements queued since the previous one (ADR 0054): it
 // locks every counter it touches in name order (so two calls cannot deadlock), checks the reserved ones and adds
-// to each, inside the statement's own transaction.
+// to each, inside the statement's own transaction. The request's key comes from a short-lived cache that the same
+// call confirms (ADR 0061): one round trip per request.
 import pg from 'pg';
+import { KeyCache } from './key-cache.ts';
 import { SettlementQueue } from './settlement-queue.ts';
+import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 /** Sweep counters whose window has ended every this many reservations. */
@@ -14,22 +17,25 @@ const SWEEP_EVERY = 4096;
  * amount to reserve (0 for a settlement-only row), the limit (NULL: not checked) and the line's index (NULL for a
  * settlement-only row). Returns the index of the first line whose counter, settlement included, has reached its
  * limit (then only the settlements are applied), or -1 once every amount is added. The arithmetic keeps the order of
- * a settlement followed by a reservation: (value + settle) + amount.
+ * a settlement followed by a reservation: (value + settle) + amount. With `key_digest` (not NULL), -2 when no key has
+ * that digest any more (rotated or revoked): only the settlements are applied.
  */
 function setupSql(p: string): string {
   return `
 CREATE TABLE IF NOT EXISTS ${p}keys (id TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, record JSONB NOT NULL);
 CREATE TABLE IF NOT EXISTS ${p}counters (name TEXT PRIMARY KEY, value DOUBLE PRECISION NOT NULL, expires BIGINT NOT NULL);
-CREATE OR REPLACE FUNCTION ${p}reserve_settle(names TEXT[], settles DOUBLE PRECISION[], amounts DOUBLE PRECISION[], limits DOUBLE PRECISION[], exps BIGINT[], idx INTEGER[])
+CREATE OR REPLACE FUNCTION ${p}reserve_settle(names TEXT[], settles DOUBLE PRECISION[], amounts DOUBLE PRECISION[], limits DOUBLE PRECISION[], exps BIGINT[], idx INTEGER[], key_digest TEXT)
 RETURNS INTEGER LANGUAGE plpgsql AS $fn$
 DECLARE
   refused INTEGER;
+  gone BOOLEAN := key_digest IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ${p}keys WHERE digest = key_digest);
 BEGIN
   INSERT INTO ${p}counters (name, value, expires) SELECT n, 0, e FROM unnest(names, exps) AS t(n, e) ON CONFLICT (name) DO NOTHING;
   SELECT min(t.i) INTO refused
     FROM (SELECT name, value FROM ${p}counters WHERE name = ANY(names) ORDER BY name FOR UPDATE) c
     JOIN unnest(names, settles, limits, idx) AS t(n, s, l, i) ON c.name = t.n
     WHERE c.value + t.s >= t.l;
+  IF gone THEN refused := -2; END IF;
   UPDATE ${p}counters c SET value = c.value + t.s + CASE WHEN refused IS NULL THEN t.a ELSE 0 END, expires = t.e
     FROM unnest(names, settles, amounts, exps) AS t(n, s, a, e)
     WHERE c.name = t.n AND (refused IS NULL OR t.s <> 0);
@@ -43,6 +49,8 @@ export class PgKeyStore implements KeyStore {
   private readonly pool: pg.Pool;
   private readonly p: string;
   private reservations = 0;
+  /** Records found lately, confirmed by each reservation's call (key-cache.ts). */
+  private readonly cache = new KeyCache();
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's call (ADR 0054). */
   private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
   /** Named (prepared once per connection) statements, so the server parses and plans them once. */
@@ -72,20 +80,26 @@ export class PgKeyStore implements KeyStore {
     this.p = prefix;
     this.sql = {
       find: `SELECT record FROM ${prefix}keys WHERE digest = $1`,
-      reserve: `SELECT ${prefix}reserve_settle($1, $2, $3, $4, $5, $6) AS i`,
+      reserve: `SELECT ${prefix}reserve_settle($1, $2, $3, $4, $5, $6, $7::text) AS i`,
       settle: `INSERT INTO ${prefix}counters (name, value, expires) SELECT * FROM unnest($1::text[], $2::float8[], $3::bigint[]) ORDER BY 1
        ON CONFLICT (name) DO UPDATE SET value = ${prefix}counters.value + excluded.value, expires = excluded.expires`,
       findName: `${prefix}find`,
-      reserveName: `${prefix}reserve_settle`,
+      reserveName: `${prefix}reserve_key`,
       settleName: `${prefix}settle`,
     };
     // An idle connection dropped by the server is replaced on next use; the error must not crash the process.
     pool.on('error', () => undefined);
   }
 
-  async find(digest: string): Promise<KeyRecord | undefined> {
+  find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
+    return this.cache.get(digest, Date.now()) ?? this.fetch(digest);
+  }
+
+  private async fetch(digest: string): Promise<KeyRecord | undefined> {
     const r = await this.pool.query<{ record: KeyRecord }>({ name: this.sql.findName, text: this.sql.find, values: [digest] });
-    return r.rows[0]?.record;
+    const record = r.rows[0]?.record;
+    if (record) this.cache.set(digest, record, Date.now());
+    return record;
   }
 
   /** Take the queued settlements, sorted by counter (rows locked in one order); put back if the server refused the call. */
@@ -101,7 +115,9 @@ export class PgKeyStore implements KeyStore {
     if (rows && err instanceof pg.DatabaseError) this.pending.add(rows);
   }
 
-  async reserve(lines: readonly CounterLine[]): Promise<number> {
+  /** One call, one round trip: queued settlements, the key's check (with `digest`), the reservation. */
+  async reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
+    if (lines.length === 0 && digest === undefined) return -1;
     const queued = this.takePending();
     const rows = new Map<string, { settle: number; amount: number; limit: number | null; expires: number; index: number | null }>();
     lines.forEach((l, i) => rows.set(l.counter, { settle: 0, amount: l.amount, limit: l.limit, expires: l.expiresAt, index: i }));
@@ -125,14 +141,16 @@ export class PgKeyStore implements KeyStore {
       r = await this.pool.query<{ i: number }>({
         name: this.sql.reserveName,
         text: this.sql.reserve,
-        values: [names, columns.settles, columns.amounts, columns.limits, columns.exps, columns.idx],
+        values: [names, columns.settles, columns.amounts, columns.limits, columns.exps, columns.idx, digest ?? null],
       });
     } catch (err) {
       this.requeue(queued, err);
       throw err;
     }
     if (++this.reservations % SWEEP_EVERY === 0) void this.pool.query(`DELETE FROM ${this.p}counters WHERE expires > 0 AND expires < $1`, [Date.now()]).catch(() => undefined);
-    return r.rows[0]!.i;
+    const refused = r.rows[0]!.i;
+    if (refused === KEY_GONE) this.cache.drop(digest);
+    return refused;
   }
 
   /**
@@ -179,6 +197,8 @@ export class PgKeyStore implements KeyStore {
   /** One statement: only a live key changes, whoever else rotates or revokes it at the same time. */
   private async change(id: string, digest: string, fields: Record<string, string>): Promise<boolean> {
     const r = await this.pool.query(`UPDATE ${this.p}keys SET digest = $2, record = record || $3::jsonb WHERE id = $1 AND NOT (record ? 'revokedAt')`, [id, digest, JSON.stringify(fields)]);
+    // The old digest is not known here: forget every cached record (rotations and revocations are rare).
+    this.cache.drop();
     return r.rowCount === 1;
   }
 

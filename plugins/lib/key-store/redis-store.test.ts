@@ -1,16 +1,20 @@
-// The Redis store sends a request's settlement with the next reservation's script (one round trip per request): the
-// sums are right, a refused reservation still applies them, and a settlement alone is sent by the timer. A real
-// redis-server on a free port, started and stopped here.
+// The Redis store makes one round trip per request: a key found lately comes from the process's cache and the
+// reservation's script confirms it (a key rotated or revoked by another replica is refused at once: KEY_GONE), and a
+// request's settlement rides on the next reservation's script: the sums are right, a refused reservation still
+// applies them, and a settlement alone is sent by the timer. A real redis-server on a free port, started and stopped
+// here.
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { which } from '../../../test/helpers/which.ts';
+import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { RedisKeyStore } from './redis-store.ts';
+import { RespClient } from './resp.ts';
 
 const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
 
@@ -29,15 +33,40 @@ async function listening(port: number, deadline: number): Promise<void> {
   }
 }
 
-test('redis store: settlements ride on the next reservation; refused reservations still apply them; the timer sends them alone', { skip: redisServer ? false : 'redis-server is not installed' }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'swy-redis-store-'));
+const skip = redisServer ? false : 'redis-server is not installed';
+let dir: string;
+let url: string;
+let redis: ReturnType<typeof spawn> | undefined;
+before(async () => {
+  if (skip) return;
+  dir = mkdtempSync(join(tmpdir(), 'swy-redis-store-'));
   const port = await freePort();
-  const redis = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-  const store = await (async () => {
-    await listening(port, Date.now() + 10_000);
-    return RedisKeyStore.open(`redis://127.0.0.1:${port}`, 'unit:');
-  })();
-  const other = await RedisKeyStore.open(`redis://127.0.0.1:${port}`, 'unit:');
+  redis = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  await listening(port, Date.now() + 10_000);
+  url = `redis://127.0.0.1:${port}`;
+});
+after(async () => {
+  if (!redis) return;
+  redis.kill('SIGTERM');
+  await new Promise((r) => redis!.once('exit', r));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Count the commands a store sends (each is one round trip unless pipelined with others). */
+function countCommands(store: RedisKeyStore): { readonly n: number } {
+  const client = (store as unknown as { client: { command: (...args: unknown[]) => unknown } }).client;
+  const counter = { n: 0 };
+  const command = client.command.bind(client);
+  client.command = (...args: unknown[]) => {
+    counter.n++;
+    return command(...args);
+  };
+  return counter;
+}
+
+test('redis store: settlements ride on the next reservation; refused reservations still apply them; the timer sends them alone', { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'unit:');
+  const other = await RedisKeyStore.open(url, 'unit:');
   try {
     const lines = ['a', 'b'].map((x) => ({ counter: `k:${x}`, limit: 1000, amount: 10, expiresAt: 0 }));
     const deltas = lines.map((l) => ({ counter: l.counter, amount: -4, expiresAt: Date.now() + 3_600_000 }));
@@ -57,8 +86,50 @@ test('redis store: settlements ride on the next reservation; refused reservation
   } finally {
     await store.close();
     await other.close();
-    redis.kill('SIGTERM');
-    await new Promise((r) => redis.once('exit', r));
-    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("redis store: the script counts a line's queued settlement in its check, takes nothing on a refusal, keeps expiries and exact sums", { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'merge:');
+  const other = await RedisKeyStore.open(url, 'merge:');
+  const raw = new RespClient(url);
+  try {
+    const exp = Date.now() + 3_600_000;
+    const a = { counter: 'k:a', limit: 20, amount: 10, expiresAt: exp };
+    const b = { counter: 'k:b', limit: 1000, amount: 10, expiresAt: 0 };
+    assert.equal(await store.reserve([a, b]), -1);
+    // k:a is at 10 + a queued +10 = 20 ≥ 20: refused on line 0; k:b is not taken from; the settlements are applied.
+    store.settle([{ counter: 'k:a', amount: 10, expiresAt: exp }, { counter: 'k:elsewhere', amount: 3, expiresAt: 0 }]);
+    assert.equal(await store.reserve([a, b]), 0);
+    assert.deepEqual(await other.values(['k:a', 'k:b', 'k:elsewhere']), [20, 10, 3]);
+    // The second line refuses: the first (a new counter) is not taken from.
+    assert.equal(await store.reserve([{ counter: 'k:new', limit: 1e9, amount: 5, expiresAt: 0 }, { ...b, limit: 10 }]), 1);
+    assert.deepEqual(await other.values(['k:new', 'k:b']), [0, 10]);
+    // A queued correction below the limit lets the next one through: (20 - 5) < 20, then + 10.
+    store.settle([{ counter: 'k:a', amount: -5, expiresAt: exp }]);
+    assert.equal(await store.reserve([a]), -1);
+    assert.deepEqual(await other.values(['k:a']), [25]);
+    const ttl = Number(await raw.command('PTTL', 'merge:c:k:a'));
+    assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `window expiry kept: ${ttl}`);
+    assert.equal(Number(await raw.command('PTTL', 'merge:c:k:b')), -1, 'a total counter never expires');
+    // Fractions add up exactly as doubles (what INCRBYFLOAT gave to within its last digit).
+    const usd = { counter: 'k:usd', limit: 1e9, amount: 0.1, expiresAt: 0 };
+    for (let i = 0; i < 3; i++) assert.equal(await store.reserve([usd]), -1);
+    assert.deepEqual(await other.values(['k:usd']), [0.1 + 0.1 + 0.1]);
+  } finally {
+    raw.close();
+    await store.close();
+    await other.close();
+  }
+});
+
+test('redis store: one round trip per request (a cached key, confirmed by the reservation); rotation and revocation by another replica refuse at once', { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'cache:');
+  const other = await RedisKeyStore.open(url, 'cache:');
+  try {
+    await checkKeyCache(store, other, countCommands(store));
+  } finally {
+    await store.close();
+    await other.close();
   }
 });

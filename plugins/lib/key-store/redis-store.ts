@@ -1,49 +1,47 @@
 // The shared store (ADR 0035): keys and budget counters in Redis, so several gateway replicas draw from the same
-// budgets. A reservation is one Lua script, which Redis runs atomically: check every counter, then add to each.
+// budgets. A reservation is one Lua script, which Redis runs atomically: check every counter, then add to each. A
+// request makes one round trip (ADR 0061): its key comes from a short-lived cache that the reservation's script
+// confirms, and its settlement rides on a later reservation.
 import { createHash } from 'node:crypto';
+import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
+import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
-/** KEYS: counters. ARGV: limit, amount, expiresAt (epoch ms, 0 = never) per counter. Returns the refusing index or -1. */
-const RESERVE = `
-for i = 1, #KEYS do
-  local v = tonumber(redis.call('GET', KEYS[i]) or '0')
-  if v >= tonumber(ARGV[i * 3 - 2]) then return i - 1 end
-end
-for i = 1, #KEYS do
-  redis.call('INCRBYFLOAT', KEYS[i], ARGV[i * 3 - 1])
-  local exp = tonumber(ARGV[i * 3])
-  if exp > 0 then redis.call('PEXPIREAT', KEYS[i], exp) end
-end
-return -1`;
-
 /**
- * RESERVE after applying queued settlements, in one script (one round trip per request instead of two).
- * ARGV[1]: n, the counters to reserve on (KEYS[1..n], then limit, amount, expiresAt each from ARGV[2]); the
- * remaining KEYS are settled (amount, expiresAt each after those). Settlements apply even when the reservation is refused.
+ * A request's whole store round trip (ADR 0048, 0061): check that the request's key still exists (when asked), apply
+ * the queued settlements, check every line's counter and add to each. ARGV[1]: n, the lines; ARGV[2]: k, 1 when
+ * KEYS[1] is the key's digest entry to check (0: no check). Then one row per counter, KEYS[k+1..]: the n lines
+ * first, then counters with only a settlement; ARGV per row from ARGV[3]: limit, amount, settlement, expiresAt. A
+ * line's check counts its settlement ((value + settle) >= limit). Returns the refusing line's index, -2 when the
+ * key is gone (nothing taken), or -1; settlements apply whatever the answer. Each counter is read once and written
+ * once (GET, then SET of the sum in Lua, 17 significant digits: a double read back exactly), cheaper in Redis than
+ * INCRBYFLOAT.
  */
-const SETTLE_RESERVE = `
+const RESERVE = `
 local n = tonumber(ARGV[1])
-local base = 3 * n + 1
-for j = n + 1, #KEYS do
-  local a = base + (j - n - 1) * 2 + 1
-  redis.call('INCRBYFLOAT', KEYS[j], ARGV[a])
-  local exp = tonumber(ARGV[a + 1])
-  if exp > 0 then redis.call('PEXPIREAT', KEYS[j], exp) end
+local k = tonumber(ARGV[2])
+local rows = #KEYS - k
+local refused = -1
+if k == 1 and redis.call('EXISTS', KEYS[1]) == 0 then refused = -2 end
+local vals = {}
+for r = 1, rows do
+  local v = tonumber(redis.call('GET', KEYS[k + r]) or '0') + tonumber(ARGV[r * 4 + 1])
+  vals[r] = v
+  if refused == -1 and r <= n and v >= tonumber(ARGV[r * 4 - 1]) then refused = r - 1 end
 end
-for i = 1, n do
-  local v = tonumber(redis.call('GET', KEYS[i]) or '0')
-  if v >= tonumber(ARGV[i * 3 - 1]) then return i - 1 end
+for r = 1, rows do
+  local v = vals[r]
+  if refused == -1 and r <= n then v = v + tonumber(ARGV[r * 4]) elseif tonumber(ARGV[r * 4 + 1]) == 0 then v = nil end
+  if v then
+    redis.call('SET', KEYS[k + r], string.format('%.17g', v))
+    local exp = tonumber(ARGV[r * 4 + 2])
+    if exp > 0 then redis.call('PEXPIREAT', KEYS[k + r], exp) end
+  end
 end
-for i = 1, n do
-  redis.call('INCRBYFLOAT', KEYS[i], ARGV[i * 3])
-  local exp = tonumber(ARGV[i * 3 + 1])
-  if exp > 0 then redis.call('PEXPIREAT', KEYS[i], exp) end
-end
-return -1`;
-
+return refused`;
 
 /** KEYS: counters. ARGV: amount, expiresAt per counter. */
 const SETTLE = `
@@ -68,7 +66,7 @@ return 1`;
 
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 /** The scripts' SHA-1s, computed once (not on every call). */
-const SHAS = new Map<string, string>([RESERVE, SETTLE, SETTLE_RESERVE, MOVE].map((body) => [body, sha1(body)]));
+const SHAS = new Map<string, string>([RESERVE, SETTLE, MOVE].map((body) => [body, sha1(body)]));
 const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
 /** Parsed key records kept (by their stored JSON), emptied when full. */
 const PARSED_MAX = 4096;
@@ -78,6 +76,8 @@ export class RedisKeyStore implements KeyStore {
   private readonly client: RespClient;
   private readonly prefix: string;
   private readonly parsed = new Map<string, KeyRecord>();
+  /** Records found lately, confirmed by each reservation's script (key-cache.ts). */
+  private readonly cache = new KeyCache();
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's script. */
   private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
 
@@ -114,7 +114,11 @@ export class RedisKeyStore implements KeyStore {
     return `${this.prefix}c:${name}`;
   }
 
-  async find(digest: string): Promise<KeyRecord | undefined> {
+  find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
+    return this.cache.get(digest, Date.now()) ?? this.fetch(digest);
+  }
+
+  private async fetch(digest: string): Promise<KeyRecord | undefined> {
     const json = await this.client.command('GET', this.digestKey(digest));
     if (typeof json !== 'string') return undefined;
     // An unchanged key is not parsed again (and keeps its identity, so the policy's per-record views are reused).
@@ -124,6 +128,7 @@ export class RedisKeyStore implements KeyStore {
       record = JSON.parse(json) as KeyRecord;
       this.parsed.set(json, record);
     }
+    this.cache.set(digest, record, Date.now());
     return record;
   }
 
@@ -140,17 +145,28 @@ export class RedisKeyStore implements KeyStore {
     return { keys, args };
   }
 
-  async reserve(lines: readonly CounterLine[]): Promise<number> {
-    const keys = lines.map((l) => this.counterKey(l.counter));
-    const args: (string | number)[] = [];
-    const queued = this.takePending();
-    if (queued === undefined) {
-      for (const l of lines) args.push(l.limit, l.amount, l.expiresAt);
-      return Number(await this.script(RESERVE, keys, args));
+  /** One script, one round trip: the key's check (with `digest`), queued settlements, the reservation. */
+  async reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
+    if (lines.length === 0 && digest === undefined) return -1;
+    const keys: string[] = [];
+    const args: (string | number)[] = [lines.length, digest === undefined ? 0 : 1];
+    if (digest !== undefined) keys.push(this.digestKey(digest));
+    const pending = this.pending;
+    for (const l of lines) {
+      keys.push(this.counterKey(l.counter));
+      args.push(l.limit, l.amount, pending.amountOf(l.counter), l.expiresAt);
     }
-    args.push(lines.length);
-    for (const l of lines) args.push(l.limit, l.amount, l.expiresAt);
-    return Number(await this.script(SETTLE_RESERVE, [...keys, ...queued.keys], [...args, ...queued.args]));
+    if (pending.size > 0) {
+      for (const d of pending.rows()) {
+        if (lines.some((l) => l.counter === d.counter)) continue;
+        keys.push(this.counterKey(d.counter));
+        args.push(0, 0, d.amount, d.expiresAt);
+      }
+      pending.clear();
+    }
+    const refused = Number(await this.script(RESERVE, keys, args));
+    if (refused === KEY_GONE) this.cache.drop(digest);
+    return refused;
   }
 
   /**
@@ -203,6 +219,7 @@ export class RedisKeyStore implements KeyStore {
     const cur = await this.current(id);
     if (!cur || cur.record.revokedAt !== undefined) return false;
     const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(digest), this.idKey(id)], [JSON.stringify({ ...cur.record, prefix, rotatedAt: at }), digest, cur.digest]);
+    this.cache.drop(cur.digest);
     return Number(moved) === 1;
   }
 
@@ -211,6 +228,7 @@ export class RedisKeyStore implements KeyStore {
     if (!cur || cur.record.revokedAt !== undefined) return false;
     // Kept under a digest no secret has, so the revoked secret cannot even be looked up.
     const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(`revoked:${id}`), this.idKey(id)], [JSON.stringify({ ...cur.record, revokedAt: at }), `revoked:${id}`, cur.digest]);
+    this.cache.drop(cur.digest);
     return Number(moved) === 1;
   }
 

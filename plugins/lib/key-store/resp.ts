@@ -41,13 +41,14 @@ function parse(buf: Buffer, at: number): { value: RespValue | RedisError; end: n
   throw new RedisError(`unexpected reply byte ${type}`);
 }
 
-function encode(args: readonly (string | number)[]): Buffer {
-  const parts: Buffer[] = [Buffer.from(`*${args.length}\r\n`)];
+/** One command as one string (written UTF-8 encoded once): no Buffer per argument. */
+function encode(args: readonly (string | number)[]): string {
+  let out = `*${args.length}\r\n`;
   for (const a of args) {
-    const b = Buffer.from(String(a), 'utf8');
-    parts.push(Buffer.from(`$${b.length}\r\n`), b, Buffer.from('\r\n'));
+    const v = typeof a === 'string' ? a : String(a);
+    out += `$${Buffer.byteLength(v, 'utf8')}\r\n${v}\r\n`;
   }
-  return Buffer.concat(parts);
+  return out;
 }
 
 export class RespClient {
@@ -124,7 +125,7 @@ export class RespClient {
   private send(socket: Socket, args: readonly (string | number)[]): Promise<RespValue> {
     return new Promise((resolve, reject) => {
       this.pending.push({ resolve, reject });
-      socket.write(encode(args));
+      socket.write(encode(args), 'utf8');
     });
   }
 

@@ -19,6 +19,11 @@ export class SettlementQueue {
     return this.byCounter.size;
   }
 
+  /** The amount queued for a counter (0 if none). */
+  amountOf(counter: string): number {
+    return this.byCounter.get(counter)?.amount ?? 0;
+  }
+
   /** Queue deltas (summed into a counter's queued amount; the latest expiry wins) and arm the timer if idle. */
   add(deltas: readonly CounterDelta[]): void {
     for (const d of deltas) {

@@ -51,16 +51,30 @@ export interface CounterDelta {
 }
 
 /**
+ * What `reserve` answers when the digest it was given no longer names a live key (rotated or revoked since the key
+ * was found, maybe on another replica): nothing is reserved.
+ */
+export const KEY_GONE = -2;
+
+/**
  * Where keys and budget counters live. `reserve` is atomic across processes: it checks every line and, only if none
  * has reached its limit, adds every amount (so concurrent requests never both take the last of a budget unseen).
  * Lookups may be synchronous (SQLite) or not (Redis).
  */
 export interface KeyStore {
   readonly kind: string;
-  /** The key whose secret has this SHA-256 hex digest, revoked ones included (the caller checks `revokedAt`). */
+  /**
+   * The key whose secret has this SHA-256 hex digest, revoked ones included (the caller checks `revokedAt`). The
+   * shared stores answer from a short-lived cache (key-cache.ts), which the reservation then confirms.
+   */
   find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined>;
-  /** Index of the first line that has reached its limit (nothing taken), or -1 when every amount was taken. */
-  reserve(lines: readonly CounterLine[]): number | Promise<number>;
+  /**
+   * Index of the first line that has reached its limit (nothing taken), or -1 when every amount was taken. With
+   * `digest` (the key the request was admitted with, found in this store), a store that serves `find` from a cache
+   * checks in the same round trip that the digest still names a live key, and answers KEY_GONE if not (nothing
+   * taken); a store whose `find` always reads the store may ignore it. A digest with no lines only checks the key.
+   */
+  reserve(lines: readonly CounterLine[], digest?: string): number | Promise<number>;
   settle(deltas: readonly CounterDelta[]): void | Promise<void>;
   /** Current values of counters (0 when absent or expired). */
   values(counters: readonly string[]): Promise<number[]>;

@@ -1,10 +1,13 @@
 import { defineAttribute, jsonErrorReply, llmCall } from 'switchyard/sdk';
 import type { Exchange, LlmCallQuote, LlmTokenLimiter, Logger, Reply } from 'switchyard/sdk';
 import { windowOf } from '../../lib/key-store/periods.ts';
+import { KEY_GONE } from '../../lib/key-store/types.ts';
 import type { Budget, BudgetUnit, CounterDelta, CounterLine, KeyRecord } from '../../lib/key-store/types.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
 
 const RESERVATION = defineAttribute<KeyReservation>('virtualKeys.reservation');
+
+export const unauthorized = (message: string): Reply => jsonErrorReply(401, 'authentication_failed', `virtual key authentication failure: ${message}`);
 
 /** Whether `model` matches a `*` pattern (linear: no regex, no backtracking). */
 export function modelMatches(pattern: string, model: string): boolean {
@@ -45,14 +48,17 @@ const DAY_MS = 86_400_000;
 export class KeyReservation implements LlmTokenLimiter {
   private readonly dir: KeyDirectory;
   private readonly record: KeyRecord;
+  /** The digest the key was found by in the store (undefined for a key declared in the config): the store confirms it. */
+  private readonly digest: string | undefined;
   private readonly teamBudgets: readonly Budget[] | undefined;
   private readonly logger: Logger;
   private lines: CounterLine[] | undefined;
   private units: BudgetUnit[] | undefined;
 
-  constructor(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budget[] | undefined, logger: Logger) {
+  constructor(dir: KeyDirectory, record: KeyRecord, digest: string | undefined, teamBudgets: readonly Budget[] | undefined, logger: Logger) {
     this.dir = dir;
     this.record = record;
+    this.digest = digest;
     this.teamBudgets = teamBudgets;
     this.logger = logger;
   }
@@ -103,8 +109,14 @@ export class KeyReservation implements LlmTokenLimiter {
     add(`k:${this.record.id}`, `key \`${this.record.id}\``, this.record.budgets);
     if (this.teamBudgets) add(`t:${this.record.team!}`, `team \`${this.record.team!}\``, this.teamBudgets);
     add('g', 'the organisation (all keys)', this.dir.shared);
-    if (lines.length === 0) return undefined;
-    const refused = await this.dir.store.reserve(lines);
+    if (lines.length === 0 && this.digest === undefined) return undefined;
+    // A stored key is confirmed in the reservation's own round trip: rotated or revoked meanwhile (maybe on another
+    // replica, after this process cached the record), the request is refused like an unknown key.
+    const refused = await this.dir.store.reserve(lines, this.digest);
+    if (refused === KEY_GONE) {
+      this.dir.metrics.denied('unauthenticated');
+      return unauthorized('invalid credentials');
+    }
     if (refused >= 0) {
       this.dir.metrics.denied('budget');
       return exhausted(owners[refused]!, now);

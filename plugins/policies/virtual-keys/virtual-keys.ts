@@ -10,7 +10,7 @@ import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
 import { keysAdminApi } from './admin-api.ts';
 import { toBudget } from './config.ts';
 import type { BudgetConfig, VirtualKeysConfig } from './config.ts';
-import { KeyReservation } from './reservation.ts';
+import { KeyReservation, unauthorized } from './reservation.ts';
 
 /** What CEL sees as `key`. */
 export interface KeyAttribute {
@@ -36,7 +36,6 @@ function presentedKey(headers: Readonly<Record<string, string | string[] | undef
   return bearerToken(headers.authorization as string | undefined);
 }
 
-const unauthorized = (message: string): Reply => jsonErrorReply(401, 'authentication_failed', `virtual key authentication failure: ${message}`);
 
 /** Everything shared by the `virtualKeys` policies of one config: one store, one set of teams and declared keys. */
 export interface KeyDirectory {
@@ -170,7 +169,7 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir));
   const mode = config.mode ?? 'strict';
 
-  const admit = (ex: Exchange, record: KeyRecord | undefined): Reply | undefined => {
+  const admit = (ex: Exchange, record: KeyRecord | undefined, digest?: string): Reply | undefined => {
     if (record === undefined || record.revokedAt !== undefined) {
       dir.metrics.denied('unauthenticated');
       return unauthorized(record === undefined ? 'invalid credentials' : 'key revoked');
@@ -183,7 +182,7 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
     ex.logField('key.id', record.id);
     if (record.team !== undefined) ex.logField('key.team', record.team);
     const teamBudgets = record.team !== undefined ? dir.teams.get(record.team) : undefined;
-    addLlmTokenLimiter(ex, new KeyReservation(dir, record, teamBudgets, ctx.logger));
+    addLlmTokenLimiter(ex, new KeyReservation(dir, record, digest, teamBudgets, ctx.logger));
     return undefined;
   };
 
@@ -200,7 +199,7 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       const declared = dir.declared.get(digest);
       if (declared) return admit(ex, declared);
       const found = dir.store.find(digest);
-      return found instanceof Promise ? found.then((r) => admit(ex, r)) : admit(ex, found);
+      return found instanceof Promise ? found.then((r) => admit(ex, r, digest)) : admit(ex, found, digest);
     },
     onLog(ex) {
       KeyReservation.of(ex)?.settle(ex);

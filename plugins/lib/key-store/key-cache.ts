@@ -1,0 +1,34 @@
+// Key records of the shared stores (Redis, PostgreSQL) kept in the process for a moment (ADR 0061), so a request's
+// key check costs no round trip: the reservation's own round trip checks that the key's secret still names a live
+// key (`KEY_GONE` otherwise), so rotation and revocation on any replica refuse the next LLM request at once. What is
+// not reserved (a keyed request that never reaches an LLM call) trusts a cached record for at most KEY_CACHE_MS.
+import type { KeyRecord } from './types.ts';
+
+/** Longest a record found by its digest is used without the store confirming it. */
+export const KEY_CACHE_MS = 1000;
+/** Records kept; emptied when full (a cache of the keys in use, not of every key). */
+const CACHE_MAX = 4096;
+
+export class KeyCache {
+  private readonly byDigest = new Map<string, { readonly record: KeyRecord; readonly until: number }>();
+
+  /** The record found for `digest` less than KEY_CACHE_MS ago, if any. */
+  get(digest: string, now: number): KeyRecord | undefined {
+    const hit = this.byDigest.get(digest);
+    if (hit === undefined) return undefined;
+    if (hit.until > now) return hit.record;
+    this.byDigest.delete(digest);
+    return undefined;
+  }
+
+  set(digest: string, record: KeyRecord, now: number): void {
+    if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
+    this.byDigest.set(digest, { record, until: now + KEY_CACHE_MS });
+  }
+
+  /** Forget one digest (the store said it is gone) or, without one, every record (a key changed here). */
+  drop(digest?: string): void {
+    if (digest === undefined) this.byDigest.clear();
+    else this.byDigest.delete(digest);
+  }
+}
