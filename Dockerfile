@@ -21,9 +21,10 @@ RUN npm init -y >/dev/null \
 
 # Stage 3: the runtime. No npm cache, no sources, no dev dependencies; runs as the unprivileged `node` user.
 FROM node:24-bookworm-slim
-# MALLOC_ARENA_MAX: glibc's malloc capped at one arena (ADR 0041, 0052), which the CLI sets on the re-execution that the
-# ENTRYPOINT below makes unnecessary (bin/node-flags.js). `docker run -e MALLOC_ARENA_MAX=…` overrides it.
-ENV NODE_ENV=production MALLOC_ARENA_MAX=1
+# MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_: glibc's malloc capped at one arena, large blocks always mapped apart (ADR
+# 0041, 0052, 0063), which the CLI sets on the re-execution that the ENTRYPOINT below makes unnecessary
+# (bin/node-flags.js). `docker run -e MALLOC_ARENA_MAX=…` overrides them.
+ENV NODE_ENV=production MALLOC_ARENA_MAX=1 MALLOC_MMAP_THRESHOLD_=131072
 # tini as PID 1: it reaps orphaned processes (the lifeline watcher a stdio MCP child leaves when it exits, ADR 0056),
 # which node as PID 1 never would, and passes SIGTERM on to the gateway.
 RUN apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*

@@ -11,11 +11,15 @@
 export const NODE_FLAGS = ['--max-semi-space-size=4'];
 
 /**
- * Set on the re-execution unless the environment has a value (the user's wins): glibc's malloc capped at one arena
- * (ADR 0041, 0052): the free memory V8's helper threads leave in a second arena is ~6 MiB of RSS under load.
- * Other C libraries (musl) ignore it.
+ * Set on the re-execution unless the environment has a value (the user's wins). Other C libraries (musl) ignore them.
+ * - MALLOC_ARENA_MAX: glibc's malloc capped at one arena (ADR 0041, 0052): the free memory V8's helper threads leave
+ *   in a second arena is ~6 MiB of RSS under load.
+ * - MALLOC_MMAP_THRESHOLD_: allocations of 128 KiB and more always get their own mapping, returned when freed
+ *   (ADR 0063). glibc's default starts there but raises the threshold to the size of each mapped block freed, so the
+ *   multi-MiB zones of V8's optimizing compiler (undici's llhttp WebAssembly tiering up under load) move into the
+ *   main heap and leave 5-12 MiB there that is never returned.
  */
-export const NODE_ENV_DEFAULTS = { MALLOC_ARENA_MAX: '1' };
+export const NODE_ENV_DEFAULTS = { MALLOC_ARENA_MAX: '1', MALLOC_MMAP_THRESHOLD_: '131072' };
 
 /**
  * The flags of NODE_FLAGS that neither node's command line (`execArgv`) nor NODE_OPTIONS gives, by name: a value the

@@ -1,5 +1,6 @@
-// Issue 15 item 3 (memory under load, ADR 0041, 0052): the CLI runs with glibc's malloc capped at one arena
-// (MALLOC_ARENA_MAX=1, set on its in-place re-execution), unless the environment sets another value. Linux only: the
+// Issue 15 item 3 (memory under load, ADR 0041, 0052, 0063): the CLI runs with glibc's malloc capped at one arena
+// (MALLOC_ARENA_MAX=1) and large blocks always mapped apart (MALLOC_MMAP_THRESHOLD_=131072), both set on its in-place
+// re-execution, unless the environment sets another value. Linux only: the
 // process's environment is read from /proc/<pid>/environ, which shows what the re-executed process started with.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -7,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
-import { NODE_FLAGS } from '../../bin/node-flags.js';
+import { NODE_ENV_DEFAULTS, NODE_FLAGS } from '../../bin/node-flags.js';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -26,7 +27,7 @@ async function environOfCli(extraEnv: NodeJS.ProcessEnv, nodeArgs: string[] = []
     }),
   );
   const env = childEnv(extraEnv);
-  if (extraEnv.MALLOC_ARENA_MAX === undefined) delete env.MALLOC_ARENA_MAX;
+  for (const name of Object.keys(NODE_ENV_DEFAULTS)) if (extraEnv[name] === undefined) delete env[name];
   const cli = await startCli(process.execPath, [...nodeArgs, BIN, '-f', file], { cwd: ROOT, env });
   try {
     const res = await fetch(`http://127.0.0.1:${port}/`);
@@ -45,21 +46,24 @@ async function environOfCli(extraEnv: NodeJS.ProcessEnv, nodeArgs: string[] = []
   }
 }
 
-describe('malloc arenas of the CLI (ADR 0041, 0052)', { skip: linux ? false : 'needs /proc' }, () => {
-  it('serves with MALLOC_ARENA_MAX=1 and the flags of bin/node-flags.js when neither is given', async () => {
+describe('malloc settings of the CLI (ADR 0041, 0052, 0063)', { skip: linux ? false : 'needs /proc' }, () => {
+  it('serves with MALLOC_ARENA_MAX=1, MALLOC_MMAP_THRESHOLD_=131072 and the flags of bin/node-flags.js when none is given', async () => {
     const { env, argv } = await environOfCli({});
     assert.equal(env.get('MALLOC_ARENA_MAX'), '1');
+    assert.equal(env.get('MALLOC_MMAP_THRESHOLD_'), '131072');
     for (const flag of NODE_FLAGS) assert.equal(argv.filter((a) => a === flag).length, 1, `${flag} once in ${argv.join(' ')}`);
   });
 
   it('keeps a MALLOC_ARENA_MAX the environment sets', async () => {
     const { env } = await environOfCli({ MALLOC_ARENA_MAX: '4' });
     assert.equal(env.get('MALLOC_ARENA_MAX'), '4');
+    assert.equal(env.get('MALLOC_MMAP_THRESHOLD_'), '131072', 'the other default is still set');
   });
 
   it('does not re-execute when node is given the flags (the environment is then the launch line\'s, as in the image)', async () => {
     const { env, argv } = await environOfCli({}, [...NODE_FLAGS]);
     for (const flag of NODE_FLAGS) assert.equal(argv.filter((a) => a === flag).length, 1, `${flag} once in ${argv.join(' ')}`);
     assert.equal(env.get('MALLOC_ARENA_MAX'), undefined);
+    assert.equal(env.get('MALLOC_MMAP_THRESHOLD_'), undefined);
   });
 });
