@@ -91,6 +91,8 @@ type ToChild =
   | { t: 'spawn'; id: number; pid: number }
   | { t: 'error'; id: number; message: string; budgetMax?: number }
   | { t: 'out'; id: number; fd: 1 | 2; data: Uint8Array }
+  /** `bytes` of stdin relayed earlier were written into the child's pipe (or dropped with it): the worker's credit. */
+  | { t: 'wrote'; id: number; bytes: number }
   | { t: 'exit' | 'close'; id: number; code: number | null; signal: NodeJS.Signals | null };
 
 /**
@@ -115,7 +117,7 @@ export class ProcessHost {
       const child = children.get(m.id);
       if (!child) return;
       try {
-        if (m.t === 'in') child.stdin?.write(m.data);
+        if (m.t === 'in') this.write(worker, m.id, child, m.data);
         else if (m.t === 'end') child.stdin?.end();
         else if (m.t === 'kill') child.kill(m.signal);
         else (child.stdio[m.fd] as { destroy?: () => void } | null)?.destroy?.();
@@ -141,6 +143,13 @@ export class ProcessHost {
         child.kill('SIGKILL');
       }
     }
+  }
+
+  /** Relay stdin; once the child's pipe took it (or it was dropped), the worker may count it as written. */
+  private write(worker: number, id: number, child: ChildProcess, data: string): void {
+    const bytes = Buffer.byteLength(data);
+    if (child.stdin === null) return this.send(worker, { t: 'wrote', id, bytes });
+    child.stdin.write(data, () => this.send(worker, { t: 'wrote', id, bytes }));
   }
 
   private send(worker: number, m: ToChild): void {
@@ -191,10 +200,66 @@ class RelayedOutput extends EventEmitter {
   }
 }
 
+/** Bytes of stdin relayed and not yet written by the supervisor past which `write` returns false (Node's default). */
+const STDIN_HIGH_WATER = 64 * 1024;
+
+/**
+ * A relayed stdin with a Node stream's back-pressure: `writableLength` counts the bytes the supervisor has not
+ * written into the child's pipe yet (it says when, `wrote`), `write` returns false past the high-water mark and
+ * `drain` follows when they fall below it. Without it a child that stops reading made the supervisor buffer all that
+ * its worker sent.
+ */
+class RelayedInput extends EventEmitter {
+  private readonly child: RelayedChild;
+  private readonly id: number;
+  private readonly post: (m: ToHost) => void;
+  private queued = 0;
+  private needDrain = false;
+
+  constructor(child: RelayedChild, id: number, post: (m: ToHost) => void) {
+    super();
+    this.child = child;
+    this.id = id;
+    this.post = post;
+  }
+
+  get writable(): boolean {
+    return !this.child.ended;
+  }
+
+  get writableLength(): number {
+    return this.queued;
+  }
+
+  write(chunk: string): boolean {
+    if (this.child.ended) return true;
+    this.queued += Buffer.byteLength(chunk);
+    this.post({ t: 'in', id: this.id, data: chunk });
+    if (this.queued < STDIN_HIGH_WATER) return true;
+    this.needDrain = true;
+    return false;
+  }
+
+  end(): this {
+    if (!this.child.ended) this.post({ t: 'end', id: this.id });
+    this.child.ended = true;
+    return this;
+  }
+
+  /** The supervisor wrote `bytes` (or the child is gone: everything). */
+  wrote(bytes: number): void {
+    this.queued = Math.max(0, this.queued - bytes);
+    if (this.needDrain && this.queued < STDIN_HIGH_WATER) {
+      this.needDrain = false;
+      this.emit('drain');
+    }
+  }
+}
+
 /** A child the supervisor runs for this worker. */
 class RelayedChild extends EventEmitter implements GatewayChild {
   pid: number | undefined;
-  readonly stdin;
+  readonly stdin: RelayedInput;
   readonly stdout = new RelayedOutput();
   readonly stderr = new RelayedOutput();
   readonly stdio: unknown[];
@@ -202,21 +267,7 @@ class RelayedChild extends EventEmitter implements GatewayChild {
 
   constructor(id: number, post: (m: ToHost) => void, extraPipes: number) {
     super();
-    const self = this;
-    const stdin = new (class extends EventEmitter {
-      get writable(): boolean {
-        return !self.ended;
-      }
-      write(chunk: string): boolean {
-        if (!self.ended) post({ t: 'in', id, data: chunk });
-        return true;
-      }
-      end(): this {
-        if (!self.ended) post({ t: 'end', id });
-        self.ended = true;
-        return this;
-      }
-    })();
+    const stdin = new RelayedInput(this, id, post);
     this.stdin = stdin;
     const pipes = Array.from({ length: extraPipes }, (_, i) => Object.assign(new EventEmitter(), { destroy: () => post({ t: 'destroy', id, fd: 3 + i }) }));
     this.stdio = [stdin, this.stdout, this.stderr, ...pipes];
@@ -252,12 +303,16 @@ export class WorkerProcesses implements GatewayProcesses {
         case 'out':
           (m.fd === 1 ? child.stdout : child.stderr).push(m.data);
           return;
+        case 'wrote':
+          child.stdin.wrote(m.bytes);
+          return;
         case 'exit':
           child.ended = true;
           child.emit('exit', m.code, m.signal);
           return;
         case 'close':
           this.forget(m.id);
+          child.stdin.wrote(Infinity);
           child.emit('close', m.code, m.signal);
           return;
       }

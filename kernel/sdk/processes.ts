@@ -40,9 +40,17 @@ export function isProcessBudgetFull(err: unknown): err is ProcessBudgetFull {
   return err instanceof Error && err.name === 'ProcessBudgetFull' && typeof (err as { max?: unknown }).max === 'number';
 }
 
-/** A child's stdin. Writes are accepted and buffered (the supervisor relays them under workers). */
+/**
+ * A child's stdin. Writes are accepted and buffered (the supervisor relays them under workers); `write` returns false
+ * past the high-water mark and `drain` follows once the child has taken enough, as with a Node stream.
+ */
 export interface ChildInput {
   readonly writable: boolean;
+  /**
+   * Bytes written and not yet taken by the child's pipe (Node's `Writable.writableLength`; under workers, the bytes
+   * the supervisor has not written yet). A child that stops reading makes it grow: a caller bounds it.
+   */
+  readonly writableLength: number;
   write(chunk: string): boolean;
   end(): unknown;
   once(event: 'drain', listener: () => void): unknown;

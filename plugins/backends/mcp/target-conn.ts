@@ -299,6 +299,7 @@ export class TargetConn {
       this.pending.delete(id);
       if (pending.timer) clearTimeout(pending.timer);
       if (err instanceof TargetError) throw err;
+      if (err instanceof McpTargetBusy) throw this.error(`did not get request \`${method}\`: ${err.message}`, TARGET_BUSY);
       const deadline = deadlineIn(err);
       if (deadline) throw this.error(deadline.describe(method), TARGET_TIMED_OUT);
       if (method !== 'initialize' && this.sessionId !== undefined && sessionGone(err)) throw new SessionGone((err as Error).message);

@@ -113,8 +113,9 @@ export interface McpTransportInstance {
 }
 
 /**
- * `start` refused because the target is at a limit of its own (a stdio target already runs `maxProcesses` children):
- * the client gets a JSON-RPC error (HTTP 503) saying so, rather than a failure to start.
+ * `start` or `send` refused because the target is at a limit of its own (a stdio target already runs `maxProcesses`
+ * children, or its process is not reading what waits for its stdin): the client gets a JSON-RPC error (HTTP 503)
+ * saying so, rather than a failure.
  */
 export class McpTargetBusy extends Error {
   override readonly name = 'McpTargetBusy';

@@ -15,6 +15,12 @@ export interface StdioSpec {
 
 /** A JSON-RPC line longer than this means the child is not speaking MCP; it is stopped. */
 const MAX_LINE = 64 * 1024 * 1024;
+/**
+ * Bytes waiting for a child's stdin past which a message is refused, not queued: a child that stops reading would
+ * otherwise make the gateway (the supervisor, under workers) hold everything its clients send. Four MCP bodies at
+ * their cap (2 MiB).
+ */
+export const MAX_QUEUED_STDIN = 8 * 1024 * 1024;
 /** stderr lines are logged up to this many characters. */
 const MAX_STDERR_LINE = 8 * 1024;
 /** After stdin is closed, how long a child gets to exit on its own before SIGTERM, then SIGKILL. */
@@ -104,6 +110,10 @@ export class StdioUpstream implements McpUpstream {
   private hasExited = false;
   /** The last stderr line, quoted when the process dies (it usually says why). */
   private lastStderr = '';
+  /** Settles when stdin drains (or the process ends); one for every send waiting on it. */
+  private drained: Promise<void> | undefined;
+  /** A refused message was logged for this child (once per child). */
+  private refusalLogged = false;
 
   /** `budget`: `maxProcesses`, counted for the whole gateway by `processes` (a slot per live child). */
   constructor(spec: StdioSpec, processes: GatewayProcesses, budget: { readonly key: string; readonly max: number }, logger: Logger) {
@@ -223,9 +233,28 @@ export class StdioUpstream implements McpUpstream {
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
     if (!stdin || !stdin.writable || this.hasExited) return Promise.reject(new Error('the process is not running'));
+    const line = `${JSON.stringify(message)}\n`;
+    const queued = stdin.writableLength;
+    if (queued + line.length > MAX_QUEUED_STDIN) {
+      const waiting = `${(queued / 1024 / 1024).toFixed(1)} MiB`;
+      if (!this.refusalLogged) {
+        this.refusalLogged = true;
+        this.logger.warn('stdio target process is not reading its stdin; refusing messages while it is behind', { pid: this.child?.pid, queuedBytes: queued, limitBytes: MAX_QUEUED_STDIN });
+      }
+      return Promise.reject(new McpTargetBusy(`its process is not reading its stdin: ${waiting} already wait for it (at most ${MAX_QUEUED_STDIN / 1024 / 1024} MiB); try again when it catches up`));
+    }
     // A write error surfaces as the process ending; pending requests are failed then.
-    if (stdin.write(`${JSON.stringify(message)}\n`)) return Promise.resolve();
-    return new Promise<void>((resolve) => stdin.once('drain', resolve));
+    if (stdin.write(line)) return Promise.resolve();
+    if (this.drained) return this.drained;
+    const drained = new Promise<void>((resolve) => {
+      stdin.once('drain', resolve);
+      void this.exited?.then(resolve);
+    });
+    this.drained = drained;
+    void drained.then(() => {
+      if (this.drained === drained) this.drained = undefined;
+    });
+    return drained;
   }
 
   private signal(sig: NodeJS.Signals): void {
