@@ -61,7 +61,12 @@ export class LogBytes {
    * `"` and `=` is copied here; anything else goes through `textValue` itself.
    */
   value(v: unknown): void {
-    if (typeof v !== 'string') return this.utf8(textValue(v));
+    if (typeof v !== 'string') {
+      // Numbers and booleans (the LLM fields: counts, cost, streaming): their text never needs quotes.
+      if (typeof v === 'number' && Number.isFinite(v)) return Number.isInteger(v) && v >= 0 ? this.uint(v) : this.raw(String(v));
+      if (typeof v === 'boolean') return this.raw(v ? 'true' : 'false');
+      return this.utf8(textValue(v));
+    }
     const n = v.length;
     this.ensure(n);
     const b = this.buf;

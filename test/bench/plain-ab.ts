@@ -8,6 +8,8 @@
 //
 // Usage: node test/bench/plain-ab.ts [--rounds 5] [--requests 20000] [--connections 10] [--size small|large]
 //          name=/path/to/checkout name2=/path/to/other ...   (the name `bare`: that checkout's bare-proxy.ts)
+//        A checkout written `name=/path:ai` serves an `ai` route instead (openAI, hostOverride and pathOverride to
+//        the same upstream: the `ai` row's non-streamed chat, docs/perf.md "The ai row, session 7").
 //        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS)
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -128,6 +130,7 @@ async function main(args: string[]): Promise<void> {
   const connections = Number(argValue(args, '--connections', '10'));
   const size = argValue(args, '--size', 'small');
   const checkouts = args.filter((a) => a.includes('=') && !a.startsWith('--')).map((a) => a.split('=') as [string, string]);
+  const aiRoute = (checkout: string): boolean => checkout.endsWith(':ai');
   if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
   const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
   const children: ChildProcess[] = [];
@@ -176,7 +179,9 @@ async function main(args: string[]): Promise<void> {
         continue;
       }
       const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
-      const route = { name: 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [{ host: `127.0.0.1:${upstreamPort}` }] };
+      const ai = aiRoute(checkout);
+      const backend = ai ? { ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstreamPort}`, pathOverride: path } } : { host: `127.0.0.1:${upstreamPort}` };
+      const route = { name: ai ? 'ai' : 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [backend] };
       const cfg = join(dir, `${name}.yaml`);
       writeFileSync(
         cfg,
@@ -187,7 +192,7 @@ async function main(args: string[]): Promise<void> {
       );
       const fd = openSync(out, 'w');
       // The semi-space flag given: the CLI does not re-execute itself, so the PID is the gateway's.
-      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', join(checkout, 'bin/switchyard.js'), '-f', cfg], fd, children);
+      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', join(ai ? checkout.slice(0, -3) : checkout, 'bin/switchyard.js'), '-f', cfg], fd, children);
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
       gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });

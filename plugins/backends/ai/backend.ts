@@ -14,7 +14,7 @@ import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
-import { observeEvent, observeResponse } from '../../lib/llm/observe.ts';
+import { answerToObserve, observeEvent, observeResponse } from '../../lib/llm/observe.ts';
 import { LlmResponseStream, observeBeside } from '../../lib/llm/stream.ts';
 import type { LlmEvent } from '../../lib/llm/events.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
@@ -247,7 +247,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     }
     if (reply.status >= 400) call.fail(String(reply.status));
     try {
-      return await respond(ex, reply, request);
+      const out = respond(ex, reply, request);
+      return out instanceof Promise ? await out : out;
     } catch (err) {
       call.fail(err);
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
@@ -315,8 +316,11 @@ function maxOutputTokens(body: Obj): number | undefined {
   return undefined;
 }
 
-/** Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. */
-async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Reply> {
+/**
+ * Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. Sync
+ * when nothing has to be waited for (the usual answer: read whole and passed through), a promise otherwise.
+ */
+function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<Reply> {
   const h = reply.headers;
   // A compressed answer read whole is decoded as a stream, like a streamed one (rare: identity is asked for).
   if (Buffer.isBuffer(reply.body) && h['content-encoding'] !== undefined) reply.body = Readable.from([reply.body]);
@@ -335,12 +339,8 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   if (reply.status >= 400) {
     const clientFamily = req.clientFormat.family;
     if (clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
-    const text = (whole !== undefined ? capped(whole, ERROR_LIMIT) : await readCapped(body!, ERROR_LIMIT)).toString('utf8');
-    reply.body = clientErrorBody(clientFamily, reply.status, parseUpstreamError(text, h));
-    h['content-type'] = 'application/json';
-    delete h['content-length'];
-    delete h['transfer-encoding'];
-    return reply;
+    if (whole !== undefined) return clientError(reply, clientFamily, capped(whole, ERROR_LIMIT));
+    return readCapped(body!, ERROR_LIMIT).then((bytes) => clientError(reply, clientFamily, bytes));
   }
 
   const contentType = String(h['content-type'] ?? '').toLowerCase();
@@ -376,27 +376,13 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
   const guards = req.policy?.hasResponseGuards === true;
   // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
   // than a tapping stream in between, and the client would wait for the last byte of it anyway.
-  if (req.translation.identity && !guards && (whole !== undefined || Number(h['content-length']) <= SMALL_ANSWER)) {
-    const bytes = whole ?? (await readCapped(body!, SMALL_ANSWER));
-    try {
-      // As the tap below: beyond USAGE_LIMIT usage is not read.
-      const parsed = bytes.length <= USAGE_LIMIT ? (JSON.parse(bytes.toString('utf8')) as unknown) : undefined;
-      if (isObj(parsed)) {
-        observeResponse(req.wireFormat, parsed, req.call);
-        if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
-      }
-    } catch {
-      // Telemetry never fails a response.
-    }
-    req.call.finish();
-    reply.body = bytes;
-    return reply;
-  }
+  if (req.translation.identity && !guards && whole !== undefined) return passWhole(reply, req, whole);
+  if (req.translation.identity && !guards && Number(h['content-length']) <= SMALL_ANSWER) return readCapped(body!, SMALL_ANSWER).then((bytes) => passWhole(reply, req, bytes));
   if (req.translation.identity && !guards) {
     reply.body = tapCapped(body!, USAGE_LIMIT, (bytes) => {
       try {
-        const parsed = bytes ? (JSON.parse(bytes.toString('utf8')) as unknown) : undefined;
-        if (isObj(parsed)) {
+        const parsed = bytes ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
+        if (parsed !== undefined) {
           observeResponse(req.wireFormat, parsed, req.call);
           if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
         }
@@ -407,7 +393,39 @@ async function respond(ex: Exchange, reply: Reply, req: LlmRequest): Promise<Rep
     });
     return reply;
   }
+  return translateWhole(ex, reply, req, whole, body, guards);
+}
 
+/** An upstream error in the client API's error shape. */
+function clientError(reply: Reply, clientFamily: 'openai' | 'anthropic', bytes: Buffer): Reply {
+  const h = reply.headers;
+  reply.body = clientErrorBody(clientFamily, reply.status, parseUpstreamError(bytes.toString('utf8'), h));
+  h['content-type'] = 'application/json';
+  delete h['content-length'];
+  delete h['transfer-encoding'];
+  return reply;
+}
+
+/** A complete answer passed through as it came: its usage and model read on the way (ADR 0060). */
+function passWhole(reply: Reply, req: LlmRequest, bytes: Buffer): Reply {
+  try {
+    // As the tap in `respond`: beyond USAGE_LIMIT usage is not read.
+    const parsed = bytes.length <= USAGE_LIMIT ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
+    if (parsed !== undefined) {
+      observeResponse(req.wireFormat, parsed, req.call);
+      if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
+    }
+  } catch {
+    // Telemetry never fails a response.
+  }
+  req.call.finish();
+  reply.body = bytes;
+  return reply;
+}
+
+/** A complete answer translated into the client's format and guarded: read whole, parsed, serialised again. */
+async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole: Buffer | undefined, body: Readable | undefined, guards: boolean): Promise<Reply> {
+  const h = reply.headers;
   let bytes: Buffer;
   try {
     bytes = whole ?? (await readCapped(body!, RESPONSE_LIMIT));

@@ -224,6 +224,7 @@ export const converseFormat: LlmFormat = {
   responseToCanonical: (b, model) => converseResponseToCompletions(b, model),
   streamToCanonical: (model) => new ConverseToCompletionsStream(model),
   observeResponse: (body, call) => call.addUsage(usageFromConverse(body.usage)),
+  observedMembers: ['usage'],
   observeEvent(e, call) {
     if (!e.done && e.type === 'metadata') call.addUsage(usageFromConverse(e.data.usage));
   },

@@ -5,6 +5,7 @@ import type { Obj } from '../json.ts';
 import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromCompletions } from '../usage.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
+import { MODEL_AND_USAGE } from './format.ts';
 import type { LlmFormat, PromptMessage, UsageSink } from './format.ts';
 import { CHAT_PARTS, contentSlots, messageListSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
@@ -141,6 +142,7 @@ export const completions: LlmFormat = {
   family: 'openai',
   operation: 'chat',
   observeResponse,
+  observedMembers: MODEL_AND_USAGE,
   observeEvent(e, call) {
     if (e.done) return;
     const d = e.data;
@@ -169,5 +171,6 @@ export const embeddings: LlmFormat = {
   family: 'openai',
   operation: 'embeddings',
   observeResponse,
+  observedMembers: MODEL_AND_USAGE,
   requestSlots: embeddingsSlots,
 };

@@ -14,6 +14,9 @@ export interface PromptMessage {
   readonly content: string;
 }
 
+/** The `observedMembers` of the formats whose answers carry `model` and `usage` (Chat, Messages, Responses). */
+export const MODEL_AND_USAGE: readonly string[] = Object.freeze(['model', 'usage']);
+
 /** The error shape of a format's API (what its SDKs parse). */
 export type ErrorFamily = 'openai' | 'anthropic' | 'google' | 'aws' | 'other';
 
@@ -56,6 +59,11 @@ export interface LlmFormat {
 
   /** Usage and model of a complete answer in this format. */
   observeResponse?(body: Obj, call: UsageSink): void;
+  /**
+   * The top-level members of a complete answer that `observeResponse` reads: of an answer passed through untouched
+   * only these are picked out of its bytes and parsed (ADR 0060). Absent: the answer is parsed whole.
+   */
+  readonly observedMembers?: readonly string[];
   /** Usage and model carried by one stream event. */
   observeEvent?(e: LlmEvent, call: UsageSink): void;
   /**

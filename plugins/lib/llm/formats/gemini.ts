@@ -117,6 +117,7 @@ export const geminiNative: LlmFormat = {
     call.setResponseModel(body.modelVersion);
     call.addUsage(usageFromGemini(body.usageMetadata));
   },
+  observedMembers: ['modelVersion', 'usageMetadata'],
   observeEvent(e, call) {
     if (e.done) return;
     // Every chunk may restate the counts so far; later ones win.

@@ -15,6 +15,7 @@ import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromMessages } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
+import { MODEL_AND_USAGE } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, messageListSlots, partSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
@@ -172,6 +173,7 @@ export const messages: LlmFormat = {
     call.setResponseModel(body.model);
     call.addUsage(usageFromMessages(body.usage));
   },
+  observedMembers: MODEL_AND_USAGE,
   observeEvent(e, call) {
     if (e.done) return;
     const d = e.data;

@@ -6,6 +6,7 @@ import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromResponses } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
+import { MODEL_AND_USAGE } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { contentSlots, RESPONSES_PARTS, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
@@ -161,6 +162,7 @@ export const responses: LlmFormat = {
     call.setResponseModel(body.model);
     call.addUsage(usageFromResponses(body.usage));
   },
+  observedMembers: MODEL_AND_USAGE,
   observeEvent(e, call) {
     if (e.done) return;
     const d = e.data;
