@@ -155,8 +155,10 @@ function lineCount(file: string): { lines: number; mib: number } {
  * of RSS, idle and under load (docs/perf.md "Tails and memory, session 6"). Its exit writes Node's compile cache, so
  * the measured start, like the installed package (plain JavaScript), never loads the stripper.
  */
-async function warmCompileCache(kit: BenchKit, cli: string, file: string, readiness: number): Promise<void> {
-  const child = kit.startPinned('switchyard (compile cache warm-up)', kit.cpuTarget, kit.node, [cli, '-f', file], 'ignore');
+// With the node flags and environment of the measured start: the compile cache is kept per set of V8 flags, so a
+// baseline given `--bytecode-old-age=1` or `--max-semi-space-size=16` warmed without them would start cold.
+async function warmCompileCache(kit: BenchKit, cli: string, file: string, readiness: number, nodeArgs: readonly string[] = [], env?: NodeJS.ProcessEnv): Promise<void> {
+  const child = kit.startPinned('switchyard (compile cache warm-up)', kit.cpuTarget, kit.node, [...nodeArgs, cli, '-f', file], 'ignore', env);
   try {
     await kit.waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`, child, performance.now());
   } finally {
@@ -222,9 +224,9 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   if (baselineDir) {
     const bFile = join(dir, 'baseline.yaml');
     const b = await gatewayConfig(bFile, upstreamPort);
-    await warmCompileCache(kit, join(baselineDir, 'bin/switchyard.js'), bFile, b.readiness);
-    const bFd = openSync(join(dir, 'baseline-access.log'), 'w');
     const env = { ...process.env, ...Object.fromEntries(baselineEnv.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
+    await warmCompileCache(kit, join(baselineDir, 'bin/switchyard.js'), bFile, b.readiness, baselineArgs, env);
+    const bFd = openSync(join(dir, 'baseline-access.log'), 'w');
     const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [...baselineArgs, join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd, env);
     closeSync(bFd);
     await kit.waitFor200(`http://127.0.0.1:${b.readiness}/healthz/ready`, baseline, performance.now());
