@@ -71,8 +71,10 @@ const noop: KeyStore = {
 
 const digest = digestOf(secret(500));
 const names = ['k:key-500', 't:team-0', 'g'].flatMap((scope) => [`${scope}:usd:month:2026-11`, `${scope}:tokens:day:2026-11-26`]);
-const lines: CounterLine[] = names.map((counter) => ({ counter, limit: 1e15, amount: 0.001, expiresAt: 0 }));
-const deltas: CounterDelta[] = names.map((counter) => ({ counter, amount: -0.0004, expiresAt: 0 }));
+// Windowed counters expire a day after their window, as the policy's do (so Redis sets their expiry on every write).
+const expiresAt = (counter: string): number => Date.now() + (counter.includes(':month:') ? 32 : 2) * 86_400_000;
+const lines: CounterLine[] = names.map((counter) => ({ counter, limit: 1e15, amount: 0.001, expiresAt: expiresAt(counter) }));
+const deltas: CounterDelta[] = names.map((counter) => ({ counter, amount: -0.0004, expiresAt: expiresAt(counter) }));
 
 /** One round: `perRound` requests by `concurrency` flows; per-request added µs, and CPU µs per request. */
 async function round(store: KeyStore): Promise<{ added: number[]; cpuUs: number; threadUs: number; errors: number; firstError?: string }> {

@@ -18,6 +18,9 @@ export interface Job {
    *  requests in flight on one MCP session. (autocannon's own `idReplacement` assumes a fixed id length and sends
    *  a wrong Content-Length.) */
   readonly uniqueIds?: boolean;
+  /** A header whose value changes per request, in turn (e.g. one of 1,000 API keys): every `[<n>]` in `value` is
+   *  replaced by 0 … count − 1, zero-padded to `width` digits. (A template, since jobs travel in argv.) */
+  readonly numberedHeader?: { readonly name: string; readonly value: string; readonly count: number; readonly width: number };
   /** Requests per second across all connections (autocannon `overallRate`); unset: as fast as the target answers. */
   readonly rate?: number;
   /** Seconds of load at `connections` before measuring (results discarded). */
@@ -89,9 +92,21 @@ let nextId = 0;
 function run(job: Job, connections: number, seconds: number, samples?: number[]): Promise<AutocannonResult> {
   const parts = job.uniqueIds && job.body !== undefined ? job.body.split('[<id>]') : undefined;
   // autocannon rebuilds the request (Content-Length included) from what `setupRequest` returns, for every request.
-  const requests = parts
-    ? [{ setupRequest: (req: Record<string, unknown>) => ({ ...req, body: parts.join(String(nextId++)) }) }]
-    : undefined;
+  const numbered = job.numberedHeader;
+  const values = numbered ? Array.from({ length: numbered.count }, (_, n) => numbered.value.split('[<n>]').join(String(n).padStart(numbered.width, '0'))) : undefined;
+  let turn = 0;
+  const requests =
+    parts || numbered
+      ? [
+          {
+            setupRequest: (req: Record<string, unknown>) => ({
+              ...req,
+              ...(parts ? { body: parts.join(String(nextId++)) } : {}),
+              ...(numbered ? { headers: { ...(req.headers as Record<string, string>), [numbered.name]: values![turn++ % numbered.count]! } } : {}),
+            }),
+          },
+        ]
+      : undefined;
   return new Promise((resolve, reject) => {
     const tracker = autocannon(
       {

@@ -15,15 +15,16 @@ export interface PostRow {
 }
 
 /** Load every row for `kit.rounds` interleaved rounds; `label` names a row in the progress lines. */
-export async function postRounds<R extends PostRow>(kit: BenchKit, rows: readonly R[], request: (r: R) => { headers: Record<string, string>; body: string }, label: (r: R) => string = (r) => r.name): Promise<void> {
+export async function postRounds<R extends PostRow>(kit: BenchKit, rows: readonly R[], request: (r: R) => Pick<Job, 'numberedHeader'> & { headers: Record<string, string>; body: string }, label: (r: R) => string = (r) => r.name): Promise<void> {
   const jobs: Job[] = [];
   for (let round = 0; round < kit.rounds; round++) {
     for (const r of rows) {
-      const { headers, body } = request(r);
+      const { headers, body, numberedHeader } = request(r);
       jobs.push({
         url: r.url,
         method: 'POST',
         headers,
+        numberedHeader,
         body,
         warmupS: round === 0 ? kit.warmupS : 0.3,
         connections: kit.connections,
