@@ -15,6 +15,8 @@ import { which } from '../../../test/helpers/which.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { RedisKeyStore } from './redis-store.ts';
 import { RespClient } from './resp.ts';
+import { digestOf } from './secrets.ts';
+import { KEY_GONE } from './types.ts';
 
 const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
 
@@ -118,6 +120,32 @@ test("redis store: the script counts a line's queued settlement in its check, ta
     assert.deepEqual(await other.values(['k:usd']), [0.1 + 0.1 + 0.1]);
   } finally {
     raw.close();
+    await store.close();
+    await other.close();
+  }
+});
+
+test('redis store: reservations made together go in one script, each checked in order: the budget stops exactly at its limit', { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'batch:');
+  const other = await RedisKeyStore.open(url, 'batch:');
+  try {
+    await other.create({ id: 'live', budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf('live'));
+    const commands = countCommands(store);
+    const line = (key: string) => [
+      { counter: `k:${key}`, limit: 1e9, amount: 10, expiresAt: 0 },
+      { counter: 't:shared', limit: 50, amount: 10, expiresAt: 0 },
+    ];
+    store.settle([{ counter: 'k:key0', amount: 1, expiresAt: 0 }]);
+    // Twelve requests reach their reservation in one turn; one has a key that no longer exists.
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.reserve(line(`key${i % 3}`), digestOf(i === 7 ? 'gone' : 'live'))));
+    assert.ok(commands.n <= 2, `the first sent at once, the rest together: ${commands.n} scripts`);
+    assert.equal(results[7], KEY_GONE);
+    assert.deepEqual(results.filter((r, i) => i !== 7 && r === -1).length, 5, `exactly limit / amount pass: ${results.join(',')}`);
+    assert.ok(results.every((r) => r === -1 || r === 1 || r === KEY_GONE), 'refusals name the team line');
+    const [team, ...keys] = await other.values(['t:shared', 'k:key0', 'k:key1', 'k:key2']);
+    assert.equal(team, 50);
+    assert.equal(keys.reduce((x, y) => x + y, 0), 50 + 1, 'each reservation taken once, the settlement applied once');
+  } finally {
     await store.close();
     await other.close();
   }

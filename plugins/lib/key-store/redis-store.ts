@@ -1,7 +1,8 @@
 // The shared store (ADR 0035): keys and budget counters in Redis, so several gateway replicas draw from the same
 // budgets. A reservation is one Lua script, which Redis runs atomically: check every counter, then add to each. A
 // request makes one round trip (ADR 0061): its key comes from a short-lived cache that the reservation's script
-// confirms, and its settlement rides on a later reservation.
+// confirms, its settlement rides on a later reservation, and reservations made while another is in flight go
+// together in one script at the end of the event-loop turn.
 import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
@@ -11,37 +12,78 @@ import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 /**
- * A request's whole store round trip (ADR 0048, 0061): check that the request's key still exists (when asked), apply
- * the queued settlements, check every line's counter and add to each. ARGV[1]: n, the lines; ARGV[2]: k, 1 when
- * KEYS[1] is the key's digest entry to check (0: no check). Then one row per counter, KEYS[k+1..]: the n lines
- * first, then counters with only a settlement; ARGV per row from ARGV[3]: limit, amount, settlement, expiresAt. A
- * line's check counts its settlement ((value + settle) >= limit). Returns the refusing line's index, -2 when the
- * key is gone (nothing taken), or -1; settlements apply whatever the answer. Each counter is read once and written
- * once (GET, then SET of the sum in Lua, 17 significant digits: a double read back exactly), cheaper in Redis than
- * INCRBYFLOAT.
+ * The reservations of one event-loop turn in one script (ADR 0048, 0061): one round trip, and one wake-up of Redis,
+ * for all the requests that reached their reservation together. KEYS: every digest entry and counter the batch
+ * names, once. ARGV: m, then m queued settlements (key index, amount, expiresAt); R, then R reservations: the
+ * digest entry's key index (0: no check), n, then n lines (key index, limit, amount, expiresAt). Settlements apply
+ * first; then each reservation in order checks that its key still exists, checks every line against the values so
+ * far (its settlements and the batch's earlier reservations included) and, if none is at its limit, adds to each.
+ * Each counter is read once and written once at the end (GET, then SET of the sum computed in Lua, 17 significant
+ * digits: a double read back exactly; inside a script INCRBYFLOAT costs Redis several times a SET). Returns one
+ * answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), or -1.
  */
 const RESERVE = `
-local n = tonumber(ARGV[1])
-local k = tonumber(ARGV[2])
-local rows = #KEYS - k
-local refused = -1
-if k == 1 and redis.call('EXISTS', KEYS[1]) == 0 then refused = -2 end
-local vals = {}
-for r = 1, rows do
-  local v = tonumber(redis.call('GET', KEYS[k + r]) or '0') + tonumber(ARGV[r * 4 + 1])
-  vals[r] = v
-  if refused == -1 and r <= n and v >= tonumber(ARGV[r * 4 - 1]) then refused = r - 1 end
-end
-for r = 1, rows do
-  local v = vals[r]
-  if refused == -1 and r <= n then v = v + tonumber(ARGV[r * 4]) elseif tonumber(ARGV[r * 4 + 1]) == 0 then v = nil end
-  if v then
-    redis.call('SET', KEYS[k + r], string.format('%.17g', v))
-    local exp = tonumber(ARGV[r * 4 + 2])
-    if exp > 0 then redis.call('PEXPIREAT', KEYS[k + r], exp) end
+local vals, exps, dirty = {}, {}, {}
+local function val(i)
+  local v = vals[i]
+  if v == nil then
+    v = tonumber(redis.call('GET', KEYS[i]) or '0')
+    vals[i] = v
   end
+  return v
 end
-return refused`;
+local function add(i, amount, exp)
+  vals[i] = val(i) + amount
+  exps[i] = exp
+  dirty[i] = true
+end
+local p = 2
+for j = 1, tonumber(ARGV[1]) do
+  add(tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]))
+  p = p + 3
+end
+local out = {}
+local rs = tonumber(ARGV[p])
+p = p + 1
+for r = 1, rs do
+  local d = tonumber(ARGV[p])
+  local n = tonumber(ARGV[p + 1])
+  p = p + 2
+  local res = -1
+  if d > 0 and redis.call('EXISTS', KEYS[d]) == 0 then res = -2 end
+  if res == -1 then
+    for l = 0, n - 1 do
+      local q = p + l * 4
+      if val(tonumber(ARGV[q])) >= tonumber(ARGV[q + 1]) then
+        res = l
+        break
+      end
+    end
+  end
+  if res == -1 then
+    for l = 0, n - 1 do
+      local q = p + l * 4
+      add(tonumber(ARGV[q]), tonumber(ARGV[q + 2]), tonumber(ARGV[q + 3]))
+    end
+  end
+  out[r] = res
+  p = p + n * 4
+end
+for i in pairs(dirty) do
+  redis.call('SET', KEYS[i], string.format('%.17g', vals[i]))
+  if exps[i] > 0 then redis.call('PEXPIREAT', KEYS[i], exps[i]) end
+end
+return out`;
+
+/** Most reservations sent in one script; more wait for the next. */
+const BATCH_MAX = 64;
+
+interface Waiting {
+  readonly lines: readonly CounterLine[];
+  readonly digest: string | undefined;
+  resolve(refused: number): void;
+  reject(err: unknown): void;
+}
 
 /** KEYS: counters. ARGV: amount, expiresAt per counter. */
 const SETTLE = `
@@ -78,6 +120,10 @@ export class RedisKeyStore implements KeyStore {
   private readonly parsed = new Map<string, KeyRecord>();
   /** Records found lately, confirmed by each reservation's script (key-cache.ts). */
   private readonly cache = new KeyCache();
+  /** Reservations waiting for the end of this event-loop turn, to be sent together. */
+  private readonly waiting: Waiting[] = [];
+  /** Reservation scripts sent and not answered yet. */
+  private inFlight = 0;
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's script. */
   private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
 
@@ -145,29 +191,58 @@ export class RedisKeyStore implements KeyStore {
     return { keys, args };
   }
 
-  /** One script, one round trip: the key's check (with `digest`), queued settlements, the reservation. */
-  async reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
-    if (lines.length === 0 && digest === undefined) return -1;
-    const keys: string[] = [];
-    const args: (string | number)[] = [lines.length, digest === undefined ? 0 : 1];
-    if (digest !== undefined) keys.push(this.digestKey(digest));
-    const pending = this.pending;
-    for (const l of lines) {
-      keys.push(this.counterKey(l.counter));
-      args.push(l.limit, l.amount, pending.amountOf(l.counter), l.expiresAt);
-    }
-    if (pending.size > 0) {
-      for (const d of pending.rows()) {
-        if (lines.some((l) => l.counter === d.counter)) continue;
-        keys.push(this.counterKey(d.counter));
-        args.push(0, 0, d.amount, d.expiresAt);
-      }
-      pending.clear();
-    }
-    const refused = Number(await this.script(RESERVE, keys, args));
-    if (refused === KEY_GONE) this.cache.drop(digest);
-    return refused;
+  /**
+   * One script with the queued settlements: one round trip (ADR 0061). Sent at once when no reservation is in flight;
+   * otherwise at the end of this event-loop turn (`setImmediate`), with every other reservation made in the turn.
+   */
+  reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
+    if (lines.length === 0 && digest === undefined) return Promise.resolve(-1);
+    return new Promise<number>((resolve, reject) => {
+      const first = this.waiting.push({ lines, digest, resolve, reject }) === 1;
+      if (this.inFlight === 0) this.sendBatch();
+      else if (first) setImmediate(this.sendBatch);
+    });
   }
+
+  /** Send the waiting reservations (at most BATCH_MAX; the rest go in the next turn) with the queued settlements. */
+  private readonly sendBatch = (): void => {
+    if (this.waiting.length === 0) return;
+    const batch = this.waiting.splice(0, BATCH_MAX);
+    if (this.waiting.length > 0) setImmediate(this.sendBatch);
+    this.inFlight++;
+    const keys: string[] = [];
+    const index = new Map<string, number>();
+    const at = (key: string): number => {
+      let i = index.get(key);
+      if (i === undefined) {
+        i = keys.push(key);
+        index.set(key, i);
+      }
+      return i;
+    };
+    const args: (string | number)[] = [this.pending.size];
+    for (const d of this.pending.rows()) args.push(at(this.counterKey(d.counter)), d.amount, d.expiresAt);
+    this.pending.clear();
+    args.push(batch.length);
+    for (const w of batch) {
+      args.push(w.digest === undefined ? 0 : at(this.digestKey(w.digest)), w.lines.length);
+      for (const l of w.lines) args.push(at(this.counterKey(l.counter)), l.limit, l.amount, l.expiresAt);
+    }
+    this.script(RESERVE, keys, args).then(
+      (answers) => {
+        this.inFlight--;
+        batch.forEach((w, i) => {
+          const refused = Number((answers as RespValue[])[i]);
+          if (refused === KEY_GONE) this.cache.drop(w.digest);
+          w.resolve(refused);
+        });
+      },
+      (err: unknown) => {
+        this.inFlight--;
+        for (const w of batch) w.reject(err);
+      },
+    );
+  };
 
   /**
    * Queued, summed by counter, and sent with the next reservation's script or within SETTLE_DELAY_MS (ADR 0048):
