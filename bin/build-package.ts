@@ -133,6 +133,10 @@ async function bundle(exports: Exports): Promise<void> {
     external: [...deps, ...deps.map((d) => `${d}/*`)],
     plugins: [assetUrls],
     logLevel: 'silent',
+    // Maps beside the files, without the sources' text: stacks printed by the gateway are mapped when printed
+    // (kernel/telemetry/readable-stack.ts), or by Node with NODE_OPTIONS=--enable-source-maps (ADR 0065).
+    sourcemap: 'linked',
+    sourcesContent: false,
   });
   if (result.errors.length > 0) throw new Error(result.errors.map((e) => e.text).join('\n'));
   for (const source of sources) {

@@ -1,5 +1,6 @@
 import * as nodeModule from 'node:module';
 import { isMainThread } from 'node:worker_threads';
+import { readableFatalStacks } from '../telemetry/readable-stack.ts';
 
 /**
  * How the CLI starts, for bin/switchyard.js (the full preset, from the sources) and for a trimmed distribution
@@ -34,6 +35,8 @@ export async function startDistribution(start: DistributionStart): Promise<void>
     const data = workerDataOf();
     if (data) return runWorker(loaded, data);
   }
+  // An uncaught exception's stack, as Node prints it, names the TypeScript sources (ADR 0065).
+  readableFatalStacks();
   // V8 reads its heap flags only when it creates the heap: re-execute in place (same PID) with the missing ones.
   const proc = process as { execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never };
   const flags = start.nodeFlags;

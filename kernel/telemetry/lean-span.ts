@@ -7,6 +7,7 @@
  */
 import { context, isSpanContextValid, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
 import type { Attributes, AttributeValue, Context, Exception, Link, Span, SpanContext, SpanOptions, SpanStatus, TimeInput, Tracer } from '@opentelemetry/api';
+import { readableStack } from './readable-stack.ts';
 
 const ORIGIN = performance.timeOrigin;
 
@@ -136,7 +137,7 @@ export class LeanSpan implements Span {
     if (e.code !== undefined) attributes['exception.type'] = String(e.code);
     else if (e.name !== undefined) attributes['exception.type'] = e.name;
     if (e.message !== undefined) attributes['exception.message'] = e.message;
-    if (e.stack !== undefined) attributes['exception.stacktrace'] = e.stack;
+    if (e.stack !== undefined) attributes['exception.stacktrace'] = readableStack(e.stack);
     this.addEvent('exception', attributes, time);
   }
 }

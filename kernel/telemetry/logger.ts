@@ -1,5 +1,6 @@
 import type { Logger } from '../sdk/index.ts';
 import { LogBytes, textValue } from './log-bytes.ts';
+import { readableStack } from './readable-stack.ts';
 
 export { textValue };
 
@@ -129,7 +130,9 @@ export class ProcessLogger implements Logger {
 
   private log(level: LogLevel, message: string, fields?: Record<string, unknown>): void {
     if (!this.isEnabled(level)) return;
-    const merged = this.fields ? { ...this.fields, ...fields } : fields;
+    let merged = this.fields ? { ...this.fields, ...fields } : fields;
+    // A logged stack names the TypeScript sources, also from the installed package's bundle (ADR 0065).
+    if (typeof merged?.stack === 'string') merged = { ...merged, stack: readableStack(merged.stack) };
     const line = formatLine(this.settings.format, level, message, merged);
     this.sink.push(this.settings.scrub ? this.settings.scrub(line) : line);
   }

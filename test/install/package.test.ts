@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
+import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
@@ -215,6 +216,7 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
               listeners: [
                 {
                   routes: [
+                    { name: 'throws', matches: [{ path: { pathPrefix: '/throw' } }], policies: { stampHeader: { value: '!throw' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
                     { name: 'stamped', policies: { stampHeader: { value: 'from-ts' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
                   ],
                 },
@@ -246,10 +248,65 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
         assert.equal(seen.headers['x-client'], 'c');
       });
 
+      // ADR 0065: the bundle ships its source maps; a stack the gateway logs names the kernel's TypeScript sources.
+      it("a logged stack names the kernel's source files (kernel/…/*.ts:line:col), not bundle chunks", async () => {
+        const res = await request(`http://127.0.0.1:${front}/throw`);
+        assert.equal(res.statusCode, 500);
+        await res.body.dump();
+        await gw.waitFor(/request failed/);
+        const line = gw.output().split('\n').find((l) => l.includes('request failed'))!;
+        assert.match(line, /stampHeader was asked to throw/);
+        assert.match(line, new RegExp(`${installed}/kernel/[a-z-]+/[a-z-]+\\.ts:\\d+:\\d+`), line);
+        assert.doesNotMatch(line, /build\/bundle\/[^ ]*\.js:\d+/, line);
+      });
+
       it('`switchyard plugins` names the plugin package', async () => {
         const r = ok(await runCommand('npx', ['--no-install', 'switchyard', 'plugins', '-f', 'gateway.yaml'], { cwd: app, env: ENV }), 'plugins');
         assert.match(r.stdout, /^policy\s+stampHeader\s+switchyard-plugin-stamp@1\.0\.0\s/m);
       });
+    });
+  });
+
+  describe('stack traces (ADR 0065)', () => {
+    it('every bundle file ships its source map, naming kernel/ and plugins/ sources (TypeScript, and the JSON bundled in) without their text', () => {
+      const js = packedFiles.filter((f) => f.startsWith('build/bundle/') && f.endsWith('.js'));
+      assert.ok(js.length > 10);
+      for (const f of js) assert.ok(packedFiles.includes(`${f}.map`), `${f}.map is packed`);
+      const sources = new Set<string>();
+      for (const f of js) {
+        const map = JSON.parse(readFileSync(join(installed, `${f}.map`), 'utf8')) as { sources: string[]; sourcesContent?: unknown };
+        assert.equal(map.sourcesContent, undefined, f);
+        for (const src of map.sources) sources.add(src);
+      }
+      const wrong = [...sources].filter((src) => !/^\.\.\/\.\.\/(kernel|plugins)\/.+\.(ts|json)$/.test(src));
+      assert.deepEqual(wrong, []);
+      assert.ok(sources.has('../../kernel/sdk/reply.ts') && sources.has('../../kernel/runtime/request-pipeline.ts'));
+    });
+
+    it("a fatal uncaught exception, as Node prints it, names the kernel's source files", async () => {
+      const port = await freePort();
+      const config = {
+        config: { adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', plugins: ['switchyard-plugin-stamp'] },
+        binds: [{ port, listeners: [{ routes: [{ policies: { stampHeader: { value: '!crash' } }, backends: [{ host: '127.0.0.1:9' }] }] }] }],
+      };
+      writeFileSync(join(app, 'crash.yaml'), stringify(config));
+      // The stamp plugin is in node_modules since 'installed into the app and loaded by the installed gateway'.
+      const cli = await startCli(join(app, 'node_modules/.bin/switchyard'), ['-f', 'crash.yaml'], { cwd: app, env: ENV, readyMs: 60_000 });
+      const closed = once(cli.child, 'close') as Promise<[number | null]>;
+      await request(`http://127.0.0.1:${port}/`).then((r) => r.body.dump(), () => undefined);
+      const timer = setTimeout(() => void cli.stop(), 15_000);
+      const [code] = await closed;
+      clearTimeout(timer);
+      assert.equal(code, 1, cli.output());
+      const out = cli.output();
+      assert.match(out, /Error: stampHeader was asked to crash the process/);
+      assert.match(out, new RegExp(`    at .*${installed}/kernel/[a-z-]+/[a-z-]+\\.ts:\\d+:\\d+`), out);
+    });
+
+    it('NODE_OPTIONS=--enable-source-maps: Node maps every stack itself', async () => {
+      const script = "import('switchyard/sdk').then((s) => { try { s.jsonErrorReply(400, 'bad', 'm', null); } catch (e) { console.log(e.stack); } });";
+      const r = ok(await runCommand(process.execPath, ['--input-type=module', '-e', script], { cwd: app, env: { ...ENV, NODE_OPTIONS: '--enable-source-maps' } }), 'script');
+      assert.match(r.stdout, new RegExp(`${installed}/kernel/sdk/[a-z-]+\\.ts:\\d+:\\d+`), r.stdout);
     });
   });
 
