@@ -63,6 +63,17 @@ function restore(): boolean {
   return true;
 }
 
+/** The admin UI's page, whose per-policy links name the docs a package ships. */
+const UI_APP = join(ROOT, 'kernel/admin/ui/assets/app.js');
+
+/**
+ * The docs the admin UI links to (`'security.md'`, … in its page): of docs/, only these are shipped (under
+ * build/docs/, served at /ui/docs/). The rest (perf notes, ADRs, the reference) stays in the repository.
+ */
+export function uiLinkedDocs(): string[] {
+  return [...new Set([...readFileSync(UI_APP, 'utf8').matchAll(/'([a-z0-9-]+\.md)'/g)].map((m) => m[1]!))].sort();
+}
+
 /** Every `new URL('./rel', import.meta.url)` of the sources names a file read beside the module: copy it along. */
 function copyRuntimeAssets(): string[] {
   const copied: string[] = [];
@@ -75,6 +86,11 @@ function copyRuntimeAssets(): string[] {
       const from = resolve(dirname(file), match[2]!);
       const to = join(BUILD, relative(ROOT, from));
       if (!existsSync(from) || existsSync(to)) continue;
+      if (from === join(ROOT, 'docs')) {
+        for (const name of uiLinkedDocs()) cpSync(join(from, name), join(to, name));
+        copied.push(`docs/{${uiLinkedDocs().join(',')}}`);
+        continue;
+      }
       cpSync(from, to, { recursive: true });
       copied.push(relative(ROOT, from));
     }

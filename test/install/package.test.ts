@@ -31,7 +31,7 @@ const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 const SETUP_MS = 480_000;
 
 /** What a clone holds that the package build reads; tests, docs and the git metadata stay behind. */
-const COPIED = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'bin', 'kernel', 'plugins', 'schemas', 'examples', 'deploy'];
+const COPIED = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'bin', 'kernel', 'plugins', 'schemas', 'examples', 'deploy', 'docs'];
 
 /** `node` on PATH is the Node running this test (Node 24 from node_modules), for npm, npx and `#!/usr/bin/env node`. */
 const ENV = childEnv({ PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, npm_config_update_notifier: 'false' });
@@ -197,6 +197,7 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     describe('installed into the app and loaded by the installed gateway', () => {
       let upstream: TestUpstream;
       let front: number;
+      let admin: number;
       let gw: Awaited<ReturnType<typeof startCli>>;
 
       before(async () => {
@@ -208,8 +209,9 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
         cpSync(join(pluginSrc, 'dist'), join(target, 'dist'), { recursive: true });
         upstream = await startUpstream();
         front = await freePort();
+        admin = await freePort();
         const config = {
-          config: { adminAddr: `127.0.0.1:${await freePort()}`, statsAddr: 'off', readinessAddr: 'off', plugins: ['switchyard-plugin-stamp'] },
+          config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: 'off', readinessAddr: 'off', plugins: ['switchyard-plugin-stamp'] },
           binds: [
             {
               port: front,
@@ -258,6 +260,23 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
         assert.match(line, /stampHeader was asked to throw/);
         assert.match(line, new RegExp(`${installed}/kernel/[a-z-]+/[a-z-]+\\.ts:\\d+:\\d+`), line);
         assert.doesNotMatch(line, /build\/bundle\/[^ ]*\.js:\d+/, line);
+      });
+
+      it("the admin UI's doc links resolve in the installed package; the docs it does not link are not shipped", async () => {
+        const app = await (await request(`http://127.0.0.1:${admin}/ui/app.js`)).body.text();
+        const linked = [...new Set([...app.matchAll(/'([a-z0-9-]+\.md)'/g)].map((m) => m[1]!))];
+        assert.ok(linked.includes('security.md') && linked.includes('phases.md'), linked.join(', '));
+        for (const name of linked) {
+          const res = await request(`http://127.0.0.1:${admin}/ui/docs/${name}`);
+          const text = await res.body.text();
+          assert.equal(res.statusCode, 200, `/ui/docs/${name}: ${text}`);
+          assert.match(text, /^# /m);
+        }
+        const perf = await request(`http://127.0.0.1:${admin}/ui/docs/perf.md`);
+        assert.equal(perf.statusCode, 404);
+        await perf.body.dump();
+        const docs = packedFiles.filter((f) => f.startsWith('build/docs/')).sort();
+        assert.deepEqual(docs, linked.map((n) => `build/docs/${n}`).sort());
       });
 
       it('`switchyard plugins` names the plugin package', async () => {
