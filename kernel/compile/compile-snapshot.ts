@@ -450,6 +450,7 @@ class SnapshotCompiler {
     const health = refs.some((r) => r.health)
       ? new RouteHealth(refs, name, this.deps.logger, this.ejections())
       : null;
+    const requestHooks = routeSet.requestHooks();
     const responseHooks = routeSet.responseHooks();
     const logHooks = routeSet.logHooks();
     const shaper = refs.find((r) => r.instance.shapeError)?.instance;
@@ -457,13 +458,14 @@ class SnapshotCompiler {
       info: Object.freeze({ name, key, listener, bind }),
       hostnameTest: Array.isArray(route.hostnames) && route.hostnames.length ? compileHostnameTest(route.hostnames as string[]) : null,
       matches,
-      requestHooks: routeSet.requestHooks(),
+      requestHooks,
       responseHooks: responseHooks.length ? responseHooks : null,
       logHooks: logHooks.length ? logHooks : null,
       backends: refs,
       totalWeight: refs.reduce((sum, r) => sum + r.weight, 0),
       selectBackends,
       cooling: refs.some((r) => r.cooldown !== null),
+      kernelOnly: refs.length > 0 && refs.every((r) => r.forwardsDirect && r.logHooks === null) && requestHooks === null && selectBackends === null && health === null,
       health,
       shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
       requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,

@@ -59,6 +59,12 @@ export interface CompiledRoute {
   readonly selectBackends: BackendSelector | null;
   /** Whether any backend has a `cooldown` (default failover, ADR 0039): picking then checks it. */
   readonly cooling: boolean;
+  /**
+   * Nothing but the kernel runs for a request on this route: no route policy hooks or backend selector, no health
+   * bookkeeping, and every backend forwards directly (`forwardsDirect`). A traced request then never enters its
+   * span's async context: the SERVER span is passed explicitly to its upstream attempt (ADR 0062).
+   */
+  readonly kernelOnly: boolean;
   /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */
   readonly health: RouteHealth | null;
   /** The first backend's `shapeError` (bound), applied to the route's gateway-made error replies; null when none. */

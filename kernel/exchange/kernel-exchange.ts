@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Context } from '@opentelemetry/api';
+import type { Context, Span } from '@opentelemetry/api';
 import type { Exchange } from '../sdk/index.ts';
 import { AbortHook } from './abort-hook.ts';
 import type { BodyReceiver } from './body-read.ts';
@@ -38,6 +38,15 @@ export interface ExchangeState {
    * plugin span that took them over with `PluginSpan.enclose`); undefined: the active context.
    */
   traceParent: Context | undefined;
+  /** When tracing: the request's SERVER span. */
+  readonly span: Span | undefined;
+  /**
+   * When tracing a request served without the async context (ADR 0062: nothing but the kernel runs for it): the
+   * context its SERVER span was started in (the client's `traceparent` and `baggage`, or the root context); the
+   * SERVER span is then passed explicitly as the parent of its attempts. Undefined when the request runs inside the
+   * SERVER span's async context (`context.active()`).
+   */
+  traceRoot: Context | undefined;
   /**
    * A WebSocket upgrade's outcome, told by the forwarder: the status the client got (101, the upstream's refusal, a
    * gateway error, 499 when the client left first); with a 101, the upstream socket the forwarder relays to. Set by
@@ -95,6 +104,8 @@ export class DetachedState implements ExchangeState {
   readonly timedOut = false;
   readonly aborted = undefined;
   traceParent: Context | undefined;
+  readonly span: Span | undefined;
+  traceRoot: Context | undefined;
   readonly upgradeDone = undefined;
   private hook: AbortHook | undefined = undefined;
 
@@ -103,6 +114,8 @@ export class DetachedState implements ExchangeState {
     this.peerAddress = from ? from.peerAddress : ex.sourceAddress;
     this.plan = from ? from.plan : EMPTY_PLAN;
     this.traceParent = from?.traceParent;
+    this.span = from?.span;
+    this.traceRoot = from?.traceRoot;
   }
 
   abortHook(): AbortHook {

@@ -84,6 +84,8 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   span: Span | undefined = undefined;
   /** When tracing: the parent of upstream attempts (ExchangeState). */
   traceParent: Context | undefined = undefined;
+  /** When tracing without the async context: where the SERVER span was started (ExchangeState, ADR 0062). */
+  traceRoot: Context | undefined = undefined;
   /** A WebSocket upgrade's outcome, told by the forwarder (ExchangeState). */
   upgradeDone: ExchangeState['upgradeDone'] = undefined;
   private controller: AbortController | undefined = undefined;

@@ -132,11 +132,14 @@ export class RequestPipeline {
     // A response emits 'close' once: `on` needs no `once` wrapper.
     (res as TrackedResponse)[kExchange] = ex;
     res.on('close', this.onResponseClose);
-    if (this.tracing !== null) this.tracing.serve(ex, () => this.serve(ex, res, port, snapshot));
-    else this.serve(ex, res, port, snapshot);
+    if (this.tracing !== null) this.tracing.start(ex);
+    this.serve(ex, res, port, snapshot);
   }
 
-  /** Route selection, the route's chain and dispatch (inside the request's span when tracing). */
+  /**
+   * Route selection, the route's chain and dispatch. When tracing, a route where plugins run gets the request's span
+   * as the active context from here on; on a kernel-only route the span is passed explicitly (ADR 0062).
+   */
   private serve(ex: ExchangeImpl, res: ServerResponse, port: number, snapshot: Snapshot): void {
     if (ex.refusal !== undefined) {
       res.shouldKeepAlive = false;
@@ -151,6 +154,12 @@ export class RequestPipeline {
     }
     ex.route = route.info;
     ex.compiledRoute = route;
+    if (ex.span !== undefined && !route.kernelOnly) this.tracing!.enter(ex, () => this.serveRoute(ex, res, route));
+    else this.serveRoute(ex, res, route);
+  }
+
+  /** The route's request timeout, its chain and dispatch. */
+  private serveRoute(ex: ExchangeImpl, res: ServerResponse, route: CompiledRoute): void {
     let timer: NodeJS.Timeout | undefined;
     if (route.requestTimeoutMs > 0) {
       timer = setTimeout(() => this.timeout(ex, res, route), route.requestTimeoutMs);

@@ -184,9 +184,9 @@ export class LeanTracer implements Tracer {
     this.client = ratioSampler(clientRatio);
   }
 
-  /** A span of `kind`, child of the span in `parent` (none: a new trace). */
-  start(name: string, kind: SpanKind, parent: Context, startMs?: number): Span {
-    const ps = trace.getSpan(parent);
+  /** A span of `kind`, child of `parentSpan` when given, else of the span in `parent` (none: a new trace). */
+  start(name: string, kind: SpanKind, parent: Context, startMs?: number, parentSpan?: Span): Span {
+    const ps = parentSpan ?? trace.getSpan(parent);
     const p = ps?.spanContext();
     // A parent this tracer made has valid ids by construction: the API's check is two regex tests.
     const valid = ps instanceof LeanSpan || (p !== undefined && isSpanContextValid(p));

@@ -31,6 +31,13 @@ export interface TracedExchange {
   span: Span | undefined;
 }
 
+/** Where a request's attempts find their parent (the kernel's ExchangeState). */
+export interface ExplicitTrace {
+  span: Span | undefined;
+  traceParent: Context | undefined;
+  traceRoot: Context | undefined;
+}
+
 /** An upstream origin as the forwarder parsed it. */
 export interface TracedOrigin {
   readonly href: string;
@@ -83,14 +90,42 @@ export class Tracing {
   }
 
   /**
-   * Start the request's SERVER span, parented on the client's `traceparent` (and carrying its `baggage`), and run
-   * `serve` with it active: policy calls, upstream attempts and plugin spans made inside become its children.
+   * Start the request's SERVER span, parented on the client's `traceparent` (and carrying its `baggage`), without
+   * entering its async context (ADR 0062): a route where nothing but the kernel runs passes the span explicitly to
+   * its upstream attempt; any other route `enter`s the context once it is selected.
    */
-  serve(ex: TracedExchange, serve: () => void): void {
+  start(ex: TracedExchange & ExplicitTrace): void {
     const parent = ex.headers.traceparent === undefined ? ROOT_CONTEXT : this.propagator.extract(ROOT_CONTEXT, ex.headers, headerGetter);
-    const span = this.tracer.start(ex.method, SpanKind.SERVER, parent);
-    ex.span = span;
-    context.with(trace.setSpan(parent, span), serve);
+    ex.span = this.tracer.start(ex.method, SpanKind.SERVER, parent);
+    ex.traceRoot = parent;
+  }
+
+  /**
+   * Run `fn` with the SERVER span `start` made active: policy calls, upstream attempts and plugin spans made inside
+   * become its children (plugins find it through `context.active()`).
+   */
+  enter(ex: TracedExchange & ExplicitTrace, fn: () => void): void {
+    const root = ex.traceRoot ?? ROOT_CONTEXT;
+    ex.traceRoot = undefined;
+    context.with(trace.setSpan(root, ex.span!), fn);
+  }
+
+  /** `start` and `enter` at once (WebSocket upgrades). */
+  serve(ex: TracedExchange & ExplicitTrace, fn: () => void): void {
+    this.start(ex);
+    this.enter(ex, fn);
+  }
+
+  /**
+   * The CLIENT span of an upstream attempt of a request (`state`: its kernel state): child of the plugin span that
+   * took the attempts over (`PluginSpan.enclose`), else of the request's SERVER span passed explicitly when the
+   * request runs without its async context, else of the active span.
+   */
+  attempt(method: string, origin: TracedOrigin, path: string, headers: Record<string, unknown>, extra: Attributes | undefined, state: ExplicitTrace | undefined): Span {
+    if (state === undefined) return this.client(method, origin, path, headers, extra);
+    if (state.traceParent !== undefined) return this.client(method, origin, path, headers, extra, state.traceParent);
+    if (state.traceRoot !== undefined) return this.client(method, origin, path, headers, extra, state.traceRoot, state.span);
+    return this.client(method, origin, path, headers, extra);
   }
 
   /** End the SERVER span with what is known once the response is done (route, status, error). */
@@ -159,12 +194,13 @@ export class Tracing {
   }
 
   /**
-   * A CLIENT span for one call to an upstream (a forwarded attempt or a call a plugin makes), child of the active
-   * span; its context is written into `headers` (`traceparent`, `baggage`) so the upstream joins the trace.
+   * A CLIENT span for one call to an upstream (a forwarded attempt or a call a plugin makes), child of the span in
+   * `parent` (default: the active context), or of `parentSpan` when given (`parent` then carries only the client's
+   * `baggage`); its context is written into `headers` (`traceparent`, `baggage`) so the upstream joins the trace.
    */
-  client(method: string, origin: TracedOrigin, path: string, headers: Record<string, unknown>, extra?: Attributes, parent?: Context): Span {
+  client(method: string, origin: TracedOrigin, path: string, headers: Record<string, unknown>, extra?: Attributes, parent?: Context, parentSpan?: Span): Span {
     const active = parent ?? context.active();
-    const span = this.tracer.start(method, SpanKind.CLIENT, active);
+    const span = this.tracer.start(method, SpanKind.CLIENT, active, undefined, parentSpan);
     if (span instanceof LeanSpan) {
       const q = path.indexOf('?');
       span.append('http.request.method', method);

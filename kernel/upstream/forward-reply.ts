@@ -99,7 +99,7 @@ export async function forwardAttempts(
     const tracing = target.traces?.tracing ?? null;
     let span: Span | undefined;
     if (tracing !== null) {
-      span = tracing.client(ex.method, target.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined, state.traceParent);
+      span = tracing.attempt(ex.method, target.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined, state);
     }
     const sentAt = performance.now();
     try {

@@ -121,7 +121,7 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
   /** Traced requests keep the direct path (ADR 0055): the attempt's CLIENT span, as `forwardAttempts` makes it. */
   attemptSpan(ex: Exchange, headers: IncomingHttpHeaders): Span | undefined {
     const tracing = this.traces?.tracing ?? null;
-    return tracing === null ? undefined : tracing.client(ex.method, this.parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, exchangeState(ex)?.traceParent);
+    return tracing === null ? undefined : tracing.attempt(ex.method, this.parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, exchangeState(ex));
   }
 
   answered(sentAt: number, status?: number, span?: Span): void {

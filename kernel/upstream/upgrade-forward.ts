@@ -63,7 +63,7 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
   const parsed = target.parsed;
   // When tracing: a CLIENT span for the upstream handshake (its traceparent goes upstream), ended with its outcome.
   const tracing = target.traces?.tracing ?? null;
-  const span = tracing === null ? undefined : tracing.client(ex.method, parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, state?.traceParent);
+  const span = tracing === null ? undefined : tracing.attempt(ex.method, parsed, ex.path + ex.query, headers as Record<string, unknown>, undefined, state);
   let settled = false;
   const settle = (status: number | undefined, err?: unknown, upstream?: Duplex): UpgradeTap | undefined => {
     if (settled) return undefined;

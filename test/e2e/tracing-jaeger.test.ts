@@ -172,6 +172,41 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     assert.equal(parentOf(forwarded), server.spanID);
   });
 
+  it("a route where only the kernel runs (its span passed explicitly, ADR 0062): each attempt under its own request's span, mixed with a policy's route, baggage and tracestate upstream", async () => {
+    const traces = Array.from({ length: 12 }, (_, i) => `6bf92f3577b34da6a3ce929d0e0e47${(i + 16).toString(16)}`);
+    const path = (i: number): string => `/${i % 2 ? 'guarded' : 'api'}/mixed-${i}`;
+    // Concurrent, on the same upstream connections as requests that run inside their span's async context.
+    const statuses = await Promise.all(
+      traces.map(async (t, i) => {
+        const r = await fetch(`${base}${path(i)}`, { headers: { traceparent: `00-${t}-${CLIENT_SPAN}-01`, baggage: `req=${i}`, tracestate: `vendor=v${i}` } });
+        await r.text();
+        return r.status;
+      }),
+    );
+    assert.deepEqual(statuses, traces.map(() => 200));
+    const attempts: string[] = [];
+    for (let i = 0; i < traces.length; i++) {
+      const h = received(path(i))[0] ?? assert.fail(`upstream did not get ${path(i)}`);
+      const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/.exec(String(h.traceparent));
+      assert.ok(m, String(h.traceparent));
+      assert.equal(m[1], traces[i], `${path(i)} went upstream in its own trace`);
+      assert.equal(h.baggage, `req=${i}`);
+      assert.equal(h.tracestate, `vendor=v${i}`);
+      attempts.push(m[2]!);
+    }
+    for (let i = 0; i < traces.length; i += 2) {
+      const stored = await jaeger.waitForTrace(traces[i]!, 2);
+      const server = stored.spans.find((s) => tag(s, 'span.kind') === 'server') ?? assert.fail('no server span');
+      assert.equal(parentOf(server), CLIENT_SPAN);
+      assert.equal(tag(server, 'route'), 'api');
+      assert.equal(tag(server, 'url.path'), path(i));
+      const attempt = spanOf(stored.spans, attempts[i]!);
+      assert.equal(tag(attempt, 'span.kind'), 'client');
+      assert.equal(parentOf(attempt), server.spanID);
+      assert.equal(tag(attempt, 'http.response.status_code'), 200);
+    }
+  });
+
   it('without a client trace and without randomSampling nothing is recorded, but the upstream still gets a (not sampled) traceparent', async () => {
     const r = await fetch(`${base}/api/unsampled`);
     assert.equal(r.status, 200);
