@@ -15,6 +15,7 @@ import { ExchangeView } from '../exchange/exchange-view.ts';
 import { clientAddress, plainAddress } from '../exchange/client-address.ts';
 import { externalOrigin } from './external-origin.ts';
 import { requestIdFor } from '../telemetry/request-id.ts';
+import { parseHeaders } from '../upstream/undici-core.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
 
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
@@ -73,7 +74,9 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   status = 0;
   replyStream: Readable | undefined = undefined;
   /** The headers sent with the response (the access log's CEL `response.headers`); kept, not copied. */
-  replyHeaders: Reply['headers'] | undefined = undefined;
+  private replyHeaderMap: Reply['headers'] | undefined = undefined;
+  /** A direct forward's raw answer headers (ADR 0051): `replyHeaders` is made of them when read. */
+  rawReplyHeaders: Buffer[] | undefined = undefined;
   errorMessage: string | undefined = undefined;
   /** Why the request is refused before routing (malformed Host or path); answered with 400. */
   refusal: string | undefined = undefined;
@@ -131,6 +134,21 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
       this.headers['x-request-id'] = this.rid;
     }
     return this.rid;
+  }
+
+  /** The headers sent with the response: as given, or made from a direct forward's raw headers on first read. */
+  get replyHeaders(): Reply['headers'] | undefined {
+    if (this.replyHeaderMap === undefined && this.rawReplyHeaders !== undefined) {
+      const headers: Reply['headers'] = parseHeaders(this.rawReplyHeaders);
+      const queued = this.queued;
+      if (queued) for (let i = 0; i < queued.length; i += 2) headers[queued[i]!] = queued[i + 1]!;
+      this.replyHeaderMap = headers;
+    }
+    return this.replyHeaderMap;
+  }
+
+  set replyHeaders(headers: Reply['headers'] | undefined) {
+    this.replyHeaderMap = headers;
   }
 
   /** Computed on first use (card and metadata requests), from the client's own headers. */

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream';
 import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
 import type { HeaderMap, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
 import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
+import { headerNameToString } from '../upstream/undici-core.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import type { DirectReplies } from '../upstream/direct-forward.ts';
 
@@ -125,12 +126,17 @@ function writeHead(ex: ExchangeImpl, res: ServerResponse, status: number, header
   if (body !== undefined && body !== null && !(body instanceof Readable) && headers['content-length'] === undefined) {
     headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   }
+  return writeStatus(ex, res, status, flatHeaders(headers));
+}
+
+/** `res.writeHead` of the final header list; a header node:http refuses answers 500 instead (or destroys). */
+function writeStatus(ex: ExchangeImpl, res: ServerResponse, status: number, flat: string[]): boolean {
   // Replying while the request body is still being streamed (the upstream failed or answered early): the rest of
   // that body may never be read, so this connection cannot carry another request. Say so (`Connection: close`).
   const req = ex.req;
   if (!req.complete && (req.readableFlowing !== null || req.destroyed)) res.shouldKeepAlive = false;
   try {
-    res.writeHead(status, flatHeaders(headers));
+    res.writeHead(status, flat);
     return true;
   } catch (err) {
     ex.errorMessage = `invalid response header: ${(err as Error).message}`;
@@ -144,15 +150,66 @@ function writeHead(ex: ExchangeImpl, res: ServerResponse, status: number, header
 }
 
 /**
+ * undici's raw answer headers as the flat `[name, value, …]` list `writeHead` writes, as `flatHeaders` would list the
+ * object `parseHeaders` makes of them with the queued headers assigned: names lower-cased, hop-by-hop ones (and those
+ * `Connection` names) left out, a queued header replacing every value of its name where it first appeared. Made
+ * from the Buffers directly: no header object, no second walk over one (docs/perf.md "Plain route CPU, session 7").
+ */
+export function flatRawHeaders(raw: readonly Buffer[], queued: readonly string[] | undefined): string[] {
+  const out: string[] = [];
+  let connection: string[] | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = headerNameToString(raw[i]!);
+    const value = raw[i + 1]!.toString('latin1');
+    if (HOP_BY_HOP.has(name)) {
+      if (name === 'connection') (connection ??= []).push(value);
+      continue;
+    }
+    out.push(name, value);
+  }
+  if (queued) {
+    for (let q = 0; q < queued.length; q += 2) {
+      const name = queued[q]!;
+      if (name === 'connection') connection = [queued[q + 1]!];
+      else if (!HOP_BY_HOP.has(name)) replaceHeader(out, name, queued[q + 1]!);
+    }
+  }
+  const listed = connection === undefined ? null : connectionListed(connection.length === 1 ? connection[0] : connection);
+  if (listed === null) return out;
+  const kept: string[] = [];
+  for (let i = 0; i < out.length; i += 2) if (!listed.has(out[i]!)) kept.push(out[i]!, out[i + 1]!);
+  return kept;
+}
+
+/** `name` given `value` where it first appears (its other values dropped), or added at the end. */
+function replaceHeader(out: string[], name: string, value: string): void {
+  let at = -1;
+  for (let i = 0; i < out.length; i += 2) {
+    if (out[i] !== name) continue;
+    if (at === -1) {
+      at = i;
+      out[i + 1] = value;
+    } else {
+      out.splice(i, 2);
+      i -= 2;
+    }
+  }
+  if (at === -1) out.push(name, value);
+}
+
+/**
  * The runtime's side of a direct forward (ADR 0051): an upstream answer written into the response as it arrives,
  * on a route where no response hook needs it as a Reply. Errors are answered as `writeReply` answers them.
  */
 export function directReplies(logger: Logger): DirectReplies<ExchangeImpl> {
   return {
-    start(ex, res, status, headers) {
+    start(ex, res, status, rawHeaders) {
       if (ex.replied || res.destroyed) return false;
       ex.replied = true;
-      return writeHead(ex, res, status, headers as HeaderMap, null);
+      ex.status = status;
+      // The header object (the access log's CEL `response.headers`) is made only if something reads it.
+      ex.rawReplyHeaders = rawHeaders;
+      return writeStatus(ex, res, status, flatRawHeaders(rawHeaders, ex.queued));
     },
     fail(ex, res, err) {
       writeReply(ex, res, errorReply(err, logger, ex), null, logger);

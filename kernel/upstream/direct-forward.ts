@@ -13,11 +13,11 @@ import { destroyStream } from './undici-core.ts';
 /** What the runtime does with an answer forwarded straight into the client's response (ADR 0051). */
 export interface DirectReplies<E extends Exchange> {
   /**
-   * Write the upstream's status and headers to the client (queued headers added, hop-by-hop ones left out). False
-   * when nothing may be written: a reply was already started (a timeout), the client left, or a header was invalid
-   * (then a 500 went out instead).
+   * Write the upstream's status and headers (undici's raw `[name, value, …]` Buffers) to the client (queued headers
+   * added, hop-by-hop ones left out). False when nothing may be written: a reply was already started (a timeout), the
+   * client left, or a header was invalid (then a 500 went out instead).
    */
-  start(ex: E, res: ServerResponse, status: number, headers: IncomingHttpHeaders): boolean;
+  start(ex: E, res: ServerResponse, status: number, rawHeaders: Buffer[]): boolean;
   /** Answer with the failure: the upstream failed before its answer started (`err` as the client should see it). */
   fail(ex: E, res: ServerResponse, err: unknown): void;
   /** The upstream broke off its answer after it started: the client must see a truncated response. */
@@ -41,10 +41,16 @@ const STREAMING = 1;
 const DONE = 2;
 
 /**
- * An undici dispatch handler (the controller API of undici 7) that writes the upstream's status, headers and body
- * chunks straight into the client's `ServerResponse`: no `Readable` for the answer, no promise, no `pipe`, no
- * `AsyncResource`, which `request()` costs per request. A slow client pauses the upstream through the controller
- * (`res.write` returning false), as `pipe` did; the exchange's abort (client gone, request timeout) aborts it.
+ * An undici dispatch handler that writes the upstream's status, headers and body chunks straight into the client's
+ * `ServerResponse`: no `Readable` for the answer, no promise, no `pipe`, no `AsyncResource`, which `request()` costs
+ * per request. A slow client pauses the upstream (`res.write` returning false), as `pipe` did; the exchange's abort
+ * (client gone, request timeout) aborts it.
+ *
+ * It speaks the handler API undici's core calls (`onConnect`, `onHeaders`, `onData`, `onComplete`, `onError`; typed
+ * as deprecated in favour of the controller API). A controller-API handler is wrapped by undici in an `UnwrapHandler`
+ * and an `UnwrapController` per request and gets its headers as an object made by `parseHeaders`; this one gets the
+ * raw header Buffers and turns them straight into the flat list `writeHead` takes (docs/perf.md "Plain route CPU,
+ * session 7").
  */
 export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHandler, AbortReceiver, BodyReceiver {
   private readonly ex: E;
@@ -59,7 +65,10 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
   /** The attempt's CLIENT span when tracing. */
   private span: Span | undefined = undefined;
   private phase = WAITING;
-  private controller: Dispatcher.DispatchController | null = null;
+  /** undici's abort of this request, from `onConnect`. */
+  private abort: ((err?: Error) => void) | null = null;
+  /** undici's resume of a paused answer, from `onHeaders`. */
+  private resume: (() => void) | null = null;
   /** Made on the first pause only. */
   private onDrain: (() => void) | undefined = undefined;
 
@@ -79,7 +88,7 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
     this.sentAt = performance.now();
     if (body !== null && !Buffer.isBuffer(body)) this.body = body;
     this.span = this.origin.attemptSpan(this.ex, this.headers);
-    if (state.aborted !== undefined) return this.onResponseError(undefined, state.aborted as Error);
+    if (state.aborted !== undefined) return this.onError(state.aborted as Error);
     state.abortHook().receive(this);
     this.origin.dispatchDirect(this.ex, state.plan, this.headers, body, this);
   }
@@ -95,42 +104,44 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
     this.replies.fail(this.ex, this.res, err);
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
+  onConnect(abort: (err?: Error) => void): void {
     // Aborted while queued for a connection: give up now.
-    if (this.state.aborted !== undefined) controller.abort(this.state.aborted as Error);
-    else this.controller = controller;
+    if (this.state.aborted !== undefined) abort(this.state.aborted as Error);
+    else this.abort = abort;
   }
 
   /** The exchange was aborted (AbortHook): the client left or the request timed out. */
   upstreamAborted(): void {
-    this.controller?.abort(this.state.aborted as Error);
+    this.abort?.(this.state.aborted as Error);
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    if (statusCode < 200) return; // 1xx informational answers are not relayed (as with `request()`)
+  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
     this.origin.answered(this.sentAt, statusCode, this.span);
-    if (this.replies.start(this.ex, this.res, statusCode, headers)) {
+    if (this.replies.start(this.ex, this.res, statusCode, rawHeaders)) {
       this.phase = STREAMING;
-      return;
+      this.resume = resume;
+      return true;
     }
     this.phase = DONE;
-    controller.abort(new Error('the reply could not be written'));
+    this.abort?.(new Error('the reply could not be written'));
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.phase !== STREAMING || this.res.write(chunk)) return;
-    controller.pause();
-    this.res.once('drain', (this.onDrain ??= () => this.controller?.resume()));
+  onData(chunk: Buffer): boolean {
+    if (this.phase !== STREAMING || this.res.write(chunk)) return true;
+    this.res.once('drain', (this.onDrain ??= () => this.resume?.()));
+    return false;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     this.state.abortHook().receive(undefined);
     if (this.phase !== STREAMING) return;
     this.phase = DONE;
     this.res.end();
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+  onError(err: Error): void {
     this.state.abortHook().receive(undefined);
     if (this.body !== null) {
       this.body.on('error', () => undefined);

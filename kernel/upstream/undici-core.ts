@@ -25,3 +25,9 @@ export function poolRequest(pool: Undici.Dispatcher, options: Undici.Dispatcher.
  * body given up on does not take the client's connection with it (what `request()` does with its body on failure).
  */
 export const destroyStream: (stream: NodeJS.ReadableStream, err?: Error) => void = utilModule.destroy;
+
+/** undici's header name as a lower-case string (well-known names without a copy), as its `parseHeaders` reads it. */
+export const headerNameToString: (name: Buffer | string) => string = utilModule.headerNameToString;
+
+/** undici's raw `[name, value, …]` answer headers as the object its controller API and `request()` give. */
+export const parseHeaders: (raw: readonly (Buffer | string)[]) => Record<string, string | string[]> = utilModule.parseHeaders;

@@ -12,6 +12,10 @@ declare module 'undici/lib/api/api-request.js' {
   export default request;
 }
 declare module 'undici/lib/core/util.js' {
-  const util: { destroy(stream: NodeJS.ReadableStream, err?: Error): void };
+  const util: {
+    destroy(stream: NodeJS.ReadableStream, err?: Error): void;
+    headerNameToString(name: Buffer | string): string;
+    parseHeaders(raw: readonly (Buffer | string)[]): Record<string, string | string[]>;
+  };
   export default util;
 }

@@ -11,6 +11,7 @@
 //        A checkout written `name=/path:ai` serves an `ai` route instead (openAI, hostOverride and pathOverride to
 //        the same upstream: the `ai` row's non-streamed chat, docs/perf.md "The ai row, session 7").
 //        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS)
+//        PLAIN_AB_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": more node flags for every gateway (a profile each)
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -192,7 +193,8 @@ async function main(args: string[]): Promise<void> {
       );
       const fd = openSync(out, 'w');
       // The semi-space flag given: the CLI does not re-execute itself, so the PID is the gateway's.
-      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', join(ai ? checkout.slice(0, -3) : checkout, 'bin/switchyard.js'), '-f', cfg], fd, children);
+      const extra = (process.env.PLAIN_AB_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(ai ? checkout.slice(0, -3) : checkout, 'bin/switchyard.js'), '-f', cfg], fd, children);
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
       gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });
