@@ -272,6 +272,35 @@ describe('WebSocket upgrade through a host route', () => {
     assert.equal(field(line, 'upgrade.closed_by'), 'client');
   });
 
+  it('config.logging rules apply to the connection line: fields.remove drops the close reason, the filter drops both lines', async () => {
+    const started = await startGatewayOnFreePorts(1, ([p]) => ({
+      config: { logging: { format: 'json', filter: '!request.path.startsWith("/quiet")', fields: { remove: ['websocket.close.reason'] } } },
+      binds: [{ port: p, listeners: [{ routes: [{ backends: [{ host: `127.0.0.1:${upstreamPort}` }] }] }] }],
+    }));
+    try {
+      const p2 = started.ports[0]!;
+      for (const path of ['/loud', '/quiet']) {
+        const c = await openSocket(`ws://127.0.0.1:${p2}${path}`);
+        await c.text();
+        c.ws.close(1000, 'secret-ish reason');
+        await within(once(c.ws, 'close'), 5000, 'client close');
+      }
+      const closed = (): Record<string, unknown>[] =>
+        started.gw.logs.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>).filter((r) => r.msg === 'upgrade closed');
+      await waitFor(() => closed().length > 0, 5000, 'the upgrade closed line');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const [line, ...more] = closed();
+      assert.equal(more.length, 0, 'the filtered path has no connection line');
+      assert.equal(line!['http.path'], '/loud');
+      assert.equal(line!['websocket.close.code'], 1000);
+      assert.equal(typeof line!.duration_ms, 'number');
+      assert.equal('websocket.close.reason' in line!, false);
+      assert.ok(!started.gw.logs.some((l) => l.includes('/quiet')));
+    } finally {
+      await started.gw.stop();
+    }
+  });
+
   it('an upgrade that is refused has no connection line', async () => {
     await openSocket(`ws://127.0.0.1:${port}/refuse/no-connection`).catch(() => undefined);
     await waitFor(() => gw.logs.some((l) => l.includes('http.path=/refuse/no-connection ')), 5000, 'the request line');
