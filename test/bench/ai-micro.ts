@@ -2,6 +2,7 @@
 //
 //   node test/bench/ai-micro.ts [BASELINE_DIR...]   (AI_MICRO_REQUESTS per batch, default 2,000; AI_MICRO_ROUNDS, default 6)
 //   AI_MICRO_GC=1 node --trace-gc-nvp test/bench/ai-micro.ts … | node test/bench/ai-micro-gc.ts   (KiB allocated per request)
+//   AI_MICRO_HEAP=<dir> node test/bench/ai-micro.ts …   (a sampling heap profile per target, allocation sites)
 //
 // The fixed-answer upstream (test/bench/upstream.ts's answers), the gateway (the `ai` bench config: a `host` route and
 // an `ai` route with `openAI` and `hostOverride`) and an undici client at concurrency 50 all run in this process, so
@@ -114,6 +115,21 @@ for (let round = 0; round < ROUNDS; round++) {
     // With `--trace-gc-nvp`: a marker after each batch, so the collections' `allocated=` can be summed per batch.
     if (process.env.AI_MICRO_GC) console.log(`@@batch ${t.name}`);
   }
+}
+
+// AI_MICRO_HEAP=<dir>: one more batch per target under V8's sampling heap profiler, collected objects included, written
+// as <dir>/<target>.heapprofile (Chrome DevTools opens it): what each target allocates, by allocation site.
+if (process.env.AI_MICRO_HEAP) {
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  for (const t of targets) {
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    await batch(t, N);
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    writeFileSync(join(process.env.AI_MICRO_HEAP, `${t.name.replace(/\W+/g, '_')}.heapprofile`), JSON.stringify(profile));
+  }
+  session.disconnect();
 }
 
 const median = (a: number[]): number => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
