@@ -7,6 +7,7 @@ import type { TextSlot } from '../../lib/llm-guard/messages.ts';
 import { applyAnthropicCacheMarkers, promptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import type { PromptCachingConfig, PromptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import { AI_POLICY } from '../../lib/llm/contract.ts';
+import { formatOf } from '../../lib/llm/formats/index.ts';
 import { guardSlot } from '../../lib/slots/ai.ts';
 import type { AiPolicyRuntime, GuardInstance, LlmRouteType } from '../../lib/llm/contract.ts';
 import { applyMutations, applyPrompts, compileModelAliases, resolveModelAlias } from './body.ts';
@@ -108,7 +109,7 @@ function compileRoutes(routes: Record<string, LlmRouteType>): { suffixes: [strin
 }
 
 /** Formats whose body is JSON the policy may change (passthrough and realtime are forwarded as they are). */
-const MUTABLE: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses', 'embeddings', 'anthropicTokenCount', 'detect']);
+const MUTABLE: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses', 'embeddings', 'anthropicTokenCount', 'generateContent', 'detect']);
 
 /** The compiled `ai` policy: what the `ai` backend calls (plugins/lib/llm/contract.ts `AiPolicyRuntime`). */
 export class AiRuntime implements AiPolicyRuntime {
@@ -165,7 +166,8 @@ export class AiRuntime implements AiPolicyRuntime {
 
   applyRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): void {
     if (!MUTABLE.has(format)) return;
-    if (this.mutations) applyMutations(ex, body, this.mutations);
+    // Gemini bodies keep generation settings in `generationConfig` (its format module says where each field goes).
+    if (this.mutations) applyMutations(ex, body, this.mutations, formatOf(format)?.bodyFields);
     if (this.aliases && typeof body.model === 'string') {
       const to = resolveModelAlias(this.aliases, body.model);
       if (to !== undefined) body.model = to;

@@ -5,7 +5,7 @@ import { completionsPrompts } from '../../lib/llm/formats/completions.ts';
 import { formatOf } from '../../lib/llm/formats/index.ts';
 import { messagesPrompts } from '../../lib/llm/formats/messages.ts';
 import { responsesPrompts } from '../../lib/llm/formats/responses.ts';
-import type { PromptMessage } from '../../lib/llm/formats/format.ts';
+import type { BodyFields, PromptMessage } from '../../lib/llm/formats/format.ts';
 
 export type { PromptMessage } from '../../lib/llm/formats/format.ts';
 
@@ -79,7 +79,7 @@ export interface BodyMutations {
  * `overrides` → `transformations` → `defaults` (BEHAVIOUR.md §2.8). Every transformation is evaluated against the
  * body as the client sent it; one that fails (or yields no value) removes its field.
  */
-export function applyMutations(ex: Exchange, body: Obj, m: BodyMutations): void {
+export function applyMutations(ex: Exchange, body: Obj, m: BodyMutations, fields: BodyFields = TOP_LEVEL): void {
   let computed: [string, unknown | typeof REMOVE][] | undefined;
   if (m.transformations.length) {
     const llmRequest = jsonToCel(body);
@@ -91,15 +91,26 @@ export function applyMutations(ex: Exchange, body: Obj, m: BodyMutations): void 
       }
     });
   }
-  for (const [field, value] of m.overrides) body[field] = structuredClone(value);
+  for (const [field, value] of m.overrides) fields.set(body, field, structuredClone(value));
   if (computed) {
     for (const [field, value] of computed) {
-      if (value === REMOVE) delete body[field];
-      else body[field] = value;
+      if (value === REMOVE) fields.delete(body, field);
+      else fields.set(body, field, value);
     }
   }
-  for (const [field, value] of m.defaults) if (!(field in body) || body[field] === undefined) body[field] = structuredClone(value);
+  for (const [field, value] of m.defaults) if (!fields.has(body, field)) fields.set(body, field, structuredClone(value));
 }
+
+/** Fields at the body's top level, named as written (every format but Gemini's). */
+const TOP_LEVEL: BodyFields = {
+  has: (body, field) => body[field] !== undefined,
+  set(body, field, value) {
+    body[field] = value;
+  },
+  delete(body, field) {
+    delete body[field];
+  },
+};
 
 // --- model aliases ----------------------------------------------------------------------------------------------
 

@@ -69,11 +69,11 @@ export const aiPolicySchema = {
       propertyNames: { minLength: 1 },
       additionalProperties: {
         enum: [...ROUTE_TYPES],
-        description: '`completions` (OpenAI Chat Completions), `messages` (Anthropic Messages), `responses` (OpenAI Responses), `embeddings`, `anthropicTokenCount`, `generateContent` (Gemini native; prompt guards apply, prompts and body changes do not yet), `geminiCountTokens`, `realtime`, `passthrough` (forwarded as it is), `detect` (told from the body), `models` (`/v1/models`: the models the route serves, answered by the gateway).',
+        description: '`completions` (OpenAI Chat Completions), `messages` (Anthropic Messages), `responses` (OpenAI Responses), `embeddings`, `anthropicTokenCount`, `generateContent` (Gemini native: prompts go to `systemInstruction`/`contents`, generation settings such as `temperature` or `max_tokens` to `generationConfig`), `geminiCountTokens`, `realtime`, `passthrough` (forwarded as it is), `detect` (told from the body), `models` (`/v1/models`: the models the route serves, answered by the gateway).',
       },
     },
-    defaults: jsonMap('Top-level request body fields set when the client did not send them (applied after `overrides` and `transformations`).'),
-    overrides: jsonMap('Top-level request body fields always set, replacing the client\'s (applied first).'),
+    defaults: jsonMap('Top-level request body fields set when the client did not send them (applied after `overrides` and `transformations`). On Gemini-native bodies generation settings (`temperature`, `topP`/`top_p`, `maxOutputTokens`/`max_tokens`, `stop`, …) go in `generationConfig`.'),
+    overrides: jsonMap('Top-level request body fields always set, replacing the client\'s (applied first). On Gemini-native bodies generation settings go in `generationConfig`.'),
     transformations: {
       type: 'object',
       description: 'Top-level request body field → CEL expression computing its value, evaluated per request against the client\'s body (`llmRequest`) and the request (`request`, `jwt`, …). A failing expression removes the field. Applied after `overrides`, before `defaults`.',

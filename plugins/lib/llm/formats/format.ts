@@ -14,6 +14,17 @@ export interface PromptMessage {
   readonly content: string;
 }
 
+/**
+ * Where the `ai` policy's configured top-level fields (`defaults`, `overrides`, `transformations`) live in a
+ * format's body. Formats without one take the field names as written, at the body's top level.
+ */
+export interface BodyFields {
+  /** Whether the client sent the field (`defaults` fill only fields not sent). */
+  has(body: Obj, field: string): boolean;
+  set(body: Obj, field: string, value: unknown): void;
+  delete(body: Obj, field: string): void;
+}
+
 /** The `observedMembers` of the formats whose answers carry `model` and `usage` (Chat, Messages, Responses). */
 export const MODEL_AND_USAGE: readonly string[] = Object.freeze(['model', 'usage']);
 
@@ -80,6 +91,8 @@ export interface LlmFormat {
   requestSlots?(body: Obj, out: TextSlot[]): void;
   /** The text prompt guards see in a complete response. */
   responseSlots?(body: Obj, out: TextSlot[]): void;
+  /** Where configured body fields go (absent: the body's top level, names as written). */
+  readonly bodyFields?: BodyFields;
   /** Insert configured prompts (`ai.prompts.prepend`/`append`). */
   insertPrompts?(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void;
 }

@@ -8,7 +8,7 @@ import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
-import type { LlmFormat } from './format.ts';
+import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, partSlots } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 
@@ -106,6 +106,104 @@ function geminiRequestSlots(body: Obj, out: TextSlot[]): void {
   if (Array.isArray(body.contents)) for (const c of body.contents) geminiContentSlots(c, 'user', out);
 }
 
+// --- the `ai` policy on Gemini bodies (docs/ai-policy.md "Gemini clients", ADR 0066) -----------------------------
+
+/**
+ * Configured fields that are generation settings, by the name written in the config (Gemini's own and the OpenAI
+ * names a mixed route already uses) → their name in `generationConfig`. Any other field is a top-level one.
+ */
+const GENERATION_FIELDS: ReadonlyMap<string, string> = new Map(
+  Object.entries({
+    temperature: 'temperature',
+    topP: 'topP',
+    top_p: 'topP',
+    topK: 'topK',
+    top_k: 'topK',
+    maxOutputTokens: 'maxOutputTokens',
+    max_tokens: 'maxOutputTokens',
+    max_completion_tokens: 'maxOutputTokens',
+    stopSequences: 'stopSequences',
+    stop: 'stopSequences',
+    candidateCount: 'candidateCount',
+    n: 'candidateCount',
+    seed: 'seed',
+    presencePenalty: 'presencePenalty',
+    presence_penalty: 'presencePenalty',
+    frequencyPenalty: 'frequencyPenalty',
+    frequency_penalty: 'frequencyPenalty',
+    responseMimeType: 'responseMimeType',
+    responseSchema: 'responseSchema',
+    responseJsonSchema: 'responseJsonSchema',
+    responseModalities: 'responseModalities',
+    responseLogprobs: 'responseLogprobs',
+    logprobs: 'logprobs',
+    thinkingConfig: 'thinkingConfig',
+    speechConfig: 'speechConfig',
+    mediaResolution: 'mediaResolution',
+  }),
+);
+
+/** The request's generation settings (`generationConfig`, or the snake_case `generation_config` a client sent). */
+function generationConfig(body: Obj, create: boolean): Obj | undefined {
+  const key = body.generationConfig === undefined && body.generation_config !== undefined ? 'generation_config' : 'generationConfig';
+  const held = body[key];
+  if (isObj(held)) return held;
+  if (!create) return undefined;
+  const fresh: Obj = {};
+  body[key] = fresh;
+  return fresh;
+}
+
+const geminiBodyFields: BodyFields = {
+  has(body, field) {
+    const name = GENERATION_FIELDS.get(field);
+    if (name === undefined) return body[field] !== undefined;
+    return generationConfig(body, false)?.[name] !== undefined;
+  },
+  set(body, field, value) {
+    const name = GENERATION_FIELDS.get(field);
+    if (name === undefined) body[field] = value;
+    // `stop: "END"` as OpenAI clients write it; Gemini wants a list.
+    else generationConfig(body, true)![name] = name === 'stopSequences' && typeof value === 'string' ? [value] : value;
+  },
+  delete(body, field) {
+    const name = GENERATION_FIELDS.get(field);
+    if (name === undefined) delete body[field];
+    else {
+      const config = generationConfig(body, false);
+      if (config) delete config[name];
+    }
+  },
+};
+
+/**
+ * `ai.prompts` on a Gemini body: `system`/`developer` messages become parts of `systemInstruction` (prepended
+ * before the client's parts, appended after them), the others turns of `contents` (`assistant` → role `model`).
+ */
+function geminiPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
+  const sysBefore: Obj[] = [];
+  const sysAfter: Obj[] = [];
+  const turnsBefore: Obj[] = [];
+  const turnsAfter: Obj[] = [];
+  const sort = (list: readonly PromptMessage[], sys: Obj[], turns: Obj[]): void => {
+    for (const m of list) {
+      if (m.role === 'system' || m.role === 'developer') sys.push({ text: m.content });
+      else turns.push({ role: m.role === 'assistant' || m.role === 'model' ? 'model' : 'user', parts: [{ text: m.content }] });
+    }
+  };
+  sort(prepend, sysBefore, turnsBefore);
+  sort(append, sysAfter, turnsAfter);
+  if (sysBefore.length || sysAfter.length) {
+    const key = body.systemInstruction === undefined && body.system_instruction !== undefined ? 'system_instruction' : 'systemInstruction';
+    const held = isObj(body[key]) ? (body[key] as Obj) : {};
+    const parts = Array.isArray(held.parts) ? held.parts : [];
+    body[key] = { ...held, parts: [...sysBefore, ...parts, ...sysAfter] };
+  }
+  if (turnsBefore.length || turnsAfter.length) {
+    body.contents = [...turnsBefore, ...(Array.isArray(body.contents) ? body.contents : []), ...turnsAfter];
+  }
+}
+
 export const geminiNative: LlmFormat = {
   name: 'geminiNative',
   family: 'google',
@@ -127,6 +225,8 @@ export const geminiNative: LlmFormat = {
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata'),
   assembleStream: assembleGemini,
   requestSlots: geminiRequestSlots,
+  bodyFields: geminiBodyFields,
+  insertPrompts: geminiPrompts,
   responseSlots(body, out) {
     if (Array.isArray(body.candidates)) for (const c of body.candidates) if (isObj(c)) geminiContentSlots(c.content, 'assistant', out);
   },
