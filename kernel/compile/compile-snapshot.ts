@@ -455,7 +455,7 @@ class SnapshotCompiler {
     const logHooks = routeSet.logHooks();
     const shaper = refs.find((r) => r.instance.shapeError)?.instance;
     return {
-      info: Object.freeze({ name, key, listener, bind }),
+      info: Object.freeze({ name, key, listener, bind, namespace: route.namespace as string | undefined, ruleName: route.ruleName as string | undefined }),
       hostnameTest: Array.isArray(route.hostnames) && route.hostnames.length ? compileHostnameTest(route.hostnames as string[]) : null,
       matches,
       requestHooks,

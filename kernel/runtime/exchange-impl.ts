@@ -21,7 +21,7 @@ import type { TrustedProxies } from '../exchange/client-address.ts';
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
 export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
 
-export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: '', bind: 0 });
+export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: '', bind: 0, namespace: undefined, ruleName: undefined });
 
 /**
  * The kernel's Exchange for one client request, and its own kernel state (docs/adr/0029). Fields are all set in

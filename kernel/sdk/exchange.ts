@@ -9,6 +9,10 @@ export interface RouteInfo {
   readonly key: string;
   readonly listener: string;
   readonly bind: number;
+  /** The route's `namespace` (a control plane's; undefined when not set). */
+  readonly namespace?: string | undefined;
+  /** The route's `ruleName` (a control plane's rule identifier; on the access log and spans as `route_rule`). */
+  readonly ruleName?: string | undefined;
 }
 
 /**

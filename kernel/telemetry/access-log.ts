@@ -151,7 +151,8 @@ export class AccessLog {
   private routePart(route: RouteInfo): Buffer {
     let part = this.routeParts.get(route);
     if (part === undefined) {
-      const text = route.bind ? ` bind=${route.bind} listener=${textValue(route.listener)} route=${textValue(route.name)}` : '';
+      const rule = route.ruleName ? ` route_rule=${textValue(route.ruleName)}` : '';
+      const text = route.bind ? ` bind=${route.bind} listener=${textValue(route.listener)}${rule} route=${textValue(route.name)}` : '';
       part = Buffer.from(`${REQUEST}${text} src.addr=`);
       this.routeParts.set(route, part);
     }
@@ -224,6 +225,7 @@ export class AccessLog {
       time: tailTime,
       bind: ex.route.bind || undefined,
       listener: ex.route.listener || undefined,
+      route_rule: ex.route.ruleName,
       route: ex.route.name || undefined,
       'src.addr': ex.sourceAddress,
       'http.method': ex.method,

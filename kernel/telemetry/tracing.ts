@@ -21,7 +21,7 @@ export interface TracedExchange {
   readonly sourceAddress: string;
   readonly sourcePort: number;
   readonly req: { readonly httpVersion: string };
-  readonly route: { readonly name: string; readonly listener: string; readonly bind: number | string };
+  readonly route: { readonly name: string; readonly listener: string; readonly bind: number | string; readonly ruleName?: string | undefined };
   readonly matchedPrefix: string | undefined;
   readonly status: number;
   readonly errorMessage: string | undefined;
@@ -156,6 +156,7 @@ export class Tracing {
       if (ex.route.name) {
         put('route', ex.route.name);
         put('listener', ex.route.listener);
+        if (ex.route.ruleName) put('route_rule', ex.route.ruleName);
         put('bind', ex.route.bind);
       }
       // The access log's policy fields too, as the reference puts the access log on its span (A2A method and
