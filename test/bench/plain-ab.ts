@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { Pool } from 'undici';
 import { freePort } from '../helpers/ports.ts';
+import { NODE_ENV_DEFAULTS } from '../../bin/node-flags.js';
 import { nginxHead } from './nginx.ts';
 import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from './llm-bodies.ts';
 
@@ -92,7 +93,7 @@ function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocat
 }
 
 function start(name: string, cpus: string, command: string, args: string[], stdout: number | 'ignore' | 'pipe', children: ChildProcess[]): ChildProcess {
-  const child = spawn('taskset', ['-c', cpus, command, ...args], { stdio: ['ignore', stdout, 'inherit'], env: { ...process.env, MALLOC_ARENA_MAX: '2' } });
+  const child = spawn('taskset', ['-c', cpus, command, ...args], { stdio: ['ignore', stdout, 'inherit'], env: { ...NODE_ENV_DEFAULTS, ...process.env } });
   child.on('error', (err) => console.error(`${name}: ${err.message}`));
   children.push(child);
   return child;
