@@ -158,6 +158,7 @@ describe('virtualKeys on the embedded store', () => {
     const metrics = await (await fetch(`${gw.statsUrl}/metrics`)).text();
     const series = (name: string): number => Number(metrics.split('\n').find((l) => l.startsWith(`${name} `))?.slice(name.length + 1));
     assert.ok(Math.abs(series('switchyard_virtual_key_spend_usd_total{team="product"}') - 2 * helloCost) < 1e-12, 'spend by team on /metrics');
+    assert.ok(Math.abs(series('switchyard_virtual_key_cost_usd_total{key="bob"}') - 2 * helloCost) < 1e-12, 'cost by key on /metrics');
     assert.ok(series('switchyard_virtual_key_denials_total{reason="budget"}') >= 1, 'the budget refusals of the test before');
     const row = (await usage('bob')).find((r) => r.scope === 'team:product')!;
     assert.equal(row.usd, 1);

@@ -89,6 +89,8 @@ describe('tracing: message content and OTEL_* environment', { skip: 'skip' in fo
     const base = await start({ otlpEndpoint: jaeger.otlpHttp, otlpProtocol: 'http' });
     const { span } = await chat(base, 'd1f92f3577b34da6a3ce929d0e0e4701');
     assert.equal(tag(span, 'gen_ai.usage.input_tokens'), 11);
+    // The built-in catalog's gpt-4o: $2.5 in, $10 out per million tokens.
+    assert.ok(Math.abs(Number(tag(span, 'gen_ai.usage.cost')) - (11 * 2.5 + 3 * 10) / 1_000_000) < 1e-12, 'the call\'s cost in USD on the GenAI span');
     assert.equal(tag(span, 'gen_ai.input.messages'), undefined);
     assert.equal(tag(span, 'gen_ai.output.messages'), undefined);
     for (const s of (await jaeger.trace('d1f92f3577b34da6a3ce929d0e0e4701'))!.spans) {

@@ -280,6 +280,8 @@ export class LlmCall implements LlmCallInfo {
         'gen_ai.response.model': this.responseModel,
         'gen_ai.usage.input_tokens': this.usage.inputTokens,
         'gen_ai.usage.output_tokens': this.usage.outputTokens,
+        // USD from the price catalog (no OTel name yet; absent for an unpriced model), as the access log's `llm.cost`.
+        'gen_ai.usage.cost': this.cost,
       });
     }
     span.end(error);

@@ -135,7 +135,6 @@ export class KeyReservation implements LlmTokenLimiter {
     const call = ex.get(llmCall);
     const tokens = (call?.usage.inputTokens ?? 0) + (call?.usage.outputTokens ?? 0);
     const usd = call?.cost ?? 0;
-    if (usd > 0) this.dir.metrics.spend(this.record.team, usd);
     const deltas: CounterDelta[] = [];
     for (let i = 0; i < lines.length; i++) {
       const unit = this.units![i]!;

@@ -1,7 +1,7 @@
 // `virtualKeys` (docs/llm-economics.md, ADR 0035): authenticate a gateway-issued key, then hand the LLM backend a
 // limiter that reserves the call's estimated cost on every budget of the key and its team before the call, and
 // settles the real cost (from the backend's usage and price catalog, `llmCall`) once the answer has ended.
-import { addLlmTokenLimiter, defineAttribute, jsonErrorReply } from 'switchyard/sdk';
+import { addLlmTokenLimiter, defineAttribute, jsonErrorReply, llmCall } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { bearerToken } from '../../lib/credentials/credentials.ts';
 import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
@@ -51,14 +51,15 @@ export interface KeyDirectory {
 
 /** `/metrics` series of virtual keys: spend by team, refusals by reason (docs/observability.md). */
 export interface KeyMetrics {
-  /** USD settled, by team (`none` for a key without one). */
-  spend(team: string | undefined, usd: number): void;
+  /** What one answer cost in USD: by team (`none` for a key without one) and by key id. */
+  spend(team: string | undefined, key: string, usd: number): void;
   /** A refused request: `unauthenticated`, `route`, `model` or `budget`. */
   denied(reason: 'unauthenticated' | 'route' | 'model' | 'budget'): void;
 }
 
 function keyMetrics(ctx: CompileContext): KeyMetrics {
-  const spend = ctx.counter('switchyard_virtual_key_spend_usd_total', 'USD charged to virtual-key budgets after each LLM answer, by team.');
+  const spend = ctx.counter('switchyard_virtual_key_spend_usd_total', 'USD the LLM answers of virtual keys cost (charged to their budgets, if any), by team.');
+  const keySpend = ctx.counter('switchyard_virtual_key_cost_usd_total', 'What the LLM answers of each virtual key cost in USD (price catalog), by key id.');
   const denials = ctx.counter('switchyard_virtual_key_denials_total', 'Requests refused by the virtualKeys policy, by reason (unauthenticated, route, model, budget).');
   const reasons = {
     unauthenticated: denials.child({ reason: 'unauthenticated' }),
@@ -68,14 +69,21 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
   };
   // One series handle per team, not a label key built on every answer (bounded like the metric's own series).
   const byTeam = new Map<string, { inc(by?: number): void }>();
+  const byKey = new Map<string, { inc(by?: number): void }>();
   return {
-    spend: (team = 'none', usd) => {
+    spend: (team = 'none', key, usd) => {
       let child = byTeam.get(team);
       if (!child) {
         if (byTeam.size >= 1000) byTeam.clear();
         byTeam.set(team, (child = spend.child({ team })));
       }
       child.inc(usd);
+      let perKey = byKey.get(key);
+      if (!perKey) {
+        if (byKey.size >= 10_000) byKey.clear();
+        byKey.set(key, (perKey = keySpend.child({ key })));
+      }
+      perKey.inc(usd);
     },
     denied: (reason) => reasons[reason].inc(),
   };
@@ -203,6 +211,10 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
     },
     onLog(ex) {
       KeyReservation.of(ex)?.settle(ex);
+      // Every key's cost, budgets or not (a key without budgets makes no reservation).
+      const key = ex.get(keyAttribute);
+      const usd = key === undefined ? undefined : ex.get(llmCall)?.cost;
+      if (usd) dir.metrics.spend(key!.team || undefined, key!.id, usd);
     },
   };
 }
