@@ -8,7 +8,7 @@ import type { Span } from '@opentelemetry/api';
 import { TraceState } from '@opentelemetry/core';
 import { LeanSpan, LeanTracer } from './lean-span.ts';
 import type { SpanSink } from './lean-span.ts';
-import { TraceBatchEncoder, traceRequestEncoder } from './otlp-encode.ts';
+import { TraceBatchEncoder, traceRequestEncoder, Writer } from './otlp-encode.ts';
 import { SpanBatcher } from './span-batcher.ts';
 import type { ExportOutcome, LeanSpanExporter } from './span-batcher.ts';
 import { PooledIdGenerator } from './tracing-sdk.ts';
@@ -182,4 +182,16 @@ test('a value the encoder cannot write drops that span, not the request', async 
   assert.equal(batcher.dropped, 1);
   assert.equal(errors.length, 1);
   assert.ok(capture.bodies[0]!.equals(traceRequestEncoder(RESOURCE, 'switchyard')([ended[0]!, ended[2]!])));
+});
+
+test('ids are written as the bytes their hex names (the branch-free hex loop), lower and upper case', () => {
+  const ids = new PooledIdGenerator();
+  const samples = ['0123456789abcdef', 'ffffffffffffffff', '0000000000000001', 'ABCDEF0123456789', 'aBcDeF9876543210'];
+  for (let i = 0; i < 200; i++) samples.push(ids.generateTraceId(), ids.generateSpanId());
+  for (const id of samples) {
+    const w = new Writer(64);
+    w.hex(1, id);
+    // tag (field 1, length-delimited), length, bytes
+    assert.deepEqual([...w.buf.subarray(0, w.pos)], [0x0a, id.length / 2, ...Buffer.from(id, 'hex')], id);
+  }
 });

@@ -17,7 +17,16 @@ await new Promise<void>((resolve) => sink.stdout!.on('data', (s: Buffer) => s.to
 const logger = { warn: (m: string) => console.error(m) } as never;
 const cfg = { url: `http://127.0.0.1:${sinkPort}/v1/traces`, protocol: 'http', headers: {}, randomRatio: 1, clientRatio: 1, resource: { 'service.name': 'bench' }, captureMessageContent: false } as never;
 
-type T = { serve(ex: unknown, f: () => void): void; finish(ex: unknown): void; client(m: string, o: unknown, p: string, h: Record<string, unknown>): unknown; endClient(s: unknown, st: number): void; shutdown(): Promise<void> };
+type T = {
+  serve(ex: unknown, f: () => void): void;
+  finish(ex: unknown): void;
+  client(m: string, o: unknown, p: string, h: Record<string, unknown>): unknown;
+  endClient(s: unknown, st: number): void;
+  shutdown(): Promise<void>;
+  // Since ADR 0062: a kernel-only route's span passed explicitly, without the async context.
+  start?(ex: unknown): void;
+  attempt?(m: string, o: unknown, p: string, h: Record<string, unknown>, extra: undefined, state: unknown): unknown;
+};
 const load = async (root: string): Promise<T> => (await import(join(root, 'kernel/telemetry/tracing-sdk.ts'))).startTracing(cfg, logger);
 const variants: [string, T][] = [['this checkout', await load(join(HERE, '../..'))]];
 if (process.env.OLD) variants.push([`OLD (${process.env.OLD})`, await load(process.env.OLD)]);
@@ -30,13 +39,20 @@ async function block(t: T): Promise<number> {
     const ex = {
       method: 'GET', path: '/plain/x', scheme: 'http', headers: { host: '127.0.0.1:8080', 'user-agent': 'bench' }, clientAuthority: '127.0.0.1:8080',
       sourceAddress: '127.0.0.1', sourcePort: 40000 + (i % 20000), req: { httpVersion: '1.1' }, route, matchedPrefix: '/plain', status: 200,
-      errorMessage: undefined, requestId: `r${i}`, fields: undefined, span: undefined,
+      errorMessage: undefined, requestId: `r${i}`, fields: undefined, span: undefined, traceParent: undefined, traceRoot: undefined,
     };
-    t.serve(ex, () => {
-      const headers: Record<string, unknown> = {};
-      const s = t.client('GET', origin, '/plain/x', headers);
+    if (t.start !== undefined) {
+      // The plain route since ADR 0062: no async context, the SERVER span passed to the attempt.
+      t.start(ex);
+      const s = t.attempt!('GET', origin, '/plain/x', {}, undefined, ex);
       t.endClient(s, 200);
-    });
+    } else {
+      t.serve(ex, () => {
+        const headers: Record<string, unknown> = {};
+        const s = t.client('GET', origin, '/plain/x', headers);
+        t.endClient(s, 200);
+      });
+    }
     t.finish(ex);
     // Yield as a server would between requests, so batches are exported (and their CPU counted) inside the block.
     if (i % 16 === 15) await new Promise(setImmediate);

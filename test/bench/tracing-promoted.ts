@@ -95,7 +95,7 @@ if (process.env.SNAPSHOT) {
   process.exit(0);
   void load;
 }
-await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: false } as never);
+await session.post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.ALL === '1' } as never);
 await run(N);
 const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: Node; samples: { size: number; nodeId: number }[] } };
 session.disconnect();
@@ -118,7 +118,7 @@ for (const s of profile.samples) {
   total += s.size;
 }
 console.log(`# tracing ${MODE}: ${N} requests c=${C}, ${process.execArgv.join(' ')}; sampled survivors of a scavenge: ${(total / N).toFixed(0)} B/request`);
-for (const [k, b] of [...bytes].sort((x, y) => y[1] - x[1]).slice(0, 30)) console.log(`${(b / N).toFixed(1).padStart(7)} B/req  ${k}`);
+for (const [k, b] of [...bytes].sort((x, y) => y[1] - x[1]).slice(0, Number(process.env.TOP ?? 30))) console.log(`${(b / N).toFixed(1).padStart(7)} B/req  ${k}`);
 
 await pool.close();
 await gateway.stop();
