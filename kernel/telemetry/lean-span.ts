@@ -7,6 +7,7 @@
  */
 import { context, isSpanContextValid, SpanKind, trace, TraceFlags } from '@opentelemetry/api';
 import type { Attributes, AttributeValue, Context, Exception, Link, Span, SpanContext, SpanOptions, SpanStatus, TimeInput, Tracer } from '@opentelemetry/api';
+import type { Writer } from './otlp-encode.ts';
 import { readableStack } from './readable-stack.ts';
 
 const ORIGIN = performance.timeOrigin;
@@ -46,6 +47,12 @@ export class LeanSpan implements Span {
   endMs = 0;
   /** Attributes: key, value, key, value, … (no key twice). */
   readonly attrs: (string | AttributeValue)[] = [];
+  /**
+   * Attributes the encoder writes from where they live when the span ends, before `attrs`: the kernel's SERVER span
+   * points at its exchange (`directOf`) instead of copying its request attributes into `attrs` (ADR 0062).
+   */
+  direct: ((w: Writer, owner: unknown) => void) | undefined = undefined;
+  directOf: unknown = undefined;
   statusCode = 0;
   statusMessage: string | undefined = undefined;
   events: LeanEvent[] | undefined = undefined;

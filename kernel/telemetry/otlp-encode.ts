@@ -183,16 +183,19 @@ export class Writer {
     }
   }
 
+  /** One attribute (a `KeyValue` in `field`). */
+  attribute(field: number, key: string, value: AttributeValue): void {
+    const kv = this.open(field);
+    this.string(1, key);
+    const av = this.open(2);
+    this.anyValue(value);
+    this.close(av);
+    this.close(kv);
+  }
+
   /** Attributes kept flat: key, value, key, value. */
   flatAttributes(field: number, attrs: readonly (string | AttributeValue)[]): void {
-    for (let i = 0; i < attrs.length; i += 2) {
-      const kv = this.open(field);
-      this.string(1, attrs[i] as string);
-      const av = this.open(2);
-      this.anyValue(attrs[i + 1]);
-      this.close(av);
-      this.close(kv);
-    }
+    for (let i = 0; i < attrs.length; i += 2) this.attribute(field, attrs[i] as string, attrs[i + 1] as AttributeValue);
   }
 
   span(s: LeanSpan): void {
@@ -208,6 +211,7 @@ export class Writer {
     this.varint(s.kind + 1);
     this.fixed64Ms(7, s.startMs);
     this.fixed64Ms(8, s.endMs);
+    if (s.direct !== undefined) s.direct(this, s.directOf);
     this.flatAttributes(9, s.attrs);
     if (s.events !== undefined) {
       for (const e of s.events) {

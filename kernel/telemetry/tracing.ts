@@ -10,6 +10,7 @@ import type { Exchange, PluginSpan, SpanAttributes } from '../sdk/index.ts';
 import { exchangeState } from '../exchange/kernel-exchange.ts';
 import { LeanSpan } from './lean-span.ts';
 import type { LeanTracer } from './lean-span.ts';
+import type { Writer } from './otlp-encode.ts';
 
 /** What the server span reads of a finished request (a subset of the runtime's exchange). */
 export interface TracedExchange {
@@ -69,10 +70,49 @@ function clean(attributes: SpanAttributes): Attributes {
   return out;
 }
 
+/** Route templates by matched prefix (prefixes come from the config: a bounded set). */
+const templates = new Map<string, string>();
+
 /** `http.route` as the reference names the span: a prefix `/x` is `/x/*`, `/` is `/*`. */
 function routeTemplate(prefix: string | undefined): string | undefined {
   if (prefix === undefined) return undefined;
-  return prefix === '/' ? '/*' : `${prefix.replace(/\/+$/, '')}/*`;
+  let t = templates.get(prefix);
+  if (t === undefined) {
+    t = prefix === '/' ? '/*' : `${prefix.replace(/\/+$/, '')}/*`;
+    if (templates.size < 1024) templates.set(prefix, t);
+  }
+  return t;
+}
+
+/** The SERVER span's attributes of a finished request, each handed to `put` (a module function: no closure). */
+function requestAttributes<T>(ex: TracedExchange, to: T, put: (to: T, key: string, value: AttributeValue) => void): void {
+  put(to, 'http.request.method', ex.method);
+  put(to, 'url.path', ex.path);
+  put(to, 'url.scheme', ex.scheme);
+  put(to, 'server.address', ex.clientAuthority);
+  put(to, 'client.address', ex.sourceAddress);
+  put(to, 'client.port', ex.sourcePort);
+  put(to, 'network.protocol.version', ex.req.httpVersion);
+  put(to, 'http.response.status_code', ex.status);
+  put(to, 'request.id', ex.requestId);
+  const ua = ex.headers['user-agent'];
+  if (ua !== undefined) put(to, 'user_agent.original', ua);
+  const template = routeTemplate(ex.matchedPrefix);
+  if (template !== undefined) put(to, 'http.route', template);
+  if (ex.route.name) {
+    put(to, 'route', ex.route.name);
+    put(to, 'listener', ex.route.listener);
+    if (ex.route.ruleName) put(to, 'route_rule', ex.route.ruleName);
+    put(to, 'bind', ex.route.bind);
+  }
+}
+
+const toSpan = (span: Span, key: string, value: AttributeValue): void => void span.setAttribute(key, value);
+const toWriter = (w: Writer, key: string, value: AttributeValue): void => w.attribute(9, key, value);
+
+/** `LeanSpan.direct` of a request's SERVER span: its attributes written from the exchange as the span is encoded. */
+function writeRequestAttributes(w: Writer, ex: TracedExchange): void {
+  requestAttributes(ex, w, toWriter);
 }
 
 export class Tracing {
@@ -134,31 +174,13 @@ export class Tracing {
     if (span.isRecording()) {
       const template = routeTemplate(ex.matchedPrefix);
       if (ex.route.name) span.updateName(template ? `${ex.method} ${template}` : `${ex.method} ${ex.route.name}`);
-      // The kernel's own span with nothing on it yet (the usual case): attributes go straight into its flat array,
-      // without an object per request; otherwise through setAttribute, which replaces a key already there.
-      const lean = span instanceof LeanSpan && span.attrs.length === 0 ? span : undefined;
-      const put = (k: string, v: AttributeValue): void => {
-        if (lean !== undefined) lean.append(k, v);
-        else span.setAttribute(k, v);
-      };
-      put('http.request.method', ex.method);
-      put('url.path', ex.path);
-      put('url.scheme', ex.scheme);
-      put('server.address', ex.clientAuthority);
-      put('client.address', ex.sourceAddress);
-      put('client.port', ex.sourcePort);
-      put('network.protocol.version', ex.req.httpVersion);
-      put('http.response.status_code', ex.status);
-      put('request.id', ex.requestId);
-      const ua = ex.headers['user-agent'];
-      if (ua !== undefined) put('user_agent.original', ua);
-      if (template !== undefined) put('http.route', template);
-      if (ex.route.name) {
-        put('route', ex.route.name);
-        put('listener', ex.route.listener);
-        if (ex.route.ruleName) put('route_rule', ex.route.ruleName);
-        put('bind', ex.route.bind);
-      }
+      // The kernel's own span with nothing on it yet and no policy fields (the usual case): the encoder writes the
+      // request's attributes straight from the exchange when the span ends, without an array or object per request
+      // (ADR 0062). Otherwise through setAttribute, which replaces a key already there.
+      if (span instanceof LeanSpan && span.attrs.length === 0 && span.direct === undefined && ex.fields === undefined) {
+        span.direct = writeRequestAttributes as (w: Writer, owner: unknown) => void;
+        span.directOf = ex;
+      } else requestAttributes(ex, span, toSpan);
       // The access log's policy fields too, as the reference puts the access log on its span (A2A method and
       // context id, MCP method, LLM model and tokens); a field may repeat a name above, so through setAttribute.
       const fields = ex.fields;

@@ -10,13 +10,16 @@
 //          name=/path/to/checkout name2=/path/to/other ...   (the name `bare`: that checkout's bare-proxy.ts)
 //        A checkout written `name=/path:ai` serves an `ai` route instead (openAI, hostOverride and pathOverride to
 //        the same upstream: the `ai` row's non-streamed chat, docs/perf.md "The ai row, session 7").
+//        A checkout written `name=/path:traced` serves the `host` route with `config.tracing` at 100% sampling,
+//        OTLP/HTTP to otlp-sink.ts (on the load's CPU): the observability row's traced gateway (issue 12).
 //        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS)
 //        PLAIN_AB_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": more node flags for every gateway (a profile each)
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { Pool } from 'undici';
 import { freePort } from '../helpers/ports.ts';
@@ -133,6 +136,8 @@ async function main(args: string[]): Promise<void> {
   const size = argValue(args, '--size', 'small');
   const checkouts = args.filter((a) => a.includes('=') && !a.startsWith('--')).map((a) => a.split('=') as [string, string]);
   const aiRoute = (checkout: string): boolean => checkout.endsWith(':ai');
+  const traced = (checkout: string): boolean => checkout.endsWith(':traced');
+  const rootOf = (checkout: string): string => checkout.replace(/:(ai|traced)$/, '');
   if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
   const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
   const children: ChildProcess[] = [];
@@ -167,6 +172,12 @@ async function main(args: string[]): Promise<void> {
     start('nginx', '1', 'nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')], 'ignore', children);
     const path = size === 'large' ? LARGE_PATH : SMALL_PATH;
     await waitFor200(`http://127.0.0.1:${upstreamPort}${path}`);
+    let sinkPort = 0;
+    if (checkouts.some(([, c]) => traced(c))) {
+      sinkPort = await freePort();
+      start('otlp sink', '1', process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'otlp-sink.ts'), String(sinkPort)], 'ignore', children);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
     const gateways: Gateway[] = [];
     for (const [name, checkout] of checkouts) {
       const out = join(dir, `${name}.out`);
@@ -188,14 +199,19 @@ async function main(args: string[]): Promise<void> {
       writeFileSync(
         cfg,
         stringify({
-          config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${readiness}` },
+          config: {
+            adminAddr: `127.0.0.1:${admin}`,
+            statsAddr: `127.0.0.1:${stats}`,
+            readinessAddr: `127.0.0.1:${readiness}`,
+            ...(traced(checkout) ? { tracing: { otlpEndpoint: `http://127.0.0.1:${sinkPort}`, otlpProtocol: 'http', randomSampling: true } } : {}),
+          },
           binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }],
         }),
       );
       const fd = openSync(out, 'w');
       // The semi-space flag given: the CLI does not re-execute itself, so the PID is the gateway's.
       const extra = (process.env.PLAIN_AB_NODE_ARGS ?? '').split(' ').filter(Boolean);
-      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(ai ? checkout.slice(0, -3) : checkout, 'bin/switchyard.js'), '-f', cfg], fd, children);
+      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children);
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
       gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });
