@@ -6,30 +6,20 @@
 // share(off) ÷ share(on), per block. Log lines are dropped (a LogSink that keeps nothing). Run it under the CLI's heap
 // setting (ADR 0041), as scavenges and promotion are part of tracing's cost there:
 //   OLD=/tmp/old node --max-semi-space-size=4 test/bench/tracing-ab.ts [blocks=7] [requests per block=3000] [c=16]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
 import { freePort } from '../helpers/ports.ts';
+import { cpuPerRequest, median, startFixedUpstream, startOtlpSink } from './tracing-fixtures.ts';
 
 const [BLOCKS, PER_BLOCK, C] = [Number(process.argv[2] ?? 7), Number(process.argv[3] ?? 3000), Number(process.argv[4] ?? 16)];
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(HERE, '../..');
-const BODY = Buffer.from(`${JSON.stringify({ ok: true, service: 'bench-upstream', note: 'a small fixed body of about one hundred bytes' })}\n`);
-
-const upstream = createServer((_req, res) => {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(BODY.length) }).end(BODY);
-});
-await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-const upPort = (upstream.address() as AddressInfo).port;
-const sinkPort = await freePort();
-const sink = spawn(process.execPath, [join(HERE, 'otlp-sink.ts'), String(sinkPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
-await new Promise<void>((resolve) => sink.stdout!.on('data', (s: Buffer) => s.toString().includes('listening') && resolve()));
+const { server: upstream, port: upPort } = await startFixedUpstream();
+const { child: sink, port: sinkPort } = await startOtlpSink();
 
 interface Started {
   url: string;
@@ -68,20 +58,7 @@ if (process.env.OLD) {
   add(`traced (OLD ${process.env.OLD})`, old.url, old);
 }
 
-async function block(pool: Pool, n: number): Promise<number> {
-  let next = 0;
-  const t0 = process.cpuUsage();
-  const worker = async (): Promise<void> => {
-    while (next++ < n) {
-      const r = await pool.request({ path: '/plain', method: 'GET' });
-      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
-      await r.body.dump();
-    }
-  };
-  await Promise.all(Array.from({ length: C }, worker));
-  const d = process.cpuUsage(t0);
-  return (d.user + d.system) / n;
-}
+const block = (pool: Pool, n: number): Promise<number> => cpuPerRequest(pool, n, C);
 
 for (const v of variants) await block(v.pool, PER_BLOCK);
 // Each round in a rotated order, so no variant always follows the same one (scavenges and mark-compacts land on
@@ -93,7 +70,6 @@ for (let b = 0; b < BLOCKS; b++) {
   }
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const direct = variants[0]!.cpu;
 const share = (v: (typeof variants)[number]): number[] => v.cpu.map((c, i) => c - direct[i]!);
 const offShare = share(variants[1]!);

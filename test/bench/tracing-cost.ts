@@ -8,28 +8,16 @@
 // attached (the tail client reads in this process too, as the flushes are the gateway's work), gives the tail's cost
 // the same way.
 // Usage: node test/bench/tracing-cost.ts [blocks=7] [requests per block=3000] [concurrency=16]
-import { spawn } from 'node:child_process';
-import { createServer, get } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { get } from 'node:http';
 import { Pool } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { cpuPerRequest, median, startFixedUpstream, startOtlpSink } from './tracing-fixtures.ts';
 
 const [BLOCKS, PER_BLOCK, CONCURRENCY] = [Number(process.argv[2] ?? 7), Number(process.argv[3] ?? 3000), Number(process.argv[4] ?? 16)];
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const BODY = Buffer.from(`${JSON.stringify({ ok: true, service: 'bench-upstream', note: 'a small fixed body of about one hundred bytes' })}\n`);
+const { server: upstream, port: upPort } = await startFixedUpstream();
 
-const upstream = createServer((_req, res) => {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(BODY.length) }).end(BODY);
-});
-await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-const upPort = (upstream.address() as AddressInfo).port;
-
-const sinkPort = await freePort();
-const sink = spawn(process.execPath, [join(HERE, 'otlp-sink.ts'), String(sinkPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
-await new Promise<void>((resolve) => sink.stdout!.on('data', (s: Buffer) => s.toString().includes('listening') && resolve()));
+const { child: sink, port: sinkPort } = await startOtlpSink();
 
 const gateway = async (tracing?: Record<string, unknown>) => {
   const port = await freePort();
@@ -59,26 +47,12 @@ const variants = [
   { name: 'gateway, live tail attached', pool: new Pool(tailed.url, { connections: CONCURRENCY }), cpu: [] as number[] },
 ];
 
-async function block(pool: Pool, n: number): Promise<number> {
-  let next = 0;
-  const t0 = process.cpuUsage();
-  const worker = async (): Promise<void> => {
-    while (next++ < n) {
-      const r = await pool.request({ path: '/plain', method: 'GET' });
-      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
-      await r.body.dump();
-    }
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  const d = process.cpuUsage(t0);
-  return (d.user + d.system) / n;
-}
+const block = (pool: Pool, n: number): Promise<number> => cpuPerRequest(pool, n, CONCURRENCY);
 
 // Warm-up: JIT, the lazily loaded tracing SDK, pools.
 for (const v of variants) await block(v.pool, PER_BLOCK);
 for (let b = 0; b < BLOCKS; b++) for (const v of variants) v.cpu.push(await block(v.pool, PER_BLOCK));
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const direct = variants[0]!.cpu;
 const shareOf = (v: (typeof variants)[number]): number[] => v.cpu.map((c, i) => c - direct[i]!);
 const offShare = shareOf(variants[1]!);

@@ -4,16 +4,13 @@
 // process. Two builds of the kernel in one process, blocks interleaved, so a loaded machine shifts both alike:
 // this checkout and another (`OLD=/path/to/checkout`, e.g. a worktree of the previous commit).
 // Usage: OLD=/tmp/old node test/bench/tracing-path-micro.ts [rounds=9] [requests per block=4000]
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../helpers/ports.ts';
+import { median, startOtlpSink } from './tracing-fixtures.ts';
 
 const [ROUNDS, PER_BLOCK] = [Number(process.argv[2] ?? 9), Number(process.argv[3] ?? 4000)];
 const HERE = fileURLToPath(new URL('.', import.meta.url));
-const sinkPort = await freePort();
-const sink = spawn(process.execPath, [join(HERE, 'otlp-sink.ts'), String(sinkPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
-await new Promise<void>((resolve) => sink.stdout!.on('data', (s: Buffer) => s.toString().includes('listening') && resolve()));
+const { child: sink, port: sinkPort } = await startOtlpSink();
 const logger = { warn: (m: string) => console.error(m) } as never;
 const cfg = { url: `http://127.0.0.1:${sinkPort}/v1/traces`, protocol: 'http', headers: {}, randomRatio: 1, clientRatio: 1, resource: { 'service.name': 'bench' }, captureMessageContent: false } as never;
 
@@ -69,7 +66,6 @@ for (let r = 0; r <= ROUNDS; r++) {
     if (r > 0) got.get(name)!.push(us);
   }
 }
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[a.length >> 1]!;
 console.log(`# ${ROUNDS} rounds × ${PER_BLOCK} requests, Node ${process.version}, load ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}`);
 console.log('| build | tracing µs CPU/request, median (range) |\n|---|---:|');
 for (const [name, v] of got) console.log(`| ${name} | ${median(v).toFixed(1)} (${Math.min(...v).toFixed(1)}–${Math.max(...v).toFixed(1)}) |`);

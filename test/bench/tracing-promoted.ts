@@ -3,34 +3,22 @@
 // scavenge (`includeObjectsCollectedByMajorGC: true`: also those a later mark-compact freed), with their stacks.
 // One process: an upstream, a gateway (its log lines dropped) and a keep-alive client; OTLP/HTTP to otlp-sink.ts.
 // Run it under the CLI's heap setting: node --max-semi-space-size=4 test/bench/tracing-promoted.ts on|off [requests=20000] [c=16]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { Session } from 'node:inspector/promises';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
 import { createGateway, LogSink } from 'switchyard';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { freePort } from '../helpers/ports.ts';
+import { cpuPerRequest, startFixedUpstream, startOtlpSink } from './tracing-fixtures.ts';
 
 const MODE = process.argv[2] === 'off' ? 'off' : 'on';
 const [N, C] = [Number(process.argv[3] ?? 20000), Number(process.argv[4] ?? 16)];
-const HERE = fileURLToPath(new URL('.', import.meta.url));
-const BODY = Buffer.from(`${JSON.stringify({ ok: true, service: 'bench-upstream', note: 'a small fixed body of about one hundred bytes' })}\n`);
-
-const upstream = createServer((_req, res) => {
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(BODY.length) }).end(BODY);
-});
-await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-const upPort = (upstream.address() as AddressInfo).port;
-const sinkPort = await freePort();
-const sink = spawn(process.execPath, [join(HERE, 'otlp-sink.ts'), String(sinkPort)], { stdio: ['ignore', 'pipe', 'inherit'] });
-await new Promise<void>((resolve) => sink.stdout!.on('data', (s: Buffer) => s.toString().includes('listening') && resolve()));
+const { server: upstream, port: upPort } = await startFixedUpstream();
+const { child: sink, port: sinkPort } = await startOtlpSink();
 
 const port = await freePort();
 const tracing = MODE === 'on' ? { tracing: { otlpEndpoint: `http://127.0.0.1:${sinkPort}`, otlpProtocol: 'http', randomSampling: true } } : {};
@@ -46,17 +34,7 @@ const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS,
 await gateway.start();
 const pool = new Pool(`http://127.0.0.1:${port}`, { connections: C });
 
-async function run(n: number): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next++ < n) {
-      const r = await pool.request({ path: '/plain', method: 'GET' });
-      if (r.statusCode !== 200) throw new Error(`status ${r.statusCode}`);
-      await r.body.dump();
-    }
-  };
-  await Promise.all(Array.from({ length: C }, worker));
-}
+const run = async (n: number): Promise<void> => void (await cpuPerRequest(pool, n, C));
 
 interface Node {
   id: number;
