@@ -1,22 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { flatRawHeaders } from './reply-writer.ts';
+import { flatHeaders, flatRawHeaders } from './reply-writer.ts';
 import { parseHeaders } from '../upstream/undici-core.ts';
-import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 
 /** What the direct forward wrote before (docs/perf.md "Plain route CPU, session 7"): parseHeaders, queued assigned, flattened. */
 function viaObject(raw: Buffer[], queued: string[] | undefined): string[] {
   const headers: Record<string, string | string[] | undefined> = parseHeaders(raw);
   if (queued) for (let i = 0; i < queued.length; i += 2) headers[queued[i]!] = queued[i + 1]!;
-  const out: string[] = [];
-  const listed = connectionListed(headers.connection);
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || HOP_BY_HOP.has(name) || (listed !== null && listed.has(name))) continue;
-    if (typeof value === 'string') out.push(name, value);
-    else for (const v of value) out.push(name, v);
-  }
-  return out;
+  return flatHeaders(headers);
 }
 
 const raw = (...pairs: [string, string][]): Buffer[] => pairs.flatMap(([n, v]) => [Buffer.from(n, 'latin1'), Buffer.from(v, 'latin1')]);

@@ -11,7 +11,7 @@ import type { DirectReplies } from '../upstream/direct-forward.ts';
  * The reply's headers as the flat `[name, value, …]` list node:http writes without building another object,
  * leaving out unset values and hop-by-hop headers (whatever backend produced the reply).
  */
-function flatHeaders(headers: HeaderMap): string[] {
+export function flatHeaders(headers: HeaderMap): string[] {
   const out: string[] = [];
   const listed = connectionListed(headers.connection);
   for (const name in headers) {

@@ -173,13 +173,7 @@ export class Writer {
   attributes(field: number, attrs: Attributes): void {
     for (const key in attrs) {
       const value = attrs[key];
-      if (value === undefined) continue;
-      const kv = this.open(field);
-      this.string(1, key);
-      const av = this.open(2);
-      this.anyValue(value);
-      this.close(av);
-      this.close(kv);
+      if (value !== undefined) this.attribute(field, key, value);
     }
   }
 
