@@ -150,3 +150,34 @@ test('sqlite store: a reservation (one statement) refuses at the first counter a
     await store.close();
   }
 });
+
+test('sqlite store: a key found through the cache and revoked or rotated by another connection is refused by the next reservation, nothing taken (ADR 0068)', async () => {
+  const file = join(dir, 'gone.db');
+  const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
+  try {
+    const record = { id: 'k1', owner: 'o@example.com', budgets: [], prefix: 'sk-t', createdAt: new Date(0).toISOString(), source: 'api' as const };
+    await other.create(record, 'digest-1');
+    await other.create({ ...record, id: 'k2' }, 'digest-2');
+    const line = { counter: 'k:gone', limit: 1e9, amount: 10, expiresAt: 0 };
+    assert.equal(mine.find('digest-1')?.id, 'k1');
+    assert.equal(mine.find('digest-2')?.id, 'k2');
+    assert.equal(mine.reserve([line], 'digest-1'), -1);
+    assert.equal(mine.reserve([], 'digest-2'), -1);
+    // Revoked and rotated on the other connection: this one's cache still holds both records...
+    assert.equal(await other.revoke('k1', new Date().toISOString()), true);
+    assert.equal(await other.rotate('k2', 'digest-2b', 'sk-t', new Date().toISOString()), true);
+    assert.equal(mine.find('digest-1')?.id, 'k1', 'served from the cache');
+    // ...but the reservation checks the digest in its own statement: KEY_GONE (-2), nothing taken, settlements kept.
+    mine.settle([{ counter: 'k:gone', amount: -4, expiresAt: 0 }]);
+    assert.equal(mine.reserve([line], 'digest-1'), -2);
+    assert.equal(mine.reserve([line], 'digest-2'), -2);
+    assert.equal(mine.reserve([], 'digest-2'), -2, 'a request without lines is checked too');
+    assert.deepEqual(await mine.values(['k:gone']), [6]);
+    assert.equal(mine.find('digest-1'), undefined, 'the gone digest was dropped from the cache');
+    assert.equal(mine.find('digest-2b')?.id, 'k2');
+    assert.equal(mine.reserve([line], 'digest-2b'), -1);
+  } finally {
+    await mine.close();
+    await other.close();
+  }
+});

@@ -4,8 +4,10 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
+import { KeyCache } from './key-cache.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
+import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 const SCHEMA = `
@@ -28,6 +30,9 @@ class Refusal {
   }
 }
 
+/** Thrown by `vk_gone()` inside the reservation statement: the digest no longer names a key (rotated or revoked). */
+class Gone {}
+
 /**
  * A reservation in one statement (ADR 0054): per row (counter, settle, amount, limit, expires) it applies the queued
  * settlement, checks the limit (none for a settlement-only row: NULL) and adds the amount. A counter at its limit calls
@@ -36,10 +41,12 @@ class Refusal {
  * order of the former settle-then-add statements ((value + settle) + amount); a counter whose window has expired
  * counts as 0 in the check, as before.
  */
-function reserveSql(rows: number): string {
+function reserveSql(rows: number, checked: boolean): string {
+  // With a digest (ADR 0068): the key found through the cache must still be there, in the same write transaction.
+  const where = checked ? `CASE WHEN EXISTS (SELECT 1 FROM vk_keys WHERE digest = ?) THEN true ELSE vk_gone() END` : 'true';
   return `WITH v(name, settle, amount, lim, exp) AS (VALUES (?, ?, ?, ?, ?)${', (?, ?, ?, ?, ?)'.repeat(rows - 1)})
 INSERT INTO vk_counters (name, value, expires)
-SELECT name, CASE WHEN settle >= lim THEN vk_refuse(name) ELSE settle + amount END, exp FROM v WHERE true
+SELECT name, CASE WHEN settle >= lim THEN vk_refuse(name) ELSE settle + amount END, exp FROM v WHERE ${where}
 ON CONFLICT(name) DO UPDATE SET value = (
   SELECT CASE WHEN (CASE WHEN vk_counters.expires > 0 AND vk_counters.expires <= ? THEN 0 ELSE vk_counters.value END) + v.settle >= v.lim
     THEN vk_refuse(v.name) ELSE vk_counters.value + v.settle + v.amount END
@@ -73,6 +80,9 @@ export class SqliteKeyStore implements KeyStore {
   /** By count: read n counters in one query; reserve/settle n rows in one statement (prepared on first use). */
   private readonly readMany: StatementSync[] = [];
   private readonly reserveMany: StatementSync[] = [];
+  private readonly reserveChecked: StatementSync[] = [];
+  /** Records found lately (ADR 0068, as the shared stores do, ADR 0061): each reservation confirms its key's digest. */
+  private readonly cache = new KeyCache();
   private readonly checkpointer: Checkpointer | undefined;
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
   private readonly pending = new SettlementQueue(() => this.tryFlush());
@@ -110,9 +120,21 @@ export class SqliteKeyStore implements KeyStore {
     db.function('vk_refuse', { directOnly: true, deterministic: false }, (counter) => {
       throw new Refusal(String(counter));
     });
+    db.function('vk_gone', { directOnly: true, deterministic: false }, () => {
+      throw new Gone();
+    });
   }
 
   find(digest: string): KeyRecord | undefined {
+    const now = Date.now();
+    const cached = this.cache.get(digest, now);
+    if (cached) return cached;
+    const record = this.read(digest);
+    if (record) this.cache.set(digest, record, now);
+    return record;
+  }
+
+  private read(digest: string): KeyRecord | undefined {
     const row = this.byDigest.get(digest) as { record: string } | undefined;
     if (!row) return undefined;
     let record = this.parsed.get(row.record);
@@ -129,11 +151,19 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   private reserveStatement(rows: number): StatementSync {
-    return (this.reserveMany[rows] ??= this.db.prepare(reserveSql(rows)));
+    return (this.reserveMany[rows] ??= this.db.prepare(reserveSql(rows, false)));
   }
 
-  reserve(lines: readonly CounterLine[]): number {
-    if (lines.length === 0) return -1;
+  private checkedStatement(rows: number): StatementSync {
+    return (this.reserveChecked[rows] ??= this.db.prepare(reserveSql(rows, true)));
+  }
+
+  reserve(lines: readonly CounterLine[], digest?: string): number {
+    if (lines.length === 0) {
+      if (digest === undefined || this.read(digest)) return -1;
+      this.cache.drop(digest);
+      return KEY_GONE;
+    }
     const now = Date.now();
     // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own.
     let queued = this.pending.size > 0 ? this.pending.rows() : undefined;
@@ -150,10 +180,18 @@ export class SqliteKeyStore implements KeyStore {
       args.push(l.counter, d ? d.amount : 0, l.amount, l.limit, l.expiresAt);
     }
     for (const d of settles.values()) args.push(d.counter, d.amount, 0, null, d.expiresAt);
+    const rows = args.length / 5;
+    // Parameters in the text's order: the rows, the digest (WHERE), the time (ON CONFLICT).
+    if (digest !== undefined) args.push(digest);
     args.push(now);
     try {
-      this.reserveStatement(args.length / 5).run(...args);
+      (digest === undefined ? this.reserveStatement(rows) : this.checkedStatement(rows)).run(...args);
     } catch (err) {
+      if (err instanceof Gone) {
+        this.cache.drop(digest);
+        if (queued) this.tryFlush();
+        return KEY_GONE;
+      }
       if (!(err instanceof Refusal)) throw err;
       // Nothing was written; the queued settlements still count, alone.
       if (queued) this.tryFlush();
@@ -241,6 +279,7 @@ export class SqliteKeyStore implements KeyStore {
       }
       this.update.run(digest, JSON.stringify({ ...current, ...fields }), id);
       this.db.exec('COMMIT');
+      this.cache.drop();
       return true;
     } catch (err) {
       if (this.db.isTransaction) this.db.exec('ROLLBACK');

@@ -1,0 +1,133 @@
+// The keyed route's cost in the gateway process, A/B (docs/perf.md "Keyed route cost, session 7b"): gateways with the
+// plain `ai` route and with `virtualKeys` on SQLite (1 key, or KEYS keys used in turn), optionally the same from a
+// baseline checkout (KEYS_BASELINE=<dir>), rounds interleaved; per round the gateway's process CPU per request (from
+// /proc, c=CONC) and the c=1 p50. KEYS_PROF=<dir> starts the gateways with --cpu-prof into that directory.
+// Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { createServer, request as httpRequest, Agent } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { stringify } from 'yaml';
+import { freePort } from '../helpers/ports.ts';
+import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
+
+const [ROUNDS, N, CONC, KEYS] = [4, 2000, 8, 1].map((d, i) => Number(process.argv[2 + i] ?? d));
+const here = resolve(import.meta.dirname, '../..');
+const base = process.env.KEYS_BASELINE;
+const prof = process.env.KEYS_PROF;
+const TICK = 1e6 / 100;
+const secret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
+const big = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day' }];
+
+const upstream = createServer((req, res) => {
+  req.resume();
+  req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(SMALL_ANSWER) }).end(SMALL_ANSWER));
+});
+await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+const upPort = (upstream.address() as AddressInfo).port;
+const work = mkdtempSync(join(tmpdir(), 'keys-gw-'));
+
+interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; cpu: number[]; p50: number[]; threads: Map<string, number> }
+
+async function seed(root: string, path: string): Promise<void> {
+  const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as typeof import('../../plugins/lib/key-store/open-store.ts');
+  const { digestOf } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/secrets.ts')).href)) as typeof import('../../plugins/lib/key-store/secrets.ts');
+  const store = await openStore({ sqlite: { path } }, work);
+  for (let i = 0; i < KEYS; i++) {
+    await store.create({ id: `key-${i}`, owner: `u${i}@example.com`, team: `team-${i % Math.min(KEYS, 100)}`, budgets: [{ unit: 'usd', limit: 1e9, period: 'month' }, { unit: 'tokens', limit: 1e12, period: 'day' }], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(secret(i)));
+  }
+  await store.close();
+}
+
+async function start(name: string, root: string, keyed: boolean): Promise<Gw> {
+  const dir = join(work, name.replace(/\W+/g, '-'));
+  mkdirSync(dir, { recursive: true });
+  const [port, admin, stats, ready] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const route: Record<string, unknown> = { name: 'ai', matches: [{ path: { pathPrefix: '/' } }], backends: [{ ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upPort}` } }] };
+  if (keyed) {
+    await seed(root, join(dir, 'keys.db'));
+    const teams = Array.from({ length: Math.min(KEYS, 100) }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
+    route.policies = { virtualKeys: { store: { sqlite: { path: join(dir, 'keys.db') } }, budgets: big(), teams } };
+  }
+  const file = join(dir, 'gw.yaml');
+  writeFileSync(file, stringify({ config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${ready}` }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
+  const args = [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`, `--cpu-prof-name=${name.replace(/\W+/g, '-')}.cpuprofile`] : []), join(root, 'bin/switchyard.js'), '-f', file];
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], cwd: dir });
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`http://127.0.0.1:${ready}/healthz/ready`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i > 300) throw new Error(`${name} not ready`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { name, proc, port, keyed, cpu: [], p50: [], threads: new Map() };
+}
+
+const cpuOf = (pid: number): number => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK;
+};
+
+/** CPU µs by thread name (KEYS_THREADS=1 prints it per gateway). */
+const threadsOf = (pid: number): Map<string, number> => {
+  const m = new Map<string, number>();
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8');
+      const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+      const f = st.split(') ')[1]!.split(' ');
+      m.set(name, (m.get(name) ?? 0) + (Number(f[11]) + Number(f[12])) * TICK);
+    } catch {}
+  }
+  return m;
+};
+
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+let seq = 0;
+function one(gw: Gw): Promise<number> {
+  const t = performance.now();
+  const i = seq++ % KEYS;
+  return new Promise((res, rej) => {
+    const r = httpRequest({ host: '127.0.0.1', port: gw.port, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(CHAT_REQUEST), ...(gw.keyed ? { authorization: `Bearer ${secret(i)}` } : {}) } }, (resp) => {
+      resp.resume();
+      resp.on('end', () => (resp.statusCode === 200 ? res(performance.now() - t) : rej(new Error(`${gw.name}: ${resp.statusCode}`))));
+    });
+    r.on('error', rej);
+    r.end(CHAT_REQUEST);
+  });
+}
+async function load(gw: Gw, n: number, c: number): Promise<number[]> {
+  const times: number[] = [];
+  let left = n;
+  await Promise.all(Array.from({ length: c }, async () => { while (left-- > 0) times.push(await one(gw)); }));
+  return times.sort((a, b) => a - b);
+}
+
+const gws: Gw[] = [await start('plain', here, false), await start('sqlite new', here, true)];
+if (base) gws.push(await start('sqlite base', base, true));
+for (const g of gws) await load(g, 500, CONC);
+for (let r = 0; r < ROUNDS; r++) {
+  for (const g of r % 2 ? [...gws].reverse() : gws) {
+    const c0 = cpuOf(g.proc.pid!);
+    const t0 = threadsOf(g.proc.pid!);
+    await load(g, N, CONC);
+    g.cpu.push((cpuOf(g.proc.pid!) - c0) / N);
+    for (const [k, v] of threadsOf(g.proc.pid!)) g.threads.set(k, (g.threads.get(k) ?? 0) + (v - (t0.get(k) ?? 0)) / N / ROUNDS);
+    const t = await load(g, Math.min(N, 500), 1);
+    g.p50.push(t[t.length >> 1]! * 1000);
+  }
+}
+const med = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]!;
+const plain = gws[0]!;
+console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${N}\n| gateway | CPU µs/req c=${CONC} (rounds) | median | p50 µs c=1 (rounds) | added p50 vs plain |\n|---|---|---:|---|---:|`);
+for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} | ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
+if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} threads µs/req: ${[...g.threads].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+for (const g of gws) {
+  g.proc.kill('SIGINT');
+  await new Promise((r) => g.proc.once('exit', r));
+}
+agent.destroy();
+upstream.close();
