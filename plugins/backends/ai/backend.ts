@@ -147,23 +147,25 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     return upstream.forward(ex, onAttempt(ex));
   };
 
-  const handle = async (ex: Exchange): Promise<Reply> => {
+  /**
+   * A chat request as a chain (body read → dispatch → answer) of `.then`s, no async function: the usual call (no
+   * policy, no token limit) waits on two promises and makes no generator frame (docs/perf.md "session 7b").
+   */
+  const handle = (ex: Exchange): Reply | Promise<Reply> => {
     const route = policy?.routeType(ex.path) ?? 'completions';
     if (route === 'models') return listModels(ex, policy);
     if (route === 'passthrough' || route === 'realtime') return passthrough(ex);
     // Known before the body is read, so even a body that does not parse is answered in the client's error shape.
     if (route !== 'detect') ex.set(LLM_CLIENT_FORMAT, route);
+    return ex.bufferBody(REQUEST_LIMIT).then((raw) => {
+      const encoding = ex.headers['content-encoding'];
+      if (encoding === undefined) return withBody(ex, route, raw);
+      return decodeBody(raw, encoding, REQUEST_LIMIT).then((decoded) => withBody(ex, route, decoded), bodyFailed);
+    }, bodyFailed);
+  };
 
-    let raw: Buffer;
-    try {
-      raw = await ex.bufferBody(REQUEST_LIMIT);
-      if (ex.headers['content-encoding'] !== undefined) raw = await decodeBody(raw, ex.headers['content-encoding'], REQUEST_LIMIT);
-    } catch (err) {
-      if ((err instanceof GatewayError && err.status === 413) || err instanceof DecodedTooLargeError) return llmRequestError(413, 'request body too large');
-      if (err instanceof UnsupportedEncodingError) return llmRequestError(415, err.message);
-      if (err instanceof BadEncodingError) return llmRequestError(400, err.message);
-      throw err;
-    }
+  /** The request body parsed and checked; the policy's request stage when there is one. */
+  const withBody = (ex: Exchange, route: LlmRouteType | 'detect', raw: Buffer): Reply | Promise<Reply> => {
     let body: Obj;
     try {
       const parsed = JSON.parse(raw.toString('utf8')) as unknown;
@@ -180,10 +182,13 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
     if (policy) {
       policy.applyRequest(ex, client, body);
-      const rejected = await policy.guardRequest(ex, client, body);
-      if (rejected) return rejected;
+      return policy.guardRequest(ex, client, body).then((rejected) => rejected ?? dispatch(ex, client, body, raw, geminiPath));
     }
+    return dispatch(ex, client, body, raw, geminiPath);
+  };
 
+  /** The wire request made (the client's bytes when nothing changed them) and sent; the answer made the client's. */
+  const dispatch = (ex: Exchange, client: LlmRouteType, body: Obj, raw: Buffer, geminiPath: ReturnType<typeof parseGeminiPath> | undefined): Reply | Promise<Reply> => {
     // A virtual model (`ai.virtualModels`) the policy resolved: this backend's target says the model to send.
     const virtual = ex.get(LLM_VIRTUAL_MODEL);
     const model = virtual?.models.get(self) ?? provider.model ?? (typeof body.model === 'string' && body.model ? body.model : undefined);
@@ -229,33 +234,57 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
+    const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
+    const send = (): Promise<Reply> => {
+      const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
+      // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
+      if (call.capturesContent) call.recordInput(clientFormat!, body);
+      const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
+      let sent: Promise<Reply>;
+      try {
+        sent = call.run(() => upstream.forward(ex, onAttempt(ex, wire), stream ? undefined : READ_WHOLE));
+      } catch (err) {
+        call.fail(err);
+        return Promise.reject(err);
+      }
+      return sent.then(
+        (reply) => answered(ex, reply, request),
+        (err: unknown) => {
+          call.fail(err);
+          throw err;
+        },
+      );
+    };
     // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
-    if (ex.get(llmTokenLimiters)) {
-      const refused = await reserveTokens(ex, body, { provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
-      if (refused) return refused;
-    }
-    const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
-    // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
-    if (call.capturesContent) call.recordInput(clientFormat!, body);
-    const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
-    let reply: Reply;
-    try {
-      reply = await call.run(() => upstream.forward(ex, onAttempt(ex, wire), stream ? undefined : READ_WHOLE));
-    } catch (err) {
-      call.fail(err);
-      throw err;
-    }
+    if (ex.get(llmTokenLimiters)) return reserveTokens(ex, body, quote()).then((refused) => refused ?? send());
+    return send();
+  };
+
+  /** The provider's answer in the client's terms (`respond`); a failure there is the call's, answered 502. */
+  const answered = (ex: Exchange, reply: Reply, request: LlmRequest): Reply | Promise<Reply> => {
+    const call = request.call;
     if (reply.status >= 400) call.fail(String(reply.status));
-    try {
-      const out = respond(ex, reply, request);
-      return out instanceof Promise ? await out : out;
-    } catch (err) {
+    const failed = (err: unknown): Reply => {
       call.fail(err);
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
       if (err instanceof GatewayError) throw err;
       log.warn('failed to process an LLM response', { error: (err as Error).message });
       return llmResponseError(502, (err as Error).message);
+    };
+    try {
+      const out = respond(ex, reply, request);
+      return out instanceof Promise ? out.then(undefined, failed) : out;
+    } catch (err) {
+      return failed(err);
     }
+  };
+
+  /** A body that could not be read or decoded: 413, 415 or 400 in the client's error shape; anything else thrown on. */
+  const bodyFailed = (err: unknown): Reply => {
+    if ((err instanceof GatewayError && err.status === 413) || err instanceof DecodedTooLargeError) return llmRequestError(413, 'request body too large');
+    if (err instanceof UnsupportedEncodingError) return llmRequestError(415, err.message);
+    if (err instanceof BadEncodingError) return llmRequestError(400, err.message);
+    throw err;
   };
 
   const self: BackendInstance = {
