@@ -5,7 +5,7 @@
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createServer, request as httpRequest, Agent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -131,3 +131,4 @@ for (const g of gws) {
 }
 agent.destroy();
 upstream.close();
+rmSync(work, { recursive: true, force: true });
