@@ -95,8 +95,8 @@ function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocat
   return { scavenges, markCompacts, allocated };
 }
 
-function start(name: string, cpus: string, command: string, args: string[], stdout: number | 'ignore' | 'pipe', children: ChildProcess[]): ChildProcess {
-  const child = spawn('taskset', ['-c', cpus, command, ...args], { stdio: ['ignore', stdout, 'inherit'], env: { ...NODE_ENV_DEFAULTS, ...process.env } });
+function start(name: string, cpus: string, command: string, args: string[], stdout: number | 'ignore' | 'pipe', children: ChildProcess[], env: NodeJS.ProcessEnv = { ...NODE_ENV_DEFAULTS, ...process.env }): ChildProcess {
+  const child = spawn('taskset', ['-c', cpus, command, ...args], { stdio: ['ignore', stdout, 'inherit'], env });
   child.on('error', (err) => console.error(`${name}: ${err.message}`));
   children.push(child);
   return child;
@@ -134,10 +134,22 @@ async function main(args: string[]): Promise<void> {
   const requests = Number(argValue(args, '--requests', '20000'));
   const connections = Number(argValue(args, '--connections', '10'));
   const size = argValue(args, '--size', 'small');
-  const checkouts = args.filter((a) => a.includes('=') && !a.startsWith('--')).map((a) => a.split('=') as [string, string]);
+  const checkouts = args.filter((a) => a.includes('=') && !a.startsWith('--')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]);
   const aiRoute = (checkout: string): boolean => checkout.endsWith(':ai');
   const traced = (checkout: string): boolean => checkout.endsWith(':traced');
-  const rootOf = (checkout: string): string => checkout.replace(/:(ai|traced)$/, '');
+  const envOf = (checkout: string): NodeJS.ProcessEnv => {
+    const env: NodeJS.ProcessEnv = { ...NODE_ENV_DEFAULTS, ...process.env };
+    const mmap = mmapOf(checkout);
+    if (mmap === 'unset') delete env.MALLOC_MMAP_THRESHOLD_;
+    else if (mmap !== undefined) env.MALLOC_MMAP_THRESHOLD_ = mmap;
+    return env;
+  };
+  // `:w2`: `config.workers: 2` on both CPUs (the workers row's gateway); `+mmap=V` after it: MALLOC_MMAP_THRESHOLD_=V
+  // for that gateway (`+mmap=unset`: glibc's dynamic threshold), e.g. `main=/path:w2+mmap=unset` (docs/perf.md
+  // "Workers, session 7b").
+  const mmapOf = (checkout: string): string | undefined => /\+mmap=(\w+)$/.exec(checkout)?.[1];
+  const workersOf = (checkout: string): number => (/:w2(\+|$)/.test(checkout) ? 2 : 1);
+  const rootOf = (checkout: string): string => checkout.replace(/\+mmap=\w+$/, '').replace(/:(ai|traced|w2)$/, '');
   if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
   const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
   const children: ChildProcess[] = [];
@@ -203,6 +215,7 @@ async function main(args: string[]): Promise<void> {
             adminAddr: `127.0.0.1:${admin}`,
             statsAddr: `127.0.0.1:${stats}`,
             readinessAddr: `127.0.0.1:${readiness}`,
+            ...(workersOf(checkout) > 1 ? { workers: workersOf(checkout) } : {}),
             ...(traced(checkout) ? { tracing: { otlpEndpoint: `http://127.0.0.1:${sinkPort}`, otlpProtocol: 'http', randomSampling: true } } : {}),
           },
           binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }],
@@ -211,7 +224,8 @@ async function main(args: string[]): Promise<void> {
       const fd = openSync(out, 'w');
       // The semi-space flag given: the CLI does not re-execute itself, so the PID is the gateway's.
       const extra = (process.env.PLAIN_AB_NODE_ARGS ?? '').split(' ').filter(Boolean);
-      const child = start(name, '0', process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children);
+      const cpus = workersOf(checkout) > 1 ? '0,1' : '0';
+      const child = start(name, cpus, process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
       gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });
