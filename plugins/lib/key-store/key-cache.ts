@@ -1,4 +1,4 @@
-// Key records of the shared stores (Redis, PostgreSQL) kept in the process for a moment (ADR 0061), so a request's
+// Key records of every key store (Redis, PostgreSQL: ADR 0061; SQLite: ADR 0068) kept in the process for a moment, so a request's
 // key check costs no round trip: the reservation's own round trip checks that the key's secret still names a live
 // key (`KEY_GONE` otherwise), so rotation and revocation on any replica refuse the next LLM request at once. What is
 // not reserved (a keyed request that never reaches an LLM call) trusts a cached record for at most KEY_CACHE_MS.
