@@ -1,0 +1,99 @@
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
+import { FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
+import type { ConfigPath } from '../sdk/index.ts';
+import type { CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
+import type { LoadCompiler } from './load-compiler.ts';
+import { compileRoute } from './compile-route.ts';
+
+type Obj = Record<string, unknown>;
+
+/** A listener's PEM file (regular, at most FILE_SIZE_LIMITS.key); undefined after an issue at `at`. */
+async function readListenerFile(c: LoadCompiler, file: string, at: ConfigPath, label: string): Promise<string | undefined> {
+  const full = resolve(c.deps.cwd, file);
+  try {
+    // Once per version for the gateway's workers.
+    return await readSharedFile(c.deps.shared.fetches, full, FILE_SIZE_LIMITS.key);
+  } catch (err) {
+    c.issue(at, `cannot read the listener ${label} file \`${file}\` (${full}): ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+/** One bound port: its listeners (TLS loaded here), their routes, and how a request's hostname picks a listener. */
+export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath): Promise<CompiledBind | undefined> {
+  const port = bind.port as number;
+  // Checked here so --validate-only refuses what the listen would (a name or `999.1.1.1` fails in getaddrinfo).
+  const address = bind.address as string | undefined;
+  if (address !== undefined && isIP(address) === 0) {
+    c.issue([...path, 'address'], `\`${address}\` is not an IP address (write one such as \`127.0.0.1\` or \`::1\`)`);
+  }
+  const listeners: CompiledListener[] = [];
+  const rawListeners = (bind.listeners ?? []) as Obj[];
+  let secure: boolean | undefined;
+  const tlsParts: string[] = [];
+  for (let li = 0; li < rawListeners.length; li++) {
+    const l = rawListeners[li]!;
+    const lpath = [...path, 'listeners', li];
+    const name = (l.name as string | undefined) ?? `listener${li}`;
+    const isHttps = l.protocol === 'HTTPS';
+    if (secure !== undefined && secure !== isHttps) {
+      c.issue([...lpath, 'protocol'], `a bind cannot mix HTTP and HTTPS listeners (port ${port})`);
+      continue;
+    }
+    secure = isHttps;
+    let secureContext;
+    let tlsPem;
+    if (isHttps) {
+      const tls = l.tls as { cert: string; key: string } | undefined;
+      if (!tls) {
+        c.issue(lpath, 'an HTTPS listener needs `tls.cert` and `tls.key`');
+        continue;
+      }
+      const cert = await readListenerFile(c, tls.cert, [...lpath, 'tls', 'cert'], 'certificate');
+      const key = await readListenerFile(c, tls.key, [...lpath, 'tls', 'key'], 'private key');
+      if (cert === undefined || key === undefined) continue;
+      try {
+        secureContext = createSecureContext({ cert, key });
+        tlsPem = { cert, key };
+        tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
+      } catch (err) {
+        c.issue([...lpath, 'tls'], `cannot load the listener certificate: ${(err as Error).message}`);
+        continue;
+      }
+    }
+    const routes: CompiledRoute[] = [];
+    const rawRoutes = (l.routes ?? []) as Obj[];
+    for (let ri = 0; ri < rawRoutes.length; ri++) {
+      const r = await compileRoute(c, rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port);
+      if (r) routes.push(r);
+    }
+    listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, secureContext, tlsPem });
+  }
+  const exact = new Map<string, CompiledListener>();
+  const wildcards: { suffix: string; listener: CompiledListener }[] = [];
+  let fallback: CompiledListener | undefined;
+  for (const l of listeners) {
+    if (!l.hostname) fallback ??= l;
+    else if (l.hostname.startsWith('*.')) wildcards.push({ suffix: l.hostname.slice(1), listener: l });
+    else if (!exact.has(l.hostname)) exact.set(l.hostname, l);
+  }
+  wildcards.sort((a, b) => b.suffix.length - a.suffix.length);
+  const single = listeners.length === 1 && !listeners[0]!.hostname ? listeners[0] : undefined;
+  return {
+    port,
+    address: bind.address as string | undefined,
+    secure: secure ?? false,
+    listeners,
+    tlsKey: tlsParts.join('|'),
+    selectListener: single
+      ? () => single
+      : (hostname) => {
+          const hit = exact.get(hostname);
+          if (hit) return hit;
+          for (const w of wildcards) if (hostname.length > w.suffix.length && hostname.endsWith(w.suffix)) return w.listener;
+          return fallback;
+        },
+  };
+}

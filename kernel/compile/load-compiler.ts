@@ -1,0 +1,217 @@
+import type { Tracing, TracingHolder } from '../telemetry/tracing.ts';
+import type { PluginSpans } from '../sdk/index.ts';
+import type { SharedCells } from '../resources/shared-cells.ts';
+import type { SharedCell, SharedFetches } from '../sdk/shared.ts';
+import type { GatewayProcesses } from '../sdk/processes.ts';
+import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import type {
+  AdminRouteHandler,
+  BackendCompileContext,
+  BackendInstance,
+  BackendPlugin,
+  ConfigIssue,
+  ConfigPath,
+  HttpUpstreams,
+  Logger,
+  PolicyPlugin,
+  PolicySet,
+  ResourceCache,
+  SlotPlugin,
+} from '../sdk/index.ts';
+import { configSectionPath } from '../config/assemble-schema.ts';
+import type { PluginRegistry } from '../registry/registry.ts';
+import type { GenerationalResources } from '../resources/resource-cache.ts';
+import type { EjectionCounter } from './backend-health.ts';
+import type { CelExpressions } from '../expr/cel-expressions.ts';
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import { CompiledPolicySet } from './policy-set.ts';
+import type { PolicyEntry } from './policy-set.ts';
+import type { StaticConfig } from './snapshot.ts';
+import { pluginContext } from './plugin-context.ts';
+
+type Obj = Record<string, unknown>;
+
+/**
+ * Replace an alias key by the plugin's real key in place, keeping key order, so `/config_dump` and logs show the
+ * real identifier (NAMES.md). Paths in error messages still use what the user wrote.
+ */
+function renameKey(obj: Obj, from: string, to: string): void {
+  if (from === to || !(from in obj)) return;
+  const entries = Object.entries(obj);
+  for (const k of Object.keys(obj)) delete obj[k];
+  for (const [k, v] of entries) obj[k === from ? to : k] = v;
+}
+
+export interface CompileDeps {
+  readonly registry: PluginRegistry;
+  readonly resources: GenerationalResources;
+  readonly metrics: MetricsRegistry;
+  readonly logger: Logger;
+  /** Directory relative file paths resolve against (the process's working directory, SPEC 5.1). */
+  readonly cwd: string;
+  readonly generation: number;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly expressions: CelExpressions;
+  /**
+   * The upstream pools plugins reach through `ctx.http`, over this load's resource view. Made by the composition
+   * root: upstream/ is a layer above compile/ (docs/adr/0029).
+   */
+  readonly upstreams: (resources: ResourceCache) => HttpUpstreams;
+  /** State shared by the workers of the gateway (rate-limit cells, coalesced fetches). */
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly processes: GatewayProcesses };
+  /** The gateway's tracing (started after the first load, so read per call): `ctx.spans`. */
+  readonly traces?: TracingHolder;
+}
+
+export interface NamedSpec {
+  readonly value: Obj;
+  readonly path: ConfigPath;
+}
+
+/** `ctx.spans` over the gateway's tracing, which starts after the first load. */
+function pluginSpans(current: () => Tracing | null): PluginSpans {
+  return {
+    get enabled() {
+      return current() !== null;
+    },
+    get captureMessageContent() {
+      return current()?.captureMessageContent ?? false;
+    },
+    start: (name, kind, attributes) => current()?.pluginSpan(name, kind, attributes),
+  };
+}
+
+/**
+ * The state of one config load: its issues, the instances to dispose if it fails, the named backends, the plugins'
+ * config sections and admin routes; and the steps every part of the compile shares (running a plugin's compile,
+ * policy sets, backends). Routes and binds are compiled by `compile-route.ts` and `compile-bind.ts` over it.
+ */
+export class LoadCompiler {
+  /** `ctx.spans`: one object per load, reading the gateway's tracing when a span is asked for. */
+  readonly spans: PluginSpans = pluginSpans(() => this.deps.traces?.tracing ?? null);
+
+  readonly deps: CompileDeps;
+  readonly issues: ConfigIssue[] = [];
+  readonly disposables: { dispose?(): void }[] = [];
+  readonly upstreams: HttpUpstreams;
+  readonly resourceView;
+  readonly named = new Map<string, NamedSpec>();
+  /** Resolved `config:` sections of plugins (`configSections`), by name. */
+  readonly sections = new Map<string, unknown>();
+  staticConfig!: StaticConfig;
+  /** `ctx.loadState`: plugin state for this load only. */
+  readonly loadStates = new Map<string, unknown>();
+  /** `ctx.adminRoute`: plugin endpoints on the admin address. */
+  readonly adminRoutes = new Map<string, AdminRouteHandler>();
+
+  constructor(deps: CompileDeps) {
+    this.deps = deps;
+    this.resourceView = deps.resources.forGeneration(deps.generation);
+    this.upstreams = deps.upstreams(this.resourceView);
+  }
+
+  /** Every installed plugin's `config:` sections, resolved for this load (their errors stop it, like the kernel's own). */
+  resolveSections(raw: Obj | undefined): void {
+    const env = this.deps.env ?? process.env;
+    for (const { plugin } of this.deps.registry.plugins()) {
+      if (plugin.kind === 'slot') continue;
+      for (const section of plugin.configSections ?? []) {
+        const where = configSectionPath(section);
+        if (this.sections.has(where)) continue;
+        const value = section.parent === undefined ? raw?.[section.name] : (raw?.[section.parent] as Obj | undefined)?.[section.name];
+        this.sections.set(where, section.resolve(value, env));
+      }
+    }
+  }
+
+  issue(path: ConfigPath, message: string, atKey = false): void {
+    this.issues.push({ code: ErrorCode.configInvalid, path, message, atKey });
+  }
+
+  /** Run a plugin's compile, turning its failures into positioned issues. */
+  async guarded<T>(path: ConfigPath, run: () => T | Promise<T>): Promise<T | undefined> {
+    try {
+      return await run();
+    } catch (err) {
+      if (err instanceof ConfigError) this.issues.push(...err.issues);
+      else this.issue(path, (err as Error)?.message ?? String(err));
+      return undefined;
+    }
+  }
+
+  /** The compile context a plugin at `path` gets (`plugin-context.ts`). */
+  context(path: ConfigPath, policies: PolicySet): BackendCompileContext {
+    return pluginContext(this, path, policies);
+  }
+
+  /** `ctx.compileVariant`: the installed variant of `slot` whose key `value` holds, compiled at `at`. */
+  async variant<T>(slotRef: SlotPlugin<T> | string, value: Obj, at: ConfigPath, policies: PolicySet): Promise<{ key: string; instance: T }> {
+    const slot = typeof slotRef === 'string' ? slotRef : slotRef.name;
+    const key = Object.keys(value).find((k) => this.deps.registry.lookup(slot, k));
+    if (!key) throw new ConfigError({ code: ErrorCode.configInvalid, path: at, message: `no installed \`${slot}\` key found` });
+    const plugin = this.deps.registry.lookup(slot, key)!.plugin as { key: string; compile(c: unknown, ctx: unknown): unknown };
+    renameKey(value, key, plugin.key);
+    const instance = (await plugin.compile(value[plugin.key], this.context([...at, key], policies))) as T;
+    this.track(instance);
+    return { key: plugin.key, instance };
+  }
+
+  track(instance: unknown): void {
+    if (instance && typeof (instance as { dispose?: unknown }).dispose === 'function') this.disposables.push(instance as { dispose(): void });
+  }
+
+  async policySet(slot: string, value: Obj | undefined, path: ConfigPath): Promise<CompiledPolicySet> {
+    if (!value || Object.keys(value).length === 0) return CompiledPolicySet.EMPTY;
+    const entries: PolicyEntry[] = [];
+    const seen = new Map<string, string>();
+    for (const [key, config] of Object.entries(value)) {
+      const registered = this.deps.registry.lookup(slot, key);
+      if (!registered || registered.plugin.kind !== 'policy') continue;
+      const plugin = registered.plugin as PolicyPlugin;
+      const previous = seen.get(plugin.key);
+      if (previous) {
+        this.issue([...path, key], `\`${key}\` and \`${previous}\` are the same policy; set only one`, true);
+        continue;
+      }
+      seen.set(plugin.key, key);
+      renameKey(value, key, plugin.key);
+      const instance = await this.guarded([...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([]))));
+      if (!instance) continue;
+      this.track(instance);
+      entries.push({ key: plugin.key, plugin, instance });
+    }
+    return new CompiledPolicySet(entries);
+  }
+
+  async backendValue(value: Obj, path: ConfigPath, policies: PolicySet): Promise<BackendInstance | undefined> {
+    const key = Object.keys(value).find((k) => this.deps.registry.lookup('backend', k));
+    if (!key) return undefined;
+    const plugin = this.deps.registry.lookup('backend', key)!.plugin as BackendPlugin;
+    renameKey(value, key, plugin.key);
+    const instance = await this.guarded([...path, key], () => plugin.compile(value[plugin.key], this.context([...path, key], policies)));
+    this.track(instance);
+    return instance;
+  }
+
+  /**
+   * A shared cell of `n` zeros for health state this worker has not held before. On a reload (generation > 1) that
+   * is a backend new to the config, so the cell is zeroed: cells are never freed, and a backend config that comes
+   * back must start afresh as it would in one process. A worker's first load (a start, a restart) takes the cell as
+   * it is: a restarted worker joins the ejections the others made.
+   */
+  sharedState(key: string, n: number): SharedCell {
+    const zeros = new Array<number>(n).fill(0);
+    const cell = this.deps.shared.cells.cell(key, zeros);
+    if (this.deps.generation > 1) {
+      cell.lock();
+      cell.values.set(zeros);
+      cell.unlock();
+    }
+    return cell;
+  }
+
+  /** The counter of backends taken out of rotation (outlier detection and failed health checks). */
+  ejections(): EjectionCounter {
+    return this.deps.metrics.counter('switchyard_backend_ejections_total', 'Backends taken out of rotation, by backend, route and reason (consecutive5xx, consecutiveGatewayFailure, healthCheck).');
+  }
+}

@@ -1,0 +1,75 @@
+import { ConfigError, ErrorCode, connectUpstream } from '../sdk/index.ts';
+import type { BackendCompileContext, ConfigPath, ConfigSection, PolicySet, SlotPlugin } from '../sdk/index.ts';
+import { didYouMean } from '../config/did-you-mean.ts';
+import { formatPath } from '../config/config-source.ts';
+import { configSectionPath } from '../config/assemble-schema.ts';
+import type { LoadCompiler } from './load-compiler.ts';
+
+type Obj = Record<string, unknown>;
+
+/** The `ctx` a plugin's `compile` gets at `path`, over the load `c`, with the policies in force there. */
+export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: PolicySet): BackendCompileContext {
+  const logger = c.deps.logger.child({ config: formatPath(path) });
+  const ctx: BackendCompileContext = {
+    path,
+    cwd: c.deps.cwd,
+    logger,
+    http: c.upstreams,
+    resources: c.resourceView,
+    sharedCell: (key, initial) => c.deps.shared.cells.cell(key, initial),
+    sharedFetches: c.deps.shared.fetches,
+    processes: c.deps.shared.processes,
+    expr: c.deps.expressions.compilerAt(path),
+    configSection: <T>(section: ConfigSection<T>): T => {
+      const where = configSectionPath(section);
+      if (!c.sections.has(where)) throw new Error(`no installed plugin contributes the \`config.${where}\` section`);
+      return c.sections.get(where) as T;
+    },
+    defaultTimeouts: c.staticConfig.defaultTimeouts,
+    policies,
+    fail: (message, sub = []) => {
+      throw new ConfigError({ code: ErrorCode.configInvalid, path: [...path, ...sub], message });
+    },
+    warn: (message, sub = []) => logger.warn(message, { at: formatPath([...path, ...sub]) }),
+    compileBackend: async (value, sub) => {
+      const instance = await c.backendValue(value, [...path, ...sub], policies);
+      if (!instance) throw new ConfigError([]);
+      return instance;
+    },
+    compileVariant: <T>(slotRef: SlotPlugin<T> | string, value: Obj, sub: ConfigPath) => c.variant(slotRef, value, [...path, ...sub], policies),
+    compilePolicies: (slot, value, sub) => c.policySet(typeof slot === 'string' ? slot : slot.name, value, [...path, ...sub]),
+    adminRoute: (prefix, handler) => {
+      if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix) || prefix === '/config_dump') throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
+      if (!c.adminRoutes.has(prefix)) c.adminRoutes.set(prefix, handler);
+    },
+    connect: (options) => connectUpstream(ctx, options),
+    spans: c.spans,
+    loadState: <T>(key: string, create: () => T): T => {
+      if (!c.loadStates.has(key)) c.loadStates.set(key, create());
+      return c.loadStates.get(key) as T;
+    },
+    counter: (name, help) => {
+      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new Error(`\`${name}\` is not a valid metric name`);
+      return c.deps.metrics.counter(name, help);
+    },
+    histogram: (name, help, labelNames, buckets) => {
+      if (!/^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(name)) throw new Error(`\`${name}\` is not a valid metric name`);
+      return c.deps.metrics.histogram(name, help, labelNames, buckets);
+    },
+    namedBackend: async (name, sub) => {
+      const spec = c.named.get(name);
+      if (!spec) {
+        const guess = didYouMean(name, c.named.keys());
+        throw new ConfigError({
+          code: ErrorCode.configInvalid,
+          path: [...path, ...sub],
+          message: `unknown backend \`${name}\`${guess ? `; did you mean \`${guess}\`?` : c.named.size ? `; named backends: ${[...c.named.keys()].join(', ')}` : ' (the top-level `backends` list is empty)'}`,
+        });
+      }
+      const instance = await c.backendValue(spec.value, spec.path, policies);
+      if (!instance) throw new ConfigError([]);
+      return instance;
+    },
+  };
+  return ctx;
+}
