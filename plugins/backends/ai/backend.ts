@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { BodyTooLargeError, GatewayError, llmTokenLimiters, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
+import { GatewayError, llmTokenLimiters } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, ForwardOptions, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
@@ -8,26 +8,22 @@ import { llmProviderSlot } from '../../lib/slots/ai.ts';
 import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.ts';
 import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } from '../../lib/llm/contract.ts';
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
-import { BadEncodingError, decodeBody, DecodedTooLargeError, responseDecoder, UnsupportedEncodingError } from '../../lib/llm/body.ts';
-import { clientErrorBody, llmRequestError, llmResponseError, parseUpstreamError, shapeClientError } from '../../lib/llm/errors.ts';
-import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
+import { BadEncodingError, decodeBody, DecodedTooLargeError, UnsupportedEncodingError } from '../../lib/llm/body.ts';
+import { llmRequestError, llmResponseError, shapeClientError } from '../../lib/llm/errors.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
-import { answerToObserve, observeEvent, observeResponse } from '../../lib/llm/observe.ts';
-import { LlmResponseStream, observeBeside } from '../../lib/llm/stream.ts';
-import type { LlmEvent } from '../../lib/llm/events.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
-import type { Translation } from '../../lib/llm/formats/index.ts';
-import type { LlmFormat } from '../../lib/llm/formats/format.ts';
+import { respond, RESPONSE_LIMIT } from './answer.ts';
+import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
 import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
+import { maxOutputTokens, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { claimAiBackendName } from './unique-name.ts';
-import { guardStreamedReply } from './stream-guard.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
 export interface AiBackendConfig {
@@ -40,14 +36,6 @@ export interface AiBackendConfig {
 
 /** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
 const REQUEST_LIMIT = 2 * 1024 * 1024;
-/** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
-const RESPONSE_LIMIT = 32 * 1024 * 1024;
-/** Largest response copy kept to read usage from a passed-through body; beyond it usage is not logged. */
-const USAGE_LIMIT = 8 * 1024 * 1024;
-/** Largest passed-through answer read whole (with a Content-Length) instead of tapped as it streams by. */
-const SMALL_ANSWER = 64 * 1024;
-/** Largest upstream error body translated into the client's error shape. */
-const ERROR_LIMIT = 1024 * 1024;
 /** A non-streamed call's answer is read whole by the target (ADR 0058), no stream in between. */
 const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 
@@ -55,25 +43,6 @@ const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 const FAILOVER = { codes: [429, 500, 502, 503, 504] } as const;
 
 const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses']);
-
-/** What one request is: the formats on both sides and how to translate between them. */
-interface LlmRequest {
-  readonly client: LlmRouteType;
-  readonly clientFormat: LlmFormat;
-  readonly wire: LlmWireFormat;
-  /** The wire format's module (the provider's own, else a built-in one). */
-  readonly wireFormat: LlmFormat;
-  readonly model: string;
-  readonly stream: boolean;
-  readonly translation: Translation;
-  readonly call: LlmCall;
-  readonly policy: AiPolicyRuntime | undefined;
-}
-
-function splitPath(pathAndQuery: string): { path: string; query: string } {
-  const q = pathAndQuery.indexOf('?');
-  return q === -1 ? { path: pathAndQuery, query: '' } : { path: pathAndQuery.slice(0, q), query: pathAndQuery.slice(q) };
-}
 
 export async function compileAiBackend(config: AiBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
   claimAiBackendName(ctx, config.name);
@@ -307,190 +276,4 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   // The route's `ai` policy resolves its virtual models' targets against this (a target without `model` uses it).
   ctx.loadState<AiBackendModels>(AI_BACKEND_MODELS, () => new Map()).set(self, provider.model ?? null);
   return self;
-}
-
-/**
- * Token rate limits on the route (`llmTokenLimiters`, set by their policies): the prompt estimate, computed only
- * then, is reserved by each in order before the provider is called; the first refusal is the answer.
- */
-async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote): Promise<Reply | undefined> {
-  const limiters = ex.get(llmTokenLimiters);
-  if (!limiters) return undefined;
-  const estimate = body ? estimatePromptTokens(body) : 0;
-  for (const limiter of limiters) {
-    const refused = await limiter.reserve(ex, estimate, quote);
-    if (refused) return refused;
-  }
-  return undefined;
-}
-
-const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true}');
-
-/** A JSON object text (one that parsed) with `stream_options.include_usage` as its first member. */
-function withUsageOption(raw: Buffer): Buffer {
-  const open = raw.indexOf(0x7b);
-  let next = open + 1;
-  while (raw[next] === 0x20 || raw[next] === 0x0a || raw[next] === 0x0d || raw[next] === 0x09) next++;
-  const parts = [raw.subarray(0, open + 1), USAGE_OPTION];
-  if (raw[next] !== 0x7d) parts.push(COMMA);
-  parts.push(raw.subarray(open + 1));
-  return Buffer.concat(parts);
-}
-const COMMA = Buffer.from(',');
-
-/** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
-function maxOutputTokens(body: Obj): number | undefined {
-  const gen = isObj(body.generationConfig) ? body.generationConfig.maxOutputTokens : undefined;
-  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens, gen]) if (typeof v === 'number' && v >= 0) return v;
-  return undefined;
-}
-
-/**
- * Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. Sync
- * when nothing has to be waited for (the usual answer: read whole and passed through), a promise otherwise.
- */
-function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<Reply> {
-  const h = reply.headers;
-  // A compressed answer read whole is decoded as a stream, like a streamed one (rare: identity is asked for).
-  if (Buffer.isBuffer(reply.body) && h['content-encoding'] !== undefined) reply.body = Readable.from([reply.body]);
-  if (reply.body instanceof Readable) {
-    const decoder = responseDecoder(h['content-encoding'] as string | undefined);
-    if (decoder) {
-      reply.body = pipeWithTeardown(reply.body, decoder);
-      delete h['content-encoding'];
-      delete h['content-length'];
-    }
-  }
-  // Read whole by the target (a non-streamed call): the bytes themselves, no stream made for them.
-  const whole = Buffer.isBuffer(reply.body) ? reply.body : undefined;
-  const body = whole !== undefined ? undefined : reply.body instanceof Readable ? reply.body : Readable.from(reply.body ? [Buffer.from(reply.body)] : []);
-
-  if (reply.status >= 400) {
-    const clientFamily = req.clientFormat.family;
-    if (clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
-    if (whole !== undefined) return clientError(reply, clientFamily, capped(whole, ERROR_LIMIT));
-    return readCapped(body!, ERROR_LIMIT).then((bytes) => clientError(reply, clientFamily, bytes));
-  }
-
-  const contentType = String(h['content-type'] ?? '').toLowerCase();
-  const source = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/vnd.amazon.eventstream') ? 'eventstream' : undefined;
-  if (req.stream && source) {
-    const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
-    const captures = req.call.capturesContent;
-    const options = {
-      source,
-      onEvent: (e: LlmEvent) => {
-        req.call.firstEvent();
-        observeEvent(req.wireFormat, e, req.call);
-        if (captures) req.call.recordEvent(req.wireFormat, e);
-      },
-      onEnd: () => req.call.finish(),
-      // Capturing content needs every event parsed, not only those carrying usage.
-      observes: req.wireFormat.observes && !captures ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
-      onSkipped: () => req.call.firstEvent(),
-    } as const;
-    const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
-    // Passed through unchanged and not held for guards: watched beside the pipe to the client, no stream in between.
-    reply.body = translator || guarded ? pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator })) : observeBeside(body!, options);
-    delete h['content-length'];
-    if (translator) {
-      h['content-type'] = 'text/event-stream';
-      h['cache-control'] = 'no-cache';
-    }
-    // `promptGuard.streaming: Enabled`: the stream is held until it ends and guarded whole (stream-guard.ts).
-    if (guarded) return guardStreamedReply(ex, reply, req.client, req.policy!);
-    return reply;
-  }
-
-  const guards = req.policy?.hasResponseGuards === true;
-  // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
-  // than a tapping stream in between, and the client would wait for the last byte of it anyway.
-  if (req.translation.identity && !guards && whole !== undefined) return passWhole(reply, req, whole);
-  if (req.translation.identity && !guards && Number(h['content-length']) <= SMALL_ANSWER) return readCapped(body!, SMALL_ANSWER).then((bytes) => passWhole(reply, req, bytes));
-  if (req.translation.identity && !guards) {
-    reply.body = tapCapped(body!, USAGE_LIMIT, (bytes) => {
-      try {
-        const parsed = bytes ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
-        if (parsed !== undefined) {
-          observeResponse(req.wireFormat, parsed, req.call);
-          if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
-        }
-      } catch {
-        // Telemetry never fails a response: an answer too large to read for usage, or not JSON, still ends the call.
-      }
-      req.call.finish();
-    });
-    return reply;
-  }
-  return translateWhole(ex, reply, req, whole, body, guards);
-}
-
-/** An upstream error in the client API's error shape. */
-function clientError(reply: Reply, clientFamily: 'openai' | 'anthropic', bytes: Buffer): Reply {
-  const h = reply.headers;
-  reply.body = clientErrorBody(clientFamily, reply.status, parseUpstreamError(bytes.toString('utf8'), h));
-  h['content-type'] = 'application/json';
-  delete h['content-length'];
-  delete h['transfer-encoding'];
-  return reply;
-}
-
-/** A complete answer passed through as it came: its usage and model read on the way (ADR 0060). */
-function passWhole(reply: Reply, req: LlmRequest, bytes: Buffer): Reply {
-  try {
-    // As the tap in `respond`: beyond USAGE_LIMIT usage is not read.
-    const parsed = bytes.length <= USAGE_LIMIT ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
-    if (parsed !== undefined) {
-      observeResponse(req.wireFormat, parsed, req.call);
-      if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
-    }
-  } catch {
-    // Telemetry never fails a response.
-  }
-  req.call.finish();
-  reply.body = bytes;
-  return reply;
-}
-
-/** A complete answer translated into the client's format and guarded: read whole, parsed, serialised again. */
-async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole: Buffer | undefined, body: Readable | undefined, guards: boolean): Promise<Reply> {
-  const h = reply.headers;
-  let bytes: Buffer;
-  try {
-    bytes = whole ?? (await readCapped(body!, RESPONSE_LIMIT));
-  } catch (err) {
-    req.call.fail(err);
-    if (err instanceof RangeError) return llmResponseError(502, 'response too large');
-    throw err;
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bytes.toString('utf8'));
-  } catch (err) {
-    req.call.fail(err);
-    return llmResponseError(502, 'the provider did not answer with JSON');
-  }
-  if (!isObj(parsed)) {
-    req.call.fail(new Error('not a JSON object'));
-    return llmResponseError(502, 'the provider did not answer with a JSON object');
-  }
-  observeResponse(req.wireFormat, parsed, req.call);
-  if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
-  req.call.finish();
-  const clientBody = req.translation.response(parsed, req.model);
-  if (guards) {
-    const rejected = await req.policy!.guardResponse(ex, req.client, clientBody);
-    if (rejected) return rejected;
-  }
-  reply.body = JSON.stringify(clientBody);
-  h['content-type'] = 'application/json';
-  delete h['content-length'];
-  delete h['transfer-encoding'];
-  return reply;
-}
-
-/** `readCapped`'s limit on bytes already read. */
-function capped(bytes: Buffer, limit: number): Buffer {
-  if (bytes.length > limit) throw new BodyTooLargeError(limit);
-  return bytes;
 }

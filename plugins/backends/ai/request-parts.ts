@@ -1,0 +1,47 @@
+// The request side's small helpers: the target path, token reservations, the usage option, the client's output cap.
+import type { Exchange, LlmCallQuote, Reply } from 'switchyard/sdk';
+import { llmTokenLimiters } from 'switchyard/sdk';
+import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
+import { isObj } from '../../lib/llm/json.ts';
+import type { Obj } from '../../lib/llm/json.ts';
+
+export function splitPath(pathAndQuery: string): { path: string; query: string } {
+  const q = pathAndQuery.indexOf('?');
+  return q === -1 ? { path: pathAndQuery, query: '' } : { path: pathAndQuery.slice(0, q), query: pathAndQuery.slice(q) };
+}
+
+/**
+ * Token rate limits on the route (`llmTokenLimiters`, set by their policies): the prompt estimate, computed only
+ * then, is reserved by each in order before the provider is called; the first refusal is the answer.
+ */
+export async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote): Promise<Reply | undefined> {
+  const limiters = ex.get(llmTokenLimiters);
+  if (!limiters) return undefined;
+  const estimate = body ? estimatePromptTokens(body) : 0;
+  for (const limiter of limiters) {
+    const refused = await limiter.reserve(ex, estimate, quote);
+    if (refused) return refused;
+  }
+  return undefined;
+}
+
+const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true}');
+
+/** A JSON object text (one that parsed) with `stream_options.include_usage` as its first member. */
+export function withUsageOption(raw: Buffer): Buffer {
+  const open = raw.indexOf(0x7b);
+  let next = open + 1;
+  while (raw[next] === 0x20 || raw[next] === 0x0a || raw[next] === 0x0d || raw[next] === 0x09) next++;
+  const parts = [raw.subarray(0, open + 1), USAGE_OPTION];
+  if (raw[next] !== 0x7d) parts.push(COMMA);
+  parts.push(raw.subarray(open + 1));
+  return Buffer.concat(parts);
+}
+const COMMA = Buffer.from(',');
+
+/** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
+export function maxOutputTokens(body: Obj): number | undefined {
+  const gen = isObj(body.generationConfig) ? body.generationConfig.maxOutputTokens : undefined;
+  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens, gen]) if (typeof v === 'number' && v >= 0) return v;
+  return undefined;
+}
