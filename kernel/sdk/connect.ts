@@ -5,7 +5,9 @@
  * `remoteRateLimit`, JWKS and OIDC metadata fetchers, the guardrail webhook and MCP HTTP targets all connect so.
  */
 import type { Exchange } from './exchange.ts';
-import type { BackendInstance, CompileContext, ConfigPath, PolicySet } from './plugin.ts';
+import type { CompileContext, ConfigPath } from './compile-context.ts';
+import type { PolicySet } from './policy-instance.ts';
+import type { BackendInstance } from './backend-instance.ts';
 import { parseUpstreamAddress, serviceAuthority } from './upstream-address.ts';
 import type { AddressRules, ServiceRef, UpstreamAddress } from './upstream-address.ts';
 import type { UpstreamCallOptions, UpstreamResponse, UpstreamTarget, UpstreamTls } from './upstream.ts';

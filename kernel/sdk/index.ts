@@ -3,6 +3,9 @@
  * @packageDocumentation
  */
 export * from './plugin.ts';
+export * from './compile-context.ts';
+export * from './policy-instance.ts';
+export * from './backend-instance.ts';
 export * from './facets.ts';
 export * from './config-section.ts';
 export * from './phases.ts';
