@@ -36,7 +36,8 @@ export interface CompiledBackendRef {
   readonly cooldown: Cooldown | null;
   /**
    * The pipeline may forward straight into the response (ADR 0051): the backend says `handle` only forwards
-   * (`forwardsToTarget`), and no hook, retry, failover or `timeout` needs the reply as an object.
+   * (`forwardsToTarget`), and no hook, retry, failover or `timeout` needs the reply as an object: response hooks
+   * that edit the raw header list (`onResponseHeaders`, ADR 0071) are fine.
    */
   readonly forwardsDirect: boolean;
 }

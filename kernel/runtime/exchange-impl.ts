@@ -69,14 +69,22 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   snapshot: Snapshot | undefined = undefined;
   /** Log hooks of the chosen backend (its own, then the route's); null before dispatch. */
   logHooks: readonly PolicyInstance[] | null = null;
+  /**
+   * Response hooks of the chosen backend when it forwards directly (ADR 0071): their `onResponseHeaders` edit the
+   * raw answer headers, their `onResponse` a failure's reply. Null when none (or not forwarding directly).
+   */
+  responseHooks: readonly PolicyInstance[] | null = null;
   /** Set once a reply has been started; later replies (a timeout racing a response) are dropped. */
   replied = false;
   status = 0;
   replyStream: Readable | undefined = undefined;
   /** The headers sent with the response (the access log's CEL `response.headers`); kept, not copied. */
   private replyHeaderMap: Reply['headers'] | undefined = undefined;
-  /** A direct forward's raw answer headers (ADR 0051): `replyHeaders` is made of them when read. */
-  rawReplyHeaders: Buffer[] | undefined = undefined;
+  /**
+   * A direct forward's raw answer headers (ADR 0051), or its edited list (ADR 0071): `replyHeaders` is made of them
+   * when read.
+   */
+  rawReplyHeaders: Buffer[] | string[] | undefined = undefined;
   errorMessage: string | undefined = undefined;
   /** Why the request is refused before routing (malformed Host or path); answered with 400. */
   refusal: string | undefined = undefined;

@@ -1,11 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { flatHeaders, flatRawHeaders } from './reply-writer.ts';
+import { editedRawHeaders, flatHeaders, flatRawHeaders } from './reply-writer.ts';
 import { parseHeaders } from '../upstream/undici-core.ts';
+import { headerListAdd, headerListRemove, headerListSet } from '../sdk/index.ts';
+import type { Logger, PolicyInstance, Reply } from '../sdk/index.ts';
+import type { ExchangeImpl } from './exchange-impl.ts';
 
 /** What the direct forward wrote before (docs/perf.md "Plain route CPU, session 7"): parseHeaders, queued assigned, flattened. */
-function viaObject(raw: Buffer[], queued: string[] | undefined): string[] {
-  const headers: Record<string, string | string[] | undefined> = parseHeaders(raw);
+function viaObject(raw: Buffer[], queued: string[] | undefined, parsed?: Record<string, string | string[] | undefined>): string[] {
+  const headers: Record<string, string | string[] | undefined> = parsed ?? parseHeaders(raw);
   if (queued) for (let i = 0; i < queued.length; i += 2) headers[queued[i]!] = queued[i + 1]!;
   return flatHeaders(headers);
 }
@@ -44,5 +47,55 @@ describe('flatRawHeaders: the raw answer headers as the list writeHead writes', 
 
   it('keeps the upstream order of the names', () => {
     assert.deepEqual(flatRawHeaders(raw(['B', '1'], ['A', '2'], ['C', '3']), ['a', 'q', 'd', '4']), ['b', '1', 'a', 'q', 'c', '3', 'd', '4']);
+  });
+});
+
+describe('editedRawHeaders: response header hooks on the raw list, as writeReply applies onResponse (ADR 0071)', () => {
+  // One hook, written twice as a policy writes it: on a Reply's object and on the raw list.
+  const hook: PolicyInstance = {
+    onResponse(_ex, reply) {
+      const h = reply.headers;
+      const v = h['x-a'];
+      h['x-a'] = v === undefined ? 'added' : Array.isArray(v) ? [...v, 'added'] : [String(v), 'added'];
+      h.connection = 'x-hidden';
+      h['x-set'] = 'set';
+      delete h['x-gone'];
+    },
+    onResponseHeaders(_ex, _status, list) {
+      headerListAdd(list, 'x-a', 'added');
+      headerListSet(list, 'connection', 'x-hidden');
+      headerListSet(list, 'x-set', 'set');
+      headerListRemove(list, 'x-gone');
+    },
+  };
+  const failing: PolicyInstance = {
+    onResponse() {
+      throw new Error('boom');
+    },
+    onResponseHeaders() {
+      throw new Error('boom');
+    },
+  };
+  const logged: string[] = [];
+  const logger = { error: (msg: string) => logged.push(msg), warn() {}, info() {}, debug() {} } as unknown as Logger;
+  const cases: [string, Buffer[], string[] | undefined][] = [
+    ['plain answer', raw(['Content-Type', 'text/plain'], ['X-A', '1'], ['X-Gone', 'g'], ['X-A', '2']), undefined],
+    ['upstream Connection replaced by the hook', raw(['Connection', 'X-B'], ['X-B', 'b'], ['X-Hidden', 'h'], ['Keep-Alive', 'timeout=5']), undefined],
+    ['queued after the hooks', raw(['X-Set', 'upstream'], ['Vary', 'a']), ['x-set', 'queued', 'vary', 'Origin']],
+  ];
+  for (const [name, input, queued] of cases) {
+    it(name, () => {
+      const ex = { queued, route: { key: 'r' }, rawReplyHeaders: undefined } as unknown as ExchangeImpl;
+      const flat = editedRawHeaders(ex, 200, input, [hook, failing], logger);
+      const headers: Record<string, string | string[] | undefined> = parseHeaders(input);
+      const reply = { status: 200, headers, body: null } as unknown as Reply;
+      hook.onResponse!(ex, reply);
+      assert.deepEqual(fields(flat), fields(viaObject([], queued, headers)));
+      assert.ok(Array.isArray(ex.rawReplyHeaders), 'the edited list is kept for the access log');
+    });
+  }
+  it('a hook that throws is logged and skipped', () => {
+    assert.ok(logged.length >= cases.length);
+    assert.ok(logged.every((m) => m === 'response hook failed'));
   });
 });

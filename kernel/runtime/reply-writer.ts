@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
 import type { HeaderMap, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
+import { headerListSet } from '../sdk/header-list.ts';
 import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 import { headerNameToString } from '../upstream/undici-core.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
@@ -171,7 +172,7 @@ export function flatRawHeaders(raw: readonly Buffer[], queued: readonly string[]
     for (let q = 0; q < queued.length; q += 2) {
       const name = queued[q]!;
       if (name === 'connection') connection = [queued[q + 1]!];
-      else if (!HOP_BY_HOP.has(name)) replaceHeader(out, name, queued[q + 1]!);
+      else if (!HOP_BY_HOP.has(name)) headerListSet(out, name, queued[q + 1]!);
     }
   }
   const listed = connection === undefined ? null : connectionListed(connection.length === 1 ? connection[0] : connection);
@@ -181,20 +182,44 @@ export function flatRawHeaders(raw: readonly Buffer[], queued: readonly string[]
   return kept;
 }
 
-/** `name` given `value` where it first appears (its other values dropped), or added at the end. */
-function replaceHeader(out: string[], name: string, value: string): void {
-  let at = -1;
-  for (let i = 0; i < out.length; i += 2) {
-    if (out[i] !== name) continue;
-    if (at === -1) {
-      at = i;
-      out[i + 1] = value;
-    } else {
-      out.splice(i, 2);
-      i -= 2;
+/**
+ * The raw answer headers after a route's `onResponseHeaders` hooks (ADR 0071), as `writeReply` would send the reply
+ * after its `onResponse` hooks: the hooks see every header (hop-by-hop ones too, as a reply's object holds them) in
+ * the upstream's order, then the queued headers replace, then hop-by-hop ones and those `Connection` names go.
+ * `edited` receives the list as the hooks left it with the queued headers (what the access log's `response.headers`
+ * shows). A hook that throws is logged and skipped, as a response hook is.
+ */
+export function editedRawHeaders(ex: ExchangeImpl, status: number, raw: readonly Buffer[], hooks: readonly PolicyInstance[], logger: Logger): string[] {
+  const list: string[] = new Array<string>(raw.length);
+  for (let i = 0; i < raw.length; i += 2) {
+    list[i] = headerNameToString(raw[i]!);
+    list[i + 1] = raw[i + 1]!.toString('latin1');
+  }
+  for (let h = 0; h < hooks.length; h++) {
+    try {
+      hooks[h]!.onResponseHeaders!(ex, status, list);
+    } catch (err) {
+      logger.error('response hook failed', { route: ex.route.key, error: err as Error });
     }
   }
-  if (at === -1) out.push(name, value);
+  const queued = ex.queued;
+  if (queued) for (let q = 0; q < queued.length; q += 2) headerListSet(list, queued[q]!, queued[q + 1]!);
+  ex.rawReplyHeaders = list;
+  let connection: string[] | undefined;
+  const out: string[] = [];
+  for (let i = 0; i < list.length; i += 2) {
+    const name = list[i]!;
+    if (HOP_BY_HOP.has(name)) {
+      if (name === 'connection') (connection ??= []).push(list[i + 1]!);
+      continue;
+    }
+    out.push(name, list[i + 1]!);
+  }
+  const listed = connection === undefined ? null : connectionListed(connection.length === 1 ? connection[0] : connection);
+  if (listed === null) return out;
+  const kept: string[] = [];
+  for (let i = 0; i < out.length; i += 2) if (!listed.has(out[i]!)) kept.push(out[i]!, out[i + 1]!);
+  return kept;
 }
 
 /**
@@ -207,12 +232,15 @@ export function directReplies(logger: Logger): DirectReplies<ExchangeImpl> {
       if (ex.replied || res.destroyed) return false;
       ex.replied = true;
       ex.status = status;
+      const hooks = ex.responseHooks;
+      if (hooks !== null) return writeStatus(ex, res, status, editedRawHeaders(ex, status, rawHeaders, hooks, logger));
       // The header object (the access log's CEL `response.headers`) is made only if something reads it.
       ex.rawReplyHeaders = rawHeaders;
       return writeStatus(ex, res, status, flatRawHeaders(rawHeaders, ex.queued));
     },
     fail(ex, res, err) {
-      writeReply(ex, res, errorReply(err, logger, ex), null, logger);
+      // A failure is a reply: the route's response hooks apply to it (CORS headers on a 502).
+      writeReply(ex, res, errorReply(err, logger, ex), ex.responseHooks, logger);
     },
     broke(ex, res, err) {
       // The client must see a truncated response, not a clean end.

@@ -240,7 +240,9 @@ export class RequestPipeline {
     // The plain route (ADR 0051): the upstream's answer written straight into the response, without a Reply.
     if (ref.forwardsDirect) {
       const direct = directForwarder(ref.instance.target);
+      ex.responseHooks = ref.responseHooks; // their header edits (ADR 0071)
       if (direct !== null && direct.forwardInto(ex, res, this.replies)) return;
+      ex.responseHooks = null;
     }
     const hooks = ref.responseHooks;
     const onReply = (reply: Reply): void => writeReply(ex, res, reply, hooks, this.logger);

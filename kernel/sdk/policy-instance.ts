@@ -1,5 +1,6 @@
 import type { Exchange } from './exchange.ts';
 import type { Reply } from './reply.ts';
+import type { ResponseHeaderList } from './header-list.ts';
 import type { Facet, FacetValue } from './facets.ts';
 import type { UpstreamAttempt, UpstreamTls } from './upstream.ts';
 import type { ConfigPath } from './compile-context.ts';
@@ -57,6 +58,16 @@ export interface PolicyInstance {
    * promise only when the hook must wait (read an upstream body to rewrite it): the reply is held until it settles.
    */
   onResponse?(ex: Exchange, reply: Reply): void | Promise<void>;
+  /**
+   * The change `onResponse` makes, made to the headers of an upstream answer the kernel forwards straight into the
+   * client's response (ADR 0051, 0071): `headers` is the answer's flat list (names lower-case, hop-by-hop ones still
+   * in it; the kernel drops them and adds queued headers afterwards), `status` its status. Synchronous; it sees no
+   * body. Provide it when `onResponse` only reads the exchange and the reply's status and headers and changes
+   * headers: when every response hook of a route's backend has one, the route keeps the direct forward (no Reply, no
+   * header object per request). `onResponse` still runs on local replies and errors, so both must do the same; the
+   * `headerList*` helpers edit the list as the same operation edits a `HeaderMap`.
+   */
+  onResponseHeaders?(ex: Exchange, status: number, headers: ResponseHeaderList): void;
   /** After the response is finished. */
   onLog?(ex: Exchange, status: number): void;
   readonly facets?: PolicyFacets;

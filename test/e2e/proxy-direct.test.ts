@@ -52,7 +52,8 @@ describe('direct forwarding on the plain host route', () => {
       {
         name: 'hooked',
         matches: [{ path: { pathPrefix: '/hooked' } }],
-        policies: { responseHeaderModifier: { set: { 'x-hooked': 'yes' } } },
+        // A response hook with no `onResponseHeaders` (header edits alone keep the direct path: ADR 0071).
+        policies: { transformations: { response: { set: { 'x-hooked': '"yes"' } } } },
         backends: [{ host }],
       },
       { name: 'plain', backends: [{ host }] },

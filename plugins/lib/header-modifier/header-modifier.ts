@@ -1,3 +1,4 @@
+import { headerListAdd, headerListRemove, headerListSet } from 'switchyard/sdk';
 /** Config shape shared by `requestHeaderModifier` and `responseHeaderModifier`. */
 export interface HeaderModifierConfig {
   add?: Record<string, string>;
@@ -38,6 +39,16 @@ export function applyHeaderModifier(m: HeaderModifier, headers: Headers): void {
   for (const [name, value] of m.set) headers[name] = value;
   // `delete` of an absent name still calls into the runtime; a load that misses does not.
   for (const name of m.remove) if (headers[name] !== undefined) delete headers[name];
+}
+
+/**
+ * Apply to a forwarded answer's raw header list (`onResponseHeaders`, ADR 0071), as `applyHeaderModifier` changes a
+ * header object: `add` after the name's last value, `set` where the name first appears, `remove` every value.
+ */
+export function applyHeaderModifierToList(m: HeaderModifier, list: string[]): void {
+  for (const [name, value] of m.add) headerListAdd(list, name, value);
+  for (const [name, value] of m.set) headerListSet(list, name, value);
+  for (const name of m.remove) headerListRemove(list, name);
 }
 
 /** JSON Schema of the modifier object, shared by both policies. */

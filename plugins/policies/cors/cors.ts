@@ -1,4 +1,4 @@
-import { localReply, parseDuration } from 'switchyard/sdk';
+import { headerListGet, headerListHas, headerListSet, localReply, parseDuration } from 'switchyard/sdk';
 import type { CompileContext, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 import { CORS_ALLOWED_ORIGIN } from '../../lib/cors/allowed-origin.ts';
 import { compileOriginTest } from './origin-matcher.ts';
@@ -66,6 +66,13 @@ export function compileCors(config: CorsConfig, ctx: CompileContext): PolicyInst
       const vary = reply.headers.vary;
       if (vary === undefined) reply.headers.vary = 'Origin';
       else if (!/\borigin\b/i.test(String(vary))) reply.headers.vary = `${String(vary)}, Origin`;
+    },
+    // The same on an answer forwarded straight through (ADR 0071).
+    onResponseHeaders(ex, _status, list) {
+      if (ex.headers.origin === undefined || headerListHas(list, 'access-control-allow-origin')) return;
+      const vary = headerListGet(list, 'vary');
+      if (vary === undefined) list.push('vary', 'Origin');
+      else if (!/\borigin\b/i.test(String(vary))) headerListSet(list, 'vary', `${String(vary)}, Origin`);
     },
   };
 }

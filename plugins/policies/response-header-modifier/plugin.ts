@@ -1,5 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
-import { applyHeaderModifier, compileHeaderModifier, headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
+import { applyHeaderModifier, applyHeaderModifierToList, compileHeaderModifier, headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 
 /** `responseHeaderModifier`: add, set and remove response headers, on every response. */
@@ -16,6 +16,10 @@ export default definePolicy<HeaderModifierConfig>({
     return {
       onResponse(_ex, reply) {
         applyHeaderModifier(modifier, reply.headers);
+      },
+      // The same edit on an answer forwarded straight through: the route keeps the kernel's direct forward.
+      onResponseHeaders(_ex, _status, headers) {
+        applyHeaderModifierToList(modifier, headers);
       },
     };
   },
