@@ -71,6 +71,14 @@ interface Gateway {
   readonly markCompacts: number[];
   readonly allocKiB: number[];
   readonly rps: number[];
+  /** VmRSS at the end of each phase. */
+  readonly rssMiB: number[];
+}
+
+/** VmRSS of `pid`, MiB. */
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 /** Scavenges, other collections and bytes allocated between them, from the gateway's `--trace-gc-nvp` lines since the last call. */
@@ -193,14 +201,18 @@ async function main(args: string[]): Promise<void> {
     const gateways: Gateway[] = [];
     for (const [name, checkout] of checkouts) {
       const out = join(dir, `${name}.out`);
-      if (name === 'bare') {
-        // The bare undici proxy (bare-proxy.ts) of that checkout, for the ratio; no access log.
+      if (name === 'bare' || name.startsWith('lean-')) {
+        // The bare undici proxy (bare-proxy.ts) of that checkout, for the ratio; no access log. `lean-MODE`: that
+        // checkout's lean-proxy.ts in MODE (docs/perf.md "Lean upstream client, session 8").
         const port = await freePort();
         const fd = openSync(out, 'w');
-        const child = start(name, '0', process.execPath, ['--trace-gc-nvp', join(checkout, 'test/bench/bare-proxy.ts'), String(port), String(upstreamPort)], fd, children);
+        const script = name === 'bare' ? ['test/bench/bare-proxy.ts'] : ['test/bench/lean-proxy.ts'];
+        const mode = name === 'bare' ? [] : [name.slice('lean-'.length)];
+        const semi = name === 'bare' ? [] : ['--max-semi-space-size=4']; // as the gateway runs
+        const child = start(name, '0', process.execPath, [...semi, '--trace-gc-nvp', join(checkout, script[0]!), String(port), String(upstreamPort), ...mode], fd, children);
         closeSync(fd);
         await waitFor200(`http://127.0.0.1:${port}${path}`);
-        gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });
+        gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
         continue;
       }
       const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -228,7 +240,7 @@ async function main(args: string[]): Promise<void> {
       const child = start(name, cpus, process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
-      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [] });
+      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
     }
     const gwPid = (g: Gateway): number => {
       // taskset execs the command: the child's PID is the gateway's.
@@ -252,11 +264,12 @@ async function main(args: string[]): Promise<void> {
         g.markCompacts.push(gc.markCompacts);
         g.allocKiB.push(gc.allocated / 1024 / requests);
         g.rps.push((requests / r.ms) * 1000);
-        console.log(`round ${round + 1} ${g.name}: ${fmt((c1 - c0) / requests)} CPU µs/req, ${fmt((requests / r.ms) * 1000)} req/s, ${gc.scavenges} scavenges, ${gc.markCompacts} other GCs, ${(gc.allocated / 1024 / requests).toFixed(2)} KiB allocated/req${r.bad ? `, ${r.bad} non-200` : ''}`);
+        g.rssMiB.push(rssMiB(gwPid(g)));
+        console.log(`round ${round + 1} ${g.name}: ${fmt((c1 - c0) / requests)} CPU µs/req, ${fmt((requests / r.ms) * 1000)} req/s, ${gc.scavenges} scavenges, ${gc.markCompacts} other GCs, ${(gc.allocated / 1024 / requests).toFixed(2)} KiB allocated/req, RSS ${fmt(g.rssMiB.at(-1)!)} MiB${r.bad ? `, ${r.bad} non-200` : ''}`);
       }
     }
     console.log(`\n${size} answer, ${requests} requests per phase at c=${connections}, ${rounds} rounds`);
-    for (const g of gateways) console.log(`${g.name}: CPU µs/req ${range(g.cpu)}; req/s ${range(g.rps)}; scavenges ${range(g.scavenges)}; other GCs ${range(g.markCompacts)}; KiB allocated/req ${Math.min(...g.allocKiB).toFixed(2)}-${Math.max(...g.allocKiB).toFixed(2)}`);
+    for (const g of gateways) console.log(`${g.name}: CPU µs/req ${range(g.cpu)}; req/s ${range(g.rps)}; scavenges ${range(g.scavenges)}; other GCs ${range(g.markCompacts)}; KiB allocated/req ${Math.min(...g.allocKiB).toFixed(2)}-${Math.max(...g.allocKiB).toFixed(2)}; RSS MiB ${range(g.rssMiB)}`);
     if (gateways.length > 1) {
       const base = gateways[0]!;
       for (const g of gateways.slice(1)) {
