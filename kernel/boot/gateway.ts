@@ -1,24 +1,12 @@
-import { ConfigError } from '../sdk/index.ts';
 import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
-import { PooledUpstreams } from '../upstream/pooled-upstreams.ts';
-import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
-import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
-import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
-import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
-import { redactConfig } from '../config/redact-config.ts';
-import { positionRedacted } from '../config/redact-issues.ts';
-import { compileScrubber } from '../config/scrubber.ts';
-import type { SecretMarks } from '../config/secret-marks.ts';
-import { ConfigValidator } from '../config/validate-config.ts';
 import type { ValidatorCodeCache } from '../config/validator-cache.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
-import { CelExpressions } from '../expr/cel-expressions.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
@@ -30,12 +18,12 @@ import type { RequestPipeline } from '../runtime/request-pipeline.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
 import type { LogSink, ProcessLogger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import { buildRegistry, preloadPluginList } from './build-registry.ts';
 import { startTracing } from '../telemetry/tracing-sdk.ts';
 import type { TracingHolder } from '../telemetry/tracing.ts';
+import { ConfigLoader } from './config-loader.ts';
+import type { ConfigInput } from './config-loader.ts';
 
-/** Where the config comes from: a watched file, or inline text (`-c`, tests). */
-export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string; readonly base?: string };
+export type { ConfigInput } from './config-loader.ts';
 
 export interface GatewayOptions {
   /** The distribution's plugins (a preset). */
@@ -86,19 +74,12 @@ export class Gateway {
   private readonly options: GatewayOptions;
   private readonly s: GatewayServices;
   private readonly log: Logger;
-  private registry: PluginRegistry | undefined;
-  private validator: ConfigValidator | undefined;
-  private generation = 0;
-  private expressions: CelExpressions | undefined;
+  private readonly loader: ConfigLoader;
   private lastText: string | undefined;
   private stopWatching: (() => void) | undefined;
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
   private readonly live = new Set<Snapshot>();
-  /** Where each live snapshot's secrets are, for `/config_dump`. */
-  private readonly secrets = new WeakMap<Snapshot, SecretMarks>();
-  /** Secret strings of every config loaded so far: the process log never shows them. */
-  private readonly hidden = new Set<string>();
   private started = false;
   /** `config.tracing`, started with the first config (restart only); upstream targets read it per call. */
   private readonly traces: TracingHolder = { tracing: null };
@@ -108,6 +89,7 @@ export class Gateway {
     this.options = options;
     this.s = services;
     this.log = services.logger;
+    this.loader = new ConfigLoader(options, services, this.traces);
   }
 
   get snapshot(): Snapshot | undefined {
@@ -119,76 +101,26 @@ export class Gateway {
   }
 
   get pluginRegistry(): PluginRegistry | undefined {
-    return this.registry;
+    return this.loader.pluginRegistry;
   }
 
   private get fileName(): string {
-    const c = this.options.config;
-    return 'file' in c ? c.file : c.name;
+    return this.loader.fileName;
   }
 
   /** The config text: the file read now (bounded, never blocking; ConfigLoadError when unreadable) or the inline text. */
-  async readText(): Promise<string> {
-    const c = this.options.config;
-    return 'file' in c ? readConfigFile(c.file) : c.text;
+  readText(): Promise<string> {
+    return this.loader.readText();
   }
 
   /** Build the registry and schema validator (once per process: plugin modules are static config). */
-  async prepare(text?: string): Promise<void> {
-    if (this.registry) return;
-    await this.prepareWith(preloadPluginList(text ?? (await this.readText()), this.options.env));
+  prepare(text?: string): Promise<void> {
+    return this.loader.prepare(text);
   }
 
-  private async prepareWith(thirdParty: readonly string[]): Promise<void> {
-    if (this.registry) return;
-    const c = this.options.config;
-    this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : c.base);
-    const knownKeys = [...(this.options.knownKeys ?? [])];
-    // Only first-party plugins (the distribution's preset, no `config.plugins`): their schemas are checked against
-    // the meta-schema by the tests, so the start skips that check (about 60 ms, docs/perf.md "Startup").
-    const known = new Set(knownKeys);
-    const firstPartyOnly = thirdParty.length === 0 && this.registry.plugins().every(({ plugin }) => plugin.kind === 'slot' || known.has(plugin.key));
-    this.validator = new ConfigValidator(assembleSchema(this.registry), knownKeys, {
-      slotNouns: this.registry.slotNouns(),
-      checkSchema: !firstPartyOnly,
-      codeCache: this.options.validatorCache,
-    });
-    const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : (plugin.celVariables ?? [])));
-    this.expressions = new CelExpressions(celVariables);
-  }
-
-  /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
-  async compile(text: string): Promise<Snapshot> {
-    const env = this.options.env ?? process.env;
-    // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
-    const parsed = parseConfigText(this.fileName, text, env);
-    await this.prepareWith(pluginListOf(parsed));
-    const loaded = validateParsed(parsed, this.validator!);
-    const before = this.hidden.size;
-    for (const h of loaded.hidden) this.hidden.add(h);
-    if (this.hidden.size !== before) this.s.logger.configure({ scrub: compileScrubber(this.hidden) });
-    const generation = ++this.generation;
-    try {
-      const snapshot = await compileSnapshot(loaded.value, {
-        registry: this.registry!,
-        resources: this.s.resources,
-        metrics: this.s.metrics,
-        logger: this.log,
-        cwd: this.options.cwd ?? process.cwd(),
-        generation,
-        env,
-        expressions: this.expressions!,
-        upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics), this.traces),
-        shared: this.s.shared,
-        traces: this.traces,
-      });
-      this.secrets.set(snapshot, loaded.secrets);
-      return snapshot;
-    } catch (err) {
-      await this.s.resources.release(generation);
-      if (err instanceof ConfigError) throw new ConfigLoadError(positionRedacted(loaded.source, err.issues, loaded.secrets, loaded.value));
-      throw err;
-    }
+  /** Parse, validate and compile text into a snapshot (`config-loader.ts`). Throws ConfigLoadError with positions. */
+  compile(text: string): Promise<Snapshot> {
+    return this.loader.compile(text);
   }
 
   /** Load the config, bind every port, start the admin servers and the file watcher. */
@@ -339,7 +271,7 @@ export class Gateway {
   /** The live config, secrets redacted, with its generation and load time. */
   configDump(): { generation: number; loadedAt: string; config: unknown } {
     const snapshot = this.s.pipeline.snapshot!;
-    return { generation: snapshot.generation, loadedAt: snapshot.loadedAt.toISOString(), config: redactConfig(snapshot.config, this.secrets.get(snapshot)) };
+    return { generation: snapshot.generation, loadedAt: snapshot.loadedAt.toISOString(), config: this.loader.redactedConfig(snapshot) };
   }
 
   /** Check `text` as a reload would (parse, schema, every plugin's compile) and throw the result away. */

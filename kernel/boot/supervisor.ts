@@ -1,41 +1,26 @@
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { AdminServers } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
-import type { AdminSource, Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
+import type { Readiness } from '../admin/gateway-endpoints.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
-import { randomBytes } from 'node:crypto';
-import { parseConfigText, readConfigFile } from '../config/load-config.ts';
+import { readConfigFile } from '../config/load-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { newSharedArena } from '../resources/shared-cells.ts';
 import { FetchCoordinator } from '../resources/shared-fetches.ts';
 import { ProcessHost } from '../resources/child-processes.ts';
-import type { AdminRequest, AdminResponse } from '../sdk/index.ts';
 import type { LogSink } from '../telemetry/logger.ts';
 import { ProcessLogger } from '../telemetry/logger.ts';
-import { mergeMetrics, monotonicOnly } from '../telemetry/merge-metrics.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
 import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
 import type { ConfigInput } from './gateway.ts';
-import type { FromWorker, Query, ToWorker, WorkerData } from './worker-protocol.ts';
+import { askWorker, newSlot, workerEnv } from './worker-slot.ts';
+import type { Slot, WorkerQuestion } from './worker-slot.ts';
+import { WorkerAnswers } from './worker-answers.ts';
+import type { FromWorker, ToWorker, WorkerData } from './worker-protocol.ts';
 import { WORKER_DATA_KEY } from './worker-protocol.ts';
 import { WorkerStartError } from './worker-count.ts';
 
 export { WorkerStartError, workerCountOf } from './worker-count.ts';
-
-/**
- * The environment of the worker threads. Without a configured session key each thread would draw its own random
- * one and a session sealed by one worker would not resume on another: the supervisor draws one for all of them.
- */
-function workerEnv(name: string, text: string): NodeJS.ProcessEnv {
-  if (process.env.SESSION_KEY) return process.env;
-  try {
-    const value = parseConfigText(name, text, process.env).value as { config?: { session?: { key?: unknown } } } | null;
-    if (value?.config?.session?.key) return process.env;
-  } catch {
-    // Not parseable: the workers report it.
-  }
-  return { ...process.env, SESSION_KEY: randomBytes(32).toString('hex') };
-}
 
 export interface SupervisorOptions {
   /** The module each worker thread runs: the distribution's entry (it recognises `workerData` and serves). */
@@ -53,25 +38,6 @@ export interface SupervisorOptions {
   readonly liveness?: { readonly intervalMs: number; readonly misses: number };
 }
 
-interface Slot {
-  readonly index: number;
-  worker: Worker | undefined;
-  started: boolean;
-  /** The config text this worker runs. */
-  text: string;
-  startedAt: number;
-  quickCrashes: number;
-  timer: NodeJS.Timeout | undefined;
-  /** Liveness pings left unanswered in a row, and whether one is out. */
-  misses: number;
-  pinging: boolean;
-  /** The worker's last metrics text (from a scrape or a liveness ping): its counters are kept when it dies. */
-  lastMetrics: string;
-  readonly pending: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
-}
-
-type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-
 /** A worker that ran this long before it crashed restarts without backoff. */
 const STABLE_MS = 30_000;
 
@@ -79,10 +45,10 @@ const STABLE_MS = 30_000;
  * `config.workers: N` (ADR 0033): N worker threads, each a whole gateway listening on every bind with SO_REUSEPORT,
  * and this supervisor on the main thread. It restarts a worker that dies (with backoff), reloads all of them
  * together (each compiles the new config; it goes live only if every one accepted it), drains them all on stop,
- * and serves the admin endpoints for the whole gateway: readiness when every worker is ready, metrics summed,
- * the config of one worker.
+ * and serves the admin endpoints for the whole gateway (their answers: worker-answers.ts; a worker thread's slot:
+ * worker-slot.ts).
  */
-export class Supervisor implements AdminSource {
+export class Supervisor {
   private readonly o: SupervisorOptions;
   private readonly log: ProcessLogger;
   private readonly registry = new MetricsRegistry();
@@ -105,17 +71,20 @@ export class Supervisor implements AdminSource {
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
   private livenessTimer: NodeJS.Timeout | undefined;
-  /** Counters and histograms of workers that died, as last served: added to the live workers' (monotonic /metrics). */
-  private retired = '';
-  /** `config.adminUi` of the live config, as the workers compiled it. */
-  private ui: AdminUiConfig | undefined;
-  /** The admin UI's live tail while a browser watches: every worker sends its batches here. */
-  private tailListener: TailListener | undefined;
+  /** The admin endpoints' answers for all the workers. */
+  private readonly answers: WorkerAnswers;
 
   constructor(options: SupervisorOptions) {
     this.o = options;
     this.log = new ProcessLogger(options.sink, { level: 'info', format: 'text' });
     this.admin = new AdminServers(this.log);
+    this.answers = new WorkerAnswers({
+      slots: this.slots,
+      count: options.count,
+      registry: this.registry,
+      stopping: () => this.stopping !== undefined,
+      ask: (slot, message, timeoutMs) => this.ask(slot, message, timeoutMs),
+    });
     this.registry.gauge('switchyard_workers', 'Worker threads configured (`config.workers`).', () => options.count);
     this.registry.gauge('switchyard_workers_running', 'Worker threads started and serving.', () => this.slots.filter((s) => s.started).length);
     this.registry.gauge('switchyard_process_resident_memory_bytes', 'Resident set size of the process (also `process_resident_memory_bytes`).', () => process.memoryUsage.rss());
@@ -147,7 +116,7 @@ export class Supervisor implements AdminSource {
     this.lastGood = this.lastText = text;
     this.workerEnv = workerEnv(this.name, text);
     for (let i = 0; i < this.o.count; i++) {
-      this.slots.push({ index: i, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, misses: 0, pinging: false, lastMetrics: '', pending: new Map() });
+      this.slots.push(newSlot(i, text));
     }
     let first: Extract<FromWorker, { t: 'started' }>;
     try {
@@ -158,11 +127,11 @@ export class Supervisor implements AdminSource {
       throw err;
     }
     this.drainTimeoutMs = first.drainTimeoutMs;
-    this.ui = first.adminUi;
+    this.answers.ui = first.adminUi;
     this.log.configure({ level: first.logging.level, format: first.logging.format });
     try {
       // Plugin endpoints (the `/keys` API) are answered by a worker: the supervisor compiles no plugins.
-      await this.admin.start(first.addrs, { ...gatewayEndpoints(this), adminPlugins: (prefix) => (req) => this.pluginAdmin(prefix, req) });
+      await this.admin.start(first.addrs, { ...gatewayEndpoints(this.answers), adminPlugins: (prefix) => (req) => this.answers.pluginAdmin(prefix, req) });
     } catch (err) {
       await this.terminateAll();
       throw err;
@@ -229,10 +198,10 @@ export class Supervisor implements AdminSource {
           slot.pending.delete(m.id);
           p?.resolve(m.value);
         } else if (m.t === 'tail') {
-          this.tailed(m.events, m.dropped);
+          this.answers.tailed(m.events, m.dropped);
         } else if (m.t === 'started') {
           slot.started = true;
-          if (this.tailListener) worker.postMessage({ t: 'tail', on: true } satisfies ToWorker);
+          if (this.answers.tailListener) worker.postMessage({ t: 'tail', on: true } satisfies ToWorker);
           slot.startedAt = Date.now();
           settled = true;
           resolve(m);
@@ -256,10 +225,7 @@ export class Supervisor implements AdminSource {
         processes.port1.close();
         const wasStarted = slot.started;
         slot.started = false;
-        if (slot.lastMetrics) {
-          this.retired = mergeMetrics([this.retired, monotonicOnly(slot.lastMetrics)]);
-          slot.lastMetrics = '';
-        }
+        this.answers.retire(slot);
         slot.worker = undefined;
         for (const p of slot.pending.values()) p.reject(new Error(`worker ${slot.index} exited`));
         slot.pending.clear();
@@ -295,37 +261,6 @@ export class Supervisor implements AdminSource {
         },
       );
     }, delay);
-  }
-
-  /** A plugin admin request, asked of the first worker serving. */
-  private async pluginAdmin(prefix: string, req: AdminRequest): Promise<AdminResponse> {
-    const slot = this.slots.find((s) => s.started);
-    if (!slot) return { status: 503, body: { error: { message: 'no worker is serving' } } };
-    const message = { t: 'admin' as const, prefix, method: req.method, subpath: req.subpath, query: req.query.toString(), body: req.body };
-    return (await this.ask(slot, message, 30_000)) as AdminResponse;
-  }
-
-  private ask(slot: Slot, message: DistributiveOmit<Extract<ToWorker, { id: number }>, 'id'>, timeoutMs: number): Promise<unknown> {
-    const worker = slot.worker;
-    if (!worker || !slot.started) return Promise.reject(new Error(`worker ${slot.index} is not running`));
-    const id = ++this.nextId;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        slot.pending.delete(id);
-        reject(new Error(`worker ${slot.index} did not answer within ${timeoutMs} ms`));
-      }, timeoutMs);
-      slot.pending.set(id, {
-        resolve: (v) => {
-          clearTimeout(timer);
-          resolve(v);
-        },
-        reject: (e) => {
-          clearTimeout(timer);
-          reject(e);
-        },
-      });
-      worker.postMessage({ ...message, id } as ToWorker);
-    });
   }
 
   /** Re-read the config and apply it to every worker, or to none. Resolves true when it went live. */
@@ -364,7 +299,7 @@ export class Supervisor implements AdminSource {
     }
     this.lastGood = text;
     const asked = this.slots.find((s) => s.started);
-    if (asked) this.ui = ((await this.ask(asked, { t: 'query', what: 'adminUi' }, 5_000).catch(() => this.ui)) as AdminUiConfig | undefined) ?? this.ui;
+    if (asked) this.answers.ui = ((await this.ask(asked, { t: 'query', what: 'adminUi' }, 5_000).catch(() => this.answers.ui)) as AdminUiConfig | undefined) ?? this.answers.ui;
     this.reloads().inc({ result: 'applied' });
     this.log.info('config reloaded', { workers: this.o.count });
     return true;
@@ -387,75 +322,18 @@ export class Supervisor implements AdminSource {
     return refused;
   }
 
-  async readiness(): Promise<Readiness> {
-    if (this.stopping) return { ready: false, pending: 'shutting down' };
-    const down = this.slots.filter((s) => !s.started).map((s) => s.index);
-    if (down.length) return { ready: false, pending: `workers ${down.join(', ')} starting` };
-    const answers = await Promise.all(this.slots.map((s) => (this.ask(s, { t: 'query', what: 'readiness' }, 2_000) as Promise<Readiness>).catch((e: Error) => ({ ready: false, pending: e.message }))));
-    const notReady = answers.map((a, i) => (a.ready ? '' : `worker ${i}: ${a.pending}`)).filter(Boolean);
-    return notReady.length ? { ready: false, pending: notReady.join('; ') } : { ready: true, pending: '' };
+  private ask(slot: Slot, message: WorkerQuestion, timeoutMs: number): Promise<unknown> {
+    return askWorker(slot, ++this.nextId, message, timeoutMs);
   }
 
-  /**
-   * The supervisor's series, every running worker's summed, and the counters of workers that died as last served:
-   * a restarted worker counts from 0 again, and without them the gateway's counters would go back.
-   */
-  async metrics(): Promise<string> {
-    const texts = await Promise.all(
-      this.slots
-        .filter((s) => s.started)
-        .map((s) =>
-          (this.ask(s, { t: 'query', what: 'metrics' satisfies Query }, 5_000) as Promise<string>).then(
-            (text) => (s.lastMetrics = text),
-            () => '',
-          ),
-        ),
-    );
-    return mergeMetrics([this.registry.render(), this.retired, ...texts]);
+  /** Readiness of the whole gateway (`/ready`). */
+  readiness(): Promise<Readiness> {
+    return this.answers.readiness();
   }
 
-  /** The admin UI's validator: one worker compiles `text` as a reload would and drops it. */
-  async validate(text: string): Promise<ValidationResult> {
-    const slot = this.slots.find((s) => s.started);
-    if (!slot) throw new Error('no worker is running');
-    return (await this.ask(slot, { t: 'validate', text }, 120_000)) as ValidationResult;
-  }
-
-  adminUi(): AdminUiConfig | undefined {
-    return this.ui;
-  }
-
-  /** The live tail of the whole gateway: each worker batches its requests (bounded) and posts them here. */
-  tail(listener: TailListener): () => void {
-    this.tailListener = listener;
-    this.tellWorkers({ t: 'tail', on: true });
-    return () => {
-      if (this.tailListener !== listener) return;
-      this.tailListener = undefined;
-      this.tellWorkers({ t: 'tail', on: false });
-    };
-  }
-
-  private tellWorkers(m: ToWorker): void {
-    for (const s of this.slots) if (s.started) s.worker?.postMessage(m);
-  }
-
-  /** A worker's batch, handed to the UI's listener; past a full batch, requests only count as dropped. */
-  private tailed(events: readonly Record<string, unknown>[], dropped: number): void {
-    const l = this.tailListener;
-    if (!l) return;
-    for (const e of events) {
-      if (l.full) l.dropped++;
-      else l.push(e);
-    }
-    l.dropped += dropped;
-  }
-
-  async configDump(): Promise<unknown> {
-    const slot = this.slots.find((s) => s.started);
-    if (!slot) throw new Error('no worker is running');
-    const dump = (await this.ask(slot, { t: 'query', what: 'configDump' }, 5_000)) as Record<string, unknown>;
-    return { workers: this.o.count, ...dump };
+  /** Every worker's metrics summed with the supervisor's (`/metrics`). */
+  metrics(): Promise<string> {
+    return this.answers.metrics();
   }
 
   /** Loads of each shared fetch key so far (tests). */

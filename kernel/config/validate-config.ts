@@ -1,25 +1,14 @@
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { ErrorCode, parseDuration, userRegexProblem } from '../sdk/index.ts';
+import { parseDuration, userRegexProblem } from '../sdk/index.ts';
 import type { ConfigIssue, JsonSchema } from '../sdk/index.ts';
 import { ajvLib } from './ajv-lib.ts';
-import { didYouMean } from './did-you-mean.ts';
-import { REDACTED } from './secret-marks.ts';
 import type { SecretKind, SecretMarks } from './secret-marks.ts';
 import type { ValidatorCodeCache } from './validator-cache.ts';
 import type { ValidatorRuntime } from './validator-code.ts';
+import { translateErrors } from './schema-error-messages.ts';
+import { isPrunable, reachableDefs, usedKeys } from './schema-pruning.ts';
 
-interface ExactlyOneOfError {
-  keyword: 'exactlyOneOf';
-  instancePath: string;
-  schemaPath: string;
-  params: { present: string[]; allowed: string[] };
-  message: string;
-}
-
-const LOCAL_DEF = '#/$defs/';
-/** Keywords that would make a schema reachable in ways the pruning below does not follow. */
-const UNPRUNABLE = new Set(['$dynamicRef', '$recursiveRef', '$anchor', '$dynamicAnchor']);
 /** Distinct plugin-key sets whose validators are kept (a reload that uses the same plugins reuses one). */
 const MAX_VALIDATORS = 8;
 /** How long after a start's validation the code of a new precompiled validator is generated and written. */
@@ -57,11 +46,12 @@ function presentOf(allowed: readonly string[], data: Record<string, unknown>): s
 }
 
 /**
- * Validates configs against the assembled schema and turns ajv's errors into positioned, readable config issues.
+ * Validates configs against the assembled schema and turns ajv's errors into positioned, readable config issues
+ * (schema-error-messages.ts).
  *
  * The schema is compiled on first use, for the plugins the config names: a plugin's schema is only reachable
  * through its key (or an alias) in a slot, and ajv applies it only to a property of that name, so the schemas of
- * plugins whose keys appear nowhere in the config never run and are compiled as `{}`. The result of a validation
+ * plugins whose keys appear nowhere in the config never run and are compiled as `{}` (schema-pruning.ts). The result of a validation
  * is the same as with the whole schema; the startup cost is that of the plugins in use (docs/perf.md). The whole
  * schema is checked against the JSON Schema meta-schema at construction (unless `checkSchema` is false), and
  * `compileAll` compiles all of it.
@@ -189,7 +179,7 @@ export class ConfigValidator {
     const known = this.precompiled.get(id);
     if (known !== undefined) return known;
     const cache = this.codeCache!;
-    const schema = this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs);
+    const schema = this.withoutId(this.prunable ? reachableDefs(this.schema, this.defs, used) : this.defs);
     const fn = cache.load(schema, this.runtime) ?? null;
     // Bounded like the ajv validators: a long run of reloads with ever other plugin sets keeps the latest few.
     if (this.precompiled.size >= MAX_VALIDATORS) this.precompiled.delete(this.precompiled.keys().next().value!);
@@ -206,14 +196,14 @@ export class ConfigValidator {
   precompile(config: unknown): boolean {
     const { used, id } = this.usedBy(config, false);
     this.precompiled.delete(id);
-    return this.codeCache!.store(this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs));
+    return this.codeCache!.store(this.withoutId(this.prunable ? reachableDefs(this.schema, this.defs, used) : this.defs));
   }
 
   /** The validator for the plugin keys this config uses, compiled on first need. */
   private validatorFor(used: ReadonlySet<string>, id: string): ValidateFunction {
     const known = this.validators.get(id);
     if (known) return known.fn;
-    const schema = this.withoutId(this.prunable ? this.reachableDefs(used) : this.defs);
+    const schema = this.withoutId(this.prunable ? reachableDefs(this.schema, this.defs, used) : this.defs);
     const fn = this.ajv.compile(schema);
     if (this.validators.size >= MAX_VALIDATORS) {
       const [oldest, entry] = this.validators.entries().next().value!;
@@ -222,44 +212,6 @@ export class ConfigValidator {
     }
     this.validators.set(id, { schema, fn });
     return fn;
-  }
-
-  /**
-   * The definitions reachable from the root when slot properties not in `used` are not followed; the others
-   * become `{}` (they stay defined, as the slots still refer to them).
-   */
-  private reachableDefs(used: ReadonlySet<string>): Record<string, unknown> {
-    const reached = new Set<string>();
-    const pending: string[] = [];
-    const scan = (node: unknown, isRoot = false): void => {
-      if (Array.isArray(node)) {
-        for (const n of node) scan(n);
-        return;
-      }
-      if (typeof node !== 'object' || node === null) return;
-      const obj = node as Record<string, unknown>;
-      const isSlot = obj['x-switchyard-slot'] !== undefined;
-      for (const [k, v] of Object.entries(obj)) {
-        if (k === '$ref' && typeof v === 'string') {
-          const name = refDef(v);
-          if (name !== undefined && !reached.has(name)) {
-            reached.add(name);
-            pending.push(name);
-          }
-        } else if (k === '$defs' && isRoot) {
-          continue;
-        } else if (k === 'properties' && isSlot && typeof v === 'object' && v !== null) {
-          for (const [key, sub] of Object.entries(v)) if (used.has(key)) scan(sub);
-        } else {
-          scan(v);
-        }
-      }
-    };
-    scan(this.schema, true);
-    while (pending.length > 0) scan(this.defs[pending.pop()!]);
-    const defs: Record<string, unknown> = {};
-    for (const [name, def] of Object.entries(this.defs)) defs[name] = reached.has(name) ? def : {};
-    return defs;
   }
 
   /** The schema with these definitions and without `$id`, so several variants can live in one ajv instance. */
@@ -288,207 +240,9 @@ export class ConfigValidator {
     this.marks = marks;
     try {
       if (validateFn(config)) return [];
-      return this.translate((validateFn.errors ?? []) as ErrorObject[]);
+      return translateErrors((validateFn.errors ?? []) as ErrorObject[], { notInstalled: this.notInstalled, slotNouns: this.slotNouns, marks });
     } finally {
       this.marks = undefined;
     }
   }
-
-  /** The offending value as a message shows it: never a secret or a value from the environment. */
-  private shown(e: ErrorObject): string {
-    const hidden = this.marks?.hides(e.instancePath);
-    if (hidden === undefined) return describeValue(e.data);
-    const kind = e.data === null ? 'null' : Array.isArray(e.data) ? 'an array' : typeof e.data === 'object' ? 'an object' : article(typeof e.data);
-    return hidden === true ? `${kind} (${REDACTED})` : `${kind} (from \`${hidden}\`)`;
-  }
-
-  private translate(errors: readonly ErrorObject[]): ConfigIssue[] {
-    const issues: ConfigIssue[] = [];
-    const unknownKeyParents = new Set<string>();
-    // `listners:` both is an unknown key and leaves `listeners` missing; report only the typo and its fix.
-    const misspelled = new Set<string>();
-    for (const e of errors) {
-      if (e.keyword !== 'additionalProperties') continue;
-      unknownKeyParents.add(e.instancePath);
-      const guess = this.guessKey(e);
-      if (guess) misspelled.add(`${e.instancePath}|${guess}`);
-    }
-    const seen = new Set<string>();
-    for (const e of errors) {
-      if (e.keyword === 'exactlyOneOf' && unknownKeyParents.has(e.instancePath)) continue;
-      if (e.keyword === 'required' && misspelled.has(`${e.instancePath}|${(e.params as { missingProperty: string }).missingProperty}`)) continue;
-      if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf') {
-        if (errors.some((o) => o !== e && o.instancePath.startsWith(e.instancePath) && o.schemaPath.startsWith(e.schemaPath.replace(/\/[^/]+$/, '')))) continue;
-      }
-      const issue = this.translateOne(e);
-      const id = `${issue.path.join('/')}|${issue.message}`;
-      if (seen.has(id)) continue;
-      seen.add(id);
-      issues.push(issue);
-    }
-    return issues;
-  }
-
-  /**
-   * The installed key an unknown key was probably meant to be. A first-party key of a trimmed distribution is
-   * not a typo: it gets "not installed", never a guess at a similar installed key.
-   */
-  private guessKey(e: ErrorObject): string | undefined {
-    const key = (e.params as { additionalProperty: string }).additionalProperty;
-    if (this.notInstalled.has(key)) return undefined;
-    const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
-    return didYouMean(key, Object.keys((parent.properties as object | undefined) ?? {}));
-  }
-
-  private translateOne(e: ErrorObject): ConfigIssue {
-    const path = pointerToPath(e.instancePath);
-    const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
-    switch (e.keyword) {
-      case 'additionalProperties': {
-        const key = (e.params as { additionalProperty: string }).additionalProperty;
-        const allowed = Object.keys((parent.properties as object | undefined) ?? {});
-        const slot = parent['x-switchyard-slot'] as string | undefined;
-        const noun = slot ? (this.slotNouns[slot] ?? `\`${slot}\` entry`) : 'key';
-        if (this.notInstalled.has(key)) {
-          return { code: ErrorCode.configNotInstalled, path: [...path, key], message: `\`${key}\` is not installed in this distribution`, atKey: true };
-        }
-        const guess = this.guessKey(e);
-        let message = `unknown ${noun} \`${key}\``;
-        if (guess) message += `; did you mean \`${guess}\`?`;
-        else message += allowed.length ? `; expected one of: ${allowed.map((k) => `\`${k}\``).join(', ')}` : '';
-        return { code: ErrorCode.configUnknownKey, path: [...path, key], message, atKey: true };
-      }
-      case 'required': {
-        const key = (e.params as { missingProperty: string }).missingProperty;
-        return { code: ErrorCode.configSchema, path, message: `missing required key \`${key}\`` };
-      }
-      case 'exactlyOneOf': {
-        const { present, allowed } = e.params as unknown as ExactlyOneOfError['params'];
-        const list = allowed.map((k) => `\`${k}\``).join(', ');
-        const message =
-          present.length === 0
-            ? `exactly one of ${list} is required`
-            : `only one of ${list} may be set, found ${present.map((k) => `\`${k}\``).join(' and ')}`;
-        return { code: ErrorCode.configSchema, path: present.length > 1 ? [...path, present[1]!] : path, atKey: present.length > 1, message };
-      }
-      case 'type': {
-        const expected = (e.params as { type: string | string[] }).type;
-        return { code: ErrorCode.configSchema, path, message: `must be ${article(expected)}, got ${this.shown(e)}` };
-      }
-      case 'enum': {
-        const allowed = (e.params as { allowedValues: unknown[] }).allowedValues;
-        const guess = typeof e.data === 'string' ? didYouMean(e.data, allowed.map(String)) : undefined;
-        return {
-          code: ErrorCode.configSchema,
-          path,
-          message: `must be one of ${allowed.map((v) => `\`${String(v)}\``).join(', ')}, got ${this.shown(e)}${guess ? `; did you mean \`${guess}\`?` : ''}`,
-        };
-      }
-      case 'pattern': {
-        const hint = parent['x-hint'] as string | undefined;
-        return { code: ErrorCode.configSchema, path, message: `must be ${hint ?? `a string matching ${String((e.params as { pattern: string }).pattern)}`}, got ${this.shown(e)}` };
-      }
-      case 'format':
-        return {
-          code: ErrorCode.configSchema,
-          path,
-          message:
-            (e.params as { format: string }).format === 'regex'
-              ? `is not a valid regular expression: ${this.marks?.hides(e.instancePath) === undefined ? (userRegexProblem(String(e.data), { whole: true }) ?? describeValue(e.data)).replace(/^invalid regular expression /, '') : this.shown(e)}`
-              : `must be a valid ${(e.params as { format: string }).format}`,
-        };
-      case 'maxDurationMs':
-        return { code: ErrorCode.configSchema, path, message: `must be at most \`${(e.schema as number) / 3_600_000}h\` (longer timers are not supported), got ${this.shown(e)}` };
-      case 'minimum':
-      case 'maximum':
-      case 'exclusiveMinimum':
-      case 'exclusiveMaximum': {
-        const limit = (e.params as { limit: number }).limit;
-        const word = { minimum: 'at least', maximum: 'at most', exclusiveMinimum: 'greater than', exclusiveMaximum: 'less than' }[e.keyword];
-        return { code: ErrorCode.configSchema, path, message: `must be ${word} ${limit}, got ${this.shown(e)}` };
-      }
-      default:
-        return { code: ErrorCode.configSchema, path, message: e.message ?? `is invalid (${e.keyword})` };
-    }
-  }
-}
-
-/** The slot keys that appear as an object key anywhere in the config. */
-function usedKeys(config: unknown, slotKeys: ReadonlySet<string>, tree: boolean): Set<string> {
-  const used = new Set<string>();
-  // Aliases can share (and nest) objects; a tree of a million objects is walked without the set.
-  const seen = tree ? undefined : new Set<object>();
-  const stack: unknown[] = [config];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (typeof node !== 'object' || node === null) continue;
-    if (seen) {
-      if (seen.has(node)) continue;
-      seen.add(node);
-    }
-    // Only objects are pushed, and no entry pairs are built: this visits every node of a 100,000-route config.
-    if (Array.isArray(node)) {
-      for (const n of node) if (typeof n === 'object' && n !== null) stack.push(n);
-      continue;
-    }
-    for (const k of Object.keys(node)) {
-      if (slotKeys.has(k)) used.add(k);
-      const v = (node as Record<string, unknown>)[k];
-      if (typeof v === 'object' && v !== null) stack.push(v);
-    }
-  }
-  return used;
-}
-
-/** The definition a `#/$defs/<name>[/…]` reference points into, or undefined for any other form. */
-function refDef(ref: string): string | undefined {
-  if (!ref.startsWith(LOCAL_DEF)) return undefined;
-  return ref.slice(LOCAL_DEF.length).split('/')[0]!.replace(/~1/g, '/').replace(/~0/g, '~');
-}
-
-/**
- * Whether `reachableDefs` can follow every reference of the schema: each is `#/$defs/<name>[/…]` naming an
- * existing definition, and nothing else (`$dynamicRef`, `$anchor`, nested `$id`) makes a part reachable.
- */
-function isPrunable(schema: JsonSchema, defs: Readonly<Record<string, unknown>>): boolean {
-  const stack: unknown[] = [schema];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (typeof node !== 'object' || node === null) continue;
-    if (Array.isArray(node)) {
-      for (const n of node) stack.push(n);
-      continue;
-    }
-    for (const [k, v] of Object.entries(node)) {
-      if (UNPRUNABLE.has(k) || (k === '$id' && node !== schema)) return false;
-      if (k === '$ref') {
-        const name = typeof v === 'string' ? refDef(v) : undefined;
-        if (name === undefined || !Object.hasOwn(defs, name)) return false;
-      }
-      stack.push(v);
-    }
-  }
-  return true;
-}
-
-function pointerToPath(pointer: string): (string | number)[] {
-  if (!pointer) return [];
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-}
-
-function article(type: string | string[]): string {
-  const list = Array.isArray(type) ? type : [type];
-  return list.map((t) => (/^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`)).join(' or ');
-}
-
-function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 60 ? `${value.slice(0, 57)}...` : value)}`;
-  return `${typeof value} ${String(value)}`;
 }

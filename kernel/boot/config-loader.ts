@@ -1,0 +1,152 @@
+import { ConfigError } from '../sdk/index.ts';
+import type { Logger } from '../sdk/index.ts';
+import { PooledUpstreams } from '../upstream/pooled-upstreams.ts';
+import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
+import { compileSnapshot } from '../compile/compile-snapshot.ts';
+import type { Snapshot } from '../compile/snapshot.ts';
+import { assembleSchema } from '../config/assemble-schema.ts';
+import { ConfigLoadError } from '../config/format-issues.ts';
+import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
+import { redactConfig } from '../config/redact-config.ts';
+import { positionRedacted } from '../config/redact-issues.ts';
+import { compileScrubber } from '../config/scrubber.ts';
+import type { SecretMarks } from '../config/secret-marks.ts';
+import { ConfigValidator } from '../config/validate-config.ts';
+import type { ValidatorCodeCache } from '../config/validator-cache.ts';
+import { CelExpressions } from '../expr/cel-expressions.ts';
+import type { PluginRegistry } from '../registry/registry.ts';
+import type { GenerationalResources } from '../resources/resource-cache.ts';
+import type { SharedCells } from '../resources/shared-cells.ts';
+import type { SharedFetches } from '../sdk/shared.ts';
+import type { GatewayProcesses } from '../sdk/processes.ts';
+import type { ProcessLogger } from '../telemetry/logger.ts';
+import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import type { TracingHolder } from '../telemetry/tracing.ts';
+import { buildRegistry, preloadPluginList } from './build-registry.ts';
+
+/** Where the config comes from: a watched file, or inline text (`-c`, tests). */
+export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string; readonly base?: string };
+
+/** What the loader needs of the gateway's options. */
+export interface ConfigLoaderOptions {
+  /** The distribution's plugins (a preset). */
+  readonly preset: readonly unknown[];
+  readonly knownKeys?: Iterable<string>;
+  readonly validatorCache?: ValidatorCodeCache;
+  readonly config: ConfigInput;
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+/** The kernel services a load uses. */
+export interface ConfigLoaderServices {
+  readonly logger: ProcessLogger;
+  readonly metrics: MetricsRegistry;
+  readonly resources: GenerationalResources;
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly processes: GatewayProcesses };
+}
+
+/**
+ * Config text to Snapshot for one gateway process: the plugin registry and schema validator (built once), then per
+ * load parse, validate and compile, with the secrets each snapshot's config holds (for `/config_dump`) and the ones
+ * the process log must never show.
+ */
+export class ConfigLoader {
+  private readonly options: ConfigLoaderOptions;
+  private readonly s: ConfigLoaderServices;
+  private readonly log: Logger;
+  private readonly traces: TracingHolder;
+  private registry: PluginRegistry | undefined;
+  private validator: ConfigValidator | undefined;
+  private generation = 0;
+  private expressions: CelExpressions | undefined;
+  /** Where each live snapshot's secrets are, for `/config_dump`. */
+  private readonly secrets = new WeakMap<Snapshot, SecretMarks>();
+  /** Secret strings of every config loaded so far: the process log never shows them. */
+  private readonly hidden = new Set<string>();
+
+  constructor(options: ConfigLoaderOptions, services: ConfigLoaderServices, traces: TracingHolder) {
+    this.options = options;
+    this.s = services;
+    this.log = services.logger;
+    this.traces = traces;
+  }
+
+  get pluginRegistry(): PluginRegistry | undefined {
+    return this.registry;
+  }
+
+  get fileName(): string {
+    const c = this.options.config;
+    return 'file' in c ? c.file : c.name;
+  }
+
+  /** The config text: the file read now (bounded, never blocking; ConfigLoadError when unreadable) or the inline text. */
+  async readText(): Promise<string> {
+    const c = this.options.config;
+    return 'file' in c ? readConfigFile(c.file) : c.text;
+  }
+
+  /** Build the registry and schema validator (once per process: plugin modules are static config). */
+  async prepare(text?: string): Promise<void> {
+    if (this.registry) return;
+    await this.prepareWith(preloadPluginList(text ?? (await this.readText()), this.options.env));
+  }
+
+  private async prepareWith(thirdParty: readonly string[]): Promise<void> {
+    if (this.registry) return;
+    const c = this.options.config;
+    this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : c.base);
+    const knownKeys = [...(this.options.knownKeys ?? [])];
+    // Only first-party plugins (the distribution's preset, no `config.plugins`): their schemas are checked against
+    // the meta-schema by the tests, so the start skips that check (about 60 ms, docs/perf.md "Startup").
+    const known = new Set(knownKeys);
+    const firstPartyOnly = thirdParty.length === 0 && this.registry.plugins().every(({ plugin }) => plugin.kind === 'slot' || known.has(plugin.key));
+    this.validator = new ConfigValidator(assembleSchema(this.registry), knownKeys, {
+      slotNouns: this.registry.slotNouns(),
+      checkSchema: !firstPartyOnly,
+      codeCache: this.options.validatorCache,
+    });
+    const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : (plugin.celVariables ?? [])));
+    this.expressions = new CelExpressions(celVariables);
+  }
+
+  /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
+  async compile(text: string): Promise<Snapshot> {
+    const env = this.options.env ?? process.env;
+    // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
+    const parsed = parseConfigText(this.fileName, text, env);
+    await this.prepareWith(pluginListOf(parsed));
+    const loaded = validateParsed(parsed, this.validator!);
+    const before = this.hidden.size;
+    for (const h of loaded.hidden) this.hidden.add(h);
+    if (this.hidden.size !== before) this.s.logger.configure({ scrub: compileScrubber(this.hidden) });
+    const generation = ++this.generation;
+    try {
+      const snapshot = await compileSnapshot(loaded.value, {
+        registry: this.registry!,
+        resources: this.s.resources,
+        metrics: this.s.metrics,
+        logger: this.log,
+        cwd: this.options.cwd ?? process.cwd(),
+        generation,
+        env,
+        expressions: this.expressions!,
+        upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics), this.traces),
+        shared: this.s.shared,
+        traces: this.traces,
+      });
+      this.secrets.set(snapshot, loaded.secrets);
+      return snapshot;
+    } catch (err) {
+      await this.s.resources.release(generation);
+      if (err instanceof ConfigError) throw new ConfigLoadError(positionRedacted(loaded.source, err.issues, loaded.secrets, loaded.value));
+      throw err;
+    }
+  }
+
+  /** `snapshot`'s config with its secrets redacted. */
+  redactedConfig(snapshot: Snapshot): unknown {
+    return redactConfig(snapshot.config, this.secrets.get(snapshot));
+  }
+}

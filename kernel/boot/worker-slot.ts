@@ -1,0 +1,70 @@
+import { randomBytes } from 'node:crypto';
+import type { Worker } from 'node:worker_threads';
+import { parseConfigText } from '../config/load-config.ts';
+import type { ToWorker } from './worker-protocol.ts';
+
+/**
+ * The environment of the worker threads. Without a configured session key each thread would draw its own random
+ * one and a session sealed by one worker would not resume on another: the supervisor draws one for all of them.
+ */
+export function workerEnv(name: string, text: string): NodeJS.ProcessEnv {
+  if (process.env.SESSION_KEY) return process.env;
+  try {
+    const value = parseConfigText(name, text, process.env).value as { config?: { session?: { key?: unknown } } } | null;
+    if (value?.config?.session?.key) return process.env;
+  } catch {
+    // Not parseable: the workers report it.
+  }
+  return { ...process.env, SESSION_KEY: randomBytes(32).toString('hex') };
+}
+
+/** One worker thread as the supervisor sees it (kernel/boot/supervisor.ts); it outlives the threads it restarts. */
+export interface Slot {
+  readonly index: number;
+  worker: Worker | undefined;
+  started: boolean;
+  /** The config text this worker runs. */
+  text: string;
+  startedAt: number;
+  quickCrashes: number;
+  timer: NodeJS.Timeout | undefined;
+  /** Liveness pings left unanswered in a row, and whether one is out. */
+  misses: number;
+  pinging: boolean;
+  /** The worker's last metrics text (from a scrape or a liveness ping): its counters are kept when it dies. */
+  lastMetrics: string;
+  readonly pending: Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>;
+}
+
+/** A fresh slot for worker `index`, to run `text`. */
+export function newSlot(index: number, text: string): Slot {
+  return { index, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, misses: 0, pinging: false, lastMetrics: '', pending: new Map() };
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** A question to a worker, without the id that pairs it with the answer. */
+export type WorkerQuestion = DistributiveOmit<Extract<ToWorker, { id: number }>, 'id'>;
+
+/** Ask the worker of `slot` (under the supervisor's unique `id`); rejects after `timeoutMs` or when it is not running. */
+export function askWorker(slot: Slot, id: number, message: WorkerQuestion, timeoutMs: number): Promise<unknown> {
+  const worker = slot.worker;
+  if (!worker || !slot.started) return Promise.reject(new Error(`worker ${slot.index} is not running`));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      slot.pending.delete(id);
+      reject(new Error(`worker ${slot.index} did not answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    slot.pending.set(id, {
+      resolve: (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      reject: (e) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    });
+    worker.postMessage({ ...message, id } as ToWorker);
+  });
+}
