@@ -162,6 +162,8 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
       const usage = answer.body.usage as Record<string, unknown>[];
       if (usage.length) out(table([['SCOPE', 'BUDGET', 'USED', 'REMAINING', 'RESETS'], ...usage.map((u) => [String(u.scope), budgetText(u), String(u.used), String(u.remaining), String(u.resetsAt ?? 'never')])]));
       else out('no budgets\n');
+      const life = answer.body.lifetime as { tokens?: number; usd?: number } | undefined;
+      if (life) out(`lifetime: ${String(life.tokens ?? 0)} tokens, ${String(life.usd ?? 0)} USD\n`);
     }
     return 0;
   } catch (e) {

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
+import { keysMain } from '../../kernel/boot/keys-cli.ts';
 import { compileError, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -240,6 +241,43 @@ describe('virtualKeys on the embedded store', () => {
         .end(),
     );
     assert.equal(foreign, 403, 'Host-checked like the other admin endpoints (DNS rebinding)');
+  });
+
+  it('the usage API and `switchyard keys usage` show a key\'s lifetime tokens and cost, with or without a total budget (ADR 0072)', async () => {
+    const make = async (body: Record<string, unknown>): Promise<{ id: string; secret: string }> => {
+      const made = await admin('POST', '/keys', body);
+      assert.equal(made.status, 201);
+      return { id: (made.body.key as { id: string }).id, secret: made.body.secret as string };
+    };
+    const lifetime = async (id: string, tokens: number): Promise<{ tokens: number; usd: number }> => {
+      const until = Date.now() + 5000;
+      for (;;) {
+        const life = (await admin('GET', `/keys/${id}/usage`)).body.lifetime as { tokens: number; usd: number };
+        if (life.tokens === tokens || Date.now() > until) return life;
+        await sleep(20);
+      }
+    };
+    const gil = await make({ owner: 'gil@example.com' });
+    assert.deepEqual(await lifetime(gil.id, 0), { tokens: 0, usd: 0 }, 'a new key has used nothing');
+    await hello(gil.secret);
+    await hello(gil.secret);
+    const life = await lifetime(gil.id, 32);
+    assert.equal(life.tokens, 32, 'two answers of 16 tokens');
+    assert.ok(Math.abs(life.usd - 2 * helloCost) < 1e-12, `cost ${life.usd} is the catalog's for the mock's usage`);
+
+    // A `total` token budget is the lifetime counter itself: both read the settled usage.
+    const hal = await make({ owner: 'hal@example.com', budgets: [{ tokens: 1000, period: 'total' }] });
+    await hello(hal.secret, { max_tokens: 50 });
+    assert.equal((await lifetime(hal.id, 16)).tokens, 16);
+    assert.equal(Number((await usage(hal.id)).find((r) => r.scope === `key:${hal.id}`)!.used), 16);
+
+    const out: string[] = [];
+    const err: string[] = [];
+    assert.equal(await keysMain(['usage', gil.id, '--admin', gw.adminUrl], (s) => out.push(s), (s) => err.push(s)), 0, err.join(''));
+    assert.match(out.join(''), new RegExp(`lifetime: 32 tokens, ${String(life.usd).replace('.', '\\.')} USD`));
+    out.length = 0;
+    assert.equal(await keysMain(['usage', gil.id, '--admin', gw.adminUrl, '--json'], (s) => out.push(s), (s) => err.push(s)), 0);
+    assert.deepEqual((JSON.parse(out.join('')) as { lifetime: unknown }).lifetime, life);
   });
 });
 

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
+import { NODE_ENV_DEFAULTS, NODE_FLAGS } from '../../bin/node-flags.js';
 import { freePort } from '../helpers/ports.ts';
 import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
 
@@ -55,8 +56,10 @@ async function start(name: string, root: string, keyed: boolean): Promise<Gw> {
   }
   const file = join(dir, 'gw.yaml');
   writeFileSync(file, stringify({ config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${ready}` }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
-  const args = [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`, `--cpu-prof-name=${name.replace(/\W+/g, '-')}.cpuprofile`] : []), join(root, 'bin/switchyard.js'), '-f', file];
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], cwd: dir });
+  // The launcher's Node flags and environment (bin/node-flags.js: the 4 MiB semi-space, one malloc arena) given up
+  // front, as the Dockerfile's ENTRYPOINT does: the gateway measured is the one users run, with no re-execution.
+  const args = [...NODE_FLAGS, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`, `--cpu-prof-name=${name.replace(/\W+/g, '-')}.cpuprofile`] : []), join(root, 'bin/switchyard.js'), '-f', file];
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
   for (let i = 0; ; i++) {
     const ok = await fetch(`http://127.0.0.1:${ready}/healthz/ready`).then((r) => r.ok, () => false);
     if (ok) break;

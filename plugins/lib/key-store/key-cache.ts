@@ -32,3 +32,41 @@ export class KeyCache {
     else this.byDigest.delete(digest);
   }
 }
+
+/**
+ * The embedded store's cache (ADR 0072): records are kept while the store's keys version (a counter SQLite triggers
+ * raise on every change of `vk_keys`, whichever process makes it) is the one they were read at, and that version was
+ * read less than KEY_CACHE_MS ago. Any read of a record reads the version in the same statement, so a process serving
+ * many keys reads the store about once a second, not once per key per second; a change anywhere is seen within
+ * KEY_CACHE_MS, as with KeyCache, and drops every record.
+ */
+export class VersionedKeyCache {
+  private readonly byDigest = new Map<string, { readonly record: KeyRecord; readonly version: number }>();
+  private version = -1;
+  private readAt = -Infinity;
+
+  get(digest: string, now: number): KeyRecord | undefined {
+    if (now - this.readAt >= KEY_CACHE_MS) return undefined;
+    const hit = this.byDigest.get(digest);
+    return hit !== undefined && hit.version === this.version ? hit.record : undefined;
+  }
+
+  /** A record and the keys version read with it (in one statement), at `now`. */
+  set(digest: string, record: KeyRecord, version: number, now: number): void {
+    this.saw(version, now);
+    if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
+    this.byDigest.set(digest, { record, version });
+  }
+
+  /** The keys version as read at `now`: a new one forgets every record read before it. */
+  saw(version: number, now: number): void {
+    if (version !== this.version) this.byDigest.clear();
+    this.version = version;
+    this.readAt = now;
+  }
+
+  drop(digest?: string): void {
+    if (digest === undefined) this.byDigest.clear();
+    else this.byDigest.delete(digest);
+  }
+}

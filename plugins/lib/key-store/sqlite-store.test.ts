@@ -7,7 +7,9 @@ import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { after, test } from 'node:test';
+import { KEY_CACHE_MS } from './key-cache.ts';
 import { SqliteKeyStore } from './sqlite-store.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'swy-sqlite-store-'));
@@ -176,6 +178,44 @@ test('sqlite store: a key found through the cache and revoked or rotated by anot
     assert.equal(mine.find('digest-1'), undefined, 'the gone digest was dropped from the cache');
     assert.equal(mine.find('digest-2b')?.id, 'k2');
     assert.equal(mine.reserve([line], 'digest-2b'), -1);
+  } finally {
+    await mine.close();
+    await other.close();
+  }
+});
+
+test('sqlite store: key records stay cached while no key changed, checked about once a second whatever the number of keys; a change by another connection is seen within KEY_CACHE_MS (ADR 0072)', async () => {
+  const file = join(dir, 'version.db');
+  const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
+  try {
+    // Count the key reads `mine` makes (its one statement that reads vk_keys for a lookup).
+    let reads = 0;
+    const byDigest = (mine as unknown as { byDigest: StatementSync }).byDigest;
+    const get = byDigest.get.bind(byDigest);
+    Object.defineProperty(byDigest, 'get', { value: (...args: SQLInputValue[]) => (reads++, get(...args)) });
+    const record = (i: number) => ({ id: `k${i}`, budgets: [], prefix: 'sk-t', createdAt: new Date(0).toISOString(), source: 'api' as const });
+    for (let i = 0; i < 300; i++) await other.create(record(i), `digest-${i}`);
+    const findAll = (): void => {
+      for (let i = 0; i < 300; i++) if (i !== 5) assert.equal(mine.find(`digest-${i}`)?.id, `k${i}`);
+    };
+    findAll();
+    assert.equal(reads, 299, 'each key read once');
+    await new Promise((r) => setTimeout(r, KEY_CACHE_MS + 50));
+    reads = 0;
+    findAll();
+    assert.equal(reads, 1, 'a second later: one read (it finds the keys version unchanged), then every key from the cache');
+    await other.create(record(300), 'digest-300');
+    findAll();
+    assert.equal(reads, 1, 'a key made elsewhere changes no cached record');
+
+    assert.equal(mine.find('digest-5')?.id, 'k5');
+    await other.revoke('k5', new Date().toISOString());
+    assert.equal(mine.find('digest-5')?.id, 'k5', 'within KEY_CACHE_MS of the last read, served from the cache');
+    await new Promise((r) => setTimeout(r, KEY_CACHE_MS + 50));
+    assert.equal(mine.find('digest-5'), undefined, 'revoked by the other connection: gone once the version is read again');
+    reads = 0;
+    findAll();
+    assert.equal(reads, 299, 'a changed version forgets every record');
   } finally {
     await mine.close();
     await other.close();

@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
-import { KeyCache } from './key-cache.ts';
+import { VersionedKeyCache } from './key-cache.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
@@ -13,12 +13,20 @@ import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts'
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS vk_keys (id TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS vk_counters (name TEXT PRIMARY KEY, value REAL NOT NULL, expires INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS vk_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO vk_meta (name, value) VALUES ('keys', 0);
+CREATE TRIGGER IF NOT EXISTS vk_keys_updated AFTER UPDATE ON vk_keys BEGIN UPDATE vk_meta SET value = value + 1 WHERE name = 'keys'; END;
+CREATE TRIGGER IF NOT EXISTS vk_keys_deleted AFTER DELETE ON vk_keys BEGIN UPDATE vk_meta SET value = value + 1 WHERE name = 'keys'; END;
 `;
 
 /** Expired counters are swept every this many reservations (a window's counter is dead once it ended). */
 const SWEEP_EVERY = 4096;
-/** Rows per reservation statement (lines plus queued settlements; 5 parameters each): more settlements go first, alone. */
-const MAX_ROWS = 64;
+/**
+ * Rows per reservation statement (lines plus queued settlements; 5 parameters each): more settlements go first, alone.
+ * Under load with many keys a burst of answers queues dozens of keys' settlements before the next reservation; the
+ * statement is linear in its rows (ADR 0072), so they ride on it rather than cost a transaction of their own.
+ */
+const MAX_ROWS = 256;
 /** Parsed key records kept (a cache of the hot keys, emptied when full). */
 const PARSED_MAX = 4096;
 
@@ -40,18 +48,20 @@ class Gone {}
  * autocommit, the statement takes the write lock before it reads, like BEGIN IMMEDIATE did. The arithmetic keeps the
  * order of the former settle-then-add statements ((value + settle) + amount); a counter whose window has expired
  * counts as 0 in the check, as before.
+ *
+ * Each row's counter is read once, by its primary key, in the SELECT (a LEFT JOIN), which computes the new value;
+ * the upsert only stores it (`excluded.value`). A correlated lookup of the row in `v` from the DO UPDATE (as before
+ * ADR 0072) scanned `v` for every row: quadratic in the rows, which many keys' queued settlements make many.
  */
 function reserveSql(rows: number, checked: boolean): string {
   // With a digest (ADR 0068): the key found through the cache must still be there, in the same write transaction.
   const where = checked ? `CASE WHEN EXISTS (SELECT 1 FROM vk_keys WHERE digest = ?) THEN true ELSE vk_gone() END` : 'true';
   return `WITH v(name, settle, amount, lim, exp) AS (VALUES (?, ?, ?, ?, ?)${', (?, ?, ?, ?, ?)'.repeat(rows - 1)})
 INSERT INTO vk_counters (name, value, expires)
-SELECT name, CASE WHEN settle >= lim THEN vk_refuse(name) ELSE settle + amount END, exp FROM v WHERE ${where}
-ON CONFLICT(name) DO UPDATE SET value = (
-  SELECT CASE WHEN (CASE WHEN vk_counters.expires > 0 AND vk_counters.expires <= ? THEN 0 ELSE vk_counters.value END) + v.settle >= v.lim
-    THEN vk_refuse(v.name) ELSE vk_counters.value + v.settle + v.amount END
-  FROM v WHERE v.name = vk_counters.name
-), expires = excluded.expires`;
+SELECT v.name, CASE WHEN (CASE WHEN c.expires > 0 AND c.expires <= ? THEN 0 ELSE coalesce(c.value, 0) END) + v.settle >= v.lim
+    THEN vk_refuse(v.name) ELSE coalesce(c.value, 0) + v.settle + v.amount END, v.exp
+FROM v LEFT JOIN vk_counters AS c ON c.name = v.name WHERE ${where}
+ON CONFLICT(name) DO UPDATE SET value = excluded.value, expires = excluded.expires`;
 }
 
 /** `node:sqlite` without flags needs Node 22.13+ (22.12 has it behind `--experimental-sqlite`). */
@@ -81,8 +91,8 @@ export class SqliteKeyStore implements KeyStore {
   private readonly readMany: StatementSync[] = [];
   private readonly reserveMany: StatementSync[] = [];
   private readonly reserveChecked: StatementSync[] = [];
-  /** Records found lately (ADR 0068, as the shared stores do, ADR 0061): each reservation confirms its key's digest. */
-  private readonly cache = new KeyCache();
+  /** Records found (ADR 0068), kept while the keys version is unchanged (ADR 0072); each reservation confirms its key's digest. */
+  private readonly cache = new VersionedKeyCache();
   private readonly checkpointer: Checkpointer | undefined;
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
   private readonly pending = new SettlementQueue(() => this.tryFlush());
@@ -108,7 +118,8 @@ export class SqliteKeyStore implements KeyStore {
       db.exec('PRAGMA wal_autocheckpoint = 0');
       this.checkpointer = checkpointer();
     }
-    this.byDigest = db.prepare('SELECT record FROM vk_keys WHERE digest = ?');
+    // The keys version (raised by the triggers on every change) in the same read as the record: the cache's check.
+    this.byDigest = db.prepare(`SELECT record, (SELECT value FROM vk_meta WHERE name = 'keys') AS version FROM vk_keys WHERE digest = ?`);
     this.byId = db.prepare('SELECT record FROM vk_keys WHERE id = ?');
     this.all = db.prepare('SELECT record FROM vk_keys ORDER BY id');
     this.insert = db.prepare('INSERT INTO vk_keys (id, digest, record) VALUES (?, ?, ?)');
@@ -127,15 +138,12 @@ export class SqliteKeyStore implements KeyStore {
 
   find(digest: string): KeyRecord | undefined {
     const now = Date.now();
-    const cached = this.cache.get(digest, now);
-    if (cached) return cached;
-    const record = this.read(digest);
-    if (record) this.cache.set(digest, record, now);
-    return record;
+    return this.cache.get(digest, now) ?? this.read(digest, now);
   }
 
-  private read(digest: string): KeyRecord | undefined {
-    const row = this.byDigest.get(digest) as { record: string } | undefined;
+  /** Read a key (and the keys version) from the file, and keep it. */
+  private read(digest: string, now: number): KeyRecord | undefined {
+    const row = this.byDigest.get(digest) as { record: string; version: number } | undefined;
     if (!row) return undefined;
     let record = this.parsed.get(row.record);
     if (!record) {
@@ -143,6 +151,7 @@ export class SqliteKeyStore implements KeyStore {
       record = JSON.parse(row.record) as KeyRecord;
       this.parsed.set(row.record, record);
     }
+    this.cache.set(digest, record, row.version, now);
     return record;
   }
 
@@ -160,7 +169,7 @@ export class SqliteKeyStore implements KeyStore {
 
   reserve(lines: readonly CounterLine[], digest?: string): number {
     if (lines.length === 0) {
-      if (digest === undefined || this.read(digest)) return -1;
+      if (digest === undefined || this.read(digest, Date.now())) return -1;
       this.cache.drop(digest);
       return KEY_GONE;
     }
@@ -181,9 +190,9 @@ export class SqliteKeyStore implements KeyStore {
     }
     for (const d of settles.values()) args.push(d.counter, d.amount, 0, null, d.expiresAt);
     const rows = args.length / 5;
-    // Parameters in the text's order: the rows, the digest (WHERE), the time (ON CONFLICT).
-    if (digest !== undefined) args.push(digest);
+    // Parameters in the text's order: the rows, the time (the SELECT's expiry check), the digest (WHERE).
     args.push(now);
+    if (digest !== undefined) args.push(digest);
     try {
       (digest === undefined ? this.reserveStatement(rows) : this.checkedStatement(rows)).run(...args);
     } catch (err) {

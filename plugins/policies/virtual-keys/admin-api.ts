@@ -6,7 +6,7 @@ import { digestOf, displayPrefix, newKeyId, newSecret } from '../../lib/key-stor
 import type { Budget, KeyRecord } from '../../lib/key-store/types.ts';
 import { fromBudget, toBudget } from './config.ts';
 import type { BudgetConfig } from './config.ts';
-import { counterName } from './reservation.ts';
+import { counterName, lifetimeCounters } from './reservation.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
 
 const ok = (body: unknown, status = 200): AdminResponse => ({ status, body });
@@ -76,6 +76,13 @@ async function usage(dir: KeyDirectory, record: KeyRecord): Promise<Record<strin
   }));
 }
 
+/** What the key's LLM calls have used since it was made (settled; plus what calls in flight have reserved on a `total` budget). */
+async function lifetime(dir: KeyDirectory, record: KeyRecord): Promise<{ tokens: number; usd: number }> {
+  const c = lifetimeCounters(record.id);
+  const [tokens, usd] = await dir.store.values([c.tokens, c.usd]);
+  return { tokens: tokens!, usd: usd! };
+}
+
 export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
   const find = async (id: string): Promise<KeyRecord | undefined> => dir.declaredById.get(id) ?? (await dir.store.get(id));
 
@@ -102,7 +109,10 @@ export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
     if (parts.length > 2 || (action !== undefined && !['rotate', 'revoke', 'usage'].includes(action))) return problem(404, 'not found');
     const record = await find(id);
     if (!record) return problem(404, `no key \`${id}\``);
-    if (req.method === 'GET' && (action === undefined || action === 'usage')) return ok({ key: view(record), usage: await usage(dir, record) });
+    if (req.method === 'GET' && (action === undefined || action === 'usage')) {
+      const [budgets, total] = await Promise.all([usage(dir, record), lifetime(dir, record)]);
+      return ok({ key: view(record), usage: budgets, lifetime: total });
+    }
     const revoke = (req.method === 'POST' && action === 'revoke') || (req.method === 'DELETE' && action === undefined);
     const rotate = req.method === 'POST' && action === 'rotate';
     if (!revoke && !rotate) return problem(405, `method ${req.method} not allowed here`);

@@ -31,6 +31,21 @@ export function counterName(scope: string, b: Budget, tag: string): string {
   return `${scope}:${b.unit}:${b.period}:${tag}`;
 }
 
+/**
+ * A key's lifetime counters (tokens, USD): the counters a `total` budget of that unit would use, so a key with such a
+ * budget keeps one counter, not two. Settled with the real usage of every LLM call of the key, budgets or not (ADR 0072).
+ */
+export function lifetimeCounters(id: string): { readonly tokens: string; readonly usd: string } {
+  let c = lifetimes.get(id);
+  if (!c) {
+    if (lifetimes.size >= 10_000) lifetimes.clear();
+    c = { tokens: `k:${id}:tokens:total:all`, usd: `k:${id}:usd:total:all` };
+    lifetimes.set(id, c);
+  }
+  return c;
+}
+const lifetimes = new Map<string, { readonly tokens: string; readonly usd: string }>();
+
 /** Whose budget a line draws from, for the refusal's message. */
 interface LineOwner {
   readonly who: string;
@@ -109,7 +124,13 @@ export class KeyReservation implements LlmTokenLimiter {
     add(`k:${this.record.id}`, `key \`${this.record.id}\``, this.record.budgets);
     if (this.teamBudgets) add(`t:${this.record.team!}`, `team \`${this.record.team!}\``, this.teamBudgets);
     add('g', 'the organisation (all keys)', this.dir.shared);
-    if (lines.length === 0 && this.digest === undefined) return undefined;
+    if (lines.length === 0 && this.digest === undefined) {
+      // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
+      this.lines = lines;
+      this.units = units;
+      ex.set(RESERVATION, this);
+      return undefined;
+    }
     // A stored key is confirmed in the reservation's own round trip: rotated or revoked meanwhile (maybe on another
     // replica, after this process cached the record), the request is refused like an unknown key.
     const refused = await this.dir.store.reserve(lines, this.digest);
@@ -142,6 +163,10 @@ export class KeyReservation implements LlmTokenLimiter {
       const delta = real - lines[i]!.amount;
       if (delta !== 0) deltas.push({ counter: lines[i]!.counter, amount: delta, expiresAt: lines[i]!.expiresAt });
     }
+    // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
+    const life = lifetimeCounters(this.record.id);
+    if (tokens !== 0 && !lines.some((l) => l.counter === life.tokens)) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0 });
+    if (usd !== 0 && !lines.some((l) => l.counter === life.usd)) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0 });
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);
