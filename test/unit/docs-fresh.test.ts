@@ -63,3 +63,28 @@ describe('docs/phases.md', () => {
     }
   });
 });
+
+// issue 10 item 7: the architecture and phase pages describe what exists; a plugin that is installed is not "planned".
+describe('docs/architecture.md and docs/phases.md', () => {
+  const installed = new Set(
+    (fullPreset as readonly { kind: string; key: string; aliases?: readonly string[] }[]).flatMap((p) => (p.kind === 'slot' ? [] : [p.key, ...(p.aliases ?? [])])),
+  );
+  /** `cloudBackend` → `cloud-backend`: folder names too. */
+  const kebab = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+  for (const key of [...installed]) installed.add(kebab(key));
+
+  for (const doc of ['docs/architecture.md', 'docs/phases.md']) {
+    it(`${doc} calls no installed plugin planned`, () => {
+      const problems: string[] = [];
+      readFileSync(join(ROOT, doc), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          const at = line.search(/\bplanned\b/i);
+          if (at < 0) return;
+          const named = [...line.slice(at).matchAll(/`([^`]+)`/g)].map((m) => m[1]!).filter((n) => installed.has(n));
+          if (named.length) problems.push(`${doc}:${i + 1}: calls ${named.map((n) => `\`${n}\``).join(', ')} planned, but it is installed`);
+        });
+      assert.deepEqual(problems, []);
+    });
+  }
+});

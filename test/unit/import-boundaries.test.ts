@@ -168,6 +168,22 @@ describe('import boundaries (ARCHITECTURE.md §2)', () => {
     assert.equal(problems.length, 0, `import boundary violations:\n  ${problems.join('\n  ')}`);
   });
 
+  // A package only tests, fixtures or benches use is a devDependency, so an install of the gateway does not fetch it
+  // (issue 10 item 7: `zod`, which only the MCP test fixtures import; the MCP SDK packages declare their own).
+  it('every runtime dependency is imported by kernel/, plugins/ or bin/ outside tests', () => {
+    const used = new Set<string>();
+    for (const full of ['kernel', 'plugins', 'bin'].flatMap((d) => walk(join(ROOT, d)))) {
+      if (/\.test\.[cm]?[jt]s$/.test(full)) continue;
+      for (const imp of scanImports(readFileSync(full, 'utf8'))) {
+        const spec = imp.specifier;
+        if (spec.startsWith('.') || spec.startsWith('/') || isBuiltin(spec)) continue;
+        used.add(packageName(spec));
+      }
+    }
+    const testOnly = [...DEPS].filter((d) => !used.has(d));
+    assert.deepEqual(testOnly, [], `dependencies no runtime code imports (move them to devDependencies): ${testOnly.join(', ')}`);
+  });
+
   it('finds the imports of real files (the scanner is not silently blind)', () => {
     const imports = scanImports(readFileSync(join(ROOT, 'kernel/boot/cli.ts'), 'utf8')).map((i) => i.specifier);
     assert.ok(imports.includes('node:path'));
