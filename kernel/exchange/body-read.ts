@@ -1,11 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import type { BodyReceiver } from '../sdk/index.ts';
 
-/** Told when a request body has been read whole, or why not. */
-export interface BodyReceiver {
-  bodyRead(body: Buffer): void;
-  bodyFailed(err: GatewayError): void;
-}
+export type { BodyReceiver };
 
 /** One read in progress, kept on the request under `kRead` so the listeners below can be shared by every request. */
 class BodyRead {

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
-import type { AttributeKey, Exchange, RouteInfo } from '../sdk/index.ts';
+import type { AttributeKey, BodyReceiver, Exchange, RouteInfo } from '../sdk/index.ts';
 import { DetachedState, EXCHANGE_ATTRIBUTES, EXCHANGE_STATE, exchangeAttributes, exchangeState } from './kernel-exchange.ts';
 import type { ExchangeState, KernelExchange } from './kernel-exchange.ts';
 
@@ -86,6 +86,12 @@ export class ExchangeView implements Exchange, KernelExchange {
     if (this.ownBody) return Promise.resolve(this.ownBody);
     if (this.parent) return this.parent.bufferBody(limit);
     return Promise.reject(new GatewayError(500, 'internal_error', 'the client request body is no longer available', ErrorCode.internal));
+  }
+
+  readBodyInto(limit: number, receiver: BodyReceiver): void {
+    if (this.ownBody) receiver.bodyRead(this.ownBody);
+    else if (this.parent) this.parent.readBodyInto(limit, receiver);
+    else receiver.bodyFailed(new GatewayError(500, 'internal_error', 'the client request body is no longer available', ErrorCode.internal));
   }
 
   setBody(body: Buffer): void {

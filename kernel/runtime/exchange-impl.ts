@@ -190,13 +190,22 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
 
 
   /**
-   * `bufferBody` without a promise (ExchangeState): `receiver` gets the body, or the 413/400 `bufferBody` would reject
-   * with. The direct forward reads small bodies this way (docs/adr/0051).
+   * `bufferBody` without a promise (`Exchange.readBodyInto`, ExchangeState): `receiver` gets the body, or the 413/400
+   * `bufferBody` would reject with. The direct forward (docs/adr/0051) and the `ai` backend (docs/adr/0070) read this way.
    */
   readBodyInto(limit: number, receiver: BodyReceiver): void {
     if (this.body) return receiver.bodyRead(this.body);
     if (this.bodyPromise) {
       this.bodyPromise.then((b) => receiver.bodyRead(b), (err: GatewayError) => receiver.bodyFailed(err));
+      return;
+    }
+    // A second reader while the first read is under way: both are told (one read of the socket).
+    const reading = this.bodyReceiver;
+    if (reading !== undefined) {
+      this.bodyReceiver = {
+        bodyRead: (b) => (reading.bodyRead(b), receiver.bodyRead(b)),
+        bodyFailed: (err) => (reading.bodyFailed(err), receiver.bodyFailed(err)),
+      };
       return;
     }
     const declared = Number(this.headers['content-length'] ?? NaN);

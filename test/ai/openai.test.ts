@@ -167,6 +167,36 @@ describe('ai backend, openAI provider', () => {
     assert.equal(error.type, 'invalid_request_error');
   });
 
+  it('answers 400 with JSON.parse\'s own message for bodies that are almost JSON (ADR 0070: the fields walk refuses them too)', async () => {
+    const count = rec.received.length;
+    const bodies = ['{"model":"gpt-4o","messages":[],}', '{"model":"gpt-4o","max_tokens":064}', '{"model":"gpt-4o","x":"a\\qb"}', '{"model":"gpt-4o","x":"tab\there"}', '{"model":"gpt-4o"} {}', '[{"model":"gpt-4o"}]'];
+    for (const body of bodies) {
+      const res = await fetch(`${gw.base}/oa/almost/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(res.status, 400, body);
+      const { error } = (await res.json()) as { error: { message: string; type: string } };
+      let expected: string;
+      try {
+        JSON.parse(body);
+        expected = 'failed to process LLM request: request body is not a JSON object';
+      } catch (err) {
+        expected = `failed to process LLM request: invalid JSON body: ${(err as Error).message}`;
+      }
+      assert.equal(error.message, expected, body);
+      assert.equal(error.type, 'invalid_request_error');
+    }
+    assert.equal(rec.received.length, count, 'nothing reached the provider');
+  });
+
+  it('sends a valid body the fields walk reads to the provider byte for byte (duplicates, escapes, spacing)', async () => {
+    const body = ' {"model":"gpt-4o-mini", "messages":[{"role":"user","content":"h\\u00e9 \\"q\\" \u00e9\\n"}],\n "max_tokens":1e2, "model" : "gpt-4o", "stream":false}\n';
+    const res = await fetch(`${gw.base}/oa/bytes/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    const wire = rec.last();
+    assert.deepEqual(wire.body, Buffer.from(body));
+    assert.equal(wire.json().model, 'gpt-4o');
+  });
+
   it('answers 413 for a body over 2 MiB', async () => {
     const count = rec.received.length;
     const big = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x'.repeat(2 * 1024 * 1024) }] });

@@ -15,6 +15,7 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
+import { requestFields } from '../../lib/llm/request-fields.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -117,8 +118,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   };
 
   /**
-   * A chat request as a chain (body read → dispatch → answer) of `.then`s, no async function: the usual call (no
-   * policy, no token limit) waits on two promises and makes no generator frame (docs/perf.md "session 7b").
+   * A chat request as a chain of callbacks (body read → dispatch → answer), no async function: the usual call (no
+   * policy, no token limit) makes one promise of its own until the upstream is called (docs/adr/0070).
    */
   const handle = (ex: Exchange): Reply | Promise<Reply> => {
     const route = policy?.routeType(ex.path) ?? 'completions';
@@ -126,15 +127,42 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     if (route === 'passthrough' || route === 'realtime') return passthrough(ex);
     // Known before the body is read, so even a body that does not parse is answered in the client's error shape.
     if (route !== 'detect') ex.set(LLM_CLIENT_FORMAT, route);
-    return ex.bufferBody(REQUEST_LIMIT).then((raw) => {
-      const encoding = ex.headers['content-encoding'];
-      if (encoding === undefined) return withBody(ex, route, raw);
-      return decodeBody(raw, encoding, REQUEST_LIMIT).then((decoded) => withBody(ex, route, decoded), bodyFailed);
-    }, bodyFailed);
+    return new Promise<Reply>((resolve, reject) => {
+      ex.readBodyInto(REQUEST_LIMIT, {
+        bodyRead: (raw) => {
+          try {
+            const encoding = ex.headers['content-encoding'];
+            const out = encoding === undefined ? withBody(ex, route, raw) : decodeBody(raw, encoding, REQUEST_LIMIT).then((decoded) => withBody(ex, route, decoded), bodyFailed);
+            if (out instanceof Promise) out.then(resolve, reject);
+            else resolve(out);
+          } catch (err) {
+            reject(err);
+          }
+        },
+        bodyFailed: (err) => {
+          try {
+            resolve(bodyFailed(err));
+          } catch (thrown) {
+            reject(thrown);
+          }
+        },
+      });
+    });
   };
+
+  /**
+   * Whether a request may be dispatched from its picked fields (`requestFields`, ADR 0070): nothing before dispatch
+   * reads the whole body (no `ai` policy, a client format known from the path, no message content on spans).
+   */
+  const picksFields = policy === undefined && spans?.captureMessageContent !== true;
 
   /** The request body parsed and checked; the policy's request stage when there is one. */
   const withBody = (ex: Exchange, route: LlmRouteType | 'detect', raw: Buffer): Reply | Promise<Reply> => {
+    if (picksFields && route !== 'detect' && route !== 'generateContent' && route !== 'geminiCountTokens') {
+      // Checked to be a JSON object and its dispatch fields read; a text the walk does not take is parsed below.
+      const fields = requestFields(raw);
+      if (fields !== undefined) return dispatch(ex, route, fields, raw, undefined, false);
+    }
     let body: Obj;
     try {
       const parsed = JSON.parse(raw.toString('utf8')) as unknown;
@@ -151,13 +179,17 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
     if (policy) {
       policy.applyRequest(ex, client, body);
-      return policy.guardRequest(ex, client, body).then((rejected) => rejected ?? dispatch(ex, client, body, raw, geminiPath));
+      return policy.guardRequest(ex, client, body).then((rejected) => rejected ?? dispatch(ex, client, body, raw, geminiPath, true));
     }
-    return dispatch(ex, client, body, raw, geminiPath);
+    return dispatch(ex, client, body, raw, geminiPath, true);
   };
 
-  /** The wire request made (the client's bytes when nothing changed them) and sent; the answer made the client's. */
-  const dispatch = (ex: Exchange, client: LlmRouteType, body: Obj, raw: Buffer, geminiPath: ReturnType<typeof parseGeminiPath> | undefined): Reply | Promise<Reply> => {
+  /**
+   * The wire request made (the client's bytes when nothing changed them) and sent; the answer made the client's.
+   * `body` is the parsed body when `whole`, else the picked fields of a checked text, parsed here once something
+   * needs the rest (a model to change, a translation, the provider's body hook, token limits).
+   */
+  const dispatch = (ex: Exchange, client: LlmRouteType, body: Obj, raw: Buffer, geminiPath: ReturnType<typeof parseGeminiPath> | undefined, whole: boolean): Reply | Promise<Reply> => {
     // A virtual model (`ai.virtualModels`) the policy resolved: this backend's target says the model to send.
     const virtual = ex.get(LLM_VIRTUAL_MODEL);
     const model = virtual?.models.get(self) ?? provider.model ?? (typeof body.model === 'string' && body.model ? body.model : undefined);
@@ -165,12 +197,15 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // The client's bytes are sent as they came unless something below changes the body (parse once, no
     // re-serialisation): a policy may have changed it, so its presence counts as a change.
     let changed = policy !== undefined || body.model !== model;
-    body.model = model;
     const wire = provider.wireFormat(client, model);
     const clientFormat = formatOf(client);
     const wireFormat = wire === undefined ? undefined : formatOf(wire, provider.formats);
     const tr = clientFormat && wireFormat ? translationBetween(clientFormat, wireFormat) : undefined;
     if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
+    const limiters = ex.get(llmTokenLimiters);
+    // Checked by `requestFields`: it parses, and is an object.
+    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || limiters !== undefined)) body = JSON.parse(raw.toString('utf8')) as Obj;
+    body.model = model;
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
     let askUsage = false;
@@ -225,7 +260,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       );
     };
     // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
-    if (ex.get(llmTokenLimiters)) return reserveTokens(ex, body, quote()).then((refused) => refused ?? send());
+    if (limiters) return reserveTokens(ex, body, quote()).then((refused) => refused ?? send());
     return send();
   };
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import type { AttributeKey, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
+import type { AttributeKey, BodyReceiver, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { compileA2a } from './a2a.ts';
 
 /** `origin` is what the kernel computed from Host and trusted forwarding headers (kernel/runtime/external-origin.ts). */
@@ -32,6 +32,7 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
     signal: new AbortController().signal,
     body: undefined,
     bufferBody: () => Promise.resolve(Buffer.alloc(0)),
+    readBodyInto: (_limit: number, receiver: BodyReceiver) => receiver.bodyRead(Buffer.alloc(0)),
     setBody: () => undefined,
     get: <T>(key: AttributeKey<T>) => attrs.get(key.name) as T | undefined,
     set: <T>(key: AttributeKey<T>, value: T) => void attrs.set(key.name, value),
