@@ -279,6 +279,29 @@ describe('openapi transport: config errors name the target', () => {
     });
   });
 
+  // The target's connection is made by `ctx.connect`, as for the `mcp` and `sse` transports (issue 10 item 3): the
+  // same address rules, so `http://` with the target's `backendTLS` is refused instead of quietly sent in plaintext.
+  it('behind the mcp backend, `http://` with the target’s backendTLS is a config error at host', async () => {
+    const text = yaml(
+      'binds:',
+      '- port: 3000',
+      '  listeners:',
+      '  - routes:',
+      '    - backends:',
+      '      - mcp:',
+      '          targets:',
+      '          - name: petstore',
+      '            openapi:',
+      '              host: http://127.0.0.1:1',
+      `              schema: { file: ${JSON.stringify(PETSTORE_JSON)} }`,
+      '            policies:',
+      '              backendTLS: {}',
+    );
+    const [line] = headlines(await compileError(text, { preset: PRESET, knownKeys: KNOWN }));
+    assert.match(line!, /`http:\/\/` asks for plaintext, but `policies\.backendTLS` asks for TLS/);
+    assert.ok(line!.includes('(at binds[0].listeners[0].routes[0].backends[0].mcp.targets[0].openapi.host)'), line);
+  });
+
   it('schema needs exactly one of file and url; host and port may not disagree', async () => {
     const both = headlines(await compile(config(['host: 127.0.0.1', 'schema:', '  file: a.json', '  url: http://x/a.json'])));
     assert.match(both.join('\n'), /only one of `file`, `url` may be set/);

@@ -1,4 +1,5 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { parseSseEvents } from 'switchyard/sdk';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import type { McpConnectOptions, McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 
@@ -101,18 +102,12 @@ export class Upstream20260728 implements McpUpstream {
 function answerIn(text: string, contentType: string, id: string): Json | undefined {
   const candidates: unknown[] = [];
   if (contentType.includes('text/event-stream')) {
-    for (const block of text.split(/\r?\n\r?\n/)) {
-      const data = block
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).replace(/^ /, ''))
-        .join('\n');
-      if (data) {
-        try {
-          candidates.push(JSON.parse(data));
-        } catch {
-          // skip
-        }
+    // An oversized event is skipped like one that is not JSON: the answer may still follow.
+    for (const { data } of parseSseEvents(text, { onOverflow: 'skip' })) {
+      try {
+        candidates.push(JSON.parse(data));
+      } catch {
+        // skip
       }
     }
   } else {

@@ -94,13 +94,14 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
 
   /** The pool and deadline, from the target's effective policies (`configure`), else the backend's. */
   let binding: { origin: string; upstream: UpstreamTarget; timeoutMs: number | undefined; deadlines: McpDeadlines } | undefined;
-  const configure = (policies: PolicySet | undefined): void => {
-    const tls = policies?.facets.tls;
-    const connection = parseConnection(config, tls !== undefined);
-    if ('field' in connection) return ctx.fail(connection.message, [connection.field]);
-    const upstream = ctx.http.target({ origin: connection.origin, tls: connection.secure ? tls : undefined, authority: 'target' });
-    const timeoutMs = policies?.facets.requestTimeoutMs;
-    binding = { origin: connection.origin, upstream, timeoutMs, deadlines: mcpDeadlines(policies, ctx) };
+  const bind = (origin: string, upstream: UpstreamTarget, policies: PolicySet | undefined): void => {
+    binding = { origin, upstream, timeoutMs: policies?.facets.requestTimeoutMs, deadlines: mcpDeadlines(policies, ctx) };
+  };
+  /** The target's connection with its policies, as every plugin's own connection is made (`ctx.connect`). At load. */
+  const configure = async (policies: PolicySet | undefined): Promise<void> => {
+    const { host, port, path } = config;
+    const connection = await ctx.connect({ host, port, path, paths: 'allow', defaultPath: '/', inherit: policies, allow: [], what: 'the API', authority: 'target' });
+    bind(connection.origin, connection.target, policies);
   };
 
   return {
@@ -108,7 +109,8 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
     describe: `${first.origin}${basePath} (${source}, ${tools.length} tools)`,
     configure,
     connect(options: McpConnectOptions) {
-      if (!binding) configure(compilePolicies);
+      // Compiled outside an MCP backend (never configured): the backend's policies' TLS, a plain pool.
+      if (!binding) bind(first.origin, ctx.http.target({ origin: first.origin, tls: first.secure ? compilePolicies?.facets.tls : undefined, authority: 'target' }), compilePolicies);
       const { origin, upstream, timeoutMs, deadlines } = binding!;
       const label = options.label ?? `the API at ${origin}`;
       /** A call that ran out of time: a JSON-RPC error naming the target and the deadline (not an `isError` result). */
