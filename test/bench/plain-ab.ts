@@ -10,9 +10,12 @@
 //          name=/path/to/checkout name2=/path/to/other ...   (the name `bare`: that checkout's bare-proxy.ts)
 //        A checkout written `name=/path:ai` serves an `ai` route instead (openAI, hostOverride and pathOverride to
 //        the same upstream: the `ai` row's non-streamed chat, docs/perf.md "The ai row, session 7").
+//        A checkout written `name=/path:policies` serves the `host` route with the bench's policies row's set
+//        (header modifiers, cors, localRateLimit; run.ts `policySet`), the load sending an allowed Origin
+//        (docs/perf.md "Policies route, session 8").
 //        A checkout written `name=/path:traced` serves the `host` route with `config.tracing` at 100% sampling,
 //        OTLP/HTTP to otlp-sink.ts (on the load's CPU): the observability row's traced gateway (issue 12).
-//        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS)
+//        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS [ORIGIN])
 //        PLAIN_AB_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": more node flags for every gateway (a profile each)
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -29,9 +32,19 @@ import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from
 
 const HEADERS = { 'content-type': 'application/json' };
 
+/** The bench's policies row (run.ts `policySet(true)`): header modifiers, cors and a localRateLimit that never trips. */
+const BENCH_ORIGIN = 'https://bench.example';
+const POLICIES = {
+  requestHeaderModifier: { add: { 'x-bench': 'policies' }, set: { 'x-bench-route': 'policies' }, remove: ['x-remove-me'] },
+  responseHeaderModifier: { set: { 'x-served-by': 'switchyard' }, remove: ['x-powered-by'] },
+  cors: { allowOrigins: [BENCH_ORIGIN], allowMethods: ['GET', 'POST'], allowHeaders: ['content-type', 'authorization'], exposeHeaders: ['x-served-by'], maxAge: '600s' },
+  localRateLimit: [{ maxTokens: 1_000_000_000, tokensPerFill: 1_000_000_000, fillInterval: '1s' }],
+};
+
 /** The load process: `requests` POSTs keeping `connections` in flight; prints `{ ms, bad }`. */
-async function load(url: string, requests: number, connections: number): Promise<void> {
+async function load(url: string, requests: number, connections: number, origin: string | undefined): Promise<void> {
   const u = new URL(url);
+  const headers = origin ? { ...HEADERS, origin } : HEADERS;
   const pool = new Pool(u.origin, { connections, pipelining: 1 });
   let sent = 0;
   let bad = 0;
@@ -39,7 +52,7 @@ async function load(url: string, requests: number, connections: number): Promise
   const worker = async (): Promise<void> => {
     while (sent < requests) {
       sent++;
-      const res = await pool.request({ path: u.pathname, method: 'POST', headers: HEADERS, body: CHAT_REQUEST });
+      const res = await pool.request({ path: u.pathname, method: 'POST', headers, body: CHAT_REQUEST });
       if (res.statusCode !== 200) bad++;
       await res.body.dump({ limit: Infinity });
     }
@@ -64,6 +77,8 @@ interface Gateway {
   readonly name: string;
   readonly child: ChildProcess;
   readonly url: string;
+  /** The Origin the load sends (`:policies`). */
+  readonly origin?: string | undefined;
   readonly out: string;
   offset: number;
   readonly cpu: number[];
@@ -125,8 +140,8 @@ async function waitFor200(url: string, timeoutMs = 20_000): Promise<void> {
   }
 }
 
-async function runLoad(url: string, requests: number, connections: number): Promise<{ ms: number; bad: number }> {
-  const child = spawn('taskset', ['-c', '1', process.execPath, import.meta.filename, '--load', url, String(requests), String(connections)], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function runLoad(url: string, requests: number, connections: number, origin?: string): Promise<{ ms: number; bad: number }> {
+  const child = spawn('taskset', ['-c', '1', process.execPath, import.meta.filename, '--load', url, String(requests), String(connections), ...(origin ? [origin] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   await new Promise((resolve) => child.on('close', resolve));
@@ -137,7 +152,7 @@ const fmt = (n: number): string => (Number.isFinite(n) ? n.toFixed(0) : '-');
 const range = (v: number[]): string => `${fmt(Math.min(...v))}-${fmt(Math.max(...v))} (median ${fmt([...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!)})`;
 
 async function main(args: string[]): Promise<void> {
-  if (args[0] === '--load') return load(args[1]!, Number(args[2]), Number(args[3]));
+  if (args[0] === '--load') return load(args[1]!, Number(args[2]), Number(args[3]), args[4]);
   const rounds = Number(argValue(args, '--rounds', '5'));
   const requests = Number(argValue(args, '--requests', '20000'));
   const connections = Number(argValue(args, '--connections', '10'));
@@ -145,6 +160,7 @@ async function main(args: string[]): Promise<void> {
   const checkouts = args.filter((a) => a.includes('=') && !a.startsWith('--')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]);
   const aiRoute = (checkout: string): boolean => checkout.endsWith(':ai');
   const traced = (checkout: string): boolean => checkout.endsWith(':traced');
+  const withPolicies = (checkout: string): boolean => checkout.endsWith(':policies');
   const envOf = (checkout: string): NodeJS.ProcessEnv => {
     const env: NodeJS.ProcessEnv = { ...NODE_ENV_DEFAULTS, ...process.env };
     const mmap = mmapOf(checkout);
@@ -157,7 +173,7 @@ async function main(args: string[]): Promise<void> {
   // "Workers, session 7b").
   const mmapOf = (checkout: string): string | undefined => /\+mmap=(\w+)$/.exec(checkout)?.[1];
   const workersOf = (checkout: string): number => (/:w2(\+|$)/.test(checkout) ? 2 : 1);
-  const rootOf = (checkout: string): string => checkout.replace(/\+mmap=\w+$/, '').replace(/:(ai|traced|w2)$/, '');
+  const rootOf = (checkout: string): string => checkout.replace(/\+mmap=\w+$/, '').replace(/:(ai|traced|w2|policies)$/, '');
   if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
   const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
   const children: ChildProcess[] = [];
@@ -218,7 +234,7 @@ async function main(args: string[]): Promise<void> {
       const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
       const ai = aiRoute(checkout);
       const backend = ai ? { ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstreamPort}`, pathOverride: path } } : { host: `127.0.0.1:${upstreamPort}` };
-      const route = { name: ai ? 'ai' : 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [backend] };
+      const route = { name: ai ? 'ai' : 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [backend], ...(withPolicies(checkout) ? { policies: POLICIES } : {}) };
       const cfg = join(dir, `${name}.yaml`);
       writeFileSync(
         cfg,
@@ -240,14 +256,14 @@ async function main(args: string[]): Promise<void> {
       const child = start(name, cpus, process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
-      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
+      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
     }
     const gwPid = (g: Gateway): number => {
       // taskset execs the command: the child's PID is the gateway's.
       return g.child.pid!;
     };
     for (const g of gateways) {
-      const warm = await runLoad(g.url, 5000, connections);
+      const warm = await runLoad(g.url, 5000, connections, g.origin);
       if (warm.bad) throw new Error(`${g.name}: ${warm.bad} non-200 answers in the warm-up`);
       gcSince(g);
     }
@@ -255,7 +271,7 @@ async function main(args: string[]): Promise<void> {
       const order = round % 2 === 0 ? gateways : [...gateways].reverse();
       for (const g of order) {
         const c0 = cpuUs(gwPid(g));
-        const r = await runLoad(g.url, requests, connections);
+        const r = await runLoad(g.url, requests, connections, g.origin);
         const c1 = cpuUs(gwPid(g));
         await new Promise((resolve) => setTimeout(resolve, 200)); // the last trace lines
         const gc = gcSince(g);
