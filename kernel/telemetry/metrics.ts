@@ -46,9 +46,14 @@ export class RouteMetrics {
   }
 }
 
+/** One series of a counter: a child bumps it without looking its key up again. */
+class CounterCell {
+  v = 0;
+}
+
 /** Extra counters plugins and the kernel bump (retries, upstream failures, reloads). */
 class Counter {
-  readonly values = new Map<string, number>();
+  readonly values = new Map<string, CounterCell>();
   readonly name: string;
   readonly help: string;
   constructor(name: string, help: string) {
@@ -56,13 +61,18 @@ class Counter {
     this.help = help;
   }
   inc(labels: Record<string, string> = {}, by = 1): void {
-    const key = this.key(labels);
-    this.values.set(key, (this.values.get(key) ?? 0) + by);
+    this.cell(this.key(labels)).v += by;
   }
+  /** A series bumped by its cell, made on the first `inc` (a series appears once something is counted in it). */
   child(labels: Record<string, string>): { inc(by?: number): void } {
     const key = this.key(labels);
-    const values = this.values;
-    return { inc: (by = 1) => void values.set(key, (values.get(key) ?? 0) + by) };
+    let cell: CounterCell | undefined;
+    return { inc: (by = 1) => void ((cell ??= this.cell(key)).v += by) };
+  }
+  private cell(key: string): CounterCell {
+    let c = this.values.get(key);
+    if (c === undefined) this.values.set(key, (c = new CounterCell()));
+    return c;
   }
   private key(labels: Record<string, string>): string {
     const key = Object.entries(labels)
@@ -223,7 +233,7 @@ export class MetricsRegistry {
     }
     for (const c of this.counters.values()) {
       out.push(`# HELP ${c.name} ${c.help}`, `# TYPE ${c.name} counter`);
-      for (const [labels, v] of c.values) out.push(labels ? `${c.name}{${labels}} ${v}` : `${c.name} ${v}`);
+      for (const [labels, { v }] of c.values) out.push(labels ? `${c.name}{${labels}} ${v}` : `${c.name} ${v}`);
     }
     for (const h of this.histograms.values()) h.render(out);
     for (const [name, g] of this.gauges) out.push(`# HELP ${name} ${g.help}`, `# TYPE ${name} gauge`, `${name} ${g.read()}`);

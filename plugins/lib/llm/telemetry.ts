@@ -44,6 +44,14 @@ export interface LlmMetrics {
   readonly requestDuration: MetricHistogram;
   readonly cost: MetricCounter;
   readonly unpriced: MetricCounter;
+  /** The backend's resolved series (see `callSeries`). */
+  readonly series: SeriesCache;
+}
+
+/** A backend's series by label set, and the last one used: a route's calls mostly share one label set. */
+interface SeriesCache {
+  last: CallSeries | undefined;
+  readonly byKey: Map<string, CallSeries>;
 }
 
 // Bucket boundaries are the OTel GenAI semantic conventions' advisory ones.
@@ -106,31 +114,32 @@ class CallSeries {
     return (this.durationS ??= this.m.requestDuration.child(this.operation, this.provider, this.model));
   }
   cost(model: string): Inc {
+    if (model === this.costModel) return this.costLast!;
     let c = this.costS.get(model);
     if (!c) this.costS.set(model, (c = this.m.cost.child({ provider: this.provider, model })));
-    return c;
+    this.costModel = model;
+    return (this.costLast = c);
   }
+  private costModel: string | undefined = undefined;
+  private costLast: Inc | undefined = undefined;
+  get unpriced(): Inc {
+    return (this.unpricedS ??= this.m.unpriced.child({ provider: this.provider }));
+  }
+  private unpricedS: Inc | undefined = undefined;
 }
 
 /** Series kept per backend; beyond this many label sets a call resolves its series afresh (client-chosen models). */
 const MAX_CACHED_SERIES = 1000;
-const seriesCache = new WeakMap<LlmMetrics, Map<string, CallSeries>>();
 
-/** The series of the last call per backend: a route's calls mostly share one label set (no key string built then). */
-const lastSeries = new WeakMap<LlmMetrics, CallSeries>();
-
-/** The series of a call, from the cache (see MAX_CACHED_SERIES). */
+/** The series of a call: the backend's last one when the labels match (no key string built then), else from its cache. */
 function callSeries(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean): CallSeries {
-  const last = lastSeries.get(m);
+  const last = m.series.last;
   if (last !== undefined && last.is(operation, provider, model, streaming)) return last;
-  const s = cachedSeries(m, operation, provider, model, streaming);
-  lastSeries.set(m, s);
-  return s;
+  return (m.series.last = cachedSeries(m, operation, provider, model, streaming));
 }
 
 function cachedSeries(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean): CallSeries {
-  let cache = seriesCache.get(m);
-  if (!cache) seriesCache.set(m, (cache = new Map()));
+  const cache = m.series.byKey;
   const key = `${operation}\u0000${provider}\u0000${model}\u0000${streaming}`;
   let s = cache.get(key);
   if (s) return s;
@@ -148,6 +157,7 @@ export function llmMetrics(ctx: CompileContext): LlmMetrics {
     requestDuration: ctx.histogram('gen_ai_server_request_duration_seconds', 'Time from sending an LLM request to the end of its answer (successful answers), by operation, provider and requested model.', GEN_AI_LABELS, DURATION_BUCKETS),
     cost: ctx.counter('switchyard_llm_cost_usd_total', 'What LLM calls cost in USD, from the price catalog, by provider and model.'),
     unpriced: ctx.counter('switchyard_llm_unpriced_requests_total', 'LLM calls that reported usage for a model the price catalog does not list, by provider.'),
+    series: { last: undefined, byKey: new Map() },
   };
 }
 
@@ -314,7 +324,7 @@ export class LlmCall implements LlmCallInfo {
       const model = byRequest ? this.requestModel : this.responseModel;
       const price = byRequest ?? (model !== undefined ? this.priceOf!(model) : undefined);
       this.price = price && model !== undefined ? { model, price } : null;
-      if (this.price === null) this.metrics?.unpriced.inc({ provider: this.provider });
+      if (this.price === null && this.metrics) this.series().unpriced.inc();
     }
     if (this.price === null) return;
     const cost = callCost(this.price.price, this.usage);
