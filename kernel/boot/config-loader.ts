@@ -27,13 +27,16 @@ import { buildRegistry, preloadPluginList } from './build-registry.ts';
 /** Where the config comes from: a watched file, or inline text (`-c`, tests). */
 export type ConfigInput = { readonly file: string } | { readonly name: string; readonly text: string; readonly base?: string };
 
-/** What the loader needs of the gateway's options. */
+/** What the loader needs of the gateway's options (`GatewayOptions` extends it). */
 export interface ConfigLoaderOptions {
   /** The distribution's plugins (a preset). */
   readonly preset: readonly unknown[];
+  /** Keys of first-party plugins that may be missing from a trimmed distribution. */
   readonly knownKeys?: Iterable<string>;
+  /** Precompiled config validators kept across starts (the CLI's, ADR 0042); none: ajv compiles at every start. */
   readonly validatorCache?: ValidatorCodeCache;
   readonly config: ConfigInput;
+  /** Relative paths in the config resolve against it (default: the process's working directory). */
   readonly cwd?: string;
   readonly env?: NodeJS.ProcessEnv;
 }

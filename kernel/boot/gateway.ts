@@ -5,7 +5,6 @@ import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
-import type { ValidatorCodeCache } from '../config/validator-cache.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
@@ -21,22 +20,14 @@ import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { startTracing } from '../telemetry/tracing-sdk.ts';
 import type { TracingHolder } from '../telemetry/tracing.ts';
 import { ConfigLoader } from './config-loader.ts';
-import type { ConfigInput } from './config-loader.ts';
+import type { ConfigLoaderOptions } from './config-loader.ts';
 
 export type { ConfigInput } from './config-loader.ts';
 
-export interface GatewayOptions {
-  /** The distribution's plugins (a preset). */
-  readonly preset: readonly unknown[];
-  /** Keys of first-party plugins that may be missing from a trimmed distribution. */
-  readonly knownKeys?: Iterable<string>;
-  /** Precompiled config validators kept across starts (the CLI's, ADR 0042); none: ajv compiles at every start. */
-  readonly validatorCache?: ValidatorCodeCache;
-  readonly config: ConfigInput;
+/** The gateway's options: the config loader's (preset, config, cwd, env, validators) and how it serves. */
+export interface GatewayOptions extends ConfigLoaderOptions {
   /** Re-read the file when it changes. Default true for files. */
   readonly watch?: boolean;
-  readonly cwd?: string;
-  readonly env?: NodeJS.ProcessEnv;
   /**
    * Set when this gateway is one worker thread of several (kernel/boot/supervisor.ts): it listens with
    * `SO_REUSEPORT` beside the others and runs no admin servers (the supervisor answers for all).
