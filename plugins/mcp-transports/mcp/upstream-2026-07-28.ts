@@ -1,5 +1,7 @@
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { parseSseEvents } from 'switchyard/sdk';
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { parseSseEvents, readCappedText } from 'switchyard/sdk';
 import type { JSONRPCMessage } from '@modelcontextprotocol/client';
 import type { McpConnectOptions, McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 
@@ -98,6 +100,9 @@ export class Upstream20260728 implements McpUpstream {
   }
 }
 
+/** The most of a `server/discover` answer read (its JSON, or the SSE events before it). */
+const MAX_DISCOVER_BYTES = 1024 * 1024;
+
 /** The first JSON-RPC message answering `id` in a JSON or SSE body. */
 function answerIn(text: string, contentType: string, id: string): Json | undefined {
   const candidates: unknown[] = [];
@@ -159,7 +164,8 @@ export async function probeDiscover(url: URL, fetchFn: typeof fetch, headers: Re
   } catch (err) {
     return { kind: 'unknown', reason: (err as Error).message };
   }
-  const text = await res.text().catch(() => '');
+  // Capped: a target that streams forever (or huge) is read no further than a discover answer can be.
+  const text = res.body ? await readCappedText(Readable.fromWeb(res.body as NodeReadableStream), MAX_DISCOVER_BYTES).catch(() => '') : '';
   if (res.status === 401 || res.status === 403 || res.status >= 500) return { kind: 'unknown', reason: `HTTP ${res.status}` };
   if (!res.ok) return { kind: 'legacy' };
   const answer = answerIn(text, res.headers.get('content-type') ?? '', id);
