@@ -84,7 +84,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
    * A direct forward's raw answer headers (ADR 0051), or its edited list (ADR 0071): `replyHeaders` is made of them
    * when read.
    */
-  rawReplyHeaders: Buffer[] | string[] | undefined = undefined;
+  rawReplyHeaders: readonly (Buffer | string)[] | undefined = undefined;
   errorMessage: string | undefined = undefined;
   /** Why the request is refused before routing (malformed Host or path); answered with 400. */
   refusal: string | undefined = undefined;

@@ -6,7 +6,7 @@ import { headerListSet } from '../sdk/header-list.ts';
 import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 import { headerNameToString } from '../upstream/undici-core.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
-import type { DirectReplies } from '../upstream/direct-forward.ts';
+import type { DirectReplies, RawHeaders } from '../upstream/direct-forward.ts';
 
 /**
  * The reply's headers as the flat `[name, value, …]` list node:http writes without building another object,
@@ -156,7 +156,7 @@ function writeStatus(ex: ExchangeImpl, res: ServerResponse, status: number, flat
  * `Connection` names) left out, a queued header replacing every value of its name where it first appeared. Made
  * from the Buffers directly: no header object, no second walk over one (docs/perf.md "Plain route CPU, session 7").
  */
-export function flatRawHeaders(raw: readonly Buffer[], queued: readonly string[] | undefined): string[] {
+export function flatRawHeaders(raw: RawHeaders, queued: readonly string[] | undefined): string[] {
   const out: string[] = [];
   let connection: string[] | undefined;
   for (let i = 0; i < raw.length; i += 2) {
@@ -189,7 +189,7 @@ export function flatRawHeaders(raw: readonly Buffer[], queued: readonly string[]
  * `edited` receives the list as the hooks left it with the queued headers (what the access log's `response.headers`
  * shows). A hook that throws is logged and skipped, as a response hook is.
  */
-export function editedRawHeaders(ex: ExchangeImpl, status: number, raw: readonly Buffer[], hooks: readonly PolicyInstance[], logger: Logger): string[] {
+export function editedRawHeaders(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks: readonly PolicyInstance[], logger: Logger): string[] {
   const list: string[] = new Array<string>(raw.length);
   for (let i = 0; i < raw.length; i += 2) {
     list[i] = headerNameToString(raw[i]!);

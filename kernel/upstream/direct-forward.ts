@@ -9,6 +9,7 @@ import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { ErrorCode } from '../sdk/index.ts';
 import { isRetryableFailure } from './upstream-errors.ts';
 import { destroyStream } from './undici-core.ts';
+import type { H1Handler } from './h1-connection.ts';
 
 /** What the runtime does with an answer forwarded straight into the client's response (ADR 0051). */
 export interface DirectReplies<E extends Exchange> {
@@ -17,7 +18,7 @@ export interface DirectReplies<E extends Exchange> {
    * added, hop-by-hop ones left out). False when nothing may be written: a reply was already started (a timeout), the
    * client left, or a header was invalid (then a 500 went out instead).
    */
-  start(ex: E, res: ServerResponse, status: number, rawHeaders: Buffer[]): boolean;
+  start(ex: E, res: ServerResponse, status: number, rawHeaders: RawHeaders): boolean;
   /** Answer with the failure: the upstream failed before its answer started (`err` as the client should see it). */
   fail(ex: E, res: ServerResponse, err: unknown): void;
   /** The upstream broke off its answer after it started: the client must see a truncated response. */
@@ -26,8 +27,8 @@ export interface DirectReplies<E extends Exchange> {
 
 /** The target's side: sending, its metrics and how a transport failure reads to the client. */
 export interface DirectOrigin {
-  /** Send the request through the pool with `handler` as undici's dispatch handler. */
-  dispatchDirect(ex: Exchange, plan: UpstreamPlan, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, handler: Dispatcher.DispatchHandler): void;
+  /** Send the request through the lean client (cleartext HTTP/1.1, ADR 0073) or undici's pool, `handler` seeing either alike. */
+  dispatchDirect(ex: Exchange, plan: UpstreamPlan, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, handler: Dispatcher.DispatchHandler & H1Handler): void;
   /** When tracing: the attempt's CLIENT span, its `traceparent` written into `headers`; undefined otherwise. */
   attemptSpan(ex: Exchange, headers: IncomingHttpHeaders): Span | undefined;
   /** The answer's headers arrived, `sentAt` (performance.now()) after the request was sent (`span` ends with `status`). */
@@ -35,6 +36,12 @@ export interface DirectOrigin {
   /** An attempt failed: its metrics, and the error as the GatewayError the client sees (`span` ends with it). */
   attemptFailed(err: unknown, sentAt: number, plan: UpstreamPlan, span?: Span): GatewayError;
 }
+
+/**
+ * An answer's raw `[name, value, …]` headers: undici's Buffers, or the lean client's latin1 strings (ADR 0073).
+ * `headerNameToString`, `toString('latin1')` and undici's `parseHeaders` read both alike.
+ */
+export type RawHeaders = readonly (Buffer | string)[];
 
 const WAITING = 0;
 const STREAMING = 1;
@@ -46,13 +53,14 @@ const DONE = 2;
  * per request. A slow client pauses the upstream (`res.write` returning false), as `pipe` did; the exchange's abort
  * (client gone, request timeout) aborts it.
  *
- * It speaks the handler API undici's core calls (`onConnect`, `onHeaders`, `onData`, `onComplete`, `onError`; typed
+ * It speaks the handler API undici's core calls (`onConnect`, `onHeaders`, `onData`, `onComplete`, `onError`; the lean
+ * client of cleartext HTTP/1.1 upstreams calls the same, ADR 0073; typed
  * as deprecated in favour of the controller API). A controller-API handler is wrapped by undici in an `UnwrapHandler`
  * and an `UnwrapController` per request and gets its headers as an object made by `parseHeaders`; this one gets the
  * raw header Buffers and turns them straight into the flat list `writeHead` takes (docs/perf.md "Plain route CPU,
  * session 7").
  */
-export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHandler, AbortReceiver, BodyReceiver {
+export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHandler, H1Handler, AbortReceiver, BodyReceiver {
   private readonly ex: E;
   private readonly state: ExchangeState;
   private readonly res: ServerResponse;
@@ -115,7 +123,7 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
     this.abort?.(this.state.aborted as Error);
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+  onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void): boolean {
     if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
     this.origin.answered(this.sentAt, statusCode, this.span);
     if (this.replies.start(this.ex, this.res, statusCode, rawHeaders)) {

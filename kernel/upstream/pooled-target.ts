@@ -18,6 +18,8 @@ import { parseOrigin } from './origin.ts';
 import type { Origin } from './origin.ts';
 import { hasRequestBody, readsFirst } from './request-body.ts';
 import { DirectForward } from './direct-forward.ts';
+import type { H1Handler } from './h1-connection.ts';
+import type { H1Pool } from './h1-pool.ts';
 import type { DirectOrigin, DirectReplies } from './direct-forward.ts';
 import { forwardAttempts, forwardOnce } from './forward-reply.ts';
 import { upstreamCall } from './upstream-call.ts';
@@ -51,9 +53,12 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
   readonly options: UpstreamTargetOptions;
   readonly metrics: BackendMetrics | undefined;
   readonly traces: TracingHolder | undefined;
+  /** The lean client's pool (cleartext HTTP/1.1 origins, ADR 0073): the direct forward's; null: undici's pool. */
+  readonly h1: H1Pool | null;
 
-  constructor(options: UpstreamTargetOptions, pool: Pool, metrics: UpstreamMetrics | undefined, traces?: TracingHolder) {
+  constructor(options: UpstreamTargetOptions, pool: Pool, metrics: UpstreamMetrics | undefined, traces?: TracingHolder, h1: H1Pool | null = null) {
     this.options = options;
+    this.h1 = h1;
     this.traces = traces;
     this.parsed = parseOrigin(options.origin);
     this.origin = this.parsed.href;
@@ -110,7 +115,11 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     return true;
   }
 
-  dispatchDirect(ex: Exchange, plan: UpstreamPlan, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, handler: Dispatcher.DispatchHandler): void {
+  dispatchDirect(ex: Exchange, plan: UpstreamPlan, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, handler: Dispatcher.DispatchHandler & H1Handler): void {
+    if (this.h1 !== null && ex.method !== 'CONNECT') {
+      // The same deadlines (ADR 0019), checked by the lean pool's sweep.
+      return this.h1.dispatch({ path: ex.path + ex.query, method: ex.method, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs }, handler);
+    }
     // Default deadlines (ADR 0019) ride on undici's own parser timers, as in `send`.
     this.pool.dispatch(
       { path: ex.path + ex.query, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs },

@@ -6,6 +6,7 @@ import { ConnectGuard } from './connect-guard.ts';
 import { buildConnector, Pool } from './undici-core.ts';
 import { parseOrigin } from './origin.ts';
 import { PooledTarget } from './pooled-target.ts';
+import { H1Pool } from './h1-pool.ts';
 
 /** Upstream targets over pools kept in the generational resource cache (so reloads keep warm connections). */
 export class PooledUpstreams implements HttpUpstreams {
@@ -40,6 +41,14 @@ export class PooledUpstreams implements HttpUpstreams {
       // Let in-flight calls finish, but do not let a stuck one (a slow mirror, say) hold shutdown.
       (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined),
     );
-    return new PooledTarget(options, pool, this.metrics, this.traces);
+    // Cleartext origins: the direct forward's lean HTTP/1.1 client (ADR 0073), beside undici's pool for the rest.
+    const h1 = parsed.secure
+      ? null
+      : this.resources.get(
+          `h1:${parsed.href}`,
+          () => new H1Pool(parsed.host, parsed.port),
+          (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()),
+        );
+    return new PooledTarget(options, pool, this.metrics, this.traces, h1);
   }
 }

@@ -1,0 +1,263 @@
+// The HTTP/1.1 response parser of the lean upstream client (ADR 0073): the head parsed in JavaScript from the socket's
+// Buffers, the body handed on as slices of them (no copy into a wasm parser, no `Readable`). Strict: whatever undici's
+// llhttp rejects by default is rejected here, and a few things it tolerates as well (see ADR 0073).
+
+/** Largest response head accepted (undici's `maxHeaderSize`), and the longest chunk-size or trailer line. */
+export const MAX_HEAD = 16 * 1024;
+
+export interface ResponseSink {
+  /** A final (non-1xx) answer's status and raw `[name, value, …]` headers. */
+  head(status: number, raw: string[]): void;
+  data(chunk: Buffer): void;
+  /** The body ended; `trailers` (raw) when a chunked body carried any. */
+  end(trailers: string[] | null): void;
+}
+
+/** A malformed answer; `code` as undici's parser errors read (`upstreamFailure` shows it). */
+export class H1ParseError extends Error {
+  readonly code: string;
+  constructor(message: string, code = 'HPE_INVALID') {
+    super(message);
+    this.code = code;
+  }
+}
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// A field value: visible characters, obs-text, SP and HTAB; no CR, LF, NUL or other controls.
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+const CHUNK_SIZE_RE = /^[0-9a-fA-F]{1,12}$/;
+const CONTENT_LENGTH_RE = /^\d{1,15}$/;
+const CHUNKED_LAST = /(?:^|,)[ \t]*chunked[ \t]*$/i;
+const KEEP_ALIVE_TIMEOUT = /(?:^|[\s,;])timeout\s*=\s*(\d+)/i;
+const MAX_TRAILERS = 100;
+
+const HEAD = 0;
+const LENGTH = 1;
+const CHUNK_SIZE = 2;
+const CHUNK_DATA = 3;
+const CHUNK_CRLF = 4;
+const TRAILERS = 5;
+const UNTIL_CLOSE = 6;
+const DONE = 7;
+
+/** One response at a time on one connection (no pipelining): `expect` it, feed `execute`, then `closed` at EOF. */
+export class H1ResponseParser {
+  private state = DONE;
+  /** Bytes of an unfinished head or framing line. */
+  private pending: Buffer | null = null;
+  private remaining = 0;
+  private headRequest = false;
+  private trailers: string[] | null = null;
+  private sink: ResponseSink | null = null;
+  /** Whether any byte of the current answer arrived. */
+  started = false;
+  /** The connection may carry another request after this answer. */
+  keepAlive = true;
+  /** The upstream's `Keep-Alive: timeout=` in ms, or 0. */
+  keepAliveHintMs = 0;
+
+  /** Expect the answer to a request (`headRequest`: the answer has no body). */
+  expect(sink: ResponseSink, headRequest: boolean): void {
+    this.sink = sink;
+    this.headRequest = headRequest;
+    this.state = HEAD;
+    this.pending = null;
+    this.trailers = null;
+    this.started = false;
+    this.keepAlive = true;
+    this.keepAliveHintMs = 0;
+  }
+
+  /** Nothing is expected (the answer ended, or none was asked for). */
+  get done(): boolean {
+    return this.state === DONE;
+  }
+
+  /** Stop handing anything on (the caller gave up on the answer). */
+  detach(): void {
+    this.sink = null;
+    this.state = DONE;
+  }
+
+  /** Feed bytes read from the socket. Throws H1ParseError; returns false when bytes came after the answer ended. */
+  execute(chunk: Buffer): boolean {
+    this.started = true;
+    let at = 0;
+    const len = chunk.length;
+    while (at < len) {
+      switch (this.state) {
+        case HEAD:
+          at = this.headBytes(chunk, at);
+          break;
+        case LENGTH: {
+          const n = Math.min(this.remaining, len - at);
+          this.remaining -= n;
+          this.sink!.data(at === 0 && n === len ? chunk : chunk.subarray(at, at + n));
+          at += n;
+          if (this.remaining === 0) this.finish();
+          break;
+        }
+        case UNTIL_CLOSE:
+          this.sink!.data(at === 0 ? chunk : chunk.subarray(at));
+          return true;
+        case CHUNK_DATA: {
+          const n = Math.min(this.remaining, len - at);
+          this.remaining -= n;
+          this.sink!.data(chunk.subarray(at, at + n));
+          at += n;
+          if (this.remaining === 0) this.state = CHUNK_CRLF;
+          break;
+        }
+        case DONE:
+          return false;
+        default:
+          at = this.framingLine(chunk, at);
+      }
+    }
+    return true;
+  }
+
+  /** The connection ended: true when that completed the answer (a close-delimited body), false when it cut it short. */
+  closed(): boolean {
+    if (this.state === UNTIL_CLOSE) {
+      this.finish();
+      return true;
+    }
+    return this.state === DONE;
+  }
+
+  private finish(): void {
+    this.state = DONE;
+    const sink = this.sink;
+    this.sink = null;
+    sink?.end(this.trailers);
+  }
+
+  /** Head bytes from `at`: parsed once the blank line arrives. Returns where the head's bytes end in `chunk`. */
+  private headBytes(chunk: Buffer, at: number): number {
+    const pending = this.pending;
+    const buf = pending === null ? chunk : Buffer.concat([pending, chunk.subarray(at)]);
+    const from = pending === null ? at : 0;
+    // Search from just before the new bytes: the blank line may straddle two reads.
+    const end = buf.indexOf('\r\n\r\n', pending === null ? at : Math.max(0, pending.length - 3), 'latin1');
+    if (end === -1) {
+      if (buf.length - from > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
+      this.pending = pending === null ? Buffer.from(chunk.subarray(at)) : buf;
+      return chunk.length;
+    }
+    if (end - from + 4 > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
+    this.pending = null;
+    this.parseHead(buf.toString('latin1', from, end));
+    return pending === null ? end + 4 : end + 4 - pending.length;
+  }
+
+  /** A CRLF-ended line of chunked framing: a size line, the CRLF after a chunk's data, a trailer or the last line. */
+  private framingLine(chunk: Buffer, at: number): number {
+    const nl = chunk.indexOf(10, at);
+    const pendingLen = this.pending === null ? 0 : this.pending.length;
+    if (nl === -1) {
+      if (pendingLen + chunk.length - at > MAX_HEAD) throw new H1ParseError('chunked framing line too long');
+      this.pending = this.pending === null ? Buffer.from(chunk.subarray(at)) : Buffer.concat([this.pending, chunk.subarray(at)]);
+      return chunk.length;
+    }
+    if (pendingLen + nl - at > MAX_HEAD) throw new H1ParseError('chunked framing line too long');
+    let line = chunk.toString('latin1', at, nl);
+    if (this.pending !== null) {
+      line = this.pending.toString('latin1') + line;
+      this.pending = null;
+    }
+    if (line.length === 0 || line.charCodeAt(line.length - 1) !== 13) throw new H1ParseError('bare LF in chunked framing');
+    line = line.slice(0, -1);
+    if (this.state === CHUNK_CRLF) {
+      if (line.length !== 0) throw new H1ParseError('chunk data longer than its size');
+      this.state = CHUNK_SIZE;
+    } else if (this.state === CHUNK_SIZE) this.chunkSize(line);
+    else if (line.length === 0) this.finish();
+    else this.trailer(line);
+    return nl + 1;
+  }
+
+  private chunkSize(line: string): void {
+    const semi = line.indexOf(';');
+    const hex = semi === -1 ? line : line.slice(0, semi);
+    if (!CHUNK_SIZE_RE.test(hex)) throw new H1ParseError('invalid chunk size');
+    if (semi !== -1 && !FIELD_VALUE.test(line.slice(semi))) throw new H1ParseError('invalid chunk extension');
+    const size = parseInt(hex, 16);
+    if (size === 0) this.state = TRAILERS;
+    else {
+      this.remaining = size;
+      this.state = CHUNK_DATA;
+    }
+  }
+
+  private trailer(line: string): void {
+    const colon = line.indexOf(':');
+    const name = colon <= 0 ? '' : line.slice(0, colon);
+    const value = line.slice(colon + 1).trim();
+    if (!TOKEN.test(name) || !FIELD_VALUE.test(value)) throw new H1ParseError('invalid trailer line');
+    const list = (this.trailers ??= []);
+    if (list.length >= MAX_TRAILERS * 2) throw new H1ParseError('too many trailers');
+    list.push(name, value);
+  }
+
+  private parseHead(head: string): void {
+    const lines = head.split('\r\n');
+    const m = STATUS_LINE.exec(lines[0]!);
+    if (m === null) throw new H1ParseError('invalid status line');
+    const status = Number(m[2]);
+    const http10 = m[1] === '0';
+    const raw: string[] = [];
+    let length = -1;
+    let te = false;
+    let chunked = false;
+    let close = http10;
+    let hint = 0;
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      const colon = line.indexOf(':');
+      const name = colon <= 0 ? '' : line.slice(0, colon);
+      // Also refuses obs-fold (a line starting with SP/HTAB) and whitespace before the colon.
+      if (!TOKEN.test(name)) throw new H1ParseError('invalid header name', 'HPE_INVALID_HEADER_TOKEN');
+      const value = line.slice(colon + 1).trim();
+      if (!FIELD_VALUE.test(value)) throw new H1ParseError('invalid header value', 'HPE_INVALID_HEADER_TOKEN');
+      raw.push(name, value);
+      const n = name.length;
+      if (n !== 14 && n !== 17 && n !== 10) continue;
+      const lower = name.toLowerCase();
+      if (lower === 'content-length') {
+        if (length !== -1) throw new H1ParseError('duplicate Content-Length', 'HPE_UNEXPECTED_CONTENT_LENGTH');
+        if (!CONTENT_LENGTH_RE.test(value)) throw new H1ParseError('invalid Content-Length', 'HPE_INVALID_CONTENT_LENGTH');
+        length = Number(value);
+      } else if (lower === 'transfer-encoding') {
+        te = true;
+        chunked = CHUNKED_LAST.test(value); // the last line's last coding decides
+      } else if (lower === 'connection') {
+        const v = value.toLowerCase();
+        if (v.includes('close')) close = true;
+        else if (http10 && v.includes('keep-alive')) close = false;
+      } else if (lower === 'keep-alive') {
+        const t = KEEP_ALIVE_TIMEOUT.exec(value);
+        if (t !== null) hint = Number(t[1]) * 1000;
+      }
+    }
+    if (te && length !== -1) throw new H1ParseError('Content-Length with Transfer-Encoding', 'HPE_UNEXPECTED_CONTENT_LENGTH');
+    if (status < 200) {
+      if (status === 101) throw new H1ParseError('unexpected 101 answer to a request without Upgrade');
+      return; // 1xx: not relayed; the final answer follows
+    }
+    const noBody = this.headRequest || status === 204 || status === 304;
+    if (!noBody && te && !chunked) close = true; // read until close (RFC 9112 §6.3)
+    if (!noBody && !te && length === -1) close = true;
+    this.keepAlive = !close;
+    this.keepAliveHintMs = hint;
+    this.sink!.head(status, raw);
+    if (this.sink === null) return; // detached while handling the head
+    if (noBody || (!te && length === 0)) this.finish();
+    else if (te) this.state = chunked ? CHUNK_SIZE : UNTIL_CLOSE;
+    else if (length > 0) {
+      this.remaining = length;
+      this.state = LENGTH;
+    } else this.state = UNTIL_CLOSE;
+  }
+}
