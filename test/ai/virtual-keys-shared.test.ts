@@ -114,6 +114,9 @@ for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
       const shown = await keys(admins[0]!, 'show', id!);
       assert.match(shown, /revoked/);
       assert.match(shown, /team:research\s+tokens=200\/day\s+64\s+136/, 'four answers of 16 tokens on the team budget');
+      // Lifetime usage (ADR 0072): the four answers of both gateways, on the shared store, shown by either.
+      assert.match(shown, /lifetime: 64 tokens, \d/);
+      assert.equal((JSON.parse(await keys(admins[1]!, 'show', id!, '--json')) as { lifetime: { tokens: number } }).lifetime.tokens, 64);
     });
 
     it('a key this gateway has just used (cached) and the other revokes is refused at once, with or without budgets', async () => {

@@ -143,7 +143,7 @@ export class SqliteKeyStore implements KeyStore {
 
   /** Read a key (and the keys version) from the file, and keep it. */
   private read(digest: string, now: number): KeyRecord | undefined {
-    const row = this.byDigest.get(digest) as { record: string; version: number } | undefined;
+    const row = this.byDigest.get(digest) as { record: string; version: number | null } | undefined;
     if (!row) return undefined;
     let record = this.parsed.get(row.record);
     if (!record) {
@@ -151,7 +151,8 @@ export class SqliteKeyStore implements KeyStore {
       record = JSON.parse(row.record) as KeyRecord;
       this.parsed.set(row.record, record);
     }
-    this.cache.set(digest, record, row.version, now);
+    // No version row (removed by hand; every open puts it back): nothing is cached, as nothing would tell a change.
+    if (typeof row.version === 'number') this.cache.set(digest, record, row.version, now);
     return record;
   }
 
