@@ -2,29 +2,7 @@ import { jsonReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
 import { errorMessage } from './jsonrpc.ts';
 import type { RpcMessage } from './jsonrpc.ts';
-
-/** Client headers never passed to HTTP targets: hop-by-hop, framing, and MCP headers the gateway sets per target. */
-const NOT_FORWARDED = new Set([
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'content-length',
-  'content-type',
-  'content-encoding',
-  'accept',
-  'accept-encoding',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'mcp-method',
-  'mcp-name',
-  'last-event-id',
-]);
+import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 
 /** Headers that change with every request: not kept by connections shared across a 2026-07-28 client's requests. */
 const PER_REQUEST = new Set(['traceparent', 'tracestate', 'baggage', 'x-request-id', 'x-amzn-trace-id', 'x-b3-traceid', 'x-b3-spanid', 'x-b3-parentspanid', 'x-b3-sampled', 'b3']);

@@ -3,6 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from './document.ts';
 import type { JsonObject } from './document.ts';
 import type { OperationPlan, ParameterPlan } from './tools.ts';
+import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 
 /** The HTTP request one tool call becomes. */
 export interface BuiltRequest {
@@ -12,29 +13,6 @@ export interface BuiltRequest {
   readonly headers: Record<string, string>;
   readonly body: string | Buffer | undefined;
 }
-
-/** Client headers never copied onto API calls: framing, hop-by-hop, MCP session plumbing. */
-const NOT_FORWARDED = new Set([
-  'host',
-  'content-length',
-  'content-type',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'proxy-authorization',
-  'proxy-connection',
-  'expect',
-  'accept',
-  'accept-encoding',
-  'mcp-session-id',
-  'mcp-protocol-version',
-  'mcp-method',
-  'mcp-name',
-  'last-event-id',
-]);
 
 /** Percent-encode everything but RFC 3986 unreserved characters (`A-Z a-z 0-9 - . _ ~`). */
 export function encodeStrict(value: string): string {
