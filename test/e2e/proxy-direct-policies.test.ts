@@ -1,6 +1,6 @@
 // A route whose policies only run synchronous request hooks and edit response headers (header modifiers, CORS,
 // localRateLimit) keeps the kernel's direct forward (ADR 0071, issue 15 item 4): the policies edit the upstream's raw
-// header list (`onResponseHeaders`) instead of a Reply's header object. These tests prove the path (no undici
+// header list (`onResponseHeaders`) instead of a Reply's header object; so does `transformations` on the response. These tests prove the path (no undici
 // `request()` handler per request; the upstream's header order passes through as on the plain route) and that every
 // policy still applies: request headers, response headers, CORS on answers, preflights and gateway errors, 429s.
 import assert from 'node:assert/strict';
@@ -13,6 +13,8 @@ import { request } from 'undici';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { replyHeaderPolicy } from './proxy-support.ts';
 
 const ORIGIN = 'https://app.example';
 
@@ -68,9 +70,15 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
     gw = await startRoutesGateway([
       { name: 'limited', matches: [{ path: { pathPrefix: '/limited' } }], policies: { ...policies, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] }, backends: [{ host }] },
       { name: 'down', matches: [{ path: { pathPrefix: '/down' } }], policies, backends: [{ host: closed }] },
-      { name: 'reply', matches: [{ path: { pathPrefix: '/reply' } }], policies: { ...policies, transformations: { response: { set: { 'x-t': '"t"' } } } }, backends: [{ host }] },
+      { name: 'reply', matches: [{ path: { pathPrefix: '/reply' } }], policies: { ...policies, testReplyHeader: { value: 't' } }, backends: [{ host }] },
+      {
+        name: 'transform',
+        matches: [{ path: { pathPrefix: '/transform' } }],
+        policies: { transformations: { response: { add: { 'x-multi': 'request.path' }, set: { 'x-t': '"t"', 'x-bad': 'request.headers["x-missing"]' }, remove: ['x-powered-by'] } } },
+        backends: [{ host }],
+      },
       { name: 'policies', policies, backends: [{ host }] },
-    ]);
+    ], { preset: [...fullPreset, replyHeaderPolicy] });
   });
   after(async () => {
     await gw?.stop();
@@ -96,9 +104,16 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
     return made - times; // the test's own calls
   }
 
-  it('takes the direct path; a response hook without onResponseHeaders (transformations) still goes through a Reply', async () => {
+  it('takes the direct path; a response hook without onResponseHeaders still goes through a Reply', async () => {
     assert.equal(await requestHandlersFor('/policies/x', 20), 0);
+    assert.equal(await requestHandlersFor('/transform/x', 20), 0);
     assert.equal(await requestHandlersFor('/reply/x', 20), 20);
+  });
+
+  it('transformations on the response: CEL values added and set on the raw list, a failing one removes its header', async () => {
+    const res = await get(`${gw.base}/transform/t`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(pairs(res.raw), ['x-multi: up1', 'content-type: text/plain', 'x-multi: up2', 'x-multi: /transform/t', 'vary: Accept-Encoding', 'x-t: t']);
   });
 
   it('applies every policy to the answer, in the upstream header order', async () => {
@@ -131,9 +146,9 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
   it('the same route with a Reply-only hook sends the same header fields (grouped by name)', async () => {
     const direct = await get(`${gw.base}/policies/c`, { origin: ORIGIN });
     const reply = await get(`${gw.base}/reply/c`, { origin: ORIGIN });
-    const sorted = (raw: string[]): string[] => pairs(raw).filter((p) => !p.startsWith('x-t:')).sort();
+    const sorted = (raw: string[]): string[] => pairs(raw).filter((p) => !p.startsWith('x-reply-hook:')).sort();
     assert.deepEqual(sorted(direct.raw), sorted(reply.raw));
-    assert.equal(reply.headers['x-t'], 't');
+    assert.equal(reply.headers['x-reply-hook'], 't');
   });
 
   it('a preflight is answered by cors, never forwarded', async () => {

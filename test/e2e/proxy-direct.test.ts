@@ -12,7 +12,8 @@ import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
-import { sleep, waitFor, within } from './proxy-support.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { replyHeaderPolicy, sleep, waitFor, within } from './proxy-support.ts';
 
 describe('direct forwarding on the plain host route', () => {
   let gw: RoutesGateway;
@@ -53,11 +54,11 @@ describe('direct forwarding on the plain host route', () => {
         name: 'hooked',
         matches: [{ path: { pathPrefix: '/hooked' } }],
         // A response hook with no `onResponseHeaders` (header edits alone keep the direct path: ADR 0071).
-        policies: { transformations: { response: { set: { 'x-hooked': '"yes"' } } } },
+        policies: { testReplyHeader: { value: 'yes' } },
         backends: [{ host }],
       },
       { name: 'plain', backends: [{ host }] },
-    ]);
+    ], { preset: [...fullPreset, replyHeaderPolicy] });
   });
   after(async () => {
     await gw?.stop();
@@ -88,7 +89,7 @@ describe('direct forwarding on the plain host route', () => {
     assert.equal(await requestHandlersFor('/plain/x', 20), 0);
     assert.equal(await requestHandlersFor('/hooked/x', 20), 20);
     const res = await request(`${gw.base}/hooked/y`);
-    assert.equal(res.headers['x-hooked'], 'yes');
+    assert.equal(res.headers['x-reply-hook'], 'yes');
     assert.equal(await res.body.text(), 'hello /hooked/y');
   });
 

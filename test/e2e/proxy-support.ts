@@ -1,9 +1,27 @@
 // Small helpers shared by the proxy-*.test.ts files (not a test file itself).
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
+import { definePolicy } from 'switchyard/sdk';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+
+/**
+ * `testReplyHeader`: a response hook with no `onResponseHeaders`, so its route answers through a Reply (the direct
+ * forward's fallback, ADR 0051/0071). Sets `x-reply-hook: <value>`. Give it with `fullPreset` to the gateway.
+ */
+export const replyHeaderPolicy = definePolicy<{ value: string }>({
+  key: 'testReplyHeader',
+  description: 'Test: sets a response header through a Reply.',
+  schema: { type: 'object', description: 'The value.', properties: { value: { type: 'string', description: 'Header value.' } }, required: ['value'], additionalProperties: false },
+  attach: ['routePolicies', 'backendPolicies'],
+  phase: 'mutate',
+  compile: (config) => ({
+    onResponse(_ex, reply) {
+      reply.headers['x-reply-hook'] = config.value;
+    },
+  }),
+});
 
 export const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 

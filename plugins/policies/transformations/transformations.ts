@@ -1,4 +1,4 @@
-import { celValueToString } from 'switchyard/sdk';
+import { celValueToString, headerListAdd, headerListRemove, headerListSet } from 'switchyard/sdk';
 import type { CompileContext, CompiledExpression, Exchange, ExpressionCompiler, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
 export interface HeaderTransform {
@@ -48,6 +48,27 @@ function apply(t: CompiledTransform, ex: Exchange, headers: HeaderMap): void {
   for (const name of t.remove) delete headers[name];
 }
 
+/** `apply` on a forwarded answer's raw header list (`onResponseHeaders`, ADR 0071): the same edits, list helpers. */
+function applyToList(t: CompiledTransform, ex: Exchange, list: string[]): void {
+  for (const [name, expression] of t.add) {
+    let value: string;
+    try {
+      value = celValueToString(expression.evaluate(ex));
+    } catch {
+      continue;
+    }
+    headerListAdd(list, name, value);
+  }
+  for (const [name, expression] of t.set) {
+    try {
+      headerListSet(list, name, celValueToString(expression.evaluate(ex)));
+    } catch {
+      headerListRemove(list, name);
+    }
+  }
+  for (const name of t.remove) headerListRemove(list, name);
+}
+
 /** Compile one `transformations` policy: every value is a CEL expression, compiled once here. */
 export function compileTransformations(config: TransformationsConfig, ctx: CompileContext): PolicyInstance {
   const request = compileSide(config.request, ctx.expr, 'request');
@@ -61,5 +82,8 @@ export function compileTransformations(config: TransformationsConfig, ctx: Compi
         }
       : undefined,
     onResponse: response ? (ex, reply) => apply(response, ex, reply.headers) : undefined,
+    // Response expressions cannot read `response` (refused at load), so the edit needs no Reply: the route keeps the
+    // direct forward.
+    onResponseHeaders: response ? (ex, _status, list) => applyToList(response, ex, list) : undefined,
   };
 }
