@@ -186,8 +186,8 @@ export function flatRawHeaders(raw: RawHeaders, queued: readonly string[] | unde
  * The raw answer headers after a route's `onResponseHeaders` hooks (ADR 0071), as `writeReply` would send the reply
  * after its `onResponse` hooks: the hooks see every header (hop-by-hop ones too, as a reply's object holds them) in
  * the upstream's order, then the queued headers replace, then hop-by-hop ones and those `Connection` names go.
- * `edited` receives the list as the hooks left it with the queued headers (what the access log's `response.headers`
- * shows). A hook that throws is logged and skipped, as a response hook is.
+ * `ex.rawReplyHeaders` keeps the list as the hooks left it with the queued headers (what the access log's
+ * `response.headers` shows). A hook that throws is logged and skipped, as a response hook is.
  */
 export function editedRawHeaders(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks: readonly PolicyInstance[], logger: Logger): string[] {
   const list: string[] = new Array<string>(raw.length);
