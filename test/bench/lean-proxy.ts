@@ -2,15 +2,16 @@
 // upstream clients, so that only the client differs.
 //   dispatch: an undici Pool with a raw dispatch handler (what kernel/upstream/direct-forward.ts does), ADR 0019's
 //             deadlines (headers 15 s, body 5 min) on every request
-//   lean:     test/bench/lean-h1/h1-client.ts (keep-alive net.Sockets, the answer parsed in JavaScript), the same deadlines
+//   lean:     kernel/upstream/h1-pool.ts (ADR 0073: keep-alive net.Sockets, the answer parsed in JavaScript), the same
+//             deadlines (the gate ran the first prototype of it, since replaced by the kernel's)
 // Usage: node test/bench/lean-proxy.ts PORT UPSTREAM_PORT dispatch|lean   (prints `listening PORT` once ready)
 // With plain-ab.ts: a checkout named `lean-dispatch` or `lean-lean` runs this file in that mode.
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { H1Pool } from './lean-h1/h1-client.ts';
-import type { H1Handler } from './lean-h1/h1-client.ts';
+import { H1Pool } from '../../kernel/upstream/h1-pool.ts';
+import type { H1Handler } from '../../kernel/upstream/h1-connection.ts';
 
 const [port, upstreamPort, mode] = [Number(process.argv[2] ?? 0), Number(process.argv[3]), process.argv[4] ?? 'lean'];
 const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);
@@ -67,20 +68,22 @@ class UndiciForward implements Dispatcher.DispatchHandler {
 
 class LeanForward implements H1Handler {
   private readonly res: ServerResponse;
-  private readonly pool: H1Pool;
-  constructor(res: ServerResponse, pool: H1Pool) {
+  private resume: (() => void) | null = null;
+  constructor(res: ServerResponse) {
     this.res = res;
-    this.pool = pool;
   }
-  onHead(status: number, raw: string[]): void {
+  onConnect(): void {}
+  onHeaders(status: number, raw: string[], resume: () => void): boolean {
+    this.resume = resume;
     this.res.writeHead(status, flat(raw));
+    return true;
   }
   onData(chunk: Buffer): boolean {
     if (this.res.write(chunk)) return true;
-    this.res.once('drain', () => this.pool.resume(this));
+    this.res.once('drain', () => this.resume?.());
     return false;
   }
-  onEnd(): void {
+  onComplete(): void {
     this.res.end();
   }
   onError(err: Error): void {
@@ -100,7 +103,7 @@ const server = createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 }, (re
     const path = req.url ?? '/';
     undiciPool.dispatch({ path, method: req.method as Dispatcher.HttpMethod, headers, body: hasBody ? req : null, headersTimeout: HEADERS_MS, bodyTimeout: BODY_MS }, new UndiciForward(res));
   } else {
-    leanPool!.request({ method: req.method!, path: req.url ?? '/', headers, body: hasBody ? req : null, headersTimeoutMs: HEADERS_MS, bodyTimeoutMs: BODY_MS }, new LeanForward(res, leanPool!));
+    leanPool!.dispatch({ method: req.method!, path: req.url ?? '/', headers, body: hasBody ? req : null, headersTimeout: HEADERS_MS, bodyTimeout: BODY_MS }, new LeanForward(res));
   }
 });
 server.listen(port, '127.0.0.1', () => {
