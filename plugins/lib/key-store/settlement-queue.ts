@@ -59,3 +59,62 @@ export class SettlementQueue {
     this.timer = undefined;
   }
 }
+
+/** Longest a lazy settlement (CounterDelta.lazy) is held, summed, before it rides on a reservation. */
+export const LAZY_MS = 1000;
+
+/**
+ * Lazy settlements (ADR 0072), summed by counter: a hot key's lifetime counters are written about once a second
+ * instead of on every request. Oldest first (a counter keeps its place while later amounts are added to it).
+ */
+export class LazySums {
+  private readonly byCounter = new Map<string, { amount: number; expiresAt: number; readonly since: number }>();
+  private timer: NodeJS.Timeout | undefined;
+  private takenAt = 0;
+  private readonly onIdle: () => void;
+
+  /** `onIdle` writes everything (`all`) when nothing took the sums within LAZY_MS. */
+  constructor(onIdle: () => void) {
+    this.onIdle = onIdle;
+  }
+
+  add(d: CounterDelta, now: number): void {
+    const q = this.byCounter.get(d.counter);
+    if (q) {
+      q.amount += d.amount;
+      q.expiresAt = d.expiresAt;
+    } else this.byCounter.set(d.counter, { amount: d.amount, expiresAt: d.expiresAt, since: now });
+    if (this.timer === undefined) this.arm();
+  }
+
+  /** After 2 × LAZY_MS: write everything, unless reservations are taking the sums (then look again later). */
+  private arm(): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.byCounter.size === 0) return;
+      if (Date.now() - this.takenAt < LAZY_MS) this.arm();
+      else this.onIdle();
+    }, LAZY_MS * 2);
+    this.timer.unref();
+  }
+
+  /** Up to `max` sums first added LAZY_MS or more before `now`, taken out (undefined when none is due). */
+  due(now: number, max: number): CounterDelta[] | undefined {
+    this.takenAt = now;
+    let rows: CounterDelta[] | undefined;
+    for (const [counter, q] of this.byCounter) {
+      if (q.since > now - LAZY_MS || (rows !== undefined && rows.length >= max)) break;
+      (rows ??= []).push({ counter, amount: q.amount, expiresAt: q.expiresAt });
+      this.byCounter.delete(counter);
+    }
+    return rows;
+  }
+
+  /** Every sum, taken out. */
+  all(): CounterDelta[] {
+    const rows: CounterDelta[] = [];
+    for (const [counter, q] of this.byCounter) rows.push({ counter, amount: q.amount, expiresAt: q.expiresAt });
+    this.byCounter.clear();
+    return rows;
+  }
+}

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { KEY_CACHE_MS } from './key-cache.ts';
+import { LAZY_MS } from './settlement-queue.ts';
 import { SqliteKeyStore } from './sqlite-store.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'swy-sqlite-store-'));
@@ -216,6 +217,28 @@ test('sqlite store: key records stay cached while no key changed, checked about 
     reads = 0;
     findAll();
     assert.equal(reads, 299, 'a changed version forgets every record');
+  } finally {
+    await mine.close();
+    await other.close();
+  }
+});
+
+test('sqlite store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072)', async () => {
+  const file = join(dir, 'lazy.db');
+  const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
+  try {
+    const life = { counter: 'k:a:tokens:total:all', amount: 16, expiresAt: 0, lazy: true };
+    for (let i = 0; i < 20; i++) {
+      assert.equal(mine.reserve(lines), -1);
+      mine.settle([...deltas, life]);
+    }
+    assert.equal(mine.reserve(lines), -1);
+    assert.deepEqual(await other.values([lines[0]!.counter, life.counter]), [21 * 10 - 20 * 4, 0], 'settlements rode on the reservations; the lifetime sum is held');
+    await new Promise((r) => setTimeout(r, LAZY_MS + 20));
+    assert.equal(mine.reserve(lines), -1);
+    assert.deepEqual(await other.values([life.counter]), [20 * 16], 'a second old: written once, summed, with the next reservation');
+    mine.settle([{ ...life, amount: 5 }]);
+    assert.deepEqual(await mine.values([life.counter]), [20 * 16 + 5], 'the store\'s own read writes what it holds first');
   } finally {
     await mine.close();
     await other.close();

@@ -5,7 +5,7 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
 import { VersionedKeyCache } from './key-cache.ts';
-import { SettlementQueue } from './settlement-queue.ts';
+import { LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -27,6 +27,8 @@ const SWEEP_EVERY = 4096;
  * statement is linear in its rows (ADR 0072), so they ride on it rather than cost a transaction of their own.
  */
 const MAX_ROWS = 256;
+/** Lazy (lifetime) settlements added to one reservation at most: a burst of them is spread over the next requests. */
+const LAZY_PER_RESERVATION = 8;
 /** Parsed key records kept (a cache of the hot keys, emptied when full). */
 const PARSED_MAX = 4096;
 
@@ -96,6 +98,8 @@ export class SqliteKeyStore implements KeyStore {
   private readonly checkpointer: Checkpointer | undefined;
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
   private readonly pending = new SettlementQueue(() => this.tryFlush());
+  /** Lifetime counters' settlements, summed: they join `pending` once a second old, a few per reservation (ADR 0072). */
+  private readonly lazy = new LazySums(() => this.tryFlush());
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
@@ -175,6 +179,8 @@ export class SqliteKeyStore implements KeyStore {
       return KEY_GONE;
     }
     const now = Date.now();
+    const due = this.lazy.due(now, LAZY_PER_RESERVATION);
+    if (due) this.pending.add(due);
     // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own.
     let queued = this.pending.size > 0 ? this.pending.rows() : undefined;
     if (queued && queued.length + lines.length > MAX_ROWS) {
@@ -219,11 +225,20 @@ export class SqliteKeyStore implements KeyStore {
    * a settlement seen a few ms late by another process only delays a correction (ADR 0048).
    */
   settle(deltas: readonly CounterDelta[]): void {
-    this.pending.add(deltas);
+    if (!deltas.some((d) => d.lazy)) return this.pending.add(deltas);
+    const now = Date.now();
+    const rest: CounterDelta[] = [];
+    for (const d of deltas) {
+      if (d.lazy) this.lazy.add(d, now);
+      else rest.push(d);
+    }
+    if (rest.length > 0) this.pending.add(rest);
   }
 
   /** Write queued settlements now: one statement, or one transaction when they need several. */
   flush(): void {
+    const lazy = this.lazy.all();
+    if (lazy.length > 0) this.pending.add(lazy);
     if (this.pending.size === 0 || !this.db.isOpen) return;
     const rows = this.pending.rows();
     const several = rows.length > MAX_ROWS;

@@ -48,6 +48,11 @@ export interface CounterDelta {
   readonly counter: string;
   readonly amount: number;
   readonly expiresAt: number;
+  /**
+   * No budget checks this counter (a key's lifetime usage): a store may sum it and write it up to LAZY_MS later
+   * (ADR 0072). Reads of counters (`values`) still see it.
+   */
+  readonly lazy?: boolean;
 }
 
 /**

@@ -165,8 +165,8 @@ export class KeyReservation implements LlmTokenLimiter {
     }
     // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
     const life = lifetimeCounters(this.record.id);
-    if (tokens !== 0 && !lines.some((l) => l.counter === life.tokens)) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0 });
-    if (usd !== 0 && !lines.some((l) => l.counter === life.usd)) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0 });
+    if (tokens !== 0 && !lines.some((l) => l.counter === life.tokens)) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0, lazy: true });
+    if (usd !== 0 && !lines.some((l) => l.counter === life.usd)) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0, lazy: true });
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);
