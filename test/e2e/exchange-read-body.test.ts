@@ -1,0 +1,128 @@
+// `Exchange.readBodyInto` (ADR 0070): the SDK's body read without a promise, on the request's exchange and on the
+// view a plugin's policy set derives from it. Two readers started before the body arrives and a `bufferBody` after
+// all get the same bytes, which are kept (`ex.body`) and forwarded; past the limit the receiver gets the 413.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { defineBackend, GatewayError, localReply } from 'switchyard/sdk';
+import type { BodyReceiver, Exchange, PolicySet, Reply, UpstreamTarget } from 'switchyard/sdk';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+interface ReadConfig {
+  host: string;
+  mode: 'twice' | 'view' | 'limit';
+  policies?: Record<string, unknown>;
+}
+
+/** A receiver as a promise, for the test's own bookkeeping. */
+function receive(ex: Exchange, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const receiver: BodyReceiver = { bodyRead: resolve, bodyFailed: reject };
+    ex.readBodyInto(limit, receiver);
+  });
+}
+
+const reader = defineBackend<ReadConfig>({
+  key: 'testReadBodyInto',
+  description: 'Test: reads the body with Exchange.readBodyInto, then forwards.',
+  schema: {
+    type: 'object',
+    description: 'Test backend.',
+    properties: {
+      host: { type: 'string', description: 'host:port of the upstream.' },
+      mode: { enum: ['twice', 'view', 'limit'], description: 'How the body is read.' },
+      policies: { 'x-slot': 'mcpTargetPolicies', description: 'Policies run on the view.' },
+    },
+    required: ['host', 'mode'],
+    additionalProperties: false,
+  },
+  async compile(config, ctx) {
+    const target: UpstreamTarget = ctx.http.target({ origin: `http://${config.host}` });
+    const set: PolicySet = await ctx.compilePolicies('mcpTargetPolicies', config.policies, ['policies']);
+    return {
+      async handle(ex: Exchange): Promise<Reply> {
+        if (config.mode === 'limit') {
+          try {
+            await receive(ex, 10);
+            return localReply(200, 'read');
+          } catch (err) {
+            assert.ok(err instanceof GatewayError);
+            return localReply(err.status, err.type);
+          }
+        }
+        const on = config.mode === 'view' ? (await set.runRequestHooks(ex)).exchange : ex;
+        const [a, b] = await Promise.all([receive(on, 1 << 20), receive(on, 1 << 20)]);
+        const c = await on.bufferBody();
+        assert.ok(a === b && b === c && on.body === c, 'every reader gets the one body read, kept as ex.body');
+        ex.headers['x-readers'] = '3';
+        return target.forward(on);
+      },
+    };
+  },
+});
+
+describe('Exchange.readBodyInto (ADR 0070)', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: TestUpstream;
+  before(async () => {
+    port = await freePort();
+    upstream = await startUpstream();
+    const backend = (mode: string, policies?: Record<string, unknown>): Record<string, unknown> => ({
+      testReadBodyInto: { host: `127.0.0.1:${upstream.port}`, mode, ...(policies ? { policies } : {}) },
+    });
+    gw = await startGateway(
+      {
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  { name: 'twice', matches: [{ path: { pathPrefix: '/twice' } }], backends: [backend('twice')] },
+                  { name: 'view', matches: [{ path: { pathPrefix: '/view' } }], backends: [backend('view', { requestHeaderModifier: { set: { 'x-view': 'view' } } })] },
+                  { name: 'limit', matches: [{ path: { pathPrefix: '/limit' } }], backends: [backend('limit')] },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      { preset: [...fullPreset, reader] },
+    );
+  });
+  after(async () => {
+    await gw.stop();
+    await upstream.close();
+  });
+
+  it('two readers and a bufferBody on the request exchange share one read, which is forwarded', async () => {
+    const body = 'y'.repeat(200_000);
+    const res = await request(`${gw.url(port)}/twice/a`, { method: 'POST', body, headers: { 'content-type': 'text/plain' } });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 200, text);
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.body.toString(), body);
+    assert.equal(got.headers['x-readers'], '3');
+  });
+
+  it('on a view, the body is read through it and forwarded with the view’s headers', async () => {
+    const res = await request(`${gw.url(port)}/view/b`, { method: 'POST', body: 'view body' });
+    const text = await res.body.text();
+    assert.equal(res.statusCode, 200, text);
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.body.toString(), 'view body');
+    assert.equal(got.headers['x-view'], 'view');
+  });
+
+  it('past the limit the receiver gets the 413 bufferBody would reject with', async () => {
+    const res = await request(`${gw.url(port)}/limit/c`, { method: 'POST', body: 'z'.repeat(100) });
+    assert.equal(res.statusCode, 413);
+    assert.equal(await res.body.text(), 'payload_too_large');
+  });
+});
