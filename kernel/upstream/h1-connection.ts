@@ -167,6 +167,7 @@ export class H1Connection {
     let sent = 0;
     const call = this.call!;
     const onData = (c: Buffer): void => {
+      if (call.conn !== this) return cleanup(); // the call ended (answered early, failed, aborted)
       sent += c.length;
       if (!chunked && sent > length) return call.fail(new H1Error('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'Request body length does not match content-length header'));
       const ok = chunked ? socket.write(`${c.length.toString(16)}\r\n`, 'latin1') && socket.write(c) && socket.write('\r\n', 'latin1') : socket.write(c);
@@ -181,7 +182,6 @@ export class H1Connection {
       if (!chunked && sent !== length) return call.fail(new H1Error('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'Request body length does not match content-length header'));
       if (chunked) socket.write('0\r\n\r\n', 'latin1');
       this.writing = false;
-      if (this.call === null && this.parser.done) this.owner.released(this, this.parser.keepAlive);
     };
     const onClose = (): void => {
       cleanup();
@@ -249,7 +249,11 @@ export class H1Connection {
     this.clearDeadline();
     this.served++;
     if (this.paused) this.resume();
-    if (!this.writing) this.owner.released(this, this.parser.keepAlive);
+    // Answered before its request body was all sent (an early 413, say): the rest cannot be told from a next request.
+    if (this.writing) {
+      this.writing = false;
+      this.socket.destroy();
+    } else this.owner.released(this, this.parser.keepAlive);
   }
 
   /** The call gave up on this connection (abort, deadline, malformed answer): it is closed. */

@@ -1,6 +1,8 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
+import { PassThrough } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import type { Server, Socket } from 'node:net';
 import { H1Pool } from './h1-pool.ts';
 import type { H1Dispatch, H1Handler } from './h1-connection.ts';
@@ -164,6 +166,27 @@ describe('H1Pool against a real upstream', () => {
     const { pool } = await setup((s) => s.write('HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nok'));
     const out = await send(pool, {});
     assert.equal(out.error?.code, 'HPE_UNEXPECTED_CONTENT_LENGTH');
+  });
+
+  it('an answer before the streamed request body was all sent: delivered, and that connection is closed, not reused', async () => {
+    let connections = 0;
+    const server = createServer((s) => {
+      connections++;
+      s.on('error', () => undefined);
+      s.once('data', () => s.write('HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n'));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    const pool = new H1Pool('127.0.0.1', (server.address() as { port: number }).port);
+    pools.push(pool);
+    const body = new PassThrough();
+    body.write('abc'); // of 10 declared; the rest never comes
+    const out = await send(pool, { method: 'POST', headers: { host: 'up', 'content-length': '10' }, body: body as unknown as IncomingMessage });
+    assert.equal(out.status, 413);
+    assert.equal(out.error, undefined);
+    body.write('more');
+    assert.equal((await send(pool, {})).status, 413);
+    assert.equal(connections, 2);
   });
 
   it('connection refused reads as ECONNREFUSED', async () => {
