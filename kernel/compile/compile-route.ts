@@ -43,7 +43,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
     totalWeight: refs.reduce((sum, r) => sum + r.weight, 0),
     selectBackends,
     cooling: refs.some((r) => r.cooldown !== null),
-    kernelOnly: refs.length > 0 && refs.every((r) => r.forwardsDirect && r.logHooks === null && r.responseHooks === null) && requestHooks === null && selectBackends === null && health === null,
+    kernelOnly: refs.length > 0 && refs.every((r) => r.forwardsDirect && r.requestHooks === null && r.logHooks === null && r.responseHooks === null) && requestHooks === null && selectBackends === null && health === null,
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
@@ -134,7 +134,6 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
     cooldown: failover?.once || (failover !== null && instance.failover) ? { until: 0 } : null,
     forwardsDirect:
       instance.forwardsToTarget === true &&
-      requestHooks === null &&
       // Response hooks that can edit the raw answer headers keep the direct path (ADR 0071).
       responseHooks.every((h) => h.onResponseHeaders !== undefined) &&
       failover === null &&

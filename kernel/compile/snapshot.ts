@@ -37,7 +37,8 @@ export interface CompiledBackendRef {
   /**
    * The pipeline may forward straight into the response (ADR 0051): the backend says `handle` only forwards
    * (`forwardsToTarget`), and no hook, retry, failover or `timeout` needs the reply as an object: response hooks
-   * that edit the raw header list (`onResponseHeaders`, ADR 0071) are fine.
+   * that edit the raw header list (`onResponseHeaders`, ADR 0071) are fine, and the backend's request hooks run
+   * before it (ADR 0071).
    */
   readonly forwardsDirect: boolean;
 }

@@ -237,23 +237,55 @@ export class RequestPipeline {
     ex.plan = ref.plan;
     ex.logHooks = ref.logHooks;
     if (ref.instance.protocol && ex.protocol === 'http') ex.protocol = ref.instance.protocol;
-    // The plain route (ADR 0051): the upstream's answer written straight into the response, without a Reply.
+    // The plain route (ADR 0051): the upstream's answer written straight into the response, without a Reply; a
+    // backend's own request hooks run first (ADR 0071).
     if (ref.forwardsDirect) {
-      const direct = directForwarder(ref.instance.target);
-      ex.responseHooks = ref.responseHooks; // their header edits (ADR 0071)
-      if (direct !== null && direct.forwardInto(ex, res, this.replies)) return;
-      ex.responseHooks = null;
+      if (ref.requestHooks !== null) return this.hooksThenDirect(ex, res, ref);
+      if (this.forwardDirect(ex, res, ref)) return;
     }
+    if (ref.requestHooks !== null) {
+      const onError = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), ref.responseHooks, this.logger);
+      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex)) || ref.instance.handle(ex);
+      run().then((reply) => writeReply(ex, res, reply, ref.responseHooks, this.logger), onError);
+      return;
+    }
+    this.handleBy(ex, res, ref);
+  }
+
+  /** The direct forward, the backend's response hooks editing the answer's headers (ADR 0071); false when it cannot. */
+  private forwardDirect(ex: ExchangeImpl, res: ServerResponse, ref: CompiledBackendRef): boolean {
+    const direct = directForwarder(ref.instance.target);
+    ex.responseHooks = ref.responseHooks;
+    if (direct !== null && direct.forwardInto(ex, res, this.replies)) return true;
+    ex.responseHooks = null;
+    return false;
+  }
+
+  /** A directly forwarding backend's request hooks (sync ones without a promise), then the direct forward. */
+  private hooksThenDirect(ex: ExchangeImpl, res: ServerResponse, ref: CompiledBackendRef): void {
+    const fail = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), ref.responseHooks, this.logger);
+    const go = (early: Reply | undefined): void => {
+      if (early) writeReply(ex, res, early, ref.responseHooks, this.logger);
+      else if (!this.forwardDirect(ex, res, ref)) this.handleBy(ex, res, ref);
+    };
+    let early: Reply | undefined | Promise<Reply | undefined>;
+    try {
+      early = runRequestHooks(ref.requestHooks!, ex);
+    } catch (err) {
+      return fail(err);
+    }
+    if (early instanceof Promise) early.then(go, fail);
+    else go(early);
+  }
+
+  /**
+   * The backend's `handle` (its request hooks done): its promise is the reply, without an async wrapper around it
+   * (which cost a promise and two microtask turns per request).
+   */
+  private handleBy(ex: ExchangeImpl, res: ServerResponse, ref: CompiledBackendRef): void {
     const hooks = ref.responseHooks;
     const onReply = (reply: Reply): void => writeReply(ex, res, reply, hooks, this.logger);
     const onError = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), hooks, this.logger);
-    if (ref.requestHooks !== null) {
-      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex)) || ref.instance.handle(ex);
-      run().then(onReply, onError);
-      return;
-    }
-    // No backend policies (the plain route): the backend's promise is the reply, without an async wrapper around it
-    // (which cost a promise and two microtask turns per request).
     let reply: Reply | Promise<Reply>;
     try {
       reply = ref.instance.handle(ex);

@@ -10,6 +10,7 @@ import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } fro
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import { definePolicy } from 'switchyard/sdk';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -17,6 +18,21 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 import { replyHeaderPolicy } from './proxy-support.ts';
 
 const ORIGIN = 'https://app.example';
+
+/** A backend request hook that settles later (as `extAuthz` does): sets `x-async` on the request sent upstream. */
+const asyncHeader = definePolicy<Record<string, never>>({
+  key: 'testAsyncHeader',
+  description: 'Test: an asynchronous request hook.',
+  schema: { type: 'object', description: 'No settings.', additionalProperties: false },
+  attach: ['routePolicies', 'backendPolicies'],
+  phase: 'mutate',
+  compile: () => ({
+    async onRequest(ex) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      ex.headers['x-async'] = 'yes';
+    },
+  }),
+});
 
 const policies = {
   requestHeaderModifier: { add: { 'x-added': 'req' }, set: { 'x-set': 'req' }, remove: ['x-remove-me'] },
@@ -77,8 +93,23 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
         policies: { transformations: { response: { add: { 'x-multi': 'request.path' }, set: { 'x-t': '"t"', 'x-bad': 'request.headers["x-missing"]' }, remove: ['x-powered-by'] } } },
         backends: [{ host }],
       },
+      {
+        name: 'backend',
+        matches: [{ path: { pathPrefix: '/backend' } }],
+        backends: [
+          {
+            host,
+            policies: {
+              authorization: { rules: ['request.headers["x-allow"] == "yes"'] },
+              requestHeaderModifier: { set: { 'x-backend': 'b' } },
+              responseHeaderModifier: { set: { 'x-backend-answer': 'b' } },
+              testAsyncHeader: {},
+            },
+          },
+        ],
+      },
       { name: 'policies', policies, backends: [{ host }] },
-    ], { preset: [...fullPreset, replyHeaderPolicy] });
+    ], { preset: [...fullPreset, replyHeaderPolicy, asyncHeader] });
   });
   after(async () => {
     await gw?.stop();
@@ -108,6 +139,29 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
     assert.equal(await requestHandlersFor('/policies/x', 20), 0);
     assert.equal(await requestHandlersFor('/transform/x', 20), 0);
     assert.equal(await requestHandlersFor('/reply/x', 20), 20);
+  });
+
+  it('policies on the backend reference: their request hooks (sync and async) run, then the direct forward', async () => {
+    let made = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === 'UNDICI_REQUEST') made++;
+      },
+    });
+    const res = await get(`${gw.base}/backend/ok`, { 'x-allow': 'yes' });
+    hook.enable();
+    for (let i = 0; i < 10; i++) assert.equal((await get(`${gw.base}/backend/ok`, { 'x-allow': 'yes' })).status, 200);
+    hook.disable();
+    assert.equal(made, 0);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['x-backend-answer'], 'b');
+    const sent = seen.at(-1)!;
+    assert.equal(sent['x-backend'], 'b');
+    assert.equal(sent['x-async'], 'yes');
+    // A backend policy's local answer gets the backend's response hooks.
+    const denied = await get(`${gw.base}/backend/no`);
+    assert.equal(denied.status, 403);
+    assert.equal(denied.headers['x-backend-answer'], 'b');
   });
 
   it('transformations on the response: CEL values added and set on the raw list, a failing one removes its header', async () => {
