@@ -2,6 +2,7 @@
 // address (docs/llm-economics.md). It speaks HTTP only, so the kernel knows nothing of the plugin.
 import { readConfigFile } from '../config/load-config.ts';
 import { yamlLib } from '../config/yaml-lib.ts';
+import { BodyTooLargeError, readCappedText } from '../sdk/streams.ts';
 
 // Loaded with every start of the CLI: node:http through getBuiltinModule (an ES import loads Node's bundled undici)
 // and the YAML parser on first use (docs/adr/0034).
@@ -34,6 +35,12 @@ interface KeysArgs {
   team?: string;
   body: Record<string, unknown>;
 }
+
+/**
+ * Bytes of an admin answer the CLI reads: a list of about 100,000 keys with their budgets. An address that answers
+ * more (not a gateway, or a broken one) is an error, not a CLI that runs out of memory.
+ */
+export const ADMIN_ANSWER_LIMIT = 64 * 1024 * 1024;
 
 const BUDGET = /^(usd|tokens|requests)=([0-9]+(?:\.[0-9]+)?)\/(minute|hour|day|month|total)$/;
 
@@ -95,16 +102,21 @@ function call(base: string, method: string, path: string, body?: unknown): Promi
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = request(`${base}${path}`, { method, headers: payload ? { 'content-type': 'application/json' } : {} }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> });
-        } catch {
-          reject(new Error(res.statusCode === 404 ? 'the gateway serves no /keys endpoint: is a `virtualKeys` policy configured?' : `unexpected answer ${res.statusCode}: ${text.slice(0, 200)}`));
-        }
-      });
+      readCappedText(res, ADMIN_ANSWER_LIMIT).then(
+        (text) => {
+          try {
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> });
+          } catch {
+            reject(new Error(res.statusCode === 404 ? 'the gateway serves no /keys endpoint: is a `virtualKeys` policy configured?' : `unexpected answer ${res.statusCode}: ${text.slice(0, 200)}`));
+          }
+        },
+        (e: unknown) =>
+          reject(
+            e instanceof BodyTooLargeError
+              ? new Error(`the answer of ${base}${path} is larger than 64 MiB, the limit of this command: is that address the gateway's admin address?`)
+              : new Error(`the answer of ${base}${path} broke off: ${(e as Error).message}`),
+          ),
+      );
     });
     req.on('error', (err) => reject(new Error(`cannot reach the admin address ${base}: ${err.message}`)));
     req.end(payload);

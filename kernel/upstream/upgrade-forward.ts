@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
-import { GatewayError } from '../sdk/index.ts';
+import { BodyTooLargeError, GatewayError, readCapped } from '../sdk/index.ts';
 import type { Exchange, UpstreamAttempt } from '../sdk/index.ts';
 import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, UpgradeTap } from '../exchange/kernel-exchange.ts';
@@ -20,6 +20,12 @@ const CLIENT_GONE = { code: 'client_closed', message: 'the client left during th
 
 /** Bytes a client may send before the upstream accepted its upgrade. */
 const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
+
+/**
+ * Bytes of an upstream's answer declining an upgrade that are read and relayed: an error page or a JSON error, never
+ * a download. A longer answer is a 502 (docs/security.md "Bounded reads of what a peer sends").
+ */
+export const DECLINED_UPGRADE_BODY_LIMIT = 1024 * 1024;
 
 /** `UpstreamTarget.upgrade`: the client's upgrade request (WebSocket and the like) relayed over its own connection. */
 export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer): void {
@@ -131,14 +137,26 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     socket.pipe(upSocket);
   });
   upReq.on('response', (upRes) => {
-    // The upstream declined the upgrade: relay its answer as is.
-    settle(upRes.statusCode ?? 502);
+    // The upstream declined the upgrade: relay its answer as is, read whole (it is written with a length) and capped.
+    // The log and metrics take the status once the client's answer is known: the upstream's, or 502 past the cap.
+    const status = upRes.statusCode ?? 502;
     const responseHeaders = { ...upRes.headers };
     stripHopByHop(responseHeaders);
-    const chunks: Buffer[] = [];
-    upRes.on('data', (c: Buffer) => chunks.push(c));
-    upRes.on('end', () => writeRawResponse(socket, upRes.statusCode ?? 502, responseHeaders, Buffer.concat(chunks)));
-    upRes.on('error', () => socket.destroy());
+    readCapped(upRes, DECLINED_UPGRADE_BODY_LIMIT).then(
+      (body) => {
+        settle(status);
+        writeRawResponse(socket, status, responseHeaders, body);
+      },
+      (err: unknown) => {
+        if (!(err instanceof BodyTooLargeError)) {
+          settle(status, err);
+          return void socket.destroy();
+        }
+        const message = `upstream ${target.origin} declined the upgrade with a body larger than 1 MiB, the limit for that answer`;
+        settle(502, err);
+        writeRawResponse(socket, 502, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: 'bad_gateway', message } }));
+      },
+    );
   });
   upReq.on('error', (err) => {
     const failure = upstreamFailure(err, target.origin);

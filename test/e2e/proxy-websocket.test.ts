@@ -51,6 +51,8 @@ describe('WebSocket upgrade through a host route', () => {
   let wsServer: WebSocketServer;
   let httpServer: Server;
   let refusing: TestUpstream;
+  let endless: TestUpstream;
+  let endlessClosed = false;
   let upstreamPort: number;
   let port: number;
   const handshakes: IncomingHttpHeaders[] = [];
@@ -75,6 +77,23 @@ describe('WebSocket upgrade through a host route', () => {
       res.writeHead(404, { 'content-type': 'text/plain', 'x-refused': 'yes' });
       res.end('no websockets here');
     });
+    // Declines the upgrade with a 64 MiB body (chunked, written as fast as the socket drains): endless as far as the
+    // 1 MiB cap goes, finite so that a gateway without the cap still answers (and this test fails, not the machine).
+    endless = await startUpstream((_req, res) => {
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      const chunk = Buffer.alloc(64 * 1024, 'n');
+      let left = 1024;
+      const pump = (): void => {
+        while (!res.destroyed && left > 0) {
+          left--;
+          if (!res.write(chunk)) return;
+        }
+        if (left === 0) res.end();
+      };
+      res.on('drain', pump);
+      res.on('close', () => (endlessClosed = true));
+      pump();
+    });
     const closedPort = await freePort(); // nothing listens there
     ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
       binds: [
@@ -84,6 +103,7 @@ describe('WebSocket upgrade through a host route', () => {
             {
               routes: [
                 { name: 'refuse', matches: [{ path: { pathPrefix: '/refuse' } }], backends: [{ host: `127.0.0.1:${refusing.port}` }] },
+                { name: 'endless', matches: [{ path: { pathPrefix: '/endless' } }], backends: [{ host: `127.0.0.1:${endless.port}` }] },
                 { name: 'closed', matches: [{ path: { pathPrefix: '/closed' } }], backends: [{ host: `127.0.0.1:${closedPort}` }] },
                 {
                   name: 'signed',
@@ -105,6 +125,7 @@ describe('WebSocket upgrade through a host route', () => {
     wsServer.close();
     await new Promise<void>((resolve) => httpServer.close(() => resolve()));
     await refusing?.close();
+    await endless?.close();
   });
 
   it('text and binary messages flow both ways', async () => {
@@ -189,6 +210,23 @@ describe('WebSocket upgrade through a host route', () => {
     assert.equal(res.status, 404);
     assert.equal(res.headers['x-refused'], 'yes');
     assert.equal(res.body, 'no websockets here');
+  });
+
+  it('a refusal with an endless body: the client gets a 502 saying so, the upstream connection is closed', async () => {
+    const res = await within(new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/endless`);
+      ws.on('error', () => undefined);
+      ws.once('open', () => reject(new Error('unexpected upgrade')));
+      ws.once('unexpected-response', (_req, r) => {
+        let body = '';
+        r.on('data', (c: Buffer) => (body += c.toString()));
+        r.on('end', () => resolve({ status: r.statusCode!, body }));
+      });
+    }), 20_000, 'the answer to the endless refusal');
+    assert.equal(res.status, 502);
+    assert.match(JSON.parse(res.body).error.message, /declined the upgrade with a body larger than 1 MiB/);
+    await waitFor(() => endlessClosed, 5000, 'the endless upstream connection to close');
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/endless ') && / http\.status=502 /.test(l)), 5000, 'the access log line with 502');
   });
 
   it('the access log and the route metrics carry the status the client got, not 101, for refused and failed upgrades', async () => {

@@ -1,0 +1,62 @@
+// `switchyard keys` reads the admin address's answers with a cap (docs/security.md "Bounded reads of what a peer
+// sends"): an address that answers without end is an error, not a CLI that grows until it runs out of memory.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { keysMain } from '../../kernel/boot/keys-cli.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+describe('switchyard keys: answers of the admin address are read bounded', () => {
+  let huge: TestUpstream;
+  let small: TestUpstream;
+  let hugeClosedEarly = false;
+
+  before(async () => {
+    // Valid JSON (a key list with a long pad) 16 MiB past the cap: without the cap the command reads it all and
+    // succeeds, so this test fails on a CLI that reads without a bound; written as fast as the socket drains.
+    huge = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(1024 * 1024, 'x');
+      let left = 64 + 16; // MiB: the cap is 64 MiB
+      res.write('{"keys":[],"pad":"');
+      const pump = (): void => {
+        while (!res.destroyed && left > 0) {
+          left--;
+          if (!res.write(chunk)) return;
+        }
+        if (left === 0 && !res.writableEnded) res.end('"}');
+      };
+      res.on('drain', pump);
+      res.on('close', () => (hugeClosedEarly = left > 0));
+      pump();
+    });
+    small = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ keys: [{ id: 'k1', owner: 'ann', team: 't', prefix: 'sk-1', source: 'api', budgets: [] }] }));
+    });
+  });
+  after(async () => {
+    await huge?.close();
+    await small?.close();
+  });
+
+  it('an answer past 64 MiB: exit 1, a message naming the limit, the connection given up', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await keysMain(['list', '--admin', `127.0.0.1:${huge.port}`], (s) => out.push(s), (s) => err.push(s));
+    assert.equal(code, 1, `stdout: ${out.join('').slice(0, 200)}`);
+    assert.match(err.join(''), /larger than 64 MiB, the limit of this command/);
+    assert.equal(out.join(''), '');
+    // The CLI stopped reading: the upstream's write ended with the connection closed before the whole body went.
+    for (let i = 0; i < 100 && !hugeClosedEarly; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(hugeClosedEarly, 'the connection closed before the whole answer was sent');
+  });
+
+  it('an answer under the cap is read and printed', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    assert.equal(await keysMain(['list', '--admin', `127.0.0.1:${small.port}`], (s) => out.push(s), (s) => err.push(s)), 0, err.join(''));
+    assert.match(out.join(''), /^ID +OWNER/);
+    assert.match(out.join(''), /k1 +ann/);
+  });
+});
