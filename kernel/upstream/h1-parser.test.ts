@@ -145,6 +145,11 @@ describe('H1ResponseParser: malformed and hostile answers are refused', () => {
     rejects(`${te}${'1;'.padEnd(MAX_HEAD + 10, 'x')}\r\n`, /too long/, 512);
   });
 
+  it('a head ended by bare LFs is refused at once (not left waiting for a CRLF CRLF)', () => {
+    rejects('HTTP/1.1 200 OK\nContent-Length: 2\n\nok', /bare LF/);
+    rejects('HTTP/1.1 200 OK\r\nContent-Length: 2\n\nok', /bare LF/, 3);
+  });
+
   it('a 101 to a request that asked for no upgrade', () => {
     rejects('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n', /101/);
   });

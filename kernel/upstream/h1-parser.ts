@@ -169,6 +169,8 @@ export class H1ResponseParser {
     const end = buf.indexOf('\r\n\r\n', pending === null ? at : Math.max(0, pending.length - 3), 'latin1');
     if (end === -1) {
       if (buf.length - from > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
+      // A head ended by bare LFs would otherwise wait for the headers deadline: refused now, as llhttp refuses it.
+      if (buf.indexOf('\n\n', pending === null ? at : Math.max(0, pending.length - 1), 'latin1') !== -1) throw new H1ParseError('bare LF in the response head');
       this.pending = pending === null ? Buffer.from(chunk.subarray(at)) : buf;
       return chunk.length;
     }
