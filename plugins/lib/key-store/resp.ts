@@ -7,7 +7,48 @@ export type RespValue = string | number | null | RespValue[];
 
 export class RedisError extends Error {}
 
-/** Parse one reply at `at`; undefined when the buffer does not hold all of it yet. */
+/**
+ * Bytes of a reply buffered before it parses (the key store's largest is the id set of every key: about 4 MiB for
+ * 100,000 keys). An address that sends more, or bytes that are not RESP, is not Redis: its connection is closed and
+ * the commands waiting on it fail, instead of the gateway buffering without end or throwing from a socket listener.
+ */
+export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
+
+const EMPTY = Buffer.alloc(0);
+
+/** Set by {@link complete} when it returns -1: the buffer length it needs at least (0: any more bytes). */
+let needed = 0;
+
+/**
+ * Where the reply at `at` ends, or -1 when the buffer does not hold all of it yet: a walk over its framing that
+ * decodes nothing, so a large reply arriving in many chunks is decoded once, when whole. Throws a RedisError on
+ * bytes that are not RESP and on a bulk string declared larger than the cap.
+ */
+function complete(buf: Buffer, at: number): number {
+  const eol = buf.indexOf('\r\n', at);
+  if (eol === -1) return -1;
+  const type = buf[at];
+  const next = eol + 2;
+  if (type === 43 /* + */ || type === 45 /* - */ || type === 58 /* : */) return next;
+  if (type !== 36 /* $ */ && type !== 42 /* * */) throw new RedisError(`unexpected reply byte ${type}: not a RESP reply; connection closed`);
+  const n = Number(buf.toString('latin1', at + 1, eol));
+  if (!Number.isInteger(n)) throw new RedisError('a reply length that is not a number: not a RESP reply; connection closed');
+  if (n < 0) return next;
+  if (type === 36) {
+    if (n > MAX_REPLY_BYTES) throw new RedisError(`a bulk reply of ${n} bytes is larger than 64 MiB; connection closed`);
+    if (buf.length >= next + n + 2) return next + n + 2;
+    needed = next + n + 2;
+    return -1;
+  }
+  let pos = next;
+  for (let i = 0; i < n; i++) {
+    pos = complete(buf, pos);
+    if (pos === -1) return -1;
+  }
+  return pos;
+}
+
+/** Parse one reply at `at`, which {@link complete} found whole. */
 function parse(buf: Buffer, at: number): { value: RespValue | RedisError; end: number } | undefined {
   if (at >= buf.length) return undefined;
   const eol = buf.indexOf('\r\n', at);
@@ -38,7 +79,7 @@ function parse(buf: Buffer, at: number): { value: RespValue | RedisError; end: n
     }
     return { value: items, end: pos };
   }
-  throw new RedisError(`unexpected reply byte ${type}`);
+  throw new RedisError(`unexpected reply byte ${type}: not a RESP reply; connection closed`);
 }
 
 /** One command as one string (written UTF-8 encoded once): no Buffer per argument. */
@@ -58,7 +99,14 @@ export class RespClient {
   private socket: Socket | undefined;
   private connecting: Promise<Socket> | undefined;
   private readonly pending: { resolve(v: RespValue): void; reject(e: Error): void }[] = [];
-  private buffer: Buffer = Buffer.alloc(0);
+  /**
+   * Bytes received and not parsed yet: `pending[0..size)`, a buffer grown by doubling (a large reply arriving in
+   * many chunks is copied a bounded number of times, not once per chunk). Empty between replies.
+   */
+  private unparsed: Buffer = EMPTY;
+  private size = 0;
+  /** Bytes `unparsed` must hold before parsing again is worth it (a bulk reply's declared end). */
+  private need = 0;
   private closed = false;
 
   /** `redis://[:password@]host[:port][/db]`. */
@@ -83,10 +131,10 @@ export class RespClient {
       socket.once('connect', () => {
         socket.off('error', reject);
         socket.on('error', () => undefined);
-        socket.on('data', (d: Buffer) => this.onData(d));
+        socket.on('data', (d: Buffer) => this.onData(socket, d));
         socket.on('close', () => this.onClose(socket));
         this.socket = socket;
-        this.buffer = Buffer.alloc(0);
+        this.reset();
         resolve(socket);
       });
     }).finally(() => {
@@ -102,18 +150,65 @@ export class RespClient {
     });
   }
 
-  private onData(d: Buffer): void {
-    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, d]) : d;
-    let at = 0;
-    for (;;) {
-      const r = parse(this.buffer, at);
-      if (!r) break;
-      at = r.end;
-      const p = this.pending.shift();
-      if (r.value instanceof RedisError) p?.reject(r.value);
-      else p?.resolve(r.value);
+  private onData(socket: Socket, d: Buffer): void {
+    if (socket !== this.socket) return;
+    if (this.size + d.length > MAX_REPLY_BYTES) return this.fail(socket, new RedisError(`redis ${this.host}:${this.port} sent a reply larger than 64 MiB; connection closed`));
+    let buf: Buffer;
+    if (this.size === 0) buf = d; // the usual case: whole replies in one chunk, parsed where they arrived
+    else {
+      if (this.size + d.length > this.unparsed.length) {
+        const grown = Buffer.allocUnsafe(Math.min(MAX_REPLY_BYTES, Math.max(2 * this.unparsed.length, this.size + d.length)));
+        this.unparsed.copy(grown, 0, 0, this.size);
+        this.unparsed = grown;
+      }
+      d.copy(this.unparsed, this.size);
+      this.size += d.length;
+      if (this.size < this.need) return;
+      buf = this.unparsed.subarray(0, this.size);
     }
-    this.buffer = at === this.buffer.length ? Buffer.alloc(0) : this.buffer.subarray(at);
+    let at = 0;
+    needed = 0;
+    try {
+      while (at < buf.length) {
+        needed = 0;
+        if (complete(buf, at) === -1) break;
+        const r = parse(buf, at);
+        if (!r) break;
+        at = r.end;
+        const p = this.pending.shift();
+        if (r.value instanceof RedisError) p?.reject(r.value);
+        else p?.resolve(r.value);
+      }
+    } catch (err) {
+      return this.fail(socket, err as Error);
+    }
+    const left = buf.length - at;
+    this.need = left > 0 && needed > 0 ? needed - at : 0;
+    if (left === 0) {
+      this.size = 0;
+      if (this.unparsed.length > 1024 * 1024) this.unparsed = EMPTY; // a large reply's buffer is not kept
+      return;
+    }
+    if (buf === d) {
+      // The start of a reply in a fresh chunk: kept in the growing buffer.
+      if (this.unparsed.length < left) this.unparsed = Buffer.allocUnsafe(Math.max(left, 64 * 1024));
+      d.copy(this.unparsed, 0, at);
+    } else if (at > 0) this.unparsed.copy(this.unparsed, 0, at, this.size);
+    this.size = left;
+  }
+
+  private reset(): void {
+    this.unparsed = EMPTY;
+    this.size = 0;
+    this.need = 0;
+  }
+
+  /** The peer broke the protocol: every waiting command fails with `err`, the next one reconnects. */
+  private fail(socket: Socket, err: Error): void {
+    this.reset();
+    this.socket = undefined;
+    for (const p of this.pending.splice(0)) p.reject(err);
+    socket.destroy();
   }
 
   private onClose(socket: Socket): void {
