@@ -1,7 +1,7 @@
 // docs/phases.md is the one table of policy order (ARCHITECTURE.md §1.4): it must list every installed policy
 // with the phase and order its manifest declares, and the phase values of kernel/sdk/phases.ts.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -87,4 +87,19 @@ describe('docs/architecture.md and docs/phases.md', () => {
       assert.deepEqual(problems, []);
     });
   }
+});
+
+// issue 10 "Done when": docs/architecture.md draws the layering as it is. The files it names exist, and its layer
+// "Kernel layers" diagram is checked by test/unit/kernel-layers.test.ts.
+describe('docs/architecture.md draws the current kernel', () => {
+  const doc = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
+  const kernelFiles = new Set(readdirSync(join(ROOT, 'kernel'), { recursive: true }).map((f) => String(f).split(/[\\/]/).pop()!));
+
+  it('every kernel file it names in its kernel table and diagram exists', () => {
+    const kernelPart = doc.slice(0, doc.indexOf('## plugins/'));
+    const named = new Set([...kernelPart.matchAll(/(?<![\w.\/-])([a-z0-9-]+\.ts)\b/g)].map((m) => m[1]!));
+    const missing = [...named].filter((f) => !kernelFiles.has(f));
+    assert.deepEqual(missing, [], `docs/architecture.md names kernel files that do not exist: ${missing.join(', ')}`);
+  });
+
 });

@@ -137,6 +137,21 @@ describe('kernel layers (docs/adr/0029)', () => {
     assert.equal(problems.length, 0, `kernel layering violations:\n  ${problems.join('\n  ')}`);
   });
 
+  it('docs/architecture.md\'s "Kernel layers" diagram lists these layers, top to bottom', () => {
+    const doc = readFileSync(join(ROOT, 'docs/architecture.md'), 'utf8');
+    const block = doc.slice(doc.indexOf('## Kernel layers'));
+    const open = block.indexOf('```\n') + 4;
+    const diagram = block.slice(open, block.indexOf('```', open));
+    // A row: its number, then the folders (`sdk/`, `config/  registry/ …`) before the description.
+    const rows = diagram
+      .split('\n')
+      .map((l) => /^\s*(\d+)\s+((?:[a-z]+\/\s*)+)/.exec(l))
+      .filter((m) => m !== null)
+      .map((m) => `${m![1]}: ${[...m![2]!.matchAll(/([a-z]+)\//g)].map((f) => f[1]!).sort().join(' ')}`);
+    const expected = LAYERS.map((folders, rank) => `${rank}: ${[...folders].sort().join(' ')}`).reverse();
+    assert.deepEqual(rows, expected);
+  });
+
   it('no import loop between kernel folders', () => {
     const cycles = folderCycles(edges);
     assert.equal(cycles.length, 0, `import loops between kernel folders:\n  ${cycles.join('\n  ')}`);
