@@ -99,7 +99,7 @@ export class SqliteKeyStore implements KeyStore {
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
   private readonly pending = new SettlementQueue(() => this.tryFlush());
   /** Lifetime counters' settlements, summed: they join `pending` once a second old, a few per reservation (ADR 0072). */
-  private readonly lazy = new LazySums(() => this.tryFlush());
+  private readonly lazy = new LazySums(() => this.tryFlush(true));
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
@@ -184,7 +184,7 @@ export class SqliteKeyStore implements KeyStore {
     // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own.
     let queued = this.pending.size > 0 ? this.pending.rows() : undefined;
     if (queued && queued.length + lines.length > MAX_ROWS) {
-      this.flush();
+      this.flush(false);
       queued = undefined;
     }
     const settles = new Map<string, CounterDelta>();
@@ -235,10 +235,16 @@ export class SqliteKeyStore implements KeyStore {
     if (rest.length > 0) this.pending.add(rest);
   }
 
-  /** Write queued settlements now: one statement, or one transaction when they need several. */
-  flush(): void {
-    const lazy = this.lazy.all();
-    if (lazy.length > 0) this.pending.add(lazy);
+  /**
+   * Write queued settlements now: one statement, or one transaction when they need several. With `lazy` (reads,
+   * close, an idle store) the lazy sums too; the serving path leaves them to ride on reservations a few at a time
+   * (with many keys they are a second's worth of rows: thousands).
+   */
+  flush(lazy = true): void {
+    if (lazy) {
+      const rows = this.lazy.all();
+      if (rows.length > 0) this.pending.add(rows);
+    }
     if (this.pending.size === 0 || !this.db.isOpen) return;
     const rows = this.pending.rows();
     const several = rows.length > MAX_ROWS;
@@ -260,9 +266,9 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   /** `flush`, keeping the queue (and its timer) when it fails: e.g. another process held the lock past busy_timeout. */
-  private tryFlush(): void {
+  private tryFlush(lazy = false): void {
     try {
-      this.flush();
+      this.flush(lazy);
     } catch {
       this.pending.arm();
     }
