@@ -31,8 +31,8 @@ export interface ExchangeState {
   readonly aborted: unknown;
   /** The abort signal handed to undici for upstream calls. */
   abortHook(): AbortHook;
-  /** `bufferBody` without a promise; only the request's own exchange (a client request) has it. */
-  readBodyInto?(limit: number, receiver: BodyReceiver): void;
+  /** `bufferBody` without a promise, called from the socket's events; only a client request's own exchange has it. */
+  readBodyOnSocket?(limit: number, receiver: BodyReceiver): void;
   /**
    * When tracing: the context upstream attempts of this request are children of (the request's SERVER span, or a
    * plugin span that took them over with `PluginSpan.enclose`); undefined: the active context.

@@ -1,4 +1,5 @@
 import type { Context, Span } from '@opentelemetry/api';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
@@ -190,10 +191,25 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
 
 
   /**
-   * `bufferBody` without a promise (`Exchange.readBodyInto`, ExchangeState): `receiver` gets the body, or the 413/400
-   * `bufferBody` would reject with. The direct forward (docs/adr/0051) and the `ai` backend (docs/adr/0070) read this way.
+   * The SDK's `bufferBody` without a promise (docs/adr/0070): as `readBodyOnSocket`, with `receiver` called in the
+   * async context of this call, as a promise's callbacks would be (a plugin's tracing context, say): the socket's
+   * events that end the read run outside it.
    */
   readBodyInto(limit: number, receiver: BodyReceiver): void {
+    if (this.body) return receiver.bodyRead(this.body);
+    const resume = AsyncLocalStorage.snapshot();
+    this.readBodyOnSocket(limit, {
+      bodyRead: (body) => resume(() => receiver.bodyRead(body)),
+      bodyFailed: (err) => resume(() => receiver.bodyFailed(err)),
+    });
+  }
+
+  /**
+   * `bufferBody` without a promise (ExchangeState): `receiver` gets the body, or the 413/400 `bufferBody` would reject
+   * with, from the socket's events. The direct forward reads this way (docs/adr/0051): it carries its trace context
+   * itself (ADR 0062).
+   */
+  readBodyOnSocket(limit: number, receiver: BodyReceiver): void {
     if (this.body) return receiver.bodyRead(this.body);
     if (this.bodyPromise) {
       this.bodyPromise.then((b) => receiver.bodyRead(b), (err: GatewayError) => receiver.bodyFailed(err));
@@ -216,7 +232,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
     readBody(this.req, limit, this);
   }
 
-  /** BodyReceiver of the read started by `readBodyInto`: keep the body, then pass it on. */
+  /** BodyReceiver of the read started by `readBodyOnSocket`: keep the body, then pass it on. */
   bodyRead(body: Buffer): void {
     const receiver = this.bodyReceiver!;
     this.bodyReceiver = undefined;
@@ -238,7 +254,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
     if (declared > limit) {
       return Promise.reject(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
     }
-    this.bodyPromise = new Promise<Buffer>((resolve, reject) => this.readBodyInto(limit, { bodyRead: resolve, bodyFailed: reject }));
+    this.bodyPromise = new Promise<Buffer>((resolve, reject) => this.readBodyOnSocket(limit, { bodyRead: resolve, bodyFailed: reject }));
     return this.bodyPromise;
   }
 

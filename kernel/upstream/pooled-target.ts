@@ -100,7 +100,7 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
 
   forwardInto<E extends Exchange>(ex: E, res: ServerResponse, replies: DirectReplies<E>): boolean {
     const state = exchangeState(ex);
-    if (state?.readBodyInto === undefined || state.attempts !== 0) return false;
+    if (state?.readBodyOnSocket === undefined || state.attempts !== 0) return false;
     const plan = state.plan;
     if (plan.retry !== null || plan.upstreamHooks !== null || plan.attemptTimeoutMs > 0) return false;
     // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
@@ -110,7 +110,7 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     // requestBody's choice, with the read handing the body to the handler instead of a promise.
     if (ex.body) handler.send(ex.body);
     else if (!hasBody) handler.send(null);
-    else if (readsFirst(headers)) state.readBodyInto(RETRY_BUFFER_LIMIT, handler);
+    else if (readsFirst(headers)) state.readBodyOnSocket(RETRY_BUFFER_LIMIT, handler);
     else handler.send(ex.req);
     return true;
   }

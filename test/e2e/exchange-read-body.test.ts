@@ -2,6 +2,7 @@
 // view a plugin's policy set derives from it. Two readers started before the body arrives and a `bufferBody` after
 // all get the same bytes, which are kept (`ex.body`) and forwarded; past the limit the receiver gets the 413.
 import assert from 'node:assert/strict';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { defineBackend, GatewayError, localReply } from 'switchyard/sdk';
@@ -15,7 +16,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 
 interface ReadConfig {
   host: string;
-  mode: 'twice' | 'view' | 'limit';
+  mode: 'twice' | 'view' | 'limit' | 'context';
   policies?: Record<string, unknown>;
 }
 
@@ -27,6 +28,9 @@ function receive(ex: Exchange, limit: number): Promise<Buffer> {
   });
 }
 
+/** A plugin's own async context (as tracing's active span is): the receiver must run in the caller's. */
+const pluginContext = new AsyncLocalStorage<string>();
+
 const reader = defineBackend<ReadConfig>({
   key: 'testReadBodyInto',
   description: 'Test: reads the body with Exchange.readBodyInto, then forwards.',
@@ -35,7 +39,7 @@ const reader = defineBackend<ReadConfig>({
     description: 'Test backend.',
     properties: {
       host: { type: 'string', description: 'host:port of the upstream.' },
-      mode: { enum: ['twice', 'view', 'limit'], description: 'How the body is read.' },
+      mode: { enum: ['twice', 'view', 'limit', 'context'], description: 'How the body is read.' },
       policies: { 'x-slot': 'mcpTargetPolicies', description: 'Policies run on the view.' },
     },
     required: ['host', 'mode'],
@@ -46,6 +50,12 @@ const reader = defineBackend<ReadConfig>({
     const set: PolicySet = await ctx.compilePolicies('mcpTargetPolicies', config.policies, ['policies']);
     return {
       async handle(ex: Exchange): Promise<Reply> {
+        if (config.mode === 'context') {
+          const seen = await pluginContext.run(`request ${ex.headers['x-id']}`, () =>
+            new Promise<string>((resolve) => ex.readBodyInto(1 << 20, { bodyRead: () => resolve(pluginContext.getStore() ?? 'none'), bodyFailed: () => resolve('failed') })),
+          );
+          return localReply(200, seen);
+        }
         if (config.mode === 'limit') {
           try {
             await receive(ex, 10);
@@ -87,6 +97,7 @@ describe('Exchange.readBodyInto (ADR 0070)', () => {
                   { name: 'twice', matches: [{ path: { pathPrefix: '/twice' } }], backends: [backend('twice')] },
                   { name: 'view', matches: [{ path: { pathPrefix: '/view' } }], backends: [backend('view', { requestHeaderModifier: { set: { 'x-view': 'view' } } })] },
                   { name: 'limit', matches: [{ path: { pathPrefix: '/limit' } }], backends: [backend('limit')] },
+                  { name: 'context', matches: [{ path: { pathPrefix: '/context' } }], backends: [backend('context')] },
                 ],
               },
             ],
@@ -124,5 +135,12 @@ describe('Exchange.readBodyInto (ADR 0070)', () => {
     const res = await request(`${gw.url(port)}/limit/c`, { method: 'POST', body: 'z'.repeat(100) });
     assert.equal(res.statusCode, 413);
     assert.equal(await res.body.text(), 'payload_too_large');
+  });
+
+  it('the receiver runs in the async context readBodyInto was called in, as a promise callback would', async () => {
+    // A body that arrives after the call (a second write), so the read finishes from the socket's events.
+    const res = await request(`${gw.url(port)}/context/d`, { method: 'POST', body: 'c'.repeat(300_000), headers: { 'x-id': '7' } });
+    assert.equal(res.statusCode, 200);
+    assert.equal(await res.body.text(), 'request 7');
   });
 });
