@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { BodyTooLargeError } from 'switchyard/sdk';
 import type { AttemptHook, HeaderMap, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, isUpstreamTimeout } from './deadlines.ts';
 import type { McpDeadlines } from './deadlines.ts';
@@ -26,15 +27,43 @@ async function bodyOf(body: RequestInit['body']): Promise<string | Uint8Array | 
 }
 
 /**
+ * The most the MCP SDK may read of one answer through this fetch (it reads answers with `text()`/`json()` and event
+ * streams with a parser that buffers a line without bound): 32 MiB of a JSON answer or error body, 32 MiB of one
+ * event-stream line, as `MAX_SSE_EVENT` bounds the gateway's own parser. Past it the body fails with a
+ * `BodyTooLargeError` and the upstream connection is closed.
+ */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+
+/** How {@link toWeb} bounds a body: its whole length, or (an event stream, open for hours) the bytes of one line. */
+type BodyCap = { readonly total: number } | { readonly line: number };
+
+/**
  * A web stream over a Node body. `Readable.toWeb` throws (uncaught, from a 'data' listener) when the consumer cancels
  * while an undici body still has data buffered; this one stops reading instead.
  */
-function toWeb(body: Readable): ReadableStream<Uint8Array> {
+function toWeb(body: Readable, cap: BodyCap): ReadableStream<Uint8Array> {
   let done = false;
+  /** Bytes counted against the cap: all of them, or those since the last newline. */
+  let run = 0;
   return new ReadableStream<Uint8Array>({
     start(controller) {
       body.on('data', (chunk: Buffer) => {
         if (done) return;
+        let over: number | undefined;
+        if ('total' in cap) {
+          run += chunk.length;
+          if (run > cap.total) over = cap.total;
+        } else {
+          const nl = chunk.lastIndexOf(10);
+          run = nl === -1 ? run + chunk.length : chunk.length - nl - 1;
+          if (run > cap.line) over = cap.line;
+        }
+        if (over !== undefined) {
+          done = true;
+          controller.error(new BodyTooLargeError(over, 'total' in cap ? `the MCP target's answer is larger than 32 MiB` : `the MCP target's event stream sent a line longer than 32 MiB`));
+          body.destroy();
+          return;
+        }
         try {
           controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
           if ((controller.desiredSize ?? 1) <= 0) body.pause();
@@ -109,6 +138,7 @@ export function fetchOverTarget(target: UpstreamTarget, onAttempt?: AttemptHook,
       upstream.body.resume();
       return new Response(null, { status: upstream.status, headers });
     }
-    return new Response(toWeb(upstream.body), { status: upstream.status, headers });
+    const eventStream = /^\s*text\/event-stream/i.test(String(upstream.headers['content-type'] ?? ''));
+    return new Response(toWeb(upstream.body, eventStream ? { line: MAX_ANSWER_BYTES } : { total: MAX_ANSWER_BYTES }), { status: upstream.status, headers });
   }) as typeof fetch;
 }
