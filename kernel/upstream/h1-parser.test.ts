@@ -130,6 +130,32 @@ describe('H1ResponseParser: malformed and hostile answers are refused', () => {
     rejects(`HTTP/1.1 200 OK\r\nX-Big: ${'a'.repeat(MAX_HEAD)}`, /larger than 16 KiB/, 4096);
   });
 
+  it('a head of exactly 16 KiB dripped one byte per read is parsed; one byte more is refused', () => {
+    const start = 'HTTP/1.1 200 OK\r\nX-Big: ';
+    const rest = '\r\nContent-Length: 2\r\n\r\n';
+    const fill = MAX_HEAD - start.length - rest.length;
+    const seen = parse(`${start}${'a'.repeat(fill)}${rest}ok`, 1);
+    assert.equal(seen.heads.length, 1);
+    assert.deepEqual(seen.heads[0]!.raw, ['X-Big', 'a'.repeat(fill), 'Content-Length', '2']);
+    assert.equal(seen.body, 'ok');
+    assert.ok(seen.ended && !seen.extra);
+    rejects(`${start}${'a'.repeat(fill + 1)}${rest}ok`, /larger than 16 KiB/, 1);
+    // The blank line straddling reads of uneven sizes, after a 1xx, with the body in the same read as the head's end.
+    const again = parse(`HTTP/1.1 100 Continue\r\n\r\n${start}${'b'.repeat(fill)}${rest}ok`, 997);
+    assert.equal(again.heads[0]!.raw[1], 'b'.repeat(fill));
+    assert.equal(again.body, 'ok');
+  });
+
+  it('a trailer line of 16 KiB dripped one byte per read is read; one byte more is refused', () => {
+    const te = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n';
+    const value = 'v'.repeat(MAX_HEAD - 'X-T: '.length - 1); // the line with its CR is MAX_HEAD bytes
+    const seen = parse(`${te}X-T: ${value}\r\n\r\n`, 1);
+    assert.deepEqual(seen.trailers, ['X-T', value]);
+    assert.equal(seen.body, 'hello');
+    assert.ok(seen.ended);
+    rejects(`${te}X-T: ${value}v\r\n\r\n`, /too long/, 1);
+  });
+
   it('bad chunk framing: size, extension, data longer than its size, bare LF, trailer bytes', () => {
     const te = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
     rejects(`${te}zz\r\nhello\r\n0\r\n\r\n`, /chunk size/);

@@ -70,8 +70,12 @@ const DONE = 7;
 /** One response at a time on one connection (no pipelining): `expect` it, feed `execute`, then `closed` at EOF. */
 export class H1ResponseParser {
   private state = DONE;
-  /** Bytes of an unfinished head or framing line. */
-  private pending: Buffer | null = null;
+  /**
+   * Bytes of an unfinished head or framing line: `acc[0, accLen)`. One buffer grown by doubling up to MAX_HEAD and
+   * appended to, so a head dripped a byte per read costs linear copying (a concat per read was quadratic).
+   */
+  private acc: Buffer | null = null;
+  private accLen = 0;
   private remaining = 0;
   private headRequest = false;
   private trailers: string[] | null = null;
@@ -88,7 +92,7 @@ export class H1ResponseParser {
     this.sink = sink;
     this.headRequest = headRequest;
     this.state = HEAD;
-    this.pending = null;
+    this.accLen = 0;
     this.trailers = null;
     this.started = false;
     this.keepAlive = true;
@@ -160,40 +164,67 @@ export class H1ResponseParser {
     sink?.end(this.trailers);
   }
 
+  /** Append `chunk[from, to)` to the pending bytes (callers keep the total within MAX_HEAD). */
+  private append(chunk: Buffer, from: number, to: number): void {
+    const need = this.accLen + to - from;
+    let acc = this.acc;
+    if (acc === null || acc.length < need) {
+      const grown = Buffer.allocUnsafe(Math.min(MAX_HEAD, Math.max(need, acc === null ? 512 : acc.length * 2)));
+      if (acc !== null) acc.copy(grown, 0, 0, this.accLen);
+      this.acc = acc = grown;
+    }
+    chunk.copy(acc, this.accLen, from, to);
+    this.accLen = need;
+  }
+
   /** Head bytes from `at`: parsed once the blank line arrives. Returns where the head's bytes end in `chunk`. */
   private headBytes(chunk: Buffer, at: number): number {
-    const pending = this.pending;
-    const buf = pending === null ? chunk : Buffer.concat([pending, chunk.subarray(at)]);
-    const from = pending === null ? at : 0;
-    // Search from just before the new bytes: the blank line may straddle two reads.
-    const end = buf.indexOf('\r\n\r\n', pending === null ? at : Math.max(0, pending.length - 3), 'latin1');
-    if (end === -1) {
-      if (buf.length - from > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
+    const len = chunk.length;
+    const held = this.accLen;
+    if (held === 0) {
+      const end = chunk.indexOf('\r\n\r\n', at, 'latin1');
+      if (end !== -1) {
+        if (end - at + 4 > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
+        this.parseHead(chunk.toString('latin1', at, end));
+        return end + 4;
+      }
+      if (len - at > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
       // A head ended by bare LFs would otherwise wait for the headers deadline: refused now, as llhttp refuses it.
-      if (buf.indexOf('\n\n', pending === null ? at : Math.max(0, pending.length - 1), 'latin1') !== -1) throw new H1ParseError('bare LF in the response head');
-      this.pending = pending === null ? Buffer.from(chunk.subarray(at)) : buf;
-      return chunk.length;
+      if (chunk.indexOf('\n\n', at, 'latin1') !== -1) throw new H1ParseError('bare LF in the response head');
+      this.append(chunk, at, len);
+      return len;
     }
-    if (end - from + 4 > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
-    this.pending = null;
-    this.parseHead(buf.toString('latin1', from, end));
-    return pending === null ? end + 4 : end + 4 - pending.length;
+    // Copy no more than fits under the cap: a head whose blank line lies past it is refused either way.
+    this.append(chunk, at, at + Math.min(len - at, MAX_HEAD - held));
+    const acc = this.acc!.subarray(0, this.accLen);
+    // Search from just before the new bytes: the blank line may straddle two reads.
+    const end = acc.indexOf('\r\n\r\n', Math.max(0, held - 3), 'latin1');
+    if (end === -1) {
+      if (held + len - at > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
+      if (acc.indexOf('\n\n', Math.max(0, held - 1), 'latin1') !== -1) throw new H1ParseError('bare LF in the response head');
+      return len;
+    }
+    this.accLen = 0;
+    this.parseHead(acc.toString('latin1', 0, end));
+    return at + end + 4 - held;
   }
 
   /** A CRLF-ended line of chunked framing: a size line, the CRLF after a chunk's data, a trailer or the last line. */
   private framingLine(chunk: Buffer, at: number): number {
     const nl = chunk.indexOf(10, at);
-    const pendingLen = this.pending === null ? 0 : this.pending.length;
+    const held = this.accLen;
     if (nl === -1) {
-      if (pendingLen + chunk.length - at > MAX_HEAD) throw new H1ParseError('chunked framing line too long');
-      this.pending = this.pending === null ? Buffer.from(chunk.subarray(at)) : Buffer.concat([this.pending, chunk.subarray(at)]);
+      if (held + chunk.length - at > MAX_HEAD) throw new H1ParseError('chunked framing line too long');
+      this.append(chunk, at, chunk.length);
       return chunk.length;
     }
-    if (pendingLen + nl - at > MAX_HEAD) throw new H1ParseError('chunked framing line too long');
-    let line = chunk.toString('latin1', at, nl);
-    if (this.pending !== null) {
-      line = this.pending.toString('latin1') + line;
-      this.pending = null;
+    if (held + nl - at > MAX_HEAD) throw new H1ParseError('chunked framing line too long');
+    let line: string;
+    if (held === 0) line = chunk.toString('latin1', at, nl);
+    else {
+      this.append(chunk, at, nl);
+      line = this.acc!.toString('latin1', 0, this.accLen);
+      this.accLen = 0;
     }
     if (line.length === 0 || line.charCodeAt(line.length - 1) !== 13) throw new H1ParseError('bare LF in chunked framing');
     line = line.slice(0, -1);
