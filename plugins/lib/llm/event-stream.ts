@@ -8,6 +8,7 @@ export interface EventStreamMessage {
 
 const PRELUDE = 12;
 const MAX_MESSAGE = 16 * 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
 
 /**
  * An incremental decoder of the AWS event-stream framing (`application/vnd.amazon.eventstream`, used by Bedrock's
@@ -15,33 +16,97 @@ const MAX_MESSAGE = 16 * 1024 * 1024;
  * Non-string header values are skipped (Bedrock sends only strings).
  */
 export class EventStreamDecoder {
-  private buffer: Buffer = Buffer.alloc(0);
+  /**
+   * The head of a message begun in earlier chunks: `partial[0..size)`, grown by doubling up to the message's declared
+   * length, so each byte is copied a bounded number of times (re-joining everything pending on every chunk made one
+   * 16 MiB message in 4 KiB chunks copy about 32 GiB). A fresh buffer per message: payloads handed out are views of it.
+   */
+  private partial: Buffer = EMPTY;
+  private size = 0;
+  /** The declared length of the message in `partial`, once its prelude is whole and checked (0: not yet). */
+  private total = 0;
+  /** The framing error thrown, thrown again by every later feed (the bad bytes are never skipped). */
+  private broken: Error | undefined;
 
   feed(chunk: Buffer): EventStreamMessage[] {
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    const out: EventStreamMessage[] = [];
-    let offset = 0;
-    while (this.buffer.length - offset >= PRELUDE) {
-      const total = this.buffer.readUInt32BE(offset);
-      const headersLength = this.buffer.readUInt32BE(offset + 4);
-      if (total < PRELUDE + 4 + headersLength || total > MAX_MESSAGE) throw new Error(`invalid event-stream message length ${total}`);
-      if ((crc32(this.buffer.subarray(offset, offset + 8)) >>> 0) !== this.buffer.readUInt32BE(offset + 8)) {
-        throw new Error('event-stream prelude checksum mismatch');
-      }
-      if (this.buffer.length - offset < total) break;
-      const frame = this.buffer.subarray(offset, offset + total);
-      if ((crc32(frame.subarray(0, total - 4)) >>> 0) !== frame.readUInt32BE(total - 4)) throw new Error('event-stream message checksum mismatch');
-      out.push({ headers: decodeHeaders(frame.subarray(PRELUDE, PRELUDE + headersLength)), payload: frame.subarray(PRELUDE + headersLength, total - 4) });
-      offset += total;
+    if (this.broken) throw this.broken;
+    try {
+      return this.decode(chunk);
+    } catch (err) {
+      this.broken = err as Error;
+      throw err;
     }
-    this.buffer = offset === 0 ? this.buffer : this.buffer.subarray(offset);
-    return out;
   }
 
   /** True when bytes of an unfinished message are left over. */
   get pending(): boolean {
-    return this.buffer.length > 0;
+    return this.size > 0;
   }
+
+  private decode(chunk: Buffer): EventStreamMessage[] {
+    const out: EventStreamMessage[] = [];
+    let at = 0;
+    // First the message begun earlier: only the bytes it still lacks are copied.
+    while (this.size > 0 && at < chunk.length) {
+      const want = this.total || PRELUDE;
+      const take = Math.min(want - this.size, chunk.length - at);
+      this.reserve(this.size + take, want);
+      chunk.copy(this.partial, this.size, at, at + take);
+      this.size += take;
+      at += take;
+      if (this.size < want) return out;
+      if (this.total === 0) {
+        this.total = checkPrelude(this.partial, 0);
+        continue;
+      }
+      out.push(decodeFrame(this.partial.subarray(0, this.total)));
+      this.partial = EMPTY;
+      this.size = 0;
+      this.total = 0;
+    }
+    // Then whole messages straight from the chunk, without a copy.
+    let total = 0;
+    while (chunk.length - at >= PRELUDE) {
+      total = checkPrelude(chunk, at);
+      if (chunk.length - at < total) break;
+      out.push(decodeFrame(chunk.subarray(at, at + total)));
+      at += total;
+      total = 0;
+    }
+    if (at < chunk.length) {
+      // The start of a message: kept in a buffer of its own.
+      this.total = total;
+      this.reserve(chunk.length - at, total || PRELUDE);
+      chunk.copy(this.partial, 0, at);
+      this.size = chunk.length - at;
+    }
+    return out;
+  }
+
+  /** Room for `n` bytes in `partial`, doubling, never past `limit` (the declared length being gathered). */
+  private reserve(n: number, limit: number): void {
+    if (this.partial.length >= n) return;
+    const grown = Buffer.allocUnsafe(Math.min(limit, Math.max(n, 2 * this.partial.length, 4096)));
+    this.partial.copy(grown, 0, 0, this.size);
+    this.partial = grown;
+  }
+}
+
+/** The declared length of the message whose prelude is at `at`, after checking it and the prelude CRC. */
+function checkPrelude(buf: Buffer, at: number): number {
+  const total = buf.readUInt32BE(at);
+  const headersLength = buf.readUInt32BE(at + 4);
+  if (total < PRELUDE + 4 + headersLength || total > MAX_MESSAGE) throw new Error(`invalid event-stream message length ${total}`);
+  if ((crc32(buf.subarray(at, at + 8)) >>> 0) !== buf.readUInt32BE(at + 8)) throw new Error('event-stream prelude checksum mismatch');
+  return total;
+}
+
+/** One whole message (its prelude checked): the message CRC checked, headers and payload taken out. */
+function decodeFrame(frame: Buffer): EventStreamMessage {
+  const total = frame.length;
+  if ((crc32(frame.subarray(0, total - 4)) >>> 0) !== frame.readUInt32BE(total - 4)) throw new Error('event-stream message checksum mismatch');
+  const headersEnd = PRELUDE + frame.readUInt32BE(4);
+  return { headers: decodeHeaders(frame.subarray(PRELUDE, headersEnd)), payload: frame.subarray(headersEnd, total - 4) };
 }
 
 /** Sizes of the fixed-width header value types (0, 1: booleans; 2 byte; 3 short; 4 int; 5 long; 8 timestamp; 9 uuid). */
