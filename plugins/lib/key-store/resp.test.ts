@@ -113,3 +113,61 @@ test('replies split anywhere across chunks, and several in one chunk, parse as t
     await peer.close();
   }
 });
+
+/** A peer that answers with `wire` in writes of `size` bytes, one per turn of the event loop (so many separate reads). */
+function drip(wire: Buffer, size: number): (socket: Socket) => void {
+  return (socket) => {
+    socket.setNoDelay(true);
+    let i = 0;
+    const next = (): void => {
+      if (socket.destroyed || i >= wire.length) return;
+      socket.write(wire.subarray(i, (i += size)));
+      setImmediate(next);
+    };
+    next();
+  };
+}
+
+test('a large array reply in many small chunks: the same value, its framing walked once (linear time)', async () => {
+  // The id set of 100,000 keys (about 5 MiB), with a nested array, a null and an integer, in 4 KiB writes. Before, every
+  // chunk re-walked the framing of all the items received so far: measured seconds of CPU, now well under one.
+  const ids = Array.from({ length: 100_000 }, (_, i) => `key-${String(i).padStart(8, '0')}-0123456789abcdef0123456`);
+  const expected = [...ids, ['a', 7, null], null, 42];
+  let wire = `*${expected.length}\r\n`;
+  for (const id of ids) wire += `$${id.length}\r\n${id}\r\n`;
+  wire += '*3\r\n$1\r\na\r\n:7\r\n$-1\r\n' + '$-1\r\n' + ':42\r\n' + '+PONG\r\n';
+  const peer = await fakePeer(drip(Buffer.from(wire), 4096));
+  const client = new RespClient(`redis://127.0.0.1:${peer.port}`);
+  try {
+    const before = process.cpuUsage();
+    const [reply, pong] = await within(Promise.all([client.command('SMEMBERS', 'ids'), client.command('PING')]), 60_000, 'the replies');
+    const used = process.cpuUsage(before);
+    const ms = (used.user + used.system) / 1000;
+    assert.deepEqual(reply, expected);
+    assert.equal(pong, 'PONG', 'the reply after it is read in step');
+    assert.ok(ms < 2000, `the reply took ${ms.toFixed(0)} ms of CPU (its framing walked once per chunk: seconds)`);
+  } finally {
+    client.close();
+    await peer.close();
+  }
+});
+
+test('a long status line in many small chunks: its end looked for once (linear time)', async () => {
+  // 32 MiB of a `+` line in 4 KiB writes: before, every chunk searched the whole line again for its end (16 MiB
+  // measured 3.5 s of CPU here, 32 MiB four times that; now about 0.3 s for 16 MiB).
+  const line = 'x'.repeat(32 * 1024 * 1024);
+  const peer = await fakePeer(drip(Buffer.from(`+${line}\r\n+PONG\r\n`), 4096));
+  const client = new RespClient(`redis://127.0.0.1:${peer.port}`);
+  try {
+    const before = process.cpuUsage();
+    const [reply, pong] = await within(Promise.all([client.command('GET', 'k'), client.command('PING')]), 60_000, 'the replies');
+    const used = process.cpuUsage(before);
+    const ms = (used.user + used.system) / 1000;
+    assert.equal(reply, line);
+    assert.equal(pong, 'PONG');
+    assert.ok(ms < 3000, `the reply took ${ms.toFixed(0)} ms of CPU`);
+  } finally {
+    client.close();
+    await peer.close();
+  }
+});

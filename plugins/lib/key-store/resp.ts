@@ -16,36 +16,74 @@ export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
 
 const EMPTY = Buffer.alloc(0);
 
-/** Set by {@link complete} when it returns -1: the buffer length it needs at least (0: any more bytes). */
-let needed = 0;
+/**
+ * How far the walk over a reply's framing has got, kept across chunks so that a large array reply arriving in many
+ * chunks is walked once in all (re-walking it from its start on every chunk was quadratic). Positions are offsets in
+ * the buffer of unparsed bytes; `left` holds how many items each open array still lacks (empty: `pos` starts a reply).
+ */
+class Walk {
+  /** The element read next. */
+  pos = 0;
+  left: number[] = [];
+  /** Where looking for the end of the line at `pos` goes on (a long line is scanned once, too). */
+  scanned = 0;
+  /** Set when {@link complete} returns -1: the buffer length it needs at least (0: any more bytes). */
+  needed = 0;
+
+  reset(): void {
+    this.pos = 0;
+    this.left.length = 0;
+    this.scanned = 0;
+    this.needed = 0;
+  }
+
+  /** The first `by` bytes of the buffer were dropped. */
+  shift(by: number): void {
+    this.pos -= by;
+    this.scanned = Math.max(0, this.scanned - by);
+  }
+}
 
 /**
- * Where the reply at `at` ends, or -1 when the buffer does not hold all of it yet: a walk over its framing that
- * decodes nothing, so a large reply arriving in many chunks is decoded once, when whole. Throws a RedisError on
- * bytes that are not RESP and on a bulk string declared larger than the cap.
+ * Go on with the walk over the framing of the reply at `walk.pos`: where the reply ends, or -1 when the buffer does
+ * not hold all of it yet (the walk then stays where it stopped). Decodes nothing: a large reply is decoded once,
+ * when whole. Throws a RedisError on bytes that are not RESP and on a bulk string declared larger than the cap.
  */
-function complete(buf: Buffer, at: number): number {
-  const eol = buf.indexOf('\r\n', at);
-  if (eol === -1) return -1;
-  const type = buf[at];
-  const next = eol + 2;
-  if (type === 43 /* + */ || type === 45 /* - */ || type === 58 /* : */) return next;
-  if (type !== 36 /* $ */ && type !== 42 /* * */) throw new RedisError(`unexpected reply byte ${type}: not a RESP reply; connection closed`);
-  const n = Number(buf.toString('latin1', at + 1, eol));
-  if (!Number.isInteger(n)) throw new RedisError('a reply length that is not a number: not a RESP reply; connection closed');
-  if (n < 0) return next;
-  if (type === 36) {
-    if (n > MAX_REPLY_BYTES) throw new RedisError(`a bulk reply of ${n} bytes is larger than 64 MiB; connection closed`);
-    if (buf.length >= next + n + 2) return next + n + 2;
-    needed = next + n + 2;
-    return -1;
+function complete(buf: Buffer, walk: Walk): number {
+  const left = walk.left;
+  walk.needed = 0;
+  for (;;) {
+    const at = walk.pos;
+    const eol = buf.indexOf('\r\n', Math.max(at, walk.scanned));
+    if (eol === -1) {
+      walk.scanned = Math.max(at, buf.length - 1);
+      return -1;
+    }
+    const type = buf[at];
+    let next = eol + 2;
+    if (type !== 43 /* + */ && type !== 45 /* - */ && type !== 58 /* : */) {
+      if (type !== 36 /* $ */ && type !== 42 /* * */) throw new RedisError(`unexpected reply byte ${type}: not a RESP reply; connection closed`);
+      const n = Number(buf.toString('latin1', at + 1, eol));
+      if (!Number.isInteger(n)) throw new RedisError('a reply length that is not a number: not a RESP reply; connection closed');
+      if (n > 0 && type === 42) {
+        left.push(n);
+        walk.pos = next;
+        continue;
+      }
+      if (n >= 0 && type === 36) {
+        if (n > MAX_REPLY_BYTES) throw new RedisError(`a bulk reply of ${n} bytes is larger than 64 MiB; connection closed`);
+        if (buf.length < next + n + 2) {
+          walk.needed = next + n + 2;
+          return -1;
+        }
+        next += n + 2;
+      }
+    }
+    // An element ends at `next`, and so do the arrays it was the last item of.
+    walk.pos = next;
+    while (left.length > 0 && --left[left.length - 1]! === 0) left.pop();
+    if (left.length === 0) return next;
   }
-  let pos = next;
-  for (let i = 0; i < n; i++) {
-    pos = complete(buf, pos);
-    if (pos === -1) return -1;
-  }
-  return pos;
 }
 
 /** Parse one reply at `at`, which {@link complete} found whole. */
@@ -107,6 +145,8 @@ export class RespClient {
   private size = 0;
   /** Bytes `unparsed` must hold before parsing again is worth it (a bulk reply's declared end). */
   private need = 0;
+  /** The framing walk of the reply at the start of `unparsed`, where the last chunk left it. */
+  private readonly walk = new Walk();
   private closed = false;
 
   /** `redis://[:password@]host[:port][/db]`. */
@@ -166,15 +206,15 @@ export class RespClient {
       if (this.size < this.need) return;
       buf = this.unparsed.subarray(0, this.size);
     }
+    const walk = this.walk;
     let at = 0;
-    needed = 0;
     try {
       while (at < buf.length) {
-        needed = 0;
-        if (complete(buf, at) === -1) break;
+        const end = complete(buf, walk);
+        if (end === -1) break;
         const r = parse(buf, at);
         if (!r) break;
-        at = r.end;
+        at = end;
         const p = this.pending.shift();
         if (r.value instanceof RedisError) p?.reject(r.value);
         else p?.resolve(r.value);
@@ -183,9 +223,10 @@ export class RespClient {
       return this.fail(socket, err as Error);
     }
     const left = buf.length - at;
-    this.need = left > 0 && needed > 0 ? needed - at : 0;
+    this.need = left > 0 && walk.needed > 0 ? walk.needed - at : 0;
     if (left === 0) {
       this.size = 0;
+      walk.reset();
       if (this.unparsed.length > 1024 * 1024) this.unparsed = EMPTY; // a large reply's buffer is not kept
       return;
     }
@@ -194,6 +235,7 @@ export class RespClient {
       if (this.unparsed.length < left) this.unparsed = Buffer.allocUnsafe(Math.max(left, 64 * 1024));
       d.copy(this.unparsed, 0, at);
     } else if (at > 0) this.unparsed.copy(this.unparsed, 0, at, this.size);
+    walk.shift(at);
     this.size = left;
   }
 
@@ -201,6 +243,7 @@ export class RespClient {
     this.unparsed = EMPTY;
     this.size = 0;
     this.need = 0;
+    this.walk.reset();
   }
 
   /** The peer broke the protocol: every waiting command fails with `err`, the next one reconnects. */
