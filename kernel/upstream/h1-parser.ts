@@ -25,12 +25,13 @@ export class H1ParseError extends Error {
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // A field value: visible characters, obs-text, SP and HTAB; no CR, LF, NUL or other controls.
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
 const CHUNK_SIZE_RE = /^[0-9a-fA-F]{1,12}$/;
 const CONTENT_LENGTH_RE = /^\d{1,15}$/;
 const CHUNKED_LAST = /(?:^|,)[ \t]*chunked[ \t]*$/i;
 const KEEP_ALIVE_TIMEOUT = /(?:^|[\s,;])timeout\s*=\s*(\d+)/i;
 const MAX_TRAILERS = 100;
+/** The blank line ending a head, as a Buffer: `indexOf` with a string needle converts it on every call. */
+const BLANK_LINE = Buffer.from('\r\n\r\n', 'latin1');
 
 /** tchar (RFC 9110 §5.6.2) by character code. */
 const TCHAR = new Uint8Array(128);
@@ -56,6 +57,25 @@ function fieldChars(s: string, from: number, to: number): boolean {
     if ((c < 32 && c !== 9) || c === 127) return false;
   }
   return true;
+}
+
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
+
+/** The status of `HTTP/1.[01] [1-9]dd[ reason]` ending at `eol`; a character check (a regex and its match array cost more). */
+function statusOf(head: string, eol: number): number {
+  const v = head.charCodeAt(7);
+  const a = head.charCodeAt(9);
+  const b = head.charCodeAt(10);
+  const c = head.charCodeAt(11);
+  const ok =
+    eol >= 12 &&
+    head.startsWith('HTTP/1.') &&
+    (v === 48 || v === 49) &&
+    head.charCodeAt(8) === 32 &&
+    a >= 49 && a <= 57 && isDigit(b) && isDigit(c) &&
+    (eol === 12 || (head.charCodeAt(12) === 32 && fieldChars(head, 13, eol)));
+  if (!ok) throw new H1ParseError('invalid status line');
+  return (a - 48) * 100 + (b - 48) * 10 + (c - 48);
 }
 
 const HEAD = 0;
@@ -182,7 +202,7 @@ export class H1ResponseParser {
     const len = chunk.length;
     const held = this.accLen;
     if (held === 0) {
-      const end = chunk.indexOf('\r\n\r\n', at, 'latin1');
+      const end = chunk.indexOf(BLANK_LINE, at);
       if (end !== -1) {
         if (end - at + 4 > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
         this.parseHead(chunk.toString('latin1', at, end));
@@ -198,7 +218,7 @@ export class H1ResponseParser {
     this.append(chunk, at, at + Math.min(len - at, MAX_HEAD - held));
     const acc = this.acc!.subarray(0, this.accLen);
     // Search from just before the new bytes: the blank line may straddle two reads.
-    const end = acc.indexOf('\r\n\r\n', Math.max(0, held - 3), 'latin1');
+    const end = acc.indexOf(BLANK_LINE, Math.max(0, held - 3));
     if (end === -1) {
       if (held + len - at > MAX_HEAD) throw new H1ParseError('response head larger than 16 KiB', 'UND_ERR_HEADERS_OVERFLOW');
       if (acc.indexOf('\n\n', Math.max(0, held - 1), 'latin1') !== -1) throw new H1ParseError('bare LF in the response head');
@@ -263,10 +283,8 @@ export class H1ResponseParser {
   private parseHead(head: string): void {
     let eol = head.indexOf('\r\n');
     if (eol === -1) eol = head.length;
-    const m = STATUS_LINE.exec(head.slice(0, eol));
-    if (m === null) throw new H1ParseError('invalid status line');
-    const status = Number(m[2]);
-    const http10 = m[1] === '0';
+    const status = statusOf(head, eol);
+    const http10 = head.charCodeAt(7) === 48;
     const raw: string[] = [];
     let length = -1;
     let te = false;

@@ -12,6 +12,29 @@ const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const BAD_PATH = /[^\u0021-\u00ff]/;
 /** Framing and connection headers the client writes itself (or never), as undici refuses or replaces them. */
 const OWN = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'proxy-connection']);
+/** tchar (RFC 9110 §5.6.2) by character code. */
+const TCHAR = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TCHAR[c.charCodeAt(0)] = 1;
+const LOWER = 0;
+const UPPER = 1;
+const BAD = 2;
+
+/**
+ * Whether a header name is a token, and whether it has capitals: one character loop instead of a regex and a
+ * `toLowerCase` per header (node:http's names are lower case already; only a plugin's may not be).
+ */
+function nameShape(name: string): number {
+  const n = name.length;
+  if (n === 0) return BAD;
+  let shape = LOWER;
+  for (let i = 0; i < n; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 128 || TCHAR[c] === 0) return BAD;
+    if (c >= 65 && c <= 90) shape = UPPER;
+  }
+  return shape;
+}
+
 const EXPECTS_PAYLOAD = new Set(['PUT', 'POST', 'PATCH', 'QUERY', 'PROPFIND', 'PROPPATCH']);
 
 /**
@@ -26,8 +49,9 @@ export function requestHead(method: string, path: string, headers: IncomingHttpH
   for (const name in headers) {
     const v = headers[name] as unknown;
     if (v === undefined) continue;
-    if (!TOKEN.test(name)) throw new H1ArgumentError('invalid header key');
-    if (OWN.has(name.toLowerCase())) continue;
+    const shape = nameShape(name);
+    if (shape === BAD) throw new H1ArgumentError('invalid header key');
+    if (OWN.has(shape === UPPER ? name.toLowerCase() : name)) continue;
     if (typeof v === 'string') {
       if (BAD_VALUE.test(v)) throw new H1ArgumentError(`invalid ${name} header`);
       head += `${name}: ${v}\r\n`;

@@ -1,6 +1,6 @@
 // The lean upstream client's head parsing (ADR 0073): a micro-benchmark, not a test.
 //
-//   node test/bench/h1-parser-micro.ts [/path/to/baseline-checkout] [rounds]
+//   node test/bench/h1-parser-micro.ts [/path/to/baseline-checkout] [rounds]   (ONLY=response|request|drip: one case)
 //
 // Three cases, each timed as CPU (process.cpuUsage) per operation: an nginx answer's 9-header head in one read, a
 // request head with 10 headers, and a 16 KiB response head dripped one byte per read. With a baseline checkout its
@@ -80,7 +80,7 @@ const cases: { name: string; n: number; run: (impl: Impl, n: number) => void }[]
     },
   },
   {
-    name: '16 KiB head dripped a byte per read (µs per head)',
+    name: 'drip: 16 KiB head dripped a byte per read (µs per head)',
     n: 20,
     run(impl, n) {
       const p = new impl.Parser();
@@ -107,6 +107,7 @@ if (process.argv[2] !== undefined) impls.unshift(await load('base', process.argv
 const rounds = Number(process.argv[3] ?? 9);
 
 for (const c of cases) {
+  if (process.env.ONLY !== undefined && !c.name.startsWith(process.env.ONLY)) continue;
   for (const impl of impls) c.run(impl, Math.ceil(c.n / 5)); // warm up
   const per = impls.map(() => [] as number[]);
   for (let r = 0; r < rounds; r++) {
