@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
+import { ErrorCode, GatewayError, jsonErrorReply, RawHeadersReply } from '../sdk/index.ts';
 import type { HeaderMap, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
 import { headerListSet } from '../sdk/header-list.ts';
 import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
@@ -96,7 +96,9 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
 
 function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   const body = reply.body;
-  if (!writeHead(ex, res, reply.status, reply.headers, body)) {
+  // An upstream's answer whose header object nobody made: its raw list is written as the plain route writes it.
+  const raw = reply instanceof RawHeadersReply ? reply.rawHeaders : undefined;
+  if (!(raw !== undefined ? writeRawHead(ex, res, reply.status, raw, body) : writeHead(ex, res, reply.status, reply.headers, body))) {
     discard(body);
     return;
   }
@@ -128,6 +130,26 @@ function writeHead(ex: ExchangeImpl, res: ServerResponse, status: number, header
     headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
   }
   return writeStatus(ex, res, status, flatHeaders(headers));
+}
+
+/**
+ * `writeHead` of a raw header list, as `writeHead` would write the object `parseHeaders` makes of it: the queued
+ * headers replace, a body given whole without a `Content-Length` gets one, hop-by-hop headers go. The access log's
+ * `response.headers` is made from the list (with the queued headers) only if read.
+ */
+function writeRawHead(ex: ExchangeImpl, res: ServerResponse, status: number, raw: readonly (Buffer | string)[], body: Reply['body']): boolean {
+  const queued = ex.queued;
+  if (body !== undefined && body !== null && !(body instanceof Readable) && !hasName(raw, 'content-length') && (queued === undefined || !hasName(queued, 'content-length'))) {
+    raw = [...raw, 'content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length)];
+  }
+  ex.status = status;
+  ex.rawReplyHeaders = raw;
+  return writeStatus(ex, res, status, flatRawHeaders(raw, queued));
+}
+
+function hasName(raw: readonly (Buffer | string)[], name: string): boolean {
+  for (let i = 0; i < raw.length; i += 2) if (headerNameToString(raw[i]!) === name) return true;
+  return false;
 }
 
 /** `res.writeHead` of the final header list; a header node:http refuses answers 500 instead (or destroys). */

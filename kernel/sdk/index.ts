@@ -11,6 +11,7 @@ export * from './config-section.ts';
 export * from './phases.ts';
 export * from './errors.ts';
 export * from './reply.ts';
+export { RawHeadersReply, replyHeader } from './raw-headers-reply.ts';
 export * from './header-list.ts';
 export * from './attributes.ts';
 export * from './duration.ts';

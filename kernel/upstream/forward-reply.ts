@@ -8,7 +8,7 @@ import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
 import { isRetryableFailure } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
-import { WholeAnswer } from './whole-answer.ts';
+import { WholeAnswer, WholeReply } from './whole-answer.ts';
 import type { WholeResponse } from './whole-answer.ts';
 import type { PooledTarget } from './pooled-target.ts';
 
@@ -28,6 +28,7 @@ function answeredAt(response: Answer): number {
 
 /** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
 function upstreamReply(response: Answer): Reply {
+  if ('rawHeaders' in response) return new WholeReply(response.statusCode, response.rawHeaders, response.body);
   return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
 }
 

@@ -1,22 +1,26 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { BodyTooLargeError } from '../sdk/index.ts';
+import { BodyTooLargeError, RawHeadersReply } from '../sdk/index.ts';
+import type { HeaderMap } from '../sdk/index.ts';
+import { headerNameToString, parseHeaders } from './undici-core.ts';
 import type { AbortHook, AbortReceiver } from '../exchange/abort-hook.ts';
 
 /** An upstream answer read whole: `body` is the bytes, or (rarely) a stream that fails as the body did. */
 export interface WholeResponse {
   readonly statusCode: number;
-  readonly headers: IncomingHttpHeaders;
+  /** undici's raw `[name, value, …]` list: made an object only if something reads the reply's `headers`. */
+  readonly rawHeaders: readonly Buffer[];
   readonly body: Buffer | Readable;
   /** `performance.now()` when the answer's headers arrived: the attempt's span and duration end there, as with `request()`. */
   readonly answeredAt: number;
 }
 
 /**
- * An undici dispatch handler (undici 7's controller API) that collects the upstream's status, headers and body
- * chunks and settles one promise when the answer ended (ADR 0058): no `BodyReadable`, no `RequestHandler`, no
- * second promise to read the body, which `request()` plus a capped read cost per answer. It rejects as `request()`
+ * An undici dispatch handler that collects the upstream's status, raw headers and body chunks and settles one promise
+ * when the answer ended (ADR 0058): no `BodyReadable`, no `RequestHandler`, no second promise to read the body, which
+ * `request()` plus a capped read cost per answer. It speaks the handler API undici's core calls (`onConnect`,
+ * `onHeaders`, …) as `DirectForward` does: the controller API would have undici wrap it per request and make the
+ * header object (`parseHeaders`) that the reply writer would flatten again. It rejects as `request()`
  * does when the request fails before the answer starts; once the answer started, a failure (the body over `limit`:
  * `BodyTooLargeError`; the upstream breaking off; an abort) resolves with a stream that fails with that error, so
  * the caller sees it where it read the body before.
@@ -32,9 +36,10 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
   private readonly state: { readonly aborted?: unknown } | null;
   /** Called once when the answer's headers arrived (the per-attempt timer stops there, as with `request()`). */
   private readonly onStarted: (() => void) | undefined;
-  private controller: Dispatcher.DispatchController | null = null;
+  /** undici's abort of this request, from `onConnect`; null once settled. */
+  private abortRequest: ((err?: Error) => void) | null = null;
   private statusCode = 0;
-  private headers: IncomingHttpHeaders | null = null;
+  private rawHeaders: readonly Buffer[] | null = null;
   private answeredAt = 0;
   private first: Buffer | undefined = undefined;
   private rest: Buffer[] | undefined = undefined;
@@ -63,51 +68,53 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
   /** Abort the call (an AbortSignal's listener calls this when there is a per-attempt timer). */
   abort(reason: unknown): void {
     const err = reason instanceof Error ? reason : new Error(String(reason));
-    if (this.controller !== null) this.controller.abort(err);
-    else this.onResponseError(undefined, err);
+    if (this.abortRequest !== null) this.abortRequest(err);
+    else this.onError(err);
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    if (this.settled) return controller.abort(new Error('aborted'));
+  onConnect(abort: (err?: Error) => void): void {
+    if (this.settled) return abort(new Error('aborted'));
     const aborted = this.state?.aborted;
     // Aborted while queued for a connection: give up now.
-    if (aborted !== undefined) controller.abort(aborted instanceof Error ? aborted : new Error(String(aborted)));
-    else this.controller = controller;
+    if (aborted !== undefined) abort(aborted instanceof Error ? aborted : new Error(String(aborted)));
+    else this.abortRequest = abort;
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    if (statusCode < 200) return; // 1xx informational answers are not relayed (as with `request()`)
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
     this.statusCode = statusCode;
-    this.headers = headers;
+    this.rawHeaders = rawHeaders;
     this.answeredAt = performance.now();
     this.onStarted?.();
+    return true;
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.tooLarge) return;
+  onData(chunk: Buffer): boolean {
+    if (this.tooLarge) return true;
     this.size += chunk.length;
     if (this.size > this.limit) {
       this.tooLarge = true;
       this.first = this.rest = undefined;
-      controller.abort(new BodyTooLargeError(this.limit));
-      return;
+      this.abortRequest?.(new BodyTooLargeError(this.limit));
+      return true;
     }
     if (this.first === undefined) this.first = chunk;
     else (this.rest ??= []).push(chunk);
+    return true;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     if (this.settled) return;
     this.done();
     const rest = this.rest;
     const body = rest === undefined ? (this.first ?? EMPTY) : Buffer.concat([this.first!, ...rest], this.size);
-    this.resolve({ statusCode: this.statusCode, headers: this.headers!, body, answeredAt: this.answeredAt });
+    this.resolve({ statusCode: this.statusCode, rawHeaders: this.rawHeaders!, body, answeredAt: this.answeredAt });
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+  onError(err: Error): void {
     if (this.settled) return;
     this.done();
-    if (this.headers === null) return this.reject(err);
+    if (this.rawHeaders === null) return this.reject(err);
     // The answer had started: the body fails where it is read, as a streamed body would have.
     const failure = this.tooLarge ? new BodyTooLargeError(this.limit) : err;
     // Fails when first read, so whoever reads it has its listeners on by then.
@@ -116,14 +123,25 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
         this.destroy(failure);
       },
     });
-    this.resolve({ statusCode: this.statusCode, headers: this.headers, body: failed, answeredAt: this.answeredAt });
+    this.resolve({ statusCode: this.statusCode, rawHeaders: this.rawHeaders, body: failed, answeredAt: this.answeredAt });
   }
 
   private done(): void {
     this.settled = true;
-    this.controller = null;
+    this.abortRequest = null;
     this.hook?.receive(undefined);
   }
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** An answer read whole as a `Reply`: its header object made from undici's raw list only when read. */
+export class WholeReply extends RawHeadersReply {
+  protected nameOf(name: Buffer | string): string {
+    return headerNameToString(name);
+  }
+
+  protected parse(raw: readonly (Buffer | string)[]): HeaderMap {
+    return parseHeaders(raw);
+  }
+}

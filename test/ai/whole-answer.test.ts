@@ -31,6 +31,7 @@ describe('a non-streamed ai answer read whole', () => {
   let broken: TestUpstream;
   let slowBody: TestUpstream;
   let holding: TestUpstream;
+  let headers: TestUpstream;
   let holdingClosed: Promise<void>;
   const bigAnswer = completion('x'.repeat(200 * 1024));
 
@@ -76,6 +77,11 @@ describe('a non-streamed ai answer read whole', () => {
       res.write('{"id":');
       req.socket.once('close', closed);
     });
+    // Headers as an upstream may send them: mixed case, repeated, hop-by-hop and `Connection`-named ones, chunked.
+    headers = await startUpstream((_req, res) => {
+      res.writeHead(200, ['Content-Type', 'application/json', 'X-Upstream', 'a', 'Set-Cookie', 'a=1', 'set-cookie', 'b=2', 'Connection', 'keep-alive, X-Drop', 'X-Drop', 'gone', 'Keep-Alive', 'timeout=5']);
+      res.end(completion('headers'));
+    });
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     const route = (name: string, upstream: TestUpstream, provider: Record<string, unknown> = { openAI: {} }, policies?: Record<string, unknown>) => ({
@@ -97,6 +103,7 @@ describe('a non-streamed ai answer read whole', () => {
                   route('broken', broken),
                   route('slowbody', slowBody, { openAI: {} }, { timeout: { backendRequestTimeout: '300ms' } }),
                   route('holding', holding),
+                  route('headers', headers),
                 ],
               },
             ],
@@ -108,7 +115,7 @@ describe('a non-streamed ai answer read whole', () => {
   });
   after(async () => {
     await gw?.stop();
-    for (const u of [big, huge, broken, slowBody, holding]) await u?.close();
+    for (const u of [big, huge, broken, slowBody, holding, headers]) await u?.close();
   });
 
   it('passes a chunked answer over 64 KiB through whole', async () => {
@@ -116,6 +123,31 @@ describe('a non-streamed ai answer read whole', () => {
     assert.equal(status, 200);
     assert.equal(text, bigAnswer);
     assert.equal(big.received.at(-1)?.headers['accept-encoding'], 'identity');
+  });
+
+  it('passes the upstream headers on as the plain route does: hop-by-hop ones dropped, a Content-Length for the chunked body', async () => {
+    const res = await new Promise<{ status: number; raw: string[]; text: string }>((resolve, reject) => {
+      const req = httpRequest(`${base}/headers/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (r) => {
+        let text = '';
+        r.setEncoding('utf8');
+        r.on('data', (d: string) => (text += d));
+        r.on('end', () => resolve({ status: r.statusCode!, raw: r.rawHeaders, text }));
+      });
+      req.on('error', reject);
+      req.end(CHAT);
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.text, completion('headers'));
+    const names = res.raw.filter((_v, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    const value = (name: string): string[] => res.raw.filter((_v, i) => i % 2 === 1 && res.raw[i - 1]!.toLowerCase() === name);
+    assert.deepEqual(value('content-type'), ['application/json']);
+    assert.deepEqual(value('x-upstream'), ['a']);
+    assert.deepEqual(value('set-cookie'), ['a=1', 'b=2']);
+    assert.deepEqual(value('content-length'), [String(Buffer.byteLength(completion('headers')))]);
+    assert.equal(names.includes('x-drop'), false);
+    assert.equal(names.includes('transfer-encoding'), false);
+    // node:http adds its own Connection/Keep-Alive for the client's connection; the upstream's are not relayed.
+    assert.notDeepEqual(value('keep-alive'), ['timeout=5']);
   });
 
   it('answers 502 `response too large` for a translated answer over 32 MiB', async () => {

@@ -1,7 +1,7 @@
 // The provider's answer made the client's: errors in the client's shape, streams observed or translated, whole
 // answers passed through (usage read on the way) or translated and guarded.
 import { Readable } from 'node:stream';
-import { BodyTooLargeError, pipeWithTeardown, readCapped, tapCapped } from 'switchyard/sdk';
+import { BodyTooLargeError, pipeWithTeardown, readCapped, replyHeader, tapCapped } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { responseDecoder } from '../../lib/llm/body.ts';
@@ -43,13 +43,15 @@ export interface LlmRequest {
  * when nothing has to be waited for (the usual answer: read whole and passed through), a promise otherwise.
  */
 export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<Reply> {
-  const h = reply.headers;
+  // Headers read by name (`replyHeader`): an answer read whole keeps its raw list, written without an object made.
+  const encoding = replyHeader(reply, 'content-encoding');
   // A compressed answer read whole is decoded as a stream, like a streamed one (rare: identity is asked for).
-  if (Buffer.isBuffer(reply.body) && h['content-encoding'] !== undefined) reply.body = Readable.from([reply.body]);
+  if (Buffer.isBuffer(reply.body) && encoding !== undefined) reply.body = Readable.from([reply.body]);
   if (reply.body instanceof Readable) {
-    const decoder = responseDecoder(h['content-encoding'] as string | undefined);
+    const decoder = responseDecoder(encoding as string | undefined);
     if (decoder) {
       reply.body = pipeWithTeardown(reply.body, decoder);
+      const h = reply.headers;
       delete h['content-encoding'];
       delete h['content-length'];
     }
@@ -65,7 +67,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
     return readCapped(body!, ERROR_LIMIT).then((bytes) => clientError(reply, clientFamily, bytes));
   }
 
-  const contentType = String(h['content-type'] ?? '').toLowerCase();
+  const contentType = String(replyHeader(reply, 'content-type') ?? '').toLowerCase();
   const source = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/vnd.amazon.eventstream') ? 'eventstream' : undefined;
   if (req.stream && source) {
     const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
@@ -85,6 +87,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
     const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
     // Passed through unchanged and not held for guards: watched beside the pipe to the client, no stream in between.
     reply.body = translator || guarded ? pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator })) : observeBeside(body!, options);
+    const h = reply.headers;
     delete h['content-length'];
     if (translator) {
       h['content-type'] = 'text/event-stream';
@@ -99,7 +102,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
   // than a tapping stream in between, and the client would wait for the last byte of it anyway.
   if (req.translation.identity && !guards && whole !== undefined) return passWhole(reply, req, whole);
-  if (req.translation.identity && !guards && Number(h['content-length']) <= SMALL_ANSWER) return readCapped(body!, SMALL_ANSWER).then((bytes) => passWhole(reply, req, bytes));
+  if (req.translation.identity && !guards && Number(replyHeader(reply, 'content-length')) <= SMALL_ANSWER) return readCapped(body!, SMALL_ANSWER).then((bytes) => passWhole(reply, req, bytes));
   if (req.translation.identity && !guards) {
     reply.body = tapCapped(body!, USAGE_LIMIT, (bytes) => {
       try {
