@@ -152,13 +152,14 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
   /**
    * Whether a request may be dispatched from its picked fields (`requestFields`, ADR 0070): nothing before dispatch
-   * reads the whole body (no `ai` policy, a client format known from the path, no message content on spans).
+   * reads the whole body (no `ai` policy, a client format known from the path). Message content on spans is asked per
+   * request: tracing starts after the first load, so `ctx.spans` says nothing of it at compile time.
    */
-  const picksFields = policy === undefined && spans?.captureMessageContent !== true;
+  const mayPickFields = policy === undefined;
 
   /** The request body parsed and checked; the policy's request stage when there is one. */
   const withBody = (ex: Exchange, route: LlmRouteType | 'detect', raw: Buffer): Reply | Promise<Reply> => {
-    if (picksFields && route !== 'detect' && route !== 'generateContent' && route !== 'geminiCountTokens') {
+    if (mayPickFields && spans?.captureMessageContent !== true && route !== 'detect' && route !== 'generateContent' && route !== 'geminiCountTokens') {
       // Checked to be a JSON object and its dispatch fields read; a text the walk does not take is parsed below.
       const fields = requestFields(raw);
       if (fields !== undefined) return dispatch(ex, route, fields, raw, undefined, false);
