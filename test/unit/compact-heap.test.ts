@@ -32,7 +32,8 @@ describe('compactHeapSoon', () => {
         console.log(JSON.stringify({ before, after: newSpace(), global: typeof globalThis.gc, context: vm.runInNewContext('typeof gc') }));
       }, 600);
     `);
-    assert.equal(r.before, 8 * 1024 * 1024, 'two 4 MiB semi-spaces after the allocations');
+    // At least the two 4 MiB semi-spaces; V8 sometimes reports a page more (8.5 MiB seen under load in CI).
+    assert.ok((r.before as number) >= 8 * 1024 * 1024, `young generation grown to two 4 MiB semi-spaces, got ${String(r.before)}`);
     assert.ok((r.after as number) < (r.before as number), `young generation ${String(r.after)} < ${String(r.before)}`);
     assert.equal(r.global, 'undefined');
     assert.equal(r.context, 'undefined', 'a vm context made afterwards has no gc either');
