@@ -1,15 +1,12 @@
-// Unit tests of the OpenAI Chat Completions <-> Gemini native translation (plugins/lib/llm/gemini.ts).
+// Unit tests of the OpenAI Chat Completions <-> Gemini native translation (plugins/lib/llm/gemini/).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { LlmEvent } from '../../plugins/lib/llm/events.ts';
-import {
-  completionsRequestToGemini,
-  geminiNativePath,
-  geminiResponseToCompletions,
-  GeminiToCompletionsStream,
-  parseGeminiPath,
-  toGeminiSchema,
-} from '../../plugins/lib/llm/gemini.ts';
+import { geminiResponseToCompletions } from '../../plugins/lib/llm/gemini/answer.ts';
+import { geminiNativePath, parseGeminiPath } from '../../plugins/lib/llm/gemini/paths.ts';
+import { completionsRequestToGemini } from '../../plugins/lib/llm/gemini/request.ts';
+import { toGeminiSchema } from '../../plugins/lib/llm/gemini/schema.ts';
+import { GeminiToCompletionsStream } from '../../plugins/lib/llm/gemini/stream.ts';
 import { translation } from '../../plugins/lib/llm/translate.ts';
 import { usageFromGemini } from '../../plugins/lib/llm/usage.ts';
 

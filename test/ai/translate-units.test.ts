@@ -1,14 +1,9 @@
 // Units of plugins/lib/llm: the AWS event-stream decoder (the SSE parser is the SDK's, kernel/sdk/sse.test.ts), the format translators and usage.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  completionsRequestToMessages,
-  completionsResponseToMessages,
-  CompletionsToMessagesStream,
-  messagesRequestToCompletions,
-  messagesResponseToCompletions,
-  MessagesToCompletionsStream,
-} from '../../plugins/lib/llm/completions-messages.ts';
+import { completionsResponseToMessages, messagesResponseToCompletions } from '../../plugins/lib/llm/completions-messages/answers.ts';
+import { completionsRequestToMessages, messagesRequestToCompletions } from '../../plugins/lib/llm/completions-messages/requests.ts';
+import { CompletionsToMessagesStream, MessagesToCompletionsStream } from '../../plugins/lib/llm/completions-messages/streams.ts';
 import { completionsRequestToConverse, converseFormat, converseResponseToCompletions, usageFromConverse } from '../../plugins/llm-providers/bedrock/converse.ts';
 import { encodeEventStreamMessage, EventStreamDecoder } from '../../plugins/lib/llm/event-stream.ts';
 import { DONE } from '../../plugins/lib/llm/events.ts';

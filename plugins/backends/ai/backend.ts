@@ -10,7 +10,7 @@ import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } fr
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { llmRequestError, llmResponseError, shapeClientError } from '../../lib/llm/errors.ts';
-import { parseGeminiPath } from '../../lib/llm/gemini.ts';
+import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';

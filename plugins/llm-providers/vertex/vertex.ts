@@ -1,5 +1,5 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
-import { geminiNativePath } from '../../lib/llm/gemini.ts';
+import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
 import { googleApiKeyHeader, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { VertexConfig } from './plugin.ts';

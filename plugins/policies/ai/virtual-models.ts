@@ -4,7 +4,7 @@ import { decodeBody } from '../../lib/llm/body.ts';
 import { AI_BACKEND_MODELS, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } from '../../lib/llm/contract.ts';
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, VirtualModelChoice } from '../../lib/llm/contract.ts';
 import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
-import { parseGeminiPath } from '../../lib/llm/gemini.ts';
+import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 

@@ -1,9 +1,11 @@
 // Gemini's native API: `generateContent` / `streamGenerateContent?alt=sse` (the `generateContent` route type and the
 // `geminiNative` wire format are one format) and `countTokens`. Translation from the canonical form
-// (plugins/lib/llm/gemini.ts), usage, stream assembly (each event a `GenerateContentResponse` whose candidates carry
+// (plugins/lib/llm/gemini/), usage, stream assembly (each event a `GenerateContentResponse` whose candidates carry
 // text deltas; put together, a candidate has one text part and one thought part, as a non-streamed answer would) and
 // guarded text (ADR 0032).
-import { completionsRequestToGemini, geminiResponseToCompletions, GeminiToCompletionsStream } from '../gemini.ts';
+import { geminiResponseToCompletions } from '../gemini/answer.ts';
+import { completionsRequestToGemini } from '../gemini/request.ts';
+import { GeminiToCompletionsStream } from '../gemini/stream.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';

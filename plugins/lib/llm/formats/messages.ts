@@ -1,14 +1,9 @@
 // Anthropic Messages (`messages`) and its `count_tokens` (`anthropicTokenCount`): translation to and from the
-// canonical form (plugins/lib/llm/completions-messages.ts), usage, stream events, stream assembly, guarded text and
+// canonical form (plugins/lib/llm/completions-messages/), usage, stream events, stream assembly, guarded text and
 // prompt insertion (ADR 0032).
-import {
-  completionsRequestToMessages,
-  completionsResponseToMessages,
-  CompletionsToMessagesStream,
-  messagesRequestToCompletions,
-  messagesResponseToCompletions,
-  MessagesToCompletionsStream,
-} from '../completions-messages.ts';
+import { completionsResponseToMessages, messagesResponseToCompletions } from '../completions-messages/answers.ts';
+import { completionsRequestToMessages, messagesRequestToCompletions } from '../completions-messages/requests.ts';
+import { CompletionsToMessagesStream, MessagesToCompletionsStream } from '../completions-messages/streams.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { formatSseEvent } from 'switchyard/sdk';

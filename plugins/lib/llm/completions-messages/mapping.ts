@@ -1,0 +1,69 @@
+// OpenAI Chat Completions <-> Anthropic Messages: what both directions map the same way (stop reasons, usage,
+// tool calls as `tool_use` blocks), BEHAVIOUR.md §4.6.
+import { randomUUID } from 'node:crypto';
+import { isObj, parseArguments } from '../json.ts';
+import type { Obj } from '../json.ts';
+import { completionsUsageFromCounts } from '../usage.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stop reasons
+
+export function anthropicStopToFinish(stop: unknown): string | null {
+  switch (stop) {
+    case undefined:
+    case null:
+      return null;
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'length';
+    case 'tool_use':
+      return 'tool_calls';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return 'stop'; // end_turn, stop_sequence, pause_turn
+  }
+}
+
+export function finishToAnthropicStop(finish: unknown): string | null {
+  switch (finish) {
+    case undefined:
+    case null:
+      return null;
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_use';
+    case 'content_filter':
+      return 'refusal';
+    default:
+      return 'end_turn';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Usage
+
+/** Anthropic usage as OpenAI usage: prompt tokens include cache reads and writes. */
+export function messagesUsageToCompletions(u: unknown): Obj | undefined {
+  return isObj(u) ? completionsUsageFromCounts(u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) : undefined;
+}
+
+/** OpenAI usage as Anthropic usage: cached prompt tokens become `cache_read_input_tokens`. */
+export function completionsUsageToMessages(u: unknown): Obj {
+  if (!isObj(u)) return { input_tokens: 0, output_tokens: 0 };
+  const cached = isObj(u.prompt_tokens_details) && typeof u.prompt_tokens_details.cached_tokens === 'number' ? u.prompt_tokens_details.cached_tokens : 0;
+  const prompt = typeof u.prompt_tokens === 'number' ? u.prompt_tokens : 0;
+  const out: Obj = { input_tokens: Math.max(0, prompt - cached), output_tokens: typeof u.completion_tokens === 'number' ? u.completion_tokens : 0 };
+  if (cached) out.cache_read_input_tokens = cached;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tool calls
+
+/** An OpenAI tool call as an Anthropic `tool_use` block. */
+export function toolUseBlock(tc: Obj): Obj {
+  return { type: 'tool_use', id: tc.id ?? `toolu_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) };
+}

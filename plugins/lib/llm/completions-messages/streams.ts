@@ -1,0 +1,170 @@
+// OpenAI Chat Completions <-> Anthropic Messages streams, both directions (BEHAVIOUR.md §4.6).
+import { randomUUID } from 'node:crypto';
+import { DONE } from '../events.ts';
+import type { LlmEvent, StreamTranslator } from '../events.ts';
+import { isObj, nowSeconds } from '../json.ts';
+import type { Obj } from '../json.ts';
+import { anthropicStopToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Messages stream -> Completions stream
+
+/** Anthropic `message_start … message_stop` events as `chat.completion.chunk`s, ending with `[DONE]`. */
+export class MessagesToCompletionsStream implements StreamTranslator {
+  private id = `chatcmpl-${randomUUID()}`;
+  private model: unknown = undefined;
+  private readonly created = nowSeconds();
+  private readonly toolIndex = new Map<number, number>();
+  private nextTool = 0;
+  private usage: Obj = {};
+  private finished = false;
+
+  private chunk(delta: Obj, finish: string | null = null): LlmEvent {
+    return {
+      type: undefined,
+      data: { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] },
+    };
+  }
+
+  event(e: LlmEvent): LlmEvent[] {
+    const d = e.data;
+    switch (e.type ?? d.type) {
+      case 'message_start': {
+        const m: Obj = isObj(d.message) ? d.message : {};
+        if (typeof m.id === 'string') this.id = m.id;
+        this.model = m.model;
+        if (isObj(m.usage)) Object.assign(this.usage, m.usage);
+        return [this.chunk({ role: 'assistant', content: '' })];
+      }
+      case 'content_block_start': {
+        const b: Obj = isObj(d.content_block) ? d.content_block : {};
+        if (b.type === 'tool_use') {
+          const index = this.nextTool++;
+          this.toolIndex.set(d.index, index);
+          return [this.chunk({ tool_calls: [{ index, id: b.id, type: 'function', function: { name: b.name, arguments: '' } }] })];
+        }
+        if (b.type === 'text' && typeof b.text === 'string' && b.text) return [this.chunk({ content: b.text })];
+        return [];
+      }
+      case 'content_block_delta': {
+        const delta: Obj = isObj(d.delta) ? d.delta : {};
+        if (delta.type === 'text_delta') return [this.chunk({ content: delta.text })];
+        if (delta.type === 'input_json_delta') {
+          const index = this.toolIndex.get(d.index);
+          if (index === undefined || !delta.partial_json) return [];
+          return [this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
+        }
+        return [];
+      }
+      case 'message_delta': {
+        if (isObj(d.usage)) for (const [k, v] of Object.entries(d.usage)) if (v !== null && v !== undefined) this.usage[k] = v;
+        const finish = anthropicStopToFinish(isObj(d.delta) ? d.delta.stop_reason : undefined);
+        return finish ? [this.chunk({}, finish)] : [];
+      }
+      case 'message_stop': {
+        if (this.finished) return [];
+        this.finished = true;
+        const usage = messagesUsageToCompletions(this.usage);
+        return [{ type: undefined, data: { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage } }, DONE];
+      }
+      case 'error': {
+        this.finished = true;
+        const err: Obj = isObj(d.error) ? d.error : {};
+        return [{ type: undefined, data: { error: { message: err.message ?? 'upstream error', type: err.type ?? 'api_error', param: null, code: null } } }];
+      }
+      default:
+        return []; // ping, content_block_stop, thinking
+    }
+  }
+
+  end(): LlmEvent[] {
+    return [];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Completions stream -> Messages stream
+
+/** `chat.completion.chunk`s as Anthropic `message_start … message_stop` events. */
+export class CompletionsToMessagesStream implements StreamTranslator {
+  private started = false;
+  private finished = false;
+  private block = -1;
+  private open: 'text' | 'tool' | undefined = undefined;
+  private readonly toolBlocks = new Map<number, number>();
+  private stop: string | null = null;
+  private usage: Obj | undefined = undefined;
+
+  private ev(type: string, data: Obj): LlmEvent {
+    return { type, data: { type, ...data } };
+  }
+
+  private start(d: Obj): LlmEvent[] {
+    if (this.started) return [];
+    this.started = true;
+    const message = { id: d.id ?? `msg_${randomUUID()}`, type: 'message', role: 'assistant', content: [], model: d.model, stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+    return [this.ev('message_start', { message })];
+  }
+
+  private close(out: LlmEvent[]): void {
+    if (this.open !== undefined) out.push(this.ev('content_block_stop', { index: this.block }));
+    this.open = undefined;
+  }
+
+  event(e: LlmEvent): LlmEvent[] {
+    if (this.finished) return [];
+    if (e.done) return this.finish();
+    const d = e.data;
+    if (isObj(d.error)) {
+      this.finished = true;
+      return [this.ev('error', { error: { type: d.error.type ?? 'api_error', message: d.error.message ?? 'upstream error' } })];
+    }
+    const out = this.start(d);
+    if (isObj(d.usage)) this.usage = d.usage;
+    const choice: Obj | undefined = Array.isArray(d.choices) ? d.choices.find((c: Obj) => isObj(c) && (c.index ?? 0) === 0) : undefined;
+    if (!choice) return out;
+    const delta: Obj = isObj(choice.delta) ? choice.delta : {};
+    if (typeof delta.content === 'string' && delta.content) {
+      if (this.open !== 'text') {
+        this.close(out);
+        this.block++;
+        this.open = 'text';
+        out.push(this.ev('content_block_start', { index: this.block, content_block: { type: 'text', text: '' } }));
+      }
+      out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'text_delta', text: delta.content } }));
+    }
+    for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+      if (!isObj(tc)) continue;
+      const index = typeof tc.index === 'number' ? tc.index : 0;
+      let block = this.toolBlocks.get(index);
+      if (block === undefined) {
+        this.close(out);
+        block = ++this.block;
+        this.toolBlocks.set(index, block);
+        this.open = 'tool';
+        const name = isObj(tc.function) ? tc.function.name : undefined;
+        out.push(this.ev('content_block_start', { index: block, content_block: { type: 'tool_use', id: tc.id ?? `toolu_${randomUUID()}`, name: name ?? '', input: {} } }));
+      }
+      const args = isObj(tc.function) ? tc.function.arguments : undefined;
+      if (typeof args === 'string' && args) out.push(this.ev('content_block_delta', { index: block, delta: { type: 'input_json_delta', partial_json: args } }));
+    }
+    if (choice.finish_reason) this.stop = finishToAnthropicStop(choice.finish_reason);
+    return out;
+  }
+
+  private finish(): LlmEvent[] {
+    if (this.finished || !this.started) return [];
+    this.finished = true;
+    const out: LlmEvent[] = [];
+    this.close(out);
+    const u = completionsUsageToMessages(this.usage);
+    out.push(this.ev('message_delta', { delta: { stop_reason: this.stop ?? 'end_turn', stop_sequence: null }, usage: u }));
+    out.push(this.ev('message_stop', {}));
+    return out;
+  }
+
+  /** A provider that ends its stream without `[DONE]` after the finish reason still gets a complete message. */
+  end(): LlmEvent[] {
+    return this.stop !== null ? this.finish() : [];
+  }
+}
