@@ -1,5 +1,5 @@
 import type { Context, Span } from '@opentelemetry/api';
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { AsyncResource } from 'node:async_hooks';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
@@ -18,6 +18,27 @@ import { externalOrigin } from './external-origin.ts';
 import { requestIdFor } from '../telemetry/request-id.ts';
 import { parseHeaders } from '../upstream/undici-core.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
+
+/**
+ * A BodyReceiver called back in the async context it was made in. An AsyncResource destroyed by hand: no destroy hook
+ * tied to garbage collection, which `AsyncLocalStorage.snapshot()` (a bound function over an AsyncResource) registers
+ * per call and which cost ~3 KiB and extra mark-compacts per `ai` request (docs/perf.md "Session 8, quiet").
+ */
+class ReceiverInCallersContext extends AsyncResource implements BodyReceiver {
+  private readonly receiver: BodyReceiver;
+  constructor(receiver: BodyReceiver) {
+    super('switchyard.readBodyInto', { requireManualDestroy: true });
+    this.receiver = receiver;
+  }
+  bodyRead(body: Buffer): void {
+    this.runInAsyncScope(this.receiver.bodyRead, this.receiver, body);
+    this.emitDestroy();
+  }
+  bodyFailed(err: GatewayError): void {
+    this.runInAsyncScope(this.receiver.bodyFailed, this.receiver, err);
+    this.emitDestroy();
+  }
+}
 
 /** Default cap on buffered request bodies (BEHAVIOUR.md §8.3: 2 MiB). */
 export const DEFAULT_BODY_LIMIT = 2 * 1024 * 1024;
@@ -197,11 +218,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
    */
   readBodyInto(limit: number, receiver: BodyReceiver): void {
     if (this.body) return receiver.bodyRead(this.body);
-    const resume = AsyncLocalStorage.snapshot();
-    this.readBodyOnSocket(limit, {
-      bodyRead: (body) => resume(() => receiver.bodyRead(body)),
-      bodyFailed: (err) => resume(() => receiver.bodyFailed(err)),
-    });
+    this.readBodyOnSocket(limit, new ReceiverInCallersContext(receiver));
   }
 
   /**
