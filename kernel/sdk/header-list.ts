@@ -47,6 +47,14 @@ export function headerListSet(list: string[], name: string, value: string): void
   if (at === -1) list.push(name, value);
 }
 
+/** One more value of `name` in a header object: a second value makes the entry an array (as `headerListAdd`). */
+export function headerMapAdd(headers: Record<string, string | string[] | number | undefined>, name: string, value: string): void {
+  const existing = headers[name];
+  if (existing === undefined) headers[name] = value;
+  else if (Array.isArray(existing)) existing.push(value);
+  else headers[name] = [String(existing), value];
+}
+
 /** One more value of `name`, after its last one (values of a name keep their order); at the end when absent. */
 export function headerListAdd(list: string[], name: string, value: string): void {
   let last = -1;

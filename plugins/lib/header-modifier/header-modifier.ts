@@ -1,4 +1,4 @@
-import { headerListAdd, headerListRemove, headerListSet } from 'switchyard/sdk';
+import { headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
 /** Config shape shared by `requestHeaderModifier` and `responseHeaderModifier`. */
 export interface HeaderModifierConfig {
   add?: Record<string, string>;
@@ -30,12 +30,7 @@ export function compileHeaderModifier(config: HeaderModifierConfig): HeaderModif
 
 /** Apply to a header object in place: `add` appends a value, `set` replaces all values, `remove` drops them. */
 export function applyHeaderModifier(m: HeaderModifier, headers: Headers): void {
-  for (const [name, value] of m.add) {
-    const existing = headers[name];
-    if (existing === undefined) headers[name] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else headers[name] = [String(existing), value];
-  }
+  for (const [name, value] of m.add) headerMapAdd(headers, name, value);
   for (const [name, value] of m.set) headers[name] = value;
   // `delete` of an absent name still calls into the runtime; a load that misses does not.
   for (const name of m.remove) if (headers[name] !== undefined) delete headers[name];

@@ -1,3 +1,4 @@
+import { headerMapAdd } from 'switchyard/sdk';
 import type { HeaderMap } from 'switchyard/sdk';
 import { headerText } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
@@ -25,9 +26,7 @@ export function applyHeaderOption(headers: HeaderMap, option: HeaderValueOptionM
   const existing = headers[name];
   switch (action) {
     case APPEND_IF_EXISTS_OR_ADD:
-      if (existing === undefined) headers[name] = value;
-      else if (Array.isArray(existing)) existing.push(value);
-      else headers[name] = [String(existing), value];
+      headerMapAdd(headers, name, value);
       return;
     case ADD_IF_ABSENT:
       if (existing === undefined) headers[name] = value;

@@ -1,4 +1,4 @@
-import { celValueToString, headerListAdd, headerListRemove, headerListSet } from 'switchyard/sdk';
+import { celValueToString, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
 import type { CompileContext, CompiledExpression, Exchange, ExpressionCompiler, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
 export interface HeaderTransform {
@@ -25,31 +25,23 @@ function compileSide(config: HeaderTransform | undefined, expr: ExpressionCompil
   return { add: compileMap('add'), set: compileMap('set'), remove: (config.remove ?? []).map((n) => n.toLowerCase()) };
 }
 
-function apply(t: CompiledTransform, ex: Exchange, headers: HeaderMap): void {
-  for (const [name, expression] of t.add) {
-    let value: string;
-    try {
-      value = celValueToString(expression.evaluate(ex));
-    } catch {
-      continue;
-    }
-    const existing = headers[name];
-    if (existing === undefined) headers[name] = value;
-    else if (Array.isArray(existing)) existing.push(value);
-    else headers[name] = [String(existing), value];
-  }
-  for (const [name, expression] of t.set) {
-    try {
-      headers[name] = celValueToString(expression.evaluate(ex));
-    } catch {
-      delete headers[name];
-    }
-  }
-  for (const name of t.remove) delete headers[name];
+/** The three edits on one shape of headers: a header object (`onRequest`, `onResponse`) or a raw list (ADR 0071). */
+interface HeaderEdits<H> {
+  add(headers: H, name: string, value: string): void;
+  set(headers: H, name: string, value: string): void;
+  remove(headers: H, name: string): void;
 }
 
-/** `apply` on a forwarded answer's raw header list (`onResponseHeaders`, ADR 0071): the same edits, list helpers. */
-function applyToList(t: CompiledTransform, ex: Exchange, list: string[]): void {
+const MAP_EDITS: HeaderEdits<HeaderMap> = {
+  add: headerMapAdd,
+  set: (headers, name, value) => void (headers[name] = value),
+  remove: (headers, name) => void delete headers[name],
+};
+
+const LIST_EDITS: HeaderEdits<string[]> = { add: headerListAdd, set: headerListSet, remove: headerListRemove };
+
+/** Each `add` whose expression evaluates, each `set` (its header removed when it fails), then each `remove`. */
+function apply<H>(t: CompiledTransform, ex: Exchange, edits: HeaderEdits<H>, headers: H): void {
   for (const [name, expression] of t.add) {
     let value: string;
     try {
@@ -57,16 +49,16 @@ function applyToList(t: CompiledTransform, ex: Exchange, list: string[]): void {
     } catch {
       continue;
     }
-    headerListAdd(list, name, value);
+    edits.add(headers, name, value);
   }
   for (const [name, expression] of t.set) {
     try {
-      headerListSet(list, name, celValueToString(expression.evaluate(ex)));
+      edits.set(headers, name, celValueToString(expression.evaluate(ex)));
     } catch {
-      headerListRemove(list, name);
+      edits.remove(headers, name);
     }
   }
-  for (const name of t.remove) headerListRemove(list, name);
+  for (const name of t.remove) edits.remove(headers, name);
 }
 
 /** Compile one `transformations` policy: every value is a CEL expression, compiled once here. */
@@ -76,14 +68,14 @@ export function compileTransformations(config: TransformationsConfig, ctx: Compi
   return {
     onRequest: request
       ? (ex) => {
-          apply(request, ex, ex.headers as HeaderMap);
+          apply(request, ex, MAP_EDITS, ex.headers as HeaderMap);
           const host = ex.headers.host;
           if (typeof host === 'string' && host !== ex.authority) ex.authority = host;
         }
       : undefined,
-    onResponse: response ? (ex, reply) => apply(response, ex, reply.headers) : undefined,
+    onResponse: response ? (ex, reply) => apply(response, ex, MAP_EDITS, reply.headers) : undefined,
     // Response expressions cannot read `response` (refused at load), so the edit needs no Reply: the route keeps the
     // direct forward.
-    onResponseHeaders: response ? (ex, _status, list) => applyToList(response, ex, list) : undefined,
+    onResponseHeaders: response ? (ex, _status, list) => apply(response, ex, LIST_EDITS, list) : undefined,
   };
 }
