@@ -1,7 +1,7 @@
 // Shared by run.ts (2025-era suite) and run-2026-07-28.ts (2026-07-28 suite): run the conformance CLI, parse its
 // summary, and compare a direct run with a run through the gateway.
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -15,7 +15,7 @@ export interface Run {
   readonly summary: string;
 }
 
-/** `conformance server --url <url> <args>` in a temp dir; resolves with the parsed summary. */
+/** `conformance server --url <url> <args>` in a temp dir (removed after); resolves with the parsed summary. */
 export function runSuite(cli: string, label: string, url: string, args: readonly string[]): Promise<Run> {
   const out = mkdtempSync(join(tmpdir(), `conformance-${label}-`));
   return new Promise((resolve, reject) => {
@@ -25,6 +25,7 @@ export function runSuite(cli: string, label: string, url: string, args: readonly
     child.stderr.on('data', (c: Buffer) => (text += c.toString()));
     child.on('error', reject);
     child.on('close', (code) => {
+      rmSync(out, { recursive: true, force: true });
       const start = text.indexOf('=== SUMMARY ===');
       const summary = start === -1 ? text.slice(-4000) : text.slice(start);
       const total = /Total: (\d+) passed, (\d+) failed/.exec(summary);
