@@ -15,40 +15,45 @@ export interface LlmUsage {
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
-/** OpenAI Chat Completions / Embeddings `usage`. */
-export function usageFromCompletions(u: unknown): LlmUsage | undefined {
-  if (!isObj(u)) return undefined;
+/** OpenAI counts (Chat Completions and Responses name the totals differently, their details alike). */
+function openAiUsage(input: unknown, output: unknown, inputDetails: unknown, outputDetails: unknown): LlmUsage {
   return {
-    inputTokens: num(u.prompt_tokens),
-    outputTokens: num(u.completion_tokens),
-    cachedInputTokens: num((u.prompt_tokens_details as Obj | undefined)?.cached_tokens),
-    reasoningTokens: num((u.completion_tokens_details as Obj | undefined)?.reasoning_tokens),
+    inputTokens: num(input),
+    outputTokens: num(output),
+    cachedInputTokens: num((inputDetails as Obj | undefined)?.cached_tokens),
+    reasoningTokens: num((outputDetails as Obj | undefined)?.reasoning_tokens),
   };
 }
 
-/** Anthropic Messages `usage` (input normalised to include cache reads and writes). */
-export function usageFromMessages(u: unknown): LlmUsage | undefined {
-  if (!isObj(u)) return undefined;
-  const input = num(u.input_tokens);
-  const read = num(u.cache_read_input_tokens);
-  const write = num(u.cache_creation_input_tokens);
+/** OpenAI Chat Completions / Embeddings `usage`. */
+export function usageFromCompletions(u: unknown): LlmUsage | undefined {
+  return isObj(u) ? openAiUsage(u.prompt_tokens, u.completion_tokens, u.prompt_tokens_details, u.completion_tokens_details) : undefined;
+}
+
+/** OpenAI Responses `usage`. */
+export function usageFromResponses(u: unknown): LlmUsage | undefined {
+  return isObj(u) ? openAiUsage(u.input_tokens, u.output_tokens, u.input_tokens_details, u.output_tokens_details) : undefined;
+}
+
+/**
+ * Counts that name cache reads and writes apart from the input (Anthropic Messages, Bedrock Converse): the input is
+ * normalised to include both.
+ */
+export function usageFromCacheCounts(input: unknown, output: unknown, cacheRead: unknown, cacheWrite: unknown): LlmUsage {
+  const inTokens = num(input);
+  const read = num(cacheRead);
+  const write = num(cacheWrite);
   return {
-    inputTokens: input === undefined && read === undefined && write === undefined ? undefined : (input ?? 0) + (read ?? 0) + (write ?? 0),
-    outputTokens: num(u.output_tokens),
+    inputTokens: inTokens === undefined && read === undefined && write === undefined ? undefined : (inTokens ?? 0) + (read ?? 0) + (write ?? 0),
+    outputTokens: num(output),
     cachedInputTokens: read,
     cacheCreationInputTokens: write,
   };
 }
 
-/** OpenAI Responses `usage`. */
-export function usageFromResponses(u: unknown): LlmUsage | undefined {
-  if (!isObj(u)) return undefined;
-  return {
-    inputTokens: num(u.input_tokens),
-    outputTokens: num(u.output_tokens),
-    cachedInputTokens: num((u.input_tokens_details as Obj | undefined)?.cached_tokens),
-    reasoningTokens: num((u.output_tokens_details as Obj | undefined)?.reasoning_tokens),
-  };
+/** Anthropic Messages `usage`. */
+export function usageFromMessages(u: unknown): LlmUsage | undefined {
+  return isObj(u) ? usageFromCacheCounts(u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens) : undefined;
 }
 
 /**

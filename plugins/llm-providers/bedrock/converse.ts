@@ -5,7 +5,8 @@ import { DONE } from '../../lib/llm/events.ts';
 import type { LlmEvent, StreamTranslator } from '../../lib/llm/events.ts';
 import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
-import { completionsUsageFromCounts } from '../../lib/llm/usage.ts';
+import { stopReasonToFinish } from '../../lib/llm/completions-messages/mapping.ts';
+import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/usage.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
 
@@ -79,24 +80,6 @@ export function completionsRequestToConverse(body: Obj): Obj {
   return out;
 }
 
-export function converseStopToFinish(stop: unknown): string | null {
-  switch (stop) {
-    case undefined:
-    case null:
-      return null;
-    case 'max_tokens':
-    case 'model_context_window_exceeded':
-      return 'length';
-    case 'tool_use':
-      return 'tool_calls';
-    case 'guardrail_intervened':
-    case 'content_filtered':
-      return 'content_filter';
-    default:
-      return 'stop';
-  }
-}
-
 /** Converse usage as OpenAI usage (prompt tokens include cache reads and writes). */
 export function converseUsageToCompletions(u: unknown): Obj | undefined {
   return isObj(u) ? completionsUsageFromCounts(u.inputTokens, u.outputTokens, u.cacheReadInputTokens, u.cacheWriteInputTokens) : undefined;
@@ -119,7 +102,7 @@ export function converseResponseToCompletions(resp: Obj, model: string): Obj {
     object: 'chat.completion',
     created: nowSeconds(),
     model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: converseStopToFinish(resp.stopReason) ?? 'stop' }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: stopReasonToFinish(resp.stopReason) ?? 'stop' }],
   };
   const usage = converseUsageToCompletions(resp.usage);
   if (usage) out.usage = usage;
@@ -179,7 +162,7 @@ export class ConverseToCompletionsStream implements StreamTranslator {
       }
       case 'messageStop':
         this.stopped = true;
-        return [this.chunk({}, converseStopToFinish(d.stopReason) ?? 'stop')];
+        return [this.chunk({}, stopReasonToFinish(d.stopReason) ?? 'stop')];
       case 'metadata':
         return this.done(converseUsageToCompletions(d.usage));
       default:
@@ -200,20 +183,9 @@ export class ConverseToCompletionsStream implements StreamTranslator {
 // Converse as an LLM format (ADR 0032): the Bedrock provider's own wire format, carried by its instance
 // (`LlmProviderInstance.formats`), so the `ai` backend and the format registry need not know it.
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-
 /** Bedrock Converse `usage` (input normalised to include cache reads and writes). */
 export function usageFromConverse(u: unknown): LlmUsage | undefined {
-  if (!isObj(u)) return undefined;
-  const input = num(u.inputTokens);
-  const read = num(u.cacheReadInputTokens);
-  const write = num(u.cacheWriteInputTokens);
-  return {
-    inputTokens: input === undefined ? undefined : input + (read ?? 0) + (write ?? 0),
-    outputTokens: num(u.outputTokens),
-    cachedInputTokens: read,
-    cacheCreationInputTokens: write,
-  };
+  return isObj(u) ? usageFromCacheCounts(u.inputTokens, u.outputTokens, u.cacheReadInputTokens, u.cacheWriteInputTokens) : undefined;
 }
 
 export const converseFormat: LlmFormat = {

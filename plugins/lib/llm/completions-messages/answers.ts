@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { toolCallsOf } from '../chat-messages.ts';
 import { isObj, nowSeconds, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { anthropicStopToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions, toolUseBlock } from './mapping.ts';
+import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions, toolUseBlock } from './mapping.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Messages response -> Completions response
@@ -25,7 +25,7 @@ export function messagesResponseToCompletions(resp: Obj): Obj {
     object: 'chat.completion',
     created: nowSeconds(),
     model: resp.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: anthropicStopToFinish(resp.stop_reason) ?? 'stop' }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: stopReasonToFinish(resp.stop_reason) ?? 'stop' }],
   };
   const usage = messagesUsageToCompletions(resp.usage);
   if (usage) out.usage = usage;

@@ -8,7 +8,11 @@ import { completionsUsageFromCounts } from '../usage.ts';
 // ---------------------------------------------------------------------------------------------------------------
 // Stop reasons
 
-export function anthropicStopToFinish(stop: unknown): string | null {
+/**
+ * An Anthropic Messages or Bedrock Converse stop reason as an OpenAI finish reason (Converse uses Anthropic's names
+ * and adds its guardrail ones).
+ */
+export function stopReasonToFinish(stop: unknown): string | null {
   switch (stop) {
     case undefined:
     case null:
@@ -19,6 +23,8 @@ export function anthropicStopToFinish(stop: unknown): string | null {
     case 'tool_use':
       return 'tool_calls';
     case 'refusal':
+    case 'guardrail_intervened':
+    case 'content_filtered':
       return 'content_filter';
     default:
       return 'stop'; // end_turn, stop_sequence, pause_turn

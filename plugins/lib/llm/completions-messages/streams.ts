@@ -4,7 +4,7 @@ import { DONE } from '../events.ts';
 import type { LlmEvent, StreamTranslator } from '../events.ts';
 import { isObj, nowSeconds } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { anthropicStopToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
+import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Messages stream -> Completions stream
@@ -58,7 +58,7 @@ export class MessagesToCompletionsStream implements StreamTranslator {
       }
       case 'message_delta': {
         if (isObj(d.usage)) for (const [k, v] of Object.entries(d.usage)) if (v !== null && v !== undefined) this.usage[k] = v;
-        const finish = anthropicStopToFinish(isObj(d.delta) ? d.delta.stop_reason : undefined);
+        const finish = stopReasonToFinish(isObj(d.delta) ? d.delta.stop_reason : undefined);
         return finish ? [this.chunk({}, finish)] : [];
       }
       case 'message_stop': {

@@ -5,8 +5,8 @@ import type { Obj } from '../json.ts';
 import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromCompletions } from '../usage.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
-import { MODEL_AND_USAGE } from './format.ts';
-import type { LlmFormat, PromptMessage, UsageSink } from './format.ts';
+import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
+import type { LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, contentSlots, messageListSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 
@@ -118,10 +118,7 @@ const assembleCompletions: Builder = (events) => {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-function observeResponse(body: Obj, call: UsageSink): void {
-  call.setResponseModel(body.model);
-  call.addUsage(usageFromCompletions(body.usage));
-}
+const observeResponse = observeModelAndUsage(usageFromCompletions);
 
 function responseSlots(body: Obj, out: TextSlot[]): void {
   if (!Array.isArray(body.choices)) return;

@@ -28,6 +28,14 @@ export interface BodyFields {
 /** The `observedMembers` of the formats whose answers carry `model` and `usage` (Chat, Messages, Responses). */
 export const MODEL_AND_USAGE: readonly string[] = Object.freeze(['model', 'usage']);
 
+/** The `observeResponse` of a format whose answers carry `model` and `usage` ({@link MODEL_AND_USAGE}). */
+export function observeModelAndUsage(usageOf: (u: unknown) => LlmUsage | undefined): (body: Obj, call: UsageSink) => void {
+  return (body, call) => {
+    call.setResponseModel(body.model);
+    call.addUsage(usageOf(body.usage));
+  };
+}
+
 /** The error shape of a format's API (what its SDKs parse). */
 export type ErrorFamily = 'openai' | 'anthropic' | 'google' | 'aws' | 'other';
 

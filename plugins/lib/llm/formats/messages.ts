@@ -6,11 +6,10 @@ import { completionsRequestToMessages, messagesRequestToCompletions } from '../c
 import { CompletionsToMessagesStream, MessagesToCompletionsStream } from '../completions-messages/streams.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromMessages } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
-import { MODEL_AND_USAGE } from './format.ts';
+import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, messageListSlots, partSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
@@ -164,10 +163,7 @@ export const messages: LlmFormat = {
   responseFromCanonical: (b) => completionsResponseToMessages(b),
   streamToCanonical: () => new MessagesToCompletionsStream(),
   streamFromCanonical: () => new CompletionsToMessagesStream(),
-  observeResponse(body, call) {
-    call.setResponseModel(body.model);
-    call.addUsage(usageFromMessages(body.usage));
-  },
+  observeResponse: observeModelAndUsage(usageFromMessages),
   observedMembers: MODEL_AND_USAGE,
   observeEvent(e, call) {
     if (e.done) return;
@@ -184,7 +180,6 @@ export const messages: LlmFormat = {
     }
   },
   observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta',
-  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ event: e.type, data: JSON.stringify(e.data) })),
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,
   responseSlots: messagesResponseSlots,

@@ -2,11 +2,10 @@
 // (ADR 0032). Responses requests are served only by providers that speak Responses (no canonical translation).
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromResponses } from '../usage.ts';
 import { typeOf } from './assembly.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
-import { MODEL_AND_USAGE } from './format.ts';
+import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { contentSlots, RESPONSES_PARTS, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
@@ -158,10 +157,7 @@ export const responses: LlmFormat = {
   name: 'responses',
   family: 'openai',
   operation: 'chat',
-  observeResponse(body, call) {
-    call.setResponseModel(body.model);
-    call.addUsage(usageFromResponses(body.usage));
-  },
+  observeResponse: observeModelAndUsage(usageFromResponses),
   observedMembers: MODEL_AND_USAGE,
   observeEvent(e, call) {
     if (e.done) return;
@@ -173,7 +169,6 @@ export const responses: LlmFormat = {
     } else if (type === 'response.created' && isObj(d.response)) call.setResponseModel(d.response.model);
   },
   observes: (event) => event === undefined || OBSERVED.has(event),
-  serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ event: e.type, data: JSON.stringify(e.data) })),
   assembleStream: assembleResponses,
   requestSlots: responsesRequestSlots,
   responseSlots: responsesResponseSlots,
