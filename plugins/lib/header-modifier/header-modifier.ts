@@ -46,6 +46,17 @@ export function applyHeaderModifierToList(m: HeaderModifier, list: string[]): vo
   for (const name of m.remove) headerListRemove(list, name);
 }
 
+/** A name-to-value map of `add` or `set` (values hidden as secrets). */
+function headerValuesSchema(what: string): Record<string, unknown> {
+  return {
+    type: 'object',
+    description: `Header name to value; ${what}. Values of sensitive headers are hidden in \`/config_dump\` and error messages.`,
+    'x-secret': 'headers',
+    propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
+    additionalProperties: { type: 'string' },
+  };
+}
+
 /** JSON Schema of the modifier object, shared by both policies. */
 export function headerModifierSchema(side: 'request' | 'response'): Record<string, unknown> {
   const target = side === 'request' ? 'the request sent upstream' : 'the response sent to the client (local replies and errors included)';
@@ -53,20 +64,8 @@ export function headerModifierSchema(side: 'request' | 'response'): Record<strin
     type: 'object',
     description: `Change headers of ${target}: \`add\`, then \`set\`, then \`remove\`.`,
     properties: {
-      add: {
-        type: 'object',
-        description: 'Header name to value; appended, existing values are kept. Values of sensitive headers are hidden in `/config_dump` and error messages.',
-        'x-secret': 'headers',
-        propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
-        additionalProperties: { type: 'string' },
-      },
-      set: {
-        type: 'object',
-        description: 'Header name to value; replaces any existing values. Values of sensitive headers are hidden in `/config_dump` and error messages.',
-        'x-secret': 'headers',
-        propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
-        additionalProperties: { type: 'string' },
-      },
+      add: headerValuesSchema('appended, existing values are kept'),
+      set: headerValuesSchema('replaces any existing values'),
       remove: {
         type: 'array',
         description: 'Header names to remove.',
