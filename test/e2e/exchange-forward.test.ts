@@ -6,18 +6,13 @@ import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { defineBackend } from 'switchyard/sdk';
 import type { Exchange, PolicySet, UpstreamTarget } from 'switchyard/sdk';
-import { fullPreset } from '../../plugins/presets/full.ts';
-import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
-import { freePort } from '../helpers/ports.ts';
+import type { RoutesGateway } from '../helpers/gateway.ts';
+import { modeBackendSchema, startModeGateway } from '../helpers/mode-backend.ts';
+import type { ModeBackendConfig } from '../helpers/mode-backend.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
-interface ViewForwardConfig {
-  host: string;
-  mode: 'derived' | 'detached' | 'foreign';
-  policies?: Record<string, unknown>;
-}
+type ViewForwardConfig = ModeBackendConfig<'derived' | 'detached' | 'foreign'>;
 
 /** An Exchange a plugin builds itself from the SDK interface alone (no kernel object behind it). */
 function ownExchange(from: Exchange): Exchange {
@@ -65,17 +60,7 @@ function ownExchange(from: Exchange): Exchange {
 const viewForward = defineBackend<ViewForwardConfig>({
   key: 'testViewForward',
   description: 'Test: forwards the exchange its own policy set derived, or a detached copy.',
-  schema: {
-    type: 'object',
-    description: 'Test backend.',
-    properties: {
-      host: { type: 'string', description: 'host:port of the upstream.' },
-      mode: { enum: ['derived', 'detached', 'foreign'], description: 'Which exchange to forward.' },
-      policies: { 'x-slot': 'mcpTargetPolicies', description: 'Policies run on the view.' },
-    },
-    required: ['host', 'mode'],
-    additionalProperties: false,
-  },
+  schema: modeBackendSchema(['derived', 'detached', 'foreign'], 'Which exchange to forward.'),
   async compile(config, ctx) {
     const target: UpstreamTarget = ctx.http.target({ origin: `http://${config.host}` });
     const set: PolicySet = await ctx.compilePolicies('mcpTargetPolicies', config.policies, ['policies']);
@@ -98,39 +83,17 @@ const viewForward = defineBackend<ViewForwardConfig>({
 });
 
 describe('forward() takes any exchange the SDK gives a plugin', () => {
-  let gw: RunningGateway;
+  let gw: RoutesGateway;
   let port: number;
   let upstream: TestUpstream;
   before(async () => {
-    port = await freePort();
     upstream = await startUpstream();
-    const backend = (mode: string, policies?: Record<string, unknown>): Record<string, unknown> => ({
-      testViewForward: { host: `127.0.0.1:${upstream.port}`, mode, ...(policies ? { policies } : {}) },
-    });
-    gw = await startGateway(
-      {
-        binds: [
-          {
-            port,
-            listeners: [
-              {
-                routes: [
-                  {
-                    name: 'derived',
-                    matches: [{ path: { pathPrefix: '/derived' } }],
-                    policies: { requestHeaderModifier: { set: { 'x-route': 'route' } } },
-                    backends: [backend('derived', { requestHeaderModifier: { set: { 'x-view': 'view' } } })],
-                  },
-                  { name: 'detached', matches: [{ path: { pathPrefix: '/detached' } }], backends: [backend('detached')] },
-                  { name: 'foreign', matches: [{ path: { pathPrefix: '/foreign' } }], backends: [backend('foreign')] },
-                ],
-              },
-            ],
-          },
-        ],
-      },
-      { preset: [...fullPreset, viewForward] },
-    );
+    gw = await startModeGateway(viewForward, 'testViewForward', upstream.port, [
+      { mode: 'derived', routePolicies: { requestHeaderModifier: { set: { 'x-route': 'route' } } }, policies: { requestHeaderModifier: { set: { 'x-view': 'view' } } } },
+      { mode: 'detached' },
+      { mode: 'foreign' },
+    ]);
+    port = gw.port;
   });
   after(async () => {
     await gw.stop();

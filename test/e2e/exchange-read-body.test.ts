@@ -7,18 +7,13 @@ import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { defineBackend, GatewayError, localReply } from 'switchyard/sdk';
 import type { BodyReceiver, Exchange, PolicySet, Reply, UpstreamTarget } from 'switchyard/sdk';
-import { fullPreset } from '../../plugins/presets/full.ts';
-import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
-import { freePort } from '../helpers/ports.ts';
+import type { RoutesGateway } from '../helpers/gateway.ts';
+import { modeBackendSchema, startModeGateway } from '../helpers/mode-backend.ts';
+import type { ModeBackendConfig } from '../helpers/mode-backend.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
-interface ReadConfig {
-  host: string;
-  mode: 'twice' | 'view' | 'limit' | 'context';
-  policies?: Record<string, unknown>;
-}
+type ReadConfig = ModeBackendConfig<'twice' | 'view' | 'limit' | 'context'>;
 
 /** A receiver as a promise, for the test's own bookkeeping. */
 function receive(ex: Exchange, limit: number): Promise<Buffer> {
@@ -34,17 +29,7 @@ const pluginContext = new AsyncLocalStorage<string>();
 const reader = defineBackend<ReadConfig>({
   key: 'testReadBodyInto',
   description: 'Test: reads the body with Exchange.readBodyInto, then forwards.',
-  schema: {
-    type: 'object',
-    description: 'Test backend.',
-    properties: {
-      host: { type: 'string', description: 'host:port of the upstream.' },
-      mode: { enum: ['twice', 'view', 'limit', 'context'], description: 'How the body is read.' },
-      policies: { 'x-slot': 'mcpTargetPolicies', description: 'Policies run on the view.' },
-    },
-    required: ['host', 'mode'],
-    additionalProperties: false,
-  },
+  schema: modeBackendSchema(['twice', 'view', 'limit', 'context'], 'How the body is read.'),
   async compile(config, ctx) {
     const target: UpstreamTarget = ctx.http.target({ origin: `http://${config.host}` });
     const set: PolicySet = await ctx.compilePolicies('mcpTargetPolicies', config.policies, ['policies']);
@@ -77,35 +62,13 @@ const reader = defineBackend<ReadConfig>({
 });
 
 describe('Exchange.readBodyInto (ADR 0070)', () => {
-  let gw: RunningGateway;
+  let gw: RoutesGateway;
   let port: number;
   let upstream: TestUpstream;
   before(async () => {
-    port = await freePort();
     upstream = await startUpstream();
-    const backend = (mode: string, policies?: Record<string, unknown>): Record<string, unknown> => ({
-      testReadBodyInto: { host: `127.0.0.1:${upstream.port}`, mode, ...(policies ? { policies } : {}) },
-    });
-    gw = await startGateway(
-      {
-        binds: [
-          {
-            port,
-            listeners: [
-              {
-                routes: [
-                  { name: 'twice', matches: [{ path: { pathPrefix: '/twice' } }], backends: [backend('twice')] },
-                  { name: 'view', matches: [{ path: { pathPrefix: '/view' } }], backends: [backend('view', { requestHeaderModifier: { set: { 'x-view': 'view' } } })] },
-                  { name: 'limit', matches: [{ path: { pathPrefix: '/limit' } }], backends: [backend('limit')] },
-                  { name: 'context', matches: [{ path: { pathPrefix: '/context' } }], backends: [backend('context')] },
-                ],
-              },
-            ],
-          },
-        ],
-      },
-      { preset: [...fullPreset, reader] },
-    );
+    gw = await startModeGateway(reader, 'testReadBodyInto', upstream.port, [{ mode: 'twice' }, { mode: 'view', policies: { requestHeaderModifier: { set: { 'x-view': 'view' } } } }, { mode: 'limit' }, { mode: 'context' }]);
+    port = gw.port;
   });
   after(async () => {
     await gw.stop();
