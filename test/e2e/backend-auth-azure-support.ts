@@ -4,6 +4,15 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { config, gatewayOptions, withEnv } from './backend-auth-support.ts';
+import type { RouteSpec } from './backend-auth-support.ts';
 
 /** Env vars of every Azure credential source, cleared so the machine's own settings cannot leak in. */
 export const AZURE_ENV_CLEAR = Object.fromEntries(
@@ -94,4 +103,59 @@ export async function startManagedIdentity(identityHeader: string): Promise<Mana
   });
   state.port = await listen(state.server);
   return state;
+}
+
+/** A managed-identity stand-in, the environment that points @azure/identity at it, an upstream and a gateway. */
+export interface ManagedIdentityHarness {
+  readonly mi: ManagedIdentityStandIn;
+  readonly upstream: TestUpstream;
+  readonly gw: RunningGateway;
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** Start the stand-in, set `env(standInPort)` (over {@link AZURE_ENV_CLEAR}), then the upstream and a gateway with `routes`. */
+export async function startManagedIdentityHarness(
+  identityHeader: string,
+  env: (miPort: number) => Record<string, string>,
+  routes: RouteSpec[],
+): Promise<ManagedIdentityHarness> {
+  const mi = await startManagedIdentity(identityHeader);
+  const restore = withEnv({ ...AZURE_ENV_CLEAR, ...env(mi.port) });
+  const upstream = await startUpstream();
+  const port = await freePort();
+  const gw = await startGateway(config(port, upstream.port, routes), gatewayOptions);
+  return {
+    mi,
+    upstream,
+    gw,
+    port,
+    async stop() {
+      await gw.stop();
+      await upstream.close();
+      await close(mi.server);
+      restore.restore();
+    },
+  };
+}
+
+/**
+ * With the stand-in refusing, `/<route>` is a 500 JSON `backend authentication failed` within the token timeout,
+ * and nothing goes upstream.
+ */
+export async function assertRefusedTokenFails(h: ManagedIdentityHarness, route: string): Promise<void> {
+  h.mi.refuse = true;
+  try {
+    const started = Date.now();
+    const sent = h.upstream.received.length;
+    const res = await request(`${h.gw.url(h.port)}/${route}`);
+    assert.equal(res.statusCode, 500);
+    const body = (await res.body.json()) as { error: { type: string; message: string } };
+    assert.equal(body.error.type, 'backend_auth_failed');
+    assert.match(body.error.message, /^backend authentication failed: /);
+    assert.ok(Date.now() - started < 8000);
+    assert.equal(h.upstream.received.length, sent);
+  } finally {
+    h.mi.refuse = false;
+  }
 }
