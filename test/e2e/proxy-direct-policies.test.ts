@@ -4,18 +4,16 @@
 // `request()` handler per request; the upstream's header order passes through as on the plain route) and that every
 // policy still applies: request headers, response headers, CORS on answers, preflights and gateway errors, 429s.
 import assert from 'node:assert/strict';
-import { createHook } from 'node:async_hooks';
-import { createServer, request as httpRequest } from 'node:http';
-import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { request } from 'undici';
 import { definePolicy } from 'switchyard/sdk';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { replyHeaderPolicy } from './proxy-support.ts';
+import { replyHeaderPolicy, requestHandlersFor, startHttpUpstream, undiciRequestsDuring } from './proxy-support.ts';
+import type { HttpUpstream } from './proxy-support.ts';
 
 const ORIGIN = 'https://app.example';
 
@@ -68,7 +66,7 @@ function pairs(raw: string[]): string[] {
 
 describe('direct forwarding on a route with header, CORS and rate-limit policies', () => {
   let gw: RoutesGateway;
-  let upstream: Server;
+  let upstream: HttpUpstream;
   const seen: IncomingHttpHeaders[] = [];
 
   function handler(req: IncomingMessage, res: ServerResponse): void {
@@ -79,9 +77,8 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
   }
 
   before(async () => {
-    upstream = createServer(handler);
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const host = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    upstream = await startHttpUpstream(handler);
+    const host = upstream.host;
     const closed = `127.0.0.1:${await freePort()}`;
     gw = await startRoutesGateway([
       { name: 'limited', matches: [{ path: { pathPrefix: '/limited' } }], policies: { ...policies, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] }, backends: [{ host }] },
@@ -113,45 +110,20 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
   });
   after(async () => {
     await gw?.stop();
-    upstream?.closeAllConnections();
-    await new Promise((resolve) => upstream?.close(resolve));
+    await upstream?.close();
   });
 
-  /** undici's `request()` makes one `UNDICI_REQUEST` async resource per call; the direct path makes none. */
-  async function requestHandlersFor(path: string, times: number): Promise<number> {
-    let made = 0;
-    const hook = createHook({
-      init(_id, type) {
-        if (type === 'UNDICI_REQUEST') made++;
-      },
-    });
-    hook.enable();
-    for (let i = 0; i < times; i++) {
-      const res = await request(`${gw.base}${path}`, { headers: { origin: ORIGIN } });
-      assert.equal(res.statusCode, 200);
-      await res.body.text();
-    }
-    hook.disable();
-    return made - times; // the test's own calls
-  }
-
   it('takes the direct path; a response hook without onResponseHeaders still goes through a Reply', async () => {
-    assert.equal(await requestHandlersFor('/policies/x', 20), 0);
-    assert.equal(await requestHandlersFor('/transform/x', 20), 0);
-    assert.equal(await requestHandlersFor('/reply/x', 20), 20);
+    assert.equal(await requestHandlersFor(`${gw.base}/policies/x`, 20, { origin: ORIGIN }), 0);
+    assert.equal(await requestHandlersFor(`${gw.base}/transform/x`, 20, { origin: ORIGIN }), 0);
+    assert.equal(await requestHandlersFor(`${gw.base}/reply/x`, 20, { origin: ORIGIN }), 20);
   });
 
   it('policies on the backend reference: their request hooks (sync and async) run, then the direct forward', async () => {
-    let made = 0;
-    const hook = createHook({
-      init(_id, type) {
-        if (type === 'UNDICI_REQUEST') made++;
-      },
-    });
     const res = await get(`${gw.base}/backend/ok`, { 'x-allow': 'yes' });
-    hook.enable();
-    for (let i = 0; i < 10; i++) assert.equal((await get(`${gw.base}/backend/ok`, { 'x-allow': 'yes' })).status, 200);
-    hook.disable();
+    const made = await undiciRequestsDuring(async () => {
+      for (let i = 0; i < 10; i++) assert.equal((await get(`${gw.base}/backend/ok`, { 'x-allow': 'yes' })).status, 200);
+    });
     assert.equal(made, 0);
     assert.equal(res.status, 200);
     assert.equal(res.headers['x-backend-answer'], 'b');

@@ -4,20 +4,18 @@
 // the answer, an upstream that breaks off its body, a client that leaves, and the fallback for routes whose
 // response hooks need the reply as an object.
 import assert from 'node:assert/strict';
-import { createHook } from 'node:async_hooks';
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { replyHeaderPolicy, sleep, waitFor, within } from './proxy-support.ts';
+import { replyHeaderPolicy, requestHandlersFor, sleep, startHttpUpstream, waitFor, within } from './proxy-support.ts';
+import type { HttpUpstream } from './proxy-support.ts';
 
 describe('direct forwarding on the plain host route', () => {
   let gw: RoutesGateway;
-  let upstream: Server;
+  let upstream: HttpUpstream;
   /** Requests the upstream saw end before it answered them (the gateway gave up on them). */
   const abandoned: string[] = [];
 
@@ -45,9 +43,8 @@ describe('direct forwarding on the plain host route', () => {
   }
 
   before(async () => {
-    upstream = createServer(handler);
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const host = `127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    upstream = await startHttpUpstream(handler);
+    const host = upstream.host;
     gw = await startRoutesGateway([
       { name: 'timed', matches: [{ path: { pathPrefix: '/timed' } }], policies: { timeout: { requestTimeout: '300ms' } }, backends: [{ host }] },
       {
@@ -62,32 +59,12 @@ describe('direct forwarding on the plain host route', () => {
   });
   after(async () => {
     await gw?.stop();
-    upstream?.closeAllConnections();
-    await new Promise((resolve) => upstream?.close(resolve));
+    await upstream?.close();
   });
 
-  /** undici's `request()` makes one `UNDICI_REQUEST` async resource per call; the direct path makes none. */
-  async function requestHandlersFor(path: string, times: number): Promise<number> {
-    let made = 0;
-    const hook = createHook({
-      init(_id, type) {
-        if (type === 'UNDICI_REQUEST') made++;
-      },
-    });
-    // The test's own client calls `request()` too: count only while the gateway handles, by subtracting them.
-    hook.enable();
-    for (let i = 0; i < times; i++) {
-      const res = await request(`${gw.base}${path}`);
-      assert.equal(res.statusCode, 200);
-      await res.body.text();
-    }
-    hook.disable();
-    return made - times;
-  }
-
   it('a plain route forwards without a request() handler per request; a route with response hooks still uses one', async () => {
-    assert.equal(await requestHandlersFor('/plain/x', 20), 0);
-    assert.equal(await requestHandlersFor('/hooked/x', 20), 20);
+    assert.equal(await requestHandlersFor(`${gw.base}/plain/x`, 20), 0);
+    assert.equal(await requestHandlersFor(`${gw.base}/hooked/x`, 20), 20);
     const res = await request(`${gw.base}/hooked/y`);
     assert.equal(res.headers['x-reply-hook'], 'yes');
     assert.equal(await res.body.text(), 'hello /hooked/y');

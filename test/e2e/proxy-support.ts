@@ -1,6 +1,12 @@
 // Small helpers shared by the proxy-*.test.ts files (not a test file itself).
+import assert from 'node:assert/strict';
+import { createHook } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import { connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
 import { definePolicy } from 'switchyard/sdk';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -117,4 +123,56 @@ export async function startGatewayOnFreePorts(
       if (attempt >= 5 || !/EADDRINUSE/.test(String((err as Error)?.message))) throw err;
     }
   }
+}
+
+/** A node:http upstream on a free port of 127.0.0.1: its `host:port`, closed with its connections. */
+export interface HttpUpstream {
+  readonly server: Server;
+  readonly host: string;
+  close(): Promise<void>;
+}
+
+export async function startHttpUpstream(handler: RequestListener): Promise<HttpUpstream> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    server,
+    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** How many undici requests (`UNDICI_REQUEST` async resources) were made while `run` ran. */
+export async function undiciRequestsDuring(run: () => Promise<void>): Promise<number> {
+  let made = 0;
+  const hook = createHook({
+    init(_id, type) {
+      if (type === 'UNDICI_REQUEST') made++;
+    },
+  });
+  hook.enable();
+  try {
+    await run();
+  } finally {
+    hook.disable();
+  }
+  return made;
+}
+
+/**
+ * How many undici requests the gateway made to answer `times` GETs of `url` (each 200): the direct path makes none.
+ * The test's own `request()` calls are counted too, and subtracted.
+ */
+export async function requestHandlersFor(url: string, times: number, headers?: Record<string, string>): Promise<number> {
+  const made = await undiciRequestsDuring(async () => {
+    for (let i = 0; i < times; i++) {
+      const res = await request(url, { headers });
+      assert.equal(res.statusCode, 200);
+      await res.body.text();
+    }
+  });
+  return made - times;
 }
