@@ -16,6 +16,8 @@ import bedrockGuard from '../../plugins/guards/bedrock-guardrails/plugin.ts';
 import modelArmorGuard from '../../plugins/guards/google-model-armor/plugin.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
+import { namedRoutes, oneListenerConfig } from '../helpers/gateway.ts';
+import type { NamedRoute } from '../helpers/gateway.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 
 /**
@@ -66,34 +68,11 @@ export const aiPreset = [...new Set<unknown>([...fullPreset, aiPolicy, ...guardP
 export const aiKnownKeys = [...FIRST_PARTY_KEYS, ...[aiPolicy, ...guardPlugins, testLlmBackend].flatMap((p) => [p.key, ...(p.aliases ?? [])])];
 export const aiGatewayOptions = { preset: aiPreset, knownKeys: aiKnownKeys };
 
-export interface AiRouteSpec {
-  name: string;
-  /** Route-level policies (`ai` among them). */
-  policies?: Record<string, unknown>;
-  /** Policies of the route's backend entry. */
-  backendPolicies?: Record<string, unknown>;
-}
+export type AiRouteSpec = NamedRoute;
 
 /** One bind, one listener; route `x` matches `/x` and goes to the `testLlm` backend. */
 export function aiConfig(port: number, routes: AiRouteSpec[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    ...extra,
-    binds: [
-      {
-        port,
-        listeners: [
-          {
-            routes: routes.map((r) => ({
-              name: r.name,
-              matches: [{ path: { pathPrefix: `/${r.name}` } }],
-              ...(r.policies ? { policies: r.policies } : {}),
-              backends: [{ testLlm: {}, ...(r.backendPolicies ? { policies: r.backendPolicies } : {}) }],
-            })),
-          },
-        ],
-      },
-    ],
-  };
+  return oneListenerConfig(port, namedRoutes(routes, () => ({ testLlm: {} })), extra);
 }
 
 // --- unit-test doubles ------------------------------------------------------------------------------------------

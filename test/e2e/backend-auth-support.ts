@@ -4,6 +4,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withEnv } from '../helpers/env.ts';
+import { namedRoutes, oneListenerConfig } from '../helpers/gateway.ts';
+import type { NamedRoute } from '../helpers/gateway.ts';
 import { definePolicy } from 'switchyard/sdk';
 import backendAuth from '../../plugins/policies/backend-auth/plugin.ts';
 import passthrough from '../../plugins/backend-auth/passthrough/plugin.ts';
@@ -38,34 +40,14 @@ export const authKnownKeys = [
 ];
 export const gatewayOptions = { preset: authPreset, knownKeys: authKnownKeys };
 
-export interface RouteSpec {
-  name: string;
-  policies?: Record<string, unknown>;
-  backendPolicies?: Record<string, unknown>;
+export interface RouteSpec extends NamedRoute {
   /** Default: the test upstream. */
   host?: string;
 }
 
 /** One bind with one listener; each route matches `/<name>` and forwards to `host`. */
 export function config(port: number, upstreamPort: number, routes: RouteSpec[], extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    ...extra,
-    binds: [
-      {
-        port,
-        listeners: [
-          {
-            routes: routes.map((r) => ({
-              name: r.name,
-              matches: [{ path: { pathPrefix: `/${r.name}` } }],
-              ...(r.policies ? { policies: r.policies } : {}),
-              backends: [{ host: r.host ?? `127.0.0.1:${upstreamPort}`, ...(r.backendPolicies ? { policies: r.backendPolicies } : {}) }],
-            })),
-          },
-        ],
-      },
-    ],
-  };
+  return oneListenerConfig(port, namedRoutes(routes, (r) => ({ host: r.host ?? `127.0.0.1:${upstreamPort}` })), extra);
 }
 
 export { withEnv };

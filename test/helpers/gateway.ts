@@ -75,6 +75,28 @@ export async function startRoutesGateway(
   options: { config?: Record<string, unknown>; preset?: readonly unknown[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<RoutesGateway> {
   const port = await freePort();
-  const gw = await startGateway({ ...(options.config ? { config: options.config } : {}), binds: [{ port, listeners: [{ routes }] }] }, { preset: options.preset, env: options.env });
+  const gw = await startGateway(oneListenerConfig(port, routes, options.config ? { config: options.config } : {}), { preset: options.preset, env: options.env });
   return { ...gw, port, base: `http://127.0.0.1:${port}` };
+}
+
+/** A gateway config of one bind on `port` with one listener serving `routes`; `extra` holds the other top-level keys. */
+export function oneListenerConfig(port: number, routes: readonly Record<string, unknown>[], extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { ...extra, binds: [{ port, listeners: [{ routes }] }] };
+}
+
+/** A route named for the path prefix it matches (`/<name>`), with its own and its backend entry's policies. */
+export interface NamedRoute {
+  name: string;
+  policies?: Record<string, unknown>;
+  backendPolicies?: Record<string, unknown>;
+}
+
+/** Each route matches `/<name>` and goes to `backend(route)`, the backend entry carrying `backendPolicies`. */
+export function namedRoutes<R extends NamedRoute>(routes: readonly R[], backend: (route: R) => Record<string, unknown>): Record<string, unknown>[] {
+  return routes.map((r) => ({
+    name: r.name,
+    matches: [{ path: { pathPrefix: `/${r.name}` } }],
+    ...(r.policies ? { policies: r.policies } : {}),
+    backends: [{ ...backend(r), ...(r.backendPolicies ? { policies: r.backendPolicies } : {}) }],
+  }));
 }
