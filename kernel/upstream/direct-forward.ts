@@ -149,6 +149,14 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
     this.res.end();
   }
 
+  /** The lean client's last body bytes (ADR 0073): `res.end(chunk)` writes them and ends in one step. */
+  onEnd(last: Buffer): void {
+    this.state.abortHook().receive(undefined);
+    if (this.phase !== STREAMING) return;
+    this.phase = DONE;
+    this.res.end(last);
+  }
+
   onError(err: Error): void {
     this.state.abortHook().receive(undefined);
     if (this.body !== null) {

@@ -13,6 +13,8 @@ export interface H1Handler {
   onHeaders(status: number, raw: string[], resume: () => void): boolean;
   onData(chunk: Buffer): boolean;
   onComplete(trailers: string[] | null): void;
+  /** A Content-Length body's last bytes, which end the answer (`onData` and `onComplete` in one). */
+  onEnd(last: Buffer): void;
   onError(err: Error): void;
 }
 
@@ -87,6 +89,15 @@ export class H1Call implements ResponseSink {
     this.conn = null;
     conn.finished();
     this.handler.onComplete(trailers);
+  }
+
+  last(chunk: Buffer): void {
+    if (this.settled) return;
+    this.settled = true;
+    const conn = this.conn!;
+    this.conn = null;
+    conn.finished();
+    this.handler.onEnd(chunk);
   }
 
   fail(err: Error): void {

@@ -26,6 +26,10 @@ function sink(): ResponseSink & Seen {
       this.ended = true;
       this.trailers = trailers;
     },
+    last(chunk) {
+      this.body += chunk.toString('latin1');
+      this.ended = true;
+    },
   };
 }
 

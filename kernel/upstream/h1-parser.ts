@@ -11,6 +11,11 @@ export interface ResponseSink {
   data(chunk: Buffer): void;
   /** The body ended; `trailers` (raw) when a chunked body carried any. */
   end(trailers: string[] | null): void;
+  /**
+   * A Content-Length body's last bytes, which end it: `data` and `end` in one call, so the client's response can be
+   * ended with its last chunk (one `res.end(chunk)`: no cork tick and no empty final write in node:http).
+   */
+  last(chunk: Buffer): void;
 }
 
 /** A malformed answer; `code` as undici's parser errors read (`upstreamFailure` shows it). */
@@ -143,9 +148,15 @@ export class H1ResponseParser {
         case LENGTH: {
           const n = Math.min(this.remaining, len - at);
           this.remaining -= n;
-          this.sink!.data(at === 0 && n === len ? chunk : chunk.subarray(at, at + n));
+          const data = at === 0 && n === len ? chunk : chunk.subarray(at, at + n);
           at += n;
-          if (this.remaining === 0) this.finish();
+          if (this.remaining !== 0) this.sink!.data(data);
+          else {
+            this.state = DONE;
+            const sink = this.sink!;
+            this.sink = null;
+            sink.last(data);
+          }
           break;
         }
         case UNTIL_CLOSE:

@@ -31,6 +31,10 @@ function send(pool: H1Pool, opts: Partial<H1Dispatch>, onAbortable?: (abort: (er
         return true;
       },
       onComplete: () => resolve(out),
+      onEnd: (last) => {
+        out.body += last.toString();
+        resolve(out);
+      },
       onError: (err) => {
         out.error = err;
         resolve(out);

@@ -86,6 +86,9 @@ class LeanForward implements H1Handler {
   onComplete(): void {
     this.res.end();
   }
+  onEnd(last: Buffer): void {
+    this.res.end(last);
+  }
   onError(err: Error): void {
     badGateway(this.res, err);
   }
