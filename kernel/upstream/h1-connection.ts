@@ -49,6 +49,8 @@ export interface H1Owner {
 }
 
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+/** A request body up to this size goes out in one write with its head (copied: cheap below this). */
+const ONE_WRITE_MAX = 16 * 1024;
 /** Deadlines at least this long are checked by the pool's sweep (500 ms ticks, as undici's own fast timers). */
 export const SWEPT_MS = 1000;
 
@@ -162,10 +164,20 @@ export class H1Connection {
     const body = opts.body;
     if (body === null) socket.write(head + emptyBodyFraming(opts.method), 'latin1');
     else if (Buffer.isBuffer(body)) {
-      socket.cork();
-      socket.write(`${head}content-length: ${body.length}\r\n\r\n`, 'latin1');
-      if (body.length > 0) socket.write(body);
-      socket.uncork();
+      const framed = `${head}content-length: ${body.length}\r\n\r\n`;
+      if (body.length <= ONE_WRITE_MAX) {
+        // Head and body copied into one Buffer, one write: a corked pair goes out by `writev`, which costs a write
+        // wrap, a chunk array and the cork's bookkeeping per request. The head is latin1 (requestHead checked it).
+        const out = Buffer.allocUnsafe(framed.length + body.length);
+        out.write(framed, 0, 'latin1');
+        body.copy(out, framed.length);
+        socket.write(out);
+      } else {
+        socket.cork();
+        socket.write(framed, 'latin1');
+        socket.write(body);
+        socket.uncork();
+      }
     } else this.stream(body, head, declaredLength(opts.headers));
   }
 
