@@ -13,7 +13,7 @@ import type { TracingHolder } from '../telemetry/tracing.ts';
 import { blankHopByHop } from './hop-by-hop.ts';
 import { isIpLiteral } from './tls-options.ts';
 import { connectErrorCode, upstreamFailure } from './upstream-errors.ts';
-import type { Pool } from './undici-core.ts';
+import type { LazyPool, Pool } from './undici-core.ts';
 import { parseOrigin } from './origin.ts';
 import type { Origin } from './origin.ts';
 import { hasRequestBody, readsFirst } from './request-body.ts';
@@ -48,7 +48,8 @@ export function directForwarder(target: UpstreamTarget | undefined): DirectForwa
 export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrigin {
   readonly origin: string;
   readonly parsed: Origin;
-  readonly pool: Pool;
+  /** undici's pool of the origin, made on first use (ADR 0079). */
+  private readonly undici: LazyPool;
   readonly useTargetAuthority: boolean;
   readonly options: UpstreamTargetOptions;
   readonly metrics: BackendMetrics | undefined;
@@ -56,15 +57,20 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
   /** The lean client's pool (cleartext HTTP/1.1 origins, ADR 0073): the direct forward's; null: undici's pool. */
   readonly h1: H1Pool | null;
 
-  constructor(options: UpstreamTargetOptions, pool: Pool, metrics: UpstreamMetrics | undefined, traces?: TracingHolder, h1: H1Pool | null = null) {
+  constructor(options: UpstreamTargetOptions, pool: LazyPool, metrics: UpstreamMetrics | undefined, traces?: TracingHolder, h1: H1Pool | null = null) {
     this.options = options;
     this.h1 = h1;
     this.traces = traces;
     this.parsed = parseOrigin(options.origin);
     this.origin = this.parsed.href;
-    this.pool = pool;
+    this.undici = pool;
     this.metrics = metrics?.forBackend(this.origin);
     this.useTargetAuthority = (options.authority ?? (isIpLiteral(this.parsed.host) ? 'request' : 'target')) === 'target';
+  }
+
+  /** undici's pool of the origin (TLS, h2, CONNECT, `forward`, plugin-made calls): made, and undici loaded, by the first use. */
+  get pool(): Pool {
+    return this.undici.get();
   }
 
   /** Headers for the upstream: hop-by-hop removed, Host chosen, X-Forwarded-* added. Mutates ex.headers. */

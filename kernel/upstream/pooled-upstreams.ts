@@ -3,7 +3,7 @@ import type { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import type { TracingHolder } from '../telemetry/tracing.ts';
 import { tlsConnector } from './tls-options.ts';
 import { ConnectGuard } from './connect-guard.ts';
-import { buildConnector, Pool } from './undici-core.ts';
+import { LazyPool, undiciClient } from './undici-core.ts';
 import { parseOrigin } from './origin.ts';
 import { PooledTarget } from './pooled-target.ts';
 import { H1Pool } from './h1-pool.ts';
@@ -24,23 +24,31 @@ export class PooledUpstreams implements HttpUpstreams {
     const key = `pool:${parsed.href}:${parsed.secure ? JSON.stringify(options.tls ?? {}) : ''}`;
     const pool = this.resources.get(
       key,
-      () => {
-        // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
-        const guard = new ConnectGuard(parsed.secure ? tlsConnector(options.tls, parsed.host) : buildConnector({}));
-        const created = new Pool(parsed.href, {
-          connect: guard.connect,
-          allowH2: options.tls?.alpn?.includes('h2') ?? false,
-          // No pool-wide deadlines: forwarded requests carry their route's (ADR 0019); plugin-made calls set their own.
-          headersTimeout: 0,
-          bodyTimeout: 0,
-          keepAliveTimeout: 30_000,
-        });
-        guard.watch(created);
-        return created;
-      },
+      () =>
+        new LazyPool(() => {
+          // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
+          const { Pool: UndiciPool, buildConnector } = undiciClient();
+          const guard = new ConnectGuard(parsed.secure ? tlsConnector(options.tls, parsed.host) : buildConnector({}));
+          const created = new UndiciPool(parsed.href, {
+            connect: guard.connect,
+            allowH2: options.tls?.alpn?.includes('h2') ?? false,
+            // No pool-wide deadlines: forwarded requests carry their route's (ADR 0019); plugin-made calls set their own.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+            keepAliveTimeout: 30_000,
+          });
+          guard.watch(created);
+          return created;
+        }),
       // Let in-flight calls finish, but do not let a stuck one (a slow mirror, say) hold shutdown.
-      (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined),
+      (lazy) => {
+        const p = lazy.created;
+        if (p === undefined) return undefined;
+        return Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined);
+      },
     );
+    // A TLS origin is always served by undici: made now, so that its first request does not load undici (ADR 0079).
+    if (parsed.secure) pool.get();
     // Cleartext origins: the direct forward's lean HTTP/1.1 client (ADR 0073), beside undici's pool for the rest.
     const h1 = parsed.secure
       ? null

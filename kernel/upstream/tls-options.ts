@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { checkServerIdentity } from 'node:tls';
 import type { ConnectionOptions } from 'node:tls';
 import type { buildConnector as BuildConnector } from 'undici';
-import { buildConnector } from './undici-core.ts';
+import { undiciClient } from './undici-core.ts';
 import { certHasAltName } from '../sdk/index.ts';
 import type { UpstreamTls } from '../sdk/index.ts';
 
@@ -59,7 +59,7 @@ export function tlsConnectOptions(tls: UpstreamTls | undefined, host: string): C
 export function tlsConnector(tls: UpstreamTls | undefined, host: string): BuildConnector.connector {
   const alpn = tls?.alpn ?? [];
   const allowH2 = alpn.includes('h2');
-  const base = buildConnector({
+  const base = undiciClient().buildConnector({
     ...(tlsConnectOptions(tls, host) as BuildConnector.BuildOptions),
     allowH2,
   } as BuildConnector.BuildOptions);

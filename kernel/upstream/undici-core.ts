@@ -1,23 +1,67 @@
+import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
 // undici's own modules for a pool, a connector and `request`, not its index: the index loads all of undici (fetch,
 // WebSocket, mocks, caches, interceptors) and, through `globalThis.Headers` in its cookies module, Node's bundled
 // copy as well; about 14 MiB of idle RSS and 40-90 ms of CPU at start (docs/perf.md "Startup"). undici has no
 // `exports` map, so these paths resolve; `undici-core.test.ts` checks they are what the index exports.
-import PoolModule from 'undici/lib/dispatcher/pool.js';
-import buildConnectorModule from 'undici/lib/core/connect.js';
-import requestModule from 'undici/lib/api/api-request.js';
+// Its utilities (six small modules) are loaded with the kernel: the reply path reads header names with them.
 import utilModule from 'undici/lib/core/util.js';
 
-export const Pool: typeof Undici.Pool = PoolModule;
+/**
+ * undici's client (pool, HTTP/1.1 and h2 clients, connector, `request`: 18 modules and `node:http2`), loaded on first
+ * use (ADR 0079): a config whose upstreams are all cleartext and reached by the direct forward (ADR 0073) never
+ * loads it. `require` keeps the callers synchronous; a bundle (bin/build-dist.ts) turns these calls into esbuild's
+ * lazy require of its copy.
+ */
+const lazyRequire = createRequire(import.meta.url);
+
+interface UndiciClient {
+  readonly Pool: typeof Undici.Pool;
+  readonly buildConnector: typeof Undici.buildConnector;
+  readonly request: (this: Undici.Dispatcher, options: Undici.Dispatcher.RequestOptions) => Promise<Undici.Dispatcher.ResponseData>;
+}
+
+let client: UndiciClient | undefined;
+
+/** undici's pool, connector and `request`, loaded by the first call. */
+export function undiciClient(): UndiciClient {
+  return (client ??= {
+    Pool: lazyRequire('undici/lib/dispatcher/pool.js') as UndiciClient['Pool'],
+    buildConnector: lazyRequire('undici/lib/core/connect.js') as UndiciClient['buildConnector'],
+    request: lazyRequire('undici/lib/api/api-request.js') as UndiciClient['request'],
+  });
+}
+
+/** Whether anything in this process has needed undici's client yet (the admin's diagnostics, the startup test). */
+export function undiciClientLoaded(): boolean {
+  return client !== undefined;
+}
+
 export type Pool = Undici.Pool;
-export const buildConnector: typeof Undici.buildConnector = buildConnectorModule;
+
+/**
+ * undici's pool of an origin, made (and undici loaded) when first asked for (ADR 0079): a cleartext origin that only
+ * the direct forward reaches (ADR 0073) never needs it.
+ */
+export class LazyPool {
+  private readonly create: () => Pool;
+  /** The pool, once made. */
+  created: Pool | undefined = undefined;
+  constructor(create: () => Pool) {
+    this.create = create;
+  }
+
+  get(): Pool {
+    return (this.created ??= this.create());
+  }
+}
 
 /**
  * `pool.request(options)`: undici's index adds `request` to every dispatcher's prototype; without the index it is
  * called on the pool directly.
  */
 export function poolRequest(pool: Undici.Dispatcher, options: Undici.Dispatcher.RequestOptions): Promise<Undici.Dispatcher.ResponseData> {
-  return requestModule.call(pool, options);
+  return undiciClient().request.call(pool, options);
 }
 
 /**

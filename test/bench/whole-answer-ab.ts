@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { readCapped } from '../../kernel/sdk/index.ts';
-import { Pool, poolRequest } from '../../kernel/upstream/undici-core.ts';
+import { poolRequest, undiciClient } from '../../kernel/upstream/undici-core.ts';
 import { WholeAnswer } from '../../kernel/upstream/whole-answer.ts';
 import { SMALL_ANSWER } from './llm-bodies.ts';
 
@@ -26,7 +26,7 @@ const upstream = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   });
 });
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-const pool = new Pool(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, { connections: C, keepAliveTimeout: 60_000 });
+const pool = new (undiciClient().Pool)(`http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, { connections: C, keepAliveTimeout: 60_000 });
 const options: Dispatcher.DispatchOptions = { path: '/v1/chat/completions', method: 'POST', headers: { host: 'upstream', 'content-type': 'application/json' }, body: Buffer.from('{}') };
 
 const ways: Record<string, () => Promise<number>> = {

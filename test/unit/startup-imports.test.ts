@@ -1,11 +1,11 @@
 // What the CLI loads to serve the quickstart (the full preset): the libraries a config does not use stay unloaded,
 // so they cost neither start time nor idle memory (docs/perf.md "Startup", docs/adr/0034). The real CLI runs on
 // free ports with a module hook that lists every module it loaded; a request is proxied through the `api` route
-// (an upstream call through undici) before the list is taken.
+// (a cleartext upstream: the direct forward's lean client) before the list is taken.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { registerHooks } from 'node:module';
+import { createRequire, registerHooks } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,7 +17,7 @@ import { freePort } from '../helpers/ports.ts';
 
 /** Preloaded into the CLI: records each module URL it loads and Node's internal modules, written at exit. */
 const HOOK = `
-import { registerHooks } from 'node:module';
+import { createRequire, registerHooks } from 'node:module';
 import { writeFileSync } from 'node:fs';
 const urls = [];
 registerHooks({ load(url, context, next) { urls.push(url); return next(url, context); } });
@@ -78,13 +78,17 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
 
   const npm = (pkgFile: string): boolean => loaded.urls.some((u) => u.includes(`/node_modules/${pkgFile}`));
 
-  it('proxies through undici (the request reached the upstream)', () => {
+  it("proxies without loading undici's client: a cleartext route is the lean client's (ADR 0073, 0079)", () => {
     assert.equal(proxied.status, 200);
     assert.equal(proxied.body, '{"upstream":"ok"}\n');
-    assert.ok(npm('undici/lib/dispatcher/pool.js'), 'undici pool loaded');
+    assert.ok(npm('undici/lib/core/util.js'), "undici's utilities are the kernel's");
+    for (const m of ['undici/lib/dispatcher/pool.js', 'undici/lib/dispatcher/client.js', 'undici/lib/dispatcher/client-h2.js', 'undici/lib/core/connect.js', 'undici/lib/api/api-request.js']) {
+      assert.equal(npm(m), false, `${m} loaded`);
+    }
+    assert.equal(loaded.builtins.includes('NativeModule http2'), false, 'node:http2 loaded');
   });
 
-  it("loads undici's pool, connector and request, not its index (fetch, WebSocket, mocks, caches)", () => {
+  it("loads neither undici's index (fetch, WebSocket, mocks, caches) nor its web modules", () => {
     assert.equal(npm('undici/index.js'), false);
     assert.equal(npm('undici/lib/web/'), false);
   });
@@ -116,7 +120,9 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
   it("undici-core's modules are the ones undici's index exports", async () => {
     const core = await import('../../kernel/upstream/undici-core.ts');
     const undici = await import('undici');
-    assert.equal(core.Pool, undici.Pool);
-    assert.equal(core.buildConnector, undici.buildConnector);
+    assert.equal(core.undiciClient().Pool, undici.Pool);
+    assert.equal(core.undiciClient().buildConnector, undici.buildConnector);
+    // The utilities the kernel imports and the ones the lazily required client uses are one module (its symbols).
+    assert.equal(core.destroyStream, createRequire(import.meta.url)('undici/lib/core/util.js').destroy);
   });
 });
