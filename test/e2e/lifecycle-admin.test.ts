@@ -9,36 +9,25 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
-import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
+import { startRoutesGateway } from '../helpers/gateway.ts';
+import type { RoutesGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 
 describe('admin, stats and readiness endpoints', () => {
-  let gw: RunningGateway;
+  let gw: RoutesGateway;
   let port: number;
   before(async () => {
-    port = await freePort();
-    gw = await startGateway({
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                {
-                  name: 'secretive',
-                  policies: {
-                    requestHeaderModifier: { set: { authorization: 'Bearer s3cr3t-value' } },
-                    directResponse: { status: 201, body: 'ok' },
-                  },
-                },
-              ],
-            },
-          ],
+    gw = await startRoutesGateway([
+      {
+        name: 'secretive',
+        policies: {
+          requestHeaderModifier: { set: { authorization: 'Bearer s3cr3t-value' } },
+          directResponse: { status: 201, body: 'ok' },
         },
-      ],
-    });
+      },
+    ]);
+    port = gw.port;
   });
   after(() => gw.stop());
 
