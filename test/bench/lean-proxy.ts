@@ -37,18 +37,14 @@ function badGateway(res: ServerResponse, err: Error): void {
   res.writeHead(502, { 'content-type': 'text/plain' }).end(`bad gateway: ${err.message}\n`);
 }
 
-class UndiciForward implements Dispatcher.DispatchHandler {
-  private readonly res: ServerResponse;
-  private resume: (() => void) | null = null;
-  private abort: ((err?: Error) => void) | null = null;
+/** Writes an upstream answer into the client's response with backpressure: what both clients' handlers share. */
+class ResponseForward {
+  protected readonly res: ServerResponse;
+  protected resume: (() => void) | null = null;
   constructor(res: ServerResponse) {
     this.res = res;
   }
-  onConnect(abort: (err?: Error) => void): void {
-    this.abort = abort;
-  }
-  onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {
-    if (status < 200) return true;
+  protected head(status: number, raw: Buffer[] | string[], resume: () => void): boolean {
     this.resume = resume;
     this.res.writeHead(status, flat(raw));
     return true;
@@ -66,31 +62,23 @@ class UndiciForward implements Dispatcher.DispatchHandler {
   }
 }
 
-class LeanForward implements H1Handler {
-  private readonly res: ServerResponse;
-  private resume: (() => void) | null = null;
-  constructor(res: ServerResponse) {
-    this.res = res;
+class UndiciForward extends ResponseForward implements Dispatcher.DispatchHandler {
+  private abort: ((err?: Error) => void) | null = null;
+  onConnect(abort: (err?: Error) => void): void {
+    this.abort = abort;
   }
+  onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {
+    return status < 200 ? true : this.head(status, raw, resume);
+  }
+}
+
+class LeanForward extends ResponseForward implements H1Handler {
   onConnect(): void {}
   onHeaders(status: number, raw: string[], resume: () => void): boolean {
-    this.resume = resume;
-    this.res.writeHead(status, flat(raw));
-    return true;
-  }
-  onData(chunk: Buffer): boolean {
-    if (this.res.write(chunk)) return true;
-    this.res.once('drain', () => this.resume?.());
-    return false;
-  }
-  onComplete(): void {
-    this.res.end();
+    return this.head(status, raw, resume);
   }
   onEnd(last: Buffer): void {
     this.res.end(last);
-  }
-  onError(err: Error): void {
-    badGateway(this.res, err);
   }
 }
 
