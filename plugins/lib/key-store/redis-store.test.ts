@@ -13,6 +13,7 @@ import { after, before, test } from 'node:test';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { which } from '../../../test/helpers/which.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
+import { checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { RedisKeyStore } from './redis-store.ts';
 import { RespClient } from './resp.ts';
 import { digestOf } from './secrets.ts';
@@ -55,75 +56,39 @@ after(async () => {
 });
 
 /** Count the commands a store sends (each is one round trip unless pipelined with others). */
-function countCommands(store: RedisKeyStore): { readonly n: number } {
-  const client = (store as unknown as { client: { command: (...args: unknown[]) => unknown } }).client;
-  const counter = { n: 0 };
-  const command = client.command.bind(client);
-  client.command = (...args: unknown[]) => {
-    counter.n++;
-    return command(...args);
-  };
-  return counter;
-}
+const countCommands = (store: RedisKeyStore): { readonly n: number } => countCalls((store as unknown as { client: object }).client, 'command');
+const open = (prefix: string) => () => RedisKeyStore.open(url, prefix);
 
-test('redis store: settlements ride on the next reservation; refused reservations still apply them; the timer sends them alone', { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'unit:');
-  const other = await RedisKeyStore.open(url, 'unit:');
-  try {
-    const lines = ['a', 'b'].map((x) => ({ counter: `k:${x}`, limit: 1000, amount: 10, expiresAt: 0 }));
-    const deltas = lines.map((l) => ({ counter: l.counter, amount: -4, expiresAt: Date.now() + 3_600_000 }));
-    assert.equal(await store.reserve(lines), -1);
-    store.settle(deltas);
-    store.settle(deltas);
-    assert.deepEqual(await other.values(['k:a', 'k:b']), [10, 10], 'not sent yet');
-    assert.equal(await store.reserve(lines), -1);
-    assert.deepEqual(await other.values(['k:a', 'k:b']), [20 - 8, 20 - 8], 'sent with the reservation');
+test('redis store: settlements ride on the next reservation; refused reservations still apply them; the timer sends them alone', { skip }, () =>
+  withTwoStores(open('unit:'), async (store, other) => {
+    const { lines, deltas } = await checkSettlementsRide(store, other);
     store.settle(deltas);
     assert.equal(await store.reserve([{ ...lines[0]!, limit: 5 }]), 0, 'refused');
     assert.deepEqual(await other.values(['k:a', 'k:b']), [8, 8], 'the refused reservation still applied the settlement');
     store.settle(deltas);
-    const deadline = Date.now() + 10_000;
-    while ((await other.values(['k:a']))[0] !== 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    assert.deepEqual(await other.values(['k:a', 'k:b']), [4, 4], 'sent alone by the timer');
-  } finally {
-    await store.close();
-    await other.close();
-  }
-});
+    await checkTimerSends(other, ['k:a', 'k:b'], [4, 4]);
+  }));
 
-test("redis store: the script counts a line's queued settlement in its check, takes nothing on a refusal, keeps expiries and exact sums", { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'merge:');
-  const other = await RedisKeyStore.open(url, 'merge:');
-  const raw = new RespClient(url);
-  try {
-    const exp = Date.now() + 3_600_000;
-    const a = { counter: 'k:a', limit: 20, amount: 10, expiresAt: exp };
-    const b = { counter: 'k:b', limit: 1000, amount: 10, expiresAt: 0 };
-    assert.equal(await store.reserve([a, b]), -1);
-    // k:a is at 10 + a queued +10 = 20 ≥ 20: refused on line 0; k:b is not taken from; the settlements are applied.
-    store.settle([{ counter: 'k:a', amount: 10, expiresAt: exp }, { counter: 'k:elsewhere', amount: 3, expiresAt: 0 }]);
-    assert.equal(await store.reserve([a, b]), 0);
-    assert.deepEqual(await other.values(['k:a', 'k:b', 'k:elsewhere']), [20, 10, 3]);
-    // The second line refuses: the first (a new counter) is not taken from.
-    assert.equal(await store.reserve([{ counter: 'k:new', limit: 1e9, amount: 5, expiresAt: 0 }, { ...b, limit: 10 }]), 1);
-    assert.deepEqual(await other.values(['k:new', 'k:b']), [0, 10]);
-    // A queued correction below the limit lets the next one through: (20 - 5) < 20, then + 10.
-    store.settle([{ counter: 'k:a', amount: -5, expiresAt: exp }]);
-    assert.equal(await store.reserve([a]), -1);
-    assert.deepEqual(await other.values(['k:a']), [25]);
-    const ttl = Number(await raw.command('PTTL', 'merge:c:k:a'));
-    assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `window expiry kept: ${ttl}`);
-    assert.equal(Number(await raw.command('PTTL', 'merge:c:k:b')), -1, 'a total counter never expires');
-    // Fractions add up exactly as doubles (what INCRBYFLOAT gave to within its last digit).
-    const usd = { counter: 'k:usd', limit: 1e9, amount: 0.1, expiresAt: 0 };
-    for (let i = 0; i < 3; i++) assert.equal(await store.reserve([usd]), -1);
-    assert.deepEqual(await other.values(['k:usd']), [0.1 + 0.1 + 0.1]);
-  } finally {
-    raw.close();
-    await store.close();
-    await other.close();
-  }
-});
+test("redis store: the script counts a line's queued settlement in its check, takes nothing on a refusal, keeps expiries and exact sums", { skip }, () =>
+  withTwoStores(open('merge:'), async (store, other) => {
+    const raw = new RespClient(url);
+    try {
+      const exp = Date.now() + 3_600_000;
+      const a = { counter: 'k:a', limit: 20, amount: 10, expiresAt: exp };
+      const b = { counter: 'k:b', limit: 1000, amount: 10, expiresAt: 0 };
+      assert.equal(await store.reserve([a, b]), -1);
+      await checkRefusalsTakeNothing(store, other, a, b, 10, 10);
+      const ttl = Number(await raw.command('PTTL', 'merge:c:k:a'));
+      assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `window expiry kept: ${ttl}`);
+      assert.equal(Number(await raw.command('PTTL', 'merge:c:k:b')), -1, 'a total counter never expires');
+      // Fractions add up exactly as doubles (what INCRBYFLOAT gave to within its last digit).
+      const usd = { counter: 'k:usd', limit: 1e9, amount: 0.1, expiresAt: 0 };
+      for (let i = 0; i < 3; i++) assert.equal(await store.reserve([usd]), -1);
+      assert.deepEqual(await other.values(['k:usd']), [0.1 + 0.1 + 0.1]);
+    } finally {
+      raw.close();
+    }
+  }));
 
 test('redis store: reservations made together go in one script, each checked in order: the budget stops exactly at its limit', { skip }, async () => {
   const store = await RedisKeyStore.open(url, 'batch:');
@@ -151,13 +116,5 @@ test('redis store: reservations made together go in one script, each checked in 
   }
 });
 
-test('redis store: one round trip per request (a cached key, confirmed by the reservation); rotation and revocation by another replica refuse at once', { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'cache:');
-  const other = await RedisKeyStore.open(url, 'cache:');
-  try {
-    await checkKeyCache(store, other, countCommands(store));
-  } finally {
-    await store.close();
-    await other.close();
-  }
-});
+test('redis store: one round trip per request (a cached key, confirmed by the reservation); rotation and revocation by another replica refuse at once', { skip }, () =>
+  withTwoStores(open('cache:'), (store, other) => checkKeyCache(store, other, countCommands(store))));

@@ -1,0 +1,71 @@
+// What the shared key stores (Redis, PostgreSQL) must both do with reservations and settlements (ADR 0054): a
+// settlement rides on the next reservation, a refused line takes nothing, a queued settlement counts in the check, and
+// the timer sends settlements alone. Used by the two store tests against real servers.
+import { strict as assert } from 'node:assert';
+import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
+
+/** Count the calls of `target[method]` from now on (a store's round trips: `pool.query`, `client.command`). */
+export function countCalls(target: object, method: string): { readonly n: number } {
+  const t = target as Record<string, (...args: unknown[]) => unknown>;
+  const counter = { n: 0 };
+  const call = t[method]!.bind(target);
+  t[method] = (...args: unknown[]) => {
+    counter.n++;
+    return call(...args);
+  };
+  return counter;
+}
+
+/** Open two stores on one server and prefix (two replicas), run `check`, close both. */
+export async function withTwoStores<S extends KeyStore>(open: () => Promise<S>, check: (store: S, other: S) => Promise<void>): Promise<void> {
+  const store = await open();
+  const other = await open();
+  try {
+    await check(store, other);
+  } finally {
+    await store.close();
+    await other.close();
+  }
+}
+
+/**
+ * Two lines (`k:a`, `k:b`, 10 each) reserved, two settlements of -4 queued (not sent), then a second reservation
+ * carries them: both counters end at 12. `trips`, when given, must count one round trip per reservation.
+ */
+export async function checkSettlementsRide(store: KeyStore, other: KeyStore, trips?: { readonly n: number }): Promise<{ lines: CounterLine[]; deltas: CounterDelta[] }> {
+  const start = trips?.n ?? 0;
+  const lines = ['a', 'b'].map((x) => ({ counter: `k:${x}`, limit: 1000, amount: 10, expiresAt: 0 }));
+  const deltas = lines.map((l) => ({ counter: l.counter, amount: -4, expiresAt: Date.now() + 3_600_000 }));
+  assert.equal(await store.reserve(lines), -1);
+  store.settle(deltas);
+  store.settle(deltas);
+  assert.deepEqual(await other.values(['k:a', 'k:b']), [10, 10], 'not sent yet');
+  if (trips) assert.equal(trips.n - start, 1);
+  assert.equal(await store.reserve(lines), -1);
+  if (trips) assert.equal(trips.n - start, 2, 'the settlements went with the reservation, in the same call');
+  assert.deepEqual(await other.values(['k:a', 'k:b']), [20 - 8, 20 - 8], 'sent with the reservation');
+  return { lines, deltas };
+}
+
+/**
+ * `a` (limit 20) is at `atA` with 20 - 10 ≤ atA < 15, `b` at `atB`. A queued +10 on `a` counts in the check: refused
+ * on line 0, `b` not taken from, the settlement applied; a refusing second line takes nothing from the first; a
+ * queued correction below the limit lets the next reservation through.
+ */
+export async function checkRefusalsTakeNothing(store: KeyStore, other: KeyStore, a: CounterLine, b: CounterLine, atA: number, atB: number): Promise<void> {
+  store.settle([{ counter: a.counter, amount: 10, expiresAt: a.expiresAt }, { counter: 'k:elsewhere', amount: 3, expiresAt: 0 }]);
+  assert.equal(await store.reserve([a, b]), 0);
+  assert.deepEqual(await other.values([a.counter, b.counter, 'k:elsewhere']), [atA + 10, atB, 3]);
+  assert.equal(await store.reserve([{ counter: 'k:new', limit: 1e9, amount: 5, expiresAt: 0 }, { ...b, limit: atB }]), 1);
+  assert.deepEqual(await other.values(['k:new', b.counter]), [0, atB]);
+  store.settle([{ counter: a.counter, amount: -5, expiresAt: a.expiresAt }]);
+  assert.equal(await store.reserve([a]), -1);
+  assert.deepEqual(await other.values([a.counter]), [atA + 10 - 5 + 10]);
+}
+
+/** Queued settlements alone reach the server by the store's timer: wait (at most 10 s) for `counters` to read `want`. */
+export async function checkTimerSends(other: KeyStore, counters: string[], want: number[]): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await other.values(counters)).some((v, i) => v !== want[i]) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(await other.values(counters), want, 'sent alone by the timer');
+}
