@@ -4,6 +4,8 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
 import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import type { RequestPipeline } from './request-pipeline.ts';
+import { announceKeepAlive, SWEEP_MS, sweepIdle, trackSocket } from './idle-sweep.ts';
+import type { SweptSocket } from './idle-sweep.ts';
 
 // Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -25,7 +27,9 @@ function serverOptions(statics: StaticConfig) {
     headersTimeout: statics.headerTimeoutMs,
     // node:http checks the header deadline on this period (default 30 s): a fraction of it keeps the 408 on time.
     connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(statics.headerTimeoutMs / 4))),
-    keepAliveTimeout: 65_000,
+    // Idle connections are closed by the bind's sweep after 65 s (idle-sweep.ts): node:http's own keep-alive timeout
+    // costs a timer set and cleared per request.
+    keepAliveTimeout: 0,
     // Keep the smaller headers limit of Node; oversized headers get 431 from node:http.
   };
 }
@@ -89,6 +93,10 @@ export class BindServers {
   private readonly pipeline: RequestPipeline;
   private readonly logger: Logger;
   private readonly sockets = new Set<Socket>();
+  /** The connections node:http serves (for TLS the TLSSockets), for the idle sweep. */
+  private readonly swept = new Set<SweptSocket>();
+  /** Closes idle keep-alive connections (idle-sweep.ts); runs while any connection is open. */
+  private sweep: NodeJS.Timeout | null = null;
 
   /** Listen with `SO_REUSEPORT`: one of several worker threads serving the same ports (the kernel spreads connections). */
   private readonly reusePort: boolean;
@@ -145,13 +153,28 @@ export class BindServers {
     }
     if (statics.maxConnectionsPerBind > 0) server.maxConnections = statics.maxConnectionsPerBind;
     const secure = bind.secure;
-    server.on('request', (req, res) => pipeline.handle(req, res, port, secure));
+    server.on('request', (req, res) => {
+      announceKeepAlive(res);
+      pipeline.handle(req, res, port, secure);
+    });
     server.on('upgrade', (req, socket, head) => pipeline.upgrade(req, socket, head, port, secure));
     server.on('clientError', onClientError);
+    // The idle sweep sees the sockets node:http serves: the TCP ones, or for TLS the TLSSocket over each. One 'close'
+    // listener per socket: node:http adds and removes one of its own on every request, so the list stays short.
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
-      socket.once('close', () => this.sockets.delete(socket));
+      if (!secure) this.sweepAlso(socket);
+      socket.once('close', () => {
+        this.sockets.delete(socket);
+        this.swept.delete(socket);
+      });
     });
+    if (secure) {
+      server.on('secureConnection', (socket: Socket) => {
+        this.sweepAlso(socket);
+        socket.once('close', () => this.swept.delete(socket));
+      });
+    }
     const entry: BindServer = { port, address: bind.address, secure, server, listening: false };
     this.servers.set(port, entry);
     return new Promise<void>((resolve, reject) => {
@@ -171,6 +194,21 @@ export class BindServers {
       };
       tryListen(bind.address ?? '::');
     });
+  }
+
+  private sweepAlso(socket: SweptSocket): void {
+    trackSocket(socket, performance.now());
+    this.swept.add(socket);
+    this.sweep ??= setInterval(() => this.sweepIdle(), SWEEP_MS).unref();
+  }
+
+  private sweepIdle(): void {
+    if (this.swept.size === 0 && this.sweep !== null) {
+      clearInterval(this.sweep);
+      this.sweep = null;
+      return;
+    }
+    sweepIdle(this.swept, performance.now());
   }
 
   /** Ports of the snapshot that are not listening yet. */

@@ -1,0 +1,45 @@
+// Closing idle keep-alive client connections by one sweep per second instead of node:http's `keepAliveTimeout`.
+// node:http arms that timeout on every finished response (a `Timeout` and a bound callback) and clears it when the
+// next request arrives: two timer-list operations per request, ~3% of the plain route's CPU (docs/perf.md "Plain
+// route CPU, session 9"). The bind servers run with `keepAliveTimeout: 0` and this sweep closes what node:http would.
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** What clients are told (`Keep-Alive: timeout=65`), as node:http's `keepAliveTimeout` was set. */
+export const KEEP_ALIVE_MS = 65_000;
+/** node:http closes an idle connection this long after its last response (its `keepAliveTimeoutBuffer`: 1 s). */
+export const IDLE_CLOSE_MS = KEEP_ALIVE_MS + 1_000;
+export const SWEEP_MS = 1_000;
+
+const kMoved = Symbol('bytesMoved');
+const kQuietSince = Symbol('quietSince');
+
+/** node:http's fields of a server connection: the response being written, and its parser (null once upgraded). */
+export type SweptSocket = Socket & { _httpMessage?: ServerResponse | null; parser?: unknown; [kMoved]?: number; [kQuietSince]?: number };
+
+/** A response tells the client the keep-alive timeout, which node:http writes only from `_keepAliveTimeout`. */
+export function announceKeepAlive(res: ServerResponse): void {
+  (res as ServerResponse & { _keepAliveTimeout: number })._keepAliveTimeout = KEEP_ALIVE_MS;
+}
+
+/** A new connection: quiet from now. */
+export function trackSocket(socket: SweptSocket, now: number): void {
+  socket[kMoved] = 0;
+  socket[kQuietSince] = now;
+}
+
+/**
+ * Close connections idle for `limitMs`: between requests (no response being written, still an HTTP connection: an
+ * upgraded or CONNECT socket has no parser and is never closed here), and no byte read or written since a sweep saw
+ * one move. Activity is seen at sweep granularity, so a connection closes 0-1 sweep later than node:http would
+ * close it, never earlier.
+ */
+export function sweepIdle(sockets: Iterable<SweptSocket>, now: number, limitMs = IDLE_CLOSE_MS): void {
+  for (const socket of sockets) {
+    const moved = socket.bytesRead + socket.bytesWritten;
+    if (moved !== socket[kMoved] || socket._httpMessage || !socket.parser) {
+      socket[kMoved] = moved;
+      socket[kQuietSince] = now;
+    } else if (now - (socket[kQuietSince] ?? now) >= limitMs) socket.destroy();
+  }
+}
