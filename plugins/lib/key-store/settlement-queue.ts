@@ -8,7 +8,16 @@ export const SETTLE_DELAY_MS = 20;
 export class SettlementQueue {
   private readonly byCounter = new Map<string, { amount: number; expiresAt: number }>();
   private timer: NodeJS.Timeout | undefined;
+  /** When the queue last became non-empty: the timer, once it fires, waits out the rest of SETTLE_DELAY_MS from here. */
+  private since = 0;
   private readonly onDue: () => void;
+  private readonly fire = (): void => {
+    this.timer = undefined;
+    if (this.byCounter.size === 0) return;
+    const wait = this.since + SETTLE_DELAY_MS - Date.now();
+    if (wait > 0) this.schedule(wait);
+    else this.onDue();
+  };
 
   /** `onDue` writes the queue alone (and calls `clear` once written, or `arm` to try again). */
   constructor(onDue: () => void) {
@@ -24,8 +33,24 @@ export class SettlementQueue {
     return this.byCounter.get(counter)?.amount ?? 0;
   }
 
-  /** Queue deltas (summed into a counter's queued amount; the latest expiry wins) and arm the timer if idle. */
+  /** Whether a settlement for `counter` is queued. */
+  has(counter: string): boolean {
+    return this.byCounter.has(counter);
+  }
+
+  /** The queued settlements by counter (live: read it, do not keep it). */
+  entries(): IterableIterator<[string, { readonly amount: number; readonly expiresAt: number }]> {
+    return this.byCounter.entries();
+  }
+
+  /**
+   * Queue deltas (summed into a counter's queued amount; the latest expiry wins). The timer is armed when the queue
+   * becomes non-empty and none is running: a busy store (a settlement per request, written by the next reservation)
+   * keeps one timer going instead of a setTimeout and a clearTimeout per request.
+   */
   add(deltas: readonly CounterDelta[]): void {
+    if (deltas.length === 0) return;
+    if (this.byCounter.size === 0) this.since = Date.now();
     for (const d of deltas) {
       const q = this.byCounter.get(d.counter);
       if (q) {
@@ -33,15 +58,18 @@ export class SettlementQueue {
         q.expiresAt = d.expiresAt;
       } else this.byCounter.set(d.counter, { amount: d.amount, expiresAt: d.expiresAt });
     }
-    if (this.byCounter.size > 0 && this.timer === undefined) this.arm();
+    if (this.timer === undefined) this.schedule(SETTLE_DELAY_MS);
   }
 
-  /** Call `onDue` after SETTLE_DELAY_MS (again, after a failed write). */
+  /** Call `onDue` after SETTLE_DELAY_MS from now (again, after a failed write). */
   arm(): void {
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.onDue();
-    }, SETTLE_DELAY_MS);
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.since = Date.now();
+    this.schedule(SETTLE_DELAY_MS);
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(this.fire, ms);
     this.timer.unref();
   }
 
@@ -52,11 +80,9 @@ export class SettlementQueue {
     return rows;
   }
 
-  /** Forget the queue once written; cancels the timer. */
+  /** Forget the queue once written. A running timer is left to find the queue empty (or refilled, and wait on). */
   clear(): void {
     this.byCounter.clear();
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
   }
 }
 

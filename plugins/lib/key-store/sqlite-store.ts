@@ -66,6 +66,12 @@ FROM v LEFT JOIN vk_counters AS c ON c.name = v.name WHERE ${where}
 ON CONFLICT(name) DO UPDATE SET value = excluded.value, expires = excluded.expires`;
 }
 
+/** Whether one of `lines` is `counter`'s (a reservation has a few lines: a loop beats building a set). */
+function hasCounter(lines: readonly CounterLine[], counter: string): boolean {
+  for (let i = 0; i < lines.length; i++) if (lines[i]!.counter === counter) return true;
+  return false;
+}
+
 /** `node:sqlite` without flags needs Node 22.13+ (22.12 has it behind `--experimental-sqlite`). */
 async function loadSqlite(): Promise<typeof import('node:sqlite')> {
   try {
@@ -181,21 +187,14 @@ export class SqliteKeyStore implements KeyStore {
     const now = Date.now();
     const due = this.lazy.due(now, LAZY_PER_RESERVATION);
     if (due) this.pending.add(due);
-    // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own.
-    let queued = this.pending.size > 0 ? this.pending.rows() : undefined;
-    if (queued && queued.length + lines.length > MAX_ROWS) {
-      this.flush(false);
-      queued = undefined;
-    }
-    const settles = new Map<string, CounterDelta>();
-    if (queued) for (const d of queued) settles.set(d.counter, d);
+    // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own
+    // (read from the queue in place: no copy of it per request).
+    const pending = this.pending;
+    if (pending.size > 0 && pending.size + lines.length > MAX_ROWS) this.flush(false);
+    const queued = pending.size > 0;
     const args: (string | number | null)[] = [];
-    for (const l of lines) {
-      const d = settles.get(l.counter);
-      if (d) settles.delete(l.counter);
-      args.push(l.counter, d ? d.amount : 0, l.amount, l.limit, l.expiresAt);
-    }
-    for (const d of settles.values()) args.push(d.counter, d.amount, 0, null, d.expiresAt);
+    for (const l of lines) args.push(l.counter, queued ? pending.amountOf(l.counter) : 0, l.amount, l.limit, l.expiresAt);
+    if (queued) for (const [counter, d] of pending.entries()) if (!hasCounter(lines, counter)) args.push(counter, d.amount, 0, null, d.expiresAt);
     const rows = args.length / 5;
     // Parameters in the text's order: the rows, the time (the SELECT's expiry check), the digest (WHERE).
     args.push(now);

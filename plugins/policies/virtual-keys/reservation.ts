@@ -55,6 +55,54 @@ interface LineOwner {
 const DAY_MS = 86_400_000;
 
 /**
+ * One counter a key's requests take from (a budget of the key, its team or the organisation), with its counter name
+ * for the current window kept until the window changes: a request builds no names and no closures.
+ */
+interface Slot extends LineOwner {
+  readonly scope: string;
+  tag: string;
+  counter: string;
+  expiresAt: number;
+}
+
+/** What every request of one key reserves from, in order (key, team, organisation), built once per key and config. */
+interface Plan {
+  readonly slots: readonly Slot[];
+  /** Whether a line is the key's lifetime counter of that unit (a `total` budget): then it is not settled twice. */
+  readonly lifetimeTokens: boolean;
+  readonly lifetimeUsd: boolean;
+}
+
+/** Plans by directory (a config load: its teams and shared budgets) and key record. */
+const plans = new WeakMap<KeyDirectory, WeakMap<KeyRecord, Plan>>();
+
+function planOf(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budget[] | undefined): Plan {
+  let byRecord = plans.get(dir);
+  if (!byRecord) plans.set(dir, (byRecord = new WeakMap()));
+  let plan = byRecord.get(record);
+  if (plan) return plan;
+  const slots: Slot[] = [];
+  const add = (scope: string, who: string, budgets: readonly Budget[]): void => {
+    for (const b of budgets) {
+      // Two budgets of one unit and period share a counter: it is taken from once, against the lower limit.
+      const same = slots.findIndex((s) => s.scope === scope && s.budget.unit === b.unit && s.budget.period === b.period);
+      if (same !== -1) {
+        if (b.limit < slots[same]!.budget.limit) slots[same] = { ...slots[same]!, who, budget: b };
+        continue;
+      }
+      slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0 });
+    }
+  };
+  add(`k:${record.id}`, `key \`${record.id}\``, record.budgets);
+  if (teamBudgets) add(`t:${record.team!}`, `team \`${record.team!}\``, teamBudgets);
+  add('g', 'the organisation (all keys)', dir.shared);
+  const own = (unit: BudgetUnit): boolean => slots.some((s) => s.scope === `k:${record.id}` && s.budget.unit === unit && s.budget.period === 'total');
+  plan = { slots, lifetimeTokens: own('tokens'), lifetimeUsd: own('usd') };
+  byRecord.set(record, plan);
+  return plan;
+}
+
+/**
  * One request's claim on its key's and team's budgets (ADR 0035). `reserve` (called by the LLM backend once it knows
  * the model and the prompt) checks the model, then atomically takes the estimate from every budget, refusing when
  * one is used up; `settle` (in `onLog`, after the answer, streams included) adds what the real usage differs by.
@@ -68,7 +116,8 @@ export class KeyReservation implements LlmTokenLimiter {
   private readonly teamBudgets: readonly Budget[] | undefined;
   private readonly logger: Logger;
   private lines: CounterLine[] | undefined;
-  private units: BudgetUnit[] | undefined;
+  /** The plan the lines were made from (their units, in order). */
+  private plan: Plan | undefined;
 
   constructor(dir: KeyDirectory, record: KeyRecord, digest: string | undefined, teamBudgets: readonly Budget[] | undefined, logger: Logger) {
     this.dir = dir;
@@ -96,38 +145,28 @@ export class KeyReservation implements LlmTokenLimiter {
     if (this.lines) return undefined;
     const outputTokens = quote?.maxOutputTokens ?? this.dir.outputEstimate;
     const price = quote?.price;
-    const amount = (unit: BudgetUnit): number =>
-      unit === 'requests' ? 1 : unit === 'tokens' ? estimate + outputTokens : price ? (estimate * price.input + outputTokens * price.output) / 1_000_000 : 0;
+    const tokens = estimate + outputTokens;
+    const usd = price ? (estimate * price.input + outputTokens * price.output) / 1_000_000 : 0;
     const now = Date.now();
+    const plan = planOf(this.dir, this.record, this.teamBudgets);
+    const slots = plan.slots;
     const lines: CounterLine[] = [];
-    const owners: LineOwner[] = [];
-    const units: BudgetUnit[] = [];
-    const add = (scope: string, who: string, budgets: readonly Budget[]): void => {
-      for (const b of budgets) {
-        const w = windowOf(b.period, now);
-        const counter = counterName(scope, b, w.tag);
-        // Two budgets of one unit and period share a counter: it is taken from once, against the lower limit.
-        const same = lines.findIndex((l) => l.counter === counter);
-        if (same !== -1) {
-          if (b.limit < lines[same]!.limit) {
-            lines[same] = { ...lines[same]!, limit: b.limit };
-            owners[same] = { who, budget: b };
-          }
-          continue;
-        }
+    for (let i = 0; i < slots.length; i++) {
+      const s = slots[i]!;
+      const b = s.budget;
+      const w = windowOf(b.period, now);
+      if (w.tag !== s.tag) {
+        s.tag = w.tag;
+        s.counter = counterName(s.scope, b, w.tag);
         // Counters outlive their window by a day, so a late settlement still lands on its own window.
-        lines.push({ counter, limit: b.limit, amount: amount(b.unit), expiresAt: w.endsAt === 0 ? 0 : w.endsAt + DAY_MS });
-        owners.push({ who, budget: b });
-        units.push(b.unit);
+        s.expiresAt = w.endsAt === 0 ? 0 : w.endsAt + DAY_MS;
       }
-    };
-    add(`k:${this.record.id}`, `key \`${this.record.id}\``, this.record.budgets);
-    if (this.teamBudgets) add(`t:${this.record.team!}`, `team \`${this.record.team!}\``, this.teamBudgets);
-    add('g', 'the organisation (all keys)', this.dir.shared);
+      lines.push({ counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt });
+    }
+    this.plan = plan;
     if (lines.length === 0 && this.digest === undefined) {
       // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
       this.lines = lines;
-      this.units = units;
       ex.set(RESERVATION, this);
       return undefined;
     }
@@ -140,10 +179,9 @@ export class KeyReservation implements LlmTokenLimiter {
     }
     if (refused >= 0) {
       this.dir.metrics.denied('budget');
-      return exhausted(owners[refused]!, now);
+      return exhausted(slots[refused]!, now);
     }
     this.lines = lines;
-    this.units = units;
     ex.set(RESERVATION, this);
     return undefined;
   }
@@ -157,16 +195,17 @@ export class KeyReservation implements LlmTokenLimiter {
     const tokens = (call?.usage.inputTokens ?? 0) + (call?.usage.outputTokens ?? 0);
     const usd = call?.cost ?? 0;
     const deltas: CounterDelta[] = [];
+    const plan = this.plan!;
     for (let i = 0; i < lines.length; i++) {
-      const unit = this.units![i]!;
+      const unit = plan.slots[i]!.budget.unit;
       const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
       const delta = real - lines[i]!.amount;
       if (delta !== 0) deltas.push({ counter: lines[i]!.counter, amount: delta, expiresAt: lines[i]!.expiresAt });
     }
     // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
     const life = lifetimeCounters(this.record.id);
-    if (tokens !== 0 && !lines.some((l) => l.counter === life.tokens)) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0, lazy: true });
-    if (usd !== 0 && !lines.some((l) => l.counter === life.usd)) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0, lazy: true });
+    if (tokens !== 0 && !plan.lifetimeTokens) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0, lazy: true });
+    if (usd !== 0 && !plan.lifetimeUsd) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0, lazy: true });
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);
