@@ -1,8 +1,9 @@
 // The keyed route's cost in the gateway process, A/B (docs/perf.md "Keyed route cost, session 7b"): gateways with the
 // plain `ai` route and with `virtualKeys` on SQLite (1 key, or KEYS keys used in turn), optionally the same from a
 // baseline checkout (KEYS_BASELINE=<dir>), rounds interleaved; per round the gateway's process CPU per request (from
-// /proc, c=CONC) and the c=1 p50. KEYS_PROF=<dir> starts the gateways with --cpu-prof into that directory (sampling
-// every KEYS_PROF_INTERVAL µs, default 1000).
+// /proc, c=CONC) and the c=1 p50. KEYS_PROF=<dir> starts the gateways with --cpu-prof, a directory each under it
+// (sampling every KEYS_PROF_INTERVAL µs, default 1000): Node's default names, one file per thread (the SQLite
+// checkpointer's worker writes its own; one fixed name let the threads overwrite each other's profile).
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -59,7 +60,7 @@ async function start(name: string, root: string, keyed: boolean): Promise<Gw> {
   writeFileSync(file, stringify({ config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${ready}` }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
   // The launcher's Node flags and environment (bin/node-flags.js: the 4 MiB semi-space, one malloc arena) given up
   // front, as the Dockerfile's ENTRYPOINT does: the gateway measured is the one users run, with no re-execution.
-  const args = [...NODE_FLAGS, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`, `--cpu-prof-name=${name.replace(/\W+/g, '-')}.cpuprofile`, `--cpu-prof-interval=${process.env.KEYS_PROF_INTERVAL ?? 1000}`] : []), join(root, 'bin/switchyard.js'), '-f', file];
+  const args = [...NODE_FLAGS, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, name.replace(/\W+/g, '-'))}`, `--cpu-prof-interval=${process.env.KEYS_PROF_INTERVAL ?? 1000}`] : []), join(root, 'bin/switchyard.js'), '-f', file];
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
   for (let i = 0; ; i++) {
     const ok = await fetch(`http://127.0.0.1:${ready}/healthz/ready`).then((r) => r.ok, () => false);

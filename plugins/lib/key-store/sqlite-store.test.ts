@@ -244,3 +244,36 @@ test('sqlite store: lazy (lifetime) settlements are summed and ride on a reserva
     await other.close();
   }
 });
+
+test('sqlite store: reservations carrying any number of queued settlements use a bounded set of prepared statements, padded rows change nothing', async () => {
+  const store = await SqliteKeyStore.open(join(dir, 'sizes.db'), { everyMs: 3_600_000 });
+  const prepared = (): number => {
+    const s = store as unknown as { reserveMany: unknown[]; reserveChecked: unknown[] };
+    return s.reserveMany.filter(Boolean).length + s.reserveChecked.filter(Boolean).length;
+  };
+  try {
+    // As under load with many keys: each reservation carries a different number of other keys' settlements.
+    const other = (i: number): string => `k:other-${i}:usd:month:x`;
+    let expected = 0;
+    for (let n = 0; n <= 250; n++) {
+      store.settle(Array.from({ length: n }, (_, i) => ({ counter: other(i), amount: 1, expiresAt: 0 })));
+      expected += n;
+      assert.equal(store.reserve(lines), -1);
+    }
+    // Settlements alone (flush) in a padded statement too: 20 rows.
+    store.settle(Array.from({ length: 20 }, (_, i) => ({ counter: other(i), amount: 1, expiresAt: 0 })));
+    store.flush();
+    expected += 20;
+    assert.ok(prepared() <= 28, `${prepared()} statements prepared for 6 to 256 rows`);
+    const values = await store.values(Array.from({ length: 250 }, (_, i) => other(i)));
+    assert.equal(values.reduce((a, b) => a + b, 0), expected, 'every settlement written once, padding rows nothing');
+    assert.deepEqual(await store.values([lines[0]!.counter]), [251 * 10]);
+    // A refusal through a padded statement still names its line and takes nothing.
+    const capped = [...lines.slice(0, 5), { ...lines[5]!, limit: 251 * 10 }];
+    store.settle(Array.from({ length: 13 }, (_, i) => ({ counter: other(i), amount: 1, expiresAt: 0 })));
+    assert.equal(store.reserve(capped), 5);
+    assert.deepEqual(await store.values([lines[0]!.counter, other(0)]), [251 * 10, 252], 'nothing taken; the queued settlements written alone');
+  } finally {
+    await store.close();
+  }
+});
