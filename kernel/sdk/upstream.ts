@@ -64,6 +64,12 @@ export interface ForwardOptions {
    * that (over the limit: a `BodyTooLargeError`; the upstream breaking off) the `body` is a stream failing with it.
    */
   readonly readWhole?: number;
+  /**
+   * A streamed answer (no `readWhole`) keeps the upstream's raw header list: the Reply is a `RawHeadersReply` whose
+   * header object is made only when `headers` is read (`replyHeader` reads one name without it), and the reply
+   * writer sends the list as the plain route does.
+   */
+  readonly rawHeaders?: boolean;
 }
 
 /** What came back from `UpstreamTarget.request`. */

@@ -8,13 +8,20 @@ import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
 import { isRetryableFailure } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
+import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
 import type { WholeResponse } from './whole-answer.ts';
 import type { PooledTarget } from './pooled-target.ts';
 
 // `forward()`'s path: the upstream's answer as a `Reply` (streamed body, or read whole), one attempt or the retry loop.
 
-/** An attempt's answer: undici's `request()` result (a streamed body) or one read whole (`ForwardOptions.readWhole`). */
+/**
+ * `whole` of a forward streamed with the upstream's raw header list (`ForwardOptions.rawHeaders`); a positive `whole`
+ * reads the answer whole up to that many bytes, 0 streams it through `request()`.
+ */
+export const STREAM_RAW = -1;
+
+/** An attempt's answer: undici's `request()` result (a streamed body) or one read whole (`ForwardOptions.readWhole`) or streamed raw. */
 type Answer = Dispatcher.ResponseData | WholeResponse;
 
 function sleep(ms: number): Promise<void> {
@@ -151,7 +158,7 @@ function send(
   // Default deadlines (ADR 0019) ride on undici's own parser timers: no timer or closure of ours per request.
   const headersTimeout = plan.headersTimeoutMs;
   const bodyTimeout = plan.idleTimeoutMs;
-  if (whole > 0) return sendWhole(target, ex, state, path, headers, body, plan, whole);
+  if (whole !== 0) return sendWhole(target, ex, state, path, headers, body, plan, whole);
   if (timeoutMs <= 0) {
     if (state.aborted !== undefined) return Promise.reject(state.aborted);
     const signal = state.abortHook() as unknown as AbortSignal;
@@ -179,13 +186,16 @@ function send(
     );
 }
 
-/** `send` with the answer read whole through a dispatch handler (ADR 0058): the same deadlines and aborts. */
+/**
+ * `send` through a dispatch handler of ours, the answer read whole (ADR 0058) or streamed with its raw headers
+ * (`whole` is STREAM_RAW): the same deadlines and aborts.
+ */
 function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, path: string, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan, limit: number): Promise<WholeResponse> {
   if (state.aborted !== undefined) return Promise.reject(state.aborted);
   const timeoutMs = plan.attemptTimeoutMs;
   const options = { path, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs };
   if (timeoutMs <= 0) {
-    const handler = new WholeAnswer(limit, state);
+    const handler = limit > 0 ? new WholeAnswer(limit, state) : new StreamAnswer(state);
     target.pool.dispatch(options, handler);
     return handler.promise;
   }
@@ -193,7 +203,8 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
   const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${target.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
   const outer = ex.signal;
   let timer: NodeJS.Timeout | undefined = undefined;
-  const handler = new WholeAnswer(limit, null, () => clearTimeout(timer));
+  const started = (): void => clearTimeout(timer);
+  const handler = limit > 0 ? new WholeAnswer(limit, null, started) : new StreamAnswer(null, started);
   const onOuter = (): void => handler.abort(outer.reason);
   if (outer.aborted) return Promise.reject(outer.reason);
   outer.addEventListener('abort', onOuter, { once: true });

@@ -21,7 +21,7 @@ import { DirectForward } from './direct-forward.ts';
 import type { H1Handler } from './h1-connection.ts';
 import type { H1Pool } from './h1-pool.ts';
 import type { DirectOrigin, DirectReplies } from './direct-forward.ts';
-import { forwardAttempts, forwardOnce } from './forward-reply.ts';
+import { forwardAttempts, forwardOnce, STREAM_RAW } from './forward-reply.ts';
 import { upstreamCall } from './upstream-call.ts';
 import { forwardUpgrade } from './upgrade-forward.ts';
 
@@ -93,7 +93,7 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     // The request's own state (shared by its views); an exchange a plugin made itself gets a fresh one.
     const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
-    const whole = options?.readWhole ?? 0;
+    const whole = options === undefined ? 0 : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
     if (plan.retry === null && plan.upstreamHooks === null && onAttempt === undefined && state.attempts === 0 && (this.traces?.tracing ?? null) === null) {
       try {
         return forwardOnce(this, ex, state, plan, whole);

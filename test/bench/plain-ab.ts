@@ -6,10 +6,13 @@
 // (`--trace-gc-nvp`): scavenges, other collections and bytes allocated per request, which do not depend on how busy
 // the machine is.
 //
-// Usage: node test/bench/plain-ab.ts [--rounds 5] [--requests 20000] [--connections 10] [--size small|large]
+// Usage: node test/bench/plain-ab.ts [--rounds 5] [--requests 20000] [--connections 10] [--size small|large|stream]
 //          name=/path/to/checkout name2=/path/to/other ...   (the name `bare`: that checkout's bare-proxy.ts)
 //        A checkout written `name=/path:ai` serves an `ai` route instead (openAI, hostOverride and pathOverride to
 //        the same upstream: the `ai` row's non-streamed chat, docs/perf.md "The ai row, session 7").
+//        `--size stream`: the load sends `"stream": true` and the upstream answers the `ai` row's streamed chat (ten
+//        SSE chunks and `[DONE]`, text/event-stream): with `:ai`, the streamed chat through the `ai` backend
+//        (docs/perf.md "The ai row's streams, session 9").
 //        A checkout written `name=/path:policies` serves the `host` route with the bench's policies row's set
 //        (header modifiers, cors, localRateLimit; run.ts `policySet`), the load sending an allowed Origin
 //        (docs/perf.md "Policies route, session 8").
@@ -28,7 +31,10 @@ import { Pool } from 'undici';
 import { freePort } from '../helpers/ports.ts';
 import { NODE_ENV_DEFAULTS } from '../../bin/node-flags.js';
 import { nginxHead } from './nginx.ts';
-import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from './llm-bodies.ts';
+import { CHAT_REQUEST, CHAT_STREAM_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH, STREAM_ANSWER } from './llm-bodies.ts';
+
+/** The path of `--size stream` (nginx answers it with the streamed chat). */
+const STREAM_PATH = '/stream/v1/chat/completions';
 
 const HEADERS = { 'content-type': 'application/json' };
 
@@ -44,6 +50,7 @@ const POLICIES = {
 /** The load process: `requests` POSTs keeping `connections` in flight; prints `{ ms, bad }`. */
 async function load(url: string, requests: number, connections: number, origin: string | undefined): Promise<void> {
   const u = new URL(url);
+  const body = u.pathname === STREAM_PATH ? CHAT_STREAM_REQUEST : CHAT_REQUEST;
   const headers = origin ? { ...HEADERS, origin } : HEADERS;
   const pool = new Pool(u.origin, { connections, pipelining: 1 });
   let sent = 0;
@@ -52,7 +59,7 @@ async function load(url: string, requests: number, connections: number, origin: 
   const worker = async (): Promise<void> => {
     while (sent < requests) {
       sent++;
-      const res = await pool.request({ path: u.pathname, method: 'POST', headers, body: CHAT_REQUEST });
+      const res = await pool.request({ path: u.pathname, method: 'POST', headers, body });
       if (res.statusCode !== 200) bad++;
       await res.body.dump({ limit: Infinity });
     }
@@ -189,6 +196,7 @@ async function main(args: string[]): Promise<void> {
     mkdirSync(join(dir, 'www'), { recursive: true });
     writeFileSync(join(dir, 'www/small.json'), SMALL_ANSWER);
     writeFileSync(join(dir, 'www/large.json'), LARGE_ANSWER);
+    writeFileSync(join(dir, 'www/stream.sse'), STREAM_ANSWER);
     writeFileSync(
       join(dir, 'nginx.conf'),
       `${nginxHead(dir, userInfo().username)}
@@ -201,12 +209,14 @@ async function main(args: string[]): Promise<void> {
     location = /large.json { internal; }
     location /small { error_page 405 =200 /small.json; rewrite ^ /small.json break; }
     location /large { error_page 405 =200 /large.json; rewrite ^ /large.json break; }
+    location = /stream.sse { internal; default_type text/event-stream; }
+    location /stream { error_page 405 =200 /stream.sse; rewrite ^ /stream.sse break; }
   }
 }
 `,
     );
     start('nginx', '1', 'nginx', ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')], 'ignore', children);
-    const path = size === 'large' ? LARGE_PATH : SMALL_PATH;
+    const path = size === 'large' ? LARGE_PATH : size === 'stream' ? STREAM_PATH : SMALL_PATH;
     await waitFor200(`http://127.0.0.1:${upstreamPort}${path}`);
     let sinkPort = 0;
     if (checkouts.some(([, c]) => traced(c))) {

@@ -85,8 +85,13 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
       onSkipped: () => req.call.firstEvent(),
     } as const;
     const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
-    // Passed through unchanged and not held for guards: watched beside the pipe to the client, no stream in between.
-    reply.body = translator || guarded ? pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator })) : observeBeside(body!, options);
+    // Passed through, the bytes are the upstream's: its headers (a Content-Length among them) stay as they came, the
+    // raw list written without a header object made (ADR 0081).
+    if (!translator && !guarded) {
+      reply.body = observeBeside(body!, options);
+      return reply;
+    }
+    reply.body = pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator }));
     const h = reply.headers;
     delete h['content-length'];
     if (translator) {

@@ -39,6 +39,8 @@ export interface AiBackendConfig {
 const REQUEST_LIMIT = 2 * 1024 * 1024;
 /** A non-streamed call's answer is read whole by the target (ADR 0058), no stream in between. */
 const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
+/** A streamed call's answer keeps the upstream's raw header list: no header object unless a header is edited. */
+const STREAM_RAW: ForwardOptions = { rawHeaders: true };
 
 /** What moves a request to the route's next `ai` backend: rate limited, or the provider failing (ADR 0039). */
 const FAILOVER = { codes: [429, 500, 502, 503, 504] } as const;
@@ -247,7 +249,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
       let sent: Promise<Reply>;
       try {
-        sent = call.run(() => upstream.forward(ex, onAttempt(ex, wire), stream ? undefined : READ_WHOLE));
+        sent = call.run(() => upstream.forward(ex, onAttempt(ex, wire), stream ? STREAM_RAW : READ_WHOLE));
       } catch (err) {
         call.fail(err);
         return Promise.reject(err);

@@ -27,17 +27,22 @@ export async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: 
 
 const USAGE_OPTION = Buffer.from('"stream_options":{"include_usage":true}');
 
-/** A JSON object text (one that parsed) with `stream_options.include_usage` as its first member. */
+/**
+ * A JSON object text (one that parsed) with `stream_options.include_usage` as its first member: copied once into a
+ * buffer of its final size (no part list, no views of the client's bytes).
+ */
 export function withUsageOption(raw: Buffer): Buffer {
   const open = raw.indexOf(0x7b);
   let next = open + 1;
   while (raw[next] === 0x20 || raw[next] === 0x0a || raw[next] === 0x0d || raw[next] === 0x09) next++;
-  const parts = [raw.subarray(0, open + 1), USAGE_OPTION];
-  if (raw[next] !== 0x7d) parts.push(COMMA);
-  parts.push(raw.subarray(open + 1));
-  return Buffer.concat(parts);
+  const comma = raw[next] !== 0x7d ? 1 : 0;
+  const out = Buffer.allocUnsafe(raw.length + USAGE_OPTION.length + comma);
+  let at = raw.copy(out, 0, 0, open + 1);
+  at += USAGE_OPTION.copy(out, at);
+  if (comma) out[at++] = 0x2c;
+  raw.copy(out, at, open + 1);
+  return out;
 }
-const COMMA = Buffer.from(',');
 
 /** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
 export function maxOutputTokens(body: Obj): number | undefined {

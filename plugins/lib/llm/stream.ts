@@ -59,42 +59,47 @@ type ReaderOptions = Pick<LlmStreamOptions, 'source' | 'onEvent' | 'observes' | 
 class LlmStreamReader {
   private readonly options: ReaderOptions;
   private readonly sse: SseParser | undefined;
-  /** Events the parser dispatched from the chunk being read. */
-  private parsed: SseEvent[] = [];
+  /** Translated: the events of the chunk being read, for the translator (passed through, each goes to `onEvent`). */
+  private events: LlmEvent[] = NONE;
   private readonly frames: EventStreamDecoder | undefined;
 
   constructor(options: ReaderOptions) {
     this.options = options;
-    if (options.source === 'sse') this.sse = new SseParser({ onEvent: (e) => void this.parsed.push(e), maxEventSize: MAX_LLM_EVENT });
+    // Each event is taken as the parser dispatches it: no list of parsed events per chunk.
+    if (options.source === 'sse') this.sse = new SseParser({ onEvent: (e) => this.take(e), maxEventSize: MAX_LLM_EVENT });
     else this.frames = new EventStreamDecoder();
   }
 
-  private takeParsed(events: LlmEvent[]): LlmEvent[] {
+  private take(ev: SseEvent): void {
     const { observes, translator, onSkipped, onEvent } = this.options;
-    for (const ev of this.parsed) {
-      // Passed through unchanged: an event the observer does not need is not parsed at all.
-      if (!translator && observes && !observes(ev.event, ev.data)) {
-        onSkipped?.();
-        continue;
-      }
-      const e = parseSse(ev.event, ev.data);
-      if (!e) continue;
-      // Passed through, an event is observed at once: what it taught (the model) decides whether the next events of
-      // the same chunk need parsing (a whole stream can arrive in one chunk).
-      if (!translator) onEvent(e);
-      else events.push(e);
+    // Passed through unchanged: an event the observer does not need is not parsed at all.
+    if (!translator && observes && !observes(ev.event, ev.data)) {
+      onSkipped?.();
+      return;
     }
-    this.parsed = [];
+    const e = parseSse(ev.event, ev.data);
+    if (!e) return;
+    // Passed through, an event is observed at once: what it taught (the model) decides whether the next events of
+    // the same chunk need parsing (a whole stream can arrive in one chunk).
+    if (!translator) onEvent(e);
+    else if (this.events === NONE) this.events = [e];
+    else this.events.push(e);
+  }
+
+  /** The events taken since the last call (translated only; passed through they went to `onEvent`). */
+  private taken(): LlmEvent[] {
+    const events = this.events;
+    this.events = NONE;
     return events;
   }
 
   /** The events of one chunk (those not yet handed to `onEvent`). */
   feed(chunk: Buffer): LlmEvent[] {
-    const events: LlmEvent[] = [];
     if (this.sse) {
       this.sse.push(chunk);
-      return this.takeParsed(events);
+      return this.taken();
     }
+    const events: LlmEvent[] = [];
     for (const m of this.frames!.feed(chunk)) {
       const kind = m.headers[':message-type'];
       let data: unknown;
@@ -112,14 +117,14 @@ class LlmStreamReader {
 
   /** The events left when the stream ended. */
   finish(): LlmEvent[] {
-    const events: LlmEvent[] = [];
-    if (this.sse) {
-      this.sse.end();
-      this.takeParsed(events);
-    }
-    return events;
+    if (!this.sse) return NONE;
+    this.sse.end();
+    return this.taken();
   }
 }
+
+/** No events (shared: never added to). */
+const NONE: LlmEvent[] = [];
 
 /**
  * A streamed LLM response on its way to the client: parsed event by event as it arrives (never buffered whole),
