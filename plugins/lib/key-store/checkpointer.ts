@@ -2,7 +2,7 @@
 // automatic checkpoint (copy the WAL into the database file, then fsync) would run inside whichever commit crosses
 // 1,000 pages and stall every request in flight for tens of ms. The serving connection turns it off
 // (`wal_autocheckpoint = 0`) and this worker thread, on its own connection, checkpoints instead:
-//  - PASSIVE every `everyMs`: never waits for and never blocks a writer. When it has copied everything, the serving
+//  - PASSIVE every `everyMs` (500 ms): never waits for and never blocks a writer. When it has copied everything, the serving
 //    connection's next write starts the WAL over from its beginning (SQLite does that itself), so the file stays small.
 //  - RESTART once the WAL holds `restartFrames` frames (writes never paused long enough for that to happen): takes
 //    the write lock for as long as it takes to copy what was written during the PASSIVE pass just before and to
@@ -10,7 +10,12 @@
 import { Worker } from 'node:worker_threads';
 
 export interface CheckpointOptions {
-  /** How often the WAL is checkpointed (PASSIVE). Default 100 ms. */
+  /**
+   * How often the WAL is checkpointed (PASSIVE). Default 500 ms: a checkpoint's CPU is its fsyncs (about 2 ms on
+   * ext4 whether it copies 130 commits or 1,300; 40 µs without them), so every 100 ms cost 20-25 ms of CPU a second
+   * whatever the load (docs/perf.md "Virtual keys, session 9"). At 500 ms the WAL holds at most half a second of
+   * commits (a few MB under load, well below `restartFrames`).
+   */
   readonly everyMs?: number;
   /** WAL size in frames (pages) past which the checkpoint restarts the WAL even under constant writes. Default 8,192 (32 MB). */
   readonly restartFrames?: number;
@@ -62,7 +67,7 @@ export class Checkpointer {
   constructor(path: string, options: CheckpointOptions = {}) {
     this.worker = new Worker(SOURCE, {
       eval: true,
-      workerData: { path, everyMs: options.everyMs ?? 100, restartFrames: options.restartFrames ?? 8192 },
+      workerData: { path, everyMs: options.everyMs ?? 500, restartFrames: options.restartFrames ?? 8192 },
       // A small thread: no inspector, no env copy needed beyond the default.
       resourceLimits: { maxOldGenerationSizeMb: 16 },
     });
