@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import type { AbortHook, AbortReceiver } from '../exchange/abort-hook.ts';
+import { AnswerHandler } from './answer-handler.ts';
 import type { WholeResponse } from './whole-answer.ts';
 
 /**
@@ -11,54 +11,10 @@ import type { WholeResponse } from './whole-answer.ts';
  * again. Rejects as `request()` does when the request fails before the answer starts; after that a failure (the
  * upstream breaking off, the body deadline, an abort) destroys the body with the error, as `request()`'s body did.
  */
-export class StreamAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
-  readonly promise: Promise<WholeResponse>;
-  private resolve!: (response: WholeResponse) => void;
-  private reject!: (err: unknown) => void;
-  /** The exchange's abort (no per-attempt timer): told through `upstreamAborted`, no listener closure. */
-  private readonly hook: AbortHook | undefined;
-  /** The exchange's state when `hook` is its abort: why it was aborted. */
-  private readonly state: { readonly aborted?: unknown } | null;
-  /** Called once when the answer's headers arrived (the per-attempt timer stops there, as with `request()`). */
-  private readonly onStarted: (() => void) | undefined;
-  /** undici's abort of this request, from `onConnect`; null once it ended. */
-  abortRequest: ((err?: Error) => void) | null = null;
+export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispatcher.DispatchHandler {
   /** undici's resume, from `onHeaders`: called when the body is read again after `push` said stop. */
   resume: (() => void) | null = null;
   private body: StreamBody | null = null;
-  private ended = false;
-
-  constructor(state: { readonly aborted?: unknown; abortHook(): AbortHook } | null, onStarted?: () => void) {
-    this.state = state;
-    const hook = state?.abortHook();
-    this.hook = hook;
-    this.onStarted = onStarted;
-    this.promise = new Promise<WholeResponse>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-    hook?.receive(this);
-  }
-
-  /** The exchange was aborted (AbortHook): the client left or the request timed out. */
-  upstreamAborted(): void {
-    this.abort(this.state?.aborted);
-  }
-
-  /** Abort the call (the per-attempt timer, the exchange's signal, the body destroyed by its reader). */
-  abort(reason: unknown): void {
-    const err = reason instanceof Error ? reason : new Error(String(reason));
-    if (this.abortRequest !== null) this.abortRequest(err);
-    else this.onError(err);
-  }
-
-  onConnect(abort: (err?: Error) => void): void {
-    if (this.ended) return abort(new Error('aborted'));
-    const aborted = this.state?.aborted;
-    // Aborted while queued for a connection: give up now.
-    if (aborted !== undefined) abort(aborted instanceof Error ? aborted : new Error(String(aborted)));
-    else this.abortRequest = abort;
-  }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
     if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
@@ -86,12 +42,6 @@ export class StreamAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
     this.done();
     if (this.body === null) this.reject(err);
     else this.body.destroy(err);
-  }
-
-  private done(): void {
-    this.ended = true;
-    this.abortRequest = null;
-    this.hook?.receive(undefined);
   }
 }
 

@@ -3,7 +3,8 @@ import type { Dispatcher } from 'undici';
 import { BodyTooLargeError, RawHeadersReply } from '../sdk/index.ts';
 import type { HeaderMap } from '../sdk/index.ts';
 import { headerNameToString, parseHeaders } from './undici-core.ts';
-import type { AbortHook, AbortReceiver } from '../exchange/abort-hook.ts';
+import type { AbortHook } from '../exchange/abort-hook.ts';
+import { AnswerHandler } from './answer-handler.ts';
 
 /** An upstream answer read whole: `body` is the bytes, or (rarely) a stream that fails as the body did. */
 export interface WholeResponse {
@@ -25,19 +26,8 @@ export interface WholeResponse {
  * `BodyTooLargeError`; the upstream breaking off; an abort) resolves with a stream that fails with that error, so
  * the caller sees it where it read the body before.
  */
-export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
-  readonly promise: Promise<WholeResponse>;
-  private resolve!: (response: WholeResponse) => void;
-  private reject!: (err: unknown) => void;
+export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatcher.DispatchHandler {
   private readonly limit: number;
-  /** The exchange's abort (no per-attempt timer): told through `receive`, no listener closure. */
-  private readonly hook: AbortHook | undefined;
-  /** The exchange's state when `hook` is its abort: why it was aborted (the hook has no `aborted` property). */
-  private readonly state: { readonly aborted?: unknown } | null;
-  /** Called once when the answer's headers arrived (the per-attempt timer stops there, as with `request()`). */
-  private readonly onStarted: (() => void) | undefined;
-  /** undici's abort of this request, from `onConnect`; null once settled. */
-  private abortRequest: ((err?: Error) => void) | null = null;
   private statusCode = 0;
   private rawHeaders: readonly Buffer[] | null = null;
   private answeredAt = 0;
@@ -45,39 +35,10 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
   private rest: Buffer[] | undefined = undefined;
   private size = 0;
   private tooLarge = false;
-  private settled = false;
 
   constructor(limit: number, state: { readonly aborted?: unknown; abortHook(): AbortHook } | null, onStarted?: () => void) {
+    super(state, onStarted);
     this.limit = limit;
-    this.state = state;
-    const hook = state?.abortHook();
-    this.hook = hook;
-    this.onStarted = onStarted;
-    this.promise = new Promise<WholeResponse>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-    hook?.receive(this);
-  }
-
-  /** The exchange was aborted (AbortHook): the client left or the request timed out. */
-  upstreamAborted(): void {
-    this.abort(this.state?.aborted);
-  }
-
-  /** Abort the call (an AbortSignal's listener calls this when there is a per-attempt timer). */
-  abort(reason: unknown): void {
-    const err = reason instanceof Error ? reason : new Error(String(reason));
-    if (this.abortRequest !== null) this.abortRequest(err);
-    else this.onError(err);
-  }
-
-  onConnect(abort: (err?: Error) => void): void {
-    if (this.settled) return abort(new Error('aborted'));
-    const aborted = this.state?.aborted;
-    // Aborted while queued for a connection: give up now.
-    if (aborted !== undefined) abort(aborted instanceof Error ? aborted : new Error(String(aborted)));
-    else this.abortRequest = abort;
   }
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
@@ -104,7 +65,7 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
   }
 
   onComplete(): void {
-    if (this.settled) return;
+    if (this.ended) return;
     this.done();
     const rest = this.rest;
     const body = rest === undefined ? (this.first ?? EMPTY) : Buffer.concat([this.first!, ...rest], this.size);
@@ -112,7 +73,7 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
   }
 
   onError(err: Error): void {
-    if (this.settled) return;
+    if (this.ended) return;
     this.done();
     if (this.rawHeaders === null) return this.reject(err);
     // The answer had started: the body fails where it is read, as a streamed body would have.
@@ -124,12 +85,6 @@ export class WholeAnswer implements Dispatcher.DispatchHandler, AbortReceiver {
       },
     });
     this.resolve({ statusCode: this.statusCode, rawHeaders: this.rawHeaders, body: failed, answeredAt: this.answeredAt });
-  }
-
-  private done(): void {
-    this.settled = true;
-    this.abortRequest = null;
-    this.hook?.receive(undefined);
   }
 }
 
