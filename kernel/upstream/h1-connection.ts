@@ -5,7 +5,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { H1ResponseParser } from './h1-parser.ts';
 import type { ResponseSink } from './h1-parser.ts';
-import { declaredLength, emptyBodyFraming, requestHead } from './h1-request-head.ts';
+import { declaredLength, emptyBodyFraming, requestBytes, requestHead } from './h1-request-head.ts';
 
 export interface H1Handler {
   onConnect(abort: (err?: Error) => void): void;
@@ -148,9 +148,15 @@ export class H1Connection {
   /** Write `call`'s request (head and body) and expect its answer. */
   send(call: H1Call): void {
     const opts = call.opts;
-    let head: string;
+    const body = opts.body;
+    // Head and body in one Buffer, one write (a corked pair would go out by `writev`: a write wrap, a chunk array
+    // and the cork's bookkeeping per request); a streamed or large body follows its head.
+    let bytes: Buffer | null = null;
+    let head = '';
     try {
-      head = requestHead(opts.method, opts.path, opts.headers);
+      if (body === null) bytes = requestBytes(opts.method, opts.path, opts.headers, emptyBodyFraming(opts.method), null);
+      else if (Buffer.isBuffer(body) && body.length <= ONE_WRITE_MAX) bytes = requestBytes(opts.method, opts.path, opts.headers, `content-length: ${body.length}\r\n\r\n`, body);
+      else head = requestHead(opts.method, opts.path, opts.headers);
     } catch (err) {
       this.owner.released(this, !this.socket.destroyed && this.socket.writable);
       return call.fail(err as Error);
@@ -161,24 +167,13 @@ export class H1Connection {
     this.parser.expect(call, opts.method === 'HEAD');
     this.arm(opts.headersTimeout, 'UND_ERR_HEADERS_TIMEOUT');
     const socket = this.socket;
-    const body = opts.body;
-    if (body === null) socket.write(head + emptyBodyFraming(opts.method), 'latin1');
+    if (bytes !== null) socket.write(bytes);
     else if (Buffer.isBuffer(body)) {
-      const framed = `${head}content-length: ${body.length}\r\n\r\n`;
-      if (body.length <= ONE_WRITE_MAX) {
-        // Head and body copied into one Buffer, one write: a corked pair goes out by `writev`, which costs a write
-        // wrap, a chunk array and the cork's bookkeeping per request. The head is latin1 (requestHead checked it).
-        const out = Buffer.allocUnsafe(framed.length + body.length);
-        out.write(framed, 0, 'latin1');
-        body.copy(out, framed.length);
-        socket.write(out);
-      } else {
-        socket.cork();
-        socket.write(framed, 'latin1');
-        socket.write(body);
-        socket.uncork();
-      }
-    } else this.stream(body, head, declaredLength(opts.headers));
+      socket.cork();
+      socket.write(`${head}content-length: ${body.length}\r\n\r\n`, 'latin1');
+      socket.write(body);
+      socket.uncork();
+    } else this.stream(body!, head, declaredLength(opts.headers));
   }
 
   /** A streamed request body: with its declared length, else chunked; paused while the socket is full. */
