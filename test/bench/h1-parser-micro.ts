@@ -14,6 +14,7 @@ interface Sink {
   head(status: number, raw: string[]): void;
   data(chunk: Buffer): void;
   end(trailers: string[] | null): void;
+  last(chunk: Buffer): void;
 }
 interface Parser {
   expect(sink: Sink, headRequest: boolean): void;
@@ -56,7 +57,7 @@ const DRIP = (() => {
   return Array.from({ length: all.length }, (_, i) => all.subarray(i, i + 1));
 })();
 
-const sink: Sink = { head() {}, data() {}, end() {} };
+const sink: Sink = { head() {}, data() {}, end() {}, last() {} };
 
 const cases: { name: string; n: number; run: (impl: Impl, n: number) => void }[] = [
   {
