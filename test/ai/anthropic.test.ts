@@ -1,47 +1,33 @@
 // The `ai` backend with the `anthropic` provider: Anthropic clients natively, OpenAI clients translated (real SDKs,
 // aimock upstream, a recording hop in between to see the exact wire request).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { accessRecords, aiRoute, startAiGateway, startMock, startRecorder } from './harness.ts';
-import type { AiGateway, Mock, Recorder } from './harness.ts';
+import { accessRecords, aiRoute, recordedAi, rejection } from './harness.ts';
 
 const ROUTES = { testAi: { routes: { '/v1/messages': 'messages', '/v1/messages/count_tokens': 'anthropicTokenCount', '/v1/responses': 'responses', '*': 'completions' } } };
 
 describe('ai backend, anthropic provider', () => {
-  let mock: Mock;
-  let rec: Recorder;
-  let gw: AiGateway;
+  const t = recordedAi((hostPort) => [
+    aiRoute('/keyed', { name: 'keyed', provider: { anthropic: {} }, hostOverride: hostPort }, { ...ROUTES, backendAuth: { key: 'sk-ant-from-policy' } }),
+    aiRoute('/an', { name: 'an', provider: { vendorThree: {} }, hostOverride: hostPort }, ROUTES),
+  ]);
 
-  before(async () => {
-    mock = await startMock();
-    rec = await startRecorder(mock.url);
-    gw = await startAiGateway([
-      aiRoute('/keyed', { name: 'keyed', provider: { anthropic: {} }, hostOverride: rec.hostPort }, { ...ROUTES, backendAuth: { key: 'sk-ant-from-policy' } }),
-      aiRoute('/an', { name: 'an', provider: { vendorThree: {} }, hostOverride: rec.hostPort }, ROUTES),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await rec?.close();
-    await mock?.stop();
-  });
-
-  const anthropicClient = (prefix: string, apiKey = 'sk-ant-test'): Anthropic => new Anthropic({ baseURL: `${gw.base}${prefix}`, apiKey, maxRetries: 0 });
-  const openaiClient = (prefix: string, apiKey = 'sk-ant-bearer'): OpenAI => new OpenAI({ baseURL: `${gw.base}${prefix}`, apiKey, maxRetries: 0 });
+  const anthropicClient = (prefix: string, apiKey = 'sk-ant-test'): Anthropic => new Anthropic({ baseURL: `${t.gw.base}${prefix}`, apiKey, maxRetries: 0 });
+  const openaiClient = (prefix: string, apiKey = 'sk-ant-bearer'): OpenAI => new OpenAI({ baseURL: `${t.gw.base}${prefix}`, apiKey, maxRetries: 0 });
 
   describe('Anthropic clients (native Messages)', () => {
     it('forwards a message to /v1/messages, keeping the SDK\'s anthropic-version, and logs usage', async () => {
       const msg = await anthropicClient('/an/native').messages.create({ model: 'claude-test-1', max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] });
       assert.deepEqual(msg.content, [{ type: 'text', text: 'Hello from the mock!' }]);
       assert.equal(msg.stop_reason, 'end_turn');
-      const wire = rec.last();
+      const wire = t.rec.last();
       assert.equal(wire.url, '/v1/messages');
       assert.ok(wire.headers['anthropic-version'], 'the SDK sends its own anthropic-version');
       assert.equal(wire.headers['x-api-key'], 'sk-ant-test');
       assert.deepEqual(wire.json(), { model: 'claude-test-1', max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] });
-      const [log] = await accessRecords(gw, '/an/native/v1/messages');
+      const [log] = await accessRecords(t.gw, '/an/native/v1/messages');
       assert.equal(log!['llm.provider'], 'anthropic');
       assert.equal(log!['llm.model'], 'claude-test-1');
       assert.equal(log!['llm.inputTokens'], 11);
@@ -55,9 +41,9 @@ describe('ai backend, anthropic provider', () => {
       const final = await stream.finalMessage();
       assert.equal(text, 'Hello from the mock!');
       assert.equal(final.stop_reason, 'end_turn');
-      assert.equal(rec.last().json().stream, true);
-      assert.equal(rec.last().json().stream_options, undefined, 'no OpenAI stream_options on an Anthropic request');
-      const [log] = await accessRecords(gw, '/an/native-stream/v1/messages');
+      assert.equal(t.rec.last().json().stream, true);
+      assert.equal(t.rec.last().json().stream_options, undefined, 'no OpenAI stream_options on an Anthropic request');
+      const [log] = await accessRecords(t.gw, '/an/native-stream/v1/messages');
       assert.equal(log!['llm.streaming'], true);
       assert.equal(log!['llm.inputTokens'], 11);
       assert.equal(log!['llm.outputTokens'], 5);
@@ -65,47 +51,44 @@ describe('ai backend, anthropic provider', () => {
 
     it('moves a Bearer key from backendAuth into x-api-key', async () => {
       await anthropicClient('/keyed/native').messages.create({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] });
-      const h = rec.last().headers;
+      const h = t.rec.last().headers;
       assert.equal(h['x-api-key'], 'sk-ant-from-policy');
       assert.equal(h.authorization, undefined);
     });
 
     it('keeps an OAuth token (sk-ant-oat…) in Authorization', async () => {
-      const res = await fetch(`${gw.base}/an/oauth/v1/messages`, {
+      const res = await fetch(`${t.gw.base}/an/oauth/v1/messages`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: 'Bearer sk-ant-oat01-abc' },
         body: JSON.stringify({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] }),
       });
       assert.equal(res.status, 200);
-      const h = rec.last().headers;
+      const h = t.rec.last().headers;
       assert.equal(h.authorization, 'Bearer sk-ant-oat01-abc');
       assert.equal(h['x-api-key'], undefined);
     });
 
     it('keeps a client anthropic-version header', async () => {
-      await fetch(`${gw.base}/an/version/v1/messages`, {
+      await fetch(`${t.gw.base}/an/version/v1/messages`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'anthropic-version': '2023-01-01', 'x-api-key': 'k' },
         body: JSON.stringify({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] }),
       });
-      assert.equal(rec.last().headers['anthropic-version'], '2023-01-01');
+      assert.equal(t.rec.last().headers['anthropic-version'], '2023-01-01');
     });
 
     it('passes a 429 through in the Anthropic error shape', async () => {
-      await assert.rejects(anthropicClient('/an/boom').messages.create({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content: 'boom' }] }), (err) => {
-        assert.ok(err instanceof Anthropic.RateLimitError);
-        assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'rate limited' } });
-        return true;
-      });
+      const err = await rejection(anthropicClient('/an/boom').messages.create({ model: 'claude-test-1', max_tokens: 10, messages: [{ role: 'user', content: 'boom' }] }), Anthropic.RateLimitError);
+      assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'rate limited' } });
     });
 
     it('sends count_tokens to /v1/messages/count_tokens', async () => {
-      const res = await fetch(`${gw.base}/an/count/v1/messages/count_tokens`, {
+      const res = await fetch(`${t.gw.base}/an/count/v1/messages/count_tokens`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': 'k' },
         body: JSON.stringify({ model: 'claude-test-1', messages: [{ role: 'user', content: 'hello' }] }),
       });
-      assert.equal(rec.last().url, '/v1/messages/count_tokens');
+      assert.equal(t.rec.last().url, '/v1/messages/count_tokens');
       assert.ok(res.status < 500);
     });
   });
@@ -126,7 +109,7 @@ describe('ai backend, anthropic provider', () => {
       assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
       assert.equal(res.choices[0]!.finish_reason, 'stop');
       assert.deepEqual(res.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
-      const wire = rec.last();
+      const wire = t.rec.last();
       assert.equal(wire.url, '/v1/messages');
       assert.equal(wire.headers['x-api-key'], 'sk-ant-bearer', 'the Bearer key moved to x-api-key');
       assert.equal(wire.headers['anthropic-version'], '2023-06-01', 'added for a client that sent none');
@@ -139,14 +122,14 @@ describe('ai backend, anthropic provider', () => {
         temperature: 0.2,
         stop_sequences: ['END'],
       });
-      const [log] = await accessRecords(gw, '/an/chat/v1/chat/completions');
+      const [log] = await accessRecords(t.gw, '/an/chat/v1/chat/completions');
       assert.equal(log!['llm.provider'], 'anthropic');
       assert.equal(log!['llm.inputTokens'], 11);
     });
 
     it('defaults max_tokens, which Anthropic requires', async () => {
       await openaiClient('/an/chat-max/v1').chat.completions.create({ model: 'claude-test-1', messages: [{ role: 'user', content: 'hello' }] });
-      assert.equal(rec.last().json().max_tokens, 4096);
+      assert.equal(t.rec.last().json().max_tokens, 4096);
     });
 
     it('translates tools, a tool call and tool results both ways', async () => {
@@ -159,7 +142,7 @@ describe('ai backend, anthropic provider', () => {
       assert.ok(call.type === 'function');
       assert.equal(call.function.name, 'get_weather');
       assert.deepEqual(JSON.parse(call.function.arguments), { city: 'Paris' });
-      const sent = rec.last().json();
+      const sent = t.rec.last().json();
       assert.deepEqual(sent.tools, [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } }, description: 'Weather of a city' }]);
       assert.deepEqual(sent.tool_choice, { type: 'any' });
 
@@ -173,7 +156,7 @@ describe('ai backend, anthropic provider', () => {
           { role: 'tool', tool_call_id: call.id, content: 'sunny' },
         ],
       });
-      assert.deepEqual(rec.last().json().messages, [
+      assert.deepEqual(t.rec.last().json().messages, [
         { role: 'user', content: 'weather' },
         { role: 'assistant', content: [{ type: 'tool_use', id: call.id, name: 'get_weather', input: { city: 'Paris' } }] },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] },
@@ -181,7 +164,7 @@ describe('ai backend, anthropic provider', () => {
     });
 
     it('translates a streamed answer chunk by chunk into chat.completion.chunks ending with [DONE]', async () => {
-      const res = await fetch(`${gw.base}/an/stream/v1/chat/completions`, {
+      const res = await fetch(`${t.gw.base}/an/stream/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: 'Bearer sk-ant-bearer' },
         body: JSON.stringify({ model: 'claude-test-1', stream: true, messages: [{ role: 'user', content: 'hello' }] }),
@@ -196,8 +179,8 @@ describe('ai backend, anthropic provider', () => {
       assert.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'Hello from the mock!');
       assert.equal(chunks.find((c) => c.choices[0]?.finish_reason)?.choices[0]!.finish_reason, 'stop');
       assert.deepEqual(chunks[chunks.length - 1]!.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
-      assert.equal(rec.last().json().stream, true);
-      const [log] = await accessRecords(gw, '/an/stream/v1/chat/completions');
+      assert.equal(t.rec.last().json().stream, true);
+      const [log] = await accessRecords(t.gw, '/an/stream/v1/chat/completions');
       assert.equal(log!['llm.streaming'], true);
       assert.equal(log!['llm.outputTokens'], 5);
     });
@@ -225,15 +208,12 @@ describe('ai backend, anthropic provider', () => {
     });
 
     it('translates a 429 into the OpenAI error shape', async () => {
-      await assert.rejects(openaiClient('/an/boom/v1').chat.completions.create({ model: 'claude-test-1', messages: [{ role: 'user', content: 'boom' }] }), (err) => {
-        assert.ok(err instanceof OpenAI.RateLimitError);
-        assert.deepEqual(err.error, { message: 'rate limited', type: 'rate_limit_error', param: null, code: null });
-        return true;
-      });
+      const err = await rejection(openaiClient('/an/boom/v1').chat.completions.create({ model: 'claude-test-1', messages: [{ role: 'user', content: 'boom' }] }), OpenAI.RateLimitError);
+      assert.deepEqual(err.error, { message: 'rate limited', type: 'rate_limit_error', param: null, code: null });
     });
 
     it('refuses the Responses API, which Anthropic does not serve', async () => {
-      const res = await fetch(`${gw.base}/an/resp/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-test-1', input: 'hello' }) });
+      const res = await fetch(`${t.gw.base}/an/resp/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-test-1', input: 'hello' }) });
       assert.equal(res.status, 400);
       // A Responses client is an OpenAI client: OpenAI's error shape.
       assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: unsupported route: the anthropic provider does not serve responses requests', type: 'invalid_request_error', param: null, code: null } });

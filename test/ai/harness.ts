@@ -1,6 +1,7 @@
 // Shared wiring of the LLM tests: the preset with the `ai` backend and its providers, aimock (a real LLM mock
 // speaking every provider's API) in-process on a loopback port, a gateway in front, and the access-log records.
 import assert from 'node:assert/strict';
+import { after, before } from 'node:test';
 import { createServer, request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,7 +20,7 @@ import vertex from '../../plugins/llm-providers/vertex/plugin.ts';
 import bedrock from '../../plugins/llm-providers/bedrock/plugin.ts';
 import { AI_POLICY } from '../../plugins/lib/llm/contract.ts';
 import type { AiPolicyRuntime, LlmRouteType } from '../../plugins/lib/llm/contract.ts';
-import { startRoutesGateway } from '../helpers/gateway.ts';
+import { logRecords, startRoutesGateway } from '../helpers/gateway.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import type { RoutesGateway, RunningGateway } from '../helpers/gateway.ts';
@@ -161,6 +162,32 @@ export function startAiGateway(routes: Record<string, unknown>[], env?: NodeJS.P
   return startRoutesGateway(routes, { config: { logging: { format: 'json', level: 'info' }, drainTimeout: '200ms' }, preset: aiPreset, env });
 }
 
+/** A suite's mock provider, the recorder in front of it and a gateway whose `ai` backends reach it by `hostOverride`. */
+export interface RecordedAi {
+  readonly mock: Mock;
+  readonly rec: Recorder;
+  readonly gw: AiGateway;
+}
+
+/**
+ * Start the mock, its recorder and a gateway serving `routes(rec.hostPort)` before the suite's tests, stop them after
+ * (node:test hooks of the enclosing `describe`). The fields are set once `before` ran.
+ */
+export function recordedAi(routes: (hostPort: string) => Record<string, unknown>[]): RecordedAi {
+  const t = {} as { mock: Mock; rec: Recorder; gw: AiGateway };
+  before(async () => {
+    t.mock = await startMock();
+    t.rec = await startRecorder(t.mock.url);
+    t.gw = await startAiGateway(routes(t.rec.hostPort));
+  });
+  after(async () => {
+    await t.gw?.stop();
+    await t.rec?.close();
+    await t.mock?.stop();
+  });
+  return t;
+}
+
 /** The real SDK clients on `<base()><prefix>`, never retrying (a retry would hide the answer under test). */
 export function sdkClients(base: () => string, defaultKey: string): {
   openai: (prefix: string, apiKey?: string, extra?: Partial<ConstructorParameters<typeof OpenAI>[0]>) => OpenAI;
@@ -191,15 +218,7 @@ export function aiRoute(prefix: string, ai: Record<string, unknown>, policies?: 
 }
 
 /** Logs as parsed JSON records. */
-export function records(gw: RunningGateway): Record<string, unknown>[] {
-  return gw.logs.flatMap((l) => {
-    try {
-      return [JSON.parse(l) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  });
-}
+export { logRecords as records } from '../helpers/gateway.ts';
 
 /** One request exactly as it reached the upstream (aimock's journal redacts keys and normalises Anthropic bodies). */
 export interface Wire {
@@ -261,7 +280,7 @@ export async function startRecorder(target: string): Promise<Recorder> {
 export async function accessRecords(gw: RunningGateway, path: string, count = 1, ms = 5000): Promise<Record<string, unknown>[]> {
   const until = Date.now() + ms;
   for (;;) {
-    const found = records(gw).filter((r) => r.msg === 'request' && r['http.path'] === path);
+    const found = logRecords(gw).filter((r) => r.msg === 'request' && r['http.path'] === path);
     if (found.length >= count) return found;
     if (Date.now() > until) throw new Error(`expected ${count} access-log records for ${path}, found ${found.length}; last logs:\n${gw.logs.slice(-5).join('\n')}`);
     await new Promise((r) => setTimeout(r, 20));

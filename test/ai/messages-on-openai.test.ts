@@ -1,33 +1,19 @@
 // An Anthropic client through OpenAI-style providers: Messages translated to Chat Completions and back (real
 // @anthropic-ai/sdk client, aimock upstream).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
-import { accessRecords, aiRoute, startAiGateway, startMock, startRecorder } from './harness.ts';
-import type { AiGateway, Mock, Recorder } from './harness.ts';
+import { accessRecords, aiRoute, recordedAi, rejection, sdkClients } from './harness.ts';
 
 const ROUTES = { testAi: { routes: { '/v1/messages': 'messages' } } };
 
 describe('Anthropic Messages clients on an openAI provider', () => {
-  let mock: Mock;
-  let rec: Recorder;
-  let gw: AiGateway;
+  const t = recordedAi((hostPort) => [
+    aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'gpt-4o' } }, hostOverride: hostPort }, ROUTES),
+    aiRoute('/gm', { name: 'gm', provider: { gemini: { openAICompatible: true } }, hostOverride: hostPort }, ROUTES),
+  ]);
 
-  before(async () => {
-    mock = await startMock();
-    rec = await startRecorder(mock.url);
-    gw = await startAiGateway([
-      aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'gpt-4o' } }, hostOverride: rec.hostPort }, ROUTES),
-      aiRoute('/gm', { name: 'gm', provider: { gemini: { openAICompatible: true } }, hostOverride: rec.hostPort }, ROUTES),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await rec?.close();
-    await mock?.stop();
-  });
-
-  const client = (prefix: string): Anthropic => new Anthropic({ baseURL: `${gw.base}${prefix}`, apiKey: 'sk-openai-key', maxRetries: 0 });
+  const client = (prefix: string): Anthropic => sdkClients(() => t.gw.base, 'sk-openai-key').anthropic(prefix);
 
   it('translates a message with a system prompt to /v1/chat/completions and the answer back', async () => {
     const msg = await client('/oa/plain').messages.create({
@@ -41,7 +27,7 @@ describe('Anthropic Messages clients on an openAI provider', () => {
     assert.deepEqual(msg.content, [{ type: 'text', text: 'Hello from the mock!' }]);
     assert.equal(msg.stop_reason, 'end_turn');
     assert.deepEqual(msg.usage, { input_tokens: 11, output_tokens: 5 });
-    const wire = rec.last();
+    const wire = t.rec.last();
     assert.equal(wire.url, '/v1/chat/completions');
     assert.equal(wire.headers.authorization, 'Bearer sk-openai-key', 'the Anthropic SDK key (x-api-key) is sent as a Bearer key');
     assert.equal(wire.headers['x-api-key'], undefined);
@@ -55,7 +41,7 @@ describe('Anthropic Messages clients on an openAI provider', () => {
       max_completion_tokens: 64,
       stop: ['END'],
     });
-    const [log] = await accessRecords(gw, '/oa/plain/v1/messages');
+    const [log] = await accessRecords(t.gw, '/oa/plain/v1/messages');
     assert.equal(log!['llm.provider'], 'openai');
     assert.equal(log!['llm.model'], 'gpt-4o');
     assert.equal(log!['llm.inputTokens'], 11);
@@ -74,7 +60,7 @@ describe('Anthropic Messages clients on an openAI provider', () => {
     assert.ok(block.type === 'tool_use');
     assert.equal(block.name, 'get_weather');
     assert.deepEqual(block.input, { city: 'Paris' });
-    const sent = rec.last().json();
+    const sent = t.rec.last().json();
     assert.deepEqual(sent.tools, [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, description: 'Weather' } }]);
     assert.deepEqual(sent.tool_choice, { type: 'function', function: { name: 'get_weather' } });
 
@@ -88,7 +74,7 @@ describe('Anthropic Messages clients on an openAI provider', () => {
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: block.id, content: 'sunny' }] },
       ],
     });
-    assert.deepEqual(rec.last().json().messages, [
+    assert.deepEqual(t.rec.last().json().messages, [
       { role: 'user', content: 'weather' },
       { role: 'assistant', content: null, tool_calls: [{ id: block.id, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
       { role: 'tool', tool_call_id: block.id, content: 'sunny' },
@@ -107,8 +93,8 @@ describe('Anthropic Messages clients on an openAI provider', () => {
     assert.deepEqual(final.usage.output_tokens, 5);
     assert.deepEqual(final.usage.input_tokens, 11);
     assert.deepEqual(events, ['message_start', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
-    assert.deepEqual(rec.last().json().stream_options, { include_usage: true }, 'usage requested to fill message_delta');
-    const [log] = await accessRecords(gw, '/oa/stream/v1/messages');
+    assert.deepEqual(t.rec.last().json().stream_options, { include_usage: true }, 'usage requested to fill message_delta');
+    const [log] = await accessRecords(t.gw, '/oa/stream/v1/messages');
     assert.equal(log!['llm.streaming'], true);
     assert.equal(log!['llm.outputTokens'], 5);
   });
@@ -128,18 +114,15 @@ describe('Anthropic Messages clients on an openAI provider', () => {
   });
 
   it('translates a 429 into the Anthropic error shape', async () => {
-    await assert.rejects(client('/oa/boom').messages.create({ model: 'claude-test-1', max_tokens: 8, messages: [{ role: 'user', content: 'boom' }] }), (err) => {
-      assert.ok(err instanceof Anthropic.RateLimitError);
-      assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'rate limited' } });
-      return true;
-    });
+    const err = await rejection(client('/oa/boom').messages.create({ model: 'claude-test-1', max_tokens: 8, messages: [{ role: 'user', content: 'boom' }] }), Anthropic.RateLimitError);
+    assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'rate limited' } });
   });
 
   it('reaches gemini through its OpenAI-compatible path', async () => {
     const msg = await client('/gm/plain').messages.create({ model: 'gemini-2.5-flash', max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] });
     assert.deepEqual(msg.content, [{ type: 'text', text: 'Hello from the mock!' }]);
-    assert.equal(rec.last().url, '/v1beta/openai/chat/completions');
-    const [log] = await accessRecords(gw, '/gm/plain/v1/messages');
+    assert.equal(t.rec.last().url, '/v1beta/openai/chat/completions');
+    const [log] = await accessRecords(t.gw, '/gm/plain/v1/messages');
     assert.equal(log!['llm.provider'], 'gcp.gemini');
   });
 });

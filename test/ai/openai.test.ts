@@ -2,47 +2,33 @@
 import assert from 'node:assert/strict';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import * as zlib from 'node:zlib';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { accessRecords, aiRoute, startAiGateway, startMock, startRecorder } from './harness.ts';
-import type { AiGateway, Mock, Recorder } from './harness.ts';
+import { accessRecords, aiRoute, recordedAi, sdkClients } from './harness.ts';
 
 describe('ai backend, openAI provider', () => {
-  let mock: Mock;
-  let rec: Recorder;
-  let gw: AiGateway;
+  const t = recordedAi((hostPort) => [
+    aiRoute('/fixed', { name: 'fixed', provider: { vendorOne: { model: 'gpt-4o-mini' } }, hostOverride: hostPort }),
+    aiRoute('/models', { name: 'models', provider: { openAI: {} }, hostOverride: hostPort }, { testAi: { routes: { '/v1/models': 'models', '*': 'completions' } } }),
+    aiRoute('/formats', { name: 'formats', provider: { openAI: {} }, hostOverride: hostPort }, { testAi: { routes: { '/v1/responses': 'responses', '/v1/embeddings': 'embeddings', '/v1/chat/completions': 'completions' } } }),
+    aiRoute('/over', { name: 'over', provider: { openAI: {} }, hostOverride: hostPort, pathOverride: '/v1/chat/completions?via=override' }),
+    aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: hostPort }),
+  ]);
 
-  before(async () => {
-    mock = await startMock();
-    rec = await startRecorder(mock.url);
-    gw = await startAiGateway([
-      aiRoute('/fixed', { name: 'fixed', provider: { vendorOne: { model: 'gpt-4o-mini' } }, hostOverride: rec.hostPort }),
-      aiRoute('/models', { name: 'models', provider: { openAI: {} }, hostOverride: rec.hostPort }, { testAi: { routes: { '/v1/models': 'models', '*': 'completions' } } }),
-      aiRoute('/formats', { name: 'formats', provider: { openAI: {} }, hostOverride: rec.hostPort }, { testAi: { routes: { '/v1/responses': 'responses', '/v1/embeddings': 'embeddings', '/v1/chat/completions': 'completions' } } }),
-      aiRoute('/over', { name: 'over', provider: { openAI: {} }, hostOverride: rec.hostPort, pathOverride: '/v1/chat/completions?via=override' }),
-      aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: rec.hostPort }),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await rec?.close();
-    await mock?.stop();
-  });
-
-  const client = (prefix: string): OpenAI => new OpenAI({ baseURL: `${gw.base}${prefix}`, apiKey: 'sk-test', maxRetries: 0 });
+  const client = (prefix: string): OpenAI => sdkClients(() => t.gw.base, 'sk-test').openai(prefix);
 
   it('forwards a chat completion to /v1/chat/completions and logs provider, model and tokens', async () => {
-    const res = await client('/oa/text/v1').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    const res = await client('/oa/text').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
     assert.deepEqual(res.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
-    const wire = rec.last();
+    const wire = t.rec.last();
     assert.equal(wire.url, '/v1/chat/completions', 'the provider path replaces the client path');
     assert.equal(wire.headers.authorization, 'Bearer sk-test', 'the client key goes upstream without a backendAuth policy');
     assert.equal(wire.headers['content-length'], String(wire.body.length));
     assert.equal(wire.headers['accept-encoding'], 'identity');
-    assert.equal(wire.headers.host, rec.hostPort);
+    assert.equal(wire.headers.host, t.rec.hostPort);
     assert.deepEqual(wire.json(), { model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
-    const [log] = await accessRecords(gw, '/oa/text/v1/chat/completions');
+    const [log] = await accessRecords(t.gw, '/oa/text/v1/chat/completions');
     assert.equal(log!.protocol, 'llm');
     assert.equal(log!['llm.provider'], 'openai');
     assert.equal(log!['llm.model'], 'gpt-4o');
@@ -53,15 +39,15 @@ describe('ai backend, openAI provider', () => {
   });
 
   it('counts tokens and calls on /metrics by provider and model', async () => {
-    const metrics = async (): Promise<string> => (await fetch(`${gw.statsUrl}/metrics`)).text();
+    const metrics = async (): Promise<string> => (await fetch(`${t.gw.statsUrl}/metrics`)).text();
     const value = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
     const input = 'switchyard_llm_tokens_total{provider="openai",model="gpt-4.1",type="input"}';
     const output = 'switchyard_llm_tokens_total{provider="openai",model="gpt-4.1",type="output"}';
     const calls = 'switchyard_llm_requests_total{provider="openai",model="gpt-4.1",streaming="true"}';
     const before = await metrics();
-    const stream = await client('/oa/metrics/v1').chat.completions.create({ model: 'gpt-4.1', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    const stream = await client('/oa/metrics').chat.completions.create({ model: 'gpt-4.1', stream: true, messages: [{ role: 'user', content: 'hello' }] });
     for await (const _chunk of stream) void _chunk;
-    await accessRecords(gw, '/oa/metrics/v1/chat/completions');
+    await accessRecords(t.gw, '/oa/metrics/v1/chat/completions');
     const after = await metrics();
     assert.equal(value(after, input) - value(before, input), 11);
     assert.equal(value(after, output) - value(before, output), 5);
@@ -69,7 +55,7 @@ describe('ai backend, openAI provider', () => {
   });
 
   it('passes a tool call through', async () => {
-    const res = await client('/oa/tool/v1').chat.completions.create({
+    const res = await client('/oa/tool').chat.completions.create({
       model: 'gpt-4o',
       messages: [{ role: 'user', content: 'weather' }],
       tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
@@ -77,11 +63,11 @@ describe('ai backend, openAI provider', () => {
     const call = res.choices[0]!.message.tool_calls![0]!;
     assert.equal(call.type === 'function' && call.function.name, 'get_weather');
     assert.equal(res.choices[0]!.finish_reason, 'tool_calls');
-    assert.equal((rec.last().json().tools as unknown[]).length, 1);
+    assert.equal((t.rec.last().json().tools as unknown[]).length, 1);
   });
 
   it('streams with usage: asks the provider for a usage chunk and logs the tokens', async () => {
-    const stream = await client('/oa/stream/v1').chat.completions.create({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    const stream = await client('/oa/stream').chat.completions.create({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hello' }] });
     let text = '';
     let usage: unknown;
     for await (const chunk of stream) {
@@ -90,36 +76,36 @@ describe('ai backend, openAI provider', () => {
     }
     assert.equal(text, 'Hello from the mock!');
     assert.deepEqual(usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
-    assert.deepEqual(rec.last().json().stream_options, { include_usage: true }, 'stream_options.include_usage injected');
-    const [log] = await accessRecords(gw, '/oa/stream/v1/chat/completions');
+    assert.deepEqual(t.rec.last().json().stream_options, { include_usage: true }, 'stream_options.include_usage injected');
+    const [log] = await accessRecords(t.gw, '/oa/stream/v1/chat/completions');
     assert.equal(log!['llm.streaming'], true);
     assert.equal(log!['llm.inputTokens'], 11);
     assert.equal(log!['llm.outputTokens'], 5);
   });
 
   it('leaves a client-set stream_options alone', async () => {
-    const stream = await client('/oa/stream-opts/v1').chat.completions.create({
+    const stream = await client('/oa/stream-opts').chat.completions.create({
       model: 'gpt-4o',
       stream: true,
       stream_options: { include_usage: false },
       messages: [{ role: 'user', content: 'hello' }],
     });
     for await (const _ of stream) void _;
-    assert.deepEqual(rec.last().json().stream_options, { include_usage: false });
+    assert.deepEqual(t.rec.last().json().stream_options, { include_usage: false });
   });
 
   it('replaces the model with provider.model and logs the model that answered when it differs', async () => {
-    const res = await client('/fixed/v1').chat.completions.create({ model: 'whatever', messages: [{ role: 'user', content: 'swap' }] });
-    assert.equal(rec.last().json().model, 'gpt-4o-mini');
+    const res = await client('/fixed').chat.completions.create({ model: 'whatever', messages: [{ role: 'user', content: 'swap' }] });
+    assert.equal(t.rec.last().json().model, 'gpt-4o-mini');
     assert.equal(res.model, 'gpt-4o-2024-08-06');
-    const [log] = await accessRecords(gw, '/fixed/v1/chat/completions');
+    const [log] = await accessRecords(t.gw, '/fixed/v1/chat/completions');
     assert.equal(log!['llm.model'], 'gpt-4o-mini');
     assert.equal(log!['llm.responseModel'], 'gpt-4o-2024-08-06');
   });
 
   it('passes a 429 through in the OpenAI error shape', async () => {
     await assert.rejects(
-      client('/oa/boom/v1').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'boom' }] }),
+      client('/oa/boom').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'boom' }] }),
       (err: InstanceType<typeof OpenAI.RateLimitError>) => {
         assert.ok(err instanceof OpenAI.RateLimitError);
         assert.equal(err.status, 429);
@@ -130,8 +116,8 @@ describe('ai backend, openAI provider', () => {
   });
 
   it('answers 400 in OpenAI\'s error shape when no model is given and the provider sets none', async () => {
-    const count = rec.received.length;
-    const res = await fetch(`${gw.base}/oa/nomodel/v1/chat/completions`, {
+    const count = t.rec.received.length;
+    const res = await fetch(`${t.gw.base}/oa/nomodel/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ messages: [{ role: 'user', content: 'hello' }] }),
@@ -139,27 +125,27 @@ describe('ai backend, openAI provider', () => {
     assert.equal(res.status, 400);
     assert.equal(res.headers.get('content-type'), 'application/json');
     assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: missing field: model not specified', type: 'invalid_request_error', param: null, code: null } });
-    assert.equal(rec.received.length, count, 'nothing went upstream');
+    assert.equal(t.rec.received.length, count, 'nothing went upstream');
   });
 
   it('does not require a model when the provider sets one', async () => {
-    const res = await fetch(`${gw.base}/fixed/nomodel/v1/chat/completions`, {
+    const res = await fetch(`${t.gw.base}/fixed/nomodel/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ messages: [{ role: 'user', content: 'hello' }] }),
     });
     assert.equal(res.status, 200);
-    assert.equal(rec.last().json().model, 'gpt-4o-mini');
+    assert.equal(t.rec.last().json().model, 'gpt-4o-mini');
   });
 
   it('answers the models route itself (test/ai/models-list.test.ts): no configured model, an empty list', async () => {
-    const res = await fetch(`${gw.base}/models/v1/models`);
+    const res = await fetch(`${t.gw.base}/models/v1/models`);
     assert.equal(res.status, 200);
     assert.deepEqual(await res.json(), { object: 'list', data: [] });
   });
 
   it('answers 400 for a body that is not JSON', async () => {
-    const res = await fetch(`${gw.base}/oa/bad/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' });
+    const res = await fetch(`${t.gw.base}/oa/bad/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":' });
     assert.equal(res.status, 400);
     assert.equal(res.headers.get('content-type'), 'application/json');
     const { error } = (await res.json()) as { error: { message: string; type: string } };
@@ -168,10 +154,10 @@ describe('ai backend, openAI provider', () => {
   });
 
   it('answers 400 with JSON.parse\'s own message for bodies that are almost JSON (ADR 0070: the fields walk refuses them too)', async () => {
-    const count = rec.received.length;
+    const count = t.rec.received.length;
     const bodies = ['{"model":"gpt-4o","messages":[],}', '{"model":"gpt-4o","max_tokens":064}', '{"model":"gpt-4o","x":"a\\qb"}', '{"model":"gpt-4o","x":"tab\there"}', '{"model":"gpt-4o"} {}', '[{"model":"gpt-4o"}]'];
     for (const body of bodies) {
-      const res = await fetch(`${gw.base}/oa/almost/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const res = await fetch(`${t.gw.base}/oa/almost/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       assert.equal(res.status, 400, body);
       const { error } = (await res.json()) as { error: { message: string; type: string } };
       let expected: string;
@@ -184,32 +170,32 @@ describe('ai backend, openAI provider', () => {
       assert.equal(error.message, expected, body);
       assert.equal(error.type, 'invalid_request_error');
     }
-    assert.equal(rec.received.length, count, 'nothing reached the provider');
+    assert.equal(t.rec.received.length, count, 'nothing reached the provider');
   });
 
   it('sends a valid body the fields walk reads to the provider byte for byte (duplicates, escapes, spacing)', async () => {
     const body = ' {"model":"gpt-4o-mini", "messages":[{"role":"user","content":"h\\u00e9 \\"q\\" \u00e9\\n"}],\n "max_tokens":1e2, "model" : "gpt-4o", "stream":false}\n';
-    const res = await fetch(`${gw.base}/oa/bytes/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const res = await fetch(`${t.gw.base}/oa/bytes/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     assert.equal(res.status, 200);
     await res.arrayBuffer();
-    const wire = rec.last();
+    const wire = t.rec.last();
     assert.deepEqual(wire.body, Buffer.from(body));
     assert.equal(wire.json().model, 'gpt-4o');
   });
 
   it('answers 413 for a body over 2 MiB', async () => {
-    const count = rec.received.length;
+    const count = t.rec.received.length;
     const big = JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x'.repeat(2 * 1024 * 1024) }] });
-    const res = await fetch(`${gw.base}/oa/big/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+    const res = await fetch(`${t.gw.base}/oa/big/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
     assert.equal(res.status, 413);
     assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: request body too large', type: 'invalid_request_error', param: null, code: null } });
-    assert.equal(rec.received.length, count);
+    assert.equal(t.rec.received.length, count);
   });
 
   it('answers 413 when a compressed body decodes to more than 2 MiB', async () => {
     const bomb = gzipSync(JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'y'.repeat(3 * 1024 * 1024) }] }));
     assert.ok(bomb.length < 64 * 1024);
-    const res = await fetch(`${gw.base}/oa/bomb/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: bomb });
+    const res = await fetch(`${t.gw.base}/oa/bomb/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: bomb });
     assert.equal(res.status, 413);
   });
 
@@ -223,69 +209,69 @@ describe('ai backend, openAI provider', () => {
   for (const [name, encode] of encoders) {
     it(`decodes a ${name} request body and sends it on uncompressed`, async () => {
       const body = Buffer.from(JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }));
-      const res = await fetch(`${gw.base}/oa/${name}/v1/chat/completions`, {
+      const res = await fetch(`${t.gw.base}/oa/${name}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'content-encoding': name },
         body: encode(body),
       });
       assert.equal(res.status, 200);
       assert.equal(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content, 'Hello from the mock!');
-      const wire = rec.last();
+      const wire = t.rec.last();
       assert.equal(wire.headers['content-encoding'], undefined);
       assert.deepEqual(wire.json().messages, [{ role: 'user', content: 'hello' }]);
     });
   }
 
   it('answers 415 for an unknown content encoding', async () => {
-    const res = await fetch(`${gw.base}/oa/enc/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'compress' }, body: 'x' });
+    const res = await fetch(`${t.gw.base}/oa/enc/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'compress' }, body: 'x' });
     assert.equal(res.status, 415);
     assert.match(await res.text(), /unsupported content encoding `compress`/);
   });
 
   it('strips browser headers before the provider', async () => {
-    await fetch(`${gw.base}/oa/browser/v1/chat/completions`, {
+    await fetch(`${t.gw.base}/oa/browser/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', origin: 'https://app.example', 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site' },
       body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }),
     });
-    const h = rec.last().headers;
+    const h = t.rec.last().headers;
     assert.equal(h.origin, undefined);
     assert.equal(h['sec-fetch-mode'], undefined);
     assert.equal(h['sec-fetch-site'], undefined);
   });
 
   it('serves the Responses API natively', async () => {
-    const res = await client('/formats/v1').responses.create({ model: 'gpt-4o', input: 'hello' });
+    const res = await client('/formats').responses.create({ model: 'gpt-4o', input: 'hello' });
     assert.equal(res.output_text, 'Hello from the mock!');
-    assert.equal(rec.last().url, '/v1/responses');
-    const [log] = await accessRecords(gw, '/formats/v1/responses');
+    assert.equal(t.rec.last().url, '/v1/responses');
+    const [log] = await accessRecords(t.gw, '/formats/v1/responses');
     assert.equal(log!['llm.model'], 'gpt-4o');
   });
 
   it('streams the Responses API through unchanged, reading the model from its events', async () => {
-    const stream = await client('/formats/stream/v1').responses.create({ model: 'gpt-4o', input: 'hello', stream: true });
+    const stream = await client('/formats/stream').responses.create({ model: 'gpt-4o', input: 'hello', stream: true });
     let text = '';
     for await (const ev of stream) if (ev.type === 'response.output_text.delta') text += ev.delta;
     assert.equal(text, 'Hello from the mock!');
-    assert.equal(rec.last().json().stream_options, undefined, 'stream_options belongs to Chat Completions only');
-    const [log] = await accessRecords(gw, '/formats/stream/v1/responses');
+    assert.equal(t.rec.last().json().stream_options, undefined, 'stream_options belongs to Chat Completions only');
+    const [log] = await accessRecords(t.gw, '/formats/stream/v1/responses');
     assert.equal(log!['llm.streaming'], true);
     assert.equal(log!['llm.model'], 'gpt-4o');
   });
 
   it('serves embeddings natively', async () => {
-    const res = await client('/formats/v1').embeddings.create({ model: 'text-embedding-3-small', input: 'hello' });
+    const res = await client('/formats').embeddings.create({ model: 'text-embedding-3-small', input: 'hello' });
     assert.deepEqual(res.data[0]!.embedding, [0.25, 0.5, 0.75]);
-    assert.equal(rec.last().url, '/v1/embeddings');
+    assert.equal(t.rec.last().url, '/v1/embeddings');
   });
 
   it('sends every request to pathOverride', async () => {
-    await client('/over/v1').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
-    assert.equal(rec.last().url, '/v1/chat/completions?via=override');
+    await client('/over').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(t.rec.last().url, '/v1/chat/completions?via=override');
   });
 
   it('checks the mock journal agrees: one chat request per call, at the provider path', async () => {
-    const entries = (await mock.journal()).filter((e) => e.path === '/v1/chat/completions');
+    const entries = (await t.mock.journal()).filter((e) => e.path === '/v1/chat/completions');
     assert.ok(entries.length >= 5);
     assert.ok(entries.every((e) => e.method === 'POST'));
   });

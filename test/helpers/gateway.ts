@@ -100,3 +100,14 @@ export function namedRoutes<R extends NamedRoute>(routes: readonly R[], backend:
     backends: [{ ...backend(r), ...(r.backendPolicies ? { policies: r.backendPolicies } : {}) }],
   }));
 }
+
+/** A gateway's log lines that are JSON (`logging.format: json`), parsed. */
+export function logRecords(gw: RunningGateway): Record<string, unknown>[] {
+  return gw.logs.flatMap((l) => {
+    try {
+      return [JSON.parse(l) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+}

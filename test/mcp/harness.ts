@@ -74,15 +74,7 @@ export async function startMcpGateway(
 }
 
 /** Logs as parsed JSON records. */
-export function records(gw: RunningGateway): Record<string, unknown>[] {
-  return gw.logs.flatMap((l) => {
-    try {
-      return [JSON.parse(l) as Record<string, unknown>];
-    } catch {
-      return [];
-    }
-  });
-}
+export { logRecords as records } from '../helpers/gateway.ts';
 
 export function alive(pid: number): boolean {
   try {
