@@ -9,49 +9,36 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
-import { accessRecords, aiRoute, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
+import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
 
 const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
 
 describe('azureOpenAI provider', () => {
-  let mock: Mock;
-  let rec: Recorder;
-  let gw: AiGateway;
-
-  before(async () => {
-    mock = await startMock();
-    rec = await startRecorder(mock.url);
-    gw = await startAiGateway([
-      aiRoute('/dated', { name: 'dated', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21', model: 'my-deployment' } }, hostOverride: rec.hostPort }),
-      aiRoute('/v1api', { name: 'v1api', provider: { vendorSix: { host: 'https://my-res.openai.azure.com' } }, hostOverride: rec.hostPort }),
-      aiRoute('/keyed', { name: 'keyed', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21' } }, hostOverride: rec.hostPort }, { backendAuth: { key: 'azure-key-from-policy' } }),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await rec?.close();
-    await mock?.stop();
-  });
+  const t = recordedAi((hostPort) => [
+    aiRoute('/dated', { name: 'dated', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21', model: 'my-deployment' } }, hostOverride: hostPort }),
+    aiRoute('/v1api', { name: 'v1api', provider: { vendorSix: { host: 'https://my-res.openai.azure.com' } }, hostOverride: hostPort }),
+    aiRoute('/keyed', { name: 'keyed', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21' } }, hostOverride: hostPort }, { backendAuth: { key: 'azure-key-from-policy' } }),
+  ]);
 
   it('sends a dated-version request to the deployment path with the key in api-key', async () => {
-    const client = new OpenAI({ baseURL: `${gw.base}/dated/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${t.gw.base}/dated/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
     const res = await client.chat.completions.create({ model: 'ignored', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
-    const wire = rec.last();
+    const wire = t.rec.last();
     assert.equal(wire.url, '/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21');
     assert.equal(wire.headers['api-key'], 'azure-client-key');
     assert.equal(wire.headers.authorization, undefined);
-    const [log] = await accessRecords(gw, '/dated/v1/chat/completions');
+    const [log] = await accessRecords(t.gw, '/dated/v1/chat/completions');
     assert.equal(log!['llm.provider'], 'azure.openai');
     assert.equal(log!['llm.model'], 'my-deployment');
     assert.equal(log!['llm.inputTokens'], 11);
   });
 
   it('uses the v1 API by default, with the model in the body', async () => {
-    const client = new OpenAI({ baseURL: `${gw.base}/v1api/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${t.gw.base}/v1api/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
     await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
-    const wire = rec.last();
+    const wire = t.rec.last();
     assert.equal(wire.url, '/openai/v1/chat/completions');
     assert.equal(wire.json().model, 'gpt-4o');
     assert.equal(wire.headers['api-key'], 'azure-client-key');
@@ -59,17 +46,17 @@ describe('azureOpenAI provider', () => {
 
   it('keeps an Entra ID token (a JWT) in Authorization', async () => {
     const jwt = `eyJhbGciOiJSUzI1NiJ9.${Buffer.from('{"aud":"https://cognitiveservices.azure.com"}').toString('base64url')}.c2ln`;
-    const client = new OpenAI({ baseURL: `${gw.base}/v1api/v1`, apiKey: jwt, maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${t.gw.base}/v1api/v1`, apiKey: jwt, maxRetries: 0 });
     await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
-    const h = rec.last().headers;
+    const h = t.rec.last().headers;
     assert.equal(h.authorization, `Bearer ${jwt}`);
     assert.equal(h['api-key'], undefined);
   });
 
   it('moves a backendAuth key into api-key', async () => {
-    const res = await fetch(`${gw.base}/keyed/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'dep2', messages: [{ role: 'user', content: 'hello' }] }) });
+    const res = await fetch(`${t.gw.base}/keyed/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'dep2', messages: [{ role: 'user', content: 'hello' }] }) });
     assert.equal(res.status, 200);
-    const wire = rec.last();
+    const wire = t.rec.last();
     assert.equal(wire.url, '/openai/deployments/dep2/chat/completions?api-version=2024-10-21');
     assert.equal(wire.headers['api-key'], 'azure-key-from-policy');
     assert.equal(wire.headers.authorization, undefined);
