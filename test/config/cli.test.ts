@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,22 +9,14 @@ import { after, before, describe, it } from 'node:test';
 import { runCli, ROOT } from '../helpers/cli.ts';
 import type { CliRun } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
-import { yaml } from './helpers.ts';
+import { tempDirs, yaml } from './helpers.ts';
 
 // The CLI as a user runs it: `node bin/switchyard.js ...` in a child process (issue 2 "What a user can do").
 
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 /** Temp dirs made by this file, removed when it ends. */
-const tempDirs: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = tempDirs();
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** Run the CLI to completion; a child still running after `timeoutMs` is killed (by its own pid) and fails the test. */

@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
 import { ConfigLoadError, createGateway, LogSink } from 'switchyard';
 import type { PositionedIssue } from 'switchyard';
 import backend from '../../plugins/backends/backend/plugin.ts';
@@ -22,9 +26,9 @@ export interface CompileOptions {
   readonly name?: string;
 }
 
-/** Compile config text through the public API (no sockets); resolves with the error it must throw. */
-export async function compileError(text: string, options: CompileOptions = {}): Promise<ConfigLoadError> {
-  const gateway = createGateway(
+/** A gateway for config text that is only compiled (no sockets, no watching, logs dropped). */
+function quietGateway(text: string, options: CompileOptions): ReturnType<typeof createGateway> {
+  return createGateway(
     {
       preset: options.preset ?? BASIC_PRESET,
       knownKeys: options.knownKeys ?? FIRST_PARTY_KEYS,
@@ -34,6 +38,11 @@ export async function compileError(text: string, options: CompileOptions = {}): 
     },
     new LogSink(() => undefined),
   );
+}
+
+/** Compile config text through the public API (no sockets); resolves with the error it must throw. */
+export async function compileError(text: string, options: CompileOptions = {}): Promise<ConfigLoadError> {
+  const gateway = quietGateway(text, options);
   try {
     await gateway.compile(text);
   } catch (err) {
@@ -47,16 +56,7 @@ export async function compileError(text: string, options: CompileOptions = {}): 
 
 /** Compile config text that must be valid; returns the config value the snapshot holds (aliases resolved). */
 export async function compileValue(text: string, options: CompileOptions = {}): Promise<Record<string, unknown>> {
-  const gateway = createGateway(
-    {
-      preset: options.preset ?? BASIC_PRESET,
-      knownKeys: options.knownKeys ?? FIRST_PARTY_KEYS,
-      config: { name: options.name ?? 'test.yaml', text },
-      watch: false,
-      env: options.env ?? {},
-    },
-    new LogSink(() => undefined),
-  );
+  const gateway = quietGateway(text, options);
   try {
     const snapshot = await gateway.compile(text);
     const value = snapshot.config as Record<string, unknown>;
@@ -80,4 +80,17 @@ export function summarize(issues: readonly PositionedIssue[]): { at: string; pat
 /** YAML from lines, so tests read like the file the user wrote (line numbers are 1-based indexes + 1). */
 export function yaml(...lines: string[]): string {
   return `${lines.join('\n')}\n`;
+}
+
+/** Temp dirs for one test file: each call makes one, all removed when the file's tests end. */
+export function tempDirs(): (prefix: string) => string {
+  const made: string[] = [];
+  after(() => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  });
+  return (prefix) => {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    made.push(dir);
+    return dir;
+  };
 }

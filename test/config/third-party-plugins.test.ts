@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { createGateway, LogSink, PluginRegistryError } from 'switchyard';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
-import { yaml } from './helpers.ts';
+import { tempDirs, yaml } from './helpers.ts';
 
 // Third-party plugins come from the static `config.plugins` list (ARCHITECTURE.md §9). Loading failures are
 // hard errors that name the package (and, for clashes, both sides).
@@ -16,15 +15,7 @@ import { yaml } from './helpers.ts';
 const FIXTURES = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 /** Temp dirs made by this file, removed when it ends. */
-const tempDirs: string[] = [];
-function tempDir(prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  tempDirs.push(dir);
-  return dir;
-}
-after(() => {
-  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-});
+const tempDir = tempDirs();
 const BIN = fileURLToPath(new URL('../../bin/switchyard.js', import.meta.url));
 
 /** A config file in a fresh temp dir loading `plugins`; relative specs resolve from that dir. */
