@@ -2,7 +2,8 @@
 // automatic checkpoint (copy the WAL into the database file, then fsync) would run inside whichever commit crosses
 // 1,000 pages and stall every request in flight for tens of ms. The serving connection turns it off
 // (`wal_autocheckpoint = 0`) and this worker thread, on its own connection, checkpoints instead:
-//  - PASSIVE every `everyMs` (500 ms): never waits for and never blocks a writer. When it has copied everything, the serving
+//  - PASSIVE at most every `everyMs` (100 ms) while writes are heavy, else every `quietMs` (500 ms): never waits for
+//    and never blocks a writer. When it has copied everything, the serving
 //    connection's next write starts the WAL over from its beginning (SQLite does that itself), so the file stays small.
 //  - RESTART once the WAL holds `restartFrames` frames (writes never paused long enough for that to happen): takes
 //    the write lock for as long as it takes to copy what was written during the PASSIVE pass just before and to
@@ -10,13 +11,20 @@
 import { Worker } from 'node:worker_threads';
 
 export interface CheckpointOptions {
-  /**
-   * How often the WAL is checkpointed (PASSIVE). Default 500 ms: a checkpoint's CPU is its fsyncs (about 2 ms on
-   * ext4 whether it copies 130 commits or 1,300; 40 µs without them), so every 100 ms cost 20-25 ms of CPU a second
-   * whatever the load (docs/perf.md "Virtual keys, session 9"). At 500 ms the WAL holds at most half a second of
-   * commits (a few MB under load, well below `restartFrames`).
-   */
+  /** How often the checkpointer looks (and checkpoints while writes are heavy: see `busyFrames`). Default 100 ms. */
   readonly everyMs?: number;
+  /**
+   * Longest between two checkpoints while the WAL stays small. Default 500 ms: a PASSIVE checkpoint's CPU is its
+   * fsyncs (about 2 ms on ext4 whether it copies 130 commits or 1,300; 40 µs without them), so one every 100 ms was
+   * 20-25 ms of CPU a second whatever the load (docs/perf.md "Virtual keys, session 9").
+   */
+  readonly quietMs?: number;
+  /**
+   * Frames the last checkpoint found in the WAL from which the next one runs at the next look (`everyMs`), as before
+   * session 9: under heavy writes (many keys, high rates) the WAL stays as small as it was. Default 1,000 (SQLite's
+   * own automatic threshold).
+   */
+  readonly busyFrames?: number;
   /** WAL size in frames (pages) past which the checkpoint restarts the WAL even under constant writes. Default 8,192 (32 MB). */
   readonly restartFrames?: number;
 }
@@ -30,16 +38,23 @@ const db = new DatabaseSync(workerData.path);
 db.exec('PRAGMA busy_timeout = 1000; PRAGMA wal_autocheckpoint = 0');
 const passive = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
 const restart = db.prepare('PRAGMA wal_checkpoint(RESTART)');
+let last = 0;
+let lastLog = 0;
 const tick = () => {
+  last = Date.now();
   try {
     const r = passive.get();
+    lastLog = r.log;
     if (r.log >= workerData.restartFrames) return restart.get();
     return r;
   } catch (err) {
     return { error: String(err && err.message || err) };
   }
 };
-const timer = setInterval(tick, workerData.everyMs);
+// A quiet WAL waits quietMs; one the last checkpoint found busy is checkpointed at every look.
+const timer = setInterval(() => {
+  if (lastLog >= workerData.busyFrames || Date.now() - last >= workerData.quietMs) tick();
+}, workerData.everyMs);
 parentPort.on('message', (m) => {
   if (m === 'now') parentPort.postMessage(tick());
   else if (m === 'close') {
@@ -67,7 +82,7 @@ export class Checkpointer {
   constructor(path: string, options: CheckpointOptions = {}) {
     this.worker = new Worker(SOURCE, {
       eval: true,
-      workerData: { path, everyMs: options.everyMs ?? 500, restartFrames: options.restartFrames ?? 8192 },
+      workerData: { path, everyMs: options.everyMs ?? 100, quietMs: options.quietMs ?? 500, busyFrames: options.busyFrames ?? 1000, restartFrames: options.restartFrames ?? 8192 },
       // A small thread: no inspector, no env copy needed beyond the default.
       resourceLimits: { maxOldGenerationSizeMb: 16 },
     });
