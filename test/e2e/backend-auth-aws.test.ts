@@ -2,9 +2,6 @@
 // (test/helpers/sigv4.ts, itself checked against AWS's published vectors), with the body hash, on every attempt.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
@@ -14,7 +11,7 @@ import { freePort } from '../helpers/ports.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { ReceivedRequest, TestUpstream } from '../helpers/upstream.ts';
-import { awsChainEnv, config, gatewayOptions, withEnv } from './backend-auth-support.ts';
+import { awsChainEnv, config, gatewayOptions } from './backend-auth-support.ts';
 
 const ACCESS_KEY = 'AKIDSWITCHYARDTEST';
 const SECRET_KEY = 'sEcReT/ForSwitchyard+SigV4TestsOnly0000';
@@ -199,19 +196,8 @@ describe('backendAuth: aws (SigV4)', () => {
 
 describe('backendAuth: aws credential failure', () => {
   it('no credentials anywhere in the default chain: 500 `backend authentication failed`', async () => {
-    const empty = mkdtempSync(join(tmpdir(), 'switchyard-aws-none-'));
-    const env = withEnv({
-      AWS_ACCESS_KEY_ID: undefined,
-      AWS_SECRET_ACCESS_KEY: undefined,
-      AWS_SESSION_TOKEN: undefined,
-      AWS_PROFILE: undefined,
-      AWS_SHARED_CREDENTIALS_FILE: join(empty, 'credentials'),
-      AWS_CONFIG_FILE: join(empty, 'config'),
-      AWS_EC2_METADATA_DISABLED: 'true',
-      AWS_CONTAINER_CREDENTIALS_RELATIVE_URI: undefined,
-      AWS_CONTAINER_CREDENTIALS_FULL_URI: undefined,
-      AWS_WEB_IDENTITY_TOKEN_FILE: undefined,
-    });
+    // The chain's environment with no keys either.
+    const env = awsChainEnv('', '', { AWS_ACCESS_KEY_ID: undefined, AWS_SECRET_ACCESS_KEY: undefined });
     const upstream = await startUpstream();
     const port = await freePort();
     const gw = await startGateway(config(port, upstream.port, [{ name: 'r', policies: { backendAuth: { aws: { region: 'us-east-1', serviceName: 'bedrock' } } } }]), gatewayOptions);
