@@ -30,9 +30,9 @@ describe('backendAuth: azure managed identity (App Service endpoint)', () => {
     }
     assert.equal(new Set(auths).size, 1);
     assert.match(auths[0]!, /^Bearer mi\.appservice\.system\.\d+$/);
-    assert.equal(h.mi.requests.length, 1);
-    assert.equal(h.mi.requests[0]!.headers['x-identity-header'], IDENTITY_HEADER);
-    assert.equal(h.mi.requests[0]!.url.searchParams.get('resource'), 'https://vault.azure.net');
+    assert.equal(h.standIn.requests.length, 1);
+    assert.equal(h.standIn.requests[0]!.headers['x-identity-header'], IDENTITY_HEADER);
+    assert.equal(h.standIn.requests[0]!.url.searchParams.get('resource'), 'https://vault.azure.net');
   });
 
   it('a refused token request is a 500 JSON `backend authentication failed`, within the token timeout', () => assertRefusedTokenFails(h, 'refused'));

@@ -30,8 +30,8 @@ describe('backendAuth: azure managed identity (IMDS)', () => {
     }
     assert.equal(new Set(auths).size, 1);
     assert.match(auths[0]!, new RegExp(`^Bearer mi\\.imds\\.${USER_ASSIGNED}\\.\\d+$`));
-    assert.equal(h.mi.requests.length, 1);
-    const call = h.mi.requests[0]!;
+    assert.equal(h.standIn.requests.length, 1);
+    const call = h.standIn.requests[0]!;
     assert.equal(call.headers.metadata, 'true');
     assert.equal(call.url.searchParams.get('resource'), 'https://cognitiveservices.azure.com');
     assert.equal(call.url.searchParams.get('client_id'), USER_ASSIGNED);

@@ -105,38 +105,45 @@ export async function startManagedIdentity(identityHeader: string): Promise<Mana
   return state;
 }
 
-/** A managed-identity stand-in, the environment that points @azure/identity at it, an upstream and a gateway. */
-export interface ManagedIdentityHarness {
-  readonly mi: ManagedIdentityStandIn;
+/** A token service stand-in, the environment that points @azure/identity at it, an upstream and a gateway. */
+export interface AzureHarness<S> {
+  readonly standIn: S;
   readonly upstream: TestUpstream;
   readonly gw: RunningGateway;
   readonly port: number;
   stop(): Promise<void>;
 }
 
-/** Start the stand-in, set `env(standInPort)` (over {@link AZURE_ENV_CLEAR}), then the upstream and a gateway with `routes`. */
-export async function startManagedIdentityHarness(
-  identityHeader: string,
-  env: (miPort: number) => Record<string, string>,
-  routes: RouteSpec[],
-): Promise<ManagedIdentityHarness> {
-  const mi = await startManagedIdentity(identityHeader);
-  const restore = withEnv({ ...AZURE_ENV_CLEAR, ...env(mi.port) });
+/**
+ * With `standIn` listening: set `env` (over {@link AZURE_ENV_CLEAR}), start an upstream and a gateway with `routes`.
+ * `stop` stops them, closes the stand-in, restores the environment, then runs `restore` (the CA trust, say).
+ */
+export async function startAzureHarness<S extends { server: Server }>(standIn: S, env: Record<string, string>, routes: RouteSpec[], restore?: () => void): Promise<AzureHarness<S>> {
+  const saved = withEnv({ ...AZURE_ENV_CLEAR, ...env });
   const upstream = await startUpstream();
   const port = await freePort();
   const gw = await startGateway(config(port, upstream.port, routes), gatewayOptions);
   return {
-    mi,
+    standIn,
     upstream,
     gw,
     port,
     async stop() {
       await gw.stop();
       await upstream.close();
-      await close(mi.server);
-      restore.restore();
+      await close(standIn.server);
+      saved.restore();
+      restore?.();
     },
   };
+}
+
+export type ManagedIdentityHarness = AzureHarness<ManagedIdentityStandIn>;
+
+/** The managed-identity stand-in and a harness around it, `env(standInPort)` pointing @azure/identity at it. */
+export async function startManagedIdentityHarness(identityHeader: string, env: (miPort: number) => Record<string, string>, routes: RouteSpec[]): Promise<ManagedIdentityHarness> {
+  const mi = await startManagedIdentity(identityHeader);
+  return startAzureHarness(mi, env(mi.port), routes);
 }
 
 /**
@@ -144,7 +151,7 @@ export async function startManagedIdentityHarness(
  * and nothing goes upstream.
  */
 export async function assertRefusedTokenFails(h: ManagedIdentityHarness, route: string): Promise<void> {
-  h.mi.refuse = true;
+  h.standIn.refuse = true;
   try {
     const started = Date.now();
     const sent = h.upstream.received.length;
@@ -156,6 +163,6 @@ export async function assertRefusedTokenFails(h: ManagedIdentityHarness, route: 
     assert.ok(Date.now() - started < 8000);
     assert.equal(h.upstream.received.length, sent);
   } finally {
-    h.mi.refuse = false;
+    h.standIn.refuse = false;
   }
 }

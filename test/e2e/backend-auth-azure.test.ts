@@ -18,11 +18,10 @@ import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
 import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
-import type { TestUpstream } from '../helpers/upstream.ts';
-import { AZURE_ENV_CLEAR, close, json, listen, readBody } from './backend-auth-azure-support.ts';
+import { AZURE_ENV_CLEAR, json, listen, readBody, startAzureHarness } from './backend-auth-azure-support.ts';
+import type { AzureHarness } from './backend-auth-azure-support.ts';
 import { config, gatewayOptions, withEnv } from './backend-auth-support.ts';
 
 const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
@@ -30,6 +29,13 @@ const BAD_TENANT = '00000000-0000-4000-8000-0000000000ba';
 const CLIENT_ID = '5e2b8c3a-0f6d-4a51-9c1e-7d2f3b4a5c6d';
 const CLIENT_SECRET = 'Qx8~azure-client-secret-for-tests~000';
 const COGNITIVE = 'https://cognitiveservices.azure.com/.default';
+
+/** Trust `ca` in this process (node:https's default store) until the returned function is called. */
+function trustCa(ca: string): () => void {
+  const saved = tls.getCACertificates('default');
+  tls.setDefaultCACertificates([...saved, ca]);
+  return () => tls.setDefaultCACertificates(saved);
+}
 
 /** A CA and a server certificate for localhost / 127.0.0.1, made with openssl; the CA is trusted by this process. */
 function makeTls(): { cert: string; key: string; ca: string } {
@@ -103,50 +109,32 @@ async function startEntra(pem: { cert: string; key: string }, federatedToken: ()
 }
 
 describe('backendAuth: azure with a client secret', () => {
-  let gw: RunningGateway;
-  let port: number;
-  let upstream: TestUpstream;
-  let entra: EntraStandIn;
-  let env: { restore(): void };
-  let savedCas: string[];
+  let h: AzureHarness<EntraStandIn>;
 
   before(async () => {
     const pem = makeTls();
-    savedCas = tls.getCACertificates('default');
-    tls.setDefaultCACertificates([...savedCas, pem.ca]);
-    entra = await startEntra(pem, () => 'unused');
-    env = withEnv({ ...AZURE_ENV_CLEAR, AZURE_AUTHORITY_HOST: entra.url });
-    port = await freePort();
-    upstream = await startUpstream();
+    const untrust = trustCa(pem.ca);
     const secret = { clientSecret: { tenant_id: TENANT, client_id: CLIENT_ID, client_secret: CLIENT_SECRET } };
-    gw = await startGateway(
-      config(port, upstream.port, [
-        { name: 'default-scope', policies: { backendAuth: { azure: { explicitConfig: secret } } } },
-        { name: 'arm', policies: { backendAuth: { cloudAuthC: { explicitConfig: secret, scope: 'https://management.azure.com/.default' } } } },
-        { name: 'refused', policies: { backendAuth: { azure: { explicitConfig: { clientSecret: { ...secret.clientSecret, tenant_id: BAD_TENANT } } } } } },
-      ]),
-      gatewayOptions,
-    );
+    const entra = await startEntra(pem, () => 'unused');
+    h = await startAzureHarness(entra, { AZURE_AUTHORITY_HOST: entra.url }, [
+      { name: 'default-scope', policies: { backendAuth: { azure: { explicitConfig: secret } } } },
+      { name: 'arm', policies: { backendAuth: { cloudAuthC: { explicitConfig: secret, scope: 'https://management.azure.com/.default' } } } },
+      { name: 'refused', policies: { backendAuth: { azure: { explicitConfig: { clientSecret: { ...secret.clientSecret, tenant_id: BAD_TENANT } } } } } },
+    ], untrust);
   });
-  after(async () => {
-    await gw?.stop();
-    await upstream?.close();
-    await close(entra.server);
-    env.restore();
-    tls.setDefaultCACertificates(savedCas);
-  });
+  after(() => h?.stop());
 
   const auth = async (path: string): Promise<string> => {
-    const res = await request(`${gw.url(port)}${path}`, { headers: { authorization: 'Bearer client' } });
+    const res = await request(`${h.gw.url(h.port)}${path}`, { headers: { authorization: 'Bearer client' } });
     assert.equal(res.statusCode, 200, await res.body.text());
-    return String(upstream.received.at(-1)!.headers.authorization);
+    return String(h.upstream.received.at(-1)!.headers.authorization);
   };
 
   it('gets a token for the Cognitive Services scope by default; several requests, one token request', async () => {
     const got = await Promise.all([auth('/default-scope'), auth('/default-scope'), auth('/default-scope')]);
     assert.equal(new Set(got).size, 1);
     assert.match(got[0]!, /^Bearer entra\.secret\.https:\/\/cognitiveservices\.azure\.com\/\.default\.\d+$/);
-    const grants = entra.grants.get(TENANT)!;
+    const grants = h.standIn.grants.get(TENANT)!;
     assert.equal(grants.length, 1);
     assert.equal(grants[0]!.get('client_id'), CLIENT_ID);
     assert.equal(grants[0]!.get('scope'), COGNITIVE);
@@ -157,59 +145,45 @@ describe('backendAuth: azure with a client secret', () => {
   });
 
   it('a refused secret is a 500 JSON `backend authentication failed` and nothing goes upstream', async () => {
-    const before = upstream.received.length;
-    const res = await request(`${gw.url(port)}/refused`);
+    const before = h.upstream.received.length;
+    const res = await request(`${h.gw.url(h.port)}/refused`);
     assert.equal(res.statusCode, 500);
     const body = (await res.body.json()) as { error: { type: string; message: string } };
     assert.equal(body.error.type, 'backend_auth_failed');
     assert.match(body.error.message, /^backend authentication failed: .*AADSTS7000215/);
     assert.doesNotMatch(body.error.message, new RegExp(CLIENT_SECRET));
-    assert.equal(upstream.received.length, before);
+    assert.equal(h.upstream.received.length, before);
   });
 
   it('the client secret is never in /config_dump or the logs', async () => {
-    const text = await (await request(`${gw.adminUrl}/config_dump`)).body.text();
+    const text = await (await request(`${h.gw.adminUrl}/config_dump`)).body.text();
     assert.doesNotMatch(text, new RegExp(CLIENT_SECRET));
     assert.doesNotMatch(text, /cloudAuthC/);
-    assert.ok(!gw.logs.some((l) => l.includes(CLIENT_SECRET)));
+    assert.ok(!h.gw.logs.some((l) => l.includes(CLIENT_SECRET)));
   });
 });
 
 describe('backendAuth: azure workload identity', () => {
-  let gw: RunningGateway;
-  let port: number;
-  let upstream: TestUpstream;
-  let entra: EntraStandIn;
-  let env: { restore(): void };
-  let savedCas: string[];
+  let h: AzureHarness<EntraStandIn>;
   const federated = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6ZGVmYXVsdDpnYXRld2F5In0.sig';
 
   before(async () => {
     const pem = makeTls();
-    savedCas = tls.getCACertificates('default');
-    tls.setDefaultCACertificates([...savedCas, pem.ca]);
-    entra = await startEntra(pem, () => federated);
+    const untrust = trustCa(pem.ca);
+    const entra = await startEntra(pem, () => federated);
     const tokenFile = join(mkdtempSync(join(tmpdir(), 'switchyard-wi-')), 'azure-identity-token');
     writeFileSync(tokenFile, federated);
     // What the AKS workload identity webhook injects into the pod.
-    env = withEnv({ ...AZURE_ENV_CLEAR, AZURE_AUTHORITY_HOST: entra.url, AZURE_TENANT_ID: TENANT, AZURE_CLIENT_ID: CLIENT_ID, AZURE_FEDERATED_TOKEN_FILE: tokenFile });
-    port = await freePort();
-    upstream = await startUpstream();
-    gw = await startGateway(config(port, upstream.port, [{ name: 'wi', policies: { backendAuth: { azure: { explicitConfig: { workloadIdentity: {} } } } } }]), gatewayOptions);
+    const env = { AZURE_AUTHORITY_HOST: entra.url, AZURE_TENANT_ID: TENANT, AZURE_CLIENT_ID: CLIENT_ID, AZURE_FEDERATED_TOKEN_FILE: tokenFile };
+    h = await startAzureHarness(entra, env, [{ name: 'wi', policies: { backendAuth: { azure: { explicitConfig: { workloadIdentity: {} } } } } }], untrust);
   });
-  after(async () => {
-    await gw?.stop();
-    await upstream?.close();
-    await close(entra.server);
-    env.restore();
-    tls.setDefaultCACertificates(savedCas);
-  });
+  after(() => h?.stop());
 
   it('exchanges the projected service-account token (client assertion) for an access token', async () => {
-    const res = await request(`${gw.url(port)}/wi`);
+    const res = await request(`${h.gw.url(h.port)}/wi`);
     assert.equal(res.statusCode, 200, await res.body.text());
-    assert.match(String(upstream.received.at(-1)!.headers.authorization), /^Bearer entra\.federated\./);
-    const grant = entra.grants.get(TENANT)![0]!;
+    assert.match(String(h.upstream.received.at(-1)!.headers.authorization), /^Bearer entra\.federated\./);
+    const grant = h.standIn.grants.get(TENANT)![0]!;
     assert.equal(grant.get('client_assertion'), federated);
     assert.equal(grant.get('client_secret'), null);
   });
