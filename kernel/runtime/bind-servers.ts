@@ -234,10 +234,9 @@ export class BindServers {
 
   /** Close keep-alive connections that sit idle (during drain). */
   closeIdle(): void {
-    for (const socket of this.sockets) {
-      const s = socket as Socket & { _httpMessage?: unknown };
-      if (!s._httpMessage) socket.destroy();
-    }
+    // The sockets node:http serves: for a TLS bind the TLSSocket, whose TCP socket never carries `_httpMessage` (read
+    // on that one, every TLS connection looked idle and a request in flight was cut when the drain began).
+    for (const socket of this.swept) if (!socket._httpMessage) socket.destroy();
   }
 
   /** Cut every remaining connection (drain deadline passed). */

@@ -182,3 +182,36 @@ describe('HTTPS listeners selected by SNI', () => {
     });
   }
 });
+
+describe('HTTPS listener: stopping the gateway', () => {
+  it('a request in flight over TLS when the gateway stops is answered (drain), not cut', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-https-drain-'));
+    const pair = selfSigned(dir, 'localhost');
+    let arrived!: () => void;
+    const atUpstream = new Promise<void>((resolve) => (arrived = resolve));
+    const slow = createServer((_req, res) => {
+      arrived();
+      setTimeout(() => res.end('late'), 400);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const slowPort = (slow.address() as { port: number }).port;
+    const { gw, ports } = await startGatewayOnFreePorts(1, ([port]) => ({
+      binds: [{ port, listeners: [{ protocol: 'HTTPS', tls: pair, routes: [{ name: 'slow', backends: [{ host: `127.0.0.1:${slowPort}` }] }] }] }],
+    }));
+    const agent = new Agent({ connect: { ca: readFileSync(pair.cert, 'utf8') } });
+    try {
+      const pending = request(`https://localhost:${ports[0]}/x`, { dispatcher: agent });
+      await atUpstream;
+      const stopping = gw.stop();
+      const res = await pending;
+      assert.equal(res.statusCode, 200);
+      assert.equal(await res.body.text(), 'late');
+      await stopping;
+    } finally {
+      await gw.stop();
+      await agent.close();
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
