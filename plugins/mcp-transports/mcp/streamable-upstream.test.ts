@@ -48,6 +48,21 @@ function poolTarget(origin: string): UpstreamTarget & { close(): Promise<void> }
   };
 }
 
+/** An SDK server with `options` and a pool target on it, started before the enclosing suite's tests, stopped after. */
+function serverWithTarget(options: ConstructorParameters<typeof SdkServer>[0]): { readonly server: SdkServer; readonly target: ReturnType<typeof poolTarget> } {
+  const server = new SdkServer(options);
+  const fixture = { server, target: undefined as unknown as ReturnType<typeof poolTarget> };
+  before(async () => {
+    await server.start();
+    fixture.target = poolTarget(`http://127.0.0.1:${server.port}`);
+  });
+  after(async () => {
+    await fixture.target.close();
+    await server.stop();
+  });
+  return fixture;
+}
+
 interface Received {
   readonly method: string;
   readonly url: string;
@@ -214,20 +229,12 @@ const text = (answer: Record<string, unknown>): string => ((answer.result as { c
 
 for (const mode of ['SSE', 'JSON'] as const) {
   describe(`StreamableUpstream against the SDK v1 server (${mode} answers)`, () => {
-    const server = new SdkServer({ json: mode === 'JSON' });
-    let target: ReturnType<typeof poolTarget>;
-    before(async () => {
-      await server.start();
-      target = poolTarget(`http://127.0.0.1:${server.port}`);
-    });
-    after(async () => {
-      await target.close();
-      await server.stop();
-    });
+    const fixture = serverWithTarget({ json: mode === 'JSON' });
+    const server = fixture.server;
 
     it('initializes, keeps the session id and protocol version, opens the GET stream and calls tools', async () => {
       server.received.length = 0;
-      const c = client(target);
+      const c = client(fixture.target);
       await c.initialize();
       assert.ok(c.up.sessionId && server.transports.has(c.up.sessionId));
       assert.equal(text(await c.call(1, 'echo', { text: 'hi' })), 'echo: hi');
@@ -249,7 +256,7 @@ for (const mode of ['SSE', 'JSON'] as const) {
     });
 
     it('relays messages sent while a call runs, then its answer', async () => {
-      const c = client(target);
+      const c = client(fixture.target);
       await c.initialize();
       assert.equal(text(await c.call(2, 'chatty')), 'done');
       // In JSON mode the SDK server sends request-related notifications nowhere (no stream); in SSE mode before the answer.
@@ -259,7 +266,7 @@ for (const mode of ['SSE', 'JSON'] as const) {
     });
 
     it('reports a lost upstream session as code 404 naming the status and the body', async () => {
-      const c = client(target);
+      const c = client(fixture.target);
       await c.initialize();
       await server.transports.get(c.up.sessionId!)!.close();
       await assert.rejects(c.up.send({ jsonrpc: '2.0', id: 3, method: 'tools/list' }), (err: Error & { code?: unknown }) => {
@@ -273,7 +280,7 @@ for (const mode of ['SSE', 'JSON'] as const) {
     });
 
     it('ends the upstream session with DELETE on close, and not on detach', async () => {
-      const a = client(target);
+      const a = client(fixture.target);
       await a.initialize();
       const id = a.up.sessionId!;
       await a.up.close();
@@ -284,7 +291,7 @@ for (const mode of ['SSE', 'JSON'] as const) {
       assert.equal(a.closed(), 1);
       await assert.rejects(a.up.send({ jsonrpc: '2.0', method: 'notifications/initialized' }), /closed/);
 
-      const b = client(target);
+      const b = client(fixture.target);
       await b.initialize();
       const kept = b.up.sessionId!;
       await b.up.detach();
@@ -294,14 +301,14 @@ for (const mode of ['SSE', 'JSON'] as const) {
 
       // Resuming it: the GET stream opens at start, and requests work without initialize.
       const before = server.requests('GET').length;
-      const r = client(target, { resumeSessionId: kept });
+      const r = client(fixture.target, { resumeSessionId: kept });
       r.up.setProtocolVersion(VERSION);
       await r.up.start();
       assert.equal(server.requests('GET').length, before + 1);
       assert.equal(text(await r.call(4, 'echo', { text: 'again' })), 'echo: again');
       await r.up.close();
       // A session that is gone: start throws the 404 so the caller initializes a new one.
-      const gone = client(target, { resumeSessionId: kept });
+      const gone = client(fixture.target, { resumeSessionId: kept });
       await assert.rejects(gone.up.start(), (err: Error & { code?: unknown }) => err.code === 404);
       await gone.up.close();
     });
@@ -309,19 +316,11 @@ for (const mode of ['SSE', 'JSON'] as const) {
 }
 
 describe('StreamableUpstream: a target that redirects within its origin', () => {
-  const server = new SdkServer({ redirect: true });
-  let target: ReturnType<typeof poolTarget>;
-  before(async () => {
-    await server.start();
-    target = poolTarget(`http://127.0.0.1:${server.port}`);
-  });
-  after(async () => {
-    await target.close();
-    await server.stop();
-  });
+  const fixture = serverWithTarget({ redirect: true });
+  const server = fixture.server;
 
   it('follows 307 to the endpoint for POST, GET and DELETE, as the SDK client does', async () => {
-    const c = client(target);
+    const c = client(fixture.target);
     await c.initialize();
     assert.equal(text(await c.call(1, 'echo', { text: 'moved' })), 'echo: moved');
     await waitFor(() => server.received.some((r) => r.method === 'GET' && r.url === '/mcp/'), 'the GET stream');
@@ -337,19 +336,11 @@ describe('StreamableUpstream: a target that redirects within its origin', () => 
 });
 
 describe('StreamableUpstream: resumable streams (SDK v1 server with an event store)', () => {
-  const server = new SdkServer({ resumable: true });
-  let target: ReturnType<typeof poolTarget>;
-  before(async () => {
-    await server.start();
-    target = poolTarget(`http://127.0.0.1:${server.port}`);
-  });
-  after(async () => {
-    await target.close();
-    await server.stop();
-  });
+  const fixture = serverWithTarget({ resumable: true });
+  const server = fixture.server;
 
   it('reopens the GET stream after it drops, with Last-Event-ID, and gets what was sent meanwhile', async () => {
-    const c = client(target);
+    const c = client(fixture.target);
     await c.initialize();
     const sid = c.up.sessionId!;
     await waitFor(() => server.requests('GET').length === 1, 'the GET stream');
@@ -374,7 +365,7 @@ describe('StreamableUpstream: resumable streams (SDK v1 server with an event sto
   });
 
   it('resumes a POST stream the server closed before the answer (GET with its last event id)', async () => {
-    const c = client(target);
+    const c = client(fixture.target);
     await c.initialize();
     const gets = server.requests('GET').length;
     assert.equal(text(await c.call(5, 'polled')), 'after the resume');
