@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { startGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
@@ -37,26 +37,15 @@ describe('service and cloudBackend backends', () => {
     upstream = await startUpstream(undefined, { bufferBody: true });
     env = awsChainEnv(ENV_ACCESS_KEY, ENV_SECRET_KEY, { AWS_ENDPOINT_URL_BEDROCK_AGENTCORE: upstream.url, AWS_ENDPOINT_URL: undefined });
     port = await freePort();
-    gw = await startGateway({
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                route('svc-object', { service: { name: { namespace: 'default', hostname: 'localhost' }, port: upstream.port } }),
-                route('svc-string', { service: { name: 'default/127.0.0.1', port: upstream.port } }),
-                route('agent', { cloudBackend: { agentRuntime: { agentRuntimeArn: ARN, qualifier: 'DEFAULT' } } }),
-                route('agentcore-alias', { aws: { agentCore: { agentRuntimeArn: ARN } } }),
-                route('agent-explicit', { cloudBackend: { agentRuntime: { agentRuntimeArn: ARN } } }, {
-                  backendAuth: { aws: { accessKeyId: EXPLICIT_KEY, secretAccessKey: EXPLICIT_SECRET, region: 'eu-west-1', serviceName: 'bedrock-agentcore' } },
-                }),
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    gw = await startGateway(oneListenerConfig(port, [
+      route('svc-object', { service: { name: { namespace: 'default', hostname: 'localhost' }, port: upstream.port } }),
+      route('svc-string', { service: { name: 'default/127.0.0.1', port: upstream.port } }),
+      route('agent', { cloudBackend: { agentRuntime: { agentRuntimeArn: ARN, qualifier: 'DEFAULT' } } }),
+      route('agentcore-alias', { aws: { agentCore: { agentRuntimeArn: ARN } } }),
+      route('agent-explicit', { cloudBackend: { agentRuntime: { agentRuntimeArn: ARN } } }, {
+        backendAuth: { aws: { accessKeyId: EXPLICIT_KEY, secretAccessKey: EXPLICIT_SECRET, region: 'eu-west-1', serviceName: 'bedrock-agentcore' } },
+      }),
+    ]));
   });
   after(async () => {
     await gw?.stop();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { startGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -22,27 +22,16 @@ describe('cors', () => {
   before(async () => {
     port = await freePort();
     upstream = await startUpstream();
-    gw = await startGateway({
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                {
-                  name: 'limited',
-                  matches: [{ path: { pathPrefix: '/limited' } }],
-                  policies: { cors, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] },
-                  backends: [{ host: `127.0.0.1:${upstream.port}` }],
-                },
-                { name: 'any', matches: [{ path: { pathPrefix: '/any' } }], policies: { cors: { allowOrigins: ['*'], allowMethods: ['*'], allowHeaders: ['*'] } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
-                { name: 'api', policies: { cors }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    gw = await startGateway(oneListenerConfig(port, [
+      {
+        name: 'limited',
+        matches: [{ path: { pathPrefix: '/limited' } }],
+        policies: { cors, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] },
+        backends: [{ host: `127.0.0.1:${upstream.port}` }],
+      },
+      { name: 'any', matches: [{ path: { pathPrefix: '/any' } }], policies: { cors: { allowOrigins: ['*'], allowMethods: ['*'], allowHeaders: ['*'] } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'api', policies: { cors }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+    ]));
   });
   after(async () => {
     await gw.stop();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { startGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -22,35 +22,24 @@ describe('requestHeaderModifier and responseHeaderModifier', () => {
       res.setHeader('x-remove-me', 'secret');
       res.end('ok');
     });
-    gw = await startGateway({
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                {
-                  name: 'limited',
-                  matches: [{ path: { pathPrefix: '/limited' } }],
-                  policies: { responseHeaderModifier: responseMod, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] },
-                  backends: [{ host: `127.0.0.1:${upstream.port}` }],
-                },
-                { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { responseHeaderModifier: responseMod }, backends: [{ host: `127.0.0.1:${deadPort}` }] },
-                { name: 'host-set', matches: [{ path: { pathPrefix: '/host' } }], policies: { requestHeaderModifier: { set: { host: 'virtual.internal' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
-                {
-                  name: 'main',
-                  policies: {
-                    requestHeaderModifier: { add: { 'x-multi': 'added', 'x-new': 'n' }, set: { 'x-over': 'gateway' }, remove: ['x-secret', 'x-new'] },
-                    responseHeaderModifier: responseMod,
-                  },
-                  backends: [{ host: `127.0.0.1:${upstream.port}` }],
-                },
-              ],
-            },
-          ],
+    gw = await startGateway(oneListenerConfig(port, [
+      {
+        name: 'limited',
+        matches: [{ path: { pathPrefix: '/limited' } }],
+        policies: { responseHeaderModifier: responseMod, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] },
+        backends: [{ host: `127.0.0.1:${upstream.port}` }],
+      },
+      { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { responseHeaderModifier: responseMod }, backends: [{ host: `127.0.0.1:${deadPort}` }] },
+      { name: 'host-set', matches: [{ path: { pathPrefix: '/host' } }], policies: { requestHeaderModifier: { set: { host: 'virtual.internal' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      {
+        name: 'main',
+        policies: {
+          requestHeaderModifier: { add: { 'x-multi': 'added', 'x-new': 'n' }, set: { 'x-over': 'gateway' }, remove: ['x-secret', 'x-new'] },
+          responseHeaderModifier: responseMod,
         },
-      ],
-    });
+        backends: [{ host: `127.0.0.1:${upstream.port}` }],
+      },
+    ]));
   });
   after(async () => {
     await gw.stop();

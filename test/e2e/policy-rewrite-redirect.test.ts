@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { startGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -15,31 +15,20 @@ describe('urlRewrite and requestRedirect', () => {
     port = await freePort();
     upstream = await startUpstream();
     const to = [{ host: `127.0.0.1:${upstream.port}` }];
-    gw = await startGateway({
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                { name: 'prefix', matches: [{ path: { pathPrefix: '/old' } }], policies: { urlRewrite: { path: { prefix: '/new' } } }, backends: to },
-                { name: 'strip', matches: [{ path: { pathPrefix: '/strip/' } }], policies: { urlRewrite: { path: { prefix: '/' } } }, backends: to },
-                { name: 'full', matches: [{ path: { exact: '/full' } }], policies: { urlRewrite: { path: { full: '/replaced' }, authority: { full: 'rewritten.internal:9000' } } }, backends: to },
-                { name: 'bad-prefix', matches: [{ path: { exact: '/exact-only' } }], policies: { urlRewrite: { path: { prefix: '/x' } } }, backends: to },
-                { name: 'redirect-https', matches: [{ path: { pathPrefix: '/secure' } }], policies: { requestRedirect: { scheme: 'https', status: 301 } }, backends: to },
-                { name: 'redirect-host', matches: [{ path: { pathPrefix: '/moved' } }], policies: { requestRedirect: { authority: { host: 'other.example' } } } },
-                {
-                  name: 'rewrite-then-redirect',
-                  matches: [{ path: { pathPrefix: '/legacy' } }],
-                  policies: { urlRewrite: { path: { prefix: '/v2' } }, requestRedirect: { status: 308 } },
-                  backends: to,
-                },
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    gw = await startGateway(oneListenerConfig(port, [
+      { name: 'prefix', matches: [{ path: { pathPrefix: '/old' } }], policies: { urlRewrite: { path: { prefix: '/new' } } }, backends: to },
+      { name: 'strip', matches: [{ path: { pathPrefix: '/strip/' } }], policies: { urlRewrite: { path: { prefix: '/' } } }, backends: to },
+      { name: 'full', matches: [{ path: { exact: '/full' } }], policies: { urlRewrite: { path: { full: '/replaced' }, authority: { full: 'rewritten.internal:9000' } } }, backends: to },
+      { name: 'bad-prefix', matches: [{ path: { exact: '/exact-only' } }], policies: { urlRewrite: { path: { prefix: '/x' } } }, backends: to },
+      { name: 'redirect-https', matches: [{ path: { pathPrefix: '/secure' } }], policies: { requestRedirect: { scheme: 'https', status: 301 } }, backends: to },
+      { name: 'redirect-host', matches: [{ path: { pathPrefix: '/moved' } }], policies: { requestRedirect: { authority: { host: 'other.example' } } } },
+      {
+        name: 'rewrite-then-redirect',
+        matches: [{ path: { pathPrefix: '/legacy' } }],
+        policies: { urlRewrite: { path: { prefix: '/v2' } }, requestRedirect: { status: 308 } },
+        backends: to,
+      },
+    ]));
   });
   after(async () => {
     await gw.stop();

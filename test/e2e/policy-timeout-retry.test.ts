@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
-import { startGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -43,27 +43,16 @@ describe('timeout and retry', () => {
       policies,
       backends: [{ host: `127.0.0.1:${upstream.port}` }],
     });
-    gw = await startGateway({
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                route('request-timeout', { timeout: { requestTimeout: '150ms' } }),
-                route('attempt-timeout', { timeout: { backendRequestTimeout: '100ms' } }),
-                route('retry-codes', { retry: { attempts: 2, codes: [503] } }),
-                route('retry-exhausted', { retry: { attempts: 2, codes: [502] } }),
-                route('retry-reset', { retry: { attempts: 1, codes: [] } }),
-                route('retry-timeout', { retry: { attempts: 1, codes: [] }, timeout: { backendRequestTimeout: '100ms' } }),
-                route('retry-bounded', { retry: { attempts: 10, codes: [] }, timeout: { requestTimeout: '300ms', backendRequestTimeout: '100ms' } }),
-                route('retry-big-body', { retry: { attempts: 3, codes: [503] } }),
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    gw = await startGateway(oneListenerConfig(port, [
+      route('request-timeout', { timeout: { requestTimeout: '150ms' } }),
+      route('attempt-timeout', { timeout: { backendRequestTimeout: '100ms' } }),
+      route('retry-codes', { retry: { attempts: 2, codes: [503] } }),
+      route('retry-exhausted', { retry: { attempts: 2, codes: [502] } }),
+      route('retry-reset', { retry: { attempts: 1, codes: [] } }),
+      route('retry-timeout', { retry: { attempts: 1, codes: [] }, timeout: { backendRequestTimeout: '100ms' } }),
+      route('retry-bounded', { retry: { attempts: 10, codes: [] }, timeout: { requestTimeout: '300ms', backendRequestTimeout: '100ms' } }),
+      route('retry-big-body', { retry: { attempts: 3, codes: [503] } }),
+    ]));
   });
   after(async () => {
     await gw.stop();
