@@ -9,7 +9,7 @@ import { defineAttribute, definePolicy } from 'switchyard/sdk';
 import type { Plugin } from 'switchyard/sdk';
 import authorization from '../../plugins/policies/authorization/plugin.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { startGateway } from '../helpers/gateway.ts';
+import { namedRoutes, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -47,12 +47,7 @@ describe('authorization', () => {
   let signToken: (claims: Record<string, unknown>) => Promise<string>;
   const ISSUER = 'https://issuer.test';
 
-  const route = (name: string, policies: Record<string, unknown>) => ({
-    name,
-    matches: [{ path: { pathPrefix: `/${name}` } }],
-    policies,
-    backends: [{ host: `127.0.0.1:${upstream.port}` }],
-  });
+  const route = (name: string, policies: Record<string, unknown>) => namedRoutes([{ name, policies }], () => ({ host: `127.0.0.1:${upstream.port}` }))[0]!;
 
   before(async () => {
     port = await freePort();

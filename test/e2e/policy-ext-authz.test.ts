@@ -11,7 +11,7 @@ import extAuthz from '../../plugins/policies/ext-authz/plugin.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { grpc, startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 import type { TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
-import { startGateway } from '../helpers/gateway.ts';
+import { namedRoutes, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -40,12 +40,7 @@ describe('extAuthz', () => {
   let deadPort: number;
   const httpSeen: { method: string; url: string; headers: IncomingHttpHeaders }[] = [];
 
-  const route = (name: string, policies: Record<string, unknown>) => ({
-    name,
-    matches: [{ path: { pathPrefix: `/${name}` } }],
-    policies,
-    backends: [{ host: `127.0.0.1:${upstream.port}` }],
-  });
+  const route = (name: string, policies: Record<string, unknown>) => namedRoutes([{ name, policies }], () => ({ host: `127.0.0.1:${upstream.port}` }))[0]!;
 
   before(async () => {
     port = await freePort();
