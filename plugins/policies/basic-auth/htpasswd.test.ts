@@ -6,16 +6,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { detectFormat, HtpasswdStore, parseHtpasswd, verifyPassword } from './htpasswd.ts';
 import type { HtpasswdEntry } from './htpasswd.ts';
+import { HTPASSWD } from '../../../test/helpers/htpasswd.ts';
 
-function hasHtpasswd(): boolean {
-  try {
-    execFileSync('htpasswd', ['-nb', 'u', 'p'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const HTPASSWD = hasHtpasswd();
 const SKIP = HTPASSWD ? false : 'htpasswd (Debian apache2-utils) is not installed: apt-get install -y apache2-utils';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent, isEnabled: () => false };

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { parseShaCryptSetting, shaCrypt, shaCryptAsync } from './sha-crypt.ts';
+import { HTPASSWD } from '../../../test/helpers/htpasswd.ts';
 
 // The test vectors published with Ulrich Drepper's specification "Unix crypt using SHA-256 and SHA-512".
 const LONG = 'a very much longer text to encrypt.  This one even stretches over morethan one line.';
@@ -46,15 +47,6 @@ const VECTORS: readonly (readonly [string, string, string])[] = [
   ],
 ];
 
-function hasHtpasswd(): boolean {
-  try {
-    execFileSync('htpasswd', ['-nb', 'u', 'p'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const HTPASSWD = hasHtpasswd();
 
 describe('SHA-crypt', () => {
   it('reproduces every published test vector of the specification', () => {
