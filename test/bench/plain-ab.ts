@@ -20,6 +20,8 @@
 //        OTLP/HTTP to otlp-sink.ts (on the load's CPU): the observability row's traced gateway (issue 12).
 //        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS [ORIGIN])
 //        PLAIN_AB_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": more node flags for every gateway (a profile each)
+//        A checkout written `name=/path+semi=2` runs that gateway with `--max-semi-space-size=2` instead of 4, and
+//        `name=/path+v8=--flag,--other` with more V8 flags (docs/perf.md "Memory, session 9 (rss15)").
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -178,9 +180,13 @@ async function main(args: string[]): Promise<void> {
   // `:w2`: `config.workers: 2` on both CPUs (the workers row's gateway); `+mmap=V` after it: MALLOC_MMAP_THRESHOLD_=V
   // for that gateway (`+mmap=unset`: glibc's dynamic threshold), e.g. `main=/path:w2+mmap=unset` (docs/perf.md
   // "Workers, session 7b").
-  const mmapOf = (checkout: string): string | undefined => /\+mmap=(\w+)$/.exec(checkout)?.[1];
+  const mmapOf = (checkout: string): string | undefined => /\+mmap=(\w+)(\+|$)/.exec(checkout)?.[1];
+  // `+semi=N` (before or after `+mmap=`): that gateway's `--max-semi-space-size=N` instead of the CLI's 4 (docs/perf.md
+  // "Memory, session 9 (rss15)"); `+v8=--flag` more V8 flags for that gateway only (no spaces; `,` between flags).
+  const semiOf = (checkout: string): string => /\+semi=(\d+)(\+|$)/.exec(checkout)?.[1] ?? '4';
+  const v8Of = (checkout: string): string[] => (/\+v8=([^+]+)(\+|$)/.exec(checkout)?.[1] ?? '').split(',').filter(Boolean);
   const workersOf = (checkout: string): number => (/:w2(\+|$)/.test(checkout) ? 2 : 1);
-  const rootOf = (checkout: string): string => checkout.replace(/\+mmap=\w+$/, '').replace(/:(ai|traced|w2|policies)$/, '');
+  const rootOf = (checkout: string): string => checkout.replace(/(\+(mmap|semi|v8)=[^+]+)+$/, '').replace(/:(ai|traced|w2|policies)$/, '');
   if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
   const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
   const children: ChildProcess[] = [];
@@ -263,7 +269,7 @@ async function main(args: string[]): Promise<void> {
       // The semi-space flag given: the CLI does not re-execute itself, so the PID is the gateway's.
       const extra = (process.env.PLAIN_AB_NODE_ARGS ?? '').split(' ').filter(Boolean);
       const cpus = workersOf(checkout) > 1 ? '0,1' : '0';
-      const child = start(name, cpus, process.execPath, ['--max-semi-space-size=4', '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
+      const child = start(name, cpus, process.execPath, [`--max-semi-space-size=${semiOf(checkout)}`, ...v8Of(checkout), '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
       gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
