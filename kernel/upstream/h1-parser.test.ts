@@ -203,3 +203,29 @@ describe('H1ResponseParser: malformed and hostile answers are refused', () => {
     assert.equal(seen.parser.keepAlive, false);
   });
 });
+
+describe('H1ResponseParser: names remembered from the last answer on the connection', () => {
+  it('the same names are read again, different ones at the same place too, and a near match is still refused', () => {
+    const s = sink();
+    const parser = new H1ResponseParser();
+    const answer = (head: string): void => {
+      parser.expect(s, false);
+      parser.execute(Buffer.from(`HTTP/1.1 200 OK\r\n${head}\r\n\r\n`, 'latin1'));
+    };
+    answer('Content-Type: a\r\nX-One: 1\r\nContent-Length: 0');
+    answer('Content-Type: b\r\nX-One: 2\r\nContent-Length: 0');
+    answer('Content-Type: c\r\nX-OneMore: 3\r\nX-On: 4\r\nContent-Length: 0');
+    assert.deepEqual(s.heads.map((h) => h.raw), [
+      ['Content-Type', 'a', 'X-One', '1', 'Content-Length', '0'],
+      ['Content-Type', 'b', 'X-One', '2', 'Content-Length', '0'],
+      ['Content-Type', 'c', 'X-OneMore', '3', 'X-On', '4', 'Content-Length', '0'],
+    ]);
+    for (const bad of ['Content-Type : d', 'Content-Type', ' Content-Type: d', 'Content-Type\u00e9: d', 'Content-Type\0: d']) {
+      const p = new H1ResponseParser();
+      p.expect(sink(), false);
+      p.execute(Buffer.from('HTTP/1.1 200 OK\r\nContent-Type: a\r\nContent-Length: 0\r\n\r\n', 'latin1'));
+      p.expect(sink(), false);
+      assert.throws(() => p.execute(Buffer.from(`HTTP/1.1 200 OK\r\n${bad}\r\nContent-Length: 0\r\n\r\n`, 'latin1')), H1ParseError, JSON.stringify(bad));
+    }
+  });
+});
