@@ -220,6 +220,15 @@ describe('H1ResponseParser: names remembered from the last answer on the connect
       ['Content-Type', 'b', 'X-One', '2', 'Content-Length', '0'],
       ['Content-Type', 'c', 'X-OneMore', '3', 'X-On', '4', 'Content-Length', '0'],
     ]);
+    // A framing name's meaning follows the name at that place, not the last answer's.
+    const keep = (head: string): boolean => {
+      answer(head);
+      return parser.keepAlive;
+    };
+    assert.equal(keep('Connection: close\r\nContent-Length: 0'), false);
+    assert.equal(keep('Connectiox: close\r\nContent-Length: 0'), true);
+    assert.equal(keep('CONNECTION: close\r\nContent-Length: 0'), false);
+    assert.equal(keep('CONNECTION: keep-alive\r\nContent-Length: 0'), true);
     for (const bad of ['Content-Type : d', 'Content-Type', ' Content-Type: d', 'Content-Type\u00e9: d', 'Content-Type\0: d']) {
       const p = new H1ResponseParser();
       p.expect(sink(), false);

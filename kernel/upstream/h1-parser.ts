@@ -113,6 +113,8 @@ export class H1ResponseParser {
    * time (undici's lower-case lookup then finds it interned) (docs/perf.md "Plain route CPU, session 9").
    */
   private readonly names: string[] = [];
+  /** `names[k]` lower-cased, for the framing headers' checks; undefined until needed. */
+  private readonly lowers: (string | undefined)[] = [];
   /** Whether any byte of the current answer arrived. */
   started = false;
   /** The connection may carry another request after this answer. */
@@ -327,7 +329,10 @@ export class H1ResponseParser {
         // Also refuses obs-fold (a line starting with SP/HTAB) and whitespace before the colon.
         if (colon === at || colon === eol || head.charCodeAt(colon) !== 58) throw new H1ParseError('invalid header name', 'HPE_INVALID_HEADER_TOKEN');
         name = head.slice(at, colon);
-        if (k < MAX_NAMES) names[k] = name;
+        if (k < MAX_NAMES) {
+          names[k] = name;
+          this.lowers[k] = undefined;
+        }
       }
       let from = colon + 1;
       let to = eol;
@@ -338,7 +343,12 @@ export class H1ResponseParser {
       raw.push(name, value);
       const n = name.length;
       if (n !== 14 && n !== 17 && n !== 10) continue;
-      const lower = name.toLowerCase();
+      // Lower-cased once per remembered name (cleared when the name at this position changes).
+      let lower = k < MAX_NAMES ? this.lowers[k] : undefined;
+      if (lower === undefined) {
+        lower = name.toLowerCase();
+        if (k < MAX_NAMES) this.lowers[k] = lower;
+      }
       if (lower === 'content-length') {
         if (length !== -1) throw new H1ParseError('duplicate Content-Length', 'HPE_UNEXPECTED_CONTENT_LENGTH');
         if (!CONTENT_LENGTH_RE.test(value)) throw new H1ParseError('invalid Content-Length', 'HPE_INVALID_CONTENT_LENGTH');
