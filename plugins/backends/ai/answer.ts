@@ -85,20 +85,19 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
       onSkipped: () => req.call.firstEvent(),
     } as const;
     const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
-    // Passed through, the bytes are the upstream's: its headers (a Content-Length among them) stay as they came, the
-    // raw list written without a header object made (ADR 0081).
-    if (!translator && !guarded) {
+    if (!translator) {
+      // Passed through, the bytes are the upstream's, observed beside the pipe (no stream in between): its headers (a
+      // Content-Length among them) stay as they came, the raw list written without a header object made (ADR 0081).
       reply.body = observeBeside(body!, options);
-      return reply;
+      // `promptGuard.streaming: Enabled`: held until it ends and guarded whole (stream-guard.ts), which parses every
+      // event once; the observer beside it parses only those carrying usage.
+      return guarded ? guardStreamedReply(ex, reply, req.client, req.policy!) : reply;
     }
     reply.body = pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator }));
     const h = reply.headers;
     delete h['content-length'];
-    if (translator) {
-      h['content-type'] = 'text/event-stream';
-      h['cache-control'] = 'no-cache';
-    }
-    // `promptGuard.streaming: Enabled`: the stream is held until it ends and guarded whole (stream-guard.ts).
+    h['content-type'] = 'text/event-stream';
+    h['cache-control'] = 'no-cache';
     if (guarded) return guardStreamedReply(ex, reply, req.client, req.policy!);
     return reply;
   }

@@ -80,7 +80,10 @@ export async function guardStreamedReply(ex: Exchange, reply: Reply, client: Llm
   else ex.signal.addEventListener('abort', onAbort, { once: true });
   let bytes: Buffer;
   try {
-    bytes = await readCapped(stream, STREAM_GUARD_LIMIT);
+    const reading = readCapped(stream, STREAM_GUARD_LIMIT);
+    // A stream observed beside (passed through) waits paused for its reader: this is it.
+    stream.resume();
+    bytes = await reading;
   } catch (err) {
     if (err instanceof RangeError) return llmResponseError(502, `streamed response too large to guard (over ${STREAM_GUARD_LIMIT} bytes)`);
     throw err;
