@@ -12,6 +12,7 @@ import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
 import jwtAuth from '../../plugins/policies/jwt-auth/plugin.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { startGateway } from '../helpers/gateway.ts';
+import { HTPASSWD } from '../helpers/htpasswd.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -19,15 +20,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 
 const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
 
-function hasHtpasswd(): boolean {
-  try {
-    execFileSync('htpasswd', ['-nb', 'u', 'p'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-const SKIP = hasHtpasswd() ? false : 'htpasswd (Debian apache2-utils) is not installed: apt-get install -y apache2-utils';
+const SKIP = HTPASSWD ? false : 'htpasswd (Debian apache2-utils) is not installed: apt-get install -y apache2-utils';
 
 /** One user per htpasswd format, each written by Debian's `htpasswd`. */
 const USERS: readonly { user: string; password: string; flags: string[]; format: string }[] = [
