@@ -5,7 +5,6 @@
 // aimock's fixtures (harness FIXTURES: "hello" = 11 input + 5 output tokens), driven by the real `openai` client.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,6 +18,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream, UpstreamHandler } from '../helpers/upstream.ts';
 import { accessRecords, aiPreset, aiRoute, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 /** The documented formula: (uncached × input + cached × cachedInput + written × cacheCreationInput + output × output) / 1,000,000. */
 const cost = (p: { input: number; output: number; cachedInput?: number; cacheCreationInput?: number }, input: number, output: number, cached = 0, written = 0): number =>
@@ -54,7 +54,7 @@ describe('LLM costs', () => {
   before(async () => {
     mock = await startMock();
     cacheUpstream = await startUpstream(cachingAnthropic);
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-prices-'));
+    dir = testTempDir('switchyard-prices-');
     catalogFile = join(dir, 'prices.json');
     writeCatalog(3, 7);
     const ai = (name: string, extra: Record<string, unknown> = {}) => ({ name, provider: { openAI: {} }, hostOverride: mock.hostPort, ...extra });
@@ -190,7 +190,7 @@ describe('ai.costs config errors', () => {
   const options = { preset: aiPreset };
 
   it('a malformed catalog file is a config error at `costs.catalog`, positioned in the catalog too', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-prices-'));
+    const dir = testTempDir('switchyard-prices-');
     const file = join(dir, 'bad.json');
     writeFileSync(file, '{\n  "providers": {\n    "openai": {\n      "gpt-4o": { "input": 2.5, "outptu": 10 }\n    }\n  }\n}\n');
     const err = await compileError(ai('name: x', 'provider: { openAI: {} }', 'costs:', `  catalog: ${file}`), options);

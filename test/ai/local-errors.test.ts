@@ -3,7 +3,6 @@
 // message: Anthropic `{"type":"error","error":{"type","message"}}`, OpenAI `{"error":{"message","type","param","code"}}`.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -11,6 +10,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { aiRoute, rejection, sdkClients, startAiGateway, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const KEY = 'sk-gateway-key-1';
 const ROUTES = { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } };
@@ -25,7 +25,7 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
 
   before(async () => {
     mock = await startMock();
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-llm-errors-'));
+    dir = testTempDir('switchyard-llm-errors-');
     const { publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', use: 'sig' }] }));
     const jwtAuth = { issuer: 'https://llm.issuer.test', audiences: ['llm'], jwks: { file: relative(process.cwd(), join(dir, 'jwks.json')) }, mode: 'strict' };

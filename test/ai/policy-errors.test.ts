@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -17,6 +16,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { aiRoute, rejection, sdkClients, startAiGateway, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ROUTES = { '/v1/messages': 'messages', ':generateContent': 'generateContent', '*': 'completions' };
 const STUB = { testAi: { routes: ROUTES } };
@@ -33,7 +33,7 @@ describe('policy and guard errors on LLM routes take the client API\'s shape', (
 
   before(async () => {
     mock = await startMock();
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-llm-policy-errors-'));
+    dir = testTempDir('switchyard-llm-policy-errors-');
     // {SHA} is one of the htpasswd formats basicAuth reads (base64 of the password's SHA-1).
     writeFileSync(join(dir, 'users'), `alice:{SHA}${createHash('sha1').update('alice-pw').digest('base64')}\n`);
     // The external authorization service: the bearer token says what to answer.

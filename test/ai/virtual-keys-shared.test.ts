@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +24,7 @@ import type { RunningPostgres } from '../helpers/postgres.ts';
 import { which } from '../helpers/which.ts';
 import { aiPreset, rejection, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
 
@@ -48,7 +48,7 @@ for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
 
     before(async () => {
       mock = await startMock();
-      dir = mkdtempSync(join(tmpdir(), `switchyard-vk-${kind}-`));
+      dir = testTempDir(`switchyard-vk-${kind}-`);
       let store: Record<string, unknown>;
       if (kind === 'redis') {
         const port = await freePort();
@@ -176,7 +176,7 @@ describe('virtualKeys with config.workers: 2 (one SQLite file, two worker thread
 
   before(async () => {
     mock = await startMock();
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-vk-workers-'));
+    dir = testTempDir('switchyard-vk-workers-');
     const [port, adminPort] = [await freePort(), await freePort()];
     const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, teams: [{ name: 'research', budgets: [{ tokens: TEAM_LIMIT, period: 'day' }] }] };
     writeFileSync(

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +20,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { accessRecords, aiPreset, aiRoute, rejection, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ALICE = 'sk-alice-0123456789abcdef';
 const BOB = 'sk-bob-0123456789abcdefgh';
@@ -40,7 +40,7 @@ describe('virtualKeys on the embedded store', () => {
 
   before(async () => {
     mock = await startMock();
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-vk-'));
+    dir = testTempDir('switchyard-vk-');
     const virtualKeys = {
       store: { sqlite: { path: join(dir, 'keys.db') } },
       budgets: [{ requests: 10_000, period: 'month' }],
@@ -314,7 +314,7 @@ describe('virtualKeys config errors', () => {
 describe('virtualKeys declared in the config (GitOps)', () => {
   it('a reload that replaces a declared key takes effect at once; counters and made keys survive it', async () => {
     const mock = await startMock();
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-vk-reload-'));
+    const dir = testTempDir('switchyard-vk-reload-');
     const port = await freePort();
     const config = (key: string) =>
       stringify({

@@ -5,7 +5,6 @@
 // served model's. Real `openai` and `@anthropic-ai/sdk` clients, aimock as the providers.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -18,6 +17,7 @@ import { freePort } from '../helpers/ports.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { accessRecords, aiPreset, rejection, startMock, startErrorProvider } from './harness.ts';
 import type { JournalEntry, Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const KEY_SMART = 'sk-smart-0123456789abcdef';
 const KEY_GPT = 'sk-gpt-0123456789abcdefgh';
@@ -38,7 +38,7 @@ describe('virtual models', () => {
     failing = await startErrorProvider(500);
     limited = await startErrorProvider(429, { 'retry-after': '30' });
     failingRetried = await startErrorProvider(500);
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-vm-'));
+    dir = testTempDir('switchyard-vm-');
     const { publicKey, privateKey } = await jose.generateKeyPair('ES256', { extractable: true });
     signer = privateKey;
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', use: 'sig' }] }));

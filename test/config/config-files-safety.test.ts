@@ -7,7 +7,6 @@ import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
@@ -20,8 +19,9 @@ import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { compileError, headlines } from './helpers.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'switchyard-files-'));
+const dir = testTempDir('switchyard-files-');
 const fifo = join(dir, 'pipe');
 execFileSync('mkfifo', [fifo]);
 const directory = join(dir, 'a-directory');

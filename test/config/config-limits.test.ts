@@ -2,14 +2,14 @@
 // timers hold, huge values echoed back in errors, and what --validate-only prints.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { runCli } from '../helpers/cli.ts';
 import { compileError, compileValue, headlines, yaml } from './helpers.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'switchyard-limits-'));
+const dir = testTempDir('switchyard-limits-');
 after(() => rmSync(dir, { recursive: true, force: true }));
 function tempFile(name: string, text: string): string {
   const file = join(dir, name);

@@ -3,13 +3,13 @@
 // and the errors: a block with no endpoint anywhere, an environment value the gateway cannot use.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveTracing } from '../../kernel/telemetry/tracing-config.ts';
 import { runCli } from '../helpers/cli.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'switchyard-tracing-config-'));
+const dir = testTempDir('switchyard-tracing-config-');
 function configFile(name: string, tracing: string): string {
   const file = join(dir, name);
   writeFileSync(

@@ -4,7 +4,6 @@
 // compiles in strict mode.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import { ValidatorCodeCache } from '../../kernel/config/validator-cache.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { minimalPreset } from '../../plugins/presets/minimal.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -134,7 +134,7 @@ describe('config validator: schemas compiled for the plugins in use', () => {
     const registry = await buildRegistry(fullPreset, [], undefined);
     const schema = assembleSchema(registry);
     const slotKeys = registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : [plugin.key, ...(plugin.aliases ?? [])]));
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-validators-'));
+    const dir = testTempDir('switchyard-validators-');
     try {
       const options = { slotNouns: registry.slotNouns(), checkSchema: false };
       // The whole schema (not pruned): one generated validator that holds every plugin's checks.

@@ -3,12 +3,12 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { runCli } from '../helpers/cli.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'switchyard-workers-config-'));
+const dir = testTempDir('switchyard-workers-config-');
 function configFile(name: string, statics: string, port = 18080): string {
   const file = join(dir, name);
   writeFileSync(

@@ -2,8 +2,8 @@
 // summary, and compare a direct run with a run through the gateway.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 export interface Run {
   readonly label: string;
@@ -17,7 +17,7 @@ export interface Run {
 
 /** `conformance server --url <url> <args>` in a temp dir (removed after); resolves with the parsed summary. */
 export function runSuite(cli: string, label: string, url: string, args: readonly string[]): Promise<Run> {
-  const out = mkdtempSync(join(tmpdir(), `conformance-${label}-`));
+  const out = testTempDir(`conformance-${label}-`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [cli, 'server', '--url', url, ...args, '-o', out], { cwd: out, stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';

@@ -6,15 +6,15 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const mount = mkdtempSync(join(tmpdir(), 'switchyard-configmap-'));
+const mount = testTempDir('switchyard-configmap-');
 let generation = 0;
 
 /** Publish a new ConfigMap version the way the kubelet does: new folder, `..data` swapped by rename, old folder removed. */

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { homedir} from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -14,11 +14,12 @@ import { parseDuration } from '../../kernel/sdk/duration.ts';
 import { unknownFields, validateWithModels } from './kubernetes-schemas.ts';
 import type { KubeObject } from './kubernetes-schemas.ts';
 import { which } from '../helpers/which.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MANIFESTS = join(ROOT, 'deploy/kubernetes');
 const CHART = join(ROOT, 'deploy/helm/switchyard');
-const scratch = mkdtempSync(join(tmpdir(), 'switchyard-k8s-'));
+const scratch = testTempDir('switchyard-k8s-');
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 function validateOnly(configText: string, name: string): { code: number | null; output: string } {

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -15,6 +14,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ISSUER = 'https://logs.issuer.test';
 const API_KEY = 'sk-log-9f8e7d6c';
@@ -49,7 +49,7 @@ describe('access log fields, request id, filter', () => {
   before(async () => {
     port = await freePort();
     upstream = await startUpstream();
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-logs-'));
+    const dir = testTempDir('switchyard-logs-');
     const { privateKey, publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', use: 'sig' }] }));
     token = await new jose.SignJWT({ sub: 'alice', tenant: 'acme' })

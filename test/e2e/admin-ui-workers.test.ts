@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
@@ -12,6 +11,7 @@ import { BIN, ROOT } from '../helpers/cli.ts';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const BASIC = `Basic ${Buffer.from('admin:s3cret-passw0rd').toString('base64')}`;
 
@@ -37,7 +37,7 @@ describe('admin UI with workers', () => {
     const [adminPort, statsPort, readinessPort] = [await freePort(), await freePort(), await freePort()];
     port = await freePort();
     admin = `http://127.0.0.1:${adminPort}`;
-    file = join(mkdtempSync(join(tmpdir(), 'switchyard-ui-workers-')), 'config.yaml');
+    file = join(testTempDir('switchyard-ui-workers-'), 'config.yaml');
     config = (password) =>
       stringify({
         config: {

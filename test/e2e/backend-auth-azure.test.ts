@@ -12,7 +12,6 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import tls from 'node:tls';
@@ -23,6 +22,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import { AZURE_ENV_CLEAR, json, listen, readBody, startAzureHarness } from './backend-auth-azure-support.ts';
 import type { AzureHarness } from './backend-auth-azure-support.ts';
 import { config, gatewayOptions, withEnv } from './backend-auth-support.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
 const BAD_TENANT = '00000000-0000-4000-8000-0000000000ba';
@@ -39,7 +39,7 @@ function trustCa(ca: string): () => void {
 
 /** A CA and a server certificate for localhost / 127.0.0.1, made with openssl; the CA is trusted by this process. */
 function makeTls(): { cert: string; key: string; ca: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-entra-tls-'));
+  const dir = testTempDir('switchyard-entra-tls-');
   const run = (...args: string[]): void => void execFileSync('/usr/bin/openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   run('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Switchyard Entra Test CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
@@ -171,7 +171,7 @@ describe('backendAuth: azure workload identity', () => {
     const pem = makeTls();
     const untrust = trustCa(pem.ca);
     const entra = await startEntra(pem, () => federated);
-    const tokenFile = join(mkdtempSync(join(tmpdir(), 'switchyard-wi-')), 'azure-identity-token');
+    const tokenFile = join(testTempDir('switchyard-wi-'), 'azure-identity-token');
     writeFileSync(tokenFile, federated);
     // What the AKS workload identity webhook injects into the pod.
     const env = { AZURE_AUTHORITY_HOST: entra.url, AZURE_TENANT_ID: TENANT, AZURE_CLIENT_ID: CLIENT_ID, AZURE_FEDERATED_TOKEN_FILE: tokenFile };
@@ -191,7 +191,7 @@ describe('backendAuth: azure workload identity', () => {
 
 describe('backendAuth: azure developer sign-in', () => {
   it('uses the account signed in to the Azure CLI (`az account get-access-token`)', async () => {
-    const bin = mkdtempSync(join(tmpdir(), 'switchyard-az-'));
+    const bin = testTempDir('switchyard-az-');
     const argsFile = join(bin, 'args');
     const expires = Math.floor(Date.now() / 1000) + 3600;
     // A stand-in `az` printing what `az account get-access-token --output json` prints.

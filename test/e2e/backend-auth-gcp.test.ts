@@ -8,7 +8,6 @@ import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
@@ -18,6 +17,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { config, gatewayOptions, withEnv } from './backend-auth-support.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const b64url = (v: unknown): string => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
 const decodeJwt = (jwt: string): { header: Record<string, unknown>; claims: Record<string, unknown> } => {
@@ -124,7 +124,7 @@ describe('backendAuth: gcp from the metadata server', () => {
       METADATA_SERVER_DETECTION: undefined,
       GOOGLE_APPLICATION_CREDENTIALS: undefined,
       // No gcloud ADC file from the machine running the tests.
-      CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
+      CLOUDSDK_CONFIG: testTempDir('switchyard-gcloud-'),
       // A known project: the library does not run `gcloud` (2-5 s where the Cloud SDK is installed) to find one.
       GOOGLE_CLOUD_PROJECT: 'test-project',
     });
@@ -268,7 +268,7 @@ describe('backendAuth: gcp from a service-account key file', () => {
 
   before(async () => {
     tokens = await startTokenEndpoint(createPublicKey(account.privateKey), email, google.privateKey);
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-gcp-sa-'));
+    const dir = testTempDir('switchyard-gcp-sa-');
     const keyFile = join(dir, 'service-account.json');
     // The shape of a key downloaded from the console, pointing its token_uri at the stand-in.
     writeFileSync(
@@ -291,7 +291,7 @@ describe('backendAuth: gcp from a service-account key file', () => {
       GOOGLE_APPLICATION_CREDENTIALS: keyFile,
       // No metadata server: a fall-through to it would hang or fail, not pass.
       GCE_METADATA_HOST: '127.0.0.1:9',
-      CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
+      CLOUDSDK_CONFIG: testTempDir('switchyard-gcloud-'),
     });
     port = await freePort();
     upstream = await startUpstream();

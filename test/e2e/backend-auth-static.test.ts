@@ -2,7 +2,6 @@
 // receives it, plus the policy's placement, validation, redaction and failure shape.
 import assert from 'node:assert/strict';
 import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
@@ -12,6 +11,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { config, gatewayOptions } from './backend-auth-support.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const SECRET = 'sk-static-secret-7f3a';
 
@@ -30,7 +30,7 @@ describe('backendAuth: key and passthrough', () => {
   before(async () => {
     port = await freePort();
     upstream = await startUpstream();
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-backend-auth-'));
+    const dir = testTempDir('switchyard-backend-auth-');
     keyFile = join(dir, 'upstream.key');
     writeFileSync(keyFile, `${SECRET}-file\n`);
     gw = await startGateway(

@@ -1,7 +1,6 @@
 // Shared by the backend-auth-*.test.ts files (not a test file itself): the preset with the backendAuth plugins,
 // a stand-in for the gateway auth policies, and config builders.
 import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withEnv } from '../helpers/env.ts';
 import { namedRoutes, oneListenerConfig } from '../helpers/gateway.ts';
@@ -15,6 +14,7 @@ import aws from '../../plugins/backend-auth/aws/plugin.ts';
 import azure from '../../plugins/backend-auth/azure/plugin.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 /**
  * Simulates a gateway auth policy (jwtAuth, apiKey, basicAuth) reading the client's credential: it declares
@@ -57,7 +57,7 @@ export { withEnv };
  * chain (profiles, SSO, web identity, container and instance metadata) able to find credentials.
  */
 export function awsChainEnv(accessKeyId: string, secretAccessKey: string, extra: Record<string, string | undefined> = {}): { restore(): void } {
-  const empty = mkdtempSync(join(tmpdir(), 'switchyard-aws-'));
+  const empty = testTempDir('switchyard-aws-');
   return withEnv({
     AWS_ACCESS_KEY_ID: accessKeyId,
     AWS_SECRET_ACCESS_KEY: secretAccessKey,

@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -20,6 +19,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth, mcpAuthentication])];
 const KEY = 'sk-strip-3c1f9e';
@@ -48,7 +48,7 @@ describe('credential headers an auth policy reads never reach the upstream', () 
     port = await freePort();
     upstream = await startUpstream();
     mirror = await startUpstream();
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-strip-'));
+    dir = testTempDir('switchyard-strip-');
     const { privateKey, publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', use: 'sig' }] }));
     token = await new jose.SignJWT({ sub: 'alice' })

@@ -3,7 +3,6 @@
 // X-Forwarded-Host and Forwarded count only from a peer in `config.trustedProxies`.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPair, exportJWK } from 'jose';
@@ -13,6 +12,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const PR = '/.well-known/oauth-protected-resource';
 
@@ -77,7 +77,7 @@ describe('advertised URLs and forwarding headers (trustedProxies)', () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ name: 'a', protocolVersion: '0.3.0', url: 'http://10.0.0.9:9999/' }));
     });
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-fwd-'));
+    const dir = testTempDir('switchyard-fwd-');
     const { publicKey } = await generateKeyPair('RS256', { extractable: true });
     jwks = join(dir, 'jwks.json');
     writeFileSync(jwks, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k', alg: 'RS256', use: 'sig' }] }));

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,6 +12,7 @@ import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 describe('admin, stats and readiness endpoints', () => {
   let gw: RoutesGateway;
@@ -91,7 +91,7 @@ describe('graceful shutdown (SIGTERM)', () => {
       release = () => res.end('finished');
     });
     const [port, readiness] = [await freePort(), await freePort()];
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-shutdown-'));
+    const dir = testTempDir('switchyard-shutdown-');
     const file = join(dir, 'config.yaml');
     writeFileSync(
       file,
@@ -122,7 +122,7 @@ describe('graceful shutdown (SIGTERM)', () => {
   it('bounds the drain by drainTimeout and still exits 0', async () => {
     const upstream = await startUpstream(() => undefined); // never answers
     const [port, readiness] = [await freePort(), await freePort()];
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-drain-'));
+    const dir = testTempDir('switchyard-drain-');
     const file = join(dir, 'config.yaml');
     writeFileSync(
       file,

@@ -4,7 +4,6 @@
 // process's environment is read from /proc/<pid>/environ, which shows what the re-executed process started with.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
@@ -12,11 +11,12 @@ import { NODE_ENV_DEFAULTS, NODE_FLAGS } from '../../bin/node-flags.js';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const linux = existsSync('/proc/self/environ');
 
 async function environOfCli(extraEnv: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<{ env: Map<string, string>; argv: string[] }> {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-arenas-'));
+  const dir = testTempDir('switchyard-arenas-');
   const file = join(dir, 'config.yaml');
   const port = await freePort();
   writeFileSync(

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
@@ -9,6 +8,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { rawRequest, startGatewayOnFreePorts } from './proxy-support.ts';
 import type { RawResponse } from './proxy-support.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 // Paths are normalised before a route is chosen (docs/adr/0013-path-normalisation.md): a path that an upstream
 // would resolve to another route's prefix must either be rejected with 400 or be matched, and forwarded, as the
@@ -43,7 +43,7 @@ describe('path normalisation before route selection', () => {
     up = await startUpstream();
     const { publicKey, privateKey } = await generateKeyPair('RS256');
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-paths-'));
+    const dir = testTempDir('switchyard-paths-');
     const jwksFile = join(dir, 'jwks.json');
     writeFileSync(jwksFile, JSON.stringify({ keys: [jwk] }));
     token = await new SignJWT({ sub: 'alice' }).setProtectedHeader({ alg: 'RS256', kid: 'k1' }).setIssuer(ISSUER).setIssuedAt().setExpirationTime('5m').sign(privateKey);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
@@ -14,6 +13,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 // A test-only authentication policy: publishes the `testUser` attribute from a header, as jwtAuth publishes `jwt`.
 const testUser = defineAttribute<{ name: string; groups: string[] }>('testUser');
@@ -54,7 +54,7 @@ describe('authorization', () => {
     upstream = await startUpstream();
     const { publicKey, privateKey } = await generateKeyPair('RS256');
     const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-authz-'));
+    const dir = testTempDir('switchyard-authz-');
     const jwksFile = join(dir, 'jwks.json');
     writeFileSync(jwksFile, JSON.stringify({ keys: [jwk] }));
     signToken = (claims) =>

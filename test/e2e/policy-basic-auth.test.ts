@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +16,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
 
@@ -72,7 +72,7 @@ describe('basicAuth', { skip: SKIP }, () => {
   before(async () => {
     port = await freePort();
     upstream = await startUpstream();
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-basic-'));
+    dir = testTempDir('switchyard-basic-');
     usersFile = join(dir, 'users.htpasswd');
     execFileSync('htpasswd', ['-cb', ...USERS[0]!.flags, usersFile, USERS[0]!.user, USERS[0]!.password], { stdio: 'pipe' });
     for (const u of USERS.slice(1)) execFileSync('htpasswd', ['-b', ...u.flags, usersFile, u.user, u.password], { stdio: 'pipe' });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -18,6 +17,7 @@ import type { RunningOidcProvider } from '../helpers/oidc-provider.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
 const RESOURCE = 'http://127.0.0.1:3000/mcp';
@@ -79,7 +79,7 @@ describe('jwtAuth', () => {
     upstream = await startUpstream();
     [asA, asB, asR] = await Promise.all([startOidcProvider(), startOidcProvider(), startOidcProvider()]);
     // A local issuer whose JWKS is a file, so tests can craft expired, not-yet-valid and exp-less tokens.
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-jwt-'));
+    dir = testTempDir('switchyard-jwt-');
     const { privateKey, publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
     localKey = { ...(await jose.exportJWK(publicKey)), kid: 'local-1', use: 'sig' };
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [localKey] }));

@@ -3,7 +3,6 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
@@ -13,6 +12,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGatewayOnFreePorts, within } from './proxy-support.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 /** A self-signed certificate for localhost and 127.0.0.1, made with openssl in a temp dir. */
 function selfSigned(dir: string, cn: string): { cert: string; key: string } {
@@ -37,7 +37,7 @@ describe('HTTPS listener', () => {
   let agent: Agent;
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-https-'));
+    dir = testTempDir('switchyard-https-');
     const pair = selfSigned(dir, 'localhost');
     ca = readFileSync(pair.cert, 'utf8');
     agent = new Agent({ connect: { ca } });
@@ -137,7 +137,7 @@ describe('HTTPS listeners selected by SNI', () => {
   const cas: Record<string, string> = {};
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-sni-'));
+    dir = testTempDir('switchyard-sni-');
     const a = selfSigned(dir, 'a.test');
     const b = selfSigned(dir, 'b.test');
     cas['a.test'] = readFileSync(a.cert, 'utf8');
@@ -185,7 +185,7 @@ describe('HTTPS listeners selected by SNI', () => {
 
 describe('HTTPS listener: stopping the gateway', () => {
   it('a request in flight over TLS when the gateway stops is answered (drain), not cut', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-https-drain-'));
+    const dir = testTempDir('switchyard-https-drain-');
     const pair = selfSigned(dir, 'localhost');
     let arrived!: () => void;
     const atUpstream = new Promise<void>((resolve) => (arrived = resolve));

@@ -9,7 +9,6 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,6 +25,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { EVERYTHING, NODE, ROOT, startEverything } from '../mcp/harness.ts';
 import type { UpstreamServer } from '../mcp/harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const HAPROXY = which('haproxy', ['/usr/sbin', '/usr/local/sbin']);
 const skip = HAPROXY ? false : 'haproxy is not installed (Debian: apt-get install -y haproxy)';
@@ -54,7 +54,7 @@ interface Replica {
 }
 
 describe('three replicas behind haproxy (round robin)', { skip }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-replicas-'));
+  const dir = testTempDir('switchyard-replicas-');
   const replicas: Replica[] = [];
   let haproxy: ChildProcess | undefined;
   let haproxyLogs = '';

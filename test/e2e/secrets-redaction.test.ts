@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -13,6 +12,7 @@ import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin/switchyard.js');
@@ -263,7 +263,7 @@ binds:
 describe('--validate-only hides secrets in messages and code frames', () => {
   let dir: string;
   before(() => {
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-secrets-'));
+    dir = testTempDir('switchyard-secrets-');
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -5,7 +5,6 @@
 // worker sent (no back-pressure). Without workers the child's own pipe stream held it the same way.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LogSink } from 'switchyard';
@@ -18,6 +17,7 @@ import { twoWorkersYaml } from '../helpers/workers.ts';
 import { INIT, NODE, ROOT, mcpPreset, messagesOf, rawPost } from '../mcp/harness.ts';
 import { cmdline, descendants } from '../mcp/support/procs.ts';
 import { sleep } from './proxy-support.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const STALLER = join(ROOT, 'test/mcp/fixtures/stdin-staller.ts');
 const MiB = 1024 * 1024;
@@ -33,8 +33,8 @@ interface Answer {
 
 for (const workers of [2, 1]) {
   describe(`a stdio target that stops reading its stdin (workers: ${workers})`, () => {
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-stdin-bound-'));
-    const counts = mkdtempSync(join(tmpdir(), 'switchyard-stdin-read-'));
+    const dir = testTempDir('switchyard-stdin-bound-');
+    const counts = testTempDir('switchyard-stdin-read-');
     let supervisor: Supervisor | undefined;
     let gw: RunningGateway | undefined;
     let url: URL;

@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -19,6 +18,7 @@ import { freePort } from '../helpers/ports.ts';
 import { getFresh as get, twoWorkersYaml } from '../helpers/workers.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ISSUER = 'https://idp.example';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -40,7 +40,7 @@ describe('config.workers: 2, files the config names', () => {
     port = await freePort();
     tlsPort = await freePort();
     pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'workers-files' });
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-workers-files-'));
+    dir = testTempDir('switchyard-workers-files-');
     upstream = await startUpstream();
     writeFileSync(join(dir, 'users.htpasswd'), `alice:${sha('alice-pw')}\n`);
     const { publicKey, privateKey } = await jose.generateKeyPair('ES256', { extractable: true });

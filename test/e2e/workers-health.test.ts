@@ -4,7 +4,6 @@
 // and restarts. The supervisor runs in this process (as in workers-liveness.test.ts); upstreams are real servers.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LogSink } from 'switchyard';
@@ -14,6 +13,7 @@ import { freePort } from '../helpers/ports.ts';
 import { getFresh as get, twoWorkersYaml } from '../helpers/workers.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -50,7 +50,7 @@ describe('config.workers: 2, backend health and counters for the whole gateway',
       policies: { workerProbe: { value: 'x' }, ...policies },
       backends: backends.map((p) => ({ host: `127.0.0.1:${p}` })),
     });
-    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-workers-health-')), 'config.yaml');
+    const file = join(testTempDir('switchyard-workers-health-'), 'config.yaml');
     writeFileSync(
       file,
       twoWorkersYaml([

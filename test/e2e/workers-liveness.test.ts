@@ -3,7 +3,6 @@
 // ever, and the gateway serves from both workers again. The supervisor runs in this process with short pings.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
@@ -12,6 +11,7 @@ import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
 import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 
 describe('a stuck worker', () => {
@@ -21,7 +21,7 @@ describe('a stuck worker', () => {
 
   before(async () => {
     port = await freePort();
-    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-liveness-')), 'config.yaml');
+    const file = join(testTempDir('switchyard-liveness-'), 'config.yaml');
     writeFileSync(
       file,
       stringify({

@@ -3,7 +3,6 @@
 // documented fallback once (the rest count per worker), and the buckets that fit stay exact for the gateway.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SHARED_CELL_SLOTS } from '../../kernel/resources/shared-cells.ts';
@@ -12,6 +11,7 @@ import type { RunningCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
 import { getFresh, twoWorkersYaml } from '../helpers/workers.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 describe('config.workers: 2 past the shared cells capacity', () => {
   let cli: RunningCli;
@@ -19,7 +19,7 @@ describe('config.workers: 2 past the shared cells capacity', () => {
 
   before(async () => {
     port = await freePort();
-    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-shared-capacity-')), 'config.yaml');
+    const file = join(testTempDir('switchyard-shared-capacity-'), 'config.yaml');
     const many = Array.from({ length: SHARED_CELL_SLOTS + 4 }, (_, i) => ({ maxTokens: 1_000_000 + i, tokensPerFill: 1, fillInterval: '1h' }));
     writeFileSync(
       file,

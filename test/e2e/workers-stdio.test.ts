@@ -5,7 +5,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LogSink } from 'switchyard';
@@ -15,6 +14,7 @@ import { freePort } from '../helpers/ports.ts';
 import { getFresh, twoWorkersYaml } from '../helpers/workers.ts';
 import { FIXTURE, INIT, NODE } from '../mcp/harness.ts';
 import { cmdline, descendants, processState } from '../mcp/support/procs.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 interface Answer {
   status: number;
@@ -55,7 +55,7 @@ describe('config.workers: 2 with stdio MCP targets', () => {
   before(async () => {
     port = await freePort();
     const target = (m: string, extra: Record<string, unknown> = {}) => ({ mcp: { targets: [{ name: 'fixture', stdio: { cmd: NODE, args: [FIXTURE, `--marker=${m}`], ...extra } }] } });
-    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-workers-stdio-')), 'config.yaml');
+    const file = join(testTempDir('switchyard-workers-stdio-'), 'config.yaml');
     writeFileSync(
       file,
       twoWorkersYaml([

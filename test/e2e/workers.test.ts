@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -23,6 +22,7 @@ import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
 import type { FreshAnswer } from '../helpers/workers.ts';
 import { EVERYTHING, NODE, startEverything } from '../mcp/harness.ts';
 import type { UpstreamServer } from '../mcp/harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ISSUER = 'https://idp.example';
 
@@ -121,7 +121,7 @@ describe('config.workers: 2', () => {
           },
         ],
       });
-    file = join(mkdtempSync(join(tmpdir(), 'switchyard-workers-')), 'config.yaml');
+    file = join(testTempDir('switchyard-workers-'), 'config.yaml');
     writeFileSync(file, config({ value: 'one' }));
     cli = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT, env: childEnv(), readyMs: 90_000 });
   });

@@ -9,7 +9,6 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'node:http';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
@@ -17,6 +16,7 @@ import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const BODY = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(150) }], max_tokens: 64 });
 const ANSWER = JSON.stringify({ id: 'chatcmpl-test', choices: [{ message: { role: 'assistant', content: 'y'.repeat(200) } }] });
@@ -40,7 +40,7 @@ describe('young generation under sequential POSTs (issue 15, tails)', () => {
   before(async () => {
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
     port = await freePort();
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-young-'));
+    const dir = testTempDir('switchyard-young-');
     const file = join(dir, 'config.yaml');
     const up = (upstream.address() as AddressInfo).port;
     writeFileSync(

@@ -5,12 +5,13 @@ import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { homedir} from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { freePort } from './ports.ts';
 import { which } from './which.ts';
+import { testTempDir } from './temp-dir.ts';
 
 /** envoyproxy/ratelimit publishes no semver tags after v1.4.0; this is its main branch of 2026-01-22. */
 const RATELIMIT_PACKAGE = 'github.com/envoyproxy/ratelimit/src/service_cmd';
@@ -118,7 +119,7 @@ export interface RateLimitService {
 
 /** Start redis-server and the service (its rules: `serviceConfig`, one YAML domain file) on free ports. */
 export async function startRateLimitService(found: { bin?: string; redisServer?: string }, serviceConfig: string): Promise<RateLimitService> {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-rls-'));
+  const dir = testTempDir('switchyard-rls-');
   mkdirSync(join(dir, 'runtime', 'ratelimit', 'config'), { recursive: true });
   writeFileSync(join(dir, 'runtime', 'ratelimit', 'config', 'switchyard.yaml'), serviceConfig);
   const redisPort = await freePort();

@@ -1,5 +1,4 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createGateway, LogSink } from 'switchyard';
@@ -7,6 +6,7 @@ import type { Gateway } from 'switchyard';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { freePort } from './ports.ts';
+import { testTempDir } from './temp-dir.ts';
 
 export interface RunningGateway {
   readonly gateway: Gateway;
@@ -37,7 +37,7 @@ export async function startGateway(
     const staticBlock = { adminAddr: '127.0.0.1:0', statsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', ...((config.config as object) ?? {}) };
     text = stringify({ ...config, config: staticBlock });
   }
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-test-'));
+  const dir = testTempDir('switchyard-test-');
   const file = join(dir, 'config.yaml');
   writeFileSync(file, text);
   const logs: string[] = [];

@@ -3,9 +3,9 @@
 import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { withEnv } from './env.ts';
+import { testTempDir } from './temp-dir.ts';
 
 export interface GceMetadata {
   readonly port: number;
@@ -40,7 +40,7 @@ export async function startGceMetadata(accessToken: string, projectId = 'my-proj
     GCE_METADATA_IP: undefined,
     METADATA_SERVER_DETECTION: undefined,
     GOOGLE_APPLICATION_CREDENTIALS: undefined,
-    CLOUDSDK_CONFIG: mkdtempSync(join(tmpdir(), 'switchyard-gcloud-')),
+    CLOUDSDK_CONFIG: testTempDir('switchyard-gcloud-'),
     // The project is known, so the library never runs `gcloud config config-helper` to find it: where the Cloud
     // SDK is installed that takes 2-5 s, eating the gateway's 5 s token deadline on a busy machine.
     GOOGLE_CLOUD_PROJECT: projectId,

@@ -3,12 +3,13 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { homedir} from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stopChild } from './envoy-ratelimit.ts';
 import { freePort } from './ports.ts';
 import { which } from './which.ts';
+import { testTempDir } from './temp-dir.ts';
 
 /** The jaeger binary (PATH, `$GOPATH/bin`, `~/go/bin`), or why the suite skips. */
 export function locateJaeger(): { bin: string } | { skip: string } {
@@ -61,7 +62,7 @@ export interface RunningJaeger {
 }
 
 export async function startJaeger(found: { bin: string }): Promise<RunningJaeger> {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-jaeger-'));
+  const dir = testTempDir('switchyard-jaeger-');
   const [grpc, http, query, queryGrpc] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const config = `
 service:

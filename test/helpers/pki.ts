@@ -2,8 +2,8 @@
 // alternative names and a client certificate signed by it, and an unrelated second CA. PEM file paths.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { testTempDir } from './temp-dir.ts';
 
 export interface TestPki {
   readonly dir: string;
@@ -26,7 +26,7 @@ export interface PkiOptions {
 }
 
 export function makeTestPki(options: PkiOptions): TestPki {
-  const dir = mkdtempSync(join(tmpdir(), `switchyard-${options.label}-`));
+  const dir = testTempDir(`switchyard-${options.label}-`);
   const p = (name: string): string => join(dir, name);
   const run = (...args: string[]): void => {
     execFileSync('/usr/bin/openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });

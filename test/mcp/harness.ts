@@ -3,7 +3,6 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -17,6 +16,7 @@ import mcpStreamable from '../../plugins/mcp-transports/mcp/plugin.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const EVERYTHING = join(ROOT, 'node_modules/@modelcontextprotocol/server-everything/dist/index.js');
@@ -28,7 +28,7 @@ export const mcpPreset = [...new Set<unknown>([...fullPreset, mcpBackend, stdio,
 
 export const everythingStdio = (name = 'everything'): Record<string, unknown> => ({ name, stdio: { cmd: NODE, args: [EVERYTHING, 'stdio'] } });
 export const memoryStdio = (name = 'memory'): Record<string, unknown> => {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-memory-'));
+  const dir = testTempDir('switchyard-memory-');
   return { name, stdio: { cmd: NODE, args: [MEMORY], env: { MEMORY_FILE_PATH: join(dir, 'memory.jsonl') } } };
 };
 

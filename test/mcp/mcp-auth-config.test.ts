@@ -1,13 +1,13 @@
 // Config errors of mcpAuthentication and mcpAuthorization point at the user's file and name the problem.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import * as jose from 'jose';
 import mcpAuthentication from '../../plugins/policies/mcp-authentication/plugin.ts';
 import mcpAuthorization from '../../plugins/policies/mcp-authorization/plugin.ts';
 import { BASIC_PRESET, compileError, compileValue } from '../config/helpers.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const opts = { preset: [...BASIC_PRESET, mcpAuthentication, mcpAuthorization] };
 const route = (policies: string): string =>
@@ -20,7 +20,7 @@ describe('mcpAuthentication / mcpAuthorization config', () => {
 
   before(async () => {
     const { publicKey } = await jose.generateKeyPair('RS256');
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-mcp-auth-config-'));
+    const dir = testTempDir('switchyard-mcp-auth-config-');
     jwks = join(dir, 'jwks.json');
     writeFileSync(jwks, JSON.stringify({ keys: [{ ...(await jose.exportJWK(publicKey)), kid: 'k1', alg: 'RS256' }] }));
   });

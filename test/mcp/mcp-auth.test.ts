@@ -3,7 +3,6 @@
 // stdio is the MCP target, and raw HTTP covers the rejections, the discovery documents and the adapters.
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -23,6 +22,7 @@ import type { RunningOidcProvider } from '../helpers/oidc-provider.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const PRESET = [...new Set([...fullPreset, mcpBackend, stdio, mcpAuthentication, mcpAuthorization])];
 const EVERYTHING = join(dirname(fileURLToPath(import.meta.url)), '../../node_modules/@modelcontextprotocol/server-everything/dist/index.js');
@@ -117,7 +117,7 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
       startUpstream(),
     ]);
 
-    const dir = mkdtempSync(join(tmpdir(), 'switchyard-mcp-auth-'));
+    const dir = testTempDir('switchyard-mcp-auth-');
     const local = await jose.generateKeyPair('RS256', { extractable: true });
     const localJwk = { ...(await jose.exportJWK(local.publicKey)), kid: 'local-1', alg: 'RS256', use: 'sig' };
     writeFileSync(join(dir, 'jwks.json'), JSON.stringify({ keys: [localJwk] }));

@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { freePort } from '../helpers/ports.ts';
 import { FIXTURE, INIT, NODE, ROOT, rawPost, waitFor } from './harness.ts';
 import { cmdline, descendants, running } from './support/procs.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const BIN = join(ROOT, 'bin/switchyard.js');
 const SESSIONS = 4;
@@ -18,7 +18,7 @@ const SESSIONS = 4;
 describe('mcp stdio: children of a SIGKILLed gateway', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
   it('all stop within a few seconds, grandchildren included', async (t) => {
     const [port, readiness] = [await freePort(), await freePort()];
-    const file = join(mkdtempSync(join(tmpdir(), 'switchyard-sigkill-')), 'config.yaml');
+    const file = join(testTempDir('switchyard-sigkill-'), 'config.yaml');
     // The servers keep running when their stdin closes (`--linger`, as servers with a timer of their own do), so
     // the gateway's death must be noticed some other way. One target is a `sh` that starts the MCP server as its own
     // child (as `npx` does): the grandchild must go too.

@@ -7,14 +7,14 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:https';
 import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { INIT, connectClient, rawPost, startEverything, startMcpGateway } from './harness.ts';
 import type { UpstreamServer } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 function makePki(): { ca: string; cert: string; key: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-mcp-tls-'));
+  const dir = testTempDir('switchyard-mcp-tls-');
   const p = (n: string): string => join(dir, n);
   const run = (...args: string[]): void => void execFileSync('/usr/bin/openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];

@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import openapi from '../../plugins/mcp-transports/openapi/plugin.ts';
 import { connectClient, mcpPreset, startMcpGateway, waitFor } from './harness.ts';
 import type { McpGateway } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 type Json = Record<string, any>;
 
@@ -203,7 +203,7 @@ describe('mcp target deadlines: an OpenAPI target whose API never answers', () =
     });
     await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
     port = (api.address() as AddressInfo).port;
-    dir = mkdtempSync(join(tmpdir(), 'sy-openapi-deadline-'));
+    dir = testTempDir('sy-openapi-deadline-');
     const op = (id: string): Json => ({ get: { operationId: id, responses: { '200': { description: 'ok' } } } });
     writeFileSync(join(dir, 'api.json'), JSON.stringify({ openapi: '3.0.3', info: { title: 't', version: '1' }, paths: { '/hang': op('hang'), '/late': op('late') } }));
   });

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +17,7 @@ import { freePort } from '../helpers/ports.ts';
 import { findOldNode } from '../helpers/old-node.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const BUILD_TIMEOUT_MS = 90_000;
@@ -139,7 +139,7 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
   let builds: { minimal: Run; full: Run };
 
   before(async () => {
-    tmp = mkdtempSync(join(tmpdir(), 'switchyard-dist-'));
+    tmp = testTempDir('switchyard-dist-');
     minimal = join(tmp, 'minimal');
     full = join(tmp, 'full');
     // Both at once, through the command line the npm script runs.

@@ -3,10 +3,9 @@
 // free ports with a module hook that lists every module it loaded; a request is proxied through the `api` route
 // (a cleartext upstream: the direct forward's lean client) before the list is taken.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire, registerHooks } from 'node:module';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -14,6 +13,7 @@ import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 /** Preloaded into the CLI: records each module URL it loads and Node's internal modules, written at exit. */
 const HOOK = `
@@ -58,7 +58,7 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
   let second: { urls: string[]; builtins: string[] };
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'switchyard-startup-imports-'));
+    dir = testTempDir('switchyard-startup-imports-');
     const cacheDir = join(dir, 'validators');
     // The first start validates with ajv and writes the precompiled validator shortly after (STORE_DELAY_MS).
     ({ loaded, proxied } = await runQuickstart(dir, cacheDir, async () => {

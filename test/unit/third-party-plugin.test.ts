@@ -2,7 +2,6 @@
 // the way an application installs it: the app's node_modules holds `switchyard` and the plugin package.
 import assert from 'node:assert/strict';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +14,7 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const EXAMPLE = join(ROOT, 'examples/plugins/switchyard-plugin-example');
@@ -25,7 +25,7 @@ const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
  * the example (a symlink, as `npm link` or a workspace makes it; or a copy, as `npm install` makes it).
  */
 function makeApp(layout: 'linked' | 'installed'): string {
-  const app = mkdtempSync(join(tmpdir(), 'switchyard-app-'));
+  const app = testTempDir('switchyard-app-');
   mkdirSync(join(app, 'node_modules'));
   symlinkSync(ROOT, join(app, 'node_modules/switchyard'), 'dir');
   if (layout === 'linked') symlinkSync(EXAMPLE, join(app, 'node_modules/switchyard-plugin-example'), 'dir');

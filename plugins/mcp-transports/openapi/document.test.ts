@@ -1,7 +1,7 @@
 // Loading and parsing the OpenAPI document, the base path from `servers`, `$ref` resolution and the
 // OpenAPI 3.0 → JSON Schema mapping, and the connection fields.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -30,8 +30,12 @@ describe('parseDocument', () => {
   it('readDocumentFile resolves against the working directory and names the file when it cannot', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'openapi-doc-'));
     writeFileSync(join(dir, 'api.yaml'), 'openapi: 3.0.0\n');
-    assert.equal(await readDocumentFile('api.yaml', dir), 'openapi: 3.0.0\n');
-    await assert.rejects(readDocumentFile('missing.yaml', dir), { message: `cannot read the OpenAPI document \`missing.yaml\` (${join(dir, 'missing.yaml')}): no such file` });
+    try {
+      assert.equal(await readDocumentFile('api.yaml', dir), 'openapi: 3.0.0\n');
+      await assert.rejects(readDocumentFile('missing.yaml', dir), { message: `cannot read the OpenAPI document \`missing.yaml\` (${join(dir, 'missing.yaml')}): no such file` });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
