@@ -5,7 +5,7 @@
 // most one estimate; costs charged are the catalog's. Real `openai` and `@anthropic-ai/sdk` clients against aimock;
 // a "hello" answer is 11 + 5 = 16 tokens (harness FIXTURES), its prompt estimate 2 tokens.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -349,7 +349,8 @@ describe('virtualKeys declared in the config (GitOps)', () => {
     } finally {
       await gw.stop();
       await mock.stop();
-      rmSync(dir, { recursive: true, force: true });
     }
+    // The gateway's stop waits for the key store to close: the WAL folded into the file, nothing left writing there.
+    assert.deepEqual(readdirSync(dir), ['keys.db']);
   });
 });

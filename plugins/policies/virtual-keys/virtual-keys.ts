@@ -96,8 +96,9 @@ class StoreHandle {
     this.ready = open();
     this.ready.catch(() => undefined);
   }
-  close(): void {
-    void this.ready.then((s) => s.close(), () => undefined);
+  /** Awaited by the gateway's stop (and a reload that drops the store): a SQLite store folds its WAL in and writes its lifetime sums at close. */
+  close(): Promise<void> {
+    return this.ready.then((s) => s.close(), () => undefined);
   }
 }
 
