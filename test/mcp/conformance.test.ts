@@ -2,30 +2,16 @@
 // through the gateway, in `npm test` (issue 10 "Done when": conformance counts through the gateway not lower).
 // The same runs as `npm run conformance` (test/conformance/run.ts), asserted scenario by scenario.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { runSuite, type Run } from '../conformance/suite.ts';
-import { startEverything, startMcpGateway, type McpGateway, type UpstreamServer } from './harness.ts';
-
-const CONFORMANCE = join(dirname(fileURLToPath(import.meta.url)), '../conformance');
-const CLI = join(CONFORMANCE, '../../node_modules/@modelcontextprotocol/conformance/dist/index.js');
+import { before, describe, it } from 'node:test';
+import type { Run } from '../conformance/suite.ts';
+import { runEverythingBothWays } from '../conformance/everything.ts';
 
 describe('MCP conformance through the gateway', { timeout: 180_000 }, () => {
-  let upstream: UpstreamServer;
-  let gateway: McpGateway;
   let direct: Run;
   let through: Run;
 
   before(async () => {
-    upstream = await startEverything('streamableHttp');
-    gateway = await startMcpGateway({ targets: [{ name: 'everything', mcp: { host: '127.0.0.1', port: upstream.port, path: '/mcp' } }] });
-    direct = await runSuite(CLI, 'direct', `http://127.0.0.1:${upstream.port}/mcp`, ['--expected-failures', join(CONFORMANCE, 'server-everything.baseline.yml')]);
-    through = await runSuite(CLI, 'gateway', gateway.mcpUrl.href, ['--expected-failures', join(CONFORMANCE, 'gateway.baseline.yml')]);
-  });
-  after(async () => {
-    await gateway?.stop();
-    await upstream?.stop();
+    ({ direct, through } = await runEverythingBothWays());
   });
 
   it('the suite ran against the upstream directly and every failure there is in its baseline', () => {
