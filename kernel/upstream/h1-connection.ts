@@ -85,21 +85,21 @@ export class H1Call implements ResponseSink {
   }
 
   end(trailers: string[] | null): void {
-    if (this.settled) return;
-    this.settled = true;
-    const conn = this.conn!;
-    this.conn = null;
-    conn.finished();
-    this.handler.onComplete(trailers);
+    if (this.settleAnswered()) this.handler.onComplete(trailers);
   }
 
   last(chunk: Buffer): void {
-    if (this.settled) return;
+    if (this.settleAnswered()) this.handler.onEnd(chunk);
+  }
+
+  /** The answer is complete: the connection goes back to its pool. False when the call had already settled. */
+  private settleAnswered(): boolean {
+    if (this.settled) return false;
     this.settled = true;
     const conn = this.conn!;
     this.conn = null;
     conn.finished();
-    this.handler.onEnd(chunk);
+    return true;
   }
 
   fail(err: Error): void {
