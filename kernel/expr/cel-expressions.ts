@@ -1,5 +1,5 @@
 import type { Environment } from '@marcbachmann/cel-js';
-import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import { ConfigError, ErrorCode, withheldCredentials } from '../sdk/index.ts';
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
 import { exchangeAttributes } from '../exchange/kernel-exchange.ts';
 import { celLib } from './cel-lib.ts';
@@ -86,12 +86,25 @@ function queryMap(query: string): Record<string, string> {
 
 const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
 
+/**
+ * The request headers CEL sees: the live object, not a copy (CEL cannot mutate it, and evaluation is synchronous),
+ * unless credential headers were withheld, which leaves them `undefined` (withhold-credentials.ts): then a copy
+ * without them, so `size()`, `exists()` and iteration see no withheld name.
+ */
+function celHeaders(ex: Exchange): Exchange['headers'] {
+  const h = ex.headers;
+  if (ex.get(withheldCredentials) === undefined) return h;
+  const out: Exchange['headers'] = {};
+  for (const name in h) if (h[name] !== undefined) out[name] = h[name];
+  return out;
+}
+
 /** The `request` map. cel-js reads map fields only when they are own properties, so `query` is an own getter. */
 function requestMap(ex: Exchange): Record<string, unknown> {
+  const headers = celHeaders(ex);
   // A literal with a getter is built the slow way: only requests with a query string pay for it.
   if (ex.query.length <= 1) {
-    // The live header object, not a copy: CEL cannot mutate it, and evaluation is synchronous.
-    return { method: ex.method, path: ex.path, host: ex.hostname, scheme: ex.scheme, uri: ex.path + ex.query, headers: ex.headers, query: NO_QUERY };
+    return { method: ex.method, path: ex.path, host: ex.hostname, scheme: ex.scheme, uri: ex.path + ex.query, headers, query: NO_QUERY };
   }
   return {
     method: ex.method,
@@ -99,7 +112,7 @@ function requestMap(ex: Exchange): Record<string, unknown> {
     host: ex.hostname,
     scheme: ex.scheme,
     uri: ex.path + ex.query,
-    headers: ex.headers,
+    headers,
     get query() {
       return queryMap(ex.query);
     },

@@ -50,7 +50,10 @@ export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duple
 
 /** The upgrade request's headers: hop-by-hop removed (Upgrade/Connection kept), Host chosen, X-Forwarded-* added. */
 function upgradeHeaders(target: PooledTarget, ex: Exchange, state: ExchangeState): OutgoingHttpHeaders {
-  const headers = { ...ex.headers } as OutgoingHttpHeaders;
+  // Without undefined values (withheld credentials are blanked): node:http refuses them.
+  const headers: OutgoingHttpHeaders = {};
+  const h = ex.headers;
+  for (const name in h) if (h[name] !== undefined) headers[name] = h[name];
   stripHopByHop(headers as IncomingHttpHeaders, true);
   const explicitAuthority = ex.authority !== state.clientAuthority;
   headers.host = explicitAuthority || !target.useTargetAuthority ? ex.authority : target.parsed.authority;

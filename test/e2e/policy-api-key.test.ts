@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import WebSocket, { WebSocketServer } from 'ws';
 import { stringify } from 'yaml';
 import apiKey from '../../plugins/policies/api-key/plugin.ts';
 import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
@@ -28,6 +31,8 @@ describe('apiKey', () => {
   let gw: RunningGateway;
   let port: number;
   let upstream: TestUpstream;
+  let wsHttp: Server;
+  const handshakes: IncomingHttpHeaders[] = [];
 
   async function call(path: string, headers: Record<string, string> = {}): Promise<Answer> {
     const res = await request(`${gw.url(port)}${path}`, { headers });
@@ -44,6 +49,13 @@ describe('apiKey', () => {
   before(async () => {
     port = await freePort();
     upstream = await startUpstream();
+    wsHttp = createServer((_req, res) => res.writeHead(426).end());
+    new WebSocketServer({ server: wsHttp }).on('connection', (ws, req) => {
+      handshakes.push(req.headers);
+      ws.send('welcome');
+    });
+    await new Promise<void>((resolve) => wsHttp.listen(0, '127.0.0.1', resolve));
+    const wsPort = (wsHttp.address() as { port: number }).port;
     const keys = [
       { key: TEAM_KEY, metadata: { team: 'payments', tier: 'gold', quota: 100, key: 'metadata cannot replace the key' } },
       { key: BOT_KEY },
@@ -55,12 +67,22 @@ describe('apiKey', () => {
       policies: {
         apiKey: { keys, ...policy },
         // CEL values: metadata fields of the accepted key.
-        transformations: { request: { set: { 'x-team': 'apiKey.team', 'x-tier': 'apiKey.tier', 'x-key-is-team': 'apiKey.key.startsWith("sk-team-")' } } },
+        // CEL's request.headers never lists a withheld credential (they are blanked, not deleted: ADR 0015).
+        transformations: {
+          request: {
+            set: {
+              'x-team': 'apiKey.team',
+              'x-tier': 'apiKey.tier',
+              'x-key-is-team': 'apiKey.key.startsWith("sk-team-")',
+              'x-sees-credential': 'request.headers.exists(k, k == "authorization" || k == "x-api-key") || has(request.headers.authorization) ? "yes" : "no"',
+            },
+          },
+        },
       },
-      backends: [{ host: `127.0.0.1:${upstream.port}` }],
+      backends: [{ host: `127.0.0.1:${name === 'ws' ? wsPort : upstream.port}` }],
     });
     gw = await startGateway(
-      { binds: [{ port, listeners: [{ routes: [route('strict', { mode: 'strict' }), route('optional', {}), route('permissive', { mode: 'permissive' })] }] }] },
+      { binds: [{ port, listeners: [{ routes: [route('strict', { mode: 'strict' }), route('optional', {}), route('permissive', { mode: 'permissive' }), route('ws', { mode: 'strict' })] }] }] },
       { preset: PRESET, env: { ...process.env, API_KEY_FROM_ENV: ENV_KEY } },
     );
   });
@@ -68,6 +90,7 @@ describe('apiKey', () => {
   after(async () => {
     await gw?.stop();
     await upstream?.close();
+    await new Promise((resolve) => (wsHttp ? wsHttp.close(resolve) : resolve(undefined)));
   });
 
   it('accepts a key from `Authorization: Bearer`, strips that header, and exposes the metadata to CEL', async () => {
@@ -79,6 +102,24 @@ describe('apiKey', () => {
     assert.equal(seen()['x-tier'], 'gold');
     assert.equal(seen()['x-key-is-team'], 'true', 'apiKey.key is the key itself, not a metadata field named `key`');
     assert.equal((await call('/strict', { authorization: `bearer ${TEAM_KEY}` })).status, 200, 'the scheme is case-insensitive');
+  });
+
+  it('CEL after apiKey does not see the withheld headers; a WebSocket upgrade with a key opens without them', async () => {
+    assert.equal((await call('/strict', { 'x-api-key': TEAM_KEY, authorization: 'Basic dXBzdHJlYW06Y3JlZHM=' })).status, 200);
+    assert.equal(seen()['x-sees-credential'], 'no');
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { 'x-api-key': TEAM_KEY, authorization: 'Basic dXBzdHJlYW06Y3JlZHM=' } });
+    const welcome = await new Promise<string>((resolve, reject) => {
+      ws.once('message', (data) => resolve(String(data)));
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`HTTP ${res.statusCode}`)));
+    });
+    ws.close();
+    assert.equal(welcome, 'welcome');
+    const h = handshakes.at(-1)!;
+    assert.equal(h['x-api-key'], undefined);
+    assert.equal(h.authorization, undefined);
+    assert.equal(h['x-team'], 'payments');
+    assert.equal(h['x-sees-credential'], 'no');
   });
 
   it('accepts a key from `x-api-key`; both credential headers are withheld from the upstream (ADR 0015)', async () => {

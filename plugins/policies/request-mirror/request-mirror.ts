@@ -24,7 +24,7 @@ export async function compileRequestMirror(config: MirrorConfig, ctx: CompileCon
       let body: Buffer | undefined = ex.body;
       if (!body && declared > 0 && declared <= MIRROR_BODY_LIMIT) body = await ex.bufferBody(MIRROR_BODY_LIMIT);
       const headers: HeaderMap = {};
-      for (const [name, value] of Object.entries(ex.headers)) if (!NOT_COPIED.has(name)) headers[name] = value;
+      for (const [name, value] of Object.entries(ex.headers)) if (value !== undefined && !NOT_COPIED.has(name)) headers[name] = value;
       target
         .request({ method: ex.method, path: ex.path + ex.query, headers, body: body ?? null, timeoutMs: MIRROR_TIMEOUT_MS })
         .then((res) => {
