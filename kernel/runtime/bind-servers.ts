@@ -6,6 +6,7 @@ import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.t
 import type { RequestPipeline } from './request-pipeline.ts';
 import { announceKeepAlive, SWEEP_MS, sweepIdle, trackSocket } from './idle-sweep.ts';
 import type { SweptSocket } from './idle-sweep.ts';
+import { ProxyResponse } from './proxy-response.ts';
 
 // Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -30,6 +31,8 @@ function serverOptions(statics: StaticConfig) {
     // Idle connections are closed by the bind's sweep after 65 s (idle-sweep.ts): node:http's own keep-alive timeout
     // costs a timer set and cleared per request.
     keepAliveTimeout: 0,
+    // Writes an upstream answer's checked head without node:http checking it again (ADR 0082).
+    ServerResponse: ProxyResponse,
     // Keep the smaller headers limit of Node; oversized headers get 431 from node:http.
   };
 }
@@ -149,7 +152,7 @@ export class BindServers {
         },
       }) as unknown as HttpServer;
     } else {
-      server = createHttpServer(serverOptions(statics));
+      server = createHttpServer(serverOptions(statics)) as unknown as HttpServer;
     }
     if (statics.maxConnectionsPerBind > 0) server.maxConnections = statics.maxConnectionsPerBind;
     const secure = bind.secure;

@@ -7,6 +7,7 @@ import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 import { headerNameToString } from '../upstream/undici-core.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import type { DirectReplies, RawHeaders } from '../upstream/direct-forward.ts';
+import { isProxyResponse } from './proxy-response.ts';
 
 /**
  * The reply's headers as the flat `[name, value, …]` list node:http writes without building another object,
@@ -152,12 +153,18 @@ function hasName(raw: readonly (Buffer | string)[], name: string): boolean {
   return false;
 }
 
-/** `res.writeHead` of the final header list; a header node:http refuses answers 500 instead (or destroys). */
-function writeStatus(ex: ExchangeImpl, res: ServerResponse, status: number, flat: string[]): boolean {
-  // Replying while the request body is still being streamed (the upstream failed or answered early): the rest of
-  // that body may never be read, so this connection cannot carry another request. Say so (`Connection: close`).
+/**
+ * Replying while the request body is still being streamed (the upstream failed or answered early): the rest of that
+ * body may never be read, so this connection cannot carry another request. Say so (`Connection: close`).
+ */
+function closeIfBodyUnread(ex: ExchangeImpl, res: ServerResponse): void {
   const req = ex.req;
   if (!req.complete && (req.readableFlowing !== null || req.destroyed)) res.shouldKeepAlive = false;
+}
+
+/** `res.writeHead` of the final header list; a header node:http refuses answers 500 instead (or destroys). */
+function writeStatus(ex: ExchangeImpl, res: ServerResponse, status: number, flat: string[]): boolean {
+  closeIfBodyUnread(ex, res);
   try {
     res.writeHead(status, flat);
     return true;
@@ -258,6 +265,12 @@ export function directReplies(logger: Logger): DirectReplies<ExchangeImpl> {
       if (hooks !== null) return writeStatus(ex, res, status, editedRawHeaders(ex, status, rawHeaders, hooks, logger));
       // The header object (the access log's CEL `response.headers`) is made only if something reads it.
       ex.rawReplyHeaders = rawHeaders;
+      // The lean client's strings (undici's are Buffers) were checked by its parser: written without node:http
+      // checking them again (ADR 0082). Queued headers come from policies and take the general path.
+      if (ex.queued === undefined && typeof rawHeaders[0] === 'string' && isProxyResponse(res)) {
+        closeIfBodyUnread(ex, res);
+        if (res.writeCheckedHead(status, rawHeaders as readonly string[])) return true;
+      }
       return writeStatus(ex, res, status, flatRawHeaders(rawHeaders, ex.queued));
     },
     fail(ex, res, err) {

@@ -1,0 +1,78 @@
+import type { ServerResponse as NodeServerResponse } from 'node:http';
+import { HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
+import { headerNameToString } from '../upstream/undici-core.ts';
+
+// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
+const { ServerResponse, OutgoingMessage, STATUS_CODES } = process.getBuiltinModule('node:http');
+
+/** node:http's own header list of a response (`setHeader`), to know when the fast path must step aside. */
+const kOutHeaders: symbol | undefined = Object.getOwnPropertySymbols(new OutgoingMessage()).find((s) => s.description === 'kOutHeaders');
+
+/**
+ * The names whose presence node:http's `_storeHeader` records (`matchHeader`) and that are not hop-by-hop: handed
+ * to it as its header list, so its keep-alive, Date and framing decisions see them as with `writeHead`.
+ */
+const NOTED = new Set(['content-length', 'date', 'expect']);
+
+/** `HTTP/1.1 <status> <reason>\r\n` by status, made on first use. */
+const statusLines: string[] = [];
+
+/** The node:http internals `writeHead` sets before `_storeHeader` (lib/_http_server.js, Node 24). */
+interface Outgoing {
+  _header: string | null;
+  _hasBody: boolean;
+  _expect_continue: boolean;
+  _sent100: boolean;
+  _storeHeader(firstLine: string, headers: string[] | null): void;
+}
+
+/**
+ * The bind servers' `ServerResponse` (node:http's `ServerResponse` option; ADR 0082): one method more, which writes
+ * an upstream answer's head that the lean client's parser has already checked (names are tokens, values field
+ * characters, the status three digits: the rules node:http's `validateHeaderName`/`validateHeaderValue` apply).
+ * `writeHead(status, list)` checks every name and value again and concatenates and lower-cases each name in
+ * `matchHeader` (`processHeader`: 10% of the plain route's allocation, docs/perf.md "Plain route server side,
+ * session 10"). Everything else is node:http's: the status line as `writeHead` makes it, and `_storeHeader` with the
+ * headers it must see (Content-Length, Date, Expect) decides keep-alive, `Connection`/`Keep-Alive`, chunked or
+ * length framing, HEAD and 204/304.
+ */
+export class ProxyResponse extends ServerResponse {
+  /**
+   * `writeHead(status, flatRawHeaders(raw))` for an answer's raw `[name, value, …]` list from the lean client (names as
+   * it received them, hop-by-hop ones and those a `Connection` header names left out, names lower-cased). False when
+   * this path does not apply and nothing was written: headers or a reason phrase were already set on the response, or the answer's
+   * `Connection` names other headers (the caller then takes the general path).
+   */
+  writeCheckedHead(status: number, raw: readonly string[]): boolean {
+    const self = this as unknown as Outgoing;
+    // A reason phrase set before is `writeHead`'s to check.
+    if (self._header !== null || this.statusMessage || kOutHeaders === undefined || (this as unknown as Record<symbol, unknown>)[kOutHeaders] != null) return false;
+    const reason = STATUS_CODES[status] ?? 'unknown';
+    let head = (statusLines[status] ??= `HTTP/1.1 ${status} ${reason}\r\n`);
+    let noted: string[] | null = null;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = headerNameToString(raw[i]!);
+      const value = raw[i + 1]!;
+      if (HOP_BY_HOP.has(name)) {
+        // `Connection: close, x-foo` makes x-foo hop-by-hop too: that list is the general path's.
+        if (name === 'connection' && value !== 'keep-alive' && value !== 'close' && value !== 'Keep-Alive') return false;
+        continue;
+      }
+      if (NOTED.has(name)) (noted ??= []).push(name, value);
+      else head += name + ': ' + value + '\r\n';
+    }
+    this.statusCode = status;
+    this.statusMessage = reason;
+    if (status === 204 || status === 304 || status < 200) self._hasBody = false;
+    // As `writeHead`: a client that expects 100 Continue but got a final status may put extra bytes on the wire.
+    if (self._expect_continue && !self._sent100) this.shouldKeepAlive = false;
+    self._storeHeader(head, noted);
+    return true;
+  }
+}
+
+/** A bind server's response: node:http's, made by the `ServerResponse` option as a `ProxyResponse`. */
+export function isProxyResponse(res: NodeServerResponse): res is ProxyResponse {
+  return res instanceof ProxyResponse;
+}
