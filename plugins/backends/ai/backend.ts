@@ -15,6 +15,7 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
+import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
@@ -206,8 +207,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const tr = clientFormat && wireFormat ? translationBetween(clientFormat, wireFormat) : undefined;
     if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
     const limiters = ex.get(llmTokenLimiters);
+    // Token limits alone need the prompt estimate and the output cap: read from the bytes, not a parse (prompt-walk.ts).
+    const figures = !whole && limiters !== undefined && !changed && tr.identity && provider.prepareBody === undefined ? promptFigures(raw) : undefined;
     // Checked by `requestFields`: it parses, and is an object.
-    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || limiters !== undefined)) body = JSON.parse(raw.toString('utf8')) as Obj;
+    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || (limiters !== undefined && figures === undefined))) body = JSON.parse(raw.toString('utf8')) as Obj;
     body.model = model;
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
@@ -241,7 +244,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
-    const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
+    const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: figures ? figures.maxOutputTokens : maxOutputTokens(body), price: priceOf(model) });
     const send = (): Promise<Reply> => {
       const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
@@ -263,7 +266,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       );
     };
     // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
-    if (limiters) return reserveTokens(ex, body, quote()).then((refused) => refused ?? send());
+    if (limiters) return reserveTokens(ex, body, quote(), figures?.tokens).then((refused) => refused ?? send());
     return send();
   };
 

@@ -14,10 +14,11 @@ export function splitPath(pathAndQuery: string): { path: string; query: string }
  * Token rate limits on the route (`llmTokenLimiters`, set by their policies): the prompt estimate, computed only
  * then, is reserved by each in order before the provider is called; the first refusal is the answer.
  */
-export async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote): Promise<Reply | undefined> {
+export async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote, tokens?: number): Promise<Reply | undefined> {
   const limiters = ex.get(llmTokenLimiters);
   if (!limiters) return undefined;
-  const estimate = body ? estimatePromptTokens(body) : 0;
+  // `tokens`: the same estimate read from the body's bytes (prompt-walk.ts), when the body was not parsed.
+  const estimate = tokens ?? (body ? estimatePromptTokens(body) : 0);
   for (const limiter of limiters) {
     const refused = await limiter.reserve(ex, estimate, quote);
     if (refused) return refused;

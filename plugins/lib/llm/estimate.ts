@@ -3,13 +3,13 @@ import { isObj } from './json.ts';
 import type { Obj } from './json.ts';
 
 /** The request fields that carry the prompt, in every client format (Chat, Messages, Responses, Gemini, embeddings). */
-const PROMPT_FIELDS = ['messages', 'system', 'input', 'instructions', 'contents', 'systemInstruction', 'prompt', 'tools'] as const;
+export const PROMPT_FIELDS = ['messages', 'system', 'input', 'instructions', 'contents', 'systemInstruction', 'prompt', 'tools'] as const;
 
 /** Keys whose strings are not prompt text: identifiers, roles, media (base64 data would count as thousands). */
-const SKIP = new Set(['role', 'type', 'id', 'tool_call_id', 'cache_control', 'image_url', 'data', 'source', 'inline_data', 'inlineData', 'file_data', 'fileData', 'mimeType', 'media_type']);
+export const SKIP: ReadonlySet<string> = new Set(['role', 'type', 'id', 'tool_call_id', 'cache_control', 'image_url', 'data', 'source', 'inline_data', 'inlineData', 'file_data', 'fileData', 'mimeType', 'media_type']);
 
 /** How deep the walk goes: prompts are shallow; a hostile body nested deeper is not walked further. */
-const MAX_DEPTH = 12;
+export const MAX_DEPTH = 12;
 
 function chars(v: unknown, depth: number): number {
   if (typeof v === 'string') return v.length;

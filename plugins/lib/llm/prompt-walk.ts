@@ -1,0 +1,287 @@
+// The prompt estimate and the client's output cap read from a request's bytes (docs/perf.md "Virtual keys, session
+// 10"): a route with token limits (`localRateLimit` tokens, virtual keys) needs only these two figures, so the `ai`
+// backend need not parse the whole body for them when its picked fields (request-fields.ts) are otherwise enough.
+// Exactly `estimatePromptTokens(JSON.parse(text))` and `maxOutputTokens(JSON.parse(text))` (test: prompt-walk.test.ts),
+// or undefined when the walk cannot tell cheaply (an escaped key below the top level): the caller parses then.
+import { MAX_DEPTH, PROMPT_FIELDS, SKIP } from './estimate.ts';
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/** What a token limiter is given before the call. */
+export interface PromptFigures {
+  /** `estimatePromptTokens` of the parsed body. */
+  readonly tokens: number;
+  /** `maxOutputTokens` of the parsed body. */
+  readonly maxOutputTokens: number | undefined;
+}
+
+/** Output-cap fields in the order `maxOutputTokens` prefers them; the last is `generationConfig.maxOutputTokens`. */
+const CAP_FIELDS = ['max_completion_tokens', 'max_tokens', 'max_output_tokens'] as const;
+
+/** Thrown inside the walk when it cannot answer exactly (caught in `promptFigures`). */
+const GIVE_UP = Symbol('give up');
+
+/** Byte-level view of one text that `JSON.parse` accepts (the caller checked it: `requestFields`). */
+class Scan {
+  readonly b: Buffer;
+  i = 0;
+  /** Whether the last string read was plain ASCII without escapes (its length is its byte count). */
+  plain = true;
+  constructor(b: Buffer) {
+    this.b = b;
+  }
+
+  blank(): void {
+    const b = this.b;
+    let c = b[this.i];
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++this.i];
+  }
+
+  /** Past a string starting at `i` (its quote). */
+  string(): void {
+    const b = this.b;
+    let i = this.i + 1;
+    let plain = true;
+    for (;;) {
+      const c = b[i]!;
+      if (c === QUOTE) break;
+      if (c === BACKSLASH) {
+        plain = false;
+        i += 2;
+        continue;
+      }
+      if (c >= 0x80) plain = false;
+      i++;
+    }
+    this.plain = plain;
+    this.i = i + 1;
+  }
+
+  /** The length (UTF-16 units, as JavaScript counts) of the string that ends at `i`, which started at `from`. */
+  stringLength(from: number): number {
+    if (this.plain) return this.i - from - 2;
+    // Escapes or non-ASCII: decoded as the whole text would be (a string's bounds are ASCII quotes, where UTF-8 decoding
+    // restarts, so decoding it alone gives the same characters).
+    return (JSON.parse(this.b.toString('utf8', from, this.i)) as string).length;
+  }
+
+  /** Past any value (a scalar, or a container however deep). */
+  skip(): void {
+    const b = this.b;
+    let depth = 0;
+    for (;;) {
+      const c = b[this.i]!;
+      if (c === QUOTE) {
+        this.string();
+        if (depth === 0) return;
+        continue;
+      }
+      if (c === 0x7b || c === 0x5b) depth++;
+      else if (c === 0x7d || c === 0x5d) {
+        // At depth 0 this closes the container the scalar was in: not ours.
+        if (depth === 0) return;
+        this.i++;
+        if (--depth === 0) return;
+        continue;
+      } else if (depth === 0 && (c === 0x2c || c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09 || c === undefined)) return;
+      this.i++;
+    }
+  }
+
+  /** `chars` of estimate.ts over the value at `i`: string lengths, keys in SKIP left out, nothing past MAX_DEPTH. */
+  chars(depth: number): number {
+    const b = this.b;
+    const c = b[this.i];
+    if (c === QUOTE) {
+      const from = this.i;
+      this.string();
+      return this.stringLength(from);
+    }
+    if ((c !== 0x7b && c !== 0x5b) || depth >= MAX_DEPTH) {
+      this.skip();
+      return 0;
+    }
+    this.i++;
+    this.blank();
+    let n = 0;
+    if (c === 0x5b) {
+      if (b[this.i] === 0x5d) {
+        this.i++;
+        return 0;
+      }
+      for (;;) {
+        n += this.chars(depth + 1);
+        this.blank();
+        if (b[this.i++] === 0x5d) return n;
+        this.blank();
+      }
+    }
+    if (b[this.i] === 0x7d) {
+      this.i++;
+      return 0;
+    }
+    // An object: a repeated key keeps its last value (as JSON.parse does), so each key's share is kept to replace it.
+    let keys: number[] | undefined;
+    for (;;) {
+      const keyFrom = this.i + 1;
+      this.string();
+      if (!this.plain) throw GIVE_UP;
+      const keyTo = this.i - 1;
+      this.blank();
+      this.i++; // the colon
+      this.blank();
+      const share = skipKey(b, keyFrom, keyTo) ? (this.skip(), 0) : this.chars(depth + 1);
+      const seen = keys === undefined ? -1 : findKey(b, keys, keyFrom, keyTo);
+      if (seen === -1) {
+        (keys ??= []).push(keyFrom, keyTo, share);
+        n += share;
+      } else {
+        n += share - keys![seen + 2]!;
+        keys![seen + 2] = share;
+      }
+      this.blank();
+      if (b[this.i++] === 0x7d) return n;
+      this.blank();
+    }
+  }
+
+  /** A JSON number at `i` as JavaScript reads it, or undefined for any other value (skipped). */
+  number(): number | undefined {
+    const b = this.b;
+    const from = this.i;
+    const c = b[from];
+    if (c !== 0x2d && (c === undefined || c < 0x30 || c > 0x39)) {
+      this.skip();
+      return undefined;
+    }
+    this.skip();
+    // A plain integer (the usual cap) without making a string; anything else as JavaScript reads the text.
+    let v = 0;
+    for (let k = from; k < this.i; k++) {
+      const d = b[k]! - 0x30;
+      if (d < 0 || d > 9 || k - from > 14) return Number(b.toString('latin1', from, this.i));
+      v = v * 10 + d;
+    }
+    return v;
+  }
+
+  /** `generationConfig.maxOutputTokens` of the object at `i` (its last occurrence), or undefined. */
+  generationCap(): number | undefined {
+    const b = this.b;
+    if (b[this.i] !== 0x7b) {
+      this.skip();
+      return undefined;
+    }
+    this.i++;
+    this.blank();
+    let cap: number | undefined;
+    if (b[this.i] === 0x7d) {
+      this.i++;
+      return undefined;
+    }
+    for (;;) {
+      const keyFrom = this.i + 1;
+      this.string();
+      if (!this.plain) throw GIVE_UP;
+      const keyTo = this.i - 1;
+      this.blank();
+      this.i++;
+      this.blank();
+      if (keyIs(b, keyFrom, keyTo, 'maxOutputTokens')) cap = this.number();
+      else this.skip();
+      this.blank();
+      if (b[this.i++] === 0x7d) return cap;
+      this.blank();
+    }
+  }
+}
+
+function keyIs(b: Buffer, from: number, to: number, key: string): boolean {
+  if (to - from !== key.length) return false;
+  for (let k = 0; k < key.length; k++) if (b[from + k] !== key.charCodeAt(k)) return false;
+  return true;
+}
+
+/** SKIP's names by length (compared byte by byte: no string made per key). */
+const SKIP_BY_LENGTH: string[][] = [];
+for (const name of SKIP) (SKIP_BY_LENGTH[name.length] ??= []).push(name);
+
+/** Whether the plain key b[from, to) is one whose value is not prompt text. */
+function skipKey(b: Buffer, from: number, to: number): boolean {
+  const names = SKIP_BY_LENGTH[to - from];
+  if (names === undefined) return false;
+  for (let k = 0; k < names.length; k++) if (keyIs(b, from, to, names[k]!)) return true;
+  return false;
+}
+
+/** Index (in steps of 3) of an earlier key of the same object with the same bytes, or -1. */
+function findKey(b: Buffer, keys: number[], from: number, to: number): number {
+  const len = to - from;
+  for (let k = 0; k < keys.length; k += 3) {
+    const f = keys[k]!;
+    if (keys[k + 1]! - f !== len) continue;
+    let same = true;
+    for (let j = 0; j < len; j++) {
+      if (b[f + j] !== b[from + j]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return k;
+  }
+  return -1;
+}
+
+/**
+ * The prompt estimate and output cap of a JSON object text already checked by `requestFields` (whose top-level keys
+ * are plain), or undefined when a nested key is escaped (the caller parses the body whole).
+ */
+export function promptFigures(b: Buffer): PromptFigures | undefined {
+  const s = new Scan(b);
+  const fields = new Array<number>(PROMPT_FIELDS.length).fill(0);
+  const caps: (number | undefined)[] = [undefined, undefined, undefined, undefined];
+  try {
+    s.blank();
+    s.i++;
+    s.blank();
+    if (b[s.i] !== 0x7d) {
+      for (;;) {
+        const keyFrom = s.i + 1;
+        s.string();
+        const keyTo = s.i - 1;
+        s.blank();
+        s.i++;
+        s.blank();
+        const field = topField(b, keyFrom, keyTo);
+        // Repeated top-level keys: the last occurrence replaces the earlier ones.
+        if (field >= 0) fields[field] = s.chars(0);
+        else if (field <= -2) caps[-field - 2] = field === -5 ? s.generationCap() : s.number();
+        else s.skip();
+        s.blank();
+        if (b[s.i++] === 0x7d) break;
+        s.blank();
+      }
+    }
+  } catch (err) {
+    if (err === GIVE_UP) return undefined;
+    throw err;
+  }
+  let n = 0;
+  for (const f of fields) n += f;
+  let cap: number | undefined;
+  for (const v of caps) {
+    if (typeof v === 'number' && v >= 0) {
+      cap = v;
+      break;
+    }
+  }
+  return { tokens: Math.ceil(n / 4), maxOutputTokens: cap };
+}
+
+/** A top-level key: its index in PROMPT_FIELDS, -2 to -4 for CAP_FIELDS, -5 for `generationConfig`, -1 for others. */
+function topField(b: Buffer, from: number, to: number): number {
+  for (let f = 0; f < PROMPT_FIELDS.length; f++) if (keyIs(b, from, to, PROMPT_FIELDS[f]!)) return f;
+  for (let f = 0; f < CAP_FIELDS.length; f++) if (keyIs(b, from, to, CAP_FIELDS[f]!)) return -2 - f;
+  return keyIs(b, from, to, 'generationConfig') ? -5 : -1;
+}
