@@ -194,9 +194,13 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
   if (state.aborted !== undefined) return Promise.reject(state.aborted);
   const timeoutMs = plan.attemptTimeoutMs;
   const options = { path, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs };
+  // An answer read whole from a cleartext HTTP/1.1 origin goes through the lean client (ADR 0084), as the direct
+  // forward does (ADR 0073): no undici `Request`, wasm parser or timers per request.
+  const lean = limit > 0 && target.h1 !== null && ex.method !== 'CONNECT' ? target.h1 : null;
   if (timeoutMs <= 0) {
     const handler = limit > 0 ? new WholeAnswer(limit, state) : new StreamAnswer(state);
-    target.pool.dispatch(options, handler);
+    if (lean !== null) lean.dispatch(options, handler as WholeAnswer);
+    else target.pool.dispatch(options, handler);
     return handler.promise;
   }
   // A per-attempt deadline (as in `send`): until the answer starts; the exchange's abort until it ended.
@@ -209,7 +213,8 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
   if (outer.aborted) return Promise.reject(outer.reason);
   outer.addEventListener('abort', onOuter, { once: true });
   timer = setTimeout(() => handler.abort(timeout), timeoutMs);
-  target.pool.dispatch(options, handler);
+  if (lean !== null) lean.dispatch(options, handler as WholeAnswer);
+  else target.pool.dispatch(options, handler);
   const settled = (): void => {
     clearTimeout(timer);
     outer.removeEventListener('abort', onOuter);

@@ -5,12 +5,17 @@ import type { HeaderMap } from '../sdk/index.ts';
 import { headerNameToString, parseHeaders } from './undici-core.ts';
 import type { AbortHook } from '../exchange/abort-hook.ts';
 import { AnswerHandler } from './answer-handler.ts';
+import type { RawHeaders } from './direct-forward.ts';
+import type { H1Handler } from './h1-connection.ts';
 
 /** An upstream answer read whole: `body` is the bytes, or (rarely) a stream that fails as the body did. */
 export interface WholeResponse {
   readonly statusCode: number;
-  /** undici's raw `[name, value, …]` list: made an object only if something reads the reply's `headers`. */
-  readonly rawHeaders: readonly Buffer[];
+  /**
+   * The raw `[name, value, …]` list (undici's Buffers, the lean client's latin1 strings): made an object only if
+   * something reads the reply's `headers`.
+   */
+  readonly rawHeaders: RawHeaders;
   readonly body: Buffer | Readable;
   /** `performance.now()` when the answer's headers arrived: the attempt's span and duration end there, as with `request()`. */
   readonly answeredAt: number;
@@ -21,15 +26,16 @@ export interface WholeResponse {
  * when the answer ended (ADR 0058): no `BodyReadable`, no `RequestHandler`, no second promise to read the body, which
  * `request()` plus a capped read cost per answer. It speaks the handler API undici's core calls (`onConnect`,
  * `onHeaders`, …) as `DirectForward` does: the controller API would have undici wrap it per request and make the
- * header object (`parseHeaders`) that the reply writer would flatten again. It rejects as `request()`
+ * header object (`parseHeaders`) that the reply writer would flatten again; the lean client of cleartext HTTP/1.1
+ * origins calls the same (ADR 0084), its `onEnd` handing the last bytes of a Content-Length body. It rejects as `request()`
  * does when the request fails before the answer starts; once the answer started, a failure (the body over `limit`:
  * `BodyTooLargeError`; the upstream breaking off; an abort) resolves with a stream that fails with that error, so
  * the caller sees it where it read the body before.
  */
-export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatcher.DispatchHandler {
+export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatcher.DispatchHandler, H1Handler {
   private readonly limit: number;
   private statusCode = 0;
-  private rawHeaders: readonly Buffer[] | null = null;
+  private rawHeaders: RawHeaders | null = null;
   private answeredAt = 0;
   private first: Buffer | undefined = undefined;
   private rest: Buffer[] | undefined = undefined;
@@ -41,7 +47,7 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
     this.limit = limit;
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+  onHeaders(statusCode: number, rawHeaders: RawHeaders): boolean {
     if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
     this.statusCode = statusCode;
     this.rawHeaders = rawHeaders;
@@ -70,6 +76,16 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
     const rest = this.rest;
     const body = rest === undefined ? (this.first ?? EMPTY) : Buffer.concat([this.first!, ...rest], this.size);
     this.resolve({ statusCode: this.statusCode, rawHeaders: this.rawHeaders!, body, answeredAt: this.answeredAt });
+  }
+
+  /**
+   * The lean client's last body bytes (`onData` and `onComplete` in one). The call is settled by then, so a body over
+   * the limit is failed here rather than by the abort `onData` asks for.
+   */
+  onEnd(last: Buffer): void {
+    this.onData(last);
+    if (this.tooLarge) this.onError(new BodyTooLargeError(this.limit));
+    else this.onComplete();
   }
 
   onError(err: Error): void {
