@@ -8,6 +8,7 @@ import { headerNameToString } from '../upstream/undici-core.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import type { DirectReplies, RawHeaders } from '../upstream/direct-forward.ts';
 import { isProxyResponse } from './proxy-response.ts';
+import { WholeReply } from '../upstream/whole-answer.ts';
 
 /**
  * The reply's headers as the flat `[name, value, …]` list node:http writes without building another object,
@@ -99,7 +100,7 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   const body = reply.body;
   // An upstream's answer whose header object nobody made: its raw list is written as the plain route writes it.
   const raw = reply instanceof RawHeadersReply ? reply.rawHeaders : undefined;
-  if (!(raw !== undefined ? writeRawHead(ex, res, reply.status, raw, body) : writeHead(ex, res, reply.status, reply.headers, body))) {
+  if (!(raw !== undefined ? writeRawHead(ex, res, reply.status, raw, body, reply instanceof WholeReply) : writeHead(ex, res, reply.status, reply.headers, body))) {
     discard(body);
     return;
   }
@@ -138,13 +139,19 @@ function writeHead(ex: ExchangeImpl, res: ServerResponse, status: number, header
  * headers replace, a body given whole without a `Content-Length` gets one, hop-by-hop headers go. The access log's
  * `response.headers` is made from the list (with the queued headers) only if read.
  */
-function writeRawHead(ex: ExchangeImpl, res: ServerResponse, status: number, raw: readonly (Buffer | string)[], body: Reply['body']): boolean {
+function writeRawHead(ex: ExchangeImpl, res: ServerResponse, status: number, raw: readonly (Buffer | string)[], body: Reply['body'], kernelMade: boolean): boolean {
   const queued = ex.queued;
   if (body !== undefined && body !== null && !(body instanceof Readable) && !hasName(raw, 'content-length') && (queued === undefined || !hasName(queued, 'content-length'))) {
     raw = [...raw, 'content-length', String(typeof body === 'string' ? Buffer.byteLength(body) : body.length)];
   }
   ex.status = status;
   ex.rawReplyHeaders = raw;
+  // A kernel-made reply's strings are the lean client's, checked by its parser (ADR 0084, as the direct forward's,
+  // ADR 0082): written without node:http checking them again. A status a backend set is `writeHead`'s to check.
+  if (kernelMade && queued === undefined && typeof raw[0] === 'string' && Number.isInteger(status) && status >= 100 && status <= 999 && isProxyResponse(res)) {
+    closeIfBodyUnread(ex, res);
+    if (res.writeCheckedHead(status, raw as readonly string[])) return true;
+  }
   return writeStatus(ex, res, status, flatRawHeaders(raw, queued));
 }
 

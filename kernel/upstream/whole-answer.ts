@@ -106,7 +106,10 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
 
 const EMPTY = Buffer.alloc(0);
 
-/** An answer read whole as a `Reply`: its header object made from undici's raw list only when read. */
+/**
+ * An answer read whole as a `Reply`: its header object made from the raw list only when read. A list of strings is
+ * the lean client's, checked by its parser: the reply writer writes it without node:http checking it again.
+ */
 export class WholeReply extends RawHeadersReply {
   protected nameOf(name: Buffer | string): string {
     return headerNameToString(name);
