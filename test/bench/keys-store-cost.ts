@@ -11,7 +11,8 @@
 //   node test/bench/keys-store-cost.ts [rounds=5] [requests per round=2000] [concurrency=8]
 //
 // SQLite always; Redis when `redis-server` is installed; PostgreSQL when its server binaries are (started here).
-// KEYS_STORES=sqlite,redis (a comma list) keeps only those.
+// KEYS_STORES=sqlite,redis (a comma list) keeps only those. KEYS_IN_TURN=1000: the requests use that many keys in
+// turn (and their teams), as the gateway's 1,000-key row does, instead of one key.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,12 +70,21 @@ const noop: KeyStore = {
   close: () => undefined,
 };
 
-const digest = digestOf(secret(500));
-const names = ['k:key-500', 't:team-0', 'g'].flatMap((scope) => [`${scope}:usd:month:2026-11`, `${scope}:tokens:day:2026-11-26`]);
+// KEYS_IN_TURN=n: requests use keys 500, 501, … in turn (n of them, their teams in turn), as the gateway's 1,000-key
+// row does; without it, key 500 alone.
+const inTurn = Math.max(1, Math.min(KEYS, Number(process.env.KEYS_IN_TURN ?? 1)));
 // Windowed counters expire a day after their window, as the policy's do (so Redis sets their expiry on every write).
 const expiresAt = (counter: string): number => Date.now() + (counter.includes(':month:') ? 32 : 2) * 86_400_000;
-const lines: CounterLine[] = names.map((counter) => ({ counter, limit: 1e15, amount: 0.001, expiresAt: expiresAt(counter) }));
-const deltas: CounterDelta[] = names.map((counter) => ({ counter, amount: -0.0004, expiresAt: expiresAt(counter) }));
+const flows = Array.from({ length: inTurn }, (_, n) => {
+  const k = (500 + n) % KEYS;
+  const names = [`k:key-${k}`, `t:team-${k % TEAMS}`, 'g'].flatMap((scope) => [`${scope}:usd:month:2026-11`, `${scope}:tokens:day:2026-11-26`]);
+  return {
+    digest: digestOf(secret(k)),
+    lines: names.map((counter): CounterLine => ({ counter, limit: 1e15, amount: 0.001, expiresAt: expiresAt(counter) })),
+    deltas: names.map((counter): CounterDelta => ({ counter, amount: -0.0004, expiresAt: expiresAt(counter) })),
+  };
+});
+let turn = 0;
 
 /** One round: `perRound` requests by `concurrency` flows; per-request added µs, and CPU µs per request. */
 async function round(store: KeyStore): Promise<{ added: number[]; cpuUs: number; threadUs: number; errors: number; firstError?: string }> {
@@ -87,6 +97,7 @@ async function round(store: KeyStore): Promise<{ added: number[]; cpuUs: number;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (left-- > 0) {
+        const { digest, lines, deltas } = flows[turn++ % inTurn]!;
         try {
           const t0 = performance.now();
           const found = store.find(digest);
@@ -169,7 +180,7 @@ try {
   }
   const base = median(rows[0]!.cpu);
   const baseThread = median(rows[0]!.thread);
-  console.log(`\n${rounds} interleaved rounds × ${perRound} requests, ${concurrency} concurrent; find + reserve 6 lines + settle 6 deltas per request\n`);
+  console.log(`\n${rounds} interleaved rounds × ${perRound} requests, ${concurrency} concurrent, ${inTurn} key(s) in turn; find + reserve 6 lines + settle 6 deltas per request\n`);
   console.log('| store | added p50 µs | added p90 µs | added p99 µs | CPU µs/request, per round | store CPU µs/request (median − no store) | of it, this thread |');
   console.log('|---|---:|---:|---:|---|---:|---:|');
   for (const r of rows) {
