@@ -125,7 +125,9 @@ export function pickTopLevel(b: Buffer, keys: readonly string[]): Obj | undefine
     const valueFrom = i;
     i = valueEnd(b, i, end);
     if (i === -1 || i === valueFrom) return undefined;
-    for (const key of keys) {
+    // Indexed: a `for…of` makes an iterator and its results per member where the walk is not optimised.
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k]!;
       if (keyIs(b, keyFrom, keyTo, key)) {
         out[key] = memberValue(b, valueFrom, i);
         break;
