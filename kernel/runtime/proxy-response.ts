@@ -9,12 +9,6 @@ const { ServerResponse, OutgoingMessage, STATUS_CODES } = process.getBuiltinModu
 /** node:http's own header list of a response (`setHeader`), to know when the fast path must step aside. */
 const kOutHeaders: symbol | undefined = Object.getOwnPropertySymbols(new OutgoingMessage()).find((s) => s.description === 'kOutHeaders');
 
-/**
- * The names whose presence node:http's `_storeHeader` records (`matchHeader`) and that are not hop-by-hop: handed
- * to it as its header list, so its keep-alive, Date and framing decisions see them as with `writeHead`.
- */
-const NOTED = new Set(['content-length', 'date', 'expect']);
-
 /** `HTTP/1.1 <status> <reason>\r\n` by status, made on first use. */
 const statusLines: string[] = [];
 
@@ -22,6 +16,8 @@ const statusLines: string[] = [];
 interface Outgoing {
   _header: string | null;
   _hasBody: boolean;
+  _contentLength: number | null;
+  useChunkedEncodingByDefault: boolean;
   _expect_continue: boolean;
   _sent100: boolean;
   _storeHeader(firstLine: string, headers: string[] | null): void;
@@ -33,9 +29,9 @@ interface Outgoing {
  * characters, the status three digits: the rules node:http's `validateHeaderName`/`validateHeaderValue` apply).
  * `writeHead(status, list)` checks every name and value again and concatenates and lower-cases each name in
  * `matchHeader` (`processHeader`: 10% of the plain route's allocation, docs/perf.md "Plain route server side,
- * session 10"). Everything else is node:http's: the status line as `writeHead` makes it, and `_storeHeader` with the
- * headers it must see (Content-Length, Date, Expect) decides keep-alive, `Connection`/`Keep-Alive`, chunked or
- * length framing, HEAD and 204/304.
+ * session 10"). Everything else is node:http's: the status line as `writeHead` makes it, and `_storeHeader` decides
+ * keep-alive, `Connection`/`Keep-Alive`, chunked or length framing, HEAD and 204/304, told what `matchHeader` would
+ * have noted of the lines it is not shown (below); `proxy-response.test.ts` holds it to `writeHead`'s head and state.
  */
 export class ProxyResponse extends ServerResponse {
   /**
@@ -50,7 +46,13 @@ export class ProxyResponse extends ServerResponse {
     if (self._header !== null || this.statusMessage || kOutHeaders === undefined || (this as unknown as Record<symbol, unknown>)[kOutHeaders] != null) return false;
     const reason = STATUS_CODES[status] ?? 'unknown';
     let head = (statusLines[status] ??= `HTTP/1.1 ${status} ${reason}\r\n`);
+    // What `_storeHeader` would note of the lines (`matchHeader`): handed to it only when it decides with them.
+    let dated = false;
+    let length: string | undefined = undefined;
     let noted: string[] | null = null;
+    // With a body framed by default (an HTTP/1.1 client), a Content-Length only stops `_storeHeader` from choosing a
+    // framing; for an HTTP/1.0 client it also decides keep-alive, so there node:http is shown the header.
+    const framed = self.useChunkedEncodingByDefault;
     for (let i = 0; i < raw.length; i += 2) {
       const name = headerNameToString(raw[i]!);
       const value = raw[i + 1]!;
@@ -59,15 +61,35 @@ export class ProxyResponse extends ServerResponse {
         if (name === 'connection' && value !== 'keep-alive' && value !== 'close' && value !== 'Keep-Alive') return false;
         continue;
       }
-      if (NOTED.has(name)) (noted ??= []).push(name, value);
-      else head += name + ': ' + value + '\r\n';
+      if (name === 'date') dated = true;
+      else if (name === 'content-length' && framed) length = value;
+      else if (name === 'content-length' || name === 'expect') {
+        (noted ??= []).push(name, value);
+        continue;
+      }
+      head += name + ': ' + value + '\r\n';
     }
     this.statusCode = status;
     this.statusMessage = reason;
     if (status === 204 || status === 304 || status < 200) self._hasBody = false;
     // As `writeHead`: a client that expects 100 Continue but got a final status may put extra bytes on the wire.
     if (self._expect_continue && !self._sent100) this.shouldKeepAlive = false;
-    self._storeHeader(head, noted);
+    // node:http adds a Date only when the head has none.
+    if (dated) this.sendDate = false;
+    if (length === undefined) {
+      self._storeHeader(head, noted);
+      return true;
+    }
+    // The head has its Content-Length: `_storeHeader` must not add a framing header. It picks one only for a response
+    // with a body (`_hasBody`, read nowhere else in it), so it is told there is none while it runs.
+    self._contentLength = +length;
+    const hasBody = self._hasBody;
+    self._hasBody = false;
+    try {
+      self._storeHeader(head, noted);
+    } finally {
+      self._hasBody = hasBody;
+    }
     return true;
   }
 }
