@@ -16,9 +16,12 @@
 //        A checkout written `name=/path:policies` serves the `host` route with the bench's policies row's set
 //        (header modifiers, cors, localRateLimit; run.ts `policySet`), the load sending an allowed Origin
 //        (docs/perf.md "Policies route, session 8").
+//        A checkout written `name=/path:keyed` serves the `ai` route with `virtualKeys` on SQLite (one key declared in
+//        the config, with its team's and the organisation's budgets: 3 scopes × USD month and tokens day reserved and
+//        settled per request), the load presenting the key (docs/perf.md "Virtual keys, session 10").
 //        A checkout written `name=/path:traced` serves the `host` route with `config.tracing` at 100% sampling,
 //        OTLP/HTTP to otlp-sink.ts (on the load's CPU): the observability row's traced gateway (issue 12).
-//        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS [ORIGIN])
+//        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS [ORIGIN|-] [AUTHORIZATION])
 //        PLAIN_AB_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": more node flags for every gateway (a profile each)
 //        A checkout written `name=/path+semi=2` runs that gateway with `--max-semi-space-size=2` instead of 4, and
 //        `name=/path+v8=--flag,--other` with more V8 flags (docs/perf.md "Memory, session 9 (rss15)").
@@ -49,11 +52,15 @@ const POLICIES = {
   localRateLimit: [{ maxTokens: 1_000_000_000, tokensPerFill: 1_000_000_000, fillInterval: '1s' }],
 };
 
+/** The `:keyed` gateways' key (declared in their config) and its budgets, never reached. */
+const BENCH_KEY = 'sk-bench-plain-ab-0123456789abcdef';
+const BIG_BUDGETS = [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day' }];
+
 /** The load process: `requests` POSTs keeping `connections` in flight; prints `{ ms, bad }`. */
-async function load(url: string, requests: number, connections: number, origin: string | undefined): Promise<void> {
+async function load(url: string, requests: number, connections: number, origin: string | undefined, authorization: string | undefined): Promise<void> {
   const u = new URL(url);
   const body = u.pathname === STREAM_PATH ? CHAT_STREAM_REQUEST : CHAT_REQUEST;
-  const headers = origin ? { ...HEADERS, origin } : HEADERS;
+  const headers: Record<string, string> = { ...HEADERS, ...(origin && origin !== '-' ? { origin } : {}), ...(authorization ? { authorization } : {}) };
   const pool = new Pool(u.origin, { connections, pipelining: 1 });
   let sent = 0;
   let bad = 0;
@@ -88,6 +95,8 @@ interface Gateway {
   readonly url: string;
   /** The Origin the load sends (`:policies`). */
   readonly origin?: string | undefined;
+  /** The Authorization the load sends (`:keyed`). */
+  readonly authorization?: string | undefined;
   readonly out: string;
   offset: number;
   readonly cpu: number[];
@@ -149,8 +158,9 @@ async function waitFor200(url: string, timeoutMs = 20_000): Promise<void> {
   }
 }
 
-async function runLoad(url: string, requests: number, connections: number, origin?: string): Promise<{ ms: number; bad: number }> {
-  const child = spawn('taskset', ['-c', '1', process.execPath, import.meta.filename, '--load', url, String(requests), String(connections), ...(origin ? [origin] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function runLoad(url: string, requests: number, connections: number, origin?: string, authorization?: string): Promise<{ ms: number; bad: number }> {
+  const extra = authorization ? [origin ?? '-', authorization] : origin ? [origin] : [];
+  const child = spawn('taskset', ['-c', '1', process.execPath, import.meta.filename, '--load', url, String(requests), String(connections), ...extra], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   await new Promise((resolve) => child.on('close', resolve));
@@ -161,13 +171,14 @@ const fmt = (n: number): string => (Number.isFinite(n) ? n.toFixed(0) : '-');
 const range = (v: number[]): string => `${fmt(Math.min(...v))}-${fmt(Math.max(...v))} (median ${fmt([...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!)})`;
 
 async function main(args: string[]): Promise<void> {
-  if (args[0] === '--load') return load(args[1]!, Number(args[2]), Number(args[3]), args[4]);
+  if (args[0] === '--load') return load(args[1]!, Number(args[2]), Number(args[3]), args[4], args[5]);
   const rounds = Number(argValue(args, '--rounds', '5'));
   const requests = Number(argValue(args, '--requests', '20000'));
   const connections = Number(argValue(args, '--connections', '10'));
   const size = argValue(args, '--size', 'small');
   const checkouts = args.filter((a) => a.includes('=') && !a.startsWith('--')).map((a) => [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] as [string, string]);
-  const aiRoute = (checkout: string): boolean => checkout.endsWith(':ai');
+  const keyed = (checkout: string): boolean => checkout.endsWith(':keyed');
+  const aiRoute = (checkout: string): boolean => checkout.endsWith(':ai') || keyed(checkout);
   const traced = (checkout: string): boolean => checkout.endsWith(':traced');
   const withPolicies = (checkout: string): boolean => checkout.endsWith(':policies');
   const envOf = (checkout: string): NodeJS.ProcessEnv => {
@@ -186,7 +197,7 @@ async function main(args: string[]): Promise<void> {
   const semiOf = (checkout: string): string => /\+semi=(\d+)(\+|$)/.exec(checkout)?.[1] ?? '4';
   const v8Of = (checkout: string): string[] => (/\+v8=([^+]+)(\+|$)/.exec(checkout)?.[1] ?? '').split(',').filter(Boolean);
   const workersOf = (checkout: string): number => (/:w2(\+|$)/.test(checkout) ? 2 : 1);
-  const rootOf = (checkout: string): string => checkout.replace(/(\+(mmap|semi|v8)=[^+]+)+$/, '').replace(/:(ai|traced|w2|policies)$/, '');
+  const rootOf = (checkout: string): string => checkout.replace(/(\+(mmap|semi|v8)=[^+]+)+$/, '').replace(/:(ai|traced|w2|policies|keyed)$/, '');
   if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
   const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
   const children: ChildProcess[] = [];
@@ -250,7 +261,10 @@ async function main(args: string[]): Promise<void> {
       const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
       const ai = aiRoute(checkout);
       const backend = ai ? { ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstreamPort}`, pathOverride: path } } : { host: `127.0.0.1:${upstreamPort}` };
-      const route = { name: ai ? 'ai' : 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [backend], ...(withPolicies(checkout) ? { policies: POLICIES } : {}) };
+      const keys = keyed(checkout)
+        ? { virtualKeys: { store: { sqlite: { path: join(dir, `${name}-keys.db`) } }, budgets: BIG_BUDGETS, teams: [{ name: 'bench', budgets: BIG_BUDGETS }], keys: [{ id: 'bench', key: BENCH_KEY, team: 'bench', budgets: BIG_BUDGETS }] } }
+        : undefined;
+      const route = { name: ai ? 'ai' : 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [backend], ...(withPolicies(checkout) ? { policies: POLICIES } : keys ? { policies: keys } : {}) };
       const cfg = join(dir, `${name}.yaml`);
       writeFileSync(
         cfg,
@@ -272,14 +286,14 @@ async function main(args: string[]): Promise<void> {
       const child = start(name, cpus, process.execPath, [`--max-semi-space-size=${semiOf(checkout)}`, ...v8Of(checkout), '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
-      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
+      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, authorization: keyed(checkout) ? `Bearer ${BENCH_KEY}` : undefined, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
     }
     const gwPid = (g: Gateway): number => {
       // taskset execs the command: the child's PID is the gateway's.
       return g.child.pid!;
     };
     for (const g of gateways) {
-      const warm = await runLoad(g.url, 5000, connections, g.origin);
+      const warm = await runLoad(g.url, 5000, connections, g.origin, g.authorization);
       if (warm.bad) throw new Error(`${g.name}: ${warm.bad} non-200 answers in the warm-up`);
       gcSince(g);
     }
@@ -287,7 +301,7 @@ async function main(args: string[]): Promise<void> {
       const order = round % 2 === 0 ? gateways : [...gateways].reverse();
       for (const g of order) {
         const c0 = cpuUs(gwPid(g));
-        const r = await runLoad(g.url, requests, connections, g.origin);
+        const r = await runLoad(g.url, requests, connections, g.origin, g.authorization);
         const c1 = cpuUs(gwPid(g));
         await new Promise((resolve) => setTimeout(resolve, 200)); // the last trace lines
         const gc = gcSince(g);

@@ -58,6 +58,12 @@ describe('promptFigures (token limits without parsing the body)', () => {
     agrees(b, false);
   });
 
+  it('ends on any text, even one requestFields would refuse (every prefix of a body)', () => {
+    const text = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: ['a "q"', { text: 'é😀' }] }], generationConfig: { maxOutputTokens: 5 }, max_tokens: 12 });
+    for (let n = 0; n <= text.length; n++) promptFigures(Buffer.from(text.slice(0, n)));
+    for (const junk of ['{"messages":[', '{"messages":{"a"', '{"x":tru', '{"messages":"\\', '{']) promptFigures(Buffer.from(junk));
+  });
+
   it('agrees with the parsed body on random bodies', () => {
     let seed = 13;
     const rnd = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);

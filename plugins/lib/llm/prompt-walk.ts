@@ -44,7 +44,9 @@ class Scan {
     let i = this.i + 1;
     let plain = true;
     for (;;) {
-      const c = b[i]!;
+      const c = b[i];
+      // Past the end: not a text requestFields took (the walk is never given one); given up rather than looping.
+      if (c === undefined) throw GIVE_UP;
       if (c === QUOTE) break;
       if (c === BACKSLASH) {
         plain = false;
@@ -71,7 +73,8 @@ class Scan {
     const b = this.b;
     let depth = 0;
     for (;;) {
-      const c = b[this.i]!;
+      const c = b[this.i];
+      if (c === undefined) throw GIVE_UP;
       if (c === QUOTE) {
         this.string();
         if (depth === 0) return;
@@ -84,7 +87,7 @@ class Scan {
         this.i++;
         if (--depth === 0) return;
         continue;
-      } else if (depth === 0 && (c === 0x2c || c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09 || c === undefined)) return;
+      } else if (depth === 0 && (c === 0x2c || c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09)) return;
       this.i++;
     }
   }
@@ -114,6 +117,7 @@ class Scan {
         n += this.chars(depth + 1);
         this.blank();
         if (b[this.i++] === 0x5d) return n;
+        if (this.i >= b.length) throw GIVE_UP;
         this.blank();
       }
     }
@@ -142,6 +146,7 @@ class Scan {
       }
       this.blank();
       if (b[this.i++] === 0x7d) return n;
+      if (this.i >= b.length) throw GIVE_UP;
       this.blank();
     }
   }
@@ -192,6 +197,7 @@ class Scan {
       else this.skip();
       this.blank();
       if (b[this.i++] === 0x7d) return cap;
+      if (this.i >= b.length) throw GIVE_UP;
       this.blank();
     }
   }
@@ -260,6 +266,7 @@ export function promptFigures(b: Buffer): PromptFigures | undefined {
         else s.skip();
         s.blank();
         if (b[s.i++] === 0x7d) break;
+        if (s.i >= b.length) throw GIVE_UP;
         s.blank();
       }
     }
