@@ -196,6 +196,7 @@ describe('default deadlines', () => {
   });
 
   it('gives LLM calls through the `ai` backend a default deadline on the same path', async () => {
+    const closedBefore = up.closed;
     const started = performance.now();
     const res = await within(
       request(`${gw.url(port)}/v1/chat/completions`, {
@@ -209,6 +210,9 @@ describe('default deadlines', () => {
     assert.equal(res.statusCode, 504);
     await res.body.text();
     assert.ok(performance.now() - started >= LLM_DEADLINE_MS - 20, 'the LLM default applies, not the plain one');
+    // The connection given up on is closed (the lean client answers the 504 as it closes it, ADR 0084: the upstream
+    // may see the close just after the client saw the 504; the next test counts connections from here).
+    await waitFor(() => up.closed > closedBefore, 2000, 'the LLM call’s upstream connection to close');
   });
 
   it('closes every upstream connection at once when 30 clients give up', async () => {
