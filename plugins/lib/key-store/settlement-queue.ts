@@ -5,15 +5,35 @@ import type { CounterDelta } from './types.ts';
 /** Longest a settlement waits for a reservation to ride on before it is written alone. */
 export const SETTLE_DELAY_MS = 20;
 
+/** One counter's queued sum (entries are reused once written: read, never kept). */
+export interface QueuedSettlement {
+  counter: string;
+  amount: number;
+  expiresAt: number;
+}
+
+/** Up to this many counters a queue is searched in order; past it, through a Map (many keys' settlements). */
+const SMALL = 16;
+/** Entries kept for reuse after a write, at most (a burst of thousands is not held on to). */
+const KEEP = 1024;
+
 export class SettlementQueue {
-  private readonly byCounter = new Map<string, { amount: number; expiresAt: number }>();
+  /**
+   * The queued counters, in the order they were queued, `count` of them live; the rest are spare entries for the next
+   * ones. A busy store queues and writes a few settlements per request: searched in order, reused in place, they
+   * allocate nothing per request (a Map cleared per reservation made a new table and an entry object per counter).
+   */
+  private readonly list: QueuedSettlement[] = [];
+  private count = 0;
+  /** Every live entry by counter, once there are more than SMALL (undefined until then). */
+  private index: Map<string, QueuedSettlement> | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** When the queue last became non-empty: the timer, once it fires, waits out the rest of SETTLE_DELAY_MS from here. */
   private since = 0;
   private readonly onDue: () => void;
   private readonly fire = (): void => {
     this.timer = undefined;
-    if (this.byCounter.size === 0) return;
+    if (this.count === 0) return;
     const wait = this.since + SETTLE_DELAY_MS - Date.now();
     if (wait > 0) this.schedule(wait);
     else this.onDue();
@@ -25,22 +45,29 @@ export class SettlementQueue {
   }
 
   get size(): number {
-    return this.byCounter.size;
+    return this.count;
+  }
+
+  /** The `i`th queued settlement (0 ≤ i < size), in the order queued (live: read it, do not keep it). */
+  at(i: number): Readonly<QueuedSettlement> {
+    return this.list[i]!;
+  }
+
+  private find(counter: string): QueuedSettlement | undefined {
+    if (this.index !== undefined) return this.index.get(counter);
+    const list = this.list;
+    for (let i = 0; i < this.count; i++) if (list[i]!.counter === counter) return list[i];
+    return undefined;
   }
 
   /** The amount queued for a counter (0 if none). */
   amountOf(counter: string): number {
-    return this.byCounter.get(counter)?.amount ?? 0;
+    return this.find(counter)?.amount ?? 0;
   }
 
   /** Whether a settlement for `counter` is queued. */
   has(counter: string): boolean {
-    return this.byCounter.has(counter);
-  }
-
-  /** The queued settlements by counter (live: read it, do not keep it). */
-  entries(): IterableIterator<[string, { readonly amount: number; readonly expiresAt: number }]> {
-    return this.byCounter.entries();
+    return this.find(counter) !== undefined;
   }
 
   /**
@@ -50,13 +77,28 @@ export class SettlementQueue {
    */
   add(deltas: readonly CounterDelta[]): void {
     if (deltas.length === 0) return;
-    if (this.byCounter.size === 0) this.since = Date.now();
-    for (const d of deltas) {
-      const q = this.byCounter.get(d.counter);
+    if (this.count === 0) this.since = Date.now();
+    for (let i = 0; i < deltas.length; i++) {
+      const d = deltas[i]!;
+      const q = this.find(d.counter);
       if (q) {
         q.amount += d.amount;
         q.expiresAt = d.expiresAt;
-      } else this.byCounter.set(d.counter, { amount: d.amount, expiresAt: d.expiresAt });
+        continue;
+      }
+      let e = this.list[this.count];
+      if (e === undefined) this.list.push((e = { counter: d.counter, amount: d.amount, expiresAt: d.expiresAt }));
+      else {
+        e.counter = d.counter;
+        e.amount = d.amount;
+        e.expiresAt = d.expiresAt;
+      }
+      this.count++;
+      if (this.index !== undefined) this.index.set(e.counter, e);
+      else if (this.count > SMALL) {
+        this.index = new Map();
+        for (let k = 0; k < this.count; k++) this.index.set(this.list[k]!.counter, this.list[k]!);
+      }
     }
     if (this.timer === undefined) this.schedule(SETTLE_DELAY_MS);
   }
@@ -76,13 +118,18 @@ export class SettlementQueue {
   /** The queued settlements, one per counter (the queue keeps them until `clear`). */
   rows(): CounterDelta[] {
     const rows: CounterDelta[] = [];
-    for (const [counter, d] of this.byCounter) rows.push({ counter, amount: d.amount, expiresAt: d.expiresAt });
+    for (let i = 0; i < this.count; i++) {
+      const d = this.list[i]!;
+      rows.push({ counter: d.counter, amount: d.amount, expiresAt: d.expiresAt });
+    }
     return rows;
   }
 
   /** Forget the queue once written. A running timer is left to find the queue empty (or refilled, and wait on). */
   clear(): void {
-    this.byCounter.clear();
+    this.count = 0;
+    this.index = undefined;
+    if (this.list.length > KEEP) this.list.length = KEEP;
   }
 }
 
