@@ -10,6 +10,7 @@ import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } fr
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { llmRequestError, llmResponseError, shapeClientError } from '../../lib/llm/errors.ts';
+import { maxOutputTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
@@ -24,7 +25,7 @@ import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
-import { maxOutputTokens, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 

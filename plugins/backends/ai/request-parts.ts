@@ -2,7 +2,6 @@
 import type { Exchange, LlmCallQuote, Reply } from 'switchyard/sdk';
 import { llmTokenLimiters } from 'switchyard/sdk';
 import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
-import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 
 export function splitPath(pathAndQuery: string): { path: string; query: string } {
@@ -43,11 +42,4 @@ export function withUsageOption(raw: Buffer): Buffer {
   if (comma) out[at++] = 0x2c;
   raw.copy(out, at, open + 1);
   return out;
-}
-
-/** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
-export function maxOutputTokens(body: Obj): number | undefined {
-  const gen = isObj(body.generationConfig) ? body.generationConfig.maxOutputTokens : undefined;
-  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens, gen]) if (typeof v === 'number' && v >= 0) return v;
-  return undefined;
 }

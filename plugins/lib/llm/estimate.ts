@@ -33,3 +33,10 @@ export function estimatePromptTokens(body: Obj): number {
   for (const field of PROMPT_FIELDS) if (body[field] !== undefined) n += chars(body[field], 0);
   return Math.ceil(n / 4);
 }
+
+/** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
+export function maxOutputTokens(body: Obj): number | undefined {
+  const gen = isObj(body.generationConfig) ? body.generationConfig.maxOutputTokens : undefined;
+  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens, gen]) if (typeof v === 'number' && v >= 0) return v;
+  return undefined;
+}

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { maxOutputTokens } from '../../backends/ai/request-parts.ts';
-import { estimatePromptTokens } from './estimate.ts';
+import { estimatePromptTokens, maxOutputTokens } from './estimate.ts';
 import type { Obj } from './json.ts';
 import { promptFigures } from './prompt-walk.ts';
 import { requestFields } from './request-fields.ts';
