@@ -267,7 +267,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       );
     };
     // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
-    if (limiters) return reserveTokens(ex, body, quote(), figures?.tokens).then((refused) => refused ?? send());
+    if (limiters) {
+      const refused = reserveTokens(ex, body, quote(), figures?.tokens);
+      return refused instanceof Promise ? refused.then((r) => r ?? send()) : (refused ?? send());
+    }
     return send();
   };
 

@@ -1,5 +1,5 @@
 // The request side's small helpers: the target path, token reservations, the usage option, the client's output cap.
-import type { Exchange, LlmCallQuote, Reply } from 'switchyard/sdk';
+import type { Exchange, LlmCallQuote, LlmTokenLimiter, Reply } from 'switchyard/sdk';
 import { llmTokenLimiters } from 'switchyard/sdk';
 import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
 import type { Obj } from '../../lib/llm/json.ts';
@@ -13,13 +13,31 @@ export function splitPath(pathAndQuery: string): { path: string; query: string }
  * Token rate limits on the route (`llmTokenLimiters`, set by their policies): the prompt estimate, computed only
  * then, is reserved by each in order before the provider is called; the first refusal is the answer.
  */
-export async function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote, tokens?: number): Promise<Reply | undefined> {
+export function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote, tokens?: number): Reply | undefined | Promise<Reply | undefined> {
   const limiters = ex.get(llmTokenLimiters);
   if (!limiters) return undefined;
   // `tokens`: the same estimate read from the body's bytes (prompt-walk.ts), when the body was not parsed.
   const estimate = tokens ?? (body ? estimatePromptTokens(body) : 0);
-  for (const limiter of limiters) {
-    const refused = await limiter.reserve(ex, estimate, quote);
+  return reserveFrom(ex, limiters, 0, estimate, quote);
+}
+
+/**
+ * Limiters from `i` on, in order: synchronous while they answer at once (a SQLite-backed virtual key, a local
+ * bucket), so such a route makes no promise and waits no microtask here; from the first that answers later, async.
+ */
+function reserveFrom(ex: Exchange, limiters: readonly LlmTokenLimiter[], i: number, estimate: number, quote: LlmCallQuote): Reply | undefined | Promise<Reply | undefined> {
+  for (; i < limiters.length; i++) {
+    let refused: Reply | undefined | Promise<Reply | undefined>;
+    try {
+      refused = limiters[i]!.reserve(ex, estimate, quote);
+    } catch (err) {
+      // As when every limiter was awaited: a failing store is the request's rejection, not a throw out of dispatch.
+      return Promise.reject(err);
+    }
+    if (refused instanceof Promise) {
+      const next = i + 1;
+      return refused.then((r) => r ?? reserveFrom(ex, limiters, next, estimate, quote));
+    }
     if (refused) return refused;
   }
   return undefined;

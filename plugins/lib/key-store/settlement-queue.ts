@@ -76,16 +76,17 @@ export class SettlementQueue {
    * keeps one timer going instead of a setTimeout and a clearTimeout per request.
    */
   add(deltas: readonly CounterDelta[]): void {
-    if (deltas.length === 0) return;
+    for (let i = 0; i < deltas.length; i++) this.addOne(deltas[i]!);
+  }
+
+  /** `add` of one delta. */
+  addOne(d: CounterDelta): void {
     if (this.count === 0) this.since = Date.now();
-    for (let i = 0; i < deltas.length; i++) {
-      const d = deltas[i]!;
-      const q = this.find(d.counter);
-      if (q) {
-        q.amount += d.amount;
-        q.expiresAt = d.expiresAt;
-        continue;
-      }
+    const q = this.find(d.counter);
+    if (q) {
+      q.amount += d.amount;
+      q.expiresAt = d.expiresAt;
+    } else {
       let e = this.list[this.count];
       if (e === undefined) this.list.push((e = { counter: d.counter, amount: d.amount, expiresAt: d.expiresAt }));
       else {

@@ -270,14 +270,12 @@ export class SqliteKeyStore implements KeyStore {
    * a settlement seen a few ms late by another process only delays a correction (ADR 0048).
    */
   settle(deltas: readonly CounterDelta[]): void {
-    if (!deltas.some((d) => d.lazy)) return this.pending.add(deltas);
-    const now = Date.now();
-    const rest: CounterDelta[] = [];
-    for (const d of deltas) {
-      if (d.lazy) this.lazy.add(d, now);
-      else rest.push(d);
+    let now = 0;
+    for (let i = 0; i < deltas.length; i++) {
+      const d = deltas[i]!;
+      if (d.lazy) this.lazy.add(d, (now ||= Date.now()));
+      else this.pending.addOne(d);
     }
-    if (rest.length > 0) this.pending.add(rest);
   }
 
   /**

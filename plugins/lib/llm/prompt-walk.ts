@@ -22,10 +22,18 @@ const CAP_FIELDS = ['max_completion_tokens', 'max_tokens', 'max_output_tokens'] 
 /** Thrown inside the walk when it cannot answer exactly (caught in `promptFigures`). */
 const GIVE_UP = Symbol('give up');
 
+/**
+ * The keys of the objects being walked, as (from, to, share) triples: one array for every walk (a walk is synchronous),
+ * so objects make no array of their own.
+ */
+const STACK: number[] = [];
+
 /** Byte-level view of one text that `JSON.parse` accepts (the caller checked it: `requestFields`). */
 class Scan {
-  readonly b: Buffer;
+  b: Buffer;
   i = 0;
+  /** The top of STACK. */
+  top = 0;
   /** Whether the last string read was plain ASCII without escapes (its length is its byte count). */
   plain = true;
   constructor(b: Buffer) {
@@ -125,8 +133,9 @@ class Scan {
       this.i++;
       return 0;
     }
-    // An object: a repeated key keeps its last value (as JSON.parse does), so each key's share is kept to replace it.
-    let keys: number[] | undefined;
+    // An object: a repeated key keeps its last value (as JSON.parse does), so each key's share is kept to replace it:
+    // (from, to, share) triples on the shared stack from `base` (objects inside the value use it above and give it back).
+    const base = this.top;
     for (;;) {
       const keyFrom = this.i + 1;
       this.string();
@@ -136,16 +145,23 @@ class Scan {
       this.i++; // the colon
       this.blank();
       const share = skipKey(b, keyFrom, keyTo) ? (this.skip(), 0) : this.chars(depth + 1);
-      const seen = keys === undefined ? -1 : findKey(b, keys, keyFrom, keyTo);
+      const seen = findKey(b, base, this.top, keyFrom, keyTo);
       if (seen === -1) {
-        (keys ??= []).push(keyFrom, keyTo, share);
+        const top = this.top;
+        STACK[top] = keyFrom;
+        STACK[top + 1] = keyTo;
+        STACK[top + 2] = share;
+        this.top = top + 3;
         n += share;
       } else {
-        n += share - keys![seen + 2]!;
-        keys![seen + 2] = share;
+        n += share - STACK[seen + 2]!;
+        STACK[seen + 2] = share;
       }
       this.blank();
-      if (b[this.i++] === 0x7d) return n;
+      if (b[this.i++] === 0x7d) {
+        this.top = base;
+        return n;
+      }
       if (this.i >= b.length) throw GIVE_UP;
       this.blank();
     }
@@ -221,12 +237,12 @@ function skipKey(b: Buffer, from: number, to: number): boolean {
   return false;
 }
 
-/** Index (in steps of 3) of an earlier key of the same object with the same bytes, or -1. */
-function findKey(b: Buffer, keys: number[], from: number, to: number): number {
+/** Index in STACK of an earlier key of the same object (its triples in [base, top)) with the same bytes, or -1. */
+function findKey(b: Buffer, base: number, top: number, from: number, to: number): number {
   const len = to - from;
-  for (let k = 0; k < keys.length; k += 3) {
-    const f = keys[k]!;
-    if (keys[k + 1]! - f !== len) continue;
+  for (let k = base; k < top; k += 3) {
+    const f = STACK[k]!;
+    if (STACK[k + 1]! - f !== len) continue;
     let same = true;
     for (let j = 0; j < len; j++) {
       if (b[f + j] !== b[from + j]) {
@@ -239,14 +255,23 @@ function findKey(b: Buffer, keys: number[], from: number, to: number): number {
   return -1;
 }
 
+const EMPTY = Buffer.alloc(0);
+/** One scan, its per-field figures and caps, reused by every walk (synchronous, so never two at once). */
+const SCAN = new Scan(EMPTY);
+const FIELDS = new Array<number>(PROMPT_FIELDS.length).fill(0);
+const CAPS: (number | undefined)[] = [undefined, undefined, undefined, undefined];
+
 /**
  * The prompt estimate and output cap of a JSON object text already checked by `requestFields` (whose top-level keys
  * are plain), or undefined when a nested key is escaped (the caller parses the body whole).
  */
 export function promptFigures(b: Buffer): PromptFigures | undefined {
-  const s = new Scan(b);
-  const fields = new Array<number>(PROMPT_FIELDS.length).fill(0);
-  const caps: (number | undefined)[] = [undefined, undefined, undefined, undefined];
+  const s = SCAN;
+  s.b = b;
+  s.i = 0;
+  s.top = 0;
+  const fields = FIELDS.fill(0);
+  const caps = CAPS.fill(undefined);
   try {
     s.blank();
     s.i++;
@@ -274,10 +299,15 @@ export function promptFigures(b: Buffer): PromptFigures | undefined {
     if (err === GIVE_UP) return undefined;
     throw err;
   }
+  finally {
+    s.b = EMPTY; // the body is not kept past the walk
+    if (STACK.length > 3 * 1024) STACK.length = 0;
+  }
   let n = 0;
-  for (const f of fields) n += f;
+  for (let f = 0; f < fields.length; f++) n += fields[f]!;
   let cap: number | undefined;
-  for (const v of caps) {
+  for (let c = 0; c < caps.length; c++) {
+    const v = caps[c];
     if (typeof v === 'number' && v >= 0) {
       cap = v;
       break;
