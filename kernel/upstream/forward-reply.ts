@@ -194,12 +194,12 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
   if (state.aborted !== undefined) return Promise.reject(state.aborted);
   const timeoutMs = plan.attemptTimeoutMs;
   const options = { path, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs };
-  // An answer read whole from a cleartext HTTP/1.1 origin goes through the lean client (ADR 0084), as the direct
-  // forward does (ADR 0073): no undici `Request`, wasm parser or timers per request.
-  const lean = limit > 0 && target.h1 !== null && ex.method !== 'CONNECT' ? target.h1 : null;
+  // To a cleartext HTTP/1.1 origin through the lean client (ADR 0084), as the direct forward (ADR 0073): no undici
+  // `Request`, wasm parser or timers per request.
+  const lean = target.h1 !== null && ex.method !== 'CONNECT' ? target.h1 : null;
   if (timeoutMs <= 0) {
     const handler = limit > 0 ? new WholeAnswer(limit, state) : new StreamAnswer(state);
-    if (lean !== null) lean.dispatch(options, handler as WholeAnswer);
+    if (lean !== null) lean.dispatch(options, handler);
     else target.pool.dispatch(options, handler);
     return handler.promise;
   }
@@ -213,7 +213,7 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
   if (outer.aborted) return Promise.reject(outer.reason);
   outer.addEventListener('abort', onOuter, { once: true });
   timer = setTimeout(() => handler.abort(timeout), timeoutMs);
-  if (lean !== null) lean.dispatch(options, handler as WholeAnswer);
+  if (lean !== null) lean.dispatch(options, handler);
   else target.pool.dispatch(options, handler);
   const settled = (): void => {
     clearTimeout(timer);

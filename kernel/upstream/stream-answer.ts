@@ -1,6 +1,8 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { AnswerHandler } from './answer-handler.ts';
+import type { RawHeaders } from './direct-forward.ts';
+import type { H1Handler } from './h1-connection.ts';
 import type { WholeResponse } from './whole-answer.ts';
 
 /**
@@ -11,12 +13,12 @@ import type { WholeResponse } from './whole-answer.ts';
  * again. Rejects as `request()` does when the request fails before the answer starts; after that a failure (the
  * upstream breaking off, the body deadline, an abort) destroys the body with the error, as `request()`'s body did.
  */
-export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispatcher.DispatchHandler {
+export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispatcher.DispatchHandler, H1Handler {
   /** undici's resume, from `onHeaders`: called when the body is read again after `push` said stop. */
   resume: (() => void) | null = null;
   private body: StreamBody | null = null;
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[], resume: () => void): boolean {
+  onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void): boolean {
     if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
     this.resume = resume;
     const body = new StreamBody(this);
@@ -35,6 +37,12 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
     if (this.ended) return;
     this.done();
     this.body!.push(null);
+  }
+
+  /** The lean client's last body bytes (ADR 0084): `onData` and `onComplete` in one. */
+  onEnd(last: Buffer): void {
+    this.body!.push(last);
+    this.onComplete();
   }
 
   onError(err: Error): void {

@@ -1,7 +1,9 @@
-// `forward` with `readWhole` to a cleartext HTTP/1.1 origin reads the answer through the lean client (ADR 0084), as
-// the direct forward does (ADR 0073), with what undici's path gave: status, the raw header list, the body bytes whole
-// (one read or many, Content-Length or chunked); a body over the limit (in the read that ends it, or before) is a
-// stream failing with `BodyTooLargeError`; a request that fails before the answer rejects. undici's pool is never made.
+// `forward` with `readWhole` (or `rawHeaders`: a streamed answer) to a cleartext HTTP/1.1 origin goes through the lean
+// client (ADR 0084), as the direct forward does (ADR 0073), with what undici's path gave: status, the raw header list,
+// the body bytes whole (one read or many, Content-Length or chunked); a body over the limit (in the read that ends
+// it, or before) is a stream failing with `BodyTooLargeError`; a request that fails before the answer rejects; a
+// streamed body is read at the reader's pace, fails when the upstream breaks off, and destroyed closes the upstream
+// connection. undici's pool is never made.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -73,6 +75,7 @@ describe('an answer read whole from a cleartext origin (lean client)', () => {
   let h1: H1Pool;
   let undiciMade = 0;
   const seen: string[] = [];
+  let holdClosed: () => void = () => undefined;
 
   before(async () => {
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -106,6 +109,26 @@ describe('an answer read whole from a cleartext origin (lean client)', () => {
             res.writeHead(200, { 'content-length': String(big.length) });
             res.write(big.slice(0, 20));
             return setTimeout(() => res.end(big.slice(20)), 10);
+          case '/stream': {
+            // 64 chunks of 16 KiB, each written when the last one drained: the reader's pace reaches the upstream.
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            let n = 0;
+            const more = (): void => {
+              while (n < 64) {
+                n++;
+                if (!res.write(`data: ${'y'.repeat(16 * 1024 - 8)}\n\n`)) return void res.once('drain', more);
+              }
+              res.end('data: [DONE]\n\n');
+            };
+            return more();
+          }
+          case '/stream-one':
+            res.writeHead(200, { 'content-type': 'text/event-stream', 'content-length': '14' });
+            return res.end('data: [DONE]\n\n');
+          case '/stream-hold':
+            res.writeHead(200, { 'content-type': 'text/event-stream' });
+            res.write('data: 1\n\n');
+            return void req.socket.once('close', () => holdClosed());
           case '/broken':
             res.writeHead(200, { 'content-length': '1000' });
             res.write('{"id":');
@@ -167,6 +190,41 @@ describe('an answer read whole from a cleartext origin (lean client)', () => {
     assert.equal(reply.status, 200);
     assert.ok((await failure(reply.body)) instanceof Error);
     await assert.rejects(forward('/refused'), (err: { status?: number }) => err.status === 502);
+  });
+
+  const stream = (path: string): Promise<Reply> => target.forward(exchange(path), undefined, { rawHeaders: true });
+
+  it('streams an answer at the reader’s pace (rawHeaders), its raw headers kept', async () => {
+    const reply = await stream('/stream');
+    assert.equal(reply.status, 200);
+    assert.equal(replyHeader(reply, 'content-type'), 'text/event-stream');
+    assert.ok(reply.body instanceof Readable);
+    let size = 0;
+    let text = '';
+    for await (const chunk of reply.body) {
+      size += (chunk as Buffer).length;
+      text = (chunk as Buffer).toString('latin1').slice(-14);
+      // A slow reader: the upstream waits for it (its writes drain only as this reads).
+      if (size < 256 * 1024) await new Promise((r) => setTimeout(r, 1));
+    }
+    assert.equal(size, 64 * 16 * 1024 + 14);
+    assert.equal(text, 'data: [DONE]\n\n');
+    const one = await stream('/stream-one');
+    assert.ok(one.body instanceof Readable);
+    const parts: Buffer[] = [];
+    for await (const chunk of one.body) parts.push(chunk as Buffer);
+    assert.equal(Buffer.concat(parts).toString(), 'data: [DONE]\n\n');
+  });
+
+  it('a streamed body destroyed closes the upstream connection; one broken off fails', async () => {
+    const closed = new Promise<void>((resolve) => (holdClosed = resolve));
+    const reply = await stream('/stream-hold');
+    assert.ok(reply.body instanceof Readable);
+    reply.body.on('error', () => undefined);
+    reply.body.destroy();
+    await closed;
+    const broken = await stream('/broken');
+    assert.ok((await failure(broken.body)) instanceof Error);
   });
 
   it('never makes undici’s pool', () => {
