@@ -39,7 +39,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:15021/healthz/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # SIGTERM stops accepting, drains in-flight requests (config.drainTimeout, default 10s) and exits 0.
 STOPSIGNAL SIGTERM
-# tini first (see above), then the Node options of bin/node-flags.js (the young-generation cap, ADR 0041) that the CLI would otherwise re-execute
+# tini first (see above), then the Node options of bin/node-flags.js (the young-generation cap, ADR 0041; Maglev jobs freed in place, ADR 0085) that the CLI would otherwise re-execute
 # itself to apply: given here, the start skips that second Node bootstrap (about 100 ms of the time to ready, ADR 0057).
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=4", "/opt/switchyard/node_modules/switchyard/bin/switchyard.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=4", "--no-maglev-destroy-on-background", "/opt/switchyard/node_modules/switchyard/bin/switchyard.js"]
 CMD ["-f", "/etc/switchyard/config.yaml"]

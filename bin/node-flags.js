@@ -5,10 +5,14 @@
 // that second Node bootstrap; test/unit/node-flags.test.ts checks that they say the same as this file.
 
 /**
- * V8's young generation capped at 4 MiB semi-spaces (ADR 0041): V8 reads the flag only when it creates the heap, so
- * it has to be on node's command line (or in NODE_OPTIONS).
+ * - `--max-semi-space-size=4`: V8's young generation capped at 4 MiB semi-spaces (ADR 0041). V8 reads it only when it
+ *   creates the heap, so it has to be on node's command line (or in NODE_OPTIONS).
+ * - `--no-maglev-destroy-on-background`: a finished Maglev compilation is freed by the thread that installs its code
+ *   instead of by a task posted to V8's worker threads (ADR 0085). Under load those tasks wait behind the busy main
+ *   thread on the gateway's core, and the waiting jobs' compiler zones (malloc) piled up to 10-13 MiB in the first
+ *   seconds of load in half the starts; the holes they left stayed in RSS (docs/perf.md "Memory, session 10").
  */
-export const NODE_FLAGS = ['--max-semi-space-size=4'];
+export const NODE_FLAGS = ['--max-semi-space-size=4', '--no-maglev-destroy-on-background'];
 
 /**
  * Set on the re-execution unless the environment has a value (the user's wins). Other C libraries (musl) ignore them.
@@ -43,7 +47,10 @@ export function withEnvDefaults(env) {
   return missing.length === 0 ? env : { ...env, ...Object.fromEntries(missing) };
 }
 
-/** `--max_semi_space_size=16` → `--max-semi-space-size` (V8 takes either spelling). */
+/**
+ * `--max_semi_space_size=16` → `--max-semi-space-size` (V8 takes either spelling); `--no-maglev-destroy-on-background`
+ * and `--maglev-destroy-on-background` → `--maglev-destroy-on-background` (a boolean the user turns either way wins).
+ */
 function flagName(arg) {
-  return arg.split('=')[0].replaceAll('_', '-');
+  return arg.split('=')[0].replaceAll('_', '-').replace(/^--no-/, '--');
 }

@@ -1,4 +1,4 @@
-// Issue 15 item 3 (memory under load, ADR 0041, 0052, 0063): the CLI runs with glibc's malloc capped at one arena
+// Issue 15 item 3 (memory under load, ADR 0041, 0052, 0063, 0085): the CLI runs with glibc's malloc capped at one arena
 // (MALLOC_ARENA_MAX=1) and large blocks always mapped apart (MALLOC_MMAP_THRESHOLD_=131072), both set on its in-place
 // re-execution, unless the environment sets another value. Linux only: the
 // process's environment is read from /proc/<pid>/environ, which shows what the re-executed process started with.
@@ -52,6 +52,15 @@ describe('malloc settings of the CLI (ADR 0041, 0052, 0063)', { skip: linux ? fa
     assert.equal(env.get('MALLOC_ARENA_MAX'), '1');
     assert.equal(env.get('MALLOC_MMAP_THRESHOLD_'), '131072');
     for (const flag of NODE_FLAGS) assert.equal(argv.filter((a) => a === flag).length, 1, `${flag} once in ${argv.join(' ')}`);
+    // ADR 0085: Maglev's finished jobs freed where their code is installed (their compiler zones no longer pile up).
+    assert.ok(argv.includes('--no-maglev-destroy-on-background'), argv.join(' '));
+  });
+
+  it('keeps a Maglev setting the user gives either way (ADR 0085)', async () => {
+    const { argv } = await environOfCli({}, ['--maglev-destroy-on-background']);
+    assert.ok(argv.includes('--maglev-destroy-on-background'), argv.join(' '));
+    assert.ok(!argv.includes('--no-maglev-destroy-on-background'), argv.join(' '));
+    assert.ok(argv.includes('--max-semi-space-size=4'), 'the other flag is still added');
   });
 
   it('keeps a MALLOC_ARENA_MAX the environment sets', async () => {

@@ -16,12 +16,18 @@ describe('bin/node-flags.js', () => {
     assert.deepEqual(missingNodeFlags(['--inspect', '--max-old-space-size=512'], '--enable-source-maps'), [...NODE_FLAGS]);
     for (const flag of NODE_FLAGS) {
       const name = flag.split('=')[0]!;
-      assert.deepEqual(missingNodeFlags([flag], undefined), []);
-      assert.deepEqual(missingNodeFlags([`${name}=16`], undefined), [], 'another value');
-      assert.deepEqual(missingNodeFlags([name, '16'], undefined), [], 'the value as the next argument');
-      assert.deepEqual(missingNodeFlags([`--${name.slice(2).replaceAll('-', '_')}=16`], undefined), [], "V8's underscore spelling");
-      assert.deepEqual(missingNodeFlags([], ` --inspect ${name}=8 `), [], 'in NODE_OPTIONS');
+      // What is still missing once the user gave this flag: the others.
+      const others = NODE_FLAGS.filter((f) => f !== flag);
+      assert.deepEqual(missingNodeFlags([flag], undefined), others);
+      assert.deepEqual(missingNodeFlags([`${name}=16`], undefined), others, 'another value');
+      assert.deepEqual(missingNodeFlags([name, '16'], undefined), others, 'the value as the next argument');
+      assert.deepEqual(missingNodeFlags([`--${name.slice(2).replaceAll('-', '_')}=16`], undefined), others, "V8's underscore spelling");
+      assert.deepEqual(missingNodeFlags([], ` --inspect ${name}=8 `), others, 'in NODE_OPTIONS');
+      assert.deepEqual(missingNodeFlags([name.replace(/^--no-/, '--')], undefined), others, 'a boolean turned the other way');
     }
+    assert.deepEqual(missingNodeFlags([...NODE_FLAGS], undefined), []);
+    // ADR 0085: Maglev's finished compilations are freed where their code is installed.
+    assert.ok(NODE_FLAGS.includes('--no-maglev-destroy-on-background'));
   });
 
   it('adds its environment defaults only where the environment has no value', () => {
