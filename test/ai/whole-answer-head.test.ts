@@ -4,10 +4,10 @@
 // `Connection` header names left out, the upstream's Date and Content-Length once, a Content-Length for a chunked
 // answer read whole, the gateway's own Connection. An upstream writing exact bytes, read byte for byte.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import type { AddressInfo, Server, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { rawRequest } from '../e2e/proxy-support.ts';
+import { startRawUpstream } from '../helpers/raw-upstream.ts';
+import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import { startAiGateway } from './harness.ts';
 import type { AiGateway } from './harness.ts';
 
@@ -32,40 +32,12 @@ function answer(path: string): string {
   }
 }
 
-/** A keep-alive upstream answering `answer(path)` once each request (head and Content-Length body) has arrived. */
-async function startRawUpstream(): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    let pending = '';
-    socket.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('latin1');
-      for (let end = pending.indexOf('\r\n\r\n'); end !== -1; end = pending.indexOf('\r\n\r\n')) {
-        const head = pending.slice(0, end);
-        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-        if (pending.length < end + 4 + length) return;
-        pending = pending.slice(end + 4 + length);
-        socket.write(answer(head.split(' ')[1]!));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close() {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 describe('a non-streamed ai answer passed through: the head a client gets', () => {
   let gw: AiGateway;
-  let upstream: Awaited<ReturnType<typeof startRawUpstream>>;
+  let upstream: RawUpstream;
 
   before(async () => {
-    upstream = await startRawUpstream();
+    upstream = await startRawUpstream((_method, path) => answer(path));
     const route = (name: string): Record<string, unknown> => ({
       name,
       matches: [{ path: { pathPrefix: `/${name}` } }],

@@ -4,10 +4,12 @@
 // Content-Length once, the gateway's own Connection/Keep-Alive, chunked answers, HEAD, 204/304 without a body, a
 // client's `Connection: close`, HTTP/1.0 clients, and the answers that take node:http's general path.
 import assert from 'node:assert/strict';
-import { createServer, connect } from 'node:net';
-import type { AddressInfo, Server, Socket } from 'node:net';
+import { connect } from 'node:net';
+import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startRoutesGateway } from '../helpers/gateway.ts';
+import { startRawUpstream } from '../helpers/raw-upstream.ts';
+import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { within } from './proxy-support.ts';
 
@@ -32,33 +34,6 @@ function answer(method: string, path: string): string {
     default:
       return 'HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n';
   }
-}
-
-/** A keep-alive upstream answering `answer()` to each request head (requests carry no body here). */
-async function startRawUpstream(): Promise<{ server: Server; host: string; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    let pending = '';
-    socket.on('data', (chunk: Buffer) => {
-      pending += chunk.toString('latin1');
-      for (let end = pending.indexOf('\r\n\r\n'); end !== -1; end = pending.indexOf('\r\n\r\n')) {
-        const [method, path] = pending.slice(0, end).split(' ');
-        pending = pending.slice(end + 4);
-        socket.write(answer(method!, path!));
-      }
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    server,
-    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
-    close() {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 interface Answer {
@@ -149,7 +124,7 @@ const values = (a: Answer, name: string): string[] => a.headers.filter(([n]) => 
 
 describe('the plain route writes the upstream head it checked (ADR 0082)', () => {
   let gw: RoutesGateway;
-  let upstream: Awaited<ReturnType<typeof startRawUpstream>>;
+  let upstream: RawUpstream;
   const clients: Client[] = [];
   const client = (): Client => {
     const c = new Client(gw.port);
@@ -158,7 +133,7 @@ describe('the plain route writes the upstream head it checked (ADR 0082)', () =>
   };
 
   before(async () => {
-    upstream = await startRawUpstream();
+    upstream = await startRawUpstream(answer);
     gw = await startRoutesGateway([{ name: 'plain', backends: [{ host: upstream.host }] }]);
   });
   after(async () => {

@@ -46,6 +46,20 @@ class Scan {
     while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++this.i];
   }
 
+  /** The bytes [nameFrom, nameTo) of the member name `name()` read last (a nested object's names replace it). */
+  nameFrom = 0;
+  nameTo = 0;
+
+  /** Past a member's name (at `i`, its quote) and its colon, to its value. */
+  name(): void {
+    this.nameFrom = this.i + 1;
+    this.string();
+    this.nameTo = this.i - 1;
+    this.blank();
+    this.i++; // the colon
+    this.blank();
+  }
+
   /** Past a string starting at `i` (its quote). */
   string(): void {
     const b = this.b;
@@ -137,13 +151,10 @@ class Scan {
     // (from, to, share) triples on the shared stack from `base` (objects inside the value use it above and give it back).
     const base = this.top;
     for (;;) {
-      const keyFrom = this.i + 1;
-      this.string();
+      this.name();
       if (!this.plain) throw GIVE_UP;
-      const keyTo = this.i - 1;
-      this.blank();
-      this.i++; // the colon
-      this.blank();
+      const keyFrom = this.nameFrom;
+      const keyTo = this.nameTo;
       const share = skipKey(b, keyFrom, keyTo) ? (this.skip(), 0) : this.chars(depth + 1);
       const seen = findKey(b, base, this.top, keyFrom, keyTo);
       if (seen === -1) {
@@ -202,14 +213,9 @@ class Scan {
       return undefined;
     }
     for (;;) {
-      const keyFrom = this.i + 1;
-      this.string();
+      this.name();
       if (!this.plain) throw GIVE_UP;
-      const keyTo = this.i - 1;
-      this.blank();
-      this.i++;
-      this.blank();
-      if (keyIs(b, keyFrom, keyTo, 'maxOutputTokens')) cap = this.number();
+      if (keyIs(b, this.nameFrom, this.nameTo, 'maxOutputTokens')) cap = this.number();
       else this.skip();
       this.blank();
       if (b[this.i++] === 0x7d) return cap;
@@ -278,13 +284,8 @@ export function promptFigures(b: Buffer): PromptFigures | undefined {
     s.blank();
     if (b[s.i] !== 0x7d) {
       for (;;) {
-        const keyFrom = s.i + 1;
-        s.string();
-        const keyTo = s.i - 1;
-        s.blank();
-        s.i++;
-        s.blank();
-        const field = topField(b, keyFrom, keyTo);
+        s.name();
+        const field = topField(b, s.nameFrom, s.nameTo);
         // Repeated top-level keys: the last occurrence replaces the earlier ones.
         if (field >= 0) fields[field] = s.chars(0);
         else if (field <= -2) caps[-field - 2] = field === -5 ? s.generationCap() : s.number();
