@@ -4,6 +4,8 @@
 // /proc, c=CONC) and the c=1 p50. KEYS_PROF=<dir> starts the gateways with --cpu-prof, a directory each under it
 // (sampling every KEYS_PROF_INTERVAL µs, default 1000): Node's default names, one file per thread (the SQLite
 // checkpointer's worker writes its own; one fixed name let the threads overwrite each other's profile).
+// KEYS_STORE=redis: the keyed gateways on a redis-server started on a free port (a prefix each) instead of SQLite; the
+// Redis commands each gateway's requests caused are printed per request (INFO commandstats: key reads, scripts).
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -33,13 +35,39 @@ const upstream = createServer((req, res) => {
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
 const upPort = (upstream.address() as AddressInfo).port;
 const work = mkdtempSync(join(tmpdir(), 'keys-gw-'));
+const redisPort = process.env.KEYS_STORE === 'redis' ? await freePort() : undefined;
+const redisProc = redisPort === undefined ? undefined : spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+const redisCli = (...args: string[]): Promise<string> => new Promise((res, rej) => {
+  const p = spawn('redis-cli', ['-p', String(redisPort), ...args]);
+  let out = '';
+  p.stdout.on('data', (d: Buffer) => (out += d));
+  p.on('exit', (code) => (code === 0 ? res(out) : rej(new Error(`redis-cli ${args.join(' ')}: ${code}`))));
+});
+if (redisPort !== undefined) {
+  for (let i = 0; ; i++) {
+    if (await redisCli('PING').then((o) => o.includes('PONG'), () => false)) break;
+    if (i > 100) throw new Error('redis-server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+/** Redis command calls by command (INFO commandstats). */
+const redisCalls = async (): Promise<Map<string, number>> => {
+  const m = new Map<string, number>();
+  if (redisPort === undefined) return m;
+  for (const line of (await redisCli('INFO', 'commandstats')).split('\n')) {
+    const hit = /^cmdstat_(\w+):calls=(\d+)/.exec(line);
+    if (hit) m.set(hit[1]!, Number(hit[2]));
+  }
+  return m;
+};
+const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: join(dir, 'keys.db') } });
 
-interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; cpu: number[]; p50: number[]; threads: Map<string, number> }
+interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; cpu: number[]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
 
-async function seed(root: string, path: string): Promise<void> {
+async function seed(root: string, dir: string): Promise<void> {
   const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as typeof import('../../plugins/lib/key-store/open-store.ts');
   const { digestOf } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/secrets.ts')).href)) as typeof import('../../plugins/lib/key-store/secrets.ts');
-  const store = await openStore({ sqlite: { path } }, work);
+  const store = await openStore(storeSpec(dir), work);
   for (let i = 0; i < KEYS; i++) {
     await store.create({ id: `key-${i}`, owner: `u${i}@example.com`, team: `team-${i % Math.min(KEYS, 100)}`, budgets: [{ unit: 'usd', limit: 1e9, period: 'month' }, { unit: 'tokens', limit: 1e12, period: 'day' }], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(secret(i)));
   }
@@ -52,9 +80,9 @@ async function start(name: string, root: string, keyed: boolean): Promise<Gw> {
   const [port, admin, stats, ready] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const route: Record<string, unknown> = { name: 'ai', matches: [{ path: { pathPrefix: '/' } }], backends: [{ ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upPort}` } }] };
   if (keyed) {
-    await seed(root, join(dir, 'keys.db'));
+    await seed(root, dir);
     const teams = Array.from({ length: Math.min(KEYS, 100) }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
-    route.policies = { virtualKeys: { store: { sqlite: { path: join(dir, 'keys.db') } }, budgets: big(), teams } };
+    route.policies = { virtualKeys: { store: storeSpec(dir), budgets: big(), teams } };
   }
   const file = join(dir, 'gw.yaml');
   writeFileSync(file, stringify({ config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${ready}` }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
@@ -68,7 +96,7 @@ async function start(name: string, root: string, keyed: boolean): Promise<Gw> {
     if (i > 300) throw new Error(`${name} not ready`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { name, proc, port, keyed, cpu: [], p50: [], threads: new Map() };
+  return { name, proc, port, keyed, cpu: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
 }
 
 const cpuOf = (pid: number): number => {
@@ -111,14 +139,18 @@ async function load(gw: Gw, n: number, c: number): Promise<number[]> {
   return times.sort((a, b) => a - b);
 }
 
-const gws: Gw[] = [await start('plain', here, false), await start('sqlite new', here, true)];
-if (base) gws.push(await start('sqlite base', base, true));
+const kind = redisPort === undefined ? 'sqlite' : 'redis';
+const gws: Gw[] = [await start('plain', here, false), await start(`${kind} new`, here, true)];
+if (base) gws.push(await start(`${kind} base`, base, true));
 for (const g of gws) await load(g, 500, CONC);
 for (let r = 0; r < ROUNDS; r++) {
   for (const g of r % 2 ? [...gws].reverse() : gws) {
     const c0 = cpuOf(g.proc.pid!);
     const t0 = threadsOf(g.proc.pid!);
+    const r0 = await redisCalls();
     await load(g, N, CONC);
+    for (const [k, v] of await redisCalls()) g.calls.set(k, (g.calls.get(k) ?? 0) + v - (r0.get(k) ?? 0));
+    g.requests += N;
     g.cpu.push((cpuOf(g.proc.pid!) - c0) / N);
     for (const [k, v] of threadsOf(g.proc.pid!)) g.threads.set(k, (g.threads.get(k) ?? 0) + (v - (t0.get(k) ?? 0)) / N / ROUNDS);
     const t = await load(g, Math.min(N, 500), 1);
@@ -130,10 +162,15 @@ const plain = gws[0]!;
 console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${N}\n| gateway | CPU µs/req c=${CONC} (rounds) | median | p50 µs c=1 (rounds) | added p50 vs plain |\n|---|---|---:|---|---:|`);
 for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} | ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
 if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} threads µs/req: ${[...g.threads].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+if (redisPort !== undefined) for (const g of gws.slice(1)) console.log(`${g.name} Redis calls per request at c=${CONC}: ${[...g.calls].filter(([k, v]) => v > 0 && k !== 'info').map(([k, v]) => `${k} ${(v / g.requests).toFixed(3)}`).join(', ')}`);
 for (const g of gws) {
   g.proc.kill('SIGINT');
   await new Promise((r) => g.proc.once('exit', r));
 }
 agent.destroy();
 upstream.close();
+if (redisProc) {
+  redisProc.kill('SIGTERM');
+  await new Promise((r) => redisProc.once('exit', r));
+}
 rmSync(work, { recursive: true, force: true });

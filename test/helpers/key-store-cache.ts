@@ -50,6 +50,18 @@ export async function checkKeyCache(store: KeyStore, other: KeyStore, trips: { r
   await new Promise((r) => setTimeout(r, KEY_CACHE_MS + 50));
   assert.equal(await store.find(digestOf('secret-a2')), undefined, 'gone once the cache entry expired');
 
+  // A key in use stays cached: each reservation's check vouches for it anew, so a key used every 0.6 × KEY_CACHE_MS
+  // (1,000 keys in turn) is looked up once, not again every KEY_CACHE_MS after its lookup.
+  // (Round trips are not counted here: the settlement timer sends each request's settlement during the pauses.)
+  await other.create(record('d'), digestOf('secret-d'));
+  assert.equal(await request('secret-d'), -1);
+  for (let i = 0; i < 3; i++) {
+    await new Promise((r) => setTimeout(r, KEY_CACHE_MS * 0.6));
+    const found = store.find(digestOf('secret-d'));
+    assert.ok(!(found instanceof Promise) && found?.id === 'd', `request ${i + 2}, ${(i + 1) * 0.6} × KEY_CACHE_MS after the lookup: from the cache, no round trip`);
+    assert.equal(await request('secret-d'), -1);
+  }
+
   // Rotated here: this store forgets the old digest at once.
   await store.create(record('c'), digestOf('secret-c'));
   assert.ok(await store.find(digestOf('secret-c')));

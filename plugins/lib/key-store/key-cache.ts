@@ -1,7 +1,9 @@
 // Key records of every key store (Redis, PostgreSQL: ADR 0061; SQLite: ADR 0068) kept in the process for a moment, so a request's
 // key check costs no round trip: the reservation's own round trip checks that the key's secret still names a live
 // key (`KEY_GONE` otherwise), so rotation and revocation on any replica refuse the next LLM request at once. What is
-// not reserved (a keyed request that never reaches an LLM call) trusts a cached record for at most KEY_CACHE_MS.
+// not reserved (a keyed request that never reaches an LLM call) trusts a cached record for at most KEY_CACHE_MS after
+// the store last vouched for it: its lookup, or a reservation's check (`confirm`). A digest's record is never changed
+// in place (rotation and revocation move the key to another digest), so a live digest confirms the cached record.
 import type { KeyRecord } from './types.ts';
 
 /** Longest a record found by its digest is used without the store confirming it. */
@@ -10,9 +12,9 @@ export const KEY_CACHE_MS = 1000;
 const CACHE_MAX = 4096;
 
 export class KeyCache {
-  private readonly byDigest = new Map<string, { readonly record: KeyRecord; readonly until: number }>();
+  private readonly byDigest = new Map<string, { readonly record: KeyRecord; until: number }>();
 
-  /** The record found for `digest` less than KEY_CACHE_MS ago, if any. */
+  /** The record found or confirmed for `digest` less than KEY_CACHE_MS ago, if any. */
   get(digest: string, now: number): KeyRecord | undefined {
     const hit = this.byDigest.get(digest);
     if (hit === undefined) return undefined;
@@ -24,6 +26,15 @@ export class KeyCache {
   set(digest: string, record: KeyRecord, now: number): void {
     if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
     this.byDigest.set(digest, { record, until: now + KEY_CACHE_MS });
+  }
+
+  /**
+   * The store said at `at` (when the check was sent) that `digest` still names a live key: a key in use keeps its
+   * record (with 1,000 keys used in turn each is seen about every second, and a lookup per request cost a round trip).
+   */
+  confirm(digest: string, at: number): void {
+    const hit = this.byDigest.get(digest);
+    if (hit !== undefined && hit.until < at + KEY_CACHE_MS) hit.until = at + KEY_CACHE_MS;
   }
 
   /** Forget one digest (the store said it is gone) or, without one, every record (a key changed here). */

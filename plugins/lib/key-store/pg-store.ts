@@ -137,6 +137,7 @@ export class PgKeyStore implements KeyStore {
       columns.idx.push(row.index);
     }
     let r: pg.QueryResult<{ i: number }>;
+    const sent = Date.now();
     try {
       r = await this.pool.query<{ i: number }>({
         name: this.sql.reserveName,
@@ -150,6 +151,7 @@ export class PgKeyStore implements KeyStore {
     if (++this.reservations % SWEEP_EVERY === 0) void this.pool.query(`DELETE FROM ${this.p}counters WHERE expires > 0 AND expires < $1`, [Date.now()]).catch(() => undefined);
     const refused = r.rows[0]!.i;
     if (refused === KEY_GONE) this.cache.drop(digest);
+    else if (digest !== undefined) this.cache.confirm(digest, sent);
     return refused;
   }
 

@@ -228,12 +228,14 @@ export class RedisKeyStore implements KeyStore {
       args.push(w.digest === undefined ? 0 : at(this.digestKey(w.digest)), w.lines.length);
       for (const l of w.lines) args.push(at(this.counterKey(l.counter)), l.limit, l.amount, l.expiresAt);
     }
+    const sent = Date.now();
     this.script(RESERVE, keys, args).then(
       (answers) => {
         this.inFlight--;
         batch.forEach((w, i) => {
           const refused = Number((answers as RespValue[])[i]);
           if (refused === KEY_GONE) this.cache.drop(w.digest);
+          else if (w.digest !== undefined) this.cache.confirm(w.digest, sent);
           w.resolve(refused);
         });
       },
