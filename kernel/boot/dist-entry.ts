@@ -1,6 +1,6 @@
 import * as nodeModule from 'node:module';
-import { isMainThread } from 'node:worker_threads';
 import { readableFatalStacks } from '../telemetry/readable-stack.ts';
+import { WORKER_THREAD_ARG } from './worker-mark.ts';
 
 /**
  * How the CLI starts, for bin/switchyard.js (the full preset, from the sources) and for a trimmed distribution
@@ -30,7 +30,8 @@ export interface DistributionStart {
 /** Run the CLI of a distribution; sets `process.exitCode` and exits once output is flushed. */
 export async function startDistribution(start: DistributionStart): Promise<void> {
   // A worker thread of a supervisor (`config.workers` > 1) runs this same entry: it serves, and nothing else.
-  if (!isMainThread) {
+  // Recognised by its argument, not node:worker_threads' `isMainThread`: the main thread never loads that module.
+  if (process.argv.includes(WORKER_THREAD_ARG)) {
     const [{ runWorker, workerDataOf }, loaded] = await Promise.all([import('./worker-main.ts'), start.load()]);
     const data = workerDataOf();
     if (data) return runWorker(loaded, data);

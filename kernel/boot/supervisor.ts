@@ -18,6 +18,7 @@ import type { Slot, WorkerQuestion } from './worker-slot.ts';
 import { WorkerAnswers } from './worker-answers.ts';
 import type { FromWorker, ToWorker, WorkerData } from './worker-protocol.ts';
 import { WORKER_DATA_KEY } from './worker-protocol.ts';
+import { WORKER_THREAD_ARG } from './worker-mark.ts';
 import { WorkerStartError } from './worker-count.ts';
 
 export { WorkerStartError, workerCountOf } from './worker-count.ts';
@@ -184,7 +185,7 @@ export class Supervisor {
       fetchPort: channel.port2,
       processPort: processes.port2,
     };
-    const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2, processes.port2], env: this.workerEnv });
+    const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2, processes.port2], env: this.workerEnv, argv: [WORKER_THREAD_ARG] });
     slot.worker = worker;
     slot.started = false;
     slot.misses = 0;

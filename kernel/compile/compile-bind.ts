@@ -1,6 +1,5 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { createSecureContext } from 'node:tls';
 import { FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
 import type { ConfigPath } from '../sdk/index.ts';
 import type { CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
@@ -55,7 +54,8 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       const key = await readListenerFile(c, tls.key, [...lpath, 'tls', 'key'], 'private key');
       if (cert === undefined || key === undefined) continue;
       try {
-        secureContext = createSecureContext({ cert, key });
+        // node:tls only for an HTTPS listener: a cleartext config never loads it.
+        secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key });
         tlsPem = { cert, key };
         tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
       } catch (err) {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -7,6 +6,9 @@ import type { JsonSchema } from '../sdk/index.ts';
 import { ajvRuntimeModule, ajvVersion } from './ajv-lib.ts';
 import { generateValidatorCode } from './validator-code.ts';
 import type { ValidatorRuntime } from './validator-code.ts';
+// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
+const { createHash } = process.getBuiltinModule('node:crypto');
 
 /**
  * Precompiled config validators on disk (ADR 0042). ajv's import and its compile of a config's (pruned) schema

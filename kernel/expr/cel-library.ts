@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Environment } from '@marcbachmann/cel-js';
 import { compileUserRegex } from '../sdk/regex.ts';
 import {
@@ -12,6 +11,9 @@ import {
   parseCIDR,
   parseIP,
 } from './cel-ip.ts';
+// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
+const { randomUUID } = process.getBuiltinModule('node:crypto');
 
 /**
  * The functions Switchyard adds to the standard CEL library (BEHAVIOUR.md §10: the Kubernetes IP/CIDR library and

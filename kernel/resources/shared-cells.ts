@@ -1,6 +1,8 @@
-import { createHash } from 'node:crypto';
 import { SHARED_CELL_VALUES } from '../sdk/shared.ts';
 import type { SharedCell } from '../sdk/shared.ts';
+// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
+const { createHash } = process.getBuiltinModule('node:crypto');
 
 /** One slot: lock (int32), state (int32), key hash (2 × uint32), then the values (float64). */
 const SLOT_BYTES = 16 + 8 * SHARED_CELL_VALUES;

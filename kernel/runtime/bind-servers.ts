@@ -1,5 +1,4 @@
 import type { Server as HttpServer, ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
 import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.ts';
@@ -140,7 +139,8 @@ export class BindServers {
     let server: HttpServer;
     if (bind.secure) {
       const pem = bind.listeners.find((l) => l.tlsPem)?.tlsPem;
-      server = createHttpsServer({
+      // node:https (and node:tls) only for a TLS bind: a cleartext config never loads them (docs/perf.md, session 10b).
+      server = process.getBuiltinModule('node:https').createServer({
         ...serverOptions(statics),
         cert: pem?.cert,
         key: pem?.key,

@@ -1,4 +1,6 @@
-import { randomBytes } from 'node:crypto';
+// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 /**
  * Request ids (ADR 0025): a client's `x-request-id` is kept when it is a plain token, else one is made. Made ids are

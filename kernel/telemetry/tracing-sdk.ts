@@ -3,10 +3,12 @@
  * when the config has a `tracing` block: the API, the kernel's tracer and exporters, the resource detection and the
  * async-context manager. The spans, sampler, batching, OTLP encoding and export are the kernel's own.
  */
-import { randomFillSync } from 'node:crypto';
 import type { Logger } from '../sdk/index.ts';
 import type { TracingConfig } from './tracing-config.ts';
 import type { Tracing } from './tracing.ts';
+// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
+const { randomFillSync } = process.getBuiltinModule('node:crypto');
 
 export async function startTracing(cfg: TracingConfig, logger: Logger): Promise<Tracing> {
   const [api, core, resources, hooks, facade, lean, batcher, { OtlpHttpTraceExporter }, { OtlpGrpcTraceExporter }, { TraceBatchEncoder }] = await Promise.all([

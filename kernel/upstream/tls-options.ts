@@ -1,5 +1,4 @@
 import { isIP } from 'node:net';
-import { checkServerIdentity } from 'node:tls';
 import type { ConnectionOptions } from 'node:tls';
 import type { buildConnector as BuildConnector } from 'undici';
 import { undiciClient } from './undici-core.ts';
@@ -46,7 +45,8 @@ export function tlsConnectOptions(tls: UpstreamTls | undefined, host: string): C
     } else if (tls?.insecureHost) {
       options.checkServerIdentity = () => undefined;
     } else {
-      options.checkServerIdentity = (_name, cert) => checkServerIdentity(expected, cert);
+      // node:tls only when a TLS upstream connects: a cleartext config never loads it (docs/perf.md, session 10b).
+      options.checkServerIdentity = (_name, cert) => process.getBuiltinModule('node:tls').checkServerIdentity(expected, cert);
     }
   }
   return options;

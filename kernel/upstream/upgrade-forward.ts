@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { BodyTooLargeError, GatewayError, readCapped } from '../sdk/index.ts';
 import type { Exchange, UpstreamAttempt } from '../sdk/index.ts';
@@ -80,7 +79,8 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     if (span !== undefined) tracing!.endClient(span, status, err);
     return done?.(status ?? 499, upstream);
   };
-  const send = parsed.secure ? httpsRequest : httpRequest;
+  // node:https (and node:tls) only for a TLS upstream: a cleartext config never loads them.
+  const send = parsed.secure ? process.getBuiltinModule('node:https').request : httpRequest;
   const upReq = send({
     host: parsed.host,
     port: parsed.port,

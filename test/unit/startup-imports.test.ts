@@ -117,6 +117,14 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
     }
   });
 
+  it('loads neither node:tls, node:https, node:worker_threads nor WebCrypto: a cleartext gateway without workers needs none (docs/perf.md "Memory, session 10b")', () => {
+    const builtins = new Set(loaded.builtins.filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length)));
+    assert.ok(builtins.has('http') && builtins.has('net'), 'the list holds the built-ins the gateway serves with');
+    for (const m of ['tls', 'internal/tls/wrap', 'https', 'worker_threads', 'internal/worker', 'internal/crypto/webcrypto']) {
+      assert.equal(builtins.has(m), false, `node:${m} loaded`);
+    }
+  });
+
   it("undici-core's modules are the ones undici's index exports", async () => {
     const core = await import('../../kernel/upstream/undici-core.ts');
     const undici = await import('undici');

@@ -1,5 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import { ConfigError, defineConfigSection, ErrorCode } from 'switchyard/sdk';
+// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
+const { randomBytes } = process.getBuiltinModule('node:crypto');
 
 /**
  * The session-sealing key used when neither `config.session.key` nor `SESSION_KEY` is set: random, but one per

@@ -1,9 +1,12 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { createSecureContext } from 'node:tls';
+import type { SecureContextOptions } from 'node:tls';
 import { definePolicy, FILE_SIZE_LIMITS, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, UpstreamTls } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
+
+/** node:tls only when a route has this policy: the manifest is loaded for every config (docs/perf.md, session 10b). */
+const createSecureContext = (options: SecureContextOptions): unknown => process.getBuiltinModule('node:tls').createSecureContext(options);
 
 interface BackendTlsConfig {
   cert?: string;
