@@ -1,5 +1,5 @@
 import type { Environment } from '@marcbachmann/cel-js';
-import { ConfigError, ErrorCode, withheldCredentials } from '../sdk/index.ts';
+import { ConfigError, ErrorCode, presentHeaders, withheldCredentials } from '../sdk/index.ts';
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
 import { exchangeAttributes } from '../exchange/kernel-exchange.ts';
 import { celLib } from './cel-lib.ts';
@@ -93,10 +93,7 @@ const NO_QUERY: Readonly<Record<string, string>> = Object.freeze({});
  */
 function celHeaders(ex: Exchange): Exchange['headers'] {
   const h = ex.headers;
-  if (ex.get(withheldCredentials) === undefined) return h;
-  const out: Exchange['headers'] = {};
-  for (const name in h) if (h[name] !== undefined) out[name] = h[name];
-  return out;
+  return ex.get(withheldCredentials) === undefined ? h : presentHeaders(h);
 }
 
 /** The `request` map. cel-js reads map fields only when they are own properties, so `query` is an own getter. */

@@ -47,6 +47,19 @@ export function headerListSet(list: string[], name: string, value: string): void
   if (at === -1) list.push(name, value);
 }
 
+/**
+ * A copy of a header object without its blanked names: a withheld credential header stays on the request as
+ * `undefined` (deleting it would slow every later walk of the object), which consumers that count or copy names skip.
+ */
+export function presentHeaders<T extends string | string[] | number>(headers: Readonly<Record<string, T | undefined>>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
 /** One more value of `name` in a header object: a second value makes the entry an array (as `headerListAdd`). */
 export function headerMapAdd(headers: Record<string, string | string[] | number | undefined>, name: string, value: string): void {
   const existing = headers[name];

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { BodyTooLargeError, GatewayError, readCapped } from '../sdk/index.ts';
+import { BodyTooLargeError, GatewayError, presentHeaders, readCapped } from '../sdk/index.ts';
 import type { Exchange, UpstreamAttempt } from '../sdk/index.ts';
 import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, UpgradeTap } from '../exchange/kernel-exchange.ts';
@@ -50,9 +50,7 @@ export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duple
 /** The upgrade request's headers: hop-by-hop removed (Upgrade/Connection kept), Host chosen, X-Forwarded-* added. */
 function upgradeHeaders(target: PooledTarget, ex: Exchange, state: ExchangeState): OutgoingHttpHeaders {
   // Without undefined values (withheld credentials are blanked): node:http refuses them.
-  const headers: OutgoingHttpHeaders = {};
-  const h = ex.headers;
-  for (const name in h) if (h[name] !== undefined) headers[name] = h[name];
+  const headers: OutgoingHttpHeaders = presentHeaders(ex.headers);
   stripHopByHop(headers as IncomingHttpHeaders, true);
   const explicitAuthority = ex.authority !== state.clientAuthority;
   headers.host = explicitAuthority || !target.useTargetAuthority ? ex.authority : target.parsed.authority;
