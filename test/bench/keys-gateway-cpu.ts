@@ -5,7 +5,9 @@
 // (sampling every KEYS_PROF_INTERVAL µs, default 1000): Node's default names, one file per thread (the SQLite
 // checkpointer's worker writes its own; one fixed name let the threads overwrite each other's profile).
 // KEYS_STORE=redis: the keyed gateways on a redis-server started on a free port (a prefix each) instead of SQLite; the
-// Redis commands each gateway's requests caused are printed per request (INFO commandstats: key reads, scripts).
+// Redis commands each gateway's requests caused are printed per request (INFO commandstats: key reads, scripts), with
+// redis-server's own CPU (/proc) and the bytes it read (INFO stats) per request. KEYS_ONE=1 with keys > 1: a keyed
+// gateway with one key beside the one with KEYS keys in turn (1 key against 1,000 in the same interleaved rounds).
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -60,28 +62,30 @@ const redisCalls = async (): Promise<Map<string, number>> => {
   }
   return m;
 };
+/** Bytes redis-server has read from its clients (INFO stats). */
+const netIn = async (): Promise<number> => (redisPort === undefined ? 0 : Number(/total_net_input_bytes:(\d+)/.exec(await redisCli('INFO', 'stats'))?.[1] ?? 0));
 const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: join(dir, 'keys.db') } });
 
-interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; cpu: number[]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
+interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
 
-async function seed(root: string, dir: string): Promise<void> {
+async function seed(root: string, dir: string, keys: number): Promise<void> {
   const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as typeof import('../../plugins/lib/key-store/open-store.ts');
   const { digestOf } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/secrets.ts')).href)) as typeof import('../../plugins/lib/key-store/secrets.ts');
   const store = await openStore(storeSpec(dir), work);
-  for (let i = 0; i < KEYS; i++) {
-    await store.create({ id: `key-${i}`, owner: `u${i}@example.com`, team: `team-${i % Math.min(KEYS, 100)}`, budgets: [{ unit: 'usd', limit: 1e9, period: 'month' }, { unit: 'tokens', limit: 1e12, period: 'day' }], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(secret(i)));
+  for (let i = 0; i < keys; i++) {
+    await store.create({ id: `key-${i}`, owner: `u${i}@example.com`, team: `team-${i % Math.min(keys, 100)}`, budgets: [{ unit: 'usd', limit: 1e9, period: 'month' }, { unit: 'tokens', limit: 1e12, period: 'day' }], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(secret(i)));
   }
   await store.close();
 }
 
-async function start(name: string, root: string, keyed: boolean): Promise<Gw> {
+async function start(name: string, root: string, keyed: boolean, keys = KEYS): Promise<Gw> {
   const dir = join(work, name.replace(/\W+/g, '-'));
   mkdirSync(dir, { recursive: true });
   const [port, admin, stats, ready] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const route: Record<string, unknown> = { name: 'ai', matches: [{ path: { pathPrefix: '/' } }], backends: [{ ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upPort}` } }] };
   if (keyed) {
-    await seed(root, dir);
-    const teams = Array.from({ length: Math.min(KEYS, 100) }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
+    await seed(root, dir, keys);
+    const teams = Array.from({ length: Math.min(keys, 100) }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
     route.policies = { virtualKeys: { store: storeSpec(dir), budgets: big(), teams } };
   }
   const file = join(dir, 'gw.yaml');
@@ -96,7 +100,7 @@ async function start(name: string, root: string, keyed: boolean): Promise<Gw> {
     if (i > 300) throw new Error(`${name} not ready`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { name, proc, port, keyed, cpu: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
+  return { name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
 }
 
 const cpuOf = (pid: number): number => {
@@ -122,7 +126,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 let seq = 0;
 function one(gw: Gw): Promise<number> {
   const t = performance.now();
-  const i = seq++ % KEYS;
+  const i = seq++ % gw.keys;
   return new Promise((res, rej) => {
     const r = httpRequest({ host: '127.0.0.1', port: gw.port, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(CHAT_REQUEST), ...(gw.keyed ? { authorization: `Bearer ${secret(i)}` } : {}) } }, (resp) => {
       resp.resume();
@@ -141,6 +145,7 @@ async function load(gw: Gw, n: number, c: number): Promise<number[]> {
 
 const kind = redisPort === undefined ? 'sqlite' : 'redis';
 const gws: Gw[] = [await start('plain', here, false), await start(`${kind} new`, here, true)];
+if (process.env.KEYS_ONE && KEYS > 1) gws.push(await start(`${kind} new, 1 key`, here, true, 1));
 if (base) gws.push(await start(`${kind} base`, base, true));
 for (const g of gws) await load(g, 500, CONC);
 for (let r = 0; r < ROUNDS; r++) {
@@ -148,7 +153,11 @@ for (let r = 0; r < ROUNDS; r++) {
     const c0 = cpuOf(g.proc.pid!);
     const t0 = threadsOf(g.proc.pid!);
     const r0 = await redisCalls();
+    const rc0 = redisProc ? cpuOf(redisProc.pid!) : 0;
+    const n0 = await netIn();
     await load(g, N, CONC);
+    if (redisProc) g.redisCpu.push((cpuOf(redisProc.pid!) - rc0) / N);
+    g.netIn += (await netIn()) - n0;
     for (const [k, v] of await redisCalls()) g.calls.set(k, (g.calls.get(k) ?? 0) + v - (r0.get(k) ?? 0));
     g.requests += N;
     g.cpu.push((cpuOf(g.proc.pid!) - c0) / N);
@@ -162,7 +171,11 @@ const plain = gws[0]!;
 console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${N}\n| gateway | CPU µs/req c=${CONC} (rounds) | median | p50 µs c=1 (rounds) | added p50 vs plain |\n|---|---|---:|---|---:|`);
 for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} | ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
 if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} threads µs/req: ${[...g.threads].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
-if (redisPort !== undefined) for (const g of gws.slice(1)) console.log(`${g.name} Redis calls per request at c=${CONC}: ${[...g.calls].filter(([k, v]) => v > 0 && k !== 'info').map(([k, v]) => `${k} ${(v / g.requests).toFixed(3)}`).join(', ')}`);
+if (redisPort !== undefined) {
+  for (const g of gws.slice(1)) console.log(`${g.name} Redis calls per request at c=${CONC}: ${[...g.calls].filter(([k, v]) => v > 0 && k !== 'info').map(([k, v]) => `${k} ${(v / g.requests).toFixed(3)}`).join(', ')}`);
+  // redis-cli's own INFO calls are in these (a few hundred bytes per phase of N requests).
+  for (const g of gws) console.log(`${g.name} redis-server CPU µs/req at c=${CONC}: ${g.redisCpu.map((x) => x.toFixed(1)).join(', ')} (median ${med(g.redisCpu).toFixed(1)}); bytes read per request ${(g.netIn / g.requests).toFixed(0)}`);
+}
 for (const g of gws) {
   g.proc.kill('SIGINT');
   await new Promise((r) => g.proc.once('exit', r));

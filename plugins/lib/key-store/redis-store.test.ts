@@ -118,3 +118,62 @@ test('redis store: reservations made together go in one script, each checked in 
 
 test('redis store: one round trip per request (a cached key, confirmed by the reservation); rotation and revocation by another replica refuse at once', { skip }, () =>
   withTwoStores(open('cache:'), (store, other) => checkKeyCache(store, other, countCommands(store))));
+
+/** Redis's command calls by name (INFO commandstats counts the commands scripts run, too). */
+async function commandCalls(raw: RespClient): Promise<Map<string, number>> {
+  const calls = new Map<string, number>();
+  for (const m of String(await raw.command('INFO', 'commandstats')).matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
+  return calls;
+}
+
+test("redis store, many keys (ADR 0091): a batch's script reads every counter with one MGET, writes each changed one once with its expiry (no PEXPIREAT), checks each key once; sums and expiries kept", { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'many:');
+  const other = await RedisKeyStore.open(url, 'many:');
+  const raw = new RespClient(url);
+  try {
+    for (const id of ['a', 'b']) await other.create({ id, budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(id));
+    const exp = Date.now() + 3_600_000;
+    // Ten keys' earlier settlements queued, then twelve reservations in one turn, each on its own key's two counters
+    // and a shared one (keys of two digests: a and b alternating): what a gateway with many keys in turn sends.
+    store.settle(Array.from({ length: 10 }, (_, i) => ({ counter: `k:old${i}:tokens:day`, amount: 5, expiresAt: exp })));
+    const lines = (i: number) => [
+      { counter: `k:new${i}:usd:month`, limit: 1e9, amount: 1, expiresAt: exp },
+      { counter: `k:new${i}:tokens:day`, limit: 1e9, amount: 10, expiresAt: exp },
+      { counter: 'g:tokens:day', limit: 1e9, amount: 10, expiresAt: 0 },
+    ];
+    const before = await commandCalls(raw);
+    const scripts = countCommands(store);
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.reserve(lines(i), digestOf(i % 2 ? 'b' : 'a'))));
+    const after = await commandCalls(raw);
+    const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    assert.deepEqual(results, Array.from({ length: 12 }, () => -1));
+    const n = scripts.n;
+    assert.ok(n <= 2, `${n} scripts`);
+    assert.equal(delta('pexpireat'), 0, 'the expiry goes with the SET');
+    assert.equal(delta('get'), 0, 'no GET per counter');
+    assert.equal(delta('mget'), n, 'one MGET per script');
+    assert.ok(delta('exists') <= 2 * n, `each digest checked once per script: ${delta('exists')} EXISTS in ${n} scripts`);
+    // 10 settled + 24 key counters + the shared one (written once per script).
+    assert.ok(delta('set') <= 10 + 24 + n, `one SET per changed counter per script: ${delta('set')}`);
+    assert.deepEqual(await other.values(['k:old3:tokens:day', 'k:new5:usd:month', 'k:new5:tokens:day', 'g:tokens:day']), [5, 1, 10, 120]);
+    for (const key of ['many:c:k:old3:tokens:day', 'many:c:k:new5:tokens:day']) {
+      const ttl = Number(await raw.command('PTTL', key));
+      assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `${key} keeps its window's expiry: ${ttl}`);
+    }
+    assert.equal(Number(await raw.command('PTTL', 'many:c:g:tokens:day')), -1, 'a total counter never expires');
+    // A settlement alone (the timer's write) is the same script: no INCRBYFLOAT, no PEXPIREAT.
+    const b2 = await commandCalls(raw);
+    store.settle([{ counter: 'k:old3:tokens:day', amount: -2, expiresAt: exp }]);
+    await store.flush();
+    const a2 = await commandCalls(raw);
+    assert.equal((a2.get('incrbyfloat') ?? 0) - (b2.get('incrbyfloat') ?? 0), 0);
+    assert.equal((a2.get('pexpireat') ?? 0) - (b2.get('pexpireat') ?? 0), 0);
+    assert.deepEqual(await other.values(['k:old3:tokens:day']), [3]);
+    const ttl = Number(await raw.command('PTTL', 'many:c:k:old3:tokens:day'));
+    assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `the settled counter keeps its expiry: ${ttl}`);
+  } finally {
+    raw.close();
+    await store.close();
+    await other.close();
+  }
+});

@@ -12,34 +12,35 @@ import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 /**
- * The reservations of one event-loop turn in one script (ADR 0048, 0061): one round trip, and one wake-up of Redis,
- * for all the requests that reached their reservation together. KEYS: every digest entry and counter the batch
- * names, once. ARGV: m, then m queued settlements (key index, amount, expiresAt); R, then R reservations: the
- * digest entry's key index (0: no check), n, then n lines (key index, limit, amount, expiresAt). Settlements apply
- * first; then each reservation in order checks that its key still exists, checks every line against the values so
- * far (its settlements and the batch's earlier reservations included) and, if none is at its limit, adds to each.
- * Each counter is read once and written once at the end (GET, then SET of the sum computed in Lua, 17 significant
- * digits: a double read back exactly; inside a script INCRBYFLOAT costs Redis several times a SET). Returns one
- * answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), or -1.
+ * The reservations of one event-loop turn in one script (ADR 0048, 0061, 0091): one round trip, and one wake-up of
+ * Redis, for all the requests that reached their reservation together. KEYS: the counters the batch names, once
+ * each (ARGV[1] of them), then its digest entries. ARGV: the counter count; m, then m queued settlements (counter
+ * index, amount, expiresAt); R, then R reservations: the digest entry's index among the digests (0: no check), n,
+ * then n lines (counter index, limit, amount, expiresAt). Settlements apply first; then each reservation in order
+ * checks that its key still exists, checks every line against the values so far (its settlements and the batch's
+ * earlier reservations included) and, if none is at its limit, adds to each. Every counter is read by one MGET and
+ * each changed one written once at the end with its expiry (SET … PXAT: one command, where SET then PEXPIREAT made
+ * Redis drop and re-add the key's expiry), as the sum computed in Lua with 17 significant digits (a double read back
+ * exactly; inside a script INCRBYFLOAT costs Redis several times a SET). With many keys a batch names a dozen
+ * counters per request: one command per counter read, and one per expiry, were most of Redis's work (ADR 0091).
+ * Returns one answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), or -1.
  */
 const RESERVE = `
-local vals, exps, dirty = {}, {}, {}
-local function val(i)
-  local v = vals[i]
-  if v == nil then
-    v = tonumber(redis.call('GET', KEYS[i]) or '0')
-    vals[i] = v
-  end
-  return v
+local nc = tonumber(ARGV[1])
+local vals, exps, dirty, live = {}, {}, {}, {}
+for from = 1, nc, 4000 do
+  local to = math.min(nc, from + 3999)
+  local got = redis.call('MGET', unpack(KEYS, from, to))
+  for i = from, to do vals[i] = tonumber(got[i - from + 1] or '0') end
 end
 local function add(i, amount, exp)
-  vals[i] = val(i) + amount
+  vals[i] = vals[i] + amount
   exps[i] = exp
   dirty[i] = true
 end
-local p = 2
-for j = 1, tonumber(ARGV[1]) do
-  add(tonumber(ARGV[p]), tonumber(ARGV[p + 1]), tonumber(ARGV[p + 2]))
+local p = 3
+for j = 1, tonumber(ARGV[2]) do
+  add(tonumber(ARGV[p]), tonumber(ARGV[p + 1]), ARGV[p + 2])
   p = p + 3
 end
 local out = {}
@@ -50,11 +51,18 @@ for r = 1, rs do
   local n = tonumber(ARGV[p + 1])
   p = p + 2
   local res = -1
-  if d > 0 and redis.call('EXISTS', KEYS[d]) == 0 then res = -2 end
+  if d > 0 then
+    local ok = live[d]
+    if ok == nil then
+      ok = redis.call('EXISTS', KEYS[nc + d]) == 1
+      live[d] = ok
+    end
+    if not ok then res = -2 end
+  end
   if res == -1 then
     for l = 0, n - 1 do
       local q = p + l * 4
-      if val(tonumber(ARGV[q])) >= tonumber(ARGV[q + 1]) then
+      if vals[tonumber(ARGV[q])] >= tonumber(ARGV[q + 1]) then
         res = l
         break
       end
@@ -63,15 +71,15 @@ for r = 1, rs do
   if res == -1 then
     for l = 0, n - 1 do
       local q = p + l * 4
-      add(tonumber(ARGV[q]), tonumber(ARGV[q + 2]), tonumber(ARGV[q + 3]))
+      add(tonumber(ARGV[q]), tonumber(ARGV[q + 2]), ARGV[q + 3])
     end
   end
   out[r] = res
   p = p + n * 4
 end
 for i in pairs(dirty) do
-  redis.call('SET', KEYS[i], string.format('%.17g', vals[i]))
-  if exps[i] > 0 then redis.call('PEXPIREAT', KEYS[i], exps[i]) end
+  if exps[i] ~= '0' then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', exps[i])
+  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i])) end
 end
 return out`;
 
@@ -84,15 +92,6 @@ interface Waiting {
   resolve(refused: number): void;
   reject(err: unknown): void;
 }
-
-/** KEYS: counters. ARGV: amount, expiresAt per counter. */
-const SETTLE = `
-for i = 1, #KEYS do
-  redis.call('INCRBYFLOAT', KEYS[i], ARGV[i * 2 - 1])
-  local exp = tonumber(ARGV[i * 2])
-  if exp > 0 then redis.call('PEXPIREAT', KEYS[i], exp) end
-end
-return 0`;
 
 /**
  * KEYS: old digest key, new digest key, id key. ARGV: record JSON, new digest, the digest the id must still map to
@@ -108,7 +107,7 @@ return 1`;
 
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 /** The scripts' SHA-1s, computed once (not on every call). */
-const SHAS = new Map<string, string>([RESERVE, SETTLE, MOVE].map((body) => [body, sha1(body)]));
+const SHAS = new Map<string, string>([RESERVE, MOVE].map((body) => [body, sha1(body)]));
 const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
 /** Parsed key records kept (by their stored JSON), emptied when full. */
 const PARSED_MAX = 4096;
@@ -178,19 +177,6 @@ export class RedisKeyStore implements KeyStore {
     return record;
   }
 
-  /** Take the queued settlements (summed by counter) as script keys and arguments. */
-  private takePending(): { keys: string[]; args: (string | number)[] } | undefined {
-    if (this.pending.size === 0) return undefined;
-    const keys: string[] = [];
-    const args: (string | number)[] = [];
-    for (const d of this.pending.rows()) {
-      keys.push(this.counterKey(d.counter));
-      args.push(d.amount, d.expiresAt);
-    }
-    this.pending.clear();
-    return { keys, args };
-  }
-
   /**
    * One script with the queued settlements: one round trip (ADR 0061). Sent at once when no reservation is in flight;
    * otherwise at the end of this event-loop turn (`setImmediate`), with every other reservation made in the turn.
@@ -210,24 +196,7 @@ export class RedisKeyStore implements KeyStore {
     const batch = this.waiting.splice(0, BATCH_MAX);
     if (this.waiting.length > 0) setImmediate(this.sendBatch);
     this.inFlight++;
-    const keys: string[] = [];
-    const index = new Map<string, number>();
-    const at = (key: string): number => {
-      let i = index.get(key);
-      if (i === undefined) {
-        i = keys.push(key);
-        index.set(key, i);
-      }
-      return i;
-    };
-    const args: (string | number)[] = [this.pending.size];
-    for (const d of this.pending.rows()) args.push(at(this.counterKey(d.counter)), d.amount, d.expiresAt);
-    this.pending.clear();
-    args.push(batch.length);
-    for (const w of batch) {
-      args.push(w.digest === undefined ? 0 : at(this.digestKey(w.digest)), w.lines.length);
-      for (const l of w.lines) args.push(at(this.counterKey(l.counter)), l.limit, l.amount, l.expiresAt);
-    }
+    const { keys, args } = this.scriptCall(batch);
     const sent = Date.now();
     this.script(RESERVE, keys, args).then(
       (answers) => {
@@ -247,6 +216,43 @@ export class RedisKeyStore implements KeyStore {
   };
 
   /**
+   * The RESERVE script's keys and arguments for these reservations, with the queued settlements (taken out of the
+   * queue). Counters first (the script reads them with one MGET), then the digest entries the batch checks.
+   */
+  private scriptCall(batch: readonly Waiting[]): { keys: string[]; args: (string | number)[] } {
+    const keys: string[] = [];
+    const index = new Map<string, number>();
+    const at = (key: string): number => {
+      let i = index.get(key);
+      if (i === undefined) {
+        i = keys.push(key);
+        index.set(key, i);
+      }
+      return i;
+    };
+    const digests: string[] = [];
+    const args: (string | number)[] = [0, this.pending.size];
+    for (let i = 0; i < this.pending.size; i++) {
+      const d = this.pending.at(i);
+      args.push(at(this.counterKey(d.counter)), d.amount, d.expiresAt);
+    }
+    this.pending.clear();
+    args.push(batch.length);
+    for (const w of batch) {
+      let d = 0;
+      if (w.digest !== undefined) {
+        const key = this.digestKey(w.digest);
+        d = digests.indexOf(key) + 1 || digests.push(key);
+      }
+      args.push(d, w.lines.length);
+      for (const l of w.lines) args.push(at(this.counterKey(l.counter)), l.limit, l.amount, l.expiresAt);
+    }
+    args[0] = keys.length;
+    for (const d of digests) keys.push(d);
+    return { keys, args };
+  }
+
+  /**
    * Queued, summed by counter, and sent with the next reservation's script or within SETTLE_DELAY_MS (ADR 0048):
    * one round trip per request instead of two on a busy gateway.
    */
@@ -256,8 +262,9 @@ export class RedisKeyStore implements KeyStore {
 
   /** Send queued settlements now. */
   async flush(): Promise<void> {
-    const queued = this.takePending();
-    if (queued) await this.script(SETTLE, queued.keys, queued.args);
+    if (this.pending.size === 0) return;
+    const { keys, args } = this.scriptCall([]);
+    await this.script(RESERVE, keys, args);
   }
 
   async values(counters: readonly string[]): Promise<number[]> {

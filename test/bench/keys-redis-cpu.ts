@@ -1,0 +1,131 @@
+// Redis's own CPU for the key store's serving path, 1 key against 1,000 keys in turn (docs/perf.md "Virtual keys,
+// Redis with 1,000 keys, session 11"). In this process, C concurrent request flows do what the `virtualKeys` policy
+// does around an upstream call, against a redis-server started here: find the key (cached), reserve 6 lines (key,
+// team, organisation × USD month and tokens day), wait 1 ms, settle the real usage (the 6 lines' deltas and the key's
+// two lifetime counters, lazy, as reservation.ts does). Rows (1 key; KEYS_IN_TURN keys of 100 teams in turn; the
+// same from KEYS_BASELINE=<checkout> with its own prefix) are interleaved round by round. Per row: redis-server's CPU
+// µs per request (/proc), this process's CPU µs per request, Redis commands per request (INFO commandstats, the
+// scripts' inner commands included) and bytes Redis read per request (INFO stats).
+//
+//   node test/bench/keys-redis-cpu.ts [rounds=5] [requests per round=3000] [concurrency=50]
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import { waitForPort } from '../helpers/envoy-ratelimit.ts';
+import { freePort } from '../helpers/ports.ts';
+import { which } from '../helpers/which.ts';
+import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
+import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
+import { RespClient } from '../../plugins/lib/key-store/resp.ts';
+
+const rounds = Number(process.argv[2] ?? 5);
+const perRound = Number(process.argv[3] ?? 3000);
+const concurrency = Number(process.argv[4] ?? 50);
+const KEYS = Number(process.env.KEYS_IN_TURN ?? 1000);
+const TEAMS = 100;
+const TICK = 1e6 / 100;
+const secret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
+
+const bin = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
+if (!bin) throw new Error('redis-server is not installed');
+const work = mkdtempSync(join(tmpdir(), 'swy-keys-redis-cpu-'));
+const port = await freePort();
+const redis = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', work], { stdio: 'ignore' });
+await waitForPort(port, Date.now() + 10_000);
+const url = `redis://127.0.0.1:${port}`;
+const admin = new RespClient(url);
+const cpuOf = (pid: number): number => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK;
+};
+const info = async (): Promise<{ calls: Map<string, number>; bytes: number }> => {
+  const text = String(await admin.command('INFO', 'all'));
+  const calls = new Map<string, number>();
+  for (const m of text.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
+  return { calls, bytes: Number(/total_net_input_bytes:(\d+)/.exec(text)?.[1] ?? 0) };
+};
+
+const window = (period: 'month' | 'day'): { tag: string; exp: number } => {
+  const d = new Date();
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  return period === 'month'
+    ? { tag: `${y}-${String(m + 1).padStart(2, '0')}`, exp: Date.UTC(y, m + 1, 1) + 86_400_000 }
+    : { tag: d.toISOString().slice(0, 10), exp: Date.UTC(y, m, d.getUTCDate() + 1) + 86_400_000 };
+};
+const month = window('month');
+const day = window('day');
+/** What the policy reserves and settles for key k (reservation.ts: counter names, lifetime counters). */
+const flow = (k: number) => {
+  const lines: CounterLine[] = [`k:key-${k}`, `t:team-${k % TEAMS}`, 'g'].flatMap((scope) => [
+    { counter: `${scope}:usd:month:${month.tag}`, limit: 1e15, amount: 0.0021, expiresAt: month.exp },
+    { counter: `${scope}:tokens:day:${day.tag}`, limit: 1e15, amount: 4120, expiresAt: day.exp },
+  ]);
+  const deltas: CounterDelta[] = lines.map((l) => ({ counter: l.counter, amount: l.counter.includes(':usd:') ? -0.0018 : -4071, expiresAt: l.expiresAt }));
+  deltas.push({ counter: `k:key-${k}:tokens:total:all`, amount: 49, expiresAt: 0, lazy: true }, { counter: `k:key-${k}:usd:total:all`, amount: 0.0003, expiresAt: 0, lazy: true });
+  return { digest: digestOf(secret(k)), lines, deltas };
+};
+
+interface Row { name: string; store: KeyStore; flows: ReturnType<typeof flow>[]; turn: number; redis: number[]; own: number[]; calls: Map<string, number>; bytes: number; n: number }
+
+async function open(root: string, prefix: string): Promise<KeyStore> {
+  const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as { openStore: (s: unknown, cwd: string) => Promise<KeyStore> };
+  const store = await openStore({ redis: { url, prefix } }, work);
+  for (let i = 0; i < KEYS; i++) await store.create({ id: `key-${i}`, team: `team-${i % TEAMS}`, budgets: [], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(secret(i)));
+  return store;
+}
+
+async function round(row: Row, n: number): Promise<void> {
+  let left = n;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (left-- > 0) {
+      const f = row.flows[row.turn++ % row.flows.length]!;
+      const found = row.store.find(f.digest);
+      if (!(found instanceof Promise ? await found : found)) throw new Error('key not found');
+      const r = row.store.reserve(f.lines, f.digest);
+      if ((r instanceof Promise ? await r : r) !== -1) throw new Error('refused');
+      await sleep(1);
+      row.store.settle(f.deltas);
+    }
+  }));
+}
+
+const roots: [string, string][] = [['', resolve(import.meta.dirname, '../..')]];
+if (process.env.KEYS_BASELINE) roots.push([' (baseline)', resolve(process.env.KEYS_BASELINE)]);
+const rows: Row[] = [];
+for (const [tag, root] of roots) {
+  const p = tag ? 'b' : 'n';
+  rows.push({ name: `1 key${tag}`, store: await open(root, `${p}1:`), flows: [flow(500)], turn: 0, redis: [], own: [], calls: new Map(), bytes: 0, n: 0 });
+  rows.push({ name: `${KEYS} keys in turn${tag}`, store: await open(root, `${p}k:`), flows: Array.from({ length: KEYS }, (_, i) => flow(i)), turn: 0, redis: [], own: [], calls: new Map(), bytes: 0, n: 0 });
+}
+for (const row of rows) await round(row, 1000);
+for (let r = 0; r < rounds; r++) {
+  for (const row of r % 2 ? [...rows].reverse() : rows) {
+    await sleep(1500); // the previous row's lazy sums and timers settle first
+    const i0 = await info();
+    const r0 = cpuOf(redis.pid!);
+    const c0 = process.cpuUsage();
+    await round(row, perRound);
+    const c = process.cpuUsage(c0);
+    row.redis.push((cpuOf(redis.pid!) - r0) / perRound);
+    row.own.push((c.user + c.system) / perRound);
+    const i1 = await info();
+    for (const [k, v] of i1.calls) if (k !== 'info') row.calls.set(k, (row.calls.get(k) ?? 0) + v - (i0.calls.get(k) ?? 0));
+    row.bytes += i1.bytes - i0.bytes;
+    row.n += perRound;
+  }
+}
+const med = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]!;
+console.log(`${rounds} × ${perRound} at c=${concurrency}\n| row | redis-server CPU µs/req (rounds) | median | this process CPU µs/req (median) | commands/req | bytes read/req |\n|---|---|---:|---:|---|---:|`);
+for (const row of rows) {
+  const calls = [...row.calls].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${(v / row.n).toFixed(2)}`).join(', ');
+  console.log(`| ${row.name} | ${row.redis.map((x) => x.toFixed(0)).join(', ')} | ${med(row.redis).toFixed(1)} | ${med(row.own).toFixed(0)} | ${calls} | ${(row.bytes / row.n).toFixed(0)} |`);
+}
+for (const row of rows) await row.store.close();
+admin.close();
+redis.kill('SIGTERM');
+await new Promise((r) => redis.once('exit', r));
+rmSync(work, { recursive: true, force: true });
