@@ -6,6 +6,7 @@ import type { RequestPipeline } from './request-pipeline.ts';
 import { announceKeepAlive, SWEEP_MS, sweepIdle, trackSocket } from './idle-sweep.ts';
 import type { SweptSocket } from './idle-sweep.ts';
 import { ProxyResponse } from './proxy-response.ts';
+import { shouldUpgrade } from './request-input.ts';
 
 // Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -32,6 +33,8 @@ function serverOptions(statics: StaticConfig) {
     keepAliveTimeout: 0,
     // Writes an upstream answer's checked head without node:http checking it again (ADR 0082).
     ServerResponse: ProxyResponse,
+    // `Upgrade: h2c` is served as a plain request, never relayed as an upgrade (ADR 0092).
+    shouldUpgradeCallback: shouldUpgrade,
     // Keep the smaller headers limit of Node; oversized headers get 431 from node:http.
   };
 }

@@ -19,6 +19,7 @@ import type { Outcome } from './failover.ts';
 import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
+import { requestInputProblem, UNSUPPORTED_CODING } from './request-input.ts';
 
 const isOrder = (choice: BackendChoice): choice is readonly number[] => Array.isArray(choice);
 
@@ -53,8 +54,15 @@ const noRoute = (what: 'listener' | 'route', ex: ExchangeImpl): GatewayError =>
     what === 'route' ? ErrorCode.routeNotFound : ErrorCode.listenerNotFound,
   );
 
-/** A 400 for a request whose Host or path is refused before routing. */
-const refused = (message: string): GatewayError => new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);
+/** A 400 for a request whose Host, path or framing is refused before routing (501 for a transfer coding, ADR 0092). */
+const refused = (message: string): GatewayError =>
+  message === UNSUPPORTED_CODING
+    ? new GatewayError(501, 'not_implemented', message, ErrorCode.badRequest)
+    : new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);
+
+/** On a connection whose answer closes it (a refusal): requests read behind that one are never served (RFC 9112 §9.6). */
+const kClosing = Symbol('switchyard.closing');
+type ClosingSocket = IncomingMessage['socket'] & { [kClosing]?: true };
 
 /**
  * The exchange of a request, its Host and path normalised (docs/adr/0013, 0014). When they are malformed,
@@ -86,6 +94,7 @@ function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, sec
   );
   if (typeof host !== 'string') ex.refusal = host.message;
   else if (typeof path !== 'string') ex.refusal = path.message;
+  else ex.refusal = requestInputProblem(req);
   return ex;
 }
 
@@ -124,6 +133,11 @@ export class RequestPipeline {
 
   /** node:http 'request' handler for the bind on `port`. */
   handle(req: IncomingMessage, res: ServerResponse, port: number, secure: boolean): void {
+    if ((req.socket as ClosingSocket)[kClosing] === true) {
+      // Pipelined behind a refusal: node closes the connection once that answer is written; this one never runs.
+      res.shouldKeepAlive = false;
+      return;
+    }
     const snapshot = this.snapshot!;
     snapshot.acquire();
     const ex = makeExchange(req, res, secure, snapshot);
@@ -143,6 +157,7 @@ export class RequestPipeline {
   private serve(ex: ExchangeImpl, res: ServerResponse, port: number, snapshot: Snapshot): void {
     if (ex.refusal !== undefined) {
       res.shouldKeepAlive = false;
+      (ex.req.socket as ClosingSocket)[kClosing] = true;
       writeReply(ex, res, errorReply(refused(ex.refusal), this.logger, ex), null, this.logger);
       return;
     }

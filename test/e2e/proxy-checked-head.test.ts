@@ -4,14 +4,12 @@
 // Content-Length once, the gateway's own Connection/Keep-Alive, chunked answers, HEAD, 204/304 without a body, a
 // client's `Connection: close`, HTTP/1.0 clients, and the answers that take node:http's general path.
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
-import type { Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
-import { within } from './proxy-support.ts';
+import { RawClient, values } from './proxy-support.ts';
 
 const DATE = 'Wed, 01 Jan 2025 00:00:00 GMT';
 
@@ -36,98 +34,12 @@ function answer(method: string, path: string): string {
   }
 }
 
-interface Answer {
-  status: number;
-  /** Names lower-cased, in order, repeated headers kept apart. */
-  headers: [string, string][];
-  body: string;
-}
-
-/** One client connection that reads answers one at a time, framed as the head says. */
-class Client {
-  private readonly socket: Socket;
-  private buffered = Buffer.alloc(0);
-  private waiting: (() => void) | null = null;
-  ended = false;
-
-  constructor(port: number) {
-    this.socket = connect(port, '127.0.0.1');
-    this.socket.on('data', (c: Buffer) => {
-      this.buffered = Buffer.concat([this.buffered, c]);
-      this.waiting?.();
-    });
-    this.socket.on('end', () => {
-      this.ended = true;
-      this.waiting?.();
-    });
-  }
-
-  private async until(ready: () => boolean): Promise<void> {
-    while (!ready()) {
-      if (this.ended) throw new Error(`connection ended with ${JSON.stringify(this.buffered.toString('latin1'))}`);
-      await within(new Promise<void>((resolve) => (this.waiting = resolve)), 5000, 'the answer');
-    }
-  }
-
-  /** Send `head` (request line and headers, no blank line) and read its answer. */
-  async send(head: string, opts: { head?: boolean } = {}): Promise<Answer> {
-    this.socket.write(`${head}\r\n\r\n`);
-    await this.until(() => this.buffered.indexOf('\r\n\r\n') !== -1);
-    const split = this.buffered.indexOf('\r\n\r\n');
-    const lines = this.buffered.subarray(0, split).toString('latin1').split('\r\n');
-    this.buffered = this.buffered.subarray(split + 4);
-    const status = Number(lines[0]!.split(' ')[1]);
-    const headers = lines.slice(1).map((line) => {
-      const colon = line.indexOf(':');
-      return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()] as [string, string];
-    });
-    const get = (name: string): string | undefined => headers.find(([n]) => n === name)?.[1];
-    let body = '';
-    if (opts.head || status === 204 || status === 304) body = '';
-    else if (get('content-length') !== undefined) {
-      const n = Number(get('content-length'));
-      await this.until(() => this.buffered.length >= n);
-      body = this.buffered.subarray(0, n).toString('latin1');
-      this.buffered = this.buffered.subarray(n);
-    } else if (/chunked/.test(get('transfer-encoding') ?? '')) {
-      await this.until(() => this.buffered.indexOf('0\r\n\r\n') !== -1);
-      const end = this.buffered.indexOf('0\r\n\r\n') + 5;
-      const raw = this.buffered.subarray(0, end).toString('latin1');
-      this.buffered = this.buffered.subarray(end);
-      for (let at = 0; ; ) {
-        const eol = raw.indexOf('\r\n', at);
-        const size = parseInt(raw.slice(at, eol), 16);
-        if (!size) break;
-        body += raw.slice(eol + 2, eol + 2 + size);
-        at = eol + 2 + size + 2;
-      }
-    } else {
-      // Delimited by the close.
-      await this.until(() => this.ended);
-      body = this.buffered.toString('latin1');
-      this.buffered = Buffer.alloc(0);
-    }
-    return { status, headers, body };
-  }
-
-  /** The server closed the connection (after an answer that said `Connection: close`). */
-  closed(): Promise<void> {
-    return this.until(() => this.ended);
-  }
-
-  destroy(): void {
-    this.socket.destroy();
-  }
-}
-
-const values = (a: Answer, name: string): string[] => a.headers.filter(([n]) => n === name).map(([, v]) => v);
-
 describe('the plain route writes the upstream head it checked (ADR 0082)', () => {
   let gw: RoutesGateway;
   let upstream: RawUpstream;
-  const clients: Client[] = [];
-  const client = (): Client => {
-    const c = new Client(gw.port);
+  const clients: RawClient[] = [];
+  const client = (): RawClient => {
+    const c = new RawClient(gw.port);
     clients.push(c);
     return c;
   };

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { RequestListener, Server } from 'node:http';
 import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { request } from 'undici';
 import { definePolicy } from 'switchyard/sdk';
 import { startGateway } from '../helpers/gateway.ts';
@@ -104,6 +104,147 @@ export function rawRequest(port: number, head: string, body: Buffer | string = '
     socket.write(`${head.replace(/\r?\n/g, '\r\n').trimEnd()}\r\n\r\n`);
     if (body.length) socket.write(body);
   });
+}
+
+/** One answer read by `RawClient`: status line, headers and body as the client got them. */
+export interface Answer {
+  /** The status line, e.g. `HTTP/1.1 200 OK`. */
+  line: string;
+  status: number;
+  /** Names lower-cased, in order, repeated headers kept apart. */
+  headers: [string, string][];
+  /** The body, de-chunked (latin1). */
+  body: string;
+  /** Trailer fields after a chunked body, as sent. */
+  trailers: string[];
+}
+
+export const values = (a: Answer, name: string): string[] => a.headers.filter(([n]) => n === name).map(([, v]) => v);
+
+/**
+ * One client connection for hand-written HTTP/1.1: writes whatever bytes it is given (pipelined requests, a
+ * request cut in pieces) and reads answers one at a time, framed as each head says (Content-Length, chunked with
+ * trailers, or up to the close). Interim (1xx) answers are skipped unless asked for.
+ */
+export class RawClient {
+  readonly socket: Socket;
+  private buffered = Buffer.alloc(0);
+  private waiting: (() => void) | null = null;
+  ended = false;
+  readonly connected: Promise<void>;
+
+  constructor(port: number) {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.setNoDelay(true);
+    this.connected = new Promise((resolve) => this.socket.once('connect', () => resolve()));
+    this.socket.on('data', (c: Buffer) => {
+      this.buffered = Buffer.concat([this.buffered, c]);
+      this.waiting?.();
+    });
+    const end = (): void => {
+      this.ended = true;
+      this.waiting?.();
+    };
+    this.socket.on('end', end);
+    this.socket.on('close', end);
+    this.socket.on('error', () => undefined);
+  }
+
+  private async until(ready: () => boolean, ms: number): Promise<void> {
+    while (!ready()) {
+      if (this.ended) throw new Error(`connection ended with ${JSON.stringify(this.buffered.toString('latin1'))}`);
+      await within(new Promise<void>((resolve) => (this.waiting = resolve)), ms, 'the answer');
+    }
+  }
+
+  /** Write bytes as they are. */
+  write(data: string | Buffer): void {
+    this.socket.write(typeof data === 'string' ? Buffer.from(data, 'latin1') : data);
+  }
+
+  /** Send `head` (request line and headers, no blank line) and read its answer. */
+  send(head: string, opts: { head?: boolean; ms?: number } = {}): Promise<Answer> {
+    this.write(`${head}\r\n\r\n`);
+    return this.read(opts);
+  }
+
+  /** Read the next answer; `head` for the answer to a HEAD request (no body), `interim` to return a 1xx too. */
+  async read(opts: { head?: boolean; interim?: boolean; ms?: number } = {}): Promise<Answer> {
+    const ms = opts.ms ?? 5000;
+    for (;;) {
+      await this.until(() => this.buffered.indexOf('\r\n\r\n') !== -1, ms);
+      const split = this.buffered.indexOf('\r\n\r\n');
+      const lines = this.buffered.subarray(0, split).toString('latin1').split('\r\n');
+      this.buffered = this.buffered.subarray(split + 4);
+      const line = lines[0]!;
+      const status = Number(line.split(' ')[1]);
+      const headers = lines.slice(1).map((l) => {
+        const colon = l.indexOf(':');
+        return [l.slice(0, colon).toLowerCase(), l.slice(colon + 1).trim()] as [string, string];
+      });
+      const answer: Answer = { line, status, headers, body: '', trailers: [] };
+      if (status < 200) {
+        if (opts.interim) return answer;
+        continue;
+      }
+      const get = (name: string): string | undefined => headers.find(([n]) => n === name)?.[1];
+      if (opts.head || status === 204 || status === 304) return answer;
+      if (/chunked/i.test(get('transfer-encoding') ?? '')) {
+        await this.readChunked(answer, ms);
+      } else if (get('content-length') !== undefined) {
+        const n = Number(get('content-length'));
+        await this.until(() => this.buffered.length >= n, ms);
+        answer.body = this.buffered.subarray(0, n).toString('latin1');
+        this.buffered = this.buffered.subarray(n);
+      } else {
+        // Delimited by the close.
+        await this.closed(ms);
+        answer.body = this.buffered.toString('latin1');
+        this.buffered = Buffer.alloc(0);
+      }
+      return answer;
+    }
+  }
+
+  private async readChunked(answer: Answer, ms: number): Promise<void> {
+    const line = async (): Promise<string> => {
+      await this.until(() => this.buffered.indexOf('\r\n') !== -1, ms);
+      const eol = this.buffered.indexOf('\r\n');
+      const text = this.buffered.subarray(0, eol).toString('latin1');
+      this.buffered = this.buffered.subarray(eol + 2);
+      return text;
+    };
+    for (;;) {
+      const size = parseInt(await line(), 16);
+      if (!size) break;
+      await this.until(() => this.buffered.length >= size + 2, ms);
+      answer.body += this.buffered.subarray(0, size).toString('latin1');
+      this.buffered = this.buffered.subarray(size + 2);
+    }
+    for (let t = await line(); t !== ''; t = await line()) answer.trailers.push(t);
+  }
+
+  /** Bytes received and not read as an answer yet. */
+  unread(): string {
+    return this.buffered.toString('latin1');
+  }
+
+  /** Resolves once the server has closed the connection (fails after `ms`). */
+  closed(ms = 5000): Promise<void> {
+    if (this.ended) return Promise.resolve();
+    return within(
+      new Promise<void>((resolve) => {
+        this.socket.once('end', resolve);
+        this.socket.once('close', resolve);
+      }),
+      ms,
+      'the close',
+    );
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
 }
 
 /**

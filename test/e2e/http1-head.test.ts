@@ -1,0 +1,275 @@
+// The request head's grammar on the gateway's HTTP/1.1 server side (RFC 9112 §2-5): line endings, header field
+// syntax, size limits, methods, request-target forms, versions and Host. Refused heads reach the upstream not at all
+// and close the connection; the same gateway goes on serving. These pin the node:http-backed behaviour a lean server
+// side must equal (docs/security.md "HTTP/1.1 input", ADR 0092).
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, it } from 'node:test';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig } from '../helpers/gateway.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { ReceivedRequest, TestUpstream } from '../helpers/upstream.ts';
+import { RawClient, startGatewayOnFreePorts, values } from './proxy-support.ts';
+import type { Answer } from './proxy-support.ts';
+
+describe('HTTP/1.1 request heads', () => {
+  let up: TestUpstream;
+  let gw: RunningGateway;
+  let port: number;
+  const clients: RawClient[] = [];
+
+  before(async () => {
+    up = await startUpstream((req, res, body) => {
+      const text = `${req.method} ${req.url} ${body.length}`;
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': text.length });
+      res.end(text);
+    });
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up.port}` }] }])));
+  });
+  after(async () => {
+    for (const c of clients) c.destroy();
+    await gw?.stop();
+    await up?.close();
+  });
+
+  const client = (): RawClient => {
+    const c = new RawClient(port!);
+    clients.push(c);
+    return c;
+  };
+
+  afterEach(async () => {
+    const a = await client().send('GET /after HTTP/1.1\r\nHost: h\r\nConnection: close');
+    assert.equal(a.status, 200, 'the gateway still serves');
+    assert.equal(a.body, 'GET /after 0');
+  });
+
+  /** Send `bytes` on a new connection: the answer, after which the server has closed the connection. */
+  async function refused(bytes: string, status = 400): Promise<Answer> {
+    const before = up.received.length;
+    const c = client();
+    c.write(bytes);
+    const a = await c.read();
+    await c.closed();
+    assert.equal(a.status, status, a.body);
+    assert.equal(up.received.length, before, 'nothing reached the upstream');
+    assert.deepEqual(values(a, 'connection'), ['close']);
+    return a;
+  }
+
+  /** Refused with `status` and a JSON error whose message matches `reason`. */
+  async function refusedWith(bytes: string, reason: RegExp, status = 400): Promise<void> {
+    const a = await refused(bytes, status);
+    assert.deepEqual(values(a, 'content-type'), ['application/json']);
+    assert.match(JSON.parse(a.body).error.message, reason);
+  }
+
+  /** Served on a new connection: the answer and what the upstream received. */
+  async function served(bytes: string): Promise<{ a: Answer; got: ReceivedRequest; c: RawClient }> {
+    const before = up.received.length;
+    const c = client();
+    c.write(bytes);
+    const a = await c.read();
+    assert.equal(a.status, 200, a.body);
+    assert.equal(up.received.length, before + 1);
+    return { a, got: up.received.at(-1)!, c };
+  }
+
+  const get = (headers: string): string => `GET /x HTTP/1.1\r\nHost: h\r\n${headers}\r\n\r\n`;
+
+  describe('line endings and header syntax', () => {
+    it('obs-fold (a header line starting with a space or tab): 400 (RFC 9112 §5.2)', async () => {
+      await refusedWith(get('X-A: one\r\n two'), /HPE_INVALID_HEADER_TOKEN/);
+      await refusedWith(get('X-A: one\r\n\ttwo'), /HPE_INVALID_HEADER_TOKEN/);
+    });
+
+    it('bare LF line endings: 400 (node is strict where RFC 9112 §2.2 allows lenience)', async () => {
+      await refusedWith('GET /x HTTP/1.1\nHost: h\nX-A: 1\n\n', /HPE_INVALID_VERSION/);
+      await refusedWith('GET /x HTTP/1.1\r\nHost: h\nX-A: 1\r\n\r\n', /HPE_CR_EXPECTED/);
+    });
+
+    it('bare CR, between lines or inside a value: 400 (RFC 9112 §2.2)', async () => {
+      await refusedWith('GET /x HTTP/1.1\r\nHost: h\rX-A: 1\r\n\r\n', /HPE_LF_EXPECTED/);
+      await refusedWith(get('X-A: a\rb'), /HPE_LF_EXPECTED/);
+    });
+
+    it('whitespace between the field name and the colon: 400 (RFC 9112 §5.1)', async () => {
+      await refusedWith(get('X-A : 1'), /HPE_INVALID_HEADER_TOKEN/);
+      await refusedWith(get('X-A\t: 1'), /HPE_INVALID_HEADER_TOKEN/);
+    });
+
+    for (const [name, ch] of [
+      ['NUL', '\x00'],
+      ['SOH', '\x01'],
+      ['ESC', '\x1b'],
+      ['DEL', '\x7f'],
+    ] as const) {
+      it(`${name} in a field value: 400 (RFC 9110 §5.5)`, async () => {
+        await refusedWith(get(`X-A: a${ch}b`), /HPE_INVALID_HEADER_TOKEN/);
+      });
+    }
+
+    it('HTAB and obs-text (bytes 0x80-0xFF) in a value pass to the upstream as they are', async () => {
+      const { got } = await served(get('X-Tab: a\tb\r\nX-Latin: caf\xe9'));
+      assert.equal(got.headers['x-tab'], 'a\tb');
+      // The upstream's node:http decodes latin1: the byte went through unchanged.
+      assert.equal(got.headers['x-latin'], 'caf\xe9');
+    });
+
+    for (const [line, what] of [
+      ['X(A): 1', 'a delimiter in the name'],
+      ['X A: 1', 'a space in the name'],
+      ['X"A": 1', 'a quote in the name'],
+      [': 1', 'an empty name'],
+      ['XA', 'no colon'],
+    ] as const) {
+      it(`a header line with ${what} (${JSON.stringify(line)}): 400`, async () => {
+        await refusedWith(get(line), /HPE_INVALID_HEADER_TOKEN/);
+      });
+    }
+  });
+
+  describe('size limits (node:http: 16 KiB of head)', () => {
+    it('a request line of 15,000 bytes is served; one of 20,000 gets 431', async () => {
+      const { got } = await served(`GET /${'a'.repeat(15_000)} HTTP/1.1\r\nHost: h\r\n\r\n`);
+      assert.equal(got.url.length, 15_001);
+      await refusedWith(`GET /${'a'.repeat(20_000)} HTTP/1.1\r\nHost: h\r\n\r\n`, /HPE_HEADER_OVERFLOW/, 431);
+    });
+
+    it('a header block of 15,000 bytes is served; one of 17,000 gets 431', async () => {
+      const { got } = await served(get(`X-A: ${'b'.repeat(15_000)}`));
+      assert.equal(got.headers['x-a']?.length, 15_000);
+      await refusedWith(get(`X-A: ${'b'.repeat(17_000)}`), /HPE_HEADER_OVERFLOW/, 431);
+    });
+
+    it('500 header lines are served; 1,000 (short ones, far below 16 KiB) get 431', async () => {
+      const lines = (n: number): string => Array.from({ length: n }, (_, i) => `a:${i % 10}`).join('\r\n');
+      const { got } = await served(get(lines(500)));
+      assert.equal(String(got.headers.a).split(', ').length, 500);
+      await refusedWith(get(lines(1000)), /HPE_HEADER_OVERFLOW/, 431);
+    });
+  });
+
+  describe('request line', () => {
+    for (const line of ['G@T /x HTTP/1.1', 'FOO /x HTTP/1.1', 'get /x HTTP/1.1', 'GET\t/x HTTP/1.1']) {
+      it(`method of ${JSON.stringify(line)}: 400 (node knows a fixed list of methods)`, async () => {
+        await refusedWith(`${line}\r\nHost: h\r\n\r\n`, /HPE_INVALID_METHOD/);
+      });
+    }
+
+    it('absolute-form target: its authority is the Host, the upstream gets the origin-form path (RFC 9112 §3.2.2)', async () => {
+      const { got } = await served('GET http://h/abs?q=1 HTTP/1.1\r\nHost: other.example\r\n\r\n');
+      assert.equal(got.url, '/abs?q=1');
+      assert.equal(got.headers.host, 'h');
+      assert.equal(got.headers['x-forwarded-host'], 'h');
+    });
+
+    it('OPTIONS * and GET *: 400, the gateway answers no asterisk-form request', async () => {
+      for (const line of ['OPTIONS * HTTP/1.1', 'GET * HTTP/1.1']) {
+        await refusedWith(`${line}\r\nHost: h\r\n\r\n`, /must be a path starting with `\/`/);
+      }
+    });
+
+    for (const [line, what] of [
+      ['GET  HTTP/1.1', 'an empty target'],
+      ['GET HTTP/1.1', 'no target'],
+      ['GET a/b HTTP/1.1', 'a relative target'],
+      ['GET h:80 HTTP/1.1', 'authority form on GET'],
+      ['GET /a\x01b HTTP/1.1', 'a control character in the target'],
+    ] as const) {
+      it(`${what} (${JSON.stringify(line)}): 400`, async () => {
+        await refusedWith(`${line}\r\nHost: h\r\n\r\n`, /HPE_INVALID_URL/);
+      });
+    }
+
+    it('a space inside the target: 400', async () => {
+      await refusedWith('GET /a b HTTP/1.1\r\nHost: h\r\n\r\n', /HPE_INVALID_CONSTANT/);
+    });
+
+    it('a fragment in the target (path or query): 400, never matched or forwarded (ADR 0092)', async () => {
+      // Envoy refuses `#` too: `/admin#x` would miss a `/admin` route and reach an upstream that serves /admin.
+      await refusedWith('GET /x#frag HTTP/1.1\r\nHost: h\r\n\r\n', /fragment/);
+      await refusedWith('GET /x?q=1#frag HTTP/1.1\r\nHost: h\r\n\r\n', /fragment/);
+      await refusedWith('GET http://h/x#frag HTTP/1.1\r\nHost: h\r\n\r\n', /fragment/);
+    });
+
+    it('empty lines before the request line are skipped (RFC 9112 §2.2); two spaces after the method are tolerated', async () => {
+      const first = await served('\r\n\r\nGET /lead HTTP/1.1\r\nHost: h\r\n\r\n');
+      assert.equal(first.got.url, '/lead');
+      const second = await served('GET  /double HTTP/1.1\r\nHost: h\r\n\r\n');
+      assert.equal(second.got.url, '/double');
+    });
+
+    it('CONNECT: the connection is closed without an answer, nothing upstream', async () => {
+      const before = up.received.length;
+      const c = client();
+      c.write('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n');
+      await c.closed();
+      assert.equal(c.unread(), '');
+      assert.equal(up.received.length, before);
+    });
+  });
+
+  describe('versions', () => {
+    it('HTTP/1.0 without keep-alive: answered, then the connection is closed; the upstream gets HTTP/1.1', async () => {
+      const { a, c, got } = await served('GET /ten HTTP/1.0\r\nHost: h\r\n\r\n');
+      assert.deepEqual(values(a, 'connection'), ['close']);
+      assert.equal(a.body, 'GET /ten 0');
+      await c.closed();
+      assert.equal(got.headers.connection, 'keep-alive', 'the gateway keeps its own upstream connection');
+    });
+
+    it('HTTP/1.0 with Connection: keep-alive: the connection stays open for the next request', async () => {
+      const { a, c } = await served('GET /ten HTTP/1.0\r\nHost: h\r\nConnection: keep-alive\r\n\r\n');
+      assert.deepEqual(values(a, 'connection'), ['keep-alive']);
+      const next = await c.send('GET /again HTTP/1.0\r\nHost: h\r\nConnection: keep-alive');
+      assert.equal(next.body, 'GET /again 0');
+    });
+
+    it('HTTP/1.0 without Host: served, the upstream gets the backend address as Host', async () => {
+      const { got, c } = await served('GET /nohost HTTP/1.0\r\n\r\n');
+      assert.equal(got.headers.host, `127.0.0.1:${up.port}`);
+      await c.closed();
+    });
+
+    it('an HTTP/0.9-style line (no version): node reads it as HTTP/0.9, answered as HTTP/1.0 would be, then closed', async () => {
+      // Lenient but harmless: no header can ride along, and the connection closes after the one answer.
+      const { a, c, got } = await served('GET /nine\r\n\r\n');
+      assert.match(a.line, /^HTTP\/1\.1 200 /);
+      assert.deepEqual(values(a, 'connection'), ['close']);
+      assert.equal(got.url, '/nine');
+      await c.closed();
+    });
+
+    it('HTTP/2.0 in a request line: served as HTTP/1.0 would be (llhttp accepts 2.0), then closed', async () => {
+      const { a, c } = await served('GET /two HTTP/2.0\r\nHost: h\r\n\r\n');
+      assert.deepEqual(values(a, 'connection'), ['close']);
+      await c.closed();
+    });
+
+    it('HTTP/1.2, HTTP/3.0 and a lower-case `http/1.1`: 400', async () => {
+      await refusedWith('GET /x HTTP/1.2\r\nHost: h\r\n\r\n', /HPE_INVALID_VERSION/);
+      await refusedWith('GET /x HTTP/3.0\r\nHost: h\r\n\r\n', /HPE_INVALID_VERSION/);
+      await refusedWith('GET /x http/1.1\r\nHost: h\r\n\r\n', /HPE_INVALID_CONSTANT/);
+    });
+
+    it('the HTTP/2 connection preface on an HTTP/1.1 port: 400', async () => {
+      await refusedWith('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', /HPE_PAUSED_H2_UPGRADE/);
+    });
+  });
+
+  describe('Host', () => {
+    it('HTTP/1.1 without Host: 400 (node:http, RFC 9112 §3.2), nothing upstream', async () => {
+      await refused('GET /x HTTP/1.1\r\nX-A: 1\r\n\r\n');
+    });
+
+    it('two Host headers: 400', async () => {
+      await refusedWith('GET /x HTTP/1.1\r\nHost: h\r\nHost: h2\r\n\r\n', /more than one Host/);
+      await refusedWith('GET /x HTTP/1.1\r\nHost: h\r\nhost: h\r\n\r\n', /more than one Host/);
+    });
+
+    it('an empty Host is served (a target URI without authority, RFC 9112 §3.2): the upstream gets the backend address', async () => {
+      const { got } = await served('GET /x HTTP/1.1\r\nHost:\r\n\r\n');
+      assert.equal(got.headers.host, `127.0.0.1:${up.port}`);
+    });
+  });
+});
