@@ -147,6 +147,7 @@ const kind = redisPort === undefined ? 'sqlite' : 'redis';
 const gws: Gw[] = [await start('plain', here, false), await start(`${kind} new`, here, true)];
 if (process.env.KEYS_ONE && KEYS > 1) gws.push(await start(`${kind} new, 1 key`, here, true, 1));
 if (base) gws.push(await start(`${kind} base`, base, true));
+if (base && process.env.KEYS_ONE && KEYS > 1) gws.push(await start(`${kind} base, 1 key`, base, true, 1));
 for (const g of gws) await load(g, 500, CONC);
 for (let r = 0; r < ROUNDS; r++) {
   for (const g of r % 2 ? [...gws].reverse() : gws) {

@@ -14,7 +14,7 @@ import { freePort } from '../../../test/helpers/ports.ts';
 import { which } from '../../../test/helpers/which.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
-import { RedisKeyStore } from './redis-store.ts';
+import { RedisKeyStore, reserveScript } from './redis-store.ts';
 import { RespClient } from './resp.ts';
 import { digestOf } from './secrets.ts';
 import { KEY_GONE } from './types.ts';
@@ -171,6 +171,12 @@ test("redis store, many keys (ADR 0091): a batch's script reads every counter wi
     assert.deepEqual(await other.values(['k:old3:tokens:day']), [3]);
     const ttl = Number(await raw.command('PTTL', 'many:c:k:old3:tokens:day'));
     assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `the settled counter keeps its expiry: ${ttl}`);
+    // A server older than 6.2 (no SET … PXAT) gets the SET-then-PEXPIREAT script: the same sums and expiries.
+    (other as unknown as { reserveBody: string }).reserveBody = reserveScript(false);
+    assert.equal(await other.reserve([{ counter: 'k:old:6.0', limit: 1e9, amount: 7, expiresAt: exp }]), -1);
+    assert.deepEqual(await other.values(['k:old:6.0']), [7]);
+    const ttlOld = Number(await raw.command('PTTL', 'many:c:k:old:6.0'));
+    assert.ok(ttlOld > 3_500_000 && ttlOld <= 3_600_000, `expiry by PEXPIREAT: ${ttlOld}`);
   } finally {
     raw.close();
     await store.close();

@@ -24,8 +24,9 @@ import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts'
  * exactly; inside a script INCRBYFLOAT costs Redis several times a SET). With many keys a batch names a dozen
  * counters per request: one command per counter read, and one per expiry, were most of Redis's work (ADR 0091).
  * Returns one answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), or -1.
+ * `pxat`: the server has SET's PXAT option (Redis 6.2); an older one gets SET then PEXPIREAT.
  */
-const RESERVE = `
+export const reserveScript = (pxat: boolean): string => `
 local nc = tonumber(ARGV[1])
 local vals, exps, dirty, live = {}, {}, {}, {}
 for from = 1, nc, 4000 do
@@ -78,10 +79,17 @@ for r = 1, rs do
   p = p + n * 4
 end
 for i in pairs(dirty) do
-  if exps[i] ~= '0' then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', exps[i])
-  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i])) end
+${
+  pxat
+    ? `  if exps[i] ~= '0' then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', exps[i])
+  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i])) end`
+    : `  redis.call('SET', KEYS[i], string.format('%.17g', vals[i]))
+  if exps[i] ~= '0' then redis.call('PEXPIREAT', KEYS[i], exps[i]) end`
+}
 end
 return out`;
+const RESERVE = reserveScript(true);
+const RESERVE_OLD = reserveScript(false);
 
 /** Most reservations sent in one script; more wait for the next. */
 const BATCH_MAX = 64;
@@ -107,7 +115,7 @@ return 1`;
 
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 /** The scripts' SHA-1s, computed once (not on every call). */
-const SHAS = new Map<string, string>([RESERVE, MOVE].map((body) => [body, sha1(body)]));
+const SHAS = new Map<string, string>([RESERVE, RESERVE_OLD, MOVE].map((body) => [body, sha1(body)]));
 const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
 /** Parsed key records kept (by their stored JSON), emptied when full. */
 const PARSED_MAX = 4096;
@@ -126,9 +134,16 @@ export class RedisKeyStore implements KeyStore {
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's script. */
   private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
 
+  /** The reservation script this server runs (SET … PXAT needs Redis 6.2). */
+  private reserveBody = RESERVE;
+
   static async open(url: string, prefix: string): Promise<RedisKeyStore> {
     const store = new RedisKeyStore(new RespClient(url), prefix);
-    await store.client.command('PING');
+    // Valkey and KeyDB report the Redis version they are compatible with here too; a server that refuses INFO (an ACL)
+    // is taken to be a current one.
+    const info = await store.client.command('INFO', 'server').catch((err: unknown) => (err instanceof RedisError ? store.client.command('PING') : Promise.reject(err)));
+    const v = /redis_version:(\d+)\.(\d+)/.exec(String(info));
+    if (v && (Number(v[1]) < 6 || (Number(v[1]) === 6 && Number(v[2]) < 2))) store.reserveBody = RESERVE_OLD;
     return store;
   }
 
@@ -198,7 +213,7 @@ export class RedisKeyStore implements KeyStore {
     this.inFlight++;
     const { keys, args } = this.scriptCall(batch);
     const sent = Date.now();
-    this.script(RESERVE, keys, args).then(
+    this.script(this.reserveBody, keys, args).then(
       (answers) => {
         this.inFlight--;
         batch.forEach((w, i) => {
@@ -264,7 +279,7 @@ export class RedisKeyStore implements KeyStore {
   async flush(): Promise<void> {
     if (this.pending.size === 0) return;
     const { keys, args } = this.scriptCall([]);
-    await this.script(RESERVE, keys, args);
+    await this.script(this.reserveBody, keys, args);
   }
 
   async values(counters: readonly string[]): Promise<number[]> {
