@@ -103,6 +103,36 @@ describe('HTTP/1.1 connections', () => {
       assert.equal((await c.read()).body, 'GET /fast/5 0');
     });
 
+    it('32 requests in one write: 32 answers in order on the one connection', async () => {
+      const c = client();
+      c.write(Array.from({ length: 32 }, (_, i) => `GET /${i % 4 === 0 ? 'slow' : 'fast'}/many-${i} HTTP/1.1\r\nHost: h\r\n\r\n`).join(''));
+      for (let i = 0; i < 32; i++) assert.equal((await c.read()).body, `GET /${i % 4 === 0 ? 'slow' : 'fast'}/many-${i} 0`);
+    });
+
+    it('bytes after a Content-Length body are read as the next request: garbage there gets 400 after the answer', async () => {
+      const c = client();
+      c.write('POST /exact HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabcXYZ garbage\r\n\r\n');
+      const a = await c.read();
+      assert.equal(a.body, 'POST /exact 3');
+      assert.equal(Buffer.concat(last().body).toString(), 'abc');
+      const b = await c.read();
+      assert.equal(b.status, 400);
+      assert.match(JSON.parse(b.body).error.message, /HPE_INVALID_METHOD/);
+      await c.closed();
+    });
+
+    it('an HTTP/1.0 keep-alive POST with a request pipelined behind it: both answered, the second closes', async () => {
+      const c = client();
+      c.write('POST /ten HTTP/1.0\r\nHost: h\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabcGET /ten-next HTTP/1.0\r\nHost: h\r\n\r\n');
+      const a = await c.read();
+      assert.equal(a.body, 'POST /ten 3');
+      assert.deepEqual(values(a, 'connection'), ['keep-alive']);
+      const b = await c.read();
+      assert.equal(b.body, 'GET /ten-next 0');
+      assert.deepEqual(values(b, 'connection'), ['close']);
+      await c.closed();
+    });
+
     it('a request pipelined behind a Connection: close request is never run (RFC 9112 §9.6)', async () => {
       const c = client();
       c.write('GET /closing HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /behind-close HTTP/1.1\r\nHost: h\r\n\r\n');
@@ -172,6 +202,16 @@ describe('HTTP/1.1 connections', () => {
       const s = seen.find((x) => x.url === '/cut')!;
       await waitFor(() => s.aborted, 5000, 'the upstream request to be cut');
       assert.equal(s.ended, false);
+    });
+
+    it('a client that half-closes after its request is treated as gone: no answer, the connection closes (node:http)', async () => {
+      // node:http's httpAllowHalfOpen is false: the client's FIN aborts what it asked for (the upstream may already
+      // have it) and closes the connection. Clients that half-close are rare; Envoy resets such streams too.
+      const c = client();
+      c.write('GET /half-closed HTTP/1.1\r\nHost: h\r\n\r\n');
+      c.socket.end();
+      await c.closed();
+      assert.equal(c.unread(), '');
     });
 
     it('a client too slow with its headers gets 408 and the connection closes (config.headerTimeout)', async () => {
@@ -252,6 +292,13 @@ describe('HTTP/1.1 connections', () => {
       assert.equal(Buffer.concat(last().body).toString(), 'hello');
     });
 
+    it('a POST without Content-Length or Transfer-Encoding has no body: the upstream gets Content-Length: 0', async () => {
+      const c = client();
+      assert.equal((await c.send('POST /no-framing HTTP/1.1\r\nHost: h')).body, 'POST /no-framing 0');
+      assert.equal(last().headers['content-length'], '0');
+      assert.equal(last().headers['transfer-encoding'], undefined);
+    });
+
     it('a 1 MiB POST streamed to a slow reader: the upstream receives the exact bytes', async () => {
       const body = Buffer.alloc(1024 * 1024);
       for (let i = 0; i < body.length; i++) body[i] = (i * 31 + (i >> 10)) & 0xff;
@@ -286,14 +333,25 @@ describe('HTTP/1.1 connections', () => {
       // A relayed h2c upgrade would become a tunnel in which the client speaks HTTP/2 to the upstream past every
       // route and policy ("h2c smuggling"). Envoy strips it; so does the gateway.
       const c = client();
-      const a = await c.send('GET /h2c HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA');
-      assert.equal(a.status, 200);
-      assert.equal(a.body, 'GET /h2c 0');
-      const h = last().headers;
-      assert.equal(h.upgrade, undefined);
-      assert.equal(h['http2-settings'], undefined);
-      assert.doesNotMatch(String(h.connection), /upgrade/i);
+      for (const token of ['h2c', 'H2C']) {
+        const a = await c.send(`GET /h2c HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: ${token}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA`);
+        assert.equal(a.status, 200);
+        assert.equal(a.body, 'GET /h2c 0');
+        assert.deepEqual(values(a, 'connection'), ['keep-alive']);
+        const h = last().headers;
+        assert.equal(h.upgrade, undefined);
+        assert.equal(h['http2-settings'], undefined);
+        assert.doesNotMatch(String(h.connection), /upgrade/i);
+      }
       assert.equal((await c.send('GET /after-h2c HTTP/1.1\r\nHost: h')).body, 'GET /after-h2c 0');
+    });
+
+    it('Upgrade without `Connection: upgrade` is no upgrade: a plain request, Upgrade not forwarded', async () => {
+      const c = client();
+      const a = await c.send('GET /no-conn-upgrade HTTP/1.1\r\nHost: h\r\nUpgrade: websocket');
+      assert.equal(a.body, 'GET /no-conn-upgrade 0');
+      assert.deepEqual(values(a, 'connection'), ['keep-alive']);
+      assert.equal(last().headers.upgrade, undefined);
     });
   });
 });

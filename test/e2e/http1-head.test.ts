@@ -115,6 +115,24 @@ describe('HTTP/1.1 request heads', () => {
       assert.equal(got.headers['x-latin'], 'caf\xe9');
     });
 
+    it('fields reach the upstream with names lower-cased, values trimmed, empty values kept, repeats joined or first kept', async () => {
+      const { got } = await served(
+        get('X-Multi: a\r\nX-Multi: b\r\nCookie: c=1\r\nCookie: d=2\r\nAuthorization: Bearer one\r\nAuthorization: Bearer two\r\nContent-Type: text/a\r\nContent-Type: text/b\r\nUser-Agent: u1\r\nUser-Agent: u2\r\nX-Ws:    v v   \r\nX-Empty:\r\nX-UPPER-Case: Q'),
+      );
+      const names = got.rawHeaders.filter((_, i) => i % 2 === 0);
+      assert.ok(names.every((n) => n === n.toLowerCase()), names.join());
+      // One line each upstream: list fields joined with ", ", Cookie with "; ", and node:http's singletons keep the
+      // first (what the gateway's own policies saw is what the upstream gets).
+      assert.deepEqual(got.rawHeaders.filter((_, i, a) => i % 2 === 1 && a[i - 1] === 'x-multi'), ['a, b']);
+      assert.equal(got.headers.cookie, 'c=1; d=2');
+      assert.deepEqual(got.rawHeaders.filter((_, i, a) => i % 2 === 1 && a[i - 1] === 'authorization'), ['Bearer one']);
+      assert.equal(got.headers['content-type'], 'text/a');
+      assert.equal(got.headers['user-agent'], 'u1');
+      assert.equal(got.headers['x-ws'], 'v v');
+      assert.equal(got.headers['x-empty'], '');
+      assert.equal(got.headers['x-upper-case'], 'Q');
+    });
+
     for (const [line, what] of [
       ['X(A): 1', 'a delimiter in the name'],
       ['X A: 1', 'a space in the name'],
@@ -180,6 +198,29 @@ describe('HTTP/1.1 request heads', () => {
         await refusedWith(`${line}\r\nHost: h\r\n\r\n`, /HPE_INVALID_URL/);
       });
     }
+
+    it('raw bytes above 0x7F in the target: 400 (a client percent-encodes them)', async () => {
+      await refusedWith('GET /caf\xc3\xa9 HTTP/1.1\r\nHost: h\r\n\r\n', /HPE_INVALID_URL/);
+    });
+
+    it('methods node:http knows pass through as they are (WebDAV, QUERY, PURGE, TRACE included)', async () => {
+      const methods = ['PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'QUERY', 'PROPFIND', 'PURGE', 'LINK'];
+      const c = client();
+      for (const m of methods) {
+        const a = await c.send(`${m} /m HTTP/1.1\r\nHost: h`);
+        assert.equal(a.body, `${m} /m 0`);
+        assert.equal(up.received.at(-1)!.method, m);
+      }
+    });
+
+    it('absolute-form with an upper-case or https scheme is read as absolute-form', async () => {
+      for (const target of ['HTTP://h/up', 'https://h/tls']) {
+        const { got } = await served(`GET ${target} HTTP/1.1\r\nHost: other\r\n\r\n`);
+        assert.equal(got.url, target.slice(target.indexOf('/', 8)));
+        assert.equal(got.headers.host, 'h');
+        assert.equal(got.headers['x-forwarded-proto'], 'http', 'the scheme is the connection\'s, not the target\'s');
+      }
+    });
 
     it('a space inside the target: 400', async () => {
       await refusedWith('GET /a b HTTP/1.1\r\nHost: h\r\n\r\n', /HPE_INVALID_CONSTANT/);
