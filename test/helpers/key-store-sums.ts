@@ -2,6 +2,7 @@
 // settlement rides on the next reservation, a refused line takes nothing, a queued settlement counts in the check, and
 // the timer sends settlements alone. Used by the two store tests against real servers.
 import { strict as assert } from 'node:assert';
+import { LAZY_MS } from '../../plugins/lib/key-store/settlement-queue.ts';
 import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
 
 /** Count the calls of `target[method]` from now on (a store's round trips: `pool.query`, `client.command`). */
@@ -68,4 +69,24 @@ export async function checkTimerSends(other: KeyStore, counters: string[], want:
   const deadline = Date.now() + 10_000;
   while ((await other.values(counters)).some((v, i) => v !== want[i]) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(await other.values(counters), want, 'sent alone by the timer');
+}
+
+/**
+ * Lazy (lifetime) settlements (ADR 0072, 0091) are summed and ride on a reservation once LAZY_MS old; a read of
+ * counters through the store that holds them sees them at once. `store` and `other` share one store.
+ */
+export async function checkLazySums(store: KeyStore, other: KeyStore): Promise<void> {
+  const line = { counter: 'k:a:tokens:day', limit: 1e9, amount: 10, expiresAt: 0 };
+  const life = { counter: 'k:a:tokens:total:all', amount: 16, expiresAt: 0, lazy: true };
+  for (let i = 0; i < 20; i++) {
+    assert.equal(await store.reserve([line]), -1);
+    await store.settle([{ counter: line.counter, amount: -4, expiresAt: 0 }, life]);
+  }
+  assert.equal(await store.reserve([line]), -1);
+  assert.deepEqual(await other.values([line.counter, life.counter]), [21 * 10 - 20 * 4, 0], 'settlements rode on the reservations; the lifetime sum is held');
+  await new Promise((r) => setTimeout(r, LAZY_MS + 20));
+  assert.equal(await store.reserve([line]), -1);
+  assert.deepEqual(await other.values([life.counter]), [20 * 16], 'a second old: written once, summed, with the next reservation');
+  await store.settle([{ ...life, amount: 5 }]);
+  assert.deepEqual(await store.values([life.counter]), [20 * 16 + 5], "the store's own read writes what it holds first");
 }

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { locatePostgres, startPostgres } from '../../../test/helpers/postgres.ts';
 import type { RunningPostgres } from '../../../test/helpers/postgres.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
-import { checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
+import { checkLazySums, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { PgKeyStore } from './pg-store.ts';
 
 const found = locatePostgres();
@@ -55,3 +55,6 @@ test('postgres store: concurrent reservations of two stores (two replicas) stop 
 
 test('postgres store: one round trip per request (a cached key, confirmed by the reservation); rotation and revocation by another replica refuse at once', { skip }, () =>
   withTwoStores(open('cache_'), (store, other) => checkKeyCache(store, other, countQueries(store))));
+
+test('postgres store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
+  withTwoStores(open('lazy_'), checkLazySums));

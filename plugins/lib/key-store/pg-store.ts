@@ -5,7 +5,7 @@
 // call confirms (ADR 0061): one round trip per request.
 import pg from 'pg';
 import { KeyCache } from './key-cache.ts';
-import { SettlementQueue } from './settlement-queue.ts';
+import { LazySums, SettlementQueue } from './settlement-queue.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
@@ -44,6 +44,9 @@ END
 $fn$;`;
 }
 
+/** Lazy (lifetime) settlements one reservation carries at most: a burst is spread over the next ones. */
+const LAZY_PER_RESERVATION = 8;
+
 export class PgKeyStore implements KeyStore {
   readonly kind = 'postgres';
   private readonly pool: pg.Pool;
@@ -52,7 +55,9 @@ export class PgKeyStore implements KeyStore {
   /** Records found lately, confirmed by each reservation's call (key-cache.ts). */
   private readonly cache = new KeyCache();
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's call (ADR 0054). */
-  private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
+  private readonly pending = new SettlementQueue(() => void this.flush(false).catch(() => undefined));
+  /** Lifetime settlements (`lazy`), summed by counter for LAZY_MS (ADR 0072, 0091), as the other stores do. */
+  private readonly lazy = new LazySums(() => void this.flush().catch(() => undefined));
   /** Named (prepared once per connection) statements, so the server parses and plans them once. */
   private readonly sql: { find: string; reserve: string; settle: string; findName: string; reserveName: string; settleName: string };
 
@@ -118,6 +123,8 @@ export class PgKeyStore implements KeyStore {
   /** One call, one round trip: queued settlements, the key's check (with `digest`), the reservation. */
   async reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
     if (lines.length === 0 && digest === undefined) return -1;
+    const due = this.lazy.due(Date.now(), LAZY_PER_RESERVATION);
+    if (due) this.pending.add(due);
     const queued = this.takePending();
     const rows = new Map<string, { settle: number; amount: number; limit: number | null; expires: number; index: number | null }>();
     lines.forEach((l, i) => rows.set(l.counter, { settle: 0, amount: l.amount, limit: l.limit, expires: l.expiresAt, index: i }));
@@ -160,11 +167,20 @@ export class PgKeyStore implements KeyStore {
    * one round trip per request instead of two on a busy gateway.
    */
   settle(deltas: readonly CounterDelta[]): void {
-    this.pending.add(deltas);
+    let now = 0;
+    for (let i = 0; i < deltas.length; i++) {
+      const d = deltas[i]!;
+      if (d.lazy) this.lazy.add(d, (now ||= Date.now()));
+      else this.pending.addOne(d);
+    }
   }
 
-  /** Send queued settlements now. */
-  async flush(): Promise<void> {
+  /** Send queued settlements now; with `lazy` (reads, close, an idle store) the lifetime sums too. */
+  async flush(lazy = true): Promise<void> {
+    if (lazy) {
+      const all = this.lazy.all();
+      if (all.length > 0) this.pending.add(all);
+    }
     const rows = this.takePending();
     if (!rows) return;
     try {

@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { which } from '../../../test/helpers/which.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
-import { checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
+import { checkLazySums, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { RedisKeyStore, reserveScript } from './redis-store.ts';
 import { RespClient } from './resp.ts';
 import { digestOf } from './secrets.ts';
@@ -183,3 +183,6 @@ test("redis store, many keys (ADR 0091): a batch's script reads every counter wi
     await other.close();
   }
 });
+
+test('redis store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
+  withTwoStores(open('lazy:'), checkLazySums));

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
-import { SettlementQueue } from './settlement-queue.ts';
+import { LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -93,6 +93,8 @@ const RESERVE_OLD = reserveScript(false);
 
 /** Most reservations sent in one script; more wait for the next. */
 const BATCH_MAX = 64;
+/** Lazy (lifetime) settlements a script carries per reservation at most: a burst is spread over the next ones. */
+const LAZY_PER_RESERVATION = 8;
 
 interface Waiting {
   readonly lines: readonly CounterLine[];
@@ -132,7 +134,12 @@ export class RedisKeyStore implements KeyStore {
   /** Reservation scripts sent and not answered yet. */
   private inFlight = 0;
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's script. */
-  private readonly pending = new SettlementQueue(() => void this.flush().catch(() => undefined));
+  private readonly pending = new SettlementQueue(() => void this.flush(false).catch(() => undefined));
+  /**
+   * Lifetime settlements (`lazy`: no budget reads them), summed by counter for LAZY_MS (ADR 0072, 0091): with many keys
+   * in use they were two of the dozen counters each request's script wrote.
+   */
+  private readonly lazy = new LazySums(() => void this.flush().catch(() => undefined));
 
   /** The reservation script this server runs (SET … PXAT needs Redis 6.2). */
   private reserveBody = RESERVE;
@@ -211,6 +218,8 @@ export class RedisKeyStore implements KeyStore {
     const batch = this.waiting.splice(0, BATCH_MAX);
     if (this.waiting.length > 0) setImmediate(this.sendBatch);
     this.inFlight++;
+    const due = this.lazy.due(Date.now(), LAZY_PER_RESERVATION * batch.length);
+    if (due) this.pending.add(due);
     const { keys, args } = this.scriptCall(batch);
     const sent = Date.now();
     this.script(this.reserveBody, keys, args).then(
@@ -272,11 +281,20 @@ export class RedisKeyStore implements KeyStore {
    * one round trip per request instead of two on a busy gateway.
    */
   settle(deltas: readonly CounterDelta[]): void {
-    this.pending.add(deltas);
+    let now = 0;
+    for (let i = 0; i < deltas.length; i++) {
+      const d = deltas[i]!;
+      if (d.lazy) this.lazy.add(d, (now ||= Date.now()));
+      else this.pending.addOne(d);
+    }
   }
 
-  /** Send queued settlements now. */
-  async flush(): Promise<void> {
+  /** Send queued settlements now; with `lazy` (reads, close, an idle store) the lifetime sums too. */
+  async flush(lazy = true): Promise<void> {
+    if (lazy) {
+      const rows = this.lazy.all();
+      if (rows.length > 0) this.pending.add(rows);
+    }
     if (this.pending.size === 0) return;
     const { keys, args } = this.scriptCall([]);
     await this.script(this.reserveBody, keys, args);
