@@ -119,6 +119,8 @@ const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 /** The scripts' SHA-1s, computed once (not on every call). */
 const SHAS = new Map<string, string>([RESERVE, RESERVE_OLD, MOVE].map((body) => [body, sha1(body)]));
 const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
+/** Counters' prefixed Redis keys kept, emptied when full (10,000 keys in use × 4 counters, their teams' and a few more). */
+const COUNTER_KEYS_MAX = 65_536;
 /** Parsed key records kept (by their stored JSON), emptied when full. */
 const PARSED_MAX = 4096;
 
@@ -127,6 +129,7 @@ export class RedisKeyStore implements KeyStore {
   private readonly client: RespClient;
   private readonly prefix: string;
   private readonly parsed = new Map<string, KeyRecord>();
+  private readonly counterKeys = new Map<string, string>();
   /** Records found lately, confirmed by each reservation's script (key-cache.ts). */
   private readonly cache = new KeyCache();
   /** Reservations waiting for the end of this event-loop turn, to be sent together. */
@@ -177,8 +180,15 @@ export class RedisKeyStore implements KeyStore {
     return `${this.prefix}id:${id}`;
   }
 
+  /** A counter's Redis key, kept per counter name (a few per key and window; emptied when full). */
   private counterKey(name: string): string {
-    return `${this.prefix}c:${name}`;
+    let key = this.counterKeys.get(name);
+    if (key === undefined) {
+      if (this.counterKeys.size >= COUNTER_KEYS_MAX) this.counterKeys.clear();
+      key = `${this.prefix}c:${name}`;
+      this.counterKeys.set(name, key);
+    }
+    return key;
   }
 
   find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
@@ -244,13 +254,15 @@ export class RedisKeyStore implements KeyStore {
    * queue). Counters first (the script reads them with one MGET), then the digest entries the batch checks.
    */
   private scriptCall(batch: readonly Waiting[]): { keys: string[]; args: (string | number)[] } {
+    // Indexed by the policy's counter names (the same strings request after request: hashed once), prefixed once per
+    // script from a cache (no new string per line to concatenate, hash and encode).
     const keys: string[] = [];
     const index = new Map<string, number>();
-    const at = (key: string): number => {
-      let i = index.get(key);
+    const at = (counter: string): number => {
+      let i = index.get(counter);
       if (i === undefined) {
-        i = keys.push(key);
-        index.set(key, i);
+        i = keys.push(this.counterKey(counter));
+        index.set(counter, i);
       }
       return i;
     };
@@ -258,21 +270,18 @@ export class RedisKeyStore implements KeyStore {
     const args: (string | number)[] = [0, this.pending.size];
     for (let i = 0; i < this.pending.size; i++) {
       const d = this.pending.at(i);
-      args.push(at(this.counterKey(d.counter)), d.amount, d.expiresAt);
+      args.push(at(d.counter), d.amount, d.expiresAt);
     }
     this.pending.clear();
     args.push(batch.length);
     for (const w of batch) {
       let d = 0;
-      if (w.digest !== undefined) {
-        const key = this.digestKey(w.digest);
-        d = digests.indexOf(key) + 1 || digests.push(key);
-      }
+      if (w.digest !== undefined) d = digests.indexOf(w.digest) + 1 || digests.push(w.digest);
       args.push(d, w.lines.length);
-      for (const l of w.lines) args.push(at(this.counterKey(l.counter)), l.limit, l.amount, l.expiresAt);
+      for (const l of w.lines) args.push(at(l.counter), l.limit, l.amount, l.expiresAt);
     }
     args[0] = keys.length;
-    for (const d of digests) keys.push(d);
+    for (const d of digests) keys.push(this.digestKey(d));
     return { keys, args };
   }
 
