@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
 import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import type { RequestPipeline } from './request-pipeline.ts';
-import { announceKeepAlive, SWEEP_MS, sweepIdle, trackSocket } from './idle-sweep.ts';
+import { announceKeepAlive, IDLE_CLOSE_MS, SWEEP_MS, sweepIdle, trackSocket } from './idle-sweep.ts';
 import type { SweptSocket } from './idle-sweep.ts';
 import { ProxyResponse } from './proxy-response.ts';
 import { shouldUpgrade } from './request-input.ts';
@@ -214,7 +214,7 @@ export class BindServers {
       this.sweep = null;
       return;
     }
-    sweepIdle(this.swept, performance.now());
+    sweepIdle(this.swept, performance.now(), IDLE_CLOSE_MS, this.pipeline.snapshot?.staticConfig.defaultTimeouts.streamIdleMs ?? 0);
   }
 
   /** Ports of the snapshot that are not listening yet. */

@@ -13,9 +13,11 @@ export const SWEEP_MS = 1_000;
 
 const kMoved = Symbol('bytesMoved');
 const kQuietSince = Symbol('quietSince');
+/** When a sweep first saw the request body stalled (see `sweepIdle`); -1 when it is not. */
+const kStalledSince = Symbol('stalledSince');
 
 /** node:http's fields of a server connection: the response being written, and its parser (null once upgraded). */
-export type SweptSocket = Socket & { _httpMessage?: ServerResponse | null; parser?: unknown; [kMoved]?: number; [kQuietSince]?: number };
+export type SweptSocket = Socket & { _httpMessage?: ServerResponse | null; parser?: unknown; [kMoved]?: number; [kQuietSince]?: number; [kStalledSince]?: number };
 
 /** A response tells the client the keep-alive timeout, which node:http writes only from `_keepAliveTimeout`. */
 export function announceKeepAlive(res: ServerResponse): void {
@@ -26,6 +28,7 @@ export function announceKeepAlive(res: ServerResponse): void {
 export function trackSocket(socket: SweptSocket, now: number): void {
   socket[kMoved] = 0;
   socket[kQuietSince] = now;
+  socket[kStalledSince] = -1;
 }
 
 /**
@@ -33,13 +36,24 @@ export function trackSocket(socket: SweptSocket, now: number): void {
  * upgraded or CONNECT socket has no parser and is never closed here), and no byte read or written since a sweep saw
  * one move. Activity is seen at sweep granularity, so a connection closes 0-1 sweep later than node:http would
  * close it, never earlier.
+ *
+ * With `bodyIdleMs`, also close a connection whose request body stopped arriving before any answer was started (no
+ * byte either way for `bodyIdleMs`, 0-2 sweeps late): a body read whole before it is sent (ADR 0050) runs no upstream
+ * deadline yet, so a client that stops mid-body would hold the connection for ever (ADR 0092; Envoy's stream idle
+ * timeout, `config.defaultTimeouts.streamIdleTimeout`).
  */
-export function sweepIdle(sockets: Iterable<SweptSocket>, now: number, limitMs = IDLE_CLOSE_MS): void {
+export function sweepIdle(sockets: Iterable<SweptSocket>, now: number, limitMs = IDLE_CLOSE_MS, bodyIdleMs = 0): void {
   for (const socket of sockets) {
     const moved = socket.bytesRead + socket.bytesWritten;
-    if (moved !== socket[kMoved] || socket._httpMessage || !socket.parser) {
+    const res = socket._httpMessage;
+    if (moved !== socket[kMoved] || res || !socket.parser) {
+      const quiet = moved === socket[kMoved];
       socket[kMoved] = moved;
       socket[kQuietSince] = now;
+      if (quiet && bodyIdleMs > 0 && res && !res.headersSent && !res.req.complete) {
+        const since = socket[kStalledSince]! >= 0 ? socket[kStalledSince]! : (socket[kStalledSince] = now);
+        if (now - since >= bodyIdleMs) socket.destroy();
+      } else socket[kStalledSince] = -1;
     } else if (now - (socket[kQuietSince] ?? now) >= limitMs) socket.destroy();
   }
 }

@@ -28,6 +28,7 @@ describe('HTTP/1.1 connections', () => {
   let raw: RawUpstream;
   let gw: RunningGateway;
   let port: number;
+  /** A gateway with short client deadlines: headers in 400 ms, a silent request body cut after 1 s. */
   let slowHeadersPort: number;
   let slowHeaders: RunningGateway;
   const seen: Seen[] = [];
@@ -68,7 +69,7 @@ describe('HTTP/1.1 connections', () => {
       { name: 'plain', backends: [{ host: up.host }] },
     ];
     ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes)));
-    ({ gw: slowHeaders, ports: [slowHeadersPort] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes, { config: { headerTimeout: '400ms' } })));
+    ({ gw: slowHeaders, ports: [slowHeadersPort] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes, { config: { headerTimeout: '400ms', defaultTimeouts: { streamIdleTimeout: '1s' } } })));
   });
   after(async () => {
     for (const c of clients) c.destroy();
@@ -184,6 +185,13 @@ describe('HTTP/1.1 connections', () => {
       assert.equal(last().headers.expect, undefined, 'Expect is answered by the gateway, not forwarded');
     });
 
+    it('Expect: 100-continue with the body sent at once (no wait): 100 Continue, then the answer', async () => {
+      const c = client();
+      c.write('POST /expect-now HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello');
+      assert.equal((await c.read({ interim: true })).status, 100);
+      assert.equal((await c.read()).body, 'POST /expect-now 5');
+    });
+
     it('an Expect other than 100-continue: 417 from node:http, nothing upstream', async () => {
       const before = seen.length;
       const c = client();
@@ -202,6 +210,41 @@ describe('HTTP/1.1 connections', () => {
       const s = seen.find((x) => x.url === '/cut')!;
       await waitFor(() => s.aborted, 5000, 'the upstream request to be cut');
       assert.equal(s.ended, false);
+    });
+
+    it('a client closing before its small body (read whole first, ADR 0050) is complete: nothing reaches the upstream', async () => {
+      const before = seen.length;
+      const c = client();
+      c.write('POST /cut-small HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhello');
+      await sleep(100);
+      c.destroy();
+      await sleep(100);
+      assert.equal(seen.length, before);
+    });
+
+    it('a client that stops sending its body before any answer: the connection is closed after the stream idle timeout (ADR 0092)', async () => {
+      // A small body is read whole before anything is sent (ADR 0050), so no upstream deadline runs yet; without this
+      // the connection was held for ever (a slow-body client). `config.defaultTimeouts.streamIdleTimeout` is 1 s here.
+      const before = seen.length;
+      const c = client(slowHeadersPort);
+      c.write('POST /stalled HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhello');
+      const started = Date.now();
+      await c.closed(8000);
+      const took = Date.now() - started;
+      // 1 s of silence, seen by a sweep once a second: closed 0-2 sweeps after it (never before).
+      assert.ok(took >= 1000, `closed after ${took} ms`);
+      assert.equal(seen.length, before, 'nothing reached the upstream');
+    });
+
+    it('a body that trickles in slower than the request but never silent for the stream idle timeout is served', async () => {
+      const c = client(slowHeadersPort);
+      c.write('POST /trickle HTTP/1.1\r\nHost: h\r\nContent-Length: 8\r\n\r\n');
+      for (const ch of 'trickled') {
+        await sleep(300);
+        c.write(ch);
+      }
+      const a = await c.read();
+      assert.equal(a.body, 'POST /trickle 8');
     });
 
     it('a client that half-closes after its request is treated as gone: no answer, the connection closes (node:http)', async () => {
