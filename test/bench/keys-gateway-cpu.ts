@@ -8,6 +8,10 @@
 // Redis commands each gateway's requests caused are printed per request (INFO commandstats: key reads, scripts), with
 // redis-server's own CPU (/proc) and the bytes it read (INFO stats) per request. KEYS_ONE=1 with keys > 1: a keyed
 // gateway with one key beside the one with KEYS keys in turn (1 key against 1,000 in the same interleaved rounds).
+// KEYS_MEMORY=1: the SQLite store in memory (`:memory:`: no file, no WAL, no checkpointer) and the keys declared in
+// the config (a memory store is the gateway's own): what the counters cost without the file's I/O. Every run prints
+// each gateway's I/O system calls per request (/proc/<pid>/io: bytes read and written, read and write calls; the
+// SQLite WAL's frames, 4 KiB and a 24-byte header in two writes each, are in them).
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -64,9 +68,10 @@ const redisCalls = async (): Promise<Map<string, number>> => {
 };
 /** Bytes redis-server has read from its clients (INFO stats). */
 const netIn = async (): Promise<number> => (redisPort === undefined ? 0 : Number(/total_net_input_bytes:(\d+)/.exec(await redisCli('INFO', 'stats'))?.[1] ?? 0));
-const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: join(dir, 'keys.db') } });
+const memory = process.env.KEYS_MEMORY === '1';
+const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: memory ? ':memory:' : join(dir, 'keys.db') } });
 
-interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
+interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; io: number[][]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
 
 async function seed(root: string, dir: string, keys: number): Promise<void> {
   const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as typeof import('../../plugins/lib/key-store/open-store.ts');
@@ -84,9 +89,10 @@ async function start(name: string, root: string, keyed: boolean, keys = KEYS): P
   const [port, admin, stats, ready] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const route: Record<string, unknown> = { name: 'ai', matches: [{ path: { pathPrefix: '/' } }], backends: [{ ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upPort}` } }] };
   if (keyed) {
-    await seed(root, dir, keys);
+    if (!memory) await seed(root, dir, keys);
     const teams = Array.from({ length: Math.min(keys, 100) }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
-    route.policies = { virtualKeys: { store: storeSpec(dir), budgets: big(), teams } };
+    const declared = memory ? Array.from({ length: keys }, (_, i) => ({ id: `key-${i}`, key: secret(i), team: `team-${i % Math.min(keys, 100)}`, budgets: big() })) : undefined;
+    route.policies = { virtualKeys: { store: storeSpec(dir), budgets: big(), teams, ...(declared ? { keys: declared } : {}) } };
   }
   const file = join(dir, 'gw.yaml');
   writeFileSync(file, stringify({ config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${ready}` }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
@@ -100,8 +106,14 @@ async function start(name: string, root: string, keyed: boolean, keys = KEYS): P
     if (i > 300) throw new Error(`${name} not ready`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
+  return { name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], io: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
 }
+
+/** The process's I/O system calls (/proc/<pid>/io): bytes read, bytes written, read calls, write calls. */
+const ioOf = (pid: number): number[] => {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  return ['rchar', 'wchar', 'syscr', 'syscw'].map((k) => Number(new RegExp(`${k}: (\\d+)`).exec(io)![1]));
+};
 
 const cpuOf = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -152,6 +164,7 @@ for (const g of gws) await load(g, 500, CONC);
 for (let r = 0; r < ROUNDS; r++) {
   for (const g of r % 2 ? [...gws].reverse() : gws) {
     const c0 = cpuOf(g.proc.pid!);
+    const io0 = ioOf(g.proc.pid!);
     const t0 = threadsOf(g.proc.pid!);
     const r0 = await redisCalls();
     const rc0 = redisProc ? cpuOf(redisProc.pid!) : 0;
@@ -162,6 +175,7 @@ for (let r = 0; r < ROUNDS; r++) {
     for (const [k, v] of await redisCalls()) g.calls.set(k, (g.calls.get(k) ?? 0) + v - (r0.get(k) ?? 0));
     g.requests += N;
     g.cpu.push((cpuOf(g.proc.pid!) - c0) / N);
+    g.io.push(ioOf(g.proc.pid!).map((v, i) => (v - io0[i]!) / N));
     for (const [k, v] of threadsOf(g.proc.pid!)) g.threads.set(k, (g.threads.get(k) ?? 0) + (v - (t0.get(k) ?? 0)) / N / ROUNDS);
     const t = await load(g, Math.min(N, 500), 1);
     g.p50.push(t[t.length >> 1]! * 1000);
@@ -171,6 +185,7 @@ const med = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]
 const plain = gws[0]!;
 console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${N}\n| gateway | CPU µs/req c=${CONC} (rounds) | median | p50 µs c=1 (rounds) | added p50 vs plain |\n|---|---|---:|---|---:|`);
 for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} | ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
+for (const g of gws) console.log(`${g.name} I/O per request at c=${CONC} (medians): read ${med(g.io.map((r) => r[0]!)).toFixed(0)} B in ${med(g.io.map((r) => r[2]!)).toFixed(2)} calls, written ${med(g.io.map((r) => r[1]!)).toFixed(0)} B in ${med(g.io.map((r) => r[3]!)).toFixed(2)} calls`);
 if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} threads µs/req: ${[...g.threads].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
 if (redisPort !== undefined) {
   for (const g of gws.slice(1)) console.log(`${g.name} Redis calls per request at c=${CONC}: ${[...g.calls].filter(([k, v]) => v > 0 && k !== 'info').map(([k, v]) => `${k} ${(v / g.requests).toFixed(3)}`).join(', ')}`);
