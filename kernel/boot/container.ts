@@ -31,7 +31,9 @@ export function createGateway(options: GatewayOptions, sink: LogSink = new LogSi
   const resources = new GenerationalResources();
   const accessLog = new AccessLog(sink, true, 'text');
   const pipeline = new RequestPipeline(logger, accessLog, metrics);
-  const binds = new BindServers(pipeline, logger, options.worker !== undefined);
+  // `SWITCHYARD_LEAN_HTTP=off`: node:http parses every request (ADR 0088's opt-out).
+  const leanHttp = (options.env ?? process.env).SWITCHYARD_LEAN_HTTP?.trim().toLowerCase() !== 'off';
+  const binds = new BindServers(pipeline, logger, options.worker !== undefined, leanHttp);
   const admin = new AdminServers(logger);
   const gateway = new Gateway(options, { logger, sink, metrics, resources, accessLog, pipeline, binds, admin, shared: sharedState(options, logger) });
   metrics.gauge('switchyard_config_generation', 'Generation number of the live config.', () => gateway.snapshot?.generation ?? 0);

@@ -7,6 +7,8 @@ import { announceKeepAlive, IDLE_CLOSE_MS, SWEEP_MS, sweepIdle, trackSocket } fr
 import type { SweptSocket } from './idle-sweep.ts';
 import { ProxyResponse } from './proxy-response.ts';
 import { shouldUpgrade } from './request-input.ts';
+import { LeanConnection } from './lean-connection.ts';
+import type { LeanBind } from './lean-connection.ts';
 
 // Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -18,6 +20,8 @@ interface BindServer {
   readonly secure: boolean;
   readonly server: HttpServer;
   listening: boolean;
+  /** The lean server side's connections of a cleartext bind (ADR 0088); null: node:http serves every connection. */
+  readonly lean: Set<LeanConnection> | null;
 }
 
 /** node:http options of a bind; the header timeout and connection cap come from `config`. */
@@ -106,10 +110,14 @@ export class BindServers {
   /** Listen with `SO_REUSEPORT`: one of several worker threads serving the same ports (the kernel spreads connections). */
   private readonly reusePort: boolean;
 
-  constructor(pipeline: RequestPipeline, logger: Logger, reusePort = false) {
+  /** Cleartext binds parse common requests themselves (ADR 0088); false (`SWITCHYARD_LEAN_HTTP=off`): node:http only. */
+  private readonly leanHttp: boolean;
+
+  constructor(pipeline: RequestPipeline, logger: Logger, reusePort = false, leanHttp = true) {
     this.pipeline = pipeline;
     this.logger = logger;
     this.reusePort = reusePort;
+    this.leanHttp = leanHttp;
   }
 
   /** Start servers for new ports, stop removed ones, refresh TLS. Rejects if a new port cannot be bound. */
@@ -157,6 +165,7 @@ export class BindServers {
     } else {
       server = createHttpServer(serverOptions(statics)) as unknown as HttpServer;
     }
+    const lean = !bind.secure && this.leanHttp ? this.leanSide(server, port, statics.headerTimeoutMs) : null;
     if (statics.maxConnectionsPerBind > 0) server.maxConnections = statics.maxConnectionsPerBind;
     const secure = bind.secure;
     server.on('request', (req, res) => {
@@ -181,7 +190,7 @@ export class BindServers {
         socket.once('close', () => this.swept.delete(socket));
       });
     }
-    const entry: BindServer = { port, address: bind.address, secure, server, listening: false };
+    const entry: BindServer = { port, address: bind.address, secure, server, listening: false, lean };
     this.servers.set(port, entry);
     return new Promise<void>((resolve, reject) => {
       const tryListen = (host: string): void => {
@@ -200,6 +209,20 @@ export class BindServers {
       };
       tryListen(bind.address ?? '::');
     });
+  }
+
+  /**
+   * The lean server side of a cleartext bind (ADR 0088): node:http's connection listener comes off the server and
+   * ours takes each new connection, handing it back to node's (still the server's own) when a request is not the lean
+   * path's. The server keeps listening, counting connections and checking node's deadlines as before.
+   */
+  private leanSide(server: HttpServer, port: number, headerTimeoutMs: number): Set<LeanConnection> {
+    const nodeConnection = server.listeners('connection')[0] as LeanBind['nodeConnection'];
+    server.off('connection', nodeConnection);
+    const open = new Set<LeanConnection>();
+    const lean: LeanBind = { server, port, nodeConnection, serving: this.pipeline, headerTimeoutMs, open };
+    server.on('connection', (socket: Socket) => void new LeanConnection(socket, lean));
+    return open;
   }
 
   private sweepAlso(socket: SweptSocket): void {
@@ -227,6 +250,7 @@ export class BindServers {
     return new Promise((resolve) => {
       entry.server.close(() => resolve());
       entry.server.closeIdleConnections();
+      if (entry.lean !== null) for (const connection of entry.lean) connection.closeIfIdle();
     });
   }
 

@@ -51,7 +51,8 @@ export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: 
  */
 export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   readonly req: IncomingMessage;
-  readonly res: ServerResponse | undefined;
+  /** Set after construction by the lean server side, which makes the response once the route is known (ADR 0088). */
+  res: ServerResponse | undefined;
   readonly method: string;
   path: string;
   query: string;

@@ -15,9 +15,18 @@ const kMoved = Symbol('bytesMoved');
 const kQuietSince = Symbol('quietSince');
 /** When a sweep first saw the request body stalled (see `sweepIdle`); -1 when it is not. */
 const kStalledSince = Symbol('stalledSince');
+/** Set on a connection the lean server side serves (lean-connection.ts): an HTTP connection without node's parser. */
+export const LEAN = Symbol('switchyard.lean');
 
 /** node:http's fields of a server connection: the response being written, and its parser (null once upgraded). */
-export type SweptSocket = Socket & { _httpMessage?: ServerResponse | null; parser?: unknown; [kMoved]?: number; [kQuietSince]?: number; [kStalledSince]?: number };
+export type SweptSocket = Socket & {
+  _httpMessage?: ServerResponse | null;
+  parser?: unknown;
+  [kMoved]?: number;
+  [kQuietSince]?: number;
+  [kStalledSince]?: number;
+  [LEAN]?: true | undefined;
+};
 
 /** A response tells the client the keep-alive timeout, which node:http writes only from `_keepAliveTimeout`. */
 export function announceKeepAlive(res: ServerResponse): void {
@@ -33,8 +42,8 @@ export function trackSocket(socket: SweptSocket, now: number): void {
 
 /**
  * Close connections idle for `limitMs`: between requests (no response being written, still an HTTP connection: an
- * upgraded or CONNECT socket has no parser and is never closed here), and no byte read or written since a sweep saw
- * one move. Activity is seen at sweep granularity, so a connection closes 0-1 sweep later than node:http would
+ * upgraded or CONNECT socket has no parser and is never closed here; a lean connection, without one either, is), and
+ * no byte read or written since a sweep saw one move. Activity is seen at sweep granularity, so a connection closes 0-1 sweep later than node:http would
  * close it, never earlier.
  *
  * With `bodyIdleMs`, also close a connection whose request body stopped arriving before any answer was started (no
@@ -46,7 +55,7 @@ export function sweepIdle(sockets: Iterable<SweptSocket>, now: number, limitMs =
   for (const socket of sockets) {
     const moved = socket.bytesRead + socket.bytesWritten;
     const res = socket._httpMessage;
-    if (moved !== socket[kMoved] || res || !socket.parser) {
+    if (moved !== socket[kMoved] || res || (!socket.parser && socket[LEAN] === undefined)) {
       const quiet = moved === socket[kMoved];
       socket[kMoved] = moved;
       socket[kQuietSince] = now;

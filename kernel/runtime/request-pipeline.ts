@@ -20,6 +20,8 @@ import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
 import { requestInputProblem, UNSUPPORTED_CODING } from './request-input.ts';
+import type { LeanServing } from './lean-connection.ts';
+import type { LeanRequest } from './lean-request.ts';
 
 const isOrder = (choice: BackendChoice): choice is readonly number[] => Array.isArray(choice);
 
@@ -98,12 +100,36 @@ function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, sec
   return ex;
 }
 
+/** Routes the lean server side serves (ADR 0088), decided on a route's first lean request. */
+const leanRoutes = new WeakMap<CompiledRoute, boolean>();
+
+/**
+ * Whether the lean server side may serve `route`: only the kernel's own work on it (the direct forward, no hook,
+ * log hook, error shaping, health or failover, one attempt without upstream hooks), so no plugin ever sees the
+ * exchange and its `req` (a LeanRequest, not an IncomingMessage). Anything else is node:http's.
+ */
+function servedLean(route: CompiledRoute): boolean {
+  let lean = leanRoutes.get(route);
+  if (lean === undefined) {
+    lean =
+      route.kernelOnly &&
+      route.logHooks === null &&
+      route.shapeError === null &&
+      route.backends.every((ref) => {
+        const plan = ref.plan;
+        return ref.failover === null && directForwarder(ref.instance.target) !== null && plan.retry === null && plan.upstreamHooks === null && !(plan.attemptTimeoutMs > 0);
+      });
+    leanRoutes.set(route, lean);
+  }
+  return lean;
+}
+
 /** The exchange a response belongs to, read by the one shared 'close' listener below. */
 const kExchange = Symbol('switchyard.exchange');
 type TrackedResponse = ServerResponse & { [kExchange]?: ExchangeImpl };
 
 /** The data plane: takes each request from a bind server through route selection, the chain and the backend. */
-export class RequestPipeline {
+export class RequestPipeline implements LeanServing {
   snapshot: Snapshot | undefined = undefined;
   draining = false;
   /** `config.tracing` started; null (no tracing) keeps the path below free of any tracing work. */
@@ -148,6 +174,42 @@ export class RequestPipeline {
     res.on('close', this.onResponseClose);
     if (this.tracing !== null) this.tracing.start(ex);
     this.serve(ex, res, port, snapshot);
+  }
+
+  /** The exchange `acceptsLean` made for the lean server side, served by the `serve` that follows it. */
+  private leanExchange: ExchangeImpl | undefined = undefined;
+
+  /**
+   * The lean server side (ADR 0088): whether `req` is served lean, decided by its route (`servedLean`), without
+   * tracing. A refused Host or path, no route, and every route with plugin work are node:http's (which answers them
+   * as today).
+   */
+  acceptsLean(req: LeanRequest, port: number): boolean {
+    const snapshot = this.snapshot;
+    if (snapshot === undefined || this.tracing !== null) return false;
+    const ex = makeExchange(req as unknown as IncomingMessage, undefined, false, snapshot);
+    if (ex.refusal !== undefined) return false;
+    const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
+    const route = listener ? selectRoute(listener, ex) : undefined;
+    if (route === undefined || !servedLean(route)) return false;
+    ex.snapshot = snapshot;
+    ex.route = route.info;
+    ex.compiledRoute = route;
+    this.leanExchange = ex;
+    return true;
+  }
+
+  /** The lean server side's request after `acceptsLean`: `handle` from the route on, the body already read whole. */
+  serveLean(_req: LeanRequest, res: ServerResponse, body: Buffer | undefined): void {
+    const ex = this.leanExchange!;
+    this.leanExchange = undefined;
+    ex.res = res;
+    if (body !== undefined) ex.body = ex.receivedBody = body;
+    ex.snapshot!.acquire();
+    if (this.draining) res.shouldKeepAlive = false;
+    (res as TrackedResponse)[kExchange] = ex;
+    res.on('close', this.onResponseClose);
+    this.serveRoute(ex, res, ex.compiledRoute!);
   }
 
   /**

@@ -1,0 +1,59 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+import type { RequestHead } from './request-head.ts';
+
+/**
+ * A request the lean server side read whole (head and body, ADR 0088), standing in for node:http's `IncomingMessage`
+ * as `Exchange.req` and as the `req` of its `ServerResponse`. It carries what the kernel reads of a request (method,
+ * url, headers, rawHeaders, httpVersion, socket, complete) and nothing of a stream: it serves only routes where no
+ * plugin sees the exchange (`CompiledRoute.kernelOnly`, no log hooks, no tracing), and the body is already the
+ * exchange's (`ex.body`), so nothing reads the request as a stream. The stream-ish members below are what
+ * node:http's `ServerResponse` and the kernel ask of a finished request.
+ */
+export class LeanRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders: string[];
+  readonly httpVersion = '1.1';
+  readonly httpVersionMajor = 1;
+  readonly httpVersionMinor = 1;
+  readonly socket: Socket;
+  readonly complete = true;
+  readonly readableFlowing = null;
+  readonly destroyed = false;
+  readonly upgrade = false;
+  readonly aborted = false;
+
+  constructor(head: RequestHead, socket: Socket) {
+    this.method = head.method;
+    this.url = head.url;
+    this.headers = head.headers;
+    this.rawHeaders = head.rawHeaders;
+    this.socket = socket;
+  }
+
+  get connection(): Socket {
+    return this.socket;
+  }
+
+  // A finished request's stream surface: nothing more will come.
+  on(): this {
+    return this;
+  }
+  once(): this {
+    return this;
+  }
+  off(): this {
+    return this;
+  }
+  removeListener(): this {
+    return this;
+  }
+  resume(): this {
+    return this;
+  }
+  destroy(): this {
+    return this;
+  }
+}

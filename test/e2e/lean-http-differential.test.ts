@@ -1,0 +1,256 @@
+// The lean HTTP/1.1 server side (ADR 0088) against node:http: the same raw bytes sent to a gateway with the lean side
+// (the default) and to one with `SWITCHYARD_LEAN_HTTP=off` must read back the same bytes (Date and request ids
+// aside), and the upstream (which echoes what it received) must have been sent the same request. The cases are the
+// lean path's own (keep-alive, bodies, pipelining, HEAD, Connection: close, big and chunked answers, upstream
+// failures) and every kind it hands to node:http (split heads, bodies in a later read, chunked and Expect requests,
+// HTTP/1.0, smuggling shapes, malformed heads, 431, upgrades, other routes) on the first request or a later one.
+import assert from 'node:assert/strict';
+import { connect, createServer } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { startRoutesGateway } from '../helpers/gateway.ts';
+import type { RoutesGateway } from '../helpers/gateway.ts';
+import { RequestPipeline } from '../../kernel/runtime/request-pipeline.ts';
+
+/** Requests the lean side served (the gateway runs in this process: its pipeline's prototype is counted). */
+let served = 0;
+const serveLean = RequestPipeline.prototype.serveLean;
+RequestPipeline.prototype.serveLean = function (this: RequestPipeline, ...args: Parameters<typeof serveLean>) {
+  served++;
+  return serveLean.apply(this, args);
+};
+
+/** An upstream that answers each request with the bytes it received (head and Content-Length body). */
+async function startEchoUpstream(): Promise<{ port: number; server: Server; sockets: Set<Socket> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    let pending = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      for (let end = pending.indexOf('\r\n\r\n'); end !== -1; end = pending.indexOf('\r\n\r\n')) {
+        const head = pending.subarray(0, end).toString('latin1');
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (pending.length < end + 4 + length) return;
+        // The request id the gateway made is random (and of varying length): left out of the echo.
+        const received = Buffer.from(pending.subarray(0, end + 4 + length).toString('latin1').replace(/\r\nx-request-id: [^\r]*/i, ''), 'latin1');
+        pending = pending.subarray(end + 4 + length);
+        const path = head.split(' ')[1] ?? '';
+        if (path.startsWith('/p/fail')) return void socket.destroy();
+        if (path.startsWith('/p/big')) {
+          socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${40 * 1024}\r\n\r\n${'b'.repeat(40 * 1024)}`);
+        } else if (path.startsWith('/p/chunked')) {
+          socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n');
+        } else if (head.startsWith('HEAD ')) {
+          socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${received.length}\r\n\r\n`);
+        } else {
+          const answer = (): boolean => socket.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${received.length}\r\n\r\n`), received]));
+          if (path.startsWith('/p/slow')) setTimeout(answer, 60);
+          else answer();
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, server, sockets };
+}
+
+/** What a raw client reads back: everything until the server closes, or until it has been quiet for `quietMs`. */
+function exchange(port: number, writes: readonly (string | Buffer)[], opts: { gapMs?: number; quietMs?: number; halfClose?: boolean } = {}): Promise<string> {
+  const gap = opts.gapMs ?? 40;
+  const quiet = opts.quietMs ?? 250;
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    let done = false;
+    const finish = (how: string): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(Buffer.concat(chunks).toString('latin1') + `[${how}]`);
+    };
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish('open'), quiet);
+    };
+    socket.on('data', (c: Buffer) => {
+      chunks.push(c);
+      arm();
+    });
+    socket.on('end', () => finish('closed'));
+    socket.on('error', () => finish('reset'));
+    socket.on('connect', async () => {
+      for (let i = 0; i < writes.length; i++) {
+        if (i > 0) await new Promise((r) => setTimeout(r, gap));
+        if (!socket.destroyed) socket.write(writes[i]!);
+      }
+      if (opts.halfClose) socket.end();
+      arm();
+    });
+  });
+}
+
+/** Date and request ids differ between two runs; the gateway's own port is not in any of the bytes compared. */
+function normalise(text: string): string {
+  return text
+    .replace(/^Date: .*$/gim, 'Date: <date>')
+    .replace(/^x-request-id: .*$/gim, 'x-request-id: <id>')
+    .replace(/"request_id":"[^"]*"/g, '"request_id":"<id>"');
+}
+
+const GET = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: gw.test\r\n${extra}\r\n`;
+const POST = (path: string, body: string, extra = ''): string => `POST ${path} HTTP/1.1\r\nHost: gw.test\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+
+/** Each case: the writes a client makes (separated by a short gap), and whether it then half-closes. */
+const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; quietMs?: number }> = {
+  'keep-alive GETs on one connection': { writes: [GET('/p/a'), GET('/p/b?x=1&y=%20z')] },
+  'a POST body in the same read': { writes: [POST('/p/post', '{"model":"m","messages":[]}')] },
+  'a POST body in a later read (node:http)': { writes: [POST('/p/post', '').replace('Content-Length: 0', 'Content-Length: 11'), 'hello world'] },
+  'a head split across reads (node:http)': { writes: ['GET /p/split HTTP/1.1\r\nHo', 'st: gw.test\r\n\r\n'] },
+  'two pipelined requests in one read': { writes: [GET('/p/one') + POST('/p/two', 'abc')] },
+  'a pipelined request behind a slow answer': { writes: [GET('/p/slow') + GET('/p/after')] },
+  'a pipelined malformed request behind a good one': { writes: [GET('/p/good') + 'GET /p/bad HTTP/1.1\r\nHost: gw.test\r\nX: a\nY: b\r\n\r\n'] },
+  'a malformed request after a lean one (node:http from there)': { writes: [GET('/p/first'), 'GET /p/x HTTP/1.1\r\nHost: gw.test\r\nBad Name: v\r\n\r\n'] },
+  'a lean request, then one for node:http, then a lean one': { writes: [GET('/p/1'), 'GET /p/2 HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n', GET('/p/3')] },
+  'Connection: close': { writes: [GET('/p/close', 'Connection: close\r\n')] },
+  'Connection: keep-alive': { writes: [GET('/p/ka', 'Connection: keep-alive\r\n'), GET('/p/ka2')] },
+  'Connection naming a header (node:http)': { writes: [GET('/p/cx', 'Connection: x-foo\r\nX-Foo: 1\r\n')] },
+  HEAD: { writes: [`HEAD /p/head HTTP/1.1\r\nHost: gw.test\r\n\r\n`, GET('/p/after-head')] },
+  'OPTIONS, DELETE, PUT, PATCH': { writes: ['OPTIONS /p/o HTTP/1.1\r\nHost: gw.test\r\n\r\n', 'DELETE /p/d HTTP/1.1\r\nHost: gw.test\r\n\r\n', POST('/p/put', 'x').replace('POST', 'PUT'), POST('/p/patch', 'y').replace('POST', 'PATCH')] },
+  'a GET with a body': { writes: [`GET /p/gb HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 3\r\n\r\nabc`] },
+  'Content-Length: 0 and leading zeros': { writes: [`POST /p/z HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 0\r\n\r\n`, `POST /p/z2 HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 003\r\n\r\nabc`] },
+  'header whitespace, empty values, case of names': { writes: [GET('/p/ws', 'X-A:   spaced   \r\nx-b:\ttabbed\t\r\nX-Empty:\r\nX-CASE: MiXeD\r\n')] },
+  'a client x-request-id and x-forwarded-for': { writes: [GET('/p/rid', 'X-Request-Id: abc123\r\nX-Forwarded-For: 10.0.0.1\r\n')] },
+  'a chunked request body (node:http)': { writes: ['POST /p/te HTTP/1.1\r\nHost: gw.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'] },
+  'Content-Length and Transfer-Encoding (node:http refuses)': { writes: ['POST /p/s HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'] },
+  'two Content-Lengths (node:http refuses)': { writes: ['POST /p/s HTTP/1.1\r\nHost: gw.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab'] },
+  'a Content-Length that is not digits (node:http refuses)': { writes: ['POST /p/s HTTP/1.1\r\nHost: gw.test\r\nContent-Length: +1\r\n\r\na'] },
+  'obs-fold (node:http refuses)': { writes: ['GET /p/f HTTP/1.1\r\nHost: gw.test\r\nX-A: one\r\n two\r\n\r\n'] },
+  'a bare LF (node:http)': { writes: ['GET /p/lf HTTP/1.1\nHost: gw.test\n\n'] },
+  'a bare CR in a value (node:http refuses)': { writes: ['GET /p/cr HTTP/1.1\r\nHost: gw.test\r\nX-A: a\rb\r\n\r\n'] },
+  'a NUL in a value (node:http refuses)': { writes: [Buffer.from('GET /p/nul HTTP/1.1\r\nHost: gw.test\r\nX-A: a\u0000b\r\n\r\n', 'latin1')] },
+  'obs-text in a value (node:http)': { writes: [Buffer.from('GET /p/obs HTTP/1.1\r\nHost: gw.test\r\nX-A: caf\u00e9\r\n\r\n', 'latin1')] },
+  'a space before the colon (node:http refuses)': { writes: ['GET /p/sp HTTP/1.1\r\nHost: gw.test\r\nX-A : v\r\n\r\n'] },
+  'no Host (node:http refuses)': { writes: ['GET /p/nohost HTTP/1.1\r\nX-A: v\r\n\r\n'] },
+  'two Hosts (node:http)': { writes: ['GET /p/hh HTTP/1.1\r\nHost: gw.test\r\nHost: other\r\n\r\n'] },
+  'HTTP/1.0 (node:http)': { writes: ['GET /p/10 HTTP/1.0\r\nHost: gw.test\r\n\r\n'] },
+  'HTTP/1.0 keep-alive (node:http)': { writes: ['GET /p/10 HTTP/1.0\r\nHost: gw.test\r\nConnection: keep-alive\r\n\r\n', GET('/p/11')] },
+  'Expect: 100-continue (node:http)': { writes: ['POST /p/e HTTP/1.1\r\nHost: gw.test\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n', 'abc'] },
+  'an upgrade request (node:http)': { writes: ['GET /p/ws HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'] },
+  'an unknown method (node:http refuses)': { writes: ['FOO /p/m HTTP/1.1\r\nHost: gw.test\r\n\r\n'] },
+  'CONNECT (node:http)': { writes: ['CONNECT gw.test:443 HTTP/1.1\r\nHost: gw.test:443\r\n\r\n'] },
+  'an absolute-form target (node:http)': { writes: ['GET http://gw.test/p/abs HTTP/1.1\r\nHost: other\r\n\r\n'] },
+  'a fragment and odd characters in the target (node:http)': { writes: ['GET /p/q#frag HTTP/1.1\r\nHost: gw.test\r\n\r\n', 'GET /p/"quoted"|{} HTTP/1.1\r\nHost: gw.test\r\n\r\n'] },
+  'a path refused by normalisation': { writes: [GET('/p/../../etc'), GET('/p/%2e%2e/x')] },
+  'a 16 KiB+ header (node:http: 431)': { writes: [GET('/p/big-head', `X-Big: ${'a'.repeat(20 * 1024)}\r\n`)] },
+  'many headers (node:http)': { writes: [GET('/p/many', Array.from({ length: 120 }, (_, i) => `X-H${i}: ${i}\r\n`).join(''))] },
+  'no route (404)': { writes: [GET('/nowhere'), GET('/p/after-404')] },
+  'a route with policies (node:http)': { writes: [GET('/hooked/x'), GET('/p/after-hooked')] },
+  'a 40 KiB answer': { writes: [GET('/p/big')] },
+  'a chunked answer': { writes: [GET('/p/chunked'), GET('/p/after-chunked')] },
+  'the upstream fails (502)': { writes: [GET('/p/fail'), GET('/p/after-fail')] },
+  'the client half-closes after its request': { writes: [GET('/p/slow')], halfClose: true },
+  'the client half-closes with nothing sent': { writes: [], halfClose: true },
+  'garbage': { writes: ['\r\n\r\nhello\r\n\r\n'] },
+  'a leading CRLF before the request line (node:http)': { writes: ['\r\n' + GET('/p/crlf')] },
+};
+
+describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 0088)', () => {
+  let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+  let lean: RoutesGateway;
+  let node: RoutesGateway;
+
+  before(async () => {
+    upstream = await startEchoUpstream();
+    const routes = [
+      { name: 'plain', matches: [{ path: { pathPrefix: '/p' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'hooked', matches: [{ path: { pathPrefix: '/hooked' } }], policies: { requestHeaderModifier: { set: { 'x-hooked': 'yes' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+    ];
+    lean = await startRoutesGateway(routes);
+    node = await startRoutesGateway(routes, { env: { ...process.env, SWITCHYARD_LEAN_HTTP: 'off' } });
+  });
+  after(async () => {
+    await lean?.stop();
+    await node?.stop();
+    for (const s of upstream?.sockets ?? []) s.destroy();
+    await new Promise((r) => upstream?.server.close(r));
+  });
+
+  for (const [name, c] of Object.entries(CASES)) {
+    it(name, async () => {
+      const [a, b] = await Promise.all([exchange(lean.port, c.writes, c), exchange(node.port, c.writes, c)]);
+      assert.equal(normalise(a), normalise(b));
+    });
+  }
+
+  // The cases above would pass with everything handed off: these say which requests the lean side served itself.
+  const LEAN_SERVED: Record<string, number> = {
+    'keep-alive GETs on one connection': 2,
+    'a POST body in the same read': 1,
+    'a POST body in a later read (node:http)': 0,
+    'two pipelined requests in one read': 2,
+    'a pipelined request behind a slow answer': 2,
+    'a lean request, then one for node:http, then a lean one': 1,
+    'no route (404)': 0,
+    'a route with policies (node:http)': 0,
+    'HTTP/1.0 (node:http)': 0,
+    'a 40 KiB answer': 1,
+    'the upstream fails (502)': 2,
+  };
+  for (const [name, count] of Object.entries(LEAN_SERVED)) {
+    it(`served lean: ${count} of "${name}"`, async () => {
+      const before = served;
+      await exchange(lean.port, CASES[name]!.writes, CASES[name]);
+      assert.equal(served - before, count);
+      const still = served;
+      await exchange(node.port, CASES[name]!.writes, CASES[name]);
+      assert.equal(served, still, 'SWITCHYARD_LEAN_HTTP=off serves nothing lean');
+    });
+  }
+
+  it('the access log has the same lines (status, method, path) on both', async () => {
+    const lines = (gw: RoutesGateway): string[] =>
+      gw.logs
+        .filter((l) => /status[=:]/.test(l) && !/bind listening/.test(l))
+        .map((l) => l.replace(/^\S+ /, '').replace(/(duration|request\.id|bind)=\S*/g, '$1=<x>'))
+        .sort();
+    assert.deepEqual(lines(lean), lines(node));
+  });
+});
+
+describe('lean HTTP/1.1 server side: the headers deadline as node:http keeps it (ADR 0088)', () => {
+  let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+  let lean: RoutesGateway;
+  let node: RoutesGateway;
+
+  before(async () => {
+    upstream = await startEchoUpstream();
+    const routes = [{ name: 'plain', matches: [{ path: { pathPrefix: '/p' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] }];
+    lean = await startRoutesGateway(routes, { config: { headerTimeout: '400ms' } });
+    node = await startRoutesGateway(routes, { config: { headerTimeout: '400ms' }, env: { ...process.env, SWITCHYARD_LEAN_HTTP: 'off' } });
+  });
+  after(async () => {
+    await lean?.stop();
+    await node?.stop();
+    for (const s of upstream?.sockets ?? []) s.destroy();
+    await new Promise((r) => upstream?.server.close(r));
+  });
+
+  const cases: Record<string, (string | Buffer)[]> = {
+    'a connection that sends nothing gets 408': [],
+    'a head never finished gets 408': ['GET /p/x HTTP/1.1\r\nHost: gw.test\r\n'],
+    'an idle keep-alive connection is not cut by the deadline': [GET('/p/a')],
+  };
+  for (const [name, writes] of Object.entries(cases)) {
+    it(name, async () => {
+      const started = performance.now();
+      const [a, b] = await Promise.all([exchange(lean.port, writes, { quietMs: 1500 }), exchange(node.port, writes, { quietMs: 1500 })]);
+      assert.equal(normalise(a), normalise(b));
+      if (writes.length === 0) assert.match(a, /^HTTP\/1\.1 408 [^]*\[closed\]$/);
+      assert.ok(performance.now() - started < 5000);
+    });
+  }
+});
