@@ -101,6 +101,8 @@ interface Gateway {
   offset: number;
   readonly cpu: number[];
   readonly scavenges: number[];
+  /** GC pauses of the main thread per request, µs (V8's own clock: less noisy than CPU time on a shared machine). */
+  readonly gcUs: number[];
   readonly markCompacts: number[];
   readonly allocKiB: number[];
   readonly rps: number[];
@@ -114,8 +116,11 @@ function rssMiB(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-/** Scavenges, other collections and bytes allocated between them, from the gateway's `--trace-gc-nvp` lines since the last call. */
-function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocated: number } {
+/**
+ * Scavenges, other collections, bytes allocated between them and the main thread's pauses for them (ms), from the
+ * gateway's `--trace-gc-nvp` lines since the last call.
+ */
+function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocated: number; pauseMs: number } {
   const size = statSync(g.out).size;
   const fd = openSync(g.out, 'r');
   const buf = Buffer.alloc(size - g.offset);
@@ -128,12 +133,14 @@ function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocat
   let scavenges = 0;
   let markCompacts = 0;
   let allocated = 0;
-  for (const m of head.matchAll(/ gc=(\w+) .* allocated=(\d+) /g)) {
-    if (m[1] === 's') scavenges++;
+  let pauseMs = 0;
+  for (const m of head.matchAll(/pause=([\d.]+) .* gc=(\w+) .* allocated=(\d+) /g)) {
+    pauseMs += Number(m[1]);
+    if (m[2] === 's') scavenges++;
     else markCompacts++;
-    allocated += Number(m[2]);
+    allocated += Number(m[3]);
   }
-  return { scavenges, markCompacts, allocated };
+  return { scavenges, markCompacts, allocated, pauseMs };
 }
 
 function start(name: string, cpus: string, command: string, args: string[], stdout: number | 'ignore' | 'pipe', children: ChildProcess[], env: NodeJS.ProcessEnv = { ...NODE_ENV_DEFAULTS, ...process.env }): ChildProcess {
@@ -167,8 +174,9 @@ async function runLoad(url: string, requests: number, connections: number, origi
   return JSON.parse(out) as { ms: number; bad: number };
 }
 
-const fmt = (n: number): string => (Number.isFinite(n) ? n.toFixed(0) : '-');
-const range = (v: number[]): string => `${fmt(Math.min(...v))}-${fmt(Math.max(...v))} (median ${fmt([...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!)})`;
+const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : '-');
+const range = (v: number[], digits = 0): string =>
+  `${fmt(Math.min(...v), digits)}-${fmt(Math.max(...v), digits)} (median ${fmt([...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!, digits)})`;
 
 async function main(args: string[]): Promise<void> {
   if (args[0] === '--load') return load(args[1]!, Number(args[2]), Number(args[3]), args[4], args[5]);
@@ -255,7 +263,7 @@ async function main(args: string[]): Promise<void> {
         const child = start(name, '0', process.execPath, [...semi, '--trace-gc-nvp', join(checkout, script[0]!), String(port), String(upstreamPort), ...mode], fd, children);
         closeSync(fd);
         await waitFor200(`http://127.0.0.1:${port}${path}`);
-        gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
+        gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], gcUs: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
         continue;
       }
       const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -286,7 +294,7 @@ async function main(args: string[]): Promise<void> {
       const child = start(name, cpus, process.execPath, [`--max-semi-space-size=${semiOf(checkout)}`, ...v8Of(checkout), '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
-      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, authorization: keyed(checkout) ? `Bearer ${BENCH_KEY}` : undefined, out, offset: 0, cpu: [], scavenges: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
+      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, authorization: keyed(checkout) ? `Bearer ${BENCH_KEY}` : undefined, out, offset: 0, cpu: [], scavenges: [], gcUs: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
     }
     const gwPid = (g: Gateway): number => {
       // taskset execs the command: the child's PID is the gateway's.
@@ -307,15 +315,16 @@ async function main(args: string[]): Promise<void> {
         const gc = gcSince(g);
         g.cpu.push((c1 - c0) / requests);
         g.scavenges.push(gc.scavenges);
+        g.gcUs.push((gc.pauseMs * 1000) / requests);
         g.markCompacts.push(gc.markCompacts);
         g.allocKiB.push(gc.allocated / 1024 / requests);
         g.rps.push((requests / r.ms) * 1000);
         g.rssMiB.push(rssMiB(gwPid(g)));
-        console.log(`round ${round + 1} ${g.name}: ${fmt((c1 - c0) / requests)} CPU µs/req, ${fmt((requests / r.ms) * 1000)} req/s, ${gc.scavenges} scavenges, ${gc.markCompacts} other GCs, ${(gc.allocated / 1024 / requests).toFixed(2)} KiB allocated/req, RSS ${fmt(g.rssMiB.at(-1)!)} MiB${r.bad ? `, ${r.bad} non-200` : ''}`);
+        console.log(`round ${round + 1} ${g.name}: ${fmt((c1 - c0) / requests)} CPU µs/req, ${fmt((requests / r.ms) * 1000)} req/s, ${gc.scavenges} scavenges (${fmt(g.gcUs.at(-1)!, 1)} µs/req of GC pauses), ${gc.markCompacts} other GCs, ${(gc.allocated / 1024 / requests).toFixed(2)} KiB allocated/req, RSS ${fmt(g.rssMiB.at(-1)!)} MiB${r.bad ? `, ${r.bad} non-200` : ''}`);
       }
     }
     console.log(`\n${size} answer, ${requests} requests per phase at c=${connections}, ${rounds} rounds`);
-    for (const g of gateways) console.log(`${g.name}: CPU µs/req ${range(g.cpu)}; req/s ${range(g.rps)}; scavenges ${range(g.scavenges)}; other GCs ${range(g.markCompacts)}; KiB allocated/req ${Math.min(...g.allocKiB).toFixed(2)}-${Math.max(...g.allocKiB).toFixed(2)}; RSS MiB ${range(g.rssMiB)}`);
+    for (const g of gateways) console.log(`${g.name}: CPU µs/req ${range(g.cpu)}; req/s ${range(g.rps)}; scavenges ${range(g.scavenges)}; GC pauses µs/req ${range(g.gcUs, 1)}; other GCs ${range(g.markCompacts)}; KiB allocated/req ${Math.min(...g.allocKiB).toFixed(2)}-${Math.max(...g.allocKiB).toFixed(2)}; RSS MiB ${range(g.rssMiB)}`);
     if (gateways.length > 1) {
       const base = gateways[0]!;
       for (const g of gateways.slice(1)) {
