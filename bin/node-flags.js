@@ -48,8 +48,8 @@ export function withEnvDefaults(env) {
 }
 
 /**
- * `--max_semi_space_size=16` → `--max-semi-space-size` (V8 takes either spelling); `--no-maglev-destroy-on-background`
- * and `--maglev-destroy-on-background` → `--maglev-destroy-on-background` (a boolean the user turns either way wins).
+ * `--max_semi_space_size=16` -> `--max-semi-space-size` (V8 takes either spelling); `--no-maglev-destroy-on-background`
+ * and `--maglev-destroy-on-background` -> `--maglev-destroy-on-background` (a boolean the user turns either way wins).
  */
 function flagName(arg) {
   return arg.split('=')[0].replaceAll('_', '-').replace(/^--no-/, '--');

@@ -5,7 +5,7 @@ import type { StaticConfig } from '../compile/snapshot.ts';
 import { compileHostCheck, splitAuthority } from './host-check.ts';
 import { findPluginRoute, servePluginRoute } from './plugin-routes.ts';
 
-// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
 const { createServer } = process.getBuiltinModule('node:http');
 

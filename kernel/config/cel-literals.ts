@@ -22,7 +22,7 @@ interface Literal {
   readonly index: boolean;
 }
 
-/** The string literals of a CEL expression: `'…'`, `"…"`, triple-quoted, with `r`/`b` prefixes. */
+/** The string literals of a CEL expression: `'...'`, `"..."`, triple-quoted, with `r`/`b` prefixes. */
 function literals(expr: string): Literal[] {
   const out: Literal[] = [];
   let i = 0;
@@ -47,8 +47,8 @@ function literals(expr: string): Literal[] {
 
 /**
  * The string literals of a CEL expression that must not be shown (ADR 0017): those shaped like credentials, and
- * every literal of an expression that touches a sensitive name (`request.headers["x-api-key"] == "…"`,
- * `apiKey.key == "…"`), except map indexes (the header names themselves).
+ * every literal of an expression that touches a sensitive name (`request.headers["x-api-key"] == "..."`,
+ * `apiKey.key == "..."`), except map indexes (the header names themselves).
  */
 export function secretCelLiterals(expr: string): string[] {
   if (!expr.includes('"') && !expr.includes("'")) return [];

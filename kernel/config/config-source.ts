@@ -95,7 +95,7 @@ function linesOf(text: string): string[] {
 
 /**
  * A few lines of the file around `pos`, with a caret under the column. Long lines show only the window of
- * FRAME_WIDTH characters around the column, `…` marking what is left out.
+ * FRAME_WIDTH characters around the column, `...` marking what is left out.
  */
 export function codeFrame(source: ConfigSource, pos: Position, context = 2): string {
   const from = Math.max(1, pos.line - context);
@@ -115,9 +115,9 @@ export function codeFrame(source: ConfigSource, pos: Position, context = 2): str
 /** Line `n` (1-based) of `text` from column `start`, at most FRAME_WIDTH characters. */
 function frameLine(text: string, n: number, start: number): string {
   const line = (linesOf(text)[n - 1] ?? '').replace(/\r$/, '');
-  if (start >= line.length) return start > 0 && line.length > 0 ? '…' : '';
+  if (start >= line.length) return start > 0 && line.length > 0 ? '\u2026' : '';
   const end = Math.min(line.length, start + FRAME_WIDTH);
-  return `${start > 0 ? '…' : ''}${line.slice(start, end)}${end < line.length ? '…' : ''}`;
+  return `${start > 0 ? '\u2026' : ''}${line.slice(start, end)}${end < line.length ? '\u2026' : ''}`;
 }
 
 /** Render a config path as users write it: `binds[0].listeners[0].routes[2].policies.cors`. */

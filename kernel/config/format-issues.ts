@@ -35,8 +35,8 @@ const LONG_WORD = new RegExp(`[^\\s\`]{${MAX_WORD + 1},}`, 'g');
 
 /** `text` with long runs and a long tail cut, saying how much was left out. */
 export function clipText(text: string): string {
-  const words = text.replace(LONG_WORD, (w) => `${w.slice(0, 60)}… (${w.length} characters)`);
-  return words.length > MAX_MESSAGE ? `${words.slice(0, MAX_MESSAGE)}… (${words.length - MAX_MESSAGE} more characters)` : words;
+  const words = text.replace(LONG_WORD, (w) => `${w.slice(0, 60)}\u2026 (${w.length} characters)`);
+  return words.length > MAX_MESSAGE ? `${words.slice(0, MAX_MESSAGE)}\u2026 (${words.length - MAX_MESSAGE} more characters)` : words;
 }
 
 /** `file:line:col: message (at path)` followed by a code frame. Long values in the message are cut. */

@@ -71,14 +71,14 @@ export function usedKeys(config: unknown, slotKeys: ReadonlySet<string>, tree: b
   return used;
 }
 
-/** The definition a `#/$defs/<name>[/…]` reference points into, or undefined for any other form. */
+/** The definition a `#/$defs/<name>[/...]` reference points into, or undefined for any other form. */
 function refDef(ref: string): string | undefined {
   if (!ref.startsWith(LOCAL_DEF)) return undefined;
   return ref.slice(LOCAL_DEF.length).split('/')[0]!.replace(/~1/g, '/').replace(/~0/g, '~');
 }
 
 /**
- * Whether `reachableDefs` can follow every reference of the schema: each is `#/$defs/<name>[/…]` naming an
+ * Whether `reachableDefs` can follow every reference of the schema: each is `#/$defs/<name>[/...]` naming an
  * existing definition, and nothing else (`$dynamicRef`, `$anchor`, nested `$id`) makes a part reachable.
  */
 export function isPrunable(schema: JsonSchema, defs: Readonly<Record<string, unknown>>): boolean {

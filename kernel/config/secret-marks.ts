@@ -26,7 +26,7 @@ const FALLBACK_KEY = /passw|secret|token$/i;
 
 /**
  * A config key whose string value is hidden even when no schema marks it: defence in depth for third-party
- * plugins that forgot `x-secret` (`password`, `clientSecret`, `sessionToken`, …).
+ * plugins that forgot `x-secret` (`password`, `clientSecret`, `sessionToken`, ...).
  */
 export function isSecretKeyName(key: string): boolean {
   return FALLBACK_KEY.test(key);

@@ -115,7 +115,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
               },
               remove: {
                 type: 'array',
-                description: 'Names of fields not to write (`http.host`, `src.addr`, `request.id`, …), built-in or added by policies.',
+                description: 'Names of fields not to write (`http.host`, `src.addr`, `request.id`, \u2026), built-in or added by policies.',
                 items: { type: 'string', minLength: 1 },
               },
             },
@@ -194,7 +194,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       mergeSlashes: {
         type: 'boolean',
         description:
-          'Merge repeated slashes in request paths (`/a//b` → `/a/b`) before routes are chosen; the upstream receives the merged path. Default true. Applies on reload.',
+          'Merge repeated slashes in request paths (`/a//b` \u2192 `/a/b`) before routes are chosen; the upstream receives the merged path. Default true. Applies on reload.',
       },
       escapedSlashes: {
         enum: ['reject', 'keep'],
@@ -336,7 +336,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
     description: 'A named backend, referenced from routes as `backend: <name>`.',
     properties: {
       name: { type: 'string', minLength: 1, description: 'Unique name.' },
-      policies: { 'x-slot': 'backendPolicies', description: 'Policies applied wherever this backend is used (TLS, auth, …).' },
+      policies: { 'x-slot': 'backendPolicies', description: 'Policies applied wherever this backend is used (TLS, auth, \u2026).' },
     },
     required: ['name'],
   },

@@ -21,7 +21,7 @@ export interface ConfigValidatorOptions {
    */
   readonly prune?: boolean;
   /**
-   * How messages name an entry of each slot (`guard` → `guard type`: "unknown guard type `x`"), from the slots'
+   * How messages name an entry of each slot (`guard` -> `guard type`: "unknown guard type `x`"), from the slots'
    * manifests (`PluginRegistry.slotNouns()`). A slot without one reads "unknown `<slot>` entry".
    */
   readonly slotNouns?: Readonly<Record<string, string>>;
@@ -102,7 +102,7 @@ export class ConfigValidator {
       for (const nested of Object.keys(v?.properties ?? {})) installed.add(nested);
     }
     this.notInstalled = new Set([...knownKeys].filter((k) => !installed.has(k)));
-    // The whole schema, every plugin's part included, must be a valid JSON Schema (throws "schema is invalid: …").
+    // The whole schema, every plugin's part included, must be a valid JSON Schema (throws "schema is invalid: ...").
     if (this.checkSchema) this.ajv.validateSchema(schema, true);
   }
 

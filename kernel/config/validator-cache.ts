@@ -6,7 +6,7 @@ import type { JsonSchema } from '../sdk/index.ts';
 import { ajvRuntimeModule, ajvVersion } from './ajv-lib.ts';
 import { generateValidatorCode } from './validator-code.ts';
 import type { ValidatorRuntime } from './validator-code.ts';
-// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// Not `import ... from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
 // so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
 const { createHash } = process.getBuiltinModule('node:crypto');
 

@@ -9,7 +9,7 @@
 export interface PathOptions {
   /** `//` becomes `/`. */
   readonly mergeSlashes: boolean;
-  /** `%2F` and `%5C` in a segment: true ⇒ 400, false ⇒ kept escaped (never a separator). */
+  /** `%2F` and `%5C` in a segment: true => 400, false => kept escaped (never a separator). */
   readonly rejectEscapedSlashes: boolean;
 }
 

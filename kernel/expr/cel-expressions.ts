@@ -24,7 +24,7 @@ export interface CelVariableInfo {
 
 /** A function (or receiver method) expressions may call. */
 export interface CelFunctionInfo {
-  /** `cidr`, `net.CIDR.containsIP`, `base64.encode`, `string.startsWith`, … */
+  /** `cidr`, `net.CIDR.containsIP`, `base64.encode`, `string.startsWith`, ... */
   readonly name: string;
   /** As documented: `net.CIDR.containsIP(string): bool`. */
   readonly signature: string;
@@ -159,7 +159,7 @@ export function celActivation(ex: Exchange, extra?: Record<string, unknown>): Re
   return new Activation(ex, extra);
 }
 
-/** A compiled expression; `type` is the checked result type (`bool`, `string`, `dyn`, …). */
+/** A compiled expression; `type` is the checked result type (`bool`, `string`, `dyn`, ...). */
 export interface CheckedExpression extends CompiledExpression {
   readonly type: string;
   /** Evaluate against a prepared activation (the access log shares one between its expressions). */

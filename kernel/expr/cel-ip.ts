@@ -1,7 +1,7 @@
 /**
  * IP addresses and CIDR ranges for CEL, after the Kubernetes CEL IP/CIDR libraries (BEHAVIOUR.md §10):
  * `ip(s)`, `isIP(s)`, `cidr(s)`, `isCIDR(s)`, `cidr(s).containsIP(ip|string)`, `containsCIDR`, `ip()`, `masked()`,
- * `prefixLength()`, `ip(s).family()`, `isLoopback()`, …
+ * `prefixLength()`, `ip(s).family()`, `isLoopback()`, ...
  *
  * One deliberate difference: an IPv4-mapped IPv6 address (`::ffff:1.2.3.4`) is taken as the IPv4 address it
  * carries, so `cidr("10.0.0.0/8").containsIP("::ffff:10.1.2.3")` holds (dual-stack listeners see IPv4 clients
@@ -46,7 +46,7 @@ export class CelCIDR {
     return `${this.ip.toString()}/${this.prefix}`;
   }
 
-  /** The range with the host bits cleared (`10.1.2.3/8` → `10.0.0.0/8`). */
+  /** The range with the host bits cleared (`10.1.2.3/8` -> `10.0.0.0/8`). */
   masked(): CelCIDR {
     const out = new Uint8Array(this.ip.bytes.length);
     for (let i = 0; i < out.length; i++) out[i] = this.ip.bytes[i]! & byteMask(this.prefix, i);
@@ -207,7 +207,7 @@ function formatIP(b: Uint8Array): string {
   if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
   const words: number[] = [];
   for (let i = 0; i < 8; i++) words.push((b[i * 2]! << 8) | b[i * 2 + 1]!);
-  // RFC 5952: compress the longest run (length ≥ 2) of zero words, the first one on ties.
+  // RFC 5952: compress the longest run (length >= 2) of zero words, the first one on ties.
   let bestStart = -1;
   let bestLen = 0;
   for (let i = 0; i < 8; ) {

@@ -11,7 +11,7 @@ import {
   parseCIDR,
   parseIP,
 } from './cel-ip.ts';
-// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// Not `import ... from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
 // so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
 const { randomUUID } = process.getBuiltinModule('node:crypto');
 
@@ -21,7 +21,7 @@ const { randomUUID } = process.getBuiltinModule('node:crypto');
  * checks the two agree.
  */
 
-/** Namespace objects: `base64.encode(…)` is a receiver call on a constant of this type. */
+/** Namespace objects: `base64.encode(...)` is a receiver call on a constant of this type. */
 class Base64Namespace {}
 class UrlNamespace {}
 
@@ -164,12 +164,12 @@ const FUNCTIONS: readonly (readonly [string, Fn, string])[] = [
   ['net.CIDR.containsCIDR(string): bool', (c: CelCIDR, s: string) => c.containsCIDR(toCIDR(s)), 'Whether the range contains the whole other range.'],
   ['net.CIDR.containsCIDR(net.CIDR): bool', (c: CelCIDR, o: CelCIDR) => c.containsCIDR(o), 'Whether the range contains the whole other range.'],
   ['net.CIDR.ip(): net.IP', (c: CelCIDR) => c.ip, 'The address part of the range, host bits as written.'],
-  ['net.CIDR.masked(): net.CIDR', (c: CelCIDR) => c.masked(), 'The range with its host bits cleared (`10.1.2.3/8` → `10.0.0.0/8`).'],
+  ['net.CIDR.masked(): net.CIDR', (c: CelCIDR) => c.masked(), 'The range with its host bits cleared (`10.1.2.3/8` \u2192 `10.0.0.0/8`).'],
   ['net.CIDR.prefixLength(): int', (c: CelCIDR) => BigInt(c.prefix), 'The prefix length in bits.'],
   // Helpers.
   ['base64.encode(string): string', (_: unknown, s: string) => Buffer.from(s, 'utf8').toString('base64'), 'Standard base64 of the UTF-8 bytes of a string.'],
   ['base64.encode(bytes): string', (_: unknown, b: Uint8Array) => Buffer.from(b).toString('base64'), 'Standard base64 of bytes.'],
-  ['base64.decode(string): bytes', (_: unknown, s: string) => new Uint8Array(Buffer.from(s, 'base64')), 'Decode standard or URL-safe base64 into bytes (`string(…)` turns them into text).'],
+  ['base64.decode(string): bytes', (_: unknown, s: string) => new Uint8Array(Buffer.from(s, 'base64')), 'Decode standard or URL-safe base64 into bytes (`string(\u2026)` turns them into text).'],
   ['url.encode(string): string', (_: unknown, s: string) => encodeURIComponent(s), 'Percent-encode a string for use in a URL path segment or query value.'],
   ['url.decode(string): string', (_: unknown, s: string) => decodeURIComponent(s), 'Decode a percent-encoded string; malformed input is an error.'],
   ['string.replace(string, string): string', (s: string, from: string, to: string) => s.replaceAll(from, to), 'Replace every occurrence of a substring.'],
@@ -186,7 +186,7 @@ const FUNCTIONS: readonly (readonly [string, Fn, string])[] = [
   ],
 ];
 
-/** Engine type names → the names users write (namespaces by their constant, well-known types by their CEL name). */
+/** Engine type names -> the names users write (namespaces by their constant, well-known types by their CEL name). */
 const DISPLAY_NAMES: readonly (readonly [RegExp, string])[] = [
   [/\bBase64Namespace\b/g, 'base64'],
   [/\bUrlNamespace\b/g, 'url'],
@@ -200,7 +200,7 @@ const DISPLAY_NAMES: readonly (readonly [RegExp, string])[] = [
 /** Types that only host namespace functions: `type(<namespace>)` is not worth documenting. */
 export const NAMESPACE_TYPES: ReadonlySet<string> = new Set(['Base64Namespace', 'UrlNamespace', 'OptionalNamespace', 'CelNamespace', 'RegexMethods']);
 
-/** Signature as cel-js spells it → as documented (`Base64Namespace.encode(string)` → `base64.encode(string)`). */
+/** Signature as cel-js spells it -> as documented (`Base64Namespace.encode(string)` -> `base64.encode(string)`). */
 export function displaySignature(signature: string): string {
   let out = signature;
   for (const [re, name] of DISPLAY_NAMES) out = out.replace(re, name);

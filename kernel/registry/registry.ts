@@ -174,7 +174,7 @@ export class PluginRegistry {
     return this.slots.get(name)?.manifest;
   }
 
-  /** How config messages name one entry of each slot that says (`guard` → `guard type`). */
+  /** How config messages name one entry of each slot that says (`guard` -> `guard type`). */
   slotNouns(): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [name, slot] of this.slots) if (slot.manifest.noun) out[name] = slot.manifest.noun;

@@ -79,14 +79,14 @@ export class LocalProcesses implements GatewayProcesses {
   }
 }
 
-/** Worker → supervisor. */
+/** Worker -> supervisor. */
 type ToHost =
   | { t: 'spawn'; id: number; spec: ProcessSpec }
   | { t: 'in'; id: number; data: string }
   | { t: 'end'; id: number }
   | { t: 'kill'; id: number; signal: NodeJS.Signals }
   | { t: 'destroy'; id: number; fd: number };
-/** Supervisor → worker. */
+/** Supervisor -> worker. */
 type ToChild =
   | { t: 'spawn'; id: number; pid: number }
   | { t: 'error'; id: number; message: string; budgetMax?: number }

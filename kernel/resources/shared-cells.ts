@@ -1,6 +1,6 @@
 import { SHARED_CELL_VALUES } from '../sdk/shared.ts';
 import type { SharedCell } from '../sdk/shared.ts';
-// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// Not `import ... from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
 // so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
 const { createHash } = process.getBuiltinModule('node:crypto');
 

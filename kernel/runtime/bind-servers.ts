@@ -10,7 +10,7 @@ import { shouldUpgrade } from './request-input.ts';
 import { LeanConnection } from './lean-connection.ts';
 import type { LeanBind } from './lean-connection.ts';
 
-// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
 const { createServer: createHttpServer } = process.getBuiltinModule('node:http');
 

@@ -34,7 +34,7 @@ function isPort(host: string, from: number): boolean {
 }
 
 /**
- * Normalised host name of a Host header value (`Secure.Example.:8080` → `secure.example`, `[::1]:80` → `::1`), or
+ * Normalised host name of a Host header value (`Secure.Example.:8080` -> `secure.example`, `[::1]:80` -> `::1`), or
  * why it is malformed. `undefined` (HTTP/1.0 without Host) and the empty value give the empty name.
  */
 export function normalizeHost(host: string | undefined): string | HostRejection {

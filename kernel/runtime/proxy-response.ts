@@ -2,7 +2,7 @@ import type { ServerResponse as NodeServerResponse } from 'node:http';
 import { HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 import { headerNameToString } from '../upstream/undici-core.ts';
 
-// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
 const { ServerResponse, OutgoingMessage, STATUS_CODES } = process.getBuiltinModule('node:http');
 
@@ -35,7 +35,7 @@ interface Outgoing {
  */
 export class ProxyResponse extends ServerResponse {
   /**
-   * `writeHead(status, flatRawHeaders(raw))` for an answer's raw `[name, value, …]` list from the lean client (names as
+   * `writeHead(status, flatRawHeaders(raw))` for an answer's raw `[name, value, ...]` list from the lean client (names as
    * it received them, hop-by-hop ones and those a `Connection` header names left out, names lower-cased). False when
    * this path does not apply and nothing was written: headers or a reason phrase were already set on the response, or the answer's
    * `Connection` names other headers (the caller then takes the general path).

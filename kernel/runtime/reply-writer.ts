@@ -11,7 +11,7 @@ import { isProxyResponse } from './proxy-response.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
 
 /**
- * The reply's headers as the flat `[name, value, …]` list node:http writes without building another object,
+ * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
  * leaving out unset values and hop-by-hop headers (whatever backend produced the reply).
  */
 export function flatHeaders(headers: HeaderMap): string[] {
@@ -187,7 +187,7 @@ function writeStatus(ex: ExchangeImpl, res: ServerResponse, status: number, flat
 }
 
 /**
- * undici's raw answer headers as the flat `[name, value, …]` list `writeHead` writes, as `flatHeaders` would list the
+ * undici's raw answer headers as the flat `[name, value, ...]` list `writeHead` writes, as `flatHeaders` would list the
  * object `parseHeaders` makes of them with the queued headers assigned: names lower-cased, hop-by-hop ones (and those
  * `Connection` names) left out, a queued header replacing every value of its name where it first appeared. Made
  * from the Buffers directly: no header object, no second walk over one (docs/perf.md "Plain route CPU, session 7").

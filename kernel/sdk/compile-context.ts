@@ -105,7 +105,7 @@ export interface CompileContext {
    */
   readonly spans?: PluginSpans;
   /**
-   * Serve JSON endpoints under `prefix` (`/keys`: `/keys` and `/keys/…`) on the admin address, next to
+   * Serve JSON endpoints under `prefix` (`/keys`: `/keys` and `/keys/...`) on the admin address, next to
    * `/config_dump`: loopback by default and Host/Origin-checked like it (ADR 0017). The live config's registration
    * answers; the first plugin to claim a prefix in a load keeps it. Requests with a body must send
    * `content-type: application/json` (a page's plain form cannot). Absent in contexts built outside a config load.
@@ -117,7 +117,7 @@ export interface CompileContext {
 export interface AdminRequest {
   /** `GET`, `POST`, `PUT`, `PATCH` or `DELETE` (HEAD is answered as GET). */
   readonly method: string;
-  /** The path below the prefix: `''` or `/…`, percent-decoded segment by segment. */
+  /** The path below the prefix: `''` or `/...`, percent-decoded segment by segment. */
   readonly subpath: string;
   readonly query: URLSearchParams;
   /** The parsed JSON body; undefined when the request had none. */

@@ -13,14 +13,14 @@ export interface ConfigSection<T = unknown> {
   /**
    * A `config:` object of the gateway's that the section joins as one more property, so a plugin adds a field where
    * users expect it without the kernel knowing it: the `ai` backend's `llmBackendRequestTimeout` in
-   * `defaultTimeouts`. Its `raw` is `config.<parent>.<name>`, its error paths `['config', parent, name, …]`.
+   * `defaultTimeouts`. Its `raw` is `config.<parent>.<name>`, its error paths `['config', parent, name, ...]`.
    */
   readonly parent?: string;
   /** JSON Schema of the value; every property should carry a `description`. */
   readonly schema: JsonSchema;
   /**
    * The section's value for this load (`raw` is undefined when the config has no such section). Throw a
-   * `ConfigError` (path `['config', name, …]`, or `['config', parent, name, …]`) to stop the load.
+   * `ConfigError` (path `['config', name, ...]`, or `['config', parent, name, ...]`) to stop the load.
    */
   resolve(raw: unknown, env: NodeJS.ProcessEnv): T;
 }

@@ -1,7 +1,7 @@
 /**
  * `ctx.connect`: a connection of a plugin's own to an upstream service (ADR 0030): an address in the one schema
  * (`host` | `service` | `backend`), read by `parseUpstreamAddress`, plus the connection's own `policies` (a
- * `backendPolicies` map: `backendTLS`, `backendAuth`, …) compiled and checked at load. The guards, `extAuthz`,
+ * `backendPolicies` map: `backendTLS`, `backendAuth`, ...) compiled and checked at load. The guards, `extAuthz`,
  * `remoteRateLimit`, JWKS and OIDC metadata fetchers, the guardrail webhook and MCP HTTP targets all connect so.
  */
 import type { Exchange } from './exchange.ts';

@@ -5,7 +5,7 @@ export interface CompiledExpression {
   readonly source: string;
   /**
    * Evaluate against a request: variables `request`, `source` and every attribute published by earlier
-   * policies (`jwt`, `apiKey`, `basicAuth`, …), plus `extra` (for example `mcp`). Throws when evaluation fails
+   * policies (`jwt`, `apiKey`, `basicAuth`, ...), plus `extra` (for example `mcp`). Throws when evaluation fails
    * (a missing key, a type error); callers decide what a failure means.
    */
   evaluate(ex: Exchange, extra?: Record<string, unknown>): unknown;

@@ -1,6 +1,6 @@
 /**
  * The headers of an upstream answer the kernel forwards straight into the client's response (ADR 0051, 0071): a flat
- * `[name, value, name, value, …]` list, names lower-case, in the order the upstream sent them (a name may repeat, not
+ * `[name, value, name, value, ...]` list, names lower-case, in the order the upstream sent them (a name may repeat, not
  * necessarily next to its other values). `PolicyInstance.onResponseHeaders` edits it in place. The helpers below
  * change it as the same operation changes a reply's `HeaderMap`, so a policy's two hooks stay alike.
  */

@@ -19,7 +19,7 @@ export interface LlmTokenUsage {
 
 /** What an LLM backend learned about one call; complete once the response has ended (streams included). */
 export interface LlmCallInfo {
-  /** Provider name as in telemetry (`openai`, `anthropic`, `gcp.gemini`, …). */
+  /** Provider name as in telemetry (`openai`, `anthropic`, `gcp.gemini`, ...). */
   readonly provider: string;
   /** The model sent to the provider. */
   readonly requestModel: string | undefined;
@@ -53,7 +53,7 @@ export interface LlmTokenLimiter {
 
 /** What an LLM backend knows of a call before making it; handed to `LlmTokenLimiter.reserve`. */
 export interface LlmCallQuote {
-  /** Provider name as in telemetry (`openai`, `anthropic`, …). */
+  /** Provider name as in telemetry (`openai`, `anthropic`, ...). */
   readonly provider: string;
   /** The model the provider is to be called with; undefined on a passthrough request (the body is not read). */
   readonly model: string | undefined;
@@ -62,7 +62,7 @@ export interface LlmCallQuote {
    * serves; a limit on the models a client may use applies to this name.
    */
   readonly virtualModel?: string;
-  /** The request's own cap on output tokens (`max_tokens`, `max_completion_tokens`, …), when it sets one. */
+  /** The request's own cap on output tokens (`max_tokens`, `max_completion_tokens`, ...), when it sets one. */
   readonly maxOutputTokens: number | undefined;
   /** The model's price from the backend's catalog, USD per 1M tokens; undefined when unpriced. */
   readonly price: { readonly input: number; readonly output: number } | undefined;

@@ -52,7 +52,7 @@ export type CelVariable = string | { readonly name: string; readonly description
 
 /** Manifest of a policy plugin. */
 export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
-  /** Map slots the policy may appear in: `routePolicies`, `backendPolicies`, `mcpTargetPolicies`, … */
+  /** Map slots the policy may appear in: `routePolicies`, `backendPolicies`, `mcpTargetPolicies`, ... */
   readonly attach: readonly string[];
   readonly phase: PhaseName;
   /** Place inside the phase; lower runs first on requests (and last on responses). */
@@ -66,7 +66,7 @@ export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
   compile(config: C, ctx: CompileContext): PolicyInstance | Promise<PolicyInstance>;
 }
 
-/** Manifest of a backend kind (`host`, `backend`, `mcp`, `ai`, …). */
+/** Manifest of a backend kind (`host`, `backend`, `mcp`, `ai`, ...). */
 export interface BackendManifest<C = unknown> extends ManifestBase<C> {
   /** Whether a top-level named backend may be of this kind. */
   readonly named?: boolean;
@@ -138,7 +138,7 @@ export function defineBackend<C>(manifest: BackendManifest<C>): BackendPlugin<C>
 }
 
 /**
- * Define a variant of a one-of slot: `defineVariant(guardSlot, { key: 'denylist', … })`. `compile` must return the
+ * Define a variant of a one-of slot: `defineVariant(guardSlot, { key: 'denylist', ... })`. `compile` must return the
  * slot's instance contract (`GuardInstance` for `guardSlot` of `switchyard/slots/ai`), checked by the compiler.
  * The slot modules also export one-argument helpers (`defineGuard`, `defineLlmProvider`, `defineMcpTransport`,
  * `defineBackendAuth`) that read better when the config type is written out.

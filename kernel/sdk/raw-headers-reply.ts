@@ -3,7 +3,7 @@ import type { HeaderMap, Reply } from './reply.ts';
 
 /**
  * An upstream's answer as a `Reply` whose header object is made only when something reads `headers` (a response
- * hook, a backend that edits them): until then it holds the raw `[name, value, …]` list the HTTP client gave, and the
+ * hook, a backend that edits them): until then it holds the raw `[name, value, ...]` list the HTTP client gave, and the
  * reply writer sends that list as the plain route does, without an object made and walked again (docs/perf.md "The
  * ai row, session 8"). `replyHeader` reads one name from either. The kernel's upstream code makes these; how a raw
  * name becomes a lower-case string and the list an object is the HTTP client's (`nameOf`, `parse`).

@@ -77,7 +77,7 @@ function tooLarge(maxBytes: number): FileReadError {
  * Read a file named by the config, as bytes: only a regular file, at most `maxBytes`, without blocking the event
  * loop (the open, the `fstat` of the opened descriptor and the reads run on libuv's pool). Rejects with a
  * {@link FileReadError} whose message says why (`no such file`, `is a FIFO (named pipe), not a regular file`,
- * `is larger than 1 MiB, …`). The kind is checked on the descriptor actually opened, so a file replaced between a
+ * `is larger than 1 MiB, ...`). The kind is checked on the descriptor actually opened, so a file replaced between a
  * `stat` and the open cannot slip through. A file that grows past the cap while being read is refused too.
  */
 export async function readLocalFileBytes(path: string, maxBytes: number): Promise<Buffer> {

@@ -35,10 +35,10 @@ interface Unsupported {
  * Compile a regular expression written by a user (a config value, a CEL argument, a guard rule) so that no input
  * can make it run for more than linear time (docs/adr/0021). The syntax is JavaScript's, without the `u` flag; a
  * leading inline flag group as other dialects write it (`(?i)`, `(?s)`, `(?m)`, `(?is)`) sets those flags.
- * Constructs that need backtracking (lookahead, backreferences) or Unicode mode (`\p{…}`, `\u{…}`) are refused.
+ * Constructs that need backtracking (lookahead, backreferences) or Unicode mode (`\p{...}`, `\u{...}`) are refused.
  *
  * Returns the compiled expression, or a message that names the problem and its offset in the pattern
- * (`invalid regular expression `(a)\1`: backreference `\1` at offset 3 is not supported …`), for `ctx.fail`.
+ * (`invalid regular expression `(a)\1`: backreference `\1` at offset 3 is not supported ...`), for `ctx.fail`.
  * Compile once at config load; never per request.
  */
 export function compileUserRegex(pattern: string, options: UserRegexOptions = {}): RegExp | string {
@@ -98,9 +98,9 @@ function findUnsupported(p: string): Unsupported | undefined {
     if (c === '\\') {
       const n = p[i + 1];
       if (n === 'p' || n === 'P') return { construct: `Unicode property escape \`\\${n}\``, offset: i };
-      if (n === 'u' && p[i + 2] === '{') return { construct: 'code point escape `\\u{…}`', offset: i };
+      if (n === 'u' && p[i + 2] === '{') return { construct: 'code point escape `\\u{\u2026}`', offset: i };
       if (!inClass && n !== undefined && n >= '1' && n <= '9') return { construct: `backreference \`\\${n}\``, offset: i };
-      if (!inClass && n === 'k' && p[i + 2] === '<') return { construct: 'named backreference `\\k<…>`', offset: i };
+      if (!inClass && n === 'k' && p[i + 2] === '<') return { construct: 'named backreference `\\k<\u2026>`', offset: i };
       i++;
     } else if (inClass) {
       if (c === ']') inClass = false;

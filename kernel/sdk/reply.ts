@@ -81,7 +81,7 @@ function relayedMessage(body: Uint8Array | string, headers: HeaderMap, fallback:
 }
 
 function clip(text: string): string {
-  return text.length > MAX_RELAYED_MESSAGE ? `${text.slice(0, MAX_RELAYED_MESSAGE)}…` : text;
+  return text.length > MAX_RELAYED_MESSAGE ? `${text.slice(0, MAX_RELAYED_MESSAGE)}\u2026` : text;
 }
 
 /** A gateway-made JSON reply with any body. */

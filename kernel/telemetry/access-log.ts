@@ -20,7 +20,7 @@ export interface LoggedExchange extends Exchange {
 }
 
 /**
- * Query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, …): their values are
+ * Query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, ...): their values are
  * not written to the access log (ADR 0017). Compiled once; only paths with a query run it.
  */
 const CREDENTIAL_PARAM = /([?&])([^=&#]*(?:token|secret|key|passw|auth|credential|signature|session|jwt)[^=&#]*|sig|code|sid)=[^&#]*/gi;
@@ -147,7 +147,7 @@ export class AccessLog {
     this.sink.lineDone();
   }
 
-  /** ` bind=… listener=… route=…` of a route, formatted once per route (a route's info lives as long as its snapshot). */
+  /** ` bind=... listener=... route=...` of a route, formatted once per route (a route's info lives as long as its snapshot). */
   private routePart(route: RouteInfo): Buffer {
     let part = this.routeParts.get(route);
     if (part === undefined) {

@@ -18,7 +18,7 @@ const BUNDLE_DIR = import.meta.url.endsWith('.js') ? dirname(fileURLToPath(impor
 const CACHE_SIZE = 8;
 const cache = new Map<string, SourceMap | null>();
 
-/** A frame's location: `    at fn (file:///…/x.js:1:2)` or `    at file:///…/x.js:1:2`. */
+/** A frame's location: `    at fn (file:///.../x.js:1:2)` or `    at file:///.../x.js:1:2`. */
 const FRAME = /^(\s+at (?:.*? \()?)((?:file:\/\/)?\/[^():]*\.js):(\d+):(\d+)(\)?)$/gm;
 
 function mapOf(file: string): SourceMap | null {

@@ -1,4 +1,4 @@
-// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// Not `import ... from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
 // so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
 const { randomBytes } = process.getBuiltinModule('node:crypto');
 

@@ -6,7 +6,7 @@
 import type { Logger } from '../sdk/index.ts';
 import type { TracingConfig } from './tracing-config.ts';
 import type { Tracing } from './tracing.ts';
-// Not `import … from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
+// Not `import ... from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
 // so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
 const { randomFillSync } = process.getBuiltinModule('node:crypto');
 

@@ -14,7 +14,7 @@ import type { H1Handler } from './h1-connection.ts';
 /** What the runtime does with an answer forwarded straight into the client's response (ADR 0051). */
 export interface DirectReplies<E extends Exchange> {
   /**
-   * Write the upstream's status and headers (undici's raw `[name, value, …]` Buffers) to the client (queued headers
+   * Write the upstream's status and headers (undici's raw `[name, value, ...]` Buffers) to the client (queued headers
    * added, hop-by-hop ones left out). False when nothing may be written: a reply was already started (a timeout), the
    * client left, or a header was invalid (then a 500 went out instead).
    */
@@ -38,7 +38,7 @@ export interface DirectOrigin {
 }
 
 /**
- * An answer's raw `[name, value, …]` headers: undici's Buffers, or the lean client's latin1 strings (ADR 0073).
+ * An answer's raw `[name, value, ...]` headers: undici's Buffers, or the lean client's latin1 strings (ADR 0073).
  * `headerNameToString`, `toString('latin1')` and undici's `parseHeaders` read both alike.
  */
 export type RawHeaders = readonly (Buffer | string)[];

@@ -9,7 +9,7 @@ import { declaredLength, emptyBodyFraming, requestBytes, requestHead } from './h
 
 export interface H1Handler {
   onConnect(abort: (err?: Error) => void): void;
-  /** Raw `[name, value, …]` as latin1 strings. False: paused until `resume`. */
+  /** Raw `[name, value, ...]` as latin1 strings. False: paused until `resume`. */
   onHeaders(status: number, raw: string[], resume: () => void): boolean;
   onData(chunk: Buffer): boolean;
   onComplete(trailers: string[] | null): void;

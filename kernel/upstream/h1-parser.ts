@@ -8,7 +8,7 @@ const MAX_NAMES = 32;
 export const MAX_HEAD = 16 * 1024;
 
 export interface ResponseSink {
-  /** A final (non-1xx) answer's status and raw `[name, value, …]` headers. */
+  /** A final (non-1xx) answer's status and raw `[name, value, ...]` headers. */
   head(status: number, raw: string[]): void;
   data(chunk: Buffer): void;
   /** The body ended; `trailers` (raw) when a chunked body carried any. */
@@ -57,7 +57,7 @@ function tokenEnd(s: string, from: number, to: number): number {
 
 const isOws = (c: number): boolean => c === 32 || c === 9;
 
-/** Field-value characters only: HTAB, SP, VCHAR, obs-text (the string is latin1: codes ≤ 255). */
+/** Field-value characters only: HTAB, SP, VCHAR, obs-text (the string is latin1: codes <= 255). */
 function fieldChars(s: string, from: number, to: number): boolean {
   for (let i = from; i < to; i++) {
     const c = s.charCodeAt(i);

@@ -14,7 +14,7 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Extra header names a `Connection` header declares hop-by-hop (`Connection: close, x-foo` → x-foo), or null
+ * Extra header names a `Connection` header declares hop-by-hop (`Connection: close, x-foo` -> x-foo), or null
  * when it only carries the usual `keep-alive`/`close` (the common case, decided without splitting).
  */
 export function connectionListed(connection: unknown): Set<string> | null {

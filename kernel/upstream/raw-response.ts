@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 
-// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
 const { STATUS_CODES } = process.getBuiltinModule('node:http');
 

@@ -24,7 +24,7 @@ export function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody:
   return readsFirst(headers) ? ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
 }
 
-/** A client body of declared length ≤ 64 KiB is read whole before it is sent (ADR 0050); others stream. */
+/** A client body of declared length <= 64 KiB is read whole before it is sent (ADR 0050); others stream. */
 export function readsFirst(headers: IncomingHttpHeaders): boolean {
   return Number(headers['content-length'] ?? NaN) <= RETRY_BUFFER_LIMIT;
 }

@@ -73,5 +73,5 @@ export const destroyStream: (stream: NodeJS.ReadableStream, err?: Error) => void
 /** undici's header name as a lower-case string (well-known names without a copy), as its `parseHeaders` reads it. */
 export const headerNameToString: (name: Buffer | string) => string = utilModule.headerNameToString;
 
-/** undici's raw `[name, value, …]` answer headers as the object its controller API and `request()` give. */
+/** undici's raw `[name, value, ...]` answer headers as the object its controller API and `request()` give. */
 export const parseHeaders: (raw: readonly (Buffer | string)[]) => Record<string, string | string[]> = utilModule.parseHeaders;

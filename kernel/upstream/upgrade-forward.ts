@@ -10,7 +10,7 @@ import { upstreamFailure } from './upstream-errors.ts';
 import { writeRawResponse } from './raw-response.ts';
 import type { PooledTarget } from './pooled-target.ts';
 
-// Not `import … from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
+// Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
 const { request: httpRequest } = process.getBuiltinModule('node:http');
 

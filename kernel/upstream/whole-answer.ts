@@ -12,7 +12,7 @@ import type { H1Handler } from './h1-connection.ts';
 export interface WholeResponse {
   readonly statusCode: number;
   /**
-   * The raw `[name, value, …]` list (undici's Buffers, the lean client's latin1 strings): made an object only if
+   * The raw `[name, value, ...]` list (undici's Buffers, the lean client's latin1 strings): made an object only if
    * something reads the reply's `headers`.
    */
   readonly rawHeaders: RawHeaders;
@@ -25,7 +25,7 @@ export interface WholeResponse {
  * An undici dispatch handler that collects the upstream's status, raw headers and body chunks and settles one promise
  * when the answer ended (ADR 0058): no `BodyReadable`, no `RequestHandler`, no second promise to read the body, which
  * `request()` plus a capped read cost per answer. It speaks the handler API undici's core calls (`onConnect`,
- * `onHeaders`, …) as `DirectForward` does: the controller API would have undici wrap it per request and make the
+ * `onHeaders`, ...) as `DirectForward` does: the controller API would have undici wrap it per request and make the
  * header object (`parseHeaders`) that the reply writer would flatten again; the lean client of cleartext HTTP/1.1
  * origins calls the same (ADR 0084), its `onEnd` handing the last bytes of a Content-Length body. It rejects as `request()`
  * does when the request fails before the answer starts; once the answer started, a failure (the body over `limit`:

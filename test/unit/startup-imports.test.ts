@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRequire, registerHooks } from 'node:module';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
 import { BIN, ROOT } from '../helpers/cli.ts';
@@ -123,6 +123,22 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
     for (const m of ['tls', 'internal/tls/wrap', 'https', 'worker_threads', 'internal/worker', 'internal/crypto/webcrypto']) {
       assert.equal(builtins.has(m), false, `node:${m} loaded`);
     }
+  });
+
+  it('every module of its own it loads, the precompiled validator included, is Latin-1 text (docs/perf.md "Memory, session 11")', () => {
+    // V8 keeps each module's source in the heap for the process's life, one byte per character, or two for the whole
+    // file once one character is beyond U+00FF: one ellipsis in a comment doubles that file's share of the old space.
+    // (JSON modules are parsed, not kept.)
+    // In comments write `...`, `->`, `<=`; in strings a `\u2026` escape keeps the value.
+    const own = [...loaded.urls, ...second.urls].filter((u) => u.startsWith('file:') && !u.endsWith('.json') && (!u.includes('/node_modules/') || u.endsWith('.cjs')));
+    assert.ok(own.some((u) => u.endsWith('/kernel/boot/gateway.ts')), 'the list holds the kernel');
+    assert.ok(own.some((u) => u.endsWith('.cjs') && u.includes('/validators/')), 'and the precompiled validator');
+    const wide = [...new Set(own)].flatMap((u) => {
+      const text = readFileSync(new URL(u), 'utf8');
+      const at = text.search(/[^\u0000-\u00ff]/u);
+      return at < 0 ? [] : [`${relative(ROOT, fileURLToPath(u))}:${text.slice(0, at).split('\n').length}: ${JSON.stringify(text[at])}`];
+    });
+    assert.deepEqual(wide, []);
   });
 
   it("undici-core's modules are the ones undici's index exports", async () => {

@@ -17,7 +17,7 @@ export default defineBackendAuth<AwsConfig>({
     if (config.serviceName === undefined) {
       // SPEC's `cloudAuthB` has no service field: a SPEC-only config must still sign, so say what it signs for.
       ctx.warn(
-        '`serviceName` is not set: each request is signed for the AWS service its upstream host names (`bedrock-runtime.<region>.amazonaws.com` → `bedrock`), else for `bedrock`; set `serviceName` to sign for another service',
+        '`serviceName` is not set: each request is signed for the AWS service its upstream host names (`bedrock-runtime.<region>.amazonaws.com` \u2192 `bedrock`), else for `bedrock`; set `serviceName` to sign for another service',
       );
     }
     // The signing libraries load only when a config uses this variant (trimmed distributions never load them).

@@ -1,6 +1,6 @@
 /**
  * The `Authorization` value for a configured key (BEHAVIOUR.md DECIDED 8): a value containing a space already
- * names its scheme (`Bearer abc`, `Basic …`) and is sent verbatim; a bare token gets `Bearer `.
+ * names its scheme (`Bearer abc`, `Basic ...`) and is sent verbatim; a bare token gets `Bearer `.
  * Returns an error message (never containing the key) when the value cannot be a header value.
  */
 export function authorizationValue(raw: string): string | { error: string } {

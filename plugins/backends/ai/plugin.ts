@@ -12,7 +12,7 @@ export default defineBackend<AiBackendConfig>({
   schema,
   // `provider` is a one-of of `llmProvider`; a provider's default credential (`defaultAuth`) is a `backendAuth` variant.
   slots: [llmProviderSlot, backendAuthSlot],
-  // A top-level named backend (`backends: [{ name, ai: {…} }]`), used from routes as `backend: <name>`.
+  // A top-level named backend (`backends: [{ name, ai: {...} }]`), used from routes as `backend: <name>`.
   named: true,
   // `config.defaultTimeouts.llmBackendRequestTimeout`: the provider's default response deadline.
   configSections: [llmDeadlineSection],
@@ -21,7 +21,7 @@ export default defineBackend<AiBackendConfig>({
     {
       name: 'llm',
       description:
-        'The LLM call of an `ai` backend: `llm.provider`, `llm.requestModel`, `llm.inputTokens`, `llm.outputTokens`, `llm.cost`, … (known once the answer arrived).',
+        'The LLM call of an `ai` backend: `llm.provider`, `llm.requestModel`, `llm.inputTokens`, `llm.outputTokens`, `llm.cost`, \u2026 (known once the answer arrived).',
     },
   ],
   async compile(config, ctx) {

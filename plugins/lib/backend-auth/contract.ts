@@ -44,7 +44,7 @@ const MAX_REASON = 300;
 export function backendAuthFailure(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   let reason = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').trim() || 'unknown error';
-  if (reason.length > MAX_REASON) reason = `${reason.slice(0, MAX_REASON - 1)}…`;
+  if (reason.length > MAX_REASON) reason = `${reason.slice(0, MAX_REASON - 1)}\u2026`;
   return new GatewayError(500, 'backend_auth_failed', `backend authentication failed: ${reason}`, ErrorCode.internal);
 }
 

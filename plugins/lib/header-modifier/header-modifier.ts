@@ -8,7 +8,7 @@ export interface HeaderModifierConfig {
 
 type Headers = Record<string, string | string[] | number | undefined>;
 
-/** A compiled header modifier: names lower-cased once, applied add → set → remove. */
+/** A compiled header modifier: names lower-cased once, applied add -> set -> remove. */
 export interface HeaderModifier {
   readonly add: readonly (readonly [string, string])[];
   readonly set: readonly (readonly [string, string])[];

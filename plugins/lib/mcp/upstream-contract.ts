@@ -64,7 +64,7 @@ export interface McpConnectOptions {
   readonly resumeSessionId?: string;
   /** Client request headers the target should receive (after gateway auth stripped what it consumed). */
   readonly headers?: Readonly<Record<string, string>>;
-  /** The target's policies (per-target `policies` merged over the route's): TLS facets, backendAuth, … */
+  /** The target's policies (per-target `policies` merged over the route's): TLS facets, backendAuth, ... */
   readonly policies?: PolicySet;
   /**
    * Run on every HTTP request made to the target for this connection (pass it as `onAttempt` to

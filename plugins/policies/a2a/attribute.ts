@@ -4,7 +4,7 @@ import { defineAttribute } from 'switchyard/sdk';
 export interface A2aRequest {
   /** `card`: an agent-card fetch; `call`: an A2A operation (`method` says which); `other`: anything else. */
   readonly kind: 'card' | 'call' | 'other';
-  /** The A2A method (`SendMessage`, `message/send`, `GetTask`, …); `unknown` for a call it could not name. */
+  /** The A2A method (`SendMessage`, `message/send`, `GetTask`, ...); `unknown` for a call it could not name. */
   readonly method?: string;
   /** Set once a response hook handled the reply. */
   responded: boolean;

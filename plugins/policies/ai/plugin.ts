@@ -4,7 +4,7 @@ import type { AiPolicyConfig } from './ai-policy.ts';
 import { aiPolicySchema } from './schema.ts';
 
 /**
- * `ai` (SPEC §2.8–2.9, BEHAVIOUR.md §2.8–2.9): the LLM request policy of an `ai` backend. It compiles prompts, route
+ * `ai` (SPEC §2.8-2.9, BEHAVIOUR.md §2.8-2.9): the LLM request policy of an `ai` backend. It compiles prompts, route
  * types, body mutations, model aliases, prompt caching and prompt guards once and hands the runtime to the `ai` backend
  * at compile time (the `AI_POLICY` facet, plugins/lib/llm/contract.ts), which applies it to the body it owns.
  */

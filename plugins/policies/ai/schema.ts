@@ -21,7 +21,7 @@ const rejectionHeaders = headerModifierSchema('response');
 
 const guard = {
   'x-slot': 'guard',
-  description: 'One guard: exactly one guard type (`regex`, `webhook`, `openAIModeration`, `bedrockGuardrails`, `googleModelArmor`, …), plus an optional `rejection`.',
+  description: 'One guard: exactly one guard type (`regex`, `webhook`, `openAIModeration`, `bedrockGuardrails`, `googleModelArmor`, \u2026), plus an optional `rejection`.',
   properties: {
     rejection: {
       type: 'object',
@@ -49,7 +49,7 @@ const jsonMap = (what: string) => ({
   additionalProperties: { description: 'Any JSON value.' },
 });
 
-/** JSON Schema of the `ai` policy (SPEC §2.8–2.9, BEHAVIOUR.md §2.8–2.9). */
+/** JSON Schema of the `ai` policy (SPEC §2.8-2.9, BEHAVIOUR.md §2.8-2.9). */
 export const aiPolicySchema = {
   type: 'object',
   description: 'LLM request policy for an `ai` backend: prompts, route types, body defaults/overrides/transformations, model aliases, prompt caching and prompt guards. Set on the route or the backend (the backend\'s wins as a whole).',
@@ -65,24 +65,24 @@ export const aiPolicySchema = {
     },
     routes: {
       type: 'object',
-      description: 'Request path suffix → route type. The longest matching suffix wins; `*` matches any path. Without `routes` every request is OpenAI Chat Completions.',
+      description: 'Request path suffix \u2192 route type. The longest matching suffix wins; `*` matches any path. Without `routes` every request is OpenAI Chat Completions.',
       propertyNames: { minLength: 1 },
       additionalProperties: {
         enum: [...ROUTE_TYPES],
         description: '`completions` (OpenAI Chat Completions), `messages` (Anthropic Messages), `responses` (OpenAI Responses), `embeddings`, `anthropicTokenCount`, `generateContent` (Gemini native: prompts go to `systemInstruction`/`contents`, generation settings such as `temperature` or `max_tokens` to `generationConfig`), `geminiCountTokens`, `realtime`, `passthrough` (forwarded as it is), `detect` (told from the body), `models` (`/v1/models`: the models the route serves, answered by the gateway).',
       },
     },
-    defaults: jsonMap('Top-level request body fields set when the client did not send them (applied after `overrides` and `transformations`). On Gemini-native bodies generation settings (`temperature`, `topP`/`top_p`, `maxOutputTokens`/`max_tokens`, `stop`, …) go in `generationConfig`.'),
+    defaults: jsonMap('Top-level request body fields set when the client did not send them (applied after `overrides` and `transformations`). On Gemini-native bodies generation settings (`temperature`, `topP`/`top_p`, `maxOutputTokens`/`max_tokens`, `stop`, \u2026) go in `generationConfig`.'),
     overrides: jsonMap('Top-level request body fields always set, replacing the client\'s (applied first). On Gemini-native bodies generation settings go in `generationConfig`.'),
     transformations: {
       type: 'object',
-      description: 'Top-level request body field → CEL expression computing its value, evaluated per request against the client\'s body (`llmRequest`) and the request (`request`, `jwt`, …). A failing expression removes the field. Applied after `overrides`, before `defaults`.',
+      description: 'Top-level request body field \u2192 CEL expression computing its value, evaluated per request against the client\'s body (`llmRequest`) and the request (`request`, `jwt`, \u2026). A failing expression removes the field. Applied after `overrides`, before `defaults`.',
       propertyNames: { minLength: 1 },
       additionalProperties: { type: 'string', minLength: 1, 'x-secret': 'cel', description: 'A CEL expression, such as `min(llmRequest.max_tokens, 1024)`.' },
     },
     modelAliases: {
       type: 'object',
-      description: 'Requested model → model sent. Keys may contain `*` wildcards; an exact key wins, then the longest matching pattern.',
+      description: 'Requested model \u2192 model sent. Keys may contain `*` wildcards; an exact key wins, then the longest matching pattern.',
       propertyNames: { minLength: 1 },
       additionalProperties: { type: 'string', minLength: 1, description: 'The model name to use instead.' },
     },
@@ -109,7 +109,7 @@ export const aiPolicySchema = {
                 backend: { type: 'string', minLength: 1, description: 'The `ai` backend, by its `name` (or a named backend by the name the route refers to it by).' },
                 model: { type: 'string', minLength: 1, description: 'The model sent to that backend in place of the virtual name. Default: the backend\'s `provider.<x>.model` (one of the two is required).' },
                 weight: { type: 'number', minimum: 0, description: 'Share of requests under `strategy: weighted` (relative to the others). Default: 1; 0: failover only.' },
-                when: { type: 'string', minLength: 1, 'x-secret': 'cel', description: 'CEL condition; the target takes part only when it is true (an error counts as false). Sees `request`, `jwt`, `apiKey`, …, `llmRequest` (the client\'s body) and `llm.requestModel`, `llm.promptTokens` (an estimate).' },
+                when: { type: 'string', minLength: 1, 'x-secret': 'cel', description: 'CEL condition; the target takes part only when it is true (an error counts as false). Sees `request`, `jwt`, `apiKey`, \u2026, `llmRequest` (the client\'s body) and `llm.requestModel`, `llm.promptTokens` (an estimate).' },
               },
               required: ['backend'],
               additionalProperties: false,

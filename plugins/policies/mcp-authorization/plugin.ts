@@ -8,7 +8,7 @@ import schema from './schema.json' with { type: 'json' };
  */
 export default definePolicy<McpAuthorizationConfig>({
   key: 'mcpAuthorization',
-  description: 'Allow or hide MCP tools, prompts and resources per caller with CEL rules (`mcp.tool.name`, `jwt.*`, …).',
+  description: 'Allow or hide MCP tools, prompts and resources per caller with CEL rules (`mcp.tool.name`, `jwt.*`, \u2026).',
   schema,
   // Under `mcpTargetPolicies` it decides for that target's items only (plugins/backends/mcp/target-authorizer.ts).
   attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],

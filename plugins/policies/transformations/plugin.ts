@@ -4,18 +4,18 @@ import schema from './schema.json' with { type: 'json' };
 
 const side = (what: string) => ({
   type: 'object',
-  description: `Header changes on the ${what}, applied add → set → remove. Values are CEL expressions (quote literals: \`'"v1"'\`).`,
+  description: `Header changes on the ${what}, applied add \u2192 set \u2192 remove. Values are CEL expressions (quote literals: \`'"v1"'\`).`,
   properties: {
     add: {
       type: 'object',
-      description: 'Header name → CEL expression; the value is appended. A failing expression adds nothing.',
+      description: 'Header name \u2192 CEL expression; the value is appended. A failing expression adds nothing.',
       'x-secret': 'headers',
       propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
       additionalProperties: { type: 'string', minLength: 1, 'x-secret': 'cel' },
     },
     set: {
       type: 'object',
-      description: 'Header name → CEL expression; replaces existing values. A failing expression removes the header.',
+      description: 'Header name \u2192 CEL expression; replaces existing values. A failing expression removes the header.',
       'x-secret': 'headers',
       propertyNames: { $ref: 'switchyard:defs#/$defs/headerName' },
       additionalProperties: { type: 'string', minLength: 1, 'x-secret': 'cel' },
