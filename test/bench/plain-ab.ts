@@ -103,6 +103,8 @@ interface Gateway {
   readonly scavenges: number[];
   /** GC pauses of the main thread per request, µs (V8's own clock: less noisy than CPU time on a shared machine). */
   readonly gcUs: number[];
+  /** Bytes promoted to the old generation per request (what later mark-compacts pay for), load-independent. */
+  readonly promotedB: number[];
   readonly markCompacts: number[];
   readonly allocKiB: number[];
   readonly rps: number[];
@@ -117,10 +119,10 @@ function rssMiB(pid: number): number {
 }
 
 /**
- * Scavenges, other collections, bytes allocated between them and the main thread's pauses for them (ms), from the
- * gateway's `--trace-gc-nvp` lines since the last call.
+ * Scavenges, other collections, bytes allocated between them, bytes promoted to the old generation and the main
+ * thread's pauses for the collections (ms), from the gateway's `--trace-gc-nvp` lines since the last call.
  */
-function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocated: number; pauseMs: number } {
+function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocated: number; pauseMs: number; promoted: number } {
   const size = statSync(g.out).size;
   const fd = openSync(g.out, 'r');
   const buf = Buffer.alloc(size - g.offset);
@@ -134,13 +136,15 @@ function gcSince(g: Gateway): { scavenges: number; markCompacts: number; allocat
   let markCompacts = 0;
   let allocated = 0;
   let pauseMs = 0;
-  for (const m of head.matchAll(/pause=([\d.]+) .* gc=(\w+) .* allocated=(\d+) /g)) {
+  let promoted = 0;
+  for (const m of head.matchAll(/pause=([\d.]+) .* gc=(\w+) .* allocated=(\d+) promoted=(\d+) /g)) {
     pauseMs += Number(m[1]);
     if (m[2] === 's') scavenges++;
     else markCompacts++;
     allocated += Number(m[3]);
+    promoted += Number(m[4]);
   }
-  return { scavenges, markCompacts, allocated, pauseMs };
+  return { scavenges, markCompacts, allocated, pauseMs, promoted };
 }
 
 function start(name: string, cpus: string, command: string, args: string[], stdout: number | 'ignore' | 'pipe', children: ChildProcess[], env: NodeJS.ProcessEnv = { ...NODE_ENV_DEFAULTS, ...process.env }): ChildProcess {
@@ -263,7 +267,7 @@ async function main(args: string[]): Promise<void> {
         const child = start(name, '0', process.execPath, [...semi, '--trace-gc-nvp', join(checkout, script[0]!), String(port), String(upstreamPort), ...mode], fd, children);
         closeSync(fd);
         await waitFor200(`http://127.0.0.1:${port}${path}`);
-        gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], gcUs: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
+        gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, out, offset: 0, cpu: [], scavenges: [], gcUs: [], promotedB: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
         continue;
       }
       const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -294,7 +298,7 @@ async function main(args: string[]): Promise<void> {
       const child = start(name, cpus, process.execPath, [`--max-semi-space-size=${semiOf(checkout)}`, ...v8Of(checkout), '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
-      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, authorization: keyed(checkout) ? `Bearer ${BENCH_KEY}` : undefined, out, offset: 0, cpu: [], scavenges: [], gcUs: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
+      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, authorization: keyed(checkout) ? `Bearer ${BENCH_KEY}` : undefined, out, offset: 0, cpu: [], scavenges: [], gcUs: [], promotedB: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
     }
     const gwPid = (g: Gateway): number => {
       // taskset execs the command: the child's PID is the gateway's.
@@ -316,15 +320,16 @@ async function main(args: string[]): Promise<void> {
         g.cpu.push((c1 - c0) / requests);
         g.scavenges.push(gc.scavenges);
         g.gcUs.push((gc.pauseMs * 1000) / requests);
+        g.promotedB.push(gc.promoted / requests);
         g.markCompacts.push(gc.markCompacts);
         g.allocKiB.push(gc.allocated / 1024 / requests);
         g.rps.push((requests / r.ms) * 1000);
         g.rssMiB.push(rssMiB(gwPid(g)));
-        console.log(`round ${round + 1} ${g.name}: ${fmt((c1 - c0) / requests)} CPU µs/req, ${fmt((requests / r.ms) * 1000)} req/s, ${gc.scavenges} scavenges (${fmt(g.gcUs.at(-1)!, 1)} µs/req of GC pauses), ${gc.markCompacts} other GCs, ${(gc.allocated / 1024 / requests).toFixed(2)} KiB allocated/req, RSS ${fmt(g.rssMiB.at(-1)!)} MiB${r.bad ? `, ${r.bad} non-200` : ''}`);
+        console.log(`round ${round + 1} ${g.name}: ${fmt((c1 - c0) / requests)} CPU µs/req, ${fmt((requests / r.ms) * 1000)} req/s, ${gc.scavenges} scavenges (${fmt(g.gcUs.at(-1)!, 1)} µs/req of GC pauses, ${fmt(g.promotedB.at(-1)!)} B/req promoted), ${gc.markCompacts} other GCs, ${(gc.allocated / 1024 / requests).toFixed(2)} KiB allocated/req, RSS ${fmt(g.rssMiB.at(-1)!)} MiB${r.bad ? `, ${r.bad} non-200` : ''}`);
       }
     }
     console.log(`\n${size} answer, ${requests} requests per phase at c=${connections}, ${rounds} rounds`);
-    for (const g of gateways) console.log(`${g.name}: CPU µs/req ${range(g.cpu)}; req/s ${range(g.rps)}; scavenges ${range(g.scavenges)}; GC pauses µs/req ${range(g.gcUs, 1)}; other GCs ${range(g.markCompacts)}; KiB allocated/req ${Math.min(...g.allocKiB).toFixed(2)}-${Math.max(...g.allocKiB).toFixed(2)}; RSS MiB ${range(g.rssMiB)}`);
+    for (const g of gateways) console.log(`${g.name}: CPU µs/req ${range(g.cpu)}; req/s ${range(g.rps)}; scavenges ${range(g.scavenges)}; GC pauses µs/req ${range(g.gcUs, 1)}; promoted B/req ${range(g.promotedB)}; other GCs ${range(g.markCompacts)}; KiB allocated/req ${Math.min(...g.allocKiB).toFixed(2)}-${Math.max(...g.allocKiB).toFixed(2)}; RSS MiB ${range(g.rssMiB)}`);
     if (gateways.length > 1) {
       const base = gateways[0]!;
       for (const g of gateways.slice(1)) {
