@@ -31,5 +31,6 @@ export async function openStore(spec: StoreSpec | undefined, cwd: string): Promi
   }
   const { SqliteKeyStore } = await import('./sqlite-store.ts');
   const path = spec?.sqlite?.path ?? DEFAULT_SQLITE_PATH;
-  return SqliteKeyStore.open(path === ':memory:' ? path : resolve(cwd, path));
+  // The gateway's store groups the reservations of one event-loop turn into one commit (ADR 0090).
+  return SqliteKeyStore.open(path === ':memory:' ? path : resolve(cwd, path), undefined, { group: true });
 }

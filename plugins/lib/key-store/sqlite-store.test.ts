@@ -12,6 +12,7 @@ import { after, test } from 'node:test';
 import { KEY_CACHE_MS } from './key-cache.ts';
 import { LAZY_MS } from './settlement-queue.ts';
 import { SqliteKeyStore } from './sqlite-store.ts';
+import { KEY_GONE } from './types.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'swy-sqlite-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -275,5 +276,41 @@ test('sqlite store: reservations carrying any number of queued settlements use a
     assert.deepEqual(await store.values([lines[0]!.counter, other(0)]), [251 * 10, 252], 'nothing taken; the queued settlements written alone');
   } finally {
     await store.close();
+  }
+});
+
+test('sqlite store: with group commit the reservations of one event-loop turn after the first share one transaction, each checked on its own; one WAL frame for a page they all touch (ADR 0090)', async () => {
+  const file = join(dir, 'group.db');
+  const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }, { group: true }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
+  try {
+    // 10 reservations in one turn against a budget of 45 taking 10 each: the first at once, the rest grouped; the
+    // budget passes while anything is left (0, 10, 20, 30, 40), so 5 pass and it ends at 50: one estimate over.
+    const line = { counter: 'k:g:usd:month:x', limit: 45, amount: 10, expiresAt: 0 };
+    const other6 = lines.map((l) => ({ ...l, counter: `${l.counter}:g` }));
+    // The rows exist first (creating them writes the table's page and the name index's: 2 frames).
+    assert.equal(mine.reserve([line, ...other6].map((l) => ({ ...l, amount: 0 }))), -1);
+    await new Promise((r) => setImmediate(r));
+    await mine.checkpoint();
+    const answers = Array.from({ length: 10 }, () => mine.reserve([line, ...other6]));
+    assert.equal(typeof answers[0], 'number', 'the first of the turn answers at once');
+    assert.ok(answers.slice(1).every((a) => a instanceof Promise), 'the others wait for the turn\'s commit');
+    const refused = await Promise.all(answers);
+    assert.deepEqual(refused, [-1, -1, -1, -1, -1, 0, 0, 0, 0, 0]);
+    assert.deepEqual(await other.values([line.counter, other6[0]!.counter]), [50, 50], 'each refusal took nothing, the group committed');
+    // Two commits (the first alone, then the group), each of the one page all counters share: 2 frames, not 10.
+    assert.equal((await mine.checkpoint())!.log, 2);
+    // A key revoked by another connection is refused inside a group; the others of the group are not.
+    await other.create({ id: 'gk', budgets: [], prefix: 'sk', createdAt: '', source: 'api' }, 'digest-gk');
+    await other.create({ id: 'gk2', budgets: [], prefix: 'sk', createdAt: '', source: 'api' }, 'digest-gk2');
+    await new Promise((r) => setImmediate(r));
+    const free = { counter: 'k:free:usd:month:x', limit: 1e9, amount: 1, expiresAt: 0 };
+    assert.equal(mine.reserve([free], 'digest-gk'), -1);
+    await other.revoke('gk', new Date().toISOString());
+    const group = [mine.reserve([free], 'digest-gk'), mine.reserve([free], 'digest-gk2'), mine.reserve([free])];
+    assert.deepEqual(await Promise.all(group), [KEY_GONE, -1, -1]);
+    assert.deepEqual(await other.values([free.counter]), [3]);
+  } finally {
+    await mine.close();
+    await other.close();
   }
 });
