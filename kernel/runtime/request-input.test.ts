@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { requestInputProblem, shouldUpgrade, UNSUPPORTED_CODING } from './request-input.ts';
+import { kClosing, requestInputProblem, shouldUpgrade, UNSUPPORTED_CODING } from './request-input.ts';
+import type { ClosingSocket } from './request-input.ts';
 
 /** The fields of a request node:http hands over that the checks read. */
 const req = (url: string, headers: Record<string, string>, version = '1.1'): IncomingMessage =>
@@ -26,10 +27,16 @@ describe('request input refused beyond llhttp (ADR 0092)', () => {
     assert.equal(requestInputProblem(req('/x?q=%23', {})), undefined);
   });
 
-  it('Upgrade: h2c (in any case, alone or in a list) is not an upgrade; websocket is', () => {
-    const up = (upgrade: string | undefined): boolean => shouldUpgrade({ headers: upgrade === undefined ? {} : { upgrade } } as IncomingMessage);
-    for (const u of ['h2c', 'H2C', 'websocket, h2c', 'h2c ,foo']) assert.equal(up(u), false, u);
-    for (const u of ['websocket', 'WebSocket', 'h2cx', 'xh2c']) assert.equal(up(u), true, u);
-    assert.equal(up(undefined), false);
+  it('Upgrade: h2c (in any case, alone or in a list), or an upgrade with a body, is declined and closes after; websocket is an upgrade', () => {
+    const up = (upgrade: string | undefined, more: Record<string, string> = {}): [boolean, unknown] => {
+      const r = { headers: { ...(upgrade === undefined ? {} : { upgrade }), ...more }, socket: {} } as unknown as IncomingMessage;
+      return [shouldUpgrade(r), (r.socket as ClosingSocket)[kClosing] === r];
+    };
+    for (const u of ['h2c', 'H2C', 'websocket, h2c', 'h2c ,foo']) assert.deepEqual(up(u), [false, true], u);
+    assert.deepEqual(up('websocket', { 'content-length': '5' }), [false, true]);
+    assert.deepEqual(up('websocket', { 'transfer-encoding': 'chunked' }), [false, true]);
+    for (const u of ['websocket', 'WebSocket', 'h2cx', 'xh2c']) assert.deepEqual(up(u), [true, false], u);
+    assert.deepEqual(up('websocket', { 'content-length': '0' }), [true, false]);
+    assert.deepEqual(up(undefined), [false, false]);
   });
 });

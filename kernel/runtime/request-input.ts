@@ -41,11 +41,27 @@ export function requestInputProblem(req: IncomingMessage): string | undefined {
 }
 
 /**
- * node:http `shouldUpgradeCallback`: an `Upgrade: h2c` request is served as a plain request (its Upgrade and
- * HTTP2-Settings dropped as hop-by-hop), never relayed as an upgrade: a relayed h2c upgrade becomes a tunnel in which
- * the client speaks HTTP/2 to the upstream past every route and policy ("h2c smuggling"; Envoy strips it too).
+ * Set on a connection whose current answer closes it: `true` after a refusal (requests read behind it never run, RFC
+ * 9112 §9.6), or the declined upgrade request (answered, then the connection closes: node:http reads nothing more
+ * after a declined upgrade, so a request pipelined behind it would wait for ever).
+ */
+export const kClosing = Symbol('switchyard.closing');
+export type ClosingSocket = IncomingMessage['socket'] & { [kClosing]?: true | IncomingMessage };
+
+/**
+ * node:http `shouldUpgradeCallback` (ADR 0092). Served as a plain request instead, its Upgrade, HTTP2-Settings and
+ * Connection dropped as hop-by-hop, and the connection closed after the answer:
+ * - `Upgrade: h2c`: relayed, an accepted h2c upgrade is a tunnel in which the client speaks HTTP/2 to the upstream
+ *   past every route and policy ("h2c smuggling"; Envoy strips it too);
+ * - an upgrade request with a body: node:http would take the body for the upgraded protocol's first bytes, while the
+ *   upstream is told a Content-Length it never gets (and waits).
  */
 export function shouldUpgrade(req: IncomingMessage): boolean {
-  const upgrade = req.headers.upgrade;
-  return upgrade !== undefined && !/(?:^|,)\s*h2c\s*(?:,|$)/i.test(upgrade);
+  const h = req.headers;
+  const upgrade = h.upgrade;
+  if (upgrade === undefined) return false;
+  const withBody = (h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined;
+  if (!withBody && !/(?:^|,)\s*h2c\s*(?:,|$)/i.test(upgrade)) return true;
+  (req.socket as ClosingSocket)[kClosing] = req;
+  return false;
 }

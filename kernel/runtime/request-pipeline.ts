@@ -19,7 +19,8 @@ import type { Outcome } from './failover.ts';
 import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
-import { requestInputProblem, UNSUPPORTED_CODING } from './request-input.ts';
+import { kClosing, requestInputProblem, UNSUPPORTED_CODING } from './request-input.ts';
+import type { ClosingSocket } from './request-input.ts';
 import type { LeanServing } from './lean-connection.ts';
 import type { LeanRequest } from './lean-request.ts';
 
@@ -62,9 +63,6 @@ const refused = (message: string): GatewayError =>
     ? new GatewayError(501, 'not_implemented', message, ErrorCode.badRequest)
     : new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);
 
-/** On a connection whose answer closes it (a refusal): requests read behind that one are never served (RFC 9112 §9.6). */
-const kClosing = Symbol('switchyard.closing');
-type ClosingSocket = IncomingMessage['socket'] & { [kClosing]?: true };
 
 /**
  * The exchange of a request, its Host and path normalised (docs/adr/0013, 0014). When they are malformed,
@@ -159,10 +157,12 @@ export class RequestPipeline implements LeanServing {
 
   /** node:http 'request' handler for the bind on `port`. */
   handle(req: IncomingMessage, res: ServerResponse, port: number, secure: boolean): void {
-    if ((req.socket as ClosingSocket)[kClosing] === true) {
-      // Pipelined behind a refusal: node closes the connection once that answer is written; this one never runs.
+    const closing = (req.socket as ClosingSocket)[kClosing];
+    if (closing !== undefined) {
       res.shouldKeepAlive = false;
-      return;
+      // Pipelined behind a refusal: node closes the connection once that answer is written; this one never runs.
+      if (closing !== req) return;
+      // A declined upgrade (request-input.ts) is answered, then the connection closes.
     }
     const snapshot = this.snapshot!;
     snapshot.acquire();

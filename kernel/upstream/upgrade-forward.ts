@@ -88,6 +88,11 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     ...(parsed.secure ? tlsConnectOptions(target.options.tls, parsed.host) : {}),
   });
   socket.on('error', () => upReq.destroy());
+  // The route's answer deadline (ADR 0019) covers the handshake too: an upstream that never answers an upgrade
+  // would hold the client and an upstream connection for ever (ADR 0092). A timer per upgrade: they are rare.
+  const deadlineMs = state?.plan.headersTimeoutMs ?? 0;
+  const deadline = deadlineMs > 0 ? setTimeout(() => upReq.destroy(Object.assign(new Error('no answer to the upgrade'), { code: 'UND_ERR_HEADERS_TIMEOUT' })), deadlineMs) : undefined;
+  upReq.once('close', () => clearTimeout(deadline));
   // Until the upstream answers, read the client socket ourselves: an unread socket never reports the client
   // leaving (bind servers allow half-open sockets), so the upstream connection would be kept forever. Bytes sent
   // early are kept (bounded) and replayed after the handshake.
@@ -107,6 +112,7 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
   socket.once('end', onClientGone);
   socket.once('close', onClientGone);
   upReq.on('upgrade', (upRes, upSocket, upHead) => {
+    clearTimeout(deadline);
     socket.off('data', onEarlyData);
     socket.off('end', onClientGone);
     socket.off('close', onClientGone);
@@ -138,6 +144,7 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     socket.pipe(upSocket);
   });
   upReq.on('response', (upRes) => {
+    clearTimeout(deadline);
     // The upstream declined the upgrade: relay its answer as is, read whole (it is written with a length) and capped.
     // The log and metrics take the status once the client's answer is known: the upstream's, or 502 past the cap.
     const status = upRes.statusCode ?? 502;
@@ -160,7 +167,7 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     );
   });
   upReq.on('error', (err) => {
-    const failure = upstreamFailure(err, target.origin);
+    const failure = upstreamFailure(err, target.origin, deadlineMs);
     if (!settled) {
       // The CLIENT span takes the network error; the client gets the gateway's status.
       if (span !== undefined) tracing!.endClient(span, undefined, err);
