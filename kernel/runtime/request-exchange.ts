@@ -1,0 +1,91 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
+import { ExchangeImpl } from './exchange-impl.ts';
+import { HostRejection, requestHostname } from './host-header.ts';
+import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
+import { requestInputProblem } from './request-input.ts';
+import { directForwarder } from '../upstream/pooled-target.ts';
+
+// A request's exchange and route, as the pipeline makes them (request-pipeline.ts), and which routes the lean server
+// side serves (ADR 0088).
+
+const NO_AUTHORITY = new HostRejection('the absolute-form request target has no authority');
+
+/** First route of the listener whose hostnames and any match object accept the request. */
+export function selectRoute(listener: CompiledListener, ex: ExchangeImpl): CompiledRoute | undefined {
+  const routes = listener.routes;
+  for (let i = 0; i < routes.length; i++) {
+    const route = routes[i]!;
+    if (route.hostnameTest !== null && !route.hostnameTest(ex.hostname)) continue;
+    const matches = route.matches;
+    if (matches === null) {
+      ex.matchedPrefix = '/';
+      return route;
+    }
+    for (let m = 0; m < matches.length; m++) {
+      if (matches[m]!.test(ex)) {
+        ex.matchedPrefix = matches[m]!.prefix;
+        return route;
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The exchange of a request, its Host and path normalised (docs/adr/0013, 0014). When they are malformed,
+ * `ex.refusal` says why (the exchange then carries the raw path and an empty hostname, for the access log).
+ */
+export function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, secure: boolean, snapshot: Snapshot): ExchangeImpl {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  let raw = q === -1 ? url : url.slice(0, q);
+  const statics = snapshot.staticConfig;
+  const skip = raw.charCodeAt(0) === 47 ? 0 : absoluteFormScheme(raw);
+  if (skip > 0) {
+    // Absolute form (`GET http://h/x`): the target's authority replaces Host (RFC 9112 §3.2.2).
+    const slash = raw.indexOf('/', skip);
+    req.headers.host = slash === -1 ? raw.slice(skip) : raw.slice(skip, slash);
+    raw = slash === -1 ? '/' : raw.slice(slash);
+  }
+  const host = skip > 0 && req.headers.host === '' ? NO_AUTHORITY : requestHostname(req.headers, req.rawHeaders);
+  const path = normalizePath(raw, statics.paths);
+  const ex = new ExchangeImpl(
+    req,
+    res,
+    secure ? 'https' : 'http',
+    typeof host === 'string' ? host : '',
+    typeof path === 'string' ? path : raw,
+    q === -1 ? '' : url.slice(q),
+    performance.now(),
+    statics.trustedProxies,
+  );
+  if (typeof host !== 'string') ex.refusal = host.message;
+  else if (typeof path !== 'string') ex.refusal = path.message;
+  else ex.refusal = requestInputProblem(req);
+  return ex;
+}
+
+/** Routes the lean server side serves (ADR 0088), decided on a route's first lean request. */
+const leanRoutes = new WeakMap<CompiledRoute, boolean>();
+
+/**
+ * Whether the lean server side may serve `route`: only the kernel's own work on it (the direct forward, no hook,
+ * log hook, error shaping, health or failover, one attempt without upstream hooks), so no plugin ever sees the
+ * exchange and its `req` (a LeanRequest, not an IncomingMessage). Anything else is node:http's.
+ */
+export function servedLean(route: CompiledRoute): boolean {
+  let lean = leanRoutes.get(route);
+  if (lean === undefined) {
+    lean =
+      route.kernelOnly &&
+      route.logHooks === null &&
+      route.shapeError === null &&
+      route.backends.every((ref) => {
+        const plan = ref.plan;
+        return ref.failover === null && directForwarder(ref.instance.target) !== null && plan.retry === null && plan.upstreamHooks === null && !(plan.attemptTimeoutMs > 0);
+      });
+    leanRoutes.set(route, lean);
+  }
+  return lean;
+}
