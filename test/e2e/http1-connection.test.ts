@@ -9,7 +9,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { oneListenerConfig } from '../helpers/gateway.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
-import { RawClient, sha256, sleep, startGatewayOnFreePorts, startHttpUpstream, values, waitFor } from './proxy-support.ts';
+import { RawClient, SERVER_SIDES, sha256, sleep, startGatewayOnFreePorts, startHttpUpstream, values, waitFor } from './proxy-support.ts';
 import type { HttpUpstream } from './proxy-support.ts';
 
 /** One request as the upstream saw it: its head, the bytes of body read, and whether it ended or was cut. */
@@ -23,7 +23,7 @@ interface Seen {
   aborted: boolean;
 }
 
-describe('HTTP/1.1 connections', () => {
+for (const side of SERVER_SIDES) describe(`HTTP/1.1 connections (${side.name})`, () => {
   let up: HttpUpstream;
   let raw: RawUpstream;
   let gw: RunningGateway;
@@ -68,8 +68,8 @@ describe('HTTP/1.1 connections', () => {
       { name: 'rude', matches: [{ path: { pathPrefix: '/rude' } }], backends: [{ host: raw.host }] },
       { name: 'plain', backends: [{ host: up.host }] },
     ];
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes)));
-    ({ gw: slowHeaders, ports: [slowHeadersPort] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes, { config: { headerTimeout: '400ms', defaultTimeouts: { streamIdleTimeout: '1s', backendRequestTimeout: '500ms' } } })));
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes), { env: side.env }));
+    ({ gw: slowHeaders, ports: [slowHeadersPort] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes, { config: { headerTimeout: '400ms', defaultTimeouts: { streamIdleTimeout: '1s', backendRequestTimeout: '500ms' } } }), { env: side.env }));
   });
   after(async () => {
     for (const c of clients) c.destroy();

@@ -9,10 +9,10 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { oneListenerConfig } from '../helpers/gateway.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { RawClient, sleep, startGatewayOnFreePorts, values } from './proxy-support.ts';
+import { RawClient, SERVER_SIDES, sleep, startGatewayOnFreePorts, values } from './proxy-support.ts';
 import type { Answer } from './proxy-support.ts';
 
-describe('HTTP/1.1 request framing', () => {
+for (const side of SERVER_SIDES) describe(`HTTP/1.1 request framing (${side.name})`, () => {
   let up: TestUpstream;
   let gw: RunningGateway;
   let port: number;
@@ -25,7 +25,7 @@ describe('HTTP/1.1 request framing', () => {
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text, 'latin1') });
       res.end(text, 'latin1');
     });
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up.port}` }] }])));
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up.port}` }] }]), { env: side.env }));
   });
   after(async () => {
     for (const c of clients) c.destroy();

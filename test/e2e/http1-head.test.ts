@@ -8,10 +8,10 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { oneListenerConfig } from '../helpers/gateway.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { ReceivedRequest, TestUpstream } from '../helpers/upstream.ts';
-import { RawClient, startGatewayOnFreePorts, values } from './proxy-support.ts';
+import { RawClient, SERVER_SIDES, startGatewayOnFreePorts, values } from './proxy-support.ts';
 import type { Answer } from './proxy-support.ts';
 
-describe('HTTP/1.1 request heads', () => {
+for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})`, () => {
   let up: TestUpstream;
   let gw: RunningGateway;
   let port: number;
@@ -23,7 +23,7 @@ describe('HTTP/1.1 request heads', () => {
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': text.length });
       res.end(text);
     });
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up.port}` }] }])));
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up.port}` }] }]), { env: side.env }));
   });
   after(async () => {
     for (const c of clients) c.destroy();

@@ -106,6 +106,15 @@ export function rawRequest(port: number, head: string, body: Buffer | string = '
   });
 }
 
+/**
+ * The two server sides a cleartext bind may run (ADR 0088): the lean HTTP/1.1 parser in front of node:http (the
+ * default), and node:http alone (`SWITCHYARD_LEAN_HTTP=off`). Edge-case suites run against both.
+ */
+export const SERVER_SIDES = [
+  { name: 'lean HTTP/1.1 on', env: { ...process.env, SWITCHYARD_LEAN_HTTP: 'on' } },
+  { name: 'node:http only', env: { ...process.env, SWITCHYARD_LEAN_HTTP: 'off' } },
+] as const;
+
 /** One answer read by `RawClient`: status line, headers and body as the client got them. */
 export interface Answer {
   /** The status line, e.g. `HTTP/1.1 200 OK`. */
@@ -254,12 +263,13 @@ export class RawClient {
 export async function startGatewayOnFreePorts(
   count: number,
   build: (ports: number[]) => Record<string, unknown>,
+  options?: Parameters<typeof startGateway>[1],
 ): Promise<{ gw: RunningGateway; ports: number[] }> {
   for (let attempt = 1; ; attempt++) {
     const ports: number[] = [];
     for (let i = 0; i < count; i++) ports.push(await freePort());
     try {
-      return { gw: await startGateway(build(ports)), ports };
+      return { gw: await startGateway(build(ports), options), ports };
     } catch (err) {
       if (attempt >= 5 || !/EADDRINUSE/.test(String((err as Error)?.message))) throw err;
     }
