@@ -75,6 +75,13 @@ export class RequestPipeline implements LeanServing {
 
   /** node:http 'request' handler for the bind on `port`. */
   handle(req: IncomingMessage, res: ServerResponse, port: number, secure: boolean): void {
+    if (res.socket === null) {
+      // Pipelined behind an answer still being written: served when node:http hands it the connection, one request
+      // at a time as Envoy and the lean side do (ADR 0092). node:http would run every pipelined request at once: one
+      // connection, any number of concurrent upstream requests, POSTs included (RFC 9112 §9.3.2: only safe ones).
+      res.once('socket', () => this.handle(req, res, port, secure));
+      return;
+    }
     const closing = (req.socket as ClosingSocket)[kClosing];
     if (closing !== undefined) {
       res.shouldKeepAlive = false;

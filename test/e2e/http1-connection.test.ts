@@ -32,11 +32,17 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 connections (${side.name})`,
   let slowHeadersPort: number;
   let slowHeaders: RunningGateway;
   const seen: Seen[] = [];
+  /** Requests the upstream holds at once (the most since the last reset). */
+  let inFlight = 0;
+  let maxInFlight = 0;
   const clients: RawClient[] = [];
 
   function handler(req: IncomingMessage, res: ServerResponse): void {
     const s: Seen = { method: req.method!, url: req.url!, headers: req.headers, body: [], bytes: 0, ended: false, aborted: false };
     seen.push(s);
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    res.once('close', () => inFlight--);
     const answer = (): void => {
       const text = `${req.method} ${req.url} ${s.bytes}`;
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': text.length });
@@ -102,6 +108,17 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 connections (${side.name})`,
       assert.equal((await c.read()).body, 'GET /slow/3 0');
       assert.equal((await c.read()).body, 'POST /fast/4 3');
       assert.equal((await c.read()).body, 'GET /fast/5 0');
+    });
+
+    it('pipelined requests run one at a time: the upstream never holds two of one connection (ADR 0092)', async () => {
+      // Envoy's behaviour and the lean side's; node:http alone ran them all at once (RFC 9112 §9.3.2 allows parallel
+      // processing of safe methods only), so one connection could hold any number of upstream requests.
+      await waitFor(() => inFlight === 0, 5000, 'earlier requests to finish');
+      maxInFlight = 0;
+      const c = client();
+      c.write(Array.from({ length: 4 }, (_, i) => `POST /slow/serial-${i} HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n${i}`).join(''));
+      for (let i = 0; i < 4; i++) assert.equal((await c.read()).body, `POST /slow/serial-${i} 1`);
+      assert.equal(maxInFlight, 1);
     });
 
     it('32 requests in one write: 32 answers in order on the one connection', async () => {
