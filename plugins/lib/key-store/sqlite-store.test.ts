@@ -279,7 +279,7 @@ test('sqlite store: reservations carrying any number of queued settlements use a
   }
 });
 
-test('sqlite store: with group commit the reservations of one event-loop turn after the first share one transaction, each checked on its own; one WAL frame for a page they all touch (ADR 0090)', async () => {
+test('sqlite store: with group commit the reservations of one event-loop turn after the first (all of them while the store is busy) share one transaction, each checked on its own; one WAL frame for a page they all touch (ADR 0090)', async () => {
   const file = join(dir, 'group.db');
   const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }, { group: true }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
   try {
@@ -304,9 +304,13 @@ test('sqlite store: with group commit the reservations of one event-loop turn af
     await other.create({ id: 'gk2', budgets: [], prefix: 'sk', createdAt: '', source: 'api' }, 'digest-gk2');
     await new Promise((r) => setImmediate(r));
     const free = { counter: 'k:free:usd:month:x', limit: 1e9, amount: 1, expiresAt: 0 };
-    assert.equal(mine.reserve([free], 'digest-gk'), -1);
+    // While busy (the last turn with reservations had several), the first of a turn is grouped too.
+    const first = mine.reserve([free], 'digest-gk');
+    assert.ok(first instanceof Promise, 'after a turn that grouped, the next turn\'s first waits too');
+    assert.equal(await first, -1);
     await other.revoke('gk', new Date().toISOString());
     const group = [mine.reserve([free], 'digest-gk'), mine.reserve([free], 'digest-gk2'), mine.reserve([free])];
+    assert.equal(typeof group[0], 'number', 'after a turn with one reservation, the first answers at once again');
     assert.deepEqual(await Promise.all(group), [KEY_GONE, -1, -1]);
     assert.deepEqual(await other.values([free.counter]), [3]);
   } finally {

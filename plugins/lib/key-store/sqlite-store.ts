@@ -153,11 +153,16 @@ export class SqliteKeyStore implements KeyStore {
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
   private readonly grouping: boolean;
-  /** A reservation was written during this event-loop turn (the next ones of the turn are grouped). */
-  private turnBusy = false;
+  /** Reservations asked for during this event-loop turn (after the first, they are grouped). */
+  private turnCount = 0;
+  /** The last turn with reservations had several: the first of the next one is grouped too (a busy store). */
+  private busy = false;
+  private turnArmed = false;
   private grouped: Grouped[] = [];
   private readonly endTurn = (): void => {
-    this.turnBusy = false;
+    this.turnArmed = false;
+    this.busy = this.turnCount > 1;
+    this.turnCount = 0;
     if (this.grouped.length > 0) this.runGroup();
   };
 
@@ -237,9 +242,11 @@ export class SqliteKeyStore implements KeyStore {
       return KEY_GONE;
     }
     if (this.grouping) {
-      if (this.turnBusy) return new Promise<number>((resolve, reject) => this.grouped.push({ lines, digest, resolve, reject }));
-      this.turnBusy = true;
-      setImmediate(this.endTurn);
+      if (!this.turnArmed) {
+        this.turnArmed = true;
+        setImmediate(this.endTurn);
+      }
+      if (++this.turnCount > 1 || this.busy) return new Promise<number>((resolve, reject) => this.grouped.push({ lines, digest, resolve, reject }));
     }
     return this.reserveNow(lines, digest);
   }
