@@ -41,5 +41,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
 STOPSIGNAL SIGTERM
 # tini first (see above), then the Node options of bin/node-flags.js (the young-generation cap, ADR 0041; Maglev jobs freed in place, ADR 0085) that the CLI would otherwise re-execute
 # itself to apply: given here, the start skips that second Node bootstrap (about 100 ms of the time to ready, ADR 0057).
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=4", "--no-maglev-destroy-on-background", "/opt/switchyard/node_modules/switchyard/bin/switchyard.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=2", "--no-maglev-destroy-on-background", "/opt/switchyard/node_modules/switchyard/bin/switchyard.js"]
 CMD ["-f", "/etc/switchyard/config.yaml"]

@@ -5,14 +5,16 @@
 // that second Node bootstrap; test/unit/node-flags.test.ts checks that they say the same as this file.
 
 /**
- * - `--max-semi-space-size=4`: V8's young generation capped at 4 MiB semi-spaces (ADR 0041). V8 reads it only when it
- *   creates the heap, so it has to be on node's command line (or in NODE_OPTIONS).
+ * - `--max-semi-space-size=2`: V8's young generation capped at 2 MiB semi-spaces (ADR 0041, 0089: 4 until session 11).
+ *   Under load RSS is ~5 MiB lower than at 4, for more scavenges (up to twice as many) that each pause about as long
+ *   (the survivors are the requests in flight) and promote no more. V8 rounds the cap up to a power of two, so 3 is
+ *   4. V8 reads it only when it creates the heap: node's command line (or NODE_OPTIONS).
  * - `--no-maglev-destroy-on-background`: a finished Maglev compilation is freed by the thread that installs its code
  *   instead of by a task posted to V8's worker threads (ADR 0085). Under load those tasks wait behind the busy main
  *   thread on the gateway's core, and the waiting jobs' compiler zones (malloc) piled up to 10-13 MiB in the first
  *   seconds of load in half the starts; the holes they left stayed in RSS (docs/perf.md "Memory, session 10").
  */
-export const NODE_FLAGS = ['--max-semi-space-size=4', '--no-maglev-destroy-on-background'];
+export const NODE_FLAGS = ['--max-semi-space-size=2', '--no-maglev-destroy-on-background'];
 
 /**
  * Set on the re-execution unless the environment has a value (the user's wins). Other C libraries (musl) ignore them.

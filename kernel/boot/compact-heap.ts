@@ -4,7 +4,7 @@ import { runInNewContext } from 'node:vm';
 
 /**
  * One V8 "last resort" collection shortly after the gateway is ready (ADR 0042). Starting leaves the young
- * generation at its largest (two 4 MiB semi-spaces, docs/perf.md) and the old generation full of the garbage of
+ * generation at its largest (two semi-spaces at their cap, docs/perf.md) and the old generation full of the garbage of
  * loading and compiling; V8's memory reducer does not run on an idle process, so that is what an idle gateway kept:
  * this collection gives back about 7 MiB (85 -> 77 MiB with the quickstart). Traffic regrows the young generation
  * up to the same cap, so the cap's effect under load is unchanged. It costs a full collection (2-3 passes, about

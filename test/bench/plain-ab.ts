@@ -23,7 +23,7 @@
 //        OTLP/HTTP to otlp-sink.ts (on the load's CPU): the observability row's traced gateway (issue 12).
 //        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS [ORIGIN|-] [AUTHORIZATION])
 //        PLAIN_AB_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": more node flags for every gateway (a profile each)
-//        A checkout written `name=/path+semi=2` runs that gateway with `--max-semi-space-size=2` instead of 4, and
+//        A checkout written `name=/path+semi=4` runs that gateway with `--max-semi-space-size=4` instead of the CLI's, and
 //        `name=/path+v8=--flag,--other` with more V8 flags (docs/perf.md "Memory, session 9 (rss15)").
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -34,9 +34,12 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { Pool } from 'undici';
 import { freePort } from '../helpers/ports.ts';
-import { NODE_ENV_DEFAULTS } from '../../bin/node-flags.js';
+import { NODE_ENV_DEFAULTS, NODE_FLAGS } from '../../bin/node-flags.js';
 import { nginxHead } from './nginx.ts';
 import { CHAT_REQUEST, CHAT_STREAM_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH, STREAM_ANSWER } from './llm-bodies.ts';
+
+/** The CLI's semi-space cap, MiB (bin/node-flags.js): every gateway gets it unless its checkout says `+semi=N`. */
+const CLI_SEMI = NODE_FLAGS.find((f) => f.startsWith('--max-semi-space-size='))!.split('=')[1]!;
 
 /** The path of `--size stream` (nginx answers it with the streamed chat). */
 const STREAM_PATH = '/stream/v1/chat/completions';
@@ -204,9 +207,9 @@ async function main(args: string[]): Promise<void> {
   // for that gateway (`+mmap=unset`: glibc's dynamic threshold), e.g. `main=/path:w2+mmap=unset` (docs/perf.md
   // "Workers, session 7b").
   const mmapOf = (checkout: string): string | undefined => /\+mmap=(\w+)(\+|$)/.exec(checkout)?.[1];
-  // `+semi=N` (before or after `+mmap=`): that gateway's `--max-semi-space-size=N` instead of the CLI's 4 (docs/perf.md
-  // "Memory, session 9 (rss15)"); `+v8=--flag` more V8 flags for that gateway only (no spaces; `,` between flags).
-  const semiOf = (checkout: string): string => /\+semi=(\d+)(\+|$)/.exec(checkout)?.[1] ?? '4';
+  // `+semi=N` (before or after `+mmap=`): that gateway's `--max-semi-space-size=N` instead of the CLI's (bin/node-flags.js;
+  // docs/perf.md "Memory, session 9 (rss15)"); `+v8=--flag` more V8 flags for that gateway only (no spaces; `,` between flags).
+  const semiOf = (checkout: string): string => /\+semi=(\d+)(\+|$)/.exec(checkout)?.[1] ?? CLI_SEMI;
   const v8Of = (checkout: string): string[] => (/\+v8=([^+]+)(\+|$)/.exec(checkout)?.[1] ?? '').split(',').filter(Boolean);
   const workersOf = (checkout: string): number => (/:w2(\+|$)/.test(checkout) ? 2 : 1);
   const rootOf = (checkout: string): string => checkout.replace(/(\+(mmap|semi|v8)=[^+]+)+$/, '').replace(/:(ai|traced|w2|policies|keyed)$/, '');
@@ -263,7 +266,7 @@ async function main(args: string[]): Promise<void> {
         const fd = openSync(out, 'w');
         const script = name === 'bare' ? ['test/bench/bare-proxy.ts'] : ['test/bench/lean-proxy.ts'];
         const mode = name === 'bare' ? [] : [name.slice('lean-'.length)];
-        const semi = name === 'bare' ? [] : ['--max-semi-space-size=4']; // as the gateway runs
+        const semi = name === 'bare' ? [] : [`--max-semi-space-size=${CLI_SEMI}`]; // as the gateway runs
         const child = start(name, '0', process.execPath, [...semi, '--trace-gc-nvp', join(checkout, script[0]!), String(port), String(upstreamPort), ...mode], fd, children);
         closeSync(fd);
         await waitFor200(`http://127.0.0.1:${port}${path}`);

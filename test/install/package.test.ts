@@ -367,7 +367,7 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
       assert.deepEqual([init, dashes], ['/usr/bin/tini', '--'], 'tini is PID 1');
       // The image's `node` is Node 24; here that is the one running the tests (the PATH's may be older).
       assert.equal(file, 'node');
-      assert.ok(args.includes('--max-semi-space-size=4'), 'the entrypoint gives the semi-space cap, so the CLI does not re-execute itself');
+      assert.ok(args.includes('--max-semi-space-size=2'), 'the entrypoint gives the semi-space cap, so the CLI does not re-execute itself');
       const env = { ...ENV, NODE_OPTIONS: '--no-experimental-strip-types', NODE_ENV: 'production' };
       // Through tini where it is installed (Debian's `tini`, as in the image; .ci/run installs it): SIGTERM must reach the
       // gateway through it. Not PID 1 here, so tini registers as a child subreaper instead (TINI_SUBREAPER).
