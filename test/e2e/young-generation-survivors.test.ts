@@ -50,7 +50,7 @@ describe('young generation under sequential POSTs (issue 15, tails)', () => {
         binds: [{ port, listeners: [{ routes: [{ name: 'host', backends: [{ host: `127.0.0.1:${up}` }] }] }] }],
       }),
     );
-    // The CLI's own semi-space cap (4 MiB) applies; the GC trace goes to stdout.
+    // The CLI's own semi-space cap (bin/node-flags.js) applies; the GC trace goes to stdout.
     cli = await startCli(process.execPath, ['--trace-gc-nvp', BIN, '-f', file], { cwd: ROOT, env: childEnv() });
   });
   after(async () => {
