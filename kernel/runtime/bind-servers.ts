@@ -7,6 +7,7 @@ import { announceKeepAlive, IDLE_CLOSE_MS, SWEEP_MS, sweepIdle, trackSocket } fr
 import type { SweptSocket } from './idle-sweep.ts';
 import { ProxyResponse } from './proxy-response.ts';
 import { shouldUpgrade } from './request-input.ts';
+import { serveDeclinedUpgrade } from './declined-upgrade.ts';
 import { LeanConnection } from './lean-connection.ts';
 import type { LeanBind } from './lean-connection.ts';
 
@@ -172,7 +173,11 @@ export class BindServers {
       announceKeepAlive(res);
       pipeline.handle(req, res, port, secure);
     });
-    server.on('upgrade', (req, socket, head) => pipeline.upgrade(req, socket, head, port, secure));
+    server.on('upgrade', (req, socket, head) => {
+      if (shouldUpgrade(req)) pipeline.upgrade(req, socket, head, port, secure);
+      // Only on a Node that ignores `shouldUpgradeCallback` (before 22.21 / 24.9).
+      else serveDeclinedUpgrade(req, socket as Socket, (res) => pipeline.handle(req, res, port, secure));
+    });
     server.on('clientError', onClientError);
     // The idle sweep sees the sockets node:http serves: the TCP ones, or for TLS the TLSSocket over each. One 'close'
     // listener per socket: node:http adds and removes one of its own on every request, so the list stays short.

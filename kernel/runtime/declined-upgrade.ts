@@ -1,0 +1,31 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { ProxyResponse } from './proxy-response.ts';
+import { writeRawResponse } from '../upstream/raw-response.ts';
+import { jsonErrorReply } from '../sdk/reply.ts';
+
+/**
+ * An upgrade request that `shouldUpgrade` declines (h2c, or one with a body: ADR 0092) but that node:http handed to
+ * the 'upgrade' event anyway: Node before 22.21 / 24.9 ignores the `shouldUpgradeCallback` option (`engines` allows
+ * 22.12). Never relayed as an upgrade. Without a body it is served as a plain request on a response made here, as
+ * node:http's `parserOnIncoming` would, and the connection closes after the answer; with a body it is refused (400):
+ * node:http has already taken the body's first bytes as the upgraded protocol's, so it cannot be forwarded whole.
+ */
+export function serveDeclinedUpgrade(req: IncomingMessage, socket: Socket, serve: (res: ServerResponse) => void): void {
+  socket.on('error', () => socket.destroy());
+  const h = req.headers;
+  if ((h['content-length'] !== undefined && h['content-length'] !== '0') || h['transfer-encoding'] !== undefined) {
+    const reply = jsonErrorReply(400, 'bad_request', 'an upgrade request with a body is not accepted');
+    writeRawResponse(socket, reply.status, reply.headers, reply.body as string);
+    return;
+  }
+  type Attachable = ProxyResponse & { assignSocket(s: Socket): void; detachSocket(s: Socket): void };
+  const res = new ProxyResponse(req) as Attachable;
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket);
+  res.once('finish', () => {
+    res.detachSocket(socket);
+    socket.end();
+  });
+  serve(res);
+}
