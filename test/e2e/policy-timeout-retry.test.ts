@@ -49,7 +49,8 @@ describe('timeout and retry', () => {
       route('retry-codes', { retry: { attempts: 2, codes: [503] } }),
       route('retry-exhausted', { retry: { attempts: 2, codes: [502] } }),
       route('retry-reset', { retry: { attempts: 1, codes: [] } }),
-      route('retry-timeout', { retry: { attempts: 1, codes: [] }, timeout: { backendRequestTimeout: '100ms' } }),
+      // 400 ms per attempt: the second attempt's answer must beat it on a loaded machine too (100 ms was flaky there).
+      route('retry-timeout', { retry: { attempts: 1, codes: [] }, timeout: { backendRequestTimeout: '400ms' } }),
       route('retry-bounded', { retry: { attempts: 10, codes: [] }, timeout: { requestTimeout: '300ms', backendRequestTimeout: '100ms' } }),
       route('retry-big-body', { retry: { attempts: 3, codes: [503] } }),
     ]));
@@ -110,7 +111,7 @@ describe('timeout and retry', () => {
   });
 
   it('retries a backend timeout', async () => {
-    scripts.set('/retry-timeout', [{ delayMs: 500 }, { status: 200 }]);
+    scripts.set('/retry-timeout', [{ delayMs: 2000 }, { status: 200 }]);
     const r = await call('/retry-timeout');
     assert.equal(r.status, 200);
     assert.equal(r.text, 'attempt 1 len 0');
