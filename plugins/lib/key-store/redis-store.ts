@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
-import { LazySums, SettlementQueue } from './settlement-queue.ts';
+import { LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -290,12 +290,7 @@ export class RedisKeyStore implements KeyStore {
    * one round trip per request instead of two on a busy gateway.
    */
   settle(deltas: readonly CounterDelta[]): void {
-    let now = 0;
-    for (let i = 0; i < deltas.length; i++) {
-      const d = deltas[i]!;
-      if (d.lazy) this.lazy.add(d, (now ||= Date.now()));
-      else this.pending.addOne(d);
-    }
+    queueSettlement(deltas, this.pending, this.lazy);
   }
 
   /** Send queued settlements now; with `lazy` (reads, close, an idle store) the lifetime sums too. */

@@ -192,3 +192,13 @@ export class LazySums {
     return rows;
   }
 }
+
+/** A request's settlement: lifetime deltas (`lazy`) summed in `lazy` (ADR 0072, 0091), the others queued in `pending`. */
+export function queueSettlement(deltas: readonly CounterDelta[], pending: SettlementQueue, lazy: LazySums): void {
+  let now = 0;
+  for (let i = 0; i < deltas.length; i++) {
+    const d = deltas[i]!;
+    if (d.lazy) lazy.add(d, (now ||= Date.now()));
+    else pending.addOne(d);
+  }
+}

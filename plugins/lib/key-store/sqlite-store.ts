@@ -5,7 +5,7 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
 import { VersionedKeyCache } from './key-cache.ts';
-import { LazySums, SettlementQueue } from './settlement-queue.ts';
+import { LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -345,12 +345,7 @@ export class SqliteKeyStore implements KeyStore {
    * a settlement seen a few ms late by another process only delays a correction (ADR 0048).
    */
   settle(deltas: readonly CounterDelta[]): void {
-    let now = 0;
-    for (let i = 0; i < deltas.length; i++) {
-      const d = deltas[i]!;
-      if (d.lazy) this.lazy.add(d, (now ||= Date.now()));
-      else this.pending.addOne(d);
-    }
+    queueSettlement(deltas, this.pending, this.lazy);
   }
 
   /**
