@@ -44,6 +44,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
     selectBackends,
     cooling: refs.some((r) => r.cooldown !== null),
     kernelOnly: refs.length > 0 && refs.every((r) => r.forwardsDirect && r.requestHooks === null && r.logHooks === null && r.responseHooks === null) && requestHooks === null && selectBackends === null && health === null,
+    leanSafe: refs.length > 0 && refs.every((r) => r.forwardsDirect && r.requestStreamFree) && routeSet.requestStreamFree && selectBackends === null && health === null,
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
@@ -140,6 +141,7 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
       plan.retry === null &&
       plan.upstreamHooks === null &&
       plan.attemptTimeoutMs === 0,
+    requestStreamFree: layered.requestStreamFree,
   };
 }
 

@@ -97,6 +97,11 @@ abstract class PolicySetBase implements PolicySet {
     return (this.upstreamList = list.length ? list : null);
   }
 
+  /** Whether every policy of the set promises not to read `ex.req` as a stream (`requestStream: false`). */
+  get requestStreamFree(): boolean {
+    return this.merged.every((e) => e.plugin.requestStream === false);
+  }
+
   get hasRequestHooks(): boolean {
     return this.requestHooks() !== null;
   }

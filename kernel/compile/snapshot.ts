@@ -41,6 +41,8 @@ export interface CompiledBackendRef {
    * before it (ADR 0071).
    */
   readonly forwardsDirect: boolean;
+  /** Every policy of the route and this backend promises not to read `ex.req` as a stream (`requestStream: false`). */
+  readonly requestStreamFree: boolean;
 }
 
 export interface CompiledRoute {
@@ -67,6 +69,12 @@ export interface CompiledRoute {
    * span's async context: the SERVER span is passed explicitly to its upstream attempt (ADR 0062).
    */
   readonly kernelOnly: boolean;
+  /**
+   * The lean server side may serve the route (ADR 0088 and its addendum): every backend forwards directly, no
+   * selector or health bookkeeping, and every policy on the way (route and backends) promises not to read `ex.req`
+   * as a stream (`requestStream: false`). True on every `kernelOnly` route.
+   */
+  readonly leanSafe: boolean;
   /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */
   readonly health: RouteHealth | null;
   /** The first backend's `shapeError` (bound), applied to the route's gateway-made error replies; null when none. */

@@ -19,7 +19,17 @@ class BodyRead {
 }
 
 const kRead = Symbol('switchyard.bodyRead');
-type Reading = IncomingMessage & { [kRead]?: BodyRead | undefined };
+/**
+ * On a request the lean server side read whole (LeanRequest, ADR 0088 addendum): its body (empty when none), handed
+ * over by `readBody` as node:http's stream would have delivered it, the limit applied the same way.
+ */
+export const kWholeBody = Symbol('switchyard.wholeBody');
+type Reading = IncomingMessage & { [kRead]?: BodyRead | undefined; [kWholeBody]?: Buffer | undefined };
+
+/** Whether `req` was read whole by the lean server side: its body is read, never streamed (not a real stream). */
+export function readWhole(req: IncomingMessage): boolean {
+  return (req as Reading)[kWholeBody] !== undefined;
+}
 
 /**
  * Read `req`'s body whole, up to `limit` bytes (413 past it; 400 when the client fails or leaves first), and hand it
@@ -27,6 +37,12 @@ type Reading = IncomingMessage & { [kRead]?: BodyRead | undefined };
  * closures per request were a measurable share of the plain route's allocations (docs/perf.md, session 6).
  */
 export function readBody(req: IncomingMessage, limit: number, receiver: BodyReceiver): void {
+  const whole = (req as Reading)[kWholeBody];
+  if (whole !== undefined) {
+    if (whole.length > limit) receiver.bodyFailed(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
+    else receiver.bodyRead(whole);
+    return;
+  }
   (req as Reading)[kRead] = new BodyRead(limit, receiver);
   req.on('data', onData);
   req.on('end', onEnd);

@@ -5,10 +5,11 @@ import type { RequestHead } from './request-head.ts';
 /**
  * A request the lean server side read whole (head and body, ADR 0088), standing in for node:http's `IncomingMessage`
  * as `Exchange.req` and as the `req` of its `ServerResponse`. It carries what the kernel reads of a request (method,
- * url, headers, rawHeaders, httpVersion, socket, complete) and nothing of a stream: it serves only routes where no
- * plugin sees the exchange (`CompiledRoute.kernelOnly`, no log hooks, no tracing), and the body is already the
- * exchange's (`ex.body`), so nothing reads the request as a stream. The stream-ish members below are what
- * node:http's `ServerResponse` and the kernel ask of a finished request.
+ * url, headers, rawHeaders, httpVersion, socket, complete) and nothing of a stream: it serves only routes whose
+ * policies all promise not to read `ex.req` as a stream (`CompiledRoute.leanSafe`, their `requestStream: false`; no
+ * tracing), and the body is already the exchange's (`ex.body`, a kernel-only route) or handed over whole when read
+ * (`kWholeBody`, body-read.ts). The stream-ish members below are what node:http's `ServerResponse` and the kernel
+ * ask of a finished request.
  */
 export class LeanRequest {
   readonly method: string;

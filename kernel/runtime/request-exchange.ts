@@ -70,16 +70,16 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
 const leanRoutes = new WeakMap<CompiledRoute, boolean>();
 
 /**
- * Whether the lean server side may serve `route`: only the kernel's own work on it (the direct forward, no hook,
- * log hook, error shaping, health or failover, one attempt without upstream hooks), so no plugin ever sees the
- * exchange and its `req` (a LeanRequest, not an IncomingMessage). Anything else is node:http's.
+ * Whether the lean server side may serve `route`: the direct forward in one attempt (no error shaping, health or
+ * failover, upstream hooks), and only policies that promise not to read `ex.req` as a stream (`leanSafe`: their
+ * `requestStream: false`; none at all on a `kernelOnly` route), since `req` there is a LeanRequest, not an
+ * IncomingMessage. Anything else is node:http's.
  */
 export function servedLean(route: CompiledRoute): boolean {
   let lean = leanRoutes.get(route);
   if (lean === undefined) {
     lean =
-      route.kernelOnly &&
-      route.logHooks === null &&
+      route.leanSafe &&
       route.shapeError === null &&
       route.backends.every((ref) => {
         const plan = ref.plan;

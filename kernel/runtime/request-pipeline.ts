@@ -22,6 +22,9 @@ import type { ClosingSocket } from './request-input.ts';
 import { makeExchange, selectRoute, servedLean } from './request-exchange.ts';
 import type { LeanServing } from './lean-connection.ts';
 import type { LeanRequest } from './lean-request.ts';
+import { kWholeBody } from '../exchange/body-read.ts';
+
+const EMPTY_BODY = Buffer.alloc(0);
 
 const isOrder = (choice: BackendChoice): choice is readonly number[] => Array.isArray(choice);
 
@@ -125,11 +128,16 @@ export class RequestPipeline implements LeanServing {
   }
 
   /** The lean server side's request after `acceptsLean`: `handle` from the route on, the body already read whole. */
-  serveLean(_req: LeanRequest, res: ServerResponse, body: Buffer | undefined): void {
+  serveLean(req: LeanRequest, res: ServerResponse, body: Buffer | undefined): void {
     const ex = this.leanExchange!;
     this.leanExchange = undefined;
     ex.res = res;
-    if (body !== undefined) ex.body = ex.receivedBody = body;
+    // A kernel-only route's body is the exchange's from the start (the direct forward sends it); with policies it is
+    // handed over when read (`bufferBody`, readBody's `kWholeBody`), as node:http's stream would: `ex.body` stays
+    // unset until then and a smaller limit still answers 413.
+    if (ex.compiledRoute!.kernelOnly) {
+      if (body !== undefined) ex.body = ex.receivedBody = body;
+    } else (req as LeanRequest & { [kWholeBody]?: Buffer })[kWholeBody] = body ?? EMPTY_BODY;
     ex.snapshot!.acquire();
     if (this.draining) res.shouldKeepAlive = false;
     (res as TrackedResponse)[kExchange] = ex;

@@ -63,6 +63,14 @@ export interface PolicyManifest<C = unknown> extends ManifestBase<C> {
    * included) see `ex.body`.
    */
   readonly needs?: { readonly body?: 'none' | 'buffer' | 'replay' };
+  /**
+   * `false` promises that the policy never reads `ex.req` as a stream (`on('data')`, `pipe`, async iteration,
+   * `resume`): it reads the body, if at all, through `ex.bufferBody`/`bufferBodyInto`, and of `ex.req` only its
+   * headers, socket, method, url and httpVersion. Routes whose policies all promise it may be served by the lean
+   * HTTP/1.1 server side (ADR 0088), where `ex.req` is a request already read whole, not node:http's
+   * `IncomingMessage`. Left out (the default), the policy's routes keep node:http's `IncomingMessage`.
+   */
+  readonly requestStream?: boolean;
   compile(config: C, ctx: CompileContext): PolicyInstance | Promise<PolicyInstance>;
 }
 

@@ -17,6 +17,7 @@ import type { LazyPool, Pool } from './undici-core.ts';
 import { parseOrigin } from './origin.ts';
 import type { Origin } from './origin.ts';
 import { hasRequestBody, readsFirst } from './request-body.ts';
+import { readWhole } from '../exchange/body-read.ts';
 import { DirectForward } from './direct-forward.ts';
 import type { H1Handler } from './h1-connection.ts';
 import type { H1Pool } from './h1-pool.ts';
@@ -117,6 +118,8 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     if (ex.body) handler.send(ex.body);
     else if (!hasBody) handler.send(null);
     else if (readsFirst(headers)) state.readBodyOnSocket(RETRY_BUFFER_LIMIT, handler);
+    // A lean request (ADR 0088 addendum) has no stream to send, only its body read whole (at most 64 KiB).
+    else if (readWhole(ex.req)) state.readBodyOnSocket(Infinity, handler);
     else handler.send(ex.req);
     return true;
   }

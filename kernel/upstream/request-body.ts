@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Exchange } from '../sdk/index.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
+import { readWhole } from '../exchange/body-read.ts';
 
 /** True when the client sent (or will send) a body, or a plugin set one. */
 export function hasRequestBody(ex: Exchange): boolean {
@@ -21,7 +22,9 @@ export function hasRequestBody(ex: Exchange): boolean {
 export function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody: boolean): Buffer | IncomingMessage | null | PromiseLike<Buffer> {
   if (ex.body) return ex.body;
   if (!hasBody) return null;
-  return readsFirst(headers) ? ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+  if (readsFirst(headers)) return ex.bufferBody(RETRY_BUFFER_LIMIT);
+  // A lean request (ADR 0088 addendum) has no stream to send, only its body read whole (at most 64 KiB).
+  return readWhole(ex.req) ? ex.bufferBody(Infinity) : ex.req;
 }
 
 /** A client body of declared length <= 64 KiB is read whole before it is sent (ADR 0050); others stream. */

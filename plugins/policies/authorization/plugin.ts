@@ -9,6 +9,8 @@ export default definePolicy<AuthorizationConfig>({
   schema,
   attach: ['routePolicies', 'backendPolicies'],
   phase: 'authz',
+  // Reads headers and attributes only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   // After extAuthz (10): the external decision comes first, as in the reference gateway.
   order: 20,
   async compile(config, ctx) {

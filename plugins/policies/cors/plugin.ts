@@ -12,6 +12,8 @@ export default definePolicy<CorsConfig>({
   schema,
   attach: ['routePolicies'],
   phase: 'ingress',
+  // Reads headers and attributes only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 10,
   async compile(config, ctx) {
     // The implementation loads only when a config uses this policy.

@@ -9,6 +9,8 @@ export default definePolicy<JwtAuthConfig>({
   schema: jwtAuthSchema,
   attach: ['routePolicies'],
   phase: 'authn',
+  // Reads headers and attributes only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 10,
   celVariables: [{ name: 'jwt', description: 'Claims of the JWT a `jwtAuth` (or `mcpAuthentication`) policy accepted: `jwt.sub`, `jwt.iss`, any custom claim.' }],
   async compile(config, ctx) {

@@ -19,6 +19,8 @@ export default definePolicy<BucketConfig[]>({
   schema,
   attach: ['routePolicies'],
   phase: 'admission',
+  // Reads headers and attributes only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 10,
   compile(config, ctx) {
     const requestBuckets: TokenBucket[] = [];

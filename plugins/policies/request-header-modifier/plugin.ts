@@ -9,6 +9,8 @@ export default definePolicy<HeaderModifierConfig>({
   schema: headerModifierSchema('request'),
   attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'mutate',
+  // Reads headers and attributes only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 20,
   compile(config, ctx) {
     const modifier = compileHeaderModifier(config);
