@@ -4,56 +4,22 @@
 // close after the refusal, and the same gateway must go on serving. These pin the node:http-backed behaviour a
 // lean server side must equal (docs/security.md "HTTP/1.1 input", ADR 0092).
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import type { RunningGateway } from '../helpers/gateway.ts';
-import { oneListenerConfig } from '../helpers/gateway.ts';
-import { startUpstream } from '../helpers/upstream.ts';
-import type { TestUpstream } from '../helpers/upstream.ts';
-import { RawClient, SERVER_SIDES, sleep, startGatewayOnFreePorts, values } from './proxy-support.ts';
+import { describe, it } from 'node:test';
+import { plainRouteSuite, RawClient, SERVER_SIDES, sleep, values } from './proxy-support.ts';
 import type { Answer } from './proxy-support.ts';
 
 for (const side of SERVER_SIDES) describe(`HTTP/1.1 request framing (${side.name})`, () => {
-  let up: TestUpstream;
-  let gw: RunningGateway;
-  let port: number;
-  const clients: RawClient[] = [];
-
-  before(async () => {
-    // The answer says what the upstream read, with a length so that HTTP/1.0 clients keep their connection.
-    up = await startUpstream((req, res, body) => {
-      const text = `${req.method} ${req.url} ${body.length} ${body.toString('latin1')}`;
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text, 'latin1') });
-      res.end(text, 'latin1');
-    });
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up.port}` }] }]), { env: side.env }));
-  });
-  after(async () => {
-    for (const c of clients) c.destroy();
-    await gw?.stop();
-    await up?.close();
-  });
-
-  const client = (): RawClient => {
-    const c = new RawClient(port!);
-    clients.push(c);
-    return c;
-  };
-
-  // After every case the same gateway serves a plain request on a new connection.
-  afterEach(async () => {
-    const a = await client().send('GET /after HTTP/1.1\r\nHost: h\r\nConnection: close');
-    assert.equal(a.status, 200, 'the gateway still serves');
-    assert.equal(a.body, 'GET /after 0 ');
-  });
+  const suite = plainRouteSuite(side, (method, url, body) => `${method} ${url} ${body.length} ${body.toString('latin1')}`);
+  const client = (): RawClient => suite.client();
 
   /** Send `bytes` on a new connection: the answer, after which the server has closed the connection. */
   async function refused(bytes: string): Promise<Answer> {
-    const before = up.received.length;
+    const before = suite.up.received.length;
     const c = client();
     c.write(bytes);
     const a = await c.read();
     await c.closed();
-    assert.equal(up.received.length, before, 'nothing reached the upstream');
+    assert.equal(suite.up.received.length, before, 'nothing reached the upstream');
     assert.deepEqual(values(a, 'connection'), ['close']);
     return a;
   }
@@ -139,7 +105,7 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request framing (${side.name
       assert.equal(a.status, 400, a.body);
       assert.match(JSON.parse(a.body).error.message, /Transfer-Encoding/);
       await sleep(100);
-      assert.ok(!up.received.some((r) => r.url === '/behind'), 'the request read behind the refused one did not run');
+      assert.ok(!suite.up.received.some((r) => r.url === '/behind'), 'the request read behind the refused one did not run');
     });
   });
 
@@ -171,7 +137,7 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request framing (${side.name
       const a = await c.read();
       assert.equal(a.status, 200);
       assert.equal(a.body, 'POST /in 5 abcde');
-      assert.deepEqual(up.received.at(-1)!.headers['transfer-encoding'], 'chunked');
+      assert.deepEqual(suite.up.received.at(-1)!.headers['transfer-encoding'], 'chunked');
     });
 
     it('trailers after the last chunk are read; the connection goes on', async () => {
@@ -180,7 +146,7 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request framing (${side.name
       const a = await c.read();
       assert.equal(a.status, 200);
       assert.equal(a.body, 'POST /in 3 abc');
-      assert.equal(up.received.at(-1)!.headers.trailer, undefined, 'Trailer is hop-by-hop');
+      assert.equal(suite.up.received.at(-1)!.headers.trailer, undefined, 'Trailer is hop-by-hop');
       assert.equal((await c.send('GET /next HTTP/1.1\r\nHost: h')).body, 'GET /next 0 ');
     });
 
@@ -201,7 +167,7 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request framing (${side.name
       c.write(Buffer.concat([Buffer.from(`${rest.toString(16)}\r\n`), body.subarray(at), Buffer.from('\r\n0\r\n\r\n')]));
       const a = await c.read();
       assert.equal(a.status, 200);
-      const got = up.received.at(-1)!;
+      const got = suite.up.received.at(-1)!;
       assert.equal(got.url, '/chunked');
       assert.equal(got.headers['transfer-encoding'], 'chunked');
       assert.equal(got.headers['content-length'], undefined);

@@ -3,55 +3,24 @@
 // and close the connection; the same gateway goes on serving. These pin the node:http-backed behaviour a lean server
 // side must equal (docs/security.md "HTTP/1.1 input", ADR 0092).
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
-import type { RunningGateway } from '../helpers/gateway.ts';
-import { oneListenerConfig } from '../helpers/gateway.ts';
-import { startUpstream } from '../helpers/upstream.ts';
-import type { ReceivedRequest, TestUpstream } from '../helpers/upstream.ts';
-import { RawClient, SERVER_SIDES, startGatewayOnFreePorts, values } from './proxy-support.ts';
+import { describe, it } from 'node:test';
+import type { ReceivedRequest } from '../helpers/upstream.ts';
+import { plainRouteSuite, RawClient, SERVER_SIDES, values } from './proxy-support.ts';
 import type { Answer } from './proxy-support.ts';
 
 for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})`, () => {
-  let up: TestUpstream;
-  let gw: RunningGateway;
-  let port: number;
-  const clients: RawClient[] = [];
-
-  before(async () => {
-    up = await startUpstream((req, res, body) => {
-      const text = `${req.method} ${req.url} ${body.length}`;
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': text.length });
-      res.end(text);
-    });
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up.port}` }] }]), { env: side.env }));
-  });
-  after(async () => {
-    for (const c of clients) c.destroy();
-    await gw?.stop();
-    await up?.close();
-  });
-
-  const client = (): RawClient => {
-    const c = new RawClient(port!);
-    clients.push(c);
-    return c;
-  };
-
-  afterEach(async () => {
-    const a = await client().send('GET /after HTTP/1.1\r\nHost: h\r\nConnection: close');
-    assert.equal(a.status, 200, 'the gateway still serves');
-    assert.equal(a.body, 'GET /after 0');
-  });
+  const suite = plainRouteSuite(side, (method, url, body) => `${method} ${url} ${body.length}`);
+  const client = (): RawClient => suite.client();
 
   /** Send `bytes` on a new connection: the answer, after which the server has closed the connection. */
   async function refused(bytes: string, status = 400): Promise<Answer> {
-    const before = up.received.length;
+    const before = suite.up.received.length;
     const c = client();
     c.write(bytes);
     const a = await c.read();
     await c.closed();
     assert.equal(a.status, status, a.body);
-    assert.equal(up.received.length, before, 'nothing reached the upstream');
+    assert.equal(suite.up.received.length, before, 'nothing reached the upstream');
     assert.deepEqual(values(a, 'connection'), ['close']);
     return a;
   }
@@ -65,13 +34,13 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
 
   /** Served on a new connection: the answer and what the upstream received. */
   async function served(bytes: string): Promise<{ a: Answer; got: ReceivedRequest; c: RawClient }> {
-    const before = up.received.length;
+    const before = suite.up.received.length;
     const c = client();
     c.write(bytes);
     const a = await c.read();
     assert.equal(a.status, 200, a.body);
-    assert.equal(up.received.length, before + 1);
-    return { a, got: up.received.at(-1)!, c };
+    assert.equal(suite.up.received.length, before + 1);
+    return { a, got: suite.up.received.at(-1)!, c };
   }
 
   const get = (headers: string): string => `GET /x HTTP/1.1\r\nHost: h\r\n${headers}\r\n\r\n`;
@@ -209,7 +178,7 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
       for (const m of methods) {
         const a = await c.send(`${m} /m HTTP/1.1\r\nHost: h`);
         assert.equal(a.body, `${m} /m 0`);
-        assert.equal(up.received.at(-1)!.method, m);
+        assert.equal(suite.up.received.at(-1)!.method, m);
       }
     });
 
@@ -241,12 +210,12 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
     });
 
     it('CONNECT: the connection is closed without an answer, nothing upstream', async () => {
-      const before = up.received.length;
+      const before = suite.up.received.length;
       const c = client();
       c.write('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n');
       await c.closed();
       assert.equal(c.unread(), '');
-      assert.equal(up.received.length, before);
+      assert.equal(suite.up.received.length, before);
     });
   });
 
@@ -268,7 +237,7 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
 
     it('HTTP/1.0 without Host: served, the upstream gets the backend address as Host', async () => {
       const { got, c } = await served('GET /nohost HTTP/1.0\r\n\r\n');
-      assert.equal(got.headers.host, `127.0.0.1:${up.port}`);
+      assert.equal(got.headers.host, `127.0.0.1:${suite.up.port}`);
       await c.closed();
     });
 
@@ -310,7 +279,7 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
 
     it('an empty Host is served (a target URI without authority, RFC 9112 §3.2): the upstream gets the backend address', async () => {
       const { got } = await served('GET /x HTTP/1.1\r\nHost:\r\n\r\n');
-      assert.equal(got.headers.host, `127.0.0.1:${up.port}`);
+      assert.equal(got.headers.host, `127.0.0.1:${suite.up.port}`);
     });
   });
 });

@@ -8,9 +8,12 @@ import { connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { request } from 'undici';
 import { definePolicy } from 'switchyard/sdk';
-import { startGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { after, afterEach, before } from 'node:test';
 
 /**
  * `testReplyHeader`: a response hook with no `onResponseHeaders`, so its route answers through a Reply (the direct
@@ -326,4 +329,52 @@ export async function requestHandlersFor(url: string, times: number, headers?: R
     }
   });
   return made - times;
+}
+
+/** What `plainRouteSuite` gives the cases of its suite (set once its `before` hook ran). */
+export interface PlainRouteSuite {
+  readonly up: TestUpstream;
+  /** A raw client of the gateway, closed after the suite. */
+  client(): RawClient;
+}
+
+/**
+ * For a suite of raw-socket cases against one plain route (test/e2e/http1-*.test.ts): an upstream whose answer is
+ * `answer(method, url, body)` (latin1, with its length), a gateway on `side`, and after every case a check that the
+ * same gateway still serves a plain request on a new connection. Call it inside the suite's `describe`.
+ */
+export function plainRouteSuite(side: (typeof SERVER_SIDES)[number], answer: (method: string, url: string, body: Buffer) => string): PlainRouteSuite {
+  let up: TestUpstream | undefined;
+  let gw: RunningGateway | undefined;
+  let port = 0;
+  const clients: RawClient[] = [];
+  before(async () => {
+    up = await startUpstream((req, res, body) => {
+      const text = answer(req.method!, req.url!, body);
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text, 'latin1') });
+      res.end(text, 'latin1');
+    });
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up!.port}` }] }]), { env: side.env }));
+  });
+  after(async () => {
+    for (const c of clients) c.destroy();
+    await gw?.stop();
+    await up?.close();
+  });
+  const suite: PlainRouteSuite = {
+    get up() {
+      return up!;
+    },
+    client() {
+      const c = new RawClient(port);
+      clients.push(c);
+      return c;
+    },
+  };
+  afterEach(async () => {
+    const a = await suite.client().send('GET /after HTTP/1.1\r\nHost: h\r\nConnection: close');
+    assert.equal(a.status, 200, 'the gateway still serves');
+    assert.equal(a.body, answer('GET', '/after', Buffer.alloc(0)));
+  });
+  return suite;
 }
