@@ -44,7 +44,15 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
     selectBackends,
     cooling: refs.some((r) => r.cooldown !== null),
     kernelOnly: refs.length > 0 && refs.every((r) => r.forwardsDirect && r.requestHooks === null && r.logHooks === null && r.responseHooks === null) && requestHooks === null && selectBackends === null && health === null,
-    leanSafe: refs.length > 0 && refs.every((r) => r.forwardsDirect && r.requestStreamFree) && routeSet.requestStreamFree && selectBackends === null && health === null,
+    // Everything the lean side needs is known here (ADR 0093): `forwardsDirect` already rules out failover, retry,
+    // upstream hooks and an attempt timeout; the target must be one that forwards into a response (the kernel's).
+    leanSafe:
+      refs.length > 0 &&
+      refs.every((r) => r.forwardsDirect && r.requestStreamFree && forwardsInto(r.instance.target)) &&
+      routeSet.requestStreamFree &&
+      selectBackends === null &&
+      health === null &&
+      shaper === undefined,
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
@@ -143,6 +151,14 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
       plan.attemptTimeoutMs === 0,
     requestStreamFree: layered.requestStreamFree,
   };
+}
+
+/**
+ * Whether a backend's target can forward straight into a response (`DirectForwarder.forwardInto`, the kernel's
+ * `PooledTarget`): compile sits below upstream (test/unit/kernel-layers.test.ts), so it asks for the method.
+ */
+function forwardsInto(target: unknown): boolean {
+  return typeof (target as { forwardInto?: unknown } | undefined)?.forwardInto === 'function';
 }
 
 /** Policies that act only on one backend protocol (token rate limits: `llm`) are refused in front of others. */

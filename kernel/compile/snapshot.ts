@@ -72,7 +72,8 @@ export interface CompiledRoute {
   /**
    * The lean server side may serve the route (ADR 0088 and its addendum): every backend forwards directly, no
    * selector or health bookkeeping, and every policy on the way (route and backends) promises not to read `ex.req`
-   * as a stream (`requestStream: false`). True on every `kernelOnly` route.
+   * as a stream (`requestStream: false`), each backend's target forwards into a response (`forwardInto`) and no
+   * backend shapes the route's errors (`shapeError`). Decided here, read once per lean request (ADR 0093).
    */
   readonly leanSafe: boolean;
   /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */

@@ -4,10 +4,8 @@ import { ExchangeImpl } from './exchange-impl.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
 import { requestInputProblem } from './request-input.ts';
-import { directForwarder } from '../upstream/pooled-target.ts';
 
-// A request's exchange and route, as the pipeline makes them (request-pipeline.ts), and which routes the lean server
-// side serves (ADR 0088).
+// A request's exchange and route, as the pipeline makes them (request-pipeline.ts).
 
 const NO_AUTHORITY = new HostRejection('the absolute-form request target has no authority');
 
@@ -64,28 +62,4 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
   else if (typeof path !== 'string') ex.refusal = path.message;
   else ex.refusal = requestInputProblem(req);
   return ex;
-}
-
-/** Routes the lean server side serves (ADR 0088), decided on a route's first lean request. */
-const leanRoutes = new WeakMap<CompiledRoute, boolean>();
-
-/**
- * Whether the lean server side may serve `route`: the direct forward in one attempt (no error shaping, health or
- * failover, upstream hooks), and only policies that promise not to read `ex.req` as a stream (`leanSafe`: their
- * `requestStream: false`; none at all on a `kernelOnly` route), since `req` there is a LeanRequest, not an
- * IncomingMessage. Anything else is node:http's.
- */
-export function servedLean(route: CompiledRoute): boolean {
-  let lean = leanRoutes.get(route);
-  if (lean === undefined) {
-    lean =
-      route.leanSafe &&
-      route.shapeError === null &&
-      route.backends.every((ref) => {
-        const plan = ref.plan;
-        return ref.failover === null && directForwarder(ref.instance.target) !== null && plan.retry === null && plan.upstreamHooks === null && !(plan.attemptTimeoutMs > 0);
-      });
-    leanRoutes.set(route, lean);
-  }
-  return lean;
 }

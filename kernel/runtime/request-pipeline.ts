@@ -19,7 +19,7 @@ import type { Outcome } from './failover.ts';
 import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { kClosing, UNSUPPORTED_CODING } from './request-input.ts';
 import type { ClosingSocket } from './request-input.ts';
-import { makeExchange, selectRoute, servedLean } from './request-exchange.ts';
+import { makeExchange, selectRoute } from './request-exchange.ts';
 import type { LeanServing } from './lean-connection.ts';
 import type { LeanRequest } from './lean-request.ts';
 import { kWholeBody } from '../exchange/body-read.ts';
@@ -108,7 +108,7 @@ export class RequestPipeline implements LeanServing {
   private leanExchange: ExchangeImpl | undefined = undefined;
 
   /**
-   * The lean server side (ADR 0088): whether `req` is served lean, decided by its route (`servedLean`), without
+   * The lean server side (ADR 0088): whether `req` is served lean, decided by its route (`leanSafe`, compiled), without
    * tracing. A refused Host or path, no route, and every route with plugin work are node:http's (which answers them
    * as today).
    */
@@ -119,7 +119,7 @@ export class RequestPipeline implements LeanServing {
     if (ex.refusal !== undefined) return false;
     const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
     const route = listener ? selectRoute(listener, ex) : undefined;
-    if (route === undefined || !servedLean(route)) return false;
+    if (route === undefined || !route.leanSafe) return false;
     ex.snapshot = snapshot;
     ex.route = route.info;
     ex.compiledRoute = route;
