@@ -52,6 +52,9 @@ type Response = ServerResponse & { _last: boolean; detachSocket(socket: Socket):
 
 const kConnection = Symbol('switchyard.leanConnection');
 
+/** node:http's mark of a response whose write returned false (its 'drain' is due). */
+const kNeedDrain: symbol | undefined = Object.getOwnPropertySymbols(new (process.getBuiltinModule('node:http').OutgoingMessage)()).find((s) => s.description === 'kNeedDrain');
+
 /** Shared 'finish' listener of lean responses (no closure per request). */
 function onFinish(this: Response & { [kConnection]?: LeanConnection }): void {
   this[kConnection]!.finished(this);
@@ -73,6 +76,7 @@ export class LeanConnection {
   private readonly onEnd = (): void => this.ended();
   private readonly onError = (err: Error): void => this.failed(err);
   private readonly onTimeout = (): void => this.failed(headersTimeout());
+  private readonly onDrain = (): void => this.drained();
   private readonly onClose = (): void => {
     this.bind.open.delete(this);
   };
@@ -87,6 +91,7 @@ export class LeanConnection {
     socket.on('end', this.onEnd);
     socket.on('error', this.onError);
     socket.once('close', this.onClose);
+    socket.on('drain', this.onDrain);
     if (bind.headerTimeoutMs > 0) {
       this.timed = true;
       socket.setTimeout(bind.headerTimeoutMs, this.onTimeout);
@@ -156,6 +161,18 @@ export class LeanConnection {
   }
 
   /**
+   * node:http's `socketOnDrain`: a response whose write returned false hears 'drain' when the socket's buffer has
+   * gone out (the direct forward then resumes the upstream's answer). Without it an answer larger than the buffer
+   * stopped for good after its first full write.
+   */
+  private drained(): void {
+    const res = this.current as (Response & Record<symbol, boolean>) | null;
+    if (res === null || kNeedDrain === undefined || !res[kNeedDrain]) return;
+    res[kNeedDrain] = false;
+    res.emit('drain');
+  }
+
+  /**
    * The connection becomes node:http's, before anything was answered on it: what was read goes back in front of the
    * socket's stream and node's connection listener takes it as a new connection.
    */
@@ -181,6 +198,7 @@ export class LeanConnection {
     socket.off('end', this.onEnd);
     socket.off('error', this.onError);
     socket.off('close', this.onClose);
+    socket.off('drain', this.onDrain);
     if (this.timed) {
       this.timed = false;
       socket.setTimeout(0);
