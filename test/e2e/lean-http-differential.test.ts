@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { RequestPipeline } from '../../kernel/runtime/request-pipeline.ts';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +23,8 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 // policies route (requestHeaderModifier, responseHeaderModifier, cors, localRateLimit), its jwt route (jwtAuth,
 // authorization, localRateLimit), a route whose 1-token bucket answers 429, and a test policy that reads the body
 // through `bufferBody` with a 16-byte limit. A test policy that reads `ex.req` as a stream keeps node:http.
+// Session 12 (polcost): apiKey, basicAuth, directResponse, requestRedirect, urlRewrite, timeout and transformations
+// promise it too, each with a route below (answers, refusals and rewrites byte for byte, and served lean).
 const ISSUER = 'https://issuer.lean.test';
 const AUDIENCE = 'lean-test';
 const keys = await generateKeyPair('RS256');
@@ -31,6 +34,9 @@ writeFileSync(JWKS_FILE, JSON.stringify({ keys: [{ ...(await exportJWK(keys.publ
 const sign = (sub: string): Promise<string> =>
   new SignJWT({ groups: ['lean'] }).setProtectedHeader({ alg: 'RS256', kid: 'k1', typ: 'JWT' }).setIssuer(ISSUER).setAudience(AUDIENCE).setSubject(sub).setIssuedAt().setExpirationTime('1h').sign(keys.privateKey);
 const TOKEN = await sign('lean-user');
+const HTPASSWD_FILE = join(jwksDir, 'htpasswd');
+writeFileSync(HTPASSWD_FILE, `lean:{SHA}${createHash('sha1').update('lean-pass').digest('base64')}\n`);
+const basic = (user: string, password: string): string => `Authorization: Basic ${Buffer.from(`${user}:${password}`).toString('base64')}\r\n`;
 const OTHER_TOKEN = await sign('someone-else');
 
 /** Reads the body through `bufferBody` (16-byte limit) and says how long it was: lean-safe. */
@@ -241,6 +247,13 @@ const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; 
   'the jwt route: no token (401), a bad one (401), the wrong subject (403)': { writes: [GET('/jwt/none'), GET('/jwt/bad', 'Authorization: Bearer abc.def.ghi\r\n'), GET('/jwt/other', `Authorization: Bearer ${OTHER_TOKEN}\r\n`)] },
   'a policy reading the body through bufferBody': { writes: [GET('/body/none'), POST('/body/small', 'hello'), POST('/body/large', 'x'.repeat(20)), GET('/body/after')] },
   'a policy reading the request as a stream (node:http)': { writes: [POST('/stream/a', 'hello'), GET('/p/after-stream')] },
+  'apiKey: a good key, a wrong one (401), none (401)': { writes: [GET('/key/a', 'X-Api-Key: k-lean-123\r\n'), GET('/key/b', 'X-Api-Key: nope\r\n'), POST('/key/c', 'abc')] },
+  'basicAuth: good credentials, a wrong password (401), none (401)': { writes: [GET('/basic/a', basic('lean', 'lean-pass')), GET('/basic/b', basic('lean', 'wrong')), GET('/basic/c')] },
+  'directResponse (a body sent is not read)': { writes: [GET('/dr/a'), POST('/dr/b', '{"ignored":true}'), GET('/p/after-dr')] },
+  'requestRedirect': { writes: [GET('/redir/a?x=1'), POST('/redir/b', 'abc')] },
+  'urlRewrite: a prefix rewrite': { writes: [GET('/rw/a?q=1'), POST('/rw/b', 'abc')] },
+  'timeout: a requestTimeout the answer beats': { writes: [GET('/to/a'), POST('/to/b', 'abc')] },
+  'transformations: CEL header edits both ways': { writes: [GET('/tf/a', 'X-In: one\r\n'), POST('/tf/b', 'abc')] },
 };
 
 /** What the policy cases must read back (both sides read the same): the policies did their work. */
@@ -252,6 +265,13 @@ const EXPECTED: Record<string, RegExp[]> = {
   'the jwt route: no token (401), a bad one (401), the wrong subject (403)': [/^HTTP\/1\.1 401 [^]*HTTP\/1\.1 401 [^]*HTTP\/1\.1 403 /],
   'a policy reading the body through bufferBody': [/x-body-length: 0\r\n[^]*x-body-length: 5\r\n[^]*\r\n\r\nhello[^]*HTTP\/1\.1 413 [^]*GET \/body\/after/],
   'a policy reading the request as a stream (node:http)': [/x-streamed: 5\r\n[^]*\r\n\r\nhello[^]*GET \/p\/after-stream/],
+  'apiKey: a good key, a wrong one (401), none (401)': [/^HTTP\/1\.1 200 [^]*GET \/key\/a[^]*HTTP\/1\.1 401 [^]*HTTP\/1\.1 401 /],
+  'basicAuth: good credentials, a wrong password (401), none (401)': [/^HTTP\/1\.1 200 [^]*GET \/basic\/a[^]*HTTP\/1\.1 401 [^]*HTTP\/1\.1 401 /],
+  'directResponse (a body sent is not read)': [/^HTTP\/1\.1 203 [^]*\r\n\r\ndirectHTTP\/1\.1 203 [^]*\r\n\r\ndirectHTTP\/1\.1 200 [^]*GET \/p\/after-dr/],
+  'requestRedirect': [/^HTTP\/1\.1 301 [^]*location: https:\/\/gw\.test\/redir\/a\?x=1\r\n[^]*HTTP\/1\.1 301 /i],
+  'urlRewrite: a prefix rewrite': [/GET \/p\/rewritten\/a\?q=1 [^]*POST \/p\/rewritten\/b [^]*\r\n\r\nabc/],
+  'timeout: a requestTimeout the answer beats': [/^HTTP\/1\.1 200 [^]*GET \/to\/a[^]*HTTP\/1\.1 200 [^]*POST \/to\/b/],
+  'transformations: CEL header edits both ways': [/GET \/tf\/a[^]*x-tf: one-v\r\n[^]*POST \/tf\/b[^]*x-tf: -v\r\n/, /x-tf-back: \/tf\/a\r\n[^]*x-tf-back: \/tf\/b\r\n/],
 };
 
 describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 0088)', () => {
@@ -289,6 +309,18 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
       { name: 'body', matches: [{ path: { pathPrefix: '/body' } }], policies: { testBodyLength: {} }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'cl', matches: [{ path: { pathPrefix: '/cl' } }], policies: { requestHeaderModifier: { set: { 'content-length': '70000' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'stream', matches: [{ path: { pathPrefix: '/stream' } }], policies: { testStreamReader: {} }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'key', matches: [{ path: { pathPrefix: '/key' } }], policies: { apiKey: { mode: 'strict', keys: [{ key: 'k-lean-123' }] } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'basic', matches: [{ path: { pathPrefix: '/basic' } }], policies: { basicAuth: { mode: 'strict', htpasswd: { file: HTPASSWD_FILE } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'dr', matches: [{ path: { pathPrefix: '/dr' } }], policies: { directResponse: { status: 203, body: 'direct' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'redir', matches: [{ path: { pathPrefix: '/redir' } }], policies: { requestRedirect: { scheme: 'https', status: 301 } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'rw', matches: [{ path: { pathPrefix: '/rw' } }], policies: { urlRewrite: { path: { prefix: '/p/rewritten' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'to', matches: [{ path: { pathPrefix: '/to' } }], policies: { timeout: { requestTimeout: '5s' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      {
+        name: 'tf',
+        matches: [{ path: { pathPrefix: '/tf' } }],
+        policies: { transformations: { request: { set: { 'x-tf': '("x-in" in request.headers ? request.headers["x-in"] : "") + "-v"' } }, response: { set: { 'x-tf-back': 'request.path' } } } },
+        backends: [{ host: `127.0.0.1:${upstream.port}` }],
+      },
     ];
     const preset = [...fullPreset, bodyLength, streamReader];
     lean = await startRoutesGateway(routes, { preset });
@@ -330,6 +362,13 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     'the jwt route: no token (401), a bad one (401), the wrong subject (403)': 3,
     'a policy reading the body through bufferBody': 4,
     'a policy reading the request as a stream (node:http)': 0,
+    'apiKey: a good key, a wrong one (401), none (401)': 3,
+    'basicAuth: good credentials, a wrong password (401), none (401)': 3,
+    'directResponse (a body sent is not read)': 3,
+    'requestRedirect': 2,
+    'urlRewrite: a prefix rewrite': 2,
+    'timeout: a requestTimeout the answer beats': 2,
+    'transformations: CEL header edits both ways': 2,
   };
   for (const [name, count] of Object.entries(LEAN_SERVED)) {
     it(`served lean: ${count} of "${name}"`, async () => {

@@ -9,6 +9,8 @@ export default definePolicy<ApiKeyConfig>({
   schema,
   attach: ['routePolicies'],
   phase: 'authn',
+  // Reads headers only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 30,
   celVariables: [{ name: 'apiKey', description: 'The API key an `apiKey` policy accepted: `apiKey.key` and each top-level field of its `metadata`.' }],
   async compile(config, ctx) {

@@ -9,6 +9,8 @@ export default definePolicy<BasicAuthConfig>({
   schema,
   attach: ['routePolicies'],
   phase: 'authn',
+  // Reads the Authorization header only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 20,
   celVariables: [{ name: 'basicAuth', description: 'The user a `basicAuth` policy accepted: `basicAuth.username`.' }],
   async compile(config, ctx) {

@@ -13,6 +13,8 @@ export default definePolicy<DirectResponseConfig>({
   schema,
   attach: ['routePolicies'],
   phase: 'respond',
+  // Answers without reading the request at all: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 20,
   compile(config) {
     const body = config.body === undefined ? null : Buffer.from(config.body);

@@ -42,6 +42,8 @@ export default definePolicy<RedirectConfig>({
   },
   attach: ['routePolicies'],
   phase: 'respond',
+  // Reads the path, authority and query only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 10,
   compile(config) {
     const status = config.status ?? 302;

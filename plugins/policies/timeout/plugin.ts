@@ -17,6 +17,8 @@ export default definePolicy<TimeoutConfig>({
   schema,
   attach: ['routePolicies', 'backendPolicies', 'mcpTargetPolicies'],
   phase: 'dispatch',
+  // Only sets deadlines the kernel carries out; never reads `ex.req`: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 50,
   compile(config, ctx) {
     const request = config.requestTimeout !== undefined ? parseDuration(config.requestTimeout)! : undefined;

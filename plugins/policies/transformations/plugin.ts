@@ -32,6 +32,9 @@ export default definePolicy<TransformationsConfig>({
   schema,
   attach: ['routePolicies', 'backendPolicies'],
   phase: 'mutate',
+  // Headers and CEL over headers and attributes only (CEL has no request body), never `ex.req` as a stream: its routes
+  // may be served lean (ADR 0088).
+  requestStream: false,
   order: 10,
   async compile(config, ctx) {
     // The implementation loads only when a config uses this policy.

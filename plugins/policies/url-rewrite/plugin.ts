@@ -28,6 +28,8 @@ export default definePolicy<UrlRewriteConfig>({
   },
   attach: ['routePolicies', 'backendPolicies'],
   phase: 'mutate',
+  // Edits the path and authority only, never reads `ex.req` as a stream: its routes may be served lean (ADR 0088).
+  requestStream: false,
   order: 30,
   compile(config) {
     const path = config.path ? compilePathRewrite(config.path) : undefined;
