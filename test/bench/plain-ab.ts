@@ -62,8 +62,10 @@ const BIG_BUDGETS = [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day
 /** The load process: `requests` POSTs keeping `connections` in flight; prints `{ ms, bad }`. */
 async function load(url: string, requests: number, connections: number, origin: string | undefined, authorization: string | undefined): Promise<void> {
   const u = new URL(url);
-  const body = u.pathname === STREAM_PATH ? CHAT_STREAM_REQUEST : CHAT_REQUEST;
-  const headers: Record<string, string> = { ...HEADERS, ...(origin && origin !== '-' ? { origin } : {}), ...(authorization ? { authorization } : {}) };
+  // PLAIN_AB_GET=1: GETs without a body, as `npm run bench`'s autocannon rows send.
+  const get = process.env.PLAIN_AB_GET === '1';
+  const body = get ? undefined : u.pathname === STREAM_PATH ? CHAT_STREAM_REQUEST : CHAT_REQUEST;
+  const headers: Record<string, string> = { ...(get ? {} : HEADERS), ...(origin && origin !== '-' ? { origin } : {}), ...(authorization ? { authorization } : {}) };
   const pool = new Pool(u.origin, { connections, pipelining: 1 });
   let sent = 0;
   let bad = 0;
@@ -71,7 +73,7 @@ async function load(url: string, requests: number, connections: number, origin: 
   const worker = async (): Promise<void> => {
     while (sent < requests) {
       sent++;
-      const res = await pool.request({ path: u.pathname, method: 'POST', headers, body });
+      const res = await pool.request({ path: u.pathname, method: get ? 'GET' : 'POST', headers, body });
       if (res.statusCode !== 200) bad++;
       await res.body.dump({ limit: Infinity });
     }
