@@ -2,7 +2,7 @@
 // settlement rides on the next reservation, a refused line takes nothing, a queued settlement counts in the check, and
 // the timer sends settlements alone. Used by the two store tests against real servers.
 import { strict as assert } from 'node:assert';
-import { LAZY_MS } from '../../plugins/lib/key-store/settlement-queue.ts';
+import { LAZY_MS, REFUND_HOLD_MS, SETTLE_DELAY_MS } from '../../plugins/lib/key-store/settlement-queue.ts';
 import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
 
 /** Count the calls of `target[method]` from now on (a store's round trips: `pool.query`, `client.command`). */
@@ -89,4 +89,37 @@ export async function checkLazySums(store: KeyStore, other: KeyStore): Promise<v
   assert.deepEqual(await other.values([life.counter]), [20 * 16], 'a second old: written once, summed, with the next reservation');
   await store.settle([{ ...life, amount: 5 }]);
   assert.deepEqual(await store.values([life.counter]), [20 * 16 + 5], "the store's own read writes what it holds first");
+}
+
+/**
+ * Settlements split by sign (ADR 0097), seen by another replica (`other`): a charge on a counter no reservation names
+ * is written within SETTLE_DELAY_MS (its timer); a refund is not, but rides on the next reservation of its counter; a
+ * refund whose counter no reservation names is written by REFUND_HOLD_MS; `values` through the holding store writes
+ * held refunds first. */
+export async function checkRefundsHeld(store: KeyStore, other: KeyStore): Promise<void> {
+  const line = { counter: 'k:held', limit: 1e9, amount: 10, expiresAt: Date.now() + 3_600_000 };
+  assert.equal(await store.reserve([line]), -1);
+  const at = Date.now();
+  store.settle([{ counter: line.counter, amount: -4, expiresAt: line.expiresAt }, { counter: 'k:charged', amount: 3, expiresAt: 0 }]);
+  await waitFor(other, ['k:charged'], [3], 'the charge, alone, by its timer');
+  // Under load the wait may pass REFUND_HOLD_MS: the refund is then rightly written, and only the rest is checked.
+  const held = Date.now() - at < REFUND_HOLD_MS - 100;
+  if (held) assert.deepEqual(await other.values([line.counter]), [10], 'the refund is held past SETTLE_DELAY_MS');
+  assert.equal(await store.reserve([line]), -1);
+  assert.deepEqual(await other.values([line.counter]), [16], 'the refund rode on the reservation of its counter');
+  store.settle([{ counter: 'k:alone', amount: -2, expiresAt: 0 }]);
+  const alone = Date.now();
+  await new Promise((r) => setTimeout(r, SETTLE_DELAY_MS * 3));
+  if (Date.now() - alone < REFUND_HOLD_MS - 100) assert.deepEqual(await other.values(['k:alone']), [0], 'held while no reservation names it');
+  await waitFor(other, ['k:alone'], [-2], 'written alone once REFUND_HOLD_MS old');
+  assert.ok(Date.now() - alone >= REFUND_HOLD_MS - 5, 'not before REFUND_HOLD_MS');
+  store.settle([{ counter: line.counter, amount: -1, expiresAt: line.expiresAt }]);
+  assert.deepEqual(await store.values([line.counter]), [15], "the holding store's own read writes held refunds first");
+  assert.deepEqual(await other.values([line.counter]), [15]);
+}
+
+async function waitFor(other: KeyStore, counters: string[], want: number[], what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while ((await other.values(counters)).some((v, i) => v !== want[i]) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  assert.deepEqual(await other.values(counters), want, what);
 }

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { locatePostgres, startPostgres } from '../../../test/helpers/postgres.ts';
 import type { RunningPostgres } from '../../../test/helpers/postgres.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
-import { checkLazySums, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
+import { checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { PgKeyStore } from './pg-store.ts';
 
 const found = locatePostgres();
@@ -58,3 +58,6 @@ test('postgres store: one round trip per request (a cached key, confirmed by the
 
 test('postgres store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
   withTwoStores(open('lazy_'), checkLazySums));
+
+test('postgres store: a charge is written within SETTLE_DELAY_MS, a refund held until a reservation names its counter or REFUND_HOLD_MS; reads write held refunds first (ADR 0097)', { skip }, () =>
+  withTwoStores(open('held_'), checkRefundsHeld));

@@ -109,6 +109,7 @@ export class PgKeyStore implements KeyStore {
 
   /** Take the queued settlements, sorted by counter (rows locked in one order); put back if the server refused the call. */
   private takePending(): CounterDelta[] | undefined {
+    this.pending.ripen(Date.now());
     if (this.pending.size === 0) return undefined;
     const rows = this.pending.rows().sort((a, b) => (a.counter < b.counter ? -1 : a.counter > b.counter ? 1 : 0));
     this.pending.clear();
@@ -125,6 +126,8 @@ export class PgKeyStore implements KeyStore {
     if (lines.length === 0 && digest === undefined) return -1;
     const due = this.lazy.due(Date.now(), LAZY_PER_RESERVATION);
     if (due) this.pending.add(due);
+    // Refunds held for these counters ride too: the call writes them anyway (ADR 0097).
+    for (const l of lines) this.pending.claim(l.counter);
     const queued = this.takePending();
     const rows = new Map<string, { settle: number; amount: number; limit: number | null; expires: number; index: number | null }>();
     lines.forEach((l, i) => rows.set(l.counter, { settle: 0, amount: l.amount, limit: l.limit, expires: l.expiresAt, index: i }));
@@ -163,18 +166,20 @@ export class PgKeyStore implements KeyStore {
   }
 
   /**
-   * Queued, summed by counter, and sent with the next reservation's call or within SETTLE_DELAY_MS (ADR 0048, 0054):
-   * one round trip per request instead of two on a busy gateway.
+   * Queued, summed by counter, and sent with the next reservation's call (ADR 0048, 0054): a charge within
+   * SETTLE_DELAY_MS, a refund with the next call that names its counter or within REFUND_HOLD_MS (ADR 0097). One round
+   * trip per request instead of two on a busy gateway.
    */
   settle(deltas: readonly CounterDelta[]): void {
     queueSettlement(deltas, this.pending, this.lazy);
   }
 
-  /** Send queued settlements now; with `lazy` (reads, close, an idle store) the lifetime sums too. */
+  /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */
   async flush(lazy = true): Promise<void> {
     if (lazy) {
       const all = this.lazy.all();
       if (all.length > 0) this.pending.add(all);
+      this.pending.claimAll();
     }
     const rows = this.takePending();
     if (!rows) return;

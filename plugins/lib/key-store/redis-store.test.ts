@@ -13,7 +13,7 @@ import { after, before, test } from 'node:test';
 import { freePort } from '../../../test/helpers/ports.ts';
 import { which } from '../../../test/helpers/which.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
-import { checkLazySums, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
+import { checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { RedisKeyStore, reserveScript } from './redis-store.ts';
 import { RespClient } from './resp.ts';
 import { digestOf } from './secrets.ts';
@@ -64,7 +64,7 @@ test('redis store: settlements ride on the next reservation; refused reservation
     const { lines, deltas } = await checkSettlementsRide(store, other);
     store.settle(deltas);
     assert.equal(await store.reserve([{ ...lines[0]!, limit: 5 }]), 0, 'refused');
-    assert.deepEqual(await other.values(['k:a', 'k:b']), [8, 8], 'the refused reservation still applied the settlement');
+    assert.deepEqual(await other.values(['k:a', 'k:b']), [8, 12], "the refused reservation still applied its counter's settlement; the other refund is held (ADR 0097)");
     store.settle(deltas);
     await checkTimerSends(other, ['k:a', 'k:b'], [4, 4]);
   }));
@@ -186,3 +186,6 @@ test("redis store, many keys (ADR 0091): a batch's script reads every counter wi
 
 test('redis store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
   withTwoStores(open('lazy:'), checkLazySums));
+
+test('redis store: a charge is written within SETTLE_DELAY_MS, a refund held until a reservation names its counter or REFUND_HOLD_MS; reads write held refunds first (ADR 0097)', { skip }, () =>
+  withTwoStores(open('held:'), checkRefundsHeld));

@@ -267,6 +267,12 @@ export class RedisKeyStore implements KeyStore {
       return i;
     };
     const digests: string[] = [];
+    // Refunds held for the batch's counters ride too (those counters are written anyway); so do ripe ones (ADR 0097).
+    const pending = this.pending;
+    if (pending.heldCount > 0) {
+      for (const w of batch) for (const l of w.lines) pending.claim(l.counter);
+      pending.ripen(Date.now());
+    }
     const args: (string | number)[] = [0, this.pending.size];
     for (let i = 0; i < this.pending.size; i++) {
       const d = this.pending.at(i);
@@ -286,18 +292,20 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /**
-   * Queued, summed by counter, and sent with the next reservation's script or within SETTLE_DELAY_MS (ADR 0048):
-   * one round trip per request instead of two on a busy gateway.
+   * Queued, summed by counter, and sent with the next reservation's script (ADR 0048): a charge within SETTLE_DELAY_MS,
+   * a refund with the next script that writes its counter anyway or within REFUND_HOLD_MS (ADR 0097). One round trip
+   * per request instead of two on a busy gateway, and with many keys no SET of its own for most refunds.
    */
   settle(deltas: readonly CounterDelta[]): void {
     queueSettlement(deltas, this.pending, this.lazy);
   }
 
-  /** Send queued settlements now; with `lazy` (reads, close, an idle store) the lifetime sums too. */
+  /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */
   async flush(lazy = true): Promise<void> {
     if (lazy) {
       const rows = this.lazy.all();
       if (rows.length > 0) this.pending.add(rows);
+      this.pending.claimAll();
     }
     if (this.pending.size === 0) return;
     const { keys, args } = this.scriptCall([]);

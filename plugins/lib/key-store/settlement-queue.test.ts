@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SettlementQueue } from './settlement-queue.ts';
+import type { TestContext } from 'node:test';
+import { REFUND_HOLD_MS, SETTLE_DELAY_MS, SettlementQueue } from './settlement-queue.ts';
+import type { CounterDelta } from './types.ts';
 
 const d = (counter: string, amount: number, expiresAt = 0) => ({ counter, amount, expiresAt });
 
@@ -16,18 +18,18 @@ test('settlement queue: sums by counter in queued order, past 16 counters too; r
     assert.equal(q.amountOf('zz'), 0);
     assert.equal(q.has('b'), true);
     // Past 16 counters the queue looks them up through an index: same answers.
-    const many = Array.from({ length: 40 }, (_, i) => d(`c${i}`, i));
+    const many = Array.from({ length: 40 }, (_, i) => d(`c${i}`, i + 1));
     q.add(many);
     q.add(many);
     assert.equal(q.size, 42);
-    assert.equal(q.amountOf('c39'), 78);
+    assert.equal(q.amountOf('c39'), 80);
     assert.equal(q.amountOf('a'), 4);
     const rows = q.rows();
-    assert.deepEqual(rows.slice(0, 3), [d('a', 4), d('b', 1, 7), d('c0', 0)]);
+    assert.deepEqual(rows.slice(0, 3), [d('a', 4), d('b', 1, 7), d('c0', 2)]);
     q.clear();
     assert.equal(q.size, 0);
     assert.equal(q.amountOf('c39'), 0, 'nothing survives a clear, whether it was indexed or not');
-    assert.deepEqual(rows[41], d('c39', 78), 'rows are copies: the reused entries do not change them');
+    assert.deepEqual(rows[41], d('c39', 80), 'rows are copies: the reused entries do not change them');
     q.add([d('c39', 1), d('x', 2)]);
     assert.deepEqual(q.rows(), [d('c39', 1), d('x', 2)]);
     assert.equal(q.amountOf('a'), 0);
@@ -35,4 +37,90 @@ test('settlement queue: sums by counter in queued order, past 16 counters too; r
     q.clear();
   }
   assert.equal(due, 0);
+});
+
+/** A queue on mocked timers and clock (from 0): `due` counts the timer's calls, each writing the due list. */
+function timedQueue(t: TestContext): { q: SettlementQueue; written: CounterDelta[][]; tick: (ms: number) => void } {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  const written: CounterDelta[][] = [];
+  const q = new SettlementQueue(() => {
+    written.push(q.rows());
+    q.clear();
+  });
+  return { q, written, tick: (ms) => t.mock.timers.tick(ms) };
+}
+
+test('settlement queue (ADR 0097): a charge is written within SETTLE_DELAY_MS; a refund is held up to REFUND_HOLD_MS, then written', (t) => {
+  const { q, written, tick } = timedQueue(t);
+  q.add([d('k:charge', 3), d('k:refund', -4)]);
+  assert.equal(q.size, 1, 'the charge is due');
+  assert.equal(q.heldCount, 1, 'the refund is held');
+  tick(SETTLE_DELAY_MS);
+  assert.deepEqual(written, [[d('k:charge', 3)]], 'the charge alone, within SETTLE_DELAY_MS');
+  tick(REFUND_HOLD_MS - SETTLE_DELAY_MS - 1);
+  assert.equal(written.length, 1, 'the refund is still held just before REFUND_HOLD_MS');
+  assert.equal(q.heldOf('k:refund'), -4);
+  tick(1);
+  assert.deepEqual(written, [[d('k:charge', 3)], [d('k:refund', -4)]], 'written alone once REFUND_HOLD_MS old');
+  assert.equal(q.heldCount, 0);
+  tick(10 * REFUND_HOLD_MS);
+  assert.equal(written.length, 2, 'nothing more to write');
+});
+
+test('settlement queue (ADR 0097): a held refund joins the write that claims its counter; sums by counter keep the sign rule', (t) => {
+  const { q, written, tick } = timedQueue(t);
+  q.add([d('k:a', -4, 5), d('k:b', -1)]);
+  tick(500);
+  q.claim('k:a');
+  q.claim('k:none');
+  assert.deepEqual(q.rows(), [d('k:a', -4, 5)], 'the claimed refund is due, with its expiry; the other stays held');
+  q.clear();
+  assert.equal(q.heldOf('k:b'), -1);
+  // A charge on a counter with a held refund is summed into it: still a refund while the sum is not above 0.
+  q.add([d('k:b', 0.5)]);
+  tick(SETTLE_DELAY_MS);
+  assert.deepEqual(written, [], 'a charge the held refund covers is not written by itself');
+  assert.equal(q.heldOf('k:b'), -0.5);
+  q.add([d('k:b', 2)]);
+  assert.equal(q.heldCount, 0, 'the sum went above 0: a charge, due');
+  tick(SETTLE_DELAY_MS);
+  assert.deepEqual(written, [[d('k:b', 1.5)]]);
+  // A refund on a counter already due is summed there (it goes with that write).
+  q.add([d('k:c', 5)]);
+  q.add([d('k:c', -7)]);
+  assert.deepEqual([q.size, q.heldCount], [1, 0]);
+  tick(SETTLE_DELAY_MS);
+  assert.deepEqual(written[1], [d('k:c', -2)]);
+});
+
+test('settlement queue (ADR 0097): ripe refunds ride on the next write, claimAll takes every one; a charge brings the held timer forward', (t) => {
+  const { q, written, tick } = timedQueue(t);
+  q.add([d('k:old', -1)]);
+  tick(600);
+  q.add([d('k:young', -2)]);
+  tick(REFUND_HOLD_MS - 600 - 1);
+  assert.equal(q.ripen(Date.now()), false);
+  // A reservation made as the refund turns REFUND_HOLD_MS old takes it (just before the timer would write it alone).
+  assert.equal(q.ripen(Date.now() + 1), true);
+  assert.deepEqual(q.rows(), [d('k:old', -1)]);
+  q.clear();
+  assert.equal(written.length, 0);
+  // The timer then waits for the younger refund: a charge queued meanwhile is not kept waiting for it.
+  q.add([d('k:now', 1)]);
+  tick(SETTLE_DELAY_MS);
+  assert.deepEqual(written, [[d('k:now', 1)]]);
+  q.add([d('k:x', -3)]);
+  q.claimAll();
+  assert.deepEqual(q.rows(), [d('k:young', -2), d('k:x', -3)], 'every held refund, oldest first');
+  q.clear();
+  assert.equal(q.heldCount, 0);
+  tick(10 * REFUND_HOLD_MS);
+  assert.equal(written.length, 1);
+  // With only a refund held the timer is REFUND_HOLD_MS away; a charge queued then is still written within SETTLE_DELAY_MS.
+  q.add([d('k:held', -1)]);
+  tick(100);
+  q.add([d('k:late', 2)]);
+  tick(SETTLE_DELAY_MS);
+  assert.deepEqual(written[1], [d('k:late', 2)]);
+  assert.equal(q.heldOf('k:held'), -1);
 });

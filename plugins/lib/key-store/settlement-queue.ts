@@ -1,15 +1,28 @@
-// Settlements waiting to ride on the next reservation (ADR 0048): summed by counter, and handed to `onDue` when no
-// reservation came within SETTLE_DELAY_MS. Shared by the SQLite and Redis stores.
+// Settlements waiting to be written (ADR 0048, revised by ADR 0097), summed by counter and split by sign. A charge
+// (real cost above the estimate: usage goes up) rides on the next reservation or is written alone within
+// SETTLE_DELAY_MS: delaying it could let a budget be overshot. A refund (usage goes down) is held until a reservation
+// names its counter anyway, or for at most REFUND_HOLD_MS: the budget only looks more used meanwhile (it can refuse
+// earlier, never overshoot), and with many keys in turn most refunds then cost no write of their own. Shared by the
+// SQLite, Redis and PostgreSQL stores.
 import type { CounterDelta } from './types.ts';
 
-/** Longest a settlement waits for a reservation to ride on before it is written alone. */
+/** Longest a charge waits for a reservation to ride on before it is written alone. */
 export const SETTLE_DELAY_MS = 20;
+/** Longest a refund is held waiting for a reservation of its counter before it goes with the next write (ADR 0097). */
+export const REFUND_HOLD_MS = 1000;
 
 /** One counter's queued sum (entries are reused once written: read, never kept). */
 export interface QueuedSettlement {
   counter: string;
   amount: number;
   expiresAt: number;
+}
+
+/** A held refund: since when its counter has one (its first part must be written REFUND_HOLD_MS after). */
+interface HeldRefund {
+  amount: number;
+  expiresAt: number;
+  since: number;
 }
 
 /** Up to this many counters a queue is searched in order; past it, through a Map (many keys' settlements). */
@@ -19,36 +32,50 @@ const KEEP = 1024;
 
 export class SettlementQueue {
   /**
-   * The queued counters, in the order they were queued, `count` of them live; the rest are spare entries for the next
-   * ones. A busy store queues and writes a few settlements per request: searched in order, reused in place, they
-   * allocate nothing per request (a Map cleared per reservation made a new table and an entry object per counter).
+   * The settlements due with the next write (charges, and refunds claimed or held long enough), in the order queued,
+   * `count` of them live; the rest are spare entries for the next ones. A busy store queues and writes a few per
+   * request: searched in order, reused in place, they allocate nothing per request.
    */
   private readonly list: QueuedSettlement[] = [];
   private count = 0;
-  /** Every live entry by counter, once there are more than SMALL (undefined until then). */
+  /** Every live entry of `list` by counter, once there are more than SMALL (undefined until then). */
   private index: Map<string, QueuedSettlement> | undefined;
+  /** Refunds held, by counter, oldest first (a Map keeps insertion order). A counter is in `list` or here, not both. */
+  private readonly held = new Map<string, HeldRefund>();
+  /** Held entries kept for reuse. */
+  private readonly spare: HeldRefund[] = [];
+  /** No held refund is REFUND_HOLD_MS old before this (a lower bound: entries only leave `held`). */
+  private ripeAt = Infinity;
   private timer: NodeJS.Timeout | undefined;
-  /** When the queue last became non-empty: the timer, once it fires, waits out the rest of SETTLE_DELAY_MS from here. */
+  /** When the running timer fires. */
+  private timerAt = 0;
+  /** When `list` last became non-empty: its entries are due SETTLE_DELAY_MS after. */
   private since = 0;
   private readonly onDue: () => void;
   private readonly fire = (): void => {
     this.timer = undefined;
-    if (this.count === 0) return;
-    const wait = this.since + SETTLE_DELAY_MS - Date.now();
-    if (wait > 0) this.schedule(wait);
-    else this.onDue();
+    const now = Date.now();
+    const ripened = this.ripen(now);
+    if (this.count > 0 && (ripened || now >= this.since + SETTLE_DELAY_MS)) this.onDue();
+    else this.wake(now);
   };
 
-  /** `onDue` writes the queue alone (and calls `clear` once written, or `arm` to try again). */
+  /** `onDue` writes the due settlements alone (and calls `clear` once written, or `arm` to try again). */
   constructor(onDue: () => void) {
     this.onDue = onDue;
   }
 
+  /** Settlements due with the next write. */
   get size(): number {
     return this.count;
   }
 
-  /** The `i`th queued settlement (0 ≤ i < size), in the order queued (live: read it, do not keep it). */
+  /** Refunds held (not due yet). */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /** The `i`th due settlement (0 ≤ i < size), in the order queued (live: read it, do not keep it). */
   at(i: number): Readonly<QueuedSettlement> {
     return this.list[i]!;
   }
@@ -60,20 +87,25 @@ export class SettlementQueue {
     return undefined;
   }
 
-  /** The amount queued for a counter (0 if none). */
+  /** The amount due for a counter (0 if none; a held refund counts once claimed). */
   amountOf(counter: string): number {
     return this.find(counter)?.amount ?? 0;
   }
 
-  /** Whether a settlement for `counter` is queued. */
+  /** Whether a settlement for `counter` is due. */
   has(counter: string): boolean {
     return this.find(counter) !== undefined;
   }
 
+  /** The amount held for a counter (0 if none). */
+  heldOf(counter: string): number {
+    return this.held.get(counter)?.amount ?? 0;
+  }
+
   /**
-   * Queue deltas (summed into a counter's queued amount; the latest expiry wins). The timer is armed when the queue
-   * becomes non-empty and none is running: a busy store (a settlement per request, written by the next reservation)
-   * keeps one timer going instead of a setTimeout and a clearTimeout per request.
+   * Queue deltas. A counter's amounts are summed where it already is: due (its write is near anyway) or held (a charge
+   * that turns the held sum positive makes it due). A new charge is due; a new refund is held. One timer runs for the
+   * nearest deadline: a busy store keeps it going instead of a setTimeout and a clearTimeout per request.
    */
   add(deltas: readonly CounterDelta[]): void {
     for (let i = 0; i < deltas.length; i++) this.addOne(deltas[i]!);
@@ -81,42 +113,114 @@ export class SettlementQueue {
 
   /** `add` of one delta. */
   addOne(d: CounterDelta): void {
-    if (this.count === 0) this.since = Date.now();
     const q = this.find(d.counter);
     if (q) {
       q.amount += d.amount;
       q.expiresAt = d.expiresAt;
-    } else {
-      let e = this.list[this.count];
-      if (e === undefined) this.list.push((e = { counter: d.counter, amount: d.amount, expiresAt: d.expiresAt }));
-      else {
-        e.counter = d.counter;
-        e.amount = d.amount;
-        e.expiresAt = d.expiresAt;
-      }
-      this.count++;
-      if (this.index !== undefined) this.index.set(e.counter, e);
-      else if (this.count > SMALL) {
-        this.index = new Map();
-        for (let k = 0; k < this.count; k++) this.index.set(this.list[k]!.counter, this.list[k]!);
-      }
+      return;
     }
-    if (this.timer === undefined) this.schedule(SETTLE_DELAY_MS);
+    const h = this.held.get(d.counter);
+    if (h) {
+      h.amount += d.amount;
+      h.expiresAt = d.expiresAt;
+      if (h.amount > 0) this.release(d.counter, h, Date.now(), true);
+      return;
+    }
+    const now = Date.now();
+    if (d.amount > 0) this.push(d.counter, d.amount, d.expiresAt, now, true);
+    else {
+      const e = this.spare.pop() ?? { amount: 0, expiresAt: 0, since: 0 };
+      e.amount = d.amount;
+      e.expiresAt = d.expiresAt;
+      e.since = now;
+      if (this.held.size === 0) this.ripeAt = now + REFUND_HOLD_MS;
+      this.held.set(d.counter, e);
+      if (this.timer === undefined) this.schedule(now, REFUND_HOLD_MS);
+    }
+  }
+
+  /** A counter's held refund, if any, becomes due: the write being built names its counter anyway (ADR 0097). */
+  claim(counter: string): void {
+    if (this.held.size === 0) return;
+    const h = this.held.get(counter);
+    if (h !== undefined) this.release(counter, h, Date.now(), false);
+  }
+
+  /** Every held refund becomes due (usage reads, close, an idle store). */
+  claimAll(): void {
+    if (this.held.size === 0) return;
+    const now = Date.now();
+    for (const [counter, h] of this.held) this.release(counter, h, now, false);
+  }
+
+  /** Held refunds REFUND_HOLD_MS old become due; whether any did. */
+  ripen(now: number): boolean {
+    if (now < this.ripeAt) return false;
+    let any = false;
+    this.ripeAt = Infinity;
+    for (const [counter, h] of this.held) {
+      if (h.since + REFUND_HOLD_MS > now) {
+        this.ripeAt = h.since + REFUND_HOLD_MS;
+        break;
+      }
+      this.release(counter, h, now, false);
+      any = true;
+    }
+    return any;
+  }
+
+  /** Move a held sum into the due list (it is written with the next write, whatever its sign). */
+  private release(counter: string, h: HeldRefund, now: number, charge: boolean): void {
+    this.held.delete(counter);
+    this.push(counter, h.amount, h.expiresAt, now, charge);
+    if (this.spare.length < KEEP) this.spare.push(h);
+  }
+
+  /**
+   * Append a due entry (the counter is in neither `list` nor `held`) and make sure a timer will write it: by
+   * SETTLE_DELAY_MS for a `charge` (a later timer is brought forward); a claimed or ripe refund is about to be written
+   * by the caller, so any running timer will do (no clearTimeout and setTimeout per reservation).
+   */
+  private push(counter: string, amount: number, expiresAt: number, now: number, charge: boolean): void {
+    if (this.count === 0) this.since = now;
+    let e = this.list[this.count];
+    if (e === undefined) this.list.push((e = { counter, amount, expiresAt }));
+    else {
+      e.counter = counter;
+      e.amount = amount;
+      e.expiresAt = expiresAt;
+    }
+    this.count++;
+    if (this.index !== undefined) this.index.set(counter, e);
+    else if (this.count > SMALL) {
+      this.index = new Map();
+      for (let k = 0; k < this.count; k++) this.index.set(this.list[k]!.counter, this.list[k]!);
+    }
+    const due = this.since + SETTLE_DELAY_MS;
+    if (this.timer === undefined || (charge && this.timerAt > due)) this.schedule(now, Math.max(0, due - now));
   }
 
   /** Call `onDue` after SETTLE_DELAY_MS from now (again, after a failed write). */
   arm(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.since = Date.now();
-    this.schedule(SETTLE_DELAY_MS);
+    const now = Date.now();
+    this.since = now;
+    this.schedule(now, SETTLE_DELAY_MS);
   }
 
-  private schedule(ms: number): void {
+  /** Arm the timer for the nearest deadline, if anything is queued. */
+  private wake(now: number): void {
+    const due = Math.min(this.count > 0 ? this.since + SETTLE_DELAY_MS : Infinity, this.held.size > 0 ? this.ripeAt : Infinity);
+    if (due !== Infinity) this.schedule(now, Math.max(0, due - now));
+  }
+
+  private schedule(now: number, ms: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = now + ms;
     this.timer = setTimeout(this.fire, ms);
     this.timer.unref();
   }
 
-  /** The queued settlements, one per counter (the queue keeps them until `clear`). */
+  /** The due settlements, one per counter (the queue keeps them until `clear`). */
   rows(): CounterDelta[] {
     const rows: CounterDelta[] = [];
     for (let i = 0; i < this.count; i++) {
@@ -126,11 +230,15 @@ export class SettlementQueue {
     return rows;
   }
 
-  /** Forget the queue once written. A running timer is left to find the queue empty (or refilled, and wait on). */
+  /**
+   * Forget the due settlements once written; held refunds stay. A running timer is left to find the list empty (or
+   * refilled, and wait on); with refunds held and none running, one is armed for the oldest.
+   */
   clear(): void {
     this.count = 0;
     this.index = undefined;
     if (this.list.length > KEEP) this.list.length = KEEP;
+    if (this.held.size > 0 && this.timer === undefined) this.wake(Date.now());
   }
 }
 

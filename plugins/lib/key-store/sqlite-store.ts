@@ -287,6 +287,9 @@ export class SqliteKeyStore implements KeyStore {
     const now = Date.now();
     const due = this.lazy.due(now, LAZY_PER_RESERVATION);
     if (due) this.pending.add(due);
+    // Refunds held for these counters ride too, and ripe ones (ADR 0097).
+    for (let i = 0; i < lines.length; i++) this.pending.claim(lines[i]!.counter);
+    this.pending.ripen(now);
     // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own
     // (read from the queue in place: no copy of it per request).
     const pending = this.pending;
@@ -349,14 +352,15 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   /**
-   * Write queued settlements now: one statement, or one transaction when they need several. With `lazy` (reads,
-   * close, an idle store) the lazy sums too; the serving path leaves them to ride on reservations a few at a time
+   * Write due settlements now: one statement, or one transaction when they need several. With `lazy` (reads,
+   * close, an idle store) the lazy sums and held refunds (ADR 0097) too; the serving path leaves them to ride on reservations a few at a time
    * (with many keys they are a second's worth of rows: thousands).
    */
   flush(lazy = true): void {
     if (lazy) {
       const rows = this.lazy.all();
       if (rows.length > 0) this.pending.add(rows);
+      this.pending.claimAll();
     }
     if (this.pending.size === 0 || !this.db.isOpen) return;
     const rows = this.pending.rows();
