@@ -19,6 +19,9 @@
 //        A checkout written `name=/path:keyed` serves the `ai` route with `virtualKeys` on SQLite (one key declared in
 //        the config, with its team's and the organisation's budgets: 3 scopes × USD month and tokens day reserved and
 //        settled per request), the load presenting the key (docs/perf.md "Virtual keys, session 10").
+//        A checkout written `name=/path:jwt` serves the `host` route with the bench's jwt row's set (jwtAuth with an RS256
+//        JWKS file, authorization with 2 CEL require rules, localRateLimit; run.ts `jwtPolicies`), the load presenting
+//        a token signed for it (docs/perf.md "Session 12, polcost").
 //        A checkout written `name=/path:traced` serves the `host` route with `config.tracing` at 100% sampling,
 //        OTLP/HTTP to otlp-sink.ts (on the load's CPU): the observability row's traced gateway (issue 12).
 //        (the load process itself: node test/bench/plain-ab.ts --load URL REQUESTS CONNECTIONS [ORIGIN|-] [AUTHORIZATION])
@@ -31,6 +34,7 @@ import { closeSync, mkdtempSync, mkdirSync, openSync, readFileSync, readSync, rm
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { stringify } from 'yaml';
 import { Pool } from 'undici';
 import { freePort } from '../helpers/ports.ts';
@@ -54,6 +58,31 @@ const POLICIES = {
   cors: { allowOrigins: [BENCH_ORIGIN], allowMethods: ['GET', 'POST'], allowHeaders: ['content-type', 'authorization'], exposeHeaders: ['x-served-by'], maxAge: '600s' },
   localRateLimit: [{ maxTokens: 1_000_000_000, tokensPerFill: 1_000_000_000, fillInterval: '1s' }],
 };
+
+/** The `:jwt` gateways' issuer and audience (the bench's jwt row, run.ts `jwtPolicies`). */
+const JWT_ISSUER = 'https://issuer.bench.example';
+const JWT_AUDIENCE = 'switchyard-bench';
+const jwtPolicies = (jwksFile: string): Record<string, unknown> => ({
+  jwtAuth: { mode: 'strict', issuer: JWT_ISSUER, audiences: [JWT_AUDIENCE], jwks: { file: jwksFile } },
+  authorization: { rules: [{ require: 'jwt.sub == "bench-user"' }, { require: '"bench" in jwt.groups' }] },
+  localRateLimit: [{ maxTokens: 1_000_000_000, tokensPerFill: 1_000_000_000, fillInterval: '1s' }],
+});
+
+/** A JWKS file in `dir` and a token the `:jwt` route accepts. */
+async function jwtSetup(dir: string): Promise<{ jwksFile: string; token: string }> {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const jwksFile = join(dir, 'jwks.json');
+  writeFileSync(jwksFile, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'bench-key', alg: 'RS256', use: 'sig' }] }));
+  const token = await new SignJWT({ groups: ['bench', 'staff'] })
+    .setProtectedHeader({ alg: 'RS256', kid: 'bench-key', typ: 'JWT' })
+    .setIssuer(JWT_ISSUER)
+    .setAudience(JWT_AUDIENCE)
+    .setSubject('bench-user')
+    .setIssuedAt()
+    .setExpirationTime('1h')
+    .sign(privateKey);
+  return { jwksFile, token };
+}
 
 /** The `:keyed` gateways' key (declared in their config) and its budgets, never reached. */
 const BENCH_KEY = 'sk-bench-plain-ab-0123456789abcdef';
@@ -198,6 +227,7 @@ async function main(args: string[]): Promise<void> {
   const aiRoute = (checkout: string): boolean => checkout.endsWith(':ai') || keyed(checkout);
   const traced = (checkout: string): boolean => checkout.endsWith(':traced');
   const withPolicies = (checkout: string): boolean => checkout.endsWith(':policies');
+  const withJwt = (checkout: string): boolean => checkout.endsWith(':jwt');
   const envOf = (checkout: string): NodeJS.ProcessEnv => {
     const env: NodeJS.ProcessEnv = { ...NODE_ENV_DEFAULTS, ...process.env };
     const mmap = mmapOf(checkout);
@@ -214,7 +244,7 @@ async function main(args: string[]): Promise<void> {
   const semiOf = (checkout: string): string => /\+semi=(\d+)(\+|$)/.exec(checkout)?.[1] ?? CLI_SEMI;
   const v8Of = (checkout: string): string[] => (/\+v8=([^+]+)(\+|$)/.exec(checkout)?.[1] ?? '').split(',').filter(Boolean);
   const workersOf = (checkout: string): number => (/:w2(\+|$)/.test(checkout) ? 2 : 1);
-  const rootOf = (checkout: string): string => checkout.replace(/(\+(mmap|semi|v8)=[^+]+)+$/, '').replace(/:(ai|traced|w2|policies|keyed)$/, '');
+  const rootOf = (checkout: string): string => checkout.replace(/(\+(mmap|semi|v8)=[^+]+)+$/, '').replace(/:(ai|traced|w2|policies|keyed|jwt)$/, '');
   if (checkouts.length === 0) throw new Error('name=/path/to/checkout, at least one');
   const dir = mkdtempSync(join(tmpdir(), 'plain-ab-'));
   const children: ChildProcess[] = [];
@@ -258,6 +288,7 @@ async function main(args: string[]): Promise<void> {
       start('otlp sink', '1', process.execPath, [join(dirname(fileURLToPath(import.meta.url)), 'otlp-sink.ts'), String(sinkPort)], 'ignore', children);
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
+    const jwt = checkouts.some(([, c]) => withJwt(c)) ? await jwtSetup(dir) : undefined;
     const gateways: Gateway[] = [];
     for (const [name, checkout] of checkouts) {
       const out = join(dir, `${name}.out`);
@@ -281,7 +312,7 @@ async function main(args: string[]): Promise<void> {
       const keys = keyed(checkout)
         ? { virtualKeys: { store: { sqlite: { path: join(dir, `${name}-keys.db`) } }, budgets: BIG_BUDGETS, teams: [{ name: 'bench', budgets: BIG_BUDGETS }], keys: [{ id: 'bench', key: BENCH_KEY, team: 'bench', budgets: BIG_BUDGETS }] } }
         : undefined;
-      const route = { name: ai ? 'ai' : 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [backend], ...(withPolicies(checkout) ? { policies: POLICIES } : keys ? { policies: keys } : {}) };
+      const route = { name: ai ? 'ai' : 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [backend], ...(withPolicies(checkout) ? { policies: POLICIES } : withJwt(checkout) ? { policies: jwtPolicies(jwt!.jwksFile) } : keys ? { policies: keys } : {}) };
       const cfg = join(dir, `${name}.yaml`);
       writeFileSync(
         cfg,
@@ -303,7 +334,7 @@ async function main(args: string[]): Promise<void> {
       const child = start(name, cpus, process.execPath, [`--max-semi-space-size=${semiOf(checkout)}`, ...v8Of(checkout), '--trace-gc-nvp', ...extra, join(rootOf(checkout), 'bin/switchyard.js'), '-f', cfg], fd, children, envOf(checkout));
       closeSync(fd);
       await waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`);
-      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, authorization: keyed(checkout) ? `Bearer ${BENCH_KEY}` : undefined, out, offset: 0, cpu: [], scavenges: [], gcUs: [], promotedB: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
+      gateways.push({ name, child, url: `http://127.0.0.1:${port}${path}`, origin: withPolicies(checkout) ? BENCH_ORIGIN : undefined, authorization: keyed(checkout) ? `Bearer ${BENCH_KEY}` : withJwt(checkout) ? `Bearer ${jwt!.token}` : undefined, out, offset: 0, cpu: [], scavenges: [], gcUs: [], promotedB: [], markCompacts: [], allocKiB: [], rps: [], rssMiB: [] });
     }
     const gwPid = (g: Gateway): number => {
       // taskset execs the command: the child's PID is the gateway's.

@@ -1085,6 +1085,9 @@ async function policiesOnly(notes: string[]): Promise<number> {
     groups.push(group);
     rows.push(...group);
   }
+  // The upstream's CPU too: with the load generator it shares CPU_REST, and a row that saturates it measures that CPU.
+  const side = processTree(upstream.proc.pid!);
+  for (const r of rows) r.sidePids = side;
   await measure(rows);
   await stopAll();
   printRows(rows, () => bareRow, bareRow);
@@ -1097,6 +1100,15 @@ async function policiesOnly(notes: string[]): Promise<number> {
       `| ${plain.name.replace('switchyard plain', 'switchyard') || 'switchyard'} | ${fmt(rps(policies) / rps(plain))} | ${fmt(cpuPerReq(plain) / cpuPerReq(policies))} | ` +
         `${fmt(rps(jwtRow) / rps(plain))} | ${fmt(cpuPerReq(plain) / cpuPerReq(jwtRow))} | ${rounds(plain)}, ${rounds(policies)}, ${rounds(jwtRow)} |`,
     );
+  }
+  // Whether a row's req/s measured the gateway: a policies or jwt row sends and receives more header bytes, which the
+  // upstream and autocannon on CPU_REST pay for; when that CPU is the busy one, the req/s ratio is theirs, and a gateway
+  // waiting on it spends more CPU per request (fewer requests per wake-up).
+  console.log(`\n| row | gateway CPU ${CPU_TARGET} busy | upstream CPU µs/req | load generator CPU µs/req | CPU ${CPU_REST} busy |`);
+  console.log('|---|---:|---:|---:|---:|');
+  for (const r of rows.slice(1)) {
+    console.log(`| ${r.name} | ${fmt(100 * targetBusy(r), 0)}% | ${fmt(median(r.sideCpu), 0)} | ${fmt(median(r.loadCpu), 0)} | ${fmt(100 * restBusy(r), 0)}% |`);
+    if (restBusy(r) > REST_SATURATED) notes.push(`${r.name}: CPU ${CPU_REST} (upstream + load generator) was ${fmt(100 * restBusy(r), 0)}% busy: its req/s measures that CPU, not the gateway`);
   }
   for (const r of rows.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
   if (notes.length) console.log(`\nnotes:\n${notes.map((n) => `- ${n}`).join('\n')}`);
