@@ -93,6 +93,15 @@ describe('editedRawHeaders: response header hooks on the raw list, as writeReply
       assert.deepEqual(fields(flat), fields(viaObject([], queued, headers)));
       assert.ok(Array.isArray(ex.rawReplyHeaders), 'the edited list is kept for the access log');
     });
+    it(`${name}: the lean client's strings, edited in place`, () => {
+      const strings = input.map((b) => b.toString('latin1'));
+      const ex = { queued, route: { key: 'r' }, rawReplyHeaders: undefined } as unknown as ExchangeImpl;
+      const flat = editedRawHeaders(ex, 200, strings, [hook, failing], logger);
+      const headers: Record<string, string | string[] | undefined> = parseHeaders(input);
+      hook.onResponse!(ex, { status: 200, headers, body: null } as unknown as Reply);
+      assert.deepEqual(fields(flat), fields(viaObject([], queued, headers)));
+      assert.equal(ex.rawReplyHeaders, strings, 'no copy: the list the hooks edited is the one kept');
+    });
   }
   it('a hook that throws is logged and skipped', () => {
     assert.ok(logged.length >= cases.length);

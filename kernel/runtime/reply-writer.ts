@@ -246,10 +246,23 @@ export function flatRawHeaders(raw: RawHeaders, queued: readonly string[] | unde
  * `response.headers` shows). A hook that throws is logged and skipped, as a response hook is.
  */
 export function editedRawHeaders(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks: readonly PolicyInstance[], logger: Logger): string[] {
-  const list: string[] = new Array<string>(raw.length);
-  for (let i = 0; i < raw.length; i += 2) {
-    list[i] = headerNameToString(raw[i]!);
-    list[i + 1] = raw[i + 1]!.toString('latin1');
+  return withoutHopByHop(editHeaderList(ex, status, raw, hooks, logger));
+}
+
+/** `editedRawHeaders` before hop-by-hop headers go: the list the hooks edited, with the queued headers. */
+function editHeaderList(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks: readonly PolicyInstance[], logger: Logger): string[] {
+  let list: string[];
+  if (typeof raw[0] === 'string') {
+    // The lean client's list (latin1 strings made for this answer, read by nothing after `start`) is edited in place:
+    // a copy of it cost ~0.3 KiB per response on the bench's policies route (docs/perf.md "Session 12, polcost").
+    list = raw as string[];
+    for (let i = 0; i < list.length; i += 2) list[i] = headerNameToString(list[i]!);
+  } else {
+    list = new Array<string>(raw.length);
+    for (let i = 0; i < raw.length; i += 2) {
+      list[i] = headerNameToString(raw[i]!);
+      list[i + 1] = raw[i + 1]!.toString('latin1');
+    }
   }
   for (let h = 0; h < hooks.length; h++) {
     try {
@@ -261,6 +274,11 @@ export function editedRawHeaders(ex: ExchangeImpl, status: number, raw: RawHeade
   const queued = ex.queued;
   if (queued) for (let q = 0; q < queued.length; q += 2) headerListSet(list, queued[q]!, queued[q + 1]!);
   ex.rawReplyHeaders = list;
+  return list;
+}
+
+/** The list without hop-by-hop headers and those its `Connection` names: what `writeHead` is given. */
+function withoutHopByHop(list: readonly string[]): string[] {
   let connection: string[] | undefined;
   const out: string[] = [];
   for (let i = 0; i < list.length; i += 2) {
@@ -289,7 +307,16 @@ export function directReplies(logger: Logger): DirectReplies<ExchangeImpl> {
       ex.replied = true;
       ex.status = status;
       const hooks = ex.responseHooks;
-      if (hooks !== null) return writeListedHead(ex, res, status, editedRawHeaders(ex, status, rawHeaders, hooks, logger));
+      if (hooks !== null) {
+        // The edited list goes to the checked head with its hop-by-hop headers, which `writeCheckedHead` leaves out
+        // itself (a `Connection` naming other headers sends it back here): no second list per response.
+        const list = editHeaderList(ex, status, rawHeaders, hooks, logger);
+        if (isProxyResponse(res) && isCheckedHeaderList(list)) {
+          closeIfBodyUnread(ex, res);
+          if (res.writeCheckedHead(status, list)) return true;
+        }
+        return writeStatus(ex, res, status, withoutHopByHop(list));
+      }
       // The header object (the access log's CEL `response.headers`) is made only if something reads it.
       ex.rawReplyHeaders = rawHeaders;
       // The lean client's strings (undici's are Buffers) were checked by its parser: written without node:http
