@@ -27,6 +27,12 @@ import { freePort } from '../helpers/ports.ts';
 import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
 
 const [ROUNDS, N, CONC, KEYS] = [4, 2000, 8, 1].map((d, i) => Number(process.argv[2 + i] ?? d));
+/**
+ * KEYS_MAX_TOKENS=<n>: the request's `max_tokens` (64 in CHAT_REQUEST). The upstream answers 80 completion tokens
+ * whatever the cap (a provider never exceeds it), so with 64 every settlement is a charge; 256 makes them refunds, as
+ * with a real provider and a cap above the answer (ADR 0097 holds refunds, not charges).
+ */
+const BODY = process.env.KEYS_MAX_TOKENS ? CHAT_REQUEST.replace('"max_tokens":64', `"max_tokens":${Number(process.env.KEYS_MAX_TOKENS)}`) : CHAT_REQUEST;
 const here = resolve(import.meta.dirname, '../..');
 const base = process.env.KEYS_BASELINE;
 const prof = process.env.KEYS_PROF;
@@ -140,12 +146,12 @@ function one(gw: Gw): Promise<number> {
   const t = performance.now();
   const i = seq++ % gw.keys;
   return new Promise((res, rej) => {
-    const r = httpRequest({ host: '127.0.0.1', port: gw.port, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(CHAT_REQUEST), ...(gw.keyed ? { authorization: `Bearer ${secret(i)}` } : {}) } }, (resp) => {
+    const r = httpRequest({ host: '127.0.0.1', port: gw.port, path: '/v1/chat/completions', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(BODY), ...(gw.keyed ? { authorization: `Bearer ${secret(i)}` } : {}) } }, (resp) => {
       resp.resume();
       resp.on('end', () => (resp.statusCode === 200 ? res(performance.now() - t) : rej(new Error(`${gw.name}: ${resp.statusCode}`))));
     });
     r.on('error', rej);
-    r.end(CHAT_REQUEST);
+    r.end(BODY);
   });
 }
 async function load(gw: Gw, n: number, c: number): Promise<number[]> {
