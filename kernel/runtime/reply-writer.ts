@@ -174,7 +174,7 @@ function closeIfBodyUnread(ex: ExchangeImpl, res: ServerResponse): void {
  * A direct forward's final header list after policies edited it (response hooks, queued headers): written as the
  * checked head (ADR 0082) when every entry passes node:http's own checks (`isCheckedHeaderList`), as the unedited
  * answer is, instead of `writeHead` checking each header again and `processHeader` concatenating and lower-casing each
- * name (about 1.5 µs and 0.5 KiB per response on the bench's policies route, docs/perf.md "Session 12, polcost").
+ * name (~0.35 KiB per response on the bench's policies route; docs/perf.md "Session 12, polcost").
  */
 function writeListedHead(ex: ExchangeImpl, res: ServerResponse, status: number, flat: string[]): boolean {
   if (isProxyResponse(res) && isCheckedHeaderList(flat)) {
@@ -253,8 +253,9 @@ export function editedRawHeaders(ex: ExchangeImpl, status: number, raw: RawHeade
 function editHeaderList(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks: readonly PolicyInstance[], logger: Logger): string[] {
   let list: string[];
   if (typeof raw[0] === 'string') {
-    // The lean client's list (latin1 strings made for this answer, read by nothing after `start`) is edited in place:
-    // a copy of it cost ~0.3 KiB per response on the bench's policies route (docs/perf.md "Session 12, polcost").
+    // The lean client's list (latin1 strings made for this answer, read by nothing after `start`) is edited in place
+    // rather than copied: the copy and the filtered list of `withoutHopByHop` (not made for a checked head) were
+    // ~0.7 KiB per response on the bench's policies route (docs/perf.md "Session 12, polcost").
     list = raw as string[];
     for (let i = 0; i < list.length; i += 2) list[i] = headerNameToString(list[i]!);
   } else {
