@@ -5,6 +5,8 @@
 // failures) and every kind it hands to node:http (split heads, bodies in a later read, chunked and Expect requests,
 // HTTP/1.0, smuggling shapes, malformed heads, 431, upgrades, other routes) on the first request or a later one.
 import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
+import type { Server as HttpServer } from 'node:http';
 import { connect, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -23,8 +25,9 @@ import { fullPreset } from '../../plugins/presets/full.ts';
 // policies route (requestHeaderModifier, responseHeaderModifier, cors, localRateLimit), its jwt route (jwtAuth,
 // authorization, localRateLimit), a route whose 1-token bucket answers 429, and a test policy that reads the body
 // through `bufferBody` with a 16-byte limit. A test policy that reads `ex.req` as a stream keeps node:http.
-// Session 12 (polcost): apiKey, basicAuth, directResponse, requestRedirect, urlRewrite, timeout and transformations
-// promise it too, each with a route below (answers, refusals and rewrites byte for byte, and served lean).
+// Session 12 (polcost): apiKey, basicAuth, directResponse, requestRedirect, urlRewrite, timeout, transformations and
+// extAuthz (HTTP, against an in-process service) promise it too, each with a route below (answers, refusals and
+// rewrites byte for byte, and served lean).
 const ISSUER = 'https://issuer.lean.test';
 const AUDIENCE = 'lean-test';
 const keys = await generateKeyPair('RS256');
@@ -254,6 +257,7 @@ const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; 
   'urlRewrite: a prefix rewrite': { writes: [GET('/rw/a?q=1'), POST('/rw/b', 'abc')] },
   'timeout: a requestTimeout the answer beats': { writes: [GET('/to/a'), POST('/to/b', 'abc')] },
   'transformations: CEL header edits both ways': { writes: [GET('/tf/a', 'X-In: one\r\n'), POST('/tf/b', 'abc')] },
+  'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': { writes: [GET('/authz/a', 'Authorization: Bearer let-me-in\r\n'), GET('/authz/b'), POST('/authz/c', 'abc', 'Authorization: Bearer let-me-in\r\n')] },
 };
 
 /** What the policy cases must read back (both sides read the same): the policies did their work. */
@@ -271,16 +275,24 @@ const EXPECTED: Record<string, RegExp[]> = {
   'requestRedirect': [/^HTTP\/1\.1 301 [^]*location: https:\/\/gw\.test\/redir\/a\?x=1\r\n[^]*HTTP\/1\.1 301 /i],
   'urlRewrite: a prefix rewrite': [/GET \/p\/rewritten\/a\?q=1 [^]*POST \/p\/rewritten\/b [^]*\r\n\r\nabc/],
   'timeout: a requestTimeout the answer beats': [/^HTTP\/1\.1 200 [^]*GET \/to\/a[^]*HTTP\/1\.1 200 [^]*POST \/to\/b/],
+  'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': [/^HTTP\/1\.1 200 [^]*GET \/authz\/a[^]*HTTP\/1\.1 403 [^]*denied by the test service[^]*HTTP\/1\.1 200 [^]*POST \/authz\/c[^]*\r\n\r\nabc/],
   'transformations: CEL header edits both ways': [/GET \/tf\/a[^]*x-tf: one-v\r\n[^]*POST \/tf\/b[^]*x-tf: -v\r\n/, /x-tf-back: \/tf\/a\r\n[^]*x-tf-back: \/tf\/b\r\n/],
 };
 
 describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 0088)', () => {
   let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
+  let authz: HttpServer;
   let lean: RoutesGateway;
   let node: RoutesGateway;
 
   before(async () => {
     upstream = await startEchoUpstream();
+    // extAuthz's HTTP service: allows one bearer token, denies anything else with a body of its own.
+    authz = createHttpServer((req, res) => {
+      if (req.headers.authorization === 'Bearer let-me-in') return void res.end();
+      res.writeHead(403, { 'content-type': 'text/plain' }).end('denied by the test service');
+    });
+    await new Promise<void>((resolve) => authz.listen(0, '127.0.0.1', resolve));
     const routes = [
       { name: 'plain', matches: [{ path: { pathPrefix: '/p' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'hooked', matches: [{ path: { pathPrefix: '/hooked' } }], policies: { requestHeaderModifier: { set: { 'x-hooked': 'yes' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
@@ -321,6 +333,12 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
         policies: { transformations: { request: { set: { 'x-tf': '("x-in" in request.headers ? request.headers["x-in"] : "") + "-v"' } }, response: { set: { 'x-tf-back': 'request.path' } } } },
         backends: [{ host: `127.0.0.1:${upstream.port}` }],
       },
+      {
+        name: 'authz',
+        matches: [{ path: { pathPrefix: '/authz' } }],
+        policies: { extAuthz: { host: `127.0.0.1:${(authz.address() as AddressInfo).port}`, protocol: { http: {} } } },
+        backends: [{ host: `127.0.0.1:${upstream.port}` }],
+      },
     ];
     const preset = [...fullPreset, bodyLength, streamReader];
     lean = await startRoutesGateway(routes, { preset });
@@ -331,6 +349,8 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     await node?.stop();
     for (const s of upstream?.sockets ?? []) s.destroy();
     await new Promise((r) => upstream?.server.close(r));
+    authz?.closeAllConnections();
+    await new Promise((r) => authz?.close(r));
   });
 
   for (const [name, c] of Object.entries(CASES)) {
@@ -369,6 +389,7 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     'urlRewrite: a prefix rewrite': 2,
     'timeout: a requestTimeout the answer beats': 2,
     'transformations: CEL header edits both ways': 2,
+    'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': 3,
   };
   for (const [name, count] of Object.entries(LEAN_SERVED)) {
     it(`served lean: ${count} of "${name}"`, async () => {

@@ -9,6 +9,9 @@ export default definePolicy<ExtAuthzConfig>({
   schema,
   attach: ['routePolicies', 'backendPolicies'],
   phase: 'authz',
+  // Reads headers, path, method and of `ex.req` only `socket` and `httpVersion` (gRPC's attributes), never the body
+  // nor `ex.req` as a stream: its routes may be served lean (ADR 0088, 0095).
+  requestStream: false,
   // Before `authorization` (20), as in the reference gateway.
   order: 10,
   async compile(config, ctx) {
