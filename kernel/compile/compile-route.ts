@@ -53,6 +53,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
       selectBackends === null &&
       health === null &&
       shaper === undefined,
+    leanAnswer: responseHooks.length === 0 && refs.every((r) => r.responseHooks === null),
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,

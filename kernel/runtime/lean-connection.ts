@@ -3,6 +3,8 @@ import type { Socket } from 'node:net';
 import { parseRequestHead } from './request-head.ts';
 import { LeanRequest } from './lean-request.ts';
 import { ProxyResponse } from './proxy-response.ts';
+import { LeanAnswer } from './lean-answer.ts';
+import type { AnswerOwner } from './lean-answer.ts';
 import { announceKeepAlive, LEAN } from './idle-sweep.ts';
 import type { SweptSocket } from './idle-sweep.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
@@ -17,7 +19,12 @@ import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 export interface LeanServing {
   /** Whether `req`'s route is served lean; no state changes when false. */
   acceptsLean(req: LeanRequest, port: number): boolean;
-  /** Serve it (after `acceptsLean`): `res` is assigned to the socket; `body` is the whole request body, if any. */
+  /** After `acceptsLean`: whether its answer may be a `LeanAnswer` (ADR 0093) rather than node:http's response. */
+  answersLean(): boolean;
+  /**
+   * Serve it (after `acceptsLean`): `res` is node:http's response assigned to the socket, or a `LeanAnswer` standing
+   * in for one; `body` is the whole request body, if any.
+   */
   serveLean(req: LeanRequest, res: ServerResponse, body: Buffer | undefined, port: number): void;
 }
 
@@ -55,19 +62,24 @@ const kConnection = Symbol('switchyard.leanConnection');
 /** node:http's mark of a response whose write returned false (its 'drain' is due). */
 const kNeedDrain: symbol | undefined = Object.getOwnPropertySymbols(new (process.getBuiltinModule('node:http').OutgoingMessage)()).find((s) => s.description === 'kNeedDrain');
 
+/** A written lean answer closes on the next tick, as node:http's response does. */
+function closeAnswer(answer: LeanAnswer): void {
+  answer.close();
+}
+
 /** Shared 'finish' listener of lean responses (no closure per request). */
 function onFinish(this: Response & { [kConnection]?: LeanConnection }): void {
   this[kConnection]!.finished(this);
 }
 
 /** One cleartext connection while it is the lean side's. */
-export class LeanConnection {
+export class LeanConnection implements AnswerOwner {
   private readonly socket: LeanSocket;
   private readonly bind: LeanBind;
   /** Bytes read and not yet consumed (a pipelined request behind the one being answered). */
   private pending: Buffer | null = null;
-  /** The response being written, if any. */
-  private current: Response | null = null;
+  /** The response or lean answer being written, if any. */
+  private current: Response | LeanAnswer | null = null;
   /** Reading was paused because a request is pipelined behind the one being answered. */
   private paused = false;
   /** Waiting for the first request head under the headers deadline. */
@@ -79,6 +91,16 @@ export class LeanConnection {
   private readonly onDrain = (): void => this.drained();
   private readonly onClose = (): void => {
     this.bind.open.delete(this);
+    this.closedUnder();
+  };
+  /** The last write of a lean answer went out (or failed: then the socket's 'close' ends the answer). */
+  readonly onAnswerWritten = (err?: Error | null): void => {
+    const answer = this.current;
+    if (err || !(answer instanceof LeanAnswer)) return;
+    answer.written();
+    this.socket._httpMessage = null;
+    process.nextTick(closeAnswer, answer);
+    this.proceed(answer.last);
   };
 
   constructor(socket: Socket, bind: LeanBind) {
@@ -132,23 +154,53 @@ export class LeanConnection {
     const bodyEnd = head.end + head.bodyLength;
     const body = head.bodyLength > 0 ? buf.subarray(head.end, bodyEnd) : undefined;
     this.pending = bodyEnd < buf.length ? buf.subarray(bodyEnd) : null;
-    // As node:http's `parserOnIncoming` makes and sets up its response.
-    const res = new (ProxyResponse as unknown as new (req: unknown, options: object) => ProxyResponse)(req, { highWaterMark: socket.writableHighWaterMark, rejectNonStandardBodyWrites: false }) as unknown as Response & { [kConnection]?: LeanConnection };
-    res.shouldKeepAlive = !head.close;
+    if (bind.serving.answersLean()) {
+      const answer = new LeanAnswer(this, req, socket, !head.close);
+      this.current = answer;
+      // What node:http's `assignSocket` sets: the idle sweep and the 'clientError' handler see an answer in flight.
+      socket._httpMessage = answer as unknown as ServerResponse;
+      bind.serving.serveLean(req, answer as unknown as ServerResponse, body, bind.port);
+    } else bind.serving.serveLean(req, this.response(req, !head.close), body, bind.port);
+  }
+
+  /** node:http's response to a lean request, made and set up as its `parserOnIncoming` does. */
+  private response(req: LeanRequest, keepAlive: boolean): Response {
+    const res = new (ProxyResponse as unknown as new (req: unknown, options: object) => ProxyResponse)(req, { highWaterMark: this.socket.writableHighWaterMark, rejectNonStandardBodyWrites: false }) as unknown as Response & { [kConnection]?: LeanConnection };
+    res.shouldKeepAlive = keepAlive;
     announceKeepAlive(res);
     res[kConnection] = this;
     this.current = res;
-    res.assignSocket(socket);
+    res.assignSocket(this.socket);
     res.on('finish', onFinish);
-    bind.serving.serveLean(req, res, body, bind.port);
+    return res;
+  }
+
+  /** A lean answer that needs node:http (AnswerOwner): its response takes the socket, before any byte was written. */
+  nodeResponse(answer: LeanAnswer): ServerResponse {
+    this.socket._httpMessage = null;
+    return this.response(answer.req, answer.shouldKeepAlive);
   }
 
   /** node:http's `resOnFinish` for a lean response: the next request, or the connection's end. */
   finished(res: Response): void {
     res.detachSocket(this.socket);
     process.nextTick(emitClose, res);
+    this.proceed(res._last);
+  }
+
+  /** The connection closed under a lean answer: it closes (node:http's `onServerResponseClose`). */
+  private closedUnder(): void {
+    const answer = this.current;
+    if (!(answer instanceof LeanAnswer)) return;
     this.current = null;
-    if (res._last) {
+    this.socket._httpMessage = null;
+    answer.close();
+  }
+
+  /** An answer is complete: the next request, or the connection's end (`last`). */
+  private proceed(last: boolean): void {
+    this.current = null;
+    if (last) {
       this.pending = null;
       this.socket.destroySoon!();
       return;
@@ -166,7 +218,14 @@ export class LeanConnection {
    * stopped for good after its first full write.
    */
   private drained(): void {
-    const res = this.current as (Response & Record<symbol, boolean>) | null;
+    const current = this.current;
+    if (current instanceof LeanAnswer) {
+      if (!current.needDrain) return;
+      current.needDrain = false;
+      current.emit('drain');
+      return;
+    }
+    const res = current as (Response & Record<symbol, boolean>) | null;
     if (res === null || kNeedDrain === undefined || !res[kNeedDrain]) return;
     res[kNeedDrain] = false;
     res.emit('drain');
@@ -218,6 +277,8 @@ export class LeanConnection {
     const socket = this.socket;
     this.detach();
     this.pending = null;
+    // A lean answer in flight still closes with the connection.
+    if (this.current instanceof LeanAnswer) socket.once('close', this.onClose);
     socket.on('error', () => undefined);
     if (!this.bind.server.emit('clientError', err, socket)) socket.destroy();
   }

@@ -23,6 +23,59 @@ interface Outgoing {
   _storeHeader(firstLine: string, headers: string[] | null): void;
 }
 
+/** What `checkedHeadLines` made of an answer's head; one object, reused: read it before the next call. */
+export interface CheckedHead {
+  /** The status line and the header lines to write (no blank line after them). */
+  lines: string;
+  reason: string;
+  /** The answer has its own Date (node:http adds one only without it). */
+  dated: boolean;
+  /** The answer's Content-Length, when framed by default (it is among `lines`). */
+  length: string | undefined;
+  /** Lines `_storeHeader` must be shown (it decides with them): Content-Length when not framed by default, Expect. */
+  noted: string[] | null;
+}
+
+const checkedHead: CheckedHead = { lines: '', reason: '', dated: false, length: undefined, noted: null };
+
+/**
+ * The status line and header lines of an answer's raw `[name, value, ...]` list from the lean client (names as it
+ * received them, checked by its parser), as `writeHead(status, flatRawHeaders(raw))` would write them: hop-by-hop
+ * ones left out, names lower-cased, the upstream's order kept. Null when its `Connection` names other headers (that
+ * list is the general path's). `framed`: the response frames a body by default (an HTTP/1.1 client). The one head
+ * builder of ProxyResponse and the lean answer (ADR 0082, 0093).
+ */
+export function checkedHeadLines(status: number, raw: readonly string[], framed: boolean): CheckedHead | null {
+  const reason = STATUS_CODES[status] ?? 'unknown';
+  let head = (statusLines[status] ??= `HTTP/1.1 ${status} ${reason}\r\n`);
+  let dated = false;
+  let length: string | undefined = undefined;
+  let noted: string[] | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = headerNameToString(raw[i]!);
+    const value = raw[i + 1]!;
+    if (HOP_BY_HOP.has(name)) {
+      // `Connection: close, x-foo` makes x-foo hop-by-hop too: that list is the general path's.
+      if (name === 'connection' && value !== 'keep-alive' && value !== 'close' && value !== 'Keep-Alive') return null;
+      continue;
+    }
+    if (name === 'date') dated = true;
+    else if (name === 'content-length' && framed) length = value;
+    else if (name === 'content-length' || name === 'expect') {
+      (noted ??= []).push(name, value);
+      continue;
+    }
+    head += name + ': ' + value + '\r\n';
+  }
+  const out = checkedHead;
+  out.lines = head;
+  out.reason = reason;
+  out.dated = dated;
+  out.length = length;
+  out.noted = noted;
+  return out;
+}
+
 /**
  * The bind servers' `ServerResponse` (node:http's `ServerResponse` option; ADR 0082): one method more, which writes
  * an upstream answer's head that the lean client's parser has already checked (names are tokens, values field
@@ -44,31 +97,11 @@ export class ProxyResponse extends ServerResponse {
     const self = this as unknown as Outgoing;
     // A reason phrase set before is `writeHead`'s to check.
     if (self._header !== null || this.statusMessage || kOutHeaders === undefined || (this as unknown as Record<symbol, unknown>)[kOutHeaders] != null) return false;
-    const reason = STATUS_CODES[status] ?? 'unknown';
-    let head = (statusLines[status] ??= `HTTP/1.1 ${status} ${reason}\r\n`);
-    // What `_storeHeader` would note of the lines (`matchHeader`): handed to it only when it decides with them.
-    let dated = false;
-    let length: string | undefined = undefined;
-    let noted: string[] | null = null;
     // With a body framed by default (an HTTP/1.1 client), a Content-Length only stops `_storeHeader` from choosing a
     // framing; for an HTTP/1.0 client it also decides keep-alive, so there node:http is shown the header.
-    const framed = self.useChunkedEncodingByDefault;
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = headerNameToString(raw[i]!);
-      const value = raw[i + 1]!;
-      if (HOP_BY_HOP.has(name)) {
-        // `Connection: close, x-foo` makes x-foo hop-by-hop too: that list is the general path's.
-        if (name === 'connection' && value !== 'keep-alive' && value !== 'close' && value !== 'Keep-Alive') return false;
-        continue;
-      }
-      if (name === 'date') dated = true;
-      else if (name === 'content-length' && framed) length = value;
-      else if (name === 'content-length' || name === 'expect') {
-        (noted ??= []).push(name, value);
-        continue;
-      }
-      head += name + ': ' + value + '\r\n';
-    }
+    const checked = checkedHeadLines(status, raw, self.useChunkedEncodingByDefault);
+    if (checked === null) return false;
+    const { lines: head, reason, dated, length, noted } = checked;
     this.statusCode = status;
     this.statusMessage = reason;
     if (status === 204 || status === 304 || status < 200) self._hasBody = false;

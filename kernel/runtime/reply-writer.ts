@@ -9,6 +9,7 @@ import type { ExchangeImpl } from './exchange-impl.ts';
 import type { DirectReplies, RawHeaders } from '../upstream/direct-forward.ts';
 import { isProxyResponse } from './proxy-response.ts';
 import { isCheckedHeaderList } from './checked-header-list.ts';
+import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
 
 /**
@@ -52,6 +53,8 @@ function discard(body: Reply['body']): void {
  * returns a promise (one that must read the body first) holds the reply until it settles; sync hooks are not awaited.
  */
 export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hooks: readonly PolicyInstance[] | null, logger: Logger): void {
+  // A Reply is node:http's to write (ADR 0093): the lean answer hands over before its first byte.
+  if (res instanceof LeanAnswer) res = res.nodeResponse();
   if (ex.replied || res.destroyed) {
     discard(reply.body);
     return;
@@ -177,11 +180,22 @@ function closeIfBodyUnread(ex: ExchangeImpl, res: ServerResponse): void {
  * name (~0.35 KiB per response on the bench's policies route; docs/perf.md "Session 12, polcost").
  */
 function writeListedHead(ex: ExchangeImpl, res: ServerResponse, status: number, flat: string[]): boolean {
-  if (isProxyResponse(res) && isCheckedHeaderList(flat)) {
-    closeIfBodyUnread(ex, res);
-    if (res.writeCheckedHead(status, flat)) return true;
+  if (isCheckedHeaderList(flat) && writeChecked(ex, res, status, flat)) return true;
+  return writeStatus(ex, nodeResponse(res), status, flat);
+}
+
+/**
+ * The checked head (ADR 0082) of a list whose names and values are known good: written by the lean answer itself
+ * (ADR 0093) or by node:http's `ProxyResponse`; false, nothing written, when neither takes it (then `writeStatus`).
+ */
+function writeChecked(ex: ExchangeImpl, res: ServerResponse, status: number, list: readonly string[]): boolean {
+  if (res instanceof LeanAnswer) {
+    if (res.writeCheckedHead(status, list)) return true;
+    res = res.nodeResponse();
   }
-  return writeStatus(ex, res, status, flat);
+  if (!isProxyResponse(res)) return false;
+  closeIfBodyUnread(ex, res);
+  return res.writeCheckedHead(status, list);
 }
 
 /** `res.writeHead` of the final header list; a header node:http refuses answers 500 instead (or destroys). */
@@ -204,6 +218,11 @@ function writeStatus(ex: ExchangeImpl, res: ServerResponse, status: number, flat
     } else res.destroy();
     return false;
   }
+}
+
+/** node:http's response for `res`: a lean answer's, made now (before its first byte), or `res` itself. */
+function nodeResponse(res: ServerResponse): ServerResponse {
+  return res instanceof LeanAnswer ? res.nodeResponse() : res;
 }
 
 /**
@@ -312,20 +331,15 @@ export function directReplies(logger: Logger): DirectReplies<ExchangeImpl> {
         // The edited list goes to the checked head with its hop-by-hop headers, which `writeCheckedHead` leaves out
         // itself (a `Connection` naming other headers sends it back here): no second list per response.
         const list = editHeaderList(ex, status, rawHeaders, hooks, logger);
-        if (isProxyResponse(res) && isCheckedHeaderList(list)) {
-          closeIfBodyUnread(ex, res);
-          if (res.writeCheckedHead(status, list)) return true;
-        }
-        return writeStatus(ex, res, status, withoutHopByHop(list));
+        if (isCheckedHeaderList(list) && writeChecked(ex, res, status, list)) return true;
+        return writeStatus(ex, nodeResponse(res), status, withoutHopByHop(list));
       }
       // The header object (the access log's CEL `response.headers`) is made only if something reads it.
       ex.rawReplyHeaders = rawHeaders;
       // The lean client's strings (undici's are Buffers) were checked by its parser: written without node:http
-      // checking them again (ADR 0082). Queued headers come from policies and take the general path.
-      if (ex.queued === undefined && typeof rawHeaders[0] === 'string' && isProxyResponse(res)) {
-        closeIfBodyUnread(ex, res);
-        if (res.writeCheckedHead(status, rawHeaders as readonly string[])) return true;
-      }
+      // checking them again (ADR 0082), by the lean answer itself when the lean side read the request (ADR 0093).
+      // Queued headers come from policies: checked first (`writeListedHead`).
+      if (ex.queued === undefined && typeof rawHeaders[0] === 'string' && writeChecked(ex, res, status, rawHeaders as readonly string[])) return true;
       return writeListedHead(ex, res, status, flatRawHeaders(rawHeaders, ex.queued));
     },
     fail(ex, res, err) {

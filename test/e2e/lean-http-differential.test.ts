@@ -14,6 +14,7 @@ import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { RequestPipeline } from '../../kernel/runtime/request-pipeline.ts';
 import { createHash } from 'node:crypto';
+import { LeanAnswer } from '../../kernel/runtime/lean-answer.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -89,6 +90,32 @@ RequestPipeline.prototype.serveLean = function (this: RequestPipeline, ...args: 
 /** The size of `/p/huge`'s answer. */
 const HUGE = 2 * 1024 * 1024;
 
+/** Answers the lean side wrote itself, without node:http's ServerResponse (ADR 0093). */
+let answered = 0;
+const writeCheckedHead = LeanAnswer.prototype.writeCheckedHead;
+LeanAnswer.prototype.writeCheckedHead = function (this: LeanAnswer, ...args: Parameters<typeof writeCheckedHead>) {
+  const wrote = writeCheckedHead.apply(this, args);
+  if (wrote) answered++;
+  return wrote;
+};
+
+/** Upstream sockets by the `x-gw` tag of the request they carried, for the client-abort case. */
+const tagged = new Map<string, Socket>();
+
+/** Exact answers of the upstream by path prefix (the answer side's cases, ADR 0093). */
+const ANSWERS: Record<string, string> = {
+  '/p/16k': `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${16 * 1024}\r\n\r\n${'j'.repeat(16 * 1024)}`,
+  '/p/204': 'HTTP/1.1 204 No Content\r\nX-A: 1\r\n\r\n',
+  '/p/304': 'HTTP/1.1 304 Not Modified\r\nETag: "v1"\r\nContent-Length: 12\r\n\r\n',
+  '/p/dated': 'HTTP/1.1 201 Created\r\nDate: Thu, 01 Jan 2026 00:00:00 GMT\r\nSet-Cookie: a=1\r\nX-Multi: one\r\nSet-Cookie: b=2\r\nContent-Length: 2\r\n\r\nok',
+  '/p/upclose': 'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok',
+  '/p/1xx': 'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok',
+  '/p/empty-chunked': 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+  '/p/status': 'HTTP/1.1 599 Whatever\r\nContent-Length: 0\r\n\r\n',
+  '/p/xconn': 'HTTP/1.1 200 OK\r\nConnection: x-drop\r\nX-Drop: 1\r\nContent-Length: 2\r\n\r\nok',
+  '/p/expect': 'HTTP/1.1 200 OK\r\nExpect: odd\r\nContent-Length: 2\r\n\r\nok',
+};
+
 /** An upstream that answers each request with the bytes it received (head and Content-Length body). */
 async function startEchoUpstream(): Promise<{ port: number; server: Server; sockets: Set<Socket> }> {
   const sockets = new Set<Socket>();
@@ -107,6 +134,41 @@ async function startEchoUpstream(): Promise<{ port: number; server: Server; sock
         pending = pending.subarray(end + 4 + length);
         const path = head.split(' ')[1] ?? '';
         if (path.startsWith('/p/fail')) return void socket.destroy();
+        const tag = /\r\nx-gw: (\w+)/i.exec(head)?.[1];
+        if (tag !== undefined) tagged.set(tag, socket);
+        const exact = Object.keys(ANSWERS).find((prefix) => path.startsWith(prefix));
+        if (exact !== undefined) {
+          socket.write(ANSWERS[exact]!);
+          if (exact === '/p/upclose') socket.end();
+          continue;
+        }
+        if (path.startsWith('/p/cut-chunked')) {
+          socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n');
+          setTimeout(() => socket.destroy(), 30);
+          return;
+        }
+        if (path.startsWith('/p/cut')) {
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789');
+          setTimeout(() => socket.destroy(), 30);
+          return;
+        }
+        if (path.startsWith('/p/eof')) {
+          // No Content-Length, no chunking: the body runs until the upstream closes (sent on chunked).
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil ');
+          setTimeout(() => socket.end('close'), 30);
+          return;
+        }
+        if (path.startsWith('/p/stream')) {
+          socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n');
+          setTimeout(() => socket.write('6\r\nsecond\r\n0\r\n\r\n'), 30);
+          continue;
+        }
+        if (path.startsWith('/p/drip')) {
+          // An answer that goes on until the gateway gives it up.
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n');
+          const drip = setInterval(() => (socket.destroyed ? clearInterval(drip) : socket.write(Buffer.alloc(1024, 'd'))), 10);
+          return;
+        }
         if (path.startsWith('/p/huge')) {
           // More than the socket's high-water mark in more than one read: the answer goes on after a 'drain'.
           socket.write(`HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${HUGE}\r\n\r\n`);
@@ -237,6 +299,18 @@ const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; 
   'a route with a requestHeaderModifier': { writes: [GET('/hooked/x'), GET('/p/after-hooked')] },
   'a 40 KiB answer': { writes: [GET('/p/big')] },
   'a 2 MiB answer, then a request on the same connection': { writes: [GET('/p/huge'), GET('/p/after-huge')] },
+  'a 16 KiB answer': { writes: [POST('/p/16k', '{"model":"m"}'), GET('/p/after-16k')] },
+  'a HEAD of a 16 KiB answer': { writes: [`HEAD /p/16k HTTP/1.1\r\nHost: gw.test\r\n\r\n`, GET('/p/after-head')] },
+  '204 and 304 answers': { writes: [GET('/p/204'), GET('/p/304'), `HEAD /p/204 HTTP/1.1\r\nHost: gw.test\r\n\r\n`, GET('/p/after')] },
+  "the upstream's Date, repeated headers, a 201": { writes: [GET('/p/dated'), GET('/p/status')] },
+  'the upstream closes its connection after its answer': { writes: [GET('/p/upclose'), GET('/p/after-upclose')] },
+  'the upstream sends 1xx answers first': { writes: [GET('/p/1xx'), GET('/p/after-1xx')] },
+  'an empty chunked answer, a streamed one, one until the upstream closes': { writes: [GET('/p/empty-chunked'), GET('/p/stream'), GET('/p/eof'), GET('/p/after-eof')] },
+  "an answer's Connection naming a header, an answer with Expect (node:http writes them)": { writes: [GET('/p/xconn'), GET('/p/expect')] },
+  'the upstream closes mid-body (Content-Length)': { writes: [GET('/p/cut'), GET('/p/after-cut')] },
+  'the upstream closes mid-body (chunked)': { writes: [GET('/p/cut-chunked'), GET('/p/after-cut')] },
+  'keep-alive, then Connection: close, then one more': { writes: [GET('/p/ka1'), GET('/p/ka2', 'Connection: close\r\n'), GET('/p/never')] },
+  'a pipelined pair, the second closing': { writes: [GET('/p/16k') + GET('/p/stream', 'Connection: close\r\n')] },
   'a chunked answer': { writes: [GET('/p/chunked'), GET('/p/after-chunked')] },
   'the upstream fails (502)': { writes: [GET('/p/fail'), GET('/p/after-fail')] },
   'the client half-closes after its request': { writes: [GET('/p/slow')], halfClose: true },
@@ -374,6 +448,9 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     'HTTP/1.0 (node:http)': 0,
     'a 40 KiB answer': 1,
     'a 2 MiB answer, then a request on the same connection': 2,
+    'a 16 KiB answer': 2,
+    '204 and 304 answers': 4,
+    'the upstream closes mid-body (chunked)': 1,
     'the upstream fails (502)': 2,
     'the policies route': 2,
     'the policies route: a cors preflight': 2,
@@ -391,6 +468,54 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     'transformations: CEL header edits both ways': 2,
     'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': 3,
   };
+  // And which answers the lean side wrote itself (ADR 0093); the rest went to node:http's response before their first
+  // byte: a Reply (errors, 404, a policy's early answer), response hooks, a head it leaves to node:http.
+  const LEAN_ANSWERED: Record<string, number> = {
+    'keep-alive GETs on one connection': 2,
+    'two pipelined requests in one read': 2,
+    'a 16 KiB answer': 2,
+    'a HEAD of a 16 KiB answer': 2,
+    '204 and 304 answers': 4,
+    "the upstream's Date, repeated headers, a 201": 2,
+    'the upstream closes its connection after its answer': 2,
+    'the upstream sends 1xx answers first': 2,
+    'an empty chunked answer, a streamed one, one until the upstream closes': 4,
+    "an answer's Connection naming a header, an answer with Expect (node:http writes them)": 0,
+    'the upstream closes mid-body (Content-Length)': 1,
+    'keep-alive, then Connection: close, then one more': 2,
+    'a pipelined pair, the second closing': 2,
+    'a 2 MiB answer, then a request on the same connection': 2,
+    'the upstream fails (502)': 1,
+    'a route with a requestHeaderModifier': 2,
+    'the policies route': 0,
+    'the jwt route: a good token': 2,
+    'the jwt route: no token (401), a bad one (401), the wrong subject (403)': 0,
+  };
+  for (const [name, count] of Object.entries(LEAN_ANSWERED)) {
+    it(`answered lean: ${count} of "${name}"`, async () => {
+      const before = answered;
+      await exchange(lean.port, CASES[name]!.writes, CASES[name]);
+      assert.equal(answered - before, count);
+      const still = answered;
+      await exchange(node.port, CASES[name]!.writes, CASES[name]);
+      assert.equal(answered, still, 'SWITCHYARD_LEAN_HTTP=off answers nothing lean');
+    });
+  }
+
+  // The client leaves in the middle of an answer: the upstream's request is given up (its connection closed), on
+  // both sides, and the access log says so alike (the last test compares the lines).
+  it('the client closes mid-answer: the upstream connection is let go', async () => {
+    for (const [gw, tag] of [[lean, 'lean'], [node, 'node']] as const) {
+      const socket = connect(gw.port, '127.0.0.1');
+      socket.write(GET('/p/drip', `X-Gw: ${tag}\r\n`));
+      await new Promise((resolve) => socket.once('data', resolve));
+      socket.destroy();
+      const until = performance.now() + 5000;
+      while (!tagged.get(tag)?.destroyed && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(tagged.get(tag)?.destroyed, true, `${tag}: the upstream connection closed`);
+    }
+  });
+
   for (const [name, count] of Object.entries(LEAN_SERVED)) {
     it(`served lean: ${count} of "${name}"`, async () => {
       const before = served;
