@@ -30,6 +30,8 @@ export interface AnswerOwner {
 const KEEP_ALIVE_LINES = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(KEEP_ALIVE_MS / 1000)}\r\n`;
 const CLOSE_LINE = 'Connection: close\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
+/** Up to this many body bytes an answer's last write copies head and body into one Buffer (see `end`). */
+const WHOLE_WRITE_LIMIT = 64 * 1024;
 
 /** node:http's `utcDate`: the Date value, made once a second. */
 let dateCache: string | undefined;
@@ -189,7 +191,15 @@ export class LeanAnswer extends EventEmitter {
       if (head === '') process.nextTick(done);
       else socket.write(head, 'latin1', done);
     } else if (head === '') socket.write(body, done);
-    else {
+    else if (body.length <= WHOLE_WRITE_LIMIT) {
+      // The whole answer in one Buffer and one write: a corked `writev` of the head string and the body (its chunk
+      // list, the string's conversion) cost more than copying a body this small (docs/perf.md "Session 12, leanans").
+      // The head is latin1 (the lean client's strings, ASCII lines of ours): one byte per character.
+      const whole = Buffer.allocUnsafe(head.length + body.length);
+      whole.write(head, 0, 'latin1');
+      body.copy(whole, head.length);
+      socket.write(whole, done);
+    } else {
       socket.cork();
       socket.write(head, 'latin1');
       socket.write(body, done);
