@@ -21,13 +21,15 @@ import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { definePolicy } from 'switchyard/sdk';
 import { fullPreset } from '../../plugins/presets/full.ts';
+import { startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
+import type { TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 
 // Routes with policies that promise `requestStream: false` (ADR 0088 addendum) are served lean too: the bench's
 // policies route (requestHeaderModifier, responseHeaderModifier, cors, localRateLimit), its jwt route (jwtAuth,
 // authorization, localRateLimit), a route whose 1-token bucket answers 429, and a test policy that reads the body
 // through `bufferBody` with a 16-byte limit. A test policy that reads `ex.req` as a stream keeps node:http.
-// Session 12 (polcost): apiKey, basicAuth, directResponse, requestRedirect, urlRewrite, timeout, transformations and
-// extAuthz (HTTP, against an in-process service) promise it too, each with a route below (answers, refusals and
+// Session 12 (polcost): apiKey, basicAuth, directResponse, requestRedirect, urlRewrite, timeout, transformations,
+// extAuthz (HTTP and gRPC) and remoteRateLimit (against in-process services) promise it too, each with a route below (answers, refusals and
 // rewrites byte for byte, and served lean).
 const ISSUER = 'https://issuer.lean.test';
 const AUDIENCE = 'lean-test';
@@ -331,6 +333,8 @@ const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; 
   'urlRewrite: a prefix rewrite': { writes: [GET('/rw/a?q=1'), POST('/rw/b', 'abc')] },
   'timeout: a requestTimeout the answer beats': { writes: [GET('/to/a'), POST('/to/b', 'abc')] },
   'transformations: CEL header edits both ways': { writes: [GET('/tf/a', 'X-In: one\r\n'), POST('/tf/b', 'abc')] },
+  'extAuthz (gRPC): allowed, denied (403), allowed with a body': { writes: [GET('/authzg/a', 'X-User: ok\r\n'), GET('/authzg/b', 'X-User: no\r\n'), POST('/authzg/c', 'abc', 'X-User: ok\r\n')] },
+  'remoteRateLimit: allowed, over the limit (429), allowed with a body': { writes: [GET('/rrl/a', 'X-User: ok\r\n'), GET('/rrl/b', 'X-User: blocked\r\n'), POST('/rrl/c', 'abc', 'X-User: ok\r\n')] },
   'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': { writes: [GET('/authz/a', 'Authorization: Bearer let-me-in\r\n'), GET('/authz/b'), POST('/authz/c', 'abc', 'Authorization: Bearer let-me-in\r\n')] },
 };
 
@@ -349,6 +353,8 @@ const EXPECTED: Record<string, RegExp[]> = {
   'requestRedirect': [/^HTTP\/1\.1 301 [^]*location: https:\/\/gw\.test\/redir\/a\?x=1\r\n[^]*HTTP\/1\.1 301 /i],
   'urlRewrite: a prefix rewrite': [/GET \/p\/rewritten\/a\?q=1 [^]*POST \/p\/rewritten\/b [^]*\r\n\r\nabc/],
   'timeout: a requestTimeout the answer beats': [/^HTTP\/1\.1 200 [^]*GET \/to\/a[^]*HTTP\/1\.1 200 [^]*POST \/to\/b/],
+  'extAuthz (gRPC): allowed, denied (403), allowed with a body': [/^HTTP\/1\.1 200 [^]*GET \/authzg\/a[^]*HTTP\/1\.1 403 [^]*HTTP\/1\.1 200 [^]*POST \/authzg\/c[^]*\r\n\r\nabc/],
+  'remoteRateLimit: allowed, over the limit (429), allowed with a body': [/^HTTP\/1\.1 200 [^]*GET \/rrl\/a[^]*HTTP\/1\.1 429 [^]*HTTP\/1\.1 200 [^]*POST \/rrl\/c[^]*\r\n\r\nabc/],
   'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': [/^HTTP\/1\.1 200 [^]*GET \/authz\/a[^]*HTTP\/1\.1 403 [^]*denied by the test service[^]*HTTP\/1\.1 200 [^]*POST \/authz\/c[^]*\r\n\r\nabc/],
   'transformations: CEL header edits both ways': [/GET \/tf\/a[^]*x-tf: one-v\r\n[^]*POST \/tf\/b[^]*x-tf: -v\r\n/, /x-tf-back: \/tf\/a\r\n[^]*x-tf-back: \/tf\/b\r\n/],
 };
@@ -356,6 +362,7 @@ const EXPECTED: Record<string, RegExp[]> = {
 describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 0088)', () => {
   let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
   let authz: HttpServer;
+  let envoy: TestEnvoyServer;
   let lean: RoutesGateway;
   let node: RoutesGateway;
 
@@ -367,6 +374,15 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
       res.writeHead(403, { 'content-type': 'text/plain' }).end('denied by the test service');
     });
     await new Promise<void>((resolve) => authz.listen(0, '127.0.0.1', resolve));
+    // extAuthz's gRPC service and a rate limit service, both without state (the two gateways ask them in turn).
+    envoy = await startEnvoyServer({
+      Check: (req) => ({ status: { code: req.attributes.request.http.headers['x-user'] === 'ok' ? 0 : 7 } }),
+      ShouldRateLimit: (req) => {
+        const over = req.descriptors.some((d) => d.entries.some((e) => e.value === 'blocked'));
+        const status = { code: over ? 2 : 1, current_limit: { requests_per_unit: 10, unit: 2 }, limit_remaining: over ? 0 : 9, duration_until_reset: { seconds: 42, nanos: 0 } };
+        return { overall_code: status.code, statuses: req.descriptors.map(() => status) };
+      },
+    });
     const routes = [
       { name: 'plain', matches: [{ path: { pathPrefix: '/p' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'hooked', matches: [{ path: { pathPrefix: '/hooked' } }], policies: { requestHeaderModifier: { set: { 'x-hooked': 'yes' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
@@ -407,6 +423,13 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
         policies: { transformations: { request: { set: { 'x-tf': '("x-in" in request.headers ? request.headers["x-in"] : "") + "-v"' } }, response: { set: { 'x-tf-back': 'request.path' } } } },
         backends: [{ host: `127.0.0.1:${upstream.port}` }],
       },
+      { name: 'authzg', matches: [{ path: { pathPrefix: '/authzg' } }], policies: { extAuthz: { host: envoy.address } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      {
+        name: 'rrl',
+        matches: [{ path: { pathPrefix: '/rrl' } }],
+        policies: { remoteRateLimit: { host: envoy.address, domain: 'lean', descriptors: [{ entries: [{ key: 'user', value: 'request.headers["x-user"]' }] }] } },
+        backends: [{ host: `127.0.0.1:${upstream.port}` }],
+      },
       {
         name: 'authz',
         matches: [{ path: { pathPrefix: '/authz' } }],
@@ -423,6 +446,7 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     await node?.stop();
     for (const s of upstream?.sockets ?? []) s.destroy();
     await new Promise((r) => upstream?.server.close(r));
+    await envoy?.stop();
     authz?.closeAllConnections();
     await new Promise((r) => authz?.close(r));
   });
@@ -467,6 +491,8 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     'timeout: a requestTimeout the answer beats': 2,
     'transformations: CEL header edits both ways': 2,
     'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': 3,
+    'extAuthz (gRPC): allowed, denied (403), allowed with a body': 3,
+    'remoteRateLimit: allowed, over the limit (429), allowed with a body': 3,
   };
   // And which answers the lean side wrote itself (ADR 0093); the rest went to node:http's response before their first
   // byte: a Reply (errors, 404, a policy's early answer), response hooks, a head it leaves to node:http.

@@ -10,6 +10,9 @@ export default definePolicy<RemoteRateLimitConfig>({
   attach: ['routePolicies'],
   phase: 'admission',
   // After localRateLimit (10): the in-process bucket is cheaper and answers first.
+  // Reads headers and attributes (CEL descriptors) only, never `ex.req` as a stream: its routes may be served lean
+  // (ADR 0088, 0095).
+  requestStream: false,
   order: 20,
   async compile(config, ctx) {
     // @grpc/grpc-js and the proto loader load only when a config uses this policy.
