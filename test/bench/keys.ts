@@ -21,6 +21,13 @@ import type { Budget } from '../../plugins/lib/key-store/types.ts';
 import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
 import { freePort } from '../helpers/ports.ts';
 import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
+
+/**
+ * BENCH_KEYS_MAX_TOKENS=<n>: the request's `max_tokens` (64 in CHAT_REQUEST). The upstream answers 80 completion
+ * tokens whatever the cap (no provider exceeds it), so at 64 every settlement is a charge; at 256 they are refunds, as
+ * with a real provider and a cap above the answer: the case ADR 0097 holds (merged into the counter's next write).
+ */
+const BODY = process.env.BENCH_KEYS_MAX_TOKENS ? CHAT_REQUEST.replace('"max_tokens":64', `"max_tokens":${Number(process.env.BENCH_KEYS_MAX_TOKENS)}`) : CHAT_REQUEST;
 import type { BenchKit } from './peers.ts';
 import { postRounds } from './post-rounds.ts';
 import type { PostRow } from './post-rounds.ts';
@@ -198,18 +205,18 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   }
 
   for (const r of all) {
-    const res = await kit.post(r.url, CHAT_REQUEST, r.headers);
+    const res = await kit.post(r.url, BODY, r.headers);
     if (res.status !== 200 || res.body.length !== SMALL_ANSWER.length) throw new Error(`${r.name} answered ${res.status}: ${res.body.slice(0, 300)}`);
   }
 
-  await postRounds(kit, all, (r) => ({ headers: r.headers, numberedHeader: r.numberedHeader, body: CHAT_REQUEST }));
+  await postRounds(kit, all, (r) => ({ headers: r.headers, numberedHeader: r.numberedHeader, body: BODY }));
   for (const c of children) await kit.stop(c);
   await redis?.stop();
 
   const plain = all[0]!;
   // Per round, against the plain row of the same round: drift on a busy machine moves both.
   const added = (r: KeysRow): number[] => r.p50.map((v, i) => (v - plain.p50[i]!) * 1000);
-  console.log(`\nkeys: POST ${PATH} (${CHAT_REQUEST.length} B), ${SMALL_ANSWER.length} B answer; each keyed request reserves and settles 3 counters (key, team, organisation) × 2 budgets; the ${KEYS}-key rows use every key in turn`);
+  console.log(`\nkeys: POST ${PATH} (${BODY.length} B${BODY === CHAT_REQUEST ? '' : `, max_tokens ${process.env.BENCH_KEYS_MAX_TOKENS}`}), ${SMALL_ANSWER.length} B answer; each keyed request reserves and settles 3 counters (key, team, organisation) × 2 budgets; the ${KEYS}-key rows use every key in turn`);
   console.log(`\n| target | req/s (c=${kit.connections}) | CPU µs/req | p50 ms (c=1) | added p50 µs per round (median) |`);
   console.log('|---|---:|---:|---:|---:|');
   for (const r of all) {
