@@ -1,15 +1,42 @@
-// Writes plugins/presets/catalog.ts, the names of every first-party plugin, from the full preset: a trimmed
-// distribution reads the list without importing the plugins. `npm run catalog` after adding or renaming a plugin;
-// test/unit/schema-fresh.test.ts fails while the committed file differs from what this prints.
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+// Writes, from the first-party plugin modules listed in plugins/presets/first-party.ts (docs/adr/0094):
+//   plugins/presets/catalog.ts           the names of every first-party plugin: a trimmed distribution reads them
+//                                        without importing the plugins ("`x` is not installed in this distribution")
+//   plugins/presets/full-manifests.json  every plugin's manifest without its code (key, kind, schema, flags, ...)
+//   plugins/presets/full.ts              the full preset: one lazily loaded plugin per manifest, whose module is
+//                                        imported when a config first uses it
+// `npm run catalog` after adding, renaming or changing the manifest of a plugin; test/unit/schema-fresh.test.ts fails
+// while a committed file differs from what this prints.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, posix, relative, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Plugin } from '../kernel/sdk/plugin.ts';
-import { fullPreset } from '../plugins/presets/full.ts';
+import { FIRST_PARTY_PLUGIN_MODULES } from '../plugins/presets/first-party.ts';
 
-export const CATALOG_FILE = fileURLToPath(new URL('../plugins/presets/catalog.ts', import.meta.url));
+const PRESETS_DIR = fileURLToPath(new URL('../plugins/presets/', import.meta.url));
+const SLOTS_DIR = fileURLToPath(new URL('../plugins/lib/slots/', import.meta.url));
+export const CATALOG_FILE = join(PRESETS_DIR, 'catalog.ts');
+export const MANIFESTS_FILE = join(PRESETS_DIR, 'full-manifests.json');
+export const FULL_FILE = join(PRESETS_DIR, 'full.ts');
 
-/** The text of catalog.ts for a preset: every key, alias and `config:` section, in preset order; slot names are not config keys. */
-export function catalogSource(preset: readonly Plugin[] = fullPreset): string {
+/** One first-party plugin: the module it came from (relative to plugins/presets/) and its default export. */
+export interface FirstPartyPlugin {
+  readonly module: string;
+  readonly plugin: Plugin;
+}
+
+/** Import every module of first-party.ts, in its order (the eager preset, for this generator and the tests). */
+export async function firstPartyPlugins(): Promise<FirstPartyPlugin[]> {
+  const out: FirstPartyPlugin[] = [];
+  for (const module of FIRST_PARTY_PLUGIN_MODULES) {
+    const mod = (await import(pathToFileURL(resolve(PRESETS_DIR, module)).href)) as { default: Plugin };
+    out.push({ module, plugin: mod.default });
+  }
+  return out;
+}
+
+/** The text of catalog.ts: every key, alias and `config:` section, in preset order; slot names are not config keys. */
+export function catalogSource(preset: readonly Plugin[]): string {
   // A name used in two places (`ai`: a backend and a policy) is listed once.
   // The `config:` settings plugins contribute (`session`, `llmBackendRequestTimeout`) are first-party names too.
   const names = [...new Set(preset.flatMap((p) => (p.kind === 'slot' ? [] : [p.key, ...(p.aliases ?? []), ...(p.configSections ?? []).map((s) => s.name)])))];
@@ -26,7 +53,112 @@ export function catalogSource(preset: readonly Plugin[] = fullPreset): string {
   ].join('\n');
 }
 
+/** Fields that are objects of other modules (imported by full.ts), or code (loaded lazily), not manifest data. */
+const OBJECT_FIELDS = new Set(['slots', 'configSections', 'compile']);
+
+/** A manifest's data: every other field, which must survive JSON unchanged (no functions, no `undefined`). */
+function manifestData({ module, plugin }: FirstPartyPlugin): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(plugin)) {
+    if (OBJECT_FIELDS.has(field)) continue;
+    if (!isDeepStrictEqual(JSON.parse(JSON.stringify(value) ?? 'null'), value)) {
+      throw new Error(`${module}: field \`${field}\` of \`${plugin.key}\` is not JSON data; full-manifests.json cannot hold it`);
+    }
+    data[field] = value;
+  }
+  return data;
+}
+
+/** The text of full-manifests.json. */
+export function manifestsSource(plugins: readonly FirstPartyPlugin[]): string {
+  return `${JSON.stringify(plugins.map(manifestData), null, 2)}\n`;
+}
+
+interface Export {
+  /** Relative to plugins/presets/. */
+  readonly module: string;
+  readonly name: string;
+}
+
+/** Named exports of a module, by object identity. */
+async function exportsOf(file: string, into: Map<unknown, Export>): Promise<void> {
+  const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  const module = posix.normalize(relative(PRESETS_DIR, file).split('\\').join('/'));
+  for (const [name, value] of Object.entries(mod)) if (name !== 'default' && value && typeof value === 'object' && !into.has(value)) into.set(value, { module, name });
+}
+
+/**
+ * Where full.ts imports each slot and `config:` section from: the slot modules of plugins/lib/slots/ (the objects
+ * third-party plugins import too, so a slot stays one object), and the modules a plugin.ts imports by name.
+ */
+async function objectExports(plugins: readonly FirstPartyPlugin[]): Promise<Map<unknown, Export>> {
+  const found = new Map<unknown, Export>();
+  for (const file of readdirSync(SLOTS_DIR).sort()) if (file.endsWith('.ts') && !file.endsWith('.test.ts')) await exportsOf(join(SLOTS_DIR, file), found);
+  for (const { module } of plugins) {
+    const file = resolve(PRESETS_DIR, module);
+    for (const [, spec] of readFileSync(file, 'utf8').matchAll(/^import \{[^}]*\} from '(\.{1,2}\/[^']+\.ts)';$/gm)) {
+      await exportsOf(resolve(dirname(file), spec!), found);
+    }
+  }
+  return found;
+}
+
+/** The text of full.ts. */
+export async function fullSource(plugins: readonly FirstPartyPlugin[]): Promise<string> {
+  const exported = await objectExports(plugins);
+  const imports = new Map<string, Set<string>>();
+  const reference = (value: unknown, what: string): string => {
+    const where = exported.get(value);
+    if (!where) throw new Error(`${what}: not a named export of plugins/lib/slots/ or of a module its plugin.ts imports`);
+    if (!imports.has(where.module)) imports.set(where.module, new Set());
+    imports.get(where.module)!.add(where.name);
+    return where.name;
+  };
+  const entries = plugins.map(({ module, plugin }, i) => {
+    const parts: string[] = [];
+    if (plugin.kind !== 'slot' && plugin.slots?.length) parts.push(`slots: [${plugin.slots.map((s) => reference(s, `slot \`${s.name}\` of ${module}`)).join(', ')}]`);
+    if (plugin.kind !== 'slot' && plugin.configSections?.length) {
+      parts.push(`configSections: [${plugin.configSections.map((s) => reference(s, `config section \`${s.name}\` of ${module}`)).join(', ')}]`);
+    }
+    const objects = parts.length ? `, { ${parts.join(', ')} }` : '';
+    return `  lazyPlugin(manifests[${i}]!, () => import('${module}')${objects}),`;
+  });
+  const importLines = [...imports]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([module, names]) => `import { ${[...names].sort().join(', ')} } from '${module}';`);
+  return [
+    '// Generated by `npm run catalog` (bin/gen-catalog.ts) from plugins/presets/first-party.ts; do not edit.',
+    "import type { Plugin } from 'switchyard/sdk';",
+    ...importLines,
+    "import manifests from './full-manifests.json' with { type: 'json' };",
+    "import { lazyPlugin } from './lazy-plugin.ts';",
+    '',
+    '/**',
+    ' * Every first-party plugin, registered from its manifest in full-manifests.json; a plugin\'s module is imported',
+    ' * when a config first compiles its key (docs/adr/0094). Typed as a plain list so the published `.d.ts` need not',
+    ' * name each plugin\'s config type.',
+    ' */',
+    'export const fullPreset: readonly Plugin[] = [',
+    ...entries,
+    '];',
+    'export default fullPreset;',
+    '',
+  ].join('\n');
+}
+
+/** Every generated file and its text. */
+export async function generatedFiles(): Promise<Map<string, string>> {
+  const plugins = await firstPartyPlugins();
+  return new Map([
+    [CATALOG_FILE, catalogSource(plugins.map((p) => p.plugin))],
+    [MANIFESTS_FILE, manifestsSource(plugins)],
+    [FULL_FILE, await fullSource(plugins)],
+  ]);
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  writeFileSync(CATALOG_FILE, catalogSource());
-  process.stderr.write(`wrote ${CATALOG_FILE}\n`);
+  for (const [file, text] of await generatedFiles()) {
+    writeFileSync(file, text);
+    process.stderr.write(`wrote ${file}\n`);
+  }
 }
