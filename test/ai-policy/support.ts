@@ -15,7 +15,7 @@ import moderationGuard from '../../plugins/guards/openai-moderation/plugin.ts';
 import bedrockGuard from '../../plugins/guards/bedrock-guardrails/plugin.ts';
 import modelArmorGuard from '../../plugins/guards/google-model-armor/plugin.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { namedRoutes, oneListenerConfig } from '../helpers/gateway.ts';
 import type { NamedRoute } from '../helpers/gateway.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -64,7 +64,7 @@ function defaultResponse(body: Record<string, unknown>): Record<string, unknown>
 }
 
 export const guardPlugins = [regexGuard, webhookGuard, moderationGuard, bedrockGuard, modelArmorGuard] as const;
-export const aiPreset = [...new Set<unknown>([...fullPreset, aiPolicy, ...guardPlugins, testLlmBackend])];
+export const aiPreset = fullPresetWith(aiPolicy, ...guardPlugins, testLlmBackend);
 export const aiKnownKeys = [...FIRST_PARTY_KEYS, ...[aiPolicy, ...guardPlugins, testLlmBackend].flatMap((p) => [p.key, ...(p.aliases ?? [])])];
 export const aiGatewayOptions = { preset: aiPreset, knownKeys: aiKnownKeys };
 

@@ -10,7 +10,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { definePolicy, localReply } from 'switchyard/sdk';
 import type { Exchange } from 'switchyard/sdk';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import aiBackend from '../../plugins/backends/ai/plugin.ts';
 import openAI from '../../plugins/llm-providers/openai/plugin.ts';
 import anthropic from '../../plugins/llm-providers/anthropic/plugin.ts';
@@ -101,7 +101,7 @@ export const stubAiPolicy = definePolicy<StubAiConfig>({
   },
 });
 
-export const aiPreset = [...new Set<unknown>([...fullPreset, ...llmPlugins, stubAiPolicy])];
+export const aiPreset = fullPresetWith(...llmPlugins, stubAiPolicy);
 
 export interface JournalEntry {
   method: string;

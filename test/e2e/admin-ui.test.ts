@@ -11,6 +11,7 @@ import { mcpPreset, startEverything } from '../mcp/harness.ts';
 import type { UpstreamServer } from '../mcp/harness.ts';
 import { aiPreset, aiRoute, startMock } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '../../test-artifacts/admin-ui');
@@ -54,7 +55,7 @@ describe('admin UI in headless Chromium', { skip }, () => {
           ],
         },
       ],
-    }, { preset: [...new Set([...mcpPreset, ...aiPreset])] });
+    }, { preset: fullPresetWith(...mcpPreset, ...aiPreset) });
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });

@@ -13,7 +13,7 @@ import gcp from '../../plugins/backend-auth/gcp/plugin.ts';
 import aws from '../../plugins/backend-auth/aws/plugin.ts';
 import azure from '../../plugins/backend-auth/azure/plugin.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
 /**
@@ -33,7 +33,7 @@ export const acceptAndStrip = definePolicy<Record<string, never>>({
 });
 
 export const backendAuthPlugins = [backendAuth, passthrough, key, gcp, aws, azure] as const;
-export const authPreset = [...new Set<unknown>([...fullPreset, ...backendAuthPlugins, acceptAndStrip])];
+export const authPreset = fullPresetWith(...backendAuthPlugins, acceptAndStrip);
 export const authKnownKeys = [
   ...FIRST_PARTY_KEYS,
   ...backendAuthPlugins.flatMap((p) => [p.key, ...(p.aliases ?? [])]),

@@ -13,7 +13,7 @@ import apiKey from '../../plugins/policies/api-key/plugin.ts';
 import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
 import jwtAuth from '../../plugins/policies/jwt-auth/plugin.ts';
 import mcpAuthentication from '../../plugins/policies/mcp-authentication/plugin.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -21,7 +21,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
-const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth, mcpAuthentication])];
+const PRESET = fullPresetWith(jwtAuth, apiKey, basicAuth, mcpAuthentication);
 const KEY = 'sk-strip-3c1f9e';
 const OTHER_KEY = 'sk-strip-other-77';
 const ISSUER = 'https://strip.issuer.test';

@@ -8,14 +8,14 @@ import { stringify } from 'yaml';
 import apiKey from '../../plugins/policies/api-key/plugin.ts';
 import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
 import jwtAuth from '../../plugins/policies/jwt-auth/plugin.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
-const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
+const PRESET = fullPresetWith(jwtAuth, apiKey, basicAuth);
 const TEAM_KEY = 'sk-team-4f9a1c7e2b8d';
 const BOT_KEY = 'sk-bot-0e6b3a91d27c5f';
 /** Set through the environment, the usual way to keep keys out of the file. */

@@ -9,7 +9,7 @@ import { stringify } from 'yaml';
 import apiKey from '../../plugins/policies/api-key/plugin.ts';
 import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
 import jwtAuth from '../../plugins/policies/jwt-auth/plugin.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import { HTPASSWD } from '../helpers/htpasswd.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -18,7 +18,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
-const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
+const PRESET = fullPresetWith(jwtAuth, apiKey, basicAuth);
 
 const SKIP = HTPASSWD ? false : 'htpasswd (Debian apache2-utils) is not installed: apt-get install -y apache2-utils';
 

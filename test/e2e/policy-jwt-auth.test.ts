@@ -9,7 +9,7 @@ import { stringify } from 'yaml';
 import apiKey from '../../plugins/policies/api-key/plugin.ts';
 import basicAuth from '../../plugins/policies/basic-auth/plugin.ts';
 import jwtAuth from '../../plugins/policies/jwt-auth/plugin.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startOidcProvider } from '../helpers/oidc-provider.ts';
@@ -19,7 +19,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
-const PRESET = [...new Set<unknown>([...fullPreset, jwtAuth, apiKey, basicAuth])];
+const PRESET = fullPresetWith(jwtAuth, apiKey, basicAuth);
 const RESOURCE = 'http://127.0.0.1:3000/mcp';
 const LOCAL_ISS = 'https://local.issuer.test';
 const LOCAL_AUD = 'local-api';

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import mcpBackend from '../../plugins/backends/mcp/plugin.ts';
 import stdio from '../../plugins/mcp-transports/stdio/plugin.ts';
 import sse from '../../plugins/mcp-transports/sse/plugin.ts';
@@ -24,7 +24,7 @@ export const MEMORY = join(ROOT, 'node_modules/@modelcontextprotocol/server-memo
 export const NODE = process.execPath;
 
 /** The full preset plus the MCP plugins (the lines plugins/presets/full.ts is to gain). */
-export const mcpPreset = [...new Set<unknown>([...fullPreset, mcpBackend, stdio, sse, mcpStreamable])];
+export const mcpPreset = fullPresetWith(mcpBackend, stdio, sse, mcpStreamable);
 
 export const everythingStdio = (name = 'everything'): Record<string, unknown> => ({ name, stdio: { cmd: NODE, args: [EVERYTHING, 'stdio'] } });
 export const memoryStdio = (name = 'memory'): Record<string, unknown> => {

@@ -5,14 +5,14 @@ import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
 import { CLOCK_SKEW_SECONDS } from '../../plugins/lib/jwt/index.ts';
 import mcpAuthentication from '../../plugins/policies/mcp-authentication/plugin.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startOidcProvider } from '../helpers/oidc-provider.ts';
 import type { RunningOidcProvider } from '../helpers/oidc-provider.ts';
 import { freePort } from '../helpers/ports.ts';
 
-const PRESET = [...new Set([...fullPreset, mcpAuthentication])];
+const PRESET = fullPresetWith(mcpAuthentication);
 
 describe('mcpAuthentication: a real token past its exp', () => {
   let gw: RunningGateway;

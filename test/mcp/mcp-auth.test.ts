@@ -14,7 +14,7 @@ import mcpBackend from '../../plugins/backends/mcp/plugin.ts';
 import stdio from '../../plugins/mcp-transports/stdio/plugin.ts';
 import mcpAuthentication from '../../plugins/policies/mcp-authentication/plugin.ts';
 import mcpAuthorization from '../../plugins/policies/mcp-authorization/plugin.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startOidcProvider, TEST_CLIENT } from '../helpers/oidc-provider.ts';
@@ -24,7 +24,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
-const PRESET = [...new Set([...fullPreset, mcpBackend, stdio, mcpAuthentication, mcpAuthorization])];
+const PRESET = fullPresetWith(mcpBackend, stdio, mcpAuthentication, mcpAuthorization);
 const EVERYTHING = join(dirname(fileURLToPath(import.meta.url)), '../../node_modules/@modelcontextprotocol/server-everything/dist/index.js');
 const everythingStdio = () => ({ name: 'everything', stdio: { cmd: process.execPath, args: [EVERYTHING, 'stdio'] } });
 const INIT = JSON.stringify({

@@ -7,6 +7,7 @@ import { connectClient, everythingStdio, mcpPreset, startMcpGateway } from './ha
 import type { McpGateway } from './harness.ts';
 import { PETSTORE_JSON, startPetstore } from './support/petstore-server.ts';
 import type { Petstore } from './support/petstore-server.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 
 describe('mcp backend with an openapi target', () => {
   let petstore: Petstore;
@@ -15,7 +16,7 @@ describe('mcp backend with an openapi target', () => {
     petstore = await startPetstore();
     gw = await startMcpGateway(
       { targets: [{ name: 'petstore', openapi: { host: '127.0.0.1', port: petstore.port, schema: { file: PETSTORE_JSON } } }, everythingStdio()] },
-      { preset: [...new Set<unknown>([...mcpPreset, openapi])] },
+      { preset: fullPresetWith(...mcpPreset, openapi) },
     );
   });
   after(async () => {

@@ -13,7 +13,7 @@ import { CallToolResultSchema, ListToolsResultSchema } from '@modelcontextprotoc
 import { request } from 'undici';
 import openapiTransport from '../../plugins/mcp-transports/openapi/plugin.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
-import { fullPreset } from '../../plugins/presets/full.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { compileError, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -22,8 +22,8 @@ import { PETSTORE_JSON, startPetstore } from './support/petstore-server.ts';
 import type { Petstore } from './support/petstore-server.ts';
 import { compiledTransports, transportProbe } from './support/transport-probe.ts';
 
-// A Set, so the test keeps working once the full preset itself lists the openapi transport.
-const PRESET = [...new Set<unknown>([...fullPreset, openapiTransport, transportProbe])];
+// The openapi transport's own module in place of the full preset's lazily registered copy (docs/adr/0094).
+const PRESET = fullPresetWith(openapiTransport, transportProbe);
 const KNOWN = [...new Set([...FIRST_PARTY_KEYS, 'openapi', 'mcpTransportProbe'])];
 const PET_TOOLS = 20;
 
@@ -336,7 +336,7 @@ describe('openapi transport behind the mcp backend (SDK v1 client over streamabl
           },
         ],
       },
-      { preset: [...new Set<unknown>([...fullPreset, ...[backend].flat(), openapiTransport])], knownKeys: [...new Set([...FIRST_PARTY_KEYS, 'mcp', 'openapi'])] },
+      { preset: fullPresetWith(...[backend].flat(), openapiTransport), knownKeys: [...new Set([...FIRST_PARTY_KEYS, 'mcp', 'openapi'])] },
     );
     client = new Client({ name: 'sdk-v1', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));

@@ -14,6 +14,7 @@ import openapi from '../../plugins/mcp-transports/openapi/plugin.ts';
 import { connectClient, mcpPreset, startMcpGateway, waitFor } from './harness.ts';
 import type { McpGateway } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 
 type Json = Record<string, any>;
 
@@ -212,7 +213,7 @@ describe('mcp target deadlines: an OpenAPI target whose API never answers', () =
     await new Promise<void>((r) => api.close(() => r()));
     rmSync(dir, { recursive: true, force: true });
   });
-  const preset = [...new Set<unknown>([...mcpPreset, openapi])];
+  const preset = fullPresetWith(...mcpPreset, openapi);
   const target = (policies?: Json): Json => ({ name: 'rest', openapi: { host: '127.0.0.1', port, schema: { file: join(dir, 'api.json') } }, ...(policies ? { policies } : {}) });
 
   it('the default response deadline fails tools/call with a JSON-RPC error naming the target, and aborts the API request', async () => {
