@@ -513,7 +513,7 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     'a 2 MiB answer, then a request on the same connection': 2,
     'the upstream fails (502)': 1,
     'a route with a requestHeaderModifier': 2,
-    'the policies route': 0,
+    'the policies route': 2,
     'the jwt route: a good token': 2,
     'the jwt route: no token (401), a bad one (401), the wrong subject (403)': 0,
   };

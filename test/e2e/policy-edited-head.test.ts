@@ -1,5 +1,6 @@
 // A direct forward whose answer headers policies edited (response hooks, queued headers) is written as a checked head
-// (ADR 0082) when every edited entry passes node:http's checks, and through writeHead otherwise: a name a hook added in
+// (ADR 0082; by the lean answer, ADR 0093, when the lean side read the request) when every edited entry passes
+// node:http's checks, and through writeHead otherwise: a name a hook added in
 // upper case keeps its case, a value node:http refuses still answers 500 (docs/perf.md "Session 12, polcost").
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
@@ -9,6 +10,7 @@ import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { ProxyResponse } from '../../kernel/runtime/proxy-response.ts';
+import { LeanAnswer } from '../../kernel/runtime/lean-answer.ts';
 import { startHttpUpstream } from './proxy-support.ts';
 import type { HttpUpstream } from './proxy-support.ts';
 
@@ -30,14 +32,16 @@ const addHeader = definePolicy<{ name: string; value: string }>({
   }),
 });
 
-/** Checked heads written by the gateway (it runs in this process). */
+/** Checked heads written by the gateway (it runs in this process): by node:http's response or the lean answer. */
 let checked = 0;
-const writeCheckedHead = ProxyResponse.prototype.writeCheckedHead;
-ProxyResponse.prototype.writeCheckedHead = function (this: ProxyResponse, ...args: Parameters<typeof writeCheckedHead>) {
-  const written = writeCheckedHead.apply(this, args);
-  if (written) checked++;
-  return written;
-};
+for (const proto of [ProxyResponse.prototype, LeanAnswer.prototype]) {
+  const writeCheckedHead = proto.writeCheckedHead;
+  proto.writeCheckedHead = function (this: typeof proto, ...args: Parameters<typeof writeCheckedHead>) {
+    const written = writeCheckedHead.apply(this, args);
+    if (written) checked++;
+    return written;
+  };
+}
 
 function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; raw: string[] }> {
   return new Promise((resolve, reject) => {
