@@ -1,4 +1,4 @@
-import type { BackendInstance, BackendSelector, ConfigPath, PolicyInstance, RouteBackend } from '../sdk/index.ts';
+import type { BackendInstance, BackendSelector, ConfigPath, RouteBackend } from '../sdk/index.ts';
 import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { BackendHealth, RouteHealth } from './backend-health.ts';
 import { HealthChecker } from './health-checker.ts';
@@ -53,18 +53,12 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
       selectBackends === null &&
       health === null &&
       shaper === undefined,
-    // Response hooks that edit the raw header list (`onResponseHeaders`, ADR 0071) too: the lean answer writes the
-    // edited list as a checked head once `isCheckedHeaderList` passes it (ADR 0095); anything else still falls back.
-    leanAnswer: responseHooks.every(editsRawList) && refs.every((r) => r.responseHooks === null || r.responseHooks.every(editsRawList)),
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
     metrics: c.deps.metrics.route(String(bind), listener, name),
   };
 }
-
-/** A response hook that also edits a direct forward's raw header list (ADR 0071). */
-const editsRawList = (h: PolicyInstance): boolean => h.onResponseHeaders !== undefined;
 
 async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet, index: number, siblings: number, routeKey: string): Promise<CompiledBackendRef | undefined> {
   const rawRef = JSON.stringify(ref);

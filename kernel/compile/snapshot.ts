@@ -76,11 +76,6 @@ export interface CompiledRoute {
    * backend shapes the route's errors (`shapeError`). Decided here, read once per lean request (ADR 0093).
    */
   readonly leanSafe: boolean;
-  /**
-   * On a `leanSafe` route, the lean side may write the direct forward's answer itself (ADR 0093): no response hook
-   * (route or backend) edits it. Anything it cannot write as node:http would still goes to node:http's response.
-   */
-  readonly leanAnswer: boolean;
   /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */
   readonly health: RouteHealth | null;
   /** The first backend's `shapeError` (bound), applied to the route's gateway-made error replies; null when none. */

@@ -13,10 +13,12 @@ import type { LeanRequest } from './lean-request.ts';
 // "Session 12, leanans").
 //
 // It stands in for the response wherever the pipeline and the direct forward hold one (`write`, `end`, `destroy`,
-// 'drain', 'close', `destroyed`, `writableFinished`, `shouldKeepAlive`). Anything else (a `Reply`: an error, an early
-// answer of a policy, a backend's own `handle`; a head it cannot write as node would: queued headers, response-header
-// hooks, a `Connection` naming headers, an `Expect`) takes node:http's `ServerResponse`, made by `nodeResponse()`
-// before the first byte, which then writes everything of this answer (this object relays its 'drain' and 'close').
+// 'drain', 'close', `destroyed`, `writableFinished`, `shouldKeepAlive`). Its head is the upstream's checked list, or
+// that list as response hooks and queued headers left it when every entry passes node:http's checks
+// (`isCheckedHeaderList`, ADR 0095). Anything else (a `Reply`: an error, an early answer of a policy, a backend's own
+// `handle`; a head it cannot write as node would: a header node:http refuses or would write as given, a `Connection`
+// naming headers, an `Expect`) takes node:http's `ServerResponse`, made by `nodeResponse()` before the first byte,
+// which then writes everything of this answer (this object relays its 'drain' and 'close').
 
 /** What the lean connection gives an answer. */
 export interface AnswerOwner {

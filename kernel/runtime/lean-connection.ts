@@ -10,20 +10,18 @@ import type { SweptSocket } from './idle-sweep.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 
 // The lean HTTP/1.1 server side (ADR 0088): a cleartext connection's requests are parsed here (request-head.ts) and,
-// when their route is served lean, answered through node:http's own `ServerResponse` (so every byte of an answer is
-// node's: status line, Date, keep-alive, framing, HEAD, 204/304) without llhttp's callbacks, `IncomingMessage` and its
-// stream states. Anything else is handed to node:http before a byte is answered: the bytes read so far are put back
+// when their route is served lean, answered through a `LeanAnswer` (ADR 0093: the direct forward's answer written
+// to the socket as node:http would write it; anything else through node:http's own `ServerResponse`, made before the
+// first byte) without llhttp's callbacks, `IncomingMessage` and its stream states. Anything else is handed to node:http before a byte is answered: the bytes read so far are put back
 // (`unshift`) and node's own connection listener takes the socket, for good.
 
 /** Serves one request the lean way, or declines having done nothing (the connection is then node:http's). */
 export interface LeanServing {
   /** Whether `req`'s route is served lean; no state changes when false. */
   acceptsLean(req: LeanRequest, port: number): boolean;
-  /** After `acceptsLean`: whether its answer may be a `LeanAnswer` (ADR 0093) rather than node:http's response. */
-  answersLean(): boolean;
   /**
-   * Serve it (after `acceptsLean`): `res` is node:http's response assigned to the socket, or a `LeanAnswer` standing
-   * in for one; `body` is the whole request body, if any.
+   * Serve it (after `acceptsLean`): `res` is a `LeanAnswer` standing in for node:http's response (ADR 0093), which
+   * makes that response when an answer needs it; `body` is the whole request body, if any.
    */
   serveLean(req: LeanRequest, res: ServerResponse, body: Buffer | undefined, port: number): void;
 }
@@ -154,13 +152,11 @@ export class LeanConnection implements AnswerOwner {
     const bodyEnd = head.end + head.bodyLength;
     const body = head.bodyLength > 0 ? buf.subarray(head.end, bodyEnd) : undefined;
     this.pending = bodyEnd < buf.length ? buf.subarray(bodyEnd) : null;
-    if (bind.serving.answersLean()) {
-      const answer = new LeanAnswer(this, req, socket, !head.close);
-      this.current = answer;
-      // What node:http's `assignSocket` sets: the idle sweep and the 'clientError' handler see an answer in flight.
-      socket._httpMessage = answer as unknown as ServerResponse;
-      bind.serving.serveLean(req, answer as unknown as ServerResponse, body, bind.port);
-    } else bind.serving.serveLean(req, this.response(req, !head.close), body, bind.port);
+    const answer = new LeanAnswer(this, req, socket, !head.close);
+    this.current = answer;
+    // What node:http's `assignSocket` sets: the idle sweep and the 'clientError' handler see an answer in flight.
+    socket._httpMessage = answer as unknown as ServerResponse;
+    bind.serving.serveLean(req, answer as unknown as ServerResponse, body, bind.port);
   }
 
   /** node:http's response to a lean request, made and set up as its `parserOnIncoming` does. */

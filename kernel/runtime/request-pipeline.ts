@@ -127,11 +127,6 @@ export class RequestPipeline implements LeanServing {
     return true;
   }
 
-  /** After `acceptsLean`: its route's answer may be a `LeanAnswer` (ADR 0093). */
-  answersLean(): boolean {
-    return this.leanExchange!.compiledRoute!.leanAnswer;
-  }
-
   /** The lean server side's request after `acceptsLean`: `handle` from the route on, the body already read whole. */
   serveLean(req: LeanRequest, res: ServerResponse, body: Buffer | undefined): void {
     const ex = this.leanExchange!;
