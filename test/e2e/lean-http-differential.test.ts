@@ -29,7 +29,7 @@ import type { TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 // authorization, localRateLimit), a route whose 1-token bucket answers 429, and a test policy that reads the body
 // through `bufferBody` with a 16-byte limit. A test policy that reads `ex.req` as a stream keeps node:http.
 // Session 12 (polcost): apiKey, basicAuth, directResponse, requestRedirect, urlRewrite, timeout, transformations,
-// extAuthz (HTTP and gRPC) and remoteRateLimit (against in-process services) promise it too, each with a route below (answers, refusals and
+// extAuthz (HTTP and gRPC), remoteRateLimit and requestMirror (against in-process services) promise it too, each with a route below (answers, refusals and
 // rewrites byte for byte, and served lean).
 const ISSUER = 'https://issuer.lean.test';
 const AUDIENCE = 'lean-test';
@@ -335,6 +335,7 @@ const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; 
   'urlRewrite: a prefix rewrite': { writes: [GET('/rw/a?q=1'), POST('/rw/b', 'abc')] },
   'timeout: a requestTimeout the answer beats': { writes: [GET('/to/a'), POST('/to/b', 'abc')] },
   'transformations: CEL header edits both ways': { writes: [GET('/tf/a', 'X-In: one\r\n'), POST('/tf/b', 'abc')] },
+  'requestMirror: a GET and a POST, mirrored': { writes: [GET('/mirror/a'), POST('/mirror/b', 'mirrored body')] },
   'extAuthz (gRPC): allowed, denied (403), allowed with a body': { writes: [GET('/authzg/a', 'X-User: ok\r\n'), GET('/authzg/b', 'X-User: no\r\n'), POST('/authzg/c', 'abc', 'X-User: ok\r\n')] },
   'remoteRateLimit: allowed, over the limit (429), allowed with a body': { writes: [GET('/rrl/a', 'X-User: ok\r\n'), GET('/rrl/b', 'X-User: blocked\r\n'), POST('/rrl/c', 'abc', 'X-User: ok\r\n')] },
   'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': { writes: [GET('/authz/a', 'Authorization: Bearer let-me-in\r\n'), GET('/authz/b'), POST('/authz/c', 'abc', 'Authorization: Bearer let-me-in\r\n')] },
@@ -365,6 +366,9 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
   let upstream: Awaited<ReturnType<typeof startEchoUpstream>>;
   let authz: HttpServer;
   let envoy: TestEnvoyServer;
+  let mirror: HttpServer;
+  /** What the mirror received: method, path and body of each copy. */
+  const mirrored: string[] = [];
   let lean: RoutesGateway;
   let node: RoutesGateway;
 
@@ -376,6 +380,16 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
       res.writeHead(403, { 'content-type': 'text/plain' }).end('denied by the test service');
     });
     await new Promise<void>((resolve) => authz.listen(0, '127.0.0.1', resolve));
+    // requestMirror's target: records each copy.
+    mirror = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        mirrored.push(`${req.method} ${req.url} ${Buffer.concat(chunks).toString()}`);
+        res.end();
+      });
+    });
+    await new Promise<void>((resolve) => mirror.listen(0, '127.0.0.1', resolve));
     // extAuthz's gRPC service and a rate limit service, both without state (the two gateways ask them in turn).
     envoy = await startEnvoyServer({
       Check: (req) => ({ status: { code: req.attributes.request.http.headers['x-user'] === 'ok' ? 0 : 7 } }),
@@ -425,6 +439,7 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
         policies: { transformations: { request: { set: { 'x-tf': '("x-in" in request.headers ? request.headers["x-in"] : "") + "-v"' } }, response: { set: { 'x-tf-back': 'request.path' } } } },
         backends: [{ host: `127.0.0.1:${upstream.port}` }],
       },
+      { name: 'mirror', matches: [{ path: { pathPrefix: '/mirror' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${(mirror.address() as AddressInfo).port}` } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'authzg', matches: [{ path: { pathPrefix: '/authzg' } }], policies: { extAuthz: { host: envoy.address } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       {
         name: 'rrl',
@@ -449,6 +464,8 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     for (const s of upstream?.sockets ?? []) s.destroy();
     await new Promise((r) => upstream?.server.close(r));
     await envoy?.stop();
+    mirror?.closeAllConnections();
+    await new Promise((r) => mirror?.close(r));
     authz?.closeAllConnections();
     await new Promise((r) => authz?.close(r));
   });
@@ -494,6 +511,7 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     'transformations: CEL header edits both ways': 2,
     'extAuthz (HTTP): allowed, denied (403 with the service\'s body), allowed with a body': 3,
     'extAuthz (gRPC): allowed, denied (403), allowed with a body': 3,
+    'requestMirror: a GET and a POST, mirrored': 2,
     'remoteRateLimit: allowed, over the limit (429), allowed with a body': 3,
   };
   // And which answers the lean side wrote itself (ADR 0093); the rest went to node:http's response before their first
@@ -564,6 +582,17 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
     assert.equal(served - before, 1);
     assert.match(a, /^HTTP\/1\.1 200 [^]*POST \/cl\/x[^]*\r\n\r\nhello\[open\]$/);
     assert.match(b, /^HTTP\/1\.1 502 [^]*CONTENT_LENGTH_MISMATCH/);
+  });
+
+  it('requestMirror mirrors the body the lean side read, as node:http\'s side does', async () => {
+    const before = served;
+    await exchange(lean.port, [POST('/mirror/copy', 'the body')]);
+    assert.equal(served - before, 1);
+    await exchange(node.port, [POST('/mirror/copy', 'the body')]);
+    const copies = (): number => mirrored.filter((m) => m === 'POST /mirror/copy the body').length;
+    const until = performance.now() + 5000;
+    while (copies() < 2 && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(copies(), 2, mirrored.join('\n'));
   });
 
   it('the access log has the same lines (status, method, path) on both', async () => {

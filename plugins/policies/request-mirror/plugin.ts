@@ -12,6 +12,9 @@ export default definePolicy<MirrorConfig>({
   schema,
   attach: ['routePolicies'],
   phase: 'dispatch',
+  // Reads headers and the body through `bufferBody` only, never `ex.req` as a stream: its routes may be served lean
+  // (ADR 0088, 0095).
+  requestStream: false,
   order: 10,
   async compile(config, ctx) {
     // The implementation loads only when a config uses this policy.
