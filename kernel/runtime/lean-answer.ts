@@ -32,8 +32,13 @@ export interface AnswerOwner {
 const KEEP_ALIVE_LINES = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(KEEP_ALIVE_MS / 1000)}\r\n`;
 const CLOSE_LINE = 'Connection: close\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
-/** Up to this many body bytes an answer's last write copies head and body into one Buffer (see `end`). */
-const WHOLE_WRITE_LIMIT = 64 * 1024;
+/**
+ * Below this many bytes (head and body) an answer's last write copies both into one Buffer (see `end`): what
+ * `Buffer.allocUnsafe` slices from its shared pool. A larger one is an ArrayBuffer of its own per answer (external
+ * memory): with 16 KiB answers that went with more promotion and full GCs in some rounds (docs/perf.md "Session 12,
+ * leanans").
+ */
+const WHOLE_WRITE_LIMIT = Buffer.poolSize >>> 1;
 
 /** node:http's `utcDate`: the Date value, made once a second. */
 let dateCache: string | undefined;
@@ -193,9 +198,9 @@ export class LeanAnswer extends EventEmitter {
       if (head === '') process.nextTick(done);
       else socket.write(head, 'latin1', done);
     } else if (head === '') socket.write(body, done);
-    else if (body.length <= WHOLE_WRITE_LIMIT) {
+    else if (head.length + body.length < WHOLE_WRITE_LIMIT) {
       // The whole answer in one Buffer and one write: a corked `writev` of the head string and the body (its chunk
-      // list, the string's conversion) cost more than copying a body this small (docs/perf.md "Session 12, leanans").
+      // list, the string's conversion) cost more than copying a small body (docs/perf.md "Session 12, leanans").
       // The head is latin1 (the lean client's strings, ASCII lines of ours): one byte per character.
       const whole = Buffer.allocUnsafe(head.length + body.length);
       whole.write(head, 0, 'latin1');
