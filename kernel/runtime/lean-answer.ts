@@ -32,13 +32,6 @@ export interface AnswerOwner {
 const KEEP_ALIVE_LINES = `Connection: keep-alive\r\nKeep-Alive: timeout=${Math.floor(KEEP_ALIVE_MS / 1000)}\r\n`;
 const CLOSE_LINE = 'Connection: close\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
-/**
- * Below this many bytes (head and body) an answer's last write copies both into one Buffer (see `end`): what
- * `Buffer.allocUnsafe` slices from its shared pool. A larger one is an ArrayBuffer of its own per answer (external
- * memory): with 16 KiB answers that went with more promotion and full GCs in some rounds (docs/perf.md "Session 12,
- * leanans").
- */
-const WHOLE_WRITE_LIMIT = Buffer.poolSize >>> 1;
 
 /** node:http's `utcDate`: the Date value, made once a second. */
 let dateCache: string | undefined;
@@ -198,15 +191,10 @@ export class LeanAnswer extends EventEmitter {
       if (head === '') process.nextTick(done);
       else socket.write(head, 'latin1', done);
     } else if (head === '') socket.write(body, done);
-    else if (head.length + body.length < WHOLE_WRITE_LIMIT) {
-      // The whole answer in one Buffer and one write: a corked `writev` of the head string and the body (its chunk
-      // list, the string's conversion) cost more than copying a small body (docs/perf.md "Session 12, leanans").
-      // The head is latin1 (the lean client's strings, ASCII lines of ours): one byte per character.
-      const whole = Buffer.allocUnsafe(head.length + body.length);
-      whole.write(head, 0, 'latin1');
-      body.copy(whole, head.length);
-      socket.write(whole, done);
-    } else {
+    else {
+      // A corked head string and body (one writev). Copying both into one Buffer per answer saved ~0.5 KiB/request
+      // but held memory outside the heap: RSS under load +6-7 MiB, more promotion with 16 KiB answers
+      // (docs/perf.md "Session 12, leanans").
       socket.cork();
       socket.write(head, 'latin1');
       socket.write(body, done);
