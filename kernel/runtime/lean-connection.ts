@@ -12,8 +12,9 @@ import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 // The lean HTTP/1.1 server side (ADR 0088): a cleartext connection's requests are parsed here (request-head.ts) and,
 // when their route is served lean, answered through a `LeanAnswer` (ADR 0093: the direct forward's answer written
 // to the socket as node:http would write it; anything else through node:http's own `ServerResponse`, made before the
-// first byte) without llhttp's callbacks, `IncomingMessage` and its stream states. Anything else is handed to node:http before a byte is answered: the bytes read so far are put back
-// (`unshift`) and node's own connection listener takes the socket, for good.
+// first byte) without llhttp's callbacks, `IncomingMessage` and its stream states. Anything else is handed to
+// node:http before a byte is answered: the bytes read so far are put back (`unshift`) and node's own connection
+// listener takes the socket, for good.
 
 /** Serves one request the lean way, or declines having done nothing (the connection is then node:http's). */
 export interface LeanServing {

@@ -5,7 +5,7 @@
 // call confirms (ADR 0061): one round trip per request.
 import pg from 'pg';
 import { KeyCache } from './key-cache.ts';
-import { LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
+import { dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
@@ -127,7 +127,7 @@ export class PgKeyStore implements KeyStore {
     const due = this.lazy.due(Date.now(), LAZY_PER_RESERVATION);
     if (due) this.pending.add(due);
     // Refunds held for these counters ride too: the call writes them anyway (ADR 0097).
-    for (const l of lines) this.pending.claim(l.counter);
+    this.pending.claimFor(lines, Date.now());
     const queued = this.takePending();
     const rows = new Map<string, { settle: number; amount: number; limit: number | null; expires: number; index: number | null }>();
     lines.forEach((l, i) => rows.set(l.counter, { settle: 0, amount: l.amount, limit: l.limit, expires: l.expiresAt, index: i }));
@@ -176,11 +176,7 @@ export class PgKeyStore implements KeyStore {
 
   /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */
   async flush(lazy = true): Promise<void> {
-    if (lazy) {
-      const all = this.lazy.all();
-      if (all.length > 0) this.pending.add(all);
-      this.pending.claimAll();
-    }
+    if (lazy) dueEverything(this.pending, this.lazy);
     const rows = this.takePending();
     if (!rows) return;
     try {

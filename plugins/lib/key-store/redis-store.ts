@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
-import { LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
+import { dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -268,11 +268,10 @@ export class RedisKeyStore implements KeyStore {
     };
     const digests: string[] = [];
     // Refunds held for the batch's counters ride too (those counters are written anyway); so do ripe ones (ADR 0097).
-    const pending = this.pending;
-    if (pending.heldCount > 0) {
-      for (const w of batch) for (const l of w.lines) pending.claim(l.counter);
-      pending.ripen(Date.now());
-    }
+    // A timer's call has no batch: ripe refunds still go with it.
+    const now = Date.now();
+    for (const w of batch) this.pending.claimFor(w.lines, now);
+    this.pending.ripen(now);
     const args: (string | number)[] = [0, this.pending.size];
     for (let i = 0; i < this.pending.size; i++) {
       const d = this.pending.at(i);
@@ -302,11 +301,7 @@ export class RedisKeyStore implements KeyStore {
 
   /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */
   async flush(lazy = true): Promise<void> {
-    if (lazy) {
-      const rows = this.lazy.all();
-      if (rows.length > 0) this.pending.add(rows);
-      this.pending.claimAll();
-    }
+    if (lazy) dueEverything(this.pending, this.lazy);
     if (this.pending.size === 0) return;
     const { keys, args } = this.scriptCall([]);
     await this.script(this.reserveBody, keys, args);

@@ -146,6 +146,16 @@ export class SettlementQueue {
     if (h !== undefined) this.release(counter, h, Date.now(), false);
   }
 
+  /**
+   * The held refunds of the counters a write names anyway become due, and the ripe ones (ADR 0097): what every store
+   * does before it builds a reservation's write.
+   */
+  claimFor(lines: readonly { readonly counter: string }[], now: number): void {
+    if (this.held.size === 0) return;
+    for (let i = 0; i < lines.length; i++) this.claim(lines[i]!.counter);
+    this.ripen(now);
+  }
+
   /** Every held refund becomes due (usage reads, close, an idle store). */
   claimAll(): void {
     if (this.held.size === 0) return;
@@ -299,6 +309,13 @@ export class LazySums {
     this.byCounter.clear();
     return rows;
   }
+}
+
+/** Everything waiting becomes due: the lifetime sums and the held refunds (usage reads, close, an idle store). */
+export function dueEverything(pending: SettlementQueue, lazy: LazySums): void {
+  const all = lazy.all();
+  if (all.length > 0) pending.add(all);
+  pending.claimAll();
 }
 
 /** A request's settlement: lifetime deltas (`lazy`) summed in `lazy` (ADR 0072, 0091), the others queued in `pending`. */

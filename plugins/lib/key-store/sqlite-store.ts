@@ -5,7 +5,7 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
 import { VersionedKeyCache } from './key-cache.ts';
-import { LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
+import { dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -288,8 +288,7 @@ export class SqliteKeyStore implements KeyStore {
     const due = this.lazy.due(now, LAZY_PER_RESERVATION);
     if (due) this.pending.add(due);
     // Refunds held for these counters ride too, and ripe ones (ADR 0097).
-    for (let i = 0; i < lines.length; i++) this.pending.claim(lines[i]!.counter);
-    this.pending.ripen(now);
+    this.pending.claimFor(lines, now);
     // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own
     // (read from the queue in place: no copy of it per request).
     const pending = this.pending;
@@ -353,15 +352,11 @@ export class SqliteKeyStore implements KeyStore {
 
   /**
    * Write due settlements now: one statement, or one transaction when they need several. With `lazy` (reads,
-   * close, an idle store) the lazy sums and held refunds (ADR 0097) too; the serving path leaves them to ride on reservations a few at a time
-   * (with many keys they are a second's worth of rows: thousands).
+   * close, an idle store) the lazy sums and held refunds (ADR 0097) too; the serving path leaves them to ride on
+   * reservations a few at a time (with many keys they are a second's worth of rows: thousands).
    */
   flush(lazy = true): void {
-    if (lazy) {
-      const rows = this.lazy.all();
-      if (rows.length > 0) this.pending.add(rows);
-      this.pending.claimAll();
-    }
+    if (lazy) dueEverything(this.pending, this.lazy);
     if (this.pending.size === 0 || !this.db.isOpen) return;
     const rows = this.pending.rows();
     // Inside a group's transaction (ADR 0090) the group's commit writes them; a failure is the group's to roll back.
