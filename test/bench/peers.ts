@@ -3,7 +3,9 @@
 // body, answered with a small completion (320 B) or a 16 KiB one, and every gateway writing its access log to a file.
 //
 // Rows, each with both answers: the upstream hit directly, the bare undici proxy (bare-proxy.ts), Switchyard on a
-// `host` route, and agentgateway on the same `host` route with one worker thread (WORKER_THREADS=1), when its binary
+// `host` route twice, as users run it (the npm package packed from this checkout and installed into an empty app,
+// which runs the esbuild bundle: peers-installed.ts, ADR 0098; the headline) and as the clone runs it (the
+// TypeScript sources), and agentgateway on the same `host` route with one worker thread (WORKER_THREADS=1), when its binary
 // exists (BENCH_AGENTGATEWAY, else `../shared/peers/agentgateway/agentgateway` beside the checkout or beside its
 // worktree folder). The proxies under test are pinned to the same CPU; the upstream (nginx when on PATH, else
 // upstream.ts) and the load generator share the others. See docs/perf.md, "Peers".
@@ -14,6 +16,7 @@ import { stringify } from 'yaml';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
 import { nginxHead } from './nginx.ts';
+import { installedCli } from './peers-installed.ts';
 import { CHAT_REQUEST, LARGE_ANSWER, LARGE_PATH, SMALL_ANSWER, SMALL_PATH } from './llm-bodies.ts';
 import type { Child } from './run.ts';
 
@@ -45,7 +48,7 @@ export interface BenchKit {
   median(values: readonly number[]): number;
 }
 
-type Kind = 'direct' | 'bare' | 'switchyard' | 'baseline' | 'agentgateway';
+type Kind = 'direct' | 'bare' | 'installed' | 'switchyard' | 'baseline' | 'agentgateway';
 type Size = 'small' | '16 KiB';
 
 interface Target {
@@ -202,19 +205,26 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   await kit.listening(bare);
   targets.push({ kind: 'bare', name: 'bare undici proxy', base: `http://127.0.0.1:${barePort}`, child: bare, pids: [] });
 
-  // Switchyard: its access log (on by default) goes to stdout, which is a file here.
-  const syFile = join(dir, 'switchyard.yaml');
-  const sy = await gatewayConfig(syFile, upstreamPort);
-  await warmCompileCache(kit, kit.cli, syFile, sy.readiness);
-  const syLog = join(dir, 'switchyard-access.log');
-  const syFd = openSync(syLog, 'w');
-  const switchyard = kit.startPinned('switchyard', kit.cpuTarget, kit.node, [kit.cli, '-f', syFile], syFd);
-  closeSync(syFd);
-  await kit.waitFor200(`http://127.0.0.1:${sy.readiness}/healthz/ready`, switchyard, performance.now());
-  targets.push({ kind: 'switchyard', name: 'switchyard host route', base: `http://127.0.0.1:${sy.port}`, child: switchyard, pids: [] });
+  // Switchyard as users run it: the npm package (packed from this checkout, installed into an empty app), then as
+  // the clone runs it. Same config, pinning and access log (on by default, to stdout, a file here) for both.
+  const installed = await installedCli(kit.root, dir, notes, (line) => console.log(line));
+  const logs: Partial<Record<Kind, string>> = {};
+  const startSwitchyard = async (kind: Kind, name: string, cli: string, nodeArgs: readonly string[] = [], env?: NodeJS.ProcessEnv): Promise<void> => {
+    const file = join(dir, `${kind}.yaml`);
+    const gw = await gatewayConfig(file, upstreamPort);
+    await warmCompileCache(kit, cli, file, gw.readiness, nodeArgs, env);
+    logs[kind] = join(dir, `${kind}-access.log`);
+    const fd = openSync(logs[kind], 'w');
+    const child = kit.startPinned(name, kit.cpuTarget, kit.node, [...nodeArgs, cli, '-f', file], fd, env);
+    closeSync(fd);
+    await kit.waitFor200(`http://127.0.0.1:${gw.readiness}/healthz/ready`, child, performance.now());
+    targets.push({ kind, name, base: `http://127.0.0.1:${gw.port}`, child, pids: [] });
+  };
+  if (installed) await startSwitchyard('installed', 'switchyard installed package', installed);
+  await startSwitchyard('switchyard', 'switchyard clone (TypeScript sources)', kit.cli);
 
-  // BENCH_PEERS_BASELINE: another checkout's Switchyard, same config and pinning, its rows interleaved with this
-  // one's (A/B in one run). Its access log goes to a file as well. BENCH_PEERS_BASELINE_NODE_ARGS: node flags for
+  // BENCH_PEERS_BASELINE: another checkout's Switchyard (or an installed package's folder), same config and pinning,
+  // its rows interleaved with this one's (A/B in one run). BENCH_PEERS_BASELINE_NODE_ARGS: node flags for
   // it (the same checkout with `--max-semi-space-size=16` measures a V8 setting). A flag the CLI sets itself skips
   // its re-execution and with it the environment of bin/node-flags.js, so BENCH_PEERS_BASELINE_ENV (`NAME=value`
   // words, e.g. `MALLOC_ARENA_MAX=1`) sets the baseline's environment: without it such an A/B also compares arenas.
@@ -222,25 +232,18 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   const baselineArgs = (process.env.BENCH_PEERS_BASELINE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const baselineEnv = (process.env.BENCH_PEERS_BASELINE_ENV ?? '').split(/\s+/).filter((kv) => kv.includes('='));
   if (baselineDir) {
-    const bFile = join(dir, 'baseline.yaml');
-    const b = await gatewayConfig(bFile, upstreamPort);
     const env = { ...process.env, ...Object.fromEntries(baselineEnv.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
-    await warmCompileCache(kit, join(baselineDir, 'bin/switchyard.js'), bFile, b.readiness, baselineArgs, env);
-    const bFd = openSync(join(dir, 'baseline-access.log'), 'w');
-    const baseline = kit.startPinned('switchyard baseline', kit.cpuTarget, kit.node, [...baselineArgs, join(baselineDir, 'bin/switchyard.js'), '-f', bFile], bFd, env);
-    closeSync(bFd);
-    await kit.waitFor200(`http://127.0.0.1:${b.readiness}/healthz/ready`, baseline, performance.now());
-    targets.push({ kind: 'baseline', name: `switchyard baseline (${[...baselineEnv, baselineDir, ...baselineArgs].join(' ')})`, base: `http://127.0.0.1:${b.port}`, child: baseline, pids: [] });
+    const name = `switchyard baseline (${[...baselineEnv, baselineDir, ...baselineArgs].join(' ')})`;
+    await startSwitchyard('baseline', name, join(baselineDir, 'bin/switchyard.js'), baselineArgs, env);
   }
 
   // agentgateway: one worker thread, pinned like Switchyard; its default logging (access log included) to a file.
   const agBin = agentgatewayBinary(kit.root);
-  let agLog: string | undefined;
   if (agBin) {
     const agFile = join(dir, 'agentgateway.yaml');
     const ag = await gatewayConfig(agFile, upstreamPort);
-    agLog = join(dir, 'agentgateway-access.log');
-    const agFd = openSync(agLog, 'w');
+    logs.agentgateway = join(dir, 'agentgateway-access.log');
+    const agFd = openSync(logs.agentgateway, 'w');
     const agentgateway = kit.startPinned('agentgateway', kit.cpuTarget, agBin, ['-f', agFile], agFd, { ...process.env, WORKER_THREADS: '1' });
     closeSync(agFd);
     try {
@@ -250,7 +253,7 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
     } catch (err) {
       notes.push(`agentgateway did not start, its rows are skipped: ${(err as Error).message.slice(0, 300)}`);
       await kit.stop(agentgateway);
-      agLog = undefined;
+      delete logs.agentgateway;
     }
   } else {
     notes.push('agentgateway rows skipped: no binary at BENCH_AGENTGATEWAY or ../shared/peers/agentgateway/agentgateway');
@@ -274,7 +277,9 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
       throw new Error(`${r.target.name} (${r.size}) answered ${res.status} with ${res.body.length} bytes (want 200 with ${r.answer.length}): ${res.body.slice(0, 200)}`);
     }
   }
-  const logsBefore = { switchyard: lineCount(syLog).lines, agentgateway: agLog ? lineCount(agLog).lines : 0 };
+  // Access-log lines before the load (the sanity POSTs and warm-ups wrote some).
+  const logged = Object.entries(logs) as [Kind, string][];
+  const linesBefore = new Map(logged.map(([kind, file]) => [kind, lineCount(file).lines]));
 
   await measure(kit, rows);
   for (const t of targets) await kit.stop(t.child);
@@ -301,7 +306,7 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
     );
   }
 
-  // One line per measure: the three proxies' figures, then Switchyard and agentgateway as ratios.
+  // One line per measure: the proxies' figures, then Switchyard (installed, clone) and agentgateway as ratios.
   type Measure = [label: string, unit: string, digits: number, of: (r: PeerRow) => number, size?: Size];
   const measures: Measure[] = [];
   for (const size of ['small', '16 KiB'] as const) {
@@ -314,8 +319,9 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
     );
   }
   measures.push(['RSS under load (largest)', 'MiB', 1, (r) => r.rss.length ? rss(r) : NaN]);
-  const hasAg = targets.some((t) => t.kind === 'agentgateway');
+  const has = (kind: Kind): boolean => targets.some((t) => t.kind === kind);
   const value = (kind: Kind, m: Measure): number => {
+    if (!has(kind)) return NaN;
     if (m[4]) {
       const r = rowOf(kind, m[4]);
       return r ? m[3](r) : NaN;
@@ -325,35 +331,43 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   };
   const cell = (v: number, m: Measure): string => (Number.isFinite(v) ? `${fmt(v, m[2])}${m[1] ? ` ${m[1]}` : ''}` : '—');
   const ratio = (a: number, b: number): string => (Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? `${fmt(a / b)}×` : '—');
-  console.log('\n| measure | bare undici proxy | switchyard | agentgateway | switchyard ÷ agentgateway | switchyard ÷ bare | agentgateway ÷ bare |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  // The headline is the installed package, what users run (ADR 0098); the clone's ratios beside it.
+  console.log('\n| measure | bare undici proxy | switchyard installed | switchyard clone | agentgateway | installed ÷ agentgateway | clone ÷ agentgateway | installed ÷ bare | agentgateway ÷ bare |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const m of measures) {
-    const [b, s, a] = [value('bare', m), value('switchyard', m), hasAg ? value('agentgateway', m) : NaN];
-    console.log(`| ${m[0]} | ${cell(b, m)} | ${cell(s, m)} | ${cell(a, m)} | ${ratio(s, a)} | ${ratio(s, b)} | ${ratio(a, b)} |`);
+    const [b, i, s, a] = [value('bare', m), value('installed', m), value('switchyard', m), value('agentgateway', m)];
+    console.log(`| ${m[0]} | ${cell(b, m)} | ${cell(i, m)} | ${cell(s, m)} | ${cell(a, m)} | ${ratio(i, a)} | ${ratio(s, a)} | ${ratio(i, b)} | ${ratio(a, b)} |`);
   }
   console.log('Ratios are this ÷ that of the same measure: below 1 is better, except req/s (above 1 is better).');
-  if (targets.some((t) => t.kind === 'baseline')) {
-    console.log('\n| measure | baseline | switchyard | switchyard ÷ baseline | per round (switchyard/baseline) |');
+  // A/B tables, each from the same interleaved rounds: the installed package against the clone, a baseline
+  // against this checkout's clone.
+  const abTable = (a: Kind, aName: string, b: Kind, bName: string): void => {
+    if (!has(a) || !has(b)) return;
+    console.log(`\n| measure | ${bName} | ${aName} | ${aName} ÷ ${bName} | per round (${aName}/${bName}) |`);
     console.log('|---|---:|---:|---:|---|');
-    for (const m of measures.filter((x) => x[4] !== undefined && (x[0].startsWith('CPU') || x[0].startsWith('req/s')))) {
-      const [b, s] = [value('baseline', m), value('switchyard', m)];
-      const [rb, rs] = [rowOf('baseline', m[4]!)!, rowOf('switchyard', m[4]!)!];
-      const perRound = (m[0].startsWith('CPU') ? rs.cpu : rs.rps).map((v, i) => fmt(v / (m[0].startsWith('CPU') ? rb.cpu : rb.rps)[i]!)).join(', ');
-      console.log(`| ${m[0]} | ${cell(b, m)} | ${cell(s, m)} | ${ratio(s, b)} | ${perRound} |`);
+    const perRound: [string, (r: PeerRow) => number[]][] = [['CPU', (r) => r.cpu], ['req/s', (r) => r.rps], ['RSS', (r) => r.rss]];
+    for (const m of measures.filter((x) => x[4] === undefined || x[0].startsWith('CPU') || x[0].startsWith('req/s'))) {
+      const of = perRound.find(([prefix]) => m[0].startsWith(prefix))![1];
+      const [ra, rb] = m[4] ? [[rowOf(a, m[4])!], [rowOf(b, m[4])!]] : [rows.filter((r) => r.target.kind === a), rows.filter((r) => r.target.kind === b)];
+      // RSS: the larger of the two answers' rows in each round.
+      const series = (rs: PeerRow[]): number[] => of(rs[0]!).map((_, round) => Math.max(...rs.map((r) => of(r)[round]!)));
+      const [sa, sb] = [series(ra), series(rb)];
+      console.log(`| ${m[0]} | ${cell(value(b, m), m)} | ${cell(value(a, m), m)} | ${ratio(value(a, m), value(b, m))} | ${sa.map((v, k) => fmt(v / sb[k]!)).join(', ')} |`);
     }
-  }
+  };
+  abTable('installed', 'installed', 'switchyard', 'clone');
+  abTable('switchyard', 'switchyard', 'baseline', 'baseline');
 
   // The access logs were written during the load (one line per request; the sanity POSTs came before).
   const served = (kind: Kind): number => rows.filter((r) => r.target.kind === kind).reduce((n, r) => n + r.served, 0);
-  const sy2 = lineCount(syLog);
-  const logs = [`switchyard ${sy2.lines - logsBefore.switchyard} lines (${fmt(sy2.mib, 1)} MiB) for ${served('switchyard')} measured requests`];
-  if (agLog) {
-    const ag2 = lineCount(agLog);
-    logs.push(`agentgateway ${ag2.lines - logsBefore.agentgateway} lines (${fmt(ag2.mib, 1)} MiB) for ${served('agentgateway')} measured requests`);
-    if (ag2.lines - logsBefore.agentgateway < served('agentgateway')) notes.push('agentgateway wrote fewer access-log lines than it served requests');
+  const written: string[] = [];
+  for (const [kind, file] of logged) {
+    const now = lineCount(file);
+    const lines = now.lines - linesBefore.get(kind)!;
+    written.push(`${targets.find((t) => t.kind === kind)!.name} ${lines} lines (${fmt(now.mib, 1)} MiB) for ${served(kind)} measured requests`);
+    if (lines < served(kind)) notes.push(`${targets.find((t) => t.kind === kind)!.name} wrote fewer access-log lines than it served requests`);
   }
-  console.log(`access-log lines written to files during the load (warm-ups add some): ${logs.join('; ')}`);
-  if (sy2.lines - logsBefore.switchyard < served('switchyard')) notes.push('switchyard wrote fewer access-log lines than it served requests');
+  console.log(`access-log lines written to files during the load (warm-ups add some): ${written.join('; ')}`);
   for (const r of rows.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.target.name} (${r.size}): ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
   return 0;
 }

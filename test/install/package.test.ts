@@ -1,14 +1,15 @@
 // Issue 9 item 1: the npm package runs where a user installs it. `npm pack` (whose prepack builds JavaScript and
-// .d.ts into build/, docs/adr/0022) on a copy of this checkout, `npm install` of the tarball into a scratch app,
-// then the installed `switchyard` command: --version, --validate-only on a shipped example, a gateway proxying a
-// request with type stripping off, and a third-party plugin written in TypeScript that imports `switchyard/sdk`
-// from the installed package (its source type-checks against the installed .d.ts; a wrong field does not; a guard
-// whose instance breaks the `switchyard/slots/ai` contract does not compile), and the three example plugin packages
-// of examples/plugins (test/install/example-plugins.ts, registered here to share this one pack and install).
+// .d.ts into build/, docs/adr/0022) on a copy of this checkout, `npm install` of the tarball into a scratch app
+// (test/helpers/packed-install.ts, shared with the peers bench), then the installed `switchyard` command: --version,
+// --validate-only on a shipped example, a gateway proxying a request with type stripping off, and a third-party
+// plugin written in TypeScript that imports `switchyard/sdk` from the installed package (its source type-checks
+// against the installed .d.ts; a wrong field does not; a guard whose instance breaks the `switchyard/slots/ai`
+// contract does not compile), and the three example plugin packages of examples/plugins
+// (test/install/example-plugins.ts, registered here to share this one pack and install).
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -16,8 +17,9 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { parse } from 'yaml';
 import { parseDockerfile } from '../deploy/dockerfile.ts';
-import { childEnv, runCommand, startCli } from '../helpers/cli-process.ts';
+import { runCommand, startCli } from '../helpers/cli-process.ts';
 import { describeExamplePlugins } from './example-plugins.ts';
+import { PACKAGE_ENV, packAndInstall } from '../helpers/packed-install.ts';
 import type { Run } from '../helpers/cli-process.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -30,13 +32,9 @@ const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 /** npm pack (a tsc build) plus an npm install of ~230 packages from the npm cache: slow on a shared machine. */
 const SETUP_MS = 480_000;
 
-/** What a clone holds that the package build reads; tests, docs and the git metadata stay behind. */
-const COPIED = ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'README.md', 'LICENSE', 'bin', 'kernel', 'plugins', 'schemas', 'examples', 'deploy', 'docs'];
+/** `node` on PATH is the Node running this test, for npm, npx and `#!/usr/bin/env node`. */
+const ENV = PACKAGE_ENV;
 
-/** `node` on PATH is the Node running this test (Node 24 from node_modules), for npm, npx and `#!/usr/bin/env node`. */
-const ENV = childEnv({ PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, npm_config_update_notifier: 'false' });
-
-const npm = (cwd: string, args: readonly string[], timeout = SETUP_MS): Promise<Run> => runCommand('npm', args, { cwd, env: ENV, timeout });
 const ok = (r: Run, what: string): Run => {
   assert.equal(r.code, 0, `${what} failed (exit ${r.code}):\n${r.stdout}\n${r.stderr}`);
   return r;
@@ -46,33 +44,14 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
   let tmp: string;
   let stage: string;
   let app: string;
-  let tarball: string;
   let packedFiles: string[];
   let installed: string;
 
   before(
     async () => {
       tmp = realpathSync(mkdtempSync(join(tmpdir(), 'switchyard-pkg-')));
-      // Packed from a copy: prepack points package.json at build/ until postpack, which must not happen under
-      // the other test files running from this checkout.
-      stage = join(tmp, 'stage');
-      mkdirSync(stage);
-      for (const entry of COPIED) {
-        if (!existsSync(join(ROOT, entry))) continue;
-        cpSync(join(ROOT, entry), join(stage, entry), { recursive: true, filter: (f) => !f.includes(`${'/'}node_modules`) });
-      }
-      symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'), 'dir');
-      const pack = ok(await npm(stage, ['pack', '--json', '--pack-destination', tmp]), 'npm pack');
-      const [info] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as [{ filename: string; files: { path: string }[] }];
-      tarball = join(tmp, info.filename);
-      packedFiles = info.files.map((f) => f.path);
-
-      app = join(tmp, 'app');
-      mkdirSync(app);
-      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'my-gateway', private: true, type: 'module' }));
-      // Plain `npm install` of the tarball; the npm cache (filled by `npm ci` of this checkout) serves what it can.
-      ok(await npm(app, ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball]), 'npm install of the tarball');
-      installed = join(app, 'node_modules', PKG.name);
+      ({ stage, packedFiles, app, installed } = await packAndInstall(ROOT, tmp, SETUP_MS));
+      assert.equal(installed, join(app, 'node_modules', PKG.name));
     },
     { timeout: SETUP_MS },
   );
