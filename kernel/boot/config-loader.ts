@@ -50,9 +50,12 @@ export interface ConfigLoaderServices {
 }
 
 /**
- * Config text to Snapshot for one gateway process: the plugin registry and schema validator (built once), then per
- * load parse, validate and compile, with the secrets each snapshot's config holds (for `/config_dump`) and the ones
- * the process log must never show.
+ * Config text to Snapshot for one gateway process: the plugin registry (built once), then per load parse, validate
+ * and compile, with the secrets each snapshot's config holds (for `/config_dump`) and the ones the process log must
+ * never show. With a precompiled-validator cache (the CLI's) the schema validator lives for one load only: the
+ * assembled schema and the precompiled validator's module are old space the data plane never reads, and a reload
+ * rebuilds them in a few ms from the cache (ADR 0099). Without one (embedders, tests) every validator is ajv's own
+ * compile, ~100 ms, so it is kept for the reloads.
  */
 export class ConfigLoader {
   private readonly options: ConfigLoaderOptions;
@@ -60,7 +63,10 @@ export class ConfigLoader {
   private readonly log: Logger;
   private readonly traces: TracingHolder;
   private registry: PluginRegistry | undefined;
-  private validator: ConfigValidator | undefined;
+  /** Plugin keys of this distribution and whether the start may skip the meta-schema check (set with the registry). */
+  private validation: { readonly knownKeys: readonly string[]; readonly checkSchema: boolean } | undefined;
+  /** The validator kept across loads when there is no precompiled-validator cache (the class comment). */
+  private keptValidator: ConfigValidator | undefined;
   private generation = 0;
   private expressions: CelExpressions | undefined;
   /** Where each live snapshot's secrets are, for `/config_dump`. */
@@ -90,7 +96,7 @@ export class ConfigLoader {
     return 'file' in c ? readConfigFile(c.file) : c.text;
   }
 
-  /** Build the registry and schema validator (once per process: plugin modules are static config). */
+  /** Build the plugin registry (once per process: plugin modules are static config). */
   async prepare(text?: string): Promise<void> {
     if (this.registry) return;
     await this.prepareWith(preloadPluginList(text ?? (await this.readText()), this.options.env));
@@ -105,13 +111,19 @@ export class ConfigLoader {
     // the meta-schema by the tests, so the start skips that check (about 60 ms, docs/perf.md "Startup").
     const known = new Set(knownKeys);
     const firstPartyOnly = thirdParty.length === 0 && this.registry.plugins().every(({ plugin }) => plugin.kind === 'slot' || known.has(plugin.key));
-    this.validator = new ConfigValidator(assembleSchema(this.registry), knownKeys, {
-      slotNouns: this.registry.slotNouns(),
-      checkSchema: !firstPartyOnly,
-      codeCache: this.options.validatorCache,
-    });
+    this.validation = { knownKeys, checkSchema: !firstPartyOnly };
     const celVariables = this.registry.plugins().flatMap(({ plugin }) => (plugin.kind === 'slot' ? [] : (plugin.celVariables ?? [])));
     this.expressions = new CelExpressions(celVariables);
+  }
+
+  /** The schema validator for one load: a new one per load with a code cache, else the one kept (the class comment). */
+  private validator(): ConfigValidator {
+    if (this.keptValidator) return this.keptValidator;
+    const { knownKeys, checkSchema } = this.validation!;
+    const codeCache = this.options.validatorCache;
+    const validator = new ConfigValidator(assembleSchema(this.registry!), knownKeys, { slotNouns: this.registry!.slotNouns(), checkSchema, codeCache });
+    if (!codeCache) this.keptValidator = validator;
+    return validator;
   }
 
   /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
@@ -120,7 +132,7 @@ export class ConfigLoader {
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     const parsed = parseConfigText(this.fileName, text, env);
     await this.prepareWith(pluginListOf(parsed));
-    const loaded = validateParsed(parsed, this.validator!);
+    const loaded = validateParsed(parsed, this.validator());
     const before = this.hidden.size;
     for (const h of loaded.hidden) this.hidden.add(h);
     if (this.hidden.size !== before) this.s.logger.configure({ scrub: compileScrubber(this.hidden) });

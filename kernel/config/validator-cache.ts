@@ -22,7 +22,6 @@ const { createHash } = process.getBuiltinModule('node:crypto');
  */
 export class ValidatorCodeCache {
   private readonly dir: string;
-  private readonly lazyRequire = createRequire(import.meta.url);
   private salt: string | undefined;
 
   constructor(dir: string) {
@@ -42,8 +41,17 @@ export class ValidatorCodeCache {
     const file = this.fileOf(schema);
     try {
       if (!this.safeDir(false)) return undefined;
-      const make = this.lazyRequire(file) as (rt: ValidatorRuntime, require: (id: string) => unknown) => (data: unknown) => boolean;
-      return make(rt, ajvRuntimeModule);
+      // A require of its own, and out of Node's module cache at once: the module (its source, ~130 KiB for the full
+      // preset, and its functions) is then reachable only from the validator returned, and goes with it when the
+      // load is done (ADR 0099). A `createRequire` function records what it loads as its parent's children, so one
+      // per load, not one per cache.
+      const require = createRequire(import.meta.url);
+      try {
+        const make = require(file) as (rt: ValidatorRuntime, require: (id: string) => unknown) => (data: unknown) => boolean;
+        return make(rt, ajvRuntimeModule);
+      } finally {
+        delete require.cache[require.resolve(file)]; // the cache's key is the real path
+      }
     } catch {
       return undefined;
     }

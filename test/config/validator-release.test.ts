@@ -1,0 +1,79 @@
+// With a precompiled-validator cache (the CLI's, ADR 0042), the config validator lives for one load (ADR 0099): after a
+// load neither it, nor the generated module it ran, nor ajv's instance of a first start stays reachable; a reload
+// builds them again, and its errors read as before (file:line:col, did you mean).
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, it } from 'node:test';
+import { queryObjects } from 'node:v8';
+import { ConfigLoadError, createGateway, LogSink } from 'switchyard';
+import { ConfigValidator } from '../../kernel/config/validate-config.ts';
+import { ValidatorCodeCache } from '../../kernel/config/validator-cache.ts';
+import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+import { headlines, yaml } from './helpers.ts';
+
+const VALID = yaml('binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - backends:', '              - host: 127.0.0.1:9');
+const INVALID = yaml('binds:', '  - port: 8080', '    listeners:', '      - protocol: HTTPX', '        routes: []');
+
+/** Live ConfigValidator instances after a full collection (`queryObjects` collects first). */
+const liveValidators = (): number => queryObjects(ConfigValidator, { format: 'count' }) as number;
+
+describe('the config validator after a load (ADR 0099)', { concurrency: false, skip: typeof queryObjects !== 'function' && 'v8.queryObjects needs Node 22' }, () => {
+  it('is not kept with a code cache: no validator and no generated module after a start; a reload with an error is still positioned', async () => {
+    const dir = testTempDir('switchyard-validators-');
+    try {
+      const validatorCache = new ValidatorCodeCache(dir);
+      const start = async (): Promise<ReturnType<typeof createGateway>> => {
+        const gateway = createGateway(
+          { preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { name: 'test.yaml', text: VALID }, watch: false, env: {}, validatorCache },
+          new LogSink(() => undefined),
+        );
+        await gateway.compile(VALID);
+        return gateway;
+      };
+      // First start: nothing precompiled, ajv validates and the code is written shortly after.
+      const first = await start();
+      const written = (): number => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.cjs')).length : 0);
+      for (let i = 0; i < 100 && written() === 0; i++) await sleep(50);
+      assert.equal(written(), 1, 'the validator code was written');
+      assert.equal(liveValidators(), 0, 'the first start kept no validator (nor its ajv instance)');
+      // Second start: the precompiled module runs, then goes.
+      const second = await start();
+      assert.equal(liveValidators(), 0, 'the second start kept no validator');
+      const real = realpathSync(dir);
+      const cached = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.startsWith(real));
+      assert.deepEqual(cached, [], 'the generated module is not in the module cache');
+      // A reload with an error: built again, positioned, with its suggestion. (Checked in a function of its own: an
+      // error's unformatted stack holds the frames' closures, the validator among them, while the error lives.)
+      const reloadError = async (): Promise<void> => {
+        const err = await second.compile(INVALID).then(
+          () => assert.fail('an invalid config compiled'),
+          (e: unknown) => e,
+        );
+        assert.ok(err instanceof ConfigLoadError);
+        assert.deepEqual(headlines(err), [
+          'test.yaml:4:19: must be one of `HTTP`, `HTTPS`, got the string "HTTPX"; did you mean `HTTP`? (at binds[0].listeners[0].protocol) [SWY_ERR_CONFIG_SCHEMA]',
+        ]);
+      };
+      await reloadError();
+      // Its plugin set (none) had no code yet: it is written 500 ms later, then nothing of the load is left.
+      for (let i = 0; i < 100 && written() < 2; i++) await sleep(50);
+      assert.equal(liveValidators(), 0, 'nor after the failed reload');
+      // And a valid reload still compiles.
+      assert.ok(await second.compile(VALID));
+      assert.ok(first);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is kept without a code cache (each would be a full ajv compile)', async () => {
+    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { name: 'test.yaml', text: VALID }, watch: false, env: {} }, new LogSink(() => undefined));
+    await gateway.compile(VALID);
+    await gateway.compile(VALID);
+    assert.equal(liveValidators(), 1);
+  });
+});
