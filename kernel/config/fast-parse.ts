@@ -1,4 +1,4 @@
-import { load } from 'js-yaml';
+import { loadYaml } from './js-yaml-lib.ts';
 
 /**
  * Text that needs the positioned `yaml` parse even when it is valid (docs/perf.md "Loading 100,000 routes"): `${VAR}` (expanded per
@@ -32,7 +32,7 @@ function needsDocument(text: string): boolean {
 export function parseWithoutPositions(text: string): unknown {
   if (needsDocument(text)) return undefined;
   try {
-    return load(text);
+    return loadYaml(text);
   } catch {
     return undefined;
   }

@@ -1,13 +1,16 @@
-// With a precompiled-validator cache (the CLI's, ADR 0042), the config validator lives for one load (ADR 0099): after a
-// load neither it, nor the generated module it ran, nor ajv's instance of a first start stays reachable; a reload
-// builds them again, and its errors read as before (file:line:col, did you mean).
+// What a config load uses and the data plane never does is not kept after it (ADR 0099): with a precompiled-validator
+// cache (the CLI's, ADR 0042) neither the config validator, nor the generated module it ran, nor ajv's instance of a
+// first start; nor js-yaml, the fast parser. A reload builds them again, and its errors read as before (file:line:col,
+// did you mean).
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
-import { queryObjects } from 'node:v8';
+import { queryObjects, writeHeapSnapshot } from 'node:v8';
+import { join } from 'node:path';
 import { ConfigLoadError, createGateway, LogSink } from 'switchyard';
+import { parseWithoutPositions } from '../../kernel/config/fast-parse.ts';
 import { ConfigValidator } from '../../kernel/config/validate-config.ts';
 import { ValidatorCodeCache } from '../../kernel/config/validator-cache.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
@@ -75,5 +78,26 @@ describe('the config validator after a load (ADR 0099)', { concurrency: false, s
     await gateway.compile(VALID);
     await gateway.compile(VALID);
     assert.equal(liveValidators(), 1);
+  });
+});
+
+describe('js-yaml after a load (ADR 0099)', () => {
+  it('parsed the config and is not kept: its source is not in the heap after a start, nor its module in the cache', async () => {
+    const dir = testTempDir('switchyard-js-yaml-');
+    try {
+      // The fast parse itself (not the positioned fallback it gives way to when js-yaml cannot load).
+      assert.deepEqual(parseWithoutPositions(VALID), { binds: [{ port: 8080, listeners: [{ routes: [{ backends: [{ host: '127.0.0.1:9' }] }] }] }] });
+      const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { name: 'test.yaml', text: VALID }, watch: false, env: {} }, new LogSink(() => undefined));
+      assert.ok(await gateway.compile(VALID));
+      const cached = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('/js-yaml/'));
+      assert.deepEqual(cached, [], 'js-yaml is not in the module cache');
+      // Its source starts with its banner; a module that stays loaded keeps its source in the heap. (The pattern is
+      // made after the snapshot, so the heap holds no string it matches but js-yaml's own.)
+      const file = writeHeapSnapshot(join(dir, 'after-load.heapsnapshot'));
+      const banner = new RegExp(['/\\*! js-yaml', '[0-9.]+ https:'].join(' '));
+      assert.equal(banner.test(readFileSync(file, 'latin1')), false, "js-yaml's source is still in the heap");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
