@@ -88,7 +88,7 @@ export function agentgatewayBinary(root: string): string | undefined {
 }
 
 /** The same `binds` YAML for both gateways: one `host` route for every path; the admin servers on loopback. */
-async function gatewayConfig(file: string, upstreamPort: number): Promise<{ port: number; readiness: number }> {
+export async function gatewayConfig(file: string, upstreamPort: number): Promise<{ port: number; readiness: number; stats: number }> {
   const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const route = { name: 'host', matches: [{ path: { pathPrefix: '/' } }], backends: [{ host: `127.0.0.1:${upstreamPort}` }] };
   writeFileSync(
@@ -98,7 +98,7 @@ async function gatewayConfig(file: string, upstreamPort: number): Promise<{ port
       binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }],
     }),
   );
-  return { port, readiness };
+  return { port, readiness, stats };
 }
 
 /**
@@ -106,7 +106,7 @@ async function gatewayConfig(file: string, upstreamPort: number): Promise<{ port
  * `error_page 405 =200` turns into the file (an internal redirect as a GET); `return` cannot hold 16 KiB. The worker
  * runs as the bench's user (nginx ignores `user` when not started as root): the files are in the run's 0700 directory.
  */
-function nginxUpstreamConfig(dir: string, port: number): string {
+export function nginxUpstreamConfig(dir: string, port: number): string {
   mkdirSync(join(dir, 'www'), { recursive: true });
   writeFileSync(join(dir, 'www/small.json'), SMALL_ANSWER);
   writeFileSync(join(dir, 'www/large.json'), LARGE_ANSWER);
