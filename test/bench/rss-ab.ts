@@ -8,7 +8,9 @@
 //          name=/path/with/bin/switchyard.js  name2=pack:/path/to/checkout ...
 //   A path is a checkout (its TypeScript sources) or an installed package's folder (`<app>/node_modules/switchyard`);
 //   `pack:<checkout>` packs that checkout and installs the tarball into an empty app first (the peers bench's
-//   installed row, test/helpers/packed-install.ts). RSS_AB_NODE_ARGS: node flags for every gateway.
+//   installed row, test/helpers/packed-install.ts). After the path, `+node=--flag,--other` gives that gateway more
+//   node flags and `+env=NAME=value,OTHER=value` more environment (e.g. `x=/app/node_modules/switchyard+env=
+//   NODE_DISABLE_COMPILE_CACHE=1`). RSS_AB_NODE_ARGS: node flags for every gateway.
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +25,8 @@ import { gatewayConfig, nginxUpstreamConfig } from './peers.ts';
 interface Gateway {
   readonly name: string;
   readonly cli: string;
+  readonly nodeArgs: readonly string[];
+  readonly env: NodeJS.ProcessEnv;
   child?: ChildProcess;
   url: string;
   stats: number;
@@ -101,14 +105,17 @@ async function main(args: string[]): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'rss-ab-'));
   try {
     const gateways: Gateway[] = [];
-    for (const [name, where] of named) {
-      let root = resolve(where);
-      if (where.startsWith('pack:')) {
+    for (const [name, spec] of named) {
+      const [where, ...options] = spec.split('+');
+      const option = (key: string): string[] => options.filter((o) => o.startsWith(`${key}=`)).flatMap((o) => o.slice(key.length + 1).split(','));
+      let root = resolve(where!);
+      if (where!.startsWith('pack:')) {
         mkdirSync(join(dir, name));
-        root = (await packAndInstall(resolve(where.slice('pack:'.length)), join(dir, name), 600_000)).installed;
+        root = (await packAndInstall(resolve(where!.slice('pack:'.length)), join(dir, name), 600_000)).installed;
         console.log(`${name}: packed and installed into ${root}`);
       }
-      gateways.push({ name, cli: join(root, 'bin/switchyard.js'), url: '', stats: 0, rss: [], cpu: [], rps: [], heapUsed: [], heapTotal: [], external: [] });
+      const env = { ...process.env, ...Object.fromEntries(option('env').map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])) };
+      gateways.push({ name, cli: join(root, 'bin/switchyard.js'), nodeArgs: [...nodeArgs, ...option('node')], env, url: '', stats: 0, rss: [], cpu: [], rps: [], heapUsed: [], heapTotal: [], external: [] });
     }
     const upstreamPort = await freePort();
     writeFileSync(join(dir, 'nginx.conf'), nginxUpstreamConfig(dir, upstreamPort));
@@ -120,11 +127,11 @@ async function main(args: string[]): Promise<void> {
       const ready = `http://127.0.0.1:${cfg.readiness}/healthz/ready`;
       // A start to ready and back first: the measured start then finds Node's compile cache warm, as the peers
       // bench's does (a clone's cold start loads the TypeScript stripper, +12-16 MiB).
-      const warm = start('0', [process.execPath, ...nodeArgs, g.cli, '-f', file]);
+      const warm = start('0', [process.execPath, ...g.nodeArgs, g.cli, '-f', file], 'ignore', g.env);
       await waitFor200(ready, warm);
       await stop(warm);
       const fd = openSync(join(dir, `${g.name}-access.log`), 'w');
-      g.child = start('0', [process.execPath, ...nodeArgs, g.cli, '-f', file], fd);
+      g.child = start('0', [process.execPath, ...g.nodeArgs, g.cli, '-f', file], fd, g.env);
       closeSync(fd);
       await waitFor200(ready, g.child);
       g.url = `http://127.0.0.1:${cfg.port}${path}`;
