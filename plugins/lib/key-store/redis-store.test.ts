@@ -56,7 +56,13 @@ after(async () => {
 });
 
 /** Count the commands a store sends (each is one round trip unless pipelined with others). */
-const countCommands = (store: RedisKeyStore): { readonly n: number } => countCalls((store as unknown as { client: object }).client, 'command');
+/** Commands the store sends, at once (`command`) or queued for the end of the turn (`queue`: key lookups). */
+const countCommands = (store: RedisKeyStore): { readonly n: number } => {
+  const client = (store as unknown as { client: object }).client;
+  const now = countCalls(client, 'command');
+  const queued = countCalls(client, 'queue');
+  return { get n() { return now.n + queued.n; } };
+};
 const open = (prefix: string) => () => RedisKeyStore.open(url, prefix);
 
 test('redis store: settlements ride on the next reservation; refused reservations still apply them; the timer sends them alone', { skip }, () =>

@@ -196,7 +196,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   private async fetch(digest: string): Promise<KeyRecord | undefined> {
-    const json = await this.client.command('GET', this.digestKey(digest));
+    const json = await this.client.queue('GET', this.digestKey(digest));
     if (typeof json !== 'string') return undefined;
     // An unchanged key is not parsed again (and keeps its identity, so the policy's per-record views are reused).
     let record = this.parsed.get(json);

@@ -3,7 +3,8 @@
 // sends"). Real TCP peers on 127.0.0.1 that are not Redis.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import type { Server, Socket } from 'node:net';
+import { Socket } from 'node:net';
+import type { Server } from 'node:net';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { RespClient } from './resp.ts';
@@ -169,5 +170,34 @@ test('a long status line in many small chunks: its end looked for once (linear t
   } finally {
     client.close();
     await peer.close();
+  }
+});
+
+test('commands queued while others await replies go in one write (with the next command, or at the end of the turn); replies keep their order (ADR 0101)', async () => {
+  // A peer answering each command with its number (the commands here have no '*' in their arguments).
+  let seq = 0;
+  const server = createServer((socket) => socket.on('data', (d: Buffer) => {
+    let out = '';
+    for (const ch of d.toString('latin1')) if (ch === '*') out += `:${seq++}\r\n`;
+    socket.write(out);
+  }));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const client = new RespClient(`redis://127.0.0.1:${(server.address() as { port: number }).port}`);
+  const writes: string[] = [];
+  const write = Socket.prototype.write;
+  try {
+    assert.equal(await client.command('PING'), 0);
+    Socket.prototype.write = function (this: Socket, chunk: unknown, ...rest: unknown[]) {
+      if (typeof chunk === 'string' && chunk.startsWith('*')) writes.push(chunk.replace(/\*\d+\r\n|\$\d+\r\n|\r\n/g, (m) => (m.startsWith('*') ? '|' : m === '\r\n' ? ' ' : '')).trim());
+      return (write as (...a: unknown[]) => boolean).call(this, chunk, ...rest);
+    } as typeof write;
+    const replies = [client.queue('GET', 'a'), client.queue('GET', 'b'), client.queue('GET', 'c'), client.command('SET', 'd', '1'), client.queue('GET', 'e'), client.queue('GET', 'f')];
+    assert.deepEqual(await within(Promise.all(replies), 5000, 'the replies'), [1, 2, 3, 4, 5, 6]);
+    assert.deepEqual(writes, ['|GET a', '|GET b |GET c |SET d 1', '|GET e |GET f'], 'nothing awaited: at once; then held for the SET, then for the end of the turn');
+  } finally {
+    Socket.prototype.write = write;
+    client.close();
+    server.close();
   }
 });

@@ -1,5 +1,6 @@
 // A small Redis client (RESP2 over one TCP connection, pipelined): the key store needs a handful of commands, and
-// a full client library would be a dependency loaded by few. Reconnects on the next command after a drop.
+// a full client library would be a dependency loaded by few. Reconnects on the next command after a drop. Commands
+// queued while others await their replies go in one write at the end of the event-loop turn (ADR 0101).
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 
@@ -148,6 +149,18 @@ export class RespClient {
   /** The framing walk of the reply at the start of `unparsed`, where the last chunk left it. */
   private readonly walk = new Walk();
   private closed = false;
+  /**
+   * Commands queued (`queue`) for `held`'s socket and not written yet: written in one write with the next `command`,
+   * or at the end of this event-loop turn. Each write is a system call and a wake-up of Redis, and of the loopback's
+   * receive path on the same cores: with many keys the key lookups of a turn were a write each.
+   */
+  private held = '';
+  private heldOn: Socket | undefined;
+  private flushing = false;
+  private readonly flushHeld = (): void => {
+    this.flushing = false;
+    this.writeHeld('');
+  };
 
   /** `redis://[:password@]host[:port][/db]`. */
   constructor(url: string) {
@@ -260,16 +273,51 @@ export class RespClient {
     for (const p of this.pending.splice(0)) p.reject(err);
   }
 
-  private send(socket: Socket, args: readonly (string | number)[]): Promise<RespValue> {
+  /** Write what is held (if its socket is still the one) with `more` after it, in one write. */
+  private writeHeld(more: string): void {
+    const socket = this.heldOn;
+    const out = this.held + more;
+    this.held = '';
+    this.heldOn = undefined;
+    if (out !== '' && socket !== undefined && !socket.destroyed) socket.write(out, 'utf8');
+  }
+
+  /** `hold`: written at the end of this turn when other commands await replies (then in one write with them). */
+  private send(socket: Socket, args: readonly (string | number)[], hold = false): Promise<RespValue> {
     return new Promise((resolve, reject) => {
       this.pending.push({ resolve, reject });
-      socket.write(encode(args), 'utf8');
+      if (this.heldOn !== undefined && this.heldOn !== socket) {
+        // Held for a connection since closed: its commands have failed already.
+        this.held = '';
+        this.heldOn = undefined;
+      }
+      if (!hold || this.pending.length === 1) {
+        if (this.heldOn === undefined) socket.write(encode(args), 'utf8');
+        else this.writeHeld(encode(args));
+        return;
+      }
+      this.held += encode(args);
+      this.heldOn = socket;
+      if (!this.flushing) {
+        this.flushing = true;
+        setImmediate(this.flushHeld);
+      }
     });
   }
 
+  /** Send a command now (with any queued before it, in one write). */
   async command(...args: (string | number)[]): Promise<RespValue> {
     if (this.closed) throw new Error('redis client closed');
     return this.send(await this.open(), args);
+  }
+
+  /**
+   * Send a command now if no other awaits a reply; otherwise at the end of this event-loop turn, in one write with
+   * the others queued meanwhile (the key lookups of many requests at once). Replies keep the commands' order.
+   */
+  async queue(...args: (string | number)[]): Promise<RespValue> {
+    if (this.closed) throw new Error('redis client closed');
+    return this.send(await this.open(), args, true);
   }
 
   close(): void {
