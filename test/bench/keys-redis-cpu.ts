@@ -41,11 +41,21 @@ const cpuOf = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) * TICK;
 };
-const info = async (): Promise<{ calls: Map<string, number>; bytes: number }> => {
+/** Read and write system calls of a process so far (/proc/<pid>/io): socket reads and writes are most of them here. */
+const syscalls = (pid: number | 'self'): { r: number; w: number } => {
+  const text = readFileSync(`/proc/${pid}/io`, 'utf8');
+  return { r: Number(/syscr: (\d+)/.exec(text)?.[1] ?? 0), w: Number(/syscw: (\d+)/.exec(text)?.[1] ?? 0) };
+};
+const info = async (): Promise<{ calls: Map<string, number>; usec: Map<string, number>; bytes: number; out: number }> => {
   const text = String(await admin.command('INFO', 'all'));
   const calls = new Map<string, number>();
-  for (const m of text.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) calls.set(m[1]!, Number(m[2]));
-  return { calls, bytes: Number(/total_net_input_bytes:(\d+)/.exec(text)?.[1] ?? 0) };
+  const usec = new Map<string, number>();
+  for (const m of text.matchAll(/^cmdstat_(\w+):calls=(\d+),usec=(\d+)/gm)) {
+    calls.set(m[1]!, Number(m[2]));
+    usec.set(m[1]!, Number(m[3]));
+  }
+  const num = (re: RegExp): number => Number(re.exec(text)?.[1] ?? 0);
+  return { calls, usec, bytes: num(/total_net_input_bytes:(\d+)/), out: num(/total_net_output_bytes:(\d+)/) };
 };
 
 const window = (period: 'month' | 'day'): { tag: string; exp: number } => {
@@ -69,7 +79,7 @@ const flow = (k: number) => {
   return { digest: digestOf(secret(k)), lines, deltas };
 };
 
-interface Row { name: string; store: KeyStore; flows: ReturnType<typeof flow>[]; turn: number; redis: number[]; own: number[]; calls: Map<string, number>; bytes: number; n: number }
+interface Row { name: string; store: KeyStore; flows: ReturnType<typeof flow>[]; turn: number; redis: number[]; own: number[]; calls: Map<string, number>; usec: Map<string, number>; bytes: number; out: number; sys: number[]; n: number }
 
 async function open(root: string, prefix: string): Promise<KeyStore> {
   const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as { openStore: (s: unknown, cwd: string) => Promise<KeyStore> };
@@ -98,8 +108,8 @@ if (process.env.KEYS_BASELINE) roots.push([' (baseline)', resolve(process.env.KE
 const rows: Row[] = [];
 for (const [tag, root] of roots) {
   const p = tag ? 'b' : 'n';
-  rows.push({ name: `1 key${tag}`, store: await open(root, `${p}1:`), flows: [flow(500)], turn: 0, redis: [], own: [], calls: new Map(), bytes: 0, n: 0 });
-  rows.push({ name: `${KEYS} keys in turn${tag}`, store: await open(root, `${p}k:`), flows: Array.from({ length: KEYS }, (_, i) => flow(i)), turn: 0, redis: [], own: [], calls: new Map(), bytes: 0, n: 0 });
+  rows.push({ name: `1 key${tag}`, store: await open(root, `${p}1:`), flows: [flow(500)], turn: 0, redis: [], own: [], calls: new Map(), usec: new Map(), bytes: 0, out: 0, sys: [0, 0, 0, 0], n: 0 });
+  rows.push({ name: `${KEYS} keys in turn${tag}`, store: await open(root, `${p}k:`), flows: Array.from({ length: KEYS }, (_, i) => flow(i)), turn: 0, redis: [], own: [], calls: new Map(), usec: new Map(), bytes: 0, out: 0, sys: [0, 0, 0, 0], n: 0 });
 }
 for (const row of rows) {
   await round(row, 1000);
@@ -110,14 +120,19 @@ for (let r = 0; r < rounds; r++) {
     await sleep(1500); // the previous row's lazy sums and timers settle first
     const i0 = await info();
     const r0 = cpuOf(redis.pid!);
+    const s0 = [syscalls('self'), syscalls(redis.pid!)];
     const c0 = process.cpuUsage();
     await round(row, perRound);
     const c = process.cpuUsage(c0);
+    const s1 = [syscalls('self'), syscalls(redis.pid!)];
+    [s1[0]!.r - s0[0]!.r, s1[0]!.w - s0[0]!.w, s1[1]!.r - s0[1]!.r, s1[1]!.w - s0[1]!.w].forEach((v, i) => (row.sys[i]! += v));
     row.redis.push((cpuOf(redis.pid!) - r0) / perRound);
     row.own.push((c.user + c.system) / perRound);
     const i1 = await info();
     for (const [k, v] of i1.calls) if (k !== 'info') row.calls.set(k, (row.calls.get(k) ?? 0) + v - (i0.calls.get(k) ?? 0));
+    for (const [k, v] of i1.usec) if (k !== 'info') row.usec.set(k, (row.usec.get(k) ?? 0) + v - (i0.usec.get(k) ?? 0));
     row.bytes += i1.bytes - i0.bytes;
+    row.out += i1.out - i0.out;
     row.n += perRound;
     // What the row's store still holds (lifetime sums, held refunds: ADR 0091, 0097) is written now, outside the
     // measure (after the warm-up too): its idle timers would otherwise write it during the next row's round.
@@ -125,10 +140,10 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 const med = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]!;
-console.log(`${rounds} × ${perRound} at c=${concurrency}\n| row | redis-server CPU µs/req (rounds) | median | this process CPU µs/req (median) | commands/req | bytes read/req |\n|---|---|---:|---:|---|---:|`);
+console.log(`${rounds} × ${perRound} at c=${concurrency}\n| row | redis-server CPU µs/req (rounds) | median | this process CPU µs/req (rounds) | median | commands/req (µs per call, INFO commandstats: a script's includes its commands') | bytes read/req | bytes written/req | read, write calls/req: this process; redis-server |\n|---|---|---:|---|---:|---|---:|---:|---|`);
 for (const row of rows) {
-  const calls = [...row.calls].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${(v / row.n).toFixed(2)}`).join(', ');
-  console.log(`| ${row.name} | ${row.redis.map((x) => x.toFixed(0)).join(', ')} | ${med(row.redis).toFixed(1)} | ${med(row.own).toFixed(0)} | ${calls} | ${(row.bytes / row.n).toFixed(0)} |`);
+  const calls = [...row.calls].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${(v / row.n).toFixed(2)} (${((row.usec.get(k) ?? 0) / v).toFixed(2)})`).join(', ');
+  console.log(`| ${row.name} | ${row.redis.map((x) => x.toFixed(0)).join(', ')} | ${med(row.redis).toFixed(1)} | ${row.own.map((x) => x.toFixed(0)).join(', ')} | ${med(row.own).toFixed(1)} | ${calls} | ${(row.bytes / row.n).toFixed(0)} | ${(row.out / row.n).toFixed(0)} | ${row.sys.map((v) => (v / row.n).toFixed(3)).join(', ')} |`);
 }
 for (const row of rows) await row.store.close();
 admin.close();
