@@ -158,7 +158,7 @@ test("redis store, many keys (ADR 0091): a batch's script reads every counter wi
     assert.equal(delta('pexpireat'), 0, 'the expiry goes with the SET');
     assert.equal(delta('get'), 0, 'no GET per counter');
     assert.equal(delta('mget'), n, 'one MGET per script');
-    assert.ok(delta('exists') <= 2 * n, `each digest checked once per script: ${delta('exists')} EXISTS in ${n} scripts`);
+    assert.equal(delta('exists'), n, `the batch's digests checked by one EXISTS per script (ADR 0101): ${delta('exists')} in ${n} scripts`);
     // 10 settled + 24 key counters + the shared one (written once per script).
     assert.ok(delta('set') <= 10 + 24 + n, `one SET per changed counter per script: ${delta('set')}`);
     assert.deepEqual(await other.values(['k:old3:tokens:day', 'k:new5:usd:month', 'k:new5:tokens:day', 'g:tokens:day']), [5, 1, 10, 120]);
@@ -187,6 +187,32 @@ test("redis store, many keys (ADR 0091): a batch's script reads every counter wi
     raw.close();
     await store.close();
     await other.close();
+  }
+});
+
+test("redis store (ADR 0101): a counter that exists keeps the expiry it was created with (SET … KEEPTTL); a batch with a gone key among live ones refuses only that one", { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'keep:');
+  const raw = new RespClient(url);
+  try {
+    for (const id of ['a', 'b', 'c']) await store.create({ id, budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(id));
+    const hour = Date.now() + 3_600_000;
+    const line = (expiresAt: number) => [{ counter: 'k:x:tokens:day', limit: 1e9, amount: 5, expiresAt }];
+    assert.equal(await store.reserve(line(hour)), -1);
+    assert.equal(await store.reserve(line(hour + 3_600_000)), -1);
+    const ttl = Number(await raw.command('PTTL', 'keep:c:k:x:tokens:day'));
+    assert.ok(ttl > 3_500_000 && ttl <= 3_600_000, `the expiry set at creation is kept, not rewritten: ${ttl}`);
+    assert.deepEqual(await store.values(['k:x:tokens:day']), [10]);
+    // b revoked: its reservation is refused (nothing taken), a's and c's in the same script go through.
+    assert.ok(await store.revoke('b', new Date().toISOString()));
+    const before = await commandCalls(raw);
+    const results = await Promise.all(['a', 'b', 'c', 'a'].map((id) => store.reserve([{ counter: `k:${id}:n`, limit: 1e9, amount: 1, expiresAt: hour }], digestOf(id))));
+    const after = await commandCalls(raw);
+    assert.deepEqual(results, [-1, KEY_GONE, -1, -1]);
+    assert.deepEqual(await store.values(['k:a:n', 'k:b:n', 'k:c:n']), [2, 0, 1]);
+    assert.ok((after.get('exists') ?? 0) - (before.get('exists') ?? 0) <= 2 * (1 + 3), 'one EXISTS for the batch, then one per digest');
+  } finally {
+    raw.close();
+    await store.close();
   }
 });
 

@@ -12,27 +12,41 @@ import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 /**
- * The reservations of one event-loop turn in one script (ADR 0048, 0061, 0091): one round trip, and one wake-up of
- * Redis, for all the requests that reached their reservation together. KEYS: the counters the batch names, once
+ * The reservations of one event-loop turn in one script (ADR 0048, 0061, 0091, 0101): one round trip, and one wake-up
+ * of Redis, for all the requests that reached their reservation together. KEYS: the counters the batch names, once
  * each (ARGV[1] of them), then its digest entries. ARGV: the counter count; m, then m queued settlements (counter
  * index, amount, expiresAt); R, then R reservations: the digest entry's index among the digests (0: no check), n,
  * then n lines (counter index, limit, amount, expiresAt). Settlements apply first; then each reservation in order
  * checks that its key still exists, checks every line against the values so far (its settlements and the batch's
  * earlier reservations included) and, if none is at its limit, adds to each. Every counter is read by one MGET and
- * each changed one written once at the end with its expiry (SET … PXAT: one command, where SET then PEXPIREAT made
- * Redis drop and re-add the key's expiry), as the sum computed in Lua with 17 significant digits (a double read back
- * exactly; inside a script INCRBYFLOAT costs Redis several times a SET). With many keys a batch names a dozen
- * counters per request: one command per counter read, and one per expiry, were most of Redis's work (ADR 0091).
- * Returns one answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), or -1.
- * `pxat`: the server has SET's PXAT option (Redis 6.2); an older one gets SET then PEXPIREAT.
+ * each changed one written once at the end, as the sum computed in Lua with 17 significant digits (a double read
+ * back exactly; inside a script INCRBYFLOAT costs Redis several times a SET). A counter the MGET found keeps its
+ * expiry (SET … KEEPTTL: its window's end, set when it was made, does not change); a new one gets it with PXAT (one
+ * command, ADR 0091). The digests are checked by one EXISTS of them all; only when it counts fewer than there are is
+ * each asked alone (a key gone meanwhile: rare). With many keys a batch names a dozen counters and digests per
+ * request: a command per digest, and Redis dropping and re-adding each written counter's expiry, were a large part
+ * of its work (ADR 0101). Returns one answer per reservation: the refusing line's index, -2 when the key is gone
+ * (nothing taken), or -1. `pxat`: the server has SET's PXAT option (Redis 6.2); an older one gets SET then PEXPIREAT.
  */
 export const reserveScript = (pxat: boolean): string => `
 local nc = tonumber(ARGV[1])
-local vals, exps, dirty, live = {}, {}, {}, {}
+local vals, was, exps, dirty, live = {}, {}, {}, {}, {}
 for from = 1, nc, 4000 do
   local to = math.min(nc, from + 3999)
   local got = redis.call('MGET', unpack(KEYS, from, to))
-  for i = from, to do vals[i] = tonumber(got[i - from + 1] or '0') end
+  for i = from, to do
+    local v = got[i - from + 1]
+    was[i] = v
+    vals[i] = tonumber(v or '0')
+  end
+end
+local nd = #KEYS - nc
+if nd > 0 then
+  local all = 0
+  for from = nc + 1, #KEYS, 4000 do all = all + redis.call('EXISTS', unpack(KEYS, from, math.min(#KEYS, from + 3999))) end
+  if all == nd then
+    for d = 1, nd do live[d] = true end
+  end
 end
 local function add(i, amount, exp)
   vals[i] = vals[i] + amount
@@ -81,8 +95,8 @@ end
 for i in pairs(dirty) do
 ${
   pxat
-    ? `  if exps[i] ~= '0' then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', exps[i])
-  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i])) end`
+    ? `  if exps[i] == '0' or was[i] then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'KEEPTTL')
+  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', exps[i]) end`
     : `  redis.call('SET', KEYS[i], string.format('%.17g', vals[i]))
   if exps[i] ~= '0' then redis.call('PEXPIREAT', KEYS[i], exps[i]) end`
 }
