@@ -9,7 +9,7 @@
 //
 //   node test/bench/keys-redis-cpu.ts [rounds=5] [requests per round=3000] [concurrency=50]
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,7 +26,6 @@ const perRound = Number(process.argv[3] ?? 3000);
 const concurrency = Number(process.argv[4] ?? 50);
 const KEYS = Number(process.env.KEYS_IN_TURN ?? 1000);
 const TEAMS = 100;
-const TICK = 1e6 / 100;
 const secret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
 
 const bin = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
@@ -37,9 +36,11 @@ const redis = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save
 await waitForPort(port, Date.now() + 10_000);
 const url = `redis://127.0.0.1:${port}`;
 const admin = new RespClient(url);
+/** A process's CPU time in µs, all its threads: the scheduler's nanosecond count (/proc/<pid>/task/<tid>/schedstat), not /proc's 10 ms ticks. */
 const cpuOf = (pid: number): number => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * TICK;
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+  return ns / 1000;
 };
 /** Read and write system calls of a process so far (/proc/<pid>/io): socket reads and writes are most of them here. */
 const syscalls = (pid: number | 'self'): { r: number; w: number } => {
@@ -143,7 +144,7 @@ const med = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]
 console.log(`${rounds} × ${perRound} at c=${concurrency}\n| row | redis-server CPU µs/req (rounds) | median | this process CPU µs/req (rounds) | median | commands/req (µs per call, INFO commandstats: a script's includes its commands') | bytes read/req | bytes written/req | read, write calls/req: this process; redis-server |\n|---|---|---:|---|---:|---|---:|---:|---|`);
 for (const row of rows) {
   const calls = [...row.calls].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${(v / row.n).toFixed(2)} (${((row.usec.get(k) ?? 0) / v).toFixed(2)})`).join(', ');
-  console.log(`| ${row.name} | ${row.redis.map((x) => x.toFixed(0)).join(', ')} | ${med(row.redis).toFixed(1)} | ${row.own.map((x) => x.toFixed(0)).join(', ')} | ${med(row.own).toFixed(1)} | ${calls} | ${(row.bytes / row.n).toFixed(0)} | ${(row.out / row.n).toFixed(0)} | ${row.sys.map((v) => (v / row.n).toFixed(3)).join(', ')} |`);
+  console.log(`| ${row.name} | ${row.redis.map((x) => x.toFixed(1)).join(', ')} | ${med(row.redis).toFixed(1)} | ${row.own.map((x) => x.toFixed(0)).join(', ')} | ${med(row.own).toFixed(1)} | ${calls} | ${(row.bytes / row.n).toFixed(0)} | ${(row.out / row.n).toFixed(0)} | ${row.sys.map((v) => (v / row.n).toFixed(3)).join(', ')} |`);
 }
 for (const row of rows) await row.store.close();
 admin.close();
