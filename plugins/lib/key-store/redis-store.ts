@@ -133,8 +133,22 @@ const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 /** The scripts' SHA-1s, computed once (not on every call). */
 const SHAS = new Map<string, string>([RESERVE, RESERVE_OLD, MOVE].map((body) => [body, sha1(body)]));
 const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
-/** Counters' prefixed Redis keys kept, emptied when full (10,000 keys in use × 4 counters, their teams' and a few more). */
-const COUNTER_KEYS_MAX = 65_536;
+/** Counters' slots kept, emptied when full (10,000 keys in use × 4 counters, their teams' and a few more). */
+const SLOTS_MAX = 65_536;
+/** Digests' slots kept, emptied when full (10,000 keys in use and some). */
+const DIGEST_SLOTS_MAX = 16_384;
+
+/**
+ * A counter's (or digest's) Redis key, made once, and its place in the script being built: one Map lookup per line
+ * finds both (ADR 0101). With keys in turn a script names a few new counters per request; a Map of names to indexes
+ * per script, and a second lookup for the prefixed key, were most of the store's own work per line.
+ */
+interface Slot {
+  readonly key: string;
+  /** The script (`scripts` count) whose KEYS hold this key, at `at` (1-based). */
+  script: number;
+  at: number;
+}
 /** Parsed key records kept (by their stored JSON), emptied when full. */
 const PARSED_MAX = 4096;
 
@@ -143,7 +157,10 @@ export class RedisKeyStore implements KeyStore {
   private readonly client: RespClient;
   private readonly prefix: string;
   private readonly parsed = new Map<string, KeyRecord>();
-  private readonly counterKeys = new Map<string, string>();
+  private readonly counterSlots = new Map<string, Slot>();
+  private readonly digestSlots = new Map<string, Slot>();
+  /** Scripts built so far (a slot's `script` says whether it is in the one being built). */
+  private scripts = 0;
   /** Records found lately, confirmed by each reservation's script (key-cache.ts). */
   private readonly cache = new KeyCache();
   /** Reservations waiting for the end of this event-loop turn, to be sent together. */
@@ -194,15 +211,18 @@ export class RedisKeyStore implements KeyStore {
     return `${this.prefix}id:${id}`;
   }
 
-  /** A counter's Redis key, kept per counter name (a few per key and window; emptied when full). */
-  private counterKey(name: string): string {
-    let key = this.counterKeys.get(name);
-    if (key === undefined) {
-      if (this.counterKeys.size >= COUNTER_KEYS_MAX) this.counterKeys.clear();
-      key = `${this.prefix}c:${name}`;
-      this.counterKeys.set(name, key);
+  /** A counter's slot: its Redis key, made once per counter name (a few per key and window). */
+  private counterSlot(name: string): Slot {
+    let slot = this.counterSlots.get(name);
+    if (slot === undefined) {
+      slot = { key: `${this.prefix}c:${name}`, script: 0, at: 0 };
+      this.counterSlots.set(name, slot);
     }
-    return key;
+    return slot;
+  }
+
+  private counterKey(name: string): string {
+    return this.counterSlot(name).key;
   }
 
   find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
@@ -268,17 +288,18 @@ export class RedisKeyStore implements KeyStore {
    * queue). Counters first (the script reads them with one MGET), then the digest entries the batch checks.
    */
   private scriptCall(batch: readonly Waiting[]): { keys: string[]; args: (string | number)[] } {
-    // Indexed by the policy's counter names (the same strings request after request: hashed once), prefixed once per
-    // script from a cache (no new string per line to concatenate, hash and encode).
+    // Emptied between scripts only: a slot made anew in the middle of one would give its counter a second index.
+    if (this.counterSlots.size >= SLOTS_MAX) this.counterSlots.clear();
+    if (this.digestSlots.size >= DIGEST_SLOTS_MAX) this.digestSlots.clear();
+    const script = ++this.scripts;
     const keys: string[] = [];
-    const index = new Map<string, number>();
     const at = (counter: string): number => {
-      let i = index.get(counter);
-      if (i === undefined) {
-        i = keys.push(this.counterKey(counter));
-        index.set(counter, i);
+      const slot = this.counterSlot(counter);
+      if (slot.script !== script) {
+        slot.script = script;
+        slot.at = keys.push(slot.key);
       }
-      return i;
+      return slot.at;
     };
     const digests: string[] = [];
     // Refunds held for the batch's counters ride too (those counters are written anyway); so do ripe ones (ADR 0097).
@@ -295,12 +316,20 @@ export class RedisKeyStore implements KeyStore {
     args.push(batch.length);
     for (const w of batch) {
       let d = 0;
-      if (w.digest !== undefined) d = digests.indexOf(w.digest) + 1 || digests.push(w.digest);
+      if (w.digest !== undefined) {
+        let slot = this.digestSlots.get(w.digest);
+        if (slot === undefined) this.digestSlots.set(w.digest, (slot = { key: this.digestKey(w.digest), script: 0, at: 0 }));
+        if (slot.script !== script) {
+          slot.script = script;
+          slot.at = digests.push(slot.key);
+        }
+        d = slot.at;
+      }
       args.push(d, w.lines.length);
       for (const l of w.lines) args.push(at(l.counter), l.limit, l.amount, l.expiresAt);
     }
     args[0] = keys.length;
-    for (const d of digests) keys.push(this.digestKey(d));
+    for (const d of digests) keys.push(d);
     return { keys, args };
   }
 
