@@ -14,30 +14,36 @@ import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts'
 /**
  * The reservations of one event-loop turn in one script (ADR 0048, 0061, 0091, 0101): one round trip, and one wake-up
  * of Redis, for all the requests that reached their reservation together. KEYS: the counters the batch names, once
- * each (ARGV[1] of them), then its digest entries. ARGV: the counter count; m, then m queued settlements (counter
- * index, amount, expiresAt); R, then R reservations: the digest entry's index among the digests (0: no check), n,
- * then n lines (counter index, limit, amount, expiresAt). Settlements apply first; then each reservation in order
- * checks that its key still exists, checks every line against the values so far (its settlements and the batch's
- * earlier reservations included) and, if none is at its limit, adds to each. Every counter is read by one MGET and
- * each changed one written once at the end, as the sum computed in Lua with 17 significant digits (a double read
+ * each (ARGV[1] of them), then its digest entries. ARGV: the counter count; for each counter its expiresAt ('0':
+ * none) and its queued settlement ('0': none); R, then R reservations: the digest entry's index among the digests
+ * (0: no check), n, then n lines (counter index, limit, amount). Settlements apply first; then each reservation in
+ * order checks that its key still exists, checks every line against the values so far (its settlements and the
+ * batch's earlier reservations included) and, if none is at its limit, adds to each. Every counter is read by one MGET
+ * and each changed one written once at the end, as the sum computed in Lua with 17 significant digits (a double read
  * back exactly; inside a script INCRBYFLOAT costs Redis several times a SET). A counter the MGET found keeps its
  * expiry (SET … KEEPTTL: its window's end, set when it was made, does not change); a new one gets it with PXAT (one
  * command, ADR 0091). The digests are checked by one EXISTS of them all; only when it counts fewer than there are is
- * each asked alone (a key gone meanwhile: rare). With many keys a batch names a dozen counters and digests per
- * request: a command per digest, and Redis dropping and re-adding each written counter's expiry, were a large part
- * of its work (ADR 0101). Returns one answer per reservation: the refusing line's index, -2 when the key is gone
- * (nothing taken), or -1. `pxat`: the server has SET's PXAT option (Redis 6.2); an older one gets SET then PEXPIREAT.
+ * each asked alone (a key gone meanwhile: rare). With many keys most of Redis's work per request is per argument
+ * (parsed, made an object, then a Lua string, then a number) and per command called from Lua, so a counter's expiry
+ * and settlement go once per counter, not with every line and settlement row naming it (ADR 0101). Returns one
+ * answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), or -1. `pxat`: the
+ * server has SET's PXAT option (Redis 6.2); an older one gets SET then PEXPIREAT.
  */
 export const reserveScript = (pxat: boolean): string => `
 local nc = tonumber(ARGV[1])
-local vals, was, exps, dirty, live = {}, {}, {}, {}, {}
+local vals, was, dirty, live = {}, {}, {}, {}
 for from = 1, nc, 4000 do
   local to = math.min(nc, from + 3999)
   local got = redis.call('MGET', unpack(KEYS, from, to))
   for i = from, to do
     local v = got[i - from + 1]
     was[i] = v
-    vals[i] = tonumber(v or '0')
+    local s = ARGV[2 * i + 1]
+    if s == '0' then vals[i] = tonumber(v or '0')
+    else
+      vals[i] = tonumber(v or '0') + tonumber(s)
+      dirty[i] = true
+    end
   end
 end
 local nd = #KEYS - nc
@@ -48,17 +54,8 @@ if nd > 0 then
     for d = 1, nd do live[d] = true end
   end
 end
-local function add(i, amount, exp)
-  vals[i] = vals[i] + amount
-  exps[i] = exp
-  dirty[i] = true
-end
-local p = 3
-for j = 1, tonumber(ARGV[2]) do
-  add(tonumber(ARGV[p]), tonumber(ARGV[p + 1]), ARGV[p + 2])
-  p = p + 3
-end
-local out = {}
+local out, ix = {}, {}
+local p = 2 * nc + 2
 local rs = tonumber(ARGV[p])
 p = p + 1
 for r = 1, rs do
@@ -75,30 +72,34 @@ for r = 1, rs do
     if not ok then res = -2 end
   end
   if res == -1 then
-    for l = 0, n - 1 do
-      local q = p + l * 4
-      if vals[tonumber(ARGV[q])] >= tonumber(ARGV[q + 1]) then
-        res = l
+    for l = 1, n do
+      local q = p + (l - 1) * 3
+      local i = tonumber(ARGV[q])
+      ix[l] = i
+      if vals[i] >= tonumber(ARGV[q + 1]) then
+        res = l - 1
         break
       end
     end
   end
   if res == -1 then
-    for l = 0, n - 1 do
-      local q = p + l * 4
-      add(tonumber(ARGV[q]), tonumber(ARGV[q + 2]), ARGV[q + 3])
+    for l = 1, n do
+      local i = ix[l]
+      vals[i] = vals[i] + tonumber(ARGV[p + (l - 1) * 3 + 2])
+      dirty[i] = true
     end
   end
   out[r] = res
-  p = p + n * 4
+  p = p + n * 3
 end
 for i in pairs(dirty) do
+  local e = ARGV[2 * i]
 ${
   pxat
-    ? `  if exps[i] == '0' or was[i] then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'KEEPTTL')
-  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', exps[i]) end`
+    ? `  if e == '0' or was[i] then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'KEEPTTL')
+  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', e) end`
     : `  redis.call('SET', KEYS[i], string.format('%.17g', vals[i]))
-  if exps[i] ~= '0' then redis.call('PEXPIREAT', KEYS[i], exps[i]) end`
+  if e ~= '0' then redis.call('PEXPIREAT', KEYS[i], e) end`
 }
 end
 return out`;
@@ -293,27 +294,30 @@ export class RedisKeyStore implements KeyStore {
     if (this.digestSlots.size >= DIGEST_SLOTS_MAX) this.digestSlots.clear();
     const script = ++this.scripts;
     const keys: string[] = [];
-    const at = (counter: string): number => {
+    // ARGV[1], then each counter's expiresAt and queued settlement (ADR 0101), then the reservations.
+    const args: (string | number)[] = [0];
+    const at = (counter: string, expiresAt: number): number => {
       const slot = this.counterSlot(counter);
       if (slot.script !== script) {
         slot.script = script;
         slot.at = keys.push(slot.key);
-      }
+        args.push(expiresAt, 0);
+      } else if (expiresAt !== 0 && args[2 * slot.at - 1] === 0) args[2 * slot.at - 1] = expiresAt;
       return slot.at;
     };
-    const digests: string[] = [];
     // Refunds held for the batch's counters ride too (those counters are written anyway); so do ripe ones (ADR 0097).
     // A timer's call has no batch: ripe refunds still go with it.
     const now = Date.now();
     for (const w of batch) this.pending.claimFor(w.lines, now);
     this.pending.ripen(now);
-    const args: (string | number)[] = [0, this.pending.size];
     for (let i = 0; i < this.pending.size; i++) {
       const d = this.pending.at(i);
-      args.push(at(d.counter), d.amount, d.expiresAt);
+      const c = 2 * at(d.counter, d.expiresAt);
+      args[c] = (args[c] as number) + d.amount;
     }
     this.pending.clear();
-    args.push(batch.length);
+    const digests: string[] = [];
+    const reservations: (string | number)[] = [batch.length];
     for (const w of batch) {
       let d = 0;
       if (w.digest !== undefined) {
@@ -325,10 +329,11 @@ export class RedisKeyStore implements KeyStore {
         }
         d = slot.at;
       }
-      args.push(d, w.lines.length);
-      for (const l of w.lines) args.push(at(l.counter), l.limit, l.amount, l.expiresAt);
+      reservations.push(d, w.lines.length);
+      for (const l of w.lines) reservations.push(at(l.counter, l.expiresAt), l.limit, l.amount);
     }
     args[0] = keys.length;
+    for (const r of reservations) args.push(r);
     for (const d of digests) keys.push(d);
     return { keys, args };
   }
