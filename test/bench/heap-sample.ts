@@ -5,6 +5,8 @@
 //   PLAIN_AB_NODE_ARGS="--import /abs/path/test/bench/heap-sample.ts" node test/bench/plain-ab.ts --rounds 1 --requests 40000 x=.
 // It samples from HEAP_SAMPLE_DELAY_MS (default 9000) after start for HEAP_SAMPLE_MS (6000), one sample per 256
 // bytes allocated, and writes HEAP_SAMPLE_DIR (default the OS temp folder)/heap-<pid>.heapprofile.
+// HEAP_SAMPLE_MINOR=0 leaves out what died young (collected by a scavenge): the profile is then what survived one, i.e.
+// was promoted (live at the end, or collected by a mark-compact), e.g. per-key state touched once per 1,000 requests.
 // Summarise one: node test/bench/heap-sample.ts summarize FILE [callers shown, 1] [rows, 40]
 import { Session } from 'node:inspector';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -55,7 +57,7 @@ if (process.argv[2] === 'summarize' && import.meta.filename === process.argv[1])
   const post = (method: string, params: object = {}): Promise<{ profile?: Profile }> =>
     new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res as { profile?: Profile }))));
   setTimeout(() => {
-    void post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true }).then(() => {
+    void post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.HEAP_SAMPLE_MINOR !== '0' }).then(() => {
       setTimeout(() => {
         void post('HeapProfiler.stopSampling').then(({ profile }) => {
           writeFileSync(join(process.env.HEAP_SAMPLE_DIR ?? tmpdir(), `heap-${process.pid}.heapprofile`), JSON.stringify(profile));

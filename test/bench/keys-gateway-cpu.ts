@@ -12,10 +12,14 @@
 // the config (a memory store is the gateway's own): what the counters cost without the file's I/O. Every run prints
 // each gateway's I/O system calls per request (/proc/<pid>/io: bytes read and written, read and write calls; the
 // SQLite WAL's frames, 4 KiB and a 24-byte header in two writes each, are in them).
+// KEYS_GC=1: the gateways run with --trace-gc-nvp, stdout to a file each; per gateway, over its c=CONC phases only
+// (the file's bytes written during them): scavenges, bytes promoted and allocated per request, mark-compacts and
+// their pause time (what per-key state held across scavenges costs: docs/perf.md "Session 13, keyturn").
+// KEYS_NODE_ARGS="<flags>": more Node flags for every gateway (e.g. `--import <abs>/test/bench/heap-sample.ts`).
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createServer, request as httpRequest, Agent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -77,7 +81,10 @@ const netIn = async (): Promise<number> => (redisPort === undefined ? 0 : Number
 const memory = process.env.KEYS_MEMORY === '1';
 const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: memory ? ':memory:' : join(dir, 'keys.db') } });
 
-interface Gw { name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; io: number[][]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
+const gcTrace = process.env.KEYS_GC === '1';
+const extraArgs = (process.env.KEYS_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+
+interface Gw { stdout: string; gcSpans: [number, number][]; name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; io: number[][]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
 
 async function seed(root: string, dir: string, keys: number): Promise<void> {
   const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as typeof import('../../plugins/lib/key-store/open-store.ts');
@@ -104,15 +111,18 @@ async function start(name: string, root: string, keyed: boolean, keys = KEYS): P
   writeFileSync(file, stringify({ config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${ready}` }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
   // The launcher's Node flags and environment (bin/node-flags.js: the 4 MiB semi-space, one malloc arena) given up
   // front, as the Dockerfile's ENTRYPOINT does: the gateway measured is the one users run, with no re-execution.
-  const args = [...NODE_FLAGS, ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, name.replace(/\W+/g, '-'))}`, `--cpu-prof-interval=${process.env.KEYS_PROF_INTERVAL ?? 1000}`] : []), join(root, 'bin/switchyard.js'), '-f', file];
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
+  const args = [...NODE_FLAGS, ...extraArgs, ...(gcTrace ? ['--trace-gc-nvp'] : []), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, name.replace(/\W+/g, '-'))}`, `--cpu-prof-interval=${process.env.KEYS_PROF_INTERVAL ?? 1000}`] : []), join(root, 'bin/switchyard.js'), '-f', file];
+  const stdout = join(dir, 'stdout');
+  const out = openSync(stdout, 'w');
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', gcTrace ? out : 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
+  closeSync(out);
   for (let i = 0; ; i++) {
     const ok = await fetch(`http://127.0.0.1:${ready}/healthz/ready`).then((r) => r.ok, () => false);
     if (ok) break;
     if (i > 300) throw new Error(`${name} not ready`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], io: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
+  return { stdout, gcSpans: [], name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], io: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
 }
 
 /** The process's I/O system calls (/proc/<pid>/io): bytes read, bytes written, read calls, write calls. */
@@ -175,7 +185,9 @@ for (let r = 0; r < ROUNDS; r++) {
     const r0 = await redisCalls();
     const rc0 = redisProc ? cpuOf(redisProc.pid!) : 0;
     const n0 = await netIn();
+    const s0 = statSync(g.stdout).size;
     await load(g, N, CONC);
+    g.gcSpans.push([s0, statSync(g.stdout).size]);
     if (redisProc) g.redisCpu.push((cpuOf(redisProc.pid!) - rc0) / N);
     g.netIn += (await netIn()) - n0;
     for (const [k, v] of await redisCalls()) g.calls.set(k, (g.calls.get(k) ?? 0) + v - (r0.get(k) ?? 0));
@@ -193,6 +205,30 @@ console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${N}\n| gateway | CPU µs/req c
 for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} | ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
 for (const g of gws) console.log(`${g.name} I/O per request at c=${CONC} (medians): read ${med(g.io.map((r) => r[0]!)).toFixed(0)} B in ${med(g.io.map((r) => r[2]!)).toFixed(2)} calls, written ${med(g.io.map((r) => r[1]!)).toFixed(0)} B in ${med(g.io.map((r) => r[3]!)).toFixed(2)} calls`);
 if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} threads µs/req: ${[...g.threads].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
+if (gcTrace) {
+  for (const g of gws) {
+    const text = readFileSync(g.stdout);
+    let scavenges = 0, promoted = 0, allocated = 0, scavengeMs = 0, mcs = 0, mcMs = 0;
+    for (const [from, to] of g.gcSpans) {
+      for (const line of text.subarray(from, to).toString('latin1').split('\n')) {
+        const kind = / gc=(\w+) /.exec(line)?.[1];
+        if (kind === undefined) continue;
+        const num = (k: string): number => Number(new RegExp(` ${k}=([\\d.]+)`).exec(line)?.[1] ?? 0);
+        allocated += num('allocated');
+        if (kind === 's') {
+          scavenges++;
+          promoted += num('promoted');
+          scavengeMs += num('pause');
+        } else if (kind === 'mc' || kind === 'mmc') {
+          mcs++;
+          mcMs += num('pause');
+        }
+      }
+    }
+    const n = g.gcSpans.length * N;
+    console.log(`${g.name} GC at c=${CONC} per 1,000 requests: ${(scavenges * 1000 / n).toFixed(1)} scavenges (${(scavengeMs * 1000 / n).toFixed(1)} ms), promoted ${(promoted / n).toFixed(0)} B/req, allocated ${(allocated / n / 1024).toFixed(2)} KiB/req, mark-compacts ${mcs} (${mcMs.toFixed(1)} ms in all, ${(mcMs * 1000 / n).toFixed(2)} ms per 1,000)`);
+  }
+}
 if (redisPort !== undefined) {
   for (const g of gws.slice(1)) console.log(`${g.name} Redis calls per request at c=${CONC}: ${[...g.calls].filter(([k, v]) => v > 0 && k !== 'info').map(([k, v]) => `${k} ${(v / g.requests).toFixed(3)}`).join(', ')}`);
   // redis-cli's own INFO calls are in these (a few hundred bytes per phase of N requests).
