@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { REFUND_HOLD_MS, SETTLE_DELAY_MS, SettlementQueue } from './settlement-queue.ts';
+import { LAZY_MS, LazySums, REFUND_HOLD_MS, SETTLE_DELAY_MS, SettlementQueue, STATES_MAX } from './settlement-queue.ts';
 import type { CounterDelta } from './types.ts';
 
 const d = (counter: string, amount: number, expiresAt = 0) => ({ counter, amount, expiresAt });
@@ -13,7 +13,7 @@ test('settlement queue: sums by counter in queued order, past 16 counters too; r
     q.add([d('a', 1), d('b', 2, 5)]);
     q.add([d('a', 3), d('b', -1, 7)]);
     assert.equal(q.size, 2);
-    assert.deepEqual([q.at(0), q.at(1)].map((e) => ({ ...e })), [d('a', 4), d('b', 1, 7)]);
+    assert.deepEqual([q.at(0), q.at(1)].map(({ counter, amount, expiresAt }) => ({ counter, amount, expiresAt })), [d('a', 4), d('b', 1, 7)]);
     assert.equal(q.amountOf('a'), 4);
     assert.equal(q.amountOf('zz'), 0);
     assert.equal(q.has('b'), true);
@@ -123,4 +123,80 @@ test('settlement queue (ADR 0097): ripe refunds ride on the next write, claimAll
   tick(SETTLE_DELAY_MS);
   assert.deepEqual(written[1], [d('k:late', 2)]);
   assert.equal(q.heldOf('k:held'), -1);
+});
+
+/** The queue's arrays, to check their bounds (private: read only here). */
+const insides = (q: SettlementQueue): { list: unknown[]; heldOrder: unknown[] } => q as unknown as { list: unknown[]; heldOrder: unknown[] };
+
+test('settlement queue (ADR 0100): 1,000 counters held and claimed in turn keep one state each; the held order stays bounded', (t) => {
+  const { q, written, tick } = timedQueue(t);
+  const counters = Array.from({ length: 1000 }, (_, i) => `k:${i}`);
+  for (let round = 0; round < 30; round++) {
+    for (const c of counters) {
+      // The key's next reservation claims its held refund; the answer's refund is held again.
+      q.claimFor([{ counter: c }], Date.now());
+      q.clear();
+      q.addOne(d(c, -1));
+    }
+    tick(10);
+  }
+  assert.equal(q.heldCount, 1000);
+  assert.equal(q.stateCount, 1000, 'one state per counter, reused');
+  assert.ok(insides(q).heldOrder.length <= 2 * 1024, `held order ${insides(q).heldOrder.length} places for 1,000 held refunds`);
+  assert.equal(written.length, 0);
+});
+
+test('settlement queue (ADR 0100): ripening skips the places counters left; a counter held again keeps its new place', (t) => {
+  const r = timedQueue(t);
+  // Hold a, b, c; b is claimed and c turns into a charge; only a ripens, at its own time.
+  r.q.addOne(d('a', -1));
+  r.tick(10);
+  r.q.addOne(d('b', -1));
+  r.q.addOne(d('c', -1));
+  r.q.claim('b');
+  r.q.addOne(d('c', 3));
+  r.tick(SETTLE_DELAY_MS);
+  assert.deepEqual(r.written, [[d('b', -1), d('c', 2)]]);
+  r.q.addOne(d('b', -5));
+  r.tick(REFUND_HOLD_MS - 10 - SETTLE_DELAY_MS);
+  assert.deepEqual(r.written[1], [d('a', -1)], 'a ripens REFUND_HOLD_MS after it was held');
+  assert.equal(r.q.heldOf('b'), -5, 'b, held again later, keeps its new place');
+  r.tick(10 + SETTLE_DELAY_MS);
+  assert.deepEqual(r.written.slice(2), [[d('b', -5)]]);
+  assert.equal(r.q.heldCount, 0);
+});
+
+test('settlement queue (ADR 0100): idle counter states are dropped past STATES_MAX, a held one never', (t) => {
+  const { q, written } = timedQueue(t);
+  q.addOne(d('held', -1));
+  for (let i = 0; i < STATES_MAX + 100; i++) {
+    q.addOne(d(`c${i}`, 1));
+    if (i % 7 === 0) q.clear();
+  }
+  q.clear();
+  assert.ok(q.stateCount <= STATES_MAX, `${q.stateCount} states`);
+  assert.equal(q.heldOf('held'), -1);
+  q.addOne(d('c1', 2));
+  assert.deepEqual(q.rows(), [d('c1', 2)], 'a counter dropped and seen again starts afresh');
+  q.clear();
+  assert.ok(insides(q).list.length <= 1024);
+  assert.equal(written.length, 0);
+});
+
+test('lazy sums (ADR 0100): a counter keeps its entry between writes; the waiting order stays bounded; oldest first', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  const lazy = new LazySums(() => undefined);
+  const taken = new Map<string, number>();
+  for (let round = 0; round < 50; round++) {
+    for (let k = 0; k < 1000; k++) lazy.add({ counter: `k:${k}:tokens:total:all`, amount: 2, expiresAt: 0, lazy: true }, Date.now());
+    t.mock.timers.tick(LAZY_MS / 2);
+    for (let n = 0; n < 200; n++) for (const row of lazy.due(Date.now(), 8) ?? []) taken.set(row.counter, (taken.get(row.counter) ?? 0) + row.amount);
+  }
+  const order = (lazy as unknown as { order: unknown[] }).order;
+  assert.equal(lazy.stateCount, 1000);
+  assert.ok(order.length <= 2 * 1024, `${order.length} places for 1,000 counters`);
+  for (const row of lazy.all()) taken.set(row.counter, (taken.get(row.counter) ?? 0) + row.amount);
+  assert.equal(taken.size, 1000);
+  assert.ok([...taken.values()].every((v) => v === 100), 'every amount taken once');
+  assert.deepEqual(lazy.all(), []);
 });

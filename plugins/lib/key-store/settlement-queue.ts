@@ -11,40 +11,56 @@ export const SETTLE_DELAY_MS = 20;
 /** Longest a refund is held waiting for a reservation of its counter before it goes with the next write (ADR 0097). */
 export const REFUND_HOLD_MS = 1000;
 
-/** One counter's queued sum (entries are reused once written: read, never kept). */
+/** One counter's queued sum (the queue's own entry, reused: read it, never keep it). */
 export interface QueuedSettlement {
-  counter: string;
-  amount: number;
-  expiresAt: number;
+  readonly counter: string;
+  readonly amount: number;
+  readonly expiresAt: number;
 }
 
-/** A held refund: since when its counter has one (its first part must be written REFUND_HOLD_MS after). */
-interface HeldRefund {
+const IDLE = 0;
+const DUE = 1;
+const HELD = 2;
+
+/**
+ * What the queue knows of one counter, kept and reused while the counter is in use (ADR 0100): with many keys in
+ * turn each counter is settled once every thousand requests or so, and an entry made and dropped per settlement
+ * lived long enough to be promoted (and the Maps they went in and out of were rehashed into new tables).
+ */
+interface CounterState {
+  readonly counter: string;
   amount: number;
   expiresAt: number;
+  /** Held: since when (its first part must be written REFUND_HOLD_MS after). */
   since: number;
+  state: typeof IDLE | typeof DUE | typeof HELD;
+  /** Raised each time the counter is held: tells its current place in the held order from places it left. */
+  ticket: number;
 }
 
-/** Up to this many counters a queue is searched in order; past it, through a Map (many keys' settlements). */
-const SMALL = 16;
-/** Entries kept for reuse after a write, at most (a burst of thousands is not held on to). */
+/** Counters' states kept at most; past it the idle ones are dropped (a window's counters end with it). */
+export const STATES_MAX = 16_384;
+/** References kept in the due list after a write, at most (a burst of thousands is not held on to). */
 const KEEP = 1024;
 
 export class SettlementQueue {
-  /**
-   * The settlements due with the next write (charges, and refunds claimed or held long enough), in the order queued,
-   * `count` of them live; the rest are spare entries for the next ones. A busy store queues and writes a few per
-   * request: searched in order, reused in place, they allocate nothing per request.
-   */
-  private readonly list: QueuedSettlement[] = [];
+  /** Every counter in use: due, held or idle (kept for its next settlement), up to STATES_MAX. */
+  private readonly states = new Map<string, CounterState>();
+  /** The settlements due with the next write (charges, and refunds claimed or held long enough), in the order queued. */
+  private readonly list: CounterState[] = [];
   private count = 0;
-  /** Every live entry of `list` by counter, once there are more than SMALL (undefined until then). */
-  private index: Map<string, QueuedSettlement> | undefined;
-  /** Refunds held, by counter, oldest first (a Map keeps insertion order). A counter is in `list` or here, not both. */
-  private readonly held = new Map<string, HeldRefund>();
-  /** Held entries kept for reuse. */
-  private readonly spare: HeldRefund[] = [];
-  /** No held refund is REFUND_HOLD_MS old before this (a lower bound: entries only leave `held`). */
+  /**
+   * Held refunds, oldest first: a counter's place and its ticket then. A place whose ticket is not the counter's
+   * any more was left (claimed, or summed into a charge) and is skipped; when the array is full and at least half
+   * its places are left or passed, the live ones are moved down instead of the array grown (so it stays within
+   * twice the refunds held at once).
+   */
+  private readonly heldOrder: CounterState[] = [];
+  private readonly heldTickets: number[] = [];
+  private heldHead = 0;
+  private heldEnd = 0;
+  private heldLive = 0;
+  /** No held refund is REFUND_HOLD_MS old before this (a lower bound: entries only leave the held order). */
   private ripeAt = Infinity;
   private timer: NodeJS.Timeout | undefined;
   /** When the running timer fires. */
@@ -72,34 +88,34 @@ export class SettlementQueue {
 
   /** Refunds held (not due yet). */
   get heldCount(): number {
-    return this.held.size;
+    return this.heldLive;
+  }
+
+  /** Counters whose state is kept (due, held or idle). */
+  get stateCount(): number {
+    return this.states.size;
   }
 
   /** The `i`th due settlement (0 ≤ i < size), in the order queued (live: read it, do not keep it). */
-  at(i: number): Readonly<QueuedSettlement> {
+  at(i: number): QueuedSettlement {
     return this.list[i]!;
-  }
-
-  private find(counter: string): QueuedSettlement | undefined {
-    if (this.index !== undefined) return this.index.get(counter);
-    const list = this.list;
-    for (let i = 0; i < this.count; i++) if (list[i]!.counter === counter) return list[i];
-    return undefined;
   }
 
   /** The amount due for a counter (0 if none; a held refund counts once claimed). */
   amountOf(counter: string): number {
-    return this.find(counter)?.amount ?? 0;
+    const s = this.states.get(counter);
+    return s !== undefined && s.state === DUE ? s.amount : 0;
   }
 
   /** Whether a settlement for `counter` is due. */
   has(counter: string): boolean {
-    return this.find(counter) !== undefined;
+    return this.states.get(counter)?.state === DUE;
   }
 
   /** The amount held for a counter (0 if none). */
   heldOf(counter: string): number {
-    return this.held.get(counter)?.amount ?? 0;
+    const s = this.states.get(counter);
+    return s !== undefined && s.state === HELD ? s.amount : 0;
   }
 
   /**
@@ -113,37 +129,66 @@ export class SettlementQueue {
 
   /** `add` of one delta. */
   addOne(d: CounterDelta): void {
-    const q = this.find(d.counter);
-    if (q) {
-      q.amount += d.amount;
-      q.expiresAt = d.expiresAt;
+    let s = this.states.get(d.counter);
+    if (s !== undefined && s.state !== IDLE) {
+      s.amount += d.amount;
+      s.expiresAt = d.expiresAt;
+      if (s.state === HELD && s.amount > 0) this.release(s, Date.now(), true);
       return;
     }
-    const h = this.held.get(d.counter);
-    if (h) {
-      h.amount += d.amount;
-      h.expiresAt = d.expiresAt;
-      if (h.amount > 0) this.release(d.counter, h, Date.now(), true);
-      return;
-    }
+    s ??= this.stateOf(d.counter);
+    s.amount = d.amount;
+    s.expiresAt = d.expiresAt;
     const now = Date.now();
-    if (d.amount > 0) this.push(d.counter, d.amount, d.expiresAt, now, true);
-    else {
-      const e = this.spare.pop() ?? { amount: 0, expiresAt: 0, since: 0 };
-      e.amount = d.amount;
-      e.expiresAt = d.expiresAt;
-      e.since = now;
-      if (this.held.size === 0) this.ripeAt = now + REFUND_HOLD_MS;
-      this.held.set(d.counter, e);
-      if (this.timer === undefined) this.schedule(now, REFUND_HOLD_MS);
+    if (d.amount > 0) this.push(s, now, true);
+    else this.hold(s, now);
+  }
+
+  /** A new counter's state; past STATES_MAX the idle ones go first (O(n) once per STATES_MAX / 2 new counters or so). */
+  private stateOf(counter: string): CounterState {
+    if (this.states.size >= STATES_MAX) for (const [c, s] of this.states) if (s.state === IDLE) this.states.delete(c);
+    const s: CounterState = { counter, amount: 0, expiresAt: 0, since: 0, state: IDLE, ticket: 0 };
+    this.states.set(counter, s);
+    return s;
+  }
+
+  private hold(s: CounterState, now: number): void {
+    if (this.heldLive === 0) {
+      this.heldHead = this.heldEnd = 0;
+      this.ripeAt = now + REFUND_HOLD_MS;
+    } else if (this.heldEnd === this.heldOrder.length && this.heldEnd >= 2 * this.heldLive) this.compactHeld();
+    s.state = HELD;
+    s.since = now;
+    s.ticket++;
+    this.heldOrder[this.heldEnd] = s;
+    this.heldTickets[this.heldEnd++] = s.ticket;
+    this.heldLive++;
+    if (this.timer === undefined) this.schedule(now, REFUND_HOLD_MS);
+  }
+
+  /** Whether the held order's place `i` is still its counter's. */
+  private liveAt(i: number): boolean {
+    const s = this.heldOrder[i]!;
+    return s.state === HELD && s.ticket === this.heldTickets[i];
+  }
+
+  /** Drop the places left in the held order (kept in order). */
+  private compactHeld(): void {
+    let to = 0;
+    for (let i = this.heldHead; i < this.heldEnd; i++) {
+      if (!this.liveAt(i)) continue;
+      this.heldOrder[to] = this.heldOrder[i]!;
+      this.heldTickets[to++] = this.heldTickets[i]!;
     }
+    this.heldHead = 0;
+    this.heldEnd = to;
   }
 
   /** A counter's held refund, if any, becomes due: the write being built names its counter anyway (ADR 0097). */
   claim(counter: string): void {
-    if (this.held.size === 0) return;
-    const h = this.held.get(counter);
-    if (h !== undefined) this.release(counter, h, Date.now(), false);
+    if (this.heldLive === 0) return;
+    const s = this.states.get(counter);
+    if (s !== undefined && s.state === HELD) this.release(s, Date.now(), false);
   }
 
   /**
@@ -151,16 +196,17 @@ export class SettlementQueue {
    * does before it builds a reservation's write.
    */
   claimFor(lines: readonly { readonly counter: string }[], now: number): void {
-    if (this.held.size === 0) return;
+    if (this.heldLive === 0) return;
     for (let i = 0; i < lines.length; i++) this.claim(lines[i]!.counter);
     this.ripen(now);
   }
 
   /** Every held refund becomes due (usage reads, close, an idle store). */
   claimAll(): void {
-    if (this.held.size === 0) return;
+    if (this.heldLive === 0) return;
     const now = Date.now();
-    for (const [counter, h] of this.held) this.release(counter, h, now, false);
+    for (let i = this.heldHead; i < this.heldEnd; i++) if (this.liveAt(i)) this.release(this.heldOrder[i]!, now, false);
+    this.heldHead = this.heldEnd = 0;
   }
 
   /** Held refunds REFUND_HOLD_MS old become due; whether any did. */
@@ -168,44 +214,37 @@ export class SettlementQueue {
     if (now < this.ripeAt) return false;
     let any = false;
     this.ripeAt = Infinity;
-    for (const [counter, h] of this.held) {
-      if (h.since + REFUND_HOLD_MS > now) {
-        this.ripeAt = h.since + REFUND_HOLD_MS;
-        break;
+    while (this.heldHead < this.heldEnd) {
+      const i = this.heldHead;
+      if (this.liveAt(i)) {
+        const s = this.heldOrder[i]!;
+        if (s.since + REFUND_HOLD_MS > now) {
+          this.ripeAt = s.since + REFUND_HOLD_MS;
+          break;
+        }
+        this.release(s, now, false);
+        any = true;
       }
-      this.release(counter, h, now, false);
-      any = true;
+      this.heldHead++;
     }
     return any;
   }
 
   /** Move a held sum into the due list (it is written with the next write, whatever its sign). */
-  private release(counter: string, h: HeldRefund, now: number, charge: boolean): void {
-    this.held.delete(counter);
-    this.push(counter, h.amount, h.expiresAt, now, charge);
-    if (this.spare.length < KEEP) this.spare.push(h);
+  private release(s: CounterState, now: number, charge: boolean): void {
+    this.heldLive--;
+    this.push(s, now, charge);
   }
 
   /**
-   * Append a due entry (the counter is in neither `list` nor `held`) and make sure a timer will write it: by
+   * Append a due entry (the counter is neither due nor held) and make sure a timer will write it: by
    * SETTLE_DELAY_MS for a `charge` (a later timer is brought forward); a claimed or ripe refund is about to be written
    * by the caller, so any running timer will do (no clearTimeout and setTimeout per reservation).
    */
-  private push(counter: string, amount: number, expiresAt: number, now: number, charge: boolean): void {
+  private push(s: CounterState, now: number, charge: boolean): void {
     if (this.count === 0) this.since = now;
-    let e = this.list[this.count];
-    if (e === undefined) this.list.push((e = { counter, amount, expiresAt }));
-    else {
-      e.counter = counter;
-      e.amount = amount;
-      e.expiresAt = expiresAt;
-    }
-    this.count++;
-    if (this.index !== undefined) this.index.set(counter, e);
-    else if (this.count > SMALL) {
-      this.index = new Map();
-      for (let k = 0; k < this.count; k++) this.index.set(this.list[k]!.counter, this.list[k]!);
-    }
+    s.state = DUE;
+    this.list[this.count++] = s;
     const due = this.since + SETTLE_DELAY_MS;
     if (this.timer === undefined || (charge && this.timerAt > due)) this.schedule(now, Math.max(0, due - now));
   }
@@ -219,7 +258,7 @@ export class SettlementQueue {
 
   /** Arm the timer for the nearest deadline, if anything is queued. */
   private wake(now: number): void {
-    const due = Math.min(this.count > 0 ? this.since + SETTLE_DELAY_MS : Infinity, this.held.size > 0 ? this.ripeAt : Infinity);
+    const due = Math.min(this.count > 0 ? this.since + SETTLE_DELAY_MS : Infinity, this.heldLive > 0 ? this.ripeAt : Infinity);
     if (due !== Infinity) this.schedule(now, Math.max(0, due - now));
   }
 
@@ -241,26 +280,47 @@ export class SettlementQueue {
   }
 
   /**
-   * Forget the due settlements once written; held refunds stay. A running timer is left to find the list empty (or
-   * refilled, and wait on); with refunds held and none running, one is armed for the oldest.
+   * Forget the due settlements once written (their counters' states stay, idle); held refunds stay. A running timer
+   * is left to find the list empty (or refilled, and wait on); with refunds held and none running, one is armed for
+   * the oldest.
    */
   clear(): void {
+    for (let i = 0; i < this.count; i++) {
+      const s = this.list[i]!;
+      s.state = IDLE;
+      s.amount = 0;
+    }
     this.count = 0;
-    this.index = undefined;
     if (this.list.length > KEEP) this.list.length = KEEP;
-    if (this.held.size > 0 && this.timer === undefined) this.wake(Date.now());
+    if (this.heldLive > 0 && this.timer === undefined) this.wake(Date.now());
   }
 }
 
 /** Longest a lazy settlement (CounterDelta.lazy) is held, summed, before it rides on a reservation. */
 export const LAZY_MS = 1000;
 
+/** A lifetime counter's sum, kept and reused between its writes (ADR 0100). */
+interface LazyState {
+  readonly counter: string;
+  amount: number;
+  expiresAt: number;
+  /** When its first part still waiting was added. */
+  since: number;
+  queued: boolean;
+}
+
 /**
  * Lazy settlements (ADR 0072), summed by counter: a hot key's lifetime counters are written about once a second
- * instead of on every request. Oldest first (a counter keeps its place while later amounts are added to it).
+ * instead of on every request. Oldest first (a counter keeps its place while later amounts are added to it). A
+ * counter's entry stays after its sum is taken (ADR 0100: with 1,000 keys each is taken about once a second, and an
+ * entry made and deleted each time was promoted and rehashed the Map), up to STATES_MAX counters.
  */
 export class LazySums {
-  private readonly byCounter = new Map<string, { amount: number; expiresAt: number; readonly since: number }>();
+  private readonly byCounter = new Map<string, LazyState>();
+  /** The counters with a sum waiting, oldest first: `head` up to `end` (taken from the head only). */
+  private readonly order: LazyState[] = [];
+  private head = 0;
+  private end = 0;
   private timer: NodeJS.Timeout | undefined;
   private takenAt = 0;
   private readonly onIdle: () => void;
@@ -270,12 +330,32 @@ export class LazySums {
     this.onIdle = onIdle;
   }
 
+  /** Counters whose entry is kept (waiting or not). */
+  get stateCount(): number {
+    return this.byCounter.size;
+  }
+
   add(d: CounterDelta, now: number): void {
-    const q = this.byCounter.get(d.counter);
-    if (q) {
-      q.amount += d.amount;
-      q.expiresAt = d.expiresAt;
-    } else this.byCounter.set(d.counter, { amount: d.amount, expiresAt: d.expiresAt, since: now });
+    let q = this.byCounter.get(d.counter);
+    if (q === undefined) {
+      if (this.byCounter.size >= STATES_MAX) for (const [c, s] of this.byCounter) if (!s.queued) this.byCounter.delete(c);
+      this.byCounter.set(d.counter, (q = { counter: d.counter, amount: 0, expiresAt: 0, since: 0, queued: false }));
+    }
+    if (q.queued) q.amount += d.amount;
+    else {
+      q.amount = d.amount;
+      q.since = now;
+      q.queued = true;
+      if (this.head === this.end) this.head = this.end = 0;
+      else if (this.end === this.order.length && this.head * 2 >= this.end) {
+        // Move the waiting sums down rather than grow: the array stays within twice the sums waiting at once.
+        this.order.copyWithin(0, this.head, this.end);
+        this.end -= this.head;
+        this.head = 0;
+      }
+      this.order[this.end++] = q;
+    }
+    q.expiresAt = d.expiresAt;
     if (this.timer === undefined) this.arm();
   }
 
@@ -283,7 +363,7 @@ export class LazySums {
   private arm(): void {
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (this.byCounter.size === 0) return;
+      if (this.head === this.end) return;
       if (Date.now() - this.takenAt < LAZY_MS) this.arm();
       else this.onIdle();
     }, LAZY_MS * 2);
@@ -294,10 +374,11 @@ export class LazySums {
   due(now: number, max: number): CounterDelta[] | undefined {
     this.takenAt = now;
     let rows: CounterDelta[] | undefined;
-    for (const [counter, q] of this.byCounter) {
+    while (this.head < this.end) {
+      const q = this.order[this.head]!;
       if (q.since > now - LAZY_MS || (rows !== undefined && rows.length >= max)) break;
-      (rows ??= []).push({ counter, amount: q.amount, expiresAt: q.expiresAt });
-      this.byCounter.delete(counter);
+      (rows ??= []).push(this.take(q));
+      this.head++;
     }
     return rows;
   }
@@ -305,9 +386,17 @@ export class LazySums {
   /** Every sum, taken out. */
   all(): CounterDelta[] {
     const rows: CounterDelta[] = [];
-    for (const [counter, q] of this.byCounter) rows.push({ counter, amount: q.amount, expiresAt: q.expiresAt });
-    this.byCounter.clear();
+    for (let i = this.head; i < this.end; i++) rows.push(this.take(this.order[i]!));
+    this.head = this.end = 0;
+    if (this.order.length > KEEP) this.order.length = KEEP;
     return rows;
+  }
+
+  private take(q: LazyState): CounterDelta {
+    q.queued = false;
+    const row = { counter: q.counter, amount: q.amount, expiresAt: q.expiresAt };
+    q.amount = 0;
+    return row;
   }
 }
 
