@@ -6,7 +6,7 @@ import { digestOf, displayPrefix, newKeyId, newSecret } from '../../lib/key-stor
 import type { Budget, KeyRecord } from '../../lib/key-store/types.ts';
 import { fromBudget, toBudget } from './config.ts';
 import type { BudgetConfig } from './config.ts';
-import { counterName, lifetimeCounters } from './reservation.ts';
+import { counterName, lifetimeCounters } from './key-state.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
 
 const ok = (body: unknown, status = 200): AdminResponse => ({ status, body });

@@ -2,7 +2,9 @@ import { defineAttribute, jsonErrorReply, llmCall } from 'switchyard/sdk';
 import type { Exchange, LlmCallQuote, LlmTokenLimiter, Logger, Reply } from 'switchyard/sdk';
 import { windowOf } from '../../lib/key-store/periods.ts';
 import { KEY_GONE } from '../../lib/key-store/types.ts';
-import type { Budget, BudgetUnit, CounterDelta, CounterLine, KeyRecord } from '../../lib/key-store/types.ts';
+import type { BudgetUnit, CounterDelta, CounterLine } from '../../lib/key-store/types.ts';
+import { counterName } from './key-state.ts';
+import type { KeyState, LineOwner, Slot } from './key-state.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
 
 const RESERVATION = defineAttribute<KeyReservation>('virtualKeys.reservation');
@@ -26,81 +28,7 @@ export function modelMatches(pattern: string, model: string): boolean {
   return true;
 }
 
-/** Counter name of a budget's current window: `k:<id>:usd:day:2026-11-25`, `t:<team>:tokens:month:2026-11`. */
-export function counterName(scope: string, b: Budget, tag: string): string {
-  return `${scope}:${b.unit}:${b.period}:${tag}`;
-}
-
-/**
- * A key's lifetime counters (tokens, USD): the counters a `total` budget of that unit would use, so a key with such a
- * budget keeps one counter, not two. Settled with the real usage of every LLM call of the key, budgets or not (ADR 0072).
- */
-export function lifetimeCounters(id: string): { readonly tokens: string; readonly usd: string } {
-  let c = lifetimes.get(id);
-  if (!c) {
-    if (lifetimes.size >= 10_000) lifetimes.clear();
-    c = { tokens: `k:${id}:tokens:total:all`, usd: `k:${id}:usd:total:all` };
-    lifetimes.set(id, c);
-  }
-  return c;
-}
-const lifetimes = new Map<string, { readonly tokens: string; readonly usd: string }>();
-
-/** Whose budget a line draws from, for the refusal's message. */
-interface LineOwner {
-  readonly who: string;
-  readonly budget: Budget;
-}
-
 const DAY_MS = 86_400_000;
-
-/**
- * One counter a key's requests take from (a budget of the key, its team or the organisation), with its counter name
- * for the current window kept until the window changes: a request builds no names and no closures.
- */
-interface Slot extends LineOwner {
-  readonly scope: string;
-  tag: string;
-  counter: string;
-  expiresAt: number;
-}
-
-/** What every request of one key reserves from, in order (key, team, organisation), built once per key and config. */
-interface Plan {
-  readonly slots: readonly Slot[];
-  /** Whether a line is the key's lifetime counter of that unit (a `total` budget): then it is not settled twice. */
-  readonly lifetimeTokens: boolean;
-  readonly lifetimeUsd: boolean;
-}
-
-/** Plans by directory (a config load: its teams and shared budgets) and key record. */
-const plans = new WeakMap<KeyDirectory, WeakMap<KeyRecord, Plan>>();
-
-function planOf(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budget[] | undefined): Plan {
-  let byRecord = plans.get(dir);
-  if (!byRecord) plans.set(dir, (byRecord = new WeakMap()));
-  let plan = byRecord.get(record);
-  if (plan) return plan;
-  const slots: Slot[] = [];
-  const add = (scope: string, who: string, budgets: readonly Budget[]): void => {
-    for (const b of budgets) {
-      // Two budgets of one unit and period share a counter: it is taken from once, against the lower limit.
-      const same = slots.findIndex((s) => s.scope === scope && s.budget.unit === b.unit && s.budget.period === b.period);
-      if (same !== -1) {
-        if (b.limit < slots[same]!.budget.limit) slots[same] = { ...slots[same]!, who, budget: b };
-        continue;
-      }
-      slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0 });
-    }
-  };
-  add(`k:${record.id}`, `key \`${record.id}\``, record.budgets);
-  if (teamBudgets) add(`t:${record.team!}`, `team \`${record.team!}\``, teamBudgets);
-  add('g', 'the organisation (all keys)', dir.shared);
-  const own = (unit: BudgetUnit): boolean => slots.some((s) => s.scope === `k:${record.id}` && s.budget.unit === unit && s.budget.period === 'total');
-  plan = { slots, lifetimeTokens: own('tokens'), lifetimeUsd: own('usd') };
-  byRecord.set(record, plan);
-  return plan;
-}
 
 /**
  * One request's claim on its key's and team's budgets (ADR 0035). `reserve` (called by the LLM backend once it knows
@@ -110,21 +38,20 @@ function planOf(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budg
  */
 export class KeyReservation implements LlmTokenLimiter {
   private readonly dir: KeyDirectory;
-  private readonly record: KeyRecord;
+  /** The key's state (record, plan, names, series: key-state.ts). */
+  readonly key: KeyState;
   /** The digest the key was found by in the store (undefined for a key declared in the config): the store confirms it. */
   private readonly digest: string | undefined;
-  private readonly teamBudgets: readonly Budget[] | undefined;
   private readonly logger: Logger;
   private lines: CounterLine[] | undefined;
-  /** The plan the lines were made from (their units, in order). */
-  private plan: Plan | undefined;
 
-  constructor(dir: KeyDirectory, record: KeyRecord, digest: string | undefined, teamBudgets: readonly Budget[] | undefined, logger: Logger) {
+  /** Made when the key is admitted, and kept on the exchange (`of`) for `onLog`, reserved or not. */
+  constructor(ex: Exchange, dir: KeyDirectory, key: KeyState, digest: string | undefined, logger: Logger) {
     this.dir = dir;
-    this.record = record;
+    this.key = key;
     this.digest = digest;
-    this.teamBudgets = teamBudgets;
     this.logger = logger;
+    ex.set(RESERVATION, this);
   }
 
   static of(ex: Exchange): KeyReservation | undefined {
@@ -133,14 +60,15 @@ export class KeyReservation implements LlmTokenLimiter {
 
   /** Synchronous when the store answers at once (SQLite): no promise and no microtask per request. */
   reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Reply | undefined | Promise<Reply | undefined> {
-    const models = this.record.models;
+    const record = this.key.record;
+    const models = record.models;
     if (models) {
       // A passthrough request's model is not read: a key limited to some models may not use such routes.
       // A virtual model (`ai.virtualModels`) is allowed or not by the name the client used, whichever target serves it.
       const model = quote?.virtualModel ?? quote?.model;
       if (model === undefined || !models.some((p) => modelMatches(p, model))) this.dir.metrics.denied('model');
-      if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` is limited to some models and this request names none the gateway can read`);
-      if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${this.record.id}\` may not use model \`${model}\``);
+      if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` is limited to some models and this request names none the gateway can read`);
+      if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` may not use model \`${model}\``);
     }
     // A failover to another provider calls reserve again: the first reservation stands.
     if (this.lines) return undefined;
@@ -149,8 +77,7 @@ export class KeyReservation implements LlmTokenLimiter {
     const tokens = estimate + outputTokens;
     const usd = price ? (estimate * price.input + outputTokens * price.output) / 1_000_000 : 0;
     const now = Date.now();
-    const plan = planOf(this.dir, this.record, this.teamBudgets);
-    const slots = plan.slots;
+    const slots = this.key.plan.slots;
     const lines: CounterLine[] = [];
     for (let i = 0; i < slots.length; i++) {
       const s = slots[i]!;
@@ -164,21 +91,19 @@ export class KeyReservation implements LlmTokenLimiter {
       }
       lines.push({ counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt });
     }
-    this.plan = plan;
     if (lines.length === 0 && this.digest === undefined) {
       // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
       this.lines = lines;
-      ex.set(RESERVATION, this);
       return undefined;
     }
     // A stored key is confirmed in the reservation's own round trip: rotated or revoked meanwhile (maybe on another
     // replica, after this process cached the record), the request is refused like an unknown key.
     const refused = this.dir.store.reserve(lines, this.digest);
-    return typeof refused === 'number' ? this.reserved(ex, lines, slots, now, refused) : refused.then((r) => this.reserved(ex, lines, slots, now, r));
+    return typeof refused === 'number' ? this.reserved(lines, slots, now, refused) : refused.then((r) => this.reserved(lines, slots, now, r));
   }
 
   /** The store's answer to a reservation: a refusal, or the lines kept for the settlement. */
-  private reserved(ex: Exchange, lines: CounterLine[], slots: readonly Slot[], now: number, refused: number): Reply | undefined {
+  private reserved(lines: CounterLine[], slots: readonly Slot[], now: number, refused: number): Reply | undefined {
     if (refused === KEY_GONE) {
       this.dir.metrics.denied('unauthenticated');
       return unauthorized('invalid credentials');
@@ -188,7 +113,6 @@ export class KeyReservation implements LlmTokenLimiter {
       return exhausted(slots[refused]!, now);
     }
     this.lines = lines;
-    ex.set(RESERVATION, this);
     return undefined;
   }
 
@@ -201,7 +125,7 @@ export class KeyReservation implements LlmTokenLimiter {
     const tokens = (call?.usage.inputTokens ?? 0) + (call?.usage.outputTokens ?? 0);
     const usd = call?.cost ?? 0;
     const deltas: CounterDelta[] = [];
-    const plan = this.plan!;
+    const plan = this.key.plan;
     for (let i = 0; i < lines.length; i++) {
       const unit = plan.slots[i]!.budget.unit;
       const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
@@ -209,15 +133,15 @@ export class KeyReservation implements LlmTokenLimiter {
       if (delta !== 0) deltas.push({ counter: lines[i]!.counter, amount: delta, expiresAt: lines[i]!.expiresAt });
     }
     // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
-    const life = lifetimeCounters(this.record.id);
+    const life = this.key.lifetime;
     if (tokens !== 0 && !plan.lifetimeTokens) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0, lazy: true });
     if (usd !== 0 && !plan.lifetimeUsd) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0, lazy: true });
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);
-      if (done instanceof Promise) done.catch((err: unknown) => this.logger.error('virtual key budget settlement failed', { key: this.record.id, error: err as Error }));
+      if (done instanceof Promise) done.catch((err: unknown) => this.logger.error('virtual key budget settlement failed', { key: this.key.record.id, error: err as Error }));
     } catch (err) {
-      this.logger.error('virtual key budget settlement failed', { key: this.record.id, error: err as Error });
+      this.logger.error('virtual key budget settlement failed', { key: this.key.record.id, error: err as Error });
     }
   }
 }

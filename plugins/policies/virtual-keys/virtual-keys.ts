@@ -10,6 +10,8 @@ import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
 import { keysAdminApi } from './admin-api.ts';
 import { toBudget } from './config.ts';
 import type { BudgetConfig, VirtualKeysConfig } from './config.ts';
+import { keyStateOf } from './key-state.ts';
+import type { KeyState } from './key-state.ts';
 import { KeyReservation, unauthorized } from './reservation.ts';
 
 /** What CEL sees as `key`. */
@@ -47,12 +49,18 @@ export interface KeyDirectory {
   readonly shared: readonly Budget[];
   readonly outputEstimate: number;
   readonly metrics: KeyMetrics;
+  /** Per key record: its plan, names, CEL view and series (key-state.ts), as long as the record lives. */
+  readonly states: WeakMap<KeyRecord, KeyState>;
 }
 
-/** `/metrics` series of virtual keys: spend by team, refusals by reason (docs/observability.md). */
+type Inc = { inc(by?: number): void };
+
+/** `/metrics` series of virtual keys: spend by team and by key, refusals by reason (docs/observability.md). */
 export interface KeyMetrics {
-  /** What one answer cost in USD: by team (`none` for a key without one) and by key id. */
-  spend(team: string | undefined, key: string, usd: number): void;
+  /** What the LLM answers of a team's keys cost in USD (`none` for keys without a team): resolved once per key state. */
+  teamSpend(team: string): Inc;
+  /** What one key's LLM answers cost in USD, by key id: resolved once per key state. */
+  keySpend(key: string): Inc;
   /** A refused request: `unauthenticated`, `route`, `model` or `budget`. */
   denied(reason: 'unauthenticated' | 'route' | 'model' | 'budget'): void;
 }
@@ -67,24 +75,9 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
     model: denials.child({ reason: 'model' }),
     budget: denials.child({ reason: 'budget' }),
   };
-  // One series handle per team, not a label key built on every answer (bounded like the metric's own series).
-  const byTeam = new Map<string, { inc(by?: number): void }>();
-  const byKey = new Map<string, { inc(by?: number): void }>();
   return {
-    spend: (team = 'none', key, usd) => {
-      let child = byTeam.get(team);
-      if (!child) {
-        if (byTeam.size >= 1000) byTeam.clear();
-        byTeam.set(team, (child = spend.child({ team })));
-      }
-      child.inc(usd);
-      let perKey = byKey.get(key);
-      if (!perKey) {
-        if (byKey.size >= 10_000) byKey.clear();
-        byKey.set(key, (perKey = keySpend.child({ key })));
-      }
-      perKey.inc(usd);
-    },
+    teamSpend: (team) => spend.child({ team }),
+    keySpend: (key) => keySpend.child({ key }),
     denied: (reason) => reasons[reason].inc(),
   };
 }
@@ -145,25 +138,7 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     declared.set(digest, record);
     declaredById.set(k.id, record);
   });
-  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx) };
-}
-
-/** The CEL view of a key, built once per record. */
-const attributes = new WeakMap<KeyRecord, KeyAttribute>();
-function attributeOf(record: KeyRecord): KeyAttribute {
-  let a = attributes.get(record);
-  if (!a) {
-    a = Object.freeze({
-      id: record.id,
-      name: record.name ?? '',
-      owner: record.owner ?? '',
-      team: record.team ?? '',
-      models: record.models ?? [],
-      metadata: record.metadata ?? {},
-    });
-    attributes.set(record, a);
-  }
-  return a;
+  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), states: new WeakMap() };
 }
 
 export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
@@ -187,11 +162,11 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       dir.metrics.denied('route');
       return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` may not use route \`${ex.route.name}\``);
     }
-    ex.set(keyAttribute, attributeOf(record));
+    const key = keyStateOf(dir, record);
+    ex.set(keyAttribute, key.attribute);
     ex.logField('key.id', record.id);
     if (record.team !== undefined) ex.logField('key.team', record.team);
-    const teamBudgets = record.team !== undefined ? dir.teams.get(record.team) : undefined;
-    addLlmTokenLimiter(ex, new KeyReservation(dir, record, digest, teamBudgets, ctx.logger));
+    addLlmTokenLimiter(ex, new KeyReservation(ex, dir, key, digest, ctx.logger));
     return undefined;
   };
 
@@ -211,11 +186,16 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       return found instanceof Promise ? found.then((r) => admit(ex, r, digest)) : admit(ex, found, digest);
     },
     onLog(ex) {
-      KeyReservation.of(ex)?.settle(ex);
+      const reservation = KeyReservation.of(ex);
+      if (reservation === undefined) return;
+      reservation.settle(ex);
       // Every key's cost, budgets or not (a key without budgets makes no reservation).
-      const key = ex.get(keyAttribute);
-      const usd = key === undefined ? undefined : ex.get(llmCall)?.cost;
-      if (usd) dir.metrics.spend(key!.team || undefined, key!.id, usd);
+      const usd = ex.get(llmCall)?.cost;
+      if (usd) {
+        const key = reservation.key;
+        (key.teamSpend ??= dir.metrics.teamSpend(key.record.team || 'none')).inc(usd);
+        (key.keySpend ??= dir.metrics.keySpend(key.record.id)).inc(usd);
+      }
     },
   };
 }
