@@ -12,18 +12,25 @@ export const KEY_CACHE_MS = 1000;
 const CACHE_MAX = 4096;
 
 export class KeyCache {
-  private readonly byDigest = new Map<string, { readonly record: KeyRecord; until: number }>();
+  /**
+   * Entries are updated in place, an expired one kept for its key's next lookup (ADR 0100): a key used less than once
+   * a second is looked up at each use, and an entry deleted and made again each time was promoted and died old.
+   */
+  private readonly byDigest = new Map<string, { record: KeyRecord; until: number }>();
 
   /** The record found or confirmed for `digest` less than KEY_CACHE_MS ago, if any. */
   get(digest: string, now: number): KeyRecord | undefined {
     const hit = this.byDigest.get(digest);
-    if (hit === undefined) return undefined;
-    if (hit.until > now) return hit.record;
-    this.byDigest.delete(digest);
-    return undefined;
+    return hit !== undefined && hit.until > now ? hit.record : undefined;
   }
 
   set(digest: string, record: KeyRecord, now: number): void {
+    const hit = this.byDigest.get(digest);
+    if (hit !== undefined) {
+      hit.record = record;
+      hit.until = now + KEY_CACHE_MS;
+      return;
+    }
     if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
     this.byDigest.set(digest, { record, until: now + KEY_CACHE_MS });
   }
@@ -52,7 +59,8 @@ export class KeyCache {
  * KEY_CACHE_MS, as with KeyCache, and drops every record.
  */
 export class VersionedKeyCache {
-  private readonly byDigest = new Map<string, { readonly record: KeyRecord; readonly version: number }>();
+  /** Updated in place when a record is read again (ADR 0100), all dropped when the keys version changes. */
+  private readonly byDigest = new Map<string, { record: KeyRecord; version: number }>();
   private version = -1;
   private readAt = -Infinity;
 
@@ -65,6 +73,12 @@ export class VersionedKeyCache {
   /** A record and the keys version read with it (in one statement), at `now`. */
   set(digest: string, record: KeyRecord, version: number, now: number): void {
     this.saw(version, now);
+    const hit = this.byDigest.get(digest);
+    if (hit !== undefined) {
+      hit.record = record;
+      hit.version = version;
+      return;
+    }
     if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
     this.byDigest.set(digest, { record, version });
   }
