@@ -14,7 +14,8 @@
 // SQLite WAL's frames, 4 KiB and a 24-byte header in two writes each, are in them).
 // KEYS_GC=1: the gateways run with --trace-gc-nvp, stdout to a file each; per gateway, over its c=CONC phases only
 // (the file's bytes written during them): scavenges, bytes promoted and allocated per request, mark-compacts and
-// their pause time (what per-key state held across scavenges costs: docs/perf.md "Session 13, keyturn").
+// their pause time, and the old generation's growth between GCs (promoted plus allocated there directly: what
+// per-key state held across scavenges costs: docs/perf.md "Session 13, keyturn").
 // KEYS_NODE_ARGS="<flags>": more Node flags for every gateway (e.g. `--import <abs>/test/bench/heap-sample.ts`).
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
 import { spawn } from 'node:child_process';
@@ -208,13 +209,19 @@ if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} thread
 if (gcTrace) {
   for (const g of gws) {
     const text = readFileSync(g.stdout);
-    let scavenges = 0, promoted = 0, allocated = 0, scavengeMs = 0, mcs = 0, mcMs = 0;
+    let scavenges = 0, promoted = 0, allocated = 0, scavengeMs = 0, mcs = 0, mcMs = 0, oldGrowth = 0;
     for (const [from, to] of g.gcSpans) {
+      // The heap's objects after each GC: what a scavenge leaves over what the previous GC left is what reached the
+      // old generation meanwhile (promoted, and allocated there directly: large arrays, Map tables, pretenured sites).
+      let prevEnd: number | undefined;
       for (const line of text.subarray(from, to).toString('latin1').split('\n')) {
         const kind = / gc=(\w+) /.exec(line)?.[1];
         if (kind === undefined) continue;
         const num = (k: string): number => Number(new RegExp(` ${k}=([\\d.]+)`).exec(line)?.[1] ?? 0);
         allocated += num('allocated');
+        const endSize = num('end_object_size');
+        if (kind === 's' && prevEnd !== undefined) oldGrowth += endSize - prevEnd;
+        prevEnd = endSize;
         if (kind === 's') {
           scavenges++;
           promoted += num('promoted');
@@ -226,7 +233,7 @@ if (gcTrace) {
       }
     }
     const n = g.gcSpans.length * N;
-    console.log(`${g.name} GC at c=${CONC} per 1,000 requests: ${(scavenges * 1000 / n).toFixed(1)} scavenges (${(scavengeMs * 1000 / n).toFixed(1)} ms), promoted ${(promoted / n).toFixed(0)} B/req, allocated ${(allocated / n / 1024).toFixed(2)} KiB/req, mark-compacts ${mcs} (${mcMs.toFixed(1)} ms in all, ${(mcMs * 1000 / n).toFixed(2)} ms per 1,000)`);
+    console.log(`${g.name} GC at c=${CONC} per 1,000 requests: ${(scavenges * 1000 / n).toFixed(1)} scavenges (${(scavengeMs * 1000 / n).toFixed(1)} ms), promoted ${(promoted / n).toFixed(0)} B/req, old generation +${(oldGrowth / n).toFixed(0)} B/req, allocated ${(allocated / n / 1024).toFixed(2)} KiB/req, mark-compacts ${mcs} (${mcMs.toFixed(1)} ms in all, ${(mcMs * 1000 / n).toFixed(2)} ms per 1,000)`);
   }
 }
 if (redisPort !== undefined) {

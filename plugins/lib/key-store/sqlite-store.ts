@@ -142,6 +142,8 @@ export class SqliteKeyStore implements KeyStore {
   private readonly readMany: StatementSync[] = [];
   private readonly reserveMany: StatementSync[] = [];
   private readonly reserveChecked: StatementSync[] = [];
+  /** Reservation parameters by their count (reserveNow). */
+  private readonly argsByLength: (string | number | null)[][] = [];
   /** Records found (ADR 0068), kept while the keys version is unchanged (ADR 0072); each reservation confirms its key's digest. */
   private readonly cache = new VersionedKeyCache();
   private readonly checkpointer: Checkpointer | undefined;
@@ -299,7 +301,10 @@ export class SqliteKeyStore implements KeyStore {
     let rows = lines.length;
     for (let i = 0; i < pending.size; i++) if (!hasCounter(lines, pending.at(i).counter)) rows++;
     const size = statementRows(rows);
-    const args = new Array<string | number | null>(size * 5 + (digest === undefined ? 1 : 2));
+    // One parameter array per length, reused (run() is synchronous and every slot is written below): made per
+    // reservation it was the store's largest allocation, and V8 at times allocated it in the old generation.
+    const length = size * 5 + (digest === undefined ? 1 : 2);
+    const args = (this.argsByLength[length] ??= new Array<string | number | null>(length));
     let at = 0;
     for (let i = 0; i < lines.length; i++) {
       const l = lines[i]!;

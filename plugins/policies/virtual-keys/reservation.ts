@@ -78,7 +78,8 @@ export class KeyReservation implements LlmTokenLimiter {
     const usd = price ? (estimate * price.input + outputTokens * price.output) / 1_000_000 : 0;
     const now = Date.now();
     const slots = this.key.plan.slots;
-    const lines: CounterLine[] = [];
+    // Of its final size: pushes grew it from 0 (a request-long array, sometimes promoted under load).
+    const lines = new Array<CounterLine>(slots.length);
     for (let i = 0; i < slots.length; i++) {
       const s = slots[i]!;
       const b = s.budget;
@@ -89,7 +90,7 @@ export class KeyReservation implements LlmTokenLimiter {
         // Counters outlive their window by a day, so a late settlement still lands on its own window.
         s.expiresAt = w.endsAt === 0 ? 0 : w.endsAt + DAY_MS;
       }
-      lines.push({ counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt });
+      lines[i] = { counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt };
     }
     if (lines.length === 0 && this.digest === undefined) {
       // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
