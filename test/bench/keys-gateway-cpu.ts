@@ -29,15 +29,15 @@ import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import { NODE_ENV_DEFAULTS, NODE_FLAGS } from '../../bin/node-flags.js';
 import { freePort } from '../helpers/ports.ts';
-import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
+import { chatRequestWithMaxTokens, SMALL_ANSWER } from './llm-bodies.ts';
 
 const [ROUNDS, N, CONC, KEYS] = [4, 2000, 8, 1].map((d, i) => Number(process.argv[2 + i] ?? d));
 /**
- * KEYS_MAX_TOKENS=<n>: the request's `max_tokens` (64 in CHAT_REQUEST). The upstream answers 80 completion tokens
- * whatever the cap (a provider never exceeds it), so with 64 every settlement is a charge; 256 makes them refunds, as
- * with a real provider and a cap above the answer (ADR 0097 holds refunds, not charges).
+ * The request's `max_tokens`: 256 unless KEYS_MAX_TOKENS=<n> (as keys.ts, ADR 0100). The upstream answers 80
+ * completion tokens whatever the cap (a provider never exceeds it), so at 256 every settlement is a refund, as with a
+ * real provider; KEYS_MAX_TOKENS=64 (the default until session 13) makes them all charges.
  */
-const BODY = process.env.KEYS_MAX_TOKENS ? CHAT_REQUEST.replace('"max_tokens":64', `"max_tokens":${Number(process.env.KEYS_MAX_TOKENS)}`) : CHAT_REQUEST;
+const BODY = chatRequestWithMaxTokens(Number(process.env.KEYS_MAX_TOKENS ?? 256));
 const here = resolve(import.meta.dirname, '../..');
 const base = process.env.KEYS_BASELINE;
 const prof = process.env.KEYS_PROF;
@@ -177,7 +177,8 @@ const gws: Gw[] = [await start('plain', here, false), await start(`${kind} new`,
 if (process.env.KEYS_ONE && KEYS > 1) gws.push(await start(`${kind} new, 1 key`, here, true, 1));
 if (base) gws.push(await start(`${kind} base`, base, true));
 if (base && process.env.KEYS_ONE && KEYS > 1) gws.push(await start(`${kind} base, 1 key`, base, true, 1));
-for (const g of gws) await load(g, 500, CONC);
+// Warm-up: every key used once, so the rounds measure keys in use, not their first lookups and states.
+for (const g of gws) await load(g, Math.max(500, g.keys), CONC);
 for (let r = 0; r < ROUNDS; r++) {
   for (const g of r % 2 ? [...gws].reverse() : gws) {
     const c0 = cpuOf(g.proc.pid!);

@@ -1,6 +1,7 @@
 // The virtual-keys rows (issue 13 "Targets"; alone with BENCH_ONLY=keys): what a key check, a budget reservation and
 // its settlement add to an LLM request. The same `ai` route (openAI provider, `hostOverride` to the fixed-answer
-// upstream, a 220-byte non-streamed chat completion) without `virtualKeys`, and with it on the embedded SQLite store
+// upstream, a 221-byte non-streamed chat completion with `max_tokens` 256, answered with 80 completion tokens, so
+// every keyed request's settlement is a refund as with a real provider: see MAX_TOKENS) without `virtualKeys`, and with it on the embedded SQLite store
 // and, when `redis-server` is on PATH, on a Redis store: one key (key, team and organisation budgets: three counters
 // × two budgets reserved and settled per request), and 1,000 keys in 100 teams with every request using the next
 // key in turn (so 1,000 keys' and 100 teams' counters are live, and each key is looked up every 1,000 requests).
@@ -20,14 +21,17 @@ import type { StoreSpec } from '../../plugins/lib/key-store/open-store.ts';
 import type { Budget } from '../../plugins/lib/key-store/types.ts';
 import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
 import { freePort } from '../helpers/ports.ts';
-import { CHAT_REQUEST, SMALL_ANSWER } from './llm-bodies.ts';
+import { chatRequestWithMaxTokens, SMALL_ANSWER } from './llm-bodies.ts';
 
 /**
- * BENCH_KEYS_MAX_TOKENS=<n>: the request's `max_tokens` (64 in CHAT_REQUEST). The upstream answers 80 completion
- * tokens whatever the cap (no provider exceeds it), so at 64 every settlement is a charge; at 256 they are refunds, as
- * with a real provider and a cap above the answer: the case ADR 0097 holds (merged into the counter's next write).
+ * The request's `max_tokens`: 256 unless BENCH_KEYS_MAX_TOKENS=<n> (ADR 0100). The upstream answers 80 completion
+ * tokens whatever the cap; a provider never answers more than the cap, so with a cap above the answer (as here) the
+ * reservation's estimate (prompt estimate + max_tokens) is above the real usage and every settlement is a refund, as
+ * with a real provider: the case ADR 0097 holds until the counter's next write. Until session 13 the bench sent the
+ * shared CHAT_REQUEST's 64 (`BENCH_KEYS_MAX_TOKENS=64` still does): answers above their cap, every settlement a charge.
  */
-const BODY = process.env.BENCH_KEYS_MAX_TOKENS ? CHAT_REQUEST.replace('"max_tokens":64', `"max_tokens":${Number(process.env.BENCH_KEYS_MAX_TOKENS)}`) : CHAT_REQUEST;
+const MAX_TOKENS = Number(process.env.BENCH_KEYS_MAX_TOKENS ?? 256);
+const BODY = chatRequestWithMaxTokens(MAX_TOKENS);
 import type { BenchKit } from './peers.ts';
 import { postRounds } from './post-rounds.ts';
 import type { PostRow } from './post-rounds.ts';
@@ -216,7 +220,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   const plain = all[0]!;
   // Per round, against the plain row of the same round: drift on a busy machine moves both.
   const added = (r: KeysRow): number[] => r.p50.map((v, i) => (v - plain.p50[i]!) * 1000);
-  console.log(`\nkeys: POST ${PATH} (${BODY.length} B${BODY === CHAT_REQUEST ? '' : `, max_tokens ${process.env.BENCH_KEYS_MAX_TOKENS}`}), ${SMALL_ANSWER.length} B answer; each keyed request reserves and settles 3 counters (key, team, organisation) × 2 budgets; the ${KEYS}-key rows use every key in turn`);
+  console.log(`\nkeys: POST ${PATH} (${BODY.length} B, max_tokens ${MAX_TOKENS}: settlements are ${MAX_TOKENS >= 80 ? 'refunds' : 'charges'}), ${SMALL_ANSWER.length} B answer; each keyed request reserves and settles 3 counters (key, team, organisation) × 2 budgets; the ${KEYS}-key rows use every key in turn`);
   console.log(`\n| target | req/s (c=${kit.connections}) | CPU µs/req | p50 ms (c=1) | added p50 µs per round (median) |`);
   console.log('|---|---:|---:|---:|---:|');
   for (const r of all) {

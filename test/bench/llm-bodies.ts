@@ -29,6 +29,16 @@ const request = (pad: string, stream?: boolean): string =>
 
 /** The POST body of every request in the scenario: 220 bytes. */
 export const CHAT_REQUEST = request(' '.repeat(220 - request('').length));
+/**
+ * CHAT_REQUEST with another `max_tokens` (the keys benches: the small answer's 80 completion tokens are above the 64
+ * of CHAT_REQUEST, which no provider answers; a cap above the answer makes a keyed request's settlement a refund, as
+ * with a real provider). Same length for caps of two digits, one byte more for three.
+ */
+export function chatRequestWithMaxTokens(maxTokens: number): string {
+  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new Error(`max_tokens must be a positive integer, not ${maxTokens}`);
+  return CHAT_REQUEST.replace('"max_tokens":64', `"max_tokens":${maxTokens}`);
+}
+
 /** The same request streamed (`"stream": true`; the `ai` rows, bench/ai.ts). */
 export const CHAT_STREAM_REQUEST = request(' '.repeat(220 - request('').length), true);
 
