@@ -340,7 +340,7 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   }
   console.log('Ratios are this ÷ that of the same measure: below 1 is better, except req/s (above 1 is better).');
   // A/B tables, each from the same interleaved rounds: the installed package against the clone, a baseline
-  // against this checkout's clone.
+  // against this checkout's clone and installed package.
   const abTable = (a: Kind, aName: string, b: Kind, bName: string): void => {
     if (!has(a) || !has(b)) return;
     console.log(`\n| measure | ${bName} | ${aName} | ${aName} ÷ ${bName} | per round (${aName}/${bName}) |`);
@@ -356,7 +356,10 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
     }
   };
   abTable('installed', 'installed', 'switchyard', 'clone');
-  abTable('switchyard', 'switchyard', 'baseline', 'baseline');
+  abTable('switchyard', 'clone', 'baseline', 'baseline');
+  // A baseline that is an installed package's folder (another pack, or this one with other node flags) is read
+  // against the installed row.
+  abTable('installed', 'installed', 'baseline', 'baseline');
 
   // The access logs were written during the load (one line per request; the sanity POSTs came before).
   const served = (kind: Kind): number => rows.filter((r) => r.target.kind === kind).reduce((n, r) => n + r.served, 0);
