@@ -20,7 +20,8 @@ import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts'
  * order checks that its key still exists, checks every line against the values so far (its settlements and the
  * batch's earlier reservations included) and, if none is at its limit, adds to each. Every counter is read by one MGET
  * and each changed one written once at the end, as the sum computed in Lua with 17 significant digits (a double read
- * back exactly; inside a script INCRBYFLOAT costs Redis several times a SET). A counter the MGET found keeps its
+ * back exactly; inside a script INCRBYFLOAT costs Redis several times a SET), or as an integer when it is one (the
+ * same text, without the floating-point formatting: token counters). A counter the MGET found keeps its
  * expiry (SET … KEEPTTL: its window's end, set when it was made, does not change); a new one gets it with PXAT (one
  * command, ADR 0091). The digests are checked by one EXISTS of them all; only when it counts fewer than there are is
  * each asked alone (a key gone meanwhile: rare). With many keys most of Redis's work per request is per argument
@@ -93,12 +94,13 @@ for r = 1, rs do
   p = p + n * 3
 end
 for i in pairs(dirty) do
-  local e = ARGV[2 * i]
+  local e, v = ARGV[2 * i], vals[i]
+  if v == math.floor(v) and v > -1e15 and v < 1e15 then v = string.format('%d', v) else v = string.format('%.17g', v) end
 ${
   pxat
-    ? `  if e == '0' or was[i] then redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'KEEPTTL')
-  else redis.call('SET', KEYS[i], string.format('%.17g', vals[i]), 'PXAT', e) end`
-    : `  redis.call('SET', KEYS[i], string.format('%.17g', vals[i]))
+    ? `  if e == '0' or was[i] then redis.call('SET', KEYS[i], v, 'KEEPTTL')
+  else redis.call('SET', KEYS[i], v, 'PXAT', e) end`
+    : `  redis.call('SET', KEYS[i], v)
   if e ~= '0' then redis.call('PEXPIREAT', KEYS[i], e) end`
 }
 end
