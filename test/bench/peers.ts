@@ -11,7 +11,7 @@
 // upstream.ts) and the load generator share the others. See docs/perf.md, "Peers".
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort } from '../helpers/ports.ts';
 import type { Job, JobResult } from './load.ts';
@@ -223,12 +223,14 @@ export async function peersOnly(kit: BenchKit, notes: string[]): Promise<number>
   if (installed) await startSwitchyard('installed', 'switchyard installed package', installed);
   await startSwitchyard('switchyard', 'switchyard clone (TypeScript sources)', kit.cli);
 
-  // BENCH_PEERS_BASELINE: another checkout's Switchyard (or an installed package's folder), same config and pinning,
+  // BENCH_PEERS_BASELINE: another checkout's Switchyard (or an installed package's folder; `installed`: this run's
+  // installed package, for a flag A/B on what users run), same config and pinning,
   // its rows interleaved with this one's (A/B in one run). BENCH_PEERS_BASELINE_NODE_ARGS: node flags for
   // it (the same checkout with `--max-semi-space-size=16` measures a V8 setting). A flag the CLI sets itself skips
   // its re-execution and with it the environment of bin/node-flags.js, so BENCH_PEERS_BASELINE_ENV (`NAME=value`
   // words, e.g. `MALLOC_ARENA_MAX=1`) sets the baseline's environment: without it such an A/B also compares arenas.
-  const baselineDir = process.env.BENCH_PEERS_BASELINE;
+  const baselineDir = process.env.BENCH_PEERS_BASELINE === 'installed' ? installed && dirname(dirname(installed)) : process.env.BENCH_PEERS_BASELINE;
+  if (process.env.BENCH_PEERS_BASELINE === 'installed' && !installed) notes.push('BENCH_PEERS_BASELINE=installed: no installed package, no baseline rows');
   const baselineArgs = (process.env.BENCH_PEERS_BASELINE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const baselineEnv = (process.env.BENCH_PEERS_BASELINE_ENV ?? '').split(/\s+/).filter((kv) => kv.includes('='));
   if (baselineDir) {
