@@ -4,6 +4,7 @@ import { PooledUpstreams } from '../upstream/pooled-upstreams.ts';
 import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot } from '../compile/snapshot.ts';
+import { releaseAjv } from '../config/ajv-lib.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
@@ -132,7 +133,12 @@ export class ConfigLoader {
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     const parsed = parseConfigText(this.fileName, text, env);
     await this.prepareWith(pluginListOf(parsed));
-    const loaded = validateParsed(parsed, this.validator());
+    let loaded: ReturnType<typeof validateParsed>;
+    try {
+      loaded = validateParsed(parsed, this.validator());
+    } finally {
+      releaseAjv(); // if this load needed ajv, it goes with the validator (ajv-lib.ts)
+    }
     const before = this.hidden.size;
     for (const h of loaded.hidden) this.hidden.add(h);
     if (this.hidden.size !== before) this.s.logger.configure({ scrub: compileScrubber(this.hidden) });

@@ -8,13 +8,46 @@ import type { Ajv2020 as Ajv } from 'ajv/dist/2020.js';
  * ajv, loaded on first use: a start whose config validator is precompiled (validator-cache.ts) never loads it
  * (83 modules, about 13 MiB and 60 ms, docs/perf.md "Startup and idle memory, session 5"). `require` keeps the
  * callers synchronous; a bundle (bin/build-dist.ts) turns these calls into esbuild's lazy require of its copy.
+ *
+ * Where ajv resolves from node_modules (a clone, the npm package), it is loaded through a `require` of its own and
+ * `releaseAjv()` takes what that loaded out of Node's module cache once a config load (or a validator's code
+ * generation) is done: ajv then goes with the last validator that used it, instead of staying ~1.3 MiB of heap for
+ * the process's life after a start whose validator was not precompiled yet (every start of a container whose cache
+ * directory is not kept; ADR 0099). ajvLib and ajvCodegenLib give modules of one load until then: the code generator
+ * needs ajv's codegen classes to be the ones its ajv instance checks against.
  */
 const lazyRequire = createRequire(import.meta.url);
 
-let ajv: typeof Ajv2020Module | undefined;
+/** The packages of ajv's module graph (ajv and its dependencies): what releaseAjv takes out of the module cache. */
+const AJV_PACKAGES = /[\\/]node_modules[\\/](?:ajv|fast-deep-equal|fast-uri|json-schema-traverse|require-from-string)[\\/]/;
+
+/** The `require` ajv's modules come from until released, and the cache entries it had before (not released). */
+let session: { readonly require: (id: string) => unknown; readonly before: ReadonlySet<string>; readonly cache: NodeJS.Dict<unknown> } | undefined;
+
+/** `id` from this load's ajv; `bundled` (the same request, literal so that a bundle carries it) where none resolves. */
+function ajvRequire(id: string, bundled: () => unknown): unknown {
+  if (!session) {
+    const fresh = createRequire(import.meta.url);
+    try {
+      fresh.resolve('ajv/dist/2020.js');
+    } catch {
+      // A trimmed distribution: the bundled copy (kept, as every bundled module is).
+      return bundled();
+    }
+    session = { require: fresh, before: new Set(Object.keys(fresh.cache)), cache: fresh.cache };
+  }
+  return session.require(id);
+}
+
+/** Take the ajv modules loaded since the last release out of Node's module cache (the comment above). */
+export function releaseAjv(): void {
+  if (!session) return;
+  for (const key of Object.keys(session.cache)) if (AJV_PACKAGES.test(key) && !session.before.has(key)) delete session.cache[key];
+  session = undefined;
+}
 
 export function ajvLib(): typeof Ajv2020Module {
-  return (ajv ??= lazyRequire('ajv/dist/2020.js') as typeof Ajv2020Module);
+  return ajvRequire('ajv/dist/2020.js', () => lazyRequire('ajv/dist/2020.js')) as typeof Ajv2020Module;
 }
 
 /** What generating standalone validation code needs besides ajv itself. */
@@ -24,9 +57,9 @@ export function ajvCodegenLib(): {
   names: { readonly instancePath: Name };
 } {
   return {
-    standaloneCode: (lazyRequire('ajv/dist/standalone/index.js') as { default: (ajv: Ajv, validate: unknown) => string }).default,
-    codegen: lazyRequire('ajv/dist/compile/codegen/index.js') as typeof CodegenModule,
-    names: (lazyRequire('ajv/dist/compile/names.js') as { default: { instancePath: Name } }).default,
+    standaloneCode: (ajvRequire('ajv/dist/standalone/index.js', () => lazyRequire('ajv/dist/standalone/index.js')) as { default: (ajv: Ajv, validate: unknown) => string }).default,
+    codegen: ajvRequire('ajv/dist/compile/codegen/index.js', () => lazyRequire('ajv/dist/compile/codegen/index.js')) as typeof CodegenModule,
+    names: (ajvRequire('ajv/dist/compile/names.js', () => lazyRequire('ajv/dist/compile/names.js')) as { default: { instancePath: Name } }).default,
   };
 }
 

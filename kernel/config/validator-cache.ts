@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JsonSchema } from '../sdk/index.ts';
-import { ajvRuntimeModule, ajvVersion } from './ajv-lib.ts';
+import { ajvRuntimeModule, ajvVersion, releaseAjv } from './ajv-lib.ts';
 import { generateValidatorCode } from './validator-code.ts';
 import type { ValidatorRuntime } from './validator-code.ts';
 // Not `import ... from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
@@ -69,6 +69,8 @@ export class ValidatorCodeCache {
       return true;
     } catch {
       return false;
+    } finally {
+      releaseAjv(); // the generator's ajv goes with it (ajv-lib.ts)
     }
   }
 

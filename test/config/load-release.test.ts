@@ -1,6 +1,6 @@
 // What a config load uses and the data plane never does is not kept after it (ADR 0099): with a precompiled-validator
-// cache (the CLI's, ADR 0042) neither the config validator, nor the generated module it ran, nor ajv's instance of a
-// first start; nor js-yaml, the fast parser. A reload builds them again, and its errors read as before (file:line:col,
+// cache (the CLI's, ADR 0042) neither the config validator, nor the generated module it ran, nor ajv (its instance
+// and its modules) after a first start; nor js-yaml, the fast parser. A reload builds them again, and its errors read as before (file:line:col,
 // did you mean).
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
@@ -43,6 +43,15 @@ describe('the config validator after a load (ADR 0099)', { concurrency: false, s
       for (let i = 0; i < 100 && written() === 0; i++) await sleep(50);
       assert.equal(written(), 1, 'the validator code was written');
       assert.equal(liveValidators(), 0, 'the first start kept no validator (nor its ajv instance)');
+      // Nor ajv itself (loaded for that start's validation and for generating the code): out of the module cache
+      // (its runtime helpers, which precompiled code requires, and its package.json, for the cache's file names, may stay)
+      // and its source gone from the heap.
+      const ajvModules = Object.keys(createRequire(import.meta.url).cache).filter((k) => /[\\/]node_modules[\\/]ajv[\\/]/.test(k) && !/[\\/]dist[\\/]runtime[\\/]|package\.json$/.test(k));
+      assert.deepEqual(ajvModules, [], "ajv's modules are not in the module cache");
+      const heapFile = writeHeapSnapshot(join(testTempDir('switchyard-ajv-heap-'), 'after-first-start.heapsnapshot'));
+      const ajvCore = new RegExp(['const removedOptions', '= \\{'].join(' ')); // made after the snapshot: see js-yaml's below
+      assert.equal(ajvCore.test(readFileSync(heapFile, 'latin1')), false, "ajv's core module is still in the heap");
+      rmSync(heapFile);
       // Second start: the precompiled module runs, then goes.
       const second = await start();
       assert.equal(liveValidators(), 0, 'the second start kept no validator');
