@@ -33,7 +33,8 @@
 // BENCH_AGENTGATEWAY (with BENCH_ONLY=peers: the reference binary, default ../shared/peers/agentgateway/agentgateway),
 // BENCH_PEERS_INSTALLED=0 (with BENCH_ONLY=peers: skip the row of the npm package packed from this checkout and installed
 // into an empty app, the headline row, ADR 0098; packing takes ~30-90 s),
-// BENCH_PEERS_BASELINE (with BENCH_ONLY=peers: another checkout whose Switchyard is measured as more rows, interleaved: A/B in one run;
+// BENCH_PEERS_BASELINE (with BENCH_ONLY=peers: another checkout or installed package folder, or `installed` for this run's
+// installed package again, whose Switchyard is measured as more rows, interleaved: A/B in one run;
 // BENCH_PEERS_BASELINE_NODE_ARGS its node flags, e.g. the same checkout with `--max-semi-space-size=16`),
 // BENCH_ONLY=ai (the `ai` rows alone: an `ai` route with the openAI provider beside the bare proxy, non-streamed and
 // streamed chat completions, ai.ts; BENCH_AI_BASELINE another checkout as more rows, BENCH_AI_NODE_ARGS its node flags),
