@@ -10,6 +10,7 @@ import { ConfigLoadError } from '../config/format-issues.ts';
 import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
 import { redactConfig } from '../config/redact-config.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
+import { releaseYaml } from '../config/yaml-lib.ts';
 import { compileScrubber } from '../config/scrubber.ts';
 import type { SecretMarks } from '../config/secret-marks.ts';
 import { ConfigValidator } from '../config/validate-config.ts';
@@ -129,6 +130,14 @@ export class ConfigLoader {
 
   /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
   async compile(text: string): Promise<Snapshot> {
+    try {
+      return await this.compileText(text);
+    } finally {
+      releaseYaml(); // if this load needed the positioned parser, it is not kept (yaml-lib.ts)
+    }
+  }
+
+  private async compileText(text: string): Promise<Snapshot> {
     const env = this.options.env ?? process.env;
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     const parsed = parseConfigText(this.fileName, text, env);

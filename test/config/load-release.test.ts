@@ -1,6 +1,6 @@
 // What a config load uses and the data plane never does is not kept after it (ADR 0099): with a precompiled-validator
 // cache (the CLI's, ADR 0042) neither the config validator, nor the generated module it ran, nor ajv (its instance
-// and its modules) after a first start; nor js-yaml, the fast parser. A reload builds them again, and its errors read as before (file:line:col,
+// and its modules) after a first start; nor js-yaml, the fast parser, nor `yaml`, the positioned one. A reload builds them again, and its errors read as before (file:line:col,
 // did you mean).
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
@@ -105,6 +105,25 @@ describe('js-yaml after a load (ADR 0099)', () => {
       const file = writeHeapSnapshot(join(dir, 'after-load.heapsnapshot'));
       const banner = new RegExp(['/\\*! js-yaml', '[0-9.]+ https:'].join(' '));
       assert.equal(banner.test(readFileSync(file, 'latin1')), false, "js-yaml's source is still in the heap");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the positioned YAML parser after a load (ADR 0099)', () => {
+  it('parsed a config with ${VAR} and is not kept: its modules are not in the cache, its lexer not in the heap', async () => {
+    const dir = testTempDir('switchyard-yaml-');
+    try {
+      const text = VALID.replace('host: 127.0.0.1:9', 'host: ${UPSTREAM}');
+      const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { name: 'test.yaml', text }, watch: false, env: { UPSTREAM: '127.0.0.1:9' } }, new LogSink(() => undefined));
+      const snapshot = await gateway.compile(text);
+      assert.deepEqual(snapshot.config.binds, [{ port: 8080, listeners: [{ routes: [{ backends: [{ host: '127.0.0.1:9' }] }] }] }], 'the variable was expanded');
+      const cached = Object.keys(createRequire(import.meta.url).cache).filter((k) => /[\\/]node_modules[\\/]yaml[\\/]/.test(k));
+      assert.deepEqual(cached, [], "yaml's modules are not in the module cache");
+      const file = writeHeapSnapshot(join(dir, 'after-load.heapsnapshot'));
+      const lexer = new RegExp(['class', 'Lexer \\{'].join(' ')); // made after the snapshot: see js-yaml's above
+      assert.equal(lexer.test(readFileSync(file, 'latin1')), false, "yaml's lexer is still in the heap");
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
