@@ -254,4 +254,6 @@ if (redisProc) {
   redisProc.kill('SIGTERM');
   await new Promise((r) => redisProc.once('exit', r));
 }
-rmSync(work, { recursive: true, force: true });
+// KEYS_KEEP=1 keeps the gateways' directories (configs, stores, KEYS_GC's stdout files) for a look afterwards.
+if (process.env.KEYS_KEEP === '1') console.log(`kept ${work}`);
+else rmSync(work, { recursive: true, force: true });
