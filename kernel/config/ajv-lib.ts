@@ -3,6 +3,7 @@ import type * as Ajv2020Module from 'ajv/dist/2020.js';
 import type * as CodegenModule from 'ajv/dist/compile/codegen/index.js';
 import type { Name } from 'ajv/dist/compile/codegen/index.js';
 import type { Ajv2020 as Ajv } from 'ajv/dist/2020.js';
+import { LoadScopedPackage } from './load-scoped-package.ts';
 
 /**
  * ajv, loaded on first use: a start whose config validator is precompiled (validator-cache.ts) never loads it
@@ -18,36 +19,19 @@ import type { Ajv2020 as Ajv } from 'ajv/dist/2020.js';
  */
 const lazyRequire = createRequire(import.meta.url);
 
-/** The packages of ajv's module graph (ajv and its dependencies): what releaseAjv takes out of the module cache. */
-const AJV_PACKAGES = /[\\/]node_modules[\\/](?:ajv|fast-deep-equal|fast-uri|json-schema-traverse|require-from-string)[\\/]/;
-
-/** The `require` ajv's modules come from until released, and the cache entries it had before (not released). */
-let session: { readonly require: (id: string) => unknown; readonly before: ReadonlySet<string>; readonly cache: NodeJS.Dict<unknown> } | undefined;
-
-/** `id` from this load's ajv; `bundled` (the same request, literal so that a bundle carries it) where none resolves. */
-function ajvRequire(id: string, bundled: () => unknown): unknown {
-  if (!session) {
-    const fresh = createRequire(import.meta.url);
-    try {
-      fresh.resolve('ajv/dist/2020.js');
-    } catch {
-      // A trimmed distribution: the bundled copy (kept, as every bundled module is).
-      return bundled();
-    }
-    session = { require: fresh, before: new Set(Object.keys(fresh.cache)), cache: fresh.cache };
-  }
-  return session.require(id);
-}
+/**
+ * ajv and its dependencies, loaded for a config load and released after it (load-scoped-package.ts). Each request's
+ * `bundled` twin is the same request, literal, so that a bundle carries it.
+ */
+const ajvPackage = new LoadScopedPackage(import.meta.url, 'ajv/dist/2020.js', /[\\/]node_modules[\\/](?:ajv|fast-deep-equal|fast-uri|json-schema-traverse|require-from-string)[\\/]/);
 
 /** Take the ajv modules loaded since the last release out of Node's module cache (the comment above). */
 export function releaseAjv(): void {
-  if (!session) return;
-  for (const key of Object.keys(session.cache)) if (AJV_PACKAGES.test(key) && !session.before.has(key)) delete session.cache[key];
-  session = undefined;
+  ajvPackage.release();
 }
 
 export function ajvLib(): typeof Ajv2020Module {
-  return ajvRequire('ajv/dist/2020.js', () => lazyRequire('ajv/dist/2020.js')) as typeof Ajv2020Module;
+  return ajvPackage.require('ajv/dist/2020.js', () => lazyRequire('ajv/dist/2020.js')) as typeof Ajv2020Module;
 }
 
 /** What generating standalone validation code needs besides ajv itself. */
@@ -57,9 +41,9 @@ export function ajvCodegenLib(): {
   names: { readonly instancePath: Name };
 } {
   return {
-    standaloneCode: (ajvRequire('ajv/dist/standalone/index.js', () => lazyRequire('ajv/dist/standalone/index.js')) as { default: (ajv: Ajv, validate: unknown) => string }).default,
-    codegen: ajvRequire('ajv/dist/compile/codegen/index.js', () => lazyRequire('ajv/dist/compile/codegen/index.js')) as typeof CodegenModule,
-    names: (ajvRequire('ajv/dist/compile/names.js', () => lazyRequire('ajv/dist/compile/names.js')) as { default: { instancePath: Name } }).default,
+    standaloneCode: (ajvPackage.require('ajv/dist/standalone/index.js', () => lazyRequire('ajv/dist/standalone/index.js')) as { default: (ajv: Ajv, validate: unknown) => string }).default,
+    codegen: ajvPackage.require('ajv/dist/compile/codegen/index.js', () => lazyRequire('ajv/dist/compile/codegen/index.js')) as typeof CodegenModule,
+    names: (ajvPackage.require('ajv/dist/compile/names.js', () => lazyRequire('ajv/dist/compile/names.js')) as { default: { instancePath: Name } }).default,
   };
 }
 

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as JsYaml from 'js-yaml';
+import { LoadScopedPackage } from './load-scoped-package.ts';
 
 /**
  * js-yaml's `load` for one parse (fast-parse.ts), then let go (ADR 0099). A config is parsed at start and on a
@@ -13,18 +14,13 @@ import type * as JsYaml from 'js-yaml';
  */
 const lazyRequire = createRequire(import.meta.url);
 
+/** js-yaml, required for each parse and released after it (load-scoped-package.ts). */
+const jsYamlPackage = new LoadScopedPackage(import.meta.url, 'js-yaml', /[\\/]node_modules[\\/]js-yaml[\\/]/);
+
 export function loadYaml(text: string): unknown {
-  // One per parse: a `createRequire` function records what it loads as its parent's children.
-  const fresh = createRequire(import.meta.url);
-  let id: string;
   try {
-    id = fresh.resolve('js-yaml');
-  } catch {
-    return (lazyRequire('js-yaml') as typeof JsYaml).load(text);
-  }
-  try {
-    return (fresh(id) as typeof JsYaml).load(text);
+    return (jsYamlPackage.require('js-yaml', () => lazyRequire('js-yaml')) as typeof JsYaml).load(text);
   } finally {
-    delete fresh.cache[id];
+    jsYamlPackage.release();
   }
 }

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as Yaml from 'yaml';
+import { LoadScopedPackage } from './load-scoped-package.ts';
 
 /**
  * The positioned YAML parser (`yaml`), loaded on first use: a valid config without `${VAR}` is parsed by js-yaml
@@ -13,31 +14,14 @@ import type * as Yaml from 'yaml';
  */
 const lazyRequire = createRequire(import.meta.url);
 
-const YAML_PACKAGE = /[\\/]node_modules[\\/]yaml[\\/]/;
-
-/** The module of this load, and the module cache's keys before it was loaded (not released). */
-let session: { readonly lib: typeof Yaml; readonly before: ReadonlySet<string>; readonly cache: NodeJS.Dict<unknown> } | undefined;
-/** No node_modules to resolve it from (a trimmed distribution): the bundled copy, kept. */
-let bundledOnly = false;
+/** `yaml`, loaded for a config load and released after it (load-scoped-package.ts). */
+const yamlPackage = new LoadScopedPackage(import.meta.url, 'yaml', /[\\/]node_modules[\\/]yaml[\\/]/);
 
 export function yamlLib(): typeof Yaml {
-  if (session) return session.lib;
-  if (bundledOnly) return lazyRequire('yaml') as typeof Yaml;
-  const fresh = createRequire(import.meta.url);
-  try {
-    fresh.resolve('yaml');
-  } catch {
-    bundledOnly = true;
-    return lazyRequire('yaml') as typeof Yaml;
-  }
-  const before = new Set(Object.keys(fresh.cache));
-  session = { lib: fresh('yaml') as typeof Yaml, before, cache: fresh.cache };
-  return session.lib;
+  return yamlPackage.require('yaml', () => lazyRequire('yaml')) as typeof Yaml;
 }
 
 /** Take the `yaml` modules of this load out of Node's module cache (the comment above). */
 export function releaseYaml(): void {
-  if (!session) return;
-  for (const key of Object.keys(session.cache)) if (YAML_PACKAGE.test(key) && !session.before.has(key)) delete session.cache[key];
-  session = undefined;
+  yamlPackage.release();
 }
