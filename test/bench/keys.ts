@@ -1,16 +1,22 @@
 // The virtual-keys rows (issue 13 "Targets"; alone with BENCH_ONLY=keys): what a key check, a budget reservation and
 // its settlement add to an LLM request. The same `ai` route (openAI provider, `hostOverride` to the fixed-answer
 // upstream, a 221-byte non-streamed chat completion with `max_tokens` 256, answered with 80 completion tokens, so
-// every keyed request's settlement is a refund as with a real provider: see MAX_TOKENS) without `virtualKeys`, and with it on the embedded SQLite store
-// and, when `redis-server` is on PATH, on a Redis store: one key (key, team and organisation budgets: three counters
-// × two budgets reserved and settled per request), and 1,000 keys in 100 teams with every request using the next
-// key in turn (so 1,000 keys' and 100 teams' counters are live, and each key is looked up every 1,000 requests).
-// Keys are made in the store before the gateway starts (as the management API makes them), not declared in the
-// config: each request finds its key in the store (SQLite) or the store's short-lived cache (Redis, ADR 0061).
+// every keyed request's settlement is a refund as with a real provider: see MAX_TOKENS) without `virtualKeys`, and
+// with it on the embedded SQLite store and, when `redis-server` is on PATH, on a Redis store. Two shapes of budgets,
+// each as 1 key against 1,000 keys in 100 teams with every request using the next key in turn (so every key's and
+// team's counters are live, and each key is looked up every 1,000 requests):
+// - `own` (the strict case): every key has budgets of its own, and so do its team and the organisation: three
+//   counters × two budgets reserved and settled per request; with 1,000 keys that is 2,202 budgets.
+// - `team` (the target's wording, "1,000 keys and 100 budgets"): keys with no budget of their own, each of the 100
+//   teams one budget (USD per month): one counter reserved and settled per request, against 1 key in 1 team.
+// Every keyed request also settles its key's two lifetime counters (tokens, USD: the usage API's). Keys are made in
+// the store before the gateway starts (as the management API makes them), not declared in the config: each request
+// finds its key in the store (SQLite) or the store's short-lived cache (Redis, ADR 0061). BENCH_KEYS_SHAPES=own (or
+// team) runs one shape only.
 //
 // Figures: the added c=1 p50 (the keyed row's p50 minus the plain row's, per round, median), and the throughput and
-// CPU per request of 1,000 keys against one key. Targets: ≤ 150 µs p50 on SQLite, ≤ 1 ms on the shared store; 1,000
-// keys and 100 budgets do not change throughput measurably.
+// CPU per request of 1,000 keys against one key, per shape. Targets: ≤ 150 µs p50 on SQLite, ≤ 1 ms on the shared
+// store; 1,000 keys and 100 budgets do not change throughput measurably.
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -44,28 +50,38 @@ const keySecret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}
 /** Budgets never reached in a bench run: every request is reserved and settled, none refused. */
 const big = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day' }];
 const BIG: readonly Budget[] = [{ unit: 'usd', limit: 1e9, period: 'month' }, { unit: 'tokens', limit: 1e12, period: 'day' }];
+/** The `team` shape's one budget per team (never reached either). */
+const TEAM_ONLY = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }];
+
+/** Whose budgets a keyed row's requests reserve from (see the header): `own` is the strict case, `team` the target's wording. */
+type Shape = 'own' | 'team';
+const SHAPES: readonly Shape[] = (process.env.BENCH_KEYS_SHAPES ?? 'own,team').split(',').map((s) => {
+  if (s !== 'own' && s !== 'team') throw new Error(`BENCH_KEYS_SHAPES: \`${s}\` is not \`own\` or \`team\``);
+  return s;
+});
 
 /** A row of the interleaved POST rounds (post-rounds.ts) with what this bench adds. */
 interface KeysRow extends PostRow {
   readonly store: 'none' | 'sqlite' | 'redis';
   readonly keys: number;
+  readonly shape?: Shape;
   readonly headers: Record<string, string>;
   /** The 1,000-key rows: every request the next key's `Authorization`. */
   readonly numberedHeader?: { readonly name: string; readonly value: string; readonly count: number; readonly width: number };
 }
 
-/** The policy's config: teams and the organisation budget; the keys are made in the store (`seedKeys`). */
-function virtualKeys(store: Record<string, unknown>, keys: number): Record<string, unknown> {
-  const teams = Array.from({ length: keys === 1 ? 1 : TEAMS }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
-  return { store, budgets: big(), teams };
+/** The policy's config: teams and (`own`) the organisation budget; the keys are made in the store (`seedKeys`). */
+function virtualKeys(store: Record<string, unknown>, keys: number, shape: Shape): Record<string, unknown> {
+  const teams = Array.from({ length: keys === 1 ? 1 : TEAMS }, (_, t) => ({ name: `team-${t}`, budgets: shape === 'own' ? big() : TEAM_ONLY() }));
+  return shape === 'own' ? { store, budgets: big(), teams } : { store, teams };
 }
 
-/** Make `keys` keys in the store, as `POST /keys` would (each with a key budget, in one of the teams). */
-async function seedKeys(spec: StoreSpec, cwd: string, keys: number): Promise<void> {
+/** Make `keys` keys in the store, as `POST /keys` would (in one of the teams; `own`: each with budgets of its own). */
+async function seedKeys(spec: StoreSpec, cwd: string, keys: number, shape: Shape): Promise<void> {
   const store = await openStore(spec, cwd);
   const teams = keys === 1 ? 1 : TEAMS;
   for (let i = 0; i < keys; i++) {
-    await store.create({ id: `key-${i}`, owner: `user${i}@example.com`, team: `team-${i % teams}`, budgets: BIG, prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(keySecret(i)));
+    await store.create({ id: `key-${i}`, owner: `user${i}@example.com`, team: `team-${i % teams}`, budgets: shape === 'own' ? BIG : [], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(keySecret(i)));
   }
   await store.close();
 }
@@ -178,25 +194,29 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
 
   const children: Child[] = [upstream];
   const all: KeysRow[] = [];
-  const add = async (name: string, store: KeysRow['store'], keys: number, spec: StoreSpec | undefined): Promise<void> => {
-    if (spec) await seedKeys(spec, dir, keys);
-    const policies = spec ? { virtualKeys: virtualKeys(spec as Record<string, unknown>, keys) } : undefined;
-    const gw = await startGateway(kit, join(dir, `${store}-${keys}`), name, upstreamPort, policies);
+  const add = async (name: string, store: KeysRow['store'], keys: number, spec: StoreSpec | undefined, shape?: Shape): Promise<void> => {
+    if (spec) await seedKeys(spec, dir, keys, shape!);
+    const policies = spec ? { virtualKeys: virtualKeys(spec as Record<string, unknown>, keys, shape!) } : undefined;
+    const gw = await startGateway(kit, join(dir, `${store}-${keys}-${shape ?? 'none'}`), name, upstreamPort, policies);
     children.push(gw.child);
     const numberedHeader = keys > 1 ? { name: 'authorization', value: `Bearer ${keySecret(0).replace('0000', '[<n>]')}`, count: keys, width: 4 } : undefined;
-    all.push({ name, store, keys, url: gw.base + PATH, headers: { 'content-type': 'application/json', authorization: `Bearer ${keySecret(0)}` }, numberedHeader, pids: kit.processTree(gw.child.proc.pid!), cpu: [], rps: [], p50: [], bad: 0, errors: 0 });
+    all.push({ name, store, keys, shape, url: gw.base + PATH, headers: { 'content-type': 'application/json', authorization: `Bearer ${keySecret(0)}` }, numberedHeader, pids: kit.processTree(gw.child.proc.pid!), cpu: [], rps: [], p50: [], bad: 0, errors: 0 });
   };
 
   await add('ai route, no keys', 'none', 0, undefined);
-  await add('virtualKeys sqlite, 1 key', 'sqlite', 1, { sqlite: { path: join(dir, 'one.db') } });
-  await add(`virtualKeys sqlite, ${KEYS} keys / ${TEAMS} teams, in turn`, 'sqlite', KEYS, { sqlite: { path: join(dir, 'many.db') } });
+  /** A shape's two rows on one store: 1 key, and KEYS keys in TEAMS teams used in turn. */
+  const pair = async (store: 'sqlite' | 'redis', shape: Shape, spec: (keys: number) => StoreSpec): Promise<void> => {
+    const what = shape === 'own' ? ['1 key', `${KEYS} keys / ${TEAMS} teams, in turn`] : ['1 key, 1 team budget', `${KEYS} keys / ${TEAMS} team budgets, in turn`];
+    await add(`virtualKeys ${store}, ${what[0]}`, store, 1, spec(1), shape);
+    await add(`virtualKeys ${store}, ${what[1]}`, store, KEYS, spec(KEYS), shape);
+  };
+  for (const shape of SHAPES) await pair('sqlite', shape, (keys) => ({ sqlite: { path: join(dir, `${shape}-${keys}.db`) } }));
   const redisBin = kit.onPath('redis-server') ?? (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : undefined);
   let redis: { port: number; stop: () => Promise<void> } | undefined;
   if (redisBin) {
     redis = await startRedis(kit, join(dir, 'redis'), redisBin);
     const url = `redis://127.0.0.1:${redis.port}`;
-    await add('virtualKeys redis, 1 key', 'redis', 1, { redis: { url, prefix: 'one:' } });
-    await add(`virtualKeys redis, ${KEYS} keys / ${TEAMS} teams, in turn`, 'redis', KEYS, { redis: { url, prefix: 'many:' } });
+    for (const shape of SHAPES) await pair('redis', shape, (keys) => ({ redis: { url, prefix: `${shape}-${keys}:` } }));
   } else notes.push('redis-server is not on PATH: no shared-store rows');
 
   const ops: string[] = [];
@@ -220,7 +240,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   const plain = all[0]!;
   // Per round, against the plain row of the same round: drift on a busy machine moves both.
   const added = (r: KeysRow): number[] => r.p50.map((v, i) => (v - plain.p50[i]!) * 1000);
-  console.log(`\nkeys: POST ${PATH} (${BODY.length} B, max_tokens ${MAX_TOKENS}: settlements are ${MAX_TOKENS >= 80 ? 'refunds' : 'charges'}), ${SMALL_ANSWER.length} B answer; each keyed request reserves and settles 3 counters (key, team, organisation) × 2 budgets; the ${KEYS}-key rows use every key in turn`);
+  console.log(`\nkeys: POST ${PATH} (${BODY.length} B, max_tokens ${MAX_TOKENS}: settlements are ${MAX_TOKENS >= 80 ? 'refunds' : 'charges'}), ${SMALL_ANSWER.length} B answer; the ${KEYS}-key rows use every key in turn; shapes ${SHAPES.join(', ')}: \`own\` reserves and settles 3 counters (key, team, organisation) × 2 budgets per request, \`team\` one team budget (keys without budgets of their own)`);
   console.log(`\n| target | req/s (c=${kit.connections}) | CPU µs/req | p50 ms (c=1) | added p50 µs per round (median) |`);
   console.log('|---|---:|---:|---:|---:|');
   for (const r of all) {
@@ -233,14 +253,18 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   console.log(`\nstore operations in the bench process (find + reserve 6 lines + settle 6 deltas, every key in turn, median of 5 × 1000):\n\n| store | keys | wall µs/request | CPU µs/request |\n|---|---:|---:|---:|\n${ops.join('\n')}`);
   const checks: string[] = [];
   for (const store of ['sqlite', 'redis'] as const) {
-    const one = all.find((r) => r.store === store && r.keys === 1);
-    const many = all.find((r) => r.store === store && r.keys === KEYS);
-    if (!one || !many) continue;
-    const limit = store === 'sqlite' ? 150 : 1000;
-    const a = median(added(one));
-    checks.push(`| key check + reservation + settlement on ${store} adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
-    const change = (median(many.rps) / median(one.rps) - 1) * 100;
-    checks.push(`| ${KEYS} keys / ${TEAMS} budgets vs 1 key on ${store}: throughput | ${Math.abs(change) <= 5 ? 'PASS (within 5%)' : 'CHECK'} | ${change >= 0 ? '+' : ''}${fmt(change, 1)}% |`);
+    for (const shape of SHAPES) {
+      const one = all.find((r) => r.store === store && r.shape === shape && r.keys === 1);
+      const many = all.find((r) => r.store === store && r.shape === shape && r.keys === KEYS);
+      if (!one || !many) continue;
+      const limit = store === 'sqlite' ? 150 : 1000;
+      const a = median(added(one));
+      const budgets = shape === 'own' ? `${KEYS} keys with budgets of their own, ${TEAMS} teams, the organisation (${KEYS * 2 + TEAMS * 2 + 2} budgets) vs 1 key` : `${KEYS} keys and ${TEAMS} budgets (team budgets) vs 1 key and 1 budget`;
+      checks.push(`| key check + reservation + settlement on ${store} (${one.name.replace(/^virtualKeys \w+, /, '')}) adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
+      const change = (median(many.rps) / median(one.rps) - 1) * 100;
+      const cpu = median(many.cpu) / median(one.cpu);
+      checks.push(`| ${budgets} on ${store}: throughput | ${Math.abs(change) <= 5 ? 'PASS (within 5%)' : 'CHECK'} | ${change >= 0 ? '+' : ''}${fmt(change, 1)}% (CPU per request ${fmt(cpu, 2)}×) |`);
+    }
   }
   if (checks.length) console.log(`\n| target check | verdict | measured |\n|---|---|---|\n${checks.join('\n')}`);
   for (const r of all.filter((x) => x.bad > 0 || x.errors > 0)) notes.push(`${r.name}: ${r.bad} non-2xx and ${r.errors} errors/timeouts during the measurement`);
