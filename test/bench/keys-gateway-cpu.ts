@@ -17,8 +17,15 @@
 // their pause time, and the old generation's growth between GCs (promoted plus allocated there directly: what
 // per-key state held across scavenges costs: docs/perf.md "Session 13, keyturn").
 // KEYS_NODE_ARGS="<flags>": more Node flags for every gateway (e.g. `--import <abs>/test/bench/heap-sample.ts`).
+// KEYS_PIN=1: placed as `BENCH_ONLY=keys` places them (test/bench/run.ts): every gateway on CPU 0 (all its threads:
+// V8's GC helpers and the SQLite checkpointer's worker share the serving thread's core, so their CPU is the serving
+// thread's lost time), this process (load generator and upstream) on CPU 1. Unpinned, those threads run beside the
+// main thread on the other core.
+// KEYS_LOAD_S=<seconds>: each c=CONC phase is that many seconds of autocannon (test/bench/load.ts, its own process,
+// as `BENCH_ONLY=keys` drives the gateways) instead of `requests` through node:http from this process, which could
+// not keep a pinned gateway busy; per-request figures divide by the requests autocannon completed.
 // Usage: node test/bench/keys-gateway-cpu.ts [rounds=4] [requests=2000] [conc=8] [keys=1]
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createServer, request as httpRequest, Agent } from 'node:http';
@@ -44,6 +51,10 @@ const prof = process.env.KEYS_PROF;
 const TICK = 1e6 / 100;
 const secret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
 const big = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day' }];
+
+const pin = process.env.KEYS_PIN === '1';
+// -a: every thread this process already has (libuv's pool, V8's helpers), not only the main one.
+if (pin) execFileSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
 
 const upstream = createServer((req, res) => {
   req.resume();
@@ -80,12 +91,14 @@ const redisCalls = async (): Promise<Map<string, number>> => {
 /** Bytes redis-server has read from its clients (INFO stats). */
 const netIn = async (): Promise<number> => (redisPort === undefined ? 0 : Number(/total_net_input_bytes:(\d+)/.exec(await redisCli('INFO', 'stats'))?.[1] ?? 0));
 const memory = process.env.KEYS_MEMORY === '1';
-const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: memory ? ':memory:' : join(dir, 'keys.db') } });
+// The store in a directory of its own, as `BENCH_ONLY=keys` has it: beside the config file, every WAL write wakes the
+// gateway's config watcher (it watches the config's directory: kernel/config/watch-config.ts).
+const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: memory ? ':memory:' : join(dir, 'store', 'keys.db') } });
 
 const gcTrace = process.env.KEYS_GC === '1';
 const extraArgs = (process.env.KEYS_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 
-interface Gw { stdout: string; gcSpans: [number, number][]; name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; io: number[][]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
+interface Gw { stdout: string; gcSpans: [number, number][]; name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; rps: number[]; io: number[][]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
 
 async function seed(root: string, dir: string, keys: number): Promise<void> {
   const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as typeof import('../../plugins/lib/key-store/open-store.ts');
@@ -115,7 +128,7 @@ async function start(name: string, root: string, keyed: boolean, keys = KEYS): P
   const args = [...NODE_FLAGS, ...extraArgs, ...(gcTrace ? ['--trace-gc-nvp'] : []), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, name.replace(/\W+/g, '-'))}`, `--cpu-prof-interval=${process.env.KEYS_PROF_INTERVAL ?? 1000}`] : []), join(root, 'bin/switchyard.js'), '-f', file];
   const stdout = join(dir, 'stdout');
   const out = openSync(stdout, 'w');
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', gcTrace ? out : 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
+  const proc = spawn(pin ? 'taskset' : process.execPath, pin ? ['-c', '0', process.execPath, ...args] : args, { stdio: ['ignore', gcTrace ? out : 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
   closeSync(out);
   for (let i = 0; ; i++) {
     const ok = await fetch(`http://127.0.0.1:${ready}/healthz/ready`).then((r) => r.ok, () => false);
@@ -123,7 +136,7 @@ async function start(name: string, root: string, keyed: boolean, keys = KEYS): P
     if (i > 300) throw new Error(`${name} not ready`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { stdout, gcSpans: [], name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], io: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
+  return { stdout, gcSpans: [], name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], rps: [], io: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
 }
 
 /** The process's I/O system calls (/proc/<pid>/io): bytes read, bytes written, read calls, write calls. */
@@ -167,6 +180,28 @@ function one(gw: Gw): Promise<number> {
     r.end(BODY);
   });
 }
+const loadS = Number(process.env.KEYS_LOAD_S ?? 0);
+/** One c=`c` phase of `loadS` seconds by autocannon (load.ts, a child process: pinned with this one); its requests. */
+async function autocannonPhase(gw: Gw, c: number): Promise<{ requests: number; rps: number }> {
+  const job = {
+    url: `http://127.0.0.1:${gw.port}/v1/chat/completions`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(gw.keyed ? { authorization: `Bearer ${secret(0)}` } : {}) },
+    ...(gw.keyed && gw.keys > 1 ? { numberedHeader: { name: 'authorization', value: `Bearer ${secret(0).replace('0000', '[<n>]')}`, count: gw.keys, width: 4 } } : {}),
+    body: BODY,
+    warmupS: 0,
+    connections: c,
+    throughputS: loadS,
+    latencyS: 0,
+  };
+  const p = spawn(process.execPath, ['--no-deprecation', join(here, 'test/bench/load.ts'), JSON.stringify([job])], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  p.stdout!.on('data', (d: Buffer) => (out += d));
+  await new Promise((r) => p.once('exit', r));
+  const t = (JSON.parse(out.trim().split('\n').pop()!) as { throughput: { requests: number; ok: number; rps: number } }).throughput;
+  if (t.ok !== t.requests) throw new Error(`${gw.name}: ${t.requests - t.ok} of ${t.requests} requests failed`);
+  return t;
+}
 async function load(gw: Gw, n: number, c: number): Promise<number[]> {
   const times: number[] = [];
   let left = n;
@@ -190,23 +225,25 @@ for (let r = 0; r < ROUNDS; r++) {
     const rc0 = redisProc ? cpuOf(redisProc.pid!) : 0;
     const n0 = await netIn();
     const s0 = statSync(g.stdout).size;
-    await load(g, N, CONC);
+    const phase = loadS > 0 ? await autocannonPhase(g, CONC) : { requests: (await load(g, N, CONC)).length, rps: NaN };
+    const n = phase.requests;
+    g.rps.push(phase.rps);
     g.gcSpans.push([s0, statSync(g.stdout).size]);
-    if (redisProc) g.redisCpu.push((cpuOf(redisProc.pid!) - rc0) / N);
+    if (redisProc) g.redisCpu.push((cpuOf(redisProc.pid!) - rc0) / n);
     g.netIn += (await netIn()) - n0;
     for (const [k, v] of await redisCalls()) g.calls.set(k, (g.calls.get(k) ?? 0) + v - (r0.get(k) ?? 0));
-    g.requests += N;
-    g.cpu.push((cpuOf(g.proc.pid!) - c0) / N);
-    g.io.push(ioOf(g.proc.pid!).map((v, i) => (v - io0[i]!) / N));
-    for (const [k, v] of threadsOf(g.proc.pid!)) g.threads.set(k, (g.threads.get(k) ?? 0) + (v - (t0.get(k) ?? 0)) / N / ROUNDS);
+    g.requests += n;
+    g.cpu.push((cpuOf(g.proc.pid!) - c0) / n);
+    g.io.push(ioOf(g.proc.pid!).map((v, i) => (v - io0[i]!) / n));
+    for (const [k, v] of threadsOf(g.proc.pid!)) g.threads.set(k, (g.threads.get(k) ?? 0) + (v - (t0.get(k) ?? 0)) / n / ROUNDS);
     const t = await load(g, Math.min(N, 500), 1);
     g.p50.push(t[t.length >> 1]! * 1000);
   }
 }
 const med = (a: number[]): number => [...a].sort((x, y) => x - y)[a.length >> 1]!;
 const plain = gws[0]!;
-console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${N}\n| gateway | CPU µs/req c=${CONC} (rounds) | median | p50 µs c=1 (rounds) | added p50 vs plain |\n|---|---|---:|---|---:|`);
-for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} | ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
+console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${loadS > 0 ? `${loadS} s (autocannon)` : N}${pin ? ' pinned (gateways CPU 0, load CPU 1)' : ''}\n| gateway | CPU µs/req c=${CONC} (rounds) | median |${loadS > 0 ? ' req/s (rounds, median) |' : ''} p50 µs c=1 (rounds) | added p50 vs plain |\n|---|---|---:|${loadS > 0 ? '---|' : ''}---|---:|`);
+for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} |${loadS > 0 ? ` ${g.rps.map((x) => x.toFixed(0)).join(', ')} (${med(g.rps).toFixed(0)}) |` : ''} ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
 for (const g of gws) console.log(`${g.name} I/O per request at c=${CONC} (medians): read ${med(g.io.map((r) => r[0]!)).toFixed(0)} B in ${med(g.io.map((r) => r[2]!)).toFixed(2)} calls, written ${med(g.io.map((r) => r[1]!)).toFixed(0)} B in ${med(g.io.map((r) => r[3]!)).toFixed(2)} calls`);
 if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} threads µs/req: ${[...g.threads].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
 if (gcTrace) {
@@ -235,7 +272,7 @@ if (gcTrace) {
         }
       }
     }
-    const n = g.gcSpans.length * N;
+    const n = g.requests;
     console.log(`${g.name} GC at c=${CONC} per 1,000 requests: ${(scavenges * 1000 / n).toFixed(1)} scavenges (${(scavengeMs * 1000 / n).toFixed(1)} ms), promoted ${(promoted / n).toFixed(0)} B/req, old generation +${(oldGrowth / n).toFixed(0)} B/req, allocated ${(allocated / n / 1024).toFixed(2)} KiB/req, mark-compacts ${mcs} (${mcMs.toFixed(1)} ms in all, ${(mcMs * 1000 / n).toFixed(2)} ms per 1,000)`);
   }
 }
