@@ -2,7 +2,7 @@
 // overwrite an existing file without --force, and the starter validates and proxies. SIGHUP (the systemd unit's
 // ExecReload) re-reads the config instead of ending the process (Node's default for SIGHUP).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -113,13 +113,15 @@ describe('SIGHUP (systemctl reload)', () => {
   it('keeps the gateway running and re-reads a config file the watcher does not see change', async () => {
     const dir = tempDir();
     assert.equal((await cli(dir, 'init')).code, 0);
-    // The config is a symlink to a file in another folder: the watcher (of the symlink's folder) gets no event
-    // when the target changes, so only SIGHUP makes the gateway read it again.
-    const real = join(dir, 'real.yaml');
+    // The config's folder is a symlink swapped to another release (`conf -> a`, then `conf -> b`, as deploy tools
+    // swap a `current` link): the watched file and its folder never change, so only SIGHUP makes the gateway read
+    // what the path names now.
     const { text, front } = await onFreePorts(readFileSync(join(dir, 'switchyard.yaml'), 'utf8'));
-    writeFileSync(real, text);
-    mkdirSync(join(dir, 'conf'));
-    symlinkSync(real, join(dir, 'conf/switchyard.yaml'));
+    mkdirSync(join(dir, 'a'));
+    mkdirSync(join(dir, 'b'));
+    writeFileSync(join(dir, 'a/switchyard.yaml'), text);
+    writeFileSync(join(dir, 'b/switchyard.yaml'), text.replace('Hello from Switchyard!', 'Hello again!'));
+    symlinkSync('a', join(dir, 'conf'));
     const gw = await startCli(process.execPath, [BIN, '-f', 'conf/switchyard.yaml'], { cwd: dir });
     const hello = async (): Promise<string> => (await request(`http://127.0.0.1:${front}/hello`)).body.text();
     try {
@@ -128,7 +130,8 @@ describe('SIGHUP (systemctl reload)', () => {
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(gw.child.exitCode, null, `the gateway exited on SIGHUP:\n${gw.output()}`);
       assert.equal(await hello(), 'Hello from Switchyard!\n');
-      writeFileSync(real, text.replace('Hello from Switchyard!', 'Hello again!'));
+      symlinkSync('b', join(dir, 'conf.next'));
+      renameSync(join(dir, 'conf.next'), join(dir, 'conf'));
       await new Promise((r) => setTimeout(r, 1000));
       assert.equal(await hello(), 'Hello from Switchyard!\n', 'the watcher saw no change');
       gw.child.kill('SIGHUP');
