@@ -16,6 +16,7 @@ import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { RedisKeyStore, reserveScript } from './redis-store.ts';
 import { RespClient } from './resp.ts';
+import { STATES_MAX } from './settlement-queue.ts';
 import { digestOf } from './secrets.ts';
 import { KEY_GONE } from './types.ts';
 
@@ -221,3 +222,21 @@ test('redis store: lazy (lifetime) settlements are summed and ride on a reservat
 
 test('redis store: a charge is written within SETTLE_DELAY_MS, a refund held until a reservation names its counter or REFUND_HOLD_MS; reads write held refunds first (ADR 0097)', { skip }, () =>
   withTwoStores(open('held:'), checkRefundsHeld));
+
+test("redis store (ADR 0102): a counter named twice in one script keeps one place when the batch passes STATES_MAX counters; a held refund rides on the line that names its counter", { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'trim:');
+  try {
+    const line = (counter: string, amount = 1) => ({ counter, limit: 1e9, amount, expiresAt: 0 });
+    // STATES_MAX - 1 counters known to the store's queue (one with a held refund): the next batch crosses the bound
+    // while its script is built, and k:x (new, nothing queued) is named by two of its reservations.
+    assert.equal(await store.reserve(Array.from({ length: STATES_MAX - 2 }, (_, i) => line(`k:known${i}`, 0))), -1);
+    store.settle([{ counter: 'k:held', amount: -3, expiresAt: 0 }]);
+    const inFlight = store.reserve([line('k:known0')]);
+    const batch = Promise.all([store.reserve([line('k:x', 10), line('k:held', 10)]), store.reserve([line('k:y'), line('k:z')]), store.reserve([line('k:x', 10)])]);
+    assert.equal(await inFlight, -1);
+    assert.deepEqual(await batch, [-1, -1, -1]);
+    assert.deepEqual(await store.values(['k:x', 'k:held', 'k:y', 'k:z']), [20, 7, 1, 1], "both reservations of k:x summed in one place; k:held's refund rode on its line");
+  } finally {
+    await store.close();
+  }
+});

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
-import { dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
+import { CounterState, dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -136,21 +136,36 @@ const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 /** The scripts' SHA-1s, computed once (not on every call). */
 const SHAS = new Map<string, string>([RESERVE, RESERVE_OLD, MOVE].map((body) => [body, sha1(body)]));
 const shaOf = (body: string): string => SHAS.get(body) ?? sha1(body);
-/** Counters' slots kept, emptied when full (10,000 keys in use × 4 counters, their teams' and a few more). */
-const SLOTS_MAX = 65_536;
 /** Digests' slots kept, emptied when full (10,000 keys in use and some). */
 const DIGEST_SLOTS_MAX = 16_384;
 
 /**
- * A counter's (or digest's) Redis key, made once, and its place in the script being built: one Map lookup per line
- * finds both (ADR 0101). With keys in turn a script names a few new counters per request; a Map of names to indexes
- * per script, and a second lookup for the prefixed key, were most of the store's own work per line.
+ * A digest's Redis key, made once, and its place in the script being built (ADR 0101): one Map lookup per
+ * reservation finds both.
  */
 interface Slot {
   readonly key: string;
   /** The script (`scripts` count) whose KEYS hold this key, at `at` (1-based). */
   script: number;
   at: number;
+}
+
+/**
+ * A counter's settlement state (the queue's) and its slot (ADR 0101, 0102): its Redis key, made once, and its place in
+ * the script being built. A line's counter is looked up once, in the queue's Map, for its held refund and its place
+ * both; a due settlement is its counter's state already (no lookup). With 1,000 keys in turn the counters are a Map of
+ * thousands, each lookup a cache miss, and the queue's and the slots' lookups were most of the store's work per line.
+ */
+class RedisCounter extends CounterState {
+  readonly key: string;
+  /** The script (`scripts` count) whose KEYS hold this key, at `at` (1-based). */
+  script = 0;
+  at = 0;
+
+  constructor(counter: string, prefix: string) {
+    super(counter);
+    this.key = `${prefix}c:${counter}`;
+  }
 }
 /** Parsed key records kept (by their stored JSON), emptied when full. */
 const PARSED_MAX = 4096;
@@ -160,7 +175,6 @@ export class RedisKeyStore implements KeyStore {
   private readonly client: RespClient;
   private readonly prefix: string;
   private readonly parsed = new Map<string, KeyRecord>();
-  private readonly counterSlots = new Map<string, Slot>();
   private readonly digestSlots = new Map<string, Slot>();
   /** Scripts built so far (a slot's `script` says whether it is in the one being built). */
   private scripts = 0;
@@ -171,7 +185,7 @@ export class RedisKeyStore implements KeyStore {
   /** Reservation scripts sent and not answered yet. */
   private inFlight = 0;
   /** Settlements not sent yet, summed by counter: they ride on the next reservation's script. */
-  private readonly pending = new SettlementQueue(() => void this.flush(false).catch(() => undefined));
+  private readonly pending: SettlementQueue<RedisCounter>;
   /**
    * Lifetime settlements (`lazy`: no budget reads them), summed by counter for LAZY_MS (ADR 0072, 0091): with many keys
    * in use they were two of the dozen counters each request's script wrote.
@@ -194,6 +208,10 @@ export class RedisKeyStore implements KeyStore {
   private constructor(client: RespClient, prefix: string) {
     this.client = client;
     this.prefix = prefix;
+    this.pending = new SettlementQueue(
+      () => void this.flush(false).catch(() => undefined),
+      (counter) => new RedisCounter(counter, prefix),
+    );
   }
 
   /** EVALSHA, falling back to EVAL the first time a server sees the script. */
@@ -214,18 +232,8 @@ export class RedisKeyStore implements KeyStore {
     return `${this.prefix}id:${id}`;
   }
 
-  /** A counter's slot: its Redis key, made once per counter name (a few per key and window). */
-  private counterSlot(name: string): Slot {
-    let slot = this.counterSlots.get(name);
-    if (slot === undefined) {
-      slot = { key: `${this.prefix}c:${name}`, script: 0, at: 0 };
-      this.counterSlots.set(name, slot);
-    }
-    return slot;
-  }
-
   private counterKey(name: string): string {
-    return this.counterSlot(name).key;
+    return `${this.prefix}c:${name}`;
   }
 
   find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
@@ -291,33 +299,23 @@ export class RedisKeyStore implements KeyStore {
    * queue). Counters first (the script reads them with one MGET), then the digest entries the batch checks.
    */
   private scriptCall(batch: readonly Waiting[]): { keys: string[]; args: (string | number)[] } {
-    // Emptied between scripts only: a slot made anew in the middle of one would give its counter a second index.
-    if (this.counterSlots.size >= SLOTS_MAX) this.counterSlots.clear();
+    // Between scripts only: a state dropped and made anew in the middle of one would give its counter a second index.
+    this.pending.trim();
     if (this.digestSlots.size >= DIGEST_SLOTS_MAX) this.digestSlots.clear();
     const script = ++this.scripts;
     const keys: string[] = [];
     // ARGV[1], then each counter's expiresAt and queued settlement (ADR 0101), then the reservations.
     const args: (string | number)[] = [0];
-    const at = (counter: string, expiresAt: number): number => {
-      const slot = this.counterSlot(counter);
-      if (slot.script !== script) {
-        slot.script = script;
-        slot.at = keys.push(slot.key);
+    const at = (c: RedisCounter, expiresAt: number): number => {
+      if (c.script !== script) {
+        c.script = script;
+        c.at = keys.push(c.key);
         args.push(expiresAt, 0);
-      } else if (expiresAt !== 0 && args[2 * slot.at - 1] === 0) args[2 * slot.at - 1] = expiresAt;
-      return slot.at;
+      } else if (expiresAt !== 0 && args[2 * c.at - 1] === 0) args[2 * c.at - 1] = expiresAt;
+      return c.at;
     };
-    // Refunds held for the batch's counters ride too (those counters are written anyway); so do ripe ones (ADR 0097).
-    // A timer's call has no batch: ripe refunds still go with it.
+    const pending = this.pending;
     const now = Date.now();
-    for (const w of batch) this.pending.claimFor(w.lines, now);
-    this.pending.ripen(now);
-    for (let i = 0; i < this.pending.size; i++) {
-      const d = this.pending.at(i);
-      const c = 2 * at(d.counter, d.expiresAt);
-      args[c] = (args[c] as number) + d.amount;
-    }
-    this.pending.clear();
     const digests: string[] = [];
     const reservations: (string | number)[] = [batch.length];
     for (const w of batch) {
@@ -331,9 +329,24 @@ export class RedisKeyStore implements KeyStore {
         }
         d = slot.at;
       }
-      reservations.push(d, w.lines.length);
-      for (const l of w.lines) reservations.push(at(l.counter, l.expiresAt), l.limit, l.amount);
+      const lines = w.lines;
+      reservations.push(d, lines.length);
+      for (let i = 0; i < lines.length; i++) {
+        const l = lines[i]!;
+        // One lookup per line: the counter's held refund rides on this script (its counter is written anyway, ADR
+        // 0097) and its place in the script is found on the same state.
+        const c = pending.stateFor(l.counter);
+        pending.claimState(c, now);
+        reservations.push(at(c, l.expiresAt), l.limit, l.amount);
+      }
     }
+    // Ripe refunds ride too (ADR 0097); a timer's call has no batch: they still go with it.
+    pending.ripen(now);
+    for (let i = 0; i < pending.size; i++) {
+      const c = pending.at(i);
+      args[2 * at(c, c.expiresAt)] = c.amount;
+    }
+    pending.clear();
     args[0] = keys.length;
     for (const r of reservations) args.push(r);
     for (const d of digests) keys.push(d);

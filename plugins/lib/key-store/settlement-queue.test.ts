@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { LAZY_MS, LazySums, REFUND_HOLD_MS, SETTLE_DELAY_MS, SettlementQueue, STATES_MAX } from './settlement-queue.ts';
+import { CounterState, LAZY_MS, LazySums, REFUND_HOLD_MS, SETTLE_DELAY_MS, SettlementQueue, STATES_MAX } from './settlement-queue.ts';
 import type { CounterDelta } from './types.ts';
 
 const d = (counter: string, amount: number, expiresAt = 0) => ({ counter, amount, expiresAt });
@@ -181,6 +181,32 @@ test('settlement queue (ADR 0100): idle counter states are dropped past STATES_M
   q.clear();
   assert.ok(insides(q).list.length <= 1024);
   assert.equal(written.length, 0);
+});
+
+test("settlement queue (ADR 0102): a store's own state per counter; stateFor finds it once for a line's claim and place, never drops states (trim does)", (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  class Placed extends CounterState {
+    place = 0;
+  }
+  const q = new SettlementQueue<Placed>(() => undefined, (counter) => new Placed(counter));
+  q.addOne(d('a', -2));
+  q.addOne(d('b', 3));
+  const a = q.stateFor('a');
+  assert.ok(a instanceof Placed);
+  assert.equal(q.stateFor('a'), a, 'one state per counter');
+  a.place = 7;
+  q.claimState(a, Date.now());
+  assert.equal(q.heldCount, 0, "a line's claim releases the held refund");
+  assert.deepEqual([q.at(0), q.at(1)].map((s) => [s.counter, s.amount, s.place]), [['b', 3, 0], ['a', -2, 7]], 'due entries are the states themselves');
+  q.claimState(q.stateFor('new'), Date.now());
+  assert.equal(q.size, 2, 'claiming a counter with nothing held queues nothing');
+  q.clear();
+  for (let i = 0; i < STATES_MAX + 10; i++) q.stateFor(`s${i}`);
+  assert.equal(q.stateFor('a'), a, 'stateFor keeps every state, past STATES_MAX too (a store numbering the states of a write relies on it)');
+  assert.equal(q.stateCount, STATES_MAX + 13);
+  q.trim();
+  assert.equal(q.stateCount, 0, 'trim drops the idle states past STATES_MAX');
+  assert.notEqual(q.stateFor('a'), a);
 });
 
 test('lazy sums (ADR 0100): a counter keeps its entry between writes; the waiting order stays bounded; oldest first', (t) => {

@@ -11,13 +11,6 @@ export const SETTLE_DELAY_MS = 20;
 /** Longest a refund is held waiting for a reservation of its counter before it goes with the next write (ADR 0097). */
 export const REFUND_HOLD_MS = 1000;
 
-/** One counter's queued sum (the queue's own entry, reused: read it, never keep it). */
-export interface QueuedSettlement {
-  readonly counter: string;
-  readonly amount: number;
-  readonly expiresAt: number;
-}
-
 const IDLE = 0;
 const DUE = 1;
 const HELD = 2;
@@ -25,17 +18,23 @@ const HELD = 2;
 /**
  * What the queue knows of one counter, kept and reused while the counter is in use (ADR 0100): with many keys in
  * turn each counter is settled once every thousand requests or so, and an entry made and dropped per settlement
- * lived long enough to be promoted (and the Maps they went in and out of were rehashed into new tables).
+ * lived long enough to be promoted (and the Maps they went in and out of were rehashed into new tables). A store may
+ * extend it with what it keeps per counter itself (the Redis store: the prefixed key and the counter's place in the
+ * script being built, ADR 0102), so a reservation's line costs one Map lookup in all, not one here and one there.
  */
-interface CounterState {
+export class CounterState {
   readonly counter: string;
-  amount: number;
-  expiresAt: number;
+  amount = 0;
+  expiresAt = 0;
   /** Held: since when (its first part must be written REFUND_HOLD_MS after). */
-  since: number;
-  state: typeof IDLE | typeof DUE | typeof HELD;
+  since = 0;
+  state: typeof IDLE | typeof DUE | typeof HELD = IDLE;
   /** Raised each time the counter is held: tells its current place in the held order from places it left. */
-  ticket: number;
+  ticket = 0;
+
+  constructor(counter: string) {
+    this.counter = counter;
+  }
 }
 
 /** Counters' states kept at most; past it the idle ones are dropped (a window's counters end with it). */
@@ -43,11 +42,11 @@ export const STATES_MAX = 16_384;
 /** References kept in the due list after a write, at most (a burst of thousands is not held on to). */
 const KEEP = 1024;
 
-export class SettlementQueue {
+export class SettlementQueue<S extends CounterState = CounterState> {
   /** Every counter in use: due, held or idle (kept for its next settlement), up to STATES_MAX. */
-  private readonly states = new Map<string, CounterState>();
+  private readonly states = new Map<string, S>();
   /** The settlements due with the next write (charges, and refunds claimed or held long enough), in the order queued. */
-  private readonly list: CounterState[] = [];
+  private readonly list: S[] = [];
   private count = 0;
   /**
    * Held refunds, oldest first: a counter's place and its ticket then. A place whose ticket is not the counter's
@@ -55,7 +54,7 @@ export class SettlementQueue {
    * its places are left or passed, the live ones are moved down instead of the array grown (so it stays within
    * twice the refunds held at once).
    */
-  private readonly heldOrder: CounterState[] = [];
+  private readonly heldOrder: S[] = [];
   private readonly heldTickets: number[] = [];
   private heldHead = 0;
   private heldEnd = 0;
@@ -68,6 +67,7 @@ export class SettlementQueue {
   /** When `list` last became non-empty: its entries are due SETTLE_DELAY_MS after. */
   private since = 0;
   private readonly onDue: () => void;
+  private readonly make: (counter: string) => S;
   private readonly fire = (): void => {
     this.timer = undefined;
     const now = Date.now();
@@ -76,9 +76,13 @@ export class SettlementQueue {
     else this.wake(now);
   };
 
-  /** `onDue` writes the due settlements alone (and calls `clear` once written, or `arm` to try again). */
-  constructor(onDue: () => void) {
+  /**
+   * `onDue` writes the due settlements alone (and calls `clear` once written, or `arm` to try again). `make` makes a
+   * new counter's state (a store's own subclass of CounterState).
+   */
+  constructor(onDue: () => void, make: (counter: string) => S = (counter) => new CounterState(counter) as S) {
     this.onDue = onDue;
+    this.make = make;
   }
 
   /** Settlements due with the next write. */
@@ -96,9 +100,24 @@ export class SettlementQueue {
     return this.states.size;
   }
 
-  /** The `i`th due settlement (0 ≤ i < size), in the order queued (live: read it, do not keep it). */
-  at(i: number): QueuedSettlement {
+  /** The `i`th due settlement (0 ≤ i < size), in the order queued: the counter's state (live: read it, do not keep it). */
+  at(i: number): S {
     return this.list[i]!;
+  }
+
+  /**
+   * A counter's state, made if new: what a store building a write looks a line's counter up by, once (ADR 0102). It
+   * never drops other states (a store may be numbering the states of the write it builds): `trim` does, between writes.
+   */
+  stateFor(counter: string): S {
+    let s = this.states.get(counter);
+    if (s === undefined) this.states.set(counter, (s = this.make(counter)));
+    return s;
+  }
+
+  /** Past STATES_MAX counters, drop the idle states (O(n) once per STATES_MAX / 2 new counters or so). */
+  trim(): void {
+    if (this.states.size >= STATES_MAX) for (const [c, s] of this.states) if (s.state === IDLE) this.states.delete(c);
   }
 
   /** The amount due for a counter (0 if none; a held refund counts once claimed). */
@@ -144,15 +163,15 @@ export class SettlementQueue {
     else this.hold(s, now);
   }
 
-  /** A new counter's state; past STATES_MAX the idle ones go first (O(n) once per STATES_MAX / 2 new counters or so). */
-  private stateOf(counter: string): CounterState {
-    if (this.states.size >= STATES_MAX) for (const [c, s] of this.states) if (s.state === IDLE) this.states.delete(c);
-    const s: CounterState = { counter, amount: 0, expiresAt: 0, since: 0, state: IDLE, ticket: 0 };
+  /** A new counter's state; past STATES_MAX the idle ones go first. */
+  private stateOf(counter: string): S {
+    this.trim();
+    const s = this.make(counter);
     this.states.set(counter, s);
     return s;
   }
 
-  private hold(s: CounterState, now: number): void {
+  private hold(s: S, now: number): void {
     if (this.heldLive === 0) {
       this.heldHead = this.heldEnd = 0;
       this.ripeAt = now + REFUND_HOLD_MS;
@@ -189,6 +208,11 @@ export class SettlementQueue {
     if (this.heldLive === 0) return;
     const s = this.states.get(counter);
     if (s !== undefined && s.state === HELD) this.release(s, Date.now(), false);
+  }
+
+  /** `claim` of a state the caller has (`stateFor`): no lookup. */
+  claimState(s: S, now: number): void {
+    if (s.state === HELD) this.release(s, now, false);
   }
 
   /**
@@ -231,7 +255,7 @@ export class SettlementQueue {
   }
 
   /** Move a held sum into the due list (it is written with the next write, whatever its sign). */
-  private release(s: CounterState, now: number, charge: boolean): void {
+  private release(s: S, now: number, charge: boolean): void {
     this.heldLive--;
     this.push(s, now, charge);
   }
@@ -241,7 +265,7 @@ export class SettlementQueue {
    * SETTLE_DELAY_MS for a `charge` (a later timer is brought forward); a claimed or ripe refund is about to be written
    * by the caller, so any running timer will do (no clearTimeout and setTimeout per reservation).
    */
-  private push(s: CounterState, now: number, charge: boolean): void {
+  private push(s: S, now: number, charge: boolean): void {
     if (this.count === 0) this.since = now;
     s.state = DUE;
     this.list[this.count++] = s;
