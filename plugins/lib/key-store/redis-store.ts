@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
-import { CounterState, dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
+import { CounterState, dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -150,6 +150,9 @@ interface Slot {
   at: number;
 }
 
+const NO_GROUP: RedisCounter[] = [];
+const NO_NAMES: string[] = [];
+
 /**
  * A counter's settlement state (the queue's) and its slot (ADR 0101, 0102): its Redis key, made once, and its place in
  * the script being built. A line's counter is looked up once, in the queue's Map, for its held refund and its place
@@ -161,6 +164,14 @@ class RedisCounter extends CounterState {
   /** The script (`scripts` count) whose KEYS hold this key, at `at` (1-based). */
   script = 0;
   at = 0;
+  /**
+   * The states of the lines of the last reservation whose first line this counter was, and their names as that
+   * reservation gave them (reused in place): its settlement, which names the same counters in the same order, finds
+   * them with one lookup instead of one per line, while the queue's `trims` is still `groupTrims`.
+   */
+  group: RedisCounter[] = NO_GROUP;
+  groupNames: string[] = NO_NAMES;
+  groupTrims = 0;
 
   constructor(counter: string, prefix: string) {
     super(counter);
@@ -331,6 +342,8 @@ export class RedisKeyStore implements KeyStore {
       }
       const lines = w.lines;
       reservations.push(d, lines.length);
+      let group = NO_GROUP;
+      let names = NO_NAMES;
       for (let i = 0; i < lines.length; i++) {
         const l = lines[i]!;
         // One lookup per line: the counter's held refund rides on this script (its counter is written anyway, ADR
@@ -338,6 +351,17 @@ export class RedisKeyStore implements KeyStore {
         const c = pending.stateFor(l.counter);
         pending.claimState(c, now);
         reservations.push(at(c, l.expiresAt), l.limit, l.amount);
+        if (i === 0) {
+          if (c.group.length !== lines.length) {
+            c.group = new Array<RedisCounter>(lines.length);
+            c.groupNames = new Array<string>(lines.length);
+          }
+          c.groupTrims = pending.trims;
+          group = c.group;
+          names = c.groupNames;
+        }
+        if (group[i] !== c) group[i] = c;
+        if (names[i] !== l.counter) names[i] = l.counter;
       }
     }
     // Ripe refunds ride too (ADR 0097); a timer's call has no batch: they still go with it.
@@ -359,7 +383,29 @@ export class RedisKeyStore implements KeyStore {
    * per request instead of two on a busy gateway, and with many keys no SET of its own for most refunds.
    */
   settle(deltas: readonly CounterDelta[]): void {
-    queueSettlement(deltas, this.pending, this.lazy);
+    const pending = this.pending;
+    let first: RedisCounter | undefined;
+    let j = 0;
+    let now = 0;
+    for (let i = 0; i < deltas.length; i++) {
+      const d = deltas[i]!;
+      if (d.lazy) {
+        this.lazy.add(d, (now ||= Date.now()));
+        continue;
+      }
+      if (first === undefined) {
+        // One lookup; the request's other lines are on the state of its reservation's first line (ADR 0102).
+        first = pending.settling(d.counter);
+        pending.addTo(first, d.amount, d.expiresAt);
+        continue;
+      }
+      // The group is the queue's states while no trim has dropped any since it was recorded (an `addOne` below may).
+      const group = first.groupTrims === pending.trims ? first.group : NO_GROUP;
+      const names = first.groupNames;
+      while (j < group.length && names[j] !== d.counter) j++;
+      if (j < group.length) pending.addTo(group[j++]!, d.amount, d.expiresAt);
+      else pending.addOne(d);
+    }
   }
 
   /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */

@@ -68,6 +68,11 @@ export class SettlementQueue<S extends CounterState = CounterState> {
   private since = 0;
   private readonly onDue: () => void;
   private readonly make: (counter: string) => S;
+  /**
+   * Trims that dropped states so far: a state kept by a store since (to settle on without a lookup) may be one the
+   * queue no longer has, and a second state for its counter would give it two places in one write.
+   */
+  private trimCount = 0;
   private readonly fire = (): void => {
     this.timer = undefined;
     const now = Date.now();
@@ -117,7 +122,19 @@ export class SettlementQueue<S extends CounterState = CounterState> {
 
   /** Past STATES_MAX counters, drop the idle states (O(n) once per STATES_MAX / 2 new counters or so). */
   trim(): void {
-    if (this.states.size >= STATES_MAX) for (const [c, s] of this.states) if (s.state === IDLE) this.states.delete(c);
+    if (this.states.size < STATES_MAX) return;
+    for (const [c, s] of this.states) if (s.state === IDLE) this.states.delete(c);
+    this.trimCount++;
+  }
+
+  /** Trims that dropped states so far (a state kept since an earlier count may not be the queue's any more). */
+  get trims(): number {
+    return this.trimCount;
+  }
+
+  /** A counter's state to settle on, made if new (past STATES_MAX the idle ones go first: not while a write is built). */
+  settling(counter: string): S {
+    return this.states.get(counter) ?? this.stateOf(counter);
   }
 
   /** The amount due for a counter (0 if none; a held refund counts once claimed). */
@@ -148,18 +165,24 @@ export class SettlementQueue<S extends CounterState = CounterState> {
 
   /** `add` of one delta. */
   addOne(d: CounterDelta): void {
-    let s = this.states.get(d.counter);
-    if (s !== undefined && s.state !== IDLE) {
-      s.amount += d.amount;
-      s.expiresAt = d.expiresAt;
+    this.addTo(this.settling(d.counter), d.amount, d.expiresAt);
+  }
+
+  /**
+   * `addOne` to a state the caller has: one it got from `stateFor` or `settling` with no trim since that dropped any
+   * (`trims` unchanged), so that it is still the counter's state in the queue.
+   */
+  addTo(s: S, amount: number, expiresAt: number): void {
+    if (s.state !== IDLE) {
+      s.amount += amount;
+      s.expiresAt = expiresAt;
       if (s.state === HELD && s.amount > 0) this.release(s, Date.now(), true);
       return;
     }
-    s ??= this.stateOf(d.counter);
-    s.amount = d.amount;
-    s.expiresAt = d.expiresAt;
+    s.amount = amount;
+    s.expiresAt = expiresAt;
     const now = Date.now();
-    if (d.amount > 0) this.push(s, now, true);
+    if (amount > 0) this.push(s, now, true);
     else this.hold(s, now);
   }
 
