@@ -344,14 +344,16 @@ export class RedisKeyStore implements KeyStore {
       reservations.push(d, lines.length);
       let group = NO_GROUP;
       let names = NO_NAMES;
+      let known = false;
       for (let i = 0; i < lines.length; i++) {
         const l = lines[i]!;
-        // One lookup per line: the counter's held refund rides on this script (its counter is written anyway, ADR
-        // 0097) and its place in the script is found on the same state.
-        const c = pending.stateFor(l.counter);
-        pending.claimState(c, now);
-        reservations.push(at(c, l.expiresAt), l.limit, l.amount);
+        // The counter's held refund rides on this script (its counter is written anyway, ADR 0097) and its place in
+        // the script is on the same state. Its first line's state is looked up; the others are where the key's last
+        // reservation left them (its group), unless a name differs (a new window) or a trim dropped states since.
+        let c: RedisCounter;
         if (i === 0) {
+          c = pending.stateFor(l.counter);
+          known = c.groupTrims === pending.trims && c.group.length === lines.length;
           if (c.group.length !== lines.length) {
             c.group = new Array<RedisCounter>(lines.length);
             c.groupNames = new Array<string>(lines.length);
@@ -359,7 +361,9 @@ export class RedisKeyStore implements KeyStore {
           c.groupTrims = pending.trims;
           group = c.group;
           names = c.groupNames;
-        }
+        } else c = known && names[i] === l.counter ? group[i]! : pending.stateFor(l.counter);
+        pending.claimState(c, now);
+        reservations.push(at(c, l.expiresAt), l.limit, l.amount);
         if (group[i] !== c) group[i] = c;
         if (names[i] !== l.counter) names[i] = l.counter;
       }
