@@ -7,7 +7,7 @@
 // KEYS_BASELINE=<checkout>) are interleaved round by round, CPU µs per request of this process (process.cpuUsage).
 // KEYS_THRASH_KB=<n>: each request also reads n KiB of a 64 MiB buffer (a stride of 64 bytes, a different part each
 // time), as a gateway's other work per request evicts what the store touched; a row with the driver and the reads
-// alone is measured too, to subtract.
+// alone is measured too, to subtract. KEYS_ROWS=one or many: only the 1-key or the many-key rows (to profile one).
 //
 //   node test/bench/keys-redis-store-js.ts [rounds=8] [requests per round=20000] [concurrency=50]
 import { join, resolve } from 'node:path';
@@ -116,6 +116,7 @@ const one = [flow(500)];
 const many = Array.from({ length: KEYS }, (_, i) => flow(i));
 for (const [tag, root] of roots) {
   for (const [name, flows] of [[`1 key${tag}`, one], [`${KEYS} keys in turn${tag}`, many]] as const) {
+    if (process.env.KEYS_ROWS && (process.env.KEYS_ROWS === 'one') !== (flows === one)) continue;
     const { store, client } = await open(root, flows);
     rows.push({ name, store, client, flows, turn: 0, own: [], scripts: 0, n: 0 });
   }
