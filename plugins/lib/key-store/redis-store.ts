@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
 import { CounterState, dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
+import type { LazyState } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -152,6 +153,7 @@ interface Slot {
 
 const NO_GROUP: RedisCounter[] = [];
 const NO_NAMES: string[] = [];
+const NO_LAZY: LazyState[] = [];
 
 /**
  * A counter's settlement state (the queue's) and its slot (ADR 0101, 0102): its Redis key, made once, and its place in
@@ -172,6 +174,10 @@ class RedisCounter extends CounterState {
   group: RedisCounter[] = NO_GROUP;
   groupNames: string[] = NO_NAMES;
   groupTrims = 0;
+  /** The same for the lifetime sums its settlement adds to (the key's), while LazySums' `drops` is `lazyDrops`. */
+  lazyGroup: LazyState[] = NO_LAZY;
+  lazyNames: string[] = NO_NAMES;
+  lazyDrops = -1;
 
   constructor(counter: string, prefix: string) {
     super(counter);
@@ -390,11 +396,12 @@ export class RedisKeyStore implements KeyStore {
     const pending = this.pending;
     let first: RedisCounter | undefined;
     let j = 0;
+    let k = 0;
     let now = 0;
     for (let i = 0; i < deltas.length; i++) {
       const d = deltas[i]!;
       if (d.lazy) {
-        this.lazy.add(d, (now ||= Date.now()));
+        this.settleLazy(first, k++, d, (now ||= Date.now()));
         continue;
       }
       if (first === undefined) {
@@ -410,6 +417,25 @@ export class RedisKeyStore implements KeyStore {
       if (j < group.length) pending.addTo(group[j++]!, d.amount, d.expiresAt);
       else pending.addOne(d);
     }
+  }
+
+  /** A lifetime delta, the `k`th of a settlement whose first line's state is `first`: found through its group if there. */
+  private settleLazy(first: RedisCounter | undefined, k: number, d: CounterDelta, now: number): void {
+    const lazy = this.lazy;
+    if (first !== undefined && first.lazyDrops === lazy.drops && first.lazyNames[k] === d.counter) {
+      lazy.addTo(first.lazyGroup[k]!, d.amount, d.expiresAt, now);
+      return;
+    }
+    const q = lazy.entryFor(d.counter);
+    lazy.addTo(q, d.amount, d.expiresAt, now);
+    if (first === undefined) return;
+    if (first.lazyDrops !== lazy.drops) {
+      first.lazyGroup = [];
+      first.lazyNames = [];
+      first.lazyDrops = lazy.drops;
+    }
+    first.lazyGroup[k] = q;
+    first.lazyNames[k] = d.counter;
   }
 
   /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */

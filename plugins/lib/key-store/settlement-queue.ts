@@ -347,7 +347,7 @@ export class SettlementQueue<S extends CounterState = CounterState> {
 export const LAZY_MS = 1000;
 
 /** A lifetime counter's sum, kept and reused between its writes (ADR 0100). */
-interface LazyState {
+export interface LazyState {
   readonly counter: string;
   amount: number;
   expiresAt: number;
@@ -370,6 +370,7 @@ export class LazySums {
   private end = 0;
   private timer: NodeJS.Timeout | undefined;
   private takenAt = 0;
+  private dropCount = 0;
   private readonly onIdle: () => void;
 
   /** `onIdle` writes everything (`all`) when nothing took the sums within LAZY_MS. */
@@ -383,14 +384,32 @@ export class LazySums {
   }
 
   add(d: CounterDelta, now: number): void {
-    let q = this.byCounter.get(d.counter);
+    this.addTo(this.entryFor(d.counter), d.amount, d.expiresAt, now);
+  }
+
+  /** Times entries were dropped (past STATES_MAX): an entry a store kept from before may not be this one's any more. */
+  get drops(): number {
+    return this.dropCount;
+  }
+
+  /** A counter's entry, made if new (past STATES_MAX the ones not waiting are dropped first). */
+  entryFor(counter: string): LazyState {
+    let q = this.byCounter.get(counter);
     if (q === undefined) {
-      if (this.byCounter.size >= STATES_MAX) for (const [c, s] of this.byCounter) if (!s.queued) this.byCounter.delete(c);
-      this.byCounter.set(d.counter, (q = { counter: d.counter, amount: 0, expiresAt: 0, since: 0, queued: false }));
+      if (this.byCounter.size >= STATES_MAX) {
+        for (const [c, s] of this.byCounter) if (!s.queued) this.byCounter.delete(c);
+        this.dropCount++;
+      }
+      this.byCounter.set(counter, (q = { counter, amount: 0, expiresAt: 0, since: 0, queued: false }));
     }
-    if (q.queued) q.amount += d.amount;
+    return q;
+  }
+
+  /** `add` to an entry the caller has (`entryFor`, with `drops` unchanged since). */
+  addTo(q: LazyState, amount: number, expiresAt: number, now: number): void {
+    if (q.queued) q.amount += amount;
     else {
-      q.amount = d.amount;
+      q.amount = amount;
       q.since = now;
       q.queued = true;
       if (this.head === this.end) this.head = this.end = 0;
@@ -402,7 +421,7 @@ export class LazySums {
       }
       this.order[this.end++] = q;
     }
-    q.expiresAt = d.expiresAt;
+    q.expiresAt = expiresAt;
     if (this.timer === undefined) this.arm();
   }
 
