@@ -10,7 +10,7 @@ import { ConfigLoadError } from '../config/format-issues.ts';
 import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
 import { redactConfig } from '../config/redact-config.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
-import { releaseYaml } from '../config/yaml-lib.ts';
+import { releaseYaml } from '../sdk/yaml-lib.ts';
 import { compileScrubber } from '../config/scrubber.ts';
 import type { SecretMarks } from '../config/secret-marks.ts';
 import { ConfigValidator } from '../config/validate-config.ts';

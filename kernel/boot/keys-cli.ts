@@ -1,7 +1,7 @@
 // `switchyard keys …`: a client of the `/keys` management API that the `virtualKeys` policy serves on the admin
 // address (docs/llm-economics.md). It speaks HTTP only, so the kernel knows nothing of the plugin.
 import { readConfigFile } from '../config/load-config.ts';
-import { yamlLib } from '../config/yaml-lib.ts';
+import { yamlLib } from '../sdk/yaml-lib.ts';
 import { BodyTooLargeError, readCappedText } from '../sdk/streams.ts';
 
 // Loaded with every start of the CLI: node:http through getBuiltinModule (an ES import loads Node's bundled undici)

@@ -3,7 +3,7 @@ import type * as Ajv2020Module from 'ajv/dist/2020.js';
 import type * as CodegenModule from 'ajv/dist/compile/codegen/index.js';
 import type { Name } from 'ajv/dist/compile/codegen/index.js';
 import type { Ajv2020 as Ajv } from 'ajv/dist/2020.js';
-import { LoadScopedPackage } from './load-scoped-package.ts';
+import { LoadScopedPackage } from '../sdk/load-scoped-package.ts';
 
 /**
  * ajv, loaded on first use: a start whose config validator is precompiled (validator-cache.ts) never loads it

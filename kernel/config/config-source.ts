@@ -1,6 +1,6 @@
 import type { Document, LineCounter, Node } from 'yaml';
 import type { ConfigIssue } from '../sdk/index.ts';
-import { yamlLib } from './yaml-lib.ts';
+import { yamlLib } from '../sdk/yaml-lib.ts';
 
 /** A config issue that may already know its exact offset in the file (syntax and env errors). */
 export interface SourcedIssue extends ConfigIssue {

@@ -1,7 +1,7 @@
 import { ErrorCode } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
 import type { SecretMarks } from './secret-marks.ts';
-import { yamlLib } from './yaml-lib.ts';
+import { yamlLib } from '../sdk/yaml-lib.ts';
 
 const REFERENCE = /\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^}\\]|\\.)*))?\}/g;
 

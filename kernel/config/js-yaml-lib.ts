@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as JsYaml from 'js-yaml';
-import { LoadScopedPackage } from './load-scoped-package.ts';
+import { LoadScopedPackage } from '../sdk/load-scoped-package.ts';
 
 /**
  * js-yaml's `load` for one parse (fast-parse.ts), then let go (ADR 0099). A config is parsed at start and on a

@@ -8,7 +8,7 @@ import { redactConfig } from './redact-config.ts';
 import { compileScrubber } from './scrubber.ts';
 import { isSecretKeyName, isSensitiveName, REDACTED } from './secret-marks.ts';
 import type { SecretMarks } from './secret-marks.ts';
-import { yamlLib } from './yaml-lib.ts';
+import { yamlLib } from '../sdk/yaml-lib.ts';
 
 type Range = [start: number, end: number, replacement: string];
 

@@ -19,6 +19,7 @@ export * from './llm-tokens.ts';
 export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes, readSharedFile } from './read-file.ts';
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
 export type { AltName } from './tls-names.ts';
+export { withYamlParser } from './yaml-lib.ts';
 export { celValueToString } from './expr.ts';
 export { didYouMean } from './did-you-mean.ts';
 export type { CompiledExpression, ExpressionCompiler } from './expr.ts';

@@ -28,9 +28,9 @@ export function releaseYaml(): void {
 }
 
 /**
- * Run `use` with the `yaml` package (https://eemeli.org/yaml/: `parseDocument`, `LineCounter`, `isMap`, …) loaded
- * for the call only, for a file a plugin parses with positions (a catalog, a document the config names) at compile
- * time or when the file changes. A static `import 'yaml'` would keep the parser (~1 MiB of heap) loaded for the
+ * Run `use` with the `yaml` package (https://eemeli.org/yaml/: `parseDocument`, `LineCounter`, `isMap` and the rest)
+ * loaded for the call only, for a file a plugin parses with positions (a catalog, a document the config names) at
+ * compile time or when the file changes. A static `import 'yaml'` would keep the parser (~1 MiB of heap) loaded for the
  * process's life; here it is released from Node's module cache when `use` returns (or, inside a config load that
  * loaded it too, when that load ends), and the next call loads it again from Node's compile cache (a few ms).
  *
@@ -40,7 +40,7 @@ export function releaseYaml(): void {
  * const catalog = withYamlParser(({ parseDocument, LineCounter }) => {
  *   const lines = new LineCounter();
  *   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false });
- *   // …check doc.errors and the nodes, positioning messages with lines.linePos(node.range[0])…
+ *   // ...check doc.errors and the nodes, positioning messages with lines.linePos(node.range[0])...
  *   return toPlainCatalog(doc.toJS());
  * });
  */

@@ -1,4 +1,5 @@
-import { isMap, isScalar, LineCounter, parseDocument } from 'yaml';
+import { withYamlParser } from 'switchyard/sdk';
+import type * as Yaml from 'yaml';
 import type { Node as YamlNode } from 'yaml';
 import type { LlmUsage } from './usage.ts';
 
@@ -82,14 +83,28 @@ const TOP_FIELDS = new Set(['providers', 'description', 'updated']);
 /** A catalog file that does not parse or does not follow the format: the message starts with `file:line:col`. */
 export class PriceCatalogError extends Error {}
 
+/** A catalog's `providers` as plain data: provider, then model, then price. */
+export type CatalogProviders = Readonly<Record<string, Readonly<Record<string, ModelPrice>>>>;
+
+/** A catalog from plain data already known to follow the format (the built-in one: a unit test parses it too). */
+export function priceCatalog(providers: CatalogProviders): PriceCatalog {
+  return new Map(Object.entries(providers).map(([provider, models]) => [provider, priceTable(Object.entries(models))]));
+}
+
 /**
  * Parse a catalog file (JSON; YAML is accepted too): `{"providers": {"<provider>": {"<model>": {"input", "output",
  * "cachedInput"?, "cacheCreationInput"?}}}, "description"?, "updated"?}`. Throws a PriceCatalogError positioned in
- * the file.
+ * the file. The positioned parser is loaded for this call only (`withYamlParser`): a catalog is read at a config
+ * load and when its file changes, and nothing of the parser is kept in between.
  */
 export function parsePriceCatalog(text: string, file: string): PriceCatalog {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
+  return withYamlParser((yaml) => parseCatalogDocument(yaml, text, file));
+}
+
+function parseCatalogDocument(yaml: typeof Yaml, text: string, file: string): PriceCatalog {
+  const { isMap, isScalar } = yaml;
+  const lines = new yaml.LineCounter();
+  const doc = yaml.parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   const at = (node: YamlNode | null | undefined): string => {
     const pos = lines.linePos(node?.range?.[0] ?? 0);
     return `${file}:${pos.line}:${pos.col}`;
@@ -121,14 +136,14 @@ export function parsePriceCatalog(text: string, file: string): PriceCatalog {
     for (const m of (models as unknown as { items: { key: unknown; value: unknown }[] }).items) {
       const model = isScalar(m.key) ? String(m.key.value) : '';
       if (!model) fail(m.key as YamlNode, 'a model name must be a non-empty string');
-      entries.push([model, parsePrice(m.value as YamlNode, `${provider}.${model}`, fail)]);
+      entries.push([model, parsePrice(yaml, m.value as YamlNode, `${provider}.${model}`, fail)]);
     }
     catalog.set(provider, priceTable(entries));
   }
   return catalog;
 }
 
-function parsePrice(node: YamlNode | undefined, name: string, fail: (node: YamlNode | null | undefined, message: string) => never): ModelPrice {
+function parsePrice({ isMap, isScalar }: typeof Yaml, node: YamlNode | undefined, name: string, fail: (node: YamlNode | null | undefined, message: string) => never): ModelPrice {
   if (!isMap(node)) return fail(node, `the price of \`${name}\` must be an object with \`input\` and \`output\` (USD per 1M tokens)`);
   const price: Record<string, number> = {};
   for (const pair of node.items) {
