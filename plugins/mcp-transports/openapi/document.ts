@@ -1,7 +1,6 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readCappedText, readSharedFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, readCappedText, readSharedFile, withYamlParser } from 'switchyard/sdk';
 import type { HttpUpstreams, SharedFetches } from 'switchyard/sdk';
-import { parse as parseYaml } from 'yaml';
 
 /** A JSON object. */
 export type JsonObject = Record<string, unknown>;
@@ -77,7 +76,8 @@ export function parseDocument(text: string, label: string): OpenApiDocument {
     }
   } else {
     try {
-      value = parseYaml(text, { maxAliasCount: 1000 });
+      // The parser for this parse only (not kept loaded: plugin-authoring.md).
+      value = withYamlParser(({ parse }) => parse(text, { maxAliasCount: 1000 }));
     } catch (err) {
       throw new Error(`the OpenAPI document ${label} is neither valid JSON nor valid YAML: ${(err as Error).message.split('\n')[0]}`);
     }
