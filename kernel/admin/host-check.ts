@@ -1,6 +1,6 @@
-import { isIP } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
+import { ipFamily } from '../sdk/ip-family.ts';
 
 /** Names of this machine a browser can use for a loopback server. */
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1']);
@@ -23,8 +23,8 @@ export function compileHostCheck(bound: AddressInfo): (headers: IncomingHttpHead
   const named = (authority: string): { port: string | undefined } | undefined => {
     const parsed = splitAuthority(authority.toLowerCase());
     if (!parsed) return undefined;
-    const host = parsed.host.startsWith('::ffff:') && isIP(parsed.host.slice(7)) === 4 ? parsed.host.slice(7) : parsed.host;
-    return LOOPBACK.has(host) || host === address || (anyIp && isIP(host) !== 0) ? parsed : undefined;
+    const host = parsed.host.startsWith('::ffff:') && ipFamily(parsed.host.slice(7)) === 4 ? parsed.host.slice(7) : parsed.host;
+    return LOOPBACK.has(host) || host === address || (anyIp && ipFamily(host) !== 0) ? parsed : undefined;
   };
   return (headers) => {
     const host = headers.host;

@@ -1,10 +1,10 @@
-import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
 import type { ConfigPath } from '../sdk/index.ts';
 import type { CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
 import { compileRoute } from './compile-route.ts';
+import { ipFamily } from '../sdk/ip-family.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -25,7 +25,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
   const port = bind.port as number;
   // Checked here so --validate-only refuses what the listen would (a name or `999.1.1.1` fails in getaddrinfo).
   const address = bind.address as string | undefined;
-  if (address !== undefined && isIP(address) === 0) {
+  if (address !== undefined && ipFamily(address) === 0) {
     c.issue([...path, 'address'], `\`${address}\` is not an IP address (write one such as \`127.0.0.1\` or \`::1\`)`);
   }
   const listeners: CompiledListener[] = [];

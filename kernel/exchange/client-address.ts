@@ -1,5 +1,6 @@
-import { BlockList, isIP } from 'node:net';
+import { BlockList } from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
+import { ipFamily } from '../sdk/ip-family.ts';
 
 /**
  * The X-Forwarded-For trust model (docs/adr/0014-hosts-and-forwarding-headers.md).
@@ -17,12 +18,12 @@ export function compileTrustedProxies(entries: readonly string[]): TrustedProxie
   for (const entry of entries) {
     const slash = entry.indexOf('/');
     const address = slash === -1 ? entry : entry.slice(0, slash);
-    const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+    const family = ipFamily(address) === 6 ? 'ipv6' : 'ipv4';
     if (slash === -1) list.addAddress(address, family);
     else list.addSubnet(address, Number(entry.slice(slash + 1)), family);
   }
   return (address) => {
-    const v = isIP(address);
+    const v = ipFamily(address);
     return v !== 0 && list.check(address, v === 6 ? 'ipv6' : 'ipv4');
   };
 }
@@ -31,7 +32,7 @@ export function compileTrustedProxies(entries: readonly string[]): TrustedProxie
 export function trustedProxyProblem(entry: string): string | undefined {
   const slash = entry.indexOf('/');
   const address = slash === -1 ? entry : entry.slice(0, slash);
-  const v = isIP(address);
+  const v = ipFamily(address);
   if (v === 0) return `\`${entry}\` is not an IP address or CIDR range`;
   if (slash === -1) return undefined;
   const bits = entry.slice(slash + 1);
@@ -65,7 +66,7 @@ export function clientAddress(peer: string, headers: IncomingHttpHeaders, truste
   while (end > 0) {
     const comma = list.lastIndexOf(',', end - 1);
     const entry = plainAddress(list.slice(comma + 1, end).trim());
-    if (isIP(entry) === 0) break;
+    if (ipFamily(entry) === 0) break;
     client = entry;
     if (!trusted(entry)) break;
     end = comma === -1 ? 0 : comma;

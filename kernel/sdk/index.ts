@@ -18,6 +18,7 @@ export * from './duration.ts';
 export * from './llm-tokens.ts';
 export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes, readSharedFile } from './read-file.ts';
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
+export { ipFamily } from './ip-family.ts';
 export type { AltName } from './tls-names.ts';
 export { withYamlParser } from './yaml-lib.ts';
 export { celValueToString } from './expr.ts';

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { ipFamily } from './ip-family.ts';
 import type { PeerCertificate } from 'node:tls';
 
 // Subject-alternative-name matching for `backendTLS.subjectAltNames`, shared by the kernel's HTTP upstreams and
@@ -54,14 +54,14 @@ export function parseAcceptedAltName(entry: string): AltName {
   }
   const value = entry.trim();
   const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
-  if (isIP(bare)) return { type: 'IP', value: bare };
+  if (ipFamily(bare)) return { type: 'IP', value: bare };
   if (value.includes('://')) return { type: 'URI', value };
   return { type: 'DNS', value };
 }
 
 function canonicalIp(ip: string): string | undefined {
   const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
-  const family = isIP(bare);
+  const family = ipFamily(bare);
   if (family === 4) return bare;
   if (family === 6) return new URL(`http://[${bare}]/`).hostname;
   return undefined;

@@ -7,7 +7,7 @@
  * one the connection uses TLS only when `backendTLS` applies. Without a port it is 80 (443 with TLS), unless the
  * caller requires one. A path is read only where the caller takes one. Credentials in a URL are refused.
  */
-import { isIP } from 'node:net';
+import { ipFamily } from './ip-family.ts';
 
 /** Where an address lives, resolved. */
 export interface UpstreamAddress {
@@ -96,7 +96,7 @@ export function parseUpstreamAddress(value: string, rules: AddressRules): Upstre
     if (v6) {
       host = v6[1]!;
       portText = v6[2];
-      if (isIP(host) !== 6) return problem(`\`${text}\` is not an IPv6 address`);
+      if (ipFamily(host) !== 6) return problem(`\`${text}\` is not an IPv6 address`);
     } else {
       const parts = text.split(':');
       if (parts.length > 2) return problem('an IPv6 address must be written in brackets, like `[::1]:8080`');
@@ -179,10 +179,10 @@ export function serviceAuthority(ref: ServiceRef): string | ServiceRefProblem {
   if (!namespace) return { message: 'the service namespace is empty', sub: nsSub };
   if (!hostname) return { message: 'the service hostname is empty', sub: hostSub };
   const v6 = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
-  if (isIP(v6) === 0 && (hostname.length > 254 || !DNS_NAME.test(hostname))) {
+  if (ipFamily(v6) === 0 && (hostname.length > 254 || !DNS_NAME.test(hostname))) {
     return { message: `\`${hostname}\` is not a host name (the service's DNS name, such as \`ratelimit.${namespace}.svc.cluster.local\`)`, sub: hostSub };
   }
   const port = ref.port;
   if (!Number.isInteger(port) || port < 1 || port > 65535) return { message: `port ${String(port)} is out of range (1-65535)`, sub: ['service', 'port'] };
-  return `${isIP(v6) === 6 ? `[${v6}]` : hostname}:${port}`;
+  return `${ipFamily(v6) === 6 ? `[${v6}]` : hostname}:${port}`;
 }

@@ -1,8 +1,8 @@
-import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import type { buildConnector as BuildConnector } from 'undici';
 import { undiciClient } from './undici-core.ts';
 import { certHasAltName } from '../sdk/index.ts';
+import { ipFamily } from '../sdk/ip-family.ts';
 import type { UpstreamTls } from '../sdk/index.ts';
 
 /** The name SNI carries for an upstream: `hostname` when set, else the host; none for an IP literal (RFC 6066). */
@@ -68,5 +68,5 @@ export function tlsConnector(tls: UpstreamTls | undefined, host: string): BuildC
 }
 
 export function isIpLiteral(host: string): boolean {
-  return isIP(host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host) !== 0;
+  return ipFamily(host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host) !== 0;
 }

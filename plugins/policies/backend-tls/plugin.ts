@@ -1,7 +1,6 @@
-import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import type { SecureContextOptions } from 'node:tls';
-import { definePolicy, FILE_SIZE_LIMITS, readSharedFile } from 'switchyard/sdk';
+import { definePolicy, FILE_SIZE_LIMITS, ipFamily, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, UpstreamTls } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
 
@@ -44,13 +43,13 @@ function normaliseAltName(entry: string): string | { error: string } {
     if (!value) return { error: `\`${entry}\` has no name after the prefix` };
     if (type === 'IP' || type === 'IP ADDRESS') {
       const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
-      return isIP(bare) ? `IP:${bare}` : { error: `\`${value}\` is not an IP address` };
+      return ipFamily(bare) ? `IP:${bare}` : { error: `\`${value}\` is not an IP address` };
     }
     return `${type}:${value}`;
   }
   const value = entry.trim();
   const bare = value.startsWith('[') && value.endsWith(']') ? value.slice(1, -1) : value;
-  if (isIP(bare)) return `IP:${bare}`;
+  if (ipFamily(bare)) return `IP:${bare}`;
   if (value.includes('://')) return `URI:${value}`;
   if (/\s|[/,]/.test(value)) return { error: `\`${entry}\` is not a DNS name; write \`DNS:\`, \`IP:\` or \`URI:\` before it` };
   return `DNS:${value}`;
@@ -96,7 +95,7 @@ export default definePolicy<BackendTlsConfig>({
     }
     if (config.hostname !== undefined) {
       const name = config.hostname.trim();
-      if (!name || (/[\s/:]/.test(name) && isIP(name) === 0)) ctx.fail(`\`${config.hostname}\` is not a host name`, ['hostname']);
+      if (!name || (/[\s/:]/.test(name) && ipFamily(name) === 0)) ctx.fail(`\`${config.hostname}\` is not a host name`, ['hostname']);
       tls.servername = name;
     }
     if (config.insecure === true) {
