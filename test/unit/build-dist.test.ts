@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { delimiter, dirname, join, resolve } from 'node:path';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { delimiter, dirname, join, relative, resolve, sep } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -93,9 +93,21 @@ function bundleText(out: string): string {
   return parts.join('\n');
 }
 
-/** The module paths esbuild notes above each bundled module (`// node_modules/undici/index.js`). */
+/**
+ * Where this checkout's node_modules really is, as esbuild writes module paths (relative to the checkout, through
+ * symlinks): `node_modules`, or for a worktree whose node_modules is a symlink to another checkout's install, the
+ * real folder's path (`../../main/node_modules`).
+ */
+const NODE_MODULES = relative(ROOT, realpathSync(join(ROOT, 'node_modules'))).split(sep).join('/');
+
+/**
+ * The module paths esbuild notes above each bundled module (`// node_modules/undici/index.js`), with this checkout's
+ * node_modules named `node_modules/` wherever it really is.
+ */
 function modulePaths(text: string): string[] {
-  return [...new Set([...text.matchAll(/^\/\/ ((?:node_modules|plugins|kernel)\/\S+)$/gm)].map((m) => m[1]!))];
+  const ours = (path: string): string => (path.startsWith(`${NODE_MODULES}/`) ? `node_modules/${path.slice(NODE_MODULES.length + 1)}` : path);
+  const paths = [...text.matchAll(/^\/\/ (\S+)$/gm)].map((m) => ours(m[1]!));
+  return [...new Set(paths.filter((p) => /^(?:node_modules|plugins|kernel)\//.test(p)))];
 }
 
 const hasPackage = (paths: readonly string[], pkg: string): boolean => paths.some((p) => p.startsWith(`node_modules/${pkg}/`));
