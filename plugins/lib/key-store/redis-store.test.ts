@@ -16,7 +16,7 @@ import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { RedisKeyStore, reserveScript } from './redis-store.ts';
 import { RespClient } from './resp.ts';
-import { STATES_MAX } from './settlement-queue.ts';
+import { LAZY_MS, STATES_MAX } from './settlement-queue.ts';
 import { digestOf } from './secrets.ts';
 import { KEY_GONE } from './types.ts';
 
@@ -277,7 +277,7 @@ test("redis store (ADR 0102): a reservation and its settlement find their lines'
   }
 });
 
-test("redis store (ADR 0102): a settlement's lifetime sums are found through its first line's state; right after LazySums dropped entries", { skip }, async () => {
+test("redis store (ADR 0102): a settlement's lifetime sums are found through its first line's state, and their queue states through theirs when due; right after LazySums dropped entries", { skip }, async () => {
   const store = await RedisKeyStore.open(url, 'lazygroup:');
   try {
     const line = (counter: string) => ({ counter, limit: 1e9, amount: 10, expiresAt: 0 });
@@ -293,14 +293,23 @@ test("redis store (ADR 0102): a settlement's lifetime sums are found through its
       store.settle(settlement(i));
     }
     assert.equal(lookups.n, 2, 'the lifetime counters looked up at the first settlement only');
-    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [27, 6, 0.006]);
+    // Come due (LAZY_MS old), the sums ride on a reservation: their counters' states looked up the first time only.
+    const states = countCalls((store as unknown as { pending: { states: Map<string, unknown> } }).pending.states, 'get');
+    for (let i = 0; i < 2; i++) {
+      await new Promise((r) => setTimeout(r, LAZY_MS + 50));
+      const before = states.n;
+      assert.equal(await store.reserve([line('k:a')]), -1);
+      assert.equal(states.n - before, i === 0 ? 3 : 1, `reservation ${i}: its line, and the two lifetime counters the first time`);
+      store.settle(settlement(0));
+    }
+    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [45, 6, 0.006]);
     // STATES_MAX other lifetime sums, written (so none waits), then one more: LazySums drops the entries not waiting.
     store.settle(Array.from({ length: STATES_MAX }, (_, i) => ({ counter: `k:fill${i}:tokens:total:all`, amount: 1, expiresAt: 0, lazy: true })));
     await store.values([]);
     store.settle([{ counter: 'k:other:tokens:total:all', amount: 1, expiresAt: 0, lazy: true }]);
     assert.equal(await store.reserve([line('k:a')]), -1);
     store.settle(settlement(4));
-    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [36, 10, 0.01]);
+    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [54, 10, 0.01]);
   } finally {
     await store.close();
   }

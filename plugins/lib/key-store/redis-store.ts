@@ -153,7 +153,13 @@ interface Slot {
 
 const NO_GROUP: RedisCounter[] = [];
 const NO_NAMES: string[] = [];
-const NO_LAZY: LazyState[] = [];
+const NO_LAZY: RedisLifetime[] = [];
+
+/** A lifetime counter's sum (LazySums' entry) and its counter's state in the queue, once it came due (ADR 0102). */
+interface RedisLifetime extends LazyState {
+  state: RedisCounter | undefined;
+  stateTrims: number;
+}
 
 /**
  * A counter's settlement state (the queue's) and its slot (ADR 0101, 0102): its Redis key, made once, and its place in
@@ -175,7 +181,7 @@ class RedisCounter extends CounterState {
   groupNames: string[] = NO_NAMES;
   groupTrims = 0;
   /** The same for the lifetime sums its settlement adds to (the key's), while LazySums' `drops` is `lazyDrops`. */
-  lazyGroup: LazyState[] = NO_LAZY;
+  lazyGroup: RedisLifetime[] = NO_LAZY;
   lazyNames: string[] = NO_NAMES;
   lazyDrops = -1;
 
@@ -207,7 +213,20 @@ export class RedisKeyStore implements KeyStore {
    * Lifetime settlements (`lazy`: no budget reads them), summed by counter for LAZY_MS (ADR 0072, 0091): with many keys
    * in use they were two of the dozen counters each request's script wrote.
    */
-  private readonly lazy = new LazySums(() => void this.flush().catch(() => undefined));
+  private readonly lazy = new LazySums<RedisLifetime>(
+    () => void this.flush().catch(() => undefined),
+    (counter) => ({ counter, amount: 0, expiresAt: 0, since: 0, queued: false, state: undefined, stateTrims: 0 }),
+  );
+  /** A lifetime sum come due joins the queue on its counter's state, kept on its entry while the queue's `trims` holds. */
+  private readonly lazyDue = (q: RedisLifetime): void => {
+    const pending = this.pending;
+    let c = q.state;
+    if (c === undefined || q.stateTrims !== pending.trims) {
+      c = q.state = pending.settling(q.counter);
+      q.stateTrims = pending.trims;
+    }
+    pending.addTo(c, q.amount, q.expiresAt);
+  };
 
   /** The reservation script this server runs (SET … PXAT needs Redis 6.2). */
   private reserveBody = RESERVE;
@@ -290,8 +309,7 @@ export class RedisKeyStore implements KeyStore {
     const batch = this.waiting.splice(0, BATCH_MAX);
     if (this.waiting.length > 0) setImmediate(this.sendBatch);
     this.inFlight++;
-    const due = this.lazy.due(Date.now(), LAZY_PER_RESERVATION * batch.length);
-    if (due) this.pending.add(due);
+    this.lazy.dueEach(Date.now(), LAZY_PER_RESERVATION * batch.length, this.lazyDue);
     const { keys, args } = this.scriptCall(batch);
     const sent = Date.now();
     this.script(this.reserveBody, keys, args).then(

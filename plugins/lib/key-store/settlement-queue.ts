@@ -362,20 +362,25 @@ export interface LazyState {
  * counter's entry stays after its sum is taken (ADR 0100: with 1,000 keys each is taken about once a second, and an
  * entry made and deleted each time was promoted and rehashed the Map), up to STATES_MAX counters.
  */
-export class LazySums {
-  private readonly byCounter = new Map<string, LazyState>();
+export class LazySums<L extends LazyState = LazyState> {
+  private readonly byCounter = new Map<string, L>();
   /** The counters with a sum waiting, oldest first: `head` up to `end` (taken from the head only). */
-  private readonly order: LazyState[] = [];
+  private readonly order: L[] = [];
   private head = 0;
   private end = 0;
   private timer: NodeJS.Timeout | undefined;
   private takenAt = 0;
   private dropCount = 0;
   private readonly onIdle: () => void;
+  private readonly make: (counter: string) => L;
 
-  /** `onIdle` writes everything (`all`) when nothing took the sums within LAZY_MS. */
-  constructor(onIdle: () => void) {
+  /**
+   * `onIdle` writes everything (`all`) when nothing took the sums within LAZY_MS; `make` makes a counter's entry (a
+   * store's own, with what it keeps per lifetime counter).
+   */
+  constructor(onIdle: () => void, make: (counter: string) => L = (counter) => ({ counter, amount: 0, expiresAt: 0, since: 0, queued: false }) as L) {
     this.onIdle = onIdle;
+    this.make = make;
   }
 
   /** Counters whose entry is kept (waiting or not). */
@@ -393,20 +398,20 @@ export class LazySums {
   }
 
   /** A counter's entry, made if new (past STATES_MAX the ones not waiting are dropped first). */
-  entryFor(counter: string): LazyState {
+  entryFor(counter: string): L {
     let q = this.byCounter.get(counter);
     if (q === undefined) {
       if (this.byCounter.size >= STATES_MAX) {
         for (const [c, s] of this.byCounter) if (!s.queued) this.byCounter.delete(c);
         this.dropCount++;
       }
-      this.byCounter.set(counter, (q = { counter, amount: 0, expiresAt: 0, since: 0, queued: false }));
+      this.byCounter.set(counter, (q = this.make(counter)));
     }
     return q;
   }
 
   /** `add` to an entry the caller has (`entryFor`, with `drops` unchanged since). */
-  addTo(q: LazyState, amount: number, expiresAt: number, now: number): void {
+  addTo(q: L, amount: number, expiresAt: number, now: number): void {
     if (q.queued) q.amount += amount;
     else {
       q.amount = amount;
@@ -449,6 +454,22 @@ export class LazySums {
     return rows;
   }
 
+  /**
+   * `due` without rows: each sum due is handed to `take` as its entry (its amount and expiresAt are the sum's during
+   * the call only), so a store can add it to its queue without a lookup or an object per sum.
+   */
+  dueEach(now: number, max: number, take: (q: L) => void): void {
+    this.takenAt = now;
+    for (let n = 0; this.head < this.end && n < max; n++) {
+      const q = this.order[this.head]!;
+      if (q.since > now - LAZY_MS) break;
+      q.queued = false;
+      take(q);
+      q.amount = 0;
+      this.head++;
+    }
+  }
+
   /** Every sum, taken out. */
   all(): CounterDelta[] {
     const rows: CounterDelta[] = [];
@@ -458,7 +479,7 @@ export class LazySums {
     return rows;
   }
 
-  private take(q: LazyState): CounterDelta {
+  private take(q: L): CounterDelta {
     q.queued = false;
     const row = { counter: q.counter, amount: q.amount, expiresAt: q.expiresAt };
     q.amount = 0;
