@@ -133,6 +133,7 @@ redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], ARGV[2])
 return 1`;
 
+const NONE: readonly (string | number)[] = [];
 const sha1 = (s: string): string => createHash('sha1').update(s).digest('hex');
 /** The scripts' SHA-1s, computed once (not on every call). */
 const SHAS = new Map<string, string>([RESERVE, RESERVE_OLD, MOVE].map((body) => [body, sha1(body)]));
@@ -251,11 +252,11 @@ export class RedisKeyStore implements KeyStore {
   }
 
   /** EVALSHA, falling back to EVAL the first time a server sees the script. */
-  private async script(body: string, keys: readonly string[], args: readonly (string | number)[]): Promise<RespValue> {
+  private async script(body: string, keys: readonly string[], args: readonly (string | number)[], more: readonly (string | number)[] = NONE): Promise<RespValue> {
     try {
-      return await this.client.command('EVALSHA', shaOf(body), keys.length, ...keys, ...args);
+      return await this.client.command('EVALSHA', shaOf(body), keys.length, ...keys, ...args, ...more);
     } catch (err) {
-      if (err instanceof RedisError && err.message.startsWith('NOSCRIPT')) return this.client.command('EVAL', body, keys.length, ...keys, ...args);
+      if (err instanceof RedisError && err.message.startsWith('NOSCRIPT')) return this.client.command('EVAL', body, keys.length, ...keys, ...args, ...more);
       throw err;
     }
   }
@@ -310,9 +311,9 @@ export class RedisKeyStore implements KeyStore {
     if (this.waiting.length > 0) setImmediate(this.sendBatch);
     this.inFlight++;
     this.lazy.dueEach(Date.now(), LAZY_PER_RESERVATION * batch.length, this.lazyDue);
-    const { keys, args } = this.scriptCall(batch);
+    const { keys, args, reservations } = this.scriptCall(batch);
     const sent = Date.now();
-    this.script(this.reserveBody, keys, args).then(
+    this.script(this.reserveBody, keys, args, reservations).then(
       (answers) => {
         this.inFlight--;
         batch.forEach((w, i) => {
@@ -331,9 +332,10 @@ export class RedisKeyStore implements KeyStore {
 
   /**
    * The RESERVE script's keys and arguments for these reservations, with the queued settlements (taken out of the
-   * queue). Counters first (the script reads them with one MGET), then the digest entries the batch checks.
+   * queue). Counters first (the script reads them with one MGET), then the digest entries the batch checks. ARGV is
+   * `args` then `reservations` (sent as they are: not copied into one array first).
    */
-  private scriptCall(batch: readonly Waiting[]): { keys: string[]; args: (string | number)[] } {
+  private scriptCall(batch: readonly Waiting[]): { keys: string[]; args: (string | number)[]; reservations: (string | number)[] } {
     // Between scripts only: a state dropped and made anew in the middle of one would give its counter a second index.
     this.pending.trim();
     if (this.digestSlots.size >= DIGEST_SLOTS_MAX) this.digestSlots.clear();
@@ -400,9 +402,8 @@ export class RedisKeyStore implements KeyStore {
     }
     pending.clear();
     args[0] = keys.length;
-    for (const r of reservations) args.push(r);
     for (const d of digests) keys.push(d);
-    return { keys, args };
+    return { keys, args, reservations };
   }
 
   /**
@@ -460,8 +461,8 @@ export class RedisKeyStore implements KeyStore {
   async flush(lazy = true): Promise<void> {
     if (lazy) dueEverything(this.pending, this.lazy);
     if (this.pending.size === 0) return;
-    const { keys, args } = this.scriptCall([]);
-    await this.script(this.reserveBody, keys, args);
+    const { keys, args, reservations } = this.scriptCall([]);
+    await this.script(this.reserveBody, keys, args, reservations);
   }
 
   async values(counters: readonly string[]): Promise<number[]> {
