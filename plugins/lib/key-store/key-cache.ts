@@ -94,4 +94,12 @@ export class VersionedKeyCache {
     if (digest === undefined) this.byDigest.clear();
     else this.byDigest.delete(digest);
   }
+
+  /**
+   * The keys version `digest`'s record was read at, if it is kept (whatever its age): while the store's version is
+   * still that, no key was changed or removed, so the digest still names its key (ADR 0103).
+   */
+  versionOf(digest: string): number | undefined {
+    return this.byDigest.get(digest)?.version;
+  }
 }

@@ -7,6 +7,7 @@ import { strict as assert } from 'node:assert';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { KEY_CACHE_MS } from './key-cache.ts';
@@ -183,6 +184,37 @@ test('sqlite store: a key found through the cache and revoked or rotated by anot
   } finally {
     await mine.close();
     await other.close();
+  }
+});
+
+test('sqlite store: a reservation confirms a cached key by the keys version while it is unchanged, and searches the digest once it changed; a version row made again starts above any before it (ADR 0103)', async () => {
+  const file = join(dir, 'version-check.db');
+  const store = await SqliteKeyStore.open(file, { everyMs: 3_600_000 });
+  const raw = new DatabaseSync(file);
+  const version = (): number => (raw.prepare(`SELECT value FROM vk_meta WHERE name = 'keys'`).get() as { value: number }).value;
+  try {
+    await store.create({ id: 'k1', budgets: [], prefix: 'sk-t', createdAt: new Date(0).toISOString(), source: 'api' }, 'digest-1');
+    const line = { counter: 'k:vc', limit: 1e9, amount: 1, expiresAt: 0 };
+    assert.equal(store.find('digest-1')?.id, 'k1');
+    assert.equal(store.reserve([line], 'digest-1'), -1);
+    // The key's row removed behind the triggers' back (the version stays): the unchanged version vouches for the
+    // digest, so the reservation does not look the digest up (it would find nothing).
+    raw.exec(`DROP TRIGGER vk_keys_deleted; DELETE FROM vk_keys WHERE id = 'k1'`);
+    assert.equal(store.reserve([line], 'digest-1'), -1, 'version unchanged: confirmed without the digest search');
+    // Any change raises the version: now the digest is searched, and it is gone.
+    raw.exec(`UPDATE vk_meta SET value = value + 1 WHERE name = 'keys'`);
+    assert.equal(store.reserve([line], 'digest-1'), KEY_GONE);
+    assert.deepEqual(await store.values(['k:vc']), [2]);
+    // A version row removed by hand is made again by the next open, above every version the old row had: a record
+    // cached at an old version can never match the new row.
+    const before = version();
+    raw.exec(`DELETE FROM vk_meta WHERE name = 'keys'`);
+    const reopened = await SqliteKeyStore.open(file, { everyMs: 3_600_000 });
+    await reopened.close();
+    assert.ok(version() > before, `${version()} > ${before}`);
+  } finally {
+    raw.close();
+    await store.close();
   }
 });
 
