@@ -11,7 +11,8 @@ import { DatabaseSync } from 'node:sqlite';
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { KEY_CACHE_MS } from './key-cache.ts';
-import { LAZY_MS } from './settlement-queue.ts';
+import { countCalls } from '../../../test/helpers/key-store-sums.ts';
+import { LAZY_MS, STATES_MAX } from './settlement-queue.ts';
 import { SqliteKeyStore } from './sqlite-store.ts';
 import { KEY_GONE } from './types.ts';
 
@@ -348,5 +349,71 @@ test('sqlite store: with group commit the reservations of one event-loop turn af
   } finally {
     await mine.close();
     await other.close();
+  }
+});
+
+test("sqlite store (ADR 0103): a reservation and its settlement find their lines' states through the first line's state, and through the queue's Map after a trim dropped them; a due settlement merges into its line's row", async () => {
+  const store = await SqliteKeyStore.open(join(dir, 'group.db'), { everyMs: 3_600_000 });
+  try {
+    const line = (counter: string, amount = 10) => ({ counter, limit: 1e9, amount, expiresAt: 0 });
+    const delta = (counter: string, amount: number) => ({ counter, amount, expiresAt: 0 });
+    const states = (store as unknown as { pending: { states: Map<string, unknown> } }).pending.states;
+    const lookups = countCalls(states, 'get');
+    assert.equal(store.reserve([line('k:a'), line('k:b'), line('k:c')]), -1);
+    assert.equal(lookups.n, 3, 'one lookup per line the first time');
+    store.settle([delta('k:a', -1), delta('k:b', -1), delta('k:c', -1)]);
+    assert.equal(lookups.n, 4, 'one lookup for the settlement of the three lines');
+    const before = lookups.n;
+    // The held refunds are claimed by the next reservation of their counters and merged into their rows.
+    assert.equal(store.reserve([line('k:a'), line('k:b'), line('k:c')]), -1);
+    assert.equal(lookups.n - before, 1, "the next reservation of the same lines: one lookup, the others from the first line's group");
+    assert.deepEqual(await store.values(['k:a', 'k:b', 'k:c']), [19, 19, 19]);
+    // k:a's refund held, then STATES_MAX counters: the next reservation's trim drops k:b's and k:c's idle states, and
+    // k:b gets a new one. The settlement below must not add to the dropped ones.
+    store.settle([delta('k:a', -1)]);
+    for (let at = 0; at < STATES_MAX; at += 100) store.reserve(Array.from({ length: 100 }, (_, i) => line(`k:fill${at + i}`, 0)));
+    assert.equal(store.reserve([line('k:b', 0)]), -1);
+    store.settle([delta('k:a', -1), delta('k:b', -2), delta('k:c', -3)]);
+    store.settle([delta('k:b', -5)]);
+    assert.deepEqual(await store.values(['k:a', 'k:b', 'k:c']), [17, 12, 16]);
+    // The same for a reservation: k:a held again, a trim, k:c made anew with a charge due; the lines must land on the
+    // live states (a dropped one would leave k:c's charge out of its row, or name k:c twice in the statement).
+    store.settle([delta('k:a', -1)]);
+    for (let at = 0; at < STATES_MAX; at += 100) store.reserve(Array.from({ length: 100 }, (_, i) => line(`k:fill${at + i}`, 0)));
+    assert.equal(store.reserve([line('k:c', 0)]), -1);
+    store.settle([delta('k:c', 1)]);
+    assert.equal(store.reserve([line('k:a'), line('k:b'), line('k:c')]), -1);
+    assert.deepEqual(await store.values(['k:a', 'k:b', 'k:c']), [26, 22, 27]);
+  } finally {
+    await store.close();
+  }
+});
+
+test("sqlite store (ADR 0103): a settlement's lifetime sums are found through its first line's state; right after LazySums dropped entries", async () => {
+  const store = await SqliteKeyStore.open(join(dir, 'lazygroup.db'), { everyMs: 3_600_000 });
+  try {
+    const line = (counter: string) => ({ counter, limit: 1e9, amount: 10, expiresAt: 0 });
+    const settlement = (n: number) => [
+      { counter: 'k:a', amount: -1, expiresAt: 0 },
+      { counter: 'k:a:tokens:total:all', amount: n, expiresAt: 0, lazy: true },
+      { counter: 'k:a:usd:total:all', amount: n / 1000, expiresAt: 0, lazy: true },
+    ];
+    const entries = (store as unknown as { lazy: { byCounter: Map<string, unknown> } }).lazy.byCounter;
+    const lookups = countCalls(entries, 'get');
+    for (let i = 1; i <= 3; i++) {
+      assert.equal(store.reserve([line('k:a')]), -1);
+      store.settle(settlement(i));
+    }
+    assert.equal(lookups.n, 2, 'the lifetime counters looked up at the first settlement only');
+    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [27, 6, 0.006]);
+    // STATES_MAX other lifetime sums, written (so none waits), then one more: LazySums drops the entries not waiting.
+    store.settle(Array.from({ length: STATES_MAX }, (_, i) => ({ counter: `k:fill${i}:tokens:total:all`, amount: 1, expiresAt: 0, lazy: true })));
+    await store.values([]);
+    store.settle([{ counter: 'k:other:tokens:total:all', amount: 1, expiresAt: 0, lazy: true }]);
+    assert.equal(store.reserve([line('k:a')]), -1);
+    store.settle(settlement(4));
+    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [36, 10, 0.01]);
+  } finally {
+    await store.close();
   }
 });

@@ -5,7 +5,8 @@ import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
 import { VersionedKeyCache } from './key-cache.ts';
-import { dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
+import { GroupedCounter, lineStates, settleGrouped } from './counter-groups.ts';
+import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
@@ -116,10 +117,14 @@ function pad(args: (string | number | null)[], at: number, size: number): number
   return at;
 }
 
-/** The index of `counter`'s line in `lines`, or -1 (a reservation has a few lines: a loop beats building a set). */
-function lineOf(lines: readonly CounterLine[], counter: string): number {
-  for (let i = 0; i < lines.length; i++) if (lines[i]!.counter === counter) return i;
-  return -1;
+/**
+ * A counter's settlement state (the queue's) with its place in the reservation statement being built (ADR 0103): a
+ * due settlement whose counter is one of the reservation's lines is merged into that line's row, found on the state.
+ */
+class SqliteCounter extends GroupedCounter {
+  /** The reservation (`built` count) that has this counter as its line `line`. */
+  built = 0;
+  line = 0;
 }
 
 /** `node:sqlite` without flags needs Node 22.13+ (22.12 has it behind `--experimental-sqlite`). */
@@ -151,13 +156,20 @@ export class SqliteKeyStore implements KeyStore {
   private readonly reserveChecked: StatementSync[] = [];
   /** Reservation parameters by their count (reserveNow). */
   private readonly argsByLength: (string | number | null)[][] = [];
-  /** Per due settlement, the line it merges into or -1 (reserveNow; reused). */
-  private readonly mergeInto: number[] = [];
+  /** Reservation statements built (each line's state is stamped with the count: SqliteCounter). */
+  private built = 0;
+  /** Marks a line's state as the line `i` of the reservation being built (reserveNow; made once). */
+  private readonly markLine = (c: SqliteCounter, i: number): void => {
+    this.pending.claimState(c, this.buildAt);
+    c.built = this.built;
+    c.line = i;
+  };
+  private buildAt = 0;
   /** Records found (ADR 0068), kept while the keys version is unchanged (ADR 0072); each reservation confirms its key's digest. */
   private readonly cache = new VersionedKeyCache();
   private readonly checkpointer: Checkpointer | undefined;
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
-  private readonly pending = new SettlementQueue(() => this.tryFlush());
+  private readonly pending = new SettlementQueue<SqliteCounter>(() => this.tryFlush(), (counter) => new SqliteCounter(counter));
   /** Lifetime counters' settlements, summed: they join `pending` once a second old, a few per reservation (ADR 0072). */
   private readonly lazy = new LazySums(() => this.tryFlush(true));
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
@@ -298,8 +310,13 @@ export class SqliteKeyStore implements KeyStore {
     const now = Date.now();
     const due = this.lazy.due(now, LAZY_PER_RESERVATION);
     if (due) this.pending.add(due);
-    // Refunds held for these counters ride too, and ripe ones (ADR 0097).
-    this.pending.claimFor(lines, now);
+    // Refunds held for these counters ride too, and ripe ones (ADR 0097). Each line's state is found through the
+    // first line's (the key's last reservation's group, ADR 0103) and stamped with its place in this statement.
+    this.pending.trim();
+    this.built++;
+    this.buildAt = now;
+    lineStates(this.pending, lines, this.markLine);
+    this.pending.ripen(now);
     // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own
     // (read from the queue in place: no copy of it per request).
     const pending = this.pending;
@@ -307,12 +324,10 @@ export class SqliteKeyStore implements KeyStore {
     const queued = pending.size > 0;
     // Rows: the lines, then the queued settlements for other counters. The parameters go into an array of the final
     // size (pushes grew it four or five times per request: most of the store's allocation on the serving path).
-    // Which line each due settlement merges into, found in one pass over the due list by the lines' own strings: a
-    // lookup of each line's counter in the queue's Map (thousands of counters with 1,000 keys) cost a cache miss or
-    // more per line.
-    const mergeInto = this.mergeInto;
+    // A due settlement whose state is stamped with this statement merges into its line's row (no lookup by name).
+    const built = this.built;
     let rows = lines.length;
-    for (let i = 0; i < pending.size; i++) if ((mergeInto[i] = lineOf(lines, pending.at(i).counter)) === -1) rows++;
+    for (let i = 0; i < pending.size; i++) if (pending.at(i).built !== built) rows++;
     const size = statementRows(rows);
     // One parameter array per length, reused (run() is synchronous and every slot is written below): made per
     // reservation it was the store's largest allocation, and V8 at times allocated it in the old generation.
@@ -329,10 +344,9 @@ export class SqliteKeyStore implements KeyStore {
     }
     for (let i = 0; i < pending.size; i++) {
       const d = pending.at(i);
-      const j = mergeInto[i]!;
-      if (j !== -1) {
+      if (d.built === built) {
         // The line's settle column (a counter is at most once in the due list).
-        args[j * 5 + 1] = d.amount;
+        args[d.line * 5 + 1] = d.amount;
         continue;
       }
       args[at++] = d.counter;
@@ -374,7 +388,7 @@ export class SqliteKeyStore implements KeyStore {
    * a settlement seen a few ms late by another process only delays a correction (ADR 0048).
    */
   settle(deltas: readonly CounterDelta[]): void {
-    queueSettlement(deltas, this.pending, this.lazy);
+    settleGrouped(this.pending, this.lazy, deltas);
   }
 
   /**

@@ -1,0 +1,100 @@
+// A request's counters found through its first line's state (ADR 0102, the Redis store's; ADR 0103 for SQLite): the
+// state of a reservation's first line keeps the states of that reservation's lines and their names, so the key's next
+// reservation, and the settlement that follows each (the same counters in the same order), look up one counter in
+// the settlement queue's Map instead of each. With 1,000 keys in turn the queue holds thousands of counters, each
+// lookup a cache miss or more; with one key they were hot anyway.
+import { CounterState } from './settlement-queue.ts';
+import type { LazySums, LazyState, SettlementQueue } from './settlement-queue.ts';
+import type { CounterDelta } from './types.ts';
+
+const NO_GROUP: GroupedCounter[] = [];
+const NO_NAMES: string[] = [];
+const NO_LAZY: LazyState[] = [];
+
+/** A counter's settlement state that can also hold its reservation's group (when it was the first line). */
+export class GroupedCounter extends CounterState {
+  /**
+   * The states of the lines of the last reservation whose first line this counter was, and their names as that
+   * reservation gave them (reused in place), valid while the queue's `trims` is still `groupTrims` (a trim may have
+   * dropped one of them: the queue would then hold another state for that counter).
+   */
+  group: GroupedCounter[] = NO_GROUP;
+  groupNames: string[] = NO_NAMES;
+  groupTrims = 0;
+  /** The same for the lifetime sums its settlement adds to (the key's), while LazySums' `drops` is `lazyDrops`. */
+  lazyGroup: LazyState[] = NO_LAZY;
+  lazyNames: string[] = NO_NAMES;
+  lazyDrops = -1;
+}
+
+/**
+ * Each line's state (looked up for the first line only while the group is valid and the names match; a new window or
+ * another key's plan changes a name), recorded as the first line's group, and `visit`ed with its line's index. The
+ * queue must not trim between this and the use of the states (`stateFor` never does).
+ */
+export function lineStates<S extends GroupedCounter>(pending: SettlementQueue<S>, lines: readonly { readonly counter: string }[], visit: (c: S, i: number) => void): void {
+  if (lines.length === 0) return;
+  const first = pending.stateFor(lines[0]!.counter);
+  const known = first.groupTrims === pending.trims && first.group.length === lines.length;
+  if (first.group.length !== lines.length) {
+    first.group = new Array<GroupedCounter>(lines.length);
+    first.groupNames = new Array<string>(lines.length);
+  }
+  first.groupTrims = pending.trims;
+  const group = first.group as S[];
+  const names = first.groupNames;
+  for (let i = 0; i < lines.length; i++) {
+    const name = lines[i]!.counter;
+    const c = i === 0 ? first : known && names[i] === name ? group[i]! : pending.stateFor(name);
+    if (group[i] !== c) group[i] = c;
+    if (names[i] !== name) names[i] = name;
+    visit(c, i);
+  }
+}
+
+/**
+ * A request's settlement: its first delta looked up, the others through the first line's group when they follow it
+ * (same names, same order), else looked up; lifetime deltas (`lazy`) into `lazy`, through the same state's lazy group.
+ */
+export function settleGrouped<S extends GroupedCounter>(pending: SettlementQueue<S>, lazy: LazySums, deltas: readonly CounterDelta[]): void {
+  let first: S | undefined;
+  let j = 0;
+  let k = 0;
+  let now = 0;
+  for (let i = 0; i < deltas.length; i++) {
+    const d = deltas[i]!;
+    if (d.lazy) {
+      settleLazy(lazy, first, k++, d, (now ||= Date.now()));
+      continue;
+    }
+    if (first === undefined) {
+      first = pending.settling(d.counter);
+      pending.addTo(first, d.amount, d.expiresAt);
+      continue;
+    }
+    // The group is the queue's states while no trim has dropped any since it was recorded (an `addOne` below may).
+    const group = (first.groupTrims === pending.trims ? first.group : NO_GROUP) as S[];
+    const names = first.groupNames;
+    while (j < group.length && names[j] !== d.counter) j++;
+    if (j < group.length) pending.addTo(group[j++]!, d.amount, d.expiresAt);
+    else pending.addOne(d);
+  }
+}
+
+/** A lifetime delta, the `k`th of a settlement whose first line's state is `first`: found through its lazy group if there. */
+function settleLazy(lazy: LazySums, first: GroupedCounter | undefined, k: number, d: CounterDelta, now: number): void {
+  if (first !== undefined && first.lazyDrops === lazy.drops && first.lazyNames[k] === d.counter) {
+    lazy.addTo(first.lazyGroup[k]!, d.amount, d.expiresAt, now);
+    return;
+  }
+  const q = lazy.entryFor(d.counter);
+  lazy.addTo(q, d.amount, d.expiresAt, now);
+  if (first === undefined) return;
+  if (first.lazyDrops !== lazy.drops) {
+    first.lazyGroup = [];
+    first.lazyNames = [];
+    first.lazyDrops = lazy.drops;
+  }
+  first.lazyGroup[k] = q;
+  first.lazyNames[k] = d.counter;
+}
