@@ -56,7 +56,7 @@ export function lineStates<S extends GroupedCounter>(pending: SettlementQueue<S>
  * A request's settlement: its first delta looked up, the others through the first line's group when they follow it
  * (same names, same order), else looked up; lifetime deltas (`lazy`) into `lazy`, through the same state's lazy group.
  */
-export function settleGrouped<S extends GroupedCounter>(pending: SettlementQueue<S>, lazy: LazySums, deltas: readonly CounterDelta[]): void {
+export function settleGrouped<S extends GroupedCounter, L extends LazyState>(pending: SettlementQueue<S>, lazy: LazySums<L>, deltas: readonly CounterDelta[]): void {
   let first: S | undefined;
   let j = 0;
   let k = 0;
@@ -82,9 +82,10 @@ export function settleGrouped<S extends GroupedCounter>(pending: SettlementQueue
 }
 
 /** A lifetime delta, the `k`th of a settlement whose first line's state is `first`: found through its lazy group if there. */
-function settleLazy(lazy: LazySums, first: GroupedCounter | undefined, k: number, d: CounterDelta, now: number): void {
+function settleLazy<L extends LazyState>(lazy: LazySums<L>, first: GroupedCounter | undefined, k: number, d: CounterDelta, now: number): void {
   if (first !== undefined && first.lazyDrops === lazy.drops && first.lazyNames[k] === d.counter) {
-    lazy.addTo(first.lazyGroup[k]!, d.amount, d.expiresAt, now);
+    // The group holds what `lazy` made (its entries are L): kept as LazyState only because a counter state is not generic.
+    lazy.addTo(first.lazyGroup[k] as L, d.amount, d.expiresAt, now);
     return;
   }
   const q = lazy.entryFor(d.counter);

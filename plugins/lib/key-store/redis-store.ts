@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto';
 import { KeyCache } from './key-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
-import { CounterState, dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
+import { GroupedCounter, lineStates, settleGrouped } from './counter-groups.ts';
+import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { LazyState } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
@@ -152,10 +153,6 @@ interface Slot {
   at: number;
 }
 
-const NO_GROUP: RedisCounter[] = [];
-const NO_NAMES: string[] = [];
-const NO_LAZY: RedisLifetime[] = [];
-
 /** A lifetime counter's sum (LazySums' entry) and its counter's state in the queue, once it came due (ADR 0102). */
 interface RedisLifetime extends LazyState {
   state: RedisCounter | undefined;
@@ -168,23 +165,11 @@ interface RedisLifetime extends LazyState {
  * both; a due settlement is its counter's state already (no lookup). With 1,000 keys in turn the counters are a Map of
  * thousands, each lookup a cache miss, and the queue's and the slots' lookups were most of the store's work per line.
  */
-class RedisCounter extends CounterState {
+class RedisCounter extends GroupedCounter {
   readonly key: string;
   /** The script (`scripts` count) whose KEYS hold this key, at `at` (1-based). */
   script = 0;
   at = 0;
-  /**
-   * The states of the lines of the last reservation whose first line this counter was, and their names as that
-   * reservation gave them (reused in place): its settlement, which names the same counters in the same order, finds
-   * them with one lookup instead of one per line, while the queue's `trims` is still `groupTrims`.
-   */
-  group: RedisCounter[] = NO_GROUP;
-  groupNames: string[] = NO_NAMES;
-  groupTrims = 0;
-  /** The same for the lifetime sums its settlement adds to (the key's), while LazySums' `drops` is `lazyDrops`. */
-  lazyGroup: RedisLifetime[] = NO_LAZY;
-  lazyNames: string[] = NO_NAMES;
-  lazyDrops = -1;
 
   constructor(counter: string, prefix: string) {
     super(counter);
@@ -355,6 +340,14 @@ export class RedisKeyStore implements KeyStore {
     const now = Date.now();
     const digests: string[] = [];
     const reservations: (string | number)[] = [batch.length];
+    // Each line's state is its first line's group's (ADR 0102, counter-groups.ts); its held refund rides on this
+    // script (its counter is written anyway, ADR 0097) and its place in the script is on the same state.
+    let lines: readonly CounterLine[] = [];
+    const visit = (c: RedisCounter, i: number): void => {
+      const l = lines[i]!;
+      pending.claimState(c, now);
+      reservations.push(at(c, l.expiresAt), l.limit, l.amount);
+    };
     for (const w of batch) {
       let d = 0;
       if (w.digest !== undefined) {
@@ -366,33 +359,9 @@ export class RedisKeyStore implements KeyStore {
         }
         d = slot.at;
       }
-      const lines = w.lines;
+      lines = w.lines;
       reservations.push(d, lines.length);
-      let group = NO_GROUP;
-      let names = NO_NAMES;
-      let known = false;
-      for (let i = 0; i < lines.length; i++) {
-        const l = lines[i]!;
-        // The counter's held refund rides on this script (its counter is written anyway, ADR 0097) and its place in
-        // the script is on the same state. Its first line's state is looked up; the others are where the key's last
-        // reservation left them (its group), unless a name differs (a new window) or a trim dropped states since.
-        let c: RedisCounter;
-        if (i === 0) {
-          c = pending.stateFor(l.counter);
-          known = c.groupTrims === pending.trims && c.group.length === lines.length;
-          if (c.group.length !== lines.length) {
-            c.group = new Array<RedisCounter>(lines.length);
-            c.groupNames = new Array<string>(lines.length);
-          }
-          c.groupTrims = pending.trims;
-          group = c.group;
-          names = c.groupNames;
-        } else c = known && names[i] === l.counter ? group[i]! : pending.stateFor(l.counter);
-        pending.claimState(c, now);
-        reservations.push(at(c, l.expiresAt), l.limit, l.amount);
-        if (group[i] !== c) group[i] = c;
-        if (names[i] !== l.counter) names[i] = l.counter;
-      }
+      lineStates(pending, lines, visit);
     }
     // Ripe refunds ride too (ADR 0097); a timer's call has no batch: they still go with it.
     pending.ripen(now);
@@ -412,49 +381,7 @@ export class RedisKeyStore implements KeyStore {
    * per request instead of two on a busy gateway, and with many keys no SET of its own for most refunds.
    */
   settle(deltas: readonly CounterDelta[]): void {
-    const pending = this.pending;
-    let first: RedisCounter | undefined;
-    let j = 0;
-    let k = 0;
-    let now = 0;
-    for (let i = 0; i < deltas.length; i++) {
-      const d = deltas[i]!;
-      if (d.lazy) {
-        this.settleLazy(first, k++, d, (now ||= Date.now()));
-        continue;
-      }
-      if (first === undefined) {
-        // One lookup; the request's other lines are on the state of its reservation's first line (ADR 0102).
-        first = pending.settling(d.counter);
-        pending.addTo(first, d.amount, d.expiresAt);
-        continue;
-      }
-      // The group is the queue's states while no trim has dropped any since it was recorded (an `addOne` below may).
-      const group = first.groupTrims === pending.trims ? first.group : NO_GROUP;
-      const names = first.groupNames;
-      while (j < group.length && names[j] !== d.counter) j++;
-      if (j < group.length) pending.addTo(group[j++]!, d.amount, d.expiresAt);
-      else pending.addOne(d);
-    }
-  }
-
-  /** A lifetime delta, the `k`th of a settlement whose first line's state is `first`: found through its group if there. */
-  private settleLazy(first: RedisCounter | undefined, k: number, d: CounterDelta, now: number): void {
-    const lazy = this.lazy;
-    if (first !== undefined && first.lazyDrops === lazy.drops && first.lazyNames[k] === d.counter) {
-      lazy.addTo(first.lazyGroup[k]!, d.amount, d.expiresAt, now);
-      return;
-    }
-    const q = lazy.entryFor(d.counter);
-    lazy.addTo(q, d.amount, d.expiresAt, now);
-    if (first === undefined) return;
-    if (first.lazyDrops !== lazy.drops) {
-      first.lazyGroup = [];
-      first.lazyNames = [];
-      first.lazyDrops = lazy.drops;
-    }
-    first.lazyGroup[k] = q;
-    first.lazyNames[k] = d.counter;
+    settleGrouped(this.pending, this.lazy, deltas);
   }
 
   /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */
