@@ -17,16 +17,16 @@ import { pathToFileURL } from 'node:url';
 import { waitForPort } from '../helpers/envoy-ratelimit.ts';
 import { freePort } from '../helpers/ports.ts';
 import { which } from '../helpers/which.ts';
-import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
+import type { KeyStore } from '../../plugins/lib/key-store/types.ts';
 import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
+import { benchSecret, keyFlow, TEAMS } from './keys-flows.ts';
 import { RespClient } from '../../plugins/lib/key-store/resp.ts';
 
 const rounds = Number(process.argv[2] ?? 5);
 const perRound = Number(process.argv[3] ?? 3000);
 const concurrency = Number(process.argv[4] ?? 50);
 const KEYS = Number(process.env.KEYS_IN_TURN ?? 1000);
-const TEAMS = 100;
-const secret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
+const secret = benchSecret;
 
 const bin = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
 if (!bin) throw new Error('redis-server is not installed');
@@ -59,26 +59,7 @@ const info = async (): Promise<{ calls: Map<string, number>; usec: Map<string, n
   return { calls, usec, bytes: num(/total_net_input_bytes:(\d+)/), out: num(/total_net_output_bytes:(\d+)/) };
 };
 
-const window = (period: 'month' | 'day'): { tag: string; exp: number } => {
-  const d = new Date();
-  const y = d.getUTCFullYear();
-  const m = d.getUTCMonth();
-  return period === 'month'
-    ? { tag: `${y}-${String(m + 1).padStart(2, '0')}`, exp: Date.UTC(y, m + 1, 1) + 86_400_000 }
-    : { tag: d.toISOString().slice(0, 10), exp: Date.UTC(y, m, d.getUTCDate() + 1) + 86_400_000 };
-};
-const month = window('month');
-const day = window('day');
-/** What the policy reserves and settles for key k (reservation.ts: counter names, lifetime counters). */
-const flow = (k: number) => {
-  const lines: CounterLine[] = [`k:key-${k}`, `t:team-${k % TEAMS}`, 'g'].flatMap((scope) => [
-    { counter: `${scope}:usd:month:${month.tag}`, limit: 1e15, amount: 0.0021, expiresAt: month.exp },
-    { counter: `${scope}:tokens:day:${day.tag}`, limit: 1e15, amount: 4120, expiresAt: day.exp },
-  ]);
-  const deltas: CounterDelta[] = lines.map((l) => ({ counter: l.counter, amount: l.counter.includes(':usd:') ? -0.0018 : -4071, expiresAt: l.expiresAt }));
-  deltas.push({ counter: `k:key-${k}:tokens:total:all`, amount: 49, expiresAt: 0, lazy: true }, { counter: `k:key-${k}:usd:total:all`, amount: 0.0003, expiresAt: 0, lazy: true });
-  return { digest: digestOf(secret(k)), lines, deltas };
-};
+const flow = keyFlow;
 
 interface Row { name: string; store: KeyStore; flows: ReturnType<typeof flow>[]; turn: number; redis: number[]; own: number[]; calls: Map<string, number>; usec: Map<string, number>; bytes: number; out: number; sys: number[]; n: number }
 

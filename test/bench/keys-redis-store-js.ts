@@ -12,37 +12,17 @@
 //   node test/bench/keys-redis-store-js.ts [rounds=8] [requests per round=20000] [concurrency=50]
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
-import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
+import type { KeyStore } from '../../plugins/lib/key-store/types.ts';
+import { benchSecret, keyFlow, TEAMS } from './keys-flows.ts';
 
 const rounds = Number(process.argv[2] ?? 8);
 const perRound = Number(process.argv[3] ?? 20000);
 const concurrency = Number(process.argv[4] ?? 50);
 const KEYS = Number(process.env.KEYS_IN_TURN ?? 1000);
-const TEAMS = 100;
 const THRASH = Number(process.env.KEYS_THRASH_KB ?? 0) * 1024;
-const secret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
+const secret = benchSecret;
 
-const window = (period: 'month' | 'day'): { tag: string; exp: number } => {
-  const d = new Date();
-  const y = d.getUTCFullYear();
-  const m = d.getUTCMonth();
-  return period === 'month'
-    ? { tag: `${y}-${String(m + 1).padStart(2, '0')}`, exp: Date.UTC(y, m + 1, 1) + 86_400_000 }
-    : { tag: d.toISOString().slice(0, 10), exp: Date.UTC(y, m, d.getUTCDate() + 1) + 86_400_000 };
-};
-const month = window('month');
-const day = window('day');
-/** What the policy reserves and settles for key k (as keys-redis-cpu.ts: each key its own name strings). */
-const flow = (k: number) => {
-  const lines: CounterLine[] = [`k:key-${k}`, `t:team-${k % TEAMS}`, 'g'].flatMap((scope) => [
-    { counter: `${scope}:usd:month:${month.tag}`, limit: 1e15, amount: 0.0021, expiresAt: month.exp },
-    { counter: `${scope}:tokens:day:${day.tag}`, limit: 1e15, amount: 4120, expiresAt: day.exp },
-  ]);
-  const deltas: CounterDelta[] = lines.map((l) => ({ counter: l.counter, amount: l.counter.includes(':usd:') ? -0.0018 : -4071, expiresAt: l.expiresAt }));
-  deltas.push({ counter: `k:key-${k}:tokens:total:all`, amount: 49, expiresAt: 0, lazy: true }, { counter: `k:key-${k}:usd:total:all`, amount: 0.0003, expiresAt: 0, lazy: true });
-  return { digest: digestOf(secret(k)), lines, deltas, record: JSON.stringify({ id: `key-${k}`, team: `team-${k % TEAMS}`, budgets: [], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }) };
-};
+const flow = keyFlow;
 
 /** Stands in for RespClient: a script is answered "every reservation taken" at the end of the turn. */
 class AnswerAll {
