@@ -69,8 +69,11 @@ export function watchConfigFile(file: string, onChange: () => void, debounceMs =
     closeFile();
     try {
       fileWatcher = watch(file, { persistent: false }, changed);
-      // A watched file that goes away may report an error instead of an event: look again either way.
-      fileWatcher.on('error', changed);
+      // A watch that fails (its file gone, a lost inotify watch) is not used again: the next look makes a new one.
+      fileWatcher.on('error', () => {
+        closeFile();
+        changed();
+      });
       watched = identity;
     } catch {
       watchDir(true);
