@@ -19,6 +19,7 @@ import { RespClient } from './resp.ts';
 import { LAZY_MS, STATES_MAX } from './settlement-queue.ts';
 import { digestOf } from './secrets.ts';
 import { KEY_GONE } from './types.ts';
+import type { KeyRecord } from './types.ts';
 
 const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
 
@@ -157,7 +158,7 @@ test("redis store, many keys (ADR 0091): a batch's script reads every counter wi
     const n = scripts.n;
     assert.ok(n <= 2, `${n} scripts`);
     assert.equal(delta('pexpireat'), 0, 'the expiry goes with the SET');
-    assert.equal(delta('get'), 0, 'no GET per counter');
+    assert.equal(delta('get'), n, 'no GET per counter: one per script, of the keys version (ADR 0106)');
     assert.equal(delta('mget'), n, 'one MGET per script');
     assert.equal(delta('exists'), n, `the batch's digests checked by one EXISTS per script (ADR 0101): ${delta('exists')} in ${n} scripts`);
     // 10 settled + 24 key counters + the shared one (written once per script).
@@ -312,5 +313,62 @@ test("redis store (ADR 0102): a settlement's lifetime sums are found through its
     assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [54, 10, 0.01]);
   } finally {
     await store.close();
+  }
+});
+
+test("redis store (ADR 0106): a cached key's reservations carry no digest while the keys version vouches for it; a change by a replica of this release is refused at once, one made behind the version (an older release) within KEY_RECHECK_MS; a key idle past KEY_CACHE_MS needs no lookup while the version read since is its own", { skip }, async () => {
+  const store = await RedisKeyStore.open(url, 'ver:', 400);
+  const idle = await RedisKeyStore.open(url, 'ver:');
+  const other = await RedisKeyStore.open(url, 'ver:');
+  const raw = new RespClient(url);
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  try {
+    const record = (id: string): KeyRecord => ({ id, budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' });
+    for (const id of ['a', 'b', 'c', 'd']) await other.create(record(id), digestOf(id));
+    const line = [{ counter: 'k:v:n', limit: 1e9, amount: 1, expiresAt: 0 }];
+    assert.ok(await store.find(digestOf('a')));
+    const before = await commandCalls(raw);
+    for (let i = 0; i < 5; i++) assert.equal(await store.reserve(line, digestOf('a')), -1);
+    const after = await commandCalls(raw);
+    const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    assert.equal(delta('evalsha'), 5, 'one script per reservation');
+    assert.equal(delta('exists'), 0, 'no digest checked: the version read with the lookup vouches for the key');
+
+    // Revoked by another replica of this release (the version goes up): refused by the next reservation, sent against
+    // the old version first, then again with its digest.
+    await other.revoke('a', new Date().toISOString());
+    const trips = countCommands(store);
+    assert.equal(await store.reserve(line, digestOf('a')), KEY_GONE);
+    assert.equal(trips.n, 2);
+    assert.deepEqual(await other.values(['k:v:n']), [5], 'nothing taken');
+
+    // Removed behind the version's back, as a replica of an older release does: refused once KEY_RECHECK_MS (400 ms
+    // here) has passed since its digest was last checked.
+    assert.ok(await store.find(digestOf('b')));
+    await raw.command('DEL', `ver:digest:${digestOf('b')}`);
+    assert.equal(await store.reserve(line, digestOf('b')), -1, 'the version still vouches for it');
+    await sleep(450);
+    assert.equal(await store.reserve(line, digestOf('b')), KEY_GONE, 'its digest checked again');
+
+    // A key idle for more than KEY_CACHE_MS is still served from the cache while the keys version this replica read
+    // since (its other keys' reservations) is the one the key was vouched at; once another key changed, it is not.
+    assert.ok(await idle.find(digestOf('c')));
+    assert.ok(await idle.find(digestOf('d')));
+    for (let i = 0; i < 4; i++) {
+      await sleep(300);
+      assert.equal(await idle.reserve(line, digestOf('d')), -1);
+    }
+    const found = idle.find(digestOf('c'));
+    assert.ok(!(found instanceof Promise) && found?.id === 'c', '1.2 s after its lookup, from the cache: no round trip');
+    await other.create(record('e'), digestOf('e'));
+    assert.equal(await idle.reserve(line, digestOf('d')), -1);
+    const again = idle.find(digestOf('c'));
+    assert.ok(again instanceof Promise, 'looked up again once the version moved');
+    assert.equal((await again)?.id, 'c');
+  } finally {
+    raw.close();
+    await store.close();
+    await idle.close();
+    await other.close();
   }
 });

@@ -1,10 +1,10 @@
 // The shared store (ADR 0035): keys and budget counters in Redis, so several gateway replicas draw from the same
 // budgets. A reservation is one Lua script, which Redis runs atomically: check every counter, then add to each. A
-// request makes one round trip (ADR 0061): its key comes from a short-lived cache that the reservation's script
-// confirms, its settlement rides on a later reservation, and reservations made while another is in flight go
-// together in one script at the end of the event-loop turn.
+// request makes one round trip (ADR 0061): its key comes from a cache that the reservation's script confirms (by the
+// keys version, ADR 0106), its settlement rides on a later reservation, and reservations made while another is in
+// flight go together in one script at the end of the event-loop turn.
 import { createHash } from 'node:crypto';
-import { KeyCache } from './key-cache.ts';
+import { KEY_RECHECK_MS, KeysVersionCache } from './keys-version-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
 import { GroupedCounter, lineStates, settleGrouped } from './counter-groups.ts';
 import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
@@ -16,10 +16,12 @@ import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts'
 /**
  * The reservations of one event-loop turn in one script (ADR 0048, 0061, 0091, 0101): one round trip, and one wake-up
  * of Redis, for all the requests that reached their reservation together. KEYS: the counters the batch names, once
- * each (ARGV[1] of them), then its digest entries. ARGV: the counter count; for each counter its expiresAt ('0':
- * none) and its queued settlement ('0': none); R, then R reservations: the digest entry's index among the digests
- * (0: no check), n, then n lines (counter index, limit, amount). Settlements apply first; then each reservation in
- * order checks that its key still exists, checks every line against the values so far (its settlements and the
+ * each (ARGV[1] of them), then its digest entries, then the keys version (ADR 0106). ARGV: the counter count; for
+ * each counter its expiresAt ('0': none) and its queued settlement ('0': none); R, then R reservations: the digest
+ * entry's index among the digests (0: no check; -1: the keys version vouches for the key), n, then n lines (counter
+ * index, limit, amount); last, the keys version the store expects. Settlements apply first; then each reservation in
+ * order checks that its key still exists (by its digest, or by the version: another version answers -3, nothing
+ * taken, to be sent again with the digest), checks every line against the values so far (its settlements and the
  * batch's earlier reservations included) and, if none is at its limit, adds to each. Every counter is read by one MGET
  * and each changed one written once at the end, as the sum computed in Lua with 17 significant digits (a double read
  * back exactly; inside a script INCRBYFLOAT costs Redis several times a SET), or as an integer when it is one (the
@@ -29,8 +31,9 @@ import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts'
  * each asked alone (a key gone meanwhile: rare). With many keys most of Redis's work per request is per argument
  * (parsed, made an object, then a Lua string, then a number) and per command called from Lua, so a counter's expiry
  * and settlement go once per counter, not with every line and settlement row naming it (ADR 0101). Returns one
- * answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), or -1. `pxat`: the
- * server has SET's PXAT option (Redis 6.2); an older one gets SET then PEXPIREAT.
+ * answer per reservation: the refusing line's index, -2 when the key is gone (nothing taken), -3 when the version
+ * changed (nothing taken) or -1; then the keys version. `pxat`: the server has SET's PXAT option (Redis 6.2); an
+ * older one gets SET then PEXPIREAT.
  */
 export const reserveScript = (pxat: boolean): string => `
 local nc = tonumber(ARGV[1])
@@ -49,14 +52,17 @@ for from = 1, nc, 4000 do
     end
   end
 end
-local nd = #KEYS - nc
+local nk = #KEYS - 1
+local nd = nk - nc
 if nd > 0 then
   local all = 0
-  for from = nc + 1, #KEYS, 4000 do all = all + redis.call('EXISTS', unpack(KEYS, from, math.min(#KEYS, from + 3999))) end
+  for from = nc + 1, nk, 4000 do all = all + redis.call('EXISTS', unpack(KEYS, from, math.min(nk, from + 3999))) end
   if all == nd then
     for d = 1, nd do live[d] = true end
   end
 end
+local ver = tonumber(redis.call('GET', KEYS[#KEYS]) or '0')
+local same = ver == tonumber(ARGV[#ARGV])
 local out, ix = {}, {}
 local p = 2 * nc + 2
 local rs = tonumber(ARGV[p])
@@ -73,6 +79,7 @@ for r = 1, rs do
       live[d] = ok
     end
     if not ok then res = -2 end
+  elseif d < 0 and not same then res = -3
   end
   if res == -1 then
     for l = 1, n do
@@ -106,6 +113,7 @@ ${
   if e ~= '0' then redis.call('PEXPIREAT', KEYS[i], e) end`
 }
 end
+out[rs + 1] = ver
 return out`;
 const RESERVE = reserveScript(true);
 const RESERVE_OLD = reserveScript(false);
@@ -115,16 +123,22 @@ const BATCH_MAX = 64;
 /** Lazy (lifetime) settlements a script carries per reservation at most: a burst is spread over the next ones. */
 const LAZY_PER_RESERVATION = 8;
 
+/** A reservation's answer when the keys version it was sent against changed: nothing taken, sent again with its digest. */
+const UNCHECKED = -3;
+
 interface Waiting {
   readonly lines: readonly CounterLine[];
   readonly digest: string | undefined;
+  /** The reservation carries its digest to be checked (set by scriptCall for the answer, or to send it again). */
+  check: boolean;
   resolve(refused: number): void;
   reject(err: unknown): void;
 }
 
 /**
- * KEYS: old digest key, new digest key, id key. ARGV: record JSON, new digest, the digest the id must still map to
- * ('' when creating). Moves a key to a new secret atomically; 0 when another replica changed or revoked it first.
+ * KEYS: old digest key, new digest key, id key, keys version. ARGV: record JSON, new digest, the digest the id must
+ * still map to ('' when creating). Moves a key to a new secret atomically and raises the keys version (ADR 0106); 0
+ * when another replica changed or revoked it first.
  */
 const MOVE = `
 local current = redis.call('GET', KEYS[3])
@@ -132,6 +146,7 @@ if (ARGV[3] == '' and current) or (ARGV[3] ~= '' and current ~= ARGV[3]) then re
 redis.call('DEL', KEYS[1])
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], ARGV[2])
+redis.call('INCR', KEYS[4])
 return 1`;
 
 const NONE: readonly (string | number)[] = [];
@@ -187,8 +202,10 @@ export class RedisKeyStore implements KeyStore {
   private readonly digestSlots = new Map<string, Slot>();
   /** Scripts built so far (a slot's `script` says whether it is in the one being built). */
   private scripts = 0;
-  /** Records found lately, confirmed by each reservation's script (key-cache.ts). */
-  private readonly cache = new KeyCache();
+  /** Records found lately, confirmed by each reservation's script (keys-version-cache.ts). */
+  private readonly cache: KeysVersionCache;
+  /** The keys version's Redis key. */
+  private readonly versionKey: string;
   /** Reservations waiting for the end of this event-loop turn, to be sent together. */
   private readonly waiting: Waiting[] = [];
   /** Reservation scripts sent and not answered yet. */
@@ -217,8 +234,9 @@ export class RedisKeyStore implements KeyStore {
   /** The reservation script this server runs (SET … PXAT needs Redis 6.2). */
   private reserveBody = RESERVE;
 
-  static async open(url: string, prefix: string): Promise<RedisKeyStore> {
-    const store = new RedisKeyStore(new RespClient(url), prefix);
+  /** `recheckMs`: how often a cached key's digest is checked at least (KEY_RECHECK_MS; shorter in tests). */
+  static async open(url: string, prefix: string, recheckMs = KEY_RECHECK_MS): Promise<RedisKeyStore> {
+    const store = new RedisKeyStore(new RespClient(url), prefix, recheckMs);
     // Valkey and KeyDB report the Redis version they are compatible with here too; a server that refuses INFO (an ACL)
     // is taken to be a current one.
     const info = await store.client.command('INFO', 'server').catch((err: unknown) => (err instanceof RedisError ? store.client.command('PING') : Promise.reject(err)));
@@ -227,9 +245,11 @@ export class RedisKeyStore implements KeyStore {
     return store;
   }
 
-  private constructor(client: RespClient, prefix: string) {
+  private constructor(client: RespClient, prefix: string, recheckMs = KEY_RECHECK_MS) {
     this.client = client;
     this.prefix = prefix;
+    this.cache = new KeysVersionCache(recheckMs);
+    this.versionKey = `${prefix}keys:version`;
     this.pending = new SettlementQueue(
       () => void this.flush(false).catch(() => undefined),
       (counter) => new RedisCounter(counter, prefix),
@@ -262,9 +282,14 @@ export class RedisKeyStore implements KeyStore {
     return this.cache.get(digest, Date.now()) ?? this.fetch(digest);
   }
 
+  /** The record and the keys version in one command: the version then vouches for the record (ADR 0106). */
   private async fetch(digest: string): Promise<KeyRecord | undefined> {
-    const json = await this.client.queue('GET', this.digestKey(digest));
-    if (typeof json !== 'string') return undefined;
+    const sent = Date.now();
+    const [json, version] = (await this.client.queue('MGET', this.digestKey(digest), this.versionKey)) as (string | null)[];
+    if (typeof json !== 'string') {
+      this.cache.saw(Number(version ?? 0), sent);
+      return undefined;
+    }
     // An unchanged key is not parsed again (and keeps its identity, so the policy's per-record views are reused).
     let record = this.parsed.get(json);
     if (!record) {
@@ -272,7 +297,7 @@ export class RedisKeyStore implements KeyStore {
       record = JSON.parse(json) as KeyRecord;
       this.parsed.set(json, record);
     }
-    this.cache.set(digest, record, Date.now());
+    this.cache.set(digest, record, Number(version ?? 0), sent);
     return record;
   }
 
@@ -283,7 +308,7 @@ export class RedisKeyStore implements KeyStore {
   reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
     if (lines.length === 0 && digest === undefined) return Promise.resolve(-1);
     return new Promise<number>((resolve, reject) => {
-      const first = this.waiting.push({ lines, digest, resolve, reject }) === 1;
+      const first = this.waiting.push({ lines, digest, check: false, resolve, reject }) === 1;
       if (this.inFlight === 0) this.sendBatch();
       else if (first) setImmediate(this.sendBatch);
     });
@@ -301,12 +326,26 @@ export class RedisKeyStore implements KeyStore {
     this.script(this.reserveBody, keys, args, reservations).then(
       (answers) => {
         this.inFlight--;
+        const out = answers as RespValue[];
+        const version = Number(out[batch.length]);
+        this.cache.saw(version, sent);
+        let again: Waiting[] | undefined;
         batch.forEach((w, i) => {
-          const refused = Number((answers as RespValue[])[i]);
+          const refused = Number(out[i]);
+          if (refused === UNCHECKED) {
+            // A key changed somewhere since this one was vouched for: checked by its digest in the next script.
+            w.check = true;
+            (again ??= []).push(w);
+            return;
+          }
           if (refused === KEY_GONE) this.cache.drop(w.digest);
-          else if (w.digest !== undefined) this.cache.confirm(w.digest, sent);
+          else if (w.digest !== undefined) this.cache.confirm(w.digest, sent, version, w.check);
           w.resolve(refused);
         });
+        if (again !== undefined) {
+          this.waiting.unshift(...again);
+          this.sendBatch();
+        }
       },
       (err: unknown) => {
         this.inFlight--;
@@ -348,9 +387,13 @@ export class RedisKeyStore implements KeyStore {
       pending.claimState(c, now);
       reservations.push(at(c, l.expiresAt), l.limit, l.amount);
     };
+    const cache = this.cache;
     for (const w of batch) {
       let d = 0;
-      if (w.digest !== undefined) {
+      // The keys version vouches for a key kept and checked lately (ADR 0106); any other carries its digest.
+      if (w.digest !== undefined && !w.check && !cache.needsCheck(w.digest, now)) d = -1;
+      else if (w.digest !== undefined) {
+        w.check = true;
         let slot = this.digestSlots.get(w.digest);
         if (slot === undefined) this.digestSlots.set(w.digest, (slot = { key: this.digestKey(w.digest), script: 0, at: 0 }));
         if (slot.script !== script) {
@@ -372,6 +415,8 @@ export class RedisKeyStore implements KeyStore {
     pending.clear();
     args[0] = keys.length;
     for (const d of digests) keys.push(d);
+    keys.push(this.versionKey);
+    reservations.push(cache.expected);
     return { keys, args, reservations };
   }
 
@@ -400,7 +445,7 @@ export class RedisKeyStore implements KeyStore {
   }
 
   async create(record: KeyRecord, digest: string): Promise<void> {
-    if (Number(await this.script(MOVE, [this.digestKey(''), this.digestKey(digest), this.idKey(record.id)], [JSON.stringify(record), digest, ''])) !== 1) {
+    if (Number(await this.script(MOVE, [this.digestKey(''), this.digestKey(digest), this.idKey(record.id), this.versionKey], [JSON.stringify(record), digest, ''])) !== 1) {
       throw new Error(`key id ${record.id} exists`);
     }
     await this.client.command('SADD', `${this.prefix}ids`, record.id);
@@ -427,7 +472,7 @@ export class RedisKeyStore implements KeyStore {
   async rotate(id: string, digest: string, prefix: string, at: string): Promise<boolean> {
     const cur = await this.current(id);
     if (!cur || cur.record.revokedAt !== undefined) return false;
-    const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(digest), this.idKey(id)], [JSON.stringify({ ...cur.record, prefix, rotatedAt: at }), digest, cur.digest]);
+    const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(digest), this.idKey(id), this.versionKey], [JSON.stringify({ ...cur.record, prefix, rotatedAt: at }), digest, cur.digest]);
     this.cache.drop(cur.digest);
     return Number(moved) === 1;
   }
@@ -436,7 +481,7 @@ export class RedisKeyStore implements KeyStore {
     const cur = await this.current(id);
     if (!cur || cur.record.revokedAt !== undefined) return false;
     // Kept under a digest no secret has, so the revoked secret cannot even be looked up.
-    const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(`revoked:${id}`), this.idKey(id)], [JSON.stringify({ ...cur.record, revokedAt: at }), `revoked:${id}`, cur.digest]);
+    const moved = await this.script(MOVE, [this.digestKey(cur.digest), this.digestKey(`revoked:${id}`), this.idKey(id), this.versionKey], [JSON.stringify({ ...cur.record, revokedAt: at }), `revoked:${id}`, cur.digest]);
     this.cache.drop(cur.digest);
     return Number(moved) === 1;
   }

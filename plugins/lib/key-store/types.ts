@@ -70,7 +70,7 @@ export interface KeyStore {
   readonly kind: string;
   /**
    * The key whose secret has this SHA-256 hex digest, revoked ones included (the caller checks `revokedAt`). The
-   * shared stores answer from a short-lived cache (key-cache.ts), which the reservation then confirms.
+   * shared stores answer from a cache (key-cache.ts; Redis: keys-version-cache.ts), which the reservation then confirms.
    */
   find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined>;
   /**

@@ -1,0 +1,48 @@
+// The Redis store's key cache (ADR 0106) on its own, with made-up times: what vouches for a record, when a
+// reservation must carry its digest, and which version reads count.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { KEY_CACHE_MS } from './key-cache.ts';
+import { KEY_RECHECK_MS, KeysVersionCache } from './keys-version-cache.ts';
+import type { KeyRecord } from './types.ts';
+
+const rec = (id: string): KeyRecord => ({ id, budgets: [], prefix: 'sk', createdAt: '', source: 'api' });
+
+test('keys version cache: a record is used while vouched for within KEY_CACHE_MS, or while a fresh read of the version is the one it was vouched at; its digest is due every KEY_RECHECK_MS', () => {
+  const cache = new KeysVersionCache();
+  const a = rec('a');
+  cache.set('da', a, 7, 0);
+  assert.equal(cache.expected, 7, 'the lookup read the version');
+  assert.equal(cache.get('da', KEY_CACHE_MS - 1), a);
+  assert.equal(cache.get('da', KEY_CACHE_MS), undefined, 'no fresh version read: looked up again');
+  assert.equal(cache.needsCheck('da', 10), false, 'vouched at the version reservations are sent against');
+  cache.saw(7, 5 * KEY_CACHE_MS);
+  assert.equal(cache.get('da', 5 * KEY_CACHE_MS + 1), a, 'idle, but the version read since is its own');
+  cache.saw(8, 6 * KEY_CACHE_MS);
+  assert.equal(cache.get('da', 6 * KEY_CACHE_MS + 1), undefined, 'a key changed somewhere since');
+  assert.equal(cache.needsCheck('da', 6 * KEY_CACHE_MS + 1), true, 'its reservation carries the digest');
+  cache.confirm('da', 6 * KEY_CACHE_MS + 2, 8, true);
+  assert.equal(cache.needsCheck('da', 6 * KEY_CACHE_MS + 3), false);
+  assert.equal(cache.get('da', 6 * KEY_CACHE_MS + 3), a);
+  // Confirmed by the version only (no digest sent) for longer than KEY_RECHECK_MS: the digest is due again.
+  const later = 6 * KEY_CACHE_MS + 2 + KEY_RECHECK_MS;
+  cache.confirm('da', later - 10, 8, false);
+  cache.saw(8, later);
+  assert.equal(cache.get('da', later), a, 'vouched for by a reservation within KEY_CACHE_MS');
+  assert.equal(cache.needsCheck('da', later), true, 'but its digest was checked KEY_RECHECK_MS ago');
+  assert.equal(cache.get('da', later + KEY_CACHE_MS), undefined, 'and without a new vouch, not by the version alone');
+  assert.equal(cache.needsCheck('nope', 0), true, 'a digest not kept is always checked');
+  cache.drop('da');
+  assert.equal(cache.get('da', later), undefined);
+});
+
+test('keys version cache: of two version reads sent in the same millisecond the higher counts; a lower one sent later is taken (a store emptied by hand)', () => {
+  const cache = new KeysVersionCache();
+  cache.saw(5, 100);
+  cache.saw(4, 100);
+  assert.equal(cache.expected, 5);
+  cache.saw(4, 99);
+  assert.equal(cache.expected, 5, 'an older read');
+  cache.saw(0, 101);
+  assert.equal(cache.expected, 0);
+});

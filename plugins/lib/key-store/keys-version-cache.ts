@@ -1,0 +1,100 @@
+// The Redis store's key records kept in the process (ADR 0106, after ADR 0061): a record is vouched for by its digest
+// (a lookup, or a reservation's EXISTS) or by the store's keys version, a counter every create, rotation and revocation
+// raises in the same script. Each reservation's script reads the version; while it is the one a record was vouched at,
+// no key changed anywhere, so the record's digest still names it and the reservation need not carry it. A change
+// made by a replica that does not raise the version (a release before this one, during a rolling upgrade) is seen
+// by the digest check every record still gets at least every KEY_RECHECK_MS.
+import { KEY_CACHE_MS } from './key-cache.ts';
+import type { KeyRecord } from './types.ts';
+
+/** Longest a record is used without its digest checked in the store (a lookup or a reservation's EXISTS). */
+export const KEY_RECHECK_MS = 30_000;
+/** Records kept; emptied when full (a cache of the keys in use, not of every key). */
+const CACHE_MAX = 4096;
+
+interface Entry {
+  record: KeyRecord;
+  /** The keys version the record was last vouched at. */
+  version: number;
+  /** When the store last vouched for it (by digest or by version): the send time of that command. */
+  vouchedAt: number;
+  /** When its digest was last checked in the store. */
+  checkedAt: number;
+}
+
+export class KeysVersionCache {
+  /** Entries updated in place (ADR 0100: an entry made again per lookup was promoted and died old). */
+  private readonly byDigest = new Map<string, Entry>();
+  /** The store's keys version as last read, and when (the send time of the command that read it). */
+  private version = -1;
+  private versionAt = -Infinity;
+  private readonly recheckMs: number;
+
+  constructor(recheckMs = KEY_RECHECK_MS) {
+    this.recheckMs = recheckMs;
+  }
+
+  /** The keys version reservations are sent against: the last one read. */
+  get expected(): number {
+    return this.version;
+  }
+
+  /**
+   * The record for `digest`, if the store vouched for it less than KEY_CACHE_MS ago, or the keys version read less
+   * than KEY_CACHE_MS ago is the one it was vouched at (and its digest was checked within KEY_RECHECK_MS).
+   */
+  get(digest: string, now: number): KeyRecord | undefined {
+    const e = this.byDigest.get(digest);
+    if (e === undefined) return undefined;
+    if (now - e.vouchedAt < KEY_CACHE_MS) return e.record;
+    return e.version === this.version && now - this.versionAt < KEY_CACHE_MS && now - e.checkedAt < this.recheckMs ? e.record : undefined;
+  }
+
+  /** A record looked up by its digest, with the keys version read in the same command sent at `at`. */
+  set(digest: string, record: KeyRecord, version: number, at: number): void {
+    this.saw(version, at);
+    const e = this.byDigest.get(digest);
+    if (e !== undefined) {
+      e.record = record;
+      e.version = version;
+      e.vouchedAt = e.checkedAt = at;
+      return;
+    }
+    if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
+    this.byDigest.set(digest, { record, version, vouchedAt: at, checkedAt: at });
+  }
+
+  /**
+   * The keys version a command sent at `at` read. Replies come in the order sent, but two sends in one millisecond
+   * tell nothing of their order: then only a higher version counts (a lower one later is a flushed store: taken).
+   */
+  saw(version: number, at: number): void {
+    if (at < this.versionAt || (at === this.versionAt && version < this.version)) return;
+    this.version = version;
+    this.versionAt = at;
+  }
+
+  /**
+   * Whether a reservation must carry `digest` to be checked: not kept, vouched at another version than the one the
+   * reservation is sent against, or not checked for KEY_RECHECK_MS.
+   */
+  needsCheck(digest: string, now: number): boolean {
+    const e = this.byDigest.get(digest);
+    return e === undefined || e.version !== this.version || now - e.checkedAt >= this.recheckMs;
+  }
+
+  /** A reservation sent at `at` found the key live at keys version `version`: by its digest when `checked`. */
+  confirm(digest: string, at: number, version: number, checked: boolean): void {
+    const e = this.byDigest.get(digest);
+    if (e === undefined) return;
+    if (at > e.vouchedAt) e.vouchedAt = at;
+    e.version = version;
+    if (checked && at > e.checkedAt) e.checkedAt = at;
+  }
+
+  /** Forget one digest (the store said it is gone) or, without one, every record. */
+  drop(digest?: string): void {
+    if (digest === undefined) this.byDigest.clear();
+    else this.byDigest.delete(digest);
+  }
+}
