@@ -29,14 +29,22 @@ export interface KeyFlow {
   readonly record: string;
 }
 
-/** Key k's reservation lines, settlement deltas (refunds, then the lifetime sums) and stored record. */
-export function keyFlow(k: number): KeyFlow {
-  const lines: CounterLine[] = [`k:key-${k}`, `t:team-${k % TEAMS}`, 'g'].flatMap((scope) => [
-    { counter: `${scope}:usd:month:${month.tag}`, limit: 1e15, amount: 0.0021, expiresAt: month.exp },
-    { counter: `${scope}:tokens:day:${day.tag}`, limit: 1e15, amount: 4120, expiresAt: day.exp },
-  ]);
+/**
+ * Key k's reservation lines, settlement deltas (refunds, then the lifetime sums) and stored record. `team`: keys.ts's
+ * `team` shape (ADR 0105): the key's team's USD line only.
+ */
+export function keyFlow(k: number, shape: 'own' | 'team' = 'own'): KeyFlow {
+  const usd = (scope: string): CounterLine => ({ counter: `${scope}:usd:month:${month.tag}`, limit: 1e15, amount: 0.0021, expiresAt: month.exp });
+  const lines: CounterLine[] =
+    shape === 'team'
+      ? [usd(`t:team-${k % TEAMS}`)]
+      : [`k:key-${k}`, `t:team-${k % TEAMS}`, 'g'].flatMap((scope) => [usd(scope), { counter: `${scope}:tokens:day:${day.tag}`, limit: 1e15, amount: 4120, expiresAt: day.exp }]);
   const deltas: CounterDelta[] = lines.map((l) => ({ counter: l.counter, amount: l.counter.includes(':usd:') ? -0.0018 : -4071, expiresAt: l.expiresAt }));
   deltas.push({ counter: `k:key-${k}:tokens:total:all`, amount: 49, expiresAt: 0, lazy: true }, { counter: `k:key-${k}:usd:total:all`, amount: 0.0003, expiresAt: 0, lazy: true });
   const record = JSON.stringify({ id: `key-${k}`, team: `team-${k % TEAMS}`, budgets: [], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' });
   return { digest: digestOf(benchSecret(k)), lines, deltas, record };
 }
+
+/** KEYS_SHAPE=team: the benches' flows in keys.ts's `team` shape (one team line per request); else the six lines. */
+export const benchShape: 'own' | 'team' = process.env.KEYS_SHAPE === 'team' ? 'team' : 'own';
+if (process.env.KEYS_SHAPE !== undefined && process.env.KEYS_SHAPE !== 'team' && process.env.KEYS_SHAPE !== 'own') throw new Error('KEYS_SHAPE: `own` or `team`');

@@ -17,6 +17,14 @@
 // their pause time, and the old generation's growth between GCs (promoted plus allocated there directly: what
 // per-key state held across scavenges costs: docs/perf.md "Session 13, keyturn").
 // KEYS_NODE_ARGS="<flags>": more Node flags for every gateway (e.g. `--import <abs>/test/bench/heap-sample.ts`).
+// Every run prints each CPU's busy share during each gateway's c=CONC phases (/proc/stat): with KEYS_PIN, whether CPU 1
+// (load generator, upstream, redis-server) is saturated.
+// KEYS_CALLGRIND=1: every gateway under valgrind's callgrind (KEYS_CACHE_SIM=1: with its cache simulation), counting
+// only during the c=CONC phases: instructions (and simulated cache misses) per request, which the machine's load does
+// not move. Use the requests mode (no KEYS_LOAD_S) and small counts: a gateway runs some 50 times slower.
+// KEYS_ONE_TEAM=1 with keys > 1: a keyed gateway whose keys are all in one team beside the one with 100 teams (what
+// many keys cost apart from many team counters).
+// KEYS_SHAPE=team: keys.ts's `team` shape (keys without budgets, one USD budget per team, no organisation budget).
 // KEYS_PIN=1: placed as `BENCH_ONLY=keys` places them (test/bench/run.ts): every gateway on CPU 0 (all its threads:
 // V8's GC helpers and the SQLite checkpointer's worker share the serving thread's core, so their CPU is the serving
 // thread's lost time), this process (load generator and upstream) on CPU 1. Unpinned, those threads run beside the
@@ -31,7 +39,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, stat
 import { createServer, request as httpRequest, Agent } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stringify } from 'yaml';
 import { NODE_ENV_DEFAULTS, NODE_FLAGS } from '../../bin/node-flags.js';
@@ -51,6 +59,9 @@ const prof = process.env.KEYS_PROF;
 const TICK = 1e6 / 100;
 const secret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
 const big = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }, { tokens: 1e12, period: 'day' }];
+/** KEYS_SHAPE=team: keys.ts's `team` shape (ADR 0105): keys without budgets, one USD budget per team, none above. */
+const teamShape = process.env.KEYS_SHAPE === 'team';
+if (process.env.KEYS_SHAPE !== undefined && !teamShape && process.env.KEYS_SHAPE !== 'own') throw new Error('KEYS_SHAPE: `own` or `team`');
 
 const pin = process.env.KEYS_PIN === '1';
 // -a: every thread this process already has (libuv's pool, V8's helpers), not only the main one.
@@ -78,13 +89,16 @@ if (redisPort !== undefined) {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
-/** Redis command calls by command (INFO commandstats). */
+/** Redis command calls by command, and the µs Redis spent in each (`<command> µs`; INFO commandstats). */
 const redisCalls = async (): Promise<Map<string, number>> => {
   const m = new Map<string, number>();
   if (redisPort === undefined) return m;
   for (const line of (await redisCli('INFO', 'commandstats')).split('\n')) {
-    const hit = /^cmdstat_(\w+):calls=(\d+)/.exec(line);
-    if (hit) m.set(hit[1]!, Number(hit[2]));
+    const hit = /^cmdstat_(\w+):calls=(\d+),usec=(\d+)/.exec(line);
+    if (hit) {
+      m.set(hit[1]!, Number(hit[2]));
+      m.set(`${hit[1]!} µs`, Number(hit[3]));
+    }
   }
   return m;
 };
@@ -96,30 +110,33 @@ const memory = process.env.KEYS_MEMORY === '1';
 const storeSpec = (dir: string): Record<string, unknown> => (redisPort !== undefined ? { redis: { url: `redis://127.0.0.1:${redisPort}`, prefix: `${dir.split('/').pop()}:` } } : { sqlite: { path: memory ? ':memory:' : join(dir, 'store', 'keys.db') } });
 
 const gcTrace = process.env.KEYS_GC === '1';
+/** KEYS_CALLGRIND=1: every gateway under valgrind's callgrind, counting only during its c=CONC phases (see the header). */
+const callgrind = process.env.KEYS_CALLGRIND === '1';
+const callgrindControl = (pid: number, ...args: string[]): void => void execFileSync('callgrind_control', [...args, String(pid)], { stdio: 'ignore' });
 const extraArgs = (process.env.KEYS_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
 
-interface Gw { stdout: string; gcSpans: [number, number][]; name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; netIn: number; cpu: number[]; rps: number[]; io: number[][]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
+interface Gw { stdout: string; gcSpans: [number, number][]; name: string; proc: ChildProcess; port: number; keyed: boolean; keys: number; redisCpu: number[]; busy: number[][]; netIn: number; cpu: number[]; rps: number[]; io: number[][]; p50: number[]; threads: Map<string, number>; calls: Map<string, number>; requests: number }
 
-async function seed(root: string, dir: string, keys: number): Promise<void> {
+async function seed(root: string, dir: string, keys: number, teams: number): Promise<void> {
   const { openStore } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/open-store.ts')).href)) as typeof import('../../plugins/lib/key-store/open-store.ts');
   const { digestOf } = (await import(pathToFileURL(join(root, 'plugins/lib/key-store/secrets.ts')).href)) as typeof import('../../plugins/lib/key-store/secrets.ts');
   const store = await openStore(storeSpec(dir), work);
   for (let i = 0; i < keys; i++) {
-    await store.create({ id: `key-${i}`, owner: `u${i}@example.com`, team: `team-${i % Math.min(keys, 100)}`, budgets: [{ unit: 'usd', limit: 1e9, period: 'month' }, { unit: 'tokens', limit: 1e12, period: 'day' }], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(secret(i)));
+    await store.create({ id: `key-${i}`, owner: `u${i}@example.com`, team: `team-${i % teams}`, budgets: teamShape ? [] : [{ unit: 'usd', limit: 1e9, period: 'month' }, { unit: 'tokens', limit: 1e12, period: 'day' }], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(secret(i)));
   }
   await store.close();
 }
 
-async function start(name: string, root: string, keyed: boolean, keys = KEYS): Promise<Gw> {
+async function start(name: string, root: string, keyed: boolean, keys = KEYS, teamCount = Math.min(keys, 100)): Promise<Gw> {
   const dir = join(work, name.replace(/\W+/g, '-'));
   mkdirSync(dir, { recursive: true });
   const [port, admin, stats, ready] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const route: Record<string, unknown> = { name: 'ai', matches: [{ path: { pathPrefix: '/' } }], backends: [{ ai: { name: 'bench', provider: { openAI: {} }, hostOverride: `127.0.0.1:${upPort}` } }] };
   if (keyed) {
-    if (!memory) await seed(root, dir, keys);
-    const teams = Array.from({ length: Math.min(keys, 100) }, (_, t) => ({ name: `team-${t}`, budgets: big() }));
-    const declared = memory ? Array.from({ length: keys }, (_, i) => ({ id: `key-${i}`, key: secret(i), team: `team-${i % Math.min(keys, 100)}`, budgets: big() })) : undefined;
-    route.policies = { virtualKeys: { store: storeSpec(dir), budgets: big(), teams, ...(declared ? { keys: declared } : {}) } };
+    if (!memory) await seed(root, dir, keys, teamCount);
+    const teams = Array.from({ length: teamCount }, (_, t) => ({ name: `team-${t}`, budgets: teamShape ? [{ usd: 1e9, period: 'month' }] : big() }));
+    const declared = memory ? Array.from({ length: keys }, (_, i) => ({ id: `key-${i}`, key: secret(i), team: `team-${i % teamCount}`, ...(teamShape ? {} : { budgets: big() }) })) : undefined;
+    route.policies = { virtualKeys: { store: storeSpec(dir), ...(teamShape ? {} : { budgets: big() }), teams, ...(declared ? { keys: declared } : {}) } };
   }
   const file = join(dir, 'gw.yaml');
   writeFileSync(file, stringify({ config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: `127.0.0.1:${stats}`, readinessAddr: `127.0.0.1:${ready}` }, binds: [{ port, listeners: [{ name: 'bench', routes: [route] }] }] }));
@@ -128,15 +145,16 @@ async function start(name: string, root: string, keyed: boolean, keys = KEYS): P
   const args = [...NODE_FLAGS, ...extraArgs, ...(gcTrace ? ['--trace-gc-nvp'] : []), ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${join(prof, name.replace(/\W+/g, '-'))}`, `--cpu-prof-interval=${process.env.KEYS_PROF_INTERVAL ?? 1000}`] : []), join(root, 'bin/switchyard.js'), '-f', file];
   const stdout = join(dir, 'stdout');
   const out = openSync(stdout, 'w');
-  const proc = spawn(pin ? 'taskset' : process.execPath, pin ? ['-c', '0', process.execPath, ...args] : args, { stdio: ['ignore', gcTrace ? out : 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
+  const cmd = callgrind ? ['valgrind', '--tool=callgrind', '--instr-atstart=no', ...(process.env.KEYS_CACHE_SIM === '1' ? ['--cache-sim=yes'] : []), `--callgrind-out-file=${join(dir, 'callgrind.out')}`, '--smc-check=all-non-file', process.execPath, ...args] : [process.execPath, ...args];
+  const proc = spawn(pin ? 'taskset' : cmd[0]!, pin ? ['-c', '0', ...cmd] : cmd.slice(1), { stdio: ['ignore', gcTrace ? out : 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
   closeSync(out);
   for (let i = 0; ; i++) {
     const ok = await fetch(`http://127.0.0.1:${ready}/healthz/ready`).then((r) => r.ok, () => false);
     if (ok) break;
-    if (i > 300) throw new Error(`${name} not ready`);
+    if (i > (callgrind ? 3000 : 300)) throw new Error(`${name} not ready`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { stdout, gcSpans: [], name, proc, port, keyed, keys, redisCpu: [], netIn: 0, cpu: [], rps: [], io: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
+  return { stdout, gcSpans: [], name, proc, port, keyed, keys, redisCpu: [], busy: [], netIn: 0, cpu: [], rps: [], io: [], p50: [], threads: new Map(), calls: new Map(), requests: 0 };
 }
 
 /** The process's I/O system calls (/proc/<pid>/io): bytes read, bytes written, read calls, write calls. */
@@ -151,6 +169,18 @@ const cpuOf = (pid: number): number => {
   for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
   return ns / 1000;
 };
+
+/** Each CPU's busy and total jiffies so far (/proc/stat's cpuN lines): a phase's busy share per CPU. */
+const cpusBusy = (): [number, number][] =>
+  readFileSync('/proc/stat', 'utf8')
+    .split('\n')
+    .filter((l) => /^cpu\d/.test(l))
+    .map((l) => {
+      const f = l.trim().split(/\s+/).slice(1).map(Number);
+      const idle = f[3]! + f[4]!;
+      const total = f.reduce((a, b) => a + b, 0);
+      return [total - idle, total];
+    });
 
 /** CPU µs by thread name (KEYS_THREADS=1 prints it per gateway). */
 const threadsOf = (pid: number): Map<string, number> => {
@@ -212,6 +242,7 @@ async function load(gw: Gw, n: number, c: number): Promise<number[]> {
 const kind = redisPort === undefined ? 'sqlite' : 'redis';
 const gws: Gw[] = [await start('plain', here, false), await start(`${kind} new`, here, true)];
 if (process.env.KEYS_ONE && KEYS > 1) gws.push(await start(`${kind} new, 1 key`, here, true, 1));
+if (process.env.KEYS_ONE_TEAM && KEYS > 1) gws.push(await start(`${kind} new, ${KEYS} keys in 1 team`, here, true, KEYS, 1));
 if (base) gws.push(await start(`${kind} base`, base, true));
 if (base && process.env.KEYS_ONE && KEYS > 1) gws.push(await start(`${kind} base, 1 key`, base, true, 1));
 // Warm-up: every key used once, so the rounds measure keys in use, not their first lookups and states.
@@ -225,8 +256,12 @@ for (let r = 0; r < ROUNDS; r++) {
     const rc0 = redisProc ? cpuOf(redisProc.pid!) : 0;
     const n0 = await netIn();
     const s0 = statSync(g.stdout).size;
+    const b0 = cpusBusy();
+    if (callgrind) callgrindControl(g.proc.pid!, '-i', 'on');
     const phase = loadS > 0 ? await autocannonPhase(g, CONC) : { requests: (await load(g, N, CONC)).length, rps: NaN };
     const n = phase.requests;
+    if (callgrind) callgrindControl(g.proc.pid!, '-i', 'off');
+    g.busy.push(cpusBusy().map(([busy, total], i) => (100 * (busy - b0[i]![0])) / Math.max(1, total - b0[i]![1])));
     g.rps.push(phase.rps);
     g.gcSpans.push([s0, statSync(g.stdout).size]);
     if (redisProc) g.redisCpu.push((cpuOf(redisProc.pid!) - rc0) / n);
@@ -245,6 +280,7 @@ const plain = gws[0]!;
 console.log(`keys=${KEYS} conc=${CONC} ${ROUNDS}x${loadS > 0 ? `${loadS} s (autocannon)` : N}${pin ? ' pinned (gateways CPU 0, load CPU 1)' : ''}\n| gateway | CPU µs/req c=${CONC} (rounds) | median |${loadS > 0 ? ' req/s (rounds, median) |' : ''} p50 µs c=1 (rounds) | added p50 vs plain |\n|---|---|---:|${loadS > 0 ? '---|' : ''}---|---:|`);
 for (const g of gws) console.log(`| ${g.name} | ${g.cpu.map((x) => x.toFixed(0)).join(', ')} | ${med(g.cpu).toFixed(0)} |${loadS > 0 ? ` ${g.rps.map((x) => x.toFixed(0)).join(', ')} (${med(g.rps).toFixed(0)}) |` : ''} ${g.p50.map((x) => x.toFixed(0)).join(', ')} | ${(med(g.p50) - med(plain.p50)).toFixed(0)} |`);
 for (const g of gws) console.log(`${g.name} I/O per request at c=${CONC} (medians): read ${med(g.io.map((r) => r[0]!)).toFixed(0)} B in ${med(g.io.map((r) => r[2]!)).toFixed(2)} calls, written ${med(g.io.map((r) => r[1]!)).toFixed(0)} B in ${med(g.io.map((r) => r[3]!)).toFixed(2)} calls`);
+for (const g of gws) console.log(`${g.name} busy % per CPU at c=${CONC} (medians): ${g.busy[0]!.map((_, i) => `CPU ${i} ${med(g.busy.map((r) => r[i]!)).toFixed(0)}`).join(', ')}`);
 if (process.env.KEYS_THREADS) for (const g of gws) console.log(`${g.name} threads µs/req: ${[...g.threads].filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`);
 if (gcTrace) {
   for (const g of gws) {
@@ -277,13 +313,22 @@ if (gcTrace) {
   }
 }
 if (redisPort !== undefined) {
-  for (const g of gws.slice(1)) console.log(`${g.name} Redis calls per request at c=${CONC}: ${[...g.calls].filter(([k, v]) => v > 0 && k !== 'info').map(([k, v]) => `${k} ${(v / g.requests).toFixed(3)}`).join(', ')}`);
+  for (const g of gws.slice(1)) console.log(`${g.name} Redis calls per request at c=${CONC} (and Redis's µs in them, EVALSHA's including its commands): ${[...g.calls].filter(([k, v]) => v > 0 && !k.startsWith('info') && !k.endsWith(' µs')).map(([k, v]) => `${k} ${(v / g.requests).toFixed(3)} (${((g.calls.get(`${k} µs`) ?? 0) / g.requests).toFixed(2)} µs)`).join(', ')}`);
   // redis-cli's own INFO calls are in these (a few hundred bytes per phase of N requests).
   for (const g of gws) console.log(`${g.name} redis-server CPU µs/req at c=${CONC}: ${g.redisCpu.map((x) => x.toFixed(1)).join(', ')} (median ${med(g.redisCpu).toFixed(1)}); bytes read per request ${(g.netIn / g.requests).toFixed(0)}`);
 }
 for (const g of gws) {
   g.proc.kill('SIGINT');
   await new Promise((r) => g.proc.once('exit', r));
+}
+if (callgrind) {
+  for (const g of gws) {
+    const text = readFileSync(join(dirname(g.stdout), 'callgrind.out'), 'utf8');
+    const events = /^events: (.*)$/m.exec(text)![1]!.split(' ');
+    // The largest of the file's summary and totals lines (a part's header may say 0).
+    const totals = [...text.matchAll(/^(?:summary|totals): (.*)$/gm)].map((m) => m[1]!.split(' ').map(Number)).reduce((a, b) => a.map((v, i) => Math.max(v, b[i] ?? 0)));
+    console.log(`${g.name} under callgrind, per request at c=${CONC}: ${events.map((e, i) => `${e} ${(totals[i]! / g.requests).toFixed(0)}`).join(', ')}`);
+  }
 }
 agent.destroy();
 upstream.close();

@@ -6,6 +6,7 @@
 // same from KEYS_BASELINE=<checkout> with its own prefix) are interleaved round by round. Per row: redis-server's CPU
 // µs per request (/proc), this process's CPU µs per request, Redis commands per request (INFO commandstats, the
 // scripts' inner commands included) and bytes Redis read per request (INFO stats).
+// KEYS_SHAPE=team: keys.ts's `team` shape (keys-flows.ts: one team line per request, the refund and the 2 lifetime sums).
 //
 //   node test/bench/keys-redis-cpu.ts [rounds=5] [requests per round=3000] [concurrency=50]
 import { spawn } from 'node:child_process';
@@ -19,7 +20,7 @@ import { freePort } from '../helpers/ports.ts';
 import { which } from '../helpers/which.ts';
 import type { KeyStore } from '../../plugins/lib/key-store/types.ts';
 import { digestOf } from '../../plugins/lib/key-store/secrets.ts';
-import { benchSecret, keyFlow, TEAMS } from './keys-flows.ts';
+import { benchSecret, benchShape, keyFlow, TEAMS } from './keys-flows.ts';
 import { RespClient } from '../../plugins/lib/key-store/resp.ts';
 
 const rounds = Number(process.argv[2] ?? 5);
@@ -59,7 +60,7 @@ const info = async (): Promise<{ calls: Map<string, number>; usec: Map<string, n
   return { calls, usec, bytes: num(/total_net_input_bytes:(\d+)/), out: num(/total_net_output_bytes:(\d+)/) };
 };
 
-const flow = keyFlow;
+const flow = (k: number): ReturnType<typeof keyFlow> => keyFlow(k, benchShape);
 
 interface Row { name: string; store: KeyStore; flows: ReturnType<typeof flow>[]; turn: number; redis: number[]; own: number[]; calls: Map<string, number>; usec: Map<string, number>; bytes: number; out: number; sys: number[]; n: number }
 

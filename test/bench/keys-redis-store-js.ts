@@ -7,13 +7,13 @@
 // KEYS_BASELINE=<checkout>) are interleaved round by round, CPU µs per request of this process (process.cpuUsage).
 // KEYS_THRASH_KB=<n>: each request also reads n KiB of a 64 MiB buffer (a stride of 64 bytes, a different part each
 // time), as a gateway's other work per request evicts what the store touched; a row with the driver and the reads
-// alone is measured too, to subtract. KEYS_ROWS=one or many: only the 1-key or the many-key rows (to profile one).
+// alone is measured too, to subtract. KEYS_SHAPE=team: keys.ts's `team` shape. KEYS_ROWS=one or many: only the 1-key or the many-key rows (to profile one).
 //
 //   node test/bench/keys-redis-store-js.ts [rounds=8] [requests per round=20000] [concurrency=50]
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { KeyStore } from '../../plugins/lib/key-store/types.ts';
-import { benchSecret, keyFlow, TEAMS } from './keys-flows.ts';
+import { benchSecret, benchShape, keyFlow, TEAMS } from './keys-flows.ts';
 
 const rounds = Number(process.argv[2] ?? 8);
 const perRound = Number(process.argv[3] ?? 20000);
@@ -22,7 +22,7 @@ const KEYS = Number(process.env.KEYS_IN_TURN ?? 1000);
 const THRASH = Number(process.env.KEYS_THRASH_KB ?? 0) * 1024;
 const secret = benchSecret;
 
-const flow = keyFlow;
+const flow = (k: number): ReturnType<typeof keyFlow> => keyFlow(k, benchShape);
 
 /** Stands in for RespClient: a script is answered "every reservation taken" at the end of the turn. */
 class AnswerAll {
