@@ -1,8 +1,9 @@
 // What the shared key stores (Redis, PostgreSQL) must both do with reservations and settlements (ADR 0054): a
 // settlement rides on the next reservation, a refused line takes nothing, a queued settlement counts in the check, and
-// the timer sends settlements alone. Used by the two store tests against real servers.
+// the timer sends settlements alone. Used by the two store tests against real servers (`checkLazyGroup` by the SQLite
+// store's as well).
 import { strict as assert } from 'node:assert';
-import { LAZY_MS, REFUND_HOLD_MS, SETTLE_DELAY_MS } from '../../plugins/lib/key-store/settlement-queue.ts';
+import { LAZY_MS, REFUND_HOLD_MS, SETTLE_DELAY_MS, STATES_MAX } from '../../plugins/lib/key-store/settlement-queue.ts';
 import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
 
 /** Count the calls of `target[method]` from now on (a store's round trips: `pool.query`, `client.command`). */
@@ -122,4 +123,41 @@ async function waitFor(other: KeyStore, counters: string[], want: number[], what
   const deadline = Date.now() + 10_000;
   while ((await other.values(counters)).some((v, i) => v !== want[i]) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   assert.deepEqual(await other.values(counters), want, what);
+}
+
+/**
+ * A settlement's lifetime sums found through its first line's state (ADR 0102, 0103): the lifetime counters are looked
+ * up in LazySums at the key's first settlement only, and still land right after LazySums dropped its entries (past
+ * STATES_MAX). `due` (the Redis store: sums come due and ride on reservations) runs after the first settlements with
+ * a reservation and a settlement of the key to use, and returns how many reservations it made.
+ */
+export async function checkLazyGroup(
+  store: KeyStore,
+  due?: (reserve: () => Promise<number>, settle: (n: number) => void) => Promise<number>,
+): Promise<void> {
+  const line = { counter: 'k:a', limit: 1e9, amount: 10, expiresAt: 0 };
+  const settle = (n: number): void =>
+    void store.settle([
+      { counter: 'k:a', amount: -1, expiresAt: 0 },
+      { counter: 'k:a:tokens:total:all', amount: n, expiresAt: 0, lazy: true },
+      { counter: 'k:a:usd:total:all', amount: n / 1000, expiresAt: 0, lazy: true },
+    ]);
+  const reserve = async (): Promise<number> => store.reserve([line]);
+  const entries = (store as unknown as { lazy: { byCounter: Map<string, unknown> } }).lazy.byCounter;
+  const lookups = countCalls(entries, 'get');
+  for (let i = 1; i <= 3; i++) {
+    assert.equal(await reserve(), -1);
+    settle(i);
+  }
+  assert.equal(lookups.n, 2, 'the lifetime counters looked up at the first settlement only');
+  let reserved = 3 + (due ? await due(reserve, settle) : 0);
+  assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [9 * reserved, 6, 0.006]);
+  // STATES_MAX other lifetime sums, written (so none waits), then one more: LazySums drops the entries not waiting.
+  store.settle(Array.from({ length: STATES_MAX }, (_, i) => ({ counter: `k:fill${i}:tokens:total:all`, amount: 1, expiresAt: 0, lazy: true })));
+  await store.values([]);
+  store.settle([{ counter: 'k:other:tokens:total:all', amount: 1, expiresAt: 0, lazy: true }]);
+  assert.equal(await reserve(), -1);
+  reserved++;
+  settle(4);
+  assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [9 * reserved, 10, 0.01]);
 }

@@ -10,30 +10,36 @@ const rec = (id: string): KeyRecord => ({ id, budgets: [], prefix: 'sk', created
 
 test('keys version cache: a record is used while vouched for within KEY_CACHE_MS, or while a fresh read of the version is the one it was vouched at; its digest is due every KEY_RECHECK_MS', () => {
   const cache = new KeysVersionCache();
+  const dues: string[] = [];
+  const due = (d: string): number => dues.push(d);
   const a = rec('a');
   cache.set('da', a, 7, 0);
   assert.equal(cache.expected, 7, 'the lookup read the version');
-  assert.equal(cache.get('da', KEY_CACHE_MS - 1), a);
-  assert.equal(cache.get('da', KEY_CACHE_MS), undefined, 'no fresh version read: looked up again');
+  assert.equal(cache.get('da', KEY_CACHE_MS - 1, due), a);
+  assert.equal(cache.get('da', KEY_CACHE_MS, due), undefined, 'no fresh version read: looked up again');
   assert.equal(cache.needsCheck('da', 10), false, 'vouched at the version reservations are sent against');
   cache.saw(7, 5 * KEY_CACHE_MS);
-  assert.equal(cache.get('da', 5 * KEY_CACHE_MS + 1), a, 'idle, but the version read since is its own');
+  assert.equal(cache.get('da', 5 * KEY_CACHE_MS + 1, due), a, 'idle, but the version read since is its own');
   cache.saw(8, 6 * KEY_CACHE_MS);
-  assert.equal(cache.get('da', 6 * KEY_CACHE_MS + 1), undefined, 'a key changed somewhere since');
+  assert.equal(cache.get('da', 6 * KEY_CACHE_MS + 1, due), undefined, 'a key changed somewhere since');
   assert.equal(cache.needsCheck('da', 6 * KEY_CACHE_MS + 1), true, 'its reservation carries the digest');
   cache.confirm('da', 6 * KEY_CACHE_MS + 2, 8, true);
   assert.equal(cache.needsCheck('da', 6 * KEY_CACHE_MS + 3), false);
-  assert.equal(cache.get('da', 6 * KEY_CACHE_MS + 3), a);
+  assert.equal(cache.get('da', 6 * KEY_CACHE_MS + 3, due), a);
   // Confirmed by the version only (no digest sent) for longer than KEY_RECHECK_MS: the digest is due again.
   const later = 6 * KEY_CACHE_MS + 2 + KEY_RECHECK_MS;
   cache.confirm('da', later - 10, 8, false);
   cache.saw(8, later);
-  assert.equal(cache.get('da', later), a, 'vouched for by a reservation within KEY_CACHE_MS');
-  assert.equal(cache.needsCheck('da', later), true, 'but its digest was checked KEY_RECHECK_MS ago');
-  assert.equal(cache.get('da', later + KEY_CACHE_MS), undefined, 'and without a new vouch, not by the version alone');
+  assert.deepEqual(dues, [], 'no digest check due before KEY_RECHECK_MS');
+  assert.equal(cache.get('da', later, due), a, 'vouched for by a reservation within KEY_CACHE_MS');
+  assert.deepEqual(dues, ['da'], 'but its digest was checked KEY_RECHECK_MS ago: checked beside the request');
+  assert.equal(cache.get('da', later + 1, due), a);
+  assert.deepEqual(dues, ['da'], 'once per KEY_CACHE_MS');
+  assert.equal(cache.needsCheck('da', later), true, 'and its reservation carries the digest');
+  assert.equal(cache.get('da', later + KEY_CACHE_MS, due), undefined, 'and without a new vouch, not by the version alone');
   assert.equal(cache.needsCheck('nope', 0), true, 'a digest not kept is always checked');
   cache.drop('da');
-  assert.equal(cache.get('da', later), undefined);
+  assert.equal(cache.get('da', later, due), undefined);
 });
 
 test('keys version cache: of two version reads sent in the same millisecond the higher counts; a lower one sent later is taken (a store emptied by hand)', () => {

@@ -3,7 +3,8 @@
 // raises in the same script. Each reservation's script reads the version; while it is the one a record was vouched at,
 // no key changed anywhere, so the record's digest still names it and the reservation need not carry it. A change
 // made by a replica that does not raise the version (a release before this one, during a rolling upgrade) is seen
-// by the digest check every record still gets at least every KEY_RECHECK_MS.
+// by the digest check every record in use still gets about every KEY_RECHECK_MS: its next reservation carries the
+// digest, and its next lookup from the cache asks the store for it again beside the request (`get`'s `due`).
 import { KEY_CACHE_MS } from './key-cache.ts';
 import type { KeyRecord } from './types.ts';
 
@@ -20,6 +21,8 @@ interface Entry {
   vouchedAt: number;
   /** When its digest was last checked in the store. */
   checkedAt: number;
+  /** When a lookup from the cache last had its digest checked beside the request (`get`'s `due`). */
+  dueAt: number;
 }
 
 export class KeysVersionCache {
@@ -41,13 +44,19 @@ export class KeysVersionCache {
 
   /**
    * The record for `digest`, if the store vouched for it less than KEY_CACHE_MS ago, or the keys version read less
-   * than KEY_CACHE_MS ago is the one it was vouched at (and its digest was checked within KEY_RECHECK_MS).
+   * than KEY_CACHE_MS ago is the one it was vouched at. When its digest was last checked KEY_RECHECK_MS ago or more,
+   * `due` is called (once per KEY_CACHE_MS) to have it checked beside the request: a key changed behind the version
+   * is then refused within KEY_RECHECK_MS and a round trip, and the request waits for no lookup.
    */
-  get(digest: string, now: number): KeyRecord | undefined {
+  get(digest: string, now: number, due: (digest: string) => void): KeyRecord | undefined {
     const e = this.byDigest.get(digest);
     if (e === undefined) return undefined;
-    if (now - e.vouchedAt < KEY_CACHE_MS) return e.record;
-    return e.version === this.version && now - this.versionAt < KEY_CACHE_MS && now - e.checkedAt < this.recheckMs ? e.record : undefined;
+    if (now - e.vouchedAt >= KEY_CACHE_MS && (e.version !== this.version || now - this.versionAt >= KEY_CACHE_MS)) return undefined;
+    if (now - e.checkedAt >= this.recheckMs && now - e.dueAt >= KEY_CACHE_MS) {
+      e.dueAt = now;
+      due(digest);
+    }
+    return e.record;
   }
 
   /** A record looked up by its digest, with the keys version read in the same command sent at `at`. */
@@ -61,7 +70,7 @@ export class KeysVersionCache {
       return;
     }
     if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
-    this.byDigest.set(digest, { record, version, vouchedAt: at, checkedAt: at });
+    this.byDigest.set(digest, { record, version, vouchedAt: at, checkedAt: at, dueAt: -Infinity });
   }
 
   /**

@@ -279,8 +279,11 @@ export class RedisKeyStore implements KeyStore {
   }
 
   find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
-    return this.cache.get(digest, Date.now()) ?? this.fetch(digest);
+    return this.cache.get(digest, Date.now(), this.checkBeside) ?? this.fetch(digest);
   }
+
+  /** A cached key's digest checked beside the request using it (ADR 0106): a key gone is dropped from the cache. */
+  private readonly checkBeside = (digest: string): void => void this.fetch(digest).catch(() => undefined);
 
   /** The record and the keys version in one command: the version then vouches for the record (ADR 0106). */
   private async fetch(digest: string): Promise<KeyRecord | undefined> {
@@ -288,6 +291,7 @@ export class RedisKeyStore implements KeyStore {
     const [json, version] = (await this.client.queue('MGET', this.digestKey(digest), this.versionKey)) as (string | null)[];
     if (typeof json !== 'string') {
       this.cache.saw(Number(version ?? 0), sent);
+      this.cache.drop(digest);
       return undefined;
     }
     // An unchanged key is not parsed again (and keeps its identity, so the policy's per-record views are reused).

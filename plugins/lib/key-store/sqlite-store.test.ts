@@ -11,7 +11,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { KEY_CACHE_MS } from './key-cache.ts';
-import { countCalls } from '../../../test/helpers/key-store-sums.ts';
+import { checkLazyGroup, countCalls } from '../../../test/helpers/key-store-sums.ts';
 import { LAZY_MS, STATES_MAX } from './settlement-queue.ts';
 import { SqliteKeyStore } from './sqlite-store.ts';
 import { KEY_GONE } from './types.ts';
@@ -392,27 +392,7 @@ test("sqlite store (ADR 0103): a reservation and its settlement find their lines
 test("sqlite store (ADR 0103): a settlement's lifetime sums are found through its first line's state; right after LazySums dropped entries", async () => {
   const store = await SqliteKeyStore.open(join(dir, 'lazygroup.db'), { everyMs: 3_600_000 });
   try {
-    const line = (counter: string) => ({ counter, limit: 1e9, amount: 10, expiresAt: 0 });
-    const settlement = (n: number) => [
-      { counter: 'k:a', amount: -1, expiresAt: 0 },
-      { counter: 'k:a:tokens:total:all', amount: n, expiresAt: 0, lazy: true },
-      { counter: 'k:a:usd:total:all', amount: n / 1000, expiresAt: 0, lazy: true },
-    ];
-    const entries = (store as unknown as { lazy: { byCounter: Map<string, unknown> } }).lazy.byCounter;
-    const lookups = countCalls(entries, 'get');
-    for (let i = 1; i <= 3; i++) {
-      assert.equal(store.reserve([line('k:a')]), -1);
-      store.settle(settlement(i));
-    }
-    assert.equal(lookups.n, 2, 'the lifetime counters looked up at the first settlement only');
-    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [27, 6, 0.006]);
-    // STATES_MAX other lifetime sums, written (so none waits), then one more: LazySums drops the entries not waiting.
-    store.settle(Array.from({ length: STATES_MAX }, (_, i) => ({ counter: `k:fill${i}:tokens:total:all`, amount: 1, expiresAt: 0, lazy: true })));
-    await store.values([]);
-    store.settle([{ counter: 'k:other:tokens:total:all', amount: 1, expiresAt: 0, lazy: true }]);
-    assert.equal(store.reserve([line('k:a')]), -1);
-    store.settle(settlement(4));
-    assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [36, 10, 0.01]);
+    await checkLazyGroup(store);
   } finally {
     await store.close();
   }
