@@ -4,24 +4,13 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
+import { setUpDatabase } from './sqlite-schema.ts';
 import { VersionedKeyCache } from './key-cache.ts';
 import { GroupedCounter, lineStates, settleGrouped } from './counter-groups.ts';
 import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
-
-// The keys version starts at the time in µs (ADR 0103): a version row removed by hand and made again by the next open
-// starts above every value the old one reached (one change per µs would be needed to catch up), so a record cached
-// at an old version never matches it.
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS vk_keys (id TEXT PRIMARY KEY, digest TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS vk_counters (name TEXT PRIMARY KEY, value REAL NOT NULL, expires INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS vk_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO vk_meta (name, value) VALUES ('keys', CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER));
-CREATE TRIGGER IF NOT EXISTS vk_keys_updated AFTER UPDATE ON vk_keys BEGIN UPDATE vk_meta SET value = value + 1 WHERE name = 'keys'; END;
-CREATE TRIGGER IF NOT EXISTS vk_keys_deleted AFTER DELETE ON vk_keys BEGIN UPDATE vk_meta SET value = value + 1 WHERE name = 'keys'; END;
-`;
 
 /** Expired counters are swept every this many reservations (a window's counter is dead once it ended). */
 const SWEEP_EVERY = 4096;
@@ -191,18 +180,25 @@ export class SqliteKeyStore implements KeyStore {
 
   static async open(path: string, checkpoints?: CheckpointOptions, options?: SqliteStoreOptions): Promise<SqliteKeyStore> {
     const { DatabaseSync } = await loadSqlite();
-    if (path === ':memory:') return new SqliteKeyStore(new DatabaseSync(path), undefined, options);
+    if (path === ':memory:') {
+      const memory = new DatabaseSync(path);
+      await setUpDatabase(memory);
+      return new SqliteKeyStore(memory, undefined, options);
+    }
     mkdirSync(dirname(path), { recursive: true });
     const db = new DatabaseSync(path);
+    try {
+      await setUpDatabase(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
     return new SqliteKeyStore(db, () => new Checkpointer(path, checkpoints), options);
   }
 
   private constructor(db: DatabaseSync, checkpointer: (() => Checkpointer) | undefined, options: SqliteStoreOptions | undefined) {
     this.db = db;
     this.grouping = options?.group === true;
-    // WAL: readers never wait for the writer; busy_timeout: a writer waits for another process's transaction.
-    db.exec('PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;');
-    db.exec(SCHEMA);
     // Checkpoints run on a worker thread's connection, never inside a commit on this thread (checkpointer.ts).
     if (checkpointer) {
       db.exec('PRAGMA wal_autocheckpoint = 0');
