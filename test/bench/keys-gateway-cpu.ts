@@ -76,6 +76,11 @@ const upPort = (upstream.address() as AddressInfo).port;
 const work = mkdtempSync(join(tmpdir(), 'keys-gw-'));
 const redisPort = process.env.KEYS_STORE === 'redis' ? await freePort() : undefined;
 const redisProc = redisPort === undefined ? undefined : spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+/** Every child this tool started (gateways, redis-server): killed when it exits, a failed run included. */
+const children: ChildProcess[] = redisProc ? [redisProc] : [];
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
 const redisCli = (...args: string[]): Promise<string> => new Promise((res, rej) => {
   const p = spawn('redis-cli', ['-p', String(redisPort), ...args]);
   let out = '';
@@ -148,6 +153,7 @@ async function start(name: string, root: string, keyed: boolean, keys = KEYS, te
   const cmd = callgrind ? ['valgrind', '--tool=callgrind', '--instr-atstart=no', ...(process.env.KEYS_CACHE_SIM === '1' ? ['--cache-sim=yes'] : []), `--callgrind-out-file=${join(dir, 'callgrind.out')}`, '--smc-check=all-non-file', process.execPath, ...args] : [process.execPath, ...args];
   const proc = spawn(pin ? 'taskset' : cmd[0]!, pin ? ['-c', '0', ...cmd] : cmd.slice(1), { stdio: ['ignore', gcTrace ? out : 'ignore', 'inherit'], cwd: dir, env: { ...NODE_ENV_DEFAULTS, ...process.env } });
   closeSync(out);
+  children.push(proc);
   for (let i = 0; ; i++) {
     const ok = await fetch(`http://127.0.0.1:${ready}/healthz/ready`).then((r) => r.ok, () => false);
     if (ok) break;
