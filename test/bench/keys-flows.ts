@@ -40,7 +40,8 @@ export function keyFlow(k: number, shape: 'own' | 'team' = 'own'): KeyFlow {
       ? [usd(`t:team-${k % TEAMS}`)]
       : [`k:key-${k}`, `t:team-${k % TEAMS}`, 'g'].flatMap((scope) => [usd(scope), { counter: `${scope}:tokens:day:${day.tag}`, limit: 1e15, amount: 4120, expiresAt: day.exp }]);
   const deltas: CounterDelta[] = lines.map((l) => ({ counter: l.counter, amount: l.counter.includes(':usd:') ? -0.0018 : -4071, expiresAt: l.expiresAt }));
-  deltas.push({ counter: `k:key-${k}:tokens:total:all`, amount: 49, expiresAt: 0, lazy: true }, { counter: `k:key-${k}:usd:total:all`, amount: 0.0003, expiresAt: 0, lazy: true });
+  // Each key's lifetime deltas carry the key's memos (ADR 0107), as the policy's per-key state does.
+  deltas.push({ counter: `k:key-${k}:tokens:total:all`, amount: 49, expiresAt: 0, lazy: true, memo: {} }, { counter: `k:key-${k}:usd:total:all`, amount: 0.0003, expiresAt: 0, lazy: true, memo: {} });
   const record = JSON.stringify({ id: `key-${k}`, team: `team-${k % TEAMS}`, budgets: [], prefix: 'sk-bench', createdAt: new Date(0).toISOString(), source: 'api' });
   return { digest: digestOf(benchSecret(k)), lines, deltas, record };
 }

@@ -24,7 +24,7 @@ const secret = benchSecret;
 
 const flow = (k: number): ReturnType<typeof keyFlow> => keyFlow(k, benchShape);
 
-/** Stands in for RespClient: a script is answered "every reservation taken" at the end of the turn. */
+/** Stands in for RespClient: a script is answered "every reservation taken" (and the keys version) at the end of the turn. */
 class AnswerAll {
   scripts = 0;
   private readonly records: Map<string, string>;
@@ -39,10 +39,12 @@ class AnswerAll {
     const nkeys = Number(args[2]);
     const argv = 3 + nkeys;
     const reservations = Number(args[argv + 1 + 2 * Number(args[argv])]);
-    return new Promise((r) => setImmediate(() => r(new Array<number>(reservations).fill(-1))));
+    // Every reservation taken, then the keys version (ADR 0106: never changed here).
+    return new Promise((r) => setImmediate(() => r([...new Array<number>(reservations).fill(-1), 0])));
   }
-  queue(_get: string, key: string): Promise<unknown> {
-    return new Promise((r) => setImmediate(() => r(this.records.get(key.slice(this.prefix.length + 'digest:'.length)) ?? null)));
+  /** A key lookup: MGET of the digest's entry and the keys version. */
+  queue(_mget: string, key: string): Promise<unknown> {
+    return new Promise((r) => setImmediate(() => r([this.records.get(key.slice(this.prefix.length + 'digest:'.length)) ?? null, '0'])));
   }
   close(): void {}
 }

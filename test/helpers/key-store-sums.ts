@@ -126,32 +126,38 @@ async function waitFor(other: KeyStore, counters: string[], want: number[], what
 }
 
 /**
- * A settlement's lifetime sums found through its first line's state (ADR 0102, 0103): the lifetime counters are looked
- * up in LazySums at the key's first settlement only, and still land right after LazySums dropped its entries (past
+ * A settlement's lifetime sums found through the memos their deltas carry (ADR 0107): each lifetime counter is looked
+ * up in LazySums at its key's first settlement only, also when two keys share their first line (a team budget, whose
+ * line cannot keep either key's sums), and the sums still land right after LazySums dropped its entries (past
  * STATES_MAX). `due` (the Redis store: sums come due and ride on reservations) runs after the first settlements with
- * a reservation and a settlement of the key to use, and returns how many reservations it made.
+ * a reservation and a settlement of key `a` to use, and returns how many reservations it made.
  */
 export async function checkLazyGroup(
   store: KeyStore,
   due?: (reserve: () => Promise<number>, settle: (n: number) => void) => Promise<number>,
 ): Promise<void> {
-  const line = { counter: 'k:a', limit: 1e9, amount: 10, expiresAt: 0 };
-  const settle = (n: number): void =>
+  const line = { counter: 't:team', limit: 1e9, amount: 10, expiresAt: 0 };
+  const memos = new Map(['a', 'b'].map((k) => [k, { tokens: {}, usd: {} }]));
+  const settleKey = (key: string, n: number): void =>
     void store.settle([
-      { counter: 'k:a', amount: -1, expiresAt: 0 },
-      { counter: 'k:a:tokens:total:all', amount: n, expiresAt: 0, lazy: true },
-      { counter: 'k:a:usd:total:all', amount: n / 1000, expiresAt: 0, lazy: true },
+      { counter: 't:team', amount: -1, expiresAt: 0 },
+      { counter: `k:${key}:tokens:total:all`, amount: n, expiresAt: 0, lazy: true, memo: memos.get(key)!.tokens },
+      { counter: `k:${key}:usd:total:all`, amount: n / 1000, expiresAt: 0, lazy: true, memo: memos.get(key)!.usd },
     ]);
+  const settle = (n: number): void => settleKey('a', n);
   const reserve = async (): Promise<number> => store.reserve([line]);
   const entries = (store as unknown as { lazy: { byCounter: Map<string, unknown> } }).lazy.byCounter;
   const lookups = countCalls(entries, 'get');
   for (let i = 1; i <= 3; i++) {
-    assert.equal(await reserve(), -1);
-    settle(i);
+    for (const key of ['a', 'b']) {
+      assert.equal(await reserve(), -1);
+      settleKey(key, i);
+    }
   }
-  assert.equal(lookups.n, 2, 'the lifetime counters looked up at the first settlement only');
-  let reserved = 3 + (due ? await due(reserve, settle) : 0);
-  assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [9 * reserved, 6, 0.006]);
+  assert.equal(lookups.n, 4, "each key's two lifetime counters looked up at its first settlement only");
+  let reserved = 6 + (due ? await due(reserve, settle) : 0);
+  const values = ['t:team', 'k:a:tokens:total:all', 'k:a:usd:total:all', 'k:b:tokens:total:all'];
+  assert.deepEqual(await store.values(values), [9 * reserved, 6, 0.006, 6]);
   // STATES_MAX other lifetime sums, written (so none waits), then one more: LazySums drops the entries not waiting.
   store.settle(Array.from({ length: STATES_MAX }, (_, i) => ({ counter: `k:fill${i}:tokens:total:all`, amount: 1, expiresAt: 0, lazy: true })));
   await store.values([]);
@@ -159,5 +165,5 @@ export async function checkLazyGroup(
   assert.equal(await reserve(), -1);
   reserved++;
   settle(4);
-  assert.deepEqual(await store.values(['k:a', 'k:a:tokens:total:all', 'k:a:usd:total:all']), [9 * reserved, 10, 0.01]);
+  assert.deepEqual(await store.values(values), [9 * reserved, 10, 0.01, 6]);
 }

@@ -2,14 +2,14 @@
 // state of a reservation's first line keeps the states of that reservation's lines and their names, so the key's next
 // reservation, and the settlement that follows each (the same counters in the same order), look up one counter in
 // the settlement queue's Map instead of each. With 1,000 keys in turn the queue holds thousands of counters, each
-// lookup a cache miss or more; with one key they were hot anyway.
+// lookup a cache miss or more; with one key they were hot anyway. A key's lifetime sums are found through the memos
+// their deltas carry (ADR 0107: a team's line is the first line of its ten keys, and could not keep theirs).
 import { CounterState } from './settlement-queue.ts';
 import type { LazySums, LazyState, SettlementQueue } from './settlement-queue.ts';
 import type { CounterDelta } from './types.ts';
 
 const NO_GROUP: GroupedCounter[] = [];
 const NO_NAMES: string[] = [];
-const NO_LAZY: LazyState[] = [];
 
 /** A counter's settlement state that can also hold its reservation's group (when it was the first line). */
 export class GroupedCounter extends CounterState {
@@ -21,10 +21,6 @@ export class GroupedCounter extends CounterState {
   group: GroupedCounter[] = NO_GROUP;
   groupNames: string[] = NO_NAMES;
   groupTrims = 0;
-  /** The same for the lifetime sums its settlement adds to (the key's), while LazySums' `drops` is `lazyDrops`. */
-  lazyGroup: LazyState[] = NO_LAZY;
-  lazyNames: string[] = NO_NAMES;
-  lazyDrops = -1;
 }
 
 /**
@@ -54,17 +50,16 @@ export function lineStates<S extends GroupedCounter>(pending: SettlementQueue<S>
 
 /**
  * A request's settlement: its first delta looked up, the others through the first line's group when they follow it
- * (same names, same order), else looked up; lifetime deltas (`lazy`) into `lazy`, through the same state's lazy group.
+ * (same names, same order), else looked up; lifetime deltas (`lazy`) into `lazy`, through their memos (ADR 0107).
  */
 export function settleGrouped<S extends GroupedCounter, L extends LazyState>(pending: SettlementQueue<S>, lazy: LazySums<L>, deltas: readonly CounterDelta[]): void {
   let first: S | undefined;
   let j = 0;
-  let k = 0;
   let now = 0;
   for (let i = 0; i < deltas.length; i++) {
     const d = deltas[i]!;
     if (d.lazy) {
-      settleLazy(lazy, first, k++, d, (now ||= Date.now()));
+      lazy.add(d, (now ||= Date.now()));
       continue;
     }
     if (first === undefined) {
@@ -79,23 +74,4 @@ export function settleGrouped<S extends GroupedCounter, L extends LazyState>(pen
     if (j < group.length) pending.addTo(group[j++]!, d.amount, d.expiresAt);
     else pending.addOne(d);
   }
-}
-
-/** A lifetime delta, the `k`th of a settlement whose first line's state is `first`: found through its lazy group if there. */
-function settleLazy<L extends LazyState>(lazy: LazySums<L>, first: GroupedCounter | undefined, k: number, d: CounterDelta, now: number): void {
-  if (first !== undefined && first.lazyDrops === lazy.drops && first.lazyNames[k] === d.counter) {
-    // The group holds what `lazy` made (its entries are L): kept as LazyState only because a counter state is not generic.
-    lazy.addTo(first.lazyGroup[k] as L, d.amount, d.expiresAt, now);
-    return;
-  }
-  const q = lazy.entryFor(d.counter);
-  lazy.addTo(q, d.amount, d.expiresAt, now);
-  if (first === undefined) return;
-  if (first.lazyDrops !== lazy.drops) {
-    first.lazyGroup = [];
-    first.lazyNames = [];
-    first.lazyDrops = lazy.drops;
-  }
-  first.lazyGroup[k] = q;
-  first.lazyNames[k] = d.counter;
 }

@@ -389,7 +389,7 @@ test("sqlite store (ADR 0103): a reservation and its settlement find their lines
   }
 });
 
-test("sqlite store (ADR 0103): a settlement's lifetime sums are found through its first line's state; right after LazySums dropped entries", async () => {
+test("sqlite store (ADR 0103, 0107): a settlement's lifetime sums are found through their memos, also when keys share their first line; right after LazySums dropped entries", async () => {
   const store = await SqliteKeyStore.open(join(dir, 'lazygroup.db'), { everyMs: 3_600_000 });
   try {
     await checkLazyGroup(store);

@@ -53,6 +53,19 @@ export interface CounterDelta {
    * (ADR 0072). Reads of counters (`values`) still see it.
    */
   readonly lazy?: boolean;
+  /** With `lazy`: where the store keeps its lookup of this counter between settlements (CounterMemo). */
+  readonly memo?: CounterMemo;
+}
+
+/**
+ * What a key store found for one counter, kept by the caller between settlements (ADR 0107): a caller that settles
+ * the same counter again and again (the policy: a key's lifetime counters) passes the same object each time, and
+ * the store skips its lookup while what it kept is still its own. Opaque to the caller: start with `{}`.
+ */
+export interface CounterMemo {
+  owner?: unknown;
+  entry?: unknown;
+  epoch?: number;
 }
 
 /**

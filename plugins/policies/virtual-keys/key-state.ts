@@ -3,7 +3,7 @@
 // one WeakMap lookup per request. With 1,000 keys in turn each key is seen once every 1,000 requests: anything made
 // again per use (names, entries, series handles) lived long enough to be promoted and died in the old generation.
 // Bounded by the records themselves: an entry lives as long as its record, which the store's caches hold (capped).
-import type { Budget, BudgetUnit, KeyRecord } from '../../lib/key-store/types.ts';
+import type { Budget, BudgetUnit, CounterMemo, KeyRecord } from '../../lib/key-store/types.ts';
 import type { KeyAttribute, KeyDirectory } from './virtual-keys.ts';
 
 /** Counter name of a budget's current window: `k:<id>:usd:day:2026-11-25`, `t:<team>:tokens:month:2026-11`. */
@@ -55,6 +55,8 @@ export interface KeyState {
   readonly teamBudgets: readonly Budget[] | undefined;
   readonly plan: Plan;
   readonly lifetime: { readonly tokens: string; readonly usd: string };
+  /** Where the store keeps its lookups of the two lifetime counters between settlements (ADR 0107). */
+  readonly lifetimeMemos: { readonly tokens: CounterMemo; readonly usd: CounterMemo };
   /** Spend series (by team, by key), resolved at the key's first priced answer. */
   teamSpend: Inc | undefined;
   keySpend: Inc | undefined;
@@ -98,6 +100,7 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord): KeyState {
     teamBudgets,
     plan: planOf(dir, record, teamBudgets),
     lifetime: lifetimeCounters(record.id),
+    lifetimeMemos: { tokens: {}, usd: {} },
     teamSpend: undefined,
     keySpend: undefined,
   };

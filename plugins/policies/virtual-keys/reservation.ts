@@ -135,8 +135,9 @@ export class KeyReservation implements LlmTokenLimiter {
     }
     // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
     const life = this.key.lifetime;
-    if (tokens !== 0 && !plan.lifetimeTokens) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0, lazy: true });
-    if (usd !== 0 && !plan.lifetimeUsd) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0, lazy: true });
+    const memos = this.key.lifetimeMemos;
+    if (tokens !== 0 && !plan.lifetimeTokens) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0, lazy: true, memo: memos.tokens });
+    if (usd !== 0 && !plan.lifetimeUsd) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0, lazy: true, memo: memos.usd });
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);
