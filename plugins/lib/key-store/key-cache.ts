@@ -9,7 +9,7 @@ import type { KeyRecord } from './types.ts';
 /** Longest a record found by its digest is used without the store confirming it. */
 export const KEY_CACHE_MS = 1000;
 /** Records kept; emptied when full (a cache of the keys in use, not of every key). */
-const CACHE_MAX = 4096;
+export const CACHE_MAX = 4096;
 
 export class KeyCache {
   /**

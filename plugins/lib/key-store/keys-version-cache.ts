@@ -5,13 +5,11 @@
 // made by a replica that does not raise the version (a release before this one, during a rolling upgrade) is seen
 // by the digest check every record in use still gets about every KEY_RECHECK_MS: its next reservation carries the
 // digest, and its next lookup from the cache asks the store for it again beside the request (`get`'s `due`).
-import { KEY_CACHE_MS } from './key-cache.ts';
+import { CACHE_MAX, KEY_CACHE_MS } from './key-cache.ts';
 import type { KeyRecord } from './types.ts';
 
 /** Longest a record is used without its digest checked in the store (a lookup or a reservation's EXISTS). */
 export const KEY_RECHECK_MS = 30_000;
-/** Records kept; emptied when full (a cache of the keys in use, not of every key). */
-const CACHE_MAX = 4096;
 
 interface Entry {
   record: KeyRecord;

@@ -370,6 +370,7 @@ export class LazySums<L extends LazyState = LazyState> {
   private end = 0;
   private timer: NodeJS.Timeout | undefined;
   private takenAt = 0;
+  /** Times entries were dropped (past STATES_MAX): a memo filled before may hold an entry this no longer has. */
   private dropCount = 0;
   private readonly onIdle: () => void;
   private readonly make: (counter: string) => L;
@@ -407,13 +408,8 @@ export class LazySums<L extends LazyState = LazyState> {
     this.addTo(q, d.amount, d.expiresAt, now);
   }
 
-  /** Times entries were dropped (past STATES_MAX): an entry a store kept from before may not be this one's any more. */
-  get drops(): number {
-    return this.dropCount;
-  }
-
   /** A counter's entry, made if new (past STATES_MAX the ones not waiting are dropped first). */
-  entryFor(counter: string): L {
+  private entryFor(counter: string): L {
     let q = this.byCounter.get(counter);
     if (q === undefined) {
       if (this.byCounter.size >= STATES_MAX) {
@@ -425,8 +421,8 @@ export class LazySums<L extends LazyState = LazyState> {
     return q;
   }
 
-  /** `add` to an entry the caller has (`entryFor`, with `drops` unchanged since). */
-  addTo(q: L, amount: number, expiresAt: number, now: number): void {
+  /** `add` to a counter's entry. */
+  private addTo(q: L, amount: number, expiresAt: number, now: number): void {
     if (q.queued) q.amount += amount;
     else {
       q.amount = amount;
