@@ -4,9 +4,7 @@
 // both gateways at once; N concurrent requests spread over both cannot overshoot a shared team budget by more than
 // one request's estimate. Real `openai` client against aimock ("hello" = 11 + 5 = 16 tokens, prompt estimate 2).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -15,18 +13,16 @@ import { stringify } from 'yaml';
 import { BIN, ROOT, runCli } from '../helpers/cli.ts';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
-import { stopChild, waitForPort } from '../helpers/envoy-ratelimit.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { locatePostgres, startPostgres } from '../helpers/postgres.ts';
 import type { RunningPostgres } from '../helpers/postgres.ts';
-import { which } from '../helpers/which.ts';
+import { redisSkip, startRedis } from '../helpers/redis.ts';
+import type { RunningRedis } from '../helpers/redis.ts';
 import { aiPreset, rejection, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
-
-const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
 
 const TEAM_LIMIT = 200;
 const ESTIMATE = 2 + 20; // prompt estimate + max_tokens
@@ -35,11 +31,11 @@ const pgFound = locatePostgres();
 
 for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
   const skip =
-    kind === 'redis' && !redisServer ? 'redis-server is not installed (Debian: apt-get install -y redis-server)' : kind === 'postgres' && 'skip' in pgFound ? pgFound.skip : false;
+    kind === 'redis' && redisSkip ? redisSkip : kind === 'postgres' && 'skip' in pgFound ? pgFound.skip : false;
   describe(`virtualKeys shared by two gateway processes (${kind})`, { skip }, () => {
     let mock: Mock;
     let dir: string;
-    let redis: ChildProcess | undefined;
+    let redis: RunningRedis | undefined;
     let postgres: RunningPostgres | undefined;
     let a: RunningGateway;
     let b: RunningCli;
@@ -51,10 +47,8 @@ for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
       dir = testTempDir(`switchyard-vk-${kind}-`);
       let store: Record<string, unknown>;
       if (kind === 'redis') {
-        const port = await freePort();
-        redis = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-        await waitForPort(port, Date.now() + 10_000);
-        store = { redis: { url: `redis://127.0.0.1:${port}`, prefix: 'test:' } };
+        redis = await startRedis();
+        store = { redis: { url: redis.url, prefix: 'test:' } };
       } else if (kind === 'postgres') {
         postgres = await startPostgres(pgFound as { initdb: string; postgres: string });
         store = { postgres: { url: postgres.url } };
@@ -76,7 +70,7 @@ for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
       await a?.stop();
       await b?.stop();
       await mock?.stop();
-      await stopChild(redis);
+      await redis?.stop();
       await postgres?.stop();
       rmSync(dir, { recursive: true, force: true });
     });

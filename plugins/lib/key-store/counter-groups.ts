@@ -51,8 +51,14 @@ export function lineStates<S extends GroupedCounter>(pending: SettlementQueue<S>
 /**
  * A request's settlement: its first delta looked up, the others through the first line's group when they follow it
  * (same names, same order), else looked up; lifetime deltas (`lazy`) into `lazy`, through their memos (ADR 0107).
+ * `add` queues a delta on its state (the Redis store's first offers it to the counter's lease, ADR 0108).
  */
-export function settleGrouped<S extends GroupedCounter, L extends LazyState>(pending: SettlementQueue<S>, lazy: LazySums<L>, deltas: readonly CounterDelta[]): void {
+export function settleGrouped<S extends GroupedCounter, L extends LazyState>(
+  pending: SettlementQueue<S>,
+  lazy: LazySums<L>,
+  deltas: readonly CounterDelta[],
+  add: (s: S, amount: number, expiresAt: number) => void = (s, amount, expiresAt) => pending.addTo(s, amount, expiresAt),
+): void {
   let first: S | undefined;
   let j = 0;
   let now = 0;
@@ -64,14 +70,14 @@ export function settleGrouped<S extends GroupedCounter, L extends LazyState>(pen
     }
     if (first === undefined) {
       first = pending.settling(d.counter);
-      pending.addTo(first, d.amount, d.expiresAt);
+      add(first, d.amount, d.expiresAt);
       continue;
     }
-    // The group is the queue's states while no trim has dropped any since it was recorded (an `addOne` below may).
+    // The group is the queue's states while no trim has dropped any since it was recorded (a `settling` below may).
     const group = (first.groupTrims === pending.trims ? first.group : NO_GROUP) as S[];
     const names = first.groupNames;
     while (j < group.length && names[j] !== d.counter) j++;
-    if (j < group.length) pending.addTo(group[j++]!, d.amount, d.expiresAt);
-    else pending.addOne(d);
+    if (j < group.length) add(group[j++]!, d.amount, d.expiresAt);
+    else add(pending.settling(d.counter), d.amount, d.expiresAt);
   }
 }

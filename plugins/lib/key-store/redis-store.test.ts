@@ -4,14 +4,9 @@
 // applies them, and a settlement alone is sent by the timer. A real redis-server on a free port, started and stopped
 // here.
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { freePort } from '../../../test/helpers/ports.ts';
-import { which } from '../../../test/helpers/which.ts';
+import { redisSkip, startRedis } from '../../../test/helpers/redis.ts';
+import type { RunningRedis } from '../../../test/helpers/redis.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { checkLazyGroup, checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { RedisKeyStore, reserveScript } from './redis-store.ts';
@@ -19,45 +14,19 @@ import { RespClient } from './resp.ts';
 import { LAZY_MS, STATES_MAX } from './settlement-queue.ts';
 import { digestOf } from './secrets.ts';
 import { KEY_GONE } from './types.ts';
+import { KEY_RECHECK_MS } from './keys-version-cache.ts';
 import type { KeyRecord } from './types.ts';
 
-const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
-
-async function listening(port: number, deadline: number): Promise<void> {
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1', () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`redis-server did not listen on ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const skip = redisServer ? false : 'redis-server is not installed';
-let dir: string;
+const skip = redisSkip;
 let url: string;
-let redis: ReturnType<typeof spawn> | undefined;
+let redis: RunningRedis | undefined;
 before(async () => {
   if (skip) return;
-  dir = mkdtempSync(join(tmpdir(), 'swy-redis-store-'));
-  const port = await freePort();
-  redis = spawn(redisServer!, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-  await listening(port, Date.now() + 10_000);
-  url = `redis://127.0.0.1:${port}`;
+  redis = await startRedis();
+  url = redis.url;
 });
-after(async () => {
-  if (!redis) return;
-  redis.kill('SIGTERM');
-  await new Promise((r) => redis!.once('exit', r));
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => redis?.stop());
 
-/** Count the commands a store sends (each is one round trip unless pipelined with others). */
 /** Commands the store sends, at once (`command`) or queued for the end of the turn (`queue`: key lookups). */
 const countCommands = (store: RedisKeyStore): { readonly n: number } => {
   const client = (store as unknown as { client: object }).client;
@@ -65,7 +34,12 @@ const countCommands = (store: RedisKeyStore): { readonly n: number } => {
   const queued = countCalls(client, 'queue');
   return { get n() { return now.n + queued.n; } };
 };
-const open = (prefix: string) => () => RedisKeyStore.open(url, prefix);
+/**
+ * A store without budget leases (ADR 0108): most tests below check what the script and the queue write, which a lease
+ * would take ahead (redis-leases.test.ts tests leases).
+ */
+const exact = (prefix: string, recheckMs = KEY_RECHECK_MS): Promise<RedisKeyStore> => RedisKeyStore.open(url, prefix, recheckMs, false);
+const open = (prefix: string) => () => exact(prefix);
 
 test('redis store: settlements ride on the next reservation; refused reservations still apply them; the timer sends them alone', { skip }, () =>
   withTwoStores(open('unit:'), async (store, other) => {
@@ -99,8 +73,8 @@ test("redis store: the script counts a line's queued settlement in its check, ta
   }));
 
 test('redis store: reservations made together go in one script, each checked in order: the budget stops exactly at its limit', { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'batch:');
-  const other = await RedisKeyStore.open(url, 'batch:');
+  const store = await exact('batch:');
+  const other = await exact('batch:');
   try {
     await other.create({ id: 'live', budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf('live'));
     const commands = countCommands(store);
@@ -135,8 +109,8 @@ async function commandCalls(raw: RespClient): Promise<Map<string, number>> {
 }
 
 test("redis store, many keys (ADR 0091): a batch's script reads every counter with one MGET, writes each changed one once with its expiry (no PEXPIREAT), checks each key once; sums and expiries kept", { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'many:');
-  const other = await RedisKeyStore.open(url, 'many:');
+  const store = await exact('many:');
+  const other = await exact('many:');
   const raw = new RespClient(url);
   try {
     for (const id of ['a', 'b']) await other.create({ id, budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(id));
@@ -193,7 +167,7 @@ test("redis store, many keys (ADR 0091): a batch's script reads every counter wi
 });
 
 test("redis store (ADR 0101): a counter that exists keeps the expiry it was created with (SET … KEEPTTL); a batch with a gone key among live ones refuses only that one", { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'keep:');
+  const store = await exact('keep:');
   const raw = new RespClient(url);
   try {
     for (const id of ['a', 'b', 'c']) await store.create({ id, budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf(id));
@@ -225,7 +199,7 @@ test('redis store: a charge is written within SETTLE_DELAY_MS, a refund held unt
   withTwoStores(open('held:'), checkRefundsHeld));
 
 test("redis store (ADR 0102): a counter named twice in one script keeps one place when the batch passes STATES_MAX counters; a held refund rides on the line that names its counter", { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'trim:');
+  const store = await exact('trim:');
   try {
     const line = (counter: string, amount = 1) => ({ counter, limit: 1e9, amount, expiresAt: 0 });
     // STATES_MAX - 1 counters known to the store's queue (one with a held refund): the next batch crosses the bound
@@ -243,7 +217,7 @@ test("redis store (ADR 0102): a counter named twice in one script keeps one plac
 });
 
 test("redis store (ADR 0102): a reservation and its settlement find their lines' states through the first line's state, and through the queue's Map after a trim dropped them", { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'group:');
+  const store = await exact('group:');
   try {
     const line = (counter: string, amount = 10) => ({ counter, limit: 1e9, amount, expiresAt: 0 });
     const delta = (counter: string, amount: number) => ({ counter, amount, expiresAt: 0 });
@@ -279,7 +253,7 @@ test("redis store (ADR 0102): a reservation and its settlement find their lines'
 });
 
 test("redis store (ADR 0102, 0107): a settlement's lifetime sums are found through their memos, also when keys share their first line, and their queue states through theirs when due; right after LazySums dropped entries", { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'lazygroup:');
+  const store = await exact('lazygroup:');
   try {
     await checkLazyGroup(store, async (reserve, settle) => {
       // Come due (LAZY_MS old), the sums ride on a reservation: their counters' states looked up the first time only.
@@ -299,9 +273,9 @@ test("redis store (ADR 0102, 0107): a settlement's lifetime sums are found throu
 });
 
 test("redis store (ADR 0106): a cached key's reservations carry no digest while the keys version vouches for it; a change by a replica of this release is refused at once, one made behind the version (an older release) within KEY_RECHECK_MS, by a reservation or by a lookup sent beside a request; a key idle past KEY_CACHE_MS needs no lookup while the version read since is its own", { skip }, async () => {
-  const store = await RedisKeyStore.open(url, 'ver:', 400);
-  const idle = await RedisKeyStore.open(url, 'ver:');
-  const other = await RedisKeyStore.open(url, 'ver:');
+  const store = await exact('ver:', 400);
+  const idle = await exact('ver:');
+  const other = await exact('ver:');
   const raw = new RespClient(url);
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   try {

@@ -6,7 +6,9 @@
 import { createHash } from 'node:crypto';
 import { KEY_RECHECK_MS, KeysVersionCache } from './keys-version-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
-import { GroupedCounter, lineStates, settleGrouped } from './counter-groups.ts';
+import { lineStates, settleGrouped } from './counter-groups.ts';
+import { LeaseBook, LeasedCounter } from './counter-leases.ts';
+import type { LeaseOptions } from './counter-leases.ts';
 import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { LazyState } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
@@ -125,14 +127,31 @@ const LAZY_PER_RESERVATION = 8;
 
 /** A reservation's answer when the keys version it was sent against changed: nothing taken, sent again with its digest. */
 const UNCHECKED = -3;
+/** What leaseAnswer makes of a refusal by a lease line (ADR 0108): nothing taken, sent again without that lease. */
+const LEASE_REFUSED = -4;
 
 interface Waiting {
   readonly lines: readonly CounterLine[];
   readonly digest: string | undefined;
   /** The reservation carries its digest to be checked (set by scriptCall for the answer, or to send it again). */
   check: boolean;
+  /**
+   * Its lines drawn from leases or leasing (ADR 0108), in line order, as the script being answered was built (none:
+   * every line went as it is).
+   */
+  leased: LeasedLine[] | undefined;
   resolve(refused: number): void;
   reject(err: unknown): void;
+}
+
+/** A reservation's line served by a lease: drawn from its room (`size` 0), or sent with `size` more to lease. */
+interface LeasedLine {
+  readonly c: RedisCounter;
+  /** The line's index in the reservation. */
+  readonly line: number;
+  /** The line's index among the lines the script was sent (a lease line's; -1 for a drawn one). */
+  readonly sent: number;
+  readonly size: number;
 }
 
 /**
@@ -180,7 +199,7 @@ interface RedisLifetime extends LazyState {
  * both; a due settlement is its counter's state already (no lookup). With 1,000 keys in turn the counters are a Map of
  * thousands, each lookup a cache miss, and the queue's and the slots' lookups were most of the store's work per line.
  */
-class RedisCounter extends GroupedCounter {
+class RedisCounter extends LeasedCounter {
   readonly key: string;
   /** The script (`scripts` count) whose KEYS hold this key, at `at` (1-based). */
   script = 0;
@@ -231,12 +250,22 @@ export class RedisKeyStore implements KeyStore {
     pending.addTo(c, q.amount, q.expiresAt);
   };
 
+  /** Budget leases (ADR 0108): a lease's room goes back to the store as a settlement of its counter. */
+  private readonly leases: LeaseBook<RedisCounter>;
+  /** A settlement of a leased counter goes to its room (ADR 0108), any other to the queue. */
+  private readonly settleOne = (c: RedisCounter, amount: number, expiresAt: number): void => {
+    if (!this.leases.settle(c, amount)) this.pending.addTo(c, amount, expiresAt);
+  };
+
   /** The reservation script this server runs (SET … PXAT needs Redis 6.2). */
   private reserveBody = RESERVE;
 
-  /** `recheckMs`: how often a cached key's digest is checked at least (KEY_RECHECK_MS; shorter in tests). */
-  static async open(url: string, prefix: string, recheckMs = KEY_RECHECK_MS): Promise<RedisKeyStore> {
-    const store = new RedisKeyStore(new RespClient(url), prefix, recheckMs);
+  /**
+   * `recheckMs`: how often a cached key's digest is checked at least (KEY_RECHECK_MS; shorter in tests); `leases`:
+   * lease bounds (ADR 0108; tests), or false for none.
+   */
+  static async open(url: string, prefix: string, recheckMs = KEY_RECHECK_MS, leases: LeaseOptions | false = {}): Promise<RedisKeyStore> {
+    const store = new RedisKeyStore(new RespClient(url), prefix, recheckMs, leases);
     // Valkey and KeyDB report the Redis version they are compatible with here too; a server that refuses INFO (an ACL)
     // is taken to be a current one.
     const info = await store.client.command('INFO', 'server').catch((err: unknown) => (err instanceof RedisError ? store.client.command('PING') : Promise.reject(err)));
@@ -245,7 +274,7 @@ export class RedisKeyStore implements KeyStore {
     return store;
   }
 
-  private constructor(client: RespClient, prefix: string, recheckMs = KEY_RECHECK_MS) {
+  private constructor(client: RespClient, prefix: string, recheckMs: number, leases: LeaseOptions | false) {
     this.client = client;
     this.prefix = prefix;
     this.cache = new KeysVersionCache(recheckMs);
@@ -254,6 +283,7 @@ export class RedisKeyStore implements KeyStore {
       () => void this.flush(false).catch(() => undefined),
       (counter) => new RedisCounter(counter, prefix),
     );
+    this.leases = new LeaseBook((c, amount) => this.pending.addTo(c, amount, c.leaseExpiresAt), leases === false ? { requests: 0 } : leases);
   }
 
   /** EVALSHA, falling back to EVAL the first time a server sees the script. */
@@ -312,7 +342,7 @@ export class RedisKeyStore implements KeyStore {
   reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
     if (lines.length === 0 && digest === undefined) return Promise.resolve(-1);
     return new Promise<number>((resolve, reject) => {
-      const first = this.waiting.push({ lines, digest, check: false, resolve, reject }) === 1;
+      const first = this.waiting.push({ lines, digest, check: false, leased: undefined, resolve, reject }) === 1;
       if (this.inFlight === 0) this.sendBatch();
       else if (first) setImmediate(this.sendBatch);
     });
@@ -334,11 +364,14 @@ export class RedisKeyStore implements KeyStore {
         const version = Number(out[batch.length]);
         this.cache.saw(version, sent);
         let again: Waiting[] | undefined;
+        const now = Date.now();
         batch.forEach((w, i) => {
-          const refused = Number(out[i]);
-          if (refused === UNCHECKED) {
-            // A key changed somewhere since this one was vouched for: checked by its digest in the next script.
-            w.check = true;
+          let refused = Number(out[i]);
+          if (w.leased !== undefined) refused = this.leaseAnswer(w, refused, now);
+          if (refused === UNCHECKED || refused === LEASE_REFUSED) {
+            // A key changed somewhere since this one was vouched for (checked by its digest in the next script), or a
+            // lease line was refused (sent again without the lease).
+            if (refused === UNCHECKED) w.check = true;
             (again ??= []).push(w);
             return;
           }
@@ -353,10 +386,41 @@ export class RedisKeyStore implements KeyStore {
       },
       (err: unknown) => {
         this.inFlight--;
-        for (const w of batch) w.reject(err);
+        for (const w of batch) {
+          if (w.leased !== undefined) this.leaseAnswer(w, KEY_GONE, Date.now());
+          w.reject(err);
+        }
       },
     );
   };
+
+  /**
+   * What a script's answer does to a reservation's leased lines (ADR 0108), and the answer to give for it: admitted,
+   * its lease lines' room is the replica's; otherwise its drawn amounts go back, and a refusal by a lease line is
+   * LEASE_REFUSED (sent again, the line without a lease). A refusal's index is mapped from the lines sent to the request's.
+   */
+  private leaseAnswer(w: Waiting, refused: number, now: number): number {
+    const leased = w.leased!;
+    w.leased = undefined;
+    const leases = this.leases;
+    let answer = refused;
+    if (refused >= 0) {
+      // The refusing line's index among the request's: the sent lines are the request's without the drawn ones.
+      let index = refused;
+      for (const l of leased) if (l.sent === -1 && l.line <= index) index++;
+      answer = index;
+    }
+    for (const l of leased) {
+      if (l.size === 0) {
+        if (refused !== -1) leases.undraw(l.c, w.lines[l.line]!.amount);
+      } else if (refused === -1) leases.granted(l.c, w.lines[l.line]!, l.size, now);
+      else if (refused >= 0 && l.line === answer) {
+        leases.refused(l.c, now);
+        answer = LEASE_REFUSED;
+      } else leases.notTaken(l.c);
+    }
+    return answer;
+  }
 
   /**
    * The RESERVE script's keys and arguments for these reservations, with the queued settlements (taken out of the
@@ -386,13 +450,27 @@ export class RedisKeyStore implements KeyStore {
     // Each line's state is its first line's group's (ADR 0102, counter-groups.ts); its held refund rides on this
     // script (its counter is written anyway, ADR 0097) and its place in the script is on the same state.
     let lines: readonly CounterLine[] = [];
+    let w: Waiting;
+    let sentLines = 0;
+    const leases = this.leases;
     const visit = (c: RedisCounter, i: number): void => {
       const l = lines[i]!;
+      // A lease's room serves the line without the store (ADR 0108); a line sent may lease room beyond its amount.
+      if (leases.draw(c, l, now)) {
+        (w.leased ??= []).push({ c, line: i, sent: -1, size: 0 });
+        return;
+      }
       pending.claimState(c, now);
-      reservations.push(at(c, l.expiresAt), l.limit, l.amount);
+      const size = leases.sizeFor(c, l, now);
+      if (size > 0) {
+        c.leasing = true;
+        (w.leased ??= []).push({ c, line: i, sent: sentLines, size });
+      }
+      sentLines++;
+      reservations.push(at(c, l.expiresAt), l.limit - size, l.amount + size);
     };
     const cache = this.cache;
-    for (const w of batch) {
+    for (w of batch) {
       let d = 0;
       // The keys version vouches for a key kept and checked lately (ADR 0106); any other carries its digest.
       if (w.digest !== undefined && !w.check && !cache.needsCheck(w.digest, now)) d = -1;
@@ -407,8 +485,10 @@ export class RedisKeyStore implements KeyStore {
         d = slot.at;
       }
       lines = w.lines;
-      reservations.push(d, lines.length);
+      const n = reservations.push(d, lines.length) - 1;
+      sentLines = 0;
       lineStates(pending, lines, visit);
+      reservations[n] = sentLines;
     }
     // Ripe refunds ride too (ADR 0097); a timer's call has no batch: they still go with it.
     pending.ripen(now);
@@ -430,12 +510,18 @@ export class RedisKeyStore implements KeyStore {
    * per request instead of two on a busy gateway, and with many keys no SET of its own for most refunds.
    */
   settle(deltas: readonly CounterDelta[]): void {
-    settleGrouped(this.pending, this.lazy, deltas);
+    settleGrouped(this.pending, this.lazy, deltas, this.settleOne);
   }
 
-  /** Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums and held refunds too. */
+  /**
+   * Send due settlements now; with `lazy` (reads, close, an idle store) the lifetime sums, held refunds and leases'
+   * room too.
+   */
   async flush(lazy = true): Promise<void> {
-    if (lazy) dueEverything(this.pending, this.lazy);
+    if (lazy) {
+      this.leases.closeAll();
+      dueEverything(this.pending, this.lazy);
+    }
     if (this.pending.size === 0) return;
     const { keys, args, reservations } = this.scriptCall([]);
     await this.script(this.reserveBody, keys, args, reservations);

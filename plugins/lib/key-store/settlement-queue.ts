@@ -31,6 +31,8 @@ export class CounterState {
   state: typeof IDLE | typeof DUE | typeof HELD = IDLE;
   /** Raised each time the counter is held: tells its current place in the held order from places it left. */
   ticket = 0;
+  /** The store keeps something on this state the queue must not drop with it (an open lease's room, ADR 0108). */
+  pinned = false;
 
   constructor(counter: string) {
     this.counter = counter;
@@ -123,7 +125,7 @@ export class SettlementQueue<S extends CounterState = CounterState> {
   /** Past STATES_MAX counters, drop the idle states (O(n) once per STATES_MAX / 2 new counters or so). */
   trim(): void {
     if (this.states.size < STATES_MAX) return;
-    for (const [c, s] of this.states) if (s.state === IDLE) this.states.delete(c);
+    for (const [c, s] of this.states) if (s.state === IDLE && !s.pinned) this.states.delete(c);
     this.trimCount++;
   }
 

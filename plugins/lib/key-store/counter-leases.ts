@@ -1,0 +1,183 @@
+// Budget leases on the shared store (ADR 0108): a replica that reserves on a counter far from its limit takes a few
+// requests' worth more than the request needs, in the same checked line, and serves that counter's next reservations
+// from what it took (its room) without a line in the script. With 100 team budgets in turn every request's script
+// wrote about one counter of its own; with leases a team's counter is written about once per LEASE_REQUESTS of its
+// requests, as one team's was. What a lease holds is taken in the store like any reservation (a lease line is
+// admitted only when the counter stays below its limit with all of it), so no replica can spend past a limit
+// through one; the only cost is that a budget looks more used, by the room the replicas hold, until it is returned.
+import { GroupedCounter } from './counter-groups.ts';
+import type { CounterLine } from './types.ts';
+
+/** A lease holds this many of the leasing request's amount (beyond the request's own). */
+export const LEASE_REQUESTS = 16;
+/** A lease holds at most this share of its budget's limit: smaller budgets are not leased (see `sizeFor`). */
+export const LEASE_SHARE = 0.001;
+/** Room not drawn from for this long is returned to the store. */
+export const LEASE_IDLE_MS = 1000;
+/** After a lease line was refused (its counter too near its limit for one), that counter is not leased for this long. */
+export const LEASE_RETRY_MS = 10_000;
+
+/** A counter's state with its lease (the settlement queue keeps it while `pinned`: room is the store's money). */
+export class LeasedCounter extends GroupedCounter {
+  /** A lease is open: `room` may be drawn from by lines with the limit it was taken under. */
+  leased = false;
+  leaseLimit = 0;
+  leaseExpiresAt = 0;
+  /** Taken in the store and not drawn yet (settlements of any of this counter's lines add their refunds to it). */
+  room = 0;
+  lastDraw = 0;
+  /** A lease line for this counter is in a script not answered yet: no second one. */
+  leasing = false;
+  noLeaseUntil = 0;
+  /** In the book's list of open leases (it may have closed since: the sweep drops it). */
+  listed = false;
+}
+
+/** Lease bounds, shorter in tests. */
+export interface LeaseOptions {
+  readonly requests?: number;
+  readonly share?: number;
+  readonly idleMs?: number;
+  readonly retryMs?: number;
+}
+
+/**
+ * A store's open leases. `give` hands a counter's amount back to the store's settlement queue (negative: a refund
+ * of room, positive: a charge past it); the store writes it with its next script, as any settlement.
+ */
+export class LeaseBook<C extends LeasedCounter> {
+  private readonly open: C[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private readonly give: (c: C, amount: number) => void;
+  private readonly requests: number;
+  private readonly share: number;
+  private readonly idleMs: number;
+  private readonly retryMs: number;
+
+  constructor(give: (c: C, amount: number) => void, options: LeaseOptions = {}) {
+    this.give = give;
+    this.requests = options.requests ?? LEASE_REQUESTS;
+    this.share = options.share ?? LEASE_SHARE;
+    this.idleMs = options.idleMs ?? LEASE_IDLE_MS;
+    this.retryMs = options.retryMs ?? LEASE_RETRY_MS;
+  }
+
+  /** Leases open now. */
+  get size(): number {
+    let n = 0;
+    for (const c of this.open) if (c.leased) n++;
+    return n;
+  }
+
+  /** Take a line's amount from its counter's room; false when the line must go to the store. */
+  draw(c: C, line: CounterLine, now: number): boolean {
+    if (!c.leased) return false;
+    if (c.leaseLimit !== line.limit) {
+      // Another limit (a reload, another plan naming the counter): the room was taken under the old one.
+      this.close(c);
+      return false;
+    }
+    if (c.room < line.amount) return false;
+    c.room -= line.amount;
+    c.lastDraw = now;
+    return true;
+  }
+
+  /**
+   * The room a line sent to the store should lease beyond its own amount (0: none): LEASE_REQUESTS of its amount, at
+   * most LEASE_SHARE of its limit, and only when that is at least twice the amount (small budgets stay exact).
+   */
+  sizeFor(c: C, line: CounterLine, now: number): number {
+    if (c.leasing || now < c.noLeaseUntil || !(line.amount > 0) || !Number.isFinite(line.limit)) return 0;
+    const size = Math.min(this.requests * line.amount, line.limit * this.share);
+    return size >= 2 * line.amount ? size : 0;
+  }
+
+  /** A lease line was admitted: its room is the replica's to draw from. */
+  granted(c: C, line: CounterLine, size: number, now: number): void {
+    c.leasing = false;
+    if (c.leased && c.leaseLimit !== line.limit) this.close(c);
+    if (!c.leased) {
+      c.leased = true;
+      c.pinned = true;
+      c.leaseLimit = line.limit;
+      if (!c.listed) {
+        c.listed = true;
+        this.open.push(c);
+      }
+      if (this.timer === undefined) this.arm();
+    }
+    c.leaseExpiresAt = line.expiresAt;
+    c.room += size;
+    c.lastDraw = now;
+  }
+
+  /** A lease line was refused: the counter is near its limit, its lines go without leases for a while. */
+  refused(c: C, now: number): void {
+    c.leasing = false;
+    c.noLeaseUntil = now + this.retryMs;
+  }
+
+  /** A lease line's reservation took nothing (another line refused, the key was gone, the script failed). */
+  notTaken(c: C): void {
+    c.leasing = false;
+  }
+
+  /** A drawn amount whose reservation took nothing goes back: to the room, or to the store once the lease closed. */
+  undraw(c: C, amount: number): void {
+    if (c.leased) c.room += amount;
+    else this.give(c, -amount);
+  }
+
+  /**
+   * A settlement of a leased counter: a refund adds to the room, a charge draws from it (past it, the rest goes to
+   * the store). False when the counter has no lease open: the caller queues it.
+   */
+  settle(c: C, amount: number): boolean {
+    if (!c.leased) return false;
+    c.room -= amount;
+    if (c.room < 0) {
+      this.give(c, -c.room);
+      c.room = 0;
+    }
+    return true;
+  }
+
+  /** Return a lease's room to the store. */
+  close(c: C): void {
+    if (!c.leased) return;
+    c.leased = false;
+    c.pinned = false;
+    if (c.room !== 0) this.give(c, -c.room);
+    c.room = 0;
+  }
+
+  /** Return every lease's room (reads of usage, close). */
+  closeAll(): void {
+    for (const c of this.open) {
+      this.close(c);
+      c.listed = false;
+    }
+    this.open.length = 0;
+  }
+
+  /** Return the room of leases not drawn from for LEASE_IDLE_MS. */
+  sweep(now: number): void {
+    let to = 0;
+    for (const c of this.open) {
+      if (c.leased && now - c.lastDraw >= this.idleMs) this.close(c);
+      if (c.leased) this.open[to++] = c;
+      else c.listed = false;
+    }
+    this.open.length = to;
+  }
+
+  private arm(): void {
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.sweep(Date.now());
+      if (this.open.length > 0) this.arm();
+    }, this.idleMs);
+    this.timer.unref();
+  }
+}
