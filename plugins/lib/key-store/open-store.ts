@@ -4,7 +4,7 @@ import type { KeyStore } from './types.ts';
 /** Which store, as the `virtualKeys.store` config says. */
 export interface StoreSpec {
   sqlite?: { path: string };
-  redis?: { url: string; prefix?: string };
+  redis?: { url: string; prefix?: string; leases?: boolean };
   postgres?: { url: string; tablePrefix?: string };
 }
 
@@ -13,7 +13,7 @@ export const DEFAULT_SQLITE_PATH = 'switchyard-keys.db';
 
 /** A stable identity of a store spec (the resource-cache key: an unchanged store survives reloads). */
 export function storeIdentity(spec: StoreSpec | undefined, cwd: string): string {
-  if (spec?.redis) return `redis:${spec.redis.url}|${spec.redis.prefix ?? ''}`;
+  if (spec?.redis) return `redis:${spec.redis.url}|${spec.redis.prefix ?? ''}${spec.redis.leases === false ? '|exact' : ''}`;
   if (spec?.postgres) return `postgres:${spec.postgres.url}|${spec.postgres.tablePrefix ?? ''}`;
   const path = spec?.sqlite?.path ?? DEFAULT_SQLITE_PATH;
   return `sqlite:${path === ':memory:' ? path : resolve(cwd, path)}`;
@@ -23,7 +23,7 @@ export function storeIdentity(spec: StoreSpec | undefined, cwd: string): string 
 export async function openStore(spec: StoreSpec | undefined, cwd: string): Promise<KeyStore> {
   if (spec?.redis) {
     const { RedisKeyStore } = await import('./redis-store.ts');
-    return RedisKeyStore.open(spec.redis.url, spec.redis.prefix ?? 'switchyard:vk:');
+    return RedisKeyStore.open(spec.redis.url, spec.redis.prefix ?? 'switchyard:vk:', undefined, spec.redis.leases === false ? false : {});
   }
   if (spec?.postgres) {
     const { PgKeyStore } = await import('./pg-store.ts');

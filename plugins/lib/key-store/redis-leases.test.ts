@@ -9,6 +9,7 @@ import { redisSkip, startRedis } from '../../../test/helpers/redis.ts';
 import type { RunningRedis } from '../../../test/helpers/redis.ts';
 import { LEASE_REQUESTS } from './counter-leases.ts';
 import { KEY_RECHECK_MS } from './keys-version-cache.ts';
+import { openStore } from './open-store.ts';
 import { RedisKeyStore } from './redis-store.ts';
 import { RespClient } from './resp.ts';
 import { REFUND_HOLD_MS } from './settlement-queue.ts';
@@ -136,5 +137,18 @@ test("redis store (ADR 0108): a reservation refused by another line, or whose ke
   } finally {
     await store.close();
     await other.close();
+  }
+});
+
+test('redis store (ADR 0108): the config leases by default; `leases: false` writes every reservation', { skip }, async () => {
+  const line: CounterLine = { counter: 't:cfg', limit: 1e6, amount: 1, expiresAt: 0 };
+  for (const [prefix, leases, written] of [['cfg-on:', undefined, 1 + LEASE_REQUESTS], ['cfg-off:', false, 2]] as const) {
+    const store = await openStore({ redis: { url: redis!.url, prefix, ...(leases === undefined ? {} : { leases }) } }, '.');
+    try {
+      for (let i = 0; i < 2; i++) assert.equal(await store.reserve([line]), -1);
+      assert.equal(await stored(`${prefix}c:t:cfg`), written, `${prefix} two reservations`);
+    } finally {
+      await store.close();
+    }
   }
 });

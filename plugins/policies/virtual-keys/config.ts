@@ -22,7 +22,7 @@ export interface DeclaredKeyConfig {
 
 export interface StoreConfig {
   sqlite?: { path: string };
-  redis?: { url: string; prefix?: string };
+  redis?: { url: string; prefix?: string; leases?: boolean };
   postgres?: { url: string; tablePrefix?: string };
 }
 
