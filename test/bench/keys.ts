@@ -18,7 +18,6 @@
 // CPU per request of 1,000 keys against one key, per shape: the verdict from rounds that load the two gateways at once
 // on the same core (side-by-side.ts, ADR 0109), the rows loaded one after the other beside it. Targets: ≤ 150 µs p50 on SQLite, ≤ 1 ms on the shared
 // store; 1,000 keys and 100 budgets do not change throughput measurably.
-import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -47,6 +46,7 @@ import type { PostRow } from './post-rounds.ts';
 import type { Child } from './run.ts';
 
 const PATH = '/v1/chat/completions';
+const SIDE_ONLY = process.env.BENCH_KEYS_SIDE_ONLY === '1';
 const KEYS = 1000;
 const TEAMS = 100;
 const keySecret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
@@ -107,17 +107,19 @@ async function startGateway(kit: BenchKit, dir: string, name: string, upstreamPo
     }),
   );
   const fd = openSync(join(dir, 'access.log'), 'w');
-  const child = kit.startPinned(name, kit.cpuTarget, kit.node, [kit.cli, '-f', file], fd);
+  // BENCH_KEYS_PROF=<dir>: each gateway writes a CPU profile there (a directory per gateway, sampled every 200 µs).
+  const prof = process.env.BENCH_KEYS_PROF ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', join(process.env.BENCH_KEYS_PROF, name.replace(/[^\w]+/g, '-'))] : [];
+  const child = kit.startPinned(name, kit.cpuTarget, kit.node, [...prof, kit.cli, '-f', file], fd);
   closeSync(fd);
   await kit.waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`, child, performance.now(), 60_000);
   return { child, base: `http://127.0.0.1:${port}` };
 }
 
-/** redis-server on a free port (no persistence), pinned with the upstream and the load generator. */
+/** redis-server on a free port (no persistence), pinned with the upstream and the load generator; the bench stops it. */
 async function startRedis(kit: BenchKit, dir: string, bin: string): Promise<{ port: number; stop: () => Promise<void> }> {
   const port = await freePort();
   mkdirSync(dir, { recursive: true });
-  const proc = spawn(kit.pinned ? 'taskset' : bin, [...(kit.pinned ? ['-c', kit.cpuRest, bin] : []), '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = kit.startPinned('redis-server', kit.cpuRest, bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], 'ignore');
   const until = Date.now() + 10_000;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
@@ -128,18 +130,10 @@ async function startRedis(kit: BenchKit, dir: string, bin: string): Promise<{ po
       s.on('error', () => resolve(false));
     });
     if (ok) break;
-    if (Date.now() > until) throw new Error('redis-server did not start');
+    if (Date.now() > until) throw new Error(`redis-server did not start: ${child.stderr}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  return {
-    port,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
-  };
+  return { port, stop: () => kit.stop(child) };
 }
 
 /**
@@ -223,7 +217,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   } else notes.push('redis-server is not on PATH: no shared-store rows');
 
   const ops: string[] = [];
-  for (const name of redis ? ['sqlite', 'redis'] : ['sqlite']) {
+  for (const name of SIDE_ONLY ? [] : redis ? ['sqlite', 'redis'] : ['sqlite']) {
     for (const keys of [1, KEYS]) {
       const spec: StoreSpec = name === 'sqlite' ? { sqlite: { path: join(dir, `ops-${keys}.db`) } } : { redis: { url: `redis://127.0.0.1:${redis!.port}`, prefix: `ops${keys}:` } };
       const m = await storeOps(kit, spec, keys);
@@ -237,7 +231,8 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   }
 
   const request = (r: KeysRow) => ({ headers: r.headers, numberedHeader: r.numberedHeader, body: BODY });
-  await postRounds(kit, all, request);
+  // BENCH_KEYS_SIDE_ONLY=1: the side-by-side rounds alone (no added p50, no absolute rows): for quick A/B work.
+  if (!SIDE_ONLY) await postRounds(kit, all, request);
   // The throughput verdict's rounds (ADR 0109): each store and shape's 1-key and 1,000-key gateways loaded at once.
   const paired = new Map<KeysRow, SideBySide>();
   for (const many of all.filter((r) => r.keys === KEYS)) {
@@ -251,16 +246,15 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   // Per round, against the plain row of the same round: drift on a busy machine moves both.
   const added = (r: KeysRow): number[] => r.p50.map((v, i) => (v - plain.p50[i]!) * 1000);
   console.log(`\nkeys: POST ${PATH} (${BODY.length} B, max_tokens ${MAX_TOKENS}: settlements are ${MAX_TOKENS >= 80 ? 'refunds' : 'charges'}), ${SMALL_ANSWER.length} B answer; the ${KEYS}-key rows use every key in turn; shapes ${SHAPES.join(', ')}: \`own\` reserves and settles 3 counters (key, team, organisation) × 2 budgets per request, \`team\` one team budget (keys without budgets of their own)`);
-  console.log(`\n| target | req/s (c=${kit.connections}) | CPU µs/req | p50 ms (c=1) | added p50 µs per round (median) |`);
-  console.log('|---|---:|---:|---:|---:|');
-  for (const r of all) {
+  if (!SIDE_ONLY) console.log(`\n| target | req/s (c=${kit.connections}) | CPU µs/req | p50 ms (c=1) | added p50 µs per round (median) |\n|---|---:|---:|---:|---:|`);
+  for (const r of SIDE_ONLY ? [] : all) {
     const a = added(r);
     console.log(
       `| ${r.name} | ${fmt(median(r.rps), 0)} (${r.rps.map((v) => fmt(v, 0)).join(', ')}) | ${fmt(median(r.cpu), 1)} | ${fmt(median(r.p50), 3)} | ` +
         `${r === plain ? '—' : `${a.map((v) => fmt(v, 0)).join(', ')} (${fmt(median(a), 0)})`} |`,
     );
   }
-  console.log(`\nstore operations in the bench process (find + reserve 6 lines + settle 6 deltas, every key in turn, median of 5 × 1000):\n\n| store | keys | wall µs/request | CPU µs/request |\n|---|---:|---:|---:|\n${ops.join('\n')}`);
+  if (!SIDE_ONLY) console.log(`\nstore operations in the bench process (find + reserve 6 lines + settle 6 deltas, every key in turn, median of 5 × 1000):\n\n| store | keys | wall µs/request | CPU µs/request |\n|---|---:|---:|---:|\n${ops.join('\n')}`);
   const checks: string[] = [];
   for (const store of ['sqlite', 'redis'] as const) {
     for (const shape of SHAPES) {
@@ -270,7 +264,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
       const limit = store === 'sqlite' ? 150 : 1000;
       const a = median(added(one));
       const budgets = shape === 'own' ? `${KEYS} keys with budgets of their own, ${TEAMS} teams, the organisation (${KEYS * 2 + TEAMS * 2 + 2} budgets) vs 1 key` : `${KEYS} keys and ${TEAMS} budgets (team budgets) vs 1 key and 1 budget`;
-      checks.push(`| key check + reservation + settlement on ${store} (${one.name.replace(/^virtualKeys \w+, /, '')}) adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
+      if (!SIDE_ONLY) checks.push(`| key check + reservation + settlement on ${store} (${one.name.replace(/^virtualKeys \w+, /, '')}) adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
       // Side by side (ADR 0109): the median of the rounds' ratios, with the one-after-the-other rows' for reference.
       const side = paired.get(many)!;
       const change = (median(side.rps) - 1) * 100;
@@ -280,7 +274,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
       const q = (f: number): string => fmt((sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))]! - 1) * 100, 1);
       checks.push(
         `| ${budgets} on ${store}: throughput, side by side | ${change >= -5 ? (change <= 5 ? 'PASS (within 5%)' : 'PASS (1,000 keys faster: noise)') : 'CHECK'} | ` +
-          `${change >= 0 ? '+' : ''}${fmt(change, 1)}% (rounds' quartiles ${q(0.25)} to ${q(0.75)}%; CPU per request ${fmt(cpu, 2)}×; one after the other ${apart >= 0 ? '+' : ''}${fmt(apart, 1)}%) |`,
+          `${change >= 0 ? '+' : ''}${fmt(change, 1)}% (rounds' quartiles ${q(0.25)} to ${q(0.75)}%; CPU per request ${fmt(cpu, 2)}×${SIDE_ONLY ? '' : `; one after the other ${apart >= 0 ? '+' : ''}${fmt(apart, 1)}%`}) |`,
       );
       if (side.bad > 0) notes.push(`${many.name} side by side: ${side.bad} non-2xx, errors or timeouts`);
     }

@@ -95,8 +95,11 @@ const MCP_BASELINE = process.env.BENCH_MCP_BASELINE;
 const POLICIES_BASELINE = process.env.BENCH_POLICIES_BASELINE;
 /** BENCH_ONLY=policies: node flags for this checkout's gateway (`--cpu-prof --cpu-prof-dir=/tmp/prof`). */
 const POLICIES_NODE_ARGS = (process.env.BENCH_POLICIES_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-/** Hard stop for the whole run, whatever happens. */
-const DEADLINE_MS = 330_000;
+/**
+ * Hard stop for the whole run, whatever happens: 330 s at the default seconds, more for longer phases
+ * (BENCH_SECONDS, BENCH_LATENCY_SECONDS), or BENCH_DEADLINE_S.
+ */
+const DEADLINE_MS = 1000 * num('BENCH_DEADLINE_S', 330 * Math.max(1, (THROUGHPUT_S + LATENCY_S) / 9));
 
 // ---------------------------------------------------------------------------------------------------------------
 // Processes: every child is tracked and stopped by PID.
