@@ -2,11 +2,13 @@
 // state of a reservation's first line keeps the states of that reservation's lines and their names, so the key's next
 // reservation, and the settlement that follows each (the same counters in the same order), look up one counter in
 // the settlement queue's Map instead of each. With 1,000 keys in turn the queue holds thousands of counters, each
-// lookup a cache miss or more; with one key they were hot anyway. A key's lifetime sums are found through the memos
-// their deltas carry (ADR 0107: a team's line is the first line of its ten keys, and could not keep theirs).
+// lookup a cache miss or more; with one key they were hot anyway. The first line's state itself, and the first
+// delta's, are found through the memo the line or delta carries (ADR 0110: the policy keeps one per budget slot of a
+// key), and a key's lifetime sums through theirs (ADR 0107: a team's line is the first line of its ten keys, and
+// could not keep theirs).
 import { CounterState } from './settlement-queue.ts';
 import type { LazySums, LazyState, SettlementQueue } from './settlement-queue.ts';
-import type { CounterDelta } from './types.ts';
+import type { CounterDelta, CounterMemo } from './types.ts';
 
 const NO_GROUP: GroupedCounter[] = [];
 const NO_NAMES: string[] = [];
@@ -24,13 +26,13 @@ export class GroupedCounter extends CounterState {
 }
 
 /**
- * Each line's state (looked up for the first line only while the group is valid and the names match; a new window or
+ * Each line's state (the first line's through its memo, else looked up; the others looked up only while the group is valid and the names match; a new window or
  * another key's plan changes a name), recorded as the first line's group, and `visit`ed with its line's index. The
  * queue must not trim between this and the use of the states (`stateFor` never does).
  */
-export function lineStates<S extends GroupedCounter>(pending: SettlementQueue<S>, lines: readonly { readonly counter: string }[], visit: (c: S, i: number) => void): void {
+export function lineStates<S extends GroupedCounter>(pending: SettlementQueue<S>, lines: readonly { readonly counter: string; readonly memo?: CounterMemo }[], visit: (c: S, i: number) => void): void {
   if (lines.length === 0) return;
-  const first = pending.stateFor(lines[0]!.counter);
+  const first = pending.stateFor(lines[0]!.counter, lines[0]!.memo);
   const known = first.groupTrims === pending.trims && first.group.length === lines.length;
   if (first.group.length !== lines.length) {
     first.group = new Array<GroupedCounter>(lines.length);
@@ -69,7 +71,7 @@ export function settleGrouped<S extends GroupedCounter, L extends LazyState>(
       continue;
     }
     if (first === undefined) {
-      first = pending.settling(d.counter);
+      first = pending.settling(d.counter, d.memo);
       add(first, d.amount, d.expiresAt);
       continue;
     }
@@ -78,6 +80,6 @@ export function settleGrouped<S extends GroupedCounter, L extends LazyState>(
     const names = first.groupNames;
     while (j < group.length && names[j] !== d.counter) j++;
     if (j < group.length) add(group[j++]!, d.amount, d.expiresAt);
-    else add(pending.settling(d.counter), d.amount, d.expiresAt);
+    else add(pending.settling(d.counter, d.memo), d.amount, d.expiresAt);
   }
 }

@@ -6,12 +6,13 @@
 // by the digest check every record in use still gets about every KEY_RECHECK_MS: its next reservation carries the
 // digest, and its next lookup from the cache asks the store for it again beside the request (`get`'s `due`).
 import { CACHE_MAX, KEY_CACHE_MS } from './key-cache.ts';
-import type { KeyRecord } from './types.ts';
+import type { CounterMemo, KeyRecord } from './types.ts';
 
 /** Longest a record is used without its digest checked in the store (a lookup or a reservation's EXISTS). */
 export const KEY_RECHECK_MS = 30_000;
 
-interface Entry {
+export interface Entry {
+  readonly digest: string;
   record: KeyRecord;
   /** The keys version the record was last vouched at. */
   version: number;
@@ -26,6 +27,8 @@ interface Entry {
 export class KeysVersionCache {
   /** Entries updated in place (ADR 0100: an entry made again per lookup was promoted and died old). */
   private readonly byDigest = new Map<string, Entry>();
+  /** Raised whenever entries are dropped: a memo kept before may hold one this cache no longer has (ADR 0110). */
+  private drops = 0;
   /** The store's keys version as last read, and when (the send time of the command that read it). */
   private version = -1;
   private versionAt = -Infinity;
@@ -67,8 +70,23 @@ export class KeysVersionCache {
       e.vouchedAt = e.checkedAt = at;
       return;
     }
-    if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
-    this.byDigest.set(digest, { record, version, vouchedAt: at, checkedAt: at, dueAt: -Infinity });
+    if (this.byDigest.size >= CACHE_MAX) this.drop();
+    this.byDigest.set(digest, { digest, record, version, vouchedAt: at, checkedAt: at, dueAt: -Infinity });
+  }
+
+  /**
+   * The entry for `digest`, through the caller's memo while it holds this cache's entry for that digest and nothing
+   * was dropped since (ADR 0110: a reservation's key found once, not once per use), else looked up.
+   */
+  entryOf(digest: string, memo?: CounterMemo): Entry | undefined {
+    if (memo !== undefined && memo.owner === this && memo.epoch === this.drops && (memo.entry as Entry).digest === digest) return memo.entry as Entry;
+    const e = this.byDigest.get(digest);
+    if (memo !== undefined && e !== undefined) {
+      memo.owner = this;
+      memo.entry = e;
+      memo.epoch = this.drops;
+    }
+    return e;
   }
 
   /**
@@ -85,14 +103,12 @@ export class KeysVersionCache {
    * Whether a reservation must carry `digest` to be checked: not kept, vouched at another version than the one the
    * reservation is sent against, or not checked for KEY_RECHECK_MS.
    */
-  needsCheck(digest: string, now: number): boolean {
-    const e = this.byDigest.get(digest);
+  needsCheck(e: Entry | undefined, now: number): boolean {
     return e === undefined || e.version !== this.version || now - e.checkedAt >= this.recheckMs;
   }
 
-  /** A reservation sent at `at` found the key live at keys version `version`: by its digest when `checked`. */
-  confirm(digest: string, at: number, version: number, checked: boolean): void {
-    const e = this.byDigest.get(digest);
+  /** A reservation sent at `at` found the key of entry `e` live at keys version `version`: by its digest when `checked`. */
+  confirm(e: Entry | undefined, at: number, version: number, checked: boolean): void {
     if (e === undefined) return;
     if (at > e.vouchedAt) e.vouchedAt = at;
     e.version = version;
@@ -101,6 +117,7 @@ export class KeysVersionCache {
 
   /** Forget one digest (the store said it is gone) or, without one, every record. */
   drop(digest?: string): void {
+    this.drops++;
     if (digest === undefined) this.byDigest.clear();
     else this.byDigest.delete(digest);
   }

@@ -5,6 +5,7 @@
 // flight go together in one script at the end of the event-loop turn.
 import { createHash } from 'node:crypto';
 import { KEY_RECHECK_MS, KeysVersionCache } from './keys-version-cache.ts';
+import type { Entry } from './keys-version-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
 import { lineStates, settleGrouped } from './counter-groups.ts';
 import { LeaseBook, LeasedCounter } from './counter-leases.ts';
@@ -13,7 +14,7 @@ import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts'
 import type { LazyState } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
 import { KEY_GONE } from './types.ts';
-import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
+import type { CounterDelta, CounterLine, CounterMemo, KeyRecord, KeyStore } from './types.ts';
 
 /**
  * The reservations of one event-loop turn in one script (ADR 0048, 0061, 0091, 0101): one round trip, and one wake-up
@@ -133,6 +134,8 @@ const LEASE_REFUSED = -4;
 interface Waiting {
   readonly lines: readonly CounterLine[];
   readonly digest: string | undefined;
+  /** The digest's entry in the key cache, found once (ADR 0110; undefined when it is not kept). */
+  readonly entry: Entry | undefined;
   /** The reservation carries its digest to be checked (set by scriptCall for the answer, or to send it again). */
   check: boolean;
   /**
@@ -339,10 +342,11 @@ export class RedisKeyStore implements KeyStore {
    * One script with the queued settlements: one round trip (ADR 0061). Sent at once when no reservation is in flight;
    * otherwise at the end of this event-loop turn (`setImmediate`), with every other reservation made in the turn.
    */
-  reserve(lines: readonly CounterLine[], digest?: string): Promise<number> {
+  reserve(lines: readonly CounterLine[], digest?: string, keyMemo?: CounterMemo): Promise<number> {
     if (lines.length === 0 && digest === undefined) return Promise.resolve(-1);
+    const entry = digest === undefined ? undefined : this.cache.entryOf(digest, keyMemo);
     return new Promise<number>((resolve, reject) => {
-      const first = this.waiting.push({ lines, digest, check: false, leased: undefined, resolve, reject }) === 1;
+      const first = this.waiting.push({ lines, digest, entry, check: false, leased: undefined, resolve, reject }) === 1;
       if (this.inFlight === 0) this.sendBatch();
       else if (first) setImmediate(this.sendBatch);
     });
@@ -376,7 +380,7 @@ export class RedisKeyStore implements KeyStore {
             return;
           }
           if (refused === KEY_GONE) this.cache.drop(w.digest);
-          else if (w.digest !== undefined) this.cache.confirm(w.digest, sent, version, w.check);
+          else if (w.digest !== undefined) this.cache.confirm(w.entry, sent, version, w.check);
           w.resolve(refused);
         });
         if (again !== undefined) {
@@ -473,7 +477,7 @@ export class RedisKeyStore implements KeyStore {
     for (w of batch) {
       let d = 0;
       // The keys version vouches for a key kept and checked lately (ADR 0106); any other carries its digest.
-      if (w.digest !== undefined && !w.check && !cache.needsCheck(w.digest, now)) d = -1;
+      if (w.digest !== undefined && !w.check && !cache.needsCheck(w.entry, now)) d = -1;
       else if (w.digest !== undefined) {
         w.check = true;
         let slot = this.digestSlots.get(w.digest);

@@ -209,6 +209,31 @@ test("settlement queue (ADR 0102): a store's own state per counter; stateFor fin
   assert.notEqual(q.stateFor('a'), a);
 });
 
+test('settlement queue (ADR 0108, 0110): a memo finds a state without a lookup until a trim; another counter is looked up; a pinned state survives a trim', () => {
+  const q = new SettlementQueue(() => undefined);
+  const map = (q as unknown as { states: Map<string, CounterState> }).states;
+  const get = map.get.bind(map);
+  let lookups = 0;
+  map.get = (k: string) => (lookups++, get(k));
+  const memo = {};
+  const a = q.stateFor('a', memo);
+  assert.equal(lookups, 1);
+  assert.equal(q.stateFor('a', memo), a, 'through the memo');
+  assert.equal(q.settling('a', memo), a);
+  assert.equal(lookups, 1);
+  assert.notEqual(q.settling('b', memo), a, 'a memo of another counter is not used');
+  assert.equal(lookups, 2);
+  const pinned = q.stateFor('pinned');
+  pinned.pinned = true;
+  for (let i = 0; i < STATES_MAX; i++) q.stateFor(`s${i}`);
+  const before = q.stateFor('a', memo);
+  q.trim();
+  const n = lookups;
+  assert.notEqual(q.stateFor('a', memo), before, 'after a trim the memo is not used: the state was dropped and made anew');
+  assert.equal(lookups, n + 1);
+  assert.equal(q.stateFor('pinned'), pinned, 'a pinned state (an open lease) is kept');
+});
+
 test('lazy sums (ADR 0100): a counter keeps its entry between writes; the waiting order stays bounded; oldest first', (t) => {
   t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
   const lazy = new LazySums(() => undefined);

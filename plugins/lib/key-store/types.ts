@@ -41,6 +41,8 @@ export interface CounterLine {
   readonly amount: number;
   /** Epoch ms after which the counter's window is over (0: never). */
   readonly expiresAt: number;
+  /** Where the store keeps its lookup of this counter between reservations (CounterMemo; ADR 0110). */
+  readonly memo?: CounterMemo;
 }
 
 /** A change to a counter after the answer (the real cost minus what was reserved; may be negative). */
@@ -53,14 +55,15 @@ export interface CounterDelta {
    * (ADR 0072). Reads of counters (`values`) still see it.
    */
   readonly lazy?: boolean;
-  /** With `lazy`: where the store keeps its lookup of this counter between settlements (CounterMemo). */
+  /** Where the store keeps its lookup of this counter between settlements (CounterMemo; ADR 0107, 0110). */
   readonly memo?: CounterMemo;
 }
 
 /**
- * What a key store found for one counter, kept by the caller between settlements (ADR 0107): a caller that settles
- * the same counter again and again (the policy: a key's lifetime counters) passes the same object each time, and
- * the store skips its lookup while what it kept is still its own. Opaque to the caller: start with `{}`.
+ * What a key store found for one counter (or key), kept by the caller between uses (ADR 0107, 0110): a caller that
+ * reserves or settles the same counter again and again (the policy: a key's budget slots and lifetime counters) passes
+ * the same object each time, and the store skips its lookup while what it kept is still its own. Opaque to the
+ * caller: start with `{}`, one per counter (a line and the delta that settles it may share one).
  */
 export interface CounterMemo {
   owner?: unknown;
@@ -91,8 +94,9 @@ export interface KeyStore {
    * `digest` (the key the request was admitted with, found in this store), a store that serves `find` from a cache
    * checks in the same round trip that the digest still names a live key, and answers KEY_GONE if not (nothing
    * taken); a store whose `find` always reads the store may ignore it. A digest with no lines only checks the key.
+   * `keyMemo`: where the store keeps its lookup of the key between reservations (one per key; ADR 0110).
    */
-  reserve(lines: readonly CounterLine[], digest?: string): number | Promise<number>;
+  reserve(lines: readonly CounterLine[], digest?: string, keyMemo?: CounterMemo): number | Promise<number>;
   settle(deltas: readonly CounterDelta[]): void | Promise<void>;
   /** Current values of counters (0 when absent or expired). */
   values(counters: readonly string[]): Promise<number[]>;

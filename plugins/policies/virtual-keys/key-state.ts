@@ -34,6 +34,8 @@ export interface Slot extends LineOwner {
   tag: string;
   counter: string;
   expiresAt: number;
+  /** Where the store keeps its lookup of this slot's counter, for its lines and their settlements (ADR 0110). */
+  readonly memo: CounterMemo;
 }
 
 /** What every request of one key reserves from, in order (key, team, organisation). */
@@ -57,6 +59,8 @@ export interface KeyState {
   readonly lifetime: { readonly tokens: string; readonly usd: string };
   /** Where the store keeps its lookups of the two lifetime counters between settlements (ADR 0107). */
   readonly lifetimeMemos: { readonly tokens: CounterMemo; readonly usd: CounterMemo };
+  /** Where the store keeps its lookup of the key itself between reservations (ADR 0110). */
+  readonly storeMemo: CounterMemo;
   /** Spend series (by team, by key), resolved at the key's first priced answer. */
   teamSpend: Inc | undefined;
   keySpend: Inc | undefined;
@@ -72,7 +76,7 @@ function planOf(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budg
         if (b.limit < slots[same]!.budget.limit) slots[same] = { ...slots[same]!, who, budget: b };
         continue;
       }
-      slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0 });
+      slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0, memo: {} });
     }
   };
   add(`k:${record.id}`, `key \`${record.id}\``, record.budgets);
@@ -101,6 +105,7 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord): KeyState {
     plan: planOf(dir, record, teamBudgets),
     lifetime: lifetimeCounters(record.id),
     lifetimeMemos: { tokens: {}, usd: {} },
+    storeMemo: {},
     teamSpend: undefined,
     keySpend: undefined,
   };

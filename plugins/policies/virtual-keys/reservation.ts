@@ -90,7 +90,7 @@ export class KeyReservation implements LlmTokenLimiter {
         // Counters outlive their window by a day, so a late settlement still lands on its own window.
         s.expiresAt = w.endsAt === 0 ? 0 : w.endsAt + DAY_MS;
       }
-      lines[i] = { counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt };
+      lines[i] = { counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt, memo: s.memo };
     }
     if (lines.length === 0 && this.digest === undefined) {
       // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
@@ -99,7 +99,7 @@ export class KeyReservation implements LlmTokenLimiter {
     }
     // A stored key is confirmed in the reservation's own round trip: rotated or revoked meanwhile (maybe on another
     // replica, after this process cached the record), the request is refused like an unknown key.
-    const refused = this.dir.store.reserve(lines, this.digest);
+    const refused = this.dir.store.reserve(lines, this.digest, this.key.storeMemo);
     return typeof refused === 'number' ? this.reserved(lines, slots, now, refused) : refused.then((r) => this.reserved(lines, slots, now, r));
   }
 
@@ -130,8 +130,9 @@ export class KeyReservation implements LlmTokenLimiter {
     for (let i = 0; i < lines.length; i++) {
       const unit = plan.slots[i]!.budget.unit;
       const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
-      const delta = real - lines[i]!.amount;
-      if (delta !== 0) deltas.push({ counter: lines[i]!.counter, amount: delta, expiresAt: lines[i]!.expiresAt });
+      const line = lines[i]!;
+      const delta = real - line.amount;
+      if (delta !== 0) deltas.push({ counter: line.counter, amount: delta, expiresAt: line.expiresAt, memo: line.memo });
     }
     // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
     const life = this.key.lifetime;
