@@ -368,8 +368,11 @@ export class SettlementQueue<S extends CounterState = CounterState> {
   }
 }
 
-/** Longest a lazy settlement (CounterDelta.lazy) is held, summed, before it rides on a reservation. */
-export const LAZY_MS = 1000;
+/**
+ * Longest a lazy settlement (CounterDelta.lazy) is held, summed, before it rides on a reservation: 5 s (ADR 0111; 1 s
+ * before), so 1,000 keys in use write 400 lifetime counters a second instead of 2,000.
+ */
+export const LAZY_MS = 5000;
 
 /** A lifetime counter's sum, kept and reused between its writes (ADR 0100). */
 export interface LazyState {
