@@ -23,6 +23,7 @@ import type { RunningRedis } from '../helpers/redis.ts';
 import { aiPreset, rejection, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { LAZY_MS } from '../../plugins/lib/key-store/settlement-queue.ts';
 
 const TEAM_LIMIT = 200;
 const ESTIMATE = 2 + 20; // prompt estimate + max_tokens
@@ -109,11 +110,12 @@ for (const kind of ['sqlite', 'redis', 'postgres'] as const) {
       assert.match(shown, /revoked/);
       assert.match(shown, /team:research\s+tokens=200\/day\s+64\s+136/, 'four answers of 16 tokens on the team budget');
       // Lifetime usage (ADR 0072): the four answers of both gateways, on the shared store, shown by either (a
-      // gateway's own lifetime sums are written within about 2 s, or at once when it reads them).
+      // gateway's own lifetime sums are written within about 2 × LAZY_MS, 10 s, when it is idle, or at once when it
+      // reads them: ADR 0111).
       const lifetime = async (admin: string): Promise<number> => (JSON.parse(await keys(admin, 'show', id!, '--json')) as { lifetime: { tokens: number } }).lifetime.tokens;
       for (const admin of admins) {
         let tokens = 0;
-        for (const until = Date.now() + 8000; Date.now() < until && (tokens = await lifetime(admin)) !== 64; ) await sleep(100);
+        for (const until = Date.now() + 2 * LAZY_MS + 5000; Date.now() < until && (tokens = await lifetime(admin)) !== 64; ) await sleep(100);
         assert.equal(tokens, 64, 'four answers of 16 tokens, over both gateways');
       }
       assert.match(await keys(admins[1]!, 'show', id!), /lifetime: 64 tokens, \d/);

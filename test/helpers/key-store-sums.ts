@@ -87,7 +87,7 @@ export async function checkLazySums(store: KeyStore, other: KeyStore): Promise<v
   assert.deepEqual(await other.values([line.counter, life.counter]), [21 * 10 - 20 * 4, 0], 'settlements rode on the reservations; the lifetime sum is held');
   await new Promise((r) => setTimeout(r, LAZY_MS + 20));
   assert.equal(await store.reserve([line]), -1);
-  assert.deepEqual(await other.values([life.counter]), [20 * 16], 'a second old: written once, summed, with the next reservation');
+  assert.deepEqual(await other.values([life.counter]), [20 * 16], 'LAZY_MS old: written once, summed, with the next reservation');
   await store.settle([{ ...life, amount: 5 }]);
   assert.deepEqual(await store.values([life.counter]), [20 * 16 + 5], "the store's own read writes what it holds first");
 }

@@ -56,7 +56,7 @@ test('postgres store: concurrent reservations of two stores (two replicas) stop 
 test('postgres store: one round trip per request (a cached key, confirmed by the reservation); rotation and revocation by another replica refuse at once', { skip }, () =>
   withTwoStores(open('cache_'), (store, other) => checkKeyCache(store, other, countQueries(store))));
 
-test('postgres store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
+test('postgres store: lazy (lifetime) settlements are summed and ride on a reservation once LAZY_MS old (5 s, ADR 0111); a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
   withTwoStores(open('lazy_'), checkLazySums));
 
 test('postgres store: a charge is written within SETTLE_DELAY_MS, a refund held until a reservation names its counter or REFUND_HOLD_MS; reads write held refunds first (ADR 0097)', { skip }, () =>

@@ -7,14 +7,14 @@ import { strict as assert } from 'node:assert';
 import { after, before, test } from 'node:test';
 import { redisSkip, startRedis } from '../../../test/helpers/redis.ts';
 import type { RunningRedis } from '../../../test/helpers/redis.ts';
+import { checkLeaseDraws, checkLeaseNearLimit, checkLeaseRefusals, checkLeasesTogether } from '../../../test/helpers/key-store-leases.ts';
 import { LEASE_REQUESTS } from './counter-leases.ts';
+import type { LeaseOptions } from './counter-leases.ts';
 import { KEY_RECHECK_MS } from './keys-version-cache.ts';
 import { openStore } from './open-store.ts';
 import { RedisKeyStore } from './redis-store.ts';
 import { RespClient } from './resp.ts';
 import { REFUND_HOLD_MS } from './settlement-queue.ts';
-import { digestOf } from './secrets.ts';
-import { KEY_GONE } from './types.ts';
 import type { CounterLine } from './types.ts';
 
 const skip = redisSkip;
@@ -86,59 +86,11 @@ test('redis store (ADR 0108): room not drawn from for LEASE_IDLE_MS goes back by
   }
 });
 
-test('redis store (ADR 0108): near its limit a lease line is refused and the reservation sent again without it: the budget stops exactly at its limit', { skip }, async () => {
-  const store = await RedisKeyStore.open(redis!.url, 'near:', KEY_RECHECK_MS, { share: 1 });
-  try {
-    const line: CounterLine = { counter: 'k:near', limit: 40, amount: 1, expiresAt: 0 };
-    const answers: number[] = [];
-    for (let i = 0; i < 45; i++) answers.push(await store.reserve([line]));
-    assert.deepEqual(answers, [...Array<number>(40).fill(-1), ...Array<number>(5).fill(0)], 'exactly limit / amount pass');
-    assert.deepEqual(await store.values([line.counter]), [40]);
-  } finally {
-    await store.close();
-  }
-});
-
-test('redis store (ADR 0108): two replicas leasing one budget at once never pass its limit, and every amount is in the store once their room is back', { skip }, async () => {
-  const a = await RedisKeyStore.open(redis!.url, 'two:', KEY_RECHECK_MS, { share: 1 });
-  const b = await RedisKeyStore.open(redis!.url, 'two:', KEY_RECHECK_MS, { share: 1 });
-  try {
-    const line: CounterLine = { counter: 't:two', limit: 200, amount: 1, expiresAt: 0 };
-    const burst = (s: RedisKeyStore) => Promise.all(Array.from({ length: 150 }, () => s.reserve([line])));
-    const [ra, rb] = await Promise.all([burst(a), burst(b)]);
-    const admitted = [...ra, ...rb].filter((r) => r === -1).length;
-    assert.ok(admitted <= 200 && admitted >= 150, `admitted ${admitted} of 300 against a limit of 200`);
-    await a.values([line.counter]);
-    assert.deepEqual(await b.values([line.counter]), [admitted], 'both rooms given back: the store holds what was admitted');
-    let more = 0;
-    while ((await a.reserve([line])) === -1) more++;
-    assert.equal(admitted + more, 200, 'the rest of the budget is still there to spend');
-  } finally {
-    await a.close();
-    await b.close();
-  }
-});
-
-test("redis store (ADR 0108): a reservation refused by another line, or whose key is gone, gives its drawn amounts back and answers the request's own line index", { skip }, async () => {
-  const store = await RedisKeyStore.open(redis!.url, 'mix:');
-  const other = await RedisKeyStore.open(redis!.url, 'mix:');
-  try {
-    const team: CounterLine = { counter: 't:mix', limit: 1e6, amount: 1, expiresAt: 0 };
-    const key: CounterLine = { counter: 'k:mix', limit: 3, amount: 1, expiresAt: 0 };
-    const answers: number[] = [];
-    for (let i = 0; i < 5; i++) answers.push(await store.reserve([team, key]));
-    assert.deepEqual(answers, [-1, -1, -1, 1, 1], "the key's own budget refuses: line 1 of the request (its team line was drawn, not sent)");
-    await other.create({ id: 'gone', budgets: [], prefix: 'sk-…', createdAt: new Date(0).toISOString(), source: 'api' }, digestOf('gone'));
-    assert.ok(await store.find(digestOf('gone')));
-    assert.equal(await store.reserve([team], digestOf('gone')), -1);
-    await other.revoke('gone', new Date().toISOString());
-    assert.equal(await store.reserve([team], digestOf('gone')), KEY_GONE);
-    assert.deepEqual(await store.values([team.counter, key.counter]), [4, 3], 'the refused and the gone reservations took nothing');
-  } finally {
-    await store.close();
-    await other.close();
-  }
-});
+const leasing = (name: string, options: LeaseOptions = {}) => RedisKeyStore.open(redis!.url, `${name}:`, KEY_RECHECK_MS, options);
+test('redis store (ADR 0108): the leasing scenarios of every store: draws, refunds and an exact read', { skip }, () => checkLeaseDraws(leasing));
+test('redis store (ADR 0108): near its limit a lease line is refused and the reservation sent again without it: the budget stops exactly at its limit', { skip }, () => checkLeaseNearLimit(leasing));
+test('redis store (ADR 0108): two replicas leasing one budget at once never pass its limit, and every amount is in the store once their room is back', { skip }, () => checkLeasesTogether(leasing));
+test("redis store (ADR 0108): a reservation refused by another line, or whose key is gone, gives its drawn amounts back and answers the request's own line index", { skip }, () => checkLeaseRefusals(leasing));
 
 test('redis store (ADR 0108): the config leases by default; `leases: false` writes every reservation', { skip }, async () => {
   const line: CounterLine = { counter: 't:cfg', limit: 1e6, amount: 1, expiresAt: 0 };

@@ -192,7 +192,7 @@ test("redis store (ADR 0101): a counter that exists keeps the expiry it was crea
   }
 });
 
-test('redis store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
+test('redis store: lazy (lifetime) settlements are summed and ride on a reservation once LAZY_MS old (5 s, ADR 0111); a read of counters sees them at once (ADR 0072, 0091)', { skip }, () =>
   withTwoStores(open('lazy:'), checkLazySums));
 
 test('redis store: a charge is written within SETTLE_DELAY_MS, a refund held until a reservation names its counter or REFUND_HOLD_MS; reads write held refunds first (ADR 0097)', { skip }, () =>

@@ -385,9 +385,9 @@ export interface LazyState {
 }
 
 /**
- * Lazy settlements (ADR 0072), summed by counter: a hot key's lifetime counters are written about once a second
+ * Lazy settlements (ADR 0072), summed by counter: a hot key's lifetime counters are written about once per LAZY_MS
  * instead of on every request. Oldest first (a counter keeps its place while later amounts are added to it). A
- * counter's entry stays after its sum is taken (ADR 0100: with 1,000 keys each is taken about once a second, and an
+ * counter's entry stays after its sum is taken (ADR 0100: with 1,000 keys each is taken about once per LAZY_MS, and an
  * entry made and deleted each time was promoted and rehashed the Map), up to STATES_MAX counters.
  */
 export class LazySums<L extends LazyState = LazyState> {

@@ -257,7 +257,7 @@ test('sqlite store: key records stay cached while no key changed, checked about 
   }
 });
 
-test('sqlite store: lazy (lifetime) settlements are summed and ride on a reservation once a second old; a read of counters sees them at once (ADR 0072)', async () => {
+test('sqlite store: lazy (lifetime) settlements are summed and ride on a reservation once LAZY_MS old (5 s, ADR 0111); a read of counters sees them at once (ADR 0072)', async () => {
   const file = join(dir, 'lazy.db');
   const [mine, other] = [await SqliteKeyStore.open(file, { everyMs: 3_600_000 }), await SqliteKeyStore.open(file, { everyMs: 3_600_000 })];
   try {
@@ -270,7 +270,7 @@ test('sqlite store: lazy (lifetime) settlements are summed and ride on a reserva
     assert.deepEqual(await other.values([lines[0]!.counter, life.counter]), [21 * 10 - 20 * 4, 0], 'settlements rode on the reservations; the lifetime sum is held');
     await new Promise((r) => setTimeout(r, LAZY_MS + 20));
     assert.equal(mine.reserve(lines), -1);
-    assert.deepEqual(await other.values([life.counter]), [20 * 16], 'a second old: written once, summed, with the next reservation');
+    assert.deepEqual(await other.values([life.counter]), [20 * 16], 'LAZY_MS old: written once, summed, with the next reservation');
     mine.settle([{ ...life, amount: 5 }]);
     assert.deepEqual(await mine.values([life.counter]), [20 * 16 + 5], 'the store\'s own read writes what it holds first');
   } finally {

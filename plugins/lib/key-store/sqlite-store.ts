@@ -6,7 +6,9 @@ import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
 import { setUpDatabase } from './sqlite-schema.ts';
 import { VersionedKeyCache } from './key-cache.ts';
-import { GroupedCounter, lineStates, settleGrouped } from './counter-groups.ts';
+import { lineStates, settleGrouped } from './counter-groups.ts';
+import { LeaseBook, LeasedCounter } from './counter-leases.ts';
+import type { LeaseOptions } from './counter-leases.ts';
 import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
@@ -41,6 +43,12 @@ export interface SqliteStoreOptions {
    * and its own check. The gateway's store (openStore) groups; without it every reservation answers at once.
    */
   readonly group?: boolean;
+  /**
+   * Budget leases (ADR 0108), as the Redis store takes them: several processes on one file then write a team's
+   * counter about once per LEASE_REQUESTS of its reservations. The gateway's store leases (openStore); without it,
+   * none.
+   */
+  readonly leases?: LeaseOptions;
 }
 
 /** Thrown by `vk_refuse()` inside the reservation statement: aborts it (nothing written) and names the counter. */
@@ -110,8 +118,8 @@ function pad(args: (string | number | null)[], at: number, size: number): number
  * A counter's settlement state (the queue's) with its place in the reservation statement being built (ADR 0103): a
  * due settlement whose counter is one of the reservation's lines is merged into that line's row, found on the state.
  */
-class SqliteCounter extends GroupedCounter {
-  /** The reservation (`built` count) that has this counter as its line `line`. */
+class SqliteCounter extends LeasedCounter {
+  /** The reservation (`built` count) that has this counter as its row `line`. */
   built = 0;
   line = 0;
 }
@@ -149,17 +157,42 @@ export class SqliteKeyStore implements KeyStore {
   private built = 0;
   /** Marks a line's state as the line `i` of the reservation being built (reserveNow; made once). */
   private readonly markLine = (c: SqliteCounter, i: number): void => {
+    const l = this.buildLines[i]!;
+    this.lineState[i] = c;
+    // A lease's room serves the line without a row; a row sent may lease room beyond its amount (ADR 0108).
+    if (this.leases.draw(c, l, this.buildAt)) {
+      this.lineRow[i] = -1;
+      this.lineLease[i] = 0;
+      return;
+    }
     this.pending.claimState(c, this.buildAt);
+    const size = this.leases.sizeFor(c, l, this.buildAt);
+    if (size > 0) c.leasing = true;
+    this.lineLease[i] = size;
     c.built = this.built;
-    c.line = i;
+    c.line = this.lineRow[i] = this.buildRows++;
   };
   private buildAt = 0;
+  /** The reservation being built: its lines, and per line its state, its row (-1: drawn from a lease) and lease size. */
+  private buildLines: readonly CounterLine[] = [];
+  private buildRows = 0;
+  private readonly lineState: SqliteCounter[] = [];
+  private readonly lineRow: number[] = [];
+  private readonly lineLease: number[] = [];
+  /** Budget leases (ADR 0108): a lease's room goes back to the file as a settlement of its counter. */
+  private readonly leases: LeaseBook<SqliteCounter>;
+  /** A settlement of a leased counter goes to its room, any other to the queue. */
+  private readonly settleOne = (c: SqliteCounter, amount: number, expiresAt: number): void => {
+    if (!this.leases.settle(c, amount)) this.pending.addTo(c, amount, expiresAt);
+  };
+  /** The keys version check alone, for a reservation whose lines all came from leases and nothing else is due. */
+  private readonly keyCheck: StatementSync;
   /** Records found (ADR 0068), kept while the keys version is unchanged (ADR 0072); each reservation confirms its key's digest. */
   private readonly cache = new VersionedKeyCache();
   private readonly checkpointer: Checkpointer | undefined;
   /** Settlements not written yet, summed by counter: they ride on the next reservation's transaction (ADR 0048). */
   private readonly pending = new SettlementQueue<SqliteCounter>(() => this.tryFlush(), (counter) => new SqliteCounter(counter));
-  /** Lifetime counters' settlements, summed: they join `pending` once a second old, a few per reservation (ADR 0072). */
+  /** Lifetime counters' settlements, summed: they join `pending` once LAZY_MS old, a few per reservation (ADR 0072, 0111). */
   private readonly lazy = new LazySums(() => this.tryFlush(true));
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
@@ -199,6 +232,7 @@ export class SqliteKeyStore implements KeyStore {
   private constructor(db: DatabaseSync, checkpointer: (() => Checkpointer) | undefined, options: SqliteStoreOptions | undefined) {
     this.db = db;
     this.grouping = options?.group === true;
+    this.leases = new LeaseBook<SqliteCounter>((c, amount) => this.pending.addTo(c, amount, c.leaseExpiresAt), options?.leases ?? { requests: 0 });
     // Checkpoints run on a worker thread's connection, never inside a commit on this thread (checkpointer.ts).
     if (checkpointer) {
       db.exec('PRAGMA wal_autocheckpoint = 0');
@@ -214,6 +248,7 @@ export class SqliteKeyStore implements KeyStore {
     this.commit = db.prepare('COMMIT');
     this.rollback = db.prepare('ROLLBACK');
     this.sweep = db.prepare('DELETE FROM vk_counters WHERE expires > 0 AND expires < ?');
+    this.keyCheck = db.prepare(`SELECT (SELECT value FROM vk_meta WHERE name = 'keys') = ? OR EXISTS (SELECT 1 FROM vk_keys WHERE digest = ?) AS live`);
     db.function('vk_refuse', { directOnly: true, deterministic: false }, (counter) => {
       throw new Refusal(String(counter));
     });
@@ -311,7 +346,10 @@ export class SqliteKeyStore implements KeyStore {
     this.pending.trim();
     this.built++;
     this.buildAt = now;
+    this.buildLines = lines;
+    this.buildRows = 0;
     lineStates(this.pending, lines, this.markLine);
+    const sent = this.buildRows;
     this.pending.ripen(now);
     // Settlements ride on this statement: merged into a line's row when they are for its counter, else rows of their own
     // (read from the queue in place: no copy of it per request).
@@ -322,8 +360,9 @@ export class SqliteKeyStore implements KeyStore {
     // size (pushes grew it four or five times per request: most of the store's allocation on the serving path).
     // A due settlement whose state is stamped with this statement merges into its line's row (no lookup by name).
     const built = this.built;
-    let rows = lines.length;
+    let rows = sent;
     for (let i = 0; i < pending.size; i++) if (pending.at(i).built !== built) rows++;
+    if (rows === 0) return this.checkKeyOnly(lines, digest);
     const size = statementRows(rows);
     // One parameter array per length, reused (run() is synchronous and every slot is written below): made per
     // reservation it was the store's largest allocation, and V8 at times allocated it in the old generation.
@@ -331,11 +370,13 @@ export class SqliteKeyStore implements KeyStore {
     const args = (this.argsByLength[length] ??= new Array<string | number | null>(length));
     let at = 0;
     for (let i = 0; i < lines.length; i++) {
+      if (this.lineRow[i] === -1) continue;
       const l = lines[i]!;
+      const lease = this.lineLease[i]!;
       args[at++] = l.counter;
       args[at++] = 0;
-      args[at++] = l.amount;
-      args[at++] = l.limit;
+      args[at++] = l.amount + lease;
+      args[at++] = l.limit - lease;
       args[at++] = l.expiresAt;
     }
     for (let i = 0; i < pending.size; i++) {
@@ -363,19 +404,53 @@ export class SqliteKeyStore implements KeyStore {
       (digest === undefined ? this.reserveStatement(size) : this.checkedStatement(size)).run(...args);
     } catch (err) {
       if (err instanceof Gone) {
+        this.leasesNotTaken(lines, -1);
         this.cache.drop(digest);
         if (queued) this.tryFlush();
         return KEY_GONE;
       }
-      if (!(err instanceof Refusal)) throw err;
+      if (!(err instanceof Refusal)) {
+        this.leasesNotTaken(lines, -1);
+        throw err;
+      }
+      const i = lines.findIndex((l) => l.counter === err.counter);
+      if (i !== -1 && this.lineLease[i]! > 0) {
+        // A lease line refused near its limit: the same reservation again without that lease (its settlements with it).
+        this.leasesNotTaken(lines, i);
+        return this.reserveNow(lines, digest);
+      }
+      this.leasesNotTaken(lines, -1);
       // Nothing was written; the queued settlements still count, alone.
       if (queued) this.tryFlush();
-      const i = lines.findIndex((l) => l.counter === err.counter);
       return i === -1 ? 0 : i;
     }
+    for (let i = 0; i < lines.length; i++) if (this.lineLease[i]! > 0) this.leases.granted(this.lineState[i]!, lines[i]!, this.lineLease[i]!, now);
     if (queued) this.pending.clear();
     if (++this.reservations % SWEEP_EVERY === 0) this.sweep.run(now);
     return -1;
+  }
+
+  /**
+   * A reservation took nothing: its drawn amounts go back to their rooms, its lease lines are not taken, and the one
+   * at `refused` (a lease line refused near its limit, or -1) is not leased for a while (ADR 0108).
+   */
+  private leasesNotTaken(lines: readonly CounterLine[], refused: number): void {
+    for (let i = 0; i < lines.length; i++) {
+      const c = this.lineState[i]!;
+      if (this.lineRow[i] === -1) this.leases.undraw(c, lines[i]!.amount);
+      else if (i === refused) this.leases.refused(c, this.buildAt);
+      else if (this.lineLease[i]! > 0) this.leases.notTaken(c);
+    }
+  }
+
+  /** Every line came from a lease and nothing else is due: only the key is checked (the statement's own check, alone). */
+  private checkKeyOnly(lines: readonly CounterLine[], digest: string | undefined): number {
+    if (digest === undefined) return -1;
+    const row = this.keyCheck.get(this.cache.versionOf(digest) ?? null, digest) as { live: number };
+    if (row.live) return -1;
+    this.leasesNotTaken(lines, -1);
+    this.cache.drop(digest);
+    return KEY_GONE;
   }
 
   /**
@@ -384,7 +459,7 @@ export class SqliteKeyStore implements KeyStore {
    * a settlement seen a few ms late by another process only delays a correction (ADR 0048).
    */
   settle(deltas: readonly CounterDelta[]): void {
-    settleGrouped(this.pending, this.lazy, deltas);
+    settleGrouped(this.pending, this.lazy, deltas, this.settleOne);
   }
 
   /**
@@ -393,7 +468,10 @@ export class SqliteKeyStore implements KeyStore {
    * reservations a few at a time (with many keys they are a second's worth of rows: thousands).
    */
   flush(lazy = true): void {
-    if (lazy) dueEverything(this.pending, this.lazy);
+    if (lazy) {
+      this.leases.closeAll();
+      dueEverything(this.pending, this.lazy);
+    }
     if (this.pending.size === 0 || !this.db.isOpen) return;
     const rows = this.pending.rows();
     // Inside a group's transaction (ADR 0090) the group's commit writes them; a failure is the group's to roll back.

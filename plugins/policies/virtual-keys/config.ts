@@ -21,7 +21,7 @@ export interface DeclaredKeyConfig {
 }
 
 export interface StoreConfig {
-  sqlite?: { path: string };
+  sqlite?: { path: string; leases?: boolean };
   redis?: { url: string; prefix?: string; leases?: boolean };
   postgres?: { url: string; tablePrefix?: string };
 }
