@@ -48,6 +48,9 @@ describe('compactHeapSoon', () => {
       const spin = () => { const t = Date.now() + 20; while (Date.now() < t); if (Date.now() < until) setTimeout(spin, 1); else console.log(JSON.stringify({ before, after: newSpace() })); };
       setTimeout(spin, 1);
     `);
-    assert.equal(r.after, r.before);
+    // Still two 4 MiB semi-spaces: not collected. V8 may drop the extra page it sometimes reports (9 MiB before, 8 after
+    // seen in CI), but compaction would shrink it far below (the test above).
+    const floor = Math.min(r.before as number, 8 * 1024 * 1024);
+    assert.ok((r.after as number) >= floor, `young generation kept: ${String(r.after)} >= ${floor} (before ${String(r.before)})`);
   });
 });
