@@ -4,6 +4,7 @@
 // names its counter anyway, or for at most REFUND_HOLD_MS: the budget only looks more used meanwhile (it can refuse
 // earlier, never overshoot), and with many keys in turn most refunds then cost no write of their own. Shared by the
 // SQLite, Redis and PostgreSQL stores.
+import { recalled, remember } from './memos.ts';
 import type { CounterDelta, CounterMemo } from './types.ts';
 
 /** Longest a charge waits for a reservation to ride on before it is written alone. */
@@ -121,7 +122,7 @@ export class SettlementQueue<S extends CounterState = CounterState> {
     if (kept !== undefined) return kept;
     let s = this.states.get(counter);
     if (s === undefined) this.states.set(counter, (s = this.make(counter)));
-    if (memo !== undefined) this.keep(s, memo);
+    remember(memo, this, s, this.trimCount);
     return s;
   }
 
@@ -130,15 +131,8 @@ export class SettlementQueue<S extends CounterState = CounterState> {
    * since: with 1,000 keys in turn each Map lookup of a counter was a cache miss or more.
    */
   private kept(counter: string, memo: CounterMemo | undefined): S | undefined {
-    if (memo === undefined || memo.owner !== this || memo.epoch !== this.trimCount) return undefined;
-    const s = memo.entry as S;
-    return s.counter === counter ? s : undefined;
-  }
-
-  private keep(s: S, memo: CounterMemo): void {
-    memo.owner = this;
-    memo.entry = s;
-    memo.epoch = this.trimCount;
+    const s = recalled<S>(memo, this, this.trimCount);
+    return s !== undefined && s.counter === counter ? s : undefined;
   }
 
   /** Past STATES_MAX counters, drop the idle states (O(n) once per STATES_MAX / 2 new counters or so). */
@@ -158,7 +152,7 @@ export class SettlementQueue<S extends CounterState = CounterState> {
     const kept = this.kept(counter, memo);
     if (kept !== undefined) return kept;
     const s = this.states.get(counter) ?? this.stateOf(counter);
-    if (memo !== undefined) this.keep(s, memo);
+    remember(memo, this, s, this.trimCount);
     return s;
   }
 
@@ -422,16 +416,10 @@ export class LazySums<L extends LazyState = LazyState> {
    * with 1,000 keys in turn each lookup in thousands of entries was a cache miss, two per request.
    */
   add(d: CounterDelta, now: number): void {
-    const m = d.memo;
-    let q: L;
-    if (m !== undefined && m.owner === this && m.epoch === this.dropCount && (m.entry as L).counter === d.counter) q = m.entry as L;
-    else {
+    let q = recalled<L>(d.memo, this, this.dropCount);
+    if (q === undefined || q.counter !== d.counter) {
       q = this.entryFor(d.counter);
-      if (m !== undefined) {
-        m.owner = this;
-        m.entry = q;
-        m.epoch = this.dropCount;
-      }
+      remember(d.memo, this, q, this.dropCount);
     }
     this.addTo(q, d.amount, d.expiresAt, now);
   }
