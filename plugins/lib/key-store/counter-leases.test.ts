@@ -2,7 +2,9 @@
 // room, and when the room goes back (redis-leases.test.ts: the Redis store with them, against a real redis-server).
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { LEASE_REQUESTS, LEASE_SHARE, LeaseBook, LeasedCounter } from './counter-leases.ts';
+import { DRAWN, LEASE_REFUSED, LEASE_REQUESTS, LEASE_RETRY_MS, LEASE_SHARE, LeaseBook, LeasedCounter, NOTHING_TAKEN } from './counter-leases.ts';
+import type { LeasedLine } from './counter-leases.ts';
+import { KEY_GONE } from './types.ts';
 
 const book = (options = {}) => {
   const given: [string, number][] = [];
@@ -70,4 +72,83 @@ test('lease book: room not drawn from for idleMs goes back; closeAll gives every
   leases.closeAll();
   assert.deepEqual(given.at(-1), ['a', -6], 'two lease lines add to one room');
   assert.equal(leases.size, 0);
+});
+
+/**
+ * A reservation of four lines on counters a–d: a drawn from its room, b sent as it is, c drawn, d sent leasing 8. The
+ * script is sent b and d only (sent indices 0 and 1); `leased` is the Redis store's list, the arrays the SQLite store's.
+ */
+const reservation = () => {
+  const { leases, given } = book();
+  const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((n) => new LeasedCounter(n)) as [LeasedCounter, LeasedCounter, LeasedCounter, LeasedCounter];
+  const lines = [a, b, c, d].map((x) => ({ counter: x.counter, limit: 100, amount: 1, expiresAt: 5 }));
+  for (const x of [a, c]) {
+    leases.granted(x, lines[0]!, 4, 0);
+    assert.equal(leases.draw(x, lines[0]!, 1), true);
+  }
+  d.leasing = true;
+  const leased: LeasedLine<LeasedCounter>[] = [
+    { c: a, line: 0, size: DRAWN },
+    { c, line: 2, size: DRAWN },
+    { c: d, line: 3, size: 8 },
+  ];
+  return { leases, given, a, b, c, d, lines, leased, states: [a, b, c, d], sizes: [DRAWN, 0, DRAWN, 8] };
+};
+
+test("lease answer: taken, a lease line's room is the replica's and drawn amounts stay drawn", () => {
+  for (const layout of ['list', 'arrays'] as const) {
+    const r = reservation();
+    const answer = layout === 'list' ? r.leases.answer(r.leased, r.lines, -1, 50) : r.leases.answerLines(r.states, r.sizes, r.lines, -1, 50);
+    assert.equal(answer, -1, layout);
+    assert.equal(r.d.leased, true, layout);
+    assert.equal(r.d.room, 8, layout);
+    assert.equal(r.d.leasing, false, layout);
+    assert.equal(r.d.lastDraw, 50, layout);
+    assert.equal(r.a.room, 3, `${layout}: the draw from a is not given back`);
+    assert.equal(r.c.room, 3, layout);
+    assert.equal(r.b.leased, false, `${layout}: a plain line leases nothing`);
+  }
+});
+
+test('lease answer: a refusal by the line after a drawn one maps to its index in the reservation, and every draw goes back', () => {
+  const r = reservation();
+  // Sent index 0 is b: line 1 of the reservation (a, drawn, is not sent).
+  assert.equal(r.leases.answer(r.leased, r.lines, 0, 50), 1);
+  assert.equal(r.a.room, 4, 'a draw before the refusing line goes back');
+  assert.equal(r.c.room, 4, 'so does one after it');
+  assert.equal(r.d.leasing, false, 'the lease line was not taken');
+  assert.equal(r.d.leased, false);
+  assert.equal(r.d.noLeaseUntil, 0, 'and may lease again at once: it did not refuse');
+  const s = reservation();
+  assert.equal(s.leases.answerLines(s.states, s.sizes, s.lines, 1, 50), 1, "the arrays are in the reservation's terms already");
+  assert.deepEqual([s.a.room, s.c.room, s.d.leasing, s.d.noLeaseUntil], [4, 4, false, 0]);
+});
+
+test('lease answer: a refused lease line (past two drawn lines) gives LEASE_REFUSED and is not leased for LEASE_RETRY_MS', () => {
+  const r = reservation();
+  // Sent index 1 is d: line 3 (a and c, drawn, before it).
+  assert.equal(r.leases.answer(r.leased, r.lines, 1, 50), LEASE_REFUSED);
+  assert.equal(r.d.noLeaseUntil, 50 + LEASE_RETRY_MS);
+  assert.equal(r.d.leasing, false);
+  assert.equal(r.leases.sizeFor(r.d, r.lines[3]!, 51), 0, 'sent again without the lease');
+  assert.deepEqual([r.a.room, r.c.room], [4, 4], 'draws undone: the reservation goes again whole');
+  const s = reservation();
+  assert.equal(s.leases.answerLines(s.states, s.sizes, s.lines, 3, 50), LEASE_REFUSED);
+  assert.deepEqual([s.d.noLeaseUntil, s.a.room, s.c.room], [50 + LEASE_RETRY_MS, 4, 4]);
+});
+
+test('lease answer: nothing taken (key gone, version changed, the store failed): draws go back, lease lines are not taken, the answer stays', () => {
+  for (const refused of [KEY_GONE, -3, NOTHING_TAKEN]) {
+    const r = reservation();
+    assert.equal(r.leases.answer(r.leased, r.lines, refused, 50), refused);
+    assert.deepEqual([r.a.room, r.c.room, r.d.leasing, r.d.leased, r.d.noLeaseUntil], [4, 4, false, false, 0], String(refused));
+    const s = reservation();
+    assert.equal(s.leases.answerLines(s.states, s.sizes, s.lines, refused, 50), refused);
+    assert.deepEqual([s.a.room, s.c.room, s.d.leasing, s.d.leased, s.d.noLeaseUntil], [4, 4, false, false, 0], String(refused));
+  }
+  // A draw undone after its lease closed goes to the store.
+  const r = reservation();
+  r.leases.close(r.a);
+  r.leases.answer(r.leased, r.lines, KEY_GONE, 50);
+  assert.deepEqual(r.given.at(-1), ['a', -1]);
 });

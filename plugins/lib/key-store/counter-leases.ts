@@ -16,6 +16,15 @@ export const LEASE_SHARE = 0.001;
 export const LEASE_IDLE_MS = 1000;
 /** After a lease line was refused (its counter too near its limit for one), that counter is not leased for this long. */
 export const LEASE_RETRY_MS = 10_000;
+/**
+ * A reservation's answer when one of its lease lines was refused (`answer`): nothing taken, to be sent again at once
+ * without that lease (the line goes as a plain one: the counter is not leased for LEASE_RETRY_MS).
+ */
+export const LEASE_REFUSED = -4;
+/** What `answer` and `answerLines` are told when a reservation took nothing and no line refused (a store's failure). */
+export const NOTHING_TAKEN = -5;
+/** A line's lease size when it was drawn from its counter's room (not sent to the store). */
+export const DRAWN = -1;
 
 /** A counter's state with its lease (the settlement queue keeps it while `pinned`: room is the store's money). */
 export class LeasedCounter extends GroupedCounter {
@@ -31,6 +40,17 @@ export class LeasedCounter extends GroupedCounter {
   noLeaseUntil = 0;
   /** In the book's list of open leases (it may have closed since: the sweep drops it). */
   listed = false;
+}
+
+/**
+ * A reservation's line served by a lease (the Redis store's list of them, in line order): drawn from the room (`size`
+ * DRAWN), or sent with `size` more to lease.
+ */
+export interface LeasedLine<C extends LeasedCounter> {
+  readonly c: C;
+  /** The line's index in the reservation. */
+  readonly line: number;
+  readonly size: number;
 }
 
 /** Lease bounds, shorter in tests. */
@@ -121,6 +141,55 @@ export class LeaseBook<C extends LeasedCounter> {
   /** A lease line's reservation took nothing (another line refused, the key was gone, the script failed). */
   notTaken(c: C): void {
     c.leasing = false;
+  }
+
+  /**
+   * What a store's answer does to one line of a reservation served by a lease (ADR 0108); the one place for these
+   * rules, which `answer` and `answerLines` apply per line. `size`: DRAWN, or the room the line was sent to lease;
+   * `index`: the line's in the reservation; `refused`: the refusing line's index in the reservation, -1 when the
+   * reservation was taken, any other negative when nothing was (the key gone, NOTHING_TAKEN when the store failed). Taken: a lease
+   * line's room is the replica's. Otherwise a drawn amount goes back, a refused lease line's counter is not leased for
+   * LEASE_RETRY_MS (true: the reservation is to go again without that lease), and any other lease line is not taken.
+   */
+  answerLine(c: C, line: CounterLine, index: number, size: number, refused: number, now: number): boolean {
+    if (size === DRAWN) {
+      if (refused !== -1) this.undraw(c, line.amount);
+      return false;
+    }
+    if (refused === -1) this.granted(c, line, size, now);
+    else if (refused === index) {
+      this.refused(c, now);
+      return true;
+    } else this.notTaken(c);
+    return false;
+  }
+
+  /**
+   * A store's answer for a reservation whose lines served by leases are `leased` (the Redis store's list), with
+   * `refused` as the store gave it: a refusing line's index among the lines sent, which are the reservation's without
+   * the drawn ones. Returns the answer in the reservation's terms: the refusing line's index in it (the policy names
+   * the refusing budget by it), LEASE_REFUSED when that line was a lease line, else `refused` as it was.
+   */
+  answer(leased: readonly LeasedLine<C>[], lines: readonly CounterLine[], refused: number, now: number): number {
+    let index = refused;
+    // Each drawn line before the refusing one (in line order) moves it one further in the reservation.
+    if (refused >= 0) for (const l of leased) if (l.size === DRAWN && l.line <= index) index++;
+    let answer = index;
+    for (const l of leased) if (this.answerLine(l.c, lines[l.line]!, l.line, l.size, index, now)) answer = LEASE_REFUSED;
+    return answer;
+  }
+
+  /**
+   * `answer` for a store that keeps per line its state and its lease size (`sizes`: DRAWN, 0 for a line sent as it
+   * is, or the room it leases; the SQLite store's arrays), with `refused` already the reservation's line index.
+   */
+  answerLines(states: readonly C[], sizes: readonly number[], lines: readonly CounterLine[], refused: number, now: number): number {
+    let answer = refused;
+    for (let i = 0; i < lines.length; i++) {
+      const size = sizes[i]!;
+      if (size !== 0 && this.answerLine(states[i]!, lines[i]!, i, size, refused, now)) answer = LEASE_REFUSED;
+    }
+    return answer;
   }
 
   /** A drawn amount whose reservation took nothing goes back: to the room, or to the store once the lease closed. */

@@ -8,8 +8,8 @@ import { KEY_RECHECK_MS, KeysVersionCache } from './keys-version-cache.ts';
 import type { Entry } from './keys-version-cache.ts';
 import { RedisError, RespClient } from './resp.ts';
 import { lineStates, settleGrouped } from './counter-groups.ts';
-import { LeaseBook, LeasedCounter } from './counter-leases.ts';
-import type { LeaseOptions } from './counter-leases.ts';
+import { DRAWN, LEASE_REFUSED, LeaseBook, LeasedCounter, NOTHING_TAKEN } from './counter-leases.ts';
+import type { LeasedLine, LeaseOptions } from './counter-leases.ts';
 import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { LazyState } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
@@ -128,8 +128,6 @@ const LAZY_PER_RESERVATION = 8;
 
 /** A reservation's answer when the keys version it was sent against changed: nothing taken, sent again with its digest. */
 const UNCHECKED = -3;
-/** What leaseAnswer makes of a refusal by a lease line (ADR 0108): nothing taken, sent again without that lease. */
-const LEASE_REFUSED = -4;
 
 interface Waiting {
   readonly lines: readonly CounterLine[];
@@ -142,19 +140,9 @@ interface Waiting {
    * Its lines drawn from leases or leasing (ADR 0108), in line order, as the script being answered was built (none:
    * every line went as it is).
    */
-  leased: LeasedLine[] | undefined;
+  leased: LeasedLine<RedisCounter>[] | undefined;
   resolve(refused: number): void;
   reject(err: unknown): void;
-}
-
-/** A reservation's line served by a lease: drawn from its room (`size` 0), or sent with `size` more to lease. */
-interface LeasedLine {
-  readonly c: RedisCounter;
-  /** The line's index in the reservation. */
-  readonly line: number;
-  /** The line's index among the lines the script was sent (a lease line's; -1 for a drawn one). */
-  readonly sent: number;
-  readonly size: number;
 }
 
 /**
@@ -391,7 +379,7 @@ export class RedisKeyStore implements KeyStore {
       (err: unknown) => {
         this.inFlight--;
         for (const w of batch) {
-          if (w.leased !== undefined) this.leaseAnswer(w, KEY_GONE, Date.now());
+          if (w.leased !== undefined) this.leaseAnswer(w, NOTHING_TAKEN, Date.now());
           w.reject(err);
         }
       },
@@ -399,31 +387,13 @@ export class RedisKeyStore implements KeyStore {
   };
 
   /**
-   * What a script's answer does to a reservation's leased lines (ADR 0108), and the answer to give for it: admitted,
-   * its lease lines' room is the replica's; otherwise its drawn amounts go back, and a refusal by a lease line is
-   * LEASE_REFUSED (sent again, the line without a lease). A refusal's index is mapped from the lines sent to the request's.
+   * What a script's answer does to a reservation's leased lines (ADR 0108: LeaseBook.answer), and the answer to give
+   * for it: the refusing line's index in the reservation, or LEASE_REFUSED (sent again, that line without a lease).
    */
   private leaseAnswer(w: Waiting, refused: number, now: number): number {
     const leased = w.leased!;
     w.leased = undefined;
-    const leases = this.leases;
-    let answer = refused;
-    if (refused >= 0) {
-      // The refusing line's index among the request's: the sent lines are the request's without the drawn ones.
-      let index = refused;
-      for (const l of leased) if (l.sent === -1 && l.line <= index) index++;
-      answer = index;
-    }
-    for (const l of leased) {
-      if (l.size === 0) {
-        if (refused !== -1) leases.undraw(l.c, w.lines[l.line]!.amount);
-      } else if (refused === -1) leases.granted(l.c, w.lines[l.line]!, l.size, now);
-      else if (refused >= 0 && l.line === answer) {
-        leases.refused(l.c, now);
-        answer = LEASE_REFUSED;
-      } else leases.notTaken(l.c);
-    }
-    return answer;
+    return this.leases.answer(leased, w.lines, refused, now);
   }
 
   /**
@@ -461,14 +431,14 @@ export class RedisKeyStore implements KeyStore {
       const l = lines[i]!;
       // A lease's room serves the line without the store (ADR 0108); a line sent may lease room beyond its amount.
       if (leases.draw(c, l, now)) {
-        (w.leased ??= []).push({ c, line: i, sent: -1, size: 0 });
+        (w.leased ??= []).push({ c, line: i, size: DRAWN });
         return;
       }
       pending.claimState(c, now);
       const size = leases.sizeFor(c, l, now);
       if (size > 0) {
         c.leasing = true;
-        (w.leased ??= []).push({ c, line: i, sent: sentLines, size });
+        (w.leased ??= []).push({ c, line: i, size });
       }
       sentLines++;
       reservations.push(at(c, l.expiresAt), l.limit - size, l.amount + size);

@@ -7,7 +7,7 @@ import { Checkpointer } from './checkpointer.ts';
 import { setUpDatabase } from './sqlite-schema.ts';
 import { VersionedKeyCache } from './key-cache.ts';
 import { lineStates, settleGrouped } from './counter-groups.ts';
-import { LeaseBook, LeasedCounter } from './counter-leases.ts';
+import { DRAWN, LEASE_REFUSED, LeaseBook, LeasedCounter, NOTHING_TAKEN } from './counter-leases.ts';
 import type { LeaseOptions } from './counter-leases.ts';
 import { dueEverything, LazySums, SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
@@ -161,8 +161,7 @@ export class SqliteKeyStore implements KeyStore {
     this.lineState[i] = c;
     // A lease's room serves the line without a row; a row sent may lease room beyond its amount (ADR 0108).
     if (this.leases.draw(c, l, this.buildAt)) {
-      this.lineRow[i] = -1;
-      this.lineLease[i] = 0;
+      this.lineLease[i] = DRAWN;
       return;
     }
     this.pending.claimState(c, this.buildAt);
@@ -170,14 +169,16 @@ export class SqliteKeyStore implements KeyStore {
     if (size > 0) c.leasing = true;
     this.lineLease[i] = size;
     c.built = this.built;
-    c.line = this.lineRow[i] = this.buildRows++;
+    c.line = this.buildRows++;
   };
   private buildAt = 0;
-  /** The reservation being built: its lines, and per line its state, its row (-1: drawn from a lease) and lease size. */
+  /**
+   * The reservation being built: its lines, and per line its state and its lease size (DRAWN: drawn from a lease, no
+   * row; else the room its row leases, 0: none), as LeaseBook.answerLines reads them.
+   */
   private buildLines: readonly CounterLine[] = [];
   private buildRows = 0;
   private readonly lineState: SqliteCounter[] = [];
-  private readonly lineRow: number[] = [];
   private readonly lineLease: number[] = [];
   /** Budget leases (ADR 0108): a lease's room goes back to the file as a settlement of its counter. */
   private readonly leases: LeaseBook<SqliteCounter>;
@@ -370,9 +371,9 @@ export class SqliteKeyStore implements KeyStore {
     const args = (this.argsByLength[length] ??= new Array<string | number | null>(length));
     let at = 0;
     for (let i = 0; i < lines.length; i++) {
-      if (this.lineRow[i] === -1) continue;
-      const l = lines[i]!;
       const lease = this.lineLease[i]!;
+      if (lease === DRAWN) continue;
+      const l = lines[i]!;
       args[at++] = l.counter;
       args[at++] = 0;
       args[at++] = l.amount + lease;
@@ -404,43 +405,28 @@ export class SqliteKeyStore implements KeyStore {
       (digest === undefined ? this.reserveStatement(size) : this.checkedStatement(size)).run(...args);
     } catch (err) {
       if (err instanceof Gone) {
-        this.leasesNotTaken(lines, -1);
+        this.leases.answerLines(this.lineState, this.lineLease, lines, KEY_GONE, now);
         this.cache.drop(digest);
         if (queued) this.tryFlush();
         return KEY_GONE;
       }
       if (!(err instanceof Refusal)) {
-        this.leasesNotTaken(lines, -1);
+        this.leases.answerLines(this.lineState, this.lineLease, lines, NOTHING_TAKEN, now);
         throw err;
       }
       const i = lines.findIndex((l) => l.counter === err.counter);
-      if (i !== -1 && this.lineLease[i]! > 0) {
+      if (this.leases.answerLines(this.lineState, this.lineLease, lines, i === -1 ? NOTHING_TAKEN : i, now) === LEASE_REFUSED) {
         // A lease line refused near its limit: the same reservation again without that lease (its settlements with it).
-        this.leasesNotTaken(lines, i);
         return this.reserveNow(lines, digest);
       }
-      this.leasesNotTaken(lines, -1);
       // Nothing was written; the queued settlements still count, alone.
       if (queued) this.tryFlush();
       return i === -1 ? 0 : i;
     }
-    for (let i = 0; i < lines.length; i++) if (this.lineLease[i]! > 0) this.leases.granted(this.lineState[i]!, lines[i]!, this.lineLease[i]!, now);
+    this.leases.answerLines(this.lineState, this.lineLease, lines, -1, now);
     if (queued) this.pending.clear();
     if (++this.reservations % SWEEP_EVERY === 0) this.sweep.run(now);
     return -1;
-  }
-
-  /**
-   * A reservation took nothing: its drawn amounts go back to their rooms, its lease lines are not taken, and the one
-   * at `refused` (a lease line refused near its limit, or -1) is not leased for a while (ADR 0108).
-   */
-  private leasesNotTaken(lines: readonly CounterLine[], refused: number): void {
-    for (let i = 0; i < lines.length; i++) {
-      const c = this.lineState[i]!;
-      if (this.lineRow[i] === -1) this.leases.undraw(c, lines[i]!.amount);
-      else if (i === refused) this.leases.refused(c, this.buildAt);
-      else if (this.lineLease[i]! > 0) this.leases.notTaken(c);
-    }
   }
 
   /** Every line came from a lease and nothing else is due: only the key is checked (the statement's own check, alone). */
@@ -448,7 +434,7 @@ export class SqliteKeyStore implements KeyStore {
     if (digest === undefined) return -1;
     const row = this.keyCheck.get(this.cache.versionOf(digest) ?? null, digest) as { live: number };
     if (row.live) return -1;
-    this.leasesNotTaken(lines, -1);
+    this.leases.answerLines(this.lineState, this.lineLease, lines, KEY_GONE, this.buildAt);
     this.cache.drop(digest);
     return KEY_GONE;
   }
