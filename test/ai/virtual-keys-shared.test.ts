@@ -23,7 +23,7 @@ import type { RunningRedis } from '../helpers/redis.ts';
 import { aiPreset, rejection, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
-import { LAZY_MS } from '../../plugins/lib/key-store/settlement-queue.ts';
+import { LAZY_MS } from '../../plugins/lib/key-store/lazy-sums.ts';
 
 const TEAM_LIMIT = 200;
 const ESTIMATE = 2 + 20; // prompt estimate + max_tokens

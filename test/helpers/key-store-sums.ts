@@ -3,7 +3,8 @@
 // the timer sends settlements alone. Used by the two store tests against real servers (`checkLazyGroup` by the SQLite
 // store's as well).
 import { strict as assert } from 'node:assert';
-import { LAZY_MS, REFUND_HOLD_MS, SETTLE_DELAY_MS, STATES_MAX } from '../../plugins/lib/key-store/settlement-queue.ts';
+import { LAZY_MS } from '../../plugins/lib/key-store/lazy-sums.ts';
+import { REFUND_HOLD_MS, SETTLE_DELAY_MS, STATES_MAX } from '../../plugins/lib/key-store/settlement-queue.ts';
 import type { CounterDelta, CounterLine, KeyStore } from '../../plugins/lib/key-store/types.ts';
 
 /** Count the calls of `target[method]` from now on (a store's round trips: `pool.query`, `client.command`). */

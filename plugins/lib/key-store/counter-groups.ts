@@ -7,7 +7,8 @@
 // key), and a key's lifetime sums through theirs (ADR 0107: a team's line is the first line of its ten keys, and
 // could not keep theirs).
 import { CounterState } from './settlement-queue.ts';
-import type { LazySums, LazyState, SettlementQueue } from './settlement-queue.ts';
+import type { LazySums, LazyState } from './lazy-sums.ts';
+import type { SettlementQueue } from './settlement-queue.ts';
 import type { CounterDelta, CounterMemo } from './types.ts';
 
 const NO_GROUP: GroupedCounter[] = [];

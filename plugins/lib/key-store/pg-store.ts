@@ -5,7 +5,8 @@
 // call confirms (ADR 0061): one round trip per request.
 import pg from 'pg';
 import { KeyCache } from './key-cache.ts';
-import { dueEverything, LazySums, queueSettlement, SettlementQueue } from './settlement-queue.ts';
+import { dueEverything, LazySums, queueSettlement } from './lazy-sums.ts';
+import { SettlementQueue } from './settlement-queue.ts';
 import { KEY_GONE } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 

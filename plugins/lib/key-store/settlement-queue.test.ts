@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { CounterState, LAZY_MS, LazySums, REFUND_HOLD_MS, SETTLE_DELAY_MS, SettlementQueue, STATES_MAX } from './settlement-queue.ts';
+import { LAZY_MS, LazySums } from './lazy-sums.ts';
+import { CounterState, REFUND_HOLD_MS, SETTLE_DELAY_MS, SettlementQueue, STATES_MAX } from './settlement-queue.ts';
 import type { CounterDelta } from './types.ts';
 
 const d = (counter: string, amount: number, expiresAt = 0) => ({ counter, amount, expiresAt });

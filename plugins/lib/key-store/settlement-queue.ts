@@ -3,7 +3,7 @@
 // SETTLE_DELAY_MS: delaying it could let a budget be overshot. A refund (usage goes down) is held until a reservation
 // names its counter anyway, or for at most REFUND_HOLD_MS: the budget only looks more used meanwhile (it can refuse
 // earlier, never overshoot), and with many keys in turn most refunds then cost no write of their own. Shared by the
-// SQLite, Redis and PostgreSQL stores.
+// SQLite, Redis and PostgreSQL stores; lifetime counters' settlements are summed apart first (lazy-sums.ts).
 import { recalled, remember } from './memos.ts';
 import type { CounterDelta, CounterMemo } from './types.ts';
 
@@ -42,8 +42,8 @@ export class CounterState {
 
 /** Counters' states kept at most; past it the idle ones are dropped (a window's counters end with it). */
 export const STATES_MAX = 16_384;
-/** References kept in the due list after a write, at most (a burst of thousands is not held on to). */
-const KEEP = 1024;
+/** References kept in the due list after a write, at most (a burst of thousands is not held on to; LazySums' too). */
+export const KEEP = 1024;
 
 export class SettlementQueue<S extends CounterState = CounterState> {
   /** Every counter in use: due, held or idle (kept for its next settlement), up to STATES_MAX. */
@@ -359,174 +359,5 @@ export class SettlementQueue<S extends CounterState = CounterState> {
     this.count = 0;
     if (this.list.length > KEEP) this.list.length = KEEP;
     if (this.heldLive > 0 && this.timer === undefined) this.wake(Date.now());
-  }
-}
-
-/**
- * Longest a lazy settlement (CounterDelta.lazy) is held, summed, before it rides on a reservation: 5 s (ADR 0111; 1 s
- * before), so 1,000 keys in use write 400 lifetime counters a second instead of 2,000.
- */
-export const LAZY_MS = 5000;
-
-/** A lifetime counter's sum, kept and reused between its writes (ADR 0100). */
-export interface LazyState {
-  readonly counter: string;
-  amount: number;
-  expiresAt: number;
-  /** When its first part still waiting was added. */
-  since: number;
-  queued: boolean;
-}
-
-/**
- * Lazy settlements (ADR 0072), summed by counter: a hot key's lifetime counters are written about once per LAZY_MS
- * instead of on every request. Oldest first (a counter keeps its place while later amounts are added to it). A
- * counter's entry stays after its sum is taken (ADR 0100: with 1,000 keys each is taken about once per LAZY_MS, and an
- * entry made and deleted each time was promoted and rehashed the Map), up to STATES_MAX counters.
- */
-export class LazySums<L extends LazyState = LazyState> {
-  private readonly byCounter = new Map<string, L>();
-  /** The counters with a sum waiting, oldest first: `head` up to `end` (taken from the head only). */
-  private readonly order: L[] = [];
-  private head = 0;
-  private end = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private takenAt = 0;
-  /** Times entries were dropped (past STATES_MAX): a memo filled before may hold an entry this no longer has. */
-  private dropCount = 0;
-  private readonly onIdle: () => void;
-  private readonly make: (counter: string) => L;
-
-  /**
-   * `onIdle` writes everything (`all`) when nothing took the sums within LAZY_MS; `make` makes a counter's entry (a
-   * store's own, with what it keeps per lifetime counter).
-   */
-  constructor(onIdle: () => void, make: (counter: string) => L = (counter) => ({ counter, amount: 0, expiresAt: 0, since: 0, queued: false }) as L) {
-    this.onIdle = onIdle;
-    this.make = make;
-  }
-
-  /** Counters whose entry is kept (waiting or not). */
-  get stateCount(): number {
-    return this.byCounter.size;
-  }
-
-  /**
-   * A lazy delta, found through its memo (ADR 0107) while the entry it keeps is this one's and not dropped since:
-   * with 1,000 keys in turn each lookup in thousands of entries was a cache miss, two per request.
-   */
-  add(d: CounterDelta, now: number): void {
-    let q = recalled<L>(d.memo, this, this.dropCount);
-    if (q === undefined || q.counter !== d.counter) {
-      q = this.entryFor(d.counter);
-      remember(d.memo, this, q, this.dropCount);
-    }
-    this.addTo(q, d.amount, d.expiresAt, now);
-  }
-
-  /** A counter's entry, made if new (past STATES_MAX the ones not waiting are dropped first). */
-  private entryFor(counter: string): L {
-    let q = this.byCounter.get(counter);
-    if (q === undefined) {
-      if (this.byCounter.size >= STATES_MAX) {
-        for (const [c, s] of this.byCounter) if (!s.queued) this.byCounter.delete(c);
-        this.dropCount++;
-      }
-      this.byCounter.set(counter, (q = this.make(counter)));
-    }
-    return q;
-  }
-
-  /** `add` to a counter's entry. */
-  private addTo(q: L, amount: number, expiresAt: number, now: number): void {
-    if (q.queued) q.amount += amount;
-    else {
-      q.amount = amount;
-      q.since = now;
-      q.queued = true;
-      if (this.head === this.end) this.head = this.end = 0;
-      else if (this.end === this.order.length && this.head * 2 >= this.end) {
-        // Move the waiting sums down rather than grow: the array stays within twice the sums waiting at once.
-        this.order.copyWithin(0, this.head, this.end);
-        this.end -= this.head;
-        this.head = 0;
-      }
-      this.order[this.end++] = q;
-    }
-    q.expiresAt = expiresAt;
-    if (this.timer === undefined) this.arm();
-  }
-
-  /** After 2 × LAZY_MS: write everything, unless reservations are taking the sums (then look again later). */
-  private arm(): void {
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      if (this.head === this.end) return;
-      if (Date.now() - this.takenAt < LAZY_MS) this.arm();
-      else this.onIdle();
-    }, LAZY_MS * 2);
-    this.timer.unref();
-  }
-
-  /** Up to `max` sums first added LAZY_MS or more before `now`, taken out (undefined when none is due). */
-  due(now: number, max: number): CounterDelta[] | undefined {
-    this.takenAt = now;
-    let rows: CounterDelta[] | undefined;
-    while (this.head < this.end) {
-      const q = this.order[this.head]!;
-      if (q.since > now - LAZY_MS || (rows !== undefined && rows.length >= max)) break;
-      (rows ??= []).push(this.take(q));
-      this.head++;
-    }
-    return rows;
-  }
-
-  /**
-   * `due` without rows: each sum due is handed to `take` as its entry (its amount and expiresAt are the sum's during
-   * the call only), so a store can add it to its queue without a lookup or an object per sum.
-   */
-  dueEach(now: number, max: number, take: (q: L) => void): void {
-    this.takenAt = now;
-    for (let n = 0; this.head < this.end && n < max; n++) {
-      const q = this.order[this.head]!;
-      if (q.since > now - LAZY_MS) break;
-      q.queued = false;
-      take(q);
-      q.amount = 0;
-      this.head++;
-    }
-  }
-
-  /** Every sum, taken out. */
-  all(): CounterDelta[] {
-    const rows: CounterDelta[] = [];
-    for (let i = this.head; i < this.end; i++) rows.push(this.take(this.order[i]!));
-    this.head = this.end = 0;
-    if (this.order.length > KEEP) this.order.length = KEEP;
-    return rows;
-  }
-
-  private take(q: L): CounterDelta {
-    q.queued = false;
-    const row = { counter: q.counter, amount: q.amount, expiresAt: q.expiresAt };
-    q.amount = 0;
-    return row;
-  }
-}
-
-/** Everything waiting becomes due: the lifetime sums and the held refunds (usage reads, close, an idle store). */
-export function dueEverything(pending: SettlementQueue, lazy: LazySums): void {
-  const all = lazy.all();
-  if (all.length > 0) pending.add(all);
-  pending.claimAll();
-}
-
-/** A request's settlement: lifetime deltas (`lazy`) summed in `lazy` (ADR 0072, 0091), the others queued in `pending`. */
-export function queueSettlement(deltas: readonly CounterDelta[], pending: SettlementQueue, lazy: LazySums): void {
-  let now = 0;
-  for (let i = 0; i < deltas.length; i++) {
-    const d = deltas[i]!;
-    if (d.lazy) lazy.add(d, (now ||= Date.now()));
-    else pending.addOne(d);
   }
 }

@@ -12,7 +12,8 @@ import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { after, test } from 'node:test';
 import { KEY_CACHE_MS } from './key-cache.ts';
 import { checkLazyGroup, countCalls } from '../../../test/helpers/key-store-sums.ts';
-import { LAZY_MS, STATES_MAX } from './settlement-queue.ts';
+import { LAZY_MS } from './lazy-sums.ts';
+import { STATES_MAX } from './settlement-queue.ts';
 import { SqliteKeyStore } from './sqlite-store.ts';
 import { KEY_GONE } from './types.ts';
 
