@@ -87,9 +87,10 @@ async function flows(keys: number, n: number, group: number, root: string): Prom
   // Statements and their rows (a row: a counter; padding rows have none), counted around the store's statements.
   let statements = 0;
   let rows = 0;
-  const spy = store as unknown as Record<string, (size: number) => { run(...a: unknown[]): unknown }>;
+  // The statements by size are the store's `sql` (sqlite-statements.ts), or the store's own in a checkout before it.
+  const spy = ((store as unknown as { sql?: object }).sql ?? store) as Record<string, (size: number) => { run(...a: unknown[]): unknown }>;
   for (const m of ['reserveStatement', 'checkedStatement']) {
-    const make = spy[m]!.bind(store);
+    const make = spy[m]!.bind(spy);
     spy[m] = (size) => {
       const st = make(size);
       return { run: (...a) => (statements++, (rows += a.filter((x, j) => j % 5 === 0 && j < size * 5 && x !== null).length), st.run(...a)) };

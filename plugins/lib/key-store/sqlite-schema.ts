@@ -1,4 +1,4 @@
-// The embedded store's file set up on open: WAL mode and the schema (ADR 0035, 0072, 0103).
+// The embedded store's file set up on open: Node's SQLite loaded, WAL mode and the schema (ADR 0035, 0072, 0103).
 import { setTimeout as sleepFor } from 'node:timers/promises';
 
 // The keys version starts at the time in µs (ADR 0103): a version row removed by hand and made again by the next open
@@ -36,5 +36,16 @@ export async function setUpDatabase(db: { exec(sql: string): void }, sleep: (ms:
       if ((err as { errcode?: number }).errcode !== SQLITE_BUSY || attempt >= WAITS) throw err;
       await sleep(FIRST_WAIT_MS * 2 ** attempt);
     }
+  }
+}
+
+/** `node:sqlite` without flags needs Node 22.13+ (22.12 has it behind `--experimental-sqlite`). */
+export async function loadSqlite(): Promise<typeof import('node:sqlite')> {
+  try {
+    return await import('node:sqlite');
+  } catch (err) {
+    throw new Error(
+      `the embedded key store needs Node's built-in \`node:sqlite\`, which this Node (${process.version}) does not offer without a flag: run on Node 22.13 or later, or start Node with --experimental-sqlite (${(err as Error).message})`,
+    );
   }
 }

@@ -226,7 +226,7 @@ test('sqlite store: key records stay cached while no key changed, checked about 
   try {
     // Count the key reads `mine` makes (its one statement that reads vk_keys for a lookup).
     let reads = 0;
-    const byDigest = (mine as unknown as { byDigest: StatementSync }).byDigest;
+    const byDigest = (mine as unknown as { sql: { byDigest: StatementSync } }).sql.byDigest;
     const get = byDigest.get.bind(byDigest);
     Object.defineProperty(byDigest, 'get', { value: (...args: SQLInputValue[]) => (reads++, get(...args)) });
     const record = (i: number) => ({ id: `k${i}`, budgets: [], prefix: 'sk-t', createdAt: new Date(0).toISOString(), source: 'api' as const });
@@ -283,7 +283,7 @@ test('sqlite store: lazy (lifetime) settlements are summed and ride on a reserva
 test('sqlite store: reservations carrying any number of queued settlements use a bounded set of prepared statements, padded rows change nothing', async () => {
   const store = await SqliteKeyStore.open(join(dir, 'sizes.db'), { everyMs: 3_600_000 });
   const prepared = (): number => {
-    const s = store as unknown as { reserveMany: unknown[]; reserveChecked: unknown[] };
+    const s = (store as unknown as { sql: { reserveMany: unknown[]; reserveChecked: unknown[] } }).sql;
     return s.reserveMany.filter(Boolean).length + s.reserveChecked.filter(Boolean).length;
   };
   try {

@@ -1,10 +1,14 @@
 // The embedded store (ADR 0035): one SQLite file through Node's built-in `node:sqlite`, in WAL mode so several
-// worker processes or threads on one machine share it; every reservation is one write transaction.
+// worker processes or threads on one machine share it; every reservation is one write transaction. This file groups
+// reservations per event-loop turn, fills each one's statement (leased lines, riding settlements) and acts on its
+// outcome; the statements' text and their prepared forms are in sqlite-statements.ts, the file's set-up in
+// sqlite-schema.ts.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { DatabaseSync, StatementSync } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import { Checkpointer } from './checkpointer.ts';
-import { setUpDatabase } from './sqlite-schema.ts';
+import { loadSqlite, setUpDatabase } from './sqlite-schema.ts';
+import { Gone, MAX_ROWS, pad, Refusal, SqliteStatements, statementRows } from './sqlite-statements.ts';
 import { VersionedKeyCache } from './key-cache.ts';
 import { lineStates, settleGrouped } from './counter-groups.ts';
 import { DRAWN, LEASE_REFUSED, LeaseBook, LeasedCounter, NOTHING_TAKEN } from './counter-leases.ts';
@@ -17,12 +21,6 @@ import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts'
 
 /** Expired counters are swept every this many reservations (a window's counter is dead once it ended). */
 const SWEEP_EVERY = 4096;
-/**
- * Rows per reservation statement (lines plus queued settlements; 5 parameters each): more settlements go first, alone.
- * Under load with many keys a burst of answers queues dozens of keys' settlements before the next reservation; the
- * statement is linear in its rows (ADR 0072), so they ride on it rather than cost a transaction of their own.
- */
-const MAX_ROWS = 256;
 /** Lazy (lifetime) settlements added to one reservation at most: a burst of them is spread over the next requests. */
 const LAZY_PER_RESERVATION = 8;
 /** Parsed key records kept (a cache of the hot keys, emptied when full). */
@@ -52,69 +50,6 @@ export interface SqliteStoreOptions {
   readonly leases?: LeaseOptions;
 }
 
-/** Thrown by `vk_refuse()` inside the reservation statement: aborts it (nothing written) and names the counter. */
-class Refusal {
-  readonly counter: string;
-  constructor(counter: string) {
-    this.counter = counter;
-  }
-}
-
-/** Thrown by `vk_gone()` inside the reservation statement: the digest no longer names a key (rotated or revoked). */
-class Gone {}
-
-/**
- * A reservation in one statement (ADR 0054): per row (counter, settle, amount, limit, expires) it applies the queued
- * settlement, checks the limit (none for a settlement-only row: NULL) and adds the amount. A counter at its limit calls
- * `vk_refuse`, which throws, and SQLite rolls the whole statement back: nothing taken, no settlement written. In
- * autocommit, the statement takes the write lock before it reads, like BEGIN IMMEDIATE did. The arithmetic keeps the
- * order of the former settle-then-add statements ((value + settle) + amount); a counter whose window has expired
- * counts as 0 in the check, as before.
- *
- * Each row's counter is read once, by its primary key, in the SELECT (a LEFT JOIN), which computes the new value;
- * the upsert only stores it (`excluded.value`). A correlated lookup of the row in `v` from the DO UPDATE (as before
- * ADR 0072) scanned `v` for every row: quadratic in the rows, which many keys' queued settlements make many.
- */
-function reserveSql(rows: number, checked: boolean): string {
-  // With a digest (ADR 0068): the key found through the cache must still be there, in the same write transaction.
-  // The keys version first (ADR 0103): unchanged since the digest was read, no key was changed or removed since, so
-  // the digest still names its key; only otherwise the digest's index is searched (with 1,000 keys, cache misses).
-  const where = checked
-    ? `CASE WHEN (SELECT value FROM vk_meta WHERE name = 'keys') = ? OR EXISTS (SELECT 1 FROM vk_keys WHERE digest = ?) THEN true ELSE vk_gone() END`
-    : 'true';
-  return `WITH v(name, settle, amount, lim, exp) AS (VALUES (?, ?, ?, ?, ?)${', (?, ?, ?, ?, ?)'.repeat(rows - 1)})
-INSERT INTO vk_counters (name, value, expires)
-SELECT v.name, CASE WHEN (CASE WHEN c.expires > 0 AND c.expires <= ? THEN 0 ELSE coalesce(c.value, 0) END) + v.settle >= v.lim
-    THEN vk_refuse(v.name) ELSE coalesce(c.value, 0) + v.settle + v.amount END, v.exp
-FROM v LEFT JOIN vk_counters AS c ON c.name = v.name WHERE v.name IS NOT NULL AND ${where}
-ON CONFLICT(name) DO UPDATE SET value = excluded.value, expires = excluded.expires`;
-}
-
-/**
- * The statement size used for `rows` rows: exact up to 16, then the next multiple of 8 up to 64, of 32 up to MAX_ROWS;
- * the rest are padding rows (a NULL counter, which the statement skips). With many keys the rows of a reservation
- * vary with the settlements queued (dozens, up to MAX_ROWS): a statement per exact count was up to 2 × 256 prepared
- * statements, about 27 MiB and 0.5 s of event-loop time to prepare (1 ms each for the largest); now at most 2 × 28.
- * A padding row costs about 0.7 µs.
- */
-export function statementRows(rows: number): number {
-  if (rows <= 16) return rows;
-  if (rows <= 64) return (rows + 7) & ~7;
-  return Math.min(MAX_ROWS, (rows + 31) & ~31);
-}
-
-/** Fill `args` from index `at` with skipped rows (5 parameters each) up to `size` rows; returns the index after them. */
-function pad(args: (string | number | null)[], at: number, size: number): number {
-  while (at < size * 5) {
-    args[at++] = null;
-    args[at++] = 0;
-    args[at++] = 0;
-    args[at++] = null;
-    args[at++] = 0;
-  }
-  return at;
-}
-
 /**
  * A counter's settlement state (the queue's) with its place in the reservation statement being built (ADR 0103): a
  * due settlement whose counter is one of the reservation's lines is merged into that line's row, found on the state.
@@ -125,33 +60,11 @@ class SqliteCounter extends LeasedCounter {
   line = 0;
 }
 
-/** `node:sqlite` without flags needs Node 22.13+ (22.12 has it behind `--experimental-sqlite`). */
-async function loadSqlite(): Promise<typeof import('node:sqlite')> {
-  try {
-    return await import('node:sqlite');
-  } catch (err) {
-    throw new Error(
-      `the embedded key store needs Node's built-in \`node:sqlite\`, which this Node (${process.version}) does not offer without a flag: run on Node 22.13 or later, or start Node with --experimental-sqlite (${(err as Error).message})`,
-    );
-  }
-}
-
 export class SqliteKeyStore implements KeyStore {
   readonly kind = 'sqlite';
   private readonly db: DatabaseSync;
-  private readonly byDigest: StatementSync;
-  private readonly byId: StatementSync;
-  private readonly all: StatementSync;
-  private readonly insert: StatementSync;
-  private readonly update: StatementSync;
-  private readonly sweep: StatementSync;
-  private readonly begin: StatementSync;
-  private readonly commit: StatementSync;
-  private readonly rollback: StatementSync;
-  /** By count: read n counters in one query; reserve/settle n rows in one statement (prepared on first use). */
-  private readonly readMany: StatementSync[] = [];
-  private readonly reserveMany: StatementSync[] = [];
-  private readonly reserveChecked: StatementSync[] = [];
+  /** The connection's prepared statements (sqlite-statements.ts). */
+  private readonly sql: SqliteStatements;
   /** Reservation parameters by their count (reserveNow). */
   private readonly argsByLength: (string | number | null)[][] = [];
   /** Reservation statements built (each line's state is stamped with the count: SqliteCounter). */
@@ -187,8 +100,6 @@ export class SqliteKeyStore implements KeyStore {
   private readonly settleOne = (c: SqliteCounter, amount: number, expiresAt: number): void => {
     if (!this.leases.settle(c, amount)) this.pending.addTo(c, amount, expiresAt);
   };
-  /** The keys version check alone, for a reservation whose lines all came from leases and nothing else is due. */
-  private readonly keyCheck: StatementSync;
   /** Records found (ADR 0068), kept while the keys version is unchanged (ADR 0072); each reservation confirms its key's digest. */
   private readonly cache = new VersionedKeyCache();
   private readonly checkpointer: Checkpointer | undefined;
@@ -240,23 +151,7 @@ export class SqliteKeyStore implements KeyStore {
       db.exec('PRAGMA wal_autocheckpoint = 0');
       this.checkpointer = checkpointer();
     }
-    // The keys version (raised by the triggers on every change) in the same read as the record: the cache's check.
-    this.byDigest = db.prepare(`SELECT record, (SELECT value FROM vk_meta WHERE name = 'keys') AS version FROM vk_keys WHERE digest = ?`);
-    this.byId = db.prepare('SELECT record FROM vk_keys WHERE id = ?');
-    this.all = db.prepare('SELECT record FROM vk_keys ORDER BY id');
-    this.insert = db.prepare('INSERT INTO vk_keys (id, digest, record) VALUES (?, ?, ?)');
-    this.update = db.prepare('UPDATE vk_keys SET digest = ?, record = ? WHERE id = ?');
-    this.begin = db.prepare('BEGIN IMMEDIATE');
-    this.commit = db.prepare('COMMIT');
-    this.rollback = db.prepare('ROLLBACK');
-    this.sweep = db.prepare('DELETE FROM vk_counters WHERE expires > 0 AND expires < ?');
-    this.keyCheck = db.prepare(`SELECT (SELECT value FROM vk_meta WHERE name = 'keys') = ? OR EXISTS (SELECT 1 FROM vk_keys WHERE digest = ?) AS live`);
-    db.function('vk_refuse', { directOnly: true, deterministic: false }, (counter) => {
-      throw new Refusal(String(counter));
-    });
-    db.function('vk_gone', { directOnly: true, deterministic: false }, () => {
-      throw new Gone();
-    });
+    this.sql = new SqliteStatements(db);
   }
 
   find(digest: string): KeyRecord | undefined {
@@ -266,7 +161,7 @@ export class SqliteKeyStore implements KeyStore {
 
   /** Read a key (and the keys version) from the file, and keep it. */
   private read(digest: string, now: number): KeyRecord | undefined {
-    const row = this.byDigest.get(digest) as { record: string; version: number | null } | undefined;
+    const row = this.sql.byDigest.get(digest) as { record: string; version: number | null } | undefined;
     if (!row) return undefined;
     let record = this.parsed.get(row.record);
     if (!record) {
@@ -277,18 +172,6 @@ export class SqliteKeyStore implements KeyStore {
     // No version row (removed by hand; every open puts it back): nothing is cached, as nothing would tell a change.
     if (typeof row.version === 'number') this.cache.set(digest, record, row.version, now);
     return record;
-  }
-
-  private readStatement(n: number): StatementSync {
-    return (this.readMany[n] ??= this.db.prepare(`SELECT name, value, expires FROM vk_counters WHERE name IN (?${',?'.repeat(n - 1)})`));
-  }
-
-  private reserveStatement(rows: number): StatementSync {
-    return (this.reserveMany[rows] ??= this.db.prepare(reserveSql(rows, false)));
-  }
-
-  private checkedStatement(rows: number): StatementSync {
-    return (this.reserveChecked[rows] ??= this.db.prepare(reserveSql(rows, true)));
   }
 
   reserve(lines: readonly CounterLine[], digest?: string): number | Promise<number> {
@@ -318,7 +201,7 @@ export class SqliteKeyStore implements KeyStore {
     this.grouped = [];
     const answers: (number | { error: unknown })[] = [];
     try {
-      this.begin.run();
+      this.sql.begin.run();
       for (const g of group) {
         try {
           answers.push(this.reserveNow(g.lines, g.digest));
@@ -326,9 +209,9 @@ export class SqliteKeyStore implements KeyStore {
           answers.push({ error });
         }
       }
-      this.commit.run();
+      this.sql.commit.run();
     } catch (err) {
-      if (this.db.isTransaction) this.rollback.run();
+      if (this.db.isTransaction) this.sql.rollback.run();
       for (const g of group) g.reject(err);
       return;
     }
@@ -403,7 +286,7 @@ export class SqliteKeyStore implements KeyStore {
       args[at] = digest;
     }
     try {
-      (digest === undefined ? this.reserveStatement(size) : this.checkedStatement(size)).run(...args);
+      (digest === undefined ? this.sql.reserveStatement(size) : this.sql.checkedStatement(size)).run(...args);
     } catch (err) {
       if (err instanceof Gone) {
         this.leases.answerLines(this.lineState, this.lineLease, lines, KEY_GONE, now);
@@ -426,14 +309,14 @@ export class SqliteKeyStore implements KeyStore {
     }
     this.leases.answerLines(this.lineState, this.lineLease, lines, -1, now);
     if (queued) this.pending.clear();
-    if (++this.reservations % SWEEP_EVERY === 0) this.sweep.run(now);
+    if (++this.reservations % SWEEP_EVERY === 0) this.sql.sweep.run(now);
     return -1;
   }
 
   /** Every line came from a lease and nothing else is due: only the key is checked (the statement's own check, alone). */
   private checkKeyOnly(lines: readonly CounterLine[], digest: string | undefined): number {
     if (digest === undefined) return -1;
-    const row = this.keyCheck.get(this.cache.versionOf(digest) ?? null, digest) as { live: number };
+    const row = this.sql.keyCheck.get(this.cache.versionOf(digest) ?? null, digest) as { live: number };
     if (row.live) return -1;
     this.leases.answerLines(this.lineState, this.lineLease, lines, KEY_GONE, this.buildAt);
     this.cache.drop(digest);
@@ -460,26 +343,8 @@ export class SqliteKeyStore implements KeyStore {
       dueEverything(this.pending, this.lazy);
     }
     if (this.pending.size === 0 || !this.db.isOpen) return;
-    const rows = this.pending.rows();
-    // Inside a group's transaction (ADR 0090) the group's commit writes them; a failure is the group's to roll back.
-    const several = rows.length > MAX_ROWS && !this.db.isTransaction;
-    if (several) this.begin.run();
-    try {
-      for (let at = 0; at < rows.length; at += MAX_ROWS) {
-        const chunk = rows.slice(at, at + MAX_ROWS);
-        const args: (string | number | null)[] = [];
-        for (const d of chunk) args.push(d.counter, d.amount, 0, null, d.expiresAt);
-        const size = statementRows(chunk.length);
-        pad(args, args.length, size);
-        args.push(Date.now());
-        this.reserveStatement(size).run(...args);
-      }
-      if (several) this.commit.run();
-      this.pending.clear();
-    } catch (err) {
-      if (several && this.db.isTransaction) this.rollback.run();
-      throw err;
-    }
+    this.sql.writeSettlements(this.pending.rows());
+    this.pending.clear();
   }
 
   /** `flush`, keeping the queue (and its timer) when it fails: e.g. another process held the lock past busy_timeout. */
@@ -495,7 +360,7 @@ export class SqliteKeyStore implements KeyStore {
     this.flush();
     const now = Date.now();
     if (counters.length === 0) return [];
-    const rows = this.readStatement(counters.length).all(...counters) as { name: string; value: number; expires: number }[];
+    const rows = this.sql.readStatement(counters.length).all(...counters) as { name: string; value: number; expires: number }[];
     return counters.map((c) => {
       const row = rows.find((r) => r.name === c);
       return row && (row.expires === 0 || row.expires > now) ? row.value : 0;
@@ -503,29 +368,29 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async create(record: KeyRecord, digest: string): Promise<void> {
-    this.insert.run(record.id, digest, JSON.stringify(record));
+    this.sql.insert.run(record.id, digest, JSON.stringify(record));
   }
 
   async get(id: string): Promise<KeyRecord | undefined> {
-    const row = this.byId.get(id) as { record: string } | undefined;
+    const row = this.sql.byId.get(id) as { record: string } | undefined;
     return row ? (JSON.parse(row.record) as KeyRecord) : undefined;
   }
 
   async list(): Promise<KeyRecord[]> {
-    return (this.all.all() as { record: string }[]).map((r) => JSON.parse(r.record) as KeyRecord);
+    return (this.sql.all.all() as { record: string }[]).map((r) => JSON.parse(r.record) as KeyRecord);
   }
 
   /** Read and rewrite a live key in one write transaction, so a rotation racing a revocation (another process) loses cleanly. */
   private change(id: string, digest: string, fields: Partial<KeyRecord>): boolean {
     this.db.exec('BEGIN IMMEDIATE');
     try {
-      const row = this.byId.get(id) as { record: string } | undefined;
+      const row = this.sql.byId.get(id) as { record: string } | undefined;
       const current = row ? (JSON.parse(row.record) as KeyRecord) : undefined;
       if (!current || current.revokedAt !== undefined) {
         this.db.exec('ROLLBACK');
         return false;
       }
-      this.update.run(digest, JSON.stringify({ ...current, ...fields }), id);
+      this.sql.update.run(digest, JSON.stringify({ ...current, ...fields }), id);
       this.db.exec('COMMIT');
       this.cache.drop();
       return true;
