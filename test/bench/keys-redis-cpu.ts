@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
-import { waitForPort } from '../helpers/envoy-ratelimit.ts';
+import { waitForPort } from '../helpers/processes.ts';
 import { freePort } from '../helpers/ports.ts';
 import { which } from '../helpers/which.ts';
 import type { KeyStore } from '../../plugins/lib/key-store/types.ts';

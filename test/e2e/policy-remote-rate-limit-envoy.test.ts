@@ -9,7 +9,8 @@ import { request } from 'undici';
 import type { Plugin } from 'switchyard/sdk';
 import remoteRateLimit from '../../plugins/policies/remote-rate-limit/plugin.ts';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { locateRateLimitService, startRateLimitService, stopChild } from '../helpers/envoy-ratelimit.ts';
+import { locateRateLimitService, startRateLimitService } from '../helpers/envoy-ratelimit.ts';
+import { stopChild } from '../helpers/processes.ts';
 import type { RateLimitService } from '../helpers/envoy-ratelimit.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -165,7 +166,7 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
 
   it('Redis down: the service fails, so failClosed answers 500 and failOpen passes', async () => {
     assert.equal((await call('/closed/x')).status, 200);
-    await stopChild(rls.redis);
+    await rls.redis.stop();
     const closed = await call('/closed/x');
     assert.equal(closed.status, 500);
     assert.deepEqual(JSON.parse(closed.text), { error: { type: 'rate_limit_error', message: 'rate limit failed' } });

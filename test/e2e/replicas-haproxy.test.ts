@@ -17,7 +17,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { stringify } from 'yaml';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
-import { locateRateLimitService, startRateLimitService, stopChild, waitForPort } from '../helpers/envoy-ratelimit.ts';
+import { locateRateLimitService, startRateLimitService } from '../helpers/envoy-ratelimit.ts';
+import { stopChild, waitForPort } from '../helpers/processes.ts';
 import { which } from '../helpers/which.ts';
 import type { RateLimitService } from '../helpers/envoy-ratelimit.ts';
 import { freePort } from '../helpers/ports.ts';

@@ -1,15 +1,18 @@
-// The real Envoy rate limit service (github.com/envoyproxy/ratelimit, Go) backed by a real Redis, for the tests that
-// need a global limit. The service is built with the Go toolchain on first use and cached outside the repository
-// (~/.cache/switchyard/envoy-ratelimit/<version>/); `SWITCHYARD_RATELIMIT_BIN` points at a prebuilt binary instead.
+// The real Envoy rate limit service (github.com/envoyproxy/ratelimit, Go) backed by a real Redis (started by redis.ts,
+// as for the key-store suites), for the tests that need a global limit. The service is built with the Go toolchain on
+// first use and cached outside the repository (~/.cache/switchyard/envoy-ratelimit/<version>/);
+// `SWITCHYARD_RATELIMIT_BIN` points at a prebuilt binary instead.
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { homedir} from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { freePort } from './ports.ts';
+import { stopChild } from './processes.ts';
+import { redisSkip, startRedis } from './redis.ts';
+import type { RunningRedis } from './redis.ts';
 import { which } from './which.ts';
 import { testTempDir } from './temp-dir.ts';
 
@@ -56,31 +59,15 @@ async function locateRatelimit(): Promise<{ bin: string } | { skip: string }> {
   }
 }
 
-/** The service binary and redis-server, or why the suite must skip (`false` when nothing is missing). */
-export async function locateRateLimitService(): Promise<{ skip: string | false; bin?: string; redisServer?: string }> {
+/**
+ * The service binary, or why the suite must skip (`false` when nothing is missing): redis-server is looked for first
+ * (redis.ts), so a machine without it does not build the service for nothing.
+ */
+export async function locateRateLimitService(): Promise<{ skip: string | false; bin?: string }> {
+  if (redisSkip) return { skip: `the service stores its counts in Redis: ${redisSkip}` };
   const located = await locateRatelimit();
   if ('skip' in located) return { skip: located.skip };
-  const redisServer = which('redis-server', ['/usr/bin', '/usr/sbin', '/usr/local/bin']);
-  if (!redisServer) return { skip: 'redis-server is not installed (Debian: apt-get install -y redis-server)' };
-  return { skip: false, bin: located.bin, redisServer };
-}
-
-export function waitForPort(port: number, deadline: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const attempt = () => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve();
-      });
-      socket.once('error', () => {
-        socket.destroy();
-        if (Date.now() > deadline) reject(new Error(`nothing listened on 127.0.0.1:${port} in time`));
-        else setTimeout(attempt, 50);
-      });
-    };
-    attempt();
-  });
+  return { skip: false, bin: located.bin };
 }
 
 async function waitForHealth(port: number, deadline: number, logs: () => string): Promise<void> {
@@ -97,20 +84,11 @@ async function waitForHealth(port: number, deadline: number, logs: () => string)
   }
 }
 
-/** Stop a child we started (by its own handle, never by name) and wait for it to exit. */
-export async function stopChild(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
-  await exited;
-  clearTimeout(timer);
-}
-
 export interface RateLimitService {
   /** The service's gRPC port (the `host` of a `remoteRateLimit` policy is `127.0.0.1:<grpcPort>`). */
   readonly grpcPort: number;
-  readonly redis: ChildProcess;
+  /** Its Redis (stop it to take the service's store away). */
+  readonly redis: RunningRedis;
   readonly service: ChildProcess;
   /** The service's last output. */
   logs(): string;
@@ -118,16 +96,15 @@ export interface RateLimitService {
 }
 
 /** Start redis-server and the service (its rules: `serviceConfig`, one YAML domain file) on free ports. */
-export async function startRateLimitService(found: { bin?: string; redisServer?: string }, serviceConfig: string): Promise<RateLimitService> {
+export async function startRateLimitService(found: { bin?: string }, serviceConfig: string): Promise<RateLimitService> {
   const dir = testTempDir('switchyard-rls-');
   mkdirSync(join(dir, 'runtime', 'ratelimit', 'config'), { recursive: true });
   writeFileSync(join(dir, 'runtime', 'ratelimit', 'config', 'switchyard.yaml'), serviceConfig);
-  const redisPort = await freePort();
-  const redis = spawn(found.redisServer!, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  let redis: RunningRedis | undefined;
   let service: ChildProcess | undefined;
   let serviceLogs = '';
   try {
-    await waitForPort(redisPort, Date.now() + 10_000);
+    redis = await startRedis();
     const [httpPort, debugPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
     service = spawn(found.bin!, [], {
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -136,7 +113,7 @@ export async function startRateLimitService(found: { bin?: string; redisServer?:
         USE_STATSD: 'false',
         LOG_LEVEL: 'warn',
         REDIS_SOCKET_TYPE: 'tcp',
-        REDIS_URL: `127.0.0.1:${redisPort}`,
+        REDIS_URL: `127.0.0.1:${redis.port}`,
         RUNTIME_ROOT: join(dir, 'runtime'),
         RUNTIME_SUBDIRECTORY: 'ratelimit',
         RUNTIME_WATCH_ROOT: 'false',
@@ -158,20 +135,21 @@ export async function startRateLimitService(found: { bin?: string; redisServer?:
     service.stderr!.on('data', keep);
     await waitForHealth(httpPort, Date.now() + 20_000, () => serviceLogs);
     const svc = service;
+    const db = redis;
     return {
       grpcPort,
-      redis,
+      redis: db,
       service: svc,
       logs: () => serviceLogs,
       async stop() {
         await stopChild(svc);
-        await stopChild(redis);
+        await db.stop();
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
     await stopChild(service);
-    await stopChild(redis);
+    await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }

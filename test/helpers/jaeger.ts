@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir} from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { stopChild } from './envoy-ratelimit.ts';
+import { stopChild } from './processes.ts';
 import { freePort } from './ports.ts';
 import { which } from './which.ts';
 import { testTempDir } from './temp-dir.ts';

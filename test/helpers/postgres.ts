@@ -7,7 +7,7 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { stopChild, waitForPort } from './envoy-ratelimit.ts';
+import { stopChild, waitForPort } from './processes.ts';
 import { freePort } from './ports.ts';
 import { which } from './which.ts';
 

@@ -1,8 +1,8 @@
 // A real redis-server for a test (Debian's package): on a free 127.0.0.1 port, no persistence, stopped by the test.
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { stopChild, waitForPort } from './envoy-ratelimit.ts';
 import { freePort } from './ports.ts';
+import { stopChild, waitForPort } from './processes.ts';
 import { testTempDir } from './temp-dir.ts';
 import { which } from './which.ts';
 
