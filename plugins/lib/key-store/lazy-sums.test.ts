@@ -1,0 +1,23 @@
+// The lifetime sums (lazy-sums.ts) alone, without a store: entries kept between writes, the waiting order bounded
+// (test/helpers/key-store-sums.ts checkLazySums: each store's lifetime counters, against real servers).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { LAZY_MS, LazySums } from './lazy-sums.ts';
+
+test('lazy sums (ADR 0100): a counter keeps its entry between writes; the waiting order stays bounded; oldest first', (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 0 });
+  const lazy = new LazySums(() => undefined);
+  const taken = new Map<string, number>();
+  for (let round = 0; round < 50; round++) {
+    for (let k = 0; k < 1000; k++) lazy.add({ counter: `k:${k}:tokens:total:all`, amount: 2, expiresAt: 0, lazy: true }, Date.now());
+    t.mock.timers.tick(LAZY_MS / 2);
+    for (let n = 0; n < 200; n++) for (const row of lazy.due(Date.now(), 8) ?? []) taken.set(row.counter, (taken.get(row.counter) ?? 0) + row.amount);
+  }
+  const order = (lazy as unknown as { order: unknown[] }).order;
+  assert.equal(lazy.stateCount, 1000);
+  assert.ok(order.length <= 2 * 1024, `${order.length} places for 1,000 counters`);
+  for (const row of lazy.all()) taken.set(row.counter, (taken.get(row.counter) ?? 0) + row.amount);
+  assert.equal(taken.size, 1000);
+  assert.ok([...taken.values()].every((v) => v === 100), 'every amount taken once');
+  assert.deepEqual(lazy.all(), []);
+});
