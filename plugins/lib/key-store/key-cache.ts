@@ -4,7 +4,8 @@
 // not reserved (a keyed request that never reaches an LLM call) trusts a cached record for at most KEY_CACHE_MS after
 // the store last vouched for it: its lookup, or a reservation's check (`confirm`). A digest's record is never changed
 // in place (rotation and revocation move the key to another digest), so a live digest confirms the cached record.
-import type { KeyRecord } from './types.ts';
+import { recalled, remember } from './memos.ts';
+import type { CounterMemo, KeyRecord } from './types.ts';
 
 /** Longest a record found by its digest is used without the store confirming it. */
 export const KEY_CACHE_MS = 1000;
@@ -60,14 +61,25 @@ export class KeyCache {
  */
 export class VersionedKeyCache {
   /** Updated in place when a record is read again (ADR 0100), all dropped when the keys version changes. */
-  private readonly byDigest = new Map<string, { record: KeyRecord; version: number }>();
+  private readonly byDigest = new Map<string, VersionedEntry>();
   private version = -1;
   private readAt = -Infinity;
+  /** Raised whenever entries are dropped: a caller's memo of an entry kept before is not used (memos.ts). */
+  private drops = 0;
 
-  get(digest: string, now: number): KeyRecord | undefined {
+  /** The record for `digest`, through the caller's memo of its entry when it has one (ADR 0110, 0112). */
+  get(digest: string, now: number, memo?: CounterMemo): KeyRecord | undefined {
     if (now - this.readAt >= KEY_CACHE_MS) return undefined;
-    const hit = this.byDigest.get(digest);
+    const hit = this.entryOf(digest, memo);
     return hit !== undefined && hit.version === this.version ? hit.record : undefined;
+  }
+
+  private entryOf(digest: string, memo: CounterMemo | undefined): VersionedEntry | undefined {
+    const kept = recalled<VersionedEntry>(memo, this, this.drops);
+    if (kept !== undefined && kept.digest === digest) return kept;
+    const hit = this.byDigest.get(digest);
+    if (hit !== undefined) remember(memo, this, hit, this.drops);
+    return hit;
   }
 
   /** A record and the keys version read with it (in one statement), at `now`. */
@@ -79,18 +91,19 @@ export class VersionedKeyCache {
       hit.version = version;
       return;
     }
-    if (this.byDigest.size >= CACHE_MAX) this.byDigest.clear();
-    this.byDigest.set(digest, { record, version });
+    if (this.byDigest.size >= CACHE_MAX) this.drop();
+    this.byDigest.set(digest, { digest, record, version });
   }
 
   /** The keys version as read at `now`: a new one forgets every record read before it. */
   saw(version: number, now: number): void {
-    if (version !== this.version) this.byDigest.clear();
+    if (version !== this.version) this.drop();
     this.version = version;
     this.readAt = now;
   }
 
   drop(digest?: string): void {
+    this.drops++;
     if (digest === undefined) this.byDigest.clear();
     else this.byDigest.delete(digest);
   }
@@ -99,7 +112,14 @@ export class VersionedKeyCache {
    * The keys version `digest`'s record was read at, if it is kept (whatever its age): while the store's version is
    * still that, no key was changed or removed, so the digest still names its key (ADR 0103).
    */
-  versionOf(digest: string): number | undefined {
-    return this.byDigest.get(digest)?.version;
+  versionOf(digest: string, memo?: CounterMemo): number | undefined {
+    return this.entryOf(digest, memo)?.version;
   }
+}
+
+/** A record of the embedded store's cache and the keys version it was read at. */
+interface VersionedEntry {
+  readonly digest: string;
+  record: KeyRecord;
+  version: number;
 }

@@ -50,8 +50,8 @@ export class KeysVersionCache {
    * `due` is called (once per KEY_CACHE_MS) to have it checked beside the request: a key changed behind the version
    * is then refused within KEY_RECHECK_MS and a round trip, and the request waits for no lookup.
    */
-  get(digest: string, now: number, due: (digest: string) => void): KeyRecord | undefined {
-    const e = this.byDigest.get(digest);
+  get(digest: string, now: number, due: (digest: string) => void, memo?: CounterMemo): KeyRecord | undefined {
+    const e = this.entryOf(digest, memo);
     if (e === undefined) return undefined;
     if (now - e.vouchedAt >= KEY_CACHE_MS && (e.version !== this.version || now - this.versionAt >= KEY_CACHE_MS)) return undefined;
     if (now - e.checkedAt >= this.recheckMs && now - e.dueAt >= KEY_CACHE_MS) {

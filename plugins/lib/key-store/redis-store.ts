@@ -151,8 +151,8 @@ export class RedisKeyStore implements KeyStore {
     return `${this.prefix}c:${name}`;
   }
 
-  find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined> {
-    return this.cache.get(digest, Date.now(), this.checkBeside) ?? this.fetch(digest);
+  find(digest: string, memo?: CounterMemo): KeyRecord | undefined | Promise<KeyRecord | undefined> {
+    return this.cache.get(digest, Date.now(), this.checkBeside, memo) ?? this.fetch(digest);
   }
 
   /** A cached key's digest checked beside the request using it (ADR 0106): a key gone is dropped from the cache. */

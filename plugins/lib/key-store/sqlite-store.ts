@@ -17,7 +17,7 @@ import { dueEverything, LazySums } from './lazy-sums.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import type { CheckpointOptions, CheckpointResult } from './checkpointer.ts';
 import { KEY_GONE } from './types.ts';
-import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
+import type { CounterDelta, CounterLine, CounterMemo, KeyRecord, KeyStore } from './types.ts';
 
 /** Expired counters are swept every this many reservations (a window's counter is dead once it ended). */
 const SWEEP_EVERY = 4096;
@@ -30,6 +30,7 @@ const PARSED_MAX = 4096;
 interface Grouped {
   readonly lines: readonly CounterLine[];
   readonly digest: string | undefined;
+  readonly keyMemo: CounterMemo | undefined;
   readonly resolve: (refused: number) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -154,9 +155,9 @@ export class SqliteKeyStore implements KeyStore {
     this.sql = new SqliteStatements(db);
   }
 
-  find(digest: string): KeyRecord | undefined {
+  find(digest: string, memo?: CounterMemo): KeyRecord | undefined {
     const now = Date.now();
-    return this.cache.get(digest, now) ?? this.read(digest, now);
+    return this.cache.get(digest, now, memo) ?? this.read(digest, now);
   }
 
   /** Read a key (and the keys version) from the file, and keep it. */
@@ -174,7 +175,7 @@ export class SqliteKeyStore implements KeyStore {
     return record;
   }
 
-  reserve(lines: readonly CounterLine[], digest?: string): number | Promise<number> {
+  reserve(lines: readonly CounterLine[], digest?: string, keyMemo?: CounterMemo): number | Promise<number> {
     if (lines.length === 0) {
       if (digest === undefined || this.read(digest, Date.now())) return -1;
       this.cache.drop(digest);
@@ -185,9 +186,9 @@ export class SqliteKeyStore implements KeyStore {
         this.turnArmed = true;
         setImmediate(this.endTurn);
       }
-      if (++this.turnCount > 1 || this.busy) return new Promise<number>((resolve, reject) => this.grouped.push({ lines, digest, resolve, reject }));
+      if (++this.turnCount > 1 || this.busy) return new Promise<number>((resolve, reject) => this.grouped.push({ lines, digest, keyMemo, resolve, reject }));
     }
-    return this.reserveNow(lines, digest);
+    return this.reserveNow(lines, digest, keyMemo);
   }
 
   /**
@@ -204,7 +205,7 @@ export class SqliteKeyStore implements KeyStore {
       this.sql.begin.run();
       for (const g of group) {
         try {
-          answers.push(this.reserveNow(g.lines, g.digest));
+          answers.push(this.reserveNow(g.lines, g.digest, g.keyMemo));
         } catch (error) {
           answers.push({ error });
         }
@@ -222,7 +223,7 @@ export class SqliteKeyStore implements KeyStore {
     }
   }
 
-  private reserveNow(lines: readonly CounterLine[], digest: string | undefined): number {
+  private reserveNow(lines: readonly CounterLine[], digest: string | undefined, keyMemo: CounterMemo | undefined): number {
     const now = Date.now();
     const due = this.lazy.due(now, LAZY_PER_RESERVATION);
     if (due) this.pending.add(due);
@@ -247,7 +248,7 @@ export class SqliteKeyStore implements KeyStore {
     const built = this.built;
     let rows = sent;
     for (let i = 0; i < pending.size; i++) if (pending.at(i).built !== built) rows++;
-    if (rows === 0) return this.checkKeyOnly(lines, digest);
+    if (rows === 0) return this.checkKeyOnly(lines, digest, keyMemo);
     const size = statementRows(rows);
     // One parameter array per length, reused (run() is synchronous and every slot is written below): made per
     // reservation it was the store's largest allocation, and V8 at times allocated it in the old generation.
@@ -282,7 +283,7 @@ export class SqliteKeyStore implements KeyStore {
     // read at (NULL when not cached: the digest is searched) and the digest (WHERE).
     args[at++] = now;
     if (digest !== undefined) {
-      args[at++] = this.cache.versionOf(digest) ?? null;
+      args[at++] = this.cache.versionOf(digest, keyMemo) ?? null;
       args[at] = digest;
     }
     try {
@@ -301,7 +302,7 @@ export class SqliteKeyStore implements KeyStore {
       const i = lines.findIndex((l) => l.counter === err.counter);
       if (this.leases.answerLines(this.lineState, this.lineLease, lines, i === -1 ? NOTHING_TAKEN : i, now) === LEASE_REFUSED) {
         // A lease line refused near its limit: the same reservation again without that lease (its settlements with it).
-        return this.reserveNow(lines, digest);
+        return this.reserveNow(lines, digest, keyMemo);
       }
       // Nothing was written; the queued settlements still count, alone.
       if (queued) this.tryFlush();
@@ -314,9 +315,9 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   /** Every line came from a lease and nothing else is due: only the key is checked (the statement's own check, alone). */
-  private checkKeyOnly(lines: readonly CounterLine[], digest: string | undefined): number {
+  private checkKeyOnly(lines: readonly CounterLine[], digest: string | undefined, keyMemo: CounterMemo | undefined): number {
     if (digest === undefined) return -1;
-    const row = this.sql.keyCheck.get(this.cache.versionOf(digest) ?? null, digest) as { live: number };
+    const row = this.sql.keyCheck.get(this.cache.versionOf(digest, keyMemo) ?? null, digest) as { live: number };
     if (row.live) return -1;
     this.leases.answerLines(this.lineState, this.lineLease, lines, KEY_GONE, this.buildAt);
     this.cache.drop(digest);

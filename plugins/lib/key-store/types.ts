@@ -87,14 +87,16 @@ export interface KeyStore {
   /**
    * The key whose secret has this SHA-256 hex digest, revoked ones included (the caller checks `revokedAt`). The
    * shared stores answer from a cache (key-cache.ts; Redis: keys-version-cache.ts), which the reservation then confirms.
+   * `memo`: where the store keeps its lookup of the key between requests, the same one as `reserve`'s `keyMemo` (one
+   * per key; ADR 0110, 0112).
    */
-  find(digest: string): KeyRecord | undefined | Promise<KeyRecord | undefined>;
+  find(digest: string, memo?: CounterMemo): KeyRecord | undefined | Promise<KeyRecord | undefined>;
   /**
    * Index of the first line that has reached its limit (nothing taken), or -1 when every amount was taken. With
    * `digest` (the key the request was admitted with, found in this store), a store that serves `find` from a cache
    * checks in the same round trip that the digest still names a live key, and answers KEY_GONE if not (nothing
    * taken); a store whose `find` always reads the store may ignore it. A digest with no lines only checks the key.
-   * `keyMemo`: where the store keeps its lookup of the key between reservations (one per key; ADR 0110).
+   * `keyMemo`: where the store keeps its lookup of the key between reservations (one per key; ADR 0110, 0112).
    */
   reserve(lines: readonly CounterLine[], digest?: string, keyMemo?: CounterMemo): number | Promise<number>;
   settle(deltas: readonly CounterDelta[]): void | Promise<void>;

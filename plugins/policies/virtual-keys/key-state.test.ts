@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KeyRecord } from '../../lib/key-store/types.ts';
-import { keyStateOf } from './key-state.ts';
+import { keyStateOf, STATES_MAX } from './key-state.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
 
 const series: string[] = [];
@@ -14,7 +14,7 @@ function directory(): KeyDirectory {
     shared: [{ unit: 'tokens', limit: 100, period: 'month' }],
     outputEstimate: 256,
     metrics: { teamSpend: (t) => (series.push(`team ${t}`), { inc: () => undefined }), keySpend: (k) => (series.push(`key ${k}`), { inc: () => undefined }), denied: () => undefined },
-    states: new WeakMap(),
+    byDigest: new Map(),
   };
 }
 
@@ -27,23 +27,36 @@ const record: KeyRecord = {
   source: 'api',
 };
 
-test('key state (ADR 0100): one per record and directory, made once; the plan merges budgets of one counter and knows the lifetime counter it owns', () => {
+test('key state (ADR 0100, 0112): one per digest and directory, made once; the slots merge budgets of one counter and the lifetime counter a total budget owns is not settled twice', () => {
   const dir = directory();
-  const state = keyStateOf(dir, record);
-  assert.equal(keyStateOf(dir, record), state, 'the same record finds the same state');
-  assert.notEqual(keyStateOf(directory(), record), state, 'another config load (directory) has its own');
-  assert.notEqual(keyStateOf(dir, { ...record }), state, 'another record (re-read after a change) gets a new state');
+  const state = keyStateOf(dir, record, 'd1');
+  assert.equal(keyStateOf(dir, record, 'd1'), state, 'the same record under the same digest finds the same state');
+  assert.equal(dir.byDigest.get('d1'), state, 'kept by its digest');
+  assert.equal(state.digest, 'd1');
+  assert.notEqual(keyStateOf(directory(), record, 'd1'), state, 'another config load (directory) has its own');
+  const changed = keyStateOf(dir, { ...record }, 'd1');
+  assert.notEqual(changed, state, 'another record (re-read after a change) gets a new state');
+  assert.equal(dir.byDigest.get('d1'), changed, 'and replaces the old one');
+  const declared = keyStateOf(dir, record, undefined, 'd2');
+  assert.equal(declared.digest, undefined, 'a declared key is kept by its digest but has none for the store to check');
+  assert.equal(dir.byDigest.get('d2'), declared);
   assert.deepEqual(state.attribute, { id: 'vk_1', name: '', owner: '', team: 'red', models: [], metadata: {} });
   assert.ok(Object.isFrozen(state.attribute));
-  assert.deepEqual(state.teamBudgets, [{ unit: 'usd', limit: 5, period: 'day' }]);
   assert.deepEqual(
-    state.plan.slots.map((s) => [s.scope, s.budget.unit, s.budget.period, s.budget.limit]),
+    state.slots.map((s) => [s.scope, s.budget.unit, s.budget.period, s.budget.limit]),
     [['k:vk_1', 'usd', 'day', 3], ['k:vk_1', 'tokens', 'total', 1000], ['t:red', 'usd', 'day', 5], ['g', 'tokens', 'month', 100]],
     'two key budgets of one unit and period share a counter, at the lower limit',
   );
-  assert.equal(state.plan.lifetimeTokens, true, 'the key has a total tokens budget: that counter is its lifetime tokens');
-  assert.equal(state.plan.lifetimeUsd, false);
-  assert.deepEqual(state.lifetime, { tokens: 'k:vk_1:tokens:total:all', usd: 'k:vk_1:usd:total:all' });
+  assert.equal(state.lifetimeTokens, undefined, 'the key has a total tokens budget: that counter is its lifetime tokens');
+  assert.equal(state.lifetimeUsd?.name, 'k:vk_1:usd:total:all');
   assert.equal(state.keySpend, undefined, 'series are resolved at the first priced answer, not at admission');
   assert.deepEqual(series, []);
+});
+
+test('key states are bounded: the map is emptied when it holds STATES_MAX', () => {
+  const dir = directory();
+  for (let i = 0; i < STATES_MAX; i++) keyStateOf(dir, { ...record, id: `vk_${i}` }, `d${i}`);
+  assert.equal(dir.byDigest.size, STATES_MAX);
+  keyStateOf(dir, record, 'one more');
+  assert.equal(dir.byDigest.size, 1);
 });

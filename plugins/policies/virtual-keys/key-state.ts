@@ -1,8 +1,8 @@
-// What the `virtualKeys` policy keeps per key record (ADR 0100): the CEL view, the reservation plan with its counter
-// names for the current windows, the lifetime counters' names and the key's metric series, in one object found by
-// one WeakMap lookup per request. With 1,000 keys in turn each key is seen once every 1,000 requests: anything made
+// What the `virtualKeys` policy keeps per key (ADR 0100, 0112): the CEL view, the reservation's slots with their counter
+// names for the current windows, the lifetime counters and the key's metric series, in one object found by the key's
+// digest, one map lookup per request. With 1,000 keys in turn each key is seen once every 1,000 requests: anything made
 // again per use (names, entries, series handles) lived long enough to be promoted and died in the old generation.
-// Bounded by the records themselves: an entry lives as long as its record, which the store's caches hold (capped).
+// Bounded: at most STATES_MAX states per config (the directory), emptied when full.
 import type { Budget, BudgetUnit, CounterMemo, KeyRecord } from '../../lib/key-store/types.ts';
 import type { KeyAttribute, KeyDirectory } from './virtual-keys.ts';
 
@@ -27,46 +27,49 @@ export interface LineOwner {
 
 /**
  * One counter a key's requests take from (a budget of the key, its team or the organisation), with its counter name
- * for the current window kept until the window changes: a request builds no names and no closures.
+ * for the current window kept until the window changes: a request builds no names and no closures. The slot is also
+ * where the store keeps its lookup of the counter (its CounterMemo fields; ADR 0110): one object per line, not two.
  */
-export interface Slot extends LineOwner {
+export interface Slot extends LineOwner, CounterMemo {
   readonly scope: string;
   tag: string;
   counter: string;
   expiresAt: number;
-  /** Where the store keeps its lookup of this slot's counter, for its lines and their settlements (ADR 0110). */
-  readonly memo: CounterMemo;
 }
 
-/** What every request of one key reserves from, in order (key, team, organisation). */
-export interface Plan {
-  readonly slots: readonly Slot[];
-  /** Whether a line is the key's lifetime counter of that unit (a `total` budget): then it is not settled twice. */
-  readonly lifetimeTokens: boolean;
-  readonly lifetimeUsd: boolean;
+/** A key's lifetime counter of one unit and the store's lookup of it between settlements (CounterMemo; ADR 0107). */
+export interface LifetimeCounter extends CounterMemo {
+  readonly name: string;
 }
 
 type Inc = { inc(by?: number): void };
 
-/** One key record's state under one config (directory). */
-export interface KeyState {
+/**
+ * One key's state under one config (directory), found by the key's digest. It is also where the store keeps its
+ * lookup of the key between requests (its CounterMemo fields; ADR 0110, 0112): with 1,000 keys in turn each of these
+ * objects is cold at its key's next request, and every object between the digest and the reservation's lines cost a
+ * cache miss (ADR 0112: one map lookup and one object where there were two lookups and six objects).
+ */
+export interface KeyState extends CounterMemo {
   readonly record: KeyRecord;
+  /** The digest the key was found by, the instance the maps hold (undefined for a key declared in the config). */
+  readonly digest: string | undefined;
   /** What CEL sees as `key`. */
   readonly attribute: KeyAttribute;
-  /** The key's team's budgets, when the team is declared. */
-  readonly teamBudgets: readonly Budget[] | undefined;
-  readonly plan: Plan;
-  readonly lifetime: { readonly tokens: string; readonly usd: string };
-  /** Where the store keeps its lookups of the two lifetime counters between settlements (ADR 0107). */
-  readonly lifetimeMemos: { readonly tokens: CounterMemo; readonly usd: CounterMemo };
-  /** Where the store keeps its lookup of the key itself between reservations (ADR 0110). */
-  readonly storeMemo: CounterMemo;
+  /** What every request of the key reserves from, in order (key, team, organisation). */
+  readonly slots: readonly Slot[];
+  /**
+   * The key's lifetime counters, settled with the real usage of every answer; undefined when a `total` budget's line
+   * is that counter (then it is not settled twice).
+   */
+  readonly lifetimeTokens: LifetimeCounter | undefined;
+  readonly lifetimeUsd: LifetimeCounter | undefined;
   /** Spend series (by team, by key), resolved at the key's first priced answer. */
   teamSpend: Inc | undefined;
   keySpend: Inc | undefined;
 }
 
-function planOf(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budget[] | undefined): Plan {
+function slotsOf(dir: KeyDirectory, record: KeyRecord): Slot[] {
   const slots: Slot[] = [];
   const add = (scope: string, who: string, budgets: readonly Budget[]): void => {
     for (const b of budgets) {
@@ -76,23 +79,34 @@ function planOf(dir: KeyDirectory, record: KeyRecord, teamBudgets: readonly Budg
         if (b.limit < slots[same]!.budget.limit) slots[same] = { ...slots[same]!, who, budget: b };
         continue;
       }
-      slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0, memo: {} });
+      slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0, owner: undefined, entry: undefined, epoch: 0 });
     }
   };
   add(`k:${record.id}`, `key \`${record.id}\``, record.budgets);
+  const teamBudgets = record.team !== undefined ? dir.teams.get(record.team) : undefined;
   if (teamBudgets) add(`t:${record.team!}`, `team \`${record.team!}\``, teamBudgets);
   add('g', 'the organisation (all keys)', dir.shared);
-  const own = (unit: BudgetUnit): boolean => slots.some((s) => s.scope === `k:${record.id}` && s.budget.unit === unit && s.budget.period === 'total');
-  return { slots, lifetimeTokens: own('tokens'), lifetimeUsd: own('usd') };
+  return slots;
 }
 
-/** The record's state under `dir`, made at the record's first request. */
-export function keyStateOf(dir: KeyDirectory, record: KeyRecord): KeyState {
-  let state = dir.states.get(record);
-  if (state !== undefined) return state;
-  const teamBudgets = record.team !== undefined ? dir.teams.get(record.team) : undefined;
+/** Keys states kept per directory; emptied when full (the keys in use, not every key). */
+export const STATES_MAX = 4096;
+
+/**
+ * The state of `record`, found by `digest` (undefined: a key declared in the config, found by `declaredDigest`):
+ * the one kept for that digest while it names the same record, else made and kept. A record read again after a
+ * change is another object, so a changed key gets a new state.
+ */
+export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string | undefined, declaredDigest?: string): KeyState {
+  const at = digest ?? declaredDigest!;
+  let state = dir.byDigest.get(at);
+  if (state !== undefined && state.record === record) return state;
+  const slots = slotsOf(dir, record);
+  const ownTotal = (unit: BudgetUnit): boolean => slots.some((s) => s.scope === `k:${record.id}` && s.budget.unit === unit && s.budget.period === 'total');
+  const names = lifetimeCounters(record.id);
   state = {
     record,
+    digest,
     attribute: Object.freeze({
       id: record.id,
       name: record.name ?? '',
@@ -101,14 +115,16 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord): KeyState {
       models: record.models ?? [],
       metadata: record.metadata ?? {},
     }),
-    teamBudgets,
-    plan: planOf(dir, record, teamBudgets),
-    lifetime: lifetimeCounters(record.id),
-    lifetimeMemos: { tokens: {}, usd: {} },
-    storeMemo: {},
+    slots,
+    lifetimeTokens: ownTotal('tokens') ? undefined : { name: names.tokens, owner: undefined, entry: undefined, epoch: 0 },
+    lifetimeUsd: ownTotal('usd') ? undefined : { name: names.usd, owner: undefined, entry: undefined, epoch: 0 },
+    owner: undefined,
+    entry: undefined,
+    epoch: 0,
     teamSpend: undefined,
     keySpend: undefined,
   };
-  dir.states.set(record, state);
+  if (dir.byDigest.size >= STATES_MAX) dir.byDigest.clear();
+  dir.byDigest.set(at, state);
   return state;
 }

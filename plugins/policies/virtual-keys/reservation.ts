@@ -40,16 +40,13 @@ export class KeyReservation implements LlmTokenLimiter {
   private readonly dir: KeyDirectory;
   /** The key's state (record, plan, names, series: key-state.ts). */
   readonly key: KeyState;
-  /** The digest the key was found by in the store (undefined for a key declared in the config): the store confirms it. */
-  private readonly digest: string | undefined;
   private readonly logger: Logger;
   private lines: CounterLine[] | undefined;
 
   /** Made when the key is admitted, and kept on the exchange (`of`) for `onLog`, reserved or not. */
-  constructor(ex: Exchange, dir: KeyDirectory, key: KeyState, digest: string | undefined, logger: Logger) {
+  constructor(ex: Exchange, dir: KeyDirectory, key: KeyState, logger: Logger) {
     this.dir = dir;
     this.key = key;
-    this.digest = digest;
     this.logger = logger;
     ex.set(RESERVATION, this);
   }
@@ -60,7 +57,8 @@ export class KeyReservation implements LlmTokenLimiter {
 
   /** Synchronous when the store answers at once (SQLite): no promise and no microtask per request. */
   reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Reply | undefined | Promise<Reply | undefined> {
-    const record = this.key.record;
+    const key = this.key;
+    const record = key.record;
     const models = record.models;
     if (models) {
       // A passthrough request's model is not read: a key limited to some models may not use such routes.
@@ -77,7 +75,7 @@ export class KeyReservation implements LlmTokenLimiter {
     const tokens = estimate + outputTokens;
     const usd = price ? (estimate * price.input + outputTokens * price.output) / 1_000_000 : 0;
     const now = Date.now();
-    const slots = this.key.plan.slots;
+    const slots = key.slots;
     // Of its final size: pushes grew it from 0 (a request-long array, sometimes promoted under load).
     const lines = new Array<CounterLine>(slots.length);
     for (let i = 0; i < slots.length; i++) {
@@ -90,16 +88,17 @@ export class KeyReservation implements LlmTokenLimiter {
         // Counters outlive their window by a day, so a late settlement still lands on its own window.
         s.expiresAt = w.endsAt === 0 ? 0 : w.endsAt + DAY_MS;
       }
-      lines[i] = { counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt, memo: s.memo };
+      lines[i] = { counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt, memo: s };
     }
-    if (lines.length === 0 && this.digest === undefined) {
+    if (lines.length === 0 && key.digest === undefined) {
       // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
       this.lines = lines;
       return undefined;
     }
     // A stored key is confirmed in the reservation's own round trip: rotated or revoked meanwhile (maybe on another
-    // replica, after this process cached the record), the request is refused like an unknown key.
-    const refused = this.dir.store.reserve(lines, this.digest, this.key.storeMemo);
+    // replica, after this process cached the record), the request is refused like an unknown key. The key's state is
+    // where the store keeps its lookup of the key (ADR 0110).
+    const refused = this.dir.store.reserve(lines, key.digest, key);
     return typeof refused === 'number' ? this.reserved(lines, slots, now, refused) : refused.then((r) => this.reserved(lines, slots, now, r));
   }
 
@@ -126,19 +125,20 @@ export class KeyReservation implements LlmTokenLimiter {
     const tokens = (call?.usage.inputTokens ?? 0) + (call?.usage.outputTokens ?? 0);
     const usd = call?.cost ?? 0;
     const deltas: CounterDelta[] = [];
-    const plan = this.key.plan;
+    const key = this.key;
+    const slots = key.slots;
     for (let i = 0; i < lines.length; i++) {
-      const unit = plan.slots[i]!.budget.unit;
+      const unit = slots[i]!.budget.unit;
       const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
       const line = lines[i]!;
       const delta = real - line.amount;
       if (delta !== 0) deltas.push({ counter: line.counter, amount: delta, expiresAt: line.expiresAt, memo: line.memo });
     }
     // Lifetime usage (the usage API's `lifetime`): the real amounts, unless a `total` budget's line is that counter.
-    const life = this.key.lifetime;
-    const memos = this.key.lifetimeMemos;
-    if (tokens !== 0 && !plan.lifetimeTokens) deltas.push({ counter: life.tokens, amount: tokens, expiresAt: 0, lazy: true, memo: memos.tokens });
-    if (usd !== 0 && !plan.lifetimeUsd) deltas.push({ counter: life.usd, amount: usd, expiresAt: 0, lazy: true, memo: memos.usd });
+    const lifeTokens = key.lifetimeTokens;
+    const lifeUsd = key.lifetimeUsd;
+    if (tokens !== 0 && lifeTokens !== undefined) deltas.push({ counter: lifeTokens.name, amount: tokens, expiresAt: 0, lazy: true, memo: lifeTokens });
+    if (usd !== 0 && lifeUsd !== undefined) deltas.push({ counter: lifeUsd.name, amount: usd, expiresAt: 0, lazy: true, memo: lifeUsd });
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);

@@ -49,8 +49,8 @@ export interface KeyDirectory {
   readonly shared: readonly Budget[];
   readonly outputEstimate: number;
   readonly metrics: KeyMetrics;
-  /** Per key record: its plan, names, CEL view and series (key-state.ts), as long as the record lives. */
-  readonly states: WeakMap<KeyRecord, KeyState>;
+  /** Per key digest: the key's slots, names, CEL view and series (key-state.ts), while it names the same record. */
+  readonly byDigest: Map<string, KeyState>;
 }
 
 type Inc = { inc(by?: number): void };
@@ -138,7 +138,7 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     declared.set(digest, record);
     declaredById.set(k.id, record);
   });
-  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), states: new WeakMap() };
+  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), byDigest: new Map() };
 }
 
 export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
@@ -153,21 +153,31 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir));
   const mode = config.mode ?? 'strict';
 
-  const admit = (ex: Exchange, record: KeyRecord | undefined, digest?: string): Reply | undefined => {
+  const refuse = (record: KeyRecord | undefined): Reply | undefined => {
     if (record === undefined || record.revokedAt !== undefined) {
       dir.metrics.denied('unauthenticated');
       return unauthorized(record === undefined ? 'invalid credentials' : 'key revoked');
     }
+    return undefined;
+  };
+
+  const admit = (ex: Exchange, key: KeyState): Reply | undefined => {
+    const record = key.record;
     if (record.routes && !record.routes.includes(ex.route.name)) {
       dir.metrics.denied('route');
       return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` may not use route \`${ex.route.name}\``);
     }
-    const key = keyStateOf(dir, record);
     ex.set(keyAttribute, key.attribute);
     ex.logField('key.id', record.id);
     if (record.team !== undefined) ex.logField('key.team', record.team);
-    addLlmTokenLimiter(ex, new KeyReservation(ex, dir, key, digest, ctx.logger));
+    addLlmTokenLimiter(ex, new KeyReservation(ex, dir, key, ctx.logger));
     return undefined;
+  };
+
+  /** A record the store found (or not) for `digest`. */
+  const admitFound = (ex: Exchange, record: KeyRecord | undefined, digest: string): Reply | undefined => {
+    if (record === undefined) dir.byDigest.delete(digest);
+    return refuse(record) ?? admit(ex, keyStateOf(dir, record!, digest));
   };
 
   return {
@@ -180,10 +190,19 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
         return unauthorized('no key found');
       }
       const digest = digestOf(presented);
+      // A key seen before: its state (ADR 0112) holds the store's lookup of it, so the store confirms its record
+      // without a lookup of its own.
+      const known = dir.byDigest.get(digest);
+      if (known !== undefined) {
+        if (known.digest === undefined) return admit(ex, known);
+        const found = dir.store.find(known.digest, known);
+        if (found === known.record) return admit(ex, known);
+        return found instanceof Promise ? found.then((r) => admitFound(ex, r, known.digest!)) : admitFound(ex, found, known.digest);
+      }
       const declared = dir.declared.get(digest);
-      if (declared) return admit(ex, declared);
+      if (declared) return refuse(declared) ?? admit(ex, keyStateOf(dir, declared, undefined, digest));
       const found = dir.store.find(digest);
-      return found instanceof Promise ? found.then((r) => admit(ex, r, digest)) : admit(ex, found, digest);
+      return found instanceof Promise ? found.then((r) => admitFound(ex, r, digest)) : admitFound(ex, found, digest);
     },
     onLog(ex) {
       const reservation = KeyReservation.of(ex);
