@@ -40,6 +40,7 @@ test('key state (ADR 0100, 0112): one per digest and directory, made once; the s
   const declared = keyStateOf(dir, record, undefined, 'd2');
   assert.equal(declared.digest, undefined, 'a declared key is kept by its digest but has none for the store to check');
   assert.equal(dir.byDigest.get('d2'), declared);
+  assert.deepEqual([state.id, state.team, state.routes, state.models], [record.id, record.team, record.routes, record.models], 'the fields every request reads');
   assert.deepEqual(state.attribute, { id: 'vk_1', name: '', owner: '', team: 'red', models: [], metadata: {} });
   assert.ok(Object.isFrozen(state.attribute));
   assert.deepEqual(

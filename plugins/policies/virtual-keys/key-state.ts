@@ -52,6 +52,11 @@ type Inc = { inc(by?: number): void };
  */
 export interface KeyState extends CounterMemo {
   readonly record: KeyRecord;
+  /** The record's fields every request reads, here so that a request touches the state, not the record too. */
+  readonly id: string;
+  readonly team: string | undefined;
+  readonly routes: readonly string[] | undefined;
+  readonly models: readonly string[] | undefined;
   /** The digest the key was found by, the instance the maps hold (undefined for a key declared in the config). */
   readonly digest: string | undefined;
   /** What CEL sees as `key`. */
@@ -106,6 +111,10 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string 
   const names = lifetimeCounters(record.id);
   state = {
     record,
+    id: record.id,
+    team: record.team,
+    routes: record.routes,
+    models: record.models,
     digest,
     attribute: Object.freeze({
       id: record.id,

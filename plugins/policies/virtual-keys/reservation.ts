@@ -38,7 +38,7 @@ const DAY_MS = 86_400_000;
  */
 export class KeyReservation implements LlmTokenLimiter {
   private readonly dir: KeyDirectory;
-  /** The key's state (record, plan, names, series: key-state.ts). */
+  /** The key's state (record, slots, lifetime counters, series: key-state.ts). */
   readonly key: KeyState;
   private readonly logger: Logger;
   private lines: CounterLine[] | undefined;
@@ -58,15 +58,14 @@ export class KeyReservation implements LlmTokenLimiter {
   /** Synchronous when the store answers at once (SQLite): no promise and no microtask per request. */
   reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Reply | undefined | Promise<Reply | undefined> {
     const key = this.key;
-    const record = key.record;
-    const models = record.models;
+    const models = key.models;
     if (models) {
       // A passthrough request's model is not read: a key limited to some models may not use such routes.
       // A virtual model (`ai.virtualModels`) is allowed or not by the name the client used, whichever target serves it.
       const model = quote?.virtualModel ?? quote?.model;
       if (model === undefined || !models.some((p) => modelMatches(p, model))) this.dir.metrics.denied('model');
-      if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` is limited to some models and this request names none the gateway can read`);
-      if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` may not use model \`${model}\``);
+      if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${key.id}\` is limited to some models and this request names none the gateway can read`);
+      if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${key.id}\` may not use model \`${model}\``);
     }
     // A failover to another provider calls reserve again: the first reservation stands.
     if (this.lines) return undefined;
@@ -142,9 +141,9 @@ export class KeyReservation implements LlmTokenLimiter {
     if (deltas.length === 0) return;
     try {
       const done = this.dir.store.settle(deltas);
-      if (done instanceof Promise) done.catch((err: unknown) => this.logger.error('virtual key budget settlement failed', { key: this.key.record.id, error: err as Error }));
+      if (done instanceof Promise) done.catch((err: unknown) => this.logger.error('virtual key budget settlement failed', { key: this.key.id, error: err as Error }));
     } catch (err) {
-      this.logger.error('virtual key budget settlement failed', { key: this.key.record.id, error: err as Error });
+      this.logger.error('virtual key budget settlement failed', { key: this.key.id, error: err as Error });
     }
   }
 }

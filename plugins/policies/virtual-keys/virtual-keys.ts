@@ -162,14 +162,14 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   };
 
   const admit = (ex: Exchange, key: KeyState): Reply | undefined => {
-    const record = key.record;
-    if (record.routes && !record.routes.includes(ex.route.name)) {
+    const routes = key.routes;
+    if (routes && !routes.includes(ex.route.name)) {
       dir.metrics.denied('route');
-      return jsonErrorReply(403, 'permission_denied', `virtual key \`${record.id}\` may not use route \`${ex.route.name}\``);
+      return jsonErrorReply(403, 'permission_denied', `virtual key \`${key.id}\` may not use route \`${ex.route.name}\``);
     }
     ex.set(keyAttribute, key.attribute);
-    ex.logField('key.id', record.id);
-    if (record.team !== undefined) ex.logField('key.team', record.team);
+    ex.logField('key.id', key.id);
+    if (key.team !== undefined) ex.logField('key.team', key.team);
     addLlmTokenLimiter(ex, new KeyReservation(ex, dir, key, ctx.logger));
     return undefined;
   };
@@ -212,8 +212,8 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       const usd = ex.get(llmCall)?.cost;
       if (usd) {
         const key = reservation.key;
-        (key.teamSpend ??= dir.metrics.teamSpend(key.record.team || 'none')).inc(usd);
-        (key.keySpend ??= dir.metrics.keySpend(key.record.id)).inc(usd);
+        (key.teamSpend ??= dir.metrics.teamSpend(key.team || 'none')).inc(usd);
+        (key.keySpend ??= dir.metrics.keySpend(key.id)).inc(usd);
       }
     },
   };
