@@ -176,8 +176,11 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
 
   /** A record the store found (or not) for `digest`. */
   const admitFound = (ex: Exchange, record: KeyRecord | undefined, digest: string): Reply | undefined => {
-    if (record === undefined) dir.byDigest.delete(digest);
-    return refuse(record) ?? admit(ex, keyStateOf(dir, record!, digest));
+    const refused = refuse(record);
+    if (refused === undefined) return admit(ex, keyStateOf(dir, record!, digest));
+    // A key gone or revoked since it was seen: its state goes (an unknown digest never gets one).
+    dir.byDigest.delete(digest);
+    return refused;
   };
 
   return {
