@@ -36,3 +36,30 @@ test('versioned key cache: records read again are replaced in place; a new keys 
   cache.set('e', rec('e'), 2, KEY_CACHE_MS + 2);
   assert.equal(cache.get('d', KEY_CACHE_MS + 3), undefined, 'read at another version: dropped');
 });
+
+test('versioned key cache (ADR 0110, 0112): a memo finds the record and its version without a lookup until an entry is dropped or the version changes', () => {
+  const cache = new VersionedKeyCache();
+  const a = rec('a');
+  cache.set('da', a, 7, 0);
+  cache.set('db', rec('b'), 7, 0);
+  const memo = {};
+  assert.equal(cache.get('da', 1, memo), a);
+  const map = (cache as unknown as { byDigest: Map<string, unknown> }).byDigest;
+  const get = map.get.bind(map);
+  let lookups = 0;
+  map.get = (k: string) => (lookups++, get(k));
+  assert.equal(cache.get('da', 2, memo), a, 'through the memo');
+  assert.equal(cache.versionOf('da', memo), 7);
+  assert.equal(lookups, 0);
+  assert.equal(cache.get('db', 3, memo)?.id, 'b', 'another digest: looked up');
+  assert.equal(lookups, 1);
+  assert.equal(cache.get('db', KEY_CACHE_MS, memo), undefined, 'the version read KEY_CACHE_MS ago no longer vouches, memo or not');
+  cache.drop('da');
+  assert.equal(cache.get('da', 4, memo), undefined, 'a dropped entry is not served from a memo');
+  assert.equal(cache.versionOf('da', memo), undefined);
+  cache.set('da', a, 7, 5);
+  assert.equal(cache.get('da', 6, memo), a);
+  cache.saw(8, 7);
+  assert.equal(cache.get('da', 8, memo), undefined, 'a new keys version drops every record, memos too');
+  assert.equal(cache.versionOf('da', memo), undefined);
+});
