@@ -31,6 +31,14 @@ export function modelMatches(pattern: string, model: string): boolean {
 const DAY_MS = 86_400_000;
 
 /**
+ * A reservation's line with its budget's unit, which the settlement reads to pick the real amount: the line is the
+ * request's own (young, warm), while its key's slot is cold again by the time the answer has ended (ADR 0112).
+ */
+interface KeyLine extends CounterLine {
+  readonly unit: BudgetUnit;
+}
+
+/**
  * One request's claim on its key's and team's budgets (ADR 0035). `reserve` (called by the LLM backend once it knows
  * the model and the prompt) checks the model, then atomically takes the estimate from every budget, refusing when
  * one is used up; `settle` (in `onLog`, after the answer, streams included) adds what the real usage differs by.
@@ -41,7 +49,7 @@ export class KeyReservation implements LlmTokenLimiter {
   /** The key's state (record, slots, lifetime counters, series: key-state.ts). */
   readonly key: KeyState;
   private readonly logger: Logger;
-  private lines: CounterLine[] | undefined;
+  private lines: KeyLine[] | undefined;
 
   /** Made when the key is admitted, and kept on the exchange (`of`) for `onLog`, reserved or not. */
   constructor(ex: Exchange, dir: KeyDirectory, key: KeyState, logger: Logger) {
@@ -76,7 +84,7 @@ export class KeyReservation implements LlmTokenLimiter {
     const now = Date.now();
     const slots = key.slots;
     // Of its final size: pushes grew it from 0 (a request-long array, sometimes promoted under load).
-    const lines = new Array<CounterLine>(slots.length);
+    const lines = new Array<KeyLine>(slots.length);
     for (let i = 0; i < slots.length; i++) {
       const s = slots[i]!;
       const b = s.budget;
@@ -87,7 +95,8 @@ export class KeyReservation implements LlmTokenLimiter {
         // Counters outlive their window by a day, so a late settlement still lands on its own window.
         s.expiresAt = w.endsAt === 0 ? 0 : w.endsAt + DAY_MS;
       }
-      lines[i] = { counter: s.counter, limit: b.limit, amount: b.unit === 'requests' ? 1 : b.unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt, memo: s };
+      const unit = b.unit;
+      lines[i] = { counter: s.counter, limit: b.limit, amount: unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd, expiresAt: s.expiresAt, memo: s, unit };
     }
     if (lines.length === 0 && key.digest === undefined) {
       // Nothing to reserve, but the answer's usage still settles on the key's lifetime counters.
@@ -102,7 +111,7 @@ export class KeyReservation implements LlmTokenLimiter {
   }
 
   /** The store's answer to a reservation: a refusal, or the lines kept for the settlement. */
-  private reserved(lines: CounterLine[], slots: readonly Slot[], now: number, refused: number): Reply | undefined {
+  private reserved(lines: KeyLine[], slots: readonly Slot[], now: number, refused: number): Reply | undefined {
     if (refused === KEY_GONE) {
       this.dir.metrics.denied('unauthenticated');
       return unauthorized('invalid credentials');
@@ -125,11 +134,10 @@ export class KeyReservation implements LlmTokenLimiter {
     const usd = call?.cost ?? 0;
     const deltas: CounterDelta[] = [];
     const key = this.key;
-    const slots = key.slots;
     for (let i = 0; i < lines.length; i++) {
-      const unit = slots[i]!.budget.unit;
-      const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
       const line = lines[i]!;
+      const unit = line.unit;
+      const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
       const delta = real - line.amount;
       if (delta !== 0) deltas.push({ counter: line.counter, amount: delta, expiresAt: line.expiresAt, memo: line.memo });
     }
