@@ -37,7 +37,7 @@ test('key state (ADR 0100, 0112): one per digest and directory, made once; the s
   const changed = keyStateOf(dir, { ...record }, 'd1');
   assert.notEqual(changed, state, 'another record (re-read after a change) gets a new state');
   assert.equal(dir.byDigest.get('d1'), changed, 'and replaces the old one');
-  const declared = keyStateOf(dir, record, undefined, 'd2');
+  const declared = keyStateOf(dir, record, 'd2', true);
   assert.equal(declared.digest, undefined, 'a declared key is kept by its digest but has none for the store to check');
   assert.equal(dir.byDigest.get('d2'), declared);
   assert.deepEqual([state.id, state.team, state.routes, state.models], [record.id, record.team, record.routes, record.models], 'the fields every request reads');

@@ -98,13 +98,12 @@ function slotsOf(dir: KeyDirectory, record: KeyRecord): Slot[] {
 export const STATES_MAX = 4096;
 
 /**
- * The state of `record`, found by `digest` (undefined: a key declared in the config, found by `declaredDigest`):
- * the one kept for that digest while it names the same record, else made and kept. A record read again after a
- * change is another object, so a changed key gets a new state.
+ * The state of `record`, found by `digest`: the one kept for that digest while it names the same record, else made
+ * and kept. A record read again after a change is another object, so a changed key gets a new state. A key declared
+ * in the config is kept by its digest too, but its state has none (the store has nothing to confirm).
  */
-export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string | undefined, declaredDigest?: string): KeyState {
-  const at = digest ?? declaredDigest!;
-  let state = dir.byDigest.get(at);
+export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string, declared = false): KeyState {
+  let state = dir.byDigest.get(digest);
   if (state !== undefined && state.record === record) return state;
   const slots = slotsOf(dir, record);
   const ownTotal = (unit: BudgetUnit): boolean => slots.some((s) => s.scope === `k:${record.id}` && s.budget.unit === unit && s.budget.period === 'total');
@@ -115,7 +114,7 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string 
     team: record.team,
     routes: record.routes,
     models: record.models,
-    digest,
+    digest: declared ? undefined : digest,
     attribute: Object.freeze({
       id: record.id,
       name: record.name ?? '',
@@ -134,6 +133,6 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string 
     keySpend: undefined,
   };
   if (dir.byDigest.size >= STATES_MAX) dir.byDigest.clear();
-  dir.byDigest.set(at, state);
+  dir.byDigest.set(digest, state);
   return state;
 }

@@ -203,7 +203,7 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
         return found instanceof Promise ? found.then((r) => admitFound(ex, r, known.digest!)) : admitFound(ex, found, known.digest);
       }
       const declared = dir.declared.get(digest);
-      if (declared) return refuse(declared) ?? admit(ex, keyStateOf(dir, declared, undefined, digest));
+      if (declared) return admit(ex, keyStateOf(dir, declared, digest, true));
       const found = dir.store.find(digest);
       return found instanceof Promise ? found.then((r) => admitFound(ex, r, digest)) : admitFound(ex, found, digest);
     },
