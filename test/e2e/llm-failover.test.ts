@@ -13,6 +13,13 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { aiPreset, startMock, startErrorProvider } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
 
+/**
+ * The weight that makes a route's first backend its first pick: picks are weighted at random, so the other provider
+ * goes first once in FIRST + 1 requests. At 1,000 to 1 that failed one CI run (the Anthropic stand-in answered first
+ * and the OpenAI one was never tried); at 10⁹ to 1 it is once in a billion.
+ */
+const FIRST = 1_000_000_000;
+
 describe('LLM routes fail over by default', () => {
   let mock: Mock;
   let gw: RunningGateway;
@@ -48,17 +55,17 @@ describe('LLM routes fail over by default', () => {
             listeners: [
               {
                 routes: [
-                  route('refused', [{ ...ai('down', `127.0.0.1:${dead}`), weight: 1000 }, ai('up', mock.hostPort)]),
-                  route('five', [{ ...ai('fails', `127.0.0.1:${failing.port}`), weight: 1000 }, ai('works', mock.hostPort)]),
-                  route('limited', [{ ...ai('limited', `127.0.0.1:${limited.port}`), weight: 1000 }, ai('spare', mock.hostPort)]),
-                  route('translate', [{ ...ai('openai-down', `127.0.0.1:${alsoFailing.port}`), weight: 1000 }, ai('claude', mock.hostPort, { anthropic: {} })]),
-                  route('tstream', [{ ...ai('openai-down2', `127.0.0.1:${alsoFailing.port}`), weight: 1000 }, ai('claude2', mock.hostPort, { anthropic: {} })]),
+                  route('refused', [{ ...ai('down', `127.0.0.1:${dead}`), weight: FIRST }, ai('up', mock.hostPort)]),
+                  route('five', [{ ...ai('fails', `127.0.0.1:${failing.port}`), weight: FIRST }, ai('works', mock.hostPort)]),
+                  route('limited', [{ ...ai('limited', `127.0.0.1:${limited.port}`), weight: FIRST }, ai('spare', mock.hostPort)]),
+                  route('translate', [{ ...ai('openai-down', `127.0.0.1:${alsoFailing.port}`), weight: FIRST }, ai('claude', mock.hostPort, { anthropic: {} })]),
+                  route('tstream', [{ ...ai('openai-down2', `127.0.0.1:${alsoFailing.port}`), weight: FIRST }, ai('claude2', mock.hostPort, { anthropic: {} })]),
                   route('keys', [
-                    { ...ai('openai-keyed', `127.0.0.1:${alsoFailing.port}`), weight: 1000, policies: { backendAuth: { key: 'sk-openai-secret' } } },
+                    { ...ai('openai-keyed', `127.0.0.1:${alsoFailing.port}`), weight: FIRST, policies: { backendAuth: { key: 'sk-openai-secret' } } },
                     { ...ai('claude-keyed', `127.0.0.1:${claude.port}`, { anthropic: {} }), policies: { backendAuth: { key: 'sk-ant-secret' } } },
                   ]),
                   {
-                    ...route('slow', [{ ...ai('silent', `127.0.0.1:${silent.port}`), weight: 1000 }, ai('quick', mock.hostPort)]),
+                    ...route('slow', [{ ...ai('silent', `127.0.0.1:${silent.port}`), weight: FIRST }, ai('quick', mock.hostPort)]),
                     policies: { timeout: { backendRequestTimeout: '300ms' } },
                   },
                   route('allbad', [ai('bad-a', `127.0.0.1:${failing.port}`), ai('bad-b', `127.0.0.1:${alsoFailing.port}`)]),
