@@ -94,7 +94,7 @@ function slotsOf(dir: KeyDirectory, record: KeyRecord): Slot[] {
   return slots;
 }
 
-/** Keys states kept per directory; emptied when full (the keys in use, not every key). */
+/** Key states kept per directory; emptied when full (the keys in use, not every key). */
 export const STATES_MAX = 4096;
 
 /**
