@@ -4,7 +4,7 @@
 // not reserved (a keyed request that never reaches an LLM call) trusts a cached record for at most KEY_CACHE_MS after
 // the store last vouched for it: its lookup, or a reservation's check (`confirm`). A digest's record is never changed
 // in place (rotation and revocation move the key to another digest), so a live digest confirms the cached record.
-import { recalled, remember } from './memos.ts';
+import { entryByDigest } from './memos.ts';
 import type { CounterMemo, KeyRecord } from './types.ts';
 
 /** Longest a record found by its digest is used without the store confirming it. */
@@ -75,11 +75,7 @@ export class VersionedKeyCache {
   }
 
   private entryOf(digest: string, memo: CounterMemo | undefined): VersionedEntry | undefined {
-    const kept = recalled<VersionedEntry>(memo, this, this.drops);
-    if (kept !== undefined && kept.digest === digest) return kept;
-    const hit = this.byDigest.get(digest);
-    if (hit !== undefined) remember(memo, this, hit, this.drops);
-    return hit;
+    return entryByDigest(this.byDigest, digest, memo, this, this.drops);
   }
 
   /** A record and the keys version read with it (in one statement), at `now`. */

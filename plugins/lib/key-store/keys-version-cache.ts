@@ -6,7 +6,7 @@
 // by the digest check every record in use still gets about every KEY_RECHECK_MS: its next reservation carries the
 // digest, and its next lookup from the cache asks the store for it again beside the request (`get`'s `due`).
 import { CACHE_MAX, KEY_CACHE_MS } from './key-cache.ts';
-import { recalled, remember } from './memos.ts';
+import { entryByDigest } from './memos.ts';
 import type { CounterMemo, KeyRecord } from './types.ts';
 
 /** Longest a record is used without its digest checked in the store (a lookup or a reservation's EXISTS). */
@@ -80,11 +80,7 @@ export class KeysVersionCache {
    * was dropped since (ADR 0110: a reservation's key found once, not once per use), else looked up.
    */
   entryOf(digest: string, memo?: CounterMemo): Entry | undefined {
-    const kept = recalled<Entry>(memo, this, this.drops);
-    if (kept !== undefined && kept.digest === digest) return kept;
-    const e = this.byDigest.get(digest);
-    if (e !== undefined) remember(memo, this, e, this.drops);
-    return e;
+    return entryByDigest(this.byDigest, digest, memo, this, this.drops);
   }
 
   /**

@@ -153,14 +153,6 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
   if (first) ctx.adminRoute?.('/keys', keysAdminApi(dir));
   const mode = config.mode ?? 'strict';
 
-  const refuse = (record: KeyRecord | undefined): Reply | undefined => {
-    if (record === undefined || record.revokedAt !== undefined) {
-      dir.metrics.denied('unauthenticated');
-      return unauthorized(record === undefined ? 'invalid credentials' : 'key revoked');
-    }
-    return undefined;
-  };
-
   const admit = (ex: Exchange, key: KeyState): Reply | undefined => {
     const routes = key.routes;
     if (routes && !routes.includes(ex.route.name)) {
@@ -176,11 +168,11 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
 
   /** A record the store found (or not) for `digest`. */
   const admitFound = (ex: Exchange, record: KeyRecord | undefined, digest: string): Reply | undefined => {
-    const refused = refuse(record);
-    if (refused === undefined) return admit(ex, keyStateOf(dir, record!, digest));
+    if (record !== undefined && record.revokedAt === undefined) return admit(ex, keyStateOf(dir, record, digest));
     // A key gone or revoked since it was seen: its state goes (an unknown digest never gets one).
     dir.byDigest.delete(digest);
-    return refused;
+    dir.metrics.denied('unauthenticated');
+    return unauthorized(record === undefined ? 'invalid credentials' : 'key revoked');
   };
 
   return {
@@ -194,18 +186,17 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       }
       const digest = digestOf(presented);
       // A key seen before: its state (ADR 0112) holds the store's lookup of it, so the store confirms its record
-      // without a lookup of its own.
+      // without a lookup of its own; the digest the map holds is the instance that lookup was made with, so the
+      // memo's check compares two pointers.
       const known = dir.byDigest.get(digest);
-      if (known !== undefined) {
-        if (known.digest === undefined) return admit(ex, known);
-        const found = dir.store.find(known.digest, known);
-        if (found === known.record) return admit(ex, known);
-        return found instanceof Promise ? found.then((r) => admitFound(ex, r, known.digest!)) : admitFound(ex, found, known.digest);
-      }
-      const declared = dir.declared.get(digest);
-      if (declared) return admit(ex, keyStateOf(dir, declared, digest, true));
-      const found = dir.store.find(digest);
-      return found instanceof Promise ? found.then((r) => admitFound(ex, r, digest)) : admitFound(ex, found, digest);
+      if (known === undefined) {
+        const declared = dir.declared.get(digest);
+        if (declared) return admit(ex, keyStateOf(dir, declared, digest, true));
+      } else if (known.digest === undefined) return admit(ex, known);
+      const at = known?.digest ?? digest;
+      const found = dir.store.find(at, known);
+      if (known !== undefined && found === known.record) return admit(ex, known);
+      return found instanceof Promise ? found.then((r) => admitFound(ex, r, at)) : admitFound(ex, found, at);
     },
     onLog(ex) {
       const reservation = KeyReservation.of(ex);
