@@ -15,6 +15,7 @@ function directory(): KeyDirectory {
     outputEstimate: 256,
     metrics: { teamSpend: (t) => (series.push(`team ${t}`), { inc: () => undefined }), keySpend: (k) => (series.push(`key ${k}`), { inc: () => undefined }), denied: () => undefined },
     byDigest: new Map(),
+    sharedSlots: new Map(),
   };
 }
 
@@ -52,6 +53,25 @@ test('key state (ADR 0100, 0112): one per digest and directory, made once; the s
   assert.equal(state.lifetimeUsd?.name, 'k:vk_1:usd:total:all');
   assert.equal(state.keySpend, undefined, 'series are resolved at the first priced answer, not at admission');
   assert.deepEqual(series, []);
+});
+
+test('a team\'s and the organisation\'s slots are shared by the keys that take from them (ADR 0113): one per counter, not one per key', () => {
+  const dir = directory();
+  const bare = (id: string, team?: string): KeyRecord => ({ id, team, budgets: [], prefix: 'sk', createdAt: '', source: 'api' });
+  const a = keyStateOf(dir, bare('vk_a', 'red'), 'da');
+  const b = keyStateOf(dir, bare('vk_b', 'red'), 'db');
+  assert.equal(a.slots, b.slots, 'two keys of a team without budgets of their own reserve from one list');
+  assert.deepEqual(a.slots.map((s) => [s.scope, s.who]), [['t:red', 'team `red`'], ['g', 'the organisation (all keys)']]);
+  const own = keyStateOf(dir, record, 'dr');
+  assert.deepEqual(own.slots.map((s) => s.scope), ['k:vk_1', 'k:vk_1', 't:red', 'g']);
+  assert.equal(own.slots[2], a.slots[0], 'a key with budgets of its own has its own slots first, then its team\'s shared ones');
+  assert.equal(own.slots[3], a.slots[1]);
+  const lone = keyStateOf(dir, bare('vk_c', 'blue'), 'dc');
+  const none = keyStateOf(dir, bare('vk_d'), 'dd');
+  assert.equal(lone.slots, none.slots, 'a team not declared has no budgets: such keys share the organisation\'s list');
+  assert.deepEqual(none.slots.map((s) => s.scope), ['g']);
+  assert.equal(none.slots[0], a.slots[1], 'the organisation\'s counter has one slot');
+  assert.deepEqual([...dir.sharedSlots.keys()].sort(), ['', 'red'], 'one list per declared team in use (bounded by the config), one for the rest');
 });
 
 test('key states are bounded: the map is emptied when it holds STATES_MAX', () => {

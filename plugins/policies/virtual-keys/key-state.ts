@@ -74,23 +74,47 @@ export interface KeyState extends CounterMemo {
   keySpend: Inc | undefined;
 }
 
-function slotsOf(dir: KeyDirectory, record: KeyRecord): Slot[] {
-  const slots: Slot[] = [];
-  const add = (scope: string, who: string, budgets: readonly Budget[]): void => {
-    for (const b of budgets) {
-      // Two budgets of one unit and period share a counter: it is taken from once, against the lower limit.
-      const same = slots.findIndex((s) => s.scope === scope && s.budget.unit === b.unit && s.budget.period === b.period);
-      if (same !== -1) {
-        if (b.limit < slots[same]!.budget.limit) slots[same] = { ...slots[same]!, who, budget: b };
-        continue;
-      }
-      slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0, owner: undefined, entry: undefined, epoch: 0 });
+/** Slots of `budgets` under `scope`, appended to `slots`; two budgets of one unit and period share a counter (at the lower limit). */
+function addSlots(slots: Slot[], scope: string, who: string, budgets: readonly Budget[]): void {
+  const from = slots.length;
+  for (const b of budgets) {
+    const same = slots.findIndex((s, i) => i >= from && s.budget.unit === b.unit && s.budget.period === b.period);
+    if (same !== -1) {
+      if (b.limit < slots[same]!.budget.limit) slots[same] = { ...slots[same]!, who, budget: b };
+      continue;
     }
-  };
-  add(`k:${record.id}`, `key \`${record.id}\``, record.budgets);
-  const teamBudgets = record.team !== undefined ? dir.teams.get(record.team) : undefined;
-  if (teamBudgets) add(`t:${record.team!}`, `team \`${record.team!}\``, teamBudgets);
-  add('g', 'the organisation (all keys)', dir.shared);
+    slots.push({ scope, who, budget: b, tag: '', counter: '', expiresAt: 0, owner: undefined, entry: undefined, epoch: 0 });
+  }
+}
+
+/**
+ * The slots every key of `team` shares (its team's budgets, then the organisation's), one list per declared team and
+ * one for keys without a declared team: a team's counter has one slot, whichever key takes from it (ADR 0113), so a
+ * key without budgets of its own has no slot of its own, and a request of one of 1,000 keys finds its team's slot
+ * warm from the team's other keys.
+ */
+function sharedSlots(dir: KeyDirectory, team: string | undefined): readonly Slot[] {
+  const budgets = team !== undefined ? dir.teams.get(team) : undefined;
+  const name = budgets ? team! : '';
+  let slots = dir.sharedSlots.get(name);
+  if (slots !== undefined) return slots;
+  const made: Slot[] = [];
+  if (budgets) {
+    addSlots(made, `t:${name}`, `team \`${name}\``, budgets);
+    for (const s of sharedSlots(dir, undefined)) made.push(s);
+  } else addSlots(made, 'g', 'the organisation (all keys)', dir.shared);
+  slots = made;
+  dir.sharedSlots.set(name, slots);
+  return slots;
+}
+
+/** What a key's requests reserve from, in order: its own budgets' slots, then its team's and the organisation's (shared). */
+function slotsOf(dir: KeyDirectory, record: KeyRecord): readonly Slot[] {
+  const shared = sharedSlots(dir, record.team);
+  if (record.budgets.length === 0) return shared;
+  const slots: Slot[] = [];
+  addSlots(slots, `k:${record.id}`, `key \`${record.id}\``, record.budgets);
+  for (const s of shared) slots.push(s);
   return slots;
 }
 

@@ -11,7 +11,7 @@ import { keysAdminApi } from './admin-api.ts';
 import { toBudget } from './config.ts';
 import type { BudgetConfig, VirtualKeysConfig } from './config.ts';
 import { keyStateOf } from './key-state.ts';
-import type { KeyState } from './key-state.ts';
+import type { KeyState, Slot } from './key-state.ts';
 import { KeyReservation, unauthorized } from './reservation.ts';
 
 /** What CEL sees as `key`. */
@@ -51,6 +51,8 @@ export interface KeyDirectory {
   readonly metrics: KeyMetrics;
   /** Per key digest: the key's slots, names, CEL view and series (key-state.ts), while it names the same record. */
   readonly byDigest: Map<string, KeyState>;
+  /** Per declared team (and `''` for keys without one): the team's and the organisation's slots, shared by its keys. */
+  readonly sharedSlots: Map<string, readonly Slot[]>;
 }
 
 type Inc = { inc(by?: number): void };
@@ -138,7 +140,7 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     declared.set(digest, record);
     declaredById.set(k.id, record);
   });
-  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), byDigest: new Map() };
+  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), byDigest: new Map(), sharedSlots: new Map() };
 }
 
 export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
