@@ -29,6 +29,24 @@ describe('metric label cardinality', () => {
     assert.ok(series.includes('t_total{model="other"} 3'));
   });
 
+  it('a counter child is one series: shown from its first inc, shared with inc(labels) and other children of its labels, capped like them', () => {
+    const r = new MetricsRegistry();
+    const c = r.counter('k_total', 'test');
+    const a = c.child({ key: 'a' });
+    assert.deepEqual(lines(r.render(), 'k_total{'), [], 'no series before something is counted');
+    a.inc(2);
+    c.inc({ key: 'a' }, 3);
+    const again = c.child({ key: 'a' });
+    again.inc();
+    a.inc(0.5);
+    c.inc({ key: 'b' });
+    const b = c.child({ key: 'b' });
+    b.inc(4);
+    assert.deepEqual(lines(r.render(), 'k_total{').sort(), ['k_total{key="a"} 6.5', 'k_total{key="b"} 5']);
+    for (let i = 0; i < MAX_SERIES_PER_METRIC; i++) c.child({ key: `k${i}` }).inc();
+    assert.ok(lines(r.render(), 'k_total{').includes('k_total{key="other"} 2'), 'children past the cap count in `other`');
+  });
+
   it('escapes label values and renders cumulative buckets', () => {
     const r = new MetricsRegistry();
     const child = r.histogram('e_seconds', 'test', ['backend'], [0.1, 1]).child('a"b\\c');
