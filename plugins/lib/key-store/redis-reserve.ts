@@ -150,6 +150,11 @@ interface Slot {
   at: number;
 }
 
+/** A counter's Redis key under the store's prefix. */
+export function counterKeyOf(prefix: string, counter: string): string {
+  return `${prefix}c:${counter}`;
+}
+
 /**
  * A counter's settlement state (the queue's) and its slot (ADR 0101, 0102): its Redis key, made once, and its place in
  * the script being built. A line's counter is looked up once, in the queue's Map, for its held refund and its place
@@ -164,7 +169,7 @@ export class RedisCounter extends LeasedCounter {
 
   constructor(counter: string, prefix: string) {
     super(counter);
-    this.key = `${prefix}c:${counter}`;
+    this.key = counterKeyOf(prefix, counter);
   }
 }
 

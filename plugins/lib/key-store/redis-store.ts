@@ -12,7 +12,7 @@ import { LEASE_REFUSED, LeaseBook, NOTHING_TAKEN } from './counter-leases.ts';
 import type { LeaseOptions } from './counter-leases.ts';
 import { dueEverything, LazySums } from './lazy-sums.ts';
 import type { LazyState } from './lazy-sums.ts';
-import { digestKey, RedisCounter, RESERVE, RESERVE_OLD, ReserveCalls } from './redis-reserve.ts';
+import { counterKeyOf, digestKey, RedisCounter, RESERVE, RESERVE_OLD, ReserveCalls } from './redis-reserve.ts';
 import type { Waiting } from './redis-reserve.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
@@ -147,10 +147,6 @@ export class RedisKeyStore implements KeyStore {
     return `${this.prefix}id:${id}`;
   }
 
-  private counterKey(name: string): string {
-    return `${this.prefix}c:${name}`;
-  }
-
   find(digest: string, memo?: CounterMemo): KeyRecord | undefined | Promise<KeyRecord | undefined> {
     return this.cache.get(digest, Date.now(), this.checkBeside, memo) ?? this.fetch(digest);
   }
@@ -274,7 +270,7 @@ export class RedisKeyStore implements KeyStore {
   async values(counters: readonly string[]): Promise<number[]> {
     await this.flush();
     if (counters.length === 0) return [];
-    const got = (await this.client.command('MGET', ...counters.map((c) => this.counterKey(c)))) as (string | null)[];
+    const got = (await this.client.command('MGET', ...counters.map((c) => counterKeyOf(this.prefix, c)))) as (string | null)[];
     return got.map((v) => (v === null ? 0 : Number(v)));
   }
 
