@@ -1,8 +1,8 @@
 // The embedded store (ADR 0035): one SQLite file through Node's built-in `node:sqlite`, in WAL mode so several
-// worker processes or threads on one machine share it; every reservation is one write transaction. This file groups
-// reservations per event-loop turn, fills each one's statement (leased lines, riding settlements) and acts on its
-// outcome; the statements' text and their prepared forms are in sqlite-statements.ts, the file's set-up in
-// sqlite-schema.ts.
+// worker processes or threads on one machine share it; every reservation is one write transaction. This file fills
+// each reservation's statement (leased lines, riding settlements) and acts on its outcome; the group commit per
+// event-loop turn is in sqlite-group-commit.ts, the statements' text and their prepared forms in sqlite-statements.ts,
+// the file's set-up in sqlite-schema.ts.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
@@ -10,6 +10,8 @@ import { Checkpointer } from './checkpointer.ts';
 import { loadSqlite, setUpDatabase } from './sqlite-schema.ts';
 import { Gone, MAX_ROWS, pad, Refusal, SqliteStatements, statementRows } from './sqlite-statements.ts';
 import { VersionedKeyCache } from './key-cache.ts';
+import { GroupCommit } from './sqlite-group-commit.ts';
+import type { GroupWriter } from './sqlite-group-commit.ts';
 import { lineStates, settleGrouped } from './counter-groups.ts';
 import { DRAWN, LEASE_REFUSED, LeaseBook, LeasedCounter, NOTHING_TAKEN } from './counter-leases.ts';
 import type { LeaseOptions } from './counter-leases.ts';
@@ -25,15 +27,6 @@ const SWEEP_EVERY = 4096;
 const LAZY_PER_RESERVATION = 8;
 /** Parsed key records kept (a cache of the hot keys, emptied when full). */
 const PARSED_MAX = 4096;
-
-/** A reservation waiting for the turn's group commit (ADR 0090). */
-interface Grouped {
-  readonly lines: readonly CounterLine[];
-  readonly digest: string | undefined;
-  readonly keyMemo: CounterMemo | undefined;
-  readonly resolve: (refused: number) => void;
-  readonly reject: (err: unknown) => void;
-}
 
 /** Options of the store (beside its checkpoints). */
 export interface SqliteStoreOptions {
@@ -111,19 +104,8 @@ export class SqliteKeyStore implements KeyStore {
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
-  private readonly grouping: boolean;
-  /** Reservations asked for during this event-loop turn (after the first, they are grouped). */
-  private turnCount = 0;
-  /** The last turn with reservations had several: the first of the next one is grouped too (a busy store). */
-  private busy = false;
-  private turnArmed = false;
-  private grouped: Grouped[] = [];
-  private readonly endTurn = (): void => {
-    this.turnArmed = false;
-    this.busy = this.turnCount > 1;
-    this.turnCount = 0;
-    if (this.grouped.length > 0) this.runGroup();
-  };
+  /** Group commit per event-loop turn (ADR 0090; sqlite-group-commit.ts), when the store groups. */
+  private readonly groups: GroupCommit | undefined;
 
   static async open(path: string, checkpoints?: CheckpointOptions, options?: SqliteStoreOptions): Promise<SqliteKeyStore> {
     const { DatabaseSync } = await loadSqlite();
@@ -145,7 +127,7 @@ export class SqliteKeyStore implements KeyStore {
 
   private constructor(db: DatabaseSync, checkpointer: (() => Checkpointer) | undefined, options: SqliteStoreOptions | undefined) {
     this.db = db;
-    this.grouping = options?.group === true;
+    this.groups = options?.group === true ? new GroupCommit(this.groupWriter()) : undefined;
     this.leases = new LeaseBook<SqliteCounter>((c, amount) => this.pending.addTo(c, amount, c.leaseExpiresAt), options?.leases ?? { requests: 0 });
     // Checkpoints run on a worker thread's connection, never inside a commit on this thread (checkpointer.ts).
     if (checkpointer) {
@@ -181,46 +163,19 @@ export class SqliteKeyStore implements KeyStore {
       this.cache.drop(digest);
       return KEY_GONE;
     }
-    if (this.grouping) {
-      if (!this.turnArmed) {
-        this.turnArmed = true;
-        setImmediate(this.endTurn);
-      }
-      if (++this.turnCount > 1 || this.busy) return new Promise<number>((resolve, reject) => this.grouped.push({ lines, digest, keyMemo, resolve, reject }));
-    }
-    return this.reserveNow(lines, digest, keyMemo);
+    return this.groups?.join(lines, digest, keyMemo) ?? this.reserveNow(lines, digest, keyMemo);
   }
 
-  /**
-   * The turn's grouped reservations in one write transaction (ADR 0090): each is its own statement, checked against
-   * the counters as the ones before it in the group left them (a refusal rolls back its statement only), so the
-   * bound is a single reservation's; one commit writes each page they touched once (one WAL frame per page, not one
-   * per page per request) and takes the file's locks once.
-   */
-  private runGroup(): void {
-    const group = this.grouped;
-    this.grouped = [];
-    const answers: (number | { error: unknown })[] = [];
-    try {
-      this.sql.begin.run();
-      for (const g of group) {
-        try {
-          answers.push(this.reserveNow(g.lines, g.digest, g.keyMemo));
-        } catch (error) {
-          answers.push({ error });
-        }
-      }
-      this.sql.commit.run();
-    } catch (err) {
-      if (this.db.isTransaction) this.sql.rollback.run();
-      for (const g of group) g.reject(err);
-      return;
-    }
-    for (let i = 0; i < group.length; i++) {
-      const a = answers[i]!;
-      if (typeof a === 'number') group[i]!.resolve(a);
-      else group[i]!.reject(a.error);
-    }
+  /** How the group commit writes a group: this connection's transaction and reservation statements. */
+  private groupWriter(): GroupWriter {
+    return {
+      reserveNow: (lines, digest, keyMemo) => this.reserveNow(lines, digest, keyMemo),
+      begin: () => this.sql.begin.run(),
+      commit: () => this.sql.commit.run(),
+      rollback: () => {
+        if (this.db.isTransaction) this.sql.rollback.run();
+      },
+    };
   }
 
   private reserveNow(lines: readonly CounterLine[], digest: string | undefined, keyMemo: CounterMemo | undefined): number {
@@ -417,7 +372,7 @@ export class SqliteKeyStore implements KeyStore {
 
   async close(): Promise<void> {
     try {
-      if (this.grouped.length > 0) this.runGroup();
+      this.groups?.run();
       this.flush();
     } finally {
       if (this.db.isOpen) this.db.close();
