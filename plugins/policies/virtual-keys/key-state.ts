@@ -61,7 +61,7 @@ export interface KeyState extends CounterMemo {
   readonly digest: string | undefined;
   /** What CEL sees as `key`. */
   readonly attribute: KeyAttribute;
-  /** What every request of the key reserves from, in order (key, team, organisation). */
+  /** What every request of the key reserves from, in order (key, team, organisation; the last two shared, ADR 0113). */
   readonly slots: readonly Slot[];
   /**
    * The key's lifetime counters, settled with the real usage of every answer; undefined when a `total` budget's line
