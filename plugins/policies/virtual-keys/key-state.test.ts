@@ -1,21 +1,23 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { KeyRecord } from '../../lib/key-store/types.ts';
-import { keyStateOf, STATES_MAX } from './key-state.ts';
+import type { Budget, KeyRecord } from '../../lib/key-store/types.ts';
+import { keyStateOf, sharedSlotLists, STATES_MAX } from './key-state.ts';
 import type { KeyDirectory } from './virtual-keys.ts';
 
 const series: string[] = [];
+const teams = new Map<string, readonly Budget[]>([['red', [{ unit: 'usd', limit: 5, period: 'day' }]]]);
+const shared: readonly Budget[] = [{ unit: 'tokens', limit: 100, period: 'month' }];
 function directory(): KeyDirectory {
   return {
     store: undefined as never,
     declared: new Map(),
     declaredById: new Map(),
-    teams: new Map([['red', [{ unit: 'usd', limit: 5, period: 'day' }]]]),
-    shared: [{ unit: 'tokens', limit: 100, period: 'month' }],
+    teams,
+    shared,
     outputEstimate: 256,
     metrics: { teamSpend: (t) => (series.push(`team ${t}`), { inc: () => undefined }), keySpend: (k) => (series.push(`key ${k}`), { inc: () => undefined }), denied: () => undefined },
     byDigest: new Map(),
-    sharedSlots: new Map(),
+    sharedSlots: sharedSlotLists(teams, shared),
   };
 }
 
@@ -71,7 +73,7 @@ test('a team\'s and the organisation\'s slots are shared by the keys that take f
   assert.equal(lone.slots, none.slots, 'a team not declared has no budgets: such keys share the organisation\'s list');
   assert.deepEqual(none.slots.map((s) => s.scope), ['g']);
   assert.equal(none.slots[0], a.slots[1], 'the organisation\'s counter has one slot');
-  assert.deepEqual([...dir.sharedSlots.keys()].sort(), ['', 'red'], 'one list per declared team in use (bounded by the config), one for the rest');
+  assert.deepEqual([...dir.sharedSlots.keys()].sort(), ['', 'red'], 'one list per declared team (bounded by the config), one for the rest');
 });
 
 test('key states are bounded: the map is emptied when it holds STATES_MAX', () => {

@@ -88,29 +88,27 @@ function addSlots(slots: Slot[], scope: string, who: string, budgets: readonly B
 }
 
 /**
- * The slots every key of `team` shares (its team's budgets, then the organisation's), one list per declared team and
- * one for keys without a declared team: a team's counter has one slot, whichever key takes from it (ADR 0113), so a
- * key without budgets of its own has no slot of its own, and a request of one of 1,000 keys finds its team's slot
- * warm from the team's other keys.
+ * The slots the keys of each declared team share (its team's budgets, then the organisation's), and under `''` the
+ * organisation's alone for keys without a declared team; made once per config load (ADR 0113). A team's counter has
+ * one slot whichever key takes from it, so a key without budgets of its own has no slot of its own, and a request of
+ * one of 1,000 keys finds its team's slot warm from the team's other keys. The organisation's slots are the same
+ * objects in every list.
  */
-function sharedSlots(dir: KeyDirectory, team: string | undefined): readonly Slot[] {
-  const budgets = team !== undefined ? dir.teams.get(team) : undefined;
-  const name = budgets ? team! : '';
-  let slots = dir.sharedSlots.get(name);
-  if (slots !== undefined) return slots;
-  const made: Slot[] = [];
-  if (budgets) {
-    addSlots(made, `t:${name}`, `team \`${name}\``, budgets);
-    for (const s of sharedSlots(dir, undefined)) made.push(s);
-  } else addSlots(made, 'g', 'the organisation (all keys)', dir.shared);
-  slots = made;
-  dir.sharedSlots.set(name, slots);
-  return slots;
+export function sharedSlotLists(teams: ReadonlyMap<string, readonly Budget[]>, shared: readonly Budget[]): ReadonlyMap<string, readonly Slot[]> {
+  const organisation: Slot[] = [];
+  addSlots(organisation, 'g', 'the organisation (all keys)', shared);
+  const lists = new Map<string, readonly Slot[]>([['', organisation]]);
+  for (const [team, budgets] of teams) {
+    const slots: Slot[] = [];
+    addSlots(slots, `t:${team}`, `team \`${team}\``, budgets);
+    lists.set(team, [...slots, ...organisation]);
+  }
+  return lists;
 }
 
 /** What a key's requests reserve from, in order: its own budgets' slots, then its team's and the organisation's (shared). */
 function slotsOf(dir: KeyDirectory, record: KeyRecord): readonly Slot[] {
-  const shared = sharedSlots(dir, record.team);
+  const shared = dir.sharedSlots.get(record.team ?? '') ?? dir.sharedSlots.get('')!;
   if (record.budgets.length === 0) return shared;
   const slots: Slot[] = [];
   addSlots(slots, `k:${record.id}`, `key \`${record.id}\``, record.budgets);

@@ -10,7 +10,7 @@ import type { Budget, KeyRecord, KeyStore } from '../../lib/key-store/types.ts';
 import { keysAdminApi } from './admin-api.ts';
 import { toBudget } from './config.ts';
 import type { BudgetConfig, VirtualKeysConfig } from './config.ts';
-import { keyStateOf } from './key-state.ts';
+import { keyStateOf, sharedSlotLists } from './key-state.ts';
 import type { KeyState, Slot } from './key-state.ts';
 import { KeyReservation, unauthorized } from './reservation.ts';
 
@@ -52,7 +52,7 @@ export interface KeyDirectory {
   /** Per key digest: the key's slots, names, CEL view and series (key-state.ts), while it names the same record. */
   readonly byDigest: Map<string, KeyState>;
   /** Per declared team (and `''` for keys without one): the team's and the organisation's slots, shared by its keys. */
-  readonly sharedSlots: Map<string, readonly Slot[]>;
+  readonly sharedSlots: ReadonlyMap<string, readonly Slot[]>;
 }
 
 type Inc = { inc(by?: number): void };
@@ -140,7 +140,8 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     declared.set(digest, record);
     declaredById.set(k.id, record);
   });
-  return { store, declared, declaredById, teams, shared: budgets(config.budgets, ctx, ['budgets']), outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), byDigest: new Map(), sharedSlots: new Map() };
+  const shared = budgets(config.budgets, ctx, ['budgets']);
+  return { store, declared, declaredById, teams, shared, outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), byDigest: new Map(), sharedSlots: sharedSlotLists(teams, shared) };
 }
 
 export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: CompileContext): Promise<PolicyInstance> {
