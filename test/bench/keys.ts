@@ -46,7 +46,13 @@ import type { PostRow } from './post-rounds.ts';
 import type { Child } from './run.ts';
 
 const PATH = '/v1/chat/completions';
-const SIDE_ONLY = process.env.BENCH_KEYS_SIDE_ONLY === '1';
+/**
+ * BENCH_KEYS_BASELINE=<dir>: another checkout's 1,000-key gateway side by side with this one's, each with its keys
+ * used in turn, instead of 1 key against 1,000 (the side-by-side rounds alone): what a change does where the keys are
+ * many. Two gateways of the same code read within about ±1.2 % per run here (docs/perf.md "Session 19").
+ */
+const BASELINE = process.env.BENCH_KEYS_BASELINE;
+const SIDE_ONLY = process.env.BENCH_KEYS_SIDE_ONLY === '1' || BASELINE !== undefined;
 const KEYS = 1000;
 const TEAMS = 100;
 const keySecret = (i: number): string => `sk-bench-${String(i).padStart(4, '0')}-0123456789abcdef`;
@@ -68,6 +74,8 @@ interface KeysRow extends PostRow {
   readonly store: 'none' | 'sqlite' | 'redis';
   readonly keys: number;
   readonly shape?: Shape;
+  /** The BENCH_KEYS_BASELINE checkout's gateway. */
+  readonly baseline?: boolean;
   readonly headers: Record<string, string>;
   /** The 1,000-key rows: every request the next key's `Authorization`. */
   readonly numberedHeader?: { readonly name: string; readonly value: string; readonly count: number; readonly width: number };
@@ -89,7 +97,7 @@ async function seedKeys(spec: StoreSpec, cwd: string, keys: number, shape: Shape
   await store.close();
 }
 
-async function startGateway(kit: BenchKit, dir: string, name: string, upstreamPort: number, policies: Record<string, unknown> | undefined): Promise<{ child: Child; base: string }> {
+async function startGateway(kit: BenchKit, dir: string, name: string, upstreamPort: number, policies: Record<string, unknown> | undefined, cli = kit.cli): Promise<{ child: Child; base: string }> {
   mkdirSync(dir, { recursive: true });
   const [port, admin, stats, readiness] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const route: Record<string, unknown> = {
@@ -109,7 +117,7 @@ async function startGateway(kit: BenchKit, dir: string, name: string, upstreamPo
   const fd = openSync(join(dir, 'access.log'), 'w');
   // BENCH_KEYS_PROF=<dir>: each gateway writes a CPU profile there (a directory per gateway, sampled every 200 µs).
   const prof = process.env.BENCH_KEYS_PROF ? ['--cpu-prof', '--cpu-prof-interval', '200', '--cpu-prof-dir', join(process.env.BENCH_KEYS_PROF, name.replace(/[^\w]+/g, '-'))] : [];
-  const child = kit.startPinned(name, kit.cpuTarget, kit.node, [...prof, kit.cli, '-f', file], fd);
+  const child = kit.startPinned(name, kit.cpuTarget, kit.node, [...prof, cli, '-f', file], fd);
   closeSync(fd);
   await kit.waitFor200(`http://127.0.0.1:${readiness}/healthz/ready`, child, performance.now(), 60_000);
   return { child, base: `http://127.0.0.1:${port}` };
@@ -191,29 +199,31 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
 
   const children: Child[] = [upstream];
   const all: KeysRow[] = [];
-  const add = async (name: string, store: KeysRow['store'], keys: number, spec: StoreSpec | undefined, shape?: Shape): Promise<void> => {
+  const add = async (name: string, store: KeysRow['store'], keys: number, spec: StoreSpec | undefined, shape?: Shape, baseline = false): Promise<void> => {
     if (spec) await seedKeys(spec, dir, keys, shape!);
     const policies = spec ? { virtualKeys: virtualKeys(spec as Record<string, unknown>, keys, shape!) } : undefined;
-    const gw = await startGateway(kit, join(dir, `${store}-${keys}-${shape ?? 'none'}`), name, upstreamPort, policies);
+    const cli = baseline ? join(BASELINE!, 'bin/switchyard.js') : kit.cli;
+    const gw = await startGateway(kit, join(dir, `${store}-${keys}-${shape ?? 'none'}${baseline ? '-baseline' : ''}`), name, upstreamPort, policies, cli);
     children.push(gw.child);
     const numberedHeader = keys > 1 ? { name: 'authorization', value: `Bearer ${keySecret(0).replace('0000', '[<n>]')}`, count: keys, width: 4 } : undefined;
-    all.push({ name, store, keys, shape, url: gw.base + PATH, headers: { 'content-type': 'application/json', authorization: `Bearer ${keySecret(0)}` }, numberedHeader, pids: kit.processTree(gw.child.proc.pid!), cpu: [], rps: [], p50: [], bad: 0, errors: 0 });
+    all.push({ name, store, keys, shape, baseline, url: gw.base + PATH, headers: { 'content-type': 'application/json', authorization: `Bearer ${keySecret(0)}` }, numberedHeader, pids: kit.processTree(gw.child.proc.pid!), cpu: [], rps: [], p50: [], bad: 0, errors: 0 });
   };
 
   await add('ai route, no keys', 'none', 0, undefined);
-  /** A shape's two rows on one store: 1 key, and KEYS keys in TEAMS teams used in turn. */
-  const pair = async (store: 'sqlite' | 'redis', shape: Shape, spec: (keys: number) => StoreSpec): Promise<void> => {
+  /** A shape's two rows on one store: 1 key (or the baseline's KEYS keys), and KEYS keys in TEAMS teams used in turn. */
+  const pair = async (store: 'sqlite' | 'redis', shape: Shape, spec: (keys: number, tag?: string) => StoreSpec): Promise<void> => {
     const what = shape === 'own' ? ['1 key', `${KEYS} keys / ${TEAMS} teams, in turn`] : ['1 key, 1 team budget', `${KEYS} keys / ${TEAMS} team budgets, in turn`];
-    await add(`virtualKeys ${store}, ${what[0]}`, store, 1, spec(1), shape);
+    if (BASELINE) await add(`virtualKeys ${store}, ${what[1]} (${BASELINE})`, store, KEYS, spec(KEYS, '-baseline'), shape, true);
+    else await add(`virtualKeys ${store}, ${what[0]}`, store, 1, spec(1), shape);
     await add(`virtualKeys ${store}, ${what[1]}`, store, KEYS, spec(KEYS), shape);
   };
-  for (const shape of SHAPES) await pair('sqlite', shape, (keys) => ({ sqlite: { path: join(dir, `${shape}-${keys}.db`) } }));
+  for (const shape of SHAPES) await pair('sqlite', shape, (keys, tag = '') => ({ sqlite: { path: join(dir, `${shape}-${keys}${tag}.db`) } }));
   const redisBin = kit.onPath('redis-server') ?? (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : undefined);
   let redis: { port: number; stop: () => Promise<void> } | undefined;
   if (redisBin) {
     redis = await startRedis(kit, join(dir, 'redis'), redisBin);
     const url = `redis://127.0.0.1:${redis.port}`;
-    for (const shape of SHAPES) await pair('redis', shape, (keys) => ({ redis: { url, prefix: `${shape}-${keys}:` } }));
+    for (const shape of SHAPES) await pair('redis', shape, (keys, tag = '') => ({ redis: { url, prefix: `${shape}-${keys}${tag}:` } }));
   } else notes.push('redis-server is not on PATH: no shared-store rows');
 
   const ops: string[] = [];
@@ -235,8 +245,10 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   if (!SIDE_ONLY) await postRounds(kit, all, request);
   // The throughput verdict's rounds (ADR 0109): each store and shape's 1-key and 1,000-key gateways loaded at once.
   const paired = new Map<KeysRow, SideBySide>();
-  for (const many of all.filter((r) => r.keys === KEYS)) {
-    const one = all.find((r) => r.store === many.store && r.shape === many.shape && r.keys === 1)!;
+  /** The row a 1,000-key row is compared with: the 1-key row, or the baseline's 1,000-key row. */
+  const against = (r: KeysRow): boolean => (BASELINE ? r.baseline === true : r.keys === 1);
+  for (const many of all.filter((r) => r.keys === KEYS && !r.baseline)) {
+    const one = all.find((r) => r.store === many.store && r.shape === many.shape && against(r))!;
     paired.set(many, await sideBySide(kit, one, many, request));
   }
   for (const c of children) await kit.stop(c);
@@ -258,12 +270,14 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   const checks: string[] = [];
   for (const store of ['sqlite', 'redis'] as const) {
     for (const shape of SHAPES) {
-      const one = all.find((r) => r.store === store && r.shape === shape && r.keys === 1);
-      const many = all.find((r) => r.store === store && r.shape === shape && r.keys === KEYS);
+      const one = all.find((r) => r.store === store && r.shape === shape && against(r));
+      const many = all.find((r) => r.store === store && r.shape === shape && r.keys === KEYS && !r.baseline);
       if (!one || !many) continue;
       const limit = store === 'sqlite' ? 150 : 1000;
       const a = median(added(one));
-      const budgets = shape === 'own' ? `${KEYS} keys with budgets of their own, ${TEAMS} teams, the organisation (${KEYS * 2 + TEAMS * 2 + 2} budgets) vs 1 key` : `${KEYS} keys and ${TEAMS} budgets (team budgets) vs 1 key and 1 budget`;
+      const budgets = BASELINE
+        ? `${KEYS} keys in turn (${shape === 'own' ? 'budgets of their own' : 'team budgets'}), this checkout vs ${BASELINE}`
+        : shape === 'own' ? `${KEYS} keys with budgets of their own, ${TEAMS} teams, the organisation (${KEYS * 2 + TEAMS * 2 + 2} budgets) vs 1 key` : `${KEYS} keys and ${TEAMS} budgets (team budgets) vs 1 key and 1 budget`;
       if (!SIDE_ONLY) checks.push(`| key check + reservation + settlement on ${store} (${one.name.replace(/^virtualKeys \w+, /, '')}) adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
       // Side by side (ADR 0109): the median of the rounds' ratios, with the one-after-the-other rows' for reference.
       const side = paired.get(many)!;
@@ -273,7 +287,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
       const sorted = [...side.rps].sort((x, y) => x - y);
       const q = (f: number): string => fmt((sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))]! - 1) * 100, 1);
       checks.push(
-        `| ${budgets} on ${store}: throughput, side by side | ${change >= -5 ? (change <= 5 ? 'PASS (within 5%)' : 'PASS (1,000 keys faster: noise)') : 'CHECK'} | ` +
+        `| ${budgets} on ${store}: throughput, side by side | ${BASELINE ? 'A/B' : change >= -5 ? (change <= 5 ? 'PASS (within 5%)' : 'PASS (1,000 keys faster: noise)') : 'CHECK'} | ` +
           `${change >= 0 ? '+' : ''}${fmt(change, 1)}% (rounds' quartiles ${q(0.25)} to ${q(0.75)}%; CPU per request ${fmt(cpu, 2)}×${SIDE_ONLY ? '' : `; one after the other ${apart >= 0 ? '+' : ''}${fmt(apart, 1)}%`}) |`,
       );
       if (side.bad > 0) notes.push(`${many.name} side by side: ${side.bad} non-2xx, errors or timeouts`);
