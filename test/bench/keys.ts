@@ -49,7 +49,7 @@ const PATH = '/v1/chat/completions';
 /**
  * BENCH_KEYS_BASELINE=<dir>: another checkout's 1,000-key gateway side by side with this one's, each with its keys
  * used in turn, instead of 1 key against 1,000 (the side-by-side rounds alone): what a change does where the keys are
- * many. Two gateways of the same code read within about ±1.2 % per run here (docs/perf.md "Session 19").
+ * many. Two gateways of the same code read −2.7 to +1.2 % per run here (docs/perf.md "Session 19").
  */
 const BASELINE = process.env.BENCH_KEYS_BASELINE;
 const SIDE_ONLY = process.env.BENCH_KEYS_SIDE_ONLY === '1' || BASELINE !== undefined;
