@@ -49,9 +49,11 @@ const PATH = '/v1/chat/completions';
 /**
  * BENCH_KEYS_BASELINE=<dir>: another checkout's 1,000-key gateway side by side with this one's, each with its keys
  * used in turn, instead of 1 key against 1,000 (the side-by-side rounds alone): what a change does where the keys are
- * many. Two gateways of the same code read −2.7 to +1.2 % per run here (docs/perf.md "Session 19").
+ * many. Two gateways of the same code read −2.7 to +1.2 % per run here (docs/perf.md "Session 19"). This checkout's
+ * code seeds both stores: for a baseline whose key store format is the same.
  */
 const BASELINE = process.env.BENCH_KEYS_BASELINE;
+if (BASELINE !== undefined && !existsSync(join(BASELINE, 'bin/switchyard.js'))) throw new Error(`BENCH_KEYS_BASELINE: no bin/switchyard.js in \`${BASELINE}\` (a checkout of this repository, with node_modules)`);
 const SIDE_ONLY = process.env.BENCH_KEYS_SIDE_ONLY === '1' || BASELINE !== undefined;
 const KEYS = 1000;
 const TEAMS = 100;
