@@ -12,7 +12,9 @@
 // Every keyed request also settles its key's two lifetime counters (tokens, USD: the usage API's). Keys are made in
 // the store before the gateway starts (as the management API makes them), not declared in the config: each request
 // finds its key in the store (SQLite) or the store's short-lived cache (Redis, ADR 0061). BENCH_KEYS_SHAPES=own (or
-// team) runs one shape only.
+// team) runs one shape only. `apikey` (not run unless named) is the floor of any keyed request: the same route with
+// `apiKey` and its keys in the config (one map lookup and one attribute per request, no store, no budgets), 1 key against
+// 1,000 used in turn.
 //
 // Figures: the added c=1 p50 (the keyed row's p50 minus the plain row's, per round, median), and the throughput and
 // CPU per request of 1,000 keys against one key, per shape: the verdict from rounds that load the two gateways at once
@@ -63,12 +65,22 @@ const BIG: readonly Budget[] = [{ unit: 'usd', limit: 1e9, period: 'month' }, { 
 /** The `team` shape's one budget per team (never reached either). */
 const TEAM_ONLY = (): Record<string, unknown>[] => [{ usd: 1e9, period: 'month' }];
 
-/** Whose budgets a keyed row's requests reserve from (see the header): `own` is the strict case, `team` the target's wording. */
-type Shape = 'own' | 'team';
+/**
+ * Whose budgets a keyed row's requests reserve from (see the header): `own` is the strict case, `team` the target's
+ * wording; `apikey` has no budgets and no store (`apiKey` with the keys in the config: the floor).
+ */
+type Shape = 'own' | 'team' | 'apikey';
 const SHAPES: readonly Shape[] = (process.env.BENCH_KEYS_SHAPES ?? 'own,team').split(',').map((s) => {
-  if (s !== 'own' && s !== 'team') throw new Error(`BENCH_KEYS_SHAPES: \`${s}\` is not \`own\` or \`team\``);
+  if (s !== 'own' && s !== 'team' && s !== 'apikey') throw new Error(`BENCH_KEYS_SHAPES: \`${s}\` is not \`own\`, \`team\` or \`apikey\``);
   return s;
 });
+/** The shapes with budgets in a key store (the `virtualKeys` rows). */
+const BUDGET_SHAPES = SHAPES.filter((s) => s !== 'apikey');
+
+/** The `apikey` shape's policy: `keys` keys in the config, every one a key of the 1,000-key rows. */
+function apiKeys(keys: number): Record<string, unknown> {
+  return { mode: 'strict', keys: Array.from({ length: keys }, (_, i) => ({ key: keySecret(i), metadata: { owner: `user${i}@example.com` } })) };
+}
 
 /** A row of the interleaved POST rounds (post-rounds.ts) with what this bench adds. */
 interface KeysRow extends PostRow {
@@ -204,7 +216,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   const all: KeysRow[] = [];
   const add = async (name: string, store: KeysRow['store'], keys: number, spec: StoreSpec | undefined, shape?: Shape, baseline = false): Promise<void> => {
     if (spec) await seedKeys(spec, dir, keys, shape!);
-    const policies = spec ? { virtualKeys: virtualKeys(spec as Record<string, unknown>, keys, shape!) } : undefined;
+    const policies = spec ? { virtualKeys: virtualKeys(spec as Record<string, unknown>, keys, shape!) } : shape === 'apikey' ? { apiKey: apiKeys(keys) } : undefined;
     const cli = baseline ? join(BASELINE!, 'bin/switchyard.js') : kit.cli;
     const gw = await startGateway(kit, join(dir, `${store}-${keys}-${shape ?? 'none'}${baseline ? '-baseline' : ''}`), name, upstreamPort, policies, cli);
     children.push(gw.child);
@@ -220,13 +232,19 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
     else await add(`virtualKeys ${store}, ${what[0]}`, store, 1, spec(1), shape);
     await add(`virtualKeys ${store}, ${what[1]}`, store, KEYS, spec(KEYS), shape);
   };
-  for (const shape of SHAPES) await pair('sqlite', shape, (keys, tag = '') => ({ sqlite: { path: join(dir, `${shape}-${keys}${tag}.db`) } }));
+  if (SHAPES.includes('apikey')) {
+    const what = ['apiKey, 1 key', `apiKey, ${KEYS} keys in the config, in turn`];
+    if (BASELINE) await add(`${what[1]} (${BASELINE})`, 'none', KEYS, undefined, 'apikey', true);
+    else await add(what[0], 'none', 1, undefined, 'apikey');
+    await add(what[1], 'none', KEYS, undefined, 'apikey');
+  }
+  for (const shape of BUDGET_SHAPES) await pair('sqlite', shape, (keys, tag = '') => ({ sqlite: { path: join(dir, `${shape}-${keys}${tag}.db`) } }));
   const redisBin = kit.onPath('redis-server') ?? (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : undefined);
   let redis: { port: number; stop: () => Promise<void> } | undefined;
   if (redisBin) {
     redis = await startRedis(kit, join(dir, 'redis'), redisBin);
     const url = `redis://127.0.0.1:${redis.port}`;
-    for (const shape of SHAPES) await pair('redis', shape, (keys, tag = '') => ({ redis: { url, prefix: `${shape}-${keys}${tag}:` } }));
+    for (const shape of BUDGET_SHAPES) await pair('redis', shape, (keys, tag = '') => ({ redis: { url, prefix: `${shape}-${keys}${tag}:` } }));
   } else notes.push('redis-server is not on PATH: no shared-store rows');
 
   const ops: string[] = [];
@@ -271,17 +289,20 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   }
   if (!SIDE_ONLY) console.log(`\nstore operations in the bench process (find + reserve 6 lines + settle 6 deltas, every key in turn, median of 5 × 1000):\n\n| store | keys | wall µs/request | CPU µs/request |\n|---|---:|---:|---:|\n${ops.join('\n')}`);
   const checks: string[] = [];
-  for (const store of ['sqlite', 'redis'] as const) {
+  for (const store of ['none', 'sqlite', 'redis'] as const) {
     for (const shape of SHAPES) {
       const one = all.find((r) => r.store === store && r.shape === shape && against(r));
       const many = all.find((r) => r.store === store && r.shape === shape && r.keys === KEYS && !r.baseline);
       if (!one || !many) continue;
       const limit = store === 'sqlite' ? 150 : 1000;
       const a = median(added(one));
+      const floor = shape === 'apikey';
       const budgets = BASELINE
-        ? `${KEYS} keys in turn (${shape === 'own' ? 'budgets of their own' : 'team budgets'}), this checkout vs ${BASELINE}`
-        : shape === 'own' ? `${KEYS} keys with budgets of their own, ${TEAMS} teams, the organisation (${KEYS * 2 + TEAMS * 2 + 2} budgets) vs 1 key` : `${KEYS} keys and ${TEAMS} budgets (team budgets) vs 1 key and 1 budget`;
-      if (!SIDE_ONLY) checks.push(`| key check + reservation + settlement on ${store} (${one.name.replace(/^virtualKeys \w+, /, '')}) adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
+        ? `${KEYS} keys in turn (${floor ? 'apiKey, in the config' : shape === 'own' ? 'budgets of their own' : 'team budgets'}), this checkout vs ${BASELINE}`
+        : floor
+          ? `floor: apiKey with ${KEYS} keys in the config vs 1 key (one lookup per request, no store)`
+          : shape === 'own' ? `${KEYS} keys with budgets of their own, ${TEAMS} teams, the organisation (${KEYS * 2 + TEAMS * 2 + 2} budgets) vs 1 key` : `${KEYS} keys and ${TEAMS} budgets (team budgets) vs 1 key and 1 budget`;
+      if (!SIDE_ONLY && !floor) checks.push(`| key check + reservation + settlement on ${store} (${one.name.replace(/^virtualKeys \w+, /, '')}) adds ≤ ${limit} µs p50 | ${a <= limit ? 'PASS' : 'MISS'} | ${fmt(a, 0)} µs |`);
       // Side by side (ADR 0109): the median of the rounds' ratios, with the one-after-the-other rows' for reference.
       const side = paired.get(many)!;
       const change = (median(side.rps) - 1) * 100;
@@ -290,7 +311,7 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
       const sorted = [...side.rps].sort((x, y) => x - y);
       const q = (f: number): string => fmt((sorted[Math.min(sorted.length - 1, Math.floor(f * sorted.length))]! - 1) * 100, 1);
       checks.push(
-        `| ${budgets} on ${store}: throughput, side by side | ${BASELINE ? 'A/B' : change >= -5 ? (change <= 5 ? 'PASS (within 5%)' : 'PASS (1,000 keys faster: noise)') : 'CHECK'} | ` +
+        `| ${budgets}${floor ? '' : ` on ${store}`}: throughput, side by side | ${BASELINE ? 'A/B' : floor ? 'reference' : change >= -5 ? (change <= 5 ? 'PASS (within 5%)' : 'PASS (1,000 keys faster: noise)') : 'CHECK'} | ` +
           `${change >= 0 ? '+' : ''}${fmt(change, 1)}% (rounds' quartiles ${q(0.25)} to ${q(0.75)}%; CPU per request ${fmt(cpu, 2)}×${SIDE_ONLY ? '' : `; one after the other ${apart >= 0 ? '+' : ''}${fmt(apart, 1)}%`}) |`,
       );
       if (side.bad > 0) notes.push(`${many.name} side by side: ${side.bad} non-2xx, errors or timeouts`);
