@@ -174,6 +174,30 @@ describe('apiKey', () => {
     }
   });
 
+  it('1,000 keys: each is found by its digest with its own metadata; a near miss is refused', async () => {
+    const manyPort = await freePort();
+    const secret = (i: number): string => `sk-many-${String(i).padStart(4, '0')}-5b0e2c71`;
+    const keys = Array.from({ length: 1000 }, (_, i) => ({ key: secret(i), metadata: { n: i } }));
+    const many = await startGateway(
+      {
+        binds: [{ port: manyPort, listeners: [{ routes: [{ policies: { apiKey: { keys, mode: 'strict' }, transformations: { request: { set: { 'x-n': 'string(apiKey.n)' } } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }] }],
+      },
+      { preset: PRESET },
+    );
+    try {
+      for (const i of [0, 1, 498, 999]) {
+        const res = await request(`${many.url(manyPort)}/`, { headers: { 'x-api-key': secret(i) } });
+        await res.body.text();
+        assert.equal(res.statusCode, 200);
+        assert.equal(seen()['x-n'], String(i));
+      }
+      const near = await request(`${many.url(manyPort)}/`, { headers: { 'x-api-key': `${secret(7).slice(0, -1)}0` } });
+      assert.equal(near.statusCode, 401, await near.body.text());
+    } finally {
+      await many.stop();
+    }
+  });
+
   it('two equal keys are a config error naming the second one, without echoing the key', async () => {
     const text = stringify({
       binds: [{ port, listeners: [{ routes: [{ policies: { apiKey: { keys: [{ key: TEAM_KEY }, { key: TEAM_KEY }] } }, backends: [{ host: '127.0.0.1:1' }] }] }] }],
