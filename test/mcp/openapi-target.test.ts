@@ -39,4 +39,23 @@ describe('mcp backend with an openapi target', () => {
       await client.close();
     }
   });
+
+  it('lists the same names again, in the same session and in another (the shared tool list is not renamed in place)', async () => {
+    const first = await connectClient(gw.mcpUrl);
+    const second = await connectClient(gw.mcpUrl);
+    try {
+      const names = async (c: typeof first): Promise<string[]> => (await c.client.listTools()).tools.map((t) => t.name).filter((n) => n.startsWith('petstore_')).sort();
+      const once = await names(first);
+      assert.ok(once.includes('petstore_getPetById'), once.join(','));
+      assert.deepEqual(await names(first), once);
+      assert.deepEqual(await names(second), once);
+      const pet = await second.client.callTool({ name: 'petstore_getPetById', arguments: { path: { petId: 1 } } });
+      assert.equal((pet.structuredContent as { name?: string }).name, 'doggie');
+    } finally {
+      for (const c of [first, second]) {
+        await c.transport.terminateSession();
+        await c.client.close();
+      }
+    }
+  });
 });

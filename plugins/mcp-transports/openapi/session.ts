@@ -120,7 +120,9 @@ export class OpenApiSession implements McpUpstream {
       case 'logging/setLevel':
         return {};
       case 'tools/list':
-        return { tools: this.handler.tools };
+        // A copy: the gateway owns every message a target sends, as it would own one parsed from the wire, and renames
+        // a multiplexed list's items in place (`petstore_getPetById`); the handler's list is shared by every session.
+        return { tools: structuredClone(this.handler.tools) };
       case 'tools/call': {
         const name = params.name;
         if (typeof name !== 'string') throw new RpcError(RpcCode.InvalidParams, 'tools/call needs a tool `name`');
