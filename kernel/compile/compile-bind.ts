@@ -4,6 +4,7 @@ import type { ConfigPath } from '../sdk/index.ts';
 import type { CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
 import { compileRoute } from './compile-route.ts';
+import { indexRoutes } from './route-index.ts';
 import { ipFamily } from '../sdk/ip-family.ts';
 
 type Obj = Record<string, unknown>;
@@ -69,7 +70,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       const r = await compileRoute(c, rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port);
       if (r) routes.push(r);
     }
-    listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, secureContext, tlsPem });
+    listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, routesFor: indexRoutes(routes), secureContext, tlsPem });
   }
   const exact = new Map<string, CompiledListener>();
   const wildcards: { suffix: string; listener: CompiledListener }[] = [];

@@ -51,6 +51,33 @@ export interface CompiledMatch {
   readonly test: (input: MatchInput) => boolean;
   /** The `pathPrefix` of this match (for prefix rewrites), `/` when the match has no path condition. */
   readonly prefix: string | undefined;
+  /**
+   * The first path segment every path this match accepts starts with (`/api` for `exact: /api/v1` or `pathPrefix:
+   * /api/v1`), undefined when it may accept any path (no path condition, `pathPrefix: /`, a regex that does not spell its first
+   * segment out): route-index.ts.
+   */
+  readonly firstSegment: string | undefined;
+}
+
+/**
+ * The first segment of every path a whole-path regex accepts, when the regex spells it out: `/svc-2/[0-9]+` gives
+ * `/svc-2`. Only a plain run of letters, digits, `_`, `-`, `~` after the leading `/`, followed by a `/` that no
+ * quantifier follows, in a regex without `|`; undefined for anything else (the route is then tried for every path).
+ */
+function literalFirstSegment(regex: string): string | undefined {
+  if (regex.charCodeAt(0) !== 47 /* / */ || regex.includes('|')) return undefined;
+  const run = /^\/[A-Za-z0-9_~-]+/.exec(regex)?.[0];
+  if (run === undefined) return undefined;
+  const next = regex.charAt(run.length);
+  if (next === '') return run;
+  if (next !== '/' || '*?+{'.includes(regex.charAt(run.length + 1) || 'x')) return undefined;
+  return run;
+}
+
+/** A path's first segment: up to the second `/` (`/api` of `/api/v1`; `/` of `/`; the whole path without one). */
+export function firstSegmentOf(path: string): string {
+  const end = path.indexOf('/', 1);
+  return end === -1 ? path : path.slice(0, end);
 }
 
 /** Compile one match object: every condition in it must hold. */
@@ -61,18 +88,24 @@ export function compileMatch(match: MatchConfig): CompiledMatch {
     tests.push((i) => i.method === method);
   }
   let prefix: string | undefined = '/';
+  let firstSegment: string | undefined;
   if (match.path) {
     if (match.path.exact !== undefined) {
       const exact = match.path.exact;
       prefix = undefined;
+      firstSegment = firstSegmentOf(exact);
       tests.push((i) => i.path === exact);
     } else if (match.path.pathPrefix !== undefined) {
       const test = compilePrefixTest(match.path.pathPrefix);
       prefix = match.path.pathPrefix;
+      // Segment-aware: `/api/v1` accepts `/api/v1` and `/api/v1/x`, all of them in the segment `/api`.
+      const literal = match.path.pathPrefix.replace(/\/+$/, '');
+      if (literal !== '') firstSegment = firstSegmentOf(literal);
       tests.push((i) => test(i.path));
     } else if (match.path.regex !== undefined) {
       const test = compileValueTest({ regex: match.path.regex });
       prefix = undefined;
+      firstSegment = literalFirstSegment(match.path.regex);
       tests.push((i) => test(i.path));
     }
   }
@@ -105,7 +138,7 @@ export function compileMatch(match: MatchConfig): CompiledMatch {
             for (let k = 0; k < count; k++) if (!tests[k]!(input)) return false;
             return true;
           };
-  return { test, prefix };
+  return { test, prefix, firstSegment };
 }
 
 /** Hostname pattern test: exact, or `*.suffix` matching one or more labels before the suffix (never the bare suffix). */

@@ -7,6 +7,7 @@ import type { BackendHealth, RouteHealth } from './backend-health.ts';
 import type { AdminRouteHandler, OutlierDetectionFacet } from '../sdk/index.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
 import type { CompiledMatch } from './matchers.ts';
+import type { RoutesForPath } from './route-index.ts';
 import type { PathOptions } from '../exchange/normalize-path.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
 
@@ -89,6 +90,8 @@ export interface CompiledListener {
   readonly name: string;
   readonly hostname: string | undefined;
   readonly routes: readonly CompiledRoute[];
+  /** The routes a request's path can select, in config order (route-index.ts): what route selection tries. */
+  readonly routesFor: RoutesForPath;
   readonly secureContext: SecureContext | undefined;
   /** PEM material of an HTTPS listener (the default certificate for clients without SNI). */
   readonly tlsPem: { readonly cert: string; readonly key: string } | undefined;

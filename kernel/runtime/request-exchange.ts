@@ -9,9 +9,12 @@ import { requestInputProblem } from './request-input.ts';
 
 const NO_AUTHORITY = new HostRejection('the absolute-form request target has no authority');
 
-/** First route of the listener whose hostnames and any match object accept the request. */
+/**
+ * First route of the listener whose hostnames and any match object accept the request, among the routes its path can
+ * select (route-index.ts: the others cannot match it).
+ */
 export function selectRoute(listener: CompiledListener, ex: ExchangeImpl): CompiledRoute | undefined {
-  const routes = listener.routes;
+  const routes = listener.routesFor(ex.path);
   for (let i = 0; i < routes.length; i++) {
     const route = routes[i]!;
     if (route.hostnameTest !== null && !route.hostnameTest(ex.hostname)) continue;
