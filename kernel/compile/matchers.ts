@@ -53,8 +53,8 @@ export interface CompiledMatch {
   readonly prefix: string | undefined;
   /**
    * The first path segment every path this match accepts starts with (`/api` for `exact: /api/v1` or `pathPrefix:
-   * /api/v1`), undefined when it may accept any path (no path condition, `pathPrefix: /`, a regex that does not spell its first
-   * segment out): route-index.ts.
+   * /api/v1`), undefined when it may accept any path (no path condition, `pathPrefix: /`, a regex that does not spell
+   * its first segment out): route-index.ts.
    */
   readonly firstSegment: string | undefined;
 }

@@ -41,7 +41,7 @@ function makeRoutes(count: number, rnd: () => number): CompiledRoute[] {
       matches.push(match);
     }
     const hostnames = rnd() < 0.15 ? [pick(['a.example', '*.example'])] : undefined;
-    routes.push({ name: `r${i}`, hostnameTest: hostnames ? compileHostnameTest(hostnames) : null, matches: matches.length > 0 ? matches.map(compileMatch) : null } as unknown as CompiledRoute);
+    routes.push({ info: { name: `r${i}` }, hostnameTest: hostnames ? compileHostnameTest(hostnames) : null, matches: matches.length > 0 ? matches.map(compileMatch) : null } as unknown as CompiledRoute);
   }
   return routes;
 }
@@ -95,7 +95,7 @@ test('with 1,000 routes of distinct first segments, a request tries its own segm
 });
 
 test('a few routes are scanned as they are', () => {
-  const routes = Array.from({ length: 3 }, (_, i) => ({ name: `r${i}`, hostnameTest: null, matches: [compileMatch({ path: { exact: `/r${i}` } })] }) as unknown as CompiledRoute);
+  const routes = Array.from({ length: 3 }, (_, i) => ({ info: { name: `r${i}` }, hostnameTest: null, matches: [compileMatch({ path: { exact: `/r${i}` } })] }) as unknown as CompiledRoute);
   assert.equal(indexRoutes(routes)('/r1'), routes);
 });
 

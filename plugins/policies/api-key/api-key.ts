@@ -1,7 +1,7 @@
-import { hash } from 'node:crypto';
 import { defineAttribute, jsonErrorReply } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, PolicyInstance, Reply } from 'switchyard/sdk';
 import { bearerToken } from '../../lib/credentials/credentials.ts';
+import { digestOf } from '../../lib/key-store/secrets.ts';
 
 export interface ApiKeyConfig {
   keys: { key: string; metadata?: Record<string, unknown> }[];
@@ -29,20 +29,18 @@ function presentedKey(headers: Readonly<Record<string, string | string[] | undef
   return bearerToken(headers.authorization as string | undefined);
 }
 
-/**
- * SHA-256 hex of a key. Keys are found by this digest, never compared themselves: a lookup's timing can tell only how
- * the digest of what was presented relates to the stored digests, and no key can be worked back from a digest (as
- * `virtualKeys` finds its keys, ADR 0035). One lookup per request, whatever the number of keys: comparing the digest
- * with every key's cost about 0.1 µs per configured key, 100 µs a request with 1,000 keys.
- */
-const digestOf = (value: string): string => hash('sha256', value, 'hex');
-
 function reject(message: string): Reply {
   return jsonErrorReply(401, 'authentication_failed', `api key authentication failure: ${message}`);
 }
 
 export function compileApiKey(config: ApiKeyConfig, ctx: CompileContext): PolicyInstance {
-  /** Each key's CEL attribute (built once: requests share the frozen object) by the key's digest. */
+  /**
+   * Each key's CEL attribute (built once: requests share the frozen object) by the SHA-256 hex digest of the key (ADR
+   * 0114). Keys are found by their digest, never compared themselves: a lookup's timing can tell only how the digest
+   * of what was presented relates to the stored digests, and no key can be worked back from a digest (as
+   * `virtualKeys` finds its keys, ADR 0035). One lookup per request, whatever the number of keys: comparing the
+   * digest with every key's cost about 0.1 µs per configured key, 100 µs a request with 1,000 keys.
+   */
   const byDigest = new Map<string, ApiKeyAttribute>();
   const positions = new Map<string, number>();
   config.keys.forEach(({ key, metadata }, i) => {
