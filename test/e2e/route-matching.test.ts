@@ -14,7 +14,8 @@ interface Case {
   readonly expect: string | 404;
 }
 
-// Routes are tried in config order; the first match wins (BEHAVIOUR.md DECIDED 1).
+// Routes are tried in config order; the first match wins (BEHAVIOUR.md DECIDED 1). Sixteen routes or more: the
+// listener picks them through its first-segment index (ADR 0115), so these cases also check that index end to end.
 const ROUTES = [
   named('exact', { matches: [{ path: { exact: '/exact' } }] }),
   named('prefix', { matches: [{ path: { pathPrefix: '/foo' } }] }),
