@@ -60,11 +60,15 @@ export function presentHeaders<T extends string | string[] | number>(headers: Re
   return out;
 }
 
-/** One more value of `name` in a header object: a second value makes the entry an array (as `headerListAdd`). */
+/**
+ * One more value of `name` in a header object: a second value makes the entry an array (as `headerListAdd`). An array
+ * already there is replaced, never pushed to: a shallow copy of the object (failover's snapshot of the request headers
+ * before a backend's hooks, ADR 0039; a hook's view of the request) must not see what is added to the original.
+ */
 export function headerMapAdd(headers: Record<string, string | string[] | number | undefined>, name: string, value: string): void {
   const existing = headers[name];
   if (existing === undefined) headers[name] = value;
-  else if (Array.isArray(existing)) existing.push(value);
+  else if (Array.isArray(existing)) headers[name] = [...existing, value];
   else headers[name] = [String(existing), value];
 }
 

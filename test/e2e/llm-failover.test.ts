@@ -69,6 +69,14 @@ describe('LLM routes fail over by default', () => {
                     policies: { timeout: { backendRequestTimeout: '300ms' } },
                   },
                   route('allbad', [ai('bad-a', `127.0.0.1:${failing.port}`), ai('bad-b', `127.0.0.1:${alsoFailing.port}`)]),
+                  {
+                    // A header the client sent and the route added to is a list: each backend's additions go on a copy.
+                    ...route('tags', [
+                      { ...ai('openai-tagged', `127.0.0.1:${alsoFailing.port}`), weight: FIRST, policies: { requestHeaderModifier: { add: { 'x-tag': 'a' } } } },
+                      { ...ai('claude-tagged', `127.0.0.1:${claude.port}`, { anthropic: {} }), policies: { requestHeaderModifier: { add: { 'x-tag': 'b' } } } },
+                    ]),
+                    policies: { requestHeaderModifier: { add: { 'x-tag': 'route' } } },
+                  },
                 ],
               },
             ],
@@ -138,6 +146,14 @@ describe('LLM routes fail over by default', () => {
     assert.equal(last.url, '/v1/messages');
     assert.equal(last.headers['x-api-key'], 'sk-ant-secret');
     assert.ok(!JSON.stringify(last.headers).includes('sk-openai-secret'), 'the OpenAI key never reached Anthropic');
+  });
+
+  it('the next provider gets the headers as they were before the first one: its additions to a list header too', async () => {
+    const before = alsoFailing.received.length;
+    const answer = await client('tags').chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] }, { headers: { 'x-tag': 'client' } });
+    assert.equal(answer.choices[0]!.message.content, 'from claude');
+    assert.equal(alsoFailing.received[before]!.headers['x-tag'], 'client, route, a');
+    assert.equal(claude.received.at(-1)!.headers['x-tag'], 'client, route, b');
   });
 
   it('a provider that does not answer in time: the request moves on', async () => {
