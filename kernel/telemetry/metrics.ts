@@ -22,8 +22,15 @@ class RequestSeries {
   }
 }
 
+/**
+ * Longest label value kept, in characters; a longer one is cut and ends in `...`. Label values can come from
+ * clients (an LLM model name, an MCP tool name): the series cap bounds how many are kept, this how large each is.
+ */
+export const MAX_LABEL_VALUE = 256;
+
 function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+  const v = value.length > MAX_LABEL_VALUE ? `${value.slice(0, MAX_LABEL_VALUE)}...` : value;
+  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
 
 /**

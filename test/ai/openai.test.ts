@@ -128,6 +128,20 @@ describe('ai backend, openAI provider', () => {
     assert.equal(t.rec.received.length, count, 'nothing went upstream');
   });
 
+  it('answers 400 in OpenAI\'s error shape for a model name over 1,024 characters, and counts nothing under it', async () => {
+    const count = t.rec.received.length;
+    const model = 'm'.repeat(100_000);
+    const res = await fetch(`${t.gw.base}/oa/nomodel/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(res.status, 400);
+    assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: model name too long: at most 1024 characters', type: 'invalid_request_error', param: null, code: null } });
+    assert.equal(t.rec.received.length, count, 'nothing went upstream');
+    assert.ok(!(await (await fetch(`${t.gw.statsUrl}/metrics`)).text()).includes('m'.repeat(300)), 'no series carries the name');
+  });
+
   it('does not require a model when the provider sets one', async () => {
     const res = await fetch(`${t.gw.base}/fixed/nomodel/v1/chat/completions`, {
       method: 'POST',

@@ -1,7 +1,7 @@
 // Bounded label cardinality (issue 12 item 2): past 1000 label sets a metric counts the rest in one `other` series.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_SERIES_PER_METRIC, MetricsRegistry } from '../../kernel/telemetry/metrics.ts';
+import { MAX_LABEL_VALUE, MAX_SERIES_PER_METRIC, MetricsRegistry } from '../../kernel/telemetry/metrics.ts';
 
 const lines = (text: string, prefix: string): string[] => text.split('\n').filter((l) => l.startsWith(prefix));
 
@@ -18,6 +18,21 @@ describe('metric label cardinality', () => {
     // An existing series keeps counting after the cap.
     h.observe({ target: 't', tool: 'tool0' }, 1.5);
     assert.ok(r.render().includes('t_seconds_bucket{target="t",tool="tool0",le="2"} 2'));
+  });
+
+  it('cuts a label value past MAX_LABEL_VALUE characters: a client-sized name does not make a client-sized series', () => {
+    const r = new MetricsRegistry();
+    const c = r.counter('n_total', 'test');
+    const h = r.histogram('n_seconds', 'test', ['tool'], [1]);
+    const long = 'x'.repeat(1_000_000);
+    c.inc({ model: long });
+    c.child({ model: `${long}y` }).inc();
+    h.observe({ tool: long }, 0.5);
+    const text = r.render();
+    const cut = `${'x'.repeat(MAX_LABEL_VALUE)}...`;
+    assert.ok(text.includes(`n_total{model="${cut}"} 2`), 'both long names share the cut series');
+    assert.ok(text.includes(`n_seconds_count{tool="${cut}"} 1`));
+    assert.ok(text.length < 4 * MAX_LABEL_VALUE + 1000, `${text.length} characters rendered`);
   });
 
   it('caps counter series the same way', () => {

@@ -39,6 +39,8 @@ export interface AiBackendConfig {
 
 /** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
 const REQUEST_LIMIT = 2 * 1024 * 1024;
+/** Longest model name a request may give (provider ids, Bedrock ARNs and Vertex paths are well under it). */
+const MAX_MODEL_NAME = 1024;
 /** A non-streamed call's answer is read whole by the target (ADR 0058), no stream in between. */
 const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 /** A streamed call's answer keeps the upstream's raw header list: no header object unless a header is edited. */
@@ -199,6 +201,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const virtual = ex.get(LLM_VIRTUAL_MODEL);
     const model = virtual?.models.get(self) ?? provider.model ?? (typeof body.model === 'string' && body.model ? body.model : undefined);
     if (model === undefined) return llmRequestError(400, 'missing field: model not specified');
+    // A model name names series, caches and spans: one of a client's size would make each of them that size.
+    if (model.length > MAX_MODEL_NAME) return llmRequestError(400, `model name too long: at most ${MAX_MODEL_NAME} characters`);
     // The client's bytes are sent as they came unless something below changes the body (parse once, no
     // re-serialisation): a policy may have changed it, so its presence counts as a change.
     let changed = policy !== undefined || body.model !== model;
