@@ -22,6 +22,7 @@ describe('requestMirror', () => {
   let primary: TestUpstream;
   let mirror: TestUpstream;
   let slowMirror: TestUpstream;
+  let silentMirror: TestUpstream;
   let deadPort: number;
   before(async () => {
     port = await freePort();
@@ -29,6 +30,8 @@ describe('requestMirror', () => {
     primary = await startUpstream((_req, res, body) => res.end(`primary got ${body.length}`));
     mirror = await startUpstream((_req, res) => res.writeHead(500).end('mirror answers are ignored'));
     slowMirror = await startUpstream((_req, res) => setTimeout(() => res.end('late'), 2000));
+    // Never answers: every copy sent to it stays in flight until the gateway stops.
+    silentMirror = await startUpstream(() => undefined);
     const to = [{ host: `127.0.0.1:${primary.port}` }];
     gw = await startGateway({
       backends: [{ name: 'mirror-named', host: `127.0.0.1:${mirror.port}` }],
@@ -51,6 +54,7 @@ describe('requestMirror', () => {
                 { name: 'half', matches: [{ path: { pathPrefix: '/half' } }], policies: { requestMirror: { backend: { backend: 'mirror-named' }, percentage: 0.5 } }, backends: to },
                 { name: 'none', matches: [{ path: { pathPrefix: '/none' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${mirror.port}` }, percentage: 0 } }, backends: to },
                 { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${slowMirror.port}` } } }, backends: to },
+                { name: 'silent', matches: [{ path: { pathPrefix: '/silent' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${silentMirror.port}` } } }, backends: to },
                 { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${deadPort}` } } }, backends: to },
               ],
             },
@@ -61,7 +65,7 @@ describe('requestMirror', () => {
   });
   after(async () => {
     await gw.stop();
-    await Promise.all([primary.close(), mirror.close(), slowMirror.close()]);
+    await Promise.all([primary.close(), mirror.close(), slowMirror.close(), silentMirror.close()]);
   });
 
   const call = async (path: string, body?: string) => {
@@ -101,6 +105,15 @@ describe('requestMirror', () => {
     const r = await call('/slow', 'x');
     assert.equal(r.status, 200);
     assert.ok(r.ms < 1000, `primary took ${r.ms}ms`);
+  });
+
+  it('a silent mirror holds at most 256 copies in flight: the rest are not sent, and counted; the primary is served', async () => {
+    for (let i = 0; i < 300; i++) assert.equal((await call('/silent', 'x')).status, 200);
+    await until(() => silentMirror.received.length >= 256);
+    await sleep(200);
+    assert.equal(silentMirror.received.length, 256, 'copies that reached the silent mirror');
+    const metrics = await (await request(`${gw.statsUrl}/metrics`)).body.text();
+    assert.match(metrics, /^switchyard_request_mirror_dropped_total 44$/m);
   });
 
   it('an unreachable mirror does not fail the primary', async () => {

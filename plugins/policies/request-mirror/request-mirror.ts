@@ -8,6 +8,13 @@ export interface MirrorConfig {
 /** Bodies up to this size are copied to the mirror; larger or unsized bodies are mirrored without a body. */
 const MIRROR_BODY_LIMIT = 1024 * 1024;
 const MIRROR_TIMEOUT_MS = 30_000;
+/**
+ * Copies one policy keeps in flight at most, and the bytes of their bodies: a slow or silent mirror would otherwise
+ * hold a socket and a body per request for MIRROR_TIMEOUT_MS (30,000 sockets at 1,000 requests a second). Past
+ * either, a request is not mirrored (counted as dropped); the primary is never held back.
+ */
+const MIRRORS_IN_FLIGHT = 256;
+const MIRROR_BYTES_IN_FLIGHT = 32 * 1024 * 1024;
 const NOT_COPIED = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length']);
 
 /** Compile one `requestMirror` policy: its backend must forward HTTP; copies are sent and their answers discarded. */
@@ -17,21 +24,49 @@ export async function compileRequestMirror(config: MirrorConfig, ctx: CompileCon
   if (!target) return ctx.fail('`requestMirror` needs a backend that forwards HTTP (`host`, or `backend` naming one)', ['backend']);
   const share = config.percentage ?? 1;
   const log = ctx.logger;
+  const dropped = ctx.counter('switchyard_request_mirror_dropped_total', `Requests not mirrored because the policy's copies in flight were at their limit (${MIRRORS_IN_FLIGHT} copies or ${MIRROR_BYTES_IN_FLIGHT / 1024 / 1024} MiB of bodies).`).child({});
+  let inFlight = 0;
+  let bytesInFlight = 0;
   return {
     async onRequest(ex) {
       if (share <= 0 || (share < 1 && Math.random() >= share)) return;
       const declared = Number(ex.headers['content-length'] ?? NaN);
+      // The bytes the copy holds: a body already read, or one of a declared size it will read.
+      const size = ex.body ? ex.body.length : declared > 0 && declared <= MIRROR_BODY_LIMIT ? declared : 0;
+      if (inFlight >= MIRRORS_IN_FLIGHT || bytesInFlight + size > MIRROR_BYTES_IN_FLIGHT) {
+        dropped.inc();
+        return;
+      }
+      inFlight++;
+      bytesInFlight += size;
+      const done = (): void => {
+        inFlight--;
+        bytesInFlight -= size;
+      };
       let body: Buffer | undefined = ex.body;
-      if (!body && declared > 0 && declared <= MIRROR_BODY_LIMIT) body = await ex.bufferBody(MIRROR_BODY_LIMIT);
+      try {
+        if (!body && size > 0) body = await ex.bufferBody(MIRROR_BODY_LIMIT);
+      } catch (err) {
+        done();
+        throw err;
+      }
       const headers: HeaderMap = {};
       for (const [name, value] of Object.entries(ex.headers)) if (value !== undefined && !NOT_COPIED.has(name)) headers[name] = value;
-      target
-        .request({ method: ex.method, path: ex.path + ex.query, headers, body: body ?? null, timeoutMs: MIRROR_TIMEOUT_MS })
-        .then((res) => {
+      let sent: ReturnType<typeof target.request>;
+      try {
+        sent = target.request({ method: ex.method, path: ex.path + ex.query, headers, body: body ?? null, timeoutMs: MIRROR_TIMEOUT_MS });
+      } catch (err) {
+        done();
+        throw err;
+      }
+      sent.then((res) => {
           res.body.on('error', () => undefined);
+          res.body.on('close', done);
           res.body.resume();
-        })
-        .catch((err: unknown) => log.debug('mirror request failed', { target: target.origin, error: err as Error }));
+        }, (err: unknown) => {
+          done();
+          log.debug('mirror request failed', { target: target.origin, error: err as Error });
+        });
     },
   };
 }
