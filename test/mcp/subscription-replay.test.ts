@@ -59,6 +59,18 @@ describe('mcp subscription replay: a stdio target restarted after a crash', () =
       await client.close();
     }
   });
+
+  it('refuses to subscribe to a URI over 2,048 characters (-32602), before the target sees it', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      // The SDK reports the HTTP 400 and the JSON-RPC error it carries.
+      await assert.rejects(client.subscribeResource({ uri: `demo://resource/${'x'.repeat(100_000)}` }), /-32602.*at most 2048 characters/s);
+      assert.ok((await client.listResources()).resources.length > 0, 'the session goes on');
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
 });
 
 describe('mcp subscription replay: an sse target whose server restarts', () => {

@@ -7,7 +7,7 @@ import type { Call } from './responder.ts';
 import { LIMIT_CODE } from './runtime.ts';
 import type { Json } from './runtime.ts';
 import type { McpSession } from './session.ts';
-import { MAX_SUBSCRIPTIONS, SUBSCRIPTION_METHODS } from './subscriptions.ts';
+import { MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS, SUBSCRIPTION_METHODS } from './subscriptions.ts';
 import type { TargetConn } from './target-conn.ts';
 
 type ItemKind = McpItem['kind'];
@@ -89,6 +89,9 @@ export function relay(s: McpSession, call: Call, conn: TargetConn, answer: RpcMe
 /** Send the call to one target and relay its answer; (un)subscriptions are remembered (subscriptions.ts). */
 export async function forward(s: McpSession, call: Call, conn: TargetConn, params: Json | undefined, onAnswer?: (answer: RpcMessage) => void): Promise<void> {
   const subscribing = SUBSCRIPTION_METHODS.has(call.method);
+  if (call.method === 'resources/subscribe' && typeof params?.uri === 'string' && params.uri.length > MAX_SUBSCRIBED_URI) {
+    throw new RpcFailure(RpcCode.invalidParams, `a resource URI to subscribe to is at most ${MAX_SUBSCRIBED_URI} characters`, 400);
+  }
   if (call.method === 'resources/subscribe' && !s.subscriptions.admits(conn.name, params?.uri)) {
     throw new RpcFailure(LIMIT_CODE, `too many resource subscriptions on this session (the limit is ${MAX_SUBSCRIPTIONS} per target); unsubscribe first`, 429);
   }

@@ -3,6 +3,8 @@ import type { TargetConn } from './target-conn.ts';
 
 /** Resource subscriptions kept per session and target (each is replayed on a restart and may be sealed in the id). */
 export const MAX_SUBSCRIPTIONS = 256;
+/** Longest resource URI a client may subscribe to: the session keeps and replays each one (MAX_SUBSCRIPTIONS of them). */
+export const MAX_SUBSCRIBED_URI = 2048;
 /** Characters of subscribed resource URIs carried in a sealed session id (it travels in a header). */
 export const SEALED_SUBSCRIPTIONS_MAX_CHARS = 2048;
 /** A target with subscriptions that goes down is restarted without waiting for a request, this often at most. */
