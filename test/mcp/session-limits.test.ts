@@ -3,6 +3,7 @@
 // (`maxPendingRequests`, 128). Past a limit the client gets a JSON-RPC error (-32000) and an HTTP status that says
 // to come back later; ending what it holds frees the place.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { INIT, connectClient, fixtureStdio, messagesOf, rawPost, startMcpGateway, waitFor } from './harness.ts';
@@ -56,6 +57,37 @@ describe('mcp session limits: maxSessions', () => {
     const del = await fetch(gw.mcpUrl, { method: 'DELETE', headers: { 'mcp-session-id': a.headers.get('mcp-session-id')! } });
     assert.equal(del.status, 200);
     assert.equal((await rawPost(gw.mcpUrl, INIT(5), { accept: 'application/json' })).status, 200);
+  });
+});
+
+describe('mcp session limits: maxSessions counts sessions resumed from sealed ids', () => {
+  const key = randomBytes(32).toString('hex');
+  let a: McpGateway;
+  let b: McpGateway;
+  before(async () => {
+    // The same backend config on both: a sealed id names the config it was made under.
+    a = await startMcpGateway({ targets: [fixtureStdio()], maxSessions: 1 }, { staticConfig: { session: { key } } });
+    b = await startMcpGateway({ targets: [fixtureStdio()], maxSessions: 1 }, { staticConfig: { session: { key } } });
+  });
+  after(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  it('another gateway resumes sealed ids only while it is under its maxSessions (503 past it, as for initialize)', async () => {
+    // Two sealed ids from a, one session at a time there (the first ended by DELETE, which b never hears of).
+    const ids: string[] = [];
+    for (const n of [1, 2]) {
+      const init = await rawPost(a.mcpUrl, INIT(n), { accept: 'application/json' });
+      assert.equal(init.status, 200, init.text);
+      ids.push(init.headers.get('mcp-session-id')!);
+      if (n === 1) assert.equal((await fetch(a.mcpUrl, { method: 'DELETE', headers: { 'mcp-session-id': ids[0]! } })).status, 200);
+    }
+    const ping = (id: string, n: number) => rawPost(b.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: n, method: 'ping' }), { accept: 'application/json', 'mcp-session-id': id });
+    assert.equal((await ping(ids[0]!, 10)).status, 200, 'the first id resumed on b');
+    const refused = await ping(ids[1]!, 11);
+    assert.equal(refused.status, 503, refused.text);
+    assert.match((JSON.parse(refused.text) as { error: { message: string } }).error.message, /too many MCP sessions: this endpoint holds its limit of 1 \(maxSessions\)/);
+    assert.equal((await ping(ids[0]!, 12)).status, 200, 'the resumed session goes on');
   });
 });
 

@@ -112,9 +112,11 @@ export class SessionStore {
 
   /**
    * Rebuild a session this replica has never seen (or has forgotten) from its sealed id. Targets reconnect on first
-   * use: a streamable-HTTP target resumes its upstream session, the others start fresh and are re-initialized.
+   * use: a streamable-HTTP target resumes its upstream session, the others start fresh and are re-initialized. A
+   * session rebuilt counts against `maxSessions` as a new one does: past it, the refusal message (sealed ids of
+   * sessions ended elsewhere, replayed here, must not hold more sessions than the endpoint allows).
    */
-  resume(id: string, rt: BackendRuntime, client: ClientContext): McpSession | undefined {
+  resume(id: string, rt: BackendRuntime, client: ClientContext): McpSession | string | undefined {
     if (this.disposed) return undefined;
     const claims = unsealSession(rt.key, rt.aad, id);
     if (!claims) return undefined;
@@ -127,6 +129,7 @@ export class SessionStore {
       this.add(held, id);
       return held;
     }
+    if (this.byUuid.size + this.pooled.size + this.starting >= this.maxSessions) return this.refusal();
     const session = new McpSession(rt, claims.u, 'streamable', claims.i, client, claims);
     session.token = id;
     this.add(session, id);

@@ -70,6 +70,7 @@ export class Front20251125 implements RevisionAdapter {
     const id = header(ex, SESSION_HEADER);
     if (!id) return rpcReply(400, TRANSPORT_ERROR, 'Bad Request: the Mcp-Session-Id header is required for requests other than initialize');
     const session = this.store.get(id) ?? this.store.resume(id, this.rt, clientOf(ex));
+    if (typeof session === 'string') return rpcReply(503, LIMIT_CODE, session);
     if (!session || session.kind !== 'streamable') return rpcReply(404, -32001, 'Session not found');
     return session;
   }
