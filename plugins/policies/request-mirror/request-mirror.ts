@@ -43,30 +43,27 @@ export async function compileRequestMirror(config: MirrorConfig, ctx: CompileCon
         inFlight--;
         bytesInFlight -= size;
       };
-      let body: Buffer | undefined = ex.body;
-      try {
-        if (!body && size > 0) body = await ex.bufferBody(MIRROR_BODY_LIMIT);
-      } catch (err) {
-        done();
-        throw err;
-      }
-      const headers: HeaderMap = {};
-      for (const [name, value] of Object.entries(ex.headers)) if (value !== undefined && !NOT_COPIED.has(name)) headers[name] = value;
       let sent: ReturnType<typeof target.request>;
       try {
+        const body = ex.body ?? (size > 0 ? await ex.bufferBody(MIRROR_BODY_LIMIT) : undefined);
+        const headers: HeaderMap = {};
+        for (const [name, value] of Object.entries(ex.headers)) if (value !== undefined && !NOT_COPIED.has(name)) headers[name] = value;
         sent = target.request({ method: ex.method, path: ex.path + ex.query, headers, body: body ?? null, timeoutMs: MIRROR_TIMEOUT_MS });
       } catch (err) {
         done();
         throw err;
       }
-      sent.then((res) => {
+      sent.then(
+        (res) => {
           res.body.on('error', () => undefined);
           res.body.on('close', done);
           res.body.resume();
-        }, (err: unknown) => {
+        },
+        (err: unknown) => {
           done();
           log.debug('mirror request failed', { target: target.origin, error: err as Error });
-        });
+        },
+      );
     },
   };
 }
