@@ -5,6 +5,11 @@ import type { SseStream } from './sse-stream.ts';
 
 /** Messages kept for a client that has no stream open yet (the GET stream comes after `initialize`). */
 const QUEUE_LIMIT = 256;
+/**
+ * And their bytes as JSON (as the event log's, EVENT_LOG_MAX_BYTES): a target's messages may each be up to its body
+ * limit (32 MiB), and 256 of them were held per session for a client that never opens its GET stream.
+ */
+export const QUEUE_MAX_BYTES = 1024 * 1024;
 export const KEEP_ALIVE_MS = 25_000;
 
 /**
@@ -18,6 +23,9 @@ export class ClientStreams {
   /** Resumable SSE streams (`Last-Event-ID`) of a stateful streamable-HTTP session. */
   readonly events: EventLog | undefined;
   private queue: RpcMessage[] = [];
+  /** The JSON size of each queued message, in step with `queue`, and their sum. */
+  private queueSizes: number[] = [];
+  private queueBytes = 0;
   private queueWarned = false;
   private readonly logger: Logger;
   /** Clients of 2025-11-25 and later get priming events (an id with empty data) when a resumable stream opens. */
@@ -36,21 +44,35 @@ export class ClientStreams {
     return this.getStream?.open === true || this.legacyStream !== undefined;
   }
 
-  /** A message for no request: the GET stream, else kept until it opens (the oldest dropped past QUEUE_LIMIT). */
+  /**
+   * A message for no request: the GET stream, else kept until it opens (the oldest dropped past QUEUE_LIMIT messages
+   * or QUEUE_MAX_BYTES; one larger than that alone is not kept).
+   */
   unrelated(m: RpcMessage): void {
     if (this.getStream?.open) {
       if (this.events) this.events.get.send(m);
       else this.getStream.send(m);
       return;
     }
-    this.queue.push(m);
-    if (this.queue.length > QUEUE_LIMIT) {
-      this.queue.shift();
-      if (!this.queueWarned) {
-        this.queueWarned = true;
-        this.logger.warn('MCP client has no stream open; dropping the oldest queued server messages', { limit: QUEUE_LIMIT });
-      }
+    const size = JSON.stringify(m).length;
+    if (size > QUEUE_MAX_BYTES) {
+      this.dropped();
+      return;
     }
+    this.queue.push(m);
+    this.queueSizes.push(size);
+    this.queueBytes += size;
+    while (this.queue.length > QUEUE_LIMIT || this.queueBytes > QUEUE_MAX_BYTES) {
+      this.queue.shift();
+      this.queueBytes -= this.queueSizes.shift()!;
+      this.dropped();
+    }
+  }
+
+  private dropped(): void {
+    if (this.queueWarned) return;
+    this.queueWarned = true;
+    this.logger.warn('MCP client has no stream open; dropping queued server messages', { limit: QUEUE_LIMIT, maxBytes: QUEUE_MAX_BYTES });
   }
 
   /** Open the server-to-client stream (GET). Only one at a time; false when one is open already. */
@@ -101,6 +123,8 @@ export class ClientStreams {
     stream.startKeepAlive(KEEP_ALIVE_MS);
     const queued = this.queue;
     this.queue = [];
+    this.queueSizes = [];
+    this.queueBytes = 0;
     for (const m of queued) {
       if (logged) logged.send(m);
       else stream.send(m);
@@ -111,6 +135,8 @@ export class ClientStreams {
     this.getStream?.end();
     this.legacyStream?.end();
     this.queue = [];
+    this.queueSizes = [];
+    this.queueBytes = 0;
     this.events?.dispose();
   }
 }
