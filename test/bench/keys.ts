@@ -225,26 +225,28 @@ export async function keysScenario(kit: BenchKit, notes: string[]): Promise<void
   };
 
   await add('ai route, no keys', 'none', 0, undefined);
-  /** A shape's two rows on one store: 1 key (or the baseline's KEYS keys), and KEYS keys in TEAMS teams used in turn. */
-  const pair = async (store: 'sqlite' | 'redis', shape: Shape, spec: (keys: number, tag?: string) => StoreSpec): Promise<void> => {
-    const what = shape === 'own' ? ['1 key', `${KEYS} keys / ${TEAMS} teams, in turn`] : ['1 key, 1 team budget', `${KEYS} keys / ${TEAMS} team budgets, in turn`];
-    if (BASELINE) await add(`virtualKeys ${store}, ${what[1]} (${BASELINE})`, store, KEYS, spec(KEYS, '-baseline'), shape, true);
-    else await add(`virtualKeys ${store}, ${what[0]}`, store, 1, spec(1), shape);
-    await add(`virtualKeys ${store}, ${what[1]}`, store, KEYS, spec(KEYS), shape);
+  /**
+   * A shape's two rows: 1 key (or the baseline's KEYS keys), and KEYS keys used in turn; `spec` names the key store
+   * (none for `apikey`, whose keys are in the config).
+   */
+  const pair = async (store: KeysRow['store'], shape: Shape, what: readonly [string, string], spec?: (keys: number, tag?: string) => StoreSpec): Promise<void> => {
+    if (BASELINE) await add(`${what[1]} (${BASELINE})`, store, KEYS, spec?.(KEYS, '-baseline'), shape, true);
+    else await add(what[0], store, 1, spec?.(1), shape);
+    await add(what[1], store, KEYS, spec?.(KEYS), shape);
   };
-  if (SHAPES.includes('apikey')) {
-    const what = ['apiKey, 1 key', `apiKey, ${KEYS} keys in the config, in turn`];
-    if (BASELINE) await add(`${what[1]} (${BASELINE})`, 'none', KEYS, undefined, 'apikey', true);
-    else await add(what[0], 'none', 1, undefined, 'apikey');
-    await add(what[1], 'none', KEYS, undefined, 'apikey');
-  }
-  for (const shape of BUDGET_SHAPES) await pair('sqlite', shape, (keys, tag = '') => ({ sqlite: { path: join(dir, `${shape}-${keys}${tag}.db`) } }));
+  /** The `virtualKeys` rows' names on one store. */
+  const budgetRows = (store: 'sqlite' | 'redis', shape: Shape): [string, string] =>
+    shape === 'own'
+      ? [`virtualKeys ${store}, 1 key`, `virtualKeys ${store}, ${KEYS} keys / ${TEAMS} teams, in turn`]
+      : [`virtualKeys ${store}, 1 key, 1 team budget`, `virtualKeys ${store}, ${KEYS} keys / ${TEAMS} team budgets, in turn`];
+  if (SHAPES.includes('apikey')) await pair('none', 'apikey', ['apiKey, 1 key', `apiKey, ${KEYS} keys in the config, in turn`]);
+  for (const shape of BUDGET_SHAPES) await pair('sqlite', shape, budgetRows('sqlite', shape), (keys, tag = '') => ({ sqlite: { path: join(dir, `${shape}-${keys}${tag}.db`) } }));
   const redisBin = kit.onPath('redis-server') ?? (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : undefined);
   let redis: { port: number; stop: () => Promise<void> } | undefined;
   if (redisBin) {
     redis = await startRedis(kit, join(dir, 'redis'), redisBin);
     const url = `redis://127.0.0.1:${redis.port}`;
-    for (const shape of BUDGET_SHAPES) await pair('redis', shape, (keys, tag = '') => ({ redis: { url, prefix: `${shape}-${keys}${tag}:` } }));
+    for (const shape of BUDGET_SHAPES) await pair('redis', shape, budgetRows('redis', shape), (keys, tag = '') => ({ redis: { url, prefix: `${shape}-${keys}${tag}:` } }));
   } else notes.push('redis-server is not on PATH: no shared-store rows');
 
   const ops: string[] = [];
