@@ -193,6 +193,34 @@ describe('H1Pool against a real upstream', () => {
     assert.equal(connections, 2);
   });
 
+  it('idle connections the upstream closes leave the idle list (older ones at the next sweep); the newest is reused', async () => {
+    const sockets: Socket[] = [];
+    let held: Socket[] = [];
+    const { pool, up } = await setup((s) => {
+      // The first three requests are answered together, so that they take three connections.
+      sockets.push(s);
+      held.push(s);
+      if (held.length === 3) for (const h of held.splice(0)) h.write(OK);
+      if (sockets.length > 3) s.write(OK);
+    });
+    const first = await Promise.all([send(pool, {}), send(pool, {}), send(pool, {})]);
+    assert.deepEqual(first.map((o) => o.body), ['ok', 'ok', 'ok']);
+    assert.equal(up.connections(), 3);
+    const idle = (pool as unknown as { idle: Array<{ socket: Socket }> }).idle;
+    assert.equal(idle.length, 3);
+    const newest = idle[2]!.socket;
+    // The upstream closes the two older idle connections.
+    const older = sockets.filter((s) => s.remotePort !== newest.localPort);
+    assert.equal(older.length, 2);
+    for (const s of older) s.destroy();
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.equal(idle.length, 1);
+    assert.equal(idle[0]!.socket, newest);
+    held = [];
+    assert.equal((await send(pool, {})).body, 'ok');
+    assert.equal(up.connections(), 3);
+  });
+
   it('connection refused reads as ECONNREFUSED', async () => {
     const up = await upstream(() => undefined);
     const port = up.port;

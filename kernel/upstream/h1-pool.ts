@@ -19,6 +19,8 @@ export class H1Pool implements H1Owner {
   private sweep: NodeJS.Timeout | null = null;
   private closing = false;
   private whenEmpty: (() => void) | null = null;
+  /** Connections gone while idle and not last in `idle`: dropped by the next sweep, not searched for one by one. */
+  private idleStale = false;
 
   constructor(host: string, port: number) {
     this.host = host;
@@ -67,9 +69,12 @@ export class H1Pool implements H1Owner {
 
   gone(conn: H1Connection): void {
     if (!this.all.delete(conn)) return;
-    const i = this.idle.indexOf(conn);
-    if (i !== -1) this.idle.splice(i, 1);
+    // A sweep closing thousands of idle connections would search the list once for each (quadratic).
+    if (this.idle[this.idle.length - 1] === conn) this.idle.pop();
+    else if (this.idle.length > 0) this.idleStale = true;
     if (this.all.size === 0) {
+      this.idle.length = 0;
+      this.idleStale = false;
       if (this.sweep !== null) clearInterval(this.sweep);
       this.sweep = null;
       this.whenEmpty?.();
@@ -79,11 +84,20 @@ export class H1Pool implements H1Owner {
   /** Deadlines and idle connections, twice a second. */
   private check(): void {
     const now = performance.now();
+    if (this.idleStale) this.dropGoneIdle();
     for (const conn of this.all) {
       if (conn.call !== null) {
         if (conn.deadline !== 0 && now > conn.deadline) conn.expired();
       } else if (now > conn.idleUntil && conn.idleUntil !== 0) conn.socket.destroy();
     }
+  }
+
+  /** Keep in `idle` only the connections still open, in order (the newest still last). */
+  private dropGoneIdle(): void {
+    this.idleStale = false;
+    let kept = 0;
+    for (const conn of this.idle) if (this.all.has(conn)) this.idle[kept++] = conn;
+    this.idle.length = kept;
   }
 
   /** Let in-flight requests finish; close idle connections now. Resolves when none is left. */
