@@ -16,23 +16,35 @@ function parseOrigin(text: string): ParsedOrigin | undefined {
   return { scheme, host: m[2]!.toLowerCase(), port: m[3] ?? DEFAULT_PORT[scheme]! };
 }
 
+/** One key per origin however it is spelled: `https://app.example.com` and `HTTPS://App.Example.com:443` are one. */
+function originKey(o: ParsedOrigin): string {
+  return `${o.scheme}://${o.host}:${o.port}`;
+}
+
 /**
  * Compile `allowOrigins`. Scheme and port must match exactly, the host case-insensitively; `*` inside the host
  * is a glob over characters other than `/` and `:`. Returns an error message for an entry that is not an origin.
+ * Entries without `*` are one set lookup together, so an unlisted Origin costs the glob entries only, however many
+ * exact ones the list has.
  */
 export function compileOriginTest(allowOrigins: readonly string[]): OriginTest | string {
   if (allowOrigins.includes('*')) return () => true;
-  const tests: ((o: ParsedOrigin) => boolean)[] = [];
+  const exactKeys = new Set<string>();
+  const globs: ((o: ParsedOrigin) => boolean)[] = [];
   for (const entry of allowOrigins) {
     const parsed = parseOrigin(entry.replace(/\*/g, 'wildcard-placeholder'));
     if (!parsed) return `\`${entry}\` is not an origin (write \`scheme://host[:port]\` or \`*\`)`;
+    if (!entry.includes('*')) {
+      exactKeys.add(originKey(parsed));
+      continue;
+    }
     const hostPattern = new RegExp(
       `^${parsed.host
         .split('wildcard-placeholder')
         .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
         .join('[^/:]*')}$`,
     );
-    tests.push((o) => o.scheme === parsed.scheme && o.port === parsed.port && hostPattern.test(o.host));
+    globs.push((o) => o.scheme === parsed.scheme && o.port === parsed.port && hostPattern.test(o.host));
   }
   // An Origin written exactly as an entry without `*` passes without parsing (a browser sends the same string on
   // every request); any other spelling (case, default port) goes through the parse.
@@ -40,6 +52,6 @@ export function compileOriginTest(allowOrigins: readonly string[]): OriginTest |
   return (origin) => {
     if (exact.has(origin)) return true;
     const parsed = parseOrigin(origin);
-    return parsed !== undefined && tests.some((t) => t(parsed));
+    return parsed !== undefined && (exactKeys.has(originKey(parsed)) || globs.some((t) => t(parsed)));
   };
 }
