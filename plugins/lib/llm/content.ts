@@ -8,9 +8,14 @@ import type { TextSlot } from './formats/slots.ts';
 import type { LlmEvent } from './events.ts';
 import type { Obj } from './json.ts';
 
-/** Longest text part kept (longer ones are cut, marked with `…`), and most stream events held to rebuild an answer. */
+/**
+ * Longest text part kept (longer ones are cut, marked with `…`), and most stream events and bytes of their JSON held to
+ * rebuild an answer: a text part is cut at MAX_TEXT anyway, so 4 MiB of events is more than any kept content needs,
+ * while an answer's events can each be up to MAX_LLM_EVENT (8 MiB).
+ */
 const MAX_TEXT = 16 * 1024;
-const MAX_EVENTS = 20_000;
+export const MAX_EVENTS = 20_000;
+export const MAX_HELD_BYTES = 4 * 1024 * 1024;
 
 interface OtelMessage {
   role: string;
@@ -50,11 +55,20 @@ export function outputMessages(format: LlmFormat, body: Obj): string | undefined
 export class StreamContent {
   private readonly events: HeldEvent[] = [];
   private readonly format: LlmFormat;
+  private bytes = 0;
   constructor(format: LlmFormat) {
     this.format = format;
   }
   add(e: LlmEvent): void {
-    if (this.events.length < MAX_EVENTS) this.events.push({ event: e.type, raw: '', data: e.done ? undefined : e.data, changed: false, dropped: false });
+    if (this.events.length >= MAX_EVENTS || this.bytes >= MAX_HELD_BYTES) return;
+    // Measured as JSON: only with content capture on, which serialises the answer at its end anyway.
+    if (!e.done) this.bytes += JSON.stringify(e.data).length;
+    if (this.bytes <= MAX_HELD_BYTES) this.events.push({ event: e.type, raw: '', data: e.done ? undefined : e.data, changed: false, dropped: false });
+  }
+
+  /** Events held so far. */
+  get held(): number {
+    return this.events.length;
   }
   /** `gen_ai.output.messages` of the stream so far; undefined when the format cannot rebuild its streams. */
   output(): string | undefined {
