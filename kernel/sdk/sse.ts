@@ -307,7 +307,8 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 export interface SseWriterOptions {
   /**
    * Most bytes written but not yet taken by the client; past it the client is too slow, the body is destroyed
-   * (the kernel cuts the response) and later writes are dropped. Default 8 MiB.
+   * (the kernel cuts the response) and later writes are dropped. Default 8 MiB. A single larger event is written when
+   * nothing else waits.
    */
   readonly maxBuffered?: number;
   /** Send a `: keep-alive` comment this often, in ms (0 or absent: never). */
@@ -364,8 +365,11 @@ export class SseWriter {
   /** Write serialized event-stream text as it is. */
   write(text: string): boolean {
     if (!this.open) return false;
-    // What waits on both sides of the PassThrough: a body nobody reads fills the readable side first.
-    if (this.stream.writableLength + this.stream.readableLength + text.length > this.maxBuffered) {
+    // What waits on both sides of the PassThrough: a body nobody reads fills the readable side first. One event larger
+    // than the bound alone goes when nothing waits (its producer bounds its size: an MCP answer may be 32 MiB), so at
+    // most one such event waits beyond the bound; a client that has not taken the one before is too slow.
+    const waiting = this.stream.writableLength + this.stream.readableLength;
+    if (waiting > 0 && waiting + text.length > this.maxBuffered) {
       this.stream.destroy(new Error(`the client reads too slowly: more than ${this.maxBuffered} bytes of events wait`));
       return false;
     }

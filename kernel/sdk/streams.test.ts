@@ -140,4 +140,22 @@ describe('SseWriter', () => {
     assert.equal(writer.open, false);
     return new Promise<void>((resolve) => setImmediate(() => (assert.equal(closed, true), resolve())));
   });
+
+  it('one event larger than the bound goes when nothing waits; the next one, while it waits, cuts the stream', async () => {
+    const writer = new SseWriter({ maxBuffered: 1024 });
+    assert.equal(writer.send({ data: 'x'.repeat(5000) }), true);
+    assert.equal(writer.open, true);
+    assert.equal(writer.send({ data: 'y' }), false, 'the client has not taken the large event yet');
+    assert.equal(writer.open, false);
+    // Taken by the client, a large event leaves room for the next.
+    const reader = new SseWriter({ maxBuffered: 1024 });
+    const chunks: Buffer[] = [];
+    reader.body.on('data', (c: Buffer) => chunks.push(c));
+    assert.equal(reader.send({ data: 'x'.repeat(5000) }), true);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(reader.send({ data: 'x'.repeat(5000) }), true);
+    reader.end();
+    await once(reader.body, 'end');
+    assert.equal(Buffer.concat(chunks).toString().length, 2 * (5000 + 'data: \n\n'.length));
+  });
 });

@@ -6,7 +6,9 @@ import { after, before, describe, it } from 'node:test';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { definePolicy } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../plugins/lib/mcp/authorizer.ts';
-import { connectClient, everythingStdio, fixtureStdio, mcpPreset, memoryStdio, startMcpGateway, waitFor } from './harness.ts';
+import { join } from 'node:path';
+import { MAX_LIST_BYTES } from '../../plugins/backends/mcp/target.ts';
+import { NODE, ROOT, connectClient, everythingStdio, fixtureStdio, mcpPreset, memoryStdio, startMcpGateway, waitFor } from './harness.ts';
 import type { McpGateway } from './harness.ts';
 
 /** A test-only policy standing in for `mcpAuthorization`: denies `<kind>:<target>:<name>` entries. */
@@ -226,3 +228,23 @@ describe('mcp backend, per-request authorization hook (MCP_AUTHORIZER)', () => {
     }
   });
 });
+
+describe('mcp backend, several targets, one of them paging without end', () => {
+  it('stops following a target list past MAX_LIST_BYTES of items, and the list still answers with every target', async () => {
+    const gw = await startMcpGateway({ targets: [fixtureStdio(), { name: 'endless', stdio: { cmd: NODE, args: [join(ROOT, 'test/mcp/fixtures/endless-pages-server.ts')] } }] });
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      const endless = tools.filter((n) => n.startsWith('endless_'));
+      // Pages of 1 MiB each: the list stops at about MAX_LIST_BYTES (32 MiB), not at MAX_PAGES (100).
+      assert.ok(endless.length >= MAX_LIST_BYTES / 2 ** 20 - 1 && endless.length <= MAX_LIST_BYTES / 2 ** 20 + 1, `${endless.length} pages followed`);
+      assert.ok(tools.includes('fixture_page3-tool'));
+      assert.ok(gw.logs.some((l) => l.includes('its items passed the size limit') && l.includes('"target":"endless"')));
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+      await gw.stop();
+    }
+  });
+});
+

@@ -6,7 +6,7 @@ import { relay, sent } from './router.ts';
 import { SERVER_INFO, failureOf } from './runtime.ts';
 import type { Json } from './runtime.ts';
 import type { McpSession } from './session.ts';
-import { MAX_PAGES } from './target.ts';
+import { MAX_LIST_BYTES, MAX_PAGES } from './target.ts';
 import type { TargetConn } from './target-conn.ts';
 
 type ItemKind = McpItem['kind'];
@@ -150,6 +150,7 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
   const items: Json[] = [];
   const meta = params._meta;
   let cursor: unknown;
+  let bytes = 0;
   for (let page = 0; page < MAX_PAGES; page++) {
     const p: Json = {};
     if (meta !== undefined) p._meta = meta;
@@ -163,6 +164,12 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
     if (Array.isArray(list)) for (const item of list) if (item && typeof item === 'object') items.push(item as Json);
     cursor = answer.result?.nextCursor;
     if (typeof cursor !== 'string' || cursor === '') return items;
+    // Measured only for a list that pages: a single page is bounded by the transport already.
+    bytes += JSON.stringify(list ?? null).length;
+    if (bytes >= MAX_LIST_BYTES) {
+      s.logger.warn('stopped following an MCP target list: its items passed the size limit', { target: conn.name, method: call.method, pages: page + 1, bytes });
+      return items;
+    }
   }
   s.logger.warn('stopped following an MCP target list after too many pages', { target: conn.name, method: call.method, pages: MAX_PAGES });
   return items;

@@ -57,6 +57,11 @@ export interface ConnHost {
 export const DEFAULT_STARTUP_TIMEOUT_MS = 30_000;
 /** Pages of a list followed per target before giving up (a target paging forever). */
 export const MAX_PAGES = 100;
+/**
+ * Bytes (of JSON) of one target's list items held while its pages are followed: one page is bounded by the transport's
+ * message limit, but 100 of them were not (3.2 GiB per target per list).
+ */
+export const MAX_LIST_BYTES = 32 * 1024 * 1024;
 
 /** Capability names of an initialize result, kept in the sealed session id. */
 export function capabilityNames(capabilities: Record<string, unknown> | undefined): string[] {
