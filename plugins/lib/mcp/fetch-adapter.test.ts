@@ -40,6 +40,16 @@ before(async () => {
       res.write('data: ');
       return pump(req, res, Buffer.alloc(MiB, 'x'), 40 * MiB);
     }
+    if (req.url === '/endless-event') {
+      // Short lines, but no blank line: one event the SDK's parser would keep adding to.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      return pump(req, res, Buffer.from(`data: ${'z'.repeat(1000)}\r\n`.repeat(1000)), 40 * MiB);
+    }
+    if (req.url === '/split-ends') {
+      // 40 MiB of 1 MiB events whose blank line (CRLF line ends) spans two writes.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      return pump(req, res, Buffer.from(`\r\ndata: ${'w'.repeat(MiB - 10)}\r\n`), 40 * MiB);
+    }
     if (req.url === '/many-lines') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       return pump(req, res, Buffer.from(`data: ${'y'.repeat(1000)}\n\n`.repeat(1000)), 40 * MiB);
@@ -78,9 +88,13 @@ test('an error answer larger than 32 MiB: text() fails saying so, the connection
   assert.ok(closedEarly.includes('/huge-error'), 'the upstream connection was closed before its end');
 });
 
-test('an event stream: a line past 32 MiB fails the stream; 40 MiB of short lines read whole', async () => {
+test('an event stream: an event past 32 MiB fails the stream, one line or many; 40 MiB of short events read whole', async () => {
   const endless = await fetchOverTarget(target())(`${origin}/endless-line`);
-  await assert.rejects(endless.text(), /event stream sent a line longer than 32 MiB/);
+  await assert.rejects(endless.text(), /event stream sent an event longer than 32 MiB/);
+  const event = await fetchOverTarget(target())(`${origin}/endless-event`);
+  await assert.rejects(event.text(), /event stream sent an event longer than 32 MiB/);
+  const split = await fetchOverTarget(target())(`${origin}/split-ends`);
+  assert.ok((await split.text()).length >= 40 * MiB);
   const many = await fetchOverTarget(target())(`${origin}/many-lines`);
   const reader = many.body!.getReader();
   let bytes = 0;

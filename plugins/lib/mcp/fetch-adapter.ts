@@ -28,14 +28,37 @@ async function bodyOf(body: RequestInit['body']): Promise<string | Uint8Array | 
 
 /**
  * The most the MCP SDK may read of one answer through this fetch (it reads answers with `text()`/`json()` and event
- * streams with a parser that buffers a line without bound): 32 MiB of a JSON answer or error body, 32 MiB of one
- * event-stream line, as `MAX_SSE_EVENT` bounds the gateway's own parser. Past it the body fails with a
- * `BodyTooLargeError` and the upstream connection is closed.
+ * streams with a parser that buffers a line, and an event's `data:` lines, without bound): 32 MiB of a JSON answer or
+ * error body, 32 MiB of one event-stream event (from one blank line to the next), as `MAX_SSE_EVENT` bounds the
+ * gateway's own parser. Past it the body fails with a `BodyTooLargeError` and the upstream connection is closed.
  */
 export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
-/** How {@link toWeb} bounds a body: its whole length, or (an event stream, open for hours) the bytes of one line. */
-type BodyCap = { readonly total: number } | { readonly line: number };
+/** How {@link toWeb} bounds a body: its whole length, or (an event stream, open for hours) the bytes of one event. */
+type BodyCap = { readonly total: number } | { readonly event: number };
+
+/**
+ * Blank lines end an event: a line end (LF, CRLF or CR) followed by another. `\n\r` is one whether a `\n` follows
+ * (CRLF) or not (CR), a byte early in the first case: no matter for a bound.
+ */
+const EVENT_ENDS = ['\n\n', '\n\r', '\r\r'].map((s) => Buffer.from(s, 'latin1'));
+
+/** Where the bytes after the last event end in `chunk` start (-1: none), `tail` the previous chunk's last bytes. */
+function afterLastEventEnd(chunk: Buffer, tail: Buffer): number {
+  let at = -1;
+  for (const end of EVENT_ENDS) {
+    const i = chunk.lastIndexOf(end);
+    if (i !== -1) at = Math.max(at, i + end.length);
+  }
+  if (at !== -1 || tail.length === 0) return at;
+  // An end split between the chunks: only the first bytes of this chunk can finish it.
+  const seam = Buffer.concat([tail, chunk.subarray(0, 1)]);
+  for (const end of EVENT_ENDS) {
+    const i = seam.lastIndexOf(end);
+    if (i !== -1 && i + end.length > tail.length) at = Math.max(at, i + end.length - tail.length);
+  }
+  return at;
+}
 
 /**
  * A web stream over a Node body. `Readable.toWeb` throws (uncaught, from a 'data' listener) when the consumer cancels
@@ -43,8 +66,9 @@ type BodyCap = { readonly total: number } | { readonly line: number };
  */
 function toWeb(body: Readable, cap: BodyCap): ReadableStream<Uint8Array> {
   let done = false;
-  /** Bytes counted against the cap: all of them, or those since the last newline. */
+  /** Bytes counted against the cap: all of them, or those since the last event's end. */
   let run = 0;
+  let tail = Buffer.alloc(0);
   return new ReadableStream<Uint8Array>({
     start(controller) {
       body.on('data', (chunk: Buffer) => {
@@ -54,13 +78,14 @@ function toWeb(body: Readable, cap: BodyCap): ReadableStream<Uint8Array> {
           run += chunk.length;
           if (run > cap.total) over = cap.total;
         } else {
-          const nl = chunk.lastIndexOf(10);
-          run = nl === -1 ? run + chunk.length : chunk.length - nl - 1;
-          if (run > cap.line) over = cap.line;
+          const from = afterLastEventEnd(chunk, tail);
+          run = from === -1 ? run + chunk.length : chunk.length - from;
+          tail = Buffer.from(chunk.subarray(Math.max(0, chunk.length - 1)));
+          if (run > cap.event) over = cap.event;
         }
         if (over !== undefined) {
           done = true;
-          controller.error(new BodyTooLargeError(over, 'total' in cap ? `the MCP target's answer is larger than 32 MiB` : `the MCP target's event stream sent a line longer than 32 MiB`));
+          controller.error(new BodyTooLargeError(over, 'total' in cap ? `the MCP target's answer is larger than 32 MiB` : `the MCP target's event stream sent an event longer than 32 MiB`));
           body.destroy();
           return;
         }
@@ -139,6 +164,6 @@ export function fetchOverTarget(target: UpstreamTarget, onAttempt?: AttemptHook,
       return new Response(null, { status: upstream.status, headers });
     }
     const eventStream = /^\s*text\/event-stream/i.test(String(upstream.headers['content-type'] ?? ''));
-    return new Response(toWeb(upstream.body, eventStream ? { line: MAX_ANSWER_BYTES } : { total: MAX_ANSWER_BYTES }), { status: upstream.status, headers });
+    return new Response(toWeb(upstream.body, eventStream ? { event: MAX_ANSWER_BYTES } : { total: MAX_ANSWER_BYTES }), { status: upstream.status, headers });
   }) as typeof fetch;
 }
