@@ -90,7 +90,9 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
       (reply ? fo.codes.has(reply.status) : ex.retryableFailure) &&
       (!hadBody || body !== undefined || ex.receivedBody !== undefined);
     if (once) {
-      if (ref.cooldown !== null && (reply ? fo !== null && fo.codes.has(reply.status) : ex.attempts > before && ex.retryableFailure)) cool(ref, reply);
+      // Only what an upstream answered cools a backend: a reply the gateway made itself (a key's budget 429) says
+      // nothing about the provider, and cooling it for that took it out of rotation for every client.
+      if (ref.cooldown !== null && ex.attempts > before && (reply ? fo !== null && fo.codes.has(reply.status) : ex.retryableFailure)) cool(ref, reply);
       if (!again) return;
       (tried ??= []).push(ref);
     } else if (!again) return;

@@ -174,3 +174,57 @@ describe('LLM routes fail over by default', () => {
     assert.equal(failing.received.length - a + (alsoFailing.received.length - b), 2, 'two providers, two attempts');
   });
 });
+
+describe('a refusal the gateway makes itself is not a provider failure', () => {
+  let gw: RunningGateway;
+  let base: string;
+  const standIns: TestUpstream[] = [];
+  const LIMITED = 'sk-limited-0123456789';
+  const OTHER = 'sk-other-0123456789ab';
+
+  /** An OpenAI stand-in answering with its own name. */
+  const standIn = (name: string) =>
+    startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, message: { role: 'assistant', content: name }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } }));
+    });
+
+  before(async () => {
+    standIns.push(await standIn('main'), await standIn('spare'));
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    const virtualKeys = {
+      store: { sqlite: { path: ':memory:' } },
+      keys: [
+        { id: 'limited', key: LIMITED, budgets: [{ requests: 1, period: 'minute' }] },
+        { id: 'other', key: OTHER },
+      ],
+    };
+    const ai = (name: string, up: TestUpstream) => ({ ai: { name, provider: { openAI: {} }, hostOverride: `127.0.0.1:${up.port}` } });
+    gw = await startGateway(
+      {
+        binds: [
+          {
+            port,
+            listeners: [{ routes: [{ name: 'budget', policies: { virtualKeys }, backends: [{ ...ai('main', standIns[0]!), weight: FIRST }, ai('spare', standIns[1]!)] }] }],
+          },
+        ],
+      },
+      { preset: aiPreset },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    for (const s of standIns) await s.close();
+  });
+
+  it("a key's budget 429 does not cool the provider down for other keys", async () => {
+    const ask = (key: string) => new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal((await ask(LIMITED)).choices[0]!.message.content, 'main');
+    await assert.rejects(ask(LIMITED), (err: { status?: number; message?: string }) => err.status === 429 && /budget exceeded/.test(err.message ?? ''));
+    for (let i = 0; i < 3; i++) assert.equal((await ask(OTHER)).choices[0]!.message.content, 'main', 'the main provider stays in rotation');
+    assert.equal(standIns[1]!.received.length, 0, 'the spare was never called');
+    assert.equal(standIns[0]!.received.length, 4);
+  });
+});
+
