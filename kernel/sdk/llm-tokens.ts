@@ -68,6 +68,23 @@ export interface LlmCallQuote {
   readonly price: { readonly input: number; readonly output: number } | undefined;
 }
 
+/**
+ * How a limit settles one LLM call once its response has ended (`onLog`; ADR 0116):
+ * - `usage`: the provider reported token counts: settle on them (and `cost`);
+ * - `estimate`: the answer succeeded without any: keep what was reserved (an answer is not free because its usage
+ *   went unreported);
+ * - `refund`: the call failed without any (a status of 400 or more): give the reservation back. A client that left
+ *   (499) after the call was made is not a failure: the provider still worked for it.
+ */
+export type LlmSettlement = 'usage' | 'estimate' | 'refund';
+
+/** The settlement of the call `call` (the exchange's `llmCall`) answered with `status` (the one `onLog` gets). */
+export function llmSettlement(call: LlmCallInfo | undefined, status: number): LlmSettlement {
+  const usage = call?.usage;
+  if (usage !== undefined && (usage.inputTokens !== undefined || usage.outputTokens !== undefined)) return 'usage';
+  return status >= 400 && status !== 499 ? 'refund' : 'estimate';
+}
+
 /** The token limiters of a request, in policy order; set through `addLlmTokenLimiter`. */
 export const llmTokenLimiters: AttributeKey<LlmTokenLimiter[]> = defineAttribute<LlmTokenLimiter[]>('switchyard.llmTokenLimiters');
 

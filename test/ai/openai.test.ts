@@ -13,6 +13,7 @@ describe('ai backend, openAI provider', () => {
     aiRoute('/formats', { name: 'formats', provider: { openAI: {} }, hostOverride: hostPort }, { testAi: { routes: { '/v1/responses': 'responses', '/v1/embeddings': 'embeddings', '/v1/chat/completions': 'completions' } } }),
     aiRoute('/over', { name: 'over', provider: { openAI: {} }, hostOverride: hostPort, pathOverride: '/v1/chat/completions?via=override' }),
     aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: hostPort }),
+    aiRoute('/limited', { name: 'limited', provider: { openAI: {} }, hostOverride: hostPort }, { localRateLimit: [{ maxTokens: 100_000, tokensPerFill: 100_000, fillInterval: '1h', type: 'tokens' }] }),
   ]);
 
   const client = (prefix: string): OpenAI => sdkClients(() => t.gw.base, 'sk-test').openai(prefix);
@@ -92,6 +93,23 @@ describe('ai backend, openAI provider', () => {
     });
     for await (const _ of stream) void _;
     assert.deepEqual(t.rec.last().json().stream_options, { include_usage: false });
+  });
+
+  it('on a route that counts tokens, asks for usage even when the client set stream_options without it', async () => {
+    for (const options of [{ include_usage: false, include_obfuscation: false }, { include_obfuscation: false }, null]) {
+      const stream = await client('/limited/opts').chat.completions.create({
+        model: 'gpt-4o',
+        stream: true,
+        stream_options: options as OpenAI.ChatCompletionStreamOptions,
+        messages: [{ role: 'user', content: 'hello' }],
+      });
+      let usage: unknown;
+      for await (const chunk of stream) if (chunk.usage) usage = chunk.usage;
+      assert.deepEqual(t.rec.last().json().stream_options, { ...options, include_usage: true }, 'the client\'s other options kept');
+      assert.deepEqual(usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    }
+    const logs = await accessRecords(t.gw, '/limited/opts/v1/chat/completions', 3);
+    assert.deepEqual(logs.map((l) => [l['llm.inputTokens'], l['llm.outputTokens']]), [[11, 5], [11, 5], [11, 5]]);
   });
 
   it('replaces the model with provider.model and logs the model that answered when it differs', async () => {

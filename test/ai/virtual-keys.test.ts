@@ -228,6 +228,10 @@ describe('virtualKeys on the embedded store', () => {
 
     assert.equal((await admin('POST', '/keys/alice/revoke')).status, 409, 'a declared key is changed in the config, not the API');
     assert.equal((await admin('POST', '/keys', { budgets: [{ usd: -1, period: 'day' }] })).status, 400);
+    // A mistyped team would escape the team's budgets: refused, with the name it probably meant.
+    const typo = await admin('POST', '/keys', { owner: 'x@example.com', team: 'reserch' });
+    assert.equal(typo.status, 400);
+    assert.match(JSON.stringify(typo.body), /team `reserch` is not declared under `virtualKeys.teams` \(did you mean `research`\? declared: `research`, `product`\)/);
     assert.equal((await admin('GET', `/keys/${id}`)).status, 200);
     assert.equal((await admin('GET', '/keys/nope')).status, 404);
     const form = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'owner=mallory' });

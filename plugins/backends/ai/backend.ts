@@ -220,9 +220,23 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
     let askUsage = false;
-    if (stream && client === 'completions' && wire === 'completions' && body.stream_options === undefined) {
-      body.stream_options = { include_usage: true };
-      askUsage = true;
+    if (stream && client === 'completions' && wire === 'completions') {
+      if (body.stream_options === undefined) {
+        body.stream_options = { include_usage: true };
+        askUsage = true;
+      } else if (limiters !== undefined) {
+        // A limit settles on the real usage: a client's own options without it would make its streams free (ADR 0116).
+        // Read from the bytes so far (`figures`): the body is the picked fields, not yet the whole object.
+        if (figures !== undefined) {
+          body = JSON.parse(raw.toString('utf8')) as Obj;
+          body.model = model;
+        }
+        const own = body.stream_options;
+        if (!isObj(own) || own.include_usage !== true) {
+          body.stream_options = { ...(isObj(own) ? own : {}), include_usage: true };
+          changed = true;
+        }
+      }
     }
 
     let wireBody: Obj;

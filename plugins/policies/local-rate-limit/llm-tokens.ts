@@ -1,6 +1,6 @@
 // `type: tokens` buckets (BEHAVIOUR.md §8.1, docs/llm.md "Token rate limits", ADR 0024): they count the LLM tokens
 // the route's `ai` backend reports, through the SDK's `llmTokenLimiters` and `llmCall` attributes.
-import { addLlmTokenLimiter, defineAttribute, llmCall } from 'switchyard/sdk';
+import { addLlmTokenLimiter, defineAttribute, llmCall, llmSettlement } from 'switchyard/sdk';
 import type { ConfigPath, Exchange, LlmTokenLimiter, PolicyInstance, Reply } from 'switchyard/sdk';
 import { deny } from './deny.ts';
 import type { TokenBucket } from './token-bucket.ts';
@@ -74,11 +74,14 @@ export function llmTokenLimits(buckets: readonly TokenBucket[], requests: Policy
       reply.headers['x-ratelimit-remaining'] = String(b.remaining(now));
       reply.headers['x-ratelimit-reset'] = String(b.resetSeconds(now));
     },
-    onLog(ex) {
+    onLog(ex, status) {
       const reservation = ex.get(RESERVATION);
       if (!reservation) return;
-      const usage = ex.get(llmCall)?.usage;
-      reservation.settle((usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0));
+      const call = ex.get(llmCall);
+      const settlement = llmSettlement(call, status);
+      // An answer without usage keeps its estimate; a failed call gives it back (ADR 0116).
+      if (settlement === 'estimate') return;
+      reservation.settle(settlement === 'usage' ? (call!.usage.inputTokens ?? 0) + (call!.usage.outputTokens ?? 0) : 0);
     },
     requiresBackendProtocol: {
       protocol: 'llm',

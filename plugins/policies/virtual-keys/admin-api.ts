@@ -1,5 +1,6 @@
 // The management API on the admin address (docs/llm-economics.md "Managing keys"): create, list, show with usage,
 // rotate and revoke keys. `switchyard keys …` is a client of it. Secrets are shown once, when made.
+import { didYouMean } from 'switchyard/sdk';
 import type { AdminRequest, AdminResponse, AdminRouteHandler } from 'switchyard/sdk';
 import { windowOf } from '../../lib/key-store/periods.ts';
 import { digestOf, displayPrefix, newKeyId, newSecret } from '../../lib/key-store/secrets.ts';
@@ -83,6 +84,14 @@ async function lifetime(dir: KeyDirectory, record: KeyRecord): Promise<{ tokens:
   return { tokens: tokens!, usd: usd! };
 }
 
+/** The refusal of a key for a team the config does not declare. */
+function unknownTeam(team: string, declared: Iterable<string>): string {
+  const names = [...declared];
+  const guess = didYouMean(team, names);
+  const known = names.length === 0 ? 'the config declares no teams' : `declared: ${names.map((n) => `\`${n}\``).join(', ')}`;
+  return `team \`${team}\` is not declared under \`virtualKeys.teams\` (${guess !== undefined ? `did you mean \`${guess}\`? ` : ''}${known}); declare it there, with or without budgets, to make keys for it`;
+}
+
 export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
   const find = async (id: string): Promise<KeyRecord | undefined> => dir.declaredById.get(id) ?? (await dir.store.get(id));
 
@@ -97,6 +106,8 @@ export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
       if (req.method === 'POST') {
         const fields = parseCreate(req.body);
         if (typeof fields === 'string') return problem(400, fields);
+        // A mistyped team would escape every team budget; in the config file the same mistake is a warning at load.
+        if (fields.team !== undefined && !dir.teams.has(fields.team)) return problem(400, unknownTeam(fields.team, dir.teams.keys()));
         const secret = newSecret();
         const record: KeyRecord = { id: newKeyId(), ...fields, prefix: displayPrefix(secret), createdAt: new Date().toISOString(), source: 'api' };
         await dir.store.create(record, digestOf(secret));

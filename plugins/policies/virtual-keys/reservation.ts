@@ -1,4 +1,4 @@
-import { defineAttribute, jsonErrorReply, llmCall } from 'switchyard/sdk';
+import { defineAttribute, jsonErrorReply, llmCall, llmSettlement } from 'switchyard/sdk';
 import type { Exchange, LlmCallQuote, LlmTokenLimiter, Logger, Reply } from 'switchyard/sdk';
 import { windowOf } from '../../lib/key-store/periods.ts';
 import { KEY_GONE } from '../../lib/key-store/types.ts';
@@ -50,6 +50,9 @@ export class KeyReservation implements LlmTokenLimiter {
   readonly key: KeyState;
   private readonly logger: Logger;
   private lines: KeyLine[] | undefined;
+  /** What was reserved in tokens and USD: what an answer without usage is settled at (ADR 0116). */
+  private estimatedTokens = 0;
+  private estimatedUsd = 0;
 
   /** Made when the key is admitted, and kept on the exchange (`of`) for `onLog`, reserved or not. */
   constructor(ex: Exchange, dir: KeyDirectory, key: KeyState, logger: Logger) {
@@ -81,6 +84,8 @@ export class KeyReservation implements LlmTokenLimiter {
     const price = quote?.price;
     const tokens = estimate + outputTokens;
     const usd = price ? (estimate * price.input + outputTokens * price.output) / 1_000_000 : 0;
+    this.estimatedTokens = tokens;
+    this.estimatedUsd = usd;
     const now = Date.now();
     const slots = key.slots;
     // Of its final size: pushes grew it from 0 (a request-long array, sometimes promoted under load).
@@ -124,20 +129,32 @@ export class KeyReservation implements LlmTokenLimiter {
     return undefined;
   }
 
-  /** After the answer: the real amounts replace the estimates (a failed call gives its reservation back). */
-  settle(ex: Exchange): void {
+  /**
+   * After the answer (`status` as `onLog` gets it): the real amounts replace the estimates. An answer without usage
+   * keeps its estimates; a call that failed without usage gives its reservation back, its request included (ADR 0116).
+   */
+  settle(ex: Exchange, status: number): void {
     const lines = this.lines;
     if (!lines) return;
     this.lines = undefined;
     const call = ex.get(llmCall);
-    const tokens = (call?.usage.inputTokens ?? 0) + (call?.usage.outputTokens ?? 0);
-    const usd = call?.cost ?? 0;
+    const settlement = llmSettlement(call, status);
+    let tokens = 0;
+    let usd = 0;
+    if (settlement === 'usage') {
+      tokens = (call!.usage.inputTokens ?? 0) + (call!.usage.outputTokens ?? 0);
+      usd = call!.cost ?? 0;
+    } else if (settlement === 'estimate') {
+      tokens = this.estimatedTokens;
+      usd = this.estimatedUsd;
+    }
+    const requests = settlement === 'refund' ? 0 : 1;
     const deltas: CounterDelta[] = [];
     const key = this.key;
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i]!;
       const unit = line.unit;
-      const real = unit === 'requests' ? 1 : unit === 'tokens' ? tokens : usd;
+      const real = unit === 'requests' ? requests : unit === 'tokens' ? tokens : usd;
       const delta = real - line.amount;
       if (delta !== 0) deltas.push({ counter: line.counter, amount: delta, expiresAt: line.expiresAt, memo: line.memo });
     }
@@ -158,17 +175,22 @@ export class KeyReservation implements LlmTokenLimiter {
 
 const UNIT_WORDS: Record<BudgetUnit, string> = { usd: 'USD', tokens: 'tokens', requests: 'requests' };
 
+/** The longest `Retry-After` the OpenAI and Anthropic SDKs wait for; past it they retry at once, twice by default. */
+const SDK_RETRY_AFTER_MAX_S = 60;
+
 /**
  * 429 in the client API's error shape (the `ai` backend shapes it). A budget that resets within the hour says when
- * (`Retry-After`); a longer one tells the OpenAI and Anthropic SDKs not to retry (`x-should-retry: false`).
+ * (`Retry-After`). One that resets later than a minute from now also tells the OpenAI and Anthropic SDKs not to retry
+ * (`x-should-retry: false`): they ignore a longer `Retry-After` and would retry straight away.
  */
 function exhausted(owner: LineOwner, now: number): Reply {
   const { budget } = owner;
   const ends = windowOf(budget.period, now).endsAt;
   const headers: Record<string, string> = {};
   if (ends !== 0) headers['x-budget-reset'] = new Date(ends).toISOString();
-  if (budget.period === 'minute' || budget.period === 'hour') headers['retry-after'] = String(Math.max(1, Math.ceil((ends - now) / 1000)));
-  else headers['x-should-retry'] = 'false';
+  const seconds = Math.max(1, Math.ceil((ends - now) / 1000));
+  if (budget.period === 'minute' || budget.period === 'hour') headers['retry-after'] = String(seconds);
+  if (ends === 0 || seconds > SDK_RETRY_AFTER_MAX_S) headers['x-should-retry'] = 'false';
   const per = budget.period === 'total' ? 'in total' : `per ${budget.period}`;
   return jsonErrorReply(429, 'budget_exceeded', `budget exceeded: ${owner.who} has used its ${budget.limit} ${UNIT_WORDS[budget.unit]} ${per}`, headers);
 }

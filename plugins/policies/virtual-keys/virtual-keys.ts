@@ -201,10 +201,10 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       if (known !== undefined && found === known.record) return admit(ex, known);
       return found instanceof Promise ? found.then((r) => admitFound(ex, r, at)) : admitFound(ex, found, at);
     },
-    onLog(ex) {
+    onLog(ex, status) {
       const reservation = KeyReservation.of(ex);
       if (reservation === undefined) return;
-      reservation.settle(ex);
+      reservation.settle(ex, status);
       // Every key's cost, budgets or not (a key without budgets makes no reservation).
       const usd = ex.get(llmCall)?.cost;
       if (usd) {
