@@ -89,6 +89,15 @@ describe('the models route', () => {
     assert.equal(body.has_more, true);
     assert.equal(body.first_id, 'gpt-4o');
     assert.equal(body.last_id, 'gpt-4.1-mini');
+    // A limit Anthropic refuses is refused here too, in its error shape.
+    for (const limit of ['0', '1001', 'x', '2.5', '-1']) {
+      const bad = await fetch(`${gw.base}/team/v1/models?limit=${limit}`, { headers: { 'anthropic-version': '2023-06-01' } });
+      assert.equal(bad.status, 400, limit);
+      const err = (await bad.json()) as { type: string; error: { type: string; message: string } };
+      assert.equal(err.type, 'error');
+      assert.equal(err.error.type, 'invalid_request_error');
+      assert.match(err.error.message, /limit: must be a whole number from 1 to 1000/);
+    }
   });
 
   it('on a route of several providers, each model is owned by its own provider whichever backend answers', async () => {

@@ -1,5 +1,6 @@
 import { jsonReply } from 'switchyard/sdk';
 import type { BackendCompileContext, Exchange, Reply } from 'switchyard/sdk';
+import { llmRequestError } from '../../lib/llm/errors.ts';
 
 /**
  * `/v1/models` (route type `models`): the models a route serves, answered by the gateway (docs/llm.md "Models list").
@@ -22,10 +23,15 @@ export function routeModels(ctx: BackendCompileContext, model: string | undefine
   return models;
 }
 
-/** Anthropic's `/v1/models` pagination: `limit` (1–1000, default 20), `after_id`, `before_id`. */
-function page(ids: readonly string[], query: string): { ids: readonly string[]; hasMore: boolean } {
+/**
+ * Anthropic's `/v1/models` pagination: `limit` (1 to 1000, default 20), `after_id`, `before_id`. A `limit` outside that
+ * range, or not a whole number, is an error there: the message here, the caller's 400.
+ */
+function page(ids: readonly string[], query: string): { ids: readonly string[]; hasMore: boolean } | string {
   const params = new URLSearchParams(query);
-  const limit = Math.min(1000, Math.max(1, Number.parseInt(params.get('limit') ?? '', 10) || 20));
+  const asked = params.get('limit');
+  const limit = asked === null ? 20 : /^[0-9]{1,4}$/.test(asked) ? Number(asked) : 0;
+  if (limit < 1 || limit > 1000) return `limit: must be a whole number from 1 to 1000, not \`${asked}\``;
   const after = params.get('after_id');
   const before = params.get('before_id');
   let start = 0;
@@ -43,7 +49,9 @@ function page(ids: readonly string[], query: string): { ids: readonly string[]; 
 /** The list in the OpenAI shape, or Anthropic's when the client sent `anthropic-version`. */
 export function modelsListReply(ex: Exchange, ids: readonly string[], ownedBy: (id: string) => string, createdSeconds: number): Reply {
   if (ex.headers['anthropic-version'] !== undefined) {
-    const { ids: shown, hasMore } = page(ids, ex.query);
+    const paged = page(ids, ex.query);
+    if (typeof paged === 'string') return llmRequestError(400, paged);
+    const { ids: shown, hasMore } = paged;
     const createdAt = new Date(createdSeconds * 1000).toISOString();
     return jsonReply(200, {
       data: shown.map((id) => ({ type: 'model', id, display_name: id, created_at: createdAt })),

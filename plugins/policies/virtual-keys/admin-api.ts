@@ -70,8 +70,8 @@ async function usage(dir: KeyDirectory, record: KeyRecord): Promise<Record<strin
     scope: r.scope,
     ...fromBudget(r.budget),
     limit: r.budget.limit,
-    used: values[i]!,
-    remaining: Math.max(0, r.budget.limit - values[i]!),
+    used: shown(values[i]!),
+    remaining: shown(Math.max(0, r.budget.limit - values[i]!)),
     window: r.tag,
     resetsAt: r.endsAt === 0 ? null : new Date(r.endsAt).toISOString(),
   }));
@@ -81,7 +81,15 @@ async function usage(dir: KeyDirectory, record: KeyRecord): Promise<Record<strin
 async function lifetime(dir: KeyDirectory, record: KeyRecord): Promise<{ tokens: number; usd: number }> {
   const c = lifetimeCounters(record.id);
   const [tokens, usd] = await dir.store.values([c.tokens, c.usd]);
-  return { tokens: tokens!, usd: usd! };
+  return { tokens: shown(tokens!), usd: shown(usd!) };
+}
+
+/**
+ * A counter as the API shows it: 12 significant digits. USD counters are sums of many reservations and settlements
+ * in binary floating point, which read `0.00015500000000000236` for 0.000155.
+ */
+function shown(value: number): number {
+  return Number(value.toPrecision(12));
 }
 
 /** The refusal of a key for a team the config does not declare. */
