@@ -77,13 +77,31 @@ function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket): void {
   afterPendingResponses(socket, () => {
     // Closing the connection also aborts a request whose body was cut short (it is still in flight).
     if (!socket.writable || socket.destroyed) return void socket.destroy();
-    // Read again (and drop) until the client closes: a socket paused after `end()` would never see its FIN and
-    // stay open, counting against `maxConnectionsPerBind`.
-    socket.resume();
-    socket.end(errorResponse(err));
-    // A client that never closes its side does not keep the connection (and a slot of the cap) for ever.
-    socket.setTimeout(5_000, () => socket.destroy());
+    // The broken request was answered already (refused on its head, and llhttp then failed on its body): one
+    // request, one answer. A second would be read as the answer to the client's next request. Close once the first
+    // is written; one still being streamed is cut (the request it answers is broken).
+    const res = socket._httpMessage;
+    if (res && res.headersSent && !res.req.complete) {
+      if (!res.writableEnded) return void socket.destroy();
+      if (res.writableFinished) return closeAfterAnswer(socket);
+      res.once('finish', () => closeAfterAnswer(socket));
+      res.once('close', () => void (res.writableFinished || socket.destroy()));
+      return;
+    }
+    closeAfterAnswer(socket, errorResponse(err));
   });
+}
+
+/** End the connection after `last` (if any), still reading until the client closes, for at most 5 s. */
+function closeAfterAnswer(socket: ClientSocket, last?: string): void {
+  if (!socket.writable || socket.destroyed) return void socket.destroy();
+  // Read again (and drop) until the client closes: a socket paused after `end()` would never see its FIN and
+  // stay open, counting against `maxConnectionsPerBind`.
+  socket.resume();
+  if (last === undefined) socket.end();
+  else socket.end(last);
+  // A client that never closes its side does not keep the connection (and a slot of the cap) for ever.
+  socket.setTimeout(5_000, () => socket.destroy());
 }
 
 /**

@@ -107,6 +107,22 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request framing (${side.name
       await sleep(100);
       assert.ok(!suite.up.received.some((r) => r.url === '/behind'), 'the request read behind the refused one did not run');
     });
+
+    it('a request refused on its head gets one answer: the parse error its body then raises writes no second one', async () => {
+      // The head is refused (chunked not last) and answered; llhttp then fails on the body it cannot frame. Two
+      // answers to one request would desynchronise a client or a proxy in front reading answers in order.
+      for (const te of ['xchunked', 'chunked, gzip', 'gzip', 'identity']) {
+        const c = client();
+        let got = '';
+        c.socket.on('data', (chunk: Buffer) => (got += chunk.toString('latin1')));
+        c.write(`POST /api/s9 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ${te}\r\n\r\n2\r\nab\r\n0\r\n\r\n`);
+        await c.closed();
+        const statusLines = got.match(/HTTP\/1\.1 \d{3} /g) ?? [];
+        assert.deepEqual(statusLines, ['HTTP/1.1 400 '], `Transfer-Encoding: ${te}: ${JSON.stringify(got)}`);
+        // Refused on the head by the gateway or by llhttp (`chunked, gzip`): either way, once.
+        assert.match(got, /transfer coding|HPE_INVALID_TRANSFER_ENCODING/);
+      }
+    });
   });
 
   describe('chunked bodies', () => {
