@@ -126,6 +126,8 @@ export interface StaticConfig {
   readonly trustedProxies: TrustedProxies | null;
   /** node:http `headersTimeout` of the binds (408 when it passes). */
   readonly headerTimeoutMs: number;
+  /** `config.upgradeProtocols`, lower-cased: the upgrades relayed (ADR 0118). Applies on reload. */
+  readonly upgradeProtocols: readonly string[];
   /** node:http `maxConnections` of each bind; 0 means no cap. */
   readonly maxConnectionsPerBind: number;
   /** `config.workers` resolved (`auto`: the CPUs available); 1 runs no supervisor. Restart only. */

@@ -21,6 +21,7 @@ interface RawStatic {
   escapedSlashes?: 'reject' | 'keep';
   trustedProxies?: string[];
   headerTimeout?: string;
+  upgradeProtocols?: string[];
   maxConnectionsPerBind?: number;
   workers?: 'auto' | number;
   workerThreads?: number;
@@ -47,6 +48,9 @@ function trustedProxies(raw: RawStatic): TrustedProxies | null {
  * are never cut while bytes flow.
  */
 export const DEFAULT_TIMEOUTS = Object.freeze({ backendRequestMs: 15_000, streamIdleMs: 300_000 });
+
+/** `config.upgradeProtocols` when not set: WebSocket only (Envoy relays only the upgrade types enabled, ADR 0118). */
+const DEFAULT_UPGRADE_PROTOCOLS: readonly string[] = Object.freeze(['websocket']);
 
 const durationOr = (value: string | undefined, fallback: number): number => (value === undefined ? fallback : (parseDuration(value) ?? fallback));
 
@@ -96,6 +100,7 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     paths: { mergeSlashes: r.mergeSlashes ?? true, rejectEscapedSlashes: (r.escapedSlashes ?? 'reject') === 'reject' },
     trustedProxies: trustedProxies(r),
     headerTimeoutMs: r.headerTimeout ? (parseDuration(r.headerTimeout) ?? 60_000) : 60_000,
+    upgradeProtocols: r.upgradeProtocols ? r.upgradeProtocols.map((p) => p.toLowerCase()) : DEFAULT_UPGRADE_PROTOCOLS,
     maxConnectionsPerBind: r.maxConnectionsPerBind ?? 0,
     workers: resolveWorkerCount(r),
     tracing: resolveTracing(r.tracing, env),

@@ -207,6 +207,12 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
           'Addresses or CIDR ranges (`10.0.0.0/8`, `::1`) of proxies in front of the gateway. Only from these peers are `X-Forwarded-For`, `X-Real-IP` and `Forwarded` kept, and the client (`source.address`) is the right-most `X-Forwarded-For` address that is not a trusted proxy; from any other peer those headers are dropped and the peer is the client. Default: none. Applies on reload.',
         items: { type: 'string', minLength: 1 },
       },
+      upgradeProtocols: {
+        type: 'array',
+        description:
+          'HTTP/1.1 upgrade protocols relayed to backends (the `Upgrade` names, compared without regard to case). Default `[websocket]`. An upgrade offering any other protocol gets 403 and goes nowhere; `h2c` is never relayed (served as a plain request). Applies on reload (ADR 0118).',
+        items: { type: 'string', pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$", 'x-hint': 'a protocol name such as `websocket`' },
+      },
       headerTimeout: {
         $ref: '#/$defs/duration',
         description: 'How long a client may take to send the request line and headers before it gets 408 and the connection is closed. Default `60s`.',

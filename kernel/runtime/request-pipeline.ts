@@ -7,6 +7,7 @@ import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
+import { upgradeAllowed } from '../upstream/upgrade-protocols.ts';
 import type { UpgradeTap } from '../exchange/kernel-exchange.ts';
 import { endFields, watchUpgradedConnection } from './upgraded-connection.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
@@ -410,6 +411,13 @@ export class RequestPipeline implements LeanServing {
     }
     ex.route = route.info;
     ex.compiledRoute = route;
+    // Only the protocols enabled are relayed (ADR 0118, as Envoy's upgrade types): after a 101 every byte goes to
+    // the upstream past routes and policies, so a plain HTTP backend that switches to anything asked would be a
+    // tunnel to any of its paths.
+    if (!upgradeAllowed(ex.headers.upgrade as string | undefined, snapshot.staticConfig.upgradeProtocols)) {
+      refuse(jsonErrorReply(403, 'upgrade_not_allowed', 'this upgrade protocol is not enabled (`config.upgradeProtocols`)'));
+      return;
+    }
     const run = async (): Promise<void> => {
       if (route.requestHooks) {
         const early = await runRequestHooks(route.requestHooks, ex);

@@ -8,6 +8,7 @@ import { stripHopByHop } from './hop-by-hop.ts';
 import { tlsConnectOptions } from './tls-options.ts';
 import { upstreamFailure } from './upstream-errors.ts';
 import { writeRawResponse } from './raw-response.ts';
+import { switchMatches } from './upgrade-protocols.ts';
 import type { PooledTarget } from './pooled-target.ts';
 
 // Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
@@ -111,6 +112,16 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
   socket.on('data', onEarlyData);
   socket.once('end', onClientGone);
   socket.once('close', onClientGone);
+  // A 101 that does not switch to the protocol the client asked for: 502, the upstream connection closed.
+  const wrongSwitch = (answered: string | undefined, upSocket: Duplex): void => {
+    upSocket.destroy();
+    const switched = answered === undefined ? 'without naming a protocol' : `to ${JSON.stringify(answered.slice(0, 64))}`;
+    const message = `upstream ${target.origin} answered 101 switching ${switched}, not to the protocol the client asked for`;
+    if (span !== undefined) tracing!.endClient(span, 101, new Error(message));
+    settled = true;
+    done?.(502);
+    writeRawResponse(socket, 502, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: 'bad_gateway', message } }));
+  };
   upReq.on('upgrade', (upRes, upSocket, upHead) => {
     clearTimeout(deadline);
     socket.off('data', onEarlyData);
@@ -120,6 +131,10 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
       settle(undefined, CLIENT_GONE);
       return void upSocket.destroy();
     }
+    // RFC 9110 section 7.8: the 101 names the protocol switched to, one the client asked for. Relayed otherwise, the
+    // client would take the upstream's bytes for a protocol it never asked for (and an upstream that switches to
+    // anything would get every later byte, past the routes): 502, both connections closed, nothing relayed.
+    if (!switchMatches(ex.headers.upgrade as string | undefined, upRes.headers.upgrade)) return wrongSwitch(upRes.headers.upgrade, upSocket);
     // The pipeline watches the connection from here (its log line and span); it sees the pipes' chunks itself.
     const tap = settle(upRes.statusCode ?? 101, undefined, upSocket);
     let lines = `HTTP/1.1 ${upRes.statusCode ?? 101} ${upRes.statusMessage ?? 'Switching Protocols'}\r\n`;
@@ -145,6 +160,9 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
   });
   upReq.on('response', (upRes) => {
     clearTimeout(deadline);
+    // A 101 node does not take for an upgrade (no Upgrade header): the upstream switched to something unnamed. Its
+    // connection must not go back to the agent's pool for the next request.
+    if (upRes.statusCode === 101) return wrongSwitch(undefined, upRes.socket);
     // The upstream declined the upgrade: relay its answer as is, read whole (it is written with a length) and capped.
     // The log and metrics take the status once the client's answer is known: the upstream's, or 502 past the cap.
     const status = upRes.statusCode ?? 502;

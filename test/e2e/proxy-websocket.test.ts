@@ -2,14 +2,16 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { once } from 'node:events';
+import { createServer as createNetServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import WebSocket, { WebSocketServer } from 'ws';
+import { oneListenerConfig } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
+import { RawClient, sleep, startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
 interface Client {
   readonly ws: WebSocket;
@@ -408,5 +410,129 @@ describe('WebSocket upgrade through a host route', () => {
     const started = Date.now();
     await gw.stop();
     assert.ok(Date.now() - started < 3000, `stop took ${Date.now() - started}ms`);
+  });
+});
+
+// ADR 0118: which upgrades are relayed, and the upstream's 101 checked against the request. The upstream here is a plain TCP server that "switches" to whatever it is asked (or to the
+// protocol its path names: `/answers-<token>/...`, `/answers-none/...` for a 101 without Upgrade), then records the
+// tunnel's bytes and answers each chunk with `pong:<chunk>`.
+describe('upgrade protocols and the 101 (ADR 0118)', () => {
+  interface SwitchConn {
+    head: string;
+    tunnel: string;
+    closed: boolean;
+  }
+  const conns: SwitchConn[] = [];
+  let switcher: import('node:net').Server;
+  let switcherPort: number;
+  let gw: RunningGateway;
+  let port: number;
+  let open: RunningGateway;
+  let openPort: number;
+  const raws: RawClient[] = [];
+
+  before(async () => {
+    switcher = createNetServer((s) => {
+      const conn: SwitchConn = { head: '', tunnel: '', closed: false };
+      conns.push(conn);
+      let buf = '';
+      let switched = false;
+      s.on('error', () => undefined);
+      s.on('close', () => (conn.closed = true));
+      s.on('data', (chunk: Buffer) => {
+        if (switched) {
+          conn.tunnel += chunk.toString('latin1');
+          s.write(`pong:${chunk.toString('latin1')}`);
+          return;
+        }
+        buf += chunk.toString('latin1');
+        const end = buf.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        conn.head = buf.slice(0, end);
+        const path = conn.head.split(' ')[1]!;
+        const asked = /\r\nupgrade: *([^\r]*)/i.exec(conn.head)?.[1] ?? '';
+        const answered = /^\/answers-([^/]+)\//.exec(path)?.[1] ?? asked;
+        const upgrade = answered === 'none' ? '' : `Upgrade: ${answered}\r\n`;
+        s.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n${upgrade}\r\n`);
+        switched = true;
+        conn.tunnel += buf.slice(end + 4);
+      });
+    });
+    await new Promise<void>((resolve) => switcher.listen(0, '127.0.0.1', resolve));
+    switcherPort = (switcher.address() as { port: number }).port;
+    const routes = [
+      { name: 'idle', matches: [{ path: { pathPrefix: '/idle' } }], policies: { timeout: { streamIdleTimeout: '500ms' } }, backends: [{ host: `127.0.0.1:${switcherPort}` }] },
+      { name: 'switch', backends: [{ host: `127.0.0.1:${switcherPort}` }] },
+    ];
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes)));
+    ({ gw: open, ports: [openPort] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, routes, { config: { upgradeProtocols: ['websocket', 'foo'] } })));
+  });
+  after(async () => {
+    for (const c of raws) c.destroy();
+    await gw?.stop();
+    await open?.stop();
+    await new Promise<void>((resolve) => switcher.close(() => resolve()));
+  });
+
+  const raw = (p: number): RawClient => {
+    const c = new RawClient(p);
+    raws.push(c);
+    return c;
+  };
+  const handshake = (path: string, upgrade: string): string => `GET ${path} HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}\r\n\r\n`;
+  const connOf = (path: string): SwitchConn | undefined => conns.find((c) => c.head.startsWith(`GET ${path} `));
+
+  it('an upgrade to a protocol that is not enabled (only websocket is by default): 403, nothing reaches the upstream', async () => {
+    // The audit's case: a plain HTTP backend that answers 101 to anything would get every later byte, past the
+    // gateway's routes and policies (`GET /private/secret` down the tunnel).
+    for (const [i, upgrade] of ['foo', 'FOO', 'foo/2', 'websocket, foo', 'TLS/1.0'].entries()) {
+      const c = raw(port);
+      c.write(handshake(`/api/mode-switch-${i}`, upgrade));
+      const a = await c.read({ interim: true });
+      assert.equal(a.status, 403, `Upgrade: ${upgrade}: ${a.line}`);
+      assert.equal(JSON.parse(a.body).error.type, 'upgrade_not_allowed');
+      c.write('GET /private/secret HTTP/1.1\r\nHost: a\r\n\r\n');
+      await c.closed();
+      assert.equal(connOf(`/api/mode-switch-${i}`), undefined, 'the handshake did not go upstream');
+    }
+    assert.ok(!conns.some((c) => c.tunnel.includes('/private/secret')));
+  });
+
+  it('a 101 naming another protocol than the one asked for: 502, both connections closed, nothing relayed', async () => {
+    for (const answered of ['foo', 'none']) {
+      const c = raw(port);
+      const path = `/answers-${answered}/ws`;
+      // Bytes sent before the answer are held for the upgraded protocol: they must not reach the upstream either.
+      c.write(handshake(path, 'websocket') + 'GET /private/secret HTTP/1.1\r\nHost: a\r\n\r\n');
+      const a = await c.read({ interim: true });
+      assert.equal(a.status, 502, `101 with ${answered === 'none' ? 'no Upgrade' : `Upgrade: ${answered}`}: ${a.line}`);
+      assert.match(JSON.parse(a.body).error.message, /101/);
+      await c.closed();
+      const conn = connOf(path)!;
+      await waitFor(() => conn.closed, 5000, 'the upstream connection to close');
+      assert.equal(conn.tunnel, '');
+      await waitFor(() => gw.logs.some((l) => / INFO +request /.test(l) && l.includes(`http.path=${path} `)), 5000, 'the request line');
+      assert.match(gw.logs.find((l) => / INFO +request /.test(l) && l.includes(`http.path=${path} `))!, / http\.status=502 /);
+    }
+  });
+
+  it('config.upgradeProtocols enables another protocol; its 101 is matched without regard to case', async () => {
+    const c = raw(openPort);
+    c.write(handshake('/answers-foo/tunnel', 'FOO'));
+    const a = await c.read({ interim: true });
+    assert.equal(a.status, 101, a.body);
+    c.write('hello');
+    await waitFor(() => c.unread() === 'pong:hello', 5000, 'the tunnel to carry bytes both ways');
+    assert.equal(connOf('/answers-foo/tunnel')!.tunnel, 'hello');
+    c.destroy();
+  });
+
+  it('with another protocol enabled, a 101 to a different one is still refused: 502', async () => {
+    const c = raw(openPort);
+    c.write(handshake('/answers-websocket/x', 'foo'));
+    const a = await c.read({ interim: true });
+    assert.equal(a.status, 502);
+    await c.closed();
+    await waitFor(() => connOf('/answers-websocket/x')!.closed, 5000, 'the upstream connection to close');
   });
 });
