@@ -60,6 +60,8 @@ export interface ExchangeState {
 export interface UpgradeTap {
   fromClient(chunk: Buffer): void;
   fromUpstream(chunk: Buffer): void;
+  /** The gateway is closing the connection itself, and why (`idle_timeout`): called before it closes the sockets. */
+  closedByGateway(cause: string): void;
 }
 
 /**

@@ -42,7 +42,8 @@ export function trackSocket(socket: SweptSocket, now: number): void {
 
 /**
  * Close connections idle for `limitMs`: between requests (no response being written, still an HTTP connection: an
- * upgraded or CONNECT socket has no parser and is never closed here; a lean connection, without one either, is), and
+ * upgraded or CONNECT socket has no parser and is never closed here: an upgraded one has its own idle timeout,
+ * upgrade-forward.ts; a lean connection, without one either, is), and
  * no byte read or written since a sweep saw one move. Activity is seen at sweep granularity, so a connection closes 0-1 sweep later than node:http would
  * close it, never earlier.
  *

@@ -9,8 +9,13 @@ export interface UpgradedConnectionEnd {
   /** Bytes relayed after the handshake: from the client, and to it. */
   readonly bytesReceived: number;
   readonly bytesSent: number;
-  /** Which side closed first: sent the first Close frame, else ended its TCP connection first. */
-  readonly closedBy: 'client' | 'upstream';
+  /**
+   * Which side closed first: sent the first Close frame, else ended its TCP connection first; `gateway` when the
+   * gateway closed both (`closeCause` says why).
+   */
+  readonly closedBy: 'client' | 'upstream' | 'gateway';
+  /** Why the gateway closed the connection (`idle_timeout`); undefined when the peers closed it. */
+  readonly closeCause?: string | undefined;
   /**
    * WebSocket only: the first Close frame's status code (1005 when it carried none) or 1006 when neither side sent
    * one (RFC 6455 §7.1.5: closed abnormally); undefined for other upgrades.
@@ -27,6 +32,7 @@ export function endFields(end: UpgradedConnectionEnd, protocol: string): Record<
     'upgrade.bytes.sent': end.bytesSent,
     'upgrade.closed_by': end.closedBy,
   };
+  if (end.closeCause !== undefined) fields['upgrade.close_cause'] = end.closeCause;
   if (end.closeCode !== undefined) fields['websocket.close.code'] = end.closeCode;
   if (end.closeReason) fields['websocket.close.reason'] = end.closeReason;
   return fields;
@@ -46,6 +52,7 @@ export function watchUpgradedConnection(client: Duplex, upstream: Duplex, websoc
   const fromUpstream = websocket ? new WsCloseScanner() : undefined;
   let firstClose: 'client' | 'upstream' | undefined;
   let firstEnd: 'client' | 'upstream' | undefined;
+  let gatewayCause: string | undefined;
   const tap: UpgradeTap = {
     fromClient(chunk: Buffer): void {
       received += chunk.length;
@@ -60,6 +67,9 @@ export function watchUpgradedConnection(client: Duplex, upstream: Duplex, websoc
         fromUpstream.push(chunk);
         if (fromUpstream.code !== undefined) firstClose ??= 'upstream';
       }
+    },
+    closedByGateway(cause: string): void {
+      gatewayCause ??= cause;
     },
   };
   client.on('data', tap.fromClient);
@@ -78,7 +88,9 @@ export function watchUpgradedConnection(client: Duplex, upstream: Duplex, websoc
       durationMs: performance.now() - started,
       bytesReceived: received,
       bytesSent: sent,
-      closedBy,
+      // A peer's Close frame sent before the gateway gave up still says who began closing.
+      closedBy: gatewayCause !== undefined && firstClose === undefined ? 'gateway' : closedBy,
+      closeCause: gatewayCause,
       closeCode: websocket ? (firstClose === undefined ? 1006 : scanner!.code) : undefined,
       closeReason: firstClose === undefined ? undefined : scanner!.reason,
     });

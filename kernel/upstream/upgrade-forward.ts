@@ -155,6 +155,19 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     upSocket.on('error', () => socket.destroy());
     socket.on('close', () => upSocket.destroy());
     upSocket.on('close', () => socket.destroy());
+    // The route's stream idle timeout (default `config.defaultTimeouts.streamIdleTimeout`, 5 min; Envoy's covers
+    // upgraded streams too): a connection with no byte either way for that long is closed on both sides, or idle
+    // tunnels would hold a client and an upstream socket for ever. The client socket sees both directions (it reads
+    // what goes up, writes what comes down) and node re-arms its timeout on each read and write: no timer per chunk.
+    const idleMs = state?.plan.idleTimeoutMs ?? 0;
+    const timed = socket as Duplex & { setTimeout?(ms: number, callback: () => void): unknown };
+    if (idleMs > 0 && typeof timed.setTimeout === 'function') {
+      timed.setTimeout(idleMs, () => {
+        tap?.closedByGateway('idle_timeout');
+        upSocket.destroy();
+        socket.destroy();
+      });
+    }
     upSocket.pipe(socket);
     socket.pipe(upSocket);
   });

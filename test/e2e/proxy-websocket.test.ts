@@ -413,10 +413,11 @@ describe('WebSocket upgrade through a host route', () => {
   });
 });
 
-// ADR 0118: which upgrades are relayed, and the upstream's 101 checked against the request. The upstream here is a plain TCP server that "switches" to whatever it is asked (or to the
+// ADR 0118: which upgrades are relayed, the upstream's 101 checked against the request, and the idle timeout of an
+// upgraded connection. The upstream here is a plain TCP server that "switches" to whatever it is asked (or to the
 // protocol its path names: `/answers-<token>/...`, `/answers-none/...` for a 101 without Upgrade), then records the
 // tunnel's bytes and answers each chunk with `pong:<chunk>`.
-describe('upgrade protocols and the 101 (ADR 0118)', () => {
+describe('upgrade protocols, the 101 and idle upgraded connections (ADR 0118)', () => {
   interface SwitchConn {
     head: string;
     tunnel: string;
@@ -534,5 +535,36 @@ describe('upgrade protocols and the 101 (ADR 0118)', () => {
     assert.equal(a.status, 502);
     await c.closed();
     await waitFor(() => connOf('/answers-websocket/x')!.closed, 5000, 'the upstream connection to close');
+  });
+
+  it("an upgraded connection silent for the route's stream idle timeout is closed on both sides; the connection line says why", async () => {
+    const c = raw(port);
+    c.write(handshake('/idle/quiet', 'websocket'));
+    const a = await c.read({ interim: true });
+    assert.equal(a.status, 101);
+    const started = Date.now();
+    await c.closed(5000);
+    const waited = Date.now() - started;
+    assert.ok(waited >= 450 && waited < 4000, `closed after ${waited} ms`);
+    await waitFor(() => connOf('/idle/quiet')!.closed, 5000, 'the upstream connection to close');
+    const find = (): string | undefined => gw.logs.find((l) => / INFO +upgrade closed /.test(l) && l.includes('http.path=/idle/quiet '));
+    await waitFor(() => find() !== undefined, 5000, 'the upgrade closed line');
+    assert.match(find()!, / upgrade\.closed_by=gateway /);
+    assert.match(find()!, / upgrade\.close_cause=idle_timeout /);
+  });
+
+  it('bytes in either direction keep an upgraded connection open past the idle timeout', async () => {
+    const c = raw(port);
+    c.write(handshake('/idle/busy', 'websocket'));
+    assert.equal((await c.read({ interim: true })).status, 101);
+    // 1.5 s of traffic, 250 ms apart: three times the 500 ms idle timeout.
+    for (let i = 0; i < 6; i++) {
+      await sleep(250);
+      c.write(`m${i}`);
+      await waitFor(() => c.unread().endsWith(`pong:m${i}`), 2000, `the answer to m${i}`);
+    }
+    assert.equal(c.ended, false);
+    assert.equal(connOf('/idle/busy')!.closed, false);
+    c.destroy();
   });
 });
