@@ -58,12 +58,15 @@ describe('normalizeHost', () => {
       ['[FE80::1]', 'fe80::1'],
       ['127.0.0.1:9', '127.0.0.1'],
       ['h:', 'h'],
+      ['h:65535', 'h'],
+      ['h:00080', 'h'],
+      ['[::1]:', '::1'],
     ];
     for (const [input, expected] of cases) assert.equal(normalizeHost(input), expected, String(input));
   });
 
   it('refuses malformed hosts', () => {
-    for (const h of ['a/b', 'a..b', 'a.b..', '.a', 'u@h', 'h:8o', 'h:123456', ':80', '[::1', '[::1]x', '[g::1]', 'a b', 'a\\b', 'a%2eb']) {
+    for (const h of ['a/b', 'a..b', 'a.b..', '.a', 'u@h', 'h:8o', 'h:123456', 'h:99999', 'h:65536', 'h:0', 'h:00000', '[::1]:65536', '[::1]:0', ':80', '[::1', '[::1]x', '[g::1]', 'a b', 'a\\b', 'a%2eb']) {
       assert.ok(normalizeHost(h) instanceof HostRejection, h);
     }
   });

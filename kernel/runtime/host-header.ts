@@ -23,14 +23,20 @@ function isNameChar(c: number): boolean {
   return (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45 || c === DOT || c === 95 || (c >= 65 && c <= 90);
 }
 
+/**
+ * The port after `host[from - 1]` (a `:`): digits only, 1-65535. An empty port (`h:`) is allowed, as RFC 3986 §3.2.3
+ * allows it (the scheme's default port); port 0 and anything past 65535 are not (ADR 0117).
+ */
 function isPort(host: string, from: number): boolean {
   const len = host.length;
   if (len - from > 5) return false;
+  let port = 0;
   for (let i = from; i < len; i++) {
     const c = host.charCodeAt(i);
     if (c < 48 || c > 57) return false;
+    port = port * 10 + (c - 48);
   }
-  return true;
+  return len === from || (port >= 1 && port <= 65535);
 }
 
 /**

@@ -116,7 +116,7 @@ describe('hosts, forwarding headers and connections', () => {
       });
     }
 
-    for (const host of ['a/b', 'secure.example..', '.secure.example', 'a..b', 'user@secure.example', 'secure.example:80x', 'a\\b', ':80', 'a b', '[::1', 'secure.example:8080:1']) {
+    for (const host of ['a/b', 'secure.example..', '.secure.example', 'a..b', 'user@secure.example', 'secure.example:80x', 'a\\b', ':80', 'a b', '[::1', 'secure.example:8080:1', 'a:99999', 'a:65536', 'a:0', 'a:00000', '[::1]:70000', '[::1]:0']) {
       it(`malformed \`Host: ${host}\` gets 400`, async () => {
         const before = up.received.length;
         const res = await get(plainPort, '/x', `Host: ${host}`);
@@ -142,7 +142,8 @@ describe('hosts, forwarding headers and connections', () => {
     });
 
     it('well-formed hosts still reach the open listener', async () => {
-      for (const host of ['open.example', 'open.example:8080', '127.0.0.1:9', '[::1]:8080', '[::1]', 'under_score.example']) {
+      // `h:` (an empty port, RFC 3986 §3.2.3) and ports 1-65535, leading zeros included, are well-formed (ADR 0117).
+      for (const host of ['open.example', 'open.example:8080', '127.0.0.1:9', '[::1]:8080', '[::1]', 'under_score.example', 'a:65535', 'a:1', 'a:00080', 'a:', '[::1]:']) {
         const res = await get(plainPort, '/x', `Host: ${host}`);
         assert.equal(res.status, 200, host);
         assert.equal(last().headers.host, host, 'the Host sent upstream is the client\'s');
