@@ -4,6 +4,7 @@ import { ErrorCode, GatewayError, jsonErrorReply, RawHeadersReply } from '../sdk
 import type { HeaderMap, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
 import { headerListSet } from '../sdk/header-list.ts';
 import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
+import { UpstreamFailure } from '../upstream/upstream-errors.ts';
 import { headerNameToString } from '../upstream/undici-core.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import type { DirectReplies, RawHeaders } from '../upstream/direct-forward.ts';
@@ -32,7 +33,8 @@ export function flatHeaders(headers: HeaderMap): string[] {
 /** The reply for a thrown error: a GatewayError's status and JSON body, else a logged 500. */
 export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Reply {
   if (err instanceof GatewayError) {
-    ex.errorMessage = err.message;
+    // An upstream failure's log line names the upstream; the client's answer does not.
+    ex.errorMessage = err instanceof UpstreamFailure ? err.logMessage : err.message;
     return jsonErrorReply(err.status, err.type, err.message, err.headers ? { ...err.headers } : {});
   }
   ex.errorMessage = (err as Error)?.message ?? String(err);

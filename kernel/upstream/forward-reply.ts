@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Span } from '@opentelemetry/api';
-import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import { ErrorCode } from '../sdk/index.ts';
 import type { Exchange, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
-import { isRetryableFailure } from './upstream-errors.ts';
+import { attemptTimeout, isRetryableFailure } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
 import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
@@ -169,7 +169,7 @@ function send(
   const outer = ex.signal;
   const onOuter = (): void => attempt.abort(outer.reason);
   outer.addEventListener('abort', onOuter, { once: true });
-  const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${target.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
+  const timeout = attemptTimeout(target.origin, timeoutMs);
   const timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
   return poolRequest(target.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal, headersTimeout, bodyTimeout })
     .then(
@@ -204,7 +204,7 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
     return handler.promise;
   }
   // A per-attempt deadline (as in `send`): until the answer starts; the exchange's abort until it ended.
-  const timeout = new GatewayError(504, 'upstream_timeout', `upstream ${target.origin} did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout);
+  const timeout = attemptTimeout(target.origin, timeoutMs);
   const outer = ex.signal;
   let timer: NodeJS.Timeout | undefined = undefined;
   const started = (): void => clearTimeout(timer);

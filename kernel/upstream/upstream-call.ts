@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import { ErrorCode } from '../sdk/index.ts';
 import type { UpstreamCallOptions, UpstreamResponse } from '../sdk/index.ts';
-import { upstreamFailure } from './upstream-errors.ts';
+import { UpstreamFailure, upstreamFailure } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
 import type { PooledTarget } from './pooled-target.ts';
 
@@ -35,7 +35,7 @@ export async function upstreamCall(target: PooledTarget, options: UpstreamCallOp
   } catch (err) {
     if (span !== undefined) tracing!.endClient(span, undefined, err);
     if ((err as Error)?.name === 'TimeoutError') {
-      throw new GatewayError(504, 'upstream_timeout', `upstream ${target.origin} timed out`, ErrorCode.upstreamTimeout);
+      throw new UpstreamFailure(504, 'upstream_timeout', 'upstream timed out', ErrorCode.upstreamTimeout, `upstream ${target.origin} timed out`);
     }
     throw upstreamFailure(err, target.origin);
   }

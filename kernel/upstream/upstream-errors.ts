@@ -1,4 +1,5 @@
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import type { ErrorCodeValue } from '../sdk/index.ts';
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ECONNABORTED']);
 
@@ -19,31 +20,48 @@ export function isRetryableFailure(err: unknown): boolean {
 }
 
 /**
+ * An upstream failure as the client sees it, and as the operator does: `message` never names the upstream (its
+ * address is the operator's, as in Envoy's local replies); `logMessage`, which the access log records, does.
+ */
+export class UpstreamFailure extends GatewayError {
+  readonly logMessage: string;
+  constructor(status: number, type: string, message: string, code: ErrorCodeValue, logMessage: string) {
+    super(status, type, message, code);
+    this.logMessage = logMessage;
+  }
+}
+
+/** A codeless failure's message may hold anything (an address, a path): only a plain code goes to the client. */
+const PLAIN_CODE = /^[A-Za-z0-9_]{1,64}$/;
+
+/**
  * Map a transport failure to the reply the client gets: 503 when the upstream cannot be reached, 504 on a
  * timeout, 502 when it answered badly or dropped the connection.
  */
 export function upstreamFailure(err: unknown, origin: string, headersTimeoutMs = 0): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = codeOf(err);
-  const detail = (err as Error)?.message ?? String(err);
   if (code && UNREACHABLE.has(code)) {
-    return new GatewayError(503, 'upstream_unavailable', `upstream ${origin} is unreachable: ${code}`, ErrorCode.upstreamUnavailable);
+    return new UpstreamFailure(503, 'upstream_unavailable', `upstream is unreachable: ${code}`, ErrorCode.upstreamUnavailable, `upstream ${origin} is unreachable: ${code}`);
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT' && headersTimeoutMs > 0) {
-    return new GatewayError(
-      504,
-      'upstream_timeout',
-      `upstream ${origin} did not answer within ${headersTimeoutMs}ms (the default deadline; a route \`timeout\` policy or \`config.defaultTimeouts\` changes it)`,
-      ErrorCode.upstreamTimeout,
-    );
+    const message = `did not answer within ${headersTimeoutMs}ms (the default deadline; a route \`timeout\` policy or \`config.defaultTimeouts\` changes it)`;
+    return new UpstreamFailure(504, 'upstream_timeout', `upstream ${message}`, ErrorCode.upstreamTimeout, `upstream ${origin} ${message}`);
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return new GatewayError(504, 'upstream_timeout', `upstream ${origin} timed out`, ErrorCode.upstreamTimeout);
+    return new UpstreamFailure(504, 'upstream_timeout', 'upstream timed out', ErrorCode.upstreamTimeout, `upstream ${origin} timed out`);
   }
   if (code && (code.startsWith('ERR_TLS') || code.startsWith('CERT_') || code.includes('SELF_SIGNED') || code.startsWith('UNABLE_TO') || code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code.startsWith('HOSTNAME') || code === 'ERR_TLS_CERT_ALTNAME_INVALID')) {
-    return new GatewayError(502, 'upstream_tls_error', `TLS connection to ${origin} failed: ${code}`, ErrorCode.upstreamFailed);
+    return new UpstreamFailure(502, 'upstream_tls_error', `TLS connection to the upstream failed: ${code}`, ErrorCode.upstreamFailed, `TLS connection to ${origin} failed: ${code}`);
   }
-  return new GatewayError(502, 'bad_gateway', `upstream ${origin} failed: ${code ?? detail}`, ErrorCode.upstreamFailed);
+  const detail = code ?? (err as Error)?.message ?? String(err);
+  const told = code !== undefined && PLAIN_CODE.test(code) ? `upstream failed: ${code}` : 'upstream failed';
+  return new UpstreamFailure(502, 'bad_gateway', told, ErrorCode.upstreamFailed, `upstream ${origin} failed: ${detail}`);
+}
+
+/** The 504 of a `timeout.backendRequestTimeout` that ran out (one per attempt). */
+export function attemptTimeout(origin: string, timeoutMs: number): UpstreamFailure {
+  return new UpstreamFailure(504, 'upstream_timeout', `upstream did not answer within ${timeoutMs}ms`, ErrorCode.upstreamTimeout, `upstream ${origin} did not answer within ${timeoutMs}ms`);
 }
 
 /** The errno-like code of a failure to reach the upstream (refused, DNS, connect timeout), else undefined. */

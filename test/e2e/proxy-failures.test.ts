@@ -8,7 +8,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { startGatewayOnFreePorts, within } from './proxy-support.ts';
+import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
 /** A TCP server that plays a broken HTTP upstream: `behave` gets each connection once the request head arrived. */
 async function brokenUpstream(behave: (socket: Socket) => void): Promise<{ port: number; close(): Promise<void> }> {
@@ -81,8 +81,13 @@ describe('upstream failures', () => {
     broken.push(await brokenUpstream((s) => s.end()));
     // Answers garbage.
     broken.push(await brokenUpstream((s) => s.end('this is not HTTP\r\n\r\n')));
+    // A header name with a space: llhttp's HPE_INVALID_HEADER_TOKEN.
+    broken.push(await brokenUpstream((s) => s.end('HTTP/1.1 200 OK\r\nbad header: x\r\ncontent-length: 0\r\n\r\n')));
+    // Accepts the request and never answers.
+    broken.push(await brokenUpstream(() => undefined));
     const route = (name: string, backends: unknown[] | undefined) => ({ name, matches: [{ path: { pathPrefix: `/${name}` } }], ...(backends ? { backends } : {}) });
     ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
+      config: { defaultTimeouts: { backendRequestTimeout: '500ms' } },
       binds: [
         {
           port,
@@ -98,6 +103,9 @@ describe('upstream failures', () => {
                 route('garbage', [{ host: `127.0.0.1:${broken[4]!.port}` }]),
                 route('nothing', undefined),
                 route('early', [{ host: `127.0.0.1:${early.port}` }]),
+                route('bad-token', [{ host: `127.0.0.1:${broken[5]!.port}` }]),
+                route('silent', [{ host: `127.0.0.1:${broken[6]!.port}` }]),
+                { ...route('silent-timeout', [{ host: `127.0.0.1:${broken[6]!.port}` }]), policies: { timeout: { backendRequestTimeout: '300ms' } } },
               ],
             },
           ],
@@ -173,6 +181,27 @@ describe('upstream failures', () => {
     const res = await jsonError('/garbage');
     assert.equal(res.status, 502);
     assert.equal(res.body.error.type, 'bad_gateway');
+    await stillServing();
+  });
+
+  it('failure bodies do not name the upstream address; the access log does (as Envoy\'s local replies)', async () => {
+    const cases: [string, number, number, RegExp][] = [
+      ['/down/x', 503, closedPort, /ECONNREFUSED/],
+      ['/reset-before-head/x', 502, broken[2]!.port, /./],
+      ['/bad-token/x', 502, broken[5]!.port, /HPE_INVALID_HEADER_TOKEN/],
+      ['/silent/x', 504, broken[6]!.port, /did not answer within 500ms/],
+      ['/silent-timeout/x', 504, broken[6]!.port, /did not answer within 300ms/],
+    ];
+    for (const [path, status, upstreamPort, detail] of cases) {
+      const res = await jsonError(path);
+      assert.equal(res.status, status, path);
+      const text = JSON.stringify(res.body);
+      assert.doesNotMatch(text, /127\.0\.0\.1/, `${path}: ${text}`);
+      assert.ok(!text.includes(String(upstreamPort)), `${path}: ${text}`);
+      assert.match(res.body.error.message, detail, path);
+      // The operator's access log line keeps the upstream.
+      await waitFor(() => gw.logs.some((l) => l.includes(`path=${path}`) && l.includes(`127.0.0.1:${upstreamPort}`)), 2000, `access log of ${path} names the upstream`);
+    }
     await stillServing();
   });
 
