@@ -25,7 +25,7 @@ describe('upstreamFailure', () => {
       assert.equal(failure.message, message);
       assert.ok(failure.logMessage.includes(ORIGIN), failure.logMessage);
     }
-    assert.equal(upstreamFailure(new Error('cannot reach 10.1.2.3:8443'), ORIGIN).logMessage, `upstream ${ORIGIN} failed: cannot reach 10.1.2.3:8443`);
+    assert.equal((upstreamFailure(new Error('cannot reach 10.1.2.3:8443'), ORIGIN) as UpstreamFailure).logMessage, `upstream ${ORIGIN} failed: cannot reach 10.1.2.3:8443`);
   });
 
   it('the default deadline names itself, not the upstream', () => {
