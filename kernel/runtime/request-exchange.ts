@@ -4,6 +4,7 @@ import { ExchangeImpl } from './exchange-impl.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
 import { requestInputProblem } from './request-input.ts';
+import { blankConnectionListed } from '../upstream/hop-by-hop.ts';
 
 // A request's exchange and route, as the pipeline makes them (request-pipeline.ts).
 
@@ -51,6 +52,10 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
   }
   const host = skip > 0 && req.headers.host === '' ? NO_AUTHORITY : requestHostname(req.headers, req.rawHeaders);
   const path = normalizePath(raw, statics.paths);
+  // The client's Connection-named headers are its hop's: gone before any policy runs, so they never remove one a
+  // policy adds (ADR 0117). Nothing to do for the usual values.
+  const connection = req.headers.connection;
+  if (connection !== undefined && connection !== 'keep-alive' && connection !== 'close') blankConnectionListed(req.headers);
   const ex = new ExchangeImpl(
     req,
     res,
