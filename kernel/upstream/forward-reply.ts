@@ -6,7 +6,7 @@ import type { Exchange, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
-import { attemptTimeout, isRetryableFailure } from './upstream-errors.ts';
+import { attemptTimeout, isRetryableFailure, UPLOAD_STALLED } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
 import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
@@ -26,6 +26,44 @@ type Answer = Dispatcher.ResponseData | WholeResponse;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+const noop = (): void => undefined;
+
+/**
+ * Run `start` (the attempt's deadline) once the request body streamed from the client has been sent whole, at once for
+ * a body in memory: Envoy's route timeout starts once the request was received (ADR 0117). Until then, no byte from the
+ * client for `idleMs` (the stream idle deadline) fails the attempt through `stalled`: with the client's error when it
+ * stopped sending, with the upstream's timeout when it stopped reading (the body waits, paused). Progress is read from
+ * the client socket's byte count, checked when the timer fires: a `data` listener of ours would start the flow before
+ * the client (undici) reads it. Returns the cancel for an attempt that ends first.
+ */
+function afterUpload(body: Buffer | IncomingMessage | null, idleMs: number, start: () => void, stalled: (err: Error) => void): () => void {
+  if (body === null || Buffer.isBuffer(body) || body.readableEnded) {
+    start();
+    return noop;
+  }
+  const socket = body.socket;
+  let seen = socket.bytesRead;
+  const idle = idleMs > 0
+    ? setTimeout(function check() {
+        const read = socket.bytesRead;
+        if (read !== seen) {
+          seen = read;
+          idle!.refresh();
+        } else if (body.readableLength > 0 || body.readableFlowing === false) stalled(Object.assign(new Error('Body Timeout Error'), { code: 'UND_ERR_BODY_TIMEOUT' }));
+        else stalled(Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED }));
+      }, idleMs)
+    : undefined;
+  const ended = (): void => {
+    clearTimeout(idle);
+    start();
+  };
+  body.once('end', ended);
+  return () => {
+    clearTimeout(idle);
+    body.off('end', ended);
+  };
 }
 
 /** When the answer's headers arrived: now for `request()`'s (it resolves then), recorded by `WholeAnswer`. */
@@ -170,18 +208,29 @@ function send(
   const onOuter = (): void => attempt.abort(outer.reason);
   outer.addEventListener('abort', onOuter, { once: true });
   const timeout = attemptTimeout(target.origin, timeoutMs);
-  const timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
+  let timer: NodeJS.Timeout | undefined;
+  let stall: Error | undefined;
+  const uploaded = afterUpload(
+    body,
+    bodyTimeout,
+    () => (timer = setTimeout(() => attempt.abort(timeout), timeoutMs)),
+    (err) => attempt.abort((stall = err)),
+  );
+  const settled = (): void => {
+    uploaded();
+    clearTimeout(timer);
+    outer.removeEventListener('abort', onOuter);
+  };
   return poolRequest(target.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal, headersTimeout, bodyTimeout })
     .then(
       (response) => {
-        clearTimeout(timer);
-        outer.removeEventListener('abort', onOuter);
+        settled();
         return response;
       },
       (err: unknown) => {
-        clearTimeout(timer);
-        outer.removeEventListener('abort', onOuter);
-        throw attempt.signal.aborted && attempt.signal.reason === timeout ? timeout : err;
+        settled();
+        const reason: unknown = attempt.signal.aborted ? attempt.signal.reason : undefined;
+        throw reason !== undefined && (reason === timeout || reason === stall) ? reason : err;
       },
     );
 }
@@ -207,15 +256,28 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
   const timeout = attemptTimeout(target.origin, timeoutMs);
   const outer = ex.signal;
   let timer: NodeJS.Timeout | undefined = undefined;
-  const started = (): void => clearTimeout(timer);
+  let answered = false;
+  const started = (): void => {
+    answered = true;
+    clearTimeout(timer);
+  };
   const handler = limit > 0 ? new WholeAnswer(limit, null, started) : new StreamAnswer(null, started);
   const onOuter = (): void => handler.abort(outer.reason);
   if (outer.aborted) return Promise.reject(outer.reason);
   outer.addEventListener('abort', onOuter, { once: true });
-  timer = setTimeout(() => handler.abort(timeout), timeoutMs);
+  // From the end of the upload (an answer may start before it); the lean client bounds a stalled upload itself.
+  const uploaded = afterUpload(
+    body,
+    lean !== null ? 0 : plan.idleTimeoutMs,
+    () => {
+      if (!answered) timer = setTimeout(() => handler.abort(timeout), timeoutMs);
+    },
+    (err) => handler.abort(err),
+  );
   if (lean !== null) lean.dispatch(options, handler);
   else target.pool.dispatch(options, handler);
   const settled = (): void => {
+    uploaded();
     clearTimeout(timer);
     outer.removeEventListener('abort', onOuter);
   };

@@ -6,6 +6,7 @@ import type { Socket } from 'node:net';
 import { H1ResponseParser } from './h1-parser.ts';
 import type { ResponseSink } from './h1-parser.ts';
 import { declaredLength, emptyBodyFraming, requestBytes, requestHead } from './h1-request-head.ts';
+import { UPLOAD_STALLED } from './upstream-errors.ts';
 
 export interface H1Handler {
   onConnect(abort: (err?: Error) => void): void;
@@ -23,9 +24,9 @@ export interface H1Dispatch {
   method: string;
   headers: IncomingHttpHeaders;
   body: Buffer | IncomingMessage | null;
-  /** ms until the answer's head must have arrived; 0: none. */
+  /** ms until the answer's head must have arrived, from when the request body was sent whole; 0: none. */
   headersTimeout: number;
-  /** ms the answer's body may stay silent; 0: none. */
+  /** ms the answer's body, or a request body streamed from the client, may stay silent; 0: none. */
   bodyTimeout: number;
 }
 
@@ -127,6 +128,8 @@ export class H1Connection {
   idleUntil = 0;
   /** The request body is still being written. */
   private writing = false;
+  /** A streamed request body is being written and no answer has started: the deadline is the upload's idle one. */
+  private uploading = false;
   private paused = false;
   /** For deadlines shorter than SWEPT_MS only. */
   private timer: NodeJS.Timeout | null = null;
@@ -165,8 +168,13 @@ export class H1Connection {
     call.conn = this;
     this.paused = false;
     this.parser.expect(call, opts.method === 'HEAD');
-    this.arm(opts.headersTimeout, 'UND_ERR_HEADERS_TIMEOUT');
     const socket = this.socket;
+    // The answer's deadline starts once the request is sent whole (Envoy's route timeout starts once the request
+    // was received): a body streamed from the client first has the idle deadline, renewed by each chunk (ADR 0117).
+    if (bytes === null && !Buffer.isBuffer(body)) {
+      this.uploading = true;
+      this.rearm(opts.bodyTimeout, UPLOAD_STALLED);
+    } else this.rearm(opts.headersTimeout, 'UND_ERR_HEADERS_TIMEOUT');
     if (bytes !== null) socket.write(bytes);
     else if (Buffer.isBuffer(body)) {
       socket.cork();
@@ -187,11 +195,15 @@ export class H1Connection {
     const onData = (c: Buffer): void => {
       if (call.conn !== this) return cleanup(); // the call ended (answered early, failed, aborted)
       sent += c.length;
+      if (this.uploading) this.arm(call.opts.bodyTimeout, UPLOAD_STALLED);
       if (!chunked && sent > length) return call.fail(new H1Error('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'Request body length does not match content-length header'));
       const ok = chunked ? socket.write(`${c.length.toString(16)}\r\n`, 'latin1') && socket.write(c) && socket.write('\r\n', 'latin1') : socket.write(c);
       if (!ok) {
         body.pause();
-        socket.once('drain', () => body.resume());
+        socket.once('drain', () => {
+          if (this.uploading && call.conn === this) this.arm(call.opts.bodyTimeout, UPLOAD_STALLED);
+          body.resume();
+        });
       }
     };
     const onEnd = (): void => {
@@ -200,6 +212,10 @@ export class H1Connection {
       if (!chunked && sent !== length) return call.fail(new H1Error('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'Request body length does not match content-length header'));
       if (chunked) socket.write('0\r\n\r\n', 'latin1');
       this.writing = false;
+      if (this.uploading) {
+        this.uploading = false;
+        this.rearm(call.opts.headersTimeout, 'UND_ERR_HEADERS_TIMEOUT');
+      }
     };
     const onClose = (): void => {
       cleanup();
@@ -216,11 +232,10 @@ export class H1Connection {
     if (body.isPaused()) body.resume();
   }
 
-  /** Set (or clear, `ms` 0) the current wait's deadline. */
+  /** Set (or clear, `ms` 0) the current wait's deadline; a short one renews its timer (same `ms` as it was made with). */
   private arm(ms: number, code: string): void {
     if (ms <= 0) {
-      this.deadline = 0;
-      if (this.timer !== null) clearTimeout(this.timer);
+      this.clearDeadline();
       return;
     }
     this.deadlineCode = code;
@@ -233,20 +248,27 @@ export class H1Connection {
     else this.timer.refresh();
   }
 
+  /** A deadline of another wait (its own length): the short timer is made again. */
+  private rearm(ms: number, code: string): void {
+    this.clearDeadline();
+    this.arm(ms, code);
+  }
+
   /** The current wait ran out (the sweep or a short timer). */
   expired(): void {
     const call = this.call;
     if (call === null || this.paused) return;
     this.deadline = 0;
-    call.fail(new H1Error(this.deadlineCode, this.deadlineCode === 'UND_ERR_HEADERS_TIMEOUT' ? 'Headers Timeout Error' : 'Body Timeout Error'));
+    let code = this.deadlineCode;
+    // An upload stalled because the upstream stopped reading it is the upstream's silence, not the client's.
+    if (code === UPLOAD_STALLED && this.socket.writableNeedDrain) code = 'UND_ERR_BODY_TIMEOUT';
+    const message = code === 'UND_ERR_HEADERS_TIMEOUT' ? 'Headers Timeout Error' : code === UPLOAD_STALLED ? 'Request body stalled' : 'Body Timeout Error';
+    call.fail(new H1Error(code, message));
   }
 
   answered(): void {
-    if (this.timer !== null) {
-      clearTimeout(this.timer);
-      this.timer = null;
-    }
-    this.arm(this.call!.opts.bodyTimeout, 'UND_ERR_BODY_TIMEOUT');
+    this.uploading = false;
+    this.rearm(this.call!.opts.bodyTimeout, 'UND_ERR_BODY_TIMEOUT');
   }
 
   pause(): void {
@@ -264,6 +286,7 @@ export class H1Connection {
   /** The answer ended: back to the pool, unless the upstream or an unfinished request body rules that out. */
   finished(): void {
     this.call = null;
+    this.uploading = false;
     this.clearDeadline();
     this.served++;
     if (this.paused) this.resume();
@@ -277,6 +300,7 @@ export class H1Connection {
   /** The call gave up on this connection (abort, deadline, malformed answer): it is closed. */
   drop(err: Error): void {
     this.call = null;
+    this.uploading = false;
     this.clearDeadline();
     this.parser.detach();
     this.socket.destroy();
@@ -315,6 +339,7 @@ export class H1Connection {
     // The reused connection was closed under the request before any answer byte: the upstream had dropped it.
     if (this.served > 0 && !this.parser.started && call.replayable) {
       this.call = null;
+      this.uploading = false;
       this.clearDeadline();
       this.parser.detach();
       call.retried = true;

@@ -31,6 +31,13 @@ export class UpstreamFailure extends GatewayError {
   }
 }
 
+/**
+ * The code of a request body that stopped arriving from the client for the route's stream idle deadline while it was
+ * sent upstream (before any answer): the client's failure, answered 408 as Envoy's stream idle timeout does.
+ */
+export const UPLOAD_STALLED = 'SWY_UPLOAD_STALLED';
+const UPLOAD_STALLED_REPLY = new GatewayError(408, 'request_timeout', 'the request body stopped arriving (the stream idle deadline)', ErrorCode.requestTimeout);
+
 /** A codeless failure's message may hold anything (an address, a path): only a plain code goes to the client. */
 const PLAIN_CODE = /^[A-Za-z0-9_]{1,64}$/;
 
@@ -41,6 +48,7 @@ const PLAIN_CODE = /^[A-Za-z0-9_]{1,64}$/;
 export function upstreamFailure(err: unknown, origin: string, headersTimeoutMs = 0): GatewayError {
   if (err instanceof GatewayError) return err;
   const code = codeOf(err);
+  if (code === UPLOAD_STALLED) return UPLOAD_STALLED_REPLY;
   if (code && UNREACHABLE.has(code)) {
     return new UpstreamFailure(503, 'upstream_unavailable', `upstream is unreachable: ${code}`, ErrorCode.upstreamUnavailable, `upstream ${origin} is unreachable: ${code}`);
   }
