@@ -116,8 +116,9 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
   const wrongSwitch = (answered: string | undefined, upSocket: Duplex): void => {
     upSocket.destroy();
     const switched = answered === undefined ? 'without naming a protocol' : `to ${JSON.stringify(answered.slice(0, 64))}`;
-    const message = `upstream ${target.origin} answered 101 switching ${switched}, not to the protocol the client asked for`;
-    if (span !== undefined) tracing!.endClient(span, 101, new Error(message));
+    // The client's answer does not name the upstream's address (ADR 0117); the span does, for operators.
+    const message = `upstream answered 101 switching ${switched}, not to the protocol the client asked for`;
+    if (span !== undefined) tracing!.endClient(span, 101, new Error(`${message} (${target.origin})`));
     settled = true;
     done?.(502);
     writeRawResponse(socket, 502, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: 'bad_gateway', message } }));
@@ -191,7 +192,7 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
           settle(status, err);
           return void socket.destroy();
         }
-        const message = `upstream ${target.origin} declined the upgrade with a body larger than 1 MiB, the limit for that answer`;
+        const message = 'upstream declined the upgrade with a body larger than 1 MiB, the limit for that answer';
         settle(502, err);
         writeRawResponse(socket, 502, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: 'bad_gateway', message } }));
       },

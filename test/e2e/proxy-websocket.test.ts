@@ -227,6 +227,7 @@ describe('WebSocket upgrade through a host route', () => {
     }), 20_000, 'the answer to the endless refusal');
     assert.equal(res.status, 502);
     assert.match(JSON.parse(res.body).error.message, /declined the upgrade with a body larger than 1 MiB/);
+    assert.doesNotMatch(res.body, /127\.0\.0\.1/, 'the answer does not name the upstream address (ADR 0117)');
     await waitFor(() => endlessClosed, 5000, 'the endless upstream connection to close');
     await waitFor(() => gw.logs.some((l) => l.includes('http.path=/endless ') && / http\.status=502 /.test(l)), 5000, 'the access log line with 502');
   });
@@ -508,6 +509,7 @@ describe('upgrade protocols, the 101 and idle upgraded connections (ADR 0118)', 
       const a = await c.read({ interim: true });
       assert.equal(a.status, 502, `101 with ${answered === 'none' ? 'no Upgrade' : `Upgrade: ${answered}`}: ${a.line}`);
       assert.match(JSON.parse(a.body).error.message, /101/);
+      assert.doesNotMatch(a.body, /127\.0\.0\.1/, 'the answer does not name the upstream address (ADR 0117)');
       await c.closed();
       const conn = connOf(path)!;
       await waitFor(() => conn.closed, 5000, 'the upstream connection to close');
