@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { Logger } from 'switchyard/sdk';
 import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
@@ -9,6 +10,10 @@ import { capabilityNames } from './target.ts';
 import type { CompiledTarget, ConnHost } from './target.ts';
 import { SessionGone, StartDeadline, StartupExpired, TARGET_BUSY, TARGET_FAILED, TARGET_TIMED_OUT, TargetError, deadlineIn, formatMs, reasonOf, sessionGone } from './target-errors.ts';
 import type { FailureKind } from './target-errors.ts';
+
+/** Where a resumed connection's request ids start: a random point leaving 2^24 ids before the 32-bit end. */
+const RESUMED_IDS_FROM = 2 ** 24;
+const RESUMED_IDS_BELOW = 2 ** 31 - 2 ** 24;
 
 interface Pending {
   resolve(message: RpcMessage): void;
@@ -40,7 +45,13 @@ export class TargetConn {
   discovery: McpDiscovery | undefined;
   private resume: { sessionId: string; protocolVersion: string | undefined } | undefined;
   private readonly pending = new Map<number, Pending>();
-  private seq = 0;
+  /**
+   * The last request id sent. A connection that resumes an upstream session another gateway made (a sealed session
+   * id) shares that session with it: starting from 0 again would send its first request with the id of
+   * `initialize`, and two calls in flight on both with one id, of which the target answers one. A resumed
+   * connection starts at a random point instead, within 32-bit ids (some targets keep ids in an int).
+   */
+  private seq: number;
   /** Why the connection died during the current start, if it did. */
   private downReason: string | undefined;
   /** Times the connection was (re)started, for logs. */
@@ -51,6 +62,7 @@ export class TargetConn {
     this.host = host;
     this.logger = host.logger.child({ target: target.name });
     if (resume?.sessionId) this.resume = { sessionId: resume.sessionId, protocolVersion: resume.protocolVersion };
+    this.seq = resume?.sessionId ? randomInt(RESUMED_IDS_FROM, RESUMED_IDS_BELOW) : 0;
     if (resume?.capabilities) this.capabilities = resume.capabilities;
     if (resume?.protocolVersion) this.protocolVersion = resume.protocolVersion;
   }
