@@ -83,6 +83,27 @@ function nameOf(kind: ItemKind, key: string, item: Json): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
+/**
+ * Whether a list item has what clients require of it (the MCP schema: a tool's `name` and `inputSchema`, a prompt's
+ * `name`, a resource's `uri` and `name`, a template's `uriTemplate` and `name`); other lists' items need to be objects.
+ */
+function wellFormed(key: string, item: unknown): item is Json {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return false;
+  const i = item as Json;
+  switch (key) {
+    case 'tools':
+      return typeof i.name === 'string' && typeof i.inputSchema === 'object' && i.inputSchema !== null && !Array.isArray(i.inputSchema);
+    case 'prompts':
+      return typeof i.name === 'string';
+    case 'resources':
+      return typeof i.uri === 'string' && typeof i.name === 'string';
+    case 'resourceTemplates':
+      return typeof i.uriTemplate === 'string' && typeof i.name === 'string';
+    default:
+      return true;
+  }
+}
+
 /** `logging/setLevel` when multiplexed: every target that logs gets it; the answer is empty. */
 export async function broadcast(s: McpSession, call: Call, params: Json, capability: string): Promise<void> {
   const targets = s.conns.filter((c) => c.has(capability) && c.state !== 'down');
@@ -161,7 +182,18 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
       throw conn.error(`answered \`${call.method}\` with an error: ${answer.error.message}`);
     }
     const list = answer.result?.[key];
-    if (Array.isArray(list)) for (const item of list) if (item && typeof item === 'object') items.push(item as Json);
+    // An answer without its list contributes nothing (lenient: some servers answer `{}` when they have none), said once.
+    if (!Array.isArray(list)) {
+      s.logger.warn('MCP target answered a list without its items', { target: conn.name, method: call.method, expected: key });
+      return items;
+    }
+    let malformed = 0;
+    for (const item of list) {
+      if (wellFormed(key, item)) items.push(item);
+      else malformed++;
+    }
+    // Merged, one malformed item would make the client refuse the whole list, every target's tools with it.
+    if (malformed > 0) s.logger.warn('left out malformed MCP list items', { target: conn.name, method: call.method, count: malformed });
     cursor = answer.result?.nextCursor;
     if (typeof cursor !== 'string' || cursor === '') return items;
     // Measured only for a list that pages: a single page is bounded by the transport already.

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Logger } from 'switchyard/sdk';
-import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
+import { McpProtocolViolation, McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { REV_2026_07_28 } from './revisions/2026-07-28/protocol.ts';
@@ -239,6 +239,7 @@ export class TargetConn {
     };
     up.onerror = (e) => {
       if (this.upstream !== up) return;
+      if (e instanceof McpProtocolViolation) return this.logger.warn('MCP target sent something that is not MCP; ignored', { error: e.message });
       this.lastError = e.message;
       this.logger.debug('MCP target reported an error', { error: e.message });
     };
@@ -282,8 +283,12 @@ export class TargetConn {
     }
   }
 
-  /** Send a request on `up`; resolves once handed to the transport, with the response still to come. */
-  private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number, requestId?: string): Promise<{ id: number; response: Promise<RpcMessage> }> {
+  /**
+   * Send a request on `up`; resolves once handed to the transport, with the response still to come. `onStarted` gets
+   * the id as soon as the transport has the request: an HTTP target's `send` resolves only once its answer's headers
+   * came (a JSON answer: the whole answer), and until `onStarted` the client's cancellation could not reach it.
+   */
+  private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number, requestId?: string, onStarted?: (id: number) => void): Promise<{ id: number; response: Promise<RpcMessage> }> {
     const id = ++this.seq;
     let pending!: Pending;
     const response = new Promise<RpcMessage>((resolve, reject) => {
@@ -306,7 +311,11 @@ export class TargetConn {
     try {
       // A transport whose send hangs (an HTTP target that never answers) must not outlast the request's deadline.
       const options = requestId === undefined ? undefined : { clientRequestId: requestId };
-      await (pending.timer ? Promise.race([up.send(message as never, options), response]) : up.send(message as never, options));
+      const sending = up.send(message as never, options);
+      onStarted?.(id);
+      // With a deadline, the answer (or the deadline) may come before `send` resolves. Without one, `send`'s own
+      // failure is the one to report (a transport deadline names itself; the connection's loss would hide it).
+      await (pending.timer ? Promise.race([sending, response]) : sending);
     } catch (err) {
       this.pending.delete(id);
       if (pending.timer) clearTimeout(pending.timer);
@@ -336,8 +345,8 @@ export class TargetConn {
       const up = this.upstream;
       if (!up) throw this.error(`stopped: ${this.lastError ?? 'not connected'}`);
       try {
-        const { id, response } = await this.send(up, method, params, this.target.requestTimeoutMs, requestId);
-        if (onSent && !onSent(id)) this.abandon(id, 'the client cancelled the request');
+        const started = onSent === undefined ? undefined : (id: number): void => void (onSent(id) || this.abandon(id, 'the client cancelled the request'));
+        const { response } = await this.send(up, method, params, this.target.requestTimeoutMs, requestId, started);
         return await response;
       } catch (err) {
         if (!(err instanceof SessionGone) || attempt > 0) throw err;

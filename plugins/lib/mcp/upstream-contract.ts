@@ -120,3 +120,12 @@ export interface McpTransportInstance {
 export class McpTargetBusy extends Error {
   override readonly name = 'McpTargetBusy';
 }
+
+/**
+ * Reported through `onerror` when the target sent something that is not MCP (an event whose data is not JSON, a
+ * message that is not JSON-RPC): it is dropped, and the backend logs it at warn level, since a request it may have
+ * answered would otherwise wait for its deadline with nothing said of why.
+ */
+export class McpProtocolViolation extends Error {
+  override readonly name = 'McpProtocolViolation';
+}

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import { SseParser } from 'switchyard/sdk';
+import { McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
 import { ERROR_EXCERPT } from './endpoint.ts';
 
 export type RpcId = string | number;
@@ -50,7 +51,7 @@ export function readSseMessages(body: Readable, waitingFor: RpcId | undefined, s
       try {
         value = JSON.parse(event.data);
       } catch {
-        sink.onerror?.(new Error(`the target sent an SSE event whose data is not JSON: ${event.data.slice(0, ERROR_EXCERPT)}`));
+        sink.onerror?.(new McpProtocolViolation(`the target sent an SSE event whose data is not JSON: ${event.data.slice(0, ERROR_EXCERPT)}`));
         return;
       }
       if (waitingFor !== undefined && !answered && answers(value, waitingFor)) answered = true;

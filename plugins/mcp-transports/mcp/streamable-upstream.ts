@@ -4,6 +4,7 @@ import { readCappedText } from 'switchyard/sdk';
 import type { UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
+import { McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
 import type { McpConnectOptions, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import { discard, ERROR_EXCERPT, excerpt, mediaType, NO_DEADLINES, redirectNote, StreamableEndpoint, StreamableHttpError, statusText } from './endpoint.ts';
 import { DEFAULT_RECONNECT, Reconnects } from './reconnect.ts';
@@ -128,7 +129,14 @@ export class StreamableUpstream implements McpUpstream {
       if (this.closed) return discard(res.body, true);
       const type = mediaType(res.headers);
       if (type === 'text/event-stream') return this.readPostStream(res.body, m.id);
-      if (type === 'application/json') return this.deliver(await this.readJson(res));
+      if (type === 'application/json') {
+        const answer = await this.readJson(res);
+        this.deliver(answer);
+        // A JSON body is the whole answer to this request: one without it (another id, `id: null`) would leave the
+        // request waiting past every deadline (its answer's headers had come), holding a place of the session's.
+        if (!answersTo(answer, m.id!)) this.unanswered(m.id!, `the target's JSON answer carried no response with id ${JSON.stringify(m.id)}: ${JSON.stringify(answer)?.slice(0, ERROR_EXCERPT)}`);
+        return;
+      }
       discard(res.body, true);
       throw new StreamableHttpError(-1, `Unexpected content type: ${res.headers['content-type'] ?? '(none)'}`);
     } catch (err) {
@@ -163,7 +171,7 @@ export class StreamableUpstream implements McpUpstream {
       return;
     }
     if (typeof value !== 'object' || value === null || (value as Json).jsonrpc !== '2.0') {
-      this.onerror?.(new Error(`the target sent something that is not a JSON-RPC 2.0 message: ${JSON.stringify(value)?.slice(0, ERROR_EXCERPT)}`));
+      this.onerror?.(new McpProtocolViolation(`the target sent something that is not a JSON-RPC 2.0 message: ${JSON.stringify(value)?.slice(0, ERROR_EXCERPT)}`));
       return;
     }
     try {
@@ -190,12 +198,12 @@ export class StreamableUpstream implements McpUpstream {
       // Resumable (it gave an event id): ask for the rest with GET + Last-Event-ID, as the SDK client does.
       const lastEventId = outcome.lastEventId ?? resumedFrom;
       if (lastEventId !== undefined) this.resumePost(id, lastEventId, outcome.progress ? 0 : failures + 1);
-      else this.unanswered(id, outcome.error?.message ?? 'the stream ended');
+      else this.streamEnded(id, outcome.error?.message ?? 'the stream ended');
     });
   }
 
   private resumePost(id: RpcId, lastEventId: string, failures: number): void {
-    if (failures >= this.reconnects.options.maxRetries) return this.unanswered(id, `could not resume it after ${failures} attempts`);
+    if (failures >= this.reconnects.options.maxRetries) return this.streamEnded(id, `could not resume it after ${failures} attempts`);
     this.reconnects.later(this.reconnects.delay(failures), async () => {
       let res: UpstreamResponse | undefined;
       try {
@@ -204,7 +212,7 @@ export class StreamableUpstream implements McpUpstream {
         this.onerror?.(new Error(`Failed to resume an SSE stream: ${(err as Error).message}`));
         return this.resumePost(id, lastEventId, failures + 1);
       }
-      if (!res) return this.unanswered(id, 'the target has no GET stream to resume it on');
+      if (!res) return this.streamEnded(id, 'the target has no GET stream to resume it on');
       if (this.closed) return discard(res.body, true);
       this.readPostStream(res.body, id, lastEventId, failures);
     });
@@ -212,6 +220,12 @@ export class StreamableUpstream implements McpUpstream {
 
   /** The request's stream ended without its answer and cannot be resumed: answer it with an error rather than never. */
   private unanswered(id: RpcId, reason: string): void {
+    if (this.closed) return;
+    this.deliver({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: `the target did not answer the request (${reason})` } });
+  }
+
+  /** A request's stream ended without its answer and cannot be resumed. */
+  private streamEnded(id: RpcId, reason: string): void {
     if (this.closed) return;
     this.deliver({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: `the target's response stream ended before the answer (${reason})` } });
   }
@@ -323,4 +337,12 @@ export class StreamableUpstream implements McpUpstream {
   async detach(): Promise<void> {
     if (this.shutdown()) this.onclose?.();
   }
+}
+
+/** Whether a JSON body (a message or a batch) holds a response to request `id`; `2` and `"2"` are one id here, as the gateway matches answers. */
+function answersTo(value: unknown, id: RpcId): boolean {
+  if (Array.isArray(value)) return value.some((v) => answersTo(v, id));
+  if (typeof value !== 'object' || value === null) return false;
+  const m = value as { id?: unknown; method?: unknown };
+  return m.method === undefined && (m.id === id || (m.id !== null && m.id !== undefined && Number(m.id) === Number(id)));
 }

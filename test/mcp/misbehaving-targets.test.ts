@@ -1,0 +1,108 @@
+// Targets that break the protocol must not hang the gateway's clients or break what other targets serve. A
+// stand-in streamable-HTTP target (the real SDK servers cannot be made to misbehave) answers initialize properly,
+// then, by path: `/wrongid` answers requests with JSON under another id; `/nullid` with an error whose id is null;
+// `/badtools` lists malformed tools beside a good one; `/notools` answers tools/list without a `tools` array (it contributes nothing, said in a warn line); `/sseerr`
+// streams an event that is not JSON before the answer.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { FIXTURE, NODE, connectClient, startMcpGateway } from './harness.ts';
+import type { McpGateway } from './harness.ts';
+
+async function standIn(): Promise<{ server: Server; port: number }> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const m = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id?: number | string; method?: string };
+      if (m.id === undefined) return void res.writeHead(202).end();
+      const json = (body: unknown, headers: Record<string, string> = {}): void => {
+        res.writeHead(200, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(body));
+      };
+      if (m.method === 'initialize') {
+        return json({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } } }, { 'mcp-session-id': 'bad-session' });
+      }
+      const path = req.url!;
+      if (path === '/wrongid') return json({ jsonrpc: '2.0', id: 'nope', result: { tools: [] } });
+      if (path === '/nullid') return json({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'oops' } });
+      if (path === '/notools') return json({ jsonrpc: '2.0', id: m.id, result: { foo: 1 } });
+      if (path === '/sseerr' && m.method === 'tools/call') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {not json}\n\n');
+        return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the bad event' }] } })}\n\n`);
+      }
+      if (path === '/badtools' && m.method === 'tools/list') {
+        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }] } });
+      }
+      json({ jsonrpc: '2.0', id: m.id, result: {} });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as { port: number }).port };
+}
+
+describe('mcp: targets that break the protocol', () => {
+  let bad: { server: Server; port: number };
+  let gw: McpGateway;
+  before(async () => {
+    bad = await standIn();
+    const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
+    gw = await startMcpGateway({
+      targets: [target('wrongid', '/wrongid'), target('nullid', '/nullid'), target('badtools', '/badtools'), target('notools', '/notools'), target('sseerr', '/sseerr'), { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } }],
+      failureMode: 'failOpen',
+    });
+  });
+  after(async () => {
+    await gw?.stop();
+    bad?.server.close();
+  });
+
+  it('a JSON answer under another id (or id null) fails the call at once, naming the target; nothing waits', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      for (const name of ['wrongid', 'nullid']) {
+        const started = Date.now();
+        const r = await client.callTool({ name: `${name}_anything`, arguments: {} }, undefined, { timeout: 10_000 }).then(
+          (ok) => ({ ok }),
+          (err: Error) => ({ err }),
+        );
+        assert.ok('err' in r, `${name}: an error, not ${JSON.stringify(r)}`);
+        assert.match(r.err.message, /did not answer the request/, name);
+        assert.ok(Date.now() - started < 5000, `${name}: answered in ${Date.now() - started} ms`);
+      }
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
+  });
+
+  it("one target's malformed list items are left out: the merged list still parses, with every good tool", async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('badtools_ok'), names.join(','));
+      assert.ok(names.includes('good_pid'), names.join(','));
+      assert.ok(!names.some((n) => /undefined|42|noschema|^notools_/.test(n)), names.join(','));
+      assert.ok(gw.logs.some((l) => l.includes('left out malformed MCP list items') && l.includes('"target":"badtools"') && l.includes('"count":5')));
+      assert.ok(gw.logs.some((l) => l.includes('MCP target answered a list without its items') && l.includes('"target":"notools"')));
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
+  });
+
+  it('an event that is not JSON is dropped with a warn line naming the target; the answer after it still arrives', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const r = await client.callTool({ name: 'sseerr_anything', arguments: {} });
+      assert.deepEqual(r.content, [{ type: 'text', text: 'after the bad event' }]);
+      assert.ok(gw.logs.some((l) => l.includes('MCP target sent something that is not MCP') && l.includes('"target":"sseerr"') && l.includes('not JSON')));
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
+  });
+});
