@@ -133,13 +133,15 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
             type: 'string',
             minLength: 1,
             description:
-              'Where spans are sent: `http://host:port` (or `https://`). With `otlpProtocol: http`, `path` is appended. Required unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set.',
+              'Where spans are sent: `http://host:port` (or `https://`). With `otlpProtocol: http`, `path` is appended. Required unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set. Credentials go in `headers`, not in the URL.',
           },
           otlpProtocol: { enum: ['grpc', 'http'], description: 'OTLP transport, protobuf either way: `grpc` (default) or `http`.' },
           path: { type: 'string', pattern: '^/', description: 'The OTLP/HTTP path appended to `otlpEndpoint`. Default `/v1/traces`.' },
           headers: {
             type: 'object',
-            description: 'Headers (gRPC metadata) sent with every export, such as an API key of the trace backend.',
+            // Export headers are the trace backend's credentials, whatever their names (`x-honeycomb-team`).
+            'x-secret': true,
+            description: 'Headers (gRPC metadata) sent with every export, such as an API key of the trace backend. Their values are secret: never in `/config_dump`, errors or logs.',
             additionalProperties: { type: 'string' },
           },
           randomSampling: {

@@ -102,6 +102,25 @@ function envCapture(env: NodeJS.ProcessEnv): boolean | undefined {
 }
 
 /**
+ * An endpoint with a user or password in it is refused, as every URL of the config is: the endpoint is shown in
+ * `/config_dump` and in the log line of a failed export, where a credential in it would be in clear.
+ */
+function refuseCredentials(url: string, fromConfig: boolean): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return;
+  }
+  if (!parsed.username && !parsed.password) return;
+  throw new ConfigError({
+    code: ErrorCode.configInvalid,
+    path: fromConfig ? ['config', 'tracing', 'otlpEndpoint'] : ['config', 'tracing'],
+    message: `credentials in the trace endpoint's URL${fromConfig ? '' : ' (from OTEL_EXPORTER_OTLP_ENDPOINT)'} are not supported; send them as \`tracing.headers\` (\`authorization: Basic ...\`), whose values are kept secret`,
+  });
+}
+
+/**
  * The tracing settings. The `tracing` block turns tracing on (the environment never does; `OTEL_SDK_DISABLED=true`
  * turns it off); each field it sets wins over the environment, and each field it leaves out is read from the
  * standard OpenTelemetry variable, then defaulted.
@@ -129,6 +148,7 @@ export function resolveTracing(raw: RawTracing | undefined, env: NodeJS.ProcessE
       });
     }
   }
+  refuseCredentials(url, raw.otlpEndpoint !== undefined);
   const envHeaders = pick(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'OTEL_EXPORTER_OTLP_HEADERS');
   const headers = { ...(envHeaders ? keyValues(envHeaders[0], 'headers', envHeaders[1]) : {}), ...raw.headers };
   const envResource = pick(env, 'OTEL_RESOURCE_ATTRIBUTES');

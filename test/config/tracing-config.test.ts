@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { resolveTracing } from '../../kernel/telemetry/tracing-config.ts';
 import { runCli } from '../helpers/cli.ts';
+import { startGateway } from '../helpers/gateway.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
 const dir = testTempDir('switchyard-tracing-config-');
@@ -106,5 +107,26 @@ describe('config.tracing and OTEL_* variables', () => {
       assert.equal(run.code, 1, `${name}=${value}`);
       assert.match(run.stderr, new RegExp(`\`${name}\` environment variable`), run.stderr);
     }
+  });
+
+  it('credentials stay secret: export headers never show in /config_dump; a user or password in the endpoint is refused', async () => {
+    const gw = await startGateway({
+      config: { tracing: { otlpEndpoint: '127.0.0.1:1', headers: { 'x-honeycomb-team': 'TraceTeamSecret42', authorization: 'Bearer TraceBearer42' } } },
+      binds: [{ port: 0, listeners: [{ routes: [{ policies: { directResponse: { body: 'ok', status: 200 } } }] }] }],
+    });
+    try {
+      const dump = await (await fetch(`${gw.adminUrl}/config_dump`)).text();
+      assert.match(dump, /x-honeycomb-team/, 'the header name shows');
+      assert.doesNotMatch(dump, /TraceTeamSecret42|TraceBearer42/);
+    } finally {
+      await gw.stop();
+    }
+    const inUrl = await runCli(['-f', configFile('userinfo.yaml', '\n    otlpEndpoint: http://tracer:UrlPassw0rd42@c:4317\n'), '--validate-only']);
+    assert.equal(inUrl.code, 1);
+    assert.match(inUrl.stderr, /userinfo\.yaml:6:\d+[\s\S]*credentials in the trace endpoint's URL are not supported; send them as `tracing.headers`/);
+    const fromEnv = await runCli(['-f', configFile('userinfo-env.yaml', ' {}\n'), '--validate-only'], { env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://tracer:EnvPassw0rd42@c:4317' } });
+    assert.equal(fromEnv.code, 1);
+    assert.match(fromEnv.stderr, /from OTEL_EXPORTER_OTLP_ENDPOINT/);
+    assert.doesNotMatch(fromEnv.stderr, /EnvPassw0rd42/);
   });
 });
