@@ -18,6 +18,8 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
   private readonly headers: Readonly<Record<string, string>>;
   private readonly timeoutMs: number;
   private readonly calls = new ExportCalls();
+  /** Exports waiting for their answer: the session keeps the process alive only while there are some. */
+  private inFlight = 0;
 
   constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
     this.url = url;
@@ -43,7 +45,20 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
     frame[0] = 0; // not compressed
     frame.writeUInt32BE(body.length, 1);
     frame.set(body, 5);
-    const settle = this.calls.begin(done);
+    // An export keeps the process alive until it is answered or times out (at most `timeoutMs`): at shutdown it is
+    // the last work left, and an unref'd session let Node exit mid-export (code 13, spans lost).
+    let session: ClientHttp2Session;
+    try {
+      session = this.connection();
+    } catch (error) {
+      return done({ code: FAILED, error: error as Error });
+    }
+    this.inFlight++;
+    session.ref();
+    const settle = this.calls.begin((result) => {
+      if (--this.inFlight === 0) this.session?.unref();
+      done(result);
+    });
     let status: string | undefined;
     let message: string | undefined;
     const read = (h: Record<string, unknown>): void => {
@@ -51,7 +66,7 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
       if (h['grpc-message'] !== undefined) message = decodeURIComponent(String(h['grpc-message']));
     };
     try {
-      const req = this.connection().request({
+      const req = session.request({
         ...this.headers,
         ':method': 'POST',
         ':path': EXPORT_PATH,
