@@ -61,6 +61,9 @@ export interface GatewayServices {
 }
 
 /** Lifecycle of one gateway process: load, serve, reload on change, drain on stop. */
+/** How often binds of the live config that could not listen are tried again. */
+const BIND_RETRY_MS = 5_000;
+
 export class Gateway {
   private readonly options: GatewayOptions;
   private readonly s: GatewayServices;
@@ -75,6 +78,8 @@ export class Gateway {
   /** `config.tracing`, started with the first config (restart only); upstream targets read it per call. */
   private readonly traces: TracingHolder = { tracing: null };
   private stopping: Promise<void> | undefined;
+  /** The next attempt to listen on binds of the live config that could not listen (a port still taken). */
+  private bindRetry: NodeJS.Timeout | undefined;
 
   constructor(options: GatewayOptions, services: GatewayServices) {
     this.options = options;
@@ -227,7 +232,12 @@ export class Gateway {
       this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
       return false;
     }
-    if (text === this.lastText) return false;
+    if (text === this.lastText) {
+      // The same config again (SIGHUP, `systemctl reload`): binds it could not listen on are tried again now.
+      const live = this.s.pipeline.snapshot;
+      if (live && this.s.binds.pending(live).length > 0) await this.listenPending(live);
+      return false;
+    }
     const reloads = this.reloads();
     let next: Snapshot;
     try {
@@ -294,7 +304,8 @@ export class Gateway {
     try {
       await this.s.binds.apply(next);
     } catch (err) {
-      this.log.error('config reloaded but some binds could not listen', { error: err as Error });
+      this.log.error('config reloaded but some binds could not listen; trying again every 5 s (and on SIGHUP)', { error: err as Error });
+      this.retryBinds(next);
     }
     if (!this.options.worker) this.log.info('config reloaded', { generation: next.generation });
     void previous.retire().then(async () => {
@@ -302,6 +313,30 @@ export class Gateway {
       this.live.delete(previous);
       await this.s.resources.release(previous.generation);
     });
+  }
+
+  /**
+   * Try the binds of `snapshot` that are not listening every BIND_RETRY_MS while it is the live config: a port held by
+   * a process that has not exited yet must not keep the gateway not ready until someone edits its config.
+   */
+  private retryBinds(snapshot: Snapshot): void {
+    clearTimeout(this.bindRetry);
+    this.bindRetry = setTimeout(() => void this.listenPending(snapshot), BIND_RETRY_MS);
+    this.bindRetry.unref();
+  }
+
+  /** One attempt at the binds of `snapshot` that are not listening; another is scheduled if some still cannot. */
+  private async listenPending(snapshot: Snapshot): Promise<void> {
+    clearTimeout(this.bindRetry);
+    if (this.stopping || this.s.pipeline.snapshot !== snapshot) return;
+    const ports = this.s.binds.pending(snapshot);
+    try {
+      await this.s.binds.apply(snapshot);
+      this.log.info('binds that could not listen now do', { binds: ports.join(',') });
+    } catch (err) {
+      this.log.debug('binds still cannot listen', { error: err as Error });
+      this.retryBinds(snapshot);
+    }
   }
 
   /** Hand every finished request's access-log fields to `listener` until the returned function is called (the UI's live tail). */
@@ -334,6 +369,7 @@ export class Gateway {
 
   private async doStop(): Promise<void> {
     this.stopWatching?.();
+    clearTimeout(this.bindRetry);
     this.s.pipeline.draining = true;
     const drainMs = this.s.pipeline.snapshot?.staticConfig.drainTimeoutMs ?? 10_000;
     const closed = this.s.binds.stopAccepting();
