@@ -137,6 +137,10 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       }
       return 0;
     }
+    if (args.inline !== undefined && args.file !== undefined) {
+      process.stderr.write(`switchyard: -f FILE and -c TEXT are two configs: give one\n\n${USAGE}`);
+      return 2;
+    }
     const input = configInput(args);
     if (!input) {
       process.stderr.write(`switchyard: a config is required (-f FILE or -c TEXT)\n\n${USAGE}`);
@@ -144,6 +148,11 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     }
     // Validating prints only the verdict on stdout; warnings and lifecycle lines go to stderr.
     const sink = args.validateOnly ? new LogSink((chunk) => process.stderr.write(chunk)) : undefined;
+    // A SIGHUP while starting (a reload sent as the service starts) would end the process (Node's default): it is
+    // kept and acted on once the gateway is ready.
+    let hupWhileStarting = false;
+    const earlyHup = (): void => void (hupWhileStarting = true);
+    if (!args.validateOnly) process.on('SIGHUP', earlyHup);
     const workers = dist.entry && !args.validateOnly ? workerCountOf(input, await readInput(input)) : 1;
     let running: { stop(): Promise<void>; reload(): Promise<boolean> };
     if (workers > 1) {
@@ -185,6 +194,8 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       process.on('SIGHUP', () => {
         if ('file' in input) void running.reload();
       });
+      process.off('SIGHUP', earlyHup);
+      if (hupWhileStarting && 'file' in input) void running.reload();
     });
   } catch (err) {
     if (err instanceof ConfigLoadError) {

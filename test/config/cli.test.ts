@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { runCli, ROOT } from '../helpers/cli.ts';
+import { spawn } from 'node:child_process';
+import { BIN, runCli, ROOT } from '../helpers/cli.ts';
+import { childEnv } from '../helpers/cli-process.ts';
 import type { CliRun } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
 import { tempDirs, yaml } from './helpers.ts';
@@ -152,6 +154,12 @@ describe('CLI: flags', () => {
     assert.match(r.stderr, /^switchyard: -f needs a value/);
   });
 
+  it('-f and -c together exit 2: two configs, not one silently ignored', async () => {
+    const r = await cli(['-f', 'a.yaml', '-c', 'binds: []', '--validate-only']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^switchyard: -f FILE and -c TEXT are two configs: give one/);
+  });
+
   it('no config at all exits 2', async () => {
     const r = await cli([]);
     assert.equal(r.code, 2);
@@ -190,5 +198,44 @@ describe('CLI: starting', () => {
     const r = await cli(['-f', file]);
     assert.equal(r.code, 1, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`^switchyard: cannot listen on port ${port}: .*EADDRINUSE`, 'm'));
+  });
+
+  it('a SIGHUP while starting does not end the process: it is acted on once ready (a reload of the file)', async () => {
+    const [admin, stats, readiness, bind] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    // 3,000 routes: a start long enough to signal the process between its first JavaScript and its being ready.
+    const routes = (first: string): string[] =>
+      Array.from({ length: 3000 }, (_, i) => [`          - matches: [{ path: { pathPrefix: /r${i} } }]`, `            policies: { directResponse: { status: 200, body: ${i === 0 ? first : `r${i}`} } }`]).flat();
+    const text = (first: string): string =>
+      yaml('config:', `  adminAddr: 127.0.0.1:${admin}`, `  statsAddr: 127.0.0.1:${stats}`, `  readinessAddr: 127.0.0.1:${readiness}`, 'binds:', `  - port: ${bind}`, '    address: 127.0.0.1', '    listeners:', '      - routes:', ...routes(first));
+    const file = tempFile('early-hup.yaml', text('first'));
+    const child = spawn(process.execPath, [BIN, '-f', file], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const catchesHup = (): boolean => {
+      const m = /^SigCgt:\s+([0-9a-f]+)$/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      return m !== null && (BigInt(`0x${m[1]}`) & 1n) === 1n;
+    };
+    const listening = (): Promise<boolean> => fetch(`http://127.0.0.1:${bind}/r0`).then(() => true, () => false);
+    try {
+      const until = Date.now() + 15_000;
+      while (!catchesHup() && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+      assert.ok(catchesHup(), `SIGHUP is caught while starting:\n${out}`);
+      assert.equal(await listening(), false, 'the signal is sent before the gateway is ready');
+      writeFileSync(file, text('second'));
+      child.kill('SIGHUP');
+      let body = '';
+      while (Date.now() < until) {
+        body = await fetch(`http://127.0.0.1:${bind}/r0`).then((r) => r.text(), () => '');
+        if (body === 'second') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(child.exitCode, null, `the process is still running:\n${out}`);
+      assert.equal(body, 'second', out);
+    } finally {
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0, out);
+    }
   });
 });
