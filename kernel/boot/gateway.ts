@@ -21,6 +21,7 @@ import { startTracing } from '../telemetry/tracing-sdk.ts';
 import type { TracingHolder } from '../telemetry/tracing.ts';
 import { ConfigLoader } from './config-loader.ts';
 import type { ConfigLoaderOptions } from './config-loader.ts';
+import { RESTART_ONLY_CHANGED, restartOnlyKey } from './restart-only.ts';
 
 export type { ConfigInput } from './config-loader.ts';
 
@@ -294,13 +295,8 @@ export class Gateway {
     this.s.pipeline.snapshot = next;
     this.live.add(next);
     this.applyLogging(next);
-    // Logging, default timeouts (compiled into each snapshot's plans), path normalisation, trustedProxies and
-    // upgradeProtocols (read from the live snapshot) apply on reload; the rest needs a restart.
-    const restartOnly = (c: StaticConfig): string => JSON.stringify({ ...c, logging: 0, defaultTimeouts: 0, paths: 0, trustedProxies: 0, upgradeProtocols: 0, adminUi: 0 });
-    // A supervisor of workers says these once for all of them.
-    if (!this.options.worker && restartOnly(previous.staticConfig) !== restartOnly(next.staticConfig)) {
-      this.log.warn('changes to the static `config:` block (addresses, plugins, drainTimeout, headerTimeout, maxConnectionsPerBind) take effect after a restart');
-    }
+    // A supervisor of workers says this once for all of them.
+    if (!this.options.worker && restartOnlyKey(previous.staticConfig) !== restartOnlyKey(next.staticConfig)) this.log.warn(RESTART_ONLY_CHANGED);
     try {
       await this.s.binds.apply(next);
     } catch (err) {

@@ -16,10 +16,11 @@ import type { ConfigInput } from './gateway.ts';
 import { askWorker, newSlot, workerEnv } from './worker-slot.ts';
 import type { Slot, WorkerQuestion } from './worker-slot.ts';
 import { WorkerAnswers } from './worker-answers.ts';
-import type { FromWorker, ToWorker, WorkerData } from './worker-protocol.ts';
+import type { FromWorker, ToWorker, WorkerData, WorkerStatics } from './worker-protocol.ts';
 import { WORKER_DATA_KEY } from './worker-protocol.ts';
 import { WORKER_THREAD_ARG } from './worker-mark.ts';
 import { WorkerStartError } from './worker-count.ts';
+import { RESTART_ONLY_CHANGED } from './restart-only.ts';
 
 export { WorkerStartError, workerCountOf } from './worker-count.ts';
 
@@ -63,6 +64,8 @@ export class Supervisor {
   /** Child processes (stdio MCP targets) run for the workers: one budget for the gateway, reaped here. */
   private readonly processes = new ProcessHost();
   private lastGood = '';
+  /** `restartOnlyKey` of the config the workers started with. */
+  private restartOnly = '';
   private workerEnv: NodeJS.ProcessEnv = process.env;
   private lastText = '';
   private nextId = 0;
@@ -129,6 +132,7 @@ export class Supervisor {
     }
     this.drainTimeoutMs = first.drainTimeoutMs;
     this.answers.ui = first.adminUi;
+    this.restartOnly = first.restartOnly;
     this.log.configure({ level: first.logging.level, format: first.logging.format });
     try {
       // Plugin endpoints (the `/keys` API) are answered by a worker: the supervisor compiles no plugins.
@@ -300,7 +304,14 @@ export class Supervisor {
     }
     this.lastGood = text;
     const asked = this.slots.find((s) => s.started);
-    if (asked) this.answers.ui = ((await this.ask(asked, { t: 'query', what: 'adminUi' }, 5_000).catch(() => this.answers.ui)) as AdminUiConfig | undefined) ?? this.answers.ui;
+    // The static block as the workers now run it: the UI's settings, the logging of the supervisor's own lines, and
+    // whether it changed what only a restart applies.
+    const statics = asked ? ((await this.ask(asked, { t: 'query', what: 'statics' }, 5_000).catch(() => undefined)) as WorkerStatics | undefined) : undefined;
+    if (statics) {
+      this.answers.ui = statics.adminUi;
+      this.log.configure({ level: statics.logging.level, format: statics.logging.format });
+      if (statics.restartOnly !== this.restartOnly) this.log.warn(RESTART_ONLY_CHANGED);
+    }
     this.reloads().inc({ result: 'applied' });
     this.log.info('config reloaded', { workers: this.o.count });
     return true;

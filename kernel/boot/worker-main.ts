@@ -1,9 +1,11 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { createGateway } from './container.ts';
-import type { FromWorker, ToWorker, WorkerData } from './worker-protocol.ts';
+import type { FromWorker, ToWorker, WorkerData, WorkerStatics } from './worker-protocol.ts';
 import { WORKER_DATA_KEY } from './worker-protocol.ts';
 import { WorkerTail } from './worker-tail.ts';
+import { restartOnlyKey } from './restart-only.ts';
+import type { StaticConfig } from '../compile/snapshot.ts';
 
 /** This thread's supervisor data, when it is a worker of one. */
 export function workerDataOf(): WorkerData | undefined {
@@ -42,6 +44,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
     binds: [...s.binds.keys()],
     generation: s.generation,
     adminUi: c.adminUi,
+    restartOnly: restartOnlyKey(c),
   });
   const tail = new WorkerTail(gateway, (events, dropped) => send({ t: 'tail', events, dropped }));
   port.on('message', (m: ToWorker) => {
@@ -65,8 +68,8 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
             ? gateway.readiness()
             : m.what === 'metrics'
               ? gateway.metricsText()
-              : m.what === 'adminUi'
-                ? gateway.snapshot?.staticConfig.adminUi
+              : m.what === 'statics'
+                ? statics(gateway.snapshot!.staticConfig)
                 : gateway.configDump();
         send({ t: 'reply', id: m.id, value });
         return;
@@ -87,4 +90,9 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
         return;
     }
   });
+}
+
+/** What the supervisor acts on of a worker's live static block (the `statics` query). */
+function statics(c: StaticConfig): WorkerStatics {
+  return { adminUi: c.adminUi, logging: { level: c.logging.level, format: c.logging.format }, restartOnly: restartOnlyKey(c) };
 }

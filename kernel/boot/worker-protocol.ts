@@ -13,7 +13,7 @@ export interface WorkerData {
   readonly processPort: MessagePort;
 }
 
-export type Query = 'readiness' | 'metrics' | 'configDump' | 'adminUi';
+export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';
 
 /** Supervisor → worker. */
 export type ToWorker =
@@ -39,6 +39,8 @@ export type FromWorker =
       readonly generation: number;
       /** `config.adminUi` (credentials included): the supervisor serves the UI and enforces them. */
       readonly adminUi: AdminUiConfig;
+      /** `restartOnlyKey` of the config it started with: a reload that changes it needs a restart. */
+      readonly restartOnly: string;
     }
   | { readonly t: 'failed'; readonly error: string; readonly invalidConfig: boolean }
   /** A batch of the live tail: finished requests' access-log fields, and how many more were left out (bounded batches). */
@@ -47,3 +49,10 @@ export type FromWorker =
 
 /** The `workerData` key a worker thread of a supervisor is recognised by. */
 export const WORKER_DATA_KEY = 'switchyardWorker';
+
+/** A worker's answer to the `statics` query: what of its live config's static block the supervisor acts on. */
+export interface WorkerStatics {
+  readonly adminUi: AdminUiConfig;
+  readonly logging: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly format: 'json' | 'text' };
+  readonly restartOnly: string;
+}

@@ -49,7 +49,7 @@ describe('config.workers: 2', () => {
   let keys: jose.JWK[] = [];
   let sign: (kid: string) => Promise<string>;
   let rotate: () => void;
-  let config: (probe: Record<string, unknown>) => string;
+  let config: (probe: Record<string, unknown>, statics?: Record<string, unknown>) => string;
   let everything: UpstreamServer;
 
   before(async () => {
@@ -80,7 +80,7 @@ describe('config.workers: 2', () => {
     readiness = `http://127.0.0.1:${readinessPort}`;
     admin = `http://127.0.0.1:${adminPort}`;
     const backend = [{ host: `127.0.0.1:${upstreamPort}` }];
-    config = (probe) =>
+    config = (probe, statics = {}) =>
       stringify({
         config: {
           workers: 2,
@@ -90,6 +90,7 @@ describe('config.workers: 2', () => {
           adminAddr: `127.0.0.1:${adminPort}`,
           logging: { accessLog: false },
           drainTimeout: '10s',
+          ...statics,
         },
         binds: [
           {
@@ -240,6 +241,12 @@ describe('config.workers: 2', () => {
     assert.ok(after.answers.every((a) => a.status === 200 && a.headers['x-probe'] === 'three'), 'the restarted worker runs the last good config');
     assert.equal(after.workers.size, 2);
     assert.match((await get(`${stats}/metrics`)).body, /^switchyard_worker_restarts_total 1$/m);
+  });
+
+  it("a reload's logging settings reach the supervisor's own lines, and a restart-only change is said", async () => {
+    writeFileSync(file, config({ value: 'three' }, { logging: { accessLog: false, format: 'json' }, drainTimeout: '9s' }));
+    await cli.waitFor(/\{[^\n]*"msg":"config reloaded","workers":2/, 30_000);
+    assert.match(cli.output(), /\{[^\n]*"level":"warn"[^\n]*take effect after a restart/);
   });
 
   it('drains every worker on SIGTERM: an in-flight request completes, then the process exits 0', async () => {
