@@ -36,7 +36,7 @@ export function createGateway(options: GatewayOptions, sink: LogSink = new LogSi
   const binds = new BindServers(pipeline, logger, options.worker !== undefined, leanHttp);
   const admin = new AdminServers(logger);
   const gateway = new Gateway(options, { logger, sink, metrics, resources, accessLog, pipeline, binds, admin, shared: sharedState(options, logger) });
-  metrics.gauge('switchyard_config_generation', 'Generation number of the live config.', () => gateway.snapshot?.generation ?? 0);
+  metrics.gauge('switchyard_config_generation', 'Generation number of the live config: 1 at start, one more on each applied reload.', () => gateway.generation);
   // Process-wide figures: a worker thread would report the whole process's, so its supervisor reports them once.
   if (!options.worker) {
     metrics.gauge('switchyard_process_resident_memory_bytes', 'Resident set size of the process (also `process_resident_memory_bytes`).', () => process.memoryUsage.rss());

@@ -45,6 +45,8 @@ export interface WorkerSide {
   readonly fetchPort: MessagePort;
   /** The channel of child processes the supervisor runs for this worker (kernel/resources/child-processes.ts). */
   readonly processPort: MessagePort;
+  /** The config generation the supervisor's workers serve: a worker restarted after reloads starts at it. */
+  readonly generation: number;
 }
 
 /** Kernel services the gateway coordinates; wired in the composition root (container.ts). */
@@ -79,6 +81,11 @@ export class Gateway {
   /** `config.tracing`, started with the first config (restart only); upstream targets read it per call. */
   private readonly traces: TracingHolder = { tracing: null };
   private stopping: Promise<void> | undefined;
+  /**
+   * The generation of the live config, for `/metrics` and `/config_dump`: 1 at start, one more on each applied reload.
+   * The snapshot's own number counts every compile (failed ones and validations too) and keys its resources.
+   */
+  private applied = 0;
   /** The next attempt to listen on binds of the live config that could not listen (a port still taken). */
   private bindRetry: NodeJS.Timeout | undefined;
 
@@ -147,12 +154,13 @@ export class Gateway {
       throw err;
     }
     this.started = true;
+    this.applied = this.options.worker?.generation ?? 1;
     const c = this.options.config;
     if ('file' in c && this.options.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
     if (!this.options.worker && snapshot.staticConfig.workers > 1) {
       this.log.warn('`config.workers` is applied by the switchyard CLI (a supervisor of worker threads); this gateway, started in-process, runs on one thread', { workers: snapshot.staticConfig.workers });
     }
-    if (!this.options.worker) this.log.info('switchyard ready', { config: this.fileName, generation: snapshot.generation, binds: [...snapshot.binds.keys()].join(',') });
+    if (!this.options.worker) this.log.info('switchyard ready', { config: this.fileName, generation: this.applied, binds: [...snapshot.binds.keys()].join(',') });
   }
 
   private applyLogging(snapshot: Snapshot): void {
@@ -270,10 +278,15 @@ export class Gateway {
     return this.s.metrics.render();
   }
 
+  /** The generation of the live config: 1 at start, one more on each applied reload (0 before start). */
+  get generation(): number {
+    return this.applied;
+  }
+
   /** The live config, secrets redacted, with its generation and load time. */
   configDump(): { generation: number; loadedAt: string; config: unknown } {
     const snapshot = this.s.pipeline.snapshot!;
-    return { generation: snapshot.generation, loadedAt: snapshot.loadedAt.toISOString(), config: this.loader.redactedConfig(snapshot) };
+    return { generation: this.applied, loadedAt: snapshot.loadedAt.toISOString(), config: this.loader.redactedConfig(snapshot) };
   }
 
   /** Check `text` as a reload would (parse, schema, every plugin's compile) and throw the result away. */
@@ -293,6 +306,7 @@ export class Gateway {
   private async swap(next: Snapshot): Promise<void> {
     const previous = this.s.pipeline.snapshot!;
     this.s.pipeline.snapshot = next;
+    this.applied++;
     this.live.add(next);
     this.applyLogging(next);
     // A supervisor of workers says this once for all of them.
@@ -303,7 +317,7 @@ export class Gateway {
       this.log.error('config reloaded but some binds could not listen; trying again every 5 s (and on SIGHUP)', { error: err as Error });
       this.retryBinds(next);
     }
-    if (!this.options.worker) this.log.info('config reloaded', { generation: next.generation });
+    if (!this.options.worker) this.log.info('config reloaded', { generation: this.applied });
     void previous.retire().then(async () => {
       previous.dispose();
       this.live.delete(previous);

@@ -64,6 +64,8 @@ export class Supervisor {
   /** Child processes (stdio MCP targets) run for the workers: one budget for the gateway, reaped here. */
   private readonly processes = new ProcessHost();
   private lastGood = '';
+  /** The generation the workers serve: 1 at start, one more per applied reload (a restarted worker starts at it). */
+  private generation = 1;
   /** `restartOnlyKey` of the config the workers started with. */
   private restartOnly = '';
   private workerEnv: NodeJS.ProcessEnv = process.env;
@@ -188,6 +190,7 @@ export class Supervisor {
       arena: this.arena,
       fetchPort: channel.port2,
       processPort: processes.port2,
+      generation: this.generation,
     };
     const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2, processes.port2], env: this.workerEnv, argv: [WORKER_THREAD_ARG] });
     slot.worker = worker;
@@ -303,6 +306,7 @@ export class Supervisor {
       return false;
     }
     this.lastGood = text;
+    this.generation++;
     const asked = this.slots.find((s) => s.started);
     // The static block as the workers now run it: the UI's settings, the logging of the supervisor's own lines, and
     // whether it changed what only a restart applies.

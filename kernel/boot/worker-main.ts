@@ -25,7 +25,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
     knownKeys: dist.knownKeys,
     config: { name: data.name, text: data.text, base: data.base },
     watch: false,
-    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort, processPort: data.processPort },
+    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort, processPort: data.processPort, generation: data.generation },
   });
   try {
     await gateway.start();
@@ -42,7 +42,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
     logging: { level: c.logging.level, format: c.logging.format },
     drainTimeoutMs: c.drainTimeoutMs,
     binds: [...s.binds.keys()],
-    generation: s.generation,
+    generation: gateway.generation,
     adminUi: c.adminUi,
     restartOnly: restartOnlyKey(c),
   });

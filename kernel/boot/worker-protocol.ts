@@ -11,6 +11,8 @@ export interface WorkerData {
   readonly arena: SharedArrayBuffer;
   readonly fetchPort: MessagePort;
   readonly processPort: MessagePort;
+  /** The generation the workers serve (1 at start, one more per applied reload): a restarted worker's. */
+  readonly generation: number;
 }
 
 export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';

@@ -171,7 +171,9 @@ describe('metrics: upstreams, process, config', () => {
     good.binds[0]!.listeners[0]!.routes.push({ name: 'extra', matches: [{ path: { exact: '/extra' } }], policies: { directResponse: { status: 200, body: 'x' } } });
     assert.equal(await gw.gateway.reload(stringify({ ...good, config: live })), true);
     const ok = await scrape(gw);
-    assert.ok(value(ok, 'switchyard_config_generation')! > generation);
+    // One more per applied reload: the refused one above did not count.
+    assert.equal(value(ok, 'switchyard_config_generation'), generation + 1);
+    assert.equal(((await (await fetch(`${gw.adminUrl}/config_dump`)).json()) as { generation: number }).generation, generation + 1);
     assert.equal(value(ok, 'switchyard_config_reloads_total', { result: 'applied' }), 1);
     // A config file that cannot be read is a failed reload too.
     await rename(gw.file, `${gw.file}.away`);

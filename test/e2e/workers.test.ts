@@ -241,6 +241,9 @@ describe('config.workers: 2', () => {
     assert.ok(after.answers.every((a) => a.status === 200 && a.headers['x-probe'] === 'three'), 'the restarted worker runs the last good config');
     assert.equal(after.workers.size, 2);
     assert.match((await get(`${stats}/metrics`)).body, /^switchyard_worker_restarts_total 1$/m);
+    // The restarted worker serves the generation the others do (the start and one applied reload), not 1 again.
+    assert.match((await get(`${stats}/metrics`)).body, /^switchyard_config_generation 2$/m);
+    assert.equal((JSON.parse((await get(`${admin}/config_dump`)).body) as { generation: number }).generation, 2);
   });
 
   it("a reload's logging settings reach the supervisor's own lines, and a restart-only change is said", async () => {
