@@ -48,11 +48,15 @@ export function expandEnv(source: ConfigSource, env: NodeJS.ProcessEnv, marks?: 
         marks.markEnv(configPath(ancestors, node), template, substituted, expanded);
       }
       if (node.type === Scalar.PLAIN) {
+        // A plain scalar takes the type YAML gives it (a port is a number), but only a scalar type: read as YAML, a
+        // value such as `tok #frag` would lose its end as a comment, and `a: b` become a map.
+        let typed: unknown;
         try {
-          node.value = parse(expanded);
+          typed = parse(expanded);
         } catch {
-          node.value = expanded;
+          typed = expanded;
         }
+        node.value = typeof typed === 'number' || typeof typed === 'boolean' || typed === null ? typed : expanded;
       } else {
         node.value = expanded;
       }

@@ -14,6 +14,13 @@ describe('environment expansion', () => {
     assert.equal(binds(value)[0]!.port, 9123);
   });
 
+  it('a plain `${VAR}` takes only scalar types from YAML: a value with ` #` or `: ` is kept whole, as a string', async () => {
+    const text = yaml('binds:', '  - port: 8080', '    listeners:', '      - name: ${NAME}', '        routes: []');
+    for (const name of ['tok #frag', 'a: b', '[x]', '- y', '{z}', 'true-ish']) {
+      assert.equal(binds(await compileValue(text, { env: { NAME: name } }))[0]!.listeners[0]!.name, name, name);
+    }
+  });
+
   it('`${VAR:-default}` uses the default when the variable is unset', async () => {
     const value = await compileValue(yaml('binds:', '  - port: ${GW_PORT:-8088}', '    listeners: []'), { env: {} });
     assert.equal(binds(value)[0]!.port, 8088);
