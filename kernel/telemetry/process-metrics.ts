@@ -5,6 +5,8 @@ import type { MetricsRegistry } from './metrics.ts';
 /** GC pause buckets (seconds): most minor GCs are well under a millisecond. */
 const GC_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const GC_KINDS: Record<number, string> = { 1: 'minor', 2: 'major', 4: 'incremental', 8: 'weakcb' };
+/** The event-loop delay sampler's period: each sample it records is the time between its ticks, this included. */
+const LOOP_RESOLUTION_MS = 20;
 
 function openFds(): number {
   try {
@@ -21,7 +23,7 @@ function openFds(): number {
  */
 export function registerProcessMetrics(metrics: MetricsRegistry): () => void {
   const started = Date.now() / 1000 - process.uptime();
-  const loop = monitorEventLoopDelay({ resolution: 20 });
+  const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loop.enable();
   const gc = metrics.histogram('nodejs_gc_duration_seconds', 'Garbage collection pauses, by kind (minor, major, incremental, weakcb).', ['kind'], GC_BUCKETS);
   const byKind = new Map(Object.entries(GC_KINDS).map(([k, name]) => [Number(k), gc.child(name)]));
@@ -37,7 +39,8 @@ export function registerProcessMetrics(metrics: MetricsRegistry): () => void {
     const cpu = process.cpuUsage();
     const mem = process.memoryUsage();
     const fds = openFds();
-    const ns = (v: number): number => (Number.isFinite(v) ? v / 1e9 : 0);
+    // The sampler's own period taken out: an idle loop reads 0, not 0.020.
+    const delay = (v: number): number => (Number.isFinite(v) ? Math.max(0, v - LOOP_RESOLUTION_MS * 1e6) / 1e9 : 0);
     out.push(
       '# HELP process_cpu_user_seconds_total User CPU time spent by the process.',
       '# TYPE process_cpu_user_seconds_total counter',
@@ -65,9 +68,9 @@ export function registerProcessMetrics(metrics: MetricsRegistry): () => void {
       `nodejs_external_memory_bytes ${mem.external}`,
       '# HELP nodejs_eventloop_delay_seconds Event-loop delay since start, sampled every 20 ms, by quantile (and max).',
       '# TYPE nodejs_eventloop_delay_seconds gauge',
-      `nodejs_eventloop_delay_seconds{quantile="0.5"} ${ns(loop.percentile(50))}`,
-      `nodejs_eventloop_delay_seconds{quantile="0.99"} ${ns(loop.percentile(99))}`,
-      `nodejs_eventloop_delay_seconds{quantile="1"} ${ns(loop.max)}`,
+      `nodejs_eventloop_delay_seconds{quantile="0.5"} ${delay(loop.percentile(50))}`,
+      `nodejs_eventloop_delay_seconds{quantile="0.99"} ${delay(loop.percentile(99))}`,
+      `nodejs_eventloop_delay_seconds{quantile="1"} ${delay(loop.max)}`,
     );
     if (fds >= 0) out.push('# HELP process_open_fds Open file descriptors.', '# TYPE process_open_fds gauge', `process_open_fds ${fds}`);
   });

@@ -142,6 +142,8 @@ describe('metrics: upstreams, process, config', () => {
     const start = value(m, 'process_start_time_seconds')!;
     assert.ok(start > 1.6e9 && start <= Date.now() / 1000 + 1);
     assert.ok(value(m, 'nodejs_eventloop_delay_seconds', { quantile: '0.99' })! >= 0);
+    // The sampler's 20 ms period is not delay: a loop that is mostly idle reads well under it at the median.
+    assert.ok(value(m, 'nodejs_eventloop_delay_seconds', { quantile: '0.5' })! < 0.01, `median ${value(m, 'nodejs_eventloop_delay_seconds', { quantile: '0.5' })}`);
     assert.equal(m.types.get('nodejs_gc_duration_seconds'), 'histogram');
     const before = m.samples.filter((s) => s.name === 'nodejs_gc_duration_seconds_count').reduce((a, s) => a + s.value, 0);
     // Allocate until a GC happens (observer entries arrive asynchronously), then see it counted.
