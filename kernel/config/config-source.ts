@@ -93,6 +93,11 @@ function linesOf(text: string): string[] {
   return split.lines;
 }
 
+/** `scheme://user:password@`: the password, up to the `@` (no `/`, space or `@` in it). */
+const URL_PASSWORD = /([a-z][a-z0-9+.-]{0,31}:\/\/[^\s/:@]{0,256}:)([^\s/@]{1,256})@/gi;
+/** How far around a frame's window a URL whose password reaches into it can start or end. */
+const URL_REACH = 600;
+
 /**
  * A few lines of the file around `pos`, with a caret under the column. Long lines show only the window of
  * FRAME_WIDTH characters around the column, `...` marking what is left out.
@@ -114,10 +119,15 @@ export function codeFrame(source: ConfigSource, pos: Position, context = 2): str
 
 /** Line `n` (1-based) of `text` from column `start`, at most FRAME_WIDTH characters. */
 function frameLine(text: string, n: number, start: number): string {
+  // A password in a URL (`http://user:pass@host`, refused at its field) is not shown back: starred, same length, so
+  // the caret stays under its column.
   const line = (linesOf(text)[n - 1] ?? '').replace(/\r$/, '');
   if (start >= line.length) return start > 0 && line.length > 0 ? '\u2026' : '';
   const end = Math.min(line.length, start + FRAME_WIDTH);
-  return `${start > 0 ? '\u2026' : ''}${line.slice(start, end)}${end < line.length ? '\u2026' : ''}`;
+  // Starred in the window shown and a URL's length around it (a 1 MiB line is not searched whole).
+  const from = Math.max(0, start - URL_REACH);
+  const around = line.slice(from, Math.min(line.length, end + URL_REACH)).replace(URL_PASSWORD, (_m, head: string, pass: string) => `${head}${'*'.repeat(pass.length)}@`);
+  return `${start > 0 ? '\u2026' : ''}${around.slice(start - from, end - from)}${end < line.length ? '\u2026' : ''}`;
 }
 
 /** Render a config path as users write it: `binds[0].listeners[0].routes[2].policies.cors`. */

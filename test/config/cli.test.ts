@@ -239,3 +239,17 @@ describe('CLI: starting', () => {
     }
   });
 });
+
+describe('CLI: a password in a URL the config refuses', () => {
+  it('is starred in the code frame, which still points at its column', async () => {
+    const file = tempFile(
+      'url-password.yaml',
+      yaml('binds:', '  - port: 18082', '    listeners:', '      - routes:', '          - backends:', '              - host: http://svc:UrlPassw0rd77@127.0.0.1:9000'),
+    );
+    const r = await cli(['-f', file, '--validate-only']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /credentials in the URL are not supported/);
+    assert.doesNotMatch(r.stderr, /UrlPassw0rd77/);
+    assert.match(r.stderr, /http:\/\/svc:\*{13}@127\.0\.0\.1:9000/);
+  });
+});
