@@ -16,6 +16,7 @@ export * from './header-list.ts';
 export * from './attributes.ts';
 export * from './duration.ts';
 export * from './llm-tokens.ts';
+export { principal } from './principal.ts';
 export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes, readSharedFile } from './read-file.ts';
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
 export { ipFamily } from './ip-family.ts';

@@ -116,10 +116,12 @@ export class SessionStore {
    * session rebuilt counts against `maxSessions` as a new one does: past it, the refusal message (sealed ids of
    * sessions ended elsewhere, replayed here, must not hold more sessions than the endpoint allows).
    */
-  resume(id: string, rt: BackendRuntime, client: ClientContext): McpSession | string | undefined {
+  resume(id: string, rt: BackendRuntime, client: ClientContext, caller: string | undefined): McpSession | string | undefined {
     if (this.disposed) return undefined;
     const claims = unsealSession(rt.key, rt.aad, id);
     if (!claims) return undefined;
+    // Another caller's session (ADR 0120): not found, and nothing is held for it.
+    if (claims.w !== undefined && claims.w !== caller) return undefined;
     const ended = this.ended.get(claims.u);
     if (ended !== undefined && ended > Date.now()) return undefined;
     // An older id of a session held here (it was re-sealed since): the same session.

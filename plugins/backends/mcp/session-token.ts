@@ -1,4 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { principal } from 'switchyard/sdk';
+import type { Exchange } from 'switchyard/sdk';
 
 /** What a sealed session id carries, so any replica with the key can rebuild the session (DECIDED 15). */
 export interface SessionClaims {
@@ -15,6 +17,17 @@ export interface SessionClaims {
   readonly t: Record<string, { s?: string; v?: string; c?: string[]; r?: string[] }>;
   /** Issued at (seconds). */
   readonly n: number;
+  /** Who opened the session (`principalOf`): only that caller may use it (ADR 0120). Absent: opened anonymously. */
+  readonly w?: string;
+}
+
+/**
+ * The caller a session is bound to: a digest of the request's SDK `principal` (set by the authentication policies),
+ * or undefined for a request no policy authenticated. A digest: it goes into every sealed session id.
+ */
+export function principalOf(ex: Exchange): string | undefined {
+  const who = ex.get(principal);
+  return who === undefined ? undefined : createHash('sha256').update(who).digest('base64url').slice(0, 22);
 }
 
 const VERSION = 1;
@@ -47,6 +60,7 @@ export function unsealSession(key: Buffer, aad: Buffer, token: string): SessionC
     const plain = Buffer.concat([decipher.update(raw.subarray(1 + IV, raw.length - TAG)), decipher.final()]);
     const claims = JSON.parse(plain.toString('utf8')) as SessionClaims;
     if (typeof claims.u !== 'string' || typeof claims.p !== 'string' || typeof claims.t !== 'object' || typeof claims.i !== 'object') return undefined;
+    if (claims.w !== undefined && typeof claims.w !== 'string') return undefined;
     return claims;
   } catch {
     return undefined;

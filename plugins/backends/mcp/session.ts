@@ -15,7 +15,7 @@ import { route } from './router.ts';
 import { methodSpan } from './spans.ts';
 import { LIMIT_CODE, failureOf } from './runtime.ts';
 import type { BackendRuntime, Json } from './runtime.ts';
-import { sealSession } from './session-token.ts';
+import { principalOf, sealSession } from './session-token.ts';
 import type { SessionClaims } from './session-token.ts';
 import { ClientStreams } from './streams.ts';
 import { SEALED_SUBSCRIPTIONS_MAX_CHARS, Subscriptions } from './subscriptions.ts';
@@ -37,6 +37,11 @@ export type { BackendRuntime } from './runtime.ts';
 export class McpSession implements ConnHost {
   readonly rt: BackendRuntime;
   readonly uuid: string;
+  /**
+   * The caller the session is bound to (`principalOf` of the request that opened it, kept in its sealed id): a request
+   * of another caller, or of none, does not find it (ADR 0120). Undefined: opened without authentication, unbound.
+   */
+  readonly principal: string | undefined;
   /**
    * `2026-07-28`: clients of that revision (no client session; the gateway keeps these per client identity, or per
    * request on a stateless backend: `ephemeral`).
@@ -77,6 +82,7 @@ export class McpSession implements ConnHost {
   constructor(rt: BackendRuntime, uuid: string, kind: McpSession['kind'], initParams: Json, client: ClientContext, claims?: SessionClaims, revision = INITIALIZE_SESSION) {
     this.rt = rt;
     this.uuid = uuid;
+    this.principal = claims !== undefined ? claims.w : principalOf(client.exchange);
     this.kind = kind;
     this.revision = revision;
     this.initParams = initParams;
@@ -187,7 +193,8 @@ export class McpSession implements ConnHost {
       if (kept) (entry ??= {}).r = kept;
       if (entry) t[c.name] = entry;
     }
-    this.token = sealSession(this.rt.key, this.rt.aad, { u: this.uuid, p: this.protocolVersion, i: this.initParams, t, n: Math.floor(Date.now() / 1000) });
+    const claims: SessionClaims = { u: this.uuid, p: this.protocolVersion, i: this.initParams, t, n: Math.floor(Date.now() / 1000) };
+    this.token = sealSession(this.rt.key, this.rt.aad, this.principal === undefined ? claims : { ...claims, w: this.principal });
     return this.token;
   }
 

@@ -25,6 +25,12 @@ export type JwtClaims = Readonly<Record<string, unknown>>;
  */
 export const jwtAttribute: AttributeKey<JwtClaims> = defineAttribute<JwtClaims>('jwt');
 
+/** The SDK `principal` of verified claims: issuer and subject (undefined without a string `sub`). */
+export function jwtPrincipal(claims: JwtClaims): string | undefined {
+  const sub = claims.sub;
+  return typeof sub === 'string' ? `jwt:${typeof claims.iss === 'string' ? claims.iss : ''}\n${sub}` : undefined;
+}
+
 /** The same key, for code that prefers a function. Keys compare by name, so any copy works. */
 export function jwtAttributeKey(): AttributeKey<JwtClaims> {
   return jwtAttribute;

@@ -1,4 +1,4 @@
-import { defineAttribute, jsonErrorReply } from 'switchyard/sdk';
+import { defineAttribute, jsonErrorReply, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, PolicyInstance, Reply } from 'switchyard/sdk';
 import { bearerToken } from '../../lib/credentials/credentials.ts';
 import { digestOf } from '../../lib/key-store/secrets.ts';
@@ -60,9 +60,11 @@ export function compileApiKey(config: ApiKeyConfig, ctx: CompileContext): Policy
       // x-api-key is preferred, then x-goog-api-key, then the bearer token.
       const presented = presentedKey(ex.headers);
       if (presented === undefined) return mode === 'strict' ? reject('no API Key found') : undefined;
-      const attribute = byDigest.get(digestOf(presented));
+      const digest = digestOf(presented);
+      const attribute = byDigest.get(digest);
       if (attribute === undefined) return mode === 'permissive' ? undefined : reject('invalid credentials');
       ex.set(apiKeyAttribute, attribute);
+      ex.set(principal, `apiKey:${digest}`);
       return undefined;
     },
   };

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { defineAttribute, jsonErrorReply } from 'switchyard/sdk';
+import { defineAttribute, jsonErrorReply, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AUTHORIZATION_ONLY, basicCredential } from '../../lib/credentials/credentials.ts';
 import { HtpasswdStore, verifyPassword } from './htpasswd.ts';
@@ -55,6 +55,7 @@ export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileCont
 
   const accept = (ex: Exchange, attribute: BasicAuthAttribute): undefined => {
     ex.set(basicAuthAttribute, attribute);
+    ex.set(principal, `basic:${attribute.username}`);
     return undefined;
   };
   const invalid = (): Reply | undefined => (mode === 'permissive' ? undefined : reject('invalid credentials'));

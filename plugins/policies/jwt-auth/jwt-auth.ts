@@ -1,7 +1,7 @@
-import { jsonErrorReply } from 'switchyard/sdk';
+import { jsonErrorReply, principal } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AUTHORIZATION_ONLY } from '../../lib/credentials/credentials.ts';
-import { bearerToken, compileJwtVerifier, jwtAttribute } from '../../lib/jwt/index.ts';
+import { bearerToken, compileJwtVerifier, jwtAttribute, jwtPrincipal } from '../../lib/jwt/index.ts';
 import type { JwtProviderConfig, JwtResult, PlacedProviderConfig } from '../../lib/jwt/index.ts';
 
 export type AuthMode = 'strict' | 'optional' | 'permissive';
@@ -49,6 +49,8 @@ export async function compileJwtAuth(config: JwtAuthConfig, ctx: CompileContext)
       ex.set(jwtAttribute, result.claims);
       const sub = result.claims.sub;
       if (typeof sub === 'string') ex.logField('jwt.sub', sub);
+      const who = jwtPrincipal(result.claims);
+      if (who !== undefined) ex.set(principal, who);
       return undefined;
     }
     // Permissive: an invalid (or not yet checkable) token is ignored (and still removed before the upstream, like every credential).

@@ -1,7 +1,7 @@
-import { jsonErrorReply, jsonReply, localReply, readCappedText } from 'switchyard/sdk';
+import { jsonErrorReply, jsonReply, localReply, principal, readCappedText } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AUTHORIZATION_ONLY } from '../../lib/credentials/credentials.ts';
-import { bearerToken, compileJwtVerifier, jwtAttribute } from '../../lib/jwt/index.ts';
+import { bearerToken, compileJwtVerifier, jwtAttribute, jwtPrincipal } from '../../lib/jwt/index.ts';
 import type { JwksConfig, JwtResult } from '../../lib/jwt/index.ts';
 import {
   adjustMetadata,
@@ -99,6 +99,8 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
     ex.set(jwtAttribute, result.claims);
     const sub = result.claims.sub;
     if (typeof sub === 'string') ex.logField('jwt.sub', sub);
+    const who = jwtPrincipal(result.claims);
+    if (who !== undefined) ex.set(principal, who);
     return undefined;
   };
 

@@ -61,6 +61,8 @@ export interface KeyState extends CounterMemo {
   readonly digest: string | undefined;
   /** What CEL sees as `key`. */
   readonly attribute: KeyAttribute;
+  /** The SDK `principal` of the key's requests: `key:<id>`, made once. */
+  readonly principal: string;
   /** What every request of the key reserves from, in order (key, team, organisation; the last two shared, ADR 0113). */
   readonly slots: readonly Slot[];
   /**
@@ -145,6 +147,7 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string,
       models: record.models ?? [],
       metadata: record.metadata ?? {},
     }),
+    principal: `key:${record.id}`,
     slots,
     lifetimeTokens: ownTotal('tokens') ? undefined : { name: names.tokens, owner: undefined, entry: undefined, epoch: 0 },
     lifetimeUsd: ownTotal('usd') ? undefined : { name: names.usd, owner: undefined, entry: undefined, epoch: 0 },

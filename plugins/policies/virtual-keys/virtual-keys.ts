@@ -1,7 +1,7 @@
 // `virtualKeys` (docs/llm-economics.md, ADR 0035): authenticate a gateway-issued key, then hand the LLM backend a
 // limiter that reserves the call's estimated cost on every budget of the key and its team before the call, and
 // settles the real cost (from the backend's usage and price catalog, `llmCall`) once the answer has ended.
-import { addLlmTokenLimiter, defineAttribute, jsonErrorReply, llmCall } from 'switchyard/sdk';
+import { addLlmTokenLimiter, defineAttribute, jsonErrorReply, llmCall, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { bearerToken } from '../../lib/credentials/credentials.ts';
 import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
@@ -163,6 +163,7 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       return jsonErrorReply(403, 'permission_denied', `virtual key \`${key.id}\` may not use route \`${ex.route.name}\``);
     }
     ex.set(keyAttribute, key.attribute);
+    ex.set(principal, key.principal);
     ex.logField('key.id', key.id);
     if (key.team !== undefined) ex.logField('key.team', key.team);
     addLlmTokenLimiter(ex, new KeyReservation(ex, dir, key, ctx.logger));

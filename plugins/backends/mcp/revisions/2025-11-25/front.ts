@@ -13,6 +13,7 @@ import type { SessionStore } from '../../session-store.ts';
 import { SseStream } from '../../sse-stream.ts';
 import type { ParsedPost, RevisionAdapter } from '../revision.ts';
 import { INITIALIZE_VERSIONS } from './protocol.ts';
+import { principalOf } from '../../session-token.ts';
 
 const SESSION_HEADER = 'mcp-session-id';
 
@@ -69,9 +70,11 @@ export class Front20251125 implements RevisionAdapter {
   private session(ex: Exchange): McpSession | Reply {
     const id = header(ex, SESSION_HEADER);
     if (!id) return rpcReply(400, TRANSPORT_ERROR, 'Bad Request: the Mcp-Session-Id header is required for requests other than initialize');
-    const session = this.store.get(id) ?? this.store.resume(id, this.rt, clientOf(ex));
+    const caller = principalOf(ex);
+    const session = this.store.get(id) ?? this.store.resume(id, this.rt, clientOf(ex), caller);
     if (typeof session === 'string') return rpcReply(503, LIMIT_CODE, session);
-    if (!session || session.kind !== 'streamable') return rpcReply(404, -32001, 'Session not found');
+    // A session opened by another caller is not found (ADR 0120): its id is not a credential.
+    if (!session || session.kind !== 'streamable' || (session.principal !== undefined && session.principal !== caller)) return rpcReply(404, -32001, 'Session not found');
     return session;
   }
 

@@ -13,6 +13,7 @@ import { McpSession } from '../../session.ts';
 import type { SessionStore } from '../../session-store.ts';
 import { SseStream } from '../../sse-stream.ts';
 import { KEEP_ALIVE_MS } from '../../streams.ts';
+import { principalOf } from '../../session-token.ts';
 
 /**
  * The legacy HTTP+SSE server (2024-11-05): `GET /sse` opens the session's stream, whose first event names the
@@ -55,7 +56,8 @@ export class LegacySseFront {
     const id = new URLSearchParams(ex.query).get('sessionId');
     if (!id) return rpcReply(422, TRANSPORT_ERROR, 'the sessionId query parameter is required');
     const session = this.store.get(id);
-    if (!session || session.kind !== 'legacy') return rpcReply(404, -32001, 'Session not found');
+    // A session opened by another caller is not found (ADR 0120).
+    if (!session || session.kind !== 'legacy' || (session.principal !== undefined && session.principal !== principalOf(ex))) return rpcReply(404, -32001, 'Session not found');
     const parsed = await readMessages(ex);
     if (!('messages' in parsed)) return parsed;
     session.touch();

@@ -20,6 +20,7 @@ import { LOG_LEVEL_META_KEY, REMOVED_METHODS, REV_2026_07_28, VERSIONS_2026_07_2
 import type { ClientEnvelope } from './protocol.ts';
 import { Responder20260728 } from './responder.ts';
 import { SESSION_2026_07_28, serverInfoOf } from './session.ts';
+import { principalOf } from '../../session-token.ts';
 
 /**
  * Ids the sessions run 2026-07-28 calls under: process-wide, as pooled sessions outlive a config reload (and its front)
@@ -140,14 +141,17 @@ export class Front20260728 implements RevisionAdapter {
     });
   }
 
-  /** Who the client is, for reusing target connections: capabilities, client info, forwarded headers (credentials). */
+  /**
+   * Who the client is, for reusing target connections: capabilities, client info, forwarded headers (credentials) and
+   * the caller it authenticated as (ADR 0120): two callers never share target connections or stdio processes.
+   */
   private identity(ex: Exchange, client: ClientEnvelope): string {
     const headers = upstreamHeaders(ex, true) ?? {};
     const sorted = Object.keys(headers)
       .sort()
       .map((k) => [k, headers[k]]);
     return createHash('sha256')
-      .update(JSON.stringify({ c: client.clientCapabilities, i: client.clientInfo ?? null, h: sorted }))
+      .update(JSON.stringify({ c: client.clientCapabilities, i: client.clientInfo ?? null, h: sorted, w: principalOf(ex) ?? null }))
       .digest('base64url');
   }
 
