@@ -1,18 +1,13 @@
-// An in-process MCP server over streamable HTTP: the official SDK (McpServer + StreamableHTTPServerTransport),
-// stateful, on /mcp. It records the JSON-RPC id of every request it receives, per upstream session, and offers:
-// `whoami` (answers the request id it got) and `slow` (answers after `ms`, or records its cancellation).
-// `json: true` answers POSTs with one JSON body (the SDK's `enableJsonResponse`) instead of an event stream.
-import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server } from 'node:http';
+// An in-process MCP server over streamable HTTP (the official SDK, test/helpers/mcp-sdk-http.ts) that records the
+// JSON-RPC id of every request it receives, per upstream session, and offers: `whoami` (answers the request id it
+// got) and `slow` (answers after `ms`, or records its cancellation).
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { sdkHttpServer } from '../../helpers/mcp-sdk-http.ts';
 
 export interface SdkHttpServer {
   readonly port: number;
-  /** Request ids received, by upstream session id. */
+  /** Request ids received, by upstream session id (`initialize` for requests without one). */
   readonly ids: Map<string, (string | number)[]>;
   /** `slow` calls that ended by cancellation, and those that ran to their end. */
   readonly cancelled: number[];
@@ -20,27 +15,10 @@ export interface SdkHttpServer {
   stop(): Promise<void>;
 }
 
-function readJson(req: IncomingMessage): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      try {
-        resolve(chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8')));
-      } catch (err) {
-        reject(err as Error);
-      }
-    });
-    req.on('error', reject);
-  });
-}
-
 export async function startSdkHttpServer(options: { json?: boolean } = {}): Promise<SdkHttpServer> {
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
   const ids = new Map<string, (string | number)[]>();
   const cancelled: number[] = [];
   const finished: number[] = [];
-
   const mcpServer = (): McpServer => {
     const server = new McpServer({ name: 'sdk-http', version: '1.0.0' });
     server.registerTool('whoami', { description: 'The JSON-RPC id of this request.', inputSchema: {} }, (_args, extra) => ({ content: [{ type: 'text', text: String(extra.requestId) }] }));
@@ -59,48 +37,17 @@ export async function startSdkHttpServer(options: { json?: boolean } = {}): Prom
     );
     return server;
   };
-
-  const server: Server = createServer((req, res) => {
-    void (async () => {
-      if (!req.url?.startsWith('/mcp')) return void res.writeHead(404).end();
-      const sid = req.headers['mcp-session-id'];
-      const body = req.method === 'POST' ? await readJson(req) : undefined;
-      let transport = typeof sid === 'string' ? sessions.get(sid) : undefined;
-      if (!transport) {
-        if (sid !== undefined) {
-          res.writeHead(404, { 'content-type': 'application/json' });
-          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }));
-        }
-        if (req.method !== 'POST' || !isInitializeRequest(body)) {
-          res.writeHead(400, { 'content-type': 'application/json' });
-          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'No session id' } }));
-        }
-        const created = new StreamableHTTPServerTransport({
-          sessionIdGenerator: () => randomUUID(),
-          enableJsonResponse: options.json === true,
-          onsessioninitialized: (id) => void sessions.set(id, created),
-        });
-        created.onclose = () => {
-          if (created.sessionId) sessions.delete(created.sessionId);
-        };
-        await mcpServer().connect(created);
-        transport = created;
-      }
-      for (const m of Array.isArray(body) ? body : body === undefined ? [] : [body]) {
-        const message = m as { id?: string | number; method?: string };
-        if (message.method !== undefined && message.id !== undefined) {
-          const key = typeof sid === 'string' ? sid : 'initialize';
-          let list = ids.get(key);
-          if (!list) ids.set(key, (list = []));
-          list.push(message.id);
-        }
-      }
-      await transport.handleRequest(req, res, body);
-    })().catch((err: Error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end(`sdk http server: ${err.message}\n`);
-    });
-  });
+  const record = (body: unknown, sessionId: string | undefined): void => {
+    for (const m of Array.isArray(body) ? body : [body]) {
+      const message = m as { id?: string | number; method?: string };
+      if (message.method === undefined || message.id === undefined) continue;
+      const key = sessionId ?? 'initialize';
+      let list = ids.get(key);
+      if (!list) ids.set(key, (list = []));
+      list.push(message.id);
+    }
+  };
+  const { server, closeSessions } = sdkHttpServer(mcpServer, { json: options.json, onRequest: record });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as { port: number }).port,
@@ -108,7 +55,7 @@ export async function startSdkHttpServer(options: { json?: boolean } = {}): Prom
     cancelled,
     finished,
     stop: async () => {
-      for (const t of sessions.values()) await t.close().catch(() => undefined);
+      await closeSessions();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
