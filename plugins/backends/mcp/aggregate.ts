@@ -197,7 +197,7 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
     cursor = answer.result?.nextCursor;
     if (typeof cursor !== 'string' || cursor === '') return items;
     // Measured only for a list that pages: a single page is bounded by the transport already.
-    bytes += JSON.stringify(list ?? null).length;
+    bytes += JSON.stringify(list).length;
     if (bytes >= MAX_LIST_BYTES) {
       s.logger.warn('stopped following an MCP target list: its items passed the size limit', { target: conn.name, method: call.method, pages: page + 1, bytes });
       return items;
