@@ -24,7 +24,7 @@ const noPolicies: PolicySet = {
   runRequestHooks: () => Promise.reject(new Error('no request hooks')),
   attemptHook: () => undefined,
 };
-const client = { headers: undefined, exchange: {} as Exchange, shared: false };
+const client = { headers: undefined, exchange: { get: () => undefined } as unknown as Exchange, shared: false };
 
 class FakeUpstream implements McpUpstream {
   onmessage?: (message: JSONRPCMessage) => void;

@@ -37,10 +37,7 @@ export type { BackendRuntime } from './runtime.ts';
 export class McpSession implements ConnHost {
   readonly rt: BackendRuntime;
   readonly uuid: string;
-  /**
-   * The caller the session is bound to (`principalOf` of the request that opened it, kept in its sealed id): a request
-   * of another caller, or of none, does not find it (ADR 0120). Undefined: opened without authentication, unbound.
-   */
+  /** Who opened it (`principalOf`, sealed in its id): no other caller finds it (ADR 0120). Undefined: unbound. */
   readonly principal: string | undefined;
   /**
    * `2026-07-28`: clients of that revision (no client session; the gateway keeps these per client identity, or per

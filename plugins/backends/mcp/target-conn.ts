@@ -1,4 +1,3 @@
-import { randomInt } from 'node:crypto';
 import type { Logger } from 'switchyard/sdk';
 import { McpProtocolViolation, McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
@@ -6,14 +5,10 @@ import type { RpcId, RpcMessage } from './jsonrpc.ts';
 import { REV_2026_07_28 } from './revisions/2026-07-28/protocol.ts';
 import { paramsForTarget } from './revisions/2026-07-28/envelope.ts';
 import { targetRequestSpan } from './spans.ts';
-import { capabilityNames } from './target.ts';
+import { capabilityNames, firstRequestId } from './target.ts';
 import type { CompiledTarget, ConnHost } from './target.ts';
 import { SessionGone, StartDeadline, StartupExpired, TARGET_BUSY, TARGET_FAILED, TARGET_TIMED_OUT, TargetError, deadlineIn, formatMs, reasonOf, sessionGone } from './target-errors.ts';
 import type { FailureKind } from './target-errors.ts';
-
-/** Where a resumed connection's request ids start: a random point leaving 2^24 ids before the 32-bit end. */
-const RESUMED_IDS_FROM = 2 ** 24;
-const RESUMED_IDS_BELOW = 2 ** 31 - 2 ** 24;
 
 interface Pending {
   resolve(message: RpcMessage): void;
@@ -45,12 +40,7 @@ export class TargetConn {
   discovery: McpDiscovery | undefined;
   private resume: { sessionId: string; protocolVersion: string | undefined } | undefined;
   private readonly pending = new Map<number, Pending>();
-  /**
-   * The last request id sent. A connection that resumes an upstream session another gateway made (a sealed session
-   * id) shares that session with it: starting from 0 again would send its first request with the id of
-   * `initialize`, and two calls in flight on both with one id, of which the target answers one. A resumed
-   * connection starts at a random point instead, within 32-bit ids (some targets keep ids in an int).
-   */
+  /** The last request id sent (`firstRequestId`: a resumed upstream session is shared with another gateway). */
   private seq: number;
   /** Why the connection died during the current start, if it did. */
   private downReason: string | undefined;
@@ -62,7 +52,7 @@ export class TargetConn {
     this.host = host;
     this.logger = host.logger.child({ target: target.name });
     if (resume?.sessionId) this.resume = { sessionId: resume.sessionId, protocolVersion: resume.protocolVersion };
-    this.seq = resume?.sessionId ? randomInt(RESUMED_IDS_FROM, RESUMED_IDS_BELOW) : 0;
+    this.seq = firstRequestId(resume?.sessionId !== undefined);
     if (resume?.capabilities) this.capabilities = resume.capabilities;
     if (resume?.protocolVersion) this.protocolVersion = resume.protocolVersion;
   }
@@ -252,10 +242,7 @@ export class TargetConn {
     if (m.method === undefined) {
       const id = typeof m.id === 'number' ? m.id : Number(m.id);
       const p = this.pending.get(id);
-      if (!p) {
-        this.logger.debug('MCP target answered an unknown request id', { id: m.id });
-        return;
-      }
+      if (!p) return this.logger.debug('MCP target answered an unknown request id', { id: m.id });
       this.pending.delete(id);
       if (p.timer) clearTimeout(p.timer);
       p.resolve(m);
@@ -283,11 +270,7 @@ export class TargetConn {
     }
   }
 
-  /**
-   * Send a request on `up`; resolves once handed to the transport, with the response still to come. `onStarted` gets
-   * the id as soon as the transport has the request: an HTTP target's `send` resolves only once its answer's headers
-   * came (a JSON answer: the whole answer), and until `onStarted` the client's cancellation could not reach it.
-   */
+  /** Send a request on `up`; `onStarted` gets its id at once (an HTTP `send` resolves with the answer's headers). */
   private async send(up: McpUpstream, method: string, params: Record<string, unknown> | undefined, timeoutMs: number, requestId?: string, onStarted?: (id: number) => void): Promise<{ id: number; response: Promise<RpcMessage> }> {
     const id = ++this.seq;
     let pending!: Pending;
@@ -313,8 +296,7 @@ export class TargetConn {
       const options = requestId === undefined ? undefined : { clientRequestId: requestId };
       const sending = up.send(message as never, options);
       onStarted?.(id);
-      // With a deadline, the answer (or the deadline) may come before `send` resolves. Without one, `send`'s own
-      // failure is the one to report (a transport deadline names itself; the connection's loss would hide it).
+      // With a deadline, the answer or the deadline may come first; without, `send`'s own failure names the cause.
       await (pending.timer ? Promise.race([sending, response]) : sending);
     } catch (err) {
       this.pending.delete(id);

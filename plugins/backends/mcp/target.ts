@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { AttemptHook, Logger, PolicySet, PluginSpans } from 'switchyard/sdk';
 import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcMessage } from './jsonrpc.ts';
@@ -62,6 +63,16 @@ export const MAX_PAGES = 100;
  * message limit, but 100 of them were not (3.2 GiB per target per list).
  */
 export const MAX_LIST_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The id before a connection's first request. A connection resuming an upstream session another gateway made (a
+ * sealed session id) shares it with that gateway: from 0 it would reuse the id of `initialize`, and two calls in
+ * flight could share one id, of which the target answers one. It starts at a random point instead, within 32-bit
+ * ids (some targets keep ids in an int), 2^24 below their end.
+ */
+export function firstRequestId(resumed: boolean): number {
+  return resumed ? randomInt(2 ** 24, 2 ** 31 - 2 ** 24) : 0;
+}
 
 /** Capability names of an initialize result, kept in the sealed session id. */
 export function capabilityNames(capabilities: Record<string, unknown> | undefined): string[] {
