@@ -391,7 +391,10 @@ export class Gateway {
     });
     const outcome = await Promise.race([drained.then(() => 'drained' as const), deadline]);
     clearTimeout(timer);
-    if (outcome === 'timeout') this.log.warn('drain deadline passed; closing remaining connections', { drainTimeoutMs: drainMs });
+    if (outcome === 'timeout') {
+      this.log.warn('drain deadline passed; closing remaining connections', { drainTimeoutMs: drainMs });
+      this.s.pipeline.cutAtDrain = true;
+    }
     this.s.binds.destroyAll();
     await Promise.all(closed);
     await this.s.admin.close();

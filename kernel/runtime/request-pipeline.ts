@@ -52,6 +52,8 @@ type TrackedResponse = ServerResponse & { [kExchange]?: ExchangeImpl };
 export class RequestPipeline implements LeanServing {
   snapshot: Snapshot | undefined = undefined;
   draining = false;
+  /** The drain deadline passed and the gateway is closing what is left: those requests are its doing, not the client's. */
+  cutAtDrain = false;
   /** `config.tracing` started; null (no tracing) keeps the path below free of any tracing work. */
   tracing: Tracing | null = null;
   private readonly logger: Logger;
@@ -324,13 +326,15 @@ export class RequestPipeline implements LeanServing {
 
   private finish(ex: ExchangeImpl, res: ServerResponse): void {
     if (!res.writableFinished) {
-      // The client went away (or we destroyed the stream): stop upstream work for it.
-      ex.abort(new GatewayError(499, 'client_closed', 'client closed the connection', ErrorCode.badRequest));
+      // The client went away (or we destroyed the stream): stop upstream work for it. Cut at the drain deadline, the
+      // request is logged 503, not 499: the client did not leave.
+      if (this.cutAtDrain) ex.abort(new GatewayError(503, 'shutting_down', 'the gateway stopped at its drain deadline', ErrorCode.upstreamUnavailable));
+      else ex.abort(new GatewayError(499, 'client_closed', 'client closed the connection', ErrorCode.badRequest));
       if (ex.replyStream && !ex.replyStream.destroyed) {
         ex.replyStream.on('error', () => undefined);
         ex.replyStream.destroy();
       }
-      if (!ex.replied) ex.status = 499;
+      if (!ex.replied) ex.status = this.cutAtDrain ? 503 : 499;
     }
     const duration = performance.now() - ex.startTime;
     const route = ex.compiledRoute;

@@ -144,6 +144,9 @@ describe('graceful shutdown (SIGTERM)', () => {
       assert.ok(took >= 250 && took < 5000, `exit after ${took}ms`);
       assert.equal(await inflight, 'cut');
       assert.match(cli.output(), /drain deadline passed/);
+      // Cut by the gateway, not left by the client: 503, not 499.
+      const line = cli.output().split('\n').find((l) => l.includes('http.path=/hang '));
+      assert.match(line ?? '', / http\.status=503 /, cli.output());
     } finally {
       await cli.stop();
       await upstream.close();
