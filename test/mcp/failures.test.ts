@@ -34,6 +34,14 @@ describe('mcp failures: malformed requests', () => {
     }
   });
 
+  it('an id past 2^53 (read rounded) is refused with id null, not with another id', async () => {
+    const res = await rawPost(gw.mcpUrl, '{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}', { 'mcp-session-id': sessionId });
+    assert.equal(res.status, 400);
+    const body = JSON.parse(res.text);
+    assert.equal(body.error.code, -32600);
+    assert.equal(body.id, null);
+  });
+
   it('refuses a body over the 2 MiB limit with 413', async () => {
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { message: 'x'.repeat(2 * 1024 * 1024) } } });
     const res = await rawPost(gw.mcpUrl, big, { 'mcp-session-id': sessionId });

@@ -23,7 +23,8 @@ export async function readMessages(ex: Exchange): Promise<{ messages: RpcMessage
   for (const m of list) {
     if (!isValidMessage(m)) {
       const id = typeof m === 'object' && m !== null ? (m as { id?: unknown }).id : undefined;
-      return rpcReply(400, RpcCode.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', typeof id === 'string' || typeof id === 'number' ? id : null);
+      // An id echoed only when it is one (a number past 2^53 was read rounded: echoing it would name another id).
+      return rpcReply(400, RpcCode.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', typeof id === 'string' || Number.isSafeInteger(id) ? (id as string | number) : null);
     }
   }
   return { messages: list as RpcMessage[], batch };
