@@ -22,6 +22,7 @@ import type { TracingHolder } from '../telemetry/tracing.ts';
 import { ConfigLoader } from './config-loader.ts';
 import type { ConfigLoaderOptions } from './config-loader.ts';
 import { RESTART_ONLY_CHANGED, restartOnlyKey } from './restart-only.ts';
+import { BindRetry } from './bind-retry.ts';
 
 export type { ConfigInput } from './config-loader.ts';
 
@@ -64,9 +65,6 @@ export interface GatewayServices {
 }
 
 /** Lifecycle of one gateway process: load, serve, reload on change, drain on stop. */
-/** How often binds of the live config that could not listen are tried again. */
-const BIND_RETRY_MS = 5_000;
-
 export class Gateway {
   private readonly options: GatewayOptions;
   private readonly s: GatewayServices;
@@ -86,14 +84,15 @@ export class Gateway {
    * The snapshot's own number counts every compile (failed ones and validations too) and keys its resources.
    */
   private applied = 0;
-  /** The next attempt to listen on binds of the live config that could not listen (a port still taken). */
-  private bindRetry: NodeJS.Timeout | undefined;
+  /** Binds of the live config that could not listen (a port still taken), tried again (ADR 0119). */
+  private readonly bindRetry: BindRetry;
 
   constructor(options: GatewayOptions, services: GatewayServices) {
     this.options = options;
     this.s = services;
     this.log = services.logger;
     this.loader = new ConfigLoader(options, services, this.traces);
+    this.bindRetry = new BindRetry(services.binds, services.logger, (snapshot) => !this.stopping && this.s.pipeline.snapshot === snapshot);
   }
 
   get snapshot(): Snapshot | undefined {
@@ -243,8 +242,7 @@ export class Gateway {
     }
     if (text === this.lastText) {
       // The same config again (SIGHUP, `systemctl reload`): binds it could not listen on are tried again now.
-      const live = this.s.pipeline.snapshot;
-      if (live && this.s.binds.pending(live).length > 0) await this.listenPending(live);
+      if (this.s.pipeline.snapshot) await this.bindRetry.now(this.s.pipeline.snapshot);
       return false;
     }
     const reloads = this.reloads();
@@ -315,7 +313,7 @@ export class Gateway {
       await this.s.binds.apply(next);
     } catch (err) {
       this.log.error('config reloaded but some binds could not listen; trying again every 5 s (and on SIGHUP)', { error: err as Error });
-      this.retryBinds(next);
+      this.bindRetry.schedule(next);
     }
     if (!this.options.worker) this.log.info('config reloaded', { generation: this.applied });
     void previous.retire().then(async () => {
@@ -323,30 +321,6 @@ export class Gateway {
       this.live.delete(previous);
       await this.s.resources.release(previous.generation);
     });
-  }
-
-  /**
-   * Try the binds of `snapshot` that are not listening every BIND_RETRY_MS while it is the live config: a port held by
-   * a process that has not exited yet must not keep the gateway not ready until someone edits its config.
-   */
-  private retryBinds(snapshot: Snapshot): void {
-    clearTimeout(this.bindRetry);
-    this.bindRetry = setTimeout(() => void this.listenPending(snapshot), BIND_RETRY_MS);
-    this.bindRetry.unref();
-  }
-
-  /** One attempt at the binds of `snapshot` that are not listening; another is scheduled if some still cannot. */
-  private async listenPending(snapshot: Snapshot): Promise<void> {
-    clearTimeout(this.bindRetry);
-    if (this.stopping || this.s.pipeline.snapshot !== snapshot) return;
-    const ports = this.s.binds.pending(snapshot);
-    try {
-      await this.s.binds.apply(snapshot);
-      this.log.info('binds that could not listen now do', { binds: ports.join(',') });
-    } catch (err) {
-      this.log.debug('binds still cannot listen', { error: err as Error });
-      this.retryBinds(snapshot);
-    }
   }
 
   /** Hand every finished request's access-log fields to `listener` until the returned function is called (the UI's live tail). */
@@ -379,7 +353,7 @@ export class Gateway {
 
   private async doStop(): Promise<void> {
     this.stopWatching?.();
-    clearTimeout(this.bindRetry);
+    this.bindRetry.stop();
     this.s.pipeline.draining = true;
     const drainMs = this.s.pipeline.snapshot?.staticConfig.drainTimeoutMs ?? 10_000;
     const closed = this.s.binds.stopAccepting();
