@@ -133,9 +133,9 @@ export class Supervisor {
       throw err;
     }
     this.drainTimeoutMs = first.drainTimeoutMs;
-    this.answers.ui = first.adminUi;
-    this.restartOnly = first.restartOnly;
-    this.log.configure({ level: first.logging.level, format: first.logging.format });
+    this.answers.ui = first.statics.adminUi;
+    this.restartOnly = first.statics.restartOnly;
+    this.log.configure({ level: first.statics.logging.level, format: first.statics.logging.format });
     try {
       // Plugin endpoints (the `/keys` API) are answered by a worker: the supervisor compiles no plugins.
       await this.admin.start(first.addrs, { ...gatewayEndpoints(this.answers), adminPlugins: (prefix) => (req) => this.answers.pluginAdmin(prefix, req) });

@@ -39,12 +39,9 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
   send({
     t: 'started',
     addrs: { adminAddr: c.adminAddr, statsAddr: c.statsAddr, readinessAddr: c.readinessAddr },
-    logging: { level: c.logging.level, format: c.logging.format },
     drainTimeoutMs: c.drainTimeoutMs,
     binds: [...s.binds.keys()],
-    generation: gateway.generation,
-    adminUi: c.adminUi,
-    restartOnly: restartOnlyKey(c),
+    statics: statics(c),
   });
   const tail = new WorkerTail(gateway, (events, dropped) => send({ t: 'tail', events, dropped }));
   port.on('message', (m: ToWorker) => {

@@ -35,14 +35,10 @@ export type FromWorker =
   | {
       readonly t: 'started';
       readonly addrs: { readonly adminAddr: string; readonly statsAddr: string; readonly readinessAddr: string };
-      readonly logging: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly format: 'json' | 'text' };
       readonly drainTimeoutMs: number;
       readonly binds: readonly number[];
-      readonly generation: number;
-      /** `config.adminUi` (credentials included): the supervisor serves the UI and enforces them. */
-      readonly adminUi: AdminUiConfig;
-      /** `restartOnlyKey` of the config it started with: a reload that changes it needs a restart. */
-      readonly restartOnly: string;
+      /** What the supervisor acts on of the static block it started with (as the `statics` query answers). */
+      readonly statics: WorkerStatics;
     }
   | { readonly t: 'failed'; readonly error: string; readonly invalidConfig: boolean }
   /** A batch of the live tail: finished requests' access-log fields, and how many more were left out (bounded batches). */
@@ -54,7 +50,9 @@ export const WORKER_DATA_KEY = 'switchyardWorker';
 
 /** A worker's answer to the `statics` query: what of its live config's static block the supervisor acts on. */
 export interface WorkerStatics {
+  /** `config.adminUi` (credentials included): the supervisor serves the UI and enforces them. */
   readonly adminUi: AdminUiConfig;
   readonly logging: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly format: 'json' | 'text' };
+  /** `restartOnlyKey`: a reload that changes it needs a restart. */
   readonly restartOnly: string;
 }

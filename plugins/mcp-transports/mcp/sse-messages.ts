@@ -28,10 +28,13 @@ export interface SseMessageSink {
   retry(ms: number): void;
 }
 
-/** A JSON-RPC answer (result or error) to request `id`. */
-function answers(value: unknown, id: RpcId): boolean {
+/** Whether a message or batch holds a JSON-RPC answer (result or error) to request `id`. */
+export function answers(value: unknown, id: RpcId): boolean {
   if (Array.isArray(value)) return value.some((v) => answers(v, id));
-  return typeof value === 'object' && value !== null && (value as Record<string, unknown>).id === id && (value as Record<string, unknown>).method === undefined;
+  if (typeof value !== 'object' || value === null) return false;
+  const m = value as { id?: unknown; method?: unknown };
+  // `2` and `"2"` are one id here, as the gateway matches answers to its requests (target-conn.ts).
+  return m.method === undefined && (m.id === id || (m.id !== null && m.id !== undefined && Number(m.id) === Number(id)));
 }
 
 /**

@@ -9,7 +9,7 @@ import type { McpConnectOptions, McpUpstream } from '../../lib/mcp/upstream-cont
 import { discard, ERROR_EXCERPT, excerpt, mediaType, NO_DEADLINES, redirectNote, StreamableEndpoint, StreamableHttpError, statusText } from './endpoint.ts';
 import { DEFAULT_RECONNECT, Reconnects } from './reconnect.ts';
 import type { ReconnectOptions } from './reconnect.ts';
-import { readSseMessages } from './sse-messages.ts';
+import { answers, readSseMessages } from './sse-messages.ts';
 import type { RpcId, SseMessageSink, StreamOutcome } from './sse-messages.ts';
 
 export { DEFAULT_RECONNECT, StreamableHttpError };
@@ -134,7 +134,7 @@ export class StreamableUpstream implements McpUpstream {
         this.deliver(answer);
         // A JSON body is the whole answer to this request: one without it (another id, `id: null`) would leave the
         // request waiting past every deadline (its answer's headers had come), holding a place of the session's.
-        if (!answersTo(answer, m.id!)) this.unanswered(m.id!, `the target's JSON answer carried no response with id ${JSON.stringify(m.id)}: ${JSON.stringify(answer)?.slice(0, ERROR_EXCERPT)}`);
+        if (!answers(answer, m.id!)) this.unanswered(m.id!, `the target's JSON answer carried no response with id ${JSON.stringify(m.id)}: ${JSON.stringify(answer)?.slice(0, ERROR_EXCERPT)}`);
         return;
       }
       discard(res.body, true);
@@ -337,12 +337,4 @@ export class StreamableUpstream implements McpUpstream {
   async detach(): Promise<void> {
     if (this.shutdown()) this.onclose?.();
   }
-}
-
-/** Whether a JSON body (a message or a batch) holds a response to request `id`; `2` and `"2"` are one id here, as the gateway matches answers. */
-function answersTo(value: unknown, id: RpcId): boolean {
-  if (Array.isArray(value)) return value.some((v) => answersTo(v, id));
-  if (typeof value !== 'object' || value === null) return false;
-  const m = value as { id?: unknown; method?: unknown };
-  return m.method === undefined && (m.id === id || (m.id !== null && m.id !== undefined && Number(m.id) === Number(id)));
 }
