@@ -3,7 +3,8 @@ import type { CompiledListener, CompiledRoute, Snapshot } from '../compile/snaps
 import { ExchangeImpl } from './exchange-impl.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
-import { requestInputProblem } from './request-input.ts';
+import { requestInputProblem, UNSUPPORTED_CODING } from './request-input.ts';
+import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import { blankConnectionListed } from '../upstream/hop-by-hop.ts';
 
 // A request's exchange and route, as the pipeline makes them (request-pipeline.ts).
@@ -71,3 +72,18 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
   else ex.refusal = requestInputProblem(req);
   return ex;
 }
+
+/** The 404 for a request no listener or route takes. */
+export const noRoute = (what: 'listener' | 'route', ex: ExchangeImpl): GatewayError =>
+  new GatewayError(
+    404,
+    `${what}_not_found`,
+    what === 'route' ? `no route matches ${ex.method} ${ex.path}` : `no listener serves host \`${ex.hostname}\``,
+    what === 'route' ? ErrorCode.routeNotFound : ErrorCode.listenerNotFound,
+  );
+
+/** A 400 for a request whose Host, path or framing is refused before routing (501 for a transfer coding, ADR 0092). */
+export const refused = (message: string): GatewayError =>
+  message === UNSUPPORTED_CODING
+    ? new GatewayError(501, 'not_implemented', message, ErrorCode.badRequest)
+    : new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);

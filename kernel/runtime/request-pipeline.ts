@@ -1,15 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { ErrorCode, GatewayError, jsonErrorReply } from '../sdk/index.ts';
+import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { BackendChoice, BackendSelector, Logger, Reply } from '../sdk/index.ts';
 import type { CompiledBackendRef, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 import type { MetricsRegistry, RouteMetrics } from '../telemetry/metrics.ts';
-import { writeRawResponse } from '../upstream/raw-response.ts';
-import { upgradeAllowed } from '../upstream/upgrade-protocols.ts';
-import type { UpgradeTap } from '../exchange/kernel-exchange.ts';
-import { endFields, watchUpgradedConnection } from './upgraded-connection.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { directReplies, errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { directForwarder } from '../upstream/pooled-target.ts';
@@ -18,9 +14,11 @@ import { runRequestHooks } from '../compile/run-hooks.ts';
 import { serveWithHealth } from './failover.ts';
 import type { Outcome } from './failover.ts';
 import { pickBackend, pickInOrder } from './backend-pick.ts';
-import { kClosing, UNSUPPORTED_CODING } from './request-input.ts';
+import { kClosing } from './request-input.ts';
 import type { ClosingSocket } from './request-input.ts';
-import { makeExchange, selectRoute } from './request-exchange.ts';
+import { makeExchange, noRoute, refused, selectRoute } from './request-exchange.ts';
+import { serveUpgradeRequest } from './upgrade-request.ts';
+import type { UpgradeServing } from './upgrade-request.ts';
 import type { LeanServing } from './lean-connection.ts';
 import type { LeanRequest } from './lean-request.ts';
 import { kWholeBody } from '../exchange/body-read.ts';
@@ -29,35 +27,20 @@ const EMPTY_BODY = Buffer.alloc(0);
 
 const isOrder = (choice: BackendChoice): choice is readonly number[] => Array.isArray(choice);
 
-const noRoute = (what: 'listener' | 'route', ex: ExchangeImpl): GatewayError =>
-  new GatewayError(
-    404,
-    `${what}_not_found`,
-    what === 'route' ? `no route matches ${ex.method} ${ex.path}` : `no listener serves host \`${ex.hostname}\``,
-    what === 'route' ? ErrorCode.routeNotFound : ErrorCode.listenerNotFound,
-  );
-
-/** A 400 for a request whose Host, path or framing is refused before routing (501 for a transfer coding, ADR 0092). */
-const refused = (message: string): GatewayError =>
-  message === UNSUPPORTED_CODING
-    ? new GatewayError(501, 'not_implemented', message, ErrorCode.badRequest)
-    : new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);
-
-
 /** The exchange a response belongs to, read by the one shared 'close' listener below. */
 const kExchange = Symbol('switchyard.exchange');
 type TrackedResponse = ServerResponse & { [kExchange]?: ExchangeImpl };
 
 /** The data plane: takes each request from a bind server through route selection, the chain and the backend. */
-export class RequestPipeline implements LeanServing {
+export class RequestPipeline implements LeanServing, UpgradeServing {
   snapshot: Snapshot | undefined = undefined;
   draining = false;
   /** The drain deadline passed and the gateway is closing what is left: those requests are its doing, not the client's. */
   cutAtDrain = false;
   /** `config.tracing` started; null (no tracing) keeps the path below free of any tracing work. */
   tracing: Tracing | null = null;
-  private readonly logger: Logger;
-  private readonly accessLog: AccessLog;
+  readonly logger: Logger;
+  readonly accessLog: AccessLog;
   private readonly unmatched: RouteMetrics;
   /**
    * The 'close' listener of every response, made once: the exchange rides on the response. A closure per request
@@ -356,92 +339,6 @@ export class RequestPipeline implements LeanServing {
 
   /** node:http 'upgrade' handler (WebSocket): same selection and request chain, then the backend's upgrade. */
   upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, port: number, secure: boolean): void {
-    const snapshot = this.snapshot!;
-    snapshot.acquire();
-    socket.once('close', () => snapshot.release());
-    socket.on('error', () => socket.destroy());
-    const ex = makeExchange(req, undefined, secure, snapshot);
-    const tracing = this.tracing;
-    // The handshake's outcome (ADR 0055): told by the forwarder (`upgradeDone`: 101, the upstream's refusal, a gateway
-    // error, 499) or by a refusal here, then logged, counted and traced once with the status the client got. A
-    // backend that never tells (a plugin's own `upgrade`) is logged with 101 when the connection closes. A 101 with
-    // the upstream socket starts watching the connection for its own log line and span (ADR 0055).
-    let open = true;
-    const end = (status: number, upstream?: Duplex): UpgradeTap | undefined => {
-      if (!open) return undefined;
-      open = false;
-      ex.status = status;
-      const elapsed = performance.now() - ex.startTime;
-      this.accessLog.record(ex, elapsed);
-      ex.compiledRoute?.metrics.record(status, elapsed / 1000);
-      tracing?.finish(ex);
-      if (status !== 101 || upstream === undefined || (!this.accessLog.enabled && tracing === null)) return undefined;
-      return this.watchConnection(ex, socket, upstream, tracing);
-    };
-    ex.upgradeDone = end;
-    socket.once('close', () => end(ex.status || 499));
-    if (tracing === null) this.serveUpgrade(ex, socket, head, port, snapshot);
-    else tracing.serve(ex, () => this.serveUpgrade(ex, socket, head, port, snapshot));
-  }
-
-  /** An upgraded connection, from the 101 until it closes: its `upgrade closed` log line and span (ADR 0055). */
-  private watchConnection(ex: ExchangeImpl, socket: Duplex, upstream: Duplex, tracing: Tracing | null): UpgradeTap {
-    const upgrade = ex.headers.upgrade;
-    // The client's word, accepted by the upstream's 101; bounded, as it lands on every line and span.
-    const protocol = typeof upgrade === 'string' ? upgrade.slice(0, 64).toLowerCase() : 'unknown';
-    const span = tracing?.startConnection(ex, protocol);
-    return watchUpgradedConnection(socket, upstream, protocol === 'websocket', (closed) => {
-      const fields = endFields(closed, protocol);
-      if (span !== undefined) tracing!.endConnection(span, fields, closed.closeCode);
-      this.accessLog.recordUpgradeEnd(ex, closed.durationMs, fields, span?.spanContext().spanId);
-    });
-  }
-
-  /** Route selection and the request chain of an upgrade, then the backend's upgrade (or a refusal). */
-  private serveUpgrade(ex: ExchangeImpl, socket: Duplex, head: Buffer, port: number, snapshot: Snapshot): void {
-    const refuse = (reply: Reply): void => {
-      ex.upgradeDone!(reply.status);
-      writeRawResponse(socket, reply.status, reply.headers, (reply.body as string | Uint8Array | null) ?? '');
-    };
-    if (ex.refusal !== undefined) {
-      refuse(errorReply(refused(ex.refusal), this.logger, ex));
-      return;
-    }
-    const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
-    const route = listener ? selectRoute(listener, ex) : undefined;
-    if (!route) {
-      refuse(errorReply(noRoute(listener ? 'route' : 'listener', ex), this.logger, ex));
-      return;
-    }
-    ex.route = route.info;
-    ex.compiledRoute = route;
-    // Only the protocols enabled are relayed (ADR 0118, as Envoy's upgrade types): after a 101 every byte goes to
-    // the upstream past routes and policies, so a plain HTTP backend that switches to anything asked would be a
-    // tunnel to any of its paths.
-    if (!upgradeAllowed(ex.headers.upgrade as string | undefined, snapshot.staticConfig.upgradeProtocols)) {
-      refuse(jsonErrorReply(403, 'upgrade_not_allowed', 'this upgrade protocol is not enabled (`config.upgradeProtocols`)'));
-      return;
-    }
-    const run = async (): Promise<void> => {
-      if (route.requestHooks) {
-        const early = await runRequestHooks(route.requestHooks, ex);
-        if (early) {
-          for (const h of route.responseHooks ?? []) h.onResponse!(ex, early);
-          return refuse(early);
-        }
-      }
-      const ref = pickBackend(route, null);
-      if (!ref?.instance.upgrade) {
-        return refuse(jsonErrorReply(501, 'upgrade_not_supported', 'this route does not accept protocol upgrades'));
-      }
-      ex.plan = ref.plan;
-      if (ref.requestHooks) {
-        const early = await runRequestHooks(ref.requestHooks, ex);
-        if (early) return refuse(early);
-      }
-      ex.status = 101; // what a backend that does not tell its outcome is logged with
-      ref.instance.upgrade(ex, socket, head);
-    };
-    run().catch((err: unknown) => refuse(errorReply(err, this.logger, ex)));
+    serveUpgradeRequest(this, req, socket, head, port, secure);
   }
 }
