@@ -50,6 +50,9 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
     const slash = raw.indexOf('/', skip);
     req.headers.host = slash === -1 ? raw.slice(skip) : raw.slice(skip, slash);
     raw = slash === -1 ? '/' : raw.slice(slash);
+    // From here on the target is its origin form, as the SDK's `originalUrl` says ("path and query"): policies, the
+    // access log and CEL read a path, never `http://host/...`.
+    req.url = q === -1 ? raw : raw + url.slice(q);
   }
   const host = skip > 0 && req.headers.host === '' ? NO_AUTHORITY : requestHostname(req.headers, req.rawHeaders);
   const path = normalizePath(raw, statics.paths);

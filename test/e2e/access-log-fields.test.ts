@@ -167,6 +167,22 @@ describe('access log fields, request id, filter', () => {
     }
   });
 
+  it('an absolute-form target (GET http://host/path) is logged and seen by policies as its path and query', async () => {
+    // RFC 9112 section 3.2.2: a server must accept it; `originalUrl` (the SDK's "path and query") held the whole URL.
+    const raw = 'GET http://abs.example/abs/form?access_token=s3cr3t-abs&x=1 HTTP/1.1\r\nHost: other\r\nx-probe: abs-form\r\nConnection: close\r\n\r\n';
+    const answer = await new Promise<string>((resolve, reject) => {
+      // Written, not ended: a client that half-closes is a client gone (499), as with nginx.
+      const socket = connect(port, '127.0.0.1', () => socket.write(raw));
+      let data = '';
+      socket.on('data', (c: Buffer) => (data += c.toString()));
+      socket.on('close', () => resolve(data));
+      socket.on('error', reject);
+    });
+    assert.match(answer, /^HTTP\/1\.1 200/);
+    assert.equal(upstream.received.at(-1)!.url, '/abs/form?access_token=s3cr3t-abs&x=1');
+    assert.equal((await lineFor('abs-form'))['http.path'], '/abs/form?access_token=<redacted>&x=1');
+  });
+
   it('fields.add: CEL values from headers and JWT claims', async () => {
     assert.equal(await call('/jwt/x', 'jwt', { authorization: `Bearer ${token}` }), 200);
     const line = await lineFor('jwt');
