@@ -86,6 +86,15 @@ describe('extAuthz', () => {
       req.resume();
       const respond = () => {
         if (req.url!.includes('/slow')) return; // answered below, too late
+        // Denials whose body cannot be read whole: larger than the 1 MiB the gateway reads, or stalled after a part.
+        if (req.url!.includes('/huge-deny')) {
+          res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="authz"' });
+          return res.end(Buffer.alloc(2 * 1024 * 1024, 0x61));
+        }
+        if (req.url!.includes('/stalled-deny')) {
+          res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="authz"' });
+          return res.write('denied, and then nothing more');
+        }
         if (req.headers.authorization === 'Bearer good') {
           res.writeHead(204, { 'x-user-id': 'u-123', 'x-not-copied': 'nope' });
           return res.end();
@@ -119,6 +128,7 @@ describe('extAuthz', () => {
       }),
       route('http-plain', { extAuthz: { host: httpHost, protocol: { http: {} } } }),
       route('http-slow', { extAuthz: { host: httpHost, timeout: '200ms', protocol: { http: { path: '"/slow"' } } } }),
+      route('http-deny-allow', { extAuthz: { host: httpHost, timeout: '300ms', failureMode: 'allow', protocol: { http: {} } } }),
       route('http-dead', { extAuthz: { host: `127.0.0.1:${deadPort}`, protocol: { http: {} } } }),
       route('http-badpath', { extAuthz: { host: httpHost, protocol: { http: { path: 'request.headers["x-missing"]' } } } }),
     ];
@@ -274,6 +284,16 @@ describe('extAuthz', () => {
 
     it('an unreachable service denies with 403', async () => {
       assertFailedClosed(await call('/http-dead/x', { authorization: 'Bearer good' }));
+    });
+
+    it('a denial whose body is too large or stalls still denies with its status, whatever the failure mode', async () => {
+      for (const path of ['/http-deny-allow/huge-deny', '/http-deny-allow/stalled-deny']) {
+        const r = await call(path, { authorization: 'Bearer good' });
+        assert.equal(r.status, 401, `${path}: the service's decision stands (${r.text.slice(0, 100)})`);
+        assert.equal(r.reachedUpstream, false, `${path}: never reaches the upstream`);
+        assert.equal(r.headers['www-authenticate'], 'Bearer realm="authz"');
+        assert.deepEqual(JSON.parse(r.text), { error: { type: 'authentication_failed', message: 'denied by external authorization' } });
+      }
     });
 
     it('a path expression that fails follows the failure mode', async () => {

@@ -1,4 +1,4 @@
-import { celValueToString, readCapped } from 'switchyard/sdk';
+import { celValueToString, jsonErrorReply, readCapped } from 'switchyard/sdk';
 import type { CompiledExpression, Exchange, HeaderMap, Reply, UpstreamTarget } from 'switchyard/sdk';
 import { applyHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
 import { denialReply } from './grpc-check.ts';
@@ -51,8 +51,25 @@ export async function httpCheck(options: HttpCheckOptions, ex: Exchange): Promis
     }
     return undefined;
   }
-  const body = await readCapped(res.body, MAX_DENIAL_BODY, { tooLarge: (n) => new Error(`the authorization service's answer is larger than ${n} bytes`) });
   const out: HeaderMap = {};
   for (const [name, value] of Object.entries(res.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+  let body: Buffer;
+  try {
+    body = await readCapped(res.body, MAX_DENIAL_BODY, { tooLarge: (n) => new Error(`the body is larger than ${n} bytes`) });
+  } catch {
+    // The status is the service's decision: a body that cannot be read whole (too large, stalled past the timeout,
+    // cut off) loses the body, never the denial, so `failureMode: allow` cannot turn it into an allow.
+    return bodylessDenial(res.status, out);
+  }
   return denialReply(res.status, body, out);
+}
+
+/**
+ * The service's denial without its body: its status and headers (less those that described the body), with the
+ * gateway's JSON error as body for an error status, or none for a redirect.
+ */
+function bodylessDenial(status: number, headers: HeaderMap): Reply {
+  for (const name of ['content-type', 'content-encoding', 'content-language', 'content-range', 'etag']) delete headers[name];
+  if (status < 400) return denialReply(status, '', headers);
+  return jsonErrorReply(status, status === 401 ? 'authentication_failed' : 'forbidden', 'denied by external authorization', headers);
 }
