@@ -17,6 +17,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { shaCrypt } from '../../plugins/policies/basic-auth/sha-crypt.ts';
 
 const PRESET = fullPresetWith(jwtAuth, apiKey, basicAuth);
 
@@ -31,6 +32,9 @@ const USERS: readonly { user: string; password: string; flags: string[]; format:
   { user: 'erin', password: 'erin-Pw5', flags: ['-2'], format: 'SHA-256-crypt' },
   { user: 'frank', password: 'frank-Pw6', flags: ['-5'], format: 'SHA-512-crypt' },
 ];
+
+/** A password past the 1024 bytes basicAuth hashes (SHA-crypt's cost grows with its square), yet correctly hashed. */
+const LONG_PASSWORD = 'L'.repeat(1025);
 
 const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
@@ -76,12 +80,15 @@ describe('basicAuth', { skip: SKIP }, () => {
     usersFile = join(dir, 'users.htpasswd');
     execFileSync('htpasswd', ['-cb', ...USERS[0]!.flags, usersFile, USERS[0]!.user, USERS[0]!.password], { stdio: 'pipe' });
     for (const u of USERS.slice(1)) execFileSync('htpasswd', ['-b', ...u.flags, usersFile, u.user, u.password], { stdio: 'pipe' });
+    // htpasswd refuses passwords past 255 bytes: these users are hashed here, with the code checked against it above.
+    const longFile = join(dir, 'long.htpasswd');
+    writeFileSync(longFile, `long:${shaCrypt(LONG_PASSWORD, '$6$longsalt')}\nedge:${shaCrypt(LONG_PASSWORD.slice(1), '$6$edgesalt')}\n`);
     // Relative to the gateway's working directory (this process's cwd).
     const file = relative(process.cwd(), usersFile);
-    const route = (name: string, policy: Record<string, unknown>) => ({
+    const route = (name: string, policy: Record<string, unknown>, users = file) => ({
       name,
       matches: [{ path: { pathPrefix: `/${name}` } }],
-      policies: { basicAuth: { htpasswd: { file }, ...policy }, transformations: { request: { set: { 'x-user': 'basicAuth.username' } } } },
+      policies: { basicAuth: { htpasswd: { file: users }, ...policy }, transformations: { request: { set: { 'x-user': 'basicAuth.username' } } } },
       backends: [{ host: `127.0.0.1:${upstream.port}` }],
     });
     gw = await startGateway(
@@ -89,7 +96,7 @@ describe('basicAuth', { skip: SKIP }, () => {
         binds: [
           {
             port,
-            listeners: [{ routes: [route('strict', { mode: 'strict', realm: 'Switchyard "test"' }), route('optional', {}), route('permissive', { mode: 'permissive' })] }],
+            listeners: [{ routes: [route('strict', { mode: 'strict', realm: 'Switchyard "test"' }), route('optional', {}), route('permissive', { mode: 'permissive' }), route('long', { mode: 'strict' }, longFile)] }],
           },
         ],
       },
@@ -121,6 +128,15 @@ describe('basicAuth', { skip: SKIP }, () => {
     assertRejected(await call('/optional', { authorization: 'Basic !!!notbase64' }), 'Restricted', 'invalid credentials');
     assertRejected(await call('/optional', { authorization: `Basic ${Buffer.from('no-colon').toString('base64')}` }), 'Restricted', 'invalid credentials');
     assertRejected(await call('/strict', { authorization: 'Bearer abc' }), 'Switchyard \\"test\\"', 'no basic authentication credentials found');
+  });
+
+  it('a password past 1024 bytes is refused unhashed, even the right one; up to 1024 bytes it is checked', async () => {
+    // SHA-crypt hashes the password once per byte of it: 12 KiB (what fits in a header) blocked the event loop for
+    // about 150 ms per request, for any user name (an unknown one is checked against the first user's hash).
+    assertRejected(await call('/long', { authorization: basic('long', LONG_PASSWORD) }), 'Restricted', 'invalid credentials');
+    const edge = await call('/long', { authorization: basic('edge', LONG_PASSWORD.slice(1)) });
+    assert.equal(edge.status, 200, edge.body);
+    assert.equal(seen()['x-user'], 'edge');
   });
 
   it('missing credentials: strict 401 with the realm; optional passes without a user', async () => {

@@ -23,6 +23,11 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 /** Verified credentials remembered so a repeat skips bcrypt/SHA-crypt; bounded in size and age. */
 const CACHE_ENTRIES = 1024;
 const CACHE_MAX_AGE_MS = 5 * 60_000;
+/**
+ * Longest password hashed, in bytes (htpasswd itself refuses more than 255). SHA-crypt and MD5-crypt cost grows with
+ * the password's length (SHA-crypt's with its square): a 12 KiB password blocked the event loop for about 150 ms.
+ */
+export const MAX_PASSWORD_BYTES = 1024;
 
 interface Verified {
   readonly attribute: BasicAuthAttribute;
@@ -77,6 +82,8 @@ export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileCont
       if (colon < 0) return invalid();
       const username = decoded.subarray(0, colon).toString('utf8');
       const password = decoded.subarray(colon + 1);
+      // Refused before the user is looked up: the answer time says nothing about which users exist.
+      if (password.length > MAX_PASSWORD_BYTES) return invalid();
       const entries = store.entries;
       const version = store.version;
       const entry = entries.get(username);
