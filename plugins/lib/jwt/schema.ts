@@ -24,7 +24,7 @@ export const jwksSchema: JsonSchema = {
       pattern: '^[hH][tT][tT][pP][sS]?://',
       'x-hint': 'an `http://` or `https://` URL',
       description:
-        'HTTP(S) URL of the JWKS. Fetched at load (an unreachable URL stops the load), kept across reloads, refreshed after its `Cache-Control: max-age` (15 min by default) and refetched on an unknown `kid` (at most once per 30 s).',
+        'HTTP(S) URL of the JWKS. Fetched at load (an unreachable URL does not stop the load: it is logged, fetched again with backoff, and tokens of this issuer get 503 until the keys arrive), kept across reloads, refreshed after its `Cache-Control: max-age` (15 min by default) and refetched on an unknown `kid` (at most once per 30 s).',
     },
     file: {
       type: 'string',
