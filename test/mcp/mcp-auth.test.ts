@@ -15,6 +15,7 @@ import stdio from '../../plugins/mcp-transports/stdio/plugin.ts';
 import mcpAuthentication from '../../plugins/policies/mcp-authentication/plugin.ts';
 import mcpAuthorization from '../../plugins/policies/mcp-authorization/plugin.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
+import { rawRequest } from '../e2e/proxy-support.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startOidcProvider, TEST_CLIENT } from '../helpers/oidc-provider.ts';
@@ -405,6 +406,17 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
       const expired = await signLocal({ iss: LOCAL_ISS, aud: 'local-api', exp: now() - 3600 });
       assertUnauthorized(await call('/local', { token: expired }), `${base}${PR}/local`, /expired/);
       assert.equal((await call('/local', { token: await signLocal({ iss: LOCAL_ISS, aud: 'local-api', exp: now() + 300 }) })).text, 'local ok');
+    });
+
+    it('an absolute-form request target (RFC 9112 3.2.2) gets the challenge and the discovery documents of its path', async () => {
+      const port = Number(new URL(base).port);
+      const hostport = base.slice('http://'.length);
+      const challenge = await rawRequest(port, `GET ${base}/mcp/deeper?x=1 HTTP/1.1\nHost: ${hostport}\nConnection: close`);
+      assert.equal(challenge.status, 401);
+      assert.equal(challenge.headers.find(([n]) => n === 'www-authenticate')?.[1], `Bearer resource_metadata="${base}${PR}/mcp/deeper"`);
+      const doc = await rawRequest(port, `GET ${base}${PR}/mcp HTTP/1.1\nHost: ${hostport}\nConnection: close`);
+      assert.equal(doc.status, 200, doc.body.toString());
+      assert.equal(JSON.parse(doc.body.toString()).resource, resource);
     });
 
     it('without resourceMetadata the challenge uses the request origin, honouring a trusted proxy\'s X-Forwarded-Proto', async () => {
