@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -35,6 +35,25 @@ const USERS: readonly { user: string; password: string; flags: string[]; format:
 
 /** A password past the 1024 bytes basicAuth hashes (SHA-crypt's cost grows with its square), yet correctly hashed. */
 const LONG_PASSWORD = 'L'.repeat(1025);
+
+/**
+ * Another process sends `argv[2]` requests at once (one connection each, `argv[4]` as Authorization) to port
+ * `argv[1]`, path `argv[3]`, and prints each answer's status and, for a 503, its Retry-After and body.
+ */
+const FLOOD = `
+const net = require('node:net');
+const [port, n, path, auth] = [Number(process.argv[1]), Number(process.argv[2]), process.argv[3], process.argv[4]];
+const answers = [];
+for (let i = 0; i < n; i++) {
+  const s = net.connect(port, '127.0.0.1', () => s.write('GET ' + path + ' HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: ' + auth + '\\r\\nConnection: close\\r\\n\\r\\n'));
+  let text = '';
+  s.on('data', (d) => (text += d));
+  s.on('close', () => {
+    answers.push({ status: Number(text.split(' ')[1]), retryAfter: /retry-after: (\\S+)/i.exec(text)?.[1], body: text.slice(text.indexOf('\\r\\n\\r\\n') + 4) });
+    if (answers.length === n) console.log(JSON.stringify(answers));
+  });
+}
+`;
 
 const basic = (user: string, password: string): string => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
 
@@ -83,6 +102,9 @@ describe('basicAuth', { skip: SKIP }, () => {
     // htpasswd refuses passwords past 255 bytes: these users are hashed here, with the code checked against it above.
     const longFile = join(dir, 'long.htpasswd');
     writeFileSync(longFile, `long:${shaCrypt(LONG_PASSWORD, '$6$longsalt')}\nedge:${shaCrypt(LONG_PASSWORD.slice(1), '$6$edgesalt')}\n`);
+    // A bcrypt cost that takes bcryptjs about 100 ms: what a flood of wrong passwords makes the gateway spend.
+    const slowFile = join(dir, 'slow.htpasswd');
+    execFileSync('htpasswd', ['-cbB', '-C', '10', slowFile, 'slow', 'slow-Pw8'], { stdio: 'pipe' });
     // Relative to the gateway's working directory (this process's cwd).
     const file = relative(process.cwd(), usersFile);
     const route = (name: string, policy: Record<string, unknown>, users = file) => ({
@@ -96,7 +118,18 @@ describe('basicAuth', { skip: SKIP }, () => {
         binds: [
           {
             port,
-            listeners: [{ routes: [route('strict', { mode: 'strict', realm: 'Switchyard "test"' }), route('optional', {}), route('permissive', { mode: 'permissive' }), route('long', { mode: 'strict' }, longFile)] }],
+            listeners: [
+              {
+                routes: [
+                  route('strict', { mode: 'strict', realm: 'Switchyard "test"' }),
+                  route('optional', {}),
+                  route('permissive', { mode: 'permissive' }),
+                  route('long', { mode: 'strict' }, longFile),
+                  route('slow', {}, slowFile),
+                  { name: 'open', matches: [{ path: { pathPrefix: '/open' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+                ],
+              },
+            ],
           },
         ],
       },
@@ -137,6 +170,35 @@ describe('basicAuth', { skip: SKIP }, () => {
     const edge = await call('/long', { authorization: basic('edge', LONG_PASSWORD.slice(1)) });
     assert.equal(edge.status, 200, edge.body);
     assert.equal(seen()['x-user'], 'edge');
+  });
+
+  it('a flood of wrong passwords never stalls the gateway: slow hashes run one at a time, a bounded queue waits, the rest get 503', async () => {
+    // bcryptjs works in slices of up to 100 ms, and ran every request's slice before the event loop read a socket
+    // again: 200 wrong passwords at once held an unrelated request for about 27 s. The gateway runs in this process,
+    // so the longest gap between two ticks of a 10 ms timer is how long it stopped serving anything.
+    let longest = 0;
+    let last = performance.now();
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      longest = Math.max(longest, now - last);
+      last = now;
+    }, 10);
+    // From another process: a client in this one would wait on the same event loop.
+    const out = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ['-e', FLOOD, String(port), '100', '/slow', basic('slow', 'wrong')], { encoding: 'utf8' }, (err, stdout) => (err ? reject(err) : resolve(stdout))),
+    );
+    const answers = JSON.parse(out) as { status: number; retryAfter?: string; body: string }[];
+    clearInterval(ticker);
+    assert.ok(longest < 1000, `the event loop stalled for ${Math.round(longest)} ms`);
+    const statuses = answers.map((a) => a.status);
+    assert.ok(statuses.includes(401), 'the queued ones are checked');
+    const busy = answers.filter((a) => a.status === 503);
+    assert.ok(busy.length > 0, 'past the queue: 503');
+    assert.equal(statuses.length, statuses.filter((s) => s === 401 || s === 503).length);
+    assert.equal(busy[0]!.retryAfter, '1');
+    assert.deepEqual(JSON.parse(busy[0]!.body), { error: { type: 'authentication_unavailable', message: 'basic authentication unavailable: too many passwords are being checked; retry shortly' } });
+    // Once the flood is over, the right password is checked as usual.
+    assert.equal((await call('/slow', { authorization: basic('slow', 'slow-Pw8') })).status, 200);
   });
 
   it('missing credentials: strict 401 with the realm; optional passes without a user', async () => {

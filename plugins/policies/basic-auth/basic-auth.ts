@@ -3,7 +3,9 @@ import { resolve } from 'node:path';
 import { defineAttribute, jsonErrorReply, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AUTHORIZATION_ONLY, basicCredential } from '../../lib/credentials/credentials.ts';
+import { HashGate } from './hash-gate.ts';
 import { HtpasswdStore, verifyPassword } from './htpasswd.ts';
+import type { HtpasswdEntry } from './htpasswd.ts';
 
 export interface BasicAuthConfig {
   htpasswd: { file: string };
@@ -28,6 +30,17 @@ const CACHE_MAX_AGE_MS = 5 * 60_000;
  * the password's length (SHA-crypt's with its square): a 12 KiB password blocked the event loop for about 150 ms.
  */
 export const MAX_PASSWORD_BYTES = 1024;
+/** Slow hashes waiting their turn (about 3 s of bcrypt at cost 10); past it a request gets 503 (hash-gate.ts). */
+const MAX_WAITING_HASHES = 32;
+/** One gate for the process: every basicAuth policy, of every config generation, shares the one event loop. */
+const gate = new HashGate(MAX_WAITING_HASHES);
+const SLOW_FORMATS: ReadonlySet<string> = new Set(['bcrypt', 'sha256-crypt', 'sha512-crypt']);
+
+/** `verifyPassword`, slow formats through the gate: undefined when its queue is full (nothing was checked). */
+function check(entry: HtpasswdEntry, password: Buffer): boolean | Promise<boolean> | undefined {
+  if (!SLOW_FORMATS.has(entry.format)) return verifyPassword(entry, password);
+  return gate.run(async () => verifyPassword(entry, password));
+}
 
 interface Verified {
   readonly attribute: BasicAuthAttribute;
@@ -54,9 +67,9 @@ export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileCont
   const challenge = `Basic realm="${realm}"`;
   const reject = (message: string): Reply =>
     jsonErrorReply(401, 'authentication_failed', `basic authentication failure: ${message}`, { 'www-authenticate': challenge });
-  // Keyed by a salted digest of the credential, so the cache holds no passwords.
-  const salt = randomBytes(16);
-  const cache = new Map<string, Verified>();
+  // Keyed by a salted digest of the credential, so the cache holds no passwords. One per file, kept across reloads
+  // (entries carry the file version they were checked against): a reload does not send every user to the hasher.
+  const { salt, cache } = ctx.resources.get(`basicAuth:verified:${path}`, () => ({ salt: randomBytes(16), cache: new Map<string, Verified>() }));
 
   const accept = (ex: Exchange, attribute: BasicAuthAttribute): undefined => {
     ex.set(basicAuthAttribute, attribute);
@@ -64,6 +77,11 @@ export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileCont
     return undefined;
   };
   const invalid = (): Reply | undefined => (mode === 'permissive' ? undefined : reject('invalid credentials'));
+  // Not the client's fault, so no challenge; permissive mode never rejects and passes it unauthenticated.
+  const busy = (): Reply | undefined =>
+    mode === 'permissive'
+      ? undefined
+      : jsonErrorReply(503, 'authentication_unavailable', 'basic authentication unavailable: too many passwords are being checked; retry shortly', { 'retry-after': '1' });
 
   return {
     credentialHeaders: AUTHORIZATION_ONLY,
@@ -91,7 +109,9 @@ export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileCont
         // Spend about the time a known user costs, so the answer time does not tell which users exist.
         const decoy = entries.values().next().value;
         if (decoy === undefined) return invalid();
-        const spent = verifyPassword(decoy, password);
+        // Through the gate too: a full queue answers the same for every user name.
+        const spent = check(decoy, password);
+        if (spent === undefined) return busy();
         return spent instanceof Promise ? spent.then(invalid, invalid) : invalid();
       }
       const done = (ok: boolean): Reply | undefined => {
@@ -101,7 +121,8 @@ export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileCont
         cache.set(cacheKey, { attribute, version, expiresAt: Date.now() + CACHE_MAX_AGE_MS });
         return accept(ex, attribute);
       };
-      const result = verifyPassword(entry, password);
+      const result = check(entry, password);
+      if (result === undefined) return busy();
       return result instanceof Promise ? result.then(done, () => invalid()) : done(result);
     },
   };
