@@ -128,6 +128,9 @@ describe('JwtVerifier', () => {
     assert.equal(await reason(v, await sign(rsa, { ...good(), nbf: now() + 3600 })), 'not_yet_valid');
     assert.equal(await reason(v, await sign(rsa, { ...good(), nbf: now() + 10 })), 'ok', 'within the skew');
     assert.equal(await reason(v, await sign(rsa, { ...good(), exp: 'soon' as unknown as number })), 'invalid_claim');
+    // A malformed nbf is not a token that will become valid later.
+    const badNbf = await v.verify(await sign(rsa, { ...good(), nbf: 'later' as unknown as number }));
+    assert.deepEqual(badNbf.ok ? undefined : [badNbf.reason, badNbf.message], ['invalid_claim', 'the token claim `nbf` is invalid']);
   });
 
   it('requiredClaims: default [exp]; [] requires none but an expired exp still fails; unknown names are ignored', async () => {

@@ -228,6 +228,8 @@ export function mapJoseError(err: unknown): JwtFailure {
   if (err instanceof errors.JWTClaimValidationFailed) {
     const claim = err.claim;
     if (err.reason === 'missing') return fail('missing_claim', `the token lacks the required \`${claim}\` claim`);
+    // A value of the wrong type (`"invalid"`) is an invalid claim, not a time check that failed.
+    if (err.reason === 'invalid') return fail('invalid_claim', `the token claim \`${claim}\` is invalid`);
     if (claim === 'nbf') return fail('not_yet_valid', 'the token is not valid yet (`nbf`)');
     if (claim === 'iss') return fail('wrong_issuer', 'the token issuer is not accepted');
     if (claim === 'aud') return fail('wrong_audience', 'the token audience is not accepted');
