@@ -51,6 +51,12 @@ describe('htpasswd', () => {
     assert.equal(await check(entries.get('carol')!, 'carolpw'), true);
   });
 
+  it('a byte-order mark (a file saved by a Windows editor) is not part of the first user name', () => {
+    const { entries, problems } = parseHtpasswd('\uFEFFcarol:{SHA}stOsjhQ+/Zr2RzmhAD8uggClG7Y=\r\n');
+    assert.deepEqual(problems, []);
+    assert.deepEqual([...entries.keys()], ['carol']);
+  });
+
   it('verifies what Debian htpasswd writes for each format; a wrong password fails', { skip: SKIP }, async () => {
     const file = join(dir, 'users');
     const users: [string, string, string[]][] = [

@@ -54,7 +54,8 @@ export function detectFormat(hash: string): HashFormat | undefined {
 export function parseHtpasswd(text: string): { entries: Map<string, HtpasswdEntry>; problems: HtpasswdProblem[] } {
   const entries = new Map<string, HtpasswdEntry>();
   const problems: HtpasswdProblem[] = [];
-  const lines = text.split('\n');
+  // A byte-order mark (Windows editors write one) would otherwise start the first user's name.
+  const lines = (text.charCodeAt(0) === 0xfeff ? text.slice(1) : text).split('\n');
   lines.forEach((raw, i) => {
     const line = i + 1;
     const text = raw.replace(/\s+$/, '');
