@@ -165,10 +165,8 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
   return {
     credentialHeaders: AUTHORIZATION_ONLY,
     onRequest(ex) {
-      // The discovery documents are public: served before, and without, token validation. (An absolute-form
-      // target does not start with `/`: the slower check, for it only.)
-      const url = ex.originalUrl;
-      if (url.startsWith(WELL_KNOWN_OAUTH) || (url.charCodeAt(0) !== 47 && originalPath(ex).startsWith(WELL_KNOWN_OAUTH))) {
+      // The discovery documents are public: served before, and without, token validation.
+      if (ex.originalUrl.startsWith(WELL_KNOWN_OAUTH)) {
         const path = originalPath(ex);
         const method = ex.method;
         const prSuffix = wellKnownSuffix(path, PROTECTED_RESOURCE_PREFIX);

@@ -38,17 +38,9 @@ export function wellKnownSuffix(path: string, prefix: string): string | undefine
   return path.charCodeAt(prefix.length) === 47 /* / */ ? path.slice(prefix.length) : undefined;
 }
 
-/**
- * The client's path as it arrived (before rewrites), without the query string. An absolute-form target
- * (`GET http://host/mcp`, RFC 9112 section 3.2.2) gives its path, as the origin-form `GET /mcp` would.
- */
+/** The client's path as it arrived (before rewrites), without the query string. */
 export function originalPath(ex: Exchange): string {
-  let url = ex.originalUrl;
-  if (url.charCodeAt(0) !== 47 /* / */) {
-    const authority = url.indexOf('://');
-    const slash = authority === -1 ? -1 : url.indexOf('/', authority + 3);
-    url = slash === -1 ? '/' : url.slice(slash);
-  }
+  const url = ex.originalUrl;
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
 }
