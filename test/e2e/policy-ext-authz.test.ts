@@ -95,6 +95,10 @@ describe('extAuthz', () => {
           res.writeHead(401, { 'content-type': 'text/plain', 'www-authenticate': 'Bearer realm="authz"' });
           return res.write('denied, and then nothing more');
         }
+        if (req.headers.authorization === 'Bearer anonymous') {
+          res.writeHead(204);
+          return res.end();
+        }
         if (req.headers.authorization === 'Bearer good') {
           res.writeHead(204, { 'x-user-id': 'u-123', 'x-not-copied': 'nope' });
           return res.end();
@@ -260,6 +264,15 @@ describe('extAuthz', () => {
       assert.equal(got.headers['x-user-id'], 'u-123', 'includeResponseHeaders are copied upstream');
       assert.equal(got.headers['x-not-copied'], undefined);
       assert.equal(got.headers.authorization, 'Bearer good', 'extAuthz does not consume the credential');
+    });
+
+    it('a header named in includeResponseHeaders is the service\'s: the client\'s own copy never reaches the upstream', async () => {
+      // The service allows without naming a user (an anonymous caller): the client's `x-user-id: admin` must not pass
+      // as if the service had set it.
+      assert.equal((await call('/http/orders', { authorization: 'Bearer anonymous', 'x-user-id': 'admin', 'X-User-Id': 'admin' })).status, 200);
+      assert.equal(upstream.received.at(-1)!.headers['x-user-id'], undefined);
+      assert.equal((await call('/http/orders', { authorization: 'Bearer good', 'x-user-id': 'admin' })).status, 200);
+      assert.equal(upstream.received.at(-1)!.headers['x-user-id'], 'u-123');
     });
 
     it('any other answer goes back to the client verbatim', async () => {

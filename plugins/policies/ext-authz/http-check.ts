@@ -47,7 +47,10 @@ export async function httpCheck(options: HttpCheckOptions, ex: Exchange): Promis
     res.body.resume();
     for (const name of options.includeResponseHeaders) {
       const value = res.headers[name];
+      // The service decides these headers: one its answer does not set is not the client's to set either (a client's
+      // `x-user-id: admin` would otherwise pass as the service's word). Blanked, not deleted, as credentials are.
       if (value !== undefined) ex.headers[name] = value;
+      else if (ex.headers[name] !== undefined) ex.headers[name] = undefined;
     }
     return undefined;
   }
