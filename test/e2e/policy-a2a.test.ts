@@ -12,7 +12,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { echoText, factory, sendParams, startEchoAgent, userMessage } from '../helpers/a2a-agent.ts';
+import { echoText, EXTENDED_SKILL, factory, sendParams, startEchoAgent, userMessage } from '../helpers/a2a-agent.ts';
 import type { EchoAgent } from '../helpers/a2a-agent.ts';
 
 /** The full preset with `a2a`, whether or not the preset lists it yet. */
@@ -28,6 +28,8 @@ async function waitFor(check: () => boolean, what: string, ms = 5000): Promise<v
 
 describe('a2a', () => {
   let agent: EchoAgent;
+  /** The echo agent with an extended agent card. */
+  let extAgent: EchoAgent;
   let cards: TestUpstream;
   let gw: RunningGateway;
   let port: number;
@@ -55,6 +57,7 @@ describe('a2a', () => {
 
   before(async () => {
     agent = await startEchoAgent();
+    extAgent = await startEchoAgent({ extendedCard: true });
     // Cards and streams the echo agent cannot produce: broken cards, a v0.3-only card, a compressed card, a slow SSE.
     cards = await startUpstream((req, res) => {
       const self = `http://127.0.0.1:${cards.port}`;
@@ -78,6 +81,9 @@ describe('a2a', () => {
               { url: `${self}/cards/v03/rest`, transport: 'HTTP+JSON' },
             ],
           });
+        case '/cards/legacy-rest/v1/card':
+          // The v0.3 REST binding's authenticated extended card.
+          return json({ name: 'legacy rest', protocolVersion: '0.3.0', url: `${self}/cards/legacy-rpc`, additionalInterfaces: [{ url: `${self}/cards/legacy-rest`, transport: 'HTTP+JSON' }] });
         case '/cards/gzip/.well-known/agent-card.json': {
           const body = gzipSync(JSON.stringify({ name: 'zipped', supportedInterfaces: [{ url: `${self}/cards/gzip/rpc`, protocolBinding: 'JSONRPC' }] }));
           res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) });
@@ -119,6 +125,12 @@ describe('a2a', () => {
                     backends: [{ host: echo }],
                   },
                   {
+                    name: 'extended',
+                    matches: [{ path: { pathPrefix: '/ext' } }],
+                    policies: { a2a: {}, urlRewrite: { path: { prefix: '/' } } },
+                    backends: [{ host: `127.0.0.1:${extAgent.port}` }],
+                  },
+                  {
                     name: 'on-backend',
                     matches: [{ path: { pathPrefix: '/via-backend' } }],
                     policies: { urlRewrite: { path: { prefix: '/' } } },
@@ -152,6 +164,7 @@ describe('a2a', () => {
     releaseSecondEvent();
     await gw?.stop();
     await agent?.close();
+    await extAgent?.close();
     await cards?.close();
   });
 
@@ -327,6 +340,56 @@ describe('a2a', () => {
       card.supportedInterfaces.map((i) => i.url),
       ['https://gateway.example.com:8443/agents/echo/a2a/jsonrpc', 'https://gateway.example.com:8443/agents/echo/a2a/rest', 'https://gateway.example.com:8443/agents/echo/a2a/jsonrpc'],
     );
+  });
+
+  it('the extended agent card names the gateway too (JSON-RPC and REST), behind a prefix rewrite', async () => {
+    for (const [binding, method] of [
+      ['JSONRPC', 'GetExtendedAgentCard'],
+      ['HTTP+JSON', 'GetExtendedAgentCard'],
+    ] as const) {
+      const seen = extAgent.received.length;
+      const client = await factory(binding).createFromUrl(`${base}/ext/`);
+      const card = await client.getAgentCard();
+      assert.ok(
+        card.skills.some((s) => s.id === EXTENDED_SKILL),
+        `${binding}: the client fetched the extended card`,
+      );
+      assert.deepEqual(
+        card.supportedInterfaces.map((i) => i.url),
+        [`${base}/ext/a2a/jsonrpc`, `${base}/ext/a2a/rest`, `${base}/ext/a2a/jsonrpc`],
+        binding,
+      );
+      const upstream = extAgent.received.slice(seen).map((r) => `${r.method} ${r.url}`);
+      assert.equal(upstream.length, 2, `${binding}: both cards came through the gateway`);
+      assert.equal(extAgent.received.at(-1)!.headers['accept-encoding'], 'identity', `${binding}: the card is asked for uncompressed`);
+      await logged((r) => r.route === 'extended' && r['a2a.method'] === method && r['http.path'] !== undefined && r['a2a.response.outcome'] === 'success', `${binding}: the card call in the access log`);
+    }
+  });
+
+  it('the v0.3 extended card (agent/getAuthenticatedExtendedCard, GET /v1/card) names the gateway too', async () => {
+    const res = await request(`${base}/ext/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'agent/getAuthenticatedExtendedCard' }),
+    });
+    assert.equal(res.statusCode, 200);
+    const text = await res.body.text();
+    assert.equal(res.headers['content-length'], String(Buffer.byteLength(text)));
+    const body = JSON.parse(text) as { jsonrpc: string; id: number; result: { url: string; skills: { id: string }[] } };
+    assert.equal(body.id, 3);
+    assert.equal(body.result.url, `${base}/ext/a2a/jsonrpc`);
+    assert.ok(body.result.skills.some((s) => s.id === EXTENDED_SKILL));
+    assert.doesNotMatch(text, new RegExp(`:${extAgent.port}`), 'no agent address left');
+
+    const rest = await request(`${base}/cards/legacy-rest/v1/card`);
+    const card = (await rest.body.json()) as { url: string; additionalInterfaces: { url: string }[] };
+    assert.equal(card.url, `${base}/cards/legacy-rpc`);
+    assert.deepEqual(
+      card.additionalInterfaces.map((i) => i.url),
+      [`${base}/cards/legacy-rest`],
+    );
+    const record = await logged((r) => r['http.path'] === '/cards/legacy-rest/v1/card', 'the v0.3 REST card in the access log');
+    assert.equal(record['a2a.method'], 'GetExtendedAgentCard');
   });
 
   it('works as a backend policy, and on both route and backend the card is rewritten once', async () => {

@@ -55,8 +55,14 @@ class Echo implements AgentExecutor {
   }
 }
 
-/** The a2a-js echo agent on 127.0.0.1: card at /.well-known/agent-card.json, JSON-RPC at /a2a/jsonrpc, REST at /a2a/rest. */
-export async function startEchoAgent(): Promise<EchoAgent> {
+/** The skill only the extended agent card lists (`startEchoAgent({ extendedCard: true })`). */
+export const EXTENDED_SKILL = 'echo-extended';
+
+/**
+ * The a2a-js echo agent on 127.0.0.1: card at /.well-known/agent-card.json, JSON-RPC at /a2a/jsonrpc, REST at /a2a/rest.
+ * `extendedCard`: the card says the agent has an extended card, which lists one more skill.
+ */
+export async function startEchoAgent(options: { extendedCard?: boolean } = {}): Promise<EchoAgent> {
   // express ships with @a2a-js/sdk (its peer) but has no types here.
   const express = ((await import('express' as string)) as { default: () => any }).default;
   const port = await freePort();
@@ -70,7 +76,7 @@ export async function startEchoAgent(): Promise<EchoAgent> {
       { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
       { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
     ],
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: options.extendedCard === true },
     securitySchemes: {},
     securityRequirements: [],
     defaultInputModes: ['text'],
@@ -79,7 +85,9 @@ export async function startEchoAgent(): Promise<EchoAgent> {
     documentationUrl: '',
     signatures: [],
   } as unknown as AgentCard;
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Echo());
+  const extended = { ...card, skills: [...card.skills, { ...card.skills[0]!, id: EXTENDED_SKILL, name: 'Extended echo' }] } as AgentCard;
+  const extendedProvider = options.extendedCard ? async () => extended : undefined;
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Echo(), undefined, undefined, undefined, extendedProvider);
   const received: Seen[] = [];
   const app = express();
   app.use((req: { method: string; originalUrl: string; headers: IncomingHttpHeaders }, _res: unknown, next: () => void) => {

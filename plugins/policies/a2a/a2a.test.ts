@@ -89,6 +89,33 @@ describe('a2a hooks', () => {
     }
   });
 
+  it('rewrites the card of an extended-card answer, and passes an error answer on as it came', async () => {
+    const p = policy();
+    const call = (body: string) => {
+      const ex = exchange('POST', '/agents/x/rpc');
+      ex.path = '/rpc';
+      ex.headers['content-type'] = 'application/json';
+      Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from(body)) });
+      return ex;
+    };
+    const ex = call('{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}');
+    await p.onRequest!(ex);
+    assert.equal(ex.headers['accept-encoding'], 'identity');
+    const ok = reply(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { name: 'x', supportedInterfaces: [{ url: 'http://agent:9/rpc' }] } }));
+    p.onResponse!(ex, ok);
+    assert.deepEqual(JSON.parse(String(ok.body)), { jsonrpc: '2.0', id: 1, result: { name: 'x', supportedInterfaces: [{ url: 'http://gw.test/agents/x/rpc' }] } });
+    assert.equal(ex.fields['a2a.response.outcome'], 'success');
+
+    const failed = call('{"jsonrpc":"2.0","id":2,"method":"agent/getAuthenticatedExtendedCard"}');
+    await p.onRequest!(failed);
+    const error = '{"jsonrpc":"2.0","id":2,"error":{"code":-32007,"message":"not configured"}}';
+    const answer = reply(error);
+    p.onResponse!(failed, answer);
+    assert.equal(String(answer.body), error);
+    assert.equal(answer.status, 200);
+    assert.deepEqual([failed.fields['a2a.response.outcome'], failed.fields['a2a.response.error_code']], ['error', -32007]);
+  });
+
   it('acts once when set on both the route and the backend', () => {
     const route = policy();
     const backend = policy();

@@ -41,25 +41,40 @@ function decoder(encoding: unknown): ((body: Buffer) => Buffer) | undefined | nu
   return null;
 }
 
+/** The methods that answer with an agent card, the extended one (v1.0 and v0.3 names): rewritten like a card. */
+const EXTENDED_CARD_METHODS: ReadonlySet<string> = new Set(['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard']);
+
+/** The access-log fields and span attributes of what an answer says. */
+function logAnswer(ex: Exchange, info: ResponseInfo): void {
+  logResponseInfo(info, (name, value) => ex.logField(name, value));
+  spanResponse(ex, info);
+}
+
 /**
  * Replace the card in the reply with the rewritten one, reading a streamed card whole first (the reply waits). A card
- * that cannot be rewritten becomes the 503 of BEHAVIOUR.md §4.5.
+ * that cannot be rewritten becomes the 503 of BEHAVIOUR.md §4.5. `call`: the card answers an extended-card call, as
+ * a JSON-RPC `result` when the call was a POST; what the answer says is logged like any call's.
  */
-function rewriteCardReply(ex: Exchange, reply: Reply, names: AgentNames): void | Promise<void> {
+function rewriteCardReply(ex: Exchange, reply: Reply, names: AgentNames, call = false): void | Promise<void> {
   const request = cardRequest(ex);
   const base = agentCardBase(request.clientPath);
   const decode = decoder(reply.headers['content-encoding']);
   const body = reply.body;
   const apply = (bytes: Buffer): void => {
     if (decode === null) throw new AgentCardError('processing failed: agent card invalid JSON');
-    const rewritten = rewriteAgentCardBody(decode ? decode(bytes) : bytes, request, (card) => {
+    const plain = decode ? decode(bytes) : bytes;
+    const seen = (card: Record<string, unknown>): void => {
       if (base !== undefined) names.remember(base, card.name);
-    });
+    };
+    const rewritten = rewriteAgentCardBody(plain, request, seen, call && ex.method === 'POST');
     delete reply.headers['content-length'];
     delete reply.headers['content-encoding'];
     // The bytes differ from the agent's, so the agent's validator no longer names them.
     delete reply.headers.etag;
-    reply.body = rewritten;
+    // Undefined: a JSON-RPC error answer, passed on as the agent sent it (decoded).
+    reply.body = rewritten ?? plain;
+    const info = call ? parseResponseInfo(rewritten ?? plain.toString('utf8'), true) : undefined;
+    if (info) logAnswer(ex, info);
   };
   if (body instanceof Readable) return readCapped(body, BODY_LIMIT, { tooLarge }).then(apply).catch((err: unknown) => fail(reply, err));
   try {
@@ -82,10 +97,7 @@ function fail(reply: Reply, err: unknown): void {
 function inspectCallReply(ex: Exchange, reply: Reply): void {
   const body = reply.body;
   const ok = reply.status >= 200 && reply.status < 300;
-  const log = (info: ResponseInfo): void => {
-    logResponseInfo(info, (name, value) => ex.logField(name, value));
-    spanResponse(ex, info);
-  };
+  const log = (info: ResponseInfo): void => logAnswer(ex, info);
   const contentType = reply.headers['content-type'];
   if (isEventStream(contentType) && body instanceof Readable) {
     const tail = new SseTail();
@@ -153,7 +165,7 @@ function record(ex: Exchange, request: A2aRequest): void {
   ex.protocol = 'a2a';
   if (request.method !== undefined) ex.logField('a2a.method', request.method);
   // The card is rewritten as JSON text: ask the agent not to compress it.
-  if (request.kind === 'card') ex.headers['accept-encoding'] = 'identity';
+  if (request.kind === 'card' || EXTENDED_CARD_METHODS.has(request.method!)) ex.headers['accept-encoding'] = 'identity';
 }
 
 /** Compile `a2a: {}`. */
@@ -181,7 +193,11 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       request.responded = true;
       if (request.kind === 'card') {
         if (reply.status >= 200 && reply.status < 300 && agentCardBase(ex.path) !== undefined) return rewriteCardReply(ex, reply, names);
-      } else if (request.kind === 'call') inspectCallReply(ex, reply);
+      } else if (request.kind === 'call') {
+        const ok = reply.status >= 200 && reply.status < 300;
+        if (ok && EXTENDED_CARD_METHODS.has(request.method!) && !isEventStream(reply.headers['content-type'])) return rewriteCardReply(ex, reply, names, true);
+        inspectCallReply(ex, reply);
+      }
       return undefined;
     },
     onLog(ex, status) {

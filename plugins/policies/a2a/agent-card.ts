@@ -65,13 +65,14 @@ class CardUrls {
   private readonly upstreamPrefix: string;
 
   constructor(request: CardRequest) {
-    this.origin = request.origin;
-    this.basePath = agentCardBase(request.clientPath) ?? request.clientPath;
-    this.gatewayBase = request.origin + this.basePath;
-    this.upstreamBase = agentCardBase(request.upstreamPath) ?? request.upstreamPath;
     const mapping = pathMapping(request.clientPath, request.upstreamPath);
     this.clientPrefix = mapping.clientPrefix;
     this.upstreamPrefix = mapping.upstreamPrefix;
+    this.origin = request.origin;
+    // An extended card comes from an A2A endpoint, not a well-known path: its base is what the rewrite swapped.
+    this.basePath = agentCardBase(request.clientPath) ?? mapping.clientPrefix;
+    this.gatewayBase = request.origin + this.basePath;
+    this.upstreamBase = agentCardBase(request.upstreamPath) ?? mapping.upstreamPrefix;
   }
 
   /** The gateway path that reaches upstream `path`: the rewrite inverted, or undefined when it cannot reach it. */
@@ -149,15 +150,24 @@ export function rewriteAgentCard(card: unknown, request: CardRequest): Record<st
   return card;
 }
 
-/** Parse, rewrite and serialise a card body; throws AgentCardError with the reply message. */
-export function rewriteAgentCardBody(body: Buffer, request: CardRequest, seen?: (card: Record<string, unknown>) => void): string {
-  let card: unknown;
+/**
+ * Parse, rewrite and serialise a card body; throws AgentCardError with the reply message. `inResult`: the body is a
+ * JSON-RPC answer whose `result` is the card (an extended card); an answer without `result` (an error) is left
+ * alone (undefined).
+ */
+export function rewriteAgentCardBody(body: Buffer, request: CardRequest, seen?: (card: Record<string, unknown>) => void, inResult = false): string | undefined {
+  let value: unknown;
   try {
-    card = JSON.parse(body.toString('utf8'));
+    value = JSON.parse(body.toString('utf8'));
   } catch {
     throw new AgentCardError('processing failed: agent card invalid JSON');
   }
-  const rewritten = rewriteAgentCard(card, request);
+  if (inResult) {
+    if (!isObject(value) || value.result === undefined) return undefined;
+    value.result = rewriteAgentCard(value.result, request);
+    return JSON.stringify(value);
+  }
+  const rewritten = rewriteAgentCard(value, request);
   seen?.(rewritten);
   return JSON.stringify(rewritten);
 }

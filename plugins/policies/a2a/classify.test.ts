@@ -23,6 +23,12 @@ it('maps HTTP+JSON (REST) requests to the canonical A2A method names', () => {
     ['GET', '/tasks/t-1/pushNotificationConfigs/c-1', 'GetTaskPushNotificationConfig'],
     ['DELETE', '/tasks/t-1/pushNotificationConfigs/c-1', 'DeleteTaskPushNotificationConfig'],
     ['GET', '/extendedAgentCard', 'GetExtendedAgentCard'],
+    // v1.0 subscribes with GET (POST is accepted too); a task id may hold a colon.
+    ['GET', '/a2a/rest/tasks/t-1:subscribe', 'SubscribeToTask'],
+    ['GET', '/tenant/tasks/t:1:subscribe', 'SubscribeToTask'],
+    ['GET', '/tasks/a:b', 'GetTask'],
+    // v0.3 REST: the authenticated extended card.
+    ['GET', '/a2a/rest/v1/card', 'GetExtendedAgentCard'],
     ['POST', '/a2a/jsonrpc', undefined],
     ['POST', '/things:cancel', undefined],
     ['GET', '/', undefined],
@@ -54,3 +60,4 @@ it('reads the call of a JSON-RPC body: id, context and task ids (v0.3 and v1.0 s
   assert.deepEqual(call({ jsonrpc: '2.0', method: 'GetTask', params: { name: 'tasks/t3' } }), { method: 'GetTask', id: undefined, contextId: undefined, taskId: 't3' });
   assert.equal(call({ id: 1 }), undefined);
 });
+

@@ -56,7 +56,10 @@ export function restMethod(method: string, path: string): string | undefined {
     if (last === 'extendedAgentCard') return 'GetExtendedAgentCard';
     if (last === 'pushNotificationConfigs' && back(2) === 'tasks') return 'ListTaskPushNotificationConfigs';
     if (back(1) === 'pushNotificationConfigs' && back(3) === 'tasks') return 'GetTaskPushNotificationConfig';
-    if (back(1) === 'tasks') return 'GetTask';
+    // v1.0 subscribes with GET; any other colon is part of the task id.
+    if (back(1) === 'tasks') return last.endsWith(':subscribe') && last.length > 10 ? 'SubscribeToTask' : 'GetTask';
+    // v0.3 REST: the authenticated extended card.
+    if (last === 'card' && back(1) === 'v1') return 'GetExtendedAgentCard';
     if (last === 'tasks') return 'ListTasks';
     return undefined;
   }
