@@ -287,6 +287,18 @@ describe('a2a', () => {
     assert.equal(record['a2a.response.error_code'], body.error.code);
   });
 
+  it('a method name as long as the body is logged as unknown, not copied into the log line', async () => {
+    const method = `x${'y'.repeat(100_000)}`;
+    const res = await request(`${base}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0', 'x-test': 'long-method' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'z'.repeat(100_000), method, params: { message: { contextId: 'c'.repeat(100_000) } } }),
+    });
+    await res.body.text();
+    await waitFor(() => gw.logs.some((l) => l.includes('"a2a.method":"unknown"')), 'the call in the access log');
+    assert.ok(gw.logs.every((l) => l.length < 10_000), 'no log line carries the long names');
+  });
+
   it('a v0.3 client reads the v0.3 card (top-level url) through the gateway and calls through it', async () => {
     // No A2A-Version: the agent's compat layer answers with a v0.3 card (with v1.0 interfaces beside it).
     const res = await request(`${base}/.well-known/agent-card.json`);

@@ -61,3 +61,10 @@ it('reads the call of a JSON-RPC body: id, context and task ids (v0.3 and v1.0 s
   assert.equal(call({ id: 1 }), undefined);
 });
 
+it('ignores names too long to be an A2A method or id (the log and the span stay bounded)', () => {
+  const long = 'x'.repeat(257);
+  const call = (v: unknown) => jsonRpcCall(Buffer.from(JSON.stringify(v)));
+  assert.equal(call({ jsonrpc: '2.0', id: 1, method: long }), undefined);
+  assert.deepEqual(call({ jsonrpc: '2.0', id: long, method: 'GetTask', params: { id: long, message: { contextId: long } } }), { method: 'GetTask', id: undefined, contextId: undefined, taskId: undefined });
+  assert.equal(call({ jsonrpc: '2.0', id: 1, method: 'x'.repeat(256) })?.method.length, 256);
+});

@@ -78,7 +78,16 @@ export interface JsonRpcCall {
   readonly taskId?: string;
 }
 
-const text = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+/**
+ * Longest method, id or state read from a body. A2A names are far shorter; a longer value is ignored, so a client
+ * (or an agent) cannot make the access log line or the span grow with the body.
+ */
+const MAX_NAME = 256;
+
+/** A non-empty string of at most MAX_NAME characters, else undefined. */
+export function shortText(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' && v.length <= MAX_NAME ? v : undefined;
+}
 
 /** The JSON-RPC call of a request body, or undefined when the body is no JSON object with a string method. */
 export function jsonRpcCall(body: Buffer): JsonRpcCall | undefined {
@@ -90,14 +99,14 @@ export function jsonRpcCall(body: Buffer): JsonRpcCall | undefined {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
   const v = value as { method?: unknown; id?: unknown; params?: unknown };
-  const method = text(v.method);
+  const method = shortText(v.method);
   if (method === undefined) return undefined;
-  const id = typeof v.id === 'string' || typeof v.id === 'number' ? String(v.id) : undefined;
+  const id = typeof v.id === 'number' ? String(v.id) : shortText(v.id);
   const params = typeof v.params === 'object' && v.params !== null ? (v.params as Record<string, unknown>) : undefined;
   const message = typeof params?.message === 'object' && params.message !== null ? (params.message as Record<string, unknown>) : undefined;
-  const name = text(params?.name);
-  const taskId = text(params?.id) ?? (name?.startsWith('tasks/') ? name.slice(6).split('/')[0] : undefined) ?? text(message?.taskId);
-  return { method, id, contextId: text(message?.contextId) ?? text(params?.contextId), taskId };
+  const name = shortText(params?.name);
+  const taskId = shortText(params?.id) ?? (name?.startsWith('tasks/') ? name.slice(6).split('/')[0] : undefined) ?? shortText(message?.taskId);
+  return { method, id, contextId: shortText(message?.contextId) ?? shortText(params?.contextId), taskId };
 }
 
 /** The JSON-RPC `method` of a request body, or undefined when the body is no JSON object with a string method. */

@@ -33,6 +33,17 @@ it('reads errors and REST bodies', () => {
   assert.equal(parseResponseInfo('not json', true), undefined);
 });
 
+it('ignores values too long to log (an agent cannot grow the access log without bound)', () => {
+  const long = 'x'.repeat(257);
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { kind: long, id: long, contextId: long, status: { state: long } } }, true), {
+    outcome: 'success',
+    resultKind: undefined,
+    taskState: undefined,
+    contextId: undefined,
+    taskId: undefined,
+  });
+});
+
 it('logs only the fields it knows', () => {
   const fields: Record<string, unknown> = {};
   logResponseInfo({ outcome: 'error', errorCode: -32001 }, (k, v) => (fields[k] = v));

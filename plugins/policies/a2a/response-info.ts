@@ -1,4 +1,5 @@
 /** What an A2A response says, for the access log (BEHAVIOUR.md §4.5, §6.1 field names). */
+import { shortText as str } from './classify.ts';
 
 export interface ResponseInfo {
   readonly outcome: 'success' | 'error' | 'unknown';
@@ -16,10 +17,6 @@ type Json = Record<string, unknown>;
 
 function obj(value: unknown): Json | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 /** A2A v1.0 wraps the result in a one-of (`{task}`, `{message}`, …) without `kind`; v0.3 puts `kind` on the result. */
