@@ -84,6 +84,12 @@ describe('a2a', () => {
         case '/cards/legacy-rest/v1/card':
           // The v0.3 REST binding's authenticated extended card.
           return json({ name: 'legacy rest', protocolVersion: '0.3.0', url: `${self}/cards/legacy-rpc`, additionalInterfaces: [{ url: `${self}/cards/legacy-rest`, transport: 'HTTP+JSON' }] });
+        case '/cards/cut/.well-known/agent-card.json':
+          // The agent dies halfway through its card.
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+          res.write('{"name": "cut", "url": "http://agent/');
+          setTimeout(() => res.destroy(), 50);
+          return;
         case '/cards/gzip/.well-known/agent-card.json': {
           const body = gzipSync(JSON.stringify({ name: 'zipped', supportedInterfaces: [{ url: `${self}/cards/gzip/rpc`, protocolBinding: 'JSONRPC' }] }));
           res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) });
@@ -432,6 +438,13 @@ describe('a2a', () => {
     assert.deepEqual(body.error, { type: 'processing_failed', message: 'processing failed: agent card invalid JSON' });
     const record = await logged((r) => r['http.path'] === '/cards/bad/.well-known/agent-card.json', 'the failed card in the access log');
     assert.equal(record['http.status'], 503);
+  });
+
+  it('a card cut short by the agent: 503 "processing failed", not the socket error', async () => {
+    const res = await request(`${base}/cards/cut/.well-known/agent-card.json`);
+    assert.equal(res.statusCode, 503);
+    const body = (await res.body.json()) as { error: { type: string; message: string } };
+    assert.deepEqual(body.error, { type: 'processing_failed', message: 'processing failed: agent card could not be read' });
   });
 
   it('a card without url or supportedInterfaces: 503 naming what is missing', async () => {

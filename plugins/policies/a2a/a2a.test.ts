@@ -2,6 +2,7 @@
 // in-memory bodies, local replies, a policy on both route and backend.
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { describe, it } from 'node:test';
 import type { AttributeKey, BodyReceiver, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { compileA2a } from './a2a.ts';
@@ -71,6 +72,23 @@ describe('a2a hooks', () => {
       assert.equal(bad.status, 503);
       assert.deepEqual(bad.headers, { 'content-type': 'application/json' });
       assert.deepEqual(JSON.parse(String(bad.body)), { error: { type: 'processing_failed', message } });
+    }
+  });
+
+  it('a card it cannot decode is a processing failure that says so', () => {
+    const p = policy();
+    const bomb = gzipSync(JSON.stringify({ url: 'http://agent/', pad: 'x'.repeat(3 * 1024 * 1024) }));
+    for (const [encoding, body, message] of [
+      ['gzip', Buffer.from('not gzip'), 'processing failed: agent card could not be decoded (gzip)'],
+      ['gzip', bomb, 'processing failed: agent card exceeds 2097152 bytes'],
+      ['zstd', Buffer.from('xx'), 'processing failed: agent card Content-Encoding not supported (zstd)'],
+    ] as const) {
+      const ex = exchange('GET', '/.well-known/agent-card.json');
+      p.onRequest!(ex);
+      const r: Reply = { status: 200, headers: { 'content-type': 'application/json', 'content-encoding': encoding }, body, local: false };
+      p.onResponse!(ex, r);
+      assert.equal(r.status, 503);
+      assert.deepEqual(JSON.parse(String(r.body)), { error: { type: 'processing_failed', message } }, message);
     }
   });
 

@@ -30,15 +30,28 @@ function tooLarge(): Error {
   return new AgentCardError(`processing failed: agent card exceeds ${BODY_LIMIT} bytes`);
 }
 
-/** Undo a `Content-Encoding` the agent applied anyway (the card request asks for `identity`). */
-function decoder(encoding: unknown): ((body: Buffer) => Buffer) | undefined | null {
+/** The decoder of a `Content-Encoding` the agent may apply anyway (the card request asks for `identity`). */
+function decoderOf(value: string): ((body: Buffer, options: { maxOutputLength: number }) => Buffer) | undefined {
+  if (value === 'gzip' || value === 'x-gzip') return gunzipSync;
+  if (value === 'deflate') return inflateSync;
+  if (value === 'br') return brotliDecompressSync;
+  return undefined;
+}
+
+/** The card's bytes without their `Content-Encoding`; throws AgentCardError with the reply message. */
+function decodeCard(encoding: unknown, body: Buffer): Buffer {
   const value = typeof encoding === 'string' ? encoding.trim().toLowerCase() : '';
-  if (value === '' || value === 'identity') return undefined;
-  const options = { maxOutputLength: BODY_LIMIT };
-  if (value === 'gzip' || value === 'x-gzip') return (b) => gunzipSync(b, options);
-  if (value === 'deflate') return (b) => inflateSync(b, options);
-  if (value === 'br') return (b) => brotliDecompressSync(b, options);
-  return null;
+  if (value === '' || value === 'identity') return body;
+  const name = value.slice(0, 32);
+  const decode = decoderOf(value);
+  if (decode === undefined) throw new AgentCardError(`processing failed: agent card Content-Encoding not supported (${name})`);
+  try {
+    return decode(body, { maxOutputLength: BODY_LIMIT });
+  } catch (err) {
+    // zlib stops at maxOutputLength with ERR_BUFFER_TOO_LARGE: the card decodes to more than the cap.
+    if ((err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge();
+    throw new AgentCardError(`processing failed: agent card could not be decoded (${name})`);
+  }
 }
 
 /** The methods that answer with an agent card, the extended one (v1.0 and v0.3 names): rewritten like a card. */
@@ -58,11 +71,9 @@ function logAnswer(ex: Exchange, info: ResponseInfo): void {
 function rewriteCardReply(ex: Exchange, reply: Reply, names: AgentNames, call = false): void | Promise<void> {
   const request = cardRequest(ex);
   const base = agentCardBase(request.clientPath);
-  const decode = decoder(reply.headers['content-encoding']);
   const body = reply.body;
   const apply = (bytes: Buffer): void => {
-    if (decode === null) throw new AgentCardError('processing failed: agent card invalid JSON');
-    const plain = decode ? decode(bytes) : bytes;
+    const plain = decodeCard(reply.headers['content-encoding'], bytes);
     const seen = (card: Record<string, unknown>): void => {
       if (base !== undefined) names.remember(base, card.name);
     };
@@ -86,7 +97,9 @@ function rewriteCardReply(ex: Exchange, reply: Reply, names: AgentNames, call = 
 
 /** Turn the reply into the 503 `processing failed` error. */
 function fail(reply: Reply, err: unknown): void {
-  const failed = jsonErrorReply(503, 'processing_failed', (err as Error).message);
+  // Any other error is the agent's stream failing (a reset, a cut body): its message names a socket, not the card.
+  const message = err instanceof AgentCardError ? err.message : 'processing failed: agent card could not be read';
+  const failed = jsonErrorReply(503, 'processing_failed', message);
   reply.status = failed.status;
   reply.body = failed.body;
   for (const name of Object.keys(reply.headers)) delete reply.headers[name];
