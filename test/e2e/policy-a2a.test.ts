@@ -249,6 +249,12 @@ describe('a2a', () => {
     res.body.destroy();
     const finished = await Promise.race([sseClosed, new Promise<string>((r) => setTimeout(() => r('still open'), 3000))]);
     assert.equal(finished, false, 'the upstream response was cut when the client left');
+    // The log still says what the stream had said before the cut: the task was working.
+    await waitFor(() => records().filter((r) => r['http.path'] === '/cards/sse').length === 2, 'the cut stream in the access log');
+    const record = records().filter((r) => r['http.path'] === '/cards/sse')[1]!;
+    assert.equal(record['a2a.task.state'], 'TASK_STATE_WORKING');
+    assert.equal(record['a2a.result.kind'], 'task');
+    assert.equal(record['a2a.context.id'], 'ctx-sse');
   });
 
   it('works over HTTP+JSON (REST) too, and logs the REST method', async () => {

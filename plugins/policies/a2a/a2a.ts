@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
-import { jsonErrorReply, readCapped, tap, tapCapped } from 'switchyard/sdk';
+import { defineAttribute, jsonErrorReply, readCapped, tap, tapCapped } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PluginSpans, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AgentCardError, rewriteAgentCardBody } from './agent-card.ts';
 import { a2aRequestAttribute } from './attribute.ts';
@@ -53,6 +53,9 @@ function decodeCard(encoding: unknown, body: Buffer): Buffer {
     throw new AgentCardError(`processing failed: agent card could not be decoded (${name})`);
   }
 }
+
+/** Logs what a call's SSE answer said so far, if its end has not (run by the log hook). */
+const unsettledStreamAttribute = defineAttribute<() => void>('a2a.stream');
 
 /** The methods that answer with an agent card, the extended one (v1.0 and v0.3 names): rewritten like a card. */
 const EXTENDED_CARD_METHODS: ReadonlySet<string> = new Set(['GetExtendedAgentCard', 'agent/getAuthenticatedExtendedCard']);
@@ -114,17 +117,21 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
   const contentType = reply.headers['content-type'];
   if (isEventStream(contentType) && body instanceof Readable) {
     const tail = new SseTail();
-    reply.body = tap(body, {
-      chunk: (chunk) => tail.push(chunk),
-      end: () => {
-        tail.end();
-        // The outcome of the last event; the task state of the last event that carried one.
-        const last = tail.last === undefined ? undefined : parseResponseInfo(tail.last, ok);
-        if (!last) return;
-        const withState = tail.lastWithState === undefined || tail.lastWithState === tail.last ? last : parseResponseInfo(tail.lastWithState, ok);
-        log({ ...last, taskState: last.taskState ?? withState?.taskState, contextId: last.contextId ?? withState?.contextId, taskId: last.taskId ?? withState?.taskId });
-      },
-    });
+    let settled = false;
+    const settle = (ended: boolean): void => {
+      if (settled) return;
+      settled = true;
+      // A cut stream's unfinished last event says nothing: only the events that arrived whole count.
+      if (ended) tail.end();
+      // The outcome of the last event; the task state of the last event that carried one.
+      const last = tail.last === undefined ? undefined : parseResponseInfo(tail.last, ok);
+      if (!last) return;
+      const withState = tail.lastWithState === undefined || tail.lastWithState === tail.last ? last : parseResponseInfo(tail.lastWithState, ok);
+      log({ ...last, taskState: last.taskState ?? withState?.taskState, contextId: last.contextId ?? withState?.contextId, taskId: last.taskId ?? withState?.taskId });
+    };
+    // A stream cut short (the client left, the agent stalled or failed) never ends: the log hook settles it.
+    ex.set(unsettledStreamAttribute, () => settle(false));
+    reply.body = tap(body, { chunk: (chunk) => tail.push(chunk), end: () => settle(true) });
     return;
   }
   if (!isJsonType(contentType)) return;
@@ -214,6 +221,7 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       return undefined;
     },
     onLog(ex, status) {
+      ex.get(unsettledStreamAttribute)?.();
       endCallSpan(ex, status);
     },
   };
