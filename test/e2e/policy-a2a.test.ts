@@ -416,6 +416,18 @@ describe('a2a', () => {
     assert.equal(record['a2a.method'], 'GetExtendedAgentCard');
   });
 
+  it('no spelling the agent serves its card under gets it past the rewrite (case, trailing slash)', async () => {
+    // Express, under the a2a-js agent, matches paths case-insensitively and ignores a trailing slash.
+    for (const path of ['/.well-known/agent-card.json/', '/.WELL-KNOWN/AGENT-CARD.JSON', '/agents/echo/.Well-Known/Agent-Card.json', '/ext/a2a/rest/EXTENDEDAGENTCARD', '/ext/a2a/rest/extendedagentcard/']) {
+      const res = await request(`${base}${path}`, { headers: { 'a2a-version': '1.0' } });
+      const text = await res.body.text();
+      assert.equal(res.statusCode, 200, path);
+      assert.ok(!text.includes(`127.0.0.1:${agent.port}`) && !text.includes(`127.0.0.1:${extAgent.port}`), `${path}: the agent's address is not in the card`);
+      const card = JSON.parse(text) as { supportedInterfaces: { url: string }[] };
+      assert.ok(card.supportedInterfaces.every((i) => i.url.startsWith(`${base}/`)), path);
+    }
+  });
+
   it('works as a backend policy, and on both route and backend the card is rewritten once', async () => {
     for (const prefix of ['/via-backend', '/both']) {
       const res = await request(`${base}${prefix}/.well-known/agent-card.json`, { headers: { 'a2a-version': '1.0' } });

@@ -7,6 +7,10 @@ it('recognises both well-known card paths, under any prefix', () => {
   assert.equal(agentCardBase('/agents/x/.well-known/agent.json'), '/agents/x');
   assert.equal(agentCardBase('/x.well-known/agent.json'), undefined);
   assert.equal(agentCardBase('/.well-known/agent-card.json/more'), undefined);
+  // Routers that match paths case-insensitively and ignore a trailing slash (Express) serve the card there too.
+  assert.equal(agentCardBase('/Agents/X/.WELL-KNOWN/Agent-Card.JSON'), '/Agents/X');
+  assert.equal(agentCardBase('/x/.well-known/agent.json/'), '/x');
+  assert.equal(agentCardBase('/x/.well-known/agent.json//'), '/x');
 });
 
 it('maps HTTP+JSON (REST) requests to the canonical A2A method names', () => {
@@ -29,6 +33,11 @@ it('maps HTTP+JSON (REST) requests to the canonical A2A method names', () => {
     ['GET', '/tasks/a:b', 'GetTask'],
     // v0.3 REST: the authenticated extended card.
     ['GET', '/a2a/rest/v1/card', 'GetExtendedAgentCard'],
+    // Matched as case-insensitively as the agent's router may match them.
+    ['GET', '/a2a/rest/EXTENDEDAGENTCARD/', 'GetExtendedAgentCard'],
+    ['GET', '/V1/Card', 'GetExtendedAgentCard'],
+    ['POST', '/Message:Send', 'SendMessage'],
+    ['GET', '/Tasks/T-1:Subscribe', 'SubscribeToTask'],
     ['POST', '/a2a/jsonrpc', undefined],
     ['POST', '/things:cancel', undefined],
     ['GET', '/', undefined],

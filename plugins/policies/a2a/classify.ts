@@ -3,9 +3,16 @@
 /** The well-known agent-card locations: `agent-card.json` since A2A v0.3, `agent.json` before. */
 const CARD_SUFFIXES = ['/.well-known/agent-card.json', '/.well-known/agent.json'] as const;
 
-/** The path of the agent an agent-card path describes (the path without the well-known suffix), or undefined. */
+/**
+ * The path of the agent an agent-card path describes (the path without the well-known suffix), or undefined. Matched
+ * without case and past trailing slashes, as routers that serve the card there too (Express) would: a spelling the
+ * agent answers must not fetch its card past the rewrite.
+ */
 export function agentCardBase(path: string): string | undefined {
-  for (const suffix of CARD_SUFFIXES) if (path.endsWith(suffix)) return path.slice(0, path.length - suffix.length);
+  let end = path.length;
+  while (end > 0 && path.charCodeAt(end - 1) === 47 /* / */) end--;
+  const lower = path.slice(0, end).toLowerCase();
+  for (const suffix of CARD_SUFFIXES) if (lower.endsWith(suffix)) return path.slice(0, end - suffix.length);
   return undefined;
 }
 
@@ -32,7 +39,8 @@ export function isEventStream(contentType: unknown): boolean {
  * opaque. Undefined when the request is no REST operation.
  */
 export function restMethod(method: string, path: string): string | undefined {
-  const segments = path.split('/').filter((s) => s !== '');
+  // Without case, as the agent's router may match (Express does): ids are never read, only recognised keywords.
+  const segments = path.toLowerCase().split('/').filter((s) => s !== '');
   const n = segments.length;
   if (n === 0) return undefined;
   const last = segments[n - 1]!;
@@ -49,13 +57,13 @@ export function restMethod(method: string, path: string): string | undefined {
       return undefined;
     }
     if (last === 'stream' && back(1) === 'message') return 'SendStreamingMessage';
-    if (last === 'pushNotificationConfigs' && back(2) === 'tasks') return 'CreateTaskPushNotificationConfig';
+    if (last === 'pushnotificationconfigs' && back(2) === 'tasks') return 'CreateTaskPushNotificationConfig';
     return undefined;
   }
   if (method === 'GET') {
-    if (last === 'extendedAgentCard') return 'GetExtendedAgentCard';
-    if (last === 'pushNotificationConfigs' && back(2) === 'tasks') return 'ListTaskPushNotificationConfigs';
-    if (back(1) === 'pushNotificationConfigs' && back(3) === 'tasks') return 'GetTaskPushNotificationConfig';
+    if (last === 'extendedagentcard') return 'GetExtendedAgentCard';
+    if (last === 'pushnotificationconfigs' && back(2) === 'tasks') return 'ListTaskPushNotificationConfigs';
+    if (back(1) === 'pushnotificationconfigs' && back(3) === 'tasks') return 'GetTaskPushNotificationConfig';
     // v1.0 subscribes with GET; any other colon is part of the task id.
     if (back(1) === 'tasks') return last.endsWith(':subscribe') && last.length > 10 ? 'SubscribeToTask' : 'GetTask';
     // v0.3 REST: the authenticated extended card.
@@ -63,7 +71,7 @@ export function restMethod(method: string, path: string): string | undefined {
     if (last === 'tasks') return 'ListTasks';
     return undefined;
   }
-  if (method === 'DELETE' && back(1) === 'pushNotificationConfigs' && back(3) === 'tasks') return 'DeleteTaskPushNotificationConfig';
+  if (method === 'DELETE' && back(1) === 'pushnotificationconfigs' && back(3) === 'tasks') return 'DeleteTaskPushNotificationConfig';
   return undefined;
 }
 
