@@ -155,6 +155,8 @@ describe('a2a', () => {
                     backends: [{ host: echo }],
                   },
                   { name: 'cards', matches: [{ path: { pathPrefix: '/cards' } }], policies: { a2a: {} }, backends: [{ host: `127.0.0.1:${cards.port}` }] },
+                  // Nothing listens on port 1: the gateway answers 503 itself.
+                  { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { a2a: {} }, backends: [{ host: '127.0.0.1:1' }] },
                   { name: 'agent', policies: { a2a: {} }, backends: [{ host: echo }] },
                 ],
               },
@@ -309,6 +311,31 @@ describe('a2a', () => {
     await res.body.text();
     await waitFor(() => gw.logs.some((l) => l.includes('"a2a.method":"unknown"')), 'the call in the access log');
     assert.ok(gw.logs.every((l) => l.length < 10_000), 'no log line carries the long names');
+  });
+
+  it('counts calls on /metrics by route, A2A method (known names only) and outcome', async () => {
+    const client = await factory('JSONRPC').createFromUrl(base);
+    await client.sendMessage(sendParams('counted'));
+    const call = (path: string, method: string) =>
+      request(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method, params: {} }),
+      }).then((r) => r.body.text());
+    await call('/a2a/jsonrpc', 'Invented/Method');
+    await call('/dead/rpc', 'SendMessage');
+    const count = async (labels: string): Promise<number> => {
+      const text = await (await request(`${gw.statsUrl}/metrics`)).body.text();
+      const line = text.split('\n').find((l) => l.startsWith(`switchyard_a2a_call_duration_seconds_count{${labels}}`));
+      return line === undefined ? 0 : Number(line.split(' ').at(-1));
+    };
+    // The call is counted once its response has finished, which the client may not wait for.
+    for (let i = 0; i < 100 && (await count('route="dead",a2a_method="SendMessage",outcome="failed"')) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok((await count('route="agent",a2a_method="SendMessage",outcome="success"')) >= 1);
+    assert.ok((await count('route="agent",a2a_method="other",outcome="error"')) >= 1, 'an invented method is "other", never its own series');
+    assert.equal(await count('route="dead",a2a_method="SendMessage",outcome="failed"'), 1, 'the gateway could not reach the agent');
+    const text = await (await request(`${gw.statsUrl}/metrics`)).body.text();
+    assert.doesNotMatch(text, /Invented/);
   });
 
   it('a v0.3 client reads the v0.3 card (top-level url) through the gateway and calls through it', async () => {

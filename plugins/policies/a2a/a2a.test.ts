@@ -46,7 +46,10 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
   };
 }
 
-const policy = (): PolicyInstance => compileA2a({}, {} as never);
+/** What the policy observed on its histogram. */
+const observed: { labels: Record<string, string>; value: number }[] = [];
+const ctx = { histogram: () => ({ observe: (labels: Record<string, string>, value: number) => observed.push({ labels, value }) }) };
+const policy = (): PolicyInstance => compileA2a({}, ctx as never);
 const reply = (body: string, status = 200): Reply => ({ status, headers: { 'content-type': 'application/json', 'content-length': String(body.length), etag: 'W/"1"' }, body, local: false });
 
 describe('a2a hooks', () => {
@@ -144,6 +147,22 @@ describe('a2a hooks', () => {
     backend.onResponse!(ex, r);
     route.onResponse!(ex, r);
     assert.equal(JSON.parse(String(r.body)).url, 'http://gw.test/agents/x/a2a');
+  });
+
+  it('counts a call once on its histogram, with the outcome its answer gave, when set on both route and backend', async () => {
+    const route = policy();
+    const backend = policy();
+    const ex = exchange('POST', '/rpc');
+    ex.headers['content-type'] = 'application/json';
+    Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
+    await route.onRequest!(ex);
+    await backend.onRequest!(ex);
+    backend.onResponse!(ex, reply('{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no task"}}'));
+    const before = observed.length;
+    backend.onLog!(ex, 200);
+    route.onLog!(ex, 200);
+    assert.equal(observed.length, before + 1);
+    assert.deepEqual(observed.at(-1)!.labels, { route: 'r', a2a_method: 'tasks/get', outcome: 'error' });
   });
 
   it('classifies calls and logs what an in-memory reply says', async () => {

@@ -7,6 +7,7 @@ import { a2aRequestAttribute } from './attribute.ts';
 import type { A2aRequest } from './attribute.ts';
 import type { CardRequest } from './agent-card.ts';
 import { agentCardBase, isEventStream, isJsonType, jsonRpcCall, restMethod } from './classify.ts';
+import { CallMetrics, noteOutcome } from './metrics.ts';
 import { logResponseInfo, parseResponseInfo } from './response-info.ts';
 import type { ResponseInfo } from './response-info.ts';
 import { AgentNames, endCallSpan, spanResponse, startCallSpan } from './span.ts';
@@ -64,6 +65,7 @@ const EXTENDED_CARD_METHODS: ReadonlySet<string> = new Set(['GetExtendedAgentCar
 function logAnswer(ex: Exchange, info: ResponseInfo): void {
   logResponseInfo(info, (name, value) => ex.logField(name, value));
   spanResponse(ex, info);
+  noteOutcome(ex, info);
 }
 
 /**
@@ -191,6 +193,7 @@ function record(ex: Exchange, request: A2aRequest): void {
 /** Compile `a2a: {}`. */
 export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInstance {
   const spans = ctx.spans;
+  const metrics = new CallMetrics(ctx);
   const names = new AgentNames();
   return {
     onRequest(ex) {
@@ -223,6 +226,8 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
     onLog(ex, status) {
       ex.get(unsettledStreamAttribute)?.();
       endCallSpan(ex, status);
+      const request = ex.get(a2aRequestAttribute);
+      if (request?.kind === 'call') metrics.record(ex, request.method!, status);
     },
   };
 }

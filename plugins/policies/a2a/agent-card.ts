@@ -14,7 +14,7 @@ export interface CardRequest {
   readonly upstreamPath: string;
 }
 
-/** The card cannot be rewritten; the message is the reply's (`processing failed: …`). */
+/** The card cannot be rewritten; the message is the reply's (`processing failed: ...`). */
 export class AgentCardError extends Error {
   override readonly name = 'AgentCardError';
 }
@@ -38,7 +38,7 @@ export function joinPath(prefix: string, rest: string): string {
 /**
  * How the gateway maps client paths to upstream paths, read off the card request itself: the longest common
  * tail of segments of the two paths is what the rewrite kept, so the heads are the prefixes it swapped
- * (`/agents/echo/.well-known/agent-card.json` → `/.well-known/agent-card.json` gives `/agents/echo` ↔ ``).
+ * (`/agents/echo/.well-known/agent-card.json` -> `/.well-known/agent-card.json` gives `/agents/echo` <-> ``).
  * Without a rewrite both heads are empty and the mapping is the identity.
  */
 export function pathMapping(clientPath: string, upstreamPath: string): { readonly clientPrefix: string; readonly upstreamPrefix: string } {
@@ -94,7 +94,7 @@ class CardUrls {
   }
 
   /**
-   * A2A v0.3 `url`: the gateway base. When the agent's URL lies below its card's base (`…/a2a/jsonrpc` next to
+   * A2A v0.3 `url`: the gateway base. When the agent's URL lies below its card's base (`.../a2a/jsonrpc` next to
    * `/.well-known/agent-card.json`), the part below the base is kept so the endpoint stays the same one.
    */
   legacyUrl(url: unknown): string {

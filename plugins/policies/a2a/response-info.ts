@@ -19,7 +19,7 @@ function obj(value: unknown): Json | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
 }
 
-/** A2A v1.0 wraps the result in a one-of (`{task}`, `{message}`, …) without `kind`; v0.3 puts `kind` on the result. */
+/** A2A v1.0 wraps the result in a one-of (`{task}`, `{message}`, ...) without `kind`; v0.3 puts `kind` on the result. */
 const PAYLOADS: readonly (readonly [string, string])[] = [
   ['task', 'task'],
   ['message', 'message'],
