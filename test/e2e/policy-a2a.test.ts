@@ -2,6 +2,7 @@
 // v0.3 compat layer) behind the gateway, driven by the same SDK's client (REAL-PEERS.md §3).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
@@ -336,6 +337,20 @@ describe('a2a', () => {
     assert.equal(await count('route="dead",a2a_method="SendMessage",outcome="failed"'), 1, 'the gateway could not reach the agent');
     const text = await (await request(`${gw.statsUrl}/metrics`)).body.text();
     assert.doesNotMatch(text, /Invented/);
+  });
+
+  it('a chunked JSON-RPC body over 2 MiB is refused 413, and still logged and counted as an A2A call', async () => {
+    const big = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { pad: 'x'.repeat(3 * 1024 * 1024) } }));
+    // A stream of unknown length: sent chunked.
+    const body = Readable.from((function* () {
+      for (let i = 0; i < big.length; i += 65536) yield big.subarray(i, i + 65536);
+    })());
+    const res = await request(`${base}/dead/chunked`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(res.statusCode, 413);
+    await res.body.text();
+    const record = await logged((r) => r['http.path'] === '/dead/chunked', 'the refused call in the access log');
+    assert.equal(record.protocol, 'a2a');
+    assert.equal(record['a2a.method'], 'unknown');
   });
 
   it('a v0.3 client reads the v0.3 card (top-level url) through the gateway and calls through it', async () => {

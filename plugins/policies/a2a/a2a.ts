@@ -200,10 +200,17 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       if (ex.get(a2aRequestAttribute)) return undefined;
       // Only a JSON POST needs its body; everything else is decided without waiting.
       if (ex.method === 'POST' && isJsonType(ex.headers['content-type'])) {
-        return classifyJsonPost(ex).then((call) => {
-          record(ex, { kind: 'call', method: call.method, responded: false });
-          traceCall(spans, names, ex, call);
-        });
+        return classifyJsonPost(ex).then(
+          (call) => {
+            record(ex, { kind: 'call', method: call.method, responded: false });
+            traceCall(spans, names, ex, call);
+          },
+          (err: unknown) => {
+            // A body that could not be read (413, the client gone) is still an A2A call: logged and counted as one.
+            record(ex, { kind: 'call', method: 'unknown', responded: false });
+            throw err;
+          },
+        );
       }
       const request = classifyByUrl(ex);
       record(ex, request);
