@@ -187,7 +187,7 @@ function record(ex: Exchange, request: A2aRequest): void {
   ex.protocol = 'a2a';
   if (request.method !== undefined) ex.logField('a2a.method', request.method);
   // The card is rewritten as JSON text: ask the agent not to compress it.
-  if (request.kind === 'card' || EXTENDED_CARD_METHODS.has(request.method!)) ex.headers['accept-encoding'] = 'identity';
+  if (request.kind === 'card' || EXTENDED_CARD_METHODS.has(request.method ?? '')) ex.headers['accept-encoding'] = 'identity';
 }
 
 /** Compile `a2a: {}`. */
@@ -225,7 +225,7 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
         if (reply.status >= 200 && reply.status < 300 && agentCardBase(ex.path) !== undefined) return rewriteCardReply(ex, reply, names);
       } else if (request.kind === 'call') {
         const ok = reply.status >= 200 && reply.status < 300;
-        if (ok && EXTENDED_CARD_METHODS.has(request.method!) && !isEventStream(reply.headers['content-type'])) return rewriteCardReply(ex, reply, names, true);
+        if (ok && EXTENDED_CARD_METHODS.has(request.method ?? '') && !isEventStream(reply.headers['content-type'])) return rewriteCardReply(ex, reply, names, true);
         inspectCallReply(ex, reply);
       }
       return undefined;
@@ -234,7 +234,7 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       ex.get(unsettledStreamAttribute)?.();
       endCallSpan(ex, status);
       const request = ex.get(a2aRequestAttribute);
-      if (request?.kind === 'call') metrics.record(ex, request.method!, status);
+      if (request?.kind === 'call') metrics.record(ex, request.method ?? 'unknown', status);
     },
   };
 }
