@@ -88,5 +88,8 @@ describe('rewriteAgentCard', () => {
     assert.throws(() => rewriteAgentCard([], at('/.well-known/agent.json')), { message: missing });
     assert.throws(() => rewriteAgentCard({ supportedInterfaces: {} }, at('/.well-known/agent.json')), { message: 'processing failed: agent card supportedInterfaces is not an array' });
     assert.throws(() => rewriteAgentCardBody(Buffer.from('{"url":'), at('/.well-known/agent.json')), (err: unknown) => err instanceof AgentCardError && err.message === 'processing failed: agent card invalid JSON');
+    // JSON.parse takes any depth, JSON.stringify does not: a card nested past the stack is refused, not thrown at.
+    const deep = Buffer.from(`{"url":"http://agent/","x":${'['.repeat(500_000)}${']'.repeat(500_000)}}`);
+    assert.throws(() => rewriteAgentCardBody(deep, at('/.well-known/agent.json')), (err: unknown) => err instanceof AgentCardError && err.message === 'processing failed: agent card nested too deeply');
   });
 });

@@ -165,9 +165,18 @@ export function rewriteAgentCardBody(body: Buffer, request: CardRequest, seen?: 
   if (inResult) {
     if (!isObject(value) || value.result === undefined) return undefined;
     value.result = rewriteAgentCard(value.result, request);
-    return JSON.stringify(value);
+    return serialise(value);
   }
   const rewritten = rewriteAgentCard(value, request);
   seen?.(rewritten);
-  return JSON.stringify(rewritten);
+  return serialise(rewritten);
+}
+
+/** JSON text of a parsed card: JSON.parse takes any depth, JSON.stringify recurses and can run out of stack. */
+function serialise(value: unknown): string {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    throw new AgentCardError('processing failed: agent card nested too deeply');
+  }
 }
