@@ -59,6 +59,20 @@ describe('rewriteAgentCard', () => {
     assert.deepEqual(card.supportedInterfaces, [{ url: '10.0.0.5:50051', protocolBinding: 'GRPC' }, { protocolBinding: 'JSONRPC' }, 'junk']);
   });
 
+  it('leaves gRPC interfaces as the agent wrote them, https URL or not: the gateway does not carry gRPC', () => {
+    const card = rewriteAgentCard(
+      { supportedInterfaces: [{ url: 'https://agent.internal/', protocolBinding: 'GRPC' }, { url: 'https://agent.internal/rpc', protocolBinding: 'JSONRPC' }] },
+      at('/.well-known/agent-card.json'),
+    );
+    assert.deepEqual(urlsOf(card), ['https://agent.internal/', 'https://gw.example.com/rpc']);
+    const legacy = rewriteAgentCard(
+      { url: 'https://agent.internal:50051', preferredTransport: 'GRPC', additionalInterfaces: [{ url: 'https://agent.internal:50051', transport: 'grpc' }, { url: 'https://agent.internal/', transport: 'JSONRPC' }] },
+      at('/.well-known/agent-card.json'),
+    );
+    assert.equal(legacy.url, 'https://agent.internal:50051');
+    assert.deepEqual((legacy.additionalInterfaces as { url: string }[]).map((i) => i.url), ['https://agent.internal:50051', 'https://gw.example.com']);
+  });
+
   it('v0.3: url := the gateway base (the client card URL without the well-known suffix)', () => {
     assert.equal(rewriteAgentCard({ url: 'http://agent:9999/' }, at('/.well-known/agent.json', '/.well-known/agent.json', 'http://gw:3000')).url, 'http://gw:3000');
     assert.equal(rewriteAgentCard({ url: 'http://agent:9999/team/' }, at('/team/.well-known/agent-card.json')).url, 'https://gw.example.com/team');

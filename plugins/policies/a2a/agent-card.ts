@@ -116,6 +116,14 @@ function httpUrl(value: string): URL | undefined {
   return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
 }
 
+/**
+ * A gRPC interface (v1.0 `protocolBinding`, v0.3 `transport`): the gateway serves HTTP/1.1 only, so pointing one at
+ * it would advertise an interface that cannot work; it is left as the agent wrote it, like a `host:port` URL.
+ */
+function isGrpc(binding: unknown): boolean {
+  return typeof binding === 'string' && binding.toUpperCase() === 'GRPC';
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -135,15 +143,16 @@ export function rewriteAgentCard(card: unknown, request: CardRequest): Record<st
   if (interfaces !== undefined) {
     if (!Array.isArray(interfaces)) throw new AgentCardError('processing failed: agent card supportedInterfaces is not an array');
     for (const entry of interfaces) {
-      if (isObject(entry) && typeof entry.url === 'string') entry.url = urls.interfaceUrl(entry.url);
+      if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.protocolBinding)) entry.url = urls.interfaceUrl(entry.url);
     }
   }
   if (hasLegacyUrl) {
-    card.url = urls.legacyUrl(card.url);
+    // The top-level url serves the preferred transport.
+    if (!isGrpc(card.preferredTransport)) card.url = urls.legacyUrl(card.url);
     const additional = card.additionalInterfaces;
     if (Array.isArray(additional)) {
       for (const entry of additional) {
-        if (isObject(entry) && typeof entry.url === 'string') entry.url = urls.legacyUrl(entry.url);
+        if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.transport)) entry.url = urls.legacyUrl(entry.url);
       }
     }
   }
