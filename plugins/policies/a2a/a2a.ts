@@ -118,7 +118,7 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
   const log = (info: ResponseInfo): void => logAnswer(ex, info);
   const contentType = reply.headers['content-type'];
   if (isEventStream(contentType) && body instanceof Readable) {
-    const tail = new SseTail();
+    const tail = new SseTail<ResponseInfo>((data) => parseResponseInfo(data, ok));
     let settled = false;
     const settle = (ended: boolean): void => {
       if (settled) return;
@@ -126,9 +126,9 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
       // A cut stream's unfinished last event says nothing: only the events that arrived whole count.
       if (ended) tail.end();
       // The outcome of the last event; the task state of the last event that carried one.
-      const last = tail.last === undefined ? undefined : parseResponseInfo(tail.last, ok);
+      const last = tail.last();
       if (!last) return;
-      const withState = tail.lastWithState === undefined || tail.lastWithState === tail.last ? last : parseResponseInfo(tail.lastWithState, ok);
+      const withState = tail.lastWithState();
       log({ ...last, taskState: last.taskState ?? withState?.taskState, contextId: last.contextId ?? withState?.contextId, taskId: last.taskId ?? withState?.taskId });
     };
     // A stream cut short (the client left, the agent stalled or failed) never ends: the log hook settles it.
