@@ -156,6 +156,12 @@ describe('a2a', () => {
                     backends: [{ host: echo }],
                   },
                   { name: 'cards', matches: [{ path: { pathPrefix: '/cards' } }], policies: { a2a: {} }, backends: [{ host: `127.0.0.1:${cards.port}` }] },
+                  {
+                    name: 'secured',
+                    matches: [{ path: { pathPrefix: '/secured' } }],
+                    policies: { apiKey: { keys: [{ key: 'sk-a2a-client-key' }], mode: 'strict' }, a2a: {}, urlRewrite: { path: { prefix: '/' } } },
+                    backends: [{ host: echo }],
+                  },
                   // Nothing listens on port 1: the gateway answers 503 itself.
                   { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { a2a: {} }, backends: [{ host: '127.0.0.1:1' }] },
                   { name: 'agent', policies: { a2a: {} }, backends: [{ host: echo }] },
@@ -337,6 +343,28 @@ describe('a2a', () => {
     assert.equal(await count('route="dead",a2a_method="SendMessage",outcome="failed"'), 1, 'the gateway could not reach the agent');
     const text = await (await request(`${gw.statsUrl}/metrics`)).body.text();
     assert.doesNotMatch(text, /Invented/);
+  });
+
+  it('the key an authentication policy read never reaches the agent; the card and the call still go through', async () => {
+    const seen = agent.received.length;
+    const auth = { authorization: 'Bearer sk-a2a-client-key', 'a2a-version': '1.0' };
+    const res = await request(`${base}/secured/.well-known/agent-card.json`, { headers: auth });
+    const card = (await res.body.json()) as { supportedInterfaces: { url: string }[] };
+    assert.equal(card.supportedInterfaces[0]!.url, `${base}/secured/a2a/jsonrpc`);
+    const call = await request(card.supportedInterfaces[0]!.url, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'SendMessage', params: { message: { messageId: 'm-auth', role: 'ROLE_USER', parts: [{ text: 'auth' }] } } }),
+    });
+    assert.equal(call.statusCode, 200);
+    await call.body.text();
+    const upstream = agent.received.slice(seen);
+    assert.equal(upstream.length, 2);
+    for (const r of upstream) assert.equal(r.headers.authorization, undefined, `${r.method} ${r.url}`);
+    const denied = await request(`${base}/secured/.well-known/agent-card.json`);
+    assert.equal(denied.statusCode, 401);
+    await denied.body.text();
+    assert.equal(agent.received.length, seen + 2, 'nothing reached the agent without the key');
   });
 
   it('a chunked JSON-RPC body over 2 MiB is refused 413, and still logged and counted as an A2A call', async () => {
