@@ -308,6 +308,23 @@ describe('a2a', () => {
     assert.equal(record['a2a.response.error_code'], body.error.code);
   });
 
+  it('logs the A2A error reason, the same over JSON-RPC and HTTP+JSON', async () => {
+    const rpc = await request(`${base}/a2a/jsonrpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'GetTask', params: { id: 'no-such-task-rpc' } }),
+    });
+    await rpc.body.text();
+    const rest = await request(`${base}/a2a/rest/tasks/no-such-task-rest`, { headers: { 'a2a-version': '1.0' } });
+    assert.equal(rest.statusCode, 404);
+    await rest.body.text();
+    const viaRpc = await logged((r) => r['a2a.method'] === 'GetTask' && r['a2a.response.error_code'] === -32001, 'the JSON-RPC error in the access log');
+    const viaRest = await logged((r) => r['http.path'] === '/a2a/rest/tasks/no-such-task-rest', 'the REST error in the access log');
+    assert.equal(viaRpc['a2a.response.error_reason'], 'TASK_NOT_FOUND');
+    assert.equal(viaRest['a2a.response.error_reason'], 'TASK_NOT_FOUND');
+    assert.equal(viaRest['a2a.response.outcome'], 'error');
+  });
+
   it('a method name as long as the body is logged as unknown, not copied into the log line', async () => {
     const method = `x${'y'.repeat(100_000)}`;
     const res = await request(`${base}/a2a/jsonrpc`, {

@@ -33,6 +33,20 @@ it('reads errors and REST bodies', () => {
   assert.equal(parseResponseInfo('not json', true), undefined);
 });
 
+it('reads the A2A error reason (google.rpc.ErrorInfo) of a JSON-RPC error (data) and a REST error (details)', () => {
+  const info = [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }];
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, error: { code: -32001, message: 'm', data: info } }, true), { outcome: 'error', errorCode: -32001, errorReason: 'TASK_NOT_FOUND' });
+  assert.deepEqual(responseInfo({ error: { code: 404, status: 'NOT_FOUND', message: 'm', details: [{ '@type': 'other' }, ...info] } }, false), {
+    outcome: 'error',
+    errorCode: 404,
+    errorReason: 'TASK_NOT_FOUND',
+  });
+  assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, error: { code: -32001, data: { reason: 'x' } } }, true), { outcome: 'error', errorCode: -32001 });
+  const fields: Record<string, unknown> = {};
+  logResponseInfo({ outcome: 'error', errorCode: -32001, errorReason: 'TASK_NOT_FOUND' }, (k, v) => (fields[k] = v));
+  assert.equal(fields['a2a.response.error_reason'], 'TASK_NOT_FOUND');
+});
+
 it('ignores values too long to log (an agent cannot grow the access log without bound)', () => {
   const long = 'x'.repeat(257);
   assert.deepEqual(responseInfo({ jsonrpc: '2.0', id: 1, result: { kind: long, id: long, contextId: long, status: { state: long } } }, true), {

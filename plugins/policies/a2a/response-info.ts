@@ -4,6 +4,8 @@ import { shortText as str } from './classify.ts';
 export interface ResponseInfo {
   readonly outcome: 'success' | 'error' | 'unknown';
   readonly errorCode?: number;
+  /** The A2A error's `google.rpc.ErrorInfo` reason (`TASK_NOT_FOUND`): the same whichever binding answered. */
+  readonly errorReason?: string;
   /** `task`, `message`, `status-update`, `artifact-update`. */
   readonly resultKind?: string;
   /** As the agent wrote it: `completed` (v0.3) or `TASK_STATE_COMPLETED` (v1.0). */
@@ -44,6 +46,17 @@ function fromResult(result: Json): Omit<ResponseInfo, 'outcome'> {
   return { resultKind: kind, taskState: str(obj(payload.status)?.state), contextId: str(payload.contextId), taskId };
 }
 
+/** The `reason` of the first `google.rpc.ErrorInfo` in a list of error details. */
+function errorInfoReason(details: unknown): string | undefined {
+  if (!Array.isArray(details)) return undefined;
+  for (const entry of details) {
+    const detail = obj(entry);
+    const type = detail?.['@type'];
+    if (typeof type === 'string' && type.endsWith('google.rpc.ErrorInfo')) return str(detail!.reason);
+  }
+  return undefined;
+}
+
 /**
  * Read a response body: a JSON-RPC envelope (`result` / `error`), or a bare HTTP+JSON (REST) result. `ok` is
  * whether the HTTP status was 2xx, which decides a REST body's outcome.
@@ -54,7 +67,10 @@ export function responseInfo(value: unknown, ok: boolean): ResponseInfo {
   const error = obj(body.error);
   if (error) {
     const code = error.code;
-    return { outcome: 'error', errorCode: typeof code === 'number' && Number.isInteger(code) ? code : undefined };
+    const errorCode = typeof code === 'number' && Number.isInteger(code) ? code : undefined;
+    // JSON-RPC carries the ErrorInfo in `data`, HTTP+JSON in `details` (google.rpc.Status).
+    const errorReason = errorInfoReason(error.data) ?? errorInfoReason(error.details);
+    return errorReason === undefined ? { outcome: 'error', errorCode } : { outcome: 'error', errorCode, errorReason };
   }
   if ('jsonrpc' in body || 'result' in body) {
     const result = obj(body.result);
@@ -81,6 +97,7 @@ export function parseResponseInfo(text: string, ok: boolean): ResponseInfo | und
 export function logResponseInfo(info: ResponseInfo, logField: (name: string, value: string | number) => void): void {
   logField('a2a.response.outcome', info.outcome);
   if (info.errorCode !== undefined) logField('a2a.response.error_code', info.errorCode);
+  if (info.errorReason !== undefined) logField('a2a.response.error_reason', info.errorReason);
   if (info.resultKind !== undefined) logField('a2a.result.kind', info.resultKind);
   if (info.taskState !== undefined) logField('a2a.task.state', info.taskState);
   if (info.contextId !== undefined) logField('a2a.context.id', info.contextId);

@@ -55,6 +55,7 @@ export function spanResponse(ex: Exchange, info: ResponseInfo): void {
   state.span.setAttributes({
     'a2a.response.outcome': info.outcome,
     'a2a.response.error_code': info.errorCode,
+    'a2a.response.error_reason': info.errorReason,
     'a2a.result.kind': info.resultKind,
     'a2a.task.state': info.taskState,
     'a2a.task.id': info.taskId,
