@@ -91,6 +91,15 @@ describe('a2a', () => {
           res.write('{"name": "cut", "url": "http://agent/');
           setTimeout(() => res.destroy(), 50);
           return;
+        case '/cards/ranged/.well-known/agent-card.json': {
+          // A static file server: it honours Range.
+          const card = JSON.stringify({ name: 'ranged', supportedInterfaces: [{ url: `${self}/cards/ranged/rpc`, protocolBinding: 'JSONRPC' }] });
+          const range = /^bytes=(\d+)-(\d+)$/.exec(String(req.headers.range ?? ''));
+          if (!range) return json(card);
+          const part = card.slice(Number(range[1]), Number(range[2]) + 1);
+          res.writeHead(206, { 'content-type': 'application/json', 'content-range': `bytes ${range[1]}-${range[2]}/${card.length}` });
+          return res.end(part);
+        }
         case '/cards/gzip/.well-known/agent-card.json': {
           const body = gzipSync(JSON.stringify({ name: 'zipped', supportedInterfaces: [{ url: `${self}/cards/gzip/rpc`, protocolBinding: 'JSONRPC' }] }));
           res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) });
@@ -533,6 +542,17 @@ describe('a2a', () => {
     const card = (await res.body.json()) as { supportedInterfaces: { url: string }[] };
     assert.equal(card.supportedInterfaces[0]!.url, `${base}/cards/gzip/rpc`);
     assert.equal(cards.received[seen]!.headers['accept-encoding'], 'identity');
+  });
+
+  it('a Range on a card is not sent on: the client gets the whole rewritten card, not a 503 for a partial one', async () => {
+    const seen = cards.received.length;
+    const res = await request(`${base}/cards/ranged/.well-known/agent-card.json`, { headers: { range: 'bytes=0-9', 'if-range': 'W/"x"' } });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers['content-range'], undefined);
+    const card = (await res.body.json()) as { supportedInterfaces: { url: string }[] };
+    assert.equal(card.supportedInterfaces[0]!.url, `${base}/cards/ranged/rpc`);
+    assert.equal(cards.received[seen]!.headers.range, undefined);
+    assert.equal(cards.received[seen]!.headers['if-range'], undefined);
   });
 
   it('a card that is not JSON: 503 "processing failed: agent card invalid JSON" (the card is read whole first)', async () => {

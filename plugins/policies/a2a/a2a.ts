@@ -186,8 +186,13 @@ function record(ex: Exchange, request: A2aRequest): void {
   // The protocol label of logs and metrics (BEHAVIOUR.md §6.1); the backend's `http` does not replace it.
   ex.protocol = 'a2a';
   if (request.method !== undefined) ex.logField('a2a.method', request.method);
-  // The card is rewritten as JSON text: ask the agent not to compress it.
-  if (request.kind === 'card' || EXTENDED_CARD_METHODS.has(request.method ?? '')) ex.headers['accept-encoding'] = 'identity';
+  if (request.kind === 'card' || EXTENDED_CARD_METHODS.has(request.method ?? '')) {
+    // The card is rewritten as JSON text: ask the agent for all of it (a range of its bytes names no range of the
+    // rewritten card; the client gets the whole card, as RFC 9110 lets a server ignore Range), uncompressed.
+    ex.headers['accept-encoding'] = 'identity';
+    delete ex.headers.range;
+    delete ex.headers['if-range'];
+  }
 }
 
 /** Compile `a2a: {}`. */
