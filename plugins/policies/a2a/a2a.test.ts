@@ -95,12 +95,12 @@ describe('a2a hooks', () => {
     }
   });
 
-  it('leaves local replies, error statuses and HEAD requests alone', () => {
+  it('leaves local replies and error statuses alone', () => {
     const p = policy();
     for (const [method, r] of [
       ['GET', { ...reply('{"x":1}'), local: true }],
       ['GET', reply('not found', 404)],
-      ['HEAD', reply('')],
+      ['HEAD', reply('', 404)],
     ] as const) {
       const ex = exchange(method, '/.well-known/agent-card.json');
       p.onRequest!(ex);
@@ -108,6 +108,18 @@ describe('a2a hooks', () => {
       p.onResponse!(ex, r);
       assert.equal(JSON.stringify(r), before, method);
     }
+  });
+
+  it('a HEAD of a card says what a GET would: no agent length or validator for the rewritten card', () => {
+    const p = policy();
+    const ex = exchange('HEAD', '/.well-known/agent-card.json');
+    p.onRequest!(ex);
+    assert.equal(ex.headers['accept-encoding'], 'identity');
+    const r = reply('');
+    r.headers['content-length'] = '828';
+    p.onResponse!(ex, r);
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.headers, { 'content-type': 'application/json' });
   });
 
   it('rewrites the card of an extended-card answer, and passes an error answer on as it came', async () => {

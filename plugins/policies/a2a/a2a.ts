@@ -154,7 +154,7 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
 /** Classify a request whose body is not needed: an agent card, a REST call, or other. */
 function classifyByUrl(ex: Exchange): A2aRequest {
   const method = ex.method;
-  if (method === 'GET' && agentCardBase(ex.path) !== undefined) return { kind: 'card', responded: false };
+  if ((method === 'GET' || method === 'HEAD') && agentCardBase(ex.path) !== undefined) return { kind: 'card', responded: false };
   const rest = restMethod(method, ex.path);
   if (rest) return { kind: 'call', method: rest, responded: false };
   return method === 'POST' ? { kind: 'call', method: 'unknown', responded: false } : { kind: 'other', responded: false };
@@ -227,7 +227,12 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       if (!request || request.responded || reply.local) return;
       request.responded = true;
       if (request.kind === 'card') {
-        if (reply.status >= 200 && reply.status < 300 && agentCardBase(ex.path) !== undefined) return rewriteCardReply(ex, reply, names);
+        if (reply.status < 200 || reply.status >= 300 || agentCardBase(ex.path) === undefined) return undefined;
+        if (ex.method === 'GET') return rewriteCardReply(ex, reply, names);
+        // HEAD: the agent's length and validator are those of its own card, not of the rewritten one a GET gets.
+        delete reply.headers['content-length'];
+        delete reply.headers['content-encoding'];
+        delete reply.headers.etag;
       } else if (request.kind === 'call') {
         const ok = reply.status >= 200 && reply.status < 300;
         if (ok && EXTENDED_CARD_METHODS.has(request.method ?? '') && !isEventStream(reply.headers['content-type'])) return rewriteCardReply(ex, reply, names, true);
