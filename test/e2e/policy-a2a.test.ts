@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Readable } from 'node:stream';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { LegacyJsonRpcTransport } from '@a2a-js/sdk/compat/v0_3/client';
 import a2aPlugin from '../../plugins/policies/a2a/plugin.ts';
@@ -82,6 +82,18 @@ describe('a2a', () => {
               { url: `${self}/cards/v03/rest`, transport: 'HTTP+JSON' },
             ],
           });
+        case '/cards/lax/rpc':
+          // An agent that reads any body as JSON, whatever its Content-Type (Starlette's request.json(), under the
+          // a2a Python SDK), and whose JSON parser takes what JavaScript's does not (a byte-order mark).
+          return json({ jsonrpc: '2.0', id: 1, result: { name: 'lax', skills: [], supportedInterfaces: [{ url: `${self}/cards/lax/rpc`, protocolBinding: 'JSONRPC' }] } });
+        case '/cards/lax/task': {
+          const body = gzipSync(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' }, metadata: { url: `${self}/x`, skills: [] } } } }));
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(body.length) });
+          return res.end(body);
+        }
+        case '/cards/py/agent/authenticatedExtendedCard':
+          // The a2a Python SDK's (deprecated) GET of the extended card.
+          return json({ name: 'py', url: `${self}/cards/py/`, version: '1', skills: [] });
         case '/cards/legacy-rest/v1/card':
           // The v0.3 REST binding's authenticated extended card.
           return json({ name: 'legacy rest', protocolVersion: '0.3.0', url: `${self}/cards/legacy-rpc`, additionalInterfaces: [{ url: `${self}/cards/legacy-rest`, transport: 'HTTP+JSON' }] });
@@ -510,6 +522,35 @@ describe('a2a', () => {
     );
     const record = await logged((r) => r['http.path'] === '/cards/legacy-rest/v1/card', 'the v0.3 REST card in the access log');
     assert.equal(record['a2a.method'], 'GetExtendedAgentCard');
+  });
+
+  it('a card answering a call the gateway could not name (body not sent as JSON, a BOM, a body past 2 MiB) is rewritten too', async () => {
+    const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetExtendedAgentCard' });
+    for (const [what, headers, body] of [
+      ['text/plain', { 'content-type': 'text/plain' }, call],
+      ['no content type', {}, call],
+      ['a byte-order mark', { 'content-type': 'application/json' }, `\ufeff${call}`],
+      ['padded past 2 MiB', { 'content-type': 'application/json' }, `${call}${' '.repeat(2 * 1024 * 1024)}`],
+    ] as const) {
+      const res = await request(`${base}/cards/lax/rpc`, { method: 'POST', headers, body });
+      const text = await res.body.text();
+      assert.equal(res.statusCode, 200, what);
+      assert.ok(!text.includes(`127.0.0.1:${cards.port}`), `${what}: the agent's address is not in the card`);
+      assert.equal((JSON.parse(text) as { result: { supportedInterfaces: { url: string }[] } }).result.supportedInterfaces[0]!.url, `${base}/cards/lax/rpc`, what);
+    }
+    // Any other answer to such a call passes byte for byte, compressed as it came.
+    const res = await request(`${base}/cards/lax/task`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: call });
+    assert.equal(res.headers['content-encoding'], 'gzip');
+    const raw = Buffer.from(await res.body.arrayBuffer());
+    assert.match(gunzipSync(raw).toString(), new RegExp(`127\\.0\\.0\\.1:${cards.port}/x`));
+    const record = await logged((r) => r['http.path'] === '/cards/lax/task', 'the unnamed call in the access log');
+    assert.equal(record['a2a.task.state'], 'TASK_STATE_COMPLETED');
+  });
+
+  it("the a2a Python SDK's GET /agent/authenticatedExtendedCard is an extended card too", async () => {
+    const res = await request(`${base}/cards/py/agent/authenticatedExtendedCard`);
+    const card = (await res.body.json()) as { url: string };
+    assert.equal(card.url, `${base}/cards/py/`);
   });
 
   it('no spelling the agent serves its card under gets it past the rewrite (case, trailing slash)', async () => {

@@ -2,12 +2,13 @@ import { Readable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { defineAttribute, jsonErrorReply, readCapped, tap, tapCapped } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PluginSpans, PolicyInstance, Reply } from 'switchyard/sdk';
-import { AgentCardError, rewriteAgentCardBody } from './agent-card.ts';
+import { AgentCardError, rewriteAgentCardBody, rewriteCardIfAny } from './agent-card.ts';
 import { a2aRequestAttribute } from './attribute.ts';
 import type { A2aRequest } from './attribute.ts';
 import type { CardRequest } from './agent-card.ts';
 import { agentCardBase, isEventStream, isJsonType, jsonRpcCall, restMethod } from './classify.ts';
 import { CallMetrics, noteOutcome } from './metrics.ts';
+import { readUpTo } from './read-up-to.ts';
 import { logResponseInfo, parseResponseInfo } from './response-info.ts';
 import type { ResponseInfo } from './response-info.ts';
 import { AgentNames, endCallSpan, spanResponse, startCallSpan } from './span.ts';
@@ -68,42 +69,88 @@ function logAnswer(ex: Exchange, info: ResponseInfo): void {
   noteOutcome(ex, info);
 }
 
+/** The bytes of an in-memory body. */
+function bytesOf(body: string | Uint8Array | null | undefined): Buffer {
+  if (body === null || body === undefined) return Buffer.alloc(0);
+  return typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+}
+
+/** The reply's body is now `body`, not the agent's bytes: their length, coding and validator go. */
+function replaceBody(reply: Reply, body: string | Buffer): void {
+  delete reply.headers['content-length'];
+  delete reply.headers['content-encoding'];
+  delete reply.headers.etag;
+  reply.body = body;
+}
+
 /**
- * Replace the card in the reply with the rewritten one, reading a streamed card whole first (the reply waits). A card
- * that cannot be rewritten becomes the 503 of BEHAVIOUR.md §4.5. `call`: the card answers an extended-card call, as
- * a JSON-RPC `result` when the call was a POST; what the answer says is logged like any call's.
+ * Replace the card in the reply with the rewritten one. A card that cannot be rewritten becomes the 503 of
+ * BEHAVIOUR.md §4.5. `call`: the card answers an extended-card call, as a JSON-RPC `result` when the call was a
+ * POST; what the answer says is logged like any call's.
  */
 function rewriteCardReply(ex: Exchange, reply: Reply, names: AgentNames, call = false): void | Promise<void> {
   const request = cardRequest(ex);
   const base = agentCardBase(request.clientPath);
-  const body = reply.body;
   const apply = (bytes: Buffer): void => {
     const plain = decodeCard(reply.headers['content-encoding'], bytes);
     const seen = (card: Record<string, unknown>): void => {
       if (base !== undefined) names.remember(base, card.name);
     };
     const rewritten = rewriteAgentCardBody(plain, request, seen, call && ex.method === 'POST');
-    delete reply.headers['content-length'];
-    delete reply.headers['content-encoding'];
-    // The bytes differ from the agent's, so the agent's validator no longer names them.
-    delete reply.headers.etag;
     // Undefined: a JSON-RPC error answer, passed on as the agent sent it (decoded).
-    reply.body = rewritten ?? plain;
+    replaceBody(reply, rewritten ?? plain);
     const info = call ? parseResponseInfo(rewritten ?? plain.toString('utf8'), true) : undefined;
     if (info) logAnswer(ex, info);
   };
-  if (body instanceof Readable) return readCapped(body, BODY_LIMIT, { tooLarge }).then(apply).catch((err: unknown) => fail(reply, err));
+  // The reply waits for the whole card (2 MiB).
+  const body = reply.body;
+  const unreadable = 'processing failed: agent card could not be read';
+  if (body instanceof Readable) return readCapped(body, BODY_LIMIT, { tooLarge }).then(apply).catch((err: unknown) => fail(reply, err, unreadable));
   try {
-    apply(body === null || body === undefined ? Buffer.alloc(0) : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength));
+    apply(bytesOf(body));
   } catch (err) {
-    fail(reply, err);
+    fail(reply, err, unreadable);
+  }
+}
+
+/**
+ * A JSON answer to a call the gateway could not name (a body it could not read as JSON, or too large to read),
+ * which an agent with another parser may still have taken for an extended-card call: read up to 2 MiB, and a card
+ * in it is rewritten; any other answer, and one too large to look at, passes byte for byte.
+ */
+function inspectUnnamedReply(ex: Exchange, reply: Reply): void | Promise<void> {
+  const look = (bytes: Buffer): void => {
+    let plain: Buffer | undefined;
+    try {
+      plain = decodeCard(reply.headers['content-encoding'], bytes);
+    } catch {
+      // Not decodable here: no card the gateway could rewrite, so none a client could read either.
+      plain = undefined;
+    }
+    const rewritten = plain && rewriteCardIfAny(plain, cardRequest(ex));
+    if (rewritten === undefined) reply.body = bytes;
+    else replaceBody(reply, rewritten);
+    const info = plain && parseResponseInfo(rewritten ?? plain.toString('utf8'), true);
+    if (info) logAnswer(ex, info);
+  };
+  const body = reply.body;
+  const unreadable = 'processing failed: agent answer could not be read';
+  if (body instanceof Readable) {
+    return readUpTo(body, BODY_LIMIT)
+      .then((got) => (got instanceof Readable ? void (reply.body = got) : look(got)))
+      .catch((err: unknown) => fail(reply, err, unreadable));
+  }
+  try {
+    look(bytesOf(body));
+  } catch (err) {
+    fail(reply, err, unreadable);
   }
 }
 
 /** Turn the reply into the 503 `processing failed` error. */
-function fail(reply: Reply, err: unknown): void {
+function fail(reply: Reply, err: unknown, unreadable: string): void {
   // Any other error is the agent's stream failing (a reset, a cut body): its message names a socket, not the card.
-  const message = err instanceof AgentCardError ? err.message : 'processing failed: agent card could not be read';
+  const message = err instanceof AgentCardError ? err.message : unreadable;
   const failed = jsonErrorReply(503, 'processing_failed', message);
   reply.status = failed.status;
   reply.body = failed.body;
@@ -234,8 +281,13 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
         delete reply.headers['content-encoding'];
         delete reply.headers.etag;
       } else if (request.kind === 'call') {
-        const ok = reply.status >= 200 && reply.status < 300;
-        if (ok && EXTENDED_CARD_METHODS.has(request.method ?? '') && !isEventStream(reply.headers['content-type'])) return rewriteCardReply(ex, reply, names, true);
+        const contentType = reply.headers['content-type'];
+        if (reply.status >= 200 && reply.status < 300 && !isEventStream(contentType)) {
+          if (EXTENDED_CARD_METHODS.has(request.method ?? '')) return rewriteCardReply(ex, reply, names, true);
+          // A declared length past the cap is too large to look at: it streams, watched as any call's answer.
+          const declared = Number(reply.headers['content-length'] ?? NaN);
+          if (request.method === 'unknown' && isJsonType(contentType) && !(declared > BODY_LIMIT)) return inspectUnnamedReply(ex, reply);
+        }
         inspectCallReply(ex, reply);
       }
       return undefined;

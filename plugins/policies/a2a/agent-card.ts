@@ -181,6 +181,29 @@ export function rewriteAgentCardBody(body: Buffer, request: CardRequest, seen?: 
   return serialise(rewritten);
 }
 
+/** Whether a parsed value has an agent card's shape: v1.0 `supportedInterfaces`, or a v0.3 `url` beside `skills`. */
+function isCardShaped(value: unknown): value is Record<string, unknown> {
+  return isObject(value) && (Array.isArray(value.supportedInterfaces) || (typeof value.url === 'string' && Array.isArray(value.skills)));
+}
+
+/**
+ * The answer to a call the gateway could not name (a body it could not read as JSON, or too large to read) when it
+ * carries an agent card anyway, bare or as a JSON-RPC `result`: rewritten. Undefined when it is no card (not JSON,
+ * or another answer), which then passes unchanged.
+ */
+export function rewriteCardIfAny(body: Buffer, request: CardRequest): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (isCardShaped(value)) return serialise(rewriteAgentCard(value, request));
+  if (!isObject(value) || !isCardShaped(value.result)) return undefined;
+  value.result = rewriteAgentCard(value.result, request);
+  return serialise(value);
+}
+
 /** JSON text of a parsed card: JSON.parse takes any depth, JSON.stringify recurses and can run out of stack. */
 function serialise(value: unknown): string {
   try {

@@ -33,6 +33,7 @@ it('maps HTTP+JSON (REST) requests to the canonical A2A method names', () => {
     ['GET', '/tasks/a:b', 'GetTask'],
     // v0.3 REST: the authenticated extended card.
     ['GET', '/a2a/rest/v1/card', 'GetExtendedAgentCard'],
+    ['GET', '/agent/authenticatedExtendedCard', 'GetExtendedAgentCard'],
     // Matched as case-insensitively as the agent's router may match them.
     ['GET', '/a2a/rest/EXTENDEDAGENTCARD/', 'GetExtendedAgentCard'],
     ['GET', '/V1/Card', 'GetExtendedAgentCard'],

@@ -66,8 +66,8 @@ export function restMethod(method: string, path: string): string | undefined {
     if (back(1) === 'pushnotificationconfigs' && back(3) === 'tasks') return 'GetTaskPushNotificationConfig';
     // v1.0 subscribes with GET; any other colon is part of the task id.
     if (back(1) === 'tasks') return last.endsWith(':subscribe') && last.length > 10 ? 'SubscribeToTask' : 'GetTask';
-    // v0.3 REST: the authenticated extended card.
-    if (last === 'card' && back(1) === 'v1') return 'GetExtendedAgentCard';
+    // v0.3 REST, and the a2a Python SDK's GET of it: the authenticated extended card.
+    if ((last === 'card' && back(1) === 'v1') || (last === 'authenticatedextendedcard' && back(1) === 'agent')) return 'GetExtendedAgentCard';
     if (last === 'tasks') return 'ListTasks';
     return undefined;
   }
