@@ -8,7 +8,7 @@ import type { A2aRequest } from './attribute.ts';
 import type { CardRequest } from './agent-card.ts';
 import { agentCardBase, isEventStream, isJsonType, jsonRpcCall, restMethod } from './classify.ts';
 import { CallMetrics, noteOutcome } from './metrics.ts';
-import { readUpTo } from './read-up-to.ts';
+import { bytesOf, readUpTo } from './read-up-to.ts';
 import { logResponseInfo, parseResponseInfo } from './response-info.ts';
 import type { ResponseInfo } from './response-info.ts';
 import { AgentNames, endCallSpan, spanResponse, startCallSpan } from './span.ts';
@@ -67,12 +67,6 @@ function logAnswer(ex: Exchange, info: ResponseInfo): void {
   logResponseInfo(info, (name, value) => ex.logField(name, value));
   spanResponse(ex, info);
   noteOutcome(ex, info);
-}
-
-/** The bytes of an in-memory body. */
-function bytesOf(body: string | Uint8Array | null | undefined): Buffer {
-  if (body === null || body === undefined) return Buffer.alloc(0);
-  return typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
 /** The reply's body is now `body`, not the agent's bytes: their length, coding and validator go. */

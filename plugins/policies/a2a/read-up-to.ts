@@ -2,9 +2,11 @@ import { PassThrough } from 'node:stream';
 import type { Readable } from 'node:stream';
 import { pipeWithTeardown } from 'switchyard/sdk';
 
-function toBuffer(chunk: Buffer | Uint8Array | string): Buffer {
-  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
-  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+/** The bytes of a chunk or an in-memory body (no copy of a Buffer's). */
+export function bytesOf(body: string | Uint8Array | null | undefined): Buffer {
+  if (body === null || body === undefined) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
 /**
@@ -24,7 +26,7 @@ export function readUpTo(body: Readable, limit: number): Promise<Buffer | Readab
       body.off('close', onClose);
     };
     const onData = (chunk: Buffer | Uint8Array | string): void => {
-      const buf = toBuffer(chunk);
+      const buf = bytesOf(chunk);
       kept.push(buf);
       size += buf.length;
       if (size <= limit) return;
