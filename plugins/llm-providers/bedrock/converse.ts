@@ -115,6 +115,8 @@ export class ConverseToCompletionsStream implements StreamTranslator {
   private readonly created = nowSeconds();
   private readonly model: string;
   private readonly toolIndex = new Map<number, number>();
+  /** Tool blocks that have had no input yet: a tool without arguments streams none, and `{}` is sent at its stop. */
+  private readonly noInput = new Set<number>();
   private nextTool = 0;
   private stopped = false;
   private finished = false;
@@ -147,6 +149,7 @@ export class ConverseToCompletionsStream implements StreamTranslator {
         if (!isObj(start.toolUse)) return [];
         const index = this.nextTool++;
         this.toolIndex.set(d.contentBlockIndex, index);
+        this.noInput.add(d.contentBlockIndex);
         return [this.chunk({ tool_calls: [{ index, id: start.toolUse.toolUseId, type: 'function', function: { name: start.toolUse.name, arguments: '' } }] })];
       }
       case 'contentBlockDelta': {
@@ -156,10 +159,15 @@ export class ConverseToCompletionsStream implements StreamTranslator {
           const index = this.toolIndex.get(d.contentBlockIndex);
           const input = delta.toolUse.input;
           if (index === undefined || typeof input !== 'string' || !input) return [];
+          this.noInput.delete(d.contentBlockIndex);
           return [this.chunk({ tool_calls: [{ index, function: { arguments: input } }] })];
         }
         return [];
       }
+      case 'contentBlockStop':
+        // OpenAI clients parse a call's arguments as JSON: an empty text is not JSON.
+        if (!this.noInput.delete(d.contentBlockIndex)) return [];
+        return [this.chunk({ tool_calls: [{ index: this.toolIndex.get(d.contentBlockIndex), function: { arguments: '{}' } }] })];
       case 'messageStop':
         this.stopped = true;
         return [this.chunk({}, stopReasonToFinish(d.stopReason) ?? 'stop')];

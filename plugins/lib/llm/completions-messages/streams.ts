@@ -15,6 +15,8 @@ export class MessagesToCompletionsStream implements StreamTranslator {
   private model: unknown = undefined;
   private readonly created = nowSeconds();
   private readonly toolIndex = new Map<number, number>();
+  /** Tool blocks (by Anthropic index) that have had no input yet: a tool without arguments streams none. */
+  private readonly noInput = new Set<number>();
   private nextTool = 0;
   private usage: Obj = {};
   private finished = false;
@@ -41,6 +43,7 @@ export class MessagesToCompletionsStream implements StreamTranslator {
         if (b.type === 'tool_use') {
           const index = this.nextTool++;
           this.toolIndex.set(d.index, index);
+          this.noInput.add(d.index);
           return [this.chunk({ tool_calls: [{ index, id: b.id, type: 'function', function: { name: b.name, arguments: '' } }] })];
         }
         if (b.type === 'text' && typeof b.text === 'string' && b.text) return [this.chunk({ content: b.text })];
@@ -52,10 +55,13 @@ export class MessagesToCompletionsStream implements StreamTranslator {
         if (delta.type === 'input_json_delta') {
           const index = this.toolIndex.get(d.index);
           if (index === undefined || !delta.partial_json) return [];
+          this.noInput.delete(d.index);
           return [this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
         }
         return [];
       }
+      case 'content_block_stop':
+        return this.emptyArguments(d.index);
       case 'message_delta': {
         if (isObj(d.usage)) for (const [k, v] of Object.entries(d.usage)) if (v !== null && v !== undefined) this.usage[k] = v;
         const finish = stopReasonToFinish(isObj(d.delta) ? d.delta.stop_reason : undefined);
@@ -75,6 +81,15 @@ export class MessagesToCompletionsStream implements StreamTranslator {
       default:
         return []; // ping, content_block_stop, thinking
     }
+  }
+
+  /**
+   * A tool call whose block ended without input gets `{}` as its arguments, as a complete answer's has: OpenAI
+   * clients parse the arguments as JSON, and an empty text is not JSON.
+   */
+  private emptyArguments(block: unknown): LlmEvent[] {
+    if (typeof block !== 'number' || !this.noInput.delete(block)) return [];
+    return [this.chunk({ tool_calls: [{ index: this.toolIndex.get(block), function: { arguments: '{}' } }] })];
   }
 
   end(): LlmEvent[] {
