@@ -35,6 +35,8 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
       aiRoute('/limited', { name: 'limited', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] }),
       aiRoute('/denied', { name: 'denied', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...ROUTES, authorization: { rules: ['source.address == "10.9.9.9"'] } }),
       aiRoute('/open', { name: 'open', provider: { openAI: {} }, hostOverride: mock.hostPort }, ROUTES),
+      // No policy; the configured model changes the body, so it is serialised again.
+      aiRoute('/pinned', { name: 'pinned', provider: { openAI: { model: 'gpt-pinned' } }, hostOverride: mock.hostPort }),
       aiRoute('/detect', { name: 'detect', provider: { openAI: {} }, hostOverride: mock.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
     ]);
   });
@@ -139,6 +141,15 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
       const body = err.error as { type: string; error: { type: string; message: string } };
       assert.equal(body.type, 'error');
       assert.match(body.error.message, /^failed to process LLM request: invalid JSON body: /);
+    });
+
+    it('a body nested deeper than the stack (JSON.parse takes it, serialising it again would not): 400, not 500', async () => {
+      const depth = 400_000;
+      const deep = `{"model":"gpt-test","messages":[{"role":"user","content":"hello"}],"extra":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+      const deeply: typeof fetch = (input, init) => fetch(input, { ...init, body: deep });
+      const err = await rejection(chat(openai('/pinned', KEY, { fetch: deeply })), OpenAI.BadRequestError);
+      assert.equal(err.status, 400);
+      assert.equal((err.error as { message?: string }).message, 'failed to process LLM request: request body nested too deeply');
     });
 
     it('a `detect` route tells an Anthropic client by its anthropic-version header', async () => {

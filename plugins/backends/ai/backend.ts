@@ -252,7 +252,14 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       changed = true;
     }
     // Only the usage option added: spliced into the client's bytes rather than the whole body serialised again.
-    ex.setBody(changed || !tr.identity ? Buffer.from(JSON.stringify(wireBody)) : askUsage ? withUsageOption(raw) : raw);
+    let wireBytes: Buffer;
+    try {
+      wireBytes = changed || !tr.identity ? Buffer.from(JSON.stringify(wireBody)) : askUsage ? withUsageOption(raw) : raw;
+    } catch {
+      // JSON.parse takes any depth, JSON.stringify recurses: a body nested deeper than the stack is the client's fault.
+      return llmRequestError(400, 'request body nested too deeply');
+    }
+    ex.setBody(wireBytes);
     const h = ex.headers;
     delete h['content-encoding'];
     h['content-type'] = 'application/json';
