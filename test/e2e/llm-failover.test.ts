@@ -29,6 +29,7 @@ describe('LLM routes fail over by default', () => {
   let alsoFailing: TestUpstream;
   let claude: TestUpstream;
   let silent: TestUpstream;
+  let overloaded: TestUpstream;
 
 
   before(async () => {
@@ -37,6 +38,11 @@ describe('LLM routes fail over by default', () => {
     limited = await startErrorProvider(429, { 'retry-after': '30' });
     alsoFailing = await startErrorProvider(503);
     silent = await startUpstream(() => undefined);
+    // Anthropic's "overloaded" answer: 529 with its error envelope.
+    overloaded = await startUpstream((_req, res) => {
+      res.writeHead(529, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }));
+    });
     // An Anthropic stand-in that records headers as they arrived (aimock's journal redacts credentials).
     claude = await startUpstream((req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -68,6 +74,7 @@ describe('LLM routes fail over by default', () => {
                     ...route('slow', [{ ...ai('silent', `127.0.0.1:${silent.port}`), weight: FIRST }, ai('quick', mock.hostPort)]),
                     policies: { timeout: { backendRequestTimeout: '300ms' } },
                   },
+                  route('overloaded', [{ ...ai('claude-busy', `127.0.0.1:${overloaded.port}`, { anthropic: {} }), weight: FIRST }, ai('openai-spare', mock.hostPort)]),
                   route('allbad', [ai('bad-a', `127.0.0.1:${failing.port}`), ai('bad-b', `127.0.0.1:${alsoFailing.port}`)]),
                   {
                     // A header the client sent and the route added to is a list: each backend's additions go on a copy.
@@ -93,6 +100,7 @@ describe('LLM routes fail over by default', () => {
     await alsoFailing?.close();
     await claude?.close();
     await silent?.close();
+    await overloaded?.close();
     await mock?.stop();
   });
 
@@ -115,6 +123,12 @@ describe('LLM routes fail over by default', () => {
   it('a 429 with Retry-After: the provider is skipped for that long', async () => {
     for (let i = 0; i < 4; i++) assert.equal((await hello('limited')).choices[0]!.message.content, 'Hello from the mock!');
     assert.equal(limited.received.length, 1, 'one 429, then skipped while Retry-After runs');
+  });
+
+  it("Anthropic's 529 (overloaded) moves the request to the next provider", async () => {
+    const res = await hello('overloaded');
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.equal(overloaded.received.filter((r) => r.url === '/v1/messages').length, 1, 'the overloaded provider was tried first');
   });
 
   it('an OpenAI client is served by the Anthropic provider after the OpenAI one fails', async () => {

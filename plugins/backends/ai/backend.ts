@@ -46,8 +46,8 @@ const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 /** A streamed call's answer keeps the upstream's raw header list: no header object unless a header is edited. */
 const STREAM_RAW: ForwardOptions = { rawHeaders: true };
 
-/** What moves a request to the route's next `ai` backend: rate limited, or the provider failing (ADR 0039). */
-const FAILOVER = { codes: [429, 500, 502, 503, 504] } as const;
+/** What moves a request to the route's next `ai` backend: rate limited, or the provider failing or overloaded (Anthropic's 529; ADR 0039). */
+const FAILOVER = { codes: [429, 500, 502, 503, 504, 529] } as const;
 
 const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses']);
 
