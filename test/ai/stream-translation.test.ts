@@ -48,6 +48,37 @@ const CONVERSE_TOOLS = Buffer.concat([
   frame('metadata', { usage: { inputTokens: 9, outputTokens: 20, totalTokens: 29 }, metrics: { latencyMs: 5 } }),
 ]);
 
+/** Anthropic clients on `/v1/messages`, OpenAI clients elsewhere. */
+const MESSAGES = { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } };
+
+const chunk = (delta: unknown, finish: string | null = null): string =>
+  sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [{ index: 0, delta, finish_reason: finish }] });
+const usageChunk = sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } });
+
+/**
+ * OpenAI's stream of a call forced by a named `tool_choice`: the tool call, then `finish_reason: "stop"` (OpenAI's
+ * own answer for named tool choices), not `tool_calls`.
+ */
+const OPENAI_FORCED_TOOL = [
+  chunk({ role: 'assistant', content: null }),
+  chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+  chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":"Paris"}' } }] }),
+  chunk({}, 'stop'),
+  usageChunk,
+  'data: [DONE]\n\n',
+].join('');
+
+/**
+ * Gemini's OpenAI-compatible API: parallel calls each whole in one chunk, with no `index`, and `finish_reason: "stop"`.
+ */
+const GEMINI_COMPAT_TOOLS = [
+  chunk({ role: 'assistant', tool_calls: [{ id: 'function-call-1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }),
+  chunk({ role: 'assistant', tool_calls: [{ id: 'function-call-2', type: 'function', function: { name: 'get_time', arguments: '{"zone":"CET"}' } }] }),
+  chunk({}, 'stop'),
+  usageChunk,
+  'data: [DONE]\n\n',
+].join('');
+
 describe('translated streams read by the SDKs', () => {
   let upstream: TestUpstream;
   let gw: AiGateway;
@@ -59,6 +90,8 @@ describe('translated streams read by the SDKs', () => {
     gw = await startAiGateway([
       aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }),
       aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { backendAuth: { key: 'k' } }),
+      aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'gpt-x' } }, hostOverride: host }, MESSAGES),
+      aiRoute('/gc', { name: 'gc', provider: { gemini: { model: 'gemini-x', openAICompatible: true } }, hostOverride: host }, MESSAGES),
     ]);
   });
   after(async () => {
@@ -101,5 +134,41 @@ describe('translated streams read by the SDKs', () => {
     };
     const done = await clients.openai('/br').chat.completions.stream(ask).finalChatCompletion();
     expectTools(done, ['tooluse_a', 'tooluse_b']);
+  });
+
+  const toolsOf = (m: Anthropic.Message): unknown[] => m.content.filter((b) => b.type === 'tool_use').map((b) => [b.id, b.name, b.input]);
+  const weatherTool = { name: 'get_weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } };
+
+  it('Anthropic client on OpenAI, named tool choice: OpenAI ends with "stop", the client gets stop_reason tool_use', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(OPENAI_FORCED_TOOL);
+    };
+    const ask = { model: 'any', max_tokens: 100, tools: [weatherTool], tool_choice: { type: 'tool' as const, name: 'get_weather' }, messages: [{ role: 'user' as const, content: 'weather?' }] };
+    const done = await clients.anthropic('/oa').messages.stream(ask).finalMessage();
+    assert.equal(done.stop_reason, 'tool_use');
+    assert.deepEqual(toolsOf(done), [['call_a', 'get_weather', { city: 'Paris' }]]);
+    // The same answer not streamed.
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-x', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } }));
+    };
+    const whole = await clients.anthropic('/oa').messages.create(ask);
+    assert.equal(whole.stop_reason, 'tool_use');
+    assert.deepEqual(toolsOf(whole), [['call_a', 'get_weather', { city: 'Paris' }]]);
+  });
+
+  it("Anthropic client on Gemini's OpenAI-compatible API: parallel calls without an index stay two calls", async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(GEMINI_COMPAT_TOOLS);
+    };
+    const done = await clients.anthropic('/gc').messages.stream({ model: 'any', max_tokens: 100, tools: [weatherTool], messages: [{ role: 'user', content: 'weather and time?' }] }).finalMessage();
+    assert.deepEqual(toolsOf(done), [
+      ['function-call-1', 'get_weather', { city: 'Paris' }],
+      ['function-call-2', 'get_time', { zone: 'CET' }],
+    ]);
+    assert.equal(done.stop_reason, 'tool_use');
+    assert.deepEqual(done.usage, { input_tokens: 9, output_tokens: 20 });
   });
 });

@@ -42,14 +42,15 @@ export function completionsResponseToMessages(resp: Obj): Obj {
   const content: Obj[] = [];
   const text = textOf(msg.content);
   if (text) content.push({ type: 'text', text });
-  content.push(...toolCallsOf(msg).map(toolUseBlock));
+  const calls = toolCallsOf(msg);
+  content.push(...calls.map(toolUseBlock));
   return {
     id: resp.id ?? `msg_${randomUUID()}`,
     type: 'message',
     role: 'assistant',
     model: resp.model,
     content,
-    stop_reason: finishToAnthropicStop(choice.finish_reason) ?? 'end_turn',
+    stop_reason: finishToAnthropicStop(choice.finish_reason, calls.length > 0) ?? 'end_turn',
     stop_sequence: null,
     usage: completionsUsageToMessages(resp.usage),
   };

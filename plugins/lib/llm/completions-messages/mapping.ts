@@ -31,11 +31,18 @@ export function stopReasonToFinish(stop: unknown): string | null {
   }
 }
 
-export function finishToAnthropicStop(finish: unknown): string | null {
+/**
+ * An OpenAI finish reason as an Anthropic stop reason. An answer that called tools stopped for them (`tool_use`)
+ * even when it says `stop`: OpenAI does for a named `tool_choice`, Gemini's OpenAI-compatible API does in streams,
+ * and an Anthropic client's tool loop goes on only on `tool_use`.
+ */
+export function finishToAnthropicStop(finish: unknown, calledTools = false): string | null {
   switch (finish) {
     case undefined:
     case null:
       return null;
+    case 'stop':
+      return calledTools ? 'tool_use' : 'end_turn';
     case 'length':
       return 'max_tokens';
     case 'tool_calls':

@@ -106,8 +106,11 @@ export class CompletionsToMessagesStream implements StreamTranslator {
   private finished = false;
   private block = -1;
   private open: 'text' | 'tool' | undefined = undefined;
-  private readonly toolBlocks = new Map<number, number>();
-  private stop: string | null = null;
+  /** Content block of each streamed call, by its `index` (or the key `toolKey` gives a call without one). */
+  private readonly toolBlocks = new Map<number | string, number>();
+  private lastUnindexed: { id: unknown; key: string } | undefined = undefined;
+  /** The provider's finish reason, mapped when the message ends (when tools were called it may become `tool_use`). */
+  private finish: unknown = null;
   private usage: Obj | undefined = undefined;
 
   private ev(type: string, data: Obj): LlmEvent {
@@ -128,7 +131,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
 
   event(e: LlmEvent): LlmEvent[] {
     if (this.finished) return [];
-    if (e.done) return this.finish();
+    if (e.done) return this.finishMessage();
     const d = e.data;
     if (isObj(d.error)) {
       this.finished = true;
@@ -150,7 +153,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     }
     for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
       if (!isObj(tc)) continue;
-      const index = typeof tc.index === 'number' ? tc.index : 0;
+      const index = this.toolKey(tc);
       let block = this.toolBlocks.get(index);
       if (block === undefined) {
         this.close(out);
@@ -163,23 +166,36 @@ export class CompletionsToMessagesStream implements StreamTranslator {
       const args = isObj(tc.function) ? tc.function.arguments : undefined;
       if (typeof args === 'string' && args) out.push(this.ev('content_block_delta', { index: block, delta: { type: 'input_json_delta', partial_json: args } }));
     }
-    if (choice.finish_reason) this.stop = finishToAnthropicStop(choice.finish_reason);
+    if (choice.finish_reason) this.finish = choice.finish_reason;
     return out;
   }
 
-  private finish(): LlmEvent[] {
+  /**
+   * A streamed call's key: its `index`. Gemini's OpenAI-compatible API sends calls without one, each whole in one
+   * chunk with its own id: a new id is a new call, a delta without an id belongs to the last call.
+   */
+  private toolKey(tc: Obj): number | string {
+    if (typeof tc.index === 'number') return tc.index;
+    if (this.lastUnindexed === undefined || (tc.id !== undefined && tc.id !== this.lastUnindexed.id)) {
+      this.lastUnindexed = { id: tc.id, key: `unindexed-${this.toolBlocks.size}` };
+    }
+    return this.lastUnindexed.key;
+  }
+
+  private finishMessage(): LlmEvent[] {
     if (this.finished || !this.started) return [];
     this.finished = true;
     const out: LlmEvent[] = [];
     this.close(out);
     const u = completionsUsageToMessages(this.usage);
-    out.push(this.ev('message_delta', { delta: { stop_reason: this.stop ?? 'end_turn', stop_sequence: null }, usage: u }));
+    const stop = finishToAnthropicStop(this.finish, this.toolBlocks.size > 0) ?? 'end_turn';
+    out.push(this.ev('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: u }));
     out.push(this.ev('message_stop', {}));
     return out;
   }
 
   /** A provider that ends its stream without `[DONE]` after the finish reason still gets a complete message. */
   end(): LlmEvent[] {
-    return this.stop !== null ? this.finish() : [];
+    return this.finish !== null ? this.finishMessage() : [];
   }
 }
