@@ -79,6 +79,19 @@ const GEMINI_COMPAT_TOOLS = [
   'data: [DONE]\n\n',
 ].join('');
 
+/**
+ * Azure OpenAI's stream: a first chunk with no choices, an empty id and model, carrying only the prompt's content
+ * filter results; then OpenAI's chunks.
+ */
+const AZURE_TEXT = [
+  sse(undefined, { choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: [{ prompt_index: 0, content_filter_results: { hate: { filtered: false, severity: 'safe' } } }] }),
+  chunk({ role: 'assistant', content: '' }),
+  chunk({ content: 'Hi' }),
+  chunk({}, 'stop'),
+  usageChunk,
+  'data: [DONE]\n\n',
+].join('');
+
 describe('translated streams read by the SDKs', () => {
   let upstream: TestUpstream;
   let gw: AiGateway;
@@ -91,6 +104,7 @@ describe('translated streams read by the SDKs', () => {
       aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }),
       aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { backendAuth: { key: 'k' } }),
       aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'gpt-x' } }, hostOverride: host }, MESSAGES),
+      aiRoute('/az', { name: 'az', provider: { azureOpenAI: { host: 'example.openai.azure.com', model: 'gpt-4o-deploy' } }, hostOverride: host }, MESSAGES),
       aiRoute('/gc', { name: 'gc', provider: { gemini: { model: 'gemini-x', openAICompatible: true } }, hostOverride: host }, MESSAGES),
     ]);
   });
@@ -170,5 +184,17 @@ describe('translated streams read by the SDKs', () => {
     ]);
     assert.equal(done.stop_reason, 'tool_use');
     assert.deepEqual(done.usage, { input_tokens: 9, output_tokens: 20 });
+  });
+
+  it("Anthropic client on Azure OpenAI: the filter-results chunk before the answer does not name the message", async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(AZURE_TEXT);
+    };
+    const done = await clients.anthropic('/az').messages.stream({ model: 'any', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    assert.equal(done.id, 'chatcmpl-1');
+    assert.equal(done.model, 'gpt-x');
+    assert.deepEqual(done.content, [{ type: 'text', text: 'Hi' }]);
+    assert.equal(done.stop_reason, 'end_turn');
   });
 });

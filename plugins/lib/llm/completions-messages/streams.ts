@@ -117,10 +117,18 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     return { type, data: { type, ...data } };
   }
 
+  private readonly model: string | undefined;
+
+  constructor(model?: string) {
+    this.model = model;
+  }
+
   private start(d: Obj): LlmEvent[] {
     if (this.started) return [];
     this.started = true;
-    const message = { id: d.id ?? `msg_${randomUUID()}`, type: 'message', role: 'assistant', content: [], model: d.model, stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
+    const id = typeof d.id === 'string' && d.id ? d.id : `msg_${randomUUID()}`;
+    const model = typeof d.model === 'string' && d.model ? d.model : this.model;
+    const message = { id, type: 'message', role: 'assistant', content: [], model, stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0 } };
     return [this.ev('message_start', { message })];
   }
 
@@ -137,6 +145,9 @@ export class CompletionsToMessagesStream implements StreamTranslator {
       this.finished = true;
       return [this.ev('error', { error: { type: d.error.type ?? 'api_error', message: d.error.message ?? 'upstream error' } })];
     }
+    // Azure's first chunk carries only the prompt's filter results (no choices, empty id and model): the message
+    // starts with the first chunk that says something.
+    if (!this.started && !(Array.isArray(d.choices) && d.choices.length > 0) && !isObj(d.usage)) return [];
     const out = this.start(d);
     if (isObj(d.usage)) this.usage = d.usage;
     const choice: Obj | undefined = Array.isArray(d.choices) ? d.choices.find((c: Obj) => isObj(c) && (c.index ?? 0) === 0) : undefined;

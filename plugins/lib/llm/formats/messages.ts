@@ -162,7 +162,7 @@ export const messages: LlmFormat = {
   responseToCanonical: (b) => messagesResponseToCompletions(b),
   responseFromCanonical: (b) => completionsResponseToMessages(b),
   streamToCanonical: () => new MessagesToCompletionsStream(),
-  streamFromCanonical: () => new CompletionsToMessagesStream(),
+  streamFromCanonical: (model) => new CompletionsToMessagesStream(model),
   observeResponse: observeModelAndUsage(usageFromMessages),
   observedMembers: MODEL_AND_USAGE,
   observeEvent(e, call) {
