@@ -187,6 +187,22 @@ describe('Converse', () => {
     assert.equal(out.model, undefined, 'the model goes in the path');
   });
 
+  it('an empty or blank tool result is sent as a placeholder: Converse refuses blank text blocks', () => {
+    const out = completionsRequestToConverse({
+      model: 'x',
+      messages: [
+        { role: 'user', content: 'run both' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 't1', function: { name: 'f', arguments: '{}' } }, { id: 't2', function: { name: 'g', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 't1', content: '' },
+        { role: 'tool', tool_call_id: 't2', content: [{ type: 'text', text: ' \n' }] },
+      ],
+    });
+    assert.deepEqual(out.messages[2], {
+      role: 'user',
+      content: [{ toolResult: { toolUseId: 't1', content: [{ text: '(no output)' }] } }, { toolResult: { toolUseId: 't2', content: [{ text: '(no output)' }] } }],
+    });
+  });
+
   it('reads a Converse response', () => {
     const c = converseResponseToCompletions({ output: { message: { role: 'assistant', content: [{ text: 'a' }, { text: 'b' }] } }, stopReason: 'guardrail_intervened', usage: { inputTokens: 2, outputTokens: 3, cacheReadInputTokens: 1 } }, 'mdl');
     assert.equal(c.model, 'mdl');

@@ -10,6 +10,9 @@ import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
 
+/** The text of a tool result that had none (a tool with no output). */
+const EMPTY_TOOL_RESULT = '(no output)';
+
 const IMAGE_FORMATS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
 
 function userContent(content: unknown): Obj[] {
@@ -47,7 +50,11 @@ export function completionsRequestToConverse(body: Obj): Obj {
       }
       appendTurn(messages, 'assistant', 'content', content);
     },
-    tool: (m) => appendTurn(messages, 'user', 'content', [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: textOf(m.content) }] } }]),
+    tool: (m) => {
+      const text = textOf(m.content);
+      // Converse refuses a blank text block (a ValidationException on every later turn of the conversation).
+      appendTurn(messages, 'user', 'content', [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: text.trim() ? text : EMPTY_TOOL_RESULT }] } }]);
+    },
   });
   const out: Obj = { messages };
   if (system.length > 0) out.system = system;
