@@ -81,6 +81,23 @@ describe('Chat Completions ↔ Messages', () => {
     assert.deepEqual(out.metadata, { user_id: 'u1' });
   });
 
+  it('sends no blank text block (Anthropic refuses them): empty text parts dropped, a blank tool result without content', () => {
+    const out = completionsRequestToMessages({
+      model: 'm',
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: '' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+        { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }, { id: 't2', type: 'function', function: { name: 'g', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 't1', content: '' },
+        { role: 'tool', tool_call_id: 't2', content: ' \n' },
+      ],
+    });
+    assert.deepEqual(out.messages, [
+      { role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'f', input: {} }, { type: 'tool_use', id: 't2', name: 'g', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1' }, { type: 'tool_result', tool_use_id: 't2' }] },
+    ]);
+  });
+
   it('maps stop reasons and usage (cache reads count as input)', () => {
     const c = messagesResponseToCompletions({ id: 'msg', model: 'm', content: [{ type: 'text', text: 'x' }], stop_reason: 'max_tokens', usage: { input_tokens: 3, cache_read_input_tokens: 4, output_tokens: 2 } });
     assert.equal(c.choices[0].finish_reason, 'length');

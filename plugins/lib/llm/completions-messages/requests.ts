@@ -26,7 +26,8 @@ function userBlocks(content: unknown): Obj[] | string {
     for (const p of content) {
       if (typeof p === 'string') blocks.push({ type: 'text', text: p });
       else if (!isObj(p)) continue;
-      else if (p.type === 'text' && typeof p.text === 'string') blocks.push({ type: 'text', text: p.text });
+      // Anthropic refuses empty text blocks; an empty part says nothing.
+      else if (p.type === 'text' && typeof p.text === 'string' && p.text) blocks.push({ type: 'text', text: p.text });
       else if (p.type === 'image_url') {
         const b = imagePartToBlock(p);
         if (b) blocks.push(b);
@@ -78,7 +79,11 @@ export function completionsRequestToMessages(body: Obj): Obj {
       blocks.push(...toolCallsOf(m).map(toolUseBlock));
       if (blocks.length > 0) pushMessage(messages, 'assistant', blocks);
     },
-    tool: (m) => pushMessage(messages, 'user', [{ type: 'tool_result', tool_use_id: m.tool_call_id, content: textOf(m.content) }]),
+    tool: (m) => {
+      // A blank result (a tool with no output) has no content: Anthropic refuses a blank text.
+      const text = textOf(m.content);
+      pushMessage(messages, 'user', [text.trim() ? { type: 'tool_result', tool_use_id: m.tool_call_id, content: text } : { type: 'tool_result', tool_use_id: m.tool_call_id }]);
+    },
   });
   const out: Obj = { model: body.model, messages };
   if (system.length > 0) out.system = system.join('\n');
