@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DONE } from '../events.ts';
 import type { LlmEvent, StreamTranslator } from '../events.ts';
 import { isObj, nowSeconds } from '../json.ts';
+import { StreamedToolCallKeys } from '../streamed-tool-calls.ts';
 import type { Obj } from '../json.ts';
 import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
 
@@ -108,7 +109,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
   private open: 'text' | 'tool' | undefined = undefined;
   /** Content block of each streamed call, by its `index` (or the key `toolKey` gives a call without one). */
   private readonly toolBlocks = new Map<number | string, number>();
-  private lastUnindexed: { id: unknown; key: string } | undefined = undefined;
+  private readonly toolKeys = new StreamedToolCallKeys();
   /** The provider's finish reason, mapped when the message ends (when tools were called it may become `tool_use`). */
   private finish: unknown = null;
   private usage: Obj | undefined = undefined;
@@ -164,7 +165,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     }
     for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
       if (!isObj(tc)) continue;
-      const index = this.toolKey(tc);
+      const index = this.toolKeys.key(tc);
       let block = this.toolBlocks.get(index);
       if (block === undefined) {
         this.close(out);
@@ -179,18 +180,6 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     }
     if (choice.finish_reason) this.finish = choice.finish_reason;
     return out;
-  }
-
-  /**
-   * A streamed call's key: its `index`. Gemini's OpenAI-compatible API sends calls without one, each whole in one
-   * chunk with its own id: a new id is a new call, a delta without an id belongs to the last call.
-   */
-  private toolKey(tc: Obj): number | string {
-    if (typeof tc.index === 'number') return tc.index;
-    if (this.lastUnindexed === undefined || (tc.id !== undefined && tc.id !== this.lastUnindexed.id)) {
-      this.lastUnindexed = { id: tc.id, key: `unindexed-${this.toolBlocks.size}` };
-    }
-    return this.lastUnindexed.key;
   }
 
   private finishMessage(): LlmEvent[] {
