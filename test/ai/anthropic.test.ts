@@ -212,11 +212,12 @@ describe('ai backend, anthropic provider', () => {
       assert.deepEqual(err.error, { message: 'rate limited', type: 'rate_limit_error', param: null, code: null });
     });
 
-    it('refuses the Responses API, which Anthropic does not serve', async () => {
-      const res = await fetch(`${t.gw.base}/an/resp/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-test-1', input: 'hello' }) });
-      assert.equal(res.status, 400);
-      // A Responses client is an OpenAI client: OpenAI's error shape.
-      assert.deepEqual(await res.json(), { error: { message: 'failed to process LLM request: unsupported route: the anthropic provider does not serve responses requests', type: 'invalid_request_error', param: null, code: null } });
+    it('serves the Responses API through Messages (docs/llm.md; test/ai/responses-translated.test.ts has the rest)', async () => {
+      const r = await openaiClient('/an/resp/v1').responses.create({ model: 'claude-test-1', input: 'hello' });
+      assert.equal(r.object, 'response');
+      assert.equal(r.output_text, 'Hello from the mock!');
+      assert.equal(t.rec.last().url, '/v1/messages');
+      assert.deepEqual(t.rec.last().json().messages, [{ role: 'user', content: 'hello' }]);
     });
   });
 });

@@ -31,8 +31,8 @@ function stable(v: unknown): unknown {
   if (v === null || typeof v !== 'object') return v;
   const out: Obj = {};
   for (const [k, x] of Object.entries(v as Obj)) {
-    if (k === 'created' && typeof x === 'number' && x > 1_767_225_600) out[k] = '<now>';
-    else if (k === 'id' && typeof x === 'string' && /^(chatcmpl|msg|call|toolu)[-_][0-9a-f-]{16,}$/i.test(x)) out[k] = '<generated id>';
+    if ((k === 'created' || k === 'created_at') && typeof x === 'number' && x > 1_767_225_600) out[k] = '<now>';
+    else if ((k === 'id' || k === 'item_id' || k === 'call_id') && typeof x === 'string' && /^(chatcmpl|msg|call|toolu|resp|fc)[-_][0-9a-f-]{16,}$/i.test(x)) out[k] = '<generated id>';
     else out[k] = stable(x);
   }
   return out;
@@ -55,6 +55,10 @@ const PAIRS: [LlmRouteType, LlmWireFormat][] = [
   ['messages', 'converse'],
   ['completions', 'geminiNative'],
   ['messages', 'geminiNative'],
+  ['responses', 'completions'],
+  ['responses', 'messages'],
+  ['responses', 'converse'],
+  ['responses', 'geminiNative'],
 ];
 
 describe('format translations match their golden snapshots', () => {
@@ -73,7 +77,6 @@ describe('format translations match their golden snapshots', () => {
   }
 
   it('formats nobody translates are refused, and a format to itself is the identity', () => {
-    assert.equal(translation('responses', 'completions'), undefined);
     assert.equal(translation('generateContent', 'completions'), undefined);
     assert.equal(translation('embeddings', 'messages'), undefined);
     for (const f of ['completions', 'messages', 'responses', 'embeddings'] as const) assert.equal(translation(f, f)?.identity, true);

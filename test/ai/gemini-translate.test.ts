@@ -126,7 +126,6 @@ describe('Chat Completions request → generateContent', () => {
     });
     assert.equal(translation('generateContent', 'geminiNative')!.identity, true);
     assert.equal(translation('geminiCountTokens', 'geminiCountTokens')!.identity, true);
-    assert.equal(translation('responses', 'geminiNative'), undefined);
   });
 });
 

@@ -70,11 +70,13 @@ export function openAiPath(prefix: string, format: LlmWireFormat): string {
   }
 }
 
-/** Wire formats of a provider that speaks OpenAI Chat Completions (and maybe more): Messages clients are translated. */
+/** Wire formats of a provider that speaks OpenAI Chat Completions (and maybe more): Messages (and Responses, when not native) clients are translated. */
 export function openAiWire(native: readonly LlmWireFormat[]): (client: LlmRouteType) => LlmWireFormat | undefined {
   return (client) => {
     if (client === 'completions' || client === 'messages') return 'completions';
     if ((client === 'responses' || client === 'embeddings') && native.includes(client)) return client;
+    // Responses clients of an API without it: through Chat Completions.
+    if (client === 'responses') return 'completions';
     return undefined;
   };
 }

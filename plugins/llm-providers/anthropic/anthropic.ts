@@ -8,7 +8,7 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 const OAUTH_PREFIX = 'sk-ant-oat';
 
 function wireFormat(client: LlmRouteType): LlmWireFormat | undefined {
-  if (client === 'messages' || client === 'completions') return 'messages';
+  if (client === 'messages' || client === 'completions' || client === 'responses') return 'messages';
   if (client === 'anthropicTokenCount') return 'anthropicTokenCount';
   return undefined;
 }

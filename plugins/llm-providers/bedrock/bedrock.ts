@@ -5,7 +5,7 @@ import { converseFormat } from './converse.ts';
 import type { BedrockConfig } from './plugin.ts';
 
 function wireFormat(client: LlmRouteType): LlmWireFormat | undefined {
-  return client === 'completions' || client === 'messages' ? 'converse' : undefined;
+  return client === 'completions' || client === 'messages' || client === 'responses' ? 'converse' : undefined;
 }
 
 function bedrockHeaders(h: LlmHeaders): void {

@@ -25,6 +25,7 @@ export function geminiWire(openAICompatible: boolean): (client: LlmRouteType) =>
     switch (client) {
       case 'completions':
       case 'messages':
+      case 'responses':
         return openAICompatible ? 'completions' : 'geminiNative';
       case 'generateContent':
         return 'geminiNative';

@@ -39,10 +39,11 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
     origin: `https://${host}`,
     // BEHAVIOUR.md §4.6: Anthropic models ⇒ Messages, Gemini models ⇒ native, else the OpenAI-compatible endpoint.
     wireFormat: (client: LlmRouteType, model?: string): LlmWireFormat | undefined => {
-      if (isClaude(model)) return client === 'messages' || client === 'completions' ? 'messages' : undefined;
+      const chat = client === 'completions' || client === 'messages' || client === 'responses';
+      if (isClaude(model)) return chat ? 'messages' : undefined;
       if (client === 'generateContent') return isGooglePublished(model) ? 'geminiNative' : undefined;
       if (client === 'geminiCountTokens') return isGooglePublished(model) ? 'geminiCountTokens' : undefined;
-      if ((client === 'completions' || client === 'messages') && isGemini(model) && !compatible) return 'geminiNative';
+      if (chat && isGemini(model) && !compatible) return 'geminiNative';
       return openAi(client);
     },
     path: (format, model, stream) => {

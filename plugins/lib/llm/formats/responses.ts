@@ -1,6 +1,8 @@
 // OpenAI Responses (`responses`): usage, stream events, stream assembly, guarded text and prompt insertion
-// (ADR 0032). Responses requests are served only by providers that speak Responses (no canonical translation).
+// (ADR 0032). Providers without a Responses API serve Responses clients through Chat Completions.
 import { isObj } from '../json.ts';
+import { completionsResponseToResponses, responsesRequestToCompletions } from '../responses-chat/requests.ts';
+import { CompletionsToResponsesStream } from '../responses-chat/streams.ts';
 import type { Obj } from '../json.ts';
 import { usageFromResponses } from '../usage.ts';
 import { typeOf } from './assembly.ts';
@@ -157,6 +159,10 @@ export const responses: LlmFormat = {
   name: 'responses',
   family: 'openai',
   operation: 'chat',
+  // Served by providers without a Responses API through Chat Completions (plugins/lib/llm/responses-chat/).
+  requestToCanonical: responsesRequestToCompletions,
+  responseFromCanonical: completionsResponseToResponses,
+  streamFromCanonical: (model) => new CompletionsToResponsesStream(model),
   observeResponse: observeModelAndUsage(usageFromResponses),
   observedMembers: MODEL_AND_USAGE,
   observeEvent(e, call) {

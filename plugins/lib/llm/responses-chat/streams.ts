@@ -1,0 +1,148 @@
+// OpenAI Chat Completions stream -> OpenAI Responses stream (`response.created … response.completed`), for Responses
+// clients of providers that do not speak Responses.
+import { isObj, nowSeconds } from '../json.ts';
+import type { Obj } from '../json.ts';
+import type { LlmEvent, StreamTranslator } from '../events.ts';
+import { StreamedToolCallKeys } from '../streamed-tool-calls.ts';
+import { functionCallItem, messageItem, responseObject, responsesId, responsesStatusOf, responsesUsageOf } from './requests.ts';
+
+/** An output item being streamed: the text of a message, or a function call's arguments. */
+interface OpenItem {
+  readonly index: number;
+  readonly id: string;
+  readonly kind: 'message' | 'function_call';
+  text: string;
+  readonly callId?: unknown;
+  readonly name?: unknown;
+}
+
+/**
+ * `chat.completion.chunk`s (first choice) as Responses events: `response.created` and `response.in_progress` when the
+ * answer starts; a `message` item per run of text (`content_part.added`, `output_text.delta` …) and a
+ * `function_call` item per call (`function_call_arguments.delta` …); at the end every item done and
+ * `response.completed` (`response.incomplete` for a length or content-filter stop) with the output and usage. A
+ * stream cut before its finish reason is not completed; an error chunk becomes an `error` event.
+ */
+export class CompletionsToResponsesStream implements StreamTranslator {
+  private readonly id = responsesId('resp');
+  private readonly createdAt = nowSeconds();
+  private model: unknown;
+  private seq = 0;
+  private started = false;
+  private finished = false;
+  private nextIndex = 0;
+  /** Finished items by output index, for the final response. */
+  private readonly done: Obj[] = [];
+  private text: OpenItem | undefined = undefined;
+  private readonly calls = new Map<number | string, OpenItem>();
+  private readonly toolKeys = new StreamedToolCallKeys();
+  private finish: unknown = null;
+  private usage: Obj | null = null;
+
+  constructor(model: string) {
+    this.model = model;
+  }
+
+  private ev(type: string, data: Obj): LlmEvent {
+    return { type, data: { type, sequence_number: this.seq++, ...data } };
+  }
+
+  private response(inProgress: boolean): Obj {
+    const output = this.done.filter((item) => item !== undefined);
+    return responseObject(this.id, this.createdAt, this.model, output, this.finish, inProgress ? null : this.usage, inProgress);
+  }
+
+  event(e: LlmEvent): LlmEvent[] {
+    if (this.finished) return [];
+    if (e.done) return this.complete();
+    const d = e.data;
+    if (isObj(d.error)) {
+      this.finished = true;
+      return [this.ev('error', { code: d.error.code ?? d.error.type ?? null, message: d.error.message ?? 'upstream error', param: d.error.param ?? null })];
+    }
+    if (isObj(d.usage)) this.usage = responsesUsageOf(d.usage);
+    const choice: Obj | undefined = Array.isArray(d.choices) ? d.choices.find((c: Obj) => isObj(c) && (c.index ?? 0) === 0) : undefined;
+    // Azure's first chunk carries only the prompt's filter results: the response starts with one that says something.
+    if (!this.started && !choice && !isObj(d.usage)) return [];
+    const out: LlmEvent[] = [];
+    if (!this.started) {
+      this.started = true;
+      if (typeof d.model === 'string' && d.model) this.model = d.model;
+      out.push(this.ev('response.created', { response: this.response(true) }), this.ev('response.in_progress', { response: this.response(true) }));
+    }
+    if (!choice) return out;
+    const delta: Obj = isObj(choice.delta) ? choice.delta : {};
+    if (typeof delta.content === 'string' && delta.content) this.textDelta(delta.content, out);
+    for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) if (isObj(tc)) this.callDelta(tc, out);
+    if (choice.finish_reason) this.finish = choice.finish_reason;
+    return out;
+  }
+
+  private textDelta(text: string, out: LlmEvent[]): void {
+    let item = this.text;
+    if (!item) {
+      item = this.text = { index: this.nextIndex++, id: responsesId('msg'), kind: 'message', text: '' };
+      out.push(
+        this.ev('response.output_item.added', { output_index: item.index, item: { id: item.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] } }),
+        this.ev('response.content_part.added', { item_id: item.id, output_index: item.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }),
+      );
+    }
+    item.text += text;
+    out.push(this.ev('response.output_text.delta', { item_id: item.id, output_index: item.index, content_index: 0, delta: text, logprobs: [] }));
+  }
+
+  private callDelta(tc: Obj, out: LlmEvent[]): void {
+    const key = this.toolKeys.key(tc);
+    let item = this.calls.get(key);
+    if (!item) {
+      // Text before a call is a message of its own: closed, and text after the calls starts another.
+      if (this.text) this.close(this.text, out);
+      const fn: Obj = isObj(tc.function) ? tc.function : {};
+      item = { index: this.nextIndex++, id: responsesId('fc'), kind: 'function_call', text: '', callId: tc.id ?? responsesId('call'), name: fn.name };
+      this.calls.set(key, item);
+      out.push(this.ev('response.output_item.added', { output_index: item.index, item: functionCallItem(item.id, item.callId, item.name, '', 'in_progress') }));
+    }
+    const args = isObj(tc.function) ? tc.function.arguments : undefined;
+    if (typeof args === 'string' && args) {
+      item.text += args;
+      out.push(this.ev('response.function_call_arguments.delta', { item_id: item.id, output_index: item.index, delta: args }));
+    }
+  }
+
+  /** The events that finish one item; the item joins the output. */
+  private close(item: OpenItem, out: LlmEvent[]): void {
+    let done: Obj;
+    if (item.kind === 'message') {
+      this.text = undefined;
+      const part = { type: 'output_text', text: item.text, annotations: [] };
+      done = messageItem(item.id, item.text, 'completed');
+      out.push(
+        this.ev('response.output_text.done', { item_id: item.id, output_index: item.index, content_index: 0, text: item.text, logprobs: [] }),
+        this.ev('response.content_part.done', { item_id: item.id, output_index: item.index, content_index: 0, part }),
+      );
+    } else {
+      // A call streamed without arguments has `{}`, as in a complete answer.
+      const args = item.text || '{}';
+      done = functionCallItem(item.id, item.callId, item.name, args, 'completed');
+      out.push(this.ev('response.function_call_arguments.done', { item_id: item.id, output_index: item.index, arguments: args }));
+    }
+    this.done[item.index] = done;
+    out.push(this.ev('response.output_item.done', { output_index: item.index, item: done }));
+  }
+
+  private complete(): LlmEvent[] {
+    if (this.finished || !this.started) return [];
+    this.finished = true;
+    const out: LlmEvent[] = [];
+    if (this.text) this.close(this.text, out);
+    for (const item of this.calls.values()) this.close(item, out);
+    const { status } = responsesStatusOf(this.finish);
+    out.push(this.ev(status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: this.response(false) }));
+    return out;
+  }
+
+  /** A provider that ends its stream without `[DONE]` after the finish reason still gets a complete response. */
+  end(): LlmEvent[] {
+    return this.finish !== null ? this.complete() : [];
+  }
+}

@@ -1,0 +1,220 @@
+// OpenAI Responses clients on providers without a Responses API (Anthropic, Bedrock, Gemini): the request goes
+// through Chat Completions into the provider's API, the answer comes back as a `response` and the stream as
+// `response.*` events the `openai` SDK's helpers put together. Loopback stand-in providers script the answers.
+import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { encodeEventStreamMessage } from '../../plugins/lib/llm/event-stream.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { aiRoute, rejection, sdkClients, startAiGateway } from './harness.ts';
+import type { AiGateway } from './harness.ts';
+
+const sse = (event: string | undefined, data: unknown): string => `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
+const frame = (type: string, payload: unknown): Buffer =>
+  encodeEventStreamMessage({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify(payload)));
+const ROUTES = { testAi: { routes: { '/v1/responses': 'responses', '*': 'completions' } } };
+
+/** Anthropic: text, then a call with split input and one without input. */
+const ANTHROPIC_STREAM = [
+  sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-x', usage: { input_tokens: 9, output_tokens: 1 } } }),
+  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Check' } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ing.' } }),
+  sse('content_block_stop', { type: 'content_block_stop', index: 0 }),
+  sse('content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_a', name: 'get_weather', input: {} } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } }),
+  sse('content_block_stop', { type: 'content_block_stop', index: 1 }),
+  sse('content_block_start', { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_b', name: 'get_time', input: {} } }),
+  sse('content_block_stop', { type: 'content_block_stop', index: 2 }),
+  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 20 } }),
+  sse('message_stop', { type: 'message_stop' }),
+].join('');
+
+const ANTHROPIC_WHOLE = {
+  id: 'msg_1',
+  type: 'message',
+  role: 'assistant',
+  model: 'claude-x',
+  content: [
+    { type: 'text', text: 'Checking.' },
+    { type: 'tool_use', id: 'toolu_a', name: 'get_weather', input: { city: 'Paris' } },
+  ],
+  stop_reason: 'tool_use',
+  usage: { input_tokens: 9, output_tokens: 20 },
+};
+
+describe('Responses clients on providers without a Responses API', () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+  let answer: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => answer(req, res));
+    const host = `127.0.0.1:${upstream.port}`;
+    gw = await startAiGateway([
+      aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }, ROUTES),
+      aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { ...ROUTES, backendAuth: { key: 'k' } }),
+      aiRoute('/ge', { name: 'ge', provider: { gemini: { model: 'gemini-x' } }, hostOverride: host }, ROUTES),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+  const { openai } = sdkClients(() => gw.base, 'sk-test');
+  const tools: OpenAI.Responses.Tool[] = [
+    { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false },
+    { type: 'function', name: 'get_time', parameters: { type: 'object', properties: {} }, strict: false },
+  ];
+  const calls = (r: OpenAI.Responses.Response): unknown[] => r.output.filter((i) => i.type === 'function_call').map((i) => [i.call_id, i.name, i.arguments, i.status]);
+
+  it('the request becomes the provider\'s: instructions, input items, function calls and their outputs, images, tools', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(ANTHROPIC_WHOLE));
+    };
+    await openai('/an').responses.create({
+      model: 'any',
+      instructions: 'Be brief.',
+      max_output_tokens: 300,
+      temperature: 0.5,
+      tools,
+      tool_choice: 'auto',
+      input: [
+        { role: 'user', content: [{ type: 'input_text', text: 'Weather here?' }, { type: 'input_image', image_url: 'data:image/png;base64,AAAA', detail: 'auto' }] },
+        { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { type: 'function_call', call_id: 'call_2', name: 'get_time', arguments: '{}' },
+        { type: 'function_call_output', call_id: 'call_1', output: 'sunny' },
+        { type: 'function_call_output', call_id: 'call_2', output: '12:00' },
+        { role: 'assistant', content: [{ type: 'output_text', text: 'Sunny at noon.', annotations: [] }] },
+        { role: 'user', content: 'Thanks' },
+      ] as OpenAI.Responses.ResponseInput,
+    });
+    const wire = JSON.parse(upstream.received.at(-1)!.body.toString('utf8')) as Record<string, unknown>;
+    assert.equal(upstream.received.at(-1)!.url, '/v1/messages');
+    assert.equal(wire.system, 'Be brief.');
+    assert.equal(wire.max_tokens, 300);
+    assert.equal(wire.temperature, 0.5);
+    assert.deepEqual(wire.messages, [
+      { role: 'user', content: [{ type: 'text', text: 'Weather here?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+          { type: 'tool_use', id: 'call_2', name: 'get_time', input: {} },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_1', content: 'sunny' },
+          { type: 'tool_result', tool_use_id: 'call_2', content: '12:00' },
+        ],
+      },
+      { role: 'assistant', content: [{ type: 'text', text: 'Sunny at noon.' }] },
+      { role: 'user', content: 'Thanks' },
+    ]);
+    assert.deepEqual((wire.tools as { name: string }[]).map((t) => t.name), ['get_weather', 'get_time']);
+    assert.deepEqual(wire.tool_choice, { type: 'auto' });
+  });
+
+  it('a complete answer is a response: text, function calls, usage (Anthropic)', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(ANTHROPIC_WHOLE));
+    };
+    const r = await openai('/an').responses.create({ model: 'any', input: 'weather?', tools });
+    assert.equal(r.object, 'response');
+    assert.equal(r.status, 'completed');
+    assert.equal(r.model, 'claude-x');
+    assert.equal(r.output_text, 'Checking.');
+    assert.deepEqual(calls(r), [['toolu_a', 'get_weather', '{"city":"Paris"}', 'completed']]);
+    assert.equal(r.usage?.input_tokens, 9);
+    assert.equal(r.usage?.output_tokens, 20);
+    assert.equal(r.usage?.total_tokens, 29);
+  });
+
+  it('a stream is response.* events the SDK puts together (Anthropic)', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(ANTHROPIC_STREAM);
+    };
+    const stream = openai('/an').responses.stream({ model: 'any', input: 'weather and time?', tools });
+    const types: string[] = [];
+    let text = '';
+    stream.on('event', (e) => types.push(e.type));
+    stream.on('response.output_text.delta', (e) => (text += e.delta));
+    const r = await stream.finalResponse();
+    assert.equal(text, 'Checking.');
+    assert.equal(r.status, 'completed');
+    assert.equal(r.output_text, 'Checking.');
+    assert.deepEqual(calls(r), [
+      ['toolu_a', 'get_weather', '{"city":"Paris"}', 'completed'],
+      ['toolu_b', 'get_time', '{}', 'completed'],
+    ]);
+    assert.deepEqual([r.usage?.input_tokens, r.usage?.output_tokens], [9, 20]);
+    assert.equal(types[0], 'response.created');
+    assert.equal(types.at(-1), 'response.completed');
+    assert.ok(types.includes('response.function_call_arguments.delta'));
+    const wire = JSON.parse(upstream.received.at(-1)!.body.toString('utf8')) as Record<string, unknown>;
+    assert.equal(wire.stream, true);
+  });
+
+  it('Bedrock: a streamed answer cut by max tokens is response.incomplete', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
+      res.end(
+        Buffer.concat([
+          frame('messageStart', { role: 'assistant' }),
+          frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Once upon' } }),
+          frame('contentBlockStop', { contentBlockIndex: 0 }),
+          frame('messageStop', { stopReason: 'max_tokens' }),
+          frame('metadata', { usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 }, metrics: { latencyMs: 1 } }),
+        ]),
+      );
+    };
+    const r = await openai('/br').responses.stream({ model: 'any', input: 'a story', max_output_tokens: 2 }).finalResponse();
+    assert.equal(r.status, 'incomplete');
+    assert.deepEqual(r.incomplete_details, { reason: 'max_output_tokens' });
+    assert.equal(r.output_text, 'Once upon');
+    assert.equal(upstream.received.at(-1)!.url, '/model/anthropic.claude-x/converse-stream');
+  });
+
+  it('Gemini: a complete answer with a function call', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4, totalTokenCount: 7 }, modelVersion: 'gemini-x-001' }));
+    };
+    const r = await openai('/ge').responses.create({ model: 'any', input: 'weather?', tools });
+    assert.equal(upstream.received.at(-1)!.url, '/v1beta/models/gemini-x:generateContent');
+    assert.equal(r.model, 'gemini-x-001');
+    assert.deepEqual(
+      r.output.map((i) => i.type),
+      ['function_call'],
+    );
+    assert.equal((r.output[0] as OpenAI.Responses.ResponseFunctionToolCall).arguments, '{"city":"Paris"}');
+  });
+
+  it('a request that continues a stored response: 400 in OpenAI\'s shape, the provider not called', async () => {
+    const before = upstream.received.length;
+    const err = await rejection(openai('/an').responses.create({ model: 'any', input: 'and then?', previous_response_id: 'resp_123' }), OpenAI.BadRequestError);
+    assert.match(String((err.error as { message?: string }).message), /previous_response_id/);
+    assert.equal(upstream.received.length, before);
+  });
+
+  it('a provider error mid-stream ends the stream with an error event', async () => {
+    answer = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(
+        [
+          sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-x', usage: { input_tokens: 9, output_tokens: 1 } } }),
+          sse('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+        ].join(''),
+      );
+    };
+    await assert.rejects(openai('/an').responses.stream({ model: 'any', input: 'hi' }).finalResponse(), /Overloaded/);
+  });
+});
