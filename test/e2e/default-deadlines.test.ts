@@ -94,6 +94,11 @@ describe('default deadlines', () => {
           res.on('close', () => clearInterval(timer));
           return;
         }
+        case '/v1/messages':
+          // An LLM provider that starts its answer, then goes silent.
+          res.writeHead(200, { 'content-type': 'application/json', 'content-length': '200' });
+          res.write('{"id":"msg_1",');
+          return;
         case '/stall': {
           // One event, then silence.
           res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -132,6 +137,7 @@ describe('default deadlines', () => {
                 { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], policies: { timeout: { backendRequestTimeout: '5s' } }, backends: [{ host }] },
                 { name: 'long', matches: [{ path: { pathPrefix: '/long' } }], policies: { timeout: { requestTimeout: '60s' } }, backends: [{ host }] },
                 { name: 'llm', matches: [{ path: { pathPrefix: '/v1' } }], backends: [{ ai: { name: 'llm', provider: { openAI: {} }, hostOverride: host } }] },
+                { name: 'half', matches: [{ path: { pathPrefix: '/half' } }], backends: [{ ai: { name: 'half', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host } }] },
                 { name: 'plain', backends: [{ host }] },
               ],
             },
@@ -213,6 +219,24 @@ describe('default deadlines', () => {
     // The connection given up on is closed (the lean client answers the 504 as it closes it, ADR 0084: the upstream
     // may see the close just after the client saw the 504; the next test counts connections from here).
     await waitFor(() => up.closed > closedBefore, 2000, 'the LLM call’s upstream connection to close');
+  });
+
+  it('an LLM answer whose body goes silent longer than the idle deadline: 504 in the client\'s shape', async () => {
+    const closedBefore = up.closed;
+    const res = await within(
+      request(`${gw.url(port)}/half/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-x', messages: [{ role: 'user', content: 'hi' }] }),
+      }),
+      5000,
+      'the gateway to give up on a provider gone silent',
+    );
+    assert.equal(res.statusCode, 504);
+    const body = (await res.body.json()) as { error: { type: string; message: string } };
+    assert.equal(body.error.type, 'server_error');
+    assert.equal(body.error.message, 'failed to process LLM response: the provider went silent longer than the stream idle timeout');
+    await waitFor(() => up.closed > closedBefore, 2000, 'the silent provider’s connection to close');
   });
 
   it('closes every upstream connection at once when 30 clients give up', async () => {

@@ -307,6 +307,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       call.fail(err);
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
       if (err instanceof GatewayError) throw err;
+      // A deadline, not a bad answer: 504, as the kernel answers a silent upstream (undici's text is no message).
+      if ((err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT') return llmResponseError(504, 'the provider went silent longer than the stream idle timeout');
       log.warn('failed to process an LLM response', { error: (err as Error).message });
       return llmResponseError(502, (err as Error).message);
     };
