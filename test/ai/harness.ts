@@ -188,6 +188,39 @@ export function recordedAi(routes: (hostPort: string) => Record<string, unknown>
   return t;
 }
 
+/** A stand-in provider whose answer each test sets, the gateway in front of it. */
+export interface ScriptedAi {
+  readonly upstream: TestUpstream;
+  readonly gw: AiGateway;
+  /** The provider answers 200 with `body` as `contentType` from now on. */
+  answer(contentType: string, body: string | Buffer): void;
+}
+
+/**
+ * A loopback stand-in provider that answers what the test last told it (aimock cannot script exact event sequences)
+ * and a gateway serving `routes(hostPort)` in front, started and stopped by the enclosing `describe`'s hooks.
+ */
+export function scriptedAi(routes: (hostPort: string) => Record<string, unknown>[]): ScriptedAi {
+  let reply: { contentType: string; body: string | Buffer } = { contentType: 'application/json', body: '{}' };
+  const t = {
+    answer(contentType: string, body: string | Buffer) {
+      reply = { contentType, body };
+    },
+  } as { upstream: TestUpstream; gw: AiGateway; answer: ScriptedAi['answer'] };
+  before(async () => {
+    t.upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': reply.contentType });
+      res.end(reply.body);
+    });
+    t.gw = await startAiGateway(routes(`127.0.0.1:${t.upstream.port}`));
+  });
+  after(async () => {
+    await t.gw?.stop();
+    await t.upstream?.close();
+  });
+  return t;
+}
+
 /** The real SDK clients on `<base()><prefix>`, never retrying (a retry would hide the answer under test). */
 export function sdkClients(base: () => string, defaultKey: string): {
   openai: (prefix: string, apiKey?: string, extra?: Partial<ConstructorParameters<typeof OpenAI>[0]>) => OpenAI;

@@ -2,36 +2,12 @@
 // through Chat Completions into the provider's API, the answer comes back as a `response` and the stream as
 // `response.*` events the `openai` SDK's helpers put together. Loopback stand-in providers script the answers.
 import assert from 'node:assert/strict';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { encodeEventStreamMessage } from '../../plugins/lib/llm/event-stream.ts';
-import { startUpstream } from '../helpers/upstream.ts';
-import type { TestUpstream } from '../helpers/upstream.ts';
-import { aiRoute, rejection, sdkClients, startAiGateway } from './harness.ts';
-import type { AiGateway } from './harness.ts';
+import { ANTHROPIC_TOOLS, frame, MESSAGE_START, sse } from './stream-fixtures.ts';
+import { aiRoute, rejection, scriptedAi, sdkClients } from './harness.ts';
 
-const sse = (event: string | undefined, data: unknown): string => `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
-const frame = (type: string, payload: unknown): Buffer =>
-  encodeEventStreamMessage({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify(payload)));
 const ROUTES = { testAi: { routes: { '/v1/responses': 'responses', '*': 'completions' } } };
-
-/** Anthropic: text, then a call with split input and one without input. */
-const ANTHROPIC_STREAM = [
-  sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-x', usage: { input_tokens: 9, output_tokens: 1 } } }),
-  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Check' } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ing.' } }),
-  sse('content_block_stop', { type: 'content_block_stop', index: 0 }),
-  sse('content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_a', name: 'get_weather', input: {} } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } }),
-  sse('content_block_stop', { type: 'content_block_stop', index: 1 }),
-  sse('content_block_start', { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_b', name: 'get_time', input: {} } }),
-  sse('content_block_stop', { type: 'content_block_stop', index: 2 }),
-  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 20 } }),
-  sse('message_stop', { type: 'message_stop' }),
-].join('');
 
 const ANTHROPIC_WHOLE = {
   id: 'msg_1',
@@ -47,24 +23,12 @@ const ANTHROPIC_WHOLE = {
 };
 
 describe('Responses clients on providers without a Responses API', () => {
-  let upstream: TestUpstream;
-  let gw: AiGateway;
-  let answer: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
-
-  before(async () => {
-    upstream = await startUpstream((req, res) => answer(req, res));
-    const host = `127.0.0.1:${upstream.port}`;
-    gw = await startAiGateway([
-      aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }, ROUTES),
-      aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { ...ROUTES, backendAuth: { key: 'k' } }),
-      aiRoute('/ge', { name: 'ge', provider: { gemini: { model: 'gemini-x' } }, hostOverride: host }, ROUTES),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await upstream?.close();
-  });
-  const { openai } = sdkClients(() => gw.base, 'sk-test');
+  const t = scriptedAi((host) => [
+    aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }, ROUTES),
+    aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { ...ROUTES, backendAuth: { key: 'k' } }),
+    aiRoute('/ge', { name: 'ge', provider: { gemini: { model: 'gemini-x' } }, hostOverride: host }, ROUTES),
+  ]);
+  const { openai } = sdkClients(() => t.gw.base, 'sk-test');
   const tools: OpenAI.Responses.Tool[] = [
     { type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: false },
     { type: 'function', name: 'get_time', parameters: { type: 'object', properties: {} }, strict: false },
@@ -72,10 +36,7 @@ describe('Responses clients on providers without a Responses API', () => {
   const calls = (r: OpenAI.Responses.Response): unknown[] => r.output.filter((i) => i.type === 'function_call').map((i) => [i.call_id, i.name, i.arguments, i.status]);
 
   it('the request becomes the provider\'s: instructions, input items, function calls and their outputs, images, tools', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(ANTHROPIC_WHOLE));
-    };
+    t.answer('application/json', JSON.stringify(ANTHROPIC_WHOLE));
     await openai('/an').responses.create({
       model: 'any',
       instructions: 'Be brief.',
@@ -93,8 +54,8 @@ describe('Responses clients on providers without a Responses API', () => {
         { role: 'user', content: 'Thanks' },
       ] as OpenAI.Responses.ResponseInput,
     });
-    const wire = JSON.parse(upstream.received.at(-1)!.body.toString('utf8')) as Record<string, unknown>;
-    assert.equal(upstream.received.at(-1)!.url, '/v1/messages');
+    const wire = JSON.parse(t.upstream.received.at(-1)!.body.toString('utf8')) as Record<string, unknown>;
+    assert.equal(t.upstream.received.at(-1)!.url, '/v1/messages');
     assert.equal(wire.system, 'Be brief.');
     assert.equal(wire.max_tokens, 300);
     assert.equal(wire.temperature, 0.5);
@@ -122,10 +83,7 @@ describe('Responses clients on providers without a Responses API', () => {
   });
 
   it('a complete answer is a response: text, function calls, usage (Anthropic)', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(ANTHROPIC_WHOLE));
-    };
+    t.answer('application/json', JSON.stringify(ANTHROPIC_WHOLE));
     const r = await openai('/an').responses.create({ model: 'any', input: 'weather?', tools });
     assert.equal(r.object, 'response');
     assert.equal(r.status, 'completed');
@@ -138,10 +96,7 @@ describe('Responses clients on providers without a Responses API', () => {
   });
 
   it('a stream is response.* events the SDK puts together (Anthropic)', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(ANTHROPIC_STREAM);
-    };
+    t.answer('text/event-stream', ANTHROPIC_TOOLS);
     const stream = openai('/an').responses.stream({ model: 'any', input: 'weather and time?', tools });
     const types: string[] = [];
     let text = '';
@@ -159,37 +114,32 @@ describe('Responses clients on providers without a Responses API', () => {
     assert.equal(types[0], 'response.created');
     assert.equal(types.at(-1), 'response.completed');
     assert.ok(types.includes('response.function_call_arguments.delta'));
-    const wire = JSON.parse(upstream.received.at(-1)!.body.toString('utf8')) as Record<string, unknown>;
+    const wire = JSON.parse(t.upstream.received.at(-1)!.body.toString('utf8')) as Record<string, unknown>;
     assert.equal(wire.stream, true);
   });
 
   it('Bedrock: a streamed answer cut by max tokens is response.incomplete', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
-      res.end(
-        Buffer.concat([
-          frame('messageStart', { role: 'assistant' }),
-          frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Once upon' } }),
-          frame('contentBlockStop', { contentBlockIndex: 0 }),
-          frame('messageStop', { stopReason: 'max_tokens' }),
-          frame('metadata', { usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 }, metrics: { latencyMs: 1 } }),
-        ]),
-      );
-    };
+    t.answer(
+      'application/vnd.amazon.eventstream',
+      Buffer.concat([
+        frame('messageStart', { role: 'assistant' }),
+        frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Once upon' } }),
+        frame('contentBlockStop', { contentBlockIndex: 0 }),
+        frame('messageStop', { stopReason: 'max_tokens' }),
+        frame('metadata', { usage: { inputTokens: 4, outputTokens: 2, totalTokens: 6 }, metrics: { latencyMs: 1 } }),
+      ]),
+    );
     const r = await openai('/br').responses.stream({ model: 'any', input: 'a story', max_output_tokens: 2 }).finalResponse();
     assert.equal(r.status, 'incomplete');
     assert.deepEqual(r.incomplete_details, { reason: 'max_output_tokens' });
     assert.equal(r.output_text, 'Once upon');
-    assert.equal(upstream.received.at(-1)!.url, '/model/anthropic.claude-x/converse-stream');
+    assert.equal(t.upstream.received.at(-1)!.url, '/model/anthropic.claude-x/converse-stream');
   });
 
   it('Gemini: a complete answer with a function call', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4, totalTokenCount: 7 }, modelVersion: 'gemini-x-001' }));
-    };
+    t.answer('application/json', JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4, totalTokenCount: 7 }, modelVersion: 'gemini-x-001' }));
     const r = await openai('/ge').responses.create({ model: 'any', input: 'weather?', tools });
-    assert.equal(upstream.received.at(-1)!.url, '/v1beta/models/gemini-x:generateContent');
+    assert.equal(t.upstream.received.at(-1)!.url, '/v1beta/models/gemini-x:generateContent');
     assert.equal(r.model, 'gemini-x-001');
     assert.deepEqual(
       r.output.map((i) => i.type),
@@ -199,22 +149,20 @@ describe('Responses clients on providers without a Responses API', () => {
   });
 
   it('a request that continues a stored response: 400 in OpenAI\'s shape, the provider not called', async () => {
-    const before = upstream.received.length;
+    const before = t.upstream.received.length;
     const err = await rejection(openai('/an').responses.create({ model: 'any', input: 'and then?', previous_response_id: 'resp_123' }), OpenAI.BadRequestError);
     assert.match(String((err.error as { message?: string }).message), /previous_response_id/);
-    assert.equal(upstream.received.length, before);
+    assert.equal(t.upstream.received.length, before);
   });
 
   it('a provider error mid-stream ends the stream with an error event', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(
-        [
-          sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-x', usage: { input_tokens: 9, output_tokens: 1 } } }),
-          sse('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
-        ].join(''),
-      );
-    };
+    t.answer(
+      'text/event-stream',
+      [
+        MESSAGE_START,
+        sse('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
+      ].join(''),
+    );
     await assert.rejects(openai('/an').responses.stream({ model: 'any', input: 'hi' }).finalResponse(), /Overloaded/);
   });
 });

@@ -2,36 +2,11 @@
 // client on an OpenAI provider. A loopback stand-in provider scripts the provider's events exactly (tool calls with
 // and without arguments, several in one answer), so what the client's stream helpers put together can be checked.
 import assert from 'node:assert/strict';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { encodeEventStreamMessage } from '../../plugins/lib/llm/event-stream.ts';
-import { startUpstream } from '../helpers/upstream.ts';
-import type { TestUpstream } from '../helpers/upstream.ts';
-import { aiRoute, sdkClients, startAiGateway } from './harness.ts';
-import type { AiGateway } from './harness.ts';
-
-const sse = (event: string | undefined, data: unknown): string => `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
-const frame = (type: string, payload: unknown): Buffer =>
-  encodeEventStreamMessage({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify(payload)));
-
-/** An Anthropic stream: one text block, then a tool call with split input and one without input. */
-const ANTHROPIC_TOOLS = [
-  sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-x', usage: { input_tokens: 9, output_tokens: 1 } } }),
-  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Checking.' } }),
-  sse('content_block_stop', { type: 'content_block_stop', index: 0 }),
-  sse('content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_a', name: 'get_weather', input: {} } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } }),
-  sse('content_block_stop', { type: 'content_block_stop', index: 1 }),
-  sse('content_block_start', { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_b', name: 'get_time', input: {} } }),
-  sse('content_block_delta', { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '' } }),
-  sse('content_block_stop', { type: 'content_block_stop', index: 2 }),
-  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 20 } }),
-  sse('message_stop', { type: 'message_stop' }),
-].join('');
+import { ANTHROPIC_TOOLS, frame, sse } from './stream-fixtures.ts';
+import { aiRoute, scriptedAi, sdkClients } from './harness.ts';
 
 /** The same answer as a Converse stream: the tool without input has no delta at all. */
 const CONVERSE_TOOLS = Buffer.concat([
@@ -93,26 +68,14 @@ const AZURE_TEXT = [
 ].join('');
 
 describe('translated streams read by the SDKs', () => {
-  let upstream: TestUpstream;
-  let gw: AiGateway;
-  let answer: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end();
-
-  before(async () => {
-    upstream = await startUpstream((req, res) => answer(req, res));
-    const host = `127.0.0.1:${upstream.port}`;
-    gw = await startAiGateway([
-      aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }),
-      aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { backendAuth: { key: 'k' } }),
-      aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'gpt-x' } }, hostOverride: host }, MESSAGES),
-      aiRoute('/az', { name: 'az', provider: { azureOpenAI: { host: 'example.openai.azure.com', model: 'gpt-4o-deploy' } }, hostOverride: host }, MESSAGES),
-      aiRoute('/gc', { name: 'gc', provider: { gemini: { model: 'gemini-x', openAICompatible: true } }, hostOverride: host }, MESSAGES),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await upstream?.close();
-  });
-  const clients = sdkClients(() => gw.base, 'sk-test');
+  const t = scriptedAi((host) => [
+    aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }),
+    aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { backendAuth: { key: 'k' } }),
+    aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'gpt-x' } }, hostOverride: host }, MESSAGES),
+    aiRoute('/az', { name: 'az', provider: { azureOpenAI: { host: 'example.openai.azure.com', model: 'gpt-4o-deploy' } }, hostOverride: host }, MESSAGES),
+    aiRoute('/gc', { name: 'gc', provider: { gemini: { model: 'gemini-x', openAICompatible: true } }, hostOverride: host }, MESSAGES),
+  ]);
+  const clients = sdkClients(() => t.gw.base, 'sk-test');
   const ask = { model: 'any', messages: [{ role: 'user' as const, content: 'weather and time?' }] };
 
   const expectTools = (done: OpenAI.Chat.Completions.ChatCompletion, ids: [string, string]): void => {
@@ -133,19 +96,13 @@ describe('translated streams read by the SDKs', () => {
   };
 
   it('OpenAI client on Anthropic: tool calls with and without arguments', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(ANTHROPIC_TOOLS);
-    };
+    t.answer('text/event-stream', ANTHROPIC_TOOLS);
     const done = await clients.openai('/an').chat.completions.stream(ask).finalChatCompletion();
     expectTools(done, ['toolu_a', 'toolu_b']);
   });
 
   it('OpenAI client on Bedrock: tool calls with and without arguments', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
-      res.end(CONVERSE_TOOLS);
-    };
+    t.answer('application/vnd.amazon.eventstream', CONVERSE_TOOLS);
     const done = await clients.openai('/br').chat.completions.stream(ask).finalChatCompletion();
     expectTools(done, ['tooluse_a', 'tooluse_b']);
   });
@@ -154,29 +111,20 @@ describe('translated streams read by the SDKs', () => {
   const weatherTool = { name: 'get_weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } };
 
   it('Anthropic client on OpenAI, named tool choice: OpenAI ends with "stop", the client gets stop_reason tool_use', async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(OPENAI_FORCED_TOOL);
-    };
+    t.answer('text/event-stream', OPENAI_FORCED_TOOL);
     const ask = { model: 'any', max_tokens: 100, tools: [weatherTool], tool_choice: { type: 'tool' as const, name: 'get_weather' }, messages: [{ role: 'user' as const, content: 'weather?' }] };
     const done = await clients.anthropic('/oa').messages.stream(ask).finalMessage();
     assert.equal(done.stop_reason, 'tool_use');
     assert.deepEqual(toolsOf(done), [['call_a', 'get_weather', { city: 'Paris' }]]);
     // The same answer not streamed.
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-x', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } }));
-    };
+    t.answer('application/json', JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-x', choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [{ id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } }));
     const whole = await clients.anthropic('/oa').messages.create(ask);
     assert.equal(whole.stop_reason, 'tool_use');
     assert.deepEqual(toolsOf(whole), [['call_a', 'get_weather', { city: 'Paris' }]]);
   });
 
   it("Anthropic client on Gemini's OpenAI-compatible API: parallel calls without an index stay two calls", async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(GEMINI_COMPAT_TOOLS);
-    };
+    t.answer('text/event-stream', GEMINI_COMPAT_TOOLS);
     const done = await clients.anthropic('/gc').messages.stream({ model: 'any', max_tokens: 100, tools: [weatherTool], messages: [{ role: 'user', content: 'weather and time?' }] }).finalMessage();
     assert.deepEqual(toolsOf(done), [
       ['function-call-1', 'get_weather', { city: 'Paris' }],
@@ -187,10 +135,7 @@ describe('translated streams read by the SDKs', () => {
   });
 
   it("Anthropic client on Azure OpenAI: the filter-results chunk before the answer does not name the message", async () => {
-    answer = (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end(AZURE_TEXT);
-    };
+    t.answer('text/event-stream', AZURE_TEXT);
     const done = await clients.anthropic('/az').messages.stream({ model: 'any', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
     assert.equal(done.id, 'chatcmpl-1');
     assert.equal(done.model, 'gpt-x');

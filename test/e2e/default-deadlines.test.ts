@@ -152,6 +152,14 @@ describe('default deadlines', () => {
     await up?.close();
   });
 
+  /** An OpenAI chat request on `path`. */
+  const chat = (path: string) =>
+    request(`${gw.url(port)}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-x', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+
   it('answers 504 when the upstream accepts and never answers (no timeout policy on the route)', async () => {
     const started = performance.now();
     const res = await within(request(`${gw.url(port)}/hang`), 5000, 'the gateway to give up on a silent upstream');
@@ -204,15 +212,7 @@ describe('default deadlines', () => {
   it('gives LLM calls through the `ai` backend a default deadline on the same path', async () => {
     const closedBefore = up.closed;
     const started = performance.now();
-    const res = await within(
-      request(`${gw.url(port)}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'gpt-x', messages: [{ role: 'user', content: 'hi' }] }),
-      }),
-      5000,
-      'the gateway to give up on a silent LLM provider',
-    );
+    const res = await within(chat('/v1/chat/completions'), 5000, 'the gateway to give up on a silent LLM provider');
     assert.equal(res.statusCode, 504);
     await res.body.text();
     assert.ok(performance.now() - started >= LLM_DEADLINE_MS - 20, 'the LLM default applies, not the plain one');
@@ -223,15 +223,7 @@ describe('default deadlines', () => {
 
   it('an LLM answer whose body goes silent longer than the idle deadline: 504 in the client\'s shape', async () => {
     const closedBefore = up.closed;
-    const res = await within(
-      request(`${gw.url(port)}/half/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'gpt-x', messages: [{ role: 'user', content: 'hi' }] }),
-      }),
-      5000,
-      'the gateway to give up on a provider gone silent',
-    );
+    const res = await within(chat('/half/v1/chat/completions'), 5000, 'the gateway to give up on a provider gone silent');
     assert.equal(res.statusCode, 504);
     const body = (await res.body.json()) as { error: { type: string; message: string } };
     assert.equal(body.error.type, 'server_error');

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DONE } from '../events.ts';
 import type { LlmEvent, StreamTranslator } from '../events.ts';
 import { isObj, nowSeconds } from '../json.ts';
-import { StreamedToolCallKeys } from '../streamed-tool-calls.ts';
+import { firstChoice, startsAnswer, StreamedToolCallKeys } from '../chunks.ts';
 import type { Obj } from '../json.ts';
 import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
 
@@ -146,12 +146,10 @@ export class CompletionsToMessagesStream implements StreamTranslator {
       this.finished = true;
       return [this.ev('error', { error: { type: d.error.type ?? 'api_error', message: d.error.message ?? 'upstream error' } })];
     }
-    // Azure's first chunk carries only the prompt's filter results (no choices, empty id and model): the message
-    // starts with the first chunk that says something.
-    if (!this.started && !(Array.isArray(d.choices) && d.choices.length > 0) && !isObj(d.usage)) return [];
+    const choice = firstChoice(d);
+    if (!this.started && !startsAnswer(d, choice)) return [];
     const out = this.start(d);
     if (isObj(d.usage)) this.usage = d.usage;
-    const choice: Obj | undefined = Array.isArray(d.choices) ? d.choices.find((c: Obj) => isObj(c) && (c.index ?? 0) === 0) : undefined;
     if (!choice) return out;
     const delta: Obj = isObj(choice.delta) ? choice.delta : {};
     if (typeof delta.content === 'string' && delta.content) {

@@ -3,7 +3,7 @@
 import { isObj, nowSeconds } from '../json.ts';
 import type { Obj } from '../json.ts';
 import type { LlmEvent, StreamTranslator } from '../events.ts';
-import { StreamedToolCallKeys } from '../streamed-tool-calls.ts';
+import { firstChoice, startsAnswer, StreamedToolCallKeys } from '../chunks.ts';
 import { functionCallItem, messageItem, responseObject, responsesId, responsesStatusOf, responsesUsageOf } from './requests.ts';
 
 /** An output item being streamed: the text of a message, or a function call's arguments. */
@@ -53,17 +53,14 @@ export class CompletionsToResponsesStream implements StreamTranslator {
   }
 
   event(e: LlmEvent): LlmEvent[] {
-    if (this.finished) return [];
+    // `complete` ends the response once; nothing follows it.
     if (e.done) return this.complete();
     const d = e.data;
-    if (isObj(d.error)) {
-      this.finished = true;
-      return [this.ev('error', { code: d.error.code ?? d.error.type ?? null, message: d.error.message ?? 'upstream error', param: d.error.param ?? null })];
-    }
+    if (this.finished) return [];
+    if (isObj(d.error)) return this.fail(d.error);
     if (isObj(d.usage)) this.usage = responsesUsageOf(d.usage);
-    const choice: Obj | undefined = Array.isArray(d.choices) ? d.choices.find((c: Obj) => isObj(c) && (c.index ?? 0) === 0) : undefined;
-    // Azure's first chunk carries only the prompt's filter results: the response starts with one that says something.
-    if (!this.started && !choice && !isObj(d.usage)) return [];
+    const choice = firstChoice(d);
+    if (!this.started && !startsAnswer(d, choice)) return [];
     const out: LlmEvent[] = [];
     if (!this.started) {
       this.started = true;
@@ -76,6 +73,12 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) if (isObj(tc)) this.callDelta(tc, out);
     if (choice.finish_reason) this.finish = choice.finish_reason;
     return out;
+  }
+
+  /** A provider error in the stream: Responses' `error` event, and nothing after it. */
+  private fail(error: Obj): LlmEvent[] {
+    this.finished = true;
+    return [this.ev('error', { code: error.code ?? error.type ?? null, message: error.message ?? 'upstream error', param: error.param ?? null })];
   }
 
   private textDelta(text: string, out: LlmEvent[]): void {

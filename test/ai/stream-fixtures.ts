@@ -1,0 +1,31 @@
+// Provider streams scripted for the translation tests: SSE and AWS event-stream framing, and an Anthropic answer
+// with text, a tool call whose input arrives in pieces and one without input.
+import { encodeEventStreamMessage } from '../../plugins/lib/llm/event-stream.ts';
+
+/** One SSE event (`event:` line when named). */
+export const sse = (event: string | undefined, data: unknown): string => `${event ? `event: ${event}\n` : ''}data: ${JSON.stringify(data)}\n\n`;
+
+/** One AWS event-stream message (Bedrock's `converse-stream`). */
+export const frame = (type: string, payload: unknown): Buffer =>
+  encodeEventStreamMessage({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify(payload)));
+
+/** Anthropic's `message_start` of these answers (9 input tokens). */
+export const MESSAGE_START = sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-x', usage: { input_tokens: 9, output_tokens: 1 } } });
+
+/** An Anthropic stream: the text `Checking.`, then `get_weather` with split input and `get_time` without input. */
+export const ANTHROPIC_TOOLS = [
+  MESSAGE_START,
+  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Check' } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ing.' } }),
+  sse('content_block_stop', { type: 'content_block_stop', index: 0 }),
+  sse('content_block_start', { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'toolu_a', name: 'get_weather', input: {} } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } }),
+  sse('content_block_stop', { type: 'content_block_stop', index: 1 }),
+  sse('content_block_start', { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'toolu_b', name: 'get_time', input: {} } }),
+  sse('content_block_delta', { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '' } }),
+  sse('content_block_stop', { type: 'content_block_stop', index: 2 }),
+  sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 20 } }),
+  sse('message_stop', { type: 'message_stop' }),
+].join('');
