@@ -1,4 +1,4 @@
-// OpenAI Chat Completions stream -> OpenAI Responses stream (`response.created … response.completed`), for Responses
+// OpenAI Chat Completions stream -> OpenAI Responses stream (`response.created ... response.completed`), for Responses
 // clients of providers that do not speak Responses.
 import { isObj, nowSeconds } from '../json.ts';
 import type { Obj } from '../json.ts';
@@ -18,8 +18,8 @@ interface OpenItem {
 
 /**
  * `chat.completion.chunk`s (first choice) as Responses events: `response.created` and `response.in_progress` when the
- * answer starts; a `message` item per run of text (`content_part.added`, `output_text.delta` …) and a
- * `function_call` item per call (`function_call_arguments.delta` …); at the end every item done and
+ * answer starts; a `message` item per run of text (`content_part.added`, `output_text.delta` ...) and a
+ * `function_call` item per call (`function_call_arguments.delta` ...); at the end every item done and
  * `response.completed` (`response.incomplete` for a length or content-filter stop) with the output and usage. A
  * stream cut before its finish reason is not completed; an error chunk becomes an `error` event.
  */
