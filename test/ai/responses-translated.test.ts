@@ -27,6 +27,7 @@ describe('Responses clients on providers without a Responses API', () => {
     aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }, ROUTES),
     aiRoute('/br', { name: 'br', provider: { bedrock: { model: 'anthropic.claude-x', region: 'us-east-1' } }, hostOverride: host }, { ...ROUTES, backendAuth: { key: 'k' } }),
     aiRoute('/ge', { name: 'ge', provider: { gemini: { model: 'gemini-x' } }, hostOverride: host }, ROUTES),
+    aiRoute('/oa', { name: 'oa', provider: { gemini: { model: 'gemini-x', openAICompatible: true } }, hostOverride: host }, ROUTES),
   ]);
   const { openai } = sdkClients(() => t.gw.base, 'sk-test');
   const tools: OpenAI.Responses.Tool[] = [
@@ -164,5 +165,12 @@ describe('Responses clients on providers without a Responses API', () => {
       ].join(''),
     );
     await assert.rejects(openai('/an').responses.stream({ model: 'any', input: 'hi' }).finalResponse(), /Overloaded/);
+  });
+
+  it('a streamed answer longer than the gateway holds (32 MiB) ends with an error event, the provider cut off', async () => {
+    const piece = (n: number) => sse(undefined, { id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: String(n).repeat(7 * 1024 * 1024) }, finish_reason: null }] });
+    // 6 x 7 MiB, then more: the provider would go on.
+    t.answer('text/event-stream', [0, 1, 2, 3, 4, 5, 6, 7].map(piece).join(''));
+    await assert.rejects(openai('/oa').responses.stream({ model: 'any', input: 'talk' }).finalResponse(), /longer than 33554432 characters/);
   });
 });

@@ -6,6 +6,12 @@ import type { LlmEvent, StreamTranslator } from '../events.ts';
 import { firstChoice, startsAnswer, StreamedToolCallKeys } from '../chunks.ts';
 import { functionCallItem, messageItem, responseObject, responsesId, responsesStatusOf, responsesUsageOf } from './requests.ts';
 
+/**
+ * Most characters of text and arguments held for the `.done` events and the final response: as much as the gateway
+ * reads of a complete answer (32 MiB). A provider that streams on past it ends the stream with an `error` event.
+ */
+export const MAX_HELD_TEXT = 32 * 1024 * 1024;
+
 /** An output item being streamed: the text of a message, or a function call's arguments. */
 interface OpenItem {
   readonly index: number;
@@ -38,6 +44,9 @@ export class CompletionsToResponsesStream implements StreamTranslator {
   private readonly toolKeys = new StreamedToolCallKeys();
   private finish: unknown = null;
   private usage: Obj | null = null;
+  /** Characters held in the items' text so far. */
+  private held = 0;
+  private tooLarge = false;
 
   constructor(model: string) {
     this.model = model;
@@ -56,6 +65,8 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     // `complete` ends the response once; nothing follows it.
     if (e.done) return this.complete();
     const d = e.data;
+    // Past the limit the client has its error event: what the provider still sends is refused, which ends the stream.
+    if (this.tooLarge) throw new RangeError('response too large to translate');
     if (this.finished) return [];
     if (isObj(d.error)) return this.fail(d.error);
     if (isObj(d.usage)) this.usage = responsesUsageOf(d.usage);
@@ -71,6 +82,13 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     const delta: Obj = isObj(choice.delta) ? choice.delta : {};
     if (typeof delta.content === 'string' && delta.content) this.textDelta(delta.content, out);
     for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) if (isObj(tc)) this.callDelta(tc, out);
+    if (this.held > MAX_HELD_TEXT) {
+      this.tooLarge = true;
+      this.text = undefined;
+      this.calls.clear();
+      this.done.length = 0;
+      return [...out, ...this.fail({ code: 'response_too_large', message: `the response is longer than ${MAX_HELD_TEXT} characters` })];
+    }
     if (choice.finish_reason) this.finish = choice.finish_reason;
     return out;
   }
@@ -91,6 +109,7 @@ export class CompletionsToResponsesStream implements StreamTranslator {
       );
     }
     item.text += text;
+    this.held += text.length;
     out.push(this.ev('response.output_text.delta', { item_id: item.id, output_index: item.index, content_index: 0, delta: text, logprobs: [] }));
   }
 
@@ -108,6 +127,7 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     const args = isObj(tc.function) ? tc.function.arguments : undefined;
     if (typeof args === 'string' && args) {
       item.text += args;
+      this.held += args.length;
       out.push(this.ev('response.function_call_arguments.delta', { item_id: item.id, output_index: item.index, delta: args }));
     }
   }
