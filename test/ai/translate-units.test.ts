@@ -108,6 +108,37 @@ describe('Chat Completions ↔ Messages', () => {
     assert.deepEqual(m.usage, { input_tokens: 3, output_tokens: 2, cache_read_input_tokens: 4 });
   });
 
+  it("a tool result's images (OpenAI tool messages carry text only) follow the tool messages in a user turn", () => {
+    const out = messagesRequestToCompletions({
+      model: 'm',
+      max_tokens: 5,
+      messages: [
+        { role: 'user', content: 'screenshot please' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'shot', input: {} }, { type: 'tool_use', id: 't2', name: 'read', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: [{ type: 'text', text: 'taken' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
+            { type: 'tool_result', tool_use_id: 't2', content: [{ type: 'image', source: { type: 'url', url: 'https://x.test/a.png' } }] },
+            { type: 'text', text: 'what do you see?' },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(out.messages.slice(2), [
+      { role: 'tool', tool_call_id: 't1', content: 'taken' },
+      { role: 'tool', tool_call_id: 't2', content: '' },
+      {
+        role: 'user',
+        content: [
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+          { type: 'image_url', image_url: { url: 'https://x.test/a.png' } },
+          { type: 'text', text: 'what do you see?' },
+        ],
+      },
+    ]);
+  });
+
   it('translates an Anthropic request with array system, images and tool results', () => {
     const out = messagesRequestToCompletions({
       model: 'm',

@@ -172,8 +172,14 @@ export function messagesRequestToCompletions(body: Obj): Obj {
     }
     const parts: Obj[] = [];
     for (const b of blocks) {
-      if (b.type === 'tool_result') messages.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
-      else {
+      if (b.type === 'tool_result') {
+        messages.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
+        // A tool message carries text only: the result's images follow the tool messages in the user turn.
+        for (const c of Array.isArray(b.content) ? b.content : []) {
+          const image = isObj(c) && c.type === 'image' ? blockToPart(c) : undefined;
+          if (image) parts.push(image);
+        }
+      } else {
         const p = blockToPart(b);
         if (p) parts.push(p);
       }
