@@ -139,6 +139,49 @@ describe('Chat Completions ↔ Messages', () => {
     ]);
   });
 
+  it('an OpenAI file part with PDF data becomes an Anthropic document', () => {
+    const out = completionsRequestToMessages({
+      model: 'm',
+      messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'report.pdf' } }, { type: 'text', text: 'summarise' }] }],
+    });
+    assert.deepEqual(out.messages, [
+      {
+        role: 'user',
+        content: [
+          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, title: 'report.pdf' },
+          { type: 'text', text: 'summarise' },
+        ],
+      },
+    ]);
+  });
+
+  it('Anthropic documents become file parts (PDF data) or text (plain-text documents)', () => {
+    const out = messagesRequestToCompletions({
+      model: 'm',
+      max_tokens: 5,
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' }, title: 'report.pdf' },
+            { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain notes' } },
+            { type: 'text', text: 'summarise both' },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(out.messages, [
+      {
+        role: 'user',
+        content: [
+          { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'report.pdf' } },
+          { type: 'text', text: 'plain notes' },
+          { type: 'text', text: 'summarise both' },
+        ],
+      },
+    ]);
+  });
+
   it('translates an Anthropic request with array system, images and tool results', () => {
     const out = messagesRequestToCompletions({
       model: 'm',

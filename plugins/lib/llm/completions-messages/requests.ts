@@ -31,6 +31,14 @@ function userBlocks(content: unknown): Obj[] | string {
       else if (p.type === 'image_url') {
         const b = imagePartToBlock(p);
         if (b) blocks.push(b);
+      } else if (p.type === 'file' && isObj(p.file) && typeof p.file.file_data === 'string') {
+        // A PDF (a data URL; file ids name OpenAI's storage, which Anthropic cannot read) as a document.
+        const data = parseDataUrl(p.file.file_data);
+        if (data) {
+          const doc: Obj = { type: 'document', source: { type: 'base64', media_type: data.mediaType, data: data.data } };
+          if (typeof p.file.filename === 'string') doc.title = p.file.filename;
+          blocks.push(doc);
+        }
       }
     }
   }
@@ -118,6 +126,15 @@ function blockToPart(b: Obj): Obj | undefined {
   if (b.type === 'image' && isObj(b.source)) {
     if (b.source.type === 'base64') return { type: 'image_url', image_url: { url: `data:${b.source.media_type};base64,${b.source.data}` } };
     if (b.source.type === 'url') return { type: 'image_url', image_url: { url: b.source.url } };
+  }
+  if (b.type === 'document' && isObj(b.source)) {
+    // A PDF as Chat Completions' file part; a plain-text document as its text.
+    if (b.source.type === 'base64') {
+      const file: Obj = { file_data: `data:${b.source.media_type};base64,${b.source.data}` };
+      if (typeof b.title === 'string') file.filename = b.title;
+      return { type: 'file', file };
+    }
+    if (b.source.type === 'text' && typeof b.source.data === 'string' && b.source.data) return { type: 'text', text: b.source.data };
   }
   return undefined;
 }
