@@ -19,4 +19,9 @@ export interface StreamTranslator {
   event(e: LlmEvent): LlmEvent[];
   /** Events to send when the incoming stream ended. */
   end(): LlmEvent[];
+  /**
+   * True once the translator will send nothing more although the provider may (a held text past its limit): the
+   * client's stream then ends after what was sent, and the rest of the provider's is not read.
+   */
+  readonly halted?: boolean;
 }

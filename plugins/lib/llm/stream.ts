@@ -143,17 +143,28 @@ export class LlmResponseStream extends Transform {
     this.reader = new LlmStreamReader(options);
   }
 
+  /** The translator halted: the client's stream has ended, the provider's is dropped until it is cut. */
+  private cut = false;
+
   private handle(events: LlmEvent[]): void {
     const { translator, onEvent } = this.options;
     let out = '';
     for (const e of events) {
       onEvent(e);
       if (translator) for (const t of translator.event(e)) out += this.serialize(t);
+      if (translator?.halted) break;
     }
     if (out) this.push(out);
+    if (translator?.halted && !this.cut) {
+      this.cut = true;
+      this.push(null);
+      // Once the client has read the end, closing this stream destroys the provider's (pipeWithTeardown).
+      this.once('end', () => this.destroy());
+    }
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, callback: TransformCallback): void {
+    if (this.cut) return callback();
     try {
       if (!this.options.translator) this.push(chunk);
       this.handle(this.reader.feed(chunk));
@@ -164,6 +175,7 @@ export class LlmResponseStream extends Transform {
   }
 
   override _flush(callback: TransformCallback): void {
+    if (this.cut) return callback();
     try {
       this.handle(this.reader.finish());
       const { translator } = this.options;

@@ -65,6 +65,9 @@ class ChainedStream implements StreamTranslator {
     out.push(...this.second.end());
     return out;
   }
+  get halted(): boolean {
+    return this.first.halted === true || this.second.halted === true;
+  }
 }
 
 /**

@@ -46,7 +46,8 @@ export class CompletionsToResponsesStream implements StreamTranslator {
   private usage: Obj | null = null;
   /** Characters held in the items' text so far. */
   private held = 0;
-  private tooLarge = false;
+  /** Past the limit: the client has its error event and the provider's stream is not read further. */
+  halted = false;
 
   constructor(model: string) {
     this.model = model;
@@ -65,8 +66,6 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     // `complete` ends the response once; nothing follows it.
     if (e.done) return this.complete();
     const d = e.data;
-    // Past the limit the client has its error event: what the provider still sends is refused, which ends the stream.
-    if (this.tooLarge) throw new RangeError('response too large to translate');
     if (this.finished) return [];
     if (isObj(d.error)) return this.fail(d.error);
     if (isObj(d.usage)) this.usage = responsesUsageOf(d.usage);
@@ -83,7 +82,7 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     if (typeof delta.content === 'string' && delta.content) this.textDelta(delta.content, out);
     for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) if (isObj(tc)) this.callDelta(tc, out);
     if (this.held > MAX_HELD_TEXT) {
-      this.tooLarge = true;
+      this.halted = true;
       this.text = undefined;
       this.calls.clear();
       this.done.length = 0;
