@@ -149,6 +149,22 @@ describe('Responses clients on providers without a Responses API', () => {
     assert.equal((r.output[0] as OpenAI.Responses.ResponseFunctionToolCall).arguments, '{"city":"Paris"}');
   });
 
+  it("Gemini's thought signature rides on the function_call item and goes back to Gemini when the client replays it", async () => {
+    const part = { functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: 'c2lnbmF0dXJl' };
+    t.answer('text/event-stream', sse(undefined, { candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4 } }));
+    const streamed = await openai('/ge').responses.stream({ model: 'any', input: 'weather?', tools }).finalResponse();
+    t.answer('application/json', JSON.stringify({ candidates: [{ content: { role: 'model', parts: [part] }, finishReason: 'STOP' }] }));
+    const whole = await openai('/ge').responses.create({ model: 'any', input: 'weather?', tools });
+    for (const r of [streamed, whole]) {
+      const call = r.output[0] as OpenAI.Responses.ResponseFunctionToolCall & { extra_content?: unknown };
+      assert.deepEqual(call.extra_content, { google: { thought_signature: 'c2lnbmF0dXJl' } });
+      // The client's next turn replays the output items, as the SDK's helpers do.
+      await openai('/ge').responses.create({ model: 'any', tools, input: [{ role: 'user', content: 'weather?' }, ...(r.output as OpenAI.Responses.ResponseInputItem[]), { type: 'function_call_output', call_id: call.call_id, output: 'sunny' }] });
+      const wire = JSON.parse(t.upstream.received.at(-1)!.body.toString('utf8')) as { contents: { role: string; parts: Record<string, unknown>[] }[] };
+      assert.deepEqual(wire.contents[1], { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: 'c2lnbmF0dXJl' }] });
+    }
+  });
+
   it('a request that continues a stored response: 400 in OpenAI\'s shape, the provider not called', async () => {
     const before = t.upstream.received.length;
     const err = await rejection(openai('/an').responses.create({ model: 'any', input: 'and then?', previous_response_id: 'resp_123' }), OpenAI.BadRequestError);

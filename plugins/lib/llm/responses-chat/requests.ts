@@ -87,7 +87,8 @@ export function responsesRequestToCompletions(body: Obj): Obj {
       const m = messageOf(item);
       if (m) messages.push(m);
     } else if (type === 'function_call') {
-      const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '{}' } };
+      const call: Obj = { id: item.call_id, type: 'function', function: { name: item.name, arguments: typeof item.arguments === 'string' ? item.arguments : '{}' } };
+      if (isObj(item.extra_content)) call.extra_content = item.extra_content;
       const last = messages[messages.length - 1];
       // Parallel calls are one assistant turn in Chat Completions.
       if (last?.role === 'assistant') (last.tool_calls ??= []).push(call);
@@ -154,8 +155,14 @@ export function messageItem(id: string, text: string, status: string): Obj {
 }
 
 /** A `function_call` output item. */
-export function functionCallItem(id: string, callId: unknown, name: unknown, args: string, status: string): Obj {
-  return { id, type: 'function_call', status, call_id: callId, name, arguments: args };
+/**
+ * A `function_call` output item. `extra`: the call's `extra_content` (Gemini's thought signature), kept on the item
+ * so that a client replaying its output items sends it back (Gemini refuses a call of its own without it).
+ */
+export function functionCallItem(id: string, callId: unknown, name: unknown, args: string, status: string, extra?: unknown): Obj {
+  const item: Obj = { id, type: 'function_call', status, call_id: callId, name, arguments: args };
+  if (isObj(extra)) item.extra_content = extra;
+  return item;
 }
 
 /** The `response` object around its output. */
@@ -176,7 +183,7 @@ export function completionsResponseToResponses(resp: Obj, model: string): Obj {
   }
   for (const tc of toolCallsOf(msg)) {
     const args = typeof tc.function.arguments === 'string' && tc.function.arguments ? tc.function.arguments : '{}';
-    output.push(functionCallItem(responsesId('fc'), tc.id ?? responsesId('call'), tc.function.name, args, 'completed'));
+    output.push(functionCallItem(responsesId('fc'), tc.id ?? responsesId('call'), tc.function.name, args, 'completed', tc.extra_content));
   }
   const createdAt = typeof resp.created === 'number' ? resp.created : nowSeconds();
   return responseObject(responsesId('resp'), createdAt, resp.model ?? model, output, choice.finish_reason, responsesUsageOf(resp.usage));

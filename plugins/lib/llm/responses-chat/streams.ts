@@ -20,6 +20,8 @@ interface OpenItem {
   text: string;
   readonly callId?: unknown;
   readonly name?: unknown;
+  /** The call's `extra_content` (Gemini's thought signature). */
+  readonly extra?: unknown;
 }
 
 /**
@@ -119,9 +121,9 @@ export class CompletionsToResponsesStream implements StreamTranslator {
       // Text before a call is a message of its own: closed, and text after the calls starts another.
       if (this.text) this.close(this.text, out);
       const fn: Obj = isObj(tc.function) ? tc.function : {};
-      item = { index: this.nextIndex++, id: responsesId('fc'), kind: 'function_call', text: '', callId: tc.id ?? responsesId('call'), name: fn.name };
+      item = { index: this.nextIndex++, id: responsesId('fc'), kind: 'function_call', text: '', callId: tc.id ?? responsesId('call'), name: fn.name, extra: tc.extra_content };
       this.calls.set(key, item);
-      out.push(this.ev('response.output_item.added', { output_index: item.index, item: functionCallItem(item.id, item.callId, item.name, '', 'in_progress') }));
+      out.push(this.ev('response.output_item.added', { output_index: item.index, item: functionCallItem(item.id, item.callId, item.name, '', 'in_progress', item.extra) }));
     }
     const args = isObj(tc.function) ? tc.function.arguments : undefined;
     if (typeof args === 'string' && args) {
@@ -145,7 +147,7 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     } else {
       // A call streamed without arguments has `{}`, as in a complete answer.
       const args = item.text || '{}';
-      done = functionCallItem(item.id, item.callId, item.name, args, 'completed');
+      done = functionCallItem(item.id, item.callId, item.name, args, 'completed', item.extra);
       out.push(this.ev('response.function_call_arguments.done', { item_id: item.id, output_index: item.index, arguments: args }));
     }
     this.done[item.index] = done;
