@@ -294,6 +294,21 @@ describe('Converse', () => {
     });
   });
 
+  it('a history with tool calls and no tools in the request still declares them: Converse refuses tool blocks without toolConfig', () => {
+    const out = completionsRequestToConverse({
+      model: 'x',
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 't1', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }, { id: 't2', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] },
+        { role: 'tool', tool_call_id: 't1', content: 'sunny' },
+        { role: 'tool', tool_call_id: 't2', content: 'rain' },
+        { role: 'user', content: 'sum it up' },
+      ],
+    });
+    assert.deepEqual(out.toolConfig, { tools: [{ toolSpec: { name: 'get_weather', inputSchema: { json: { type: 'object' } } } }] });
+    assert.equal(completionsRequestToConverse({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }).toolConfig, undefined);
+  });
+
   it('reads a Converse response', () => {
     const c = converseResponseToCompletions({ output: { message: { role: 'assistant', content: [{ text: 'a' }, { text: 'b' }] } }, stopReason: 'guardrail_intervened', usage: { inputTokens: 2, outputTokens: 3, cacheReadInputTokens: 1 } }, 'mdl');
     assert.equal(c.model, 'mdl');

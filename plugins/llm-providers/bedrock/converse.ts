@@ -84,6 +84,13 @@ export function completionsRequestToConverse(body: Obj): Obj {
       out.toolConfig = config;
     }
   }
+  // Converse refuses toolUse/toolResult blocks without a toolConfig (a last turn sent without tools, say): the tools
+  // the history called are declared, with no schema beyond an object.
+  if (out.toolConfig === undefined) {
+    const called = new Set<string>();
+    for (const m of messages) for (const c of m.content as Obj[]) if (isObj(c.toolUse) && typeof c.toolUse.name === 'string') called.add(c.toolUse.name);
+    if (called.size > 0) out.toolConfig = { tools: [...called].map((name) => ({ toolSpec: { name, inputSchema: { json: { type: 'object' } } } })) };
+  }
   return out;
 }
 
