@@ -107,21 +107,21 @@ export class CompletionsToMessagesStream implements StreamTranslator {
   private finished = false;
   private block = -1;
   private open: 'text' | 'tool' | undefined = undefined;
-  /** Content block of each streamed call, by its `index` (or the key `toolKey` gives a call without one). */
+  /** Content block of each streamed call, by its key (`StreamedToolCallKeys`: its `index`, else its id's). */
   private readonly toolBlocks = new Map<number | string, number>();
   private readonly toolKeys = new StreamedToolCallKeys();
   /** The provider's finish reason, mapped when the message ends (when tools were called it may become `tool_use`). */
   private finish: unknown = null;
   private usage: Obj | undefined = undefined;
-
-  private ev(type: string, data: Obj): LlmEvent {
-    return { type, data: { type, ...data } };
-  }
-
+  /** The request's model, for a provider whose chunks name none. */
   private readonly model: string | undefined;
 
   constructor(model?: string) {
     this.model = model;
+  }
+
+  private ev(type: string, data: Obj): LlmEvent {
+    return { type, data: { type, ...data } };
   }
 
   private start(d: Obj): LlmEvent[] {
