@@ -278,16 +278,15 @@ describe('Converse', () => {
     assert.equal(out.model, undefined, 'the model goes in the path');
   });
 
+  /** A user turn, an assistant turn calling `calls` (name, arguments) as t1, t2, …, and their `results`. */
+  const toolHistory = (calls: [string, string][], results: unknown[]): Record<string, unknown>[] => [
+    { role: 'user', content: 'go' },
+    { role: 'assistant', content: null, tool_calls: calls.map(([name, args], i) => ({ id: `t${i + 1}`, function: { name, arguments: args } })) },
+    ...results.map((content, i) => ({ role: 'tool', tool_call_id: `t${i + 1}`, content })),
+  ];
+
   it('an empty or blank tool result is sent as a placeholder: Converse refuses blank text blocks', () => {
-    const out = completionsRequestToConverse({
-      model: 'x',
-      messages: [
-        { role: 'user', content: 'run both' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 't1', function: { name: 'f', arguments: '{}' } }, { id: 't2', function: { name: 'g', arguments: '{}' } }] },
-        { role: 'tool', tool_call_id: 't1', content: '' },
-        { role: 'tool', tool_call_id: 't2', content: [{ type: 'text', text: ' \n' }] },
-      ],
-    });
+    const out = completionsRequestToConverse({ model: 'x', messages: toolHistory([['f', '{}'], ['g', '{}']], ['', [{ type: 'text', text: ' \n' }]]) });
     assert.deepEqual(out.messages[2], {
       role: 'user',
       content: [{ toolResult: { toolUseId: 't1', content: [{ text: '(no output)' }] } }, { toolResult: { toolUseId: 't2', content: [{ text: '(no output)' }] } }],
@@ -295,16 +294,8 @@ describe('Converse', () => {
   });
 
   it('a history with tool calls and no tools in the request still declares them: Converse refuses tool blocks without toolConfig', () => {
-    const out = completionsRequestToConverse({
-      model: 'x',
-      messages: [
-        { role: 'user', content: 'weather?' },
-        { role: 'assistant', content: null, tool_calls: [{ id: 't1', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }, { id: 't2', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] },
-        { role: 'tool', tool_call_id: 't1', content: 'sunny' },
-        { role: 'tool', tool_call_id: 't2', content: 'rain' },
-        { role: 'user', content: 'sum it up' },
-      ],
-    });
+    const history = toolHistory([['get_weather', '{"city":"Paris"}'], ['get_weather', '{"city":"Rome"}']], ['sunny', 'rain']);
+    const out = completionsRequestToConverse({ model: 'x', messages: [...history, { role: 'user', content: 'sum it up' }] });
     assert.deepEqual(out.toolConfig, { tools: [{ toolSpec: { name: 'get_weather', inputSchema: { json: { type: 'object' } } } }] });
     assert.equal(completionsRequestToConverse({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }).toolConfig, undefined);
   });
