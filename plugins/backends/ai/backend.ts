@@ -46,7 +46,7 @@ const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 /** A streamed call's answer keeps the upstream's raw header list: no header object unless a header is edited. */
 const STREAM_RAW: ForwardOptions = { rawHeaders: true };
 
-/** What moves a request to the route's next `ai` backend: rate limited, or the provider failing or overloaded (Anthropic's 529; ADR 0039). */
+/** What moves a request to the route's next `ai` backend: rate limited, the provider failing or overloaded (529; ADR 0039). */
 const FAILOVER = { codes: [429, 500, 502, 503, 504, 529] } as const;
 
 const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses']);
@@ -308,7 +308,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
       if (err instanceof GatewayError) throw err;
       // A deadline, not a bad answer: 504, as the kernel answers a silent upstream (undici's text is no message).
-      if ((err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT') return llmResponseError(504, 'the provider went silent longer than the stream idle timeout');
+      if ((err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT') {
+        return llmResponseError(504, 'the provider went silent longer than the stream idle timeout');
+      }
       log.warn('failed to process an LLM response', { error: (err as Error).message });
       return llmResponseError(502, (err as Error).message);
     };
