@@ -119,4 +119,28 @@ describe('the models route', () => {
     const an = await fetch(`${gw.base}/open/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } });
     assert.deepEqual(await an.json(), { data: [], has_more: false, first_id: null, last_id: null });
   });
+
+  it('retrieves one model (GET /v1/models/{id}: the SDKs\' models.retrieve), 404 in the client\'s shape for another', async () => {
+    const openai = new OpenAI({ baseURL: `${gw.base}/mixed/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    const one = await openai.models.retrieve('claude-haiku');
+    assert.deepEqual({ id: one.id, object: one.object, owned_by: one.owned_by }, { id: 'claude-haiku', object: 'model', owned_by: 'anthropic' });
+    assert.ok(Number.isInteger(one.created));
+    await assert.rejects(openai.models.retrieve('gpt-9'), (err: unknown) => {
+      assert.ok(err instanceof OpenAI.NotFoundError, String(err));
+      assert.match((err as Error).message, /gpt-9/);
+      return true;
+    });
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/team`, apiKey: 'sk-ant-test', maxRetries: 0 });
+    const alias = await anthropic.models.retrieve('fast');
+    assert.deepEqual({ id: alias.id, type: alias.type, display_name: alias.display_name }, { id: 'fast', type: 'model', display_name: 'fast' });
+    await assert.rejects(anthropic.models.retrieve('claude-9'), (err: unknown) => {
+      assert.ok(err instanceof Anthropic.NotFoundError, String(err));
+      return true;
+    });
+    // A route that lists nothing accepts any model: it cannot say one is not served.
+    const open = await fetch(`${gw.base}/open/v1/models/any-model`);
+    assert.equal(open.status, 200);
+    assert.equal(((await open.json()) as { id: string }).id, 'any-model');
+    assert.equal((await mock.journal()).length, 0, 'the provider was not asked');
+  });
 });

@@ -23,7 +23,7 @@ import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
 import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
-import { modelsListReply, routeModels } from './models-list.ts';
+import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { claimAiBackendName } from './unique-name.ts';
@@ -91,6 +91,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const ids = new Set(models.keys());
     for (const name of policy?.modelAliasNames ?? []) ids.add(name);
     for (const name of virtualNames) ids.add(name);
+    const asked = policy?.modelAsked?.(ex.path);
+    if (asked !== undefined) return oneModelReply(ex, asked, ids.size === 0 || ids.has(asked), listOwner, loadedAt);
     return modelsListReply(ex, [...ids], listOwner, loadedAt);
   };
 

@@ -1,4 +1,4 @@
-import { jsonReply } from 'switchyard/sdk';
+import { jsonErrorReply, jsonReply } from 'switchyard/sdk';
 import type { BackendCompileContext, Exchange, Reply } from 'switchyard/sdk';
 import { llmRequestError } from '../../lib/llm/errors.ts';
 
@@ -61,4 +61,17 @@ export function modelsListReply(ex: Exchange, ids: readonly string[], ownedBy: (
     });
   }
   return jsonReply(200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: createdSeconds, owned_by: ownedBy(id) })) });
+}
+
+/**
+ * One model (`GET /v1/models/{id}`, the SDKs' `models.retrieve`), in the list's item shape, or a 404 (shaped for the
+ * client by the backend) when the route does not serve it. `served`: the route lists it, or lists nothing (a route
+ * whose clients may name any model).
+ */
+export function oneModelReply(ex: Exchange, id: string, served: boolean, ownedBy: (id: string) => string, createdSeconds: number): Reply {
+  if (!served) return jsonErrorReply(404, 'not_found', `model \`${id.slice(0, 256)}\` is not served on this route`);
+  if (ex.headers['anthropic-version'] !== undefined) {
+    return jsonReply(200, { type: 'model', id, display_name: id, created_at: new Date(createdSeconds * 1000).toISOString() });
+  }
+  return jsonReply(200, { id, object: 'model', created: createdSeconds, owned_by: ownedBy(id) });
 }

@@ -102,6 +102,11 @@ export interface AiPolicyRuntime {
   /** The route type for a request path from `ai.routes` (suffix match, longest first, `*` fallback), else undefined. */
   routeType(path: string): LlmRouteType | undefined;
   /**
+   * Optional: on a `models` route, the id of the one model a path asks for (`<models suffix>/<id>`, the SDKs'
+   * `models.retrieve`), else undefined (the list).
+   */
+  modelAsked?(path: string): string | undefined;
+  /**
    * Apply `prompts` (prepend/append; `system` entries into Anthropic's `system` field), `overrides`,
    * `transformations`, `defaults` and `modelAliases` to a parsed client body, in place.
    */

@@ -108,6 +108,15 @@ function compileRoutes(routes: Record<string, LlmRouteType>): { suffixes: [strin
   return { suffixes, fallback: routes['*'] };
 }
 
+/** A path segment's text (`%2F` and the like decoded); as sent when it is not valid percent-encoding. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
 /** Formats whose body is JSON the policy may change (passthrough and realtime are forwarded as they are). */
 const MUTABLE: ReadonlySet<LlmRouteType> = new Set(['completions', 'messages', 'responses', 'embeddings', 'anthropicTokenCount', 'generateContent', 'detect']);
 
@@ -161,7 +170,18 @@ export class AiRuntime implements AiPolicyRuntime {
 
   routeType(path: string): LlmRouteType | undefined {
     for (const [suffix, type] of this.suffixes) if (path.endsWith(suffix)) return type;
-    return this.fallback;
+    return this.modelAsked(path) !== undefined ? 'models' : this.fallback;
+  }
+
+  modelAsked(path: string): string | undefined {
+    // `<models suffix>/<id>` (GET /v1/models/gpt-4o: the SDKs' `models.retrieve`); an id is one path segment.
+    const slash = path.lastIndexOf('/');
+    if (slash <= 0 || slash === path.length - 1) return undefined;
+    const parent = path.slice(0, slash);
+    for (const [suffix, type] of this.suffixes) {
+      if (type === 'models' && parent.endsWith(suffix)) return decodeSegment(path.slice(slash + 1));
+    }
+    return undefined;
   }
 
   applyRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): void {
