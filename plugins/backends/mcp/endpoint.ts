@@ -3,6 +3,7 @@ import { TRANSPORT_ERROR, header, rpcReply } from './http-util.ts';
 import { RpcCode, isValidMessage } from './jsonrpc.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 import { Code20260728 } from './revisions/2026-07-28/protocol.ts';
+import { loggableName } from './spans.ts';
 import type { ParsedPost, RevisionAdapter } from './revisions/revision.ts';
 
 /** The body limit of MCP requests (BEHAVIOUR.md §8.3). */
@@ -69,8 +70,9 @@ export class McpEndpoint {
     const parsed = await readMessages(ex);
     if (!('messages' in parsed)) return parsed;
     const first = parsed.messages[0]!;
-    if (first.method !== undefined) ex.logField('mcp.method', first.method);
-    if (first.method === 'tools/call' && typeof first.params?.name === 'string') ex.logField('mcp.tool', first.params.name);
+    if (first.method !== undefined) ex.logField('mcp.method', loggableName(first.method) ?? 'unknown');
+    const tool = first.method === 'tools/call' ? loggableName(first.params?.name) : undefined;
+    if (tool !== undefined) ex.logField('mcp.tool', tool);
     const version = header(ex, 'mcp-protocol-version');
     // A value no revision claims is refused here; later dates are the newest revision's (it lists what it serves).
     if (version !== undefined && !this.oldestFirst.some((r) => r.claims(version))) {
