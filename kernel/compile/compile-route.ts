@@ -92,7 +92,7 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
         : null;
   const plan: UpstreamPlan = {
     attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
-    headersTimeoutMs: ownDeadline ? 0 : (instance.responseDeadlineMs ?? defaults.backendRequestMs),
+    headersTimeoutMs: ownDeadline ? 0 : (instance.responseDeadlineMs ?? facets.responseDeadlineMs ?? defaults.backendRequestMs),
     idleTimeoutMs: facets.streamIdleTimeoutMs ?? defaults.streamIdleMs,
     retry: failover ? { attempts: 0, codes: failover.codes, backoffMs: 0 } : retry,
     upstreamHooks: layered.upstreamHooks(),

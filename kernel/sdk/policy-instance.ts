@@ -13,6 +13,12 @@ export interface PolicyFacets {
   requestTimeoutMs?: number;
   /** Per-attempt deadline in ms (504, retryable). */
   attemptTimeoutMs?: number;
+  /**
+   * Default deadline for the response headers of the backends the policy applies to, per attempt, in ms (0 = none),
+   * where no `timeout` policy sets one: replaces `config.defaultTimeouts.backendRequestTimeout` (a backend's own
+   * `responseDeadlineMs` wins). The `a2a` policy gives `a2aBackendRequestTimeout` (ADR 0019).
+   */
+  responseDeadlineMs?: number;
   /** Longest silence inside a response body in ms (0 = none); replaces `config.defaultTimeouts.streamIdleTimeout`. */
   streamIdleTimeoutMs?: number;
   retry?: { attempts: number; codes: readonly number[]; backoffMs?: number };

@@ -44,6 +44,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'directResponse',
   'requestMirror',
   'a2a',
+  'a2aBackendRequestTimeout',
   'regex',
   'webhook',
   'openAIModeration',

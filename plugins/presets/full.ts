@@ -5,6 +5,7 @@ import { sessionSection } from '../backends/mcp/session-key.ts';
 import { guardSlot, llmProviderSlot } from '../lib/slots/ai.ts';
 import { backendAuthSlot } from '../lib/slots/backend-auth.ts';
 import { mcpTargetPoliciesSlot, mcpTransportSlot } from '../lib/slots/mcp.ts';
+import { a2aDeadlineSection } from '../policies/a2a/deadline.ts';
 import manifests from './full-manifests.json' with { type: 'json' };
 import { lazyPlugin } from './lazy-plugin.ts';
 
@@ -44,7 +45,7 @@ export const fullPreset: readonly Plugin[] = [
   lazyPlugin(manifests[27]!, () => import('../policies/request-redirect/plugin.ts')),
   lazyPlugin(manifests[28]!, () => import('../policies/direct-response/plugin.ts')),
   lazyPlugin(manifests[29]!, () => import('../policies/request-mirror/plugin.ts')),
-  lazyPlugin(manifests[30]!, () => import('../policies/a2a/plugin.ts')),
+  lazyPlugin(manifests[30]!, () => import('../policies/a2a/plugin.ts'), { configSections: [a2aDeadlineSection] }),
   lazyPlugin(manifests[31]!, () => import('../policies/ai/plugin.ts'), { slots: [guardSlot] }),
   lazyPlugin(manifests[32]!, () => import('../guards/regex/plugin.ts'), { slots: [guardSlot] }),
   lazyPlugin(manifests[33]!, () => import('../guards/webhook/plugin.ts'), { slots: [guardSlot] }),

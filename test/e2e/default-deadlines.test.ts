@@ -105,6 +105,12 @@ describe('default deadlines', () => {
           res.write('data: first\n\n');
           return;
         }
+        case '/a2a/slow':
+          // A blocking A2A call: the agent answers once its task is done.
+          setTimeout(() => {
+            if (!res.destroyed) res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { kind: 'task', id: 't1', status: { state: 'completed' } } }));
+          }, 700);
+          return;
         case '/slow/answer':
           setTimeout(() => {
             if (!res.destroyed) res.end('slow but allowed');
@@ -124,6 +130,7 @@ describe('default deadlines', () => {
         defaultTimeouts: {
           backendRequestTimeout: `${headersDeadlineMs}ms`,
           llmBackendRequestTimeout: `${LLM_DEADLINE_MS}ms`,
+          a2aBackendRequestTimeout: `${LLM_DEADLINE_MS}ms`,
           streamIdleTimeout: `${IDLE_DEADLINE_MS}ms`,
         },
       },
@@ -138,6 +145,7 @@ describe('default deadlines', () => {
                 { name: 'long', matches: [{ path: { pathPrefix: '/long' } }], policies: { timeout: { requestTimeout: '60s' } }, backends: [{ host }] },
                 { name: 'llm', matches: [{ path: { pathPrefix: '/v1' } }], backends: [{ ai: { name: 'llm', provider: { openAI: {} }, hostOverride: host } }] },
                 { name: 'half', matches: [{ path: { pathPrefix: '/half' } }], backends: [{ ai: { name: 'half', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host } }] },
+                { name: 'agent', matches: [{ path: { pathPrefix: '/a2a' } }], policies: { a2a: {} }, backends: [{ host }] },
                 { name: 'plain', backends: [{ host }] },
               ],
             },
@@ -171,6 +179,24 @@ describe('default deadlines', () => {
     assert.ok(elapsed >= HEADERS_DEADLINE_MS - 20, `answered after ${elapsed}ms, before the deadline`);
     // The upstream's connection for that request is closed, not left to hang.
     await waitFor(() => up.closed === up.opened, 2000, 'the upstream connection to close');
+  });
+
+  it('gives A2A routes their own default (a blocking SendMessage waits for the agent\'s task)', async () => {
+    const send = (path: string) =>
+      request(`${gw.url(port)}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { role: 'user', parts: [{ kind: 'text', text: 'hi' }], messageId: 'm1' } } }),
+      });
+    // Past the plain 300 ms, within the A2A default.
+    const slow = await within(send('/a2a/slow'), 5000, 'the agent\'s answer');
+    assert.equal(slow.statusCode, 200);
+    assert.match(await slow.body.text(), /completed/);
+    const started = performance.now();
+    const hung = await within(send('/a2a/hang'), 8000, 'the A2A deadline');
+    assert.equal(hung.statusCode, 504);
+    await hung.body.text();
+    assert.ok(performance.now() - started >= LLM_DEADLINE_MS - 50, 'the A2A default, not the plain one, bounded it');
   });
 
   it('lets a route `timeout` policy replace the default', async () => {

@@ -199,7 +199,7 @@ describe('the kernel declares only its own slots', () => {
       'slot.routePolicies',
     ]);
     assert.ok(configKeys(schema).includes('session'));
-    assert.deepEqual(Object.keys(timeoutKeys(schema)), ['backendRequestTimeout', 'streamIdleTimeout', 'llmBackendRequestTimeout']);
+    assert.deepEqual(Object.keys(timeoutKeys(schema)), ['backendRequestTimeout', 'streamIdleTimeout', 'llmBackendRequestTimeout', 'a2aBackendRequestTimeout']);
     assert.deepEqual(registry.slotNouns(), {
       routePolicies: 'policy',
       backendPolicies: 'backend policy',

@@ -1,6 +1,7 @@
 import { definePolicy } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
 import type { A2aConfig } from './a2a.ts';
+import { a2aDeadlineSection } from './deadline.ts';
 
 export { a2aRequestAttribute } from './attribute.ts';
 export type { A2aRequest } from './attribute.ts';
@@ -17,9 +18,12 @@ export default definePolicy<A2aConfig>({
   attach: ['routePolicies', 'backendPolicies'],
   phase: 'dispatch',
   order: 5,
+  // `config.defaultTimeouts.a2aBackendRequestTimeout`: the agents' default response deadline.
+  configSections: [a2aDeadlineSection],
   async compile(config, ctx) {
     // The implementation loads only when a config uses this policy.
     const { compileA2a } = await import('./a2a.ts');
-    return compileA2a(config, ctx);
+    const instance = compileA2a(config, ctx);
+    return { ...instance, facets: { responseDeadlineMs: ctx.configSection(a2aDeadlineSection) } };
   },
 });
