@@ -192,8 +192,8 @@ export function recordedAi(routes: (hostPort: string) => Record<string, unknown>
 export interface ScriptedAi {
   readonly upstream: TestUpstream;
   readonly gw: AiGateway;
-  /** The provider answers 200 with `body` as `contentType` from now on. */
-  answer(contentType: string, body: string | Buffer): void;
+  /** The provider answers `status` (200) with `body` as `contentType` from now on. */
+  answer(contentType: string, body: string | Buffer, status?: number): void;
 }
 
 /**
@@ -201,15 +201,15 @@ export interface ScriptedAi {
  * and a gateway serving `routes(hostPort)` in front, started and stopped by the enclosing `describe`'s hooks.
  */
 export function scriptedAi(routes: (hostPort: string) => Record<string, unknown>[]): ScriptedAi {
-  let reply: { contentType: string; body: string | Buffer } = { contentType: 'application/json', body: '{}' };
+  let reply: { contentType: string; body: string | Buffer; status: number } = { contentType: 'application/json', body: '{}', status: 200 };
   const t = {
-    answer(contentType: string, body: string | Buffer) {
-      reply = { contentType, body };
+    answer(contentType: string, body: string | Buffer, status = 200) {
+      reply = { contentType, body, status };
     },
   } as { upstream: TestUpstream; gw: AiGateway; answer: ScriptedAi['answer'] };
   before(async () => {
     t.upstream = await startUpstream((_req, res) => {
-      res.writeHead(200, { 'content-type': reply.contentType });
+      res.writeHead(reply.status, { 'content-type': reply.contentType });
       res.end(reply.body);
     });
     t.gw = await startAiGateway(routes(`127.0.0.1:${t.upstream.port}`));

@@ -142,4 +142,16 @@ describe('translated streams read by the SDKs', () => {
     assert.deepEqual(done.content, [{ type: 'text', text: 'Hi' }]);
     assert.equal(done.stop_reason, 'end_turn');
   });
+
+  it('a provider error whose body is too large to translate keeps its status for the client (not a 502)', async () => {
+    // Past the 1 MiB read to translate it: the client still learns it was rate limited.
+    t.answer('application/json', JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message: 'x'.repeat(2 * 1024 * 1024) } }), 429);
+    const err = await clients.openai('/an').chat.completions.create({ model: 'claude-x', messages: [{ role: 'user', content: 'hi' }] }).then(
+      () => assert.fail('the call succeeded'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof OpenAI.RateLimitError, String(err));
+    assert.ok(String((err as Error).message).length < 1000);
+  });
 });
+

@@ -1,7 +1,7 @@
 // The provider's answer made the client's: errors in the client's shape, streams observed or translated, whole
 // answers passed through (usage read on the way) or translated and guarded.
 import { Readable } from 'node:stream';
-import { BodyTooLargeError, pipeWithTeardown, readCapped, replyHeader, tapCapped } from 'switchyard/sdk';
+import { pipeWithTeardown, readCapped, replyHeader, tapCapped } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { responseDecoder } from '../../lib/llm/body.ts';
@@ -23,6 +23,8 @@ const USAGE_LIMIT = 8 * 1024 * 1024;
 const SMALL_ANSWER = 64 * 1024;
 /** Largest upstream error body translated into the client's error shape. */
 const ERROR_LIMIT = 1024 * 1024;
+/** What an error body past ERROR_LIMIT, or one that could not be read, is translated as (its status kept). */
+const UNREADABLE_ERROR = Buffer.from(JSON.stringify({ error: { message: "the provider's error answer was too large or could not be read" } }));
 
 /** What one request is: the formats on both sides and how to translate between them. */
 export interface LlmRequest {
@@ -63,8 +65,12 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   if (reply.status >= 400) {
     const clientFamily = req.clientFormat.family;
     if (clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
-    if (whole !== undefined) return clientError(reply, clientFamily, capped(whole, ERROR_LIMIT));
-    return readCapped(body!, ERROR_LIMIT).then((bytes) => clientError(reply, clientFamily, bytes));
+    // A body past the limit (or cut) loses its message, never its status: a 429 stays a 429 for the client's retries.
+    if (whole !== undefined) return clientError(reply, clientFamily, whole.length <= ERROR_LIMIT ? whole : UNREADABLE_ERROR);
+    return readCapped(body!, ERROR_LIMIT).then(
+      (bytes) => clientError(reply, clientFamily, bytes),
+      () => clientError(reply, clientFamily, UNREADABLE_ERROR),
+    );
   }
 
   const contentType = String(replyHeader(reply, 'content-type') ?? '').toLowerCase();
@@ -187,10 +193,4 @@ async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole
   delete h['content-length'];
   delete h['transfer-encoding'];
   return reply;
-}
-
-/** `readCapped`'s limit on bytes already read. */
-function capped(bytes: Buffer, limit: number): Buffer {
-  if (bytes.length > limit) throw new BodyTooLargeError(limit);
-  return bytes;
 }
