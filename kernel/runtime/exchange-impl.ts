@@ -190,7 +190,9 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.res?.destroyed && !this.res.writableFinished) this.controller.abort();
+      // Asked for after the abort (a retry after its backoff, past the route deadline): born aborted.
+      if (this.aborted !== undefined) this.controller.abort(this.aborted);
+      else if (this.res?.destroyed && !this.res.writableFinished) this.controller.abort();
     }
     return this.controller.signal;
   }

@@ -6,6 +6,7 @@ import type { ExchangeImpl } from './exchange-impl.ts';
 import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { hasRequestBody } from '../upstream/request-body.ts';
+import { backoff } from '../upstream/forward-reply.ts';
 
 /** What `serveWithHealth` ended with: the last backend tried and its reply or error. */
 export interface Outcome {
@@ -13,8 +14,6 @@ export interface Outcome {
   reply: Reply | undefined;
   error: unknown;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const isGatewayFailure = (status: number): boolean => status === 502 || status === 503 || status === 504;
 
@@ -115,7 +114,9 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
       restore(h, 'content-length', contentLength);
       restore(h, 'transfer-encoding', transferEncoding);
     }
-    if (fo.backoffMs) await sleep(fo.backoffMs);
+    await backoff(fo.backoffMs, ex);
+    // Aborted during the backoff: the last outcome stands, no other backend is tried.
+    if (ex.aborted !== undefined) return;
     ref = next;
   }
 }

@@ -24,8 +24,23 @@ export const STREAM_RAW = -1;
 /** An attempt's answer: undici's `request()` result (a streamed body) or one read whole (`ForwardOptions.readWhole`) or streamed raw. */
 type Answer = Dispatcher.ResponseData | WholeResponse;
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * A retry's backoff, cut short when the exchange aborts (the client left, the route deadline answered it): no
+ * attempt is sent after that, a POST sent again then would be a side effect nobody waits for.
+ */
+export function backoff(ms: number, ex: Exchange): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  const signal = ex.signal;
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 const noop = (): void => undefined;
@@ -126,6 +141,8 @@ export async function forwardAttempts(
   const maxAttempts = first + (plan.retry && replayable ? plan.retry.attempts + 1 : 1);
   const path = ex.path + ex.query;
   for (let attempt = first; ; attempt++) {
+    // Aborted during a backoff (here or the pipeline's, before another backend): no further attempt.
+    if (attempt > first && state.aborted !== undefined) throw state.aborted;
     state.attempts = attempt + 1;
     let attemptHeaders = headers;
     if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
@@ -160,7 +177,7 @@ export async function forwardAttempts(
       const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
       if (attempt + 1 < maxAttempts && retryable) {
         target.metrics?.retry();
-        if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
+        await backoff(plan.retry!.backoffMs, ex);
         continue;
       }
       // The request never reached the upstream's application: the pipeline may send it to another backend.
@@ -174,7 +191,7 @@ export async function forwardAttempts(
         else response.body.destroy();
       }
       target.metrics?.retry();
-      if (plan.retry!.backoffMs) await sleep(plan.retry!.backoffMs);
+      await backoff(plan.retry!.backoffMs, ex);
       continue;
     }
     return upstreamReply(response);
@@ -205,6 +222,7 @@ function send(
   // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
   const attempt = new AbortController();
   const outer = ex.signal;
+  if (outer.aborted) return Promise.reject(outer.reason);
   const onOuter = (): void => attempt.abort(outer.reason);
   outer.addEventListener('abort', onOuter, { once: true });
   const timeout = attemptTimeout(target.origin, timeoutMs);

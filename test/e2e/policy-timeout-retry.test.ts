@@ -53,6 +53,9 @@ describe('timeout and retry', () => {
       route('retry-timeout', { retry: { attempts: 1, codes: [] }, timeout: { backendRequestTimeout: '400ms' } }),
       route('retry-bounded', { retry: { attempts: 10, codes: [] }, timeout: { requestTimeout: '300ms', backendRequestTimeout: '100ms' } }),
       route('retry-big-body', { retry: { attempts: 3, codes: [503] } }),
+      // A backoff past the request deadline, with and without a per-attempt deadline.
+      route('retry-backoff-late', { retry: { attempts: 2, codes: [503], backoff: '600ms' }, timeout: { requestTimeout: '200ms', backendRequestTimeout: '5s' } }),
+      route('retry-backoff-plain', { retry: { attempts: 2, codes: [503], backoff: '600ms' }, timeout: { requestTimeout: '200ms' } }),
     ]));
   });
   after(async () => {
@@ -132,6 +135,18 @@ describe('timeout and retry', () => {
     assert.equal(received('/retry-big-body').length, 1);
     assert.equal(received('/retry-big-body')[0]!.body.length, 100 * 1024);
   });
+
+  for (const name of ['retry-backoff-late', 'retry-backoff-plain']) {
+    it(`no retry is sent after the request deadline answered the client during the backoff (${name})`, async () => {
+      scripts.set(`/${name}`, [{ status: 503 }]);
+      const r = await call(`/${name}`, 'not-idempotent');
+      assert.equal(r.status, 504);
+      assert.ok(r.ms < 550, `took ${r.ms}ms`);
+      // Past the backoff: the client was answered 504, so a POST sent again now would be a side effect it never sees.
+      await new Promise((resolve) => setTimeout(resolve, 900));
+      assert.equal(received(`/${name}`).length, 1);
+    });
+  }
 
   it('a zero timeout is a config error', async () => {
     await assert.rejects(
