@@ -303,7 +303,11 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   }
 
   queueResponseHeader(name: string, value: string): void {
-    (this.queued ??= []).push(name.toLowerCase(), value);
+    const lower = name.toLowerCase();
+    // The body's own length frames the answer: a queued one (from a rate-limit or authorization service) that differs
+    // leaves the rest of the body on a kept-alive connection as the next answer.
+    if (lower === 'content-length') return;
+    (this.queued ??= []).push(lower, value);
   }
 
   logField(name: string, value: string | number | boolean): void {

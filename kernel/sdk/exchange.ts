@@ -87,7 +87,8 @@ export interface Exchange {
 
   /**
    * Queue a header for the response, whatever produces it (upstream, a local reply, an error).
-   * Queued headers are inserted last and overwrite same-named headers (CORS, rate-limit headers).
+   * Queued headers are inserted last and overwrite same-named headers (CORS, rate-limit headers). `Content-Length`
+   * is ignored: the gateway frames each answer itself.
    */
   queueResponseHeader(name: string, value: string): void;
 

@@ -90,4 +90,19 @@ describe('requestHeaderModifier and responseHeaderModifier', () => {
       /:6:32: the value of header `x-a` contains characters not allowed/,
     );
   });
+
+  it('the response framing is the gateway\'s: `Content-Length` in a response modifier or transformation is a config error', async () => {
+    // Set to anything but the body's length, it left the rest of the body on a kept-alive connection as the start of
+    // the next answer (the client or a proxy in front then read it as another response).
+    for (const kind of ['add', 'set']) {
+      await assert.rejects(
+        gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        responseHeaderModifier: { ${kind}: { Content-Length: "5" } }\n`),
+        /:6:\d+: `Content-Length` is the gateway's to set on a response \(the length of the body it sends\)/,
+      );
+      await assert.rejects(
+        gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        transformations:\n          response:\n            ${kind}: { content-length: "'5'" }\n`),
+        /`content-length` is the gateway's to set on a response/,
+      );
+    }
+  });
 });

@@ -12,6 +12,7 @@ import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
+import { RawClient, values } from './proxy-support.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import OpenAI from 'openai';
 import { startMock } from '../ai/harness.ts';
@@ -27,10 +28,13 @@ const OK = 1;
 const OVER_LIMIT = 2;
 const MINUTE = 2;
 
+/** Framing headers a service may send: the gateway frames its messages itself. */
+const FRAMING = [{ key: 'Content-Length', value: '1' }, { key: 'Transfer-Encoding', value: 'chunked' }];
+
 /**
  * A small RLS: a fixed one-minute window per `key=value` of the first entry of each descriptor, limit 2 for `user`,
  * 20 for `team` (LLM tokens), 100 for anything else. The domain picks special behaviour: `broken` fails with UNAVAILABLE, `slow` answers late,
- * `own-headers` sends its own x-ratelimit-limit, `body` a raw body on denial.
+ * `own-headers` sends its own x-ratelimit-limit, `body` a raw body on denial, `framing` framing headers both ways.
  */
 function rlsHandler(counters: Map<string, number>) {
   return async (req: RateLimitRequestMessage) => {
@@ -53,10 +57,11 @@ function rlsHandler(counters: Map<string, number>) {
     return {
       overall_code: over ? OVER_LIMIT : OK,
       statuses,
-      response_headers_to_add: over
-        ? [{ key: 'X-RLS', value: 'over' }, ...(req.domain === 'own-headers' ? [{ key: 'x-ratelimit-limit', value: 'from-rls' }] : [])]
-        : [{ key: 'x-rls', value: 'ok' }],
-      request_headers_to_add: over ? [] : [{ key: 'x-rls-checked', value: 'yes' }],
+      response_headers_to_add: [
+        ...(over ? [{ key: 'X-RLS', value: 'over' }, ...(req.domain === 'own-headers' ? [{ key: 'x-ratelimit-limit', value: 'from-rls' }] : [])] : [{ key: 'x-rls', value: 'ok' }]),
+        ...(req.domain === 'framing' ? FRAMING : []),
+      ],
+      request_headers_to_add: [...(over ? [] : [{ key: 'x-rls-checked', value: 'yes' }]), ...(req.domain === 'framing' ? FRAMING : [])],
       raw_body: over && req.domain === 'body' ? Buffer.from('slow down, please') : Buffer.alloc(0),
     };
   };
@@ -112,6 +117,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
       route('two', { host, domain: 'two', descriptors: [userDescriptor, { entries: [{ key: 'path', value: 'request.path' }, { key: 'plan', value: '"free"' }] }] }),
       route('own', { host, domain: 'own-headers', descriptors: [userDescriptor] }),
       route('body', { host, domain: 'body', descriptors: [userDescriptor] }),
+      route('framing', { host, domain: 'framing', descriptors: [userDescriptor] }),
       route('named', { backend: 'rls', domain: 'named', descriptors: [userDescriptor] }),
       route('broken', { host, domain: 'broken', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('broken-open', { host, domain: 'broken', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
@@ -181,6 +187,25 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.equal(body.status, 429);
     assert.equal(body.text, 'slow down, please');
     assert.equal(body.headers['retry-after'], '42');
+  });
+
+  it('framing headers from the service are not used: each answer keeps its own length, the connection stays in step', async () => {
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      const body = 'x'.repeat(40);
+      for (let i = 0; i < 3; i++) {
+        client.write(`POST /framing/a HTTP/1.1\r\nHost: gw\r\nx-user: gina\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+        const answer = await client.read();
+        assert.equal(answer.status, i < 2 ? 200 : 429);
+        assert.notDeepEqual(values(answer, 'content-length'), ['1']);
+        if (i < 2) assert.equal(upstream.received.at(-1)!.body.toString(), body, 'the upstream got the whole body');
+        else assert.deepEqual(JSON.parse(answer.body), { error: { type: 'rate_limited', message: 'rate limit exceeded' } });
+      }
+      assert.equal(client.unread(), '', 'nothing left over on the connection');
+    } finally {
+      client.destroy();
+    }
   });
 
   it('a failing entry drops its descriptor; the others are still sent', async () => {

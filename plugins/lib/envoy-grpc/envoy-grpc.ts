@@ -219,3 +219,11 @@ export interface HeaderValueOptionMessage {
 export function headerText(h: HeaderValueMessage): string {
   return h.raw_value && h.raw_value.length > 0 ? Buffer.from(h.raw_value).toString('latin1') : h.value;
 }
+
+/** Headers a service (ext_authz, a rate limit service) may not set or remove: the gateway owns framing and routing. */
+const GATEWAY_OWNED = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
+
+/** Whether a service's header edit of `name` (lower-case) is refused: a pseudo-header or one the gateway owns. */
+export function gatewayOwnedHeader(name: string): boolean {
+  return name.startsWith(':') || GATEWAY_OWNED.has(name);
+}

@@ -28,6 +28,23 @@ export function compileHeaderModifier(config: HeaderModifierConfig): HeaderModif
   return { add, set, remove: (config.remove ?? []).map((n) => n.toLowerCase()) };
 }
 
+/**
+ * The first `add` or `set` of a response header edit naming `Content-Length`, as `[kind, name as written]`: the
+ * gateway frames each response with its body's own length. Any other length left the rest of the body on a kept-alive
+ * connection, read by the client (or a proxy in front) as the start of the next answer.
+ */
+export function responseFramingEdit(config: { add?: Record<string, string>; set?: Record<string, string> }): ['add' | 'set', string] | undefined {
+  for (const kind of ['add', 'set'] as const) {
+    for (const name of Object.keys(config[kind] ?? {})) if (name.toLowerCase() === 'content-length') return [kind, name];
+  }
+  return undefined;
+}
+
+/** The load error of `responseFramingEdit`. */
+export function responseFramingMessage(name: string): string {
+  return `\`${name}\` is the gateway's to set on a response (the length of the body it sends)`;
+}
+
 /** Apply to a header object in place: `add` appends a value, `set` replaces all values, `remove` drops them. */
 export function applyHeaderModifier(m: HeaderModifier, headers: Headers): void {
   // Indexed loops: `for...of` with destructuring left an iterator and its results on the heap per request (~0.1 KiB

@@ -1,6 +1,6 @@
 import { headerMapAdd } from 'switchyard/sdk';
 import type { HeaderMap } from 'switchyard/sdk';
-import { headerText } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { gatewayOwnedHeader, headerText } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
 
 // Envoy `HeaderValueOption.HeaderAppendAction`.
@@ -8,9 +8,6 @@ const APPEND_IF_EXISTS_OR_ADD = 0;
 const ADD_IF_ABSENT = 1;
 const OVERWRITE_IF_EXISTS_OR_ADD = 2;
 const OVERWRITE_IF_EXISTS = 3;
-
-/** Headers the service may not touch: the gateway owns framing and routing. */
-const PROTECTED = new Set(['host', 'content-length', 'transfer-encoding', 'connection']);
 
 /**
  * Apply one Envoy `HeaderValueOption` to a header map, as Envoy's ext_authz does: the deprecated `append` flag wins
@@ -20,7 +17,7 @@ export function applyHeaderOption(headers: HeaderMap, option: HeaderValueOptionM
   const h = option.header;
   if (!h || !h.key) return;
   const name = h.key.toLowerCase();
-  if (name.startsWith(':') || PROTECTED.has(name)) return;
+  if (gatewayOwnedHeader(name)) return;
   const value = headerText(h);
   const action = option.append ? (option.append.value ? APPEND_IF_EXISTS_OR_ADD : OVERWRITE_IF_EXISTS_OR_ADD) : option.append_action;
   const existing = headers[name];
@@ -43,6 +40,6 @@ export function applyHeaderOption(headers: HeaderMap, option: HeaderValueOptionM
 export function removeHeaders(headers: HeaderMap, names: readonly string[]): void {
   for (const raw of names) {
     const name = raw.toLowerCase();
-    if (!name.startsWith(':') && !PROTECTED.has(name)) delete headers[name];
+    if (!gatewayOwnedHeader(name)) delete headers[name];
   }
 }

@@ -1,8 +1,8 @@
 import { jsonErrorReply, relayedErrorReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Logger, Reply } from 'switchyard/sdk';
-import { unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { gatewayOwnedHeader, headerText, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { EnvoyClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
-import { Code, derivedHeaders, headerValue } from './rls.ts';
+import { Code, derivedHeaders } from './rls.ts';
 import type { DescriptorMessage, RateLimitResponse } from './rls.ts';
 
 /** One rate limit service as a policy calls it. */
@@ -36,8 +36,9 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
     const headers: HeaderMap = {};
     for (const h of res.response_headers_to_add) {
       const name = h.key.toLowerCase();
+      if (gatewayOwnedHeader(name)) continue;
       sent.add(name);
-      headers[name] = headerValue(h);
+      headers[name] = headerText(h);
     }
     for (const [name, value] of derivedHeaders(res, true, sent)) headers[name] = value;
     if (res.raw_body && res.raw_body.length > 0) return relayedErrorReply(429, Buffer.from(res.raw_body), headers, 'rate_limited', 'rate limit exceeded');
@@ -45,12 +46,13 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
   }
   for (const h of res.request_headers_to_add) {
     const name = h.key.toLowerCase();
-    if (name !== 'host' && !name.startsWith(':')) ex.headers[name] = headerValue(h);
+    if (!gatewayOwnedHeader(name)) ex.headers[name] = headerText(h);
   }
   for (const h of res.response_headers_to_add) {
     const name = h.key.toLowerCase();
+    if (gatewayOwnedHeader(name)) continue;
     sent.add(name);
-    ex.queueResponseHeader(name, headerValue(h));
+    ex.queueResponseHeader(name, headerText(h));
   }
   if (deriveOnOk) for (const [name, value] of derivedHeaders(res, false, sent)) ex.queueResponseHeader(name, value);
   return undefined;

@@ -1,17 +1,12 @@
 import { celValueToString } from 'switchyard/sdk';
 import type { CompiledExpression, Exchange } from 'switchyard/sdk';
+import type { HeaderValueMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
 
 /** `RateLimitResponse.Code`. */
 export const Code = { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 } as const;
 
 /** `RateLimitResponse.RateLimit.Unit` → seconds. */
 const UNIT_SECONDS: Readonly<Record<number, number>> = { 1: 1, 2: 60, 3: 3600, 4: 86_400, 5: 30 * 86_400, 6: 365 * 86_400 };
-
-export interface HeaderValue {
-  key: string;
-  value: string;
-  raw_value?: Uint8Array;
-}
 
 export interface DescriptorStatus {
   code: number;
@@ -24,8 +19,8 @@ export interface DescriptorStatus {
 export interface RateLimitResponse {
   overall_code: number;
   statuses: DescriptorStatus[];
-  response_headers_to_add: HeaderValue[];
-  request_headers_to_add: HeaderValue[];
+  response_headers_to_add: HeaderValueMessage[];
+  request_headers_to_add: HeaderValueMessage[];
   raw_body: Uint8Array;
 }
 
@@ -109,6 +104,3 @@ export function derivedHeaders(res: RateLimitResponse, overLimit: boolean, sent:
   return out.filter(([name]) => !sent.has(name));
 }
 
-export function headerValue(h: HeaderValue): string {
-  return h.raw_value && h.raw_value.length > 0 ? Buffer.from(h.raw_value).toString('latin1') : h.value;
-}

@@ -1,4 +1,5 @@
 import { celValueToString, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
+import { responseFramingEdit, responseFramingMessage } from '../../lib/header-modifier/header-modifier.ts';
 import type { CompileContext, CompiledExpression, Exchange, ExpressionCompiler, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
 export interface HeaderTransform {
@@ -63,6 +64,8 @@ function apply<H>(t: CompiledTransform, ex: Exchange, edits: HeaderEdits<H>, hea
 
 /** Compile one `transformations` policy: every value is a CEL expression, compiled once here. */
 export function compileTransformations(config: TransformationsConfig, ctx: CompileContext): PolicyInstance {
+  const framing = config.response ? responseFramingEdit(config.response) : undefined;
+  if (framing) return ctx.fail(responseFramingMessage(framing[1]), ['response', ...framing]);
   const request = compileSide(config.request, ctx.expr, 'request');
   const response = compileSide(config.response, ctx.expr, 'response');
   return {
