@@ -42,6 +42,17 @@ describe('transformations', () => {
             {
               routes: [
                 {
+                  name: 'values',
+                  matches: [{ path: { pathPrefix: '/values' } }],
+                  policies: {
+                    transformations: {
+                      request: { set: { 'x-q': 'request.query["q"]' }, add: { 'x-q-added': 'request.query["q"]' } },
+                      response: { set: { 'x-q': 'request.query["q"]' }, add: { 'x-q-added': 'request.query["q"]' } },
+                    },
+                  },
+                  backends: [{ host: `127.0.0.1:${upstream.port}` }],
+                },
+                {
                   name: 'svc',
                   policies: { transformations: { response: { set: { 'x-answered-for': 'request.path', 'x-query-a': 'request.query["a"]' } } } },
                   backends: [{ backend: 'svc' }],
@@ -71,6 +82,31 @@ describe('transformations', () => {
     assert.equal(got['x-drop-me'], undefined);
     assert.equal(res.headers['x-answered-for'], '/items');
     assert.equal(res.headers['x-query-a'], '7');
+  });
+
+  it('a value that cannot be a header (CR, LF, controls) counts as a failed expression, on both sides', async () => {
+    // The query is decoded for CEL: a client's `%0D%0A` turned the whole answer into a 500 (node:http refused the
+    // header) and, on the request side, into a 502 blamed on the upstream, counted against its health.
+    for (const q of ['a%0D%0AInjected:%201', 'nul%00', 'bell%07']) {
+      const res = await request(`${gw.url(port)}/values?q=${q}`, { headers: { 'x-q': 'client' } });
+      assert.equal(res.statusCode, 200, q);
+      await res.body.text();
+      const got = upstream.received.at(-1)!;
+      assert.equal(got.url, `/values?q=${q}`);
+      assert.equal(got.headers['x-q'], undefined, 'set: the header is removed');
+      assert.equal(got.headers['x-q-added'], undefined, 'add: nothing added');
+      assert.equal(res.headers['x-q'], undefined);
+      assert.equal(res.headers['x-q-added'], undefined);
+    }
+  });
+
+  it('a value beyond Latin-1 goes out as its UTF-8 bytes, on both sides', async () => {
+    const res = await request(`${gw.url(port)}/values?q=%E2%98%83%C3%A9`);
+    assert.equal(res.statusCode, 200);
+    await res.body.text();
+    const utf8 = Buffer.from('\u2603\u00e9', 'utf8').toString('latin1');
+    assert.equal(upstream.received.at(-1)!.headers['x-q'], utf8);
+    assert.equal(res.headers['x-q'], utf8);
   });
 
   it('an expression that fails at run time removes the header it sets', async () => {

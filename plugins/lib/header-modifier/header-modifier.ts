@@ -17,6 +17,21 @@ export interface HeaderModifier {
 
 const VALID_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
+/** Any character of a string that is not Latin-1. */
+const BEYOND_LATIN1 = /[^\x00-\xff]/;
+
+/**
+ * A value computed per request (a CEL result) as it can be sent in a header: undefined when it holds CR, LF or another
+ * control character (no header can carry it), else as Latin-1 text whose bytes are the value's UTF-8 when it has
+ * characters beyond Latin-1 (what Envoy sends). node:http and undici refuse both: the answer became a 500, the
+ * request a 502 blamed on the upstream.
+ */
+export function sendableHeaderValue(value: string): string | undefined {
+  if (!BEYOND_LATIN1.test(value)) return VALID_VALUE.test(value) ? value : undefined;
+  const bytes = Buffer.from(value, 'utf8').toString('latin1');
+  return VALID_VALUE.test(bytes) ? bytes : undefined;
+}
+
 /** Compile; returns an error message for values that cannot be sent in HTTP. */
 export function compileHeaderModifier(config: HeaderModifierConfig): HeaderModifier | string {
   const pairs = (map: Record<string, string> | undefined): [string, string][] => Object.entries(map ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]);

@@ -1,5 +1,5 @@
 import { celValueToString, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
-import { responseFramingEdit, responseFramingMessage } from '../../lib/header-modifier/header-modifier.ts';
+import { responseFramingEdit, responseFramingMessage, sendableHeaderValue } from '../../lib/header-modifier/header-modifier.ts';
 import type { CompileContext, CompiledExpression, Exchange, ExpressionCompiler, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
 export interface HeaderTransform {
@@ -41,23 +41,25 @@ const MAP_EDITS: HeaderEdits<HeaderMap> = {
 
 const LIST_EDITS: HeaderEdits<string[]> = { add: headerListAdd, set: headerListSet, remove: headerListRemove };
 
+/** The header value of an expression, undefined when it fails or its value cannot be sent in a header. */
+function valueOf(expression: CompiledExpression, ex: Exchange): string | undefined {
+  try {
+    return sendableHeaderValue(celValueToString(expression.evaluate(ex)));
+  } catch {
+    return undefined;
+  }
+}
+
 /** Each `add` whose expression evaluates, each `set` (its header removed when it fails), then each `remove`. */
 function apply<H>(t: CompiledTransform, ex: Exchange, edits: HeaderEdits<H>, headers: H): void {
   for (const [name, expression] of t.add) {
-    let value: string;
-    try {
-      value = celValueToString(expression.evaluate(ex));
-    } catch {
-      continue;
-    }
-    edits.add(headers, name, value);
+    const value = valueOf(expression, ex);
+    if (value !== undefined) edits.add(headers, name, value);
   }
   for (const [name, expression] of t.set) {
-    try {
-      edits.set(headers, name, celValueToString(expression.evaluate(ex)));
-    } catch {
-      edits.remove(headers, name);
-    }
+    const value = valueOf(expression, ex);
+    if (value !== undefined) edits.set(headers, name, value);
+    else edits.remove(headers, name);
   }
   for (const name of t.remove) edits.remove(headers, name);
 }
