@@ -28,6 +28,7 @@ describe('urlRewrite and requestRedirect', () => {
         policies: { urlRewrite: { path: { prefix: '/v2' } }, requestRedirect: { status: 308 } },
         backends: to,
       },
+      { name: 'redirect-query', matches: [{ path: { pathPrefix: '/with-query' } }], policies: { requestRedirect: { path: { full: '/new?from=old' } } } },
     ]));
   });
   after(async () => {
@@ -93,5 +94,27 @@ describe('urlRewrite and requestRedirect', () => {
       gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        requestRedirect: { status: 305 }\n`),
       /:6:36: must be one of `301`, `302`, `303`, `307`, `308`, got number 305/,
     );
+  });
+
+  it('a query in the redirect `path.full` replaces the request query (as Envoy path_redirect), never a second `?`', async () => {
+    const r = await get('/with-query/a?orig=1', { host: 'api.example' });
+    assert.equal(r.status, 302);
+    assert.equal(r.headers.location, 'http://api.example/new?from=old');
+  });
+
+  it('a rewritten or redirected path must be a path: config errors otherwise', async () => {
+    // `full: evil.example/x` made `Location: http://host:port` + `evil.example/x` (the authority run into the path);
+    // a rewrite to `nos` or `/a b` reached undici, which refused it: a 502 blamed on the upstream.
+    const bad: [string, RegExp][] = [
+      ['requestRedirect: { path: { full: "evil.example/x" } }', /:6:\d+: must be a path: empty or starting with `\/`, visible ASCII characters only, no `#`/],
+      ['urlRewrite: { path: { full: "nos" } }', /must be a path: empty or starting with `\/`, visible ASCII characters only, no `\?` or `#`/],
+      ['urlRewrite: { path: { full: "/a b" } }', /must be a path/],
+      ['urlRewrite: { path: { full: "/a?x=1" } }', /must be a path: empty or starting with `\/`, visible ASCII characters only, no `\?` or `#`/],
+      ['urlRewrite: { path: { prefix: "/v2#x" } }', /visible ASCII characters only, no `\?` or `#`/],
+      ['requestRedirect: { path: { prefix: "/v2?x" } }', /visible ASCII characters only, no `\?` or `#`/],
+    ];
+    for (const [policy, message] of bad) {
+      await assert.rejects(gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        ${policy}\n`), message, policy);
+    }
   });
 });

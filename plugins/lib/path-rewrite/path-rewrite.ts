@@ -40,6 +40,29 @@ export function compilePathRewrite(config: PathRewriteConfig): PathRewriter {
   };
 }
 
+/** Visible ASCII but `#` (a fragment is never sent), with and without `?`. */
+const PATH_CHARS_WITH_QUERY = /^[\x21\x22\x24-\x7e]*$/;
+const PATH_CHARS = /^[\x21\x22\x24-\x3e\x40-\x7e]*$/;
+
+/**
+ * Why `config` is not a path, as `[field, message]`, else undefined. `full` is empty or starts with `/` (`evil.example/x`
+ * ran into the authority of a redirect's Location); both hold visible ASCII only (a space reached the HTTP client,
+ * which refused it: a 502 blamed on the upstream). `query` allows a `?` in `full` (a redirect's replaces the query).
+ */
+export function pathRewriteError(config: PathRewriteConfig, query: boolean): ['full' | 'prefix', string] | undefined {
+  const what = query ? 'no `#`' : 'no `?` or `#`';
+  if (config.full !== undefined) {
+    const full = config.full;
+    if ((full !== '' && full.charCodeAt(0) !== 47) || !(query ? PATH_CHARS_WITH_QUERY : PATH_CHARS).test(full)) {
+      return ['full', `must be a path: empty or starting with \`/\`, visible ASCII characters only, ${what}`];
+    }
+  }
+  if (config.prefix !== undefined && !PATH_CHARS.test(config.prefix)) {
+    return ['prefix', 'must be a path prefix: visible ASCII characters only, no `?` or `#`'];
+  }
+  return undefined;
+}
+
 /** One-off form of `compilePathRewrite` (tests, rare callers). */
 export function rewritePath(config: PathRewriteConfig, path: string, matchedPrefix: string | undefined): string | undefined {
   return compilePathRewrite(config)(path, matchedPrefix);
@@ -49,8 +72,8 @@ export const pathRewriteSchema = {
   type: 'object',
   description: 'Exactly one of `full` (replaces the whole path) or `prefix` (replaces the matched `pathPrefix`). The query string is kept.',
   properties: {
-    full: { type: 'string', description: 'The new path.' },
-    prefix: { type: 'string', description: 'Replacement for the prefix the route matched (segment-aware).' },
+    full: { type: 'string', description: 'The new path: empty (`/`) or starting with `/`, visible ASCII, no `#`. A `?` is allowed only in a redirect, whose query it then replaces.' },
+    prefix: { type: 'string', description: 'Replacement for the prefix the route matched (segment-aware); visible ASCII, no `?` or `#`.' },
   },
   additionalProperties: false,
   exactlyOneOf: ['full', 'prefix'],

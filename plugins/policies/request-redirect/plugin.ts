@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, definePolicy, localReply } from 'switchyard/sdk';
-import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
+import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteError, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
 import type { PathRewriteConfig } from '../../lib/path-rewrite/path-rewrite.ts';
 
 interface RedirectConfig {
@@ -45,9 +45,13 @@ export default definePolicy<RedirectConfig>({
   // Reads the path, authority and query only, never `ex.req` as a stream: its routes may be served lean (ADR 0088).
   requestStream: false,
   order: 10,
-  compile(config) {
+  compile(config, ctx) {
+    const invalid = config.path ? pathRewriteError(config.path, true) : undefined;
+    if (invalid) return ctx.fail(invalid[1], ['path', invalid[0]]);
     const status = config.status ?? 302;
     const rewrite = config.path ? compilePathRewrite(config.path) : undefined;
+    // A query in `path.full` replaces the request's (Envoy's path_redirect), never a second `?` after it.
+    const ownQuery = config.path?.full?.includes('?') === true;
     return {
       onRequest(ex) {
         const scheme = config.scheme ?? ex.scheme;
@@ -68,7 +72,7 @@ export default definePolicy<RedirectConfig>({
           if (rewritten === undefined) throw new GatewayError(500, 'invalid_filter', PREFIX_NEEDS_PREFIX_MATCH, ErrorCode.internal);
           path = rewritten;
         }
-        return localReply(status, null, { location: `${scheme}://${authority}${path}${ex.query}` });
+        return localReply(status, null, { location: `${scheme}://${authority}${path}${ownQuery ? '' : ex.query}` });
       },
     };
   },

@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, definePolicy } from 'switchyard/sdk';
-import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
+import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteError, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
 import type { PathRewriteConfig } from '../../lib/path-rewrite/path-rewrite.ts';
 
 interface UrlRewriteConfig {
@@ -31,7 +31,9 @@ export default definePolicy<UrlRewriteConfig>({
   // Edits the path and authority only, never reads `ex.req` as a stream: its routes may be served lean (ADR 0088).
   requestStream: false,
   order: 30,
-  compile(config) {
+  compile(config, ctx) {
+    const invalid = config.path ? pathRewriteError(config.path, false) : undefined;
+    if (invalid) return ctx.fail(invalid[1], ['path', invalid[0]]);
     const path = config.path ? compilePathRewrite(config.path) : undefined;
     const authority = config.authority?.full;
     return {
