@@ -113,6 +113,13 @@ describe('urlRewrite and requestRedirect', () => {
       ['urlRewrite: { path: { prefix: "/v2#x" } }', /visible ASCII characters only, no `\?` or `#`/],
       ['requestRedirect: { path: { prefix: "/v2?x" } }', /visible ASCII characters only, no `\?` or `#`/],
     ];
+    // An authority that is not `host[:port]` went out as the upstream's Host (`a b/c`) or into the Location
+    // (`http://evil.example/x?:8080/...`).
+    bad.push(
+      ['urlRewrite: { authority: { full: "a b/c" } }', /must be `host\[:port\]` \(a DNS name or IP address, then an optional port\), got the string "a b\/c"/],
+      ['requestRedirect: { authority: { host: "evil.example/x?" } }', /must be a host name \(a DNS name or IP address, no port\)/],
+      ['requestRedirect: { authority: { full: "evil.example:80/x" } }', /must be `host\[:port\]`/],
+    );
     for (const [policy, message] of bad) {
       await assert.rejects(gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        ${policy}\n`), message, policy);
     }

@@ -78,3 +78,19 @@ export const pathRewriteSchema = {
   additionalProperties: false,
   exactlyOneOf: ['full', 'prefix'],
 };
+
+/** `host`: a DNS name or a bracketed IPv6 literal (an IPv4 address is a name here). */
+const HOST = '(?:\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?)';
+
+/**
+ * Schema of a rewritten authority: `host[:port]`, or with `port: false` the host alone. Anything else went out as
+ * the upstream's Host or into a redirect's Location (`http://evil.example/x?:8080/...`).
+ */
+export function authoritySchema(port: boolean, description: string): Record<string, unknown> {
+  return {
+    type: 'string',
+    description,
+    pattern: port ? `^${HOST}(?::[0-9]{1,5})?$` : `^${HOST}$`,
+    'x-hint': port ? '`host[:port]` (a DNS name or IP address, then an optional port)' : 'a host name (a DNS name or IP address, no port)',
+  };
+}

@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, definePolicy, localReply } from 'switchyard/sdk';
-import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteError, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
+import { PREFIX_NEEDS_PREFIX_MATCH, authoritySchema, compilePathRewrite, pathRewriteError, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
 import type { PathRewriteConfig } from '../../lib/path-rewrite/path-rewrite.ts';
 
 interface RedirectConfig {
@@ -29,8 +29,8 @@ export default definePolicy<RedirectConfig>({
         type: 'object',
         description: 'Exactly one of `host` (keeps the request port unless it is the default for the scheme) or `full` (`host[:port]`).',
         properties: {
-          host: { type: 'string', minLength: 1, description: 'New host name.' },
-          full: { type: 'string', minLength: 1, description: 'New authority, `host[:port]`.' },
+          host: authoritySchema(false, 'New host name.'),
+          full: authoritySchema(true, 'New authority, `host[:port]`.'),
         },
         additionalProperties: false,
         exactlyOneOf: ['host', 'full'],

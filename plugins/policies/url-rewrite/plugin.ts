@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, definePolicy } from 'switchyard/sdk';
-import { PREFIX_NEEDS_PREFIX_MATCH, compilePathRewrite, pathRewriteError, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
+import { PREFIX_NEEDS_PREFIX_MATCH, authoritySchema, compilePathRewrite, pathRewriteError, pathRewriteSchema } from '../../lib/path-rewrite/path-rewrite.ts';
 import type { PathRewriteConfig } from '../../lib/path-rewrite/path-rewrite.ts';
 
 interface UrlRewriteConfig {
@@ -19,7 +19,7 @@ export default definePolicy<UrlRewriteConfig>({
       authority: {
         type: 'object',
         description: 'Replace the Host header sent upstream.',
-        properties: { full: { type: 'string', minLength: 1, description: 'The new authority, `host[:port]`.' } },
+        properties: { full: authoritySchema(true, 'The new authority, `host[:port]`.') },
         required: ['full'],
         additionalProperties: false,
       },
