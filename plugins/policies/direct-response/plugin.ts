@@ -16,9 +16,12 @@ export default definePolicy<DirectResponseConfig>({
   // Answers without reading the request at all: its routes may be served lean (ADR 0088).
   requestStream: false,
   order: 20,
-  compile(config) {
-    const body = config.body === undefined ? null : Buffer.from(config.body);
+  compile(config, ctx) {
     const status = config.status;
+    // RFC 9110 §8.6: a 204 carries no Content-Length, and neither answer a body; even `body: ''` sent `content-length: 0`.
+    const bodiless = status === 204 || status === 304;
+    if (bodiless && config.body) ctx.fail(`a ${status} answer has no body; drop \`body\` or use another status`, ['body']);
+    const body = config.body === undefined || bodiless ? null : Buffer.from(config.body);
     // A fresh headers object per reply: response hooks mutate it.
     return { onRequest: () => localReply(status, body, {}) };
   },
