@@ -1,4 +1,5 @@
 import type { BackendInstance, BackendSelector, ConfigPath, RouteBackend } from '../sdk/index.ts';
+import { RetryBudget } from '../exchange/upstream-plan.ts';
 import type { FailoverPlan, UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { BackendHealth, RouteHealth } from './backend-health.ts';
 import { HealthChecker } from './health-checker.ts';
@@ -79,7 +80,7 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
   const defaults = c.staticConfig.defaultTimeouts;
   const ownDeadline = facets.attemptTimeoutMs !== undefined || facets.requestTimeoutMs !== undefined;
   const retry: FailoverPlan | null = facets.retry
-    ? { attempts: facets.retry.attempts, codes: new Set(facets.retry.codes), backoffMs: facets.retry.backoffMs ?? 0 }
+    ? { attempts: facets.retry.attempts, codes: new Set(facets.retry.codes), backoffMs: facets.retry.backoffMs ?? 0, budget: new RetryBudget() }
     : null;
   // With other backends on the route, retries go to another backend (the pipeline's loop, ADR 0023); the
   // forwarder tries once but still buffers the body so it can be sent again.

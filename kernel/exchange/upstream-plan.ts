@@ -1,10 +1,32 @@
 import type { PolicyInstance } from '../sdk/index.ts';
 
+/**
+ * Envoy's retry budget with its defaults (ADR 0125): the requests retrying at once on one route's backend are at most
+ * 20% of its requests in flight, never fewer than 3. A failing upstream then gets about 1.2 times its traffic, not
+ * `attempts + 1` times. A request holds its slot from its first retry until its answer (or failure) is in. Retries
+ * to another backend of the route (ADR 0023) take load away from the failing one and are not counted.
+ */
+export class RetryBudget {
+  /** Requests in flight through the retry path. */
+  active = 0;
+  /** Those of them retrying. */
+  retrying = 0;
+
+  /** Take a retry slot; false when the budget is spent (the request then ends with what it has). */
+  take(): boolean {
+    if (this.retrying >= Math.max(3, Math.floor(this.active / 5))) return false;
+    this.retrying++;
+    return true;
+  }
+}
+
 /** The `retry` policy, compiled: retries after the first try, statuses that trigger one, pause between tries. */
 export interface FailoverPlan {
   readonly attempts: number;
   readonly codes: ReadonlySet<number>;
   readonly backoffMs: number;
+  /** The retry budget of a `retry` policy for retries to the same backend; none for default failover. */
+  readonly budget?: RetryBudget;
   /**
    * The backend's default failover (ADR 0039) rather than a `retry` policy: each backend of the route is tried at
    * most once, and one that failed is skipped for a while (`Cooldown`).

@@ -9,6 +9,8 @@ export interface BackendMetrics {
   readonly duration: HistogramChild;
   connectError(code: string): void;
   retry(): void;
+  /** A retry the retry budget refused (ADR 0125). */
+  retryOverflow(): void;
 }
 
 /** The per-backend upstream metrics, labelled `backend` (the origin from config; never request data). */
@@ -23,10 +25,12 @@ export class UpstreamMetrics {
       .child(backend);
     const connectErrors = this.registry.counter('switchyard_upstream_connect_errors_total', 'Attempts that could not reach a backend (refused, DNS, connect timeout), by backend and code.');
     const retries = this.registry.counter('switchyard_upstream_retries_total', 'Attempts sent again to the same backend by the retry policy, by backend.');
+    const overflows = this.registry.counter('switchyard_upstream_retries_overflow_total', 'Retries not sent because the retry budget was spent (20% of the requests in flight, at least 3), by backend.');
     return {
       duration,
       connectError: (code) => connectErrors.inc({ backend, code }),
       retry: () => retries.inc({ backend }),
+      retryOverflow: () => overflows.inc({ backend }),
     };
   }
 }

@@ -140,61 +140,78 @@ export async function forwardAttempts(
   const first = state.attempts;
   const maxAttempts = first + (plan.retry && replayable ? plan.retry.attempts + 1 : 1);
   const path = ex.path + ex.query;
-  for (let attempt = first; ; attempt++) {
-    // Aborted during a backoff (here or the pipeline's, before another backend): no further attempt.
-    if (attempt > first && state.aborted !== undefined) throw state.aborted;
-    state.attempts = attempt + 1;
-    let attemptHeaders = headers;
-    if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
-    if (plan.upstreamHooks || onAttempt) {
-      if (attempt === 0) attemptHeaders = { ...headers };
-      const view: UpstreamAttempt = { method: ex.method, path, origin: target.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
-      if (plan.upstreamHooks) {
-        for (const hook of plan.upstreamHooks) {
-          const r = hook.onUpstream!(ex, view);
-          if (r) await r;
+  // The retry budget (ADR 0125): this request counts as in flight; its first retry takes a slot, kept to the end.
+  const budget = plan.retry?.budget;
+  let held = false;
+  const mayRetry = (): boolean => {
+    if (held || budget === undefined) return true;
+    held = budget.take();
+    if (!held) target.metrics?.retryOverflow();
+    return held;
+  };
+  if (budget !== undefined) budget.active++;
+  try {
+    for (let attempt = first; ; attempt++) {
+      // Aborted during a backoff (here or the pipeline's, before another backend): no further attempt.
+      if (attempt > first && state.aborted !== undefined) throw state.aborted;
+      state.attempts = attempt + 1;
+      let attemptHeaders = headers;
+      if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
+      if (plan.upstreamHooks || onAttempt) {
+        if (attempt === 0) attemptHeaders = { ...headers };
+        const view: UpstreamAttempt = { method: ex.method, path, origin: target.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
+        if (plan.upstreamHooks) {
+          for (const hook of plan.upstreamHooks) {
+            const r = hook.onUpstream!(ex, view);
+            if (r) await r;
+          }
         }
+        if (onAttempt) await onAttempt(view);
       }
-      if (onAttempt) await onAttempt(view);
-    }
-    let response: Answer;
-    // One CLIENT span per attempt (retries visible); the upstream gets its traceparent.
-    const tracing = target.traces?.tracing ?? null;
-    let span: Span | undefined;
-    if (tracing !== null) {
-      span = tracing.attempt(ex.method, target.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined, state);
-    }
-    const sentAt = performance.now();
-    try {
-      response = await send(target, ex, state, path, attemptHeaders, body, plan, whole);
-      const at = answeredAt(response);
-      target.metrics?.duration.observe((at - sentAt) / 1000);
-      if (span !== undefined) tracing!.endClient(span, response.statusCode, undefined, whole > 0 ? at : undefined);
-    } catch (err) {
-      if (span !== undefined) tracing!.endClient(span, undefined, err);
-      const failure = target.attemptFailed(err, sentAt, plan);
-      if (state.timedOut || state.res?.destroyed) throw failure;
-      const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
-      if (attempt + 1 < maxAttempts && retryable) {
+      let response: Answer;
+      // One CLIENT span per attempt (retries visible); the upstream gets its traceparent.
+      const tracing = target.traces?.tracing ?? null;
+      let span: Span | undefined;
+      if (tracing !== null) {
+        span = tracing.attempt(ex.method, target.parsed, path, attemptHeaders as Record<string, unknown>, attempt > 0 ? { 'http.request.resend_count': attempt } : undefined, state);
+      }
+      const sentAt = performance.now();
+      try {
+        response = await send(target, ex, state, path, attemptHeaders, body, plan, whole);
+        const at = answeredAt(response);
+        target.metrics?.duration.observe((at - sentAt) / 1000);
+        if (span !== undefined) tracing!.endClient(span, response.statusCode, undefined, whole > 0 ? at : undefined);
+      } catch (err) {
+        if (span !== undefined) tracing!.endClient(span, undefined, err);
+        const failure = target.attemptFailed(err, sentAt, plan);
+        if (state.timedOut || state.res?.destroyed) throw failure;
+        const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+        if (attempt + 1 < maxAttempts && retryable && mayRetry()) {
+          target.metrics?.retry();
+          await backoff(plan.retry!.backoffMs, ex);
+          continue;
+        }
+        // The request never reached the upstream's application: the pipeline may send it to another backend.
+        state.retryableFailure = retryable;
+        throw failure;
+      }
+      if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode) && mayRetry()) {
+        if (!Buffer.isBuffer(response.body)) {
+          response.body.on('error', () => undefined);
+          if ('dump' in response.body) response.body.dump().catch(() => undefined);
+          else response.body.destroy();
+        }
         target.metrics?.retry();
         await backoff(plan.retry!.backoffMs, ex);
         continue;
       }
-      // The request never reached the upstream's application: the pipeline may send it to another backend.
-      state.retryableFailure = retryable;
-      throw failure;
+      return upstreamReply(response);
     }
-    if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode)) {
-      if (!Buffer.isBuffer(response.body)) {
-        response.body.on('error', () => undefined);
-        if ('dump' in response.body) response.body.dump().catch(() => undefined);
-        else response.body.destroy();
-      }
-      target.metrics?.retry();
-      await backoff(plan.retry!.backoffMs, ex);
-      continue;
+  } finally {
+    if (budget !== undefined) {
+      budget.active--;
+      if (held) budget.retrying--;
     }
-    return upstreamReply(response);
   }
 }
 

@@ -53,6 +53,7 @@ describe('timeout and retry', () => {
       route('retry-timeout', { retry: { attempts: 1, codes: [] }, timeout: { backendRequestTimeout: '400ms' } }),
       route('retry-bounded', { retry: { attempts: 10, codes: [] }, timeout: { requestTimeout: '300ms', backendRequestTimeout: '100ms' } }),
       route('retry-big-body', { retry: { attempts: 3, codes: [503] } }),
+      route('retry-storm', { retry: { attempts: 3, codes: [503] } }),
       // A backoff past the request deadline, with and without a per-attempt deadline.
       route('retry-backoff-late', { retry: { attempts: 2, codes: [503], backoff: '600ms' }, timeout: { requestTimeout: '200ms', backendRequestTimeout: '5s' } }),
       route('retry-backoff-plain', { retry: { attempts: 2, codes: [503], backoff: '600ms' }, timeout: { requestTimeout: '200ms' } }),
@@ -147,6 +148,22 @@ describe('timeout and retry', () => {
       assert.equal(received(`/${name}`).length, 1);
     });
   }
+
+  it('a failing upstream gets at most 20% more requests in retries, never fewer than 3 at once', async () => {
+    // Envoy's retry budget defaults: without one, 40 clients made 40 x (attempts + 1) requests of a failing upstream.
+    scripts.set('/retry-storm', [{ status: 503, delayMs: 150 }]);
+    const answers = await Promise.all(Array.from({ length: 40 }, () => call('/retry-storm')));
+    assert.ok(answers.every((a) => a.status === 503));
+    const sent = received('/retry-storm').length;
+    // 40 first tries; at most max(3, 20% of 40) = 8 requests retrying at once, each up to 3 times.
+    assert.ok(sent >= 40 + 3 && sent <= 40 + 8 * 3, `${sent} requests upstream`);
+    const metrics = await (await request(`${gw.statsUrl}/metrics`)).body.text();
+    const overflow = /^switchyard_upstream_retries_overflow_total\{backend="[^"]+"\} (\d+)$/m.exec(metrics);
+    assert.ok(overflow && Number(overflow[1]) >= 40 - 8, 'the refused retries are counted');
+    counts.delete('/retry-storm');
+    scripts.set('/retry-storm', [{ status: 503 }, { status: 200 }]);
+    assert.equal((await call('/retry-storm')).status, 200, 'a lone request is retried as before');
+  });
 
   it('a zero timeout is a config error', async () => {
     await assert.rejects(
