@@ -5,7 +5,8 @@ import { ErrorCode } from '../sdk/index.ts';
 import type { Exchange, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
-import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
+import { isPromiseLike, readReplayable, requestBody, hasRequestBody } from './request-body.ts';
+import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 import { attemptTimeout, isRetryableFailure, UPLOAD_STALLED } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
 import { StreamAnswer } from './stream-answer.ts';
@@ -134,7 +135,12 @@ export async function forwardAttempts(
   const hasBody = hasRequestBody(ex);
   const headers = target.prepareHeaders(ex, state);
   const pending = requestBody(ex, headers, hasBody);
-  const body = isPromiseLike(pending) ? await pending : pending;
+  let body = isPromiseLike(pending) ? await pending : pending;
+  // A chunked body is read up to the replay buffer when this backend may be asked again (ADR 0125).
+  if (body !== null && !Buffer.isBuffer(body) && plan.retry !== null && plan.retry.attempts > 0 && headers['content-length'] === undefined) {
+    body = await readReplayable(body, RETRY_BUFFER_LIMIT, plan.idleTimeoutMs, target.origin);
+    if (Buffer.isBuffer(body)) ex.setBody(body);
+  }
   const replayable = body === null || Buffer.isBuffer(body);
   // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
   const first = state.attempts;
