@@ -237,7 +237,8 @@ function send(
   const headersTimeout = plan.headersTimeoutMs;
   const bodyTimeout = plan.idleTimeoutMs;
   if (whole !== 0) return sendWhole(target, ex, state, path, headers, body, plan, whole);
-  if (timeoutMs <= 0) {
+  // A streamed body takes the path below even without a deadline: it bounds a stalled upload (the stream idle deadline).
+  if (timeoutMs <= 0 && (body === null || Buffer.isBuffer(body))) {
     if (state.aborted !== undefined) return Promise.reject(state.aborted);
     const signal = state.abortHook() as unknown as AbortSignal;
     return poolRequest(target.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal, headersTimeout, bodyTimeout });
@@ -254,7 +255,9 @@ function send(
   const uploaded = afterUpload(
     body,
     bodyTimeout,
-    () => (timer = setTimeout(() => attempt.abort(timeout), timeoutMs)),
+    () => {
+      if (timeoutMs > 0) timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
+    },
     (err) => attempt.abort((stall = err)),
   );
   const settled = (): void => {
@@ -287,7 +290,7 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
   // To a cleartext HTTP/1.1 origin through the lean client (ADR 0084), as the direct forward (ADR 0073): no undici
   // `Request`, wasm parser or timers per request.
   const lean = target.h1 !== null && ex.method !== 'CONNECT' ? target.h1 : null;
-  if (timeoutMs <= 0) {
+  if (timeoutMs <= 0 && (lean !== null || body === null || Buffer.isBuffer(body))) {
     const handler = limit > 0 ? new WholeAnswer(limit, state) : new StreamAnswer(state);
     if (lean !== null) lean.dispatch(options, handler);
     else target.pool.dispatch(options, handler);
@@ -311,7 +314,7 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
     body,
     lean !== null ? 0 : plan.idleTimeoutMs,
     () => {
-      if (!answered) timer = setTimeout(() => handler.abort(timeout), timeoutMs);
+      if (!answered && timeoutMs > 0) timer = setTimeout(() => handler.abort(timeout), timeoutMs);
     },
     (err) => handler.abort(err),
   );

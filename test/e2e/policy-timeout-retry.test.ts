@@ -207,6 +207,21 @@ describe('timeout and retry', () => {
     }
   });
 
+  it('a sized upload past the replay buffer that stops gets 408 after the stream idle deadline', async () => {
+    // Streamed through the retry path without a `backendRequestTimeout`, it waited for ever.
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      const started = performance.now();
+      client.write(`POST /retry-chunked/sized-stall HTTP/1.1\r\nHost: gw\r\nContent-Length: 100000\r\n\r\n${'a'.repeat(70_000)}`);
+      const answer = await client.read({ ms: 8000 });
+      assert.equal(answer.status, 408, answer.body);
+      assert.ok(performance.now() - started < 6000);
+    } finally {
+      client.destroy();
+    }
+  });
+
   it('a zero timeout is a config error', async () => {
     await assert.rejects(
       gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        timeout: { requestTimeout: 0s }\n`),

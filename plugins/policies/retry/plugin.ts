@@ -9,8 +9,8 @@ interface RetryConfig {
 
 /**
  * `retry`: the kernel's forwarder carries it out (body replayed from a 64 KiB buffer, chunked ones included; larger
- * bodies are not retried; each retry carries `x-retry-attempt`). BEHAVIOUR.md DECIDED 9: `attempts` counts retries. Retries to
- * the same backend are bounded by a retry budget (ADR 0125).
+ * bodies are not retried; each retry carries `x-retry-attempt`). BEHAVIOUR.md DECIDED 9: `attempts` counts
+ * retries. Retries to the same backend are bounded by a retry budget (ADR 0125).
  */
 export default definePolicy<RetryConfig>({
   key: 'retry',
