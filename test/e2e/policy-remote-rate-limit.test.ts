@@ -28,8 +28,12 @@ const OK = 1;
 const OVER_LIMIT = 2;
 const MINUTE = 2;
 
-/** Framing headers a service may send: the gateway frames its messages itself. */
-const FRAMING = [{ key: 'Content-Length', value: '1' }, { key: 'Transfer-Encoding', value: 'chunked' }];
+/** Framing headers and a value no header can carry, as a service may send them: neither is used. */
+const FRAMING = [
+  { key: 'Content-Length', value: '1' },
+  { key: 'Transfer-Encoding', value: 'chunked' },
+  { key: 'x-split', value: '', raw_value: Buffer.from('a\r\nx-injected: 1') },
+];
 
 /**
  * A small RLS: a fixed one-minute window per `key=value` of the first entry of each descriptor, limit 2 for `user`,
@@ -189,7 +193,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.equal(body.headers['retry-after'], '42');
   });
 
-  it('framing headers from the service are not used: each answer keeps its own length, the connection stays in step', async () => {
+  it('framing headers and unsendable values from the service are not used: each answer keeps its own length, the connection stays in step', async () => {
     const client = new RawClient(port);
     await client.connected;
     try {
@@ -199,7 +203,12 @@ describe('remoteRateLimit (small RLS test server)', () => {
         const answer = await client.read();
         assert.equal(answer.status, i < 2 ? 200 : 429);
         assert.notDeepEqual(values(answer, 'content-length'), ['1']);
-        if (i < 2) assert.equal(upstream.received.at(-1)!.body.toString(), body, 'the upstream got the whole body');
+        assert.deepEqual(values(answer, 'x-split'), []);
+        assert.deepEqual(values(answer, 'x-injected'), []);
+        if (i < 2) {
+          assert.equal(upstream.received.at(-1)!.body.toString(), body, 'the upstream got the whole body');
+          assert.equal(upstream.received.at(-1)!.headers['x-split'], undefined);
+        }
         else assert.deepEqual(JSON.parse(answer.body), { error: { type: 'rate_limited', message: 'rate limit exceeded' } });
       }
       assert.equal(client.unread(), '', 'nothing left over on the connection');
