@@ -60,6 +60,24 @@ const bodyLength = definePolicy<Record<string, never>>({
   }),
 });
 
+/**
+ * Sets the request's Content-Length past 64 KiB, as a third-party plugin may (the header modifiers refuse the name,
+ * ADR 0125).
+ */
+const lengthSetter = definePolicy<Record<string, never>>({
+  key: 'testLengthSetter',
+  description: 'Test: sets Content-Length to 70000.',
+  schema: { type: 'object', description: 'No settings.', additionalProperties: false },
+  attach: ['routePolicies'],
+  phase: 'mutate',
+  requestStream: false,
+  compile: () => ({
+    onRequest(ex) {
+      ex.headers['content-length'] = '70000';
+    },
+  }),
+});
+
 /** Reads `ex.req` as a stream (no `requestStream: false`): its route must stay node:http's. */
 const streamReader = definePolicy<Record<string, never>>({
   key: 'testStreamReader',
@@ -443,7 +461,7 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
         backends: [{ host: `127.0.0.1:${upstream.port}` }],
       },
       { name: 'body', matches: [{ path: { pathPrefix: '/body' } }], policies: { testBodyLength: {} }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
-      { name: 'cl', matches: [{ path: { pathPrefix: '/cl' } }], policies: { requestHeaderModifier: { set: { 'content-length': '70000' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'cl', matches: [{ path: { pathPrefix: '/cl' } }], policies: { testLengthSetter: {} }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'stream', matches: [{ path: { pathPrefix: '/stream' } }], policies: { testStreamReader: {} }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'key', matches: [{ path: { pathPrefix: '/key' } }], policies: { apiKey: { mode: 'strict', keys: [{ key: 'k-lean-123' }] } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       { name: 'basic', matches: [{ path: { pathPrefix: '/basic' } }], policies: { basicAuth: { mode: 'strict', htpasswd: { file: HTPASSWD_FILE } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
@@ -472,7 +490,7 @@ describe('lean HTTP/1.1 server side reads back what node:http reads back (ADR 00
         backends: [{ host: `127.0.0.1:${upstream.port}` }],
       },
     ];
-    const preset = [...fullPreset, bodyLength, streamReader];
+    const preset = [...fullPreset, bodyLength, streamReader, lengthSetter];
     lean = await startRoutesGateway(routes, { preset });
     node = await startRoutesGateway(routes, { preset, env: { ...process.env, SWITCHYARD_LEAN_HTTP: 'off' } });
   });

@@ -91,18 +91,20 @@ describe('requestHeaderModifier and responseHeaderModifier', () => {
     );
   });
 
-  it('the response framing is the gateway\'s: `Content-Length` in a response modifier or transformation is a config error', async () => {
-    // Set to anything but the body's length, it left the rest of the body on a kept-alive connection as the start of
-    // the next answer (the client or a proxy in front then read it as another response).
-    for (const kind of ['add', 'set']) {
-      await assert.rejects(
-        gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        responseHeaderModifier: { ${kind}: { Content-Length: "5" } }\n`),
-        /:6:\d+: `Content-Length` is the gateway's to set on a response \(the length of the body it sends\)/,
-      );
-      await assert.rejects(
-        gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        transformations:\n          response:\n            ${kind}: { content-length: "'5'" }\n`),
-        /`content-length` is the gateway's to set on a response/,
-      );
+  it('framing is the gateway\'s: `Content-Length` in a header modifier or transformation is a config error, both sides', async () => {
+    // On a response, set to anything but the body's length, it left the rest of the body on a kept-alive connection
+    // as the start of the next answer; on a request, a small one made every larger upload a 413 (read as its size).
+    for (const side of ['request', 'response']) {
+      for (const kind of ['add', 'set']) {
+        await assert.rejects(
+          gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        ${side}HeaderModifier: { ${kind}: { Content-Length: "5" } }\n`),
+          new RegExp(`:6:\\d+: \`Content-Length\` is the gateway's to set on a ${side} \\(the length of the body it sends\\)`),
+        );
+        await assert.rejects(
+          gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        transformations:\n          ${side}:\n            ${kind}: { content-length: "'5'" }\n`),
+          new RegExp(`\`content-length\` is the gateway's to set on a ${side}`),
+        );
+      }
     }
   });
 });

@@ -44,20 +44,21 @@ export function compileHeaderModifier(config: HeaderModifierConfig): HeaderModif
 }
 
 /**
- * The first `add` or `set` of a response header edit naming `Content-Length`, as `[kind, name as written]`: the
- * gateway frames each response with its body's own length. Any other length left the rest of the body on a kept-alive
- * connection, read by the client (or a proxy in front) as the start of the next answer.
+ * The first `add` or `set` of a header edit naming `Content-Length`, as `[kind, name as written]`: the gateway frames
+ * each message by the body it sends. On a response any other length left the rest of the body on a kept-alive
+ * connection, read by the client (or a proxy in front) as the next answer; on a request a small one made every
+ * larger upload a 413 (the body is read first up to that size).
  */
-export function responseFramingEdit(config: { add?: Record<string, string>; set?: Record<string, string> }): ['add' | 'set', string] | undefined {
+export function framingEdit(config: { add?: Record<string, string>; set?: Record<string, string> }): ['add' | 'set', string] | undefined {
   for (const kind of ['add', 'set'] as const) {
     for (const name of Object.keys(config[kind] ?? {})) if (name.toLowerCase() === 'content-length') return [kind, name];
   }
   return undefined;
 }
 
-/** The load error of `responseFramingEdit`. */
-export function responseFramingMessage(name: string): string {
-  return `\`${name}\` is the gateway's to set on a response (the length of the body it sends)`;
+/** The load error of `framingEdit`. */
+export function framingMessage(name: string, side: 'request' | 'response'): string {
+  return `\`${name}\` is the gateway's to set on a ${side} (the length of the body it sends)`;
 }
 
 /** Apply to a header object in place: `add` appends a value, `set` replaces all values, `remove` drops them. */

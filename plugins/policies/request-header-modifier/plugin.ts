@@ -1,5 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
-import { applyHeaderModifier, compileHeaderModifier, headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
+import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage, headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 
 /** `requestHeaderModifier`: add, set and remove request headers before the backend. */
@@ -13,6 +13,8 @@ export default definePolicy<HeaderModifierConfig>({
   requestStream: false,
   order: 20,
   compile(config, ctx) {
+    const framing = framingEdit(config);
+    if (framing) return ctx.fail(framingMessage(framing[1], 'request'), framing);
     const modifier = compileHeaderModifier(config);
     if (typeof modifier === 'string') return ctx.fail(modifier);
     return {

@@ -1,5 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
-import { applyHeaderModifier, applyHeaderModifierToList, compileHeaderModifier, headerModifierSchema, responseFramingEdit, responseFramingMessage } from '../../lib/header-modifier/header-modifier.ts';
+import { applyHeaderModifier, applyHeaderModifierToList, compileHeaderModifier, headerModifierSchema, framingEdit, framingMessage } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 
 /** `responseHeaderModifier`: add, set and remove response headers, on every response. */
@@ -13,8 +13,8 @@ export default definePolicy<HeaderModifierConfig>({
   requestStream: false,
   order: 21,
   compile(config, ctx) {
-    const framing = responseFramingEdit(config);
-    if (framing) return ctx.fail(responseFramingMessage(framing[1]), framing);
+    const framing = framingEdit(config);
+    if (framing) return ctx.fail(framingMessage(framing[1], 'response'), framing);
     const modifier = compileHeaderModifier(config);
     if (typeof modifier === 'string') return ctx.fail(modifier);
     return {

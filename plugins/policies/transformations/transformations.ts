@@ -1,5 +1,5 @@
 import { celValueToString, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
-import { responseFramingEdit, responseFramingMessage, sendableHeaderValue } from '../../lib/header-modifier/header-modifier.ts';
+import { framingEdit, framingMessage, sendableHeaderValue } from '../../lib/header-modifier/header-modifier.ts';
 import type { CompileContext, CompiledExpression, Exchange, ExpressionCompiler, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
 export interface HeaderTransform {
@@ -66,8 +66,10 @@ function apply<H>(t: CompiledTransform, ex: Exchange, edits: HeaderEdits<H>, hea
 
 /** Compile one `transformations` policy: every value is a CEL expression, compiled once here. */
 export function compileTransformations(config: TransformationsConfig, ctx: CompileContext): PolicyInstance {
-  const framing = config.response ? responseFramingEdit(config.response) : undefined;
-  if (framing) return ctx.fail(responseFramingMessage(framing[1]), ['response', ...framing]);
+  for (const side of ['request', 'response'] as const) {
+    const framing = config[side] ? framingEdit(config[side]) : undefined;
+    if (framing) return ctx.fail(framingMessage(framing[1], side), [side, ...framing]);
+  }
   const request = compileSide(config.request, ctx.expr, 'request');
   const response = compileSide(config.response, ctx.expr, 'response');
   return {
