@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { definePolicy } from 'switchyard/sdk';
+import type { PolicyInstance } from 'switchyard/sdk';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { startEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
 import type { TestEnvoyServer } from '../helpers/envoy-grpc-servers.ts';
@@ -45,37 +46,26 @@ writeFileSync(HTPASSWD_FILE, `lean:{SHA}${createHash('sha1').update('lean-pass')
 const basic = (user: string, password: string): string => `Authorization: Basic ${Buffer.from(`${user}:${password}`).toString('base64')}\r\n`;
 const OTHER_TOKEN = await sign('someone-else');
 
-/** Reads the body through `bufferBody` (16-byte limit) and says how long it was: lean-safe. */
-const bodyLength = definePolicy<Record<string, never>>({
-  key: 'testBodyLength',
-  description: 'Test: reads the body through bufferBody.',
-  schema: { type: 'object', description: 'No settings.', additionalProperties: false },
-  attach: ['routePolicies'],
-  phase: 'mutate',
-  requestStream: false,
-  compile: () => ({
-    async onRequest(ex) {
-      ex.headers['x-body-length'] = String((await ex.bufferBody(16)).length);
-    },
-  }),
+/** A lean-safe test policy (no settings) whose request hook is `onRequest`. */
+const leanSafe = (key: string, description: string, onRequest: PolicyInstance['onRequest']) =>
+  definePolicy<Record<string, never>>({
+    key,
+    description,
+    schema: { type: 'object', description: 'No settings.', additionalProperties: false },
+    attach: ['routePolicies'],
+    phase: 'mutate',
+    requestStream: false,
+    compile: () => ({ onRequest }),
+  });
+
+/** Reads the body through `bufferBody` (16-byte limit) and says how long it was. */
+const bodyLength = leanSafe('testBodyLength', 'Test: reads the body through bufferBody.', async (ex) => {
+  ex.headers['x-body-length'] = String((await ex.bufferBody(16)).length);
 });
 
-/**
- * Sets the request's Content-Length past 64 KiB, as a third-party plugin may (the header modifiers refuse the name,
- * ADR 0125).
- */
-const lengthSetter = definePolicy<Record<string, never>>({
-  key: 'testLengthSetter',
-  description: 'Test: sets Content-Length to 70000.',
-  schema: { type: 'object', description: 'No settings.', additionalProperties: false },
-  attach: ['routePolicies'],
-  phase: 'mutate',
-  requestStream: false,
-  compile: () => ({
-    onRequest(ex) {
-      ex.headers['content-length'] = '70000';
-    },
-  }),
+/** Sets the request's Content-Length past 64 KiB, as a third-party plugin may (the header modifiers refuse it, ADR 0125). */
+const lengthSetter = leanSafe('testLengthSetter', 'Test: sets Content-Length to 70000.', (ex) => {
+  ex.headers['content-length'] = '70000';
 });
 
 /** Reads `ex.req` as a stream (no `requestStream: false`): its route must stay node:http's. */
