@@ -26,9 +26,13 @@ export class TokenBucket {
     this.v = this.cell.values;
   }
 
-  /** Add the refills due by `now`; call with the lock held. */
+  /**
+   * Add the refills due by `now`; call with the lock held. A clock stepped back (NTP, a resumed VM) re-anchors the
+   * refills at `now`: otherwise none came until the clock caught up, every request refused for the size of the step.
+   */
   private refill(now: number): void {
     const v = this.v;
+    if (now < v[1]!) v[1] = now;
     const intervals = Math.floor((now - v[1]!) / this.intervalMs);
     if (intervals > 0) {
       v[0] = Math.min(this.max, v[0]! + intervals * this.perFill);
@@ -77,6 +81,6 @@ export class TokenBucket {
     this.cell.lock();
     const last = this.v[1]!;
     this.cell.unlock();
-    return Math.max(1, Math.ceil((last + this.intervalMs - now) / 1000));
+    return Math.max(1, Math.ceil((Math.min(last, now) + this.intervalMs - now) / 1000));
   }
 }
