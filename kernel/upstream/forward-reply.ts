@@ -134,6 +134,8 @@ export async function forwardAttempts(
   // Before prepareHeaders: stripping Transfer-Encoding would hide a chunked request body.
   const hasBody = hasRequestBody(ex);
   const headers = target.prepareHeaders(ex, state);
+  // The retry counter is the gateway's: a client's own would make the first try look like a retry upstream.
+  if (plan.retry !== null && headers['x-retry-attempt'] !== undefined) headers['x-retry-attempt'] = undefined;
   const pending = requestBody(ex, headers, hasBody);
   let body = isPromiseLike(pending) ? await pending : pending;
   // A chunked body is read up to the replay buffer when this backend may be asked again (ADR 0125).
