@@ -123,5 +123,12 @@ describe('urlRewrite and requestRedirect', () => {
     for (const [policy, message] of bad) {
       await assert.rejects(gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        ${policy}\n`), message, policy);
     }
+    for (const policy of [
+      'urlRewrite: { path: { full: "" }, authority: { full: "[::1]:8443" } }',
+      'requestRedirect: { authority: { host: "example.com." }, path: { prefix: "v2" } }',
+      'requestRedirect: { authority: { full: "10.0.0.1:80" }, path: { full: "/a/b;c=1?x=%20" } }',
+    ]) {
+      await gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        ${policy}\n`);
+    }
   });
 });

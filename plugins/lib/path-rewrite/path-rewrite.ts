@@ -79,8 +79,8 @@ export const pathRewriteSchema = {
   exactlyOneOf: ['full', 'prefix'],
 };
 
-/** `host`: a DNS name or a bracketed IPv6 literal (an IPv4 address is a name here). */
-const HOST = '(?:\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?)';
+/** `host`: a DNS name (one trailing dot allowed) or a bracketed IPv6 literal (an IPv4 address is a name here). */
+const HOST = '(?:\\[[0-9A-Fa-f:.]+\\]|[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?\\.?)';
 
 /**
  * Schema of a rewritten authority: `host[:port]`, or with `port: false` the host alone. Anything else went out as
