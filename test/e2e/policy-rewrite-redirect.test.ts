@@ -6,6 +6,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { header, rawRequest } from './proxy-support.ts';
 
 describe('urlRewrite and requestRedirect', () => {
   let gw: RunningGateway;
@@ -100,6 +101,17 @@ describe('urlRewrite and requestRedirect', () => {
     const r = await get('/with-query/a?orig=1', { host: 'api.example' });
     assert.equal(r.status, 302);
     assert.equal(r.headers.location, 'http://api.example/new?from=old');
+  });
+
+  it('a request without a Host (HTTP/1.0) cannot be redirected to its own authority: 400, not `https:///path`', async () => {
+    // Browsers read `https:///evil.example/x` as https://evil.example/x: the path's first segment became the host.
+    const bare = await rawRequest(port, 'GET /secure/evil.example/x HTTP/1.0');
+    assert.equal(bare.status, 400);
+    assert.deepEqual(header(bare, 'location'), []);
+    assert.match(bare.body.toString(), /no Host/);
+    const moved = await rawRequest(port, 'GET /moved/a HTTP/1.0');
+    assert.equal(moved.status, 302, 'a configured host still redirects');
+    assert.deepEqual(header(moved, 'location'), ['http://other.example/moved/a']);
   });
 
   it('a rewritten or redirected path must be a path: config errors otherwise', async () => {

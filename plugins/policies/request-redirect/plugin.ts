@@ -66,6 +66,8 @@ export default definePolicy<RedirectConfig>({
           const { host, port } = splitAuthority(ex.authority);
           if (port === DEFAULT_PORT[ex.scheme] || port === DEFAULT_PORT[scheme]) authority = host;
         }
+        // An HTTP/1.0 request may come without a Host: `https:///x/y` is read by browsers as https://x/y.
+        if (authority === '') throw new GatewayError(400, 'bad_request', 'the request has no Host to build the redirect from', ErrorCode.badRequest);
         let path = ex.path;
         if (rewrite) {
           const rewritten = rewrite(ex.path, ex.matchedPrefix);
