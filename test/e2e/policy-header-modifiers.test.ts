@@ -31,6 +31,7 @@ describe('requestHeaderModifier and responseHeaderModifier', () => {
       },
       { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { responseHeaderModifier: responseMod }, backends: [{ host: `127.0.0.1:${deadPort}` }] },
       { name: 'host-set', matches: [{ path: { pathPrefix: '/host' } }], policies: { requestHeaderModifier: { set: { host: 'virtual.internal' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      { name: 'host-add', matches: [{ path: { pathPrefix: '/add-host' } }], policies: { requestHeaderModifier: { add: { host: 'added.internal' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       {
         name: 'main',
         policies: {
@@ -69,6 +70,15 @@ describe('requestHeaderModifier and responseHeaderModifier', () => {
     const res = await request(`${gw.url(port)}/host`);
     await res.body.text();
     assert.equal(upstream.received.at(-1)!.headers.host, 'virtual.internal');
+  });
+
+  it('adding Host rewrites the authority too (one Host goes upstream: the added one)', async () => {
+    // BEHAVIOUR.md 2.4: setting or adding `host` is an authority rewrite. Added, the client's value stayed first and won.
+    const res = await request(`${gw.url(port)}/add-host`);
+    await res.body.text();
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.headers.host, 'added.internal');
+    assert.equal(got.rawHeaders.filter((_, i) => i % 2 === 0 && got.rawHeaders[i]!.toLowerCase() === 'host').length, 1);
   });
 
   it('the response modifier also decorates local replies (429) and gateway errors (503)', async () => {

@@ -20,9 +20,9 @@ export default definePolicy<HeaderModifierConfig>({
     return {
       onRequest(ex) {
         applyHeaderModifier(modifier, ex.headers);
-        // Setting Host is an authority rewrite (BEHAVIOUR.md §2.4).
+        // Setting or adding Host is an authority rewrite (BEHAVIOUR.md §2.4): an added one is the last value.
         const host = ex.headers.host;
-        if (host !== undefined && host !== ex.authority) ex.authority = Array.isArray(host) ? host[0]! : host;
+        if (host !== undefined && host !== ex.authority) ex.authority = Array.isArray(host) ? host[host.length - 1]! : host;
       },
     };
   },
