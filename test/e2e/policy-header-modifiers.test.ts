@@ -31,6 +31,12 @@ describe('requestHeaderModifier and responseHeaderModifier', () => {
       },
       { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { responseHeaderModifier: responseMod }, backends: [{ host: `127.0.0.1:${deadPort}` }] },
       { name: 'host-set', matches: [{ path: { pathPrefix: '/host' } }], policies: { requestHeaderModifier: { set: { host: 'virtual.internal' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+      {
+        name: 'rewritten-then-backend-edit',
+        matches: [{ path: { pathPrefix: '/layered' } }],
+        policies: { urlRewrite: { authority: { full: 'rewritten.internal' } } },
+        backends: [{ host: `127.0.0.1:${upstream.port}`, policies: { requestHeaderModifier: { set: { 'x-backend': '1' } }, transformations: { request: { set: { 'x-tf': '"1"' } } } } }],
+      },
       { name: 'host-add', matches: [{ path: { pathPrefix: '/add-host' } }], policies: { requestHeaderModifier: { add: { host: 'added.internal' } } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
       {
         name: 'main',
@@ -79,6 +85,15 @@ describe('requestHeaderModifier and responseHeaderModifier', () => {
     const got = upstream.received.at(-1)!;
     assert.equal(got.headers.host, 'added.internal');
     assert.equal(got.rawHeaders.filter((_, i) => i % 2 === 0 && got.rawHeaders[i]!.toLowerCase() === 'host').length, 1);
+  });
+
+  it("a backend's request edits keep the route's authority rewrite", async () => {
+    const res = await request(`${gw.url(port)}/layered`);
+    await res.body.text();
+    const got = upstream.received.at(-1)!;
+    assert.equal(got.headers['x-backend'], '1');
+    assert.equal(got.headers['x-tf'], '1');
+    assert.equal(got.headers.host, 'rewritten.internal');
   });
 
   it('the response modifier also decorates local replies (429) and gateway errors (503)', async () => {

@@ -53,6 +53,12 @@ describe('transformations', () => {
                   backends: [{ host: `127.0.0.1:${upstream.port}` }],
                 },
                 {
+                  name: 'add-host',
+                  matches: [{ path: { pathPrefix: '/add-host' } }],
+                  policies: { transformations: { request: { add: { host: '"added.internal"' } } } },
+                  backends: [{ host: `127.0.0.1:${upstream.port}` }],
+                },
+                {
                   name: 'svc',
                   policies: { transformations: { response: { set: { 'x-answered-for': 'request.path', 'x-query-a': 'request.query["a"]' } } } },
                   backends: [{ backend: 'svc' }],
@@ -107,6 +113,12 @@ describe('transformations', () => {
     const utf8 = Buffer.from('\u2603\u00e9', 'utf8').toString('latin1');
     assert.equal(upstream.received.at(-1)!.headers['x-q'], utf8);
     assert.equal(res.headers['x-q'], utf8);
+  });
+
+  it('adding Host rewrites the authority, as setting it does', async () => {
+    const res = await request(`${gw.url(port)}/add-host`);
+    await res.body.text();
+    assert.equal(upstream.received.at(-1)!.headers.host, 'added.internal');
   });
 
   it('an expression that fails at run time removes the header it sets', async () => {

@@ -1,4 +1,5 @@
 import { headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
+import type { Exchange } from 'switchyard/sdk';
 /** Config shape shared by `requestHeaderModifier` and `responseHeaderModifier`. */
 export interface HeaderModifierConfig {
   add?: Record<string, string>;
@@ -59,6 +60,18 @@ export function framingEdit(config: { add?: Record<string, string>; set?: Record
 /** The load error of `framingEdit`. */
 export function framingMessage(name: string, side: 'request' | 'response'): string {
   return `\`${name}\` is the gateway's to set on a ${side} (the length of the body it sends)`;
+}
+
+/**
+ * After a request edit that sets or adds `host` (only then: a backend's edit of other headers undid the route's
+ * `urlRewrite` authority): an authority rewrite (BEHAVIOUR.md 2.4), the last value (an added one) winning. The
+ * client's Host, first in the list, was taken before and an added one ignored.
+ */
+export function hostToAuthority(ex: Exchange): void {
+  const host = ex.headers.host;
+  if (host === undefined) return;
+  const last = Array.isArray(host) ? host[host.length - 1]! : host;
+  if (last !== ex.authority) ex.authority = last;
 }
 
 /** Apply to a header object in place: `add` appends a value, `set` replaces all values, `remove` drops them. */

@@ -1,5 +1,5 @@
 import { definePolicy } from 'switchyard/sdk';
-import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage, headerModifierSchema } from '../../lib/header-modifier/header-modifier.ts';
+import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage, headerModifierSchema, hostToAuthority } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 
 /** `requestHeaderModifier`: add, set and remove request headers before the backend. */
@@ -17,12 +17,11 @@ export default definePolicy<HeaderModifierConfig>({
     if (framing) return ctx.fail(framingMessage(framing[1], 'request'), framing);
     const modifier = compileHeaderModifier(config);
     if (typeof modifier === 'string') return ctx.fail(modifier);
+    const host = [...modifier.add, ...modifier.set].some(([name]) => name === 'host');
     return {
       onRequest(ex) {
         applyHeaderModifier(modifier, ex.headers);
-        // Setting or adding Host is an authority rewrite (BEHAVIOUR.md §2.4): an added one is the last value.
-        const host = ex.headers.host;
-        if (host !== undefined && host !== ex.authority) ex.authority = Array.isArray(host) ? host[host.length - 1]! : host;
+        if (host) hostToAuthority(ex);
       },
     };
   },

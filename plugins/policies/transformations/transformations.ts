@@ -1,5 +1,5 @@
 import { celValueToString, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
-import { framingEdit, framingMessage, sendableHeaderValue } from '../../lib/header-modifier/header-modifier.ts';
+import { framingEdit, framingMessage, hostToAuthority, sendableHeaderValue } from '../../lib/header-modifier/header-modifier.ts';
 import type { CompileContext, CompiledExpression, Exchange, ExpressionCompiler, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
 export interface HeaderTransform {
@@ -71,13 +71,13 @@ export function compileTransformations(config: TransformationsConfig, ctx: Compi
     if (framing) return ctx.fail(framingMessage(framing[1], side), [side, ...framing]);
   }
   const request = compileSide(config.request, ctx.expr, 'request');
+  const requestHost = request !== undefined && [...request.add, ...request.set].some(([name]) => name === 'host');
   const response = compileSide(config.response, ctx.expr, 'response');
   return {
     onRequest: request
       ? (ex) => {
           apply(request, ex, MAP_EDITS, ex.headers as HeaderMap);
-          const host = ex.headers.host;
-          if (typeof host === 'string' && host !== ex.authority) ex.authority = host;
+          if (requestHost) hostToAuthority(ex);
         }
       : undefined,
     onResponse: response ? (ex, reply) => apply(response, ex, MAP_EDITS, reply.headers) : undefined,
