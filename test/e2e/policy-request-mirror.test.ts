@@ -7,6 +7,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { rawRequest } from './proxy-support.ts';
 
 async function until(check: () => boolean, ms = 3000): Promise<void> {
   const end = Date.now() + ms;
@@ -87,6 +88,17 @@ describe('requestMirror', () => {
     assert.equal(copy.headers['x-added'], 'yes');
     assert.equal(copy.body.toString(), 'hello-body');
     assert.equal(primary.received.at(-1)!.body.toString(), 'hello-body', 'the primary still gets the body');
+  });
+
+  it('a request with `Expect: 100-continue` (curl, bodies over 1 KiB) is mirrored too', async () => {
+    // The copy carried the client's Expect, which the HTTP client refuses: every such copy failed, silently.
+    const before = mirror.received.length;
+    const body = 'e'.repeat(2048);
+    const answer = await rawRequest(port, `POST /all/expect HTTP/1.1\r\nHost: gw\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\nConnection: close`, body);
+    assert.equal(answer.status, 200);
+    await until(() => mirror.received.length > before);
+    assert.equal(mirror.received.at(-1)!.body.toString(), body);
+    assert.equal(mirror.received.at(-1)!.headers.expect, undefined);
   });
 
   it('percentage 0.5 mirrors about half; 0 mirrors none', async () => {

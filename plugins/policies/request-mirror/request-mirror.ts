@@ -15,7 +15,8 @@ const MIRROR_TIMEOUT_MS = 30_000;
  */
 const MIRRORS_IN_FLIGHT = 256;
 const MIRROR_BYTES_IN_FLIGHT = 32 * 1024 * 1024;
-const NOT_COPIED = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length']);
+/** Not copied: the connection's own headers, and `expect` (answered by the gateway; the HTTP client refuses it). */
+const NOT_COPIED = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'content-length', 'expect']);
 
 /** Compile one `requestMirror` policy: its backend must forward HTTP; copies are sent and their answers discarded. */
 export async function compileRequestMirror(config: MirrorConfig, ctx: CompileContext): Promise<PolicyInstance> {
