@@ -33,6 +33,8 @@ export interface ExchangeState {
   abortHook(): AbortHook;
   /** `bufferBody` without a promise, called from the socket's events; only a client request's own exchange has it. */
   readBodyOnSocket?(limit: number, receiver: BodyReceiver): void;
+  /** The client's body once read (sent again on a retry elsewhere); only a client request's own exchange keeps it. */
+  receivedBody?: Buffer | undefined;
   /**
    * When tracing: the context upstream attempts of this request are children of (the request's SERVER span, or a
    * plugin span that took them over with `PluginSpan.enclose`); undefined: the active context.

@@ -138,11 +138,14 @@ export async function forwardAttempts(
   if (plan.retry !== null && headers['x-retry-attempt'] !== undefined) headers['x-retry-attempt'] = undefined;
   const pending = requestBody(ex, headers, hasBody);
   let body = isPromiseLike(pending) ? await pending : pending;
-  // A chunked body is read up to the replay buffer when this backend may be asked again (ADR 0125).
-  if (body !== null && !Buffer.isBuffer(body) && plan.retry !== null && plan.retry.attempts > 0 && headers['content-length'] === undefined) {
+  // A chunked body is read up to the replay buffer when it may be sent again, here or to another backend (ADR 0125).
+  if (body !== null && !Buffer.isBuffer(body) && plan.retry !== null && headers['content-length'] === undefined) {
     body = await readReplayable(body, RETRY_BUFFER_LIMIT, plan.idleTimeoutMs, target.origin);
-    if (Buffer.isBuffer(body)) ex.setBody(body);
-  }
+    if (Buffer.isBuffer(body)) {
+      ex.setBody(body);
+      state.receivedBody = body;
+    }
+  } else if (Buffer.isBuffer(body) && headers['content-length'] === undefined) headers['content-length'] = String(body.length);
   const replayable = body === null || Buffer.isBuffer(body);
   // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
   const first = state.attempts;

@@ -57,6 +57,12 @@ describe('timeout and retry', () => {
       route('retry-big-body', { retry: { attempts: 3, codes: [503] } }),
       route('retry-storm', { retry: { attempts: 3, codes: [503] } }),
       route('retry-chunked', { retry: { attempts: 2, codes: [503] }, timeout: { streamIdleTimeout: '1s' } }),
+      {
+        name: 'retry-chunked-two',
+        matches: [{ path: { pathPrefix: '/retry-chunked-two' } }],
+        policies: { retry: { attempts: 1, codes: [503] } },
+        backends: [{ host: `127.0.0.1:${upstream.port}` }, { host: `localhost:${upstream.port}` }],
+      },
       // A backoff past the request deadline, with and without a per-attempt deadline.
       route('retry-backoff-late', { retry: { attempts: 2, codes: [503], backoff: '600ms' }, timeout: { requestTimeout: '200ms', backendRequestTimeout: '5s' } }),
       route('retry-backoff-plain', { retry: { attempts: 2, codes: [503], backoff: '600ms' }, timeout: { requestTimeout: '200ms' } }),
@@ -179,6 +185,17 @@ describe('timeout and retry', () => {
     const got = received('/retry-chunked/small');
     assert.deepEqual(got.map((g) => g.body.toString()), ['chunk-one;chunk-two', 'chunk-one;chunk-two', 'chunk-one;chunk-two']);
     assert.deepEqual(got.map((g) => g.headers['content-length']), ['19', '19', '19']);
+  });
+
+  it('a chunked body within the replay buffer goes to another backend on a retry', async () => {
+    scripts.set('/retry-chunked-two/small', [{ status: 503 }, { status: 200 }]);
+    const body = Readable.from([Buffer.from('part-a;'), Buffer.from('part-b')]);
+    const res = await request(`${gw.url(port)}/retry-chunked-two/small`, { method: 'POST', body });
+    assert.equal(res.statusCode, 200);
+    await res.body.text();
+    const got = received('/retry-chunked-two/small');
+    assert.deepEqual(got.map((g) => g.body.toString()), ['part-a;part-b', 'part-a;part-b']);
+    assert.deepEqual(got.map((g) => g.headers.host!.split(':')[0]).sort(), ['127.0.0.1', 'localhost']);
   });
 
   it('a chunked body past the replay buffer is streamed whole and not retried', async () => {
