@@ -145,7 +145,7 @@ export async function forwardAttempts(
       ex.setBody(body);
       state.receivedBody = body;
     }
-  } else if (Buffer.isBuffer(body) && headers['content-length'] === undefined) headers['content-length'] = String(body.length);
+  } else if (Buffer.isBuffer(body) && body.length > 0 && headers['content-length'] === undefined) headers['content-length'] = String(body.length);
   const replayable = body === null || Buffer.isBuffer(body);
   // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
   const first = state.attempts;
