@@ -52,6 +52,16 @@ describe('extAuthz', () => {
         if (h['x-mode'] === 'error') throw { code: grpc.status.UNAVAILABLE, details: 'backend store down' };
         if (h['x-mode'] === 'slow') await sleep(1500);
         if (h['x-mode'] === 'bare-deny') return { status: { code: 7 } };
+        if (h['x-mode'] === 'unsendable') {
+          // Values no header can carry (CR LF), and names that are not tokens: dropped, the rest applied.
+          const bad = [
+            { header: { key: 'x-split', value: 'a\r\nx-injected: 1' } },
+            { header: { key: 'bad name', value: 'v' } },
+            { header: { key: 'x-fine', value: 'fine' } },
+          ];
+          if (h['x-deny'] === 'yes') return { status: { code: 7 }, denied_response: { status: { code: 403 }, body: 'no', headers: bad } };
+          return { status: { code: 0 }, ok_response: { headers: bad, response_headers_to_add: bad } };
+        }
         if (h['x-allow'] === 'yes') {
           return {
             status: { code: 0 },
@@ -177,6 +187,21 @@ describe('extAuthz', () => {
       assert.equal(got.headers['x-remove-me'], undefined, 'headers_to_remove');
       assert.equal(got.url, '/grpc/items?keep=1&added=1', 'query_parameters_to_set / _remove');
       assert.equal(r.headers['x-authz-decision'], 'allowed', 'response_headers_to_add reach the client');
+    });
+
+    it('a header the service sets that no HTTP header can carry is dropped, not a 500 or a 502', async () => {
+      const r = await call('/grpc/unsendable', { 'x-allow': 'yes', 'x-mode': 'unsendable' });
+      assert.equal(r.status, 200, r.text);
+      const got = upstream.received.at(-1)!;
+      assert.equal(got.headers['x-fine'], 'fine');
+      assert.equal(got.headers['x-split'], undefined);
+      assert.equal(got.headers['x-injected'], undefined);
+      assert.equal(r.headers['x-fine'], 'fine', 'response_headers_to_add');
+      assert.equal(r.headers['x-split'], undefined);
+      const denied = await call('/grpc/unsendable', { 'x-mode': 'unsendable', 'x-deny': 'yes' });
+      assert.equal(denied.status, 403, denied.text);
+      assert.equal(denied.headers['x-fine'], 'fine');
+      assert.equal(denied.headers['x-split'], undefined);
     });
 
     it('sends the request attributes: addresses, method, path, host, scheme and every header', async () => {

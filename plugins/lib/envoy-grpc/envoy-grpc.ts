@@ -4,6 +4,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { certHasAltName } from 'switchyard/sdk';
 import type { PluginSpans, ResourceCache, UpstreamTls } from 'switchyard/sdk';
+import { sendableHeaderValue } from '../header-modifier/header-modifier.ts';
 import type { ServiceTarget } from './service-target.ts';
 
 /**
@@ -226,4 +227,19 @@ const GATEWAY_OWNED = new Set(['host', 'content-length', 'transfer-encoding', 'c
 /** Whether a service's header edit of `name` (lower-case) is refused: a pseudo-header or one the gateway owns. */
 export function gatewayOwnedHeader(name: string): boolean {
   return name.startsWith(':') || GATEWAY_OWNED.has(name);
+}
+
+/** An HTTP field name (RFC 9110 token), lower-case. */
+const FIELD_NAME = /^[!#$%&'*+\-.^_`|~0-9a-z]+$/;
+
+/**
+ * A header a service (ext_authz, a rate limit service) asked for as `[name, value]` (name lower-case), or undefined
+ * when it is one the gateway owns (framing, routing, pseudo-headers), its name is not a token, or its value cannot be
+ * sent (CR, LF: node:http refused the whole answer, a 500; undici the request, a 502 blamed on the upstream).
+ */
+export function serviceHeader(h: HeaderValueMessage): [string, string] | undefined {
+  const name = h.key.toLowerCase();
+  if (gatewayOwnedHeader(name) || !FIELD_NAME.test(name)) return undefined;
+  const value = sendableHeaderValue(headerText(h));
+  return value === undefined ? undefined : [name, value];
 }

@@ -1,6 +1,6 @@
 import { jsonErrorReply, localReply, relayedErrorReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
-import { headerText, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { serviceHeader, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { EnvoyClient, HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { applyHeaderOption, removeHeaders } from './header-mutation.ts';
 
@@ -86,7 +86,10 @@ export async function grpcCheck(client: EnvoyClient, ex: Exchange, context: Reco
       const headers = ex.headers as HeaderMap;
       for (const option of ok.headers) applyHeaderOption(headers, option);
       removeHeaders(headers, ok.headers_to_remove);
-      for (const option of ok.response_headers_to_add) if (option.header?.key) ex.queueResponseHeader(option.header.key.toLowerCase(), headerText(option.header));
+      for (const option of ok.response_headers_to_add) {
+        const header = option.header?.key ? serviceHeader(option.header) : undefined;
+        if (header !== undefined) ex.queueResponseHeader(header[0], header[1]);
+      }
       applyQuery(ex, ok.query_parameters_to_set, ok.query_parameters_to_remove);
     }
     return undefined;

@@ -1,6 +1,6 @@
 import { headerMapAdd } from 'switchyard/sdk';
 import type { HeaderMap } from 'switchyard/sdk';
-import { gatewayOwnedHeader, headerText } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import { gatewayOwnedHeader, serviceHeader } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { HeaderValueOptionMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
 
 // Envoy `HeaderValueOption.HeaderAppendAction`.
@@ -16,9 +16,9 @@ const OVERWRITE_IF_EXISTS = 3;
 export function applyHeaderOption(headers: HeaderMap, option: HeaderValueOptionMessage): void {
   const h = option.header;
   if (!h || !h.key) return;
-  const name = h.key.toLowerCase();
-  if (gatewayOwnedHeader(name)) return;
-  const value = headerText(h);
+  const header = serviceHeader(h);
+  if (header === undefined) return;
+  const [name, value] = header;
   const action = option.append ? (option.append.value ? APPEND_IF_EXISTS_OR_ADD : OVERWRITE_IF_EXISTS_OR_ADD) : option.append_action;
   const existing = headers[name];
   switch (action) {

@@ -1,8 +1,7 @@
 import { jsonErrorReply, relayedErrorReply } from 'switchyard/sdk';
 import type { Exchange, HeaderMap, Logger, Reply } from 'switchyard/sdk';
-import { gatewayOwnedHeader, headerText, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
-import type { EnvoyClient, HeaderValueMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
-import { sendableHeaderValue } from '../../lib/header-modifier/header-modifier.ts';
+import { serviceHeader, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
+import type { EnvoyClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { Code, derivedHeaders } from './rls.ts';
 import type { DescriptorMessage, RateLimitResponse } from './rls.ts';
 
@@ -13,17 +12,6 @@ export interface RlsCaller {
   readonly timeoutMs: number;
   readonly failOpen: boolean;
   readonly logger: Logger;
-}
-
-/**
- * A header the service asked for as `[name, value]`, or undefined when it is one the gateway owns (framing, routing,
- * pseudo-headers) or its value cannot be sent (CR, LF: node:http refused the whole answer, a 500).
- */
-function usable(h: HeaderValueMessage): [string, string] | undefined {
-  const name = h.key.toLowerCase();
-  if (gatewayOwnedHeader(name)) return undefined;
-  const value = sendableHeaderValue(headerText(h));
-  return value === undefined ? undefined : [name, value];
 }
 
 /**
@@ -47,7 +35,7 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
     ex.logField('rateLimit', 'over_limit');
     const headers: HeaderMap = {};
     for (const h of res.response_headers_to_add) {
-      const header = usable(h);
+      const header = serviceHeader(h);
       if (header === undefined) continue;
       sent.add(header[0]);
       headers[header[0]] = header[1];
@@ -57,11 +45,11 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
     return jsonErrorReply(429, 'rate_limited', 'rate limit exceeded', headers);
   }
   for (const h of res.request_headers_to_add) {
-    const header = usable(h);
+    const header = serviceHeader(h);
     if (header !== undefined) ex.headers[header[0]] = header[1];
   }
   for (const h of res.response_headers_to_add) {
-    const header = usable(h);
+    const header = serviceHeader(h);
     if (header === undefined) continue;
     sent.add(header[0]);
     ex.queueResponseHeader(header[0], header[1]);
