@@ -232,6 +232,18 @@ describe('ai runtime: prompt guards (regex)', () => {
     assert.equal(text(reply), '{"error":"pii"}');
   });
 
+  it('rejection headers may not set Content-Length (the gateway frames the body it sends)', async () => {
+    const guard = (headers: Record<string, unknown>) => ({ promptGuard: { request: [{ regex: { rules: [{ builtin: 'email' }] }, rejection: { body: 'no', headers } }] } });
+    for (const kind of ['set', 'add'] as const) {
+      await assert.rejects(runtime(guard({ [kind]: { 'Content-Length': '1' } }) as AiPolicyConfig), (err: unknown) => {
+        assert.ok(err instanceof FakeConfigError);
+        assert.deepEqual(err.at, ['policies', 'ai', 'promptGuard', 'request', 0, 'rejection', 'headers', kind, 'Content-Length']);
+        assert.match(err.message, /`Content-Length` is the gateway's to set on a response/);
+        return true;
+      });
+    }
+  });
+
   it('response guards run on the client-format response; hasResponseGuards tells the backend to buffer', async () => {
     const rt = await runtime({ promptGuard: { response: [{ regex: { rules: [{ builtin: 'phoneNumber' }] } }] } });
     assert.equal(rt.hasResponseGuards, true);

@@ -1,6 +1,6 @@
 import { jsonErrorReply, localReply } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
-import { applyHeaderModifier, compileHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
+import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
 import { guardMessages, requestSlots, responseSlots, writeBack } from '../../lib/llm-guard/messages.ts';
 import type { TextSlot } from '../../lib/llm-guard/messages.ts';
@@ -217,6 +217,8 @@ async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'reque
     const rejection = entry.rejection ?? {};
     const headers: HeaderMap = {};
     if (rejection.headers) {
+      const framing = framingEdit(rejection.headers);
+      if (framing) ctx.fail(framingMessage(framing[1], 'response'), [...at, 'rejection', 'headers', ...framing]);
       const compiled = compileHeaderModifier(rejection.headers);
       if (typeof compiled === 'string') ctx.fail(compiled, [...at, 'rejection', 'headers']);
       applyHeaderModifier(compiled, headers);
