@@ -83,7 +83,8 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     const xff = h['x-forwarded-for'];
     h['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${state.peerAddress}` : state.peerAddress;
     h['x-forwarded-proto'] = ex.scheme;
-    h['x-forwarded-host'] = state.clientAuthority;
+    // An HTTP/1.0 request may have no Host: then none is forwarded (and the client's own is not kept).
+    h['x-forwarded-host'] = state.clientAuthority || undefined;
     h['x-request-id'] = ex.requestId;
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
     if (h.expect !== undefined) h.expect = undefined;

@@ -58,7 +58,7 @@ function upgradeHeaders(target: PooledTarget, ex: Exchange, state: ExchangeState
   const xff = ex.headers['x-forwarded-for'];
   headers['x-forwarded-for'] = xff ? `${Array.isArray(xff) ? xff.join(', ') : xff}, ${state.peerAddress}` : state.peerAddress;
   headers['x-forwarded-proto'] = ex.scheme;
-  headers['x-forwarded-host'] = state.clientAuthority;
+  headers['x-forwarded-host'] = state.clientAuthority || undefined;
   headers['x-request-id'] = ex.requestId;
   return headers;
 }

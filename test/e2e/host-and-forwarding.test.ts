@@ -132,6 +132,12 @@ describe('hosts, forwarding headers and connections', () => {
       assert.equal((await get(plainPort, 'http://a%2fb/x', 'Host: h')).status, 400);
     });
 
+    it('an HTTP/1.0 request without Host is served without an empty X-Forwarded-Host, and a client\'s own is not kept', async () => {
+      const res = await rawRequest(plainPort, 'GET /x HTTP/1.0\nX-Forwarded-Host: evil.example\nConnection: close');
+      assert.equal(res.status, 200, res.body.toString());
+      assert.equal(last().headers['x-forwarded-host'], undefined);
+    });
+
     it('duplicate Host headers get 400', async () => {
       const before = up.received.length;
       for (const hosts of ['Host: open.example\nHost: secure.example', 'Host: secure.example\nhost: secure.example']) {
