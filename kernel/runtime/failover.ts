@@ -74,8 +74,9 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     // A client that left says nothing about the backend. Its attempt, aborted, fails with undici's UND_ERR_ABORTED,
     // which reads as a 502: counted, 50 clients closing their connections at once (a load generator ending a run)
     // ejected a healthy backend, and `maxEjectionPercent` then kept a dead one in rotation. A route timeout (also an
-    // abort) does count: the backend was too slow.
-    if (health !== null && status !== 499 && (ex.aborted === undefined || ex.timedOut)) {
+    // abort) counts once the client had sent its whole request: the backend was too slow. Before that the client was:
+    // a client trickling its upload past the route deadline ejected one healthy backend per request.
+    if (health !== null && status !== 499 && (ex.aborted === undefined || (ex.timedOut && ex.req.complete))) {
       if (status >= 500) health.failure(ref.index, isGatewayFailure(status));
       else health.success(ref.index);
     }

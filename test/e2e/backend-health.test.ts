@@ -2,6 +2,7 @@
 // percent, retry sent to a different backend, ejections on /metrics and in the logs, named backends carrying the
 // settings, and two `ai` backends on an LLM route failing over.
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
@@ -14,7 +15,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { aiPreset, startMock } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
-import { sleep } from './proxy-support.ts';
+import { sleep, waitFor } from './proxy-support.ts';
 
 describe('backend health', () => {
   let gw: RunningGateway;
@@ -23,6 +24,7 @@ describe('backend health', () => {
   let bad: TestUpstream;
   let badStatus = 500;
   let probed: TestUpstream;
+  let silent: TestUpstream;
   let probeStatus = 200;
   /** A port nobody listens on: connections are refused. */
   let dead: number;
@@ -38,6 +40,7 @@ describe('backend health', () => {
       res.writeHead(badStatus, { 'content-type': 'text/plain' });
       res.end('bad');
     });
+    silent = await startUpstream(() => undefined);
     probed = await startUpstream((req, res) => {
       res.writeHead(req.url === '/healthz' ? probeStatus : 200, { 'content-type': 'text/plain' });
       res.end('probed');
@@ -67,6 +70,8 @@ describe('backend health', () => {
                 route('eject-5xx', { outlierDetection: { consecutive5xx: 3, baseEjectionTime: '1500ms' } }, pair(bad.port)),
                 route('max-percent', { outlierDetection: { consecutive5xx: 2, baseEjectionTime: '30s', maxEjectionPercent: 50 } }, pair(bad.port, bad.port)),
                 route('named', {}, [{ backend: 'dead-one' }, { backend: 'good-one' }]),
+                route('slow-backend', { timeout: { requestTimeout: '300ms' }, outlierDetection: { consecutiveGatewayFailure: 1, baseEjectionTime: '30s' } }, pair(silent.port, silent.port)),
+                route('slow-upload', { timeout: { requestTimeout: '300ms' }, outlierDetection: { consecutiveGatewayFailure: 1, baseEjectionTime: '30s', maxEjectionPercent: 100 } }, pair(good.port, good.port)),
                 route('active', { healthCheck: { path: '/healthz', interval: '100ms', timeout: '500ms', unhealthyThreshold: 2, healthyThreshold: 1 } }, pair(probed.port)),
               ],
             },
@@ -80,6 +85,7 @@ describe('backend health', () => {
     await good?.close();
     await bad?.close();
     await probed?.close();
+    await silent?.close();
   });
 
   const call = async (path: string) => {
@@ -123,6 +129,30 @@ describe('backend health', () => {
     } finally {
       badStatus = 500;
     }
+  });
+
+  it('a route deadline that runs out while the client is still uploading says nothing about the backend', async () => {
+    // The client sends 1 KiB of a declared 200 KiB (streamed upstream as it comes) and stops: the gateway answers 504
+    // at the route deadline. Twice: each would have ejected one of the two backends.
+    for (let i = 0; i < 2; i++) {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(`POST /slow-upload HTTP/1.1\r\nHost: x\r\nContent-Length: 204800\r\n\r\n${'a'.repeat(1024)}`));
+        let data = '';
+        socket.on('data', (c: Buffer) => {
+          data += c.toString('latin1');
+          if (data.includes('\r\n\r\n')) socket.destroy();
+        });
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+      assert.match(answer, /^HTTP\/1\.1 504/);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(!gw.logs.some((l) => l.includes('backend ejected') && l.includes('slow-upload')), 'the slow client ejected a backend');
+    assert.deepEqual(await callMany('/slow-upload', 4), [200, 200, 200, 200]);
+    // A backend that does not answer a request the client sent whole is still too slow: it is ejected.
+    assert.equal((await call('/slow-backend')).status, 504);
+    await waitFor(() => gw.logs.some((l) => l.includes('backend ejected') && l.includes('slow-backend')), 2000, 'the silent backend to be ejected');
   });
 
   it('ejects a 5xx backend after N consecutive 5xx and returns it after the ejection time', async () => {
