@@ -81,6 +81,17 @@ describe('admin servers: Host and Origin checks', () => {
     assert.equal((await get(`${gw.statsUrl}/metrics`, { host: `metrics.internal.example:${statsPort}` })).status, 403);
   });
 
+  it('on 0.0.0.0, an Origin naming another IP with the same port is another site (a page cannot post to /keys)', async () => {
+    // Any IP literal is accepted as the Host of a wildcard server, but a page at http://203.0.113.7:<port> is an
+    // attacker's server on that port: a simple POST (no preflight) from it must not reach the admin endpoints.
+    const host = `10.12.3.4:${statsPort}`;
+    assert.equal((await get(`${gw.statsUrl}/metrics`, { host, origin: `http://203.0.113.7:${statsPort}` })).status, 403);
+    assert.equal((await get(`${gw.statsUrl}/metrics`, { host, origin: `http://[fd00::99]:${statsPort}` })).status, 403);
+    // The page served by the server itself (Origin = Host) and a loopback name with its port still pass.
+    assert.equal((await get(`${gw.statsUrl}/metrics`, { host, origin: `http://${host}` })).status, 200);
+    assert.equal((await get(`${gw.statsUrl}/metrics`, { host: `localhost:${statsPort}`, origin: `http://127.0.0.1:${statsPort}` })).status, 200);
+  });
+
   it('a server on loopback refuses other IP literals (only a wildcard bind serves any address)', async () => {
     assert.equal((await get(`${gw.adminUrl}/config_dump`, { host: `10.12.3.4:${adminPort}` })).status, 403);
   });
