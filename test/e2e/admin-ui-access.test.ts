@@ -97,6 +97,37 @@ describe('admin UI on loopback (the default)', () => {
     const form = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'text=binds' });
     assert.equal(form.status, 415);
   });
+
+  it('validations run one at a time, at most 5 running or waiting: a sixth gets 429 before its body is read', async () => {
+    // Five uploads still sending their bodies hold the five places.
+    const text = JSON.stringify({ text: 'binds: []\n' });
+    const held = Array.from({ length: 5 }, () => {
+      const req = httpRequest(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(text.length) } });
+      const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        req.on('response', (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on('error', reject);
+      });
+      req.write(text.slice(0, 5));
+      return { req, answer };
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    const sixth = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text });
+    assert.equal(sixth.status, 429);
+    assert.equal(sixth.headers.get('retry-after'), '1');
+    assert.match(((await sixth.json()) as { error: { message: string } }).error.message, /5 validations are running or waiting/);
+    for (const h of held) h.req.end(text.slice(5));
+    for (const h of held) {
+      const { status, body } = await h.answer;
+      assert.equal(status, 200);
+      assert.equal(JSON.parse(body).ok, true);
+    }
+    // The places are free again.
+    assert.equal((await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).status, 200);
+  });
 });
 
 describe('admin UI on a non-loopback admin address', () => {

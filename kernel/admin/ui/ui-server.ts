@@ -22,6 +22,11 @@ const DOCS_DIR = new URL('../../../docs/', import.meta.url);
 const DOC_NAME = /^[a-z0-9-]+\.md$/;
 const BODY_LIMIT = 1024 * 1024;
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+/**
+ * Validations at once, running or waiting: each compiles a config (up to 1 MiB) on the gateway's own event loop,
+ * so they run one after another and a burst beyond this is refused before its body is read.
+ */
+const MAX_VALIDATIONS = 5;
 
 /** The page may load only its own files; nothing inline, nothing from elsewhere. */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -54,6 +59,8 @@ async function jsonBody(req: IncomingMessage, res: ServerResponse): Promise<Reco
 export function uiHandler(source: AdminSource): UiHandler {
   const cache = new Map<string, Buffer>();
   const tail = new TailHub(source);
+  let validations = 0;
+  let lastValidation: Promise<unknown> = Promise.resolve();
   const asset = async (name: string): Promise<Buffer> => {
     let body = cache.get(name);
     if (!body) cache.set(name, (body = await readFile(new URL(name, ASSET_DIR))));
@@ -98,11 +105,23 @@ export function uiHandler(source: AdminSource): UiHandler {
         return;
       }
       case 'POST /ui/api/validate': {
-        const body = await jsonBody(req, res);
-        if (!body) return;
-        if (typeof body.text !== 'string') return json(res, 400, { error: { message: '`text` (the config as YAML or JSON) is required' } });
         if (!source.validate) return json(res, 501, { error: { message: 'this gateway cannot validate configs here' } });
-        return json(res, 200, await source.validate(body.text));
+        if (validations >= MAX_VALIDATIONS) {
+          res.setHeader('retry-after', '1');
+          return json(res, 429, { error: { message: `${MAX_VALIDATIONS} validations are running or waiting; try again shortly` } });
+        }
+        validations++;
+        try {
+          const body = await jsonBody(req, res);
+          if (!body) return;
+          if (typeof body.text !== 'string') return json(res, 400, { error: { message: '`text` (the config as YAML or JSON) is required' } });
+          const validate = source.validate.bind(source, body.text);
+          const run = lastValidation.then(validate);
+          lastValidation = run.catch(() => undefined);
+          return json(res, 200, await run);
+        } finally {
+          validations--;
+        }
       }
       case 'GET /ui/api/tail':
         return tail.attach(req, res);
