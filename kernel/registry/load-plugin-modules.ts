@@ -56,6 +56,10 @@ function installHostPackageFallback(): void {
   });
 }
 
+/** Errors of an ES module parsed as CommonJS. */
+const CJS_PARSED = /Cannot use import statement outside a module|Unexpected token 'export'/;
+const ESM_HINT = ' (a plugin is an ES module: name the file `.mjs`, or set "type": "module" in the package.json nearest to it)';
+
 /**
  * Load third-party plugin modules named in `config.plugins`: package names or paths, resolved from the
  * config file's directory. The default export is one plugin or an array of plugins.
@@ -75,7 +79,9 @@ export async function loadPluginModules(specifiers: readonly string[], fromDir: 
     try {
       mod = (await import(pathToFileURL(resolved).href)) as { default?: unknown };
     } catch (err) {
-      throw new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` failed to load: ${(err as Error).message}`);
+      // A .js file Node read as CommonJS: `npm init -y` writes "type": "commonjs" into the app's package.json.
+      const hint = err instanceof SyntaxError && CJS_PARSED.test(err.message) ? ESM_HINT : '';
+      throw new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` failed to load: ${(err as Error).message}${hint}`);
     }
     const exported = mod.default;
     const name = (await packageNameOf(resolved)) ?? spec;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
@@ -92,6 +92,22 @@ describe('third-party plugins: loading errors', () => {
     const { err } = await pluginError([spec]);
     assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
     assert.equal(err.message, `plugin module \`${spec}\` failed to load: plugin init exploded`);
+  });
+
+  it('an ES module plugin file under a CommonJS package.json (what `npm init -y` writes) says how to fix it', async () => {
+    const { file, dir, text } = configWith(['./plugins/my-policy.js']);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'my-gateway', type: 'commonjs' }));
+    mkdirSync(join(dir, 'plugins'));
+    writeFileSync(join(dir, 'plugins/my-policy.js'), "import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({});\n");
+    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+    const err = await gateway.compile(text).then(
+      () => assert.fail('expected the plugin to be refused'),
+      (e: unknown) => e as PluginRegistryError,
+    );
+    await gateway.stop();
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+    assert.match(err.message, /^plugin module `\.\/plugins\/my-policy\.js` failed to load: Cannot use import statement outside a module/);
+    assert.match(err.message, /a plugin is an ES module: name the file `\.mjs`, or set "type": "module" in the package\.json nearest to it/);
   });
 });
 
