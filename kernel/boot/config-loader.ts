@@ -43,6 +43,16 @@ export interface ConfigLoaderOptions {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** How `compile` treats a text. */
+export interface CompileOptions {
+  /**
+   * A config pasted into the admin UI's validator (ADR 0124): `${VAR}` expands against no environment, since its
+   * compile can send a value elsewhere (a JWKS URL is fetched, a SQLite path is created), and its secrets are kept
+   * out of the log only while it compiles, so that validations do not grow the log's scrubber for good.
+   */
+  readonly pasted?: boolean;
+}
+
 /** The kernel services a load uses. */
 export interface ConfigLoaderServices {
   readonly logger: ProcessLogger;
@@ -75,6 +85,8 @@ export class ConfigLoader {
   private readonly secrets = new WeakMap<Snapshot, SecretMarks>();
   /** Secret strings of every config loaded so far: the process log never shows them. */
   private readonly hidden = new Set<string>();
+  /** Those of pasted configs being compiled now (`CompileOptions.pasted`). */
+  private readonly pastedHidden = new Set<ReadonlySet<string>>();
 
   constructor(options: ConfigLoaderOptions, services: ConfigLoaderServices, traces: TracingHolder) {
     this.options = options;
@@ -129,16 +141,21 @@ export class ConfigLoader {
   }
 
   /** Parse, validate and compile text into a snapshot. Throws ConfigLoadError with positions. */
-  async compile(text: string): Promise<Snapshot> {
+  async compile(text: string, options: CompileOptions = {}): Promise<Snapshot> {
     try {
-      return await this.compileText(text);
+      return await this.compileText(text, options);
     } finally {
       releaseYaml(); // if this load needed the positioned parser, it is not kept (yaml-lib.ts)
     }
   }
 
-  private async compileText(text: string): Promise<Snapshot> {
-    const env = this.options.env ?? process.env;
+  private rescrub(): void {
+    const pasted = [...this.pastedHidden].flatMap((set) => [...set]);
+    this.s.logger.configure({ scrub: compileScrubber(pasted.length ? [...this.hidden, ...pasted] : this.hidden) });
+  }
+
+  private async compileText(text: string, options: CompileOptions): Promise<Snapshot> {
+    const env = options.pasted ? {} : (this.options.env ?? process.env);
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     const parsed = parseConfigText(this.fileName, text, env);
     await this.prepareWith(pluginListOf(parsed));
@@ -148,9 +165,11 @@ export class ConfigLoader {
     } finally {
       releaseAjv(); // if this load needed ajv, it goes with the validator (ajv-lib.ts)
     }
+    const pasted = options.pasted && loaded.hidden.size > 0 ? loaded.hidden : undefined;
     const before = this.hidden.size;
-    for (const h of loaded.hidden) this.hidden.add(h);
-    if (this.hidden.size !== before) this.s.logger.configure({ scrub: compileScrubber(this.hidden) });
+    if (pasted) this.pastedHidden.add(pasted);
+    else for (const h of loaded.hidden) this.hidden.add(h);
+    if (pasted || this.hidden.size !== before) this.rescrub();
     const generation = ++this.generation;
     try {
       const snapshot = await compileSnapshot(loaded.value, {
@@ -172,6 +191,11 @@ export class ConfigLoader {
       await this.s.resources.release(generation);
       if (err instanceof ConfigError) throw new ConfigLoadError(positionRedacted(loaded.source, err.issues, loaded.secrets, loaded.value));
       throw err;
+    } finally {
+      if (pasted) {
+        this.pastedHidden.delete(pasted);
+        this.rescrub();
+      }
     }
   }
 

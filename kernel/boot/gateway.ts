@@ -1,3 +1,4 @@
+import { ErrorCode } from '../sdk/index.ts';
 import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
@@ -23,6 +24,9 @@ import { ConfigLoader } from './config-loader.ts';
 import type { ConfigLoaderOptions } from './config-loader.ts';
 import { RESTART_ONLY_CHANGED, restartOnlyKey } from './restart-only.ts';
 import { BindRetry } from './bind-retry.ts';
+
+/** Said after a missing variable in a config pasted into the admin UI. */
+const PASTED_ENV = "the admin UI validates without the gateway's environment (write a default, or run `switchyard --validate-only` where the gateway runs)";
 
 export type { ConfigInput } from './config-loader.ts';
 
@@ -287,16 +291,20 @@ export class Gateway {
     return { generation: this.applied, loadedAt: snapshot.loadedAt.toISOString(), config: this.loader.redactedConfig(snapshot) };
   }
 
-  /** Check `text` as a reload would (parse, schema, every plugin's compile) and throw the result away. */
+  /**
+   * The admin UI's validator: check `text` as a reload would (parse, schema, every plugin's compile) and throw the
+   * result away. `${VAR}` expands against no environment (ADR 0124): the compile could send a value elsewhere.
+   */
   async validate(text: string): Promise<ValidationResult> {
     try {
-      const snapshot = await this.compile(text);
+      const snapshot = await this.loader.compile(text, { pasted: true });
       snapshot.dispose();
       await this.s.resources.release(snapshot.generation);
       return { ok: true };
     } catch (err) {
-      if (err instanceof ConfigLoadError) return { ok: false, errors: err.issues, error: err.message };
-      return { ok: false, errors: [], error: (err as Error).message };
+      if (!(err instanceof ConfigLoadError)) return { ok: false, errors: [], error: (err as Error).message };
+      const errors = err.issues.map((i) => (i.code === ErrorCode.configEnv ? { ...i, message: `${i.message}; ${PASTED_ENV}` } : i));
+      return { ok: false, errors, error: err.message };
     }
   }
 

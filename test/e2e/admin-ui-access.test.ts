@@ -5,6 +5,8 @@ import { after, before, describe, it } from 'node:test';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
 
 const PASSWORD = 'correct-horse-battery';
 const KEY = 'ui-key-0123456789abcdef';
@@ -127,6 +129,44 @@ describe('admin UI on loopback (the default)', () => {
     }
     // The places are free again.
     assert.equal((await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).status, 200);
+  });
+});
+
+describe('admin UI validation does not read the gateway\'s environment', () => {
+  const SECRET = 'sk-live-env-secret-0123456789';
+  let gw: RunningGateway;
+  let port: number;
+  let listener: TestUpstream;
+  before(async () => {
+    port = await freePort();
+    listener = await startUpstream();
+    // The live config uses the variable, as a real one uses OPENAI_API_KEY.
+    const keyed = { ...hello(port), listeners: [{ routes: [{ name: 'keyed', policies: { apiKey: { keys: [{ key: '${SWY_UI_TEST_SECRET}' }] }, directResponse: { status: 200 } } }] }] };
+    gw = await startGateway({ binds: [keyed] }, { env: { ...process.env, SWY_UI_TEST_SECRET: SECRET } });
+  });
+  after(async () => {
+    await gw.stop();
+    await listener.close();
+  });
+  const validate = async (text: string): Promise<{ ok: boolean; errors?: { code: string; message: string }[] }> => {
+    const res = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+    assert.equal(res.status, 200);
+    return (await res.json()) as { ok: boolean; errors?: { code: string; message: string }[] };
+  };
+
+  it('a pasted config cannot send an environment variable elsewhere (a JWKS URL fetched while compiling)', async () => {
+    const jwks = (url: string): string => `binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        jwtAuth:\n          issuer: x\n          jwks: { url: "${url}" }\n`;
+    const answer = await validate(jwks(`http://127.0.0.1:${listener.port}/jwks/\${SWY_UI_TEST_SECRET}`));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(listener.received.filter((r) => r.url.includes(SECRET)), [], 'the secret reached the listener');
+    assert.equal(answer.ok, false);
+    assert.equal(answer.errors![0]!.code, 'SWY_ERR_CONFIG_ENV');
+    assert.match(answer.errors![0]!.message, /`SWY_UI_TEST_SECRET` is not set.*the admin UI validates without the gateway's environment/s);
+    assert.doesNotMatch(JSON.stringify(answer), new RegExp(SECRET));
+    // A default still applies.
+    assert.equal((await validate(jwks(`http://127.0.0.1:${listener.port}/jwks/\${SWY_UI_TEST_SECRET:-none}`))).ok, true);
+    // The live gateway still reads its environment.
+    assert.equal((await fetch(`${gw.url(port)}/`, { headers: { authorization: `Bearer ${SECRET}` } })).status, 200);
   });
 });
 
