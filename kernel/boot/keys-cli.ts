@@ -95,14 +95,17 @@ async function adminBase(args: KeysArgs): Promise<string> {
   }
   addr ??= '127.0.0.1:15000';
   if (addr === 'off') throw new Error('the admin address is off in this config; keys are managed there');
-  if (/^https?:\/\//.test(addr)) return addr.replace(/\/$/, '');
+  if (/^https?:\/\//i.test(addr)) return addr.replace(/\/$/, '');
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(addr)) throw new Error(`--admin takes host:port or an http(s) URL, got \`${addr}\``);
   return `http://${addr.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '127.0.0.1:')}`;
 }
 
 function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request(`${base}${path}`, { method, headers: payload ? { 'content-type': 'application/json' } : {} }, (res) => {
+    // node:https only for an https address (TLS in front of the admin address): a plain one does not load TLS.
+    const send = /^https:/i.test(base) ? process.getBuiltinModule('node:https').request : request;
+    const req = send(`${base}${path}`, { method, headers: payload ? { 'content-type': 'application/json' } : {} }, (res) => {
       readCappedText(res, ADMIN_ANSWER_LIMIT).then(
         (text) => {
           try {
