@@ -152,4 +152,13 @@ describe('admin UI in headless Chromium', { skip }, () => {
     assert.equal((last as unknown as { body: { stream?: boolean } }).body.stream, true);
     await page.screenshot({ path: join(ARTIFACTS, 'llm.png'), fullPage: true });
   });
+
+  it('a link to a view that does not exist (#constructor, #__proto__) shows the routes, not a script error', async () => {
+    for (const hash of ['constructor', '__proto__', 'nothing']) {
+      await page.goto(`${gw.adminUrl}/ui/#${hash}`);
+      await page.waitForSelector('#view[data-ready="routes"]', { timeout: 10_000 });
+      assert.equal(await page.locator('#view p.error').count(), 0, hash);
+      assert.equal(await page.locator('tr[data-route="hello"]').count(), 1, hash);
+    }
+  });
 });

@@ -244,7 +244,8 @@ const VIEWS = { routes: routesView, validate: validateView, tail: tailView, char
 async function show() {
   stopView();
   stopView = () => {};
-  const name = location.hash.slice(1) in VIEWS ? location.hash.slice(1) : 'routes';
+  // Own keys only: `#constructor` is `in` every object.
+  const name = Object.hasOwn(VIEWS, location.hash.slice(1)) ? location.hash.slice(1) : 'routes';
   for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.getAttribute('href') === `#${name}`);
   view.dataset.view = name;
   delete view.dataset.ready;
