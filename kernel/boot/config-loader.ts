@@ -157,7 +157,8 @@ export class ConfigLoader {
   private async compileText(text: string, options: CompileOptions): Promise<Snapshot> {
     const env = options.pasted ? {} : (this.options.env ?? process.env);
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
-    const parsed = parseConfigText(this.fileName, text, env);
+    // A pasted text is not the config file: its positions are named after what it is.
+    const parsed = parseConfigText(options.pasted ? '(pasted config)' : this.fileName, text, env);
     await this.prepareWith(pluginListOf(parsed));
     let loaded: ReturnType<typeof validateParsed>;
     try {

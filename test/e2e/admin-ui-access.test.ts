@@ -161,6 +161,7 @@ describe('admin UI validation does not read the gateway\'s environment', () => {
     assert.deepEqual(listener.received.filter((r) => r.url.includes(SECRET)), [], 'the secret reached the listener');
     assert.equal(answer.ok, false);
     assert.equal(answer.errors![0]!.code, 'SWY_ERR_CONFIG_ENV');
+    assert.equal((answer.errors![0] as unknown as { file: string }).file, '(pasted config)', 'not the live config file');
     assert.match(answer.errors![0]!.message, /`SWY_UI_TEST_SECRET` is not set.*the admin UI validates without the gateway's environment/s);
     assert.doesNotMatch(JSON.stringify(answer), new RegExp(SECRET));
     // A default still applies.
