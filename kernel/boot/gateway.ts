@@ -163,7 +163,7 @@ export class Gateway {
     if (!this.options.worker && snapshot.staticConfig.workers > 1) {
       this.log.warn('`config.workers` is applied by the switchyard CLI (a supervisor of worker threads); this gateway, started in-process, runs on one thread', { workers: snapshot.staticConfig.workers });
     }
-    if (!this.options.worker) this.log.info('switchyard ready', { config: this.fileName, generation: this.applied, binds: [...snapshot.binds.keys()].join(',') });
+    if (!this.options.worker) this.log.info('switchyard ready', { config: this.fileName, generation: this.applied, binds: [...snapshot.binds.keys()].join(','), pid: process.pid });
   }
 
   private applyLogging(snapshot: Snapshot): void {

@@ -146,7 +146,7 @@ export class Supervisor {
     const c = this.o.config;
     if ('file' in c && this.o.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
     this.watchLiveness();
-    this.log.info('switchyard ready', { config: this.name, workers: this.o.count, binds: first.binds.join(',') });
+    this.log.info('switchyard ready', { config: this.name, workers: this.o.count, binds: first.binds.join(','), pid: process.pid });
   }
 
   /** Ping every running worker (for its metrics); terminate one that stopped answering (its exit restarts it). */

@@ -240,6 +240,42 @@ describe('CLI: starting', () => {
   });
 });
 
+describe('CLI: the ready line names the process to signal', () => {
+  it('under a wrapper that does not pass SIGHUP on (npx runs npm, then sh), the logged pid reloads the file', async () => {
+    const [admin, stats, readiness, bind] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const text = (body: string): string =>
+      yaml('config:', `  adminAddr: 127.0.0.1:${admin}`, `  statsAddr: 127.0.0.1:${stats}`, `  readinessAddr: 127.0.0.1:${readiness}`, 'binds:', `  - port: ${bind}`, '    address: 127.0.0.1', '    listeners:', '      - routes:', `          - policies: { directResponse: { status: 200, body: ${body} } }`);
+    const file = tempFile('ready-pid.yaml', text('first'));
+    const wrapper = spawn('/bin/sh', ['-c', `"${process.execPath}" "${BIN}" -f "${file}"; true`], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv(), detached: true });
+    const exited = new Promise((r) => wrapper.on('exit', r));
+    let out = '';
+    wrapper.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    wrapper.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      const until = Date.now() + 20_000;
+      while (!/switchyard ready/.test(out) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      const m = /switchyard ready .*\bpid=(\d+)/.exec(out);
+      assert.ok(m, `the ready line names the pid:\n${out}`);
+      const pid = Number(m[1]);
+      assert.notEqual(pid, wrapper.pid, 'the gateway, not the wrapper');
+      assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /switchyard/);
+      writeFileSync(file, text('second'));
+      process.kill(pid, 'SIGHUP');
+      let body = '';
+      while (Date.now() < until) {
+        body = await fetch(`http://127.0.0.1:${bind}/`).then((r) => r.text(), () => '');
+        if (body === 'second') break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(body, 'second', out);
+    } finally {
+      // The wrapper's process group: the gateway too, whatever happened above.
+      process.kill(-wrapper.pid!, 'SIGTERM');
+      await exited;
+    }
+  });
+});
+
 describe('CLI: a password in a URL the config refuses', () => {
   it('is starred in the code frame, which still points at its column', async () => {
     const file = tempFile(
