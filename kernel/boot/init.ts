@@ -36,6 +36,7 @@ binds:
       backends:
       - backend: app
 - port: 3001
+  address: 127.0.0.1      # the stand-in is reached through the gateway only
   listeners:
   - name: stand-in-upstream
     routes:

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+import { parse } from 'yaml';
 import { startCli, runCommand } from '../helpers/cli-process.ts';
 import { freePort } from '../helpers/ports.ts';
 
@@ -55,6 +56,13 @@ describe('switchyard init', () => {
     const valid = await cli(dir, '--validate-only', '-f', 'switchyard.yaml');
     assert.equal(valid.code, 0, valid.stderr);
     assert.equal(valid.stdout, 'Configuration is valid!\n');
+  });
+
+  it('the stand-in upstream listens on loopback only; the front door on every interface', async () => {
+    const dir = tempDir();
+    assert.equal((await cli(dir, 'init')).code, 0);
+    const config = parse(readFileSync(join(dir, 'switchyard.yaml'), 'utf8')) as { binds: { port: number; address?: string }[] };
+    assert.deepEqual(config.binds.map((b) => [b.port, b.address]), [[3000, undefined], [3001, '127.0.0.1']]);
   });
 
   it('refuses to overwrite an existing file (exit 1, file unchanged) unless --force', async () => {
