@@ -17,7 +17,7 @@ export * from './attributes.ts';
 export * from './duration.ts';
 export * from './llm-tokens.ts';
 export { principal } from './principal.ts';
-export { FILE_SIZE_LIMITS, FileReadError, readLocalFile, readLocalFileBytes, readSharedFile } from './read-file.ts';
+export { FILE_SIZE_LIMITS, FileReadError, parseJsonFileText, readLocalFile, readLocalFileBytes, readSharedFile } from './read-file.ts';
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
 export { ipFamily } from './ip-family.ts';
 export type { AltName } from './tls-names.ts';

@@ -164,3 +164,18 @@ export async function readSharedFile(fetches: SharedFetches | undefined, path: s
   // The file keeps changing under us: this worker reads for itself.
   return readLocalFile(path, maxBytes);
 }
+
+/**
+ * `JSON.parse` of a file's text whose error never quotes the text: V8's message does (`Unexpected token 'g',
+ * "ghp_abc..." is not valid JSON`, the whole text when it is short), and a file named by mistake, or through the admin
+ * UI's validator, may hold a secret. The error is a SyntaxError saying what went wrong, with the position when V8
+ * gives one.
+ */
+export function parseJsonFileText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const message = (err as Error).message.replace(/^(Unexpected token) .*? is not valid JSON$/s, '$1').replace(/ is not valid JSON$/, '');
+    throw new SyntaxError(message);
+  }
+}

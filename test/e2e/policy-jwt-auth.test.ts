@@ -273,6 +273,14 @@ describe('jwtAuth', () => {
     writeFileSync(join(dir, 'nokid.json'), JSON.stringify({ keys: [{ ...localKey, kid: undefined }] }));
     await assert.rejects(gw.gateway.compile(text({ file: relative(process.cwd(), join(dir, 'nokid.json')) })), /key #0 has no `kid`/);
     await assert.rejects(gw.gateway.compile(text({ file: 'a', url: 'http://b' })), /only one of `url`, `file` may be set/);
+    // A file that is not JSON (a token file named by mistake, or on purpose through the admin UI's validator): the
+    // error says so without quoting it (V8's message quotes up to about 20 characters of the text).
+    writeFileSync(join(dir, 'token.txt'), 'ghp_notjsonsecret0\n');
+    await assert.rejects(gw.gateway.compile(text({ file: relative(process.cwd(), join(dir, 'token.txt')) })), (err: Error) => {
+      assert.match(err.message, /the JWKS file `.*token\.txt` is not valid JSON: Unexpected token/);
+      assert.doesNotMatch(err.message, /ghp_|notjson/);
+      return true;
+    });
   });
 
   it('tokens do not appear in the logs; /config_dump shows the config', async () => {

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readCappedText, readSharedFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, parseJsonFileText, readCappedText, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, ConfigPath } from 'switchyard/sdk';
 import { parseJwks } from './keys.ts';
 import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
@@ -47,7 +47,7 @@ async function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): 
   }
   let doc: unknown;
   try {
-    doc = JSON.parse(text);
+    doc = parseJsonFileText(text);
   } catch (err) {
     return ctx.fail(`the JWKS file \`${file}\` is not valid JSON: ${(err as Error).message}`, sub);
   }

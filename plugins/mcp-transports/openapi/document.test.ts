@@ -20,6 +20,8 @@ describe('parseDocument', () => {
 
   it('refuses broken text, Swagger 2.0 and non-OpenAPI documents with the label in the message', () => {
     assert.throws(() => parseDocument('{"openapi": ', '`a.json`'), /^Error: the OpenAPI document `a.json` is not valid JSON: /);
+    // The text is never quoted (a file named by mistake may hold a secret).
+    assert.throws(() => parseDocument('{"a": secret-value-here}', '`a.json`'), (err: Error) => !err.message.includes('secret') && /is not valid JSON: Unexpected token/.test(err.message));
     assert.throws(() => parseDocument('a: [1, 2\nb: }', '`a.yaml`'), /the OpenAPI document `a.yaml` is neither valid JSON nor valid YAML/);
     assert.throws(() => parseDocument('swagger: "2.0"\n', '`old.yaml`'), /the document `old.yaml` is Swagger 2.0; only OpenAPI 3.0 and 3.1 are supported/);
     assert.throws(() => parseDocument('hello: world\n', '`x.yaml`'), /is not an OpenAPI 3.x document \(its `openapi` field is missing\)/);

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readCappedText, readSharedFile, withYamlParser } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, parseJsonFileText, readCappedText, readSharedFile, withYamlParser } from 'switchyard/sdk';
 import type { HttpUpstreams, SharedFetches } from 'switchyard/sdk';
 
 /** A JSON object. */
@@ -70,7 +70,7 @@ export function parseDocument(text: string, label: string): OpenApiDocument {
   const trimmed = text.trimStart();
   if (trimmed.startsWith('{')) {
     try {
-      value = JSON.parse(trimmed);
+      value = parseJsonFileText(trimmed);
     } catch (err) {
       throw new Error(`the OpenAPI document ${label} is not valid JSON: ${(err as Error).message}`);
     }
