@@ -169,6 +169,18 @@ describe('admin UI validation does not read the gateway\'s environment', () => {
     // The live gateway still reads its environment.
     assert.equal((await fetch(`${gw.url(port)}/`, { headers: { authorization: `Bearer ${SECRET}` } })).status, 200);
   });
+
+  it('a pasted config\'s secrets are scrubbed from the log only while it compiles (validations do not grow the scrubber)', async () => {
+    const pasted = 'pasted-key-7f3a9c1e';
+    const answer = await validate(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        apiKey: { keys: [{ key: ${pasted} }] }\n        directResponse: { status: 200 }\n`);
+    assert.equal(answer.ok, true);
+    // A refused reload logs its code frame; the same string there, not a secret of any loaded config, shows as is.
+    assert.equal(await gw.gateway.reload(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies: { directResponse: { status: 9999, body: ${pasted} } }\n`), false);
+    for (let i = 0; i < 100 && !gw.logs.some((l) => l.includes('config reload failed')); i++) await new Promise((r) => setTimeout(r, 10));
+    const line = gw.logs.find((l) => l.includes('config reload failed'));
+    assert.ok(line, gw.logs.slice(-3).join('\n'));
+    assert.match(line, new RegExp(pasted));
+  });
 });
 
 describe('admin UI on a non-loopback admin address', () => {
