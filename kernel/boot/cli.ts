@@ -82,6 +82,17 @@ function configInput(args: Args): ConfigInput | undefined {
   return undefined;
 }
 
+/**
+ * One-shot output (`schema`, `plugins`): a reader that stops early (`switchyard schema | head`) ends the command
+ * quietly, as Unix tools do; another write failure (a full disk) is one line and exit 1, not a stack.
+ */
+function endQuietlyOnClosedPipe(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') process.stderr.write(`switchyard: cannot write the output: ${err.message}\n`);
+    process.exit(err.code === 'EPIPE' ? 0 : 1);
+  });
+}
+
 /** Run the CLI. Resolves with the exit code for commands that end; a running gateway resolves on shutdown. */
 export async function main(argv: readonly string[], dist: Distribution): Promise<number> {
   if (argv[0] === 'keys') {
@@ -117,6 +128,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       return 0;
     }
     if (args.command === 'schema' || args.command === 'plugins') {
+      endQuietlyOnClosedPipe();
       const text = args.file ? await readConfigFile(args.file) : '';
       const registry = await buildRegistry(dist.preset, preloadPluginList(text), args.file ? resolve(args.file) : undefined);
       if (args.command === 'schema') {

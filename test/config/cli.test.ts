@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -237,6 +237,25 @@ describe('CLI: starting', () => {
       child.kill('SIGTERM');
       assert.equal(await exited, 0, out);
     }
+  });
+});
+
+describe('CLI: output to a reader that stops early', () => {
+  it('`schema | head -1` ends quietly with 0; a full disk is one line and exit 1, not a stack', async () => {
+    const child = spawn(process.execPath, [BIN, 'schema'], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    // Read one chunk, then close the pipe, as `head` does.
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+    child.stdout.destroy();
+    assert.equal(await code, 0, stderr);
+    assert.equal(stderr, '');
+    const full = spawn(process.execPath, [BIN, 'schema'], { stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], env: childEnv() });
+    let fullErr = '';
+    full.stderr!.on('data', (d: Buffer) => (fullErr += d.toString()));
+    assert.equal(await new Promise((resolve) => full.on('exit', resolve)), 1);
+    assert.equal(fullErr, 'switchyard: cannot write the output: ENOSPC: no space left on device, write\n');
   });
 });
 
