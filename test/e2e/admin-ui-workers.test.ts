@@ -52,7 +52,7 @@ describe('admin UI with workers', () => {
         binds: [{ port, listeners: [{ routes: [{ name: 'hello', policies: { directResponse: { status: 200, body: 'hi\n' } } }] }] }],
       });
     writeFileSync(file, config('s3cret-passw0rd'));
-    cli = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT, env: childEnv(), readyMs: 90_000 });
+    cli = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT, env: childEnv({ SWY_UI_WORKERS_SECRET: 'sk-worker-env-secret-42' }), readyMs: 90_000 });
   });
   after(() => cli?.stop());
 
@@ -70,6 +70,11 @@ describe('admin UI with workers', () => {
     assert.deepEqual([bad.errors[0]!.line, bad.errors[0]!.col], [6, 9]);
     const good = (await (await post('binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies:\n        directResponse: { status: 204 }\n')).json()) as { ok: boolean };
     assert.equal(good.ok, true);
+    // The worker validates without the gateway's environment, as a single process does (ADR 0124).
+    const env = (await (await post('binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies:\n        directResponse: { status: 200, body: "${SWY_UI_WORKERS_SECRET}" }\n')).json()) as { ok: boolean; errors: { code: string; message: string }[] };
+    assert.equal(env.ok, false);
+    assert.equal(env.errors[0]!.code, 'SWY_ERR_CONFIG_ENV');
+    assert.match(env.errors[0]!.message, /validates without the gateway's environment/);
   });
 
   it('enforces config.adminUi credentials, and a reload of them', async () => {
