@@ -6,6 +6,8 @@ import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import type { TestPki } from '../helpers/pki.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
 const PASSWORD = 'correct-horse-battery';
@@ -129,6 +131,44 @@ describe('admin UI on loopback (the default)', () => {
     }
     // The places are free again.
     assert.equal((await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).status, 200);
+  });
+});
+
+describe('admin UI playgrounds reach routes behind a listener hostname or TLS', () => {
+  let gw: RunningGateway;
+  let pki: TestPki;
+  let plain: number;
+  let secure: number;
+  before(async () => {
+    [plain, secure] = [await freePort(), await freePort()];
+    pki = makeTestPki({ serverName: 'secure.example.com', serverAltNames: ['DNS:secure.example.com'], label: 'ui-call' });
+    const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
+    gw = await startGateway({
+      binds: [
+        { port: plain, listeners: [{ name: 'api', hostname: 'api.example.com', routes: reply('api') }, { name: 'other', routes: reply('other') }] },
+        { port: secure, listeners: [{ name: 'secure', hostname: 'secure.example.com', protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey }, routes: reply('secure') }] },
+      ],
+    });
+  });
+  after(async () => {
+    await gw.stop();
+    pki.remove();
+  });
+  const call = (body: Record<string, unknown>): Promise<Response> =>
+    fetch(`${gw.adminUrl}/ui/api/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: '/', method: 'GET', ...body }) });
+
+  it('the chosen listener\'s hostname is sent as Host', async () => {
+    assert.equal(await (await call({ port: plain })).text(), 'other');
+    const api = await call({ port: plain, listener: 'api' });
+    assert.equal(api.status, 200);
+    assert.equal(await api.text(), 'api');
+    assert.equal((await call({ port: plain, listener: 'nope' })).status, 400);
+  });
+
+  it('an HTTPS listener is called over TLS (the gateway\'s own certificate, on loopback)', async () => {
+    const res = await call({ port: secure, listener: 'secure' });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'secure');
   });
 });
 

@@ -1,5 +1,4 @@
-import type { ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Request headers the playgrounds may set: what an MCP or OpenAI-style client sends. */
 const REQUEST_HEADERS = ['content-type', 'accept', 'authorization', 'mcp-session-id', 'mcp-protocol-version', 'x-api-key'];
@@ -10,47 +9,61 @@ function fail(res: ServerResponse, status: number, message: string): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error: { message } })}\n`);
 }
 
-/** The ports of the live config's binds (`/config_dump` shape). */
-function bindPorts(dump: unknown): Set<number> {
-  const binds = ((dump as { config?: { binds?: unknown } })?.config?.binds ?? []) as { port?: unknown }[];
-  return new Set(Array.isArray(binds) ? binds.map((b) => Number(b.port)).filter((p) => Number.isInteger(p)) : []);
+interface DumpListener {
+  name?: unknown;
+  hostname?: unknown;
+  protocol?: unknown;
+}
+
+/** The listeners of the live config's bind on `port` (`/config_dump` shape); undefined when no bind has that port. */
+function listenersOf(dump: unknown, port: number): DumpListener[] | undefined {
+  const binds = (dump as { config?: { binds?: unknown } })?.config?.binds;
+  if (!Array.isArray(binds)) return undefined;
+  const bind = (binds as { port?: unknown; listeners?: unknown }[]).find((b) => Number(b.port) === port);
+  return bind ? (Array.isArray(bind.listeners) ? (bind.listeners as DumpListener[]) : []) : undefined;
 }
 
 /**
  * The playgrounds' call (`POST /ui/api/call`): one HTTP request to a bind of the live config on 127.0.0.1, made as a
  * client would, its answer streamed back (SSE included). Only the gateway's own bind ports can be named, so the
- * admin UI is not a way to reach anything else.
+ * admin UI is not a way to reach anything else. `listener` (a name) chooses the listener: its exact `hostname` is
+ * sent as Host (and SNI), and an HTTPS listener is called over TLS without checking the certificate, which is the
+ * gateway's own on loopback.
  */
 export async function proxyToBind(dump: unknown, call: Record<string, unknown>, res: ServerResponse): Promise<void> {
   const port = Number(call.port);
   const path = String(call.path ?? '');
   const method = String(call.method ?? 'POST').toUpperCase();
-  if (!bindPorts(dump).has(port)) return fail(res, 400, `port ${String(call.port)} is not a bind of the live config`);
+  const listeners = Number.isInteger(port) ? listenersOf(dump, port) : undefined;
+  if (!listeners) return fail(res, 400, `port ${String(call.port)} is not a bind of the live config`);
   if (!path.startsWith('/') || path.startsWith('//')) return fail(res, 400, '`path` must start with one /');
   if (!['GET', 'POST', 'DELETE'].includes(method)) return fail(res, 400, '`method` must be GET, POST or DELETE');
+  const listener = call.listener === undefined ? undefined : listeners.find((l) => l.name === call.listener);
+  if (call.listener !== undefined && !listener) return fail(res, 400, `bind ${port} has no listener named ${JSON.stringify(call.listener)}`);
+  const hostname = typeof listener?.hostname === 'string' && !listener.hostname.includes('*') ? listener.hostname : undefined;
+  const tls = (listener ?? listeners[0])?.protocol === 'HTTPS';
+
   const given = (call.headers ?? {}) as Record<string, unknown>;
-  const headers: Record<string, string> = {};
+  const headers: Record<string, string> = { host: hostname ?? `127.0.0.1:${port}` };
   for (const name of REQUEST_HEADERS) if (typeof given[name] === 'string') headers[name] = given[name];
-  const abort = new AbortController();
-  res.on('close', () => abort.abort());
-  let upstream: Response;
-  try {
-    upstream = await fetch(`http://127.0.0.1:${port}${path}`, {
-      method,
-      headers,
-      body: method === 'POST' && typeof call.body === 'string' ? call.body : undefined,
-      signal: abort.signal,
-      redirect: 'manual',
-    });
-  } catch (err) {
-    return fail(res, 502, `the gateway did not answer: ${(err as Error).message}`);
-  }
-  const out: Record<string, string> = { 'x-switchyard-status': String(upstream.status) };
-  for (const name of RESPONSE_HEADERS) {
-    const v = upstream.headers.get(name);
-    if (v !== null) out[name] = v;
-  }
-  res.writeHead(upstream.status, out);
-  if (!upstream.body) return void res.end();
-  Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream).on('error', () => res.destroy()).pipe(res);
+  const body = method === 'POST' && typeof call.body === 'string' ? call.body : undefined;
+  if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+  // node:https only for an HTTPS listener: the admin server does not load TLS otherwise.
+  const { request } = process.getBuiltinModule(tls ? 'node:https' : 'node:http') as typeof import('node:https');
+  const out = request({ host: '127.0.0.1', port, path, method, headers, ...(tls ? { rejectUnauthorized: false } : {}) });
+  res.on('close', () => out.destroy());
+  out.on('error', (err) => {
+    if (!res.headersSent) fail(res, 502, `the gateway did not answer: ${err.message}`);
+    else res.destroy();
+  });
+  out.on('response', (answer: IncomingMessage) => {
+    const back: Record<string, string> = { 'x-switchyard-status': String(answer.statusCode) };
+    for (const name of RESPONSE_HEADERS) {
+      const v = answer.headers[name];
+      if (typeof v === 'string') back[name] = v;
+    }
+    res.writeHead(answer.statusCode ?? 502, back);
+    answer.on('error', () => res.destroy()).pipe(res);
+  });
+  out.end(body);
 }
