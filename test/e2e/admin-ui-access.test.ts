@@ -139,14 +139,17 @@ describe('admin UI playgrounds reach routes behind a listener hostname or TLS', 
   let pki: TestPki;
   let plain: number;
   let secure: number;
+  let pinned: number;
   before(async () => {
-    [plain, secure] = [await freePort(), await freePort()];
+    [plain, secure, pinned] = [await freePort(), await freePort(), await freePort()];
     pki = makeTestPki({ serverName: 'secure.example.com', serverAltNames: ['DNS:secure.example.com'], label: 'ui-call' });
     const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
     gw = await startGateway({
       binds: [
         { port: plain, listeners: [{ name: 'api', hostname: 'api.example.com', routes: reply('api') }, { name: 'other', routes: reply('other') }] },
         { port: secure, listeners: [{ name: 'secure', hostname: 'secure.example.com', protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey }, routes: reply('secure') }] },
+        // Another loopback address stands in for an interface address (10.0.0.5 in production).
+        { port: pinned, address: '127.0.0.2', listeners: [{ routes: reply('pinned') }] },
       ],
     });
   });
@@ -163,6 +166,12 @@ describe('admin UI playgrounds reach routes behind a listener hostname or TLS', 
     assert.equal(api.status, 200);
     assert.equal(await api.text(), 'api');
     assert.equal((await call({ port: plain, listener: 'nope' })).status, 400);
+  });
+
+  it('a bind on a specific address is called there, not on 127.0.0.1 (where another process may listen)', async () => {
+    const res = await call({ port: pinned });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'pinned');
   });
 
   it('an HTTPS listener is called over TLS (the gateway\'s own certificate, on loopback)', async () => {
