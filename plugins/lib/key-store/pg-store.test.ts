@@ -10,6 +10,7 @@ import type { RunningPostgres } from '../../../test/helpers/postgres.ts';
 import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { PgKeyStore } from './pg-store.ts';
+import { startSilentServer } from '../../../test/helpers/silent-server.ts';
 
 const found = locatePostgres();
 const skip = 'skip' in found ? found.skip : false;
@@ -61,3 +62,14 @@ test('postgres store: lazy (lifetime) settlements are summed and ride on a reser
 
 test('postgres store: a charge is written within SETTLE_DELAY_MS, a refund held until a reservation names its counter or REFUND_HOLD_MS; reads write held refunds first (ADR 0097)', { skip }, () =>
   withTwoStores(open('held_'), checkRefundsHeld));
+
+test('postgres store: a server that takes the connection and never answers fails the open at the deadline, not never', async () => {
+  const silent = await startSilentServer();
+  try {
+    const started = Date.now();
+    await assert.rejects(PgKeyStore.open(`postgres://u:pw@127.0.0.1:${silent.port}/db`, 'p_', 300), /timeout/i);
+    assert.ok(Date.now() - started < 5_000);
+  } finally {
+    await silent.close();
+  }
+});

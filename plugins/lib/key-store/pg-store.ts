@@ -7,7 +7,7 @@ import pg from 'pg';
 import { KeyCache } from './key-cache.ts';
 import { dueEverything, LazySums, queueSettlement } from './lazy-sums.ts';
 import { SettlementQueue } from './settlement-queue.ts';
-import { KEY_GONE } from './types.ts';
+import { KEY_GONE, OPEN_DEADLINE_MS } from './types.ts';
 import type { CounterDelta, CounterLine, KeyRecord, KeyStore } from './types.ts';
 
 /** Sweep counters whose window has ended every this many reservations. */
@@ -62,8 +62,10 @@ export class PgKeyStore implements KeyStore {
   /** Named (prepared once per connection) statements, so the server parses and plans them once. */
   private readonly sql: { find: string; reserve: string; settle: string; findName: string; reserveName: string; settleName: string };
 
-  static async open(url: string, tablePrefix: string): Promise<PgKeyStore> {
-    const store = new PgKeyStore(new pg.Pool({ connectionString: url, max: 10 }), tablePrefix);
+  static async open(url: string, tablePrefix: string, connectMs = OPEN_DEADLINE_MS): Promise<PgKeyStore> {
+    // A connect deadline: a server that takes the connection and never answers would otherwise hold the config load
+    // (and every reload after it), and later each request waiting for a connection, for ever.
+    const store = new PgKeyStore(new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: connectMs }), tablePrefix);
     const client = await store.pool.connect();
     try {
       // Replicas starting together would race on CREATE OR REPLACE FUNCTION: one at a time.

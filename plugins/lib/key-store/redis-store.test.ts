@@ -11,6 +11,7 @@ import { checkKeyCache } from '../../../test/helpers/key-store-cache.ts';
 import { checkLazyGroup, checkLazySums, checkRefundsHeld, checkRefusalsTakeNothing, checkSettlementsRide, checkTimerSends, countCalls, withTwoStores } from '../../../test/helpers/key-store-sums.ts';
 import { reserveScript } from './redis-reserve.ts';
 import { RedisKeyStore } from './redis-store.ts';
+import { startSilentServer } from '../../../test/helpers/silent-server.ts';
 import { RespClient } from './resp.ts';
 import { LAZY_MS } from './lazy-sums.ts';
 import { STATES_MAX } from './settlement-queue.ts';
@@ -338,5 +339,19 @@ test("redis store (ADR 0106): a cached key's reservations carry no digest while 
     await store.close();
     await idle.close();
     await other.close();
+  }
+});
+
+test('redis store: a server that takes the connection and never answers fails the open at the deadline, not never', async () => {
+  const silent = await startSilentServer();
+  try {
+    const started = Date.now();
+    await assert.rejects(RedisKeyStore.open(`redis://:pw@127.0.0.1:${silent.port}`, 'p:', undefined, {}, 300), (err: Error) => {
+      assert.match(err.message, new RegExp(`^no answer from the Redis server at 127\\.0\\.0\\.1:${silent.port} within 0\\.3 s$`));
+      return true;
+    });
+    assert.ok(Date.now() - started < 5_000);
+  } finally {
+    await silent.close();
   }
 });

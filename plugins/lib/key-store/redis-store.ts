@@ -16,7 +16,7 @@ import { counterKeyOf, digestKey, RedisCounter, RESERVE, RESERVE_OLD, ReserveCal
 import type { Waiting } from './redis-reserve.ts';
 import { SettlementQueue } from './settlement-queue.ts';
 import type { RespValue } from './resp.ts';
-import { KEY_GONE } from './types.ts';
+import { KEY_GONE, OPEN_DEADLINE_MS } from './types.ts';
 import type { CounterDelta, CounterLine, CounterMemo, KeyRecord, KeyStore } from './types.ts';
 
 /** Most reservations sent in one script; more wait for the next. */
@@ -106,11 +106,25 @@ export class RedisKeyStore implements KeyStore {
    * `recheckMs`: how often a cached key's digest is checked at least (KEY_RECHECK_MS; shorter in tests); `leases`:
    * lease bounds (ADR 0108; tests), or false for none.
    */
-  static async open(url: string, prefix: string, recheckMs = KEY_RECHECK_MS, leases: LeaseOptions | false = {}): Promise<RedisKeyStore> {
+  static async open(url: string, prefix: string, recheckMs = KEY_RECHECK_MS, leases: LeaseOptions | false = {}, deadlineMs = OPEN_DEADLINE_MS): Promise<RedisKeyStore> {
     const store = new RedisKeyStore(new RespClient(url), prefix, recheckMs, leases);
+    let timer: NodeJS.Timeout | undefined;
+    // A server that takes the connection and never answers would hold the config load, and every reload after it.
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        store.client.close();
+        reject(new RedisError(`no answer from the Redis server at ${new URL(url).host} within ${deadlineMs / 1000} s`));
+      }, deadlineMs);
+    });
     // Valkey and KeyDB report the Redis version they are compatible with here too; a server that refuses INFO (an ACL)
     // is taken to be a current one.
-    const info = await store.client.command('INFO', 'server').catch((err: unknown) => (err instanceof RedisError ? store.client.command('PING') : Promise.reject(err)));
+    const asked = store.client.command('INFO', 'server').catch((err: unknown) => (err instanceof RedisError ? store.client.command('PING') : Promise.reject(err)));
+    let info: RespValue;
+    try {
+      info = await Promise.race([asked, deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
     const v = /redis_version:(\d+)\.(\d+)/.exec(String(info));
     if (v && (Number(v[1]) < 6 || (Number(v[1]) === 6 && Number(v[2]) < 2))) store.reserveBody = RESERVE_OLD;
     return store;

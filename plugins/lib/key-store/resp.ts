@@ -189,6 +189,11 @@ export class RespClient {
       socket.once('error', reject);
       socket.once('connect', () => {
         socket.off('error', reject);
+        // Closed while connecting (the store's open deadline): this connection is not kept.
+        if (this.closed) {
+          socket.destroy();
+          return reject(new Error('redis client closed'));
+        }
         socket.on('error', () => undefined);
         socket.on('data', (d: Buffer) => this.onData(socket, d));
         socket.on('close', () => this.onClose(socket));

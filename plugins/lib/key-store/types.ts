@@ -78,6 +78,12 @@ export interface CounterMemo {
 export const KEY_GONE = -2;
 
 /**
+ * How long opening a networked store (Redis, Postgres) waits for the server's first answer: one that takes the
+ * connection and never answers fails the config load instead of holding it, and every reload after it, for ever.
+ */
+export const OPEN_DEADLINE_MS = 10_000;
+
+/**
  * Where keys and budget counters live. `reserve` is atomic across processes: it checks every line and, only if none
  * has reached its limit, adds every amount (so concurrent requests never both take the last of a budget unseen).
  * Lookups may be synchronous (SQLite) or not (Redis).
