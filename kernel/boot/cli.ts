@@ -5,7 +5,7 @@ import { readConfigFile } from '../config/load-config.ts';
 import { ValidatorCodeCache } from '../config/validator-cache.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
 import { pluginLabel } from '../sdk/index.ts';
-import { LogSink } from '../telemetry/logger.ts';
+import { keepServingWithoutStdout, LogSink } from '../telemetry/logger.ts';
 import { compactHeapSoon } from './compact-heap.ts';
 import { createGateway } from './container.ts';
 import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.ts';
@@ -164,7 +164,10 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     // kept and acted on once the gateway is ready.
     let hupWhileStarting = false;
     const earlyHup = (): void => void (hupWhileStarting = true);
-    if (!args.validateOnly) process.on('SIGHUP', earlyHup);
+    if (!args.validateOnly) {
+      process.on('SIGHUP', earlyHup);
+      keepServingWithoutStdout((err) => process.stderr.write(`switchyard: cannot write log lines to stdout (${err.code ?? err.message}): they are dropped from now on\n`));
+    }
     const workers = dist.entry && !args.validateOnly ? workerCountOf(input, await readInput(input)) : 1;
     let running: { stop(): Promise<void>; reload(): Promise<boolean> };
     if (workers > 1) {

@@ -7,6 +7,27 @@ export { textValue };
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
+/** Set once stdout failed (its reader went away): log lines are dropped from then on (`keepServingWithoutStdout`). */
+let stdoutFailed = false;
+
+function writeStdout(chunk: Buffer): void {
+  if (!stdoutFailed) process.stdout.write(chunk);
+}
+
+/**
+ * A serving gateway outlives its log reader: a write to a closed stdout (the log shipper restarted, `| head`) is an
+ * 'error' event that, unhandled, ended the process and every connection with it. From the first failure the lines are
+ * dropped, `onFail` says so once (on stderr), and stderr's own failures are ignored.
+ */
+export function keepServingWithoutStdout(onFail: (err: NodeJS.ErrnoException) => void): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (stdoutFailed) return;
+    stdoutFailed = true;
+    onFail(err);
+  });
+  process.stderr.on('error', () => undefined);
+}
+
 /**
  * Where log lines go. Lines are collected as bytes in one reused buffer and written once per event-loop turn, one
  * write per batch, so logging never blocks a request and a line leaves no strings behind (issue 15). The default
@@ -18,7 +39,7 @@ export class LogSink {
   private readonly write: ((chunk: string) => void) | undefined;
   private readonly writeBytes: (chunk: Buffer) => void;
 
-  constructor(write?: (chunk: string) => void, writeBytes: (chunk: Buffer) => void = (chunk) => process.stdout.write(chunk)) {
+  constructor(write?: (chunk: string) => void, writeBytes: (chunk: Buffer) => void = writeStdout) {
     this.write = write;
     this.writeBytes = writeBytes;
   }

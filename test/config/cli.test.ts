@@ -259,6 +259,37 @@ describe('CLI: output to a reader that stops early', () => {
   });
 });
 
+describe('CLI: a running gateway whose log reader goes away', () => {
+  it('keeps serving (log lines dropped, one line on stderr), not killed by EPIPE', async () => {
+    const [admin, stats, readiness, bind] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const text = yaml('config:', `  adminAddr: 127.0.0.1:${admin}`, `  statsAddr: 127.0.0.1:${stats}`, `  readinessAddr: 127.0.0.1:${readiness}`, 'binds:', `  - port: ${bind}`, '    address: 127.0.0.1', '    listeners:', '      - routes:', '          - policies: { directResponse: { status: 200, body: ok } }');
+    const child = spawn(process.execPath, [BIN, '-c', text], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    let out = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    try {
+      const until = Date.now() + 20_000;
+      while (!/switchyard ready/.test(out) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      assert.match(out, /switchyard ready/);
+      // The log shipper reading stdout dies: every later access-log line is a write to a closed pipe.
+      child.stdout.destroy();
+      for (let i = 0; i < 20; i++) {
+        const res = await fetch(`http://127.0.0.1:${bind}/`);
+        assert.equal(res.status, 200);
+        await res.text();
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(child.exitCode, null, `the gateway exited: ${stderr}`);
+      assert.match(stderr, /cannot write log lines to stdout \(EPIPE\)/);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+});
+
 describe('CLI: the ready line names the process to signal', () => {
   it('under a wrapper that does not pass SIGHUP on (npx runs npm, then sh), the logged pid reloads the file', async () => {
     const [admin, stats, readiness, bind] = [await freePort(), await freePort(), await freePort(), await freePort()];
