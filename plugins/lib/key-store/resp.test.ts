@@ -201,3 +201,38 @@ test('commands queued while others await replies go in one write (with the next 
     server.close();
   }
 });
+
+test('a Redis that stops answering: waiting commands fail after the reply deadline, the next connects again', async () => {
+  // Answers the first command, then holds every later one unanswered (a hung server, a stalled proxy).
+  let connections = 0;
+  const server: Server = createServer((socket) => {
+    connections++;
+    socket.on('error', () => undefined);
+    let answered = connections > 1;
+    socket.on('data', () => {
+      if (answered) {
+        socket.write('+PONG\r\n');
+        return;
+      }
+      answered = true;
+      socket.write('+PONG\r\n');
+      socket.removeAllListeners('data');
+      socket.on('data', () => undefined);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const client = new RespClient(`redis://127.0.0.1:${(server.address() as { port: number }).port}`, { replyTimeoutMs: 300 });
+  try {
+    assert.equal(await client.command('PING'), 'PONG');
+    const started = Date.now();
+    await assert.rejects(within(client.command('PING'), 5000, 'the held command'), /no reply from redis .* within 300 ms/);
+    assert.ok(Date.now() - started < 2500, 'failed near the deadline');
+    // A new connection serves the next command.
+    assert.equal(await within(client.command('PING'), 5000, 'the command after'), 'PONG');
+    assert.equal(connections, 2);
+  } finally {
+    await client.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});

@@ -14,6 +14,12 @@ export class RedisError extends Error {}
  * the commands waiting on it fail, instead of the gateway buffering without end or throwing from a socket listener.
  */
 export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
+/**
+ * Longest a command waits for Redis to answer anything: a hung server (or a stalled proxy in front of it) fails the
+ * waiting commands and loses its connection, and the next command connects again. Redis answers in microseconds; a
+ * request held for minutes by a store that stopped answering was a request the gateway never finished.
+ */
+export const REPLY_TIMEOUT_MS = 5000;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -167,9 +173,17 @@ export class RespClient {
     this.flushing = false;
     this.writeHeld('');
   };
+  private readonly replyTimeoutMs: number;
+  /**
+   * When the connection last made progress: a reply arrived, or a command was sent with none waiting. A watchdog
+   * (one timer per connection, not one per command) fails the waiting commands when it is older than the deadline.
+   */
+  private progressAt = 0;
+  private watchdog: NodeJS.Timeout | undefined;
 
-  /** `redis://[:password@]host[:port][/db]`. */
-  constructor(url: string) {
+  /** `redis://[:password@]host[:port][/db]`; `replyTimeoutMs` (REPLY_TIMEOUT_MS) for tests. */
+  constructor(url: string, options: { replyTimeoutMs?: number } = {}) {
+    this.replyTimeoutMs = options.replyTimeoutMs ?? REPLY_TIMEOUT_MS;
     const u = new URL(url);
     this.host = u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
     this.port = Number(u.port || 6379);
@@ -199,6 +213,7 @@ export class RespClient {
         socket.on('close', () => this.onClose(socket));
         this.socket = socket;
         this.reset();
+        this.watch(socket);
         resolve(socket);
       });
     }).finally(() => {
@@ -214,8 +229,21 @@ export class RespClient {
     });
   }
 
+  /** Check `socket`'s progress every half deadline while it is the connection; unref'd (no process kept alive). */
+  private watch(socket: Socket): void {
+    clearInterval(this.watchdog);
+    this.watchdog = setInterval(() => {
+      if (socket !== this.socket) return;
+      if (this.pending.length > 0 && Date.now() - this.progressAt > this.replyTimeoutMs) {
+        this.fail(socket, new RedisError(`no reply from redis ${this.host}:${this.port} within ${this.replyTimeoutMs} ms; connection closed`));
+      }
+    }, Math.max(10, this.replyTimeoutMs / 2));
+    this.watchdog.unref();
+  }
+
   private onData(socket: Socket, d: Buffer): void {
     if (socket !== this.socket) return;
+    this.progressAt = Date.now();
     if (this.size + d.length > MAX_REPLY_BYTES) return this.fail(socket, new RedisError(`redis ${this.host}:${this.port} sent a reply larger than 64 MiB; connection closed`));
     let buf: Buffer;
     if (this.size === 0) buf = d; // the usual case: whole replies in one chunk, parsed where they arrived
@@ -279,7 +307,11 @@ export class RespClient {
   }
 
   private onClose(socket: Socket): void {
-    if (this.socket === socket) this.socket = undefined;
+    // A connection given up on before (`fail`) closes later: its commands failed then, and those waiting now are the
+    // next connection's.
+    if (this.socket !== socket) return;
+    this.socket = undefined;
+    clearInterval(this.watchdog);
     const err = new Error('redis connection closed');
     for (const p of this.pending.splice(0)) p.reject(err);
   }
@@ -296,6 +328,8 @@ export class RespClient {
   /** `hold`: written at the end of this turn when other commands await replies (then in one write with them). */
   private send(socket: Socket, args: readonly (string | number)[], hold = false): Promise<RespValue> {
     return new Promise((resolve, reject) => {
+      // The first command waiting starts the clock; with others waiting it runs from the last reply.
+      if (this.pending.length === 0) this.progressAt = Date.now();
       this.pending.push({ resolve, reject });
       if (this.heldOn !== undefined && this.heldOn !== socket) {
         // Held for a connection since closed: its commands have failed already.
@@ -333,6 +367,7 @@ export class RespClient {
 
   close(): void {
     this.closed = true;
+    clearInterval(this.watchdog);
     this.socket?.destroy();
   }
 }
