@@ -53,6 +53,9 @@ function parseArgs(argv: readonly string[]): Args | string {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const value = (): string | undefined => argv[++i];
+    // A second config would silently replace the first: the gateway runs one.
+    const twice = (a === '-f' || a === '--file' || a.startsWith('--file=')) && args.file !== undefined ? a : (a === '-c' || a === '--config') && args.inline !== undefined ? a : undefined;
+    if (twice !== undefined) return `${twice.split('=')[0]} is given twice: the gateway runs one config`;
     if (a === 'schema' || a === 'plugins' || a === 'init') args.command = a;
     else if (a === '--force') args.force = true;
     else if (a === '-f' || a === '--file') args.file = value();

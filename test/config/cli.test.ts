@@ -160,6 +160,14 @@ describe('CLI: flags', () => {
     assert.match(r.stderr, /^switchyard: -f FILE and -c TEXT are two configs: give one/);
   });
 
+  it('-f twice (or -c twice) exits 2: one config file, not the last one silently', async () => {
+    for (const argv of [['-f', 'a.yaml', '-f', 'b.yaml'], ['--file=a.yaml', '-f', 'b.yaml'], ['-c', 'binds: []', '--config', 'binds: []']]) {
+      const r = await cli([...argv, '--validate-only']);
+      assert.equal(r.code, 2, argv.join(' '));
+      assert.match(r.stderr, /^switchyard: (-f|--file|-c|--config) is given twice: the gateway runs one config/, argv.join(' '));
+    }
+  });
+
   it('no config at all exits 2', async () => {
     const r = await cli([]);
     assert.equal(r.code, 2);
