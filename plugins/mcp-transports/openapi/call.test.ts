@@ -30,6 +30,21 @@ describe('buildRequest', () => {
     assert.equal(buildRequest(plan, '', { path: { petId: '' } }), 'missing path parameter `petId` (pass it as arguments.path.petId)');
   });
 
+  it('a path parameter that is a dot segment is refused: `..` would leave the operation\'s path for another endpoint', () => {
+    const plan = op({ pathTemplate: '/users/{id}/profile', path: [param('id', { required: true, style: 'simple' })] });
+    for (const id of ['..', '.']) {
+      assert.equal(buildRequest(plan, '/api', { path: { id } }), `path parameter \`id\` may not be \`${id}\` (a dot segment would call another path of the API)`);
+    }
+    // Dots inside a value are text: percent-encoding leaves them, and they name no other path.
+    assert.equal(built(buildRequest(plan, '/api', { path: { id: 'a..b' } })).path, '/api/users/a..b/profile');
+    assert.equal(built(buildRequest(plan, '/api', { path: { id: '...' } })).path, '/api/users/.../profile');
+    // Part of a segment, dots name no other path.
+    const file = op({ pathTemplate: '/files/{name}.json', path: [param('name', { required: true, style: 'simple' })] });
+    assert.equal(built(buildRequest(file, '', { path: { name: '..' } })).path, '/files/...json');
+    // An encoded dot segment is sent encoded twice (`%252E%252E`): text, not a segment.
+    assert.equal(built(buildRequest(plan, '/api', { path: { id: '%2E%2E' } })).path, '/api/users/%252E%252E/profile');
+  });
+
   it('query: arrays as repeated keys, joined when not exploded, null as a bare key, deepObject, undeclared keys kept', () => {
     const plan = op({
       pathTemplate: '/pet/findByStatus',

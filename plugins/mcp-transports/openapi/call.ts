@@ -96,16 +96,24 @@ export function buildRequest(
 
   const pathPlans = new Map(operation.path.map((p) => [p.name, p]));
   let missing: string | undefined;
-  const filled = operation.pathTemplate.replace(/\{([^}]+)\}/g, (_whole, name: string) => {
+  let dotSegment: string | undefined;
+  const template = operation.pathTemplate;
+  const filled = template.replace(/\{([^}]+)\}/g, (whole: string, name: string, at: number) => {
     const value = pathArgs[name];
     if (value === undefined || value === null || value === '') {
       missing ??= name;
       return '';
     }
     const plan = pathPlans.get(name);
-    return plan?.style === 'json' ? encodeStrict(JSON.stringify(value)) : simpleValue(value, plan?.explode ?? false, encodeStrict);
+    const text = plan?.style === 'json' ? encodeStrict(JSON.stringify(value)) : simpleValue(value, plan?.explode ?? false, encodeStrict);
+    // `.` and `..` are unreserved, so encoding leaves them: as a whole segment the upstream resolves them, and a
+    // model's `..` reaches an endpoint of the API no tool offers.
+    const wholeSegment = template[at - 1] === '/' && (at + whole.length === template.length || template[at + whole.length] === '/');
+    if (wholeSegment && (text === '.' || text === '..')) dotSegment ??= `path parameter \`${name}\` may not be \`${text}\` (a dot segment would call another path of the API)`;
+    return text;
   });
   if (missing !== undefined) return `missing path parameter \`${missing}\` (pass it as arguments.path.${missing})`;
+  if (dotSegment !== undefined) return dotSegment;
 
   const queryPlans = new Map(operation.query.map((p) => [p.name, p]));
   const pairs: string[] = [];
