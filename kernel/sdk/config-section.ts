@@ -1,4 +1,6 @@
 import type { JsonSchema } from './plugin.ts';
+import { parseDuration } from './duration.ts';
+import { ConfigError, ErrorCode } from './errors.ts';
 
 /**
  * A section of the top-level `config:` block that a plugin owns (the `mcp` backend's `session`): its schema joins
@@ -29,3 +31,24 @@ export interface ConfigSection<T = unknown> {
 export function defineConfigSection<T>(section: ConfigSection<T>): ConfigSection<T> {
   return Object.freeze({ ...section });
 }
+
+/**
+ * A section holding one duration (`10m`, `90s`), resolved to milliseconds (`0s`: 0), `defaultMs` when absent: the
+ * `ai` backend's `defaultTimeouts.llmBackendRequestTimeout`, the `a2a` policy's `a2aBackendRequestTimeout`.
+ */
+export function defineDurationSection(options: { readonly name: string; readonly parent?: string; readonly description: string; readonly defaultMs: number }): ConfigSection<number> {
+  const path = options.parent === undefined ? ['config', options.name] : ['config', options.parent, options.name];
+  return defineConfigSection<number>({
+    name: options.name,
+    parent: options.parent,
+    schema: { $ref: 'switchyard:defs#/$defs/duration', description: options.description },
+    resolve(raw) {
+      if (raw === undefined) return options.defaultMs;
+      const ms = typeof raw === 'string' ? parseDuration(raw) : undefined;
+      // The schema already checked the text; this guards a context that skipped validation.
+      if (ms === undefined) throw new ConfigError({ code: ErrorCode.configInvalid, path, message: 'must be a duration such as `10m` or `90s`' });
+      return ms;
+    },
+  });
+}
+
