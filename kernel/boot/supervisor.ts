@@ -31,17 +31,17 @@ export interface SupervisorOptions {
   readonly count: number;
   readonly sink: LogSink;
   readonly watch?: boolean;
-  /** Restart backoff: first delay, doubled per quick crash up to the cap. */
-  readonly restartMs?: { readonly initial: number; readonly max: number };
+  /**
+   * Restart backoff: first delay, doubled per quick crash (or failed restart) up to the cap; a worker that ran
+   * `stableMs` (default 30 s) before it crashed restarts after the first delay.
+   */
+  readonly restartMs?: { readonly initial: number; readonly max: number; readonly stableMs?: number };
   /**
    * A worker is pinged every `intervalMs`; one that leaves `misses` pings in a row unanswered (its event loop is
    * stuck: an endless loop in a plugin) is terminated and restarted. Default every 5 s, 6 misses (30 s).
    */
   readonly liveness?: { readonly intervalMs: number; readonly misses: number };
 }
-
-/** A worker that ran this long before it crashed restarts without backoff. */
-const STABLE_MS = 30_000;
 
 /**
  * `config.workers: N` (ADR 0033): N worker threads, each a whole gateway listening on every bind with SO_REUSEPORT,
@@ -241,17 +241,22 @@ export class Supervisor {
           settled = true;
           reject(new WorkerStartError(`worker ${slot.index} exited (code ${code}) before it served`, false));
         }
-        if (this.stopping || !wasStarted) return;
-        this.scheduleRestart(slot, code);
+        // A worker that served, or one of its restarts that failed, is tried again; a first start that failed
+        // fails the gateway's start instead. Here, once the thread is gone: a failed restart reports itself
+        // (`failed`) before its thread exits.
+        if (this.stopping || !(wasStarted || slot.restarting)) return;
+        this.scheduleRestart(slot, code, wasStarted);
       });
     });
   }
 
-  private scheduleRestart(slot: Slot, code: number): void {
-    const { initial, max } = this.o.restartMs ?? { initial: 200, max: 10_000 };
-    slot.quickCrashes = Date.now() - slot.startedAt >= STABLE_MS ? 0 : slot.quickCrashes + 1;
+  /** Restart the worker of `slot` after a delay that doubles per quick crash or failed restart. */
+  private scheduleRestart(slot: Slot, code: number, served: boolean): void {
+    const { initial, max, stableMs = 30_000 } = this.o.restartMs ?? { initial: 200, max: 10_000 };
+    slot.quickCrashes = served && Date.now() - slot.startedAt >= stableMs ? 0 : slot.quickCrashes + 1;
     const delay = Math.min(max, initial * 2 ** Math.max(0, slot.quickCrashes - 1));
     this.log.error('worker exited; restarting it', { worker: slot.index, code, inMs: delay });
+    slot.restarting = true;
     slot.timer = setTimeout(() => {
       slot.timer = undefined;
       if (this.stopping) return;
@@ -259,16 +264,30 @@ export class Supervisor {
       this.restarts().inc();
       this.spawn(slot).then(
         () => {
+          slot.restarting = false;
           this.log.info('worker restarted', { worker: slot.index });
-          // A reload that went live while this worker was starting: bring it to the same config.
-          if (slot.text !== this.lastGood) void this.reloadSlots([slot], this.lastGood);
+          this.catchUp(slot);
         },
-        (err: Error) => {
-          this.log.error('worker did not restart', { worker: slot.index, error: err });
-          if (!slot.worker && !this.stopping) this.scheduleRestart(slot, -1);
-        },
+        (err: Error) => this.log.error('worker did not restart', { worker: slot.index, error: err }),
       );
     }, delay);
+  }
+
+  /**
+   * A reload that went live while this worker was starting (it started on the config before it): bring it to the
+   * same config, after any reload in progress (which started without it), as one more step of the reload queue.
+   */
+  private catchUp(slot: Slot): void {
+    if (this.reloading) {
+      void this.reloading.finally(() => this.catchUp(slot));
+      return;
+    }
+    if (this.stopping || !slot.started || slot.text === this.lastGood) return;
+    this.reloading = this.reloadSlots([slot], this.lastGood).then((refused) => {
+      if (refused) this.log.error('a restarted worker refused the live config; it serves the one it started with', { worker: slot.index, error: refused.error });
+      return false;
+    });
+    this.settleReload();
   }
 
   /** Re-read the config and apply it to every worker, or to none. Resolves true when it went live. */
@@ -277,14 +296,21 @@ export class Supervisor {
       this.reloadAgain = true;
       return this.reloading;
     }
-    this.reloading = this.doReload().finally(() => {
+    this.reloading = this.doReload();
+    this.settleReload();
+    return this.reloading;
+  }
+
+  /** When the reload step in progress ends, start the one asked for meanwhile, if any. */
+  private settleReload(): void {
+    const step = this.reloading!;
+    this.reloading = step.finally(() => {
       this.reloading = undefined;
       if (this.reloadAgain) {
         this.reloadAgain = false;
         void this.reload();
       }
     });
-    return this.reloading;
   }
 
   private async doReload(): Promise<boolean> {

@@ -26,7 +26,10 @@ export interface Slot {
   /** The config text this worker runs. */
   text: string;
   startedAt: number;
+  /** Quick crashes and failed restarts in a row (the restart backoff's exponent). */
   quickCrashes: number;
+  /** A restart is scheduled or starting: its failure schedules another. */
+  restarting: boolean;
   timer: NodeJS.Timeout | undefined;
   /** Liveness pings left unanswered in a row, and whether one is out. */
   misses: number;
@@ -38,7 +41,7 @@ export interface Slot {
 
 /** A fresh slot for worker `index`, to run `text`. */
 export function newSlot(index: number, text: string): Slot {
-  return { index, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, timer: undefined, misses: 0, pinging: false, lastMetrics: '', pending: new Map() };
+  return { index, worker: undefined, started: false, text, startedAt: 0, quickCrashes: 0, restarting: false, timer: undefined, misses: 0, pinging: false, lastMetrics: '', pending: new Map() };
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -1,0 +1,107 @@
+// Restarting a worker thread (ADR 0033) when the restart itself goes wrong: a worker whose restart fails (its
+// config cannot load any more: a file it names was removed) is tried again with a growing delay, whatever the time
+// its predecessor ran, until it starts; and a worker that restarts while a reload is being applied ends on the
+// reloaded config, like the others. The supervisor runs in this process with short delays.
+import assert from 'node:assert/strict';
+import { renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { stringify } from 'yaml';
+import { LogSink } from 'switchyard';
+import { Supervisor } from '../../kernel/boot/supervisor.ts';
+import { BIN } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('config.workers: 2, restarts that go wrong', () => {
+  const logs: string[] = [];
+  let supervisor: Supervisor;
+  let port: number;
+  let file: string;
+  let users: string;
+  let config: (probe: Record<string, unknown>) => string;
+
+  async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+    const end = Date.now() + timeoutMs;
+    while (!(await ok())) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${logs.join('\n')}`);
+      await sleep(50);
+    }
+  }
+
+  /** The worker that serves it throws 200 ms later, outside any request. */
+  const crashOne = () => get(`http://127.0.0.1:${port}/`, { 'x-crash': '1' }).catch(() => undefined);
+
+  before(async () => {
+    port = await freePort();
+    const dir = testTempDir('switchyard-workers-restart-');
+    file = join(dir, 'config.yaml');
+    users = join(dir, 'users');
+    writeFileSync(users, 'alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n');
+    config = (probe) =>
+      stringify({
+        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  { name: 'auth', matches: [{ path: { pathPrefix: '/auth' } }], policies: { basicAuth: { htpasswd: { file: users } }, directResponse: { status: 200, body: 'in' } } },
+                  { name: 'plain', policies: { workerProbe: probe, directResponse: { status: 200, body: 'ok' } } },
+                ],
+              },
+            ],
+          },
+        ],
+      });
+    writeFileSync(file, config({ value: 'one' }));
+    const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
+    supervisor = new Supervisor({
+      entry: BIN,
+      config: { file },
+      count: 2,
+      sink,
+      watch: false,
+      restartMs: { initial: 100, max: 800, stableMs: 300 },
+      liveness: { intervalMs: 200, misses: 50 },
+    });
+    await supervisor.start();
+  });
+
+  after(async () => {
+    await supervisor?.stop();
+  });
+
+  it('tries a worker whose restart fails again, with a growing delay, until it starts', async () => {
+    // The worker ran longer than `stableMs`: its first restart comes after the first delay.
+    await sleep(500);
+    renameSync(users, `${users}.gone`);
+    await crashOne();
+    await until('three failed restarts', () => logs.filter((l) => /worker did not restart/.test(l)).length >= 3);
+    const delays = logs.filter((l) => /worker exited; restarting it/.test(l)).map((l) => Number(/inMs=(\d+)/.exec(l)![1]));
+    assert.deepEqual(delays.slice(0, 4), [100, 100, 200, 400], logs.join('\n'));
+    renameSync(`${users}.gone`, users);
+    await until('the worker restarted', () => logs.some((l) => /worker restarted/.test(l)), 15_000);
+    await until('readiness', async () => (await supervisor.readiness()).ready);
+    const answers = await Promise.all(Array.from({ length: 30 }, () => get(`http://127.0.0.1:${port}/auth`, { authorization: `Basic ${Buffer.from('alice:password').toString('base64')}` })));
+    assert.ok(answers.every((a) => a.status === 200));
+  });
+
+  it('brings a worker that restarted while a reload was applied to the reloaded config', async () => {
+    logs.length = 0;
+    await crashOne();
+    await until('the crash', () => logs.some((l) => /worker exited; restarting it/.test(l)));
+    // The reload's compile takes 2 s: the crashed worker restarts meanwhile, on the config it had.
+    writeFileSync(file, config({ value: 'two', compileDelayMs: 2_000 }));
+    assert.equal(await supervisor.reload(), true);
+    assert.ok(logs.some((l) => /worker restarted/.test(l)), 'the worker restarted during the reload');
+    await until('every worker on the new config', async () => {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => get(`http://127.0.0.1:${port}/`).catch(() => undefined)));
+      return answers.every((a) => a?.headers['x-probe'] === 'two');
+    }, 10_000);
+  });
+});
