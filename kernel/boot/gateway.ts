@@ -245,7 +245,7 @@ export class Gateway {
       return false;
     }
     if (text === this.lastText) {
-      // The same config again (SIGHUP, `systemctl reload`): binds it could not listen on are tried again now.
+      // The live config again (SIGHUP, `systemctl reload`): binds it could not listen on are tried again now.
       if (this.s.pipeline.snapshot) await this.bindRetry.now(this.s.pipeline.snapshot);
       return false;
     }
@@ -257,8 +257,9 @@ export class Gateway {
       reloads.inc({ result: 'invalid' });
       // Structured (ADR 0025): each problem's file, line, col, path, code and message; `error` is the rendered text.
       const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;
+      // `lastText` stays the live config's: asked again (SIGHUP), the same text is compiled again, since what it
+      // lacked (a file it names, a port) may be there now.
       this.log.error('config reload failed; keeping the last good config', { config: this.fileName, errors, error: (err as Error).message });
-      this.lastText = text;
       return false;
     }
     this.lastText = text;

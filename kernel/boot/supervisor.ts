@@ -69,7 +69,6 @@ export class Supervisor {
   /** `restartOnlyKey` of the config the workers started with. */
   private restartOnly = '';
   private workerEnv: NodeJS.ProcessEnv = process.env;
-  private lastText = '';
   private nextId = 0;
   private drainTimeoutMs = 10_000;
   private stopping: Promise<void> | undefined;
@@ -119,7 +118,7 @@ export class Supervisor {
   /** Start every worker; resolves once all serve, rejects (everything stopped) when one cannot start. */
   async start(): Promise<void> {
     const text = await this.readText();
-    this.lastGood = this.lastText = text;
+    this.lastGood = text;
     this.workerEnv = workerEnv(this.name, text);
     for (let i = 0; i < this.o.count; i++) {
       this.slots.push(newSlot(i, text));
@@ -323,8 +322,9 @@ export class Supervisor {
       this.log.error('config reload failed: cannot read the file; keeping the last good config', { error: err as Error });
       return false;
     }
-    if (text === this.lastText) return false;
-    this.lastText = text;
+    // Only the live config is not compiled again: a refused one is, when asked again (SIGHUP), since what it lacked
+    // (a file it names) may be there now, or a worker that failed to answer (it died meanwhile) may answer.
+    if (text === this.lastGood) return false;
     const refused = await this.reloadSlots(this.slots.filter((s) => s.started), text);
     if (refused) {
       this.reloads().inc({ result: 'invalid' });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -108,6 +109,22 @@ describe('config reload', () => {
     assert.equal(done.status, 200);
     assert.equal(done.text, 'slow done');
     await waitFor(async () => old.inFlight === 0);
+  });
+
+  it('a refused config is compiled again when asked again (SIGHUP) once what it lacked is there', async () => {
+    const users = join(dirname(gw.file), 'users-later');
+    const auth = { name: 'auth', matches: [{ path: { pathPrefix: '/auth' } }], policies: { basicAuth: { htpasswd: { file: users } }, directResponse: { status: 200, body: 'in' } } };
+    const failures = () => gw.logs.filter((l) => l.includes('config reload failed')).length;
+    const before = failures();
+    write(base('six', [auth]));
+    await waitFor(async () => failures() > before);
+    assert.match(gw.logs.at(-1)!, /cannot read the htpasswd file/);
+    // The file the config names appears; the config file is unchanged, and `systemctl reload` sends SIGHUP.
+    writeFileSync(users, 'alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n');
+    assert.equal(await gw.gateway.reload(), true);
+    assert.equal((await body(gw.url(port))).text, 'six');
+    // The live config asked again is not compiled again.
+    assert.equal(await gw.gateway.reload(), false);
   });
 });
 

@@ -1,7 +1,8 @@
 // Restarting a worker thread (ADR 0033) when the restart itself goes wrong: a worker whose restart fails (its
 // config cannot load any more: a file it names was removed) is tried again with a growing delay, whatever the time
-// its predecessor ran, until it starts; and a worker that restarts while a reload is being applied ends on the
-// reloaded config, like the others. The supervisor runs in this process with short delays.
+// its predecessor ran, until it starts; a refused reload is compiled again when asked again (SIGHUP); and a worker
+// that restarts while a reload is being applied ends on the reloaded config, like the others. The supervisor runs
+// in this process with short delays.
 import assert from 'node:assert/strict';
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +17,7 @@ import { testTempDir } from '../helpers/temp-dir.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('config.workers: 2, restarts that go wrong', () => {
+describe('config.workers: 2, restarts and reloads that go wrong', () => {
   const logs: string[] = [];
   let supervisor: Supervisor;
   let port: number;
@@ -81,14 +82,28 @@ describe('config.workers: 2, restarts that go wrong', () => {
     await sleep(500);
     renameSync(users, `${users}.gone`);
     await crashOne();
-    await until('three failed restarts', () => logs.filter((l) => /worker did not restart/.test(l)).length >= 3);
-    const delays = logs.filter((l) => /worker exited; restarting it/.test(l)).map((l) => Number(/inMs=(\d+)/.exec(l)![1]));
+    const restarts = () => logs.filter((l) => /worker exited; restarting it/.test(l));
+    // The crash and three failed restarts.
+    await until('three failed restarts', () => restarts().length >= 4);
+    const delays = restarts().map((l) => Number(/inMs=(\d+)/.exec(l)![1]));
     assert.deepEqual(delays.slice(0, 4), [100, 100, 200, 400], logs.join('\n'));
     renameSync(`${users}.gone`, users);
     await until('the worker restarted', () => logs.some((l) => /worker restarted/.test(l)), 15_000);
     await until('readiness', async () => (await supervisor.readiness()).ready);
     const answers = await Promise.all(Array.from({ length: 30 }, () => get(`http://127.0.0.1:${port}/auth`, { authorization: `Basic ${Buffer.from('alice:password').toString('base64')}` })));
     assert.ok(answers.every((a) => a.status === 200));
+  });
+
+  it('compiles a refused config again when asked again (SIGHUP) once the file it named is there', async () => {
+    const later = `${users}-later`;
+    writeFileSync(file, config({ value: 'three' }).replace(users, later));
+    assert.equal(await supervisor.reload(), false);
+    await until('the refusal logged', () => logs.some((l) => /config reload failed.*cannot read the htpasswd file/.test(l)));
+    writeFileSync(later, 'alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n');
+    assert.equal(await supervisor.reload(), true);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => get(`http://127.0.0.1:${port}/`)));
+    assert.ok(answers.every((a) => a.headers['x-probe'] === 'three'));
+    assert.equal(await supervisor.reload(), false, 'the live config is not compiled again');
   });
 
   it('brings a worker that restarted while a reload was applied to the reloaded config', async () => {
