@@ -1,8 +1,8 @@
-import { availableParallelism } from 'node:os';
 import { ConfigError, ErrorCode, parseDuration } from '../sdk/index.ts';
 import type { ConfigIssue } from '../sdk/index.ts';
 import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
 import type { StaticConfig } from './snapshot.ts';
+import { usableCpus } from './usable-cpus.ts';
 import { compileTrustedProxies, trustedProxyProblem } from '../exchange/client-address.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
@@ -80,7 +80,7 @@ export function resolveWorkerCount(r: RawStatic): number {
     });
   }
   const n = r.workers ?? r.workerThreads ?? 1;
-  return n === 'auto' ? Math.max(1, Math.min(64, availableParallelism())) : n;
+  return n === 'auto' ? Math.min(64, usableCpus()) : n;
 }
 
 /** The `config:` block with defaults (BEHAVIOUR.md DECIDED 16). Environment variables override the addresses. */

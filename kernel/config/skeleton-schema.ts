@@ -226,7 +226,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       },
       workers: {
         oneOf: [
-          { const: 'auto', description: 'One worker per CPU the process may use (`os.availableParallelism()`).' },
+          { const: 'auto', description: 'One worker per CPU the process may use: `os.availableParallelism()`, capped by its cgroup CPU quota (a container `--cpus`, a Kubernetes `limits.cpu`), rounded up.' },
           { type: 'integer', minimum: 1, maximum: 64, description: 'This many workers.' },
         ],
         'x-hint': '`auto` or a whole number from 1 to 64',
