@@ -5,7 +5,7 @@ import { RequestPipeline } from '../runtime/request-pipeline.ts';
 import { AccessLog } from '../telemetry/access-log.ts';
 import { LogSink, ProcessLogger } from '../telemetry/logger.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
-import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
+import { registerProcessMetrics, registerThreadMetrics } from '../telemetry/process-metrics.ts';
 import { Gateway } from './gateway.ts';
 import type { GatewayOptions, GatewayServices } from './gateway.ts';
 import { SharedCells } from '../resources/shared-cells.ts';
@@ -37,10 +37,13 @@ export function createGateway(options: GatewayOptions, sink: LogSink = new LogSi
   const admin = new AdminServers(logger);
   const gateway = new Gateway(options, { logger, sink, metrics, resources, accessLog, pipeline, binds, admin, shared: sharedState(options, logger) });
   metrics.gauge('switchyard_config_generation', 'Generation number of the live config: 1 at start, one more on each applied reload.', () => gateway.generation);
-  // Process-wide figures: a worker thread would report the whole process's, so its supervisor reports them once.
+  // Process-wide figures: a worker thread would report the whole process's, so its supervisor reports them once;
+  // a worker reports its own thread's heap, event loop and GC (summed, or the worst, by the supervisor).
   if (!options.worker) {
     metrics.gauge('switchyard_process_resident_memory_bytes', 'Resident set size of the process (also `process_resident_memory_bytes`).', () => process.memoryUsage.rss());
     metrics.onClose(registerProcessMetrics(metrics));
+  } else {
+    metrics.onClose(registerThreadMetrics(metrics));
   }
   return gateway;
 }

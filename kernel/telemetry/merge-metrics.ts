@@ -1,5 +1,8 @@
-/** Families whose workers' values are not added up: the highest one is the gateway's. */
-const HIGHEST = new Set(['switchyard_config_generation']);
+/**
+ * Families whose threads' values are not added up: the highest one is the gateway's (the generation; the event-loop
+ * delay of the worst thread, whose requests wait).
+ */
+const HIGHEST = new Set(['switchyard_config_generation', 'nodejs_eventloop_delay_seconds']);
 
 interface Family {
   readonly head: string[];

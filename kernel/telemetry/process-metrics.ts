@@ -17,12 +17,43 @@ function openFds(): number {
 }
 
 /**
- * Process metrics in the names Prometheus client libraries use (`process_*`, `nodejs_*`), read at scrape time.
- * The only always-on parts are the event-loop delay monitor (a libuv timer sampling every 20 ms) and a GC
- * PerformanceObserver (one callback per GC); both are started here, once per process. Returns a stop function.
+ * Process metrics in the names Prometheus client libraries use (`process_*`, `nodejs_*`), read at scrape time: the
+ * process's CPU, memory, start and descriptors, and this thread's (`registerThreadMetrics`). Returns a stop function.
  */
 export function registerProcessMetrics(metrics: MetricsRegistry): () => void {
   const started = Date.now() / 1000 - process.uptime();
+  metrics.collect((out) => {
+    const cpu = process.cpuUsage();
+    const fds = openFds();
+    out.push(
+      '# HELP process_cpu_user_seconds_total User CPU time spent by the process.',
+      '# TYPE process_cpu_user_seconds_total counter',
+      `process_cpu_user_seconds_total ${cpu.user / 1e6}`,
+      '# HELP process_cpu_system_seconds_total System CPU time spent by the process.',
+      '# TYPE process_cpu_system_seconds_total counter',
+      `process_cpu_system_seconds_total ${cpu.system / 1e6}`,
+      '# HELP process_cpu_seconds_total User and system CPU time spent by the process.',
+      '# TYPE process_cpu_seconds_total counter',
+      `process_cpu_seconds_total ${(cpu.user + cpu.system) / 1e6}`,
+      '# HELP process_resident_memory_bytes Resident set size of the process.',
+      '# TYPE process_resident_memory_bytes gauge',
+      `process_resident_memory_bytes ${process.memoryUsage.rss()}`,
+      '# HELP process_start_time_seconds Start time of the process since the Unix epoch.',
+      '# TYPE process_start_time_seconds gauge',
+      `process_start_time_seconds ${Math.round(started)}`,
+    );
+    if (fds >= 0) out.push('# HELP process_open_fds Open file descriptors.', '# TYPE process_open_fds gauge', `process_open_fds ${fds}`);
+  });
+  return registerThreadMetrics(metrics);
+}
+
+/**
+ * This thread's V8 heap, event-loop delay and GC pauses (a worker thread of a supervisor registers these alone; the
+ * supervisor sums heaps and pauses over its threads and shows the worst delay). The only always-on parts are the
+ * event-loop delay monitor (a libuv timer sampling every 20 ms) and a GC PerformanceObserver (one callback per GC).
+ * Returns a stop function.
+ */
+export function registerThreadMetrics(metrics: MetricsRegistry): () => void {
   const loop = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
   loop.enable();
   const gc = metrics.histogram('nodejs_gc_duration_seconds', 'Garbage collection pauses, by kind (minor, major, incremental, weakcb).', ['kind'], GC_BUCKETS);
@@ -36,27 +67,10 @@ export function registerProcessMetrics(metrics: MetricsRegistry): () => void {
   });
   observer.observe({ entryTypes: ['gc'] });
   metrics.collect((out) => {
-    const cpu = process.cpuUsage();
     const mem = process.memoryUsage();
-    const fds = openFds();
     // The sampler's own period taken out: an idle loop reads 0, not 0.020.
     const delay = (v: number): number => (Number.isFinite(v) ? Math.max(0, v - LOOP_RESOLUTION_MS * 1e6) / 1e9 : 0);
     out.push(
-      '# HELP process_cpu_user_seconds_total User CPU time spent by the process.',
-      '# TYPE process_cpu_user_seconds_total counter',
-      `process_cpu_user_seconds_total ${cpu.user / 1e6}`,
-      '# HELP process_cpu_system_seconds_total System CPU time spent by the process.',
-      '# TYPE process_cpu_system_seconds_total counter',
-      `process_cpu_system_seconds_total ${cpu.system / 1e6}`,
-      '# HELP process_cpu_seconds_total User and system CPU time spent by the process.',
-      '# TYPE process_cpu_seconds_total counter',
-      `process_cpu_seconds_total ${(cpu.user + cpu.system) / 1e6}`,
-      '# HELP process_resident_memory_bytes Resident set size of the process.',
-      '# TYPE process_resident_memory_bytes gauge',
-      `process_resident_memory_bytes ${mem.rss}`,
-      '# HELP process_start_time_seconds Start time of the process since the Unix epoch.',
-      '# TYPE process_start_time_seconds gauge',
-      `process_start_time_seconds ${Math.round(started)}`,
       '# HELP nodejs_heap_size_total_bytes V8 heap size.',
       '# TYPE nodejs_heap_size_total_bytes gauge',
       `nodejs_heap_size_total_bytes ${mem.heapTotal}`,
@@ -72,7 +86,6 @@ export function registerProcessMetrics(metrics: MetricsRegistry): () => void {
       `nodejs_eventloop_delay_seconds{quantile="0.99"} ${delay(loop.percentile(99))}`,
       `nodejs_eventloop_delay_seconds{quantile="1"} ${delay(loop.max)}`,
     );
-    if (fds >= 0) out.push('# HELP process_open_fds Open file descriptors.', '# TYPE process_open_fds gauge', `process_open_fds ${fds}`);
   });
   return () => {
     loop.disable();

@@ -121,6 +121,21 @@ describe('config.workers: 2, backend health and counters for the whole gateway',
     assert.match(await supervisor.metrics(), /^switchyard_backend_ejections_total\{[^}]*route="eject"[^}]*\} 1$/m);
   });
 
+  it("reports the workers' event loops, heaps and GC pauses, not only the supervisor's", async () => {
+    const heap = (text: string) => Number(/^nodejs_heap_size_used_bytes (\d+)$/m.exec(text)?.[1]);
+    const before = await supervisor.metrics();
+    // A worker's loop is held 300 ms by a plugin: the gateway's worst event-loop delay shows it.
+    assert.equal((await get(`http://127.0.0.1:${port}/plain`, { 'x-busy': '300' })).status, 200);
+    const text = await supervisor.metrics();
+    const worst = Number(/^nodejs_eventloop_delay_seconds\{quantile="1"\} ([\d.e-]+)$/m.exec(text)?.[1]);
+    assert.ok(worst >= 0.2, `worst event-loop delay ${worst} s`);
+    assert.equal(text.match(/^# TYPE nodejs_eventloop_delay_seconds gauge$/gm)?.length, 1);
+    // Three heaps (the supervisor's and two workers'), each well over 4 MiB.
+    assert.ok(heap(before) > 3 * 4 * 1024 * 1024, `heap used ${heap(before)}`);
+    // GC pauses of the workers, who allocate for every request, are counted.
+    assert.ok(Number(/^nodejs_gc_duration_seconds_count\{kind="minor"\} (\d+)$/m.exec(text)?.[1]) > 0);
+  });
+
   it('keeps /metrics counters monotonic when a worker dies and restarts, with its counts up to its last ping', async () => {
     const plain = (m: Map<string, number>) => [...m].filter(([k]) => k.startsWith('switchyard_requests_total{') && k.includes('route="plain"')).reduce((n, [, v]) => n + v, 0);
     const crash = async (n: number) => {
