@@ -19,7 +19,7 @@ import { CelExpressions } from '../expr/cel-expressions.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
-import type { SharedFetches } from '../sdk/shared.ts';
+import type { SharedEvents, SharedFetches } from '../sdk/shared.ts';
 import type { GatewayProcesses } from '../sdk/processes.ts';
 import type { ProcessLogger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
@@ -58,7 +58,7 @@ export interface ConfigLoaderServices {
   readonly logger: ProcessLogger;
   readonly metrics: MetricsRegistry;
   readonly resources: GenerationalResources;
-  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly processes: GatewayProcesses };
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly events: SharedEvents; readonly processes: GatewayProcesses };
 }
 
 /**

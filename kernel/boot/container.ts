@@ -10,14 +10,15 @@ import { Gateway } from './gateway.ts';
 import type { GatewayOptions, GatewayServices } from './gateway.ts';
 import { SharedCells } from '../resources/shared-cells.ts';
 import { LocalFetches, WorkerFetches } from '../resources/shared-fetches.ts';
+import { LocalEvents, WorkerEvents } from '../resources/shared-events.ts';
 import { LocalProcesses, WorkerProcesses } from '../resources/child-processes.ts';
 
 /** A worker shares cells and fetches with the other workers through its supervisor; a lone gateway keeps its own. */
 function sharedState(options: GatewayOptions, logger: ProcessLogger): GatewayServices['shared'] {
   const warn = (message: string): void => logger.warn(message);
-  if (!options.worker) return { cells: new SharedCells(), fetches: new LocalFetches(), processes: new LocalProcesses() };
+  if (!options.worker) return { cells: new SharedCells(), fetches: new LocalFetches(), events: new LocalEvents(), processes: new LocalProcesses() };
   const w = options.worker;
-  return { cells: new SharedCells(w.arena, warn), fetches: new WorkerFetches(w.fetchPort), processes: new WorkerProcesses(w.processPort) };
+  return { cells: new SharedCells(w.arena, warn), fetches: new WorkerFetches(w.fetchPort), events: new WorkerEvents(w.scope), processes: new WorkerProcesses(w.processPort) };
 }
 
 /**

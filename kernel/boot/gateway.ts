@@ -10,7 +10,7 @@ import { watchConfigFile } from '../config/watch-config.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
-import type { SharedFetches } from '../sdk/shared.ts';
+import type { SharedEvents, SharedFetches } from '../sdk/shared.ts';
 import type { GatewayProcesses } from '../sdk/processes.ts';
 import type { MessagePort } from 'node:worker_threads';
 import type { BindServers } from '../runtime/bind-servers.ts';
@@ -52,6 +52,8 @@ export interface WorkerSide {
   readonly processPort: MessagePort;
   /** The config generation the supervisor's workers serve: a worker restarted after reloads starts at it. */
   readonly generation: number;
+  /** Names the supervisor's channels of `SharedEvents` (unique per supervisor). */
+  readonly scope: string;
 }
 
 /** Kernel services the gateway coordinates; wired in the composition root (container.ts). */
@@ -65,7 +67,7 @@ export interface GatewayServices {
   readonly binds: BindServers;
   readonly admin: AdminServers;
   /** State shared with the other workers (or this process's own when it runs alone). */
-  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly processes: GatewayProcesses };
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly events: SharedEvents; readonly processes: GatewayProcesses };
 }
 
 /** Lifecycle of one gateway process: load, serve, reload on change, drain on stop. */

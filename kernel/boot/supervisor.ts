@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { AdminServers } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
@@ -57,6 +58,8 @@ export class Supervisor {
   private readonly admin: AdminServers;
   private readonly slots: Slot[] = [];
   private readonly arena = newSharedArena();
+  /** Names the workers' `SharedEvents` channels: another supervisor in this process (tests) hears none of them. */
+  private readonly scope = `switchyard:${randomBytes(8).toString('hex')}`;
   /** Loads shared by the workers; each counted by kind (`file`: a config-named file, `jwt`: a JWKS URL). */
   private readonly fetches = new FetchCoordinator((key) =>
     this.registry.counter('switchyard_shared_loads_total', 'Loads made once for all workers (files the config names, remote JWKS), by kind.').inc({ kind: key.slice(0, key.indexOf(':')) }),
@@ -190,6 +193,7 @@ export class Supervisor {
       fetchPort: channel.port2,
       processPort: processes.port2,
       generation: this.generation,
+      scope: this.scope,
     };
     const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2, processes.port2], env: this.workerEnv, argv: [WORKER_THREAD_ARG] });
     slot.worker = worker;

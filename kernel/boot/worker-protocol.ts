@@ -13,6 +13,8 @@ export interface WorkerData {
   readonly processPort: MessagePort;
   /** The generation the workers serve (1 at start, one more per applied reload): a restarted worker's. */
   readonly generation: number;
+  /** Names this supervisor's `SharedEvents` channels. */
+  readonly scope: string;
 }
 
 export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';

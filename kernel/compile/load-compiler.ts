@@ -1,7 +1,7 @@
 import type { Tracing, TracingHolder } from '../telemetry/tracing.ts';
 import type { PluginSpans } from '../sdk/index.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
-import type { SharedCell, SharedFetches } from '../sdk/shared.ts';
+import type { SharedCell, SharedEvents, SharedFetches } from '../sdk/shared.ts';
 import type { GatewayProcesses } from '../sdk/processes.ts';
 import { ConfigError, ErrorCode } from '../sdk/index.ts';
 import type {
@@ -58,7 +58,7 @@ export interface CompileDeps {
    */
   readonly upstreams: (resources: ResourceCache) => HttpUpstreams;
   /** State shared by the workers of the gateway (rate-limit cells, coalesced fetches). */
-  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly processes: GatewayProcesses };
+  readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly events: SharedEvents; readonly processes: GatewayProcesses };
   /** The gateway's tracing (started after the first load, so read per call): `ctx.spans`. */
   readonly traces?: TracingHolder;
 }

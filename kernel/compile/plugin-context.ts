@@ -18,6 +18,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     resources: c.resourceView,
     sharedCell: (key, initial) => c.deps.shared.cells.cell(key, initial),
     sharedFetches: c.deps.shared.fetches,
+    sharedEvents: c.deps.shared.events,
     processes: c.deps.shared.processes,
     expr: c.deps.expressions.compilerAt(path),
     configSection: <T>(section: ConfigSection<T>): T => {

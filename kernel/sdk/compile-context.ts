@@ -3,7 +3,7 @@ import type { ConnectOptions, Connection } from './connect.ts';
 import type { ExpressionCompiler } from './expr.ts';
 import type { Logger } from './logger.ts';
 import type { ConfigSection } from './config-section.ts';
-import type { SharedCell, SharedFetches } from './shared.ts';
+import type { SharedCell, SharedEvents, SharedFetches } from './shared.ts';
 import type { GatewayProcesses } from './processes.ts';
 import type { HttpUpstreams } from './upstream.ts';
 import type { SlotPlugin } from './plugin.ts';
@@ -38,6 +38,8 @@ export interface CompileContext {
   sharedCell(key: string, initial: readonly number[]): SharedCell;
   /** Remote fetches made once for the whole gateway, not once per worker (JWKS). */
   readonly sharedFetches: SharedFetches;
+  /** Facts told to the other workers of the gateway (an MCP session ended by its client). */
+  readonly sharedEvents: SharedEvents;
   /**
    * Child processes owned by the gateway: with workers the supervisor runs them, so a worker that dies cannot leave
    * them behind, and a budget counts for the whole gateway (`ProcessSpec.budget`).

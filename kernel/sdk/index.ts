@@ -30,7 +30,7 @@ export type * from './logger.ts';
 export type * from './upstream.ts';
 export type * from './spans.ts';
 export { SHARED_CELL_VALUES } from './shared.ts';
-export type { SharedCell, SharedFetches } from './shared.ts';
+export type { SharedCell, SharedEvents, SharedFetches, SharedTopic } from './shared.ts';
 export { ProcessBudgetFull, isProcessBudgetFull } from './processes.ts';
 export type { ChildInput, ChildOutput, ChildPipe, GatewayChild, GatewayProcesses, ProcessSpec } from './processes.ts';
 export { compileUserRegex, userRegexProblem } from './regex.ts';

@@ -23,3 +23,19 @@ export interface SharedFetches {
 
 /** Most numbers a shared cell holds. */
 export const SHARED_CELL_VALUES = 6;
+
+/**
+ * Facts one worker of the gateway tells the others (an MCP session its client ended, so no other worker resumes
+ * it). `subscribe(topic, on)` joins a topic: `post` sends a structured-cloneable message to every other subscriber
+ * of the topic in the other workers, delivered asynchronously (not to the poster); `close` leaves. With one worker
+ * there is nobody else: `post` does nothing.
+ */
+export interface SharedEvents {
+  subscribe(topic: string, on: (message: unknown) => void): SharedTopic;
+}
+
+/** A subscription of `SharedEvents`. */
+export interface SharedTopic {
+  post(message: unknown): void;
+  close(): void;
+}

@@ -139,9 +139,9 @@ describe('config.workers: 2', () => {
   });
 
   /** `n` requests on fresh connections; the distinct `x-worker` values that answered. */
-  async function spread(path: string, n: number, headers: Record<string, string> = {}): Promise<{ answers: FreshAnswer[]; workers: Set<string> }> {
+  async function spread(path: string, n: number, headers: Record<string, string> = {}, body?: string): Promise<{ answers: FreshAnswer[]; workers: Set<string> }> {
     const answers: FreshAnswer[] = [];
-    for (let i = 0; i < n; i += 10) answers.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => get(`http://127.0.0.1:${port}${path}`, headers)))));
+    for (let i = 0; i < n; i += 10) answers.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, () => get(`http://127.0.0.1:${port}${path}`, headers, body)))));
     return { answers, workers: new Set(answers.map((a) => String(a.headers['x-worker']))) };
   }
 
@@ -208,6 +208,27 @@ describe('config.workers: 2', () => {
       await transport.terminateSession().catch(() => undefined);
       await client.close();
     }
+  });
+
+  it('refuses a deleted MCP session on every worker, not only on the one that took the DELETE', async () => {
+    const fresh = async (input: string | URL, init?: RequestInit): Promise<Response> => (await undiciFetch(input, { ...(init as object), dispatcher: new Agent() })) as unknown as Response;
+    const client = new Client({ name: 'workers-delete', version: '1.0.0' }, { capabilities: {} });
+    const transport = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { fetch: fresh });
+    await client.connect(transport);
+    // Both workers hold the session before it ends.
+    for (let i = 0; i < 6; i++) await client.callTool({ name: 'remote_echo', arguments: { message: `m${i}` } });
+    const id = transport.sessionId!;
+    await transport.terminateSession();
+    await client.close();
+    await new Promise((r) => setTimeout(r, 100));
+    const { answers, workers } = await spread('/mcp', 20, {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': id,
+      'mcp-protocol-version': '2025-06-18',
+    }, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }));
+    assert.equal(workers.size, 2, 'both workers answered');
+    assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([404]), answers.map((a) => `${a.status} ${a.body}`).join('\n'));
   });
 
   it('rejects everywhere a reload that one worker rejects, and applies a good one to every worker', async () => {

@@ -15,10 +15,10 @@ export interface FreshAnswer {
   worker: string;
 }
 
-/** One request on its own connection (`connection: close`, no agent); rejects on a socket error. */
-export function getFresh(url: string, headers: Record<string, string> = {}): Promise<FreshAnswer> {
+/** One request on its own connection (`connection: close`, no agent), a POST of `body` if given; rejects on a socket error. */
+export function getFresh(url: string, headers: Record<string, string> = {}, body?: string): Promise<FreshAnswer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+    const req = httpRequest(url, { agent: false, method: body === undefined ? 'GET' : 'POST', headers: { connection: 'close', ...headers } }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));
@@ -26,7 +26,7 @@ export function getFresh(url: string, headers: Record<string, string> = {}): Pro
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 

@@ -73,7 +73,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
   // Keyed by the backend's whole config (and the sealing key): a reload that keeps it unchanged keeps its sessions.
   const store = ctx.resources.get(
     `mcp-sessions:${print.toString('hex')}:${keyId}`,
-    () => new SessionStore(idleMs, config.maxSessions ?? DEFAULT_MAX_SESSIONS, ctx.logger),
+    () => new SessionStore(idleMs, config.maxSessions ?? DEFAULT_MAX_SESSIONS, ctx.logger, { events: ctx.sharedEvents, topic: `mcp-ended:${print.toString('hex')}:${keyId}` }),
     (s) => s.dispose(),
   );
   const rt: BackendRuntime = {

@@ -1,4 +1,4 @@
-import type { Logger } from 'switchyard/sdk';
+import type { Logger, SharedEvents, SharedTopic } from 'switchyard/sdk';
 import type { InputEntry, InputRegistry } from './revisions/2026-07-28/inputs.ts';
 import { INPUT_WAIT_MS } from './revisions/2026-07-28/inputs.ts';
 import type { BackendRuntime } from './runtime.ts';
@@ -36,6 +36,8 @@ export class SessionStore {
   private readonly logger: Logger;
   private readonly timer: NodeJS.Timeout;
   private disposed = false;
+  /** Sessions their clients ended, told to and by the other workers (with one worker: nobody). */
+  private readonly endings: SharedTopic | undefined;
   /** Sessions serving 2026-07-28 clients, by client identity (least recently used first). */
   private readonly pooled = new Map<string, McpSession>();
   /** Calls waiting for a 2026-07-28 client's retry, by the `requestState` handed out. */
@@ -49,10 +51,12 @@ export class SessionStore {
     delete: (token) => void this.waiting.delete(token),
   };
 
-  constructor(idleMs: number, maxSessions: number, logger: Logger) {
+  /** `events` and `topic`: where the stores of this backend in the other workers hear of sessions ended by DELETE. */
+  constructor(idleMs: number, maxSessions: number, logger: Logger, events?: { readonly events: SharedEvents; readonly topic: string }) {
     this.idleMs = idleMs;
     this.maxSessions = maxSessions;
     this.logger = logger;
+    this.endings = events?.events.subscribe(events.topic, (m) => this.endedElsewhere(m));
     this.timer = setInterval(() => this.reap(), Math.max(250, Math.min(idleMs / 4, 30_000)));
     this.timer.unref();
   }
@@ -188,12 +192,27 @@ export class SessionStore {
     return this.pooled.size;
   }
 
-  /** End a session: forget it, refuse its id from now on, close it. */
-  end(id: string, session: McpSession, terminate: boolean, reason: string): Promise<void> {
+  /**
+   * End a session: forget it, refuse its id from now on, close it. `everywhere` (the client's DELETE): the other
+   * workers of the gateway refuse it too and close their copies, or the next request reaching one would resume it.
+   */
+  end(id: string, session: McpSession, terminate: boolean, reason: string, everywhere = false): Promise<void> {
     if (this.sessions.get(id) === session) this.sessions.delete(id);
+    this.forget(session);
+    if (everywhere) this.endings?.post({ u: session.uuid });
+    this.logger.debug('MCP session ended', { session: session.uuid.slice(0, 8), reason });
+    return session.close(terminate, reason);
+  }
+
+  /** Drop every id of `session` and refuse its identity for TOMBSTONE_MS. */
+  private forget(session: McpSession): void {
     for (const other of this.ids.get(session) ?? []) if (this.sessions.get(other) === session) this.sessions.delete(other);
     if (this.byUuid.get(session.uuid) === session) this.byUuid.delete(session.uuid);
-    this.ended.set(session.uuid, Date.now() + TOMBSTONE_MS);
+    this.bury(session.uuid);
+  }
+
+  private bury(uuid: string): void {
+    this.ended.set(uuid, Date.now() + TOMBSTONE_MS);
     if (this.ended.size > MAX_TOMBSTONES) {
       this.ended.delete(this.ended.keys().next().value!);
       if (!this.tombstonesWarned) {
@@ -201,8 +220,17 @@ export class SessionStore {
         this.logger.warn('many MCP sessions ended recently; the oldest ended ids are forgotten (a replica holding the key could resume them)', { kept: MAX_TOMBSTONES });
       }
     }
-    this.logger.debug('MCP session ended', { session: session.uuid.slice(0, 8), reason });
-    return session.close(terminate, reason);
+  }
+
+  /** Another worker's client ended session `u`: refuse it here too; a copy held here closes (its upstream session is already deleted). */
+  private endedElsewhere(message: unknown): void {
+    const u = (message as { u?: unknown } | null)?.u;
+    if (this.disposed || typeof u !== 'string') return;
+    const held = this.byUuid.get(u);
+    if (!held) return this.bury(u);
+    this.forget(held);
+    this.logger.debug('MCP session ended', { session: u.slice(0, 8), reason: 'deleted by the client on another worker' });
+    void held.close(false, 'deleted by the client');
   }
 
   private reap(): void {
@@ -228,6 +256,7 @@ export class SessionStore {
   async dispose(): Promise<void> {
     this.disposed = true;
     clearInterval(this.timer);
+    this.endings?.close();
     const all = [...new Set(this.sessions.values()), ...this.pooled.values()];
     this.sessions.clear();
     this.byUuid.clear();

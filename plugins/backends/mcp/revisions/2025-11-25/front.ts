@@ -188,7 +188,7 @@ export class Front20251125 implements RevisionAdapter {
     if (!this.rt.stateful) return rpcReply(405, TRANSPORT_ERROR, 'Method not allowed: this MCP route is stateless', null, { allow: 'POST' });
     const session = this.session(ex);
     if (!(session instanceof McpSession)) return session;
-    await this.store.end(header(ex, SESSION_HEADER)!, session, true, 'deleted by the client');
+    await this.store.end(header(ex, SESSION_HEADER)!, session, true, 'deleted by the client', true);
     return localReply(200, null, {});
   }
 }
