@@ -248,7 +248,7 @@ export class Gateway {
     }
     if (text === this.lastText) {
       // The live config again (SIGHUP, `systemctl reload`): binds it could not listen on are tried again now.
-      if (this.s.pipeline.snapshot) await this.bindRetry.now(this.s.pipeline.snapshot);
+      await this.retryBinds();
       return false;
     }
     const reloads = this.reloads();
@@ -268,6 +268,11 @@ export class Gateway {
     await this.swap(next);
     reloads.inc({ result: 'applied' });
     return true;
+  }
+
+  /** Try the binds of the live config that could not listen again now (a SIGHUP with the config unchanged). */
+  async retryBinds(): Promise<void> {
+    if (this.s.pipeline.snapshot) await this.bindRetry.now(this.s.pipeline.snapshot);
   }
 
   /** Readiness of this process: started, not stopping, every bind of the live config listening. */

@@ -328,7 +328,11 @@ export class Supervisor {
     }
     // Only the live config is not compiled again: a refused one is, when asked again (SIGHUP), since what it lacked
     // (a file it names) may be there now, or a worker that failed to answer (it died meanwhile) may answer.
-    if (text === this.lastGood) return false;
+    if (text === this.lastGood) {
+      // The live config again (SIGHUP): each worker tries the binds it could not listen on now (ADR 0119).
+      await Promise.all(this.slots.filter((s) => s.started).map((s) => this.ask(s, { t: 'retryBinds' }, 30_000).catch(() => undefined)));
+      return false;
+    }
     const refused = await this.reloadSlots(this.slots.filter((s) => s.started), text);
     if (refused) {
       this.reloads().inc({ result: 'invalid' });

@@ -55,6 +55,9 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
       case 'commit':
         void gateway.commitStaged(m.commit, m.text).then(() => send({ t: 'reply', id: m.id, value: true }));
         return;
+      case 'retryBinds':
+        void gateway.retryBinds().then(() => send({ t: 'reply', id: m.id, value: true }));
+        return;
       case 'tail':
         if (m.on) tail.start();
         else tail.stop();

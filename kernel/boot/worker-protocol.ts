@@ -24,6 +24,8 @@ export type ToWorker =
   | { readonly t: 'stage'; readonly id: number; readonly text: string }
   | { readonly t: 'commit'; readonly id: number; readonly commit: boolean; readonly text: string }
   | { readonly t: 'query'; readonly id: number; readonly what: Query }
+  /** Try the binds that could not listen again now (a SIGHUP with the config unchanged); answered when done. */
+  | { readonly t: 'retryBinds'; readonly id: number }
   /** Compile a config as a reload would and drop it (the admin UI's validator); answered with a ValidationResult. */
   | { readonly t: 'validate'; readonly id: number; readonly text: string }
   /** A request to a plugin endpoint of the admin address (`CompileContext.adminRoute`); answered `{status, body}`. */

@@ -1,15 +1,21 @@
 // A reload that adds a bind on a port another process still holds: the gateway stays not ready (readiness names the
-// bind) while the other binds serve, and tries the port again every 5 s and on a reload of the same file (SIGHUP).
+// bind) while the other binds serve, and tries the port again every 5 s and on a reload of the same file (SIGHUP),
+// with workers too (each worker tries its binds when the supervisor gets the SIGHUP).
 // Before, nothing tried it again: only an edit of the config or a restart made the gateway ready.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { Server } from 'node:net';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'yaml';
+import { LogSink } from 'switchyard';
+import { Supervisor } from '../../kernel/boot/supervisor.ts';
+import { BIN } from '../helpers/cli.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const route = { routes: [{ policies: { directResponse: { body: 'ok', status: 200 } } }] };
 const config = (ports: number[]) => ({
@@ -59,4 +65,29 @@ describe('a bind that cannot listen after a reload', () => {
       }
     });
   }
+});
+
+describe('with config.workers: 2, a bind that cannot listen after a reload', () => {
+  it('is tried again by every worker on a reload of the same file (SIGHUP): ready at once once the port is free', async () => {
+    const first = await freePort();
+    const second = await freePort();
+    const file = join(testTempDir('switchyard-bind-retry-workers-'), 'config.yaml');
+    const workers = (ports: number[]) => stringify({ ...config(ports), config: { workers: 2, adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } } });
+    writeFileSync(file, workers([first]));
+    const supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink: new LogSink(() => undefined), watch: false });
+    await supervisor.start();
+    const other = await hold(second);
+    try {
+      writeFileSync(file, workers([first, second]));
+      assert.equal(await supervisor.reload(), true);
+      assert.match((await supervisor.readiness()).pending, new RegExp(`binds ${second}`));
+      await release(other);
+      assert.equal(await supervisor.reload(), false, 'nothing new to apply');
+      assert.deepEqual(await supervisor.readiness(), { ready: true, pending: '' }, 'ready at once');
+      assert.equal((await fetch(`http://127.0.0.1:${second}/`)).status, 200);
+    } finally {
+      if (other.listening) await release(other);
+      await supervisor.stop();
+    }
+  });
 });
