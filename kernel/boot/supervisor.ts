@@ -131,7 +131,7 @@ export class Supervisor {
       const started = await Promise.all(this.slots.map((slot) => this.spawn(slot)));
       first = started[0]!;
     } catch (err) {
-      await this.terminateAll();
+      await this.abortStart();
       throw err;
     }
     this.drainTimeoutMs = first.drainTimeoutMs;
@@ -142,7 +142,7 @@ export class Supervisor {
       // Plugin endpoints (the `/keys` API) are answered by a worker: the supervisor compiles no plugins.
       await this.admin.start(first.addrs, { ...gatewayEndpoints(this.answers), adminPlugins: (prefix) => (req) => this.answers.pluginAdmin(prefix, req) });
     } catch (err) {
-      await this.terminateAll();
+      await this.abortStart();
       throw err;
     }
     const c = this.o.config;
@@ -420,6 +420,16 @@ export class Supervisor {
     this.registry.close();
     this.log.info('switchyard stopped');
     this.o.sink.flush();
+  }
+
+  /** A start that failed: end the workers that started (none is restarted) and whatever else started. */
+  private async abortStart(): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.terminateAll();
+      await this.admin.close();
+      this.registry.close();
+    })();
+    await this.stopping;
   }
 
   private async terminateAll(): Promise<void> {

@@ -5,6 +5,7 @@
 // in this process with short delays.
 import assert from 'node:assert/strict';
 import { renameSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
@@ -118,5 +119,33 @@ describe('config.workers: 2, restarts and reloads that go wrong', () => {
       const answers = await Promise.all(Array.from({ length: 20 }, () => get(`http://127.0.0.1:${port}/`).catch(() => undefined)));
       return answers.every((a) => a?.headers['x-probe'] === 'two');
     }, 10_000);
+  });
+});
+
+describe('config.workers: 2, a start that fails after the workers started', () => {
+  it('stops every worker and restarts none (its readiness port is taken)', async () => {
+    const port = await freePort();
+    const held = createServer();
+    await new Promise<void>((r) => held.listen(0, '127.0.0.1', r));
+    const readinessAddr = `127.0.0.1:${(held.address() as { port: number }).port}`;
+    const file = join(testTempDir('switchyard-workers-failed-start-'), 'config.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        config: { workers: 2, adminAddr: 'off', statsAddr: 'off', readinessAddr, logging: { accessLog: false } },
+        binds: [{ port, listeners: [{ routes: [{ policies: { directResponse: { status: 200, body: 'ok' } } }] }] }],
+      }),
+    );
+    const logs: string[] = [];
+    const supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink: new LogSink((chunk) => logs.push(chunk)), watch: false, restartMs: { initial: 50, max: 100 } });
+    try {
+      await assert.rejects(supervisor.start(), /EADDRINUSE/);
+      await sleep(1_000);
+      assert.deepEqual(logs.filter((l) => /restart/.test(l)), []);
+      await assert.rejects(get(`http://127.0.0.1:${port}/`), 'no worker serves the bind');
+    } finally {
+      await supervisor.stop();
+      held.close();
+    }
   });
 });
