@@ -14,7 +14,7 @@ import { ProcessLogger } from '../telemetry/logger.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
 import { registerProcessMetrics } from '../telemetry/process-metrics.ts';
 import type { ConfigInput } from './gateway.ts';
-import { askWorker, newSlot, workerEnv } from './worker-slot.ts';
+import { askWorker, newSlot, restartDelay, watchSlots, workerEnv } from './worker-slot.ts';
 import type { Slot, WorkerQuestion } from './worker-slot.ts';
 import { WorkerAnswers } from './worker-answers.ts';
 import type { FromWorker, ToWorker, WorkerData, WorkerStatics } from './worker-protocol.ts';
@@ -34,9 +34,10 @@ export interface SupervisorOptions {
   readonly watch?: boolean;
   /**
    * Restart backoff: first delay, doubled per quick crash (or failed restart) up to the cap; a worker that ran
-   * `stableMs` (default 30 s) before it crashed restarts after the first delay.
+   * `stableMs` (default 30 s) before it crashed restarts after the first delay; a restart that does not serve within
+   * `startMs` (default 120 s, a reload's compile bound) is terminated and counts as failed.
    */
-  readonly restartMs?: { readonly initial: number; readonly max: number; readonly stableMs?: number };
+  readonly restartMs?: { readonly initial: number; readonly max: number; readonly stableMs?: number; readonly startMs?: number };
   /**
    * A worker is pinged every `intervalMs`; one that leaves `misses` pings in a row unanswered (its event loop is
    * stuck: an endless loop in a plugin) is terminated and restarted. Default every 5 s, 6 misses (30 s).
@@ -153,31 +154,8 @@ export class Supervisor {
 
   /** Ping every running worker (for its metrics); terminate one that stopped answering (its exit restarts it). */
   private watchLiveness(): void {
-    const { intervalMs, misses } = this.o.liveness ?? { intervalMs: 5_000, misses: 6 };
-    this.livenessTimer = setInterval(() => {
-      for (const slot of this.slots) {
-        const worker = slot.worker;
-        if (!worker || !slot.started || slot.pinging) continue;
-        slot.pinging = true;
-        // The ping asks for the worker's metrics: answering proves its loop turns, and if it dies later its counters
-        // up to this ping stay in the gateway's sum (not only those of the last scrape).
-        this.ask(slot, { t: 'query', what: 'metrics' }, intervalMs)
-          .then(
-            (text) => {
-              slot.misses = 0;
-              if (slot.worker === worker && typeof text === 'string') slot.lastMetrics = text;
-            },
-            () => {
-              if (slot.worker !== worker || this.stopping) return;
-              if (++slot.misses < misses) return;
-              this.log.error('worker does not answer; terminating it', { worker: slot.index, silentMs: misses * intervalMs });
-              void worker.terminate();
-            },
-          )
-          .finally(() => (slot.pinging = false));
-      }
-    }, intervalMs);
-    this.livenessTimer.unref();
+    const ask = (slot: Slot, timeoutMs: number) => this.ask(slot, { t: 'query', what: 'metrics' }, timeoutMs);
+    this.livenessTimer = watchSlots(this.slots, this.o.liveness ?? { intervalMs: 5_000, misses: 6 }, ask, () => this.stopping !== undefined, this.log);
   }
 
   /** Start the worker of `slot` on `slot.text`; resolves with its `started` message. */
@@ -255,9 +233,8 @@ export class Supervisor {
 
   /** Restart the worker of `slot` after a delay that doubles per quick crash or failed restart. */
   private scheduleRestart(slot: Slot, code: number, served: boolean): void {
-    const { initial, max, stableMs = 30_000 } = this.o.restartMs ?? { initial: 200, max: 10_000 };
-    slot.quickCrashes = served && Date.now() - slot.startedAt >= stableMs ? 0 : slot.quickCrashes + 1;
-    const delay = Math.min(max, initial * 2 ** Math.max(0, slot.quickCrashes - 1));
+    const { startMs = 120_000 } = this.o.restartMs ?? {};
+    const delay = restartDelay(slot, served, this.o.restartMs ?? { initial: 200, max: 10_000 });
     this.log.error('worker exited; restarting it', { worker: slot.index, code, inMs: delay });
     slot.restarting = true;
     slot.timer = setTimeout(() => {
@@ -265,13 +242,25 @@ export class Supervisor {
       if (this.stopping) return;
       slot.text = this.lastGood;
       this.restarts().inc();
-      this.spawn(slot).then(
+      const started = this.spawn(slot);
+      // A start that hangs (a plugin's compile waiting for ever) would leave the slot starting for good.
+      const worker = slot.worker;
+      const deadline = setTimeout(() => {
+        if (slot.worker !== worker || slot.started || this.stopping) return;
+        this.log.error('worker did not start in time; terminating it', { worker: slot.index, withinMs: startMs });
+        void worker?.terminate();
+      }, startMs);
+      started.then(
         () => {
+          clearTimeout(deadline);
           slot.restarting = false;
           this.log.info('worker restarted', { worker: slot.index });
           this.catchUp(slot);
         },
-        (err: Error) => this.log.error('worker did not restart', { worker: slot.index, error: err }),
+        (err: Error) => {
+          clearTimeout(deadline);
+          this.log.error('worker did not restart', { worker: slot.index, error: err });
+        },
       );
     }, delay);
   }

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import { parseConfigText } from '../config/load-config.ts';
 import type { ToWorker } from './worker-protocol.ts';
+import type { Logger } from '../sdk/index.ts';
 
 /**
  * The environment of the worker threads. Without a configured session key each thread would draw its own random
@@ -70,4 +71,51 @@ export function askWorker(slot: Slot, id: number, message: WorkerQuestion, timeo
     });
     worker.postMessage({ ...message, id } as ToWorker);
   });
+}
+
+/**
+ * The delay before restarting the worker of `slot`, counting this exit as one more quick crash unless the worker
+ * served (`served`) at least `stableMs` (default 30 s): `initial`, doubled per quick crash or failed restart, up to `max`.
+ */
+export function restartDelay(slot: Slot, served: boolean, backoff: { readonly initial: number; readonly max: number; readonly stableMs?: number }): number {
+  slot.quickCrashes = served && Date.now() - slot.startedAt >= (backoff.stableMs ?? 30_000) ? 0 : slot.quickCrashes + 1;
+  return Math.min(backoff.max, backoff.initial * 2 ** Math.max(0, slot.quickCrashes - 1));
+}
+
+/**
+ * Ping every running worker each `intervalMs` by asking for its metrics (`askMetrics`): answering proves its loop
+ * turns, and if it dies later its counters up to this ping stay in the gateway's sum (not only those of the last
+ * scrape). One that leaves `misses` pings in a row unanswered is terminated (its exit restarts it). Returns the timer.
+ */
+export function watchSlots(
+  slots: readonly Slot[],
+  liveness: { readonly intervalMs: number; readonly misses: number },
+  askMetrics: (slot: Slot, timeoutMs: number) => Promise<unknown>,
+  stopping: () => boolean,
+  log: Logger,
+): NodeJS.Timeout {
+  const { intervalMs, misses } = liveness;
+  const timer = setInterval(() => {
+    for (const slot of slots) {
+      const worker = slot.worker;
+      if (!worker || !slot.started || slot.pinging) continue;
+      slot.pinging = true;
+      askMetrics(slot, intervalMs)
+        .then(
+          (text) => {
+            slot.misses = 0;
+            if (slot.worker === worker && typeof text === 'string') slot.lastMetrics = text;
+          },
+          () => {
+            if (slot.worker !== worker || stopping()) return;
+            if (++slot.misses < misses) return;
+            log.error('worker does not answer; terminating it', { worker: slot.index, silentMs: misses * intervalMs });
+            void worker.terminate();
+          },
+        )
+        .finally(() => (slot.pinging = false));
+    }
+  }, intervalMs);
+  timer.unref();
+  return timer;
 }

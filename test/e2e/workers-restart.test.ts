@@ -149,3 +149,38 @@ describe('config.workers: 2, a start that fails after the workers started', () =
     }
   });
 });
+
+describe('config.workers: 2, a restart that hangs', () => {
+  it('is terminated after `startMs` and tried again, not left starting for ever', async () => {
+    const port = await freePort();
+    const file = join(testTempDir('switchyard-workers-hung-start-'), 'config.yaml');
+    // Every compile takes 1.5 s: the first start waits for it, a restart has 0.5 s.
+    writeFileSync(
+      file,
+      stringify({
+        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+        binds: [{ port, listeners: [{ routes: [{ policies: { workerProbe: { value: 'x', compileDelayMs: 1_500 }, directResponse: { status: 200, body: 'ok' } } }] }] }],
+      }),
+    );
+    const logs: string[] = [];
+    const supervisor = new Supervisor({
+      entry: BIN,
+      config: { file },
+      count: 2,
+      sink: new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean))),
+      watch: false,
+      restartMs: { initial: 100, max: 200, startMs: 500 },
+    });
+    await supervisor.start();
+    try {
+      await get(`http://127.0.0.1:${port}/`, { 'x-crash': '1' });
+      const end = Date.now() + 15_000;
+      while (logs.filter((l) => /worker did not start in time; terminating it/.test(l)).length < 2 && Date.now() < end) await sleep(50);
+      assert.ok(logs.filter((l) => /worker did not start in time; terminating it/.test(l)).length >= 2, logs.join('\n'));
+      assert.ok(logs.filter((l) => /worker exited; restarting it/.test(l)).length >= 3, 'tried again after each');
+      assert.equal((await get(`http://127.0.0.1:${port}/`)).status, 200, 'the other worker serves meanwhile');
+    } finally {
+      await supervisor.stop();
+    }
+  });
+});
