@@ -222,7 +222,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       maxConnectionsPerBind: {
         type: 'integer',
         minimum: 1,
-        description: 'Most open client connections per bind port; connections beyond it are closed at once. Default: no cap.',
+        description: 'Most open client connections per bind port (with `workers`, per worker thread); connections beyond it are closed at once. Default: no cap.',
       },
       workers: {
         oneOf: [
