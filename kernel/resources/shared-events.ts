@@ -4,6 +4,8 @@ const NOBODY: SharedTopic = { post() {}, close() {} };
 
 /** One gateway process without workers: nobody else to tell. */
 export class LocalEvents implements SharedEvents {
+  readonly others = false;
+
   subscribe(): SharedTopic {
     return NOBODY;
   }
@@ -14,6 +16,7 @@ export class LocalEvents implements SharedEvents {
  * supervisor hear each other and nobody else in the process. The channel does not keep the thread alive.
  */
 export class WorkerEvents implements SharedEvents {
+  readonly others = true;
   private readonly scope: string;
 
   constructor(scope: string) {

@@ -31,6 +31,8 @@ export const SHARED_CELL_VALUES = 6;
  * there is nobody else: `post` does nothing.
  */
 export interface SharedEvents {
+  /** Whether the gateway runs other workers (state kept in memory then exists once per worker). */
+  readonly others: boolean;
   subscribe(topic: string, on: (message: unknown) => void): SharedTopic;
 }
 

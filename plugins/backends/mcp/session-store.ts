@@ -38,6 +38,8 @@ export class SessionStore {
   private disposed = false;
   /** Sessions their clients ended, told to and by the other workers (with one worker: nobody). */
   private readonly endings: SharedTopic | undefined;
+  /** Other workers of the gateway may hold copies of this store's sessions (`config.workers`). */
+  private readonly copies: boolean;
   /** Sessions serving 2026-07-28 clients, by client identity (least recently used first). */
   private readonly pooled = new Map<string, McpSession>();
   /** Calls waiting for a 2026-07-28 client's retry, by the `requestState` handed out. */
@@ -57,6 +59,7 @@ export class SessionStore {
     this.maxSessions = maxSessions;
     this.logger = logger;
     this.endings = events?.events.subscribe(events.topic, (m) => this.endedElsewhere(m));
+    this.copies = events?.events.others ?? false;
     this.timer = setInterval(() => this.reap(), Math.max(250, Math.min(idleMs / 4, 30_000)));
     this.timer.unref();
   }
@@ -206,9 +209,14 @@ export class SessionStore {
 
   /** Drop every id of `session` and refuse its identity for TOMBSTONE_MS. */
   private forget(session: McpSession): void {
+    this.drop(session);
+    this.bury(session.uuid);
+  }
+
+  /** Drop every id of `session` (a later request may resume it from its seal). */
+  private drop(session: McpSession): void {
     for (const other of this.ids.get(session) ?? []) if (this.sessions.get(other) === session) this.sessions.delete(other);
     if (this.byUuid.get(session.uuid) === session) this.byUuid.delete(session.uuid);
-    this.bury(session.uuid);
   }
 
   private bury(uuid: string): void {
@@ -237,6 +245,14 @@ export class SessionStore {
     const now = Date.now();
     for (const [id, s] of this.sessions) {
       if (s.kind === 'streamable' && s.idle && now - s.lastActivity > this.idleMs) {
+        if (this.copies) {
+          // This worker's copy only: the client may be using the session through another worker, so its id stays
+          // valid (a later request here resumes it) and its upstream sessions stay (another copy may use them).
+          this.logger.info("MCP session expired after being idle on this worker; this worker's copy is closed", { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
+          this.drop(s);
+          void s.close(false, 'idle timeout');
+          continue;
+        }
         this.logger.info('MCP session expired after being idle', { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
         void this.end(id, s, true, 'idle timeout');
       }

@@ -1,0 +1,114 @@
+// `config.workers: 2` and an MCP session's idle timeout: each worker holds its own copy of a session it served. A
+// client whose requests stay on one worker (a kept-alive connection) leaves the other worker's copy idle; when that
+// copy times out, the session is still in use, so the id must keep working on that worker (resumed from its seal),
+// not turn into 404 there. The supervisor runs in this process; the target is server-everything over streamable HTTP.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { stringify } from 'yaml';
+import { LogSink } from 'switchyard';
+import { Supervisor } from '../../kernel/boot/supervisor.ts';
+import { BIN } from '../helpers/cli.ts';
+import { freePort } from '../helpers/ports.ts';
+import { WORKER_PROBE as PROBE, getFresh } from '../helpers/workers.ts';
+import type { FreshAnswer } from '../helpers/workers.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+import { startEverything } from '../mcp/harness.ts';
+import type { UpstreamServer } from '../mcp/harness.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+describe('config.workers: 2, an MCP session idle on one worker and in use on the other', () => {
+  let supervisor: Supervisor;
+  let everything: UpstreamServer;
+  let url: string;
+  let next = 1;
+  const body = (method: string) => JSON.stringify({ jsonrpc: '2.0', id: next++, method, params: {} });
+
+  /** One request on a kept-alive connection of `agent` (it stays on one worker). */
+  function onAgent(agent: Agent, headers: Record<string, string>, payload: string): Promise<FreshAnswer> {
+    return new Promise((resolve, reject) => {
+      const req = httpRequest(url, { agent, method: 'POST', headers }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text, worker: String(res.headers['x-worker']) }));
+      });
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+
+  before(async () => {
+    everything = await startEverything('streamableHttp');
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}/mcp`;
+    const file = join(testTempDir('switchyard-workers-mcp-idle-'), 'config.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                routes: [
+                  {
+                    policies: { workerProbe: { value: 'x' } },
+                    backends: [{ mcp: { sessionIdleTimeout: '1s', targets: [{ name: 'remote', mcp: { host: '127.0.0.1', port: everything.port } }] } }],
+                  },
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+    );
+    supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink: new LogSink(() => undefined), watch: false });
+    await supervisor.start();
+  });
+
+  after(async () => {
+    await supervisor?.stop();
+    await everything?.stop();
+  });
+
+  it('keeps the id working on the worker whose copy timed out while the client used the other', async () => {
+    const init = await getFresh(url, HEADERS, JSON.stringify({ jsonrpc: '2.0', id: next++, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'idle-test', version: '1' } } }));
+    assert.equal(init.status, 200, init.body);
+    const session = { ...HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-06-18' };
+    assert.equal((await getFresh(url, session, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }))).status, 202);
+    // Both workers hold a copy.
+    const seen = new Set<string>();
+    for (let i = 0; i < 40 && seen.size < 2; i++) {
+      const a = await getFresh(url, session, body('tools/list'));
+      assert.equal(a.status, 200, a.body);
+      seen.add(a.worker);
+    }
+    assert.equal(seen.size, 2, 'both workers served the session');
+    // 2.5 s on one kept-alive connection: the other worker's copy is idle past its 1 s and times out.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const end = Date.now() + 2_500;
+      while (Date.now() < end) {
+        const a = await onAgent(agent, session, body('tools/list'));
+        assert.equal(a.status, 200, a.body);
+        await sleep(200);
+      }
+    } finally {
+      agent.destroy();
+    }
+    // The session is in use: every worker goes on serving it.
+    const answers: FreshAnswer[] = [];
+    for (let i = 0; i < 20; i++) answers.push(await getFresh(url, session, body('tools/list')));
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers answered');
+    assert.deepEqual(
+      answers.filter((a) => a.status !== 200).map((a) => `${a.worker}: ${a.status} ${a.body}`),
+      [],
+    );
+  });
+});
