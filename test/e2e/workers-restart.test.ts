@@ -111,8 +111,8 @@ describe('config.workers: 2, restarts and reloads that go wrong', () => {
     logs.length = 0;
     await crashOne();
     await until('the crash', () => logs.some((l) => /worker exited; restarting it/.test(l)));
-    // The reload's compile takes 2 s: the crashed worker restarts meanwhile, on the config it had.
-    writeFileSync(file, config({ value: 'two', compileDelayMs: 2_000 }));
+    // The reload's compile takes 4 s: the crashed worker restarts meanwhile, on the config it had.
+    writeFileSync(file, config({ value: 'two', compileDelayMs: 4_000 }));
     assert.equal(await supervisor.reload(), true);
     assert.ok(logs.some((l) => /worker restarted/.test(l)), 'the worker restarted during the reload');
     await until('every worker on the new config', async () => {
