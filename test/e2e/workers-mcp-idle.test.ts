@@ -7,12 +7,11 @@ import { writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { stringify } from 'yaml';
 import { LogSink } from 'switchyard';
 import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
-import { WORKER_PROBE as PROBE, getFresh } from '../helpers/workers.ts';
+import { getFresh, twoWorkersYaml } from '../helpers/workers.ts';
 import type { FreshAnswer } from '../helpers/workers.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 import { startEverything } from '../mcp/harness.ts';
@@ -47,27 +46,9 @@ describe('config.workers: 2, an MCP session idle on one worker and in use on the
     const port = await freePort();
     url = `http://127.0.0.1:${port}/mcp`;
     const file = join(testTempDir('switchyard-workers-mcp-idle-'), 'config.yaml');
-    writeFileSync(
-      file,
-      stringify({
-        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
-        binds: [
-          {
-            port,
-            listeners: [
-              {
-                routes: [
-                  {
-                    policies: { workerProbe: { value: 'x' } },
-                    backends: [{ mcp: { sessionIdleTimeout: '1s', targets: [{ name: 'remote', mcp: { host: '127.0.0.1', port: everything.port } }] } }],
-                  },
-                ],
-              },
-            ],
-          },
-        ],
-      }),
-    );
+    const target = { name: 'remote', mcp: { host: '127.0.0.1', port: everything.port } };
+    const route = { policies: { workerProbe: { value: 'x' } }, backends: [{ mcp: { sessionIdleTimeout: '1s', targets: [target] } }] };
+    writeFileSync(file, twoWorkersYaml([{ port, listeners: [{ routes: [route] }] }]));
     supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink: new LogSink(() => undefined), watch: false });
     await supervisor.start();
   });

@@ -13,7 +13,7 @@ import { LogSink } from 'switchyard';
 import { Supervisor } from '../../kernel/boot/supervisor.ts';
 import { BIN } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
-import { WORKER_PROBE as PROBE, getFresh as get } from '../helpers/workers.ts';
+import { getFresh as get, twoWorkersYaml } from '../helpers/workers.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -44,22 +44,19 @@ describe('config.workers: 2, restarts and reloads that go wrong', () => {
     users = join(dir, 'users');
     writeFileSync(users, 'alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=\n');
     config = (probe) =>
-      stringify({
-        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
-        binds: [
-          {
-            port,
-            listeners: [
-              {
-                routes: [
-                  { name: 'auth', matches: [{ path: { pathPrefix: '/auth' } }], policies: { basicAuth: { htpasswd: { file: users } }, directResponse: { status: 200, body: 'in' } } },
-                  { name: 'plain', policies: { workerProbe: probe, directResponse: { status: 200, body: 'ok' } } },
-                ],
-              },
-            ],
-          },
-        ],
-      });
+      twoWorkersYaml([
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                { name: 'auth', matches: [{ path: { pathPrefix: '/auth' } }], policies: { basicAuth: { htpasswd: { file: users } }, directResponse: { status: 200, body: 'in' } } },
+                { name: 'plain', policies: { workerProbe: probe, directResponse: { status: 200, body: 'ok' } } },
+              ],
+            },
+          ],
+        },
+      ]);
     writeFileSync(file, config({ value: 'one' }));
     const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
     supervisor = new Supervisor({
@@ -157,10 +154,7 @@ describe('config.workers: 2, a restart that hangs', () => {
     // Every compile takes 1.5 s: the first start waits for it, a restart has 0.5 s.
     writeFileSync(
       file,
-      stringify({
-        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
-        binds: [{ port, listeners: [{ routes: [{ policies: { workerProbe: { value: 'x', compileDelayMs: 1_500 }, directResponse: { status: 200, body: 'ok' } } }] }] }],
-      }),
+      twoWorkersYaml([{ port, listeners: [{ routes: [{ policies: { workerProbe: { value: 'x', compileDelayMs: 1_500 }, directResponse: { status: 200, body: 'ok' } } }] }] }]),
     );
     const logs: string[] = [];
     const supervisor = new Supervisor({
