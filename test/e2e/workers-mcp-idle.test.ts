@@ -1,7 +1,8 @@
 // `config.workers: 2` and an MCP session's idle timeout: each worker holds its own copy of a session it served. A
 // client whose requests stay on one worker (a kept-alive connection) leaves the other worker's copy idle; when that
 // copy times out, the session is still in use, so the id must keep working on that worker (resumed from its seal),
-// not turn into 404 there. The supervisor runs in this process; the target is server-everything over streamable HTTP.
+// not turn into 404 there. A session idle on every worker ends on every worker, as with one. The supervisor runs in
+// this process; the target is server-everything over streamable HTTP.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -91,5 +92,19 @@ describe('config.workers: 2, an MCP session idle on one worker and in use on the
       answers.filter((a) => a.status !== 200).map((a) => `${a.worker}: ${a.status} ${a.body}`),
       [],
     );
+  });
+
+  it('ends a session idle on every worker everywhere: its id is refused by both, as with one worker', async () => {
+    const init = await getFresh(url, HEADERS, JSON.stringify({ jsonrpc: '2.0', id: next++, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'idle-test', version: '1' } } }));
+    const session = { ...HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-06-18' };
+    await getFresh(url, session, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    const seen = new Set<string>();
+    for (let i = 0; i < 40 && seen.size < 2; i++) seen.add((await getFresh(url, session, body('tools/list'))).worker);
+    assert.equal(seen.size, 2, 'both workers served the session');
+    await sleep(2_500);
+    const answers: FreshAnswer[] = [];
+    for (let i = 0; i < 20; i++) answers.push(await getFresh(url, session, body('tools/list')));
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers answered');
+    assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([404]));
   });
 });

@@ -12,6 +12,8 @@ const TOMBSTONE_MS = 24 * 60 * 60 * 1000;
 export const MAX_TOMBSTONES = 100_000;
 /** Ids a re-sealed session stays mapped under (older ones are found again by the session's identity). */
 const MAX_IDS_PER_SESSION = 8;
+/** How long a copy idle past its timeout waits for another worker to say the session is in use there. */
+const ALIVE_WAIT_MS = 500;
 /** Idle sessions kept for 2026-07-28 clients (one per client identity); busy ones are never evicted. */
 export const POOL_LIMIT_20260728 = 16;
 
@@ -36,10 +38,15 @@ export class SessionStore {
   private readonly logger: Logger;
   private readonly timer: NodeJS.Timeout;
   private disposed = false;
-  /** Sessions their clients ended, told to and by the other workers (with one worker: nobody). */
-  private readonly endings: SharedTopic | undefined;
+  /**
+   * What the stores of this backend in the other workers are told (with one worker: nobody): `end` (a session ended
+   * everywhere), `idle` (is this session in use in your worker?) and its answer `alive`.
+   */
+  private readonly others: SharedTopic | undefined;
   /** Other workers of the gateway may hold copies of this store's sessions (`config.workers`). */
   private readonly copies: boolean;
+  /** Sessions idle here past their timeout, asked about: whether another worker answered that it uses them. */
+  private readonly asking = new Map<string, boolean>();
   /** Sessions serving 2026-07-28 clients, by client identity (least recently used first). */
   private readonly pooled = new Map<string, McpSession>();
   /** Calls waiting for a 2026-07-28 client's retry, by the `requestState` handed out. */
@@ -58,7 +65,7 @@ export class SessionStore {
     this.idleMs = idleMs;
     this.maxSessions = maxSessions;
     this.logger = logger;
-    this.endings = events?.events.subscribe(events.topic, (m) => this.endedElsewhere(m));
+    this.others = events?.events.subscribe(events.topic, (m) => this.heard(m));
     this.copies = events?.events.others ?? false;
     this.timer = setInterval(() => this.reap(), Math.max(250, Math.min(idleMs / 4, 30_000)));
     this.timer.unref();
@@ -196,13 +203,14 @@ export class SessionStore {
   }
 
   /**
-   * End a session: forget it, refuse its id from now on, close it. `everywhere` (the client's DELETE): the other
-   * workers of the gateway refuse it too and close their copies, or the next request reaching one would resume it.
+   * End a session: forget it, refuse its id from now on, close it. `everywhere` (the client's DELETE, an idle timeout
+   * no worker objected to): the other workers refuse it too and close their copies, or a request reaching one would
+   * resume it.
    */
   end(id: string, session: McpSession, terminate: boolean, reason: string, everywhere = false): Promise<void> {
     if (this.sessions.get(id) === session) this.sessions.delete(id);
     this.forget(session);
-    if (everywhere) this.endings?.post({ u: session.uuid });
+    if (everywhere) this.others?.post({ t: 'end', u: session.uuid });
     this.logger.debug('MCP session ended', { session: session.uuid.slice(0, 8), reason });
     return session.close(terminate, reason);
   }
@@ -230,15 +238,57 @@ export class SessionStore {
     }
   }
 
-  /** Another worker's client ended session `u`: refuse it here too; a copy held here closes (its upstream session is already deleted). */
-  private endedElsewhere(message: unknown): void {
-    const u = (message as { u?: unknown } | null)?.u;
+  /** Whether `s` has been idle past the timeout. */
+  private expired(s: McpSession): boolean {
+    return s.idle && Date.now() - s.lastActivity > this.idleMs;
+  }
+
+  /**
+   * A copy idle here past its timeout while other workers may hold the session: ask them. One that uses it answers
+   * `alive`, and only this copy closes (the id stays valid, a later request here resumes it; the upstream sessions
+   * stay, the other copy uses them). No answer: the session ends everywhere, as with one worker.
+   */
+  private expireCopy(id: string, s: McpSession): void {
+    if (this.asking.has(s.uuid)) return;
+    this.asking.set(s.uuid, false);
+    this.others?.post({ t: 'idle', u: s.uuid });
+    const timer = setTimeout(() => {
+      const alive = this.asking.get(s.uuid);
+      this.asking.delete(s.uuid);
+      if (this.disposed || s.closed || this.byUuid.get(s.uuid) !== s || !this.expired(s)) return;
+      if (alive) {
+        this.logger.info("MCP session idle on this worker and in use on another: this worker's copy is closed", { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
+        this.drop(s);
+        void s.close(false, 'idle timeout');
+        return;
+      }
+      this.logger.info('MCP session expired after being idle', { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
+      void this.end(id, s, true, 'idle timeout', true);
+    }, ALIVE_WAIT_MS);
+    timer.unref();
+  }
+
+  /** A message of another worker's store of this backend. */
+  private heard(message: unknown): void {
+    const { t, u } = (message ?? {}) as { t?: unknown; u?: unknown };
     if (this.disposed || typeof u !== 'string') return;
+    if (t === 'idle') {
+      const held = this.byUuid.get(u);
+      if (held && !held.closed && !this.expired(held)) this.others?.post({ t: 'alive', u });
+      return;
+    }
+    if (t === 'alive') {
+      if (this.asking.has(u)) this.asking.set(u, true);
+      return;
+    }
+    if (t !== 'end') return;
+    // Ended by its client or its idle timeout in another worker: refuse it here too; a copy held here closes (its
+    // upstream sessions are already deleted).
     const held = this.byUuid.get(u);
     if (!held) return this.bury(u);
     this.forget(held);
-    this.logger.debug('MCP session ended', { session: u.slice(0, 8), reason: 'deleted by the client on another worker' });
-    void held.close(false, 'deleted by the client');
+    this.logger.debug('MCP session ended', { session: u.slice(0, 8), reason: 'ended in another worker' });
+    void held.close(false, 'the session ended');
   }
 
   private reap(): void {
@@ -246,11 +296,7 @@ export class SessionStore {
     for (const [id, s] of this.sessions) {
       if (s.kind === 'streamable' && s.idle && now - s.lastActivity > this.idleMs) {
         if (this.copies) {
-          // This worker's copy only: the client may be using the session through another worker, so its id stays
-          // valid (a later request here resumes it) and its upstream sessions stay (another copy may use them).
-          this.logger.info("MCP session expired after being idle on this worker; this worker's copy is closed", { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
-          this.drop(s);
-          void s.close(false, 'idle timeout');
+          this.expireCopy(id, s);
           continue;
         }
         this.logger.info('MCP session expired after being idle', { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
@@ -272,7 +318,7 @@ export class SessionStore {
   async dispose(): Promise<void> {
     this.disposed = true;
     clearInterval(this.timer);
-    this.endings?.close();
+    this.others?.close();
     const all = [...new Set(this.sessions.values()), ...this.pooled.values()];
     this.sessions.clear();
     this.byUuid.clear();
