@@ -19,7 +19,7 @@ export interface WorkerData {
 
 export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';
 
-/** Supervisor → worker. */
+/** Supervisor to worker. */
 export type ToWorker =
   | { readonly t: 'stage'; readonly id: number; readonly text: string }
   | { readonly t: 'commit'; readonly id: number; readonly commit: boolean; readonly text: string }
@@ -34,7 +34,7 @@ export type ToWorker =
   | { readonly t: 'tail'; readonly on: boolean }
   | { readonly t: 'stop' };
 
-/** Worker → supervisor. */
+/** Worker to supervisor. */
 export type FromWorker =
   | {
       readonly t: 'started';

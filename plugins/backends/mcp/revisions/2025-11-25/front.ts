@@ -18,7 +18,7 @@ import { principalOf } from '../../session-token.ts';
 const SESSION_HEADER = 'mcp-session-id';
 
 /**
- * The `initialize` revisions (2024-11-05 … 2025-11-25) on streamable HTTP (revision.ts): `initialize` opens a
+ * The `initialize` revisions (2024-11-05 to 2025-11-25) on streamable HTTP (revision.ts): `initialize` opens a
  * session whose sealed id comes back in `Mcp-Session-Id`; later POSTs name it, GET opens its server-to-client
  * stream (resumable with `Last-Event-ID`), DELETE ends it. `statefulMode: stateless` serves each POST on its own.
  * The last adapter asked: it serves every POST the newer revisions left.
