@@ -336,6 +336,7 @@ export class Supervisor {
     const statics = asked ? ((await this.ask(asked, { t: 'query', what: 'statics' }, 5_000).catch(() => undefined)) as WorkerStatics | undefined) : undefined;
     if (statics) {
       this.answers.ui = statics.adminUi;
+      this.drainTimeoutMs = statics.drainTimeoutMs;
       this.log.configure({ level: statics.logging.level, format: statics.logging.format });
       if (statics.restartOnly !== this.restartOnly) this.log.warn(RESTART_ONLY_CHANGED);
     }

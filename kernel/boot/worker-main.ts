@@ -94,5 +94,5 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
 
 /** What the supervisor acts on of a worker's live static block (the `statics` query). */
 function statics(c: StaticConfig): WorkerStatics {
-  return { adminUi: c.adminUi, logging: { level: c.logging.level, format: c.logging.format }, restartOnly: restartOnlyKey(c) };
+  return { adminUi: c.adminUi, logging: { level: c.logging.level, format: c.logging.format }, restartOnly: restartOnlyKey(c), drainTimeoutMs: c.drainTimeoutMs };
 }

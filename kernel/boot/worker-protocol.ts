@@ -59,4 +59,6 @@ export interface WorkerStatics {
   readonly logging: { readonly level: 'debug' | 'info' | 'warn' | 'error'; readonly format: 'json' | 'text' };
   /** `restartOnlyKey`: a reload that changes it needs a restart. */
   readonly restartOnly: string;
+  /** `config.drainTimeout` in ms: the supervisor's stop waits for the workers' drain that long (and 5 s more). */
+  readonly drainTimeoutMs: number;
 }

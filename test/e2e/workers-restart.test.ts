@@ -15,6 +15,7 @@ import { BIN } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
 import { getFresh as get, twoWorkersYaml } from '../helpers/workers.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { startUpstream } from '../helpers/upstream.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -178,3 +179,37 @@ describe('config.workers: 2, a restart that hangs', () => {
     }
   });
 });
+
+describe('config.workers: 2, drainTimeout changed by a reload', () => {
+  it('bounds the drain on SIGTERM by the reloaded drainTimeout in the supervisor too', async () => {
+    const upstream = await startUpstream((_req, res) => void setTimeout(() => res.end('slow done'), 6_500));
+    const port = await freePort();
+    const file = join(testTempDir('switchyard-workers-drain-'), 'config.yaml');
+    const config = (drainTimeout: string) =>
+      stringify({
+        config: { workers: 2, adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false }, drainTimeout },
+        binds: [{ port, listeners: [{ routes: [{ backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }] }],
+      });
+    writeFileSync(file, config('300ms'));
+    const logs: string[] = [];
+    const supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink: new LogSink((chunk) => logs.push(chunk)), watch: false });
+    try {
+      await supervisor.start();
+      writeFileSync(file, config('20s'));
+      assert.equal(await supervisor.reload(), true);
+      assert.ok(!logs.some((l) => /take effect after a restart/.test(l)), 'drainTimeout applies on reload');
+      const inflight = get(`http://127.0.0.1:${port}/slow`).then(
+        (a) => `${a.status} ${a.body}`,
+        (err: NodeJS.ErrnoException) => `error ${err.code ?? err.message}`,
+      );
+      while (upstream.received.length === 0) await sleep(20);
+      await supervisor.stop();
+      // 6.5 s is past the first drainTimeout plus the supervisor's 5 s margin, within the reloaded one.
+      assert.equal(await inflight, '200 slow done');
+    } finally {
+      await supervisor.stop();
+      await upstream.close();
+    }
+  });
+});
+

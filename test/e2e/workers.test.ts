@@ -268,7 +268,7 @@ describe('config.workers: 2', () => {
   });
 
   it("a reload's logging settings reach the supervisor's own lines, and a restart-only change is said", async () => {
-    writeFileSync(file, config({ value: 'three' }, { logging: { accessLog: false, format: 'json' }, drainTimeout: '9s' }));
+    writeFileSync(file, config({ value: 'three' }, { logging: { accessLog: false, format: 'json' }, headerTimeout: '59s' }));
     await cli.waitFor(/\{[^\n]*"msg":"config reloaded","workers":2/, 30_000);
     assert.match(cli.output(), /\{[^\n]*"level":"warn"[^\n]*take effect after a restart/);
   });
