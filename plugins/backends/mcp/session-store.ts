@@ -60,7 +60,7 @@ export class SessionStore {
     delete: (token) => void this.waiting.delete(token),
   };
 
-  /** `events` and `topic`: where the stores of this backend in the other workers hear of sessions ended by DELETE. */
+  /** `events` and `topic`: how the stores of this backend in the other workers are told of ended and idle sessions. */
   constructor(idleMs: number, maxSessions: number, logger: Logger, events?: { readonly events: SharedEvents; readonly topic: string }) {
     this.idleMs = idleMs;
     this.maxSessions = maxSessions;
