@@ -103,6 +103,9 @@ function budgets(list: BudgetConfig[] | undefined, ctx: CompileContext, at: (str
 
 async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promise<KeyDirectory> {
   const identity = storeIdentity(config.store, ctx.cwd);
+  if (config.store?.sqlite?.path === ':memory:' && ctx.sharedEvents.others) {
+    ctx.warn('`:memory:` is one database per worker with `config.workers`: a key made through `/keys` works only on the connections of the worker that made it; name a file to share keys between workers', ['store', 'sqlite', 'path']);
+  }
   const handle = ctx.resources.get(`virtualKeys:store:${identity}`, () => new StoreHandle(() => openStore(config.store, ctx.cwd)), (h) => h.close());
   let store: KeyStore;
   try {
