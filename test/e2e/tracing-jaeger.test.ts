@@ -218,6 +218,25 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     assert.equal(await jaeger.trace(m[1]!), undefined);
   });
 
+  it("a client's tracestate without a traceparent, or beside one that does not parse, is not sent upstream with the gateway's new trace (W3C: it is discarded)", async () => {
+    const cases: [string, Record<string, string>][] = [
+      ['/api/state-alone', { tracestate: 'vendor=stale' }],
+      ['/guarded/state-alone', { tracestate: 'vendor=stale' }],
+      ['/api/state-bad-parent', { traceparent: '00-zzzz-00f067aa0ba902b7-01', tracestate: 'vendor=stale' }],
+      ['/guarded/state-bad-parent', { traceparent: `00-${'0'.repeat(32)}-${CLIENT_SPAN}-01`, tracestate: 'vendor=stale', baggage: 'tenant=acme' }],
+    ];
+    for (const [path, headers] of cases) {
+      const r = await fetch(`${base}${path}`, { headers });
+      assert.equal(r.status, 200, path);
+      const h = received(path)[0] ?? assert.fail(`upstream did not get ${path}`);
+      assert.match(String(h.traceparent), /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/, path);
+      assert.notEqual(String(h.traceparent).split('-')[1], '0'.repeat(32), path);
+      assert.equal(h.tracestate, undefined, `${path}: tracestate ${String(h.tracestate)}`);
+      // Baggage is not tied to the trace: it still goes through.
+      if (headers.baggage) assert.equal(h.baggage, headers.baggage, path);
+    }
+  });
+
   it('randomSampling starts traces; OTLP over gRPC (the default protocol) reaches Jaeger too', async () => {
     const other = await start({ otlpEndpoint: jaeger.otlpGrpc, randomSampling: true, serviceName: 'switchyard-grpc' });
     try {
