@@ -111,3 +111,26 @@ test('a batch is one write, and each chunk is the stream\'s to keep', async () =
   assert.equal(chunks.length, 2);
   assert.notEqual(chunks[0]!.buffer, chunks[1]!.buffer, 'each chunk is the stream\'s to keep');
 });
+
+test('no control character of a value reaches a text line raw: values a client chose (an LLM model name) cannot send terminal escapes', () => {
+  const chunks: Buffer[] = [];
+  const sink = LogSink.toBytes((c) => chunks.push(c));
+  const log = new AccessLog(sink, true, 'text');
+  const hostile = ['gpt\u001b[31mRED\u001b[0m', 'bell\u0007', 'nul\u0000x', 'del\u007fx', 'csi\u009b2J', 'bs\bx'];
+  for (const model of hostile) {
+    log.record({ ...exchange(1), fields: { 'llm.model': model } } as LoggedExchange, 1);
+    const logger = new ProcessLogger(sink, { level: 'info', format: 'text' });
+    logger.info(model, { model });
+  }
+  sink.flush();
+  const text = Buffer.concat(chunks).toString('utf8');
+  const lines = text.split('\n').slice(0, -1);
+  assert.equal(lines.length, hostile.length * 2);
+  for (const line of lines) assert.doesNotMatch(line, /[\u0000-\u001f\u007f-\u009f]/, JSON.stringify(line));
+  // Each value is quoted, its control characters escaped as JSON escapes them; JSON.parse gives the value back.
+  for (const [i, model] of hostile.entries()) {
+    const quoted = / llm\.model=("(?:[^"\\]|\\.)*")/.exec(lines[i * 2]!)?.[1] ?? assert.fail(lines[i * 2]);
+    assert.equal(JSON.parse(quoted), model);
+    assert.ok(lines[i * 2 + 1]!.endsWith(` model=${quoted}`), lines[i * 2 + 1]);
+  }
+});

@@ -1,9 +1,22 @@
-const NEEDS_QUOTES = /[\s"=]/;
+/** Blanks, quotes, `=` and control characters (C0, DEL, C1): a value holding one is quoted. */
+const NEEDS_QUOTES = /[\s"=\u0000-\u001f\u007f-\u009f]/;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+const escapeControl = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
-/** A `key=value` value: bare when safe, JSON-quoted when it holds blanks, quotes or `=`. */
+/**
+ * Control characters as `\uXXXX`: a text line never carries one raw (a value a client chose, such as an LLM model
+ * name, could otherwise write terminal escapes or a line break into the log).
+ */
+export function escapeControls(s: string): string {
+  CONTROL.lastIndex = 0;
+  return CONTROL.test(s) ? s.replace(CONTROL, escapeControl) : s;
+}
+
+/** A `key=value` value: bare when safe, JSON-quoted when it holds blanks, quotes, `=` or control characters. */
 export function textValue(v: unknown): string {
   const s = typeof v === 'string' ? v : v instanceof Error ? v.message : JSON.stringify(v);
-  return s !== undefined && NEEDS_QUOTES.test(s) ? JSON.stringify(s) : String(s);
+  // JSON escapes C0 controls, not DEL and C1: those are escaped the same way.
+  return s !== undefined && NEEDS_QUOTES.test(s) ? escapeControls(JSON.stringify(s)) : String(s);
 }
 
 const INITIAL = 64 * 1024;

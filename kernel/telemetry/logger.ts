@@ -1,5 +1,5 @@
 import type { Logger } from '../sdk/index.ts';
-import { LogBytes, textValue } from './log-bytes.ts';
+import { escapeControls, LogBytes, textValue } from './log-bytes.ts';
 import { readableStack } from './readable-stack.ts';
 
 export { textValue };
@@ -124,7 +124,7 @@ export function formatLine(format: 'json' | 'text', level: LogLevel, message: st
     if (fields) for (const k in fields) if (fields[k] !== undefined) record[k] = fields[k] instanceof Error ? (fields[k] as Error).message : fields[k];
     return `${JSON.stringify(record)}\n`;
   }
-  let line = `${time} ${level.toUpperCase().padEnd(5)} ${message}`;
+  let line = `${time} ${level.toUpperCase().padEnd(5)} ${escapeControls(message)}`;
   if (fields) for (const k in fields) if (fields[k] !== undefined) line += ` ${k}=${textValue(fields[k])}`;
   return `${line}\n`;
 }
