@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AdminEndpoints, UiHandler } from './admin-servers.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
+import { PROMETHEUS_TEXT } from '../telemetry/metrics.ts';
 
 /** Whether the gateway takes traffic, and if not, what it waits for (`binds 8080`, `config`, `shutting down`). */
 export interface Readiness {
@@ -70,7 +71,7 @@ export function gatewayEndpoints(source: AdminSource): AdminEndpoints {
         }),
     },
     stats: {
-      '/metrics': (_req, res) => answer(res, source.metrics(), (text) => res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(text)),
+      '/metrics': (_req, res) => answer(res, source.metrics(), (text) => res.writeHead(200, { 'content-type': PROMETHEUS_TEXT }).end(text)),
     },
     admin: {
       '/config_dump': (_req, res) =>

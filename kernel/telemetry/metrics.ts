@@ -1,3 +1,6 @@
+/** The Content-Type of `/metrics`: the text format, in UTF-8 (label values such as model names need not be ASCII). */
+export const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
+
 /** Upper bounds (seconds) of the request-duration histogram. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

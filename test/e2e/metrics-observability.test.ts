@@ -237,6 +237,19 @@ describe('metrics: GenAI histograms (OTel semantic conventions)', () => {
     assert.equal(value(m, 'gen_ai_server_request_duration_seconds_count', call), 1);
     assert.equal(value(m, 'gen_ai_server_time_to_first_token_seconds_count', call), undefined);
   });
+
+  it('/metrics declares its charset: a label value that is not ASCII (a model name) reads back as sent', async () => {
+    const model = 'mod\u00e8le-\u65e5\u672c';
+    const client = new OpenAI({ baseURL: `${gw.base}/oa/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hello' }] });
+    const res = await request(`${gw.statsUrl}/metrics`);
+    const type = String(res.headers['content-type']);
+    assert.match(type, /^text\/plain; version=0\.0\.4; charset=utf-8$/);
+    // Decoded as HTTP says (text/* without a charset is ISO-8859-1), the label is the model's name.
+    const charset = /charset=([^;]+)/.exec(type)?.[1] ?? 'latin1';
+    const text = new TextDecoder(charset).decode(await res.body.arrayBuffer());
+    assert.equal(value(parseMetrics(text), 'switchyard_llm_requests_total', { model }), 1);
+  });
 });
 
 describe('metrics: MCP tools/call and list fan-out', () => {

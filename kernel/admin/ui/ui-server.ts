@@ -7,6 +7,7 @@ import { TailHub } from './tail-hub.ts';
 import { proxyToBind } from './bind-proxy.ts';
 import { uiAccess } from './ui-access.ts';
 import { readCappedText } from '../../sdk/streams.ts';
+import { PROMETHEUS_TEXT } from '../../telemetry/metrics.ts';
 
 /** The page, script and stylesheet, read once from this folder (no CDN, no bundler: they work offline). */
 const ASSETS: Record<string, { file: string; type: string }> = {
@@ -101,7 +102,7 @@ export function uiHandler(source: AdminSource): UiHandler {
         return json(res, 200, await source.configDump());
       case 'GET /ui/api/metrics': {
         const text = await source.metrics();
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'cache-control': 'no-store' }).end(text);
+        res.writeHead(200, { 'content-type': PROMETHEUS_TEXT, 'cache-control': 'no-store' }).end(text);
         return;
       }
       case 'POST /ui/api/validate': {
