@@ -75,6 +75,10 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
       });
       req.setTimeout(this.timeoutMs, () => {
         req.close(constants.NGHTTP2_CANCEL);
+        // Its connection goes too: one that took an export and never answered (a hung collector, a peer gone
+        // without a reset) would hold every later export until they time out as well. The next one connects anew.
+        if (this.session === session) this.session = undefined;
+        session.destroy();
         settle({ code: FAILED, error: new Error(`OTLP/gRPC export to ${this.url} timed out`) });
       });
       req.on('response', read);

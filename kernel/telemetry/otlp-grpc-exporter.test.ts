@@ -1,0 +1,60 @@
+// The OTLP/gRPC exporter against a collector that stops answering: a connection that took an export and never
+// answered it (a collector hung, a peer gone without a reset, a proxy holding the socket) must not keep every later
+// export waiting on it until the process restarts.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer as createH2Server } from 'node:http2';
+import { createConnection, createServer } from 'node:net';
+import type { Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { OtlpGrpcTraceExporter } from './otlp-grpc-exporter.ts';
+import type { ExportOutcome } from './span-batcher.ts';
+
+/** A collector answering every export with grpc-status 0. */
+function collector(): ReturnType<typeof createH2Server> {
+  return createH2Server((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/grpc' });
+      res.addTrailers({ 'grpc-status': '0' });
+      res.end();
+    });
+  });
+}
+
+test('an export that timed out closes its connection: the next one connects again and reaches the collector', async () => {
+  const sink = collector();
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  // In front of the collector: while `hold`, connections are accepted and never answered (bytes not read).
+  let hold = true;
+  const held: Socket[] = [];
+  const relays: Socket[] = [];
+  const front = createServer((socket) => {
+    socket.on('error', () => undefined);
+    if (hold) {
+      held.push(socket);
+      return;
+    }
+    const back = createConnection((sink.address() as AddressInfo).port, '127.0.0.1');
+    back.on('error', () => undefined);
+    relays.push(socket, back);
+    socket.pipe(back).pipe(socket);
+  });
+  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+  const exporter = new OtlpGrpcTraceExporter(`http://127.0.0.1:${(front.address() as AddressInfo).port}`, {}, 300);
+  const send = (): Promise<ExportOutcome> => new Promise((resolve) => exporter.export(Buffer.alloc(0), resolve));
+  try {
+    const first = await send();
+    assert.equal(first.code, 1);
+    assert.match(String(first.error?.message), /timed out/);
+    assert.equal(held.length, 1);
+    hold = false;
+    const second = await send();
+    assert.equal(second.code, 0, `second export: ${String(second.error?.message)}`);
+  } finally {
+    await exporter.shutdown();
+    for (const s of [...held, ...relays]) s.destroy();
+    await new Promise((resolve) => front.close(resolve));
+    await new Promise((resolve) => sink.close(resolve));
+  }
+});
