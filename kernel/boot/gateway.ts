@@ -143,7 +143,7 @@ export class Gateway {
     try {
       // The SDK and exporter load here, and only when the config asks for traces (ADR 0037).
       if (snapshot.staticConfig.tracing !== null) {
-        this.traces.tracing = await startTracing(snapshot.staticConfig.tracing, this.log);
+        this.traces.tracing = await startTracing(snapshot.staticConfig.tracing, this.log, this.s.metrics);
         this.s.pipeline.tracing = this.traces.tracing;
       }
       await this.s.binds.apply(snapshot);

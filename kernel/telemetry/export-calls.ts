@@ -25,3 +25,8 @@ export class ExportCalls {
     await Promise.all([...this.running]);
   }
 }
+
+/** A failed export call: its error type is the error's code (`ECONNREFUSED`, `ERR_HTTP2_...`), a bounded set. */
+export function failed(error: Error): ExportResult {
+  return { code: 1, error, errorType: (error as NodeJS.ErrnoException).code ?? 'error' };
+}

@@ -5,12 +5,14 @@
  */
 import { connect, constants } from 'node:http2';
 import type { ClientHttp2Session } from 'node:http2';
-import { ExportCalls } from './export-calls.ts';
+import { ExportCalls, failed } from './export-calls.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
 
 const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 const SUCCESS = 0;
 const FAILED = 1;
+/** gRPC status names by code, the error type of a failed export (as the RPC conventions name them). */
+const STATUS_NAMES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
 
 export class OtlpGrpcTraceExporter implements LeanSpanExporter {
   private session: ClientHttp2Session | undefined;
@@ -51,7 +53,7 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
     try {
       session = this.connection();
     } catch (error) {
-      return done({ code: FAILED, error: error as Error });
+      return done(failed(error as Error));
     }
     this.inFlight++;
     session.ref();
@@ -79,18 +81,27 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
         // without a reset) would hold every later export until they time out as well. The next one connects anew.
         if (this.session === session) this.session = undefined;
         session.destroy();
-        settle({ code: FAILED, error: new Error(`OTLP/gRPC export to ${this.url} timed out`) });
+        settle({ code: FAILED, error: new Error(`OTLP/gRPC export to ${this.url} timed out`), errorType: 'timeout' });
       });
       req.on('response', read);
       req.on('trailers', read);
       req.on('data', () => undefined);
-      req.on('error', (error: Error) => settle({ code: FAILED, error }));
+      req.on('error', (error: Error) => settle(failed(error)));
       req.on('close', () =>
-        settle(status === '0' ? { code: SUCCESS } : { code: FAILED, error: new Error(`OTLP/gRPC export to ${this.url} failed: grpc-status ${status ?? 'missing'}${message ? ` (${message})` : ''}`) }),
+        settle(
+          status === '0'
+            ? { code: SUCCESS }
+            : {
+                code: FAILED,
+                error: new Error(`OTLP/gRPC export to ${this.url} failed: grpc-status ${status ?? 'missing'}${message ? ` (${message})` : ''}`),
+                // A name for the 17 codes gRPC defines; anything else a collector sends is one bounded value.
+                errorType: (status !== undefined && STATUS_NAMES[Number(status)]) || 'UNKNOWN',
+              },
+        ),
       );
       req.end(frame);
     } catch (error) {
-      settle({ code: FAILED, error: error as Error });
+      settle(failed(error as Error));
     }
   }
 

@@ -6,7 +6,7 @@
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { ExportCalls } from './export-calls.ts';
+import { ExportCalls, failed } from './export-calls.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
 
 const SUCCESS = 0;
@@ -34,16 +34,17 @@ export class OtlpHttpTraceExporter implements LeanSpanExporter {
       const req = send(this.url, { method: 'POST', agent: this.agent, headers: { ...this.headers, 'content-length': String(body.length) } }, (res) => {
         const status = res.statusCode ?? 0;
         res.resume();
-        res.on('error', (error) => settle({ code: FAILED, error }));
-        res.on('end', () => settle(status >= 200 && status < 300 ? { code: SUCCESS } : { code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} failed: HTTP ${status}`) }));
+        res.on('error', (error) => settle(failed(error)));
+        res.on('end', () => settle(status >= 200 && status < 300 ? { code: SUCCESS } : { code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} failed: HTTP ${status}`), errorType: String(status) }));
       });
       req.setTimeout(this.timeoutMs, () => {
-        req.destroy(new Error(`OTLP/HTTP export to ${this.url.href} timed out`));
+        settle({ code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} timed out`), errorType: 'timeout' });
+        req.destroy();
       });
-      req.on('error', (error) => settle({ code: FAILED, error }));
+      req.on('error', (error) => settle(failed(error)));
       req.end(body);
     } catch (error) {
-      settle({ code: FAILED, error: error as Error });
+      settle(failed(error as Error));
     }
   }
 

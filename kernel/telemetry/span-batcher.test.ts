@@ -195,3 +195,22 @@ test('ids are written as the bytes their hex names (the branch-free hex loop), l
     assert.deepEqual([...w.buf.subarray(0, w.pos)], [0x0a, id.length / 2, ...Buffer.from(id, 'hex')], id);
   }
 });
+
+test('spans dropped on a full queue and failed exports are counted, by error type (otel.sdk.* metrics)', async () => {
+  const held = new Capture(true);
+  const counts: Record<string, number> = {};
+  const count = (kind: string) => (n: number, errorType: string) => void (counts[`${kind}:${errorType}`] = (counts[`${kind}:${errorType}`] ?? 0) + n);
+  const batcher = new SpanBatcher(held, new TraceBatchEncoder(RESOURCE, 'switchyard'), () => undefined, { processed: count('processed'), exported: count('exported') });
+  const t = tracer(batcher, []);
+  // The first full batch goes to the (silent) exporter; 8192 more wait; the rest are dropped.
+  for (let i = 0; i < 512 + 8192 + 300; i++) t.startSpan('s').end();
+  assert.equal(held.bodies.length, 1);
+  assert.equal(batcher.queuedSpans, 8192);
+  assert.deepEqual({ ...counts }, { 'processed:': 512, 'processed:queue_full': 300 });
+  // The collector fails that export: its spans count as exported with the failure's type.
+  held.pending.shift()!({ code: 1, error: new Error('unavailable'), errorType: 'UNAVAILABLE' });
+  assert.equal(counts['exported:UNAVAILABLE'], 512);
+  assert.equal(counts['processed:'], 1024, 'the next batch left at once');
+  held.release();
+  assert.equal(counts['exported:'], 512);
+});

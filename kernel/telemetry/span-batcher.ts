@@ -14,6 +14,17 @@ import type { TraceBatchEncoder } from './otlp-encode.ts';
 export interface ExportOutcome {
   readonly code: number;
   readonly error?: Error;
+  /** A failure's cause as a short, bounded label: `timeout`, an HTTP status, a gRPC status name, a socket error code. */
+  readonly errorType?: string;
+}
+
+/**
+ * What the batcher counts (the OpenTelemetry SDK's own metrics, tracing-sdk.ts): spans done with (`''` when handed
+ * to the exporter, `queue_full` or `encode_failed` when dropped) and spans whose export finished (`''`: accepted).
+ */
+export interface SpanStats {
+  processed(spans: number, errorType: string): void;
+  exported(spans: number, errorType: string): void;
 }
 
 /** The OTLP exporters (otlp-http-exporter.ts, otlp-grpc-exporter.ts): `body` is an ExportTraceServiceRequest. */
@@ -52,20 +63,28 @@ export class SpanBatcher implements SpanSink {
   private readonly exporter: LeanSpanExporter;
   private readonly encoder: TraceBatchEncoder;
   private readonly onError: (err: Error) => void;
+  private readonly stats: SpanStats | undefined;
   private readonly onTimer = (): void => {
     this.timer = undefined;
     this.next();
   };
 
-  constructor(exporter: LeanSpanExporter, encoder: TraceBatchEncoder, onError: (err: Error) => void) {
+  constructor(exporter: LeanSpanExporter, encoder: TraceBatchEncoder, onError: (err: Error) => void, stats?: SpanStats) {
     this.exporter = exporter;
     this.encoder = encoder;
     this.onError = onError;
+    this.stats = stats;
+  }
+
+  /** Spans waiting to be exported (not the batch being exported). */
+  get queuedSpans(): number {
+    return this.queued;
   }
 
   onEnd(span: LeanSpan): void {
     if (this.queued >= QUEUE || this.queuedBytes >= QUEUE_BYTES) {
       this.dropped++;
+      this.stats?.processed(1, 'queue_full');
       return;
     }
     let b = this.open;
@@ -82,6 +101,7 @@ export class SpanBatcher implements SpanSink {
       // A value the encoder cannot write must not fail the request that ended the span: the span is left out.
       b.w.pos = before;
       this.dropped++;
+      this.stats?.processed(1, 'encode_failed');
       this.onError(error as Error);
       return;
     }
@@ -117,8 +137,11 @@ export class SpanBatcher implements SpanSink {
     const body = this.encoder.request(batch.w.buf.subarray(0, batch.w.pos));
     if (this.spare === undefined && batch.w.buf.length <= KEEP_WRITER_BYTES) this.spare = batch.w;
     this.exporting = true;
+    const spans = batch.spans;
+    this.stats?.processed(spans, '');
     this.exporter.export(body, (result) => {
       this.exporting = false;
+      this.stats?.exported(spans, result.code === 0 ? '' : (result.errorType ?? 'error'));
       if (result.code !== 0) this.onError(result.error ?? new Error('trace export failed'));
       if (this.full.length > 0 || (this.open !== undefined && this.idle.length > 0)) this.next();
       else if (this.open !== undefined) this.timer ??= setTimeout(this.onTimer, DELAY_MS).unref();

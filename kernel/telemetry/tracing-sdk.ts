@@ -5,12 +5,14 @@
  */
 import type { Logger } from '../sdk/index.ts';
 import type { TracingConfig } from './tracing-config.ts';
+import type { MetricsRegistry } from './metrics.ts';
+import type { SpanStats } from './span-batcher.ts';
 import type { Tracing } from './tracing.ts';
 // Not `import ... from 'node:crypto'`: an ES import builds crypto's namespace, which reads its lazy `webcrypto` getter and
 // so loads Node's WebCrypto for every gateway (docs/perf.md "Memory, session 10b").
 const { randomFillSync } = process.getBuiltinModule('node:crypto');
 
-export async function startTracing(cfg: TracingConfig, logger: Logger): Promise<Tracing> {
+export async function startTracing(cfg: TracingConfig, logger: Logger, metrics?: MetricsRegistry): Promise<Tracing> {
   const [api, core, resources, hooks, facade, lean, batcher, { OtlpHttpTraceExporter }, { OtlpGrpcTraceExporter }, { TraceBatchEncoder }] = await Promise.all([
     import('@opentelemetry/api'),
     import('@opentelemetry/core'),
@@ -41,13 +43,27 @@ export async function startTracing(cfg: TracingConfig, logger: Logger): Promise<
     lastWarned = now;
     logger.warn('trace export failed', { error: err instanceof Error ? err : new Error(String(err)), endpoint: cfg.url });
   };
-  const spans = new batcher.SpanBatcher(exporter, encoder, warn);
+  const spans = new batcher.SpanBatcher(exporter, encoder, warn, metrics && spanStats(metrics, () => spans.queuedSpans));
   const tracer = new lean.LeanTracer(spans, new PooledIdGenerator(), cfg.randomRatio, cfg.clientRatio);
   // Async-context propagation, so calls made deep inside plugins find the request's span. The first gateway of
   // the process registers it; another one (tests run several) uses the same.
   api.context.setGlobalContextManager(new hooks.AsyncLocalStorageContextManager().enable());
   const propagator = new core.CompositePropagator({ propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()] });
   return new facade.Tracing(tracer, propagator, () => spans.shutdown(), cfg.captureMessageContent);
+}
+
+/**
+ * The OpenTelemetry SDK's own metrics (semantic conventions `otel.sdk.*`), so spans lost to a slow or failing
+ * collector show: the queue's size, spans dropped (`queue_full`) and exports that failed, by `error_type`.
+ */
+function spanStats(metrics: MetricsRegistry, queued: () => number): SpanStats {
+  const processed = metrics.counter('otel_sdk_processor_span_processed_total', 'Spans the batching processor is done with: handed to the exporter (error_type empty) or dropped (queue_full, encode_failed).');
+  const exported = metrics.counter('otel_sdk_exporter_span_exported_total', 'Spans whose export finished: accepted (error_type empty) or failed (timeout, an HTTP status, a gRPC status name, a socket error code).');
+  metrics.gauge('otel_sdk_processor_span_queue_size', 'Spans waiting for export (at most 8192; more are dropped as queue_full).', queued);
+  return {
+    processed: (n, errorType) => processed.inc({ error_type: errorType }, n),
+    exported: (n, errorType) => exported.inc({ error_type: errorType }, n),
+  };
 }
 
 const POOL_BYTES = 4096;
