@@ -185,10 +185,12 @@ export class Tracing {
       // context id, MCP method, LLM model and tokens); a field may repeat a name above, so through setAttribute.
       const fields = ex.fields;
       if (fields !== undefined) for (const k in fields) span.setAttribute(k, fields[k]!);
-      if (ex.status >= 500 || ex.errorMessage !== undefined) {
+      // OTel HTTP conventions: a SERVER span is an ERROR on a 5xx, or on a failure behind a 1xx-3xx (a stream cut);
+      // a 4xx leaves the status unset (a client's mistake, a refusal: not the server failing), its reason kept.
+      if (ex.status >= 500 || (ex.errorMessage !== undefined && ex.status < 400)) {
         if (ex.status >= 500) span.setAttribute('error.type', String(ex.status));
         span.setStatus({ code: SpanStatusCode.ERROR, message: ex.errorMessage });
-      }
+      } else if (ex.errorMessage !== undefined) span.setAttribute('switchyard.error', ex.errorMessage);
     }
     span.end();
   }

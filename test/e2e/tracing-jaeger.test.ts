@@ -237,6 +237,24 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     }
   });
 
+  it("a request the gateway refused with a 4xx is not an ERROR span (OTel HTTP: a SERVER span's 4xx leaves the status unset); the reason is on the span", async () => {
+    const cases: [string, string, number, RegExp][] = [
+      ['/nowhere', 'c0f92f3577b34da6a3ce929d0e0e4701', 404, /no route matches GET \/nowhere/],
+      ['/api/a%2Fb', 'c0f92f3577b34da6a3ce929d0e0e4702', 400, /encoded slash/],
+    ];
+    for (const [path, traceId, status, reason] of cases) {
+      const r = await fetch(`${base}${path}`, { headers: { traceparent: `00-${traceId}-${CLIENT_SPAN}-01` } });
+      assert.equal(r.status, status, path);
+      const stored = await jaeger.waitForTrace(traceId, 1);
+      const server = stored.spans.find((s) => tag(s, 'span.kind') === 'server') ?? assert.fail('no server span');
+      assert.equal(tag(server, 'http.response.status_code'), status);
+      assert.equal(tag(server, 'otel.status_code'), undefined, `${path}: status ${String(tag(server, 'otel.status_code'))}`);
+      assert.equal(tag(server, 'error'), undefined, path);
+      assert.equal(tag(server, 'error.type'), undefined, path);
+      assert.match(String(tag(server, 'switchyard.error')), reason);
+    }
+  });
+
   it('randomSampling starts traces; OTLP over gRPC (the default protocol) reaches Jaeger too', async () => {
     const other = await start({ otlpEndpoint: jaeger.otlpGrpc, randomSampling: true, serviceName: 'switchyard-grpc' });
     try {
