@@ -247,7 +247,10 @@ export class Tracing {
     return span;
   }
 
-  /** End a CLIENT span with the upstream's status, or the error that ended the call. */
+  /**
+   * End a CLIENT span with the upstream's status and/or the error that ended the call (both: an answer the gateway
+   * could not use, such as a 101 to the wrong protocol or a refusal whose body failed).
+   */
   endClient(span: Span, status: number | undefined, err?: unknown, endTime?: number): void {
     if (status !== undefined) {
       span.setAttribute('http.response.status_code', status);
@@ -255,9 +258,10 @@ export class Tracing {
         span.setAttribute('error.type', String(status));
         span.setStatus({ code: SpanStatusCode.ERROR });
       }
-    } else if (err !== undefined) {
+    }
+    if (err !== undefined) {
       const e = err as { code?: string; name?: string; message?: string };
-      span.setAttribute('error.type', e.code ?? e.name ?? 'error');
+      if (status === undefined || status < 500) span.setAttribute('error.type', e.code ?? e.name ?? 'error');
       span.setStatus({ code: SpanStatusCode.ERROR, message: e.message });
     }
     span.end(endTime);

@@ -15,6 +15,8 @@ import type { JaegerSpan, RunningJaeger } from '../helpers/jaeger.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
+import { startRawUpstream } from '../helpers/raw-upstream.ts';
+import type { RawUpstream } from '../helpers/raw-upstream.ts';
 
 const found = locateJaeger();
 const CLIENT_SPAN = '00f067aa0ba902b7';
@@ -37,6 +39,7 @@ describe('tracing: WebSocket upgrades', { skip: 'skip' in found ? found.skip : f
   let httpServer: Server;
   let wsServer: WebSocketServer;
   let refusing: TestUpstream;
+  let wrongSwitch: RawUpstream;
   let gw: RunningGateway;
   let port: number;
   const handshakes: IncomingHttpHeaders[] = [];
@@ -51,6 +54,8 @@ describe('tracing: WebSocket upgrades', { skip: 'skip' in found ? found.skip : f
     });
     await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
     refusing = await startUpstream((_req, res) => res.writeHead(404, { 'content-type': 'text/plain' }).end('no websockets here'));
+    // Answers 101 without naming a protocol: the gateway refuses the switch with a 502 (ADR 0118).
+    wrongSwitch = await startRawUpstream(() => 'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n');
     port = await freePort();
     const upstreamPort = (httpServer.address() as { port: number }).port;
     gw = await startGateway({
@@ -61,6 +66,7 @@ describe('tracing: WebSocket upgrades', { skip: 'skip' in found ? found.skip : f
           listeners: [
             {
               routes: [
+                { name: 'wrong', matches: [{ path: { pathPrefix: '/wrong' } }], backends: [{ host: wrongSwitch.host }] },
                 { name: 'refuse', matches: [{ path: { pathPrefix: '/refuse' } }], backends: [{ host: `127.0.0.1:${refusing.port}` }] },
                 { name: 'ws', matches: [{ path: { pathPrefix: '/ws' } }], backends: [{ host: `127.0.0.1:${upstreamPort}` }] },
               ],
@@ -77,6 +83,7 @@ describe('tracing: WebSocket upgrades', { skip: 'skip' in found ? found.skip : f
     wsServer?.close();
     await new Promise<void>((resolve) => (httpServer ? httpServer.close(() => resolve()) : resolve()));
     await refusing?.close();
+    await wrongSwitch?.close();
     await jaeger?.stop();
   });
 
@@ -158,6 +165,20 @@ describe('tracing: WebSocket upgrades', { skip: 'skip' in found ? found.skip : f
     assert.equal(tag(server!, 'http.response.status_code'), 404);
     assert.equal(tag(client!, 'http.response.status_code'), 404);
     assert.equal(parentOf(client!), server!.spanID);
+  });
+
+  it("a 101 that switches to no protocol: the CLIENT span is an ERROR that says why (the client got 502)", async () => {
+    const trace = 'abf92f3577b34da6a3ce929d0e0e4736';
+    const status = await open(`ws://127.0.0.1:${port}/wrong/x`, `00-${trace}-${CLIENT_SPAN}-01`);
+    assert.equal(status, 502);
+    const stored = await jaeger.waitForTrace(trace, 2);
+    const [server] = byKind(stored.spans, 'server');
+    const [client] = byKind(stored.spans, 'client');
+    assert.equal(tag(server!, 'http.response.status_code'), 502);
+    assert.equal(tag(client!, 'http.response.status_code'), 101);
+    assert.equal(tag(client!, 'otel.status_code'), 'ERROR');
+    assert.match(String(tag(client!, 'otel.status_description')), /101 switching without naming a protocol/);
+    assert.match(String(tag(client!, 'otel.status_description')), new RegExp(`127\\.0\\.0\\.1:${wrongSwitch.port}`));
   });
 
   it('an upgrade no route takes: a SERVER span with the 404 the gateway answered', async () => {
