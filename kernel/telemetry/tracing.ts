@@ -84,12 +84,28 @@ function routeTemplate(prefix: string | undefined): string | undefined {
   return t;
 }
 
+/**
+ * `server.address` and `server.port` from the client's Host, as OTel's HTTP conventions split it (`[::1]:8080`:
+ * `::1` and 8080); a port that is not a number is left out.
+ */
+const PORT = /^\d{1,5}$/;
+function putAuthority<T>(authority: string, to: T, put: (to: T, key: string, value: AttributeValue) => void): void {
+  const colon = authority.lastIndexOf(':');
+  let host = authority;
+  if (colon !== -1 && colon > authority.lastIndexOf(']')) {
+    host = authority.slice(0, colon);
+    const port = authority.slice(colon + 1);
+    if (PORT.test(port) && Number(port) <= 65535) put(to, 'server.port', Number(port));
+  }
+  put(to, 'server.address', host.charCodeAt(0) === 0x5b && host.endsWith(']') ? host.slice(1, -1) : host);
+}
+
 /** The SERVER span's attributes of a finished request, each handed to `put` (a module function: no closure). */
 function requestAttributes<T>(ex: TracedExchange, to: T, put: (to: T, key: string, value: AttributeValue) => void): void {
   put(to, 'http.request.method', ex.method);
   put(to, 'url.path', ex.path);
   put(to, 'url.scheme', ex.scheme);
-  put(to, 'server.address', ex.clientAuthority);
+  putAuthority(ex.clientAuthority, to, put);
   put(to, 'client.address', ex.sourceAddress);
   put(to, 'client.port', ex.sourcePort);
   put(to, 'network.protocol.version', ex.req.httpVersion);

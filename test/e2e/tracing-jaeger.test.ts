@@ -133,6 +133,9 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     assert.equal(tag(server, 'route'), 'flaky');
     assert.equal(tag(server, 'listener'), 'main');
     assert.equal(tag(server, 'user_agent.original'), 'trace-test');
+    // OTel HTTP: the Host header's name and port as two attributes.
+    assert.equal(tag(server, 'server.address'), '127.0.0.1');
+    assert.equal(tag(server, 'server.port'), Number(new URL(base).port));
 
     const [first, second] = ids.map((id) => spanOf(trace.spans, id));
     for (const attempt of [first!, second!]) {
