@@ -46,6 +46,17 @@ export function compileAccessLogRules(raw: RawLoggingRules | undefined, expressi
   return { filter, add, remove: raw.fields?.remove ?? [] };
 }
 
+/** Names of query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, ...). */
+const CREDENTIAL_NAME = '[^=&#]*(?:token|secret|key|passw|auth|credential|signature|session|jwt)[^=&#]*|sig|code|sid';
+/** Such parameters in a query string: their values are not written to the access log (ADR 0017). */
+const CREDENTIAL_PARAM = new RegExp(`([?&])(${CREDENTIAL_NAME})=[^&#]*`, 'gi');
+const CREDENTIAL_KEY = new RegExp(`^(?:${CREDENTIAL_NAME})$`, 'i');
+
+/** The request path as logged: credentials in the query string replaced. Only paths with a query run the regex. */
+export function loggedPath(url: string): string {
+  return url.includes('?') ? url.replace(CREDENTIAL_PARAM, '$1$2=<redacted>') : url;
+}
+
 function redactedHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const name in headers) if (headers[name] !== undefined) out[name] = isSensitiveName(name) ? REDACTED : headers[name];
@@ -66,13 +77,22 @@ function responseHeaders(headers: Readonly<Record<string, unknown>> | undefined)
 }
 
 /**
- * The CEL activation of a log line: the request's, with credentials hidden (sensitive headers, `apiKey.key`), so
+ * The CEL activation of a log line: the request's, with credentials hidden (sensitive headers, query parameters
+ * that carry credentials, `apiKey.key`), so
  * no expression can write them to the log, and `response` (`code`, `headers`, sensitive ones hidden the same way:
  * `set-cookie`, tokens). Made once per logged request, only when rules exist.
  */
 export function logActivation(ex: LoggedExchange): Record<string, unknown> {
   const activation = celActivation(ex);
-  (activation.request as Record<string, unknown>).headers = redactedHeaders(ex.headers as Record<string, unknown>);
+  const request = activation.request as Record<string, unknown>;
+  request.headers = redactedHeaders(ex.headers as Record<string, unknown>);
+  if (ex.query.length > 1) {
+    // The query's credentials as `http.path` hides them: in `request.uri` and in `request.query` (decoded names).
+    request.uri = loggedPath(request.uri as string);
+    const query: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.query as Record<string, string>)) query[name] = CREDENTIAL_KEY.test(name) ? REDACTED : value;
+    Object.defineProperty(request, 'query', { value: query, enumerable: true, writable: true, configurable: true });
+  }
   activation.response = {
     code: BigInt(ex.status),
     get headers() {

@@ -1,7 +1,9 @@
 import type { Exchange, RouteInfo } from '../sdk/index.ts';
 import type { LogSink } from './logger.ts';
 import { formatLine, isoNow, textValue } from './logger.ts';
-import { logActivation, logValue } from './access-log-rules.ts';
+import { loggedPath, logActivation, logValue } from './access-log-rules.ts';
+
+export { loggedPath };
 import type { AccessLogRules } from './access-log-rules.ts';
 
 
@@ -19,16 +21,6 @@ export interface LoggedExchange extends Exchange {
   readonly span: { spanContext(): { traceId: string; spanId: string } } | undefined;
 }
 
-/**
- * Query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, ...): their values are
- * not written to the access log (ADR 0017). Compiled once; only paths with a query run it.
- */
-const CREDENTIAL_PARAM = /([?&])([^=&#]*(?:token|secret|key|passw|auth|credential|signature|session|jwt)[^=&#]*|sig|code|sid)=[^&#]*/gi;
-
-/** The request path as logged: credentials in the query string replaced. */
-export function loggedPath(url: string): string {
-  return url.includes('?') ? url.replace(CREDENTIAL_PARAM, '$1$2=<redacted>') : url;
-}
 
 /**
  * `n.toFixed(2)` for a duration in ms, from integers: `toFixed` cost about 0.2 µs per line here. The last digit of a

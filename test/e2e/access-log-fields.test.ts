@@ -71,6 +71,8 @@ describe('access log fields, request id, filter', () => {
               auth: 'request.headers.authorization',
               headers: 'request.headers',
               key: 'apiKey.key',
+              uri: 'request.uri',
+              qtoken: "request.query['access_token']",
             },
             remove: ['http.host', 'protocol'],
           },
@@ -209,6 +211,16 @@ describe('access log fields, request id, filter', () => {
     assert.equal(keyed.key, '<redacted>');
     const all = gw.logs.join('\n');
     for (const secret of [token, API_KEY, 's3cr3t-cookie', 's3cr3t-tok']) assert.ok(!all.includes(secret), `${secret.slice(0, 12)}… appears in the log`);
+  });
+
+  it('credentials in the query string are redacted in added fields too, as in http.path (ADR 0017)', async () => {
+    assert.equal(await call('/open/q?access_token=s3cr3t-qtok&page=2&api_key=s3cr3t-qkey', 'secret-query'), 200);
+    const line = await lineFor('secret-query');
+    assert.equal(line['http.path'], '/open/q?access_token=<redacted>&page=2&api_key=<redacted>');
+    assert.equal(line.uri, '/open/q?access_token=<redacted>&page=2&api_key=<redacted>');
+    assert.equal(line.qtoken, '<redacted>');
+    const all = gw.logs.join('\n');
+    for (const secret of ['s3cr3t-qtok', 's3cr3t-qkey']) assert.ok(!all.includes(secret), `${secret} appears in the log`);
   });
 
   it('filter: requests it rejects are not logged', async () => {
