@@ -26,7 +26,11 @@ export class ExportCalls {
   }
 }
 
-/** A failed export call: its error type is the error's code (`ECONNREFUSED`, `ERR_HTTP2_...`), a bounded set. */
+/**
+ * A failed export call: its error type is the error's code, a bounded set (`ECONNREFUSED`); the code of its cause
+ * first, as an HTTP/2 stream cancelled by a failed connect says `ERR_HTTP2_STREAM_CANCEL` caused by `ECONNREFUSED`.
+ */
 export function failed(error: Error): ExportResult {
-  return { code: 1, error, errorType: (error as NodeJS.ErrnoException).code ?? 'error' };
+  const code = (error.cause as NodeJS.ErrnoException | undefined)?.code ?? (error as NodeJS.ErrnoException).code;
+  return { code: 1, error, errorType: code ?? 'error' };
 }

@@ -66,13 +66,15 @@ describe('tracing: export outcomes in /metrics', () => {
     }
   });
 
-  it('OTLP/HTTP to a port nothing listens on: the spans count under the socket error', async () => {
-    const { gw, base } = await tracedGateway({ otlpEndpoint: `http://127.0.0.1:${await freePort()}`, otlpProtocol: 'http' });
-    try {
-      assert.equal((await fetch(`${base}/y`)).status, 200);
-      await until(gw, (m) => value(m, 'otel_sdk_exporter_span_exported_total', { error_type: 'ECONNREFUSED' }) === 1);
-    } finally {
-      await gw.stop();
-    }
-  });
+  for (const otlpProtocol of ['http', 'grpc']) {
+    it(`OTLP/${otlpProtocol} to a port nothing listens on: the spans count under the socket error`, async () => {
+      const { gw, base } = await tracedGateway({ otlpEndpoint: `http://127.0.0.1:${await freePort()}`, otlpProtocol });
+      try {
+        assert.equal((await fetch(`${base}/y`)).status, 200);
+        await until(gw, (m) => value(m, 'otel_sdk_exporter_span_exported_total', { error_type: 'ECONNREFUSED' }) === 1);
+      } finally {
+        await gw.stop();
+      }
+    });
+  }
 });
