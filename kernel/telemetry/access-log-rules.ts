@@ -17,6 +17,11 @@ export interface RawLoggingRules {
   fields?: { add?: Record<string, string>; remove?: string[] };
 }
 
+/** Every line's own fields: an added field of one of these names would replace the line's level or message. */
+const LINE_FIELDS = new Set(['time', 'level', 'msg']);
+/** Characters a `key=value` key cannot hold (text lines write keys bare). */
+const UNWRITABLE_NAME = /[\s"=\u0000-\u001f\u007f-\u009f]|^$/;
+
 /** Compile the rules; null when there are none (the access log then takes its fast path). */
 export function compileAccessLogRules(raw: RawLoggingRules | undefined, expressions: CelExpressions): AccessLogRules | null {
   if (raw?.filter === undefined && raw?.fields?.add === undefined && !raw?.fields?.remove?.length) return null;
@@ -39,6 +44,11 @@ export function compileAccessLogRules(raw: RawLoggingRules | undefined, expressi
   }
   const add: (readonly [string, CheckedExpression])[] = [];
   for (const [name, source] of Object.entries(raw.fields?.add ?? {})) {
+    const clash = LINE_FIELDS.has(name) ? `\`${name}\` is the line's own field (time, level, msg)` : UNWRITABLE_NAME.test(name) ? `\`${name}\` cannot be a key of a text line (blanks, quotes, \`=\`, control characters)` : undefined;
+    if (clash !== undefined) {
+      issues.push({ code: ErrorCode.configInvalid, path: ['config', 'logging', 'fields', 'add', name], message: `${clash}: choose another name` });
+      continue;
+    }
     const expression = compile(source, ['config', 'logging', 'fields', 'add', name]);
     if (expression) add.push([name, expression]);
   }

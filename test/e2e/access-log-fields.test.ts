@@ -248,6 +248,23 @@ describe('access log fields, request id, filter', () => {
     assert.equal(typeof errors[0]!.line, 'number');
     assert.equal(await call('/still', 'still'), 200, 'the last good config keeps serving');
   });
+
+  it("an added field cannot take the line's own names (time, level, msg) or a name text lines cannot carry", async () => {
+    const bad = structuredClone(config) as { config: { logging: { fields: { add: Record<string, string> } } } };
+    Object.assign(bad.config.logging.fields.add, { msg: "'hijack'", level: "'error'", time: "'0'", 'a b': "'x'", 'k=v': "'x'" });
+    const before = gw.logs.length;
+    assert.equal(await gw.gateway.reload(stringify(bad)), false);
+    let line: Line | undefined;
+    for (let i = 0; i < 100 && !line; i++) {
+      line = gw.logs.slice(before).map((l) => JSON.parse(l) as Line).findLast((l) => l.level === 'error');
+      if (!line) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(line, gw.logs.slice(-3).join('\n'));
+    const paths = (line.errors as { path: string; message: string }[]).map((e) => e.path).sort();
+    assert.deepEqual(paths, ['config.logging.fields.add.a b', 'config.logging.fields.add.k=v', 'config.logging.fields.add.level', 'config.logging.fields.add.msg', 'config.logging.fields.add.time']);
+    assert.equal(await call('/still2', 'still2'), 200, 'the last good config keeps serving');
+    assert.equal((await lineFor('still2')).msg, 'request');
+  });
 });
 
 describe('access log rules in text format', () => {
