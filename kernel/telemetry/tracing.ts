@@ -70,6 +70,21 @@ function clean(attributes: SpanAttributes): Attributes {
   return out;
 }
 
+/** The methods OTel's HTTP conventions know (RFC 9110 and PATCH); any other is `_OTHER` on a span. */
+const KNOWN_METHODS = new Set(['CONNECT', 'DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT', 'TRACE']);
+
+/** A span's name for `method`: the method, or `HTTP` for one OTel does not know. */
+function methodName(method: string): string {
+  return KNOWN_METHODS.has(method) ? method : 'HTTP';
+}
+
+/** `http.request.method` (`_OTHER` for a method OTel does not know, the method then in `http.request.method_original`). */
+function putMethod<T>(method: string, to: T, put: (to: T, key: string, value: AttributeValue) => void): void {
+  if (KNOWN_METHODS.has(method)) return put(to, 'http.request.method', method);
+  put(to, 'http.request.method', '_OTHER');
+  put(to, 'http.request.method_original', method);
+}
+
 /** Route templates by matched prefix (prefixes come from the config: a bounded set). */
 const templates = new Map<string, string>();
 
@@ -102,7 +117,7 @@ function putAuthority<T>(authority: string, to: T, put: (to: T, key: string, val
 
 /** The SERVER span's attributes of a finished request, each handed to `put` (a module function: no closure). */
 function requestAttributes<T>(ex: TracedExchange, to: T, put: (to: T, key: string, value: AttributeValue) => void): void {
-  put(to, 'http.request.method', ex.method);
+  putMethod(ex.method, to, put);
   put(to, 'url.path', ex.path);
   put(to, 'url.scheme', ex.scheme);
   putAuthority(ex.clientAuthority, to, put);
@@ -124,6 +139,7 @@ function requestAttributes<T>(ex: TracedExchange, to: T, put: (to: T, key: strin
 }
 
 const toSpan = (span: Span, key: string, value: AttributeValue): void => void span.setAttribute(key, value);
+const appendTo = (span: LeanSpan, key: string, value: AttributeValue): void => span.append(key, value);
 const toWriter = (w: Writer, key: string, value: AttributeValue): void => w.attribute(9, key, value);
 
 /** `LeanSpan.direct` of a request's SERVER span: its attributes written from the exchange as the span is encoded. */
@@ -152,7 +168,7 @@ export class Tracing {
    */
   start(ex: TracedExchange & ExplicitTrace): void {
     const parent = ex.headers.traceparent === undefined ? ROOT_CONTEXT : this.propagator.extract(ROOT_CONTEXT, ex.headers, headerGetter);
-    ex.span = this.tracer.start(ex.method, SpanKind.SERVER, parent);
+    ex.span = this.tracer.start(methodName(ex.method), SpanKind.SERVER, parent);
     ex.traceRoot = parent;
   }
 
@@ -189,7 +205,7 @@ export class Tracing {
     const span = ex.span!;
     if (span.isRecording()) {
       const template = routeTemplate(ex.matchedPrefix);
-      if (ex.route.name) span.updateName(template ? `${ex.method} ${template}` : `${ex.method} ${ex.route.name}`);
+      if (ex.route.name) span.updateName(`${methodName(ex.method)} ${template ?? ex.route.name}`);
       // The kernel's own span with nothing on it yet and no policy fields (the usual case): the encoder writes the
       // request's attributes straight from the exchange when the span ends, without an array or object per request
       // (ADR 0062). Otherwise through setAttribute, which replaces a key already there.
@@ -241,10 +257,10 @@ export class Tracing {
    */
   client(method: string, origin: TracedOrigin, path: string, headers: Record<string, unknown>, extra?: Attributes, parent?: Context, parentSpan?: Span): Span {
     const active = parent ?? context.active();
-    const span = this.tracer.start(method, SpanKind.CLIENT, active, undefined, parentSpan);
+    const span = this.tracer.start(methodName(method), SpanKind.CLIENT, active, undefined, parentSpan);
     if (span instanceof LeanSpan) {
       const q = path.indexOf('?');
-      span.append('http.request.method', method);
+      putMethod(method, span, appendTo);
       span.append('server.address', origin.host);
       span.append('server.port', origin.port);
       // No query string: it may carry credentials.

@@ -258,6 +258,22 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
     }
   });
 
+  it('a method OTel does not know (WebDAV PROPFIND) is _OTHER on the spans, its name in http.request.method_original (OTel HTTP)', async () => {
+    const traceId = 'c0f92f3577b34da6a3ce929d0e0e4710';
+    const r = await fetch(`${base}/api/dav`, { method: 'PROPFIND', headers: { traceparent: `00-${traceId}-${CLIENT_SPAN}-01` } });
+    assert.equal(r.status, 200);
+    assert.equal(upstream.received.at(-1)!.method, 'PROPFIND', 'the upstream still gets the method as sent');
+    const stored = await jaeger.waitForTrace(traceId, 2);
+    const server = stored.spans.find((s) => tag(s, 'span.kind') === 'server') ?? assert.fail('no server span');
+    const client = stored.spans.find((s) => tag(s, 'span.kind') === 'client') ?? assert.fail('no client span');
+    assert.equal(server.operationName, 'HTTP /api/*');
+    assert.equal(client.operationName, 'HTTP');
+    for (const span of [server, client]) {
+      assert.equal(tag(span, 'http.request.method'), '_OTHER');
+      assert.equal(tag(span, 'http.request.method_original'), 'PROPFIND');
+    }
+  });
+
   it('randomSampling starts traces; OTLP over gRPC (the default protocol) reaches Jaeger too', async () => {
     const other = await start({ otlpEndpoint: jaeger.otlpGrpc, randomSampling: true, serviceName: 'switchyard-grpc' });
     try {
