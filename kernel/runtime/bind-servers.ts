@@ -49,13 +49,12 @@ const kFailed = Symbol('failed');
 /** `_httpMessage`: node:http's response being written on the connection; the queued ones get it in turn. */
 type ClientSocket = Socket & { _httpMessage?: ServerResponse | null; [kFailed]?: true };
 
+function errorStatus(err: NodeJS.ErrnoException): [status: number, reason: string] {
+  return err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
+}
+
 function errorResponse(err: NodeJS.ErrnoException): string {
-  const [status, reason] =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request Header Fields Too Large']
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'Request Timeout']
-        : [400, 'Bad Request'];
+  const [status, reason] = errorStatus(err);
   const message = status === 408 ? 'the request headers were not received in time' : `malformed HTTP request: ${err.code ?? err.message}`;
   const body = JSON.stringify({ error: { type: status === 408 ? 'request_timeout' : 'bad_request', message } });
   return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`;
@@ -65,7 +64,7 @@ function errorResponse(err: NodeJS.ErrnoException): string {
  * node:http 'clientError': answer the broken request and close. A request pipelined behind ones still being
  * answered waits for them: their answers (the upstream executed them) go first, in order.
  */
-function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket): void {
+function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket, refused: (status: number) => void): void {
   if (socket[kFailed]) return;
   socket[kFailed] = true;
   // The client is gone (reset, or closed in the middle of a request body): there is no one to answer. Closing the
@@ -88,6 +87,8 @@ function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket): void {
       res.once('close', () => void (res.writableFinished || socket.destroy()));
       return;
     }
+    // Counted with the bind's requests (no route): a flood of malformed requests shows in /metrics.
+    refused(errorStatus(err)[0]);
     closeAfterAnswer(socket, errorResponse(err));
   });
 }
@@ -196,7 +197,7 @@ export class BindServers {
       // Only on a Node that ignores `shouldUpgradeCallback` (before 22.21 / 24.9).
       else serveDeclinedUpgrade(req, socket as Socket, (res) => pipeline.handle(req, res, port, secure));
     });
-    server.on('clientError', onClientError);
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: ClientSocket) => onClientError(err, socket, (status) => pipeline.refused(port, status)));
     // The idle sweep sees the sockets node:http serves: the TCP ones, or for TLS the TLSSocket over each. One 'close'
     // listener per socket: node:http adds and removes one of its own on every request, so the list stays short.
     server.on('connection', (socket: Socket) => {

@@ -42,6 +42,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
   readonly logger: Logger;
   readonly accessLog: AccessLog;
   private readonly unmatched: RouteMetrics;
+  private readonly metrics: MetricsRegistry;
   /**
    * The 'close' listener of every response, made once: the exchange rides on the response. A closure per request
    * (and `once`'s wrapper around it) were two allocations more on the hot path (docs/perf.md, session 5).
@@ -54,6 +55,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     this.logger = logger;
     this.accessLog = accessLog;
     this.unmatched = metrics.route('', '', '');
+    this.metrics = metrics;
     this.replies = directReplies(logger);
     const pipeline = this;
     this.onResponseClose = function (this: TrackedResponse) {
@@ -335,6 +337,11 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     if (ex.span !== undefined) this.tracing?.finish(ex);
     this.accessLog.record(ex, duration);
     ex.snapshot!.release();
+  }
+
+  /** A request node:http refused before it parsed (400, 431, 408): counted under its bind, with no route. */
+  refused(port: number, status: number): void {
+    this.metrics.route(String(port), '', '').record(status, 0);
   }
 
   /** node:http 'upgrade' handler (WebSocket): same selection and request chain, then the backend's upgrade. */

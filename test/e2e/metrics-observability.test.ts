@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { rename } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
 import { request } from 'undici';
@@ -81,6 +82,26 @@ describe('metrics: upstreams, process, config', () => {
     const m = await scrape(gw);
     assert.equal(m.types.get('switchyard_upstream_connect_errors_total'), 'counter');
     assert.equal(value(m, 'switchyard_upstream_connect_errors_total', { backend: `http://127.0.0.1:${downPort}`, code: 'ECONNREFUSED' }), 2);
+  });
+
+  it('counts requests refused before they parsed (malformed, headers too large) under their bind, with no route', async () => {
+    const send = (bytes: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.end(bytes));
+        let got = '';
+        socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+      });
+    const before = await scrape(gw);
+    const refused = (m: ReturnType<typeof parseMetrics>, status: string): number => value(m, 'switchyard_requests_total', { bind: String(port), listener: '', route: '', status }) ?? 0;
+    assert.match(await send('GET /api/x HTTP/1.1\r\nHost: a\r\nBad Header\r\n\r\n'), /^HTTP\/1\.1 400 /);
+    assert.match(await send('NOT A REQUEST\r\n\r\n'), /^HTTP\/1\.1 400 /);
+    assert.match(await send(`GET /api/x HTTP/1.1\r\nHost: a\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`), /^HTTP\/1\.1 431 /);
+    const after = await scrape(gw);
+    assert.equal(refused(after, '400') - refused(before, '400'), 2);
+    assert.equal(refused(after, '431') - refused(before, '431'), 1);
+    assert.equal(value(after, 'switchyard_request_duration_seconds_count', { bind: String(port), listener: '', route: '', status: '431' }), refused(after, '431'));
   });
 
   it('counts retries by backend', async () => {
