@@ -27,7 +27,7 @@ export interface TracedExchange {
   readonly status: number;
   readonly errorMessage: string | undefined;
   readonly requestId: string;
-  /** Fields policies added to the access log (`a2a.method`, `a2a.context.id`, `llm.model`, `jwt.sub`, …). */
+  /** Fields policies added to the access log (`a2a.method`, `a2a.context.id`, `llm.model`, `jwt.sub`, ...). */
   readonly fields: Readonly<Record<string, string | number | boolean>> | undefined;
   span: Span | undefined;
 }
