@@ -48,6 +48,12 @@ export class LogBytes {
     return chunk;
   }
 
+  /** The bytes so far dropped (the stream is not keeping up), the buffer given back if a burst grew it. */
+  clear(): void {
+    this.len = 0;
+    if (this.buf.length > KEEP) this.buf = Buffer.allocUnsafe(INITIAL);
+  }
+
   /** A string as UTF-8, unescaped. */
   utf8(s: string): void {
     this.ensure(s.length * 3);

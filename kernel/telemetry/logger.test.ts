@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isoNow } from './logger.ts';
+import { isoNow, LogSink, ProcessLogger } from './logger.ts';
 import { fixed2 } from './access-log.ts';
 
 test('isoNow formats the date once per second and matches toISOString at every millisecond', (t) => {
@@ -20,4 +20,28 @@ test('fixed2 writes a duration with two decimals, as toFixed(2) does', () => {
     assert.match(fixed2(n), /^\d+\.\d\d$/);
   }
   assert.equal(fixed2(Number.NaN), 'NaN');
+});
+
+test('a log sink whose stream does not keep up drops lines past 16 MiB pending, then says how many it dropped', () => {
+  const written: string[] = [];
+  let pending = 0;
+  const sink = new LogSink(undefined, (chunk) => void written.push(chunk.toString()), () => pending);
+  const logger = new ProcessLogger(sink, { level: 'info', format: 'json' });
+  logger.info('first');
+  sink.flush();
+  // The reader stalled (a log shipper stuck, a pipe nobody reads): what waits for it is bounded.
+  pending = 16 * 1024 * 1024;
+  for (let i = 0; i < 3; i++) {
+    logger.info(`lost ${i}`);
+    sink.push('{"msg":"request"}\n');
+    sink.flush();
+  }
+  assert.equal(written.length, 1);
+  pending = 0;
+  logger.info('after');
+  sink.flush();
+  const lines = written.join('').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.deepEqual(lines.map((l) => l.msg), ['first', 'log lines dropped: the log output did not keep up', 'after']);
+  assert.equal(lines[1]!.level, 'warn');
+  assert.equal(lines[1]!.dropped, 6);
 });

@@ -38,10 +38,26 @@ export class LogSink {
   private scheduled = false;
   private readonly write: ((chunk: string) => void) | undefined;
   private readonly writeBytes: (chunk: Buffer) => void;
+  private readonly pending: () => number;
+  /** Lines in the buffer, and lines dropped since the stream last kept up. */
+  private lines = 0;
+  private dropped = 0;
+  /** The line that says how many were dropped, in the log's format (set by the root ProcessLogger). */
+  notice: ((dropped: number) => string) | undefined = undefined;
 
-  constructor(write?: (chunk: string) => void, writeBytes: (chunk: Buffer) => void = writeStdout) {
+  /**
+   * `pending`: bytes the stream holds that its reader has not taken (stdout's `writableLength`). A log shipper that
+   * stalls, or a pipe nobody reads, would otherwise make them grow with every request until the process runs out
+   * of memory: past MAX_PENDING, batches are dropped and counted instead.
+   */
+  constructor(
+    write?: (chunk: string) => void,
+    writeBytes: (chunk: Buffer) => void = writeStdout,
+    pending: () => number = () => process.stdout.writableLength,
+  ) {
     this.write = write;
     this.writeBytes = writeBytes;
+    this.pending = pending;
   }
 
   /** A sink that hands its batches to `write` as Buffers. */
@@ -51,6 +67,7 @@ export class LogSink {
 
   push(line: string): void {
     this.bytes.utf8(line);
+    this.lines++;
     this.schedule();
   }
 
@@ -60,6 +77,7 @@ export class LogSink {
   }
 
   lineDone(): void {
+    this.lines++;
     this.schedule();
   }
 
@@ -74,14 +92,29 @@ export class LogSink {
     this.scheduled = false;
     if (this.bytes.len === 0) return;
     if (this.write === undefined) {
+      if (this.pending() >= MAX_PENDING) {
+        this.dropped += this.lines;
+        this.lines = 0;
+        this.bytes.clear();
+        return;
+      }
+      if (this.dropped > 0) {
+        this.writeBytes(Buffer.from(this.notice?.(this.dropped) ?? `log lines dropped: ${this.dropped}\n`));
+        this.dropped = 0;
+      }
+      this.lines = 0;
       this.writeBytes(this.bytes.take());
       return;
     }
+    this.lines = 0;
     const chunk = this.bytes.buf.toString('utf8', 0, this.bytes.len);
     this.bytes.take();
     this.write(chunk);
   };
 }
+
+/** Bytes the log stream may hold unread before lines are dropped (about 60,000 access-log lines). */
+const MAX_PENDING = 16 * 1024 * 1024;
 
 export interface LoggerSettings {
   level: LogLevel;
@@ -139,6 +172,8 @@ export class ProcessLogger implements Logger {
     this.sink = sink;
     this.settings = settings;
     this.fields = fields;
+    // The root logger words the sink's dropped-lines notice, in the format the log has when it is written.
+    sink.notice ??= (dropped) => formatLine(this.settings.format, 'warn', 'log lines dropped: the log output did not keep up', { dropped });
   }
 
   configure(settings: Partial<LoggerSettings>): void {
