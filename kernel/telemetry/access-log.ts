@@ -2,9 +2,9 @@ import type { Exchange, RouteInfo } from '../sdk/index.ts';
 import type { LogSink } from './logger.ts';
 import { formatLine, isoNow, textValue } from './logger.ts';
 import { loggedPath, logActivation, logValue } from './access-log-rules.ts';
+import type { AccessLogRules } from './access-log-rules.ts';
 
 export { loggedPath };
-import type { AccessLogRules } from './access-log-rules.ts';
 
 
 /** What the access log reads of a finished request: the runtime's exchange, seen from this lower layer. */

@@ -62,7 +62,7 @@ export class LogSink {
 
   /** A sink that hands its batches to `write` as Buffers. */
   static toBytes(write: (chunk: Buffer) => void): LogSink {
-    return new LogSink(undefined, write);
+    return new LogSink(undefined, write, () => 0);
   }
 
   push(line: string): void {
