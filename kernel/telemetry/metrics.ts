@@ -56,6 +56,15 @@ export class RouteMetrics {
   }
 }
 
+/**
+ * An increment a counter takes: finite and not negative. A counter only goes up (a decrease reads as a reset to
+ * `rate()`), and one NaN or infinity would stay in it for good; a plugin's figure from upstream data (tokens a
+ * provider reported, a cost) can be either.
+ */
+function countable(by: number): boolean {
+  return by >= 0 && by !== Infinity;
+}
+
 /** One series of a counter, as `inc(labels)` finds it by its labels. */
 interface CounterCell {
   v: number;
@@ -77,6 +86,7 @@ class CounterChild implements CounterCell {
     this.key = key;
   }
   inc(by = 1): void {
+    if (!countable(by)) return;
     (this.target ??= this.counter.cell(this.key, this)).v += by;
   }
 }
@@ -91,6 +101,7 @@ class Counter {
     this.help = help;
   }
   inc(labels: Record<string, string> = {}, by = 1): void {
+    if (!countable(by)) return;
     this.cell(this.key(labels)).v += by;
   }
   /** A series bumped without its key looked up again, made on the first `inc` (a series appears once something is counted in it). */
@@ -131,6 +142,8 @@ export class HistogramChild {
     this.buckets = new Float64Array(bounds.length);
   }
   observe(value: number): void {
+    // NaN or an infinity would stay in the sum for good (an upstream's figure); negative values are valid observations.
+    if (!Number.isFinite(value)) return;
     this.count++;
     this.sum += value;
     const b = this.bounds;

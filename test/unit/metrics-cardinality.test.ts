@@ -62,6 +62,24 @@ describe('metric label cardinality', () => {
     assert.ok(lines(r.render(), 'k_total{').includes('k_total{key="other"} 2'), 'children past the cap count in `other`');
   });
 
+  it('a counter only goes up: a negative, NaN or infinite increment (a provider reporting -500 tokens, a negative cost) is not counted', () => {
+    const r = new MetricsRegistry();
+    const c = r.counter('u_total', 'test');
+    const child = c.child({ kind: 'child' });
+    for (const by of [3, -500, Number.NaN, Infinity, -Infinity, 0.5]) {
+      c.inc({ kind: 'labels' }, by);
+      child.inc(by);
+    }
+    assert.deepEqual(lines(r.render(), 'u_total{').sort(), ['u_total{kind="child"} 3.5', 'u_total{kind="labels"} 3.5']);
+    // A histogram keeps negative observations (a valid measurement), not NaN or infinities, which would stay in its sum.
+    const h = r.histogram('v_seconds', 'test', [], [1]).child();
+    h.observe(Number.NaN);
+    h.observe(Infinity);
+    h.observe(0.5);
+    assert.ok(r.render().includes('v_seconds_sum 0.5'), r.render());
+    assert.ok(r.render().includes('v_seconds_count 1'));
+  });
+
   it('escapes label values and renders cumulative buckets', () => {
     const r = new MetricsRegistry();
     const child = r.histogram('e_seconds', 'test', ['backend'], [0.1, 1]).child('a"b\\c');
