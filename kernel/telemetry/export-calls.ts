@@ -7,18 +7,31 @@ import type { ExportOutcome as ExportResult } from './span-batcher.ts';
 export class ExportCalls {
   private readonly running = new Set<Promise<void>>();
 
-  begin(done: (result: ExportResult) => void): (result: ExportResult) => void {
+  /**
+   * With `timeoutMs`, the call fails as `timeout` once that long has passed, whatever comes meanwhile (a collector
+   * trickling its answer never lets an idle timeout fire), and `onTimeout` ends it (destroys its request).
+   */
+  begin(done: (result: ExportResult) => void, timeoutMs = 0, what = 'export', onTimeout?: () => void): (result: ExportResult) => void {
     let finish!: () => void;
     const tracked = new Promise<void>((resolve) => (finish = resolve));
     this.running.add(tracked);
     let settled = false;
-    return (result) => {
+    let timer: NodeJS.Timeout | undefined;
+    const settle = (result: ExportResult): void => {
       if (settled) return;
       settled = true;
+      if (timer !== undefined) clearTimeout(timer);
       this.running.delete(tracked);
       finish();
       done(result);
     };
+    if (timeoutMs > 0) {
+      timer = setTimeout(() => {
+        settle({ code: 1, error: new Error(`${what} timed out`), errorType: 'timeout' });
+        onTimeout?.();
+      }, timeoutMs).unref();
+    }
+    return settle;
   }
 
   async drain(): Promise<void> {

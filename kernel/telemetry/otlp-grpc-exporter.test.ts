@@ -58,3 +58,31 @@ test('an export that timed out closes its connection: the next one connects agai
     await new Promise((resolve) => sink.close(resolve));
   }
 });
+
+test('a grpc-message that is not valid percent-encoding is reported, not thrown out of the trailers handler', async () => {
+  const sink = createH2Server((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/grpc' });
+      res.addTrailers({ 'grpc-status': '14', 'grpc-message': 'overloaded 100%' });
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  const exporter = new OtlpGrpcTraceExporter(`http://127.0.0.1:${(sink.address() as AddressInfo).port}`, {}, 2000);
+  const uncaught: Error[] = [];
+  const onUncaught = (err: Error): void => void uncaught.push(err);
+  process.on('uncaughtException', onUncaught);
+  try {
+    const outcome = await new Promise<ExportOutcome>((resolve) => exporter.export(Buffer.alloc(0), resolve));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(uncaught, []);
+    assert.equal(outcome.code, 1);
+    assert.equal(outcome.errorType, 'UNAVAILABLE');
+    assert.match(String(outcome.error?.message), /overloaded 100%/);
+  } finally {
+    process.off('uncaughtException', onUncaught);
+    await exporter.shutdown();
+    await new Promise((resolve) => sink.close(resolve));
+  }
+});

@@ -4,7 +4,7 @@
  * no gRPC dependency (import-boundaries.test.ts), and a trimmed distribution stays free of `@grpc/grpc-js`.
  */
 import { connect, constants } from 'node:http2';
-import type { ClientHttp2Session } from 'node:http2';
+import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import { ExportCalls, failed } from './export-calls.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
 
@@ -13,6 +13,15 @@ const SUCCESS = 0;
 const FAILED = 1;
 /** gRPC status names by code, the error type of a failed export (as the RPC conventions name them). */
 const STATUS_NAMES = ['OK', 'CANCELLED', 'UNKNOWN', 'INVALID_ARGUMENT', 'DEADLINE_EXCEEDED', 'NOT_FOUND', 'ALREADY_EXISTS', 'PERMISSION_DENIED', 'RESOURCE_EXHAUSTED', 'FAILED_PRECONDITION', 'ABORTED', 'OUT_OF_RANGE', 'UNIMPLEMENTED', 'INTERNAL', 'UNAVAILABLE', 'DATA_LOSS', 'UNAUTHENTICATED'];
+
+/** gRPC's percent-encoded `grpc-message`; as sent when it is not valid encoding (a throw here would crash the process). */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
 
 export class OtlpGrpcTraceExporter implements LeanSpanExporter {
   private session: ClientHttp2Session | undefined;
@@ -57,31 +66,35 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
     }
     this.inFlight++;
     session.ref();
-    const settle = this.calls.begin((result) => {
-      if (--this.inFlight === 0) this.session?.unref();
-      done(result);
-    });
+    let req: ClientHttp2Stream | undefined;
+    // At the deadline its connection goes too: one that took an export and never answered (a hung collector, a peer
+    // gone without a reset) would hold every later export until they time out as well. The next one connects anew.
+    const settle = this.calls.begin(
+      (result) => {
+        if (--this.inFlight === 0) this.session?.unref();
+        done(result);
+      },
+      this.timeoutMs,
+      `OTLP/gRPC export to ${this.url}`,
+      () => {
+        req?.close(constants.NGHTTP2_CANCEL);
+        if (this.session === session) this.session = undefined;
+        session.destroy();
+      },
+    );
     let status: string | undefined;
     let message: string | undefined;
     const read = (h: Record<string, unknown>): void => {
       if (h['grpc-status'] !== undefined) status = String(h['grpc-status']);
-      if (h['grpc-message'] !== undefined) message = decodeURIComponent(String(h['grpc-message']));
+      if (h['grpc-message'] !== undefined) message = percentDecoded(String(h['grpc-message']));
     };
     try {
-      const req = session.request({
+      req = session.request({
         ...this.headers,
         ':method': 'POST',
         ':path': EXPORT_PATH,
         'content-type': 'application/grpc',
         te: 'trailers',
-      });
-      req.setTimeout(this.timeoutMs, () => {
-        req.close(constants.NGHTTP2_CANCEL);
-        // Its connection goes too: one that took an export and never answered (a hung collector, a peer gone
-        // without a reset) would hold every later export until they time out as well. The next one connects anew.
-        if (this.session === session) this.session = undefined;
-        session.destroy();
-        settle({ code: FAILED, error: new Error(`OTLP/gRPC export to ${this.url} timed out`), errorType: 'timeout' });
       });
       req.on('response', read);
       req.on('trailers', read);

@@ -5,6 +5,7 @@
  * warning a minute, tracing-sdk.ts) and dropped, as the SDK's exporter does after its retries.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import type { ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { ExportCalls, failed } from './export-calls.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
@@ -28,18 +29,15 @@ export class OtlpHttpTraceExporter implements LeanSpanExporter {
   }
 
   export(body: Buffer, done: (result: ExportResult) => void): void {
-    const settle = this.calls.begin(done);
+    let req: ClientRequest | undefined;
+    const settle = this.calls.begin(done, this.timeoutMs, `OTLP/HTTP export to ${this.url.href}`, () => req?.destroy());
     const send = this.url.protocol === 'https:' ? httpsRequest : httpRequest;
     try {
-      const req = send(this.url, { method: 'POST', agent: this.agent, headers: { ...this.headers, 'content-length': String(body.length) } }, (res) => {
+      req = send(this.url, { method: 'POST', agent: this.agent, headers: { ...this.headers, 'content-length': String(body.length) } }, (res) => {
         const status = res.statusCode ?? 0;
         res.resume();
         res.on('error', (error) => settle(failed(error)));
         res.on('end', () => settle(status >= 200 && status < 300 ? { code: SUCCESS } : { code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} failed: HTTP ${status}`), errorType: String(status) }));
-      });
-      req.setTimeout(this.timeoutMs, () => {
-        settle({ code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} timed out`), errorType: 'timeout' });
-        req.destroy();
       });
       req.on('error', (error) => settle(failed(error)));
       req.end(body);
