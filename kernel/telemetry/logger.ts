@@ -50,19 +50,15 @@ export class LogSink {
    * stalls, or a pipe nobody reads, would otherwise make them grow with every request until the process runs out
    * of memory: past MAX_PENDING, batches are dropped and counted instead.
    */
-  constructor(
-    write?: (chunk: string) => void,
-    writeBytes: (chunk: Buffer) => void = writeStdout,
-    pending: () => number = () => process.stdout.writableLength,
-  ) {
+  constructor(write?: (chunk: string) => void, writeBytes?: (chunk: Buffer) => void, pending?: () => number) {
     this.write = write;
-    this.writeBytes = writeBytes;
-    this.pending = pending;
+    this.writeBytes = writeBytes ?? writeStdout;
+    this.pending = pending ?? (writeBytes === undefined ? () => process.stdout.writableLength : () => 0);
   }
 
   /** A sink that hands its batches to `write` as Buffers. */
   static toBytes(write: (chunk: Buffer) => void): LogSink {
-    return new LogSink(undefined, write, () => 0);
+    return new LogSink(undefined, write);
   }
 
   push(line: string): void {
