@@ -3,28 +3,15 @@
 // export waiting on it until the process restarts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer as createH2Server } from 'node:http2';
 import { createConnection, createServer } from 'node:net';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { OtlpGrpcTraceExporter } from './otlp-grpc-exporter.ts';
 import type { ExportOutcome } from './span-batcher.ts';
-
-/** A collector answering every export with grpc-status 0. */
-function collector(): ReturnType<typeof createH2Server> {
-  return createH2Server((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/grpc' });
-      res.addTrailers({ 'grpc-status': '0' });
-      res.end();
-    });
-  });
-}
+import { startGrpcCollector } from '../../test/helpers/grpc-collector.ts';
 
 test('an export that timed out closes its connection: the next one connects again and reaches the collector', async () => {
-  const sink = collector();
-  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  const sink = await startGrpcCollector();
   // In front of the collector: while `hold`, connections are accepted and never answered (bytes not read).
   let hold = true;
   const held: Socket[] = [];
@@ -35,7 +22,7 @@ test('an export that timed out closes its connection: the next one connects agai
       held.push(socket);
       return;
     }
-    const back = createConnection((sink.address() as AddressInfo).port, '127.0.0.1');
+    const back = createConnection(sink.port, '127.0.0.1');
     back.on('error', () => undefined);
     relays.push(socket, back);
     socket.pipe(back).pipe(socket);
@@ -55,21 +42,13 @@ test('an export that timed out closes its connection: the next one connects agai
     await exporter.shutdown();
     for (const s of [...held, ...relays]) s.destroy();
     await new Promise((resolve) => front.close(resolve));
-    await new Promise((resolve) => sink.close(resolve));
+    await sink.close();
   }
 });
 
 test('a grpc-message that is not valid percent-encoding is reported, not thrown out of the trailers handler', async () => {
-  const sink = createH2Server((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/grpc' });
-      res.addTrailers({ 'grpc-status': '14', 'grpc-message': 'overloaded 100%' });
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
-  const exporter = new OtlpGrpcTraceExporter(`http://127.0.0.1:${(sink.address() as AddressInfo).port}`, {}, 2000);
+  const sink = await startGrpcCollector({ 'grpc-status': '14', 'grpc-message': 'overloaded 100%' });
+  const exporter = new OtlpGrpcTraceExporter(sink.url, {}, 2000);
   const uncaught: Error[] = [];
   const onUncaught = (err: Error): void => void uncaught.push(err);
   process.on('uncaughtException', onUncaught);
@@ -83,6 +62,6 @@ test('a grpc-message that is not valid percent-encoding is reported, not thrown 
   } finally {
     process.off('uncaughtException', onUncaught);
     await exporter.shutdown();
-    await new Promise((resolve) => sink.close(resolve));
+    await sink.close();
   }
 });

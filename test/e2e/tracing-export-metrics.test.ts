@@ -3,13 +3,13 @@
 // minute. The collector here is a node:http2 server speaking gRPC's wire that answers every export UNAVAILABLE; the
 // OTLP/HTTP case points at a port nothing listens on.
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http2';
-import type { Http2Server } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { startGrpcCollector } from '../helpers/grpc-collector.ts';
+import type { GrpcCollector } from '../helpers/grpc-collector.ts';
 import { scrape, value } from '../helpers/metrics.ts';
 import type { parseMetrics } from '../helpers/metrics.ts';
 
@@ -34,24 +34,14 @@ async function until(gw: RunningGateway, check: (m: ReturnType<typeof parseMetri
 }
 
 describe('tracing: export outcomes in /metrics', () => {
-  let collector: Http2Server;
-  let collectorPort: number;
+  let collector: GrpcCollector;
   before(async () => {
-    collector = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'application/grpc' });
-        res.addTrailers({ 'grpc-status': '14', 'grpc-message': 'overloaded' });
-        res.end();
-      });
-    });
-    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    collectorPort = (collector.address() as { port: number }).port;
+    collector = await startGrpcCollector({ 'grpc-status': '14', 'grpc-message': 'overloaded' });
   });
-  after(() => new Promise<void>((resolve) => collector.close(() => resolve())));
+  after(() => collector.close());
 
   it('OTLP/gRPC: spans the collector refused count under their gRPC status name; the queue is empty after', async () => {
-    const { gw, base } = await tracedGateway({ otlpEndpoint: `http://127.0.0.1:${collectorPort}` });
+    const { gw, base } = await tracedGateway({ otlpEndpoint: collector.url });
     try {
       for (let i = 0; i < 3; i++) assert.equal((await fetch(`${base}/x${i}`)).status, 200);
       const m = await until(gw, (m) => value(m, 'otel_sdk_exporter_span_exported_total', { error_type: 'UNAVAILABLE' }) === 3);
