@@ -270,12 +270,13 @@ export class Tracing {
     // W3C `traceparent` written directly (the propagator builds a context for it); a client's `baggage` or a
     // `tracestate` goes through the propagator, as those are rare.
     const sc = span.spanContext();
-    // A client's `tracestate` without a valid `traceparent` belongs to no trace of ours: W3C Trace Context says to
-    // discard it, not to send it beside the new trace (a valid parent's state is on `sc` and injected below).
-    if (sc.traceState === undefined && headers.tracestate !== undefined) delete headers.tracestate;
     if (sc.traceState !== undefined || propagation.getBaggage(active) !== undefined) this.propagator.inject(trace.setSpan(active, span), headers, headerSetter);
     // The tracer's spans (recording or not) always have valid ids.
     else headers.traceparent = `00-${sc.traceId}-${sc.spanId}-0${(sc.traceFlags & 0xff).toString(16)}`;
+    // A client's `tracestate` without a valid `traceparent` belongs to no trace of ours: W3C Trace Context says to
+    // discard it, not to send it beside the new trace (a valid parent's state was injected above); an empty one (no
+    // valid member) is not sent either.
+    if (headers.tracestate !== undefined && (sc.traceState === undefined || headers.tracestate === '')) delete headers.tracestate;
     return span;
   }
 

@@ -227,6 +227,9 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
       ['/guarded/state-alone', { tracestate: 'vendor=stale' }],
       ['/api/state-bad-parent', { traceparent: '00-zzzz-00f067aa0ba902b7-01', tracestate: 'vendor=stale' }],
       ['/guarded/state-bad-parent', { traceparent: `00-${'0'.repeat(32)}-${CLIENT_SPAN}-01`, tracestate: 'vendor=stale', baggage: 'tenant=acme' }],
+      // A valid parent whose tracestate has no valid member: nothing to pass on (not an empty header).
+      ['/api/state-none-valid', { traceparent: `00-d0f92f3577b34da6a3ce929d0e0e4701-${CLIENT_SPAN}-01`, tracestate: '!!!invalid' }],
+      ['/guarded/state-none-valid', { traceparent: `00-d0f92f3577b34da6a3ce929d0e0e4702-${CLIENT_SPAN}-01`, tracestate: '!!!invalid' }],
     ];
     for (const [path, headers] of cases) {
       const r = await fetch(`${base}${path}`, { headers });
