@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isoNow, LogSink, ProcessLogger } from './logger.ts';
 import { fixed2 } from './access-log.ts';
+import { MetricsRegistry } from './metrics.ts';
 
 test('isoNow formats the date once per second and matches toISOString at every millisecond', (t) => {
   const times = [0, 1, 9, 10, 99, 100, 999, 1000, 1767225600000, 1767225600007, 1767225600099, 1767225600999, 1767225601000, 1767225661042];
@@ -27,6 +28,8 @@ test('a log sink whose stream does not keep up drops lines past 16 MiB pending, 
   let pending = 0;
   const sink = new LogSink(undefined, (chunk) => void written.push(chunk.toString()), () => pending);
   const logger = new ProcessLogger(sink, { level: 'info', format: 'json' });
+  const droppedOnMetrics = (): number => Number(/^switchyard_log_lines_dropped_total (\S+)$/m.exec(new MetricsRegistry().render())?.[1]);
+  const before = droppedOnMetrics();
   logger.info('first');
   sink.flush();
   // The reader stalled (a log shipper stuck, a pipe nobody reads): what waits for it is bounded.
@@ -37,6 +40,7 @@ test('a log sink whose stream does not keep up drops lines past 16 MiB pending, 
     sink.flush();
   }
   assert.equal(written.length, 1);
+  assert.equal(droppedOnMetrics() - before, 6, 'and /metrics counts them');
   pending = 0;
   logger.info('after');
   sink.flush();

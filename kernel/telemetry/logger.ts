@@ -7,27 +7,6 @@ export { textValue };
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-/** Set once stdout failed (its reader went away): log lines are dropped from then on (`keepServingWithoutStdout`). */
-let stdoutFailed = false;
-
-function writeStdout(chunk: Buffer): void {
-  if (!stdoutFailed) process.stdout.write(chunk);
-}
-
-/**
- * A serving gateway outlives its log reader: a write to a closed stdout (the log shipper restarted, `| head`) is an
- * 'error' event that, unhandled, ended the process and every connection with it. From the first failure the lines are
- * dropped, `onFail` says so once (on stderr), and stderr's own failures are ignored.
- */
-export function keepServingWithoutStdout(onFail: (err: NodeJS.ErrnoException) => void): void {
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (stdoutFailed) return;
-    stdoutFailed = true;
-    onFail(err);
-  });
-  process.stderr.on('error', () => undefined);
-}
-
 /**
  * Where log lines go. Lines are collected as bytes in one reused buffer and written once per event-loop turn, one
  * write per batch, so logging never blocks a request and a line leaves no strings behind (issue 15). The default
@@ -53,7 +32,7 @@ export class LogSink {
   constructor(write?: (chunk: string) => void, writeBytes?: (chunk: Buffer) => void, pending?: () => number) {
     this.write = write;
     this.writeBytes = writeBytes ?? writeStdout;
-    this.pending = pending ?? (writeBytes === undefined ? () => process.stdout.writableLength : () => 0);
+    this.pending = pending ?? (writeBytes === undefined ? stdoutPending : () => 0);
   }
 
   /** A sink that hands its batches to `write` as Buffers. */
@@ -90,6 +69,7 @@ export class LogSink {
     if (this.write === undefined) {
       if (this.pending() >= MAX_PENDING) {
         this.dropped += this.lines;
+        logDrops.lines += this.lines;
         this.lines = 0;
         this.bytes.clear();
         return;
@@ -107,6 +87,51 @@ export class LogSink {
     this.bytes.take();
     this.write(chunk);
   };
+}
+
+/** Log lines this thread dropped because its output did not keep up (`switchyard_log_lines_dropped_total`). */
+export const logDrops = { lines: 0 };
+
+/** Set once stdout failed (EPIPE: its reader went away): later lines are dropped and counted, as no one can read them. */
+let stdoutFailed = false;
+let stdoutWatched = false;
+/** Told once when stdout fails (`keepServingWithoutStdout`). */
+let onStdoutFailure: ((err: NodeJS.ErrnoException) => void) | undefined;
+
+/**
+ * Without an 'error' listener, a write to a stdout whose reader left (a log shipper that died, a closed pipe, `| head`)
+ * is an unhandled EPIPE that ends the process: the gateway would stop serving for its logs.
+ */
+function watchStdout(): void {
+  if (stdoutWatched) return;
+  stdoutWatched = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (stdoutFailed) return;
+    stdoutFailed = true;
+    onStdoutFailure?.(err);
+  });
+}
+
+/** The default log output. */
+function writeStdout(chunk: Buffer): void {
+  if (stdoutFailed) return;
+  watchStdout();
+  process.stdout.write(chunk);
+}
+
+/** Bytes stdout holds unread; a failed stdout holds them for ever (its lines are dropped and counted). */
+function stdoutPending(): number {
+  return stdoutFailed ? Infinity : process.stdout.writableLength;
+}
+
+/**
+ * A serving gateway outlives its log reader: from stdout's first failure its lines are dropped (and counted),
+ * `onFail` says so once (on stderr), and stderr's own failures are ignored.
+ */
+export function keepServingWithoutStdout(onFail: (err: NodeJS.ErrnoException) => void): void {
+  onStdoutFailure = onFail;
+  watchStdout();
+  process.stderr.on('error', () => undefined);
 }
 
 /** Bytes the log stream may hold unread before lines are dropped (about 60,000 access-log lines). */

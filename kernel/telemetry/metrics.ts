@@ -1,3 +1,5 @@
+import { logDrops } from './logger.ts';
+
 /** The Content-Type of `/metrics`: the text format, in UTF-8 (label values such as model names need not be ASCII). */
 export const PROMETHEUS_TEXT = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -279,6 +281,9 @@ export class MetricsRegistry {
     }
     for (const h of this.histograms.values()) h.render(out);
     for (const [name, g] of this.gauges) out.push(`# HELP ${name} ${g.help}`, `# TYPE ${name} gauge`, `${name} ${g.read()}`);
+    // The log output is the thread's, not a gateway's: each worker's count, summed by the supervisor.
+    out.push('# HELP switchyard_log_lines_dropped_total Log lines dropped because the log output (stdout) did not keep up or was closed.');
+    out.push('# TYPE switchyard_log_lines_dropped_total counter', `switchyard_log_lines_dropped_total ${logDrops.lines}`);
     for (const fn of this.collectors) fn(out);
     return `${out.join('\n')}\n`;
   }

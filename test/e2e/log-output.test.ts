@@ -30,6 +30,12 @@ describe('log output', () => {
         await sleep(20);
       }
       assert.equal(gw.child.exitCode, null, `the gateway exited:\n${gw.output()}`);
+      // The lines it could not write are counted.
+      const statsPort = /roles=[a-z,]*stats[a-z,]* address=127\.0\.0\.1:(\d+)/.exec(gw.output());
+      assert.ok(statsPort, gw.output());
+      const metrics = await (await fetch(`http://127.0.0.1:${statsPort[1]}/metrics`)).text();
+      const dropped = Number(/^switchyard_log_lines_dropped_total (\d+)$/m.exec(metrics)?.[1]);
+      assert.ok(dropped >= 19, `switchyard_log_lines_dropped_total ${dropped}`);
     } finally {
       await gw.stop();
     }
