@@ -15,6 +15,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { rawRequest } from './proxy-support.ts';
 
 const ISSUER = 'https://logs.issuer.test';
 const API_KEY = 'sk-log-9f8e7d6c';
@@ -171,16 +172,8 @@ describe('access log fields, request id, filter', () => {
 
   it('an absolute-form target (GET http://host/path) is logged and seen by policies as its path and query', async () => {
     // RFC 9112 section 3.2.2: a server must accept it; `originalUrl` (the SDK's "path and query") held the whole URL.
-    const raw = 'GET http://abs.example/abs/form?access_token=s3cr3t-abs&x=1 HTTP/1.1\r\nHost: other\r\nx-probe: abs-form\r\nConnection: close\r\n\r\n';
-    const answer = await new Promise<string>((resolve, reject) => {
-      // Written, not ended: a client that half-closes is a client gone (499), as with nginx.
-      const socket = connect(port, '127.0.0.1', () => socket.write(raw));
-      let data = '';
-      socket.on('data', (c: Buffer) => (data += c.toString()));
-      socket.on('close', () => resolve(data));
-      socket.on('error', reject);
-    });
-    assert.match(answer, /^HTTP\/1\.1 200/);
+    const answer = await rawRequest(port, 'GET http://abs.example/abs/form?access_token=s3cr3t-abs&x=1 HTTP/1.1\nHost: other\nx-probe: abs-form\nConnection: close');
+    assert.equal(answer.status, 200);
     assert.equal(upstream.received.at(-1)!.url, '/abs/form?access_token=s3cr3t-abs&x=1');
     assert.equal((await lineFor('abs-form'))['http.path'], '/abs/form?access_token=<redacted>&x=1');
   });
