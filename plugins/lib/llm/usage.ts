@@ -13,7 +13,11 @@ export interface LlmUsage {
   reasoningTokens?: number;
 }
 
-const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+/**
+ * A token count: a non-negative whole number (safe as an integer). Anything else is no count: a negative one would
+ * settle a budget with a credit and make counters and costs go backwards.
+ */
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined);
 
 /** OpenAI counts (Chat Completions and Responses name the totals differently, their details alike). */
 function openAiUsage(input: unknown, output: unknown, inputDetails: unknown, outputDetails: unknown): LlmUsage {
