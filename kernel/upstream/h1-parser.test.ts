@@ -101,7 +101,7 @@ describe('H1ResponseParser: well-formed answers', () => {
 
 describe('H1ResponseParser: malformed and hostile answers are refused', () => {
   it('invalid status lines', () => {
-    for (const line of ['HTTP/1.1 2000 OK', 'HTTP/2.0 200 OK', 'HTTP/1.1 200 O\0K', 'ICY 200 OK', 'HTTP/1.1 099 Low', 'HTTP/1.1  200 OK', 'http/1.1 200 OK', 'HTTP/1.1 20x OK']) {
+    for (const line of ['HTTP/1.1 2000 OK', 'HTTP/2.0 200 OK', 'HTTP/1.1 200 O\0K', 'ICY 200 OK', 'HTTP/1.1 099 Low', 'HTTP/1.1  200 OK', 'http/1.1 200 OK', 'HTTP/1.1 20x OK', 'HTTP/1.1 600 Nope', 'HTTP/1.1 999 Beyond']) {
       rejects(`${line}\r\nContent-Length: 0\r\n\r\n`, /status line/);
     }
   });

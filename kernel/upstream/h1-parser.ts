@@ -68,7 +68,10 @@ function fieldChars(s: string, from: number, to: number): boolean {
 
 const isDigit = (c: number): boolean => c >= 48 && c <= 57;
 
-/** The status of `HTTP/1.[01] [1-9]dd[ reason]` ending at `eol`; a character check (a regex and its match array cost more). */
+/**
+ * The status of `HTTP/1.[01] [1-5]dd[ reason]` ending at `eol`; a character check (a regex and its match array cost
+ * more). RFC 9110 section 15 defines 100-599: a 600 or 999 is no answer a client can read (502, as Envoy answers it).
+ */
 function statusOf(head: string, eol: number): number {
   const v = head.charCodeAt(7);
   const a = head.charCodeAt(9);
@@ -79,7 +82,7 @@ function statusOf(head: string, eol: number): number {
     head.startsWith('HTTP/1.') &&
     (v === 48 || v === 49) &&
     head.charCodeAt(8) === 32 &&
-    a >= 49 && a <= 57 && isDigit(b) && isDigit(c) &&
+    a >= 49 && a <= 53 && isDigit(b) && isDigit(c) &&
     (eol === 12 || (head.charCodeAt(12) === 32 && fieldChars(head, 13, eol)));
   if (!ok) throw new H1ParseError('invalid status line');
   return (a - 48) * 100 + (b - 48) * 10 + (c - 48);
