@@ -103,6 +103,48 @@ describe('mcp backend, per-target policies', () => {
     }
   });
 
+  it("several targets: the client's Authorization and Cookie reach none of them unless a target asks (backendAuth.passthrough); one target still gets them", async () => {
+    const headers = { authorization: 'Bearer client-token', cookie: 'session=s1', 'x-client-note': 'hello' };
+    const posts = (p: RecordingProxy) => p.received.filter((r) => r.method === 'POST');
+    const call = async (url: URL, tools: string[]): Promise<void> => {
+      const { client, transport } = await connectClient(url, { headers });
+      for (const name of tools) assert.deepEqual((await client.callTool({ name, arguments: { message: 'hi' } })).content, [{ type: 'text', text: 'Echo: hi' }]);
+      await transport.terminateSession();
+      await client.close();
+    };
+    proxyA.received.length = 0;
+    proxyB.received.length = 0;
+    const several = await startMcpGateway({
+      targets: [
+        { name: 'a', mcp: { host: '127.0.0.1', port: proxyA.port, path: '/mcp' }, policies: { backendAuth: { passthrough: {} } } },
+        { name: 'b', mcp: { host: '127.0.0.1', port: proxyB.port, path: '/mcp' } },
+      ],
+    });
+    try {
+      await call(several.mcpUrl, ['a_echo', 'b_echo']);
+    } finally {
+      await several.stop();
+    }
+    assert.ok(posts(proxyA).length >= 3 && posts(proxyB).length >= 3);
+    for (const { headers: h } of posts(proxyA)) {
+      assert.equal(h.authorization, 'Bearer client-token', 'target a asked for the client credential');
+      assert.equal(h.cookie, undefined);
+    }
+    for (const { headers: h } of posts(proxyB)) {
+      assert.equal(h.authorization, undefined, "target b never sees a token meant for the gateway's endpoint");
+      assert.equal(h.cookie, undefined);
+      assert.equal(h['x-client-note'], 'hello', 'other client headers still pass');
+    }
+    proxyA.received.length = 0;
+    const single = await startMcpGateway({ targets: [{ name: 'a', mcp: { host: '127.0.0.1', port: proxyA.port, path: '/mcp' } }] });
+    try {
+      await call(single.mcpUrl, ['echo']);
+    } finally {
+      await single.stop();
+    }
+    for (const { headers: h } of posts(proxyA)) assert.equal(h.authorization, 'Bearer client-token', 'a single target is the server the client talks to');
+  });
+
   it("a target's mcpAuthorization rules join the route's for that target's items only (levels concatenate, BEHAVIOUR §5.5)", async () => {
     const gw = await startMcpGateway(
       {

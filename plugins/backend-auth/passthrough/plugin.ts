@@ -15,7 +15,9 @@ export default defineBackendAuth<Record<string, never>>({
   compile() {
     return {
       apply(ex, attempt) {
-        const original = ex.get(withheldCredentials)?.authorization;
+        // Withheld by an auth policy, else as the client sent it (an MCP backend of several targets does not pass
+        // it on by itself: ADR 0128).
+        const original = ex.get(withheldCredentials)?.authorization ?? ex.headers.authorization;
         if (typeof original === 'string') attempt.headers.authorization = original;
       },
     };

@@ -8,14 +8,23 @@ import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 const PER_REQUEST = new Set(['traceparent', 'tracestate', 'baggage', 'x-request-id', 'x-amzn-trace-id', 'x-b3-traceid', 'x-b3-spanid', 'x-b3-parentspanid', 'x-b3-sampled', 'b3']);
 
 /**
- * The client's headers for the targets' HTTP requests (after gateway auth removed what it consumed). `shared`: for
- * connections that outlive the request (2026-07-28 clients), without the per-request tracing headers.
+ * The client's credentials: with several targets each is another server, and a token the client presented to the
+ * gateway's endpoint is not theirs to see (the MCP specification's "token passthrough"). A target that needs it asks
+ * with `backendAuth.passthrough` (ADR 0128).
  */
-export function upstreamHeaders(ex: Exchange, shared = false): Record<string, string> | undefined {
+const CLIENT_CREDENTIALS = new Set(['authorization', 'cookie']);
+
+/**
+ * The client's headers for the targets' HTTP requests (after gateway auth removed what it consumed). `shared`: for
+ * connections that outlive the request (2026-07-28 clients), without the per-request tracing headers. `multiplexed`:
+ * the backend has several targets, so the client's credentials stay with the gateway.
+ */
+export function upstreamHeaders(ex: Exchange, shared = false, multiplexed = false): Record<string, string> | undefined {
   let out: Record<string, string> | undefined;
   for (const [k, v] of Object.entries(ex.headers)) {
     if (v === undefined || NOT_FORWARDED.has(k) || k.startsWith('x-forwarded-') || k.startsWith('mcp-param-')) continue;
     if (shared && PER_REQUEST.has(k)) continue;
+    if (multiplexed && CLIENT_CREDENTIALS.has(k)) continue;
     (out ??= {})[k] = Array.isArray(v) ? v.join(', ') : v;
   }
   return out;
@@ -30,8 +39,8 @@ export interface ClientContext {
   readonly shared: boolean;
 }
 
-export function clientOf(ex: Exchange, shared = false): ClientContext {
-  return { headers: upstreamHeaders(ex, shared), exchange: ex.detach(), shared };
+export function clientOf(ex: Exchange, multiplexed: boolean, shared = false): ClientContext {
+  return { headers: upstreamHeaders(ex, shared, multiplexed), exchange: ex.detach(), shared };
 }
 
 export function header(ex: Exchange, name: string): string | undefined {

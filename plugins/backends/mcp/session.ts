@@ -136,7 +136,7 @@ export class McpSession implements ConnHost {
     if (!target.requestPolicies) return { headers: base.headers, onAttempt: target.policies.attemptHook(base.exchange) };
     const derived = await target.requestPolicies.runRequestHooks(base.exchange);
     if (derived.reply) throw new Error(`a policy of the target refused the client (HTTP ${derived.reply.status})`);
-    return { headers: upstreamHeaders(derived.exchange, base.shared), onAttempt: target.policies.attemptHook(derived.exchange) };
+    return { headers: upstreamHeaders(derived.exchange, base.shared, this.rt.multiplexed), onAttempt: target.policies.attemptHook(derived.exchange) };
   }
 
   touch(): void {

@@ -71,7 +71,7 @@ export class Front20251125 implements RevisionAdapter {
     const id = header(ex, SESSION_HEADER);
     if (!id) return rpcReply(400, TRANSPORT_ERROR, 'Bad Request: the Mcp-Session-Id header is required for requests other than initialize');
     const caller = principalOf(ex);
-    const session = this.store.get(id) ?? this.store.resume(id, this.rt, clientOf(ex), caller);
+    const session = this.store.get(id) ?? this.store.resume(id, this.rt, clientOf(ex, this.rt.multiplexed), caller);
     if (typeof session === 'string') return rpcReply(503, LIMIT_CODE, session);
     // A session opened by another caller is not found (ADR 0120): its id is not a credential.
     if (!session || session.kind !== 'streamable' || (session.principal !== undefined && session.principal !== caller)) return rpcReply(404, -32001, 'Session not found');
@@ -120,7 +120,7 @@ export class Front20251125 implements RevisionAdapter {
       const refused = this.store.admit();
       if (refused) return rpcReply(503, LIMIT_CODE, refused, init.id);
     }
-    const session = new McpSession(this.rt, randomUUID(), kind, init.params ?? {}, clientOf(ex));
+    const session = new McpSession(this.rt, randomUUID(), kind, init.params ?? {}, clientOf(ex, this.rt.multiplexed));
     let result: Record<string, unknown>;
     try {
       result = await session.initialize();
@@ -152,7 +152,7 @@ export class Front20251125 implements RevisionAdapter {
   private async stateless(ex: Exchange, parsed: ParsedPost, sse: boolean): Promise<Reply> {
     const version = header(ex, 'mcp-protocol-version') ?? '2025-11-25';
     const params = { protocolVersion: version, capabilities: {}, clientInfo: { name: 'switchyard', version: '0.1.0' } };
-    const session = new McpSession(this.rt, randomUUID(), 'stateless', params, clientOf(ex));
+    const session = new McpSession(this.rt, randomUUID(), 'stateless', params, clientOf(ex, this.rt.multiplexed));
     session.initialized = true;
     session.protocolVersion = version;
     const reply = await this.dispatch(ex, session, parsed, sse, {});

@@ -40,7 +40,7 @@ export class LegacySseFront {
     if (refused) return rpcReply(503, LIMIT_CODE, refused);
     this.store.settle();
     const uuid = randomUUID();
-    const session = new McpSession(this.rt, uuid, 'legacy', {}, clientOf(ex));
+    const session = new McpSession(this.rt, uuid, 'legacy', {}, clientOf(ex, this.rt.multiplexed));
     const stream = new SseStream();
     session.streams.legacyStream = stream;
     this.store.add(session, uuid);

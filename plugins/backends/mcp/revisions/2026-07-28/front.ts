@@ -146,6 +146,7 @@ export class Front20260728 implements RevisionAdapter {
    * the caller it authenticated as (ADR 0120): two callers never share target connections or stdio processes.
    */
   private identity(ex: Exchange, client: ClientEnvelope): string {
+    // With the credentials: two clients that present different ones never share target connections.
     const headers = upstreamHeaders(ex, true) ?? {};
     const sorted = Object.keys(headers)
       .sort()
@@ -163,7 +164,7 @@ export class Front20260728 implements RevisionAdapter {
       capabilities: client.clientCapabilities,
       clientInfo: client.clientInfo ?? { name: 'switchyard', version: '0.1.0' },
     };
-    const session = new McpSession(this.rt, randomUUID(), '2026-07-28', initParams, clientOf(ex, poolKey !== undefined), undefined, SESSION_2026_07_28);
+    const session = new McpSession(this.rt, randomUUID(), '2026-07-28', initParams, clientOf(ex, this.rt.multiplexed, poolKey !== undefined), undefined, SESSION_2026_07_28);
     session.envelope = client;
     session.inputs = new InputRounds(session);
     session.poolKey = poolKey;
