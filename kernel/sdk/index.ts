@@ -35,7 +35,7 @@ export { ProcessBudgetFull, isProcessBudgetFull } from './processes.ts';
 export type { ChildInput, ChildOutput, ChildPipe, GatewayChild, GatewayProcesses, ProcessSpec } from './processes.ts';
 export { compileUserRegex, userRegexProblem } from './regex.ts';
 export type { UserRegexOptions } from './regex.ts';
-export { BodyTooLargeError, pipeWithTeardown, readCapped, readCappedText, tap, tapCapped } from './streams.ts';
+export { BodyTooLargeError, bodyBytes, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
 export type { ReadCappedOptions, TapObserver } from './streams.ts';
 export { SSE_HEADERS, SseOverflowError, SseParser, SseWriter, completeUtf8, formatSseComment, formatSseEvent, parseSseEvents } from './sse.ts';
 export type { SseEvent, SseEventInit, SseParserOptions, SseWriterOptions } from './sse.ts';

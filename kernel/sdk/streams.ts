@@ -1,9 +1,9 @@
 /**
- * Stream plumbing every plugin needs and none should write again (ADR 0030): read a body into memory with a cap,
- * pipe one stream into another so that either side failing or leaving tears the other down, and watch the chunks
+ * Stream plumbing every plugin needs and none should write again (ADR 0030): read a body into memory with a cap (or
+ * up to a limit, passing a larger one on untouched), pipe one stream into another so that either side failing or leaving tears the other down, and watch the chunks
  * of a body as they pass on to the client.
  */
-import { Transform } from 'node:stream';
+import { PassThrough, Transform } from 'node:stream';
 import type { Readable, TransformCallback, Writable } from 'node:stream';
 
 /** A body was larger than the cap it was read with. `limit` is that cap, in bytes. */
@@ -25,6 +25,11 @@ export interface ReadCappedOptions {
 function toBuffer(chunk: Buffer | Uint8Array | string): Buffer {
   if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
   return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+/** The bytes of an in-memory body (a reply's `string | Uint8Array | null`), without copying a Buffer's. */
+export function bodyBytes(body: string | Uint8Array | null | undefined): Buffer {
+  return body === null || body === undefined ? Buffer.alloc(0) : toBuffer(body);
 }
 
 /**
@@ -83,6 +88,53 @@ export function pipeWithTeardown<T extends Writable>(src: Readable, dst: T): T {
   });
   src.pipe(dst);
   return dst;
+}
+
+/**
+ * Read `body` until it ends or passes `limit` bytes: the whole body, or, past the limit, a stream that gives what
+ * was read and then the rest, so an answer too large to look at still goes through untouched (`readCapped` would
+ * destroy it). Rejects when the body fails or closes before its end while it is being read; past the limit the
+ * stream and the body are tied as by `pipeWithTeardown`.
+ */
+export function readUpTo(body: Readable, limit: number): Promise<Buffer | Readable> {
+  return new Promise((resolve, reject) => {
+    const kept: Buffer[] = [];
+    let size = 0;
+    const stop = (): void => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      body.off('close', onClose);
+    };
+    const onData = (chunk: Buffer | Uint8Array | string): void => {
+      const buf = toBuffer(chunk);
+      kept.push(buf);
+      size += buf.length;
+      if (size <= limit) return;
+      stop();
+      body.pause();
+      const rest = new PassThrough();
+      for (const part of kept) rest.write(part);
+      kept.length = 0;
+      resolve(pipeWithTeardown(body, rest));
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(kept.length === 1 ? kept[0]! : Buffer.concat(kept, size));
+    };
+    const onError = (err: Error): void => {
+      stop();
+      reject(err);
+    };
+    const onClose = (): void => {
+      stop();
+      reject(new Error('the body closed before its end'));
+    };
+    body.on('data', onData);
+    body.once('end', onEnd);
+    body.once('error', onError);
+    body.once('close', onClose);
+  });
 }
 
 /** What {@link tap} calls as a body passes. A throw from either is swallowed: watching never breaks a response. */

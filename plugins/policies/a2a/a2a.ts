@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
-import { defineAttribute, jsonErrorReply, readCapped, tap, tapCapped } from 'switchyard/sdk';
+import { bodyBytes, defineAttribute, jsonErrorReply, readCapped, readUpTo, tap, tapCapped } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PluginSpans, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AgentCardError, rewriteAgentCardBody, rewriteCardIfAny } from './agent-card.ts';
 import { a2aRequestAttribute } from './attribute.ts';
@@ -8,7 +8,6 @@ import type { A2aRequest } from './attribute.ts';
 import type { CardRequest } from './agent-card.ts';
 import { agentCardBase, isEventStream, isJsonType, jsonRpcCall, restMethod } from './classify.ts';
 import { CallMetrics, noteOutcome } from './metrics.ts';
-import { bytesOf, readUpTo } from './read-up-to.ts';
 import { logResponseInfo, parseResponseInfo } from './response-info.ts';
 import type { ResponseInfo } from './response-info.ts';
 import { AgentNames, endCallSpan, spanResponse, startCallSpan } from './span.ts';
@@ -101,7 +100,7 @@ function rewriteCardReply(ex: Exchange, reply: Reply, names: AgentNames, call = 
   const unreadable = 'processing failed: agent card could not be read';
   if (body instanceof Readable) return readCapped(body, BODY_LIMIT, { tooLarge }).then(apply).catch((err: unknown) => fail(reply, err, unreadable));
   try {
-    apply(bytesOf(body));
+    apply(bodyBytes(body));
   } catch (err) {
     fail(reply, err, unreadable);
   }
@@ -135,7 +134,7 @@ function inspectUnnamedReply(ex: Exchange, reply: Reply): void | Promise<void> {
       .catch((err: unknown) => fail(reply, err, unreadable));
   }
   try {
-    look(bytesOf(body));
+    look(bodyBytes(body));
   } catch (err) {
     fail(reply, err, unreadable);
   }
@@ -188,7 +187,7 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
     return;
   }
   if (body === null || body === undefined) return;
-  const info = parseResponseInfo(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'), ok);
+  const info = parseResponseInfo(typeof body === 'string' ? body : bodyBytes(body).toString('utf8'), ok);
   if (info) log(info);
 }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { it } from 'node:test';
-import { readUpTo } from './read-up-to.ts';
+import { readUpTo } from './streams.ts';
 
 const chunks = (n: number, size: number): Buffer[] => Array.from({ length: n }, (_, i) => Buffer.alloc(size, 97 + (i % 26)));
 
