@@ -294,7 +294,7 @@ export class SessionStore {
   private reap(): void {
     const now = Date.now();
     for (const [id, s] of this.sessions) {
-      if (s.kind === 'streamable' && s.idle && now - s.lastActivity > this.idleMs) {
+      if (s.kind === 'streamable' && this.expired(s)) {
         if (this.copies) {
           this.expireCopy(id, s);
           continue;
@@ -305,7 +305,7 @@ export class SessionStore {
     }
     for (const [u, until] of this.ended) if (until <= now) this.ended.delete(u);
     for (const [k, s] of this.pooled) {
-      if (s.idle && now - s.lastActivity > this.idleMs) {
+      if (this.expired(s)) {
         this.pooled.delete(k);
         this.logger.info('2026-07-28 client session expired after being idle', { session: s.uuid.slice(0, 8), idleMs: this.idleMs });
         void s.close(true, 'idle timeout');
