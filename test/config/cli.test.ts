@@ -267,19 +267,30 @@ describe('CLI: output to a reader that stops early', () => {
   });
 });
 
+/** A config answering `body` from a directResponse on a loopback bind; every address on a free port. */
+async function directResponseConfig(): Promise<{ bind: number; text: (body: string) => string }> {
+  const [admin, stats, readiness, bind] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const text = (body: string): string =>
+    yaml('config:', `  adminAddr: 127.0.0.1:${admin}`, `  statsAddr: 127.0.0.1:${stats}`, `  readinessAddr: 127.0.0.1:${readiness}`, 'binds:', `  - port: ${bind}`, '    address: 127.0.0.1', '    listeners:', '      - routes:', `          - policies: { directResponse: { status: 200, body: ${body} } }`);
+  return { bind, text };
+}
+
+/** Wait (until `until`, 20 s from now by default) for the output read so far to show the ready line. */
+async function untilReady(out: () => string, until = Date.now() + 20_000): Promise<void> {
+  while (!/switchyard ready/.test(out()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+}
+
 describe('CLI: a running gateway whose log reader goes away', () => {
   it('keeps serving (log lines dropped, one line on stderr), not killed by EPIPE', async () => {
-    const [admin, stats, readiness, bind] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    const text = yaml('config:', `  adminAddr: 127.0.0.1:${admin}`, `  statsAddr: 127.0.0.1:${stats}`, `  readinessAddr: 127.0.0.1:${readiness}`, 'binds:', `  - port: ${bind}`, '    address: 127.0.0.1', '    listeners:', '      - routes:', '          - policies: { directResponse: { status: 200, body: ok } }');
-    const child = spawn(process.execPath, [BIN, '-c', text], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    const { bind, text } = await directResponseConfig();
+    const child = spawn(process.execPath, [BIN, '-c', text('ok')], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     let out = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     try {
-      const until = Date.now() + 20_000;
-      while (!/switchyard ready/.test(out) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      await untilReady(() => out);
       assert.match(out, /switchyard ready/);
       // The log shipper reading stdout dies: every later access-log line is a write to a closed pipe.
       child.stdout.destroy();
@@ -300,9 +311,7 @@ describe('CLI: a running gateway whose log reader goes away', () => {
 
 describe('CLI: the ready line names the process to signal', () => {
   it('under a wrapper that does not pass SIGHUP on (npx runs npm, then sh), the logged pid reloads the file', async () => {
-    const [admin, stats, readiness, bind] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    const text = (body: string): string =>
-      yaml('config:', `  adminAddr: 127.0.0.1:${admin}`, `  statsAddr: 127.0.0.1:${stats}`, `  readinessAddr: 127.0.0.1:${readiness}`, 'binds:', `  - port: ${bind}`, '    address: 127.0.0.1', '    listeners:', '      - routes:', `          - policies: { directResponse: { status: 200, body: ${body} } }`);
+    const { bind, text } = await directResponseConfig();
     const file = tempFile('ready-pid.yaml', text('first'));
     const wrapper = spawn('/bin/sh', ['-c', `"${process.execPath}" "${BIN}" -f "${file}"; true`], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv(), detached: true });
     const exited = new Promise((r) => wrapper.on('exit', r));
@@ -311,7 +320,7 @@ describe('CLI: the ready line names the process to signal', () => {
     wrapper.stderr.on('data', (d: Buffer) => (out += d.toString()));
     try {
       const until = Date.now() + 20_000;
-      while (!/switchyard ready/.test(out) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      await untilReady(() => out, until);
       const m = /switchyard ready .*\bpid=(\d+)/.exec(out);
       assert.ok(m, `the ready line names the pid:\n${out}`);
       const pid = Number(m[1]);
