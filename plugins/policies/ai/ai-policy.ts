@@ -128,6 +128,8 @@ export class AiRuntime implements AiPolicyRuntime {
   readonly modelAliasNames: readonly string[];
   readonly virtualModelNames: readonly string[];
   private readonly suffixes: readonly [string, LlmRouteType][];
+  /** The suffixes mapped to `models`: a path one segment below one asks for one model (chosen at load). */
+  private readonly modelsSuffixes: readonly string[];
   private readonly fallback: LlmRouteType | undefined;
   private readonly prepend: readonly PromptMessage[];
   private readonly append: readonly PromptMessage[];
@@ -153,6 +155,7 @@ export class AiRuntime implements AiPolicyRuntime {
   }) {
     const { suffixes, fallback } = compileRoutes(parts.routes);
     this.suffixes = suffixes;
+    this.modelsSuffixes = suffixes.filter(([, type]) => type === 'models').map(([suffix]) => suffix);
     this.fallback = fallback;
     this.prepend = parts.prepend;
     this.append = parts.append;
@@ -174,13 +177,13 @@ export class AiRuntime implements AiPolicyRuntime {
   }
 
   modelAsked(path: string): string | undefined {
-    // `<models suffix>/<id>` (GET /v1/models/gpt-4o: the SDKs' `models.retrieve`); an id is one path segment.
+    // `<models suffix>/<id>` (GET /v1/models/gpt-4o: the SDKs' `models.retrieve`); an id is one path segment. A
+    // chat route without a `models` entry pays nothing for it.
+    if (this.modelsSuffixes.length === 0) return undefined;
     const slash = path.lastIndexOf('/');
     if (slash <= 0 || slash === path.length - 1) return undefined;
     const parent = path.slice(0, slash);
-    for (const [suffix, type] of this.suffixes) {
-      if (type === 'models' && parent.endsWith(suffix)) return decodeSegment(path.slice(slash + 1));
-    }
+    for (const suffix of this.modelsSuffixes) if (parent.endsWith(suffix)) return decodeSegment(path.slice(slash + 1));
     return undefined;
   }
 
