@@ -67,6 +67,44 @@ const AZURE_TEXT = [
   'data: [DONE]\n\n',
 ].join('');
 
+/**
+ * Parallel calls whose deltas interleave: the calls' first chunks, then their arguments alternately, then text
+ * (Chat Completions puts no order between a message's text and its calls).
+ */
+const OPENAI_INTERLEAVED_TOOLS = [
+  chunk({ role: 'assistant', content: null }),
+  chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+  chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '' } }] }),
+  chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+  chunk({ tool_calls: [{ index: 1, function: { arguments: '{"zone":' } }] }),
+  chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
+  chunk({ tool_calls: [{ index: 1, function: { arguments: '"CET"}' } }] }),
+  chunk({ content: 'Both asked.' }),
+  chunk({}, 'tool_calls'),
+  usageChunk,
+  'data: [DONE]\n\n',
+].join('');
+
+/** Anthropic's rules for a message's events: one block at a time, each started, its deltas, stopped; indexes in order. */
+function assertBlockOrder(events: readonly { type: string; index?: number }[]): void {
+  let open: number | undefined;
+  let next = 0;
+  for (const e of events) {
+    if (e.type === 'content_block_start') {
+      assert.equal(open, undefined, `block ${e.index} started while ${open} is open`);
+      assert.equal(e.index, next++, 'blocks are numbered in order');
+      open = e.index;
+    } else if (e.type === 'content_block_delta') {
+      assert.equal(e.index, open, `delta for block ${e.index} while ${open} is open`);
+    } else if (e.type === 'content_block_stop') {
+      assert.equal(e.index, open, `stop for block ${e.index} while ${open} is open`);
+      open = undefined;
+    } else if (e.type === 'message_delta' || e.type === 'message_stop') {
+      assert.equal(open, undefined, `${e.type} while block ${open} is open`);
+    }
+  }
+}
+
 describe('translated streams read by the SDKs', () => {
   const t = scriptedAi((host) => [
     aiRoute('/an', { name: 'an', provider: { anthropic: { model: 'claude-x' } }, hostOverride: host }),
@@ -121,6 +159,22 @@ describe('translated streams read by the SDKs', () => {
     const whole = await clients.anthropic('/oa').messages.create(ask);
     assert.equal(whole.stop_reason, 'tool_use');
     assert.deepEqual(toolsOf(whole), [['call_a', 'get_weather', { city: 'Paris' }]]);
+  });
+
+  it('Anthropic client on OpenAI, parallel calls whose deltas interleave: each block whole, in order, every input parsed', async () => {
+    t.answer('text/event-stream', OPENAI_INTERLEAVED_TOOLS);
+    const stream = clients.anthropic('/oa').messages.stream({ model: 'any', max_tokens: 100, tools: [weatherTool], messages: [{ role: 'user', content: 'weather and time?' }] });
+    const events: { type: string; index?: number }[] = [];
+    stream.on('streamEvent', (e) => events.push(e as { type: string; index?: number }));
+    const done = await stream.finalMessage();
+    assertBlockOrder(events);
+    assert.deepEqual(toolsOf(done), [
+      ['call_a', 'get_weather', { city: 'Paris' }],
+      ['call_b', 'get_time', { zone: 'CET' }],
+    ]);
+    assert.deepEqual(done.content.filter((b) => b.type === 'text').map((b) => b.text), ['Both asked.']);
+    assert.equal(done.stop_reason, 'tool_use');
+    assert.deepEqual(done.usage, { input_tokens: 9, output_tokens: 20 });
   });
 
   it("Anthropic client on Gemini's OpenAI-compatible API: parallel calls without an index stay two calls", async () => {

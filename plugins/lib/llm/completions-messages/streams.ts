@@ -4,6 +4,7 @@ import { DONE } from '../events.ts';
 import type { LlmEvent, StreamTranslator } from '../events.ts';
 import { isObj, nowSeconds } from '../json.ts';
 import { firstChoice, startsAnswer, StreamedToolCallKeys } from '../chunks.ts';
+import { MAX_HELD_TEXT } from '../responses-chat/streams.ts';
 import type { Obj } from '../json.ts';
 import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
 
@@ -101,20 +102,40 @@ export class MessagesToCompletionsStream implements StreamTranslator {
 // ---------------------------------------------------------------------------------------------------------------
 // Completions stream -> Messages stream
 
-/** `chat.completion.chunk`s as Anthropic `message_start … message_stop` events. */
+/** A call held until the message ends (not the one streamed live): its block is sent whole then. */
+interface HeldCall {
+  readonly id: unknown;
+  readonly name: unknown;
+  args: string;
+}
+
+/**
+ * `chat.completion.chunk`s as Anthropic `message_start … message_stop` events. Anthropic streams one content block
+ * at a time (started, its deltas, stopped), while Chat Completions may interleave the deltas of parallel calls: the
+ * first call streams live, later calls and text after a call are held and sent as whole blocks when the message
+ * ends (a call is only complete then anyway; Chat Completions puts no order between text and calls).
+ */
 export class CompletionsToMessagesStream implements StreamTranslator {
   private started = false;
   private finished = false;
   private block = -1;
   private open: 'text' | 'tool' | undefined = undefined;
-  /** Content block of each streamed call, by its key (`StreamedToolCallKeys`: its `index`, else its id's). */
-  private readonly toolBlocks = new Map<number | string, number>();
+  /** The call streamed live, by its key (`StreamedToolCallKeys`: its `index`, else its id's). */
+  private live: number | string | undefined = undefined;
+  /** The other calls, in the order they began. */
+  private readonly held = new Map<number | string, HeldCall>();
+  /** Text that came after the first call. */
+  private heldText = '';
+  /** Characters held (bounded as a translated Responses stream's are). */
+  private heldSize = 0;
   private readonly toolKeys = new StreamedToolCallKeys();
   /** The provider's finish reason, mapped when the message ends (when tools were called it may become `tool_use`). */
   private finish: unknown = null;
   private usage: Obj | undefined = undefined;
   /** The request's model, for a provider whose chunks name none. */
   private readonly model: string | undefined;
+  /** Past the hold limit: the client has its error event and the provider's stream is not read further. */
+  halted = false;
 
   constructor(model?: string) {
     this.model = model;
@@ -138,14 +159,22 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     this.open = undefined;
   }
 
+  /** A new block, the open one closed first. */
+  private openBlock(out: LlmEvent[], kind: 'text' | 'tool', content: Obj): void {
+    this.close(out);
+    this.open = kind;
+    out.push(this.ev('content_block_start', { index: ++this.block, content_block: content }));
+  }
+
+  private toolBlock(id: unknown, name: unknown): Obj {
+    return { type: 'tool_use', id: id ?? `toolu_${randomUUID()}`, name: name ?? '', input: {} };
+  }
+
   event(e: LlmEvent): LlmEvent[] {
     if (this.finished) return [];
     if (e.done) return this.finishMessage();
     const d = e.data;
-    if (isObj(d.error)) {
-      this.finished = true;
-      return [this.ev('error', { error: { type: d.error.type ?? 'api_error', message: d.error.message ?? 'upstream error' } })];
-    }
+    if (isObj(d.error)) return this.fail(d.error);
     const choice = firstChoice(d);
     if (!this.started && !startsAnswer(d, choice)) return [];
     const out = this.start(d);
@@ -153,31 +182,49 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     if (!choice) return out;
     const delta: Obj = isObj(choice.delta) ? choice.delta : {};
     if (typeof delta.content === 'string' && delta.content) {
-      if (this.open !== 'text') {
-        this.close(out);
-        this.block++;
-        this.open = 'text';
-        out.push(this.ev('content_block_start', { index: this.block, content_block: { type: 'text', text: '' } }));
+      if (this.live !== undefined) this.hold(delta.content.length, () => (this.heldText += delta.content));
+      else {
+        if (this.open !== 'text') this.openBlock(out, 'text', { type: 'text', text: '' });
+        out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'text_delta', text: delta.content } }));
       }
-      out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'text_delta', text: delta.content } }));
     }
-    for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
-      if (!isObj(tc)) continue;
-      const index = this.toolKeys.key(tc);
-      let block = this.toolBlocks.get(index);
-      if (block === undefined) {
-        this.close(out);
-        block = ++this.block;
-        this.toolBlocks.set(index, block);
-        this.open = 'tool';
-        const name = isObj(tc.function) ? tc.function.name : undefined;
-        out.push(this.ev('content_block_start', { index: block, content_block: { type: 'tool_use', id: tc.id ?? `toolu_${randomUUID()}`, name: name ?? '', input: {} } }));
-      }
-      const args = isObj(tc.function) ? tc.function.arguments : undefined;
-      if (typeof args === 'string' && args) out.push(this.ev('content_block_delta', { index: block, delta: { type: 'input_json_delta', partial_json: args } }));
+    for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) if (isObj(tc)) this.callDelta(tc, out);
+    if (this.heldSize > MAX_HELD_TEXT) {
+      this.halted = true;
+      this.held.clear();
+      this.heldText = '';
+      return [...out, ...this.fail({ type: 'api_error', message: `the response holds more than ${MAX_HELD_TEXT} characters of parallel calls` })];
     }
     if (choice.finish_reason) this.finish = choice.finish_reason;
     return out;
+  }
+
+  private callDelta(tc: Obj, out: LlmEvent[]): void {
+    const key = this.toolKeys.key(tc);
+    const fn: Obj = isObj(tc.function) ? tc.function : {};
+    const args = typeof fn.arguments === 'string' ? fn.arguments : '';
+    if (this.live === undefined) {
+      this.live = key;
+      this.openBlock(out, 'tool', this.toolBlock(tc.id, fn.name));
+    }
+    if (key === this.live) {
+      if (args) out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'input_json_delta', partial_json: args } }));
+      return;
+    }
+    const call = this.held.get(key) ?? { id: tc.id, name: fn.name, args: '' };
+    this.held.set(key, call);
+    this.hold(args.length, () => (call.args += args));
+  }
+
+  private hold(size: number, add: () => void): void {
+    this.heldSize += size;
+    if (this.heldSize <= MAX_HELD_TEXT) add();
+  }
+
+  /** A provider error in the stream: Anthropic's `error` event, and nothing after it. */
+  private fail(error: Obj): LlmEvent[] {
+    this.finished = true;
+    return [this.ev('error', { error: { type: error.type ?? 'api_error', message: error.message ?? 'upstream error' } })];
   }
 
   private finishMessage(): LlmEvent[] {
@@ -185,8 +232,17 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     this.finished = true;
     const out: LlmEvent[] = [];
     this.close(out);
+    for (const call of this.held.values()) {
+      this.openBlock(out, 'tool', this.toolBlock(call.id, call.name));
+      if (call.args) out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'input_json_delta', partial_json: call.args } }));
+    }
+    if (this.heldText) {
+      this.openBlock(out, 'text', { type: 'text', text: '' });
+      out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'text_delta', text: this.heldText } }));
+    }
+    this.close(out);
     const u = completionsUsageToMessages(this.usage);
-    const stop = finishToAnthropicStop(this.finish, this.toolBlocks.size > 0) ?? 'end_turn';
+    const stop = finishToAnthropicStop(this.finish, this.live !== undefined) ?? 'end_turn';
     out.push(this.ev('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: u }));
     out.push(this.ev('message_stop', {}));
     return out;
