@@ -8,7 +8,7 @@ import { responseDecoder } from '../../lib/llm/body.ts';
 import { clientErrorBody, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import { answerToObserve, observeEvent, observeResponse } from '../../lib/llm/observe.ts';
-import { LlmResponseStream, observeBeside } from '../../lib/llm/stream.ts';
+import { LlmResponseStream, observeBeside, serializerOf } from '../../lib/llm/stream.ts';
 import type { LlmEvent } from '../../lib/llm/events.ts';
 import type { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { Translation } from '../../lib/llm/formats/index.ts';
@@ -109,6 +109,9 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   }
 
   const guards = req.policy?.hasResponseGuards === true;
+  // A stream asked for, a JSON body answered (a provider ignoring `stream`, a cached answer): the client still gets a
+  // stream in its own format, carrying the whole answer. Another body of the client's own API passes as before.
+  if (req.stream && req.clientFormat.answerEvents && (!req.translation.identity || contentType.includes('json'))) return translateWhole(ex, reply, req, whole, body, guards, true);
   // A small answer with a known length is read whole and sent as one buffer (its usage read on the way): cheaper
   // than a tapping stream in between, and the client would wait for the last byte of it anyway.
   if (req.translation.identity && !guards && whole !== undefined) return passWhole(reply, req, whole);
@@ -128,7 +131,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
     });
     return reply;
   }
-  return translateWhole(ex, reply, req, whole, body, guards);
+  return translateWhole(ex, reply, req, whole, body, guards, false);
 }
 
 /** An upstream error in the client API's error shape. */
@@ -158,8 +161,11 @@ function passWhole(reply: Reply, req: LlmRequest, bytes: Buffer): Reply {
   return reply;
 }
 
-/** A complete answer translated into the client's format and guarded: read whole, parsed, serialised again. */
-async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole: Buffer | undefined, body: Readable | undefined, guards: boolean): Promise<Reply> {
+/**
+ * A complete answer translated into the client's format and guarded: read whole, parsed, serialised again; as the
+ * client format's stream events when the client asked for a stream (`asStream`).
+ */
+async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole: Buffer | undefined, body: Readable | undefined, guards: boolean, asStream: boolean): Promise<Reply> {
   const h = reply.headers;
   let bytes: Buffer;
   try {
@@ -170,15 +176,19 @@ async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole
     throw err;
   }
   let parsed: unknown;
+  let failure: string | undefined;
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
-  } catch (err) {
-    req.call.fail(err);
-    return llmResponseError(502, 'the provider did not answer with JSON');
+    if (!isObj(parsed)) failure = 'the provider did not answer with a JSON object';
+  } catch {
+    failure = 'the provider did not answer with JSON';
   }
-  if (!isObj(parsed)) {
-    req.call.fail(new Error('not a JSON object'));
-    return llmResponseError(502, 'the provider did not answer with a JSON object');
+  if (failure !== undefined || !isObj(parsed)) {
+    // Untranslated and unguarded, a body that is no JSON answer (a stream under another content type) goes on as it came.
+    if (asStream && req.translation.identity && !guards) return passWhole(reply, req, bytes);
+    failure ??= 'the provider did not answer with a JSON object';
+    req.call.fail(new Error(failure));
+    return llmResponseError(502, failure);
   }
   observeResponse(req.wireFormat, parsed, req.call);
   if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
@@ -188,9 +198,16 @@ async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole
     const rejected = await req.policy!.guardResponse(ex, req.client, clientBody);
     if (rejected) return rejected;
   }
-  reply.body = JSON.stringify(clientBody);
-  h['content-type'] = 'application/json';
   delete h['content-length'];
   delete h['transfer-encoding'];
+  if (asStream) {
+    const serialize = serializerOf(req.clientFormat);
+    reply.body = req.clientFormat.answerEvents!(clientBody).map(serialize).join('');
+    h['content-type'] = 'text/event-stream';
+    h['cache-control'] = 'no-cache';
+    return reply;
+  }
+  reply.body = JSON.stringify(clientBody);
+  h['content-type'] = 'application/json';
   return reply;
 }

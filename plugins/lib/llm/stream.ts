@@ -5,6 +5,7 @@ import type { SseEvent } from 'switchyard/sdk';
 import type { LlmRouteType } from './contract.ts';
 import { EventStreamDecoder } from './event-stream.ts';
 import { formatOf } from './formats/index.ts';
+import type { LlmFormat } from './formats/format.ts';
 import { DONE } from './events.ts';
 import type { LlmEvent, StreamTranslator } from './events.ts';
 import { isObj } from './json.ts';
@@ -43,6 +44,11 @@ function parseSse(event: string | undefined, data: string): LlmEvent | undefined
 function defaultSerialize(e: LlmEvent): string {
   if (e.done) return 'data: [DONE]\n\n';
   return formatSseEvent({ event: e.type, data: JSON.stringify(e.data) });
+}
+
+/** How a format's events are written as SSE for its clients. */
+export function serializerOf(format: LlmFormat | undefined): (e: LlmEvent) => string {
+  return format?.serializeEvent ?? defaultSerialize;
 }
 
 /** Most characters one streamed event may hold (a whole tool-call argument can arrive in one). */
@@ -139,7 +145,7 @@ export class LlmResponseStream extends Transform {
   constructor(options: LlmStreamOptions) {
     super();
     this.options = options;
-    this.serialize = formatOf(options.client)?.serializeEvent ?? defaultSerialize;
+    this.serialize = serializerOf(formatOf(options.client));
     this.reader = new LlmStreamReader(options);
   }
 

@@ -1,5 +1,6 @@
 // OpenAI Chat Completions (`completions`), the canonical form every translation goes through, and OpenAI Embeddings
 // (`embeddings`): usage, stream events, stream assembly, guarded text and prompt insertion (ADR 0032).
+import { completionsAnswerEvents } from './answer-events.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { formatSseEvent } from 'switchyard/sdk';
@@ -154,6 +155,7 @@ export const completions: LlmFormat = {
   requestSlots: messageListSlots,
   responseSlots,
   insertPrompts: completionsPrompts,
+  answerEvents: completionsAnswerEvents,
 };
 
 /** OpenAI Embeddings: `input`, a string or a list of strings (token arrays are not text). */

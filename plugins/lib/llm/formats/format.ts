@@ -92,6 +92,11 @@ export interface LlmFormat {
   observes?(event: string | undefined, data: string, call: UsageSink): boolean;
   /** One event as SSE text, as this format's clients expect it. */
   serializeEvent?(e: LlmEvent): string;
+  /**
+   * A complete answer as this format's stream events, for a client that asked for a stream when the provider sent a
+   * whole body (formats/answer-events.ts). Absent: such a body reaches the client as it came.
+   */
+  answerEvents?(body: Obj): LlmEvent[];
   /** Put a held stream's events together into the complete response (response guards on streams). */
   readonly assembleStream?: Builder;
 

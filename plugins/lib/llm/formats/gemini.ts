@@ -3,6 +3,7 @@
 // (plugins/lib/llm/gemini/), usage, stream assembly (each event a `GenerateContentResponse` whose candidates carry
 // text deltas; put together, a candidate has one text part and one thought part, as a non-streamed answer would) and
 // guarded text (ADR 0032).
+import { geminiAnswerEvents } from './answer-events.ts';
 import { geminiResponseToCompletions } from '../gemini/answer.ts';
 import { completionsRequestToGemini } from '../gemini/request.ts';
 import { GeminiToCompletionsStream } from '../gemini/stream.ts';
@@ -232,6 +233,7 @@ export const geminiNative: LlmFormat = {
   responseSlots(body, out) {
     if (Array.isArray(body.candidates)) for (const c of body.candidates) if (isObj(c)) geminiContentSlots(c.content, 'assistant', out);
   },
+  answerEvents: geminiAnswerEvents,
 };
 
 /** `countTokens`: answered with a count (nothing to translate, stream, observe or guard). */

@@ -1,6 +1,7 @@
 // Anthropic Messages (`messages`) and its `count_tokens` (`anthropicTokenCount`): translation to and from the
 // canonical form (plugins/lib/llm/completions-messages/), usage, stream events, stream assembly, guarded text and
 // prompt insertion (ADR 0032).
+import { messagesAnswerEvents } from './answer-events.ts';
 import { completionsResponseToMessages, messagesResponseToCompletions } from '../completions-messages/answers.ts';
 import { completionsRequestToMessages, messagesRequestToCompletions } from '../completions-messages/requests.ts';
 import { CompletionsToMessagesStream, MessagesToCompletionsStream } from '../completions-messages/streams.ts';
@@ -184,6 +185,7 @@ export const messages: LlmFormat = {
   requestSlots: messagesRequestSlots,
   responseSlots: messagesResponseSlots,
   insertPrompts: messagesPrompts,
+  answerEvents: messagesAnswerEvents,
 };
 
 /** `count_tokens`: a Messages request answered with a count (nothing to translate, stream or observe). */

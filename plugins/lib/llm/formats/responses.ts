@@ -1,5 +1,6 @@
 // OpenAI Responses (`responses`): usage, stream events, stream assembly, guarded text and prompt insertion
 // (ADR 0032). Providers without a Responses API serve Responses clients through Chat Completions.
+import { responsesAnswerEvents } from './answer-events.ts';
 import { isObj } from '../json.ts';
 import { completionsResponseToResponses, responsesRequestToCompletions } from '../responses-chat/requests.ts';
 import { CompletionsToResponsesStream } from '../responses-chat/streams.ts';
@@ -179,4 +180,5 @@ export const responses: LlmFormat = {
   requestSlots: responsesRequestSlots,
   responseSlots: responsesResponseSlots,
   insertPrompts: responsesPrompts,
+  answerEvents: responsesAnswerEvents,
 };
