@@ -174,13 +174,23 @@ describe('metrics: upstreams, process, config', () => {
 describe('metrics: GenAI histograms (OTel semantic conventions)', () => {
   let mock: Mock;
   let gw: AiGateway;
+  let limited: TestUpstream;
   before(async () => {
     mock = await startMock();
-    gw = await startAiGateway([aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: mock.hostPort })]);
+    // A provider that rate-limits every call.
+    limited = await startUpstream((_req, res) => {
+      res.writeHead(429, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit_error' } }));
+    });
+    gw = await startAiGateway([
+      aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: mock.hostPort }),
+      aiRoute('/rl', { name: 'rl', provider: { openAI: {} }, hostOverride: `127.0.0.1:${limited.port}` }),
+    ]);
   });
   after(async () => {
     await gw?.stop();
     await mock?.stop();
+    await limited?.close();
   });
 
   it('observes token usage, time to first token and request duration of a streamed completion', async () => {
@@ -205,6 +215,25 @@ describe('metrics: GenAI histograms (OTel semantic conventions)', () => {
     const ttft = value(m, 'gen_ai_server_time_to_first_token_seconds_sum', call)!;
     const total = value(m, 'gen_ai_server_request_duration_seconds_sum', call)!;
     assert.ok(ttft > 0 && ttft <= total, `ttft ${ttft} <= duration ${total}`);
+    // The gateway is the provider's client: the OTel client metrics (ADR 0129), the server names above kept as aliases.
+    assert.equal(m.types.get('gen_ai_client_operation_duration_seconds'), 'histogram');
+    assert.equal(value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type: '' }), 1);
+    assert.equal(value(m, 'gen_ai_client_operation_duration_seconds_sum', { ...call, error_type: '' }), total);
+    assert.equal(m.types.get('gen_ai_client_operation_time_to_first_chunk_seconds'), 'histogram');
+    assert.equal(value(m, 'gen_ai_client_operation_time_to_first_chunk_seconds_count', call), 1);
+    assert.equal(value(m, 'gen_ai_client_operation_time_to_first_chunk_seconds_sum', call), ttft);
+    assert.equal(value(m, 'gen_ai_client_operation_time_to_first_chunk_seconds_bucket', { ...call, le: '81.92' }), 1);
+  });
+
+  it('observes a failed call by its error type: the provider\'s status', async () => {
+    const client = new OpenAI({ baseURL: `${gw.base}/rl/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-limited', messages: [{ role: 'user', content: 'hello' }] }), OpenAI.RateLimitError);
+    await accessRecords(gw, '/rl/v1/chat/completions');
+    const m = await scrape(gw);
+    const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'openai', gen_ai_request_model: 'gpt-limited' };
+    assert.equal(value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type: '429' }), 1);
+    assert.equal(value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type: '' }), undefined);
+    assert.equal(value(m, 'gen_ai_server_request_duration_seconds_count', call), undefined);
   });
 
   it('observes a non-streamed completion without a time to first token', async () => {
@@ -217,6 +246,8 @@ describe('metrics: GenAI histograms (OTel semantic conventions)', () => {
     assert.equal(value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }), 11);
     assert.equal(value(m, 'gen_ai_server_request_duration_seconds_count', call), 1);
     assert.equal(value(m, 'gen_ai_server_time_to_first_token_seconds_count', call), undefined);
+    assert.equal(value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type: '' }), 1);
+    assert.equal(value(m, 'gen_ai_client_operation_time_to_first_chunk_seconds_count', call), undefined);
   });
 
   it('/metrics declares its charset: a label value that is not ASCII (a model name) reads back as sent', async () => {

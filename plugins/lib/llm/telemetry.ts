@@ -38,9 +38,13 @@ export interface LlmMetrics {
   readonly calls: MetricCounter;
   /** OTel `gen_ai.client.token.usage` (unit `{token}`): tokens of one call, by type. */
   readonly tokenUsage: MetricHistogram;
-  /** OTel `gen_ai.server.time_to_first_token` (s): request sent to the first streamed event. */
+  /** OTel `gen_ai.client.operation.duration` (s): request sent to the end of the answer or the failure, by `error_type`. */
+  readonly operationDuration: MetricHistogram;
+  /** OTel `gen_ai.client.operation.time_to_first_chunk` (s): request sent to the first streamed event. */
+  readonly timeToFirstChunk: MetricHistogram;
+  /** Deprecated (ADR 0129), kept for dashboards built on it: `gen_ai.server.time_to_first_token`, as timeToFirstChunk. */
   readonly timeToFirstToken: MetricHistogram;
-  /** OTel `gen_ai.server.request.duration` (s): request sent to the last byte of the answer. */
+  /** Deprecated (ADR 0129): `gen_ai.server.request.duration`, operationDuration of successful calls. */
   readonly requestDuration: MetricHistogram;
   readonly cost: MetricCounter;
   readonly unpriced: MetricCounter;
@@ -80,6 +84,8 @@ class CallSeries {
   private outputUsageS: Observe | undefined;
   private ttftS: Observe | undefined;
   private durationS: Observe | undefined;
+  private ttfcS: Observe | undefined;
+  private succeededS: Observe | undefined;
   /** Cost series by priced model (usually the request's own). */
   private readonly costS = new Map<string, Inc>();
   constructor(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean) {
@@ -112,6 +118,14 @@ class CallSeries {
   }
   get requestDuration(): Observe {
     return (this.durationS ??= this.m.requestDuration.child(this.operation, this.provider, this.model));
+  }
+  get timeToFirstChunk(): Observe {
+    return (this.ttfcS ??= this.m.timeToFirstChunk.child(this.operation, this.provider, this.model));
+  }
+  /** The call's duration; a failed one's by its (bounded) error type, resolved each time (failures are rare). */
+  operationDuration(errorType: string): Observe {
+    if (errorType !== '') return this.m.operationDuration.child(this.operation, this.provider, this.model, errorType);
+    return (this.succeededS ??= this.m.operationDuration.child(this.operation, this.provider, this.model, ''));
   }
   cost(model: string): Inc {
     if (model === this.costModel) return this.costLast!;
@@ -153,8 +167,10 @@ export function llmMetrics(ctx: CompileContext): LlmMetrics {
     tokens: ctx.counter('switchyard_llm_tokens_total', 'LLM tokens by provider, model and type (input, output), as the provider reported them.'),
     calls: ctx.counter('switchyard_llm_requests_total', 'LLM calls sent to a provider, by provider, model and streaming.'),
     tokenUsage: ctx.histogram('gen_ai_client_token_usage', 'Tokens used by one LLM call, by token type (input, output), operation, provider and requested model.', [...GEN_AI_LABELS, 'gen_ai_token_type'], TOKEN_BUCKETS),
-    timeToFirstToken: ctx.histogram('gen_ai_server_time_to_first_token_seconds', 'Time from sending a streamed LLM request to its first event, by operation, provider and requested model.', GEN_AI_LABELS, TTFT_BUCKETS),
-    requestDuration: ctx.histogram('gen_ai_server_request_duration_seconds', 'Time from sending an LLM request to the end of its answer (successful answers), by operation, provider and requested model.', GEN_AI_LABELS, DURATION_BUCKETS),
+    operationDuration: ctx.histogram('gen_ai_client_operation_duration_seconds', 'Time from sending an LLM request to a provider to the end of its answer, or its failure (error_type: the provider\'s status, timeout, _OTHER; empty on success), by operation, provider and requested model.', [...GEN_AI_LABELS, 'error_type'], DURATION_BUCKETS),
+    timeToFirstChunk: ctx.histogram('gen_ai_client_operation_time_to_first_chunk_seconds', 'Time from sending a streamed LLM request to a provider to its first event, by operation, provider and requested model.', GEN_AI_LABELS, DURATION_BUCKETS),
+    timeToFirstToken: ctx.histogram('gen_ai_server_time_to_first_token_seconds', 'Deprecated: gen_ai_client_operation_time_to_first_chunk_seconds (same measure, finer buckets).', GEN_AI_LABELS, TTFT_BUCKETS),
+    requestDuration: ctx.histogram('gen_ai_server_request_duration_seconds', 'Deprecated: gen_ai_client_operation_duration_seconds{error_type=""} (successful calls).', GEN_AI_LABELS, DURATION_BUCKETS),
     cost: ctx.counter('switchyard_llm_cost_usd_total', 'What LLM calls cost in USD, from the price catalog, by provider and model.'),
     unpriced: ctx.counter('switchyard_llm_unpriced_requests_total', 'LLM calls that reported usage for a model the price catalog does not list, by provider.'),
     series: { last: undefined, byKey: new Map() },
@@ -240,7 +256,12 @@ export class LlmCall implements LlmCallInfo {
     if (this.firstEventSeen) return;
     this.firstEventSeen = true;
     if (this.span?.recording && this.streaming) this.span.setAttributes({ 'gen_ai.response.time_to_first_chunk': (performance.now() - this.startedAt) / 1000 });
-    if (this.metrics && this.streaming) this.series().timeToFirstToken.observe((performance.now() - this.startedAt) / 1000);
+    if (this.metrics && this.streaming) {
+      const seconds = (performance.now() - this.startedAt) / 1000;
+      const series = this.series();
+      series.timeToFirstChunk.observe(seconds);
+      series.timeToFirstToken.observe(seconds);
+    }
   }
 
   /** The answer ended successfully: the request duration and the call's token usage are observed once. */
@@ -250,7 +271,9 @@ export class LlmCall implements LlmCallInfo {
     if (this.span) this.endSpan(undefined);
     if (!this.metrics) return;
     const series = this.series();
-    series.requestDuration.observe((performance.now() - this.startedAt) / 1000);
+    const seconds = (performance.now() - this.startedAt) / 1000;
+    series.operationDuration('').observe(seconds);
+    series.requestDuration.observe(seconds);
     if (this.usage.inputTokens !== undefined) series.inputUsage.observe(this.usage.inputTokens);
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
@@ -260,11 +283,12 @@ export class LlmCall implements LlmCallInfo {
     return this.span ? this.span.run(fn) : fn();
   }
 
-  /** The call failed (no answer, or an error status): its span ends with the error. */
+  /** The call failed (no answer, or an error status): its span ends with the error, its duration is observed by its type. */
   fail(error: unknown): void {
     if (this.finished) return;
     this.finished = true;
     if (this.span) this.endSpan(error);
+    if (this.metrics && this.requestModel !== undefined) this.series().operationDuration(errorType(error)).observe((performance.now() - this.startedAt) / 1000);
   }
 
   /** `gen_ai.input.messages`: the request as sent (content capture only; call when `capturesContent`). */
@@ -347,6 +371,22 @@ export class LlmCall implements LlmCallInfo {
       this.countedOutput = output;
     }
   }
+}
+
+/** Codes of a provider that did not answer in time (undici's deadlines, a socket's). */
+const TIMEOUT_CODES: ReadonlySet<unknown> = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+
+/**
+ * OTel `error.type` of a failed call, from a bounded set: the provider's (or the gateway's) HTTP status, `timeout`,
+ * else `_OTHER` (an error's own text would make a series per message).
+ */
+export function errorType(error: unknown): string {
+  if (typeof error === 'string') return /^[1-5]\d\d$/.test(error) ? error : '_OTHER';
+  if (typeof error !== 'object' || error === null) return '_OTHER';
+  const { status, code, name } = error as { status?: unknown; code?: unknown; name?: unknown };
+  if (TIMEOUT_CODES.has(code) || name === 'TimeoutError') return 'timeout';
+  if (typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 599) return String(status);
+  return '_OTHER';
 }
 
 const int = (n: number | undefined): bigint | undefined => (n === undefined ? undefined : BigInt(Math.trunc(n)));

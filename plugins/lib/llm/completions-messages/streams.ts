@@ -110,7 +110,7 @@ interface HeldCall {
 }
 
 /**
- * `chat.completion.chunk`s as Anthropic `message_start … message_stop` events. Anthropic streams one content block
+ * `chat.completion.chunk`s as Anthropic `message_start ... message_stop` events. Anthropic streams one content block
  * at a time (started, its deltas, stopped), while Chat Completions may interleave the deltas of parallel calls: the
  * first call streams live, later calls and text after a call are held and sent as whole blocks when the message
  * ends (a call is only complete then anyway; Chat Completions puts no order between text and calls).
