@@ -172,6 +172,16 @@ describe('Responses clients on providers without a Responses API', () => {
     assert.equal(t.upstream.received.length, before);
   });
 
+  it("a streamed refusal (OpenAI-compatible provider) is the message's refusal part, as in a complete answer", async () => {
+    const chunk = (delta: unknown, finish: string | null = null): string => sse(undefined, { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gemini-x', choices: [{ index: 0, delta, finish_reason: finish }] });
+    t.answer('text/event-stream', [chunk({ role: 'assistant', content: null, refusal: '' }), chunk({ refusal: "I'm sorry, " }), chunk({ refusal: "I can't." }), chunk({}, 'stop'), 'data: [DONE]\n\n'].join(''));
+    const r = await openai('/oa').responses.stream({ model: 'any', input: 'something bad' }).finalResponse();
+    assert.equal(r.status, 'completed');
+    const message = r.output.find((i) => i.type === 'message');
+    const parts = message?.type === 'message' ? message.content.map((p) => [p.type, p.type === 'refusal' ? p.refusal : p.text]) : [];
+    assert.deepEqual(parts, [['refusal', "I'm sorry, I can't."]]);
+  });
+
   it('a provider error mid-stream ends the stream with an error event', async () => {
     t.answer(
       'text/event-stream',

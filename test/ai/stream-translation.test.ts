@@ -177,6 +177,19 @@ describe('translated streams read by the SDKs', () => {
     assert.deepEqual(done.usage, { input_tokens: 9, output_tokens: 20 });
   });
 
+  it('Anthropic client on OpenAI: a refusal (structured outputs) is the answer text, stop_reason refusal, streamed or not', async () => {
+    const refusal = "I'm sorry, I can't help with that.";
+    t.answer('text/event-stream', [chunk({ role: 'assistant', content: null, refusal: '' }), chunk({ refusal: "I'm sorry, " }), chunk({ refusal: "I can't help with that." }), chunk({}, 'stop'), usageChunk, 'data: [DONE]\n\n'].join(''));
+    const ask = { model: 'any', max_tokens: 100, messages: [{ role: 'user' as const, content: 'something bad' }] };
+    const done = await clients.anthropic('/oa').messages.stream(ask).finalMessage();
+    assert.deepEqual(done.content, [{ type: 'text', text: refusal }]);
+    assert.equal(done.stop_reason, 'refusal');
+    t.answer('application/json', JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-x', choices: [{ index: 0, message: { role: 'assistant', content: null, refusal }, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } }));
+    const whole = await clients.anthropic('/oa').messages.create(ask);
+    assert.deepEqual(whole.content, [{ type: 'text', text: refusal }]);
+    assert.equal(whole.stop_reason, 'refusal');
+  });
+
   it("Anthropic client on Gemini's OpenAI-compatible API: parallel calls without an index stay two calls", async () => {
     t.answer('text/event-stream', GEMINI_COMPAT_TOOLS);
     const done = await clients.anthropic('/gc').messages.stream({ model: 'any', max_tokens: 100, tools: [weatherTool], messages: [{ role: 'user', content: 'weather and time?' }] }).finalMessage();

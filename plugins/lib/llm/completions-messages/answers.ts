@@ -40,7 +40,10 @@ export function completionsResponseToMessages(resp: Obj): Obj {
   const choice: Obj = Array.isArray(resp.choices) && isObj(resp.choices[0]) ? resp.choices[0] : {};
   const msg: Obj = isObj(choice.message) ? choice.message : {};
   const content: Obj[] = [];
-  const text = textOf(msg.content);
+  // A refusal (structured outputs) comes instead of the text: it is what the client is told.
+  const answered = textOf(msg.content);
+  const refusal = !answered && typeof msg.refusal === 'string' && msg.refusal ? msg.refusal : undefined;
+  const text = answered || refusal;
   if (text) content.push({ type: 'text', text });
   const calls = toolCallsOf(msg);
   content.push(...calls.map(toolUseBlock));
@@ -50,7 +53,7 @@ export function completionsResponseToMessages(resp: Obj): Obj {
     role: 'assistant',
     model: resp.model,
     content,
-    stop_reason: finishToAnthropicStop(choice.finish_reason, calls.length > 0) ?? 'end_turn',
+    stop_reason: refusal !== undefined ? 'refusal' : (finishToAnthropicStop(choice.finish_reason, calls.length > 0) ?? 'end_turn'),
     stop_sequence: null,
     usage: completionsUsageToMessages(resp.usage),
   };

@@ -131,6 +131,8 @@ export class CompletionsToMessagesStream implements StreamTranslator {
   private readonly toolKeys = new StreamedToolCallKeys();
   /** The provider's finish reason, mapped when the message ends (when tools were called it may become `tool_use`). */
   private finish: unknown = null;
+  /** The model refused: the stop reason is `refusal`. */
+  private refused = false;
   private usage: Obj | undefined = undefined;
   /** The request's model, for a provider whose chunks name none. */
   private readonly model: string | undefined;
@@ -181,11 +183,14 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     if (isObj(d.usage)) this.usage = d.usage;
     if (!choice) return out;
     const delta: Obj = isObj(choice.delta) ? choice.delta : {};
-    if (typeof delta.content === 'string' && delta.content) {
-      if (this.live !== undefined) this.hold(delta.content.length, () => (this.heldText += delta.content));
+    // A refusal (structured outputs) is the answer's text, and the message's stop reason.
+    if (typeof delta.refusal === 'string' && delta.refusal) this.refused = true;
+    const text = typeof delta.content === 'string' && delta.content ? delta.content : typeof delta.refusal === 'string' ? delta.refusal : '';
+    if (text) {
+      if (this.live !== undefined) this.hold(text.length, () => (this.heldText += text));
       else {
         if (this.open !== 'text') this.openBlock(out, 'text', { type: 'text', text: '' });
-        out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'text_delta', text: delta.content } }));
+        out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'text_delta', text } }));
       }
     }
     for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) if (isObj(tc)) this.callDelta(tc, out);
@@ -242,7 +247,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     }
     this.close(out);
     const u = completionsUsageToMessages(this.usage);
-    const stop = finishToAnthropicStop(this.finish, this.live !== undefined) ?? 'end_turn';
+    const stop = this.refused ? 'refusal' : (finishToAnthropicStop(this.finish, this.live !== undefined) ?? 'end_turn');
     out.push(this.ev('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: u }));
     out.push(this.ev('message_stop', {}));
     return out;

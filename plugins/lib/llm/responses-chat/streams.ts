@@ -12,16 +12,21 @@ import { functionCallItem, messageItem, responseObject, responsesId, responsesSt
  */
 export const MAX_HELD_TEXT = 32 * 1024 * 1024;
 
-/** An output item being streamed: the text of a message, or a function call's arguments. */
+/** An output item being streamed: the text (or refusal) of a message, or a function call's arguments. */
 interface OpenItem {
   readonly index: number;
   readonly id: string;
-  readonly kind: 'message' | 'function_call';
+  readonly kind: 'message' | 'refusal' | 'function_call';
   text: string;
   readonly callId?: unknown;
   readonly name?: unknown;
   /** The call's `extra_content` (Gemini's thought signature). */
   readonly extra?: unknown;
+}
+
+/** A message's one content part: its text, or its refusal. */
+function partOf(kind: 'message' | 'refusal', text: string): Obj {
+  return kind === 'message' ? { type: 'output_text', text, annotations: [] } : { type: 'refusal', refusal: text };
 }
 
 /**
@@ -81,7 +86,9 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     }
     if (!choice) return out;
     const delta: Obj = isObj(choice.delta) ? choice.delta : {};
-    if (typeof delta.content === 'string' && delta.content) this.textDelta(delta.content, out);
+    if (typeof delta.content === 'string' && delta.content) this.textDelta(delta.content, 'message', out);
+    // A refusal (structured outputs): a message whose part is a `refusal`, as in a complete answer.
+    if (typeof delta.refusal === 'string' && delta.refusal) this.textDelta(delta.refusal, 'refusal', out);
     for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) if (isObj(tc)) this.callDelta(tc, out);
     if (this.held > MAX_HELD_TEXT) {
       this.halted = true;
@@ -100,18 +107,20 @@ export class CompletionsToResponsesStream implements StreamTranslator {
     return [this.ev('error', { code: error.code ?? error.type ?? null, message: error.message ?? 'upstream error', param: error.param ?? null })];
   }
 
-  private textDelta(text: string, out: LlmEvent[]): void {
+  private textDelta(text: string, kind: 'message' | 'refusal', out: LlmEvent[]): void {
     let item = this.text;
-    if (!item) {
-      item = this.text = { index: this.nextIndex++, id: responsesId('msg'), kind: 'message', text: '' };
+    if (item && item.kind !== kind) this.close(item, out);
+    if (!item || item.kind !== kind) {
+      item = this.text = { index: this.nextIndex++, id: responsesId('msg'), kind, text: '' };
       out.push(
         this.ev('response.output_item.added', { output_index: item.index, item: { id: item.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] } }),
-        this.ev('response.content_part.added', { item_id: item.id, output_index: item.index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } }),
+        this.ev('response.content_part.added', { item_id: item.id, output_index: item.index, content_index: 0, part: partOf(kind, '') }),
       );
     }
     item.text += text;
     this.held += text.length;
-    out.push(this.ev('response.output_text.delta', { item_id: item.id, output_index: item.index, content_index: 0, delta: text, logprobs: [] }));
+    const at = { item_id: item.id, output_index: item.index, content_index: 0 };
+    out.push(kind === 'message' ? this.ev('response.output_text.delta', { ...at, delta: text, logprobs: [] }) : this.ev('response.refusal.delta', { ...at, delta: text }));
   }
 
   private callDelta(tc: Obj, out: LlmEvent[]): void {
@@ -136,13 +145,14 @@ export class CompletionsToResponsesStream implements StreamTranslator {
   /** The events that finish one item; the item joins the output. */
   private close(item: OpenItem, out: LlmEvent[]): void {
     let done: Obj;
-    if (item.kind === 'message') {
+    if (item.kind !== 'function_call') {
       this.text = undefined;
-      const part = { type: 'output_text', text: item.text, annotations: [] };
-      done = messageItem(item.id, item.text, 'completed');
+      const part = partOf(item.kind, item.text);
+      const at = { item_id: item.id, output_index: item.index, content_index: 0 };
+      done = { ...messageItem(item.id, item.text, 'completed'), content: [part] };
       out.push(
-        this.ev('response.output_text.done', { item_id: item.id, output_index: item.index, content_index: 0, text: item.text, logprobs: [] }),
-        this.ev('response.content_part.done', { item_id: item.id, output_index: item.index, content_index: 0, part }),
+        item.kind === 'message' ? this.ev('response.output_text.done', { ...at, text: item.text, logprobs: [] }) : this.ev('response.refusal.done', { ...at, refusal: item.text }),
+        this.ev('response.content_part.done', { ...at, part }),
       );
     } else {
       // A call streamed without arguments has `{}`, as in a complete answer.
