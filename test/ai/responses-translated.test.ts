@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { ANTHROPIC_TOOLS, frame, MESSAGE_START, sse } from './stream-fixtures.ts';
+import { ANTHROPIC_TOOLS, frame, MESSAGE_START, OPENAI_INTERLEAVED_TOOLS, sse } from './stream-fixtures.ts';
 import { aiRoute, rejection, scriptedAi, sdkClients } from './harness.ts';
 
 const ROUTES = { testAi: { routes: { '/v1/responses': 'responses', '*': 'completions' } } };
@@ -180,6 +180,16 @@ describe('Responses clients on providers without a Responses API', () => {
     const message = r.output.find((i) => i.type === 'message');
     const parts = message?.type === 'message' ? message.content.map((p) => [p.type, p.type === 'refusal' ? p.refusal : p.text]) : [];
     assert.deepEqual(parts, [['refusal', "I'm sorry, I can't."]]);
+  });
+
+  it('parallel calls whose deltas interleave (OpenAI-compatible provider): each function_call item gets its own arguments', async () => {
+    t.answer('text/event-stream', OPENAI_INTERLEAVED_TOOLS);
+    const r = await openai('/oa').responses.stream({ model: 'any', input: 'weather and time?', tools }).finalResponse();
+    assert.deepEqual(calls(r), [
+      ['call_a', 'get_weather', '{"city":"Paris"}', 'completed'],
+      ['call_b', 'get_time', '{"zone":"CET"}', 'completed'],
+    ]);
+    assert.equal(r.output_text, 'Both asked.');
   });
 
   it('a provider error mid-stream ends the stream with an error event', async () => {

@@ -75,15 +75,17 @@ describe('a stream asked for, a whole body answered', () => {
   const calls = (c: OpenAI.Chat.Completions.ChatCompletion): unknown[] =>
     ((c.choices[0]!.message.tool_calls ?? []) as OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall[]).map((x) => [x.id, x.function.name, JSON.parse(x.function.arguments)]);
   const tools = (m: Anthropic.Message): unknown[] => m.content.filter((b) => b.type === 'tool_use').map((b) => [b.id, b.name, b.input]);
+  /** The answers' two calls, by the id prefix of the provider that made them. */
+  const twoCalls = (prefix: 'toolu' | 'call'): unknown[] => [
+    [`${prefix}_a`, 'get_weather', { city: 'Paris' }],
+    [`${prefix}_b`, 'get_time', {}],
+  ];
 
   it('OpenAI client on Anthropic (translated): a Chat Completions stream with the text, the calls, the usage', async () => {
     t.answer('application/json', JSON.stringify(MESSAGE));
     const done = await clients.openai('/an').chat.completions.stream(ask).finalChatCompletion();
     assert.equal(done.choices[0]!.message.content, 'Checking.');
-    assert.deepEqual(calls(done), [
-      ['toolu_a', 'get_weather', { city: 'Paris' }],
-      ['toolu_b', 'get_time', {}],
-    ]);
+    assert.deepEqual(calls(done), twoCalls('toolu'));
     assert.equal(done.choices[0]!.finish_reason, 'tool_calls');
     assert.deepEqual(done.usage, { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 });
   });
@@ -92,10 +94,7 @@ describe('a stream asked for, a whole body answered', () => {
     t.answer('application/json', JSON.stringify(COMPLETION));
     const done = await clients.anthropic('/oa').messages.stream({ ...ask, max_tokens: 100 }).finalMessage();
     assert.deepEqual(done.content.filter((b) => b.type === 'text').map((b) => b.text), ['Checking.']);
-    assert.deepEqual(tools(done), [
-      ['call_a', 'get_weather', { city: 'Paris' }],
-      ['call_b', 'get_time', {}],
-    ]);
+    assert.deepEqual(tools(done), twoCalls('call'));
     assert.equal(done.stop_reason, 'tool_use');
     assert.deepEqual(done.usage, { input_tokens: 9, output_tokens: 20 });
   });
@@ -107,10 +106,7 @@ describe('a stream asked for, a whole body answered', () => {
     assert.equal(done.output_text, 'Checking.');
     assert.deepEqual(
       done.output.filter((i) => i.type === 'function_call').map((i) => [i.call_id, i.name, JSON.parse(i.arguments)]),
-      [
-        ['toolu_a', 'get_weather', { city: 'Paris' }],
-        ['toolu_b', 'get_time', {}],
-      ],
+      twoCalls('toolu'),
     );
     assert.equal(done.usage?.output_tokens, 20);
   });
@@ -119,10 +115,7 @@ describe('a stream asked for, a whole body answered', () => {
     t.answer('application/json', JSON.stringify(COMPLETION));
     const chat = await clients.openai('/oa').chat.completions.stream(ask).finalChatCompletion();
     assert.equal(chat.choices[0]!.message.content, 'Checking.');
-    assert.deepEqual(calls(chat), [
-      ['call_a', 'get_weather', { city: 'Paris' }],
-      ['call_b', 'get_time', {}],
-    ]);
+    assert.deepEqual(calls(chat), twoCalls('call'));
     assert.deepEqual(chat.usage, COMPLETION.usage);
 
     t.answer('application/json', JSON.stringify(MESSAGE));

@@ -29,3 +29,24 @@ export const ANTHROPIC_TOOLS = [
   sse('message_delta', { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 20 } }),
   sse('message_stop', { type: 'message_stop' }),
 ].join('');
+
+const openaiChunk = (delta: unknown, finish: string | null = null): string =>
+  sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [{ index: 0, delta, finish_reason: finish }] });
+
+/**
+ * A Chat Completions stream of parallel calls whose deltas interleave: the calls' first chunks, then their arguments
+ * alternately, then text (Chat Completions puts no order between a message's text and its calls); 9 + 20 tokens.
+ */
+export const OPENAI_INTERLEAVED_TOOLS = [
+  openaiChunk({ role: 'assistant', content: null }),
+  openaiChunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
+  openaiChunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '' } }] }),
+  openaiChunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+  openaiChunk({ tool_calls: [{ index: 1, function: { arguments: '{"zone":' } }] }),
+  openaiChunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
+  openaiChunk({ tool_calls: [{ index: 1, function: { arguments: '"CET"}' } }] }),
+  openaiChunk({ content: 'Both asked.' }),
+  openaiChunk({}, 'tool_calls'),
+  sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [], usage: { prompt_tokens: 9, completion_tokens: 20, total_tokens: 29 } }),
+  'data: [DONE]\n\n',
+].join('');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { ANTHROPIC_TOOLS, frame, sse } from './stream-fixtures.ts';
+import { ANTHROPIC_TOOLS, frame, OPENAI_INTERLEAVED_TOOLS, sse } from './stream-fixtures.ts';
 import { aiRoute, scriptedAi, sdkClients } from './harness.ts';
 
 /** The same answer as a Converse stream: the tool without input has no delta at all. */
@@ -63,24 +63,6 @@ const AZURE_TEXT = [
   chunk({ role: 'assistant', content: '' }),
   chunk({ content: 'Hi' }),
   chunk({}, 'stop'),
-  usageChunk,
-  'data: [DONE]\n\n',
-].join('');
-
-/**
- * Parallel calls whose deltas interleave: the calls' first chunks, then their arguments alternately, then text
- * (Chat Completions puts no order between a message's text and its calls).
- */
-const OPENAI_INTERLEAVED_TOOLS = [
-  chunk({ role: 'assistant', content: null }),
-  chunk({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] }),
-  chunk({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'get_time', arguments: '' } }] }),
-  chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
-  chunk({ tool_calls: [{ index: 1, function: { arguments: '{"zone":' } }] }),
-  chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
-  chunk({ tool_calls: [{ index: 1, function: { arguments: '"CET"}' } }] }),
-  chunk({ content: 'Both asked.' }),
-  chunk({}, 'tool_calls'),
   usageChunk,
   'data: [DONE]\n\n',
 ].join('');

@@ -1,0 +1,19 @@
+// The `error_type` label of `gen_ai_client_operation_duration_seconds` (ADR 0129): a bounded set whatever failed, so
+// an error's text (a provider's message, a host name) never becomes a series of its own.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { GatewayError } from 'switchyard/sdk';
+import { errorType } from './telemetry.ts';
+
+describe('LLM call error type', () => {
+  it('is the status, timeout, or _OTHER', () => {
+    assert.equal(errorType('429'), '429');
+    assert.equal(errorType('rate limited by upstream api.example.com'), '_OTHER');
+    assert.equal(errorType(new GatewayError(504, 'timeout', 'upstream timed out')), '504');
+    assert.equal(errorType(Object.assign(new Error('body timeout'), { code: 'UND_ERR_BODY_TIMEOUT' })), 'timeout');
+    assert.equal(errorType(new DOMException('signal timed out', 'TimeoutError')), 'timeout');
+    assert.equal(errorType(Object.assign(new Error('x'), { status: 1234 })), '_OTHER');
+    assert.equal(errorType(new Error('connect ECONNREFUSED 10.0.0.1:443')), '_OTHER');
+    assert.equal(errorType(undefined), '_OTHER');
+  });
+});
