@@ -247,6 +247,20 @@ describe('Chat Completions ↔ Messages', () => {
     assert.deepEqual(out[7]!.data, { type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { input_tokens: 3, output_tokens: 2 } });
   });
 
+  it('holds later parallel calls only up to 32 MiB: past it an error event, and the translator halts', () => {
+    const t = new CompletionsToMessagesStream();
+    const call = (index: number, args: string, id?: string): LlmEvent => ({ type: undefined, data: { id: 'c', choices: [{ index: 0, delta: { tool_calls: [{ index, ...(id ? { id } : {}), function: { name: 'f', arguments: args } }] } }] } });
+    t.event(call(0, '', 'a'));
+    t.event(call(1, '', 'b'));
+    const piece = 'x'.repeat(8 * 1024 * 1024);
+    for (let i = 0; i < 4; i++) assert.ok(!t.event(call(1, piece)).some((e) => e.type === 'error'));
+    assert.equal(t.halted, false);
+    const out = t.event(call(1, 'y'));
+    assert.equal(out.at(-1)!.type, 'error');
+    assert.equal(t.halted, true);
+    assert.deepEqual(t.event(call(0, 'z')), []);
+  });
+
   it('does not finish a stream cut before its finish reason', () => {
     const t = new CompletionsToMessagesStream();
     const out = run(t, [{ type: undefined, data: { id: 'c', choices: [{ index: 0, delta: { content: 'partial' } }] } }]);
