@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { ANTHROPIC_TOOLS, frame, OPENAI_INTERLEAVED_TOOLS, sse } from './stream-fixtures.ts';
-import { aiRoute, scriptedAi, sdkClients } from './harness.ts';
+import { aiRoute, rejection, scriptedAi, sdkClients } from './harness.ts';
 
 /** The same answer as a Converse stream: the tool without input has no delta at all. */
 const CONVERSE_TOOLS = Buffer.concat([
@@ -23,8 +23,8 @@ const CONVERSE_TOOLS = Buffer.concat([
   frame('metadata', { usage: { inputTokens: 9, outputTokens: 20, totalTokens: 29 }, metrics: { latencyMs: 5 } }),
 ]);
 
-/** Anthropic clients on `/v1/messages`, OpenAI clients elsewhere. */
-const MESSAGES = { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } };
+/** Anthropic clients on `/v1/messages`, OpenAI Responses clients on `/v1/responses`, Chat Completions elsewhere. */
+const MESSAGES = { testAi: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } };
 
 const chunk = (delta: unknown, finish: string | null = null): string =>
   sse(undefined, { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [{ index: 0, delta, finish_reason: finish }] });
@@ -190,6 +190,21 @@ describe('translated streams read by the SDKs', () => {
     assert.equal(done.model, 'gpt-x');
     assert.deepEqual(done.content, [{ type: 'text', text: 'Hi' }]);
     assert.equal(done.stop_reason, 'end_turn');
+  });
+
+  it("an OpenAI-compatible provider's error in a 200 body (OpenRouter) is an error for a translated client, not an empty answer", async () => {
+    // OpenRouter: an error after the model was picked comes back 200, `{"error":{"code":...,"message":...}}`.
+    t.answer('application/json', JSON.stringify({ error: { code: 502, message: 'upstream model is down', metadata: { provider_name: 'x' } } }));
+    const ask = { model: 'any', max_tokens: 100, messages: [{ role: 'user' as const, content: 'hi' }] };
+    const err = await rejection(clients.anthropic('/oa').messages.create(ask), Anthropic.APIError);
+    assert.equal(err.status, 502);
+    assert.match(err.message, /upstream model is down/);
+    // Asked as a stream: the same error, before any event.
+    const streamed = await rejection(clients.anthropic('/oa').messages.stream(ask).finalMessage(), Anthropic.APIError);
+    assert.equal(streamed.status, 502);
+    // A code that is no HTTP status: 502.
+    t.answer('application/json', JSON.stringify({ error: { code: 'server_error', message: 'boom' } }));
+    assert.equal((await rejection(clients.openai('/gc').responses.create({ model: 'any', input: 'hi' }), OpenAI.APIError)).status, 502);
   });
 
   it('a provider error whose body is too large to translate keeps its status for the client (not a 502)', async () => {

@@ -7,6 +7,7 @@ import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm
 import { responseDecoder } from '../../lib/llm/body.ts';
 import { clientErrorBody, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
 import { isObj } from '../../lib/llm/json.ts';
+import type { Obj } from '../../lib/llm/json.ts';
 import { answerToObserve, observeEvent, observeResponse } from '../../lib/llm/observe.ts';
 import { LlmResponseStream, observeBeside, serializerOf } from '../../lib/llm/stream.ts';
 import type { LlmEvent } from '../../lib/llm/events.ts';
@@ -144,6 +145,24 @@ function clientError(reply: Reply, clientFamily: 'openai' | 'anthropic', bytes: 
   return reply;
 }
 
+/**
+ * An error the provider answered with a success status: the client gets it as an error, with the error's `code` as
+ * the status when it is one (4xx/5xx, OpenRouter's convention), else 502; in the client's error shape.
+ */
+function errorInAnswer(reply: Reply, req: LlmRequest, error: Obj, bytes: Buffer): Reply {
+  const code = error.code;
+  reply.status = typeof code === 'number' && Number.isInteger(code) && code >= 400 && code <= 599 ? code : 502;
+  req.call.fail(String(reply.status));
+  const family = req.clientFormat.family;
+  if (family !== req.wireFormat.family && (family === 'openai' || family === 'anthropic')) return clientError(reply, family, bytes);
+  const h = reply.headers;
+  reply.body = bytes;
+  h['content-type'] = 'application/json';
+  delete h['content-length'];
+  delete h['transfer-encoding'];
+  return reply;
+}
+
 /** A complete answer passed through as it came: its usage and model read on the way (ADR 0060). */
 function passWhole(reply: Reply, req: LlmRequest, bytes: Buffer): Reply {
   try {
@@ -190,6 +209,8 @@ async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole
     req.call.fail(new Error(failure));
     return llmResponseError(502, failure);
   }
+  // An OpenAI-compatible provider's error in a 200 body (OpenRouter, once the model was picked) is no answer.
+  if (req.wire === 'completions' && isObj(parsed.error) && !Array.isArray(parsed.choices)) return errorInAnswer(reply, req, parsed.error, bytes);
   observeResponse(req.wireFormat, parsed, req.call);
   if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
   req.call.finish();
