@@ -7,6 +7,7 @@ import type { LlmEvent } from './events.ts';
 import type { Obj } from './json.ts';
 import { callCost } from './prices.ts';
 import type { ModelPrice } from './prices.ts';
+import { errorType } from './error-type.ts';
 import { mergeUsage } from './usage.ts';
 import type { LlmUsage } from './usage.ts';
 
@@ -371,22 +372,6 @@ export class LlmCall implements LlmCallInfo {
       this.countedOutput = output;
     }
   }
-}
-
-/** Codes of a provider that did not answer in time (undici's deadlines, a socket's). */
-const TIMEOUT_CODES: ReadonlySet<unknown> = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
-
-/**
- * OTel `error.type` of a failed call, from a bounded set: the provider's (or the gateway's) HTTP status, `timeout`,
- * else `_OTHER` (an error's own text would make a series per message).
- */
-export function errorType(error: unknown): string {
-  if (typeof error === 'string') return /^[1-5]\d\d$/.test(error) ? error : '_OTHER';
-  if (typeof error !== 'object' || error === null) return '_OTHER';
-  const { status, code, name } = error as { status?: unknown; code?: unknown; name?: unknown };
-  if (TIMEOUT_CODES.has(code) || name === 'TimeoutError') return 'timeout';
-  if (typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 599) return String(status);
-  return '_OTHER';
 }
 
 const int = (n: number | undefined): bigint | undefined => (n === undefined ? undefined : BigInt(Math.trunc(n)));

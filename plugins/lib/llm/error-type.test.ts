@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from 'switchyard/sdk';
-import { errorType } from './telemetry.ts';
+import { errorType } from './error-type.ts';
 
 describe('LLM call error type', () => {
   it('is the status, timeout, or _OTHER', () => {
