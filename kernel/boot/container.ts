@@ -18,7 +18,8 @@ function sharedState(options: GatewayOptions, logger: ProcessLogger): GatewaySer
   const warn = (message: string): void => logger.warn(message);
   if (!options.worker) return { cells: new SharedCells(), fetches: new LocalFetches(), events: new LocalEvents(), processes: new LocalProcesses() };
   const w = options.worker;
-  return { cells: new SharedCells(w.arena, warn), fetches: new WorkerFetches(w.fetchPort), events: new WorkerEvents(w.scope), processes: new WorkerProcesses(w.processPort) };
+  const { threadId } = process.getBuiltinModule('node:worker_threads');
+  return { cells: new SharedCells(w.arena, warn, threadId), fetches: new WorkerFetches(w.fetchPort), events: new WorkerEvents(w.scope), processes: new WorkerProcesses(w.processPort) };
 }
 
 /**

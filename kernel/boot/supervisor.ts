@@ -6,7 +6,7 @@ import type { Readiness } from '../admin/gateway-endpoints.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
 import { readConfigFile } from '../config/load-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
-import { newSharedArena } from '../resources/shared-cells.ts';
+import { newSharedArena, releaseOwner } from '../resources/shared-cells.ts';
 import { FetchCoordinator } from '../resources/shared-fetches.ts';
 import { ProcessHost } from '../resources/child-processes.ts';
 import type { LogSink } from '../telemetry/logger.ts';
@@ -177,6 +177,8 @@ export class Supervisor {
     slot.worker = worker;
     slot.started = false;
     slot.misses = 0;
+    // Read now: the Worker object forgets it when the thread exits.
+    const threadId = worker.threadId;
     this.fetches.attach(slot.index, channel.port1);
     this.processes.attach(slot.index, processes.port1);
     return new Promise((resolve, reject) => {
@@ -207,6 +209,8 @@ export class Supervisor {
         }
       });
       worker.on('exit', (code) => {
+        // A shared cell it held locked (terminated mid-section) would stop every other worker for good.
+        releaseOwner(this.arena, threadId);
         this.fetches.detach(slot.index);
         channel.port1.close();
         // Its stdio MCP children die with it, and are reaped here (ADR 0056).

@@ -1,9 +1,10 @@
 // The shared cells' arena past its capacity (issue 11): two workers' views of one arena find the same cell per key,
 // keys past SHARED_CELL_SLOTS get local cells in every worker (never another key's cell, never a throw), the
-// overflow is logged once (then every 1,000th) by a worker, and a gateway without workers logs nothing.
+// overflow is logged once (then every 1,000th) by a worker, and a gateway without workers logs nothing. A lock whose
+// holder died is freed by its owner id (the e2e case: test/e2e/workers-liveness.test.ts).
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { SHARED_CELL_SLOTS, SharedCells, newSharedArena } from './shared-cells.ts';
+import { SHARED_CELL_SLOTS, SharedCells, newSharedArena, releaseOwner } from './shared-cells.ts';
 
 it('keeps every key in its own cell up to the capacity, then gives local cells to the rest, with one warning', () => {
   const arena = newSharedArena();
@@ -45,4 +46,24 @@ it('a gateway without workers falls back silently: nothing is shared with anyone
   for (let i = 0; i <= SHARED_CELL_SLOTS; i++) cells.cell(`k:${i}`, [i]);
   assert.equal(cells.overflowed, 1);
   assert.equal(cells.cell(`k:${SHARED_CELL_SLOTS}`, [5]).values[0], 5);
+});
+
+it("frees a dead thread's locks by its id, and lets a thread take a lock its own section left held", () => {
+  const arena = newSharedArena();
+  const dead = new SharedCells(arena, undefined, 4).cell('bucket', [0]);
+  const other = new SharedCells(arena, undefined, 4).cell('other', [0]);
+  dead.lock();
+  other.lock();
+  const live = new SharedCells(arena, undefined, 7);
+  releaseOwner(arena, 9);
+  const i32 = new Int32Array(arena);
+  assert.equal(i32.filter((v, i) => i % 16 === 0 && v === 5).length, 2, 'another thread id frees nothing');
+  releaseOwner(arena, 4);
+  const cell = live.cell('bucket', [0]);
+  cell.lock();
+  cell.values[0] = 1;
+  // A section that threw before unlock(): the same thread takes the lock again instead of spinning for ever.
+  cell.lock();
+  cell.unlock();
+  assert.equal(dead.values[0], 1);
 });

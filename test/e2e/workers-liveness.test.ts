@@ -56,3 +56,46 @@ describe('a stuck worker', () => {
     assert.equal(new Set(answers.map((a) => a.worker)).size, 2);
   });
 });
+
+describe('a worker stuck holding the lock of a shared cell', () => {
+  const logs: string[] = [];
+  let supervisor: Supervisor;
+  let port: number;
+
+  before(async () => {
+    port = await freePort();
+    const file = join(testTempDir('switchyard-liveness-lock-'), 'config.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        config: { workers: 2, plugins: [PROBE], adminAddr: 'off', statsAddr: 'off', readinessAddr: 'off', logging: { accessLog: false } },
+        binds: [{ port, listeners: [{ routes: [{ policies: { workerProbe: { value: 'x' }, directResponse: { status: 200, body: 'ok' } } }] }] }],
+      }),
+    );
+    const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
+    supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink, watch: false, liveness: { intervalMs: 200, misses: 5 }, restartMs: { initial: 100, max: 1000 } });
+    await supervisor.start();
+  });
+
+  after(async () => {
+    await supervisor?.stop();
+  });
+
+  it('does not stop the other workers: its lock is freed when it is terminated', async () => {
+    // The worker serving this takes the cell's lock and never lets go; the liveness watch terminates it.
+    const outcome = await get(`http://127.0.0.1:${port}/`, { 'x-hang': 'locked' }).then(
+      (a) => `status ${a.status}`,
+      (err: NodeJS.ErrnoException) => `error ${err.code ?? err.message}`,
+    );
+    assert.match(outcome, /^error (ECONNRESET|socket hang up)$/);
+    for (let i = 0; i < 200 && !logs.some((l) => /worker restarted/.test(l)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(logs.some((l) => /worker restarted/.test(l)), logs.join('\n'));
+    // Every worker takes the same lock again: none spins on the dead worker's hold (and gets terminated for it).
+    const answers = [];
+    for (let i = 0; i < 30; i++) answers.push(await get(`http://127.0.0.1:${port}/`, { 'x-count': '1' }));
+    assert.deepEqual(answers.map((a) => a.status), new Array(30).fill(200));
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2);
+    assert.deepEqual(answers.map((a) => Number(a.headers['x-count'])), Array.from({ length: 30 }, (_, i) => i + 1), 'one sum for both workers');
+    assert.equal(logs.filter((l) => /terminating it/.test(l)).length, 1, logs.join('\n'));
+  });
+});
