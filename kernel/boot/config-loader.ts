@@ -51,6 +51,11 @@ export interface CompileOptions {
    * out of the log only while it compiles, so that validations do not grow the log's scrubber for good.
    */
   readonly pasted?: boolean;
+  /**
+   * The config the gateway's other workers serve already (a restarted worker catching up with a reload): the shared
+   * state of its backends is live, so none is zeroed as new (CompileDeps.joins).
+   */
+  readonly joins?: boolean;
 }
 
 /** The kernel services a load uses. */
@@ -180,6 +185,7 @@ export class ConfigLoader {
         logger: this.log,
         cwd: this.options.cwd ?? process.cwd(),
         generation,
+        joins: options.joins,
         env,
         expressions: this.expressions!,
         upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics), this.traces),

@@ -200,12 +200,13 @@ export class Gateway {
 
   /**
    * First half of a reload run by a supervisor across its workers: compile `text` and hold it, without serving it.
-   * Resolves with the error (as a reload would log it) when it does not compile.
+   * Resolves with the error (as a reload would log it) when it does not compile. `joins`: the other workers serve
+   * `text` already (this one restarted during its reload), so its shared state is theirs (CompileOptions.joins).
    */
-  async stage(text: string): Promise<{ ok: true } | { ok: false; error: string; errors?: unknown[] }> {
+  async stage(text: string, joins = false): Promise<{ ok: true } | { ok: false; error: string; errors?: unknown[] }> {
     this.unstage();
     try {
-      this.staged = await this.compile(text);
+      this.staged = await this.loader.compile(text, { joins });
       return { ok: true };
     } catch (err) {
       const errors = err instanceof ConfigLoadError ? err.issues.map(({ frame: _frame, ...issue }) => issue) : undefined;

@@ -279,7 +279,7 @@ export class Supervisor {
       return;
     }
     if (this.stopping || !slot.started || slot.text === this.lastGood) return;
-    this.reloading = this.reloadSlots([slot], this.lastGood).then((refused) => {
+    this.reloading = this.reloadSlots([slot], this.lastGood, true).then((refused) => {
       if (refused) this.log.error('a restarted worker refused the live config; it serves the one it started with', { worker: slot.index, error: refused.error });
       return false;
     });
@@ -351,13 +351,13 @@ export class Supervisor {
 
   /**
    * Two steps: every worker compiles `text` and holds it; then all serve it if every one accepted it, else all
-   * drop it. Resolves with the first refusal, if any.
+   * drop it. Resolves with the first refusal, if any. `joins`: the other workers serve `text` already.
    */
-  private async reloadSlots(slots: readonly Slot[], text: string): Promise<{ error: string; errors?: unknown[] } | undefined> {
+  private async reloadSlots(slots: readonly Slot[], text: string, joins = false): Promise<{ error: string; errors?: unknown[] } | undefined> {
     type Staged = { ok: true } | { ok: false; error: string; errors?: unknown[] };
     const results = await Promise.all(
       slots.map((slot) =>
-        (this.ask(slot, { t: 'stage', text }, 120_000) as Promise<Staged>).catch((err: Error): Staged => ({ ok: false, error: err.message })),
+        (this.ask(slot, { t: 'stage', text, joins }, 120_000) as Promise<Staged>).catch((err: Error): Staged => ({ ok: false, error: err.message })),
       ),
     );
     const refused = results.find((r): r is Extract<Staged, { ok: false }> => !r.ok);

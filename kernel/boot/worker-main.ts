@@ -47,7 +47,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
   port.on('message', (m: ToWorker) => {
     switch (m.t) {
       case 'stage':
-        void gateway.stage(m.text).then((value) => send({ t: 'reply', id: m.id, value }));
+        void gateway.stage(m.text, m.joins).then((value) => send({ t: 'reply', id: m.id, value }));
         return;
       case 'validate':
         void gateway.validate(m.text).then((value) => send({ t: 'reply', id: m.id, value }));

@@ -21,7 +21,8 @@ export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';
 
 /** Supervisor to worker. */
 export type ToWorker =
-  | { readonly t: 'stage'; readonly id: number; readonly text: string }
+  /** Compile a reload and hold it; `joins`: the config the other workers serve already (a restarted worker catching up). */
+  | { readonly t: 'stage'; readonly id: number; readonly text: string; readonly joins?: boolean }
   | { readonly t: 'commit'; readonly id: number; readonly commit: boolean; readonly text: string }
   | { readonly t: 'query'; readonly id: number; readonly what: Query }
   /** Try the binds that could not listen again now (a SIGHUP with the config unchanged); answered when done. */

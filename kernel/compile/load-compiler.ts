@@ -50,6 +50,8 @@ export interface CompileDeps {
   /** Directory relative file paths resolve against (the process's working directory, SPEC 5.1). */
   readonly cwd: string;
   readonly generation: number;
+  /** The other workers serve this config already: take its shared state as it is (`sharedState`). */
+  readonly joins?: boolean;
   readonly env?: NodeJS.ProcessEnv;
   readonly expressions: CelExpressions;
   /**
@@ -197,12 +199,13 @@ export class LoadCompiler {
    * A shared cell of `n` zeros for health state this worker has not held before. On a reload (generation > 1) that
    * is a backend new to the config, so the cell is zeroed: cells are never freed, and a backend config that comes
    * back must start afresh as it would in one process. A worker's first load (a start, a restart) takes the cell as
-   * it is: a restarted worker joins the ejections the others made.
+   * it is: a restarted worker joins the ejections the others made; so does a restarted worker's catch-up with a
+   * reload the others applied while it started (`joins`): the backends new to it are live in the others.
    */
   sharedState(key: string, n: number): SharedCell {
     const zeros = new Array<number>(n).fill(0);
     const cell = this.deps.shared.cells.cell(key, zeros);
-    if (this.deps.generation > 1) {
+    if (this.deps.generation > 1 && !this.deps.joins) {
       cell.lock();
       cell.values.set(zeros);
       cell.unlock();

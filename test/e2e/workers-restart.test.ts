@@ -213,3 +213,64 @@ describe('config.workers: 2, drainTimeout changed by a reload', () => {
   });
 });
 
+
+describe('config.workers: 2, a worker that catches up with a reload', () => {
+  it("keeps the ejections the other worker made on the reload's new backends", async () => {
+    const bad = await startUpstream((_req, res) => void res.writeHead(500, { 'content-type': 'text/plain' }).end('bad'));
+    const good = await startUpstream((_req, res) => void res.writeHead(200, { 'content-type': 'text/plain' }).end('good'));
+    const port = await freePort();
+    const file = join(testTempDir('switchyard-workers-catch-up-'), 'config.yaml');
+    const plain = (probe: Record<string, unknown>) => ({ name: 'plain', matches: [{ path: { pathPrefix: '/plain' } }], policies: { workerProbe: probe, directResponse: { status: 200, body: 'ok' } } });
+    const eject = {
+      name: 'eject',
+      matches: [{ path: { pathPrefix: '/eject' } }],
+      policies: { workerProbe: { value: 'two' }, outlierDetection: { consecutive5xx: 3, baseEjectionTime: '60s' } },
+      backends: [{ host: `127.0.0.1:${bad.port}` }, { host: `127.0.0.1:${good.port}` }],
+    };
+    writeFileSync(file, twoWorkersYaml([{ port, listeners: [{ routes: [plain({ value: 'one' })] }] }]));
+    const logs: string[] = [];
+    const supervisor = new Supervisor({
+      entry: BIN,
+      config: { file },
+      count: 2,
+      sink: new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean))),
+      watch: false,
+      restartMs: { initial: 100, max: 800 },
+      liveness: { intervalMs: 200, misses: 50 },
+    });
+    try {
+      await supervisor.start();
+      await get(`http://127.0.0.1:${port}/plain`, { 'x-crash': '1' });
+      while (!logs.some((l) => /worker exited; restarting it/.test(l))) await sleep(20);
+      // The reload (a new route and backends) compiles for 4 s in the live worker: the other restarts meanwhile on
+      // the first config, and catches up once it is applied (its own compile of it takes 4 s too).
+      writeFileSync(file, twoWorkersYaml([{ port, listeners: [{ routes: [plain({ value: 'two', compileDelayMs: 4_000 }), eject] }] }]));
+      assert.equal(await supervisor.reload(), true);
+      assert.ok(logs.some((l) => /worker restarted/.test(l)), 'the worker restarted during the reload');
+      // The worker on the reloaded config ejects the failing backend (the other has no such route yet: 404).
+      const first = [];
+      while (bad.received.length < 3) first.push(await get(`http://127.0.0.1:${port}/eject`));
+      assert.equal(first.filter((a) => a.status === 500).length, 3);
+      await until('both workers on the reloaded config', async () => {
+        const answers = await Promise.all(Array.from({ length: 20 }, () => get(`http://127.0.0.1:${port}/eject`)));
+        return answers.every((a) => a.status === 200 && a.headers['x-probe'] === 'two') && new Set(answers.map((a) => a.worker)).size === 2;
+      });
+      const answers = [];
+      for (let i = 0; i < 30; i++) answers.push(await get(`http://127.0.0.1:${port}/eject`));
+      assert.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers served');
+      assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+      assert.equal(bad.received.length, 3, 'the ejection held in the worker that caught up, and in the other');
+    } finally {
+      await supervisor.stop();
+      await Promise.all([bad.close(), good.close()]);
+    }
+
+    async function until(what: string, ok: () => Promise<boolean>): Promise<void> {
+      const end = Date.now() + 30_000;
+      while (!(await ok())) {
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${logs.join('\n')}`);
+        await sleep(100);
+      }
+    }
+  });
+});
