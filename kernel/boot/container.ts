@@ -19,7 +19,7 @@ function sharedState(options: GatewayOptions, logger: ProcessLogger): GatewaySer
   if (!options.worker) return { cells: new SharedCells(), fetches: new LocalFetches(), events: new LocalEvents(), processes: new LocalProcesses() };
   const w = options.worker;
   const { threadId } = process.getBuiltinModule('node:worker_threads');
-  return { cells: new SharedCells(w.arena, warn, threadId), fetches: new WorkerFetches(w.fetchPort), events: new WorkerEvents(w.scope), processes: new WorkerProcesses(w.processPort) };
+  return { cells: new SharedCells(w.arena, warn, threadId), fetches: new WorkerFetches(w.fetchPort), events: new WorkerEvents(w.scope, w.kept), processes: new WorkerProcesses(w.processPort) };
 }
 
 /**

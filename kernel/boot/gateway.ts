@@ -10,6 +10,7 @@ import { watchConfigFile } from '../config/watch-config.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
+import type { KeptMessages } from '../resources/shared-events.ts';
 import type { SharedEvents, SharedFetches } from '../sdk/shared.ts';
 import type { GatewayProcesses } from '../sdk/processes.ts';
 import type { MessagePort } from 'node:worker_threads';
@@ -54,6 +55,8 @@ export interface WorkerSide {
   readonly generation: number;
   /** Names the supervisor's channels of `SharedEvents` (unique per supervisor). */
   readonly scope: string;
+  /** `SharedEvents` messages kept for workers starting now (a restart): delivered to their topics' subscribers first. */
+  readonly kept?: KeptMessages;
 }
 
 /** Kernel services the gateway coordinates; wired in the composition root (container.ts). */

@@ -8,6 +8,7 @@ import { readConfigFile } from '../config/load-config.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import { newSharedArena, releaseOwner } from '../resources/shared-cells.ts';
 import { FetchCoordinator } from '../resources/shared-fetches.ts';
+import { KeptEvents } from '../resources/shared-events.ts';
 import { ProcessHost } from '../resources/child-processes.ts';
 import type { LogSink } from '../telemetry/logger.ts';
 import { ProcessLogger } from '../telemetry/logger.ts';
@@ -61,6 +62,8 @@ export class Supervisor {
   private readonly arena = newSharedArena();
   /** Names the workers' `SharedEvents` channels: another supervisor in this process (tests) hears none of them. */
   private readonly scope = `switchyard:${randomBytes(8).toString('hex')}`;
+  /** Facts the workers tell each other that a worker started later must know too (an MCP session ended). */
+  private readonly kept = new KeptEvents(this.scope);
   /** Loads shared by the workers; each counted by kind (`file`: a config-named file, `jwt`: a JWKS URL). */
   private readonly fetches = new FetchCoordinator((key) =>
     this.registry.counter('switchyard_shared_loads_total', 'Loads made once for all workers (files the config names, remote JWKS), by kind.').inc({ kind: key.slice(0, key.indexOf(':')) }),
@@ -172,6 +175,7 @@ export class Supervisor {
       processPort: processes.port2,
       generation: this.generation,
       scope: this.scope,
+      kept: this.kept.forWorker(),
     };
     const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2, processes.port2], env: this.workerEnv, argv: [WORKER_THREAD_ARG] });
     slot.worker = worker;
@@ -412,6 +416,7 @@ export class Supervisor {
     if (outcome === 'timeout') await this.terminateAll();
     await this.admin.close();
     this.registry.close();
+    this.kept.close();
     this.log.info('switchyard stopped');
     this.o.sink.flush();
   }
@@ -422,6 +427,7 @@ export class Supervisor {
       await this.terminateAll();
       await this.admin.close();
       this.registry.close();
+      this.kept.close();
     })();
     await this.stopping;
   }

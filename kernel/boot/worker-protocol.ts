@@ -1,5 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
+import type { KeptMessages } from '../resources/shared-events.ts';
 
 /** What a supervisor hands each worker thread it starts (as `workerData.switchyardWorker`). */
 export interface WorkerData {
@@ -15,6 +16,8 @@ export interface WorkerData {
   readonly generation: number;
   /** Names this supervisor's `SharedEvents` channels. */
   readonly scope: string;
+  /** The `SharedEvents` messages the supervisor kept for workers that start later (kernel/resources/shared-events.ts). */
+  readonly kept: KeptMessages;
 }
 
 export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';

@@ -28,7 +28,9 @@ export const SHARED_CELL_VALUES = 6;
  * Facts one worker of the gateway tells the others (an MCP session its client ended, so no other worker resumes
  * it). `subscribe(topic, on)` joins a topic: `post` sends a structured-cloneable message to every other subscriber
  * of the topic in the other workers, delivered asynchronously (not to the poster); `close` leaves. With one worker
- * there is nobody else: `post` does nothing.
+ * there is nobody else: `post` does nothing. A message posted with `keepMs` is also kept that long by the
+ * supervisor and handed to the topic's subscribers in workers that start later (a worker restarted after a crash):
+ * `subscribe` delivers those first, before it returns.
  */
 export interface SharedEvents {
   /** Whether the gateway runs other workers (state kept in memory then exists once per worker). */
@@ -38,6 +40,6 @@ export interface SharedEvents {
 
 /** A subscription of `SharedEvents`. */
 export interface SharedTopic {
-  post(message: unknown): void;
+  post(message: unknown, keepMs?: number): void;
   close(): void;
 }

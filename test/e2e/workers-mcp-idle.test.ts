@@ -1,8 +1,9 @@
 // `config.workers: 2` and an MCP session's idle timeout: each worker holds its own copy of a session it served. A
 // client whose requests stay on one worker (a kept-alive connection) leaves the other worker's copy idle; when that
 // copy times out, the session is still in use, so the id must keep working on that worker (resumed from its seal),
-// not turn into 404 there. A session idle on every worker ends on every worker, as with one. The supervisor runs in
-// this process; the target is server-everything over streamable HTTP.
+// not turn into 404 there. A session idle on every worker ends on every worker, as with one. A session its client
+// ended stays ended on a worker that restarts afterwards. The supervisor runs in this process; the target is
+// server-everything over streamable HTTP.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -22,6 +23,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 describe('config.workers: 2, an MCP session idle on one worker and in use on the other', () => {
+  const logs: string[] = [];
   let supervisor: Supervisor;
   let everything: UpstreamServer;
   let url: string;
@@ -50,7 +52,8 @@ describe('config.workers: 2, an MCP session idle on one worker and in use on the
     const target = { name: 'remote', mcp: { host: '127.0.0.1', port: everything.port } };
     const route = { policies: { workerProbe: { value: 'x' } }, backends: [{ mcp: { sessionIdleTimeout: '1s', targets: [target] } }] };
     writeFileSync(file, twoWorkersYaml([{ port, listeners: [{ routes: [route] }] }]));
-    supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink: new LogSink(() => undefined), watch: false });
+    const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
+    supervisor = new Supervisor({ entry: BIN, config: { file }, count: 2, sink, watch: false, restartMs: { initial: 100, max: 1000 } });
     await supervisor.start();
   });
 
@@ -106,5 +109,29 @@ describe('config.workers: 2, an MCP session idle on one worker and in use on the
     for (let i = 0; i < 20; i++) answers.push(await getFresh(url, session, body('tools/list')));
     assert.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers answered');
     assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([404]));
+  });
+
+  it('refuses a session its client deleted on a worker restarted after the DELETE', async () => {
+    const init = await getFresh(url, HEADERS, JSON.stringify({ jsonrpc: '2.0', id: next++, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'delete-test', version: '1' } } }));
+    const session = { ...HEADERS, 'mcp-session-id': String(init.headers['mcp-session-id']), 'mcp-protocol-version': '2025-06-18' };
+    await getFresh(url, session, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+    const deleted = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(url, { agent: false, method: 'DELETE', headers: session }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(deleted, 200);
+    // One worker dies and is restarted: its tombstones went with it.
+    const restarts = logs.filter((l) => /worker restarted/.test(l)).length;
+    await getFresh(url, { 'x-crash': '1' });
+    for (let i = 0; i < 200 && logs.filter((l) => /worker restarted/.test(l)).length === restarts; i++) await sleep(50);
+    assert.equal(logs.filter((l) => /worker restarted/.test(l)).length, restarts + 1, logs.join('\n'));
+    const answers: FreshAnswer[] = [];
+    for (let i = 0; i < 20; i++) answers.push(await getFresh(url, session, body('tools/list')));
+    assert.equal(new Set(answers.map((a) => a.worker)).size, 2, 'both workers answered');
+    assert.deepEqual(answers.filter((a) => a.status !== 404).map((a) => `${a.worker}: ${a.status} ${a.body.slice(0, 80)}`), []);
   });
 });

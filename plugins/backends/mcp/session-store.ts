@@ -210,7 +210,8 @@ export class SessionStore {
   end(id: string, session: McpSession, terminate: boolean, reason: string, everywhere = false): Promise<void> {
     if (this.sessions.get(id) === session) this.sessions.delete(id);
     this.forget(session);
-    if (everywhere) this.others?.post({ t: 'end', u: session.uuid });
+    // Kept as long as the id is refused, for workers that start later (a restart), which would resume it.
+    if (everywhere) this.others?.post({ t: 'end', u: session.uuid }, TOMBSTONE_MS);
     this.logger.debug('MCP session ended', { session: session.uuid.slice(0, 8), reason });
     return session.close(terminate, reason);
   }
