@@ -284,7 +284,12 @@ export class Supervisor {
     }
     if (this.stopping || !slot.started || slot.text === this.lastGood) return;
     this.reloading = this.reloadSlots([slot], this.lastGood, true).then((refused) => {
-      if (refused) this.log.error('a restarted worker refused the live config; it serves the one it started with', { worker: slot.index, error: refused.error });
+      // Left on the config it started with, it would serve other routes and policies (an auth a reload added) on
+      // the connections it takes: it is ended instead, and restarted on the live config like any dead worker.
+      if (refused && !this.stopping) {
+        this.log.error('a restarted worker refused the live config; restarting it on that config', { worker: slot.index, error: refused.error });
+        void slot.worker?.terminate();
+      }
       return false;
     });
     this.settleReload();

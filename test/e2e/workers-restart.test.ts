@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { Worker } from 'node:worker_threads';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { stringify } from 'yaml';
@@ -271,6 +272,50 @@ describe('config.workers: 2, a worker that catches up with a reload', () => {
         if (Date.now() > end) throw new Error(`timed out waiting for ${what}:\n${logs.join('\n')}`);
         await sleep(100);
       }
+    }
+  });
+});
+
+describe('config.workers: 2, a restarted worker that refuses the reload it catches up with', () => {
+  it('is restarted on the live config, not left serving the one it started with', async () => {
+    const port = await freePort();
+    const file = join(testTempDir('switchyard-workers-catch-up-refused-'), 'config.yaml');
+    const yaml = (probe: Record<string, unknown>) => twoWorkersYaml([{ port, listeners: [{ routes: [{ policies: { workerProbe: probe, directResponse: { status: 200, body: 'ok' } } }] }] }]);
+    writeFileSync(file, yaml({ value: 'one' }));
+    const logs: string[] = [];
+    const supervisor = new Supervisor({
+      entry: BIN,
+      config: { file },
+      count: 2,
+      sink: new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean))),
+      watch: false,
+      restartMs: { initial: 100, max: 800 },
+      liveness: { intervalMs: 200, misses: 50 },
+    });
+    try {
+      await supervisor.start();
+      // Thread ids are handed out in order: the restarted worker gets the one after this probe thread's.
+      const probe = new Worker('', { eval: true });
+      const restarted = probe.threadId + 1;
+      await probe.terminate();
+      await get(`http://127.0.0.1:${port}/`, { 'x-crash': '1' });
+      while (!logs.some((l) => /worker exited; restarting it/.test(l))) await sleep(20);
+      // Compiled for 4 s by the live worker (the other restarts meanwhile); refused by the restarted one only.
+      writeFileSync(file, yaml({ value: 'two', compileDelayMs: 4_000, failInThread: restarted }));
+      assert.equal(await supervisor.reload(), true);
+      assert.ok(logs.some((l) => /worker restarted/.test(l)), 'the worker restarted during the reload');
+      const end = Date.now() + 40_000;
+      let answers: Awaited<ReturnType<typeof get>>[] = [];
+      while (Date.now() < end) {
+        answers = await Promise.all(Array.from({ length: 20 }, () => get(`http://127.0.0.1:${port}/`).catch(() => undefined))).then((a) => a.filter((x) => x !== undefined));
+        if (answers.length === 20 && answers.every((a) => a.headers['x-probe'] === 'two') && new Set(answers.map((a) => a.worker)).size === 2) break;
+        await sleep(200);
+      }
+      assert.ok(logs.some((l) => new RegExp(`refused in thread ${restarted}`).test(l)), logs.join('\n'));
+      assert.deepEqual(new Set(answers.map((a) => a.headers['x-probe'])), new Set(['two']), 'every worker serves the live config');
+      assert.equal(new Set(answers.map((a) => a.worker)).size, 2);
+    } finally {
+      await supervisor.stop();
     }
   });
 });
