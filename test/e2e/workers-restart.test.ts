@@ -215,6 +215,19 @@ describe('config.workers: 2, drainTimeout changed by a reload', () => {
 });
 
 
+/** A supervisor of two workers with short restart delays, its log lines into `logs`. */
+function quickSupervisor(file: string, logs: string[]): Supervisor {
+  const sink = new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean)));
+  return new Supervisor({ entry: BIN, config: { file }, count: 2, sink, watch: false, restartMs: { initial: 100, max: 800 }, liveness: { intervalMs: 200, misses: 50 } });
+}
+
+/** Start `supervisor`, crash the worker that serves `url` (the probe plugin) and wait until its restart is scheduled. */
+async function startAndCrashOne(supervisor: Supervisor, url: string, logs: string[]): Promise<void> {
+  await supervisor.start();
+  await get(url, { 'x-crash': '1' });
+  while (!logs.some((l) => /worker exited; restarting it/.test(l))) await sleep(20);
+}
+
 describe('config.workers: 2, a worker that catches up with a reload', () => {
   it("keeps the ejections the other worker made on the reload's new backends", async () => {
     const bad = await startUpstream((_req, res) => void res.writeHead(500, { 'content-type': 'text/plain' }).end('bad'));
@@ -230,19 +243,9 @@ describe('config.workers: 2, a worker that catches up with a reload', () => {
     };
     writeFileSync(file, twoWorkersYaml([{ port, listeners: [{ routes: [plain({ value: 'one' })] }] }]));
     const logs: string[] = [];
-    const supervisor = new Supervisor({
-      entry: BIN,
-      config: { file },
-      count: 2,
-      sink: new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean))),
-      watch: false,
-      restartMs: { initial: 100, max: 800 },
-      liveness: { intervalMs: 200, misses: 50 },
-    });
+    const supervisor = quickSupervisor(file, logs);
     try {
-      await supervisor.start();
-      await get(`http://127.0.0.1:${port}/plain`, { 'x-crash': '1' });
-      while (!logs.some((l) => /worker exited; restarting it/.test(l))) await sleep(20);
+      await startAndCrashOne(supervisor, `http://127.0.0.1:${port}/plain`, logs);
       // The reload (a new route and backends) compiles for 4 s in the live worker: the other restarts meanwhile on
       // the first config, and catches up once it is applied (its own compile of it takes 4 s too).
       writeFileSync(file, twoWorkersYaml([{ port, listeners: [{ routes: [plain({ value: 'two', compileDelayMs: 4_000 }), eject] }] }]));
@@ -283,23 +286,13 @@ describe('config.workers: 2, a restarted worker that refuses the reload it catch
     const yaml = (probe: Record<string, unknown>) => twoWorkersYaml([{ port, listeners: [{ routes: [{ policies: { workerProbe: probe, directResponse: { status: 200, body: 'ok' } } }] }] }]);
     writeFileSync(file, yaml({ value: 'one' }));
     const logs: string[] = [];
-    const supervisor = new Supervisor({
-      entry: BIN,
-      config: { file },
-      count: 2,
-      sink: new LogSink((chunk) => logs.push(...chunk.split('\n').filter(Boolean))),
-      watch: false,
-      restartMs: { initial: 100, max: 800 },
-      liveness: { intervalMs: 200, misses: 50 },
-    });
+    const supervisor = quickSupervisor(file, logs);
     try {
-      await supervisor.start();
       // Thread ids are handed out in order: the restarted worker gets the one after this probe thread's.
       const probe = new Worker('', { eval: true });
       const restarted = probe.threadId + 1;
       await probe.terminate();
-      await get(`http://127.0.0.1:${port}/`, { 'x-crash': '1' });
-      while (!logs.some((l) => /worker exited; restarting it/.test(l))) await sleep(20);
+      await startAndCrashOne(supervisor, `http://127.0.0.1:${port}/`, logs);
       // Compiled for 4 s by the live worker (the other restarts meanwhile); refused by the restarted one only.
       writeFileSync(file, yaml({ value: 'two', compileDelayMs: 4_000, failInThread: restarted }));
       assert.equal(await supervisor.reload(), true);
