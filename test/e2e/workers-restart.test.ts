@@ -221,9 +221,8 @@ function quickSupervisor(file: string, logs: string[]): Supervisor {
   return new Supervisor({ entry: BIN, config: { file }, count: 2, sink, watch: false, restartMs: { initial: 100, max: 800 }, liveness: { intervalMs: 200, misses: 50 } });
 }
 
-/** Start `supervisor`, crash the worker that serves `url` (the probe plugin) and wait until its restart is scheduled. */
-async function startAndCrashOne(supervisor: Supervisor, url: string, logs: string[]): Promise<void> {
-  await supervisor.start();
+/** Crash the worker that serves `url` (the probe plugin) and wait until its restart is scheduled. */
+async function crashOneAt(url: string, logs: string[]): Promise<void> {
   await get(url, { 'x-crash': '1' });
   while (!logs.some((l) => /worker exited; restarting it/.test(l))) await sleep(20);
 }
@@ -245,7 +244,8 @@ describe('config.workers: 2, a worker that catches up with a reload', () => {
     const logs: string[] = [];
     const supervisor = quickSupervisor(file, logs);
     try {
-      await startAndCrashOne(supervisor, `http://127.0.0.1:${port}/plain`, logs);
+      await supervisor.start();
+      await crashOneAt(`http://127.0.0.1:${port}/plain`, logs);
       // The reload (a new route and backends) compiles for 4 s in the live worker: the other restarts meanwhile on
       // the first config, and catches up once it is applied (its own compile of it takes 4 s too).
       writeFileSync(file, twoWorkersYaml([{ port, listeners: [{ routes: [plain({ value: 'two', compileDelayMs: 4_000 }), eject] }] }]));
@@ -288,11 +288,12 @@ describe('config.workers: 2, a restarted worker that refuses the reload it catch
     const logs: string[] = [];
     const supervisor = quickSupervisor(file, logs);
     try {
+      await supervisor.start();
       // Thread ids are handed out in order: the restarted worker gets the one after this probe thread's.
       const probe = new Worker('', { eval: true });
       const restarted = probe.threadId + 1;
       await probe.terminate();
-      await startAndCrashOne(supervisor, `http://127.0.0.1:${port}/`, logs);
+      await crashOneAt(`http://127.0.0.1:${port}/`, logs);
       // Compiled for 4 s by the live worker (the other restarts meanwhile); refused by the restarted one only.
       writeFileSync(file, yaml({ value: 'two', compileDelayMs: 4_000, failInThread: restarted }));
       assert.equal(await supervisor.reload(), true);
