@@ -24,9 +24,13 @@ it('keeps what was posted with keepMs, for its time, and replays it to a later s
     const later = kept.forWorker();
     assert.deepEqual(later, { ended: [{ u: 'a' }], other: [{ u: 'b' }] });
     const heard: unknown[] = [];
-    const restarted = new WorkerEvents(scope, later).subscribe('ended', (m) => heard.push(m));
-    assert.deepEqual(heard, [{ u: 'a' }], 'delivered before subscribe returned');
+    const events = new WorkerEvents(scope, later);
+    const restarted = events.subscribe('ended', (m) => heard.push(m));
+    assert.deepEqual([...heard], [{ u: 'a' }], 'delivered before subscribe returned');
+    const again = events.subscribe('ended', (m) => heard.push(m));
+    assert.deepEqual(heard, [{ u: 'a' }], 'once: a later subscriber (a reload) would get them stale');
     restarted.close();
+    again.close();
   } finally {
     topic.close();
     other.close();

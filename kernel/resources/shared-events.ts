@@ -28,21 +28,24 @@ function keptChannel(scope: string): Channel {
 /**
  * A worker's side: one BroadcastChannel per topic, named by its supervisor's `scope`, so the workers of one
  * supervisor hear each other and nobody else in the process. The channel does not keep the thread alive. `kept`:
- * the messages its supervisor kept for workers starting now, delivered to each topic's subscriber first.
+ * the messages its supervisor kept for workers starting now, delivered to a topic's first subscriber first and then
+ * dropped (a later subscriber of the topic, a reload's, would get them stale).
  */
 export class WorkerEvents implements SharedEvents {
   readonly others = true;
   private readonly scope: string;
-  private readonly kept: KeptMessages;
+  private readonly kept: Map<string, readonly unknown[]>;
   private keeper: Channel | undefined;
 
   constructor(scope: string, kept: KeptMessages = {}) {
     this.scope = scope;
-    this.kept = kept;
+    this.kept = new Map(Object.entries(kept));
   }
 
   subscribe(topic: string, on: (message: unknown) => void): SharedTopic {
-    for (const message of this.kept[topic] ?? []) on(message);
+    const kept = this.kept.get(topic) ?? [];
+    this.kept.delete(topic);
+    for (const message of kept) on(message);
     const { BroadcastChannel } = process.getBuiltinModule('node:worker_threads');
     const channel = new BroadcastChannel(`${this.scope}:${topic}`);
     channel.onmessage = (event) => on((event as MessageEvent).data);
