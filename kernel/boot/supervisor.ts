@@ -283,12 +283,13 @@ export class Supervisor {
       return;
     }
     if (this.stopping || !slot.started || slot.text === this.lastGood) return;
+    const worker = slot.worker;
     this.reloading = this.reloadSlots([slot], this.lastGood, true).then((refused) => {
       // Left on the config it started with, it would serve other routes and policies (an auth a reload added) on
       // the connections it takes: it is ended instead, and restarted on the live config like any dead worker.
-      if (refused && !this.stopping) {
+      if (refused && !this.stopping && slot.worker === worker) {
         this.log.error('a restarted worker refused the live config; restarting it on that config', { worker: slot.index, error: refused.error });
-        void slot.worker?.terminate();
+        void worker?.terminate();
       }
       return false;
     });
