@@ -67,3 +67,20 @@ it("frees a dead thread's locks by its id, and lets a thread take a lock its own
   cell.unlock();
   assert.equal(dead.values[0], 1);
 });
+
+it('takes over a lock a live thread left held past a second (a section that threw), and only its holder releases it', () => {
+  const arena = newSharedArena();
+  const leaked = new SharedCells(arena, undefined, 4).cell('bucket', [0]);
+  const waiter = new SharedCells(arena, undefined, 7).cell('bucket', [0]);
+  leaked.lock();
+  const started = performance.now();
+  waiter.lock();
+  const waited = performance.now() - started;
+  assert.ok(waited >= 1_000 && waited < 5_000, `waited ${waited} ms`);
+  // The thread that leaked it releases nothing now: the lock is the waiter's until it unlocks.
+  leaked.unlock();
+  const i32 = new Int32Array(arena);
+  assert.equal(i32.filter((v, i) => i % 16 === 0 && v === 8).length, 1);
+  waiter.unlock();
+  assert.equal(i32.filter((v, i) => i % 16 === 0 && v !== 0).length, 0);
+});

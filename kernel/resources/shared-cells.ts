@@ -14,6 +14,11 @@ const SLOT_BYTES = 16 + 8 * SHARED_CELL_VALUES;
 export const SHARED_CELL_SLOTS = 4096;
 const EMPTY = 0;
 const READY = -1;
+/**
+ * A lock held by one holder this long was left held by a live thread (a plugin's section that threw): sections last
+ * microseconds. The waiter takes it over rather than spin for good; a dead holder's is freed sooner (releaseOwner).
+ */
+const STEAL_MS = 1_000;
 
 /** A fresh arena for the cells of one gateway (a supervisor makes one and hands it to every worker). */
 export function newSharedArena(): SharedArrayBuffer {
@@ -114,13 +119,25 @@ export class SharedCells {
       lock(): void {
         // Held for a few arithmetic operations by whoever has it: spinning is cheaper than sleeping. Held by this
         // thread: a section of its own threw before unlock() (sections never await), so it is this thread's already.
+        let spins = 0;
+        let holder = 0;
+        let since = 0;
         for (;;) {
           const held = Atomics.compareExchange(i32, lockIndex, 0, owner);
           if (held === 0 || held === owner) return;
+          if ((++spins & 0xfff) !== 0) continue;
+          const now = performance.now();
+          if (held !== holder) {
+            holder = held;
+            since = now;
+          } else if (now - since > STEAL_MS && Atomics.compareExchange(i32, lockIndex, held, owner) === held) {
+            return;
+          }
         }
       },
       unlock(): void {
-        Atomics.store(i32, lockIndex, 0);
+        // Only its own hold: one taken over meanwhile (STEAL_MS) is the new holder's to release.
+        Atomics.compareExchange(i32, lockIndex, owner, 0);
       },
     };
   }
