@@ -34,8 +34,22 @@ export interface TailListener {
   push(fields: Record<string, unknown>): void;
 }
 
-/** A config check: ok, or every problem positioned (`file:line:col`, config path, code, message, code frame). */
-export type ValidationResult = { ok: true } | { ok: false; errors: readonly { file: string; line: number; col: number; path: string; code: string; message: string; frame?: string }[]; error: string };
+/** One positioned problem of a config check (`file:line:col`, config path, code, message, code frame). */
+export interface ValidationIssue {
+  readonly file: string;
+  readonly line: number;
+  readonly col: number;
+  readonly path: string;
+  readonly code: string;
+  readonly message: string;
+  readonly frame?: string;
+}
+
+/**
+ * A config check: ok, or every problem positioned; `warnings` lists what the check left out (a file, store or URL
+ * the admin UI's validator does not touch, ADR 0131), each with code `SWY_ERR_CONFIG_UNCHECKED`.
+ */
+export type ValidationResult = ({ ok: true } | { ok: false; errors: readonly ValidationIssue[]; error: string }) & { warnings?: readonly ValidationIssue[] };
 
 /** `/ui`: the admin UI's module loads on its first request only (idle RSS of a gateway nobody browses unchanged). */
 function lazyUi(source: AdminSource): UiHandler {

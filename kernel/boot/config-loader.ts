@@ -1,5 +1,6 @@
-import { ConfigError } from '../sdk/index.ts';
-import type { Logger } from '../sdk/index.ts';
+import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import type { ConfigIssue, Logger } from '../sdk/index.ts';
+import { notCheckedIssue } from '../sdk/check-only.ts';
 import { PooledUpstreams } from '../upstream/pooled-upstreams.ts';
 import { UpstreamMetrics } from '../telemetry/upstream-metrics.ts';
 import { compileSnapshot } from '../compile/compile-snapshot.ts';
@@ -7,6 +8,7 @@ import type { Snapshot } from '../compile/snapshot.ts';
 import { releaseAjv } from '../config/ajv-lib.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
+import type { PositionedIssue } from '../config/format-issues.ts';
 import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
 import { redactConfig } from '../config/redact-config.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
@@ -58,6 +60,12 @@ export interface CompileOptions {
   readonly joins?: boolean;
 }
 
+/** The admin UI's verdict on a pasted config: its errors, and what it left unchecked (ADR 0131), positioned. */
+export interface PastedCheck {
+  readonly errors: readonly PositionedIssue[];
+  readonly warnings: readonly PositionedIssue[];
+}
+
 /** The kernel services a load uses. */
 export interface ConfigLoaderServices {
   readonly logger: ProcessLogger;
@@ -80,6 +88,8 @@ export class ConfigLoader {
   private readonly log: Logger;
   private readonly traces: TracingHolder;
   private registry: PluginRegistry | undefined;
+  /** `config.plugins` the registry was built with (read at start only). */
+  private thirdParty: readonly string[] = [];
   /** Plugin keys of this distribution and whether the start may skip the meta-schema check (set with the registry). */
   private validation: { readonly knownKeys: readonly string[]; readonly checkSchema: boolean } | undefined;
   /** The validator kept across loads when there is no precompiled-validator cache (the class comment). */
@@ -124,6 +134,7 @@ export class ConfigLoader {
   private async prepareWith(thirdParty: readonly string[]): Promise<void> {
     if (this.registry) return;
     const c = this.options.config;
+    this.thirdParty = thirdParty;
     this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : c.base);
     const knownKeys = [...(this.options.knownKeys ?? [])];
     // Only first-party plugins (the distribution's preset, no `config.plugins`): their schemas are checked against
@@ -154,6 +165,32 @@ export class ConfigLoader {
     }
   }
 
+  /**
+   * The admin UI's validator: compile `text` as pasted and drop it. Problems come back as errors, what it did not
+   * check (files, stores, URLs, plugin modules: ADR 0131) as warnings; anything else thrown is not a verdict.
+   */
+  async check(text: string): Promise<PastedCheck> {
+    try {
+      const snapshot = await this.compile(text, { pasted: true });
+      snapshot.dispose();
+      await this.s.resources.release(snapshot.generation);
+      return { errors: [], warnings: [] };
+    } catch (err) {
+      if (!(err instanceof ConfigLoadError)) throw err;
+      const unchecked = (i: PositionedIssue): boolean => i.code === ErrorCode.configUnchecked;
+      return { errors: err.issues.filter((i) => !unchecked(i)), warnings: err.issues.filter(unchecked) };
+    }
+  }
+
+  /** `config.plugins` of a pasted config that this process did not load: never loaded for a paste (ADR 0131). */
+  private unloadedPlugins(parsed: ReturnType<typeof parseConfigText>): ConfigIssue[] {
+    const missing = pluginListOf(parsed).filter((name) => !this.thirdParty.includes(name));
+    if (missing.length === 0) return [];
+    const loaded = this.thirdParty.length ? `only those it started with: ${this.thirdParty.join(', ')}` : 'none';
+    const what = `\`config.plugins\` (${missing.join(', ')}: the validator loads no plugin module a paste names, and checks with the plugins this gateway loaded at start, ${loaded})`;
+    return [notCheckedIssue(['config', 'plugins'], what)];
+  }
+
   private rescrub(): void {
     const pasted = [...this.pastedHidden].flatMap((set) => [...set]);
     this.s.logger.configure({ scrub: compileScrubber(pasted.length ? [...this.hidden, ...pasted] : this.hidden) });
@@ -164,7 +201,9 @@ export class ConfigLoader {
     // Parsed once: the same parse gives the plugin list (first load only) and the value to validate.
     // A pasted text is not the config file: its positions are named after what it is.
     const parsed = parseConfigText(options.pasted ? '(pasted config)' : this.fileName, text, env);
-    await this.prepareWith(pluginListOf(parsed));
+    // A paste never names the modules to load (importing one runs its code).
+    await this.prepareWith(options.pasted ? [] : pluginListOf(parsed));
+    const notes = options.pasted ? this.unloadedPlugins(parsed) : [];
     let loaded: ReturnType<typeof validateParsed>;
     try {
       loaded = validateParsed(parsed, this.validator());
@@ -191,12 +230,18 @@ export class ConfigLoader {
         upstreams: (resources) => new PooledUpstreams(resources, new UpstreamMetrics(this.s.metrics), this.traces),
         shared: this.s.shared,
         traces: this.traces,
+        checkOnly: options.pasted,
       });
+      if (notes.length) {
+        // A paste is never served: its notes end the compile like issues do, and the catch below adds them.
+        snapshot.dispose();
+        throw new ConfigError([]);
+      }
       this.secrets.set(snapshot, loaded.secrets);
       return snapshot;
     } catch (err) {
       await this.s.resources.release(generation);
-      if (err instanceof ConfigError) throw new ConfigLoadError(positionRedacted(loaded.source, err.issues, loaded.secrets, loaded.value));
+      if (err instanceof ConfigError) throw new ConfigLoadError(positionRedacted(loaded.source, [...notes, ...err.issues], loaded.secrets, loaded.value));
       throw err;
     } finally {
       if (pasted) {

@@ -5,7 +5,7 @@ import type { AdminEndpoints } from '../admin/admin-servers.ts';
 import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
 import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
-import { ConfigLoadError } from '../config/format-issues.ts';
+import { ConfigLoadError, renderIssue } from '../config/format-issues.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
@@ -305,19 +305,20 @@ export class Gateway {
 
   /**
    * The admin UI's validator: check `text` as a reload would (parse, schema, every plugin's compile) and throw the
-   * result away. `${VAR}` expands against no environment (ADR 0124): the compile could send a value elsewhere.
+   * result away. `${VAR}` expands against no environment (ADR 0124): the compile could send a value elsewhere; and
+   * the compile reads no file, opens no store and connects nowhere (ADR 0131): what it skipped comes as warnings.
    */
   async validate(text: string): Promise<ValidationResult> {
+    let checked;
     try {
-      const snapshot = await this.loader.compile(text, { pasted: true });
-      snapshot.dispose();
-      await this.s.resources.release(snapshot.generation);
-      return { ok: true };
+      checked = await this.loader.check(text);
     } catch (err) {
-      if (!(err instanceof ConfigLoadError)) return { ok: false, errors: [], error: (err as Error).message };
-      const errors = err.issues.map((i) => (i.code === ErrorCode.configEnv ? { ...i, message: `${i.message}; ${PASTED_ENV}` } : i));
-      return { ok: false, errors, error: err.message };
+      return { ok: false, errors: [], error: (err as Error).message };
     }
+    const warnings = checked.warnings.length ? { warnings: checked.warnings } : {};
+    if (checked.errors.length === 0) return { ok: true, ...warnings };
+    const errors = checked.errors.map((i) => (i.code === ErrorCode.configEnv ? { ...i, message: `${i.message}; ${PASTED_ENV}` } : i));
+    return { ok: false, errors, error: errors.map(renderIssue).join('\n\n'), ...warnings };
   }
 
   /** Serve `next` from now on; the previous snapshot is disposed once its in-flight requests are done. */

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
+import { notCheckedIssue } from '../sdk/check-only.ts';
 import type { ConfigPath } from '../sdk/index.ts';
 import type { CompiledBind, CompiledListener, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
@@ -11,6 +12,10 @@ type Obj = Record<string, unknown>;
 
 /** A listener's PEM file (regular, at most FILE_SIZE_LIMITS.key); undefined after an issue at `at`. */
 async function readListenerFile(c: LoadCompiler, file: string, at: ConfigPath, label: string): Promise<string | undefined> {
+  if (c.deps.checkOnly) {
+    c.issues.push(notCheckedIssue(at, `the listener ${label} file \`${file}\``));
+    return undefined;
+  }
   const full = resolve(c.deps.cwd, file);
   try {
     // Once per version for the gateway's workers.
@@ -53,15 +58,19 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       }
       const cert = await readListenerFile(c, tls.cert, [...lpath, 'tls', 'cert'], 'certificate');
       const key = await readListenerFile(c, tls.key, [...lpath, 'tls', 'key'], 'private key');
-      if (cert === undefined || key === undefined) continue;
-      try {
-        // node:tls only for an HTTPS listener: a cleartext config never loads it.
-        secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key });
-        tlsPem = { cert, key };
-        tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
-      } catch (err) {
-        c.issue([...lpath, 'tls'], `cannot load the listener certificate: ${(err as Error).message}`);
-        continue;
+      if (cert === undefined || key === undefined) {
+        // The validator reads neither (ADR 0131) and goes on to the listener's routes.
+        if (!c.deps.checkOnly) continue;
+      } else {
+        try {
+          // node:tls only for an HTTPS listener: a cleartext config never loads it.
+          secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key });
+          tlsPem = { cert, key };
+          tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
+        } catch (err) {
+          c.issue([...lpath, 'tls'], `cannot load the listener certificate: ${(err as Error).message}`);
+          continue;
+        }
       }
     }
     const routes: CompiledRoute[] = [];

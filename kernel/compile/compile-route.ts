@@ -109,7 +109,8 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
     const target = instance.target;
     if (!target) {
       c.issue([...path, 'policies', 'healthCheck'], '`healthCheck` needs a backend that forwards to one address (`host`, a named `host` backend, `ai`)');
-    } else {
+    } else if (!c.deps.checkOnly) {
+      // The validator starts no probes (ADR 0131); a reload's verdict does not wait for them either.
       const routeName = routeKey.slice(routeKey.lastIndexOf('/') + 1);
       const key = `healthcheck:${identity}:${JSON.stringify(check)}`;
       c.resourceView.get(

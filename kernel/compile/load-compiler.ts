@@ -61,6 +61,8 @@ export interface CompileDeps {
   readonly upstreams: (resources: ResourceCache) => HttpUpstreams;
   /** State shared by the workers of the gateway (rate-limit cells, coalesced fetches). */
   readonly shared: { readonly cells: SharedCells; readonly fetches: SharedFetches; readonly events: SharedEvents; readonly processes: GatewayProcesses };
+  /** The admin UI's validator compiles a pasted config (`ctx.checkOnly`, ADR 0131): no files, stores or probes. */
+  readonly checkOnly?: boolean;
   /** The gateway's tracing (started after the first load, so read per call): `ctx.spans`. */
   readonly traces?: TracingHolder;
 }

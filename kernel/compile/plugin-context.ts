@@ -28,6 +28,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     },
     defaultTimeouts: c.staticConfig.defaultTimeouts,
     policies,
+    checkOnly: c.deps.checkOnly === true,
     fail: (message, sub = []) => {
       throw new ConfigError({ code: ErrorCode.configInvalid, path: [...path, ...sub], message });
     },

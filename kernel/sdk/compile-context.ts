@@ -58,6 +58,12 @@ export interface CompileContext {
    * Absent in contexts built outside a config load.
    */
   readonly defaultTimeouts?: { readonly backendRequestMs: number; readonly streamIdleMs: number };
+  /**
+   * True when the admin UI's validator compiles a pasted config it throws away (ADR 0131): read no file the config
+   * names, open no store, fetch or connect to nothing, start nothing; check the rest, and end with `notChecked`
+   * where the file, store or URL would be used. Absent in contexts built outside a config load.
+   */
+  readonly checkOnly?: boolean;
   /** Stop the load with a config error pointing at `path` + `sub`. */
   fail(message: string, sub?: ConfigPath): never;
   /** Log a warning about this value at load (it keeps loading). */

@@ -9,6 +9,8 @@ export const ErrorCode = {
   configEnv: 'SWY_ERR_CONFIG_ENV',
   configInvalid: 'SWY_ERR_CONFIG_INVALID',
   configIo: 'SWY_ERR_CONFIG_IO',
+  /** Left unchecked by the admin UI's validator (a file, store or URL it does not touch, ADR 0131): a warning. */
+  configUnchecked: 'SWY_ERR_CONFIG_UNCHECKED',
   pluginDuplicate: 'SWY_ERR_PLUGIN_DUPLICATE',
   pluginVersion: 'SWY_ERR_PLUGIN_VERSION',
   pluginInvalid: 'SWY_ERR_PLUGIN_INVALID',

@@ -10,6 +10,7 @@ export * from './facets.ts';
 export * from './config-section.ts';
 export * from './phases.ts';
 export * from './errors.ts';
+export { notChecked } from './check-only.ts';
 export * from './reply.ts';
 export { RawHeadersReply, replyHeader } from './raw-headers-reply.ts';
 export * from './header-list.ts';

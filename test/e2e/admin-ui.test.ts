@@ -106,6 +106,20 @@ describe('admin UI in headless Chromium', { skip }, () => {
     assert.equal(gw.gateway.snapshot!.generation, 1, 'validating applies nothing');
   });
 
+  it('validation view: what the validator left unchecked (a file the config names) shows beside the verdict', async () => {
+    await open('validate');
+    await page.fill('#config-text', 'binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies:\n        basicAuth: { htpasswd: { file: /etc/passwd } }\n        directResponse: { status: 204 }\n');
+    await page.click('#validate');
+    await page.waitForSelector('#validate-result .warning');
+    const text = await page.locator('#validate-result').innerText();
+    await page.screenshot({ path: join(ARTIFACTS, 'validate-unchecked.png'), fullPage: true });
+    assert.match(text, /Valid/);
+    assert.match(text, /1 thing not checked/);
+    assert.match(text, /line 6, column 40 at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.basicAuth\.htpasswd\.file/);
+    assert.match(text, /the htpasswd file `\/etc\/passwd` is not checked here/);
+    assert.doesNotMatch(text, /root:/);
+  });
+
   it('live tail: requests appear as they are served (server-sent events)', async () => {
     await open('tail');
     await page.locator('#tail-status', { hasText: /^Live\.$/ }).waitFor();

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, readSharedFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, notChecked, readSharedFile } from 'switchyard/sdk';
 import { defineBackendAuth } from '../../lib/slots/backend-auth.ts';
 import { authorizationValue } from './key.ts';
 import schema from './schema.json' with { type: 'json' };
@@ -18,6 +18,7 @@ export default defineBackendAuth<KeyConfig>({
       raw = config;
       what = 'the key';
     } else {
+      if (ctx.checkOnly) notChecked(ctx, `the key file \`${config.file}\``, ['file']);
       const file = resolve(ctx.cwd, config.file);
       what = `the key file \`${config.file}\``;
       try {

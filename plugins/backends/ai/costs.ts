@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { readSharedFile } from 'switchyard/sdk';
+import { notChecked, readSharedFile } from 'switchyard/sdk';
 import type { BackendCompileContext, Logger, SharedFetches } from 'switchyard/sdk';
 import { WatchedFile } from '../../lib/watched-file/watched-file.ts';
 import { lookupPrice, parsePriceCatalog, priceCatalog, PriceCatalogError, priceTable } from '../../lib/llm/prices.ts';
@@ -74,6 +74,7 @@ export async function compileCosts(config: AiCostsConfig | undefined, provider: 
   const inline: PriceTable | undefined = config?.prices && Object.keys(config.prices).length ? priceTable(Object.entries(config.prices)) : undefined;
   let table: () => PriceTable | undefined;
   if (config?.catalog !== undefined) {
+    if (ctx.checkOnly) notChecked(ctx, `the price catalog \`${config.catalog}\``, ['costs', 'catalog']);
     const path = resolve(ctx.cwd, config.catalog);
     const file = ctx.resources.get(`ai:priceCatalog:${path}`, () => new CatalogFile(path, ctx.logger.child({ file: path }), ctx.sharedFetches), (f) => f.close());
     try {

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, parseJsonFileText, readCappedText, readSharedFile } from 'switchyard/sdk';
+import { FILE_SIZE_LIMITS, notChecked, parseJsonFileText, readCappedText, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, ConfigPath } from 'switchyard/sdk';
 import { parseJwks } from './keys.ts';
 import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
@@ -38,6 +38,7 @@ function redactUrl(url: URL): string {
 
 async function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): Promise<KeySource> {
   const sub = [...at, 'jwks', 'file'];
+  if (ctx.checkOnly) notChecked(ctx, `the JWKS file \`${file}\``, sub);
   const path = resolve(ctx.cwd, file);
   let text: string;
   try {
@@ -71,6 +72,7 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return ctx.fail('the JWKS URL must use http or https', sub);
   // Through a pooled upstream, so TLS settings and connection reuse match the rest of the gateway.
   const connection = await ctx.connect({ host: raw, paths: 'allow', allow: [], what: 'the JWKS endpoint', at: [...at, 'jwks'], hostField: 'url', authority: 'target' });
+  if (ctx.checkOnly) notChecked(ctx, `the JWKS at ${redactUrl(url)}`, sub);
   const path = connection.path;
   const fetcher: JwksFetcher = async () => {
     const res = await connection.request({ method: 'GET', path, headers: { accept: 'application/jwk-set+json, application/json' }, timeoutMs: FETCH_TIMEOUT_MS });

@@ -1,5 +1,5 @@
 import type { CallToolResult, Implementation, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { readCappedText } from 'switchyard/sdk';
+import { notChecked, readCappedText } from 'switchyard/sdk';
 import type { BackendCompileContext, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, formatMs, isUpstreamTimeout, mcpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
@@ -30,6 +30,7 @@ const MAX_WARNINGS = 10;
 async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): Promise<{ doc: OpenApiDocument; label: string; field: string }> {
   const field = config.schema.file !== undefined ? 'file' : 'url';
   const label = field === 'file' ? `\`${config.schema.file}\`` : `\`${config.schema.url}\``;
+  if (ctx.checkOnly) notChecked(ctx, `the OpenAPI document ${label}`, ['schema', field]);
   let text: string;
   try {
     text = field === 'file' ? await readDocumentFile(config.schema.file!, ctx.cwd, ctx.sharedFetches) : await fetchDocument(config.schema.url!, ctx.http);

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { SecureContextOptions } from 'node:tls';
-import { definePolicy, FILE_SIZE_LIMITS, ipFamily, readSharedFile } from 'switchyard/sdk';
+import { definePolicy, FILE_SIZE_LIMITS, ipFamily, notChecked, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, UpstreamTls } from 'switchyard/sdk';
 import schema from './schema.json' with { type: 'json' };
 
@@ -20,6 +20,7 @@ interface BackendTlsConfig {
 
 /** Read a PEM file named at `field`, failing the load at that field when it cannot be read or holds no PEM. */
 async function readPem(ctx: CompileContext, field: 'cert' | 'key' | 'root', path: string, label: string): Promise<string> {
+  if (ctx.checkOnly) notChecked(ctx, `the ${label} file \`${path}\``, [field]);
   const file = resolve(ctx.cwd, path);
   let text: string;
   try {

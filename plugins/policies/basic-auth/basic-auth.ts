@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { defineAttribute, jsonErrorReply, principal } from 'switchyard/sdk';
+import { defineAttribute, jsonErrorReply, notChecked, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { AUTHORIZATION_ONLY, basicCredential } from '../../lib/credentials/credentials.ts';
 import { HashGate } from './hash-gate.ts';
@@ -49,6 +49,7 @@ interface Verified {
 }
 
 export async function compileBasicAuth(config: BasicAuthConfig, ctx: CompileContext): Promise<PolicyInstance> {
+  if (ctx.checkOnly) notChecked(ctx, `the htpasswd file \`${config.htpasswd.file}\``, ['htpasswd', 'file']);
   const path = resolve(ctx.cwd, config.htpasswd.file);
   const logger = ctx.logger.child({ policy: 'basicAuth' });
   const store = ctx.resources.get(`basicAuth:htpasswd:${path}`, () => new HtpasswdStore(path, logger, ctx.sharedFetches), (s) => s.close());

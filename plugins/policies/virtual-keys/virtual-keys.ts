@@ -1,7 +1,7 @@
 // `virtualKeys` (docs/llm-economics.md, ADR 0035): authenticate a gateway-issued key, then hand the LLM backend a
 // limiter that reserves the call's estimated cost on every budget of the key and its team before the call, and
 // settles the real cost (from the backend's usage and price catalog, `llmCall`) once the answer has ended.
-import { addLlmTokenLimiter, defineAttribute, jsonErrorReply, llmCall, principal } from 'switchyard/sdk';
+import { addLlmTokenLimiter, defineAttribute, jsonErrorReply, llmCall, notChecked, principal } from 'switchyard/sdk';
 import type { AttributeKey, CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { bearerToken } from '../../lib/credentials/credentials.ts';
 import { openStore, storeIdentity } from '../../lib/key-store/open-store.ts';
@@ -106,13 +106,6 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
   if (config.store?.sqlite?.path === ':memory:' && ctx.sharedEvents.others) {
     ctx.warn('`:memory:` is one database per worker with `config.workers`: a key made through `/keys` works only on the connections of the worker that made it; name a file to share keys between workers', ['store', 'sqlite', 'path']);
   }
-  const handle = ctx.resources.get(`virtualKeys:store:${identity}`, () => new StoreHandle(() => openStore(config.store, ctx.cwd)), (h) => h.close());
-  let store: KeyStore;
-  try {
-    store = await handle.ready;
-  } catch (err) {
-    ctx.fail(`cannot open the key store: ${(err as Error).message}`, ['store']);
-  }
   const teams = new Map<string, readonly Budget[]>();
   (config.teams ?? []).forEach((t, i) => {
     if (teams.has(t.name)) ctx.fail(`team \`${t.name}\` is declared twice`, ['teams', i, 'name']);
@@ -144,6 +137,15 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
     declaredById.set(k.id, record);
   });
   const shared = budgets(config.budgets, ctx, ['budgets']);
+  // Opened after the checks above, which the admin UI's validator makes without it (ADR 0131); `:memory:` touches nothing.
+  if (ctx.checkOnly && config.store?.sqlite?.path !== ':memory:') notChecked(ctx, 'the key store', ['store']);
+  const handle = ctx.resources.get(`virtualKeys:store:${identity}`, () => new StoreHandle(() => openStore(config.store, ctx.cwd)), (h) => h.close());
+  let store: KeyStore;
+  try {
+    store = await handle.ready;
+  } catch (err) {
+    ctx.fail(`cannot open the key store: ${(err as Error).message}`, ['store']);
+  }
   return { store, declared, declaredById, teams, shared, outputEstimate: config.outputEstimate ?? 256, metrics: keyMetrics(ctx), byDigest: new Map(), sharedSlots: sharedSlotLists(teams, shared) };
 }
 

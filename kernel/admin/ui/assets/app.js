@@ -71,19 +71,25 @@ function validateView() {
     out.replaceChildren('Checking…');
     const res = await postJson('/ui/api/validate', { text: text.value });
     const result = await res.json();
-    if (result.ok) return out.replaceChildren(el('p', { class: 'ok' }, 'Valid: this config would load.'));
+    const issue = (cls) => (e) =>
+      el('div', { class: cls },
+        el('div', {}, el('strong', {}, e.line ? `line ${e.line}, column ${e.col}` : ''), e.path ? ` at ${e.path}` : '', e.code ? ` [${e.code}]` : ''),
+        el('div', {}, e.message), e.frame ? el('pre', {}, e.frame) : '');
+    // Files, stores and URLs the validator does not touch (ADR 0131): listed under the verdict, never hidden.
+    const warnings = result.warnings ?? [];
+    const unchecked = warnings.length
+      ? [el('p', { class: 'warning-head' }, `${warnings.length} thing${warnings.length === 1 ? '' : 's'} not checked (run switchyard --validate-only on the gateway's host to check them):`), ...warnings.map(issue('warning'))]
+      : [];
+    if (result.ok) return out.replaceChildren(el('p', { class: 'ok' }, 'Valid: this config would load.'), ...unchecked);
     out.replaceChildren(el('p', { class: 'error' }, `${result.errors.length || 1} problem(s)`),
-      ...(result.errors.length ? result.errors : [{ message: result.error }]).map((e) =>
-        el('div', { class: 'issue' },
-          el('div', {}, el('strong', {}, e.line ? `line ${e.line}, column ${e.col}` : ''), e.path ? ` at ${e.path}` : '', e.code ? ` [${e.code}]` : ''),
-          el('div', {}, e.message), e.frame ? el('pre', {}, e.frame) : '')));
+      ...(result.errors.length ? result.errors : [{ message: result.error }]).map(issue('issue')), ...unchecked);
   };
   const loadLive = async () => {
     const dump = await getJson('/ui/api/config');
     text.value = JSON.stringify(dump.config, null, 2);
   };
   view.replaceChildren(el('h2', {}, 'Validate a config'),
-    el('p', {}, 'Checked as a reload would check it (parse, schema, every plugin\'s compile); nothing is applied.'),
+    el('p', {}, 'Checked as a reload would check it (parse, schema, every plugin\'s compile) without the gateway\'s environment, files, stores or network; nothing is applied.'),
     text, el('div', {}, el('button', { id: 'validate', on: { click: run } }, 'Validate'), el('button', { on: { click: loadLive } }, 'Start from the live config (secrets redacted)')), out);
 }
 

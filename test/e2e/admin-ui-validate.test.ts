@@ -1,0 +1,163 @@
+// ADR 0131: what the admin UI's validator (POST /ui/api/validate) may do with a pasted config: read no file it
+// names, create no store, connect nowhere, and say what it left unchecked (over real HTTP, no browser).
+import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { Server } from 'node:net';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+
+interface Issue {
+  readonly path: string;
+  readonly code: string;
+  readonly message: string;
+}
+interface Answer {
+  readonly ok: boolean;
+  readonly errors?: Issue[];
+  readonly warnings?: Issue[];
+}
+
+/** A TCP listener that only counts the connections it gets (a Redis, a JWKS server, a health-checked backend). */
+async function countingListener(): Promise<{ port: number; connections: () => number; close: () => Promise<void> }> {
+  let n = 0;
+  const server: Server = createServer((socket) => {
+    n++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  return { port, connections: () => n, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+const UNCHECKED = 'SWY_ERR_CONFIG_UNCHECKED';
+const CONTENT = 'file-content-marker-5c1d';
+
+describe('admin UI validation of a pasted config has no effects outside the answer', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let dir: string;
+  before(async () => {
+    port = await freePort();
+    dir = testTempDir('switchyard-validate-');
+    gw = await startGateway({ binds: [{ port, listeners: [{ routes: [{ name: 'hello', policies: { directResponse: { status: 200 } } }] }] }] });
+  });
+  after(() => gw.stop());
+
+  const validate = async (config: Record<string, unknown>): Promise<Answer> => {
+    const res = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: JSON.stringify(config) }) });
+    assert.equal(res.status, 200);
+    return (await res.json()) as Answer;
+  };
+  const route = (policies: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    binds: [{ port, listeners: [{ routes: [{ name: 'r', policies, ...extra }] }] }],
+  });
+
+  it('does not read an htpasswd file the paste names: its user names never show, the file is reported as not checked', async () => {
+    const file = join(dir, 'users');
+    writeFileSync(file, `admin-${CONTENT}:plaintext-password\n`);
+    const answer = await validate(route({ basicAuth: { htpasswd: { file } }, directResponse: { status: 200 } }));
+    assert.doesNotMatch(JSON.stringify(answer), new RegExp(CONTENT), 'the answer shows what the file holds');
+    assert.equal(answer.ok, true, JSON.stringify(answer));
+    assert.deepEqual(
+      answer.warnings!.map((w) => [w.code, w.path]),
+      [[UNCHECKED, 'binds[0].listeners[0].routes[0].policies.basicAuth.htpasswd.file']],
+    );
+    assert.match(answer.warnings![0]!.message, /not checked.*switchyard --validate-only/s);
+  });
+
+  it('reads none of the other files a config names (keys, certificates, JWKS, catalogs, OpenAPI documents)', async () => {
+    const junk = join(dir, 'junk');
+    writeFileSync(junk, `${CONTENT}\n`);
+    const answer = await validate({
+      backends: [{ name: 'tls', host: '127.0.0.1:1', policies: { backendTLS: { root: junk }, backendAuth: { key: { file: junk } } } }],
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              name: 'secure',
+              hostname: 'secure.example.com',
+              protocol: 'HTTPS',
+              tls: { cert: junk, key: junk },
+              routes: [
+                { name: 'jwt', matches: [{ path: { pathPrefix: '/jwt' } }], policies: { jwtAuth: { issuer: 'x', jwks: { file: junk } }, directResponse: { status: 200 } } },
+                { name: 'tls', matches: [{ path: { pathPrefix: '/tls' } }], backends: [{ backend: 'tls' }] },
+                { name: 'llm', matches: [{ path: { pathPrefix: '/llm' } }], backends: [{ ai: { name: 'openai', provider: { openAI: {} }, costs: { catalog: junk } } }] },
+                { name: 'mcp', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'rest', openapi: { host: '127.0.0.1', port: 1, schema: { file: junk } } }] } }] },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    assert.doesNotMatch(JSON.stringify(answer), new RegExp(CONTENT));
+    assert.equal(answer.ok, true, JSON.stringify(answer));
+    assert.deepEqual(answer.warnings!.map((w) => w.path).sort(), [
+      'backends[0].policies.backendAuth.key.file',
+      'backends[0].policies.backendTLS.root',
+      'binds[0].listeners[0].routes[0].policies.jwtAuth.jwks.file',
+      // The named backend compiles again where a route uses it.
+      'binds[0].listeners[0].routes[1].backends[0].policies.backendAuth.key.file',
+      'binds[0].listeners[0].routes[1].backends[0].policies.backendTLS.root',
+      'binds[0].listeners[0].routes[2].backends[0].ai.costs.catalog',
+      'binds[0].listeners[0].routes[3].backends[0].mcp.targets[0].openapi.schema.file',
+      'binds[0].listeners[0].tls.cert',
+      'binds[0].listeners[0].tls.key',
+    ]);
+    assert.ok(answer.warnings!.every((w) => w.code === UNCHECKED));
+  });
+
+  it('still reports what it can check without the files (a wrong field next to a file)', async () => {
+    const answer = await validate(route({ basicAuth: { htpasswd: { file: join(dir, 'users') }, mode: 'sometimes' }, directResponse: { status: 200 } }));
+    assert.equal(answer.ok, false);
+    assert.ok(answer.errors!.some((e) => e.path.endsWith('basicAuth.mode')), JSON.stringify(answer));
+  });
+
+  it('creates no SQLite key store and connects to no Redis store, JWKS URL, OpenAPI URL or health-checked backend', async () => {
+    const listener = await countingListener();
+    try {
+      const sqlite = join(dir, 'made-by-validation', 'keys.db');
+      const at = `127.0.0.1:${listener.port}`;
+      const routes = (...list: Record<string, unknown>[]): Record<string, unknown> => ({
+        binds: [{ port, listeners: [{ routes: list.map((r, i) => ({ name: `r${i}`, matches: [{ path: { pathPrefix: `/${i}` } }], ...r })) }] }],
+      });
+      const direct = { directResponse: { status: 200 } };
+      // One key store per config: one validation each.
+      const stores = [
+        await validate(routes({ policies: { virtualKeys: { store: { sqlite: { path: sqlite } } }, ...direct } })),
+        await validate(routes({ policies: { virtualKeys: { store: { redis: { url: `redis://${at}` } } }, ...direct } })),
+      ];
+      const others = await validate(
+        routes(
+          { policies: { jwtAuth: { issuer: 'x', jwks: { url: `http://${at}/jwks` } }, ...direct } },
+          { policies: { healthCheck: { path: '/healthz', interval: '1s' } }, backends: [{ host: at }] },
+          { backends: [{ mcp: { targets: [{ name: 'rest', openapi: { host: '127.0.0.1', port: listener.port, schema: { url: `http://${at}/openapi.json` } } }] } }] },
+        ),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(existsSync(join(dir, 'made-by-validation')), false, 'the validation created the key store');
+      assert.equal(listener.connections(), 0, 'the validation connected to a store or server the paste names');
+      for (const answer of [...stores, others]) assert.equal(answer.ok, true, JSON.stringify(answer));
+      for (const answer of stores) assert.deepEqual(answer.warnings!.map((w) => w.path), ['binds[0].listeners[0].routes[0].policies.virtualKeys.store']);
+      // No probe is a verdict a reload waits for either: the health check is not a warning.
+      assert.deepEqual(others.warnings!.map((w) => w.path), [
+        'binds[0].listeners[0].routes[0].policies.jwtAuth.jwks.url',
+        'binds[0].listeners[0].routes[2].backends[0].mcp.targets[0].openapi.schema.url',
+      ]);
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('says that `config.plugins` is not loaded by the validator', async () => {
+    const answer = await validate({ config: { plugins: ['switchyard-plugin-not-installed'] }, ...route({ directResponse: { status: 200 } }) });
+    assert.equal(answer.ok, true, JSON.stringify(answer));
+    assert.deepEqual(answer.warnings!.map((w) => [w.code, w.path]), [[UNCHECKED, 'config.plugins']]);
+    assert.match(answer.warnings![0]!.message, /switchyard-plugin-not-installed/);
+  });
+});
