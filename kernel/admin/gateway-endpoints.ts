@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AdminEndpoints, UiHandler } from './admin-servers.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
+import type { PositionedIssue } from '../config/format-issues.ts';
 import { PROMETHEUS_TEXT } from '../telemetry/metrics.ts';
 
 /** Whether the gateway takes traffic, and if not, what it waits for (`binds 8080`, `config`, `shutting down`). */
@@ -35,15 +36,7 @@ export interface TailListener {
 }
 
 /** One positioned problem of a config check (`file:line:col`, config path, code, message, code frame). */
-export interface ValidationIssue {
-  readonly file: string;
-  readonly line: number;
-  readonly col: number;
-  readonly path: string;
-  readonly code: string;
-  readonly message: string;
-  readonly frame?: string;
-}
+export type ValidationIssue = Omit<PositionedIssue, 'frame'> & { readonly frame?: string };
 
 /**
  * A config check: ok, or every problem positioned; `warnings` lists what the check left out (a file, store or URL

@@ -75,6 +75,10 @@ describe('admin UI with workers', () => {
     assert.equal(env.ok, false);
     assert.equal(env.errors[0]!.code, 'SWY_ERR_CONFIG_ENV');
     assert.match(env.errors[0]!.message, /validates without the gateway's environment/);
+    // Nor reads a file the paste names (ADR 0131): the worker's answer keeps its warnings.
+    const file = (await (await post('binds:\n- port: 8080\n  listeners:\n  - routes:\n    - policies:\n        basicAuth: { htpasswd: { file: /etc/passwd } }\n        directResponse: { status: 204 }\n')).json()) as { ok: boolean; warnings: { code: string; path: string }[] };
+    assert.equal(file.ok, true);
+    assert.deepEqual(file.warnings.map((w) => [w.code, w.path]), [['SWY_ERR_CONFIG_UNCHECKED', 'binds[0].listeners[0].routes[0].policies.basicAuth.htpasswd.file']]);
   });
 
   it('enforces config.adminUi credentials, and a reload of them', async () => {
