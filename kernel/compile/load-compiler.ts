@@ -1,5 +1,6 @@
 import type { Tracing, TracingHolder } from '../telemetry/tracing.ts';
 import type { PluginSpans } from '../sdk/index.ts';
+import { localCell } from '../resources/shared-cells.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
 import type { SharedCell, SharedEvents, SharedFetches } from '../sdk/shared.ts';
 import type { GatewayProcesses } from '../sdk/processes.ts';
@@ -198,6 +199,14 @@ export class LoadCompiler {
   }
 
   /**
+   * `ctx.sharedCell`: the workers' cell for `key`. A check-only compile (the admin UI's validator) gets a cell of its
+   * own: the shared ones are never freed, so every paste's buckets would fill them for good (ADR 0131).
+   */
+  sharedCell(key: string, initial: readonly number[]): SharedCell {
+    return this.deps.checkOnly ? localCell(initial) : this.deps.shared.cells.cell(key, initial);
+  }
+
+  /**
    * A shared cell of `n` zeros for health state this worker has not held before. On a reload (generation > 1) that
    * is a backend new to the config, so the cell is zeroed: cells are never freed, and a backend config that comes
    * back must start afresh as it would in one process. A worker's first load (a start, a restart) takes the cell as
@@ -206,7 +215,7 @@ export class LoadCompiler {
    */
   sharedState(key: string, n: number): SharedCell {
     const zeros = new Array<number>(n).fill(0);
-    const cell = this.deps.shared.cells.cell(key, zeros);
+    const cell = this.sharedCell(key, zeros);
     if (this.deps.generation > 1 && !this.deps.joins) {
       cell.lock();
       cell.values.set(zeros);

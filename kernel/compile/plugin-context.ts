@@ -16,7 +16,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     logger,
     http: c.upstreams,
     resources: c.resourceView,
-    sharedCell: (key, initial) => c.deps.shared.cells.cell(key, initial),
+    sharedCell: (key, initial) => c.sharedCell(key, initial),
     sharedFetches: c.deps.shared.fetches,
     sharedEvents: c.deps.shared.events,
     processes: c.deps.shared.processes,

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { stringify } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { childEnv, startCli } from '../helpers/cli-process.ts';
 import type { RunningCli } from '../helpers/cli-process.ts';
@@ -131,5 +131,24 @@ describe('admin UI with workers', () => {
       controller.abort();
       await read.catch(() => undefined);
     }
+  });
+
+  it('a validation takes no cell of the state the workers share (pasted rate limits would fill it for good)', async () => {
+    // More distinct buckets than the arena has cells (4,096): each used to claim one, never freed.
+    const buckets = Array.from({ length: 4200 }, (_, i) => ({ maxTokens: i + 1, tokensPerFill: 1, fillInterval: '1s' }));
+    const paste = { binds: [{ port, listeners: [{ routes: [{ name: 'many', policies: { localRateLimit: buckets, directResponse: { status: 200 } } }] }] }] };
+    const res = await fetch(`${admin}/ui/api/validate`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ text: JSON.stringify(paste) }) });
+    assert.equal(((await res.json()) as { ok: boolean }).ok, true);
+    // The live config's new limit is then one limit for the whole gateway, not one per worker.
+    const reloads = (): number => cli.output().match(/config reloaded workers=2/g)?.length ?? 0;
+    const before = reloads();
+    const live = parse(config('s3cret-passw0rd')) as { binds: { listeners: { routes: { policies: Record<string, unknown> }[] }[] }[] };
+    live.binds[0]!.listeners[0]!.routes[0]!.policies.localRateLimit = [{ maxTokens: 3, tokensPerFill: 1, fillInterval: '1h' }];
+    writeFileSync(file, stringify(live));
+    for (let i = 0; i < 300 && reloads() === before; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(reloads() > before, 'the reload did not happen');
+    const statuses = await Promise.all(Array.from({ length: 12 }, () => get(`http://127.0.0.1:${port}/hello`)));
+    assert.equal(statuses.filter((s) => s === 200).length, 3, `statuses ${statuses.join(' ')}`);
+    assert.doesNotMatch(cli.output(), /shared state is full/);
   });
 });
