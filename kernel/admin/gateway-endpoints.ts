@@ -40,7 +40,8 @@ export type ValidationIssue = Omit<PositionedIssue, 'frame'> & { readonly frame?
 
 /**
  * A config check: ok, or every problem positioned; `warnings` lists what the check left out (a file, store or URL
- * the admin UI's validator does not touch, ADR 0131), each with code `SWY_ERR_CONFIG_UNCHECKED`.
+ * the admin UI's validator does not touch: `SWY_ERR_CONFIG_UNCHECKED`) and the plugins' load warnings
+ * (`SWY_WARN_CONFIG`), ADR 0131.
  */
 export type ValidationResult = ({ ok: true } | { ok: false; errors: readonly ValidationIssue[]; error: string }) & { warnings?: readonly ValidationIssue[] };
 

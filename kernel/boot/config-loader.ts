@@ -166,8 +166,9 @@ export class ConfigLoader {
   }
 
   /**
-   * The admin UI's validator: compile `text` as pasted and drop it. Problems come back as errors, what it did not
-   * check (files, stores, URLs, plugin modules: ADR 0131) as warnings; anything else thrown is not a verdict.
+   * The admin UI's validator: compile `text` as pasted and drop it. Problems come back as errors; what it did not
+   * check (files, stores, URLs, plugin modules: ADR 0131) and the plugins' `ctx.warn` as warnings; anything else
+   * thrown is not a verdict.
    */
   async check(text: string): Promise<PastedCheck> {
     try {
@@ -177,8 +178,8 @@ export class ConfigLoader {
       return { errors: [], warnings: [] };
     } catch (err) {
       if (!(err instanceof ConfigLoadError)) throw err;
-      const unchecked = (i: PositionedIssue): boolean => i.code === ErrorCode.configUnchecked;
-      return { errors: err.issues.filter((i) => !unchecked(i)), warnings: err.issues.filter(unchecked) };
+      const warning = (i: PositionedIssue): boolean => i.code === ErrorCode.configUnchecked || i.code === ErrorCode.configWarning;
+      return { errors: err.issues.filter((i) => !warning(i)), warnings: err.issues.filter(warning) };
     }
   }
 

@@ -11,6 +11,8 @@ export const ErrorCode = {
   configIo: 'SWY_ERR_CONFIG_IO',
   /** Left unchecked by the admin UI's validator (a file, store or URL it does not touch, ADR 0131): a warning. */
   configUnchecked: 'SWY_ERR_CONFIG_UNCHECKED',
+  /** A plugin's warning at load (`ctx.warn`), in the admin UI validator's answer (ADR 0131); logged otherwise. */
+  configWarning: 'SWY_WARN_CONFIG',
   pluginDuplicate: 'SWY_ERR_PLUGIN_DUPLICATE',
   pluginVersion: 'SWY_ERR_PLUGIN_VERSION',
   pluginInvalid: 'SWY_ERR_PLUGIN_INVALID',

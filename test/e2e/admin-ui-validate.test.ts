@@ -154,6 +154,15 @@ describe('admin UI validation of a pasted config has no effects outside the answ
     }
   });
 
+  it('answers with the warnings a plugin gives at load, and writes none of them to the gateway\'s log', async () => {
+    const team = 'team-never-declared-3e9a';
+    const answer = await validate(route({ virtualKeys: { store: { sqlite: { path: ':memory:' } }, keys: [{ id: 'k1', key: 'sk-pasted-key-0123456789', team }] }, directResponse: { status: 200 } }));
+    assert.equal(answer.ok, true, JSON.stringify(answer));
+    assert.deepEqual(answer.warnings!.map((w) => [w.code, w.path]), [['SWY_WARN_CONFIG', 'binds[0].listeners[0].routes[0].policies.virtualKeys.keys[0].team']]);
+    assert.match(answer.warnings![0]!.message, new RegExp(`team \`${team}\` is not declared`));
+    assert.deepEqual(gw.logs.filter((l) => l.includes(team)), [], 'a paste wrote to the gateway\'s log');
+  });
+
   it('says that `config.plugins` is not loaded by the validator', async () => {
     const answer = await validate({ config: { plugins: ['switchyard-plugin-not-installed'] }, ...route({ directResponse: { status: 200 } }) });
     assert.equal(answer.ok, true, JSON.stringify(answer));

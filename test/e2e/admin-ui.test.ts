@@ -114,7 +114,7 @@ describe('admin UI in headless Chromium', { skip }, () => {
     const text = await page.locator('#validate-result').innerText();
     await page.screenshot({ path: join(ARTIFACTS, 'validate-unchecked.png'), fullPage: true });
     assert.match(text, /Valid/);
-    assert.match(text, /1 thing not checked/);
+    assert.match(text, /1 warning \(files, stores and URLs/);
     assert.match(text, /line 6, column 40 at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.basicAuth\.htpasswd\.file/);
     assert.match(text, /the htpasswd file `\/etc\/passwd` is not checked here/);
     assert.doesNotMatch(text, /root:/);

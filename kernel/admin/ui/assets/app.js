@@ -75,10 +75,10 @@ function validateView() {
       el('div', { class: cls },
         el('div', {}, el('strong', {}, e.line ? `line ${e.line}, column ${e.col}` : ''), e.path ? ` at ${e.path}` : '', e.code ? ` [${e.code}]` : ''),
         el('div', {}, e.message), e.frame ? el('pre', {}, e.frame) : '');
-    // Files, stores and URLs the validator does not touch (ADR 0131): listed under the verdict, never hidden.
+    // Plugins' load warnings, and the files, stores and URLs the validator does not touch (ADR 0131): never hidden.
     const warnings = result.warnings ?? [];
     const unchecked = warnings.length
-      ? [el('p', { class: 'warning-head' }, `${warnings.length} thing${warnings.length === 1 ? '' : 's'} not checked (run switchyard --validate-only on the gateway's host to check them):`), ...warnings.map(issue('warning'))]
+      ? [el('p', { class: 'warning-head' }, `${warnings.length} warning${warnings.length === 1 ? '' : 's'} (files, stores and URLs the config names are checked by switchyard --validate-only on the gateway's host):`), ...warnings.map(issue('warning'))]
       : [];
     if (result.ok) return out.replaceChildren(el('p', { class: 'ok' }, 'Valid: this config would load.'), ...unchecked);
     out.replaceChildren(el('p', { class: 'error' }, `${result.errors.length || 1} problem(s)`),
