@@ -1,5 +1,5 @@
 import { looksLikeCredential, scrubCelLiterals, secretCelLiterals } from './cel-literals.ts';
-import { isSecretKeyName, isSensitiveName, REDACTED } from './secret-marks.ts';
+import { CREDENTIAL_PARAM, isSecretKeyName, isSensitiveName, REDACTED } from './secret-marks.ts';
 import type { SecretMark, SecretMarks } from './secret-marks.ts';
 
 type Key = string | number;
@@ -17,6 +17,14 @@ export function redactConfig(value: unknown, marks: SecretMarks | undefined, hid
 /** Only fill `hidden` with the config's secret strings, without building the redacted copy. */
 export function collectSecrets(value: unknown, marks: SecretMarks | undefined, hidden: Set<string>): void {
   redactWalk(value, marks, hidden, false);
+}
+
+/** `url` with each credential query parameter's value REDACTED; `hidden` gets those that look like credentials. */
+function queryRedacted(url: string, hidden: Set<string> | undefined): string {
+  return url.replace(CREDENTIAL_PARAM, (_all, sep: string, name: string, value: string) => {
+    if (looksLikeCredential(value)) hidden?.add(value);
+    return `${sep}${name}=${REDACTED}`;
+  });
 }
 
 function redactWalk(value: unknown, marks: SecretMarks | undefined, hidden: Set<string> | undefined, copy: boolean): unknown {
@@ -57,6 +65,8 @@ function redactWalk(value: unknown, marks: SecretMarks | undefined, hidden: Set<
       for (const l of secretCelLiterals(v)) hidden?.add(l);
       return scrubCelLiterals(v);
     }
+    // A URL's credential query parameters (`?access_token=`, `&api_key=`), hidden as the access log hides them.
+    if (typeof v === 'string' && v.includes('?') && v.includes('://')) return queryRedacted(v, hidden);
     return walk(v, mark, ctx.headerList === true);
   };
 

@@ -22,6 +22,13 @@ export function isSensitiveName(name: string): boolean {
   return SENSITIVE_HEADERS.has(name.toLowerCase()) || SENSITIVE_PART.test(name);
 }
 
+/** Names of query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, ...). */
+const CREDENTIAL_NAME = '[^=&#]*(?:token|secret|key|passw|auth|credential|signature|session|jwt)[^=&#]*|sig|code|sid';
+/** Such parameters in a query string (ADR 0017): the access log and `/config_dump` show them as REDACTED. */
+export const CREDENTIAL_PARAM = new RegExp(`([?&])(${CREDENTIAL_NAME})=([^&#]*)`, 'gi');
+/** A query parameter name of that kind. */
+export const CREDENTIAL_KEY = new RegExp(`^(?:${CREDENTIAL_NAME})$`, 'i');
+
 const FALLBACK_KEY = /passw|secret|token$/i;
 
 /**

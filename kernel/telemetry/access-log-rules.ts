@@ -3,7 +3,7 @@ import type { ConfigIssue } from '../sdk/index.ts';
 import type { LoggedExchange } from './access-log.ts';
 import type { CelExpressions, CheckedExpression } from '../expr/cel-expressions.ts';
 import { celActivation } from '../expr/cel-expressions.ts';
-import { isSensitiveName, REDACTED } from '../config/secret-marks.ts';
+import { CREDENTIAL_KEY, CREDENTIAL_PARAM, isSensitiveName, REDACTED } from '../config/secret-marks.ts';
 
 /** `config.logging.filter` and `config.logging.fields` (BEHAVIOUR.md §6.1), compiled at load. */
 export interface AccessLogRules {
@@ -56,13 +56,7 @@ export function compileAccessLogRules(raw: RawLoggingRules | undefined, expressi
   return { filter, add, remove: raw.fields?.remove ?? [] };
 }
 
-/** Names of query parameters that carry credentials (`access_token`, `api_key`, `sig`, OAuth `code`, ...). */
-const CREDENTIAL_NAME = '[^=&#]*(?:token|secret|key|passw|auth|credential|signature|session|jwt)[^=&#]*|sig|code|sid';
-/** Such parameters in a query string: their values are not written to the access log (ADR 0017). */
-const CREDENTIAL_PARAM = new RegExp(`([?&])(${CREDENTIAL_NAME})=[^&#]*`, 'gi');
-const CREDENTIAL_KEY = new RegExp(`^(?:${CREDENTIAL_NAME})$`, 'i');
-
-/** The request path as logged: credentials in the query string replaced. Only paths with a query run the regex. */
+/** The request path as logged: credentials in the query string replaced (ADR 0017). Only paths with a query run the regex. */
 export function loggedPath(url: string): string {
   return url.includes('?') ? url.replace(CREDENTIAL_PARAM, '$1$2=<redacted>') : url;
 }

@@ -313,3 +313,38 @@ describe('--validate-only hides secrets in messages and code frames', () => {
     assert.deepEqual(leaks(r.stderr), []);
   });
 });
+
+describe('credentials in the query of a URL the config names', () => {
+  // MCP servers and JWKS endpoints are often given a key in the URL; the access log already hides such parameters.
+  const jwksToken = `jwks-${planted(30)}`;
+  const mcpKey = `mcp-${planted(31)}`;
+  let gw: RunningGateway;
+  before(async () => {
+    const port = await freePort();
+    gw = await startGateway({
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                { name: 'jwt', matches: [{ path: { pathPrefix: '/jwt' } }], policies: { jwtAuth: { issuer: 'x', jwks: { url: `http://127.0.0.1:9/jwks?tenant=visible-tenant&access_token=${jwksToken}` } }, directResponse: { status: 200 } } },
+                { name: 'mcp', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'remote', mcp: { host: `http://127.0.0.1:9/mcp?api_key=${mcpKey}&region=visible-region` } }] } }] },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+  });
+  after(() => gw.stop());
+
+  it('/config_dump and the admin UI show the URLs with those parameters redacted', async () => {
+    for (const path of ['/config_dump', '/ui/api/config']) {
+      const dump = await (await request(`${gw.adminUrl}${path}`)).body.text();
+      assert.ok(!dump.includes(jwksToken) && !dump.includes(mcpKey), `${path} shows a credential: ${dump}`);
+      assert.ok(dump.includes('http://127.0.0.1:9/jwks?tenant=visible-tenant&access_token=<redacted>'), dump);
+      assert.ok(dump.includes('http://127.0.0.1:9/mcp?api_key=<redacted>&region=visible-region'), dump);
+    }
+  });
+});
