@@ -1,9 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdminRouteHandler, Logger } from '../sdk/index.ts';
-import { readCapped } from '../sdk/streams.ts';
-
-/** Largest request body a plugin endpoint reads. */
-const BODY_LIMIT = 1024 * 1024;
+import { readAdminBody } from './admin-body.ts';
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The plugin handler serving `path` (`/keys/vk_1/rotate` under `/keys`), and the path below its prefix. */
@@ -29,7 +26,7 @@ export async function servePluginRoute(req: IncomingMessage, res: ServerResponse
   if (!METHODS.has(method)) return json(res, 405, { error: { message: `method ${method} not allowed` } });
   let body: unknown;
   try {
-    const raw = method === 'GET' || method === 'HEAD' ? Buffer.alloc(0) : await readCapped(req, BODY_LIMIT);
+    const raw = method === 'GET' || method === 'HEAD' ? Buffer.alloc(0) : await readAdminBody(req);
     if (raw.length > 0) {
       const type = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
       if (type !== 'application/json') return json(res, 415, { error: { message: 'the body must be JSON (content-type: application/json)' } });

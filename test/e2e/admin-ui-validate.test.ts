@@ -163,6 +163,18 @@ describe('admin UI validation of a pasted config has no effects outside the answ
     assert.deepEqual(gw.logs.filter((l) => l.includes(team)), [], 'a paste wrote to the gateway\'s log');
   });
 
+  it('a body over 1 MiB gets 413 with a JSON answer, not a reset connection (the validator and a plugin endpoint)', async () => {
+    const big = JSON.stringify({ text: `# ${'x'.repeat(1024 * 1024)}\nbinds: []\n` });
+    const validation = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+    assert.equal(validation.status, 413);
+    assert.match(((await validation.json()) as { error: { message: string } }).error.message, /body too large/);
+    // A plugin's endpoint on the admin address (`/keys` of virtualKeys) the same.
+    assert.equal(await gw.gateway.reload(JSON.stringify(route({ virtualKeys: { store: { sqlite: { path: ':memory:' } } }, directResponse: { status: 200 } }))), true);
+    const keys = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+    assert.equal(keys.status, 413);
+    assert.match(((await keys.json()) as { error: { message: string } }).error.message, /body too large/);
+  });
+
   it('says that `config.plugins` is not loaded by the validator', async () => {
     const answer = await validate({ config: { plugins: ['switchyard-plugin-not-installed'] }, ...route({ directResponse: { status: 200 } }) });
     assert.equal(answer.ok, true, JSON.stringify(answer));

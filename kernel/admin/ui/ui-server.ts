@@ -6,7 +6,7 @@ import type { UiHandler } from '../admin-servers.ts';
 import { TailHub } from './tail-hub.ts';
 import { proxyToBind } from './bind-proxy.ts';
 import { uiAccess } from './ui-access.ts';
-import { readCappedText } from '../../sdk/streams.ts';
+import { readAdminBody } from '../admin-body.ts';
 import { PROMETHEUS_TEXT } from '../../telemetry/metrics.ts';
 
 /** The page, script and stylesheet, read once from this folder (no CDN, no bundler: they work offline). */
@@ -21,7 +21,6 @@ const ASSET_DIR = new URL('./assets/', import.meta.url);
 /** The project's docs folder, present when running from a checkout: the per-policy links open it. */
 const DOCS_DIR = new URL('../../../docs/', import.meta.url);
 const DOC_NAME = /^[a-z0-9-]+\.md$/;
-const BODY_LIMIT = 1024 * 1024;
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 /**
  * Validations at once, running or waiting: each compiles a config (up to 1 MiB) on the gateway's own event loop,
@@ -47,7 +46,7 @@ async function jsonBody(req: IncomingMessage, res: ServerResponse): Promise<Reco
     return undefined;
   }
   try {
-    const value = JSON.parse(await readCappedText(req, BODY_LIMIT)) as unknown;
+    const value = JSON.parse((await readAdminBody(req)).toString('utf8')) as unknown;
     if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
     json(res, 400, { error: { message: 'the body must be a JSON object' } });
   } catch (err) {
