@@ -30,6 +30,13 @@ export interface AdminEndpoints {
   ui?: UiHandler;
 }
 
+/**
+ * A request (head and body) must have arrived within 10 s: admin bodies are at most 1 MiB from a nearby client, and an
+ * upload left hanging held one of the admin UI's 5 validation places for Node's default of 5 min. Node answers 408;
+ * it checks every second. Answers (the live tail's stream) are not limited.
+ */
+const ADMIN_SERVER_OPTIONS = { requestTimeout: 10_000, headersTimeout: 10_000, connectionsCheckingInterval: 1_000 };
+
 /** A listen address (checked at load against ADDRESS_PATTERN: `host:port` or `[v6]:port`) as listen() takes it. */
 function splitAddress(addr: string): { host: string; port: number } {
   const { host, port } = splitAuthority(addr)!;
@@ -66,7 +73,7 @@ export class AdminServers {
       // Known once the server listens (port 0 picks one); no request arrives before.
       let refuse: ReturnType<typeof compileHostCheck> = () => 'Host';
       let info!: AddressInfo;
-      const server = createServer((req, res) => {
+      const server = createServer(ADMIN_SERVER_OPTIONS, (req, res) => {
         const refused = refuse(req.headers);
         if (refused) {
           res.writeHead(403, { 'content-type': 'text/plain' }).end(`forbidden: the ${refused} header does not name this server\n`);

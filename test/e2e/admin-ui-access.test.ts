@@ -132,6 +132,28 @@ describe('admin UI on loopback (the default)', () => {
     // The places are free again.
     assert.equal((await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).status, 200);
   });
+
+  it('an upload that stalls is ended after 10 s (408), so stalled uploads cannot hold the validations\' places', async () => {
+    const text = JSON.stringify({ text: 'binds: []\n' });
+    const stalled = Array.from({ length: 5 }, () => {
+      const req = httpRequest(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(text.length) } });
+      const status = new Promise<number | string>((resolve) => {
+        req.on('response', (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+      });
+      req.write(text.slice(0, 5));
+      return status;
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).status, 429);
+    const started = Date.now();
+    assert.deepEqual(await Promise.all(stalled), Array(5).fill(408));
+    assert.ok(Date.now() - started < 14_000, `ended after ${Date.now() - started} ms`);
+    assert.equal((await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text })).status, 200);
+  });
 });
 
 describe('admin UI playgrounds reach routes behind a listener hostname or TLS', () => {
