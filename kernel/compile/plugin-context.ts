@@ -1,5 +1,6 @@
 import { ConfigError, ErrorCode, connectUpstream } from '../sdk/index.ts';
 import type { BackendCompileContext, ConfigPath, ConfigSection, PolicySet, SlotPlugin } from '../sdk/index.ts';
+import { NO_FETCHES } from '../sdk/read-file.ts';
 import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
 import { configSectionPath } from '../config/assemble-schema.ts';
@@ -17,7 +18,8 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     http: c.upstreams,
     resources: c.resourceView,
     sharedCell: (key, initial) => c.sharedCell(key, initial),
-    sharedFetches: c.deps.shared.fetches,
+    // A paste's compile reads and fetches nothing, even through a plugin unaware of `checkOnly` (ADR 0131).
+    sharedFetches: c.deps.checkOnly ? NO_FETCHES : c.deps.shared.fetches,
     sharedEvents: c.deps.shared.events,
     processes: c.deps.shared.processes,
     expr: c.deps.expressions.compilerAt(path),

@@ -128,6 +128,17 @@ export async function readLocalFile(path: string, maxBytes: number): Promise<str
   return (await readLocalFileBytes(path, maxBytes)).toString('utf8');
 }
 
+const NOT_READ = "not read: the admin UI's validator reads no file and fetches nothing a pasted config names (ADR 0131)";
+
+/**
+ * `ctx.sharedFetches` of a check-only compile (the admin UI's validator, ADR 0131): it fetches nothing, and
+ * {@link readSharedFile} given it reads nothing, not even a stat, whichever plugin asks and whether or not it looks
+ * at `ctx.checkOnly` first.
+ */
+export const NO_FETCHES: SharedFetches = {
+  fetch: () => Promise.reject(new Error(NOT_READ)),
+};
+
 /** How long a read by another worker of a file that has not changed since may be reused. */
 const SHARED_READ_MAX_AGE_MS = 10 * 60_000;
 
@@ -146,9 +157,11 @@ async function stamp(path: string): Promise<string | undefined> {
  * `ctx.sharedFetches`. Every worker stats the file (inode, size, times; no content read); the read goes through the
  * shared fetches, so the first worker asking reads it and the others take its text as long as the file still has
  * the version they saw. A worker whose file looks newer than the shared read asks for a newer one (one more read).
- * Without workers, or with `fetches` undefined, it is `readLocalFile`; errors are `readLocalFile`'s.
+ * Without workers, or with `fetches` undefined, it is `readLocalFile`; errors are `readLocalFile`'s. With
+ * {@link NO_FETCHES} (a paste's compile) it reads nothing and rejects (`ENOTCHECKED`).
  */
 export async function readSharedFile(fetches: SharedFetches | undefined, path: string, maxBytes: number): Promise<string> {
+  if (fetches === NO_FETCHES) throw new FileReadError('ENOTCHECKED', NOT_READ);
   const seen = fetches && (await stamp(path));
   if (!fetches || seen === undefined) return readLocalFile(path, maxBytes);
   const load = async (): Promise<{ stamp: string | undefined; text: string }> => {

@@ -6,9 +6,11 @@ import { createServer } from 'node:net';
 import type { Server } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { definePolicy, readSharedFile } from 'switchyard/sdk';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
 interface Issue {
@@ -180,5 +182,45 @@ describe('admin UI validation of a pasted config has no effects outside the answ
     assert.equal(answer.ok, true, JSON.stringify(answer));
     assert.deepEqual(answer.warnings!.map((w) => [w.code, w.path]), [[UNCHECKED, 'config.plugins']]);
     assert.match(answer.warnings![0]!.message, /switchyard-plugin-not-installed/);
+  });
+});
+
+/** A plugin that reads a file the config names at compile and ignores `ctx.checkOnly` (one written before it). */
+const careless = definePolicy<{ file: string }>({
+  key: 'carelessReader',
+  description: 'Test only: reads `file` at compile and fails with what it holds.',
+  schema: { type: 'object', description: 'The file.', properties: { file: { type: 'string', description: 'A file.' } }, required: ['file'], additionalProperties: false },
+  attach: ['routePolicies'],
+  phase: 'mutate',
+  order: 50,
+  async compile(config, ctx) {
+    let text: string;
+    try {
+      text = await readSharedFile(ctx.sharedFetches, config.file, 1024 * 1024);
+    } catch (err) {
+      return ctx.fail(`cannot read \`${config.file}\`: ${(err as Error).message}`, ['file']);
+    }
+    return ctx.fail(`the file holds ${text}`, ['file']);
+  },
+});
+
+describe('admin UI validation with a plugin that does not know `ctx.checkOnly`', () => {
+  let gw: RunningGateway;
+  let port: number;
+  before(async () => {
+    port = await freePort();
+    gw = await startGateway({ binds: [{ port, listeners: [{ routes: [{ name: 'hello', policies: { directResponse: { status: 200 } } }] }] }] }, { preset: fullPresetWith(careless) });
+  });
+  after(() => gw.stop());
+
+  it('the SDK\'s file reader reads nothing for a paste, whichever plugin asks', async () => {
+    const file = join(testTempDir('switchyard-careless-'), 'secret');
+    writeFileSync(file, CONTENT);
+    const paste = { binds: [{ port, listeners: [{ routes: [{ name: 'r', policies: { carelessReader: { file }, directResponse: { status: 200 } } }] }] }] };
+    const res = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: JSON.stringify(paste) }) });
+    const answer = (await res.json()) as Answer;
+    assert.doesNotMatch(JSON.stringify(answer), new RegExp(CONTENT));
+    assert.equal(answer.ok, false);
+    assert.match(answer.errors![0]!.message, /not read: the admin UI's validator reads no file/);
   });
 });
