@@ -7,7 +7,7 @@ import type { BodyReceiver } from '../exchange/body-read.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { ErrorCode } from '../sdk/index.ts';
-import { isRetryableFailure } from './upstream-errors.ts';
+import { InvalidStatusError, isHttpStatus, isRetryableFailure } from './upstream-errors.ts';
 import { destroyStream } from './undici-core.ts';
 import type { H1Handler } from './h1-connection.ts';
 
@@ -124,6 +124,10 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
   }
 
   onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void): boolean {
+    if (!isHttpStatus(statusCode)) {
+      this.abort?.(new InvalidStatusError(statusCode));
+      return false;
+    }
     if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
     this.origin.answered(this.sentAt, statusCode, this.span);
     if (this.replies.start(this.ex, this.res, statusCode, rawHeaders)) {

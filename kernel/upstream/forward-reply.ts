@@ -7,7 +7,7 @@ import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, readReplayable, requestBody, hasRequestBody } from './request-body.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
-import { attemptTimeout, isRetryableFailure, UPLOAD_STALLED } from './upstream-errors.ts';
+import { attemptTimeout, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
 import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
@@ -189,6 +189,10 @@ export async function forwardAttempts(
       const sentAt = performance.now();
       try {
         response = await send(target, ex, state, path, attemptHeaders, body, plan, whole);
+        if (!isHttpStatus(response.statusCode)) {
+          discard(response.body);
+          throw new InvalidStatusError(response.statusCode);
+        }
         const at = answeredAt(response);
         target.metrics?.duration.observe((at - sentAt) / 1000);
         if (span !== undefined) tracing!.endClient(span, response.statusCode, undefined, whole > 0 ? at : undefined);
@@ -207,11 +211,7 @@ export async function forwardAttempts(
         throw failure;
       }
       if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode) && mayRetry()) {
-        if (!Buffer.isBuffer(response.body)) {
-          response.body.on('error', () => undefined);
-          if ('dump' in response.body) response.body.dump().catch(() => undefined);
-          else response.body.destroy();
-        }
+        discard(response.body);
         target.metrics?.retry();
         await backoff(plan.retry!.backoffMs, ex);
         continue;
@@ -224,6 +224,14 @@ export async function forwardAttempts(
       if (held) budget.retrying--;
     }
   }
+}
+
+/** Let go of an answer's body that is not relayed (a retried answer, one with an invalid status). */
+function discard(body: Answer['body']): void {
+  if (Buffer.isBuffer(body)) return;
+  body.on('error', () => undefined);
+  if ('dump' in body) body.dump().catch(() => undefined);
+  else body.destroy();
 }
 
 /** One attempt through undici's `request()` (or read whole), with the route's deadlines and the exchange's abort. */

@@ -2,6 +2,8 @@
 // Buffers, the body handed on as slices of them (no copy into a wasm parser, no `Readable`). Strict: whatever undici's
 // llhttp rejects by default is rejected here, and a few things it tolerates as well (see ADR 0073).
 
+import { isHttpStatus } from './upstream-errors.ts';
+
 /** Header names remembered per connection (a head's first ones). */
 const MAX_NAMES = 32;
 /** Largest response head accepted (undici's `maxHeaderSize`), and the longest chunk-size or trailer line. */
@@ -69,8 +71,8 @@ function fieldChars(s: string, from: number, to: number): boolean {
 const isDigit = (c: number): boolean => c >= 48 && c <= 57;
 
 /**
- * The status of `HTTP/1.[01] [1-5]dd[ reason]` ending at `eol`; a character check (a regex and its match array cost
- * more). RFC 9110 section 15 defines 100-599: a 600 or 999 is no answer a client can read (502, as Envoy answers it).
+ * The status of `HTTP/1.[01] ddd[ reason]` ending at `eol`, in 100-599 (`isHttpStatus`); a character check (a regex and
+ * its match array cost more).
  */
 function statusOf(head: string, eol: number): number {
   const v = head.charCodeAt(7);
@@ -82,10 +84,11 @@ function statusOf(head: string, eol: number): number {
     head.startsWith('HTTP/1.') &&
     (v === 48 || v === 49) &&
     head.charCodeAt(8) === 32 &&
-    a >= 49 && a <= 53 && isDigit(b) && isDigit(c) &&
+    isDigit(a) && isDigit(b) && isDigit(c) &&
     (eol === 12 || (head.charCodeAt(12) === 32 && fieldChars(head, 13, eol)));
-  if (!ok) throw new H1ParseError('invalid status line');
-  return (a - 48) * 100 + (b - 48) * 10 + (c - 48);
+  const status = (a - 48) * 100 + (b - 48) * 10 + (c - 48);
+  if (!ok || !isHttpStatus(status)) throw new H1ParseError('invalid status line');
+  return status;
 }
 
 const HEAD = 0;

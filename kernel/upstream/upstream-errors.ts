@@ -12,6 +12,24 @@ function codeOf(err: unknown): string | undefined {
   return (err as { code?: string } | undefined)?.code;
 }
 
+/**
+ * Whether an upstream's status is one a client can read: RFC 9110 section 15 defines 100-599, and a 600, a 999 or a 42
+ * is answered 502 as Envoy answers it. The lean HTTP/1.1 client's parser and the undici handlers (TLS and HTTP/2
+ * upstreams) both ask this.
+ */
+export function isHttpStatus(code: number): boolean {
+  return code >= 100 && code <= 599;
+}
+
+/** The failure of an attempt whose answer had a status outside 100-599: `upstreamFailure` makes it a 502. */
+export class InvalidStatusError extends Error {
+  /** As undici's and the lean client's parser errors read. */
+  readonly code = 'HPE_INVALID';
+  constructor(status: number) {
+    super(`invalid status ${status} (outside 100-599)`);
+  }
+}
+
 /** Whether a failed attempt may be retried: the request never reached the upstream's application. */
 export function isRetryableFailure(err: unknown): boolean {
   if (err instanceof GatewayError) return err.code === ErrorCode.upstreamTimeout;

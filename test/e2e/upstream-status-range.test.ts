@@ -1,0 +1,106 @@
+// An upstream status outside 100-599 (RFC 9110 section 15) is no answer a client can read: the gateway answers 502,
+// whichever client carried the attempt (the lean HTTP/1.1 client for plain upstreams, undici for TLS ones).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo, Socket } from 'node:net';
+import { createServer } from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import type { TestPki } from '../helpers/pki.ts';
+import { startRawUpstream } from '../helpers/raw-upstream.ts';
+import type { RawUpstream } from '../helpers/raw-upstream.ts';
+
+/** The answer for a request path `/<route>/<status>`: that status line, a 2-byte body. */
+function answer(path: string): string {
+  const status = path.split('/')[2] ?? '200';
+  return `HTTP/1.1 ${status} Odd\r\ncontent-length: 2\r\ncontent-type: text/plain\r\n\r\nhi`;
+}
+
+/** A TLS upstream that writes `answer(path)` as raw bytes for each request head. */
+async function startRawTlsUpstream(pki: TestPki): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ALPNProtocols: ['http/1.1'] }, (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let pending = '';
+    socket.on('data', (chunk: Buffer) => {
+      pending += chunk.toString('latin1');
+      for (let end = pending.indexOf('\r\n\r\n'); end !== -1; end = pending.indexOf('\r\n\r\n')) {
+        const head = pending.slice(0, end);
+        pending = pending.slice(end + 4);
+        socket.write(answer(head.split(' ')[1]!));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+describe('upstream status outside 100-599', () => {
+  let pki: TestPki;
+  let tls: { port: number; close(): Promise<void> };
+  let plain: RawUpstream;
+  let gw: RunningGateway;
+  let port: number;
+
+  before(async () => {
+    pki = makeTestPki({ serverName: 'upstream.test', serverAltNames: ['DNS:upstream.test', 'IP:127.0.0.1'], label: 'status-range' });
+    tls = await startRawTlsUpstream(pki);
+    plain = await startRawUpstream((_method, path) => answer(path));
+    port = await freePort();
+    const tlsHost = `127.0.0.1:${tls.port}`;
+    const route = (name: string, host: string, policies: Record<string, unknown> = {}) => ({ name, matches: [{ path: { pathPrefix: `/${name}/` } }], policies, backends: [{ host }] });
+    gw = await startGateway({
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              routes: [
+                route('plain', plain.host),
+                route('tls', tlsHost, { backendTLS: { root: pki.ca } }),
+                // A retry policy reads the answer's status before relaying it (another undici handler).
+                route('tls-retry', tlsHost, { backendTLS: { root: pki.ca }, retry: { attempts: 2, codes: [503] } }),
+              ],
+            },
+          ],
+        },
+      ],
+    });
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await tls?.close();
+    await plain?.close();
+    pki?.remove();
+  });
+
+  const get = async (path: string) => {
+    const res = await request(`${gw.url(port)}${path}`);
+    return { status: res.statusCode, text: await res.body.text() };
+  };
+
+  for (const route of ['plain', 'tls', 'tls-retry']) {
+    it(`${route}: 999, 600 and 42 from the upstream are answered 502; 200 and 599 pass`, async () => {
+      for (const code of ['999', '600', '042']) {
+        const res = await get(`/${route}/${code}`);
+        assert.equal(res.status, 502, `${route} ${code}: ${res.text}`);
+        assert.match(res.text, /upstream failed/);
+      }
+      assert.equal((await get(`/${route}/200`)).status, 200);
+      assert.equal((await get(`/${route}/599`)).status, 599);
+    });
+  }
+});
