@@ -14,6 +14,11 @@ export interface PluginSpan {
   /** False when the request is not sampled: skip building attributes then. */
   readonly recording: boolean;
   setAttributes(attributes: SpanAttributes): void;
+  /**
+   * Name the span anew before it ends: for a name known only once the upstream answered (the model an LLM provider
+   * served), which a client could otherwise make up (ADR 0130).
+   */
+  rename(name: string): void;
   /** End the span; with `error`, its status is ERROR and `error.type` is the error's code or name (or `error` itself when a string). */
   end(error?: unknown): void;
   /** Write this span's W3C context (`traceparent`, `tracestate`, `baggage`) into `carrier` (headers, MCP `params._meta`). */

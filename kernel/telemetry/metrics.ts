@@ -110,28 +110,33 @@ class Counter {
   child(labels: Record<string, string>): { inc(by?: number): void } {
     return new CounterChild(this, this.key(labels));
   }
-  /** The cell of `key`: `made` (or a new one) when there is none yet. */
+  /**
+   * The cell of `key`: `made` (or a new one) when there is none yet; past MAX_SERIES_PER_METRIC, the overflow one
+   * (checked here, when a series is made, so children handed out before the cap was reached are bounded too).
+   */
   cell(key: string, made?: CounterCell): CounterCell {
     let c = this.values.get(key);
+    if (c !== undefined) return c;
+    if (this.values.size >= MAX_SERIES_PER_METRIC) key = OVERFLOW;
+    c = this.values.get(key);
     if (c === undefined) this.values.set(key, (c = made ?? { v: 0 }));
     return c;
   }
   private key(labels: Record<string, string>): string {
-    const key = Object.entries(labels)
+    return Object.entries(labels)
       .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
       .join(',');
-    // Bounded cardinality: past the cap, new label sets share one series whose values are all `other`.
-    if (!this.values.has(key) && this.values.size >= MAX_SERIES_PER_METRIC) {
-      return Object.keys(labels)
-        .map((k) => `${k}="other"`)
-        .join(',');
-    }
-    return key;
   }
 }
 
-/** Distinct label sets one metric keeps; later ones are counted under the value `other` (bounded cardinality). */
+/**
+ * Distinct label sets one metric keeps (ADR 0130); later ones are counted in one overflow series. Below the OTel
+ * SDK's 2000: a histogram series is 17 or more lines of text here, and label values are client-sized up to 256.
+ */
 export const MAX_SERIES_PER_METRIC = 1000;
+
+/** The labels of the overflow series, as the OTel SDK marks it: the label sets past the cap are counted there. */
+export const OVERFLOW = 'otel_metric_overflow="true"';
 
 /** One labelled series of a histogram: observe() allocates nothing. */
 export class HistogramChild {
@@ -175,16 +180,13 @@ export class Histogram {
     this.labelNames = labelNames;
     this.bounds = [...bounds].sort((a, b) => a - b);
   }
-  /** The series of these label values (in `labelNames` order); past MAX_SERIES_PER_METRIC, the shared `other` one. */
+  /** The series of these label values (in `labelNames` order); past MAX_SERIES_PER_METRIC, the overflow one. */
   child(...values: string[]): HistogramChild {
     const key = this.labelNames.map((n, i) => `${n}="${escapeLabel(values[i] ?? '')}"`).join(',');
     let c = this.children.get(key);
     if (c) return c;
     if (this.children.size >= MAX_SERIES_PER_METRIC) {
-      if (!this.overflow) {
-        this.overflow = new HistogramChild(this.bounds);
-        this.children.set(this.labelNames.map((n) => `${n}="other"`).join(','), this.overflow);
-      }
+      if (!this.overflow) this.children.set(OVERFLOW, (this.overflow = new HistogramChild(this.bounds)));
       return this.overflow;
     }
     this.children.set(key, (c = new HistogramChild(this.bounds)));

@@ -317,6 +317,9 @@ export class Tracing {
       setAttributes: (a) => {
         if (recording) span.setAttributes(clean(a));
       },
+      rename: (name) => {
+        if (recording) span.updateName(name);
+      },
       end: (error) => {
         if (error !== undefined && recording) {
           const e = error as { code?: unknown; name?: string; message?: string };

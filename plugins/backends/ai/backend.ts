@@ -53,9 +53,9 @@ const STREAMING_FORMATS: ReadonlySet<LlmRouteType> = new Set(['completions', 'me
 
 export async function compileAiBackend(config: AiBackendConfig, ctx: BackendCompileContext): Promise<BackendInstance> {
   claimAiBackendName(ctx, config.name);
-  const metrics = llmMetrics(ctx);
   const spans = ctx.spans;
   const { key, instance: provider } = await ctx.compileVariant(llmProviderSlot, config.provider, ['provider']);
+  const metrics = llmMetrics(ctx, provider.model);
   // The `ai` policy's compiled runtime (route or backend level), handed over at compile time.
   const policy = ctx.policies.facet(AI_POLICY);
   const facetTls = ctx.policies.facets.tls;
@@ -305,6 +305,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   const answered = (ex: Exchange, reply: Reply, request: LlmRequest): Reply | Promise<Reply> => {
     const call = request.call;
     if (reply.status >= 400) call.fail(String(reply.status));
+    else call.accepted();
     const failed = (err: unknown): Reply => {
       call.fail(err);
       if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();

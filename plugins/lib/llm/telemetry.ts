@@ -9,6 +9,7 @@ import { callCost } from './prices.ts';
 import type { ModelPrice } from './prices.ts';
 import { errorType } from './error-type.ts';
 import { mergeUsage } from './usage.ts';
+import { VouchedNames } from '../telemetry/known-names.ts';
 import type { LlmUsage } from './usage.ts';
 
 /** What the `ai` backend learned about one LLM call (the SDK's `llmCall` attribute, with the full usage). */
@@ -51,7 +52,18 @@ export interface LlmMetrics {
   readonly unpriced: MetricCounter;
   /** The backend's resolved series (see `callSeries`). */
   readonly series: SeriesCache;
+  /**
+   * Models a label or span name may show (ADR 0130): the backend's configured one, and those the provider answered
+   * successfully for. Any other (a name a client made up) is `_OTHER`.
+   */
+  readonly models: VouchedNames;
 }
+
+/**
+ * Models one backend keeps as labels: more than a route serves, and a provider that answers any name (a permissive
+ * local server) still adds at most this many (about 25 kB of /metrics each at the longest label).
+ */
+const MAX_MODELS = 100;
 
 /** A backend's series by label set, and the last one used: a route's calls mostly share one label set. */
 interface SeriesCache {
@@ -163,7 +175,8 @@ function cachedSeries(m: LlmMetrics, operation: string, provider: string, model:
   return s;
 }
 
-export function llmMetrics(ctx: CompileContext): LlmMetrics {
+/** The backend's LLM metrics; `model`: the model its config pins, a label from the first call. */
+export function llmMetrics(ctx: CompileContext, model?: string): LlmMetrics {
   return {
     tokens: ctx.counter('switchyard_llm_tokens_total', 'LLM tokens by provider, model and type (input, output), as the provider reported them.'),
     calls: ctx.counter('switchyard_llm_requests_total', 'LLM calls sent to a provider, by provider, model and streaming.'),
@@ -175,6 +188,7 @@ export function llmMetrics(ctx: CompileContext): LlmMetrics {
     cost: ctx.counter('switchyard_llm_cost_usd_total', 'What LLM calls cost in USD, from the price catalog, by provider and model.'),
     unpriced: ctx.counter('switchyard_llm_unpriced_requests_total', 'LLM calls that reported usage for a model the price catalog does not list, by provider.'),
     series: { last: undefined, byKey: new Map() },
+    models: new VouchedNames(MAX_MODELS, model === undefined ? [] : [model]),
   };
 }
 
@@ -218,7 +232,9 @@ export class LlmCall implements LlmCallInfo {
   constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans) {
     this.span =
       spans?.enabled && requestModel !== undefined
-        ? spans.start(`${operation} ${requestModel}`, 'client', {
+        ? // Named for the model once the provider vouched for it (`accepted`); until then for the operation alone, as
+          // OTel names a call without a model: a made-up model name never becomes a span name.
+          spans.start(metrics?.models.has(requestModel) ? `${operation} ${requestModel}` : operation, 'client', {
             'gen_ai.operation.name': operation,
             'gen_ai.provider.name': provider,
             'gen_ai.request.model': requestModel,
@@ -237,7 +253,6 @@ export class LlmCall implements LlmCallInfo {
     if (requestModel !== undefined) {
       ex.logField('llm.model', requestModel);
       ex.logField('llm.streaming', streaming);
-      if (metrics) this.series().calls.inc();
     }
     ex.set(LLM_CALL, this);
     ex.set(LLM_CEL, (this.view = celView(this)));
@@ -247,9 +262,31 @@ export class LlmCall implements LlmCallInfo {
   }
 
   private seriesOf: CallSeries | undefined = undefined;
-  /** Labelled by the request's model (else the answer's, once known): resolved once, on first use. */
+  /**
+   * Labelled by the request's model (else the answer's, once known), or `_OTHER` for one the provider has not answered
+   * for: resolved once, on first use, which is after `accepted` for a call the provider answered.
+   */
   private series(): CallSeries {
-    return (this.seriesOf ??= callSeries(this.metrics!, this.operation, this.provider, this.requestModel ?? this.responseModel ?? 'unknown', this.streaming));
+    const m = this.metrics!;
+    return (this.seriesOf ??= callSeries(m, this.operation, this.provider, m.models.label(this.requestModel ?? this.responseModel ?? 'unknown'), this.streaming));
+  }
+
+  private counted = false;
+  /** The call is counted once its fate is known (answered, failed): its label is then known too. */
+  private countCall(): void {
+    if (this.counted || this.metrics === undefined || this.requestModel === undefined) return;
+    this.counted = true;
+    this.series().calls.inc();
+  }
+
+  /** The provider answered with a success status: it knows the model, which may be a label from now on. */
+  accepted(): void {
+    const model = this.requestModel;
+    if (this.metrics !== undefined && model !== undefined && !this.metrics.models.has(model)) {
+      this.metrics.models.vouch(model);
+      if (this.span !== undefined && this.metrics.models.has(model)) this.span.rename(`${this.operation} ${model}`);
+    }
+    this.countCall();
   }
 
   /** A streamed event arrived: the first one sets the time to first token. */
@@ -267,6 +304,7 @@ export class LlmCall implements LlmCallInfo {
 
   /** The answer ended successfully: the request duration and the call's token usage are observed once. */
   finish(): void {
+    this.countCall();
     if (this.finished) return;
     this.finished = true;
     if (this.span) this.endSpan(undefined);
@@ -286,6 +324,7 @@ export class LlmCall implements LlmCallInfo {
 
   /** The call failed (no answer, or an error status): its span ends with the error, its duration is observed by its type. */
   fail(error: unknown): void {
+    this.countCall();
     if (this.finished) return;
     this.finished = true;
     if (this.span) this.endSpan(error);
@@ -357,7 +396,8 @@ export class LlmCall implements LlmCallInfo {
     this.view.cost = cost;
     this.ex.logField('llm.cost', cost);
     if (this.metrics && cost > this.countedCost) {
-      this.series().cost(this.price.model).inc(cost - this.countedCost);
+      // A catalog pattern (`claude-*`) prices names a client makes up: the label is the vouched name or `_OTHER`.
+      this.series().cost(this.metrics.models.label(this.price.model)).inc(cost - this.countedCost);
       this.countedCost = cost;
     }
   }

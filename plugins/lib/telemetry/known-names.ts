@@ -1,0 +1,41 @@
+/**
+ * Names a client may send that become span names or metric labels (ADR 0130): a method outside the protocol's list,
+ * a tool no server declared, a model no provider answered for. Each is kept only when known, else it is `_OTHER`, the
+ * value OpenTelemetry semantic conventions give an unknown method (`http.request.method`, `rpc.method`), so a client
+ * cannot add span names or metric series by inventing names.
+ */
+
+/** The name of anything not known. */
+export const OTHER = '_OTHER';
+
+/** `name` when `known` has it, else `_OTHER`. */
+export function knownOrOther(known: ReadonlySet<string>, name: string): string {
+  return known.has(name) ? name : OTHER;
+}
+
+/**
+ * Names an upstream vouched for: declared in its list (MCP `tools/list`), or answered successfully (an LLM provider
+ * for a model). At most `max` are kept; later ones stay `_OTHER`, so a permissive upstream bounds them too.
+ */
+export class VouchedNames {
+  private readonly names = new Set<string>();
+  private readonly max: number;
+
+  constructor(max: number, seed: Iterable<string> = []) {
+    this.max = max;
+    for (const name of seed) this.vouch(name);
+  }
+
+  vouch(name: string): void {
+    if (this.names.size < this.max) this.names.add(name);
+  }
+
+  has(name: string): boolean {
+    return this.names.has(name);
+  }
+
+  /** `name` once vouched for, else `_OTHER`. */
+  label(name: string): string {
+    return this.names.has(name) ? name : OTHER;
+  }
+}
