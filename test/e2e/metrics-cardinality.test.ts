@@ -1,11 +1,14 @@
 // A client cannot grow /metrics by inventing names (ADR 0130): a model no provider answered for is `_OTHER` in every
-// LLM series, and a provider that answers for anything is bounded by the models kept per backend.
+// LLM series, and a provider that answers for anything is bounded by the models kept per backend; an MCP tool no
+// target declared or answered is `_OTHER` too.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { aiRoute, startAiGateway, startMock } from '../ai/harness.ts';
 import type { AiGateway, Mock } from '../ai/harness.ts';
-import { parseMetrics, value } from '../helpers/metrics.ts';
+import { parseMetrics, scrape, value } from '../helpers/metrics.ts';
+import { connectClient, memoryStdio, startMcpGateway } from '../mcp/harness.ts';
+import type { McpGateway } from '../mcp/harness.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
@@ -88,5 +91,34 @@ describe('metrics: client-invented model names', () => {
     assert.equal(other, 1000 + 300 - 100);
     // About 25 kB per labelled model of 250 characters across the LLM families: bounded by the 100, not by the client.
     assert.ok(text.length < 3_000_000, `/metrics is ${text.length} characters`);
+  });
+});
+
+describe('metrics: client-invented MCP tool names', () => {
+  let gw: McpGateway;
+  before(async () => {
+    gw = await startMcpGateway({ targets: [memoryStdio('mem')] });
+  });
+  after(() => gw?.stop());
+
+  it('a tool the target answered is a label without a tools/list first; 300 made-up tools are `_OTHER`', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      assert.equal((await client.callTool({ name: 'read_graph', arguments: {} })).isError ?? false, false);
+      for (let i = 0; i < 300; i++) {
+        // The MCP SDK's server answers a tool it does not have with a result marked `isError`, not a JSON-RPC error.
+        const answer = await client.callTool({ name: `made-up-${i}`, arguments: {} }).catch((err: Error) => ({ isError: true, err }));
+        assert.equal(answer.isError, true);
+      }
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+    const m = await scrape(gw);
+    const tools = new Set(m.samples.filter((s) => s.name === 'mcp_client_operation_duration_seconds_count').map((s) => s.labels.gen_ai_tool_name));
+    assert.deepEqual([...tools].sort(), [OTHER, 'read_graph']);
+    const other = m.samples.filter((s) => s.name === 'mcp_client_operation_duration_seconds_count' && s.labels.gen_ai_tool_name === OTHER).reduce((n, s) => n + s.value, 0);
+    assert.equal(other, 300);
+    assert.equal(value(m, 'mcp_client_operation_duration_seconds_count', { target: 'mem', gen_ai_tool_name: 'read_graph', error_type: '' }), 1);
   });
 });

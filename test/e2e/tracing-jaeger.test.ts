@@ -13,7 +13,8 @@ import { locateJaeger, parentOf, startJaeger, tag } from '../helpers/jaeger.ts';
 import type { JaegerSpan, RunningJaeger } from '../helpers/jaeger.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
-import { connectClient, fixtureStdio, startMcpGateway } from '../mcp/harness.ts';
+import { connectClient, fixtureStdio, memoryStdio, startMcpGateway } from '../mcp/harness.ts';
+import { z } from 'zod';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
 const found = locateJaeger();
@@ -327,6 +328,37 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
       const http = spanOf(stored.spans, parentOf(method)!);
       assert.equal(tag(http, 'span.kind'), 'server');
       assert.equal(tag(http, 'http.request.method'), 'POST');
+    } finally {
+      await mcp.stop();
+    }
+  });
+
+  it('MCP: a made-up tool or method names no span (ADR 0130): `tools/call` alone, `_OTHER` with rpc.method_original', async () => {
+    // The memory server refuses a tool it does not have (as most servers do; the fixture answers any name).
+    const mcp = await startMcpGateway({ targets: [memoryStdio('mem')] }, { staticConfig: { tracing: { otlpEndpoint: jaeger.otlpHttp, otlpProtocol: 'http' } } });
+    try {
+      const toolTrace = '7bf92f3577b34da6a3ce929d0e0e4801';
+      const tool = await connectClient(mcp.mcpUrl, { headers: { traceparent: `00-${toolTrace}-${CLIENT_SPAN}-01` } });
+      await tool.client.callTool({ name: 'made-up-tool', arguments: {} }).catch(() => undefined);
+      await tool.client.close();
+      const methodTrace = '7bf92f3577b34da6a3ce929d0e0e4802';
+      const method = await connectClient(mcp.mcpUrl, { headers: { traceparent: `00-${methodTrace}-${CLIENT_SPAN}-01` } });
+      await method.client.request({ method: 'made/up', params: {} }, z.object({}).passthrough()).catch(() => undefined);
+      await method.client.close();
+
+      const tools = await jaeger.waitForTrace(toolTrace, (t) => t.spans.some((x) => tag(x, 'mcp.method.name') === 'tools/call' && tag(x, 'span.kind') === 'server'));
+      const toolSpan = tools.spans.find((x) => tag(x, 'mcp.method.name') === 'tools/call' && tag(x, 'span.kind') === 'server')!;
+      assert.equal(toolSpan.operationName, 'tools/call', 'a tool no target declared is not in the span name');
+      assert.equal(tag(toolSpan, 'gen_ai.tool.name'), 'made-up-tool');
+
+      const methods = await jaeger.waitForTrace(methodTrace, (t) => t.spans.filter((x) => x.operationName === '_OTHER').length === 2);
+      const others = methods.spans.filter((x) => x.operationName === '_OTHER');
+      for (const span of others) {
+        assert.equal(tag(span, 'mcp.method.name'), '_OTHER');
+        assert.equal(tag(span, 'rpc.method_original'), 'made/up');
+      }
+      assert.deepEqual(others.map((x) => tag(x, 'span.kind')).sort(), ['client', 'server'], 'the method span and the target request span');
+      assert.ok(!methods.spans.some((x) => x.operationName.includes('made/up')));
     } finally {
       await mcp.stop();
     }

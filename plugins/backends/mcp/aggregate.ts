@@ -129,6 +129,7 @@ export async function list(s: McpSession, call: Call, params: Json, capability: 
     const conn = s.conns[0]!;
     const answer = await conn.request(call.method, params, sent(call, conn), call.requestId);
     const items = answer.result?.[key];
+    if (Array.isArray(items)) declare(conn, key, items);
     if (auth && kind && Array.isArray(items)) {
       answer.result![key] = (items as Json[]).filter((item) => {
         const name = nameOf(kind, key, item);
@@ -145,6 +146,7 @@ export async function list(s: McpSession, call: Call, params: Json, capability: 
   const failures: string[] = [];
   settled.forEach((r, i) => {
     const conn = targets[i]!;
+    if (r.status === 'fulfilled') declare(conn, key, r.value);
     if (r.status === 'rejected') {
       failures.push((r.reason as Error).message);
       if (s.rt.failOpen) s.logger.warn('MCP target left out of a list (failOpen)', { target: conn.name, method: call.method, error: (r.reason as Error).message });
@@ -164,6 +166,16 @@ export async function list(s: McpSession, call: Call, params: Json, capability: 
     throw new RpcFailure(RpcCode.internalError, failures.join('; '), 500);
   }
   s.finish(call, resultMessage(call.id, { [key]: merged }));
+}
+
+/** The tool or prompt names a target's list declares: span names and metric labels from now on (ADR 0130). */
+function declare(conn: TargetConn, key: string, items: readonly unknown[]): void {
+  const names = key === 'tools' ? conn.target.names.tool : key === 'prompts' ? conn.target.names.prompt : undefined;
+  if (names === undefined) return;
+  for (const item of items) {
+    const name = (item as Json | null)?.name;
+    if (typeof name === 'string') names.vouch(name);
+  }
 }
 
 /** Every page of one target's list. A target without the method contributes nothing. */

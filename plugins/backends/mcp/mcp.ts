@@ -13,7 +13,7 @@ import { SessionStore } from './session-store.ts';
 import { fingerprint } from './session-token.ts';
 import { OriginGuard } from './origin-check.ts';
 import { authorizeTargets } from './target-authorizer.ts';
-import { DEFAULT_STARTUP_TIMEOUT_MS } from './target.ts';
+import { declaredNames, DEFAULT_STARTUP_TIMEOUT_MS } from './target.ts';
 import type { CompiledTarget } from './target.ts';
 
 export interface McpTargetConfig {
@@ -64,6 +64,7 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
       requestTimeoutMs: own.facets.requestTimeoutMs ?? policies.facets.attemptTimeoutMs ?? 0,
       requestTimeoutSource: own.facets.requestTimeoutMs !== undefined ? 'timeout.requestTimeout' : 'timeout.backendRequestTimeout',
       startupTimeoutMs,
+      names: declaredNames(),
     });
   }
   const idleMs = config.sessionIdleTimeout !== undefined ? parseDuration(config.sessionIdleTimeout)! : DEFAULT_IDLE_MS;

@@ -135,20 +135,28 @@ async function byName(s: McpSession, call: Call, params: Json, kind: 'tool' | 'p
   const { conn, upstream: upstreamName } = resolve(s, name, splitName);
   if (!conn || (auth && !auth({ kind, target: conn.name, name: upstreamName, method: call.method }))) throw unknown(kind, name);
   const forwarded = s.rt.multiplexed ? { ...params, name: upstreamName } : params;
+  // The name is the client's: a span name and a label only once the target declared it in its list, or answered it
+  // without an error (a made-up name gets a JSON-RPC error, or a tool result with `isError`, as the MCP SDK answers).
+  const names = conn.target.names[kind];
+  const vouch = (answer: RpcMessage): void => {
+    if (answer.error || answer.result?.isError === true || names.has(upstreamName)) return;
+    names.vouch(upstreamName);
+    if (names.has(upstreamName)) call.span?.rename(`${call.method} ${name}`);
+  };
   const histogram = kind === 'tool' ? s.rt.metrics?.toolCall : undefined;
-  if (!histogram) return forward(s, call, conn, forwarded);
-  // The tool name is the client's: it becomes a label only when the target accepted it (no JSON-RPC error).
+  if (!histogram) return forward(s, call, conn, forwarded, vouch);
   const started = performance.now();
   let errorType = '';
   try {
     await forward(s, call, conn, forwarded, (answer) => {
       if (answer.error) errorType = String(answer.error.code);
+      vouch(answer);
     });
   } catch (err) {
     errorType = err instanceof RpcFailure ? String(err.code) : 'target_failed';
     throw err;
   } finally {
-    histogram.observe({ mcp_method_name: 'tools/call', target: conn.name, gen_ai_tool_name: errorType ? '' : upstreamName, error_type: errorType }, (performance.now() - started) / 1000);
+    histogram.observe({ mcp_method_name: 'tools/call', target: conn.name, gen_ai_tool_name: names.label(upstreamName), error_type: errorType }, (performance.now() - started) / 1000);
   }
 }
 

@@ -12,6 +12,7 @@ import { McpSession } from './session.ts';
 import type { BackendRuntime } from './session.ts';
 import { sealSession, unsealSession } from './session-token.ts';
 import { SseStream } from './sse-stream.ts';
+import { declaredNames } from './target.ts';
 
 const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {}, child: () => quiet, isEnabled: () => false };
 const noPolicies: PolicySet = {
@@ -71,7 +72,7 @@ class Capture implements Responder {
 function setup(kind: 'streamable' | 'stateless' = 'streamable'): { session: McpSession; a: FakeUpstream; b: FakeUpstream } {
   const a = new FakeUpstream();
   const b = new FakeUpstream();
-  const target = (name: string, up: FakeUpstream) => ({ name, transport: { kind: 'fake', describe: name, connect: () => up }, policies: noPolicies, requestPolicies: undefined, requestTimeoutMs: 0, startupTimeoutMs: 30_000 });
+  const target = (name: string, up: FakeUpstream) => ({ name, transport: { kind: 'fake', describe: name, connect: () => up }, policies: noPolicies, requestPolicies: undefined, requestTimeoutMs: 0, startupTimeoutMs: 30_000, names: declaredNames() });
   const rt: BackendRuntime = { targets: [target('a', a), target('b', b)], multiplexed: true, failOpen: false, stateful: true, logger: quiet, key: randomBytes(32), aad: Buffer.from('x'), maxPendingRequests: 128 };
   const session = new McpSession(rt, 'u-1', kind, { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'c', version: '1' } }, client);
   return { session, a, b };

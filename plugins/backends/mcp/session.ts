@@ -220,7 +220,7 @@ export class McpSession implements ConnHost {
     }
     const token = (message.params?._meta as Json | undefined)?.progressToken;
     if (token !== undefined) this.calls.trackProgress(call, token);
-    const span = this.rt.spans?.enabled ? methodSpan(this.rt.spans, message, this.holdsSubscriptions ? this.uuid : undefined) : undefined;
+    const span = this.rt.spans?.enabled ? methodSpan(this.rt.spans, this, message, this.holdsSubscriptions ? this.uuid : undefined) : undefined;
     if (span === undefined) route(this, call, message, authorizer).catch((err: unknown) => this.failCall(call, err));
     else {
       call.span = span;

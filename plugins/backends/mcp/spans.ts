@@ -1,5 +1,8 @@
 import type { PluginSpan, PluginSpans } from 'switchyard/sdk';
+import { knownOrOther, OTHER } from '../../lib/telemetry/known-names.ts';
 import type { RpcMessage } from './jsonrpc.ts';
+import { splitName } from './naming.ts';
+import type { McpSession } from './session.ts';
 
 /** Traces of the MCP backend (OpenTelemetry MCP conventions), when the gateway traces. */
 
@@ -8,26 +11,80 @@ const MAX_LOGGED_NAME = 256;
 /** Longest resource URI put on a span. */
 const MAX_LOGGED_URI = 2048;
 
+/** The methods MCP defines (revisions up to 2025-11-25): requests and notifications, either way. */
+const METHODS: ReadonlySet<string> = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'completion/complete',
+  'logging/setLevel',
+  'tasks/get',
+  'tasks/result',
+  'tasks/list',
+  'tasks/cancel',
+  'sampling/createMessage',
+  'elicitation/create',
+  'roots/list',
+  'notifications/initialized',
+  'notifications/cancelled',
+  'notifications/progress',
+  'notifications/message',
+  'notifications/roots/list_changed',
+  'notifications/resources/list_changed',
+  'notifications/resources/updated',
+  'notifications/tools/list_changed',
+  'notifications/prompts/list_changed',
+  'notifications/tasks/status',
+  'notifications/elicitation/complete',
+]);
+
+/**
+ * `mcp.method.name` of a method, and the span name it gives: a method MCP does not define is `_OTHER` (with the name
+ * sent in `rpc.method_original`, as OTel's RPC conventions say), so a client cannot make up span names.
+ */
+export function methodName(method: string): string {
+  return knownOrOther(METHODS, method);
+}
+
 /** `value` when it is a string short enough to log: a client's name can be as long as its request body. */
 export function loggableName(value: unknown, max = MAX_LOGGED_NAME): string | undefined {
   return typeof value === 'string' && value.length <= max ? value : undefined;
 }
 
+/** Whether the target a client-visible tool or prompt name routes to declared it (or answered it without an error). */
+function declared(s: McpSession, kind: 'tool' | 'prompt', name: string): boolean {
+  const split = s.rt.multiplexed ? splitName(name) : undefined;
+  const conn = s.rt.multiplexed ? split && s.target(split.target) : s.conns[0];
+  return conn !== undefined && conn.target.names[kind].has(split ? split.rest : name);
+}
+
 /**
- * The span of a client's JSON-RPC method: `tools/call get_weather`. `sessionId`: the gateway session's identity
- * (stable across re-sealing and replicas), not the sealed `Mcp-Session-Id` token, which resumes the session.
+ * The span of a client's JSON-RPC method: `tools/call get_weather`, the tool or prompt named only once its target
+ * declared it (`named` renames it when the target's answer vouches for it). `sessionId`: the gateway session's
+ * identity (stable across re-sealing and replicas), not the sealed `Mcp-Session-Id` token, which resumes the session.
  */
-export function methodSpan(spans: PluginSpans, m: RpcMessage, sessionId: string | undefined): PluginSpan | undefined {
-  const method = loggableName(m.method) ?? 'unknown';
+export function methodSpan(spans: PluginSpans, s: McpSession, m: RpcMessage, sessionId: string | undefined): PluginSpan | undefined {
+  const sent = loggableName(m.method) ?? 'unknown';
+  const method = methodName(sent);
   const params = m.params as Record<string, unknown> | undefined;
   const name = method === 'tools/call' || method === 'prompts/get' ? loggableName(params?.name) : undefined;
-  return spans.start(typeof name === 'string' ? `${method} ${name}` : method, 'server', {
+  const kind = method === 'tools/call' ? 'tool' : 'prompt';
+  return spans.start(name !== undefined && declared(s, kind, name) ? `${method} ${name}` : method, 'server', {
     'mcp.method.name': method,
+    'rpc.method_original': method === OTHER ? sent : undefined,
     'mcp.session.id': sessionId,
     'jsonrpc.request.id': String(m.id),
-    'gen_ai.tool.name': method === 'tools/call' && typeof name === 'string' ? name : undefined,
+    'gen_ai.tool.name': method === 'tools/call' ? name : undefined,
     'gen_ai.operation.name': method === 'tools/call' ? 'execute_tool' : undefined,
-    'gen_ai.prompt.name': method === 'prompts/get' && typeof name === 'string' ? name : undefined,
+    'gen_ai.prompt.name': method === 'prompts/get' ? name : undefined,
     'mcp.resource.uri': method === 'resources/read' ? loggableName(params?.uri, MAX_LOGGED_URI) : undefined,
   });
 }
@@ -36,8 +93,10 @@ type Params = Record<string, unknown> | undefined;
 
 /** A target request in a CLIENT span, whose context rides in `params._meta`; as it is without one. */
 export async function targetRequestSpan(spans: PluginSpans, target: string, method: string, params: Params, send: (params: Params) => Promise<RpcMessage>): Promise<RpcMessage> {
-  const span = spans.start(method, 'client', {
-    'mcp.method.name': method,
+  const name = methodName(method);
+  const span = spans.start(name, 'client', {
+    'mcp.method.name': name,
+    'rpc.method_original': name === OTHER ? loggableName(method) : undefined,
     'mcp.target': target,
     'gen_ai.tool.name': method === 'tools/call' ? loggableName(params?.name) : undefined,
   });

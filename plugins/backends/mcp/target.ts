@@ -4,6 +4,7 @@ import type { McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 import type { ClientEnvelope } from './revisions/2026-07-28/protocol.ts';
 import type { TargetConn } from './target-conn.ts';
+import { VouchedNames } from '../../lib/telemetry/known-names.ts';
 
 /** One configured target, compiled once per config load. */
 export interface CompiledTarget {
@@ -22,6 +23,24 @@ export interface CompiledTarget {
   readonly requestTimeoutSource?: string;
   /** Deadline for starting the target: connect or spawn, then `initialize` answered (`startupTimeout`). */
   readonly startupTimeoutMs: number;
+  /**
+   * Tool and prompt names the target declared in its lists or answered without an error: the only ones a span name or
+   * metric label shows (ADR 0130). Shared by the backend's sessions.
+   */
+  readonly names: DeclaredNames;
+}
+
+/** A target's own names, by kind. */
+export interface DeclaredNames {
+  readonly tool: VouchedNames;
+  readonly prompt: VouchedNames;
+}
+
+/** Names kept per target and kind: more than a server declares, so a server declaring or answering any name is bounded. */
+const MAX_DECLARED = 1000;
+
+export function declaredNames(): DeclaredNames {
+  return { tool: new VouchedNames(MAX_DECLARED), prompt: new VouchedNames(MAX_DECLARED) };
 }
 
 /** The client as one target sees it. */
