@@ -377,7 +377,7 @@ describe('a2a', () => {
     // The call is counted once its response has finished, which the client may not wait for.
     for (let i = 0; i < 100 && (await count('route="dead",a2a_method="SendMessage",outcome="failed"')) === 0; i++) await new Promise((r) => setTimeout(r, 20));
     assert.ok((await count('route="agent",a2a_method="SendMessage",outcome="success"')) >= 1);
-    assert.ok((await count('route="agent",a2a_method="other",outcome="error"')) >= 1, 'an invented method is "other", never its own series');
+    assert.ok((await count('route="agent",a2a_method="_OTHER",outcome="error"')) >= 1, 'an invented method is "_OTHER", never its own series');
     assert.equal(await count('route="dead",a2a_method="SendMessage",outcome="failed"'), 1, 'the gateway could not reach the agent');
     const text = await (await request(`${gw.statsUrl}/metrics`)).body.text();
     assert.doesNotMatch(text, /Invented/);

@@ -107,11 +107,13 @@ describe('tracing: A2A method spans', { skip: 'skip' in found ? found.skip : fal
     attemptUnder(streamed.trace, streamed.span);
   });
 
-  it('a JSON-RPC error marks the method span as an error with the code', async () => {
+  it('a JSON-RPC error marks the method span as an error with the code; a method A2A does not define is `_OTHER` (ADR 0130)', async () => {
     const r = await fetch(`${base}/a2a/jsonrpc`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 'e1', method: 'NoSuchMethod', params: {} }) });
     const body = (await r.json()) as { error?: { code: number } };
     assert.ok(body.error, 'the agent answers with a JSON-RPC error');
-    const { span } = await traceWith('NoSuchMethod');
+    const { span } = await traceWith('_OTHER', (s) => tag(s, 'jsonrpc.request.id') === 'e1');
+    assert.equal(tag(span, 'a2a.method'), '_OTHER');
+    assert.equal(tag(span, 'rpc.method_original'), 'NoSuchMethod');
     assert.equal(tag(span, 'jsonrpc.request.id'), 'e1');
     assert.equal(tag(span, 'a2a.response.outcome'), 'error');
     assert.equal(tag(span, 'a2a.response.error_code'), body.error.code);

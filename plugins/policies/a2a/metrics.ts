@@ -2,11 +2,12 @@
 import { defineAttribute } from 'switchyard/sdk';
 import type { CompileContext, Exchange, MetricHistogram } from 'switchyard/sdk';
 import type { ResponseInfo } from './response-info.ts';
+import { knownOrOther } from '../../lib/telemetry/known-names.ts';
 
 /** OTel advisory buckets for operation durations (seconds), as the MCP histogram: A2A calls run for minutes. */
 const BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300];
 
-/** The methods A2A defines (v1.0 names, then v0.3): any other name is counted as `other`, so clients add no series. */
+/** The methods A2A defines (v1.0 names, then v0.3): any other name is `_OTHER`, so clients add no series or span names. */
 const METHODS: ReadonlySet<string> = new Set([
   'SendMessage',
   'SendStreamingMessage',
@@ -33,9 +34,9 @@ const METHODS: ReadonlySet<string> = new Set([
   'unknown',
 ]);
 
-/** The `a2a_method` label of a method. */
+/** The `a2a_method` label and the span name of a method (ADR 0130). */
 export function methodLabel(method: string): string {
-  return METHODS.has(method) ? method : 'other';
+  return knownOrOther(METHODS, method);
 }
 
 /** What the answer said (`success`, `error`, `unknown`), once read; and whether the call was counted. */

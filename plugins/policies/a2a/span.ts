@@ -1,5 +1,6 @@
 /**
- * The span of one A2A call (ADR 0055): named for its method (`message/send`, `SendMessage`, `tasks/get`), a CLIENT
+ * The span of one A2A call (ADR 0055): named for its method (`message/send`, `SendMessage`, `tasks/get`; `_OTHER` for a
+ * name A2A does not define, ADR 0130), a CLIENT
  * span, as the gateway calls the agent on the client's behalf (OpenTelemetry GenAI "invoke agent client span"), and
  * the parent of the upstream attempts. Attributes: `a2a.method`, `jsonrpc.request.id`, `gen_ai.operation.name`
  * (`invoke_agent` for a message), `gen_ai.agent.name` (from the agent's card, once served through the route),
@@ -9,6 +10,8 @@
 import { defineAttribute } from 'switchyard/sdk';
 import type { Exchange, PluginSpan, PluginSpans } from 'switchyard/sdk';
 import type { ResponseInfo } from './response-info.ts';
+import { methodLabel } from './metrics.ts';
+import { OTHER } from '../../lib/telemetry/known-names.ts';
 
 /** The methods that send a message to the agent (v0.3 and v1.0 names): `gen_ai.operation.name` `invoke_agent`. */
 const MESSAGE_METHODS: ReadonlySet<string> = new Set(['message/send', 'message/stream', 'SendMessage', 'SendStreamingMessage']);
@@ -34,8 +37,11 @@ export interface A2aCall {
 
 /** Start the call's span (when the request is sampled) and make it the parent of the forwarded request. */
 export function startCallSpan(spans: PluginSpans, ex: Exchange, call: A2aCall, agent: string | undefined): void {
-  const span = spans.start(call.method, 'client', {
-    'a2a.method': call.method,
+  // A method A2A does not define is `_OTHER`, the name sent in `rpc.method_original` (ADR 0130).
+  const method = methodLabel(call.method);
+  const span = spans.start(method, 'client', {
+    'a2a.method': method,
+    'rpc.method_original': method === OTHER ? call.method : undefined,
     'jsonrpc.request.id': call.id,
     'gen_ai.operation.name': MESSAGE_METHODS.has(call.method) ? 'invoke_agent' : undefined,
     'gen_ai.agent.name': agent,
