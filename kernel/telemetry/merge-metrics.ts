@@ -1,3 +1,5 @@
+import { MAX_SERIES_PER_METRIC, OVERFLOW } from './metrics.ts';
+
 /**
  * Families whose threads' values are not added up: the highest one is the gateway's (the generation; the event-loop
  * delay of the worst thread, whose requests wait).
@@ -7,6 +9,29 @@ const HIGHEST = new Set(['switchyard_config_generation', 'nodejs_eventloop_delay
 interface Family {
   readonly head: string[];
   readonly samples: Map<string, number>;
+  /** The family's label sets (a histogram's `le` left out): at most MAX_SERIES_PER_METRIC, as in each thread. */
+  readonly labelSets: Set<string>;
+}
+
+/**
+ * The series a sample is summed into: its own, or past the cap (label sets new to the family), the overflow series
+ * with the sample's `le`. Each thread keeps its own cap; without this one, the threads' different label sets would
+ * add up to the cap times the workers, and a dead worker's kept counters to more with every restart.
+ */
+function cappedSeries(f: Family, series: string): string {
+  const brace = series.indexOf('{');
+  if (brace === -1) return series;
+  const name = series.slice(0, brace);
+  const labels = series.slice(brace + 1, -1);
+  // `le` is rendered last; a value holding `le="` has its quote escaped, so this finds only the label.
+  const le = name.endsWith('_bucket') ? labels.lastIndexOf('le="') : -1;
+  const set = le > 0 && labels.charCodeAt(le - 1) === 44 ? labels.slice(0, le - 1) : le === 0 ? '' : labels;
+  if (f.labelSets.has(set) || set === OVERFLOW) return series;
+  if (f.labelSets.size < MAX_SERIES_PER_METRIC) {
+    f.labelSets.add(set);
+    return series;
+  }
+  return le >= 0 ? `${name}{${OVERFLOW},${labels.slice(le)}}` : `${name}{${OVERFLOW}}`;
 }
 
 /**
@@ -26,20 +51,20 @@ export function mergeMetrics(texts: readonly string[]): string {
         if (name !== currentName || !current) {
           currentName = name;
           current = families.get(name);
-          if (!current) families.set(name, (current = { head: [], samples: new Map() }));
+          if (!current) families.set(name, (current = { head: [], samples: new Map(), labelSets: new Set() }));
         }
         if (current.head.length < 2 && !current.head.includes(line)) current.head.push(line);
         continue;
       }
       const space = line.lastIndexOf(' ');
-      const series = line.slice(0, space);
       const value = Number(line.slice(space + 1));
       if (!current) {
-        const name = series.split('{', 1)[0]!;
+        const name = line.slice(0, space).split('{', 1)[0]!;
         current = families.get(name);
-        if (!current) families.set(name, (current = { head: [], samples: new Map() }));
+        if (!current) families.set(name, (current = { head: [], samples: new Map(), labelSets: new Set() }));
         currentName = name;
       }
+      const series = cappedSeries(current, line.slice(0, space));
       const before = current.samples.get(series);
       current.samples.set(series, before === undefined ? value : HIGHEST.has(currentName) ? Math.max(before, value) : before + value);
     }
