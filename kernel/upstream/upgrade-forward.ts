@@ -6,7 +6,7 @@ import { DetachedState, exchangeState } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, UpgradeTap } from '../exchange/kernel-exchange.ts';
 import { stripHopByHop } from './hop-by-hop.ts';
 import { tlsConnectOptions } from './tls-options.ts';
-import { upstreamFailure } from './upstream-errors.ts';
+import { InvalidStatusError, isHttpStatus, upstreamFailure } from './upstream-errors.ts';
 import { writeRawResponse } from './raw-response.ts';
 import { switchMatches } from './upgrade-protocols.ts';
 import type { PooledTarget } from './pooled-target.ts';
@@ -180,6 +180,13 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     // The upstream declined the upgrade: relay its answer as is, read whole (it is written with a length) and capped.
     // The log and metrics take the status once the client's answer is known: the upstream's, or 502 past the cap.
     const status = upRes.statusCode ?? 502;
+    if (!isHttpStatus(status)) {
+      // Not an answer a client can read (RFC 9110 section 15): 502, as on every other path.
+      const failure = upstreamFailure(new InvalidStatusError(status), target.origin);
+      upRes.destroy();
+      settle(failure.status, failure);
+      return writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
+    }
     const responseHeaders = { ...upRes.headers };
     stripHopByHop(responseHeaders);
     readCapped(upRes, DECLINED_UPGRADE_BODY_LIMIT).then(

@@ -2,6 +2,7 @@
 // whichever client carried the attempt (the lean HTTP/1.1 client for plain upstreams, undici for TLS ones).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { createServer } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
@@ -91,6 +92,30 @@ describe('upstream status outside 100-599', () => {
     const res = await request(`${gw.url(port)}${path}`);
     return { status: res.statusCode, text: await res.body.text() };
   };
+
+  /** The status line the gateway answers a WebSocket upgrade of `path` with (the upstream declines it). */
+  const upgrade = (path: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () =>
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`),
+      );
+      let got = '';
+      socket.on('data', (d: Buffer) => {
+        got += d.toString('latin1');
+        if (got.includes('\r\n')) {
+          socket.destroy();
+          resolve(got.slice(0, got.indexOf('\r\n')));
+        }
+      });
+      socket.on('error', reject);
+    });
+
+  it('an upgrade the upstream declines with 42 or 999 is answered 502; a 404 is relayed', async () => {
+    for (const route of ['plain', 'tls']) {
+      for (const code of ['042', '999']) assert.match(await upgrade(`/${route}/${code}`), /^HTTP\/1\.1 502 /, `${route} ${code}`);
+      assert.match(await upgrade(`/${route}/404`), /^HTTP\/1\.1 404 /);
+    }
+  });
 
   for (const route of ['plain', 'tls', 'tls-retry']) {
     it(`${route}: 999, 600 and 42 from the upstream are answered 502; 200 and 599 pass`, async () => {
