@@ -14,8 +14,15 @@ export function knownOrOther(known: ReadonlySet<string>, name: string): string {
 }
 
 /**
+ * Longest name kept (a metric label is cut there anyway): a permissive upstream answering names as long as request
+ * bodies would otherwise hold `max` of them. MCP names tools in 128 characters; model ids are shorter still.
+ */
+const MAX_NAME = 256;
+
+/**
  * Names an upstream vouched for: declared in its list (MCP `tools/list`), or answered successfully (an LLM provider
- * for a model). At most `max` are kept; later ones stay `_OTHER`, so a permissive upstream bounds them too.
+ * for a model). At most `max` are kept, of at most MAX_NAME characters; others stay `_OTHER`, so a permissive
+ * upstream is bounded too.
  */
 export class VouchedNames {
   private readonly names = new Set<string>();
@@ -27,7 +34,7 @@ export class VouchedNames {
   }
 
   vouch(name: string): void {
-    if (this.names.size < this.max) this.names.add(name);
+    if (this.names.size < this.max && name.length <= MAX_NAME) this.names.add(name);
   }
 
   has(name: string): boolean {
