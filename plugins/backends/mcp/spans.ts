@@ -81,7 +81,8 @@ export function methodSpan(spans: PluginSpans, s: McpSession, m: RpcMessage, ses
     'mcp.method.name': method,
     'rpc.method_original': method === OTHER ? sent : undefined,
     'mcp.session.id': sessionId,
-    'jsonrpc.request.id': String(m.id),
+    // A string id is the client's and may be as long as its body: left off past MAX_LOGGED_NAME.
+    'jsonrpc.request.id': loggableName(String(m.id)),
     'gen_ai.tool.name': method === 'tools/call' ? name : undefined,
     'gen_ai.operation.name': method === 'tools/call' ? 'execute_tool' : undefined,
     'gen_ai.prompt.name': method === 'prompts/get' ? name : undefined,
