@@ -48,10 +48,65 @@ async function startRawTlsUpstream(pki: TestPki): Promise<{ port: number; close(
   };
 }
 
+/** An HTTP/2 frame: 9-byte header, then the payload. */
+function frame(type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(stream, 5);
+  return Buffer.concat([head, payload]);
+}
+
+/**
+ * A TLS upstream speaking h2 by hand (node:http2 refuses to send a status outside 100-599): every stream the client
+ * opens is answered `:status` `status` (HPACK: literal without indexing, the static table's `:status` name) and ended.
+ */
+async function startRawH2Upstream(pki: TestPki, status: string): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const headers = Buffer.concat([Buffer.from([0x08, status.length]), Buffer.from(status, 'latin1')]);
+  const server = createServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ALPNProtocols: ['h2'] }, (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    socket.write(frame(4, 0, 0));
+    let pending = Buffer.alloc(0);
+    let prefaced = false;
+    socket.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      if (!prefaced) {
+        if (pending.length < 24) return;
+        pending = pending.subarray(24);
+        prefaced = true;
+      }
+      while (pending.length >= 9) {
+        const length = pending.readUIntBE(0, 3);
+        if (pending.length < 9 + length) return;
+        const type = pending[3]!;
+        const flags = pending[4]!;
+        const stream = pending.readUInt32BE(5) & 0x7fffffff;
+        pending = pending.subarray(9 + length);
+        if (type === 4 && (flags & 1) === 0) socket.write(frame(4, 1, 0));
+        // HEADERS: answered with END_HEADERS | END_STREAM.
+        if (type === 1) socket.write(frame(1, 0x05, stream, headers));
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 describe('upstream status outside 100-599', () => {
   let pki: TestPki;
   let tls: { port: number; close(): Promise<void> };
   let plain: RawUpstream;
+  const h2: Record<string, { port: number; close(): Promise<void> }> = {};
   let gw: RunningGateway;
   let port: number;
 
@@ -59,9 +114,11 @@ describe('upstream status outside 100-599', () => {
     pki = makeTestPki({ serverName: 'upstream.test', serverAltNames: ['DNS:upstream.test', 'IP:127.0.0.1'], label: 'status-range' });
     tls = await startRawTlsUpstream(pki);
     plain = await startRawUpstream((_method, path) => answer(path));
+    for (const status of ['999', '42', '200']) h2[status] = await startRawH2Upstream(pki, status);
     port = await freePort();
     const tlsHost = `127.0.0.1:${tls.port}`;
     const route = (name: string, host: string, policies: Record<string, unknown> = {}) => ({ name, matches: [{ path: { pathPrefix: `/${name}/` } }], policies, backends: [{ host }] });
+    const h2Routes = Object.entries(h2).map(([status, up]) => route(`h2-${status}`, `127.0.0.1:${up.port}`, { backendTLS: { root: pki.ca, alpn: ['h2'] } }));
     gw = await startGateway({
       binds: [
         {
@@ -73,6 +130,7 @@ describe('upstream status outside 100-599', () => {
                 route('tls', tlsHost, { backendTLS: { root: pki.ca } }),
                 // A retry policy reads the answer's status before relaying it (another undici handler).
                 route('tls-retry', tlsHost, { backendTLS: { root: pki.ca }, retry: { attempts: 2, codes: [503] } }),
+                ...h2Routes,
               ],
             },
           ],
@@ -85,6 +143,7 @@ describe('upstream status outside 100-599', () => {
     await gw?.stop();
     await tls?.close();
     await plain?.close();
+    for (const up of Object.values(h2)) await up.close();
     pki?.remove();
   });
 
@@ -114,6 +173,14 @@ describe('upstream status outside 100-599', () => {
     for (const route of ['plain', 'tls']) {
       for (const code of ['042', '999']) assert.match(await upgrade(`/${route}/${code}`), /^HTTP\/1\.1 502 /, `${route} ${code}`);
       assert.match(await upgrade(`/${route}/404`), /^HTTP\/1\.1 404 /);
+    }
+  });
+
+  it('HTTP/2 upstreams: a :status of 999 or 42 is answered 502; 200 passes', async () => {
+    assert.equal((await get('/h2-200/x')).status, 200);
+    for (const status of ['999', '42']) {
+      const res = await get(`/h2-${status}/x`);
+      assert.equal(res.status, 502, `${status}: ${res.text}`);
     }
   });
 
