@@ -365,6 +365,8 @@ export class LlmCall implements LlmCallInfo {
     if (typeof model !== 'string' || !model || model === this.responseModel) return;
     this.responseModel = model;
     this.view.responseModel = model;
+    // The provider's own name for what answered (the cost may be priced by it): a label, as a requested one it served.
+    this.metrics?.models.vouch(model);
     if (model !== this.requestModel) this.ex.logField('llm.responseModel', model);
   }
 
