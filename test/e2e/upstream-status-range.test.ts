@@ -21,13 +21,33 @@ function answer(path: string): string {
   return `HTTP/1.1 ${status} Odd\r\ncontent-length: 2\r\ncontent-type: text/plain\r\n\r\nhi`;
 }
 
-/** A TLS upstream that writes `answer(path)` as raw bytes for each request head. */
-async function startRawTlsUpstream(pki: TestPki): Promise<{ port: number; close(): Promise<void> }> {
+interface TlsUpstream {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** A TLS server on 127.0.0.1 offering `alpn`, each connection handed to `serve`; `close` ends its connections. */
+async function listenTls(pki: TestPki, alpn: string, serve: (socket: Socket) => void): Promise<TlsUpstream> {
   const sockets = new Set<Socket>();
-  const server = createServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ALPNProtocols: ['http/1.1'] }, (socket) => {
+  const server = createServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ALPNProtocols: [alpn] }, (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => undefined);
+    serve(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A TLS upstream that writes `answer(path)` as raw bytes for each request head. */
+function startRawTlsUpstream(pki: TestPki): Promise<TlsUpstream> {
+  return listenTls(pki, 'http/1.1', (socket) => {
     let pending = '';
     socket.on('data', (chunk: Buffer) => {
       pending += chunk.toString('latin1');
@@ -38,14 +58,6 @@ async function startRawTlsUpstream(pki: TestPki): Promise<{ port: number; close(
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close() {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /** An HTTP/2 frame: 9-byte header, then the payload. */
@@ -62,13 +74,9 @@ function frame(type: number, flags: number, stream: number, payload: Buffer = Bu
  * A TLS upstream speaking h2 by hand (node:http2 refuses to send a status outside 100-599): every stream the client
  * opens is answered `:status` `status` (HPACK: literal without indexing, the static table's `:status` name) and ended.
  */
-async function startRawH2Upstream(pki: TestPki, status: string): Promise<{ port: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
+function startRawH2Upstream(pki: TestPki, status: string): Promise<TlsUpstream> {
   const headers = Buffer.concat([Buffer.from([0x08, status.length]), Buffer.from(status, 'latin1')]);
-  const server = createServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert), ALPNProtocols: ['h2'] }, (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
+  return listenTls(pki, 'h2', (socket) => {
     socket.write(frame(4, 0, 0));
     let pending = Buffer.alloc(0);
     let prefaced = false;
@@ -92,21 +100,13 @@ async function startRawH2Upstream(pki: TestPki, status: string): Promise<{ port:
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close() {
-      for (const s of sockets) s.destroy();
-      return new Promise((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 describe('upstream status outside 100-599', () => {
   let pki: TestPki;
-  let tls: { port: number; close(): Promise<void> };
+  let tls: TlsUpstream;
   let plain: RawUpstream;
-  const h2: Record<string, { port: number; close(): Promise<void> }> = {};
+  const h2: Record<string, TlsUpstream> = {};
   let gw: RunningGateway;
   let port: number;
 
