@@ -1,7 +1,7 @@
 // The provider's answer made the client's: errors in the client's shape, streams observed or translated, whole
 // answers passed through (usage read on the way) or translated and guarded.
 import { Readable } from 'node:stream';
-import { pipeWithTeardown, readCapped, replyHeader, tapCapped } from 'switchyard/sdk';
+import { GatewayError, pipeWithTeardown, readCapped, replyHeader, tapCapped } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { responseDecoder } from '../../lib/llm/body.ts';
@@ -95,12 +95,14 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
     if (!translator) {
       // Passed through, the bytes are the upstream's, observed beside the pipe (no stream in between): its headers (a
       // Content-Length among them) stay as they came, the raw list written without a header object made (ADR 0081).
-      reply.body = observeBeside(body!, options);
+      reply.body = failWhenCut(observeBeside(body!, options), req.call);
       // `promptGuard.streaming: Enabled`: held until it ends and guarded whole (stream-guard.ts), which parses every
       // event once; the observer beside it parses only those carrying usage.
       return guarded ? guardStreamedReply(ex, reply, req.client, req.policy!) : reply;
     }
-    reply.body = pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator }));
+    // Halted, the client got an error event (a held answer over its cap): the call failed.
+    const onHalt = (): void => req.call.fail(new Error('the translated stream was halted'));
+    reply.body = failWhenCut(pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator, onHalt })), req.call);
     const h = reply.headers;
     delete h['content-length'];
     h['content-type'] = 'text/event-stream';
@@ -130,9 +132,23 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
       }
       req.call.finish();
     });
+    failWhenCut(reply.body, req.call);
     return reply;
   }
   return translateWhole(ex, reply, req, whole, body, guards, false);
+}
+
+/**
+ * An answer sent on as a stream that closes before its end fails the call, once (ADR 0135), by who cut it: the
+ * provider (the body's error: `provider_disconnected`, `timeout`) or the client (the kernel destroys the body without
+ * one when the client leaves: `cancelled`). An answer that ended has finished the call before its body closes.
+ */
+function failWhenCut<T extends Readable>(body: T, call: LlmCall): T {
+  body.on('error', (err) => call.fail(err));
+  body.once('close', () => {
+    if (!call.ended) call.fail(new GatewayError(499, 'client_closed', 'the client went away before the answer ended'));
+  });
+  return body;
 }
 
 /** An upstream error in the client API's error shape. */

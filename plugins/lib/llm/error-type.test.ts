@@ -16,4 +16,12 @@ describe('LLM call error type', () => {
     assert.equal(errorType(new Error('connect ECONNREFUSED 10.0.0.1:443')), '_OTHER');
     assert.equal(errorType(undefined), '_OTHER');
   });
+
+  it('tells a client that left from a provider that cut its answer (ADR 0135)', () => {
+    assert.equal(errorType(new GatewayError(499, 'client_closed', 'client closed the connection')), 'cancelled');
+    assert.equal(errorType(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' })), 'provider_disconnected');
+    assert.equal(errorType(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })), 'provider_disconnected');
+    // An upstream answering 499 itself is only a status.
+    assert.equal(errorType('499'), '499');
+  });
 });

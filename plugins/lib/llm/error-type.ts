@@ -2,16 +2,21 @@
 
 /** Codes of a provider that did not answer in time (undici's deadlines, a socket's). */
 const TIMEOUT_CODES: ReadonlySet<unknown> = new Set(['UND_ERR_BODY_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+/** Codes of a provider connection that closed before its answer ended (a stream cut mid-way, ADR 0135). */
+const DISCONNECT_CODES: ReadonlySet<unknown> = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE']);
 
 /**
  * OTel `error.type` of a failed call, from a bounded set: the provider's (or the gateway's) HTTP status, `timeout`,
- * else `_OTHER` (an error's own text would make a series per message).
+ * `cancelled` (the client went away: the kernel's 499), `provider_disconnected` (the provider's connection closed
+ * mid-answer), else `_OTHER` (an error's own text would make a series per message).
  */
 export function errorType(error: unknown): string {
   if (typeof error === 'string') return /^[1-5]\d\d$/.test(error) ? error : '_OTHER';
   if (typeof error !== 'object' || error === null) return '_OTHER';
   const { status, code, name } = error as { status?: unknown; code?: unknown; name?: unknown };
   if (TIMEOUT_CODES.has(code) || name === 'TimeoutError') return 'timeout';
+  if (DISCONNECT_CODES.has(code)) return 'provider_disconnected';
+  if (status === 499) return 'cancelled';
   if (typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 599) return String(status);
   return '_OTHER';
 }

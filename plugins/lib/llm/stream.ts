@@ -27,6 +27,8 @@ export interface LlmStreamOptions {
   onSkipped?(): void;
   /** The provider's stream ended (not called when it failed). */
   onEnd?(): void;
+  /** The translator halted (an error event sent to the client): the client's stream ends, the provider's is dropped. */
+  onHalt?(): void;
 }
 
 function parseSse(event: string | undefined, data: string): LlmEvent | undefined {
@@ -163,6 +165,7 @@ export class LlmResponseStream extends Transform {
     if (out) this.push(out);
     if (translator?.halted && !this.cut) {
       this.cut = true;
+      this.options.onHalt?.();
       this.push(null);
       // Once the client has read the end, closing this stream destroys the provider's (pipeWithTeardown).
       this.once('end', () => this.destroy());

@@ -256,8 +256,8 @@ export class LlmCall implements LlmCallInfo {
     }
     ex.set(LLM_CALL, this);
     ex.set(LLM_CEL, (this.view = celView(this)));
-    // A stream cut short (by the provider or the client) never reaches finish(): the span ends with the abort, or it
-    // would never be exported. Only when tracing, so an untraced call makes no abort controller.
+    // A client that leaves ends the span at once (a cut stream also fails the call when its body closes, answer.ts).
+    // Only when tracing, so an untraced call makes no abort controller.
     if (this.span) ex.signal.addEventListener('abort', () => this.fail(ex.signal.reason ?? new Error('the exchange was aborted')), { once: true });
   }
 
@@ -317,18 +317,30 @@ export class LlmCall implements LlmCallInfo {
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
 
+  /** The call has ended, by `finish` or `fail`. */
+  get ended(): boolean {
+    return this.finished;
+  }
+
   /** Run the provider call with the call's span active (its upstream attempts become children). */
   run<T>(fn: () => T): T {
     return this.span ? this.span.run(fn) : fn();
   }
 
-  /** The call failed (no answer, or an error status): its span ends with the error, its duration is observed by its type. */
+  /**
+   * The call failed (no answer, an error status, a stream cut short): its span ends with the error, its duration is
+   * observed by its type, and the usage reported before it failed (a cut stream's) as a successful call's is.
+   */
   fail(error: unknown): void {
     this.countCall();
     if (this.finished) return;
     this.finished = true;
     if (this.span) this.endSpan(error);
-    if (this.metrics && this.requestModel !== undefined) this.series().operationDuration(errorType(error)).observe((performance.now() - this.startedAt) / 1000);
+    if (!this.metrics || this.requestModel === undefined) return;
+    const series = this.series();
+    series.operationDuration(errorType(error)).observe((performance.now() - this.startedAt) / 1000);
+    if (this.usage.inputTokens !== undefined) series.inputUsage.observe(this.usage.inputTokens);
+    if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
 
   /** `gen_ai.input.messages`: the request as sent (content capture only; call when `capturesContent`). */

@@ -1,0 +1,100 @@
+// A streamed LLM call cut before its end (ADR 0135): the provider drops the connection, or the client goes away.
+// Every call ends in `gen_ai_client_operation_duration_seconds` exactly once, by who cut it (`provider_disconnected`,
+// `cancelled`), tracing or not; the usage seen so far is counted and a virtual key settles on it (ADR 0116).
+// Real gateway, the `openai` client on an Anthropic stand-in (translated) and the Anthropic client (passed through).
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { scrape, value } from '../helpers/metrics.ts';
+import { accessRecords, aiPreset, aiRoute } from './harness.ts';
+import { sse } from './stream-fixtures.ts';
+
+const KEY = 'sk-cut-0123456789abcdef';
+/** The start of an answer: 10 input tokens reported, one text delta; then the provider cuts or hangs. */
+const START =
+  sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } }) +
+  sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
+  sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } });
+
+// Traced, the call's span also listens for the exchange's abort: the outcome must be the same, and counted once.
+for (const traced of [false, true]) describe(`a streamed LLM call cut short${traced ? ', traced' : ''}`, () => {
+  let gw: RunningGateway;
+  let provider: TestUpstream;
+  let base: string;
+
+  before(async () => {
+    provider = await startUpstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(START);
+      // `cut`: the provider drops the connection mid-answer; else it goes silent until the client leaves.
+      if (req.headers['x-mode'] === 'cut') setTimeout(() => res.socket?.destroy(), 30);
+    });
+    const port = await freePort();
+    // Spans go to a port nobody listens on: only the call's span matters here, not its export.
+    const tracing = traced ? { tracing: { otlpEndpoint: `http://127.0.0.1:${await freePort()}`, otlpProtocol: 'http', randomSampling: true } } : {};
+    base = `http://127.0.0.1:${port}`;
+    const virtualKeys = { store: { sqlite: { path: ':memory:' } }, keys: [{ id: 'k', key: KEY, budgets: [{ tokens: 100_000, period: 'day' }] }] };
+    const ai = { name: 'a', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${provider.port}` };
+    gw = await startGateway(
+      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } })] }] }] },
+      { preset: aiPreset },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await provider?.close();
+  });
+
+  const durations = async (model: string): Promise<Record<string, number | undefined>> => {
+    const m = await scrape(gw);
+    const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'anthropic', gen_ai_request_model: model };
+    const count = (error_type: string) => value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type });
+    return { ok: count(''), cancelled: count('cancelled'), cut: count('provider_disconnected'), other: count('_OTHER'), input: value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }) };
+  };
+  const used = async (): Promise<number> => {
+    const body = (await (await fetch(`${gw.adminUrl}/keys/k/usage`)).json()) as { usage: { used: number }[] };
+    return body.usage[0]!.used;
+  };
+
+  it('the provider cuts a translated stream: provider_disconnected, the usage so far counted and settled', async () => {
+    const before = await used();
+    const client = new OpenAI({ baseURL: `${base}/a/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'cut' } });
+    const stream = await client.chat.completions.create({ model: 'claude-cut', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '';
+    await assert.rejects(async () => {
+      for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
+    });
+    assert.equal(text, 'Hel');
+    const [rec] = await accessRecords(gw, '/a/v1/chat/completions');
+    assert.match(String(rec!.error), /upstream stream failed/);
+    await sleep(50);
+    assert.deepEqual(await durations('claude-cut'), { ok: undefined, cancelled: undefined, cut: 1, other: undefined, input: 10 });
+    assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out');
+  });
+
+  it('the client leaves a passed-through stream: cancelled, once', async () => {
+    const client = new Anthropic({ baseURL: `${base}/a`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'hang' } });
+    const stream = await client.messages.create({ model: 'claude-left', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    // Leaving the loop aborts the SDK's request: the connection to the gateway is closed.
+    for await (const e of stream) if (e.type === 'content_block_delta') break;
+    await accessRecords(gw, '/a/v1/messages');
+    await sleep(50);
+    assert.deepEqual(await durations('claude-left'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, input: 10 });
+  });
+
+  it('the client leaves a translated stream: cancelled', async () => {
+    const client = new OpenAI({ baseURL: `${base}/a/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'hang' } });
+    const stream = await client.chat.completions.create({ model: 'claude-gone', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    for await (const c of stream) if (c.choices[0]?.delta?.content) break;
+    await accessRecords(gw, '/a/v1/chat/completions', 2);
+    await sleep(50);
+    assert.deepEqual(await durations('claude-gone'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, input: 10 });
+  });
+});
