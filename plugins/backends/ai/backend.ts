@@ -18,6 +18,7 @@ import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
+import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -35,6 +36,7 @@ export interface AiBackendConfig {
   hostOverride?: string;
   pathOverride?: string;
   costs?: AiCostsConfig;
+  dropUnsupportedParams?: boolean;
 }
 
 /** Request bodies are read whole (BEHAVIOUR.md §8.3: 2 MiB, 413 beyond), before and after decoding. */
@@ -241,6 +243,15 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       }
     }
 
+    // A field the translation cannot carry that asks for more than the default answer (ADR 0135): refused, unless
+    // the operator chose to drop such fields (logged, so a client's missing choices can be explained).
+    if (!tr.identity) {
+      const unhonoured = unhonouredFields(client, wire, body);
+      if (unhonoured.length > 0) {
+        if (!config.dropUnsupportedParams) return llmRequestError(400, `cannot translate the request: ${unhonouredMessage(provider.kind, unhonoured)}`);
+        ex.logField('llm.droppedParams', unhonoured.join(','));
+      }
+    }
     let wireBody: Obj;
     try {
       wireBody = tr.request(body);

@@ -1,0 +1,81 @@
+// Request fields a translated route cannot honour (ADR 0135): a client asking for several choices, log
+// probabilities, audio or a JSON answer of a provider whose API has none of them is refused 400 in its own error
+// shape, naming the field, instead of getting an answer that silently lacks them; `dropUnsupportedParams: true` on the
+// `ai` backend drops them instead (logged as `llm.droppedParams`). Real `openai` and `@anthropic-ai/sdk` clients,
+// aimock behind a recording hop.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { accessRecords, aiRoute, recordedAi, rejection, sdkClients } from './harness.ts';
+
+const ROUTES = { testAi: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } };
+const hello = [{ role: 'user' as const, content: 'hello' }];
+
+describe('request fields a translation cannot honour', () => {
+  const t = recordedAi((hostPort) => [
+    aiRoute('/strict', { name: 'strict', provider: { anthropic: {} }, hostOverride: hostPort }, ROUTES),
+    aiRoute('/lax', { name: 'lax', provider: { anthropic: {} }, hostOverride: hostPort, dropUnsupportedParams: true }, ROUTES),
+    aiRoute('/gem', { name: 'gem', provider: { gemini: {} }, hostOverride: hostPort }, ROUTES),
+    aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: hostPort }, ROUTES),
+  ]);
+  const { openai } = sdkClients(() => t.gw.base, 'sk-test');
+
+  /** The 400 a call got, the provider not called. */
+  const refused = async (call: Promise<unknown>, field: RegExp): Promise<InstanceType<typeof OpenAI.BadRequestError>> => {
+    const before = t.rec.received.length;
+    const err = await rejection(call, OpenAI.BadRequestError);
+    assert.equal(err.status, 400);
+    assert.equal((err.error as { type?: string }).type, 'invalid_request_error');
+    assert.match(err.message, field);
+    assert.equal(t.rec.received.length, before, 'the provider was not called');
+    return err;
+  };
+
+  it('Chat Completions on Anthropic: n > 1 is refused, naming the field, streamed or not', async () => {
+    const err = await refused(openai('/strict').chat.completions.create({ model: 'claude-x', n: 3, messages: hello }), /`n`/);
+    assert.match(err.message, /anthropic/);
+    await refused(openai('/strict').chat.completions.create({ model: 'claude-x', n: 2, stream: true, messages: hello }), /`n`/);
+  });
+
+  it('logprobs and top_logprobs are refused; response_format json_schema too (Anthropic has none of them)', async () => {
+    await refused(openai('/strict').chat.completions.create({ model: 'claude-x', logprobs: true, messages: hello }), /`logprobs`/);
+    await refused(openai('/strict').chat.completions.create({ model: 'claude-x', top_logprobs: 3, messages: hello }), /`top_logprobs`/);
+    const schema = { type: 'json_schema' as const, json_schema: { name: 'a', schema: { type: 'object', properties: {} } } };
+    await refused(openai('/strict').chat.completions.create({ model: 'claude-x', response_format: schema, messages: hello }), /`response_format`/);
+    await refused(openai('/strict').chat.completions.create({ model: 'claude-x', modalities: ['text', 'audio'], audio: { voice: 'alloy', format: 'mp3' }, messages: hello }), /`audio`|`modalities`/);
+  });
+
+  it('values that ask for nothing more pass: n 1, logprobs false, top_logprobs 0, response_format text', async () => {
+    const res = await openai('/strict').chat.completions.create({ model: 'claude-x', n: 1, logprobs: false, top_logprobs: 0, response_format: { type: 'text' }, messages: hello });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+  });
+
+  it('Gemini: n > 1 refused; response_format json_schema is translated, so it passes', async () => {
+    await refused(openai('/gem').chat.completions.create({ model: 'gemini-x', n: 2, messages: hello }), /`n`/);
+    const res = await openai('/gem').chat.completions.create({ model: 'gemini-x', response_format: { type: 'json_object' }, messages: hello });
+    assert.ok(res.choices[0]);
+    assert.equal((t.rec.last().json().generationConfig as Record<string, unknown>).responseMimeType, 'application/json');
+  });
+
+  it('Responses clients through Chat Completions: top_logprobs refused', async () => {
+    await refused(openai('/strict').responses.create({ model: 'claude-x', input: 'hello', top_logprobs: 2 }), /`top_logprobs`/);
+  });
+
+  it('the provider\'s own API: every field goes as it came', async () => {
+    const res = await openai('/oa').chat.completions.create({ model: 'gpt-x', n: 3, logprobs: true, top_logprobs: 2, messages: hello });
+    assert.ok(res.choices.length >= 1);
+    const sent = t.rec.last().json();
+    assert.equal(sent.n, 3);
+    assert.equal(sent.logprobs, true);
+  });
+
+  it('dropUnsupportedParams: dropped, the answer given, the fields logged', async () => {
+    const res = await openai('/lax').chat.completions.create({ model: 'claude-x', n: 3, logprobs: true, messages: hello });
+    assert.equal(res.choices.length, 1);
+    const sent = t.rec.last().json();
+    assert.equal(sent.n, undefined);
+    assert.equal(sent.logprobs, undefined);
+    const [log] = await accessRecords(t.gw, '/lax/v1/chat/completions');
+    assert.equal(log!['llm.droppedParams'], 'n,logprobs');
+  });
+});
