@@ -5,11 +5,14 @@
 // aimock behind a recording hop.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { accessRecords, aiRoute, recordedAi, rejection, sdkClients } from './harness.ts';
 
 const ROUTES = { testAi: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } };
 const hello = [{ role: 'user' as const, content: 'hello' }];
+const AWS_KEYS = { aws: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret', region: 'us-east-1', serviceName: 'bedrock' } };
+const PNG = 'data:image/png;base64,iVBORw0KGgo=';
 
 describe('request fields a translation cannot honour', () => {
   const t = recordedAi((hostPort) => [
@@ -17,8 +20,9 @@ describe('request fields a translation cannot honour', () => {
     aiRoute('/lax', { name: 'lax', provider: { anthropic: {} }, hostOverride: hostPort, dropUnsupportedParams: true }, ROUTES),
     aiRoute('/gem', { name: 'gem', provider: { gemini: {} }, hostOverride: hostPort }, ROUTES),
     aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: hostPort }, ROUTES),
+    aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: hostPort }, { ...ROUTES, backendAuth: AWS_KEYS }),
   ]);
-  const { openai } = sdkClients(() => t.gw.base, 'sk-test');
+  const { openai, anthropic } = sdkClients(() => t.gw.base, 'sk-test');
 
   /** The 400 a call got, the provider not called. */
   const refused = async (call: Promise<unknown>, field: RegExp): Promise<InstanceType<typeof OpenAI.BadRequestError>> => {
@@ -67,6 +71,37 @@ describe('request fields a translation cannot honour', () => {
     const sent = t.rec.last().json();
     assert.equal(sent.n, 3);
     assert.equal(sent.logprobs, true);
+  });
+
+  it('content the model would never see: an image by URL to Converse, audio to Anthropic, a file by id', async () => {
+    const look = (part: OpenAI.Chat.Completions.ChatCompletionContentPart) => [{ role: 'user' as const, content: [{ type: 'text' as const, text: 'look' }, part] }];
+    const err = await refused(openai('/br').chat.completions.create({ model: 'anthropic.claude-x', messages: look({ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }) }), /`messages\[0\]\.content\[1\]` \(an image by URL\)/);
+    assert.match(err.message, /aws\.bedrock|bedrock/);
+    await refused(openai('/strict').chat.completions.create({ model: 'claude-x', messages: look({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }) }), /audio input/);
+    await refused(openai('/strict').chat.completions.create({ model: 'claude-x', messages: look({ type: 'file', file: { file_id: 'file-abc' } }) }), /OpenAI's storage/);
+    await refused(openai('/br').chat.completions.create({ model: 'anthropic.claude-x', messages: look({ type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' } }) }), /a document/);
+    // Anthropic takes images by URL, Converse takes inline bytes: both pass.
+    const before = t.rec.received.length;
+    await openai('/strict').chat.completions.create({ model: 'claude-x', messages: look({ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }) });
+    await openai('/br').chat.completions.create({ model: 'anthropic.claude-x', messages: look({ type: 'image_url', image_url: { url: PNG } }) }).catch(() => undefined);
+    assert.equal(t.rec.received.length, before + 2);
+    assert.deepEqual((t.rec.last().json().messages as { content: unknown[] }[])[0]!.content[1], { image: { format: 'png', source: { bytes: 'iVBORw0KGgo=' } } });
+  });
+
+  it('an Anthropic client: a document by URL to an OpenAI provider is refused in Anthropic\'s error shape', async () => {
+    const before = t.rec.received.length;
+    const err = await rejection(
+      anthropic('/oa').messages.create({ model: 'gpt-x', max_tokens: 10, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'url', url: 'https://example.com/a.pdf' } }, { type: 'text', text: 'sum up' }] }] }),
+      Anthropic.BadRequestError,
+    );
+    assert.equal((err.error as { error?: { type?: string } }).error?.type, 'invalid_request_error');
+    assert.match(err.message, /`messages\[0\]\.content\[0\]` \(a document by URL\)/);
+    assert.equal(t.rec.received.length, before);
+  });
+
+  it('a Responses client: an image by file id is refused', async () => {
+    const input = [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: 'look' }, { type: 'input_image' as const, file_id: 'file-abc', detail: 'auto' as const }] }];
+    await refused(openai('/strict').responses.create({ model: 'claude-x', input }), /`input\[0\]\.content\[1\]`/);
   });
 
   it('dropUnsupportedParams: dropped, the answer given, the fields logged', async () => {

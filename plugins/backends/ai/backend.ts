@@ -249,7 +249,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       const unhonoured = unhonouredFields(client, wire, body);
       if (unhonoured.length > 0) {
         if (!config.dropUnsupportedParams) return llmRequestError(400, `cannot translate the request: ${unhonouredMessage(provider.kind, unhonoured)}`);
-        ex.logField('llm.droppedParams', unhonoured.join(','));
+        ex.logField('llm.droppedParams', unhonoured.map((u) => u.field).join(','));
       }
     }
     let wireBody: Obj;
