@@ -23,6 +23,12 @@ const START =
   sse('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }) +
   sse('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } });
 
+/** Anthropic's overload, reported in the stream after it began. */
+const ANTHROPIC_ERROR = sse('error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+/** OpenRouter's error chunk: the upstream model failed after the stream began. */
+const OPENAI_START = sse(undefined, { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] });
+const OPENAI_ERROR = sse(undefined, { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', error: { code: 502, message: 'Provider returned error' }, choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }] });
+
 // Traced, the call's span also listens for the exchange's abort: the outcome must be the same, and counted once.
 for (const traced of [false, true]) describe(`a streamed LLM call cut short${traced ? ', traced' : ''}`, () => {
   let gw: RunningGateway;
@@ -32,6 +38,10 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
   before(async () => {
     provider = await startUpstream((req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const mode = req.headers['x-mode'];
+      // `error`: the provider reports an error in the stream (Anthropic's overload, OpenRouter's error chunk) and ends it.
+      if (mode === 'error' && req.url === '/v1/chat/completions') return void res.end(OPENAI_START + OPENAI_ERROR);
+      if (mode === 'error') return void res.end(START + ANTHROPIC_ERROR);
       res.write(START);
       // `cut`: the provider drops the connection mid-answer; else it goes silent until the client leaves.
       if (req.headers['x-mode'] === 'cut') setTimeout(() => res.socket?.destroy(), 30);
@@ -42,8 +52,9 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     base = `http://127.0.0.1:${port}`;
     const virtualKeys = { store: { sqlite: { path: ':memory:' } }, keys: [{ id: 'k', key: KEY, budgets: [{ tokens: 100_000, period: 'day' }] }] };
     const ai = { name: 'a', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${provider.port}` };
+    const oa = { name: 'o', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}` };
     gw = await startGateway(
-      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } })] }] }] },
+      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } })] }] }] },
       { preset: aiPreset },
     );
   });
@@ -52,11 +63,11 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     await provider?.close();
   });
 
-  const durations = async (model: string): Promise<Record<string, number | undefined>> => {
+  const durations = async (model: string, provider = 'anthropic'): Promise<Record<string, number | undefined>> => {
     const m = await scrape(gw);
-    const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'anthropic', gen_ai_request_model: model };
+    const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model };
     const count = (error_type: string) => value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type });
-    return { ok: count(''), cancelled: count('cancelled'), cut: count('provider_disconnected'), other: count('_OTHER'), input: value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }) };
+    return { ok: count(''), cancelled: count('cancelled'), cut: count('provider_disconnected'), other: count('_OTHER'), overloaded: count('529'), bad: count('502'), input: value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }) };
   };
   const used = async (): Promise<number> => {
     const body = (await (await fetch(`${gw.adminUrl}/keys/k/usage`)).json()) as { usage: { used: number }[] };
@@ -75,8 +86,32 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const [rec] = await accessRecords(gw, '/a/v1/chat/completions');
     assert.match(String(rec!.error), /upstream stream failed/);
     await sleep(50);
-    assert.deepEqual(await durations('claude-cut'), { ok: undefined, cancelled: undefined, cut: 1, other: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-cut'), { ok: undefined, cancelled: undefined, cut: 1, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
     assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out');
+  });
+
+  it("the provider's error event ends the stream: the call failed, by the error's status (Anthropic's overload: 529), translated or not", async () => {
+    const openai = new OpenAI({ baseURL: `${base}/a/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'error' } });
+    const stream = await openai.chat.completions.create({ model: 'claude-err', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    await assert.rejects(async () => {
+      for await (const _ of stream);
+    }, /Overloaded/);
+    const anthropic = new Anthropic({ baseURL: `${base}/a`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'error' } });
+    await assert.rejects(anthropic.messages.stream({ model: 'claude-err', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] }).finalMessage(), /Overloaded/);
+    await accessRecords(gw, '/a/v1/messages');
+    await sleep(50);
+    assert.deepEqual(await durations('claude-err'), { ok: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: 2, bad: undefined, input: 20 });
+  });
+
+  it("an OpenAI-compatible provider's error chunk (OpenRouter): the call failed with the error's code", async () => {
+    const openai = new OpenAI({ baseURL: `${base}/o/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'error' } });
+    const stream = await openai.chat.completions.create({ model: 'gpt-err', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    await assert.rejects(async () => {
+      for await (const _ of stream);
+    });
+    await accessRecords(gw, '/o/v1/chat/completions');
+    await sleep(50);
+    assert.deepEqual(await durations('gpt-err', 'openai'), { ok: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: 1, input: undefined });
   });
 
   it('the client leaves a passed-through stream: cancelled, once', async () => {
@@ -86,7 +121,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     for await (const e of stream) if (e.type === 'content_block_delta') break;
     await accessRecords(gw, '/a/v1/messages');
     await sleep(50);
-    assert.deepEqual(await durations('claude-left'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-left'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
   });
 
   it('the client leaves a translated stream: cancelled', async () => {
@@ -95,6 +130,6 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     for await (const c of stream) if (c.choices[0]?.delta?.content) break;
     await accessRecords(gw, '/a/v1/chat/completions', 2);
     await sleep(50);
-    assert.deepEqual(await durations('claude-gone'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-gone'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
   });
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GatewayError } from 'switchyard/sdk';
-import { errorType } from './error-type.ts';
+import { errorType, streamErrorType } from './error-type.ts';
 
 describe('LLM call error type', () => {
   it('is the status, timeout, or _OTHER', () => {
@@ -23,5 +23,16 @@ describe('LLM call error type', () => {
     assert.equal(errorType(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })), 'provider_disconnected');
     // An upstream answering 499 itself is only a status.
     assert.equal(errorType('499'), '499');
+  });
+
+  it("an error reported in a provider's stream: its status, else the status its type names, else _OTHER", () => {
+    assert.equal(streamErrorType({ type: 'overloaded_error', message: 'Overloaded' }), '529');
+    assert.equal(streamErrorType({ code: 502, message: 'Provider returned error' }), '502');
+    assert.equal(streamErrorType({ code: 429, status: 'RESOURCE_EXHAUSTED' }), '429');
+    assert.equal(streamErrorType({ code: 'server_error', message: 'x' }), '500');
+    assert.equal(streamErrorType({ code: 'toString' }), '_OTHER');
+    assert.equal(streamErrorType({ type: 'something new from the provider' }), '_OTHER');
+    assert.equal(streamErrorType({ code: 200 }), '_OTHER');
+    assert.equal(streamErrorType(undefined), '_OTHER');
   });
 });

@@ -7,7 +7,7 @@ import type { LlmEvent } from './events.ts';
 import type { Obj } from './json.ts';
 import { callCost } from './prices.ts';
 import type { ModelPrice } from './prices.ts';
-import { errorType } from './error-type.ts';
+import { errorType, streamErrorType } from './error-type.ts';
 import { mergeUsage } from './usage.ts';
 import { VouchedNames } from '../telemetry/known-names.ts';
 import type { LlmUsage } from './usage.ts';
@@ -219,6 +219,8 @@ export class LlmCall implements LlmCallInfo {
   private firstEventSeen = false;
   private countedCost = 0;
   private finished = false;
+  /** The error type of an error the provider reported in its stream: the call ends failed with it. */
+  private streamFailure: string | undefined = undefined;
 
   /** The call's GenAI CLIENT span when the gateway traces (docs/observability.md "Traces"). */
   private readonly span: PluginSpan | undefined;
@@ -302,8 +304,17 @@ export class LlmCall implements LlmCallInfo {
     }
   }
 
-  /** The answer ended successfully: the request duration and the call's token usage are observed once. */
+  /** The provider reported an error in its stream; the first one is the call's failure when the stream ends. */
+  streamError(error: unknown): void {
+    this.streamFailure ??= streamErrorType(error);
+  }
+
+  /**
+   * The answer ended: the request duration and the call's token usage are observed once. A stream that carried the
+   * provider's error ended failed.
+   */
   finish(): void {
+    if (this.streamFailure !== undefined) return this.fail(this.streamFailure);
     this.countCall();
     if (this.finished) return;
     this.finished = true;

@@ -146,9 +146,11 @@ export const completions: LlmFormat = {
     const d = e.data;
     if (call.responseModel === undefined) call.setResponseModel(d.model);
     if (isObj(d.usage)) call.addUsage(usageFromCompletions(d.usage));
+    // An error chunk (OpenRouter's, once the stream began).
+    if (isObj(d.error)) call.streamError?.(d.error);
   },
-  // The model comes with the first chunk, usage with the last ones (`stream_options.include_usage`).
-  observes: (_event, data, call) => call.responseModel === undefined || data.includes('"usage"'),
+  // The model comes with the first chunk, usage with the last ones (`stream_options.include_usage`), an error in its own.
+  observes: (_event, data, call) => call.responseModel === undefined || data.includes('"usage"') || data.includes('"error"'),
   // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ data: JSON.stringify(e.data) })),
   assembleStream: assembleCompletions,

@@ -44,6 +44,8 @@ export interface UsageSink {
   readonly responseModel: string | undefined;
   setResponseModel(model: unknown): void;
   addUsage(usage: LlmUsage | undefined): void;
+  /** The provider reported an error in its stream (its error object): the call failed, however the stream ends. */
+  streamError?(error: unknown): void;
 }
 
 /**

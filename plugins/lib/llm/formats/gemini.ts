@@ -224,8 +224,9 @@ export const geminiNative: LlmFormat = {
     // Every chunk may restate the counts so far; later ones win.
     if (call.responseModel === undefined) call.setResponseModel(e.data.modelVersion);
     if (isObj(e.data.usageMetadata)) call.addUsage(usageFromGemini(e.data.usageMetadata));
+    if (isObj(e.data.error)) call.streamError?.(e.data.error);
   },
-  observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata'),
+  observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata') || data.includes('"error"'),
   assembleStream: assembleGemini,
   requestSlots: geminiRequestSlots,
   bodyFields: geminiBodyFields,

@@ -178,9 +178,9 @@ export const messages: LlmFormat = {
       const u = usageFromMessages(d.usage);
       if (u && d.usage.input_tokens === undefined) delete u.inputTokens;
       call.addUsage(u);
-    }
+    } else if (type === 'error') call.streamError?.(d.error);
   },
-  observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta',
+  observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta' || event === 'error',
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,
   responseSlots: messagesResponseSlots,

@@ -154,7 +154,7 @@ export function responsesPrompts(body: Obj, prepend: readonly PromptMessage[], a
 }
 
 /** The events that carry the model or the usage. */
-const OBSERVED: ReadonlySet<string> = new Set(['response.created', 'response.completed', 'response.incomplete', 'response.failed']);
+const OBSERVED: ReadonlySet<string> = new Set(['response.created', 'response.completed', 'response.incomplete', 'response.failed', 'error']);
 
 export const responses: LlmFormat = {
   name: 'responses',
@@ -173,7 +173,9 @@ export const responses: LlmFormat = {
     if ((type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') && isObj(d.response)) {
       call.setResponseModel(d.response.model);
       call.addUsage(usageFromResponses(d.response.usage));
+      if (type === 'response.failed') call.streamError?.(d.response.error);
     } else if (type === 'response.created' && isObj(d.response)) call.setResponseModel(d.response.model);
+    else if (type === 'error') call.streamError?.(d);
   },
   observes: (event) => event === undefined || OBSERVED.has(event),
   assembleStream: assembleResponses,
