@@ -40,6 +40,21 @@ export function walkChatMessages(body: Obj, h: ChatMessageHandlers): void {
   }
 }
 
+/**
+ * A request's tools and tool choice for an API without `tool_choice: {type: "allowed_tools"}`: the tools narrowed to
+ * the allowed ones and the choice their mode (`auto`, `required`), so the model cannot call a tool the client did not
+ * allow. Any other choice leaves both as they are.
+ */
+export function narrowToAllowedTools(body: Obj): { tools: unknown; choice: unknown } {
+  const choice = body.tool_choice;
+  if (!isObj(choice) || choice.type !== 'allowed_tools' || !isObj(choice.allowed_tools)) return { tools: body.tools, choice };
+  const allowed = choice.allowed_tools;
+  const names = new Set<unknown>();
+  for (const t of Array.isArray(allowed.tools) ? allowed.tools : []) if (isObj(t) && isObj(t.function)) names.add(t.function.name);
+  const tools = Array.isArray(body.tools) ? body.tools.filter((t: unknown) => isObj(t) && isObj(t.function) && names.has(t.function.name)) : body.tools;
+  return { tools, choice: allowed.mode === 'required' ? 'required' : 'auto' };
+}
+
 /** An assistant message's `tool_calls` that are objects with a `function` object. */
 export function toolCallsOf(m: Obj): Obj[] {
   return Array.isArray(m.tool_calls) ? m.tool_calls.filter((tc: unknown) => isObj(tc) && isObj(tc.function)) : [];

@@ -1,6 +1,6 @@
 // OpenAI Chat Completions <-> AWS Bedrock Converse: requests, responses and streams (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
-import { appendTurn, imageUrlOf, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
+import { appendTurn, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
 import { DONE } from '../../lib/llm/events.ts';
 import type { LlmEvent, StreamTranslator } from '../../lib/llm/events.ts';
 import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from '../../lib/llm/json.ts';
@@ -66,8 +66,9 @@ export function completionsRequestToConverse(body: Obj): Obj {
   if (typeof body.stop === 'string') inference.stopSequences = [body.stop];
   else if (Array.isArray(body.stop)) inference.stopSequences = body.stop;
   if (Object.keys(inference).length > 0) out.inferenceConfig = inference;
-  if (Array.isArray(body.tools)) {
-    const tools = body.tools
+  const { tools: declared, choice } = narrowToAllowedTools(body);
+  if (Array.isArray(declared)) {
+    const tools = declared
       .filter((t: unknown) => isObj(t) && t.type === 'function' && isObj(t.function))
       .map((t: Obj) => {
         const spec: Obj = { name: t.function.name, inputSchema: { json: isObj(t.function.parameters) ? t.function.parameters : { type: 'object', properties: {} } } };
@@ -76,7 +77,6 @@ export function completionsRequestToConverse(body: Obj): Obj {
       });
     if (tools.length > 0) {
       const config: Obj = { tools };
-      const choice = body.tool_choice;
       // `none` has no Converse form; the tools stay declared (earlier tool calls in the history need them).
       if (choice === 'auto') config.toolChoice = { auto: {} };
       else if (choice === 'required') config.toolChoice = { any: {} };

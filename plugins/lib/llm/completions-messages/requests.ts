@@ -1,5 +1,5 @@
 // OpenAI Chat Completions <-> Anthropic Messages requests, both directions (BEHAVIOUR.md §4.6).
-import { imageUrlOf, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { copy, isObj, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { toolUseBlock } from './mapping.ts';
@@ -102,8 +102,9 @@ export function completionsRequestToMessages(body: Obj): Obj {
   if (typeof body.stop === 'string') out.stop_sequences = [body.stop];
   else if (Array.isArray(body.stop)) out.stop_sequences = body.stop;
   if (body.stream === true) out.stream = true;
-  if (Array.isArray(body.tools)) {
-    const tools = body.tools
+  const { tools: declared, choice: toolChoice } = narrowToAllowedTools(body);
+  if (Array.isArray(declared)) {
+    const tools = declared
       .filter((t: unknown) => isObj(t) && t.type === 'function' && isObj(t.function))
       .map((t: Obj) => {
         const tool: Obj = { name: t.function.name, input_schema: isObj(t.function.parameters) ? t.function.parameters : { type: 'object', properties: {} } };
@@ -112,7 +113,7 @@ export function completionsRequestToMessages(body: Obj): Obj {
       });
     if (tools.length > 0) out.tools = tools;
   }
-  const choice = toolChoiceToAnthropic(body.tool_choice, body.parallel_tool_calls);
+  const choice = toolChoiceToAnthropic(toolChoice, body.parallel_tool_calls);
   if (choice && out.tools) out.tool_choice = choice;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
   return out;

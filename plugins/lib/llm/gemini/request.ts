@@ -1,5 +1,5 @@
 // OpenAI Chat Completions request -> Gemini native `generateContent` request (BEHAVIOUR.md §2.8, §4.6).
-import { appendTurn, imageUrlOf, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { appendTurn, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { isObj, parseArguments, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { toGeminiSchema } from './schema.ts';
@@ -126,8 +126,9 @@ export function completionsRequestToGemini(body: Obj): Obj {
   }
   if (Object.keys(gen).length > 0) out.generationConfig = gen;
 
-  if (Array.isArray(body.tools)) {
-    const declarations = body.tools
+  const { tools: declared, choice } = narrowToAllowedTools(body);
+  if (Array.isArray(declared)) {
+    const declarations = declared
       .filter((t: unknown) => isObj(t) && t.type === 'function' && isObj(t.function) && typeof t.function.name === 'string')
       .map((t: Obj) => {
         const d: Obj = { name: t.function.name };
@@ -141,7 +142,7 @@ export function completionsRequestToGemini(body: Obj): Obj {
       });
     if (declarations.length > 0) {
       out.tools = [{ functionDeclarations: declarations }];
-      const config = toolConfig(body.tool_choice);
+      const config = toolConfig(choice);
       if (config) out.toolConfig = config;
     }
   }

@@ -48,6 +48,10 @@ function messageOf(item: Obj): Obj | undefined {
 function toolChoiceOf(choice: unknown): unknown {
   if (choice === 'auto' || choice === 'none' || choice === 'required') return choice;
   if (isObj(choice) && choice.type === 'function' && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
+  if (isObj(choice) && choice.type === 'allowed_tools' && Array.isArray(choice.tools)) {
+    const tools = choice.tools.filter((t: unknown) => isObj(t) && t.type === 'function' && typeof t.name === 'string').map((t: Obj) => ({ type: 'function', function: { name: t.name } }));
+    return { type: 'allowed_tools', allowed_tools: { mode: choice.mode === 'required' ? 'required' : 'auto', tools } };
+  }
   return undefined;
 }
 
