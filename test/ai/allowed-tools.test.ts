@@ -1,7 +1,8 @@
-// `tool_choice: {type: "allowed_tools"}` (Chat Completions and Responses) on providers without it (Anthropic, Gemini,
-// Bedrock Converse): the model may call only the allowed tools, so only they are declared, and the choice is the
-// mode (`auto` / `required`). Left out, the model could call any tool the request lists. Real `openai` client,
-// aimock behind a recording hop.
+// Tool choices a provider has no form for, kept as the client meant them: `tool_choice: {type: "allowed_tools"}`
+// (Chat Completions and Responses) on Anthropic, Gemini and Bedrock Converse declares only the allowed tools, with
+// the mode (`auto` / `required`) as the choice; `none` on Converse (which has no `none`) declares only the tools the
+// history needs. Left as they were, the model could call any tool the request lists. Real `openai` client, aimock
+// behind a recording hop.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type OpenAI from 'openai';
@@ -17,7 +18,7 @@ const allowed = (mode: 'auto' | 'required'): OpenAI.Chat.Completions.ChatComplet
 });
 const hello = [{ role: 'user' as const, content: 'hello' }];
 
-describe('tool_choice allowed_tools on providers without it', () => {
+describe('tool choices a provider has no form for', () => {
   const t = recordedAi((hostPort) => [
     aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: hostPort }, ROUTES),
     aiRoute('/gem', { name: 'gem', provider: { gemini: {} }, hostOverride: hostPort }, ROUTES),
@@ -46,6 +47,20 @@ describe('tool_choice allowed_tools on providers without it', () => {
     const config = br.toolConfig as { tools: { toolSpec: { name: string } }[]; toolChoice: unknown };
     assert.deepEqual(config.tools.map((x) => x.toolSpec.name), ['search', 'lookup']);
     assert.deepEqual(config.toolChoice, { auto: {} });
+  });
+
+  it("Converse, which has no `none`: tool_choice none declares no tools, only those the history called", async () => {
+    await openai('/br').chat.completions.create({ model: 'anthropic.claude-x', tools: TOOLS, tool_choice: 'none', messages: hello }).catch(() => undefined);
+    assert.equal(t.rec.last().json().toolConfig, undefined);
+    const history: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+      { role: 'user', content: 'find it' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'search', arguments: '{"q":"x"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'found' },
+    ];
+    await openai('/br').chat.completions.create({ model: 'anthropic.claude-x', tools: TOOLS, tool_choice: 'none', messages: history }).catch(() => undefined);
+    const config = t.rec.last().json().toolConfig as { tools: { toolSpec: { name: string } }[]; toolChoice?: unknown };
+    assert.deepEqual(config.tools.map((x) => x.toolSpec.name), ['search']);
+    assert.equal(config.toolChoice, undefined);
   });
 
   it('a Responses client: its allowed_tools reach Anthropic the same way', async () => {

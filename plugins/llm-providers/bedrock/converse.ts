@@ -67,7 +67,9 @@ export function completionsRequestToConverse(body: Obj): Obj {
   else if (Array.isArray(body.stop)) inference.stopSequences = body.stop;
   if (Object.keys(inference).length > 0) out.inferenceConfig = inference;
   const { tools: declared, choice } = narrowToAllowedTools(body);
-  if (Array.isArray(declared)) {
+  // `none` has no Converse form: no tools are declared, so the model cannot call one (a history with tool calls
+  // declares those it called, below).
+  if (Array.isArray(declared) && choice !== 'none') {
     const tools = declared
       .filter((t: unknown) => isObj(t) && t.type === 'function' && isObj(t.function))
       .map((t: Obj) => {
@@ -77,7 +79,6 @@ export function completionsRequestToConverse(body: Obj): Obj {
       });
     if (tools.length > 0) {
       const config: Obj = { tools };
-      // `none` has no Converse form; the tools stay declared (earlier tool calls in the history need them).
       if (choice === 'auto') config.toolChoice = { auto: {} };
       else if (choice === 'required') config.toolChoice = { any: {} };
       else if (isObj(choice) && isObj(choice.function)) config.toolChoice = { tool: { name: choice.function.name } };
