@@ -121,6 +121,27 @@ describe('translated streams read by the SDKs', () => {
     expectTools(done, ['toolu_a', 'toolu_b']);
   });
 
+  it('OpenAI client on Anthropic: the usage chunk (choices: []) only when asked or left to the default, as OpenAI', async () => {
+    const usageChunks = async (stream_options: OpenAI.Chat.Completions.ChatCompletionStreamOptions | undefined): Promise<number> => {
+      t.answer('text/event-stream', ANTHROPIC_TOOLS);
+      const stream = await clients.openai('/an').chat.completions.create({ ...ask, stream: true, ...(stream_options ? { stream_options } : {}) });
+      let n = 0;
+      for await (const c of stream) if (c.choices.length === 0 && c.usage) n++;
+      return n;
+    };
+    assert.equal(await usageChunks({ include_usage: true }), 1);
+    // No stream_options: the gateway asks for usage (BEHAVIOUR.md §4.6), as it does for an OpenAI provider.
+    assert.equal(await usageChunks(undefined), 1);
+    assert.equal(await usageChunks({ include_usage: false }), 0, 'the client said no usage chunk');
+    assert.equal(await usageChunks({ include_obfuscation: false }), 0, 'stream_options without include_usage: none, as OpenAI');
+    // A stream answered with one JSON body is streamed to the client under the same rule.
+    t.answer('application/json', JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-x', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 3, output_tokens: 1 } }));
+    const whole = await clients.openai('/an').chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: false } });
+    let n = 0;
+    for await (const c of whole) if (c.choices.length === 0) n++;
+    assert.equal(n, 0);
+  });
+
   it('OpenAI client on Bedrock: tool calls with and without arguments', async () => {
     t.answer('application/vnd.amazon.eventstream', CONVERSE_TOOLS);
     const done = await clients.openai('/br').chat.completions.stream(ask).finalChatCompletion();

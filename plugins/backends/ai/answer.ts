@@ -14,6 +14,7 @@ import type { LlmEvent } from '../../lib/llm/events.ts';
 import type { LlmCall } from '../../lib/llm/telemetry.ts';
 import type { Translation } from '../../lib/llm/formats/index.ts';
 import type { LlmFormat } from '../../lib/llm/formats/format.ts';
+import { isUsageChunk } from '../../lib/llm/formats/completions.ts';
 import { guardStreamedReply } from './stream-guard.ts';
 
 /** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
@@ -37,6 +38,8 @@ export interface LlmRequest {
   readonly model: string;
   readonly stream: boolean;
   readonly translation: Translation;
+  /** A translated Chat Completions stream whose client turned the usage chunk off (`stream_options`). */
+  readonly omitUsageChunk: boolean;
   readonly call: LlmCall;
   readonly policy: AiPolicyRuntime | undefined;
 }
@@ -102,7 +105,8 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
     }
     // Halted, the client got an error event (a held answer over its cap): the call failed.
     const onHalt = (): void => req.call.fail(new Error('the translated stream was halted'));
-    reply.body = failWhenCut(pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator, onHalt })), req.call);
+    const omit = req.omitUsageChunk ? isUsageChunk : undefined;
+    reply.body = failWhenCut(pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator, onHalt, omit })), req.call);
     const h = reply.headers;
     delete h['content-length'];
     h['content-type'] = 'text/event-stream';
@@ -239,7 +243,8 @@ async function translateWhole(ex: Exchange, reply: Reply, req: LlmRequest, whole
   delete h['transfer-encoding'];
   if (asStream) {
     const serialize = serializerOf(req.clientFormat);
-    reply.body = req.clientFormat.answerEvents!(clientBody).map(serialize).join('');
+    const events = req.clientFormat.answerEvents!(clientBody);
+    reply.body = (req.omitUsageChunk ? events.filter((e) => !isUsageChunk(e)) : events).map(serialize).join('');
     h['content-type'] = 'text/event-stream';
     h['cache-control'] = 'no-cache';
     return reply;

@@ -222,6 +222,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || (limiters !== undefined && figures === undefined))) body = JSON.parse(raw.toString('utf8')) as Obj;
     body.model = model;
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
+    // OpenAI sends the usage chunk to a client that asks (`include_usage: true`); the gateway also to one that set no
+    // `stream_options` (below). A translated stream's client that set them otherwise gets none.
+    const omitUsageChunk = stream && client === 'completions' && !tr.identity && body.stream_options !== undefined && !(isObj(body.stream_options) && body.stream_options.include_usage === true);
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
     let askUsage = false;
     if (stream && client === 'completions' && wire === 'completions') {
@@ -288,7 +291,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
       if (call.capturesContent) call.recordInput(clientFormat!, body);
-      const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, call, policy };
+      const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, omitUsageChunk, call, policy };
       let sent: Promise<Reply>;
       try {
         sent = call.run(() => upstream.forward(ex, onAttempt(ex, wire), stream ? STREAM_RAW : READ_WHOLE));

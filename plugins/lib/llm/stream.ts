@@ -29,6 +29,8 @@ export interface LlmStreamOptions {
   onEnd?(): void;
   /** The translator halted (an error event sent to the client): the client's stream ends, the provider's is dropped. */
   onHalt?(): void;
+  /** Translated events the client did not ask for (a usage chunk it turned off): not sent. */
+  omit?(e: LlmEvent): boolean;
 }
 
 function parseSse(event: string | undefined, data: string): LlmEvent | undefined {
@@ -147,7 +149,9 @@ export class LlmResponseStream extends Transform {
   constructor(options: LlmStreamOptions) {
     super();
     this.options = options;
-    this.serialize = serializerOf(formatOf(options.client));
+    const serialize = serializerOf(formatOf(options.client));
+    const omit = options.omit;
+    this.serialize = omit ? (e) => (omit(e) ? '' : serialize(e)) : serialize;
     this.reader = new LlmStreamReader(options);
   }
 

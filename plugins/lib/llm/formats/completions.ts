@@ -3,6 +3,7 @@
 import { completionsAnswerEvents } from './answer-events.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
+import type { LlmEvent } from '../events.ts';
 import { formatSseEvent } from 'switchyard/sdk';
 import { usageFromCompletions } from '../usage.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
@@ -133,6 +134,11 @@ function responseSlots(body: Obj, out: TextSlot[]): void {
 export function completionsPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
   const messages = Array.isArray(body.messages) ? body.messages : [];
   body.messages = [...prepend.map((m) => ({ role: m.role, content: m.content })), ...messages, ...append.map((m) => ({ role: m.role, content: m.content }))];
+}
+
+/** A Chat Completions stream's usage chunk (`choices: []`), sent when the client asks (`stream_options.include_usage`). */
+export function isUsageChunk(e: LlmEvent): boolean {
+  return !e.done && Array.isArray(e.data.choices) && e.data.choices.length === 0 && isObj(e.data.usage);
 }
 
 export const completions: LlmFormat = {
