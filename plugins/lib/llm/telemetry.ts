@@ -11,6 +11,8 @@ import { errorType, streamErrorType } from './error-type.ts';
 import { mergeUsage } from './usage.ts';
 import { VouchedNames } from '../telemetry/known-names.ts';
 import type { LlmUsage } from './usage.ts';
+import { celView, viewUsage } from './call-view.ts';
+import type { CelView } from './call-view.ts';
 
 /** What the `ai` backend learned about one LLM call (the SDK's `llmCall` attribute, with the full usage). */
 export interface LlmCallInfo extends SdkLlmCallInfo {
@@ -437,50 +439,4 @@ export class LlmCall implements LlmCallInfo {
       this.countedOutput = output;
     }
   }
-}
-
-const int = (n: number | undefined): bigint | undefined => (n === undefined ? undefined : BigInt(Math.trunc(n)));
-
-/**
- * The CEL view of a call: a plain object of data fields (one literal per LLM request, cheaper to make than one of
- * getters), brought up to date by the call as the answer's model, usage and cost become known.
- */
-interface CelView {
-  provider: string;
-  streaming: boolean;
-  requestModel: string | undefined;
-  responseModel: string | undefined;
-  inputTokens: bigint | undefined;
-  outputTokens: bigint | undefined;
-  totalTokens: bigint | undefined;
-  cachedInputTokens: bigint | undefined;
-  cacheCreationInputTokens: bigint | undefined;
-  reasoningTokens: bigint | undefined;
-  cost: number | undefined;
-}
-
-function celView(call: LlmCall): CelView {
-  return {
-    provider: call.provider,
-    streaming: call.streaming,
-    requestModel: call.requestModel,
-    responseModel: undefined,
-    inputTokens: undefined,
-    outputTokens: undefined,
-    totalTokens: undefined,
-    cachedInputTokens: undefined,
-    cacheCreationInputTokens: undefined,
-    reasoningTokens: undefined,
-    cost: undefined,
-  };
-}
-
-/** The usage so far, into the view (CEL ints). */
-function viewUsage(view: CelView, u: LlmUsage): void {
-  view.inputTokens = int(u.inputTokens);
-  view.outputTokens = int(u.outputTokens);
-  view.totalTokens = u.inputTokens === undefined && u.outputTokens === undefined ? undefined : int((u.inputTokens ?? 0) + (u.outputTokens ?? 0));
-  view.cachedInputTokens = int(u.cachedInputTokens);
-  view.cacheCreationInputTokens = int(u.cacheCreationInputTokens);
-  view.reasoningTokens = int(u.reasoningTokens);
 }
