@@ -114,7 +114,8 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     assert.deepEqual(await durations('gpt-err', 'openai'), { ok: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: 1, input: undefined });
   });
 
-  it('the client leaves a passed-through stream: cancelled, once', async () => {
+  it('the client leaves a passed-through stream: cancelled, once; the key settles on the usage seen', async () => {
+    const before = await used();
     const client = new Anthropic({ baseURL: `${base}/a`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'hang' } });
     const stream = await client.messages.create({ model: 'claude-left', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] });
     // Leaving the loop aborts the SDK's request: the connection to the gateway is closed.
@@ -122,6 +123,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     await accessRecords(gw, '/a/v1/messages');
     await sleep(50);
     assert.deepEqual(await durations('claude-left'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out (ADR 0116: a client that left is no failure)');
   });
 
   it('the client leaves a translated stream: cancelled', async () => {
