@@ -80,6 +80,9 @@ describe('request fields a translation cannot honour', () => {
     await refused(openai('/strict').chat.completions.create({ model: 'claude-x', messages: look({ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }) }), /audio input/);
     await refused(openai('/strict').chat.completions.create({ model: 'claude-x', messages: look({ type: 'file', file: { file_id: 'file-abc' } }) }), /OpenAI's storage/);
     await refused(openai('/br').chat.completions.create({ model: 'anthropic.claude-x', messages: look({ type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' } }) }), /a document/);
+    // Converse takes png, jpeg, gif and webp bytes: another type was left out without a word.
+    await refused(openai('/br').chat.completions.create({ model: 'anthropic.claude-x', messages: look({ type: 'image_url', image_url: { url: 'data:image/heic;base64,AAAA' } }) }), /image\/heic/);
+    await refused(openai('/br').chat.completions.create({ model: 'anthropic.claude-x', messages: look({ type: 'image_url', image_url: { url: 'data:constructor;base64,AAAA' } }) }), /constructor/);
     // Anthropic takes images by URL, Converse takes inline bytes: both pass.
     const before = t.rec.received.length;
     await openai('/strict').chat.completions.create({ model: 'claude-x', messages: look({ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }) });

@@ -25,8 +25,12 @@ function userContent(content: unknown): Obj[] {
     else if (p.type === 'image_url') {
       const url = imageUrlOf(p);
       const data = typeof url === 'string' ? parseDataUrl(url) : undefined;
-      // Converse takes image bytes only (base64 in JSON); remote image URLs cannot be passed on.
-      if (data && IMAGE_FORMATS[data.mediaType]) out.push({ image: { format: IMAGE_FORMATS[data.mediaType], source: { bytes: data.data } } });
+      // Converse takes image bytes only (base64 in JSON); remote image URLs cannot be passed on (refused before this,
+      // unless the backend drops such parts: unhonoured.ts). An image of a type it does not read is refused: left out,
+      // the model would answer without it.
+      if (!data) continue;
+      if (!Object.hasOwn(IMAGE_FORMATS, data.mediaType)) throw new Error(`Converse takes png, jpeg, gif and webp images, not \`${data.mediaType.slice(0, 64)}\``);
+      out.push({ image: { format: IMAGE_FORMATS[data.mediaType], source: { bytes: data.data } } });
     }
   }
   return out;
