@@ -113,8 +113,9 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   if (body instanceof Readable) {
     ex.replyStream = body;
     body.on('error', (err) => {
-      // The upstream broke mid-stream: the client must see a truncated response, not a clean end.
-      ex.errorMessage = `upstream stream failed: ${err.message}`;
+      // The upstream broke mid-stream: the client must see a truncated response, not a clean end. An error of the
+      // exchange's own abort (the route's deadline) keeps the message its cause gave.
+      if (ex.aborted === undefined) ex.errorMessage = `upstream stream failed: ${err.message}`;
       res.destroy(err);
     });
     body.pipe(res);

@@ -299,6 +299,8 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     if (ex.replied) {
       if (!res.writableFinished) {
         ex.errorMessage = 'request timeout while streaming the response';
+        // The abort's reason says the deadline cut the answer, not the client (finish() would say 499).
+        ex.abort(timeoutError(route.requestTimeoutMs));
         res.destroy();
       }
       return;

@@ -54,7 +54,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const ai = { name: 'a', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${provider.port}` };
     const oa = { name: 'o', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}` };
     gw = await startGateway(
-      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } })] }] }] },
+      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/t', { ...ai, name: 't' }, { timeout: { requestTimeout: '400ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } })] }] }] },
       { preset: aiPreset },
     );
   });
@@ -67,7 +67,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const m = await scrape(gw);
     const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model };
     const count = (error_type: string) => value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type });
-    return { ok: count(''), cancelled: count('cancelled'), cut: count('provider_disconnected'), other: count('_OTHER'), overloaded: count('529'), bad: count('502'), input: value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }) };
+    return { ok: count(''), timeout: count('timeout'), cancelled: count('cancelled'), cut: count('provider_disconnected'), other: count('_OTHER'), overloaded: count('529'), bad: count('502'), input: value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }) };
   };
   const used = async (): Promise<number> => {
     const body = (await (await fetch(`${gw.adminUrl}/keys/k/usage`)).json()) as { usage: { used: number }[] };
@@ -86,7 +86,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const [rec] = await accessRecords(gw, '/a/v1/chat/completions');
     assert.match(String(rec!.error), /upstream stream failed/);
     await sleep(50);
-    assert.deepEqual(await durations('claude-cut'), { ok: undefined, cancelled: undefined, cut: 1, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-cut'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: 1, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
     assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out');
   });
 
@@ -100,7 +100,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     await assert.rejects(anthropic.messages.stream({ model: 'claude-err', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] }).finalMessage(), /Overloaded/);
     await accessRecords(gw, '/a/v1/messages');
     await sleep(50);
-    assert.deepEqual(await durations('claude-err'), { ok: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: 2, bad: undefined, input: 20 });
+    assert.deepEqual(await durations('claude-err'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: 2, bad: undefined, input: 20 });
   });
 
   it("an OpenAI-compatible provider's error chunk (OpenRouter): the call failed with the error's code", async () => {
@@ -111,7 +111,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     });
     await accessRecords(gw, '/o/v1/chat/completions');
     await sleep(50);
-    assert.deepEqual(await durations('gpt-err', 'openai'), { ok: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: 1, input: undefined });
+    assert.deepEqual(await durations('gpt-err', 'openai'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: 1, input: undefined });
   });
 
   it('the client leaves a passed-through stream: cancelled, once; the key settles on the usage seen', async () => {
@@ -122,8 +122,22 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     for await (const e of stream) if (e.type === 'content_block_delta') break;
     await accessRecords(gw, '/a/v1/messages');
     await sleep(50);
-    assert.deepEqual(await durations('claude-left'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-left'), { ok: undefined, timeout: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
     assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out (ADR 0116: a client that left is no failure)');
+  });
+
+  it("the route's deadline cuts a stream mid-answer: timeout, not the client's cancel", async () => {
+    const client = new OpenAI({ baseURL: `${base}/t/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'hang' } });
+    const stream = await client.chat.completions.create({ model: 'claude-slow', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '';
+    await assert.rejects(async () => {
+      for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
+    });
+    assert.equal(text, 'Hel');
+    const [rec] = await accessRecords(gw, '/t/v1/chat/completions');
+    assert.match(String(rec!.error), /request timeout while streaming/);
+    await sleep(50);
+    assert.deepEqual(await durations('claude-slow'), { ok: undefined, timeout: 1, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
   });
 
   it('the client leaves a translated stream: cancelled', async () => {
@@ -132,6 +146,6 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     for await (const c of stream) if (c.choices[0]?.delta?.content) break;
     await accessRecords(gw, '/a/v1/chat/completions', 2);
     await sleep(50);
-    assert.deepEqual(await durations('claude-gone'), { ok: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-gone'), { ok: undefined, timeout: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
   });
 });

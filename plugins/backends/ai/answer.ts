@@ -98,7 +98,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
     if (!translator) {
       // Passed through, the bytes are the upstream's, observed beside the pipe (no stream in between): its headers (a
       // Content-Length among them) stay as they came, the raw list written without a header object made (ADR 0081).
-      reply.body = failWhenCut(observeBeside(body!, options), req.call);
+      reply.body = failWhenCut(observeBeside(body!, options), req.call, ex);
       // `promptGuard.streaming: Enabled`: held until it ends and guarded whole (stream-guard.ts), which parses every
       // event once; the observer beside it parses only those carrying usage.
       return guarded ? guardStreamedReply(ex, reply, req.client, req.policy!) : reply;
@@ -106,7 +106,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
     // Halted, the client got an error event (a held answer over its cap): the call failed.
     const onHalt = (): void => req.call.fail(new Error('the translated stream was halted'));
     const omit = req.omitUsageChunk ? isUsageChunk : undefined;
-    reply.body = failWhenCut(pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator, onHalt, omit })), req.call);
+    reply.body = failWhenCut(pipeWithTeardown(body!, new LlmResponseStream({ ...options, client: req.client, translator, onHalt, omit })), req.call, ex);
     const h = reply.headers;
     delete h['content-length'];
     h['content-type'] = 'text/event-stream';
@@ -136,7 +136,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
       }
       req.call.finish();
     });
-    failWhenCut(reply.body, req.call);
+    failWhenCut(reply.body, req.call, ex);
     return reply;
   }
   return translateWhole(ex, reply, req, whole, body, guards, false);
@@ -145,12 +145,16 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
 /**
  * An answer sent on as a stream that closes before its end fails the call, once (ADR 0135), by who cut it: the
  * provider (the body's error: `provider_disconnected`, `timeout`) or the client (the kernel destroys the body without
- * one when the client leaves: `cancelled`). An answer that ended has finished the call before its body closes.
+ * one when the client leaves: `cancelled`; or the route's deadline: `timeout`, the exchange's abort reason says which).
+ * An answer that ended has finished the call before its body closes.
  */
-function failWhenCut<T extends Readable>(body: T, call: LlmCall): T {
+function failWhenCut<T extends Readable>(body: T, call: LlmCall, ex: Exchange): T {
   body.on('error', (err) => call.fail(err));
   body.once('close', () => {
-    if (!call.ended) call.fail(new GatewayError(499, 'client_closed', 'the client went away before the answer ended'));
+    if (call.ended) return;
+    // Read only now: the exchange's signal is made when first asked for (born aborted, with its reason, after the cut).
+    const signal = ex.signal;
+    call.fail(signal.aborted && signal.reason instanceof GatewayError ? signal.reason : new GatewayError(499, 'client_closed', 'the client went away before the answer ended'));
   });
   return body;
 }

@@ -40,8 +40,9 @@ export function streamErrorType(error: unknown): string {
 export function errorType(error: unknown): string {
   if (typeof error === 'string') return /^[1-5]\d\d$/.test(error) ? error : '_OTHER';
   if (typeof error !== 'object' || error === null) return '_OTHER';
-  const { status, code, name } = error as { status?: unknown; code?: unknown; name?: unknown };
-  if (TIMEOUT_CODES.has(code) || name === 'TimeoutError') return 'timeout';
+  const { status, code, name, type } = error as { status?: unknown; code?: unknown; name?: unknown; type?: unknown };
+  // `request_timeout`: the route's deadline (`timeout.requestTimeout`) cut the call, the kernel's abort reason.
+  if (TIMEOUT_CODES.has(code) || name === 'TimeoutError' || type === 'request_timeout') return 'timeout';
   if (DISCONNECT_CODES.has(code)) return 'provider_disconnected';
   if (status === 499) return 'cancelled';
   if (typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 599) return String(status);
