@@ -5,6 +5,7 @@ interface StdioConfig {
   cmd: string;
   args?: string[];
   env?: Record<string, string>;
+  clearEnv?: boolean;
   maxProcesses?: number;
 }
 
@@ -20,7 +21,7 @@ export default defineMcpTransport<StdioConfig>({
     // The implementation loads only when a config uses this transport.
     const { StdioUpstream } = await import('./stdio.ts');
     const args = config.args ?? [];
-    const spec = { cmd: config.cmd, args, env: config.env ?? {}, cwd: ctx.cwd };
+    const spec = { cmd: config.cmd, args, env: config.env ?? {}, cwd: ctx.cwd, clearEnv: config.clearEnv === true };
     const max = config.maxProcesses ?? DEFAULT_MAX_PROCESSES;
     // One budget for the whole gateway (every worker counts into it), kept while the target is unchanged: sessions
     // that survive a reload keep holding their slots; a changed target starts a new count.

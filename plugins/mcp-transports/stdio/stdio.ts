@@ -11,6 +11,22 @@ export interface StdioSpec {
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
   readonly cwd: string;
+  /** Start from an empty environment instead of the gateway's (`clearEnv`). */
+  readonly clearEnv?: boolean;
+}
+
+/**
+ * Variables of the gateway's environment a target process never inherits: the session-sealing key (set by the
+ * operator, or drawn by the supervisor for its workers) would let whoever reads the child's environment (a
+ * third-party server, or a client through a tool such as server-everything's `get-env`) forge session ids (ADR 0134).
+ */
+const NOT_INHERITED = ['SESSION_KEY'];
+
+/** The environment of a target process: the gateway's (less {@link NOT_INHERITED}) or none, plus the target's `env`. */
+function childEnvironment(spec: StdioSpec): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = spec.clearEnv ? {} : { ...process.env };
+  for (const name of NOT_INHERITED) delete env[name];
+  return Object.assign(env, spec.env);
 }
 
 /** A JSON-RPC line longer than this means the child is not speaking MCP; it is stopped. */
@@ -52,18 +68,18 @@ function canRun(file: string): boolean {
  * Where `cmd` resolves through `PATH` (as `sh` will look it up), or why it cannot run. Checked before spawning: the
  * supervisor `sh` always starts, so a missing program would otherwise only show as exit code 127.
  */
-function findProgram(cmd: string, path: string | undefined, cwd: string): string | undefined {
+function findProgram(cmd: string, path: string | undefined, cwd: string): { file: string } | { why: string } {
   const candidates = cmd.includes('/') ? [resolve(cwd, cmd)] : (path ?? '').split(delimiter).map((dir) => join(dir === '' ? cwd : isAbsolute(dir) ? dir : resolve(cwd, dir), cmd));
   let why = 'not found (looked in PATH)';
   for (const file of candidates) {
     try {
       accessSync(file, constants.X_OK);
-      return undefined;
+      return { file };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EACCES') why = `${file} is not executable`;
     }
   }
-  return why;
+  return { why };
 }
 
 /**
@@ -130,10 +146,13 @@ export class StdioUpstream implements McpUpstream {
 
   start(): Promise<void> {
     if (this.child) return Promise.reject(new Error('already started'));
-    const env = { ...process.env, ...this.spec.env };
+    const env = childEnvironment(this.spec);
+    // Without `PATH` of its own (`clearEnv`), `cmd` is looked up through the gateway's, and run by its full name.
+    let cmd = this.spec.cmd;
     if (SUPERVISED) {
-      const missing = findProgram(this.spec.cmd, env.PATH, this.spec.cwd);
-      if (missing) return Promise.reject(new Error(`cannot start \`${this.spec.cmd}\`: ${missing}`));
+      const found = findProgram(cmd, env.PATH ?? process.env.PATH, this.spec.cwd);
+      if ('why' in found) return Promise.reject(new Error(`cannot start \`${cmd}\`: ${found.why}`));
+      if (env.PATH === undefined) cmd = found.file;
     } else if (!unsupervisedWarned && process.platform !== 'win32') {
       unsupervisedWarned = true;
       this.logger.warn('no /bin/sh: stdio target processes are not supervised and may outlive a gateway that is killed (ADR 0018)');
@@ -143,8 +162,8 @@ export class StdioUpstream implements McpUpstream {
       const { cwd, args } = this.spec;
       const budget = this.budget;
       const child = SUPERVISED
-        ? this.processes.spawn({ file: '/bin/sh', args: ['-c', SUPERVISOR, 'switchyard-stdio', this.spec.cmd, ...args], cwd, env, extraPipes: 1, detached: true, budget })
-        : this.processes.spawn({ file: this.spec.cmd, args, cwd, env, detached: process.platform !== 'win32', budget });
+        ? this.processes.spawn({ file: '/bin/sh', args: ['-c', SUPERVISOR, 'switchyard-stdio', cmd, ...args], cwd, env, extraPipes: 1, detached: true, budget })
+        : this.processes.spawn({ file: cmd, args, cwd, env, detached: process.platform !== 'win32', budget });
       this.child = child;
       let spawned = false;
       // The gateway's end of the supervisor's lifeline: never written; closed when the server exits (see SUPERVISOR).
