@@ -248,3 +248,28 @@ describe('mcp backend, several targets, one of them paging without end', () => {
   });
 });
 
+
+describe('mcp backend, several targets, one of them paging in a loop and repeating names', () => {
+  it('stops at a cursor it has followed already and lists each name of a target once (its first)', async () => {
+    const gw = await startMcpGateway({ targets: [fixtureStdio(), { name: 'loop', stdio: { cmd: NODE, args: [join(ROOT, 'test/mcp/fixtures/looping-pages-server.ts')] } }] });
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const tools = (await client.listTools()).tools.filter((t) => t.name.startsWith('loop_'));
+      assert.deepEqual(
+        tools.map((t) => [t.name, t.description]),
+        [
+          ['loop_x', 'first x'],
+          ['loop_y', 'first y'],
+          ['loop_z', 'first z'],
+        ],
+      );
+      assert.ok(gw.logs.some((l) => l.includes('repeated a cursor') && l.includes('"target":"loop"')));
+      const pagesAsked = gw.logs.filter((l) => l.includes('looping: list page')).length;
+      assert.equal(pagesAsked, 3, 'pages asked of the looping target');
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+      await gw.stop();
+    }
+  });
+});

@@ -178,12 +178,26 @@ function declare(conn: TargetConn, key: string, items: readonly unknown[]): void
   }
 }
 
+/** Whether `item`'s name (URI, template) is not in `seen`; adds it. Items of lists without names are all unique. */
+function unique(key: string, item: Json, seen: Set<string>): boolean {
+  const name = key === 'tools' || key === 'prompts' ? item.name : key === 'resources' ? item.uri : key === 'resourceTemplates' ? item.uriTemplate : undefined;
+  if (typeof name !== 'string') return true;
+  if (seen.has(name)) return false;
+  seen.add(name);
+  return true;
+}
+
 /** Every page of one target's list. A target without the method contributes nothing. */
 async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, key: string): Promise<Json[]> {
   const items: Json[] = [];
   const meta = params._meta;
   let cursor: unknown;
   let bytes = 0;
+  // A cursor followed already means the pages loop; a name seen already would reach the client twice (LLM APIs
+  // refuse a tool list with duplicate names): the first page's item is kept.
+  const cursors = new Set<string>();
+  const names = new Set<string>();
+  let repeatsLogged = false;
   for (let page = 0; page < MAX_PAGES; page++) {
     const p: Json = {};
     if (meta !== undefined) p._meta = meta;
@@ -200,14 +214,25 @@ async function pages(s: McpSession, call: Call, conn: TargetConn, params: Json, 
       return items;
     }
     let malformed = 0;
+    let repeated = 0;
     for (const item of list) {
-      if (wellFormed(key, item)) items.push(item);
-      else malformed++;
+      if (!wellFormed(key, item)) malformed++;
+      else if (!unique(key, item, names)) repeated++;
+      else items.push(item);
     }
     // Merged, one malformed item would make the client refuse the whole list, every target's tools with it.
     if (malformed > 0) s.logger.warn('left out malformed MCP list items', { target: conn.name, method: call.method, count: malformed });
+    if (repeated > 0 && !repeatsLogged) {
+      repeatsLogged = true;
+      s.logger.warn('left out MCP list items whose names the target listed already', { target: conn.name, method: call.method, count: repeated });
+    }
     cursor = answer.result?.nextCursor;
     if (typeof cursor !== 'string' || cursor === '') return items;
+    if (cursors.has(cursor)) {
+      s.logger.warn('stopped following an MCP target list: it repeated a cursor', { target: conn.name, method: call.method, pages: page + 1 });
+      return items;
+    }
+    cursors.add(cursor);
     // Measured only for a list that pages: a single page is bounded by the transport already.
     bytes += JSON.stringify(list).length;
     if (bytes >= MAX_LIST_BYTES) {
