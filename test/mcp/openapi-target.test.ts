@@ -1,6 +1,8 @@
 // The `openapi` transport behind the real `mcp` backend: the Petstore API as prefixed MCP tools next to a stdio
 // target, driven by the SDK v1 client through the gateway.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import openapi from '../../plugins/mcp-transports/openapi/plugin.ts';
 import { connectClient, everythingStdio, mcpPreset, startMcpGateway } from './harness.ts';
@@ -8,6 +10,7 @@ import type { McpGateway } from './harness.ts';
 import { PETSTORE_JSON, startPetstore } from './support/petstore-server.ts';
 import type { Petstore } from './support/petstore-server.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 describe('mcp backend with an openapi target', () => {
   let petstore: Petstore;
@@ -56,6 +59,35 @@ describe('mcp backend with an openapi target', () => {
         await c.transport.terminateSession();
         await c.client.close();
       }
+    }
+  });
+});
+
+describe('mcp backend with an openapi target whose $refs expand exponentially (ADR 0134)', () => {
+  it('lists the other tools at once; the exploding one is left out with a warning at load', async () => {
+    const schemas: Record<string, unknown> = { S30: { type: 'string' } };
+    for (let i = 0; i < 30; i++) schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
+    const body = (ref: string) => ({ content: { 'application/json': { schema: { $ref: ref } } } });
+    const file = join(testTempDir('switchyard-openapi-bomb-'), 'bomb.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        openapi: '3.1.0',
+        info: { title: 'bomb', version: '1' },
+        paths: { '/bomb': { post: { operationId: 'bomb', requestBody: body('#/components/schemas/S0'), responses: {} } }, '/fine': { post: { operationId: 'fine', requestBody: body('#/components/schemas/S28'), responses: {} } } },
+        components: { schemas },
+      }),
+    );
+    const gw = await startMcpGateway({ targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: 9, schema: { file } } }, everythingStdio()] }, { preset: fullPresetWith(...mcpPreset, openapi) });
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const tools = (await client.listTools()).tools.map((t) => t.name).filter((n) => n.startsWith('api_'));
+      assert.deepEqual(tools, ['api_fine']);
+      assert.ok(gw.logs.some((l) => l.includes('POST /bomb: left out')));
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+      await gw.stop();
     }
   });
 });

@@ -279,6 +279,42 @@ describe('cycles', () => {
   });
 });
 
+describe('hostile documents: how large the tools may get (ADR 0134)', () => {
+  const json = { 'application/json': { schema: {} } };
+  const post = (operationId: string, ref: string) => ({ post: { operationId, requestBody: { content: { 'application/json': { schema: { $ref: ref } } } }, responses: {} } });
+
+  it('a schema whose $refs expand exponentially (4 KB of document, 2^30 leaves) leaves its tool out, with a warning', () => {
+    const schemas: Record<string, unknown> = { S30: { type: 'string' } };
+    for (let i = 0; i < 30; i++) schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` } } };
+    const doc = parseDocument(
+      JSON.stringify({
+        openapi: '3.1.0',
+        info: { title: 't', version: '1' },
+        paths: { '/bomb': post('bomb', '#/components/schemas/S0'), '/fine': post('fine', '#/components/schemas/S25'), '/plain': { get: { operationId: 'plain', responses: { 200: { content: json } } } } },
+        components: { schemas },
+      }),
+      'inline',
+    );
+    const started = performance.now();
+    const { tools, warnings } = convertDocument(doc);
+    assert.deepEqual(tools.map((t) => t.tool.name), ['fine', 'plain']);
+    assert.ok(warnings.some((w) => w.startsWith('POST /bomb: left out') && w.includes('4 MiB')), warnings.join('\n'));
+    assert.ok(JSON.stringify(tools.map((t) => t.tool)).length < 4 * 1024 * 1024);
+    assert.ok(performance.now() - started < 2000, 'measured without serialising');
+  });
+
+  it('a huge enum used by many operations: tools past 32 MiB of JSON in all are left out, with one warning', () => {
+    const values = Array.from({ length: 100_000 }, (_, i) => `value-${i}`);
+    const paths: Record<string, unknown> = {};
+    for (let i = 0; i < 40; i++) paths[`/op${i}`] = post(`op${i}`, '#/components/schemas/Big');
+    const doc = parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths, components: { schemas: { Big: { type: 'string', enum: values } } } }), 'inline');
+    const { tools, warnings } = convertDocument(doc);
+    const one = JSON.stringify(tools[0]!.tool).length;
+    assert.equal(tools.length, Math.floor((32 * 1024 * 1024) / one));
+    assert.equal(warnings[0], `${40 - tools.length} operations left out: the tools before them reached 32 MiB of JSON`);
+  });
+});
+
 describe('every @readme/oas-examples OpenAPI 3.x document', () => {
   // This document carries a `pattern` that is not a valid regular expression; the tool is still produced.
   const INVALID_IN_SOURCE = new Set(['schema-validation.json/get_anything_strings', 'schema-validation.yaml/get_anything_strings']);

@@ -1,6 +1,7 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
+import { expandedJsonLength } from './expanded-size.ts';
 import { RefResolver } from './refs.ts';
 
 /** HTTP methods an OpenAPI path item may hold, lower-case as in the document. */
@@ -9,6 +10,13 @@ const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'pat
 const IGNORED_HEADER_PARAMS = new Set(['accept', 'content-type', 'authorization']);
 /** MCP tool names: 1–128 of these characters (MCP 2025-11-25). */
 const TOOL_NAME_MAX = 128;
+/**
+ * JSON of one tool (its input schema with every `$ref` inlined) past which the tool is left out: more than a model
+ * can read, and `$ref`s used many times over expand without bound (expanded-size.ts). ADR 0134.
+ */
+export const MAX_TOOL_BYTES = 4 * 1024 * 1024;
+/** JSON of all of a document's tools past which the rest are left out: as much as a paged target's list (MAX_LIST_BYTES). */
+export const MAX_TOOLS_BYTES = 32 * 1024 * 1024;
 
 /** A parameter of an operation, as the call needs it. */
 export interface ParameterPlan {
@@ -122,6 +130,9 @@ export class OperationConverter {
   convert(): ConversionResult {
     const tools: OpenApiTool[] = [];
     const used = new Set<string>();
+    const measured = new WeakMap<object, number>();
+    let bytes = 0;
+    let overTotal = 0;
     for (const [path, rawItem] of Object.entries(this.doc.paths ?? {})) {
       const item = this.refs.deref(rawItem);
       if (!item) continue;
@@ -130,6 +141,16 @@ export class OperationConverter {
         const where = `${method.toUpperCase()} ${path}`;
         try {
           const tool = this.operation(path, method, item, rawOperation, where);
+          const size = expandedJsonLength(tool.tool, MAX_TOOL_BYTES, measured);
+          if (size === Infinity) {
+            this.warnings.push(`${where}: left out: its tool's input schema, with every \`$ref\` inlined, is over ${MAX_TOOL_BYTES / 1024 / 1024} MiB of JSON`);
+            continue;
+          }
+          if (bytes + size > MAX_TOOLS_BYTES) {
+            overTotal++;
+            continue;
+          }
+          bytes += size;
           let name = tool.tool.name;
           if (used.has(name)) {
             let n = 2;
@@ -144,6 +165,7 @@ export class OperationConverter {
         }
       }
     }
+    if (overTotal > 0) this.warnings.unshift(`${overTotal} operations left out: the tools before them reached ${MAX_TOOLS_BYTES / 1024 / 1024} MiB of JSON`);
     return { tools, warnings: this.warnings };
   }
 
