@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ToolSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { buildRequest } from './call.ts';
 import { parseDocument } from './document.ts';
 import type { OpenApiDocument } from './document.ts';
 import { convertDocument, derivedToolName, toolName } from './tools.ts';
@@ -276,6 +277,30 @@ describe('cycles', () => {
       );
     assert.throws(() => convertDocument(doc('#/components/schemas/Nope')), /POST \/x: `\$ref: #\/components\/schemas\/Nope` points at nothing/);
     assert.throws(() => convertDocument(doc('other.yaml#/Pet')), /POST \/x: `\$ref: other.yaml#\/Pet` points outside the document/);
+  });
+});
+
+describe('hostile documents: header parameters the gateway owns (ADR 0134)', () => {
+  it('a declared Host, framing or hop-by-hop header is left out with a warning: a model never sets it', () => {
+    const header = (name: string) => ({ name, in: 'header', schema: { type: 'string' } });
+    const doc = parseDocument(
+      JSON.stringify({
+        openapi: '3.1.0',
+        info: { title: 't', version: '1' },
+        paths: { '/x': { get: { operationId: 'x', parameters: ['Host', 'Transfer-Encoding', 'Content-Length', 'Connection', 'X-Ok'].map(header), responses: {} } } },
+      }),
+      'inline',
+    );
+    const { tools, warnings } = convertDocument(doc);
+    const { tool, operation } = byName(tools, 'x');
+    assert.deepEqual(Object.keys((tool.inputSchema.properties as Record<string, any>).header.properties), ['X-Ok']);
+    assert.deepEqual(operation.header.map((p) => p.name), ['X-Ok']);
+    assert.deepEqual(warnings, ['GET /x: header parameters `Host`, `Transfer-Encoding`, `Content-Length`, `Connection` are set by the gateway and are left out']);
+    const built = buildRequest(operation, '', { header: { Host: 'other-site.example', 'Content-Length': '5', 'X-Ok': 'yes' } });
+    assert.ok(typeof built !== 'string');
+    assert.equal(built.headers.host, undefined);
+    assert.equal(built.headers['content-length'], undefined);
+    assert.equal(built.headers['x-ok'], 'yes');
   });
 });
 

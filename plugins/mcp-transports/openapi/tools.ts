@@ -3,6 +3,7 @@ import { isObject } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { expandedJsonLength } from './expanded-size.ts';
 import { RefResolver } from './refs.ts';
+import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 
 /** HTTP methods an OpenAPI path item may hold, lower-case as in the document. */
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
@@ -241,6 +242,7 @@ export class OperationConverter {
   /** Path-item parameters overridden by operation parameters of the same name and location; cookies dropped. */
   private parameters(item: JsonObject, op: JsonObject, where: string): JsonObject[] {
     const merged = new Map<string, JsonObject>();
+    const owned: string[] = [];
     for (const list of [item.parameters, op.parameters]) {
       if (!Array.isArray(list)) continue;
       for (const raw of list) {
@@ -252,10 +254,17 @@ export class OperationConverter {
         }
         if (param.in !== 'path' && param.in !== 'query' && param.in !== 'header') continue;
         if (param.in === 'header' && IGNORED_HEADER_PARAMS.has(param.name.toLowerCase())) continue;
+        // Host, framing and hop-by-hop headers are the gateway's: a model's `Host` would reach another site on the
+        // API's address (with the target's backendAuth), its `Content-Length` would break the request.
+        if (param.in === 'header' && NOT_FORWARDED.has(param.name.toLowerCase())) {
+          if (!owned.includes(param.name)) owned.push(param.name);
+          continue;
+        }
         const key = `${param.in}:${param.in === 'header' ? param.name.toLowerCase() : param.name}`;
         merged.set(key, param);
       }
     }
+    if (owned.length > 0) this.warnings.push(`${where}: header parameters ${owned.map((n) => `\`${n}\``).join(', ')} are set by the gateway and are left out`);
     return [...merged.values()];
   }
 
