@@ -39,6 +39,11 @@ const MAX_LINE = 64 * 1024 * 1024;
 export const MAX_QUEUED_STDIN = 8 * 1024 * 1024;
 /** stderr lines are logged up to this many characters. */
 const MAX_STDERR_LINE = 8 * 1024;
+/**
+ * stderr lines of one process logged per second; the rest are counted and said in one line (ADR 0134). A server
+ * writing stderr in a loop made about 150 MB of log a second, for as long as a client kept its session.
+ */
+export const STDERR_LINES_PER_SECOND = 100;
 /** After stdin is closed, how long a child gets to exit on its own before SIGTERM, then SIGKILL. */
 const GRACE_MS = 300;
 const TERM_MS = 2000;
@@ -130,6 +135,10 @@ export class StdioUpstream implements McpUpstream {
   private drained: Promise<void> | undefined;
   /** A refused message was logged for this child (once per child). */
   private refusalLogged = false;
+  /** The current second of stderr logging: when it began, lines logged in it, lines left out since the last notice. */
+  private stderrWindow = 0;
+  private stderrLogged = 0;
+  private stderrLeftOut = 0;
 
   /** `budget`: `maxProcesses`, counted for the whole gateway by `processes` (a slot per live child). */
   constructor(spec: StdioSpec, processes: GatewayProcesses, budget: { readonly key: string; readonly max: number }, logger: Logger) {
@@ -176,6 +185,7 @@ export class StdioUpstream implements McpUpstream {
       this.exited = new Promise<void>((done) => {
         child.once('close', (code, signal) => {
           this.hasExited = true;
+          this.stderrLeftOutNotice();
           if (spawned && !this.closing) {
             const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ` (last stderr line: ${this.lastStderr})` : '');
             this.logger.warn('stdio target process ended', { pid: child.pid, code, signal });
@@ -250,12 +260,34 @@ export class StdioUpstream implements McpUpstream {
       this.stderr = this.stderr.slice(nl + 1);
       if (line.trim() === '') continue;
       this.lastStderr = line.slice(0, 300);
-      this.logger.info('stdio target stderr', { pid: this.child?.pid, line: line.slice(0, MAX_STDERR_LINE) });
+      this.logStderr(line);
     }
     if (this.stderr.length > MAX_STDERR_LINE) {
-      this.logger.info('stdio target stderr', { pid: this.child?.pid, line: this.stderr.slice(0, MAX_STDERR_LINE) });
+      this.logStderr(this.stderr);
       this.stderr = '';
     }
+  }
+
+  /** Log one stderr line, at most STDERR_LINES_PER_SECOND a second; the count of those left out comes first. */
+  private logStderr(line: string): void {
+    const now = performance.now();
+    if (now - this.stderrWindow >= 1000) {
+      this.stderrWindow = now;
+      this.stderrLogged = 0;
+      this.stderrLeftOutNotice();
+    }
+    if (this.stderrLogged >= STDERR_LINES_PER_SECOND) {
+      this.stderrLeftOut++;
+      return;
+    }
+    this.stderrLogged++;
+    this.logger.info('stdio target stderr', { pid: this.child?.pid, line: line.slice(0, MAX_STDERR_LINE) });
+  }
+
+  private stderrLeftOutNotice(): void {
+    if (this.stderrLeftOut === 0) return;
+    this.logger.warn('stdio target stderr lines left out', { pid: this.child?.pid, count: this.stderrLeftOut, limitPerSecond: STDERR_LINES_PER_SECOND });
+    this.stderrLeftOut = 0;
   }
 
   send(message: JSONRPCMessage): Promise<void> {
