@@ -40,10 +40,11 @@ export const MAX_QUEUED_STDIN = 8 * 1024 * 1024;
 /** stderr lines are logged up to this many characters. */
 const MAX_STDERR_LINE = 8 * 1024;
 /**
- * stderr lines of one process logged per second; the rest are counted and said in one line (ADR 0134). A server
- * writing stderr in a loop made about 150 MB of log a second, for as long as a client kept its session.
+ * Lines of one process logged per second (stderr, and stdout lines that are not JSON-RPC); the rest are counted and
+ * said in one line (ADR 0134). A server writing stderr in a loop made about 150 MB of log a second, for as long as a
+ * client kept its session.
  */
-export const STDERR_LINES_PER_SECOND = 100;
+export const LOG_LINES_PER_SECOND = 100;
 /** After stdin is closed, how long a child gets to exit on its own before SIGTERM, then SIGKILL. */
 const GRACE_MS = 300;
 const TERM_MS = 2000;
@@ -135,10 +136,10 @@ export class StdioUpstream implements McpUpstream {
   private drained: Promise<void> | undefined;
   /** A refused message was logged for this child (once per child). */
   private refusalLogged = false;
-  /** The current second of stderr logging: when it began, lines logged in it, lines left out since the last notice. */
-  private stderrWindow = 0;
-  private stderrLogged = 0;
-  private stderrLeftOut = 0;
+  /** The current second of output logging: when it began, lines logged in it, lines left out since the last notice. */
+  private logWindow = 0;
+  private logged = 0;
+  private leftOut = 0;
 
   /** `budget`: `maxProcesses`, counted for the whole gateway by `processes` (a slot per live child). */
   constructor(spec: StdioSpec, processes: GatewayProcesses, budget: { readonly key: string; readonly max: number }, logger: Logger) {
@@ -185,7 +186,7 @@ export class StdioUpstream implements McpUpstream {
       this.exited = new Promise<void>((done) => {
         child.once('close', (code, signal) => {
           this.hasExited = true;
-          this.stderrLeftOutNotice();
+          this.leftOutNotice();
           if (spawned && !this.closing) {
             const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ` (last stderr line: ${this.lastStderr})` : '');
             this.logger.warn('stdio target process ended', { pid: child.pid, code, signal });
@@ -234,11 +235,11 @@ export class StdioUpstream implements McpUpstream {
       try {
         message = JSON.parse(line);
       } catch {
-        this.logger.warn('stdio target wrote a line that is not JSON-RPC on stdout; ignored', { line: line.slice(0, 200) });
+        if (this.mayLog()) this.logger.warn('stdio target wrote a line that is not JSON-RPC on stdout; ignored', { line: line.slice(0, 200) });
         continue;
       }
       if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-        this.logger.warn('stdio target wrote a JSON value that is not a JSON-RPC message; ignored', { line: line.slice(0, 200) });
+        if (this.mayLog()) this.logger.warn('stdio target wrote a JSON value that is not a JSON-RPC message; ignored', { line: line.slice(0, 200) });
         continue;
       }
       this.onmessage?.(message as JSONRPCMessage);
@@ -260,34 +261,35 @@ export class StdioUpstream implements McpUpstream {
       this.stderr = this.stderr.slice(nl + 1);
       if (line.trim() === '') continue;
       this.lastStderr = line.slice(0, 300);
-      this.logStderr(line);
+      if (this.mayLog()) this.logger.info('stdio target stderr', { pid: this.child?.pid, line: line.slice(0, MAX_STDERR_LINE) });
     }
     if (this.stderr.length > MAX_STDERR_LINE) {
-      this.logStderr(this.stderr);
+      if (this.mayLog()) this.logger.info('stdio target stderr', { pid: this.child?.pid, line: this.stderr.slice(0, MAX_STDERR_LINE) });
       this.stderr = '';
     }
   }
 
-  /** Log one stderr line, at most STDERR_LINES_PER_SECOND a second; the count of those left out comes first. */
-  private logStderr(line: string): void {
+  /** Whether a line of output may be logged (LOG_LINES_PER_SECOND); one that may not is counted. */
+  private mayLog(): boolean {
     const now = performance.now();
-    if (now - this.stderrWindow >= 1000) {
-      this.stderrWindow = now;
-      this.stderrLogged = 0;
-      this.stderrLeftOutNotice();
+    if (now - this.logWindow >= 1000) {
+      this.logWindow = now;
+      this.logged = 0;
+      this.leftOutNotice();
     }
-    if (this.stderrLogged >= STDERR_LINES_PER_SECOND) {
-      this.stderrLeftOut++;
-      return;
+    if (this.logged >= LOG_LINES_PER_SECOND) {
+      this.leftOut++;
+      return false;
     }
-    this.stderrLogged++;
-    this.logger.info('stdio target stderr', { pid: this.child?.pid, line: line.slice(0, MAX_STDERR_LINE) });
+    this.logged++;
+    return true;
   }
 
-  private stderrLeftOutNotice(): void {
-    if (this.stderrLeftOut === 0) return;
-    this.logger.warn('stdio target stderr lines left out', { pid: this.child?.pid, count: this.stderrLeftOut, limitPerSecond: STDERR_LINES_PER_SECOND });
-    this.stderrLeftOut = 0;
+  /** The count of lines left out since the last notice, when there are any. */
+  private leftOutNotice(): void {
+    if (this.leftOut === 0) return;
+    this.logger.warn('stdio target log lines left out', { pid: this.child?.pid, count: this.leftOut, limitPerSecond: LOG_LINES_PER_SECOND });
+    this.leftOut = 0;
   }
 
   send(message: JSONRPCMessage): Promise<void> {
