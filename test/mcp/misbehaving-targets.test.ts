@@ -2,12 +2,12 @@
 // stand-in streamable-HTTP target (the real SDK servers cannot be made to misbehave) answers initialize properly,
 // then, by path: `/wrongid` answers requests with JSON under another id; `/nullid` with an error whose id is null;
 // `/badtools` lists malformed tools beside a good one; `/notools` answers tools/list without a `tools` array (it contributes nothing, said in a warn line); `/sseerr`
-// streams an event that is not JSON before the answer.
+// streams an event that is not JSON before the answer; `/sseflood` streams 20,000 of them before the answer.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { FIXTURE, NODE, connectClient, startMcpGateway } from './harness.ts';
+import { FIXTURE, NODE, connectClient, startMcpGateway, waitFor } from './harness.ts';
 import type { McpGateway } from './harness.ts';
 
 async function standIn(): Promise<{ server: Server; port: number }> {
@@ -34,6 +34,11 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         res.write('data: {not json}\n\n');
         return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the bad event' }] } })}\n\n`);
       }
+      if (path === '/sseflood' && m.method === 'tools/call') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {not json}\n\n'.repeat(20_000));
+        return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the flood' }] } })}\n\n`);
+      }
       if (path === '/badtools' && m.method === 'tools/list') {
         return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }] } });
       }
@@ -51,7 +56,7 @@ describe('mcp: targets that break the protocol', () => {
     bad = await standIn();
     const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
     gw = await startMcpGateway({
-      targets: [target('wrongid', '/wrongid'), target('nullid', '/nullid'), target('badtools', '/badtools'), target('notools', '/notools'), target('sseerr', '/sseerr'), { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } }],
+      targets: [target('wrongid', '/wrongid'), target('nullid', '/nullid'), target('badtools', '/badtools'), target('notools', '/notools'), target('sseerr', '/sseerr'), target('sseflood', '/sseflood'), { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } }],
       failureMode: 'failOpen',
     });
   });
@@ -100,6 +105,27 @@ describe('mcp: targets that break the protocol', () => {
       const r = await client.callTool({ name: 'sseerr_anything', arguments: {} });
       assert.deepEqual(r.content, [{ type: 'text', text: 'after the bad event' }]);
       assert.ok(gw.logs.some((l) => l.includes('MCP target sent something that is not MCP') && l.includes('"target":"sseerr"') && l.includes('not JSON')));
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
+  });
+
+  it('20,000 events that are not JSON: at most 100 warn lines a second for the connection, the rest counted (ADR 0134)', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    const started = performance.now();
+    try {
+      const r = await client.callTool({ name: 'sseflood_anything', arguments: {} });
+      assert.deepEqual(r.content, [{ type: 'text', text: 'after the flood' }]);
+      const seconds = Math.ceil((performance.now() - started) / 1000);
+      const warned = gw.logs.filter((l) => l.includes('MCP target sent something that is not MCP') && l.includes('"target":"sseflood"')).length;
+      assert.ok(warned > 0 && warned <= 100 * (seconds + 1), `${warned} warn lines in ${seconds} s`);
+      // The count comes when the second ends.
+      await waitFor(() => gw.logs.some((l) => l.includes('MCP target log lines left out') && l.includes('"target":"sseflood"')), 'the count of the lines left out');
+      const counted = gw.logs
+        .filter((l) => l.includes('MCP target log lines left out') && l.includes('"target":"sseflood"'))
+        .reduce((n, l) => n + (JSON.parse(l) as { count: number }).count, 0);
+      assert.equal(warned + counted, 20_000);
     } finally {
       await transport.terminateSession().catch(() => undefined);
       await client.close();

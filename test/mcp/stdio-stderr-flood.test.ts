@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Logger } from 'switchyard/sdk';
 import { LocalProcesses } from '../../kernel/resources/child-processes.ts';
-import { LOG_LINES_PER_SECOND, StdioUpstream } from '../../plugins/mcp-transports/stdio/stdio.ts';
+import { LOG_LINES_PER_SECOND } from '../../plugins/lib/mcp/log-budget.ts';
+import { StdioUpstream } from '../../plugins/mcp-transports/stdio/stdio.ts';
 import { NODE } from './harness.ts';
 
 /** Run a child writing `script`'s output until it exits; what the gateway logged, and why the process ended. */

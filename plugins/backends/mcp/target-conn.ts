@@ -1,4 +1,5 @@
 import type { Logger } from 'switchyard/sdk';
+import { LOG_LINES_PER_SECOND, LogBudget } from '../../lib/mcp/log-budget.ts';
 import { McpProtocolViolation, McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
@@ -46,6 +47,7 @@ export class TargetConn {
   private downReason: string | undefined;
   /** Times the connection was (re)started, for logs. */
   starts = 0;
+  private readonly violations = new LogBudget((count) => this.logger.warn('MCP target log lines left out', { count, limitPerSecond: LOG_LINES_PER_SECOND }));
 
   constructor(target: CompiledTarget, host: ConnHost, resume?: { sessionId?: string; protocolVersion?: string; capabilities?: string[] }) {
     this.target = target;
@@ -229,7 +231,8 @@ export class TargetConn {
     };
     up.onerror = (e) => {
       if (this.upstream !== up) return;
-      if (e instanceof McpProtocolViolation) return this.logger.warn('MCP target sent something that is not MCP; ignored', { error: e.message });
+      // At most LOG_LINES_PER_SECOND lines: a target may send nothing else, as fast as it can.
+      if (e instanceof McpProtocolViolation) return void (this.violations.take() && this.logger.warn('MCP target sent something that is not MCP; ignored', { error: e.message }));
       this.lastError = e.message;
       this.logger.debug('MCP target reported an error', { error: e.message });
     };
@@ -373,9 +376,7 @@ export class TargetConn {
       this.logger.debug('dropped a client response: the target is not connected', { id });
       return;
     }
-    const out: RpcMessage = { jsonrpc: '2.0', id };
-    if (message.error) out.error = message.error;
-    else out.result = message.result ?? {};
+    const out: RpcMessage = message.error ? { jsonrpc: '2.0', id, error: message.error } : { jsonrpc: '2.0', id, result: message.result ?? {} };
     up.send(out as never).catch((err: Error) => this.logger.debug('could not pass a response to MCP target', { error: err.message }));
   }
 

@@ -3,6 +3,7 @@ import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { isProcessBudgetFull } from 'switchyard/sdk';
 import type { ChildPipe, GatewayChild, GatewayProcesses, Logger } from 'switchyard/sdk';
+import { LOG_LINES_PER_SECOND, LogBudget } from '../../lib/mcp/log-budget.ts';
 import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 
@@ -39,12 +40,6 @@ const MAX_LINE = 64 * 1024 * 1024;
 export const MAX_QUEUED_STDIN = 8 * 1024 * 1024;
 /** stderr lines are logged up to this many characters. */
 const MAX_STDERR_LINE = 8 * 1024;
-/**
- * Lines of one process logged per second (stderr, and stdout lines that are not JSON-RPC); the rest are counted and
- * said in one line (ADR 0134). A server writing stderr in a loop made about 150 MB of log a second, for as long as a
- * client kept its session.
- */
-export const LOG_LINES_PER_SECOND = 100;
 /** After stdin is closed, how long a child gets to exit on its own before SIGTERM, then SIGKILL. */
 const GRACE_MS = 300;
 const TERM_MS = 2000;
@@ -136,10 +131,8 @@ export class StdioUpstream implements McpUpstream {
   private drained: Promise<void> | undefined;
   /** A refused message was logged for this child (once per child). */
   private refusalLogged = false;
-  /** The current second of output logging: when it began, lines logged in it, lines left out since the last notice. */
-  private logWindow = 0;
-  private logged = 0;
-  private leftOut = 0;
+  /** Lines of output logged: stderr, and stdout lines that are not JSON-RPC (LOG_LINES_PER_SECOND). */
+  private readonly logBudget: LogBudget;
 
   /** `budget`: `maxProcesses`, counted for the whole gateway by `processes` (a slot per live child). */
   constructor(spec: StdioSpec, processes: GatewayProcesses, budget: { readonly key: string; readonly max: number }, logger: Logger) {
@@ -147,6 +140,7 @@ export class StdioUpstream implements McpUpstream {
     this.processes = processes;
     this.budget = budget;
     this.logger = logger;
+    this.logBudget = new LogBudget((count) => this.logger.warn('stdio target log lines left out', { pid: this.child?.pid, count, limitPerSecond: LOG_LINES_PER_SECOND }));
   }
 
   /** The child's process id once started. */
@@ -186,7 +180,7 @@ export class StdioUpstream implements McpUpstream {
       this.exited = new Promise<void>((done) => {
         child.once('close', (code, signal) => {
           this.hasExited = true;
-          this.leftOutNotice();
+          this.logBudget.flush();
           if (spawned && !this.closing) {
             const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ` (last stderr line: ${this.lastStderr})` : '');
             this.logger.warn('stdio target process ended', { pid: child.pid, code, signal });
@@ -235,11 +229,11 @@ export class StdioUpstream implements McpUpstream {
       try {
         message = JSON.parse(line);
       } catch {
-        if (this.mayLog()) this.logger.warn('stdio target wrote a line that is not JSON-RPC on stdout; ignored', { line: line.slice(0, 200) });
+        if (this.logBudget.take()) this.logger.warn('stdio target wrote a line that is not JSON-RPC on stdout; ignored', { line: line.slice(0, 200) });
         continue;
       }
       if (typeof message !== 'object' || message === null || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-        if (this.mayLog()) this.logger.warn('stdio target wrote a JSON value that is not a JSON-RPC message; ignored', { line: line.slice(0, 200) });
+        if (this.logBudget.take()) this.logger.warn('stdio target wrote a JSON value that is not a JSON-RPC message; ignored', { line: line.slice(0, 200) });
         continue;
       }
       this.onmessage?.(message as JSONRPCMessage);
@@ -261,36 +255,14 @@ export class StdioUpstream implements McpUpstream {
       this.stderr = this.stderr.slice(nl + 1);
       if (line.trim() === '') continue;
       this.lastStderr = line.slice(0, 300);
-      if (this.mayLog()) this.logger.info('stdio target stderr', { pid: this.child?.pid, line: line.slice(0, MAX_STDERR_LINE) });
+      if (this.logBudget.take()) this.logger.info('stdio target stderr', { pid: this.child?.pid, line: line.slice(0, MAX_STDERR_LINE) });
     }
     if (this.stderr.length > MAX_STDERR_LINE) {
-      if (this.mayLog()) this.logger.info('stdio target stderr', { pid: this.child?.pid, line: this.stderr.slice(0, MAX_STDERR_LINE) });
+      if (this.logBudget.take()) this.logger.info('stdio target stderr', { pid: this.child?.pid, line: this.stderr.slice(0, MAX_STDERR_LINE) });
       this.stderr = '';
     }
   }
 
-  /** Whether a line of output may be logged (LOG_LINES_PER_SECOND); one that may not is counted. */
-  private mayLog(): boolean {
-    const now = performance.now();
-    if (now - this.logWindow >= 1000) {
-      this.logWindow = now;
-      this.logged = 0;
-      this.leftOutNotice();
-    }
-    if (this.logged >= LOG_LINES_PER_SECOND) {
-      this.leftOut++;
-      return false;
-    }
-    this.logged++;
-    return true;
-  }
-
-  /** The count of lines left out since the last notice, when there are any. */
-  private leftOutNotice(): void {
-    if (this.leftOut === 0) return;
-    this.logger.warn('stdio target log lines left out', { pid: this.child?.pid, count: this.leftOut, limitPerSecond: LOG_LINES_PER_SECOND });
-    this.leftOut = 0;
-  }
 
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
