@@ -328,6 +328,16 @@ describe('hostile documents: how large the tools may get (ADR 0134)', () => {
     assert.ok(performance.now() - started < 2000, 'measured without serialising');
   });
 
+  it('a schema nested 2,000 levels deep leaves its tool out, with a warning (every tools/list copy of it failed)', () => {
+    let schema = '{"type":"string"}';
+    for (let i = 0; i < 2000; i++) schema = `{"type":"array","items":${schema}}`;
+    const text = `{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/deep":{"post":{"operationId":"deep","requestBody":{"content":{"application/json":{"schema":${schema}}}},"responses":{}}},"/ok":{"get":{"operationId":"ok","responses":{}}}}}`;
+    const { tools, warnings } = convertDocument(parseDocument(text, 'inline'));
+    assert.deepEqual(tools.map((t) => t.tool.name), ['ok']);
+    assert.deepEqual(warnings, ["POST /deep: left out: its tool's input schema, with every `$ref` inlined, nests 2004 levels deep (at most 128)"]);
+    structuredClone(tools.map((t) => t.tool));
+  });
+
   it('a huge enum used by many operations: tools past 32 MiB of JSON in all are left out, with one warning', () => {
     const values = Array.from({ length: 100_000 }, (_, i) => `value-${i}`);
     const paths: Record<string, unknown> = {};

@@ -1,7 +1,8 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
-import { expandedJsonLength } from './expanded-size.ts';
+import { jsonExtent } from './expanded-size.ts';
+import type { JsonExtent } from './expanded-size.ts';
 import { RefResolver } from './refs.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 
@@ -16,6 +17,11 @@ const TOOL_NAME_MAX = 128;
  * can read, and `$ref`s used many times over expand without bound (expanded-size.ts). ADR 0134.
  */
 export const MAX_TOOL_BYTES = 4 * 1024 * 1024;
+/**
+ * Nesting of one tool's JSON past which the tool is left out: a schema 2,000 levels deep was converted, then failed
+ * every `tools/list` (the copy each list makes ran out of stack). Real schemas nest a few dozen levels.
+ */
+export const MAX_TOOL_DEPTH = 128;
 /** JSON of all of a document's tools past which the rest are left out: as much as a paged target's list (MAX_LIST_BYTES). */
 export const MAX_TOOLS_BYTES = 32 * 1024 * 1024;
 
@@ -131,7 +137,7 @@ export class OperationConverter {
   convert(): ConversionResult {
     const tools: OpenApiTool[] = [];
     const used = new Set<string>();
-    const measured = new WeakMap<object, number>();
+    const measured = new WeakMap<object, JsonExtent>();
     let bytes = 0;
     let overTotal = 0;
     for (const [path, rawItem] of Object.entries(this.doc.paths ?? {})) {
@@ -142,9 +148,10 @@ export class OperationConverter {
         const where = `${method.toUpperCase()} ${path}`;
         try {
           const tool = this.operation(path, method, item, rawOperation, where);
-          const size = expandedJsonLength(tool.tool, MAX_TOOL_BYTES, measured);
-          if (size === Infinity) {
-            this.warnings.push(`${where}: left out: its tool's input schema, with every \`$ref\` inlined, is over ${MAX_TOOL_BYTES / 1024 / 1024} MiB of JSON`);
+          const { length: size, depth } = jsonExtent(tool.tool, MAX_TOOL_BYTES, measured);
+          if (size === Infinity || depth > MAX_TOOL_DEPTH) {
+            const why = size === Infinity ? `is over ${MAX_TOOL_BYTES / 1024 / 1024} MiB of JSON` : `nests ${depth} levels deep (at most ${MAX_TOOL_DEPTH})`;
+            this.warnings.push(`${where}: left out: its tool's input schema, with every \`$ref\` inlined, ${why}`);
             continue;
           }
           if (bytes + size > MAX_TOOLS_BYTES) {
