@@ -28,7 +28,9 @@ export class SseUpstream implements McpUpstream {
       void this.close();
     };
     this.transport.onclose = () => {
-      if (this.closed) return;
+      // Before the endpoint arrived, `start` rejects with the reason (an endpoint on another origin): the SDK's
+      // close comes first and would be reported as a bare "closed the connection".
+      if (this.closed || !this.started) return;
       this.closed = true;
       this.onclose?.();
     };
