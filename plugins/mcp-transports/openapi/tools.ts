@@ -137,6 +137,7 @@ export class OperationConverter {
   convert(): ConversionResult {
     const tools: OpenApiTool[] = [];
     const used = new Set<string>();
+    const suffixes = new Map<string, number>();
     const measured = new WeakMap<object, JsonExtent>();
     let bytes = 0;
     let overTotal = 0;
@@ -161,8 +162,10 @@ export class OperationConverter {
           bytes += size;
           let name = tool.tool.name;
           if (used.has(name)) {
-            let n = 2;
+            // From the suffix this name reached last: searching from 2 every time made many equal ids quadratic.
+            let n = suffixes.get(name) ?? 2;
             while (used.has(`${name}_${n}`)) n++;
+            suffixes.set(name, n + 1);
             this.warnings.push(`${where}: tool name \`${name}\` is already taken; using \`${name}_${n}\``);
             name = `${name}_${n}`;
           }
