@@ -23,6 +23,18 @@ const SCHEMA_MAP_KEYWORDS = new Set(['properties', 'patternProperties', 'depende
 const DROPPED_KEYWORDS = new Set(['discriminator', 'xml', 'externalDocs', 'nullable']);
 
 /**
+ * Schema nodes the schemas of one operation may take to expand, and those of a whole document. Shared expansions are
+ * memoised, but one inside a cycle depends on where it is met and is expanded again each time: schemas that each use
+ * the next twice and the first once more took time exponential in their number (20 of them, a 4 KB document, 2.4 s;
+ * 30, the better part of an hour). A real operation takes a few thousand nodes. ADR 0134.
+ */
+export const MAX_OPERATION_NODES = 200_000;
+export const MAX_DOCUMENT_NODES = 5_000_000;
+
+/** An operation's schemas took more than their share of nodes to expand (MAX_OPERATION_NODES, MAX_DOCUMENT_NODES). */
+export class ExpansionLimit extends Error {}
+
+/**
  * Resolves local `$ref`s (`#/components/schemas/Pet`, `#/components/parameters/limit`, any JSON pointer into
  * the document) and inlines them into schemas. A reference met again while it is being expanded (a cycle) is
  * cut off with an open schema that says so, so every expansion terminates. Expansions that did not depend on
@@ -31,6 +43,9 @@ const DROPPED_KEYWORDS = new Set(['discriminator', 'xml', 'externalDocs', 'nulla
 export class RefResolver {
   private readonly doc: OpenApiDocument;
   private readonly memo = new Map<string, unknown>();
+  /** Schema nodes expanded for the current operation, and for the document. */
+  private nodes = 0;
+  private total = 0;
 
   constructor(doc: OpenApiDocument) {
     this.doc = doc;
@@ -81,6 +96,11 @@ export class RefResolver {
    * (`nullable`, boolean `exclusiveMinimum`/`exclusiveMaximum`, `example`); OpenAPI-only keywords and `x-`
    * extensions are dropped. Values of `enum`, `const`, `default` and `examples` are copied untouched.
    */
+  /** Start counting the nodes of another operation's schemas. */
+  startOperation(): void {
+    this.nodes = 0;
+  }
+
   inline(schema: unknown): unknown {
     return this.schema(schema, [], { minCut: Infinity });
   }
@@ -89,6 +109,8 @@ export class RefResolver {
   private schema(node: unknown, stack: string[], state: { minCut: number }): unknown {
     if (typeof node === 'boolean') return node;
     if (!isObject(node)) return {};
+    if (++this.total > MAX_DOCUMENT_NODES) throw new ExpansionLimit(`the document's schemas took more than ${MAX_DOCUMENT_NODES} nodes to expand before it`);
+    if (++this.nodes > MAX_OPERATION_NODES) throw new ExpansionLimit(`its schemas take more than ${MAX_OPERATION_NODES} nodes to expand (\`$ref\`s used over and over)`);
     if (typeof node.$ref === 'string') return this.reference(node, stack, state);
     const out: JsonObject = {};
     for (const [key, value] of Object.entries(node)) {

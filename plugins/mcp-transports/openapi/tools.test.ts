@@ -9,6 +9,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { buildRequest } from './call.ts';
 import { parseDocument } from './document.ts';
 import type { OpenApiDocument } from './document.ts';
+import { MAX_DOCUMENT_NODES, MAX_OPERATION_NODES } from './refs.ts';
 import { convertDocument, derivedToolName, toolName } from './tools.ts';
 import type { OpenApiTool } from './tools.ts';
 
@@ -326,6 +327,26 @@ describe('hostile documents: how large the tools may get (ADR 0134)', () => {
     assert.ok(warnings.some((w) => w.startsWith('POST /bomb: left out') && w.includes('4 MiB')), warnings.join('\n'));
     assert.ok(JSON.stringify(tools.map((t) => t.tool)).length < 4 * 1024 * 1024);
     assert.ok(performance.now() - started < 2000, 'measured without serialising');
+  });
+
+  it('cycles that multiply (each schema uses the next twice and the first again): operations left out past their share of nodes, at once', () => {
+    const schemas: Record<string, unknown> = { S30: { type: 'string' } };
+    for (let i = 0; i < 30; i++) {
+      schemas[`S${i}`] = { type: 'object', properties: { a: { $ref: `#/components/schemas/S${i + 1}` }, b: { $ref: `#/components/schemas/S${i + 1}` }, back: { $ref: '#/components/schemas/S0' } } };
+    }
+    const paths: Record<string, unknown> = { '/ok': { get: { operationId: 'ok', responses: {} } } };
+    for (let i = 0; i < 30; i++) paths[`/loop${i}`] = post(`loop${i}`, '#/components/schemas/S0');
+    const started = performance.now();
+    const { tools, warnings } = convertDocument(parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths, components: { schemas } }), 'inline'));
+    const ms = performance.now() - started;
+    assert.deepEqual(tools.map((t) => t.tool.name), ['ok']);
+    // Each counts one node past its share.
+    const perOperation = Math.floor(MAX_DOCUMENT_NODES / (MAX_OPERATION_NODES + 1));
+    assert.equal(warnings.length, 30);
+    assert.equal(warnings.filter((w) => w.includes(`its schemas take more than ${MAX_OPERATION_NODES} nodes`)).length, perOperation);
+    assert.equal(warnings.filter((w) => w.includes(`the document's schemas took more than ${MAX_DOCUMENT_NODES} nodes`)).length, 30 - perOperation);
+    // Expanded to the end, 30 levels took the better part of an hour.
+    assert.ok(ms < 20_000, `${Math.round(ms)} ms`);
   });
 
   it('a schema nested 2,000 levels deep leaves its tool out, with a warning (every tools/list copy of it failed)', () => {

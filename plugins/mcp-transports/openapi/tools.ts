@@ -3,7 +3,7 @@ import { isObject } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { jsonExtent } from './expanded-size.ts';
 import type { JsonExtent } from './expanded-size.ts';
-import { RefResolver } from './refs.ts';
+import { ExpansionLimit, RefResolver } from './refs.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 
 /** HTTP methods an OpenAPI path item may hold, lower-case as in the document. */
@@ -148,6 +148,7 @@ export class OperationConverter {
         if (!METHODS.has(method) || !isObject(rawOperation)) continue;
         const where = `${method.toUpperCase()} ${path}`;
         try {
+          this.refs.startOperation();
           const tool = this.operation(path, method, item, rawOperation, where);
           const { length: size, depth } = jsonExtent(tool.tool, MAX_TOOL_BYTES, measured);
           if (size === Infinity || depth > MAX_TOOL_DEPTH) {
@@ -172,6 +173,10 @@ export class OperationConverter {
           used.add(name);
           tools.push(name === tool.tool.name ? tool : { ...tool, tool: { ...tool.tool, name } });
         } catch (err) {
+          if (err instanceof ExpansionLimit) {
+            this.warnings.push(`${where}: left out: ${err.message}`);
+            continue;
+          }
           throw new Error(`${where}: ${(err as Error).message}`);
         }
       }
