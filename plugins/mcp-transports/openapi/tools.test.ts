@@ -359,6 +359,15 @@ describe('hostile documents: how large the tools may get (ADR 0134)', () => {
     structuredClone(tools.map((t) => t.tool));
   });
 
+  it('a schema nested 20,000 levels deep (past what the converter can recurse) leaves only its tool out', () => {
+    let schema = '{"type":"string"}';
+    for (let i = 0; i < 20_000; i++) schema = `{"type":"array","items":${schema}}`;
+    const text = `{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/deep":{"post":{"operationId":"deep","requestBody":{"content":{"application/json":{"schema":${schema}}}},"responses":{}}},"/ok":{"get":{"operationId":"ok","responses":{}}}}}`;
+    const { tools, warnings } = convertDocument(parseDocument(text, 'inline'));
+    assert.deepEqual(tools.map((t) => t.tool.name), ['ok']);
+    assert.deepEqual(warnings, ['POST /deep: left out: its schemas nest too deeply to convert']);
+  });
+
   it('30,000 operations with one operationId are named in linear time (x, x_2, ... x_30000)', () => {
     const paths: Record<string, unknown> = {};
     for (let i = 0; i < 30_000; i++) paths[`/p${i}`] = { get: { operationId: 'x', responses: {} } };

@@ -177,6 +177,11 @@ export class OperationConverter {
             this.warnings.push(`${where}: left out: ${err.message}`);
             continue;
           }
+          // A schema nested thousands of levels deep runs the converter out of stack: that operation only.
+          if (err instanceof RangeError) {
+            this.warnings.push(`${where}: left out: its schemas nest too deeply to convert`);
+            continue;
+          }
           throw new Error(`${where}: ${(err as Error).message}`);
         }
       }
