@@ -2,13 +2,34 @@
 // stand-in streamable-HTTP target (the real SDK servers cannot be made to misbehave) answers initialize properly,
 // then, by path: `/wrongid` answers requests with JSON under another id; `/nullid` with an error whose id is null;
 // `/badtools` lists malformed tools beside a good one; `/notools` answers tools/list without a `tools` array (it contributes nothing, said in a warn line); `/sseerr`
-// streams an event that is not JSON before the answer; `/sseflood` streams 20,000 of them before the answer.
+// streams an event that is not JSON before the answer; `/sseflood` streams 20,000 of them before the answer; `/deep`
+// answers tools/call with valid JSON nested 100,000 levels deep (so does the stdio target `deepstdio`).
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { FIXTURE, NODE, connectClient, startMcpGateway, waitFor } from './harness.ts';
 import type { McpGateway } from './harness.ts';
+
+const DEPTH = 100_000;
+/** A tools/call answer whose structuredContent nests DEPTH arrays (valid JSON, 200 KB). */
+function deepAnswer(id: number | string): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"x":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}}}`;
+}
+/** A stdio MCP server (newline-delimited JSON-RPC): its tool `deep` answers as deepAnswer does, others `fine`. */
+const DEEP_STDIO = `
+  const rl = require('readline').createInterface({ input: process.stdin });
+  const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
+  const deep = (id) => '{"jsonrpc":"2.0","id":' + JSON.stringify(id) + ',"result":{"content":[],"structuredContent":{"x":' + '['.repeat(${DEPTH}) + ']'.repeat(${DEPTH}) + '}}}\\n';
+  rl.on('line', (line) => {
+    const m = JSON.parse(line);
+    if (m.id === undefined) return;
+    if (m.method === 'initialize') return send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'deep', version: '1' } } });
+    if (m.method === 'tools/call' && m.params.name === 'deep') return process.stdout.write(deep(m.id));
+    if (m.method === 'tools/call') return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'fine' }] } });
+    send({ jsonrpc: '2.0', id: m.id, result: {} });
+  });
+`;
 
 async function standIn(): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
@@ -33,6 +54,10 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: {not json}\n\n');
         return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the bad event' }] } })}\n\n`);
+      }
+      if (path === '/deep' && m.method === 'tools/call') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(deepAnswer(m.id!));
       }
       if (path === '/sseflood' && m.method === 'tools/call') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -131,4 +156,30 @@ describe('mcp: targets that break the protocol', () => {
       await client.close();
     }
   });
+});
+
+describe('mcp: a target answering with JSON nested 100,000 levels deep (ADR 0134)', () => {
+  let bad: { server: Server; port: number };
+  let gw: McpGateway;
+  before(async () => {
+    bad = await standIn();
+    gw = await startMcpGateway({ targets: [{ name: 'deep', mcp: { host: `http://127.0.0.1:${bad.port}/deep` } }, { name: 'deepstdio', stdio: { cmd: NODE, args: ['-e', DEEP_STDIO] } }] });
+  });
+  after(async () => {
+    await gw?.stop();
+    bad?.server.close();
+  });
+
+  for (const tool of ['deep_anything', 'deepstdio_deep']) {
+    it(`${tool}: the client gets an error naming the target at once (it waited for ever), and the session goes on`, async () => {
+      const { client, transport } = await connectClient(gw.mcpUrl);
+      try {
+        await assert.rejects(client.callTool({ name: tool, arguments: {} }, undefined, { timeout: 10_000 }), /target `deep(stdio)?`.*nested deeper than/s);
+        if (tool === 'deepstdio_deep') assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
+      } finally {
+        await transport.terminateSession().catch(() => undefined);
+        await client.close();
+      }
+    });
+  }
 });

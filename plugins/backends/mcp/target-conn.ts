@@ -3,6 +3,7 @@ import { LOG_LINES_PER_SECOND, LogBudget } from '../../lib/mcp/log-budget.ts';
 import { McpProtocolViolation, McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpDiscovery, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import type { RpcId, RpcMessage } from './jsonrpc.ts';
+import { withinDepth } from './message-depth.ts';
 import { REV_2026_07_28 } from './revisions/2026-07-28/protocol.ts';
 import { paramsForTarget } from './revisions/2026-07-28/envelope.ts';
 import { targetRequestSpan } from './spans.ts';
@@ -227,7 +228,8 @@ export class TargetConn {
   private attach(up: McpUpstream): void {
     this.upstream = up;
     up.onmessage = (m) => {
-      if (this.upstream === up) this.onMessage(m as RpcMessage);
+      const taken = this.upstream === up ? withinDepth(m as RpcMessage, this.label, (why) => this.violations.take() && this.logger.warn('MCP target sent something that is not MCP; ignored', { error: why })) : undefined;
+      if (taken) this.onMessage(taken);
     };
     up.onerror = (e) => {
       if (this.upstream !== up) return;
@@ -372,10 +374,7 @@ export class TargetConn {
   /** Pass the client's response to a server-to-client request back to the target. */
   respond(id: RpcId, message: RpcMessage): void {
     const up = this.upstream;
-    if (!up || this.state !== 'ready') {
-      this.logger.debug('dropped a client response: the target is not connected', { id });
-      return;
-    }
+    if (!up || this.state !== 'ready') return this.logger.debug('dropped a client response: the target is not connected', { id });
     const out: RpcMessage = message.error ? { jsonrpc: '2.0', id, error: message.error } : { jsonrpc: '2.0', id, result: message.result ?? {} };
     up.send(out as never).catch((err: Error) => this.logger.debug('could not pass a response to MCP target', { error: err.message }));
   }
