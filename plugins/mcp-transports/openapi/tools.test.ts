@@ -349,21 +349,23 @@ describe('hostile documents: how large the tools may get (ADR 0134)', () => {
     assert.ok(ms < 20_000, `${Math.round(ms)} ms`);
   });
 
-  it('a schema nested 2,000 levels deep leaves its tool out, with a warning (every tools/list copy of it failed)', () => {
+  /** Operation `deep`, whose body is `levels` arrays nested, and operation `ok`. */
+  const deepDocument = (levels: number): ReturnType<typeof convertDocument> => {
     let schema = '{"type":"string"}';
-    for (let i = 0; i < 2000; i++) schema = `{"type":"array","items":${schema}}`;
+    for (let i = 0; i < levels; i++) schema = `{"type":"array","items":${schema}}`;
     const text = `{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/deep":{"post":{"operationId":"deep","requestBody":{"content":{"application/json":{"schema":${schema}}}},"responses":{}}},"/ok":{"get":{"operationId":"ok","responses":{}}}}}`;
-    const { tools, warnings } = convertDocument(parseDocument(text, 'inline'));
+    return convertDocument(parseDocument(text, 'inline'));
+  };
+
+  it('a schema nested 2,000 levels deep leaves its tool out, with a warning (every tools/list copy of it failed)', () => {
+    const { tools, warnings } = deepDocument(2000);
     assert.deepEqual(tools.map((t) => t.tool.name), ['ok']);
     assert.deepEqual(warnings, ["POST /deep: left out: its tool's input schema, with every `$ref` inlined, nests 2004 levels deep (at most 128)"]);
     structuredClone(tools.map((t) => t.tool));
   });
 
   it('a schema nested 20,000 levels deep (past what the converter can recurse) leaves only its tool out', () => {
-    let schema = '{"type":"string"}';
-    for (let i = 0; i < 20_000; i++) schema = `{"type":"array","items":${schema}}`;
-    const text = `{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/deep":{"post":{"operationId":"deep","requestBody":{"content":{"application/json":{"schema":${schema}}}},"responses":{}}},"/ok":{"get":{"operationId":"ok","responses":{}}}}}`;
-    const { tools, warnings } = convertDocument(parseDocument(text, 'inline'));
+    const { tools, warnings } = deepDocument(20_000);
     assert.deepEqual(tools.map((t) => t.tool.name), ['ok']);
     assert.deepEqual(warnings, ['POST /deep: left out: its schemas nest too deeply to convert']);
   });
