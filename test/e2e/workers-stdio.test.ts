@@ -3,7 +3,7 @@
 // children of a worker that dies are killed and reaped: no zombie process-table entry is left behind.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -135,6 +135,12 @@ describe('config.workers: 2 with stdio MCP targets', () => {
     }
     const running = children(limitedMarker);
     assert.equal(running.length, 2);
+    // The session key the supervisor drew for its workers (in their environment) never reaches a child (ADR 0134).
+    for (const pid of running) {
+      const environ = readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0');
+      assert.ok(environ.some((v) => v.startsWith('PATH=')), 'the gateway environment is inherited');
+      assert.ok(!environ.some((v) => v.startsWith('SESSION_KEY=')), `child ${pid} has the session key`);
+    }
     // Ending a session frees its slot for the gateway, whichever worker asks next. A DELETE ends the children of the
     // worker that gets it (docs/deploy.md "Workers"): sent on fresh connections until the owner got one.
     const del = (): Promise<number> =>
