@@ -44,7 +44,9 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         res.end(JSON.stringify(body));
       };
       if (m.method === 'initialize') {
-        return json({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } } }, { 'mcp-session-id': 'bad-session' });
+        // `/longsid`: a session id of 12,000 characters; `/spacesid`: one with a space (MCP: visible ASCII only).
+        const sid = req.url === '/longsid' ? 's'.repeat(12_000) : req.url === '/spacesid' ? 'bad session' : 'bad-session';
+        return json({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } } }, { 'mcp-session-id': sid });
       }
       const path = req.url!;
       if (path === '/wrongid') return json({ jsonrpc: '2.0', id: 'nope', result: { tools: [] } });
@@ -182,4 +184,32 @@ describe('mcp: a target answering with JSON nested 100,000 levels deep (ADR 0134
       }
     });
   }
+});
+
+describe('mcp: a target whose session id is not one (ADR 0134)', () => {
+  let bad: { server: Server; port: number };
+  let gw: McpGateway;
+  before(async () => {
+    bad = await standIn();
+    const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
+    gw = await startMcpGateway({ targets: [target('longsid', '/longsid'), target('spacesid', '/spacesid'), { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } }], failureMode: 'failOpen' });
+  });
+  after(async () => {
+    await gw?.stop();
+    bad?.server.close();
+  });
+
+  it('fails to start, naming the target and why; the other targets serve (a 12,000-character id broke every client: the session id it went into was too long)', async () => {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      assert.ok(transport.sessionId && transport.sessionId.length < 4096, `session id of ${transport.sessionId?.length} characters`);
+      const tools = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(tools.includes('good_pid') && !tools.some((t) => t.startsWith('longsid_') || t.startsWith('spacesid_')), tools.join(','));
+      await assert.rejects(client.callTool({ name: 'longsid_x', arguments: {} }), /target `longsid`.*session id.*12000 characters/s);
+      await assert.rejects(client.callTool({ name: 'spacesid_x', arguments: {} }), /target `spacesid`.*session id.*visible ASCII/s);
+    } finally {
+      await transport.terminateSession().catch(() => undefined);
+      await client.close();
+    }
+  });
 });

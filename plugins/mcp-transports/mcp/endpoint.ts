@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import type { AttemptHook, HeaderMap, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, isUpstreamTimeout } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
+import { McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
 import type { McpConnectOptions } from '../../lib/mcp/upstream-contract.ts';
 
 /**
@@ -23,6 +24,12 @@ export class StreamableHttpError extends Error {
 
 /** Characters of an error response's body kept in the error message. */
 export const ERROR_EXCERPT = 512;
+/**
+ * Longest session id taken from a target (MCP: visible ASCII, a UUID, a JWT or a hash). It goes into the gateway's own
+ * sealed session id, which clients must be able to send back: a target's 12,000-character id made that header too
+ * long for clients, and every target of the backend unusable (ADR 0134).
+ */
+export const MAX_TARGET_SESSION_ID = 1024;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const MAX_REDIRECTS = 5;
 
@@ -132,10 +139,15 @@ export class StreamableEndpoint {
     this.postHeaders = undefined;
   }
 
-  /** The session id the target gave in an answer's headers, when it is a new one. */
+  /** The session id the target gave in an answer's headers, when it is a new one; one that is not valid fails. */
   takeSession(res: UpstreamResponse): void {
     const sid = res.headers['mcp-session-id'];
     if (typeof sid === 'string' && sid !== '' && sid !== this.session) {
+      const why = sid.length > MAX_TARGET_SESSION_ID ? `is ${sid.length} characters long (at most ${MAX_TARGET_SESSION_ID})` : /^[\x21-\x7e]+$/.test(sid) ? undefined : 'has characters other than visible ASCII';
+      if (why !== undefined) {
+        res.body.destroy();
+        throw new McpProtocolViolation(`the target's session id ${why}`);
+      }
       this.session = sid;
       this.postHeaders = undefined;
     }
