@@ -31,6 +31,17 @@ const DEEP_STDIO = `
   });
 `;
 
+/** Run `fn` with an SDK client of `gw`, its session ended afterwards. */
+async function withClient(gw: McpGateway, fn: (client: Awaited<ReturnType<typeof connectClient>>['client']) => Promise<void>): Promise<void> {
+  const { client, transport } = await connectClient(gw.mcpUrl);
+  try {
+    await fn(client);
+  } finally {
+    await transport.terminateSession().catch(() => undefined);
+    await client.close();
+  }
+}
+
 async function standIn(): Promise<{ server: Server; port: number }> {
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -83,7 +94,11 @@ describe('mcp: targets that break the protocol', () => {
     bad = await standIn();
     const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
     gw = await startMcpGateway({
-      targets: [target('wrongid', '/wrongid'), target('nullid', '/nullid'), target('badtools', '/badtools'), target('notools', '/notools'), target('sseerr', '/sseerr'), target('sseflood', '/sseflood'), { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } }],
+      targets: [
+        ...['wrongid', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid'].map((name) => target(name, `/${name}`)),
+        { name: 'deepstdio', stdio: { cmd: NODE, args: ['-e', DEEP_STDIO] } },
+        { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } },
+      ],
       failureMode: 'failOpen',
     });
   });
@@ -138,10 +153,9 @@ describe('mcp: targets that break the protocol', () => {
     }
   });
 
-  it('20,000 events that are not JSON: at most 100 warn lines a second for the connection, the rest counted (ADR 0134)', async () => {
-    const { client, transport } = await connectClient(gw.mcpUrl);
-    const started = performance.now();
-    try {
+  it('20,000 events that are not JSON: at most 100 warn lines a second for the connection, the rest counted (ADR 0134)', () =>
+    withClient(gw, async (client) => {
+      const started = performance.now();
       const r = await client.callTool({ name: 'sseflood_anything', arguments: {} });
       assert.deepEqual(r.content, [{ type: 'text', text: 'after the flood' }]);
       const seconds = Math.ceil((performance.now() - started) / 1000);
@@ -153,63 +167,25 @@ describe('mcp: targets that break the protocol', () => {
         .filter((l) => l.includes('MCP target log lines left out') && l.includes('"target":"sseflood"'))
         .reduce((n, l) => n + (JSON.parse(l) as { count: number }).count, 0);
       assert.equal(warned + counted, 20_000);
-    } finally {
-      await transport.terminateSession().catch(() => undefined);
-      await client.close();
-    }
-  });
-});
-
-describe('mcp: a target answering with JSON nested 100,000 levels deep (ADR 0134)', () => {
-  let bad: { server: Server; port: number };
-  let gw: McpGateway;
-  before(async () => {
-    bad = await standIn();
-    gw = await startMcpGateway({ targets: [{ name: 'deep', mcp: { host: `http://127.0.0.1:${bad.port}/deep` } }, { name: 'deepstdio', stdio: { cmd: NODE, args: ['-e', DEEP_STDIO] } }] });
-  });
-  after(async () => {
-    await gw?.stop();
-    bad?.server.close();
-  });
+    }));
 
   for (const tool of ['deep_anything', 'deepstdio_deep']) {
-    it(`${tool}: the client gets an error naming the target at once (it waited for ever), and the session goes on`, async () => {
-      const { client, transport } = await connectClient(gw.mcpUrl);
-      try {
+    it(`${tool}: the client gets an error naming the target at once (it waited for ever), and the session goes on`, () =>
+      withClient(gw, async (client) => {
         await assert.rejects(client.callTool({ name: tool, arguments: {} }, undefined, { timeout: 10_000 }), /target `deep(stdio)?`.*nested deeper than/s);
         if (tool === 'deepstdio_deep') assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
-      } finally {
-        await transport.terminateSession().catch(() => undefined);
-        await client.close();
-      }
-    });
+      }));
   }
-});
-
-describe('mcp: a target whose session id is not one (ADR 0134)', () => {
-  let bad: { server: Server; port: number };
-  let gw: McpGateway;
-  before(async () => {
-    bad = await standIn();
-    const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
-    gw = await startMcpGateway({ targets: [target('longsid', '/longsid'), target('spacesid', '/spacesid'), { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } }], failureMode: 'failOpen' });
-  });
-  after(async () => {
-    await gw?.stop();
-    bad?.server.close();
-  });
 
   it('fails to start, naming the target and why; the other targets serve (a 12,000-character id broke every client: the session id it went into was too long)', async () => {
-    const { client, transport } = await connectClient(gw.mcpUrl);
-    try {
-      assert.ok(transport.sessionId && transport.sessionId.length < 4096, `session id of ${transport.sessionId?.length} characters`);
+    const { transport } = await connectClient(gw.mcpUrl);
+    assert.ok(transport.sessionId && transport.sessionId.length < 4096, `session id of ${transport.sessionId?.length} characters`);
+    await transport.terminateSession();
+    await withClient(gw, async (client) => {
       const tools = (await client.listTools()).tools.map((t) => t.name);
       assert.ok(tools.includes('good_pid') && !tools.some((t) => t.startsWith('longsid_') || t.startsWith('spacesid_')), tools.join(','));
       await assert.rejects(client.callTool({ name: 'longsid_x', arguments: {} }), /target `longsid`.*session id.*12000 characters/s);
       await assert.rejects(client.callTool({ name: 'spacesid_x', arguments: {} }), /target `spacesid`.*session id.*visible ASCII/s);
-    } finally {
-      await transport.terminateSession().catch(() => undefined);
-      await client.close();
-    }
+    });
   });
 });
