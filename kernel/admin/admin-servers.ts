@@ -1,7 +1,8 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AdminRouteHandler, Logger } from '../sdk/index.ts';
-import type { StaticConfig } from '../compile/snapshot.ts';
+import type { AdminUiConfig, StaticConfig } from '../compile/snapshot.ts';
+import { adminCredentials } from './admin-access.ts';
 import { compileHostCheck, splitAuthority } from './host-check.ts';
 import { findPluginRoute, servePluginRoute } from './plugin-routes.ts';
 
@@ -28,6 +29,11 @@ export interface AdminEndpoints {
   adminPlugins?: (prefix: string) => AdminRouteHandler | undefined;
   /** `adminAddr`: the admin UI under `/ui` (docs/admin-ui.md). */
   ui?: UiHandler;
+  /**
+   * `config.adminUi` of the live config, read per request: its credentials guard every path of the admin server but
+   * `/healthz/ready` and `/metrics` (ADR 0136).
+   */
+  adminUi?: () => AdminUiConfig | undefined;
 }
 
 /**
@@ -46,7 +52,8 @@ function splitAddress(addr: string): { host: string; port: number } {
 /**
  * The readiness, stats and admin servers (BEHAVIOUR.md DECIDED 16). Endpoints of servers configured on the
  * same address share one listener. Only GET (and HEAD) are served; other methods get 405. A request whose `Host` or
- * `Origin` names another site gets 403 (DNS rebinding, ADR 0017).
+ * `Origin` names another site gets 403 (DNS rebinding, ADR 0017). With `config.adminUi` credentials, every request to
+ * the admin server must present them (401), the readiness and stats endpoints aside (ADR 0136).
  */
 export class AdminServers {
   private readonly servers: Server[] = [];
@@ -58,12 +65,14 @@ export class AdminServers {
   }
 
   async start(config: Pick<StaticConfig, 'adminAddr' | 'statsAddr' | 'readinessAddr'>, endpoints: AdminEndpoints): Promise<void> {
-    const byAddress = new Map<string, { roles: string[]; routes: Record<string, AdminHandler> }>();
+    const byAddress = new Map<string, { roles: string[]; routes: Record<string, AdminHandler>; open: Set<string> }>();
     const add = (role: 'readiness' | 'stats' | 'admin', addr: string): void => {
       if (addr === 'off') return;
-      const group = byAddress.get(addr) ?? { roles: [], routes: {} };
+      const group = byAddress.get(addr) ?? { roles: [], routes: {}, open: new Set<string>() };
       group.roles.push(role);
       Object.assign(group.routes, endpoints[role]);
+      // Probes and scrapers send no credentials: the readiness and stats endpoints stay open wherever they are served.
+      if (role !== 'admin') for (const path of Object.keys(endpoints[role])) group.open.add(path);
       byAddress.set(addr, group);
     };
     add('readiness', config.readinessAddr);
@@ -80,6 +89,14 @@ export class AdminServers {
           return;
         }
         const path = (req.url ?? '/').split('?')[0]!;
+        const denied = group.roles.includes('admin') && !group.open.has(path) ? adminCredentials(endpoints.adminUi?.(), req.headers) : undefined;
+        if (denied) {
+          // The UI (and `/`, which leads there) is a browser's: plain text; the JSON endpoints answer in their error shape.
+          const page = path === '/' || path === '/ui' || path.startsWith('/ui/');
+          res.writeHead(denied.status, { 'content-type': page ? 'text/plain' : 'application/json', ...denied.headers });
+          res.end(page ? `${denied.message}\n` : `${JSON.stringify({ error: { message: denied.message } })}\n`);
+          return;
+        }
         if (endpoints.ui && group.roles.includes('admin') && (path === '/ui' || path.startsWith('/ui/') || path === '/')) {
           if (path === '/') res.writeHead(302, { location: '/ui/' }).end();
           else endpoints.ui(req, res, info);

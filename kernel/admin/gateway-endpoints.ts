@@ -86,5 +86,6 @@ export function gatewayEndpoints(source: AdminSource): AdminEndpoints {
         answer(res, source.configDump() as unknown, (dump) => res.writeHead(200, { 'content-type': 'application/json' }).end(`${JSON.stringify(dump, null, 2)}\n`)),
     },
     ui: lazyUi(source),
+    adminUi: () => source.adminUi?.(),
   };
 }

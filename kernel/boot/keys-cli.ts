@@ -22,6 +22,8 @@ export const KEYS_USAGE = `Usage: switchyard keys COMMAND [options]
 Options:
   --admin ADDR     the gateway's admin address (host:port or URL); default: ADMIN_ADDR, else the
                    config's adminAddr (-f FILE), else 127.0.0.1:15000
+  --admin-key KEY  the admin address's config.adminUi.apiKey, when set; default: ADMIN_API_KEY
+                   (prefer the variable: a command line shows in the process list)
   -f, --file FILE  read adminAddr from this config
   --json           print the API's JSON answer
 `;
@@ -30,6 +32,7 @@ interface KeysArgs {
   command: string;
   id?: string;
   admin?: string;
+  adminKey?: string;
   file?: string;
   json: boolean;
   team?: string;
@@ -61,6 +64,7 @@ function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
     };
     try {
       if (a === '--admin') args.admin = value();
+      else if (a === '--admin-key') args.adminKey = value();
       else if (a === '-f' || a === '--file') args.file = value();
       else if (a === '--json') args.json = true;
       else if (a === '--team' && command === 'list') args.team = value();
@@ -95,17 +99,21 @@ async function adminBase(args: KeysArgs): Promise<string> {
   }
   addr ??= '127.0.0.1:15000';
   if (addr === 'off') throw new Error('the admin address is off in this config; keys are managed there');
+  // Credentials in the address would show in this command's errors and the process list: the key has its own option.
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(addr)) throw new Error('the admin address must not carry credentials: give the admin key in ADMIN_API_KEY (or --admin-key)');
   if (/^https?:\/\//i.test(addr)) return addr.replace(/\/$/, '');
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(addr)) throw new Error(`--admin takes host:port or an http(s) URL, got \`${addr}\``);
   return `http://${addr.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '127.0.0.1:')}`;
 }
 
-function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+function call(base: string, key: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     // node:https only for an https address (TLS in front of the admin address): a plain one does not load TLS.
     const send = /^https:/i.test(base) ? process.getBuiltinModule('node:https').request : request;
-    const req = send(`${base}${path}`, { method, headers: payload ? { 'content-type': 'application/json' } : {} }, (res) => {
+    const headers: Record<string, string> = payload ? { 'content-type': 'application/json' } : {};
+    if (key !== undefined) headers.authorization = `Bearer ${key}`;
+    const req = send(`${base}${path}`, { method, headers }, (res) => {
       readCappedText(res, ADMIN_ANSWER_LIMIT).then(
         (text) => {
           try {
@@ -148,14 +156,24 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
   try {
     const base = await adminBase(args);
     const id = encodeURIComponent(args.id ?? '');
+    // An empty ADMIN_API_KEY is no key (a variable set to nothing in a shell profile).
+    const adminKey = args.adminKey ?? (process.env.ADMIN_API_KEY || undefined);
     const answer =
       args.command === 'list'
-        ? await call(base, 'GET', `/keys${args.team !== undefined ? `?team=${encodeURIComponent(args.team)}` : ''}`)
+        ? await call(base, adminKey, 'GET', `/keys${args.team !== undefined ? `?team=${encodeURIComponent(args.team)}` : ''}`)
         : args.command === 'create'
-          ? await call(base, 'POST', '/keys', args.body)
+          ? await call(base, adminKey, 'POST', '/keys', args.body)
           : args.command === 'rotate' || args.command === 'revoke'
-            ? await call(base, 'POST', `/keys/${id}/${args.command}`)
-            : await call(base, 'GET', `/keys/${id}`);
+            ? await call(base, adminKey, 'POST', `/keys/${id}/${args.command}`)
+            : await call(base, adminKey, 'GET', `/keys/${id}`);
+    if (answer.status === 401) {
+      err(
+        adminKey === undefined
+          ? `switchyard: the admin address ${base} needs credentials: set ADMIN_API_KEY (or --admin-key) to its config.adminUi.apiKey\n`
+          : `switchyard: the admin address ${base} refused the admin key (401): check ADMIN_API_KEY or --admin-key against config.adminUi.apiKey\n`,
+      );
+      return 1;
+    }
     if (answer.status >= 400) {
       err(`switchyard: ${String((answer.body.error as { message?: string } | undefined)?.message ?? `error ${answer.status}`)}\n`);
       return 1;

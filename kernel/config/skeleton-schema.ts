@@ -67,15 +67,15 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
     type: 'object',
     description: 'Static settings, read once at start (changes need a restart).',
     properties: {
-      adminAddr: { $ref: '#/$defs/address', description: 'Admin server (`/config_dump`). Default `127.0.0.1:15000`; `off` disables it.' },
+      adminAddr: { $ref: '#/$defs/address', description: 'Admin server (`/config_dump`, `/ui`, plugin endpoints such as `/keys`). Default `127.0.0.1:15000`; `off` disables it.' },
       adminUi: {
         type: 'object',
-        description: 'The admin UI at `/ui` on `adminAddr` (docs/admin-ui.md). Served without credentials only when `adminAddr` is a loopback address; elsewhere it needs `basicAuth` or `apiKey`.',
+        description: 'The admin UI at `/ui` on `adminAddr` (docs/admin-ui.md) and the credentials of the admin address. With `basicAuth` or `apiKey`, every endpoint of `adminAddr` (`/ui`, `/config_dump`, `/keys`, ...) asks for them on any address; `/metrics` and `/healthz/ready` stay open. Without, `/ui` is served only on a loopback `adminAddr` and the other endpoints to whoever reaches the address.',
         properties: {
           enabled: { type: 'boolean', description: 'Serve `/ui`. Default true.' },
           basicAuth: {
             type: 'object',
-            description: 'Require HTTP basic credentials (what a browser asks for) for `/ui`.',
+            description: 'Require HTTP basic credentials (what a browser asks for) for every endpoint of `adminAddr`.',
             properties: {
               username: { type: 'string', minLength: 1, description: 'The user name.' },
               password: { type: 'string', minLength: 12, 'x-secret': true, description: 'The password, at least 12 characters (use `${VAR}` to keep it out of the file).' },
@@ -83,7 +83,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
             required: ['username', 'password'],
             additionalProperties: false,
           },
-          apiKey: { type: 'string', minLength: 16, 'x-secret': true, description: 'Require this key for `/ui` as `Authorization: Bearer <key>` or `x-api-key` (for scripts; browsers use `basicAuth`).' },
+          apiKey: { type: 'string', minLength: 16, 'x-secret': true, description: 'Require this key for every endpoint of `adminAddr` as `Authorization: Bearer <key>` or `x-api-key` (scripts and `switchyard keys`, which sends `ADMIN_API_KEY`; browsers use `basicAuth`).' },
         },
         additionalProperties: false,
       },

@@ -88,9 +88,14 @@ describe('admin UI with workers', () => {
     assert.equal((await fetch(`${admin}/ui/api/config`)).status, 401);
     assert.equal((await fetch(`${admin}/ui/api/tail`)).status, 401);
     assert.equal((await fetch(`${admin}/ui/api/config`, { headers: { authorization: `Basic ${Buffer.from('admin:wrong').toString('base64')}` } })).status, 401);
+    // They guard the whole admin address, plugin endpoints answered by a worker included (ADR 0136).
+    assert.equal((await fetch(`${admin}/config_dump`)).status, 401);
+    assert.equal((await fetch(`${admin}/keys`, { method: 'POST' })).status, 401);
+    assert.equal((await fetch(`${admin}/config_dump`, { headers: auth })).status, 200);
     writeFileSync(file, config('n3w-passw0rd-x'));
     await cli.waitFor(/config reloaded workers=2/, 30_000);
     assert.equal((await fetch(`${admin}/ui/`, { headers: auth })).status, 401, 'the old password no longer opens it');
+    assert.equal((await fetch(`${admin}/config_dump`, { headers: auth })).status, 401, 'nor the rest of the admin address');
     assert.equal((await fetch(`${admin}/ui/`, { headers: { authorization: `Basic ${Buffer.from('admin:n3w-passw0rd-x').toString('base64')}` } })).status, 200);
     writeFileSync(file, config('s3cret-passw0rd'));
     await cli.waitFor(/config reloaded workers=2[\s\S]*config reloaded workers=2/, 30_000);

@@ -21,4 +21,17 @@ describe('switchyard keys arguments', () => {
     assert.equal(last.code, 2);
     assert.match(last.err, /^switchyard: --model needs a value/);
   });
+
+  it('an --admin URL carrying credentials is refused without echoing them (ADR 0136: the key goes in ADMIN_API_KEY)', async () => {
+    const r = await run('list', '--admin', 'http://ops:hunter2-secret@127.0.0.1:1');
+    assert.equal(r.code, 1);
+    assert.match(r.err, /must not carry credentials.*ADMIN_API_KEY/);
+    assert.doesNotMatch(r.err, /hunter2/);
+  });
+
+  it('--admin-key needs a value', async () => {
+    const r = await run('list', '--admin-key', '--admin', '127.0.0.1:1');
+    assert.equal(r.code, 2);
+    assert.match(r.err, /^switchyard: --admin-key needs a value/);
+  });
 });

@@ -68,7 +68,7 @@ export function uiHandler(source: AdminSource): UiHandler {
   };
 
   const route = async (req: IncomingMessage, res: ServerResponse, bound: AddressInfo): Promise<void> => {
-    const refused = uiAccess(source.adminUi?.(), LOOPBACK.has(bound.address), req.headers);
+    const refused = uiAccess(source.adminUi?.(), LOOPBACK.has(bound.address));
     if (refused) {
       res.writeHead(refused.status, { 'content-type': 'text/plain', ...refused.headers }).end(`${refused.message}\n`);
       return;

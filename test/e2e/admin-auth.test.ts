@@ -1,0 +1,128 @@
+// ADR 0136: `config.adminUi` credentials protect every endpoint of the admin address (the `/keys` API that mints
+// virtual keys, `/config_dump`, the UI), on any address; `/metrics` and `/healthz/ready` stay open. `switchyard keys`
+// sends the key from `--admin-key` or `ADMIN_API_KEY`. Without credentials nothing changes.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { keysMain } from '../../kernel/boot/keys-cli.ts';
+import { aiPreset, aiRoute } from '../ai/harness.ts';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+
+const PASSWORD = 'correct-horse-battery';
+const KEY = 'admin-key-0123456789abcdef';
+const basic = (u: string, p: string): string => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
+
+async function keysGateway(config: Record<string, unknown>): Promise<RunningGateway> {
+  const virtualKeys = { store: { sqlite: { path: ':memory:' } } };
+  // The provider is never called: only the admin address is used.
+  const ai = { name: 'openai', provider: { openAI: {} }, hostOverride: '127.0.0.1:9' };
+  return startGateway({ config, binds: [{ port: await freePort(), listeners: [{ routes: [aiRoute('/openai', ai, { virtualKeys })] }] }] }, { preset: aiPreset });
+}
+
+/** Run `switchyard keys ...` in process with ADMIN_API_KEY as given; its exit code and everything it printed. */
+async function cli(argv: string[], envKey?: string): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const saved = process.env.ADMIN_API_KEY;
+  if (envKey === undefined) delete process.env.ADMIN_API_KEY;
+  else process.env.ADMIN_API_KEY = envKey;
+  try {
+    const code = await keysMain(argv, (s) => out.push(s), (s) => err.push(s));
+    return { code, out: out.join(''), err: err.join('') };
+  } finally {
+    if (saved === undefined) delete process.env.ADMIN_API_KEY;
+    else process.env.ADMIN_API_KEY = saved;
+  }
+}
+
+describe('admin credentials on a non-loopback admin address', () => {
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await keysGateway({ adminAddr: '0.0.0.0:0', adminUi: { basicAuth: { username: 'ops', password: PASSWORD }, apiKey: KEY } });
+  });
+  after(() => gw.stop());
+
+  it('/keys, /config_dump and every other admin path answer 401 without them', async () => {
+    const create = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ owner: 'mallory@example.com' }) });
+    assert.equal(create.status, 401);
+    const body = (await create.json()) as { error: { message: string } };
+    assert.match(body.error.message, /credentials/);
+    assert.match(create.headers.get('www-authenticate') ?? '', /^Basic realm=/);
+    for (const [method, path] of [['GET', '/keys'], ['GET', '/keys/vk_x'], ['POST', '/keys/vk_x/rotate'], ['POST', '/keys/vk_x/revoke'], ['DELETE', '/keys/vk_x'], ['GET', '/config_dump'], ['GET', '/nope'], ['GET', '/']] as const) {
+      assert.equal((await fetch(`${gw.adminUrl}${path}`, { method, redirect: 'manual' })).status, 401, `${method} ${path}`);
+    }
+    assert.equal((await fetch(`${gw.adminUrl}/keys`, { headers: { authorization: `Bearer ${KEY}x` } })).status, 401, 'a wrong key');
+    assert.equal((await fetch(`${gw.adminUrl}/keys`, { headers: { authorization: basic('ops', 'wrong-password-here') } })).status, 401, 'a wrong password');
+    assert.equal((await fetch(`${gw.adminUrl}/keys`, { headers: { authorization: basic('root', PASSWORD) } })).status, 401, 'a wrong user');
+  });
+
+  it('with the key (Bearer or x-api-key) or the basic credentials, they work', async () => {
+    const create = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body: JSON.stringify({ owner: 'ana@example.com' }) });
+    assert.equal(create.status, 201);
+    const { key } = (await create.json()) as { key: { id: string } };
+    const list = await fetch(`${gw.adminUrl}/keys`, { headers: { authorization: basic('ops', PASSWORD) } });
+    assert.equal(list.status, 200);
+    assert.ok(JSON.stringify(await list.json()).includes(key.id));
+    assert.equal((await fetch(`${gw.adminUrl}/keys/${key.id}/revoke`, { method: 'POST', headers: { 'x-api-key': KEY } })).status, 200);
+    const dump = await fetch(`${gw.adminUrl}/config_dump`, { headers: { 'x-api-key': KEY } });
+    assert.equal(dump.status, 200);
+    assert.doesNotMatch(await dump.text(), new RegExp(`${PASSWORD}|${KEY}`));
+    assert.equal((await fetch(`${gw.adminUrl}/ui/`, { headers: { authorization: basic('ops', PASSWORD) } })).status, 200);
+  });
+
+  it('/metrics and /healthz/ready on their own addresses need none', async () => {
+    assert.equal((await fetch(`${gw.statsUrl}/metrics`)).status, 200);
+    assert.equal((await fetch(`${gw.readinessUrl}/healthz/ready`)).status, 200);
+  });
+
+  it('`switchyard keys` sends --admin-key or ADMIN_API_KEY, never prints it, and says what is missing without it', async () => {
+    const none = await cli(['list', '--admin', gw.adminUrl]);
+    assert.equal(none.code, 1);
+    assert.match(none.err, /needs credentials.*ADMIN_API_KEY/);
+    const wrong = await cli(['list', '--admin', gw.adminUrl, '--admin-key', `${KEY}-wrong`]);
+    assert.equal(wrong.code, 1);
+    assert.match(wrong.err, /refused the admin key/);
+    assert.ok(!wrong.err.includes(KEY), 'the key is not echoed');
+    const flag = await cli(['create', '--owner', 'bo@example.com', '--admin', gw.adminUrl, '--admin-key', KEY]);
+    assert.equal(flag.code, 0, flag.err);
+    assert.match(flag.out, /created key vk_/);
+    const env = await cli(['list', '--admin', gw.adminUrl], KEY);
+    assert.equal(env.code, 0, env.err);
+    assert.match(env.out, /bo@example\.com/);
+    assert.ok(!(flag.out + flag.err + env.out + env.err).includes(KEY), 'the key is never printed');
+  });
+});
+
+describe('admin credentials on a loopback admin address', () => {
+  const started: RunningGateway[] = [];
+  after(() => Promise.all(started.map((g) => g.stop())));
+
+  it('apply there too: a local user cannot mint keys without them', async () => {
+    const gw = await keysGateway({ adminAddr: '127.0.0.1:0', adminUi: { apiKey: KEY } });
+    started.push(gw);
+    const res = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(res.status, 401);
+    assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer realm=/, 'a key-only config challenges for a bearer token');
+    assert.equal((await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body: '{}' })).status, 201);
+  });
+
+  it('/metrics and /healthz/ready on the admin address itself stay open; its own endpoints do not', async () => {
+    const gw = await keysGateway({ adminAddr: '127.0.0.1:0', statsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', adminUi: { apiKey: KEY } });
+    started.push(gw);
+    assert.equal(gw.statsUrl, gw.adminUrl, 'one server for the three roles');
+    assert.equal((await fetch(`${gw.adminUrl}/metrics`)).status, 200);
+    assert.equal((await fetch(`${gw.adminUrl}/healthz/ready`)).status, 200);
+    assert.equal((await fetch(`${gw.adminUrl}/config_dump`)).status, 401);
+    assert.equal((await fetch(`${gw.adminUrl}/keys`)).status, 401);
+  });
+
+  it('without credentials nothing changes: /keys and /config_dump answer, and the CLI needs no key', async () => {
+    const gw = await keysGateway({ adminAddr: '127.0.0.1:0' });
+    started.push(gw);
+    assert.equal((await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status, 201);
+    assert.equal((await fetch(`${gw.adminUrl}/config_dump`)).status, 200);
+    const run = await cli(['list', '--admin', gw.adminUrl]);
+    assert.equal(run.code, 0, run.err);
+  });
+});
