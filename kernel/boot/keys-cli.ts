@@ -158,6 +158,8 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
     const id = encodeURIComponent(args.id ?? '');
     // An empty ADMIN_API_KEY is no key (a variable set to nothing in a shell profile).
     const adminKey = args.adminKey ?? (process.env.ADMIN_API_KEY || undefined);
+    // The gateway takes only such keys (config schema); said here rather than as Node's header error.
+    if (adminKey !== undefined && !/^[!-~]+$/.test(adminKey)) throw new Error('the admin key (ADMIN_API_KEY or --admin-key) must be printable ASCII without spaces');
     const answer =
       args.command === 'list'
         ? await call(base, adminKey, 'GET', `/keys${args.team !== undefined ? `?team=${encodeURIComponent(args.team)}` : ''}`)

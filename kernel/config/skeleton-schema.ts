@@ -77,13 +77,15 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
             type: 'object',
             description: 'Require HTTP basic credentials (what a browser asks for) for every endpoint of `adminAddr`.',
             properties: {
-              username: { type: 'string', minLength: 1, description: 'The user name.' },
+              // A colon ends the user name in a basic credential (RFC 7617): such a name could never sign in.
+              username: { type: 'string', minLength: 1, pattern: '^[^:]+$', 'x-hint': 'a user name without `:`', description: 'The user name (no `:`).' },
               password: { type: 'string', minLength: 12, 'x-secret': true, description: 'The password, at least 12 characters (use `${VAR}` to keep it out of the file).' },
             },
             required: ['username', 'password'],
             additionalProperties: false,
           },
-          apiKey: { type: 'string', minLength: 16, 'x-secret': true, description: 'Require this key for every endpoint of `adminAddr` as `Authorization: Bearer <key>` or `x-api-key` (scripts and `switchyard keys`, which sends `ADMIN_API_KEY`; browsers use `basicAuth`).' },
+          // A header value is trimmed and ASCII: a key with spaces or other characters could never be sent.
+          apiKey: { type: 'string', minLength: 16, pattern: '^[!-~]+$', 'x-hint': 'printable ASCII without spaces', 'x-secret': true, description: 'Require this key for every endpoint of `adminAddr` as `Authorization: Bearer <key>` or `x-api-key` (scripts and `switchyard keys`, which sends `ADMIN_API_KEY`; browsers use `basicAuth`).' },
         },
         additionalProperties: false,
       },

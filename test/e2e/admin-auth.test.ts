@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { keysMain } from '../../kernel/boot/keys-cli.ts';
 import { aiPreset, aiRoute } from '../ai/harness.ts';
+import { compileError, headlines, yaml } from '../config/helpers.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -124,5 +125,20 @@ describe('admin credentials on a loopback admin address', () => {
     assert.equal((await fetch(`${gw.adminUrl}/config_dump`)).status, 200);
     const run = await cli(['list', '--admin', gw.adminUrl]);
     assert.equal(run.code, 0, run.err);
+  });
+});
+
+describe('admin credentials no client could send', () => {
+  it('are config errors: an apiKey with a space or a non-ASCII character, a basic user name with a colon', async () => {
+    const config = (adminUi: string): string => yaml('config:', `  adminUi: ${adminUi}`, 'binds: []');
+    for (const [adminUi, path] of [
+      ['{ apiKey: "admin key 0123456789abcdef" }', 'config.adminUi.apiKey'],
+      ['{ apiKey: "admin-key-0123456789abcdéf" }', 'config.adminUi.apiKey'],
+      ['{ basicAuth: { username: "ops:root", password: "correct-horse-battery" } }', 'config.adminUi.basicAuth.username'],
+    ]) {
+      const err = await compileError(config(adminUi!));
+      assert.match(headlines(err).join('\n'), new RegExp(`\\(at ${path!.replace(/\./g, '\\.')}\\)`), adminUi);
+      assert.doesNotMatch(err.message, /0123456789abc/, 'the key is not quoted');
+    }
   });
 });

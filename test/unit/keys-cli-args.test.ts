@@ -29,6 +29,13 @@ describe('switchyard keys arguments', () => {
     assert.doesNotMatch(r.err, /hunter2/);
   });
 
+  it('an admin key no header can carry is refused before anything is sent, without echoing it', async () => {
+    const r = await run('list', '--admin', '127.0.0.1:1', '--admin-key', 'admin key\nwith-newline');
+    assert.equal(r.code, 1);
+    assert.match(r.err, /must be printable ASCII without spaces/);
+    assert.doesNotMatch(r.err, /with-newline|cannot reach/);
+  });
+
   it('--admin-key needs a value', async () => {
     const r = await run('list', '--admin-key', '--admin', '127.0.0.1:1');
     assert.equal(r.code, 2);
