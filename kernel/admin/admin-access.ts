@@ -9,6 +9,14 @@ export interface Refusal {
   headers?: Record<string, string>;
 }
 
+/** Addresses only this machine reaches: without credentials, `/ui` is served only there. */
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/** Whether a server bound to `address` (as `server.address()` gives it) is reachable from this machine only. */
+export function isLoopbackAddress(address: string): boolean {
+  return LOOPBACK.has(address);
+}
+
 /** Equal strings, compared in constant time (digests, so lengths do not show). */
 function same(a: string, b: string): boolean {
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());

@@ -2,7 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AdminRouteHandler, Logger } from '../sdk/index.ts';
 import type { AdminUiConfig, StaticConfig } from '../compile/snapshot.ts';
-import { adminCredentials } from './admin-access.ts';
+import { adminCredentials, hasAdminCredentials, isLoopbackAddress } from './admin-access.ts';
 import { compileHostCheck, splitAuthority } from './host-check.ts';
 import { findPluginRoute, servePluginRoute } from './plugin-routes.ts';
 
@@ -137,6 +137,11 @@ export class AdminServers {
       refuse = compileHostCheck(info);
       for (const role of group.roles) this.bound.set(role, info);
       this.logger.info('admin server listening', { roles: group.roles.join(','), address: `${info.address}:${info.port}` });
+      if (group.roles.includes('admin') && !isLoopbackAddress(info.address) && !hasAdminCredentials(endpoints.adminUi?.())) {
+        this.logger.warn('the admin address is not loopback and without credentials: whoever reaches it can read /config_dump and use plugin endpoints such as /keys (make virtual keys); set config.adminUi.apiKey or basicAuth (ADR 0136)', {
+          address: `${info.address}:${info.port}`,
+        });
+      }
     }
   }
 

@@ -72,6 +72,10 @@ describe('admin credentials on a non-loopback admin address', () => {
     assert.equal((await fetch(`${gw.adminUrl}/ui/`, { headers: { authorization: basic('ops', PASSWORD) } })).status, 200);
   });
 
+  it('no start warning: the address has credentials', () => {
+    assert.ok(!gw.logs.some((l) => /without credentials/.test(l)), gw.logs.join('\n'));
+  });
+
   it('/metrics and /healthz/ready on their own addresses need none', async () => {
     assert.equal((await fetch(`${gw.statsUrl}/metrics`)).status, 200);
     assert.equal((await fetch(`${gw.readinessUrl}/healthz/ready`)).status, 200);
@@ -95,7 +99,7 @@ describe('admin credentials on a non-loopback admin address', () => {
   });
 });
 
-describe('admin credentials on a loopback admin address', () => {
+describe('admin credentials on a loopback admin address, and no credentials', () => {
   const started: RunningGateway[] = [];
   after(() => Promise.all(started.map((g) => g.stop())));
 
@@ -116,6 +120,18 @@ describe('admin credentials on a loopback admin address', () => {
     assert.equal((await fetch(`${gw.adminUrl}/healthz/ready`)).status, 200);
     assert.equal((await fetch(`${gw.adminUrl}/config_dump`)).status, 401);
     assert.equal((await fetch(`${gw.adminUrl}/keys`)).status, 401);
+  });
+
+  it('a non-loopback admin address without credentials still serves /keys, and says so in a start warning', async () => {
+    const gw = await keysGateway({ adminAddr: '0.0.0.0:0' });
+    started.push(gw);
+    assert.equal((await fetch(`${gw.adminUrl}/keys`)).status, 200);
+    const warning = gw.logs.find((l) => /WARN/.test(l) && /without credentials/.test(l));
+    assert.ok(warning, gw.logs.join('\n'));
+    assert.match(warning, /config\.adminUi\.apiKey/);
+    const loopback = await keysGateway({ adminAddr: '127.0.0.1:0' });
+    started.push(loopback);
+    assert.ok(!loopback.logs.some((l) => /without credentials/.test(l)), 'none on loopback');
   });
 
   it('without credentials nothing changes: /keys and /config_dump answer, and the CLI needs no key', async () => {

@@ -6,6 +6,7 @@ import type { UiHandler } from '../admin-servers.ts';
 import { TailHub } from './tail-hub.ts';
 import { proxyToBind } from './bind-proxy.ts';
 import { uiAccess } from './ui-access.ts';
+import { isLoopbackAddress } from '../admin-access.ts';
 import { readAdminBody } from '../admin-body.ts';
 import { PROMETHEUS_TEXT } from '../../telemetry/metrics.ts';
 
@@ -21,7 +22,6 @@ const ASSET_DIR = new URL('./assets/', import.meta.url);
 /** The project's docs folder, present when running from a checkout: the per-policy links open it. */
 const DOCS_DIR = new URL('../../../docs/', import.meta.url);
 const DOC_NAME = /^[a-z0-9-]+\.md$/;
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 /**
  * Validations at once, running or waiting: each compiles a config (up to 1 MiB) on the gateway's own event loop,
  * so they run one after another and a burst beyond this is refused before its body is read.
@@ -68,7 +68,7 @@ export function uiHandler(source: AdminSource): UiHandler {
   };
 
   const route = async (req: IncomingMessage, res: ServerResponse, bound: AddressInfo): Promise<void> => {
-    const refused = uiAccess(source.adminUi?.(), LOOPBACK.has(bound.address));
+    const refused = uiAccess(source.adminUi?.(), isLoopbackAddress(bound.address));
     if (refused) {
       res.writeHead(refused.status, { 'content-type': 'text/plain', ...refused.headers }).end(`${refused.message}\n`);
       return;
