@@ -100,7 +100,7 @@ async function adminBase(args: KeysArgs): Promise<string> {
   addr ??= '127.0.0.1:15000';
   if (addr === 'off') throw new Error('the admin address is off in this config; keys are managed there');
   // Credentials in the address would show in this command's errors and the process list: the key has its own option.
-  if (/^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(addr)) throw new Error('the admin address must not carry credentials: give the admin key in ADMIN_API_KEY (or --admin-key)');
+  if (/^(?:[a-z][a-z0-9+.-]*:\/\/)?[^/]*@/i.test(addr)) throw new Error('the admin address must not carry credentials: give the admin key in ADMIN_API_KEY (or --admin-key)');
   if (/^https?:\/\//i.test(addr)) return addr.replace(/\/$/, '');
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(addr)) throw new Error(`--admin takes host:port or an http(s) URL, got \`${addr}\``);
   return `http://${addr.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '127.0.0.1:')}`;

@@ -27,6 +27,9 @@ describe('switchyard keys arguments', () => {
     assert.equal(r.code, 1);
     assert.match(r.err, /must not carry credentials.*ADMIN_API_KEY/);
     assert.doesNotMatch(r.err, /hunter2/);
+    const bare = await run('list', '--admin', 'ops:hunter2-secret@127.0.0.1:1');
+    assert.equal(bare.code, 1);
+    assert.doesNotMatch(bare.err, /hunter2/);
   });
 
   it('an admin key no header can carry is refused before anything is sent, without echoing it', async () => {
