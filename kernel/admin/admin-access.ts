@@ -9,12 +9,12 @@ export interface Refusal {
   headers?: Record<string, string>;
 }
 
-/** Addresses only this machine reaches: without credentials, `/ui` is served only there. */
-const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
-
-/** Whether a server bound to `address` (as `server.address()` gives it) is reachable from this machine only. */
+/**
+ * Whether a server bound to `address` (as `server.address()` gives it) is reachable from this machine only: `::1` and
+ * all of 127.0.0.0/8 (`127.0.0.2` too). Without credentials, `/ui` is served only there.
+ */
 export function isLoopbackAddress(address: string): boolean {
-  return LOOPBACK.has(address);
+  return address === '::1' || /^(?:::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/i.test(address);
 }
 
 /** Equal strings, compared in constant time (digests, so lengths do not show). */

@@ -134,6 +134,14 @@ describe('admin credentials on a loopback admin address, and no credentials', ()
     assert.ok(!loopback.logs.some((l) => /without credentials/.test(l)), 'none on loopback');
   });
 
+  it('all of 127.0.0.0/8 is loopback: /ui without credentials on 127.0.0.2, and no warning', async () => {
+    const gw = await keysGateway({ adminAddr: '127.0.0.2:0' });
+    started.push(gw);
+    const admin = `http://127.0.0.2:${gw.gateway.admin.address('admin')!.port}`;
+    assert.equal((await fetch(`${admin}/ui/`)).status, 200);
+    assert.ok(!gw.logs.some((l) => /without credentials/.test(l)), gw.logs.join('\n'));
+  });
+
   it('without credentials nothing changes: /keys and /config_dump answer, and the CLI needs no key', async () => {
     const gw = await keysGateway({ adminAddr: '127.0.0.1:0' });
     started.push(gw);
