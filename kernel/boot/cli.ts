@@ -5,7 +5,7 @@ import { readConfigFile } from '../config/load-config.ts';
 import { ValidatorCodeCache } from '../config/validator-cache.ts';
 import { PluginRegistryError } from '../registry/registry.ts';
 import { pluginLabel } from '../sdk/index.ts';
-import { keepServingWithoutStdout, LogSink } from '../telemetry/logger.ts';
+import { keepServingWithoutStdout, LogSink, outputWritten } from '../telemetry/logger.ts';
 import { compactHeapSoon } from './compact-heap.ts';
 import { createGateway } from './container.ts';
 import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.ts';
@@ -96,6 +96,15 @@ function endQuietlyOnClosedPipe(): void {
   });
 }
 
+/** Set when a serving gateway stopped: the time by which its last log lines are given up (ADR 0132). */
+let exitBy: number | undefined;
+
+/** Exit with `code` once stdout and stderr are written; after a gateway stopped, at its deadline at the latest. */
+export async function exitAfterOutput(code: number): Promise<void> {
+  await outputWritten(exitBy);
+  setImmediate(() => process.exit(code));
+}
+
 /** Run the CLI. Resolves with the exit code for commands that end; a running gateway resolves on shutdown. */
 export async function main(argv: readonly string[], dist: Distribution): Promise<number> {
   if (argv[0] === 'keys') {
@@ -172,7 +181,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       keepServingWithoutStdout((err) => process.stderr.write(`switchyard: cannot write log lines to stdout (${err.code ?? err.message}): they are dropped from now on\n`));
     }
     const workers = dist.entry && !args.validateOnly ? workerCountOf(input, await readInput(input)) : 1;
-    let running: { stop(): Promise<void>; reload(): Promise<boolean> };
+    let running: { stop(): Promise<void>; reload(): Promise<boolean>; readonly drainTimeoutMs: number };
     if (workers > 1) {
       const { Supervisor } = await import('./supervisor.ts');
       const supervisor = new Supervisor({ entry: dist.entry!, config: input, count: workers, sink: new LogSink() });
@@ -201,9 +210,16 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
           process.exit(1);
         }
         signalled = true;
+        const at = Date.now();
+        // Log lines stdout has not taken are waited for until the drain deadline (at least a second after the
+        // stop): a reader that stalls must not keep a stopped gateway from exiting (Envoy: drain, then exit).
+        const stopped = (code: number): void => {
+          exitBy = Math.max(at + running.drainTimeoutMs, Date.now() + 1000);
+          done(code);
+        };
         void running.stop().then(
-          () => done(0),
-          () => done(1),
+          () => stopped(0),
+          () => stopped(1),
         );
       };
       process.on('SIGTERM', onSignal);

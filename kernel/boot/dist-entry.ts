@@ -58,14 +58,10 @@ export async function startDistribution(start: DistributionStart): Promise<void>
       // An unwritable cache directory only costs the speed-up.
     }
   }
-  const [{ main }, { preset, knownKeys }] = await Promise.all([import('./cli.ts'), start.load()]);
+  const [{ main, exitAfterOutput }, { preset, knownKeys }] = await Promise.all([import('./cli.ts'), start.load()]);
   const code = await main(process.argv.slice(2), { preset, knownKeys, version: start.version, schemaFile: start.schemaFile, entry: process.argv[1] });
   process.exitCode = code;
-  // Exit once shutdown has completed and stdout/stderr are flushed (a pipe is written asynchronously).
-  let pending = 2;
-  const done = (): void => {
-    if (--pending === 0) setImmediate(() => process.exit(code));
-  };
-  process.stdout.write('', done);
-  process.stderr.write('', done);
+  // Exit once shutdown has completed and stdout/stderr are flushed (a pipe is written asynchronously); a stopped
+  // gateway waits for them only until its deadline.
+  await exitAfterOutput(code);
 }

@@ -364,6 +364,11 @@ export class Gateway {
     return { ...endpoints, adminPlugins: (prefix) => this.s.pipeline.snapshot?.adminRoutes.get(prefix) };
   }
 
+  /** `config.drainTimeout` of the live config: how long a stop waits for in-flight requests. */
+  get drainTimeoutMs(): number {
+    return this.s.pipeline.snapshot?.staticConfig.drainTimeoutMs ?? 10_000;
+  }
+
   /**
    * Stop accepting, let in-flight requests finish (bounded by `drainTimeout`), then close everything.
    */
@@ -376,7 +381,7 @@ export class Gateway {
     this.stopWatching?.();
     this.bindRetry.stop();
     this.s.pipeline.draining = true;
-    const drainMs = this.s.pipeline.snapshot?.staticConfig.drainTimeoutMs ?? 10_000;
+    const drainMs = this.drainTimeoutMs;
     const closed = this.s.binds.stopAccepting();
     this.s.binds.closeIdle();
     const drained = Promise.all([...this.live].map((s) => s.retire()));

@@ -77,7 +77,8 @@ export class Supervisor {
   private restartOnly = '';
   private workerEnv: NodeJS.ProcessEnv = process.env;
   private nextId = 0;
-  private drainTimeoutMs = 10_000;
+  /** The live config's `drainTimeout` (the CLI bounds its exit by it too). */
+  drainTimeoutMs = 10_000;
   private stopping: Promise<void> | undefined;
   private stopWatching: (() => void) | undefined;
   private reloading: Promise<boolean> | undefined;

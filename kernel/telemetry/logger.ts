@@ -16,7 +16,7 @@ export class LogSink {
   private readonly bytes = new LogBytes();
   private scheduled = false;
   private readonly write: ((chunk: string) => void) | undefined;
-  private readonly writeBytes: (chunk: Buffer) => void;
+  private readonly writeBytes: (chunk: Buffer, lines: number) => void;
   private readonly pending: () => number;
   /** Lines in the buffer, and lines dropped since the stream last kept up. */
   private lines = 0;
@@ -70,16 +70,19 @@ export class LogSink {
       if (this.pending() >= MAX_PENDING) {
         this.dropped += this.lines;
         logDrops.lines += this.lines;
+        unsaid += this.lines;
         this.lines = 0;
         this.bytes.clear();
         return;
       }
       if (this.dropped > 0) {
-        this.writeBytes(Buffer.from(this.notice?.(this.dropped) ?? `log lines dropped: ${this.dropped}\n`));
+        this.writeBytes(Buffer.from(this.notice?.(this.dropped) ?? `log lines dropped: ${this.dropped}\n`), 1);
+        unsaid -= this.dropped;
         this.dropped = 0;
       }
+      const lines = this.lines;
       this.lines = 0;
-      this.writeBytes(this.bytes.take());
+      this.writeBytes(this.bytes.take(), lines);
       return;
     }
     this.lines = 0;
@@ -112,11 +115,43 @@ function watchStdout(): void {
   });
 }
 
+/** Lines dropped (the output did not keep up) that no `log lines dropped` line has counted yet. */
+let unsaid = 0;
+/** Lines handed to stdout that it has not written yet (a stalled reader holds them). */
+let unwritten = 0;
+
 /** The default log output. */
-function writeStdout(chunk: Buffer): void {
+function writeStdout(chunk: Buffer, lines: number): void {
   if (stdoutFailed) return;
   watchStdout();
-  process.stdout.write(chunk);
+  unwritten += lines;
+  process.stdout.write(chunk, () => void (unwritten -= lines));
+}
+
+/**
+ * Resolves once stdout and stderr have written everything they were given. With `until` (a stopping gateway's
+ * deadline, ms since the epoch), at that time at the latest: a reader that stopped reading would otherwise keep the
+ * process from exiting for as long as it stalls (ADR 0132). Lines left behind are counted on stderr.
+ */
+export function outputWritten(until?: number): Promise<void> {
+  return new Promise((resolve) => {
+    let pending = 2;
+    let timer: NodeJS.Timeout | undefined;
+    const done = (): void => {
+      if (--pending === 0) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    process.stdout.write('', done);
+    process.stderr.write('', done);
+    if (until === undefined) return;
+    timer = setTimeout(() => {
+      const lost = unwritten + unsaid;
+      if (lost > 0) process.stderr.write(`switchyard: ${lost} log lines dropped at exit: stdout did not take them before the deadline\n`);
+      resolve();
+    }, Math.max(0, until - Date.now()));
+  });
 }
 
 /** Bytes stdout holds unread; a failed stdout holds them for ever (its lines are dropped and counted). */
