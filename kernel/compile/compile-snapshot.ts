@@ -1,4 +1,5 @@
 import { compileAccessLogRules } from '../telemetry/access-log-rules.ts';
+import { loadTracingTls } from '../telemetry/tracing-config.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 import { ConfigError } from '../sdk/index.ts';
 import { LayeredPolicySet } from './policy-set.ts';
@@ -26,7 +27,9 @@ export function compileSnapshot(config: Obj, deps: CompileDeps): Promise<Snapsho
 async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise<Snapshot> {
   const resolved = resolveStaticConfig(config.config as never, deps.env);
   const rawLogging = (config.config as { logging?: RawLoggingRules } | undefined)?.logging;
-  const staticConfig: StaticConfig = { ...resolved, logging: { ...resolved.logging, rules: compileAccessLogRules(rawLogging, deps.expressions) } };
+  // The trace collector's PEM files are read here, so a wrong one fails the load rather than every export.
+  const tracing = await loadTracingTls(resolved.tracing, deps.cwd, deps.shared.fetches, (path, message) => c.issue(path, message));
+  const staticConfig: StaticConfig = { ...resolved, tracing, logging: { ...resolved.logging, rules: compileAccessLogRules(rawLogging, deps.expressions) } };
   c.resolveSections(config.config as Obj | undefined);
   c.staticConfig = staticConfig;
   const namedList = (config.backends ?? []) as Obj[];

@@ -167,6 +167,19 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
             description:
               'Record prompts and completions on GenAI spans (`gen_ai.input.messages`, `gen_ai.output.messages`). Default `false` (or `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`): content may hold personal data.',
           },
+          tls: {
+            type: 'object',
+            description:
+              'TLS to an `https://` trace endpoint (both protocols), named as `backendTLS` names it: a private CA, a client certificate (mutual TLS), the name checked. Files are read when the config loads; relative paths resolve against the gateway\'s working directory. A file left out is taken from `OTEL_EXPORTER_OTLP_(TRACES_)CERTIFICATE`, `_CLIENT_CERTIFICATE`, `_CLIENT_KEY`.',
+            properties: {
+              root: { type: 'string', minLength: 1, description: "Path to a PEM CA bundle that verifies the collector's certificate, replacing the system roots." },
+              cert: { type: 'string', minLength: 1, description: 'Path to the PEM client certificate (chain) presented to the collector. Needs `key`.' },
+              key: { type: 'string', minLength: 1, description: 'Path to the PEM private key of `cert`. Needs `cert`.' },
+              hostname: { type: 'string', minLength: 1, description: "Name sent as SNI and checked against the collector's certificate. Default: the endpoint's host." },
+              insecure: { type: 'boolean', description: "Skip all verification of the collector's certificate (chain and name). For testing only." },
+            },
+            additionalProperties: false,
+          },
         },
         additionalProperties: false,
       },

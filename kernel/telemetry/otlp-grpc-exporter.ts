@@ -5,8 +5,10 @@
  */
 import { connect, constants } from 'node:http2';
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
-import { ExportCalls, failed } from './export-calls.ts';
+import { ExportCalls, failed, MAX_ANSWER_BYTES, partialSuccess } from './export-calls.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
+import { collectorTlsOptions } from './tracing-config.ts';
+import type { TracingTls } from './tracing-config.ts';
 
 const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 const SUCCESS = 0;
@@ -23,6 +25,12 @@ function percentDecoded(text: string): string {
   }
 }
 
+/** An accepted export's outcome, with the partial success of its answer message (uncompressed) when it has one. */
+function answered(frame: Buffer): ExportResult {
+  const partial = frame.length > 5 && frame[0] === 0 ? partialSuccess(frame.subarray(5, 5 + frame.readUInt32BE(1))) : undefined;
+  return partial ? { code: SUCCESS, rejected: partial.rejected, rejectedReason: partial.message } : { code: SUCCESS };
+}
+
 export class OtlpGrpcTraceExporter implements LeanSpanExporter {
   private session: ClientHttp2Session | undefined;
   private readonly url: string;
@@ -32,15 +40,18 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
   /** Exports waiting for their answer: the session keeps the process alive only while there are some. */
   private inFlight = 0;
 
-  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
+  private readonly tls: TracingTls | undefined;
+
+  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000, tls?: TracingTls) {
     this.url = url;
     this.headers = headers;
     this.timeoutMs = timeoutMs;
+    this.tls = tls;
   }
 
   private connection(): ClientHttp2Session {
     if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
-    const session = connect(this.url);
+    const session = connect(this.url, collectorTlsOptions(this.tls));
     // A trace backend that is down must not keep the process alive or crash it.
     session.unref();
     session.on('error', () => undefined);
@@ -98,12 +109,19 @@ export class OtlpGrpcTraceExporter implements LeanSpanExporter {
       });
       req.on('response', read);
       req.on('trailers', read);
-      req.on('data', () => undefined);
+      // The answer message (gRPC framing: a flag byte, a 4-byte length) may carry a partial success.
+      const kept: Buffer[] = [];
+      let size = 0;
+      req.on('data', (chunk: Buffer) => {
+        if (size >= MAX_ANSWER_BYTES) return;
+        kept.push(chunk);
+        size += chunk.length;
+      });
       req.on('error', (error: Error) => settle(failed(error)));
       req.on('close', () =>
         settle(
           status === '0'
-            ? { code: SUCCESS }
+            ? answered(Buffer.concat(kept))
             : {
                 code: FAILED,
                 error: new Error(`OTLP/gRPC export to ${this.url} failed: grpc-status ${status ?? 'missing'}${message ? ` (${message})` : ''}`),

@@ -7,8 +7,10 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { ExportCalls, failed } from './export-calls.ts';
+import { ExportCalls, failed, MAX_ANSWER_BYTES, partialSuccess } from './export-calls.ts';
 import type { ExportOutcome as ExportResult, LeanSpanExporter } from './span-batcher.ts';
+import { collectorTlsOptions } from './tracing-config.ts';
+import type { TracingTls } from './tracing-config.ts';
 
 const SUCCESS = 0;
 const FAILED = 1;
@@ -20,11 +22,11 @@ export class OtlpHttpTraceExporter implements LeanSpanExporter {
   private readonly timeoutMs: number;
   private readonly calls = new ExportCalls();
 
-  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000) {
+  constructor(url: string, headers: Readonly<Record<string, string>>, timeoutMs = 10_000, tls?: TracingTls) {
     this.url = new URL(url);
     this.headers = { ...headers, 'content-type': 'application/x-protobuf' };
     const https = this.url.protocol === 'https:';
-    this.agent = https ? new HttpsAgent({ keepAlive: true, maxSockets: 2 }) : new HttpAgent({ keepAlive: true, maxSockets: 2 });
+    this.agent = https ? new HttpsAgent({ keepAlive: true, maxSockets: 2, ...collectorTlsOptions(tls) }) : new HttpAgent({ keepAlive: true, maxSockets: 2 });
     this.timeoutMs = timeoutMs;
   }
 
@@ -35,9 +37,21 @@ export class OtlpHttpTraceExporter implements LeanSpanExporter {
     try {
       req = send(this.url, { method: 'POST', agent: this.agent, headers: { ...this.headers, 'content-length': String(body.length) } }, (res) => {
         const status = res.statusCode ?? 0;
-        res.resume();
+        const ok = status >= 200 && status < 300;
+        // An accepted export's answer may carry a partial success (spans rejected): its first bytes are kept.
+        const kept: Buffer[] = [];
+        let size = 0;
+        res.on('data', (chunk: Buffer) => {
+          if (!ok || size >= MAX_ANSWER_BYTES) return;
+          kept.push(chunk);
+          size += chunk.length;
+        });
         res.on('error', (error) => settle(failed(error)));
-        res.on('end', () => settle(status >= 200 && status < 300 ? { code: SUCCESS } : { code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} failed: HTTP ${status}`), errorType: String(status) }));
+        res.on('end', () => {
+          if (!ok) return settle({ code: FAILED, error: new Error(`OTLP/HTTP export to ${this.url.href} failed: HTTP ${status}`), errorType: String(status) });
+          const partial = size > 0 && /protobuf/i.test(res.headers['content-type'] ?? 'protobuf') ? partialSuccess(Buffer.concat(kept)) : undefined;
+          settle(partial ? { code: SUCCESS, rejected: partial.rejected, rejectedReason: partial.message } : { code: SUCCESS });
+        });
       });
       req.on('error', (error) => settle(failed(error)));
       req.end(body);

@@ -214,3 +214,21 @@ test('spans dropped on a full queue and failed exports are counted, by error typ
   held.release();
   assert.equal(counts['exported:'], 512);
 });
+
+test('a partial success: the spans the collector rejected count as `rejected`, the others as exported, and it is reported', async () => {
+  const counted: [number, string][] = [];
+  const errors: string[] = [];
+  const exporter: LeanSpanExporter = {
+    export: (_body, done) => setImmediate(() => done({ code: 0, rejected: 2, rejectedReason: 'too old' })),
+    shutdown: async () => undefined,
+  };
+  const batcher = new SpanBatcher(exporter, new TraceBatchEncoder(RESOURCE, 'switchyard', SCHEMA), (e) => errors.push(e.message), { processed: () => undefined, exported: (n, t) => counted.push([n, t]) });
+  const t = tracer(batcher, []);
+  for (let i = 0; i < 5; i++) t.startSpan(`s${i}`).end();
+  await batcher.flush();
+  assert.deepEqual(counted, [
+    [3, ''],
+    [2, 'rejected'],
+  ]);
+  assert.deepEqual(errors, ['the collector rejected 2 of 5 spans: too old']);
+});

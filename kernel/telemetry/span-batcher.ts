@@ -16,6 +16,9 @@ export interface ExportOutcome {
   readonly error?: Error;
   /** A failure's cause as a short, bounded label: `timeout`, an HTTP status, a gRPC status name, a socket error code. */
   readonly errorType?: string;
+  /** An accepted export's `partial_success`: spans the collector rejected, and its reason. */
+  readonly rejected?: number;
+  readonly rejectedReason?: string;
 }
 
 /**
@@ -141,8 +144,13 @@ export class SpanBatcher implements SpanSink {
     this.stats?.processed(spans, '');
     this.exporter.export(body, (result) => {
       this.exporting = false;
-      this.stats?.exported(spans, result.code === 0 ? '' : (result.errorType ?? 'error'));
+      // Spans a collector rejected in an accepted export count as failed, `rejected` (the SDK metrics' convention).
+      const rejected = result.code === 0 ? Math.min(spans, result.rejected ?? 0) : 0;
+      if (spans > rejected) this.stats?.exported(spans - rejected, result.code === 0 ? '' : (result.errorType ?? 'error'));
+      if (rejected > 0) this.stats?.exported(rejected, 'rejected');
       if (result.code !== 0) this.onError(result.error ?? new Error('trace export failed'));
+      else if (rejected > 0) this.onError(new Error(`the collector rejected ${rejected} of ${spans} spans${result.rejectedReason ? `: ${result.rejectedReason}` : ''}`));
+      else if (result.rejectedReason) this.onError(new Error(`the collector accepted the spans with a warning: ${result.rejectedReason}`));
       if (this.full.length > 0 || (this.open !== undefined && this.idle.length > 0)) this.next();
       else if (this.open !== undefined) this.timer ??= setTimeout(this.onTimer, DELAY_MS).unref();
       else for (const w of this.idle.splice(0)) w();

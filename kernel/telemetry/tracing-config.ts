@@ -2,7 +2,11 @@
  * `config.tracing` (BEHAVIOUR.md §2.1 `config.tracing`, §6.3), resolved, with the OpenTelemetry environment variables
  * filling in what the block leaves out (ADR 0046). Restart only.
  */
-import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import { isAbsolute, resolve } from 'node:path';
+import { ConfigError, ErrorCode, FILE_SIZE_LIMITS, readSharedFile } from '../sdk/index.ts';
+import type { ConnectionOptions } from 'node:tls';
+import type { ConfigPath } from '../sdk/index.ts';
+import type { SharedFetches } from '../sdk/shared.ts';
 
 /** The block as written. */
 export interface RawTracing {
@@ -15,6 +19,35 @@ export interface RawTracing {
   serviceName?: string;
   resourceAttributes?: Record<string, string | number | boolean>;
   captureMessageContent?: boolean;
+  tls?: RawTracingTls;
+}
+
+/** `tracing.tls`, named as `backendTLS` names them: PEM files of the CA bundle, client certificate and key. */
+export interface RawTracingTls {
+  root?: string;
+  cert?: string;
+  key?: string;
+  hostname?: string;
+  insecure?: boolean;
+}
+
+/** A PEM file to read at load: where it is named (a config field, or the environment variable). */
+export interface TlsFile {
+  readonly file: string;
+  readonly path: ConfigPath;
+  /** The environment variable that named it (its path is the process's working directory's). */
+  readonly env?: string;
+}
+
+/** TLS to the collector (ADR 0132): the files, then (at load) their PEM text. */
+export interface TracingTls {
+  readonly root?: TlsFile;
+  readonly cert?: TlsFile;
+  readonly key?: TlsFile;
+  readonly servername?: string;
+  readonly insecure: boolean;
+  /** The PEM text of `root`, `cert` and `key`, read at load (`loadTracingTls`). */
+  readonly pem?: { readonly ca?: string; readonly cert?: string; readonly key?: string };
 }
 
 /** With defaults applied; the ratios are 0..1. */
@@ -30,6 +63,8 @@ export interface TracingConfig {
   readonly resource: Readonly<Record<string, string | number | boolean>>;
   /** Prompt and completion content on GenAI spans (`captureMessageContent`; default off). */
   readonly captureMessageContent: boolean;
+  /** TLS settings for an `https://` endpoint; absent: the system's CAs, no client certificate. */
+  readonly tls?: TracingTls;
 }
 
 const ratio = (v: boolean | number | undefined, fallback: number): number => (v === undefined ? fallback : v === true ? 1 : v === false ? 0 : v);
@@ -160,13 +195,102 @@ export function resolveTracing(raw: RawTracing | undefined, env: NodeJS.ProcessE
     ...raw.resourceAttributes,
     ...(raw.serviceName !== undefined ? { 'service.name': raw.serviceName } : {}),
   };
+  const tls = resolveTls(raw.tls, url, env);
   return {
     url,
     protocol,
     headers,
+    ...(tls ? { tls } : {}),
     randomRatio: raw.randomSampling !== undefined ? ratio(raw.randomSampling, 0) : (envRandomRatio(env) ?? 0),
     clientRatio: ratio(raw.clientSampling, 1),
     resource,
     captureMessageContent: raw.captureMessageContent ?? envCapture(env) ?? false,
+  };
+}
+
+const tlsPath = (field: string): ConfigPath => ['config', 'tracing', 'tls', field];
+
+/**
+ * `tracing.tls`, each file it leaves out taken from the OTLP exporter's variables (OTEL_EXPORTER_OTLP_(TRACES_)
+ * CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY). Only for an `https://` endpoint: the block with a cleartext one is
+ * refused (it would say TLS where there is none); the variables, set for every exporter of a host, are then unused.
+ */
+function resolveTls(raw: RawTracingTls | undefined, url: string, env: NodeJS.ProcessEnv): TracingTls | undefined {
+  const secure = url.toLowerCase().startsWith('https://');
+  if (raw !== undefined && !secure) {
+    throw new ConfigError({ code: ErrorCode.configInvalid, path: ['config', 'tracing', 'tls'], message: `\`tls\` applies to an \`https://\` trace endpoint; ${JSON.stringify(url)} is cleartext` });
+  }
+  if (!secure) return undefined;
+  const file = (field: 'root' | 'cert' | 'key', ...names: string[]): TlsFile | undefined => {
+    const given = raw?.[field];
+    if (given !== undefined) return { file: given, path: tlsPath(field) };
+    const named = pick(env, ...names);
+    return named ? { file: resolve(named[1]), path: tlsPath(field), env: named[0] } : undefined;
+  };
+  const root = file('root', 'OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE', 'OTEL_EXPORTER_OTLP_CERTIFICATE');
+  const cert = file('cert', 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE', 'OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE');
+  const key = file('key', 'OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY', 'OTEL_EXPORTER_OTLP_CLIENT_KEY');
+  if (cert && !key) throw new ConfigError({ code: ErrorCode.configInvalid, path: tlsPath('cert'), message: '`cert` needs `key` (the private key of the client certificate)' });
+  if (key && !cert) throw new ConfigError({ code: ErrorCode.configInvalid, path: tlsPath('key'), message: '`key` needs `cert` (the client certificate it belongs to)' });
+  const hostname = raw?.hostname?.trim();
+  if (raw?.hostname !== undefined && (!hostname || /[\s/:]/.test(hostname))) {
+    throw new ConfigError({ code: ErrorCode.configInvalid, path: tlsPath('hostname'), message: `\`${raw.hostname}\` is not a host name` });
+  }
+  if (!root && !cert && hostname === undefined && raw?.insecure !== true) return undefined;
+  return { ...(root ? { root } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}), ...(hostname ? { servername: hostname } : {}), insecure: raw?.insecure === true };
+}
+
+/**
+ * Read the PEM files of `tracing.tls` (bounded, never blocking: readSharedFile) and check them as `backendTLS`
+ * does, so a wrong file fails the load (and `--validate-only`) rather than every export. `issue` reports a problem
+ * at its field; the result is undefined then.
+ */
+export async function loadTracingTls(cfg: TracingConfig | null, cwd: string, fetches: SharedFetches | undefined, issue: (path: ConfigPath, message: string) => void): Promise<TracingConfig | null> {
+  const tls = cfg?.tls;
+  if (!cfg || !tls) return cfg;
+  const read = async (f: TlsFile | undefined, label: string): Promise<string | undefined> => {
+    if (!f) return undefined;
+    const full = isAbsolute(f.file) ? f.file : resolve(cwd, f.file);
+    const from = f.env ? ` (from ${f.env})` : '';
+    let text: string;
+    try {
+      text = await readSharedFile(fetches, full, FILE_SIZE_LIMITS.key);
+    } catch (err) {
+      issue(f.path, `cannot read the ${label} file \`${f.file}\`${from} (${full}): ${(err as Error).message}`);
+      return undefined;
+    }
+    if (!/-----BEGIN [A-Z0-9 ]+-----/.test(text)) {
+      issue(f.path, `the ${label} file \`${f.file}\`${from} holds no PEM block`);
+      return undefined;
+    }
+    return text;
+  };
+  const [ca, cert, key] = await Promise.all([read(tls.root, 'CA bundle'), read(tls.cert, 'client certificate'), read(tls.key, 'private key')]);
+  if ((tls.root && !ca) || (tls.cert && !cert) || (tls.key && !key)) return cfg;
+  // node:tls only when the trace endpoint has TLS settings.
+  const { createSecureContext } = process.getBuiltinModule('node:tls');
+  try {
+    if (ca) createSecureContext({ ca });
+  } catch (err) {
+    issue(tls.root!.path, `the CA bundle \`${tls.root!.file}\` is not valid PEM: ${(err as Error).message}`);
+    return cfg;
+  }
+  try {
+    if (cert) createSecureContext({ cert, key });
+  } catch (err) {
+    issue(tls.key!.path, `the client certificate \`${tls.cert!.file}\` and key \`${tls.key!.file}\` are not a valid pair: ${(err as Error).message}`);
+    return cfg;
+  }
+  return { ...cfg, tls: { ...tls, pem: { ...(ca ? { ca } : {}), ...(cert ? { cert } : {}), ...(key ? { key } : {}) } } };
+}
+
+/** Node TLS options for a connection to the collector (https.Agent, http2.connect). */
+export function collectorTlsOptions(tls: TracingTls | undefined): ConnectionOptions {
+  if (!tls) return {};
+  return {
+    ...tls.pem,
+    // SNI and the certificate check both use `hostname` when set (node:tls checks against `servername`).
+    ...(tls.servername ? { servername: tls.servername } : {}),
+    rejectUnauthorized: !tls.insecure,
   };
 }

@@ -30,10 +30,10 @@ export async function startTracing(cfg: TracingConfig, logger: Logger, metrics?:
   const encoder = new TraceBatchEncoder(resource.attributes, 'switchyard', resource.schemaUrl);
   let exporter;
   if (cfg.protocol === 'http') {
-    exporter = new OtlpHttpTraceExporter(cfg.url, cfg.headers);
+    exporter = new OtlpHttpTraceExporter(cfg.url, cfg.headers, undefined, cfg.tls);
   } else {
     const headers = Object.fromEntries(Object.entries(cfg.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    exporter = new OtlpGrpcTraceExporter(cfg.url, headers);
+    exporter = new OtlpGrpcTraceExporter(cfg.url, headers, undefined, cfg.tls);
   }
   // Export failures are the trace backend's trouble, not the request's: say so in the process log, once a minute.
   let lastWarned = 0;

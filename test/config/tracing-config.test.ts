@@ -78,6 +78,26 @@ describe('config.tracing and OTEL_* variables', () => {
     assert.equal(t.captureMessageContent, false);
   });
 
+  it('TLS files: the block names them, the OTLP exporter variables fill in the rest (https only; ADR 0132)', () => {
+    const env = {
+      OTEL_EXPORTER_OTLP_CERTIFICATE: 'env/ca.pem',
+      OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE: '/etc/otel/client.pem',
+      OTEL_EXPORTER_OTLP_CLIENT_KEY: '/etc/otel/client.key',
+    };
+    const t = resolveTracing({ otlpEndpoint: 'https://c:4317' }, env)!;
+    assert.equal(t.tls?.root?.file, join(process.cwd(), 'env/ca.pem'));
+    assert.equal(t.tls?.root?.env, 'OTEL_EXPORTER_OTLP_CERTIFICATE');
+    assert.equal(t.tls?.cert?.file, '/etc/otel/client.pem');
+    assert.equal(t.tls?.key?.file, '/etc/otel/client.key');
+    const own = resolveTracing({ otlpEndpoint: 'https://c:4317', tls: { root: 'mine.pem', hostname: 'collector.internal' } }, env)!;
+    assert.deepEqual(own.tls?.root, { file: 'mine.pem', path: ['config', 'tracing', 'tls', 'root'] });
+    assert.equal(own.tls?.servername, 'collector.internal');
+    assert.equal(own.tls?.insecure, false);
+    // Variables set for every exporter of a host do not apply to a cleartext endpoint.
+    assert.equal(resolveTracing({ otlpEndpoint: 'http://c:4317' }, env)!.tls, undefined);
+    assert.equal(resolveTracing({ otlpEndpoint: 'https://c:4317' }, {})!.tls, undefined);
+  });
+
   it('OTEL_SDK_DISABLED=true turns a configured tracing block off', () => {
     assert.equal(resolveTracing({ otlpEndpoint: 'c:4317' }, { OTEL_SDK_DISABLED: 'TRUE' }), null);
     assert.notEqual(resolveTracing({ otlpEndpoint: 'c:4317' }, { OTEL_SDK_DISABLED: 'false' }), null);
