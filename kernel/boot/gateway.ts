@@ -268,6 +268,13 @@ export class Gateway {
       this.log.error('config reload failed; keeping the last good config', { config: this.fileName, errors, error: (err as Error).message });
       return false;
     }
+    if (this.stopping) {
+      // A stop began while it compiled (SIGHUP then SIGTERM): serving it now would open its new ports after the
+      // binds were closed, listeners nothing closes that keep the process alive.
+      next.dispose();
+      await this.s.resources.release(next.generation);
+      return false;
+    }
     this.lastText = text;
     await this.swap(next);
     reloads.inc({ result: 'applied' });

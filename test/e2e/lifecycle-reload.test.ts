@@ -185,3 +185,20 @@ describe('upstream pools survive a reload that keeps them', () => {
     }
   });
 });
+
+describe('a stop during a reload', () => {
+  it('a reload still compiling when the stop begins is not applied: no new port opens, no "config reloaded"', async () => {
+    const [a, b] = [await freePort(), await freePort()];
+    const bind = (port: number): Record<string, unknown> => ({ port, address: '127.0.0.1', listeners: [{ routes: [{ policies: { directResponse: { status: 200, body: 'ok' } } }] }] });
+    const gw = await startGateway({ binds: [bind(a)] });
+    const text = stringify({ config: { adminAddr: '127.0.0.1:0', statsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0' }, binds: [bind(a), bind(b)] });
+    // SIGHUP then SIGTERM: the reload has read nothing yet when the stop starts.
+    const reloaded = gw.gateway.reload(text);
+    const stopped = gw.stop();
+    assert.equal(await reloaded, false);
+    await stopped;
+    assert.ok(!gw.logs.some((l) => l.includes(`bind listening port=${b}`)), gw.logs.join('\n'));
+    assert.ok(!gw.logs.some((l) => l.includes('config reloaded')), gw.logs.join('\n'));
+    assert.equal(gw.gateway.generation, 1);
+  });
+});
