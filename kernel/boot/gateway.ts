@@ -389,16 +389,10 @@ export class Gateway {
     this.bindRetry.stop();
     this.s.pipeline.draining = true;
     const drainMs = this.drainTimeoutMs;
+    const drainBy = Date.now() + drainMs;
     const closed = this.s.binds.stopAccepting();
     this.s.binds.closeIdle();
-    const drained = Promise.all([...this.live].map((s) => s.retire()));
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), drainMs);
-    });
-    const outcome = await Promise.race([drained.then(() => 'drained' as const), deadline]);
-    clearTimeout(timer);
-    if (outcome === 'timeout') {
+    if (!(await settledBy(Promise.all([...this.live].map((s) => s.retire())), drainBy))) {
       this.log.warn('drain deadline passed; closing remaining connections', { drainTimeoutMs: drainMs });
       this.s.pipeline.cutAtDrain = true;
     }
@@ -409,10 +403,25 @@ export class Gateway {
     for (const s of this.live) s.dispose();
     this.live.clear();
     await this.s.resources.disposeAll();
-    // Spans still buffered are exported before the process goes.
-    await this.traces.tracing?.shutdown().catch((err: unknown) => this.log.warn('trace export at shutdown failed', { error: err as Error }));
+    // Spans still buffered are exported before the process goes, by the drain deadline (at least a second after the
+    // drain): a collector that never answers held the stop for its export timeout, past an orchestrator's grace.
+    const traced = this.traces.tracing?.shutdown().catch((err: unknown) => this.log.warn('trace export at shutdown failed', { error: err as Error }));
+    if (traced && !(await settledBy(traced, Math.max(drainBy, Date.now() + 1000)))) {
+      this.log.warn('trace export at shutdown did not finish by the drain deadline; the spans not sent are dropped', { drainTimeoutMs: drainMs });
+    }
     // A gateway that never served (--validate-only, a failed start) did not start, so it does not say it stopped.
     if (this.started && !this.options.worker) this.log.info('switchyard stopped');
     this.s.sink.flush();
   }
+}
+
+/** Whether `work` settled by `deadline` (ms since the epoch); it is not waited for after. */
+async function settledBy(work: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+  });
+  const settled = await Promise.race([work.then(() => true), late]);
+  clearTimeout(timer);
+  return settled;
 }

@@ -9,8 +9,10 @@ import { createServer } from 'node:http2';
 import type { Http2Server } from 'node:http2';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, ROOT } from '../helpers/cli.ts';
 import { startCli } from '../helpers/cli-process.ts';
+import { startSilentServer } from '../helpers/silent-server.ts';
 import { freePort } from '../helpers/ports.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
@@ -53,4 +55,38 @@ describe('tracing: SIGTERM with spans queued for an OTLP/gRPC collector', () => 
     assert.match(gw.output(), /switchyard stopped/);
     assert.ok(exports.length >= 1 && exports.every((n) => n > 5), `the collector got the spans: ${exports.join(',')}`);
   });
+});
+
+// A collector that takes the connection and never answers (hung, or a proxy in front of a dead one): the export at
+// shutdown waited for its 10 s timeout after the drain, on top of one already hanging, so a SIGTERM took up to 20 s
+// more than `drainTimeout` and an orchestrator's grace period (drain + a few seconds) ended it with SIGKILL.
+describe('tracing: SIGTERM with a collector that never answers', () => {
+  for (const otlpProtocol of ['grpc', 'http']) {
+    it(`OTLP/${otlpProtocol}: the gateway exits by its drain deadline, saying the spans were not sent`, async () => {
+      const silent = await startSilentServer();
+      const port = await freePort();
+      const file = join(testTempDir('switchyard-trace-hung-'), 'gw.yaml');
+      writeFileSync(
+        file,
+        `config:\n  drainTimeout: 2s\n  adminAddr: 127.0.0.1:0\n  statsAddr: 127.0.0.1:0\n  readinessAddr: 127.0.0.1:0\n  tracing:\n    otlpEndpoint: http://127.0.0.1:${silent.port}\n    otlpProtocol: ${otlpProtocol}\n    randomSampling: true\nbinds:\n- port: ${port}\n  address: 127.0.0.1\n  listeners:\n  - routes:\n    - policies: { directResponse: { body: ok, status: 200 } }\n`,
+      );
+      const gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT });
+      try {
+        assert.equal((await fetch(`http://127.0.0.1:${port}/a`)).status, 200);
+        // The first batch leaves a second after its span and hangs; the next span waits behind it.
+        await sleep(1300);
+        assert.equal((await fetch(`http://127.0.0.1:${port}/b`)).status, 200);
+        const started = Date.now();
+        const code = await gw.stop();
+        const took = Date.now() - started;
+        assert.equal(code, 0, gw.output());
+        assert.ok(took < 4500, `SIGTERM to exit took ${took} ms (drainTimeout 2s)`);
+        assert.match(gw.output(), /trace export at shutdown did not finish by the drain deadline/);
+        assert.match(gw.output(), /switchyard stopped/);
+      } finally {
+        await gw.stop();
+        await silent.close();
+      }
+    });
+  }
 });
