@@ -338,6 +338,8 @@ export class Supervisor {
       return false;
     }
     const refused = await this.reloadSlots(this.slots.filter((s) => s.started), text);
+    // A stop began meanwhile (SIGHUP then SIGTERM): the workers dropped it or exited, which is no refusal.
+    if (this.stopping) return false;
     if (refused) {
       this.reloads().inc({ result: 'invalid' });
       this.log.error('config reload failed; keeping the last good config', { config: this.name, errors: refused.errors, error: refused.error });
