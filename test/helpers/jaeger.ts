@@ -44,9 +44,9 @@ export interface JaegerTrace {
 }
 
 export interface RunningJaeger {
-  /** `http://127.0.0.1:<port>`: OTLP/HTTP (`/v1/traces`). */
+  /** `http://127.0.0.1:<port>` (`https://` with TLS): OTLP/HTTP (`/v1/traces`). */
   readonly otlpHttp: string;
-  /** `http://127.0.0.1:<port>`: OTLP/gRPC. */
+  /** `http://127.0.0.1:<port>` (`https://` with TLS): OTLP/gRPC. */
   readonly otlpGrpc: string;
   /** One trace by id (lower-case hex); undefined until Jaeger has stored it. */
   trace(traceId: string): Promise<JaegerTrace | undefined>;
@@ -61,9 +61,19 @@ export interface RunningJaeger {
   stop(): Promise<void>;
 }
 
-export async function startJaeger(found: { bin: string }): Promise<RunningJaeger> {
+/** TLS on both OTLP receivers: the server's PEM certificate and key, and with `clientCa` a client certificate required. */
+export interface JaegerTls {
+  readonly cert: string;
+  readonly key: string;
+  readonly clientCa?: string;
+}
+
+export async function startJaeger(found: { bin: string }, tls?: JaegerTls): Promise<RunningJaeger> {
   const dir = testTempDir('switchyard-jaeger-');
   const [grpc, http, query, queryGrpc] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const receiverTls = tls
+    ? `\n        tls:\n          cert_file: ${tls.cert}\n          key_file: ${tls.key}${tls.clientCa ? `\n          client_ca_file: ${tls.clientCa}` : ''}`
+    : '';
   const config = `
 service:
   extensions: [jaeger_storage, jaeger_query]
@@ -94,9 +104,9 @@ receivers:
   otlp:
     protocols:
       grpc:
-        endpoint: 127.0.0.1:${grpc}
+        endpoint: 127.0.0.1:${grpc}${receiverTls}
       http:
-        endpoint: 127.0.0.1:${http}
+        endpoint: 127.0.0.1:${http}${receiverTls}
 exporters:
   jaeger_storage_exporter:
     trace_storage: mem
@@ -140,8 +150,8 @@ exporters:
     return body.data?.[0];
   };
   return {
-    otlpHttp: `http://127.0.0.1:${http}`,
-    otlpGrpc: `http://127.0.0.1:${grpc}`,
+    otlpHttp: `${tls ? 'https' : 'http'}://127.0.0.1:${http}`,
+    otlpGrpc: `${tls ? 'https' : 'http'}://127.0.0.1:${grpc}`,
     trace,
     async waitForTrace(traceId, spans, ms = 15_000) {
       const end = Date.now() + ms;
