@@ -286,11 +286,18 @@ export class BindServers {
     return closed;
   }
 
-  /** Close keep-alive connections that sit idle (during drain). */
+  /**
+   * Close keep-alive connections that sit idle (during drain); an answer in flight whose head is not written yet
+   * says `Connection: close` (Envoy's drain), so its client sends no next request on a connection about to close.
+   */
   closeIdle(): void {
     // The sockets node:http serves: for a TLS bind the TLSSocket, whose TCP socket never carries `_httpMessage` (read
     // on that one, every TLS connection looked idle and a request in flight was cut when the drain began).
-    for (const socket of this.swept) if (!socket._httpMessage) socket.destroy();
+    for (const socket of this.swept) {
+      const res = socket._httpMessage;
+      if (!res) socket.destroy();
+      else if (!res.headersSent) res.shouldKeepAlive = false;
+    }
   }
 
   /** Cut every remaining connection (drain deadline passed). */

@@ -440,3 +440,37 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 connections (${side.name})`,
     });
   });
 });
+
+// A request in flight when the drain begins is answered, and its answer says `Connection: close` (Envoy's drain): it
+// said `keep-alive`, so the client kept the connection for its next request, which the gateway then cut (the
+// connection closed at the end of the drain), a failure the client cannot safely retry for a POST.
+for (const side of SERVER_SIDES) describe(`HTTP/1.1 connections at a stop (${side.name})`, () => {
+  for (const method of ['GET', 'POST']) {
+    it(`a ${method} in flight when the drain begins is answered with Connection: close`, async () => {
+      let arrived!: () => void;
+      const atUpstream = new Promise<void>((resolve) => (arrived = resolve));
+      const up = await startHttpUpstream((req, res) => {
+        req.resume();
+        arrived();
+        setTimeout(() => res.end('late'), 300);
+      });
+      const { gw, ports } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'slow', backends: [{ host: up.host }] }]), { env: side.env });
+      const client = new RawClient(ports[0]!);
+      try {
+        client.write(`${method} /x HTTP/1.1\r\nHost: a\r\nContent-Length: ${method === 'POST' ? '3\r\n\r\nabc' : '0\r\n\r\n'}`);
+        const answered = client.read();
+        await atUpstream;
+        const stopping = gw.stop();
+        const answer = await answered;
+        assert.equal(answer.status, 200);
+        assert.equal(answer.body, 'late');
+        assert.deepEqual(answer.headers.filter(([n]) => n === 'connection').map(([, v]) => v), ['close'], JSON.stringify(answer.headers));
+        await stopping;
+      } finally {
+        client.socket.destroy();
+        await gw.stop();
+        await up.close();
+      }
+    });
+  }
+});
