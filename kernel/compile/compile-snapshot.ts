@@ -29,6 +29,7 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
   const rawLogging = (config.config as { logging?: RawLoggingRules } | undefined)?.logging;
   // The trace collector's PEM files are read here, so a wrong one fails the load rather than every export.
   const tracing = await loadTracingTls(resolved.tracing, deps.cwd, deps.shared.fetches, (path, message) => c.issue(path, message));
+  if (tracing?.tls?.insecure) deps.logger.warn("`insecure: true` turns off all verification of the trace collector's certificate; use `root` and `hostname` instead outside tests", { at: 'config.tracing.tls.insecure' });
   const staticConfig: StaticConfig = { ...resolved, tracing, logging: { ...resolved.logging, rules: compileAccessLogRules(rawLogging, deps.expressions) } };
   c.resolveSections(config.config as Obj | undefined);
   c.staticConfig = staticConfig;

@@ -121,6 +121,25 @@ describe('tracing: OTLP export over TLS', () => {
     });
   }
 
+  it('insecure: no verification (the CA is not given), with a warning at load', async () => {
+    const collector = await startCollector(pki, 'http', Buffer.alloc(0));
+    const port = await freePort();
+    const stats = await freePort();
+    const file = join(dir, 'insecure.yaml');
+    writeFileSync(file, yaml(port, stats, `    otlpEndpoint: https://127.0.0.1:${collector.port}\n    otlpProtocol: http\n    tls:\n      cert: ${pki.clientCert}\n      key: ${pki.clientKey}\n      insecure: true\n`));
+    let gw: RunningCli | undefined;
+    try {
+      gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT });
+      assert.match(gw.output(), /WARN .*turns off all verification of the trace collector's certificate.*at=config\.tracing\.tls\.insecure/);
+      assert.equal((await fetch(`http://127.0.0.1:${port}/x`)).status, 200);
+      await until(async () => (await metric(stats, '')) >= 1, () => gw!.output());
+      assert.deepEqual(collector.clients, ['gateway-client']);
+    } finally {
+      await gw?.stop();
+      await collector.close();
+    }
+  });
+
   it('a CA that did not sign the collector: exports fail (counted), the gateway serves on', async () => {
     const collector = await startCollector(pki, 'grpc', Buffer.alloc(0));
     const port = await freePort();
