@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../sdk/index.ts';
 import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import type { RequestPipeline } from './request-pipeline.ts';
-import { announceKeepAlive, IDLE_CLOSE_MS, SWEEP_MS, sweepIdle, trackSocket } from './idle-sweep.ts';
+import { announceKeepAlive, IDLE_CLOSE_MS, LEAN, SWEEP_MS, sweepIdle, trackSocket } from './idle-sweep.ts';
 import type { SweptSocket } from './idle-sweep.ts';
 import { ProxyResponse } from './proxy-response.ts';
 import { shouldUpgrade } from './request-input.ts';
@@ -295,6 +295,8 @@ export class BindServers {
     // on that one, every TLS connection looked idle and a request in flight was cut when the drain began).
     for (const socket of this.swept) {
       const res = socket._httpMessage;
+      // An upgraded connection (no parser, not the lean side's) is no idle one: it lives to the drain deadline.
+      if (!socket.parser && socket[LEAN] === undefined) continue;
       if (!res) socket.destroy();
       else if (!res.headersSent) res.shouldKeepAlive = false;
     }

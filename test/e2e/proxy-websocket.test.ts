@@ -570,3 +570,39 @@ describe('upgrade protocols, the 101 and idle upgraded connections (ADR 0118)', 
     c.destroy();
   });
 });
+
+// A stop drains WebSockets as it drains requests (Envoy: upgraded connections live until the drain deadline): the
+// drain's idle close took an upgraded connection (it carries no response) for an idle one and cut every WebSocket
+// the moment the stop began (1006, no close frame), while SSE streams and requests had `drainTimeout` to finish.
+describe('WebSockets at a stop', () => {
+  it('an open WebSocket goes on during the drain; once its client closes it the stop ends, before the deadline', async () => {
+    const httpServer = createServer();
+    const wss = new WebSocketServer({ server: httpServer });
+    wss.on('connection', (ws) => ws.on('message', (m) => ws.send(`echo ${String(m)}`)));
+    await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+    const up = (httpServer.address() as { port: number }).port;
+    const { gw, ports } = await startGatewayOnFreePorts(1, ([p]) => ({
+      ...oneListenerConfig(p!, [{ name: 'ws', backends: [{ host: `127.0.0.1:${up}` }] }]),
+      config: { adminAddr: '127.0.0.1:0', statsAddr: '127.0.0.1:0', readinessAddr: '127.0.0.1:0', drainTimeout: '5s' },
+    }));
+    try {
+      const c = await openSocket(`ws://127.0.0.1:${ports[0]}/live`);
+      const started = Date.now();
+      const stopping = gw.stop();
+      await sleep(300);
+      assert.equal(c.ws.readyState, WebSocket.OPEN);
+      c.ws.send('still there');
+      assert.equal(await c.text(), 'echo still there');
+      const closed = once(c.ws, 'close');
+      c.ws.close(1000, 'bye');
+      const [code] = (await closed) as [number];
+      assert.equal(code, 1000);
+      await stopping;
+      assert.ok(Date.now() - started < 4000, `the stop took ${Date.now() - started} ms`);
+    } finally {
+      await gw.stop();
+      wss.close();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    }
+  });
+});
