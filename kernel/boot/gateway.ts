@@ -402,7 +402,11 @@ export class Gateway {
     this.s.metrics.close();
     for (const s of this.live) s.dispose();
     this.live.clear();
-    await this.s.resources.disposeAll();
+    // Shared resources close (stores write what they hold) by the drain deadline, at least a second after the drain:
+    // one whose server stopped answering held the stop for ever.
+    if (!(await settledBy(this.s.resources.disposeAll(), Math.max(drainBy, Date.now() + 1000)))) {
+      this.log.warn('shared resources still closing at the drain deadline (a store that does not answer); stopping without them', { drainTimeoutMs: drainMs });
+    }
     // Spans still buffered are exported before the process goes, by the drain deadline (at least a second after the
     // drain): a collector that never answers held the stop for its export timeout, past an orchestrator's grace.
     const traced = this.traces.tracing?.shutdown().catch((err: unknown) => this.log.warn('trace export at shutdown failed', { error: err as Error }));

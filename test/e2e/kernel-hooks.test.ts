@@ -100,3 +100,32 @@ describe('kernel hooks: needs.body and log hooks', () => {
     assert.deepEqual(logged.sort(), ['backend:200', 'route:200']);
   });
 });
+
+/** Holds a resource whose close never ends: a store whose server took the connection and stopped answering. */
+const hungResource = definePolicy<Record<string, never>>({
+  key: 'testHungResource',
+  description: 'Test: a shared resource whose dispose never settles.',
+  schema: { type: 'object', description: 'No settings.', additionalProperties: false },
+  attach: ['routePolicies'],
+  phase: 'mutate',
+  compile: (_config, ctx) => {
+    ctx.resources.get('test:hung', () => ({}), () => new Promise<void>(() => undefined));
+    return {};
+  },
+});
+
+describe('kernel: a stop with a resource that never closes', () => {
+  it('the stop ends by the drain deadline (at least 1 s after the drain) with a warning', async () => {
+    const port = await freePort();
+    const gw = await startGateway(
+      { config: { drainTimeout: '1s' }, binds: [{ port, listeners: [{ routes: [{ policies: { testHungResource: {}, directResponse: { status: 200, body: 'ok' } } }] }] }] },
+      { preset: [...fullPreset, hungResource] },
+    );
+    const started = Date.now();
+    const stopped = await Promise.race([gw.stop().then(() => true), sleep(5000).then(() => false)]);
+    assert.ok(stopped, 'the stop never ended');
+    assert.ok(Date.now() - started < 2500, `the stop took ${Date.now() - started} ms`);
+    assert.ok(gw.logs.some((l) => l.includes('still closing at the drain deadline')), gw.logs.join('\n'));
+    assert.ok(gw.logs.some((l) => l.includes('switchyard stopped')), gw.logs.join('\n'));
+  });
+});
