@@ -396,21 +396,23 @@ export class Gateway {
       this.log.warn('drain deadline passed; closing remaining connections', { drainTimeoutMs: drainMs });
       this.s.pipeline.cutAtDrain = true;
     }
+    // What follows the drain (resources, the last spans) shares one deadline: the drain's, at least a second after it.
+    const finishBy = Math.max(drainBy, Date.now() + 1000);
     this.s.binds.destroyAll();
     await Promise.all(closed);
     await this.s.admin.close();
     this.s.metrics.close();
     for (const s of this.live) s.dispose();
     this.live.clear();
-    // Shared resources close (stores write what they hold) by the drain deadline, at least a second after the drain:
-    // one whose server stopped answering held the stop for ever.
-    if (!(await settledBy(this.s.resources.disposeAll(), Math.max(drainBy, Date.now() + 1000)))) {
+    // Shared resources close (stores write what they hold) by then: one whose server stopped answering held the stop
+    // for ever.
+    if (!(await settledBy(this.s.resources.disposeAll(), finishBy))) {
       this.log.warn('shared resources still closing at the drain deadline (a store that does not answer); stopping without them', { drainTimeoutMs: drainMs });
     }
-    // Spans still buffered are exported before the process goes, by the drain deadline (at least a second after the
-    // drain): a collector that never answers held the stop for its export timeout, past an orchestrator's grace.
+    // Spans still buffered are exported before the process goes, by then too: a collector that never answers held
+    // the stop for its export timeout, past an orchestrator's grace period.
     const traced = this.traces.tracing?.shutdown().catch((err: unknown) => this.log.warn('trace export at shutdown failed', { error: err as Error }));
-    if (traced && !(await settledBy(traced, Math.max(drainBy, Date.now() + 1000)))) {
+    if (traced && !(await settledBy(traced, finishBy))) {
       this.log.warn('trace export at shutdown did not finish by the drain deadline; the spans not sent are dropped', { drainTimeoutMs: drainMs });
     }
     // A gateway that never served (--validate-only, a failed start) did not start, so it does not say it stopped.
