@@ -427,7 +427,8 @@ async function settledBy(work: Promise<unknown>, deadline: number): Promise<bool
   const late = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
   });
-  const settled = await Promise.race([work.then(() => true), late]);
+  const done = (): true => true;
+  const settled = await Promise.race([work.then(done, done), late]);
   clearTimeout(timer);
   return settled;
 }
