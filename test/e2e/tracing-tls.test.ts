@@ -95,68 +95,60 @@ describe('tracing: OTLP export over TLS', () => {
   });
   after(() => pki.remove());
 
+  /**
+   * A gateway (the CLI) exporting to a collector stand-in answering `answer`, with `tracing` (YAML lines of the block
+   * after its endpoint and protocol); `check` runs while it serves; both are stopped after.
+   */
+  async function traced(protocol: 'http' | 'grpc', answer: Buffer, tracing: string, check: (s: { gw: RunningCli; port: number; stats: number; collector: Collector }) => Promise<void>): Promise<void> {
+    const collector = await startCollector(pki, protocol, answer);
+    const port = await freePort();
+    const stats = await freePort();
+    const file = join(dir, `gw-${port}.yaml`);
+    writeFileSync(file, yaml(port, stats, `    otlpEndpoint: https://127.0.0.1:${collector.port}\n    otlpProtocol: ${protocol}\n${tracing}`));
+    let gw: RunningCli | undefined;
+    try {
+      gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT });
+      await check({ gw, port, stats, collector });
+    } finally {
+      await gw?.stop();
+      await collector.close();
+    }
+  }
+
   for (const protocol of ['http', 'grpc'] as const) {
     it(`OTLP/${protocol}: a private CA, a client certificate and the name checked; rejected spans counted and logged`, async () => {
-      const collector = await startCollector(pki, protocol, partialSuccess(1, 'span too old'));
-      const port = await freePort();
-      const stats = await freePort();
-      const file = join(dir, `${protocol}.yaml`);
       const tls = `    tls:\n      root: ${pki.ca}\n      cert: ${pki.clientCert}\n      key: ${pki.clientKey}\n      hostname: collector.test\n`;
-      writeFileSync(file, yaml(port, stats, `    otlpEndpoint: https://127.0.0.1:${collector.port}\n    otlpProtocol: ${protocol}\n${tls}`));
-      let gw: RunningCli | undefined;
-      try {
-        gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT });
+      await traced(protocol, partialSuccess(1, 'span too old'), tls, async ({ gw, port, stats, collector }) => {
         for (let i = 0; i < 3; i++) assert.equal((await fetch(`http://127.0.0.1:${port}/t${i}`)).status, 200);
-        await until(async () => (await metric(stats, '')) + (await metric(stats, 'rejected')) >= 3, () => gw!.output());
+        await until(async () => (await metric(stats, '')) + (await metric(stats, 'rejected')) >= 3, () => gw.output());
         assert.ok(collector.clients.length >= 1);
         assert.ok(collector.clients.every((cn) => cn === 'gateway-client'), collector.clients.join());
         // One span of each export is rejected by the collector: counted as failed, the rest as exported.
         assert.equal(await metric(stats, 'rejected'), collector.clients.length);
         assert.equal(await metric(stats, ''), 3 - collector.clients.length);
         await gw.waitFor(/trace export failed.*the collector rejected 1 of \d+ spans: span too old/);
-      } finally {
-        await gw?.stop();
-        await collector.close();
-      }
+      });
     });
   }
 
   it('insecure: no verification (the CA is not given), with a warning at load', async () => {
-    const collector = await startCollector(pki, 'http', Buffer.alloc(0));
-    const port = await freePort();
-    const stats = await freePort();
-    const file = join(dir, 'insecure.yaml');
-    writeFileSync(file, yaml(port, stats, `    otlpEndpoint: https://127.0.0.1:${collector.port}\n    otlpProtocol: http\n    tls:\n      cert: ${pki.clientCert}\n      key: ${pki.clientKey}\n      insecure: true\n`));
-    let gw: RunningCli | undefined;
-    try {
-      gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT });
+    const tls = `    tls:\n      cert: ${pki.clientCert}\n      key: ${pki.clientKey}\n      insecure: true\n`;
+    await traced('http', Buffer.alloc(0), tls, async ({ gw, port, stats, collector }) => {
       assert.match(gw.output(), /WARN .*turns off all verification of the trace collector's certificate.*at=config\.tracing\.tls\.insecure/);
       assert.equal((await fetch(`http://127.0.0.1:${port}/x`)).status, 200);
-      await until(async () => (await metric(stats, '')) >= 1, () => gw!.output());
+      await until(async () => (await metric(stats, '')) >= 1, () => gw.output());
       assert.deepEqual(collector.clients, ['gateway-client']);
-    } finally {
-      await gw?.stop();
-      await collector.close();
-    }
+    });
   });
 
   it('a CA that did not sign the collector: exports fail (counted), the gateway serves on', async () => {
-    const collector = await startCollector(pki, 'grpc', Buffer.alloc(0));
-    const port = await freePort();
-    const stats = await freePort();
-    const file = join(dir, 'other-ca.yaml');
-    writeFileSync(file, yaml(port, stats, `    otlpEndpoint: https://127.0.0.1:${collector.port}\n    tls:\n      root: ${pki.otherCa}\n      cert: ${pki.clientCert}\n      key: ${pki.clientKey}\n      hostname: collector.test\n`));
-    let gw: RunningCli | undefined;
-    try {
-      gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT });
+    const tls = `    tls:\n      root: ${pki.otherCa}\n      cert: ${pki.clientCert}\n      key: ${pki.clientKey}\n      hostname: collector.test\n`;
+    await traced('grpc', Buffer.alloc(0), tls, async ({ gw, port, stats, collector }) => {
       assert.equal((await fetch(`http://127.0.0.1:${port}/x`)).status, 200);
       await gw.waitFor(/trace export failed/);
       assert.equal(collector.clients.length, 0);
       assert.equal(await metric(stats, ''), 0);
-    } finally {
-      await gw?.stop();
-      await collector.close();
-    }
+    });
   });
 
   it('config errors: `tls` with a cleartext endpoint, `cert` without `key`, an unreadable or non-PEM file', async () => {
