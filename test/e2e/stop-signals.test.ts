@@ -1,13 +1,16 @@
 // Signals that come together at a stop, as an orchestrator or an operator's scripts send them: a SIGHUP (reload)
 // just before the SIGTERM. The reload must not be applied nor reported as failed: with workers the supervisor said
-// "config reload failed; keeping the last good config" (a worker had exited meanwhile) and counted it invalid.
+// "config reload failed; keeping the last good config" (a worker had exited meanwhile) and counted it invalid. A
+// second SIGTERM while the first drains ends the process at once (an operator who will not wait).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, ROOT } from '../helpers/cli.ts';
-import { childEnv } from '../helpers/cli-process.ts';
+import { childEnv, startCli } from '../helpers/cli-process.ts';
+import { startSilentServer } from '../helpers/silent-server.ts';
 import { freePort } from '../helpers/ports.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
@@ -43,4 +46,34 @@ describe('SIGHUP then SIGTERM', () => {
       }
     });
   }
+});
+
+describe('a second SIGTERM', () => {
+  it('while a request holds the drain, it ends the process at once (exit 1), saying so', async () => {
+    const held = await startSilentServer();
+    const port = await freePort();
+    const file = join(testTempDir('switchyard-term-term-'), 'gw.yaml');
+    writeFileSync(
+      file,
+      `config:\n  drainTimeout: 60s\n  adminAddr: 127.0.0.1:0\n  statsAddr: 127.0.0.1:0\n  readinessAddr: 127.0.0.1:0\nbinds:\n- port: ${port}\n  address: 127.0.0.1\n  listeners:\n  - routes:\n    - backends: [{ host: '127.0.0.1:${held.port}' }]\n`,
+    );
+    const gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: ROOT });
+    try {
+      // A request the upstream never answers: the drain would wait the full minute.
+      void fetch(`http://127.0.0.1:${port}/held`).catch(() => undefined);
+      await sleep(300);
+      const exited = new Promise<number | null>((done) => gw.child.once('exit', (code) => done(code)));
+      gw.child.kill('SIGTERM');
+      await sleep(300);
+      assert.equal(gw.child.exitCode, null, 'the first SIGTERM drains');
+      const started = Date.now();
+      gw.child.kill('SIGTERM');
+      assert.equal(await exited, 1);
+      assert.ok(Date.now() - started < 3000, `exit took ${Date.now() - started} ms`);
+      assert.match(gw.output(), /second SIGTERM, exiting now/);
+    } finally {
+      await gw.stop();
+      await held.close();
+    }
+  });
 });
