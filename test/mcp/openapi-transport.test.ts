@@ -104,7 +104,7 @@ describe('openapi transport: Petstore as MCP tools', () => {
     const init = await rpc('/file', 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '1' } });
     assert.deepEqual(init.result, {
       protocolVersion: '2025-06-18',
-      capabilities: { tools: {} },
+      capabilities: { tools: { listChanged: true } },
       serverInfo: { name: 'openapi', version: '1.0.0', title: 'Swagger Petstore' },
     });
     const list = ListToolsResultSchema.parse((await rpc('/file', 'tools/list')).result);
@@ -208,7 +208,7 @@ describe('openapi transport: Petstore as MCP tools', () => {
     const client = new Client({ name: 'sdk-test', version: '1.0.0' });
     await client.connect(upstream);
     try {
-      assert.deepEqual(client.getServerCapabilities(), { tools: {} });
+      assert.deepEqual(client.getServerCapabilities(), { tools: { listChanged: true } });
       assert.equal(client.getServerVersion()?.title, 'Swagger Petstore');
       const { tools } = await client.listTools();
       assert.equal(tools.length, PET_TOOLS);

@@ -1,4 +1,5 @@
 import type { Logger } from 'switchyard/sdk';
+import { cacheTtlMs } from '../http-cache/max-age.ts';
 import { parseJwks } from './keys.ts';
 import type { ParsedJwks, VerificationKey } from './keys.ts';
 
@@ -76,9 +77,6 @@ export const DEFAULT_JWKS_TIMING: RemoteJwksTiming = {
   now: Date.now,
   random: Math.random,
 };
-
-const MAX_AGE = /(?:^|,)\s*(?:s-)?max-age\s*=\s*"?(\d+)"?/i;
-const NO_CACHE = /(?:^|,)\s*no-(?:cache|store)\b/i;
 
 /**
  * A JWKS fetched from a URL and kept across config reloads (it lives in the plugin resource cache).
@@ -242,10 +240,6 @@ export class RemoteJwks implements KeySource {
 
   private ttlFrom(cacheControl: string | undefined): number {
     const { defaultTtlMs, minTtlMs, maxTtlMs } = this.timing;
-    if (!cacheControl) return defaultTtlMs;
-    if (NO_CACHE.test(cacheControl)) return minTtlMs;
-    const m = MAX_AGE.exec(cacheControl);
-    if (!m) return defaultTtlMs;
-    return Math.min(maxTtlMs, Math.max(minTtlMs, Number(m[1]) * 1000));
+    return cacheTtlMs(cacheControl, { defaultMs: defaultTtlMs, minMs: minTtlMs, maxMs: maxTtlMs });
   }
 }

@@ -34,8 +34,14 @@ export async function readDocumentFile(file: string, cwd: string, fetches?: Shar
   }
 }
 
+/** A fetched document: its text and the response's `Cache-Control` (how long it may be kept). */
+export interface FetchedDocument {
+  readonly text: string;
+  readonly cacheControl: string | undefined;
+}
+
 /** Fetch a document with a GET through a pooled upstream. Rejects with a message naming the URL. */
-export async function fetchDocument(url: string, http: HttpUpstreams): Promise<string> {
+export async function fetchDocument(url: string, http: HttpUpstreams): Promise<FetchedDocument> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -55,7 +61,8 @@ export async function fetchDocument(url: string, http: HttpUpstreams): Promise<s
       response.body.resume();
       throw new Error(`the server answered HTTP ${response.status}`);
     }
-    return await readCappedText(response.body, MAX_DOCUMENT_BYTES);
+    const cc = response.headers['cache-control'];
+    return { text: await readCappedText(response.body, MAX_DOCUMENT_BYTES), cacheControl: Array.isArray(cc) ? cc.join(',') : cc };
   } catch (err) {
     throw new Error(`cannot fetch the OpenAPI document from ${url}: ${(err as Error).message}`);
   }

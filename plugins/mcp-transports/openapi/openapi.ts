@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { CallToolResult, Implementation, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { notChecked, readCappedText } from 'switchyard/sdk';
 import type { BackendCompileContext, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
@@ -6,11 +7,12 @@ import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import { buildRequest, errorResult, toToolResult } from './call.ts';
 import { parseConnection } from './connection.ts';
-import { fetchDocument, parseDocument, readDocumentFile, serverBasePath } from './document.ts';
-import type { OpenApiDocument } from './document.ts';
+import { fetchDocument, readDocumentFile, serverBasePath } from './document.ts';
+import type { FetchedDocument } from './document.ts';
+import { FileDocument, REFRESH_TIMING, RemoteDocument } from './document-source.ts';
+import type { DocumentSource, LoadedDocument } from './document-source.ts';
 import { OpenApiSession } from './session.ts';
 import type { ToolHandler } from './session.ts';
-import { convertDocument } from './tools.ts';
 import type { OpenApiTool } from './tools.ts';
 
 /** The value of an `openapi` target after validation (schema.json). */
@@ -26,22 +28,64 @@ const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** Load-time warnings shown one by one before they are summarised. */
 const MAX_WARNINGS = 10;
 
-/** Load the document named by `schema`, failing the config load at `schema.file` / `schema.url`. */
-async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): Promise<{ doc: OpenApiDocument; label: string; field: string }> {
+/**
+ * The source of the document named by `schema`, loaded (failing the config load at `schema.file` / `schema.url`)
+ * and kept up to date from then on: kept in the resource cache, one per file or URL, across reloads (ADR 0137).
+ */
+async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): Promise<{ source: DocumentSource; loaded: LoadedDocument; label: string; field: string }> {
   const field = config.schema.file !== undefined ? 'file' : 'url';
   const label = field === 'file' ? `\`${config.schema.file}\`` : `\`${config.schema.url}\``;
   if (ctx.checkOnly) notChecked(ctx, `the OpenAPI document ${label}`, ['schema', field]);
-  let text: string;
+  let source: DocumentSource;
+  if (field === 'file') {
+    const path = resolve(ctx.cwd, config.schema.file!);
+    const read = (): Promise<string> => readDocumentFile(config.schema.file!, ctx.cwd, ctx.sharedFetches);
+    const file = ctx.resources.get(`openapi:file:${path}`, () => new FileDocument(path, label, ctx.logger.child({ openapi: path }), read), (f) => f.dispose());
+    file.setReader(read);
+    file.watch();
+    source = file;
+  } else {
+    const url = config.schema.url!;
+    const fetchNow = (): Promise<FetchedDocument> => fetchDocument(url, ctx.http);
+    // Once per change for the whole gateway, however many workers it runs (as a JWKS is).
+    const shared = async (): Promise<FetchedDocument> => {
+      const got = await ctx.sharedFetches.fetch(`openapi:url:${url}`, { maxAgeMs: REFRESH_TIMING.minMs, after: remote.fetchedAt }, fetchNow);
+      remote.fetchedAt = got.at;
+      return got.value;
+    };
+    const remote = ctx.resources.get(`openapi:url:${url}`, () => new RemoteDocument(label, ctx.logger.child({ openapi: url }), shared), (r) => r.dispose());
+    remote.setFetcher(shared);
+    source = remote;
+  }
   try {
-    text = field === 'file' ? await readDocumentFile(config.schema.file!, ctx.cwd, ctx.sharedFetches) : await fetchDocument(config.schema.url!, ctx.http);
+    await source.load();
   } catch (err) {
     return ctx.fail((err as Error).message, ['schema', field]);
   }
-  try {
-    return { doc: parseDocument(text, label), label, field };
-  } catch (err) {
-    return ctx.fail((err as Error).message, ['schema', field]);
-  }
+  return { source, loaded: source.current!, label, field };
+}
+
+/** What a target serves from one version of its document. */
+interface TargetView {
+  readonly serverInfo: Implementation;
+  readonly tools: readonly Tool[];
+  readonly byName: ReadonlyMap<string, OpenApiTool>;
+  readonly basePath: string;
+}
+
+/** The base path `path` gives, else the document's first server's. */
+function viewOf(loaded: LoadedDocument, configured: string | undefined): TargetView {
+  const info = (loaded.doc.info ?? {}) as Record<string, unknown>;
+  return {
+    serverInfo: {
+      name: 'openapi',
+      version: typeof info.version === 'string' ? info.version : '0.0.0',
+      ...(typeof info.title === 'string' ? { title: info.title } : {}),
+    },
+    tools: loaded.tools.map((t) => t.tool),
+    byName: new Map(loaded.tools.map((t) => [t.tool.name, t])),
+    basePath: configured ?? serverBasePath(loaded.doc).path,
+  };
 }
 
 /**
@@ -54,44 +98,40 @@ async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): P
  *
  * Base path: `path` (or the path of a `host` URL) when given, else the path of the document's first
  * `servers[].url`, else none.
+ *
+ * The document is read again when it changes (a file) or expires (a URL): sessions opened after see its tools,
+ * and live ones are sent `notifications/tools/list_changed` (ADR 0137).
  */
 export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: CompileContext): Promise<McpTransportInstance> {
   const compilePolicies = (ctx as Partial<BackendCompileContext>).policies;
   const first = parseConnection(config, compilePolicies?.facets.tls !== undefined);
   if ('field' in first) return ctx.fail(first.message, [first.field]);
 
-  const { doc, label, field } = await loadDocument(config, ctx);
-  let tools: readonly OpenApiTool[];
-  try {
-    const converted = convertDocument(doc);
-    tools = converted.tools;
-    for (const warning of converted.warnings.slice(0, MAX_WARNINGS)) ctx.warn(`OpenAPI document ${label}: ${warning}`, ['schema', field]);
-    if (converted.warnings.length > MAX_WARNINGS) {
-      ctx.warn(`OpenAPI document ${label}: ${converted.warnings.length - MAX_WARNINGS} more warnings not shown`, ['schema', field]);
-    }
-  } catch (err) {
-    return ctx.fail(`the OpenAPI document ${label} cannot be converted to tools: ${(err as Error).message}`, ['schema', field]);
+  const { source, loaded, label, field } = await loadDocument(config, ctx);
+  for (const warning of loaded.warnings.slice(0, MAX_WARNINGS)) ctx.warn(`OpenAPI document ${label}: ${warning}`, ['schema', field]);
+  if (loaded.warnings.length > MAX_WARNINGS) {
+    ctx.warn(`OpenAPI document ${label}: ${loaded.warnings.length - MAX_WARNINGS} more warnings not shown`, ['schema', field]);
   }
-  if (tools.length === 0) ctx.warn(`the OpenAPI document ${label} has no operations, so this target offers no tools`, ['schema', field]);
+  if (loaded.tools.length === 0) ctx.warn(`the OpenAPI document ${label} has no operations, so this target offers no tools`, ['schema', field]);
 
-  let basePath = first.basePath;
-  if (basePath === undefined) {
-    const server = serverBasePath(doc);
-    basePath = server.path;
+  let view = viewOf(loaded, first.basePath);
+  if (first.basePath === undefined) {
+    const server = serverBasePath(loaded.doc);
     if (server.count > 1) {
-      ctx.warn(`the OpenAPI document ${label} lists ${server.count} servers; using the path of the first (\`${basePath || '/'}\`). Set \`path\` to choose.`, ['schema', field]);
+      ctx.warn(`the OpenAPI document ${label} lists ${server.count} servers; using the path of the first (\`${view.basePath || '/'}\`). Set \`path\` to choose.`, ['schema', field]);
     }
   }
-
-  const info = (doc.info ?? {}) as Record<string, unknown>;
-  const serverInfo: Implementation = {
-    name: 'openapi',
-    version: typeof info.version === 'string' ? info.version : '0.0.0',
-    ...(typeof info.title === 'string' ? { title: info.title } : {}),
+  let viewFor = loaded;
+  /** The view of the document held now (made again once after each change). */
+  const current = (): TargetView => {
+    const held = source.current!;
+    if (held !== viewFor) {
+      view = viewOf(held, first.basePath);
+      viewFor = held;
+    }
+    return view;
   };
-  const byName = new Map(tools.map((t) => [t.tool.name, t]));
-  const toolList: Tool[] = tools.map((t) => t.tool);
-  const source = field === 'file' ? config.schema.file : config.schema.url;
+  const source_ = field === 'file' ? config.schema.file : config.schema.url;
 
   /** The pool and deadline, from the target's effective policies (`configure`), else the backend's. */
   let binding: { origin: string; upstream: UpstreamTarget; timeoutMs: number | undefined; deadlines: McpDeadlines } | undefined;
@@ -107,7 +147,7 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
 
   return {
     kind: 'openapi',
-    describe: `${first.origin}${basePath} (${source}, ${tools.length} tools)`,
+    describe: `${first.origin}${view.basePath} (${source_}, ${loaded.tools.length} tools)`,
     configure,
     connect(options: McpConnectOptions) {
       // Compiled outside an MCP backend (never configured): the backend's policies' TLS, a plain pool.
@@ -123,10 +163,16 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
       };
       const logger = options.logger;
       const handler: ToolHandler = {
-        serverInfo,
-        tools: toolList,
-        hasTool: (name) => byName.has(name),
+        get serverInfo() {
+          return current().serverInfo;
+        },
+        get tools() {
+          return current().tools;
+        },
+        hasTool: (name) => current().byName.has(name),
+        onToolsChanged: (listener) => source.onChange(listener),
         async callTool(name, args, signal): Promise<CallToolResult> {
+          const { byName, basePath } = current();
           const operation = byName.get(name)!.operation;
           const built = buildRequest(operation, basePath, args, options.headers);
           if (typeof built === 'string') return errorResult(`Invalid arguments for tool '${name}': ${built}`);

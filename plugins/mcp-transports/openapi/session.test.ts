@@ -127,6 +127,46 @@ describe('OpenApiSession', () => {
     assert.equal(session.sessionId, undefined);
   });
 
+  it('a handler whose tools can change offers listChanged and tells the session once it is initialized, until it closes (ADR 0137)', async () => {
+    const listeners = new Set<() => void>();
+    const handler: ToolHandler = {
+      ...fakeHandler(),
+      onToolsChanged: (listener) => {
+        listeners.add(listener);
+        return () => void listeners.delete(listener);
+      },
+    };
+    const { session, request, inbox } = await open(handler);
+    const settle = async (): Promise<void> => {
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    };
+    // Before initialize nothing is sent (MCP: no notifications before the handshake).
+    for (const l of listeners) l();
+    await settle();
+    assert.equal(inbox.length, 0);
+    const init = await request(1, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } });
+    assert.deepEqual(init.result.capabilities, { tools: { listChanged: true } });
+    for (const l of listeners) l();
+    await settle();
+    assert.deepEqual(inbox.splice(0), [{ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }]);
+    await session.close();
+    assert.equal(listeners.size, 0);
+  });
+
+  it('a resumed session (setProtocolVersion, no initialize) is told of changes too', async () => {
+    const listeners = new Set<() => void>();
+    const handler: ToolHandler = { ...fakeHandler(), onToolsChanged: (listener) => (listeners.add(listener), () => void listeners.delete(listener)) };
+    const session = new OpenApiSession(handler);
+    const inbox: JSONRPCMessage[] = [];
+    session.onmessage = (m) => inbox.push(m);
+    session.setProtocolVersion();
+    await session.start();
+    for (const l of listeners) l();
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(inbox, [{ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }]);
+    await session.close();
+  });
+
   it('a handler that throws becomes -32603', async () => {
     const handler: ToolHandler = { ...fakeHandler(), callTool: async () => Promise.reject(new Error('kaput')) };
     const { request } = await open(handler);

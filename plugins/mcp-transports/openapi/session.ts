@@ -13,6 +13,8 @@ export interface ToolHandler {
   readonly serverInfo: Implementation;
   readonly tools: readonly Tool[];
   hasTool(name: string): boolean;
+  /** Run `listener` whenever `tools` changes (the document was read again); returns the way to stop. */
+  onToolsChanged?(listener: () => void): () => void;
   /** Run a call; never rejects for API failures (those are `isError` results). */
   callTool(name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
 }
@@ -38,7 +40,8 @@ const EMPTY_LISTS: Readonly<Record<string, string>> = {
  * are answered locally (`initialize`, `ping`, `tools/list`, `tools/call`, empty prompt and resource lists,
  * `logging/setLevel` accepted and ignored);
  * other methods get -32601 and a call to an unknown tool -32602. Answers arrive through `onmessage`, never
- * during `send`. `notifications/cancelled` aborts the named call's HTTP request and suppresses its answer.
+ * during `send`. `notifications/cancelled` aborts the named call's HTTP request and suppresses its answer. Once
+ * initialized, a change of the handler's tools is sent as `notifications/tools/list_changed`.
  */
 export class OpenApiSession implements McpUpstream {
   onmessage?: (message: JSONRPCMessage) => void;
@@ -49,9 +52,19 @@ export class OpenApiSession implements McpUpstream {
   private readonly handler: ToolHandler;
   private readonly inflight = new Map<string | number, AbortController>();
   private closed = false;
+  private initialized = false;
+  private readonly unsubscribe: (() => void) | undefined;
 
   constructor(handler: ToolHandler) {
     this.handler = handler;
+    this.unsubscribe = handler.onToolsChanged?.(() => {
+      if (this.initialized) this.emit({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+    });
+  }
+
+  /** Called after `initialize`, or before `start` when the gateway resumes a client session (no `initialize` then). */
+  setProtocolVersion(): void {
+    this.initialized = true;
   }
 
   async start(): Promise<void> {
@@ -77,6 +90,7 @@ export class OpenApiSession implements McpUpstream {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.unsubscribe?.();
     for (const controller of this.inflight.values()) controller.abort(new Error('the session closed'));
     this.inflight.clear();
     this.onclose?.();
@@ -97,10 +111,16 @@ export class OpenApiSession implements McpUpstream {
     }
     // A cancelled request gets no answer (MCP cancellation); a closed session delivers nothing more.
     if (controller.signal.aborted || this.closed) return;
+    if (request.method === 'initialize' && !('error' in reply)) this.initialized = true;
+    this.emit(reply);
+  }
+
+  /** Deliver a message on a later turn (never during `send`), unless the session closed meanwhile. */
+  private emit(message: JSONRPCMessage): void {
     setImmediate(() => {
       if (this.closed) return;
       try {
-        this.onmessage?.(reply);
+        this.onmessage?.(message);
       } catch (err) {
         this.onerror?.(err as Error);
       }
@@ -113,7 +133,8 @@ export class OpenApiSession implements McpUpstream {
       case 'initialize': {
         const asked = params.protocolVersion;
         const protocolVersion = typeof asked === 'string' && SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_PROTOCOL_VERSION;
-        return { protocolVersion, capabilities: { tools: {} }, serverInfo: this.handler.serverInfo };
+        const tools = this.handler.onToolsChanged ? { listChanged: true } : {};
+        return { protocolVersion, capabilities: { tools }, serverInfo: this.handler.serverInfo };
       }
       case 'ping':
       // Accepted and ignored (this server sends no log messages), so a gateway fanning it out sees no failure.

@@ -1,0 +1,196 @@
+// An `openapi` target's document is fetched again while the gateway runs (BEHAVIOUR.md "Config lifecycle": remote
+// dependencies; ADR 0137): a changed document changes the tools of new sessions and tells live ones with
+// `notifications/tools/list_changed`; a failing fetch or a document that no longer converts keeps the last good tools.
+// An edited `schema.file` is picked up the same way.
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import openapi from '../../plugins/mcp-transports/openapi/plugin.ts';
+import { REFRESH_TIMING } from '../../plugins/mcp-transports/openapi/document-source.ts';
+import { connectClient, mcpPreset, startMcpGateway, waitFor } from './harness.ts';
+import type { McpGateway } from './harness.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+
+/** A document with one GET operation per id, each on `/<id>`. */
+const documentOf = (...ids: string[]): string =>
+  JSON.stringify({
+    openapi: '3.1.0',
+    info: { title: 'changing', version: '1' },
+    paths: Object.fromEntries(ids.map((id) => [`/${id}`, { get: { operationId: id, responses: { '200': { description: 'ok' } } } }])),
+  });
+
+interface Api {
+  port: number;
+  /** What `/openapi.json` serves; `status` other than 200 fails the fetch. */
+  serve: { text: string; status: number };
+  fetches: number;
+  /** Fetches of the document by URL (path and query). */
+  byUrl: Map<string, number>;
+  close(): Promise<void>;
+}
+
+async function startApi(): Promise<Api> {
+  const api = { serve: { text: documentOf('getA'), status: 200 }, fetches: 0, byUrl: new Map() } as Api;
+  const server: Server = createServer((req, res) => {
+    if (req.url!.startsWith('/openapi.json')) {
+      api.fetches++;
+      api.byUrl.set(req.url!, (api.byUrl.get(req.url!) ?? 0) + 1);
+      res.writeHead(api.serve.status, { 'content-type': 'application/json', 'cache-control': 'max-age=1' });
+      res.end(api.serve.status === 200 ? api.serve.text : 'down');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ served: req.url }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  api.port = (server.address() as AddressInfo).port;
+  api.close = () => new Promise<void>((r) => server.close(() => r()));
+  return api;
+}
+
+const toolNames = async (c: Awaited<ReturnType<typeof connectClient>>): Promise<string[]> => (await c.client.listTools()).tools.map((t) => t.name).sort();
+
+async function closeAll(...clients: Awaited<ReturnType<typeof connectClient>>[]): Promise<void> {
+  for (const c of clients) {
+    await c.transport.terminateSession().catch(() => undefined);
+    await c.client.close();
+  }
+}
+
+describe('openapi target: a schema.url document is fetched again', () => {
+  let api: Api;
+  let gw: McpGateway;
+  const saved = { ...REFRESH_TIMING };
+  before(async () => {
+    // The test-only floor: `max-age=1` is honoured as 1 s (60 s otherwise), and a failure is retried after 200 ms.
+    REFRESH_TIMING.minMs = 200;
+    REFRESH_TIMING.retryMs = 200;
+    api = await startApi();
+    gw = await startMcpGateway(
+      { targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: api.port, schema: { url: `http://127.0.0.1:${api.port}/openapi.json` } } }] },
+      { preset: fullPresetWith(...mcpPreset, openapi) },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await api?.close();
+    Object.assign(REFRESH_TIMING, saved);
+  });
+
+  it('serves a changed document to new sessions and tells live ones; failures and bad documents keep the last good tools', async () => {
+    const live = await connectClient(gw.mcpUrl);
+    let changed = 0;
+    live.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    const opened = [live];
+    try {
+      assert.deepEqual(await toolNames(live), ['getA']);
+
+      api.serve.text = documentOf('getB', 'getC');
+      await waitFor(() => changed > 0, 'notifications/tools/list_changed on the live session');
+      const fresh = await connectClient(gw.mcpUrl);
+      opened.push(fresh);
+      assert.deepEqual(await toolNames(fresh), ['getB', 'getC']);
+      assert.deepEqual(await toolNames(live), ['getB', 'getC']);
+      const called = await fresh.client.callTool({ name: 'getC', arguments: {} });
+      assert.deepEqual(called.structuredContent, { served: '/getC' });
+
+      // The API fails its document: the tools stay, and one warning covers the whole streak.
+      api.serve.status = 503;
+      const failedFrom = api.fetches;
+      await waitFor(() => api.fetches >= failedFrom + 3, 'three failing fetches');
+      const during = await connectClient(gw.mcpUrl);
+      opened.push(during);
+      assert.deepEqual(await toolNames(during), ['getB', 'getC']);
+      const warned = gw.logs.filter((l) => l.includes('OpenAPI document refresh failed'));
+      assert.equal(warned.length, 1, warned.join('\n'));
+      assert.match(warned[0]!, /HTTP 503/);
+
+      // A document that no longer converts (Swagger 2.0): the last good tools stay, with a warning.
+      api.serve.status = 200;
+      api.serve.text = JSON.stringify({ swagger: '2.0', paths: {} });
+      await waitFor(() => gw.logs.some((l) => l.includes('Swagger 2.0')), 'the warning about the unusable document');
+      const afterBad = await connectClient(gw.mcpUrl);
+      opened.push(afterBad);
+      assert.deepEqual(await toolNames(afterBad), ['getB', 'getC']);
+      const notified = changed;
+
+      // And a good one again takes effect.
+      api.serve.text = documentOf('getD');
+      await waitFor(() => changed > notified, 'a second notifications/tools/list_changed');
+      assert.deepEqual(await toolNames(live), ['getD']);
+    } finally {
+      await closeAll(...opened);
+    }
+  });
+});
+
+describe('openapi target: the refresh across reloads', () => {
+  let api: Api;
+  let gw: McpGateway;
+  const saved = { ...REFRESH_TIMING };
+  before(async () => {
+    REFRESH_TIMING.minMs = 200;
+    REFRESH_TIMING.retryMs = 200;
+    api = await startApi();
+    gw = await startMcpGateway(
+      { targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: api.port, schema: { url: `http://127.0.0.1:${api.port}/openapi.json` } } }] },
+      { preset: fullPresetWith(...mcpPreset, openapi) },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await api?.close();
+    Object.assign(REFRESH_TIMING, saved);
+  });
+
+  it('a reload keeps the document (no fetch of its own); a URL no config names any more is not fetched again', async () => {
+    assert.equal(api.byUrl.get('/openapi.json'), 1);
+    const text = readFileSync(gw.file, 'utf8');
+    assert.equal(await gw.gateway.reload(`${text}\n# a change that keeps the target\n`), true);
+    assert.equal(api.byUrl.get('/openapi.json'), 1);
+    // Its 1 s lifetime runs on across the reload.
+    await waitFor(() => api.byUrl.get('/openapi.json') === 2, 'the refresh after the reload');
+
+    assert.equal(await gw.gateway.reload(text.replace('openapi.json', 'openapi.json?v=2')), true);
+    assert.equal(api.byUrl.get('/openapi.json?v=2'), 1);
+    await waitFor(() => (api.byUrl.get('/openapi.json?v=2') ?? 0) >= 3, 'two refreshes of the new URL');
+    const old = api.byUrl.get('/openapi.json');
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(api.byUrl.get('/openapi.json'), old);
+  });
+});
+
+describe('openapi target: an edited schema.file is read again', () => {
+  let gw: McpGateway;
+  const file = join(testTempDir('switchyard-openapi-watch-'), 'api.json');
+  before(async () => {
+    writeFileSync(file, documentOf('getA'));
+    gw = await startMcpGateway({ targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: 9, schema: { file } } }] }, { preset: fullPresetWith(...mcpPreset, openapi) });
+  });
+  after(async () => {
+    await gw?.stop();
+  });
+
+  it('serves the edited document and tells live sessions', async () => {
+    const live = await connectClient(gw.mcpUrl);
+    let changed = 0;
+    live.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    const opened = [live];
+    try {
+      assert.deepEqual(await toolNames(live), ['getA']);
+      writeFileSync(file, documentOf('getA', 'getE'));
+      await waitFor(() => changed > 0, 'notifications/tools/list_changed after the edit');
+      const fresh = await connectClient(gw.mcpUrl);
+      opened.push(fresh);
+      assert.deepEqual(await toolNames(fresh), ['getA', 'getE']);
+    } finally {
+      await closeAll(...opened);
+    }
+  });
+});
