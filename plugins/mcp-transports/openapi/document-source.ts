@@ -21,6 +21,9 @@ export interface LoadedDocument {
   readonly warnings: readonly string[];
 }
 
+/** Conversion warnings logged one by one before they are summarised. */
+export const MAX_WARNINGS = 10;
+
 const digestOf = (text: string): string => createHash('sha256').update(text).digest('base64');
 
 /**
@@ -79,6 +82,9 @@ export abstract class DocumentSource {
     this.rejected = undefined;
     if (first) return;
     this.logger.info('OpenAPI document changed; new sessions get its tools, live ones are told', { tools: loaded.tools.length });
+    // What the conversion left out, as a config load would say it (the first few, then a count).
+    for (const warning of loaded.warnings.slice(0, MAX_WARNINGS)) this.logger.warn(`OpenAPI document ${this.label}: ${warning}`);
+    if (loaded.warnings.length > MAX_WARNINGS) this.logger.warn(`OpenAPI document ${this.label}: ${loaded.warnings.length - MAX_WARNINGS} more warnings not shown`);
     for (const listener of this.listeners) listener();
   }
 }

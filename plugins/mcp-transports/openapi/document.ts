@@ -40,8 +40,12 @@ export interface FetchedDocument {
   readonly cacheControl: string | undefined;
 }
 
-/** Fetch a document with a GET through a pooled upstream. Rejects with a message naming the URL. */
-export async function fetchDocument(url: string, http: HttpUpstreams): Promise<FetchedDocument> {
+/**
+ * The GET of the document at `url`, through a pooled upstream taken now (at config load, so fetches made later,
+ * in the background, use a pool of a config that is live). Throws when `url` is not an http(s) URL; the fetch
+ * rejects with a message naming the URL.
+ */
+export function documentFetcher(url: string, http: HttpUpstreams): () => Promise<FetchedDocument> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -49,23 +53,25 @@ export async function fetchDocument(url: string, http: HttpUpstreams): Promise<F
     throw new Error(`\`${url}\` is not a valid URL`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error(`\`${url}\` is not an http(s) URL`);
-  try {
-    const target = http.target({ origin: parsed.origin, authority: 'target' });
-    const response = await target.request({
-      method: 'GET',
-      path: `${parsed.pathname}${parsed.search}`,
-      headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5' },
-      timeoutMs: FETCH_TIMEOUT_MS,
-    });
-    if (response.status < 200 || response.status > 299) {
-      response.body.resume();
-      throw new Error(`the server answered HTTP ${response.status}`);
+  const target = http.target({ origin: parsed.origin, authority: 'target' });
+  return async () => {
+    try {
+      const response = await target.request({
+        method: 'GET',
+        path: `${parsed.pathname}${parsed.search}`,
+        headers: { accept: 'application/json, application/yaml;q=0.9, */*;q=0.5' },
+        timeoutMs: FETCH_TIMEOUT_MS,
+      });
+      if (response.status < 200 || response.status > 299) {
+        response.body.resume();
+        throw new Error(`the server answered HTTP ${response.status}`);
+      }
+      const cc = response.headers['cache-control'];
+      return { text: await readCappedText(response.body, MAX_DOCUMENT_BYTES), cacheControl: Array.isArray(cc) ? cc.join(',') : cc };
+    } catch (err) {
+      throw new Error(`cannot fetch the OpenAPI document from ${url}: ${(err as Error).message}`);
     }
-    const cc = response.headers['cache-control'];
-    return { text: await readCappedText(response.body, MAX_DOCUMENT_BYTES), cacheControl: Array.isArray(cc) ? cc.join(',') : cc };
-  } catch (err) {
-    throw new Error(`cannot fetch the OpenAPI document from ${url}: ${(err as Error).message}`);
-  }
+  };
 }
 
 /**

@@ -7,9 +7,9 @@ import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import { buildRequest, errorResult, toToolResult } from './call.ts';
 import { parseConnection } from './connection.ts';
-import { fetchDocument, readDocumentFile, serverBasePath } from './document.ts';
+import { documentFetcher, readDocumentFile, serverBasePath } from './document.ts';
 import type { FetchedDocument } from './document.ts';
-import { FileDocument, REFRESH_TIMING, RemoteDocument } from './document-source.ts';
+import { FileDocument, MAX_WARNINGS, REFRESH_TIMING, RemoteDocument } from './document-source.ts';
 import type { DocumentSource, LoadedDocument } from './document-source.ts';
 import { OpenApiSession } from './session.ts';
 import type { ToolHandler } from './session.ts';
@@ -25,8 +25,6 @@ export interface OpenApiTargetConfig {
 
 /** The largest API answer read into a tool result. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
-/** Load-time warnings shown one by one before they are summarised. */
-const MAX_WARNINGS = 10;
 
 /**
  * The source of the document named by `schema`, loaded (failing the config load at `schema.file` / `schema.url`)
@@ -46,7 +44,12 @@ async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): P
     source = file;
   } else {
     const url = config.schema.url!;
-    const fetchNow = (): Promise<FetchedDocument> => fetchDocument(url, ctx.http);
+    let fetchNow: () => Promise<FetchedDocument>;
+    try {
+      fetchNow = documentFetcher(url, ctx.http);
+    } catch (err) {
+      return ctx.fail((err as Error).message, ['schema', field]);
+    }
     // Once per change for the whole gateway, however many workers it runs (as a JWKS is).
     const shared = async (): Promise<FetchedDocument> => {
       const got = await ctx.sharedFetches.fetch(`openapi:url:${url}`, { maxAgeMs: REFRESH_TIMING.minMs, after: remote.fetchedAt }, fetchNow);
