@@ -56,6 +56,15 @@ async function startApi(): Promise<Api> {
 
 const toolNames = async (c: Awaited<ReturnType<typeof connectClient>>): Promise<string[]> => (await c.client.listTools()).tools.map((t) => t.name).sort();
 
+/** A client session that has listed the first document's tools, counting the `tools/list_changed` it is sent. */
+async function liveSession(gw: McpGateway): Promise<{ live: Awaited<ReturnType<typeof connectClient>>; changes: { count: number } }> {
+  const live = await connectClient(gw.mcpUrl);
+  const changes = { count: 0 };
+  live.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes.count++);
+  assert.deepEqual(await toolNames(live), ['getA']);
+  return { live, changes };
+}
+
 async function closeAll(...clients: Awaited<ReturnType<typeof connectClient>>[]): Promise<void> {
   for (const c of clients) {
     await c.transport.terminateSession().catch(() => undefined);
@@ -63,36 +72,41 @@ async function closeAll(...clients: Awaited<ReturnType<typeof connectClient>>[])
   }
 }
 
-describe('openapi target: a schema.url document is fetched again', () => {
-  let api: Api;
-  let gw: McpGateway;
+/**
+ * Before each suite: the API and a gateway with one target on its `/openapi.json`, and the test-only floor (`max-age=1`
+ * is honoured as 1 s, not 60 s; a failure is retried after 200 ms); after it, everything stopped and the floor back.
+ */
+function urlTargetSuite(): { api: Api; gw: McpGateway } {
+  const running = {} as { api: Api; gw: McpGateway };
   const saved = { ...REFRESH_TIMING };
   before(async () => {
-    // The test-only floor: `max-age=1` is honoured as 1 s (60 s otherwise), and a failure is retried after 200 ms.
     REFRESH_TIMING.minMs = 200;
     REFRESH_TIMING.retryMs = 200;
-    api = await startApi();
-    gw = await startMcpGateway(
-      { targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: api.port, schema: { url: `http://127.0.0.1:${api.port}/openapi.json` } } }] },
+    running.api = await startApi();
+    running.gw = await startMcpGateway(
+      { targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: running.api.port, schema: { url: `http://127.0.0.1:${running.api.port}/openapi.json` } } }] },
       { preset: fullPresetWith(...mcpPreset, openapi) },
     );
   });
   after(async () => {
-    await gw?.stop();
-    await api?.close();
+    await running.gw?.stop();
+    await running.api?.close();
     Object.assign(REFRESH_TIMING, saved);
   });
+  return running;
+}
+
+describe('openapi target: a schema.url document is fetched again', () => {
+  const suite = urlTargetSuite();
 
   it('serves a changed document to new sessions and tells live ones; failures and bad documents keep the last good tools', async () => {
-    const live = await connectClient(gw.mcpUrl);
-    let changed = 0;
-    live.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    const { api, gw } = suite;
+    const { live, changes } = await liveSession(gw);
     const opened = [live];
     try {
-      assert.deepEqual(await toolNames(live), ['getA']);
 
       api.serve.text = documentOf('getB', 'getC');
-      await waitFor(() => changed > 0, 'notifications/tools/list_changed on the live session');
+      await waitFor(() => changes.count > 0, 'notifications/tools/list_changed on the live session');
       const fresh = await connectClient(gw.mcpUrl);
       opened.push(fresh);
       assert.deepEqual(await toolNames(fresh), ['getB', 'getC']);
@@ -118,11 +132,11 @@ describe('openapi target: a schema.url document is fetched again', () => {
       const afterBad = await connectClient(gw.mcpUrl);
       opened.push(afterBad);
       assert.deepEqual(await toolNames(afterBad), ['getB', 'getC']);
-      const notified = changed;
+      const notified = changes.count;
 
       // And a good one again takes effect.
       api.serve.text = documentOf('getD');
-      await waitFor(() => changed > notified, 'a second notifications/tools/list_changed');
+      await waitFor(() => changes.count > notified, 'a second notifications/tools/list_changed');
       assert.deepEqual(await toolNames(live), ['getD']);
     } finally {
       await closeAll(...opened);
@@ -131,25 +145,10 @@ describe('openapi target: a schema.url document is fetched again', () => {
 });
 
 describe('openapi target: the refresh across reloads', () => {
-  let api: Api;
-  let gw: McpGateway;
-  const saved = { ...REFRESH_TIMING };
-  before(async () => {
-    REFRESH_TIMING.minMs = 200;
-    REFRESH_TIMING.retryMs = 200;
-    api = await startApi();
-    gw = await startMcpGateway(
-      { targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: api.port, schema: { url: `http://127.0.0.1:${api.port}/openapi.json` } } }] },
-      { preset: fullPresetWith(...mcpPreset, openapi) },
-    );
-  });
-  after(async () => {
-    await gw?.stop();
-    await api?.close();
-    Object.assign(REFRESH_TIMING, saved);
-  });
+  const suite = urlTargetSuite();
 
   it('a reload keeps the document (no fetch of its own); a URL no config names any more is not fetched again', async () => {
+    const { api, gw } = suite;
     assert.equal(api.byUrl.get('/openapi.json'), 1);
     const text = readFileSync(gw.file, 'utf8');
     assert.equal(await gw.gateway.reload(`${text}\n# a change that keeps the target\n`), true);
@@ -178,14 +177,11 @@ describe('openapi target: an edited schema.file is read again', () => {
   });
 
   it('serves the edited document and tells live sessions', async () => {
-    const live = await connectClient(gw.mcpUrl);
-    let changed = 0;
-    live.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    const { live, changes } = await liveSession(gw);
     const opened = [live];
     try {
-      assert.deepEqual(await toolNames(live), ['getA']);
       writeFileSync(file, documentOf('getA', 'getE'));
-      await waitFor(() => changed > 0, 'notifications/tools/list_changed after the edit');
+      await waitFor(() => changes.count > 0, 'notifications/tools/list_changed after the edit');
       const fresh = await connectClient(gw.mcpUrl);
       opened.push(fresh);
       assert.deepEqual(await toolNames(fresh), ['getA', 'getE']);
