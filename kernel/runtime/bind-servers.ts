@@ -44,6 +44,22 @@ function serverOptions(statics: StaticConfig) {
   };
 }
 
+/** Envoy's handshake bound (agentgateway's `handshakeTimeout` default); node:tls waits 120 s. */
+const HANDSHAKE_TIMEOUT_MS = 15_000;
+
+/** node:tls options of a TLS bind (ADR 0138). */
+function tlsServerOptions(statics: StaticConfig) {
+
+  return {
+    // A client that opens TLS and never finishes the handshake holds a socket: at most 15 s, and never longer than
+    // the header deadline, which only starts once the handshake is done.
+    handshakeTimeout: statics.headerTimeoutMs > 0 ? Math.min(HANDSHAKE_TIMEOUT_MS, statics.headerTimeoutMs) : HANDSHAKE_TIMEOUT_MS,
+    // Client-initiated renegotiation (TLS 1.2) is refused, as Envoy (BoringSSL) does: each one costs the server a
+    // handshake, and node:tls allows three per 10 minutes per connection.
+    secureOptions: process.getBuiltinModule('node:crypto').constants.SSL_OP_NO_RENEGOTIATION,
+  };
+}
+
 /** Set once a connection's parse error has been handled (node:http may report the same broken stream again). */
 const kFailed = Symbol('failed');
 /** `_httpMessage`: node:http's response being written on the connection; the queued ones get it in turn. */
@@ -71,6 +87,9 @@ function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket, refused
   // socket now closes the in-flight response, which aborts its upstream request (waiting for that response would
   // keep the upstream connection, and a drain, open forever).
   if (err.code === 'ECONNRESET' || err.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
+  // node:https hands TLS failures (handshake deadline, bad handshake, renegotiation) here too: there is no HTTP
+  // exchange to answer, and the closing answer below would keep a half-open TLS socket up to 5 s more.
+  if (isTlsFailure(err)) return void socket.destroy();
   // Nothing after the broken request can be parsed: stop reading while earlier answers are written.
   socket.pause();
   afterPendingResponses(socket, () => {
@@ -91,6 +110,11 @@ function onClientError(err: NodeJS.ErrnoException, socket: ClientSocket, refused
     refused(errorStatus(err)[0]);
     closeAfterAnswer(socket, errorResponse(err));
   });
+}
+
+/** A TLS-level error of a client connection (node:tls `ERR_TLS_*`, OpenSSL `ERR_SSL_*`), not an HTTP one. */
+function isTlsFailure(err: NodeJS.ErrnoException): boolean {
+  return typeof err.code === 'string' && (err.code.startsWith('ERR_TLS_') || err.code.startsWith('ERR_SSL_'));
 }
 
 /** End the connection after `last` (if any), still reading until the client closes, for at most 5 s. */
@@ -173,6 +197,7 @@ export class BindServers {
       // node:https (and node:tls) only for a TLS bind: a cleartext config never loads them (docs/perf.md, session 10b).
       server = process.getBuiltinModule('node:https').createServer({
         ...serverOptions(statics),
+        ...tlsServerOptions(statics),
         cert: pem?.cert,
         key: pem?.key,
         SNICallback: (servername, cb) => {

@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import { connect as tcpConnect } from 'node:net';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { startGatewayOnFreePorts, within } from './proxy-support.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+
+/** A self-signed certificate for `cn` and 127.0.0.1, made with openssl in `dir`. */
+function selfSigned(dir: string, cn: string, file = cn): { cert: string; key: string } {
+  const cert = join(dir, `${file}.crt`);
+  const key = join(dir, `${file}.key`);
+  execFileSync(
+    '/usr/bin/openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:${cn},IP:127.0.0.1`, '-keyout', key, '-out', cert],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}
+
+/** A TLS 1.2 connection (renegotiation exists only before 1.3) trusting `ca`. */
+function tls12(port: number, servername: string, ca: string): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port, servername, ca, maxVersion: 'TLSv1.2' }, () => resolve(s));
+    s.on('error', reject);
+  });
+}
+
+describe('HTTPS listener: handshake deadline and renegotiation', () => {
+  let dir: string;
+  let gw: RunningGateway;
+  let port: number;
+  let ca: string;
+
+  before(async () => {
+    dir = testTempDir('switchyard-listener-tls-');
+    const pair = selfSigned(dir, 'localhost');
+    ca = readFileSync(pair.cert, 'utf8');
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
+      // The handshake counts against the header deadline: 1 s here, so the test need not wait 15 s.
+      config: { headerTimeout: '1s' },
+      binds: [{ port, listeners: [{ protocol: 'HTTPS', tls: pair, routes: [{ policies: { directResponse: { status: 200, body: 'ok' } } }] }] }],
+    })));
+  });
+  after(async () => {
+    await gw?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a client that starts a TLS handshake and never finishes it is closed within the header deadline', async () => {
+    const started = performance.now();
+    const closed = await within(
+      new Promise<number>((resolve) => {
+        const s = tcpConnect(port, '127.0.0.1', () => s.write(Buffer.from([0x16, 0x03, 0x01, 0x00, 0x50])));
+        s.on('error', () => undefined);
+        s.on('close', () => resolve(performance.now() - started));
+      }),
+      10_000,
+      'a stalled handshake',
+    );
+    assert.ok(closed >= 900 && closed < 5_000, `closed after ${Math.round(closed)} ms`);
+  });
+
+  it('a client that renegotiates (TLS 1.2) is refused; the connection serves no more requests', async () => {
+    const s = await tls12(port, 'localhost', ca);
+    try {
+      const outcome = await within(
+        new Promise<string>((resolve) => {
+          s.on('error', (e: NodeJS.ErrnoException) => resolve(`error ${e.code}`));
+          s.on('close', () => resolve('closed'));
+          s.renegotiate({ rejectUnauthorized: true }, (e) => resolve(e ? `error ${(e as NodeJS.ErrnoException).code}` : 'renegotiated'));
+        }),
+        5_000,
+        'renegotiation',
+      );
+      assert.notEqual(outcome, 'renegotiated');
+    } finally {
+      s.destroy();
+    }
+  });
+});
