@@ -91,19 +91,25 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
   }
   wildcards.sort((a, b) => b.suffix.length - a.suffix.length);
   const single = listeners.length === 1 && !listeners[0]!.hostname ? listeners[0] : undefined;
+  const selectListener = single
+    ? () => single
+    : (hostname: string) => {
+        const hit = exact.get(hostname);
+        if (hit) return hit;
+        for (const w of wildcards) if (hostname.length > w.suffix.length && hostname.endsWith(w.suffix)) return w.listener;
+        return fallback;
+      };
+  const defaultTls = listeners.find((l) => l.secureContext);
   return {
     port,
     address: bind.address as string | undefined,
     secure: secure ?? false,
     listeners,
     tlsKey: tlsParts.join('|'),
-    selectListener: single
-      ? () => single
-      : (hostname) => {
-          const hit = exact.get(hostname);
-          if (hit) return hit;
-          for (const w of wildcards) if (hostname.length > w.suffix.length && hostname.endsWith(w.suffix)) return w.listener;
-          return fallback;
-        },
+    selectListener,
+    tlsListener: (servername) => {
+      const name = servername.toLowerCase();
+      return selectListener(name.endsWith('.') ? name.slice(0, -1) : name) ?? defaultTls;
+    },
   };
 }

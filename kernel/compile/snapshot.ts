@@ -105,6 +105,8 @@ export interface CompiledBind {
   readonly listeners: readonly CompiledListener[];
   /** Listener for a request hostname: exact, then the longest `*.suffix`, then one without hostname. */
   selectListener(hostname: string): CompiledListener | undefined;
+  /** Listener whose certificate a TLS client naming `servername` (SNI, any case) gets: its own, else the first. */
+  tlsListener(servername: string): CompiledListener | undefined;
   /** TLS material keyed so the server is recreated only when it changes. */
   readonly tlsKey: string;
 }

@@ -200,12 +200,7 @@ export class BindServers {
         ...tlsServerOptions(statics),
         cert: pem?.cert,
         key: pem?.key,
-        SNICallback: (servername, cb) => {
-          const current = pipeline.snapshot?.binds.get(port);
-          const name = servername.toLowerCase();
-          const listener = current?.selectListener(name.endsWith('.') ? name.slice(0, -1) : name) ?? current?.listeners.find((l) => l.secureContext);
-          cb(null, listener?.secureContext);
-        },
+        SNICallback: (servername, cb) => cb(null, pipeline.snapshot?.binds.get(port)?.tlsListener(servername)?.secureContext),
       }) as unknown as HttpServer;
     } else {
       server = createHttpServer(serverOptions(statics)) as unknown as HttpServer;

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
+import type { TLSSocket } from 'node:tls';
+import type { CompiledBind, CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
@@ -74,6 +75,20 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
   else if (typeof path !== 'string') ex.refusal = path.message;
   else ex.refusal = requestInputProblem(req);
   return ex;
+}
+
+/**
+ * The listener of a request on `bind`: the Host's. Over TLS with SNI, a Host that another listener serves than the
+ * one SNI chose (whose certificate the client checked) is misdirected (421, BEHAVIOUR 2.1b, ADR 0138): served, it
+ * would reach a listener, and its policies, on the strength of another name's certificate.
+ */
+export function requestListener(bind: CompiledBind | undefined, ex: ExchangeImpl): CompiledListener | GatewayError | undefined {
+  const listener = bind?.selectListener(ex.hostname);
+  if (listener === undefined || !bind!.secure || bind!.listeners.length < 2) return listener;
+  const sni = (ex.req.socket as TLSSocket).servername;
+  if (typeof sni !== 'string' || sni === '') return listener;
+  if (bind!.tlsListener(sni) === listener) return listener;
+  return new GatewayError(421, 'misdirected_request', `this connection's TLS name \`${sni}\` is not the request's host \`${ex.hostname}\`; open a connection for it`, ErrorCode.misdirectedRequest);
 }
 
 /** The 404 for a request no listener or route takes. */

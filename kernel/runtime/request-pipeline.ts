@@ -16,7 +16,7 @@ import type { Outcome } from './failover.ts';
 import { pickBackend, pickInOrder } from './backend-pick.ts';
 import { kClosing } from './request-input.ts';
 import type { ClosingSocket } from './request-input.ts';
-import { makeExchange, noRoute, refused, selectRoute } from './request-exchange.ts';
+import { makeExchange, noRoute, refused, requestListener, selectRoute } from './request-exchange.ts';
 import { serveUpgradeRequest } from './upgrade-request.ts';
 import type { UpgradeServing } from './upgrade-request.ts';
 import type { LeanServing } from './lean-connection.ts';
@@ -144,7 +144,8 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
       writeReply(ex, res, errorReply(refused(ex.refusal), this.logger, ex), null, this.logger);
       return;
     }
-    const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
+    const listener = requestListener(snapshot.binds.get(port), ex);
+    if (listener instanceof GatewayError) return void writeReply(ex, res, errorReply(listener, this.logger, ex), null, this.logger);
     const route = listener ? selectRoute(listener, ex) : undefined;
     if (!route) {
       writeReply(ex, res, errorReply(noRoute(listener ? 'route' : 'listener', ex), this.logger, ex), null, this.logger);

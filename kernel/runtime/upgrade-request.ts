@@ -2,7 +2,7 @@
 // selection and request chain, then the backend's upgrade, and the upgraded connection's own log line and span.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { jsonErrorReply } from '../sdk/index.ts';
+import { GatewayError, jsonErrorReply } from '../sdk/index.ts';
 import type { Logger, Reply } from '../sdk/index.ts';
 import type { Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
@@ -15,7 +15,7 @@ import { endFields, watchUpgradedConnection } from './upgraded-connection.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
 import { errorReply } from './reply-writer.ts';
 import { pickBackend } from './backend-pick.ts';
-import { makeExchange, noRoute, refused, selectRoute } from './request-exchange.ts';
+import { makeExchange, noRoute, refused, requestListener, selectRoute } from './request-exchange.ts';
 
 /** What the upgrade path reads of the request pipeline. */
 export interface UpgradeServing {
@@ -79,7 +79,8 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
     refuse(errorReply(refused(ex.refusal), logger, ex));
     return;
   }
-  const listener = snapshot.binds.get(port)?.selectListener(ex.hostname);
+  const listener = requestListener(snapshot.binds.get(port), ex);
+  if (listener instanceof GatewayError) return refuse(errorReply(listener, logger, ex));
   const route = listener ? selectRoute(listener, ex) : undefined;
   if (!route) {
     refuse(errorReply(noRoute(listener ? 'route' : 'listener', ex), logger, ex));

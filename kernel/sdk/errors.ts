@@ -19,6 +19,7 @@ export const ErrorCode = {
   pluginLoad: 'SWY_ERR_PLUGIN_LOAD',
   routeNotFound: 'SWY_ERR_ROUTE_NOT_FOUND',
   listenerNotFound: 'SWY_ERR_LISTENER_NOT_FOUND',
+  misdirectedRequest: 'SWY_ERR_MISDIRECTED_REQUEST',
   noBackend: 'SWY_ERR_NO_BACKEND',
   upstreamUnavailable: 'SWY_ERR_UPSTREAM_UNAVAILABLE',
   upstreamFailed: 'SWY_ERR_UPSTREAM_FAILED',
