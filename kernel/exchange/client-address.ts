@@ -5,8 +5,8 @@ import { ipFamily } from '../sdk/ip-family.ts';
 /**
  * The X-Forwarded-For trust model (docs/adr/0014-hosts-and-forwarding-headers.md).
  *
- * A peer in `config.trustedProxies` is a proxy in front of the gateway: its `X-Forwarded-For`, `X-Real-IP` and
- * `Forwarded` pass on, and the client is the right-most `X-Forwarded-For` address that is not itself a trusted proxy
+ * A peer in `config.trustedProxies` is a proxy in front of the gateway: its `X-Forwarded-For`, `X-Real-IP`,
+ * `Forwarded` and `X-Forwarded-Client-Cert` pass on, and the client is the right-most `X-Forwarded-For` address that is not itself a trusted proxy
  * (nginx's `real_ip_recursive`). Any other peer is the client: whatever forwarding headers it sent are dropped.
  */
 export type TrustedProxies = (address: string) => boolean;
@@ -56,6 +56,8 @@ export function clientAddress(peer: string, headers: IncomingHttpHeaders, truste
     if (headers['x-forwarded-for'] !== undefined) delete headers['x-forwarded-for'];
     if (headers['x-real-ip'] !== undefined) delete headers['x-real-ip'];
     if (headers.forwarded !== undefined) delete headers.forwarded;
+    // Envoy's default (`SANITIZE`): a client's own account of a client certificate is never believed (ADR 0138).
+    if (headers['x-forwarded-client-cert'] !== undefined) delete headers['x-forwarded-client-cert'];
     return peer;
   }
   const xff = headers['x-forwarded-for'];

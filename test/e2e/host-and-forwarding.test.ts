@@ -166,6 +166,12 @@ describe('hosts, forwarding headers and connections', () => {
       assert.equal(last().headers.forwarded, undefined);
     });
 
+    it('a client-sent X-Forwarded-Client-Cert is dropped: a client cannot claim a certificate it never presented (ADR 0138)', async () => {
+      const res = await get(plainPort, '/x', 'Host: h\nX-Forwarded-Client-Cert: By=spiffe://a/b;Hash=00;Subject="CN=admin";URI=spiffe://a/admin');
+      assert.equal(res.status, 200);
+      assert.equal(last().headers['x-forwarded-client-cert'], undefined);
+    });
+
     it('`source.address` in CEL is the peer, not the spoofed header', async () => {
       const res = await get(plainPort, '/by-source', 'Host: h\nX-Forwarded-For: 203.0.113.9');
       assert.equal(res.status, 403);
@@ -173,12 +179,14 @@ describe('hosts, forwarding headers and connections', () => {
   });
 
   describe('forwarding headers from a trusted proxy (`trustedProxies`)', () => {
-    it('X-Forwarded-For is kept and the peer appended; X-Real-IP and Forwarded pass', async () => {
-      const res = await get(trustingPort, '/x', 'Host: h\nX-Forwarded-For: 198.51.100.1, 203.0.113.9\nX-Real-IP: 203.0.113.9\nForwarded: for=203.0.113.9');
+    it('X-Forwarded-For is kept and the peer appended; X-Real-IP, Forwarded and X-Forwarded-Client-Cert pass', async () => {
+      const res = await get(trustingPort, '/x', 'Host: h\nX-Forwarded-For: 198.51.100.1, 203.0.113.9\nX-Real-IP: 203.0.113.9\nForwarded: for=203.0.113.9\nX-Forwarded-Client-Cert: Hash=00;URI=spiffe://a/b');
       assert.equal(res.status, 200);
       assert.equal(last().headers['x-forwarded-for'], '198.51.100.1, 203.0.113.9, 127.0.0.1');
       assert.equal(last().headers['x-real-ip'], '203.0.113.9');
       assert.equal(last().headers.forwarded, 'for=203.0.113.9');
+      // A trusted proxy in front terminated the client's TLS: its account of the certificate passes.
+      assert.equal(last().headers['x-forwarded-client-cert'], 'Hash=00;URI=spiffe://a/b');
     });
 
     it('repeated X-Forwarded-For headers are joined before appending', async () => {
