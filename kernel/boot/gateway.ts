@@ -7,6 +7,7 @@ import type { Readiness, TailListener, ValidationResult } from '../admin/gateway
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { ConfigLoadError, renderIssue } from '../config/format-issues.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
+import { reloadListenerCertificates, watchListenerCertificates } from '../runtime/listener-certs.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
@@ -57,6 +58,8 @@ export interface WorkerSide {
   readonly scope: string;
   /** `SharedEvents` messages kept for workers starting now (a restart): delivered to their topics' subscribers first. */
   readonly kept?: KeptMessages;
+  /** Watch the listeners' certificate files (the supervisor watches the config file). */
+  readonly watchFiles?: boolean;
 }
 
 /** Kernel services the gateway coordinates; wired in the composition root (container.ts). */
@@ -80,6 +83,10 @@ export class Gateway {
   private readonly log: Logger;
   private readonly loader: ConfigLoader;
   private lastText: string | undefined;
+  /** The watch of the live config's listener certificate files, while the config file is watched. */
+  private stopCertificateWatch: (() => void) | undefined;
+  /** The listener certificates' reload in progress (reloadCertificates). */
+  private certificates: Promise<void> = Promise.resolve();
   private stopWatching: (() => void) | undefined;
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
@@ -164,7 +171,10 @@ export class Gateway {
     this.started = true;
     this.applied = this.options.worker?.generation ?? 1;
     const c = this.options.config;
-    if ('file' in c && this.options.watch !== false) this.stopWatching = watchConfigFile(c.file, () => void this.reload());
+    if ('file' in c && this.options.watch !== false) {
+      this.stopWatching = watchConfigFile(c.file, () => void this.reload());
+      this.watchCertificates(snapshot);
+    } else if (this.options.worker?.watchFiles) this.watchCertificates(snapshot);
     if (!this.options.worker && snapshot.staticConfig.workers > 1) {
       this.log.warn('`config.workers` is applied by the switchyard CLI (a supervisor of worker threads); this gateway, started in-process, runs on one thread', { workers: snapshot.staticConfig.workers });
     }
@@ -281,9 +291,29 @@ export class Gateway {
     return true;
   }
 
-  /** Try the binds of the live config that could not listen again now (a SIGHUP with the config unchanged). */
+  /**
+   * A SIGHUP with the config unchanged: try the binds of the live config that could not listen again now, and read
+   * the HTTPS listeners' certificates again (renewed on disk, ADR 0138).
+   */
   async retryBinds(): Promise<void> {
     if (this.s.pipeline.snapshot) await this.bindRetry.now(this.s.pipeline.snapshot);
+    await this.reloadCertificates();
+  }
+
+  /** Read the live config's listener certificates again, one pass at a time (watch events come in bursts). */
+  private reloadCertificates(): Promise<void> {
+    this.certificates = this.certificates.then(async () => {
+      const snapshot = this.s.pipeline.snapshot;
+      if (!snapshot || this.stopping) return;
+      for (const bind of await reloadListenerCertificates(snapshot, this.log)) this.s.binds.setDefaultCertificate(bind);
+    });
+    return this.certificates;
+  }
+
+  /** Watch the listener certificate files of `snapshot` (the config file is watched): a renewal is served at once. */
+  private watchCertificates(snapshot: Snapshot): void {
+    this.stopCertificateWatch?.();
+    this.stopCertificateWatch = watchListenerCertificates(snapshot, () => void this.reloadCertificates());
   }
 
   /** Readiness of this process: started, not stopping, every bind of the live config listening. */
@@ -343,6 +373,7 @@ export class Gateway {
       this.log.error('config reloaded but some binds could not listen; trying again every 5 s (and on SIGHUP)', { error: err as Error });
       this.bindRetry.schedule(next);
     }
+    if (this.stopCertificateWatch) this.watchCertificates(next);
     if (!this.options.worker) this.log.info('config reloaded', { generation: this.applied });
     void previous.retire().then(async () => {
       previous.dispose();
@@ -386,6 +417,7 @@ export class Gateway {
 
   private async doStop(): Promise<void> {
     this.stopWatching?.();
+    this.stopCertificateWatch?.();
     this.bindRetry.stop();
     this.s.pipeline.draining = true;
     const drainMs = this.drainTimeoutMs;

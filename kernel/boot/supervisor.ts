@@ -177,6 +177,7 @@ export class Supervisor {
       generation: this.generation,
       scope: this.scope,
       kept: this.kept.forWorker(),
+      watchFiles: 'file' in this.o.config && this.o.watch !== false,
     };
     const worker = new Worker(this.o.entry, { workerData: { [WORKER_DATA_KEY]: data }, transferList: [channel.port2, processes.port2], env: this.workerEnv, argv: [WORKER_THREAD_ARG] });
     slot.worker = worker;

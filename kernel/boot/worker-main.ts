@@ -25,7 +25,7 @@ export async function runWorker(dist: { readonly preset: readonly unknown[]; rea
     knownKeys: dist.knownKeys,
     config: { name: data.name, text: data.text, base: data.base },
     watch: false,
-    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort, processPort: data.processPort, generation: data.generation, scope: data.scope, kept: data.kept },
+    worker: { index: data.index, arena: data.arena, fetchPort: data.fetchPort, processPort: data.processPort, generation: data.generation, scope: data.scope, kept: data.kept, watchFiles: data.watchFiles },
   });
   try {
     await gateway.start();

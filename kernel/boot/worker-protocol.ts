@@ -18,6 +18,8 @@ export interface WorkerData {
   readonly scope: string;
   /** The `SharedEvents` messages the supervisor kept for workers that start later (kernel/resources/shared-events.ts). */
   readonly kept: KeptMessages;
+  /** The supervisor watches the config file: each worker watches its listeners' certificate files (ADR 0138). */
+  readonly watchFiles?: boolean;
 }
 
 export type Query = 'readiness' | 'metrics' | 'configDump' | 'statics';

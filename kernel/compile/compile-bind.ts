@@ -50,6 +50,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
     secure = isHttps;
     let secureContext;
     let tlsPem;
+    let tlsFiles;
     if (isHttps) {
       const tls = l.tls as { cert: string; key: string } | undefined;
       if (!tls) {
@@ -66,6 +67,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
           // node:tls only for an HTTPS listener: a cleartext config never loads it.
           secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key });
           tlsPem = { cert, key };
+          tlsFiles = { cert: resolve(c.deps.cwd, tls.cert), key: resolve(c.deps.cwd, tls.key) };
           tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
         } catch (err) {
           c.issue([...lpath, 'tls'], `cannot load the listener certificate: ${(err as Error).message}`);
@@ -79,7 +81,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       const r = await compileRoute(c, rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port);
       if (r) routes.push(r);
     }
-    listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, routesFor: indexRoutes(routes), secureContext, tlsPem });
+    listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, routesFor: indexRoutes(routes), secureContext, tlsPem, tlsFiles });
   }
   const exact = new Map<string, CompiledListener>();
   const wildcards: { suffix: string; listener: CompiledListener }[] = [];

@@ -92,9 +92,12 @@ export interface CompiledListener {
   readonly routes: readonly CompiledRoute[];
   /** The routes a request's path can select, in config order (route-index.ts): what route selection tries. */
   readonly routesFor: RoutesForPath;
-  readonly secureContext: SecureContext | undefined;
+  /** Replaced when the listener's files are renewed on disk (listener-certs.ts). */
+  secureContext: SecureContext | undefined;
   /** PEM material of an HTTPS listener (the default certificate for clients without SNI). */
-  readonly tlsPem: { readonly cert: string; readonly key: string } | undefined;
+  tlsPem: { readonly cert: string; readonly key: string } | undefined;
+  /** The absolute paths of an HTTPS listener's certificate and key, read again when they change (ADR 0138). */
+  readonly tlsFiles: { readonly cert: string; readonly key: string } | undefined;
 }
 
 export interface CompiledBind {

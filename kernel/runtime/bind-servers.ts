@@ -173,8 +173,7 @@ export class BindServers {
         this.servers.delete(port);
         await this.closeServer(existing);
       } else if (bind.secure) {
-        const pem = bind.listeners.find((l) => l.tlsPem)?.tlsPem;
-        if (pem) (existing.server as unknown as { setSecureContext(o: object): void }).setSecureContext(pem);
+        this.setDefaultCertificate(bind);
       }
     }
     for (const bind of snapshot.binds.values()) {
@@ -186,6 +185,13 @@ export class BindServers {
       }
     }
     if (failures.length) throw new Error(`cannot listen on ${failures.join('; ')}`);
+  }
+
+  /** Give `bind`'s server its first HTTPS listener's certificate for clients without SNI (after a reload or a renewal). */
+  setDefaultCertificate(bind: CompiledBind): void {
+    const pem = bind.listeners.find((l) => l.tlsPem)?.tlsPem;
+    const existing = this.servers.get(bind.port);
+    if (pem && existing?.secure) (existing.server as unknown as { setSecureContext(o: object): void }).setSecureContext(pem);
   }
 
   private open(bind: CompiledBind, statics: StaticConfig): Promise<void> {

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import type { RunningGateway } from '../helpers/gateway.ts';
-import { startGatewayOnFreePorts, within } from './proxy-support.ts';
+import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
 /** A self-signed certificate for `cn` and 127.0.0.1, made with openssl in `dir`. */
@@ -149,5 +149,104 @@ describe('HTTPS listeners by SNI: a Host of another listener is misdirected (421
     assert.deepEqual(await get('b.test', 'B.TEST:' + port), { status: 200, body: 'listener b' });
     assert.equal((await get('a.test', 'zzz.test')).status, 404);
     assert.deepEqual(await get(undefined, 'b.test'), { status: 200, body: 'listener b' });
+  });
+});
+
+/** The subject CN of the certificate the bind presents to a client naming `servername` (none: no SNI). */
+function presentedCn(port: number, servername?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port, servername: servername ?? '', rejectUnauthorized: false }, () => {
+      const cn = String(s.getPeerCertificate().subject.CN);
+      s.destroy();
+      resolve(cn);
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Put the pair made for `cn` in place of `target`'s files, each by an atomic rename (as cert-manager's writers do). */
+function replacePair(dir: string, target: { cert: string; key: string }, cn: string): void {
+  const made = selfSigned(dir, cn, `${cn}-new`);
+  renameSync(made.cert, target.cert);
+  renameSync(made.key, target.key);
+}
+
+describe('HTTPS listener certificates renewed on disk (ADR 0138)', () => {
+  let dir: string;
+  let gw: RunningGateway;
+  let port: number;
+  let pair: { cert: string; key: string };
+  let named: { cert: string; key: string };
+
+  before(async () => {
+    dir = testTempDir('switchyard-cert-renewal-');
+    pair = selfSigned(dir, 'one.test', 'served');
+    named = selfSigned(dir, 'a.test', 'named');
+    const reply = [{ policies: { directResponse: { status: 200, body: 'ok' } } }];
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(
+      1,
+      ([port]) => ({
+        binds: [
+          {
+            port,
+            listeners: [
+              { name: 'any', protocol: 'HTTPS', tls: pair, routes: reply },
+              { name: 'a', hostname: 'a.test', protocol: 'HTTPS', tls: named, routes: reply },
+            ],
+          },
+        ],
+      }),
+      { watch: true },
+    ));
+  });
+  after(async () => {
+    await gw?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a renewed certificate and key are served to new connections without a reload (SNI or none)', async () => {
+    assert.equal(await presentedCn(port), 'one.test');
+    assert.equal(await presentedCn(port, 'a.test'), 'a.test');
+    replacePair(dir, pair, 'two.test');
+    replacePair(dir, named, 'a2.test');
+    await waitFor(async () => (await presentedCn(port)) === 'two.test', 10_000, 'the renewed default certificate');
+    await waitFor(async () => (await presentedCn(port, 'a.test')) === 'a2.test', 10_000, 'the renewed certificate of a.test');
+    assert.equal(await presentedCn(port, 'other.test'), 'two.test');
+    assert.ok(gw.logs.some((l) => /listener certificate reloaded/.test(l) && /listener=any/.test(l)), gw.logs.join('\n'));
+  });
+
+  it('a broken renewal (not PEM, or a key of another certificate) keeps the last good certificate, with an error logged', async () => {
+    writeFileSync(pair.cert + '.tmp', 'not a certificate');
+    renameSync(pair.cert + '.tmp', pair.cert);
+    await waitFor(() => gw.logs.some((l) => /cannot reload the listener certificate/.test(l) && /listener=any/.test(l)), 10_000, 'the error line');
+    assert.equal(await presentedCn(port), 'two.test');
+    const other = selfSigned(dir, 'three.test', 'other');
+    renameSync(other.cert, pair.cert); // the key on disk is still two.test's
+    await waitFor(() => gw.logs.filter((l) => /cannot reload the listener certificate/.test(l)).length >= 2, 10_000, 'the mismatch error');
+    assert.equal(await presentedCn(port), 'two.test');
+    renameSync(other.key, pair.key);
+    await waitFor(async () => (await presentedCn(port)) === 'three.test', 10_000, 'the repaired pair');
+  });
+});
+
+describe('HTTPS listener certificates renewed on disk: a reload of the unchanged config (SIGHUP) reads them', () => {
+  it('without a file watch, a reload of the same config text serves the renewed pair; the generation stays', async () => {
+    const dir = testTempDir('switchyard-cert-sighup-');
+    const pair = selfSigned(dir, 'one.test', 'served');
+    const { gw, ports } = await startGatewayOnFreePorts(1, ([port]) => ({
+      binds: [{ port, listeners: [{ protocol: 'HTTPS', tls: pair, routes: [{ policies: { directResponse: { status: 200, body: 'ok' } } }] }] }],
+    }));
+    try {
+      assert.equal(await presentedCn(ports[0]!), 'one.test');
+      replacePair(dir, pair, 'two.test');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(await presentedCn(ports[0]!), 'one.test', 'no watch: nothing changes by itself');
+      assert.equal(await gw.gateway.reload(), false, 'the config itself did not change');
+      assert.equal(await presentedCn(ports[0]!), 'two.test');
+      assert.equal(gw.gateway.generation, 1);
+    } finally {
+      await gw.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
