@@ -52,22 +52,23 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
     let tlsPem;
     let tlsFiles;
     if (isHttps) {
-      const tls = l.tls as { cert: string; key: string } | undefined;
+      const tls = l.tls as { cert: string; key: string; root?: string } | undefined;
       if (!tls) {
         c.issue(lpath, 'an HTTPS listener needs `tls.cert` and `tls.key`');
         continue;
       }
       const cert = await readListenerFile(c, tls.cert, [...lpath, 'tls', 'cert'], 'certificate');
       const key = await readListenerFile(c, tls.key, [...lpath, 'tls', 'key'], 'private key');
-      if (cert === undefined || key === undefined) {
+      const ca = tls.root === undefined ? undefined : await readListenerFile(c, tls.root, [...lpath, 'tls', 'root'], 'client CA');
+      if (cert === undefined || key === undefined || (tls.root !== undefined && ca === undefined)) {
         // The validator reads neither (ADR 0131) and goes on to the listener's routes.
         if (!c.deps.checkOnly) continue;
       } else {
         try {
           // node:tls only for an HTTPS listener: a cleartext config never loads it.
-          secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key });
-          tlsPem = { cert, key };
-          tlsFiles = { cert: resolve(c.deps.cwd, tls.cert), key: resolve(c.deps.cwd, tls.key) };
+          secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key, ca });
+          tlsPem = ca === undefined ? { cert, key } : { cert, key, ca };
+          tlsFiles = { cert: resolve(c.deps.cwd, tls.cert), key: resolve(c.deps.cwd, tls.key), ...(tls.root === undefined ? {} : { root: resolve(c.deps.cwd, tls.root) }) };
           tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
         } catch (err) {
           c.issue([...lpath, 'tls'], `cannot load the listener certificate: ${(err as Error).message}`);
@@ -81,7 +82,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       const r = await compileRoute(c, rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port);
       if (r) routes.push(r);
     }
-    listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, routesFor: indexRoutes(routes), secureContext, tlsPem, tlsFiles });
+    listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, routesFor: indexRoutes(routes), secureContext, tlsPem, tlsFiles, clientCertificates: tlsFiles?.root !== undefined });
   }
   const exact = new Map<string, CompiledListener>();
   const wildcards: { suffix: string; listener: CompiledListener }[] = [];

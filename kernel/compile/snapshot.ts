@@ -94,10 +94,12 @@ export interface CompiledListener {
   readonly routesFor: RoutesForPath;
   /** Replaced when the listener's files are renewed on disk (listener-certs.ts). */
   secureContext: SecureContext | undefined;
-  /** PEM material of an HTTPS listener (the default certificate for clients without SNI). */
-  tlsPem: { readonly cert: string; readonly key: string } | undefined;
-  /** The absolute paths of an HTTPS listener's certificate and key, read again when they change (ADR 0138). */
-  readonly tlsFiles: { readonly cert: string; readonly key: string } | undefined;
+  /** PEM material of an HTTPS listener (the default certificate for clients without SNI); `ca`: `tls.root`. */
+  tlsPem: { readonly cert: string; readonly key: string; readonly ca?: string } | undefined;
+  /** The absolute paths of an HTTPS listener's files, read again when they change (ADR 0138). */
+  readonly tlsFiles: { readonly cert: string; readonly key: string; readonly root?: string } | undefined;
+  /** `tls.root` is set: a client certificate it verifies is required (mutual TLS). */
+  readonly clientCertificates: boolean;
 }
 
 export interface CompiledBind {

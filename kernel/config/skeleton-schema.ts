@@ -292,6 +292,11 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         properties: {
           cert: { type: 'string', minLength: 1, description: 'Path to the PEM certificate chain.' },
           key: { type: 'string', minLength: 1, description: 'Path to the PEM private key.' },
+          root: {
+            type: 'string',
+            minLength: 1,
+            description: 'Path to a PEM CA bundle: clients must present a certificate it verifies (mutual TLS); others get no answer.',
+          },
         },
         required: ['cert', 'key'],
         additionalProperties: false,

@@ -1,5 +1,6 @@
 import type { Server as HttpServer, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../sdk/index.ts';
 import type { CompiledBind, Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import type { RequestPipeline } from './request-pipeline.ts';
@@ -19,6 +20,8 @@ interface BindServer {
   readonly port: number;
   readonly address: string | undefined;
   readonly secure: boolean;
+  /** Clients are asked for a certificate (a listener has `tls.root`). */
+  readonly mutual: boolean;
   readonly server: HttpServer;
   listening: boolean;
   /** The lean server side's connections of a cleartext bind (ADR 0088); null: node:http serves every connection. */
@@ -58,6 +61,11 @@ function tlsServerOptions(statics: StaticConfig) {
     // handshake, and node:tls allows three per 10 minutes per connection.
     secureOptions: process.getBuiltinModule('node:crypto').constants.SSL_OP_NO_RENEGOTIATION,
   };
+}
+
+/** Whether a bind's clients are asked for a certificate: one of its listeners has `tls.root`. */
+function asksClientCertificates(bind: CompiledBind): boolean {
+  return bind.listeners.some((l) => l.clientCertificates);
 }
 
 /** Set once a connection's parse error has been handled (node:http may report the same broken stream again). */
@@ -169,7 +177,7 @@ export class BindServers {
     const failures: string[] = [];
     for (const [port, existing] of this.servers) {
       const bind = snapshot.binds.get(port);
-      if (!bind || bind.secure !== existing.secure || bind.address !== existing.address) {
+      if (!bind || bind.secure !== existing.secure || bind.address !== existing.address || asksClientCertificates(bind) !== existing.mutual) {
         this.servers.delete(port);
         await this.closeServer(existing);
       } else if (bind.secure) {
@@ -198,6 +206,7 @@ export class BindServers {
     const port = bind.port;
     const pipeline = this.pipeline;
     let server: HttpServer;
+    const mutual = asksClientCertificates(bind);
     if (bind.secure) {
       const pem = bind.listeners.find((l) => l.tlsPem)?.tlsPem;
       // node:https (and node:tls) only for a TLS bind: a cleartext config never loads them (docs/perf.md, session 10b).
@@ -206,6 +215,12 @@ export class BindServers {
         ...tlsServerOptions(statics),
         cert: pem?.cert,
         key: pem?.key,
+        ca: pem?.ca,
+        // Asked of every client of a port where a listener has `tls.root` (node:tls asks per server, not per SNI
+        // name): the listener its SNI selects decides, after the handshake, whether one was required (secureConnection
+        // below). A reload that changes this makes the server again.
+        requestCert: mutual,
+        rejectUnauthorized: false,
         SNICallback: (servername, cb) => cb(null, pipeline.snapshot?.binds.get(port)?.tlsListener(servername)?.secureContext),
       }) as unknown as HttpServer;
     } else {
@@ -235,12 +250,14 @@ export class BindServers {
       });
     });
     if (secure) {
-      server.on('secureConnection', (socket: Socket) => {
+      server.on('secureConnection', (socket: TLSSocket) => {
+        // Mutual TLS (`tls.root`): a client without a certificate that CA verifies gets no answer (ADR 0138).
+        if (!socket.authorized && pipeline.snapshot?.binds.get(port)?.tlsListener(socket.servername || '')?.clientCertificates) return void socket.destroy();
         this.sweepAlso(socket);
         socket.once('close', () => this.swept.delete(socket));
       });
     }
-    const entry: BindServer = { port, address: bind.address, secure, server, listening: false, lean };
+    const entry: BindServer = { port, address: bind.address, secure, mutual, server, listening: false, lean };
     this.servers.set(port, entry);
     return new Promise<void>((resolve, reject) => {
       const tryListen = (host: string): void => {

@@ -3,15 +3,15 @@ import { FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { CompiledBind, CompiledListener, Snapshot } from '../compile/snapshot.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
 
-// HTTPS listeners' certificate and key files read again while their config stays live (ADR 0138): a certificate
+// HTTPS listeners' certificate, key and client CA files read again while their config stays live (ADR 0138): a certificate
 // renewed on disk (cert-manager, certbot, a Secret mount) reaches new connections without a restart or an edit
 // of the config. A pair that does not load keeps the last good one.
 
 /** The HTTPS listeners of a snapshot with their files. */
-function listenersWithFiles(snapshot: Snapshot): { bind: CompiledBind; listener: CompiledListener & { tlsFiles: { cert: string; key: string } } }[] {
+function listenersWithFiles(snapshot: Snapshot): { bind: CompiledBind; listener: CompiledListener & { tlsFiles: { cert: string; key: string; root?: string } } }[] {
   const out = [];
   for (const bind of snapshot.binds.values()) {
-    for (const listener of bind.listeners) if (listener.tlsFiles !== undefined) out.push({ bind, listener: listener as CompiledListener & { tlsFiles: { cert: string; key: string } } });
+    for (const listener of bind.listeners) if (listener.tlsFiles !== undefined) out.push({ bind, listener: listener as CompiledListener & { tlsFiles: { cert: string; key: string; root?: string } } });
   }
   return out;
 }
@@ -24,34 +24,43 @@ export async function reloadListenerCertificates(snapshot: Snapshot, logger: Log
   const changed = new Set<CompiledBind>();
   for (const { bind, listener } of listenersWithFiles(snapshot)) {
     const fields = { listener: listener.name, port: bind.port, cert: listener.tlsFiles.cert };
+    const files = listener.tlsFiles;
     let cert: string;
     let key: string;
+    let ca: string | undefined;
     try {
-      [cert, key] = await Promise.all([readLocalFile(listener.tlsFiles.cert, FILE_SIZE_LIMITS.key), readLocalFile(listener.tlsFiles.key, FILE_SIZE_LIMITS.key)]);
+      [cert, key, ca] = await Promise.all([
+        readLocalFile(files.cert, FILE_SIZE_LIMITS.key),
+        readLocalFile(files.key, FILE_SIZE_LIMITS.key),
+        files.root === undefined ? undefined : readLocalFile(files.root, FILE_SIZE_LIMITS.key),
+      ]);
     } catch (err) {
       logger.error('cannot reload the listener certificate; keeping the last good one', { ...fields, error: (err as Error).message });
       continue;
     }
-    if (cert === listener.tlsPem?.cert && key === listener.tlsPem.key) continue;
+    if (cert === listener.tlsPem?.cert && key === listener.tlsPem.key && ca === listener.tlsPem.ca) continue;
     try {
-      listener.secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key });
+      listener.secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key, ca });
     } catch (err) {
       // A renewal that writes the certificate and the key one after the other passes through a mismatched pair:
       // the second write's change loads it.
       logger.error('cannot reload the listener certificate; keeping the last good one', { ...fields, error: (err as Error).message });
       continue;
     }
-    listener.tlsPem = { cert, key };
+    listener.tlsPem = ca === undefined ? { cert, key } : { cert, key, ca };
     changed.add(bind);
     logger.info('listener certificate reloaded', fields);
   }
   return changed;
 }
 
-/** Watch every HTTPS listener's certificate and key file of `snapshot`; `onChange` after any changes. Returns the stop. */
+/** Watch every HTTPS listener's certificate, key and client CA file of `snapshot`; `onChange` after any changes. Returns the stop. */
 export function watchListenerCertificates(snapshot: Snapshot, onChange: () => void): () => void {
   const files = new Set<string>();
-  for (const { listener } of listenersWithFiles(snapshot)) files.add(listener.tlsFiles.cert).add(listener.tlsFiles.key);
+  for (const { listener } of listenersWithFiles(snapshot)) {
+    files.add(listener.tlsFiles.cert).add(listener.tlsFiles.key);
+    if (listener.tlsFiles.root !== undefined) files.add(listener.tlsFiles.root);
+  }
   // The config file's watch: it follows renames, re-created files and Kubernetes' `..data` link swaps.
   const stops = [...files].map((file) => watchConfigFile(file, onChange));
   return () => {

@@ -86,9 +86,11 @@ export function requestListener(bind: CompiledBind | undefined, ex: ExchangeImpl
   const listener = bind?.selectListener(ex.hostname);
   if (listener === undefined || !bind!.secure || bind!.listeners.length < 2) return listener;
   const sni = (ex.req.socket as TLSSocket).servername;
-  if (typeof sni !== 'string' || sni === '') return listener;
-  if (bind!.tlsListener(sni) === listener) return listener;
-  return new GatewayError(421, 'misdirected_request', `this connection's TLS name \`${sni}\` is not the request's host \`${ex.hostname}\`; open a connection for it`, ErrorCode.misdirectedRequest);
+  // Without SNI the Host chooses, except a mutual-TLS listener: only its own connections verified the client.
+  if ((typeof sni !== 'string' || sni === '') && !listener.clientCertificates) return listener;
+  const name = typeof sni === 'string' ? sni : '';
+  if (bind!.tlsListener(name) === listener) return listener;
+  return new GatewayError(421, 'misdirected_request', `this connection's TLS name \`${name}\` is not the request's host \`${ex.hostname}\`; open a connection for it`, ErrorCode.misdirectedRequest);
 }
 
 /** The 404 for a request no listener or route takes. */

@@ -9,6 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import type { TestPki } from '../helpers/pki.ts';
 
 /** A self-signed certificate for `cn` and 127.0.0.1, made with openssl in `dir`. */
 function selfSigned(dir: string, cn: string, file = cn): { cert: string; key: string } {
@@ -212,7 +214,7 @@ describe('HTTPS listener certificates renewed on disk (ADR 0138)', () => {
     await waitFor(async () => (await presentedCn(port)) === 'two.test', 10_000, 'the renewed default certificate');
     await waitFor(async () => (await presentedCn(port, 'a.test')) === 'a2.test', 10_000, 'the renewed certificate of a.test');
     assert.equal(await presentedCn(port, 'other.test'), 'two.test');
-    assert.ok(gw.logs.some((l) => /listener certificate reloaded/.test(l) && /listener=any/.test(l)), gw.logs.join('\n'));
+    await waitFor(() => gw.logs.some((l) => /listener certificate reloaded/.test(l) && /listener=any/.test(l)), 5_000, 'the reload line');
   });
 
   it('a broken renewal (not PEM, or a key of another certificate) keeps the last good certificate, with an error logged', async () => {
@@ -246,6 +248,104 @@ describe('HTTPS listener certificates renewed on disk: a reload of the unchanged
       assert.equal(gw.gateway.generation, 1);
     } finally {
       await gw.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('HTTPS listener `tls.root`: client certificates required and verified (mutual TLS, ADR 0138)', () => {
+  let pki: TestPki;
+  let gw: RunningGateway;
+  let port: number;
+  let stranger: { cert: string; key: string };
+
+  before(async () => {
+    pki = makeTestPki({ label: 'listener-mtls', serverName: 'secure.test', serverAltNames: ['DNS:secure.test', 'DNS:open.test', 'IP:127.0.0.1'] });
+    stranger = selfSigned(pki.dir, 'stranger');
+    const tls = { cert: pki.serverCert, key: pki.serverKey };
+    const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
+      binds: [
+        {
+          port,
+          listeners: [
+            { name: 'open', hostname: 'open.test', protocol: 'HTTPS', tls, routes: reply('open') },
+            { name: 'secure', hostname: 'secure.test', protocol: 'HTTPS', tls: { ...tls, root: pki.ca }, routes: reply('secure') },
+          ],
+        },
+      ],
+    })));
+  });
+  after(async () => {
+    await gw?.stop();
+    pki?.remove();
+  });
+
+  /** A request over TLS: the status and body, or `closed` when the connection ended without an answer. */
+  function call(servername: string | undefined, host: string, client?: { cert: string; key: string }): Promise<{ status: number; body: string } | 'closed'> {
+    return within(
+      new Promise((resolve) => {
+        const s = connect({
+          host: '127.0.0.1',
+          port,
+          ca: readFileSync(pki.ca),
+          ...(servername === undefined ? { servername: '', checkServerIdentity: () => undefined } : { servername }),
+          ...(client ? { cert: readFileSync(client.cert), key: readFileSync(client.key) } : {}),
+        });
+        let data = '';
+        s.on('secureConnect', () => s.write(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`));
+        s.on('data', (c: Buffer) => (data += c.toString()));
+        s.on('error', () => undefined);
+        s.on('close', () => resolve(data ? { status: Number(data.slice(9, 12)), body: data.slice(data.indexOf('\r\n\r\n') + 4) } : 'closed'));
+      }),
+      5_000,
+      `request to ${host}`,
+    );
+  }
+
+  it('a client certificate the CA signed is served', async () => {
+    assert.deepEqual(await call('secure.test', 'secure.test', { cert: pki.clientCert, key: pki.clientKey }), { status: 200, body: 'secure' });
+  });
+
+  it('no client certificate, or one the CA did not sign, gets no answer', async () => {
+    assert.equal(await call('secure.test', 'secure.test'), 'closed');
+    assert.equal(await call('secure.test', 'secure.test', stranger), 'closed');
+  });
+
+  it('the listener without `root` asks nothing of its clients', async () => {
+    assert.deepEqual(await call('open.test', 'open.test'), { status: 200, body: 'open' });
+  });
+
+  it('a renewed certificate read on SIGHUP keeps the client CA: verified clients still served, others still not', async () => {
+    writeFileSync(pki.serverCert, readFileSync(pki.serverCert, 'utf8') + '\n');
+    assert.equal(await gw.gateway.reload(), false);
+    await waitFor(() => gw.logs.some((l) => /listener certificate reloaded/.test(l) && /listener=secure/.test(l)), 5_000, 'the reload line');
+    assert.deepEqual(await call('secure.test', 'secure.test', { cert: pki.clientCert, key: pki.clientKey }), { status: 200, body: 'secure' });
+    assert.equal(await call('secure.test', 'secure.test'), 'closed');
+  });
+
+  it('the mutual-TLS listener cannot be reached over another listener\'s connection (SNI, or none)', async () => {
+    const other = await call('open.test', 'secure.test');
+    assert.notEqual(other, 'closed');
+    assert.equal((other as { status: number }).status, 421);
+    const bare = await call(undefined, 'secure.test');
+    assert.notEqual(bare, 'closed');
+    assert.equal((bare as { status: number }).status, 421);
+  });
+});
+
+describe('HTTPS listener `tls.root` that cannot be read', () => {
+  it('is a config error at that field', async () => {
+    const dir = testTempDir('switchyard-mtls-missing-');
+    const pair = selfSigned(dir, 'localhost');
+    try {
+      await assert.rejects(
+        startGatewayOnFreePorts(1, ([port]) => ({
+          binds: [{ port, listeners: [{ protocol: 'HTTPS', tls: { ...pair, root: join(dir, 'missing-ca.pem') }, routes: [{ policies: { directResponse: { status: 200 } } }] }] }],
+        })),
+        (err: Error) => /cannot read the listener client CA file/.test(err.message) && /listeners\[0\]\.tls\.root/.test(err.message),
+      );
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
