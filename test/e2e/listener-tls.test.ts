@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
 import { join } from 'node:path';
@@ -9,20 +8,10 @@ import { after, before, describe, it } from 'node:test';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
-import { makeTestPki } from '../helpers/pki.ts';
+import { makeTestPki, selfSignedPair } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
 
-/** A self-signed certificate for `cn` and 127.0.0.1, made with openssl in `dir`. */
-function selfSigned(dir: string, cn: string, file = cn): { cert: string; key: string } {
-  const cert = join(dir, `${file}.crt`);
-  const key = join(dir, `${file}.key`);
-  execFileSync(
-    '/usr/bin/openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:${cn},IP:127.0.0.1`, '-keyout', key, '-out', cert],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
+const selfSigned = selfSignedPair;
 
 /** A TLS 1.2 connection (renegotiation exists only before 1.3) trusting `ca`. */
 function tls12(port: number, servername: string, ca: string): Promise<TLSSocket> {
@@ -83,74 +72,6 @@ describe('HTTPS listener: handshake deadline and renegotiation', () => {
     } finally {
       s.destroy();
     }
-  });
-});
-
-describe('HTTPS listeners by SNI: a Host of another listener is misdirected (421)', () => {
-  let dir: string;
-  let gw: RunningGateway;
-  let port: number;
-  const cas: Record<string, string> = {};
-
-  before(async () => {
-    dir = testTempDir('switchyard-misdirected-');
-    const a = selfSigned(dir, 'a.test');
-    const b = selfSigned(dir, 'b.test');
-    cas['a.test'] = readFileSync(a.cert, 'utf8');
-    cas['b.test'] = readFileSync(b.cert, 'utf8');
-    const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([port]) => ({
-      binds: [
-        {
-          port,
-          listeners: [
-            { name: 'a', hostname: 'a.test', protocol: 'HTTPS', tls: a, routes: reply('listener a') },
-            { name: 'b', hostname: 'b.test', protocol: 'HTTPS', tls: b, routes: reply('listener b') },
-          ],
-        },
-      ],
-    })));
-  });
-  after(async () => {
-    await gw?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  /** One request over TLS with SNI `servername` (or none) and Host `host`: the status line's code and the body. */
-  function get(servername: string | undefined, host: string, upgrade = false): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const options = servername === undefined ? { host: '127.0.0.1', port, rejectUnauthorized: false } : { host: '127.0.0.1', port, servername, ca: cas[servername] };
-      const s = connect(options, () => {
-        const extra = upgrade ? 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n' : 'Connection: close\r\n';
-        s.write(`GET / HTTP/1.1\r\nHost: ${host}\r\n${extra}\r\n`);
-        let data = '';
-        s.on('data', (c: Buffer) => {
-          data += c.toString();
-          if (upgrade && data.includes('\r\n\r\n') && /content-length: 0\r\n|\}$/.test(data)) s.end();
-        });
-        s.on('end', () => resolve({ status: Number(data.slice(9, 12)), body: data.slice(data.indexOf('\r\n\r\n') + 4) }));
-      });
-      s.on('error', reject);
-    });
-  }
-
-  it('SNI a.test with Host b.test gets 421, not listener b (whose certificate the client never checked)', async () => {
-    const res = await get('a.test', 'b.test');
-    assert.equal(res.status, 421);
-    assert.match(res.body, /misdirected_request/);
-    assert.doesNotMatch(res.body, /listener b/);
-  });
-
-  it('an upgrade with SNI a.test and Host b.test gets 421 too', async () => {
-    const res = await within(get('a.test', 'b.test', true), 5_000, 'upgrade');
-    assert.equal(res.status, 421);
-  });
-
-  it('SNI and Host alike are served; a Host no listener serves is still 404; without SNI the Host chooses', async () => {
-    assert.deepEqual(await get('a.test', 'a.test'), { status: 200, body: 'listener a' });
-    assert.deepEqual(await get('b.test', 'B.TEST:' + port), { status: 200, body: 'listener b' });
-    assert.equal((await get('a.test', 'zzz.test')).status, 404);
-    assert.deepEqual(await get(undefined, 'b.test'), { status: 200, body: 'listener b' });
   });
 });
 

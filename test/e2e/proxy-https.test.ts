@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { Agent, request } from 'undici';
@@ -13,18 +11,9 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGatewayOnFreePorts, within } from './proxy-support.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { selfSignedPair } from '../helpers/pki.ts';
 
-/** A self-signed certificate for localhost and 127.0.0.1, made with openssl in a temp dir. */
-function selfSigned(dir: string, cn: string): { cert: string; key: string } {
-  const cert = join(dir, `${cn}.crt`);
-  const key = join(dir, `${cn}.key`);
-  execFileSync(
-    '/usr/bin/openssl',
-    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:${cn},IP:127.0.0.1`, '-keyout', key, '-out', cert],
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
+const selfSigned = selfSignedPair;
 
 describe('HTTPS listener', () => {
   let dir: string;
@@ -130,7 +119,7 @@ describe('HTTPS listener', () => {
   });
 });
 
-describe('HTTPS listeners selected by SNI', () => {
+describe('HTTPS listeners selected by SNI (a Host of another listener: 421, ADR 0138)', () => {
   let dir: string;
   let gw: RunningGateway;
   let port: number;
@@ -181,6 +170,43 @@ describe('HTTPS listeners selected by SNI', () => {
       assert.equal(res.body, `listener ${name[0]}`);
     });
   }
+
+  /** One request over TLS with SNI `servername` (or none) and Host `host`: the status line's code and the body. */
+  function call(servername: string | undefined, host: string, upgrade = false): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const options = servername === undefined ? { host: '127.0.0.1', port, rejectUnauthorized: false } : { host: '127.0.0.1', port, servername, ca: cas[servername] };
+      const s = connect(options, () => {
+        const extra = upgrade ? 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n' : 'Connection: close\r\n';
+        s.write(`GET / HTTP/1.1\r\nHost: ${host}\r\n${extra}\r\n`);
+        let data = '';
+        s.on('data', (c: Buffer) => {
+          data += c.toString();
+          if (upgrade && data.includes('\r\n\r\n') && /content-length: 0\r\n|\}$/.test(data)) s.end();
+        });
+        s.on('end', () => resolve({ status: Number(data.slice(9, 12)), body: data.slice(data.indexOf('\r\n\r\n') + 4) }));
+      });
+      s.on('error', reject);
+    });
+  }
+
+  it('SNI a.test with Host b.test gets 421, not listener b (whose certificate the client never checked)', async () => {
+    const res = await call('a.test', 'b.test');
+    assert.equal(res.status, 421);
+    assert.match(res.body, /misdirected_request/);
+    assert.doesNotMatch(res.body, /listener b/);
+  });
+
+  it('an upgrade with SNI a.test and Host b.test gets 421 too', async () => {
+    const res = await within(call('a.test', 'b.test', true), 5_000, 'upgrade');
+    assert.equal(res.status, 421);
+  });
+
+  it('SNI and Host alike are served; a Host no listener serves is still 404; without SNI the Host chooses', async () => {
+    assert.deepEqual(await call('a.test', 'a.test'), { status: 200, body: 'listener a' });
+    assert.deepEqual(await call('b.test', 'B.TEST:' + port), { status: 200, body: 'listener b' });
+    assert.equal((await call('a.test', 'zzz.test')).status, 404);
+    assert.deepEqual(await call(undefined, 'b.test'), { status: 200, body: 'listener b' });
+  });
 });
 
 describe('HTTPS listener: stopping the gateway', () => {

@@ -55,3 +55,15 @@ export function makeTestPki(options: PkiOptions): TestPki {
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
+
+/** A self-signed certificate for `cn` and 127.0.0.1, made with openssl in `dir` as `<file>.crt` and `<file>.key`. */
+export function selfSignedPair(dir: string, cn: string, file = cn): { cert: string; key: string } {
+  const cert = join(dir, `${file}.crt`);
+  const key = join(dir, `${file}.key`);
+  execFileSync(
+    '/usr/bin/openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', `/CN=${cn}`, '-addext', `subjectAltName=DNS:${cn},IP:127.0.0.1`, '-keyout', key, '-out', cert],
+    { stdio: 'ignore' },
+  );
+  return { cert, key };
+}
