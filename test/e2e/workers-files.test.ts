@@ -4,7 +4,9 @@
 // process and counts shared loads (`switchyard_shared_loads_total`).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:tls';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import * as jose from 'jose';
@@ -118,5 +120,28 @@ describe('config.workers: 2, files the config names', () => {
     const answers = await spread('/jwt', { authorization: `Bearer ${token}` });
     assert.ok(answers.every((a) => a.status === 200 && a.worker !== 'undefined'));
     assert.deepEqual([loads('users.htpasswd'), loads('jwks.json'), loads('key.txt')], [2, 1, 1]);
+  });
+
+  it('a listener certificate renewed on disk is served by every worker after a reload of the unchanged config (SIGHUP, ADR 0138)', async () => {
+    const run = (...args: string[]) => execFileSync('/usr/bin/openssl', args, { cwd: pki.dir, stdio: 'ignore' });
+    run('req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'renewed.key', '-out', 'renewed.csr', '-subj', '/CN=localhost');
+    run('x509', '-req', '-in', 'renewed.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-set_serial', '9', '-days', '2', '-extfile', 'server.ext', '-out', 'renewed.pem');
+    renameSync(join(pki.dir, 'renewed.pem'), pki.serverCert);
+    renameSync(join(pki.dir, 'renewed.key'), pki.serverKey);
+    assert.equal(await supervisor.reload(), false, 'the config did not change');
+    const serials = await Promise.all(
+      Array.from(
+        { length: 12 },
+        () =>
+          new Promise<string>((resolve, reject) => {
+            const s = connect({ host: '127.0.0.1', port: tlsPort, servername: 'localhost', ca: readFileSync(pki.ca) }, () => {
+              resolve(s.getPeerCertificate().serialNumber);
+              s.destroy();
+            });
+            s.on('error', reject);
+          }),
+      ),
+    );
+    assert.deepEqual([...new Set(serials)], ['09']);
   });
 });
