@@ -11,6 +11,7 @@ import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.
 import { EMPTY_PLAN } from '../exchange/upstream-plan.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import type { Readable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
 import type { CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import { ExchangeView } from '../exchange/exchange-view.ts';
 import { clientAddress, plainAddress } from '../exchange/client-address.ts';
@@ -180,6 +181,12 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
 
   set replyHeaders(headers: Reply['headers'] | undefined) {
     this.replyHeaderMap = headers;
+  }
+
+  /** The name the client sent in TLS SNI; undefined over cleartext or without one. */
+  get tlsSni(): string | undefined {
+    const name = (this.req.socket as TLSSocket).servername;
+    return typeof name === 'string' && name !== '' ? name : undefined;
   }
 
   /** Computed on first use (card and metadata requests), from the client's own headers. */

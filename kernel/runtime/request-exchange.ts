@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { TLSSocket } from 'node:tls';
 import type { CompiledBind, CompiledListener, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import { ExchangeImpl } from './exchange-impl.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
@@ -85,10 +84,10 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
 export function requestListener(bind: CompiledBind | undefined, ex: ExchangeImpl): CompiledListener | GatewayError | undefined {
   const listener = bind?.selectListener(ex.hostname);
   if (listener === undefined || !bind!.secure || bind!.listeners.length < 2) return listener;
-  const sni = (ex.req.socket as TLSSocket).servername;
+  const sni = ex.tlsSni;
   // Without SNI the Host chooses, except a mutual-TLS listener: only its own connections verified the client.
-  if ((typeof sni !== 'string' || sni === '') && !listener.clientCertificates) return listener;
-  const name = typeof sni === 'string' ? sni : '';
+  if (sni === undefined && !listener.clientCertificates) return listener;
+  const name = sni ?? '';
   if (bind!.tlsListener(name) === listener) return listener;
   return new GatewayError(421, 'misdirected_request', `this connection's TLS name \`${name}\` is not the request's host \`${ex.hostname}\`; open a connection for it`, ErrorCode.misdirectedRequest);
 }

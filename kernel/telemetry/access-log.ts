@@ -17,6 +17,8 @@ export interface LoggedExchange extends Exchange {
   readonly fields: Readonly<Record<string, string | number | boolean>> | undefined;
   /** The headers sent with the response; undefined when none was written (the client left first). */
   readonly replyHeaders: Readonly<Record<string, unknown>> | undefined;
+  /** The client's TLS SNI name (`tls.sni`, BEHAVIOUR 6.1); undefined over cleartext or without one. */
+  readonly tlsSni?: string | undefined;
   /** The request's span when tracing: its ids are logged as `trace_id` and `span_id`. */
   readonly span: { spanContext(): { traceId: string; spanId: string } } | undefined;
 }
@@ -39,6 +41,7 @@ const HOST = Buffer.from(' http.host=');
 const PATH = Buffer.from(' http.path=');
 const STATUS = Buffer.from(' http.status=');
 const PROTOCOL = Buffer.from(' protocol=');
+const SNI = Buffer.from(' tls.sni=');
 const REQUEST_ID = Buffer.from(' request.id=');
 const TRACE_ID = Buffer.from(' trace_id=');
 const SPAN_ID = Buffer.from(' span_id=');
@@ -106,6 +109,11 @@ export class AccessLog {
     b.uint(ex.status);
     b.bytes(PROTOCOL);
     b.raw(ex.protocol);
+    const sni = ex.tlsSni;
+    if (sni !== undefined) {
+      b.bytes(SNI);
+      b.value(sni);
+    }
     b.bytes(REQUEST_ID);
     b.raw(ex.requestId);
     if (ex.span !== undefined) {
@@ -225,6 +233,7 @@ export class AccessLog {
       'http.path': loggedPath(ex.originalUrl),
       'http.status': ex.status,
       protocol: ex.protocol,
+      'tls.sni': ex.tlsSni,
       'request.id': ex.requestId,
       'retry.attempt': ex.attempts > 1 ? ex.attempts - 1 : undefined,
       error: ex.errorMessage,

@@ -127,6 +127,20 @@ describe('HTTPS listener certificates renewed on disk (ADR 0138)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it('the access log names the SNI a request came with (`tls.sni`), and none without', async () => {
+    for (const servername of ['a.test', undefined]) {
+      await new Promise<void>((resolve, reject) => {
+        const s = connect({ host: '127.0.0.1', port, servername: servername ?? '', rejectUnauthorized: false }, () => s.end(`GET /sni-${servername ?? 'none'} HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n\r\n`));
+        s.on('data', () => undefined);
+        s.on('close', () => resolve());
+        s.on('error', reject);
+      });
+    }
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/sni-none')), 5_000, 'the access lines');
+    assert.match(gw.logs.find((l) => l.includes('http.path=/sni-a.test'))!, / tls\.sni=a\.test /);
+    assert.doesNotMatch(gw.logs.find((l) => l.includes('http.path=/sni-none'))!, /tls\.sni/);
+  });
+
   it('a renewed certificate and key are served to new connections without a reload (SNI or none)', async () => {
     assert.equal(await presentedCn(port), 'one.test');
     assert.equal(await presentedCn(port, 'a.test'), 'a.test');
