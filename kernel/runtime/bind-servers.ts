@@ -20,8 +20,6 @@ interface BindServer {
   readonly port: number;
   readonly address: string | undefined;
   readonly secure: boolean;
-  /** Clients are asked for a certificate (a listener has `tls.root`). */
-  readonly mutual: boolean;
   readonly server: HttpServer;
   listening: boolean;
   /** The lean server side's connections of a cleartext bind (ADR 0088); null: node:http serves every connection. */
@@ -177,7 +175,7 @@ export class BindServers {
     const failures: string[] = [];
     for (const [port, existing] of this.servers) {
       const bind = snapshot.binds.get(port);
-      if (!bind || bind.secure !== existing.secure || bind.address !== existing.address || asksClientCertificates(bind) !== existing.mutual) {
+      if (!bind || bind.secure !== existing.secure || bind.address !== existing.address) {
         this.servers.delete(port);
         await this.closeServer(existing);
       } else if (bind.secure) {
@@ -195,18 +193,24 @@ export class BindServers {
     if (failures.length) throw new Error(`cannot listen on ${failures.join('; ')}`);
   }
 
-  /** Give `bind`'s server its first HTTPS listener's certificate for clients without SNI (after a reload or a renewal). */
+  /**
+   * Give `bind`'s server its first HTTPS listener's certificate for clients without SNI, and whether clients are
+   * asked for one (after a reload or a renewal).
+   */
   setDefaultCertificate(bind: CompiledBind): void {
     const pem = bind.listeners.find((l) => l.tlsPem)?.tlsPem;
     const existing = this.servers.get(bind.port);
-    if (pem && existing?.secure) (existing.server as unknown as { setSecureContext(o: object): void }).setSecureContext(pem);
+    if (!pem || !existing?.secure) return;
+    const server = existing.server as unknown as { setSecureContext(o: object): void; requestCert: boolean };
+    server.setSecureContext(pem);
+    // Read by node:tls for each new connection (setSecureContext leaves it as it was).
+    server.requestCert = asksClientCertificates(bind);
   }
 
   private open(bind: CompiledBind, statics: StaticConfig): Promise<void> {
     const port = bind.port;
     const pipeline = this.pipeline;
     let server: HttpServer;
-    const mutual = asksClientCertificates(bind);
     if (bind.secure) {
       const pem = bind.listeners.find((l) => l.tlsPem)?.tlsPem;
       // node:https (and node:tls) only for a TLS bind: a cleartext config never loads them (docs/perf.md, session 10b).
@@ -218,8 +222,8 @@ export class BindServers {
         ca: pem?.ca,
         // Asked of every client of a port where a listener has `tls.root` (node:tls asks per server, not per SNI
         // name): the listener its SNI selects decides, after the handshake, whether one was required (secureConnection
-        // below). A reload that changes this makes the server again.
-        requestCert: mutual,
+        // below). A reload sets it again (setDefaultCertificate).
+        requestCert: asksClientCertificates(bind),
         rejectUnauthorized: false,
         SNICallback: (servername, cb) => cb(null, pipeline.snapshot?.binds.get(port)?.tlsListener(servername)?.secureContext),
       }) as unknown as HttpServer;
@@ -257,7 +261,7 @@ export class BindServers {
         socket.once('close', () => this.swept.delete(socket));
       });
     }
-    const entry: BindServer = { port, address: bind.address, secure, mutual, server, listening: false, lean };
+    const entry: BindServer = { port, address: bind.address, secure, server, listening: false, lean };
     this.servers.set(port, entry);
     return new Promise<void>((resolve, reject) => {
       const tryListen = (host: string): void => {

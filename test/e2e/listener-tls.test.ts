@@ -269,6 +269,48 @@ describe('HTTPS listener `tls.root`: client certificates required and verified (
   });
 });
 
+describe('HTTPS listener `tls.root` added by a reload', () => {
+  it('is required from then on, on the same server (the port never stops listening)', async () => {
+    const pki = makeTestPki({ label: 'mtls-reload', serverName: 'secure.test', serverAltNames: ['DNS:secure.test', 'DNS:open.test', 'IP:127.0.0.1'] });
+    const tls = { cert: pki.serverCert, key: pki.serverKey };
+    const config = (root: boolean) => (port: number) => ({
+      binds: [
+        {
+          port,
+          listeners: [
+            { name: 'open', hostname: 'open.test', protocol: 'HTTPS', tls, routes: [{ policies: { directResponse: { status: 200, body: 'open' } } }] },
+            { name: 'secure', hostname: 'secure.test', protocol: 'HTTPS', tls: root ? { ...tls, root: pki.ca } : tls, routes: [{ policies: { directResponse: { status: 200, body: 'secure' } } }] },
+          ],
+        },
+      ],
+    });
+    const { gw, ports } = await startGatewayOnFreePorts(1, ([port]) => config(false)(port));
+    const port = ports[0]!;
+    const status = (servername: string, client?: boolean): Promise<number> =>
+      new Promise((resolve) => {
+        const s = connect({ host: '127.0.0.1', port, servername, ca: readFileSync(pki.ca), ...(client ? { cert: readFileSync(pki.clientCert), key: readFileSync(pki.clientKey) } : {}) });
+        let data = '';
+        s.on('secureConnect', () => s.write(`GET / HTTP/1.1\r\nHost: ${servername}\r\nConnection: close\r\n\r\n`));
+        s.on('data', (c: Buffer) => (data += c.toString()));
+        s.on('error', () => undefined);
+        s.on('close', () => resolve(data ? Number(data.slice(9, 12)) : 0));
+      });
+    try {
+      assert.equal(await status('secure.test'), 200);
+      const { stringify } = await import('yaml');
+      const text = readFileSync(gw.file, 'utf8');
+      writeFileSync(gw.file, text.replace(/^binds:[\s\S]*$/m, stringify({ binds: config(true)(port).binds })));
+      assert.equal(await gw.gateway.reload(), true);
+      assert.equal(await status('secure.test'), 0, 'no client certificate: no answer');
+      assert.equal(await status('secure.test', true), 200);
+      assert.equal(await status('open.test'), 200);
+    } finally {
+      await gw.stop();
+      pki.remove();
+    }
+  });
+});
+
 describe('HTTPS listener `tls.root` that cannot be read', () => {
   it('is a config error at that field', async () => {
     const dir = testTempDir('switchyard-mtls-missing-');
