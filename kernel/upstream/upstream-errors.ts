@@ -3,13 +3,26 @@ import type { ErrorCodeValue } from '../sdk/index.ts';
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT', 'ECONNABORTED']);
 
-function codeOf(err: unknown): string | undefined {
-  let e = err as { code?: string; cause?: unknown } | undefined;
+type Coded = { code?: string; message?: string; cause?: unknown };
+
+/** The error (or cause, four deep) that carries the failure's code. */
+function codedError(err: unknown): Coded | undefined {
+  let e = err as Coded | undefined;
   for (let depth = 0; e && depth < 4; depth++) {
-    if (typeof e.code === 'string' && e.code !== 'UND_ERR_ABORTED') return e.code;
-    e = e.cause as typeof e;
+    if (typeof e.code === 'string' && e.code !== 'UND_ERR_ABORTED') return e;
+    e = e.cause as Coded | undefined;
   }
-  return (err as { code?: string } | undefined)?.code;
+  return err as Coded | undefined;
+}
+
+function codeOf(err: unknown): string | undefined {
+  return codedError(err)?.code;
+}
+
+/** ` (why)` for the log: node:tls says which names the certificate carries, which one expired, and so on. */
+function tlsReason(err: unknown, code: string): string {
+  const message = codedError(err)?.message;
+  return typeof message === 'string' && message !== '' && message !== code ? ` (${message.slice(0, 512)})` : '';
 }
 
 /**
@@ -78,7 +91,7 @@ export function upstreamFailure(err: unknown, origin: string, headersTimeoutMs =
     return new UpstreamFailure(504, 'upstream_timeout', 'upstream timed out', ErrorCode.upstreamTimeout, `upstream ${origin} timed out`);
   }
   if (code && (code.startsWith('ERR_TLS') || code.startsWith('CERT_') || code.includes('SELF_SIGNED') || code.startsWith('UNABLE_TO') || code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code.startsWith('HOSTNAME') || code === 'ERR_TLS_CERT_ALTNAME_INVALID')) {
-    return new UpstreamFailure(502, 'upstream_tls_error', `TLS connection to the upstream failed: ${code}`, ErrorCode.upstreamFailed, `TLS connection to ${origin} failed: ${code}`);
+    return new UpstreamFailure(502, 'upstream_tls_error', `TLS connection to the upstream failed: ${code}`, ErrorCode.upstreamFailed, `TLS connection to ${origin} failed: ${code}${tlsReason(err, code)}`);
   }
   const detail = code ?? (err as Error)?.message ?? String(err);
   const told = code !== undefined && PLAIN_CODE.test(code) ? `upstream failed: ${code}` : 'upstream failed';

@@ -15,6 +15,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
+import { waitFor } from './proxy-support.ts';
 
 const preset = fullPreset;
 
@@ -231,6 +232,9 @@ describe('backendTLS', () => {
 
   it('a `hostname` the certificate does not carry is refused: 502', async () => {
     assertTlsFailure(await get('/wrong-name/x'), /ERR_TLS_CERT_ALTNAME_INVALID/);
+    // The access log says why, naming what the certificate carries: the code alone left the operator guessing.
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/wrong-name/x')), 5_000, 'the access line');
+    assert.match(gw.logs.find((l) => l.includes('http.path=/wrong-name/x'))!, /ERR_TLS_CERT_ALTNAME_INVALID \(.*wrong\.test.*altnames.*DNS:/);
   });
 
   it('`insecureHost` skips the name check but still verifies the chain', async () => {
@@ -250,6 +254,8 @@ describe('backendTLS', () => {
 
   it('`subjectAltNames` matching nothing in the certificate is refused (types must match too): 502', async () => {
     assertTlsFailure(await get('/san-mismatch/x'), /ERR_TLS_CERT_ALTNAME_INVALID/);
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/san-mismatch/x')), 5_000, 'the access line');
+    assert.match(gw.logs.find((l) => l.includes('http.path=/san-mismatch/x'))!, /match none of: /);
   });
 
   it('`subjectAltNames` still verifies the chain', async () => {
