@@ -7,7 +7,7 @@ import type { Readiness, TailListener, ValidationResult } from '../admin/gateway
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { ConfigLoadError, renderIssue } from '../config/format-issues.ts';
 import { watchConfigFile } from '../config/watch-config.ts';
-import { reloadListenerCertificates, watchListenerCertificates } from '../runtime/listener-certs.ts';
+import { ListenerCertificates } from '../runtime/listener-certs.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
@@ -83,10 +83,8 @@ export class Gateway {
   private readonly log: Logger;
   private readonly loader: ConfigLoader;
   private lastText: string | undefined;
-  /** The watch of the live config's listener certificate files, while the config file is watched. */
-  private stopCertificateWatch: (() => void) | undefined;
-  /** The listener certificates' reload in progress (reloadCertificates). */
-  private certificates: Promise<void> = Promise.resolve();
+  /** HTTPS listeners' files renewed on disk (ADR 0138): watched with the config file, read again on SIGHUP. */
+  private readonly certificates: ListenerCertificates;
   private stopWatching: (() => void) | undefined;
   private reloading: Promise<boolean> | undefined;
   private reloadAgain = false;
@@ -109,6 +107,7 @@ export class Gateway {
     this.log = services.logger;
     this.loader = new ConfigLoader(options, services, this.traces);
     this.bindRetry = new BindRetry(services.binds, services.logger, (snapshot) => !this.stopping && this.s.pipeline.snapshot === snapshot);
+    this.certificates = new ListenerCertificates(() => this.s.pipeline.snapshot, services.logger, (bind) => services.binds.setDefaultCertificate(bind));
   }
 
   get snapshot(): Snapshot | undefined {
@@ -173,8 +172,8 @@ export class Gateway {
     const c = this.options.config;
     if ('file' in c && this.options.watch !== false) {
       this.stopWatching = watchConfigFile(c.file, () => void this.reload());
-      this.watchCertificates(snapshot);
-    } else if (this.options.worker?.watchFiles) this.watchCertificates(snapshot);
+      this.certificates.watch(snapshot);
+    } else if (this.options.worker?.watchFiles) this.certificates.watch(snapshot);
     if (!this.options.worker && snapshot.staticConfig.workers > 1) {
       this.log.warn('`config.workers` is applied by the switchyard CLI (a supervisor of worker threads); this gateway, started in-process, runs on one thread', { workers: snapshot.staticConfig.workers });
     }
@@ -297,23 +296,7 @@ export class Gateway {
    */
   async retryBinds(): Promise<void> {
     if (this.s.pipeline.snapshot) await this.bindRetry.now(this.s.pipeline.snapshot);
-    await this.reloadCertificates();
-  }
-
-  /** Read the live config's listener certificates again, one pass at a time (watch events come in bursts). */
-  private reloadCertificates(): Promise<void> {
-    this.certificates = this.certificates.then(async () => {
-      const snapshot = this.s.pipeline.snapshot;
-      if (!snapshot || this.stopping) return;
-      for (const bind of await reloadListenerCertificates(snapshot, this.log)) this.s.binds.setDefaultCertificate(bind);
-    });
-    return this.certificates;
-  }
-
-  /** Watch the listener certificate files of `snapshot` (the config file is watched): a renewal is served at once. */
-  private watchCertificates(snapshot: Snapshot): void {
-    this.stopCertificateWatch?.();
-    this.stopCertificateWatch = watchListenerCertificates(snapshot, () => void this.reloadCertificates());
+    await this.certificates.reload();
   }
 
   /** Readiness of this process: started, not stopping, every bind of the live config listening. */
@@ -373,7 +356,7 @@ export class Gateway {
       this.log.error('config reloaded but some binds could not listen; trying again every 5 s (and on SIGHUP)', { error: err as Error });
       this.bindRetry.schedule(next);
     }
-    if (this.stopCertificateWatch) this.watchCertificates(next);
+    this.certificates.follow(next);
     if (!this.options.worker) this.log.info('config reloaded', { generation: this.applied });
     void previous.retire().then(async () => {
       previous.dispose();
@@ -417,7 +400,7 @@ export class Gateway {
 
   private async doStop(): Promise<void> {
     this.stopWatching?.();
-    this.stopCertificateWatch?.();
+    this.certificates.stop();
     this.bindRetry.stop();
     this.s.pipeline.draining = true;
     const drainMs = this.drainTimeoutMs;

@@ -67,3 +67,48 @@ export function watchListenerCertificates(snapshot: Snapshot, onChange: () => vo
     for (const stop of stops) stop();
   };
 }
+
+/**
+ * The live config's listener certificates for a gateway: watched while `watch` was called (the config file is
+ * watched), read again by `reload` (a SIGHUP), one pass at a time (watch events come in bursts).
+ */
+export class ListenerCertificates {
+  private readonly live: () => Snapshot | undefined;
+  private readonly logger: Logger;
+  private readonly changed: (bind: CompiledBind) => void;
+  private stopWatch: (() => void) | undefined;
+  private pass: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  /** `changed`: a bind whose listeners got a renewed pair (its server's default certificate follows). */
+  constructor(live: () => Snapshot | undefined, logger: Logger, changed: (bind: CompiledBind) => void) {
+    this.live = live;
+    this.logger = logger;
+    this.changed = changed;
+  }
+
+  /** Watch the files of `snapshot` (instead of the previous one's). */
+  watch(snapshot: Snapshot): void {
+    this.stopWatch?.();
+    this.stopWatch = watchListenerCertificates(snapshot, () => void this.reload());
+  }
+
+  /** After a reload: watch the new config's files when the previous one's were watched. */
+  follow(snapshot: Snapshot): void {
+    if (this.stopWatch !== undefined) this.watch(snapshot);
+  }
+
+  reload(): Promise<void> {
+    this.pass = this.pass.then(async () => {
+      const snapshot = this.live();
+      if (!snapshot || this.stopped) return;
+      for (const bind of await reloadListenerCertificates(snapshot, this.logger)) this.changed(bind);
+    });
+    return this.pass;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.stopWatch?.();
+  }
+}
