@@ -37,7 +37,6 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
   const listeners: CompiledListener[] = [];
   const rawListeners = (bind.listeners ?? []) as Obj[];
   let secure: boolean | undefined;
-  const tlsParts: string[] = [];
   for (let li = 0; li < rawListeners.length; li++) {
     const l = rawListeners[li]!;
     const lpath = [...path, 'listeners', li];
@@ -69,7 +68,6 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
           secureContext = process.getBuiltinModule('node:tls').createSecureContext({ cert, key, ca });
           tlsPem = ca === undefined ? { cert, key } : { cert, key, ca };
           tlsFiles = { cert: resolve(c.deps.cwd, tls.cert), key: resolve(c.deps.cwd, tls.key), ...(tls.root === undefined ? {} : { root: resolve(c.deps.cwd, tls.root) }) };
-          tlsParts.push(`${l.hostname ?? ''}:${cert}:${key}`);
         } catch (err) {
           c.issue([...lpath, 'tls'], `cannot load the listener certificate: ${(err as Error).message}`);
           continue;
@@ -108,7 +106,6 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
     address: bind.address as string | undefined,
     secure: secure ?? false,
     listeners,
-    tlsKey: tlsParts.join('|'),
     selectListener,
     tlsListener: (servername) => {
       const name = servername.toLowerCase();

@@ -112,8 +112,6 @@ export interface CompiledBind {
   selectListener(hostname: string): CompiledListener | undefined;
   /** Listener whose certificate a TLS client naming `servername` (SNI, any case) gets: its own, else the first. */
   tlsListener(servername: string): CompiledListener | undefined;
-  /** TLS material keyed so the server is recreated only when it changes. */
-  readonly tlsKey: string;
 }
 
 /** The static `config:` block, with defaults applied. */
