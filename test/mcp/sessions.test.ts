@@ -191,4 +191,31 @@ describe('mcp sessions: config reload', () => {
       await gw.stop();
     }
   });
+
+  it('a session ended before a reload that changed the backend and one that changed it back stays ended (404)', async () => {
+    const gw = await startMcpGateway({ targets: [everythingStdio()] }, { staticConfig: {} });
+    const configWith = (mcp: Record<string, unknown>): string =>
+      stringify({
+        config: { logging: { format: 'json', level: 'debug' }, drainTimeout: '500ms' },
+        binds: [{ port: gw.port, listeners: [{ routes: [{ backends: [{ mcp }] }] }] }],
+      });
+    try {
+      const { client, transport } = await connectClient(gw.mcpUrl);
+      const sessionId = transport.sessionId!;
+      await client.listTools();
+      const del = await fetch(gw.mcpUrl, { method: 'DELETE', headers: { 'mcp-session-id': sessionId } });
+      assert.equal(del.status, 200);
+      await client.close();
+      // Another backend config (its store and sealing AAD change), then the first one again: its store is new.
+      writeFileSync(gw.file, configWith({ targets: [everythingStdio()], sessionIdleTimeout: '10m' }));
+      assert.equal(await gw.gateway.reload(), true);
+      await new Promise((r) => setTimeout(r, 200)); // the first config retires, its store with it
+      writeFileSync(gw.file, configWith({ targets: [everythingStdio()] }));
+      assert.equal(await gw.gateway.reload(), true);
+      const again = await rawPost(gw.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), { 'mcp-session-id': sessionId });
+      assert.equal(again.status, 404, 'a deleted session is not resumed after the reloads');
+    } finally {
+      await gw.stop();
+    }
+  });
 });

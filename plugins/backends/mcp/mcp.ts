@@ -10,6 +10,7 @@ import type { BackendRuntime } from './runtime.ts';
 import { mcpMetrics } from './metrics.ts';
 import { sessionSection } from './session-key.ts';
 import { SessionStore } from './session-store.ts';
+import { keptTombstones } from './tombstones.ts';
 import { fingerprint } from './session-token.ts';
 import { OriginGuard } from './origin-check.ts';
 import { authorizeTargets } from './target-authorizer.ts';
@@ -72,10 +73,23 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
   const sessionKey = ctx.configSection(sessionSection);
   const keyId = createHash('sha256').update(sessionKey).digest('hex').slice(0, 16);
   // Keyed by the backend's whole config (and the sealing key): a reload that keeps it unchanged keeps its sessions.
+  // A store made again under a key it had before (the backend changed and changed back) refuses what it ended.
+  const storeKey = `mcp-sessions:${print.toString('hex')}:${keyId}`;
+  const tombstones = keptTombstones(ctx.sharedEvents);
   const store = ctx.resources.get(
-    `mcp-sessions:${print.toString('hex')}:${keyId}`,
-    () => new SessionStore(idleMs, config.maxSessions ?? DEFAULT_MAX_SESSIONS, ctx.logger, { events: ctx.sharedEvents, topic: `mcp-ended:${print.toString('hex')}:${keyId}` }),
-    (s) => s.dispose(),
+    storeKey,
+    () =>
+      new SessionStore(
+        idleMs,
+        config.maxSessions ?? DEFAULT_MAX_SESSIONS,
+        ctx.logger,
+        { events: ctx.sharedEvents, topic: `mcp-ended:${print.toString('hex')}:${keyId}` },
+        tombstones.of(storeKey),
+      ),
+    (s) => {
+      tombstones.left(storeKey);
+      return s.dispose();
+    },
   );
   const rt: BackendRuntime = {
     targets,

@@ -27,7 +27,8 @@ export class SessionStore {
   private readonly byUuid = new Map<string, McpSession>();
   /** The ids each session is held under, oldest first. */
   private readonly ids = new WeakMap<McpSession, string[]>();
-  private readonly ended = new Map<string, number>();
+  /** Ended sessions' identities, refused until the time given (kept past this store, tombstones.ts). */
+  private readonly ended: Map<string, number>;
   private readonly idleMs: number;
   /** Live sessions held at most (`maxSessions`), sessions being initialized included. */
   readonly maxSessions: number;
@@ -60,8 +61,12 @@ export class SessionStore {
     delete: (token) => void this.waiting.delete(token),
   };
 
-  /** `events` and `topic`: how the stores of this backend in the other workers are told of ended and idle sessions. */
-  constructor(idleMs: number, maxSessions: number, logger: Logger, events?: { readonly events: SharedEvents; readonly topic: string }) {
+  /**
+   * `events` and `topic`: how the stores of this backend in the other workers are told of ended and idle sessions;
+   * `ended`: the tombstones a store under the same key left (tombstones.ts).
+   */
+  constructor(idleMs: number, maxSessions: number, logger: Logger, events?: { readonly events: SharedEvents; readonly topic: string }, ended = new Map<string, number>()) {
+    this.ended = ended;
     this.idleMs = idleMs;
     this.maxSessions = maxSessions;
     this.logger = logger;
