@@ -176,7 +176,23 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     // kept and acted on once the gateway is ready.
     let hupWhileStarting = false;
     const earlyHup = (): void => void (hupWhileStarting = true);
+    // A SIGTERM (SIGINT) while starting would kill the process (Node's default), cutting what workers or binds already
+    // serve: the stop is held until the start has settled (its waits are all bounded), then made as after it
+    // (ADR 0139). A second signal still ends the process at once.
+    let signalled = false;
+    let stopRunning: (() => void) | undefined;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (signalled) {
+        process.stderr.write(`switchyard: second ${signal}, exiting now\n`);
+        process.exit(1);
+      }
+      signalled = true;
+      if (stopRunning) stopRunning();
+      else process.stderr.write(`switchyard: ${signal} while starting; stopping once started\n`);
+    };
     if (!args.validateOnly) {
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
       process.on('SIGHUP', earlyHup);
       keepServingWithoutStdout((err) => process.stderr.write(`switchyard: cannot write log lines to stdout (${err.code ?? err.message}): they are dropped from now on\n`));
     }
@@ -203,13 +219,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       running = gateway;
     }
     return await new Promise<number>((done) => {
-      let signalled = false;
-      const onSignal = (signal: NodeJS.Signals): void => {
-        if (signalled) {
-          process.stderr.write(`switchyard: second ${signal}, exiting now\n`);
-          process.exit(1);
-        }
-        signalled = true;
+      stopRunning = (): void => {
         const at = Date.now();
         // Log lines stdout has not taken are waited for until the drain deadline (at least a second after the
         // stop): a reader that stalls must not keep a stopped gateway from exiting (Envoy: drain, then exit).
@@ -222,14 +232,13 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
           () => stopped(1),
         );
       };
-      process.on('SIGTERM', onSignal);
-      process.on('SIGINT', onSignal);
       // SIGHUP (systemctl reload) re-reads the file, as the watcher does on a change; Node's default would exit.
       process.on('SIGHUP', () => {
         if ('file' in input) void running.reload();
       });
       process.off('SIGHUP', earlyHup);
-      if (hupWhileStarting && 'file' in input) void running.reload();
+      if (signalled) stopRunning();
+      else if (hupWhileStarting && 'file' in input) void running.reload();
     });
   } catch (err) {
     if (err instanceof ConfigLoadError) {

@@ -5,6 +5,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -76,4 +78,46 @@ describe('a second SIGTERM', () => {
       await held.close();
     }
   });
+});
+
+describe('SIGTERM while starting', () => {
+  for (const workers of [1, 2]) {
+    it(`workers: ${workers}: the gateway finishes starting, then stops (exit 0), instead of being killed by the signal`, async () => {
+      // The config load waits on a JWKS server that takes the connection and never answers (5 s fetch deadline).
+      const sockets = new Set<Socket>();
+      const jwks = createServer((s) => {
+        sockets.add(s);
+        s.on('error', () => undefined);
+      });
+      await new Promise<void>((r) => jwks.listen(0, '127.0.0.1', r));
+      const port = await freePort();
+      const file = join(testTempDir('switchyard-term-start-'), 'gw.yaml');
+      writeFileSync(
+        file,
+        `config:\n  workers: ${workers}\n  adminAddr: 127.0.0.1:0\n  statsAddr: 127.0.0.1:0\n  readinessAddr: 127.0.0.1:0\nbinds:\n- port: ${port}\n  address: 127.0.0.1\n  listeners:\n  - routes:\n    - policies:\n        jwtAuth: { issuer: x, jwks: { url: 'http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks' } }\n        directResponse: { body: one, status: 200 }\n`,
+      );
+      const child = spawn(process.execPath, [BIN, '-f', file], { cwd: ROOT, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.on('exit', (code, signal) => done({ code, signal })));
+      try {
+        const end = Date.now() + 20_000;
+        while (sockets.size === 0) {
+          assert.ok(Date.now() < end && child.exitCode === null, `no JWKS fetch:\n${output}`);
+          await sleep(20);
+        }
+        assert.doesNotMatch(output, /switchyard ready/);
+        child.kill('SIGTERM');
+        assert.deepEqual(await exited, { code: 0, signal: null }, output);
+        assert.match(output, /SIGTERM while starting; stopping once started/);
+        assert.match(output, /switchyard stopped/);
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        await exited;
+        for (const s of sockets) s.destroy();
+        jwks.close();
+      }
+    });
+  }
 });
