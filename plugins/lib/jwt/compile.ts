@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { FILE_SIZE_LIMITS, notChecked, parseJsonFileText, readCappedText, readSharedFile } from 'switchyard/sdk';
 import type { CompileContext, ConfigPath } from 'switchyard/sdk';
+import { handFetcher } from '../live-fetcher/live-fetcher.ts';
 import { parseJwks } from './keys.ts';
 import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
 import type { JwksFetcher, KeySource } from './remote-jwks.ts';
@@ -91,8 +92,9 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
   const shown = redactUrl(url);
   const logger = ctx.logger.child({ jwks: shown });
   // Keyed by URL: every provider and route naming this URL shares one key set, and a reload keeps it.
-  const remote = ctx.resources.get(`jwt:jwks:${url.href}`, () => new RemoteJwks(shown, shared, logger), (r) => r.dispose());
-  remote.setFetcher(shared);
+  const key = `jwt:jwks:${url.href}`;
+  const remote = ctx.resources.get(key, () => new RemoteJwks(shown, shared, logger), (r) => r.dispose());
+  handFetcher(ctx, key, remote, shared);
   try {
     await remote.load();
   } catch (err) {

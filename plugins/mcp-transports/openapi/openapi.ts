@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { CallToolResult, Implementation, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { notChecked, readCappedText } from 'switchyard/sdk';
 import type { BackendCompileContext, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
+import { handFetcher } from '../../lib/live-fetcher/live-fetcher.ts';
 import { McpDeadlineError, formatMs, isUpstreamTimeout, mcpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
@@ -56,8 +57,9 @@ async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): P
       remote.fetchedAt = got.at;
       return got.value;
     };
-    const remote = ctx.resources.get(`openapi:url:${url}`, () => new RemoteDocument(label, ctx.logger.child({ openapi: url }), shared), (r) => r.dispose());
-    remote.setFetcher(shared);
+    const key = `openapi:url:${url}`;
+    const remote = ctx.resources.get(key, () => new RemoteDocument(label, ctx.logger.child({ openapi: url }), shared), (r) => r.dispose());
+    handFetcher(ctx, key, remote, shared);
     source = remote;
   }
   try {
