@@ -81,8 +81,17 @@ describe('a second SIGTERM', () => {
 });
 
 describe('SIGTERM while starting', () => {
-  for (const workers of [1, 2]) {
-    it(`workers: ${workers}: the gateway finishes starting, then stops (exit 0), instead of being killed by the signal`, async () => {
+  const cases = [
+    { workers: 1, signals: 1 },
+    { workers: 2, signals: 1 },
+    { workers: 1, signals: 2 },
+  ];
+  for (const { workers, signals } of cases) {
+    const title =
+      signals === 1
+        ? `workers: ${workers}: the gateway finishes starting, then stops (exit 0), instead of being killed by the signal`
+        : `workers: ${workers}: a second SIGTERM while starting ends the process at once (exit 1), saying so`;
+    it(title, async () => {
       // The config load waits on a JWKS server that takes the connection and never answers (5 s fetch deadline).
       const sockets = new Set<Socket>();
       const jwks = createServer((s) => {
@@ -109,6 +118,15 @@ describe('SIGTERM while starting', () => {
         }
         assert.doesNotMatch(output, /switchyard ready/);
         child.kill('SIGTERM');
+        if (signals === 2) {
+          await sleep(200);
+          const started = Date.now();
+          child.kill('SIGTERM');
+          assert.deepEqual(await exited, { code: 1, signal: null }, output);
+          assert.ok(Date.now() - started < 3000, `exit took ${Date.now() - started} ms`);
+          assert.match(output, /second SIGTERM, exiting now/);
+          return;
+        }
         assert.deepEqual(await exited, { code: 0, signal: null }, output);
         assert.match(output, /SIGTERM while starting; stopping once started/);
         assert.match(output, /switchyard stopped/);
