@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
 
@@ -19,6 +18,9 @@ export function isLoopbackAddress(address: string): boolean {
 
 /** Equal strings, compared in constant time (digests, so lengths do not show). */
 function same(a: string, b: string): boolean {
+  // Not an ES import of node:crypto: its namespace loads WebCrypto for every gateway (docs/perf.md "Memory, session
+  // 10b"); the admin address is asked for credentials rarely.
+  const { createHash, timingSafeEqual } = process.getBuiltinModule('node:crypto');
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 }
 
