@@ -7,6 +7,8 @@ import type { LoadCompiler } from './load-compiler.ts';
 import { compileRoute } from './compile-route.ts';
 import { indexRoutes } from './route-index.ts';
 import { ipFamily } from '../sdk/ip-family.ts';
+import { describeTlsSettings, listenerTlsSettings, sameTlsSettings } from './listener-tls-settings.ts';
+import type { TlsSettings } from './listener-tls-settings.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -37,6 +39,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
   const listeners: CompiledListener[] = [];
   const rawListeners = (bind.listeners ?? []) as Obj[];
   let secure: boolean | undefined;
+  let tlsSettings: { settings: TlsSettings; listener: string } | undefined;
   for (let li = 0; li < rawListeners.length; li++) {
     const l = rawListeners[li]!;
     const lpath = [...path, 'listeners', li];
@@ -54,6 +57,16 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       const tls = l.tls as { cert: string; key: string; root?: string } | undefined;
       if (!tls) {
         c.issue(lpath, 'an HTTPS listener needs `tls.cert` and `tls.key`');
+        continue;
+      }
+      const settings = listenerTlsSettings(tls as Record<string, unknown>, [...lpath, 'tls'], (at, message) => c.issue(at, message));
+      if (settings === undefined) continue;
+      if (tlsSettings === undefined) tlsSettings = { settings, listener: name };
+      else if (!sameTlsSettings(tlsSettings.settings, settings)) {
+        c.issue(
+          [...lpath, 'tls'],
+          `the HTTPS listeners of port ${port} must have the same minTLSVersion, maxTLSVersion and cipherSuites (node:tls negotiates them before SNI selects a listener): \`${tlsSettings.listener}\` has ${describeTlsSettings(tlsSettings.settings)}, \`${name}\` ${describeTlsSettings(settings)}; give them the same, or put them on separate ports`,
+        );
         continue;
       }
       const cert = await readListenerFile(c, tls.cert, [...lpath, 'tls', 'cert'], 'certificate');
@@ -107,6 +120,7 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
     secure: secure ?? false,
     listeners,
     selectListener,
+    tlsSettings: tlsSettings?.settings,
     tlsListener: (servername) => {
       const name = servername.toLowerCase();
       return selectListener(name.endsWith('.') ? name.slice(0, -1) : name) ?? defaultTls;

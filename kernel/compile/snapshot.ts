@@ -1,4 +1,5 @@
 import type { TracingConfig } from '../telemetry/tracing-config.ts';
+import type { TlsSettings } from './listener-tls-settings.ts';
 import type { SecureContext } from 'node:tls';
 import type { AccessLogRules } from '../telemetry/access-log-rules.ts';
 import type { BackendInstance, BackendSelector, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
@@ -112,6 +113,8 @@ export interface CompiledBind {
   selectListener(hostname: string): CompiledListener | undefined;
   /** Listener whose certificate a TLS client naming `servername` (SNI, any case) gets: its own, else the first. */
   tlsListener(servername: string): CompiledListener | undefined;
+  /** A TLS bind's versions and cipher suites (its HTTPS listeners agree on them, ADR 0140); undefined for cleartext. */
+  readonly tlsSettings: TlsSettings | undefined;
 }
 
 /** The static `config:` block, with defaults applied. */

@@ -295,7 +295,23 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
           root: {
             type: 'string',
             minLength: 1,
-            description: 'Path to a PEM CA bundle: clients must present a certificate it verifies (mutual TLS); others get no answer.',
+            description:
+              'Path to a PEM CA bundle: clients must present a certificate it verifies (mutual TLS); others get no answer. CEL sees the verified certificate as `source.subjectCn`, `source.spiffeId`, ... (docs/cel.md).',
+          },
+          minTLSVersion: {
+            type: ['string', 'number'],
+            description: 'Lowest TLS version accepted: `TLS_V1_2` (default) or `TLS_V1_3`. The HTTPS listeners of one port must agree (ADR 0140).',
+          },
+          maxTLSVersion: {
+            type: ['string', 'number'],
+            description: 'Highest TLS version accepted: `TLS_V1_3` (default) or `TLS_V1_2`. The HTTPS listeners of one port must agree.',
+          },
+          cipherSuites: {
+            type: 'array',
+            minItems: 1,
+            items: { type: 'string', minLength: 1 },
+            description:
+              "The only cipher suites negotiated, most preferred first: IANA names (`TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`) or OpenSSL's (`ECDHE-RSA-AES256-GCM-SHA384`); forward-secret AEAD suites only. Without a TLS 1.3 suite only TLS 1.2 is spoken, without a TLS 1.2 suite only TLS 1.3. Default: node:tls's list. The HTTPS listeners of one port must agree.",
           },
         },
         required: ['cert', 'key'],

@@ -6,6 +6,7 @@ import { AbortHook } from './abort-hook.ts';
 import type { BodyReceiver } from './body-read.ts';
 import { EMPTY_PLAN } from './upstream-plan.ts';
 import type { UpstreamPlan } from './upstream-plan.ts';
+import type { VerifiedClientCertificate } from './client-certificate.ts';
 
 /**
  * What the kernel keeps about one client request beside the public `Exchange` fields: what forwarding reads and
@@ -56,6 +57,8 @@ export interface ExchangeState {
    * connection (access log, tracing), returns the tap the forwarder feeds the bytes it relays itself (ADR 0055).
    */
   readonly upgradeDone?: ((status: number, upstream?: Duplex) => UpgradeTap | undefined) | undefined;
+  /** The client certificate a mutual-TLS listener verified (ADR 0140); only a client request's own exchange has it. */
+  readonly clientCertificate?: VerifiedClientCertificate | undefined;
 }
 
 /** What the forwarder tells about bytes of an upgraded connection that it writes itself rather than through its pipes. */

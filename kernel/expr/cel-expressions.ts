@@ -1,7 +1,8 @@
 import type { Environment } from '@marcbachmann/cel-js';
 import { ConfigError, ErrorCode, presentHeaders, withheldCredentials } from '../sdk/index.ts';
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
-import { exchangeAttributes } from '../exchange/kernel-exchange.ts';
+import { exchangeAttributes, exchangeState } from '../exchange/kernel-exchange.ts';
+import type { VerifiedClientCertificate } from '../exchange/client-certificate.ts';
 import { celLib } from './cel-lib.ts';
 import { displaySignature, NAMESPACE_TYPES, registerGatewayFunctions } from './cel-library.ts';
 
@@ -64,6 +65,12 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
     fields: [
       { name: 'address', type: 'string', description: 'Client IP address (`127.0.0.1`, `::1`; IPv4 clients of dual-stack binds without the `::ffff:` prefix).' },
       { name: 'port', type: 'int', description: 'Client port.' },
+      { name: 'subject', type: 'string', description: 'Mutual TLS only: the verified client certificate\'s subject (`O=Agents, CN=agent-1`, the certificate\'s order).' },
+      { name: 'subjectCn', type: 'string', description: 'Mutual TLS only: the subject\'s common name (`agent-1`).' },
+      { name: 'issuer', type: 'string', description: 'Mutual TLS only: the certificate\'s issuer (`CN=Agents CA`).' },
+      { name: 'subjectAltNames', type: 'list(string)', description: 'Mutual TLS only: the subject alternative names\' values (DNS names, URIs, IP addresses, emails).' },
+      { name: 'spiffeId', type: 'string', description: 'Mutual TLS only: the first `spiffe://` URI SAN; absent without one.' },
+      { name: 'certificate', type: 'string', description: 'Mutual TLS only: the verified leaf certificate in PEM.' },
     ],
   },
   {
@@ -142,10 +149,27 @@ class Activation {
   get source(): Record<string, unknown> {
     if (this.#source === undefined) {
       const address = this.#ex.sourceAddress;
-      this.#source = { address: address.startsWith('::ffff:') ? address.slice(7) : address, port: BigInt(this.#ex.sourcePort) };
+      const client = exchangeState(this.#ex)?.clientCertificate;
+      const base = { address: address.startsWith('::ffff:') ? address.slice(7) : address, port: BigInt(this.#ex.sourcePort) };
+      this.#source = client === undefined ? base : withClientCertificate(base, client);
     }
     return this.#source;
   }
+}
+
+/**
+ * `source` of a mutual-TLS connection: the verified certificate's fields as own getters (cel-js reads own properties;
+ * one that reads undefined is absent to `has()`), parsed only when an expression reads one (client-certificate.ts).
+ */
+function withClientCertificate(base: Record<string, unknown>, client: VerifiedClientCertificate): Record<string, unknown> {
+  return Object.defineProperties(base, {
+    subject: { get: () => client.subject, enumerable: true },
+    subjectCn: { get: () => client.subjectCn, enumerable: true },
+    issuer: { get: () => client.issuer, enumerable: true },
+    subjectAltNames: { get: () => client.subjectAltNames, enumerable: true },
+    spiffeId: { get: () => client.spiffeId, enumerable: true },
+    certificate: { get: () => client.pem, enumerable: true },
+  });
 }
 
 /** An attribute or extra variable; one named `request` or `source` hides the gateway's (as assignment did). */

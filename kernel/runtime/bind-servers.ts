@@ -10,6 +10,8 @@ import { ProxyResponse } from './proxy-response.ts';
 import { shouldUpgrade } from './request-input.ts';
 import { serveDeclinedUpgrade } from './declined-upgrade.ts';
 import { LeanConnection } from './lean-connection.ts';
+import { markVerifiedClient } from '../exchange/client-certificate.ts';
+import { defaultTlsSettings } from '../compile/listener-tls-settings.ts';
 import type { LeanBind } from './lean-connection.ts';
 
 // Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
@@ -202,7 +204,8 @@ export class BindServers {
     const existing = this.servers.get(bind.port);
     if (!pem || !existing?.secure) return;
     const server = existing.server as unknown as { setSecureContext(o: object): void; requestCert: boolean };
-    server.setSecureContext(pem);
+    // Every setting given: node:tls's setSecureContext keeps a previous minVersion, maxVersion or ciphers left out.
+    server.setSecureContext({ ...pem, ...(bind.tlsSettings ?? defaultTlsSettings()), honorCipherOrder: true });
     // Read by node:tls for each new connection (setSecureContext leaves it as it was).
     server.requestCert = asksClientCertificates(bind);
   }
@@ -220,6 +223,9 @@ export class BindServers {
         cert: pem?.cert,
         key: pem?.key,
         ca: pem?.ca,
+        // The listeners' minTLSVersion, maxTLSVersion, cipherSuites (they agree, ADR 0140); the server's suite order wins.
+        ...bind.tlsSettings,
+        honorCipherOrder: true,
         // Asked of every client of a port where a listener has `tls.root` (node:tls asks per server, not per SNI
         // name): the listener its SNI selects decides, after the handshake, whether one was required (secureConnection
         // below). A reload sets it again (setDefaultCertificate).
@@ -255,8 +261,12 @@ export class BindServers {
     });
     if (secure) {
       server.on('secureConnection', (socket: TLSSocket) => {
-        // Mutual TLS (`tls.root`): a client without a certificate that CA verifies gets no answer (ADR 0138).
-        if (!socket.authorized && pipeline.snapshot?.binds.get(port)?.tlsListener(socket.servername || '')?.clientCertificates) return void socket.destroy();
+        // Mutual TLS (`tls.root`): a client without a certificate that CA verifies gets no answer (ADR 0138); one
+        // with is shown to CEL (ADR 0140).
+        if (pipeline.snapshot?.binds.get(port)?.tlsListener(socket.servername || '')?.clientCertificates) {
+          if (!socket.authorized) return void socket.destroy();
+          markVerifiedClient(socket);
+        }
         this.sweepAlso(socket);
         socket.once('close', () => this.swept.delete(socket));
       });

@@ -19,6 +19,8 @@ import { externalOrigin } from './external-origin.ts';
 import { requestIdFor } from '../telemetry/request-id.ts';
 import { parseHeaders } from '../upstream/undici-core.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
+import { verifiedClientCertificate } from '../exchange/client-certificate.ts';
+import type { VerifiedClientCertificate } from '../exchange/client-certificate.ts';
 
 /**
  * A BodyReceiver called back in the async context it was made in. An AsyncResource destroyed by hand: no destroy hook
@@ -187,6 +189,11 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   get tlsSni(): string | undefined {
     const name = (this.req.socket as TLSSocket).servername;
     return typeof name === 'string' && name !== '' ? name : undefined;
+  }
+
+  /** The client certificate a mutual-TLS listener verified on this connection (CEL's `source.subjectCn`, ...). */
+  get clientCertificate(): VerifiedClientCertificate | undefined {
+    return verifiedClientCertificate(this.req.socket);
   }
 
   /** Computed on first use (card and metadata requests), from the client's own headers. */

@@ -67,3 +67,19 @@ export function selfSignedPair(dir: string, cn: string, file = cn): { cert: stri
   );
   return { cert, key };
 }
+
+/**
+ * Another client certificate signed by `pki`'s CA: `cn` as its common name, `altNames` (openssl's `URI:spiffe://...`,
+ * `DNS:x`) as its subject alternative names. Files `<file>.pem` and `<file>.key` in the PKI's directory.
+ */
+export function issueClientCertificate(pki: TestPki, file: string, cn: string, altNames: readonly string[] = []): { cert: string; key: string } {
+  const p = (name: string): string => join(pki.dir, name);
+  const run = (...args: string[]): void => {
+    execFileSync('/usr/bin/openssl', args, { cwd: pki.dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  };
+  const san = altNames.length ? `subjectAltName=${altNames.join(',')}\n` : '';
+  writeFileSync(p(`${file}.ext`), `basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n${san}`);
+  run('req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', p(`${file}.key`), '-out', p(`${file}.csr`), '-subj', `/O=Agents/CN=${cn}`);
+  run('x509', '-req', '-in', p(`${file}.csr`), '-CA', pki.ca, '-CAkey', p('ca.key'), '-set_serial', String(100 + Math.floor(Math.random() * 1e9)), '-days', '2', '-extfile', p(`${file}.ext`), '-out', p(`${file}.pem`));
+  return { cert: p(`${file}.pem`), key: p(`${file}.key`) };
+}
