@@ -11,9 +11,28 @@ const kVerified = Symbol('switchyard.verifiedClientCertificate');
 
 type Marked = Socket & { [kVerified]?: VerifiedClientCertificate };
 
-/** `CN=x\nO=y` (node:crypto's multi-line form) as its lines; a value node:crypto quoted is unquoted. */
+/** `CN=x\nO=y` (node:crypto's multi-line form, values escaped as RFC 4514 does) as its lines. */
 function nameParts(name: string): string[] {
   return name === '' ? [] : name.split('\n');
+}
+
+/** An attribute value as node:crypto writes it (RFC 4514 escapes: `\\,` and `\\0A`-style hex bytes) as its text. */
+function unescapeDn(value: string): string {
+  if (!value.includes('\\')) return value;
+  const bytes: number[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const hex = value[i] === '\\' ? /^[0-9A-Fa-f]{2}/.exec(value.slice(i + 1, i + 3)) : null;
+    if (hex) {
+      bytes.push(parseInt(hex[0], 16));
+      i += 2;
+    } else {
+      if (value[i] === '\\' && i + 1 < value.length) i++;
+      const ch = String.fromCodePoint(value.codePointAt(i)!);
+      bytes.push(...Buffer.from(ch, 'utf8'));
+      i += ch.length - 1;
+    }
+  }
+  return Buffer.from(bytes).toString('utf8');
 }
 
 /** The value of a `TYPE:value` or `TYPE="quoted"` entry. */
@@ -66,7 +85,7 @@ export class VerifiedClientCertificate {
   get subjectCn(): string | undefined {
     const x = this.x509;
     const cn = x ? nameParts(x.subject).findLast((p) => p.startsWith('CN=')) : undefined;
-    return cn === undefined ? undefined : unquote(cn.slice(3));
+    return cn === undefined ? undefined : unescapeDn(cn.slice(3));
   }
 
   /** The subject alternative names' values (DNS names, URIs, IP addresses, emails), in the certificate's order. */
