@@ -78,7 +78,8 @@ export function listenerTlsSettings(tls: Record<string, unknown>, at: ConfigPath
   const before = { min: tls.minTLSVersion, max: tls.maxTLSVersion };
   let min = version(before.min, [...at, 'minTLSVersion'], issue);
   let max = version(before.max, [...at, 'maxTLSVersion'], issue);
-  if ((before.min !== undefined && min === undefined) || (before.max !== undefined && max === undefined)) return undefined;
+  // Every field is checked, so one run reports a bad version and a bad suite together.
+  const badVersion = (before.min !== undefined && min === undefined) || (before.max !== undefined && max === undefined);
   let ciphers = defaults.ciphers;
   const names = tls.cipherSuites as string[] | undefined;
   if (names !== undefined) {
@@ -92,6 +93,7 @@ export function listenerTlsSettings(tls: Record<string, unknown>, at: ConfigPath
       }
       if (!chosen.includes(suite)) chosen.push(suite);
     }
+    if (badVersion) return undefined;
     const has13 = chosen.some((s) => s[2]);
     const has12 = chosen.some((s) => !s[2]);
     if ((!has12 && max === 'TLSv1.2') || (!has13 && min === 'TLSv1.3')) {
@@ -102,6 +104,7 @@ export function listenerTlsSettings(tls: Record<string, unknown>, at: ConfigPath
     if (!has12) min = 'TLSv1.3';
     ciphers = chosen.map((s) => s[1]).join(':');
   }
+  if (badVersion) return undefined;
   min ??= defaults.minVersion;
   max ??= defaults.maxVersion;
   if (min === 'TLSv1.3' && max === 'TLSv1.2') {
