@@ -50,6 +50,11 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
       continue;
     }
     secure = isHttps;
+    if (!isHttps && l.tls !== undefined) {
+      // Left as it was, the listener would serve cleartext to a user who asked for TLS.
+      c.issue([...lpath, 'tls'], `\`tls\` is set on a listener whose protocol is ${String(l.protocol ?? 'HTTP (the default)')}: write \`protocol: HTTPS\`, or remove \`tls\``);
+      continue;
+    }
     let secureContext;
     let tlsPem;
     let tlsFiles;

@@ -34,6 +34,17 @@ function call(port: number, pki: TestPki, servername: string, options: Connectio
 
 const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
 
+/** The load error of a config that must not load; a gateway that started anyway is stopped and the test fails. */
+async function refusedAtLoad(build: (ports: number[]) => Record<string, unknown>): Promise<Error> {
+  const started = await startGatewayOnFreePorts(1, build).then(
+    ({ gw }) => gw,
+    (err: Error) => err,
+  );
+  if (started instanceof Error) return started;
+  await started.stop();
+  return assert.fail('the config loaded');
+}
+
 describe('listener `minTLSVersion`, `maxTLSVersion`, `cipherSuites`', () => {
   let pki: TestPki;
   let gw: RunningGateway;
@@ -106,36 +117,44 @@ describe('listener TLS settings refused at load', () => {
     it(what, async () => {
       const pki = makeTestPki({ label: 'tls-options-bad', serverName: 'localhost', serverAltNames: ['DNS:localhost'] });
       try {
-        await assert.rejects(
-          startGatewayOnFreePorts(1, ([port]) => ({
-            binds: [{ port, listeners: [{ protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey, ...extra }, routes: reply('x') }] }],
-          })),
-          (err: Error) => message.test(err.message) && /listeners\[0\]\.tls/.test(err.message),
-        );
+        const err = await refusedAtLoad(([port]) => ({
+          binds: [{ port, listeners: [{ protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey, ...extra }, routes: reply('x') }] }],
+        }));
+        assert.ok(message.test(err.message) && /listeners\[0\]\.tls/.test(err.message), err.message);
       } finally {
         pki.remove();
       }
     });
   }
 
+  it('`tls` on a listener that is not HTTPS (it would serve cleartext)', async () => {
+    const pki = makeTestPki({ label: 'tls-options-plain', serverName: 'localhost', serverAltNames: ['DNS:localhost'] });
+    try {
+      const err = await refusedAtLoad(([port]) => ({
+        binds: [{ port, listeners: [{ tls: { cert: pki.serverCert, key: pki.serverKey, minTLSVersion: 'TLS_V1_3' }, routes: reply('x') }] }],
+      }));
+      assert.ok(/listeners\[0\]\.tls/.test(err.message) && /protocol: HTTPS/.test(err.message), err.message);
+    } finally {
+      pki.remove();
+    }
+  });
+
   it('listeners of one port with different settings (node:tls negotiates per port)', async () => {
     const pki = makeTestPki({ label: 'tls-options-mixed', serverName: 'localhost', serverAltNames: ['DNS:a.test', 'DNS:b.test'] });
     const tls = { cert: pki.serverCert, key: pki.serverKey };
     try {
-      await assert.rejects(
-        startGatewayOnFreePorts(1, ([port]) => ({
-          binds: [
-            {
-              port,
-              listeners: [
-                { name: 'a', hostname: 'a.test', protocol: 'HTTPS', tls: { ...tls, minTLSVersion: 'TLS_V1_3' }, routes: reply('a') },
-                { name: 'b', hostname: 'b.test', protocol: 'HTTPS', tls, routes: reply('b') },
-              ],
-            },
-          ],
-        })),
-        (err: Error) => /listeners\[1\]\.tls/.test(err.message) && /must have the same minTLSVersion, maxTLSVersion and cipherSuites/.test(err.message) && /`a` has TLSv1\.3/.test(err.message),
-      );
+      const err = await refusedAtLoad(([port]) => ({
+        binds: [
+          {
+            port,
+            listeners: [
+              { name: 'a', hostname: 'a.test', protocol: 'HTTPS', tls: { ...tls, minTLSVersion: 'TLS_V1_3' }, routes: reply('a') },
+              { name: 'b', hostname: 'b.test', protocol: 'HTTPS', tls, routes: reply('b') },
+            ],
+          },
+        ],
+      }));
+      assert.ok(/listeners\[1\]\.tls/.test(err.message) && /must have the same minTLSVersion, maxTLSVersion and cipherSuites/.test(err.message) && /`a` has TLSv1\.3/.test(err.message), err.message);
     } finally {
       pki.remove();
     }
