@@ -56,7 +56,7 @@ export function defaultTlsSettings(): TlsSettings {
 function version(raw: unknown, at: ConfigPath, issue: (path: ConfigPath, message: string) => void): Version | undefined {
   if (raw === undefined) return undefined;
   // YAML reads an unquoted 1.2 as a number.
-  const text = typeof raw === 'number' ? raw.toFixed(1) : String(raw);
+  const text = typeof raw === 'number' && Number.isInteger(raw) ? raw.toFixed(1) : String(raw);
   const v = VERSIONS.get(text);
   if (v === 'old') {
     issue(at, `\`${text}\` is not usable: TLS 1.0 and 1.1 are refused (node:tls's minimum is TLS 1.2); write \`TLS_V1_2\` or \`TLS_V1_3\``);
