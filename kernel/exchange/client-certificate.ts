@@ -115,6 +115,6 @@ export function markVerifiedClient(socket: TLSSocket): void {
 }
 
 /** The verified client certificate of a request's connection; undefined without mutual TLS. */
-export function verifiedClientCertificate(socket: Socket): VerifiedClientCertificate | undefined {
-  return (socket as Marked)[kVerified];
+export function verifiedClientCertificate(socket: Socket | null): VerifiedClientCertificate | undefined {
+  return (socket as Marked | null)?.[kVerified];
 }

@@ -187,7 +187,8 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
 
   /** The name the client sent in TLS SNI; undefined over cleartext or without one. */
   get tlsSni(): string | undefined {
-    const name = (this.req.socket as TLSSocket).servername;
+    // The socket is gone (null) once node:http has let it go: a request logged after its client left.
+    const name = (this.req.socket as TLSSocket | null)?.servername;
     return typeof name === 'string' && name !== '' ? name : undefined;
   }
 

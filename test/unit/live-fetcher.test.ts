@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CompileContext } from 'switchyard/sdk';
-import { GenerationalResources } from '../../../kernel/resources/resource-cache.ts';
-import { handFetcher } from './live-fetcher.ts';
+import { GenerationalResources } from '../../kernel/resources/resource-cache.ts';
+import { handFetcher } from '../../plugins/lib/live-fetcher/live-fetcher.ts';
 
 describe('handFetcher', () => {
   it('keeps the fetcher of the newest config still in use', async () => {
