@@ -1,13 +1,11 @@
 import type { PluginSpan, PluginSpans } from 'switchyard/sdk';
-import { knownOrOther, OTHER } from '../../lib/telemetry/known-names.ts';
+import { boundedName, knownOrOther, OTHER } from '../../lib/telemetry/known-names.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 import { splitName } from './naming.ts';
 import type { McpSession } from './session.ts';
 
 /** Traces of the MCP backend (OpenTelemetry MCP conventions), when the gateway traces. */
 
-/** Longest client-chosen name (a method, a tool or prompt name) put on a log line or span; MCP names tools in 128. */
-const MAX_LOGGED_NAME = 256;
 /** Longest resource URI put on a span. */
 const MAX_LOGGED_URI = 2048;
 
@@ -54,10 +52,8 @@ export function methodName(method: string): string {
   return knownOrOther(METHODS, method);
 }
 
-/** `value` when it is a string short enough to log: a client's name can be as long as its request body. */
-export function loggableName(value: unknown, max = MAX_LOGGED_NAME): string | undefined {
-  return typeof value === 'string' && value.length <= max ? value : undefined;
-}
+/** `value` when it is a string short enough to log (a method, a tool or prompt name, an id): known-names' bound. */
+export const loggableName = boundedName;
 
 /** Whether the target a client-visible tool or prompt name routes to declared it (or answered it without an error). */
 function declared(s: McpSession, kind: 'tool' | 'prompt', name: string): boolean {
@@ -81,7 +77,7 @@ export function methodSpan(spans: PluginSpans, s: McpSession, m: RpcMessage, ses
     'mcp.method.name': method,
     'rpc.method_original': method === OTHER ? sent : undefined,
     'mcp.session.id': sessionId,
-    // A string id is the client's and may be as long as its body: left off past MAX_LOGGED_NAME.
+    // A string id is the client's and may be as long as its body: left off past MAX_NAME.
     'jsonrpc.request.id': loggableName(String(m.id)),
     'gen_ai.tool.name': method === 'tools/call' ? name : undefined,
     'gen_ai.operation.name': method === 'tools/call' ? 'execute_tool' : undefined,

@@ -14,10 +14,16 @@ export function knownOrOther(known: ReadonlySet<string>, name: string): string {
 }
 
 /**
- * Longest name kept (a metric label is cut there anyway): a permissive upstream answering names as long as request
- * bodies would otherwise hold `max` of them. MCP names tools in 128 characters; model ids are shorter still.
+ * Longest client-chosen name kept on a log line, a span or a label (a metric label is cut there anyway): a name can
+ * be as long as the request body that carries it. MCP names tools in 128 characters; model ids and A2A methods are
+ * shorter still.
  */
-const MAX_NAME = 256;
+export const MAX_NAME = 256;
+
+/** `value` when it is a string of at most `max` characters (MAX_NAME), else undefined. */
+export function boundedName(value: unknown, max = MAX_NAME): string | undefined {
+  return typeof value === 'string' && value.length <= max ? value : undefined;
+}
 
 /**
  * Names an upstream vouched for: declared in its list (MCP `tools/list`), or answered successfully (an LLM provider

@@ -1,4 +1,5 @@
-/** What an A2A request is, decided from its method, path and (for JSON-RPC) body. */
+// What an A2A request is, decided from its method, path and (for JSON-RPC) body.
+import { boundedName } from '../../lib/telemetry/known-names.ts';
 
 /** The well-known agent-card locations: `agent-card.json` since A2A v0.3, `agent.json` before. */
 const CARD_SUFFIXES = ['/.well-known/agent-card.json', '/.well-known/agent.json'] as const;
@@ -87,14 +88,12 @@ export interface JsonRpcCall {
 }
 
 /**
- * Longest method, id or state read from a body. A2A names are far shorter; a longer value is ignored, so a client
- * (or an agent) cannot make the access log line or the span grow with the body.
+ * A method, id or state read from a body: a non-empty string of at most known-names' MAX_NAME characters, else
+ * undefined. A2A names are far shorter; a longer value is ignored, so a client (or an agent) cannot make the access
+ * log line or the span grow with the body.
  */
-const MAX_NAME = 256;
-
-/** A non-empty string of at most MAX_NAME characters, else undefined. */
 export function shortText(v: unknown): string | undefined {
-  return typeof v === 'string' && v !== '' && v.length <= MAX_NAME ? v : undefined;
+  return v === '' ? undefined : boundedName(v);
 }
 
 /** The JSON-RPC call of a request body, or undefined when the body is no JSON object with a string method. */
