@@ -57,6 +57,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
+    hookDeadlineMs: routeSet.facets.requestTimeoutMs ? 0 : c.staticConfig.defaultTimeouts.backendRequestMs,
     metrics: c.deps.metrics.route(String(bind), listener, name),
   };
 }

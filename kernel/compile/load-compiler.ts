@@ -25,6 +25,7 @@ import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { EjectionCounter } from './backend-health.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import { ownInstance } from './plugin-owner.ts';
 import { CompiledPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
 import type { StaticConfig } from './snapshot.ts';
@@ -154,9 +155,11 @@ export class LoadCompiler {
     const slot = typeof slotRef === 'string' ? slotRef : slotRef.name;
     const key = Object.keys(value).find((k) => this.deps.registry.lookup(slot, k));
     if (!key) throw new ConfigError({ code: ErrorCode.configInvalid, path: at, message: `no installed \`${slot}\` key found` });
-    const plugin = this.deps.registry.lookup(slot, key)!.plugin as { key: string; compile(c: unknown, ctx: unknown): unknown };
+    const registered = this.deps.registry.lookup(slot, key)!;
+    const plugin = registered.plugin as { key: string; compile(c: unknown, ctx: unknown): unknown };
     renameKey(value, key, plugin.key);
     const instance = (await plugin.compile(value[plugin.key], this.context([...at, key], policies))) as T;
+    ownInstance(instance, registered);
     this.track(instance);
     return { key: plugin.key, instance };
   }
@@ -182,6 +185,7 @@ export class LoadCompiler {
       renameKey(value, key, plugin.key);
       const instance = await this.guarded([...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([]))));
       if (!instance) continue;
+      ownInstance(instance, registered);
       this.track(instance);
       entries.push({ key: plugin.key, plugin, instance });
     }
@@ -191,9 +195,11 @@ export class LoadCompiler {
   async backendValue(value: Obj, path: ConfigPath, policies: PolicySet): Promise<BackendInstance | undefined> {
     const key = Object.keys(value).find((k) => this.deps.registry.lookup('backend', k));
     if (!key) return undefined;
-    const plugin = this.deps.registry.lookup('backend', key)!.plugin as BackendPlugin;
+    const registered = this.deps.registry.lookup('backend', key)!;
+    const plugin = registered.plugin as BackendPlugin;
     renameKey(value, key, plugin.key);
     const instance = await this.guarded([...path, key], () => plugin.compile(value[plugin.key], this.context([...path, key], policies)));
+    ownInstance(instance, registered);
     this.track(instance);
     return instance;
   }

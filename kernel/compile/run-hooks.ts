@@ -1,4 +1,6 @@
+import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { Exchange, PolicyInstance, Reply } from '../sdk/index.ts';
+import { PluginHookError, ownerOf } from './plugin-owner.ts';
 
 type HookResult = void | Reply | undefined | Promise<void | Reply | undefined>;
 
@@ -6,16 +8,59 @@ function isThenable(value: unknown): value is PromiseLike<void | Reply | undefin
   return typeof (value as { then?: unknown } | undefined)?.then === 'function';
 }
 
+/** A hook's failure, tagged with its plugin: a GatewayError is an answer the hook chose and passes unchanged. */
+function failure(hook: PolicyInstance, err: unknown): unknown {
+  return err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(ownerOf(hook), err);
+}
+
+/**
+ * A third-party hook's promise, bounded (ADR 0144): past `ms` the request answers 504 and the log names the plugin.
+ * First-party hooks bound their own waits (each remote call has its deadline), so they pay no timer.
+ */
+function settleWithin(hook: PolicyInstance, pending: PromiseLike<void | Reply | undefined>, ms: number): PromiseLike<void | Reply | undefined> {
+  const owner = ownerOf(hook);
+  if (ms <= 0 || owner?.package === undefined) return pending;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
+      reject(new PluginHookError(owner, answer, `policy \`${owner.plugin}\` did not settle its request hook within ${ms}ms`));
+    }, ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
+
 /**
  * Walk request hooks from `start`. Sync hooks are not awaited: the chain only becomes async at the first hook
- * that returns a promise. A returned Reply stops the chain.
+ * that returns a promise. A returned Reply stops the chain. A hook's exception (other than a GatewayError) comes out
+ * as a PluginHookError naming its plugin; a third-party hook's promise that has not settled after `deadlineMs`
+ * (0: none) rejects with one answering 504.
  */
-export function runRequestHooks(hooks: readonly PolicyInstance[], ex: Exchange, start = 0): Reply | undefined | Promise<Reply | undefined> {
+export function runRequestHooks(hooks: readonly PolicyInstance[], ex: Exchange, start = 0, deadlineMs = 0): Reply | undefined | Promise<Reply | undefined> {
   for (let i = start; i < hooks.length; i++) {
-    const result: HookResult = hooks[i]!.onRequest!(ex);
+    const hook = hooks[i]!;
+    let result: HookResult;
+    try {
+      result = hook.onRequest!(ex);
+    } catch (err) {
+      throw failure(hook, err);
+    }
     if (result === undefined) continue;
     if (isThenable(result)) {
-      return Promise.resolve(result).then((reply) => (reply ? reply : runRequestHooks(hooks, ex, i + 1)));
+      return Promise.resolve(settleWithin(hook, result, deadlineMs)).then(
+        (reply) => (reply ? reply : runRequestHooks(hooks, ex, i + 1, deadlineMs)),
+        (err: unknown) => {
+          throw failure(hook, err);
+        },
+      );
     }
     return result as Reply;
   }

@@ -38,12 +38,23 @@ export class LeanRequest {
     return this.socket;
   }
 
-  // A finished request's stream surface: nothing more will come.
-  on(): this {
+  // A finished request's stream surface: nothing more will come. A policy that promised `requestStream: false` yet
+  // listens for the body would wait forever: it hears why instead (ADR 0144).
+  on(event?: string | symbol): this {
+    if (event === 'data' || event === 'end' || event === 'readable') throw streamRead();
     return this;
   }
-  once(): this {
-    return this;
+  once(event?: string | symbol): this {
+    return this.on(event);
+  }
+  pipe(): never {
+    throw streamRead();
+  }
+  read(): never {
+    throw streamRead();
+  }
+  [Symbol.asyncIterator](): never {
+    throw streamRead();
   }
   off(): this {
     return this;
@@ -57,4 +68,11 @@ export class LeanRequest {
   destroy(): this {
     return this;
   }
+}
+
+/** What a policy that read `ex.req` as a stream on the lean server side hears (its hook's log line names it). */
+function streamRead(): Error {
+  return new Error(
+    'ex.req was read as a stream on a route served by the lean server side, where the gateway has already read the request whole (every policy of the route declared `requestStream: false`): read the body with `ex.bufferBody(limit)`, or leave `requestStream` out',
+  );
 }

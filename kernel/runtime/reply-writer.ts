@@ -12,6 +12,7 @@ import { isProxyResponse } from './proxy-response.ts';
 import { isCheckedHeaderList } from './checked-header-list.ts';
 import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
+import { PluginHookError, ownerOf } from '../compile/plugin-owner.ts';
 
 /**
  * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
@@ -32,6 +33,16 @@ export function flatHeaders(headers: HeaderMap): string[] {
 
 /** The reply for a thrown error: a GatewayError's status and JSON body, else a logged 500. */
 export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Reply {
+  if (err instanceof PluginHookError) {
+    // A plugin's hook threw or never settled (ADR 0144): the log names the plugin; the client hears no more than before.
+    const cause = err.cause;
+    ex.errorMessage = err.message;
+    const stack = cause instanceof GatewayError ? undefined : (cause as Error)?.stack;
+    logger.error('request hook failed', { route: ex.route.key, ...err.owner, error: err.message, ...(stack ? { stack } : {}) });
+    if (!(cause instanceof GatewayError)) return jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
+    ex.abort(cause); // the hook's own work (its fetches on ex.signal) stops
+    return jsonErrorReply(cause.status, cause.type, cause.message, {});
+  }
   if (err instanceof GatewayError) {
     // An upstream failure's log line names the upstream; the client's answer does not.
     ex.errorMessage = err instanceof UpstreamFailure ? err.logMessage : err.message;
@@ -83,7 +94,7 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
     try {
       result = hooks[i]!.onResponse!(ex, reply);
     } catch (err) {
-      logger.error('response hook failed', { route: ex.route.key, error: err as Error });
+      logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[i]), error: err as Error });
       continue;
     }
     if (result && typeof (result as Promise<void>).then === 'function') {
@@ -93,7 +104,7 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
         runResponseHooks(ex, res, reply, hooks, i + 1, logger);
       };
       (result as Promise<void>).then(next, (err: unknown) => {
-        logger.error('response hook failed', { route: ex.route.key, error: err as Error });
+        logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[i]), error: err as Error });
         next();
       });
       return;
@@ -291,7 +302,7 @@ function editHeaderList(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks
     try {
       hooks[h]!.onResponseHeaders!(ex, status, list);
     } catch (err) {
-      logger.error('response hook failed', { route: ex.route.key, error: err as Error });
+      logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[h]), error: err as Error });
     }
   }
   const queued = ex.queued;

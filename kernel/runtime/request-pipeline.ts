@@ -22,6 +22,7 @@ import type { UpgradeServing } from './upgrade-request.ts';
 import type { LeanServing } from './lean-connection.ts';
 import type { LeanRequest } from './lean-request.ts';
 import { kWholeBody } from '../exchange/body-read.ts';
+import { ownerOf } from '../compile/plugin-owner.ts';
 
 const EMPTY_BODY = Buffer.alloc(0);
 
@@ -171,7 +172,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     }
     let early: Reply | undefined | Promise<Reply | undefined>;
     try {
-      early = runRequestHooks(hooks, ex);
+      early = runRequestHooks(hooks, ex, 0, route.hookDeadlineMs);
     } catch (err) {
       writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
       return;
@@ -244,7 +245,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     }
     if (ref.requestHooks !== null) {
       const onError = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), ref.responseHooks, this.logger);
-      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex)) || ref.instance.handle(ex);
+      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex, 0, route.hookDeadlineMs)) || ref.instance.handle(ex);
       run().then((reply) => writeReply(ex, res, reply, ref.responseHooks, this.logger), onError);
       return;
     }
@@ -269,7 +270,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     };
     let early: Reply | undefined | Promise<Reply | undefined>;
     try {
-      early = runRequestHooks(ref.requestHooks!, ex);
+      early = runRequestHooks(ref.requestHooks!, ex, 0, ex.compiledRoute!.hookDeadlineMs);
     } catch (err) {
       return fail(err);
     }
@@ -333,7 +334,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
         try {
           h.onLog!(ex, ex.status);
         } catch (err) {
-          this.logger.error('log hook failed', { error: err as Error });
+          this.logger.error('log hook failed', { route: ex.route.key, ...ownerOf(h), error: err as Error });
         }
       }
     }

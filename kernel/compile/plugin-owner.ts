@@ -1,0 +1,38 @@
+import type { RegisteredPlugin } from '../registry/registry.ts';
+
+/** Log fields naming the plugin that compiled a hook: its key and, for a third-party plugin, its package (ADR 0144). */
+export interface PluginOwner {
+  readonly plugin: string;
+  readonly package?: string;
+}
+
+/** The plugin of each compiled instance, for the log line of a hook that fails; weak, so a retired snapshot goes. */
+const owners = new WeakMap<object, PluginOwner>();
+
+/** Record which plugin compiled `instance` (policy, backend or variant instances). */
+export function ownInstance(instance: unknown, registered: RegisteredPlugin): void {
+  if (typeof instance !== 'object' || instance === null) return;
+  const { plugin, source } = registered;
+  owners.set(instance, source.name === 'switchyard' ? { plugin: plugin.key } : { plugin: plugin.key, package: source.name });
+}
+
+/** The plugin that compiled `instance`, or undefined for the kernel's own hooks. */
+export function ownerOf(instance: unknown): PluginOwner | undefined {
+  return typeof instance === 'object' && instance !== null ? owners.get(instance) : undefined;
+}
+
+/**
+ * A request hook failed with something other than a GatewayError (a bug in the plugin), or never settled: the cause,
+ * and the plugin whose hook it was. The message (the cause's unless given) is for the log; `errorReply` logs the owner
+ * beside it and answers the cause when it is a GatewayError (a hook that never settled: 504), else 500.
+ */
+export class PluginHookError extends Error {
+  readonly owner: PluginOwner | undefined;
+  override readonly cause: unknown;
+  constructor(owner: PluginOwner | undefined, cause: unknown, message?: string) {
+    super(message ?? (cause as Error)?.message ?? String(cause));
+    this.name = 'PluginHookError';
+    this.owner = owner;
+    this.cause = cause;
+  }
+}

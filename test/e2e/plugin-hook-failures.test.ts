@@ -1,0 +1,162 @@
+// A third-party plugin whose hooks fail at request time (ADR 0144): a request hook that throws or rejects answers
+// 500, one that never settles answers 504 at `defaultTimeouts.backendRequestTimeout`, a response or log hook that
+// throws leaves the answer alone; each failure's log line names the plugin and its package, and the gateway keeps
+// serving. A policy that promised `requestStream: false` but reads `ex.req` as a stream on the lean server side gets
+// an error saying so, not a request that waits forever.
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Client, request } from 'undici';
+import { startRoutesGateway } from '../helpers/gateway.ts';
+import type { RoutesGateway } from '../helpers/gateway.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const PLUGIN = `
+import { definePolicy } from 'switchyard/sdk';
+const schema = { type: 'object', additionalProperties: false, properties: {} };
+const policy = (key, instance, extra = {}) => definePolicy({ key, description: key, schema, attach: ['routePolicies'], phase: 'mutate', ...extra, compile: () => instance });
+export default [
+  policy('acmeThrows', { onRequest() { throw new Error('acme hook exploded'); } }),
+  policy('acmeRejects', { onRequest: async () => { throw new TypeError('acme async hook exploded'); } }),
+  policy('acmeHangs', { onRequest: () => new Promise(() => {}) }),
+  policy('acmeBadResponse', { onResponse() { throw new Error('acme response hook exploded'); } }),
+  policy('acmeBadLog', { onLog() { throw new Error('acme log hook exploded'); } }),
+  policy('acmeStreamReader', {
+    onRequest: (ex) => new Promise((resolve, reject) => {
+      let n = 0;
+      ex.req.on('data', (c) => { n += c.length; });
+      ex.req.on('end', () => { ex.headers['x-read'] = String(n); resolve(undefined); });
+      ex.req.on('error', reject);
+    }),
+  }, { requestStream: false }),
+  // No promise about streams: ex.req is node:http's request, read here the Node way.
+  policy('acmeDrains', {
+    onRequest: (ex) => new Promise((resolve) => {
+      const chunks = [];
+      ex.req.on('data', (c) => chunks.push(c));
+      ex.req.on('end', () => {
+        if (ex.path.includes('give-back')) ex.setBody(Buffer.concat(chunks));
+        resolve(undefined);
+      });
+    }),
+  }),
+];
+`;
+
+describe('third-party plugin hooks that fail at request time', () => {
+  let upstream: TestUpstream;
+  let gw: RoutesGateway;
+
+  before(async () => {
+    const dir = testTempDir('switchyard-acme-');
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-failing', version: '1.2.3', type: 'module' }));
+    writeFileSync(join(dir, 'index.js'), PLUGIN);
+    upstream = await startUpstream();
+    const route = (name: string, policies: Record<string, unknown>): Record<string, unknown> => ({
+      name,
+      matches: [{ path: { pathPrefix: `/${name}` } }],
+      policies,
+      backends: [{ host: `127.0.0.1:${upstream.port}` }],
+    });
+    gw = await startRoutesGateway(
+      [
+        route('throws', { acmeThrows: {} }),
+        route('rejects', { acmeRejects: {} }),
+        route('hangs', { acmeHangs: {} }),
+        route('hangs-with-timeout', { acmeHangs: {}, timeout: { requestTimeout: '300ms' } }),
+        route('response', { acmeBadResponse: {} }),
+        route('log', { acmeBadLog: {} }),
+        route('stream', { acmeStreamReader: {} }),
+        route('drains', { acmeDrains: {} }),
+      ],
+      { config: { plugins: [join(dir, 'index.js')], defaultTimeouts: { backendRequestTimeout: '700ms' } } },
+    );
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  const get = async (path: string, body?: string): Promise<{ status: number; body: string }> => {
+    const res = await request(`${gw.base}${path}`, { method: body === undefined ? 'GET' : 'POST', body, headersTimeout: 10_000 });
+    return { status: res.statusCode, body: await res.body.text() };
+  };
+  /** The error lines of the log that mention `text`, once the first one is there (the sink writes in batches). */
+  const errorLines = async (text: string): Promise<string[]> => {
+    const pick = (): string[] => gw.logs.filter((l) => l.includes('ERROR') && l.includes(text));
+    for (let i = 0; i < 100 && pick().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    return pick();
+  };
+  const namesPlugin = (line: string | undefined, key: string): void => {
+    assert.ok(line, 'an error line was logged');
+    assert.match(line, new RegExp(`plugin=${key}\\b`), line);
+    assert.match(line, /package=acme-failing@1\.2\.3/, line);
+  };
+
+  it('a request hook that throws answers 500 and the log names the plugin', async () => {
+    const res = await get('/throws');
+    assert.equal(res.status, 500);
+    assert.doesNotMatch(res.body, /acme/);
+    namesPlugin((await errorLines('acme hook exploded'))[0], 'acmeThrows');
+  });
+
+  it('a request hook that rejects answers 500 and the log names the plugin', async () => {
+    assert.equal((await get('/rejects')).status, 500);
+    namesPlugin((await errorLines('acme async hook exploded'))[0], 'acmeRejects');
+  });
+
+  it('a request hook that never settles answers 504 at the default backend request timeout, naming the plugin', async () => {
+    const started = performance.now();
+    const res = await get('/hangs');
+    const took = performance.now() - started;
+    assert.equal(res.status, 504);
+    assert.ok(took >= 600 && took < 5000, `answered after ${took} ms`);
+    assert.match(JSON.parse(res.body).error.type, /timeout/);
+    namesPlugin((await errorLines('did not settle'))[0], 'acmeHangs');
+    // Nothing reached the upstream, and the gateway still serves.
+    assert.equal((await get('/response')).status, 200);
+  });
+
+  it("a route's own timeout policy still decides when it has one", async () => {
+    const started = performance.now();
+    assert.equal((await get('/hangs-with-timeout')).status, 504);
+    assert.ok(performance.now() - started < 650);
+  });
+
+  it('a response hook or log hook that throws leaves the answer alone; the log names the plugin', async () => {
+    assert.equal((await get('/response')).status, 200);
+    namesPlugin((await errorLines('acme response hook exploded'))[0], 'acmeBadResponse');
+    assert.equal((await get('/log')).status, 200);
+    namesPlugin((await errorLines('acme log hook exploded'))[0], 'acmeBadLog');
+  });
+
+  it('a policy that promised requestStream: false yet reads ex.req as a stream gets an error, not a wait', async () => {
+    // A connection's first request is the lean side's when its route allows (ADR 0088): a fresh connection.
+    const client = new Client(gw.base);
+    try {
+      const res = await client.request({ path: '/stream', method: 'POST', body: 'hello', headersTimeout: 10_000 });
+      await res.body.text();
+      assert.equal(res.statusCode, 500);
+    } finally {
+      await client.close();
+    }
+    const line = (await errorLines('requestStream'))[0];
+    namesPlugin(line, 'acmeStreamReader');
+    assert.match(line!, /bufferBody/);
+  });
+
+  it('a policy that drains ex.req without ex.setBody gets a 500 saying so, not a request that waits forever', async () => {
+    const before = upstream.received.length;
+    const res = await get('/drains', 'hello');
+    assert.equal(res.status, 500);
+    assert.ok(gw.logs.some((l) => l.includes('path=/drains') && /setBody/.test(l)), 'the access log says why');
+    assert.equal(upstream.received.length, before);
+    // Handed back with ex.setBody, the body goes upstream.
+    assert.equal((await get('/drains/give-back', 'hello')).status, 200);
+    assert.equal(upstream.received.at(-1)!.body.toString(), 'hello');
+  });
+});
