@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { assembleSchema } from '../config/assemble-schema.ts';
+import { checkPluginSchemas } from '../config/plugin-schemas.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { readConfigFile } from '../config/load-config.ts';
 import { ValidatorCodeCache } from '../config/validator-cache.ts';
@@ -144,7 +145,9 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       const text = args.file ? await readConfigFile(args.file) : '';
       const registry = await buildRegistry(dist.preset, preloadPluginList(text), args.file ? resolve(args.file) : undefined);
       if (args.command === 'schema') {
-        process.stdout.write(`${JSON.stringify(assembleSchema(registry), null, 2)}\n`);
+        const schema = assembleSchema(registry);
+        checkPluginSchemas(registry, schema);
+        process.stdout.write(`${JSON.stringify(schema, null, 2)}\n`);
       } else {
         const rows = registry.plugins().map(({ plugin, source }) => [
           pluginLabel(plugin),

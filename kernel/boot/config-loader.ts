@@ -7,6 +7,7 @@ import { compileSnapshot } from '../compile/compile-snapshot.ts';
 import type { Snapshot } from '../compile/snapshot.ts';
 import { releaseAjv } from '../config/ajv-lib.ts';
 import { assembleSchema } from '../config/assemble-schema.ts';
+import { checkPluginSchemas } from '../config/plugin-schemas.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import type { PositionedIssue } from '../config/format-issues.ts';
 import { parseConfigText, pluginListOf, readConfigFile, validateParsed } from '../config/load-config.ts';
@@ -136,6 +137,8 @@ export class ConfigLoader {
     const c = this.options.config;
     this.thirdParty = thirdParty;
     this.registry = await buildRegistry(this.options.preset, thirdParty, 'file' in c ? c.file : c.base);
+    // A third-party schema that cannot be used is refused now, naming its plugin (ADR 0144).
+    if (thirdParty.length) checkPluginSchemas(this.registry, assembleSchema(this.registry));
     const knownKeys = [...(this.options.knownKeys ?? [])];
     // Only first-party plugins (the distribution's preset, no `config.plugins`): their schemas are checked against
     // the meta-schema by the tests, so the start skips that check (about 60 ms, docs/perf.md "Startup").

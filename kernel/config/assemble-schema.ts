@@ -1,6 +1,6 @@
 import { ErrorCode, pluginLabel } from '../sdk/index.ts';
 import type { ConfigSection, JsonSchema } from '../sdk/index.ts';
-import { PluginRegistryError } from '../registry/registry.ts';
+import { PluginRegistryError, describeSource } from '../registry/registry.ts';
 import type { PluginRegistry } from '../registry/registry.ts';
 import { ROOT_SCHEMA, SHARED_DEFS, SKELETON_DEFS } from './skeleton-schema.ts';
 
@@ -24,6 +24,8 @@ export function configSectionPath(section: ConfigSection<unknown>): string {
 export function assembleSchema(registry: PluginRegistry): JsonSchema {
   const defs: Record<string, JsonSchema> = { ...SHARED_DEFS };
   const contributed: Record<string, unknown> = {};
+  /** The plugin whose schema is being transformed, for messages (`plugin \`x\` from pkg@1.0.0 (spec)`). */
+  let owner: string | undefined;
 
   const slotMembers = (slot: string, filter: unknown): Record<string, JsonSchema> => {
     const members: Record<string, JsonSchema> = {};
@@ -53,7 +55,7 @@ export function assembleSchema(registry: PluginRegistry): JsonSchema {
     const slotName = src['x-slot'];
     if (typeof slotName === 'string') {
       const slot = registry.slot(slotName);
-      if (!slot) throw new Error(`schema refers to unknown slot \`${slotName}\``);
+      if (!slot) throw new PluginRegistryError(ErrorCode.pluginInvalid, `${owner ?? 'the schema'} refers to slot \`${slotName}\`, which no installed plugin declares`);
       const members = slotMembers(slotName, src['x-slot-filter']);
       out.type = 'object';
       out.properties = { ...((out.properties as object | undefined) ?? {}), ...members };
@@ -92,14 +94,17 @@ export function assembleSchema(registry: PluginRegistry): JsonSchema {
         );
       }
       contributed[where] = section;
+      owner = `plugin \`${plugin.key}\` from ${describeSource(source)}`;
       props[section.name] = transform(section.schema, undefined);
     }
   }
+  owner = undefined;
   for (const name of registry.slotNames()) {
     defs[`slot.${name}`] = transform({ 'x-slot': name, description: registry.slot(name)!.description }, undefined) as JsonSchema;
   }
-  for (const { plugin } of registry.plugins()) {
+  for (const { plugin, source } of registry.plugins()) {
     if (plugin.kind === 'slot') continue;
+    owner = `plugin \`${plugin.key}\` from ${describeSource(source)}`;
     const defName = pluginDefName(pluginLabel(plugin), plugin.key);
     const prefix = `${defName}.`;
     const schema = transform(plugin.schema, prefix) as JsonSchema;

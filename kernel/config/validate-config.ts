@@ -165,6 +165,29 @@ export class ConfigValidator {
     this.ajv.compile(this.withoutId(this.defs));
   }
 
+  /**
+   * Why the definition `name` (a plugin's part of the schema) cannot be used, or undefined: what the JSON Schema
+   * meta-schema refuses in it, else what compiling it refuses (an unknown keyword in strict mode, a reference to a
+   * definition that is not there). Paths and references are given as the plugin wrote them (ADR 0144).
+   */
+  definitionProblem(name: string): string | undefined {
+    const ajv = this.ajv;
+    const local = (text: string): string => text.replaceAll(`#/$defs/${name}.`, '#/$defs/');
+    if (!ajv.validateSchema(this.defs[name] as object)) {
+      const seen = new Set((ajv.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`));
+      return local([...seen].slice(0, 3).join('; '));
+    }
+    const probe = { ...this.withoutId(this.defs), $ref: `#/$defs/${name}` };
+    try {
+      ajv.compile(probe);
+    } catch (err) {
+      return local((err as Error).message);
+    } finally {
+      ajv.removeSchema(probe);
+    }
+    return undefined;
+  }
+
   /** The plugin keys this config uses (all of them when the schema is not pruned), and their set's id. */
   private usedBy(config: unknown, tree: boolean): { used: ReadonlySet<string>; id: string } {
     const used = this.prunable ? usedKeys(config, this.slotKeys, tree) : this.slotKeys;

@@ -32,7 +32,8 @@ export class PluginRegistryError extends Error {
 
 const KINDS: ReadonlySet<string> = new Set(['policy', 'backend', 'variant', 'slot']);
 
-function describe(source: PluginSource): string {
+/** How messages name where a plugin came from: `name@version (module spec)`. */
+export function describeSource(source: PluginSource): string {
   return source.module ? `${source.name} (${source.module})` : source.name;
 }
 
@@ -57,24 +58,24 @@ export class PluginRegistry {
     if (!isPlugin(candidate)) {
       throw new PluginRegistryError(
         ErrorCode.pluginInvalid,
-        `${describe(source)} does not export a Switchyard plugin (its default export must come from a define* helper of switchyard/sdk)`,
+        `${describeSource(source)} does not export a Switchyard plugin (its default export must come from a define* helper of switchyard/sdk)`,
       );
     }
     const plugin = candidate;
     if (plugin.apiVersion !== SDK_API_VERSION) {
       throw new PluginRegistryError(
         ErrorCode.pluginVersion,
-        `plugin \`${plugin.key}\` from ${describe(source)} targets plugin API v${plugin.apiVersion}, but this Switchyard provides v${SDK_API_VERSION}`,
+        `plugin \`${plugin.key}\` from ${describeSource(source)} targets plugin API v${plugin.apiVersion}, but this Switchyard provides v${SDK_API_VERSION}`,
       );
     }
     if (typeof plugin.key !== 'string' || !/^[A-Za-z][A-Za-z0-9]*$/.test(plugin.key)) {
-      throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin from ${describe(source)} has an invalid key ${JSON.stringify(plugin.key)}`);
+      throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin from ${describeSource(source)} has an invalid key ${JSON.stringify(plugin.key)}`);
     }
     if (!KINDS.has(plugin.kind)) {
       // An older SDK's `defineGuard` (and the like) made kinds such as `guard`; variants now come from `defineVariant`.
       throw new PluginRegistryError(
         ErrorCode.pluginInvalid,
-        `plugin \`${plugin.key}\` from ${describe(source)} is of kind \`${String(plugin.kind)}\`; this Switchyard knows policy, backend, variant and slot (a guard, provider, transport or backendAuth variant is made with defineVariant or the helpers of switchyard/slots/*)`,
+        `plugin \`${plugin.key}\` from ${describeSource(source)} is of kind \`${String(plugin.kind)}\`; this Switchyard knows policy, backend, variant and slot (a guard, provider, transport or backendAuth variant is made with defineVariant or the helpers of switchyard/slots/*)`,
       );
     }
     const entry: RegisteredPlugin = { plugin, source };
@@ -85,7 +86,7 @@ export class PluginRegistry {
     // Slots the plugin owns (or fills, for a variant) come first, so `switchyard plugins` lists a slot before its members.
     for (const slot of plugin.slots ?? []) {
       if (!isPlugin(slot) || slot.kind !== 'slot') {
-        throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin \`${plugin.key}\` from ${describe(source)} lists in \`slots\` something defineSlot did not make`);
+        throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin \`${plugin.key}\` from ${describeSource(source)} lists in \`slots\` something defineSlot did not make`);
       }
       if (this.declareSlot(slot, source)) this.all.push({ plugin: slot, source });
     }
@@ -97,7 +98,7 @@ export class PluginRegistry {
       if (clash) {
         throw new PluginRegistryError(
           ErrorCode.pluginDuplicate,
-          `duplicate ${label} key \`${name}\`: registered by ${describe(clash.source)} and by ${describe(source)}`,
+          `duplicate ${label} key \`${name}\`: registered by ${describeSource(clash.source)} and by ${describeSource(source)}`,
         );
       }
       kindMap.set(name, entry);
@@ -118,7 +119,7 @@ export class PluginRegistry {
     if (existing.manifest.type !== slot.type || existing.manifest.accepts !== slot.accepts) {
       throw new PluginRegistryError(
         ErrorCode.pluginDuplicate,
-        `slot \`${slot.name}\` is declared twice, differently: by ${describe(existing.source)} and by ${describe(source)}`,
+        `slot \`${slot.name}\` is declared twice, differently: by ${describeSource(existing.source)} and by ${describeSource(source)}`,
       );
     }
     return false;
@@ -137,7 +138,7 @@ export class PluginRegistry {
           if (slot.manifest.type !== 'map' || slot.manifest.accepts !== 'policy') {
             throw new PluginRegistryError(
               ErrorCode.pluginInvalid,
-              `policy \`${p.key}\` from ${describe(entry.source)} attaches to \`${slotName}\`, which is not a declared map slot`,
+              `policy \`${p.key}\` from ${describeSource(entry.source)} attaches to \`${slotName}\`, which is not a declared map slot`,
             );
           }
           this.addMember(slot, entry);
@@ -149,7 +150,7 @@ export class PluginRegistry {
         if (!slot || slot.manifest.type !== 'oneOf' || slot.manifest.accepts !== 'variant') {
           throw new PluginRegistryError(
             ErrorCode.pluginInvalid,
-            `variant \`${p.key}\` from ${describe(entry.source)} fills \`${p.slot}\`, which is not a declared one-of slot`,
+            `variant \`${p.key}\` from ${describeSource(entry.source)} fills \`${p.slot}\`, which is not a declared one-of slot`,
           );
         }
         this.addMember(slot, entry);

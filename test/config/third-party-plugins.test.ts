@@ -111,6 +111,59 @@ describe('third-party plugins: loading errors', () => {
   });
 });
 
+/** A config loading one plugin file, `./plugins/<name>.mjs`, whose policy `key` has `schema`; the refusal it gets. */
+async function schemaRefusal(key: string, schema: unknown, body: readonly string[] = ['binds: []']): Promise<PluginRegistryError> {
+  const { file, dir, text } = configWith([`./plugins/${key}.mjs`], body);
+  mkdirSync(join(dir, 'plugins'));
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-gateway', version: '3.0.0', type: 'module' }));
+  const source = `import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({ key: '${key}', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema: ${JSON.stringify(schema)}, compile: () => ({}) });\n`;
+  writeFileSync(join(dir, `plugins/${key}.mjs`), source);
+  const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+  try {
+    return await gateway.compile(text).then(
+      () => assert.fail('expected the plugin to be refused'),
+      (e: unknown) => {
+        assert.ok(e instanceof PluginRegistryError, `expected a PluginRegistryError, got ${String(e)}`);
+        return e;
+      },
+    );
+  } finally {
+    await gateway.stop();
+  }
+}
+
+describe('third-party plugins: schemas that are not valid JSON Schema (ADR 0144)', () => {
+  const from = (key: string): string => `plugin \`${key}\` from acme-gateway@3.0.0 (./plugins/${key}.mjs) has an invalid schema: `;
+
+  it('a schema the meta-schema refuses names the plugin, its package and where in its schema', async () => {
+    const err = await schemaRefusal('badSchema', { type: 'object', properties: { a: { type: 'string', minLength: 'three', description: 'a' } } });
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.ok(err.message.startsWith(from('badSchema')), err.message);
+    assert.match(err.message, /\/properties\/a\/minLength must be integer/);
+  });
+
+  it('a reference to a definition the schema does not have, as the plugin wrote it', async () => {
+    const err = await schemaRefusal('badRef', { type: 'object', properties: { a: { $ref: '#/$defs/nope', description: 'a' } } });
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.ok(err.message.startsWith(from('badRef')), err.message);
+    assert.match(err.message, /#\/\$defs\/nope\b/);
+    assert.doesNotMatch(err.message, /policy\.badRef/);
+  });
+
+  it('an unknown keyword (strict mode) is refused at start, not at the first config that uses the key', async () => {
+    const err = await schemaRefusal('unknownKeyword', { type: 'object', properties: { a: { type: 'string', exmaple: 'x', description: 'a' } } });
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.ok(err.message.startsWith(from('unknownKeyword')), err.message);
+    assert.match(err.message, /unknown keyword: "exmaple"/);
+  });
+
+  it('an `x-slot` no installed plugin declares', async () => {
+    const err = await schemaRefusal('badSlot', { type: 'object', properties: { t: { 'x-slot': 'nope', description: 't' } } });
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.equal(err.message, `plugin \`badSlot\` from acme-gateway@3.0.0 (./plugins/badSlot.mjs) refers to slot \`nope\`, which no installed plugin declares`);
+  });
+});
+
 describe('third-party plugins: loading', () => {
   const route = ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - policies:', '              neutralWord: { value: x }'];
 
