@@ -20,16 +20,21 @@ import type {
   SlotPlugin,
 } from '../sdk/index.ts';
 import { configSectionPath } from '../config/assemble-schema.ts';
-import type { PluginRegistry } from '../registry/registry.ts';
+import { describeSource } from '../registry/registry.ts';
+import type { PluginRegistry, RegisteredPlugin } from '../registry/registry.ts';
 import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { EjectionCounter } from './backend-health.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { ownInstance } from './plugin-owner.ts';
+import { settleWithin } from './settle-within.ts';
 import { CompiledPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
 import type { StaticConfig } from './snapshot.ts';
 import { pluginContext } from './plugin-context.ts';
+
+/** How long a third-party plugin's compile may take before the load fails naming it (ADR 0144). */
+const PLUGIN_COMPILE_DEADLINE_MS = 60_000;
 
 type Obj = Record<string, unknown>;
 
@@ -145,6 +150,21 @@ export class LoadCompiler {
     }
   }
 
+  /**
+   * A plugin's compile. A third-party one is also bounded and its result checked, failing with a ConfigError at
+   * `path` (ADR 0144): a compile that never settles would hold the start or reload forever, one that returns no
+   * instance would leave its key silently unapplied, and a backend without `handle` would fail every request.
+   */
+  private async checked<T>(registered: RegisteredPlugin, path: ConfigPath, run: () => T | Promise<T>): Promise<T> {
+    const { plugin, source } = registered;
+    if (source.name === 'switchyard') return run();
+    const fail = (message: string): ConfigError => new ConfigError({ code: ErrorCode.configInvalid, path, message: `plugin \`${plugin.key}\` from ${describeSource(source)}: ${message}` });
+    const instance = await settleWithin(Promise.resolve().then(run), PLUGIN_COMPILE_DEADLINE_MS, () => fail(`compile() did not finish within ${PLUGIN_COMPILE_DEADLINE_MS / 1000}s`));
+    if (typeof instance !== 'object' || instance === null) throw fail(`compile() returned ${instance === null ? 'null' : instance === undefined ? 'undefined' : `a ${typeof instance}`}, not an instance`);
+    if (plugin.kind === 'backend' && typeof (instance as { handle?: unknown }).handle !== 'function') throw fail('compile() returned a backend instance without `handle`');
+    return instance;
+  }
+
   /** The compile context a plugin at `path` gets (`plugin-context.ts`). */
   context(path: ConfigPath, policies: PolicySet): BackendCompileContext {
     return pluginContext(this, path, policies);
@@ -158,7 +178,7 @@ export class LoadCompiler {
     const registered = this.deps.registry.lookup(slot, key)!;
     const plugin = registered.plugin as { key: string; compile(c: unknown, ctx: unknown): unknown };
     renameKey(value, key, plugin.key);
-    const instance = (await plugin.compile(value[plugin.key], this.context([...at, key], policies))) as T;
+    const instance = (await this.checked(registered, [...at, key], () => plugin.compile(value[plugin.key], this.context([...at, key], policies)))) as T;
     ownInstance(instance, registered);
     this.track(instance);
     return { key: plugin.key, instance };
@@ -183,7 +203,7 @@ export class LoadCompiler {
       }
       seen.set(plugin.key, key);
       renameKey(value, key, plugin.key);
-      const instance = await this.guarded([...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([]))));
+      const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([])))));
       if (!instance) continue;
       ownInstance(instance, registered);
       this.track(instance);
@@ -198,7 +218,7 @@ export class LoadCompiler {
     const registered = this.deps.registry.lookup('backend', key)!;
     const plugin = registered.plugin as BackendPlugin;
     renameKey(value, key, plugin.key);
-    const instance = await this.guarded([...path, key], () => plugin.compile(value[plugin.key], this.context([...path, key], policies)));
+    const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(value[plugin.key], this.context([...path, key], policies))));
     ownInstance(instance, registered);
     this.track(instance);
     return instance;

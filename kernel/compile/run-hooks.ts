@@ -1,6 +1,7 @@
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { Exchange, PolicyInstance, Reply } from '../sdk/index.ts';
 import { PluginHookError, ownerOf } from './plugin-owner.ts';
+import { settleWithin } from './settle-within.ts';
 
 type HookResult = void | Reply | undefined | Promise<void | Reply | undefined>;
 
@@ -17,24 +18,12 @@ function failure(hook: PolicyInstance, err: unknown): unknown {
  * A third-party hook's promise, bounded (ADR 0144): past `ms` the request answers 504 and the log names the plugin.
  * First-party hooks bound their own waits (each remote call has its deadline), so they pay no timer.
  */
-function settleWithin(hook: PolicyInstance, pending: PromiseLike<void | Reply | undefined>, ms: number): PromiseLike<void | Reply | undefined> {
+function bounded(hook: PolicyInstance, pending: PromiseLike<void | Reply | undefined>, ms: number): PromiseLike<void | Reply | undefined> {
   const owner = ownerOf(hook);
   if (ms <= 0 || owner?.package === undefined) return pending;
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
-      reject(new PluginHookError(owner, answer, `policy \`${owner.plugin}\` did not settle its request hook within ${ms}ms`));
-    }, ms);
-    pending.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        reject(err);
-      },
-    );
+  return settleWithin(pending, ms, () => {
+    const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
+    return new PluginHookError(owner, answer, `policy \`${owner.plugin}\` did not settle its request hook within ${ms}ms`);
   });
 }
 
@@ -55,7 +44,7 @@ export function runRequestHooks(hooks: readonly PolicyInstance[], ex: Exchange, 
     }
     if (result === undefined) continue;
     if (isThenable(result)) {
-      return Promise.resolve(settleWithin(hook, result, deadlineMs)).then(
+      return Promise.resolve(bounded(hook, result, deadlineMs)).then(
         (reply) => (reply ? reply : runRequestHooks(hooks, ex, i + 1, deadlineMs)),
         (err: unknown) => {
           throw failure(hook, err);

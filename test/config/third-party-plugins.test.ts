@@ -4,7 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { createGateway, LogSink, PluginRegistryError } from 'switchyard';
+import { ConfigLoadError, createGateway, LogSink, PluginRegistryError } from 'switchyard';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';
 import { tempDirs, yaml } from './helpers.ts';
@@ -161,6 +161,46 @@ describe('third-party plugins: schemas that are not valid JSON Schema (ADR 0144)
     const err = await schemaRefusal('badSlot', { type: 'object', properties: { t: { 'x-slot': 'nope', description: 't' } } });
     assert.equal(err.code, 'SWY_ERR_PLUGIN_INVALID');
     assert.equal(err.message, `plugin \`badSlot\` from acme-gateway@3.0.0 (./plugins/badSlot.mjs) refers to slot \`nope\`, which no installed plugin declares`);
+  });
+});
+
+describe('third-party plugins: compile() results the kernel cannot use (ADR 0144)', () => {
+  const PLUGINS = [
+    "import { defineBackend, definePolicy } from 'switchyard/sdk';",
+    'const schema = { type: "object", additionalProperties: false, properties: {} };',
+    'export default [',
+    "  definePolicy({ key: 'returnsNothing', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => undefined }),",
+    "  defineBackend({ key: 'noHandle', description: 'x', schema, compile: () => ({ protocol: 'http' }) }),",
+    '];',
+  ].join('\n');
+  const refusal = async (route: readonly string[]): Promise<string> => {
+    const body = ['binds:', '  - port: 8080', '    listeners:', '      - routes:', ...route];
+    const { file, dir, text } = configWith(['./plugins/odd.mjs'], body);
+    mkdirSync(join(dir, 'plugins'));
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-gateway', version: '3.0.0', type: 'module' }));
+    writeFileSync(join(dir, 'plugins/odd.mjs'), PLUGINS);
+    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+    try {
+      return await gateway.compile(text).then(
+        () => assert.fail('expected a config error'),
+        (e: unknown) => {
+          assert.ok(e instanceof ConfigLoadError, `expected a ConfigLoadError, got ${String(e)}`);
+          return e.message;
+        },
+      );
+    } finally {
+      await gateway.stop();
+    }
+  };
+
+  it('a policy whose compile returns nothing is a config error at its key, not a policy silently left out', async () => {
+    const message = await refusal(['          - policies:', '              returnsNothing: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
+    assert.match(message, /config\.yaml:\d+:\d+: plugin `returnsNothing` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) returned undefined, not an instance/);
+  });
+
+  it('a backend whose instance has no handle() is a config error at its key, not a 500 per request', async () => {
+    const message = await refusal(['          - backends: [{ noHandle: {} }]']);
+    assert.match(message, /config\.yaml:\d+:\d+: plugin `noHandle` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) returned a backend instance without `handle`/);
   });
 });
 

@@ -1,0 +1,19 @@
+/**
+ * `pending`, or a rejection with what `timedOut()` makes once `ms` pass first (ADR 0144): how the kernel bounds
+ * plugin code that might never settle (a request hook, a compile). The timer is cleared when `pending` settles.
+ */
+export function settleWithin<T>(pending: PromiseLike<T>, ms: number, timedOut: () => unknown): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(timedOut()), ms);
+    pending.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
+}
