@@ -9,6 +9,8 @@ import { LayeredPolicySet } from './policy-set.ts';
 import type { CompiledPolicySet, PolicyEntry } from './policy-set.ts';
 import type { CompiledBackendRef, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
+import { ownerOf } from './plugin-owner.ts';
+import { boundedBackend } from './run-hooks.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -129,9 +131,11 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
   const responseHooks = [...backendSet.responseHooks(), ...routeSet.responseHooks()];
   const logHooks = [...backendSet.logHooks(), ...routeSet.logHooks()];
   const requestHooks = backendSet.requestHooks();
+  // A third-party backend's failures name it, and its answer is bounded by the response deadline (ADR 0144).
+  const owner = ownerOf(instance);
   return {
     weight: (ref.weight as number | undefined) ?? 1,
-    instance,
+    instance: owner?.package === undefined ? instance : boundedBackend(instance, owner, plan.retry === null ? plan.headersTimeoutMs : 0),
     requestHooks,
     responseHooks: responseHooks.length ? responseHooks : null,
     logHooks: logHooks.length ? logHooks : null,

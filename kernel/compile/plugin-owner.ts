@@ -16,6 +16,11 @@ export function ownInstance(instance: unknown, registered: RegisteredPlugin): vo
   owners.set(instance, source.name === 'switchyard' ? { plugin: plugin.key } : { plugin: plugin.key, package: source.name });
 }
 
+/** Record `owner` for an object standing in for an instance (a bounded backend). */
+export function ownAs(instance: object, owner: PluginOwner): void {
+  owners.set(instance, owner);
+}
+
 /** The plugin that compiled `instance`, or undefined for the kernel's own hooks. */
 export function ownerOf(instance: unknown): PluginOwner | undefined {
   return typeof instance === 'object' && instance !== null ? owners.get(instance) : undefined;
@@ -29,10 +34,13 @@ export function ownerOf(instance: unknown): PluginOwner | undefined {
 export class PluginHookError extends Error {
   readonly owner: PluginOwner | undefined;
   override readonly cause: unknown;
-  constructor(owner: PluginOwner | undefined, cause: unknown, message?: string) {
+  /** What failed, for the log line: `request hook` or `backend`. */
+  readonly stage: string;
+  constructor(owner: PluginOwner | undefined, cause: unknown, message?: string, stage = 'request hook') {
     super(message ?? (cause as Error)?.message ?? String(cause));
     this.name = 'PluginHookError';
     this.owner = owner;
     this.cause = cause;
+    this.stage = stage;
   }
 }

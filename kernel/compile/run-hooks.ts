@@ -1,6 +1,7 @@
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
-import type { Exchange, PolicyInstance, Reply } from '../sdk/index.ts';
-import { PluginHookError, ownerOf } from './plugin-owner.ts';
+import type { BackendInstance, Exchange, PolicyInstance, Reply } from '../sdk/index.ts';
+import { PluginHookError, ownAs, ownerOf } from './plugin-owner.ts';
+import type { PluginOwner } from './plugin-owner.ts';
 import { settleWithin } from './settle-within.ts';
 
 type HookResult = void | Reply | undefined | Promise<void | Reply | undefined>;
@@ -54,4 +55,34 @@ export function runRequestHooks(hooks: readonly PolicyInstance[], ex: Exchange, 
     return result as Reply;
   }
   return undefined;
+}
+
+/**
+ * A third-party backend as the kernel calls it (ADR 0144): `handle` failing with anything but a GatewayError comes out
+ * as a PluginHookError naming the backend, and an answer not started within `ms` (the backend's response deadline;
+ * 0: none) is a 504. The rest of the instance is the backend's own (its prototype).
+ */
+export function boundedBackend(instance: BackendInstance, owner: PluginOwner, ms: number): BackendInstance {
+  const tag = (err: unknown): unknown => (err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(owner, err, undefined, 'backend'));
+  const timedOut = (): PluginHookError => {
+    const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
+    return new PluginHookError(owner, answer, `backend \`${owner.plugin}\` did not answer within ${ms}ms`, 'backend');
+  };
+  const bounded = Object.create(instance) as BackendInstance;
+  const handle = (ex: Exchange): Reply | Promise<Reply> => {
+    let reply: Reply | Promise<Reply>;
+    try {
+      reply = instance.handle(ex);
+    } catch (err) {
+      throw tag(err);
+    }
+    if (!isThenable(reply)) return reply;
+    const pending = ms > 0 ? settleWithin(reply as PromiseLike<Reply>, ms, timedOut) : Promise.resolve(reply);
+    return pending.catch((err: unknown) => {
+      throw tag(err);
+    });
+  };
+  Object.defineProperty(bounded, 'handle', { value: handle, enumerable: true });
+  ownAs(bounded, owner);
+  return bounded;
 }

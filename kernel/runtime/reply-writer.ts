@@ -38,7 +38,7 @@ export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Repl
     const cause = err.cause;
     ex.errorMessage = err.message;
     const stack = cause instanceof GatewayError ? undefined : (cause as Error)?.stack;
-    logger.error('request hook failed', { route: ex.route.key, ...err.owner, error: err.message, ...(stack ? { stack } : {}) });
+    logger.error(`${err.stage} failed`, { route: ex.route.key, ...err.owner, error: err.message, ...(stack ? { stack } : {}) });
     if (!(cause instanceof GatewayError)) return jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
     ex.abort(cause); // the hook's own work (its fetches on ex.signal) stops
     return jsonErrorReply(cause.status, cause.type, cause.message, {});

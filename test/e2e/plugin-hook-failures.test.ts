@@ -15,7 +15,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
 const PLUGIN = `
-import { definePolicy } from 'switchyard/sdk';
+import { defineBackend, definePolicy } from 'switchyard/sdk';
 const schema = { type: 'object', additionalProperties: false, properties: {} };
 const policy = (key, instance, extra = {}) => definePolicy({ key, description: key, schema, attach: ['routePolicies'], phase: 'mutate', ...extra, compile: () => instance });
 export default [
@@ -43,6 +43,14 @@ export default [
       });
     }),
   }),
+  defineBackend({ key: 'acmeBackend', description: 'x', schema, compile: () => ({
+    protocol: 'http',
+    handle(ex) {
+      if (ex.path.endsWith('/throw')) throw new Error('acme backend exploded');
+      if (ex.path.endsWith('/hang')) return new Promise(() => {});
+      return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'acme' };
+    },
+  }) }),
 ];
 `;
 
@@ -71,6 +79,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('log', { acmeBadLog: {} }),
         route('stream', { acmeStreamReader: {} }),
         route('drains', { acmeDrains: {} }),
+        { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
       ],
       { config: { plugins: [join(dir, 'index.js')], defaultTimeouts: { backendRequestTimeout: '700ms' } } },
     );
@@ -158,5 +167,16 @@ describe('third-party plugin hooks that fail at request time', () => {
     // Handed back with ex.setBody, the body goes upstream.
     assert.equal((await get('/drains/give-back', 'hello')).status, 200);
     assert.equal(upstream.received.at(-1)!.body.toString(), 'hello');
+  });
+
+  it("a backend whose handle() throws answers 500 and the log names it; one that never answers is a 504", async () => {
+    assert.deepEqual(await get('/backend/ok'), { status: 200, body: 'acme' });
+    assert.equal((await get('/backend/throw')).status, 500);
+    namesPlugin((await errorLines('acme backend exploded'))[0], 'acmeBackend');
+    const started = performance.now();
+    assert.equal((await get('/backend/hang')).status, 504);
+    assert.ok(performance.now() - started < 5000);
+    namesPlugin((await errorLines('did not answer'))[0], 'acmeBackend');
+    assert.deepEqual(await get('/backend/ok'), { status: 200, body: 'acme' });
   });
 });
