@@ -13,6 +13,7 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const PRESETS_DIR = join(ROOT, 'plugins/presets');
 const ROOT_PKG = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   version: string;
+  exports: Record<string, string>;
   license?: string;
   engines?: Record<string, string>;
   dependencies?: Record<string, string>;
@@ -274,6 +275,21 @@ function prepareOut(out: string): void {
   mkdirSync(out, { recursive: true });
 }
 
+/**
+ * The package's `switchyard/slots/*` modules whose slots some plugin of the preset declares (ADR 0144): a guard,
+ * provider or transport package imports its helper from there, and can only fill a slot the distribution has.
+ */
+async function slotModulesOf(plugins: readonly Plugin[]): Promise<{ name: string; source: string }[]> {
+  const declared = new Set(plugins.flatMap((p) => (p.kind === 'slot' ? [p.name] : (p.slots ?? []).map((s) => s.name))));
+  const modules: { name: string; source: string }[] = [];
+  for (const [key, source] of Object.entries(ROOT_PKG.exports)) {
+    if (!key.startsWith('./slots/')) continue;
+    const exported = Object.values((await import(join(ROOT, source))) as Record<string, unknown>);
+    if (exported.some((v) => isPlugin(v) && v.kind === 'slot' && declared.has(v.name))) modules.push({ name: key.slice(2), source });
+  }
+  return modules;
+}
+
 /** Bundle the CLI with one preset into `out`: switchyard.mjs, chunks/, switchyard.schema.json, package.json. */
 export async function buildDist(options: BuildOptions): Promise<BuildResult> {
   const started = performance.now();
@@ -288,6 +304,7 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
   });
   const out = resolve(options.out ?? join(ROOT, 'dist', name));
   prepareOut(out);
+  const slotModules = await slotModulesOf(found.plugins as readonly Plugin[]);
 
   const presetSpec = relative(ROOT, file).split(sep).join('/');
   const entrySource = [
@@ -327,6 +344,8 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
       { in: ENTRY, out: 'switchyard' },
       // switchyard/sdk for third-party plugins (config.plugins): the same module instances as the bundled kernel.
       { in: './kernel/sdk/index.ts', out: 'sdk' },
+      // switchyard/slots/* of the slots the preset declares, for third-party guards, providers and transports.
+      ...slotModules.map((m) => ({ in: m.source, out: m.name })),
     ],
     outdir: out,
     outExtension: { '.js': '.mjs' },
@@ -397,7 +416,7 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
     license: ROOT_PKG.license,
     type: 'module',
     bin: { switchyard: './switchyard.mjs' },
-    exports: { './sdk': './sdk.mjs', './package.json': './package.json' },
+    exports: { './sdk': './sdk.mjs', ...Object.fromEntries(slotModules.map((m) => [`./${m.name}`, `./${m.name}.mjs`])), './package.json': './package.json' },
     engines: { ...ROOT_PKG.engines, node: engine.range },
     dependencies,
     switchyard: { preset: name, plugins: plugins.map((p) => p.key) },
@@ -439,7 +458,8 @@ Node ${node}; no type stripping, no build tools.
 
 ${dependencies.length ? `Install the dependencies left outside the bundle first: \`npm install --omit=dev\` (${dependencies.join(', ')}).\n\n` : 'Every dependency is bundled: copy the folder and run it.\n\n'}A config that uses a first-party plugin left out of this distribution fails with "\`x\` is not installed in this
 distribution". Stack traces point at the bundle; \`node --enable-source-maps switchyard.mjs ...\` maps them to the
-sources. Third-party plugins (\`config.plugins\`) import \`switchyard/sdk\`, which this package exports (sdk.mjs).
+sources. Third-party plugins (\`config.plugins\`) import \`switchyard/sdk\`, which this package exports (sdk.mjs), and
+\`switchyard/slots/*\` for the slots its plugins declare (slots/).
 Licences of the bundled packages: THIRD-PARTY-NOTICES.txt.
 
 ## Plugins

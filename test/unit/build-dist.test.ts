@@ -306,6 +306,29 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
     });
   });
 
+  it('exports the slot modules of the slots its plugins declare, for third-party guards, providers and transports (ADR 0144)', async () => {
+    const exportsOf = (out: string): Record<string, string> => (JSON.parse(readFileSync(join(out, 'package.json'), 'utf8')) as { exports: Record<string, string> }).exports;
+    assert.deepEqual(Object.keys(exportsOf(minimal)).sort(), ['./package.json', './sdk']);
+    const fullExports = exportsOf(full);
+    for (const slots of ['ai', 'mcp', 'backend-auth']) {
+      assert.equal(fullExports[`./slots/${slots}`], `./slots/${slots}.mjs`);
+      assert.ok(existsSync(join(full, `slots/${slots}.mjs`)), `slots/${slots}.mjs`);
+    }
+    // A guard package (defineGuard from switchyard/slots/ai) installed beside the full distribution loads from it.
+    const app = join(tmp, 'guard-app');
+    mkdirSync(join(app, 'node_modules/acme-guard'), { recursive: true });
+    cpSync(full, join(app, 'node_modules/switchyard'), { recursive: true });
+    writeFileSync(join(app, 'node_modules/acme-guard/package.json'), JSON.stringify({ name: 'acme-guard', version: '1.0.0', type: 'module', exports: './index.js' }));
+    writeFileSync(
+      join(app, 'node_modules/acme-guard/index.js'),
+      "import { defineGuard } from 'switchyard/slots/ai';\nexport default defineGuard({ key: 'acmeQuiet', description: 'x', schema: { type: 'object', additionalProperties: false, properties: {} }, compile: () => ({ check: () => ({ action: 'pass' }) }) });\n",
+    );
+    writeFileSync(join(app, 'config.yaml'), stringify({ config: { plugins: ['acme-guard'] } }));
+    const r = await run([...NODE_ARGS, join(app, 'node_modules/switchyard/switchyard.mjs'), 'plugins', '-f', join(app, 'config.yaml')]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^guard\s+acmeQuiet\s+acme-guard@1\.0\.0/m);
+  });
+
   it('the full bundle prints the committed schema (schemas/switchyard.schema.json)', async () => {
     const expected = readFileSync(join(ROOT, 'schemas/switchyard.schema.json'), 'utf8');
     const r = await run([...NODE_ARGS, join(full, 'switchyard.mjs'), 'schema']);
