@@ -198,6 +198,7 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
                 {
                   routes: [
                     { name: 'throws', matches: [{ path: { pathPrefix: '/throw' } }], policies: { stampHeader: { value: '!throw' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+                    { name: 'echo', matches: [{ path: { pathPrefix: '/echo' } }], backends: [{ stampEcho: {} }] },
                     { name: 'stamped', policies: { stampHeader: { value: 'from-ts' } }, backends: [{ host: `127.0.0.1:${upstream.port}` }] },
                   ],
                 },
@@ -234,9 +235,11 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
         const res = await request(`http://127.0.0.1:${front}/throw`);
         assert.equal(res.statusCode, 500);
         await res.body.dump();
-        await gw.waitFor(/request failed/);
-        const line = gw.output().split('\n').find((l) => l.includes('request failed'))!;
+        await gw.waitFor(/request hook failed/);
+        const line = gw.output().split('\n').find((l) => l.includes('request hook failed'))!;
         assert.match(line, /stampHeader was asked to throw/);
+        // ADR 0144: the line names the plugin and its package.
+        assert.match(line, /plugin=stampHeader package=switchyard-plugin-stamp@1\.0\.0/);
         assert.match(line, new RegExp(`${installed}/kernel/[a-z-]+/[a-z-]+\\.ts:\\d+:\\d+`), line);
         assert.doesNotMatch(line, /build\/bundle\/[^ ]*\.js:\d+/, line);
       });
@@ -258,9 +261,25 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
         assert.deepEqual(docs, linked.map((n) => `build/docs/${n}`).sort());
       });
 
+      it('a backend kind of the package answers with a request header and the body', async () => {
+        const res = await request(`http://127.0.0.1:${front}/echo`, { method: 'POST', headers: { 'x-tenant': 'acme' }, body: 'hello' });
+        assert.equal(res.statusCode, 200);
+        assert.deepEqual(await res.body.json(), { header: 'acme', body: 'hello' });
+      });
+
       it('`switchyard plugins` names the plugin package', async () => {
         const r = ok(await runCommand('npx', ['--no-install', 'switchyard', 'plugins', '-f', 'gateway.yaml'], { cwd: app, env: ENV }), 'plugins');
         assert.match(r.stdout, /^policy\s+stampHeader\s+switchyard-plugin-stamp@1\.0\.0\s/m);
+        assert.match(r.stdout, /^backend\s+stampEcho\s+switchyard-plugin-stamp@1\.0\.0\s/m);
+      });
+
+      it('`switchyard schema -f` assembles the schema with the package\'s keys, for editor completion', async () => {
+        const r = ok(await runCommand('npx', ['--no-install', 'switchyard', 'schema', '-f', 'gateway.yaml'], { cwd: app, env: ENV }), 'schema');
+        const schema = JSON.parse(r.stdout) as { $defs: Record<string, { properties?: Record<string, { description?: string }> }> };
+        assert.equal(schema.$defs['policy.stampHeader']?.properties?.value?.description, 'Header value.');
+        assert.equal(schema.$defs['backend.stampEcho']?.properties?.header?.description, 'The header echoed (default x-tenant).');
+        assert.ok(schema.$defs['slot.routePolicies']?.properties?.stampHeader, 'a route policy key');
+        assert.ok(schema.$defs['slot.backend']?.properties?.stampEcho, 'a backend key');
       });
     });
   });
