@@ -111,25 +111,33 @@ describe('third-party plugins: loading errors', () => {
   });
 });
 
-/** A config loading one plugin file, `./plugins/<name>.mjs`, whose policy `key` has `schema`; the refusal it gets. */
-async function schemaRefusal(key: string, schema: unknown, body: readonly string[] = ['binds: []']): Promise<PluginRegistryError> {
-  const { file, dir, text } = configWith([`./plugins/${key}.mjs`], body);
+/**
+ * Compile a config (in a fresh folder whose package.json names the app `acme-gateway@3.0.0`) loading the plugin file
+ * `./plugins/<name>.mjs` holding `source`, and return what the compile threw, of the class expected.
+ */
+async function refusalOf<E extends Error>(expected: new (...args: never[]) => E, name: string, source: string, body: readonly string[]): Promise<E> {
+  const { file, dir, text } = configWith([`./plugins/${name}.mjs`], body);
   mkdirSync(join(dir, 'plugins'));
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-gateway', version: '3.0.0', type: 'module' }));
-  const source = `import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({ key: '${key}', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema: ${JSON.stringify(schema)}, compile: () => ({}) });\n`;
-  writeFileSync(join(dir, `plugins/${key}.mjs`), source);
+  writeFileSync(join(dir, `plugins/${name}.mjs`), source);
   const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
   try {
     return await gateway.compile(text).then(
-      () => assert.fail('expected the plugin to be refused'),
+      () => assert.fail(`expected a ${expected.name}`),
       (e: unknown) => {
-        assert.ok(e instanceof PluginRegistryError, `expected a PluginRegistryError, got ${String(e)}`);
+        assert.ok(e instanceof expected, `expected a ${expected.name}, got ${String(e)}`);
         return e;
       },
     );
   } finally {
     await gateway.stop();
   }
+}
+
+/** The refusal of a plugin file whose policy `key` has `schema`. */
+function schemaRefusal(key: string, schema: unknown): Promise<PluginRegistryError> {
+  const source = `import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({ key: '${key}', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema: ${JSON.stringify(schema)}, compile: () => ({}) });\n`;
+  return refusalOf(PluginRegistryError, key, source, ['binds: []']);
 }
 
 describe('third-party plugins: schemas that are not valid JSON Schema (ADR 0144)', () => {
@@ -173,25 +181,8 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
     "  defineBackend({ key: 'noHandle', description: 'x', schema, compile: () => ({ protocol: 'http' }) }),",
     '];',
   ].join('\n');
-  const refusal = async (route: readonly string[]): Promise<string> => {
-    const body = ['binds:', '  - port: 8080', '    listeners:', '      - routes:', ...route];
-    const { file, dir, text } = configWith(['./plugins/odd.mjs'], body);
-    mkdirSync(join(dir, 'plugins'));
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-gateway', version: '3.0.0', type: 'module' }));
-    writeFileSync(join(dir, 'plugins/odd.mjs'), PLUGINS);
-    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
-    try {
-      return await gateway.compile(text).then(
-        () => assert.fail('expected a config error'),
-        (e: unknown) => {
-          assert.ok(e instanceof ConfigLoadError, `expected a ConfigLoadError, got ${String(e)}`);
-          return e.message;
-        },
-      );
-    } finally {
-      await gateway.stop();
-    }
-  };
+  const refusal = async (route: readonly string[]): Promise<string> =>
+    (await refusalOf(ConfigLoadError, 'odd', PLUGINS, ['binds:', '  - port: 8080', '    listeners:', '      - routes:', ...route])).message;
 
   it('a policy whose compile returns nothing is a config error at its key, not a policy silently left out', async () => {
     const message = await refusal(['          - policies:', '              returnsNothing: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
