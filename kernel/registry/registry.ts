@@ -1,6 +1,7 @@
 import { ErrorCode, SDK_API_VERSION, isPlugin, pluginLabel } from '../sdk/index.ts';
 import type { Plugin, SlotManifest, SlotPlugin } from '../sdk/index.ts';
 import { ROOT_SLOTS } from './root-slots.ts';
+import { manifestProblem } from './manifest-checks.ts';
 
 /** Where a plugin came from, for messages: `switchyard` or a third-party package name@version. */
 export interface PluginSource {
@@ -78,6 +79,8 @@ export class PluginRegistry {
         `plugin \`${plugin.key}\` from ${describeSource(source)} is of kind \`${String(plugin.kind)}\`; this Switchyard knows policy, backend, variant and slot (a guard, provider, transport or backendAuth variant is made with defineVariant or the helpers of switchyard/slots/*)`,
       );
     }
+    const problem = manifestProblem(plugin);
+    if (problem !== undefined) throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin \`${plugin.key}\` from ${describeSource(source)} ${problem}`);
     const entry: RegisteredPlugin = { plugin, source };
     if (plugin.kind === 'slot') {
       if (this.declareSlot(plugin, source)) this.all.push(entry);

@@ -172,6 +172,38 @@ describe('third-party plugins: schemas that are not valid JSON Schema (ADR 0144)
   });
 });
 
+describe('third-party plugins: manifests a JavaScript plugin gets wrong (ADR 0144)', () => {
+  /** The refusal of a plugin file made by `definePolicy` from `manifest` (JavaScript: nothing type-checks it). */
+  const refused = (key: string, manifest: string): Promise<PluginRegistryError> =>
+    refusalOf(PluginRegistryError, key, `import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({ key: '${key}', description: 'x', ${manifest} });\n`, ['binds: []']);
+  const from = (key: string): string => `plugin \`${key}\` from acme-gateway@3.0.0 (./plugins/${key}.mjs) `;
+  const SCHEMA = "schema: { type: 'object' }";
+  const COMPILE = 'compile: () => ({})';
+
+  it('a phase that is not one of the phases (its hooks would run in no defined order)', async () => {
+    const err = await refused('badPhase', `attach: ['routePolicies'], phase: 'authentication', ${SCHEMA}, ${COMPILE}`);
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.equal(err.message, `${from('badPhase')}has phase \`authentication\`; one of \`ingress\`, \`authn\`, \`authz\`, \`admission\`, \`mutate\`, \`respond\`, \`dispatch\`, \`upstream\``);
+  });
+
+  it('an order that is not a number', async () => {
+    const err = await refused('badOrder', `attach: ['routePolicies'], phase: 'mutate', order: 'first', ${SCHEMA}, ${COMPILE}`);
+    assert.equal(err.message, `${from('badOrder')}has \`order\` "first"; a finite number`);
+  });
+
+  it('attach given as a string (the policy was offered nowhere: "unknown policy")', async () => {
+    const err = await refused('attachString', `attach: 'routePolicies', phase: 'mutate', ${SCHEMA}, ${COMPILE}`);
+    assert.equal(err.message, `${from('attachString')}has \`attach\` "routePolicies"; a list of slot names such as ['routePolicies']`);
+  });
+
+  it('no schema, or no compile function', async () => {
+    const noSchema = await refused('noSchema', `attach: ['routePolicies'], phase: 'mutate', ${COMPILE}`);
+    assert.equal(noSchema.message, `${from('noSchema')}has no \`schema\` (a JSON Schema object)`);
+    const noCompile = await refused('noCompile', `attach: ['routePolicies'], phase: 'mutate', ${SCHEMA}`);
+    assert.equal(noCompile.message, `${from('noCompile')}has no \`compile\` function`);
+  });
+});
+
 describe('third-party plugins: compile() results the kernel cannot use (ADR 0144)', () => {
   const PLUGINS = [
     "import { defineBackend, definePolicy } from 'switchyard/sdk';",
