@@ -20,8 +20,9 @@ function failure(hook: PolicyInstance, err: unknown): unknown {
  * First-party hooks bound their own waits (each remote call has its deadline), so they pay no timer.
  */
 function bounded(hook: PolicyInstance, pending: PromiseLike<void | Reply | undefined>, ms: number): PromiseLike<void | Reply | undefined> {
+  if (ms <= 0) return pending;
   const owner = ownerOf(hook);
-  if (ms <= 0 || owner?.package === undefined) return pending;
+  if (owner?.package === undefined) return pending;
   return settleWithin(pending, ms, () => {
     const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
     return new PluginHookError(owner, answer, `policy \`${owner.plugin}\` did not settle its request hook within ${ms}ms`);
