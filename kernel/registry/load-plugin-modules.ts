@@ -5,6 +5,10 @@ import { pathToFileURL } from 'node:url';
 import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { PluginSource } from './registry.ts';
 import { PluginRegistryError } from './registry.ts';
+import { settleWithin } from '../compile/settle-within.ts';
+
+/** How long a plugin module's import (its top-level code) may take (ADR 0144). */
+const PLUGIN_IMPORT_DEADLINE_MS = 30_000;
 
 export interface LoadedPluginModule {
   readonly plugins: readonly unknown[];
@@ -77,8 +81,12 @@ export async function loadPluginModules(specifiers: readonly string[], fromDir: 
     }
     let mod: { default?: unknown };
     try {
-      mod = (await import(pathToFileURL(resolved).href)) as { default?: unknown };
+      // A top-level await that never settles would end the process with Node's "unsettled top-level await" (exit 13)
+      // or hold the start for ever (ADR 0144).
+      const loading = import(pathToFileURL(resolved).href) as Promise<{ default?: unknown }>;
+      mod = await settleWithin(loading, PLUGIN_IMPORT_DEADLINE_MS, () => new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` did not finish loading within ${PLUGIN_IMPORT_DEADLINE_MS / 1000}s (a top-level await that never settles?)`));
     } catch (err) {
+      if (err instanceof PluginRegistryError) throw err;
       // A .js file Node read as CommonJS: `npm init -y` writes "type": "commonjs" into the app's package.json.
       const hint = err instanceof SyntaxError && CJS_PARSED.test(err.message) ? ESM_HINT : '';
       throw new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` failed to load: ${(err as Error).message}${hint}`);
