@@ -4,7 +4,7 @@ import { localCell } from '../resources/shared-cells.ts';
 import type { SharedCells } from '../resources/shared-cells.ts';
 import type { SharedCell, SharedEvents, SharedFetches } from '../sdk/shared.ts';
 import type { GatewayProcesses } from '../sdk/processes.ts';
-import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import { ConfigError, ErrorCode, settleWithin } from '../sdk/index.ts';
 import type {
   AdminRouteHandler,
   BackendCompileContext,
@@ -27,7 +27,6 @@ import type { EjectionCounter } from './backend-health.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { ownInstance } from './plugin-owner.ts';
-import { settleWithin } from './settle-within.ts';
 import { CompiledPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
 import type { StaticConfig } from './snapshot.ts';

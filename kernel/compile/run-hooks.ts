@@ -1,8 +1,7 @@
-import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import { ErrorCode, GatewayError, settleWithin } from '../sdk/index.ts';
 import type { BackendInstance, Exchange, PolicyInstance, Reply } from '../sdk/index.ts';
 import { PluginHookError, ownAs, ownerOf } from './plugin-owner.ts';
 import type { PluginOwner } from './plugin-owner.ts';
-import { settleWithin } from './settle-within.ts';
 
 type HookResult = void | Reply | undefined | Promise<void | Reply | undefined>;
 

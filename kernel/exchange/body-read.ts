@@ -1,7 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { BodyReceiver } from '../sdk/index.ts';
-import { UpstreamFailure } from '../upstream/upstream-errors.ts';
 
 export type { BodyReceiver };
 
@@ -20,7 +19,6 @@ class BodyRead {
 }
 
 const kRead = Symbol('switchyard.bodyRead');
-const DRAINED = 'the request body was read from `ex.req` by a policy that did not hand it back with `ex.setBody(body)`; read it with `ex.bufferBody(limit)` instead';
 /**
  * On a request the lean server side read whole (LeanRequest, ADR 0088 addendum): its body (empty when none), handed
  * over by `readBody` as node:http's stream would have delivered it, the limit applied the same way.
@@ -43,14 +41,6 @@ export function readBody(req: IncomingMessage, limit: number, receiver: BodyRece
   if (whole !== undefined) {
     if (whole.length > limit) receiver.bodyFailed(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
     else receiver.bodyRead(whole);
-    return;
-  }
-  if (req.readableEnded) {
-    // Someone read the stream already: a policy that took `ex.req`'s 'data' events without handing the body back
-    // with `ex.setBody`. The 'end' this read would wait for has passed (ADR 0144).
-    const h = req.headers;
-    if (h['transfer-encoding'] === undefined && (h['content-length'] === undefined || h['content-length'] === '0')) receiver.bodyRead(Buffer.alloc(0));
-    else receiver.bodyFailed(new UpstreamFailure(500, 'internal_error', 'the gateway failed to handle the request', ErrorCode.internal, DRAINED));
     return;
   }
   (req as Reading)[kRead] = new BodyRead(limit, receiver);

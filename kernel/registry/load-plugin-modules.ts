@@ -2,10 +2,9 @@ import * as nodeModule from 'node:module';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
+import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile, settleWithin } from '../sdk/index.ts';
 import type { PluginSource } from './registry.ts';
 import { PluginRegistryError } from './registry.ts';
-import { settleWithin } from '../compile/settle-within.ts';
 
 /** How long a plugin module's import (its top-level code) may take (ADR 0144). */
 const PLUGIN_IMPORT_DEADLINE_MS = 30_000;

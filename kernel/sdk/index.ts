@@ -35,6 +35,7 @@ export type { SharedCell, SharedEvents, SharedFetches, SharedTopic } from './sha
 export { ProcessBudgetFull, isProcessBudgetFull } from './processes.ts';
 export type { ChildInput, ChildOutput, ChildPipe, GatewayChild, GatewayProcesses, ProcessSpec } from './processes.ts';
 export { compileUserRegex, userRegexProblem } from './regex.ts';
+export { settleWithin } from './settle-within.ts';
 export type { UserRegexOptions } from './regex.ts';
 export { BodyTooLargeError, bodyBytes, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
 export type { ReadCappedOptions, TapObserver } from './streams.ts';

@@ -16,6 +16,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 
 const PLUGIN = `
 import { defineBackend, definePolicy } from 'switchyard/sdk';
+import { defineGuard } from 'switchyard/slots/ai';
 const schema = { type: 'object', additionalProperties: false, properties: {} };
 const policy = (key, instance, extra = {}) => definePolicy({ key, description: key, schema, attach: ['routePolicies'], phase: 'mutate', ...extra, compile: () => instance });
 export default [
@@ -43,6 +44,8 @@ export default [
       });
     }),
   }),
+  defineGuard({ key: 'acmeGuardHangs', description: 'x', schema, compile: () => ({ check: () => new Promise(() => {}) }) }),
+  defineGuard({ key: 'acmeGuardAllows', description: 'x', schema, compile: () => ({ check: () => ({ action: 'allow' }) }) }),
   defineBackend({ key: 'acmeBackend', description: 'x', schema, compile: () => ({
     protocol: 'http',
     handle(ex) {
@@ -69,6 +72,12 @@ describe('third-party plugin hooks that fail at request time', () => {
       policies,
       backends: [{ host: `127.0.0.1:${upstream.port}` }],
     });
+    const llmRoute = (name: string, guard: string): Record<string, unknown> => ({
+      name,
+      matches: [{ path: { pathPrefix: `/${name}` } }],
+      policies: { ai: { routes: { '*': 'completions' }, promptGuard: { request: [{ [guard]: {} }] } } },
+      backends: [{ ai: { name, provider: { openAI: {} }, hostOverride: `127.0.0.1:${upstream.port}` } }],
+    });
     gw = await startRoutesGateway(
       [
         route('throws', { acmeThrows: {} }),
@@ -80,6 +89,8 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('stream', { acmeStreamReader: {} }),
         route('drains', { acmeDrains: {} }),
         { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
+        llmRoute('guard-hangs', 'acmeGuardHangs'),
+        llmRoute('guard-allows', 'acmeGuardAllows'),
       ],
       { config: { plugins: [join(dir, 'index.js')], defaultTimeouts: { backendRequestTimeout: '700ms' } } },
     );
@@ -94,12 +105,13 @@ describe('third-party plugin hooks that fail at request time', () => {
     const res = await request(`${gw.base}${path}`, { method: body === undefined ? 'GET' : 'POST', body, headersTimeout: 10_000 });
     return { status: res.statusCode, body: await res.body.text() };
   };
-  /** The error lines of the log that mention `text`, once the first one is there (the sink writes in batches). */
-  const errorLines = async (text: string): Promise<string[]> => {
-    const pick = (): string[] => gw.logs.filter((l) => l.includes('ERROR') && l.includes(text));
+  /** The log lines holding every one of `parts`, once the first one is there (the sink writes in batches). */
+  const linesWith = async (...parts: string[]): Promise<string[]> => {
+    const pick = (): string[] => gw.logs.filter((l) => parts.every((p) => l.includes(p)));
     for (let i = 0; i < 100 && pick().length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     return pick();
   };
+  const errorLines = (text: string): Promise<string[]> => linesWith('ERROR', text);
   const namesPlugin = (line: string | undefined, key: string): void => {
     assert.ok(line, 'an error line was logged');
     assert.match(line, new RegExp(`plugin=${key}\\b`), line);
@@ -178,5 +190,31 @@ describe('third-party plugin hooks that fail at request time', () => {
     assert.ok(performance.now() - started < 5000);
     namesPlugin((await errorLines('did not answer'))[0], 'acmeBackend');
     assert.deepEqual(await get('/backend/ok'), { status: 200, body: 'acme' });
+  });
+
+  describe('a prompt guard of the package (the `ai` policy fails closed, BEHAVIOUR.md 2.9)', () => {
+    const chat = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] });
+    const post = async (path: string): Promise<number> => {
+      const res = await request(`${gw.base}${path}`, { method: 'POST', body: chat, headers: { 'content-type': 'application/json' }, headersTimeout: 30_000 });
+      await res.body.dump();
+      return res.statusCode;
+    };
+
+    it('a verdict that is not pass, mask or reject is a 503, not a pass; the provider is not called', async () => {
+      const before = upstream.received.length;
+      assert.equal(await post('/guard-allows/v1/chat/completions'), 503);
+      assert.equal(upstream.received.length, before);
+      const [line] = await linesWith('WARN', 'prompt guard failed', 'guard=acmeGuardAllows');
+      assert.ok(line, 'a warn line names the guard');
+      assert.match(line, /allow.* is not `pass`, `mask` or `reject`/);
+    });
+
+    it('a check that never settles is a 503 at the guard deadline (10 s), not a request held until the client leaves', async () => {
+      const started = performance.now();
+      assert.equal(await post('/guard-hangs/v1/chat/completions'), 503);
+      const took = performance.now() - started;
+      assert.ok(took >= 9_500 && took < 20_000, `answered after ${took} ms`);
+      assert.match((await linesWith('WARN', 'prompt guard failed', 'guard=acmeGuardHangs'))[0] ?? '', /no verdict within 10s/);
+    });
   });
 });

@@ -1,7 +1,8 @@
-import { jsonErrorReply, localReply } from 'switchyard/sdk';
+import { jsonErrorReply, localReply, settleWithin } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
 import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
+import { GUARD_TIMEOUT_MS } from '../../lib/llm-guard/guard-http.ts';
 import { guardMessages, requestSlots, responseSlots, writeBack } from '../../lib/llm-guard/messages.ts';
 import type { TextSlot } from '../../lib/llm-guard/messages.ts';
 import { applyAnthropicCacheMarkers, promptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
@@ -9,7 +10,7 @@ import type { PromptCachingConfig, PromptCachingSettings } from '../../lib/llm-g
 import { AI_POLICY } from '../../lib/llm/contract.ts';
 import { formatOf } from '../../lib/llm/formats/index.ts';
 import { guardSlot } from '../../lib/slots/ai.ts';
-import type { AiPolicyRuntime, GuardInstance, LlmRouteType } from '../../lib/llm/contract.ts';
+import type { AiPolicyRuntime, GuardInstance, GuardVerdict, LlmRouteType } from '../../lib/llm/contract.ts';
 import { applyMutations, applyPrompts, compileModelAliases, resolveModelAlias } from './body.ts';
 import type { BodyMutations, ModelAliases, PromptMessage } from './body.ts';
 import { compileVirtualModels } from './virtual-models.ts';
@@ -74,6 +75,23 @@ function rejectionReply(g: CompiledGuard, status?: number, body?: string): Reply
   return localReply(g.status, g.body, { ...g.headers });
 }
 
+const VERDICTS: ReadonlySet<unknown> = new Set(['pass', 'mask', 'reject']);
+
+/**
+ * A guard's verdict: a check that answers later has a guard service's time (GUARD_TIMEOUT_MS), and anything but a
+ * `pass`, `mask` or `reject` verdict throws. A third-party guard that hangs or answers something else fails closed
+ * (503) instead of holding the request or letting it through (ADR 0144).
+ */
+async function verdictOf(g: CompiledGuard, ex: Exchange, phase: 'request' | 'response', slots: readonly TextSlot[]): Promise<GuardVerdict> {
+  const pending = g.instance.check(ex, phase, guardMessages(slots));
+  const verdict = typeof (pending as PromiseLike<GuardVerdict> | undefined)?.then === 'function'
+    ? await settleWithin(pending as PromiseLike<GuardVerdict>, GUARD_TIMEOUT_MS, () => new Error(`no verdict within ${GUARD_TIMEOUT_MS / 1000}s`))
+    : (pending as GuardVerdict);
+  const action = (verdict as { action?: unknown } | undefined)?.action;
+  if (!VERDICTS.has(action)) throw new Error(`the verdict's action ${JSON.stringify(action) ?? 'undefined'} is not \`pass\`, \`mask\` or \`reject\``);
+  return verdict;
+}
+
 /**
  * Run one guard list over the slots: in order; the first rejection answers; a mask rewrites the slots (the body) and
  * the next guard sees the masked text. A guard that throws (its service failed, or answered something unusable)
@@ -84,7 +102,7 @@ async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: re
   for (const g of guards) {
     let verdict;
     try {
-      verdict = await g.instance.check(ex, phase, guardMessages(slots));
+      verdict = await verdictOf(g, ex, phase, slots);
       if (verdict.action === 'mask') writeBack(slots, verdict.messages);
     } catch (err) {
       log.warn('prompt guard failed', { guard: g.key, phase, error: (err as Error)?.message ?? String(err) });

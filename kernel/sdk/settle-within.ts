@@ -1,6 +1,7 @@
 /**
  * `pending`, or a rejection with what `timedOut()` makes once `ms` pass first (ADR 0144): how the kernel bounds
- * plugin code that might never settle (a request hook, a compile). The timer is cleared when `pending` settles.
+ * plugin code that might never settle (a request hook, a compile, a prompt guard's check), and how a plugin bounds
+ * code of others it calls. The timer is cleared when `pending` settles; `pending` itself is not cancelled.
  */
 export function settleWithin<T>(pending: PromiseLike<T>, ms: number, timedOut: () => unknown): Promise<T> {
   return new Promise<T>((resolve, reject) => {
