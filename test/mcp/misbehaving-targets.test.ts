@@ -3,7 +3,8 @@
 // then, by path: `/wrongid` answers requests with JSON under another id; `/nullid` with an error whose id is null;
 // `/badtools` lists malformed tools beside a good one; `/notools` answers tools/list without a `tools` array (it contributes nothing, said in a warn line); `/sseerr`
 // streams an event that is not JSON before the answer; `/sseflood` streams 20,000 of them before the answer; `/deep`
-// answers tools/call with valid JSON nested 100,000 levels deep (so does the stdio target `deepstdio`).
+// answers tools/call with valid JSON nested 100,000 levels deep (so does the stdio target `deepstdio`, whose tool
+// `long` answers with a line of 33 MiB: past the 32 MiB every MCP transport takes of one message, ADR 0143).
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -16,7 +17,10 @@ const DEPTH = 100_000;
 function deepAnswer(id: number | string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"x":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}}}`;
 }
-/** A stdio MCP server (newline-delimited JSON-RPC): its tool `deep` answers as deepAnswer does, others `fine`. */
+/**
+ * A stdio MCP server (newline-delimited JSON-RPC): its tool `deep` answers as deepAnswer does, `long` with a line of
+ * 33 MiB (its text in multi-byte characters: the bound counts bytes), others `fine`.
+ */
 const DEEP_STDIO = `
   const rl = require('readline').createInterface({ input: process.stdin });
   const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
@@ -26,6 +30,7 @@ const DEEP_STDIO = `
     if (m.id === undefined) return;
     if (m.method === 'initialize') return send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'deep', version: '1' } } });
     if (m.method === 'tools/call' && m.params.name === 'deep') return process.stdout.write(deep(m.id));
+    if (m.method === 'tools/call' && m.params.name === 'long') return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: '\u00e9'.repeat(33 * 512 * 1024) }] } });
     if (m.method === 'tools/call') return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'fine' }] } });
     send({ jsonrpc: '2.0', id: m.id, result: {} });
   });
@@ -176,6 +181,15 @@ describe('mcp: targets that break the protocol', () => {
         if (tool === 'deepstdio_deep') assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
       }));
   }
+
+  it('a stdio answer line over 32 MiB (as an HTTP answer over 32 MiB): a JSON-RPC error for the call at once, the process restarted for the next (ADR 0143)', () =>
+    withClient(gw, async (client) => {
+      const started = performance.now();
+      await assert.rejects(client.callTool({ name: 'deepstdio_long', arguments: {} }, undefined, { timeout: 30_000 }), /target `deepstdio`.*line longer than 32 MiB/s);
+      assert.ok(performance.now() - started < 20_000, `answered in ${Math.round(performance.now() - started)} ms`);
+      assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
+      assert.ok(gw.logs.some((l) => l.includes('restarting MCP target') && l.includes('32 MiB')), 'the restart is logged with its reason');
+    }));
 
   it('fails to start, naming the target and why; the other targets serve (a 12,000-character id broke every client: the session id it went into was too long)', async () => {
     const { transport } = await connectClient(gw.mcpUrl);
