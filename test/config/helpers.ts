@@ -26,8 +26,8 @@ export interface CompileOptions {
   readonly name?: string;
 }
 
-/** A gateway for config text that is only compiled (no sockets, no watching, logs dropped). */
-function quietGateway(text: string, options: CompileOptions): ReturnType<typeof createGateway> {
+/** A gateway for config text that is only compiled (no sockets, no watching, logs dropped or given to `log`). */
+function quietGateway(text: string, options: CompileOptions, log: (chunk: string) => void = () => undefined): ReturnType<typeof createGateway> {
   return createGateway(
     {
       preset: options.preset ?? BASIC_PRESET,
@@ -36,7 +36,7 @@ function quietGateway(text: string, options: CompileOptions): ReturnType<typeof 
       watch: false,
       env: options.env ?? {},
     },
-    new LogSink(() => undefined),
+    new LogSink(log),
   );
 }
 
@@ -65,6 +65,18 @@ export async function compileValue(text: string, options: CompileOptions = {}): 
   } finally {
     await gateway.stop();
   }
+}
+
+/** Compile config text that must be valid; resolves with the warn lines its load logged (text format). */
+export async function compileWarnings(text: string, options: CompileOptions = {}): Promise<string[]> {
+  let logged = '';
+  const gateway = quietGateway(text, options, (chunk) => (logged += chunk));
+  try {
+    (await gateway.compile(text)).dispose();
+  } finally {
+    await gateway.stop();
+  }
+  return logged.split('\n').filter((line) => / WARN /.test(line));
 }
 
 /** The first line of each rendered issue: `file:line:col: message (at path) [CODE]`. */

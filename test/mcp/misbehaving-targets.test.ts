@@ -13,6 +13,8 @@ import { FIXTURE, NODE, connectClient, startMcpGateway, waitFor } from './harnes
 import type { McpGateway } from './harness.ts';
 
 const DEPTH = 100_000;
+/** A tool name MCP allows (61 characters) that is over the 64 LLM APIs take once prefixed with `badtools_`. */
+const LONG_TOOL = `get${'_thing'.repeat(9)}_now`;
 /** A tools/call answer whose structuredContent nests DEPTH arrays (valid JSON, 200 KB). */
 function deepAnswer(id: number | string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"x":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}}}`;
@@ -83,7 +85,7 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the flood' }] } })}\n\n`);
       }
       if (path === '/badtools' && m.method === 'tools/list') {
-        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }] } });
+        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }, { name: LONG_TOOL, inputSchema: { type: 'object' } }] } });
       }
       json({ jsonrpc: '2.0', id: m.id, result: {} });
     });
@@ -144,6 +146,17 @@ describe('mcp: targets that break the protocol', () => {
       await transport.terminateSession().catch(() => undefined);
       await client.close();
     }
+  });
+
+  it('tools whose prefixed names LLM APIs refuse are listed, and one warn line per target says which (ADR 0143)', async () => {
+    await withClient(gw, async (client) => {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes(`badtools_${LONG_TOOL}`), names.join(','));
+      await client.listTools();
+    });
+    const warned = gw.logs.filter((l) => l.includes('lists tools whose names LLM APIs refuse once prefixed'));
+    assert.equal(warned.length, 1, warned.join('\n'));
+    assert.ok(warned[0]!.includes('"target":"badtools"') && warned[0]!.includes('"count":1') && warned[0]!.includes(`badtools_${LONG_TOOL}`), warned[0]);
   });
 
   it('an event that is not JSON is dropped with a warn line naming the target; the answer after it still arrives', async () => {
