@@ -19,30 +19,11 @@ import type { RunningCli } from '../helpers/cli-process.ts';
 import { selfSignedPair } from '../helpers/pki.ts';
 import { freePort } from '../helpers/ports.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
-import { startHttpUpstream, waitFor } from './proxy-support.ts';
+import { requestOn, startHttpUpstream, waitFor } from './proxy-support.ts';
 import type { HttpUpstream } from './proxy-support.ts';
 
 const FILES = 256;
 const FLOOD = 300;
-
-/** One GET over an open TLS connection (keep-alive): its status line's code. */
-function get(socket: TLSSocket, path: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const onData = (d: Buffer): void => {
-      text += d.toString('latin1');
-      const head = text.indexOf('\r\n\r\n');
-      const length = /content-length: (\d+)/i.exec(text);
-      if (head !== -1 && length && text.length >= head + 4 + Number(length[1])) {
-        socket.off('data', onData);
-        resolve(Number(text.slice(9, 12)));
-      }
-    };
-    socket.on('data', onData);
-    socket.once('error', reject);
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
-  });
-}
 
 describe('a bind without maxConnectionsPerBind is bounded by the open-file limit', () => {
   let upstream: HttpUpstream;
@@ -83,7 +64,7 @@ describe('a bind without maxConnectionsPerBind is bounded by the open-file limit
       s.on('error', reject);
     });
     try {
-      assert.equal(await get(client, '/before'), 200);
+      assert.match(await requestOn(client, '/before', 'localhost'), / 200 /);
       let closed = 0;
       for (let i = 0; i < FLOOD; i++) {
         const s = tcpConnect(port, '127.0.0.1');
@@ -96,7 +77,7 @@ describe('a bind without maxConnectionsPerBind is bounded by the open-file limit
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(closed, FLOOD - FILES / 2 + 1);
       // Each request needs a new upstream connection: there are descriptors left for it.
-      for (let i = 0; i < 3; i++) assert.equal(await get(client, `/during-${i}`), 200);
+      for (let i = 0; i < 3; i++) assert.match(await requestOn(client, `/during-${i}`, 'localhost'), / 200 /);
       assert.doesNotMatch(gw.output(), /EMFILE/);
     } finally {
       client.destroy();
