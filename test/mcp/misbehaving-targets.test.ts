@@ -79,6 +79,12 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         res.writeHead(200, { 'content-type': 'application/json' });
         return void res.end(deepAnswer(m.id!));
       }
+      if ((path === '/huge' || path === '/hugesse') && m.method === 'tools/call') {
+        // 33 MiB of one answer: as a JSON body, or as one event of an event stream.
+        const answer = JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'x'.repeat(33 * 1024 * 1024) }] } });
+        res.writeHead(200, { 'content-type': path === '/huge' ? 'application/json' : 'text/event-stream' });
+        return void res.end(path === '/huge' ? answer : `data: ${answer}\n\n`);
+      }
       if (path === '/sseflood' && m.method === 'tools/call') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: {not json}\n\n'.repeat(20_000));
@@ -102,7 +108,7 @@ describe('mcp: targets that break the protocol', () => {
     const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
     gw = await startMcpGateway({
       targets: [
-        ...['wrongid', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid'].map((name) => target(name, `/${name}`)),
+        ...['wrongid', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid', 'huge', 'hugesse'].map((name) => target(name, `/${name}`)),
         { name: 'deepstdio', stdio: { cmd: NODE, args: ['-e', DEEP_STDIO] } },
         { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } },
       ],
@@ -192,6 +198,16 @@ describe('mcp: targets that break the protocol', () => {
       withClient(gw, async (client) => {
         await assert.rejects(client.callTool({ name: tool, arguments: {} }, undefined, { timeout: 10_000 }), /target `deep(stdio)?`.*nested deeper than/s);
         if (tool === 'deepstdio_deep') assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
+      }));
+  }
+
+  for (const name of ['huge', 'hugesse']) {
+    it(`${name}: an HTTP answer over 32 MiB (${name === 'huge' ? 'a JSON body' : 'one event'}) is a JSON-RPC error for the call, naming the target; the session goes on (ADR 0143)`, () =>
+      withClient(gw, async (client) => {
+        const started = performance.now();
+        await assert.rejects(client.callTool({ name: `${name}_x`, arguments: {} }, undefined, { timeout: 30_000 }), new RegExp(`target \`${name}\`.*(answer is larger|an event longer) than 32 MiB, the most a target may send in one message`, 's'));
+        assert.ok(performance.now() - started < 20_000, `answered in ${Math.round(performance.now() - started)} ms`);
+        assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
       }));
   }
 
