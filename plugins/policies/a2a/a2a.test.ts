@@ -33,6 +33,7 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
     signal: new AbortController().signal,
     body: undefined,
     bufferBody: () => Promise.resolve(Buffer.alloc(0)),
+    peekBody: () => Promise.resolve(Buffer.alloc(0)),
     readBodyInto: (_limit: number, receiver: BodyReceiver) => receiver.bodyRead(Buffer.alloc(0)),
     setBody: () => undefined,
     get: <T>(key: AttributeKey<T>) => attrs.get(key.name) as T | undefined,
@@ -128,7 +129,7 @@ describe('a2a hooks', () => {
       const ex = exchange('POST', '/agents/x/rpc');
       ex.path = '/rpc';
       ex.headers['content-type'] = 'application/json';
-      Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from(body)) });
+      Object.assign(ex, { peekBody: () => Promise.resolve(Buffer.from(body)) });
       return ex;
     };
     const ex = call('{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}');
@@ -166,7 +167,7 @@ describe('a2a hooks', () => {
     const backend = policy();
     const ex = exchange('POST', '/rpc');
     ex.headers['content-type'] = 'application/json';
-    Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
+    Object.assign(ex, { peekBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
     await route.onRequest!(ex);
     await backend.onRequest!(ex);
     backend.onResponse!(ex, reply('{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no task"}}'));
@@ -181,7 +182,7 @@ describe('a2a hooks', () => {
     const p = policy();
     const ex = exchange('POST', '/rpc');
     ex.headers['content-type'] = 'application/json';
-    Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
+    Object.assign(ex, { peekBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
     await p.onRequest!(ex);
     p.onResponse!(ex, reply(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { kind: 'task', contextId: 'c', status: { state: 'working' } } })));
     assert.equal(ex.protocol, 'a2a');
