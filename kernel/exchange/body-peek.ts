@@ -1,6 +1,17 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 
+const kPutBack = Symbol('switchyard.bodyPutBack');
+type Marked = IncomingMessage & { [kPutBack]?: true };
+
+/**
+ * Whether bytes a reader took from `req` were put back (`readOrPutBack` past its limit): node:http then no longer
+ * discards the body when the answer ends without reading it, as it does a body nobody started to read.
+ */
+export function bodyPutBack(req: IncomingMessage): boolean {
+  return (req as Marked)[kPutBack] === true;
+}
+
 /** A deadline on the read: no byte for `ms` fails it with `error()`. */
 export interface ReadStall {
   readonly ms: number;
@@ -30,6 +41,7 @@ export function readOrPutBack(req: IncomingMessage, limit: number, stall?: ReadS
         if (size <= limit) continue;
         done();
         for (let i = chunks.length - 1; i >= 0; i--) req.unshift(chunks[i]!);
+        (req as Marked)[kPutBack] = true;
         return resolve(undefined);
       }
     };

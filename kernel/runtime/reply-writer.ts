@@ -12,6 +12,7 @@ import { isProxyResponse } from './proxy-response.ts';
 import { isCheckedHeaderList } from './checked-header-list.ts';
 import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
+import { bodyPutBack } from '../exchange/body-peek.ts';
 
 /**
  * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
@@ -174,7 +175,7 @@ function hasName(raw: readonly (Buffer | string)[], name: string): boolean {
  */
 function closeIfBodyUnread(ex: ExchangeImpl, res: ServerResponse): void {
   const req = ex.req;
-  if (!req.complete && (req.readableFlowing !== null || req.destroyed || req.readableLength > 0)) res.shouldKeepAlive = false;
+  if (!req.complete && (req.readableFlowing !== null || req.destroyed || bodyPutBack(req))) res.shouldKeepAlive = false;
 }
 
 /**

@@ -154,6 +154,8 @@ for (const side of ['lean', 'node'] as const) {
           // The route's stream idle deadline bounds an upload that stops once it streams (408, ADR 0117).
           // Nothing listens on port 1: the gateway answers 503 itself, before the body streams.
           { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { a2a: {} }, backends: [{ host: '127.0.0.1:1' }] },
+          // A retrying route reads a chunked body again, up to its 64 KiB replay buffer (ADR 0125), after the peek.
+          { name: 'retry', matches: [{ path: { pathPrefix: '/retry' } }], policies: { a2a: {}, retry: { attempts: 1, codes: [503] } }, backends: [{ host }] },
           { name: 'deny', matches: [{ path: { pathPrefix: '/deny' } }], policies: { a2a: {}, testDenyAfterA2a: {} }, backends: [{ host }] },
           { name: 'agent', policies: { a2a: {}, timeout: { streamIdleTimeout: '1s' } }, backends: [{ host }] },
         ],
@@ -191,6 +193,15 @@ for (const side of ['lean', 'node'] as const) {
       assert.equal(record.protocol, 'a2a');
       assert.equal(record['a2a.method'], 'unknown');
       assert.equal(record['http.status'], 200);
+    });
+
+    it('on a retrying route too: the 3 MiB chunked body reaches the agent whole', async () => {
+      const body = call(BIG, 8);
+      const res = await request(`${gw.base}/retry/chunked`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chunked(body) });
+      assert.equal(res.statusCode, 200, await res.body.text());
+      const got = await seenAt('/retry/chunked');
+      assert.equal(got.sha256, sha256(body));
+      assert.equal(got.bytes, body.length);
     });
 
     it('a 3 MiB body of declared length reaches the agent whole with that length; logged as method unknown', async () => {
