@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { definePolicy, localReply } from 'switchyard/sdk';
+import type { PolicyInstance } from 'switchyard/sdk';
 import { fullPreset } from '../../plugins/presets/full.ts';
 import { logRecords, startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
@@ -49,32 +50,25 @@ function chunked(body: Buffer): Readable {
 
 const BIG = 3 * 1024 * 1024;
 
+/** A test policy without settings whose request hook is `onRequest`. */
+const testPolicy = (key: string, description: string, placed: { phase: 'mutate' | 'dispatch'; order?: number; requestStream?: false }, onRequest: PolicyInstance['onRequest']) =>
+  definePolicy<Record<string, never>>({
+    key,
+    description,
+    schema: { type: 'object', description: 'No settings.', additionalProperties: false },
+    attach: ['routePolicies'],
+    ...placed,
+    compile: () => ({ onRequest }),
+  });
+
 /** Peeks at most 16 bytes of the body (a lean-safe policy) and says what it saw. */
-const peek16 = definePolicy<Record<string, never>>({
-  key: 'testPeek16',
-  description: 'Test: peeks the body with a 16-byte limit.',
-  schema: { type: 'object', description: 'No settings.', additionalProperties: false },
-  attach: ['routePolicies'],
-  phase: 'mutate',
-  requestStream: false,
-  compile: () => ({
-    async onRequest(ex) {
-      const body = await ex.peekBody(16);
-      ex.headers['x-peeked'] = body === undefined ? 'past' : String(body.length);
-    },
-  }),
+const peek16 = testPolicy('testPeek16', 'Test: peeks the body with a 16-byte limit.', { phase: 'mutate', requestStream: false }, async (ex) => {
+  const body = await ex.peekBody(16);
+  ex.headers['x-peeked'] = body === undefined ? 'past' : String(body.length);
 });
 
 /** Refuses every request after the `a2a` policy classified it (a later policy's local answer). */
-const denyAfter = definePolicy<Record<string, never>>({
-  key: 'testDenyAfterA2a',
-  description: 'Test: answers 403 in the dispatch phase, after a2a.',
-  schema: { type: 'object', description: 'No settings.', additionalProperties: false },
-  attach: ['routePolicies'],
-  phase: 'dispatch',
-  order: 50,
-  compile: () => ({ onRequest: () => localReply(403, 'no') }),
-});
+const denyAfter = testPolicy('testDenyAfterA2a', 'Test: answers 403 in the dispatch phase, after a2a.', { phase: 'dispatch', order: 50 }, () => localReply(403, 'no'));
 
 /**
  * A chunked POST on a raw socket: `bytes` bytes of body in 64 KiB chunks, then `then`: `stall` sends nothing more,
