@@ -150,6 +150,7 @@ for (const side of ['lean', 'node'] as const) {
           { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { a2a: {} }, backends: [{ host: '127.0.0.1:1' }] },
           // A retrying route reads a chunked body again, up to its 64 KiB replay buffer (ADR 0125), after the peek.
           { name: 'retry', matches: [{ path: { pathPrefix: '/retry' } }], policies: { a2a: {}, retry: { attempts: 1, codes: [503] } }, backends: [{ host }] },
+          { name: 'deadline', matches: [{ path: { pathPrefix: '/deadline' } }], policies: { a2a: {}, timeout: { requestTimeout: '1s' } }, backends: [{ host }] },
           { name: 'deny', matches: [{ path: { pathPrefix: '/deny' } }], policies: { a2a: {}, testDenyAfterA2a: {} }, backends: [{ host }] },
           { name: 'agent', policies: { a2a: {}, timeout: { streamIdleTimeout: '1s' } }, backends: [{ host }] },
         ],
@@ -253,6 +254,14 @@ for (const side of ['lean', 'node'] as const) {
       assert.equal(out.closed, true, 'the gateway closed the connection');
       assert.ok(out.ms < 7000, `closed after ${out.ms} ms`);
       assert.equal(seen.filter((s) => s.url === '/stall/under').length, 0);
+    });
+
+    it("the route's request deadline ends a read that stalls: 504, the connection closed", async () => {
+      const out = await partialUpload(gw.port, '/deadline/under', 512 * 1024, 'stall');
+      assert.match(out.text, /^HTTP\/1\.1 504 [^]*connection: close/i, out.text.slice(0, 300));
+      assert.equal(out.closed, true);
+      assert.ok(out.ms < 4000, `answered after ${out.ms} ms`);
+      assert.equal(seen.filter((s) => s.url === '/deadline/under').length, 0);
     });
 
     it('a client that stops mid-body past the limit: the agent got the bytes sent so far, cut; the client gets 408', async () => {
