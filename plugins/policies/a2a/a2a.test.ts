@@ -201,4 +201,32 @@ describe('a2a hooks', () => {
     assert.deepEqual(other.fields, {});
     assert.equal(other.protocol, 'a2a');
   });
+  it('a JSON POST is an A2A call of method unknown while its body is read, named once read; a failed read keeps it', async () => {
+    const p = policy();
+    let finish: (body: Buffer | undefined) => void = () => undefined;
+    const ex = exchange('POST', '/rpc');
+    ex.headers['content-type'] = 'application/json';
+    Object.assign(ex, { peekBody: () => new Promise<Buffer | undefined>((resolve) => (finish = resolve)) });
+    const pending = p.onRequest!(ex);
+    // The access log of a client that leaves now is written before the read fails: it must say a2a already.
+    assert.equal(ex.protocol, 'a2a');
+    assert.equal(ex.fields['a2a.method'], 'unknown');
+    finish(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}'));
+    await pending;
+    assert.equal(ex.fields['a2a.method'], 'SendMessage');
+
+    const gone = exchange('POST', '/rpc');
+    gone.headers['content-type'] = 'application/json';
+    Object.assign(gone, { peekBody: () => Promise.reject(new Error('client closed the connection')) });
+    await assert.rejects(Promise.resolve(p.onRequest!(gone)), /client closed/);
+    assert.equal(gone.protocol, 'a2a');
+    assert.equal(gone.fields['a2a.method'], 'unknown');
+
+    // A body too long to read (undefined): streamed on, method unknown.
+    const long = exchange('POST', '/rpc');
+    long.headers['content-type'] = 'application/json';
+    Object.assign(long, { peekBody: () => Promise.resolve(undefined) });
+    await p.onRequest!(long);
+    assert.equal(long.fields['a2a.method'], 'unknown');
+  });
 });
