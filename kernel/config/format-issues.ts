@@ -15,7 +15,7 @@ export interface PositionedIssue {
 
 export function positionIssue(source: ConfigSource, issue: ConfigIssue | SourcedIssue): PositionedIssue {
   const offset = (issue as SourcedIssue).offset;
-  const pos = offset !== undefined ? source.lines.linePos(offset) : locate(source, issue.path, issue.atKey);
+  const pos = offset !== undefined ? source.lines.linePos(offset) : locate(source, issue.path, issue.atKey, issue.valueOffset);
   return {
     file: source.file,
     line: pos.line,

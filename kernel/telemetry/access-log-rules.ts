@@ -91,8 +91,9 @@ export function logActivation(ex: LoggedExchange): Record<string, unknown> {
   const request = activation.request as Record<string, unknown>;
   request.headers = redactedHeaders(ex.headers as Record<string, unknown>);
   if (ex.query.length > 1) {
-    // The query's credentials as `http.path` hides them: in `request.uri` and in `request.query` (decoded names).
+    // The query's credentials as `http.path` hides them: in `request.uri` (and `pathAndQuery`) and in `request.query`.
     request.uri = loggedPath(request.uri as string);
+    request.pathAndQuery = request.uri;
     const query: Record<string, string> = {};
     for (const [name, value] of Object.entries(request.query as Record<string, string>)) query[name] = CREDENTIAL_KEY.test(name) ? REDACTED : value;
     Object.defineProperty(request, 'query', { value: query, enumerable: true, writable: true, configurable: true });
