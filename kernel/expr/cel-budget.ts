@@ -1,3 +1,5 @@
+import { EXPRESSION_STOPPED } from '../sdk/expr.ts';
+
 /**
  * The run-time budget of one CEL evaluation (docs/adr/0145). Expressions are the operator's, but the lists they
  * iterate can be the client's (a header split on `,`, a JWT claim, an LLM request body): two nested macros over a
@@ -25,14 +27,20 @@ export function startBudget(): void {
   spent = undefined;
 }
 
+function stopped(why: string): Error {
+  const err = new Error(why);
+  err.name = EXPRESSION_STOPPED;
+  return err;
+}
+
 function stop(why: string): never {
   spent = why;
-  throw new Error(why);
+  throw stopped(why);
 }
 
 /** Spend `n` items (a comprehension about to visit its list); throws past MAX_STEPS. */
 export function spendItems(n: number): void {
-  if (spent !== undefined) throw new Error(spent);
+  if (spent !== undefined) throw stopped(spent);
   if (startedAt === 0) startedAt = performance.now();
   steps += n;
   if (steps > MAX_STEPS) stop(`expression stopped: its macros would visit more than ${MAX_STEPS} items (docs/cel.md#limits)`);
@@ -40,7 +48,7 @@ export function spendItems(n: number): void {
 
 /** One step of a comprehension; throws once the budget is spent or the evaluation has run past MAX_MS. */
 export function spendStep(): void {
-  if (spent !== undefined) throw new Error(spent);
+  if (spent !== undefined) throw stopped(spent);
   if (++ticks % TIME_CHECK !== 0) return;
   if (performance.now() - startedAt > MAX_MS) stop(`expression stopped: its macros ran for more than ${MAX_MS} ms (docs/cel.md#limits)`);
 }

@@ -123,6 +123,17 @@ describe('CEL as the reference writes it, on a live request', () => {
                   backends,
                 },
                 {
+                  // A deny rule the client can push past the budget must not let the request through (ADR 0145).
+                  name: 'veto',
+                  matches: [{ path: { pathPrefix: '/veto' } }],
+                  policies: {
+                    authorization: {
+                      rules: [{ allow: 'true' }, { deny: 'cel.bind(l, request.headers["x-list"].split(","), l.exists(a, l.exists(b, a + b == "bannedbanned")))' }],
+                    },
+                  },
+                  backends,
+                },
+                {
                   name: 'rules',
                   matches: [{ path: { pathPrefix: '/rules' } }],
                   policies: {
@@ -187,6 +198,12 @@ describe('CEL as the reference writes it, on a live request', () => {
     const ms = performance.now() - t0;
     assert.ok(ms < 1000, `the quadratic rule took ${ms.toFixed(0)} ms`);
     assert.equal(await call('/bomb', { 'x-list': 'a,b,c' }), 200, 'a small list is evaluated as before');
+  });
+
+  it('a deny rule stopped by the budget denies (it is the client who made it blow up)', async () => {
+    assert.equal(await call('/veto', { 'x-list': 'a,b' }), 200);
+    assert.equal(await call('/veto', { 'x-list': 'a,banned' }), 403);
+    assert.equal(await call('/veto', { 'x-list': Array.from({ length: 2000 }, (_, i) => `g${i}`).join(',') }), 403);
   });
 
   const yaml = (rule: string) =>
