@@ -1,0 +1,44 @@
+// A CEL error points at the misspelt name inside the expression, whatever the YAML quoting (docs/adr/0145): plain,
+// single-quoted ('' for a quote), double-quoted (escapes) and block scalars.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { compileError, summarize, yaml } from './helpers.ts';
+
+const withRule = (...rule: string[]): string =>
+  yaml(
+    'binds:',
+    '  - port: 8080',
+    '    listeners:',
+    '      - routes:',
+    '          - backends: [{ host: "127.0.0.1:9" }]',
+    '            policies:',
+    '              authorization:',
+    '                rules:',
+    ...rule,
+  );
+
+async function at(text: string): Promise<string> {
+  const issues = summarize((await compileError(text, { preset: fullPreset })).issues);
+  assert.equal(issues.length, 1, JSON.stringify(issues));
+  assert.match(issues[0]!.message, /`request` has no field `pth`; did you mean `path`\?/);
+  return issues[0]!.at;
+}
+
+describe('CEL error positions inside the expression', () => {
+  it('plain scalar', async () => {
+    assert.equal(await at(withRule('                  - request.method == "GET" && request.pth == "/"')), 'test.yaml:9:56');
+  });
+
+  it("single-quoted, with '' for a quote", async () => {
+    assert.equal(await at(withRule(`                  - 'request.method == ''GET'' && request.pth == "/"'`)), 'test.yaml:9:59');
+  });
+
+  it('double-quoted, with escapes', async () => {
+    assert.equal(await at(withRule('                  - "request.method == \\"GET\\" && request.pth == \\"/\\""')), 'test.yaml:9:59');
+  });
+
+  it('block scalar, on its second line', async () => {
+    assert.equal(await at(withRule('                  - |', '                    request.method == "GET" &&', '                      request.pth == "/"')), 'test.yaml:11:31');
+  });
+});
