@@ -1,4 +1,5 @@
 import type { Environment } from '@marcbachmann/cel-js';
+import { EXPRESSION_STOPPED } from '../sdk/expr.ts';
 import { compileUserRegex } from '../sdk/regex.ts';
 import { registerReferenceFunctions } from './cel-reference-ext.ts';
 import {
@@ -119,6 +120,11 @@ interface MacroEvaluator {
   run(node: unknown, ctx: unknown): unknown;
 }
 
+/** An evaluation stopped by the budget (cel-budget.ts) is not a missing value: it must not become the fallback. */
+function rethrowStopped(err: unknown): void {
+  if ((err as Error | undefined)?.name === EXPRESSION_STOPPED) throw err;
+}
+
 /** `default(expr, fallback)`: the value of `expr`, or `fallback` when `expr` fails (a missing key) or is null. */
 function defaultMacro({ args }: MacroNode): unknown {
   return {
@@ -133,10 +139,19 @@ function defaultMacro({ args }: MacroNode): unknown {
       let value: unknown;
       try {
         value = ev.run(macro.args[0], ctx);
-      } catch {
+      } catch (err) {
+        rethrowStopped(err);
         return ev.run(macro.args[1], ctx);
       }
-      if (value instanceof Promise) return value.then((v: unknown) => (v == null ? ev.run(macro.args[1], ctx) : v), () => ev.run(macro.args[1], ctx));
+      if (value instanceof Promise) {
+        return value.then(
+          (v: unknown) => (v == null ? ev.run(macro.args[1], ctx) : v),
+          (err: unknown) => {
+            rethrowStopped(err);
+            return ev.run(macro.args[1], ctx);
+          },
+        );
+      }
       return value == null ? ev.run(macro.args[1], ctx) : value;
     },
   };

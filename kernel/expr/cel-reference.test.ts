@@ -92,6 +92,13 @@ describe('run-time bounds', () => {
     assert.ok(performance.now() - t0 < 500);
   });
 
+  it('default() does not turn a stopped evaluation into its fallback (a deny rule would be skipped)', () => {
+    const bomb = 'cel.bind(l, jwt.h.split(","), l.exists(a, l.exists(b, a + b == "zz")))';
+    assert.throws(() => run(`default(${bomb}, false)`, { h: list(3000) }), { name: 'ExpressionStopped' });
+    assert.equal(run(`default(${bomb}, true)`, { h: 'a,b' }), false);
+    assert.equal(run('default(jwt.missing, "fallback")'), 'fallback');
+  });
+
   it('one pass over a 100k-item list fits the budget; the budget is counted in items', () => {
     const groups = Array.from({ length: 100_000 }, (_, i) => `g${i}`);
     assert.equal(run('jwt.groups.exists(g, g == "g99999")', { groups }), true);
