@@ -3,20 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { compileError, summarize, yaml } from './helpers.ts';
+import { compileError, summarize, withAuthorizationRules } from './helpers.ts';
 
-const withRule = (...rule: string[]): string =>
-  yaml(
-    'binds:',
-    '  - port: 8080',
-    '    listeners:',
-    '      - routes:',
-    '          - backends: [{ host: "127.0.0.1:9" }]',
-    '            policies:',
-    '              authorization:',
-    '                rules:',
-    ...rule,
-  );
+const withRule = withAuthorizationRules;
 
 async function at(text: string): Promise<string> {
   const issues = summarize((await compileError(text, { preset: fullPreset })).issues);

@@ -94,6 +94,21 @@ export function yaml(...lines: string[]): string {
   return `${lines.join('\n')}\n`;
 }
 
+/** A config whose one route has an `authorization` policy; `rules` are the lines under `rules:` (line 9 onwards). */
+export function withAuthorizationRules(...rules: string[]): string {
+  return yaml(
+    'binds:',
+    '  - port: 8080',
+    '    listeners:',
+    '      - routes:',
+    '          - backends: [{ host: "127.0.0.1:9" }]',
+    '            policies:',
+    '              authorization:',
+    '                rules:',
+    ...rules,
+  );
+}
+
 /** Temp dirs for one test file: each call makes one, all removed when the file's tests end. */
 export function tempDirs(): (prefix: string) => string {
   const made: string[] = [];
