@@ -106,7 +106,19 @@ describe('CEL as the reference writes it, on a live request', () => {
     const backends = [{ host: `127.0.0.1:${upstream.port}` }];
     const jwtAuth = { issuer: ISSUER, jwks: { file: jwks }, mode: 'strict' };
     gw = await startGateway({
-      config: { logging: { format: 'json', fields: { add: { probe: 'request.headers["x-probe"]', ...Object.fromEntries(FIELDS.map(([n, e]) => [n, e])) } } } },
+      config: {
+        logging: {
+          format: 'json',
+          fields: {
+            add: {
+              probe: 'request.headers["x-probe"]',
+              // The client's header once per item of the client's list: its size squared.
+              echo: 'request.headers[?"x-list"].orValue("").split(",").map(e, request.headers["x-list"])',
+              ...Object.fromEntries(FIELDS.map(([n, e]) => [n, e])),
+            },
+          },
+        },
+      },
       binds: [
         {
           port,
@@ -204,6 +216,16 @@ describe('CEL as the reference writes it, on a live request', () => {
     assert.equal(await call('/veto', { 'x-list': 'a,b' }), 200);
     assert.equal(await call('/veto', { 'x-list': 'a,banned' }), 403);
     assert.equal(await call('/veto', { 'x-list': Array.from({ length: 2000 }, (_, i) => `g${i}`).join(',') }), 403);
+  });
+
+  it('a log field built from a client\'s input is bounded: past 256 KiB of text it is left out', async () => {
+    const list = Array.from({ length: 2000 }, (_, i) => `g${i}`).join(',');
+    assert.equal(await call('/rules/ok', { 'x-probe': 'echo-small', 'x-list': 'a,b' }), 200);
+    assert.deepEqual((await lineFor('echo-small')).echo, ['a,b', 'a,b']);
+    assert.equal(await call('/rules/ok', { 'x-probe': 'echo-big', 'x-list': list }), 200);
+    const line = await lineFor('echo-big');
+    assert.equal('echo' in line, false);
+    assert.ok(JSON.stringify(line).length < 256 * 1024, `a line of ${JSON.stringify(line).length} characters`);
   });
 
   const yaml = (rule: string) =>
