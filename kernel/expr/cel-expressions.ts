@@ -70,6 +70,8 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
     fields: [
       { name: 'address', type: 'string', description: 'Client IP address (`127.0.0.1`, `::1`; IPv4 clients of dual-stack binds without the `::ffff:` prefix).' },
       { name: 'port', type: 'int', description: 'Client port.' },
+      { name: 'rawAddress', type: 'string', description: 'The TCP peer\'s address, even when `address` is one a trusted proxy forwarded.' },
+      { name: 'rawPort', type: 'int', description: 'The TCP peer\'s port (as `port`).' },
       { name: 'subject', type: 'string', description: 'Mutual TLS only: the verified client certificate\'s subject (`O=Agents, CN=agent-1`, the certificate\'s order).' },
       { name: 'subjectCn', type: 'string', description: 'Mutual TLS only: the subject\'s common name (`agent-1`).' },
       { name: 'issuer', type: 'string', description: 'Mutual TLS only: the certificate\'s issuer (`CN=Agents CA`).' },
@@ -164,9 +166,10 @@ class Activation {
 
   get source(): Record<string, unknown> {
     if (this.#source === undefined) {
-      const address = this.#ex.sourceAddress;
-      const client = exchangeState(this.#ex)?.clientCertificate;
-      const base = { address: address.startsWith('::ffff:') ? address.slice(7) : address, port: BigInt(this.#ex.sourcePort) };
+      const state = exchangeState(this.#ex);
+      const client = state?.clientCertificate;
+      const port = BigInt(this.#ex.sourcePort);
+      const base = { address: unmapped(this.#ex.sourceAddress), port, rawAddress: unmapped(state?.peerAddress ?? this.#ex.sourceAddress), rawPort: port };
       this.#source = client === undefined ? base : withClientCertificate(base, client);
     }
     return this.#source;
@@ -186,6 +189,11 @@ function withClientCertificate(base: Record<string, unknown>, client: VerifiedCl
     spiffeId: { get: () => client.spiffeId, enumerable: true },
     certificate: { get: () => client.pem, enumerable: true },
   });
+}
+
+/** IPv4 clients of dual-stack binds without the `::ffff:` prefix. */
+function unmapped(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
 /** An attribute or extra variable; one named `request` or `source` hides the gateway's (as assignment did). */

@@ -31,7 +31,7 @@ export interface NameProblem {
 const ABSENT_VARIABLES = new Set(['destination', 'backend', 'proxy', 'env', 'extauthz', 'extproc', 'mcpGuardrails', 'metadata']);
 const ABSENT_FIELDS: Readonly<Record<string, readonly string[]>> = {
   request: ['body', 'bodyPrefix', 'startTime', 'endTime'],
-  source: ['rawAddress', 'rawPort', 'identity', 'unverifiedWorkload', 'connectHeaders'],
+  source: ['identity', 'unverifiedWorkload', 'connectHeaders'],
   response: ['grpcStatus', 'body', 'bodyPrefix'],
 };
 const ABSENT_GLOBALS = new Set(['variables', 'unvalidatedJwtPayload', 'flatten', 'flattenRecursive', 'coalesce', 'regexReplace']);

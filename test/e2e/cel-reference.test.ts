@@ -33,6 +33,8 @@ const FIELDS: readonly (readonly [string, string, unknown])[] = [
   // source.*, response.*
   ['address', 'source.address', '127.0.0.1'],
   ['portIsInt', 'type(source.port) == int && source.port > 0', true],
+  ['rawAddress', 'source.rawAddress', '127.0.0.1'],
+  ['rawPort', 'source.rawPort == source.port', true],
   ['noCert', 'has(source.subjectCn)', false],
   ['code', 'response.code', 200],
   // jwt.*
@@ -244,6 +246,7 @@ describe('CEL as the reference writes it, on a live request', () => {
   it('a name the reference has but Switchyard does not provide is a config error that says so', async () => {
     await assert.rejects(gw.gateway.compile(yaml(`'backend.name == "x"'`)), /:8:14: .*`backend` is a variable of the reference gateway that Switchyard does not provide \(docs\/cel\.md#not-available\)/);
     await assert.rejects(gw.gateway.compile(yaml(`'request.body.contains("x")'`)), /:8:22: .*`request\.body` .* Switchyard does not provide/);
+    await assert.rejects(gw.gateway.compile(yaml(`'source.identity.namespace == "x"'`)), /:8:21: .*`source\.identity` .* Switchyard does not provide/);
     await assert.rejects(gw.gateway.compile(yaml(`'sha256.encode("a") == "x"'`)), /:8:14: .*`sha256\.encode\(\)` is a function of the reference gateway that Switchyard does not provide/);
     await assert.rejects(gw.gateway.compile(yaml(`'request.headers.cookie("a") == "x"'`)), /`cookie\(\)` is a function of the reference gateway that Switchyard does not provide/);
   });

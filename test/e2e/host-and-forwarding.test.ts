@@ -23,7 +23,7 @@ const listeners = (upstreamPort: number) => [
       {
         name: 'by-source',
         matches: [{ path: { pathPrefix: '/by-source' } }],
-        policies: { authorization: { rules: ['source.address == "203.0.113.9"'] } },
+        policies: { authorization: { rules: ['source.address == "203.0.113.9" && source.rawAddress == "127.0.0.1"'] } },
         backends: [{ host: `127.0.0.1:${upstreamPort}` }],
       },
       { name: 'all', backends: [{ host: `127.0.0.1:${upstreamPort}` }] },
