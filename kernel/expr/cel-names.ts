@@ -57,7 +57,8 @@ function isNode(x: unknown): x is Node {
 }
 
 const suggest = (word: string, candidates: Iterable<string>): string => {
-  const near = didYouMean(word, candidates);
+  // A one- or two-letter name is close to too much to suggest anything.
+  const near = word.length < 3 ? undefined : didYouMean(word, candidates);
   return near !== undefined && near !== word ? `; did you mean \`${near}\`?` : '';
 };
 
@@ -101,6 +102,16 @@ export function findNameProblem(root: unknown, names: CelNames): NameProblem | u
       }
       case 'rcall':
         return visitMethod(x, bound);
+      case '-': {
+        // `request.headers.x-user` parses as `request.headers.x - user`: say so rather than "unknown variable `user`".
+        const [left, right] = x.args as [Node, Node];
+        const name = right.op === 'id' ? (right.args as string) : undefined;
+        if (left.op === '.' && name !== undefined && !bound.has(name) && !names.variables.has(name)) {
+          const field = `${(left.args as [Node, string])[1]}-${name}`;
+          return { message: `\`${field}\` reads as a subtraction; write a name with a dash as an index: \`["${field}"]\``, offset: left.pos ?? at };
+        }
+        return visit(x.args, bound);
+      }
       default:
         return visit(isNode(x.args) ? [x.args] : x.args, bound);
     }
@@ -109,32 +120,28 @@ export function findNameProblem(root: unknown, names: CelNames): NameProblem | u
   const visitMethod = (x: Node, bound: ReadonlySet<string>): NameProblem | undefined => {
     const [name, receiver, args] = x.args as [string, Node, Node[]];
     const at = x.input !== undefined && receiver.end !== undefined ? Math.max(0, x.input.indexOf(name, receiver.end)) : (x.pos ?? 0);
-    const root = receiver.op === 'id' && !bound.has(receiver.args as string) && !names.variables.has(receiver.args as string) ? (receiver.args as string) : undefined;
-    if (root !== undefined) {
-      const full = `${root}.${name}`;
-      if (ABSENT_NAMESPACES.has(root)) return { message: `\`${full}()\` is a function ${NOT_AVAILABLE}`, offset: receiver.start ?? at };
-      if (!ABSENT_VARIABLES.has(root)) return { message: `unknown function \`${full}\`${suggest(full, names.namespaced)}`, offset: receiver.start ?? at };
-    }
+    // `base64.encode(...)`: a receiver that is a bare name may be a namespace.
     const ns = receiver.op === 'id' && !bound.has(receiver.args as string) ? (receiver.args as string) : undefined;
-    const namespaced = ns !== undefined && names.namespaced.has(`${ns}.${name}`);
-    if (!namespaced && ns !== undefined && [...names.namespaced].some((f) => f.startsWith(`${ns}.`))) {
-      return { message: `unknown function \`${ns}.${name}\`${suggest(`${ns}.${name}`, names.namespaced)}`, offset: receiver.start ?? at };
+    const full = `${ns}.${name}`;
+    const namespaced = ns !== undefined && names.namespaced.has(full);
+    if (ns !== undefined && !namespaced) {
+      if (ABSENT_VARIABLES.has(ns) && !names.variables.has(ns)) return visit(receiver, bound);
+      if (ABSENT_NAMESPACES.has(ns)) return { message: `\`${full}()\` is a function ${NOT_AVAILABLE}`, offset: receiver.start ?? at };
+      if (!names.variables.has(ns) || [...names.namespaced].some((f) => f.startsWith(`${ns}.`))) {
+        return { message: `unknown function \`${full}\`${suggest(full, names.namespaced)}`, offset: receiver.start ?? at };
+      }
     }
     if (!namespaced && !names.methods.has(name)) {
       if (ABSENT_METHODS.has(name)) return { message: `\`${name}()\` is a function ${NOT_AVAILABLE}`, offset: at };
       return { message: `unknown function \`${name}\`${suggest(name, names.methods)}`, offset: at };
     }
-    const binder = args[0]?.op === 'id' && (BINDERS.has(name) || (name === 'bind' && receiver.op === 'id' && receiver.args === 'cel'));
-    if (!binder) return visitAll([receiver, args], bound);
+    const binder = args[0]?.op === 'id' && (BINDERS.has(name) || full === 'cel.bind');
+    if (!binder) return visit([receiver, args], bound);
     if (QUANTIFIERS.has(name) && args.length === 3) return { message: `the two-variable form \`${name}(key, value, predicate)\` is a macro ${NOT_AVAILABLE}`, offset: at };
     const inner = new Set(bound).add(args[0]!.args as string);
-    return visitAll(name === 'bind' ? [] : [receiver], bound) ?? visitAll(name === 'bind' ? [args[1], [args[2]]] : args.slice(1), inner, name === 'bind' ? bound : undefined);
-  };
-
-  // `cel.bind(v, value, body)`: `value` is outside the binding, `body` inside.
-  const visitAll = (xs: unknown[], bound: ReadonlySet<string>, outer?: ReadonlySet<string>): NameProblem | undefined => {
-    if (outer !== undefined) return visit(xs[0], outer) ?? visit(xs[1], bound);
-    return visit(xs, bound);
+    // `cel.bind(v, value, body)`: `value` is outside the binding, `body` inside; `list.all(v, p)`: the list outside.
+    if (full === 'cel.bind') return visit(args[1], bound) ?? visit(args[2], inner);
+    return visit(receiver, bound) ?? visit(args.slice(1), inner);
   };
 
   return visit(root, new Set());

@@ -131,6 +131,7 @@ describe('names checked at load', () => {
     ['regexReplace(request.path, "a", "b")', /write it as a method/, 0],
     ['request.headers.all(k, v, v == "x")', /two-variable form `all\(key, value, predicate\)`/, 16],
     ['[1].map(x, x).size() + x', /unknown variable `x`/, 23],
+    ['request.headers.x-user == "a"', /`x-user` reads as a subtraction; write a name with a dash as an index: `\["x-user"\]`/, 16],
   ];
   for (const [source, message, offset] of cases) {
     it(`\`${source}\``, () => {
