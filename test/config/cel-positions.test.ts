@@ -27,6 +27,13 @@ describe('CEL error positions inside the expression', () => {
     assert.equal(await at(withRule('                  - "request.method == \\"GET\\" && request.pth == \\"/\\""')), 'test.yaml:9:59');
   });
 
+  it('after a string literal the frame hides (a possible secret), the column is still the file\'s', async () => {
+    const text = withRule(`                  - 'request.headers["x-key"] == "sk-very-secret-value-12345" && request.pth == "/"'`);
+    const err = await compileError(text, { preset: fullPreset });
+    assert.doesNotMatch(err.issues[0]!.frame, /sk-very-secret/);
+    assert.equal(await at(text), 'test.yaml:9:90');
+  });
+
   it('block scalar, on its second line', async () => {
     assert.equal(await at(withRule('                  - |', '                    request.method == "GET" &&', '                      request.pth == "/"')), 'test.yaml:11:31');
   });
