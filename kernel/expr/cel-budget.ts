@@ -7,8 +7,9 @@ import { EXPRESSION_STOPPED } from '../sdk/expr.ts';
  * ...) spends its list's length before it starts, so no more than MAX_STEPS items are ever visited; each step also
  * counts towards a wall-time check (every TIME_CHECK steps, for steps that are costly themselves). Once spent, the
  * budget stays spent: every later step fails at once, so `exists`, which keeps looking past a failing item as CEL
- * requires, cannot go on working. The evaluation fails like any other error (an authorization rule counts as
- * false). Evaluation is synchronous, so one budget per process is enough: each evaluation starts it afresh.
+ * requires, cannot go on working. The evaluation fails with an error named EXPRESSION_STOPPED, which policies
+ * treat as any other error except that a deny rule denies (rule-set.ts). Evaluation is synchronous, so one budget
+ * per process is enough: each evaluation starts it afresh.
  */
 export const MAX_STEPS = 1_000_000;
 export const MAX_MS = 100;
