@@ -3,6 +3,7 @@ import type { ConfigIssue } from '../sdk/index.ts';
 import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
 import type { StaticConfig } from './snapshot.ts';
 import { usableCpus } from './usable-cpus.ts';
+import { defaultMaxConnections } from './open-files.ts';
 import { compileTrustedProxies, trustedProxyProblem } from '../exchange/client-address.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
@@ -86,6 +87,7 @@ export function resolveWorkerCount(r: RawStatic): number {
 /** The `config:` block with defaults (BEHAVIOUR.md DECIDED 16). Environment variables override the addresses. */
 export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.ProcessEnv = process.env): StaticConfig {
   const r = raw ?? {};
+  const workers = resolveWorkerCount(r);
   return {
     adminAddr: envAddress(env, 'ADMIN_ADDR', 'adminAddr') ?? r.adminAddr ?? '127.0.0.1:15000',
     statsAddr: envAddress(env, 'STATS_ADDR', 'statsAddr') ?? r.statsAddr ?? '0.0.0.0:15020',
@@ -101,8 +103,8 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     trustedProxies: trustedProxies(r),
     headerTimeoutMs: r.headerTimeout ? (parseDuration(r.headerTimeout) ?? 60_000) : 60_000,
     upgradeProtocols: r.upgradeProtocols ? r.upgradeProtocols.map((p) => p.toLowerCase()) : DEFAULT_UPGRADE_PROTOCOLS,
-    maxConnectionsPerBind: r.maxConnectionsPerBind ?? 0,
-    workers: resolveWorkerCount(r),
+    maxConnectionsPerBind: r.maxConnectionsPerBind ?? defaultMaxConnections(workers),
+    workers,
     tracing: resolveTracing(r.tracing, env),
     adminUi: { enabled: r.adminUi?.enabled ?? true, basicAuth: r.adminUi?.basicAuth, apiKey: r.adminUi?.apiKey },
   };

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 /** Reads a small file's text; undefined when it cannot. */
 export type ReadText = (path: string) => string | undefined;
 
-const readText: ReadText = (path) => {
+export const readText: ReadText = (path) => {
   try {
     return readFileSync(path, 'latin1');
   } catch {

@@ -51,7 +51,7 @@ export function lazyConfigSource(file: string, text: string): ConfigSource {
  * Find the position of the value at `path` (or of its key, with `atKey`). When the path goes further than the
  * document (a missing required key), the deepest existing node is used.
  */
-export function locate(source: ConfigSource, path: readonly (string | number)[], atKey = false): Position {
+export function locate(source: ConfigSource, path: readonly (string | number)[], atKey = false, valueOffset?: number): Position {
   const { isMap, isPair, isScalar, isSeq } = yamlLib();
   let node: Node | null | undefined = source.doc.contents as Node | null;
   let offset = node?.range?.[0] ?? 0;
@@ -78,8 +78,29 @@ export function locate(source: ConfigSource, path: readonly (string | number)[],
       break;
     }
   }
+  if (valueOffset !== undefined && node && isScalar(node) && typeof node.value === 'string' && node.range) {
+    offset = offsetInScalar(source.text, node.range[0], node.range[1], node.value, valueOffset);
+  }
   const { line, col } = source.lines.linePos(offset);
   return { line, col };
+}
+
+/**
+ * The file offset of character `at` of a string scalar's value. The value's characters are matched in order
+ * against the scalar's text, skipping what is not part of the value (quotes, a block header, indentation,
+ * escapes): exact for plain, single-quoted and block scalars, close for double-quoted ones with escapes.
+ */
+function offsetInScalar(text: string, start: number, end: number, value: string, at: number): number {
+  let i = start;
+  if (text[i] === '|' || text[i] === '>') i = text.indexOf('\n', i) + 1 || end;
+  else if (text[i] === "'" || text[i] === '"') i++;
+  for (let j = 0; j < at && j < value.length; j++) {
+    while (i < end && text[i] !== value[j]) i++;
+    if (i >= end) return start;
+    i++;
+  }
+  while (i < end && at < value.length && text[i] !== value[at]) i++;
+  return i < end ? i : Math.min(i, end);
 }
 
 /** Widest slice of a line a code frame shows: a 1 MiB value is not echoed back (docs/security.md "Config limits"). */

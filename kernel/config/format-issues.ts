@@ -13,9 +13,10 @@ export interface PositionedIssue {
   readonly frame: string;
 }
 
-export function positionIssue(source: ConfigSource, issue: ConfigIssue | SourcedIssue): PositionedIssue {
+/** `framed`: the text the code frame shows (secrets hidden, lines kept); the position is found in `source`'s own. */
+export function positionIssue(source: ConfigSource, issue: ConfigIssue | SourcedIssue, framed: ConfigSource = source): PositionedIssue {
   const offset = (issue as SourcedIssue).offset;
-  const pos = offset !== undefined ? source.lines.linePos(offset) : locate(source, issue.path, issue.atKey);
+  const pos = offset !== undefined ? source.lines.linePos(offset) : locate(source, issue.path, issue.atKey, issue.valueOffset);
   return {
     file: source.file,
     line: pos.line,
@@ -23,7 +24,7 @@ export function positionIssue(source: ConfigSource, issue: ConfigIssue | Sourced
     path: formatPath(issue.path),
     code: issue.code,
     message: issue.message,
-    frame: codeFrame(source, pos),
+    frame: codeFrame(framed, pos),
   };
 }
 

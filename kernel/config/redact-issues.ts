@@ -29,7 +29,7 @@ export function positionRedacted(
   const scrub = compileScrubber(hidden) ?? ((s: string) => s);
   const frames = { ...source, text };
   return issues.map((issue) => {
-    const p = positionIssue(frames, issue);
+    const p = positionIssue(source, issue, frames);
     return { ...p, message: scrub(p.message), frame: scrub(p.frame) };
   });
 }

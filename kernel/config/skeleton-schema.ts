@@ -237,7 +237,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       maxConnectionsPerBind: {
         type: 'integer',
         minimum: 1,
-        description: 'Most open client connections per bind port (with `workers`, per worker thread); connections beyond it are closed at once. Default: no cap.',
+        description: 'Most open client connections per bind port (with `workers`, per worker thread); connections beyond it are closed at once. Default: half the process\'s open-file limit (`ulimit -n`), divided among the workers (ADR 0143); no cap where the limit cannot be read (not Linux).',
       },
       workers: {
         oneOf: [

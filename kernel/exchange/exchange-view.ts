@@ -88,6 +88,12 @@ export class ExchangeView implements Exchange, KernelExchange {
     return Promise.reject(new GatewayError(500, 'internal_error', 'the client request body is no longer available', ErrorCode.internal));
   }
 
+  peekBody(limit?: number): Promise<Buffer | undefined> {
+    if (this.ownBody) return Promise.resolve(this.ownBody);
+    if (this.parent) return this.parent.peekBody(limit);
+    return Promise.reject(new GatewayError(500, 'internal_error', 'the client request body is no longer available', ErrorCode.internal));
+  }
+
   readBodyInto(limit: number, receiver: BodyReceiver): void {
     if (this.ownBody) receiver.bodyRead(this.ownBody);
     else if (this.parent) this.parent.readBodyInto(limit, receiver);

@@ -3,8 +3,11 @@ import { ConfigError, ErrorCode, presentHeaders, withheldCredentials } from '../
 import type { CompiledExpression, ConfigPath, Exchange, ExpressionCompiler } from '../sdk/index.ts';
 import { exchangeAttributes, exchangeState } from '../exchange/kernel-exchange.ts';
 import type { VerifiedClientCertificate } from '../exchange/client-certificate.ts';
+import { meterComprehensions, startBudget } from './cel-budget.ts';
 import { celLib } from './cel-lib.ts';
-import { displaySignature, NAMESPACE_TYPES, registerGatewayFunctions } from './cel-library.ts';
+import { displaySignature, NAMESPACE_TYPES, NAMESPACES, registerGatewayFunctions } from './cel-library.ts';
+import { findNameProblem } from './cel-names.ts';
+import type { CelNames } from './cel-names.ts';
 
 /** A field of a variable, as documented. */
 export interface CelFieldInfo {
@@ -53,6 +56,8 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
       { name: 'host', type: 'string', description: 'Host header without port, lower-case.' },
       { name: 'scheme', type: 'string', description: '`http` or `https` (of the listener).' },
       { name: 'uri', type: 'string', description: 'Path and query (`/v1/items?a=1`).' },
+      { name: 'pathAndQuery', type: 'string', description: 'Path and query, as `uri` (the reference gateway\'s name for it).' },
+      { name: 'version', type: 'string', description: 'HTTP version as the reference writes it: `HTTP/1.0`, `HTTP/1.1` or `HTTP/2.0`.' },
       { name: 'headers', type: 'map(string, string)', description: 'Request headers by lower-case name; repeated headers are joined with `, ` (`set-cookie` is a list).' },
       { name: 'query', type: 'map(string, string)', description: 'Query parameters by name (the first value of a repeated parameter).' },
     ],
@@ -65,6 +70,8 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
     fields: [
       { name: 'address', type: 'string', description: 'Client IP address (`127.0.0.1`, `::1`; IPv4 clients of dual-stack binds without the `::ffff:` prefix).' },
       { name: 'port', type: 'int', description: 'Client port.' },
+      { name: 'rawAddress', type: 'string', description: 'The TCP peer\'s address, even when `address` is one a trusted proxy forwarded.' },
+      { name: 'rawPort', type: 'int', description: 'The TCP peer\'s port (as `port`).' },
       { name: 'subject', type: 'string', description: 'Mutual TLS only: the verified client certificate\'s subject (`O=Agents, CN=agent-1`, the certificate\'s order).' },
       { name: 'subjectCn', type: 'string', description: 'Mutual TLS only: the subject\'s common name (`agent-1`).' },
       { name: 'issuer', type: 'string', description: 'Mutual TLS only: the certificate\'s issuer (`CN=Agents CA`).' },
@@ -103,12 +110,21 @@ function celHeaders(ex: Exchange): Exchange['headers'] {
   return ex.get(withheldCredentials) === undefined ? h : presentHeaders(h);
 }
 
+const HTTP_VERSIONS: Readonly<Record<string, string>> = { '1.1': 'HTTP/1.1', '2.0': 'HTTP/2.0', '1.0': 'HTTP/1.0' };
+
+/** `HTTP/1.1`, `HTTP/2.0`: the reference's spelling of the request's version (absent for a stand-in exchange without one). */
+function httpVersion(ex: Exchange): string | undefined {
+  const v = (ex.req as Exchange['req'] | undefined)?.httpVersion;
+  return v === undefined ? undefined : (HTTP_VERSIONS[v] ?? `HTTP/${v}`);
+}
+
 /** The `request` map. cel-js reads map fields only when they are own properties, so `query` is an own getter. */
 function requestMap(ex: Exchange): Record<string, unknown> {
   const headers = celHeaders(ex);
   // A literal with a getter is built the slow way: only requests with a query string pay for it.
   if (ex.query.length <= 1) {
-    return { method: ex.method, path: ex.path, host: ex.hostname, scheme: ex.scheme, uri: ex.path + ex.query, headers, query: NO_QUERY };
+    const uri = ex.path + ex.query;
+    return { method: ex.method, path: ex.path, host: ex.hostname, scheme: ex.scheme, uri, pathAndQuery: uri, version: httpVersion(ex), headers, query: NO_QUERY };
   }
   return {
     method: ex.method,
@@ -116,6 +132,8 @@ function requestMap(ex: Exchange): Record<string, unknown> {
     host: ex.hostname,
     scheme: ex.scheme,
     uri: ex.path + ex.query,
+    pathAndQuery: ex.path + ex.query,
+    version: httpVersion(ex),
     headers,
     get query() {
       return queryMap(ex.query);
@@ -148,9 +166,10 @@ class Activation {
 
   get source(): Record<string, unknown> {
     if (this.#source === undefined) {
-      const address = this.#ex.sourceAddress;
-      const client = exchangeState(this.#ex)?.clientCertificate;
-      const base = { address: address.startsWith('::ffff:') ? address.slice(7) : address, port: BigInt(this.#ex.sourcePort) };
+      const state = exchangeState(this.#ex);
+      const client = state?.clientCertificate;
+      const port = BigInt(this.#ex.sourcePort);
+      const base = { address: unmapped(this.#ex.sourceAddress), port, rawAddress: unmapped(state?.peerAddress ?? this.#ex.sourceAddress), rawPort: port };
       this.#source = client === undefined ? base : withClientCertificate(base, client);
     }
     return this.#source;
@@ -170,6 +189,11 @@ function withClientCertificate(base: Record<string, unknown>, client: VerifiedCl
     spiffeId: { get: () => client.spiffeId, enumerable: true },
     certificate: { get: () => client.pem, enumerable: true },
   });
+}
+
+/** IPv4 clients of dual-stack binds without the `::ffff:` prefix. */
+function unmapped(address: string): string {
+  return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
 /** An attribute or extra variable; one named `request` or `source` hides the gateway's (as assignment did). */
@@ -196,7 +220,7 @@ export interface CheckedExpression extends CompiledExpression {
  */
 export class CelExpressions {
   /** Built on first use (cel-lib.ts): a config without expressions never loads the CEL engine. */
-  private built: { readonly env: Environment; readonly gatewayFunctions: ReadonlySet<string> } | undefined;
+  private built: Built | undefined;
   private readonly variableInfo: readonly CelVariableInfo[];
 
   /**
@@ -222,13 +246,13 @@ export class CelExpressions {
   /** Names of the declared variables (documented in docs/cel.md). */
   readonly variables: readonly string[];
 
-  private environment(): { readonly env: Environment; readonly gatewayFunctions: ReadonlySet<string> } {
+  private environment(): Built {
     if (this.built) return this.built;
     const { Environment } = celLib();
-    const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: { maxAstNodes: 5000, maxDepth: 64 } });
+    const env = new Environment({ enableOptionalTypes: true, homogeneousAggregateLiterals: false, limits: { maxAstNodes: MAX_AST_NODES, maxDepth: MAX_DEPTH } });
     const gatewayFunctions = registerGatewayFunctions(env);
     for (const v of this.variableInfo) env.registerVariable(v.name, v.type, { description: v.description });
-    return (this.built = { env, gatewayFunctions });
+    return (this.built = { env, gatewayFunctions, names: declaredNames(env, this.variableInfo) });
   }
 
   /** Every variable and function the environment declares, with signatures and descriptions (docs/cel.md). */
@@ -239,8 +263,8 @@ export class CelExpressions {
     const variables = defs.variables.filter((v) => declared.has(v.name)).map((v) => declared.get(v.name)!);
     const namespaceTypeOf = /^type\((\w+)\): type$/;
     const functions = defs.functions
-      // The regex macros stand in for the documented `string.matches` / `string.regexReplace`.
-      .filter((f) => !NAMESPACE_TYPES.has(namespaceTypeOf.exec(f.signature)?.[1] ?? '') && !f.signature.startsWith('RegexMethods.'))
+      // The method macros stand in for the documented `string.matches`, `string.regexReplace`, `list<string>.join`.
+      .filter((f) => !NAMESPACE_TYPES.has(namespaceTypeOf.exec(f.signature)?.[1] ?? '') && !f.signature.startsWith('MacroMethods.'))
       .map((f): CelFunctionInfo => {
         const signature = displaySignature(f.signature);
         return {
@@ -263,33 +287,79 @@ export class CelExpressions {
    * reference to `response` would always evaluate as an error, so it is refused at load.
    */
   compile(source: string, path: ConfigPath, allowResponse = false): CheckedExpression {
-    let program: (ctx: Record<string, unknown>) => unknown;
+    let program: Program;
     let type: string;
-    const { env } = this.environment();
+    const { env, names } = this.environment();
+    const invalid = (detail: string, valueOffset?: number): ConfigError =>
+      new ConfigError({ code: ErrorCode.configInvalid, path, message: `invalid CEL expression \`${source}\`: ${detail}`, valueOffset });
     try {
-      program = env.parse(source) as unknown as (ctx: Record<string, unknown>) => unknown;
-      if (!allowResponse && readsVariable((program as unknown as { ast: unknown }).ast, 'response', new Set())) {
-        throw new ConfigError({
-          code: ErrorCode.configInvalid,
-          path,
-          message: `invalid CEL expression \`${source}\`: \`response\` is only available in \`config.logging\` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet`,
-        });
+      program = env.parse(source) as unknown as Program;
+      const problem = findNameProblem(program.ast, names);
+      if (problem) throw invalid(problem.message, problem.offset);
+      if (!allowResponse && readsVariable(program.ast, 'response', new Set())) {
+        throw invalid('`response` is only available in `config.logging` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet');
       }
-      const checked = env.check(source) as { valid: boolean; type?: string; error?: Error };
+      // The program's own tree is checked (not a second parse), so evaluation runs it without checking again.
+      const checked = program.check();
       if (!checked.valid) throw checked.error ?? new Error('type error');
       type = checked.type ?? 'dyn';
+      meterComprehensions(program.ast);
     } catch (err) {
       if (err instanceof ConfigError) throw err;
-      const detail = ((err as Error).message ?? String(err)).split('\n')[0];
-      throw new ConfigError({ code: ErrorCode.configInvalid, path, message: `invalid CEL expression \`${source}\`: ${detail}` });
+      // cel-js errors carry the summary apart from the highlighted copy, and where in the expression they are.
+      const e = err as { summary?: unknown; message?: unknown; range?: { start?: unknown } };
+      const detail = String(e.summary ?? e.message ?? err).split('\n')[0]!;
+      throw invalid(detail, typeof e.range?.start === 'number' ? e.range.start : undefined);
     }
     return {
       source,
       type,
-      evaluate: (ex, extra) => program(celActivation(ex, extra)),
-      evaluateIn: program,
+      evaluate: (ex, extra) => {
+        startBudget();
+        return program(celActivation(ex, extra));
+      },
+      evaluateIn: (activation) => {
+        startBudget();
+        return program(activation);
+      },
     };
   }
+}
+
+/** Limits on the expression itself: node count and nesting (a positioned config error past them). */
+const MAX_AST_NODES = 5000;
+const MAX_DEPTH = 64;
+
+/** A parsed cel-js program: callable with an activation, its tree, and a check of that same tree. */
+interface Program {
+  (ctx: Record<string, unknown>): unknown;
+  readonly ast: unknown;
+  check(): { valid: boolean; type?: string; error?: Error };
+}
+
+interface Built {
+  readonly env: Environment;
+  readonly gatewayFunctions: ReadonlySet<string>;
+  readonly names: CelNames;
+}
+
+/** The names the environment declares, for the load-time name check (cel-names.ts). */
+function declaredNames(env: Environment, variables: readonly CelVariableInfo[]): CelNames {
+  const defs = env.getDefinitions();
+  const namespaceOf = new Map<string, string>([...Object.entries(NAMESPACES), ['OptionalNamespace', 'optional'], ['CelNamespace', 'cel']]);
+  const globals = new Set<string>();
+  const methods = new Set<string>();
+  const namespaced = new Set<string>();
+  for (const f of defs.functions) {
+    const name = f.signature.slice(0, f.signature.indexOf('('));
+    const dot = name.lastIndexOf('.');
+    if (dot < 0) globals.add(name);
+    else if (namespaceOf.has(name.slice(0, dot))) namespaced.add(`${namespaceOf.get(name.slice(0, dot))}.${name.slice(dot + 1)}`);
+    else methods.add(name.slice(dot + 1));
+  }
+  const fields = new Map<string, ReadonlySet<string>>();
+  for (const v of variables) if (v.origin === 'gateway' && v.fields) fields.set(v.name, new Set(v.fields.map((f) => f.name)));
+  return { variables: new Set(defs.variables.map((v) => v.name)), globals, methods, namespaced, fields };
 }
 
 const MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);

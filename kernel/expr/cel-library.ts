@@ -1,5 +1,7 @@
 import type { Environment } from '@marcbachmann/cel-js';
+import { EXPRESSION_STOPPED } from '../sdk/expr.ts';
 import { compileUserRegex } from '../sdk/regex.ts';
+import { registerReferenceFunctions } from './cel-reference-ext.ts';
 import {
   CelCIDR,
   CelIP,
@@ -63,6 +65,48 @@ function toRegex(pattern: string, global: boolean): RegExp {
   return re;
 }
 
+/**
+ * Longest text a replacement may produce: twice its input, or 1 MiB. A client's header as both the text and the
+ * replacement (`path.replace("/", request.headers["x"])`) would otherwise multiply their sizes.
+ */
+function replacedLimit(s: string): number {
+  return Math.max(2 * s.length, 1 << 20);
+}
+
+function tooLong(limit: number): Error {
+  return new Error(`replacement result longer than ${limit} characters`);
+}
+
+function replaceAll(s: string, from: string, to: string): string {
+  if (to.length > from.length) {
+    const count = from === '' ? s.length + 1 : s.split(from).length - 1;
+    const limit = replacedLimit(s);
+    if (s.length + count * (to.length - from.length) > limit) throw tooLong(limit);
+  }
+  return s.replaceAll(from, to);
+}
+
+// The reference's replacement syntax (Rust regex): `$$`, `${name}`, `$name` with the longest [_0-9A-Za-z] run.
+const REPLACEMENT_REF = /\$(?:\$|\{([^}]*)\}|([_0-9A-Za-z]+))/g;
+
+/** Every match of `re` (global) replaced by `to` as the reference expands it; a missing group is empty. */
+function regexReplaceAll(s: string, re: RegExp, to: string): string {
+  const limit = replacedLimit(s);
+  let produced = s.length;
+  return s.replace(re, (...args: unknown[]) => {
+    const named = typeof args[args.length - 1] === 'object' ? (args[args.length - 1] as Record<string, string | undefined>) : undefined;
+    const groups = args.slice(0, named === undefined ? -2 : -3) as (string | undefined)[];
+    const out = to.replace(REPLACEMENT_REF, (ref: string, braced: string | undefined, bare: string | undefined) => {
+      const name = braced ?? bare;
+      if (name === undefined) return '$';
+      return (/^\d+$/.test(name) ? groups[Number(name)] : named?.[name]) ?? '';
+    });
+    produced += out.length - (groups[0]?.length ?? 0);
+    if (produced > limit) throw tooLong(limit);
+    return out;
+  });
+}
+
 interface MacroNode {
   readonly args: readonly unknown[];
   readonly receiver?: unknown;
@@ -74,6 +118,11 @@ interface MacroChecker {
 }
 interface MacroEvaluator {
   run(node: unknown, ctx: unknown): unknown;
+}
+
+/** An evaluation stopped by the budget (cel-budget.ts) is not a missing value: it must not become the fallback. */
+function rethrowStopped(err: unknown): void {
+  if ((err as Error | undefined)?.name === EXPRESSION_STOPPED) throw err;
 }
 
 /** `default(expr, fallback)`: the value of `expr`, or `fallback` when `expr` fails (a missing key) or is null. */
@@ -90,17 +139,26 @@ function defaultMacro({ args }: MacroNode): unknown {
       let value: unknown;
       try {
         value = ev.run(macro.args[0], ctx);
-      } catch {
+      } catch (err) {
+        rethrowStopped(err);
         return ev.run(macro.args[1], ctx);
       }
-      if (value instanceof Promise) return value.then((v: unknown) => (v == null ? ev.run(macro.args[1], ctx) : v), () => ev.run(macro.args[1], ctx));
+      if (value instanceof Promise) {
+        return value.then(
+          (v: unknown) => (v == null ? ev.run(macro.args[1], ctx) : v),
+          (err: unknown) => {
+            rethrowStopped(err);
+            return ev.run(macro.args[1], ctx);
+          },
+        );
+      }
       return value == null ? ev.run(macro.args[1], ctx) : value;
     },
   };
 }
 
-/** The receiver type of the regex macros: never a value, so the macros overlap no real overload. */
-class RegexMethods {}
+/** The receiver type of the method macros: never a value, so the macros overlap no real overload. */
+class MacroMethods {}
 
 /**
  * `s.matches(re)` and `s.regexReplace(re, to)` as macros, so every call goes through `compileUserRegex` (linear
@@ -118,7 +176,7 @@ function regexMacro(replace: boolean) {
         throw new Error(`no such overload: ${replace ? 'regexReplace(string, string)' : 'matches(string)'} on ${typeof s}`);
       }
       const re = literal ?? toRegex(pattern, replace);
-      return replace ? s.replace(re, to as string) : re.test(s);
+      return replace ? regexReplaceAll(s, re, to as string) : re.test(s);
     };
     return {
       args,
@@ -140,6 +198,51 @@ function regexMacro(replace: boolean) {
       },
     };
   };
+}
+
+/** Longest text `join` produces: a client's list of a client's strings would otherwise multiply their sizes. */
+export const MAX_JOINED_CHARS = 16 * 1024 * 1024;
+
+/** `list.join(sep?)` as a macro, so the length is known before the text is built (the engine's own has no bound). */
+function joinMacro({ args, receiver }: MacroNode): unknown {
+  const join = (list: unknown, sep: unknown): string => {
+    if (!Array.isArray(list) || typeof sep !== 'string') throw new Error('no such overload: join() needs a list of strings');
+    let total = sep.length * Math.max(0, list.length - 1);
+    for (const item of list) {
+      if (typeof item !== 'string') throw new Error('join(): the list must contain only strings');
+      total += item.length;
+    }
+    if (total > MAX_JOINED_CHARS) throw new Error(`join(): result longer than ${MAX_JOINED_CHARS} characters`);
+    return list.join(sep);
+  };
+  return {
+    args,
+    async: false,
+    typeCheck(checker: MacroChecker, _macro: MacroNode, ctx: unknown) {
+      const list = checker.check(receiver, ctx).name;
+      if (list !== 'list<string>' && list !== 'list<dyn>' && list !== 'list' && list !== 'dyn') {
+        const message = `found no matching overload for '${list}.join'`;
+        throw checker.createError ? checker.createError('no_matching_overload', message, receiver) : new Error(message);
+      }
+      const sep = args[0] === undefined ? 'string' : checker.check(args[0], ctx).name;
+      if (sep !== 'string' && sep !== 'dyn') {
+        const message = `found no matching overload for 'join' with a separator of type ${sep}`;
+        throw checker.createError ? checker.createError('no_matching_overload', message, args[0]) : new Error(message);
+      }
+      return checker.getType('string');
+    },
+    evaluate(ev: MacroEvaluator, _macro: MacroNode, ctx: unknown) {
+      return join(ev.run(receiver, ctx), args[0] === undefined ? '' : ev.run(args[0], ctx));
+    },
+  };
+}
+
+// Standard or URL-safe alphabet, padding optional; Buffer alone skips any other character without a word.
+const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
+
+function decodeBase64(s: string): Uint8Array {
+  if (!BASE64.test(s) || s.replace(/=+$/, '').length % 4 === 1) throw new Error('base64.decode(): invalid base64 text');
+  return new Uint8Array(Buffer.from(s, 'base64'));
 }
 
 type Fn = (...args: never[]) => unknown;
@@ -169,12 +272,12 @@ const FUNCTIONS: readonly (readonly [string, Fn, string])[] = [
   // Helpers.
   ['base64.encode(string): string', (_: unknown, s: string) => Buffer.from(s, 'utf8').toString('base64'), 'Standard base64 of the UTF-8 bytes of a string.'],
   ['base64.encode(bytes): string', (_: unknown, b: Uint8Array) => Buffer.from(b).toString('base64'), 'Standard base64 of bytes.'],
-  ['base64.decode(string): bytes', (_: unknown, s: string) => new Uint8Array(Buffer.from(s, 'base64')), 'Decode standard or URL-safe base64 into bytes (`string(\u2026)` turns them into text).'],
+  ['base64.decode(string): bytes', (_: unknown, s: string) => decodeBase64(s), 'Decode standard or URL-safe base64 into bytes (`string(\u2026)` turns them into text).'],
   ['url.encode(string): string', (_: unknown, s: string) => encodeURIComponent(s), 'Percent-encode a string for use in a URL path segment or query value.'],
   ['url.decode(string): string', (_: unknown, s: string) => decodeURIComponent(s), 'Decode a percent-encoded string; malformed input is an error.'],
-  ['string.replace(string, string): string', (s: string, from: string, to: string) => s.replaceAll(from, to), 'Replace every occurrence of a substring.'],
+  ['string.replace(string, string): string', replaceAll, 'Replace every occurrence of a substring.'],
   // Declared for type information and docs; calls are expanded by regexMacro.
-  ['string.regexReplace(string, string): string', (s: string, pattern: string, to: string) => s.replace(toRegex(pattern, true), to), 'Replace every match of a regular expression; `$1` in the replacement refers to a group.'],
+  ['string.regexReplace(string, string): string', (s: string, pattern: string, to: string) => regexReplaceAll(s, toRegex(pattern, true), to), 'Replace every match of a regular expression; in the replacement `$1`/`${1}` is a group, `$0` the match, `${name}` a named group, `$$` a dollar.'],
   ['uuid(): string', () => randomUUID(), 'A random (version 4) UUID.'],
   ['random(): double', () => Math.random(), 'A random number in [0, 1).'],
   [
@@ -198,7 +301,7 @@ const DISPLAY_NAMES: readonly (readonly [RegExp, string])[] = [
 ];
 
 /** Types that only host namespace functions: `type(<namespace>)` is not worth documenting. */
-export const NAMESPACE_TYPES: ReadonlySet<string> = new Set(['Base64Namespace', 'UrlNamespace', 'OptionalNamespace', 'CelNamespace', 'RegexMethods']);
+export const NAMESPACE_TYPES: ReadonlySet<string> = new Set(['Base64Namespace', 'UrlNamespace', 'OptionalNamespace', 'CelNamespace', 'MacroMethods']);
 
 /** Signature as cel-js spells it -> as documented (`Base64Namespace.encode(string)` -> `base64.encode(string)`). */
 export function displaySignature(signature: string): string {
@@ -224,13 +327,16 @@ export function registerGatewayFunctions(env: Environment): Set<string> {
     env.registerFunction(signature, handler as never, { description });
     registered.add(signature);
   }
-  env.registerType('RegexMethods', RegexMethods as never);
-  env.registerFunction('RegexMethods.matches(ast): bool', regexMacro(false) as never);
-  env.registerFunction('RegexMethods.regexReplace(ast, ast): string', regexMacro(true) as never);
+  env.registerType('MacroMethods', MacroMethods as never);
+  env.registerFunction('MacroMethods.matches(ast): bool', regexMacro(false) as never);
+  env.registerFunction('MacroMethods.regexReplace(ast, ast): string', regexMacro(true) as never);
+  env.registerFunction('MacroMethods.join(): string', joinMacro as never);
+  env.registerFunction('MacroMethods.join(ast): string', joinMacro as never);
   const macro = 'default(ast, ast): dyn';
   env.registerFunction(macro, defaultMacro as never, {
     description: 'The value of the first expression, or the second when the first fails (a missing key or header) or is null.',
   });
   registered.add(macro);
+  for (const signature of registerReferenceFunctions(env)) registered.add(signature);
   return registered;
 }

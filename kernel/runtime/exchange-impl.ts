@@ -5,6 +5,7 @@ import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
 import { readBody, readWhole } from '../exchange/body-read.ts';
+import { peekRequestBody } from '../exchange/body-peek.ts';
 import type { BodyReceiver } from '../exchange/body-read.ts';
 import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.ts';
@@ -303,6 +304,20 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
     }
     this.bodyPromise = new Promise<Buffer>((resolve, reject) => this.readBodyOnSocket(limit, { bodyRead: resolve, bodyFailed: reject }));
     return this.bodyPromise;
+  }
+
+  /**
+   * `Exchange.peekBody` (ADR 0142). A body of declared length past `limit` is not read; one read whole already (the lean
+   * side's, another reader's under way) is `bufferBody`'s; else it is read off the socket, kept when it fits.
+   */
+  peekBody(limit = DEFAULT_BODY_LIMIT): Promise<Buffer | undefined> {
+    if (this.body) return Promise.resolve(this.body);
+    if (Number(this.headers['content-length'] ?? NaN) > limit) return Promise.resolve(undefined);
+    if (this.bodyPromise || this.bodyReceiver || readWhole(this.req)) return this.bufferBody(limit);
+    return peekRequestBody(this.req, limit, (body) => {
+      this.body ??= body;
+      this.receivedBody ??= body;
+    });
   }
 
   setBody(body: Buffer): void {

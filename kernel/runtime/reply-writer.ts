@@ -12,6 +12,7 @@ import { isProxyResponse } from './proxy-response.ts';
 import { isCheckedHeaderList } from './checked-header-list.ts';
 import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
+import { bodyPutBack } from '../exchange/body-peek.ts';
 import { PluginHookError, ownerOf } from '../compile/plugin-owner.ts';
 
 /**
@@ -179,12 +180,13 @@ function hasName(raw: readonly (Buffer | string)[], name: string): boolean {
 }
 
 /**
- * Replying while the request body is still being streamed (the upstream failed or answered early): the rest of that
- * body may never be read, so this connection cannot carry another request. Say so (`Connection: close`).
+ * Replying while the request body is still being streamed (the upstream failed or answered early), or while a peek put
+ * its start back to be streamed (ADR 0142): the rest of that body may never be read, so this connection cannot carry
+ * another request. Say so (`Connection: close`).
  */
 function closeIfBodyUnread(ex: ExchangeImpl, res: ServerResponse): void {
   const req = ex.req;
-  if (!req.complete && (req.readableFlowing !== null || req.destroyed)) res.shouldKeepAlive = false;
+  if (!req.complete && (req.readableFlowing !== null || req.destroyed || bodyPutBack(req))) res.shouldKeepAlive = false;
 }
 
 /**

@@ -59,6 +59,8 @@ export interface ConfigIssue {
   readonly message: string;
   /** Point at the key itself rather than its value (unknown keys). */
   readonly atKey?: boolean;
+  /** Where in the string value the problem is (0-based), for a value with its own syntax (a CEL expression). */
+  readonly valueOffset?: number | undefined;
 }
 
 /**

@@ -73,6 +73,16 @@ export interface Exchange {
   /** Read and keep the whole request body, failing with 413 beyond `limit` bytes (default 2 MiB). */
   bufferBody(limit?: number): Promise<Buffer>;
   /**
+   * Look at the request body when it is at most `limit` bytes (default 2 MiB), without refusing a longer one: resolves
+   * with the whole body (kept as `ex.body`, as `bufferBody` keeps it; one already in memory is given whatever its
+   * size), or with `undefined` when the body is longer. A longer body is left to the backend, which streams it upstream
+   * whole and with its own framing: a declared `Content-Length` past `limit` is not read at all; a chunked body's bytes
+   * read so far are sent first, then the rest as the client sends it (back-pressure, deadlines and the client leaving
+   * work as for any streamed body). Rejects with 400 when the client fails or leaves while it is read. For policies
+   * that only inspect the start of a request (the `a2a` policy's method) and must not fail one too large to inspect.
+   */
+  peekBody(limit?: number): Promise<Buffer | undefined>;
+  /**
    * `bufferBody` without a promise: the body is read and kept as `bufferBody` does, then handed to `receiver.bodyRead`
    * (at once when it is already read), or the 413/400 error `bufferBody` would reject with to `receiver.bodyFailed`.
    * For a backend's hot path: a request whose body the kernel reads this way reaches the upstream without a promise

@@ -11,6 +11,12 @@ export interface CompiledExpression {
   evaluate(ex: Exchange, extra?: Record<string, unknown>): unknown;
 }
 
+/**
+ * `name` of the error an evaluation throws when it ran past its budget (docs/cel.md#limits): the input, not the
+ * rule, is at fault, so a policy may choose an outcome other than its usual one for errors (a deny rule denies).
+ */
+export const EXPRESSION_STOPPED = 'ExpressionStopped';
+
 /** Compiles CEL for plugins. */
 export interface ExpressionCompiler {
   /** Compile `source`; a syntax or type error becomes a config error at the plugin's path plus `sub`. */

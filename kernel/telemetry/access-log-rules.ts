@@ -91,8 +91,9 @@ export function logActivation(ex: LoggedExchange): Record<string, unknown> {
   const request = activation.request as Record<string, unknown>;
   request.headers = redactedHeaders(ex.headers as Record<string, unknown>);
   if (ex.query.length > 1) {
-    // The query's credentials as `http.path` hides them: in `request.uri` and in `request.query` (decoded names).
+    // The query's credentials as `http.path` hides them: in `request.uri` (and `pathAndQuery`) and in `request.query`.
     request.uri = loggedPath(request.uri as string);
+    request.pathAndQuery = request.uri;
     const query: Record<string, string> = {};
     for (const [name, value] of Object.entries(request.query as Record<string, string>)) query[name] = CREDENTIAL_KEY.test(name) ? REDACTED : value;
     Object.defineProperty(request, 'query', { value: query, enumerable: true, writable: true, configurable: true });
@@ -108,14 +109,41 @@ export function logActivation(ex: LoggedExchange): Record<string, unknown> {
   return activation;
 }
 
-/** A CEL value as a log field: ints as numbers, maps as objects, bytes as base64. */
-export function logValue(value: unknown, depth = 0): unknown {
+/**
+ * Most text one `fields.add` value may put in a line (strings, keys and bytes counted as converted): an expression
+ * can repeat a client's header once per item of a client's list, its size squared (docs/adr/0145).
+ */
+export const MAX_LOG_FIELD_CHARS = 256 * 1024;
+
+/** A CEL value as a log field: ints as numbers, maps as objects, bytes as base64. Throws past MAX_LOG_FIELD_CHARS. */
+export function logValue(value: unknown): unknown {
+  const budget = { left: MAX_LOG_FIELD_CHARS };
+  return toLogValue(value, 0, budget);
+}
+
+function spendText(budget: { left: number }, n: number): void {
+  if ((budget.left -= n) < 0) throw new Error(`log field longer than ${MAX_LOG_FIELD_CHARS} characters`);
+}
+
+function toLogValue(value: unknown, depth: number, budget: { left: number }): unknown {
+  if (typeof value === 'string') {
+    spendText(budget, value.length);
+    return value;
+  }
   if (typeof value === 'bigint') return Number(value);
+  spendText(budget, 1);
   if (value === null || typeof value !== 'object' || depth > 8) return value;
-  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64');
-  if (Array.isArray(value)) return value.map((v) => logValue(v, depth + 1));
+  if (value instanceof Uint8Array) {
+    spendText(budget, Math.ceil(value.length / 3) * 4);
+    return Buffer.from(value).toString('base64');
+  }
+  if (Array.isArray(value)) return value.map((v) => toLogValue(v, depth + 1, budget));
   const entries = value instanceof Map ? [...value.entries()] : Object.entries(value);
   const out: Record<string, unknown> = {};
-  for (const [k, v] of entries) out[String(k)] = logValue(v, depth + 1);
+  for (const [k, v] of entries) {
+    const key = String(k);
+    spendText(budget, key.length);
+    out[key] = toLogValue(v, depth + 1, budget);
+  }
   return out;
 }

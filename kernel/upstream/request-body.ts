@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Exchange } from '../sdk/index.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 import { readWhole } from '../exchange/body-read.ts';
-import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import { readOrPutBack } from '../exchange/body-peek.ts';
 import { UPLOAD_STALLED, upstreamFailure } from './upstream-errors.ts';
 
 /** True when the client sent (or will send) a body, or a plugin set one. */
@@ -44,45 +44,7 @@ export function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
  * front, streamed as before (and not retried). No byte for `idleMs` (the stream idle deadline) is the 408 a stalled
  * upload gets; a client that fails or leaves first, 400.
  */
-export function readReplayable(req: IncomingMessage, limit: number, idleMs: number, origin: string): Promise<Buffer | IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const idle = idleMs > 0 ? setTimeout(() => fail(upstreamFailure(Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED }), origin)), idleMs) : undefined;
-    const readable = (): void => {
-      idle?.refresh();
-      for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
-        chunks.push(chunk);
-        size += chunk.length;
-        if (size > limit) {
-          done();
-          req.unshift(Buffer.concat(chunks, size));
-          return resolve(req);
-        }
-      }
-    };
-    const ended = (): void => {
-      done();
-      resolve(Buffer.concat(chunks, size));
-    };
-    const failed = (err: Error): void => fail(new GatewayError(400, 'bad_request', `failed reading the request body: ${err.message}`, ErrorCode.badRequest));
-    const closed = (): void => {
-      if (!req.complete) failed(new Error('client closed the connection'));
-    };
-    function done(): void {
-      clearTimeout(idle);
-      req.off('readable', readable);
-      req.off('end', ended);
-      req.off('error', failed);
-      req.off('close', closed);
-    }
-    function fail(err: GatewayError): void {
-      done();
-      reject(err);
-    }
-    req.on('readable', readable);
-    req.on('end', ended);
-    req.on('error', failed);
-    req.on('close', closed);
-  });
+export async function readReplayable(req: IncomingMessage, limit: number, idleMs: number, origin: string): Promise<Buffer | IncomingMessage> {
+  const stall = { ms: idleMs, error: () => upstreamFailure(Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED }), origin) };
+  return (await readOrPutBack(req, limit, stall)) ?? req;
 }

@@ -46,6 +46,7 @@ function exchange(path: string): Exchange {
       return body;
     },
     bufferBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
+    peekBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
     readBodyInto: (_limit, receiver) => receiver.bodyRead(body ?? Buffer.alloc(0)),
     setBody(b) {
       body = b;

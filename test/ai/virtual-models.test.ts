@@ -105,6 +105,8 @@ describe('virtual models', () => {
                         ],
                       },
                       goldonly: { targets: [{ backend: 'premium', model: 'gpt-4.1', when: 'request.headers["x-tier"] == "gold"' }] },
+                      // Arithmetic on a body number: `llmRequest` has whole numbers as `int` here too (docs/cel.md).
+                      budget: { targets: [{ backend: 'premium', model: 'big-budget', when: 'llmRequest.max_tokens * 2 > 1000' }, { backend: 'basic', model: 'small-budget' }] },
                     },
                     [ai('premium', mock.hostPort), ai('basic', mock.hostPort)],
                   ),
@@ -285,6 +287,10 @@ describe('virtual models', () => {
     await ask('cond', 'sized', 'hello');
     await ask('cond', 'sized', `hello ${'lorem ipsum '.repeat(600)}`);
     assert.deepEqual((await since(from)).map((e) => e.body?.model), ['short-context', 'long-context']);
+
+    from = (await mock.journal()).length;
+    for (const max_tokens of [600, 400]) await openai('cond').chat.completions.create({ model: 'budget', max_tokens, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual((await since(from)).map((e) => e.body?.model), ['big-budget', 'small-budget'], 'int arithmetic on llmRequest in a condition');
 
     from = (await mock.journal()).length;
     const err = await rejection(ask('cond', 'goldonly'), OpenAI.BadRequestError);

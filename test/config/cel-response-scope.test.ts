@@ -1,24 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { compileError, compileValue, summarize, yaml } from './helpers.ts';
+import { compileError, compileValue, summarize, withAuthorizationRules, yaml } from './helpers.ts';
 
 // `response` is known only once the answer is sent: `config.logging` expressions may read it; a policy rule that
 // does would always evaluate as an error (false), so the config is refused at load, positioned, with the hint.
 
-const guarded = (rule: string): string =>
-  yaml(
-    'binds:',
-    '  - port: 8080',
-    '    listeners:',
-    '      - routes:',
-    '          - backends: [{ host: "127.0.0.1:9" }]',
-    '            policies:',
-    '              authorization:',
-    '                rules:',
-    '                  - request.path == "/x"',
-    `                  - '${rule}'`,
-  );
+const guarded = (rule: string): string => withAuthorizationRules('                  - request.path == "/x"', `                  - '${rule}'`);
 
 describe('CEL: `response` outside config.logging', () => {
   it('an authorization rule reading response is a positioned config error naming where response is available', async () => {

@@ -26,8 +26,8 @@ export interface CompileOptions {
   readonly name?: string;
 }
 
-/** A gateway for config text that is only compiled (no sockets, no watching, logs dropped). */
-function quietGateway(text: string, options: CompileOptions): ReturnType<typeof createGateway> {
+/** A gateway for config text that is only compiled (no sockets, no watching, logs dropped or given to `log`). */
+function quietGateway(text: string, options: CompileOptions, log: (chunk: string) => void = () => undefined): ReturnType<typeof createGateway> {
   return createGateway(
     {
       preset: options.preset ?? BASIC_PRESET,
@@ -36,7 +36,7 @@ function quietGateway(text: string, options: CompileOptions): ReturnType<typeof 
       watch: false,
       env: options.env ?? {},
     },
-    new LogSink(() => undefined),
+    new LogSink(log),
   );
 }
 
@@ -67,6 +67,18 @@ export async function compileValue(text: string, options: CompileOptions = {}): 
   }
 }
 
+/** Compile config text that must be valid; resolves with the warn lines its load logged (text format). */
+export async function compileWarnings(text: string, options: CompileOptions = {}): Promise<string[]> {
+  let logged = '';
+  const gateway = quietGateway(text, options, (chunk) => (logged += chunk));
+  try {
+    (await gateway.compile(text)).dispose();
+  } finally {
+    await gateway.stop();
+  }
+  return logged.split('\n').filter((line) => / WARN /.test(line));
+}
+
 /** The first line of each rendered issue: `file:line:col: message (at path) [CODE]`. */
 export function headlines(err: ConfigLoadError): string[] {
   return err.message.split('\n\n').map((block) => block.split('\n')[0]!);
@@ -80,6 +92,21 @@ export function summarize(issues: readonly PositionedIssue[]): { at: string; pat
 /** YAML from lines, so tests read like the file the user wrote (line numbers are 1-based indexes + 1). */
 export function yaml(...lines: string[]): string {
   return `${lines.join('\n')}\n`;
+}
+
+/** A config whose one route has an `authorization` policy; `rules` are the lines under `rules:` (line 9 onwards). */
+export function withAuthorizationRules(...rules: string[]): string {
+  return yaml(
+    'binds:',
+    '  - port: 8080',
+    '    listeners:',
+    '      - routes:',
+    '          - backends: [{ host: "127.0.0.1:9" }]',
+    '            policies:',
+    '              authorization:',
+    '                rules:',
+    ...rules,
+  );
 }
 
 /** Temp dirs for one test file: each call makes one, all removed when the file's tests end. */

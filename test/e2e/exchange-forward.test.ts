@@ -42,6 +42,7 @@ function ownExchange(from: Exchange): Exchange {
       return body;
     },
     bufferBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
+    peekBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
     readBodyInto: (_limit, receiver) => receiver.bodyRead(body ?? Buffer.alloc(0)),
     setBody(b) {
       body = b;

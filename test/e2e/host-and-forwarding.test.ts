@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
-import { rawRequest, sleep, startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
+import { rawRequest, requestOn, sleep, startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
 // Host normalisation, the X-Forwarded-For trust model, header timeout, connection cap and pipelined errors
 // (docs/adr/0014-hosts-and-forwarding-headers.md, docs/security.md).
@@ -23,7 +23,7 @@ const listeners = (upstreamPort: number) => [
       {
         name: 'by-source',
         matches: [{ path: { pathPrefix: '/by-source' } }],
-        policies: { authorization: { rules: ['source.address == "203.0.113.9"'] } },
+        policies: { authorization: { rules: ['source.address == "203.0.113.9" && source.rawAddress == "127.0.0.1"'] } },
         backends: [{ host: `127.0.0.1:${upstreamPort}` }],
       },
       { name: 'all', backends: [{ host: `127.0.0.1:${upstreamPort}` }] },
@@ -47,25 +47,6 @@ function readAll(socket: Socket): Promise<string> {
     socket.on('data', (c: string) => (data += c));
     socket.on('error', () => undefined);
     socket.once('close', () => resolve(data));
-  });
-}
-
-/** One keep-alive request on an open socket; resolves with the first response's status line. */
-function requestOn(socket: Socket, path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let data = '';
-    const onData = (c: Buffer): void => {
-      data += c.toString('latin1');
-      const end = data.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const length = Number(/content-length: (\d+)/i.exec(data)?.[1] ?? 0);
-      if (data.length < end + 4 + length) return;
-      socket.off('data', onData);
-      resolve(data.slice(0, data.indexOf('\r\n')));
-    };
-    socket.on('data', onData);
-    socket.once('error', reject);
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: h\r\n\r\n`);
   });
 }
 

@@ -405,14 +405,14 @@ describe('a2a', () => {
     assert.equal(agent.received.length, seen + 2, 'nothing reached the agent without the key');
   });
 
-  it('a chunked JSON-RPC body over 2 MiB is refused 413, and still logged and counted as an A2A call', async () => {
+  it('a chunked JSON-RPC body over 2 MiB is not refused (ADR 0142): sent on (here to an agent that is down: 503), logged as an A2A call', async () => {
     const big = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { pad: 'x'.repeat(3 * 1024 * 1024) } }));
     // A stream of unknown length: sent chunked.
     const body = Readable.from((function* () {
       for (let i = 0; i < big.length; i += 65536) yield big.subarray(i, i + 65536);
     })());
     const res = await request(`${base}/dead/chunked`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    assert.equal(res.statusCode, 413);
+    assert.equal(res.statusCode, 503);
     await res.body.text();
     const record = await logged((r) => r['http.path'] === '/dead/chunked', 'the refused call in the access log');
     assert.equal(record.protocol, 'a2a');

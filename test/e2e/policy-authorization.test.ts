@@ -178,11 +178,11 @@ describe('authorization', () => {
   it('a bad expression is a config error at its position', async () => {
     const yaml = (rule: string) =>
       `binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        authorization:\n          rules:\n          - ${rule}\n      backends: [{ host: "127.0.0.1:1" }]\n`;
-    await assert.rejects(gw.gateway.compile(yaml(`'request.path ==' `)), /:8:13: invalid CEL expression `request\.path ==`/);
-    await assert.rejects(gw.gateway.compile(yaml(`'nosuch.var == 1'`)), /:8:13: invalid CEL expression .*Unknown variable: nosuch/);
-    await assert.rejects(gw.gateway.compile(yaml(`'cidr(1).containsIP(source.address)'`)), /:8:13: invalid CEL expression/);
+    await assert.rejects(gw.gateway.compile(yaml(`'request.path ==' `)), /:8:29: invalid CEL expression `request\.path ==`/);
+    await assert.rejects(gw.gateway.compile(yaml(`'nosuch.var == 1'`)), /:8:14: invalid CEL expression .*unknown variable `nosuch`/);
+    await assert.rejects(gw.gateway.compile(yaml(`'cidr(1).containsIP(source.address)'`)), /:8:14: invalid CEL expression .*'cidr\(int\)'/);
     await assert.rejects(gw.gateway.compile(yaml(`'request.method + "x"'`)), /:8:13: a rule must be a boolean expression; `request\.method \+ "x"` is of type `string`/);
-    await assert.rejects(gw.gateway.compile(yaml(`{ deny: 'request.((' }`)), /:8:21: invalid CEL expression `request\.\(\(`/);
+    await assert.rejects(gw.gateway.compile(yaml(`{ deny: 'request.((' }`)), /:8:30: invalid CEL expression `request\.\(\(`/);
     await assert.rejects(gw.gateway.compile(yaml(`{ allow: 'true', deny: 'false' }`)), /only one of `allow`, `deny`, `require` may be set/);
     await assert.rejects(gw.gateway.compile(yaml(`{ permit: 'true' }`)), /unknown key `permit`/);
   });

@@ -342,7 +342,7 @@ describe('extAuthz', () => {
   describe('config', () => {
     const yaml = (policy: string) => `binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        extAuthz: ${policy}\n      backends: [{ host: "127.0.0.1:1" }]\n`;
     it('rejects bad values at their position', async () => {
-      await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", protocol: { http: { path: "request.((" } } }`)), /:6:68: invalid CEL expression `request\.\(\(`/);
+      await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", protocol: { http: { path: "request.((" } } }`)), /:6:77: invalid CEL expression `request\.\(\(`/);
       await assert.rejects(gw.gateway.compile(yaml(`{ protocol: { grpc: {} } }`)), /exactly one of `host`, `service`, `backend` is required/);
       await assert.rejects(gw.gateway.compile(yaml(`{ host: "nohostport" }`)), /`nohostport` is not a `host:port` address/);
       await assert.rejects(gw.gateway.compile(yaml(`{ backend: "nope" }`)), /unknown backend `nope`/);

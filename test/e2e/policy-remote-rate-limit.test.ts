@@ -308,7 +308,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
     const yaml = (policy: string) => `binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        remoteRateLimit: ${policy}\n      backends: [{ host: "127.0.0.1:1" }]\n`;
     await assert.rejects(
       gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, descriptors: [{ entries: [{ key: k, value: "request.((" }] }] }`)),
-      /:6:103: invalid CEL expression `request\.\(\(`.*descriptors\[0\]\.entries\[0\]\.value/,
+      /:6:112: invalid CEL expression `request\.\(\(`.*descriptors\[0\]\.entries\[0\]\.value/,
     );
     await assert.rejects(gw.gateway.compile(yaml(`{ host: "127.0.0.1:1" }`)), /missing required key `domain`/);
     await assert.rejects(gw.gateway.compile(yaml(`{ domain: d }`)), /exactly one of `host`, `service`, `backend` is required/);

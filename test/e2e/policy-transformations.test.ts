@@ -131,11 +131,11 @@ describe('transformations', () => {
   it('invalid CEL is a config error at the expression', async () => {
     await assert.rejects(
       gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        transformations:\n          request:\n            set: { x-a: "request.((" }\n`),
-      /:8:25: invalid CEL expression `request\.\(\(`/,
+      /:8:34: invalid CEL expression `request\.\(\(`/,
     );
     await assert.rejects(
       gw.gateway.compile(`binds:\n- port: ${port}\n  listeners:\n  - routes:\n    - policies:\n        transformations:\n          request:\n            set: { x-a: "nosuchvar.x" }\n`),
-      /Unknown variable: nosuchvar/,
+      /:8:26: .*unknown variable `nosuchvar`/,
     );
   });
 });

@@ -54,6 +54,25 @@ export async function waitFor(check: () => boolean | Promise<boolean>, ms: numbe
   }
 }
 
+/** One keep-alive GET on an open socket (plain or TLS); resolves with the first response's status line. */
+export function requestOn(socket: Socket, path: string, host = 'h'): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    const onData = (c: Buffer): void => {
+      data += c.toString('latin1');
+      const end = data.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const length = Number(/content-length: (\d+)/i.exec(data)?.[1] ?? 0);
+      if (data.length < end + 4 + length) return;
+      socket.off('data', onData);
+      resolve(data.slice(0, data.indexOf('\r\n')));
+    };
+    socket.on('data', onData);
+    socket.once('error', reject);
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
+  });
+}
+
 export interface RawResponse {
   status: number;
   /** Header lines as sent, names lower-cased, in order (repeated headers stay separate). */

@@ -15,14 +15,16 @@ export interface RunningRedis {
   readonly port: number;
   /** `redis://127.0.0.1:<port>` */
   readonly url: string;
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
-export async function startRedis(): Promise<RunningRedis> {
+/** `args`: more redis-server options (`--tcp-backlog 1`, ...). */
+export async function startRedis(args: readonly string[] = []): Promise<RunningRedis> {
   if (!redisServer) throw new Error(String(redisSkip));
   const dir = testTempDir('switchyard-redis-');
   const port = await freePort();
-  const child = spawn(redisServer, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn(redisServer, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args], { stdio: 'ignore' });
   const stop = async (): Promise<void> => {
     await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
@@ -33,5 +35,5 @@ export async function startRedis(): Promise<RunningRedis> {
     await stop();
     throw err;
   }
-  return { port, url: `redis://127.0.0.1:${port}`, stop };
+  return { port, url: `redis://127.0.0.1:${port}`, pid: child.pid!, stop };
 }

@@ -1,7 +1,7 @@
 // Config of the `mcp` backend and its transports: errors point at the user's file, and the static session key.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileError, compileValue } from '../config/helpers.ts';
+import { compileError, compileValue, compileWarnings } from '../config/helpers.ts';
 import { mcpPreset } from './harness.ts';
 
 const opts = { preset: mcpPreset };
@@ -30,6 +30,22 @@ describe('mcp backend config', () => {
     const err = await compileError(route(`          targets:\n          - name: my_server\n            stdio: { cmd: node }\n`), opts);
     assert.match(err.message, /test\.yaml:8:19: .*lowercase letters, digits, `-` and `\.`/);
     assert.match(err.message, /targets\[0\]\.name/);
+  });
+
+  it('warns (the reference and MCP accept them) about target names whose prefixed tool names LLM APIs refuse, with a name they take (ADR 0143)', async () => {
+    const long = `a${'-b'.repeat(35)}`; // 71 characters: every `<target>_<tool>` is over 64
+    const targets = (...names: string[]): string => `          targets:\n${names.map((n) => `          - name: ${n}\n            stdio: { cmd: node }\n`).join('')}`;
+    const warned = await compileWarnings(route(targets('svc.ns', long, 'plain-name', `c${'d'.repeat(61)}`)), opts);
+    assert.equal(warned.length, 2, warned.join('\n'));
+    assert.match(warned[0]!, /target name `svc\.ns` has characters LLM APIs refuse in tool names .*listed as `svc\.ns_<name>`.*did you mean `svc-ns`\?/);
+    assert.match(warned[0]!, /at=binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.mcp\.targets\[0\]\.name/);
+    assert.match(warned[1]!, new RegExp(`target name \`${long}\` is 71 characters long, so every tool name is over the 64 characters LLM APIs take.*did you mean \`a-b-b-b-b-b-b-b-b-b-b-b\`\\?`));
+    assert.match(warned[1]!, /targets\[1\]\.name/);
+    // One target and names unprefixed: its tools keep their own names, nothing to warn about.
+    assert.deepEqual(await compileWarnings(route(targets('svc.ns')), opts), []);
+    // `prefixMode: always` prefixes a single target's names too.
+    const always = await compileWarnings(route(`          prefixMode: always\n${targets('svc.ns')}`), opts);
+    assert.equal(always.length, 1, always.join('\n'));
   });
 
   it('refuses duplicate target names, naming the first use', async () => {

@@ -3,7 +3,8 @@
 // then, by path: `/wrongid` answers requests with JSON under another id; `/nullid` with an error whose id is null;
 // `/badtools` lists malformed tools beside a good one; `/notools` answers tools/list without a `tools` array (it contributes nothing, said in a warn line); `/sseerr`
 // streams an event that is not JSON before the answer; `/sseflood` streams 20,000 of them before the answer; `/deep`
-// answers tools/call with valid JSON nested 100,000 levels deep (so does the stdio target `deepstdio`).
+// answers tools/call with valid JSON nested 100,000 levels deep (so does the stdio target `deepstdio`, whose tool
+// `long` answers with a line of 33 MiB: past the 32 MiB every MCP transport takes of one message, ADR 0143).
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
@@ -12,11 +13,16 @@ import { FIXTURE, NODE, connectClient, startMcpGateway, waitFor } from './harnes
 import type { McpGateway } from './harness.ts';
 
 const DEPTH = 100_000;
+/** A tool name MCP allows (61 characters) that is over the 64 LLM APIs take once prefixed with `badtools_`. */
+const LONG_TOOL = `get${'_thing'.repeat(9)}_now`;
 /** A tools/call answer whose structuredContent nests DEPTH arrays (valid JSON, 200 KB). */
 function deepAnswer(id: number | string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"x":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}}}`;
 }
-/** A stdio MCP server (newline-delimited JSON-RPC): its tool `deep` answers as deepAnswer does, others `fine`. */
+/**
+ * A stdio MCP server (newline-delimited JSON-RPC): its tool `deep` answers as deepAnswer does, `long` with a line of
+ * 33 MiB (its text in multi-byte characters: the bound counts bytes), others `fine`.
+ */
 const DEEP_STDIO = `
   const rl = require('readline').createInterface({ input: process.stdin });
   const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
@@ -26,6 +32,7 @@ const DEEP_STDIO = `
     if (m.id === undefined) return;
     if (m.method === 'initialize') return send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'deep', version: '1' } } });
     if (m.method === 'tools/call' && m.params.name === 'deep') return process.stdout.write(deep(m.id));
+    if (m.method === 'tools/call' && m.params.name === 'long') return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: '\u00e9'.repeat(33 * 512 * 1024) }] } });
     if (m.method === 'tools/call') return send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'fine' }] } });
     send({ jsonrpc: '2.0', id: m.id, result: {} });
   });
@@ -72,13 +79,19 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         res.writeHead(200, { 'content-type': 'application/json' });
         return void res.end(deepAnswer(m.id!));
       }
+      if ((path === '/huge' || path === '/hugesse') && m.method === 'tools/call') {
+        // 33 MiB of one answer: as a JSON body, or as one event of an event stream.
+        const answer = JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'x'.repeat(33 * 1024 * 1024) }] } });
+        res.writeHead(200, { 'content-type': path === '/huge' ? 'application/json' : 'text/event-stream' });
+        return void res.end(path === '/huge' ? answer : `data: ${answer}\n\n`);
+      }
       if (path === '/sseflood' && m.method === 'tools/call') {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: {not json}\n\n'.repeat(20_000));
         return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the flood' }] } })}\n\n`);
       }
       if (path === '/badtools' && m.method === 'tools/list') {
-        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }] } });
+        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }, { name: LONG_TOOL, inputSchema: { type: 'object' } }] } });
       }
       json({ jsonrpc: '2.0', id: m.id, result: {} });
     });
@@ -95,7 +108,7 @@ describe('mcp: targets that break the protocol', () => {
     const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
     gw = await startMcpGateway({
       targets: [
-        ...['wrongid', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid'].map((name) => target(name, `/${name}`)),
+        ...['wrongid', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid', 'huge', 'hugesse'].map((name) => target(name, `/${name}`)),
         { name: 'deepstdio', stdio: { cmd: NODE, args: ['-e', DEEP_STDIO] } },
         { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } },
       ],
@@ -141,6 +154,17 @@ describe('mcp: targets that break the protocol', () => {
     }
   });
 
+  it('tools whose prefixed names LLM APIs refuse are listed, and one warn line per target says which (ADR 0143)', async () => {
+    await withClient(gw, async (client) => {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes(`badtools_${LONG_TOOL}`), names.join(','));
+      await client.listTools();
+    });
+    const warned = gw.logs.filter((l) => l.includes('lists tools whose names LLM APIs refuse once prefixed'));
+    assert.equal(warned.length, 1, warned.join('\n'));
+    assert.ok(warned[0]!.includes('"target":"badtools"') && warned[0]!.includes('"count":1') && warned[0]!.includes(`badtools_${LONG_TOOL}`), warned[0]);
+  });
+
   it('an event that is not JSON is dropped with a warn line naming the target; the answer after it still arrives', async () => {
     const { client, transport } = await connectClient(gw.mcpUrl);
     try {
@@ -176,6 +200,25 @@ describe('mcp: targets that break the protocol', () => {
         if (tool === 'deepstdio_deep') assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
       }));
   }
+
+  for (const name of ['huge', 'hugesse']) {
+    it(`${name}: an HTTP answer over 32 MiB (${name === 'huge' ? 'a JSON body' : 'one event'}) is a JSON-RPC error for the call, naming the target; the session goes on (ADR 0143)`, () =>
+      withClient(gw, async (client) => {
+        const started = performance.now();
+        await assert.rejects(client.callTool({ name: `${name}_x`, arguments: {} }, undefined, { timeout: 30_000 }), new RegExp(`target \`${name}\`.*(answer is larger|an event longer) than 32 MiB, the most a target may send in one message`, 's'));
+        assert.ok(performance.now() - started < 20_000, `answered in ${Math.round(performance.now() - started)} ms`);
+        assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
+      }));
+  }
+
+  it('a stdio answer line over 32 MiB (as an HTTP answer over 32 MiB): a JSON-RPC error for the call at once, the process restarted for the next (ADR 0143)', () =>
+    withClient(gw, async (client) => {
+      const started = performance.now();
+      await assert.rejects(client.callTool({ name: 'deepstdio_long', arguments: {} }, undefined, { timeout: 30_000 }), /target `deepstdio`.*line longer than 32 MiB/s);
+      assert.ok(performance.now() - started < 20_000, `answered in ${Math.round(performance.now() - started)} ms`);
+      assert.deepEqual((await client.callTool({ name: 'deepstdio_other', arguments: {} })).content, [{ type: 'text', text: 'fine' }]);
+      assert.ok(gw.logs.some((l) => l.includes('restarting MCP target') && l.includes('32 MiB')), 'the restart is logged with its reason');
+    }));
 
   it('fails to start, naming the target and why; the other targets serve (a 12,000-character id broke every client: the session id it went into was too long)', async () => {
     const { transport } = await connectClient(gw.mcpUrl);

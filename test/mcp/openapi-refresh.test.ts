@@ -144,6 +144,48 @@ describe('openapi target: a schema.url document is fetched again', () => {
   });
 });
 
+describe('openapi target: two targets of one schema.url', () => {
+  let api: Api;
+  let gw: McpGateway;
+  const saved = { ...REFRESH_TIMING };
+  before(async () => {
+    REFRESH_TIMING.minMs = 200;
+    REFRESH_TIMING.retryMs = 200;
+    api = await startApi();
+    const url = `http://127.0.0.1:${api.port}/openapi.json`;
+    gw = await startMcpGateway(
+      { targets: ['v1', 'v2'].map((name) => ({ name, openapi: { host: '127.0.0.1', port: api.port, schema: { url } } })) },
+      { preset: fullPresetWith(...mcpPreset, openapi) },
+    );
+  });
+  after(async () => {
+    await gw?.stop();
+    await api?.close();
+    Object.assign(REFRESH_TIMING, saved);
+  });
+
+  it('a change of the document is one notifications/tools/list_changed for a session, not one per target (ADR 0143)', async () => {
+    const live = await connectClient(gw.mcpUrl);
+    try {
+      const changes = { count: 0 };
+      live.client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changes.count++);
+      assert.deepEqual(await toolNames(live), ['v1_getA', 'v2_getA']);
+      api.serve.text = documentOf('getB');
+      await waitFor(() => changes.count > 0, 'notifications/tools/list_changed on the live session');
+      // The document is fetched again every second (max-age=1), unchanged: nothing more is sent.
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.equal(changes.count, 1);
+      assert.deepEqual(await toolNames(live), ['v1_getB', 'v2_getB']);
+      api.serve.text = documentOf('getC');
+      await waitFor(() => changes.count > 1, 'the second change');
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(changes.count, 2);
+    } finally {
+      await closeAll(live);
+    }
+  });
+});
+
 describe('openapi target: the refresh across reloads', () => {
   const suite = urlTargetSuite();
 

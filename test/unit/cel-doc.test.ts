@@ -90,6 +90,7 @@ const exchange = {
   headers: { host: 'api.example.com', 'x-user': 'alice', accept: 'application/json', authorization: 'Bearer abc' },
   sourceAddress: '10.1.2.3',
   sourcePort: 40000,
+  req: { httpVersion: '1.1' },
   // No attribute set through the SDK (`withheldCredentials` among them): CEL sees the headers as they are.
   get: () => undefined,
   // CEL reads attributes through the kernel's handle, as on a real exchange.

@@ -1,15 +1,22 @@
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
 import { RpcCode, RpcFailure, resultMessage } from './jsonrpc.ts';
-import { prefixName, prefixUri } from './naming.ts';
+import { boundedName } from '../../lib/telemetry/known-names.ts';
+import { llmsTakeToolName, prefixName, prefixUri } from './naming.ts';
 import type { Call } from './responder.ts';
 import { relay, sent } from './router.ts';
 import { SERVER_INFO, failureOf } from './runtime.ts';
 import type { Json } from './runtime.ts';
 import type { McpSession } from './session.ts';
 import { MAX_LIST_BYTES, MAX_PAGES } from './target.ts';
+import type { CompiledTarget } from './target.ts';
 import type { TargetConn } from './target-conn.ts';
 
 type ItemKind = McpItem['kind'];
+
+/** Targets (of the live configs) whose prefixed tool names LLM APIs refuse were logged: once per target and config. */
+const refusedNamesLogged = new WeakSet<CompiledTarget>();
+/** Names quoted on that line. */
+const REFUSED_NAMES_QUOTED = 3;
 
 const PREAMBLE =
   'This MCP server is a gateway in front of several MCP servers (targets). Tools and prompts are named `<target>_<name>`; resource URIs are `<target>+<uri>`.';
@@ -152,14 +159,25 @@ export async function list(s: McpSession, call: Call, params: Json, capability: 
       if (s.rt.failOpen) s.logger.warn('MCP target left out of a list (failOpen)', { target: conn.name, method: call.method, error: (r.reason as Error).message });
       return;
     }
+    const refused: string[] = [];
     for (const item of r.value) {
       const name = kind ? nameOf(kind, key, item) : undefined;
       if (kind && auth && (name === undefined || !auth({ kind, target: conn.name, name, method: call.method }))) continue;
       if (key === 'tools' || key === 'prompts') item.name = prefixName(conn.name, item.name as string);
+      if (key === 'tools' && !llmsTakeToolName(item.name as string)) refused.push(item.name as string);
       else if (key === 'resources') item.uri = prefixUri(conn.name, item.uri as string);
       else if (key === 'resourceTemplates') item.uriTemplate = prefixUri(conn.name, item.uriTemplate as string);
       else if (key === 'tasks' && typeof item.taskId === 'string') item.taskId = prefixUri(conn.name, item.taskId);
       merged.push(item);
+    }
+    if (refused.length > 0 && !refusedNamesLogged.has(conn.target)) {
+      // The tool's own part is its server's choice; the operator can only rename the target or ask for shorter names.
+      refusedNamesLogged.add(conn.target);
+      s.logger.warn('MCP target lists tools whose names LLM APIs refuse once prefixed (over 64 characters, or not letters, digits, `_`, `-`)', {
+        target: conn.name,
+        count: refused.length,
+        names: refused.slice(0, REFUSED_NAMES_QUOTED).map((n) => boundedName(n) ?? `${n.slice(0, 256)}...`),
+      });
     }
   });
   if (failures.length > 0 && (!s.rt.failOpen || failures.length === targets.length)) {

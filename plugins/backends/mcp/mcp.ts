@@ -15,6 +15,7 @@ import { fingerprint } from './session-token.ts';
 import { OriginGuard } from './origin-check.ts';
 import { authorizeTargets } from './target-authorizer.ts';
 import { declaredNames, DEFAULT_STARTUP_TIMEOUT_MS } from './target.ts';
+import { prefixRefusedByLlms } from './naming.ts';
 import type { CompiledTarget } from './target.ts';
 
 export interface McpTargetConfig {
@@ -66,6 +67,13 @@ export async function compileMcpBackend(config: McpBackendConfig, ctx: BackendCo
       requestTimeoutSource: own.facets.requestTimeoutMs !== undefined ? 'timeout.requestTimeout' : 'timeout.backendRequestTimeout',
       startupTimeoutMs,
       names: declaredNames(),
+    });
+  }
+  // Names MCP allows and the reference accepts, but LLM APIs refuse once prefixed: a warning, not an error (ADR 0143).
+  if (config.targets.length > 1 || config.prefixMode === 'always') {
+    config.targets.forEach((t, i) => {
+      const problem = prefixRefusedByLlms(t.name);
+      if (problem !== undefined) ctx.warn(problem, ['targets', i, 'name']);
     });
   }
   const idleMs = config.sessionIdleTimeout !== undefined ? parseDuration(config.sessionIdleTimeout)! : DEFAULT_IDLE_MS;

@@ -22,6 +22,40 @@ export function splitUri(value: string): Split | undefined {
 }
 
 export const prefixName = (target: string, name: string): string => `${target}${NAME_SEPARATOR}${name}`;
+
+/**
+ * The tool names LLM APIs take (OpenAI's function names, Anthropic's tool names): ASCII letters, digits, `_`, `-`, at
+ * most 64 characters. MCP allows more (`.`, `/`, 128 characters) and so do target names (DNS-label style, 253), but a
+ * client that hands the gateway's list to a model has its whole request refused for one name outside it.
+ */
+export const LLM_TOOL_NAME_CHARACTERS = /^[a-zA-Z0-9_-]*$/;
+export const LLM_TOOL_NAME_MAX = 64;
+/** Whether `name` is a tool name LLM APIs take. */
+export const llmsTakeToolName = (name: string): boolean => name.length <= LLM_TOOL_NAME_MAX && LLM_TOOL_NAME_CHARACTERS.test(name);
+
+/** How long a suggested target name is at most, leaving the tools themselves most of the 64 characters. */
+const SUGGESTED_TARGET_MAX = 24;
+
+/**
+ * Why every `<target>_<name>` of target `target` would be refused by LLM APIs, with a name that would not be (ADR 0143),
+ * or undefined. Only what the target's name causes: a tool's own name is its server's.
+ */
+export function prefixRefusedByLlms(target: string): string | undefined {
+  const badCharacters = !LLM_TOOL_NAME_CHARACTERS.test(target);
+  // The shortest prefixed name: the target, the separator and one character.
+  const tooLong = target.length + NAME_SEPARATOR.length + 1 > LLM_TOOL_NAME_MAX;
+  if (!badCharacters && !tooLong) return undefined;
+  const why = [
+    badCharacters ? 'has characters LLM APIs refuse in tool names (OpenAI and Anthropic take ASCII letters, digits, `_` and `-`)' : undefined,
+    tooLong ? `is ${target.length} characters long, so every tool name is over the ${LLM_TOOL_NAME_MAX} characters LLM APIs take` : undefined,
+  ].filter((w) => w !== undefined);
+  let suggestion = target.replace(/[^a-zA-Z0-9-]+/g, '-');
+  if (tooLong) suggestion = suggestion.slice(0, SUGGESTED_TARGET_MAX).replace(/-+$/, '');
+  return (
+    `target name \`${target}\` ${why.join(' and ')}: its tools and prompts are listed as \`${target}${NAME_SEPARATOR}<name>\` when several targets share the route, ` +
+    `and a client that gives the list to a model has every request refused; did you mean \`${suggestion}\`?`
+  );
+}
 export const prefixUri = (target: string, uri: string): string => `${target}${URI_SEPARATOR}${uri}`;
 
 /**

@@ -332,6 +332,7 @@ export class McpSession implements ConnHost {
         if (multiplexed && params && typeof params.taskId === 'string') params.taskId = prefixUri(conn.name, params.taskId);
         break;
     }
+    if (m.method?.endsWith('/list_changed')) return this.streams.onceThisTurn(m.method, () => this.deliver(conn, m, undefined, false));
     this.deliver(conn, m, undefined, false);
   }
 

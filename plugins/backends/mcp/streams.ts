@@ -27,6 +27,9 @@ export class ClientStreams {
   private queueSizes: number[] = [];
   private queueBytes = 0;
   private queueWarned = false;
+  /** The `list_changed` notification methods waiting for the end of this turn ({@link onceThisTurn}). */
+  private readonly changes = new Set<string>();
+  private closed = false;
   private readonly logger: Logger;
   /** Clients of 2025-11-25 and later get priming events (an id with empty data) when a resumable stream opens. */
   private readonly primes: () => boolean;
@@ -131,7 +134,22 @@ export class ClientStreams {
     }
   }
 
+  /**
+   * Run `send` at the end of this event-loop turn, unless a `method` waits already: several targets telling one change
+   * at once (two `openapi` targets of one document, ADR 0143) reach the client as one `list_changed`, which says
+   * only that a list is worth reading again.
+   */
+  onceThisTurn(method: string, send: () => void): void {
+    if (this.changes.has(method)) return;
+    this.changes.add(method);
+    setImmediate(() => {
+      this.changes.delete(method);
+      if (!this.closed) send();
+    });
+  }
+
   close(): void {
+    this.closed = true;
     this.getStream?.end();
     this.legacyStream?.end();
     this.queue = [];

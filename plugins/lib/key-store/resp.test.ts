@@ -7,7 +7,8 @@ import { Socket } from 'node:net';
 import type { Server } from 'node:net';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { RespClient } from './resp.ts';
+import { CONNECT_TIMEOUT_MS, RespClient } from './resp.ts';
+import { unansweredAddress } from '../../../test/helpers/unanswered-address.ts';
 
 /** A TCP server answering every connection with `answer`; resolves with its port, the sockets it saw and a closer. */
 async function fakePeer(answer: (socket: Socket) => void): Promise<{ port: number; closed: () => boolean; close: () => Promise<void> }> {
@@ -235,4 +236,21 @@ test('a Redis that stops answering: waiting commands fail after the reply deadli
     await client.close();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+});
+
+test('an address that never completes the handshake: the command fails at the connect deadline, not after the kernel gives up (about 2 min)', async () => {
+  const hole = await unansweredAddress();
+  const client = new RespClient(`redis://127.0.0.1:${hole.port}`, { connectTimeoutMs: 300 });
+  try {
+    const started = Date.now();
+    await assert.rejects(within(client.command('PING'), 5000, 'the command'), new RegExp(`could not connect to redis 127\\.0\\.0\\.1:${hole.port} within 300 ms`));
+    assert.ok(Date.now() - started < 2500, `failed after ${Date.now() - started} ms`);
+    // Commands waiting on the same attempt fail with it; the next one tries again (and fails the same way).
+    const both = await Promise.allSettled([client.command('GET', 'a'), client.command('GET', 'b')]);
+    assert.deepEqual(both.map((r) => r.status), ['rejected', 'rejected']);
+  } finally {
+    client.close();
+    hole.close();
+  }
+  assert.equal(CONNECT_TIMEOUT_MS, 5000);
 });

@@ -20,6 +20,12 @@ export const MAX_REPLY_BYTES = 64 * 1024 * 1024;
  * request held for minutes by a store that stopped answering was a request the gateway never finished.
  */
 export const REPLY_TIMEOUT_MS = 5000;
+/**
+ * Longest a connection attempt may take (Envoy's default `connect_timeout`, and the reply deadline): a Redis host that
+ * drops handshakes (gone from the network, a firewall dropping SYNs) held every key lookup for the kernel's retries,
+ * about 2 min on Linux, each time the connection was made again. The commands waiting on the attempt fail.
+ */
+export const CONNECT_TIMEOUT_MS = 5000;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -174,6 +180,7 @@ export class RespClient {
     this.writeHeld('');
   };
   private readonly replyTimeoutMs: number;
+  private readonly connectTimeoutMs: number;
   /**
    * When the connection last made progress: a reply arrived, or a command was sent with none waiting. A watchdog
    * (one timer per connection, not one per command) fails the waiting commands when it is older than the deadline.
@@ -181,9 +188,10 @@ export class RespClient {
   private progressAt = 0;
   private watchdog: NodeJS.Timeout | undefined;
 
-  /** `redis://[:password@]host[:port][/db]`; `replyTimeoutMs` (REPLY_TIMEOUT_MS) for tests. */
-  constructor(url: string, options: { replyTimeoutMs?: number } = {}) {
+  /** `redis://[:password@]host[:port][/db]`; `replyTimeoutMs` (REPLY_TIMEOUT_MS), `connectTimeoutMs` (CONNECT_TIMEOUT_MS) for tests. */
+  constructor(url: string, options: { replyTimeoutMs?: number; connectTimeoutMs?: number } = {}) {
     this.replyTimeoutMs = options.replyTimeoutMs ?? REPLY_TIMEOUT_MS;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
     const u = new URL(url);
     this.host = u.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
     this.port = Number(u.port || 6379);
@@ -200,9 +208,18 @@ export class RespClient {
     this.connecting ??= new Promise<Socket>((resolve, reject) => {
       const socket = connect({ host: this.host, port: this.port });
       socket.setNoDelay(true);
-      socket.once('error', reject);
+      const deadline = setTimeout(() => {
+        socket.destroy(new RedisError(`could not connect to redis ${this.host}:${this.port} within ${this.connectTimeoutMs} ms`));
+      }, this.connectTimeoutMs);
+      deadline.unref();
+      const failed = (err: Error): void => {
+        clearTimeout(deadline);
+        reject(err);
+      };
+      socket.once('error', failed);
       socket.once('connect', () => {
-        socket.off('error', reject);
+        clearTimeout(deadline);
+        socket.off('error', failed);
         // Closed while connecting (the store's open deadline): this connection is not kept.
         if (this.closed) {
           socket.destroy();

@@ -3,6 +3,7 @@ import { BodyTooLargeError } from 'switchyard/sdk';
 import type { AttemptHook, HeaderMap, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, isUpstreamTimeout } from './deadlines.ts';
 import type { McpDeadlines } from './deadlines.ts';
+import { MAX_TARGET_MESSAGE, MAX_TARGET_MESSAGE_BYTES } from './upstream-contract.ts';
 
 type FetchInput = string | URL | { url: string };
 
@@ -28,11 +29,11 @@ async function bodyOf(body: RequestInit['body']): Promise<string | Uint8Array | 
 
 /**
  * The most the MCP SDK may read of one answer through this fetch (it reads answers with `text()`/`json()` and event
- * streams with a parser that buffers a line, and an event's `data:` lines, without bound): 32 MiB of a JSON answer or
- * error body, 32 MiB of one event-stream event (from one blank line to the next), as `MAX_SSE_EVENT` bounds the
- * gateway's own parser. Past it the body fails with a `BodyTooLargeError` and the upstream connection is closed.
+ * streams with a parser that buffers a line, and an event's `data:` lines, without bound): a JSON answer or error body,
+ * or one event-stream event (from one blank line to the next), of at most MAX_TARGET_MESSAGE_BYTES, the bound of
+ * every transport. Past it the body fails with a `BodyTooLargeError` and the upstream connection is closed.
  */
-export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+const MAX_ANSWER_BYTES = MAX_TARGET_MESSAGE_BYTES;
 
 /** How {@link toWeb} bounds a body: its whole length, or (an event stream, open for hours) the bytes of one event. */
 type BodyCap = { readonly total: number } | { readonly event: number };
@@ -85,7 +86,7 @@ function toWeb(body: Readable, cap: BodyCap): ReadableStream<Uint8Array> {
         }
         if (over !== undefined) {
           done = true;
-          controller.error(new BodyTooLargeError(over, 'total' in cap ? `the MCP target's answer is larger than 32 MiB` : `the MCP target's event stream sent an event longer than 32 MiB`));
+          controller.error(new BodyTooLargeError(over, 'total' in cap ? `the MCP target's answer is larger than ${MAX_TARGET_MESSAGE}` : `the MCP target's event stream sent an event longer than ${MAX_TARGET_MESSAGE}`));
           body.destroy();
           return;
         }

@@ -1,6 +1,16 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { AttemptHook, Logger, PolicySet } from 'switchyard/sdk';
 
+/**
+ * The most one message from a target may take, on every transport (ADR 0143): a JSON answer or one event of an event
+ * stream (streamable HTTP, legacy SSE), one line of a stdio process, in bytes. Past it the message is not read: the
+ * request it answers fails with a JSON-RPC error and the connection (the process) is closed, to start again on the
+ * session's next request. 32 MiB is far past a real answer (a million tokens is about 4 MiB of text).
+ */
+export const MAX_TARGET_MESSAGE_BYTES = 32 * 1024 * 1024;
+/** {@link MAX_TARGET_MESSAGE_BYTES} in words, for errors. */
+export const MAX_TARGET_MESSAGE = `${MAX_TARGET_MESSAGE_BYTES / 1024 / 1024} MiB`;
+
 /** Per-message options; open-ended so an upstream stays usable as the MCP SDK's `Transport`. */
 export interface UpstreamSendOptions {
   /** The client request's id (ADR 0025): HTTP transports send it as `x-request-id`; stdio has no headers. */

@@ -2,6 +2,7 @@
  * CEL rule lists shared by `authorization` and `mcpAuthorization` (BEHAVIOUR.md §5.5, DECIDED 3): compiled once at
  * load, decided per request (or per MCP item, with extra variables such as `mcp`).
  */
+import { EXPRESSION_STOPPED } from 'switchyard/sdk';
 import type { CompiledExpression, Exchange, ExpressionCompiler } from 'switchyard/sdk';
 
 /** A rule as written: a string (allow) or `{allow|deny|require: expr}`. */
@@ -56,21 +57,25 @@ export function concatRuleSets(a: RuleSet, b: RuleSet): RuleSet {
   return { allow: [...a.allow, ...b.allow], deny: [...a.deny, ...b.deny], require: [...a.require, ...b.require] };
 }
 
-/** True only for a rule that evaluates to `true`; errors and non-booleans are false (DECIDED 3). */
-function holds(rule: CompiledExpression, ex: Exchange, extra: Record<string, unknown> | undefined): boolean {
+/**
+ * True only for a rule that evaluates to `true`; errors and non-booleans are false (DECIDED 3). An evaluation the
+ * budget stopped gives `stopped` instead: the client's input made it blow up, so a deny rule must not be skipped
+ * for it (docs/adr/0145).
+ */
+function holds(rule: CompiledExpression, ex: Exchange, extra: Record<string, unknown> | undefined, stopped = false): boolean {
   try {
     return rule.evaluate(ex, extra) === true;
-  } catch {
-    return false;
+  } catch (err) {
+    return (err as Error | undefined)?.name === EXPRESSION_STOPPED ? stopped : false;
   }
 }
 
 /**
- * BEHAVIOUR.md §5.5 / DECIDED 3: no rules ⇒ allow; any deny true ⇒ deny; any require not true ⇒ deny; any allow
- * true ⇒ allow; otherwise allow only when there are no allow rules. `extra` adds variables (`mcp`) to the request's.
+ * BEHAVIOUR.md §5.5 / DECIDED 3: no rules => allow; any deny true (or stopped by the budget) => deny; any require
+ * not true => deny; any allow true => allow; otherwise allow only when there are no allow rules. `extra` adds variables (`mcp`) to the request's.
  */
 export function decide(rules: RuleSet, ex: Exchange, extra?: Record<string, unknown>): boolean {
-  for (const r of rules.deny) if (holds(r, ex, extra)) return false;
+  for (const r of rules.deny) if (holds(r, ex, extra, true)) return false;
   for (const r of rules.require) if (!holds(r, ex, extra)) return false;
   if (rules.allow.length === 0) return true;
   for (const r of rules.allow) if (holds(r, ex, extra)) return true;

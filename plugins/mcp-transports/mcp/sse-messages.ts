@@ -1,12 +1,12 @@
 import type { Readable } from 'node:stream';
-import { SseParser } from 'switchyard/sdk';
-import { McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
+import { SseOverflowError, SseParser } from 'switchyard/sdk';
+import { MAX_TARGET_MESSAGE, MAX_TARGET_MESSAGE_BYTES, McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
 import { ERROR_EXCERPT } from './endpoint.ts';
 
 export type RpcId = string | number;
 
-/** Longest SSE event read from a target (its data plus an unfinished line), as large as a JSON answer may be. */
-export const MAX_SSE_EVENT = 32 * 1024 * 1024;
+/** Longest SSE event read from a target (its data plus an unfinished line): one message of any transport. */
+const MAX_SSE_EVENT = MAX_TARGET_MESSAGE_BYTES;
 
 /** How an SSE response body ended. */
 export interface StreamOutcome {
@@ -73,7 +73,9 @@ export function readSseMessages(body: Readable, waitingFor: RpcId | undefined, s
     try {
       parser.push(chunk);
     } catch (err) {
-      body.destroy(err as Error); // an event past MAX_SSE_EVENT
+      // An event past MAX_SSE_EVENT (the parser counts characters: bytes for the ASCII of JSON).
+      const over = err instanceof SseOverflowError;
+      body.destroy(over ? new Error(`an event longer than ${MAX_TARGET_MESSAGE}, the most a target may send in one message`) : (err as Error));
     }
   });
   body.on('end', () => {

@@ -4,7 +4,7 @@ import { readCappedText } from 'switchyard/sdk';
 import type { UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
-import { McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
+import { MAX_TARGET_MESSAGE, MAX_TARGET_MESSAGE_BYTES, McpProtocolViolation } from '../../lib/mcp/upstream-contract.ts';
 import type { McpConnectOptions, McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 import { discard, ERROR_EXCERPT, excerpt, mediaType, NO_DEADLINES, redirectNote, StreamableEndpoint, StreamableHttpError, statusText } from './endpoint.ts';
 import { DEFAULT_RECONNECT, Reconnects } from './reconnect.ts';
@@ -15,8 +15,6 @@ import type { RpcId, SseMessageSink, StreamOutcome } from './sse-messages.ts';
 export { DEFAULT_RECONNECT, StreamableHttpError };
 export type { ReconnectOptions };
 
-/** Bytes of a JSON response body read at most. */
-const MAX_JSON_BODY = 32 * 1024 * 1024;
 /** How long ending the upstream session (DELETE) may take when the connection closes. */
 const DELETE_TIMEOUT_MS = 5000;
 /** A GET stream open this long before it dropped counts as a success when deciding to give up reopening it. */
@@ -150,7 +148,7 @@ export class StreamableUpstream implements McpUpstream {
   private async readJson(res: UpstreamResponse): Promise<unknown> {
     let text: string;
     try {
-      text = await readCappedText(res.body, MAX_JSON_BODY);
+      text = await readCappedText(res.body, MAX_TARGET_MESSAGE_BYTES, { tooLarge: () => new Error(`its answer is larger than ${MAX_TARGET_MESSAGE}, the most a target may send in one message`) });
     } catch (err) {
       const d = this.endpoint.deadlines;
       if (bodyTimedOut(err as Error)) throw new McpDeadlineError('idle', d.idleMs, d.idleSource);
@@ -221,13 +219,14 @@ export class StreamableUpstream implements McpUpstream {
   /** The request's stream ended without its answer and cannot be resumed: answer it with an error rather than never. */
   private unanswered(id: RpcId, reason: string): void {
     if (this.closed) return;
-    this.deliver({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: `the target did not answer the request (${reason})` } });
+    // Made here, not by the target: named as the gateway's own errors name it (the label), as the idle deadline's is.
+    this.deliver({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: `${this.label} did not answer the request (${reason})` } });
   }
 
   /** A request's stream ended without its answer and cannot be resumed. */
   private streamEnded(id: RpcId, reason: string): void {
     if (this.closed) return;
-    this.deliver({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: `the target's response stream ended before the answer (${reason})` } });
+    this.deliver({ jsonrpc: '2.0', id, error: { code: INTERNAL_ERROR, message: `${this.label}: its response stream ended before the answer (${reason})` } });
   }
 
   /**

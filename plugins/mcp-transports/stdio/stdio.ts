@@ -4,7 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { isProcessBudgetFull } from 'switchyard/sdk';
 import type { ChildPipe, GatewayChild, GatewayProcesses, Logger } from 'switchyard/sdk';
 import { LOG_LINES_PER_SECOND, LogBudget } from '../../lib/mcp/log-budget.ts';
-import { McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
+import { MAX_TARGET_MESSAGE, MAX_TARGET_MESSAGE_BYTES, McpTargetBusy } from '../../lib/mcp/upstream-contract.ts';
 import type { McpUpstream } from '../../lib/mcp/upstream-contract.ts';
 
 export interface StdioSpec {
@@ -30,8 +30,6 @@ function childEnvironment(spec: StdioSpec): NodeJS.ProcessEnv {
   return Object.assign(env, spec.env);
 }
 
-/** A JSON-RPC line longer than this means the child is not speaking MCP; it is stopped. */
-const MAX_LINE = 64 * 1024 * 1024;
 /**
  * Bytes waiting for a child's stdin past which a message is refused, not queued: a child that stops reading would
  * otherwise make the gateway (the supervisor, under workers) hold everything its clients send. Four MCP bodies at
@@ -121,6 +119,10 @@ export class StdioUpstream implements McpUpstream {
   private readonly logger: Logger;
   private child: GatewayChild | undefined;
   private stdout = '';
+  /** UTF-8 bytes of `stdout` (the unfinished line), against MAX_TARGET_MESSAGE_BYTES. */
+  private stdoutBytes = 0;
+  /** The process wrote a line past the bound and is being stopped: the rest of its output is dropped. */
+  private overLong = false;
   private stderr = '';
   private closing = false;
   private exited: Promise<void> | undefined;
@@ -212,11 +214,14 @@ export class StdioUpstream implements McpUpstream {
   }
 
   private onStdout(chunk: string): void {
+    if (this.overLong) return;
     // A chunk without a newline is only appended: searching the whole pending line at every chunk made a long line
     // quadratic (a 32 MiB line took 12 s of CPU with the event loop blocked), so the search waits for its end.
+    // Bytes are counted as HTTP answers are (the same bound): a chunk's length each time, once.
     if (chunk.indexOf('\n') === -1) {
       this.stdout += chunk;
-      if (this.stdout.length > MAX_LINE) this.lineTooLong();
+      this.stdoutBytes += Buffer.byteLength(chunk, 'utf8');
+      if (this.stdoutBytes > MAX_TARGET_MESSAGE_BYTES) this.lineTooLong();
       return;
     }
     this.stdout += chunk;
@@ -224,6 +229,8 @@ export class StdioUpstream implements McpUpstream {
     while ((nl = this.stdout.indexOf('\n')) !== -1) {
       const line = this.stdout.slice(0, nl).replace(/\r$/, '');
       this.stdout = this.stdout.slice(nl + 1);
+      // A line that ends in this chunk was not counted whole: its own length decides.
+      if (Buffer.byteLength(line, 'utf8') > MAX_TARGET_MESSAGE_BYTES) return this.lineTooLong();
       if (line.trim() === '') continue;
       let message: unknown;
       try {
@@ -238,12 +245,21 @@ export class StdioUpstream implements McpUpstream {
       }
       this.onmessage?.(message as JSONRPCMessage);
     }
-    if (this.stdout.length > MAX_LINE) this.lineTooLong();
+    this.stdoutBytes = Buffer.byteLength(this.stdout, 'utf8');
+    if (this.stdoutBytes > MAX_TARGET_MESSAGE_BYTES) this.lineTooLong();
   }
 
+  /**
+   * A line past the bound of every transport: the process is stopped (its requests fail with this error, and the
+   * session's next request starts it again). Skipping to the next newline would leave the request the line answered
+   * waiting, and its id is inside what is not read.
+   */
   private lineTooLong(): void {
     this.stdout = '';
-    this.onerror?.(new Error('the process wrote a line longer than 64 MiB'));
+    this.stdoutBytes = 0;
+    this.overLong = true;
+    this.logger.warn('stdio target process wrote a line longer than an MCP message may be; stopping it', { pid: this.child?.pid, limitBytes: MAX_TARGET_MESSAGE_BYTES });
+    this.onerror?.(new Error(`the process wrote a line longer than ${MAX_TARGET_MESSAGE} (the most a target may send in one message)`));
     void this.close();
   }
 

@@ -33,6 +33,7 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
     signal: new AbortController().signal,
     body: undefined,
     bufferBody: () => Promise.resolve(Buffer.alloc(0)),
+    peekBody: () => Promise.resolve(Buffer.alloc(0)),
     readBodyInto: (_limit: number, receiver: BodyReceiver) => receiver.bodyRead(Buffer.alloc(0)),
     setBody: () => undefined,
     get: <T>(key: AttributeKey<T>) => attrs.get(key.name) as T | undefined,
@@ -128,7 +129,7 @@ describe('a2a hooks', () => {
       const ex = exchange('POST', '/agents/x/rpc');
       ex.path = '/rpc';
       ex.headers['content-type'] = 'application/json';
-      Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from(body)) });
+      Object.assign(ex, { peekBody: () => Promise.resolve(Buffer.from(body)) });
       return ex;
     };
     const ex = call('{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}');
@@ -166,7 +167,7 @@ describe('a2a hooks', () => {
     const backend = policy();
     const ex = exchange('POST', '/rpc');
     ex.headers['content-type'] = 'application/json';
-    Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
+    Object.assign(ex, { peekBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
     await route.onRequest!(ex);
     await backend.onRequest!(ex);
     backend.onResponse!(ex, reply('{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no task"}}'));
@@ -181,7 +182,7 @@ describe('a2a hooks', () => {
     const p = policy();
     const ex = exchange('POST', '/rpc');
     ex.headers['content-type'] = 'application/json';
-    Object.assign(ex, { bufferBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
+    Object.assign(ex, { peekBody: () => Promise.resolve(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tasks/get"}')) });
     await p.onRequest!(ex);
     p.onResponse!(ex, reply(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { kind: 'task', contextId: 'c', status: { state: 'working' } } })));
     assert.equal(ex.protocol, 'a2a');
@@ -199,5 +200,33 @@ describe('a2a hooks', () => {
     p.onRequest!(other);
     assert.deepEqual(other.fields, {});
     assert.equal(other.protocol, 'a2a');
+  });
+  it('a JSON POST is an A2A call of method unknown while its body is read, named once read; a failed read keeps it', async () => {
+    const p = policy();
+    let finish: (body: Buffer | undefined) => void = () => undefined;
+    const ex = exchange('POST', '/rpc');
+    ex.headers['content-type'] = 'application/json';
+    Object.assign(ex, { peekBody: () => new Promise<Buffer | undefined>((resolve) => (finish = resolve)) });
+    const pending = p.onRequest!(ex);
+    // The access log of a client that leaves now is written before the read fails: it must say a2a already.
+    assert.equal(ex.protocol, 'a2a');
+    assert.equal(ex.fields['a2a.method'], 'unknown');
+    finish(Buffer.from('{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}'));
+    await pending;
+    assert.equal(ex.fields['a2a.method'], 'SendMessage');
+
+    const gone = exchange('POST', '/rpc');
+    gone.headers['content-type'] = 'application/json';
+    Object.assign(gone, { peekBody: () => Promise.reject(new Error('client closed the connection')) });
+    await assert.rejects(Promise.resolve(p.onRequest!(gone)), /client closed/);
+    assert.equal(gone.protocol, 'a2a');
+    assert.equal(gone.fields['a2a.method'], 'unknown');
+
+    // A body too long to read (undefined): streamed on, method unknown.
+    const long = exchange('POST', '/rpc');
+    long.headers['content-type'] = 'application/json';
+    Object.assign(long, { peekBody: () => Promise.resolve(undefined) });
+    await p.onRequest!(long);
+    assert.equal(long.fields['a2a.method'], 'unknown');
   });
 });

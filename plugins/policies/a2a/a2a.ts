@@ -202,9 +202,8 @@ function classifyByUrl(ex: Exchange): A2aRequest {
 
 /** A JSON POST: the JSON-RPC call of its body, else the REST method of its path. */
 async function classifyJsonPost(ex: Exchange): Promise<A2aCall> {
-  const declared = Number(ex.headers['content-length'] ?? NaN);
-  // A body over the limit streams through unread rather than failing the call.
-  const body = ex.body ?? (declared > BODY_LIMIT ? undefined : await ex.bufferBody(BODY_LIMIT));
+  // A body over the limit, sized or chunked, streams through whole rather than failing the call (ADR 0142).
+  const body = await ex.peekBody(BODY_LIMIT);
   return (body && jsonRpcCall(body)) || { method: restMethod('POST', ex.path) ?? 'unknown' };
 }
 
@@ -245,17 +244,13 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       if (ex.get(a2aRequestAttribute)) return undefined;
       // Only a JSON POST needs its body; everything else is decided without waiting.
       if (ex.method === 'POST' && isJsonType(ex.headers['content-type'])) {
-        return classifyJsonPost(ex).then(
-          (call) => {
-            record(ex, { kind: 'call', method: call.method, responded: false });
-            traceCall(spans, names, ex, call);
-          },
-          (err: unknown) => {
-            // A body that could not be read (413, the client gone) is still an A2A call: logged and counted as one.
-            record(ex, { kind: 'call', method: 'unknown', responded: false });
-            throw err;
-          },
-        );
+        // An A2A call from the start: one whose body cannot be read (the client gone, logged as it leaves, before the
+        // read fails) is logged and counted as one, of method `unknown`.
+        record(ex, { kind: 'call', method: 'unknown', responded: false });
+        return classifyJsonPost(ex).then((call) => {
+          record(ex, { kind: 'call', method: call.method, responded: false });
+          traceCall(spans, names, ex, call);
+        });
       }
       const request = classifyByUrl(ex);
       record(ex, request);

@@ -29,15 +29,16 @@ export function applyPrompts(format: LlmRouteType, body: Obj, prepend: readonly 
 
 // --- CEL values -------------------------------------------------------------------------------------------------
 
-/** A JSON value as CEL sees it: integers become CEL `int` (bigint), so `llmRequest.max_tokens > 100` type-checks. */
-export function jsonToCel(value: unknown): unknown {
+/** Deepest level converted: a client's body nested deeper is passed on as it is below it (no stack overflow). */
+const MAX_CEL_DEPTH = 128;
+
+/** A JSON value as CEL sees it: integers become CEL `int` (bigint), so `llmRequest.max_tokens * 2` type-checks. */
+export function jsonToCel(value: unknown, depth = 0): unknown {
   if (typeof value === 'number') return Number.isInteger(value) ? BigInt(value) : value;
-  if (Array.isArray(value)) return value.map(jsonToCel);
-  if (isObj(value)) {
-    const out: Obj = {};
-    for (const [k, v] of Object.entries(value)) out[k] = jsonToCel(v);
-    return out;
-  }
+  if (depth >= MAX_CEL_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((v) => jsonToCel(v, depth + 1));
+  // fromEntries defines keys: a client's `__proto__` key stays a key instead of replacing the prototype.
+  if (isObj(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonToCel(v, depth + 1)]));
   return value;
 }
 

@@ -78,7 +78,7 @@ export const aiPolicySchema = {
       type: 'object',
       description: 'Top-level request body field \u2192 CEL expression computing its value, evaluated per request against the client\'s body (`llmRequest`) and the request (`request`, `jwt`, \u2026). A failing expression removes the field. Applied after `overrides`, before `defaults`.',
       propertyNames: { minLength: 1 },
-      additionalProperties: { type: 'string', minLength: 1, 'x-secret': 'cel', description: 'A CEL expression, such as `min(llmRequest.max_tokens, 1024)`.' },
+      additionalProperties: { type: 'string', minLength: 1, 'x-secret': 'cel', description: 'A CEL expression, such as `llmRequest.max_tokens > 1024 ? 1024 : llmRequest.max_tokens`.' },
     },
     modelAliases: {
       type: 'object',

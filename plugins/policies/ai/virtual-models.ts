@@ -7,6 +7,7 @@ import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
+import { jsonToCel } from './body.ts';
 
 /**
  * `ai.virtualModels` (ADR 0045): a model name clients send, mapped to some of the route's `ai` backends. The policy
@@ -65,7 +66,7 @@ class VirtualModel {
     let vars: Record<string, unknown> | undefined;
     for (const t of this.targets) {
       if (t.when !== undefined) {
-        vars ??= { llmRequest: body, llm: { requestModel: this.name, ...(this.needsPromptTokens ? { promptTokens: BigInt(estimatePromptTokens(body)) } : {}) } };
+        vars ??= { llmRequest: jsonToCel(body), llm: { requestModel: this.name, ...(this.needsPromptTokens ? { promptTokens: BigInt(estimatePromptTokens(body)) } : {}) } };
         let ok = false;
         try {
           ok = t.when.evaluate(ex, vars) === true;

@@ -1,0 +1,142 @@
+// The request body reader behind `Exchange.peekBody` (ADR 0142), on node:http's own IncomingMessage from a real client:
+// a body within the limit is read whole; past it, what was read is put back and the rest is left on the wire, so the
+// next reader gets every byte in order and the socket is not drained meanwhile.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { createServer, request } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { GatewayError } from '../sdk/index.ts';
+import { peekRequestBody, readOrPutBack } from './body-peek.ts';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+const pattern = (n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + (i >> 8)) & 0xff));
+
+function readAll(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+describe('readOrPutBack and peekRequestBody', () => {
+  let server: Server;
+  let port: number;
+  let handle: Handler = () => undefined;
+
+  before(async () => {
+    server = createServer((req, res) => handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  /** Send `body` in `chunk`-byte writes (chunked unless `sized`); resolves with the answer's text. */
+  function send(body: Buffer, chunk: number, sized = false): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/', headers: sized ? { 'content-length': body.length } : {} }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(text));
+      });
+      req.on('error', reject);
+      for (let i = 0; i < body.length; i += chunk) req.write(body.subarray(i, i + chunk));
+      req.end();
+    });
+  }
+
+  /** Run `inspect` on the next request; its result is the answer. */
+  function serve(inspect: (req: IncomingMessage) => Promise<string>): void {
+    handle = (req, res) => {
+      inspect(req).then(
+        (text) => res.end(text),
+        (err: Error) => res.end(`error: ${err.message}`),
+      );
+    };
+  }
+
+  it('a body within the limit is given whole, chunked or sized, one chunk or many; exactly the limit too', async () => {
+    for (const [size, chunk, sized] of [[0, 1, false], [10, 10, false], [100_000, 3000, false], [100_000, 3000, true], [65_536, 65_536, false]] as const) {
+      const body = pattern(size);
+      serve(async (req) => {
+        const got = await readOrPutBack(req, 100_000);
+        return got === undefined ? 'past' : sha256(got);
+      });
+      assert.equal(await send(body, chunk, sized), sha256(body), `${size} bytes in ${chunk}-byte writes`);
+    }
+  });
+
+  it('past the limit: undefined, and the next reader gets every byte in order', async () => {
+    for (const [size, chunk, limit] of [[1_000_000, 16_384, 100_000], [200_001, 200_001, 200_000], [50_000, 7, 1000], [100_001, 50_000, 100_000]] as const) {
+      const body = pattern(size);
+      serve(async (req) => {
+        const got = await readOrPutBack(req, limit);
+        assert.equal(got, undefined);
+        assert.ok(req.readableLength > 0, 'what was read waits in the stream');
+        return sha256(await readAll(req));
+      });
+      assert.equal(await send(body, chunk), sha256(body), `${size} bytes in ${chunk}-byte writes, limit ${limit}`);
+    }
+  });
+
+  it('past the limit the rest stays on the wire until it is read (back-pressure)', async () => {
+    const body = pattern(32 * 1024 * 1024);
+    let read = -1;
+    serve(async (req) => {
+      assert.equal(await readOrPutBack(req, 64 * 1024), undefined);
+      await new Promise((r) => setTimeout(r, 300));
+      read = req.socket.bytesRead;
+      return sha256(await readAll(req));
+    });
+    assert.equal(await send(body, 65_536), sha256(body));
+    assert.ok(read > 0 && read < 8 * 1024 * 1024, `${read} bytes were read off the socket while nobody read the body`);
+  });
+
+  it('a client that leaves mid-body is a 400; a stalled one fails with the stall error', async () => {
+    const failed = new Promise<unknown>((resolve) => {
+      handle = (req) => void readOrPutBack(req, 1_000_000).then(resolve, resolve);
+    });
+    const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/' });
+    req.on('error', () => undefined);
+    req.write(pattern(1000));
+    setTimeout(() => req.destroy(), 100);
+    const err = await failed;
+    assert.ok(err instanceof GatewayError);
+    assert.equal(err.status, 400);
+
+    const stalled = new Promise<unknown>((resolve) => {
+      handle = (r) => void readOrPutBack(r, 1_000_000, { ms: 100, error: () => new Error('stalled') }).then(resolve, resolve);
+    });
+    const slow = request({ port, host: '127.0.0.1', method: 'POST', path: '/' });
+    slow.on('error', () => undefined);
+    slow.write(pattern(10));
+    const why = await stalled;
+    slow.destroy();
+    assert.equal((why as Error).message, 'stalled');
+  });
+
+  it('peekRequestBody: a second peek waits for the first; one no larger than a passed limit reads nothing; a larger one reads again', async () => {
+    const body = pattern(300_000);
+    serve(async (req) => {
+      const kept: Buffer[] = [];
+      const keep = (b: Buffer): void => void kept.push(b);
+      const [a, b] = await Promise.all([peekRequestBody(req, 100_000, keep), peekRequestBody(req, 50_000, keep)]);
+      assert.equal(a, undefined);
+      assert.equal(b, undefined);
+      assert.equal(await peekRequestBody(req, 100_000, keep), undefined);
+      const whole = await peekRequestBody(req, 1_000_000, keep);
+      assert.equal(kept.length, 1);
+      assert.equal(kept[0], whole);
+      return sha256(whole!);
+    });
+    assert.equal(await send(body, 10_000), sha256(body));
+  });
+});
