@@ -3,7 +3,8 @@ import { loadTracingTls } from '../telemetry/tracing-config.ts';
 import type { RawLoggingRules } from '../telemetry/access-log-rules.ts';
 import { ConfigError } from '../sdk/index.ts';
 import { LayeredPolicySet } from './policy-set.ts';
-import { Snapshot } from './snapshot.ts';
+import { Snapshot, disposeAll } from './snapshot.ts';
+import { ownerOf } from './plugin-owner.ts';
 import type { CompiledBind, StaticConfig } from './snapshot.ts';
 import { resolveStaticConfig } from './static-config.ts';
 import { LoadCompiler } from './load-compiler.ts';
@@ -57,7 +58,7 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
     if (compiled) binds.set(port, compiled);
   }
   if (c.issues.length > 0) {
-    for (const d of c.disposables) d.dispose?.();
+    disposeAll(c.disposables, (d, err) => deps.logger.warn('plugin dispose failed', { ...ownerOf(d), error: (err as Error)?.message ?? String(err) }));
     throw new ConfigError(c.issues);
   }
   return new Snapshot(deps.generation, binds, staticConfig, config, c.disposables, c.adminRoutes);

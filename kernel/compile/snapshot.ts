@@ -210,12 +210,20 @@ export class Snapshot {
   }
 
   dispose(): void {
-    for (const d of this.disposables) {
-      try {
-        d.dispose?.();
-      } catch {
-        // a failing dispose must not keep the rest alive
-      }
+    disposeAll(this.disposables);
+  }
+}
+
+/**
+ * Dispose each instance; one that throws neither keeps the rest alive nor replaces what the caller is reporting (a
+ * failed load's config error, ADR 0144). `failed` hears of each failure.
+ */
+export function disposeAll(disposables: readonly { dispose?(): void }[], failed?: (instance: object, err: unknown) => void): void {
+  for (const d of disposables) {
+    try {
+      d.dispose?.();
+    } catch (err) {
+      failed?.(d, err);
     }
   }
 }

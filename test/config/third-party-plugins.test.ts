@@ -211,6 +211,7 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
     'export default [',
     "  definePolicy({ key: 'returnsNothing', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => undefined }),",
     "  defineBackend({ key: 'noHandle', description: 'x', schema, compile: () => ({ protocol: 'http' }) }),",
+    "  definePolicy({ key: 'badDispose', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => ({ dispose() { throw new Error('dispose exploded'); } }) }),",
     '];',
   ].join('\n');
   const refusal = async (route: readonly string[]): Promise<string> =>
@@ -219,6 +220,12 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
   it('a policy whose compile returns nothing is a config error at its key, not a policy silently left out', async () => {
     const message = await refusal(['          - policies:', '              returnsNothing: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
     assert.match(message, /config\.yaml:\d+:\d+: plugin `returnsNothing` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) returned undefined, not an instance/);
+  });
+
+  it("a dispose() that throws while a failed load is undone does not hide the load's config error", async () => {
+    const message = await refusal(['          - policies:', '              badDispose: {}', '              directResponse: { status: 204, body: x }']);
+    assert.match(message, /config\.yaml:\d+:\d+: .*204.* \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.directResponse/);
+    assert.doesNotMatch(message, /dispose exploded/);
   });
 
   it('a backend whose instance has no handle() is a config error at its key, not a 500 per request', async () => {
