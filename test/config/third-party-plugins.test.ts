@@ -222,6 +222,16 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
     assert.match(message, /config\.yaml:\d+:\d+: plugin `returnsNothing` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) returned undefined, not an instance/);
   });
 
+  it('an LLM provider instance without `origin` is a config error naming the provider, not a TypeError', async () => {
+    const source = [
+      "import { defineLlmProvider } from 'switchyard/slots/ai';",
+      "export default defineLlmProvider({ key: 'noOrigin', description: 'x', schema: { type: 'object' }, compile: () => ({ kind: 'no', wireFormat: (c) => c, path: () => '/v1/chat/completions', prepareHeaders() {} }) });",
+    ].join('\n');
+    const body = ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - backends:', '              - ai: { name: x, provider: { noOrigin: {} } }'];
+    const { message } = await refusalOf(ConfigLoadError, 'provider', source, body);
+    assert.match(message, /config\.yaml:\d+:\d+: LLM provider `noOrigin` returned an instance without `origin` \(an `http:\/\/` or `https:\/\/` origin\) \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.backends\[0\]\.ai\.provider\.noOrigin\)/);
+  });
+
   it("a dispose() that throws while a failed load is undone does not hide the load's config error", async () => {
     const message = await refusal(['          - policies:', '              badDispose: {}', '              directResponse: { status: 204, body: x }']);
     assert.match(message, /config\.yaml:\d+:\d+: .*204.* \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.directResponse/);

@@ -5,6 +5,7 @@ import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
 import { backendAuthSlot } from '../../lib/slots/backend-auth.ts';
 import { llmProviderSlot } from '../../lib/slots/ai.ts';
+import { providerProblem } from './provider-check.ts';
 import { applyAnthropicCacheMarkers } from '../../lib/llm-guard/prompt-caching.ts';
 import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } from '../../lib/llm/contract.ts';
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
@@ -57,6 +58,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   claimAiBackendName(ctx, config.name);
   const spans = ctx.spans;
   const { key, instance: provider } = await ctx.compileVariant(llmProviderSlot, config.provider, ['provider']);
+  const unusable = providerProblem(provider);
+  if (unusable !== undefined) ctx.fail(`LLM provider \`${key}\` returned ${unusable}`, ['provider', key]);
   const metrics = llmMetrics(ctx, provider.model);
   // The `ai` policy's compiled runtime (route or backend level), handed over at compile time.
   const policy = ctx.policies.facet(AI_POLICY);
