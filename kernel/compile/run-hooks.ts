@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, settleWithin } from '../sdk/index.ts';
-import type { BackendInstance, Exchange, PolicyInstance, Reply } from '../sdk/index.ts';
+import type { BackendInstance, Exchange, PolicyInstance, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import { PluginHookError, ownAs, ownerOf } from './plugin-owner.ts';
 import type { PluginOwner } from './plugin-owner.ts';
 
@@ -10,21 +10,38 @@ function isThenable(value: unknown): value is PromiseLike<void | Reply | undefin
 }
 
 /** A hook's failure, tagged with its plugin: a GatewayError is an answer the hook chose and passes unchanged. */
-function failure(hook: PolicyInstance, err: unknown): unknown {
-  return err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(ownerOf(hook), err);
+function failure(hook: PolicyInstance, err: unknown, stage = 'request hook'): unknown {
+  return err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(ownerOf(hook), err, undefined, stage);
 }
 
 /**
  * A third-party hook's promise, bounded (ADR 0144): past `ms` the request answers 504 and the log names the plugin.
  * First-party hooks bound their own waits (each remote call has its deadline), so they pay no timer.
  */
-function bounded(hook: PolicyInstance, pending: PromiseLike<void | Reply | undefined>, ms: number): PromiseLike<void | Reply | undefined> {
+function bounded<T>(hook: PolicyInstance, pending: PromiseLike<T>, ms: number, stage = 'request hook'): PromiseLike<T> {
   if (ms <= 0) return pending;
   const owner = ownerOf(hook);
   if (owner?.package === undefined) return pending;
   return settleWithin(pending, ms, () => {
     const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
-    return new PluginHookError(owner, answer, `policy \`${owner.plugin}\` did not settle its request hook within ${ms}ms`);
+    return new PluginHookError(owner, answer, `policy \`${owner.plugin}\` did not settle its ${stage} within ${ms}ms`, stage);
+  });
+}
+
+/**
+ * One `onUpstream` hook before an attempt: undefined when it finished at once, else its promise. Failures are tagged
+ * and a third-party hook is bounded by `deadlineMs` (the attempt's response deadline; 0: none) as request hooks are.
+ */
+export function runUpstreamHook(hook: PolicyInstance, ex: Exchange, attempt: UpstreamAttempt, deadlineMs: number): PromiseLike<void> | undefined {
+  let result: void | Promise<void>;
+  try {
+    result = hook.onUpstream!(ex, attempt);
+  } catch (err) {
+    throw failure(hook, err, 'upstream hook');
+  }
+  if (!isThenable(result)) return undefined;
+  return Promise.resolve(bounded(hook, result as PromiseLike<void>, deadlineMs, 'upstream hook')).then(undefined, (err: unknown) => {
+    throw failure(hook, err, 'upstream hook');
   });
 }
 

@@ -13,6 +13,7 @@ import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
 import type { WholeResponse } from './whole-answer.ts';
 import type { PooledTarget } from './pooled-target.ts';
+import { runUpstreamHook } from '../compile/run-hooks.ts';
 
 // `forward()`'s path: the upstream's answer as a `Reply` (streamed body, or read whole), one attempt or the retry loop.
 
@@ -173,7 +174,7 @@ export async function forwardAttempts(
         const view: UpstreamAttempt = { method: ex.method, path, origin: target.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
         if (plan.upstreamHooks) {
           for (const hook of plan.upstreamHooks) {
-            const r = hook.onUpstream!(ex, view);
+            const r = runUpstreamHook(hook, ex, view, plan.headersTimeoutMs);
             if (r) await r;
           }
         }

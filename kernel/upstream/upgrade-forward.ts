@@ -10,6 +10,8 @@ import { InvalidStatusError, isHttpStatus, upstreamFailure } from './upstream-er
 import { writeRawResponse } from './raw-response.ts';
 import { switchMatches } from './upgrade-protocols.ts';
 import type { PooledTarget } from './pooled-target.ts';
+import { PluginHookError } from '../compile/plugin-owner.ts';
+import { runUpstreamHook } from '../compile/run-hooks.ts';
 
 // Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -37,11 +39,13 @@ export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duple
   const headers = upgradeHeaders(target, ex, state);
   const view: UpstreamAttempt = { method: ex.method, path: ex.path + ex.query, origin: target.origin, headers: headers as IncomingHttpHeaders, body: undefined, attempt: 0 };
   void (async () => {
-    for (const hook of hooks) await hook.onUpstream!(ex, view);
+    for (const hook of hooks) await runUpstreamHook(hook, ex, view, state.plan.headersTimeoutMs);
   })().then(
     () => sendUpgrade(target, ex, socket, head, headers),
     (err: unknown) => {
-      const failure = err instanceof GatewayError ? err : upstreamFailure(err, target.origin);
+      // A hook that never settled (ADR 0144) answers its 504; any other failure of the hooks is the upstream's.
+      const cause = err instanceof PluginHookError ? err.cause : err;
+      const failure = cause instanceof GatewayError ? cause : upstreamFailure(err, target.origin);
       state.upgradeDone?.(failure.status);
       writeRawResponse(socket, failure.status, { 'content-type': 'application/json' }, JSON.stringify({ error: { type: failure.type, message: failure.message } }));
     },

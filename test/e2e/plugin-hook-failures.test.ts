@@ -44,6 +44,12 @@ export default [
       });
     }),
   }),
+  policy('acmeBadUpstream', {
+    onUpstream(ex) {
+      if (ex.path.endsWith('/throw')) throw new Error('acme upstream hook exploded');
+      if (ex.path.endsWith('/hang')) return new Promise(() => {});
+    },
+  }, { phase: 'upstream' }),
   defineGuard({ key: 'acmeGuardHangs', description: 'x', schema, compile: () => ({ check: () => new Promise(() => {}) }) }),
   defineGuard({ key: 'acmeGuardAllows', description: 'x', schema, compile: () => ({ check: () => ({ action: 'allow' }) }) }),
   defineBackend({ key: 'acmeBackend', description: 'x', schema, compile: () => ({
@@ -88,6 +94,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('log', { acmeBadLog: {} }),
         route('stream', { acmeStreamReader: {} }),
         route('drains', { acmeDrains: {} }),
+        route('upstream-hook', { acmeBadUpstream: {} }),
         { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
         llmRoute('guard-hangs', 'acmeGuardHangs'),
         llmRoute('guard-allows', 'acmeGuardAllows'),
@@ -190,6 +197,18 @@ describe('third-party plugin hooks that fail at request time', () => {
     assert.ok(performance.now() - started < 5000);
     namesPlugin((await errorLines('did not answer'))[0], 'acmeBackend');
     assert.deepEqual(await get('/backend/ok'), { status: 200, body: 'acme' });
+  });
+
+  it('an onUpstream hook that throws answers 500 naming the plugin; one that never settles is a 504; nothing is sent', async () => {
+    const before = upstream.received.length;
+    assert.equal((await get('/upstream-hook/throw')).status, 500);
+    namesPlugin((await linesWith('ERROR', 'upstream hook failed', 'acme upstream hook exploded'))[0], 'acmeBadUpstream');
+    const started = performance.now();
+    assert.equal((await get('/upstream-hook/hang')).status, 504);
+    assert.ok(performance.now() - started < 5000);
+    namesPlugin((await linesWith('ERROR', 'did not settle its upstream hook'))[0], 'acmeBadUpstream');
+    assert.equal(upstream.received.length, before);
+    assert.equal((await get('/upstream-hook/ok')).status, 200);
   });
 
   describe('a prompt guard of the package (the `ai` policy fails closed, BEHAVIOUR.md 2.9)', () => {
