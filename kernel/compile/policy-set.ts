@@ -1,7 +1,7 @@
 import { Phase } from '../sdk/index.ts';
 import type { AttemptHook, DerivedRequest, Exchange, Facet, PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet, UpstreamAttempt } from '../sdk/index.ts';
 import { ExchangeView } from '../exchange/exchange-view.ts';
-import { runRequestHooks } from './run-hooks.ts';
+import { runRequestHooks, runUpstreamHook } from './run-hooks.ts';
 import { withholdCredentials } from './withhold-credentials.ts';
 
 export interface PolicyEntry {
@@ -118,7 +118,8 @@ abstract class PolicySetBase implements PolicySet {
     if (!hooks) return undefined;
     const detached = new ExchangeView(ex, false);
     return async (attempt: UpstreamAttempt) => {
-      for (const hook of hooks) await hook.onUpstream!(detached, attempt);
+      // Failures name their plugin (ADR 0144); the caller's own request deadline bounds the wait.
+      for (const hook of hooks) await runUpstreamHook(hook, detached, attempt, 0);
     };
   }
 }
