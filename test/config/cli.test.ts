@@ -148,6 +148,37 @@ describe('CLI: flags', () => {
     assert.match(r.stderr, /^switchyard: unknown argument `--frobnicate`\n\nUsage: switchyard/);
   });
 
+  it('a misspelt flag or command exits 2 naming the one meant (did you mean); a word like none gets no guess', async () => {
+    const cases: [string[], string][] = [
+      [['--verison'], '--version'],
+      [['--validate_only', '-f', 'a.yaml'], '--validate-only'],
+      [['-validate-only', '-f', 'a.yaml'], '--validate-only'],
+      [['-v'], '-V'],
+      [['plugin'], 'plugins'],
+      [['init', '--forse'], '--force'],
+      [['--fiel=a.yaml'], '--file'],
+    ];
+    for (const [argv, meant] of cases) {
+      const r = await cli(argv);
+      assert.equal(r.code, 2, argv.join(' '));
+      assert.equal(r.stderr.split('\n')[0], `switchyard: unknown argument \`${argv.find((a) => a !== '-f' && a !== 'a.yaml' && a !== 'init')}\`; did you mean \`${meant}\`?`);
+    }
+    for (const word of ['--frobnicate', '-x', 'start']) {
+      const r = await cli([word]);
+      assert.equal(r.code, 2, word);
+      assert.equal(r.stderr.split('\n')[0], `switchyard: unknown argument \`${word}\``);
+    }
+  });
+
+  it('--config=TEXT is taken as --file=FILE is', async () => {
+    const r = await cli(['--config=binds: []', '--validate-only']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'Configuration is valid!\n');
+    const twice = await cli(['--config=binds: []', '-c', 'binds: []', '--validate-only']);
+    assert.equal(twice.code, 2);
+    assert.match(twice.stderr, /^switchyard: (-c|--config) is given twice/);
+  });
+
   it('-f without a value exits 2', async () => {
     const r = await cli(['-f']);
     assert.equal(r.code, 2);
