@@ -89,11 +89,15 @@ describe('switchyard init', () => {
     assert.equal(resolve(dir, 'etc/switchyard', ref), SCHEMA);
   });
 
-  it('a missing folder is an error, not a crash', async () => {
+  it('a missing folder, or a folder in place of the file, is one line saying so (exit 1), not a bare errno', async () => {
     const dir = tempDir();
     const r = await cli(dir, 'init', '-f', 'no/such/dir/x.yaml');
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^switchyard: ENOENT/);
+    assert.equal(r.stderr, `switchyard: cannot write ${join(dir, 'no/such/dir/x.yaml')}: the folder ${join(dir, 'no/such/dir')} does not exist\n`);
+    mkdirSync(join(dir, 'conf'));
+    const folder = await cli(dir, 'init', '-f', 'conf', '--force');
+    assert.equal(folder.code, 1);
+    assert.equal(folder.stderr, `switchyard: cannot write ${join(dir, 'conf')}: it is a folder (give a file name: -f conf/config.yaml)\n`);
   });
 
   it('the starter answers /hello itself and proxies /api to its upstream', async () => {
