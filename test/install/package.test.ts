@@ -80,6 +80,13 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     assert.doesNotMatch(readFileSync(join(installed, 'build/kernel/sdk/index.d.ts'), 'utf8'), /from '\.\/[^']+\.ts'/);
   });
 
+  it('holds no private keys, certificates with keys or environment files (ADR 0146)', () => {
+    const named = packedFiles.filter((f) => /(^|\/)\.env(\.|$)|\.(pem|key|p12|pfx|crt)$|(^|\/)\.npmrc$/.test(f));
+    assert.deepEqual(named, []);
+    const keyed = packedFiles.filter((f) => !f.endsWith('.map') && /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(readFileSync(join(installed, f), 'latin1')));
+    assert.deepEqual(keyed, []);
+  });
+
   it('`npx switchyard --version` runs the installed command', async () => {
     const r = ok(await runCommand('npx', ['--no-install', 'switchyard', '--version'], { cwd: app, env: ENV }), 'npx switchyard --version');
     assert.equal(r.stdout, `switchyard ${PKG.version}\n`);
@@ -98,6 +105,33 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     const ref = /^# yaml-language-server: \$schema=(\S+)/.exec(readFileSync(join(app, 'switchyard.yaml'), 'utf8'))![1]!;
     assert.equal(ref, `node_modules/${PKG.name}/schemas/switchyard.schema.json`);
     assert.ok(existsSync(resolve(app, ref)));
+  });
+
+  // The README's "From an empty folder to the first proxied request", with the starter's ports moved to free ones.
+  it("the README's first request: init, --validate-only, then /hello answered and /api/anything proxied", async () => {
+    ok(await runCommand('npx', ['--no-install', 'switchyard', 'init', '-f', 'first.yaml'], { cwd: app, env: ENV }), 'switchyard init -f first.yaml');
+    const valid = ok(await runCommand('npx', ['--no-install', 'switchyard', '--validate-only', '-f', 'first.yaml'], { cwd: app, env: ENV }), '--validate-only');
+    assert.equal(valid.stdout, 'Configuration is valid!\n');
+    const [front, upstreamPort, admin] = [await freePort(), await freePort(), await freePort()];
+    const starter = readFileSync(join(app, 'first.yaml'), 'utf8');
+    const moved = starter
+      .replace('port: 3000', `port: ${front}\n  address: 127.0.0.1`)
+      .replaceAll('3001', String(upstreamPort))
+      .replace('127.0.0.1:15000', `127.0.0.1:${admin}`)
+      .replace(/(statsAddr|readinessAddr): 127\.0\.0\.1:\d+/g, '$1: off');
+    assert.notEqual(moved, starter);
+    writeFileSync(join(app, 'first.yaml'), moved);
+    const gw = await startCli(join(app, 'node_modules/.bin/switchyard'), ['-f', 'first.yaml'], { cwd: app, env: ENV, readyMs: 60_000 });
+    try {
+      const hello = await request(`http://127.0.0.1:${front}/hello`);
+      assert.equal(hello.statusCode, 200);
+      assert.equal(await hello.body.text(), 'Hello from Switchyard!\n');
+      const api = await request(`http://127.0.0.1:${front}/api/anything`);
+      assert.equal(api.statusCode, 200);
+      assert.equal(await api.body.text(), '{"upstream":"ok"}\n');
+    } finally {
+      assert.equal(await gw.stop(), 0, gw.output());
+    }
   });
 
   it('the programmatic entry and the SDK import from the installed package', async () => {
