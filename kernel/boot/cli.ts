@@ -115,9 +115,10 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
   if (argv[0] === 'keys') {
     // The commands other than serving load their modules when run (a start does not pay for them).
     const { KEYS_USAGE, keysMain } = await import('./keys-cli.ts');
-    if (argv[1] === undefined || argv[1] === '--help' || argv[1] === '-h') {
+    // Without a command it is a usage error (stderr, exit 2), said by keysMain as for any other.
+    if (argv[1] === '--help' || argv[1] === '-h') {
       process.stdout.write(KEYS_USAGE);
-      return argv[1] === undefined ? 2 : 0;
+      return 0;
     }
     return keysMain(argv.slice(1), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
   }

@@ -170,6 +170,17 @@ describe('CLI: flags', () => {
     }
   });
 
+  it('`keys` without a command is a usage error like the others: the reason and the usage on stderr, exit 2; `keys --help` on stdout, exit 0', async () => {
+    const r = await cli(['keys']);
+    assert.equal(r.code, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^switchyard: a keys command is required\n\nUsage: switchyard keys COMMAND/);
+    const help = await cli(['keys', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: switchyard keys COMMAND/);
+    assert.equal(help.stderr, '');
+  });
+
   it('--config=TEXT is taken as --file=FILE is', async () => {
     const r = await cli(['--config=binds: []', '--validate-only']);
     assert.equal(r.code, 0, r.stderr);
