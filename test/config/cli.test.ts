@@ -228,6 +228,29 @@ describe('CLI: starting', () => {
   });
   after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
 
+  it('an admin address that is already taken: exit 1 naming the address and its config keys, not a bare EADDRINUSE', async () => {
+    const bindPort = await freePort();
+    const file = tempFile(
+      'admin-taken.yaml',
+      yaml(
+        'config:',
+        '  adminAddr: off',
+        `  statsAddr: 127.0.0.1:${port}`,
+        `  readinessAddr: 127.0.0.1:${port}`,
+        'binds:',
+        `  - port: ${bindPort}`,
+        '    address: 127.0.0.1',
+        '    listeners:',
+        '      - routes:',
+        '          - policies:',
+        '              directResponse: { status: 200 }',
+      ),
+    );
+    const r = await cli(['-f', file]);
+    assert.equal(r.code, 1, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`^switchyard: cannot listen on 127\\.0\\.0\\.1:${port} \\(config\\.readinessAddr, config\\.statsAddr\\): the address is in use`, 'm'));
+  });
+
   it('a bind port that is already taken: exit 1 with a clear message', async () => {
     const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()];
     const file = tempFile(
