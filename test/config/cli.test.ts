@@ -228,47 +228,34 @@ describe('CLI: starting', () => {
   });
   after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
 
-  it('an admin address that is already taken: exit 1 naming the address and its config keys, not a bare EADDRINUSE', async () => {
-    const bindPort = await freePort();
-    const file = tempFile(
-      'admin-taken.yaml',
+  /** A config answering 200 on `bindPort`, with the admin-side addresses given. */
+  const listening = (name: string, addrs: { admin: string; stats: string; readiness: string }, bindPort: number): string =>
+    tempFile(
+      name,
       yaml(
         'config:',
-        '  adminAddr: off',
-        `  statsAddr: 127.0.0.1:${port}`,
-        `  readinessAddr: 127.0.0.1:${port}`,
+        `  adminAddr: ${addrs.admin}`,
+        `  statsAddr: ${addrs.stats}`,
+        `  readinessAddr: ${addrs.readiness}`,
         'binds:',
         `  - port: ${bindPort}`,
-        '    address: 127.0.0.1',
         '    listeners:',
         '      - routes:',
         '          - policies:',
         '              directResponse: { status: 200 }',
       ),
     );
-    const r = await cli(['-f', file]);
+
+  it('an admin address that is already taken: exit 1 naming the address and its config keys, not a bare EADDRINUSE', async () => {
+    const taken = `127.0.0.1:${port}`;
+    const r = await cli(['-f', listening('admin-taken.yaml', { admin: 'off', stats: taken, readiness: taken }, await freePort())]);
     assert.equal(r.code, 1, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`^switchyard: cannot listen on 127\\.0\\.0\\.1:${port} \\(config\\.readinessAddr, config\\.statsAddr\\): the address is in use`, 'm'));
   });
 
   it('a bind port that is already taken: exit 1 with a clear message', async () => {
-    const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()];
-    const file = tempFile(
-      'taken.yaml',
-      yaml(
-        'config:',
-        `  adminAddr: 127.0.0.1:${admin}`,
-        `  statsAddr: 127.0.0.1:${stats}`,
-        `  readinessAddr: 127.0.0.1:${readiness}`,
-        'binds:',
-        `  - port: ${port}`,
-        '    listeners:',
-        '      - routes:',
-        '          - policies:',
-        '              directResponse: { status: 200 }',
-      ),
-    );
-    const r = await cli(['-f', file]);
+    const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()].map((p) => `127.0.0.1:${p}`);
+    const r = await cli(['-f', listening('taken.yaml', { admin: admin!, stats: stats!, readiness: readiness! }, port)]);
     assert.equal(r.code, 1, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`^switchyard: cannot listen on port ${port}: .*EADDRINUSE`, 'm'));
   });

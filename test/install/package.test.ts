@@ -22,6 +22,7 @@ import { describeExamplePlugins } from './example-plugins.ts';
 import { PACKAGE_ENV, packAndInstall } from '../helpers/packed-install.ts';
 import type { Run } from '../helpers/cli-process.ts';
 import { freePort } from '../helpers/ports.ts';
+import { assertStarterAnswers, starterOnFreePorts } from '../helpers/starter.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
@@ -112,23 +113,11 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     ok(await runCommand('npx', ['--no-install', 'switchyard', 'init', '-f', 'first.yaml'], { cwd: app, env: ENV }), 'switchyard init -f first.yaml');
     const valid = ok(await runCommand('npx', ['--no-install', 'switchyard', '--validate-only', '-f', 'first.yaml'], { cwd: app, env: ENV }), '--validate-only');
     assert.equal(valid.stdout, 'Configuration is valid!\n');
-    const [front, upstreamPort, admin] = [await freePort(), await freePort(), await freePort()];
-    const starter = readFileSync(join(app, 'first.yaml'), 'utf8');
-    const moved = starter
-      .replace('port: 3000', `port: ${front}\n  address: 127.0.0.1`)
-      .replaceAll('3001', String(upstreamPort))
-      .replace('127.0.0.1:15000', `127.0.0.1:${admin}`)
-      .replace(/(statsAddr|readinessAddr): 127\.0\.0\.1:\d+/g, '$1: off');
-    assert.notEqual(moved, starter);
-    writeFileSync(join(app, 'first.yaml'), moved);
+    const { text, front } = await starterOnFreePorts(readFileSync(join(app, 'first.yaml'), 'utf8'));
+    writeFileSync(join(app, 'first.yaml'), text);
     const gw = await startCli(join(app, 'node_modules/.bin/switchyard'), ['-f', 'first.yaml'], { cwd: app, env: ENV, readyMs: 60_000 });
     try {
-      const hello = await request(`http://127.0.0.1:${front}/hello`);
-      assert.equal(hello.statusCode, 200);
-      assert.equal(await hello.body.text(), 'Hello from Switchyard!\n');
-      const api = await request(`http://127.0.0.1:${front}/api/anything`);
-      assert.equal(api.statusCode, 200);
-      assert.equal(await api.body.text(), '{"upstream":"ok"}\n');
+      await assertStarterAnswers(front);
     } finally {
       assert.equal(await gw.stop(), 0, gw.output());
     }
