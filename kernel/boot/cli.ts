@@ -69,6 +69,7 @@ function parseArgs(argv: readonly string[]): Args | string {
     else if (a === '--validate-only') args.validateOnly = true;
     else if (a === '-V' || a === '--version') args.command = 'version';
     else if (a === '-h' || a === '--help') args.command = 'help';
+    else if (a === 'keys') return '`keys` is a command of its own and comes first: switchyard keys COMMAND [options]';
     else return unknownArgument(a, KNOWN_ARGS);
     if ((a === '-f' || a === '--file' || a === '-c' || a === '--config') && argv[i] === undefined) return `${a} needs a value`;
   }

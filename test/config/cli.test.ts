@@ -157,12 +157,17 @@ describe('CLI: flags', () => {
       [['plugin'], 'plugins'],
       [['init', '--forse'], '--force'],
       [['--fiel=a.yaml'], '--file'],
+      [['help'], '--help'],
+      [['version'], '--version'],
     ];
     for (const [argv, meant] of cases) {
       const r = await cli(argv);
       assert.equal(r.code, 2, argv.join(' '));
       assert.equal(r.stderr.split('\n')[0], `switchyard: unknown argument \`${argv.find((a) => a !== '-f' && a !== 'a.yaml' && a !== 'init')}\`; did you mean \`${meant}\`?`);
     }
+    const keysLater = await cli(['-f', 'a.yaml', 'keys', 'list']);
+    assert.equal(keysLater.code, 2);
+    assert.equal(keysLater.stderr.split('\n')[0], 'switchyard: `keys` is a command of its own and comes first: switchyard keys COMMAND [options]');
     for (const word of ['--frobnicate', '-x', 'start']) {
       const r = await cli([word]);
       assert.equal(r.code, 2, word);
