@@ -25,6 +25,9 @@ import type { DirectOrigin, DirectReplies } from './direct-forward.ts';
 import { forwardAttempts, forwardOnce, STREAM_RAW } from './forward-reply.ts';
 import { upstreamCall } from './upstream-call.ts';
 import { forwardUpgrade } from './upgrade-forward.ts';
+import { kWantsTrailers } from './trailers.ts';
+
+type TrailersWanted = { [kWantsTrailers]?: boolean };
 
 /** A target that can forward a request straight into the client's response (ADR 0051). */
 export interface DirectForwarder {
@@ -88,6 +91,8 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     h['x-request-id'] = ex.requestId;
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
     if (h.expect !== undefined) h.expect = undefined;
+    // An HTTP/2 client's `te: trailers` (gRPC): Envoy forwards that one TE value (ADR 0141).
+    if ((ex.req as TrailersWanted)[kWantsTrailers] === true) h.te = 'trailers';
     return h;
   }
 

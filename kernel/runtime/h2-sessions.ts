@@ -1,0 +1,75 @@
+// HTTP/2 on an HTTPS bind (ADR 0141): the bind's node:https server negotiates `h2` or `http/1.1` by ALPN; a
+// connection that chose h2 is handed to a node:http2 server that never listens, whose compatibility layer makes
+// node:http-like request and response objects (h2-messages.ts) for the same request pipeline. HTTP/1.1 connections
+// stay node:https's, exactly as before.
+import type { Http2Server, Http2ServerRequest, Http2ServerResponse, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
+import { IDLE_CLOSE_MS } from './idle-sweep.ts';
+import { h2MessageClasses } from './h2-messages.ts';
+
+/** What an HTTPS bind offers in ALPN, most preferred first: a client offering neither is refused (RFC 7301). */
+export const ALPN_PROTOCOLS = ['h2', 'http/1.1'];
+
+/** Streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); nginx says 128, Go 250. */
+export const MAX_CONCURRENT_STREAMS = 100;
+/**
+ * The request header list limit (SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 6.5.2: names and values plus 32 bytes
+ * each): node:http's 16 KiB head limit of HTTP/1.1 clients. A larger list resets the stream before any routing.
+ */
+export const MAX_HEADER_LIST_BYTES = 16 * 1024;
+/** Header fields per request (node:http keeps 2,000); the list size above bounds them sooner (about 500). */
+const MAX_HEADER_PAIRS = 2_000;
+/** Memory one session may hold in node:http2's buffers (MiB, its default): past it new streams are refused. */
+const MAX_SESSION_MEMORY_MIB = 10;
+
+/** A session's open streams, counted for the idle close. */
+const kOpen = Symbol('switchyard.h2OpenStreams');
+type Session = ServerHttp2Session & { [kOpen]: number };
+
+/** The h2 side of one HTTPS bind: its sessions, their bounds and idle close. */
+export class H2Sessions {
+  private readonly server: Http2Server;
+  private readonly sessions = new Set<Session>();
+
+  constructor(onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void) {
+    const http2 = process.getBuiltinModule('node:http2');
+    const { H2Request, H2Response } = h2MessageClasses();
+    this.server = http2.createServer({
+      Http2ServerRequest: H2Request,
+      Http2ServerResponse: H2Response,
+      maxSessionMemory: MAX_SESSION_MEMORY_MIB,
+      maxHeaderListPairs: MAX_HEADER_PAIRS,
+      settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, maxHeaderListSize: MAX_HEADER_LIST_BYTES },
+    });
+    this.server.on('request', onRequest);
+    this.server.on('session', (session: Session) => this.track(session));
+  }
+
+  /** Serve a TLS connection that negotiated h2 (the bind's `secureConnection`). */
+  accept(socket: TLSSocket): void {
+    this.server.emit('connection', socket);
+  }
+
+  private track(session: Session): void {
+    session[kOpen] = 0;
+    this.sessions.add(session);
+    session.once('close', () => this.sessions.delete(session));
+    session.on('stream', (stream: ServerHttp2Stream) => {
+      session[kOpen]++;
+      stream.once('close', () => session[kOpen]--);
+    });
+    // The HTTP/1.1 sweep's idle close (idle-sweep.ts) for sessions: no frame either way for as long and no stream
+    // open. A quiet stream (a long poll, a gRPC stream waiting) keeps its session; its route's deadlines bound it.
+    session.setTimeout(IDLE_CLOSE_MS, () => {
+      if (session[kOpen] === 0) session.close();
+    });
+  }
+
+  /**
+   * Drain: every session is told GOAWAY (`close`): streams in flight finish, the client opens no new one here, and
+   * the connection ends when the last stream does.
+   */
+  closeAll(): void {
+    for (const session of this.sessions) if (!session.closed) session.close();
+  }
+}

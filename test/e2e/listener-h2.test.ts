@@ -1,0 +1,265 @@
+// HTTP/2 from clients on HTTPS listeners (ADR 0141): ALPN, every kind of route over h2, request bodies with and
+// without a length, trailers, bounds (streams, header list), resets releasing the upstream request, the access log.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect as h2connect } from 'node:http2';
+import type { ClientHttp2Session, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { connect as tlsConnect } from 'node:tls';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { logRecords } from '../helpers/gateway.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import type { TestPki } from '../helpers/pki.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
+
+/** The ALPN protocol the bind picks for a client offering `protocols` (an error code when refused). */
+function negotiated(port: number, ca: string, protocols: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const s = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca, ALPNProtocols: protocols }, () => {
+      resolve(String(s.alpnProtocol));
+      s.destroy();
+    });
+    s.on('error', (e: NodeJS.ErrnoException) => resolve(`error ${e.code}`));
+  });
+}
+
+interface H2Answer {
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  trailers: IncomingHttpHeaders | undefined;
+}
+
+/** One h2 exchange on `session`. */
+function h2(session: ClientHttp2Session, headers: OutgoingHttpHeaders, body?: Buffer | Buffer[]): Promise<H2Answer> {
+  return new Promise((resolve, reject) => {
+    const endStream = body === undefined;
+    const stream = session.request(headers, { endStream });
+    const chunks: Buffer[] = [];
+    let answer: IncomingHttpHeaders | undefined;
+    let trailers: IncomingHttpHeaders | undefined;
+    stream.on('response', (h) => (answer = h));
+    stream.on('trailers', (t) => (trailers = t));
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve({ headers: answer!, body: Buffer.concat(chunks), trailers }));
+    stream.on('error', reject);
+    stream.on('close', () => {
+      if (answer === undefined) reject(new Error(`stream closed without an answer (code ${stream.rstCode})`));
+    });
+    if (Array.isArray(body)) {
+      for (const part of body) stream.write(part);
+      stream.end();
+    } else if (body !== undefined) stream.end(body);
+  });
+}
+
+describe('HTTP/2 on an HTTPS listener', () => {
+  let pki: TestPki;
+  let ca: string;
+  let up: TestUpstream;
+  let slow: TestUpstream;
+  /** The slow upstream's requests: whether each ended before its answer was finished. */
+  const slowClosed: boolean[] = [];
+  let gw: RunningGateway;
+  let port: number;
+  let session: ClientHttp2Session;
+  const origin = (): string => `https://localhost:${port}`;
+
+  before(async () => {
+    pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'listener-h2' });
+    ca = readFileSync(pki.ca, 'utf8');
+    up = await startUpstream((req: IncomingMessage, res: ServerResponse, body: Buffer) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes', connection: 'keep-alive', 'keep-alive': 'timeout=5' });
+      res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders, bodyLength: body.length }));
+    });
+    // Answers the head, then a byte every 50 ms until the client goes.
+    slow = await startUpstream(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const tick = setInterval(() => res.write('.'), 50);
+        res.on('close', () => {
+          clearInterval(tick);
+          slowClosed.push(!res.writableFinished);
+        });
+      },
+      { bufferBody: false },
+    );
+    const backend = (u: TestUpstream) => [{ host: `127.0.0.1:${u.port}` }];
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => ({
+      config: { logging: { format: 'json' } },
+      binds: [
+        {
+          port: p,
+          listeners: [
+            {
+              protocol: 'HTTPS',
+              tls: { cert: pki.serverCert, key: pki.serverKey },
+              routes: [
+                { name: 'direct', matches: [{ path: { pathPrefix: '/direct' } }], policies: { directResponse: { status: 201, body: 'made here' } } },
+                { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], backends: backend(slow) },
+                // A response policy: the answer goes through a Reply (reply-writer's `writeReply`).
+                {
+                  name: 'hooked',
+                  matches: [{ path: { pathPrefix: '/hooked' } }],
+                  policies: { responseHeaderModifier: { set: { 'x-hooked': '1' } }, requestHeaderModifier: { set: { 'x-added': 'yes' } } },
+                  backends: backend(up),
+                },
+                { name: 'echo', matches: [{ path: { pathPrefix: '/echo' } }], backends: backend(up) },
+              ],
+            },
+          ],
+        },
+      ],
+    })));
+    session = h2connect(origin(), { ca });
+    session.on('error', () => undefined);
+  });
+  after(async () => {
+    session?.destroy();
+    await gw?.stop();
+    await up?.close();
+    await slow?.close();
+    pki?.remove();
+  });
+
+  it('offers h2 and http/1.1 by ALPN: h2 when the client offers it, HTTP/1.1 otherwise', async () => {
+    assert.equal(await negotiated(port, ca, ['h2']), 'h2');
+    assert.equal(await negotiated(port, ca, ['h2', 'http/1.1']), 'h2');
+    assert.equal(await negotiated(port, ca, ['http/1.1']), 'http/1.1');
+    assert.match(await negotiated(port, ca, ['spdy/3']), /^error /);
+  });
+
+  it('proxies a GET: the upstream gets Host from :authority and no pseudo-header; the answer has no hop-by-hop header', async () => {
+    const res = await h2(session, { ':path': '/echo/a?b=1', 'x-client': 'c' });
+    assert.equal(res.headers[':status'], 200);
+    assert.equal(res.headers['x-upstream'], 'yes');
+    assert.equal(res.headers.connection, undefined);
+    assert.equal(res.headers['keep-alive'], undefined);
+    const seen = JSON.parse(res.body.toString()) as { method: string; url: string; headers: Record<string, string>; rawHeaders: string[] };
+    assert.equal(seen.method, 'GET');
+    assert.equal(seen.url, '/echo/a?b=1');
+    assert.equal(seen.headers['x-client'], 'c');
+    assert.equal(seen.headers['x-forwarded-proto'], 'https');
+    assert.equal(seen.headers['x-forwarded-host'], `localhost:${port}`);
+    assert.ok(!seen.rawHeaders.some((n, i) => i % 2 === 0 && n.startsWith(':')), seen.rawHeaders.join(' '));
+    assert.equal(seen.headers['transfer-encoding'], undefined);
+  });
+
+  it('sends a request body with Content-Length, and one without (streamed, chunked to the HTTP/1.1 upstream)', async () => {
+    const body = Buffer.alloc(100_000, 'x');
+    const sized = await h2(session, { ':method': 'POST', ':path': '/echo/sized', 'content-length': String(body.length) }, body);
+    assert.equal((JSON.parse(sized.body.toString()) as { bodyLength: number }).bodyLength, body.length);
+    const parts = [Buffer.alloc(70_000, 'a'), Buffer.alloc(70_000, 'b'), Buffer.from('end')];
+    const streamed = await h2(session, { ':method': 'POST', ':path': '/echo/streamed' }, parts);
+    const seen = JSON.parse(streamed.body.toString()) as { bodyLength: number; headers: Record<string, string> };
+    assert.equal(seen.bodyLength, 140_003);
+    assert.equal(seen.headers['transfer-encoding'], 'chunked');
+    const small = await h2(session, { ':method': 'PUT', ':path': '/echo/small' }, Buffer.from('hello'));
+    assert.equal((JSON.parse(small.body.toString()) as { bodyLength: number }).bodyLength, 5);
+  });
+
+  it('serves direct responses, policies through a Reply, 404s and HEAD', async () => {
+    const direct = await h2(session, { ':path': '/direct' });
+    assert.equal(direct.headers[':status'], 201);
+    assert.equal(direct.body.toString(), 'made here');
+    const hooked = await h2(session, { ':path': '/hooked/x' });
+    assert.equal(hooked.headers[':status'], 200);
+    assert.equal(hooked.headers['x-hooked'], '1');
+    assert.equal((JSON.parse(hooked.body.toString()) as { headers: Record<string, string> }).headers['x-added'], 'yes');
+    const missing = await h2(session, { ':path': '/nowhere' });
+    assert.equal(missing.headers[':status'], 404);
+    assert.match(missing.body.toString(), /route_not_found/);
+    const head = await h2(session, { ':method': 'HEAD', ':path': '/echo/h' });
+    assert.equal(head.headers[':status'], 200);
+    assert.equal(head.body.length, 0);
+  });
+
+  it('runs concurrent streams of one connection at once', async () => {
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => h2(session, { ':path': `/echo/c${i}` })));
+    answers.forEach((a, i) => assert.equal((JSON.parse(a.body.toString()) as { url: string }).url, `/echo/c${i}`));
+  });
+
+  it('a malformed request is refused on its stream only: the connection serves the next one', async () => {
+    const bad = await h2(session, { ':path': '/echo/x', ':authority': `localhost:${port}`, host: 'other.test' });
+    assert.equal(bad.headers[':status'], 400);
+    const fine = await h2(session, { ':path': '/echo/after' });
+    assert.equal(fine.headers[':status'], 200);
+  });
+
+  it('HTTP/1.1 clients are served on the same port as before', async () => {
+    const res = await request(`https://localhost:${port}/echo/h1`, {
+      dispatcher: new (await import('undici')).Agent({ connect: { ca, ALPNProtocols: ['http/1.1'] } }),
+    });
+    assert.equal(res.statusCode, 200);
+    assert.equal(res.headers.connection, 'keep-alive');
+    const seen = (await res.body.json()) as { headers: Record<string, string> };
+    assert.equal(seen.headers.host, `localhost:${port}`);
+  });
+
+  it('advertises its bounds: 100 concurrent streams, a 16 KiB header list', async () => {
+    await waitFor(() => session.remoteSettings.maxConcurrentStreams !== undefined, 5_000, 'the settings');
+    assert.equal(session.remoteSettings.maxConcurrentStreams, 100);
+    assert.equal(session.remoteSettings.maxHeaderListSize, 16 * 1024);
+  });
+
+  it('a header list over the limit never reaches routing; the connection goes on', async () => {
+    // The client would refuse to send past the advertised limit itself: this one ignores it, as a hostile one would.
+    const own = h2connect(origin(), { ca, settings: { maxHeaderListSize: 1 << 20 }, maxSendHeaderBlockLength: 1 << 20 } as Parameters<typeof h2connect>[1]);
+    own.on('error', () => undefined);
+    try {
+      const before = up.received.length;
+      const outcome = await h2(own, { ':path': '/echo/big', 'x-big': 'y'.repeat(20_000) }).then(
+        (a) => `status ${String(a.headers[':status'])}`,
+        (e: Error) => `failed ${e.message}`,
+      );
+      assert.equal(outcome, 'status 431');
+      assert.equal(up.received.length, before);
+      const fine = await h2(session, { ':path': '/echo/after-big' });
+      assert.equal(fine.headers[':status'], 200);
+    } finally {
+      own.destroy();
+    }
+  });
+
+  it('a stream reset mid-download releases the upstream request', async () => {
+    const count = slowClosed.length;
+    await new Promise<void>((resolve, reject) => {
+      const stream = session.request({ ':path': '/slow/x' });
+      stream.on('data', () => {
+        stream.close(0x8); // CANCEL
+        resolve();
+      });
+      stream.on('error', reject);
+    });
+    await waitFor(() => slowClosed.length > count, 5_000, 'the upstream request to close');
+    assert.equal(slowClosed[count], true);
+    const fine = await h2(session, { ':path': '/echo/after-reset' });
+    assert.equal(fine.headers[':status'], 200);
+  });
+
+  it('CONNECT (and so WebSocket over h2) is refused on its stream', async () => {
+    const status = await within(
+      new Promise<number | string>((resolve) => {
+        const stream = session.request({ ':method': 'CONNECT', ':authority': 'example.test:443' });
+        stream.on('response', (h) => resolve(Number(h[':status'])));
+        stream.on('error', (e: Error) => resolve(e.message));
+        stream.on('close', () => resolve(`closed ${stream.rstCode}`));
+      }),
+      5_000,
+      'CONNECT',
+    );
+    assert.equal(status, 405);
+  });
+
+  it('the access log says HTTP/2', async () => {
+    await h2(session, { ':path': '/echo/logged' });
+    await waitFor(() => logRecords(gw).some((r) => r['http.path'] === '/echo/logged'), 5_000, 'the log line');
+    const line = logRecords(gw).find((r) => r['http.path'] === '/echo/logged')!;
+    assert.equal(line['http.version'], 'HTTP/2');
+    assert.equal(line['http.status'], 200);
+    assert.equal(line['http.host'], `localhost:${port}`);
+  });
+});
