@@ -13,6 +13,8 @@ import { isCheckedHeaderList } from './checked-header-list.ts';
 import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
 import { bodyPutBack } from '../exchange/body-peek.ts';
+import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
+import type { TrailerBody } from '../upstream/trailers.ts';
 
 /**
  * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
@@ -113,6 +115,8 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   }
   if (body instanceof Readable) {
     ex.replyStream = body;
+    // An HTTP/2 client gets the upstream's trailers (ADR 0141): given before `pipe` ends the response.
+    if (takesTrailers(res)) body.once('end', () => relayTrailers(res, (body as TrailerBody)[kBodyTrailers]));
     body.on('error', (err) => {
       // The upstream broke mid-stream: the client must see a truncated response, not a clean end. An error of the
       // exchange's own abort (the route's deadline) keeps the message its cause gave.

@@ -100,7 +100,9 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     // The request's own state (shared by its views); an exchange a plugin made itself gets a fresh one.
     const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
-    const whole = options === undefined ? 0 : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
+    // An HTTP/2 client's answer streams through the raw-header handler, which keeps the upstream's trailers (undici's
+    // `request()` drops an h2 upstream's) for the reply writer to relay (ADR 0141).
+    const whole = options === undefined ? (ex.req.httpVersionMajor === 2 ? STREAM_RAW : 0) : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
     if (plan.retry === null && plan.upstreamHooks === null && onAttempt === undefined && state.attempts === 0 && (this.traces?.tracing ?? null) === null) {
       try {
         return forwardOnce(this, ex, state, plan, whole);

@@ -9,8 +9,20 @@ export const kWantsTrailers = Symbol('switchyard.wantsTrailers');
 /** Trailers as undici's clients hand them over: raw `[name, value, ...]` (HTTP/1.1) or node:http2's object. */
 export type UpstreamTrailers = readonly (Buffer | string)[] | Readonly<Record<string, string | string[] | undefined>>;
 
+/** On an answer's body stream (stream-answer.ts): the upstream's trailers, set before the stream ends. */
+export const kBodyTrailers = Symbol('switchyard.bodyTrailers');
+
+export interface TrailerBody {
+  [kBodyTrailers]?: UpstreamTrailers | null;
+}
+
 export interface TrailerSink {
   [kTrailerSink]?: (trailers: UpstreamTrailers) => void;
+}
+
+/** Whether `res` sends trailers (an HTTP/2 client's response). */
+export function takesTrailers(res: object): boolean {
+  return (res as TrailerSink)[kTrailerSink] !== undefined;
 }
 
 /** Hand the upstream's trailers to `res` when it sends trailers (an HTTP/2 client's response); else they are dropped. */

@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { connect as h2connect } from 'node:http2';
-import type { ClientHttp2Session, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { connect as h2connect, createSecureServer } from 'node:http2';
+import type { ClientHttp2Session, Http2SecureServer, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
@@ -56,8 +57,22 @@ function h2(session: ClientHttp2Session, headers: OutgoingHttpHeaders, body?: Bu
   });
 }
 
+/** An h2-only TLS upstream: answers the request's headers as JSON, then trailers. */
+async function startH2Upstream(pki: TestPki): Promise<{ server: Http2SecureServer; port: number }> {
+  const server = createSecureServer({ key: readFileSync(pki.serverKey), cert: readFileSync(pki.serverCert) });
+  server.on('stream', (stream, headers) => {
+    stream.respond({ ':status': 200, 'content-type': 'application/json' }, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'x-sum': 'abc', 'grpc-status': '0' }));
+    stream.end(JSON.stringify(headers));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
 describe('HTTP/2 on an HTTPS listener', () => {
   let pki: TestPki;
+  let h2up: { server: Http2SecureServer; port: number };
+  let trailing: TestUpstream;
   let ca: string;
   let up: TestUpstream;
   let slow: TestUpstream;
@@ -87,7 +102,16 @@ describe('HTTP/2 on an HTTPS listener', () => {
       },
       { bufferBody: false },
     );
+    h2up = await startH2Upstream(pki);
+    // HTTP/1.1, chunked, with trailers (reached through the lean client).
+    trailing = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', trailer: 'x-sum' });
+      res.write('part');
+      res.addTrailers({ 'x-sum': 'h1' });
+      res.end();
+    });
     const backend = (u: TestUpstream) => [{ host: `127.0.0.1:${u.port}` }];
+    const h2backend = [{ host: `127.0.0.1:${h2up.port}`, policies: { backendTLS: { root: pki.ca, alpn: ['h2'] } } }];
     ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => ({
       config: { logging: { format: 'json' } },
       binds: [
@@ -100,14 +124,26 @@ describe('HTTP/2 on an HTTPS listener', () => {
               routes: [
                 { name: 'direct', matches: [{ path: { pathPrefix: '/direct' } }], policies: { directResponse: { status: 201, body: 'made here' } } },
                 { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], backends: backend(slow) },
-                // A response policy: the answer goes through a Reply (reply-writer's `writeReply`).
+                // A per-attempt deadline: the answer goes through a Reply (`forward`, reply-writer's `writeReply`).
                 {
                   name: 'hooked',
                   matches: [{ path: { pathPrefix: '/hooked' } }],
-                  policies: { responseHeaderModifier: { set: { 'x-hooked': '1' } }, requestHeaderModifier: { set: { 'x-added': 'yes' } } },
+                  policies: {
+                    timeout: { backendRequestTimeout: '10s' },
+                    responseHeaderModifier: { set: { 'x-hooked': '1' } },
+                    requestHeaderModifier: { set: { 'x-added': 'yes' } },
+                  },
                   backends: backend(up),
                 },
                 { name: 'echo', matches: [{ path: { pathPrefix: '/echo' } }], backends: backend(up) },
+                { name: 'h2up', matches: [{ path: { pathPrefix: '/h2up' } }], backends: h2backend },
+                {
+                  name: 'h2up-hooked',
+                  matches: [{ path: { pathPrefix: '/hooked-h2up' } }],
+                  policies: { timeout: { backendRequestTimeout: '10s' }, retry: { attempts: 1, codes: [503] }, responseHeaderModifier: { set: { 'x-hooked': '1' } } },
+                  backends: h2backend,
+                },
+                { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
               ],
             },
           ],
@@ -122,6 +158,8 @@ describe('HTTP/2 on an HTTPS listener', () => {
     await gw?.stop();
     await up?.close();
     await slow?.close();
+    await trailing?.close();
+    h2up?.server.close();
     pki?.remove();
   });
 
@@ -252,6 +290,24 @@ describe('HTTP/2 on an HTTPS listener', () => {
       'CONNECT',
     );
     assert.equal(status, 405);
+  });
+
+  it("relays the upstream's trailers and forwards te: trailers (direct forward, and through a Reply)", async () => {
+    for (const path of ['/h2up/t', '/hooked-h2up/t']) {
+      const res = await h2(session, { ':path': path, te: 'trailers' });
+      assert.equal(res.headers[':status'], 200, path);
+      const seen = JSON.parse(res.body.toString()) as Record<string, string>;
+      assert.equal(seen.te, 'trailers', path);
+      assert.equal(seen[':authority'], `localhost:${port}`, path);
+      assert.equal(res.trailers?.['x-sum'], 'abc', path);
+      assert.equal(res.trailers?.['grpc-status'], '0', path);
+    }
+    const hooked = await h2(session, { ':path': '/hooked-h2up/again' });
+    assert.equal(hooked.headers['x-hooked'], '1');
+    // A chunked HTTP/1.1 answer's trailers too.
+    const h1 = await h2(session, { ':path': '/trailing/x' });
+    assert.equal(h1.body.toString(), 'part');
+    assert.equal(h1.trailers?.['x-sum'], 'h1');
   });
 
   it('the access log says HTTP/2', async () => {
