@@ -72,35 +72,40 @@ describe('gRPC through an HTTPS listener (h2 both sides)', () => {
   let gw: RunningGateway;
   let port: number;
   let client: Client;
+  /** The same service through a route with a per-attempt deadline: answers through a Reply (`forward`). */
+  let viaReply: Client;
 
   before(async () => {
     pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'listener-h2-grpc' });
     upstream = await startGrpcServer(pki);
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => ({
-      binds: [
+    const bind = (p: number, policies: Record<string, unknown>) => ({
+      port: p,
+      listeners: [
         {
-          port: p,
-          listeners: [
+          protocol: 'HTTPS',
+          tls: { cert: pki.serverCert, key: pki.serverKey },
+          routes: [
             {
-              protocol: 'HTTPS',
-              tls: { cert: pki.serverCert, key: pki.serverKey },
-              routes: [
-                {
-                  name: 'grpc',
-                  matches: [{ path: { pathPrefix: '/test.Echo/' } }],
-                  backends: [{ host: `127.0.0.1:${upstream.port}`, policies: { backendTLS: { root: pki.ca, alpn: ['h2'] } } }],
-                },
-              ],
+              name: 'grpc',
+              matches: [{ path: { pathPrefix: '/test.Echo/' } }],
+              policies,
+              backends: [{ host: `127.0.0.1:${upstream.port}`, policies: { backendTLS: { root: pki.ca, alpn: ['h2'] } } }],
             },
           ],
         },
       ],
+    });
+    let replyPort: number;
+    ({ gw, ports: [port, replyPort] } = await startGatewayOnFreePorts(2, ([p, q]) => ({
+      binds: [bind(p!, {}), bind(q!, { timeout: { backendRequestTimeout: '10s' } })],
     })));
     const Constructor = grpc.makeGenericClientConstructor(SERVICE, 'Echo');
     client = new Constructor(`localhost:${port}`, grpc.credentials.createSsl(readFileSync(pki.ca))) as unknown as Client;
+    viaReply = new Constructor(`localhost:${replyPort!}`, grpc.credentials.createSsl(readFileSync(pki.ca))) as unknown as Client;
   });
   after(async () => {
     client?.close();
+    viaReply?.close();
     await gw?.stop();
     upstream?.server.forceShutdown();
     pki?.remove();
@@ -141,8 +146,17 @@ describe('gRPC through an HTTPS listener (h2 both sides)', () => {
   });
 
   it("an upstream's error status reaches the client as the status the server sent", async () => {
-    const answer = await within(unary(client, 'Fail', {}), 10_000, 'the failing call');
-    assert.equal(answer.error?.code, grpc.status.NOT_FOUND);
-    assert.equal(answer.error?.details, 'no such thing');
+    for (const c of [client, viaReply]) {
+      const answer = await within(unary(c, 'Fail', {}), 10_000, 'the failing call');
+      assert.equal(answer.error?.code, grpc.status.NOT_FOUND);
+      assert.equal(answer.error?.details, 'no such thing');
+    }
+  });
+
+  it('through a Reply (a per-attempt deadline on the route): the answer and its trailers', async () => {
+    const answer = await within(unary(viaReply, 'Echo', { via: 'reply' }), 10_000, 'the unary call');
+    assert.equal(answer.error, undefined, answer.error?.message);
+    assert.deepEqual(answer.value, { echo: { via: 'reply' } });
+    assert.deepEqual(answer.trailers?.get('x-trailer'), ['from-upstream']);
   });
 });
