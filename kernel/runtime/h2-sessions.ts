@@ -22,9 +22,22 @@ const MAX_HEADER_PAIRS = 2_000;
 /** Memory one session may hold in node:http2's buffers (MiB, its default): past it new streams are refused. */
 const MAX_SESSION_MEMORY_MIB = 10;
 
-/** A session's open streams, counted for the idle close. */
+/**
+ * Envoy's premature-reset rule (its answer to rapid reset, CVE-2023-44487): once a connection has closed this many
+ * streams, more than half of them reset within `PREMATURE_MS` of their start closes the connection (GOAWAY
+ * ENHANCE_YOUR_CALM). Each reset stream is work started and thrown away; nghttp2's own limit counts only resets of
+ * streams not yet answered in its eyes, which a request waiting for its body or its upstream is not.
+ */
+const PREMATURE_MIN_STREAMS = 100;
+const PREMATURE_MS = 1_000;
+/** RFC 9113 7: ENHANCE_YOUR_CALM. */
+const ENHANCE_YOUR_CALM = 0xb;
+
+/** A session's open streams (for the idle close), its closed ones and those reset early (premature resets). */
 const kOpen = Symbol('switchyard.h2OpenStreams');
-type Session = ServerHttp2Session & { [kOpen]: number };
+const kClosed = Symbol('switchyard.h2ClosedStreams');
+const kPremature = Symbol('switchyard.h2PrematureResets');
+type Session = ServerHttp2Session & { [kOpen]: number; [kClosed]: number; [kPremature]: number };
 
 /** The h2 side of one HTTPS bind: its sessions, their bounds and idle close. */
 export class H2Sessions {
@@ -52,11 +65,19 @@ export class H2Sessions {
 
   private track(session: Session): void {
     session[kOpen] = 0;
+    session[kClosed] = 0;
+    session[kPremature] = 0;
     this.sessions.add(session);
     session.once('close', () => this.sessions.delete(session));
     session.on('stream', (stream: ServerHttp2Stream) => {
       session[kOpen]++;
-      stream.once('close', () => session[kOpen]--);
+      const started = performance.now();
+      stream.once('close', () => {
+        session[kOpen]--;
+        const closed = ++session[kClosed];
+        if (stream.rstCode !== 0 && performance.now() - started < PREMATURE_MS) session[kPremature]++;
+        if (closed >= PREMATURE_MIN_STREAMS && session[kPremature] * 2 > closed && !session.destroyed) session.destroy(undefined, ENHANCE_YOUR_CALM);
+      });
     });
     // The HTTP/1.1 sweep's idle close (idle-sweep.ts) for sessions: no frame either way for as long and no stream
     // open. A quiet stream (a long poll, a gRPC stream waiting) keeps its session; its route's deadlines bound it.

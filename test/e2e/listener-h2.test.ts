@@ -278,6 +278,44 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(fine.headers[':status'], 200);
   });
 
+  // The streams wait for a body that never comes (read before it is forwarded, no upstream request yet): each reset
+  // cancels work in flight, the attack's pattern. node's client does not notice its connection closed under the
+  // flood, so the gateway's side is counted: how many of the streams it started serving (each logs a line).
+  it('rapid reset (CVE-2023-44487): a client resetting stream after stream has its connection closed', async () => {
+    const own = h2connect(origin(), { ca });
+    own.on('error', () => undefined);
+    const served = (): number => logRecords(gw).filter((r) => r['http.path'] === '/echo/flood').length;
+    let sent = 0;
+    await within(
+      new Promise<void>((resolve) => {
+        const burst = (): void => {
+          for (let i = 0; i < 50 && !own.destroyed && !own.closed; i++) {
+            sent++;
+            try {
+              const r = own.request({ ':method': 'POST', ':path': '/echo/flood', 'content-length': '10' }, { endStream: false });
+              r.on('error', () => undefined);
+              r.close(0x8);
+            } catch {
+              return resolve();
+            }
+          }
+          // A pause lets the resets go out (node's client holds streams past the server's 100 until slots free).
+          if (sent < 3_000 && !own.destroyed) setTimeout(burst, 1);
+          else resolve();
+        };
+        burst();
+      }),
+      30_000,
+      'the resets',
+    );
+    own.destroy();
+    await waitFor(() => served() > 0, 5_000, 'the log lines');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(served() <= 300, `${served()} of ${sent} reset streams served`);
+    const fine = await h2(session, { ':path': '/echo/after-flood' });
+    assert.equal(fine.headers[':status'], 200);
+  });
+
   it('CONNECT (and so WebSocket over h2) is refused on its stream', async () => {
     const status = await within(
       new Promise<number | string>((resolve) => {
