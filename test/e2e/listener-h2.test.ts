@@ -7,6 +7,7 @@ import { connect as h2connect, createSecureServer } from 'node:http2';
 import type { ClientHttp2Session, Http2SecureServer, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -25,6 +26,28 @@ function negotiated(port: number, ca: string, protocols: string[]): Promise<stri
       s.destroy();
     });
     s.on('error', (e: NodeJS.ErrnoException) => resolve(`error ${e.code}`));
+  });
+}
+
+/** An HTTP/2 frame: type, flags, stream id, payload (RFC 9113 4.1). */
+function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(stream, 5);
+  return Buffer.concat([head, payload]);
+}
+
+/** A TLS connection that negotiated h2, its preface and empty SETTINGS sent, for frames written by hand. */
+function rawH2(port: number, ca: string): Promise<TLSSocket> {
+  return new Promise((resolve, reject) => {
+    const s = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca, ALPNProtocols: ['h2'] }, () => {
+      s.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(0x4, 0x0, 0, Buffer.alloc(0))]));
+      resolve(s);
+    });
+    s.on('error', reject);
+    s.resume();
   });
 }
 
@@ -73,6 +96,10 @@ describe('HTTP/2 on an HTTPS listener', () => {
   let pki: TestPki;
   let h2up: { server: Http2SecureServer; port: number };
   let trailing: TestUpstream;
+  let upload: TestUpstream;
+  /** The upload upstream: one entry per request, true when it ended before its body did; and chunks seen. */
+  const uploadCut: boolean[] = [];
+  const uploadBytes: number[] = [];
   let ca: string;
   let up: TestUpstream;
   let slow: TestUpstream;
@@ -99,6 +126,15 @@ describe('HTTP/2 on an HTTPS listener', () => {
           clearInterval(tick);
           slowClosed.push(!res.writableFinished);
         });
+      },
+      { bufferBody: false },
+    );
+    // Reads a request body as it comes, answering once it ended.
+    upload = await startUpstream(
+      (req, res) => {
+        req.on('data', () => uploadBytes.push(1));
+        req.on('end', () => res.end('got it'));
+        res.on('close', () => uploadCut.push(!req.complete));
       },
       { bufferBody: false },
     );
@@ -143,6 +179,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
                   policies: { timeout: { backendRequestTimeout: '10s' }, retry: { attempts: 1, codes: [503] }, responseHeaderModifier: { set: { 'x-hooked': '1' } } },
                   backends: h2backend,
                 },
+                { name: 'upload', matches: [{ path: { pathPrefix: '/upload' } }], backends: backend(upload) },
                 { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
               ],
             },
@@ -159,6 +196,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     await up?.close();
     await slow?.close();
     await trailing?.close();
+    await upload?.close();
     h2up?.server.close();
     pki?.remove();
   });
@@ -276,6 +314,30 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(slowClosed[count], true);
     const fine = await h2(session, { ':path': '/echo/after-reset' });
     assert.equal(fine.headers[':status'], 200);
+  });
+
+  // node's client ends a stream's body (END_STREAM) before it resets it: this client sends the reset alone, as curl,
+  // browsers and gRPC's other clients do.
+  it('a stream reset mid-upload releases the upstream request, which never sees its body end', async () => {
+    const count = uploadCut.length;
+    const chunks = uploadBytes.length;
+    const raw = await rawH2(port, ca);
+    try {
+      const authority = Buffer.from(`localhost:${port}`);
+      const path = Buffer.from('/upload/raw');
+      // HPACK: :method POST (static 3), :scheme https (7), :path and :authority as literals with indexed names.
+      const block = Buffer.concat([Buffer.from([0x83, 0x87, 0x04, path.length]), path, Buffer.from([0x01, authority.length]), authority]);
+      raw.write(frame(0x1, 0x4, 1, block));
+      raw.write(frame(0x0, 0x0, 1, Buffer.alloc(10_000, 'u')));
+      await waitFor(() => uploadBytes.length > chunks, 5_000, 'the upload to reach the upstream');
+      const rst = Buffer.alloc(4);
+      rst.writeUInt32BE(0x8);
+      raw.write(frame(0x3, 0x0, 1, rst));
+      await waitFor(() => uploadCut.length > count, 5_000, 'the upstream request to close');
+      assert.equal(uploadCut[count], true);
+    } finally {
+      raw.destroy();
+    }
   });
 
   // The streams wait for a body that never comes (read before it is forwarded, no upstream request yet): each reset
