@@ -3,6 +3,7 @@
 // node:http-like request and response objects (h2-messages.ts) for the same request pipeline. HTTP/1.1 connections
 // stay node:https's, exactly as before.
 import type { Http2Server, Http2ServerRequest, Http2ServerResponse, ServerHttp2Session, ServerHttp2Stream } from 'node:http2';
+import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { IDLE_CLOSE_MS } from './idle-sweep.ts';
 import { h2MessageClasses } from './h2-messages.ts';
@@ -43,8 +44,11 @@ type Session = ServerHttp2Session & { [kOpen]: number; [kClosed]: number; [kPrem
 export class H2Sessions {
   private readonly server: Http2Server;
   private readonly sessions = new Set<Session>();
+  private readonly idleMs: number;
 
-  constructor(onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void) {
+  /** `idleMs`: how long a session without streams or frames stays open (the HTTP/1.1 idle close's). */
+  constructor(onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void, idleMs = IDLE_CLOSE_MS) {
+    this.idleMs = idleMs;
     const http2 = process.getBuiltinModule('node:http2');
     const { H2Request, H2Response } = h2MessageClasses();
     this.server = http2.createServer({
@@ -59,7 +63,7 @@ export class H2Sessions {
   }
 
   /** Serve a TLS connection that negotiated h2 (the bind's `secureConnection`). */
-  accept(socket: TLSSocket): void {
+  accept(socket: TLSSocket | Socket): void {
     this.server.emit('connection', socket);
   }
 
@@ -81,7 +85,7 @@ export class H2Sessions {
     });
     // The HTTP/1.1 sweep's idle close (idle-sweep.ts) for sessions: no frame either way for as long and no stream
     // open. A quiet stream (a long poll, a gRPC stream waiting) keeps its session; its route's deadlines bound it.
-    session.setTimeout(IDLE_CLOSE_MS, () => {
+    session.setTimeout(this.idleMs, () => {
       if (session[kOpen] === 0) session.close();
     });
   }
