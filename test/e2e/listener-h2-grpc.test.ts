@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { RunningGateway } from '../helpers/gateway.ts';
+import { httpsBind } from '../helpers/gateway.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
 import { startGatewayOnFreePorts, within } from './proxy-support.ts';
@@ -78,23 +79,15 @@ describe('gRPC through an HTTPS listener (h2 both sides)', () => {
   before(async () => {
     pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'listener-h2-grpc' });
     upstream = await startGrpcServer(pki);
-    const bind = (p: number, policies: Record<string, unknown>) => ({
-      port: p,
-      listeners: [
+    const bind = (p: number, policies: Record<string, unknown>) =>
+      httpsBind(p, { cert: pki.serverCert, key: pki.serverKey }, [
         {
-          protocol: 'HTTPS',
-          tls: { cert: pki.serverCert, key: pki.serverKey },
-          routes: [
-            {
-              name: 'grpc',
-              matches: [{ path: { pathPrefix: '/test.Echo/' } }],
-              policies,
-              backends: [{ host: `127.0.0.1:${upstream.port}`, policies: { backendTLS: { root: pki.ca, alpn: ['h2'] } } }],
-            },
-          ],
+          name: 'grpc',
+          matches: [{ path: { pathPrefix: '/test.Echo/' } }],
+          policies,
+          backends: [{ host: `127.0.0.1:${upstream.port}`, policies: { backendTLS: { root: pki.ca, alpn: ['h2'] } } }],
         },
-      ],
-    });
+      ]);
     let replyPort: number;
     ({ gw, ports: [port, replyPort] } = await startGatewayOnFreePorts(2, ([p, q]) => ({
       binds: [bind(p!, {}), bind(q!, { timeout: { backendRequestTimeout: '10s' } })],

@@ -9,7 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Agent, fetch as undiciFetch } from 'undici';
 import type { RunningGateway } from '../helpers/gateway.ts';
-import { logRecords } from '../helpers/gateway.ts';
+import { httpsBind, logRecords } from '../helpers/gateway.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
@@ -53,19 +53,10 @@ describe('backend kinds over HTTP/2', () => {
       ([p]) => ({
         config: { logging: { format: 'json' } },
         binds: [
-          {
-            port: p,
-            listeners: [
-              {
-                protocol: 'HTTPS',
-                tls: { cert: pki.serverCert, key: pki.serverKey },
-                routes: [
-                  { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'sdk', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] },
-                  aiRoute('/llm', { name: 'mock', provider: { openAI: {} }, hostOverride: mock.hostPort }),
-                ],
-              },
-            ],
-          },
+          httpsBind(p!, { cert: pki.serverCert, key: pki.serverKey }, [
+            { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'sdk', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] },
+            aiRoute('/llm', { name: 'mock', provider: { openAI: {} }, hostOverride: mock.hostPort }),
+          ]),
         ],
       }),
       { preset: fullPresetWith(...mcpPreset, ...aiPreset) },

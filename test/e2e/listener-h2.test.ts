@@ -11,9 +11,10 @@ import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import type { RunningGateway } from '../helpers/gateway.ts';
-import { logRecords } from '../helpers/gateway.ts';
+import { httpsBind, logRecords } from '../helpers/gateway.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
+import { h2Frame } from '../helpers/h2-frames.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
@@ -29,21 +30,11 @@ function negotiated(port: number, ca: string, protocols: string[]): Promise<stri
   });
 }
 
-/** An HTTP/2 frame: type, flags, stream id, payload (RFC 9113 4.1). */
-function frame(type: number, flags: number, stream: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(stream, 5);
-  return Buffer.concat([head, payload]);
-}
-
 /** A TLS connection that negotiated h2, its preface and empty SETTINGS sent, for frames written by hand. */
 function rawH2(port: number, ca: string): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
     const s = tlsConnect({ host: '127.0.0.1', port, servername: 'localhost', ca, ALPNProtocols: ['h2'] }, () => {
-      s.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), frame(0x4, 0x0, 0, Buffer.alloc(0))]));
+      s.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), h2Frame(0x4, 0x0, 0, Buffer.alloc(0))]));
       resolve(s);
     });
     s.on('error', reject);
@@ -151,40 +142,31 @@ describe('HTTP/2 on an HTTPS listener', () => {
     ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => ({
       config: { logging: { format: 'json' } },
       binds: [
-        {
-          port: p,
-          listeners: [
-            {
-              protocol: 'HTTPS',
-              tls: { cert: pki.serverCert, key: pki.serverKey },
-              routes: [
-                { name: 'direct', matches: [{ path: { pathPrefix: '/direct' } }], policies: { directResponse: { status: 201, body: 'made here' } } },
-                { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], backends: backend(slow) },
-                // A per-attempt deadline: the answer goes through a Reply (`forward`, reply-writer's `writeReply`).
-                {
-                  name: 'hooked',
-                  matches: [{ path: { pathPrefix: '/hooked' } }],
-                  policies: {
-                    timeout: { backendRequestTimeout: '10s' },
-                    responseHeaderModifier: { set: { 'x-hooked': '1' } },
-                    requestHeaderModifier: { set: { 'x-added': 'yes' } },
-                  },
-                  backends: backend(up),
-                },
-                { name: 'echo', matches: [{ path: { pathPrefix: '/echo' } }], backends: backend(up) },
-                { name: 'h2up', matches: [{ path: { pathPrefix: '/h2up' } }], backends: h2backend },
-                {
-                  name: 'h2up-hooked',
-                  matches: [{ path: { pathPrefix: '/hooked-h2up' } }],
-                  policies: { timeout: { backendRequestTimeout: '10s' }, retry: { attempts: 1, codes: [503] }, responseHeaderModifier: { set: { 'x-hooked': '1' } } },
-                  backends: h2backend,
-                },
-                { name: 'upload', matches: [{ path: { pathPrefix: '/upload' } }], backends: backend(upload) },
-                { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
-              ],
+        httpsBind(p!, { cert: pki.serverCert, key: pki.serverKey }, [
+          { name: 'direct', matches: [{ path: { pathPrefix: '/direct' } }], policies: { directResponse: { status: 201, body: 'made here' } } },
+          { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], backends: backend(slow) },
+          // A per-attempt deadline: the answer goes through a Reply (`forward`, reply-writer's `writeReply`).
+          {
+            name: 'hooked',
+            matches: [{ path: { pathPrefix: '/hooked' } }],
+            policies: {
+              timeout: { backendRequestTimeout: '10s' },
+              responseHeaderModifier: { set: { 'x-hooked': '1' } },
+              requestHeaderModifier: { set: { 'x-added': 'yes' } },
             },
-          ],
-        },
+            backends: backend(up),
+          },
+          { name: 'echo', matches: [{ path: { pathPrefix: '/echo' } }], backends: backend(up) },
+          { name: 'h2up', matches: [{ path: { pathPrefix: '/h2up' } }], backends: h2backend },
+          {
+            name: 'h2up-hooked',
+            matches: [{ path: { pathPrefix: '/hooked-h2up' } }],
+            policies: { timeout: { backendRequestTimeout: '10s' }, retry: { attempts: 1, codes: [503] }, responseHeaderModifier: { set: { 'x-hooked': '1' } } },
+            backends: h2backend,
+          },
+          { name: 'upload', matches: [{ path: { pathPrefix: '/upload' } }], backends: backend(upload) },
+          { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
+        ]),
       ],
     })));
     session = h2connect(origin(), { ca });
@@ -327,12 +309,12 @@ describe('HTTP/2 on an HTTPS listener', () => {
       const path = Buffer.from('/upload/raw');
       // HPACK: :method POST (static 3), :scheme https (7), :path and :authority as literals with indexed names.
       const block = Buffer.concat([Buffer.from([0x83, 0x87, 0x04, path.length]), path, Buffer.from([0x01, authority.length]), authority]);
-      raw.write(frame(0x1, 0x4, 1, block));
-      raw.write(frame(0x0, 0x0, 1, Buffer.alloc(10_000, 'u')));
+      raw.write(h2Frame(0x1, 0x4, 1, block));
+      raw.write(h2Frame(0x0, 0x0, 1, Buffer.alloc(10_000, 'u')));
       await waitFor(() => uploadBytes.length > chunks, 5_000, 'the upload to reach the upstream');
       const rst = Buffer.alloc(4);
       rst.writeUInt32BE(0x8);
-      raw.write(frame(0x3, 0x0, 1, rst));
+      raw.write(h2Frame(0x3, 0x0, 1, rst));
       await waitFor(() => uploadCut.length > count, 5_000, 'the upstream request to close');
       assert.equal(uploadCut[count], true);
     } finally {
