@@ -88,6 +88,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
   let h2up: { server: Http2SecureServer; port: number };
   let trailing: TestUpstream;
   let upload: TestUpstream;
+  let statuses: TestUpstream;
   /** The upload upstream: one entry per request, true when it ended before its body did; and chunks seen. */
   const uploadCut: boolean[] = [];
   const uploadBytes: number[] = [];
@@ -120,6 +121,17 @@ describe('HTTP/2 on an HTTPS listener', () => {
       },
       { bufferBody: false },
     );
+    // `/statuses/<n>` answers status n (with a Content-Length where HTTP allows one); `/statuses/big` 4 MiB.
+    statuses = await startUpstream((req, res) => {
+      const what = req.url!.split('/')[2]!;
+      if (what === 'big') {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(4 << 20) });
+        return void res.end(Buffer.alloc(4 << 20, 'b'));
+      }
+      const status = Number(what);
+      res.writeHead(status, status === 204 || status === 304 ? { etag: '"x"' } : { 'content-type': 'text/plain', 'content-length': '2' });
+      res.end(status === 204 || status === 304 ? undefined : 'ok');
+    });
     // Reads a request body as it comes, answering once it ended.
     upload = await startUpstream(
       (req, res) => {
@@ -165,6 +177,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
             backends: h2backend,
           },
           { name: 'upload', matches: [{ path: { pathPrefix: '/upload' } }], backends: backend(upload) },
+          { name: 'statuses', matches: [{ path: { pathPrefix: '/statuses' } }], backends: backend(statuses) },
           { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
         ]),
       ],
@@ -179,6 +192,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     await slow?.close();
     await trailing?.close();
     await upload?.close();
+    await statuses?.close();
     h2up?.server.close();
     pki?.remove();
   });
@@ -233,6 +247,26 @@ describe('HTTP/2 on an HTTPS listener', () => {
     const head = await h2(session, { ':method': 'HEAD', ':path': '/echo/h' });
     assert.equal(head.headers[':status'], 200);
     assert.equal(head.body.length, 0);
+  });
+
+  it('relays 204, 304 and 404 answers, and a 4 MiB one read slowly (flow control)', async () => {
+    for (const status of [204, 304, 404]) {
+      const res = await h2(session, { ':path': `/statuses/${status}` });
+      assert.equal(res.headers[':status'], status);
+    }
+    const big = await new Promise<number>((resolve, reject) => {
+      const stream = session.request({ ':path': '/statuses/big' });
+      let size = 0;
+      stream.on('data', (c: Buffer) => {
+        size += c.length;
+        // Slower than the upstream: the gateway's writes wait for the client's window.
+        stream.pause();
+        setTimeout(() => stream.resume(), 1);
+      });
+      stream.on('end', () => resolve(size));
+      stream.on('error', reject);
+    });
+    assert.equal(big, 4 << 20);
   });
 
   it('runs concurrent streams of one connection at once', async () => {
