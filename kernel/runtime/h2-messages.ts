@@ -84,15 +84,21 @@ function writeHead(base: (this: Http2ServerResponse, status: number) => Http2Ser
       this[kStaged] = false;
       return base.call(this, status);
     }
-    // Checked now, as node:http2's writeHead would: the reply writer answers 500 for a header it refuses.
+    // Checked now, as node:http2's writeHead would: the reply writer answers 500 for a header it refuses, and that
+    // answer must not carry the refused head's other headers (its Content-Length, say).
     this.statusCode = status;
-    if (Array.isArray(headers)) {
-      const list = headers as readonly string[];
-      for (let i = 0; i < list.length; i += 2) if (this.hasHeader(list[i]!)) this.removeHeader(list[i]!);
-      for (let i = 0; i < list.length; i += 2) this.appendHeader(list[i]!, list[i + 1]!);
-    } else {
-      const object = headers as Record<string, string | number | readonly string[] | undefined>;
-      for (const name in object) if (object[name] !== undefined) this.setHeader(name, object[name]!);
+    const list = Array.isArray(headers) ? (headers as readonly string[]) : null;
+    const object = list === null ? (headers as Record<string, string | number | readonly string[] | undefined>) : null;
+    try {
+      if (list !== null) {
+        for (let i = 0; i < list.length; i += 2) if (this.hasHeader(list[i]!)) this.removeHeader(list[i]!);
+        for (let i = 0; i < list.length; i += 2) this.appendHeader(list[i]!, list[i + 1]!);
+      } else {
+        for (const name in object) if (object[name] !== undefined) this.setHeader(name, object[name]!);
+      }
+    } catch (err) {
+      for (const name of this.getHeaderNames()) this.removeHeader(name);
+      throw err;
     }
     if (this[kStaged] !== true) {
       this[kStaged] = true;
