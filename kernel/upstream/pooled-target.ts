@@ -92,7 +92,7 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
     if (h.expect !== undefined) h.expect = undefined;
     // An HTTP/2 client's `te: trailers` (gRPC): Envoy forwards that one TE value (ADR 0141).
-    if ((ex.req as TrailersWanted)[kWantsTrailers] === true) h.te = 'trailers';
+    if ((ex.req as TrailersWanted | undefined)?.[kWantsTrailers] === true) h.te = 'trailers';
     return h;
   }
 
@@ -101,8 +101,8 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
     // An HTTP/2 client's answer streams through the raw-header handler, which keeps the upstream's trailers (undici's
-    // `request()` drops an h2 upstream's) for the reply writer to relay (ADR 0141).
-    const whole = options === undefined ? (ex.req.httpVersionMajor === 2 ? STREAM_RAW : 0) : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
+    // `request()` drops an h2 upstream's) for the reply writer to relay (ADR 0141). A plugin's exchange may have no `req`.
+    const whole = options === undefined ? (ex.req?.httpVersionMajor === 2 ? STREAM_RAW : 0) : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
     if (plan.retry === null && plan.upstreamHooks === null && onAttempt === undefined && state.attempts === 0 && (this.traces?.tracing ?? null) === null) {
       try {
         return forwardOnce(this, ex, state, plan, whole);
