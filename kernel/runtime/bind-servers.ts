@@ -320,7 +320,10 @@ export class BindServers {
    */
   private h2Side(server: HttpServer, port: number): H2Sessions {
     const pipeline = this.pipeline;
-    const sessions = new H2Sessions((req, res) => pipeline.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, port, true));
+    const sessions = new H2Sessions(
+      (req, res) => pipeline.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, port, true),
+      () => pipeline.snapshot?.staticConfig.defaultTimeouts.streamIdleMs ?? 0,
+    );
     const nodeSecureConnection = server.listeners('secureConnection')[0] as (this: HttpServer, socket: TLSSocket) => void;
     server.off('secureConnection', nodeSecureConnection);
     server.on('secureConnection', function (this: HttpServer, socket: TLSSocket) {

@@ -7,15 +7,20 @@ import { after, before, describe, it } from 'node:test';
 import { H2Sessions } from './h2-sessions.ts';
 
 /** H2Sessions over cleartext sockets (the bind hands it TLS ones): `/hold` is never answered, anything else is. */
-describe('H2Sessions: idle close', () => {
+describe('H2Sessions: idle close and stalled bodies', () => {
   let server: Server;
   let port: number;
   let sessions: H2Sessions;
 
   before(async () => {
-    sessions = new H2Sessions((req, res) => {
-      if (req.url !== '/hold') res.end('ok');
-    }, 300);
+    sessions = new H2Sessions(
+      (req, res) => {
+        if (req.url === '/answered') res.writeHead(200).write('head and a byte');
+        else if (req.url !== '/hold') res.end('ok');
+      },
+      () => 300,
+      300,
+    );
     server = createServer((socket: Socket) => sessions.accept(socket));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
@@ -55,6 +60,27 @@ describe('H2Sessions: idle close', () => {
     const closed = closedAfter();
     client.destroy();
     assert.equal(closed, undefined);
+  });
+
+  it('resets a stream whose body stalls before any answer; an answered one, or one whose body ended, stays', async () => {
+    const { client } = open();
+    const outcome = (path: string, end: boolean): Promise<string> =>
+      new Promise((resolve) => {
+        const r = client.request({ ':method': 'POST', ':path': path }, { endStream: false });
+        r.on('error', () => undefined);
+        r.write('part of a body');
+        if (end) r.end();
+        r.on('close', () => resolve(`reset ${r.rstCode}`));
+        setTimeout(() => resolve('open'), 1_200);
+      });
+    try {
+      const [stalled, answered, ended] = await Promise.all([outcome('/hold', false), outcome('/answered', false), outcome('/hold', true)]);
+      assert.equal(stalled, 'reset 8');
+      assert.equal(answered, 'open');
+      assert.equal(ended, 'open');
+    } finally {
+      client.destroy();
+    }
   });
 
   it('closeAll (drain) sends GOAWAY to every session', async () => {

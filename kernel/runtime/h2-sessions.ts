@@ -40,15 +40,29 @@ const kClosed = Symbol('switchyard.h2ClosedStreams');
 const kPremature = Symbol('switchyard.h2PrematureResets');
 type Session = ServerHttp2Session & { [kOpen]: number; [kClosed]: number; [kPremature]: number };
 
+/** RFC 9113 7: CANCEL. */
+const CANCEL = 0x8;
+
+/** A stream silent for the stream idle timeout: reset when its body is still due and nothing was answered. */
+function stalled(stream: ServerHttp2Stream): void {
+  if (stream.headersSent || stream.destroyed || stream.state.remoteClose === 1) return;
+  stream.close(CANCEL);
+}
+
 /** The h2 side of one HTTPS bind: its sessions, their bounds and idle close. */
 export class H2Sessions {
   private readonly server: Http2Server;
   private readonly sessions = new Set<Session>();
   private readonly idleMs: number;
+  private readonly bodyIdleMs: () => number;
 
-  /** `idleMs`: how long a session without streams or frames stays open (the HTTP/1.1 idle close's). */
-  constructor(onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void, idleMs = IDLE_CLOSE_MS) {
+  /**
+   * `bodyIdleMs`: `config.defaultTimeouts.streamIdleTimeout` now (0: none); `idleMs`: how long a session without
+   * streams or frames stays open (the HTTP/1.1 idle close's).
+   */
+  constructor(onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void, bodyIdleMs: () => number, idleMs = IDLE_CLOSE_MS) {
     this.idleMs = idleMs;
+    this.bodyIdleMs = bodyIdleMs;
     const http2 = process.getBuiltinModule('node:http2');
     const { H2Request, H2Response } = h2MessageClasses();
     this.server = http2.createServer({
@@ -75,6 +89,11 @@ export class H2Sessions {
     session.once('close', () => this.sessions.delete(session));
     session.on('stream', (stream: ServerHttp2Stream) => {
       session[kOpen]++;
+      // A request body silent for the stream idle timeout before any answer: the stream is reset, as the HTTP/1.1
+      // sweep closes such a connection (idle-sweep.ts). Its route may have no deadline, and a body read whole before
+      // it is forwarded runs no upstream one yet; the stream would hold a slot of the session for ever.
+      const bodyIdle = stream.endAfterHeaders ? 0 : this.bodyIdleMs();
+      if (bodyIdle > 0) stream.setTimeout(bodyIdle, () => stalled(stream));
       const started = performance.now();
       stream.once('close', () => {
         session[kOpen]--;
