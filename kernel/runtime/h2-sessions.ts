@@ -15,7 +15,7 @@ export const ALPN_PROTOCOLS = ['h2', 'http/1.1'];
 export const MAX_CONCURRENT_STREAMS = 100;
 /**
  * The request header list limit (SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 6.5.2: names and values plus 32 bytes
- * each): node:http's 16 KiB head limit of HTTP/1.1 clients. A larger list resets the stream before any routing.
+ * each): node:http's 16 KiB head limit of HTTP/1.1 clients. A larger list is answered 431 before any routing.
  */
 export const MAX_HEADER_LIST_BYTES = 16 * 1024;
 /** Header fields per request (node:http keeps 2,000); the list size above bounds them sooner (about 500). */
@@ -27,7 +27,8 @@ const MAX_SESSION_MEMORY_MIB = 10;
  * Envoy's premature-reset rule (its answer to rapid reset, CVE-2023-44487): once a connection has closed this many
  * streams, more than half of them reset within `PREMATURE_MS` of their start closes the connection (GOAWAY
  * ENHANCE_YOUR_CALM). Each reset stream is work started and thrown away; nghttp2's own limit counts only resets of
- * streams not yet answered in its eyes, which a request waiting for its body or its upstream is not.
+ * streams not yet answered in its eyes, which a request waiting for its body or its upstream is not. Resets either
+ * way count (node:http2 does not say who reset a stream); the gateway resets few (a broken upstream answer).
  */
 const PREMATURE_MIN_STREAMS = 100;
 const PREMATURE_MS = 1_000;
