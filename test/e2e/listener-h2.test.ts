@@ -356,6 +356,37 @@ describe('HTTP/2 on an HTTPS listener', () => {
     }
   });
 
+  it('at most 100 streams at once: the rest are refused (REFUSED_STREAM) before any routing', async () => {
+    const raw = await rawH2(port, ca);
+    const frames: { type: number; code: number }[] = [];
+    let buffered = Buffer.alloc(0);
+    raw.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 9 && buffered.length >= 9 + buffered.readUIntBE(0, 3)) {
+        const length = buffered.readUIntBE(0, 3);
+        const type = buffered[3]!;
+        // RST_STREAM: the code; GOAWAY: last stream id, then the code.
+        const code = type === 0x3 ? buffered.readUInt32BE(9) : type === 0x7 ? buffered.readUInt32BE(13) : -1;
+        frames.push({ type, code });
+        buffered = buffered.subarray(9 + length);
+      }
+    });
+    try {
+      const authority = Buffer.from(`localhost:${port}`);
+      const path = Buffer.from('/echo/many');
+      // POST with `content-length: 10` (static name 28) and no body: each stream waits, open.
+      const block = Buffer.concat([Buffer.from([0x83, 0x87, 0x04, path.length]), path, Buffer.from([0x01, authority.length]), authority, Buffer.from([0x0f, 0x0d, 0x02]), Buffer.from('10')]);
+      for (let id = 1; id < 2 * 300; id += 2) raw.write(h2Frame(0x1, 0x4, id, block));
+      await waitFor(() => frames.filter((f) => f.type === 0x3).length >= 200, 10_000, 'the refusals');
+    } finally {
+      raw.destroy();
+    }
+    assert.equal(frames.filter((f) => f.type === 0x3 && f.code === 0x7).length, 200);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const served = logRecords(gw).filter((r) => r['http.path'] === '/echo/many').length;
+    assert.ok(served <= 100, `${served} streams served`);
+  });
+
   // The streams wait for a body that never comes (read before it is forwarded, no upstream request yet): each reset
   // cancels work in flight, the attack's pattern. node's client does not notice its connection closed under the
   // flood, so the gateway's side is counted: how many of the streams it started serving (each logs a line).
