@@ -464,5 +464,8 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(line['http.version'], 'HTTP/2');
     assert.equal(line['http.status'], 200);
     assert.equal(line['http.host'], `localhost:${port}`);
+    // Counted as any request: the route's series, its status.
+    const metrics = await (await fetch(`${gw.statsUrl}/metrics`)).text();
+    assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('route="echo"') && l.includes('status="200"')), 'the route\'s series');
   });
 });
