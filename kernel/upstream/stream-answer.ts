@@ -60,7 +60,7 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
 /** The body of a {@link StreamAnswer}: read by whoever takes the reply; destroyed early, it aborts the request. */
 class StreamBody extends Readable implements TrailerBody {
   private readonly answer: StreamAnswer;
-  [kBodyTrailers]: UpstreamTrailers | null = null;
+  declare [kBodyTrailers]?: UpstreamTrailers | null;
 
   constructor(answer: StreamAnswer) {
     super();
