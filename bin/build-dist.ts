@@ -253,7 +253,7 @@ function nodeEngine(packages: Map<string, string>): { range: string; from: strin
     return m ? [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)] : undefined;
   };
   const newer = (a: number[], b: number[]): boolean => a[0]! !== b[0]! ? a[0]! > b[0]! : a[1]! !== b[1]! ? a[1]! > b[1]! : a[2]! > b[2]!;
-  const own = ROOT_PKG.engines?.node ?? '>=22.15';
+  const own = ROOT_PKG.engines?.node ?? '>=22.12';
   let best = { range: own, from: 'switchyard', v: floor(own) ?? [0, 0, 0] };
   for (const [name, dir] of packages) {
     const range = packageJson(join(ROOT, dir)).engines?.node;

@@ -12,7 +12,7 @@ function older(version: string, floor: readonly [number, number]): boolean {
  * A real Node executable older than `floor` on this machine (the system one here is v20), searched on PATH and
  * in the usual places like `which -a node`; undefined when there is none.
  */
-export function findOldNode(floor: readonly [number, number] = [22, 15]): { path: string; version: string } | undefined {
+export function findOldNode(floor: readonly [number, number] = [22, 12]): { path: string; version: string } | undefined {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/bin', '/bin', '/usr/local/bin'];
   const seen = new Set<string>();
   for (const dir of dirs) {

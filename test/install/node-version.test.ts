@@ -58,7 +58,7 @@ describe('Node version check of the launcher (bin/switchyard.js)', () => {
     assert.match(r.stdout, /^switchyard \d+\.\d+\.\d+\n$/);
   });
 
-  // ADR 0146: the floor a user is told is the one the installed packages hold to; below it npm warns EBADENGINE
+  // ADR 0146, 0147: the floor a user is told is the one the installed packages hold to; below it npm warns EBADENGINE
   // for each of them (an engine-strict install fails), and the tracing bundle needs what its packages need.
   it('engines.node is no lower than the floor any production dependency declares (package-lock.json)', () => {
     const floor = `v${ENGINES.replace(/^>=\s*/, '')}${'.0'.repeat(3 - ENGINES.split('.').length)}`;
@@ -70,7 +70,7 @@ describe('Node version check of the launcher (bin/switchyard.js)', () => {
   });
 
   const old = findOldNode();
-  it(`a real old Node (${old ? `${old.path} ${old.version}` : 'none on this machine'}) gets the same one line`, { skip: old ? false : 'no Node older than 22.15 found on PATH, /usr/bin, /bin or /usr/local/bin' }, async () => {
+  it(`a real old Node (${old ? `${old.path} ${old.version}` : 'none on this machine'}) gets the same one line`, { skip: old ? false : 'no Node older than 22.12 found on PATH, /usr/bin, /bin or /usr/local/bin' }, async () => {
     for (const args of [['--version'], ['-f', 'examples/quickstart.yaml']]) {
       const r = await run(old!.path, [BIN, ...args]);
       assert.equal(r.code, 1, r.stderr);
