@@ -140,8 +140,13 @@ function writeHead(ex: ExchangeImpl, res: ServerResponse, status: number, header
   if (queued) for (let i = 0; i < queued.length; i += 2) headers[queued[i]!] = queued[i + 1]!;
   ex.status = status;
   ex.replyHeaders = headers;
-  if (body !== undefined && body !== null && !(body instanceof Readable) && headers['content-length'] === undefined) {
-    headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (headers['content-length'] === undefined) {
+    if (body !== undefined && body !== null && !(body instanceof Readable)) {
+      headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    } else if (body == null && status >= 200 && status !== 204 && status !== 304 && ex.method !== 'HEAD' && headers['transfer-encoding'] === undefined) {
+      // No body at all (a preflight, a redirect): an empty body, said so, as Envoy does, not an empty chunked one.
+      headers['content-length'] = 0;
+    }
   }
   return writeStatus(ex, res, status, flatHeaders(headers));
 }
