@@ -30,6 +30,8 @@ binds:
       - path: { exact: /hello }
       policies:
         directResponse: { status: 200, body: "Hello from Switchyard!\\n" }
+        responseHeaderModifier:
+          set: { content-type: text/plain; charset=utf-8 }
     - name: api
       matches:
       - path: { pathPrefix: /api }

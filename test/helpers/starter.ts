@@ -22,6 +22,7 @@ export async function assertStarterAnswers(front: number): Promise<void> {
   const hello = await request(`http://127.0.0.1:${front}/hello`);
   assert.equal(hello.statusCode, 200);
   assert.equal(await hello.body.text(), 'Hello from Switchyard!\n');
+  assert.equal(hello.headers['content-type'], 'text/plain; charset=utf-8');
   const api = await request(`http://127.0.0.1:${front}/api/anything`);
   assert.equal(api.statusCode, 200);
   assert.equal(api.headers['content-type'], 'application/json');
