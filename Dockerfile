@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # Switchyard container image: build the npm package from the sources, then run it on a slim Node 24 runtime.
 #   docker build -t switchyard .
-#   docker run --rm -p 8080:8080 -p 15021:15021 -v "$PWD/my.yaml:/etc/switchyard/config.yaml:ro" switchyard
+#   docker run --rm -p 8080:8080 -p 15021:15021 -v "$PWD/conf:/etc/switchyard:ro" switchyard   # conf/config.yaml
+# Mount the folder, not the file: a single-file mount keeps the inode the container started with, so edits to it
+# never reach the gateway's file watch.
 
 # Stage 1: the packed npm package, exactly what `npm publish` would ship (prepack builds the JavaScript).
 FROM node:24-bookworm-slim AS build

@@ -310,11 +310,16 @@ export async function buildDist(options: BuildOptions): Promise<BuildResult> {
   const entrySource = [
     // Runnable as `./switchyard.mjs` (the file is made executable below); esbuild keeps a hashbang first.
     '#!/usr/bin/env node',
+    "import { readFileSync } from 'node:fs';",
     "import { fileURLToPath } from 'node:url';",
     "import { nodeVersionProblem } from './bin/check-node.js';",
     "import { missingNodeFlags, withEnvDefaults } from './bin/node-flags.js';",
     "import { startDistribution } from './kernel/boot/dist-entry.ts';",
-    `const problem = nodeVersionProblem(${JSON.stringify(ROOT_PKG.engines?.node)});`,
+    // The floor the distribution's package.json names (the highest of Switchyard's and the bundled packages', below);
+    // a bundle copied without it checks Switchyard's own.
+    `let engines = ${JSON.stringify(ROOT_PKG.engines?.node)};`,
+    "try { engines = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')).engines?.node ?? engines; } catch {}",
+    'const problem = nodeVersionProblem(engines);',
     'if (problem) {',
     "  process.stderr.write(`switchyard: ${problem}\\n`);",
     '  process.exit(1);',

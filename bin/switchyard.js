@@ -35,7 +35,7 @@ if (typeof nodeModule.enableCompileCache === 'function') {
 const nodeFlags = { missing: missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS), env: withEnvDefaults(process.env) };
 
 if (fromSources && !process.features.typescript) {
-  // Node 22.12-22.17: type stripping is behind a flag; re-run this script with it.
+  // Node 22.15-22.17: type stripping is behind a flag; re-run this script with it.
   const flags = ['--experimental-strip-types', '--disable-warning=ExperimentalWarning', ...nodeFlags.missing];
   // Imported here only: node:child_process (with net and dgram) is not needed on the usual path.
   const { spawn } = await import('node:child_process');

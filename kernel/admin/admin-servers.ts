@@ -126,9 +126,15 @@ export class AdminServers {
       });
       const { host, port } = splitAddress(addr);
       await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
+        // Said with the config keys that name the address: Node's "listen EADDRINUSE" leaves the user to guess which.
+        const failed = (err: NodeJS.ErrnoException): void => {
+          const keys = group.roles.map((r) => `config.${r}Addr`).join(', ');
+          const why = err.code === 'EADDRINUSE' ? 'the address is in use (EADDRINUSE: another gateway?); set another address or `off`' : err.message;
+          reject(new Error(`cannot listen on ${addr} (${keys}): ${why}`));
+        };
+        server.once('error', failed);
         server.listen(port, host, () => {
-          server.off('error', reject);
+          server.off('error', failed);
           resolve();
         });
       });

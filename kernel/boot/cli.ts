@@ -13,6 +13,7 @@ import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.
 import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, preloadPluginList } from './build-registry.ts';
 import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
+import { unknownArgument } from './unknown-argument.ts';
 
 /** What a distribution (the bin script, a trimmed bundle) hands the CLI. */
 export interface Distribution {
@@ -49,23 +50,28 @@ interface Args {
   force: boolean;
 }
 
+/** Every word parseArgs takes (`keys` is dispatched before it), for the did-you-mean of an unknown one. */
+const KNOWN_ARGS = ['schema', 'plugins', 'init', 'keys', '--force', '-f', '--file', '-c', '--config', '--validate-only', '-V', '--version', '-h', '--help'];
+
 function parseArgs(argv: readonly string[]): Args | string {
   const args: Args = { command: 'run', validateOnly: false, force: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const value = (): string | undefined => argv[++i];
     // A second config would silently replace the first: the gateway runs one.
-    const twice = (a === '-f' || a === '--file' || a.startsWith('--file=')) && args.file !== undefined ? a : (a === '-c' || a === '--config') && args.inline !== undefined ? a : undefined;
+    const twice = (a === '-f' || a === '--file' || a.startsWith('--file=')) && args.file !== undefined ? a : (a === '-c' || a === '--config' || a.startsWith('--config=')) && args.inline !== undefined ? a : undefined;
     if (twice !== undefined) return `${twice.split('=')[0]} is given twice: the gateway runs one config`;
     if (a === 'schema' || a === 'plugins' || a === 'init') args.command = a;
     else if (a === '--force') args.force = true;
     else if (a === '-f' || a === '--file') args.file = value();
     else if (a.startsWith('--file=')) args.file = a.slice(7);
     else if (a === '-c' || a === '--config') args.inline = value();
+    else if (a.startsWith('--config=')) args.inline = a.slice(9);
     else if (a === '--validate-only') args.validateOnly = true;
     else if (a === '-V' || a === '--version') args.command = 'version';
     else if (a === '-h' || a === '--help') args.command = 'help';
-    else return `unknown argument \`${a}\``;
+    else if (a === 'keys') return '`keys` is a command of its own and comes first: switchyard keys COMMAND [options]';
+    else return unknownArgument(a, KNOWN_ARGS);
     if ((a === '-f' || a === '--file' || a === '-c' || a === '--config') && argv[i] === undefined) return `${a} needs a value`;
   }
   return args;
@@ -111,9 +117,10 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
   if (argv[0] === 'keys') {
     // The commands other than serving load their modules when run (a start does not pay for them).
     const { KEYS_USAGE, keysMain } = await import('./keys-cli.ts');
-    if (argv[1] === undefined || argv[1] === '--help' || argv[1] === '-h') {
+    // Without a command it is a usage error (stderr, exit 2), said by keysMain as for any other.
+    if (argv[1] === '--help' || argv[1] === '-h') {
       process.stdout.write(KEYS_USAGE);
-      return argv[1] === undefined ? 2 : 0;
+      return 0;
     }
     return keysMain(argv.slice(1), (s) => process.stdout.write(s), (s) => process.stderr.write(s));
   }

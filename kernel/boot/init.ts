@@ -1,5 +1,5 @@
-import { existsSync, writeFileSync } from 'node:fs';
-import { dirname, isAbsolute, relative, resolve, sep } from 'node:path';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** The file `switchyard init` writes when no `-f` is given. */
 export const DEFAULT_INIT_FILE = 'switchyard.yaml';
@@ -30,6 +30,8 @@ binds:
       - path: { exact: /hello }
       policies:
         directResponse: { status: 200, body: "Hello from Switchyard!\\n" }
+        responseHeaderModifier:
+          set: { content-type: text/plain; charset=utf-8 }
     - name: api
       matches:
       - path: { pathPrefix: /api }
@@ -69,12 +71,30 @@ export interface InitResult {
 export function writeStarterConfig(file: string, options: { force: boolean; schemaFile?: string }): InitResult {
   const target = resolve(file);
   const text = starterConfig(schemaReference(target, options.schemaFile), file);
+  // A folder given for the file (`-f conf`) is said as such, with or without --force (`wx` would call it existing).
+  if (statSync(target, { throwIfNoEntry: false })?.isDirectory()) throw new Error(cannotWrite(target, 'EISDIR', file));
   try {
     // `wx` refuses an existing file in the same system call that would create it: no check-then-write race.
     writeFileSync(target, text, { flag: options.force ? 'w' : 'wx' });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { file: target, written: false };
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return { file: target, written: false };
+    throw new Error(cannotWrite(target, code, file, (err as Error).message));
   }
   return { file: target, written: true };
+}
+
+/** One line for a starter config that cannot be written, in words rather than an errno. */
+function cannotWrite(target: string, code: string | undefined, given: string, message?: string): string {
+  const why =
+    code === 'ENOENT'
+      ? `the folder ${dirname(target)} does not exist`
+      : code === 'EISDIR'
+        ? `it is a folder (give a file name: -f ${join(given, 'config.yaml')})`
+        : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+          ? 'permission denied'
+          : code === 'ENOTDIR'
+            ? 'a part of its path is a file, not a folder'
+            : (message ?? String(code));
+  return `cannot write ${target}: ${why}`;
 }

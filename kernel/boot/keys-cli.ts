@@ -3,6 +3,7 @@
 import { readConfigFile } from '../config/load-config.ts';
 import { yamlLib } from '../sdk/yaml-lib.ts';
 import { BodyTooLargeError, readCappedText } from '../sdk/streams.ts';
+import { unknownArgument } from './unknown-argument.ts';
 
 // Loaded with every start of the CLI: node:http through getBuiltinModule (an ES import loads Node's bundled undici)
 // and the YAML parser on first use (docs/adr/0034).
@@ -47,9 +48,19 @@ export const ADMIN_ANSWER_LIMIT = 64 * 1024 * 1024;
 
 const BUDGET = /^(usd|tokens|requests)=([0-9]+(?:\.[0-9]+)?)\/(minute|hour|day|month|total)$/;
 
+const KEYS_COMMANDS = ['list', 'create', 'show', 'usage', 'rotate', 'revoke'];
+
+/** The flags parseKeysArgs takes for `command`, for the did-you-mean of an unknown one. */
+function flagsOf(command: string): string[] {
+  const common = ['--admin', '--admin-key', '-f', '--file', '--json'];
+  if (command === 'list') return [...common, '--team'];
+  if (command === 'create') return [...common, '--name', '--owner', '--team', '--model', '--route', '--budget', '--meta'];
+  return common;
+}
+
 function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
   const [command, ...rest] = argv;
-  if (!command || !['list', 'create', 'show', 'usage', 'rotate', 'revoke'].includes(command)) return command ? `unknown keys command \`${command}\`` : 'a keys command is required';
+  if (!command || !KEYS_COMMANDS.includes(command)) return command ? unknownArgument(command, KEYS_COMMANDS, 'keys command') : 'a keys command is required';
   const args: KeysArgs = { command, json: false, body: {} };
   const list = (k: string, v: unknown): void => {
     ((args.body[k] ??= []) as unknown[]).push(v);
@@ -81,7 +92,7 @@ function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
         if (eq < 1) return '--meta takes KEY=VALUE';
         ((args.body.metadata ??= {}) as Record<string, string>)[kv.slice(0, eq)] = kv.slice(eq + 1);
       } else if (!a.startsWith('-') && args.id === undefined && ['show', 'usage', 'rotate', 'revoke'].includes(command)) args.id = a;
-      else return `unknown argument \`${a}\``;
+      else return unknownArgument(a, flagsOf(command));
     } catch (err) {
       return (err as Error).message;
     }

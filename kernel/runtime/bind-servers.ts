@@ -1,4 +1,4 @@
-import type { Server as HttpServer, ServerResponse } from 'node:http';
+import type { Server as HttpServer, IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../sdk/index.ts';
@@ -13,6 +13,7 @@ import { LeanConnection } from './lean-connection.ts';
 import { markVerifiedClient } from '../exchange/client-certificate.ts';
 import { defaultTlsSettings } from '../compile/listener-tls-settings.ts';
 import type { LeanBind } from './lean-connection.ts';
+import { ALPN_PROTOCOLS, H2Sessions } from './h2-sessions.ts';
 
 // Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -26,6 +27,8 @@ interface BindServer {
   listening: boolean;
   /** The lean server side's connections of a cleartext bind (ADR 0088); null: node:http serves every connection. */
   readonly lean: Set<LeanConnection> | null;
+  /** The HTTP/2 connections of a TLS bind (ADR 0141); null for cleartext. */
+  readonly h2: H2Sessions | null;
 }
 
 /** node:http options of a bind; the header timeout and connection cap come from `config`. */
@@ -226,6 +229,8 @@ export class BindServers {
         // The listeners' minTLSVersion, maxTLSVersion, cipherSuites (they agree, ADR 0140); the server's suite order wins.
         ...bind.tlsSettings,
         honorCipherOrder: true,
+        // h2 first, as Envoy and agentgateway offer it; a client offering neither is refused (ADR 0141).
+        ALPNProtocols: ALPN_PROTOCOLS,
         // Asked of every client of a port where a listener has `tls.root` (node:tls asks per server, not per SNI
         // name): the listener its SNI selects decides, after the handshake, whether one was required (secureConnection
         // below). A reload sets it again (setDefaultCertificate).
@@ -237,6 +242,7 @@ export class BindServers {
       server = createHttpServer(serverOptions(statics)) as unknown as HttpServer;
     }
     const lean = !bind.secure && this.leanHttp ? this.leanSide(server, port, statics.headerTimeoutMs) : null;
+    const h2 = bind.secure ? this.h2Side(server, port) : null;
     if (statics.maxConnectionsPerBind > 0) server.maxConnections = statics.maxConnectionsPerBind;
     const secure = bind.secure;
     server.on('request', (req, res) => {
@@ -267,11 +273,13 @@ export class BindServers {
           if (!socket.authorized) return void socket.destroy();
           markVerifiedClient(socket);
         }
+        // An h2 session has its own idle close (h2-sessions.ts); the sweep reads node:http's per-connection state.
+        if (socket.alpnProtocol === 'h2') return;
         this.sweepAlso(socket);
         socket.once('close', () => this.swept.delete(socket));
       });
     }
-    const entry: BindServer = { port, address: bind.address, secure, server, listening: false, lean };
+    const entry: BindServer = { port, address: bind.address, secure, server, listening: false, lean, h2 };
     this.servers.set(port, entry);
     return new Promise<void>((resolve, reject) => {
       const tryListen = (host: string): void => {
@@ -306,6 +314,25 @@ export class BindServers {
     return open;
   }
 
+  /**
+   * HTTP/2 on a TLS bind (ADR 0141): node:https's connection listener comes off the server and ours hands each
+   * connection that negotiated h2 to the bind's sessions, every other one back to node's (HTTP/1.1 as before).
+   */
+  private h2Side(server: HttpServer, port: number): H2Sessions {
+    const pipeline = this.pipeline;
+    const sessions = new H2Sessions(
+      (req, res) => pipeline.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, port, true),
+      () => pipeline.snapshot?.staticConfig.defaultTimeouts.streamIdleMs ?? 0,
+    );
+    const nodeSecureConnection = server.listeners('secureConnection')[0] as (this: HttpServer, socket: TLSSocket) => void;
+    server.off('secureConnection', nodeSecureConnection);
+    server.on('secureConnection', function (this: HttpServer, socket: TLSSocket) {
+      if (socket.alpnProtocol === 'h2') sessions.accept(socket);
+      else nodeSecureConnection.call(this, socket);
+    });
+    return sessions;
+  }
+
   private sweepAlso(socket: SweptSocket): void {
     trackSocket(socket, performance.now());
     this.swept.add(socket);
@@ -331,6 +358,7 @@ export class BindServers {
     return new Promise((resolve) => {
       entry.server.close(() => resolve());
       entry.server.closeIdleConnections();
+      entry.h2?.closeAll();
       if (entry.lean !== null) for (const connection of entry.lean) connection.closeIfIdle();
     });
   }

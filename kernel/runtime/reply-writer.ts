@@ -13,6 +13,8 @@ import { isCheckedHeaderList } from './checked-header-list.ts';
 import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
 import { bodyPutBack } from '../exchange/body-peek.ts';
+import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
+import type { TrailerBody } from '../upstream/trailers.ts';
 import { PluginHookError, ownerOf } from '../compile/plugin-owner.ts';
 
 /**
@@ -124,6 +126,8 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   }
   if (body instanceof Readable) {
     ex.replyStream = body;
+    // An HTTP/2 client gets the upstream's trailers (ADR 0141): given before `pipe` ends the response.
+    if (takesTrailers(res)) body.once('end', () => relayTrailers(res, (body as TrailerBody)[kBodyTrailers]));
     body.on('error', (err) => {
       // The upstream broke mid-stream: the client must see a truncated response, not a clean end. An error of the
       // exchange's own abort (the route's deadline) keeps the message its cause gave.
@@ -147,8 +151,13 @@ function writeHead(ex: ExchangeImpl, res: ServerResponse, status: number, header
   if (queued) for (let i = 0; i < queued.length; i += 2) headers[queued[i]!] = queued[i + 1]!;
   ex.status = status;
   ex.replyHeaders = headers;
-  if (body !== undefined && body !== null && !(body instanceof Readable) && headers['content-length'] === undefined) {
-    headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  if (headers['content-length'] === undefined) {
+    if (body !== undefined && body !== null && !(body instanceof Readable)) {
+      headers['content-length'] = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+    } else if (body == null && status >= 200 && status !== 204 && status !== 304 && ex.method !== 'HEAD' && headers['transfer-encoding'] === undefined) {
+      // No body at all (a preflight, a redirect): an empty body, said so, as Envoy does, not an empty chunked one.
+      headers['content-length'] = 0;
+    }
   }
   return writeStatus(ex, res, status, flatHeaders(headers));
 }

@@ -25,6 +25,8 @@ export function requestInputProblem(req: IncomingMessage): string | undefined {
   if (req.url !== undefined && req.url.indexOf('#') !== -1) return FRAGMENT;
   const te = req.headers['transfer-encoding'];
   if (te === undefined) return undefined;
+  // HTTP/2: the pipeline's own `chunked` for a body of undeclared length (h2-messages.ts; nghttp2 refuses the client's).
+  if (req.httpVersionMajor === 2) return undefined;
   if (req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return HTTP10_CODING;
   if (te === 'chunked') return undefined;
   let last = '';

@@ -141,7 +141,8 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
   private serve(ex: ExchangeImpl, res: ServerResponse, port: number, snapshot: Snapshot): void {
     if (ex.refusal !== undefined) {
       res.shouldKeepAlive = false;
-      (ex.req.socket as ClosingSocket)[kClosing] = true;
+      // An HTTP/2 stream's refusal leaves its connection's other streams alone (its socket is theirs too).
+      if (ex.req.httpVersionMajor !== 2) (ex.req.socket as ClosingSocket)[kClosing] = true;
       writeReply(ex, res, errorReply(refused(ex.refusal), this.logger, ex), null, this.logger);
       return;
     }

@@ -25,6 +25,16 @@ export interface LoggedExchange extends Exchange {
 
 
 /**
+ * `http.version` (BEHAVIOUR 6.1) as Envoy's `%PROTOCOL%` writes it (`HTTP/2`, `HTTP/1.0`); left out for HTTP/1.1, the
+ * usual case (ADR 0141), so those lines stay as they were.
+ */
+export function loggedVersion(ex: Exchange): string | undefined {
+  const version = (ex.req as { httpVersion?: string } | undefined)?.httpVersion;
+  if (version === undefined || version === '1.1') return undefined;
+  return version === '2.0' ? 'HTTP/2' : `HTTP/${version}`;
+}
+
+/**
  * `n.toFixed(2)` for a duration in ms, from integers: `toFixed` cost about 0.2 µs per line here. The last digit of a
  * value lying on a half may differ from `toFixed`'s (both are within rounding of the binary value).
  */
@@ -39,6 +49,7 @@ const REQUEST = ' INFO  request';
 const METHOD = Buffer.from(' http.method=');
 const HOST = Buffer.from(' http.host=');
 const PATH = Buffer.from(' http.path=');
+const VERSION = Buffer.from(' http.version=');
 const STATUS = Buffer.from(' http.status=');
 const PROTOCOL = Buffer.from(' protocol=');
 const SNI = Buffer.from(' tls.sni=');
@@ -105,6 +116,11 @@ export class AccessLog {
     b.value(ex.clientAuthority);
     b.bytes(PATH);
     b.value(loggedPath(ex.originalUrl));
+    const version = loggedVersion(ex);
+    if (version !== undefined) {
+      b.bytes(VERSION);
+      b.raw(version);
+    }
     b.bytes(STATUS);
     b.uint(ex.status);
     b.bytes(PROTOCOL);
@@ -231,6 +247,7 @@ export class AccessLog {
       'http.method': ex.method,
       'http.host': ex.clientAuthority,
       'http.path': loggedPath(ex.originalUrl),
+      'http.version': loggedVersion(ex),
       'http.status': ex.status,
       protocol: ex.protocol,
       'tls.sni': ex.tlsSni,

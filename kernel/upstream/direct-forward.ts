@@ -10,6 +10,8 @@ import { ErrorCode } from '../sdk/index.ts';
 import { InvalidStatusError, isHttpStatus, isRetryableFailure } from './upstream-errors.ts';
 import { destroyStream } from './undici-core.ts';
 import type { H1Handler } from './h1-connection.ts';
+import { relayTrailers } from './trailers.ts';
+import type { UpstreamTrailers } from './trailers.ts';
 
 /** What the runtime does with an answer forwarded straight into the client's response (ADR 0051). */
 export interface DirectReplies<E extends Exchange> {
@@ -146,10 +148,12 @@ export class DirectForward<E extends Exchange> implements Dispatcher.DispatchHan
     return false;
   }
 
-  onComplete(): void {
+  onComplete(trailers?: UpstreamTrailers | null): void {
     this.state.abortHook().receive(undefined);
     if (this.phase !== STREAMING) return;
     this.phase = DONE;
+    // An HTTP/2 client gets the upstream's trailers (gRPC's status, ADR 0141); node:http's response has no sink.
+    relayTrailers(this.res, trailers);
     this.res.end();
   }
 

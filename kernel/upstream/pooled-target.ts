@@ -25,6 +25,9 @@ import type { DirectOrigin, DirectReplies } from './direct-forward.ts';
 import { forwardAttempts, forwardOnce, STREAM_RAW } from './forward-reply.ts';
 import { upstreamCall } from './upstream-call.ts';
 import { forwardUpgrade } from './upgrade-forward.ts';
+import { kWantsTrailers } from './trailers.ts';
+
+type TrailersWanted = { [kWantsTrailers]?: boolean };
 
 /** A target that can forward a request straight into the client's response (ADR 0051). */
 export interface DirectForwarder {
@@ -88,6 +91,8 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     h['x-request-id'] = ex.requestId;
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
     if (h.expect !== undefined) h.expect = undefined;
+    // An HTTP/2 client's `te: trailers` (gRPC): Envoy forwards that one TE value (ADR 0141).
+    if ((ex.req as TrailersWanted | undefined)?.[kWantsTrailers] === true) h.te = 'trailers';
     return h;
   }
 
@@ -95,7 +100,9 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     // The request's own state (shared by its views); an exchange a plugin made itself gets a fresh one.
     const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
-    const whole = options === undefined ? 0 : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
+    // An HTTP/2 client's answer streams through the raw-header handler, which keeps the upstream's trailers (undici's
+    // `request()` drops an h2 upstream's) for the reply writer to relay (ADR 0141). A plugin's exchange may have no `req`.
+    const whole = options === undefined ? (ex.req?.httpVersionMajor === 2 ? STREAM_RAW : 0) : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
     if (plan.retry === null && plan.upstreamHooks === null && onAttempt === undefined && state.attempts === 0 && (this.traces?.tracing ?? null) === null) {
       try {
         return forwardOnce(this, ex, state, plan, whole);

@@ -4,6 +4,8 @@ import { AnswerHandler } from './answer-handler.ts';
 import type { RawHeaders } from './direct-forward.ts';
 import type { H1Handler } from './h1-connection.ts';
 import type { WholeResponse } from './whole-answer.ts';
+import { kBodyTrailers } from './trailers.ts';
+import type { TrailerBody, UpstreamTrailers } from './trailers.ts';
 
 /**
  * An undici dispatch handler for a streamed answer that keeps the upstream's raw header list (`ForwardOptions.
@@ -33,9 +35,11 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
     return this.body!.push(chunk);
   }
 
-  onComplete(): void {
+  onComplete(trailers?: UpstreamTrailers | null): void {
     if (this.ended) return;
     this.done();
+    // Read by the reply writer when the body ends, for an HTTP/2 client (ADR 0141).
+    if (trailers != null) this.body![kBodyTrailers] = trailers;
     this.body!.push(null);
   }
 
@@ -54,8 +58,9 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
 }
 
 /** The body of a {@link StreamAnswer}: read by whoever takes the reply; destroyed early, it aborts the request. */
-class StreamBody extends Readable {
+class StreamBody extends Readable implements TrailerBody {
   private readonly answer: StreamAnswer;
+  declare [kBodyTrailers]?: UpstreamTrailers | null;
 
   constructor(answer: StreamAnswer) {
     super();

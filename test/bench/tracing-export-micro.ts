@@ -5,8 +5,8 @@
 // CLIENT child per upstream attempt.
 // Usage: node test/bench/tracing-export-micro.ts [rounds=9]
 import { SpanKind, context, trace } from '@opentelemetry/api';
-import { AlwaysOnSampler, TracerProvider } from '@opentelemetry/sdk-trace';
-import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
+import { AlwaysOnSampler, BasicTracerProvider as TracerProvider } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes, defaultResource } from '@opentelemetry/resources';
 import { traceRequestEncoder } from '../../kernel/telemetry/otlp-encode.ts';

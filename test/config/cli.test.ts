@@ -148,6 +148,53 @@ describe('CLI: flags', () => {
     assert.match(r.stderr, /^switchyard: unknown argument `--frobnicate`\n\nUsage: switchyard/);
   });
 
+  it('a misspelt flag or command exits 2 naming the one meant (did you mean); a word like none gets no guess', async () => {
+    const cases: [string[], string][] = [
+      [['--verison'], '--version'],
+      [['--validate_only', '-f', 'a.yaml'], '--validate-only'],
+      [['-validate-only', '-f', 'a.yaml'], '--validate-only'],
+      [['-v'], '-V'],
+      [['plugin'], 'plugins'],
+      [['init', '--forse'], '--force'],
+      [['--fiel=a.yaml'], '--file'],
+      [['help'], '--help'],
+      [['version'], '--version'],
+    ];
+    for (const [argv, meant] of cases) {
+      const r = await cli(argv);
+      assert.equal(r.code, 2, argv.join(' '));
+      assert.equal(r.stderr.split('\n')[0], `switchyard: unknown argument \`${argv.find((a) => a !== '-f' && a !== 'a.yaml' && a !== 'init')}\`; did you mean \`${meant}\`?`);
+    }
+    const keysLater = await cli(['-f', 'a.yaml', 'keys', 'list']);
+    assert.equal(keysLater.code, 2);
+    assert.equal(keysLater.stderr.split('\n')[0], 'switchyard: `keys` is a command of its own and comes first: switchyard keys COMMAND [options]');
+    for (const word of ['--frobnicate', '-x', 'start']) {
+      const r = await cli([word]);
+      assert.equal(r.code, 2, word);
+      assert.equal(r.stderr.split('\n')[0], `switchyard: unknown argument \`${word}\``);
+    }
+  });
+
+  it('`keys` without a command is a usage error like the others: the reason and the usage on stderr, exit 2; `keys --help` on stdout, exit 0', async () => {
+    const r = await cli(['keys']);
+    assert.equal(r.code, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^switchyard: a keys command is required\n\nUsage: switchyard keys COMMAND/);
+    const help = await cli(['keys', '--help']);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: switchyard keys COMMAND/);
+    assert.equal(help.stderr, '');
+  });
+
+  it('--config=TEXT is taken as --file=FILE is', async () => {
+    const r = await cli(['--config=binds: []', '--validate-only']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'Configuration is valid!\n');
+    const twice = await cli(['--config=binds: []', '-c', 'binds: []', '--validate-only']);
+    assert.equal(twice.code, 2);
+    assert.match(twice.stderr, /^switchyard: (-c|--config) is given twice/);
+  });
+
   it('-f without a value exits 2', async () => {
     const r = await cli(['-f']);
     assert.equal(r.code, 2);
@@ -186,24 +233,34 @@ describe('CLI: starting', () => {
   });
   after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
 
-  it('a bind port that is already taken: exit 1 with a clear message', async () => {
-    const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()];
-    const file = tempFile(
-      'taken.yaml',
+  /** A config answering 200 on `bindPort`, with the admin-side addresses given. */
+  const listening = (name: string, addrs: { admin: string; stats: string; readiness: string }, bindPort: number): string =>
+    tempFile(
+      name,
       yaml(
         'config:',
-        `  adminAddr: 127.0.0.1:${admin}`,
-        `  statsAddr: 127.0.0.1:${stats}`,
-        `  readinessAddr: 127.0.0.1:${readiness}`,
+        `  adminAddr: ${addrs.admin}`,
+        `  statsAddr: ${addrs.stats}`,
+        `  readinessAddr: ${addrs.readiness}`,
         'binds:',
-        `  - port: ${port}`,
+        `  - port: ${bindPort}`,
         '    listeners:',
         '      - routes:',
         '          - policies:',
         '              directResponse: { status: 200 }',
       ),
     );
-    const r = await cli(['-f', file]);
+
+  it('an admin address that is already taken: exit 1 naming the address and its config keys, not a bare EADDRINUSE', async () => {
+    const taken = `127.0.0.1:${port}`;
+    const r = await cli(['-f', listening('admin-taken.yaml', { admin: 'off', stats: taken, readiness: taken }, await freePort())]);
+    assert.equal(r.code, 1, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`^switchyard: cannot listen on 127\\.0\\.0\\.1:${port} \\(config\\.readinessAddr, config\\.statsAddr\\): the address is in use`, 'm'));
+  });
+
+  it('a bind port that is already taken: exit 1 with a clear message', async () => {
+    const [admin, stats, readiness] = [await freePort(), await freePort(), await freePort()].map((p) => `127.0.0.1:${p}`);
+    const r = await cli(['-f', listening('taken.yaml', { admin: admin!, stats: stats!, readiness: readiness! }, port)]);
     assert.equal(r.code, 1, `stdout: ${r.stdout}\nstderr: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`^switchyard: cannot listen on port ${port}: .*EADDRINUSE`, 'm'));
   });

@@ -127,6 +127,20 @@ describe('deploy/kubernetes (plain manifests)', () => {
     assert.equal(result.code, 0, result.output);
   });
 
+  // docs/deploy.md tells users to build `switchyard:<version>`: the manifests and the chart's default image must be
+  // that tag, or a cluster asks for an image nobody built (ADR 0146).
+  it("the image is switchyard:<package version>, as the chart's appVersion", () => {
+    const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+    const [deployment] = byKind(objects, 'Deployment');
+    const containers = (deployment.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers;
+    assert.equal(containers[0]!.image, `switchyard:${version}`);
+    const chart = parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')) as { version: string; appVersion: string };
+    assert.equal(chart.appVersion, version);
+    const values = parse(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { image: { repository: string; tag: string } };
+    assert.deepEqual([values.image.repository, values.image.tag], ['switchyard', ''], 'the tag defaults to appVersion');
+    assert.ok(readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8').includes(`docker build -t switchyard:${version} .`), 'docs/deploy.md builds the tag the manifests run');
+  });
+
   it('the Service targets the Deployment pods and named container ports', () => {
     const [service] = byKind(objects, 'Service');
     const [deployment] = byKind(objects, 'Deployment');

@@ -46,6 +46,9 @@ describe('cors', () => {
     });
     assert.equal(res.statusCode, 200);
     assert.equal(await res.body.text(), '');
+    // An empty local answer says so, as Envoy's does, instead of an empty chunked body.
+    assert.equal(res.headers['content-length'], '0');
+    assert.equal(res.headers['transfer-encoding'], undefined);
     assert.equal(res.headers['access-control-allow-origin'], 'https://app.example.com');
     assert.equal(res.headers['access-control-allow-methods'], 'GET,POST');
     assert.equal(res.headers['access-control-allow-headers'], 'content-type,x-custom');

@@ -75,6 +75,8 @@ describe('urlRewrite and requestRedirect', () => {
     assert.equal(r.status, 301);
     assert.equal(r.headers.location, 'https://shop.example/secure/page?a=1');
     assert.equal(r.text, '');
+    assert.equal(r.headers['content-length'], '0');
+    assert.equal(r.headers['transfer-encoding'], undefined);
     assert.equal(upstream.received.length, seen);
   });
 

@@ -12,6 +12,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGatewayOnFreePorts, within } from './proxy-support.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 import { selfSignedPair } from '../helpers/pki.ts';
+import { connect as h2connect } from 'node:http2';
 
 const selfSigned = selfSignedPair;
 
@@ -199,6 +200,29 @@ describe('HTTPS listeners selected by SNI (a Host of another listener: 421, ADR 
   it('an upgrade with SNI a.test and Host b.test gets 421 too', async () => {
     const res = await within(call('a.test', 'b.test', true), 5_000, 'upgrade');
     assert.equal(res.status, 421);
+  });
+
+  it('over HTTP/2 a connection to a.test reused for b.test (coalescing) gets 421 on that stream, a.test still served', async () => {
+    const session = h2connect('https://a.test', { ca: cas['a.test'], servername: 'a.test', host: '127.0.0.1', port } as Parameters<typeof h2connect>[1]);
+    session.on('error', () => undefined);
+    const ask = (authority: string): Promise<{ status: number; body: string }> =>
+      new Promise((resolve, reject) => {
+        const stream = session.request({ ':path': '/', ':authority': authority });
+        let status = 0;
+        let body = '';
+        stream.on('response', (h) => (status = Number(h[':status'])));
+        stream.on('data', (c: Buffer) => (body += c.toString()));
+        stream.on('end', () => resolve({ status, body }));
+        stream.on('error', reject);
+      });
+    try {
+      const other = await ask('b.test');
+      assert.equal(other.status, 421);
+      assert.match(other.body, /misdirected_request/);
+      assert.deepEqual(await ask('a.test'), { status: 200, body: 'listener a' });
+    } finally {
+      session.destroy();
+    }
   });
 
   it('SNI and Host alike are served; a Host no listener serves is still 404; without SNI the Host chooses', async () => {

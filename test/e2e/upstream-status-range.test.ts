@@ -14,6 +14,7 @@ import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
 import { startRawUpstream } from '../helpers/raw-upstream.ts';
 import type { RawUpstream } from '../helpers/raw-upstream.ts';
+import { h2Frame } from '../helpers/h2-frames.ts';
 
 /** The answer for a request path `/<route>/<status>`: that status line, a 2-byte body. */
 function answer(path: string): string {
@@ -60,16 +61,6 @@ function startRawTlsUpstream(pki: TestPki): Promise<TlsUpstream> {
   });
 }
 
-/** An HTTP/2 frame: 9-byte header, then the payload. */
-function frame(type: number, flags: number, stream: number, payload: Buffer = Buffer.alloc(0)): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(stream, 5);
-  return Buffer.concat([head, payload]);
-}
-
 /**
  * A TLS upstream speaking h2 by hand (node:http2 refuses to send a status outside 100-599): every stream the client
  * opens is answered `:status` `status` (HPACK: literal without indexing, the static table's `:status` name) and ended.
@@ -77,7 +68,7 @@ function frame(type: number, flags: number, stream: number, payload: Buffer = Bu
 function startRawH2Upstream(pki: TestPki, status: string): Promise<TlsUpstream> {
   const headers = Buffer.concat([Buffer.from([0x08, status.length]), Buffer.from(status, 'latin1')]);
   return listenTls(pki, 'h2', (socket) => {
-    socket.write(frame(4, 0, 0));
+    socket.write(h2Frame(4, 0, 0));
     let pending = Buffer.alloc(0);
     let prefaced = false;
     socket.on('data', (chunk: Buffer) => {
@@ -94,9 +85,9 @@ function startRawH2Upstream(pki: TestPki, status: string): Promise<TlsUpstream> 
         const flags = pending[4]!;
         const stream = pending.readUInt32BE(5) & 0x7fffffff;
         pending = pending.subarray(9 + length);
-        if (type === 4 && (flags & 1) === 0) socket.write(frame(4, 1, 0));
+        if (type === 4 && (flags & 1) === 0) socket.write(h2Frame(4, 1, 0));
         // HEADERS: answered with END_HEADERS | END_STREAM.
-        if (type === 1) socket.write(frame(1, 0x05, stream, headers));
+        if (type === 1) socket.write(h2Frame(1, 0x05, stream, headers));
       }
     });
   });

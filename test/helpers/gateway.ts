@@ -84,6 +84,11 @@ export function oneListenerConfig(port: number, routes: readonly Record<string, 
   return { ...extra, binds: [{ port, listeners: [{ routes }] }] };
 }
 
+/** A bind on `port` with one HTTPS listener serving `routes` with the certificate pair `tls` (PEM paths). */
+export function httpsBind(port: number, tls: { readonly cert: string; readonly key: string }, routes: readonly Record<string, unknown>[]): Record<string, unknown> {
+  return { port, listeners: [{ protocol: 'HTTPS', tls: { cert: tls.cert, key: tls.key }, routes }] };
+}
+
 /** A route named for the path prefix it matches (`/<name>`), with its own and its backend entry's policies. */
 export interface NamedRoute {
   name: string;

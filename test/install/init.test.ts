@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { parse } from 'yaml';
 import { startCli, runCommand } from '../helpers/cli-process.ts';
-import { freePort } from '../helpers/ports.ts';
+import { assertStarterAnswers, starterOnFreePorts } from '../helpers/starter.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin/switchyard.js');
@@ -27,19 +27,6 @@ after(() => {
 });
 
 const cli = (cwd: string, ...args: string[]) => runCommand(process.execPath, [BIN, ...args], { cwd });
-
-/** The starter with its fixed ports moved to free ones, so the test runs beside others. */
-async function onFreePorts(text: string): Promise<{ text: string; front: number }> {
-  const [front, upstream, admin] = [await freePort(), await freePort(), await freePort()];
-  const moved = text
-    .replace('port: 3000', `port: ${front}`)
-    .replace('port: 3001', `port: ${upstream}`)
-    .replace('host: 127.0.0.1:3001', `host: 127.0.0.1:${upstream}`)
-    .replace('adminAddr: 127.0.0.1:15000', `adminAddr: 127.0.0.1:${admin}`)
-    .replace(/(statsAddr|readinessAddr): 127\.0\.0\.1:\d+/g, '$1: off');
-  assert.notEqual(moved, text);
-  return { text: moved, front };
-}
 
 describe('switchyard init', () => {
   it('writes switchyard.yaml with a schema header naming the shipped schema, and the starter validates', async () => {
@@ -89,28 +76,26 @@ describe('switchyard init', () => {
     assert.equal(resolve(dir, 'etc/switchyard', ref), SCHEMA);
   });
 
-  it('a missing folder is an error, not a crash', async () => {
+  it('a missing folder, or a folder in place of the file, is one line saying so (exit 1), not a bare errno', async () => {
     const dir = tempDir();
     const r = await cli(dir, 'init', '-f', 'no/such/dir/x.yaml');
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /^switchyard: ENOENT/);
+    assert.equal(r.stderr, `switchyard: cannot write ${join(dir, 'no/such/dir/x.yaml')}: the folder ${join(dir, 'no/such/dir')} does not exist\n`);
+    mkdirSync(join(dir, 'conf'));
+    const folder = await cli(dir, 'init', '-f', 'conf', '--force');
+    assert.equal(folder.code, 1);
+    assert.equal(folder.stderr, `switchyard: cannot write ${join(dir, 'conf')}: it is a folder (give a file name: -f conf/config.yaml)\n`);
   });
 
   it('the starter answers /hello itself and proxies /api to its upstream', async () => {
     const dir = tempDir();
     assert.equal((await cli(dir, 'init')).code, 0);
     const file = join(dir, 'switchyard.yaml');
-    const { text, front } = await onFreePorts(readFileSync(file, 'utf8'));
+    const { text, front } = await starterOnFreePorts(readFileSync(file, 'utf8'));
     writeFileSync(file, text);
     const gw = await startCli(process.execPath, [BIN, '-f', file], { cwd: dir });
     try {
-      const hello = await request(`http://127.0.0.1:${front}/hello`);
-      assert.equal(hello.statusCode, 200);
-      assert.equal(await hello.body.text(), 'Hello from Switchyard!\n');
-      const api = await request(`http://127.0.0.1:${front}/api/anything`);
-      assert.equal(api.statusCode, 200);
-      assert.equal(api.headers['content-type'], 'application/json');
-      assert.deepEqual(await api.body.json(), { upstream: 'ok' });
+      await assertStarterAnswers(front);
     } finally {
       assert.equal(await gw.stop(), 0);
     }
@@ -124,7 +109,7 @@ describe('SIGHUP (systemctl reload)', () => {
     // The config's folder is a symlink swapped to another release (`conf -> a`, then `conf -> b`, as deploy tools
     // swap a `current` link): the watched file and its folder never change, so only SIGHUP makes the gateway read
     // what the path names now.
-    const { text, front } = await onFreePorts(readFileSync(join(dir, 'switchyard.yaml'), 'utf8'));
+    const { text, front } = await starterOnFreePorts(readFileSync(join(dir, 'switchyard.yaml'), 'utf8'));
     mkdirSync(join(dir, 'a'));
     mkdirSync(join(dir, 'b'));
     writeFileSync(join(dir, 'a/switchyard.yaml'), text);

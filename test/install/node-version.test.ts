@@ -58,6 +58,17 @@ describe('Node version check of the launcher (bin/switchyard.js)', () => {
     assert.match(r.stdout, /^switchyard \d+\.\d+\.\d+\n$/);
   });
 
+  // ADR 0146, 0147: the floor a user is told is the one the installed packages hold to; below it npm warns EBADENGINE
+  // for each of them (an engine-strict install fails), and the tracing bundle needs what its packages need.
+  it('engines.node is no lower than the floor any production dependency declares (package-lock.json)', () => {
+    const floor = `v${ENGINES.replace(/^>=\s*/, '')}${'.0'.repeat(3 - ENGINES.split('.').length)}`;
+    const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; engines?: { node?: string } }> };
+    const above = Object.entries(lock.packages)
+      .filter(([path, p]) => path !== '' && !p.dev && nodeVersionProblem(p.engines?.node, floor) !== undefined)
+      .map(([path, p]) => `${path.replace(/^node_modules\//, '')} ${p.engines!.node}`);
+    assert.deepEqual(above, [], `engines.node ${ENGINES} is below what these need`);
+  });
+
   const old = findOldNode();
   it(`a real old Node (${old ? `${old.path} ${old.version}` : 'none on this machine'}) gets the same one line`, { skip: old ? false : 'no Node older than 22.12 found on PATH, /usr/bin, /bin or /usr/local/bin' }, async () => {
     for (const args of [['--version'], ['-f', 'examples/quickstart.yaml']]) {

@@ -22,6 +22,7 @@ import { describeExamplePlugins } from './example-plugins.ts';
 import { PACKAGE_ENV, packAndInstall } from '../helpers/packed-install.ts';
 import type { Run } from '../helpers/cli-process.ts';
 import { freePort } from '../helpers/ports.ts';
+import { assertStarterAnswers, starterOnFreePorts } from '../helpers/starter.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
@@ -80,6 +81,13 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     assert.doesNotMatch(readFileSync(join(installed, 'build/kernel/sdk/index.d.ts'), 'utf8'), /from '\.\/[^']+\.ts'/);
   });
 
+  it('holds no private keys, certificates with keys or environment files (ADR 0146)', () => {
+    const named = packedFiles.filter((f) => /(^|\/)\.env(\.|$)|\.(pem|key|p12|pfx|crt)$|(^|\/)\.npmrc$/.test(f));
+    assert.deepEqual(named, []);
+    const keyed = packedFiles.filter((f) => !f.endsWith('.map') && /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(readFileSync(join(installed, f), 'latin1')));
+    assert.deepEqual(keyed, []);
+  });
+
   it('`npx switchyard --version` runs the installed command', async () => {
     const r = ok(await runCommand('npx', ['--no-install', 'switchyard', '--version'], { cwd: app, env: ENV }), 'npx switchyard --version');
     assert.equal(r.stdout, `switchyard ${PKG.version}\n`);
@@ -98,6 +106,21 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     const ref = /^# yaml-language-server: \$schema=(\S+)/.exec(readFileSync(join(app, 'switchyard.yaml'), 'utf8'))![1]!;
     assert.equal(ref, `node_modules/${PKG.name}/schemas/switchyard.schema.json`);
     assert.ok(existsSync(resolve(app, ref)));
+  });
+
+  // The README's "From an empty folder to the first proxied request", with the starter's ports moved to free ones.
+  it("the README's first request: init, --validate-only, then /hello answered and /api/anything proxied", async () => {
+    ok(await runCommand('npx', ['--no-install', 'switchyard', 'init', '-f', 'first.yaml'], { cwd: app, env: ENV }), 'switchyard init -f first.yaml');
+    const valid = ok(await runCommand('npx', ['--no-install', 'switchyard', '--validate-only', '-f', 'first.yaml'], { cwd: app, env: ENV }), '--validate-only');
+    assert.equal(valid.stdout, 'Configuration is valid!\n');
+    const { text, front } = await starterOnFreePorts(readFileSync(join(app, 'first.yaml'), 'utf8'));
+    writeFileSync(join(app, 'first.yaml'), text);
+    const gw = await startCli(join(app, 'node_modules/.bin/switchyard'), ['-f', 'first.yaml'], { cwd: app, env: ENV, readyMs: 60_000 });
+    try {
+      await assertStarterAnswers(front);
+    } finally {
+      assert.equal(await gw.stop(), 0, gw.output());
+    }
   });
 
   it('the programmatic entry and the SDK import from the installed package', async () => {

@@ -4,7 +4,7 @@
 // request is aborted; a target `timeout` policy replaces the default (`requestTimeout`, `streamIdleTimeout`); the
 // standalone GET stream is never cut for being quiet. The legacy `sse` transport goes through the fetch adapter.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -197,6 +197,7 @@ describe('mcp target deadlines: an OpenAPI target whose API never answers', () =
   const seen: { closed: boolean }[] = [];
   before(async () => {
     api = createServer((req, res) => {
+      if (req.url?.startsWith('/openapi.json')) return void res.writeHead(200, { 'content-type': 'application/json' }).end(readFileSync(join(dir, 'api.json')));
       const s = { closed: false };
       seen.push(s);
       res.on('close', () => (s.closed = !res.writableEnded));
@@ -224,6 +225,18 @@ describe('mcp target deadlines: an OpenAPI target whose API never answers', () =
       assert.match(r.error.message, /target `rest` \(openapi: .*\).*did not answer `tools\/call` within 1s \(config\.defaultTimeouts\.backendRequestTimeout\)/);
       assert.ok(r.ms >= 900 && r.ms < 6000, `answered after ${r.ms} ms`);
       await waitFor(() => seen.at(-1)!.closed, 'the API request to be aborted', 5000);
+    } finally {
+      await gw.stop();
+    }
+  });
+
+  it('a document URL is named in errors without its query (a key may be in it)', async () => {
+    const byUrl = { name: 'rest', openapi: { host: '127.0.0.1', port, schema: { url: `http://127.0.0.1:${port}/openapi.json?key=s3cret-doc` } } };
+    const gw = await startMcpGateway({ targets: [byUrl] }, { preset, staticConfig: { defaultTimeouts: { backendRequestTimeout: '1s' } } });
+    try {
+      const r = await timedCall(gw, 'hang');
+      assert.match(r.error?.message ?? '', /target `rest` \(openapi: http:\/\/127\.0\.0\.1:\d+ \(http:\/\/127\.0\.0\.1:\d+\/openapi\.json, 2 tools\)\)/);
+      assert.ok(!JSON.stringify(r).includes('s3cret'), JSON.stringify(r));
     } finally {
       await gw.stop();
     }

@@ -246,6 +246,22 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
     }
   });
 
+  // The floor is the bundled packages' (ADR 0146): the launcher checks the one its package.json names, not the clone's.
+  it("the launcher checks the engines.node of the distribution's package.json (the bundled packages' floor)", async () => {
+    const file = join(minimal, 'package.json');
+    const text = readFileSync(file, 'utf8');
+    const pkg = JSON.parse(text) as { engines: { node: string } };
+    assert.match(pkg.engines.node, /^>=\d+\.\d+(\.\d+)?$/);
+    try {
+      writeFileSync(file, JSON.stringify({ ...pkg, engines: { ...pkg.engines, node: '>=99.1.0' } }));
+      const r = await run([...NODE_ARGS, join(minimal, 'switchyard.mjs'), '--version']);
+      assert.equal(r.code, 1, r.stdout);
+      assert.equal(r.stderr, `switchyard: needs Node.js >=99.1.0, found ${process.version}\n`);
+    } finally {
+      writeFileSync(file, text);
+    }
+  });
+
   describe('the minimal bundle as a gateway', () => {
     let upstream: TestUpstream;
     before(async () => {

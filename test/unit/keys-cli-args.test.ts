@@ -22,6 +22,21 @@ describe('switchyard keys arguments', () => {
     assert.match(last.err, /^switchyard: --model needs a value/);
   });
 
+  it('a misspelt command or flag: exit 2 naming the one meant (did you mean)', async () => {
+    const lst = await run('lst');
+    assert.equal(lst.code, 2);
+    assert.equal(lst.err.split('\n')[0], 'switchyard: unknown keys command `lst`; did you mean `list`?');
+    const owner = await run('create', '--ownr', 'ana', '--admin', '127.0.0.1:1');
+    assert.equal(owner.code, 2);
+    assert.equal(owner.err.split('\n')[0], 'switchyard: unknown argument `--ownr`; did you mean `--owner`?');
+    // A flag of another command is named for what it is, not guessed at.
+    const team = await run('show', 'k1', '--budget', 'usd=1/day');
+    assert.equal(team.code, 2);
+    assert.equal(team.err.split('\n')[0], 'switchyard: unknown argument `--budget`');
+    const none = await run('frobnicate');
+    assert.equal(none.err.split('\n')[0], 'switchyard: unknown keys command `frobnicate`');
+  });
+
   it('an --admin URL carrying credentials is refused without echoing them (ADR 0136: the key goes in ADMIN_API_KEY)', async () => {
     const r = await run('list', '--admin', 'http://ops:hunter2-secret@127.0.0.1:1');
     assert.equal(r.code, 1);

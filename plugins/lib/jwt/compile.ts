@@ -7,6 +7,7 @@ import { RemoteJwks, StaticKeySource } from './remote-jwks.ts';
 import type { JwksFetcher, KeySource } from './remote-jwks.ts';
 import { JwtVerifier, normalizeRequiredClaims } from './verifier.ts';
 import type { JwtProvider, JwtVerifierOptions } from './verifier.ts';
+import { shownUrl } from '../credentials/shown-url.ts';
 
 /** `jwks` as written in the config: exactly one of `url` and `file`. */
 export interface JwksConfig {
@@ -32,10 +33,6 @@ export interface PlacedProviderConfig {
 /** Largest JWKS document accepted from a URL. */
 const MAX_JWKS_BYTES = 1024 * 1024;
 const FETCH_TIMEOUT_MS = 5000;
-
-function redactUrl(url: URL): string {
-  return `${url.protocol}//${url.host}${url.pathname}`;
-}
 
 async function loadFileKeys(file: string, ctx: CompileContext, at: ConfigPath): Promise<KeySource> {
   const sub = [...at, 'jwks', 'file'];
@@ -73,7 +70,7 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return ctx.fail('the JWKS URL must use http or https', sub);
   // Through a pooled upstream, so TLS settings and connection reuse match the rest of the gateway.
   const connection = await ctx.connect({ host: raw, paths: 'allow', allow: [], what: 'the JWKS endpoint', at: [...at, 'jwks'], hostField: 'url', authority: 'target' });
-  if (ctx.checkOnly) notChecked(ctx, `the JWKS at ${redactUrl(url)}`, sub);
+  if (ctx.checkOnly) notChecked(ctx, `the JWKS at ${shownUrl(url)}`, sub);
   const path = connection.path;
   const fetcher: JwksFetcher = async () => {
     const res = await connection.request({ method: 'GET', path, headers: { accept: 'application/jwk-set+json, application/json' }, timeoutMs: FETCH_TIMEOUT_MS });
@@ -89,7 +86,7 @@ async function loadRemoteKeys(raw: string, ctx: CompileContext, at: ConfigPath):
     held.at = got.at;
     return got.value;
   };
-  const shown = redactUrl(url);
+  const shown = shownUrl(url);
   const logger = ctx.logger.child({ jwks: shown });
   // Keyed by URL: every provider and route naming this URL shares one key set, and a reload keeps it.
   const key = `jwt:jwks:${url.href}`;

@@ -4,6 +4,7 @@ import type { McpDeadlines } from './deadlines.ts';
 import { fetchOverTarget } from './fetch-adapter.ts';
 import { parseTargetAddress } from './target-address.ts';
 import type { TargetAddress, TargetAddressConfig } from './target-address.ts';
+import { shownUrl } from '../credentials/shown-url.ts';
 
 /** The resolved endpoint of an HTTP-based MCP target and a `fetch` over the gateway's pool for it. */
 export interface HttpTargetEndpoint {
@@ -31,7 +32,8 @@ export class HttpTargetBinding {
     this.defaultPath = defaultPath;
     const parsed = parseTargetAddress(config, false, defaultPath);
     if ('error' in parsed) ctx.fail(parsed.error, [parsed.field]);
-    this.describe = parsed.url.href;
+    // Origin and path only: errors naming the target reach MCP clients, and a query may carry a key.
+    this.describe = shownUrl(parsed.url);
   }
 
   /** Connect with the target's policies (`ctx.connect`: their `backendTLS` decides TLS and the pool). At load. */

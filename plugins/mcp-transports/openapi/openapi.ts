@@ -15,6 +15,7 @@ import type { DocumentSource, LoadedDocument } from './document-source.ts';
 import { OpenApiSession } from './session.ts';
 import type { ToolHandler } from './session.ts';
 import type { OpenApiTool } from './tools.ts';
+import { shownUrl } from '../../lib/credentials/shown-url.ts';
 
 /** The value of an `openapi` target after validation (schema.json). */
 export interface OpenApiTargetConfig {
@@ -27,13 +28,20 @@ export interface OpenApiTargetConfig {
 /** The largest API answer read into a tool result. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
+/** The document's file, or its URL as messages show it (errors reach MCP clients; a query may carry a key). */
+function documentSource(config: OpenApiTargetConfig): string {
+  const url = config.schema.url;
+  if (config.schema.file !== undefined || url === undefined) return config.schema.file ?? '';
+  return URL.canParse(url) ? shownUrl(new URL(url)) : url;
+}
+
 /**
  * The source of the document named by `schema`, loaded (failing the config load at `schema.file` / `schema.url`)
  * and kept up to date from then on: kept in the resource cache, one per file or URL, across reloads (ADR 0137).
  */
 async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): Promise<{ source: DocumentSource; loaded: LoadedDocument; label: string; field: string }> {
   const field = config.schema.file !== undefined ? 'file' : 'url';
-  const label = field === 'file' ? `\`${config.schema.file}\`` : `\`${config.schema.url}\``;
+  const label = `\`${documentSource(config)}\``;
   if (ctx.checkOnly) notChecked(ctx, `the OpenAPI document ${label}`, ['schema', field]);
   let source: DocumentSource;
   if (field === 'file') {
@@ -136,7 +144,7 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
     }
     return view;
   };
-  const source_ = field === 'file' ? config.schema.file : config.schema.url;
+  const source_ = documentSource(config);
 
   /** The pool and deadline, from the target's effective policies (`configure`), else the backend's. */
   let binding: { origin: string; upstream: UpstreamTarget; timeoutMs: number | undefined; deadlines: McpDeadlines } | undefined;

@@ -29,7 +29,9 @@ export default defineMcpTransport<StdioConfig>({
     const processes = ctx.processes;
     return {
       kind: 'stdio',
-      describe: [config.cmd, ...args].join(' '),
+      // The command only: errors naming the target reach MCP clients, and arguments may carry secrets (tokens,
+      // database URLs).
+      describe: config.cmd,
       connect: (options) => new StdioUpstream(spec, processes, budget, options.logger),
     };
   },

@@ -1,0 +1,33 @@
+// Response trailers relayed to HTTP/2 clients (ADR 0141): gRPC's status travels in them. Kept free of node:http2 so
+// the forwarders can import it without loading that module for a cleartext-only config.
+
+/** Set on a response that can send trailers (an HTTP/2 client's): called with the upstream's trailers. */
+export const kTrailerSink = Symbol('switchyard.trailerSink');
+/** Set on an HTTP/2 client's request that sent `te: trailers`: that header is forwarded (Envoy keeps it). */
+export const kWantsTrailers = Symbol('switchyard.wantsTrailers');
+
+/** Trailers as undici's clients hand them over: raw `[name, value, ...]` (HTTP/1.1) or node:http2's object. */
+export type UpstreamTrailers = readonly (Buffer | string)[] | Readonly<Record<string, string | string[] | undefined>>;
+
+/** On an answer's body stream (stream-answer.ts): the upstream's trailers, set before the stream ends. */
+export const kBodyTrailers = Symbol('switchyard.bodyTrailers');
+
+export interface TrailerBody {
+  [kBodyTrailers]?: UpstreamTrailers | null;
+}
+
+export interface TrailerSink {
+  [kTrailerSink]?: (trailers: UpstreamTrailers) => void;
+}
+
+/** Whether `res` sends trailers (an HTTP/2 client's response). */
+export function takesTrailers(res: object): boolean {
+  return (res as TrailerSink)[kTrailerSink] !== undefined;
+}
+
+/** Hand the upstream's trailers to `res` when it sends trailers (an HTTP/2 client's response); else they are dropped. */
+export function relayTrailers(res: object, trailers: UpstreamTrailers | null | undefined): void {
+  if (trailers == null) return;
+  const sink = (res as TrailerSink)[kTrailerSink];
+  if (sink !== undefined) sink.call(res, trailers);
+}
