@@ -14,11 +14,15 @@ import type { AiGateway, Mock, Recorder } from './harness.ts';
 
 const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
 
+/** An Entra ID access token's shape (a JWT), as `backendAuth.azure` sets it. */
+const ENTRA_TOKEN = `eyJhbGciOiJSUzI1NiJ9.${Buffer.from('{"aud":"https://cognitiveservices.azure.com"}').toString('base64url')}.c2ln`;
+
 describe('azureOpenAI provider', () => {
   const t = recordedAi((hostPort) => [
     aiRoute('/dated', { name: 'dated', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21', model: 'my-deployment' } }, hostOverride: hostPort }),
     aiRoute('/v1api', { name: 'v1api', provider: { vendorSix: { host: 'https://my-res.openai.azure.com' } }, hostOverride: hostPort }),
     aiRoute('/keyed', { name: 'keyed', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21' } }, hostOverride: hostPort }, { backendAuth: { key: 'azure-key-from-policy' } }),
+    aiRoute('/entra', { name: 'entra', provider: { azureOpenAI: { host: 'my-res.openai.azure.com' } }, hostOverride: hostPort }, { backendAuth: { key: ENTRA_TOKEN } }),
   ]);
 
   it('sends a dated-version request to the deployment path with the key in api-key', async () => {
@@ -51,6 +55,14 @@ describe('azureOpenAI provider', () => {
     const h = t.rec.last().headers;
     assert.equal(h.authorization, `Bearer ${jwt}`);
     assert.equal(h['api-key'], undefined);
+  });
+
+  it("sends the gateway's Entra token alone: a client's api-key does not go beside it", async () => {
+    const res = await fetch(`${t.gw.base}/entra/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-key': 'client-own-key' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }) });
+    assert.equal(res.status, 200);
+    const wire = t.rec.last();
+    assert.equal(wire.headers.authorization, `Bearer ${ENTRA_TOKEN}`);
+    assert.equal(wire.headers['api-key'], undefined);
   });
 
   it('moves a backendAuth key into api-key', async () => {

@@ -113,6 +113,20 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(wire.headers.authorization, undefined);
   });
 
+  it("sends the backendAuth key, not the client's: an AIza Bearer key or a Gemini SDK's x-goog-api-key", async () => {
+    await client('/gkey', 'AIzaClientKey').chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(rec.last().headers['x-goog-api-key'], 'AIzaFromPolicy');
+    assert.equal(rec.last().headers.authorization, undefined);
+    const res = await fetch(`${gw.base}/gkey/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'client-own-key' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(rec.last().headers['x-goog-api-key'], 'AIzaFromPolicy');
+    assert.equal(rec.last().headers.authorization, undefined);
+  });
+
   it('translates tools, tool_choice, assistant tool calls and tool results (multi-turn)', async () => {
     const res = await client('/gm').chat.completions.create({
       model: 'gemini-2.5-flash',
@@ -412,6 +426,20 @@ describe('vertex provider: Gemini models on the Google publisher endpoint', () =
     const answer = (await res.json()) as { candidates: { content: { parts: { text: string }[] } }[] };
     assert.equal(answer.candidates[0]!.content.parts[0]!.text, 'Hello from the mock!');
     assert.equal(rec.last().url, '/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent');
+  });
+
+  it("sends only the Google token: a client's key (x-goog-api-key, an AIza Bearer key) does not go beside it", async () => {
+    const res = await fetch(`${gw.base}/vg/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'client-own-key' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(rec.last().headers.authorization, 'Bearer ya29.gemini-token');
+    assert.equal(rec.last().headers['x-goog-api-key'], undefined);
+    await new OpenAI({ baseURL: `${gw.base}/vg/v1`, apiKey: 'AIzaClientKey', maxRetries: 0 }).chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(rec.last().headers.authorization, 'Bearer ya29.gemini-token');
+    assert.equal(rec.last().headers['x-goog-api-key'], undefined);
   });
 
   it('returns a Vertex error in the OpenAI error shape', async () => {

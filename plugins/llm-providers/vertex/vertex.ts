@@ -1,6 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
-import { googleApiKeyHeader, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import { googleApiKeyHeader, googleTokenOnly, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { VertexConfig } from './plugin.ts';
 
@@ -25,6 +25,7 @@ function isGooglePublished(model: string | undefined): boolean {
 function vertexHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
   openAiHeaders(h);
   if (isGeminiNative(format)) googleApiKeyHeader(h);
+  else googleTokenOnly(h);
 }
 
 export function createVertexProvider(config: VertexConfig): LlmProviderInstance {
