@@ -81,6 +81,32 @@ export function parseUpstreamError(text: string, headers?: Record<string, unknow
   return { message: text.trim() || 'upstream error' };
 }
 
+/** Longest retry hint passed on as `Retry-After` (a day): a hint past it is not believable. */
+const MAX_RETRY_HINT_S = 86_400;
+
+/**
+ * Google's retry hint in an error body (`error.details[]` of type `google.rpc.RetryInfo`, `retryDelay` a proto
+ * Duration such as `"37s"` or `"0.5s"`) in whole seconds, rounded up; undefined when there is none. Gemini and
+ * Vertex send it instead of a `Retry-After` header.
+ */
+export function googleRetryAfter(text: string): number | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (Array.isArray(v)) v = v[0];
+  const details = isObj(v) && isObj(v.error) && Array.isArray(v.error.details) ? v.error.details : [];
+  for (const d of details) {
+    if (!isObj(d) || typeof d['@type'] !== 'string' || !d['@type'].endsWith('google.rpc.RetryInfo')) continue;
+    const m = typeof d.retryDelay === 'string' ? /^(\d{1,12}(?:\.\d{1,9})?)s$/.exec(d.retryDelay) : null;
+    const seconds = m ? Math.ceil(Number(m[1])) : undefined;
+    return seconds !== undefined && seconds <= MAX_RETRY_HINT_S ? seconds : undefined;
+  }
+  return undefined;
+}
+
 /** An error body in the client's API shape. */
 export function clientErrorBody(family: ClientErrorFamily, status: number, info: { type?: string; message: string }): string {
   if (family === 'google') return JSON.stringify({ error: { code: status, message: info.message, status: info.type ?? googleStatus(status) } });
