@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
+import { verifySigV4 } from '../helpers/sigv4.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
@@ -90,6 +91,9 @@ describe('bedrock provider (Converse)', () => {
       aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: rec.hostPort }, AWS_KEYS),
       aiRoute('/brm', { name: 'brm', provider: { vendorFive: { region: 'us-east-1', model: 'anthropic.claude-3-haiku-20240307-v1:0' } }, hostOverride: rec.hostPort }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages' } } }),
       aiRoute('/implicit', { name: 'implicit', provider: { bedrock: { region: 'eu-west-1' } }, hostOverride: rec.hostPort }),
+      aiRoute('/session', { name: 'session', provider: { bedrock: { region: 'us-west-2' } }, hostOverride: rec.hostPort }, {
+        backendAuth: { aws: { accessKeyId: 'ASIASESSION', secretAccessKey: 'session-secret', sessionToken: 'session-token', region: 'us-west-2', serviceName: 'bedrock' } },
+      }),
     ]);
   });
   after(async () => {
@@ -186,6 +190,19 @@ describe('bedrock provider (Converse)', () => {
       assert.equal((err.error as { message: string }).message, 'rate limited');
       return true;
     });
+  });
+
+  it('signs an inference-profile ARN (`:` and `/` in one encoded path segment) with a session token, as SigV4 computes it', async () => {
+    const arn = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-haiku-20240307-v1:0';
+    const res = await client('/session').chat.completions.create({ model: arn, messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    const wire = rec.last();
+    assert.equal(wire.url, `/model/${encodeURIComponent(arn)}/converse`);
+    assert.equal(wire.headers['x-amz-security-token'], 'session-token');
+    const check = verifySigV4({ method: wire.method, url: wire.url, headers: wire.headers, body: wire.body }, 'session-secret');
+    assert.ok(check.ok, check.problem ?? `signature ${check.signature} is not ${check.expected}`);
+    assert.equal(check.region, 'us-west-2');
+    assert.ok(check.signedHeaders!.includes('x-amz-security-token'));
   });
 
   it('signs with the AWS default credential chain when no backendAuth applies', async () => {
