@@ -242,7 +242,7 @@ describe('vertex provider', () => {
       res.end(JSON.stringify(completion));
     });
     gw = await startAiGateway([
-      aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' } }),
+      aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' }, testAi: { routes: { '/v1/messages': 'messages' } } }),
       aiRoute('/vxg', { name: 'vxg', provider: { vendorFour: { projectId: 'my-proj', model: 'meta/llama-3.1-8b-instruct-maas' } }, hostOverride: `127.0.0.1:${upstream.port}` }),
     ]);
   });
@@ -284,6 +284,17 @@ describe('vertex provider', () => {
     assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict');
     assert.deepEqual(JSON.parse(got.body.toString()), { messages: [{ role: 'user', content: 'hello' }], system: 'sys', max_tokens: 20, anthropic_version: 'vertex-2023-10-16' });
     assert.equal(got.headers.authorization, 'Bearer static-token', 'a Google token is never moved to x-api-key');
+  });
+
+  it("keeps an Anthropic client's anthropic-beta on Claude models (Vertex enables beta features by it)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/vx`, apiKey: 'unused', maxRetries: 0 });
+    const res = await anthropic.beta.messages.create({ model: 'claude-sonnet-4@20250514', max_tokens: 20, betas: ['context-1m-2025-08-07'], messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(res.content, [{ type: 'text', text: 'hi from claude' }]);
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.match(got.url, /publishers\/anthropic\/models\/claude-sonnet-4@20250514:rawPredict$/);
+    assert.equal(got.headers['anthropic-beta'], 'context-1m-2025-08-07');
+    assert.equal(got.headers['anthropic-version'], undefined, 'the version goes in the body');
+    assert.equal(JSON.parse(got.body.toString()).anthropic_version, 'vertex-2023-10-16');
   });
 
   it('streams Claude on Vertex through streamRawPredict', async () => {

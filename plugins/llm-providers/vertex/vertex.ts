@@ -23,7 +23,10 @@ function isGooglePublished(model: string | undefined): boolean {
 }
 
 function vertexHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
+  // Claude's publisher endpoint enables beta features by Anthropic's header, as Anthropic's API does.
+  const beta = format === 'messages' ? h['anthropic-beta'] : undefined;
   openAiHeaders(h);
+  if (beta !== undefined) h['anthropic-beta'] = beta;
   if (isGeminiNative(format)) googleApiKeyHeader(h);
   else googleTokenOnly(h);
 }
