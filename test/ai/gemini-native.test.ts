@@ -113,6 +113,19 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(wire.headers.authorization, undefined);
   });
 
+  it("a Gemini client's key in the query (`?key=`, Google's REST examples) reaches the provider as x-goog-api-key", async () => {
+    const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=AIzaQueryKey`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /Hello from the mock!|Hello|mock/);
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', 'the key is not in the URL');
+    assert.equal(wire.headers['x-goog-api-key'], 'AIzaQueryKey');
+  });
+
   it("sends the backendAuth key, not the client's: an AIza Bearer key or a Gemini SDK's x-goog-api-key", async () => {
     await client('/gkey', 'AIzaClientKey').chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(rec.last().headers['x-goog-api-key'], 'AIzaFromPolicy');

@@ -19,7 +19,7 @@ import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
-import { PROVIDER_KEY_HEADERS } from '../../lib/llm/provider-kit.ts';
+import { googleQueryKey, PROVIDER_KEY_HEADERS } from '../../lib/llm/provider-kit.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -190,6 +190,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // Gemini's own clients name the model (and streaming) in the path; the policy sees it as `model` (for aliases).
     const geminiPath = client === 'generateContent' || client === 'geminiCountTokens' ? parseGeminiPath(ex.path) : undefined;
     if (geminiPath?.model !== undefined && body.model === undefined) body.model = geminiPath.model;
+    if (geminiPath !== undefined) googleQueryKey(ex.headers, ex.query);
 
     if (policy) {
       policy.applyRequest(ex, client, body);

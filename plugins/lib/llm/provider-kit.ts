@@ -64,6 +64,16 @@ export function googleApiKeyHeader(h: LlmHeaders): void {
   delete h.authorization;
 }
 
+/**
+ * A Gemini client's API key sent in the query (`?key=`, as Google's REST examples long did) as the `x-goog-api-key`
+ * header, unless one is there: the provider's path replaces the query, and a key is kept out of URLs.
+ */
+export function googleQueryKey(h: LlmHeaders, query: string): void {
+  if (h['x-goog-api-key'] !== undefined || !query.includes('key=')) return;
+  const key = new URLSearchParams(query).get('key');
+  if (key) h['x-goog-api-key'] = key;
+}
+
 /** A Google access token (a Bearer credential that is no API key) is the request's only credential. */
 export function googleTokenOnly(h: LlmHeaders): void {
   const token = bearerToken(h);
