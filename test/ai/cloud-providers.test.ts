@@ -11,6 +11,7 @@ import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
+import { frame } from './stream-fixtures.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
 
 const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
@@ -308,5 +309,94 @@ describe('vertex provider', () => {
     assert.equal(text, 'hi from claude');
     assert.deepEqual(usage, { prompt_tokens: 6, completion_tokens: 4, total_tokens: 10 });
     assert.match(upstream.received[upstream.received.length - 1]!.url, /:streamRawPredict$/);
+  });
+});
+
+describe('bedrock streams off the wire: frames split across TCP writes, parallel tool calls, a bad checksum', () => {
+  /** Two tool calls, the first's input in two pieces, the second with none; usage with cache reads. */
+  const TOOLS = Buffer.concat([
+    frame('messageStart', { role: 'assistant' }),
+    frame('contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId: 'tooluse_a', name: 'get_weather' } } }),
+    frame('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: '{"city":' } } }),
+    frame('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: '"Paris"}' } } }),
+    frame('contentBlockStop', { contentBlockIndex: 0 }),
+    frame('contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_b', name: 'get_time' } } }),
+    frame('contentBlockStop', { contentBlockIndex: 1 }),
+    frame('messageStop', { stopReason: 'tool_use' }),
+    frame('metadata', { usage: { inputTokens: 30, outputTokens: 9, cacheReadInputTokens: 20, totalTokens: 59 }, metrics: { latencyMs: 5 } }),
+  ]);
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+  let corrupt = false;
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
+      const bytes = Buffer.from(TOOLS);
+      // A flipped bit in the third message's payload: its message CRC no longer matches.
+      if (corrupt) bytes[frame('messageStart', { role: 'assistant' }).length + 40] ^= 0x01;
+      let at = 0;
+      // 7-byte writes, each flushed on its own turn: preludes, headers and payloads arrive in pieces.
+      const next = (): void => {
+        if (at >= bytes.length) return void res.end();
+        res.write(bytes.subarray(at, (at += 7)));
+        setImmediate(next);
+      };
+      next();
+    });
+    gw = await startAiGateway([
+      aiRoute('/bs', { name: 'bs', provider: { bedrock: { region: 'us-east-1', model: 'anthropic.claude-3-haiku-20240307-v1:0' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it('an OpenAI client gets both calls by index, the arguments whole, tool_calls and the usage', async () => {
+    corrupt = false;
+    const openai = new OpenAI({ baseURL: `${gw.base}/bs/v1`, apiKey: 'unused', maxRetries: 0 });
+    const stream = openai.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'weather and time' }], stream_options: { include_usage: true } });
+    const final = await stream.finalChatCompletion();
+    const calls = final.choices[0]!.message.tool_calls!.map((c) => (c.type === 'function' ? [c.id, c.function.name, JSON.parse(c.function.arguments)] : []));
+    assert.deepEqual(calls, [
+      ['tooluse_a', 'get_weather', { city: 'Paris' }],
+      ['tooluse_b', 'get_time', {}],
+    ]);
+    assert.equal(final.choices[0]!.finish_reason, 'tool_calls');
+    assert.deepEqual(final.usage, { prompt_tokens: 50, completion_tokens: 9, total_tokens: 59, prompt_tokens_details: { cached_tokens: 20 } });
+    const [log] = await accessRecords(gw, '/bs/v1/chat/completions');
+    assert.equal(log!['llm.inputTokens'], 50);
+    assert.equal(log!['llm.cachedInputTokens'], 20);
+    assert.equal(log!['llm.outputTokens'], 9);
+  });
+
+  it('an Anthropic client gets two tool_use blocks with their input, stop_reason tool_use and the cache reads', async () => {
+    corrupt = false;
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bs`, apiKey: 'unused', maxRetries: 0 });
+    const final = await anthropic.messages.stream({ model: 'm', max_tokens: 64, messages: [{ role: 'user', content: 'weather and time' }] }).finalMessage();
+    assert.deepEqual(
+      final.content.map((b) => (b.type === 'tool_use' ? [b.id, b.name, b.input] : [b.type])),
+      [
+        ['tooluse_a', 'get_weather', { city: 'Paris' }],
+        ['tooluse_b', 'get_time', {}],
+      ],
+    );
+    assert.equal(final.stop_reason, 'tool_use');
+    assert.equal(final.usage.input_tokens, 30);
+    assert.equal(final.usage.cache_read_input_tokens, 20);
+    assert.equal(final.usage.output_tokens, 9);
+  });
+
+  it('a message whose checksum fails breaks the stream off: the client sees no complete answer', async () => {
+    corrupt = true;
+    const openai = new OpenAI({ baseURL: `${gw.base}/bs/v1`, apiKey: 'unused', maxRetries: 0 });
+    const chunks: unknown[] = [];
+    await assert.rejects(async () => {
+      for await (const c of await openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'weather and time' }] })) chunks.push(c);
+    });
+    assert.ok(!chunks.some((c) => (c as { choices: { finish_reason: string | null }[] }).choices[0]?.finish_reason), 'no finish reason was made up');
+    const logs = await accessRecords(gw, '/bs/v1/chat/completions', 2);
+    assert.match(String(logs[logs.length - 1]!.error), /checksum|upstream stream failed/);
   });
 });
