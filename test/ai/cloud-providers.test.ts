@@ -223,6 +223,10 @@ describe('vertex provider', () => {
   before(async () => {
     metadata = await startGceMetadata('ya29.vertex-token');
     upstream = await startUpstream((req, res) => {
+      if (req.url!.endsWith('/count-tokens:rawPredict')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ input_tokens: 14 }));
+      }
       if (req.url!.endsWith(':rawPredict')) {
         res.writeHead(200, { 'content-type': 'application/json' });
         return void res.end(JSON.stringify(claudeMessage));
@@ -243,7 +247,7 @@ describe('vertex provider', () => {
       res.end(JSON.stringify(completion));
     });
     gw = await startAiGateway([
-      aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' }, testAi: { routes: { '/v1/messages': 'messages' } } }),
+      aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' }, testAi: { routes: { '/v1/messages': 'messages', '/v1/messages/count_tokens': 'anthropicTokenCount' } } }),
       aiRoute('/vxg', { name: 'vxg', provider: { vendorFour: { projectId: 'my-proj', model: 'meta/llama-3.1-8b-instruct-maas' } }, hostOverride: `127.0.0.1:${upstream.port}` }),
     ]);
   });
@@ -296,6 +300,16 @@ describe('vertex provider', () => {
     assert.equal(got.headers['anthropic-beta'], 'context-1m-2025-08-07');
     assert.equal(got.headers['anthropic-version'], undefined, 'the version goes in the body');
     assert.equal(JSON.parse(got.body.toString()).anthropic_version, 'vertex-2023-10-16');
+  });
+
+  it("counts an Anthropic client's tokens on Claude's count-tokens endpoint (the model in the body)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/vx`, apiKey: 'unused', maxRetries: 0 });
+    const res = await anthropic.messages.countTokens({ model: 'claude-sonnet-4@20250514', system: 'sys', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.input_tokens, 14);
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/anthropic/models/count-tokens:rawPredict');
+    assert.deepEqual(JSON.parse(got.body.toString()), { model: 'claude-sonnet-4@20250514', system: 'sys', messages: [{ role: 'user', content: 'hello' }], anthropic_version: 'vertex-2023-10-16' });
+    assert.equal(got.headers.authorization, 'Bearer static-token');
   });
 
   it('streams Claude on Vertex through streamRawPredict', async () => {
