@@ -11,7 +11,7 @@ import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
-import { frame } from './stream-fixtures.ts';
+import { converseTools } from './stream-fixtures.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
 
 const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
@@ -327,18 +327,8 @@ describe('vertex provider', () => {
 });
 
 describe('bedrock streams off the wire: frames split across TCP writes, parallel tool calls, a bad checksum', () => {
-  /** Two tool calls, the first's input in two pieces, the second with none; usage with cache reads. */
-  const TOOLS = Buffer.concat([
-    frame('messageStart', { role: 'assistant' }),
-    frame('contentBlockStart', { contentBlockIndex: 0, start: { toolUse: { toolUseId: 'tooluse_a', name: 'get_weather' } } }),
-    frame('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: '{"city":' } } }),
-    frame('contentBlockDelta', { contentBlockIndex: 0, delta: { toolUse: { input: '"Paris"}' } } }),
-    frame('contentBlockStop', { contentBlockIndex: 0 }),
-    frame('contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_b', name: 'get_time' } } }),
-    frame('contentBlockStop', { contentBlockIndex: 1 }),
-    frame('messageStop', { stopReason: 'tool_use' }),
-    frame('metadata', { usage: { inputTokens: 30, outputTokens: 9, cacheReadInputTokens: 20, totalTokens: 59 }, metrics: { latencyMs: 5 } }),
-  ]);
+  /** Text, two tool calls (the first's input in two pieces, the second with none); usage with cache reads. */
+  const TOOLS = converseTools({ inputTokens: 30, outputTokens: 9, cacheReadInputTokens: 20, totalTokens: 59 });
   let upstream: TestUpstream;
   let gw: AiGateway;
   let corrupt = false;
@@ -347,8 +337,8 @@ describe('bedrock streams off the wire: frames split across TCP writes, parallel
     upstream = await startUpstream((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
       const bytes = Buffer.from(TOOLS);
-      // A flipped bit in the third message's payload: its message CRC no longer matches.
-      if (corrupt) bytes[frame('messageStart', { role: 'assistant' }).length + 40] ^= 0x01;
+      // A flipped bit in the second message's payload: its message CRC no longer matches.
+      if (corrupt) bytes[bytes.indexOf('Checking.')] ^= 0x01;
       let at = 0;
       // 7-byte writes, each flushed on its own turn: preludes, headers and payloads arrive in pieces.
       const next = (): void => {
@@ -367,11 +357,12 @@ describe('bedrock streams off the wire: frames split across TCP writes, parallel
     await upstream?.close();
   });
 
-  it('an OpenAI client gets both calls by index, the arguments whole, tool_calls and the usage', async () => {
+  it('an OpenAI client gets the text and both calls by index, the arguments whole, tool_calls and the usage', async () => {
     corrupt = false;
     const openai = new OpenAI({ baseURL: `${gw.base}/bs/v1`, apiKey: 'unused', maxRetries: 0 });
     const stream = openai.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'weather and time' }], stream_options: { include_usage: true } });
     const final = await stream.finalChatCompletion();
+    assert.equal(final.choices[0]!.message.content, 'Checking.');
     const calls = final.choices[0]!.message.tool_calls!.map((c) => (c.type === 'function' ? [c.id, c.function.name, JSON.parse(c.function.arguments)] : []));
     assert.deepEqual(calls, [
       ['tooluse_a', 'get_weather', { city: 'Paris' }],
@@ -385,13 +376,14 @@ describe('bedrock streams off the wire: frames split across TCP writes, parallel
     assert.equal(log!['llm.outputTokens'], 9);
   });
 
-  it('an Anthropic client gets two tool_use blocks with their input, stop_reason tool_use and the cache reads', async () => {
+  it('an Anthropic client gets the text and two tool_use blocks with their input, stop_reason tool_use and the cache reads', async () => {
     corrupt = false;
     const anthropic = new Anthropic({ baseURL: `${gw.base}/bs`, apiKey: 'unused', maxRetries: 0 });
     const final = await anthropic.messages.stream({ model: 'm', max_tokens: 64, messages: [{ role: 'user', content: 'weather and time' }] }).finalMessage();
     assert.deepEqual(
-      final.content.map((b) => (b.type === 'tool_use' ? [b.id, b.name, b.input] : [b.type])),
+      final.content.map((b) => (b.type === 'tool_use' ? [b.id, b.name, b.input] : b.type === 'text' ? [b.text] : [b.type])),
       [
+        ['Checking.'],
         ['tooluse_a', 'get_weather', { city: 'Paris' }],
         ['tooluse_b', 'get_time', {}],
       ],
