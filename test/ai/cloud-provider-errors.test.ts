@@ -1,6 +1,7 @@
 // Errors of the Gemini and Bedrock providers as their clients see them: Google's retry hint (`google.rpc.RetryInfo`
 // in the error body; Gemini sends no Retry-After) becomes `Retry-After` for the client's SDK and for failover's
-// cooldown; a route listing Bedrock and Gemini `ai` backends moves on from one's 429/5xx to the other.
+// cooldown; a route listing Bedrock and Gemini `ai` backends moves on from one's 429/5xx to the other; Gemini's
+// safety blocks (a blocked prompt, a SAFETY stop) are each client's content filter.
 // Loopback stand-ins answer as the providers do (aimock sends no retry hints).
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -157,4 +158,55 @@ describe('failover between Bedrock and Gemini backends', () => {
     assert.equal(await read(), 'from bedrock');
     assert.equal(quota.received.length, 2, 'tried again once its retry hint had passed');
   });
+});
+
+describe('Gemini safety blocks reach each client as its content filter', () => {
+  let gemini: TestUpstream;
+  let gw: AiGateway;
+  /** A prompt blocked before any candidate, or an answer stopped by SAFETY after some text. */
+  let mode: 'prompt' | 'answer' = 'prompt';
+
+  const blocked = { promptFeedback: { blockReason: 'SAFETY', safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH' }] }, usageMetadata: { promptTokenCount: 7, totalTokenCount: 7 } };
+  const partial = { candidates: [{ content: { role: 'model', parts: [{ text: 'Here is how' }] }, index: 0 }], usageMetadata: { promptTokenCount: 7, totalTokenCount: 7 } };
+  const stopped = { candidates: [{ content: { role: 'model', parts: [{ text: '' }] }, finishReason: 'SAFETY', index: 0, safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH', blocked: true }] }], usageMetadata: { promptTokenCount: 7, candidatesTokenCount: 3, totalTokenCount: 10 } };
+
+  before(async () => {
+    gemini = await startUpstream((req, res) => {
+      const events = mode === 'prompt' ? [blocked] : [partial, stopped];
+      if (req.url!.includes(':streamGenerateContent')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        return void res.end(events.map((e) => `data: ${JSON.stringify(e)}\r\n\r\n`).join(''));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(mode === 'prompt' ? blocked : { ...stopped, candidates: [{ ...stopped.candidates[0], content: partial.candidates[0]!.content }] }));
+    });
+    gw = await startAiGateway([aiRoute('/gem', { name: 'gem', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: `127.0.0.1:${gemini.port}` }, NATIVE)]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await gemini?.close();
+  });
+
+  for (const which of ['prompt', 'answer'] as const) {
+    it(`${which === 'prompt' ? 'a blocked prompt (promptFeedback.blockReason)' : 'an answer stopped by finishReason SAFETY'}: content_filter for OpenAI clients, refusal for Anthropic clients, streamed or not`, async () => {
+      mode = which;
+      const text = which === 'prompt' ? '' : 'Here is how';
+      const openai = new OpenAI({ baseURL: `${gw.base}/gem/v1`, apiKey: 'AIzaKey', maxRetries: 0 });
+      const whole = await openai.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(whole.choices[0]!.finish_reason, 'content_filter');
+      assert.equal(whole.choices[0]!.message.content, text);
+      const streamed = await openai.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }).finalChatCompletion();
+      assert.equal(streamed.choices[0]!.finish_reason, 'content_filter');
+      assert.equal(streamed.choices[0]!.message.content ?? '', text);
+      const anthropic = new Anthropic({ baseURL: `${gw.base}/gem`, apiKey: 'AIzaKey', maxRetries: 0 });
+      for (const message of [
+        await anthropic.messages.create({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }),
+        await anthropic.messages.stream({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }).finalMessage(),
+      ]) {
+        assert.equal(message.stop_reason, 'refusal');
+        assert.equal(message.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), text);
+        assert.equal(message.usage.input_tokens, 7);
+      }
+    });
+  }
 });
