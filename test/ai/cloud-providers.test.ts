@@ -206,6 +206,19 @@ describe('bedrock provider (Converse)', () => {
     assert.ok(check.signedHeaders!.includes('x-amz-security-token'));
   });
 
+  it("sends no client key beside the signature (an Azure or Gemini SDK's key header)", async () => {
+    const res = await fetch(`${gw.base}/br/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'api-key': 'client-azure-key', 'x-goog-api-key': 'client-google-key', 'x-api-key': 'client-anthropic-key' },
+      body: JSON.stringify({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(res.status, 200);
+    const wire = rec.last();
+    for (const name of ['api-key', 'x-goog-api-key', 'x-api-key']) assert.equal(wire.headers[name], undefined, name);
+    const check = verifySigV4({ method: wire.method, url: wire.url, headers: wire.headers, body: wire.body }, 'explicit-secret');
+    assert.ok(check.ok, check.problem);
+  });
+
   it('signs with the AWS default credential chain when no backendAuth applies', async () => {
     const res = await client('/implicit').chat.completions.create({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
