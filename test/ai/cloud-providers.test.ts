@@ -9,6 +9,7 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
+import { createVertexProvider } from '../../plugins/llm-providers/vertex/vertex.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import { converseTools } from './stream-fixtures.ts';
@@ -268,6 +269,15 @@ describe('vertex provider', () => {
     await gw?.stop();
     await upstream?.close();
     await metadata?.close();
+  });
+
+  it("reaches a location's host: regional, global, and the `us` and `eu` multi-regions on their `rep` hosts", () => {
+    const origin = (region?: string): string => createVertexProvider({ projectId: 'p', region }).origin;
+    assert.equal(origin('us-central1'), 'https://us-central1-aiplatform.googleapis.com');
+    assert.equal(origin(), 'https://aiplatform.googleapis.com');
+    assert.equal(origin('global'), 'https://aiplatform.googleapis.com');
+    assert.equal(origin('eu'), 'https://aiplatform.eu.rep.googleapis.com');
+    assert.equal(origin('us'), 'https://aiplatform.us.rep.googleapis.com');
   });
 
   it('sends completions to the regional OpenAI-compatible endpoint with a publisher-qualified model', async () => {

@@ -33,7 +33,8 @@ function vertexHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
 
 export function createVertexProvider(config: VertexConfig): LlmProviderInstance {
   const location = config.region ?? 'global';
-  const host = location === 'global' ? 'aiplatform.googleapis.com' : `${location}-aiplatform.googleapis.com`;
+  // The `us` and `eu` multi-regions are served on regional-endpoint (`rep`) hosts, as Google's SDKs reach them.
+  const host = location === 'global' ? 'aiplatform.googleapis.com' : location === 'us' || location === 'eu' ? `aiplatform.${location}.rep.googleapis.com` : `${location}-aiplatform.googleapis.com`;
   const base = `/v1/projects/${encodeURIComponent(config.projectId)}/locations/${encodeURIComponent(location)}`;
   const openAi = openAiWire(['completions', 'embeddings']);
   const compatible = config.openAICompatible === true;
