@@ -67,6 +67,7 @@ describe("Google's retry hint becomes Retry-After", () => {
       const anthropic = new Anthropic({ baseURL: `${gw.base}/vx`, apiKey: 'k', maxRetries: 0 });
       const err = await rejection(anthropic.messages.create({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }), Anthropic.RateLimitError);
       assert.equal(err.headers.get('retry-after'), '2');
+      assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'You exceeded your current quota.' } }, "Anthropic's error type, not Google's status");
     } finally {
       delay = '37s';
     }
@@ -120,6 +121,7 @@ describe('failover between Bedrock and Gemini backends', () => {
         { ai: { name: 'bedrock-busy', provider: { bedrock: { region: 'us-east-1', model: 'amazon.nova-lite-v1:0' } }, hostOverride: `127.0.0.1:${throttled.port}` }, weight: FIRST, policies: AWS },
         { ai: { name: 'gemini-ok', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: mock.hostPort } },
       ]),
+      route('bronly', [{ ai: { name: 'bedrock-only', provider: { bedrock: { region: 'us-east-1', model: 'amazon.nova-lite-v1:0' } }, hostOverride: `127.0.0.1:${throttled.port}` }, policies: { ...AWS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } } }]),
       route('gem2br', [
         { ai: { name: 'gemini-quota', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: `127.0.0.1:${quota.port}` }, weight: FIRST },
         { ai: { name: 'bedrock-ok', provider: { bedrock: { region: 'us-east-1', model: 'amazon.nova-lite-v1:0' } }, hostOverride: `127.0.0.1:${bedrock.port}` }, policies: AWS },
@@ -141,6 +143,14 @@ describe('failover between Bedrock and Gemini backends', () => {
     assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
     assert.equal(throttled.received.length, 1);
     assert.match((await mock.last()).path, /gemini-2\.5-flash:generateContent$/);
+  });
+
+  it("a Bedrock ThrottlingException reaches an Anthropic client as rate_limit_error, an OpenAI client with its name", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bronly`, apiKey: 'k', maxRetries: 0 });
+    const err = await rejection(anthropic.messages.create({ model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }), Anthropic.RateLimitError);
+    assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'Too many requests, please wait before trying again.' } });
+    const oerr = await rejection(client('bronly').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }), OpenAI.RateLimitError);
+    assert.equal((oerr.error as { type: string }).type, 'ThrottlingException');
   });
 
   it("a Gemini 429 moves a stream to Bedrock; Gemini is skipped for its retry hint's time, then tried again", async () => {

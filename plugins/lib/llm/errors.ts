@@ -1,6 +1,7 @@
 import { jsonErrorReply } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import { LLM_CLIENT_FORMAT } from './contract.ts';
+import { anthropicErrorTypeOf } from './completions-messages/mapping.ts';
 import { isObj } from './json.ts';
 import { errorFamily } from './translate.ts';
 
@@ -110,20 +111,8 @@ export function googleRetryAfter(text: string): number | undefined {
 /** An error body in the client's API shape. */
 export function clientErrorBody(family: ClientErrorFamily, status: number, info: { type?: string; message: string }): string {
   if (family === 'google') return JSON.stringify({ error: { code: status, message: info.message, status: info.type ?? googleStatus(status) } });
-  if (family === 'anthropic') return JSON.stringify({ type: 'error', error: { type: info.type ?? anthropicErrorType(status), message: info.message } });
+  if (family === 'anthropic') return JSON.stringify({ type: 'error', error: { type: anthropicErrorTypeOf(info.type, status), message: info.message } });
   return JSON.stringify({ error: { message: info.message, type: info.type ?? openAiErrorType(status), param: null, code: null } });
-}
-
-/** Anthropic's error `type` for an HTTP status. */
-export function anthropicErrorType(status: number): string {
-  if (status === 400) return 'invalid_request_error';
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 413) return 'request_too_large';
-  if (status === 429) return 'rate_limit_error';
-  if (status === 529 || status === 503) return 'overloaded_error';
-  return 'api_error';
 }
 
 /** OpenAI's error `type` for an HTTP status. */

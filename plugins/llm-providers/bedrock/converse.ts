@@ -195,7 +195,8 @@ export class ConverseToCompletionsStream implements StreamTranslator {
       default:
         if (e.type?.startsWith('exception:')) {
           this.finished = true;
-          return [{ type: undefined, data: { error: { message: d.message ?? d.Message ?? 'upstream error', type: e.type.slice('exception:'.length), param: null, code: null } } }];
+          const exception = streamException(e.type, d);
+          return [{ type: undefined, data: { error: { message: exception.message ?? 'upstream error', type: exception.type, param: null, code: exception.status ?? null } } }];
         }
         return [];
     }
