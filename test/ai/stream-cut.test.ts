@@ -64,7 +64,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const oa = { name: 'o', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}` };
     const br = { name: 'b', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: `127.0.0.1:${provider.port}` };
     gw = await startGateway(
-      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/t', { ...ai, name: 't' }, { timeout: { requestTimeout: '400ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/b', br, { backendAuth: { aws: { accessKeyId: 'AKID', secretAccessKey: 'secret', region: 'us-east-1', serviceName: 'bedrock' } }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } })] }] }] },
+      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/t', { ...ai, name: 't' }, { timeout: { requestTimeout: '400ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/b', br, { backendAuth: { aws: { accessKeyId: 'AKID', secretAccessKey: 'secret', region: 'us-east-1', serviceName: 'bedrock' } }, ai: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } })] }] }] },
       { preset: aiPreset },
     );
   });
@@ -136,10 +136,14 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
       assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'Too many tokens, please wait before trying again.' } });
       return true;
     });
-    await accessRecords(gw, '/b/v1/messages');
+    // A Responses client's `error` event names the exception (`code` is a name in that API).
+    const res = await fetch(`${base}/b/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'amazon.nova-err', input: 'hello', stream: true }) });
+    const error = (await res.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { type: string; code?: unknown }).find((e) => e.type === 'error');
+    assert.equal(error?.code, 'throttlingException');
+    await accessRecords(gw, '/b/v1/responses');
     await sleep(50);
     const seen = await durations('amazon.nova-err', 'aws.bedrock');
-    assert.deepEqual({ ...seen, input: undefined }, { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, throttled: 2, input: undefined });
+    assert.deepEqual({ ...seen, input: undefined }, { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, throttled: 3, input: undefined });
   });
 
   it('the client leaves a passed-through stream: cancelled, once; the key settles on the usage seen', async () => {
