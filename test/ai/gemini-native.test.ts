@@ -126,6 +126,21 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(wire.headers['x-goog-api-key'], 'AIzaQueryKey');
   });
 
+  it('refuses a tool schema whose $refs would inline into millions of schemas (each level twice the last), quickly', async () => {
+    const defs: Record<string, unknown> = {};
+    for (let i = 0; i < 30; i++) defs[`d${i}`] = { type: 'object', properties: { a: { $ref: `#/$defs/d${i + 1}` }, b: { $ref: `#/$defs/d${i + 1}` } } };
+    defs.d30 = { type: 'string' };
+    const before = rec.received.length;
+    const started = performance.now();
+    const err = await client('/gm')
+      .chat.completions.create({ model: 'gemini-2.5-flash', tools: [{ type: 'function', function: { name: 'bomb', parameters: { $defs: defs, $ref: '#/$defs/d0' } } }], messages: [{ role: 'user', content: 'hello' }] })
+      .then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+    assert.match(err.message, /cannot translate the request: .*\$ref/);
+    assert.ok(performance.now() - started < 2000, 'refused without inlining 2^30 schemas');
+    assert.equal(rec.received.length, before, 'the provider was not called');
+  });
+
   it("sends the backendAuth key, not the client's: an AIza Bearer key or a Gemini SDK's x-goog-api-key", async () => {
     await client('/gkey', 'AIzaClientKey').chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(rec.last().headers['x-goog-api-key'], 'AIzaFromPolicy');
