@@ -8,17 +8,24 @@ import OpenAI from 'openai';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
+import { verifySigV4 } from '../helpers/sigv4.ts';
+import { createVertexProvider } from '../../plugins/llm-providers/vertex/vertex.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
+import { converseTools } from './stream-fixtures.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
 
 const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
+
+/** An Entra ID access token's shape (a JWT), as `backendAuth.azure` sets it. */
+const ENTRA_TOKEN = `eyJhbGciOiJSUzI1NiJ9.${Buffer.from('{"aud":"https://cognitiveservices.azure.com"}').toString('base64url')}.c2ln`;
 
 describe('azureOpenAI provider', () => {
   const t = recordedAi((hostPort) => [
     aiRoute('/dated', { name: 'dated', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21', model: 'my-deployment' } }, hostOverride: hostPort }),
     aiRoute('/v1api', { name: 'v1api', provider: { vendorSix: { host: 'https://my-res.openai.azure.com' } }, hostOverride: hostPort }),
     aiRoute('/keyed', { name: 'keyed', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21' } }, hostOverride: hostPort }, { backendAuth: { key: 'azure-key-from-policy' } }),
+    aiRoute('/entra', { name: 'entra', provider: { azureOpenAI: { host: 'my-res.openai.azure.com' } }, hostOverride: hostPort }, { backendAuth: { key: ENTRA_TOKEN } }),
   ]);
 
   it('sends a dated-version request to the deployment path with the key in api-key', async () => {
@@ -53,6 +60,14 @@ describe('azureOpenAI provider', () => {
     assert.equal(h['api-key'], undefined);
   });
 
+  it("sends the gateway's Entra token alone: a client's api-key does not go beside it", async () => {
+    const res = await fetch(`${t.gw.base}/entra/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'api-key': 'client-own-key' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }) });
+    assert.equal(res.status, 200);
+    const wire = t.rec.last();
+    assert.equal(wire.headers.authorization, `Bearer ${ENTRA_TOKEN}`);
+    assert.equal(wire.headers['api-key'], undefined);
+  });
+
   it('moves a backendAuth key into api-key', async () => {
     const res = await fetch(`${t.gw.base}/keyed/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'dep2', messages: [{ role: 'user', content: 'hello' }] }) });
     assert.equal(res.status, 200);
@@ -78,6 +93,9 @@ describe('bedrock provider (Converse)', () => {
       aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: rec.hostPort }, AWS_KEYS),
       aiRoute('/brm', { name: 'brm', provider: { vendorFive: { region: 'us-east-1', model: 'anthropic.claude-3-haiku-20240307-v1:0' } }, hostOverride: rec.hostPort }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages' } } }),
       aiRoute('/implicit', { name: 'implicit', provider: { bedrock: { region: 'eu-west-1' } }, hostOverride: rec.hostPort }),
+      aiRoute('/session', { name: 'session', provider: { bedrock: { region: 'us-west-2' } }, hostOverride: rec.hostPort }, {
+        backendAuth: { aws: { accessKeyId: 'ASIASESSION', secretAccessKey: 'session-secret', sessionToken: 'session-token', region: 'us-west-2', serviceName: 'bedrock' } },
+      }),
     ]);
   });
   after(async () => {
@@ -176,6 +194,32 @@ describe('bedrock provider (Converse)', () => {
     });
   });
 
+  it('signs an inference-profile ARN (`:` and `/` in one encoded path segment) with a session token, as SigV4 computes it', async () => {
+    const arn = 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-haiku-20240307-v1:0';
+    const res = await client('/session').chat.completions.create({ model: arn, messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    const wire = rec.last();
+    assert.equal(wire.url, `/model/${encodeURIComponent(arn)}/converse`);
+    assert.equal(wire.headers['x-amz-security-token'], 'session-token');
+    const check = verifySigV4({ method: wire.method, url: wire.url, headers: wire.headers, body: wire.body }, 'session-secret');
+    assert.ok(check.ok, check.problem ?? `signature ${check.signature} is not ${check.expected}`);
+    assert.equal(check.region, 'us-west-2');
+    assert.ok(check.signedHeaders!.includes('x-amz-security-token'));
+  });
+
+  it("sends no client key beside the signature (an Azure or Gemini SDK's key header)", async () => {
+    const res = await fetch(`${gw.base}/br/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'api-key': 'client-azure-key', 'x-goog-api-key': 'client-google-key', 'x-api-key': 'client-anthropic-key' },
+      body: JSON.stringify({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }] }),
+    });
+    assert.equal(res.status, 200);
+    const wire = rec.last();
+    for (const name of ['api-key', 'x-goog-api-key', 'x-api-key']) assert.equal(wire.headers[name], undefined, name);
+    const check = verifySigV4({ method: wire.method, url: wire.url, headers: wire.headers, body: wire.body }, 'explicit-secret');
+    assert.ok(check.ok, check.problem);
+  });
+
   it('signs with the AWS default credential chain when no backendAuth applies', async () => {
     const res = await client('/implicit').chat.completions.create({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
@@ -193,6 +237,10 @@ describe('vertex provider', () => {
   before(async () => {
     metadata = await startGceMetadata('ya29.vertex-token');
     upstream = await startUpstream((req, res) => {
+      if (req.url!.endsWith('/count-tokens:rawPredict')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ input_tokens: 14 }));
+      }
       if (req.url!.endsWith(':rawPredict')) {
         res.writeHead(200, { 'content-type': 'application/json' });
         return void res.end(JSON.stringify(claudeMessage));
@@ -213,7 +261,7 @@ describe('vertex provider', () => {
       res.end(JSON.stringify(completion));
     });
     gw = await startAiGateway([
-      aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' } }),
+      aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' }, testAi: { routes: { '/v1/messages': 'messages', '/v1/messages/count_tokens': 'anthropicTokenCount' } } }),
       aiRoute('/vxg', { name: 'vxg', provider: { vendorFour: { projectId: 'my-proj', model: 'meta/llama-3.1-8b-instruct-maas' } }, hostOverride: `127.0.0.1:${upstream.port}` }),
     ]);
   });
@@ -221,6 +269,15 @@ describe('vertex provider', () => {
     await gw?.stop();
     await upstream?.close();
     await metadata?.close();
+  });
+
+  it("reaches a location's host: regional, global, and the `us` and `eu` multi-regions on their `rep` hosts", () => {
+    const origin = (region?: string): string => createVertexProvider({ projectId: 'p', region }).origin;
+    assert.equal(origin('us-central1'), 'https://us-central1-aiplatform.googleapis.com');
+    assert.equal(origin(), 'https://aiplatform.googleapis.com');
+    assert.equal(origin('global'), 'https://aiplatform.googleapis.com');
+    assert.equal(origin('eu'), 'https://aiplatform.eu.rep.googleapis.com');
+    assert.equal(origin('us'), 'https://aiplatform.us.rep.googleapis.com');
   });
 
   it('sends completions to the regional OpenAI-compatible endpoint with a publisher-qualified model', async () => {
@@ -257,6 +314,27 @@ describe('vertex provider', () => {
     assert.equal(got.headers.authorization, 'Bearer static-token', 'a Google token is never moved to x-api-key');
   });
 
+  it("keeps an Anthropic client's anthropic-beta on Claude models (Vertex enables beta features by it)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/vx`, apiKey: 'unused', maxRetries: 0 });
+    const res = await anthropic.beta.messages.create({ model: 'claude-sonnet-4@20250514', max_tokens: 20, betas: ['context-1m-2025-08-07'], messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(res.content, [{ type: 'text', text: 'hi from claude' }]);
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.match(got.url, /publishers\/anthropic\/models\/claude-sonnet-4@20250514:rawPredict$/);
+    assert.equal(got.headers['anthropic-beta'], 'context-1m-2025-08-07');
+    assert.equal(got.headers['anthropic-version'], undefined, 'the version goes in the body');
+    assert.equal(JSON.parse(got.body.toString()).anthropic_version, 'vertex-2023-10-16');
+  });
+
+  it("counts an Anthropic client's tokens on Claude's count-tokens endpoint (the model in the body)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/vx`, apiKey: 'unused', maxRetries: 0 });
+    const res = await anthropic.messages.countTokens({ model: 'claude-sonnet-4@20250514', system: 'sys', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.input_tokens, 14);
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/anthropic/models/count-tokens:rawPredict');
+    assert.deepEqual(JSON.parse(got.body.toString()), { model: 'claude-sonnet-4@20250514', system: 'sys', messages: [{ role: 'user', content: 'hello' }], anthropic_version: 'vertex-2023-10-16' });
+    assert.equal(got.headers.authorization, 'Bearer static-token');
+  });
+
   it('streams Claude on Vertex through streamRawPredict', async () => {
     const client = new OpenAI({ baseURL: `${gw.base}/vx/v1`, apiKey: 'unused', maxRetries: 0 });
     let text = '';
@@ -268,5 +346,86 @@ describe('vertex provider', () => {
     assert.equal(text, 'hi from claude');
     assert.deepEqual(usage, { prompt_tokens: 6, completion_tokens: 4, total_tokens: 10 });
     assert.match(upstream.received[upstream.received.length - 1]!.url, /:streamRawPredict$/);
+  });
+});
+
+describe('bedrock streams off the wire: frames split across TCP writes, parallel tool calls, a bad checksum', () => {
+  /** Text, two tool calls (the first's input in two pieces, the second with none); usage with cache reads. */
+  const TOOLS = converseTools({ inputTokens: 30, outputTokens: 9, cacheReadInputTokens: 20, totalTokens: 59 });
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+  let corrupt = false;
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
+      const bytes = Buffer.from(TOOLS);
+      // A flipped bit in the second message's payload: its message CRC no longer matches.
+      if (corrupt) bytes[bytes.indexOf('Checking.')] ^= 0x01;
+      let at = 0;
+      // 7-byte writes, each flushed on its own turn: preludes, headers and payloads arrive in pieces.
+      const next = (): void => {
+        if (at >= bytes.length) return void res.end();
+        res.write(bytes.subarray(at, (at += 7)));
+        setImmediate(next);
+      };
+      next();
+    });
+    gw = await startAiGateway([
+      aiRoute('/bs', { name: 'bs', provider: { bedrock: { region: 'us-east-1', model: 'anthropic.claude-3-haiku-20240307-v1:0' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it('an OpenAI client gets the text and both calls by index, the arguments whole, tool_calls and the usage', async () => {
+    corrupt = false;
+    const openai = new OpenAI({ baseURL: `${gw.base}/bs/v1`, apiKey: 'unused', maxRetries: 0 });
+    const stream = openai.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'weather and time' }], stream_options: { include_usage: true } });
+    const final = await stream.finalChatCompletion();
+    assert.equal(final.choices[0]!.message.content, 'Checking.');
+    const calls = final.choices[0]!.message.tool_calls!.map((c) => (c.type === 'function' ? [c.id, c.function.name, JSON.parse(c.function.arguments)] : []));
+    assert.deepEqual(calls, [
+      ['tooluse_a', 'get_weather', { city: 'Paris' }],
+      ['tooluse_b', 'get_time', {}],
+    ]);
+    assert.equal(final.choices[0]!.finish_reason, 'tool_calls');
+    assert.deepEqual(final.usage, { prompt_tokens: 50, completion_tokens: 9, total_tokens: 59, prompt_tokens_details: { cached_tokens: 20 } });
+    const [log] = await accessRecords(gw, '/bs/v1/chat/completions');
+    assert.equal(log!['llm.inputTokens'], 50);
+    assert.equal(log!['llm.cachedInputTokens'], 20);
+    assert.equal(log!['llm.outputTokens'], 9);
+  });
+
+  it('an Anthropic client gets the text and two tool_use blocks with their input, stop_reason tool_use and the cache reads', async () => {
+    corrupt = false;
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bs`, apiKey: 'unused', maxRetries: 0 });
+    const final = await anthropic.messages.stream({ model: 'm', max_tokens: 64, messages: [{ role: 'user', content: 'weather and time' }] }).finalMessage();
+    assert.deepEqual(
+      final.content.map((b) => (b.type === 'tool_use' ? [b.id, b.name, b.input] : b.type === 'text' ? [b.text] : [b.type])),
+      [
+        ['Checking.'],
+        ['tooluse_a', 'get_weather', { city: 'Paris' }],
+        ['tooluse_b', 'get_time', {}],
+      ],
+    );
+    assert.equal(final.stop_reason, 'tool_use');
+    assert.equal(final.usage.input_tokens, 30);
+    assert.equal(final.usage.cache_read_input_tokens, 20);
+    assert.equal(final.usage.output_tokens, 9);
+  });
+
+  it('a message whose checksum fails breaks the stream off: the client sees no complete answer', async () => {
+    corrupt = true;
+    const openai = new OpenAI({ baseURL: `${gw.base}/bs/v1`, apiKey: 'unused', maxRetries: 0 });
+    const chunks: unknown[] = [];
+    await assert.rejects(async () => {
+      for await (const c of await openai.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'weather and time' }] })) chunks.push(c);
+    });
+    assert.ok(!chunks.some((c) => (c as { choices: { finish_reason: string | null }[] }).choices[0]?.finish_reason), 'no finish reason was made up');
+    const logs = await accessRecords(gw, '/bs/v1/chat/completions', 2);
+    assert.match(String(logs[logs.length - 1]!.error), /checksum|upstream stream failed/);
   });
 });

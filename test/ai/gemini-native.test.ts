@@ -113,6 +113,48 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(wire.headers.authorization, undefined);
   });
 
+  it("a Gemini client's key in the query (`?key=`, Google's REST examples) reaches the provider as x-goog-api-key", async () => {
+    const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key=AIzaQueryKey`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /Hello from the mock!|Hello|mock/);
+    const wire = rec.last();
+    assert.equal(wire.url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', 'the key is not in the URL');
+    assert.equal(wire.headers['x-goog-api-key'], 'AIzaQueryKey');
+  });
+
+  it('refuses a tool schema whose $refs would inline into millions of schemas (each level twice the last), quickly', async () => {
+    const defs: Record<string, unknown> = {};
+    for (let i = 0; i < 30; i++) defs[`d${i}`] = { type: 'object', properties: { a: { $ref: `#/$defs/d${i + 1}` }, b: { $ref: `#/$defs/d${i + 1}` } } };
+    defs.d30 = { type: 'string' };
+    const before = rec.received.length;
+    const started = performance.now();
+    const err = await client('/gm')
+      .chat.completions.create({ model: 'gemini-2.5-flash', tools: [{ type: 'function', function: { name: 'bomb', parameters: { $defs: defs, $ref: '#/$defs/d0' } } }], messages: [{ role: 'user', content: 'hello' }] })
+      .then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof OpenAI.BadRequestError, String(err));
+    assert.match(err.message, /cannot translate the request: .*\$ref/);
+    assert.ok(performance.now() - started < 2000, 'refused without inlining 2^30 schemas');
+    assert.equal(rec.received.length, before, 'the provider was not called');
+  });
+
+  it("sends the backendAuth key, not the client's: an AIza Bearer key or a Gemini SDK's x-goog-api-key", async () => {
+    await client('/gkey', 'AIzaClientKey').chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(rec.last().headers['x-goog-api-key'], 'AIzaFromPolicy');
+    assert.equal(rec.last().headers.authorization, undefined);
+    const res = await fetch(`${gw.base}/gkey/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'client-own-key' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(rec.last().headers['x-goog-api-key'], 'AIzaFromPolicy');
+    assert.equal(rec.last().headers.authorization, undefined);
+  });
+
   it('translates tools, tool_choice, assistant tool calls and tool results (multi-turn)', async () => {
     const res = await client('/gm').chat.completions.create({
       model: 'gemini-2.5-flash',
@@ -412,6 +454,20 @@ describe('vertex provider: Gemini models on the Google publisher endpoint', () =
     const answer = (await res.json()) as { candidates: { content: { parts: { text: string }[] } }[] };
     assert.equal(answer.candidates[0]!.content.parts[0]!.text, 'Hello from the mock!');
     assert.equal(rec.last().url, '/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:generateContent');
+  });
+
+  it("sends only the Google token: a client's key (x-goog-api-key, an AIza Bearer key) does not go beside it", async () => {
+    const res = await fetch(`${gw.base}/vg/v1beta/models/gemini-2.5-flash:generateContent`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'client-own-key' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(rec.last().headers.authorization, 'Bearer ya29.gemini-token');
+    assert.equal(rec.last().headers['x-goog-api-key'], undefined);
+    await new OpenAI({ baseURL: `${gw.base}/vg/v1`, apiKey: 'AIzaClientKey', maxRetries: 0 }).chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(rec.last().headers.authorization, 'Bearer ya29.gemini-token');
+    assert.equal(rec.last().headers['x-goog-api-key'], undefined);
   });
 
   it('returns a Vertex error in the OpenAI error shape', async () => {

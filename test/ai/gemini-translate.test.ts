@@ -5,7 +5,7 @@ import type { LlmEvent } from '../../plugins/lib/llm/events.ts';
 import { geminiResponseToCompletions } from '../../plugins/lib/llm/gemini/answer.ts';
 import { geminiNativePath, parseGeminiPath } from '../../plugins/lib/llm/gemini/paths.ts';
 import { completionsRequestToGemini } from '../../plugins/lib/llm/gemini/request.ts';
-import { toGeminiSchema } from '../../plugins/lib/llm/gemini/schema.ts';
+import { MAX_INLINED_SCHEMAS, toGeminiSchema } from '../../plugins/lib/llm/gemini/schema.ts';
 import { GeminiToCompletionsStream } from '../../plugins/lib/llm/gemini/stream.ts';
 import { translation } from '../../plugins/lib/llm/translate.ts';
 import { usageFromGemini } from '../../plugins/lib/llm/usage.ts';
@@ -54,6 +54,20 @@ describe('tool schemas as Gemini Schema', () => {
       },
       required: ['unit'],
     });
+  });
+
+  it(`refuses schemas that inline into more than ${MAX_INLINED_SCHEMAS} schemas, counted over the whole request`, () => {
+    // A recursive definition naming itself twice: 2^33 schemas if unrolled to the depth limit.
+    const tree = { $defs: { node: { type: 'object', properties: { left: { $ref: '#/$defs/node' }, right: { $ref: '#/$defs/node' } } } }, $ref: '#/$defs/node' };
+    assert.throws(() => toGeminiSchema(tree), /more than 20000 schemas once their `\$ref`s are inlined/);
+    // A recursive definition naming itself once unrolls to the depth limit, well within the budget.
+    const list = { $defs: { item: { type: 'object', properties: { next: { $ref: '#/$defs/item' } } } }, $ref: '#/$defs/item' };
+    assert.doesNotThrow(() => toGeminiSchema(list));
+    // Many tools, each small: their sum is what counts.
+    const params = { type: 'object', properties: Object.fromEntries(Array.from({ length: 99 }, (_, i) => [`p${i}`, { type: 'string' }])) };
+    const tools = (n: number) => Array.from({ length: n }, (_, i) => ({ type: 'function', function: { name: `t${i}`, parameters: params } }));
+    assert.doesNotThrow(() => completionsRequestToGemini({ messages: [{ role: 'user', content: 'hi' }], tools: tools(150) }));
+    assert.throws(() => completionsRequestToGemini({ messages: [{ role: 'user', content: 'hi' }], tools: tools(250) }), /more than 20000 schemas/);
   });
 });
 

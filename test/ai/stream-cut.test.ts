@@ -14,7 +14,8 @@ import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { scrape, value } from '../helpers/metrics.ts';
 import { accessRecords, aiPreset, aiRoute } from './harness.ts';
-import { sse } from './stream-fixtures.ts';
+import { frame, sse } from './stream-fixtures.ts';
+import { encodeEventStreamMessage } from '../../plugins/lib/llm/event-stream.ts';
 
 const KEY = 'sk-cut-0123456789abcdef';
 /** The start of an answer: 10 input tokens reported, one text delta; then the provider cuts or hangs. */
@@ -29,6 +30,13 @@ const ANTHROPIC_ERROR = sse('error', { type: 'error', error: { type: 'overloaded
 const OPENAI_START = sse(undefined, { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] });
 const OPENAI_ERROR = sse(undefined, { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-x', error: { code: 502, message: 'Provider returned error' }, choices: [{ index: 0, delta: { content: '' }, finish_reason: 'error' }] });
 
+/** A Bedrock ConverseStream throttled after it began: an `exception` message of the AWS event stream. */
+const BEDROCK_THROTTLED = Buffer.concat([
+  frame('messageStart', { role: 'assistant' }),
+  frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Hel' } }),
+  encodeEventStreamMessage({ ':exception-type': 'throttlingException', ':content-type': 'application/json', ':message-type': 'exception' }, Buffer.from(JSON.stringify({ message: 'Too many tokens, please wait before trying again.' }))),
+]);
+
 // Traced, the call's span also listens for the exchange's abort: the outcome must be the same, and counted once.
 for (const traced of [false, true]) describe(`a streamed LLM call cut short${traced ? ', traced' : ''}`, () => {
   let gw: RunningGateway;
@@ -37,6 +45,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
 
   before(async () => {
     provider = await startUpstream((req, res) => {
+      if (req.url!.endsWith('/converse-stream')) return void res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' }).end(BEDROCK_THROTTLED);
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const mode = req.headers['x-mode'];
       // `error`: the provider reports an error in the stream (Anthropic's overload, OpenRouter's error chunk) and ends it.
@@ -53,8 +62,9 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const virtualKeys = { store: { sqlite: { path: ':memory:' } }, keys: [{ id: 'k', key: KEY, budgets: [{ tokens: 100_000, period: 'day' }] }] };
     const ai = { name: 'a', provider: { anthropic: {} }, hostOverride: `127.0.0.1:${provider.port}` };
     const oa = { name: 'o', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}` };
+    const br = { name: 'b', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: `127.0.0.1:${provider.port}` };
     gw = await startGateway(
-      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/t', { ...ai, name: 't' }, { timeout: { requestTimeout: '400ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } })] }] }] },
+      { config: { logging: { format: 'json', level: 'info' }, ...tracing }, binds: [{ port, listeners: [{ routes: [aiRoute('/a', ai, { virtualKeys, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/o', oa, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/t', { ...ai, name: 't' }, { timeout: { requestTimeout: '400ms' }, ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }), aiRoute('/b', br, { backendAuth: { aws: { accessKeyId: 'AKID', secretAccessKey: 'secret', region: 'us-east-1', serviceName: 'bedrock' } }, ai: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } })] }] }] },
       { preset: aiPreset },
     );
   });
@@ -67,7 +77,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const m = await scrape(gw);
     const call = { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model };
     const count = (error_type: string) => value(m, 'gen_ai_client_operation_duration_seconds_count', { ...call, error_type });
-    return { ok: count(''), timeout: count('timeout'), cancelled: count('cancelled'), cut: count('provider_disconnected'), other: count('_OTHER'), overloaded: count('529'), bad: count('502'), input: value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }) };
+    return { ok: count(''), timeout: count('timeout'), cancelled: count('cancelled'), cut: count('provider_disconnected'), other: count('_OTHER'), overloaded: count('529'), bad: count('502'), throttled: count('429'), input: value(m, 'gen_ai_client_token_usage_sum', { ...call, gen_ai_token_type: 'input' }) };
   };
   const used = async (): Promise<number> => {
     const body = (await (await fetch(`${gw.adminUrl}/keys/k/usage`)).json()) as { usage: { used: number }[] };
@@ -86,7 +96,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const [rec] = await accessRecords(gw, '/a/v1/chat/completions');
     assert.match(String(rec!.error), /upstream stream failed/);
     await sleep(50);
-    assert.deepEqual(await durations('claude-cut'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: 1, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-cut'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: 1, other: undefined, overloaded: undefined, bad: undefined, throttled: undefined, input: 10 });
     assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out');
   });
 
@@ -100,7 +110,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     await assert.rejects(anthropic.messages.stream({ model: 'claude-err', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] }).finalMessage(), /Overloaded/);
     await accessRecords(gw, '/a/v1/messages');
     await sleep(50);
-    assert.deepEqual(await durations('claude-err'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: 2, bad: undefined, input: 20 });
+    assert.deepEqual(await durations('claude-err'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: 2, bad: undefined, throttled: undefined, input: 20 });
   });
 
   it("an OpenAI-compatible provider's error chunk (OpenRouter): the call failed with the error's code", async () => {
@@ -111,7 +121,29 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     });
     await accessRecords(gw, '/o/v1/chat/completions');
     await sleep(50);
-    assert.deepEqual(await durations('gpt-err', 'openai'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: 1, input: undefined });
+    assert.deepEqual(await durations('gpt-err', 'openai'), { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: 1, throttled: undefined, input: undefined });
+  });
+
+  it("Bedrock's exception message ends the stream: the call failed, by the exception's status (throttlingException: 429)", async () => {
+    const openai = new OpenAI({ baseURL: `${base}/b/v1`, apiKey: 'unused', maxRetries: 0 });
+    const stream = await openai.chat.completions.create({ model: 'amazon.nova-err', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    await assert.rejects(async () => {
+      for await (const _ of stream);
+    }, /Too many tokens/);
+    const anthropic = new Anthropic({ baseURL: `${base}/b`, apiKey: 'unused', maxRetries: 0 });
+    await assert.rejects(anthropic.messages.stream({ model: 'amazon.nova-err', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] }).finalMessage(), (err: Error & { error?: unknown }) => {
+      // Anthropic's type for the exception's status, as its clients switch on it.
+      assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'Too many tokens, please wait before trying again.' } });
+      return true;
+    });
+    // A Responses client's `error` event names the exception (`code` is a name in that API).
+    const res = await fetch(`${base}/b/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'amazon.nova-err', input: 'hello', stream: true }) });
+    const error = (await res.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { type: string; code?: unknown }).find((e) => e.type === 'error');
+    assert.equal(error?.code, 'throttlingException');
+    await accessRecords(gw, '/b/v1/responses');
+    await sleep(50);
+    const seen = await durations('amazon.nova-err', 'aws.bedrock');
+    assert.deepEqual({ ...seen, input: undefined }, { ok: undefined, timeout: undefined, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, throttled: 3, input: undefined });
   });
 
   it('the client leaves a passed-through stream: cancelled, once; the key settles on the usage seen', async () => {
@@ -122,7 +154,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     for await (const e of stream) if (e.type === 'content_block_delta') break;
     await accessRecords(gw, '/a/v1/messages');
     await sleep(50);
-    assert.deepEqual(await durations('claude-left'), { ok: undefined, timeout: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-left'), { ok: undefined, timeout: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, throttled: undefined, input: 10 });
     assert.equal((await used()) - before, 11, 'settled on the usage seen: 10 in, 1 out (ADR 0116: a client that left is no failure)');
   });
 
@@ -137,7 +169,7 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     const [rec] = await accessRecords(gw, '/t/v1/chat/completions');
     assert.match(String(rec!.error), /request timeout while streaming/);
     await sleep(50);
-    assert.deepEqual(await durations('claude-slow'), { ok: undefined, timeout: 1, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-slow'), { ok: undefined, timeout: 1, cancelled: undefined, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, throttled: undefined, input: 10 });
   });
 
   it('the client leaves a translated stream: cancelled', async () => {
@@ -146,6 +178,6 @@ for (const traced of [false, true]) describe(`a streamed LLM call cut short${tra
     for await (const c of stream) if (c.choices[0]?.delta?.content) break;
     await accessRecords(gw, '/a/v1/chat/completions', 2);
     await sleep(50);
-    assert.deepEqual(await durations('claude-gone'), { ok: undefined, timeout: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, input: 10 });
+    assert.deepEqual(await durations('claude-gone'), { ok: undefined, timeout: undefined, cancelled: 1, cut: undefined, other: undefined, overloaded: undefined, bad: undefined, throttled: undefined, input: 10 });
   });
 });

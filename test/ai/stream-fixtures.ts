@@ -9,6 +9,25 @@ export const sse = (event: string | undefined, data: unknown): string => `${even
 export const frame = (type: string, payload: unknown): Buffer =>
   encodeEventStreamMessage({ ':event-type': type, ':content-type': 'application/json', ':message-type': 'event' }, Buffer.from(JSON.stringify(payload)));
 
+/**
+ * A Converse stream: the text `Checking.`, then `get_weather` with its input in two pieces and `get_time` with none
+ * (no delta at all), stop reason `tool_use`, then `usage` in the metadata event.
+ */
+export const converseTools = (usage: Record<string, number>): Buffer =>
+  Buffer.concat([
+    frame('messageStart', { role: 'assistant' }),
+    frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Checking.' } }),
+    frame('contentBlockStop', { contentBlockIndex: 0 }),
+    frame('contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_a', name: 'get_weather' } } }),
+    frame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '{"city":' } } }),
+    frame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '"Paris"}' } } }),
+    frame('contentBlockStop', { contentBlockIndex: 1 }),
+    frame('contentBlockStart', { contentBlockIndex: 2, start: { toolUse: { toolUseId: 'tooluse_b', name: 'get_time' } } }),
+    frame('contentBlockStop', { contentBlockIndex: 2 }),
+    frame('messageStop', { stopReason: 'tool_use' }),
+    frame('metadata', { usage, metrics: { latencyMs: 5 } }),
+  ]);
+
 /** Anthropic's `message_start` of these answers (9 input tokens). */
 export const MESSAGE_START = sse('message_start', { type: 'message_start', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-x', usage: { input_tokens: 9, output_tokens: 1 } } });
 

@@ -5,23 +5,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { ANTHROPIC_TOOLS, frame, OPENAI_INTERLEAVED_TOOLS, sse } from './stream-fixtures.ts';
+import { ANTHROPIC_TOOLS, converseTools, OPENAI_INTERLEAVED_TOOLS, sse } from './stream-fixtures.ts';
 import { aiRoute, rejection, scriptedAi, sdkClients } from './harness.ts';
 
 /** The same answer as a Converse stream: the tool without input has no delta at all. */
-const CONVERSE_TOOLS = Buffer.concat([
-  frame('messageStart', { role: 'assistant' }),
-  frame('contentBlockDelta', { contentBlockIndex: 0, delta: { text: 'Checking.' } }),
-  frame('contentBlockStop', { contentBlockIndex: 0 }),
-  frame('contentBlockStart', { contentBlockIndex: 1, start: { toolUse: { toolUseId: 'tooluse_a', name: 'get_weather' } } }),
-  frame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '{"city":' } } }),
-  frame('contentBlockDelta', { contentBlockIndex: 1, delta: { toolUse: { input: '"Paris"}' } } }),
-  frame('contentBlockStop', { contentBlockIndex: 1 }),
-  frame('contentBlockStart', { contentBlockIndex: 2, start: { toolUse: { toolUseId: 'tooluse_b', name: 'get_time' } } }),
-  frame('contentBlockStop', { contentBlockIndex: 2 }),
-  frame('messageStop', { stopReason: 'tool_use' }),
-  frame('metadata', { usage: { inputTokens: 9, outputTokens: 20, totalTokens: 29 }, metrics: { latencyMs: 5 } }),
-]);
+const CONVERSE_TOOLS = converseTools({ inputTokens: 9, outputTokens: 20, totalTokens: 29 });
 
 /** Anthropic clients on `/v1/messages`, OpenAI Responses clients on `/v1/responses`, Chat Completions elsewhere. */
 const MESSAGES = { testAi: { routes: { '/v1/messages': 'messages', '/v1/responses': 'responses', '*': 'completions' } } };

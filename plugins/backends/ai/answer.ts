@@ -5,7 +5,7 @@ import { GatewayError, pipeWithTeardown, readCapped, replyHeader, tapCapped } fr
 import type { Exchange, Reply } from 'switchyard/sdk';
 import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { responseDecoder } from '../../lib/llm/body.ts';
-import { clientErrorBody, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
+import { clientErrorBody, googleRetryAfter, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { answerToObserve, observeEvent, observeResponse } from '../../lib/llm/observe.ts';
@@ -68,12 +68,22 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
 
   if (reply.status >= 400) {
     const clientFamily = req.clientFormat.family;
-    if (clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic')) return reply;
+    const sameShape = clientFamily === req.wireFormat.family || (clientFamily !== 'openai' && clientFamily !== 'anthropic');
+    const hinted = retryHinted(reply, req);
+    if (sameShape && !hinted) return reply;
+    const settle = (bytes: Buffer, readable: boolean): Reply => {
+      if (hinted && readable) retryHintToHeader(reply, bytes);
+      if (!sameShape) return clientError(reply, clientFamily as 'openai' | 'anthropic', readable ? bytes : UNREADABLE_ERROR);
+      reply.body = bytes;
+      delete reply.headers['transfer-encoding'];
+      reply.headers['content-length'] = String(bytes.length);
+      return reply;
+    };
     // A body past the limit (or cut) loses its message, never its status: a 429 stays a 429 for the client's retries.
-    if (whole !== undefined) return clientError(reply, clientFamily, whole.length <= ERROR_LIMIT ? whole : UNREADABLE_ERROR);
+    if (whole !== undefined) return settle(whole, whole.length <= ERROR_LIMIT);
     return readCapped(body!, ERROR_LIMIT).then(
-      (bytes) => clientError(reply, clientFamily, bytes),
-      () => clientError(reply, clientFamily, UNREADABLE_ERROR),
+      (bytes) => settle(bytes, true),
+      () => settle(UNREADABLE_ERROR, false),
     );
   }
 
@@ -157,6 +167,17 @@ function failWhenCut<T extends Readable>(body: T, call: LlmCall, ex: Exchange): 
     call.fail(signal.aborted && signal.reason instanceof GatewayError ? signal.reason : new GatewayError(499, 'client_closed', 'the client went away before the answer ended'));
   });
   return body;
+}
+
+/** A Google provider's 429/503 without `Retry-After`: its body's retry hint is looked for (Gemini sends no header). */
+function retryHinted(reply: Reply, req: LlmRequest): boolean {
+  return (reply.status === 429 || reply.status === 503) && req.call.provider.startsWith('gcp.') && replyHeader(reply, 'retry-after') === undefined;
+}
+
+/** The body's retry hint as `Retry-After`, for the client's SDK and for failover's cooldown (ADR 0149). */
+function retryHintToHeader(reply: Reply, bytes: Buffer): void {
+  const seconds = googleRetryAfter(bytes.toString('utf8'));
+  if (seconds !== undefined) reply.headers['retry-after'] = String(seconds);
 }
 
 /** An upstream error in the client API's error shape. */

@@ -20,6 +20,7 @@ import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
+import { googleQueryKey, PROVIDER_KEY_HEADERS } from '../../lib/llm/provider-kit.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -111,6 +112,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   const perAttempt = (ex: Exchange, attempt: UpstreamAttempt, format?: LlmWireFormat): void | Promise<void> => {
     provider.prepareHeaders(attempt.headers, format);
     if (!signer) return;
+    // The provider's default credential is the request's only one: a client's key never goes beside it.
+    for (const name of PROVIDER_KEY_HEADERS) delete attempt.headers[name];
     try {
       const r = signer.apply(ex, attempt);
       if (r) return r.catch((err: unknown) => Promise.reject(backendAuthFailure(err)));
@@ -190,6 +193,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // Gemini's own clients name the model (and streaming) in the path; the policy sees it as `model` (for aliases).
     const geminiPath = client === 'generateContent' || client === 'geminiCountTokens' ? parseGeminiPath(ex.path) : undefined;
     if (geminiPath?.model !== undefined && body.model === undefined) body.model = geminiPath.model;
+    if (geminiPath !== undefined) googleQueryKey(ex.headers, ex.query);
 
     if (policy) {
       policy.applyRequest(ex, client, body);

@@ -1,6 +1,7 @@
 import { jsonErrorReply } from 'switchyard/sdk';
 import type { Exchange, Reply } from 'switchyard/sdk';
 import { LLM_CLIENT_FORMAT } from './contract.ts';
+import { anthropicErrorTypeOf } from './completions-messages/mapping.ts';
 import { isObj } from './json.ts';
 import { errorFamily } from './translate.ts';
 
@@ -81,23 +82,37 @@ export function parseUpstreamError(text: string, headers?: Record<string, unknow
   return { message: text.trim() || 'upstream error' };
 }
 
+/** Longest retry hint passed on as `Retry-After` (a day): a hint past it is not believable. */
+const MAX_RETRY_HINT_S = 86_400;
+
+/**
+ * Google's retry hint in an error body (`error.details[]` of type `google.rpc.RetryInfo`, `retryDelay` a proto
+ * Duration such as `"37s"` or `"0.5s"`) in whole seconds, rounded up; undefined when there is none. Gemini and
+ * Vertex send it instead of a `Retry-After` header.
+ */
+export function googleRetryAfter(text: string): number | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (Array.isArray(v)) v = v[0];
+  const details = isObj(v) && isObj(v.error) && Array.isArray(v.error.details) ? v.error.details : [];
+  for (const d of details) {
+    if (!isObj(d) || typeof d['@type'] !== 'string' || !d['@type'].endsWith('google.rpc.RetryInfo')) continue;
+    const m = typeof d.retryDelay === 'string' ? /^(\d{1,12}(?:\.\d{1,9})?)s$/.exec(d.retryDelay) : null;
+    const seconds = m ? Math.ceil(Number(m[1])) : undefined;
+    return seconds !== undefined && seconds <= MAX_RETRY_HINT_S ? seconds : undefined;
+  }
+  return undefined;
+}
+
 /** An error body in the client's API shape. */
 export function clientErrorBody(family: ClientErrorFamily, status: number, info: { type?: string; message: string }): string {
   if (family === 'google') return JSON.stringify({ error: { code: status, message: info.message, status: info.type ?? googleStatus(status) } });
-  if (family === 'anthropic') return JSON.stringify({ type: 'error', error: { type: info.type ?? anthropicErrorType(status), message: info.message } });
+  if (family === 'anthropic') return JSON.stringify({ type: 'error', error: { type: anthropicErrorTypeOf(info.type, status), message: info.message } });
   return JSON.stringify({ error: { message: info.message, type: info.type ?? openAiErrorType(status), param: null, code: null } });
-}
-
-/** Anthropic's error `type` for an HTTP status. */
-export function anthropicErrorType(status: number): string {
-  if (status === 400) return 'invalid_request_error';
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 413) return 'request_too_large';
-  if (status === 429) return 'rate_limit_error';
-  if (status === 529 || status === 503) return 'overloaded_error';
-  return 'api_error';
 }
 
 /** OpenAI's error `type` for an HTTP status. */

@@ -13,6 +13,9 @@ export function stripBrowserHeaders(h: LlmHeaders): void {
   }
 }
 
+/** Headers in which the providers' APIs take a credential (Azure's `api-key`, Anthropic's, Google's). */
+export const PROVIDER_KEY_HEADERS: readonly string[] = Object.freeze(['authorization', 'api-key', 'x-api-key', 'x-goog-api-key']);
+
 /** The token of an `Authorization: Bearer <token>` header, or undefined. */
 export function bearerToken(h: LlmHeaders): string | undefined {
   const v = h.authorization;
@@ -50,12 +53,31 @@ export function isGeminiNative(format: LlmWireFormat | undefined): format is 'ge
  * Google API keys on Gemini's native endpoints: a key sent as `Authorization: Bearer AIza…` (what an OpenAI SDK or
  * `backendAuth.key` sends) moves to `x-goog-api-key`, since native endpoints take only OAuth tokens as Bearer
  * credentials (BEHAVIOUR.md §2.8). Other Bearer tokens (Google access tokens) stay.
+ * The Bearer credential wins over an `x-goog-api-key` already there: per attempt it is the one `backendAuth` set,
+ * and a client's key sent beside the gateway's would be the one Google uses.
  */
 export function googleApiKeyHeader(h: LlmHeaders): void {
   const token = bearerToken(h);
-  if (token === undefined || !token.startsWith('AIza')) return;
-  if (h['x-goog-api-key'] === undefined) h['x-goog-api-key'] = token;
+  if (token === undefined) return;
+  if (!token.startsWith('AIza')) return googleTokenOnly(h);
+  h['x-goog-api-key'] = token;
   delete h.authorization;
+}
+
+/**
+ * A Gemini client's API key sent in the query (`?key=`, as Google's REST examples long did) as the `x-goog-api-key`
+ * header, unless one is there: the provider's path replaces the query, and a key is kept out of URLs.
+ */
+export function googleQueryKey(h: LlmHeaders, query: string): void {
+  if (h['x-goog-api-key'] !== undefined || !query.includes('key=')) return;
+  const key = new URLSearchParams(query).get('key');
+  if (key) h['x-goog-api-key'] = key;
+}
+
+/** A Google access token (a Bearer credential that is no API key) is the request's only credential. */
+export function googleTokenOnly(h: LlmHeaders): void {
+  const token = bearerToken(h);
+  if (token !== undefined && !token.startsWith('AIza')) delete h['x-goog-api-key'];
 }
 
 /** Paths of the OpenAI API (also Gemini's and Vertex's OpenAI-compatible surfaces, under their own prefix). */

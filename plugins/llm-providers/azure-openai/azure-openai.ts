@@ -6,14 +6,20 @@ import type { AzureOpenAiConfig } from './plugin.ts';
 /** A JWT (an Entra ID access token) rather than an API key. */
 const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/;
 
-/** Azure's key header: a Bearer API key becomes `api-key`; Entra tokens stay Bearer. */
+/**
+ * Azure's key header: a Bearer API key becomes `api-key`; Entra tokens stay Bearer, the only credential (per attempt
+ * the Bearer credential is the one `backendAuth` set, and a client's `api-key` beside it would be the one used).
+ */
 function azureHeaders(h: LlmHeaders): void {
   openAiHeaders(h);
   const token = bearerToken(h);
-  if (token !== undefined && !JWT.test(token)) {
-    h['api-key'] = token;
-    delete h.authorization;
+  if (token === undefined) return;
+  if (JWT.test(token)) {
+    delete h['api-key'];
+    return;
   }
+  h['api-key'] = token;
+  delete h.authorization;
 }
 
 export function createAzureOpenAiProvider(config: AzureOpenAiConfig): LlmProviderInstance {

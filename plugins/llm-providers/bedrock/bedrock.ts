@@ -8,9 +8,15 @@ function wireFormat(client: LlmRouteType): LlmWireFormat | undefined {
   return client === 'completions' || client === 'messages' || client === 'responses' ? 'converse' : undefined;
 }
 
+/**
+ * Bedrock's credential is a SigV4 signature or a Bedrock API key, both in `Authorization`: other SDKs' key headers
+ * are not sent to AWS (removed before signing, so the signature covers what is sent).
+ */
 function bedrockHeaders(h: LlmHeaders): void {
   stripBrowserHeaders(h);
   delete h['x-api-key'];
+  delete h['api-key'];
+  delete h['x-goog-api-key'];
   delete h['anthropic-version'];
   delete h['anthropic-beta'];
 }

@@ -195,7 +195,8 @@ export class ConverseToCompletionsStream implements StreamTranslator {
       default:
         if (e.type?.startsWith('exception:')) {
           this.finished = true;
-          return [{ type: undefined, data: { error: { message: d.message ?? d.Message ?? 'upstream error', type: e.type.slice('exception:'.length), param: null, code: null } } }];
+          const exception = streamException(e.type, d);
+          return [{ type: undefined, data: { error: { message: exception.message ?? 'upstream error', type: exception.type, param: null, code: exception.status ?? null } } }];
         }
         return [];
     }
@@ -215,6 +216,30 @@ export function usageFromConverse(u: unknown): LlmUsage | undefined {
   return isObj(u) ? usageFromCacheCounts(u.inputTokens, u.outputTokens, u.cacheReadInputTokens, u.cacheWriteInputTokens) : undefined;
 }
 
+/**
+ * The HTTP status of a ConverseStream exception message (`:exception-type`, lowerCamel in the event stream), as the
+ * Bedrock Runtime API answers the same exception before a stream: what a failed call is counted by.
+ */
+const EXCEPTION_STATUS: Readonly<Record<string, number>> = {
+  validationException: 400,
+  accessDeniedException: 403,
+  resourceNotFoundException: 404,
+  modelTimeoutException: 408,
+  modelErrorException: 424,
+  modelStreamErrorException: 424,
+  throttlingException: 429,
+  modelNotReadyException: 429,
+  internalServerException: 500,
+  serviceUnavailableException: 503,
+};
+
+/** A ConverseStream exception as the error object the call's failure is read from (its status, when known). */
+function streamException(type: string, data: Obj): Obj {
+  const name = type.slice('exception:'.length);
+  const key = name.charAt(0).toLowerCase() + name.slice(1);
+  return { type: name, status: Object.hasOwn(EXCEPTION_STATUS, key) ? EXCEPTION_STATUS[key] : undefined, message: data.message ?? data.Message };
+}
+
 export const converseFormat: LlmFormat = {
   name: 'converse',
   family: 'aws',
@@ -225,6 +250,9 @@ export const converseFormat: LlmFormat = {
   observeResponse: (body, call) => call.addUsage(usageFromConverse(body.usage)),
   observedMembers: ['usage'],
   observeEvent(e, call) {
-    if (!e.done && e.type === 'metadata') call.addUsage(usageFromConverse(e.data.usage));
+    if (e.done) return;
+    if (e.type === 'metadata') call.addUsage(usageFromConverse(e.data.usage));
+    // An exception message ends the stream: the call failed (ADR 0135), as an error event of the other APIs does.
+    else if (e.type?.startsWith('exception:')) call.streamError?.(streamException(e.type, e.data));
   },
 };

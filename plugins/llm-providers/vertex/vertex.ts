@@ -1,6 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
-import { googleApiKeyHeader, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import { googleApiKeyHeader, googleTokenOnly, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { VertexConfig } from './plugin.ts';
 
@@ -23,13 +23,18 @@ function isGooglePublished(model: string | undefined): boolean {
 }
 
 function vertexHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
+  // Claude's publisher endpoint enables beta features by Anthropic's header, as Anthropic's API does.
+  const beta = format === 'messages' || format === 'anthropicTokenCount' ? h['anthropic-beta'] : undefined;
   openAiHeaders(h);
+  if (beta !== undefined) h['anthropic-beta'] = beta;
   if (isGeminiNative(format)) googleApiKeyHeader(h);
+  else googleTokenOnly(h);
 }
 
 export function createVertexProvider(config: VertexConfig): LlmProviderInstance {
   const location = config.region ?? 'global';
-  const host = location === 'global' ? 'aiplatform.googleapis.com' : `${location}-aiplatform.googleapis.com`;
+  // The `us` and `eu` multi-regions are served on regional-endpoint (`rep`) hosts, as Google's SDKs reach them.
+  const host = location === 'global' ? 'aiplatform.googleapis.com' : location === 'us' || location === 'eu' ? `aiplatform.${location}.rep.googleapis.com` : `${location}-aiplatform.googleapis.com`;
   const base = `/v1/projects/${encodeURIComponent(config.projectId)}/locations/${encodeURIComponent(location)}`;
   const openAi = openAiWire(['completions', 'embeddings']);
   const compatible = config.openAICompatible === true;
@@ -40,13 +45,15 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
     // BEHAVIOUR.md §4.6: Anthropic models ⇒ Messages, Gemini models ⇒ native, else the OpenAI-compatible endpoint.
     wireFormat: (client: LlmRouteType, model?: string): LlmWireFormat | undefined => {
       const chat = client === 'completions' || client === 'messages' || client === 'responses';
-      if (isClaude(model)) return chat ? 'messages' : undefined;
+      if (isClaude(model)) return chat ? 'messages' : client === 'anthropicTokenCount' ? 'anthropicTokenCount' : undefined;
       if (client === 'generateContent') return isGooglePublished(model) ? 'geminiNative' : undefined;
       if (client === 'geminiCountTokens') return isGooglePublished(model) ? 'geminiCountTokens' : undefined;
       if (chat && isGemini(model) && !compatible) return 'geminiNative';
       return openAi(client);
     },
     path: (format, model, stream) => {
+      // One endpoint counts for every Claude model, named in the body.
+      if (format === 'anthropicTokenCount') return `${base}/publishers/anthropic/models/count-tokens:rawPredict`;
       if (format === 'messages') {
         const name = encodeURIComponent(model.replace(/^anthropic\//, '')).replace(/%40/g, '@'); // `claude-x@20250514`, as Google writes it
         return `${base}/publishers/anthropic/models/${name}:${stream ? 'streamRawPredict' : 'rawPredict'}`;
@@ -56,6 +63,11 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
     },
     prepareHeaders: vertexHeaders,
     prepareBody: (format, body) => {
+      if (format === 'anthropicTokenCount') {
+        if (typeof body.model === 'string') body.model = body.model.replace(/^anthropic\//, '');
+        body.anthropic_version = VERTEX_ANTHROPIC_VERSION;
+        return;
+      }
       if (format === 'messages') {
         // Vertex names the model in the path and the API version in the body.
         delete body.model;

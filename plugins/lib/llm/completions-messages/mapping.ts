@@ -80,3 +80,31 @@ export function completionsUsageToMessages(u: unknown): Obj {
 export function toolUseBlock(tc: Obj): Obj {
   return { type: 'tool_use', id: tc.id ?? `toolu_${randomUUID()}`, name: tc.function.name, input: parseArguments(tc.function.arguments) };
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Error types
+
+/** The error types of Anthropic's API (what its SDKs' error objects name). */
+const ANTHROPIC_ERROR_TYPES: ReadonlySet<string> = new Set(['invalid_request_error', 'authentication_error', 'billing_error', 'permission_error', 'not_found_error', 'request_too_large', 'rate_limit_error', 'timeout_error', 'api_error', 'overloaded_error']);
+
+/** Anthropic's error `type` for an HTTP status. */
+export function anthropicErrorType(status: number): string {
+  if (status === 400) return 'invalid_request_error';
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 529 || status === 503) return 'overloaded_error';
+  return 'api_error';
+}
+
+/**
+ * The `type` an Anthropic client gets for another API's error: its own when it is one of Anthropic's, else Anthropic's
+ * type for the HTTP status (clients switch on these; `ThrottlingException` or `RESOURCE_EXHAUSTED` name none), else
+ * `api_error`.
+ */
+export function anthropicErrorTypeOf(type: unknown, status: unknown): string {
+  if (typeof type === 'string' && ANTHROPIC_ERROR_TYPES.has(type)) return type;
+  return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599 ? anthropicErrorType(status) : 'api_error';
+}

@@ -6,7 +6,7 @@ import { isObj, nowSeconds } from '../json.ts';
 import { firstChoice, startsAnswer, StreamedToolCallKeys } from '../chunks.ts';
 import { MAX_HELD_TEXT } from '../responses-chat/streams.ts';
 import type { Obj } from '../json.ts';
-import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
+import { anthropicErrorTypeOf, stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions } from './mapping.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Messages stream -> Completions stream
@@ -229,7 +229,8 @@ export class CompletionsToMessagesStream implements StreamTranslator {
   /** A provider error in the stream: Anthropic's `error` event, and nothing after it. */
   private fail(error: Obj): LlmEvent[] {
     this.finished = true;
-    return [this.ev('error', { error: { type: error.type ?? 'api_error', message: error.message ?? 'upstream error' } })];
+    // The chunk's `code` is the provider's status when it gave one (Gemini, OpenRouter, Bedrock's exceptions).
+    return [this.ev('error', { error: { type: anthropicErrorTypeOf(error.type, error.code), message: error.message ?? 'upstream error' } })];
   }
 
   private finishMessage(): LlmEvent[] {

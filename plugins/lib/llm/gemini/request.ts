@@ -2,7 +2,8 @@
 import { appendTurn, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { isObj, parseArguments, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { toGeminiSchema } from './schema.ts';
+import { MAX_INLINED_SCHEMAS, toGeminiSchema } from './schema.ts';
+import type { SchemaBudget } from './schema.ts';
 
 const EXTENSION_TYPES: Record<string, string> = {
   png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', heic: 'image/heic', heif: 'image/heif',
@@ -119,10 +120,12 @@ export function completionsRequestToGemini(body: Obj): Obj {
   if (typeof body.frequency_penalty === 'number') gen.frequencyPenalty = body.frequency_penalty;
   if (typeof body.stop === 'string') gen.stopSequences = [body.stop];
   else if (Array.isArray(body.stop) && body.stop.length > 0) gen.stopSequences = body.stop;
+  // One budget for all of the request's schemas: many small ones may not add up to what one may not be.
+  const budget: SchemaBudget = { left: MAX_INLINED_SCHEMAS };
   const format = body.response_format;
   if (isObj(format) && (format.type === 'json_object' || format.type === 'json_schema')) {
     gen.responseMimeType = 'application/json';
-    if (format.type === 'json_schema' && isObj(format.json_schema) && isObj(format.json_schema.schema)) gen.responseSchema = toGeminiSchema(format.json_schema.schema);
+    if (format.type === 'json_schema' && isObj(format.json_schema) && isObj(format.json_schema.schema)) gen.responseSchema = toGeminiSchema(format.json_schema.schema, budget);
   }
   if (Object.keys(gen).length > 0) out.generationConfig = gen;
 
@@ -134,7 +137,7 @@ export function completionsRequestToGemini(body: Obj): Obj {
         const d: Obj = { name: t.function.name };
         if (typeof t.function.description === 'string') d.description = t.function.description;
         if (isObj(t.function.parameters)) {
-          const params = toGeminiSchema(t.function.parameters) as Obj;
+          const params = toGeminiSchema(t.function.parameters, budget) as Obj;
           // A function without parameters leaves `parameters` unset (an empty object schema is refused).
           if (!(params.type === 'object' && (!isObj(params.properties) || Object.keys(params.properties).length === 0))) d.parameters = params;
         }

@@ -104,7 +104,9 @@ export class CompletionsToResponsesStream implements StreamTranslator {
   /** A provider error in the stream: Responses' `error` event, and nothing after it. */
   private fail(error: Obj): LlmEvent[] {
     this.finished = true;
-    return [this.ev('error', { code: error.code ?? error.type ?? null, message: error.message ?? 'upstream error', param: error.param ?? null })];
+    // Responses' `code` is a name: the provider's status number only when it gave no name (OpenRouter).
+    const code = typeof error.code === 'string' ? error.code : (error.type ?? error.code ?? null);
+    return [this.ev('error', { code, message: error.message ?? 'upstream error', param: error.param ?? null })];
   }
 
   private textDelta(text: string, kind: 'message' | 'refusal', out: LlmEvent[]): void {
