@@ -16,6 +16,7 @@ import type { Translation } from '../../lib/llm/formats/index.ts';
 import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { isUsageChunk } from '../../lib/llm/formats/completions.ts';
 import { guardStreamedReply } from './stream-guard.ts';
+import { outputChars } from '../../lib/llm/output-chars.ts';
 
 /** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
 export const RESPONSE_LIMIT = 32 * 1024 * 1024;
@@ -92,6 +93,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   if (req.stream && source) {
     const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
     const captures = req.call.capturesContent;
+    const outputKeys = req.wireFormat.outputKeys;
     const options = {
       source,
       onEvent: (e: LlmEvent) => {
@@ -103,8 +105,11 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
       // Capturing content needs every event parsed, not only those carrying usage.
       observes: req.wireFormat.observes && !captures ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
       onSkipped: () => req.call.firstEvent(),
+      // The output relayed so far: what a stream cut before its usage is charged (ADR 0150).
+      onData: outputKeys ? (data: string) => req.call.addOutputChars(outputChars(data, outputKeys)) : undefined,
     } as const;
     const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
+    req.call.relayingStream();
     if (!translator) {
       // Passed through, the bytes are the upstream's, observed beside the pipe (no stream in between): its headers (a
       // Content-Length among them) stay as they came, the raw list written without a header object made (ADR 0081).
@@ -156,12 +161,17 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
  * An answer sent on as a stream that closes before its end fails the call, once (ADR 0135), by who cut it: the
  * provider (the body's error: `provider_disconnected`, `timeout`) or the client (the kernel destroys the body without
  * one when the client leaves: `cancelled`; or the route's deadline: `timeout`, the exchange's abort reason says which).
- * An answer that ended has finished the call before its body closes.
+ * An answer that ended has finished the call before its body closes. A stream is first charged what it relayed where
+ * its provider had not reported it yet (`cutShort`, ADR 0150).
  */
 function failWhenCut<T extends Readable>(body: T, call: LlmCall, ex: Exchange): T {
-  body.on('error', (err) => call.fail(err));
+  body.on('error', (err) => {
+    call.cutShort();
+    call.fail(err);
+  });
   body.once('close', () => {
     if (call.ended) return;
+    call.cutShort();
     // Read only now: the exchange's signal is made when first asked for (born aborted, with its reason, after the cut).
     const signal = ex.signal;
     call.fail(signal.aborted && signal.reason instanceof GatewayError ? signal.reason : new GatewayError(499, 'client_closed', 'the client went away before the answer ended'));

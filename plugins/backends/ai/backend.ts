@@ -11,7 +11,7 @@ import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } fr
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { llmRequestError, llmResponseError, shapeClientError } from '../../lib/llm/errors.ts';
-import { maxOutputTokens } from '../../lib/llm/estimate.ts';
+import { estimatePromptTokens, maxOutputTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
@@ -226,7 +226,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // Token limits alone need the prompt estimate and the output cap: read from the bytes, not a parse (prompt-walk.ts).
     const figures = !whole && limiters !== undefined && !changed && tr.identity && provider.prepareBody === undefined ? promptFigures(raw) : undefined;
     // Checked by `requestFields`: it parses, and is an object.
-    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || (limiters !== undefined && figures === undefined))) body = JSON.parse(raw.toString('utf8')) as Obj;
+    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || (limiters !== undefined && figures === undefined))) {
+      body = JSON.parse(raw.toString('utf8')) as Obj;
+      whole = true;
+    }
     body.model = model;
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // OpenAI sends the usage chunk to a client that asks (`include_usage: true`); the gateway also to one that set no
@@ -244,6 +247,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
         if (figures !== undefined) {
           body = JSON.parse(raw.toString('utf8')) as Obj;
           body.model = model;
+          whole = true;
         }
         const own = body.stream_options;
         if (!isObj(own) || own.include_usage !== true) {
@@ -296,6 +300,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: figures ? figures.maxOutputTokens : maxOutputTokens(body), price: priceOf(model) });
     const send = (): Promise<Reply> => {
       const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
+      // The estimate token limits reserved (or would have): what a stream cut before its usage is charged for its prompt.
+      if (stream) call.promptEstimate = () => figures?.tokens ?? (whole ? estimatePromptTokens(body) : (promptFigures(raw)?.tokens ?? estimatePromptTokens(JSON.parse(raw.toString('utf8')) as Obj)));
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
       if (call.capturesContent) call.recordInput(clientFormat!, body);
       const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, omitUsageChunk, call, policy };

@@ -25,6 +25,8 @@ export interface LlmStreamOptions {
    */
   observes?(event: string | undefined, data: string): boolean;
   onSkipped?(): void;
+  /** Every event's raw data, parsed or not (the output relayed so far is counted from it: output-chars.ts). */
+  onData?(data: string): void;
   /** The provider's stream ended (not called when it failed). */
   onEnd?(): void;
   /** The translator halted (an error event sent to the client): the client's stream ends, the provider's is dropped. */
@@ -64,7 +66,7 @@ export const MAX_LLM_EVENT = 8 * 1024 * 1024;
  * `finish` return the events for the translator.
  */
 /** What the reader needs of {@link LlmStreamOptions}. */
-type ReaderOptions = Pick<LlmStreamOptions, 'source' | 'onEvent' | 'observes' | 'onSkipped'> & { readonly translator?: StreamTranslator };
+type ReaderOptions = Pick<LlmStreamOptions, 'source' | 'onEvent' | 'observes' | 'onSkipped' | 'onData'> & { readonly translator?: StreamTranslator };
 
 class LlmStreamReader {
   private readonly options: ReaderOptions;
@@ -81,7 +83,8 @@ class LlmStreamReader {
   }
 
   private take(ev: SseEvent): void {
-    const { observes, translator, onSkipped, onEvent } = this.options;
+    const { observes, translator, onSkipped, onEvent, onData } = this.options;
+    onData?.(ev.data);
     // Passed through unchanged: an event the observer does not need is not parsed at all.
     if (!translator && observes && !observes(ev.event, ev.data)) {
       onSkipped?.();
@@ -113,10 +116,12 @@ class LlmStreamReader {
     for (const m of this.frames!.feed(chunk)) {
       const kind = m.headers[':message-type'];
       let data: unknown;
+      const text = m.payload.toString('utf8');
+      if (kind === 'event') this.options.onData?.(text);
       try {
-        data = JSON.parse(m.payload.toString('utf8'));
+        data = JSON.parse(text);
       } catch {
-        data = { message: m.payload.toString('utf8') };
+        data = { message: text };
       }
       if (!isObj(data)) continue;
       if (kind === 'event') events.push({ type: m.headers[':event-type'], data });

@@ -180,7 +180,7 @@ function cachedSeries(m: LlmMetrics, operation: string, provider: string, model:
 /** The backend's LLM metrics; `model`: the model its config pins, a label from the first call. */
 export function llmMetrics(ctx: CompileContext, model?: string): LlmMetrics {
   return {
-    tokens: ctx.counter('switchyard_llm_tokens_total', 'LLM tokens by provider, model and type (input, output), as the provider reported them.'),
+    tokens: ctx.counter('switchyard_llm_tokens_total', 'LLM tokens by provider, model and type (input, output), as the provider reported them (estimated for a stream cut before its usage).'),
     calls: ctx.counter('switchyard_llm_requests_total', 'LLM calls sent to a provider, by provider, model and streaming.'),
     tokenUsage: ctx.histogram('gen_ai_client_token_usage', 'Tokens used by one LLM call, by token type (input, output), operation, provider and requested model.', [...GEN_AI_LABELS, 'gen_ai_token_type'], TOKEN_BUCKETS),
     operationDuration: ctx.histogram('gen_ai_client_operation_duration_seconds', 'Time from sending an LLM request to a provider to the end of its answer, or its failure (error_type: the provider\'s status, timeout, _OTHER; empty on success), by operation, provider and requested model.', [...GEN_AI_LABELS, 'error_type'], DURATION_BUCKETS),
@@ -223,6 +223,10 @@ export class LlmCall implements LlmCallInfo {
   private finished = false;
   /** The error type of an error the provider reported in its stream: the call ends failed with it. */
   private streamFailure: string | undefined = undefined;
+  /** Characters of output the streamed answer carried so far (its events' text and arguments: output-chars.ts). */
+  private outputChars = 0;
+  /** The prompt's token estimate (the token limits' rule), computed only when a cut stream needs it. */
+  promptEstimate: (() => number) | undefined = undefined;
 
   /** The call's GenAI CLIENT span when the gateway traces (docs/observability.md "Traces"). */
   private readonly span: PluginSpan | undefined;
@@ -262,7 +266,15 @@ export class LlmCall implements LlmCallInfo {
     ex.set(LLM_CEL, (this.view = celView(this)));
     // A client that leaves ends the span at once (a cut stream also fails the call when its body closes, answer.ts).
     // Only when tracing, so an untraced call makes no abort controller.
-    if (this.span) ex.signal.addEventListener('abort', () => this.fail(ex.signal.reason ?? new Error('the exchange was aborted')), { once: true });
+    if (this.span)
+      ex.signal.addEventListener(
+        'abort',
+        () => {
+          this.cutShort();
+          this.fail(ex.signal.reason ?? new Error('the exchange was aborted'));
+        },
+        { once: true },
+      );
   }
 
   private seriesOf: CallSeries | undefined = undefined;
@@ -304,6 +316,44 @@ export class LlmCall implements LlmCallInfo {
       series.timeToFirstChunk.observe(seconds);
       series.timeToFirstToken.observe(seconds);
     }
+  }
+
+  private relaying = false;
+  /**
+   * The answer is streamed to the client from now on: a cut is charged what it relayed (`cutShort`). The kernel
+   * settles limits and writes the access log as soon as the client leaves or the deadline cuts, before the body
+   * closes: the abort is the moment (a traced call's span listener already listens for it).
+   */
+  relayingStream(): void {
+    this.relaying = true;
+    if (!this.span) this.ex.signal.addEventListener('abort', () => this.cutShort(), { once: true });
+  }
+
+  /** Output characters a streamed event carried. */
+  addOutputChars(chars: number): void {
+    this.outputChars += chars;
+  }
+
+  /**
+   * A streamed answer cut before its end (ADR 0150): the usage the provider did not report yet is estimated, so
+   * limits, costs and the log charge what was relayed: the output by its characters / 4 (the prompt estimate's rule),
+   * never below the output reported; the input by the prompt's estimate when none was reported. Estimated counts are
+   * marked in the access log. Call before `fail`.
+   */
+  cutShort(): void {
+    if (this.finished || !this.relaying) return;
+    const u = this.usage;
+    const add: LlmUsage = {};
+    const output = Math.ceil(this.outputChars / 4);
+    if (u.outputTokens === undefined || output > u.outputTokens) {
+      add.outputTokens = output;
+      this.ex.logField('llm.outputTokensEstimated', true);
+    }
+    if (u.inputTokens === undefined && this.promptEstimate !== undefined) {
+      add.inputTokens = this.promptEstimate();
+      this.ex.logField('llm.inputTokensEstimated', true);
+    }
+    if (add.outputTokens !== undefined || add.inputTokens !== undefined) this.addUsage(add);
   }
 
   /** The provider reported an error in its stream; the first one is the call's failure when the stream ends. */

@@ -255,4 +255,6 @@ export const converseFormat: LlmFormat = {
     // An exception message ends the stream: the call failed (ADR 0135), as an error event of the other APIs does.
     else if (e.type?.startsWith('exception:')) call.streamError?.(streamException(e.type, e.data));
   },
+  // `contentBlockDelta`: text, a tool call's `input` as partial JSON, reasoning text.
+  outputKeys: ['text', 'input'],
 };

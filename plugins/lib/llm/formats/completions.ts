@@ -157,6 +157,8 @@ export const completions: LlmFormat = {
   },
   // The model comes with the first chunk, usage with the last ones (`stream_options.include_usage`), an error in its own.
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('"usage"') || data.includes('"error"'),
+  // `reasoning`: OpenRouter's and vLLM's reasoning deltas; `reasoning_content`: DeepSeek's.
+  outputKeys: ['content', 'arguments', 'refusal', 'reasoning_content', 'reasoning'],
   // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ data: JSON.stringify(e.data) })),
   assembleStream: assembleCompletions,

@@ -92,6 +92,11 @@ export interface LlmFormat {
    * `observeEvent` would ignore, so it is not parsed. Absent: every event is parsed.
    */
   observes?(event: string | undefined, data: string, call: UsageSink): boolean;
+  /**
+   * Members of this format's stream events whose string values are the answer's output (text, tool-call arguments,
+   * reasoning): counted in every event's raw text to estimate a stream cut before its usage (ADR 0150).
+   */
+  readonly outputKeys?: readonly string[];
   /** One event as SSE text, as this format's clients expect it. */
   serializeEvent?(e: LlmEvent): string;
   /**

@@ -227,6 +227,8 @@ export const geminiNative: LlmFormat = {
     if (isObj(e.data.error)) call.streamError?.(e.data.error);
   },
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata') || data.includes('"error"'),
+  // Function-call arguments arrive whole as objects (not counted); Gemini restates its usage in every chunk anyway.
+  outputKeys: ['text'],
   assembleStream: assembleGemini,
   requestSlots: geminiRequestSlots,
   bodyFields: geminiBodyFields,

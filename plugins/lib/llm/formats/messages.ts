@@ -181,6 +181,7 @@ export const messages: LlmFormat = {
     } else if (type === 'error') call.streamError?.(d.error);
   },
   observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta' || event === 'error',
+  outputKeys: ['text', 'partial_json', 'thinking'],
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,
   responseSlots: messagesResponseSlots,

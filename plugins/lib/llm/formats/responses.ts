@@ -178,6 +178,8 @@ export const responses: LlmFormat = {
     else if (type === 'error') call.streamError?.(d);
   },
   observes: (event) => event === undefined || OBSERVED.has(event),
+  // Text, refusal, arguments and reasoning all stream as `delta` strings; the final events restate them whole.
+  outputKeys: ['delta'],
   assembleStream: assembleResponses,
   requestSlots: responsesRequestSlots,
   responseSlots: responsesResponseSlots,

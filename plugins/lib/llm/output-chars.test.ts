@@ -1,0 +1,19 @@
+// The output characters a stream event carried, read from its raw text (ADR 0150: what a cut stream is charged).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { outputChars } from './output-chars.ts';
+
+describe('outputChars', () => {
+  it('counts the string values of the named members, an escape as one character', () => {
+    const chunk = JSON.stringify({ id: 'c1', model: 'gpt-4o', choices: [{ index: 0, delta: { content: 'a "quoted"\nline \u00e9' } }] });
+    assert.equal(outputChars(chunk, ['content']), 'a "quoted"\nline \u00e9'.length);
+    const call = JSON.stringify({ choices: [{ delta: { tool_calls: [{ index: 0, function: { name: 'get', arguments: '{"city":"Paris"}' } }] } }] });
+    assert.equal(outputChars(call, ['content', 'arguments']), '{"city":"Paris"}'.length);
+  });
+  it('takes spaces around the colon, skips values that are no strings, and never a name inside a value', () => {
+    assert.equal(outputChars('{"text" : "abc", "n": {"text": 5}}', ['text']), 3);
+    assert.equal(outputChars(JSON.stringify({ text: 'say "text": "nothing"' }), ['text']), 'say "text": "nothing"'.length);
+    assert.equal(outputChars('{"content":[]}', ['content']), 0);
+    assert.equal(outputChars('{"content":"\\u00e9\\u00e9"}', ['content']), 2);
+  });
+});
