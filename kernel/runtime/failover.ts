@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError } from '../sdk/index.ts';
+import { GatewayError, isDeclinedReply } from '../sdk/index.ts';
 import type { Reply } from '../sdk/index.ts';
 import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
@@ -49,6 +49,25 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
   const once = first.failover?.once === true || order !== undefined;
   const saved = once ? { ...h } : undefined;
   let tried: CompiledBackendRef[] | undefined;
+  // A backend's failure kept while the next ones decline (`declineReply`): the client's answer if none serves. Its
+  // body is drained only once another backend answered; the first decline is the answer when no backend ever did.
+  let kept: Outcome | undefined;
+  let refusal: Outcome | undefined;
+  /** The request as the first backend got it, for the next one. */
+  const reset = (): void => {
+    ex.path = path;
+    ex.query = query;
+    ex.body = body ?? ex.receivedBody;
+    if (saved) {
+      for (const name of Object.keys(h)) if (!(name in saved)) delete h[name];
+      Object.assign(h, saved);
+    } else {
+      restore(h, 'x-forwarded-for', xff);
+      restore(h, 'content-encoding', contentEncoding);
+      restore(h, 'content-length', contentLength);
+      restore(h, 'transfer-encoding', transferEncoding);
+    }
+  };
   let ref = first;
   for (;;) {
     select(ex, ref);
@@ -70,6 +89,25 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     outcome.reply = reply;
     outcome.error = error;
     if (!handled) return;
+    if (once && reply !== undefined && isDeclinedReply(reply)) {
+      // This backend cannot carry the request (no upstream called, nothing said of its health): the next one may.
+      (tried ??= []).push(ref);
+      refusal ??= { ref, reply, error: undefined };
+      const next = order !== undefined ? pickInOrder(route, order, tried) : pickBackend(route, ref, tried);
+      if (next === undefined) {
+        const last = kept ?? refusal;
+        select(ex, last.ref);
+        Object.assign(outcome, last);
+        return;
+      }
+      reset();
+      ref = next;
+      continue;
+    }
+    if (kept !== undefined) {
+      drain(kept.reply);
+      kept = undefined;
+    }
     const status = reply ? reply.status : error instanceof GatewayError ? error.status : 500;
     // A client that left says nothing about the backend. Its attempt, aborted, fails with undici's UND_ERR_ABORTED,
     // which reads as a 502: counted, 50 clients closing their connections at once (a load generator ending a run)
@@ -98,27 +136,22 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     } else if (!again) return;
     const next = order !== undefined ? pickInOrder(route, order, tried) : once ? pickBackend(route, ref, tried) : (pickBackend(route, ref) ?? ref);
     if (next === undefined) return;
-    if (reply && reply.body instanceof Readable) {
-      const dropped = reply.body;
-      dropped.on('error', () => undefined);
-      dropped.resume();
-    }
-    ex.path = path;
-    ex.query = query;
-    ex.body = body ?? ex.receivedBody;
-    if (saved) {
-      for (const name of Object.keys(h)) if (!(name in saved)) delete h[name];
-      Object.assign(h, saved);
-    } else {
-      restore(h, 'x-forwarded-for', xff);
-      restore(h, 'content-encoding', contentEncoding);
-      restore(h, 'content-length', contentLength);
-      restore(h, 'transfer-encoding', transferEncoding);
-    }
+    if (once) kept = { ref, reply, error };
+    else drain(reply);
+    reset();
     await backoff(fo.backoffMs, ex);
     // Aborted during the backoff: the last outcome stands, no other backend is tried.
     if (ex.aborted !== undefined) return;
     ref = next;
+  }
+}
+
+/** A reply no client will get: its body read to its end and dropped, so its connection can be reused. */
+function drain(reply: Reply | undefined): void {
+  if (reply && reply.body instanceof Readable) {
+    const dropped = reply.body;
+    dropped.on('error', () => undefined);
+    dropped.resume();
   }
 }
 

@@ -89,3 +89,22 @@ export function jsonReply(status: number, value: unknown, headers: HeaderMap = {
   headers['content-type'] = 'application/json';
   return { status, headers, body: JSON.stringify(value), local: true };
 }
+
+/** Replies marked by `declineReply`. */
+const DECLINED = new WeakSet<Reply>();
+
+/**
+ * Mark a backend's gateway-made refusal of a request this backend cannot carry while another backend of the route
+ * might (an `ai` backend whose provider has no equivalent of a field the request asks for), made before any upstream
+ * was called. Under default failover (ADR 0039) the route's next backend is tried instead, and the client gets an
+ * earlier backend's failure, or this refusal when no backend could serve the request (ADR 0150). Returns `reply`.
+ */
+export function declineReply(reply: Reply): Reply {
+  DECLINED.add(reply);
+  return reply;
+}
+
+/** Whether `reply` was marked by `declineReply`. */
+export function isDeclinedReply(reply: Reply): boolean {
+  return DECLINED.has(reply);
+}

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError, llmTokenLimiters } from 'switchyard/sdk';
+import { declineReply, GatewayError, llmTokenLimiters } from 'switchyard/sdk';
 import type { BackendCompileContext, BackendInstance, Exchange, ForwardOptions, LlmCallQuote, Reply, UpstreamAttempt } from 'switchyard/sdk';
 import { backendAuthFailure } from '../../lib/backend-auth/contract.ts';
 import type { BackendAuthInstance } from '../../lib/backend-auth/contract.ts';
@@ -221,7 +221,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const clientFormat = formatOf(client);
     const wireFormat = wire === undefined ? undefined : formatOf(wire, provider.formats);
     const tr = clientFormat && wireFormat ? translationBetween(clientFormat, wireFormat) : undefined;
-    if (wire === undefined || tr === undefined) return llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`);
+    // What this provider cannot carry, another backend of the route may: declined, failover passes it by (ADR 0150).
+    if (wire === undefined || tr === undefined) return declineReply(llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`));
     const limiters = ex.get(llmTokenLimiters);
     // Token limits alone need the prompt estimate and the output cap: read from the bytes, not a parse (prompt-walk.ts).
     const figures = !whole && limiters !== undefined && !changed && tr.identity && provider.prepareBody === undefined ? promptFigures(raw) : undefined;
@@ -262,7 +263,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     if (!tr.identity) {
       const unhonoured = unhonouredFields(client, wire, body);
       if (unhonoured.length > 0) {
-        if (!config.dropUnsupportedParams) return llmRequestError(400, `cannot translate the request: ${unhonouredMessage(provider.kind, unhonoured)}`);
+        if (!config.dropUnsupportedParams) return declineReply(llmRequestError(400, `cannot translate the request: ${unhonouredMessage(provider.kind, unhonoured)}`));
         ex.logField('llm.droppedParams', unhonoured.map((u) => u.field).join(','));
       }
     }
@@ -270,7 +271,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     try {
       wireBody = tr.request(body);
     } catch (err) {
-      return llmRequestError(400, `cannot translate the request: ${(err as Error).message}`);
+      return declineReply(llmRequestError(400, `cannot translate the request: ${(err as Error).message}`));
     }
     // `ai.promptCaching`: the policy marks Anthropic bodies it sees; a body that became one here is marked now.
     if (wire === 'messages' && client !== 'messages' && policy?.promptCaching) applyAnthropicCacheMarkers(wireBody, policy.promptCaching);
