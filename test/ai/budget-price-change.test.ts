@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { stringify } from 'yaml';
-import { startGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
@@ -36,19 +36,10 @@ describe('a USD budget across a price change mid-call', () => {
   const config = (inline: { input: number; output: number }) =>
     stringify({
       config: { adminAddr: '127.0.0.1:0', statsAddr: 'off', readinessAddr: 'off', logging: { format: 'json', level: 'info' }, drainTimeout: '200ms' },
-      binds: [
-        {
-          port,
-          listeners: [
-            {
-              routes: [
-                aiRoute('/file', { name: 'f', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}`, costs: { catalog: catalogFile } }, { virtualKeys: keys }),
-                aiRoute('/inline', { name: 'i', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}`, costs: { prices: { 'house-model': inline } } }, { virtualKeys: keys }),
-              ],
-            },
-          ],
-        },
-      ],
+      ...oneListenerConfig(port, [
+        aiRoute('/file', { name: 'f', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}`, costs: { catalog: catalogFile } }, { virtualKeys: keys }),
+        aiRoute('/inline', { name: 'i', provider: { openAI: {} }, hostOverride: `127.0.0.1:${provider.port}`, costs: { prices: { 'house-model': inline } } }, { virtualKeys: keys }),
+      ]),
     });
   // A budget large enough to be leased (ADR 0108), so the lease's accounting is crossed too.
   const keys = { store: { sqlite: { path: ':memory:' } }, keys: [{ id: 'k', key: KEY, budgets: [{ usd: 100_000, period: 'day' }] }] };

@@ -7,12 +7,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
-import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
-import { freePort } from '../helpers/ports.ts';
 import { scrape, value } from '../helpers/metrics.ts';
-import { accessRecords, aiPreset, aiRoute, startMock } from './harness.ts';
-import type { Mock } from './harness.ts';
+import { accessRecords, aiRoute, startAiGateway, startMock } from './harness.ts';
+import type { AiGateway, Mock } from './harness.ts';
 
 const KEY_O = 'sk-cut-openai-0123456789';
 const KEY_A = 'sk-cut-anthro-0123456789';
@@ -24,7 +21,7 @@ const READ = 4000;
 
 describe('a stream cut before its usage', () => {
   let mock: Mock;
-  let gw: RunningGateway;
+  let gw: AiGateway;
   let base: string;
 
   before(async () => {
@@ -34,8 +31,6 @@ describe('a stream cut before its usage', () => {
       { match: { userMessage: 'tell me a long tale' }, response: { content: ANSWER, usage: { input_tokens: 9 } }, latency: 10, chunkSize: 40 },
       { match: {}, response: { content: 'ok' } },
     ]);
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
     const virtualKeys = {
       store: { sqlite: { path: ':memory:' } },
       keys: [
@@ -45,26 +40,12 @@ describe('a stream cut before its usage', () => {
     };
     const oa = (name: string) => ({ name, provider: { openAI: {} }, hostOverride: mock.hostPort });
     const an = { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort };
-    gw = await startGateway(
-      {
-        config: { logging: { format: 'json', level: 'info' } },
-        binds: [
-          {
-            port,
-            listeners: [
-              {
-                routes: [
-                  aiRoute('/o', oa('o'), { virtualKeys }),
-                  aiRoute('/a', an, { virtualKeys }),
-                  aiRoute('/l', oa('l'), { localRateLimit: [{ maxTokens: 100_000, tokensPerFill: 100_000, fillInterval: '1h', type: 'tokens' }] }),
-                ],
-              },
-            ],
-          },
-        ],
-      },
-      { preset: aiPreset },
-    );
+    gw = await startAiGateway([
+      aiRoute('/o', oa('o'), { virtualKeys }),
+      aiRoute('/a', an, { virtualKeys }),
+      aiRoute('/l', oa('l'), { localRateLimit: [{ maxTokens: 100_000, tokensPerFill: 100_000, fillInterval: '1h', type: 'tokens' }] }),
+    ]);
+    base = gw.base;
   });
   after(async () => {
     await gw?.stop();

@@ -6,11 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
-import { startGateway } from '../helpers/gateway.ts';
-import type { RunningGateway } from '../helpers/gateway.ts';
-import { freePort } from '../helpers/ports.ts';
-import { accessRecords, aiPreset, startMock } from '../ai/harness.ts';
-import type { Mock } from '../ai/harness.ts';
+import { accessRecords, startAiGateway, startMock } from '../ai/harness.ts';
+import type { AiGateway, Mock } from '../ai/harness.ts';
 
 /** The first pick of a weighted route, all but certainly (see llm-failover.test.ts). */
 const FIRST = 1_000_000_000;
@@ -18,43 +15,27 @@ const FIRST = 1_000_000_000;
 describe('failover past a provider that cannot carry the request', () => {
   let down: Mock;
   let up: Mock;
-  let gw: RunningGateway;
+  let gw: AiGateway;
   let base: string;
 
   before(async () => {
     down = await startMock([{ match: {}, response: { error: { message: 'the service is unavailable', type: 'server_error' }, status: 503 } }]);
     up = await startMock([{ match: {}, response: { content: 'served' } }]);
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
     const ai = (name: string, hostPort: string, provider: Record<string, unknown> = { openAI: {} }) => ({ ai: { name, provider, hostOverride: hostPort } });
     const route = (name: string, backends: unknown[], policies?: unknown) => ({ name, matches: [{ path: { pathPrefix: `/${name}` } }], backends, ...(policies ? { policies } : {}) });
-    gw = await startGateway(
-      {
-        config: { logging: { format: 'json', level: 'info' } },
-        binds: [
-          {
-            port,
-            listeners: [
-              {
-                routes: [
-                  // OpenAI first (down), Anthropic as the fallback.
-                  route('oa', [{ ...ai('openai-down', down.hostPort), weight: FIRST }, ai('claude', up.hostPort, { anthropic: {} })]),
-                  // Anthropic first (up, but it cannot carry `n: 3`), OpenAI second.
-                  route('ao', [{ ...ai('claude-first', up.hostPort, { anthropic: {} }), weight: FIRST }, ai('openai-up', up.hostPort)]),
-                  // A virtual model: Anthropic target first, OpenAI second.
-                  route('vm', [ai('vclaude', up.hostPort, { anthropic: {} }), ai('vopenai', up.hostPort)], {
-                    ai: { routes: { '*': 'completions' }, virtualModels: { smart: { targets: [{ backend: 'vclaude', model: 'claude-sonnet-4-5' }, { backend: 'vopenai', model: 'gpt-4o' }] } } },
-                  }),
-                  // No target can carry it.
-                  route('aa', [ai('claude-a', up.hostPort, { anthropic: {} }), ai('claude-b', up.hostPort, { anthropic: {} })]),
-                ],
-              },
-            ],
-          },
-        ],
-      },
-      { preset: aiPreset },
-    );
+    gw = await startAiGateway([
+      // OpenAI first (down), Anthropic as the fallback.
+      route('oa', [{ ...ai('openai-down', down.hostPort), weight: FIRST }, ai('claude', up.hostPort, { anthropic: {} })]),
+      // Anthropic first (up, but it cannot carry `n: 3`), OpenAI second.
+      route('ao', [{ ...ai('claude-first', up.hostPort, { anthropic: {} }), weight: FIRST }, ai('openai-up', up.hostPort)]),
+      // A virtual model: Anthropic target first, OpenAI second.
+      route('vm', [ai('vclaude', up.hostPort, { anthropic: {} }), ai('vopenai', up.hostPort)], {
+        ai: { routes: { '*': 'completions' }, virtualModels: { smart: { targets: [{ backend: 'vclaude', model: 'claude-sonnet-4-5' }, { backend: 'vopenai', model: 'gpt-4o' }] } } },
+      }),
+      // No target can carry it.
+      route('aa', [ai('claude-a', up.hostPort, { anthropic: {} }), ai('claude-b', up.hostPort, { anthropic: {} })]),
+    ]);
+    base = gw.base;
   });
   after(async () => {
     await gw?.stop();
