@@ -16,7 +16,6 @@ import type { Translation } from '../../lib/llm/formats/index.ts';
 import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { isUsageChunk } from '../../lib/llm/formats/completions.ts';
 import { guardStreamedReply } from './stream-guard.ts';
-import { outputChars } from '../../lib/llm/output-chars.ts';
 
 /** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
 export const RESPONSE_LIMIT = 32 * 1024 * 1024;
@@ -93,7 +92,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   if (req.stream && source) {
     const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
     const captures = req.call.capturesContent;
-    const outputKeys = req.wireFormat.outputKeys;
+    const wireFormat = req.wireFormat;
     const options = {
       source,
       onEvent: (e: LlmEvent) => {
@@ -106,7 +105,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
       observes: req.wireFormat.observes && !captures ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
       onSkipped: () => req.call.firstEvent(),
       // The output relayed so far: what a stream cut before its usage is charged (ADR 0150).
-      onData: outputKeys ? (data: string) => req.call.addOutputChars(outputChars(data, outputKeys)) : undefined,
+      onData: wireFormat.outputChars ? (data: string) => req.call.addOutputChars(wireFormat.outputChars!(data)) : undefined,
     } as const;
     const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
     req.call.relayingStream();

@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { outputChars } from './output-chars.ts';
+import { responses } from './formats/responses.ts';
 
 describe('outputChars', () => {
   it('counts the string values of the named members, an escape as one character', () => {
@@ -15,5 +16,10 @@ describe('outputChars', () => {
     assert.equal(outputChars(JSON.stringify({ text: 'say "text": "nothing"' }), ['text']), 'say "text": "nothing"'.length);
     assert.equal(outputChars('{"content":[]}', ['content']), 0);
     assert.equal(outputChars('{"content":"\\u00e9\\u00e9"}', ['content']), 2);
+  });
+  it("a Responses stream's text deltas count, its audio's base64 does not", () => {
+    assert.equal(responses.outputChars!(JSON.stringify({ type: 'response.output_text.delta', delta: 'Hello' })), 5);
+    assert.equal(responses.outputChars!(JSON.stringify({ type: 'response.audio.transcript.delta', delta: 'Hi' })), 2);
+    assert.equal(responses.outputChars!(JSON.stringify({ type: 'response.audio.delta', delta: 'UklGRiQAAABXQVZF' })), 0);
   });
 });

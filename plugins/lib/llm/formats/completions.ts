@@ -11,6 +11,7 @@ import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, contentSlots, messageListSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
+import { outputChars } from '../output-chars.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // OpenAI Chat Completions: `chat.completion.chunk`s → `chat.completion`
@@ -141,6 +142,9 @@ export function isUsageChunk(e: LlmEvent): boolean {
   return !e.done && Array.isArray(e.data.choices) && e.data.choices.length === 0 && isObj(e.data.usage);
 }
 
+/** What a chunk's output is carried in: `reasoning` for OpenRouter and vLLM, `reasoning_content` for DeepSeek. */
+const OUTPUT_KEYS = ['content', 'arguments', 'refusal', 'reasoning_content', 'reasoning'] as const;
+
 export const completions: LlmFormat = {
   name: 'completions',
   family: 'openai',
@@ -157,8 +161,7 @@ export const completions: LlmFormat = {
   },
   // The model comes with the first chunk, usage with the last ones (`stream_options.include_usage`), an error in its own.
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('"usage"') || data.includes('"error"'),
-  // `reasoning`: OpenRouter's and vLLM's reasoning deltas; `reasoning_content`: DeepSeek's.
-  outputKeys: ['content', 'arguments', 'refusal', 'reasoning_content', 'reasoning'],
+  outputChars: (data) => outputChars(data, OUTPUT_KEYS),
   // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ data: JSON.stringify(e.data) })),
   assembleStream: assembleCompletions,

@@ -93,10 +93,10 @@ export interface LlmFormat {
    */
   observes?(event: string | undefined, data: string, call: UsageSink): boolean;
   /**
-   * Members of this format's stream events whose string values are the answer's output (text, tool-call arguments,
-   * reasoning): counted in every event's raw text to estimate a stream cut before its usage (ADR 0150).
+   * The answer's output (text, tool-call arguments, reasoning) one stream event carries, in characters, read from its
+   * raw data (output-chars.ts): what a stream cut before its usage is charged is estimated from it (ADR 0150).
    */
-  readonly outputKeys?: readonly string[];
+  outputChars?(data: string): number;
   /** One event as SSE text, as this format's clients expect it. */
   serializeEvent?(e: LlmEvent): string;
   /**

@@ -14,6 +14,7 @@ import type { Builder, StreamText, TextRef } from './assembly.ts';
 import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, partSlots } from './slots.ts';
 import type { TextSlot } from './slots.ts';
+import { outputChars } from '../output-chars.ts';
 
 interface TextAcc {
   text: string;
@@ -228,7 +229,7 @@ export const geminiNative: LlmFormat = {
   },
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata') || data.includes('"error"'),
   // Function-call arguments arrive whole as objects (not counted); Gemini restates its usage in every chunk anyway.
-  outputKeys: ['text'],
+  outputChars: (data) => outputChars(data, ['text']),
   assembleStream: assembleGemini,
   requestSlots: geminiRequestSlots,
   bodyFields: geminiBodyFields,

@@ -14,6 +14,7 @@ import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, messageListSlots, partSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
+import { outputChars } from '../output-chars.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Anthropic Messages: `message_start`, `content_block_*`, `message_delta`, `message_stop` → `message`
@@ -181,7 +182,7 @@ export const messages: LlmFormat = {
     } else if (type === 'error') call.streamError?.(d.error);
   },
   observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta' || event === 'error',
-  outputKeys: ['text', 'partial_json', 'thinking'],
+  outputChars: (data) => outputChars(data, ['text', 'partial_json', 'thinking']),
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,
   responseSlots: messagesResponseSlots,

@@ -12,6 +12,7 @@ import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { contentSlots, RESPONSES_PARTS, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
+import { outputChars } from '../output-chars.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // OpenAI Responses: `response.*` events → the `response` of `response.completed` (or one put together)
@@ -178,8 +179,9 @@ export const responses: LlmFormat = {
     else if (type === 'error') call.streamError?.(d);
   },
   observes: (event) => event === undefined || OBSERVED.has(event),
-  // Text, refusal, arguments and reasoning all stream as `delta` strings; the final events restate them whole.
-  outputKeys: ['delta'],
+  // Text, refusal, arguments and reasoning stream as `delta` strings (the final events restate them whole); audio's
+  // `delta` is base64 bytes, not text.
+  outputChars: (data) => (data.includes('"response.audio.delta"') ? 0 : outputChars(data, ['delta'])),
   assembleStream: assembleResponses,
   requestSlots: responsesRequestSlots,
   responseSlots: responsesResponseSlots,
