@@ -9,6 +9,8 @@ import OpenAI from 'openai';
 import { accessRecords, startAiGateway, startMock } from '../ai/harness.ts';
 import type { AiGateway, Mock } from '../ai/harness.ts';
 
+const MINI_KEY = 'sk-mini-only-0123456789';
+const NONE_KEY = 'sk-no-model-0123456789';
 /** The first pick of a weighted route, all but certainly (see llm-failover.test.ts). */
 const FIRST = 1_000_000_000;
 
@@ -23,6 +25,7 @@ describe('failover past a provider that cannot carry the request', () => {
     up = await startMock([{ match: {}, response: { content: 'served' } }]);
     const ai = (name: string, hostPort: string, provider: Record<string, unknown> = { openAI: {} }) => ({ ai: { name, provider, hostOverride: hostPort } });
     const route = (name: string, backends: unknown[], policies?: unknown) => ({ name, matches: [{ path: { pathPrefix: `/${name}` } }], backends, ...(policies ? { policies } : {}) });
+    const virtualKeys = { store: { sqlite: { path: ':memory:' } }, keys: [{ id: 'mini-only', key: MINI_KEY, models: ['gpt-4o-mini'] }, { id: 'none', key: NONE_KEY, models: ['o3'] }] };
     gw = await startAiGateway([
       // OpenAI first (down), Anthropic as the fallback.
       route('oa', [{ ...ai('openai-down', down.hostPort), weight: FIRST }, ai('claude', up.hostPort, { anthropic: {} })]),
@@ -34,6 +37,16 @@ describe('failover past a provider that cannot carry the request', () => {
       }),
       // No target can carry it.
       route('aa', [ai('claude-a', up.hostPort, { anthropic: {} }), ai('claude-b', up.hostPort, { anthropic: {} })]),
+      // Providers pinned to their models; a virtual key limited to one of them.
+      route(
+        'pinned',
+        [
+          { ...ai('pinned-claude', up.hostPort, { anthropic: { model: 'claude-haiku-4-5' } }), weight: FIRST },
+          ai('pinned-mini', up.hostPort, { openAI: { model: 'gpt-4o-mini' } }),
+        ],
+        { virtualKeys },
+      ),
+      route('pinned-down', [{ ...ai('pinned-down', down.hostPort, { openAI: { model: 'gpt-4o-mini' } }), weight: FIRST }, ai('pinned-claude2', up.hostPort, { anthropic: { model: 'claude-haiku-4-5' } })], { virtualKeys }),
     ]);
     base = gw.base;
   });
@@ -43,7 +56,7 @@ describe('failover past a provider that cannot carry the request', () => {
     await up?.stop();
   });
 
-  const client = (prefix: string) => new OpenAI({ baseURL: `${base}/${prefix}/v1`, apiKey: 'sk-client', maxRetries: 0 });
+  const client = (prefix: string, apiKey = 'sk-client') => new OpenAI({ baseURL: `${base}/${prefix}/v1`, apiKey, maxRetries: 0 });
   const status = async (p: Promise<unknown>): Promise<number> => {
     try {
       await p;
@@ -95,5 +108,19 @@ describe('failover past a provider that cannot carry the request', () => {
     assert.equal(err?.status, 400);
     assert.match(String(err?.message), /`n`/);
     assert.equal((await up.journal()).length, from);
+  });
+
+  it("a virtual key's model allow-list: a backend whose model the key may not use is passed by, 403 only when none is allowed", async () => {
+    const from = (await up.journal()).length;
+    const res = await client('pinned', MINI_KEY).chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'served');
+    const got = (await up.journal()).slice(from);
+    assert.deepEqual(got.map((e) => [e.path, e.body?.model]), [['/v1/chat/completions', 'gpt-4o-mini']]);
+    // The allowed provider fails: the client gets its 503, not the other's 403.
+    assert.equal(await status(client('pinned-down', MINI_KEY).chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] })), 503);
+    // No backend's model allowed: 403.
+    assert.equal(await status(client('pinned', NONE_KEY).chat.completions.create({ model: 'anything', messages: [{ role: 'user', content: 'hello' }] })), 403);
+    const m = await (await fetch(`${gw.statsUrl}/metrics`)).text();
+    assert.match(m, /switchyard_virtual_key_denials_total\{reason="model"\} 1\n/, 'one denial: the request refused, not each backend passed by');
   });
 });

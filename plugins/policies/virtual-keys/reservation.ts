@@ -1,4 +1,4 @@
-import { defineAttribute, jsonErrorReply, llmCall, llmSettlement } from 'switchyard/sdk';
+import { declineReply, defineAttribute, jsonErrorReply, llmCall, llmSettlement } from 'switchyard/sdk';
 import type { Exchange, LlmCallQuote, LlmTokenLimiter, Logger, Reply } from 'switchyard/sdk';
 import { windowOf } from '../../lib/key-store/periods.ts';
 import { KEY_GONE } from '../../lib/key-store/types.ts';
@@ -73,10 +73,11 @@ export class KeyReservation implements LlmTokenLimiter {
     if (models) {
       // A passthrough request's model is not read: a key limited to some models may not use such routes.
       // A virtual model (`ai.virtualModels`) is allowed or not by the name the client used, whichever target serves it.
+      // A refusal declines this backend: under failover another one whose model the key may use serves (ADR 0150),
+      // and the denial is counted when it is the answer (`settle`).
       const model = quote?.virtualModel ?? quote?.model;
-      if (model === undefined || !models.some((p) => modelMatches(p, model))) this.dir.metrics.denied('model');
-      if (model === undefined) return jsonErrorReply(403, 'permission_denied', `virtual key \`${key.id}\` is limited to some models and this request names none the gateway can read`);
-      if (!models.some((p) => modelMatches(p, model))) return jsonErrorReply(403, 'permission_denied', `virtual key \`${key.id}\` may not use model \`${model}\``);
+      if (model === undefined) return this.refuseModel(`virtual key \`${key.id}\` is limited to some models and this request names none the gateway can read`);
+      if (!models.some((p) => modelMatches(p, model))) return this.refuseModel(`virtual key \`${key.id}\` may not use model \`${model}\``);
     }
     // A failover to another provider calls reserve again: the first reservation stands.
     if (this.lines) return undefined;
@@ -115,6 +116,15 @@ export class KeyReservation implements LlmTokenLimiter {
     return typeof refused === 'number' ? this.reserved(lines, slots, now, refused) : refused.then((r) => this.reserved(lines, slots, now, r));
   }
 
+  /** A backend refused for its model: the first such refusal, counted as a denial if it is the client's answer. */
+  private modelRefusal: Reply | undefined;
+
+  private refuseModel(message: string): Reply {
+    const reply = declineReply(jsonErrorReply(403, 'permission_denied', message));
+    this.modelRefusal ??= reply;
+    return reply;
+  }
+
   /** The store's answer to a reservation: a refusal, or the lines kept for the settlement. */
   private reserved(lines: KeyLine[], slots: readonly Slot[], now: number, refused: number): Reply | undefined {
     if (refused === KEY_GONE) {
@@ -135,7 +145,10 @@ export class KeyReservation implements LlmTokenLimiter {
    */
   settle(ex: Exchange, status: number): void {
     const lines = this.lines;
-    if (!lines) return;
+    if (!lines) {
+      if (this.modelRefusal !== undefined && status === 403) this.dir.metrics.denied('model');
+      return;
+    }
     this.lines = undefined;
     const call = ex.get(llmCall);
     const settlement = llmSettlement(call, status);
