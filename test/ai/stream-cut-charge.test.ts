@@ -2,24 +2,29 @@
 // estimated (characters / 4, the prompt estimator's rule), never below what the provider reported, and the prompt by
 // its estimate when the provider reported none. The same counts reach a virtual key's budgets, a token bucket, the cost
 // metrics and the access log (marked estimated). Real gateway and `openai` client aborting mid-stream; aimock as a
-// slow OpenAI provider (usage only in its last chunk) and a slow Anthropic one (0 output tokens until its end).
+// slow OpenAI provider (usage only in its last chunk) and a slow Anthropic one (0 output tokens until its end); the
+// client leaving and the route deadline; traced or not.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { scrape, value } from '../helpers/metrics.ts';
-import { accessRecords, aiRoute, startAiGateway, startMock } from './harness.ts';
+import { startRoutesGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { accessRecords, aiPreset, aiRoute, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
 
 const KEY_O = 'sk-cut-openai-0123456789';
 const KEY_A = 'sk-cut-anthro-0123456789';
+const KEY_D = 'sk-cut-deadline-0123456789';
 /** 12,000 characters: 3,000 tokens by the estimator; streamed 40 characters every 10 ms (about 3 s). */
 const ANSWER = 'word '.repeat(2400);
 const FULL_OUTPUT = 3000;
 /** The client leaves once it has read this many characters: 1,000 tokens or more were relayed. */
 const READ = 4000;
 
-describe('a stream cut before its usage', () => {
+// Traced, the call's span listens for the abort too: the charge must be the same.
+for (const traced of [false, true]) describe(`a stream cut before its usage${traced ? ', traced' : ''}`, () => {
   let mock: Mock;
   let gw: AiGateway;
   let base: string;
@@ -36,15 +41,19 @@ describe('a stream cut before its usage', () => {
       keys: [
         { id: 'ko', key: KEY_O, budgets: [{ tokens: 1_000_000, period: 'day' }, { usd: 100, period: 'day' }] },
         { id: 'ka', key: KEY_A, budgets: [{ tokens: 1_000_000, period: 'day' }, { usd: 100, period: 'day' }] },
+        { id: 'kd', key: KEY_D, budgets: [{ tokens: 1_000_000, period: 'day' }, { usd: 100, period: 'day' }] },
       ],
     };
     const oa = (name: string) => ({ name, provider: { openAI: {} }, hostOverride: mock.hostPort });
     const an = { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort };
-    gw = await startAiGateway([
+    // Spans go to a port nobody listens on: only the call's span matters here.
+    const tracing = traced ? { tracing: { otlpEndpoint: `http://127.0.0.1:${await freePort()}`, otlpProtocol: 'http', randomSampling: true } } : {};
+    gw = await startRoutesGateway([
       aiRoute('/o', oa('o'), { virtualKeys }),
       aiRoute('/a', an, { virtualKeys }),
+      aiRoute('/d', oa('d'), { virtualKeys, timeout: { requestTimeout: '800ms' } }),
       aiRoute('/l', oa('l'), { localRateLimit: [{ maxTokens: 100_000, tokensPerFill: 100_000, fillInterval: '1h', type: 'tokens' }] }),
-    ]);
+    ], { config: { logging: { format: 'json', level: 'info' }, drainTimeout: '200ms', ...tracing }, preset: aiPreset });
     base = gw.base;
   });
   after(async () => {
@@ -121,5 +130,20 @@ describe('a stream cut before its usage', () => {
     const { response } = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
     const remaining = Number(response.headers.get('x-ratelimit-remaining'));
     assert.equal(remaining, 100_000 - charged - 1, `remaining ${remaining}`);
+  });
+
+  it("the route's deadline cuts the stream: charged what it relayed too", async () => {
+    const client = new OpenAI({ baseURL: `${base}/d/v1`, apiKey: KEY_D, maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'tell me a long story' }] });
+    let read = 0;
+    await assert.rejects(async () => {
+      for await (const c of stream) read += c.choices[0]?.delta?.content?.length ?? 0;
+    });
+    assert.ok(read > 1024, `read ${read}`);
+    const [rec] = await accessRecords(gw, '/d/v1/chat/completions');
+    const out = Number(rec!['llm.outputTokens']);
+    assert.ok(out >= Math.ceil(read / 4) && out < FULL_OUTPUT, `llm.outputTokens ${out}`);
+    assert.equal(rec!['llm.outputTokensEstimated'], true);
+    assert.equal((await settled('kd')).tokens, 5 + out);
   });
 });
