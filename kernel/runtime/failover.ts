@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError, isDeclinedReply } from '../sdk/index.ts';
+import { GatewayError, isDeclinedReply, readCapped } from '../sdk/index.ts';
 import type { Reply } from '../sdk/index.ts';
 import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
@@ -49,9 +49,9 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
   const once = first.failover?.once === true || order !== undefined;
   const saved = once ? { ...h } : undefined;
   let tried: CompiledBackendRef[] | undefined;
-  // A backend's failure kept while the next ones decline (`declineReply`): the client's answer if none serves. Its
-  // body is drained only once another backend answered; the first decline is the answer when no backend ever did.
-  let kept: Outcome | undefined;
+  // A backend's failure kept while the next ones decline (`declineReply`): the client's answer if none serves. The
+  // first decline is the answer when no backend ever did.
+  let kept: Kept | undefined;
   let refusal: Outcome | undefined;
   /** The request as the first backend got it, for the next one. */
   const reset = (): void => {
@@ -95,19 +95,19 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
       refusal ??= { ref, reply, error: undefined };
       const next = order !== undefined ? pickInOrder(route, order, tried) : pickBackend(route, ref, tried);
       if (next === undefined) {
-        const last = kept ?? refusal;
+        const last = kept !== undefined && (await kept.read) ? kept : refusal;
         select(ex, last.ref);
-        Object.assign(outcome, last);
+        outcome.ref = last.ref;
+        outcome.reply = last.reply;
+        outcome.error = last.error;
         return;
       }
       reset();
       ref = next;
       continue;
     }
-    if (kept !== undefined) {
-      drain(kept.reply);
-      kept = undefined;
-    }
+    // Another backend answered: the kept failure is no one's answer (its body is being read to its end already).
+    kept = undefined;
     const status = reply ? reply.status : error instanceof GatewayError ? error.status : 500;
     // A client that left says nothing about the backend. Its attempt, aborted, fails with undici's UND_ERR_ABORTED,
     // which reads as a 502: counted, 50 clients closing their connections at once (a load generator ending a run)
@@ -136,7 +136,7 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     } else if (!again) return;
     const next = order !== undefined ? pickInOrder(route, order, tried) : once ? pickBackend(route, ref, tried) : (pickBackend(route, ref) ?? ref);
     if (next === undefined) return;
-    if (once) kept = { ref, reply, error };
+    if (once) kept = keep(ref, reply, error);
     else drain(reply);
     reset();
     await backoff(fo.backoffMs, ex);
@@ -144,6 +144,31 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     if (ex.aborted !== undefined) return;
     ref = next;
   }
+}
+
+/** Most of a failed backend's answer body kept while the next backends may decline: an error's, small. */
+const KEPT_BODY_LIMIT = 64 * 1024;
+
+/** A failed backend's outcome kept in case every later backend declines; `read`: whether its body was kept whole. */
+interface Kept extends Outcome {
+  readonly read: Promise<boolean>;
+}
+
+/**
+ * Keep a failed backend's outcome: its body is read at once in the background, as a drain would, so its connection is
+ * free while the next backend works (a call may take minutes), and kept when it fits (else the outcome is not used).
+ */
+function keep(ref: CompiledBackendRef, reply: Reply | undefined, error: unknown): Kept {
+  const body = reply?.body;
+  if (!(body instanceof Readable)) return { ref, reply, error, read: Promise.resolve(true) };
+  const read = readCapped(body, KEPT_BODY_LIMIT).then(
+    (bytes) => {
+      reply!.body = bytes;
+      return true;
+    },
+    () => false,
+  );
+  return { ref, reply, error, read };
 }
 
 /** A reply no client will get: its body read to its end and dropped, so its connection can be reused. */

@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
 import { accessRecords, startAiGateway, startMock } from '../ai/harness.ts';
 import type { AiGateway, Mock } from '../ai/harness.ts';
 
@@ -17,18 +19,25 @@ const FIRST = 1_000_000_000;
 describe('failover past a provider that cannot carry the request', () => {
   let down: Mock;
   let up: Mock;
+  let chunked: TestUpstream;
   let gw: AiGateway;
   let base: string;
 
   before(async () => {
     down = await startMock([{ match: {}, response: { error: { message: 'the service is unavailable', type: 'server_error' }, status: 503 } }]);
     up = await startMock([{ match: {}, response: { content: 'served' } }]);
+    chunked = await startUpstream((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.write('{"error":{"message":"the service is ');
+      setTimeout(() => res.end('unavailable","type":"server_error"}}'), 50);
+    });
     const ai = (name: string, hostPort: string, provider: Record<string, unknown> = { openAI: {} }) => ({ ai: { name, provider, hostOverride: hostPort } });
     const route = (name: string, backends: unknown[], policies?: unknown) => ({ name, matches: [{ path: { pathPrefix: `/${name}` } }], backends, ...(policies ? { policies } : {}) });
     const virtualKeys = { store: { sqlite: { path: ':memory:' } }, keys: [{ id: 'mini-only', key: MINI_KEY, models: ['gpt-4o-mini'] }, { id: 'none', key: NONE_KEY, models: ['o3'] }] };
     gw = await startAiGateway([
       // OpenAI first (down), Anthropic as the fallback.
       route('oa', [{ ...ai('openai-down', down.hostPort), weight: FIRST }, ai('claude', up.hostPort, { anthropic: {} })]),
+      route('oa-chunked', [{ ...ai('openai-chunked', `127.0.0.1:${chunked.port}`), weight: FIRST }, ai('claude-c', up.hostPort, { anthropic: {} })]),
       // Anthropic first (up, but it cannot carry `n: 3`), OpenAI second.
       route('ao', [{ ...ai('claude-first', up.hostPort, { anthropic: {} }), weight: FIRST }, ai('openai-up', up.hostPort)]),
       // A virtual model: Anthropic target first, OpenAI second.
@@ -54,6 +63,7 @@ describe('failover past a provider that cannot carry the request', () => {
     await gw?.stop();
     await down?.stop();
     await up?.stop();
+    await chunked?.close();
   });
 
   const client = (prefix: string, apiKey = 'sk-client') => new OpenAI({ baseURL: `${base}/${prefix}/v1`, apiKey, maxRetries: 0 });
@@ -70,6 +80,12 @@ describe('failover past a provider that cannot carry the request', () => {
     const from = (await up.journal()).length;
     assert.equal(await status(client('oa').chat.completions.create({ model: 'gpt-4o', n: 3, messages: [{ role: 'user', content: 'hello' }] })), 503);
     assert.equal(await status(client('oa').chat.completions.create({ model: 'gpt-4o', logprobs: true, messages: [{ role: 'user', content: 'hello' }] })), 503);
+    // A 503 whose body comes in parts (chunked, after a pause) is read whole while the fallback declines.
+    const err = await client('oa-chunked')
+      .chat.completions.create({ model: 'gpt-4o', n: 3, stream: true, messages: [{ role: 'user', content: 'hello' }] })
+      .then(() => undefined, (e: unknown) => e as { status?: number; message?: string });
+    assert.equal(err?.status, 503);
+    assert.match(String(err?.message), /the service is unavailable/);
     assert.equal((await up.journal()).length, from, 'the fallback was not called');
     const recs = await accessRecords(gw, '/oa/v1/chat/completions', 2);
     assert.equal(recs[0]!['http.status'], 503);
