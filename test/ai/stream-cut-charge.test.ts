@@ -146,4 +146,16 @@ for (const traced of [false, true]) describe(`a stream cut before its usage${tra
     assert.equal(rec!['llm.outputTokensEstimated'], true);
     assert.equal((await settled('kd')).tokens, 5 + out);
   });
+
+  it("the estimate is at most what the request allows: its max_tokens (times n)", async () => {
+    const client = new OpenAI({ baseURL: `${base}/l/v1`, apiKey: 'sk-any', maxRetries: 0 });
+    const stream = await client.chat.completions.create({ model: 'gpt-4o', max_tokens: 400, stream: true, messages: [{ role: 'user', content: 'tell me a long story' }] });
+    let read = 0;
+    for await (const c of stream) {
+      read += c.choices[0]?.delta?.content?.length ?? 0;
+      if (read >= READ) break;
+    }
+    const recs = await accessRecords(gw, '/l/v1/chat/completions', 3);
+    assert.equal(recs[2]!['llm.outputTokens'], 400, `read ${read} characters, more than 400 tokens' worth (this provider ignores max_tokens)`);
+  });
 });

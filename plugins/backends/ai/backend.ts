@@ -301,8 +301,15 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: figures ? figures.maxOutputTokens : maxOutputTokens(body), price: priceOf(model) });
     const send = (): Promise<Reply> => {
       const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
-      // The estimate token limits reserved (or would have): what a stream cut before its usage is charged for its prompt.
-      if (stream) call.promptEstimate = () => figures?.tokens ?? (whole ? estimatePromptTokens(body) : (promptFigures(raw)?.tokens ?? estimatePromptTokens(JSON.parse(raw.toString('utf8')) as Obj)));
+      // What a stream cut before its usage is charged by: the prompt estimate token limits reserved (or would have), and
+      // the most output the request allows. Read only then (the client's body parsed if it was not).
+      if (stream)
+        call.requestFigures = () => {
+          const b = whole ? body : (JSON.parse(raw.toString('utf8')) as Obj);
+          const cap = maxOutputTokens(b);
+          const choices = typeof b.n === 'number' && b.n > 1 ? b.n : 1;
+          return { promptTokens: figures?.tokens ?? estimatePromptTokens(b), maxOutputTokens: cap === undefined ? undefined : cap * choices };
+        };
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
       if (call.capturesContent) call.recordInput(clientFormat!, body);
       const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, omitUsageChunk, call, policy };

@@ -225,8 +225,11 @@ export class LlmCall implements LlmCallInfo {
   private streamFailure: string | undefined = undefined;
   /** Characters of output the streamed answer carried so far (its events' text and arguments: output-chars.ts). */
   private outputChars = 0;
-  /** The prompt's token estimate (the token limits' rule), computed only when a cut stream needs it. */
-  promptEstimate: (() => number) | undefined = undefined;
+  /**
+   * The request's prompt estimate (the token limits' rule) and the most output it allows (its cap times its choices),
+   * read only when a cut stream needs them.
+   */
+  requestFigures: (() => { promptTokens: number; maxOutputTokens: number | undefined }) | undefined = undefined;
 
   /** The call's GenAI CLIENT span when the gateway traces (docs/observability.md "Traces"). */
   private readonly span: PluginSpan | undefined;
@@ -319,6 +322,7 @@ export class LlmCall implements LlmCallInfo {
   }
 
   private relaying = false;
+  private cut = false;
   /**
    * The answer is streamed to the client from now on: a cut is charged what it relayed (`cutShort`). The kernel
    * settles limits and writes the access log as soon as the client leaves or the deadline cuts, before the body
@@ -337,20 +341,24 @@ export class LlmCall implements LlmCallInfo {
   /**
    * A streamed answer cut before its end (ADR 0150): the usage the provider did not report yet is estimated, so
    * limits, costs and the log charge what was relayed: the output by its characters / 4 (the prompt estimate's rule),
-   * never below the output reported; the input by the prompt's estimate when none was reported. Estimated counts are
-   * marked in the access log. Call before `fail`.
+   * at most what the request allows, never below the output reported; the input by the prompt's estimate when none
+   * was reported. Estimated counts are marked in the access log. Call before `fail`.
    */
   cutShort(): void {
-    if (this.finished || !this.relaying) return;
+    // Once: the abort and the body's close both report the cut.
+    if (this.finished || !this.relaying || this.cut) return;
+    this.cut = true;
     const u = this.usage;
     const add: LlmUsage = {};
-    const output = Math.ceil(this.outputChars / 4);
+    const figures = this.requestFigures?.();
+    let output = Math.ceil(this.outputChars / 4);
+    if (figures?.maxOutputTokens !== undefined) output = Math.min(output, figures.maxOutputTokens);
     if (u.outputTokens === undefined || output > u.outputTokens) {
       add.outputTokens = output;
       this.ex.logField('llm.outputTokensEstimated', true);
     }
-    if (u.inputTokens === undefined && this.promptEstimate !== undefined) {
-      add.inputTokens = this.promptEstimate();
+    if (u.inputTokens === undefined && figures !== undefined) {
+      add.inputTokens = figures.promptTokens;
       this.ex.logField('llm.inputTokensEstimated', true);
     }
     if (add.outputTokens !== undefined || add.inputTokens !== undefined) this.addUsage(add);
