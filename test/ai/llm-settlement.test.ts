@@ -110,6 +110,13 @@ describe('settling an LLM call without usage', () => {
     assert.equal(afterUsage.requests, 2);
   });
 
+  it('the estimate of a request asking for several answers (`n: 3`) is its max_tokens for each (ADR 0150)', async () => {
+    const before = await usage();
+    await new OpenAI({ baseURL: `${base}/keys/v1`, apiKey: KEY, maxRetries: 0, defaultHeaders: { 'x-mode': 'none' } }).chat.completions.create({ model: 'gpt-4o', max_tokens: 20, n: 3, messages: [{ role: 'user', content: 'hello' }] });
+    const after = await settledTo({ tokens: before.tokens! + 2 + 3 * 20, requests: before.requests! + 1 });
+    assert.equal(after.tokens! - before.tokens!, 2 + 60, 'kept: the prompt and three answers of 20 tokens at most');
+  });
+
   it('localRateLimit tokens: an answer without usage keeps its estimate in the bucket; a failed call gives it back', async () => {
     // A token bucket reserves the prompt estimate alone (2).
     const ESTIMATE = 2;

@@ -305,10 +305,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       // the most output the request allows. Read only then (the client's body parsed if it was not).
       if (stream)
         call.requestFigures = () => {
+          if (figures !== undefined) return { promptTokens: figures.tokens, maxOutputTokens: figures.maxOutputTokens };
           const b = whole ? body : (JSON.parse(raw.toString('utf8')) as Obj);
-          const cap = maxOutputTokens(b);
-          const choices = typeof b.n === 'number' && b.n > 1 ? b.n : 1;
-          return { promptTokens: figures?.tokens ?? estimatePromptTokens(b), maxOutputTokens: cap === undefined ? undefined : cap * choices };
+          return { promptTokens: estimatePromptTokens(b), maxOutputTokens: maxOutputTokens(b) };
         };
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
       if (call.capturesContent) call.recordInput(clientFormat!, body);

@@ -34,9 +34,18 @@ export function estimatePromptTokens(body: Obj): number {
   return Math.ceil(n / 4);
 }
 
-/** The client's own cap on output tokens, in any client format (Chat, Messages, Responses, Gemini). */
+/**
+ * The most output tokens a request allows, in any client format (Chat, Messages, Responses, Gemini): the client's own
+ * cap times the answers it asks for (each choice has the cap: `n: 3` is three answers); undefined without a cap.
+ */
 export function maxOutputTokens(body: Obj): number | undefined {
-  const gen = isObj(body.generationConfig) ? body.generationConfig.maxOutputTokens : undefined;
-  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens, gen]) if (typeof v === 'number' && v >= 0) return v;
+  const config = isObj(body.generationConfig) ? body.generationConfig : undefined;
+  for (const v of [body.max_completion_tokens, body.max_tokens, body.max_output_tokens, config?.maxOutputTokens]) if (typeof v === 'number' && v >= 0) return v * answers(body.n, config?.candidateCount);
   return undefined;
+}
+
+/** How many answers a request asks for: Chat Completions' `n`, else Gemini's `candidateCount`; 1 unless more. */
+export function answers(n: unknown, candidates: unknown): number {
+  const v = typeof n === 'number' ? n : candidates;
+  return typeof v === 'number' && Number.isInteger(v) && v > 1 ? v : 1;
 }

@@ -31,6 +31,15 @@ describe('promptFigures (token limits without parsing the body)', () => {
     agrees('{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":"12"}');
     agrees('  {  "model" : "m" , "messages" : [ { "role" : "user" , "content" : [ "a" , { "text" : "bc" } ] } ] , "max_tokens" : 12 }  ');
     agrees('{}');
+    // Each answer asked for has the cap: `n` (Chat Completions), Gemini's `candidateCount`.
+    agrees(JSON.stringify({ model: 'm', messages: [], max_tokens: 100, n: 3 }));
+    agrees(JSON.stringify({ model: 'm', n: 4, messages: [], max_completion_tokens: 10, n2: 9 }));
+    agrees(JSON.stringify({ model: 'm', messages: [], max_tokens: 100, n: 2.5 }));
+    agrees('{"model":"m","messages":[],"n":"3","max_tokens":7}');
+    agrees(JSON.stringify({ model: 'm', contents: [], generationConfig: { candidateCount: 2, maxOutputTokens: 50 } }));
+    agrees('{"model":"m","contents":[],"generationConfig":{"candidateCount":2,"maxOutputTokens":50},"generationConfig":{"maxOutputTokens":5}}');
+    agrees('{"model":"m","contents":[],"generationConfig":{"candidateCount":2},"max_tokens":5,"generationConfig":1}');
+    assert.equal(promptFigures(Buffer.from(JSON.stringify({ model: 'm', messages: [], max_tokens: 100, n: 3 })))!.maxOutputTokens, 300);
   });
 
   it('counts as JavaScript does: escapes, non-ASCII, astral characters, invalid UTF-8', () => {

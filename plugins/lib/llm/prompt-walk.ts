@@ -3,7 +3,7 @@
 // backend need not parse the whole body for them when its picked fields (request-fields.ts) are otherwise enough.
 // Exactly `estimatePromptTokens(JSON.parse(text))` and `maxOutputTokens(JSON.parse(text))` (test: prompt-walk.test.ts),
 // or undefined when the walk cannot tell cheaply (an escaped key below the top level): the caller parses then.
-import { MAX_DEPTH, PROMPT_FIELDS, SKIP } from './estimate.ts';
+import { answers, MAX_DEPTH, PROMPT_FIELDS, SKIP } from './estimate.ts';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -36,6 +36,8 @@ class Scan {
   top = 0;
   /** Whether the last string read was plain ASCII without escapes (its length is its byte count). */
   plain = true;
+  /** `generationConfig.candidateCount` read by `generationCap`. */
+  candidates: number | undefined = undefined;
   constructor(b: Buffer) {
     this.b = b;
   }
@@ -198,9 +200,10 @@ class Scan {
     return v;
   }
 
-  /** `generationConfig.maxOutputTokens` of the object at `i` (its last occurrence), or undefined. */
+  /** `generationConfig.maxOutputTokens` of the object at `i` (its last occurrence), or undefined; `candidates` too. */
   generationCap(): number | undefined {
     const b = this.b;
+    this.candidates = undefined;
     if (b[this.i] !== 0x7b) {
       this.skip();
       return undefined;
@@ -216,6 +219,7 @@ class Scan {
       this.name();
       if (!this.plain) throw GIVE_UP;
       if (keyIs(b, this.nameFrom, this.nameTo, 'maxOutputTokens')) cap = this.number();
+      else if (keyIs(b, this.nameFrom, this.nameTo, 'candidateCount')) this.candidates = this.number();
       else this.skip();
       this.blank();
       if (b[this.i++] === 0x7d) return cap;
@@ -278,6 +282,8 @@ export function promptFigures(b: Buffer): PromptFigures | undefined {
   s.top = 0;
   const fields = FIELDS.fill(0);
   const caps = CAPS.fill(undefined);
+  s.candidates = undefined;
+  let choices: number | undefined;
   try {
     s.blank();
     s.i++;
@@ -288,6 +294,7 @@ export function promptFigures(b: Buffer): PromptFigures | undefined {
         const field = topField(b, s.nameFrom, s.nameTo);
         // Repeated top-level keys: the last occurrence replaces the earlier ones.
         if (field >= 0) fields[field] = s.chars(0);
+        else if (field === -6) choices = s.number();
         else if (field <= -2) caps[-field - 2] = field === -5 ? s.generationCap() : s.number();
         else s.skip();
         s.blank();
@@ -310,16 +317,20 @@ export function promptFigures(b: Buffer): PromptFigures | undefined {
   for (let c = 0; c < caps.length; c++) {
     const v = caps[c];
     if (typeof v === 'number' && v >= 0) {
-      cap = v;
+      cap = v * answers(choices, s.candidates);
       break;
     }
   }
   return { tokens: Math.ceil(n / 4), maxOutputTokens: cap };
 }
 
-/** A top-level key: its index in PROMPT_FIELDS, -2 to -4 for CAP_FIELDS, -5 for `generationConfig`, -1 for others. */
+/**
+ * A top-level key: its index in PROMPT_FIELDS, -2 to -4 for CAP_FIELDS, -5 for `generationConfig`, -6 for `n`, -1
+ * for others.
+ */
 function topField(b: Buffer, from: number, to: number): number {
   for (let f = 0; f < PROMPT_FIELDS.length; f++) if (keyIs(b, from, to, PROMPT_FIELDS[f]!)) return f;
   for (let f = 0; f < CAP_FIELDS.length; f++) if (keyIs(b, from, to, CAP_FIELDS[f]!)) return -2 - f;
+  if (keyIs(b, from, to, 'n')) return -6;
   return keyIs(b, from, to, 'generationConfig') ? -5 : -1;
 }

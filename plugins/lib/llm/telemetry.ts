@@ -226,7 +226,7 @@ export class LlmCall implements LlmCallInfo {
   /** Characters of output the streamed answer carried so far (its events' text and arguments: output-chars.ts). */
   private outputChars = 0;
   /**
-   * The request's prompt estimate (the token limits' rule) and the most output it allows (its cap times its choices),
+   * The request's prompt estimate (the token limits' rule) and the most output it allows (`maxOutputTokens`),
    * read only when a cut stream needs them.
    */
   requestFigures: (() => { promptTokens: number; maxOutputTokens: number | undefined }) | undefined = undefined;
