@@ -268,7 +268,7 @@ export class LlmCall implements LlmCallInfo {
     ex.set(LLM_CALL, this);
     ex.set(LLM_CEL, (this.view = celView(this)));
     // A client that leaves ends the span at once (a cut stream also fails the call when its body closes, answer.ts).
-    // Only when tracing, so an untraced call makes no abort controller.
+    // Only when tracing: an untraced call makes no abort controller (a streamed one does once it relays: relayingStream).
     if (this.span)
       ex.signal.addEventListener(
         'abort',
