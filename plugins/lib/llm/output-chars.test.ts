@@ -1,7 +1,7 @@
 // The output characters a stream event carried, read from its raw text (ADR 0150: what a cut stream is charged).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { outputChars } from './output-chars.ts';
+import { cutUsage, outputChars } from './output-chars.ts';
 import { responses } from './formats/responses.ts';
 
 describe('outputChars', () => {
@@ -21,5 +21,13 @@ describe('outputChars', () => {
     assert.equal(responses.outputChars!(JSON.stringify({ type: 'response.output_text.delta', delta: 'Hello' })), 5);
     assert.equal(responses.outputChars!(JSON.stringify({ type: 'response.audio.transcript.delta', delta: 'Hi' })), 2);
     assert.equal(responses.outputChars!(JSON.stringify({ type: 'response.audio.delta', delta: 'UklGRiQAAABXQVZF' })), 0);
+  });
+  it('a cut stream: the relayed output when more than reported, capped by the request; the prompt estimate when no input was reported', () => {
+    const figures = { promptTokens: 7, maxOutputTokens: 100 };
+    assert.deepEqual(cutUsage({}, 41, figures), { outputTokens: 11, inputTokens: 7 });
+    assert.deepEqual(cutUsage({ inputTokens: 9, outputTokens: 1 }, 41, figures), { outputTokens: 11 });
+    assert.deepEqual(cutUsage({ inputTokens: 9, outputTokens: 20 }, 41, figures), {}, 'never below what was reported');
+    assert.deepEqual(cutUsage({ inputTokens: 9 }, 4000, figures), { outputTokens: 100 }, 'at most what the request allows');
+    assert.deepEqual(cutUsage({}, 0, undefined), { outputTokens: 0 });
   });
 });

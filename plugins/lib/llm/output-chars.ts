@@ -1,6 +1,7 @@
 // The output a streamed answer has carried so far, in characters, read from each event's raw JSON text without
-// parsing it (a passed-through stream parses only the events that carry usage, ADR 0060). What a stream cut before
-// its usage is charged is estimated from it (ADR 0150).
+// parsing it (a passed-through stream parses only the events that carry usage, ADR 0060), and what a stream cut
+// before its usage is charged, estimated from it (ADR 0150).
+import type { LlmUsage } from './usage.ts';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -38,4 +39,24 @@ export function outputChars(data: string, keys: readonly string[]): number {
     }
   }
   return n;
+}
+
+/** What a request allows, for a cut stream's estimate: its prompt estimate and the most output it allows. */
+export interface RequestFigures {
+  readonly promptTokens: number;
+  readonly maxOutputTokens: number | undefined;
+}
+
+/**
+ * The counts a stream cut before its end adds to the usage its provider `reported`: the output by `outputChars` / 4
+ * (the prompt estimate's rule), at most what the request allows, when more than the output reported (or none was);
+ * the input by the prompt's estimate when none was reported. Empty when the provider's counts stand.
+ */
+export function cutUsage(reported: LlmUsage, outputChars: number, figures: RequestFigures | undefined): LlmUsage {
+  const add: LlmUsage = {};
+  let output = Math.ceil(outputChars / 4);
+  if (figures?.maxOutputTokens !== undefined) output = Math.min(output, figures.maxOutputTokens);
+  if (reported.outputTokens === undefined || output > reported.outputTokens) add.outputTokens = output;
+  if (reported.inputTokens === undefined && figures !== undefined) add.inputTokens = figures.promptTokens;
+  return add;
 }

@@ -9,6 +9,8 @@ import { callCost } from './prices.ts';
 import type { ModelPrice } from './prices.ts';
 import { errorType, streamErrorType } from './error-type.ts';
 import { mergeUsage } from './usage.ts';
+import { cutUsage } from './output-chars.ts';
+import type { RequestFigures } from './output-chars.ts';
 import { VouchedNames } from '../telemetry/known-names.ts';
 import type { LlmUsage } from './usage.ts';
 import { celView, viewUsage } from './call-view.ts';
@@ -229,7 +231,7 @@ export class LlmCall implements LlmCallInfo {
    * The request's prompt estimate (the token limits' rule) and the most output it allows (`maxOutputTokens`),
    * read only when a cut stream needs them.
    */
-  requestFigures: (() => { promptTokens: number; maxOutputTokens: number | undefined }) | undefined = undefined;
+  requestFigures: (() => RequestFigures) | undefined = undefined;
 
   /** The call's GenAI CLIENT span when the gateway traces (docs/observability.md "Traces"). */
   private readonly span: PluginSpan | undefined;
@@ -348,19 +350,9 @@ export class LlmCall implements LlmCallInfo {
     // Once: the abort and the body's close both report the cut.
     if (this.finished || !this.relaying || this.cut) return;
     this.cut = true;
-    const u = this.usage;
-    const add: LlmUsage = {};
-    const figures = this.requestFigures?.();
-    let output = Math.ceil(this.outputChars / 4);
-    if (figures?.maxOutputTokens !== undefined) output = Math.min(output, figures.maxOutputTokens);
-    if (u.outputTokens === undefined || output > u.outputTokens) {
-      add.outputTokens = output;
-      this.ex.logField('llm.outputTokensEstimated', true);
-    }
-    if (u.inputTokens === undefined && figures !== undefined) {
-      add.inputTokens = figures.promptTokens;
-      this.ex.logField('llm.inputTokensEstimated', true);
-    }
+    const add = cutUsage(this.usage, this.outputChars, this.requestFigures?.());
+    if (add.outputTokens !== undefined) this.ex.logField('llm.outputTokensEstimated', true);
+    if (add.inputTokens !== undefined) this.ex.logField('llm.inputTokensEstimated', true);
     if (add.outputTokens !== undefined || add.inputTokens !== undefined) this.addUsage(add);
   }
 
