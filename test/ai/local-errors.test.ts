@@ -37,6 +37,10 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
       aiRoute('/open', { name: 'open', provider: { openAI: {} }, hostOverride: mock.hostPort }, ROUTES),
       // No policy; the configured model changes the body, so it is serialised again.
       aiRoute('/pinned', { name: 'pinned', provider: { openAI: { model: 'gpt-pinned' } }, hostOverride: mock.hostPort }),
+      // No policy, no configured model: the client's bytes are sent as they came (read, not parsed whole).
+      aiRoute('/raw', { name: 'raw', provider: { openAI: {} }, hostOverride: mock.hostPort }),
+      // A Chat Completions provider: an Anthropic client's body is translated.
+      aiRoute('/translated', { name: 'translated', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
       aiRoute('/detect', { name: 'detect', provider: { openAI: {} }, hostOverride: mock.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
     ]);
   });
@@ -150,6 +154,26 @@ describe('gateway-made errors on LLM routes take the client API\'s shape', () =>
       const err = await rejection(chat(openai('/pinned', KEY, { fetch: deeply })), OpenAI.BadRequestError);
       assert.equal(err.status, 400);
       assert.equal((err.error as { message?: string }).message, 'failed to process LLM request: request body nested too deeply');
+    });
+
+    it('nested past 512 levels, forwarded as it came or translated: 400 in the client API\'s shape, nothing sent (ADR 0148)', async () => {
+      const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+      const before = (await mock.journal()).length;
+      // Sent as it came, the provider was handed a body it could not read (a 500 of its own).
+      const openaiBody = `{"model":"gpt-test","messages":[{"role":"user","content":"hello"}],"extra":${deep(200_000)}}`;
+      const err = await rejection(chat(openai('/raw', KEY, { fetch: (input, init) => fetch(input, { ...init, body: openaiBody }) })), OpenAI.BadRequestError);
+      assert.equal((err.error as { message?: string }).message, 'failed to process LLM request: request body nested too deeply');
+      assert.equal(err.type, 'invalid_request_error');
+      // Translated, the nested content was dropped without a word and the call answered.
+      const anthropicBody = `{"model":"claude-test-1","max_tokens":10,"messages":[{"role":"user","content":${deep(200_000)}}]}`;
+      const aerr = await rejection(message(anthropic('/translated', KEY, { fetch: (input, init) => fetch(input, { ...init, body: anthropicBody }) })), Anthropic.BadRequestError);
+      assert.deepEqual(aerr.error, { type: 'error', error: { type: 'invalid_request_error', message: 'failed to process LLM request: request body nested too deeply' } });
+      // 513 levels in all are refused, 512 taken.
+      const at = (n: number) => `{"model":"gpt-test","messages":[{"role":"user","content":"hello"}],"extra":${deep(n)}}`;
+      await rejection(chat(openai('/raw', KEY, { fetch: (input, init) => fetch(input, { ...init, body: at(512) }) })), OpenAI.BadRequestError);
+      assert.equal((await mock.journal()).length, before, 'nothing reached the provider');
+      const ok = await chat(openai('/raw', KEY, { fetch: (input, init) => fetch(input, { ...init, body: at(511) }) }));
+      assert.equal(ok.choices[0]!.message.content, 'Hello from the mock!');
     });
 
     it('a `detect` route tells an Anthropic client by its anthropic-version header', async () => {

@@ -43,6 +43,26 @@ describe('mcp failures: malformed requests', () => {
     assert.equal(body.id, null);
   });
 
+  it('a message nested 200,000 deep (JSON.parse takes it, serialising it for the target would not) is a 400 -32600, not a 500', async () => {
+    const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+    const cases = [
+      [`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi","x":${deep}}}}`, 7],
+      [`{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":${deep}}}`, null],
+      [`{"jsonrpc":"2.0","id":"a","result":{"x":${deep}}}`, 'a'],
+      [`[{"jsonrpc":"2.0","id":9,"method":"ping"},{"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":${deep}}}]`, null],
+    ] as const;
+    for (const [body, id] of cases) {
+      const res = await rawPost(gw.mcpUrl, body, { 'mcp-session-id': sessionId });
+      assert.equal(res.status, 400, res.text.slice(0, 200));
+      assert.deepEqual(JSON.parse(res.text), { jsonrpc: '2.0', id, error: { code: -32600, message: 'Invalid Request: JSON nested deeper than 512 levels' } });
+    }
+    // 512 levels in all are taken.
+    const ok = `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"echo","arguments":{"message":"deep","x":${'['.repeat(508)}${']'.repeat(508)}}}}`;
+    const res = await rawPost(gw.mcpUrl, ok, { 'mcp-session-id': sessionId });
+    assert.equal(res.status, 200, res.text.slice(0, 300));
+    assert.match(res.text, /Echo: deep/);
+  });
+
   it('refuses a body over the 2 MiB limit with 413', async () => {
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { message: 'x'.repeat(2 * 1024 * 1024) } } });
     const res = await rawPost(gw.mcpUrl, big, { 'mcp-session-id': sessionId });

@@ -11,6 +11,7 @@ import { AI_BACKEND_MODELS, AI_POLICY, LLM_CLIENT_FORMAT, LLM_VIRTUAL_MODEL } fr
 import type { AiBackendModels, AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { BadEncodingError, decodeBody, DecodedTooLargeError, UnsupportedEncodingError } from '../../lib/llm/body.ts';
 import { llmRequestError, llmResponseError, shapeClientError } from '../../lib/llm/errors.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json-depth/json-depth.ts';
 import { estimatePromptTokens, maxOutputTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
 import { isObj } from '../../lib/llm/json.ts';
@@ -184,6 +185,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     try {
       const parsed = JSON.parse(raw.toString('utf8')) as unknown;
       if (!isObj(parsed)) return llmRequestError(400, 'request body is not a JSON object');
+      // JSON.parse takes any depth; serialising, cloning or translating the body recurses (ADR 0148).
+      if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) return llmRequestError(400, 'request body nested too deeply');
       body = parsed;
     } catch (err) {
       return llmRequestError(400, `invalid JSON body: ${(err as Error).message}`);
@@ -280,13 +283,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       changed = true;
     }
     // Only the usage option added: spliced into the client's bytes rather than the whole body serialised again.
-    let wireBytes: Buffer;
-    try {
-      wireBytes = changed || !tr.identity ? Buffer.from(JSON.stringify(wireBody)) : askUsage ? withUsageOption(raw) : raw;
-    } catch {
-      // JSON.parse takes any depth, JSON.stringify recurses: a body nested deeper than the stack is the client's fault.
-      return llmRequestError(400, 'request body nested too deeply');
-    }
+    // Nested at most MAX_JSON_DEPTH levels (withBody; `requestFields` follows 64): serialised without running out of stack.
+    const wireBytes = changed || !tr.identity ? Buffer.from(JSON.stringify(wireBody)) : askUsage ? withUsageOption(raw) : raw;
     ex.setBody(wireBytes);
     const h = ex.headers;
     delete h['content-encoding'];

@@ -4,6 +4,7 @@ import { RpcCode, isValidMessage } from './jsonrpc.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 import { Code20260728 } from './revisions/2026-07-28/protocol.ts';
 import { loggableName } from './spans.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json-depth/json-depth.ts';
 import type { ParsedPost, RevisionAdapter } from './revisions/revision.ts';
 
 /** The body limit of MCP requests (BEHAVIOUR.md §8.3). */
@@ -18,17 +19,21 @@ export async function readMessages(ex: Exchange): Promise<{ messages: RpcMessage
   } catch {
     return rpcReply(400, RpcCode.parseError, 'Parse error: the body is not valid JSON');
   }
+  // Sent on to a target, a client's message is serialised again, which recurses: refused before, as the target's are.
+  if (nestsDeeperThan(value, MAX_JSON_DEPTH)) return rpcReply(400, RpcCode.invalidRequest, `Invalid Request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`, idOf(value));
   const batch = Array.isArray(value);
   const list = batch ? (value as unknown[]) : [value];
   if (list.length === 0) return rpcReply(400, RpcCode.invalidRequest, 'Invalid Request: empty batch');
   for (const m of list) {
-    if (!isValidMessage(m)) {
-      const id = typeof m === 'object' && m !== null ? (m as { id?: unknown }).id : undefined;
-      // An id echoed only when it is one (a number past 2^53 was read rounded: echoing it would name another id).
-      return rpcReply(400, RpcCode.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', typeof id === 'string' || Number.isSafeInteger(id) ? (id as string | number) : null);
-    }
+    if (!isValidMessage(m)) return rpcReply(400, RpcCode.invalidRequest, 'Invalid Request: not a JSON-RPC 2.0 message', idOf(m));
   }
   return { messages: list as RpcMessage[], batch };
+}
+
+/** The id of a message to echo in its error: only when it is one (a number past 2^53 was read rounded: another id). */
+function idOf(m: unknown): string | number | null {
+  const id = typeof m === 'object' && m !== null ? (m as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || Number.isSafeInteger(id) ? (id as string | number) : null;
 }
 
 /**

@@ -2,7 +2,8 @@
 // request, anything else is dropped with a reason; depth is measured without recursion.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_MESSAGE_DEPTH, nestsDeeperThan, withinDepth } from './message-depth.ts';
+import { MAX_MESSAGE_DEPTH, withinDepth } from './message-depth.ts';
+import { nestsDeeperThan } from '../../lib/json-depth/json-depth.ts';
 import type { RpcMessage } from './jsonrpc.ts';
 
 const nested = (levels: number): unknown => JSON.parse(`${'['.repeat(levels)}${']'.repeat(levels)}`);

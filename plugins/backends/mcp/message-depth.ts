@@ -1,24 +1,9 @@
 import type { RpcMessage } from './jsonrpc.ts';
 import { RpcCode } from './jsonrpc.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json-depth/json-depth.ts';
 
-/**
- * Deepest nesting of arrays and objects the gateway takes in a target's message. Valid JSON may nest without end (a
- * 200 KB answer nests 100,000 levels); serialising it for the client ran out of stack after the call had been
- * settled, and the client waited for ever. MCP messages nest a few dozen levels (tool schemas included). ADR 0134.
- */
-export const MAX_MESSAGE_DEPTH = 512;
-
-/** Whether `value` nests arrays and objects more than `max` levels deep; iterative, so any depth is measured. */
-export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop()!;
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-  }
-  return false;
-}
+/** The shared bound (plugins/lib/json-depth): a target's message nested deeper ran out of stack when serialised. */
+export const MAX_MESSAGE_DEPTH = MAX_JSON_DEPTH;
 
 /**
  * A target's message as the gateway takes it: as it came, or, nested past MAX_MESSAGE_DEPTH, an answer becomes a
