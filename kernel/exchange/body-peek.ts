@@ -104,3 +104,92 @@ export function peekRequestBody(req: IncomingMessage, limit: number, keep: (body
   state.reading = reading;
   return reading;
 }
+
+/** One copy being taken of a request's body (`copyRequestBody`). */
+interface BodyCopy {
+  readonly limit: number;
+  readonly take: ((bytes: number) => boolean) | undefined;
+  readonly chunks: Buffer[];
+  size: number;
+  settle(body: Buffer | undefined): void;
+}
+
+/** The copies of one request's body under way, and the stream's own `push` they stand in front of. */
+interface Copies {
+  readonly list: BodyCopy[];
+  readonly push: IncomingMessage['push'];
+}
+
+const kCopies = Symbol('switchyard.bodyCopies');
+/** `_dumped`: node:http threw the body away unread (an answer ended first); the bytes after that were never pushed. */
+type Copied = IncomingMessage & { [kCopies]?: Copies; _dumped?: boolean };
+
+/** Keep `chunk` in `copy`, or settle it as no copy when it passes its limit or `take` refuses. */
+function keep(copy: BodyCopy, chunk: Buffer): void {
+  copy.size += chunk.length;
+  if (copy.size > copy.limit || (copy.take !== undefined && !copy.take(chunk.length))) copy.settle(undefined);
+  else copy.chunks.push(chunk);
+}
+
+function whole(copy: BodyCopy): Buffer {
+  return copy.chunks.length === 1 ? copy.chunks[0]! : Buffer.concat(copy.chunks, copy.size);
+}
+
+/** The stream's `push` while copies are taken: node:http (and the HTTP/2 compat layer) hand every body byte to it. */
+function pushCopied(this: Copied, chunk: unknown, encoding?: BufferEncoding): boolean {
+  const copies = this[kCopies]!;
+  for (const copy of [...copies.list]) {
+    if (chunk === null) copy.settle(this._dumped === true ? undefined : whole(copy));
+    else if (Buffer.isBuffer(chunk)) keep(copy, chunk);
+  }
+  return copies.push.call(this, chunk, encoding);
+}
+
+/**
+ * `Exchange.copyBody` on a request still on the wire (ADR 0148): a copy of the body taken as it arrives for whoever
+ * reads it (the forwarder): the whole body once it ended within `limit` bytes, else `undefined` (longer, `take`
+ * refused a chunk, the client failed or left, or the body was thrown away unread). It reads nothing ahead of the
+ * reader nor holds it back: bytes are copied as node:http pushes them onto the stream, which the reader's
+ * back-pressure paces; bytes already waiting on it are read and put back in place (`unshift`, as `readOrPutBack`
+ * does), so each byte is copied once whoever reads, peeks or replays the stream later. At most `limit` bytes are
+ * held, the stream's own chunks (not copied until the body ends).
+ */
+export function copyRequestBody(req: IncomingMessage, limit: number, take?: (bytes: number) => boolean): Promise<Buffer | undefined> {
+  // A peek under way holds what it read: the copy starts once that is back on the stream, or kept whole.
+  const peek = (req as Peeked)[kPeek]?.reading;
+  if (peek !== undefined) return peek.then((body) => (body === undefined ? copyRequestBody(req, limit, take) : body.length <= limit && (take === undefined || take(body.length)) ? body : undefined), () => undefined);
+  // Read already by a reader that kept nothing, or being read in flowing mode: what it took is not ours to see.
+  if (req.readableEnded || req.destroyed || req.readableFlowing === true) return Promise.resolve(undefined);
+  const copied = req as Copied;
+  return new Promise((resolve) => {
+    const waiting = req.readableLength > 0 ? (req.read() as Buffer | null) : null;
+    if (waiting !== null) {
+      req.unshift(waiting);
+      (req as Marked)[kPutBack] = true;
+    }
+    const size = waiting === null ? 0 : waiting.length;
+    if (size > limit || (size > 0 && take !== undefined && !take(size))) return resolve(undefined);
+    // All of it here already: what waits, or, nothing read before, an empty body.
+    if (req.complete) return resolve(waiting ?? (req.readableDidRead ? undefined : Buffer.alloc(0)));
+    const copies = (copied[kCopies] ??= { list: [], push: req.push });
+    const onClose = (): void => copy.settle(undefined);
+    const copy: BodyCopy = {
+      limit,
+      take,
+      chunks: waiting === null ? [] : [waiting],
+      size,
+      settle(body) {
+        copies.list.splice(copies.list.indexOf(copy), 1);
+        if (copies.list.length === 0) delete (copied as { push?: unknown }).push;
+        req.off('close', onClose);
+        req.off('error', onClose);
+        copy.chunks.length = 0;
+        resolve(body);
+      },
+    };
+    if (copies.list.length === 0) copied.push = pushCopied;
+    copies.list.push(copy);
+    req.on('close', onClose);
+    req.on('error', onClose);
+  });
+}

@@ -94,6 +94,11 @@ export class ExchangeView implements Exchange, KernelExchange {
     return Promise.reject(new GatewayError(500, 'internal_error', 'the client request body is no longer available', ErrorCode.internal));
   }
 
+  copyBody(limit: number, take?: (bytes: number) => boolean): Promise<Buffer | undefined> {
+    if (this.ownBody) return Promise.resolve(this.ownBody.length <= limit && (take === undefined || take(this.ownBody.length)) ? this.ownBody : undefined);
+    return this.parent ? this.parent.copyBody(limit, take) : Promise.resolve(undefined);
+  }
+
   readBodyInto(limit: number, receiver: BodyReceiver): void {
     if (this.ownBody) receiver.bodyRead(this.ownBody);
     else if (this.parent) this.parent.readBodyInto(limit, receiver);

@@ -5,7 +5,7 @@ import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
 import { readBody, readWhole } from '../exchange/body-read.ts';
-import { peekRequestBody } from '../exchange/body-peek.ts';
+import { copyRequestBody, peekRequestBody } from '../exchange/body-peek.ts';
 import type { BodyReceiver } from '../exchange/body-read.ts';
 import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.ts';
@@ -318,6 +318,21 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
       this.body ??= body;
       this.receivedBody ??= body;
     });
+  }
+
+  /**
+   * `Exchange.copyBody` (ADR 0148). A body in memory, being read whole, or read whole by the lean side is that body;
+   * a declared length past `limit` is none; else it is copied off the socket as it streams (`copyRequestBody`).
+   */
+  copyBody(limit: number, take?: (bytes: number) => boolean): Promise<Buffer | undefined> {
+    const within = (body: Buffer): Buffer | undefined => (body.length <= limit && (take === undefined || take(body.length)) ? body : undefined);
+    if (this.body) return Promise.resolve(within(this.body));
+    if (Number(this.headers['content-length'] ?? NaN) > limit) return Promise.resolve(undefined);
+    if (!hasRequestBody(this)) return Promise.resolve(within(Buffer.alloc(0)));
+    if (this.bodyPromise || this.bodyReceiver || readWhole(this.req)) {
+      return new Promise((resolve) => this.readBodyOnSocket(Infinity, { bodyRead: (body) => resolve(within(body)), bodyFailed: () => resolve(undefined) }));
+    }
+    return copyRequestBody(this.req, limit, take);
   }
 
   setBody(body: Buffer): void {

@@ -83,6 +83,15 @@ export interface Exchange {
    */
   peekBody(limit?: number): Promise<Buffer | undefined>;
   /**
+   * A copy of the request body as the backend forwards it, for work that must never hold the request back (a mirror):
+   * resolves with the whole body once it has arrived, when it is at most `limit` bytes, else with `undefined` (longer,
+   * a declared `Content-Length` past `limit` at once; the client failed or left; `take` refused a chunk). Nothing is
+   * read ahead of the backend: a streamed body is copied as it arrives, at the pace the upstream reads it. `take`, when
+   * given, is asked before each chunk (or a body already in memory) is kept, with its size: a caller bounding what
+   * its copies hold answers `false` to give this one up. Never rejects.
+   */
+  copyBody(limit: number, take?: (bytes: number) => boolean): Promise<Buffer | undefined>;
+  /**
    * `bufferBody` without a promise: the body is read and kept as `bufferBody` does, then handed to `receiver.bodyRead`
    * (at once when it is already read), or the 413/400 error `bufferBody` would reject with to `receiver.bodyFailed`.
    * For a backend's hot path: a request whose body the kernel reads this way reaches the upstream without a promise

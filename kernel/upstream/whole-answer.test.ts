@@ -47,6 +47,7 @@ function exchange(path: string): Exchange {
     },
     bufferBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
     peekBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
+    copyBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
     readBodyInto: (_limit, receiver) => receiver.bodyRead(body ?? Buffer.alloc(0)),
     setBody(b) {
       body = b;

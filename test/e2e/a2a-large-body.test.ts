@@ -5,31 +5,16 @@
 // and on node:http (`SWITCHYARD_LEAN_HTTP=off`), with clients that stop or abort mid-body. A lean-safe test policy
 // peeks a 16-byte limit, so the lean side's whole-read body (ADR 0088 addendum) is peeked too.
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { IncomingHttpHeaders, Server } from 'node:http';
 import { connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { definePolicy, localReply } from 'switchyard/sdk';
 import type { PolicyInstance } from 'switchyard/sdk';
 import { fullPreset } from '../../plugins/presets/full.ts';
+import { chunkedBody, sha256, startBodyRecorder, waitFor } from '../helpers/body-recorder.ts';
+import type { BodyRecorder, SeenBody } from '../helpers/body-recorder.ts';
 import { logRecords, startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
-
-/** What the agent received of one request. */
-interface Seen {
-  url: string;
-  headers: IncomingHttpHeaders;
-  bytes: number;
-  sha256: string;
-  /** The request's body ended (false: it was cut). */
-  complete: boolean;
-}
-
-const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 /** A JSON-RPC `SendMessage` call padded to about `size` bytes. */
 function call(size: number, id = 1): Buffer {
@@ -39,14 +24,7 @@ function call(size: number, id = 1): Buffer {
   return Buffer.from(JSON.stringify(head));
 }
 
-/** `body` as a stream of 64 KiB chunks: undici sends it chunked. */
-function chunked(body: Buffer): Readable {
-  return Readable.from(
-    (function* () {
-      for (let i = 0; i < body.length; i += 65536) yield body.subarray(i, i + 65536);
-    })(),
-  );
-}
+const chunked = (body: Buffer) => chunkedBody(body);
 
 const BIG = 3 * 1024 * 1024;
 
@@ -106,42 +84,19 @@ function partialUpload(port: number, path: string, bytes: number, then: 'stall' 
   });
 }
 
-async function waitFor<T>(get: () => T | undefined, what: string, ms = 8000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = get();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 for (const side of ['lean', 'node'] as const) {
   describe(`a2a: bodies past the 2 MiB read limit stream through (${side} server side)`, () => {
-    let agent: Server;
-    let agentPort: number;
-    const seen: Seen[] = [];
+    let agent: BodyRecorder;
+    let seen: SeenBody[] = [];
     let gw: RoutesGateway;
 
     before(async () => {
-      agent = createServer((req, res) => {
-        const chunks: Buffer[] = [];
-        const entry: Seen = { url: req.url!, headers: req.headers, bytes: 0, sha256: '', complete: false };
-        seen.push(entry);
-        req.on('data', (c: Buffer) => {
-          chunks.push(c);
-          entry.bytes += c.length;
-        });
-        req.on('end', () => {
-          entry.complete = true;
-          entry.sha256 = sha256(Buffer.concat(chunks));
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } } }));
-        });
+      agent = await startBodyRecorder((res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: { id: 't', contextId: 'c', status: { state: 'TASK_STATE_COMPLETED' } } } }));
       });
-      await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
-      agentPort = (agent.address() as AddressInfo).port;
-      const host = `127.0.0.1:${agentPort}`;
+      seen = agent.seen;
+      const host = `127.0.0.1:${agent.port}`;
       gw = await startRoutesGateway(
         [
           { name: 'peek', matches: [{ path: { pathPrefix: '/peek' } }], policies: { testPeek16: {} }, backends: [{ host }] },
@@ -165,13 +120,12 @@ for (const side of ['lean', 'node'] as const) {
 
     after(async () => {
       await gw?.stop();
-      agent.closeAllConnections();
-      await new Promise<void>((resolve) => agent.close(() => resolve()));
+      await agent?.close();
     });
 
     const logged = (path: string): Promise<Record<string, unknown>> =>
       waitFor(() => logRecords(gw).find((r) => (r.msg === 'request' || r.message === 'request') && r['http.path'] === path), `the access log of ${path}`);
-    const seenAt = (path: string): Promise<Seen> => waitFor(() => seen.find((s) => s.url === path && (s.complete || s.bytes > 0)), `the agent's request to ${path}`);
+    const seenAt = (path: string): Promise<SeenBody> => waitFor(() => seen.find((s) => s.url === path && (s.complete || s.bytes > 0)), `the agent's request to ${path}`);
 
     it('a 3 MiB chunked JSON-RPC body reaches the agent whole and chunked; logged as an A2A call of method unknown', async () => {
       const body = call(BIG);

@@ -43,6 +43,7 @@ function ownExchange(from: Exchange): Exchange {
     },
     bufferBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
     peekBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
+    copyBody: () => Promise.resolve(body ?? Buffer.alloc(0)),
     readBodyInto: (_limit, receiver) => receiver.bodyRead(body ?? Buffer.alloc(0)),
     setBody(b) {
       body = b;

@@ -34,6 +34,7 @@ function exchange(method: string, url: string, rawHeaders: string[] = ['Host', '
     body: undefined,
     bufferBody: () => Promise.resolve(Buffer.alloc(0)),
     peekBody: () => Promise.resolve(Buffer.alloc(0)),
+    copyBody: () => Promise.resolve(Buffer.alloc(0)),
     readBodyInto: (_limit: number, receiver: BodyReceiver) => receiver.bodyRead(Buffer.alloc(0)),
     setBody: () => undefined,
     get: <T>(key: AttributeKey<T>) => attrs.get(key.name) as T | undefined,

@@ -4,7 +4,8 @@ import type { MirrorConfig } from './request-mirror.ts';
 
 /**
  * `requestMirror`: fire-and-forget copies. Runs in the dispatch phase, so the copy carries the request as
- * rewritten by earlier policies. The primary never waits for the mirror nor sees its failures.
+ * rewritten by earlier policies, its body copied as it streams upstream. The primary never waits for the mirror nor
+ * sees its failures.
  */
 export default definePolicy<MirrorConfig>({
   key: 'requestMirror',
@@ -12,8 +13,8 @@ export default definePolicy<MirrorConfig>({
   schema,
   attach: ['routePolicies'],
   phase: 'dispatch',
-  // Reads headers and the body through `bufferBody` only, never `ex.req` as a stream: its routes may be served lean
-  // (ADR 0088, 0095).
+  // Reads headers and the body through `ex.copyBody` only (the kernel copies the stream as it is forwarded, ADR 0148),
+  // never `ex.req` as a stream: its routes may be served lean (ADR 0088, 0095).
   requestStream: false,
   order: 10,
   async compile(config, ctx) {

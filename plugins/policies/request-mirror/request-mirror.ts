@@ -5,7 +5,10 @@ export interface MirrorConfig {
   percentage?: number;
 }
 
-/** Bodies up to this size are copied to the mirror; larger or unsized bodies are mirrored without a body. */
+/**
+ * Bodies up to this size are copied to the mirror, sized or chunked; a request with a longer body is not mirrored (a
+ * copy without its body would be another request). ADR 0148.
+ */
 const MIRROR_BODY_LIMIT = 1024 * 1024;
 const MIRROR_TIMEOUT_MS = 30_000;
 /**
@@ -29,42 +32,61 @@ export async function compileRequestMirror(config: MirrorConfig, ctx: CompileCon
   let inFlight = 0;
   let bytesInFlight = 0;
   return {
-    async onRequest(ex) {
+    onRequest(ex) {
       if (share <= 0 || (share < 1 && Math.random() >= share)) return;
-      const declared = Number(ex.headers['content-length'] ?? NaN);
-      // The bytes the copy holds: a body already read, or one of a declared size it will read.
-      const size = ex.body ? ex.body.length : declared > 0 && declared <= MIRROR_BODY_LIMIT ? declared : 0;
-      if (inFlight >= MIRRORS_IN_FLIGHT || bytesInFlight + size > MIRROR_BYTES_IN_FLIGHT) {
+      if (inFlight >= MIRRORS_IN_FLIGHT) {
         dropped.inc();
         return;
       }
+      // The copy is of the request as it is now: later policies may still change it.
+      const method = ex.method;
+      const path = ex.path + ex.query;
+      const headers: HeaderMap = {};
+      for (const [name, value] of Object.entries(ex.headers)) if (value !== undefined && !NOT_COPIED.has(name)) headers[name] = value;
       inFlight++;
-      bytesInFlight += size;
+      let held = 0;
+      let refused = false;
+      // The body's bytes count against the policy's bound as they are copied; past it, this copy is given up.
+      const take = (bytes: number): boolean => {
+        if (bytesInFlight + bytes > MIRROR_BYTES_IN_FLIGHT) {
+          refused = true;
+          return false;
+        }
+        bytesInFlight += bytes;
+        held += bytes;
+        return true;
+      };
       const done = (): void => {
         inFlight--;
-        bytesInFlight -= size;
+        bytesInFlight -= held;
+        held = 0;
       };
-      let sent: ReturnType<typeof target.request>;
-      try {
-        const body = ex.body ?? (size > 0 ? await ex.bufferBody(MIRROR_BODY_LIMIT) : undefined);
-        const headers: HeaderMap = {};
-        for (const [name, value] of Object.entries(ex.headers)) if (value !== undefined && !NOT_COPIED.has(name)) headers[name] = value;
-        sent = target.request({ method: ex.method, path: ex.path + ex.query, headers, body: body ?? null, timeoutMs: MIRROR_TIMEOUT_MS });
-      } catch (err) {
-        done();
-        throw err;
-      }
-      sent.then(
-        (res) => {
-          res.body.on('error', () => undefined);
-          res.body.on('close', done);
-          res.body.resume();
-        },
-        (err: unknown) => {
+      // Taken as the body streams to the primary, which never waits for it (ADR 0148).
+      void ex.copyBody(MIRROR_BODY_LIMIT, take).then((body) => {
+        if (body === undefined) {
           done();
-          log.debug('mirror request failed', { target: target.origin, error: err as Error });
-        },
-      );
+          if (refused) dropped.inc();
+          return;
+        }
+        let sent: ReturnType<typeof target.request>;
+        try {
+          sent = target.request({ method, path, headers, body: body.length > 0 ? body : null, timeoutMs: MIRROR_TIMEOUT_MS });
+        } catch (err) {
+          done();
+          return log.debug('mirror request failed', { target: target.origin, error: err as Error });
+        }
+        sent.then(
+          (res) => {
+            res.body.on('error', () => undefined);
+            res.body.on('close', done);
+            res.body.resume();
+          },
+          (err: unknown) => {
+            done();
+            log.debug('mirror request failed', { target: target.origin, error: err as Error });
+          },
+        );
+      });
     },
   };
 }
