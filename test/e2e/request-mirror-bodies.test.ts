@@ -30,11 +30,14 @@ for (const side of ['lean', 'node'] as const) {
   describe(`requestMirror bodies (${side} server side)`, () => {
     let primary: BodyRecorder;
     let mirror: BodyRecorder;
+    let silent: BodyRecorder;
     let gw: RoutesGateway;
 
     before(async () => {
       primary = await startBodyRecorder((res) => res.end('ok'));
       mirror = await startBodyRecorder((res) => res.end('ok'));
+      // Reads each copy whole and never answers: every copy sent to it stays in flight until the gateway stops.
+      silent = await startBodyRecorder(() => undefined);
       const requestMirror = { backend: { host: `127.0.0.1:${mirror.port}` } };
       const backends = [{ host: `127.0.0.1:${primary.port}` }];
       gw = await startRoutesGateway(
@@ -43,6 +46,7 @@ for (const side of ['lean', 'node'] as const) {
           { name: 'retry', matches: [{ path: { pathPrefix: '/retry' } }], policies: { requestMirror, retry: { attempts: 1, codes: [503] } }, backends },
           // The a2a policy peeks at a JSON body up to 2 MiB before the mirror copies it (ADR 0142).
           { name: 'a2a', matches: [{ path: { pathPrefix: '/a2a' } }], policies: { a2a: {}, requestMirror }, backends },
+          { name: 'silent', matches: [{ path: { pathPrefix: '/silent' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${silent.port}` } } }, backends },
           { name: 'all', policies: { requestMirror }, backends },
         ],
         { env: side === 'node' ? { ...process.env, SWITCHYARD_LEAN_HTTP: 'off' } : process.env },
@@ -51,7 +55,7 @@ for (const side of ['lean', 'node'] as const) {
 
     after(async () => {
       await gw?.stop();
-      await Promise.all([primary?.close(), mirror?.close()]);
+      await Promise.all([primary?.close(), mirror?.close(), silent?.close()]);
     });
 
     const at = (list: SeenBody[], path: string): SeenBody | undefined => list.find((s) => s.url === path && s.complete);
@@ -124,6 +128,42 @@ for (const side of ['lean', 'node'] as const) {
     it('after the a2a policy peeked at a chunked JSON body: mirrored whole', async () => {
       const text = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { parts: [{ text: 'x'.repeat(200 * 1024) }] } } }));
       await mirrored('/a2a/chunked', text, 'chunked', 'application/json');
+    });
+
+    it('chunked copies count against the 32 MiB in flight as they are copied: past it, given up and counted', async () => {
+      // 32 copies of 1 MiB fill the policy's bytes in flight at a mirror that never answers; the next two are dropped.
+      for (let i = 0; i < 34; i++) {
+        const res = await request(`${gw.base}/silent/${i}`, { method: 'POST', body: chunked(body(MiB, 20 + i)) });
+        assert.equal(res.statusCode, 200, await res.body.text());
+      }
+      await waitFor(() => (silent.seen.filter((s) => s.complete).length >= 32 ? true : undefined), 'the silent mirror to receive 32 copies');
+      await sleep(300);
+      assert.equal(silent.seen.length, 32);
+      assert.ok(silent.seen.every((s) => s.bytes === MiB));
+      const metrics = await (await request(`${gw.statsUrl}/metrics`)).body.text();
+      assert.match(metrics, /^switchyard_request_mirror_dropped_total 2$/m);
+    });
+
+    it('a chunked upload sent after `Expect: 100-continue` (curl) is mirrored whole', async () => {
+      const b = body(40 * 1024, 99);
+      const socket = connect(gw.port, '127.0.0.1');
+      let answer = '';
+      let sent = false;
+      socket.on('data', (c: Buffer) => {
+        answer += c.toString('latin1');
+        if (!sent && answer.startsWith('HTTP/1.1 100')) {
+          sent = true;
+          socket.write(`${b.length.toString(16)}\r\n`);
+          socket.write(b);
+          socket.write('\r\n0\r\n\r\n');
+        }
+      });
+      socket.write('POST /expect HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n');
+      await waitFor(() => (answer.includes('\r\n\r\nok') ? true : undefined), 'the answer to /expect');
+      socket.destroy();
+      const copy = await waitFor(() => at(mirror.seen, '/expect'), "the mirror's /expect");
+      assert.equal(copy.sha256, sha256(b));
+      assert.equal(copy.headers.expect, undefined);
     });
 
     it('a chunked body the client abandons is not mirrored', async () => {
