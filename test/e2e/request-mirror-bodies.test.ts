@@ -5,14 +5,20 @@
 // client did not finish is not sent. Checked against recording upstreams (byte count and SHA-256) on the lean HTTP/1.1
 // server side (the default) and on node:http (`SWITCHYARD_LEAN_HTTP=off`).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { connect as h2connect } from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { request } from 'undici';
 import { chunkedBody, sha256, startBodyRecorder, waitFor } from '../helpers/body-recorder.ts';
 import type { BodyRecorder, SeenBody } from '../helpers/body-recorder.ts';
-import { startRoutesGateway } from '../helpers/gateway.ts';
-import type { RoutesGateway } from '../helpers/gateway.ts';
+import { httpsBind, startRoutesGateway } from '../helpers/gateway.ts';
+import type { RoutesGateway, RunningGateway } from '../helpers/gateway.ts';
+import { makeTestPki } from '../helpers/pki.ts';
+import type { TestPki } from '../helpers/pki.ts';
+import { startGatewayOnFreePorts } from './proxy-support.ts';
 
 const MiB = 1024 * 1024;
 
@@ -25,6 +31,8 @@ function body(size: number, seed: number): Buffer {
 
 /** `b` in 16 KiB chunks: undici sends it chunked. */
 const chunked = (b: Buffer) => chunkedBody(b, 16384);
+
+const at = (list: SeenBody[], path: string): SeenBody | undefined => list.find((s) => s.url === path && s.complete);
 
 for (const side of ['lean', 'node'] as const) {
   describe(`requestMirror bodies (${side} server side)`, () => {
@@ -58,7 +66,6 @@ for (const side of ['lean', 'node'] as const) {
       await Promise.all([primary?.close(), mirror?.close(), silent?.close()]);
     });
 
-    const at = (list: SeenBody[], path: string): SeenBody | undefined => list.find((s) => s.url === path && s.complete);
 
     /** Send `b` to `path` (chunked or with its length); both upstreams must have got it whole, byte for byte. */
     async function mirrored(path: string, b: Buffer, framing: 'chunked' | 'sized', contentType = 'application/octet-stream'): Promise<void> {
@@ -178,3 +185,62 @@ for (const side of ['lean', 'node'] as const) {
     });
   });
 }
+
+describe('requestMirror bodies from an HTTP/2 client (ADR 0141)', () => {
+  // node:http2's compatibility request reads the stream only once read itself: the copy's first read starts it.
+  let pki: TestPki, primary: BodyRecorder, mirror: BodyRecorder, gw: RunningGateway, session: ClientHttp2Session;
+  before(async () => {
+    pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'mirror-h2' });
+    [primary, mirror] = await Promise.all([startBodyRecorder((res) => res.end('ok')), startBodyRecorder((res) => res.end('ok'))]);
+    const requestMirror = { backend: { host: `127.0.0.1:${mirror.port}` } };
+    const backends = [{ host: `127.0.0.1:${primary.port}` }];
+    let port: number;
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => ({
+      binds: [
+        httpsBind(p!, { cert: pki.serverCert, key: pki.serverKey }, [
+          { name: 'all', policies: { requestMirror }, backends },
+        ]),
+      ],
+    })));
+    session = h2connect(`https://localhost:${port!}`, { ca: readFileSync(pki.ca, 'utf8') });
+    session.on('error', () => undefined);
+  });
+  after(async () => {
+    session?.destroy();
+    await gw?.stop();
+    await Promise.all([primary?.close(), mirror?.close()]);
+    pki?.remove();
+  });
+
+  /** POST `b` on a new stream, with its length or without (DATA frames only); the status answered. */
+  function post(path: string, b: Buffer, sized: boolean): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({ ':method': 'POST', ':path': path, ...(sized ? { 'content-length': String(b.length) } : {}) });
+      let status = 0;
+      stream.on('response', (h) => (status = Number(h[':status'])));
+      stream.on('data', () => undefined);
+      stream.on('end', () => resolve(status));
+      stream.on('error', reject);
+      stream.end(b);
+    });
+  }
+
+  it('bodies with and without a declared length reach the mirror byte for byte; past 1 MiB not mirrored', async () => {
+    const cases = [
+      ['/h2/sized', body(5000, 40), true],
+      ['/h2/unsized', body(5000, 41), false],
+      ['/h2/unsized-300k', body(300 * 1024, 42), false],
+      ['/h2/sized-300k', body(300 * 1024, 43), true],
+    ] as const;
+    for (const [path, b, sized] of cases) {
+      assert.equal(await post(path, b, sized), 200);
+      assert.equal((await waitFor(() => at(primary.seen, path), `the primary's ${path}`)).sha256, sha256(b));
+      const copy = await waitFor(() => at(mirror.seen, path), `the mirror's ${path}`);
+      assert.equal(copy.sha256, sha256(b), path);
+    }
+    assert.equal(await post('/h2/past', body(MiB + 1, 44), false), 200);
+    await waitFor(() => at(primary.seen, '/h2/past'), "the primary's /h2/past");
+    await sleep(300);
+    assert.equal(mirror.seen.find((s) => s.url === '/h2/past'), undefined);
+  });
+});
