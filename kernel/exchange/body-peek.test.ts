@@ -6,9 +6,12 @@ import { createHash } from 'node:crypto';
 import { createServer, request } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { after, before, describe, it } from 'node:test';
 import { GatewayError } from '../sdk/index.ts';
-import { peekRequestBody, readOrPutBack } from './body-peek.ts';
+import { copyRequestBody, peekRequestBody, readOrPutBack } from './body-peek.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -138,5 +141,36 @@ describe('readOrPutBack and peekRequestBody', () => {
       return sha256(whole!);
     });
     assert.equal(await send(body, 10_000), sha256(body));
+  });
+
+  it('copyRequestBody: a body in 1-byte chunks is held joined (1 MiB as it came is some 200 MB of Buffer objects)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const count = 512 * 1024;
+    let copy: Promise<Buffer | undefined> | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      handle = (req) => {
+        copy = copyRequestBody(req, 1024 * 1024);
+        // The forwarder: reads as the bytes come.
+        let n = 0;
+        req.on('data', (c: Buffer) => {
+          n += c.length;
+          if (n === count) resolve();
+        });
+      };
+    });
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.write(`POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n${'1\r\nx\r\n'.repeat(count)}`);
+    await arrived;
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    socket.end('0\r\n\r\n');
+    const body = await copy!;
+    assert.equal(body?.length, count);
+    assert.ok(body!.every((b) => b === 0x78));
+    assert.ok(held < 24 * 1024 * 1024, `${(held / 1024 / 1024).toFixed(1)} MiB held for 512 KiB copied`);
   });
 });

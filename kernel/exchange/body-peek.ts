@@ -105,13 +105,31 @@ export function peekRequestBody(req: IncomingMessage, limit: number, keep: (body
   return reading;
 }
 
+/**
+ * Chunks the copy joins: chunked framing lets a client send a body in 1-byte chunks, each its own Buffer (some 200
+ * bytes of heap), so 1 MiB held as it came would take 200 MB. Runs of small chunks are joined at 256 chunks or 16 KiB.
+ */
+const SMALL_CHUNK = 1024;
+const RUN_CHUNKS = 256;
+const RUN_BYTES = 16 * 1024;
+
 /** One copy being taken of a request's body (`copyRequestBody`). */
 interface BodyCopy {
   readonly limit: number;
   readonly take: ((bytes: number) => boolean) | undefined;
   readonly chunks: Buffer[];
+  /** Small chunks not yet joined, and their bytes. */
+  run: Buffer[];
+  runBytes: number;
   size: number;
   settle(body: Buffer | undefined): void;
+}
+
+function joinRun(copy: BodyCopy): void {
+  if (copy.run.length === 0) return;
+  copy.chunks.push(copy.run.length === 1 ? copy.run[0]! : Buffer.concat(copy.run, copy.runBytes));
+  copy.run = [];
+  copy.runBytes = 0;
 }
 
 /** The copies of one request's body under way, and the stream's own `push` they stand in front of. */
@@ -127,11 +145,19 @@ type Copied = IncomingMessage & { [kCopies]?: Copies; _dumped?: boolean };
 /** Keep `chunk` in `copy`, or settle it as no copy when it passes its limit or `take` refuses. */
 function keep(copy: BodyCopy, chunk: Buffer): void {
   copy.size += chunk.length;
-  if (copy.size > copy.limit || (copy.take !== undefined && !copy.take(chunk.length))) copy.settle(undefined);
-  else copy.chunks.push(chunk);
+  if (copy.size > copy.limit || (copy.take !== undefined && !copy.take(chunk.length))) return copy.settle(undefined);
+  if (chunk.length >= SMALL_CHUNK) {
+    joinRun(copy);
+    copy.chunks.push(chunk);
+    return;
+  }
+  copy.run.push(chunk);
+  copy.runBytes += chunk.length;
+  if (copy.run.length >= RUN_CHUNKS || copy.runBytes >= RUN_BYTES) joinRun(copy);
 }
 
 function whole(copy: BodyCopy): Buffer {
+  joinRun(copy);
   return copy.chunks.length === 1 ? copy.chunks[0]! : Buffer.concat(copy.chunks, copy.size);
 }
 
@@ -152,7 +178,7 @@ function pushCopied(this: Copied, chunk: unknown, encoding?: BufferEncoding): bo
  * reader nor holds it back: bytes are copied as node:http pushes them onto the stream, which the reader's
  * back-pressure paces; bytes already waiting on it are read and put back in place (`unshift`, as `readOrPutBack`
  * does), so each byte is copied once whoever reads, peeks or replays the stream later. At most `limit` bytes are
- * held, the stream's own chunks (not copied until the body ends).
+ * held, the stream's own chunks (small ones joined in runs).
  */
 export function copyRequestBody(req: IncomingMessage, limit: number, take?: (bytes: number) => boolean): Promise<Buffer | undefined> {
   // A peek under way holds what it read: the copy starts once that is back on the stream, or kept whole.
@@ -177,6 +203,8 @@ export function copyRequestBody(req: IncomingMessage, limit: number, take?: (byt
       limit,
       take,
       chunks: waiting === null ? [] : [waiting],
+      run: [],
+      runBytes: 0,
       size,
       settle(body) {
         copies.list.splice(copies.list.indexOf(copy), 1);
@@ -184,6 +212,7 @@ export function copyRequestBody(req: IncomingMessage, limit: number, take?: (byt
         req.off('close', onClose);
         req.off('error', onClose);
         copy.chunks.length = 0;
+        copy.run = [];
         resolve(body);
       },
     };
