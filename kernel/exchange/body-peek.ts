@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
+import { ChunkList } from './chunk-list.ts';
 
 const kPutBack = Symbol('switchyard.bodyPutBack');
 type Marked = IncomingMessage & { [kPutBack]?: true };
@@ -20,7 +21,7 @@ export interface ReadStall {
 
 /**
  * Read `req`'s body until it ends or passes `limit` bytes: the whole body, or, past the limit, `undefined` with the
- * bytes read put back in front of the stream (`unshift`, in order, not copied), so that whoever reads it next (the
+ * bytes read put back in front of the stream (`unshift`, in order; small chunks joined, `ChunkList`), so that whoever reads it next (the
  * forwarder streaming it upstream) gets every byte the client sent and pulls the rest with back-pressure: no more
  * than `limit` bytes and one chunk are held. A reply made while those bytes wait closes the connection
  * (reply-writer.ts), as one made while a body streams. A client that fails or leaves first is the 400 `bufferBody`
@@ -28,26 +29,25 @@ export interface ReadStall {
  */
 export function readOrPutBack(req: IncomingMessage, limit: number, stall?: ReadStall): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const chunks = new ChunkList();
     const idle = stall !== undefined && stall.ms > 0 ? setTimeout(() => fail(stall.error()), stall.ms) : undefined;
     // Read in paused mode: past the limit nothing more is taken off the stream, and once the listener is gone the
     // stream is neither flowing nor paused, so the next reader's 'data' listener, `pipe` or `resume` starts it.
     const onReadable = (): void => {
       idle?.refresh();
       for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
-        chunks.push(chunk);
-        size += chunk.length;
-        if (size <= limit) continue;
+        chunks.add(chunk);
+        if (chunks.size <= limit) continue;
         done();
-        for (let i = chunks.length - 1; i >= 0; i--) req.unshift(chunks[i]!);
+        const list = chunks.list();
+        for (let i = list.length - 1; i >= 0; i--) req.unshift(list[i]!);
         (req as Marked)[kPutBack] = true;
         return resolve(undefined);
       }
     };
     const onEnd = (): void => {
       done();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      resolve(chunks.whole());
     };
     const onError = (err: Error): void => fail(new GatewayError(400, 'bad_request', `failed reading the request body: ${err.message}`, ErrorCode.badRequest));
     const onClose = (): void => {
@@ -105,31 +105,13 @@ export function peekRequestBody(req: IncomingMessage, limit: number, keep: (body
   return reading;
 }
 
-/**
- * Chunks the copy joins: chunked framing lets a client send a body in 1-byte chunks, each its own Buffer (some 200
- * bytes of heap), so 1 MiB held as it came would take 200 MB. Runs of small chunks are joined at 256 chunks or 16 KiB.
- */
-const SMALL_CHUNK = 1024;
-const RUN_CHUNKS = 256;
-const RUN_BYTES = 16 * 1024;
-
 /** One copy being taken of a request's body (`copyRequestBody`). */
 interface BodyCopy {
   readonly limit: number;
   readonly take: ((bytes: number) => boolean) | undefined;
-  readonly chunks: Buffer[];
-  /** Small chunks not yet joined, and their bytes. */
-  run: Buffer[];
-  runBytes: number;
-  size: number;
+  /** What was copied; dropped when the copy settles. */
+  chunks: ChunkList;
   settle(body: Buffer | undefined): void;
-}
-
-function joinRun(copy: BodyCopy): void {
-  if (copy.run.length === 0) return;
-  copy.chunks.push(copy.run.length === 1 ? copy.run[0]! : Buffer.concat(copy.run, copy.runBytes));
-  copy.run = [];
-  copy.runBytes = 0;
 }
 
 /** The copies of one request's body under way, and the stream's own `push` they stand in front of. */
@@ -144,28 +126,15 @@ type Copied = IncomingMessage & { [kCopies]?: Copies; _dumped?: boolean };
 
 /** Keep `chunk` in `copy`, or settle it as no copy when it passes its limit or `take` refuses. */
 function keep(copy: BodyCopy, chunk: Buffer): void {
-  copy.size += chunk.length;
-  if (copy.size > copy.limit || (copy.take !== undefined && !copy.take(chunk.length))) return copy.settle(undefined);
-  if (chunk.length >= SMALL_CHUNK) {
-    joinRun(copy);
-    copy.chunks.push(chunk);
-    return;
-  }
-  copy.run.push(chunk);
-  copy.runBytes += chunk.length;
-  if (copy.run.length >= RUN_CHUNKS || copy.runBytes >= RUN_BYTES) joinRun(copy);
-}
-
-function whole(copy: BodyCopy): Buffer {
-  joinRun(copy);
-  return copy.chunks.length === 1 ? copy.chunks[0]! : Buffer.concat(copy.chunks, copy.size);
+  if (copy.chunks.size + chunk.length > copy.limit || (copy.take !== undefined && !copy.take(chunk.length))) copy.settle(undefined);
+  else copy.chunks.add(chunk);
 }
 
 /** The stream's `push` while copies are taken: node:http (and the HTTP/2 compat layer) hand every body byte to it. */
 function pushCopied(this: Copied, chunk: unknown, encoding?: BufferEncoding): boolean {
   const copies = this[kCopies]!;
   for (const copy of [...copies.list]) {
-    if (chunk === null) copy.settle(this._dumped === true ? undefined : whole(copy));
+    if (chunk === null) copy.settle(this._dumped === true ? undefined : copy.chunks.whole());
     else if (Buffer.isBuffer(chunk)) keep(copy, chunk);
   }
   return copies.push.call(this, chunk, encoding);
@@ -178,7 +147,7 @@ function pushCopied(this: Copied, chunk: unknown, encoding?: BufferEncoding): bo
  * reader nor holds it back: bytes are copied as node:http pushes them onto the stream, which the reader's
  * back-pressure paces; bytes already waiting on it are read and put back in place (`unshift`, as `readOrPutBack`
  * does), so each byte is copied once whoever reads, peeks or replays the stream later. At most `limit` bytes are
- * held, the stream's own chunks (small ones joined in runs).
+ * held, the stream's own chunks (small ones joined, `ChunkList`).
  */
 export function copyRequestBody(req: IncomingMessage, limit: number, take?: (bytes: number) => boolean): Promise<Buffer | undefined> {
   // A peek under way holds what it read: the copy starts once that is back on the stream, or kept whole.
@@ -199,20 +168,18 @@ export function copyRequestBody(req: IncomingMessage, limit: number, take?: (byt
     if (req.complete) return resolve(waiting ?? (req.readableDidRead ? undefined : Buffer.alloc(0)));
     const copies = (copied[kCopies] ??= { list: [], push: req.push });
     const onClose = (): void => copy.settle(undefined);
+    const chunks = new ChunkList();
+    if (waiting !== null) chunks.add(waiting);
     const copy: BodyCopy = {
       limit,
       take,
-      chunks: waiting === null ? [] : [waiting],
-      run: [],
-      runBytes: 0,
-      size,
+      chunks,
       settle(body) {
         copies.list.splice(copies.list.indexOf(copy), 1);
         if (copies.list.length === 0) delete (copied as { push?: unknown }).push;
         req.off('close', onClose);
         req.off('error', onClose);
-        copy.chunks.length = 0;
-        copy.run = [];
+        copy.chunks = new ChunkList();
         resolve(body);
       },
     };

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { BodyReceiver } from '../sdk/index.ts';
+import { ChunkList } from './chunk-list.ts';
 
 export type { BodyReceiver };
 
@@ -10,7 +11,8 @@ class BodyRead {
   readonly receiver: BodyReceiver;
   /** The first chunk; most small bodies arrive in one. */
   first: Buffer | undefined = undefined;
-  rest: Buffer[] | undefined = undefined;
+  /** The chunks after it, small ones joined (a body in 1-byte chunks kept as it came is 200 times its size). */
+  rest: ChunkList | undefined = undefined;
   size = 0;
   constructor(limit: number, receiver: BodyReceiver) {
     this.limit = limit;
@@ -68,12 +70,12 @@ function onData(this: Reading, chunk: Buffer): void {
     this.resume();
     read.receiver.bodyFailed(new GatewayError(413, 'payload_too_large', `request body exceeds the ${read.limit}-byte limit`, ErrorCode.bodyTooLarge));
   } else if (read.first === undefined) read.first = chunk;
-  else (read.rest ??= []).push(chunk);
+  else (read.rest ??= new ChunkList()).add(chunk);
 }
 
 function onEnd(this: Reading): void {
   const read = done(this);
-  const body = read.rest !== undefined ? Buffer.concat([read.first!, ...read.rest], read.size) : (read.first ?? Buffer.alloc(0));
+  const body = read.rest !== undefined ? Buffer.concat([read.first!, ...read.rest.list()], read.size) : (read.first ?? Buffer.alloc(0));
   read.receiver.bodyRead(body);
 }
 
