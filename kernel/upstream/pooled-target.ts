@@ -25,7 +25,7 @@ import type { DirectOrigin, DirectReplies } from './direct-forward.ts';
 import { forwardAttempts, forwardOnce, STREAM_RAW } from './forward-reply.ts';
 import { upstreamCall } from './upstream-call.ts';
 import { forwardUpgrade } from './upgrade-forward.ts';
-import { kWantsTrailers } from './trailers.ts';
+import { kWantsTrailers, takesTrailers } from './trailers.ts';
 
 type TrailersWanted = { [kWantsTrailers]?: boolean };
 
@@ -92,7 +92,8 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     // node:http already answered `Expect: 100-continue` to the client; undici refuses to send the header.
     if (h.expect !== undefined) h.expect = undefined;
     // An HTTP/2 client's `te: trailers` (gRPC): Envoy forwards that one TE value (ADR 0141).
-    if ((ex.req as TrailersWanted | undefined)?.[kWantsTrailers] === true) h.te = 'trailers';
+    // Read through the request's state: a detached view has no client request (its `req` throws).
+    if ((state.res as { req?: TrailersWanted } | undefined)?.req?.[kWantsTrailers] === true) h.te = 'trailers';
     return h;
   }
 
@@ -101,8 +102,9 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     const state = exchangeState(ex) ?? new DetachedState(ex);
     const plan = state.plan;
     // An HTTP/2 client's answer streams through the raw-header handler, which keeps the upstream's trailers (undici's
-    // `request()` drops an h2 upstream's) for the reply writer to relay (ADR 0141). A plugin's exchange may have no `req`.
-    const whole = options === undefined ? (ex.req?.httpVersionMajor === 2 ? STREAM_RAW : 0) : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
+    // `request()` drops an h2 upstream's) for the reply writer to relay (ADR 0141). Asked of the request's state: a
+    // plugin's exchange may have no `req`, and a detached view's throws.
+    const whole = options === undefined ? (state.res !== undefined && takesTrailers(state.res) ? STREAM_RAW : 0) : (options.readWhole ?? (options.rawHeaders === true ? STREAM_RAW : 0));
     if (plan.retry === null && plan.upstreamHooks === null && onAttempt === undefined && state.attempts === 0 && (this.traces?.tracing ?? null) === null) {
       try {
         return forwardOnce(this, ex, state, plan, whole);
