@@ -9,6 +9,8 @@ import type { BackendInstance } from './backend-instance.ts';
 /** Values a policy offers to the backend it applies to, read at compile time (TLS settings, timeouts, retries). */
 export interface PolicyFacets {
   tls?: UpstreamTls;
+  /** Speak HTTP/2 to the upstream (`http.version`): h2c in cleartext, ALPN h2 over TLS; false: HTTP/1.1. */
+  http2?: boolean;
   /** Whole-request deadline in ms (504). */
   requestTimeoutMs?: number;
   /** Per-attempt deadline in ms (504, retryable). */

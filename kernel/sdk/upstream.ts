@@ -27,6 +27,11 @@ export interface UpstreamTargetOptions {
   origin: string;
   tls?: UpstreamTls;
   /**
+   * Speak HTTP/2 (the `http` policy's `version: HTTP/2.0`): with prior knowledge (h2c) to an `http:` origin, offered
+   * by ALPN to an `https:` one. Default: HTTP/1.1 (and ALPN as `tls.alpn` says).
+   */
+  http2?: boolean;
+  /**
    * Host header sent upstream when no policy rewrote the authority: `target` (the upstream's host[:port], the
    * default for DNS names) or `request` (keep the client's Host, the default for IP literals).
    */

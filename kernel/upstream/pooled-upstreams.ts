@@ -21,17 +21,21 @@ export class PooledUpstreams implements HttpUpstreams {
 
   target(options: UpstreamTargetOptions): UpstreamTarget {
     const parsed = parseOrigin(options.origin);
-    const key = `pool:${parsed.href}:${parsed.secure ? JSON.stringify(options.tls ?? {}) : ''}`;
+    const http2 = options.http2 === true;
+    const key = `pool:${parsed.href}:${parsed.secure ? JSON.stringify(options.tls ?? {}) : ''}${http2 ? ':h2' : ''}`;
     const pool = this.resources.get(
       key,
       () =>
         new LazyPool(() => {
           // TLS: SNI and the verified name are pinned to the backend (or `hostname`), never the request's Host.
           const { Pool: UndiciPool, buildConnector } = undiciClient();
-          const guard = new ConnectGuard(parsed.secure ? tlsConnector(options.tls, parsed.host) : buildConnector({}));
+          // h2c (ADR 0151): undici's connector marks a cleartext socket as h2: its client speaks HTTP/2 with prior
+          // knowledge. undici 7's types leave `useH2c` out of the connector's options; its code reads it.
+          const cleartext = { useH2c: http2 } as Parameters<typeof buildConnector>[0];
+          const guard = new ConnectGuard(parsed.secure ? tlsConnector(options.tls, parsed.host, http2) : buildConnector(cleartext));
           const created = new UndiciPool(parsed.href, {
             connect: guard.connect,
-            allowH2: options.tls?.alpn?.includes('h2') ?? false,
+            allowH2: http2 || (options.tls?.alpn?.includes('h2') ?? false),
             // No pool-wide deadlines: forwarded requests carry their route's (ADR 0019); plugin-made calls set their own.
             headersTimeout: 0,
             bodyTimeout: 0,
@@ -47,16 +51,17 @@ export class PooledUpstreams implements HttpUpstreams {
         return Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()).catch(() => undefined);
       },
     );
-    // A TLS origin is always served by undici: made now, so that its first request does not load undici (ADR 0079).
-    if (parsed.secure) pool.get();
-    // Cleartext origins: the direct forward's lean HTTP/1.1 client (ADR 0073), beside undici's pool for the rest.
-    const h1 = parsed.secure
-      ? null
-      : this.resources.get(
-          `h1:${parsed.href}`,
-          () => new H1Pool(parsed.host, parsed.port),
-          (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()),
-        );
+    // A TLS or h2 origin is always served by undici: made now, so that its first request does not load undici (ADR 0079).
+    if (parsed.secure || http2) pool.get();
+    // Cleartext HTTP/1.1 origins: the direct forward's lean HTTP/1.1 client (ADR 0073), beside undici's pool for the rest.
+    const h1 =
+      parsed.secure || http2
+        ? null
+        : this.resources.get(
+            `h1:${parsed.href}`,
+            () => new H1Pool(parsed.host, parsed.port),
+            (p) => Promise.race([p.close(), new Promise((resolve) => setTimeout(resolve, 1000).unref())]).then(() => p.destroy()),
+          );
     return new PooledTarget(options, pool, this.metrics, this.traces, h1);
   }
 }

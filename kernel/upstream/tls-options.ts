@@ -54,11 +54,12 @@ export function tlsConnectOptions(tls: UpstreamTls | undefined, host: string): C
 
 /**
  * The connector of an upstream pool. It pins SNI to the configured name: undici would otherwise take SNI (and the
- * name it verifies) from each request's Host header. ALPN follows `alpn` within what undici speaks (h2, http/1.1).
+ * name it verifies) from each request's Host header. ALPN follows `alpn` (or `http2`) within what undici speaks (h2, http/1.1).
  */
-export function tlsConnector(tls: UpstreamTls | undefined, host: string): BuildConnector.connector {
+export function tlsConnector(tls: UpstreamTls | undefined, host: string, http2 = false): BuildConnector.connector {
   const alpn = tls?.alpn ?? [];
-  const allowH2 = alpn.includes('h2');
+  // `http.version: HTTP/2.0` offers h2 (ADR 0151) as `alpn: [h2]` does; undici then offers h2 and http/1.1.
+  const allowH2 = http2 || alpn.includes('h2');
   const base = undiciClient().buildConnector({
     ...(tlsConnectOptions(tls, host) as BuildConnector.BuildOptions),
     allowH2,

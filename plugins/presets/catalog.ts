@@ -58,6 +58,7 @@ export const FIRST_PARTY_KEYS: readonly string[] = [
   'outlierDetection',
   'healthCheck',
   'backendTLS',
+  'http',
   'backendAuth',
   'passthrough',
   'key',

@@ -46,6 +46,7 @@ export const FIRST_PARTY_PLUGIN_MODULES: readonly string[] = [
   '../policies/outlier-detection/plugin.ts',
   '../policies/health-check/plugin.ts',
   '../policies/backend-tls/plugin.ts',
+  '../policies/http/plugin.ts',
   '../policies/backend-auth/plugin.ts',
   '../backend-auth/passthrough/plugin.ts',
   '../backend-auth/key/plugin.ts',

@@ -37,7 +37,7 @@ export async function compileAgentRuntime(config: AgentRuntimeConfig, field: str
   }
   const [, partition, region] = arn as unknown as [string, string, string];
   const origin = endpointOrigin(region, partition);
-  const upstream = ctx.http.target({ origin, tls: origin.startsWith('https:') ? ctx.policies.facets.tls : undefined, authority: 'target' });
+  const upstream = ctx.http.target({ origin, tls: origin.startsWith('https:') ? ctx.policies.facets.tls : undefined, http2: ctx.policies.facets.http2, authority: 'target' });
   const path = `/runtimes/${encodeURIComponent(config.agentRuntimeArn.trim())}/invocations`;
   const query = config.qualifier ? `?qualifier=${encodeURIComponent(config.qualifier)}` : '';
 

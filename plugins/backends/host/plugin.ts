@@ -12,7 +12,7 @@ export default defineBackend<string>({
     // BEHAVIOUR.md DECIDED 12: without a scheme, TLS only when backendTLS applies; 80 or 443 without a port.
     const target = parseUpstreamAddress(value, { tls: tls !== undefined, pathHint: 'a `host` backend takes no path; use `urlRewrite` to change the path' });
     if ('message' in target) return ctx.fail(target.message);
-    const upstream = ctx.http.target({ origin: target.origin, tls });
+    const upstream = ctx.http.target({ origin: target.origin, tls, http2: ctx.policies.facets.http2 });
     return {
       protocol: 'http',
       label: value,

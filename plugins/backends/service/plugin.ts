@@ -15,7 +15,7 @@ export default defineBackend<ServiceRef>({
     // serviceAuthority names fields from the `service` key; this context already sits at it.
     if (typeof address !== 'string') return ctx.fail(address.message, address.sub.slice(1));
     const tls = ctx.policies.facets.tls;
-    const upstream = ctx.http.target({ origin: `${tls ? 'https' : 'http'}://${address}`, tls, authority: 'target' });
+    const upstream = ctx.http.target({ origin: `${tls ? 'https' : 'http'}://${address}`, tls, http2: ctx.policies.facets.http2, authority: 'target' });
     return {
       protocol: 'http',
       target: upstream,
