@@ -3,15 +3,17 @@
 // status as sent, directly and through a Reply; HTTP/1.1 clients through the same routes; one pooled h2 session.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import * as https from 'node:https';
+import * as tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { httpsBind } from '../helpers/gateway.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
-import { startGatewayOnFreePorts, within } from './proxy-support.ts';
+import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
 const toJson = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
 const fromJson = (data: Buffer): unknown => JSON.parse(data.toString()) as unknown;
@@ -53,13 +55,27 @@ async function startGrpcServer(): Promise<{ server: grpc.Server; port: number }>
 }
 
 /** A plain h2c server: records each request's headers and counts its sessions (connections). */
-async function startH2cServer(): Promise<{ server: http2.Http2Server; port: number; seen: http2.IncomingHttpHeaders[]; sessions: () => number }> {
+async function startH2cServer(): Promise<{ server: http2.Http2Server; port: number; seen: http2.IncomingHttpHeaders[]; sessions: () => number; slow: { opened: number; closed: number } }> {
   const seen: http2.IncomingHttpHeaders[] = [];
+  const slow = { opened: 0, closed: 0 };
   let sessions = 0;
   const server = http2.createServer();
   server.on('session', () => sessions++);
+  let flaky = 0;
   server.on('stream', (stream, headers) => {
     seen.push(headers);
+    // Never answers: the route's deadline must end it (and reset the stream).
+    if (headers[':path'] === '/plain/slow') {
+      slow.opened++;
+      stream.on('close', () => slow.closed++);
+      return;
+    }
+    // Every other call fails with 503: a retried request reaches the upstream twice.
+    if (headers[':path'] === '/plain/flaky' && flaky++ % 2 === 0) {
+      stream.respond({ ':status': 503 });
+      stream.end('try again');
+      return;
+    }
     const chunks: Buffer[] = [];
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () => {
@@ -69,7 +85,7 @@ async function startH2cServer(): Promise<{ server: http2.Http2Server; port: numb
     });
   });
   const port = await new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
-  return { server, port, seen, sessions: () => sessions };
+  return { server, port, seen, sessions: () => sessions, slow };
 }
 
 type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
@@ -110,10 +126,13 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
   let ca: Buffer;
   let grpcUp: { server: grpc.Server; port: number };
   let plainUp: Awaited<ReturnType<typeof startH2cServer>>;
+  /** An HTTP/1.1-only server configured as h2c by mistake. */
+  let h1Only: http.Server;
   let gw: RunningGateway;
   let port: number;
   let replyPort: number;
   let client: Client;
+  /** The same routes with a deadline and retries: answers come through a Reply (`forward`). */
   let viaReply: Client;
 
   before(async () => {
@@ -121,15 +140,19 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
     ca = readFileSync(pki.ca);
     grpcUp = await startGrpcServer();
     plainUp = await startH2cServer();
+    h1Only = http.createServer((_req, res) => res.end('h1'));
+    await new Promise<void>((resolve) => h1Only.listen(0, '127.0.0.1', resolve));
+    const h1OnlyPort = (h1Only.address() as { port: number }).port;
     const h2c = { http: { version: 'HTTP/2.0' } };
     const bind = (p: number, policies: Record<string, unknown>) =>
       httpsBind(p, { cert: pki.serverCert, key: pki.serverKey }, [
         { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], policies, backends: [{ host: `127.0.0.1:${grpcUp.port}`, policies: h2c }] },
         // The policy on the route, not the backend: it applies to the route's backends.
         { name: 'plain', matches: [{ path: { pathPrefix: '/plain/' } }], policies: { ...policies, ...h2c }, backends: [{ host: `127.0.0.1:${plainUp.port}` }] },
+        { name: 'h1only', matches: [{ path: { pathPrefix: '/h1only/' } }], policies: { ...policies, ...h2c }, backends: [{ host: `127.0.0.1:${h1OnlyPort}` }] },
       ]);
     ({ gw, ports: [port, replyPort] } = await startGatewayOnFreePorts(2, ([p, q]) => ({
-      binds: [bind(p!, {}), bind(q!, { timeout: { backendRequestTimeout: '10s' } })],
+      binds: [bind(p!, {}), bind(q!, { timeout: { backendRequestTimeout: '1s' }, retry: { attempts: 2, codes: [503] } })],
     })));
     const Constructor = grpc.makeGenericClientConstructor(SERVICE, 'Echo');
     client = new Constructor(`localhost:${port}`, grpc.credentials.createSsl(ca)) as unknown as Client;
@@ -141,6 +164,8 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
     await gw?.stop();
     grpcUp?.server.forceShutdown();
     plainUp?.server.close();
+    h1Only?.closeAllConnections();
+    h1Only?.close();
     pki?.remove();
   });
 
@@ -232,6 +257,56 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
       assert.equal(plainUp.seen.at(-1)!.te, 'trailers');
     } finally {
       session.close();
+    }
+  });
+
+  it("the route's deadline ends a call the h2c upstream never answers (504), as for HTTP/1.1 upstreams", async () => {
+    const started = performance.now();
+    const res = await within(h1Request(replyPort, ca, '/plain/slow', {}, ''), 10_000, 'the slow call');
+    assert.equal(res.status, 504);
+    assert.ok(performance.now() - started < 5_000);
+    // Each attempt's stream is reset, not left open on the shared session.
+    assert.ok(plainUp.slow.opened >= 1);
+    await waitFor(() => plainUp.slow.closed === plainUp.slow.opened, 5_000, 'the abandoned streams to close');
+  });
+
+  it('a retried request is sent again on the h2c session: the 503 is not what the client sees', async () => {
+    const before = plainUp.seen.length;
+    const res = await within(h1Request(replyPort, ca, '/plain/flaky', {}, 'again'), 10_000, 'the flaky call');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.toString(), 'h2c says POST /plain/flaky again');
+    assert.equal(plainUp.seen.length - before, 2);
+  });
+
+  it('a WebSocket upgrade goes over its own HTTP/1.1 connection: an upstream that speaks only h2 is a 502, not a hang', async () => {
+    const head = await within(
+      new Promise<string>((resolve, reject) => {
+        const socket = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', ca, ALPNProtocols: ['http/1.1'] }, () =>
+          socket.write(
+            'GET /plain/ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+              'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+          ),
+        );
+        let got = '';
+        socket.on('data', (d: Buffer) => {
+          got += d.toString('latin1');
+          if (got.includes('\r\n\r\n')) {
+            socket.destroy();
+            resolve(got);
+          }
+        });
+        socket.on('error', reject);
+      }),
+      10_000,
+      'the upgrade answer',
+    );
+    assert.match(head, /^HTTP\/1\.1 502 /);
+  });
+
+  it('an upstream that speaks only HTTP/1.1 behind `HTTP/2.0` is a prompt 502, not a hang', async () => {
+    for (const p of [port, replyPort]) {
+      const res = await within(h1Request(p, ca, '/h1only/x', {}, ''), 10_000, 'the misconfigured call');
+      assert.equal(res.status, 502);
     }
   });
 });
