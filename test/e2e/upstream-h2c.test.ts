@@ -70,6 +70,15 @@ async function startH2cServer(): Promise<{ server: http2.Http2Server; port: numb
       stream.on('close', () => slow.closed++);
       return;
     }
+    // An answer of `n` header fields (/plain/headers/<n>).
+    const many = /^\/plain\/headers\/(\d+)$/.exec(String(headers[':path']));
+    if (many) {
+      const answer: http2.OutgoingHttpHeaders = { ':status': 200 };
+      for (let i = 0; i < Number(many[1]); i++) answer[`x-h${i}`] = 'v';
+      stream.respond(answer);
+      stream.end('many');
+      return;
+    }
     // Every other call fails with 503: a retried request reaches the upstream twice.
     if (headers[':path'] === '/plain/flaky' && flaky++ % 2 === 0) {
       stream.respond({ ':status': 503 });
@@ -131,6 +140,7 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
   let gw: RunningGateway;
   let port: number;
   let replyPort: number;
+  let plainPort: number;
   let client: Client;
   /** The same routes with a deadline and retries: answers come through a Reply (`forward`). */
   let viaReply: Client;
@@ -144,15 +154,20 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
     await new Promise<void>((resolve) => h1Only.listen(0, '127.0.0.1', resolve));
     const h1OnlyPort = (h1Only.address() as { port: number }).port;
     const h2c = { http: { version: 'HTTP/2.0' } };
-    const bind = (p: number, policies: Record<string, unknown>) =>
-      httpsBind(p, { cert: pki.serverCert, key: pki.serverKey }, [
+    const routes = (policies: Record<string, unknown>) => [
         { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], policies, backends: [{ host: `127.0.0.1:${grpcUp.port}`, policies: h2c }] },
         // The policy on the route, not the backend: it applies to the route's backends.
         { name: 'plain', matches: [{ path: { pathPrefix: '/plain/' } }], policies: { ...policies, ...h2c }, backends: [{ host: `127.0.0.1:${plainUp.port}` }] },
         { name: 'h1only', matches: [{ path: { pathPrefix: '/h1only/' } }], policies: { ...policies, ...h2c }, backends: [{ host: `127.0.0.1:${h1OnlyPort}` }] },
-      ]);
-    ({ gw, ports: [port, replyPort] } = await startGatewayOnFreePorts(2, ([p, q]) => ({
-      binds: [bind(p!, {}), bind(q!, { timeout: { backendRequestTimeout: '1s' }, retry: { attempts: 2, codes: [503] } })],
+    ];
+    const tlsFiles = { cert: pki.serverCert, key: pki.serverKey };
+    ({ gw, ports: [port, replyPort, plainPort] } = await startGatewayOnFreePorts(3, ([p, q, r]) => ({
+      binds: [
+        httpsBind(p!, tlsFiles, routes({})),
+        httpsBind(q!, tlsFiles, routes({ timeout: { backendRequestTimeout: '1s' }, retry: { attempts: 2, codes: [503] } })),
+        // A cleartext listener: HTTP/1.1 clients on the lean server side (ADR 0088) and the direct forward.
+        { port: r!, listeners: [{ routes: routes({}) }] },
+      ],
     })));
     const Constructor = grpc.makeGenericClientConstructor(SERVICE, 'Echo');
     client = new Constructor(`localhost:${port}`, grpc.credentials.createSsl(ca)) as unknown as Client;
@@ -308,5 +323,44 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
       const res = await within(h1Request(p, ca, '/h1only/x', {}, ''), 10_000, 'the misconfigured call');
       assert.equal(res.status, 502);
     }
+  });
+
+  it('a cleartext HTTP/1.1 listener forwards to the h2c upstream: small and large bodies, keep-alive', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const post = (path: string, body: Buffer | string, headers: Record<string, string> = {}) =>
+        new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = http.request({ host: '127.0.0.1', port: plainPort, path, method: 'POST', agent, headers }, (res) => {
+            let text = '';
+            res.setEncoding('latin1');
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+          });
+          req.on('error', reject);
+          req.end(body);
+        });
+      const small = await within(post('/plain/small', 'hi'), 10_000, 'the small call');
+      assert.deepEqual(small, { status: 200, body: 'h2c says POST /plain/small hi' });
+      const big = 'x'.repeat(300 * 1024);
+      const large = await within(post('/plain/large', big), 10_000, 'the large call');
+      assert.equal(large.status, 200);
+      assert.equal(large.body, `h2c says POST /plain/large ${big}`);
+      const grpcAnswer = await within(post('/test.Echo/Echo', frame(toJson({ over: 'cleartext' })), { 'content-type': 'application/grpc' }), 10_000, 'the gRPC call');
+      assert.equal(grpcAnswer.status, 200);
+      assert.deepEqual(fromJson(Buffer.from(grpcAnswer.body, 'latin1').subarray(5)), { echo: { over: 'cleartext' } });
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it("an h2 upstream's answer is bounded to 128 header fields (node:http2's count; Envoy's is 100): past it a 502", async () => {
+    const fits = await within(h1Request(port, ca, '/plain/headers/100', {}, ''), 10_000, 'the 100-header answer');
+    assert.equal(fits.status, 200);
+    assert.equal(fits.headers['x-h99'], 'v');
+    const over = await within(h1Request(port, ca, '/plain/headers/200', {}, ''), 10_000, 'the 200-header answer');
+    assert.equal(over.status, 502);
+    // The session survives a refused answer: the next request is served.
+    const next = await within(h1Request(port, ca, '/plain/after', {}, 'x'), 10_000, 'the next call');
+    assert.equal(next.status, 200);
   });
 });
