@@ -18,9 +18,9 @@ import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 const toJson = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
 const fromJson = (data: Buffer): unknown => JSON.parse(data.toString()) as unknown;
 
-function method(name: string, responseStream: boolean): grpc.MethodDefinition<unknown, unknown> {
+function method(name: string, responseStream: boolean, service = 'test.Echo'): grpc.MethodDefinition<unknown, unknown> {
   return {
-    path: `/test.Echo/${name}`,
+    path: `/${service}/${name}`,
     requestStream: false,
     responseStream,
     requestSerialize: toJson,
@@ -31,8 +31,10 @@ function method(name: string, responseStream: boolean): grpc.MethodDefinition<un
 }
 
 const SERVICE = { Echo: method('Echo', false), Count: method('Count', true), Fail: method('Fail', false) } as const;
+/** The service under another name, routed to the TLS upstream. */
+const TLS_SERVICE = { Echo: method('Echo', false, 'tls.Echo') } as const;
 
-async function startGrpcServer(): Promise<{ server: grpc.Server; port: number }> {
+async function startGrpcServer(credentials = grpc.ServerCredentials.createInsecure()): Promise<{ server: grpc.Server; port: number }> {
   const server = new grpc.Server();
   server.addService(SERVICE, {
     Echo: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
@@ -49,7 +51,7 @@ async function startGrpcServer(): Promise<{ server: grpc.Server; port: number }>
     },
   });
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
   return { server, port };
 }
@@ -134,6 +136,8 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
   let pki: TestPki;
   let ca: Buffer;
   let grpcUp: { server: grpc.Server; port: number };
+  /** The same service over TLS, reached with `backendTLS` (no `alpn`) and `http.version: HTTP/2.0`. */
+  let grpcTlsUp: { server: grpc.Server; port: number };
   let plainUp: Awaited<ReturnType<typeof startH2cServer>>;
   /** An HTTP/1.1-only server configured as h2c by mistake. */
   let h1Only: http.Server;
@@ -149,6 +153,7 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
     pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'upstream-h2c' });
     ca = readFileSync(pki.ca);
     grpcUp = await startGrpcServer();
+    grpcTlsUp = await startGrpcServer(grpc.ServerCredentials.createSsl(null, [{ private_key: readFileSync(pki.serverKey), cert_chain: readFileSync(pki.serverCert) }], false));
     plainUp = await startH2cServer();
     h1Only = http.createServer((_req, res) => res.end('h1'));
     await new Promise<void>((resolve) => h1Only.listen(0, '127.0.0.1', resolve));
@@ -158,6 +163,13 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
         { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], policies, backends: [{ host: `127.0.0.1:${grpcUp.port}`, policies: h2c }] },
         // The policy on the route, not the backend: it applies to the route's backends.
         { name: 'plain', matches: [{ path: { pathPrefix: '/plain/' } }], policies: { ...policies, ...h2c }, backends: [{ host: `127.0.0.1:${plainUp.port}` }] },
+        {
+          name: 'grpc-tls',
+          // Its own path, rewritten to the service's.
+          matches: [{ path: { pathPrefix: '/tls.Echo/' } }],
+          policies: { ...policies, urlRewrite: { path: { prefix: '/test.Echo/' } } },
+          backends: [{ host: `127.0.0.1:${grpcTlsUp.port}`, policies: { ...h2c, backendTLS: { root: pki.ca, hostname: 'localhost' } } }],
+        },
         { name: 'h1only', matches: [{ path: { pathPrefix: '/h1only/' } }], policies: { ...policies, ...h2c }, backends: [{ host: `127.0.0.1:${h1OnlyPort}` }] },
     ];
     const tlsFiles = { cert: pki.serverCert, key: pki.serverKey };
@@ -178,6 +190,7 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
     viaReply?.close();
     await gw?.stop();
     grpcUp?.server.forceShutdown();
+    grpcTlsUp?.server.forceShutdown();
     plainUp?.server.close();
     h1Only?.closeAllConnections();
     h1Only?.close();
@@ -362,5 +375,18 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
     // The session survives a refused answer: the next request is served.
     const next = await within(h1Request(port, ca, '/plain/after', {}, 'x'), 10_000, 'the next call');
     assert.equal(next.status, 200);
+  });
+
+  it('over TLS, `HTTP/2.0` offers h2 by ALPN (no `backendTLS.alpn` needed): the gRPC call goes through', async () => {
+    const Constructor = grpc.makeGenericClientConstructor(TLS_SERVICE, 'Echo');
+    const tlsClient = new Constructor(`localhost:${port}`, grpc.credentials.createSsl(ca)) as unknown as Client;
+    try {
+      const answer = await within(unary(tlsClient, 'Echo', { over: 'tls' }), 10_000, 'the unary call');
+      assert.equal(answer.error, undefined, answer.error?.message);
+      assert.deepEqual(answer.value, { echo: { over: 'tls' } });
+      assert.deepEqual(answer.trailers?.get('x-trailer'), ['from-upstream']);
+    } finally {
+      tlsClient.close();
+    }
   });
 });
