@@ -73,4 +73,14 @@ describe('`http` policy config', () => {
     );
     assert.match(headlines(target)[0]!, /unknown MCP target policy `http`; expected one of: /);
   });
+
+  it("the reference's `requestTimeout` is not taken here (the `timeout` policy is); a connection a policy makes refuses `http`", async () => {
+    const timeout = await compileError(route(['http: { version: HTTP/2.0, requestTimeout: 10s }']), opts);
+    assert.match(headlines(timeout)[0]!, /unknown key `requestTimeout`; expected one of: `version`/);
+    const connection = await compileError(
+      route(['extAuthz: { host: "127.0.0.1:9", protocol: { http: {} }, policies: { http: { version: HTTP/2.0 } } }']),
+      opts,
+    );
+    assert.match(headlines(connection)[0]!, /`http` is not supported on the connection to the authorization service; only `backendTLS` and `requestHeaderModifier` apply here/);
+  });
 });
