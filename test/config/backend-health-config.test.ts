@@ -3,19 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { compileError, headlines, yaml } from './helpers.ts';
+import { compileError, headlines, routeWithPolicies } from './helpers.ts';
 
-const route = (policies: string[], backend = ['- host: 127.0.0.1:9']) =>
-  yaml(
-    'binds:',
-    '  - port: 8080',
-    '    listeners:',
-    '      - routes:',
-    '          - policies:',
-    ...policies.map((p) => `              ${p}`),
-    '            backends:',
-    ...backend.map((b) => `              ${b}`),
-  );
+const route = routeWithPolicies;
 
 describe('backend health config', () => {
   it('refuses a health check path that names another address', async () => {

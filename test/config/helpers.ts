@@ -121,3 +121,16 @@ export function tempDirs(): (prefix: string) => string {
     return dir;
   };
 }
+
+/** One route with `policies` (YAML lines under `policies:`) and `backend` (YAML lines under `backends:`). */
+export const routeWithPolicies = (policies: string[], backend = ['- host: 127.0.0.1:9']): string =>
+  yaml(
+    'binds:',
+    '  - port: 8080',
+    '    listeners:',
+    '      - routes:',
+    '          - policies:',
+    ...policies.map((p) => `              ${p}`),
+    '            backends:',
+    ...backend.map((b) => `              ${b}`),
+  );

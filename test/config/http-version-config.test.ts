@@ -3,19 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fullPreset } from '../../plugins/presets/full.ts';
-import { compileError, compileValue, headlines, yaml } from './helpers.ts';
+import { compileError, compileValue, headlines, routeWithPolicies, yaml } from './helpers.ts';
 
-const route = (policies: string[], backend = ['- host: 127.0.0.1:9']) =>
-  yaml(
-    'binds:',
-    '  - port: 8080',
-    '    listeners:',
-    '      - routes:',
-    '          - policies:',
-    ...policies.map((p) => `              ${p}`),
-    '            backends:',
-    ...backend.map((b) => `              ${b}`),
-  );
+const route = routeWithPolicies;
 const MCP_BACKEND = ['- mcp: { targets: [{ name: t, mcp: { host: 127.0.0.1, port: 9, path: /mcp } }] }'];
 const opts = { preset: fullPreset };
 

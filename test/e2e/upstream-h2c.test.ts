@@ -13,48 +13,9 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { httpsBind } from '../helpers/gateway.ts';
 import { makeTestPki } from '../helpers/pki.ts';
 import type { TestPki } from '../helpers/pki.ts';
+import { assertStreamsAndStatuses, echoClient, fromJson, startEchoServer, toJson, unary } from '../helpers/grpc-echo.ts';
+import type { EchoClient } from '../helpers/grpc-echo.ts';
 import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
-
-const toJson = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
-const fromJson = (data: Buffer): unknown => JSON.parse(data.toString()) as unknown;
-
-function method(name: string, responseStream: boolean, service = 'test.Echo'): grpc.MethodDefinition<unknown, unknown> {
-  return {
-    path: `/${service}/${name}`,
-    requestStream: false,
-    responseStream,
-    requestSerialize: toJson,
-    requestDeserialize: fromJson,
-    responseSerialize: toJson,
-    responseDeserialize: fromJson,
-  };
-}
-
-const SERVICE = { Echo: method('Echo', false), Count: method('Count', true), Fail: method('Fail', false) } as const;
-/** The service under another name, routed to the TLS upstream. */
-const TLS_SERVICE = { Echo: method('Echo', false, 'tls.Echo') } as const;
-
-async function startGrpcServer(credentials = grpc.ServerCredentials.createInsecure()): Promise<{ server: grpc.Server; port: number }> {
-  const server = new grpc.Server();
-  server.addService(SERVICE, {
-    Echo: (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-      const trailer = new grpc.Metadata();
-      trailer.set('x-trailer', 'from-upstream');
-      cb(null, { echo: call.request }, trailer);
-    },
-    Count: (call: grpc.ServerWritableStream<{ n: number }, unknown>) => {
-      for (let i = 0; i < call.request.n; i++) call.write({ i });
-      call.end();
-    },
-    Fail: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
-      cb({ code: grpc.status.NOT_FOUND, details: 'no such thing' });
-    },
-  });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))),
-  );
-  return { server, port };
-}
 
 /** A plain h2c server: records each request's headers and counts its sessions (connections). */
 async function startH2cServer(): Promise<{ server: http2.Http2Server; port: number; seen: http2.IncomingHttpHeaders[]; sessions: () => number; slow: { opened: number; closed: number } }> {
@@ -99,18 +60,6 @@ async function startH2cServer(): Promise<{ server: http2.Http2Server; port: numb
   return { server, port, seen, sessions: () => sessions, slow };
 }
 
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
-
-function unary(client: Client, name: string, request: unknown): Promise<{ value?: unknown; error?: grpc.ServiceError; trailers?: grpc.Metadata }> {
-  return new Promise((resolve) => {
-    let trailers: grpc.Metadata | undefined;
-    const call = client[name]!(request, (error: grpc.ServiceError | null, value: unknown) => {
-      setImmediate(() => resolve(error ? { error } : { value, trailers }));
-    }) as grpc.ClientUnaryCall;
-    call.on('status', (s: grpc.StatusObject) => (trailers = s.metadata));
-  });
-}
-
 /** An HTTP/1.1 request over TLS (node:https offers no ALPN: the listener speaks HTTP/1.1 to it). */
 function h1Request(port: number, ca: Buffer, path: string, headers: Record<string, string>, body: Buffer | string): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
   return new Promise((resolve, reject) => {
@@ -145,15 +94,15 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
   let port: number;
   let replyPort: number;
   let plainPort: number;
-  let client: Client;
+  let client: EchoClient;
   /** The same routes with a deadline and retries: answers come through a Reply (`forward`). */
-  let viaReply: Client;
+  let viaReply: EchoClient;
 
   before(async () => {
     pki = makeTestPki({ serverName: 'localhost', serverAltNames: ['DNS:localhost', 'IP:127.0.0.1'], label: 'upstream-h2c' });
     ca = readFileSync(pki.ca);
-    grpcUp = await startGrpcServer();
-    grpcTlsUp = await startGrpcServer(grpc.ServerCredentials.createSsl(null, [{ private_key: readFileSync(pki.serverKey), cert_chain: readFileSync(pki.serverCert) }], false));
+    grpcUp = await startEchoServer(grpc.ServerCredentials.createInsecure());
+    grpcTlsUp = await startEchoServer(grpc.ServerCredentials.createSsl(null, [{ private_key: readFileSync(pki.serverKey), cert_chain: readFileSync(pki.serverCert) }], false));
     plainUp = await startH2cServer();
     h1Only = http.createServer((_req, res) => res.end('h1'));
     await new Promise<void>((resolve) => h1Only.listen(0, '127.0.0.1', resolve));
@@ -181,9 +130,8 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
         { port: r!, listeners: [{ routes: routes({}) }] },
       ],
     })));
-    const Constructor = grpc.makeGenericClientConstructor(SERVICE, 'Echo');
-    client = new Constructor(`localhost:${port}`, grpc.credentials.createSsl(ca)) as unknown as Client;
-    viaReply = new Constructor(`localhost:${replyPort}`, grpc.credentials.createSsl(ca)) as unknown as Client;
+    client = echoClient(`localhost:${port}`, grpc.credentials.createSsl(ca));
+    viaReply = echoClient(`localhost:${replyPort}`, grpc.credentials.createSsl(ca));
   });
   after(async () => {
     client?.close();
@@ -206,29 +154,8 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
     }
   });
 
-  it('a server-streaming call delivers every message and ends with OK', async () => {
-    for (const c of [client, viaReply]) {
-      const messages = await within(
-        new Promise<unknown[]>((resolve, reject) => {
-          const got: unknown[] = [];
-          const call = c.Count!({ n: 5 }) as grpc.ClientReadableStream<unknown>;
-          call.on('data', (m: unknown) => got.push(m));
-          call.on('error', reject);
-          call.on('status', (s: grpc.StatusObject) => (s.code === grpc.status.OK ? resolve(got) : reject(new Error(s.details))));
-        }),
-        10_000,
-        'the streaming call',
-      );
-      assert.deepEqual(messages, [0, 1, 2, 3, 4].map((i) => ({ i })));
-    }
-  });
-
-  it("an upstream's error status reaches the client as the status the server sent", async () => {
-    for (const c of [client, viaReply]) {
-      const answer = await within(unary(c, 'Fail', {}), 10_000, 'the failing call');
-      assert.equal(answer.error?.code, grpc.status.NOT_FOUND);
-      assert.equal(answer.error?.details, 'no such thing');
-    }
+  it("server streaming delivers every message; an upstream's error status reaches the client as sent", async () => {
+    await assertStreamsAndStatuses([client, viaReply], within);
   });
 
   it('an HTTP/1.1 client through the same route gets the gRPC answer (the trailers stay behind)', async () => {
@@ -378,8 +305,8 @@ describe('HTTP/2 in cleartext to upstreams (h2c)', () => {
   });
 
   it('over TLS, `HTTP/2.0` offers h2 by ALPN (no `backendTLS.alpn` needed): the gRPC call goes through', async () => {
-    const Constructor = grpc.makeGenericClientConstructor(TLS_SERVICE, 'Echo');
-    const tlsClient = new Constructor(`localhost:${port}`, grpc.credentials.createSsl(ca)) as unknown as Client;
+    // The service under another name, which the route rewrites to the TLS upstream's.
+    const tlsClient = echoClient(`localhost:${port}`, grpc.credentials.createSsl(ca), 'tls.Echo');
     try {
       const answer = await within(unary(tlsClient, 'Echo', { over: 'tls' }), 10_000, 'the unary call');
       assert.equal(answer.error, undefined, answer.error?.message);
