@@ -6,10 +6,10 @@ import * as grpc from '@grpc/grpc-js';
 export const toJson = (value: unknown): Buffer => Buffer.from(JSON.stringify(value));
 export const fromJson = (data: Buffer): unknown => JSON.parse(data.toString()) as unknown;
 
-function method(name: string, responseStream: boolean, service: string): grpc.MethodDefinition<unknown, unknown> {
+function method(name: string, responseStream: boolean, service: string, requestStream = false): grpc.MethodDefinition<unknown, unknown> {
   return {
     path: `/${service}/${name}`,
-    requestStream: false,
+    requestStream,
     responseStream,
     requestSerialize: toJson,
     requestDeserialize: fromJson,
@@ -18,9 +18,17 @@ function method(name: string, responseStream: boolean, service: string): grpc.Me
   };
 }
 
-/** `Echo` (unary, with an `x-trailer` trailer), `Count` (server streaming `{i}` n times), `Fail` (NOT_FOUND). */
+/**
+ * `Echo` (unary, with an `x-trailer` trailer), `Count` (server streaming `{i}` n times), `Fail` (NOT_FOUND), `Chat`
+ * (bidirectional: each message echoed as it arrives).
+ */
 export function echoService(service = 'test.Echo') {
-  return { Echo: method('Echo', false, service), Count: method('Count', true, service), Fail: method('Fail', false, service) } as const;
+  return {
+    Echo: method('Echo', false, service),
+    Count: method('Count', true, service),
+    Fail: method('Fail', false, service),
+    Chat: method('Chat', true, service, true),
+  } as const;
 }
 
 /** A grpc-js server of the echo service on 127.0.0.1; `seen` gets each Echo call's metadata. */
@@ -39,6 +47,10 @@ export async function startEchoServer(credentials: grpc.ServerCredentials, seen?
     },
     Fail: (_call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
       cb({ code: grpc.status.NOT_FOUND, details: 'no such thing' });
+    },
+    Chat: (call: grpc.ServerDuplexStream<unknown, unknown>) => {
+      call.on('data', (m: unknown) => call.write({ heard: m }));
+      call.on('end', () => call.end());
     },
   });
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))));
@@ -90,4 +102,23 @@ export async function assertStreamsAndStatuses(clients: readonly EchoClient[], w
     assert.equal(answer.error?.code, grpc.status.NOT_FOUND);
     assert.equal(answer.error?.details, 'no such thing');
   }
+}
+
+/**
+ * A bidirectional `Chat`: each of `messages` is sent only once the previous one's echo came back, so a gateway that
+ * held the request body until its end (or the answer until the request ended) never finishes.
+ */
+export function chatInTurns(client: EchoClient, messages: readonly unknown[]): Promise<unknown[]> {
+  return new Promise<unknown[]>((resolve, reject) => {
+    const heard: unknown[] = [];
+    const call = client.Chat!() as grpc.ClientDuplexStream<unknown, unknown>;
+    call.on('data', (m: unknown) => {
+      heard.push(m);
+      if (heard.length < messages.length) call.write(messages[heard.length]);
+      else call.end();
+    });
+    call.on('error', reject);
+    call.on('status', (s: grpc.StatusObject) => (s.code === grpc.status.OK ? resolve(heard) : reject(new Error(s.details))));
+    call.write(messages[0]);
+  });
 }
