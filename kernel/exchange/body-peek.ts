@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
-import { ChunkList } from './chunk-list.ts';
+import { ChunkList } from '../sdk/chunk-list.ts';
 
 const kPutBack = Symbol('switchyard.bodyPutBack');
 type Marked = IncomingMessage & { [kPutBack]?: true };

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { BodyReceiver } from '../sdk/index.ts';
-import { ChunkList } from './chunk-list.ts';
+import { ChunkList } from '../sdk/chunk-list.ts';
 
 export type { BodyReceiver };
 

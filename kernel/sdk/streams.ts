@@ -5,6 +5,7 @@
  */
 import { PassThrough, Transform } from 'node:stream';
 import type { Readable, TransformCallback, Writable } from 'node:stream';
+import { ChunkList } from './chunk-list.ts';
 
 /** A body was larger than the cap it was read with. `limit` is that cap, in bytes. */
 export class BodyTooLargeError extends RangeError {
@@ -39,8 +40,8 @@ export function bodyBytes(body: string | Uint8Array | null | undefined): Buffer 
  */
 export function readCapped(body: Readable, limit: number, options?: ReadCappedOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    // Small chunks joined as they come: an upstream answer in 1-byte chunks is not a Buffer per byte (ADR 0153).
+    const chunks = new ChunkList();
     let settled = false;
     const fail = (err: Error): void => {
       if (settled) return;
@@ -50,18 +51,17 @@ export function readCapped(body: Readable, limit: number, options?: ReadCappedOp
     body.on('data', (chunk: Buffer | Uint8Array | string) => {
       if (settled) return;
       const buf = toBuffer(chunk);
-      size += buf.length;
-      if (size > limit) {
+      if (chunks.size + buf.length > limit) {
         fail(options?.tooLarge ? options.tooLarge(limit) : new BodyTooLargeError(limit));
         body.destroy();
         return;
       }
-      chunks.push(buf);
+      chunks.add(buf);
     });
     body.once('end', () => {
       if (settled) return;
       settled = true;
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      resolve(chunks.whole());
     });
     body.once('error', fail);
     // `close` follows every `end`: the error (its stack trace is costly) is made only when the end never came.
@@ -98,8 +98,7 @@ export function pipeWithTeardown<T extends Writable>(src: Readable, dst: T): T {
  */
 export function readUpTo(body: Readable, limit: number): Promise<Buffer | Readable> {
   return new Promise((resolve, reject) => {
-    const kept: Buffer[] = [];
-    let size = 0;
+    const kept = new ChunkList();
     const stop = (): void => {
       body.off('data', onData);
       body.off('end', onEnd);
@@ -107,20 +106,17 @@ export function readUpTo(body: Readable, limit: number): Promise<Buffer | Readab
       body.off('close', onClose);
     };
     const onData = (chunk: Buffer | Uint8Array | string): void => {
-      const buf = toBuffer(chunk);
-      kept.push(buf);
-      size += buf.length;
-      if (size <= limit) return;
+      kept.add(toBuffer(chunk));
+      if (kept.size <= limit) return;
       stop();
       body.pause();
       const rest = new PassThrough();
-      for (const part of kept) rest.write(part);
-      kept.length = 0;
+      for (const part of kept.list()) rest.write(part);
       resolve(pipeWithTeardown(body, rest));
     };
     const onEnd = (): void => {
       stop();
-      resolve(kept.length === 1 ? kept[0]! : Buffer.concat(kept, size));
+      resolve(kept.whole());
     };
     const onError = (err: Error): void => {
       stop();
@@ -184,17 +180,15 @@ export function tap(source: Readable, observer: TapObserver): Readable {
  * `undefined` when it was larger (what was kept is let go as soon as the cap is passed).
  */
 export function tapCapped(source: Readable, limit: number, onEnd: (body: Buffer | undefined) => void): Readable {
-  let chunks: Buffer[] | undefined = [];
-  let size = 0;
+  let chunks: ChunkList | undefined = new ChunkList();
   return tap(source, {
     chunk(chunk) {
       if (!chunks) return;
-      size += chunk.length;
-      if (size > limit) chunks = undefined;
-      else chunks.push(chunk);
+      if (chunks.size + chunk.length > limit) chunks = undefined;
+      else chunks.add(chunk);
     },
     end() {
-      onEnd(chunks ? (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)) : undefined);
+      onEnd(chunks?.whole());
     },
   });
 }

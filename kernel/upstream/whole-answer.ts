@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { BodyTooLargeError, RawHeadersReply } from '../sdk/index.ts';
+import { ChunkList } from '../sdk/chunk-list.ts';
 import type { HeaderMap } from '../sdk/index.ts';
 import { headerNameToString, parseHeaders } from './undici-core.ts';
 import type { AbortHook } from '../exchange/abort-hook.ts';
@@ -38,7 +39,8 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
   private rawHeaders: RawHeaders | null = null;
   private answeredAt = 0;
   private first: Buffer | undefined = undefined;
-  private rest: Buffer[] | undefined = undefined;
+  /** Small chunks joined as they come: an answer in 1-byte chunks is not a Buffer per byte (ADR 0153). */
+  private rest: ChunkList | undefined = undefined;
   private size = 0;
   private tooLarge = false;
 
@@ -66,7 +68,7 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
       return true;
     }
     if (this.first === undefined) this.first = chunk;
-    else (this.rest ??= []).push(chunk);
+    else (this.rest ??= new ChunkList()).add(chunk);
     return true;
   }
 
@@ -74,7 +76,7 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
     if (this.ended) return;
     this.done();
     const rest = this.rest;
-    const body = rest === undefined ? (this.first ?? EMPTY) : Buffer.concat([this.first!, ...rest], this.size);
+    const body = rest === undefined ? (this.first ?? EMPTY) : Buffer.concat([this.first!, ...rest.list()], this.size);
     this.resolve({ statusCode: this.statusCode, rawHeaders: this.rawHeaders!, body, answeredAt: this.answeredAt });
   }
 

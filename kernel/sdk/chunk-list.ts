@@ -1,5 +1,5 @@
 /**
- * Chunks of a request body kept in the order they came, small ones joined as they come. Chunked framing lets a
+ * Chunks of a body kept in the order they came, small ones joined as they come. Chunked framing lets a
  * client send a body in 1-byte chunks, each a Buffer of its own (some 200 bytes of heap): 1 MiB kept as it came took
  * 200 MB, 2 MiB (the `bufferBody` default) 400 MB from 12 MB on the wire. Runs of chunks under 1 KiB are joined at
  * 256 chunks or 16 KiB, so a list holds at most about one Buffer per 256 bytes; larger chunks are kept as they are.
