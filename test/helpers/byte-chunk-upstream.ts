@@ -1,0 +1,74 @@
+// An upstream that answers 512 KiB of `x` in 1-byte chunk frames (chunked framing, written raw), and a measure of
+// the heap a reader holds while that answer is still open (ADR 0153): readers that keep each chunk as it came held
+// some 200 bytes of heap per byte.
+import { createServer } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/** Bytes of the answer's body: each a chunk frame of its own. */
+export const BYTE_CHUNKS = 512 * 1024;
+
+export interface ByteChunkUpstream {
+  readonly port: number;
+  readonly origin: string;
+  /**
+   * Heap held (bytes, measured once the heap stops growing) while `read` reads the next answer before its last chunk,
+   * then what `read` gave once the answer ended.
+   */
+  heldFor<T>(read: () => Promise<T>): Promise<{ held: number; result: T }>;
+  close(): Promise<void>;
+}
+
+const settle = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** `contentType` is the answer's Content-Type. Requests are answered one at a time, one connection each. */
+export async function startByteChunkUpstream(contentType = 'application/json'): Promise<ByteChunkUpstream> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  let open: Socket | undefined;
+  let written: Promise<void> | undefined;
+  const server = createServer((socket) => {
+    open = socket;
+    socket.on('error', () => undefined);
+    socket.once('data', () => {
+      written = new Promise<void>((resolve) => {
+        const head = `HTTP/1.1 200 OK\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
+        socket.write(head + '1\r\nx\r\n'.repeat(BYTE_CHUNKS), () => resolve());
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    origin: `http://127.0.0.1:${port}`,
+    async heldFor<T>(read: () => Promise<T>): Promise<{ held: number; result: T }> {
+      open = undefined;
+      written = undefined;
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      const result = read();
+      for (let i = 0; i < 500 && written === undefined; i++) await settle(10);
+      await written;
+      // Written is not yet read and parsed: wait until the heap stops growing.
+      let held = 0;
+      for (let i = 0; i < 50; i++) {
+        await settle(100);
+        gc();
+        const now = process.memoryUsage().heapUsed - before;
+        if (i > 0 && Math.abs(now - held) < 512 * 1024) break;
+        held = now;
+      }
+      open!.end('0\r\n\r\n');
+      return { held, result: await result };
+    },
+    async close(): Promise<void> {
+      open?.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** `held` as a message: MiB held for the answer. */
+export const heldMessage = (name: string, held: number): string => `${name}: ${(held / 1024 / 1024).toFixed(1)} MiB held for 512 KiB`;
