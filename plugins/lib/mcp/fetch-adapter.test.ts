@@ -7,6 +7,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { once } from 'node:events';
 import { after, before, test } from 'node:test';
 import type { UpstreamCallOptions, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
+import { BYTE_CHUNKS, heldMessage, startByteChunkUpstream } from '../../../test/helpers/byte-chunk-upstream.ts';
 import { fetchOverTarget } from './fetch-adapter.ts';
 
 const MiB = 1024 * 1024;
@@ -63,16 +64,16 @@ before(async () => {
 after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 /** The little of `UpstreamTarget` the fetch uses: its origin and `request`, over node:http. */
-function target(): UpstreamTarget {
+function target(to = origin): UpstreamTarget {
   const call = (opts: UpstreamCallOptions): Promise<UpstreamResponse> =>
     new Promise((resolve, reject) => {
-      const req = request(`${origin}${opts.path}`, { method: opts.method, headers: opts.headers as Record<string, string> }, (res) =>
+      const req = request(`${to}${opts.path}`, { method: opts.method, headers: opts.headers as Record<string, string> }, (res) =>
         resolve({ status: res.statusCode!, headers: res.headers, body: res }),
       );
       req.on('error', reject);
       req.end(typeof opts.body === 'string' || opts.body instanceof Uint8Array ? opts.body : undefined);
     });
-  return { origin, request: call } as unknown as UpstreamTarget;
+  return { origin: to, request: call } as unknown as UpstreamTarget;
 }
 
 test('an answer under the cap reads as it is', async () => {
@@ -104,4 +105,20 @@ test('an event stream: an event past 32 MiB fails the stream, one line or many; 
     bytes += value.byteLength;
   }
   assert.ok(bytes >= 40 * MiB, `read ${bytes} bytes`);
+});
+
+test('an answer in 1-byte chunks is handed on joined: text()/json() do not keep a view per byte (ADR 0153)', async () => {
+  for (const type of ['application/json', 'text/event-stream']) {
+    const upstream = await startByteChunkUpstream(type);
+    try {
+      const { held, result } = await upstream.heldFor(async () => {
+        const res = await fetchOverTarget(target(upstream.origin))(`${upstream.origin}/mcp`, { method: 'POST', body: '{}' });
+        return res.text();
+      });
+      assert.equal(result, 'x'.repeat(BYTE_CHUNKS), type);
+      assert.ok(held < 24 * MiB, heldMessage(type, held));
+    } finally {
+      await upstream.close();
+    }
+  }
 });

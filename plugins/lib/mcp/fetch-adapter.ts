@@ -70,6 +70,23 @@ function toWeb(body: Readable, cap: BodyCap): ReadableStream<Uint8Array> {
   /** Bytes counted against the cap: all of them, or those since the last event's end. */
   let run = 0;
   let tail = Buffer.alloc(0);
+  /**
+   * Chunks of the current tick, handed on joined once it ends (ADR 0153): one socket read of 1-byte chunk frames is
+   * thousands of chunks, and `text()`/`json()` keep a view per chunk enqueued, some 100 bytes of heap per byte.
+   */
+  let batch: Buffer[] = [];
+  const flush = (controller: ReadableStreamDefaultController<Uint8Array>): void => {
+    if (done || batch.length === 0) return;
+    const joined = batch.length === 1 ? batch[0]! : Buffer.concat(batch);
+    batch = [];
+    try {
+      controller.enqueue(new Uint8Array(joined.buffer, joined.byteOffset, joined.byteLength));
+      if ((controller.desiredSize ?? 1) <= 0) body.pause();
+    } catch {
+      done = true;
+      body.destroy();
+    }
+  };
   return new ReadableStream<Uint8Array>({
     start(controller) {
       body.on('data', (chunk: Buffer) => {
@@ -90,15 +107,10 @@ function toWeb(body: Readable, cap: BodyCap): ReadableStream<Uint8Array> {
           body.destroy();
           return;
         }
-        try {
-          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          if ((controller.desiredSize ?? 1) <= 0) body.pause();
-        } catch {
-          done = true;
-          body.destroy();
-        }
+        if (batch.push(chunk) === 1) queueMicrotask(() => flush(controller));
       });
       body.once('end', () => {
+        flush(controller);
         if (done) return;
         done = true;
         controller.close();
