@@ -320,6 +320,29 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(log['llm.outputTokens'], 12);
   });
 
+  it("streams as Google's JSON array to a Gemini client that did not ask for alt=sse (the provider still asked for SSE)", async () => {
+    for (const query of ['', '?alt=json']) {
+      const path = `/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent${query}`;
+      const res = await fetch(`${gw.base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaNativeKey' },
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'story' }] }] }),
+      });
+      assert.equal(res.status, 200, query);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/json/, query);
+      const text = await res.text();
+      assert.ok(text.startsWith('[') && text.trimEnd().endsWith(']'), text.slice(0, 80));
+      const chunks = JSON.parse(text) as { candidates: { content: { parts: { text: string }[] } }[] }[];
+      assert.ok(Array.isArray(chunks) && chunks.length >= 6, query);
+      assert.equal(chunks.map((c) => c.candidates[0]!.content.parts[0]!.text).join(''), STORY, query);
+      assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', query);
+      const logs = await accessRecords(gw, path);
+      const log = logs[logs.length - 1]!;
+      assert.equal(log['llm.streaming'], true, query);
+      assert.equal(log['llm.outputTokens'], 12, query);
+    }
+  });
+
   it('passes a Gemini error to a Gemini client unchanged', async () => {
     const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:generateContent`, {
       method: 'POST',

@@ -311,6 +311,18 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
       assert.ok(r.chunks.some((c) => c.candidates?.[0]?.finishReason !== undefined), 'the finish reason is kept');
     });
 
+    it("mask, for a client without alt=sse: Google's JSON array of the masked events (ADR 0153)", async () => {
+      const res = await request(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'secret' }] }] }),
+      });
+      assert.equal(res.statusCode, 200);
+      assert.match(String(res.headers['content-type']), /^application\/json/);
+      const chunks = (await res.body.json()) as Chunk[];
+      assert.equal(chunks.map((c) => (c.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('')).join(''), MASKED);
+    });
+
     it('a complete (non-streamed) answer is masked too', async () => {
       const res = await request(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:generateContent`, {
         method: 'POST',

@@ -40,6 +40,8 @@ export interface LlmRequest {
   readonly translation: Translation;
   /** A translated Chat Completions stream whose client turned the usage chunk off (`stream_options`). */
   readonly omitUsageChunk: boolean;
+  /** A Gemini client's stream without `alt=sse`: answered as Google's JSON array (`asJsonArray`). */
+  readonly jsonArray: boolean;
   readonly call: LlmCall;
   readonly policy: AiPolicyRuntime | undefined;
 }

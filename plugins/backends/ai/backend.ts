@@ -14,6 +14,7 @@ import { llmRequestError, llmResponseError, shapeClientError } from '../../lib/l
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../lib/json-depth/json-depth.ts';
 import { estimatePromptTokens, maxOutputTokens } from '../../lib/llm/estimate.ts';
 import { parseGeminiPath } from '../../lib/llm/gemini/paths.ts';
+import { asJsonArray, asksForSse } from '../../lib/llm/gemini/json-array.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
@@ -292,6 +293,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // Usage is read from the answer: ask for it uncompressed (a compressed one is still decoded).
     h['accept-encoding'] = 'identity';
     provider.prepareHeaders(h, wire);
+    // The provider is asked for events whatever the client asked: a Gemini client without `alt=sse` reads an array.
+    const jsonArray = stream && client === 'generateContent' && !asksForSse(ex.query);
     const target = pathOverride ?? splitPath(provider.path(wire, model, stream));
     ex.path = target.path;
     ex.query = target.query;
@@ -309,7 +312,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
         };
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
       if (call.capturesContent) call.recordInput(clientFormat!, body);
-      const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, omitUsageChunk, call, policy };
+      const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, omitUsageChunk, jsonArray, call, policy };
       let sent: Promise<Reply>;
       try {
         sent = call.run(() => upstream.forward(ex, onAttempt(ex, wire), stream ? STREAM_RAW : READ_WHOLE));
@@ -351,6 +354,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     };
     try {
       const out = respond(ex, reply, request);
+      if (request.jsonArray) return out instanceof Promise ? out.then(asJsonArray, failed) : asJsonArray(out);
       return out instanceof Promise ? out.then(undefined, failed) : out;
     } catch (err) {
       return failed(err);
