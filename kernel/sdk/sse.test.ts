@@ -126,6 +126,33 @@ describe('SseParser', () => {
     assert.deepEqual(events, ['ok'], 'the end of the dropped line is not a blank line; the blank line after it ends the event');
   });
 
+  it('an upstream event sent a byte at a time costs linear time: one long line, many lines, CRLF, UTF-8 (ADR 0153)', () => {
+    const bodies: Record<string, (n: number) => Buffer> = {
+      line: (n) => Buffer.from(`data: ${'x'.repeat(n - 10)}\n\n`),
+      lines: (n) => Buffer.from(`${'data: xx\n'.repeat(Math.floor(n / 9))}\n`),
+      crlf: (n) => Buffer.from(`data: ${'x'.repeat(n - 10)}\r\n\r\n`),
+      utf8: (n) => Buffer.from(`data: ${'\u00e9'.repeat((n - 10) / 2)}\n\n`),
+    };
+    /** CPU ms to parse `body` fed a byte at a time; the one event's data length is checked. */
+    const cost = (body: Buffer, length: number): number => {
+      let got = -1;
+      const parser = new SseParser({ onEvent: (e) => (got = e.data.length), maxEventSize: 2 * 1024 * 1024 });
+      const start = process.cpuUsage();
+      for (let i = 0; i < body.length; i++) parser.push(body.subarray(i, i + 1));
+      parser.end();
+      const used = process.cpuUsage(start);
+      assert.equal(got, length);
+      return (used.user + used.system) / 1000;
+    };
+    for (const [name, make] of Object.entries(bodies)) {
+      const length = (n: number): number => (name === 'lines' ? Math.floor(n / 9) * 3 - 1 : name === 'utf8' ? (n - 10) / 2 : n - 10);
+      const small = cost(make(256 * 1024), length(256 * 1024));
+      const large = cost(make(1024 * 1024), length(1024 * 1024));
+      // Four times the bytes: about four times the time (quadratic would be sixteen).
+      assert.ok(large < Math.max(10 * small, 200), `${name}: ${small.toFixed(0)} ms for 256 KiB, ${large.toFixed(0)} ms for 1 MiB`);
+    }
+  });
+
   it('decodes bytes, also when a chunk ends inside a UTF-8 sequence', () => {
     const bytes = Buffer.from('data: é€😀\n\n');
     for (let cut = 1; cut < bytes.length; cut++) {
