@@ -50,6 +50,26 @@ describe('an upstream answer in 1-byte chunks is held joined', () => {
     await byReader('tapCapped', (res) => new Promise((resolve) => void tapCapped(res, 1024 * 1024, resolve).resume()));
   });
 
+  it('a streamed answer (`rawHeaders`) its reader has not read yet: small chunks pushed joined, every byte in order', async () => {
+    const h1 = new H1Pool('127.0.0.1', upstream.port);
+    const undici = new LazyPool(() => {
+      throw new Error('undici was asked for');
+    });
+    const target = new PooledTarget({ origin: upstream.origin }, undici, undefined, undefined, h1);
+    try {
+      // Read as it was before its end: the body is the stream, paused, its buffer up to its high-water mark.
+      const { held, result } = await upstream.heldFor(() => target.forward(exchange(), undefined, { rawHeaders: true }));
+      const body = (result as Reply).body as Readable;
+      const parts: Buffer[] = [];
+      for await (const part of body) parts.push(part as Buffer);
+      check('streamed', held, Buffer.concat(parts));
+      assert.ok(held < 3 * 1024 * 1024, heldMessage('streamed', held));
+      assert.ok(parts.length < 1000, `${parts.length} chunks for 512 KiB`);
+    } finally {
+      await h1.destroy();
+    }
+  });
+
   it('an answer read whole by the kernel (`readWhole`, the lean client)', async () => {
     const h1 = new H1Pool('127.0.0.1', upstream.port);
     const undici = new LazyPool(() => {

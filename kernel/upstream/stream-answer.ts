@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import { ChunkList } from '../sdk/chunk-list.ts';
 import { AnswerHandler } from './answer-handler.ts';
 import type { RawHeaders } from './direct-forward.ts';
 import type { H1Handler } from './h1-connection.ts';
@@ -19,6 +20,11 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
   /** undici's resume, from `onHeaders`: called when the body is read again after `push` said stop. */
   resume: (() => void) | null = null;
   private body: StreamBody | null = null;
+  /**
+   * Small chunks of this tick, pushed joined at its end (a microtask; ADR 0153): one socket read of 1-byte chunk frames
+   * is one chunk for the reader, not a Buffer per byte in the body's buffer and a write per byte to the client.
+   */
+  private held: ChunkList | undefined = undefined;
 
   onHeaders(statusCode: number, rawHeaders: RawHeaders, resume: () => void): boolean {
     if (statusCode < 200) return true; // 1xx informational answers are not relayed (as with `request()`)
@@ -31,20 +37,36 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
   }
 
   onData(chunk: Buffer): boolean {
+    const body = this.body!;
     // False: undici pauses the socket until the body is read again (`_read` calls `resume`).
-    return this.body!.push(chunk);
+    if (this.held === undefined && chunk.length >= SMALL_CHUNK) return body.push(chunk);
+    if (this.held === undefined) {
+      this.held = new ChunkList();
+      queueMicrotask(this.pushHeld);
+    }
+    this.held.add(chunk);
+    return body.readableLength + this.held.size < body.readableHighWaterMark;
   }
+
+  private readonly pushHeld = (): void => {
+    const held = this.held;
+    if (held === undefined) return;
+    this.held = undefined;
+    for (const part of held.list()) this.body!.push(part);
+  };
 
   onComplete(trailers?: UpstreamTrailers | null): void {
     if (this.ended) return;
     this.done();
     // Read by the reply writer when the body ends, for an HTTP/2 client (ADR 0141).
     if (trailers != null) this.body![kBodyTrailers] = trailers;
+    this.pushHeld();
     this.body!.push(null);
   }
 
   /** The lean client's last body bytes (ADR 0084): `onData` and `onComplete` in one. */
   onEnd(last: Buffer): void {
+    this.pushHeld();
     this.body!.push(last);
     this.onComplete();
   }
@@ -52,10 +74,14 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
   onError(err: Error): void {
     if (this.ended) return;
     this.done();
+    this.held = undefined;
     if (this.body === null) this.reject(err);
     else this.body.destroy(err);
   }
 }
+
+/** Chunks at least this large are pushed as they come (after any small ones held). */
+const SMALL_CHUNK = 1024;
 
 /** The body of a {@link StreamAnswer}: read by whoever takes the reply; destroyed early, it aborts the request. */
 class StreamBody extends Readable implements TrailerBody {
