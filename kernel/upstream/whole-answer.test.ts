@@ -10,6 +10,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
+import { BYTE_CHUNKS, heldMessage, startByteChunkUpstream } from '../../test/helpers/byte-chunk-upstream.ts';
+import type { ByteChunkUpstream } from '../../test/helpers/byte-chunk-upstream.ts';
 import { BodyTooLargeError, replyHeader } from '../sdk/index.ts';
 import type { Exchange, Reply } from '../sdk/index.ts';
 import { H1Pool } from './h1-pool.ts';
@@ -231,5 +233,46 @@ describe('an answer read whole from a cleartext origin (lean client)', () => {
 
   it('never makes undici’s pool', () => {
     assert.equal(undiciMade, 0);
+  });
+});
+
+describe('an answer in 1-byte chunks (ADR 0153)', () => {
+  // Kept as it came, each byte was a Buffer of its own: 512 KiB read whole held 56 MiB, and a streamed body not yet
+  // read 8 MiB. Heap is measured while the answer is still open.
+  let upstream: ByteChunkUpstream;
+  let h1: H1Pool;
+  let target: PooledTarget;
+  before(async () => {
+    upstream = await startByteChunkUpstream();
+    h1 = new H1Pool('127.0.0.1', upstream.port);
+    const undici = new LazyPool(() => {
+      throw new Error('undici was asked for');
+    });
+    target = new PooledTarget({ origin: upstream.origin }, undici, undefined, undefined, h1);
+  });
+  after(async () => {
+    await h1.destroy();
+    await upstream.close();
+  });
+
+  const check = (name: string, held: number, body: Buffer, limit: number): void => {
+    assert.equal(body.length, BYTE_CHUNKS, name);
+    assert.ok(body.every((b) => b === 0x78), name);
+    assert.ok(held < limit, heldMessage(name, held));
+  };
+
+  it('read whole (`readWhole`): held joined', async () => {
+    const { held, result } = await upstream.heldFor(() => target.forward(exchange('/'), undefined, { readWhole: 1024 * 1024 }));
+    assert.ok(Buffer.isBuffer(result.body));
+    check('readWhole', held, result.body, 24 * 1024 * 1024);
+  });
+
+  it('streamed (`rawHeaders`), not read yet: small chunks pushed joined, every byte in order', async () => {
+    const { held, result } = await upstream.heldFor(() => target.forward(exchange('/'), undefined, { rawHeaders: true }));
+    assert.ok(result.body instanceof Readable);
+    const parts: Buffer[] = [];
+    for await (const part of result.body) parts.push(part as Buffer);
+    check('streamed', held, Buffer.concat(parts), 3 * 1024 * 1024);
+    assert.ok(parts.length < 1000, `${parts.length} chunks for 512 KiB`);
   });
 });

@@ -284,8 +284,9 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
 
   describe('Gemini client, Gemini provider (streamGenerateContent?alt=sse)', () => {
     type Chunk = { candidates?: { content?: { parts?: { text?: string }[] }; finishReason?: string }[]; usageMetadata?: unknown };
-    async function generate(content: string) {
-      const res = await request(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, {
+    /** `query` `''`: a client without alt=sse, which reads a JSON array (`raw`). */
+    async function generate(content: string, query = '?alt=sse') {
+      const res = await request(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent${query}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: content }] }] }),
@@ -312,14 +313,10 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
     });
 
     it("mask, for a client without alt=sse: Google's JSON array of the masked events (ADR 0153)", async () => {
-      const res = await request(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:streamGenerateContent`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'secret' }] }] }),
-      });
-      assert.equal(res.statusCode, 200);
-      assert.match(String(res.headers['content-type']), /^application\/json/);
-      const chunks = (await res.body.json()) as Chunk[];
+      const r = await generate('secret', '');
+      assert.equal(r.status, 200);
+      assert.match(String(r.headers['content-type']), /^application\/json/);
+      const chunks = JSON.parse(r.raw) as Chunk[];
       assert.equal(chunks.map((c) => (c.candidates?.[0]?.content?.parts ?? []).map((p) => p.text ?? '').join('')).join(''), MASKED);
     });
 

@@ -1,4 +1,4 @@
-// An upstream that answers 512 KiB of `x` in 1-byte chunk frames (chunked framing, written raw), and a measure of
+// An upstream that answers 512 KiB of `x` in 1-byte chunk frames (chunked framing, written raw), and measures of
 // the heap a reader holds while that answer is still open (ADR 0153): readers that keep each chunk as it came held
 // some 200 bytes of heap per byte.
 import { createServer } from 'node:net';
@@ -22,10 +22,29 @@ export interface ByteChunkUpstream {
 
 const settle = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** Heap in use after a full collection: the baseline of {@link heapGrowth}. */
+export function heapNow(): number {
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Heap held above `before` (from {@link heapNow}) once it stops growing, checked every 200 ms for up to 10 s. */
+export async function heapGrowth(before: number): Promise<number> {
+  let held = 0;
+  for (let i = 0; i < 50; i++) {
+    await settle(200);
+    const now = heapNow() - before;
+    if (i > 0 && Math.abs(now - held) < 256 * 1024) return now;
+    held = now;
+  }
+  return held;
+}
+
 /** `contentType` is the answer's Content-Type. Requests are answered one at a time, one connection each. */
 export async function startByteChunkUpstream(contentType = 'application/json'): Promise<ByteChunkUpstream> {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
   let open: Socket | undefined;
   let written: Promise<void> | undefined;
   const server = createServer((socket) => {
@@ -46,20 +65,12 @@ export async function startByteChunkUpstream(contentType = 'application/json'): 
     async heldFor<T>(read: () => Promise<T>): Promise<{ held: number; result: T }> {
       open = undefined;
       written = undefined;
-      gc();
-      const before = process.memoryUsage().heapUsed;
+      const before = heapNow();
       const result = read();
       for (let i = 0; i < 500 && written === undefined; i++) await settle(10);
       await written;
-      // Written is not yet read and parsed: wait until the heap stops growing.
-      let held = 0;
-      for (let i = 0; i < 50; i++) {
-        await settle(100);
-        gc();
-        const now = process.memoryUsage().heapUsed - before;
-        if (i > 0 && Math.abs(now - held) < 512 * 1024) break;
-        held = now;
-      }
+      // Written is not yet read and parsed.
+      const held = await heapGrowth(before);
       open!.end('0\r\n\r\n');
       return { held, result: await result };
     },
