@@ -104,7 +104,7 @@ describe('readOrPutBack and peekRequestBody', () => {
     assert.ok(read > 0 && read < 8 * 1024 * 1024, `${read} bytes were read off the socket while nobody read the body`);
   });
 
-  it('a client that leaves mid-body is a 400; a stalled one fails with the stall error', async () => {
+  it('a client that leaves mid-body is a 400', async () => {
     const failed = new Promise<unknown>((resolve) => {
       handle = (req) => void readOrPutBack(req, 1_000_000).then(resolve, resolve);
     });
@@ -116,15 +116,6 @@ describe('readOrPutBack and peekRequestBody', () => {
     assert.ok(err instanceof GatewayError);
     assert.equal(err.status, 400);
 
-    const stalled = new Promise<unknown>((resolve) => {
-      handle = (r) => void readOrPutBack(r, 1_000_000, { ms: 100, error: () => new Error('stalled') }).then(resolve, resolve);
-    });
-    const slow = request({ port, host: '127.0.0.1', method: 'POST', path: '/' });
-    slow.on('error', () => undefined);
-    slow.write(pattern(10));
-    const why = await stalled;
-    slow.destroy();
-    assert.equal((why as Error).message, 'stalled');
   });
 
   it('peekRequestBody: a second peek waits for the first; one no larger than a passed limit reads nothing; a larger one reads again', async () => {

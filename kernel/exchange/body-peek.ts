@@ -13,28 +13,20 @@ export function bodyPutBack(req: IncomingMessage): boolean {
   return (req as Marked)[kPutBack] === true;
 }
 
-/** A deadline on the read: no byte for `ms` fails it with `error()`. */
-export interface ReadStall {
-  readonly ms: number;
-  readonly error: () => Error;
-}
-
 /**
  * Read `req`'s body until it ends or passes `limit` bytes: the whole body, or, past the limit, `undefined` with the
  * bytes read put back in front of the stream (`unshift`, in order; small chunks joined, `ChunkList`), so that whoever reads it next (the
  * forwarder streaming it upstream) gets every byte the client sent and pulls the rest with back-pressure: no more
  * than `limit` bytes and one chunk are held. A reply made while those bytes wait closes the connection
  * (reply-writer.ts), as one made while a body streams. A client that fails or leaves first is the 400 `bufferBody`
- * answers; `stall` adds an idle deadline (the retry path's; the idle sweep bounds the others).
+ * answers (the idle sweep bounds a stalled one).
  */
-export function readOrPutBack(req: IncomingMessage, limit: number, stall?: ReadStall): Promise<Buffer | undefined> {
+export function readOrPutBack(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks = new ChunkList();
-    const idle = stall !== undefined && stall.ms > 0 ? setTimeout(() => fail(stall.error()), stall.ms) : undefined;
     // Read in paused mode: past the limit nothing more is taken off the stream, and once the listener is gone the
     // stream is neither flowing nor paused, so the next reader's 'data' listener, `pipe` or `resume` starts it.
     const onReadable = (): void => {
-      idle?.refresh();
       for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
         chunks.add(chunk);
         if (chunks.size <= limit) continue;
@@ -54,7 +46,6 @@ export function readOrPutBack(req: IncomingMessage, limit: number, stall?: ReadS
       if (!req.complete) onError(new Error('client closed the connection'));
     };
     function done(): void {
-      clearTimeout(idle);
       req.off('readable', onReadable);
       req.off('end', onEnd);
       req.off('error', onError);

@@ -36,6 +36,8 @@ export interface ExchangeState {
   readBodyOnSocket?(limit: number, receiver: BodyReceiver): void;
   /** The client's body once read (sent again on a retry elsewhere); only a client request's own exchange keeps it. */
   receivedBody?: Buffer | undefined;
+  /** Why a streamed body could not be kept for a retry (ADR 0152): the access log's `retry.skipped` if one was due. */
+  replaySkip?: string | undefined;
   /**
    * When tracing: the context upstream attempts of this request are children of (the request's SERVER span, or a
    * plugin span that took them over with `PluginSpan.enclose`); undefined: the active context.

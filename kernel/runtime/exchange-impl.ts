@@ -87,6 +87,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   body: Buffer | undefined = undefined;
   /** The client's body as read by `bufferBody`, before a backend replaced it (sent again on a retry elsewhere). */
   receivedBody: Buffer | undefined = undefined;
+  replaySkip: string | undefined = undefined;
   plan: UpstreamPlan = EMPTY_PLAN;
   /** Set when the route's request timeout fired: the upstream call must give up. */
   timedOut = false;

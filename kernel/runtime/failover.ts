@@ -119,14 +119,16 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
       else health.success(ref.index);
     }
     const fo = ref.failover;
-    const again =
+    const due =
       fo !== null &&
       ex.attempts > before &&
       ex.attempts <= fo.attempts &&
       !ex.timedOut &&
       ex.aborted === undefined &&
-      (reply ? fo.codes.has(reply.status) : ex.retryableFailure) &&
-      (!hadBody || body !== undefined || ex.receivedBody !== undefined);
+      (reply ? fo.codes.has(reply.status) : ex.retryableFailure);
+    const again = due && (!hadBody || body !== undefined || ex.receivedBody !== undefined);
+    // A streamed body not kept whole for the retry (ADR 0152): the first failure is the answer, the log says why.
+    if (due && !again && ex.replaySkip !== undefined) ex.logField('retry.skipped', ex.replaySkip);
     if (once) {
       // Only what an upstream answered cools a backend: a reply the gateway made itself (a key's budget 429) says
       // nothing about the provider, and cooling it for that took it out of rotation for every client.

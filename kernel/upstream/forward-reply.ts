@@ -5,8 +5,8 @@ import { ErrorCode } from '../sdk/index.ts';
 import type { Exchange, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
-import { isPromiseLike, readReplayable, requestBody, hasRequestBody } from './request-body.ts';
-import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
+import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
+import { ReplayCopy } from './replay-copy.ts';
 import { attemptTimeout, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED } from './upstream-errors.ts';
 import { poolRequest } from './undici-core.ts';
 import { StreamAnswer } from './stream-answer.ts';
@@ -139,18 +139,24 @@ export async function forwardAttempts(
   if (plan.retry !== null && headers['x-retry-attempt'] !== undefined) headers['x-retry-attempt'] = undefined;
   const pending = requestBody(ex, headers, hasBody);
   let body = isPromiseLike(pending) ? await pending : pending;
-  // A chunked body is read up to the replay buffer when it may be sent again, here or to another backend (ADR 0125).
-  if (body !== null && !Buffer.isBuffer(body) && plan.retry !== null && headers['content-length'] === undefined) {
-    body = await readReplayable(body, RETRY_BUFFER_LIMIT, plan.idleTimeoutMs, target.origin);
-    if (Buffer.isBuffer(body)) {
-      ex.setBody(body);
-      state.receivedBody = body;
-    }
-  } else if (Buffer.isBuffer(body) && body.length > 0 && headers['content-length'] === undefined) headers['content-length'] = String(body.length);
-  const replayable = body === null || Buffer.isBuffer(body);
+  if (Buffer.isBuffer(body) && body.length > 0 && headers['content-length'] === undefined) headers['content-length'] = String(body.length);
+  // A streamed body goes to the first attempt as it arrives, a copy kept for a retry here or on another backend (ADR 0152).
+  const copy = body !== null && !Buffer.isBuffer(body) && plan.retry !== null ? new ReplayCopy(body, headers) : undefined;
   // Numbering goes on across backends when the pipeline sends a retry to another one (ADR 0023).
   const first = state.attempts;
-  const maxAttempts = first + (plan.retry && replayable ? plan.retry.attempts + 1 : 1);
+  const maxAttempts = first + (plan.retry ? plan.retry.attempts + 1 : 1);
+  /** The body for a retry, or false (its reason logged) when a streamed one cannot be sent again. */
+  const replay = (): boolean => {
+    if (copy === undefined || Buffer.isBuffer(body)) return true;
+    const again = copy.replay();
+    if (!Buffer.isBuffer(again)) {
+      ex.logField('retry.skipped', again);
+      return false;
+    }
+    body = again;
+    headers['content-length'] = String(again.length);
+    return true;
+  };
   const path = ex.path + ex.query;
   // The retry budget (ADR 0125): this request counts as in flight; its first retry takes a slot, kept to the end.
   const budget = plan.retry?.budget;
@@ -202,7 +208,7 @@ export async function forwardAttempts(
         const failure = target.attemptFailed(err, sentAt, plan);
         if (state.timedOut || state.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
-        if (attempt + 1 < maxAttempts && retryable && mayRetry()) {
+        if (attempt + 1 < maxAttempts && retryable && replay() && mayRetry()) {
           target.metrics?.retry();
           await backoff(plan.retry!.backoffMs, ex);
           continue;
@@ -211,7 +217,7 @@ export async function forwardAttempts(
         state.retryableFailure = retryable;
         throw failure;
       }
-      if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode) && mayRetry()) {
+      if (attempt + 1 < maxAttempts && plan.retry!.codes.has(response.statusCode) && replay() && mayRetry()) {
         discard(response.body);
         target.metrics?.retry();
         await backoff(plan.retry!.backoffMs, ex);
@@ -220,6 +226,12 @@ export async function forwardAttempts(
       return upstreamReply(response);
     }
   } finally {
+    // A copy whole by now is what the pipeline's retry on another backend sends (failover.ts); none: not retried.
+    if (copy !== undefined) {
+      const kept = copy.end();
+      if (Buffer.isBuffer(kept)) state.receivedBody = kept;
+      else state.replaySkip = kept;
+    }
     if (budget !== undefined) {
       budget.active--;
       if (held) budget.retrying--;

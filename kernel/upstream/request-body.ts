@@ -2,8 +2,6 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Exchange } from '../sdk/index.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 import { readWhole } from '../exchange/body-read.ts';
-import { readOrPutBack } from '../exchange/body-peek.ts';
-import { UPLOAD_STALLED, upstreamFailure } from './upstream-errors.ts';
 
 /** True when the client sent (or will send) a body, or a plugin set one. */
 export function hasRequestBody(ex: Exchange): boolean {
@@ -36,15 +34,4 @@ export function readsFirst(headers: IncomingHttpHeaders): boolean {
 
 export function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
-/**
- * A body of undeclared length (chunked) on a route that retries, read up to `limit` bytes so a retry can send it
- * again, as Envoy buffers one: the Buffer when it ended within, else the same stream with what was read put back in
- * front, streamed as before (and not retried). No byte for `idleMs` (the stream idle deadline) is the 408 a stalled
- * upload gets; a client that fails or leaves first, 400.
- */
-export async function readReplayable(req: IncomingMessage, limit: number, idleMs: number, origin: string): Promise<Buffer | IncomingMessage> {
-  const stall = { ms: idleMs, error: () => upstreamFailure(Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED }), origin) };
-  return (await readOrPutBack(req, limit, stall)) ?? req;
 }

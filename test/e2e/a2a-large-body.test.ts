@@ -103,7 +103,7 @@ for (const side of ['lean', 'node'] as const) {
           // The route's stream idle deadline bounds an upload that stops once it streams (408, ADR 0117).
           // Nothing listens on port 1: the gateway answers 503 itself, before the body streams.
           { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { a2a: {} }, backends: [{ host: '127.0.0.1:1' }] },
-          // A retrying route reads a chunked body again, up to its 64 KiB replay buffer (ADR 0125), after the peek.
+          // A retrying route copies a chunked body as it streams, up to its 64 KiB replay buffer (ADR 0152), after the peek.
           { name: 'retry', matches: [{ path: { pathPrefix: '/retry' } }], policies: { a2a: {}, retry: { attempts: 1, codes: [503] } }, backends: [{ host }] },
           { name: 'deadline', matches: [{ path: { pathPrefix: '/deadline' } }], policies: { a2a: {}, timeout: { requestTimeout: '1s' } }, backends: [{ host }] },
           { name: 'deny', matches: [{ path: { pathPrefix: '/deny' } }], policies: { a2a: {}, testDenyAfterA2a: {} }, backends: [{ host }] },

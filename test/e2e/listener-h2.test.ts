@@ -89,6 +89,9 @@ describe('HTTP/2 on an HTTPS listener', () => {
   let trailing: TestUpstream;
   let upload: TestUpstream;
   let statuses: TestUpstream;
+  /** Answers a path's first request 503 once it read the body whole, later ones 200; the bodies as each came. */
+  let flaky: TestUpstream;
+  const flakySeen: { headers: IncomingMessage['headers']; body: Buffer[] }[] = [];
   /** The upload upstream: one entry per request, true when it ended before its body did; and chunks seen. */
   const uploadCut: boolean[] = [];
   const uploadBytes: number[] = [];
@@ -141,6 +144,18 @@ describe('HTTP/2 on an HTTPS listener', () => {
       },
       { bufferBody: false },
     );
+    flaky = await startUpstream(
+      (req, res) => {
+        const seen = { headers: req.headers, body: [] as Buffer[] };
+        const n = flakySeen.push(seen);
+        req.on('data', (c: Buffer) => seen.body.push(c));
+        req.on('end', () => {
+          res.writeHead(n === 1 ? 503 : 200);
+          res.end(`attempt ${n}`);
+        });
+      },
+      { bufferBody: false },
+    );
     h2up = await startH2Upstream(pki);
     // HTTP/1.1, chunked, with trailers (reached through the lean client).
     trailing = await startUpstream((_req, res) => {
@@ -177,6 +192,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
             backends: h2backend,
           },
           { name: 'upload', matches: [{ path: { pathPrefix: '/upload' } }], backends: backend(upload) },
+          { name: 'retry-upload', matches: [{ path: { pathPrefix: '/retry-upload' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends: backend(flaky) },
           { name: 'statuses', matches: [{ path: { pathPrefix: '/statuses' } }], backends: backend(statuses) },
           { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
         ]),
@@ -192,6 +208,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     await slow?.close();
     await trailing?.close();
     await upload?.close();
+    await flaky?.close();
     await statuses?.close();
     h2up?.server.close();
     pki?.remove();
@@ -231,6 +248,28 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(seen.headers['transfer-encoding'], 'chunked');
     const small = await h2(session, { ':method': 'PUT', ':path': '/echo/small' }, Buffer.from('hello'));
     assert.equal((JSON.parse(small.body.toString()) as { bodyLength: number }).bodyLength, 5);
+  });
+
+  it('on a route with `retry`, a body without a length streams at once and is retried from its copy (ADR 0152)', async () => {
+    // It was read up to 64 KiB before anything went upstream (ADR 0125): the first part waited for the rest.
+    const parts = [Buffer.alloc(3000, 'a'), Buffer.alloc(20_000, 'b'), Buffer.from('end')];
+    const stream = session.request({ ':method': 'POST', ':path': '/retry-upload/x' });
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      let status = 0;
+      const chunks: Buffer[] = [];
+      stream.on('response', (h) => (status = Number(h[':status'])));
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString() }));
+      stream.on('error', reject);
+    });
+    stream.write(parts[0]);
+    await waitFor(() => flakySeen[0] !== undefined && flakySeen[0].body.length > 0, 5_000, 'the first part upstream');
+    stream.end(Buffer.concat(parts.slice(1)));
+    assert.deepEqual(await within(answer, 5_000, 'the answer'), { status: 200, body: 'attempt 2' });
+    assert.equal(flakySeen.length, 2);
+    for (const seen of flakySeen) assert.ok(Buffer.concat(seen.body).equals(Buffer.concat(parts)), 'every byte, in order');
+    assert.equal(flakySeen[0]!.headers['transfer-encoding'], 'chunked');
+    assert.equal(flakySeen[1]!.headers['content-length'], '23003');
   });
 
   it('serves direct responses, policies through a Reply, 404s and HEAD', async () => {

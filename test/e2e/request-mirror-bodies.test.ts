@@ -50,7 +50,7 @@ for (const side of ['lean', 'node'] as const) {
       const backends = [{ host: `127.0.0.1:${primary.port}` }];
       gw = await startRoutesGateway(
         [
-          // A retrying route reads a chunked body up to its 64 KiB replay buffer and puts a longer one back (ADR 0125).
+          // A retrying route copies a chunked body as it streams, up to its 64 KiB replay buffer (ADR 0152): two copies at once.
           { name: 'retry', matches: [{ path: { pathPrefix: '/retry' } }], policies: { requestMirror, retry: { attempts: 1, codes: [503] } }, backends },
           // The a2a policy peeks at a JSON body up to 2 MiB before the mirror copies it (ADR 0142).
           { name: 'a2a', matches: [{ path: { pathPrefix: '/a2a' } }], policies: { a2a: {}, requestMirror }, backends },
@@ -127,7 +127,7 @@ for (const side of ['lean', 'node'] as const) {
       assert.equal(copy.sha256, sha256(b));
     });
 
-    it('on a retrying route (the replay read puts a long chunked body back): the copy has each byte once', async () => {
+    it("on a retrying route (the retry's own copy taken as the body streams): the copy has each byte once", async () => {
       await mirrored('/retry/small', body(20 * 1024, 9), 'chunked');
       await mirrored('/retry/200k', body(200 * 1024, 10), 'chunked');
     });

@@ -1,0 +1,47 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
+import { copyRequestBody } from '../exchange/body-peek.ts';
+
+/** Why a retry of a streamed body is not sent, as the access log's `retry.skipped` says it (Envoy's stat names). */
+export type ReplaySkip = 'buffer_limit' | 'request_not_complete';
+
+/**
+ * A streamed request body on a route with `retry` (ADR 0152): it goes to the first attempt as it arrives, as Envoy
+ * sends it, and a copy of it is taken on the way (`copyRequestBody`, `Exchange.copyBody`'s, ADR 0148) for a
+ * retry. The copy is the body once it ended within the 64 KiB replay buffer; a body past it (a declared length, or
+ * the copy passing it) or one still arriving when a retry is due is not sent again.
+ */
+export class ReplayCopy {
+  /** The whole body once it ended within the buffer, or why there is none. */
+  private body: Buffer | ReplaySkip = 'buffer_limit';
+  private settled = false;
+  /** Set once the attempts are over: the copy stops at its next chunk, nothing is held for no retry. */
+  private over = false;
+
+  constructor(req: IncomingMessage, headers: IncomingHttpHeaders) {
+    // A declared length here is past the buffer (a smaller one was read whole before, `readsFirst`).
+    if (headers['content-length'] !== undefined) {
+      this.settled = true;
+      return;
+    }
+    void copyRequestBody(req, RETRY_BUFFER_LIMIT, () => !this.over).then((body) => {
+      this.settled = true;
+      // No copy of a stream cut short (the attempt's failure destroyed it, the client left) is no body to replay,
+      // whatever its length; one still readable was past the buffer.
+      if (this.over) this.body = 'request_not_complete';
+      else this.body = body ?? (req.destroyed && !req.complete ? 'request_not_complete' : 'buffer_limit');
+    });
+  }
+
+  /** The body to send again, or why there is none. */
+  replay(): Buffer | ReplaySkip {
+    return this.settled ? this.body : 'request_not_complete';
+  }
+
+  /** The copy when it is whole (the pipeline's retry to another backend sends it) or why not; no more copying. */
+  end(): Buffer | ReplaySkip {
+    const body = this.replay();
+    this.over = true;
+    return body;
+  }
+}

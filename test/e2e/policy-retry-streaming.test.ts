@@ -1,0 +1,198 @@
+// A request body of unknown length on a route with `retry` (ADR 0152): it streams to the first attempt as it
+// arrives, a copy of at most 64 KiB kept for a retry; a body past that, or a retry needed before it ended, is not
+// retried, and the access log says why.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { RawClient, waitFor } from './proxy-support.ts';
+
+/** One request as the upstream got it, its body growing as it arrives. */
+interface Seen {
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  body: Buffer;
+  ended: boolean;
+}
+
+/** A chunked request head for `path` on the gateway. */
+const head = (path: string): string => `POST ${path} HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n`;
+const chunk = (bytes: Buffer | string): string => `${Buffer.byteLength(bytes).toString(16)}\r\n${bytes.toString('latin1')}\r\n`;
+
+describe('retry: a body of unknown length streams, a copy kept for the retry (ADR 0152)', () => {
+  let gw: RunningGateway;
+  let port: number;
+  let upstream: Server;
+  const seen: Seen[] = [];
+  const of = (path: string): Seen[] => seen.filter((s) => s.path === path);
+
+  before(async () => {
+    port = await freePort();
+    upstream = createServer((req, res) => {
+      const path = req.url!;
+      const entry: Seen = { path, headers: req.headers, body: Buffer.alloc(0), ended: false };
+      const n = of(path).length;
+      seen.push(entry);
+      const answer = (status: number): void => {
+        res.writeHead(status, { 'content-type': 'text/plain' });
+        res.end(`attempt ${n} len ${entry.body.length}`);
+      };
+      req.on('data', (c: Buffer) => {
+        const first = entry.body.length === 0;
+        entry.body = Buffer.concat([entry.body, c]);
+        // Answers before the body ended: the retry would be needed before the gateway had the whole body.
+        if (first && path === '/s/early-503') answer(503);
+      });
+      req.on('end', () => {
+        entry.ended = true;
+        if (path === '/s/early-503') return;
+        answer(path === '/s/streams' || n > 0 ? 200 : 503);
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const up = (upstream.address() as AddressInfo).port;
+    gw = await startGateway(oneListenerConfig(port, [
+      // Two backends: the retry goes to the other one (the pipeline's failover, ADR 0023).
+      { name: 'two', matches: [{ path: { pathPrefix: '/two' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends: [{ host: `127.0.0.1:${up}` }, { host: `localhost:${up}` }] },
+      { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { retry: { attempts: 2, codes: [] } }, backends: [{ host: '127.0.0.1:1' }] },
+      {
+        name: 'stream-retry',
+        matches: [{ path: { pathPrefix: '/s' } }],
+        policies: { retry: { attempts: 2, codes: [503] }, timeout: { streamIdleTimeout: '3s' } },
+        backends: [{ host: `127.0.0.1:${up}` }],
+      },
+    ]));
+  });
+  after(async () => {
+    await gw.stop();
+    upstream.closeAllConnections();
+    await new Promise<void>((resolve) => upstream.close(() => resolve()));
+  });
+
+  it("a chunked upload's first bytes reach the upstream before the client sends the rest", async () => {
+    // They waited at the gateway until 64 KiB or the end arrived (ADR 0125's replay read).
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      client.write(head('/s/streams') + chunk('first;'));
+      await waitFor(() => of('/s/streams')[0]?.body.toString() === 'first;', 3_000, 'the first bytes upstream');
+      client.write(chunk('second') + '0\r\n\r\n');
+      const answer = await client.read({ ms: 5_000 });
+      assert.equal(answer.status, 200, answer.body);
+      assert.equal(answer.body, 'attempt 0 len 12');
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it('a chunked upload the upstream answers 503 after reading it whole is retried with the same bytes', async () => {
+    const parts = Array.from({ length: 16 }, () => randomBytes(1 + Math.floor(Math.random() * 3000)));
+    const whole = Buffer.concat(parts);
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      client.write(head('/s/whole-503') + chunk(parts[0]!));
+      // Streamed: the first part is upstream before the client sends more.
+      await waitFor(() => (of('/s/whole-503')[0]?.body.length ?? 0) > 0, 3_000, 'the first part upstream');
+      client.write(parts.slice(1).map((p) => chunk(p)).join('') + '0\r\n\r\n');
+      const answer = await client.read({ ms: 5_000 });
+      assert.equal(answer.status, 200, answer.body);
+      assert.equal(answer.body, `attempt 1 len ${whole.length}`);
+    } finally {
+      client.destroy();
+    }
+    const got = of('/s/whole-503');
+    assert.equal(got.length, 2);
+    assert.ok(got[0]!.body.equals(whole) && got[1]!.body.equals(whole), 'both attempts got every byte, in order');
+    assert.equal(got[0]!.headers['transfer-encoding'], 'chunked', 'the first attempt streamed');
+    assert.equal(got[1]!.headers['content-length'], String(whole.length), 'the retry is sent from the copy, sized');
+    assert.equal(got[1]!.headers['x-retry-attempt'], '1');
+  });
+
+  it('a chunked body past 64 KiB that gets a 503 is not retried; the access log says why', async () => {
+    const parts = Array.from({ length: 10 }, () => randomBytes(8 * 1024));
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      client.write(head('/s/big') + parts.map((p) => chunk(p)).join('') + '0\r\n\r\n');
+      const answer = await client.read({ ms: 5_000 });
+      assert.equal(answer.status, 503, answer.body);
+    } finally {
+      client.destroy();
+    }
+    const got = of('/s/big');
+    assert.equal(got.length, 1);
+    assert.ok(got[0]!.body.equals(Buffer.concat(parts)), 'every byte, in order');
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/s/big')), 3_000, 'the access log line');
+    const line = gw.logs.find((l) => l.includes('http.path=/s/big'))!;
+    assert.match(line, /retry\.skipped=buffer_limit/);
+    assert.doesNotMatch(line, /retry\.attempt=/);
+  });
+
+  it('a retry needed before the body ended is not sent: the first answer is the client\'s, the reason logged', async () => {
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      client.write(head('/s/early-503') + chunk('early;'));
+      await waitFor(() => of('/s/early-503').length === 1 && of('/s/early-503')[0]!.body.length > 0, 3_000, 'the first bytes upstream');
+      const answer = await client.read({ ms: 5_000 });
+      assert.equal(answer.status, 503, answer.body);
+      assert.equal(answer.body, 'attempt 0 len 6');
+    } finally {
+      client.destroy();
+    }
+    assert.equal(of('/s/early-503').length, 1, 'not sent again');
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/s/early-503')), 3_000, 'the access log line');
+    assert.match(gw.logs.find((l) => l.includes('http.path=/s/early-503'))!, /retry\.skipped=request_not_complete/);
+  });
+
+  it('with two backends: a chunked body within 64 KiB goes to the other on a 503, a longer one is not sent again', async () => {
+    const small = randomBytes(5000);
+    const big = randomBytes(70 * 1024);
+    for (const [path, body] of [['/two/small', small], ['/two/big', big]] as const) {
+      const client = new RawClient(port);
+      await client.connected;
+      try {
+        client.write(head(path) + chunk(body.subarray(0, 1000)));
+        await waitFor(() => (of(path)[0]?.body.length ?? 0) > 0, 3_000, 'the first part upstream');
+        client.write(chunk(body.subarray(1000)) + '0\r\n\r\n');
+        const answer = await client.read({ ms: 5_000 });
+        assert.equal(answer.status, body === small ? 200 : 503, answer.body);
+      } finally {
+        client.destroy();
+      }
+      assert.equal(of(path).length, body === small ? 2 : 1);
+      for (const seen of of(path)) assert.ok(seen.body.equals(body), 'every byte, in order');
+    }
+    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/two/big ')), 3_000, 'the access log line');
+    assert.match(gw.logs.find((l) => l.includes('http.path=/two/big '))!, /retry\.skipped=buffer_limit/);
+  });
+
+  it('an unreachable upstream: a body the gateway has whole is retried, one still arriving is not (Envoy\'s rule)', async () => {
+    const line = async (path: string): Promise<string> => {
+      await waitFor(() => gw.logs.some((l) => l.includes(`http.path=${path} `)), 3_000, 'the access log line');
+      return gw.logs.find((l) => l.includes(`http.path=${path} `))!;
+    };
+    for (const [path, rest] of [['/dead/whole', '0\r\n\r\n'], ['/dead/arriving', '']] as const) {
+      const client = new RawClient(port);
+      await client.connected;
+      try {
+        client.write(head(path) + chunk('some;') + rest);
+        const answer = await client.read({ ms: 5_000 });
+        assert.equal(answer.status, 503, answer.body);
+        assert.match(answer.body, /upstream_unavailable/);
+      } finally {
+        client.destroy();
+      }
+    }
+    assert.match(await line('/dead/whole'), /retry\.attempt=2/);
+    const arriving = await line('/dead/arriving');
+    assert.match(arriving, /retry\.skipped=request_not_complete/);
+    assert.doesNotMatch(arriving, /retry\.attempt=/);
+  });
+});
