@@ -42,6 +42,8 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
         res.writeHead(status, { 'content-type': 'text/plain' });
         res.end(`attempt ${n} len ${entry.body.length}`);
       };
+      // Answers at once, the body unread (as a proxy in front of an overloaded service does).
+      if (path === '/s/instant-503' && n === 0) return answer(503);
       req.on('data', (c: Buffer) => {
         const first = entry.body.length === 0;
         entry.body = Buffer.concat([entry.body, c]);
@@ -149,6 +151,38 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
     assert.equal(of('/s/early-503').length, 1, 'not sent again');
     await waitFor(() => gw.logs.some((l) => l.includes('http.path=/s/early-503')), 3_000, 'the access log line');
     assert.match(gw.logs.find((l) => l.includes('http.path=/s/early-503'))!, /retry\.skipped=request_not_complete/);
+  });
+
+  it('a 503 sent before the upstream read a body the gateway has whole: retried with every byte', async () => {
+    const body = randomBytes(30_000);
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      client.write(head('/s/instant-503') + chunk(body) + '0\r\n\r\n');
+      const answer = await client.read({ ms: 5_000 });
+      assert.equal(answer.status, 200, answer.body);
+      assert.equal(answer.body, `attempt 1 len ${body.length}`);
+    } finally {
+      client.destroy();
+    }
+    assert.ok(of('/s/instant-503')[1]!.body.equals(body));
+  });
+
+  it('Expect: 100-continue on a chunked upload: 100 Continue first, then the body streams and is retried', async () => {
+    const client = new RawClient(port);
+    await client.connected;
+    try {
+      client.write('POST /s/expect HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n');
+      assert.equal((await client.read({ interim: true, ms: 5_000 })).status, 100);
+      client.write(chunk('after-continue') + '0\r\n\r\n');
+      const answer = await client.read({ ms: 5_000 });
+      assert.equal(answer.status, 200, answer.body);
+      assert.equal(answer.body, 'attempt 1 len 14');
+    } finally {
+      client.destroy();
+    }
+    assert.deepEqual(of('/s/expect').map((s) => s.body.toString()), ['after-continue', 'after-continue']);
+    assert.ok(of('/s/expect').every((s) => s.headers.expect === undefined), 'the gateway answered the expectation');
   });
 
   it('with two backends: a chunked body within 64 KiB goes to the other on a 503, a longer one is not sent again', async () => {
