@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
 import { copyRequestBody } from '../exchange/body-peek.ts';
 
-/** Why a retry of a streamed body is not sent, as the access log's `retry.skipped` says it (Envoy's stat names). */
+/** Why a retry of a streamed body is not sent, as the access log's `retry.skipped` says it (after Envoy's stats). */
 export type ReplaySkip = 'buffer_limit' | 'request_not_complete';
 
 /**

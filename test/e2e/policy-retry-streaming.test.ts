@@ -207,7 +207,7 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
     assert.match(gw.logs.find((l) => l.includes('http.path=/two/big '))!, /retry\.skipped=buffer_limit/);
   });
 
-  it('an unreachable upstream: a body the gateway has whole is retried, one still arriving is not (Envoy\'s rule)', async () => {
+  it('an unreachable upstream: a body the gateway has whole is retried, one still arriving is not', async () => {
     const line = async (path: string): Promise<string> => {
       await waitFor(() => gw.logs.some((l) => l.includes(`http.path=${path} `)), 3_000, 'the access log line');
       return gw.logs.find((l) => l.includes(`http.path=${path} `))!;
