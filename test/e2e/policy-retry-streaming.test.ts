@@ -11,6 +11,7 @@ import { oneListenerConfig, startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { RawClient, waitFor } from './proxy-support.ts';
+import type { Answer } from './proxy-support.ts';
 
 /** One request as the upstream got it, its body growing as it arrives. */
 interface Seen {
@@ -76,38 +77,48 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
     await new Promise<void>((resolve) => upstream.close(() => resolve()));
   });
 
-  it("a chunked upload's first bytes reach the upstream before the client sends the rest", async () => {
-    // They waited at the gateway until 64 KiB or the end arrived (ADR 0125's replay read).
+  /** One request on a connection of its own: `send` writes it (and waits as it likes), then the answer is read. */
+  const upload = async (send: (client: RawClient) => Promise<void> | void): Promise<Answer> => {
     const client = new RawClient(port);
     await client.connected;
     try {
-      client.write(head('/s/streams') + chunk('first;'));
-      await waitFor(() => of('/s/streams')[0]?.body.toString() === 'first;', 3_000, 'the first bytes upstream');
-      client.write(chunk('second') + '0\r\n\r\n');
-      const answer = await client.read({ ms: 5_000 });
-      assert.equal(answer.status, 200, answer.body);
-      assert.equal(answer.body, 'attempt 0 len 12');
+      await send(client);
+      return await client.read({ ms: 5_000 });
     } finally {
       client.destroy();
     }
+  };
+  /** The access log line of `path`, once written. */
+  const logLine = async (path: string): Promise<string> => {
+    await waitFor(() => gw.logs.some((l) => l.includes(`http.path=${path} `)), 3_000, 'the access log line');
+    return gw.logs.find((l) => l.includes(`http.path=${path} `))!;
+  };
+  /** Wait until the upstream got some of `path`'s body. */
+  const upstreamHas = (path: string): Promise<void> => waitFor(() => (of(path)[0]?.body.length ?? 0) > 0, 3_000, `the first bytes of ${path} upstream`);
+
+  it("a chunked upload's first bytes reach the upstream before the client sends the rest", async () => {
+    // They waited at the gateway until 64 KiB or the end arrived (ADR 0125's replay read).
+    const answer = await upload(async (client) => {
+      client.write(head('/s/streams') + chunk('first;'));
+      await upstreamHas('/s/streams');
+      assert.equal(of('/s/streams')[0]!.body.toString(), 'first;');
+      client.write(chunk('second') + '0\r\n\r\n');
+    });
+    assert.equal(answer.status, 200, answer.body);
+    assert.equal(answer.body, 'attempt 0 len 12');
   });
 
   it('a chunked upload the upstream answers 503 after reading it whole is retried with the same bytes', async () => {
     const parts = Array.from({ length: 16 }, () => randomBytes(1 + Math.floor(Math.random() * 3000)));
     const whole = Buffer.concat(parts);
-    const client = new RawClient(port);
-    await client.connected;
-    try {
+    const answer = await upload(async (client) => {
       client.write(head('/s/whole-503') + chunk(parts[0]!));
       // Streamed: the first part is upstream before the client sends more.
-      await waitFor(() => (of('/s/whole-503')[0]?.body.length ?? 0) > 0, 3_000, 'the first part upstream');
+      await upstreamHas('/s/whole-503');
       client.write(parts.slice(1).map((p) => chunk(p)).join('') + '0\r\n\r\n');
-      const answer = await client.read({ ms: 5_000 });
-      assert.equal(answer.status, 200, answer.body);
-      assert.equal(answer.body, `attempt 1 len ${whole.length}`);
-    } finally {
-      client.destroy();
-    }
+    });
+    assert.equal(answer.status, 200, answer.body);
+    assert.equal(answer.body, `attempt 1 len ${whole.length}`);
     const got = of('/s/whole-503');
     assert.equal(got.length, 2);
     assert.ok(got[0]!.body.equals(whole) && got[1]!.body.equals(whole), 'both attempts got every byte, in order');
@@ -118,69 +129,43 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
 
   it('a chunked body past 64 KiB that gets a 503 is not retried; the access log says why', async () => {
     const parts = Array.from({ length: 10 }, () => randomBytes(8 * 1024));
-    const client = new RawClient(port);
-    await client.connected;
-    try {
-      client.write(head('/s/big') + parts.map((p) => chunk(p)).join('') + '0\r\n\r\n');
-      const answer = await client.read({ ms: 5_000 });
-      assert.equal(answer.status, 503, answer.body);
-    } finally {
-      client.destroy();
-    }
+    const answer = await upload((client) => client.write(head('/s/big') + parts.map((p) => chunk(p)).join('') + '0\r\n\r\n'));
+    assert.equal(answer.status, 503, answer.body);
     const got = of('/s/big');
     assert.equal(got.length, 1);
     assert.ok(got[0]!.body.equals(Buffer.concat(parts)), 'every byte, in order');
-    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/s/big')), 3_000, 'the access log line');
-    const line = gw.logs.find((l) => l.includes('http.path=/s/big'))!;
+    const line = await logLine('/s/big');
     assert.match(line, /retry\.skipped=buffer_limit/);
     assert.doesNotMatch(line, /retry\.attempt=/);
   });
 
-  it('a retry needed before the body ended is not sent: the first answer is the client\'s, the reason logged', async () => {
-    const client = new RawClient(port);
-    await client.connected;
-    try {
+  it("a retry needed before the body ended is not sent: the first answer is the client's, the reason logged", async () => {
+    const answer = await upload(async (client) => {
       client.write(head('/s/early-503') + chunk('early;'));
-      await waitFor(() => of('/s/early-503').length === 1 && of('/s/early-503')[0]!.body.length > 0, 3_000, 'the first bytes upstream');
-      const answer = await client.read({ ms: 5_000 });
-      assert.equal(answer.status, 503, answer.body);
-      assert.equal(answer.body, 'attempt 0 len 6');
-    } finally {
-      client.destroy();
-    }
+      await upstreamHas('/s/early-503');
+    });
+    assert.equal(answer.status, 503, answer.body);
+    assert.equal(answer.body, 'attempt 0 len 6');
     assert.equal(of('/s/early-503').length, 1, 'not sent again');
-    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/s/early-503')), 3_000, 'the access log line');
-    assert.match(gw.logs.find((l) => l.includes('http.path=/s/early-503'))!, /retry\.skipped=request_not_complete/);
+    assert.match(await logLine('/s/early-503'), /retry\.skipped=request_not_complete/);
   });
 
   it('a 503 sent before the upstream read a body the gateway has whole: retried with every byte', async () => {
     const body = randomBytes(30_000);
-    const client = new RawClient(port);
-    await client.connected;
-    try {
-      client.write(head('/s/instant-503') + chunk(body) + '0\r\n\r\n');
-      const answer = await client.read({ ms: 5_000 });
-      assert.equal(answer.status, 200, answer.body);
-      assert.equal(answer.body, `attempt 1 len ${body.length}`);
-    } finally {
-      client.destroy();
-    }
+    const answer = await upload((client) => client.write(head('/s/instant-503') + chunk(body) + '0\r\n\r\n'));
+    assert.equal(answer.status, 200, answer.body);
+    assert.equal(answer.body, `attempt 1 len ${body.length}`);
     assert.ok(of('/s/instant-503')[1]!.body.equals(body));
   });
 
   it('Expect: 100-continue on a chunked upload: 100 Continue first, then the body streams and is retried', async () => {
-    const client = new RawClient(port);
-    await client.connected;
-    try {
+    const answer = await upload(async (client) => {
       client.write('POST /s/expect HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n');
       assert.equal((await client.read({ interim: true, ms: 5_000 })).status, 100);
       client.write(chunk('after-continue') + '0\r\n\r\n');
-      const answer = await client.read({ ms: 5_000 });
-      assert.equal(answer.status, 200, answer.body);
-      assert.equal(answer.body, 'attempt 1 len 14');
-    } finally {
-      client.destroy();
-    }
+    });
+    assert.equal(answer.status, 200, answer.body);
+    assert.equal(answer.body, 'attempt 1 len 14');
     assert.deepEqual(of('/s/expect').map((s) => s.body.toString()), ['after-continue', 'after-continue']);
     assert.ok(of('/s/expect').every((s) => s.headers.expect === undefined), 'the gateway answered the expectation');
   });
@@ -189,43 +174,26 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
     const small = randomBytes(5000);
     const big = randomBytes(70 * 1024);
     for (const [path, body] of [['/two/small', small], ['/two/big', big]] as const) {
-      const client = new RawClient(port);
-      await client.connected;
-      try {
+      const answer = await upload(async (client) => {
         client.write(head(path) + chunk(body.subarray(0, 1000)));
-        await waitFor(() => (of(path)[0]?.body.length ?? 0) > 0, 3_000, 'the first part upstream');
+        await upstreamHas(path);
         client.write(chunk(body.subarray(1000)) + '0\r\n\r\n');
-        const answer = await client.read({ ms: 5_000 });
-        assert.equal(answer.status, body === small ? 200 : 503, answer.body);
-      } finally {
-        client.destroy();
-      }
+      });
+      assert.equal(answer.status, body === small ? 200 : 503, answer.body);
       assert.equal(of(path).length, body === small ? 2 : 1);
       for (const seen of of(path)) assert.ok(seen.body.equals(body), 'every byte, in order');
     }
-    await waitFor(() => gw.logs.some((l) => l.includes('http.path=/two/big ')), 3_000, 'the access log line');
-    assert.match(gw.logs.find((l) => l.includes('http.path=/two/big '))!, /retry\.skipped=buffer_limit/);
+    assert.match(await logLine('/two/big'), /retry\.skipped=buffer_limit/);
   });
 
   it('an unreachable upstream: a body the gateway has whole is retried, one still arriving is not', async () => {
-    const line = async (path: string): Promise<string> => {
-      await waitFor(() => gw.logs.some((l) => l.includes(`http.path=${path} `)), 3_000, 'the access log line');
-      return gw.logs.find((l) => l.includes(`http.path=${path} `))!;
-    };
     for (const [path, rest] of [['/dead/whole', '0\r\n\r\n'], ['/dead/arriving', '']] as const) {
-      const client = new RawClient(port);
-      await client.connected;
-      try {
-        client.write(head(path) + chunk('some;') + rest);
-        const answer = await client.read({ ms: 5_000 });
-        assert.equal(answer.status, 503, answer.body);
-        assert.match(answer.body, /upstream_unavailable/);
-      } finally {
-        client.destroy();
-      }
+      const answer = await upload((client) => client.write(head(path) + chunk('some;') + rest));
+      assert.equal(answer.status, 503, answer.body);
+      assert.match(answer.body, /upstream_unavailable/);
     }
-    assert.match(await line('/dead/whole'), /retry\.attempt=2/);
-    const arriving = await line('/dead/arriving');
+    assert.match(await logLine('/dead/whole'), /retry\.attempt=2/);
+    const arriving = await logLine('/dead/arriving');
     assert.match(arriving, /retry\.skipped=request_not_complete/);
     assert.doesNotMatch(arriving, /retry\.attempt=/);
   });
