@@ -10,7 +10,7 @@ import type { CompiledPolicySet, PolicyEntry } from './policy-set.ts';
 import type { CompiledBackendRef, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
 import { ownerOf } from './plugin-owner.ts';
-import { boundedBackend } from './run-hooks.ts';
+import { boundedBackend, boundedSelector } from './run-hooks.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -27,7 +27,9 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
     if (ref) refs.push(ref);
   }
   checkBackendProtocols(c, routeSet.entries, refs.map((r) => r.instance));
-  const selectBackends = await backendSelector(c, routeSet.entries, refs, [...path, 'policies']);
+  // A third-party hook's deadline (ADR 0144), unless the route's `timeout` policy bounds the whole request.
+  const hookDeadlineMs = routeSet.facets.requestTimeoutMs ? 0 : c.staticConfig.defaultTimeouts.backendRequestMs;
+  const selectBackends = await backendSelector(c, routeSet.entries, refs, [...path, 'policies'], hookDeadlineMs);
   const health = refs.some((r) => r.health)
     ? new RouteHealth(refs, name, c.deps.logger, c.ejections())
     : null;
@@ -59,7 +61,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
-    hookDeadlineMs: routeSet.facets.requestTimeoutMs ? 0 : c.staticConfig.defaultTimeouts.backendRequestMs,
+    hookDeadlineMs,
     metrics: c.deps.metrics.route(String(bind), listener, name),
   };
 }
@@ -176,8 +178,11 @@ function checkBackendProtocols(c: LoadCompiler, entries: readonly PolicyEntry[],
   }
 }
 
-/** The route policy that chooses backends per request (virtual models), given the route's backends; null when none does. */
-async function backendSelector(c: LoadCompiler, entries: readonly PolicyEntry[], refs: readonly CompiledBackendRef[], at: ConfigPath): Promise<BackendSelector | null> {
+/**
+ * The route policy that chooses backends per request (virtual models), given the route's backends; null when none
+ * does. A third-party one is bounded by the route's hook deadline `deadlineMs` (ADR 0154).
+ */
+async function backendSelector(c: LoadCompiler, entries: readonly PolicyEntry[], refs: readonly CompiledBackendRef[], at: ConfigPath, deadlineMs: number): Promise<BackendSelector | null> {
   let chosen: { key: string; selector: BackendSelector } | undefined;
   for (const e of entries) {
     if (!e.instance.selectBackends) continue;
@@ -185,7 +190,7 @@ async function backendSelector(c: LoadCompiler, entries: readonly PolicyEntry[],
     const selector = await c.guarded([...at, e.key], () => e.instance.selectBackends!(backends));
     if (!selector) continue;
     if (chosen) c.issue([...at, e.key], `\`${e.key}\` and \`${chosen.key}\` both choose this route's backends per request; keep one`);
-    else chosen = { key: e.key, selector };
+    else chosen = { key: e.key, selector: boundedSelector(e.instance, selector, deadlineMs) };
   }
   return chosen?.selector ?? null;
 }

@@ -1,5 +1,5 @@
 import { ErrorCode, GatewayError, settleWithin } from '../sdk/index.ts';
-import type { BackendInstance, Exchange, PolicyInstance, Reply, UpstreamAttempt } from '../sdk/index.ts';
+import type { BackendChoice, BackendInstance, BackendSelector, Exchange, PolicyInstance, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import { PluginHookError, ownAs, ownerOf } from './plugin-owner.ts';
 import type { PluginOwner } from './plugin-owner.ts';
 
@@ -43,6 +43,28 @@ export function runUpstreamHook(hook: PolicyInstance, ex: Exchange, attempt: Ups
   return Promise.resolve(bounded(hook, result as PromiseLike<void>, deadlineMs, 'upstream hook')).then(undefined, (err: unknown) => {
     throw failure(hook, err, 'upstream hook');
   });
+}
+
+/**
+ * A third-party route policy's backend selector as the kernel calls it (ADR 0154): its failures name the policy, and a
+ * choice not made within `ms` (the route's hook deadline; 0: none) answers 504, as its request hooks do. A
+ * first-party selector is returned as it is (it bounds its own waits).
+ */
+export function boundedSelector(policy: PolicyInstance, select: BackendSelector, ms: number): BackendSelector {
+  if (ownerOf(policy)?.package === undefined) return select;
+  const stage = 'backend selector';
+  return (ex) => {
+    let choice: BackendChoice | Promise<BackendChoice>;
+    try {
+      choice = select(ex);
+    } catch (err) {
+      throw failure(policy, err, stage);
+    }
+    if (!isThenable(choice)) return choice;
+    return Promise.resolve(bounded(policy, choice, ms, stage)).then(undefined, (err: unknown) => {
+      throw failure(policy, err, stage);
+    });
+  };
 }
 
 /**

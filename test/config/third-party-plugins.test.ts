@@ -196,6 +196,15 @@ describe('third-party plugins: manifests a JavaScript plugin gets wrong (ADR 014
     assert.equal(err.message, `${from('attachString')}has \`attach\` "routePolicies"; a list of slot names such as ['routePolicies']`);
   });
 
+  it('a CEL variable the gateway already has is refused, not silently shadowed (ADR 0154)', async () => {
+    const own = await refused('celRequest', `attach: ['routePolicies'], phase: 'mutate', celVariables: ['request'], ${SCHEMA}, ${COMPILE}`);
+    assert.equal(own.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.equal(own.message, `${from('celRequest')}declares the CEL variable \`request\`, which the gateway itself provides`);
+    const published = await refused('celJwt', `attach: ['routePolicies'], phase: 'mutate', celVariables: [{ name: 'jwt', description: 'x' }], ${SCHEMA}, ${COMPILE}`);
+    assert.equal(published.code, 'SWY_ERR_PLUGIN_INVALID');
+    assert.match(published.message, /^plugin `celJwt` from acme-gateway@3\.0\.0 \(\.\/plugins\/celJwt\.mjs\) declares the CEL variable `jwt`, which plugin `(jwtAuth|mcpAuthentication)` from switchyard publishes$/);
+  });
+
   it('no schema, or no compile function', async () => {
     const noSchema = await refused('noSchema', `attach: ['routePolicies'], phase: 'mutate', ${COMPILE}`);
     assert.equal(noSchema.message, `${from('noSchema')}has no \`schema\` (a JSON Schema object)`);
@@ -238,9 +247,66 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
     assert.doesNotMatch(message, /dispose exploded/);
   });
 
+  it('a dispose() that throws when a snapshot is retired is logged once, naming the plugin (ADR 0154)', async () => {
+    const { file, dir, text } = configWith(['./plugins/odd.mjs'], ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - policies:', '              badDispose: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
+    mkdirSync(join(dir, 'plugins'));
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-gateway', version: '3.0.0', type: 'module' }));
+    writeFileSync(join(dir, 'plugins/odd.mjs'), PLUGINS);
+    const logged: string[] = [];
+    const sink = new LogSink((chunk) => logged.push(chunk));
+    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, sink);
+    try {
+      const snapshot = await gateway.compile(text);
+      snapshot.dispose();
+      snapshot.dispose();
+      await new Promise((r) => setTimeout(r, 50));
+      const lines = logged.join('').split('\n').filter((l) => l.includes('dispose exploded'));
+      assert.equal(lines.length, 1, logged.join(''));
+      assert.match(lines[0]!, /WARN plugin dispose failed .*plugin=badDispose package=acme-gateway@3\.0\.0/);
+    } finally {
+      await gateway.stop();
+    }
+  });
+
   it('a backend whose instance has no handle() is a config error at its key, not a 500 per request', async () => {
     const message = await refusal(['          - backends: [{ noHandle: {} }]']);
     assert.match(message, /config\.yaml:\d+:\d+: plugin `noHandle` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) returned a backend instance without `handle`/);
+  });
+});
+
+/** Run the CLI with `args`; its exit code and output. */
+function runCli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('the CLI did not exit'));
+    }, 20_000);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('switchyard schema -f with a config it cannot read (ADR 0154)', () => {
+  it('a YAML syntax error stops the command with its position, not a schema silently without the config plugins', async () => {
+    const { file } = configWith([join(FIXTURES, 'neutral-alias-plugin.ts')], ['binds:', '  - port: 8080', '    listeners: [ {']);
+    const r = await runCli(['schema', '-f', file]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^switchyard: invalid config\n\n.*config\.yaml:\d+:\d+: YAML syntax error/);
+  });
+
+  it('a readable config still gives the schema with its plugins', async () => {
+    const { file } = configWith([join(FIXTURES, 'neutral-alias-plugin.ts')]);
+    const r = await runCli(['schema', '-f', file]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /stampHeader/);
   });
 });
 

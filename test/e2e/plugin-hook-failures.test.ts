@@ -16,7 +16,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 
 const PLUGIN = `
 import { defineBackend, definePolicy } from 'switchyard/sdk';
-import { defineGuard } from 'switchyard/slots/ai';
+import { defineGuard, defineLlmProvider } from 'switchyard/slots/ai';
 const schema = { type: 'object', additionalProperties: false, properties: {} };
 const policy = (key, instance, extra = {}) => definePolicy({ key, description: key, schema, attach: ['routePolicies'], phase: 'mutate', ...extra, compile: () => instance });
 export default [
@@ -50,6 +50,28 @@ export default [
       if (ex.path.endsWith('/hang')) return new Promise(() => {});
     },
   }, { phase: 'upstream' }),
+  // A route policy choosing the backends per request (ADR 0154): its selector throws or never settles.
+  policy('acmeSelector', { selectBackends: () => (ex) => {
+    if (ex.path.endsWith('/throw')) throw new Error('acme selector exploded');
+    if (ex.path.endsWith('/hang')) return new Promise(() => {});
+    return undefined;
+  } }),
+  // An admin endpoint (ADR 0154): one request throws with a secret in its message.
+  definePolicy({ key: 'acmeAdmin', description: 'x', schema, attach: ['routePolicies'], phase: 'mutate', compile: (_c, ctx) => {
+    ctx.adminRoute('/acme', (req) => {
+      if (req.subpath === '/throw') throw new Error('acme admin exploded token=hunter2');
+      return { status: 200, body: { ok: true } };
+    });
+    return {};
+  } }),
+  defineLlmProvider({ key: 'acmeProvider', description: 'x', schema, compile: () => ({
+    kind: 'acme',
+    model: undefined,
+    origin: 'http://127.0.0.1:9',
+    wireFormat: (client) => client,
+    path: () => '/v1/chat/completions',
+    prepareHeaders() { throw new Error('acme provider exploded'); },
+  }) }),
   defineGuard({ key: 'acmeGuardHangs', description: 'x', schema, compile: () => ({ check: () => new Promise(() => {}) }) }),
   defineGuard({ key: 'acmeGuardAllows', description: 'x', schema, compile: () => ({ check: () => ({ action: 'allow' }) }) }),
   defineBackend({ key: 'acmeBackend', description: 'x', schema, compile: () => ({
@@ -96,6 +118,12 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('drains', { acmeDrains: {} }),
         route('upstream-hook', { acmeBadUpstream: {} }),
         { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
+        route('selector', { acmeSelector: {}, acmeAdmin: {} }),
+        {
+          name: 'provider',
+          matches: [{ path: { pathPrefix: '/provider' } }],
+          backends: [{ ai: { name: 'provider', provider: { acmeProvider: {} }, hostOverride: `127.0.0.1:${upstream.port}` } }],
+        },
         llmRoute('guard-hangs', 'acmeGuardHangs'),
         llmRoute('guard-allows', 'acmeGuardAllows'),
       ],
@@ -209,6 +237,41 @@ describe('third-party plugin hooks that fail at request time', () => {
     namesPlugin((await linesWith('ERROR', 'did not settle its upstream hook'))[0], 'acmeBadUpstream');
     assert.equal(upstream.received.length, before);
     assert.equal((await get('/upstream-hook/ok')).status, 200);
+  });
+
+  it('a backend selector that throws answers 500 naming the plugin; one that never settles is a 504 at the hook deadline (ADR 0154)', async () => {
+    const before = upstream.received.length;
+    assert.equal((await get('/selector/ok')).status, 200);
+    assert.equal((await get('/selector/throw')).status, 500);
+    namesPlugin((await linesWith('ERROR', 'backend selector failed', 'acme selector exploded'))[0], 'acmeSelector');
+    const started = performance.now();
+    const res = await get('/selector/hang');
+    const took = performance.now() - started;
+    assert.equal(res.status, 504);
+    assert.ok(took >= 600 && took < 5000, `answered after ${took} ms`);
+    namesPlugin((await linesWith('ERROR', 'did not settle its backend selector'))[0], 'acmeSelector');
+    assert.equal(upstream.received.length, before + 1);
+  });
+
+  it('an admin endpoint whose handler throws answers 500 without its message; the log names the plugin (ADR 0154)', async () => {
+    const ok = await request(`${gw.adminUrl}/acme/fine`);
+    assert.equal(ok.statusCode, 200);
+    await ok.body.dump();
+    const res = await request(`${gw.adminUrl}/acme/throw`);
+    const body = await res.body.text();
+    assert.equal(res.statusCode, 500);
+    assert.doesNotMatch(body, /hunter2|exploded/);
+    assert.equal(JSON.parse(body).error.message, 'internal error');
+    namesPlugin((await linesWith('ERROR', 'admin endpoint failed', 'acme admin exploded'))[0], 'acmeAdmin');
+  });
+
+  it('an LLM provider whose method throws per request answers 500; the log names the provider (ADR 0154)', async () => {
+    const chat = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] });
+    const res = await request(`${gw.base}/provider/v1/chat/completions`, { method: 'POST', body: chat, headers: { 'content-type': 'application/json' } });
+    const body = await res.body.text();
+    assert.equal(res.statusCode, 500);
+    assert.doesNotMatch(body, /acme/);
+    namesPlugin((await linesWith('ERROR', 'acme provider exploded'))[0], 'acmeProvider');
   });
 
   describe('a prompt guard of the package (the `ai` policy fails closed, BEHAVIOUR.md 2.9)', () => {
