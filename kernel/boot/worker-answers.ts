@@ -49,7 +49,8 @@ export class WorkerAnswers implements AdminSource {
     const slot = this.fleet.slots.find((s) => s.started);
     if (!slot) return { status: 503, body: { error: { message: 'no worker is serving' } } };
     const message = { t: 'admin' as const, prefix, method: req.method, subpath: req.subpath, query: req.query.toString(), body: req.body };
-    return (await this.fleet.ask(slot, message, 30_000)) as AdminResponse;
+    // Longer than a worker's own deadline for the endpoint (ADR 0154), whose 504 names the plugin.
+    return (await this.fleet.ask(slot, message, 35_000)) as AdminResponse;
   }
 
   async readiness(): Promise<Readiness> {

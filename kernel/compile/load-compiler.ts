@@ -26,7 +26,7 @@ import type { GenerationalResources } from '../resources/resource-cache.ts';
 import type { EjectionCounter } from './backend-health.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
-import { ownInstance } from './plugin-owner.ts';
+import { ownInstance, pluginOwner } from './plugin-owner.ts';
 import { CompiledPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
 import type { StaticConfig } from './snapshot.ts';
@@ -164,9 +164,9 @@ export class LoadCompiler {
     return instance;
   }
 
-  /** The compile context a plugin at `path` gets (`plugin-context.ts`). */
-  context(path: ConfigPath, policies: PolicySet): BackendCompileContext {
-    return pluginContext(this, path, policies);
+  /** The compile context the plugin `registered` gets at `path` (`plugin-context.ts`). */
+  context(path: ConfigPath, policies: PolicySet, registered?: RegisteredPlugin): BackendCompileContext {
+    return pluginContext(this, path, policies, registered && pluginOwner(registered));
   }
 
   /** `ctx.compileVariant`: the installed variant of `slot` whose key `value` holds, compiled at `at`. */
@@ -177,7 +177,7 @@ export class LoadCompiler {
     const registered = this.deps.registry.lookup(slot, key)!;
     const plugin = registered.plugin as { key: string; compile(c: unknown, ctx: unknown): unknown };
     renameKey(value, key, plugin.key);
-    const instance = (await this.checked(registered, [...at, key], () => plugin.compile(value[plugin.key], this.context([...at, key], policies)))) as T;
+    const instance = (await this.checked(registered, [...at, key], () => plugin.compile(value[plugin.key], this.context([...at, key], policies, registered)))) as T;
     ownInstance(instance, registered);
     this.track(instance);
     return { key: plugin.key, instance };
@@ -202,7 +202,7 @@ export class LoadCompiler {
       }
       seen.set(plugin.key, key);
       renameKey(value, key, plugin.key);
-      const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([])))));
+      const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(config, this.context([...path, key], new CompiledPolicySet([]), registered))));
       if (!instance) continue;
       ownInstance(instance, registered);
       this.track(instance);
@@ -217,7 +217,7 @@ export class LoadCompiler {
     const registered = this.deps.registry.lookup('backend', key)!;
     const plugin = registered.plugin as BackendPlugin;
     renameKey(value, key, plugin.key);
-    const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(value[plugin.key], this.context([...path, key], policies))));
+    const instance = await this.guarded([...path, key], () => this.checked(registered, [...path, key], () => plugin.compile(value[plugin.key], this.context([...path, key], policies, registered))));
     ownInstance(instance, registered);
     this.track(instance);
     return instance;

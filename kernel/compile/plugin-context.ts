@@ -5,11 +5,13 @@ import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
 import { configSectionPath } from '../config/assemble-schema.ts';
 import type { LoadCompiler } from './load-compiler.ts';
+import { boundedAdminHandler } from './admin-handler.ts';
+import type { PluginOwner } from './plugin-owner.ts';
 
 type Obj = Record<string, unknown>;
 
-/** The `ctx` a plugin's `compile` gets at `path`, over the load `c`, with the policies in force there. */
-export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: PolicySet): BackendCompileContext {
+/** The `ctx` the plugin `owner`'s `compile` gets at `path`, over the load `c`, with the policies in force there. */
+export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: PolicySet, owner?: PluginOwner): BackendCompileContext {
   const logger = c.deps.logger.child({ config: formatPath(path) });
   const ctx: BackendCompileContext = {
     path,
@@ -48,7 +50,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     compilePolicies: (slot, value, sub) => c.policySet(typeof slot === 'string' ? slot : slot.name, value, [...path, ...sub]),
     adminRoute: (prefix, handler) => {
       if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix) || prefix === '/config_dump') throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
-      if (!c.adminRoutes.has(prefix)) c.adminRoutes.set(prefix, handler);
+      if (!c.adminRoutes.has(prefix)) c.adminRoutes.set(prefix, boundedAdminHandler(prefix, handler, owner, logger));
     },
     connect: (options) => connectUpstream(ctx, options),
     spans: c.spans,

@@ -9,11 +9,16 @@ export interface PluginOwner {
 /** The plugin of each compiled instance, for the log line of a hook that fails; weak, so a retired snapshot goes. */
 const owners = new WeakMap<object, PluginOwner>();
 
+/** The log fields naming `registered`: its key and, for a third-party plugin, its package. */
+export function pluginOwner(registered: RegisteredPlugin): PluginOwner {
+  const { plugin, source } = registered;
+  return source.name === 'switchyard' ? { plugin: plugin.key } : { plugin: plugin.key, package: source.name };
+}
+
 /** Record which plugin compiled `instance` (policy, backend or variant instances). */
 export function ownInstance(instance: unknown, registered: RegisteredPlugin): void {
   if (typeof instance !== 'object' || instance === null) return;
-  const { plugin, source } = registered;
-  owners.set(instance, source.name === 'switchyard' ? { plugin: plugin.key } : { plugin: plugin.key, package: source.name });
+  owners.set(instance, pluginOwner(registered));
 }
 
 /** Record `owner` for an object standing in for an instance (a bounded backend). */

@@ -1,0 +1,32 @@
+import { settleWithin } from '../sdk/index.ts';
+import type { AdminRouteHandler, Logger } from '../sdk/index.ts';
+import type { PluginOwner } from './plugin-owner.ts';
+
+/**
+ * How long a plugin's admin endpoint may take to answer (ADR 0154). Below the supervisor's wait for a worker's
+ * answer (worker-answers.ts), so the 504 and its log line come from the worker that knows the plugin.
+ */
+export const ADMIN_HANDLER_DEADLINE_MS = 30_000;
+
+class AdminHandlerTimeout extends Error {}
+
+/**
+ * A plugin's admin endpoint handler as the admin address calls it (ADR 0154): one that throws answers 500 with no
+ * more than "internal error" (its message may hold what the endpoint manages: keys, tokens), one that has not
+ * answered within `ms` answers 504; both are logged naming the plugin.
+ */
+export function boundedAdminHandler(prefix: string, handler: AdminRouteHandler, owner: PluginOwner | undefined, logger: Logger, ms = ADMIN_HANDLER_DEADLINE_MS): AdminRouteHandler {
+  return async (req) => {
+    try {
+      return await settleWithin(Promise.resolve().then(() => handler(req)), ms, () => new AdminHandlerTimeout());
+    } catch (err) {
+      const at = { path: `${prefix}${req.subpath}`, method: req.method, ...owner };
+      if (err instanceof AdminHandlerTimeout) {
+        logger.error(`admin endpoint did not answer within ${ms}ms`, at);
+        return { status: 504, body: { error: { message: `the endpoint did not answer within ${ms / 1000}s` } } };
+      }
+      logger.error('admin endpoint failed', { ...at, error: (err as Error)?.message ?? String(err), stack: (err as Error)?.stack });
+      return { status: 500, body: { error: { message: 'internal error' } } };
+    }
+  };
+}
