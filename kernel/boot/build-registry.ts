@@ -1,5 +1,7 @@
 import { dirname } from 'node:path';
 import { parseConfigText, pluginListOf } from '../config/load-config.ts';
+import { ConfigLoadError } from '../config/format-issues.ts';
+import { positionRedacted } from '../config/redact-issues.ts';
 import { PluginRegistry } from '../registry/registry.ts';
 import { loadPluginModules } from '../registry/load-plugin-modules.ts';
 
@@ -14,6 +16,17 @@ export function preloadPluginList(text: string, env: NodeJS.ProcessEnv = process
   } catch {
     return [];
   }
+  return pluginListOf(parsed);
+}
+
+/**
+ * `config.plugins` for `switchyard schema|plugins -f FILE` (ADR 0154): a config that cannot be read (a YAML syntax
+ * error, an unset variable) stops the command with its positioned error, where a start's preload leaves it to the full
+ * load; a schema silently without the config's plugins would refuse their keys in the editor.
+ */
+export function configPluginList(file: string, text: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  const parsed = parseConfigText(file, text, env);
+  if (parsed.envIssues.length > 0) throw new ConfigLoadError(positionRedacted(parsed.source, parsed.envIssues, parsed.secrets));
   return pluginListOf(parsed);
 }
 

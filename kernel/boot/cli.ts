@@ -11,7 +11,7 @@ import { compactHeapSoon } from './compact-heap.ts';
 import { createGateway } from './container.ts';
 import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.ts';
 import type { ConfigInput } from './gateway.ts';
-import { buildRegistry, preloadPluginList } from './build-registry.ts';
+import { buildRegistry, configPluginList } from './build-registry.ts';
 import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
 import { unknownArgument } from './unknown-argument.ts';
 
@@ -149,8 +149,8 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     }
     if (args.command === 'schema' || args.command === 'plugins') {
       endQuietlyOnClosedPipe();
-      const text = args.file ? await readConfigFile(args.file) : '';
-      const registry = await buildRegistry(dist.preset, preloadPluginList(text), args.file ? resolve(args.file) : undefined);
+      const plugins = args.file ? configPluginList(args.file, await readConfigFile(args.file)) : [];
+      const registry = await buildRegistry(dist.preset, plugins, args.file ? resolve(args.file) : undefined);
       if (args.command === 'schema') {
         const schema = assembleSchema(registry);
         checkPluginSchemas(registry, schema);
