@@ -57,9 +57,11 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
     const compiled = await compileBind(c, bind, ['binds', i]);
     if (compiled) binds.set(port, compiled);
   }
+  // A dispose() that throws is a warn line naming the plugin, for a failed load and for a retired snapshot (ADR 0154).
+  const disposeFailed = (d: object, err: unknown): void => deps.logger.warn('plugin dispose failed', { ...ownerOf(d), error: (err as Error)?.message ?? String(err) });
   if (c.issues.length > 0) {
-    disposeAll(c.disposables, (d, err) => deps.logger.warn('plugin dispose failed', { ...ownerOf(d), error: (err as Error)?.message ?? String(err) }));
+    disposeAll(c.disposables, disposeFailed);
     throw new ConfigError(c.issues);
   }
-  return new Snapshot(deps.generation, binds, staticConfig, config, c.disposables, c.adminRoutes);
+  return new Snapshot(deps.generation, binds, staticConfig, config, c.disposables, c.adminRoutes, disposeFailed);
 }

@@ -168,6 +168,9 @@ export class Snapshot {
   readonly loadedAt = new Date();
   /** Plugin endpoints on the admin address (`CompileContext.adminRoute`), by prefix. */
   readonly adminRoutes: ReadonlyMap<string, AdminRouteHandler>;
+  /** Hears of each instance whose `dispose()` threw (the log line naming its plugin, ADR 0154). */
+  private readonly disposeFailed: ((instance: object, err: unknown) => void) | undefined;
+  private disposed = false;
   private inflight = 0;
   private retired = false;
   private onDrained: (() => void) | undefined;
@@ -179,8 +182,10 @@ export class Snapshot {
     config: Record<string, unknown>,
     disposables: readonly { dispose?(): void }[],
     adminRoutes: ReadonlyMap<string, AdminRouteHandler> = new Map(),
+    disposeFailed?: (instance: object, err: unknown) => void,
   ) {
     this.adminRoutes = adminRoutes;
+    this.disposeFailed = disposeFailed;
     this.generation = generation;
     this.binds = binds;
     this.staticConfig = staticConfig;
@@ -209,8 +214,11 @@ export class Snapshot {
     });
   }
 
+  /** Dispose the instances once (a retired snapshot, and again at stop, is disposed once). */
   dispose(): void {
-    disposeAll(this.disposables);
+    if (this.disposed) return;
+    this.disposed = true;
+    disposeAll(this.disposables, this.disposeFailed);
   }
 }
 

@@ -262,7 +262,7 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
       await new Promise((r) => setTimeout(r, 50));
       const lines = logged.join('').split('\n').filter((l) => l.includes('dispose exploded'));
       assert.equal(lines.length, 1, logged.join(''));
-      assert.match(lines[0]!, /WARN plugin dispose failed .*plugin=badDispose package=acme-gateway@3\.0\.0/);
+      assert.match(lines[0]!, /WARN +plugin dispose failed .*plugin=badDispose package=acme-gateway@3\.0\.0/);
     } finally {
       await gateway.stop();
     }
