@@ -92,6 +92,11 @@ const BASE_VARIABLES: readonly CelVariableInfo[] = [
   },
 ];
 
+/** Names the gateway itself gives expressions (its variables and function namespaces): no plugin may declare them. */
+export function gatewayCelNames(): ReadonlySet<string> {
+  return new Set([...BASE_VARIABLES.map((v) => v.name), ...Object.values(NAMESPACES)]);
+}
+
 function queryMap(query: string): Record<string, string> {
   const out: Record<string, string> = {};
   if (query.length > 1) for (const [k, v] of new URLSearchParams(query.slice(1))) if (!(k in out)) out[k] = v;

@@ -2,6 +2,7 @@ import { ErrorCode, SDK_API_VERSION, isPlugin, pluginLabel } from '../sdk/index.
 import type { Plugin, SlotManifest, SlotPlugin } from '../sdk/index.ts';
 import { ROOT_SLOTS } from './root-slots.ts';
 import { manifestProblem } from './manifest-checks.ts';
+import { CelVariableOwners } from './cel-variable-owners.ts';
 
 /** Where a plugin came from, for messages: `switchyard` or a third-party package name@version. */
 export interface PluginSource {
@@ -48,6 +49,7 @@ export class PluginRegistry {
   private readonly slots = new Map<string, SlotEntry>();
   private readonly all: RegisteredPlugin[] = [];
   private finalized = false;
+  private readonly celVariables = new CelVariableOwners<PluginSource>();
 
   constructor() {
     for (const slot of ROOT_SLOTS) this.slots.set(slot.name, { manifest: slot, source: { name: 'switchyard' }, members: new Map() });
@@ -79,7 +81,7 @@ export class PluginRegistry {
         `plugin \`${plugin.key}\` from ${describeSource(source)} is of kind \`${String(plugin.kind)}\`; this Switchyard knows policy, backend, variant and slot (a guard, provider, transport or backendAuth variant is made with defineVariant or the helpers of switchyard/slots/*)`,
       );
     }
-    const problem = manifestProblem(plugin);
+    const problem = manifestProblem(plugin) ?? this.celVariables.claim(plugin, source, describeSource);
     if (problem !== undefined) throw new PluginRegistryError(ErrorCode.pluginInvalid, `plugin \`${plugin.key}\` from ${describeSource(source)} ${problem}`);
     const entry: RegisteredPlugin = { plugin, source };
     if (plugin.kind === 'slot') {
