@@ -27,6 +27,7 @@ import type { EjectionCounter } from './backend-health.ts';
 import type { CelExpressions } from '../expr/cel-expressions.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { ownInstance, pluginOwner } from './plugin-owner.ts';
+import { taggedVariant } from './tagged-variant.ts';
 import { CompiledPolicySet } from './policy-set.ts';
 import type { PolicyEntry } from './policy-set.ts';
 import type { StaticConfig } from './snapshot.ts';
@@ -180,7 +181,9 @@ export class LoadCompiler {
     const instance = (await this.checked(registered, [...at, key], () => plugin.compile(value[plugin.key], this.context([...at, key], policies, registered)))) as T;
     ownInstance(instance, registered);
     this.track(instance);
-    return { key: plugin.key, instance };
+    // A third-party variant's failures name it (ADR 0154); the distribution's own are handed on as they are.
+    const owner = pluginOwner(registered);
+    return { key: plugin.key, instance: owner.package === undefined ? instance : taggedVariant(instance, owner, slot) };
   }
 
   track(instance: unknown): void {

@@ -49,3 +49,16 @@ export class PluginHookError extends Error {
     this.stage = stage;
   }
 }
+
+/** Errors a third-party variant's method threw, with the variant that threw them (ADR 0154); weak, like `owners`. */
+const failures = new WeakMap<object, { readonly owner: PluginOwner; readonly stage: string }>();
+
+/** Remember that `err` came out of `owner`'s code at `stage` (the error itself is left as it is, class and all). */
+export function markFailure(err: unknown, owner: PluginOwner, stage: string): void {
+  if (typeof err === 'object' && err !== null && !failures.has(err)) failures.set(err, { owner, stage });
+}
+
+/** The plugin an error came out of, when a tagged variant threw it. */
+export function failureOwner(err: unknown): { readonly owner: PluginOwner; readonly stage: string } | undefined {
+  return typeof err === 'object' && err !== null ? failures.get(err) : undefined;
+}

@@ -15,7 +15,7 @@ import { WholeReply } from '../upstream/whole-answer.ts';
 import { bodyPutBack } from '../exchange/body-peek.ts';
 import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
 import type { TrailerBody } from '../upstream/trailers.ts';
-import { PluginHookError, ownerOf } from '../compile/plugin-owner.ts';
+import { PluginHookError, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
 
 /**
  * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
@@ -52,7 +52,9 @@ export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Repl
     return jsonErrorReply(err.status, err.type, err.message, err.headers ? { ...err.headers } : {});
   }
   ex.errorMessage = (err as Error)?.message ?? String(err);
-  logger.error('request failed', { route: ex.route.key, error: err as Error, stack: (err as Error)?.stack });
+  // Thrown by a third-party variant's method (an LLM provider's, ADR 0154): the line names it.
+  const from = failureOwner(err);
+  logger.error(from ? `${from.stage} failed` : 'request failed', { route: ex.route.key, ...from?.owner, error: err as Error, stack: (err as Error)?.stack });
   return jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
 }
 
