@@ -340,21 +340,7 @@ describe('third-party plugins: loading', () => {
   it('the CLI reports a refused plugin with its code and exits 1', async () => {
     const spec = join(FIXTURES, 'pkg-duplicate-key');
     const { file } = configWith([spec]);
-    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, '--validate-only', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error('the CLI did not exit'));
-      }, 20_000);
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
+    const r = await runCli(['--validate-only', '-f', file]);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
     assert.equal(
