@@ -41,4 +41,15 @@ describe('a plugin admin endpoint, bounded (ADR 0154)', () => {
     assert.equal(errors[0]!.fields.plugin, 'acmeAdmin');
     assert.equal(errors[0]!.fields.error, 'token=hunter2');
   });
+
+  it('an answer that is not { status, body } with a status and a JSON body is a 500 naming the plugin, not a TypeError later', async () => {
+    for (const bad of [undefined, { status: 'ok', body: {} }, { status: 99, body: {} }, { status: 200, body: { n: 1n } }]) {
+      const { logger, errors } = recorder();
+      const answer = await boundedAdminHandler('/acme', async () => bad as never, OWNER, logger, 1000)(REQ);
+      assert.deepEqual(answer, { status: 500, body: { error: { message: 'internal error' } } }, String(bad));
+      assert.equal(errors[0]!.message, 'admin endpoint failed');
+      assert.equal(errors[0]!.fields.plugin, 'acmeAdmin');
+      assert.match(String(errors[0]!.fields.error), /not \{ status, body \}|JSON/);
+    }
+  });
 });
