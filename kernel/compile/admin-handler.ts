@@ -8,6 +8,12 @@ import type { PluginOwner } from './plugin-owner.ts';
  */
 export const ADMIN_HANDLER_DEADLINE_MS = 30_000;
 
+/**
+ * Prefixes the admin address serves itself (admin/gateway-endpoints.ts, the UI): a plugin endpoint there would never
+ * be reached (ADR 0154).
+ */
+export const ADMIN_OWN_PREFIXES: ReadonlySet<string> = new Set(['/config_dump', '/ui', '/metrics', '/healthz']);
+
 class AdminHandlerTimeout extends Error {}
 
 /** Throws unless `answer` is what the admin address can write: an HTTP status and a body JSON can carry. */

@@ -114,6 +114,8 @@ export class LoadCompiler {
   readonly loadStates = new Map<string, unknown>();
   /** `ctx.adminRoute`: plugin endpoints on the admin address. */
   readonly adminRoutes = new Map<string, AdminRouteHandler>();
+  /** The plugin (key) that registered each admin prefix (ADR 0154). */
+  readonly adminRouteOwners = new Map<string, string>();
 
   constructor(deps: CompileDeps) {
     this.deps = deps;

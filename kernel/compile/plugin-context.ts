@@ -5,7 +5,7 @@ import { didYouMean } from '../config/did-you-mean.ts';
 import { formatPath } from '../config/config-source.ts';
 import { configSectionPath } from '../config/assemble-schema.ts';
 import type { LoadCompiler } from './load-compiler.ts';
-import { boundedAdminHandler } from './admin-handler.ts';
+import { ADMIN_OWN_PREFIXES, boundedAdminHandler } from './admin-handler.ts';
 import type { PluginOwner } from './plugin-owner.ts';
 
 type Obj = Record<string, unknown>;
@@ -49,8 +49,14 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     compileVariant: <T>(slotRef: SlotPlugin<T> | string, value: Obj, sub: ConfigPath) => c.variant(slotRef, value, [...path, ...sub], policies),
     compilePolicies: (slot, value, sub) => c.policySet(typeof slot === 'string' ? slot : slot.name, value, [...path, ...sub]),
     adminRoute: (prefix, handler) => {
-      if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix) || prefix === '/config_dump') throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
-      if (!c.adminRoutes.has(prefix)) c.adminRoutes.set(prefix, boundedAdminHandler(prefix, handler, owner, logger));
+      if (!/^\/[a-z0-9][a-z0-9_-]*$/.test(prefix)) throw new Error(`\`${prefix}\` is not a usable admin endpoint prefix`);
+      if (ADMIN_OWN_PREFIXES.has(prefix)) throw new Error(`\`${prefix}\` is served by the admin address itself; choose another prefix`);
+      // The same plugin on several routes registers once (the first); another plugin's prefix would be unreachable.
+      const holder = c.adminRouteOwners.get(prefix);
+      if (holder !== undefined && holder !== owner?.plugin) throw new Error(`\`${prefix}\` is already served by plugin \`${holder}\``);
+      if (holder !== undefined) return;
+      c.adminRouteOwners.set(prefix, owner?.plugin ?? '');
+      c.adminRoutes.set(prefix, boundedAdminHandler(prefix, handler, owner, logger));
     },
     connect: (options) => connectUpstream(ctx, options),
     spans: c.spans,

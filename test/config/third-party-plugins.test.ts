@@ -268,6 +268,21 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
     }
   });
 
+  it("an admin endpoint prefix another plugin serves, or the admin address's own, is a config error, not silently unreachable (ADR 0154)", async () => {
+    const source = [
+      "import { definePolicy } from 'switchyard/sdk';",
+      'const schema = { type: "object", additionalProperties: false, properties: { prefix: { type: "string" } } };',
+      "const admin = (key) => definePolicy({ key, description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: (c, ctx) => { ctx.adminRoute(c.prefix, () => ({ status: 200, body: {} })); return {}; } });",
+      "export default [admin('adminA'), admin('adminB')];",
+    ].join('\n');
+    const body = (a: string, b: string): string[] => ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - policies:', `              adminA: { prefix: ${a} }`, `              adminB: { prefix: ${b} }`, '            backends: [{ host: 127.0.0.1:9 }]'];
+    const clash = await refusalOf(ConfigLoadError, 'admin', source, body('/acme', '/acme'));
+    assert.match(clash.message, /config\.yaml:\d+:\d+: `\/acme` is already served by plugin `adminA` \(at binds\[0\]\.listeners\[0\]\.routes\[0\]\.policies\.adminB\)/);
+    const own = await refusalOf(ConfigLoadError, 'admin', source, body('/ui', '/metrics'));
+    assert.match(own.message, /`\/ui` is served by the admin address itself/);
+    assert.match(own.message, /`\/metrics` is served by the admin address itself/);
+  });
+
   it('a backend whose instance has no handle() is a config error at its key, not a 500 per request', async () => {
     const message = await refusal(['          - backends: [{ noHandle: {} }]']);
     assert.match(message, /config\.yaml:\d+:\d+: plugin `noHandle` from acme-gateway@3\.0\.0 \(\.\/plugins\/odd\.mjs\): compile\(\) returned a backend instance without `handle`/);
