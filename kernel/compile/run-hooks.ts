@@ -2,6 +2,7 @@ import { ErrorCode, GatewayError, settleWithin } from '../sdk/index.ts';
 import type { BackendChoice, BackendInstance, BackendSelector, Exchange, PolicyInstance, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import { PluginHookError, ownAs, ownerOf } from './plugin-owner.ts';
 import type { PluginOwner } from './plugin-owner.ts';
+import { replyProblem } from './reply-check.ts';
 
 type HookResult = void | Reply | undefined | Promise<void | Reply | undefined>;
 
@@ -12,6 +13,18 @@ function isThenable(value: unknown): value is PromiseLike<void | Reply | undefin
 /** A hook's failure, tagged with its plugin: a GatewayError is an answer the hook chose and passes unchanged. */
 function failure(hook: PolicyInstance, err: unknown, stage = 'request hook'): unknown {
   return err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(ownerOf(hook), err, undefined, stage);
+}
+
+/**
+ * What a third-party plugin returned as its reply, checked (ADR 0154): one the response writer cannot write is a
+ * PluginHookError naming the plugin (a 500), not a TypeError that ends the process. The distribution's own replies
+ * are not checked (`owner` undefined or without a package).
+ */
+function checkedReply<T>(owner: PluginOwner | undefined, reply: T, stage: string): T {
+  if (owner?.package === undefined) return reply;
+  const problem = replyProblem(reply);
+  if (problem !== undefined) throw new PluginHookError(owner, new TypeError(`${stage} returned ${problem}`), undefined, stage);
+  return reply;
 }
 
 /**
@@ -53,6 +66,13 @@ export function runUpstreamHook(hook: PolicyInstance, ex: Exchange, attempt: Ups
 export function boundedSelector(policy: PolicyInstance, select: BackendSelector, ms: number): BackendSelector {
   if (ownerOf(policy)?.package === undefined) return select;
   const stage = 'backend selector';
+  const owner = ownerOf(policy);
+  const checked = (choice: BackendChoice): BackendChoice => {
+    if (choice === undefined) return choice;
+    if (!Array.isArray(choice)) return checkedReply(owner, choice, stage);
+    if (choice.every((i) => Number.isInteger(i))) return choice;
+    throw new PluginHookError(owner, new TypeError(`${stage} returned ${JSON.stringify(choice).slice(0, 80)}, not a reply nor an order of backend places (indexes into the route's backends)`), undefined, stage);
+  };
   return (ex) => {
     let choice: BackendChoice | Promise<BackendChoice>;
     try {
@@ -60,8 +80,8 @@ export function boundedSelector(policy: PolicyInstance, select: BackendSelector,
     } catch (err) {
       throw failure(policy, err, stage);
     }
-    if (!isThenable(choice)) return choice;
-    return Promise.resolve(bounded(policy, choice, ms, stage)).then(undefined, (err: unknown) => {
+    if (!isThenable(choice)) return checked(choice as BackendChoice);
+    return Promise.resolve(bounded(policy, choice as PromiseLike<BackendChoice>, ms, stage)).then(checked, (err: unknown) => {
       throw failure(policy, err, stage);
     });
   };
@@ -85,13 +105,13 @@ export function runRequestHooks(hooks: readonly PolicyInstance[], ex: Exchange, 
     if (result === undefined) continue;
     if (isThenable(result)) {
       return Promise.resolve(bounded(hook, result, deadlineMs)).then(
-        (reply) => (reply ? reply : runRequestHooks(hooks, ex, i + 1, deadlineMs)),
+        (reply) => (reply ? checkedReply(ownerOf(hook), reply, 'request hook') : runRequestHooks(hooks, ex, i + 1, deadlineMs)),
         (err: unknown) => {
           throw failure(hook, err);
         },
       );
     }
-    return result as Reply;
+    return checkedReply(ownerOf(hook), result as Reply, 'request hook');
   }
   return undefined;
 }
@@ -115,11 +135,14 @@ export function boundedBackend(instance: BackendInstance, owner: PluginOwner, ms
     } catch (err) {
       throw tag(err);
     }
-    if (!isThenable(reply)) return reply;
+    if (!isThenable(reply)) return checkedReply(owner, reply, 'backend');
     const pending = ms > 0 ? settleWithin(reply as PromiseLike<Reply>, ms, timedOut) : Promise.resolve(reply);
-    return pending.catch((err: unknown) => {
-      throw tag(err);
-    });
+    return pending.then(
+      (answer) => checkedReply(owner, answer, 'backend'),
+      (err: unknown) => {
+        throw tag(err);
+      },
+    );
   };
   Object.defineProperty(bounded, 'handle', { value: handle, enumerable: true });
   ownAs(bounded, owner);

@@ -54,6 +54,14 @@ export default [
   policy('acmeSelector', { selectBackends: () => (ex) => {
     if (ex.path.endsWith('/throw')) throw new Error('acme selector exploded');
     if (ex.path.endsWith('/hang')) return new Promise(() => {});
+    if (ex.path.endsWith('/name')) return 'first';
+    return undefined;
+  } }),
+  // Not replies (ADR 0154): what a JavaScript author may return from a hook or a backend.
+  policy('acmeNotAReply', { onRequest: (ex) => {
+    if (ex.path.endsWith('/true')) return true;
+    if (ex.path.endsWith('/no-headers')) return { status: 403 };
+    if (ex.path.endsWith('/async')) return Promise.resolve({ status: 403, headers: {}, body: { denied: true } });
     return undefined;
   } }),
   // An admin endpoint (ADR 0154): one request throws with a secret in its message.
@@ -79,6 +87,7 @@ export default [
     handle(ex) {
       if (ex.path.endsWith('/throw')) throw new Error('acme backend exploded');
       if (ex.path.endsWith('/hang')) return new Promise(() => {});
+      if (ex.path.endsWith('/web-stream')) return { status: 200, headers: {}, body: new ReadableStream() };
       return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'acme' };
     },
   }) }),
@@ -119,6 +128,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('upstream-hook', { acmeBadUpstream: {} }),
         { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
         route('selector', { acmeSelector: {}, acmeAdmin: {} }),
+        route('not-a-reply', { acmeNotAReply: {} }),
         {
           name: 'provider',
           matches: [{ path: { pathPrefix: '/provider' } }],
@@ -251,6 +261,21 @@ describe('third-party plugin hooks that fail at request time', () => {
     assert.ok(took >= 600 && took < 5000, `answered after ${took} ms`);
     namesPlugin((await linesWith('ERROR', 'did not settle its backend selector'))[0], 'acmeSelector');
     assert.equal(upstream.received.length, before + 1);
+  });
+
+  it('a hook, selector or backend returning what is not a reply answers 500 naming the plugin; the gateway keeps serving (ADR 0154)', async () => {
+    for (const [path, key, stage] of [
+      ['/not-a-reply/true', 'acmeNotAReply', 'request hook'],
+      ['/not-a-reply/no-headers', 'acmeNotAReply', 'request hook'],
+      ['/not-a-reply/async', 'acmeNotAReply', 'request hook'],
+      ['/selector/name', 'acmeSelector', 'backend selector'],
+      ['/backend/web-stream', 'acmeBackend', 'backend'],
+    ] as const) {
+      const res = await get(path);
+      assert.equal(res.status, 500, path);
+      namesPlugin((await linesWith('ERROR', `${stage} failed`, 'not a reply', `path=${path}`))[0] ?? (await linesWith('ERROR', `${stage} failed`, 'not a reply')).at(-1), key);
+      assert.equal((await get('/response')).status, 200, `the gateway still serves after ${path}`);
+    }
   });
 
   it('an admin endpoint whose handler throws answers 500 without its message; the log names the plugin (ADR 0154)', async () => {
