@@ -10,7 +10,8 @@ import { RawHeadersReply } from '../sdk/index.ts';
 export function replyProblem(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null) return `${describe(value)}, not a reply`;
   const { status, body } = value as { status?: unknown; body?: unknown };
-  if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) return `a status of ${describe(status)}, not a reply (status 200-599)`;
+  // Node's range: an upstream's odd status relayed by a backend stays writable.
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 999) return `a status of ${describe(status)}, not a reply (an HTTP status)`;
   if (!(value instanceof RawHeadersReply)) {
     const headers = (value as { headers?: unknown }).headers;
     if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return `headers ${describe(headers)}, not a reply (a header object)`;
