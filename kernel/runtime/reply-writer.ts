@@ -16,6 +16,7 @@ import { bodyPutBack } from '../exchange/body-peek.ts';
 import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
 import type { TrailerBody } from '../upstream/trailers.ts';
 import { PluginHookError, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
+import { replyProblem } from '../compile/reply-check.ts';
 
 /**
  * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
@@ -93,19 +94,37 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
   else send(ex, res, reply);
 }
 
+/**
+ * The 500 that replaces a reply a third-party response hook left unwritable (ADR 0154: a body that is an object, no
+ * headers), logged naming the hook's plugin; undefined when the reply is fine or the hook is the distribution's.
+ */
+function brokenBy(ex: ExchangeImpl, hook: PolicyInstance, reply: Reply, logger: Logger): Reply | undefined {
+  const owner = ownerOf(hook);
+  if (owner?.package === undefined) return undefined;
+  const problem = replyProblem(reply);
+  if (problem === undefined) return undefined;
+  ex.errorMessage = `response hook left ${problem}`;
+  logger.error('response hook failed', { route: ex.route.key, ...owner, error: ex.errorMessage });
+  discard(reply.body);
+  return jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
+}
+
 function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hooks: readonly PolicyInstance[], start: number, logger: Logger): void {
   for (let i = start; i < hooks.length; i++) {
     let result: void | Promise<void>;
     try {
       result = hooks[i]!.onResponse!(ex, reply);
     } catch (err) {
+      // The reply goes on, checked below: the hook may have changed it before throwing.
       logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[i]), error: err as Error });
-      continue;
+      result = undefined;
     }
     if (result && typeof (result as Promise<void>).then === 'function') {
       const next = (): void => {
         // The client left (or the request timed out and was cut) while the hook worked.
         if (res.destroyed) return discard(reply.body);
+        const broken = brokenBy(ex, hooks[i]!, reply, logger);
+        if (broken) return send(ex, res, broken);
         runResponseHooks(ex, res, reply, hooks, i + 1, logger);
       };
       (result as Promise<void>).then(next, (err: unknown) => {
@@ -114,6 +133,8 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
       });
       return;
     }
+    const broken = brokenBy(ex, hooks[i]!, reply, logger);
+    if (broken) return send(ex, res, broken);
   }
   send(ex, res, reply);
 }

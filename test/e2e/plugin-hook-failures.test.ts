@@ -24,6 +24,10 @@ export default [
   policy('acmeRejects', { onRequest: async () => { throw new TypeError('acme async hook exploded'); } }),
   policy('acmeHangs', { onRequest: () => new Promise(() => {}) }),
   policy('acmeBadResponse', { onResponse() { throw new Error('acme response hook exploded'); } }),
+  policy('acmeBreaksReply', { onResponse: (ex, reply) => {
+    if (ex.path.endsWith('/object-body')) reply.body = { ok: true };
+    if (ex.path.endsWith('/async-no-headers')) return Promise.resolve().then(() => { reply.headers = null; });
+  } }),
   policy('acmeBadLog', { onLog() { throw new Error('acme log hook exploded'); } }),
   policy('acmeStreamReader', {
     onRequest: (ex) => new Promise((resolve, reject) => {
@@ -129,6 +133,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
         route('selector', { acmeSelector: {}, acmeAdmin: {} }),
         route('not-a-reply', { acmeNotAReply: {} }),
+        route('breaks-reply', { acmeBreaksReply: {} }),
         {
           name: 'provider',
           matches: [{ path: { pathPrefix: '/provider' } }],
@@ -276,6 +281,18 @@ describe('third-party plugin hooks that fail at request time', () => {
       namesPlugin((await linesWith('ERROR', `${stage} failed`, 'not a reply', `path=${path}`))[0] ?? (await linesWith('ERROR', `${stage} failed`, 'not a reply')).at(-1), key);
       assert.equal((await get('/response')).status, 200, `the gateway still serves after ${path}`);
     }
+  });
+
+  it('a response hook that leaves the reply unwritable answers 500 naming the plugin; the gateway keeps serving (ADR 0154)', async () => {
+    assert.equal((await get('/breaks-reply/fine')).status, 200);
+    for (const path of ['/breaks-reply/object-body', '/breaks-reply/async-no-headers']) {
+      const res = await get(path);
+      assert.equal(res.status, 500, path);
+      assert.equal((await get('/response')).status, 200, `the gateway still serves after ${path}`);
+    }
+    const lines = await linesWith('ERROR', 'response hook failed', 'not a reply');
+    assert.equal(lines.length, 2, lines.join('\n'));
+    for (const line of lines) namesPlugin(line, 'acmeBreaksReply');
   });
 
   it('an admin endpoint whose handler throws answers 500 without its message; the log names the plugin (ADR 0154)', async () => {
