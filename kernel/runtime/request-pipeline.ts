@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
-import type { BackendChoice, BackendSelector, Logger, Reply } from '../sdk/index.ts';
+import type { BackendChoice, BackendSelector, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
 import type { CompiledBackendRef, CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
@@ -333,15 +333,21 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     if (logHooks) {
       for (const h of logHooks) {
         try {
-          h.onLog!(ex, ex.status);
+          // An `async onLog` (shipping the line somewhere) rejecting was an unhandled rejection ending the process (ADR 0154).
+          const done: unknown = h.onLog!(ex, ex.status);
+          if (done !== undefined && typeof (done as PromiseLike<void>).then === 'function') (done as PromiseLike<void>).then(undefined, (err: unknown) => this.logHookFailed(ex, h, err));
         } catch (err) {
-          this.logger.error('log hook failed', { route: ex.route.key, ...ownerOf(h), error: err as Error });
+          this.logHookFailed(ex, h, err);
         }
       }
     }
     if (ex.span !== undefined) this.tracing?.finish(ex);
     this.accessLog.record(ex, duration);
     ex.snapshot!.release();
+  }
+
+  private logHookFailed(ex: ExchangeImpl, hook: PolicyInstance, err: unknown): void {
+    this.logger.error('log hook failed', { route: ex.route.key, ...ownerOf(hook), error: err as Error });
   }
 
   /** A request node:http refused before it parsed (400, 431, 408): counted under its bind, with no route. */

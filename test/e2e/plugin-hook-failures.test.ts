@@ -29,6 +29,8 @@ export default [
     if (ex.path.endsWith('/async-no-headers')) return Promise.resolve().then(() => { reply.headers = null; });
   } }),
   policy('acmeBadLog', { onLog() { throw new Error('acme log hook exploded'); } }),
+  // Shipping the log somewhere: an async onLog whose promise rejects (ADR 0154).
+  policy('acmeAsyncLog', { async onLog() { throw new Error('acme async log hook exploded'); } }),
   policy('acmeStreamReader', {
     onRequest: (ex) => new Promise((resolve, reject) => {
       let n = 0;
@@ -127,6 +129,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('hangs-with-timeout', { acmeHangs: {}, timeout: { requestTimeout: '300ms' } }),
         route('response', { acmeBadResponse: {} }),
         route('log', { acmeBadLog: {} }),
+        route('async-log', { acmeAsyncLog: {} }),
         route('stream', { acmeStreamReader: {} }),
         route('drains', { acmeDrains: {} }),
         route('upstream-hook', { acmeBadUpstream: {} }),
@@ -203,6 +206,12 @@ describe('third-party plugin hooks that fail at request time', () => {
     namesPlugin((await errorLines('acme response hook exploded'))[0], 'acmeBadResponse');
     assert.equal((await get('/log')).status, 200);
     namesPlugin((await errorLines('acme log hook exploded'))[0], 'acmeBadLog');
+  });
+
+  it('an async log hook whose promise rejects is logged naming the plugin, not an unhandled rejection (ADR 0154)', async () => {
+    assert.equal((await get('/async-log')).status, 200);
+    namesPlugin((await errorLines('acme async log hook exploded'))[0], 'acmeAsyncLog');
+    assert.equal((await get('/response')).status, 200);
   });
 
   it('a policy that promised requestStream: false yet reads ex.req as a stream gets an error, not a wait', async () => {
