@@ -229,7 +229,9 @@ export class Snapshot {
 export function disposeAll(disposables: readonly { dispose?(): void }[], failed?: (instance: object, err: unknown) => void): void {
   for (const d of disposables) {
     try {
-      d.dispose?.();
+      // An `async dispose()` that rejects is a failure too, not an unhandled rejection ending the process (ADR 0154).
+      const done: unknown = d.dispose?.();
+      if (done !== undefined && typeof (done as PromiseLike<void>).then === 'function') (done as PromiseLike<void>).then(undefined, (err: unknown) => failed?.(d, err));
     } catch (err) {
       failed?.(d, err);
     }

@@ -334,7 +334,11 @@ function editHeaderList(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks
   }
   for (let h = 0; h < hooks.length; h++) {
     try {
-      hooks[h]!.onResponseHeaders!(ex, status, list);
+      // Synchronous by contract; an async one's rejection is logged, not left unhandled (ADR 0154). Nothing waits.
+      const done: unknown = hooks[h]!.onResponseHeaders!(ex, status, list);
+      if (done !== undefined && typeof (done as PromiseLike<void>).then === 'function') {
+        (done as PromiseLike<void>).then(undefined, (err: unknown) => logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[h]), error: err as Error }));
+      }
     } catch (err) {
       logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[h]), error: err as Error });
     }

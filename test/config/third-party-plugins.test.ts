@@ -221,6 +221,7 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
     "  definePolicy({ key: 'returnsNothing', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => undefined }),",
     "  defineBackend({ key: 'noHandle', description: 'x', schema, compile: () => ({ protocol: 'http' }) }),",
     "  definePolicy({ key: 'badDispose', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => ({ dispose() { throw new Error('dispose exploded'); } }) }),",
+    "  definePolicy({ key: 'badAsyncDispose', description: 'x', attach: ['routePolicies'], phase: 'mutate', schema, compile: () => ({ async dispose() { throw new Error('async dispose exploded'); } }) }),",
     '];',
   ].join('\n');
   const refusal = async (route: readonly string[]): Promise<string> =>
@@ -248,7 +249,7 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
   });
 
   it('a dispose() that throws when a snapshot is retired is logged once, naming the plugin (ADR 0154)', async () => {
-    const { file, dir, text } = configWith(['./plugins/odd.mjs'], ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - policies:', '              badDispose: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
+    const { file, dir, text } = configWith(['./plugins/odd.mjs'], ['binds:', '  - port: 8080', '    listeners:', '      - routes:', '          - policies:', '              badDispose: {}', '              badAsyncDispose: {}', '            backends: [{ host: 127.0.0.1:9 }]']);
     mkdirSync(join(dir, 'plugins'));
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'acme-gateway', version: '3.0.0', type: 'module' }));
     writeFileSync(join(dir, 'plugins/odd.mjs'), PLUGINS);
@@ -260,9 +261,13 @@ describe('third-party plugins: compile() results the kernel cannot use (ADR 0144
       snapshot.dispose();
       snapshot.dispose();
       await new Promise((r) => setTimeout(r, 50));
-      const lines = logged.join('').split('\n').filter((l) => l.includes('dispose exploded'));
+      const lines = logged.join('').split('\n').filter((l) => l.includes('error="dispose exploded"'));
       assert.equal(lines.length, 1, logged.join(''));
       assert.match(lines[0]!, /WARN +plugin dispose failed .*plugin=badDispose package=acme-gateway@3\.0\.0/);
+      // An async dispose() that rejects: the same line, not an unhandled rejection.
+      const rejected = logged.join('').split('\n').filter((l) => l.includes('async dispose exploded'));
+      assert.equal(rejected.length, 1, logged.join(''));
+      assert.match(rejected[0]!, /plugin=badAsyncDispose package=acme-gateway@3\.0\.0/);
     } finally {
       await gateway.stop();
     }

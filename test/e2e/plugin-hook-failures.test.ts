@@ -31,6 +31,10 @@ export default [
   policy('acmeBadLog', { onLog() { throw new Error('acme log hook exploded'); } }),
   // Shipping the log somewhere: an async onLog whose promise rejects (ADR 0154).
   policy('acmeAsyncLog', { async onLog() { throw new Error('acme async log hook exploded'); } }),
+  policy('acmeAsyncHeaders', {
+    onResponse() {},
+    async onResponseHeaders() { throw new Error('acme async headers hook exploded'); },
+  }),
   policy('acmeStreamReader', {
     onRequest: (ex) => new Promise((resolve, reject) => {
       let n = 0;
@@ -130,6 +134,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('response', { acmeBadResponse: {} }),
         route('log', { acmeBadLog: {} }),
         route('async-log', { acmeAsyncLog: {} }),
+        route('async-headers', { acmeAsyncHeaders: {} }),
         route('stream', { acmeStreamReader: {} }),
         route('drains', { acmeDrains: {} }),
         route('upstream-hook', { acmeBadUpstream: {} }),
@@ -211,6 +216,9 @@ describe('third-party plugin hooks that fail at request time', () => {
   it('an async log hook whose promise rejects is logged naming the plugin, not an unhandled rejection (ADR 0154)', async () => {
     assert.equal((await get('/async-log')).status, 200);
     namesPlugin((await errorLines('acme async log hook exploded'))[0], 'acmeAsyncLog');
+    // The same for an async onResponseHeaders (typed synchronous; JavaScript does not check).
+    assert.equal((await get('/async-headers')).status, 200);
+    namesPlugin((await errorLines('acme async headers hook exploded'))[0], 'acmeAsyncHeaders');
     assert.equal((await get('/response')).status, 200);
   });
 
