@@ -203,6 +203,11 @@ describe('third-party plugins: manifests a JavaScript plugin gets wrong (ADR 014
     const published = await refused('celJwt', `attach: ['routePolicies'], phase: 'mutate', celVariables: [{ name: 'jwt', description: 'x' }], ${SCHEMA}, ${COMPILE}`);
     assert.equal(published.code, 'SWY_ERR_PLUGIN_INVALID');
     assert.match(published.message, /^plugin `celJwt` from acme-gateway@3\.0\.0 \(\.\/plugins\/celJwt\.mjs\) declares the CEL variable `jwt`, which plugin `(jwtAuth|mcpAuthentication)` from switchyard publishes$/);
+    // A name no expression can write: unreachable, and nothing said so.
+    const dashed = await refused('celDashed', `attach: ['routePolicies'], phase: 'mutate', celVariables: ['my-var'], ${SCHEMA}, ${COMPILE}`);
+    assert.equal(dashed.message, `${from('celDashed')}declares the CEL variable \`my-var\`, which no expression can name (a CEL identifier that is not a reserved word)`);
+    const keyword = await refused('celKeyword', `attach: ['routePolicies'], phase: 'mutate', celVariables: ['true'], ${SCHEMA}, ${COMPILE}`);
+    assert.match(keyword.message, /declares the CEL variable `true`, which no expression can name/);
   });
 
   it('no schema, or no compile function', async () => {
