@@ -5,7 +5,6 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { BYTE_CHUNKS, heldMessage, startByteChunkUpstream } from '../../test/helpers/byte-chunk-upstream.ts';
 import { BodyTooLargeError, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
 import { SseParser, SseWriter } from './sse.ts';
 
@@ -158,34 +157,5 @@ describe('SseWriter', () => {
     reader.end();
     await once(reader.body, 'end');
     assert.equal(Buffer.concat(chunks).toString().length, 2 * (5000 + 'data: \n\n'.length));
-  });
-});
-
-describe('readers of an upstream answer in 1-byte chunks (ADR 0153)', () => {
-  // Kept as it came, each byte was a Buffer of its own (some 200 bytes of heap): 512 KiB held 105 MiB. The answer as
-  // node:http's client gives it: how plugins fetch JWKS, OpenAPI documents, guard and MCP target answers.
-  it('readCapped, readUpTo and tapCapped hold it joined while it is read', async () => {
-    const upstream = await startByteChunkUpstream();
-    const get = (): Promise<IncomingMessage> =>
-      new Promise((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port: upstream.port, path: '/', agent: false }, resolve);
-        req.on('error', reject);
-        req.end();
-      });
-    const readers: Record<string, (res: Readable) => Promise<Buffer | undefined>> = {
-      readCapped: (res) => readCapped(res, 1024 * 1024),
-      readUpTo: async (res) => (await readUpTo(res, 1024 * 1024)) as Buffer,
-      tapCapped: (res) => new Promise((resolve) => void tapCapped(res, 1024 * 1024, resolve).resume()),
-    };
-    try {
-      for (const [name, reader] of Object.entries(readers)) {
-        const { held, result } = await upstream.heldFor(async () => reader(await get()));
-        assert.equal(result?.length, BYTE_CHUNKS, name);
-        assert.ok(result.every((b) => b === 0x78), name);
-        assert.ok(held < 24 * 1024 * 1024, heldMessage(name, held));
-      }
-    } finally {
-      await upstream.close();
-    }
   });
 });
