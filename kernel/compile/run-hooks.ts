@@ -10,9 +10,20 @@ function isThenable(value: unknown): value is PromiseLike<void | Reply | undefin
   return typeof (value as { then?: unknown } | undefined)?.then === 'function';
 }
 
-/** A hook's failure, tagged with its plugin: a GatewayError is an answer the hook chose and passes unchanged. */
+/** A failure of `owner`'s code, tagged with it: a GatewayError is an answer the code chose and passes unchanged. */
+function tagged(owner: PluginOwner | undefined, err: unknown, stage: string): unknown {
+  return err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(owner, err, undefined, stage);
+}
+
+/** A hook's failure, tagged with its plugin. */
 function failure(hook: PolicyInstance, err: unknown, stage = 'request hook'): unknown {
-  return err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(ownerOf(hook), err, undefined, stage);
+  return tagged(ownerOf(hook), err, stage);
+}
+
+/** The 504 of plugin code that did not settle within `ms`, with the log's `message` naming it. */
+function notSettled(owner: PluginOwner, ms: number, message: string, stage: string): PluginHookError {
+  const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
+  return new PluginHookError(owner, answer, message, stage);
 }
 
 /**
@@ -35,10 +46,7 @@ function bounded<T>(hook: PolicyInstance, pending: PromiseLike<T>, ms: number, s
   if (ms <= 0) return pending;
   const owner = ownerOf(hook);
   if (owner?.package === undefined) return pending;
-  return settleWithin(pending, ms, () => {
-    const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
-    return new PluginHookError(owner, answer, `policy \`${owner.plugin}\` did not settle its ${stage} within ${ms}ms`, stage);
-  });
+  return settleWithin(pending, ms, () => notSettled(owner, ms, `policy \`${owner.plugin}\` did not settle its ${stage} within ${ms}ms`, stage));
 }
 
 /**
@@ -64,9 +72,9 @@ export function runUpstreamHook(hook: PolicyInstance, ex: Exchange, attempt: Ups
  * first-party selector is returned as it is (it bounds its own waits).
  */
 export function boundedSelector(policy: PolicyInstance, select: BackendSelector, ms: number): BackendSelector {
-  if (ownerOf(policy)?.package === undefined) return select;
-  const stage = 'backend selector';
   const owner = ownerOf(policy);
+  if (owner?.package === undefined) return select;
+  const stage = 'backend selector';
   const checked = (choice: BackendChoice): BackendChoice => {
     if (choice === undefined) return choice;
     if (!Array.isArray(choice)) return checkedReply(owner, choice, stage);
@@ -122,11 +130,8 @@ export function runRequestHooks(hooks: readonly PolicyInstance[], ex: Exchange, 
  * 0: none) is a 504. The rest of the instance is the backend's own (its prototype).
  */
 export function boundedBackend(instance: BackendInstance, owner: PluginOwner, ms: number): BackendInstance {
-  const tag = (err: unknown): unknown => (err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(owner, err, undefined, 'backend'));
-  const timedOut = (): PluginHookError => {
-    const answer = new GatewayError(504, 'request_timeout', `request did not complete within ${ms}ms`, ErrorCode.requestTimeout);
-    return new PluginHookError(owner, answer, `backend \`${owner.plugin}\` did not answer within ${ms}ms`, 'backend');
-  };
+  const tag = (err: unknown): unknown => tagged(owner, err, 'backend');
+  const timedOut = (): PluginHookError => notSettled(owner, ms, `backend \`${owner.plugin}\` did not answer within ${ms}ms`, 'backend');
   const bounded = Object.create(instance) as BackendInstance;
   const handle = (ex: Exchange): Reply | Promise<Reply> => {
     let reply: Reply | Promise<Reply>;

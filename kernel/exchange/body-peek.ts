@@ -166,7 +166,9 @@ export function copyRequestBody(req: IncomingMessage, limit: number, take?: (byt
       take,
       chunks,
       settle(body) {
-        copies.list.splice(copies.list.indexOf(copy), 1);
+        const at = copies.list.indexOf(copy);
+        if (at === -1) return; // settled already
+        copies.list.splice(at, 1);
         if (copies.list.length === 0) delete (copied as { push?: unknown }).push;
         req.off('close', onClose);
         req.off('error', onClose);

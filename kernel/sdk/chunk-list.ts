@@ -4,7 +4,8 @@
  * 200 MB, 2 MiB (the `bufferBody` default) 400 MB from 12 MB on the wire. Runs of chunks under 1 KiB are joined at
  * 256 chunks or 16 KiB, so a list holds at most about one Buffer per 256 bytes; larger chunks are kept as they are.
  */
-const SMALL_CHUNK = 1024;
+/** Chunks at least this large are kept (and by stream-answer.ts pushed) as they come; smaller ones are joined. */
+export const SMALL_CHUNK = 1024;
 const RUN_CHUNKS = 256;
 const RUN_BYTES = 16 * 1024;
 

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { ChunkList } from '../sdk/chunk-list.ts';
+import { ChunkList, SMALL_CHUNK } from '../sdk/chunk-list.ts';
 import { AnswerHandler } from './answer-handler.ts';
 import type { RawHeaders } from './direct-forward.ts';
 import type { H1Handler } from './h1-connection.ts';
@@ -80,8 +80,6 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
   }
 }
 
-/** Chunks at least this large are pushed as they come (after any small ones held). */
-const SMALL_CHUNK = 1024;
 
 /** The body of a {@link StreamAnswer}: read by whoever takes the reply; destroyed early, it aborts the request. */
 class StreamBody extends Readable implements TrailerBody {
