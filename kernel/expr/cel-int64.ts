@@ -1,0 +1,86 @@
+import { isUtf8 } from 'node:buffer';
+import { celLib } from './cel-lib.ts';
+import { forEachNode } from './cel-ast-walk.ts';
+import type { EngineNode } from './cel-ast-walk.ts';
+
+/**
+ * CEL's `int` is 64-bit and an overflow is an evaluation error, as is `string()` of bytes that are not UTF-8 (CEL
+ * spec, "Overflow" and "Conversions"; cel-go does the same). cel-js 8 checks `+`, `-` and `*` but not unary minus,
+ * `/`, `%` or `int(double)`, which return integers past 64 bits (`-(-9223372036854775808)`, `int(1e300)`), and
+ * decodes bytes with U+FFFD for what is not UTF-8. Its overload declarations are frozen, so the checks are made on
+ * the checked tree instead, as the budget's are (cel-budget.ts, docs/adr/0160): each node of these operators and
+ * calls has its resolved `handle`, which is wrapped. Static and `dyn` operands go through the same `handle`.
+ */
+const MIN_INT = -(2n ** 63n);
+const MAX_INT = 2n ** 63n - 1n;
+const TWO_TO_63 = 2 ** 63;
+
+type Handle = (...args: unknown[]) => unknown;
+
+function failure(node: EngineNode, code: string, message: string): Error {
+  const { EvaluationError } = celLib();
+  return new EvaluationError({ code, message, node: node as never });
+}
+
+function wrapHandle(node: EngineNode, before: (args: unknown[]) => void, after?: (result: unknown) => void): void {
+  const handle = node.handle;
+  if (typeof handle !== 'function') return;
+  const wrapped: Handle = function (this: unknown, ...args: unknown[]): unknown {
+    before(args);
+    const result = handle.apply(this, args);
+    after?.(result);
+    return result;
+  };
+  node.handle = wrapped;
+}
+
+function outOfRange(node: EngineNode): (result: unknown) => void {
+  return (result) => {
+    if (typeof result === 'bigint' && (result > MAX_INT || result < MIN_INT)) throw failure(node, 'numeric_overflow', 'integer overflow');
+  };
+}
+
+const nothing = (): void => {};
+
+/** The first argument of a call's `handle`: `call` passes the argument values, `rcall` the receiver and then them. */
+function firstValue(args: unknown[]): unknown {
+  return Array.isArray(args[0]) ? args[0][0] : undefined;
+}
+
+/** Make the integer operators and conversions of a checked cel-js AST fail where CEL says they overflow. */
+export function checkIntegers(root: unknown): void {
+  forEachNode(root, (node) => {
+    const args = node.args;
+    switch (node.op) {
+      case '-_':
+      case '/':
+        wrapHandle(node, nothing, outOfRange(node));
+        return;
+      case '%':
+        // -2^63 % -1 is 0 in two's complement arithmetic, but the division behind it overflows (cel-go agrees).
+        wrapHandle(node, ([a, b]) => {
+          if (a === MIN_INT && b === -1n) throw failure(node, 'numeric_overflow', 'integer overflow');
+        });
+        return;
+      case 'call':
+      case 'rcall': {
+        if (!Array.isArray(args)) return;
+        const [name] = args as unknown[];
+        const argCount = node.op === 'call' ? (args[1] as unknown[]).length : (args[2] as unknown[]).length + 1;
+        if (name === 'int' && argCount === 1) {
+          // cel-go's bounds: a double must be strictly inside (-2^63, 2^63).
+          wrapHandle(node, (values) => {
+            const v = firstValue(values);
+            if (typeof v === 'number' && !(v > -TWO_TO_63 && v < TWO_TO_63)) throw failure(node, 'numeric_overflow', 'int() type error: integer overflow');
+          }, outOfRange(node));
+        } else if (name === 'string' && argCount === 1) {
+          wrapHandle(node, (values) => {
+            const v = firstValue(values);
+            if (v instanceof Uint8Array && !isUtf8(v)) throw failure(node, 'invalid_utf8', 'string() type error: bytes are not valid UTF-8');
+          });
+        }
+        return;
+      }
+    }
+  });
+}
