@@ -19,7 +19,7 @@ export interface SseEvent {
 export class SseOverflowError extends RangeError {
   readonly limit: number;
   constructor(limit: number) {
-    super(`a server-sent event is longer than ${limit} characters`);
+    super(`a server-sent event is longer than ${limit} bytes`);
     this.name = 'SseOverflowError';
     this.limit = limit;
   }
@@ -30,8 +30,9 @@ export interface SseParserOptions {
   /** A `retry:` field (digits only): the reconnection delay the server asks for, in ms. */
   readonly onRetry?: (ms: number) => void;
   /**
-   * Most characters one event may hold: its `data` so far plus the unfinished line being read. This is all the
-   * parser ever buffers. Default 1 MiB.
+   * Most bytes (UTF-8) one event may hold: its `data` so far plus the unfinished line being read. This is all the
+   * parser ever buffers. Default 1 MiB. Bytes, as a body or a stdio line is bounded (ADR 0143, 0160): characters
+   * would let three times as much non-ASCII text through.
    */
   readonly maxEventSize?: number;
   /**
@@ -76,15 +77,17 @@ export class SseParser {
   private readonly onRetry: ((ms: number) => void) | undefined;
   private readonly max: number;
   private readonly throwOnOverflow: boolean;
-  /** The unfinished line of the previous chunks, in parts, and its length. */
+  /** The unfinished line of the previous chunks, in parts, and its UTF-8 length. */
   private pending: string[] = [];
-  private pendingLength = 0;
+  private pendingBytes = 0;
   /** Bytes of an unfinished UTF-8 sequence at the end of the previous byte chunk. */
   private partial: Buffer | undefined;
   /** The previous chunk ended with CR: a LF starting the next one belongs to that line ending. */
   private skipLf = false;
   private first = true;
   private data = '';
+  /** UTF-8 length of `data`. */
+  private dataBytes = 0;
   private dataLines = 0;
   private type: string | undefined;
   /** Dropping an oversized event until the blank line that ends it. */
@@ -136,11 +139,11 @@ export class SseParser {
         end = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf);
       } else end = text.indexOf('\n', lineStart);
       if (end === -1) break;
-      if (this.pendingLength > 0) {
+      if (this.pendingBytes > 0) {
         this.pending.push(text.slice(lineStart, end));
         const line = this.pending.join('');
         this.pending = [];
-        this.pendingLength = 0;
+        this.pendingBytes = 0;
         this.line(line, 0, line.length);
       } else this.line(text, lineStart, end);
       lineStart = end + 1;
@@ -150,9 +153,10 @@ export class SseParser {
       }
     }
     if (lineStart < length) {
-      this.pending.push(lineStart === 0 ? text : text.slice(lineStart));
-      this.pendingLength += length - lineStart;
-      if (this.pendingLength + this.data.length > this.max) this.overflow(true);
+      const rest = lineStart === 0 ? text : text.slice(lineStart);
+      this.pending.push(rest);
+      this.pendingBytes += Buffer.byteLength(rest, 'utf8');
+      if (this.pendingBytes + this.dataBytes > this.max) this.overflow(true);
     }
   }
 
@@ -161,13 +165,13 @@ export class SseParser {
     if (this.partial) {
       const rest = this.partial.toString('utf8');
       this.pending.push(rest);
-      this.pendingLength += rest.length;
+      this.pendingBytes += this.partial.length;
       this.partial = undefined;
     }
-    if (this.pendingLength > 0) {
+    if (this.pendingBytes > 0) {
       const text = this.pending.join('');
       this.pending = [];
-      this.pendingLength = 0;
+      this.pendingBytes = 0;
       this.line(text, 0, text.length);
     }
     this.dispatch();
@@ -176,9 +180,10 @@ export class SseParser {
   /** `inLine`: the overflow is in the unfinished line, whose end is still to come. */
   private overflow(inLine: boolean): void {
     this.pending = [];
-    this.pendingLength = 0;
+    this.pendingBytes = 0;
     this.inDroppedLine = inLine;
     this.data = '';
+    this.dataBytes = 0;
     this.dataLines = 0;
     this.type = undefined;
     this.skipping = true;
@@ -228,9 +233,11 @@ export class SseParser {
   }
 
   private addData(value: string): void {
+    const bytes = Buffer.byteLength(value, 'utf8');
     this.data = this.dataLines === 0 ? value : `${this.data}\n${value}`;
+    this.dataBytes = this.dataLines === 0 ? bytes : this.dataBytes + 1 + bytes;
     this.dataLines++;
-    if (this.data.length > this.max) this.overflow(false);
+    if (this.dataBytes > this.max) this.overflow(false);
   }
 
   private dispatch(): void {
@@ -244,6 +251,7 @@ export class SseParser {
     }
     const event: SseEvent = { event: this.type, data: this.data, id: this.lastEventId };
     this.data = '';
+    this.dataBytes = 0;
     this.dataLines = 0;
     this.type = undefined;
     this.onEvent(event);
