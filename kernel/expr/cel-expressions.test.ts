@@ -162,6 +162,18 @@ describe('CEL integers are 64-bit and bytes become strings only as UTF-8 (docs/a
     assert.deepEqual(run('[1, 2].map(x, -x)'), [-1n, -2n]);
   });
 
+  it('an int literal past 64 bits is refused at load, where it is written; -9223372036854775808 is the one negated exception', () => {
+    for (const [source, at] of [['9223372036854775808', 0], ['size(request.path) == 0x8000000000000000', 22], ['-9223372036854775809 < 0', 1]] as const) {
+      assert.throws(() => cel.compile(source, ['p']), (err: Error & { issues?: { valueOffset?: number }[] }) => {
+        assert.match(err.message, /integer literal \d+ is out of range/);
+        assert.equal(err.issues?.[0]?.valueOffset, at, source);
+        return true;
+      });
+    }
+    assert.equal(run('-9223372036854775808'), -(2n ** 63n));
+    assert.equal(run('-0x8000000000000000'), -(2n ** 63n));
+  });
+
   it('string() of bytes that are not UTF-8 is an error, not U+FFFD', () => {
     for (const source of ['string(b"\\xff")', 'b"a\\xc3".string()', 'string(dyn(b"\\xff"))', 'string(base64.decode("/w=="))']) {
       assert.throws(() => run(source), /bytes are not valid UTF-8/, source);

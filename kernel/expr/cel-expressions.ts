@@ -5,7 +5,7 @@ import { exchangeAttributes, exchangeState } from '../exchange/kernel-exchange.t
 import type { VerifiedClientCertificate } from '../exchange/client-certificate.ts';
 import { meterComprehensions, startBudget } from './cel-budget.ts';
 import { celLib } from './cel-lib.ts';
-import { checkIntegers } from './cel-int64.ts';
+import { checkIntegers, findIntegerLiteralProblem } from './cel-int64.ts';
 import { displaySignature, NAMESPACE_TYPES, NAMESPACES, registerGatewayFunctions } from './cel-library.ts';
 import { findNameProblem } from './cel-names.ts';
 import type { CelNames } from './cel-names.ts';
@@ -300,7 +300,7 @@ export class CelExpressions {
       new ConfigError({ code: ErrorCode.configInvalid, path, message: `invalid CEL expression \`${source}\`: ${detail}`, valueOffset });
     try {
       program = env.parse(source) as unknown as Program;
-      const problem = findNameProblem(program.ast, names);
+      const problem = findNameProblem(program.ast, names) ?? findIntegerLiteralProblem(program.ast);
       if (problem) throw invalid(problem.message, problem.offset);
       if (!allowResponse && readsVariable(program.ast, 'response', new Set())) {
         throw invalid('`response` is only available in `config.logging` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet');

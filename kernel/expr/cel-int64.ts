@@ -84,3 +84,24 @@ export function checkIntegers(root: unknown): void {
     }
   });
 }
+
+/**
+ * An int literal past 64 bits (`9223372036854775808`, `0x8000000000000000`): CEL refuses it when parsing; cel-js
+ * reads it as is. Only `-9223372036854775808` may write 2^63, negated. The problem and its place, for a config error.
+ */
+export function findIntegerLiteralProblem(root: unknown): { message: string; offset: number } | undefined {
+  const negated = new Set<unknown>();
+  let problem: { message: string; offset: number } | undefined;
+  forEachNode(root, (node) => {
+    if (node.op === '-_' && typeof (node.args as { args?: unknown } | undefined)?.args === 'bigint') negated.add(node.args);
+  });
+  forEachNode(root, (node) => {
+    if (problem || node.op !== 'value' || typeof node.args !== 'bigint') return;
+    const value = node.args;
+    if (value <= MAX_INT || (value === MAX_INT + 1n && negated.has(node))) return;
+    const offset = (node as unknown as { start?: number }).start ?? 0;
+    problem = { message: `the integer literal ${value} is out of range: CEL ints are 64-bit (at most ${MAX_INT})`, offset };
+  });
+  return problem;
+}
+
