@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Logger } from '../sdk/index.ts';
-import { BLOCK_MS, CredentialThrottle, MAX_FAILURES, WINDOW_MS } from './admin-throttle.ts';
+import { BLOCK_MS, CredentialThrottle, MAX_FAILURES, WINDOW_MS, clientKey } from './admin-throttle.ts';
 
 function throttle(): { t: CredentialThrottle; warnings: string[]; advance: (ms: number) => void } {
   const warnings: string[] = [];
@@ -56,5 +56,15 @@ describe('CredentialThrottle (ADR 0160)', () => {
     for (let i = 0; i < 10_000; i++) t.record(`x${i}`, false);
     assert.equal(t.refusal('first'), undefined, 'forgotten past the cap');
     assert.equal((t as unknown as { entries: Map<string, unknown> }).entries.size, 10_000);
+  });
+
+  it('counts IPv4 addresses (also IPv4-mapped) one by one, IPv6 ones by their /64', () => {
+    assert.equal(clientKey('10.1.2.3'), '10.1.2.3');
+    assert.equal(clientKey('::ffff:10.1.2.3'), '10.1.2.3');
+    assert.equal(clientKey('2001:db8:1:2:aaaa::1'), '2001:db8:1:2::/64');
+    assert.equal(clientKey('2001:db8:1:2:bbbb:cccc:dddd:eeee'), '2001:db8:1:2::/64');
+    assert.equal(clientKey('2001:0db8::5'), '2001:db8:0:0::/64');
+    assert.equal(clientKey('::1'), '0:0:0:0::/64');
+    assert.equal(clientKey('fe80::1%eth0'), 'fe80:0:0:0::/64');
   });
 });

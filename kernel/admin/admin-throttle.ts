@@ -9,7 +9,8 @@ import type { Refusal } from './admin-access.ts';
  * address within WINDOW_MS, that address gets 429 with `Retry-After` for BLOCK_MS on every guarded path, without its
  * credentials being compared (a right guess must not show either). A request that presents no credential is not a
  * guess and does not count (a browser's first request, a probe). A right credential clears its address's count.
- * Loopback counts as any address: containers forward to it. At most MAX_ADDRESSES are tracked, the oldest dropped.
+ * Loopback counts as any address: containers forward to it. IPv6 clients count by /64 (`clientKey`). At most
+ * MAX_ADDRESSES are tracked, the oldest dropped.
  */
 export const MAX_FAILURES = 10;
 export const WINDOW_MS = 60_000;
@@ -20,6 +21,21 @@ interface Entry {
   windowStart: number;
   failures: number;
   blockedUntil: number;
+}
+
+/**
+ * What the throttle counts by: an IPv4 address (also written IPv4-mapped), or the /64 of an IPv6 one: a host is
+ * given a whole /64, and counting single addresses would let it try 2^64 times as often.
+ */
+export function clientKey(address: string): string {
+  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
+  if (v4) return v4[1]!;
+  if (!address.includes(':')) return address;
+  const [head = '', tail] = address.split('::');
+  const front = head === '' ? [] : head.split(':');
+  const back = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? front : [...front, ...Array<string>(Math.max(0, 8 - front.length - back.length)).fill('0'), ...back];
+  return `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64`;
 }
 
 export class CredentialThrottle {
@@ -85,7 +101,7 @@ export class CredentialThrottle {
    */
   check(config: AdminUiConfig | undefined, req: IncomingMessage): Refusal | undefined {
     if (!hasAdminCredentials(config)) return undefined;
-    const address = req.socket.remoteAddress ?? '';
+    const address = clientKey(req.socket.remoteAddress ?? '');
     const refused = this.refusal(address);
     if (refused) return refused;
     const denied = adminCredentials(config, req.headers);
