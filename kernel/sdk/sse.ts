@@ -77,17 +77,21 @@ export class SseParser {
   private readonly onRetry: ((ms: number) => void) | undefined;
   private readonly max: number;
   private readonly throwOnOverflow: boolean;
-  /** The unfinished line of the previous chunks, in parts, and its UTF-8 length. */
+  /**
+   * The unfinished line of the previous chunks, in parts, and its length. Its UTF-8 length is counted only once the
+   * event could pass the bound (a UTF-16 unit is at most 3 bytes), then kept up to date; -1 until then.
+   */
   private pending: string[] = [];
-  private pendingBytes = 0;
+  private pendingLength = 0;
+  private pendingBytes = -1;
   /** Bytes of an unfinished UTF-8 sequence at the end of the previous byte chunk. */
   private partial: Buffer | undefined;
   /** The previous chunk ended with CR: a LF starting the next one belongs to that line ending. */
   private skipLf = false;
   private first = true;
   private data = '';
-  /** UTF-8 length of `data`. */
-  private dataBytes = 0;
+  /** UTF-8 length of `data`, counted as `pendingBytes` is; -1 until then. */
+  private dataBytes = -1;
   private dataLines = 0;
   private type: string | undefined;
   /** Dropping an oversized event until the blank line that ends it. */
@@ -139,11 +143,12 @@ export class SseParser {
         end = cr === -1 ? lf : lf === -1 ? cr : Math.min(cr, lf);
       } else end = text.indexOf('\n', lineStart);
       if (end === -1) break;
-      if (this.pendingBytes > 0) {
+      if (this.pendingLength > 0) {
         this.pending.push(text.slice(lineStart, end));
         const line = this.pending.join('');
         this.pending = [];
-        this.pendingBytes = 0;
+        this.pendingLength = 0;
+        this.pendingBytes = -1;
         this.line(line, 0, line.length);
       } else this.line(text, lineStart, end);
       lineStart = end + 1;
@@ -155,8 +160,9 @@ export class SseParser {
     if (lineStart < length) {
       const rest = lineStart === 0 ? text : text.slice(lineStart);
       this.pending.push(rest);
-      this.pendingBytes += Buffer.byteLength(rest, 'utf8');
-      if (this.pendingBytes + this.dataBytes > this.max) this.overflow(true);
+      this.pendingLength += rest.length;
+      if (this.pendingBytes >= 0) this.pendingBytes += Buffer.byteLength(rest, 'utf8');
+      if ((this.pendingLength + this.data.length) * 3 > this.max && this.pendingSize() + this.dataSize() > this.max) this.overflow(true);
     }
   }
 
@@ -165,13 +171,14 @@ export class SseParser {
     if (this.partial) {
       const rest = this.partial.toString('utf8');
       this.pending.push(rest);
-      this.pendingBytes += this.partial.length;
+      this.pendingLength += rest.length;
       this.partial = undefined;
     }
-    if (this.pendingBytes > 0) {
+    if (this.pendingLength > 0) {
       const text = this.pending.join('');
       this.pending = [];
-      this.pendingBytes = 0;
+      this.pendingLength = 0;
+      this.pendingBytes = -1;
       this.line(text, 0, text.length);
     }
     this.dispatch();
@@ -180,10 +187,11 @@ export class SseParser {
   /** `inLine`: the overflow is in the unfinished line, whose end is still to come. */
   private overflow(inLine: boolean): void {
     this.pending = [];
-    this.pendingBytes = 0;
+    this.pendingLength = 0;
+    this.pendingBytes = -1;
     this.inDroppedLine = inLine;
     this.data = '';
-    this.dataBytes = 0;
+    this.dataBytes = -1;
     this.dataLines = 0;
     this.type = undefined;
     this.skipping = true;
@@ -233,11 +241,21 @@ export class SseParser {
   }
 
   private addData(value: string): void {
-    const bytes = Buffer.byteLength(value, 'utf8');
+    if (this.dataBytes >= 0) this.dataBytes += (this.dataLines === 0 ? 0 : 1) + Buffer.byteLength(value, 'utf8');
     this.data = this.dataLines === 0 ? value : `${this.data}\n${value}`;
-    this.dataBytes = this.dataLines === 0 ? bytes : this.dataBytes + 1 + bytes;
     this.dataLines++;
-    if (this.dataBytes > this.max) this.overflow(false);
+    if (this.data.length * 3 > this.max && this.dataSize() > this.max) this.overflow(false);
+  }
+
+  /** UTF-8 length of the unfinished line, counted once and then kept up to date (linear over a long line). */
+  private pendingSize(): number {
+    if (this.pendingBytes < 0) this.pendingBytes = this.pending.reduce((n, part) => n + Buffer.byteLength(part, 'utf8'), 0);
+    return this.pendingBytes;
+  }
+
+  private dataSize(): number {
+    if (this.dataBytes < 0) this.dataBytes = Buffer.byteLength(this.data, 'utf8');
+    return this.dataBytes;
   }
 
   private dispatch(): void {
@@ -251,7 +269,7 @@ export class SseParser {
     }
     const event: SseEvent = { event: this.type, data: this.data, id: this.lastEventId };
     this.data = '';
-    this.dataBytes = 0;
+    this.dataBytes = -1;
     this.dataLines = 0;
     this.type = undefined;
     this.onEvent(event);
