@@ -174,6 +174,20 @@ describe('CEL integers are 64-bit and bytes become strings only as UTF-8 (docs/a
     assert.equal(run('-0x8000000000000000'), -(2n ** 63n));
   });
 
+  it('a timestamp past 9999-12-31 (or before year 1) and a duration over 10000 years are errors', () => {
+    for (const source of [
+      'timestamp("9999-12-31T23:59:59Z") + duration("1s")', 'timestamp("0001-01-01T00:00:00Z") - duration("1s")',
+      'duration("1s") + timestamp("9999-12-31T23:59:59Z")', 'duration("315576000001s")', 'duration("315576000000s") + duration("1s")',
+      '-315576000000 > 0 || duration("-315576000000s") - duration("1s") > duration("0s")',
+    ]) {
+      assert.throws(() => run(source), /timestamp overflow|duration overflow/, source);
+    }
+    assert.equal(String(run('duration("315576000000s")')), '315576000000s');
+    assert.equal((run('timestamp("9999-12-31T23:59:58Z") + duration("1s")') as Date).toISOString(), '9999-12-31T23:59:59.000Z');
+    assert.equal(run('"a" + "b"'), 'ab');
+    assert.equal(run('1 - 2'), -1n);
+  });
+
   it('string() of bytes that are not UTF-8 is an error, not U+FFFD', () => {
     for (const source of ['string(b"\\xff")', 'b"a\\xc3".string()', 'string(dyn(b"\\xff"))', 'string(base64.decode("/w=="))']) {
       assert.throws(() => run(source), /bytes are not valid UTF-8/, source);

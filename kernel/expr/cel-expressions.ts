@@ -5,7 +5,7 @@ import { exchangeAttributes, exchangeState } from '../exchange/kernel-exchange.t
 import type { VerifiedClientCertificate } from '../exchange/client-certificate.ts';
 import { meterComprehensions, startBudget } from './cel-budget.ts';
 import { celLib } from './cel-lib.ts';
-import { checkIntegers, findIntegerLiteralProblem } from './cel-int64.ts';
+import { checkOverflow, findIntegerLiteralProblem } from './cel-overflow.ts';
 import { displaySignature, NAMESPACE_TYPES, NAMESPACES, registerGatewayFunctions } from './cel-library.ts';
 import { findNameProblem } from './cel-names.ts';
 import type { CelNames } from './cel-names.ts';
@@ -310,7 +310,7 @@ export class CelExpressions {
       if (!checked.valid) throw checked.error ?? new Error('type error');
       type = checked.type ?? 'dyn';
       meterComprehensions(program.ast);
-      checkIntegers(program.ast);
+      checkOverflow(program.ast);
     } catch (err) {
       if (err instanceof ConfigError) throw err;
       // cel-js errors carry the summary apart from the highlighted copy, and where in the expression they are.
