@@ -10,7 +10,8 @@ import { yamlLib } from '../sdk/yaml-lib.ts';
  * that of the text the user wrote. A text that already holds such characters is parsed as it is (flow references
  * then stay syntax errors, as before), and so is a reference with `\` or `'` in its default.
  */
-const REFERENCE = /\$\$\{|\$\{[A-Za-z_][A-Za-z0-9_]*(?::-(?:[^}\\\n]|\\[^\n])*)?\}/g;
+/** A reference, or one written literally (`$${VAR}`, which expansion turns into the text `${VAR}`). */
+const REFERENCE = /\$?\$\{[A-Za-z_][A-Za-z0-9_]*(?::-(?:[^}\\\n]|\\[^\n])*)?\}/g;
 const PRIVATE = /[\uE000-\uEFFF]/;
 const MARK = '\uE000';
 const FILL = '\uE001';
@@ -32,7 +33,7 @@ export function maskReferences(text: string): MaskedText | undefined {
   const masked = text.replace(REFERENCE, (whole) => {
     // A reference whose text a quoted scalar would unescape (`\}` in a default, `''`) stays: its placeholder would
     // give back the raw text, not the value YAML reads.
-    if (whole === '$${' || whole.includes('\\') || whole.includes("'") || references.length >= DIGITS * DIGITS) return whole;
+    if (whole.includes('\\') || whole.includes("'") || references.length >= DIGITS * DIGITS) return whole;
     const k = references.push(whole) - 1;
     const head = MARK + String.fromCharCode(FIRST_DIGIT + Math.floor(k / DIGITS), FIRST_DIGIT + (k % DIGITS));
     // The shortest reference, `${A}`, has four characters: room for the mark, two digits and one fill.

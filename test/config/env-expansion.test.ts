@@ -129,9 +129,10 @@ describe('environment expansion', () => {
       for (const text of [yaml('binds: [{port: ${GW_PORT}, listeners: []}]'), yaml('binds:', '  - {port: ${GW_PORT:-1}, listeners: []}'), '{"binds": [{"port": ${GW_PORT}, "listeners": []}]}\n']) {
         assert.equal(binds(await compileValue(text, { env: { GW_PORT: '9123' } }))[0]!.port, 9123, text);
       }
-      const flags = await compileValue(yaml('binds: [{port: 80, listeners: [{name: "${N}", routes: [{name: ${N}x}]}]}]'), { env: { N: 'a, b}' } });
+      const flags = await compileValue(yaml('binds: [{port: 80, listeners: [{name: "${N}", routes: [{name: ${N}x}, {name: $${N}}]}]}]'), { env: { N: 'a, b}' } });
       assert.equal(binds(flags)[0]!.listeners[0]!.name, 'a, b}', 'the value is data: its `,` and `}` end nothing');
       assert.equal(binds(flags)[0]!.listeners[0]!.routes[0]!.name, 'a, b}x');
+      assert.equal(binds(flags)[0]!.listeners[0]!.routes[1]!.name, '${N}', '`$${` writes `${` in flow style too');
     });
 
     it('a quoted one stays a string, and errors keep file:line:col', async () => {
