@@ -501,3 +501,60 @@ describe('vertex provider: Gemini models on the Google publisher endpoint', () =
     });
   });
 });
+
+describe('gemini provider: passthrough routes', () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    const passthrough = { testAi: { routes: { '*': 'passthrough' } } };
+    gw = await startAiGateway([
+      aiRoute('/gpk', { name: 'gpk', provider: { gemini: {} }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...passthrough, backendAuth: { key: 'AIzaFromPolicy' } }),
+      aiRoute('/gpc', { name: 'gpc', provider: { gemini: {} }, hostOverride: `127.0.0.1:${upstream.port}` }, passthrough),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  const post = (path: string, headers: Record<string, string> = {}): Promise<Response> =>
+    fetch(`${gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }) });
+  const last = (): (typeof upstream.received)[number] => upstream.received[upstream.received.length - 1]!;
+
+  it("sends a backendAuth key in x-goog-api-key on a native path, never the client's own key (header, Bearer or ?key=)", async () => {
+    for (const [query, headers] of [
+      ['', {}],
+      ['', { 'x-goog-api-key': 'AIzaClientHeader' }],
+      ['', { authorization: 'Bearer AIzaClientBearer' }],
+      ['?alt=sse&key=AIzaClientQuery', {}],
+    ] as const) {
+      const res = await post(`/gpk/v1beta/models/gemini-2.5-flash:streamGenerateContent${query}`, headers);
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      const got = last();
+      assert.equal(got.headers['x-goog-api-key'], 'AIzaFromPolicy', JSON.stringify(headers) + query);
+      assert.equal(got.headers.authorization, undefined);
+      assert.doesNotMatch(got.url, /key=/, 'the client key is not sent in the URL');
+    }
+    assert.equal(last().url, '/gpk/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', 'the rest of the query passes');
+  });
+
+  it('keeps a Bearer key on the OpenAI-compatible path (that API takes it so)', async () => {
+    const res = await post('/gpk/v1beta/openai/chat/completions', { 'x-goog-api-key': 'AIzaClientHeader' });
+    assert.equal(res.status, 200);
+    assert.equal(last().headers.authorization, 'Bearer AIzaFromPolicy');
+    assert.equal(last().headers['x-goog-api-key'], undefined);
+  });
+
+  it("without backendAuth, a client's AIza Bearer key goes to a native path as x-goog-api-key", async () => {
+    const res = await post('/gpc/v1beta/models/gemini-2.5-flash:generateContent', { authorization: 'Bearer AIzaClientBearer' });
+    assert.equal(res.status, 200);
+    assert.equal(last().headers['x-goog-api-key'], 'AIzaClientBearer');
+    assert.equal(last().headers.authorization, undefined);
+  });
+});

@@ -22,7 +22,7 @@ import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
-import { googleQueryKey, PROVIDER_KEY_HEADERS } from '../../lib/llm/provider-kit.ts';
+import { googleQueryKey, isGeminiNative, PROVIDER_KEY_HEADERS } from '../../lib/llm/provider-kit.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -130,9 +130,17 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
     if (refused) return refused;
     new LlmCall(ex, provider.kind, undefined, false);
-    provider.prepareHeaders(ex.headers);
+    const format = passthroughHeaders(ex);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
-    return upstream.forward(ex, onAttempt(ex));
+    return upstream.forward(ex, onAttempt(ex, format));
+  };
+
+  /** A passthrough request's key conventions: those of the API its path names (a Google key moved out of the query). */
+  const passthroughHeaders = (ex: Exchange): LlmWireFormat | undefined => {
+    const format = provider.passthroughFormat?.(ex.path);
+    if (isGeminiNative(format)) ex.query = googleQueryKey(ex.headers, ex.query);
+    provider.prepareHeaders(ex.headers, format);
+    return format;
   };
 
   /**
@@ -197,7 +205,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // Gemini's own clients name the model (and streaming) in the path; the policy sees it as `model` (for aliases).
     const geminiPath = client === 'generateContent' || client === 'geminiCountTokens' ? parseGeminiPath(ex.path) : undefined;
     if (geminiPath?.model !== undefined && body.model === undefined) body.model = geminiPath.model;
-    if (geminiPath !== undefined) googleQueryKey(ex.headers, ex.query);
+    if (geminiPath !== undefined) ex.query = googleQueryKey(ex.headers, ex.query);
 
     if (policy) {
       policy.applyRequest(ex, client, body);
@@ -382,7 +390,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     shapeError: shapeClientError,
     // OpenAI Realtime and other WebSocket APIs pass through to the provider.
     upgrade: (ex, socket, head) => {
-      provider.prepareHeaders(ex.headers);
+      passthroughHeaders(ex);
       upstream.upgrade(ex, socket, head);
     },
   };

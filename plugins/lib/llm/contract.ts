@@ -70,6 +70,12 @@ export interface LlmProviderInstance {
    */
   prepareHeaders(headers: Record<string, string | string[] | undefined>, format?: LlmWireFormat): void;
   /**
+   * Optional: the wire format a `passthrough` (or WebSocket) request's path is in, so its header conventions are
+   * the translated routes' (gemini: `x-goog-api-key` on native paths, a Bearer key under `/openai/`); undefined
+   * when the path says nothing. Without it passthrough requests get the conventions of no format.
+   */
+  passthroughFormat?(path: string): LlmWireFormat | undefined;
+  /**
    * Optional: provider conventions on the wire-format body, after translation and the model override, just before
    * it is serialized (vertex: `google/` in front of a bare model name).
    */

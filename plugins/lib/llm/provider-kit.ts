@@ -66,12 +66,18 @@ export function googleApiKeyHeader(h: LlmHeaders): void {
 
 /**
  * A Gemini client's API key sent in the query (`?key=`, as Google's REST examples long did) as the `x-goog-api-key`
- * header, unless one is there: the provider's path replaces the query, and a key is kept out of URLs.
+ * header, unless one is there; returns the query without it: a key is kept out of URLs, and a `backendAuth` key set
+ * per attempt (in the header) is then the request's only one.
  */
-export function googleQueryKey(h: LlmHeaders, query: string): void {
-  if (h['x-goog-api-key'] !== undefined || !query.includes('key=')) return;
-  const key = new URLSearchParams(query).get('key');
-  if (key) h['x-goog-api-key'] = key;
+export function googleQueryKey(h: LlmHeaders, query: string): string {
+  if (!query.includes('key=')) return query;
+  const params = new URLSearchParams(query);
+  const key = params.get('key');
+  if (key === null) return query;
+  if (key && h['x-goog-api-key'] === undefined) h['x-goog-api-key'] = key;
+  params.delete('key');
+  const rest = params.toString();
+  return rest ? `?${rest}` : '';
 }
 
 /** A Google access token (a Bearer credential that is no API key) is the request's only credential. */

@@ -7,7 +7,7 @@ import type { GeminiConfig } from './plugin.ts';
 /**
  * Key conventions: native endpoints take an API key in `x-goog-api-key` (an `AIza…` Bearer key is moved there);
  * the OpenAI-compatible API takes it as a Bearer token (a native-style `x-goog-api-key` is moved there). Passthrough
- * requests keep the client's key header.
+ * requests follow the API their path names (`passthroughFormat`).
  */
 function geminiHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
   openAiHeaders(h);
@@ -47,6 +47,8 @@ export function createGeminiProvider(config: GeminiConfig): LlmProviderInstance 
     wireFormat: geminiWire(config.openAICompatible === true),
     path: (format, model, stream) => (isGeminiNative(format) ? geminiNativePath('/v1beta', format, model, stream) : openAiPath('/v1beta/openai', format)),
     prepareHeaders: geminiHeaders,
+    // Everything but the OpenAI-compatible API (`/v1beta/openai/...`) is the native API, keyed by `x-goog-api-key`.
+    passthroughFormat: (path) => (path.includes('/openai/') ? 'completions' : 'geminiNative'),
     prepareBody: (format, body) => {
       // The native API names the model in the path.
       if (isGeminiNative(format)) delete body.model;
