@@ -186,6 +186,21 @@ describe('bedrock provider (Converse)', () => {
     assert.deepEqual(wire.json().inferenceConfig, { maxTokens: 32 });
   });
 
+  it("marks an Anthropic client's failed tool result (is_error) as Converse's status: error", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/brm`, apiKey: 'unused', maxRetries: 0 });
+    await anthropic.messages.create({
+      model: 'claude',
+      max_tokens: 32,
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Atlantis' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', is_error: true, content: 'no such city' }] },
+      ],
+    });
+    const messages = rec.last().json().messages as { content: Record<string, unknown>[] }[];
+    assert.deepEqual(messages[2]!.content, [{ toolResult: { toolUseId: 'toolu_1', content: [{ text: 'no such city' }], status: 'error' } }]);
+  });
+
   it('translates a Bedrock error into the OpenAI error shape', async () => {
     await assert.rejects(client('/br').chat.completions.create({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'boom' }] }), (err) => {
       assert.ok(err instanceof OpenAI.RateLimitError);

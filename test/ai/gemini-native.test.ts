@@ -281,6 +281,36 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
   });
 
+  it("carries an Anthropic client's top_k and a failed tool result (is_error) to Gemini: topK, functionResponse.response.error", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/gm`, apiKey: 'AIzaAnthropicClient', maxRetries: 0 });
+    await anthropic.messages.create({
+      model: 'gemini-2.5-flash',
+      max_tokens: 32,
+      top_k: 5,
+      tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Atlantis' } }, { type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: { city: 'Paris' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', is_error: true, content: 'no such city' },
+            { type: 'tool_result', tool_use_id: 'toolu_2', content: '{"temp":21}' },
+          ],
+        },
+      ],
+    });
+    const wire = rec.last().json() as { contents: { parts: Record<string, unknown>[] }[]; generationConfig: Record<string, unknown> };
+    assert.deepEqual(wire.generationConfig, { maxOutputTokens: 32, topK: 5 });
+    assert.deepEqual(wire.contents[2]!.parts, [
+      { functionResponse: { name: 'get_weather', response: { error: 'no such city' } } },
+      { functionResponse: { name: 'get_weather', response: { temp: 21 } } },
+    ]);
+    // The same request to an OpenAI provider: Chat Completions has neither, and OpenAI refuses members it does not know.
+    await new Anthropic({ baseURL: `${gw.base}/oa`, apiKey: 'sk-x', maxRetries: 0 }).messages.create({ model: 'gpt-4o', max_tokens: 32, top_k: 5, messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(rec.last().json().top_k, undefined);
+  });
+
   it('serves a Gemini client natively: model from the path, body and answer unchanged', async () => {
     const body = { contents: [{ role: 'user', parts: [{ text: 'hello' }] }], generationConfig: { temperature: 0.2 } };
     const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:generateContent`, {
