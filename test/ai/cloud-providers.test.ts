@@ -26,6 +26,7 @@ describe('azureOpenAI provider', () => {
     aiRoute('/v1api', { name: 'v1api', provider: { vendorSix: { host: 'https://my-res.openai.azure.com' } }, hostOverride: hostPort }),
     aiRoute('/keyed', { name: 'keyed', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21' } }, hostOverride: hostPort }, { backendAuth: { key: 'azure-key-from-policy' } }),
     aiRoute('/entra', { name: 'entra', provider: { azureOpenAI: { host: 'my-res.openai.azure.com' } }, hostOverride: hostPort }, { backendAuth: { key: ENTRA_TOKEN } }),
+    aiRoute('/datedresp', { name: 'datedresp', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21', model: 'my-deployment' } }, hostOverride: hostPort }, { testAi: { routes: { '/v1/responses': 'responses', '*': 'completions' } } }),
   ]);
 
   it('sends a dated-version request to the deployment path with the key in api-key', async () => {
@@ -40,6 +41,19 @@ describe('azureOpenAI provider', () => {
     assert.equal(log!['llm.provider'], 'azure.openai');
     assert.equal(log!['llm.model'], 'my-deployment');
     assert.equal(log!['llm.inputTokens'], 11);
+  });
+
+  it('sends a Responses client on a dated apiVersion (older than the Responses API) to the v1 path, the deployment in the body', async () => {
+    const client = new OpenAI({ baseURL: `${t.gw.base}/datedresp/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
+    const res = await client.responses.create({ model: 'ignored', input: 'hello' });
+    assert.equal(res.output_text, 'Hello from the mock!');
+    const wire = t.rec.last();
+    assert.equal(wire.url, '/openai/v1/responses');
+    assert.equal(wire.json().model, 'my-deployment');
+    assert.equal(wire.headers['api-key'], 'azure-client-key');
+    // Chat Completions keep the dated deployment path.
+    await client.chat.completions.create({ model: 'ignored', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(t.rec.last().url, '/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21');
   });
 
   it('uses the v1 API by default, with the model in the body', async () => {
