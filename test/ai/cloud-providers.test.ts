@@ -458,3 +458,65 @@ describe('bedrock streams off the wire: frames split across TCP writes, parallel
     assert.match(String(logs[logs.length - 1]!.error), /checksum|upstream stream failed/);
   });
 });
+
+describe("bedrock: an Anthropic client's count_tokens on Bedrock's CountTokens API", () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+  const KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDCOUNT', secretAccessKey: 'count-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
+  const ROUTES = { testAi: { routes: { '/v1/messages/count_tokens': 'anthropicTokenCount', '/v1/messages': 'messages' } } };
+
+  before(async () => {
+    upstream = await startUpstream((req, res, body) => {
+      // Bedrock's CountTokens: `{input: {invokeModel: {body: "<InvokeModel body as a string>"}}}` → `{inputTokens}`.
+      const parsed = JSON.parse(body.toString()) as { input?: { invokeModel?: { body?: unknown } } };
+      if (!req.url!.endsWith('/count-tokens') || typeof parsed.input?.invokeModel?.body !== 'string' || req.url!.includes('nova')) {
+        res.writeHead(400, { 'content-type': 'application/json', 'x-amzn-errortype': 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/' });
+        return void res.end(JSON.stringify({ message: 'The provided model doesn\'t support counting tokens.' }));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ inputTokens: 42 }));
+    });
+    gw = await startAiGateway([
+      aiRoute('/bc', { name: 'bc', provider: { bedrock: { region: 'us-east-1', model: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...KEYS, ...ROUTES }),
+      aiRoute('/bn', { name: 'bn', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...KEYS, ...ROUTES }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it('counts through /model/<id>/count-tokens, the Messages body as the InvokeModel body, signed; the answer in Anthropic terms', async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bc`, apiKey: 'unused', maxRetries: 0 });
+    const tools = [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+    const res = await anthropic.messages.countTokens({ model: 'claude-sonnet-4-5', system: 'Be brief.', tools, messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(res, { input_tokens: 42 });
+    const got = upstream.received[upstream.received.length - 1]!;
+    // CountTokens takes foundation-model ids: the inference profile's geography prefix is not part of it.
+    assert.equal(got.url, `/model/${encodeURIComponent('anthropic.claude-sonnet-4-5-20250929-v1:0')}/count-tokens`);
+    const wire = JSON.parse(got.body.toString()) as { input: { invokeModel: { body: string } } };
+    assert.deepEqual(Object.keys(wire), ['input']);
+    assert.deepEqual(JSON.parse(wire.input.invokeModel.body), {
+      anthropic_version: 'bedrock-2023-05-31',
+      max_tokens: 1,
+      system: 'Be brief.',
+      tools,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    const check = verifySigV4({ method: got.method, url: got.url, headers: got.headers, body: got.body }, 'count-secret');
+    assert.ok(check.ok, check.problem ?? `signature ${check.signature} is not ${check.expected}`);
+    assert.equal(got.headers['anthropic-version'], undefined);
+  });
+
+  it("a Bedrock refusal reaches the client as Anthropic's error (BadRequestError)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bn`, apiKey: 'unused', maxRetries: 0 });
+    // A Nova model: Bedrock counts Claude models only, and refuses it.
+    upstream.received.length = 0;
+    await assert.rejects(anthropic.messages.countTokens({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }] }), (err) => {
+      assert.ok(err instanceof Anthropic.BadRequestError, String(err));
+      assert.match(err.message, /doesn't support counting tokens/);
+      return true;
+    });
+    assert.equal(upstream.received.length, 1, 'Bedrock was asked');
+  });
+});

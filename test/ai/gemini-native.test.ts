@@ -283,10 +283,12 @@ describe('gemini provider: native generateContent', () => {
 
   it("carries an Anthropic client's top_k and a failed tool result (is_error) to Gemini: topK, functionResponse.response.error", async () => {
     const anthropic = new Anthropic({ baseURL: `${gw.base}/gm`, apiKey: 'AIzaAnthropicClient', maxRetries: 0 });
+    // A Messages API member this SDK version's types do not list: spread in, sent as written.
+    const topK: Record<string, unknown> = { top_k: 5 };
     await anthropic.messages.create({
       model: 'gemini-2.5-flash',
       max_tokens: 32,
-      top_k: 5,
+      ...topK,
       tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
       messages: [
         { role: 'user', content: 'weather?' },
@@ -307,7 +309,7 @@ describe('gemini provider: native generateContent', () => {
       { functionResponse: { name: 'get_weather', response: { temp: 21 } } },
     ]);
     // The same request to an OpenAI provider: Chat Completions has neither, and OpenAI refuses members it does not know.
-    await new Anthropic({ baseURL: `${gw.base}/oa`, apiKey: 'sk-x', maxRetries: 0 }).messages.create({ model: 'gpt-4o', max_tokens: 32, top_k: 5, messages: [{ role: 'user', content: 'hello' }] });
+    await new Anthropic({ baseURL: `${gw.base}/oa`, apiKey: 'sk-x', maxRetries: 0 }).messages.create({ model: 'gpt-4o', max_tokens: 32, ...topK, messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(rec.last().json().top_k, undefined);
   });
 

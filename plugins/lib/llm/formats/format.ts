@@ -115,4 +115,16 @@ export interface LlmFormat {
   readonly bodyFields?: BodyFields;
   /** Insert configured prompts (`ai.prompts.prepend`/`append`). */
   insertPrompts?(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void;
+  /**
+   * Optional, on a wire format: translations from client formats that have no canonical form (token counts), by the
+   * client format's name, used instead of the canonical route (Bedrock's CountTokens serves Anthropic `count_tokens`
+   * so). Such requests are never streamed.
+   */
+  readonly from?: Readonly<Record<string, DirectTranslation>>;
+}
+
+/** A request and its whole answer translated from one client format straight to a wire format (`LlmFormat.from`). */
+export interface DirectTranslation {
+  request(body: Obj): Obj;
+  response(body: Obj, model: string): Obj;
 }
