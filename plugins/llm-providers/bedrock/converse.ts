@@ -9,7 +9,7 @@ import { stopReasonToFinish } from '../../lib/llm/completions-messages/mapping.t
 import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/usage.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
-import { outputChars } from '../../lib/llm/output-chars.ts';
+import { outputBytes } from '../../lib/llm/output-bytes.ts';
 
 /** The text of a tool result that had none (a tool with no output). */
 const EMPTY_TOOL_RESULT = '(no output)';
@@ -260,5 +260,5 @@ export const converseFormat: LlmFormat = {
     else if (e.type?.startsWith('exception:')) call.streamError?.(streamException(e.type, e.data));
   },
   // `contentBlockDelta`: text, a tool call's `input` as partial JSON, reasoning text.
-  outputChars: (data) => outputChars(data, ['text', 'input']),
+  outputBytes: (data) => outputBytes(data, ['text', 'input']),
 };

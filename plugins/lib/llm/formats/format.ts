@@ -93,10 +93,10 @@ export interface LlmFormat {
    */
   observes?(event: string | undefined, data: string, call: UsageSink): boolean;
   /**
-   * The answer's output (text, tool-call arguments, reasoning) one stream event carries, in characters, read from its
-   * raw data (output-chars.ts): what a stream cut before its usage is charged is estimated from it (ADR 0150).
+   * The answer's output (text, tool-call arguments, reasoning) one stream event carries, in UTF-8 bytes, read from its
+   * raw data (output-bytes.ts): what a stream cut before its usage is charged is estimated from it (ADR 0150, 0157).
    */
-  outputChars?(data: string): number;
+  outputBytes?(data: string): number;
   /** One event as SSE text, as this format's clients expect it. */
   serializeEvent?(e: LlmEvent): string;
   /**

@@ -14,7 +14,7 @@ import type { Builder, StreamText, TextRef } from './assembly.ts';
 import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, partSlots } from './slots.ts';
 import type { TextSlot } from './slots.ts';
-import { outputChars } from '../output-chars.ts';
+import { outputBytes } from '../output-bytes.ts';
 
 interface TextAcc {
   text: string;
@@ -228,8 +228,8 @@ export const geminiNative: LlmFormat = {
     if (isObj(e.data.error)) call.streamError?.(e.data.error);
   },
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata') || data.includes('"error"'),
-  // Function-call arguments arrive whole as objects (not counted); Gemini restates its usage in every chunk anyway.
-  outputChars: (data) => outputChars(data, ['text']),
+  // Function-call arguments arrive whole as objects: their JSON text counts, as a Chat Completions `arguments` string.
+  outputBytes: (data) => outputBytes(data, ['text'], ['args']),
   assembleStream: assembleGemini,
   requestSlots: geminiRequestSlots,
   bodyFields: geminiBodyFields,

@@ -14,7 +14,7 @@ import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, messageListSlots, partSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
-import { outputChars } from '../output-chars.ts';
+import { outputBytes } from '../output-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // Anthropic Messages: `message_start`, `content_block_*`, `message_delta`, `message_stop` → `message`
@@ -182,7 +182,7 @@ export const messages: LlmFormat = {
     } else if (type === 'error') call.streamError?.(d.error);
   },
   observes: (event) => event === undefined || event === 'message_start' || event === 'message_delta' || event === 'error',
-  outputChars: (data) => outputChars(data, ['text', 'partial_json', 'thinking']),
+  outputBytes: (data) => outputBytes(data, ['text', 'partial_json', 'thinking']),
   assembleStream: assembleMessages,
   requestSlots: messagesRequestSlots,
   responseSlots: messagesResponseSlots,

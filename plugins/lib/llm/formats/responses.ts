@@ -12,7 +12,7 @@ import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { contentSlots, RESPONSES_PARTS, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
-import { outputChars } from '../output-chars.ts';
+import { outputBytes } from '../output-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // OpenAI Responses: `response.*` events → the `response` of `response.completed` (or one put together)
@@ -181,7 +181,7 @@ export const responses: LlmFormat = {
   observes: (event) => event === undefined || OBSERVED.has(event),
   // Text, refusal, arguments and reasoning stream as `delta` strings (the final events restate them whole); audio's
   // `delta` is base64 bytes, not text.
-  outputChars: (data) => (data.includes('"response.audio.delta"') ? 0 : outputChars(data, ['delta'])),
+  outputBytes: (data) => (data.includes('"response.audio.delta"') ? 0 : outputBytes(data, ['delta'])),
   assembleStream: assembleResponses,
   requestSlots: responsesRequestSlots,
   responseSlots: responsesResponseSlots,
