@@ -292,6 +292,8 @@ describe('vertex provider', () => {
     gw = await startAiGateway([
       aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' }, testAi: { routes: { '/v1/messages': 'messages', '/v1/messages/count_tokens': 'anthropicTokenCount' } } }),
       aiRoute('/vxg', { name: 'vxg', provider: { vendorFour: { projectId: 'my-proj', model: 'meta/llama-3.1-8b-instruct-maas' } }, hostOverride: `127.0.0.1:${upstream.port}` }),
+      aiRoute('/vxp', { name: 'vxp', provider: { vertex: { projectId: 'my-proj' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { testAi: { routes: { '*': 'passthrough' } } }),
+      aiRoute('/vxk', { name: 'vxk', provider: { vertex: { projectId: 'my-proj' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'AIzaExpressKey' }, testAi: { routes: { '*': 'passthrough' } } }),
     ]);
   });
   after(async () => {
@@ -362,6 +364,23 @@ describe('vertex provider', () => {
     assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/anthropic/models/count-tokens:rawPredict');
     assert.deepEqual(JSON.parse(got.body.toString()), { model: 'claude-sonnet-4@20250514', system: 'sys', messages: [{ role: 'user', content: 'hello' }], anthropic_version: 'vertex-2023-10-16' });
     assert.equal(got.headers.authorization, 'Bearer static-token');
+  });
+
+  it("passthrough keys as the API its path names: Claude's anthropic-beta kept beside the Google token; an express-mode key in x-goog-api-key", async () => {
+    const claude = '/v1/projects/my-proj/locations/global/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict';
+    const body = JSON.stringify({ anthropic_version: 'vertex-2023-10-16', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] });
+    let res = await fetch(`${gw.base}/vxp${claude}`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-beta': 'context-1m-2025-08-07', 'x-goog-api-key': 'client-key' }, body });
+    assert.equal(res.status, 200);
+    let got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.headers['anthropic-beta'], 'context-1m-2025-08-07');
+    assert.equal(got.headers.authorization, 'Bearer ya29.vertex-token');
+    assert.equal(got.headers['x-goog-api-key'], undefined);
+    res = await fetch(`${gw.base}/vxk/v1/publishers/google/models/gemini-2.5-flash:generateContent?key=AIzaClientKey`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contents: [] }) });
+    assert.equal(res.status, 200);
+    got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.headers['x-goog-api-key'], 'AIzaExpressKey');
+    assert.equal(got.headers.authorization, undefined);
+    assert.equal(got.url, '/vxk/v1/publishers/google/models/gemini-2.5-flash:generateContent');
   });
 
   it('streams Claude on Vertex through streamRawPredict', async () => {

@@ -62,6 +62,9 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       return openAiPath(`${base}/endpoints/openapi`, format);
     },
     prepareHeaders: vertexHeaders,
+    // A passthrough request keys as the API its path names: Claude's publisher endpoint keeps `anthropic-beta`, the
+    // OpenAI-compatible endpoint takes only tokens, the rest is Gemini's native API (an express-mode `AIza` key).
+    passthroughFormat: (path) => (path.includes('/publishers/anthropic/') ? 'messages' : path.includes('/endpoints/openapi/') ? 'completions' : 'geminiNative'),
     prepareBody: (format, body) => {
       if (format === 'anthropicTokenCount') {
         if (typeof body.model === 'string') body.model = body.model.replace(/^anthropic\//, '');
