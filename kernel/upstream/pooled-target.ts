@@ -172,7 +172,7 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     return upstreamCall(this, options);
   }
 
-  upgrade(ex: Exchange, socket: Duplex, head: Buffer): void {
-    forwardUpgrade(this, ex, socket, head);
+  upgrade(ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): void {
+    forwardUpgrade(this, ex, socket, head, onAttempt);
   }
 }

@@ -390,8 +390,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     shapeError: shapeClientError,
     // OpenAI Realtime and other WebSocket APIs pass through to the provider.
     upgrade: (ex, socket, head) => {
-      passthroughHeaders(ex);
-      upstream.upgrade(ex, socket, head);
+      // The provider's key conventions and default credential after backendAuth, as on every other request.
+      upstream.upgrade(ex, socket, head, onAttempt(ex, passthroughHeaders(ex)));
     },
   };
   // The route's `ai` policy resolves its virtual models' targets against this (a target without `model` uses it).
