@@ -577,10 +577,16 @@ describe('gemini provider: passthrough routes', () => {
   });
 
   it('keeps a Bearer key on the OpenAI-compatible path (that API takes it so)', async () => {
-    const res = await post('/gpk/v1beta/openai/chat/completions', { 'x-goog-api-key': 'AIzaClientHeader' });
-    assert.equal(res.status, 200);
-    assert.equal(last().headers.authorization, 'Bearer AIzaFromPolicy');
-    assert.equal(last().headers['x-goog-api-key'], undefined);
+    for (const [query, headers] of [
+      ['', { 'x-goog-api-key': 'AIzaClientHeader' }],
+      ['?key=AIzaClientQuery', {}],
+    ] as const) {
+      const res = await post(`/gpk/v1beta/openai/chat/completions${query}`, headers);
+      assert.equal(res.status, 200);
+      assert.equal(last().headers.authorization, 'Bearer AIzaFromPolicy');
+      assert.equal(last().headers['x-goog-api-key'], undefined);
+      assert.equal(last().url, '/gpk/v1beta/openai/chat/completions');
+    }
   });
 
   it("without backendAuth, a client's AIza Bearer key goes to a native path as x-goog-api-key", async () => {

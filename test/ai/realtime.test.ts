@@ -68,9 +68,13 @@ describe('ai backend: WebSocket upgrade', () => {
   });
 
   it("keys an upgrade as its provider does after backendAuth: Azure's api-key, never the client's", async () => {
-    const req = await upgradeVia('/az/openai/realtime?api-version=2025-04-01-preview&deployment=gpt-realtime', { 'api-key': 'client-own-key' });
+    let req = await upgradeVia('/az/openai/realtime?api-version=2025-04-01-preview&deployment=gpt-realtime', { 'api-key': 'client-own-key' });
     assert.equal(req.headers['api-key'], 'azure-operator-key');
     assert.equal(req.headers.authorization, undefined);
+    // A browser's key in the query (Azure takes `api-key` there too) is moved out of the URL and replaced the same way.
+    req = await upgradeVia('/az/openai/v1/realtime?model=gpt-realtime&api-key=client-own-key');
+    assert.equal(req.headers['api-key'], 'azure-operator-key');
+    assert.equal(req.url, '/az/openai/v1/realtime?model=gpt-realtime');
   });
 
   it("keys a Gemini Live upgrade with the operator's key in x-goog-api-key, the client's ?key= out of the URL", async () => {

@@ -22,7 +22,7 @@ import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
-import { googleQueryKey, isGeminiNative, PROVIDER_KEY_HEADERS } from '../../lib/llm/provider-kit.ts';
+import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -135,10 +135,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     return upstream.forward(ex, onAttempt(ex, format));
   };
 
-  /** A passthrough request's key conventions: those of the API its path names (a Google key moved out of the query). */
+  /** A passthrough request's key conventions: those of the API its path names (a key in the query moved to its header). */
   const passthroughHeaders = (ex: Exchange): LlmWireFormat | undefined => {
     const format = provider.passthroughFormat?.(ex.path);
-    if (isGeminiNative(format)) ex.query = googleQueryKey(ex.headers, ex.query);
+    if (provider.queryKey) ex.query = queryKeyToHeader(ex.headers, ex.query, provider.queryKey);
     provider.prepareHeaders(ex.headers, format);
     return format;
   };
@@ -205,7 +205,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // Gemini's own clients name the model (and streaming) in the path; the policy sees it as `model` (for aliases).
     const geminiPath = client === 'generateContent' || client === 'geminiCountTokens' ? parseGeminiPath(ex.path) : undefined;
     if (geminiPath?.model !== undefined && body.model === undefined) body.model = geminiPath.model;
-    if (geminiPath !== undefined) ex.query = googleQueryKey(ex.headers, ex.query);
+    if (geminiPath !== undefined) ex.query = queryKeyToHeader(ex.headers, ex.query, GOOGLE_QUERY_KEY);
 
     if (policy) {
       policy.applyRequest(ex, client, body);

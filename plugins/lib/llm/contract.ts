@@ -76,6 +76,11 @@ export interface LlmProviderInstance {
    */
   passthroughFormat?(path: string): LlmWireFormat | undefined;
   /**
+   * Optional: the query parameter a client may send its key in (Google's `key`, Azure's `api-key`) and the header it
+   * belongs in. On passthrough and WebSocket requests it is moved there before the header conventions run.
+   */
+  readonly queryKey?: { readonly param: string; readonly header: string };
+  /**
    * Optional: provider conventions on the wire-format body, after translation and the model override, just before
    * it is serialized (vertex: `google/` in front of a bare model name).
    */

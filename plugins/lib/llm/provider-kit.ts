@@ -64,18 +64,27 @@ export function googleApiKeyHeader(h: LlmHeaders): void {
   delete h.authorization;
 }
 
+/** Where a provider's clients may send their key in the query, and the header it belongs in. */
+export interface QueryKey {
+  readonly param: string;
+  readonly header: string;
+}
+
+/** Google's `?key=` (as its REST examples long did): the `x-goog-api-key` header. */
+export const GOOGLE_QUERY_KEY: QueryKey = Object.freeze({ param: 'key', header: 'x-goog-api-key' });
+
 /**
- * A Gemini client's API key sent in the query (`?key=`, as Google's REST examples long did) as the `x-goog-api-key`
- * header, unless one is there; returns the query without it: a key is kept out of URLs, and a `backendAuth` key set
- * per attempt (in the header) is then the request's only one.
+ * A client's key sent in the query moved to its header (unless one is there); returns the query without it: a key
+ * is kept out of URLs, and the header is where the provider's conventions (and a `backendAuth` key set per attempt)
+ * replace it.
  */
-export function googleQueryKey(h: LlmHeaders, query: string): string {
-  if (!query.includes('key=')) return query;
+export function queryKeyToHeader(h: LlmHeaders, query: string, key: QueryKey): string {
+  if (!query.includes(`${key.param}=`)) return query;
   const params = new URLSearchParams(query);
-  const key = params.get('key');
-  if (key === null) return query;
-  if (key && h['x-goog-api-key'] === undefined) h['x-goog-api-key'] = key;
-  params.delete('key');
+  const value = params.get(key.param);
+  if (value === null) return query;
+  if (value && h[key.header] === undefined) h[key.header] = value;
+  params.delete(key.param);
   const rest = params.toString();
   return rest ? `?${rest}` : '';
 }

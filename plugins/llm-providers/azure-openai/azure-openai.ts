@@ -42,5 +42,7 @@ export function createAzureOpenAiProvider(config: AzureOpenAiConfig): LlmProvide
       return `/openai/deployments/${deployment}/${format === 'embeddings' ? 'embeddings' : 'chat/completions'}${query}`;
     },
     prepareHeaders: azureHeaders,
+    // Browsers' Realtime WebSockets may send the key as `?api-key=`.
+    queryKey: { param: 'api-key', header: 'api-key' },
   });
 }

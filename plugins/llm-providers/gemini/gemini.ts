@@ -1,6 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
-import { googleApiKeyHeader, isGeminiNative, keyHeaderToBearer, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
+import { GOOGLE_QUERY_KEY, googleApiKeyHeader, isGeminiNative, keyHeaderToBearer, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { GeminiConfig } from './plugin.ts';
 
@@ -47,6 +47,7 @@ export function createGeminiProvider(config: GeminiConfig): LlmProviderInstance 
     wireFormat: geminiWire(config.openAICompatible === true),
     path: (format, model, stream) => (isGeminiNative(format) ? geminiNativePath('/v1beta', format, model, stream) : openAiPath('/v1beta/openai', format)),
     prepareHeaders: geminiHeaders,
+    queryKey: GOOGLE_QUERY_KEY,
     // Everything but the OpenAI-compatible API (`/v1beta/openai/...`) is the native API, keyed by `x-goog-api-key`.
     passthroughFormat: (path) => (path.includes('/openai/') ? 'completions' : 'geminiNative'),
     prepareBody: (format, body) => {

@@ -1,6 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
-import { googleApiKeyHeader, googleTokenOnly, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import { GOOGLE_QUERY_KEY, googleApiKeyHeader, googleTokenOnly, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { VertexConfig } from './plugin.ts';
 
@@ -62,6 +62,7 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       return openAiPath(`${base}/endpoints/openapi`, format);
     },
     prepareHeaders: vertexHeaders,
+    queryKey: GOOGLE_QUERY_KEY,
     // A passthrough request keys as the API its path names: Claude's publisher endpoint keeps `anthropic-beta`, the
     // OpenAI-compatible endpoint takes only tokens, the rest is Gemini's native API (an express-mode `AIza` key).
     passthroughFormat: (path) => (path.includes('/publishers/anthropic/') ? 'messages' : path.includes('/endpoints/openapi/') ? 'completions' : 'geminiNative'),
