@@ -266,6 +266,10 @@ describe('vertex provider', () => {
   before(async () => {
     metadata = await startGceMetadata('ya29.vertex-token');
     upstream = await startUpstream((req, res) => {
+      if (req.url!.endsWith(':countTokens')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ totalTokens: 5, totalBillableCharacters: 20 }));
+      }
       if (req.url!.endsWith('/count-tokens:rawPredict')) {
         res.writeHead(200, { 'content-type': 'application/json' });
         return void res.end(JSON.stringify({ input_tokens: 14 }));
@@ -381,6 +385,15 @@ describe('vertex provider', () => {
     assert.equal(got.headers['x-goog-api-key'], 'AIzaExpressKey');
     assert.equal(got.headers.authorization, undefined);
     assert.equal(got.url, '/vxk/v1/publishers/google/models/gemini-2.5-flash:generateContent');
+  });
+
+  it("counts an Anthropic client's tokens for a Gemini model on Vertex's countTokens (contents, system and tools at the top)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/vx`, apiKey: 'unused', maxRetries: 0 });
+    const res = await anthropic.messages.countTokens({ model: 'gemini-2.5-flash', system: 'sys', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.input_tokens, 5);
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:countTokens');
+    assert.deepEqual(JSON.parse(got.body.toString()), { contents: [{ role: 'user', parts: [{ text: 'hello' }] }], systemInstruction: { parts: [{ text: 'sys' }] } });
   });
 
   it('streams Claude on Vertex through streamRawPredict', async () => {

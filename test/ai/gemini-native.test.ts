@@ -56,6 +56,7 @@ describe('gemini provider: native generateContent', () => {
       aiRoute('/gcompat', { name: 'gcompat', provider: { gemini: { openAICompatible: true } }, hostOverride: rec.hostPort }),
       aiRoute('/gdetect', { name: 'gdetect', provider: { gemini: {} }, hostOverride: rec.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
       aiRoute('/gcount', { name: 'gcount', provider: { gemini: {} }, hostOverride: `127.0.0.1:${counter.port}` }, NATIVE_ROUTES),
+      aiRoute('/gcanth', { name: 'gcanth', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: `127.0.0.1:${counter.port}` }, { testAi: { routes: { '/v1/messages/count_tokens': 'anthropicTokenCount' } } }),
       aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: rec.hostPort }, NATIVE_ROUTES),
       // The real `ai` policy: `detect` tells Gemini clients from OpenAI ones.
       aiRoute('/greal', { name: 'greal', provider: { gemini: {} }, hostOverride: rec.hostPort }, { ai: { routes: { '*': 'detect' } } }),
@@ -427,6 +428,24 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(got.url, '/v1beta/models/gemini-2.5-flash:countTokens');
     assert.deepEqual(JSON.parse(got.body.toString()), body);
     assert.equal(got.headers['x-goog-api-key'], 'AIzaCount');
+  });
+
+  it("counts an Anthropic client's tokens on Gemini's countTokens (system and tools in a generateContentRequest)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/gcanth`, apiKey: 'AIzaCountKey', maxRetries: 0 });
+    const tools = [{ name: 'get_weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+    const res = await anthropic.messages.countTokens({ model: 'claude-sonnet-4-5', system: 'Be brief.', tools, messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(res, { input_tokens: 7 });
+    const got = counter.received[counter.received.length - 1]!;
+    assert.equal(got.url, '/v1beta/models/gemini-2.5-flash:countTokens');
+    assert.equal(got.headers['x-goog-api-key'], 'AIzaCountKey');
+    assert.deepEqual(JSON.parse(got.body.toString()), {
+      generateContentRequest: {
+        model: 'models/gemini-2.5-flash',
+        contents: [{ role: 'user', parts: [{ text: 'hello' }] }],
+        systemInstruction: { parts: [{ text: 'Be brief.' }] },
+        tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }] }],
+      },
+    });
   });
 
   it('keeps the OpenAI-compatible API available (openAICompatible: true)', async () => {

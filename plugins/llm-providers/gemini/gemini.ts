@@ -30,6 +30,7 @@ export function geminiWire(openAICompatible: boolean): (client: LlmRouteType) =>
       case 'generateContent':
         return 'geminiNative';
       case 'geminiCountTokens':
+      case 'anthropicTokenCount':
         return 'geminiCountTokens';
       case 'embeddings':
         return 'embeddings';

@@ -48,6 +48,7 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       if (isClaude(model)) return chat ? 'messages' : client === 'anthropicTokenCount' ? 'anthropicTokenCount' : undefined;
       if (client === 'generateContent') return isGooglePublished(model) ? 'geminiNative' : undefined;
       if (client === 'geminiCountTokens') return isGooglePublished(model) ? 'geminiCountTokens' : undefined;
+      if (client === 'anthropicTokenCount') return isGemini(model) ? 'geminiCountTokens' : undefined;
       if (chat && isGemini(model) && !compatible) return 'geminiNative';
       return openAi(client);
     },
@@ -80,6 +81,14 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       }
       if (isGeminiNative(format)) {
         delete body.model;
+        // Vertex's countTokens takes contents, system instruction and tools at the top (the Gemini API's
+        // `generateContentRequest` form, as an Anthropic client's count is translated, is not its).
+        const inner = body.generateContentRequest;
+        if (format === 'geminiCountTokens' && inner !== null && typeof inner === 'object') {
+          delete body.generateContentRequest;
+          const { model: _model, ...fields } = inner as Record<string, unknown>;
+          Object.assign(body, fields);
+        }
         return;
       }
       // The OpenAI-compatible endpoint names models `<publisher>/<model>`.

@@ -6,6 +6,7 @@
 import { geminiAnswerEvents } from './answer-events.ts';
 import { geminiResponseToCompletions } from '../gemini/answer.ts';
 import { completionsRequestToGemini } from '../gemini/request.ts';
+import { messagesRequestToCompletions } from '../completions-messages/requests.ts';
 import { GeminiToCompletionsStream } from '../gemini/stream.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
@@ -240,5 +241,20 @@ export const geminiNative: LlmFormat = {
   answerEvents: geminiAnswerEvents,
 };
 
-/** `countTokens`: answered with a count (nothing to translate, stream, observe or guard). */
-export const geminiCountTokens: LlmFormat = { name: 'geminiCountTokens', family: 'google', operation: 'count_tokens' };
+/**
+ * An Anthropic `count_tokens` body as a Gemini API `countTokens` request: its `generateContentRequest` form, which
+ * counts the system instruction and tools too (`contents` alone would leave them out), the model named as
+ * `models/<id>` (ADR 0157).
+ */
+function anthropicCountToGemini(body: Obj): Obj {
+  const model = typeof body.model === 'string' ? body.model : '';
+  return { generateContentRequest: { model: model.startsWith('models/') ? model : `models/${model}`, ...completionsRequestToGemini(messagesRequestToCompletions(body)) } };
+}
+
+/** `countTokens`: answered with a count (nothing to stream, observe or guard); an Anthropic client's count translated. */
+export const geminiCountTokens: LlmFormat = {
+  name: 'geminiCountTokens',
+  family: 'google',
+  operation: 'count_tokens',
+  from: { anthropicTokenCount: { request: anthropicCountToGemini, response: (b) => ({ input_tokens: typeof b.totalTokens === 'number' ? b.totalTokens : 0 }) } },
+};
