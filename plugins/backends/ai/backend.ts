@@ -30,7 +30,7 @@ import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
-import { reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { passthroughHeaders, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
@@ -130,18 +130,11 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
     if (refused) return refused;
     new LlmCall(ex, provider.kind, undefined, false);
-    const format = passthroughHeaders(ex);
+    const format = passthroughHeaders(provider, ex);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
     return upstream.forward(ex, onAttempt(ex, format));
   };
 
-  /** A passthrough request's key conventions: those of the API its path names (a key in the query moved to its header). */
-  const passthroughHeaders = (ex: Exchange): LlmWireFormat | undefined => {
-    const format = provider.passthroughFormat?.(ex.path);
-    if (provider.queryKey) ex.query = queryKeyToHeader(ex.headers, ex.query, provider.queryKey);
-    provider.prepareHeaders(ex.headers, format);
-    return format;
-  };
 
   /**
    * A chat request as a chain of callbacks (body read → dispatch → answer), no async function: the usual call (no
@@ -338,7 +331,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     };
     // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
     if (limiters) {
-      const refused = reserveTokens(ex, body, quote(), figures?.tokens);
+      // A token count generates nothing and reports no usage (which would keep the reservation): its limits are
+      // checked, nothing reserved (ADR 0157).
+      const counts = wireFormat!.operation === 'count_tokens';
+      const refused = counts ? reserveTokens(ex, undefined, { ...quote(), maxOutputTokens: 0 }, 0) : reserveTokens(ex, body, quote(), figures?.tokens);
       return refused instanceof Promise ? refused.then((r) => r ?? send()) : (refused ?? send());
     }
     return send();
@@ -391,7 +387,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // OpenAI Realtime and other WebSocket APIs pass through to the provider.
     upgrade: (ex, socket, head) => {
       // The provider's key conventions and default credential after backendAuth, as on every other request.
-      upstream.upgrade(ex, socket, head, onAttempt(ex, passthroughHeaders(ex)));
+      upstream.upgrade(ex, socket, head, onAttempt(ex, passthroughHeaders(provider, ex)));
     },
   };
   // The route's `ai` policy resolves its virtual models' targets against this (a target without `model` uses it).
