@@ -10,6 +10,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { createVertexProvider } from '../../plugins/llm-providers/vertex/vertex.ts';
+import { countTokensModel } from '../../plugins/llm-providers/bedrock/count-tokens.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import { converseTools } from './stream-fixtures.ts';
@@ -538,6 +539,16 @@ describe("bedrock: an Anthropic client's count_tokens on Bedrock's CountTokens A
     const check = verifySigV4({ method: got.method, url: got.url, headers: got.headers, body: got.body }, 'count-secret');
     assert.ok(check.ok, check.problem ?? `signature ${check.signature} is not ${check.expected}`);
     assert.equal(got.headers['anthropic-version'], undefined);
+  });
+
+  it('names a system-defined inference profile (id or ARN) by its foundation model; other ids and ARNs as they are', () => {
+    assert.equal(countTokensModel('us.anthropic.claude-sonnet-4-5-20250929-v1:0'), 'anthropic.claude-sonnet-4-5-20250929-v1:0');
+    assert.equal(countTokensModel('global.anthropic.claude-haiku-4-5-20251001-v1:0'), 'anthropic.claude-haiku-4-5-20251001-v1:0');
+    assert.equal(countTokensModel('arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-3-haiku-20240307-v1:0'), 'anthropic.claude-3-haiku-20240307-v1:0');
+    assert.equal(countTokensModel('anthropic.claude-3-haiku-20240307-v1:0'), 'anthropic.claude-3-haiku-20240307-v1:0');
+    assert.equal(countTokensModel('meta.llama3-1-8b-instruct-v1:0'), 'meta.llama3-1-8b-instruct-v1:0', 'a provider named like a geography is kept');
+    const app = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3';
+    assert.equal(countTokensModel(app), app);
   });
 
   it("a Bedrock refusal reaches the client as Anthropic's error (BadRequestError)", async () => {
