@@ -12,14 +12,30 @@ const docFor = (key) => `/ui/docs/${DOCS[key] ?? 'phases.md'}`;
 const view = document.getElementById('view');
 let stopView = () => {};
 
+/**
+ * Bidi controls and invisible characters (RLO, zero-width space, BOM, ...): a name holding them could pass for another
+ * (`admin<RLO>gnp.exe` reads `adminexe.png`), so every text the page shows spells them as `<U+202E>`.
+ */
+const HIDDEN = /[\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+const visible = (text) => String(text ?? '').replace(HIDDEN, (c) => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}>`);
+
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (k === 'on') for (const [ev, fn] of Object.entries(v)) node.addEventListener(ev, fn);
     else if (v !== undefined && v !== false) node.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(String(c ?? '')));
+  // A textarea's text is a value to edit and send: it keeps its characters.
+  const text = tag === 'textarea' ? (c) => String(c ?? '') : visible;
+  for (const c of children.flat()) node.append(c instanceof Node ? c : document.createTextNode(text(c)));
   return node;
+}
+
+/** The live config's dump; the header's generation follows it (a reload shows on the next view opened). */
+async function liveConfig() {
+  const dump = await getJson('/ui/api/config');
+  document.getElementById('generation').textContent = `config generation ${dump.generation}`;
+  return dump;
 }
 
 async function getJson(path) {
@@ -48,7 +64,7 @@ function routePath(route) {
 }
 
 async function routesView() {
-  const dump = await getJson('/ui/api/config');
+  const dump = await liveConfig();
   const rows = routesOf(dump.config).map(({ port, listener, route }, i) =>
     el('tr', { 'data-route': route.name ?? `#${i}` },
       el('td', {}, String(port)), el('td', {}, listener), el('td', {}, el('strong', {}, route.name ?? '(unnamed)')),
@@ -59,7 +75,7 @@ async function routesView() {
   view.replaceChildren(
     el('h2', {}, 'Routes and policies'),
     el('p', {}, `Generation ${dump.generation}, loaded ${dump.loadedAt}. Secrets are redacted as in /config_dump.`),
-    el('table', { id: 'routes' }, el('tr', {}, ...['Port', 'Listener', 'Route', 'Matches', 'Policies (docs)', 'Backends'].map((h) => el('th', {}, h))), rows),
+    el('table', { id: 'routes', class: 'fixed' }, el('tr', {}, ...['Port', 'Listener', 'Route', 'Matches', 'Policies (docs)', 'Backends'].map((h) => el('th', {}, h))), rows),
     el('h3', {}, 'Config (redacted)'), el('pre', {}, JSON.stringify(dump.config, null, 2)),
   );
 }
@@ -85,7 +101,7 @@ function validateView() {
       ...(result.errors.length ? result.errors : [{ message: result.error }]).map(issue('issue')), ...unchecked);
   };
   const loadLive = async () => {
-    const dump = await getJson('/ui/api/config');
+    const dump = await liveConfig();
     text.value = JSON.stringify(dump.config, null, 2);
   };
   view.replaceChildren(el('h2', {}, 'Validate a config'),
@@ -112,7 +128,7 @@ function tailView() {
   };
   view.replaceChildren(el('h2', {}, 'Live tail'), status,
     el('button', { on: { click: (e) => { paused = !paused; e.target.textContent = paused ? 'Resume' : 'Pause'; } } }, 'Pause'),
-    el('table', {}, el('thead', {}, el('tr', {}, ...['Time', 'Route', 'Method', 'Path', 'Status', 'Duration', 'Request id', 'Error'].map((h) => el('th', {}, h)))), body));
+    el('table', { id: 'tail-table', class: 'fixed' }, el('thead', {}, el('tr', {}, ...['Time', 'Route', 'Method', 'Path', 'Status', 'Duration', 'Request id', 'Error'].map((h) => el('th', {}, h)))), body));
   return () => source.close();
 }
 
@@ -138,7 +154,7 @@ function chartsView() {
 
 /** A route picker for the playgrounds: routes with the given kind of backend. */
 async function pickRoute(filter) {
-  const dump = await getJson('/ui/api/config');
+  const dump = await liveConfig();
   const routes = routesOf(dump.config).filter(filter);
   const select = el('select', { id: 'route' }, routes.map((r, i) => el('option', { value: String(i) }, `${r.route.name ?? '(unnamed)'} — :${r.port}${routePath(r.route)}`)));
   const path = el('input', { id: 'path', size: 30, value: routes[0] ? routePath(routes[0].route) : '/' });
@@ -182,13 +198,15 @@ async function mcpView() {
       const init = await rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'switchyard-admin-ui', version: '1' } });
       await rpc('notifications/initialized', {}, true);
       const list = await rpc('tools/list', {});
-      out.textContent = JSON.stringify(init.result?.serverInfo ?? init, null, 2);
-      tools.replaceChildren(...(list.result?.tools ?? []).map((t) => {
-        const args = el('textarea', { class: 'tool-args', 'data-tool': t.name, style: 'min-height:4em' }, JSON.stringify(exampleArgs(t.inputSchema), null, 2));
+      out.textContent = visible(JSON.stringify(init.result?.serverInfo ?? init, null, 2));
+      // Whatever an upstream lists: a tool that is not an object with a string name is left out, not a broken view.
+      const listed = Array.isArray(list.result?.tools) ? list.result.tools.filter((t) => t && typeof t.name === 'string') : [];
+      tools.replaceChildren(...listed.map((t) => {
+        const args = el('textarea', { class: 'tool-args', 'data-tool': t.name }, JSON.stringify(exampleArgs(t.inputSchema), null, 2));
         return el('div', { class: 'tool' }, el('h3', {}, t.name), el('p', {}, t.description ?? ''), args,
           el('button', { 'data-call': t.name, on: { click: async () => {
             out.textContent = 'Calling…';
-            try { out.textContent = JSON.stringify((await rpc('tools/call', { name: t.name, arguments: JSON.parse(args.value || '{}') })), null, 2); }
+            try { out.textContent = visible(JSON.stringify((await rpc('tools/call', { name: t.name, arguments: JSON.parse(args.value || '{}') })), null, 2)); }
             catch (err) { out.textContent = String(err); }
           } } }, `Call ${t.name}`));
       }));
@@ -202,9 +220,14 @@ async function mcpView() {
     tools, el('h3', {}, 'Result'), out);
 }
 
+/** A starting point for a tool's arguments: one value per property its input schema names (any schema, even a broken one). */
 function exampleArgs(schema) {
-  const args = {};
-  for (const [k, p] of Object.entries(schema?.properties ?? {})) args[k] = p.type === 'number' || p.type === 'integer' ? 1 : p.type === 'boolean' ? false : '';
+  const args = Object.create(null); // a property named __proto__ is an argument like any other
+  const properties = schema && typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {};
+  for (const [k, p] of Object.entries(properties)) {
+    const type = p && typeof p === 'object' ? p.type : undefined;
+    args[k] = type === 'number' || type === 'integer' ? 1 : type === 'boolean' ? false : '';
+  }
   return args;
 }
 
@@ -212,7 +235,7 @@ async function llmView() {
   const pick = await pickRoute(isAi);
   const model = el('input', { id: 'model', value: 'gpt-4o-mini', size: 20 });
   const key = el('input', { id: 'api-key', type: 'password', size: 20, placeholder: 'API key (optional)' });
-  const prompt = el('textarea', { id: 'prompt', style: 'min-height:5em' }, 'Hello!');
+  const prompt = el('textarea', { id: 'prompt' }, 'Hello!');
   const answer = el('pre', { id: 'llm-answer' });
   const send = async () => {
     const r = pick.chosen();
@@ -265,5 +288,4 @@ async function show() {
 }
 
 window.addEventListener('hashchange', show);
-getJson('/ui/api/config').then((d) => (document.getElementById('generation').textContent = `config generation ${d.generation}`), () => {});
 void show();

@@ -1,0 +1,176 @@
+// The admin UI shows names it does not control (routes, listeners, matches, MCP tools, request paths, config
+// values): in a real browser (Debian's chromium driven by playwright-core) none of them runs as script, bends the
+// page's layout or disguises itself, and a broken upstream cannot break a view (ADR 0162).
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { parse, stringify } from 'yaml';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { mcpPreset } from '../mcp/harness.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`;
+
+type Browser = import('playwright-core').Browser;
+type Page = import('playwright-core').Page;
+
+/** Markup that sets `window.__pwned` if it is ever parsed as HTML or run as script. */
+const XSS = (n: number): string => `<img src=x onerror="window.__pwned=${n}"></script><script>window.__pwned=${n + 1}</script>`;
+const RTL_NAME = 'admin\u202Egnp.exe\u200B';
+const HUGE_NAME = 'h'.repeat(20_000);
+
+/**
+ * An MCP server (JSON answers over Streamable HTTP) whose server info, tools and results carry markup, and whose
+ * second tool's input schema has a property that is not a schema (`null`).
+ */
+function hostileMcp(): Promise<Server> {
+  const tools = [
+    { name: 'markup', description: XSS(30), inputSchema: { type: 'object', properties: { q: { type: 'string' } } } },
+    { name: 'broken', description: 'javascript:window.__pwned=40', inputSchema: { type: 'object', properties: { a: null, b: 'text', c: { type: 'integer' } } } },
+    { name: 'plain', description: 'a plain tool', inputSchema: { type: 'object', properties: { n: { type: 'number' } } } },
+  ];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c));
+    req.on('end', () => {
+      if (req.method !== 'POST') return void res.writeHead(405).end();
+      const message = JSON.parse(body) as { id?: number; method: string };
+      if (message.id === undefined) return void res.writeHead(202).end();
+      const result =
+        message.method === 'initialize'
+          ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: XSS(50), version: '1' } }
+          : message.method === 'tools/list'
+            ? { tools }
+            : { content: [{ type: 'text', text: XSS(60) }] };
+      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'hostile-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+describe('admin UI: hostile names in headless Chromium', { skip }, () => {
+  let gw: RunningGateway;
+  let port: number;
+  let mcp: Server;
+  let browser: Browser;
+  let page: Page;
+  const cspViolations: string[] = [];
+
+  before(async () => {
+    port = await freePort();
+    mcp = await hostileMcp();
+    gw = await startGateway(
+      {
+        binds: [
+          {
+            port,
+            listeners: [
+              {
+                name: XSS(10),
+                routes: [
+                  { name: XSS(12), matches: [{ path: { exact: `/x"><img src=x onerror=window.__pwned=14>` } }], policies: { directResponse: { status: 200, body: XSS(16) } } },
+                  { name: RTL_NAME, matches: [{ path: { exact: '/rtl' } }], policies: { directResponse: { status: 200 } } },
+                  { name: HUGE_NAME, matches: [{ path: { exact: '/huge' } }], policies: { directResponse: { status: 200 } } },
+                  { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: (mcp.address() as AddressInfo).port, path: '/mcp' } }] } }] },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+      { preset: mcpPreset },
+    );
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    page.on('console', (m) => {
+      if (/Content Security Policy/.test(m.text())) cspViolations.push(m.text());
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await gw?.stop();
+    await new Promise((resolve) => mcp?.close(resolve));
+  });
+
+  const open = async (view: string): Promise<void> => {
+    await page.goto(`${gw.adminUrl}/ui/#${view}`);
+    await page.waitForSelector(`#view[data-ready="${view}"]`, { timeout: 10_000 });
+  };
+  const pwned = (): Promise<unknown> => page.evaluate(() => (window as unknown as { __pwned?: unknown }).__pwned);
+  const images = (): Promise<number> => page.evaluate(() => document.images.length);
+
+  it('routes view: markup in listener, route and match names stays text', async () => {
+    await open('routes');
+    const text = await page.locator('#routes').innerText();
+    assert.ok(text.includes('<img src=x onerror="window.__pwned=10">'), 'the listener name shown as written');
+    assert.ok(text.includes('</script><script>window.__pwned=13</script>'), 'the route name shown as written');
+    assert.equal(await pwned(), undefined);
+    assert.equal(await images(), 0);
+  });
+
+  it('a 20,000-character route name wraps: the page is no wider than the window, on every view that names routes', async () => {
+    for (const view of ['routes', 'mcp']) {
+      await open(view);
+      const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+      assert.ok(scroll <= inner, `${view}: the page is ${scroll} px wide in a ${inner} px window`);
+    }
+  });
+
+  it('bidi overrides and invisible characters in a name are shown, not obeyed (no name can pass for another)', async () => {
+    await open('routes');
+    const row = await page.locator('#routes tr', { hasText: 'admin' }).first().innerText();
+    assert.doesNotMatch(row, /[\u202E\u200B]/, 'the raw controls are not in the page text');
+    assert.match(row, /admin<U\+202E>gnp\.exe<U\+200B>/);
+  });
+
+  it('MCP playground: markup in server info, tool descriptions and results stays text; a tool with a broken schema lists with the rest', async () => {
+    await open('mcp');
+    await page.click('#mcp-connect');
+    await page.waitForSelector('[data-call="plain"]', { timeout: 20_000 });
+    assert.equal(await page.locator('.tool').count(), 3, 'every tool is listed');
+    assert.ok((await page.locator('.tool', { hasText: 'markup' }).innerText()).includes(XSS(30)));
+    await page.click('[data-call="markup"]');
+    await page.locator('#mcp-result', { hasText: 'window.__pwned=60' }).waitFor({ timeout: 10_000 });
+    assert.equal(await pwned(), undefined);
+    assert.equal(await images(), 0);
+  });
+
+  it('live tail: markup in a request path stays text', async () => {
+    await open('tail');
+    await page.locator('#tail-status', { hasText: /^Live\.$/ }).waitFor();
+    await new Promise<void>((resolve, reject) => {
+      httpRequest({ host: '127.0.0.1', port, path: '/x"><svg/onload=window.__pwned=70>' }, (res) => res.resume().on('end', resolve)).on('error', reject).end();
+    });
+    await page.locator('#tail-rows tr').first().waitFor({ timeout: 10_000 });
+    assert.match(await page.locator('#tail-rows').innerText(), /\/x"><svg\/onload=window\.__pwned=70>/);
+    assert.equal(await pwned(), undefined);
+    assert.equal(await images(), 0);
+  });
+
+  it('the page needs nothing its CSP refuses (no inline style or script)', async () => {
+    for (const view of ['llm', 'validate', 'charts']) await open(view);
+    assert.deepEqual(cspViolations, []);
+  });
+
+  it('the header\'s config generation follows a reload', async () => {
+    await open('routes');
+    assert.match(await page.locator('#generation').innerText(), /generation 1$/);
+    const config = parse(readFileSync(gw.file, 'utf8')) as { binds: { listeners: { routes: unknown[] }[] }[] };
+    config.binds[0]!.listeners[0]!.routes.push({ name: 'added', matches: [{ path: { exact: '/added' } }], policies: { directResponse: { status: 200 } } });
+    writeFileSync(gw.file, stringify(config));
+    assert.equal(await gw.gateway.reload(), true);
+    await page.click('#nav a[href="#tail"]');
+    await page.waitForSelector('#view[data-ready="tail"]');
+    await page.click('#nav a[href="#routes"]');
+    await page.waitForSelector('#view[data-ready="routes"]');
+    assert.equal(await page.locator('tr[data-route="added"]').count(), 1);
+    assert.match(await page.locator('#generation').innerText(), /generation 2$/);
+  });
+});
