@@ -2,6 +2,7 @@
 // shows the live gateway's data. Screenshots land in test-artifacts/admin-ui/ (git-ignored).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startGateway } from '../helpers/gateway.ts';
@@ -128,6 +129,31 @@ describe('admin UI in headless Chromium', { skip }, () => {
     const text = await page.locator('#tail-rows').innerText();
     assert.match(text, /hello\s+GET\s+\/hello\?i=2\s+200/);
     await page.screenshot({ path: join(ARTIFACTS, 'tail.png'), fullPage: true });
+  });
+
+  it('live tail: a fifth browser is told the gateway refused it (4 at most) and connects once a place is free', async () => {
+    // Every place taken by tails held open here (the previous test's page leaves its own when it changes view); an
+    // EventSource refused with 429 does not retry by itself.
+    await open('routes');
+    const held: import('node:http').ClientRequest[] = [];
+    const tail = (): Promise<number> => new Promise((resolve, reject) => {
+      const req = httpRequest(`${gw.adminUrl}/ui/api/tail`, (res) => {
+        if (res.statusCode === 200) held.push(req);
+        else res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject).end();
+    });
+    for (let i = 0; i < 6 && (await tail()) === 200; i++);
+    assert.equal(held.length, 4, 'four places');
+    try {
+      await open('tail');
+      await page.locator('#tail-status', { hasText: /at most 4/ }).waitFor({ timeout: 10_000 });
+      assert.doesNotMatch(await page.locator('#tail-status').innerText(), /retrying/);
+    } finally {
+      for (const req of held) req.destroy();
+    }
+    await page.locator('#tail-status', { hasText: /^Live\.$/ }).waitFor({ timeout: 15_000 });
   });
 
   it('charts: request rate from the gateway\'s own metrics', async () => {

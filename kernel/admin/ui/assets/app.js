@@ -113,11 +113,9 @@ function tailView() {
   const body = el('tbody', { id: 'tail-rows' });
   const status = el('p', { id: 'tail-status' }, 'Connecting…');
   let paused = false;
-  const source = new EventSource('/ui/api/tail');
-  source.onopen = () => (status.textContent = 'Live.');
-  source.onerror = () => (status.textContent = 'Disconnected (retrying)…');
-  source.addEventListener('dropped', (e) => (status.textContent = `Live; ${e.data} requests not shown (too many at once).`));
-  source.onmessage = (e) => {
+  let source;
+  let retry;
+  const onMessage = (e) => {
     if (paused) return;
     for (const r of JSON.parse(e.data).requests) {
       const s = String(r['http.status']);
@@ -126,10 +124,27 @@ function tailView() {
     }
     while (body.children.length > 500) body.lastChild.remove();
   };
+  // A dropped connection is retried by the EventSource itself; an answer that is not a stream (429: at most 4 tails
+  // at once, or 401) closes it for good, so the view says so and tries again itself.
+  const connect = () => {
+    source = new EventSource('/ui/api/tail');
+    source.onopen = () => (status.textContent = 'Live.');
+    source.onerror = () => {
+      if (source.readyState !== EventSource.CLOSED) return void (status.textContent = 'Disconnected (retrying)…');
+      status.textContent = 'Refused by the gateway (at most 4 browsers tail at once); trying again in 5 s…';
+      retry = setTimeout(connect, 5000);
+    };
+    source.addEventListener('dropped', (e) => (status.textContent = `Live; ${e.data} requests not shown (too many at once).`));
+    source.onmessage = onMessage;
+  };
+  connect();
   view.replaceChildren(el('h2', {}, 'Live tail'), status,
     el('button', { on: { click: (e) => { paused = !paused; e.target.textContent = paused ? 'Resume' : 'Pause'; } } }, 'Pause'),
     el('table', { id: 'tail-table', class: 'fixed' }, el('thead', {}, el('tr', {}, ...['Time', 'Route', 'Method', 'Path', 'Status', 'Duration', 'Request id', 'Error'].map((h) => el('th', {}, h)))), body));
-  return () => source.close();
+  return () => {
+    clearTimeout(retry);
+    source.close();
+  };
 }
 
 function chartsView() {
