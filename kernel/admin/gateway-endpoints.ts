@@ -43,7 +43,30 @@ export type ValidationIssue = Omit<PositionedIssue, 'frame'> & { readonly frame?
  * the admin UI's validator does not touch: `SWY_ERR_CONFIG_UNCHECKED`) and the plugins' load warnings
  * (`SWY_WARN_CONFIG`), ADR 0131.
  */
-export type ValidationResult = ({ ok: true } | { ok: false; errors: readonly ValidationIssue[]; error: string }) & { warnings?: readonly ValidationIssue[] };
+export type ValidationResult = ({ ok: true } | { ok: false; errors: readonly ValidationIssue[]; error: string }) & {
+  warnings?: readonly ValidationIssue[];
+  /** Problems of each kind left out of the answer beyond the first MAX_SHOWN_ISSUES (present only then). */
+  more?: { errors: number; warnings: number };
+};
+
+/**
+ * Problems of each kind a validation answers with. A 1 MiB paste can hold some 25,000 (a misspelled policy per
+ * route), which answered 23 MB with their code frames, twice over in `error`; nobody reads past the first ones.
+ */
+export const MAX_SHOWN_ISSUES = 100;
+
+/**
+ * The answer to a config check over its positioned `errors` and `warnings`, each kind cut to MAX_SHOWN_ISSUES;
+ * `render` writes one issue as the CLI and reload logs do, for `error`.
+ */
+export function validationResult<I extends ValidationIssue>(errors: readonly I[], warnings: readonly I[], render: (issue: I) => string): ValidationResult {
+  const more = { errors: Math.max(0, errors.length - MAX_SHOWN_ISSUES), warnings: Math.max(0, warnings.length - MAX_SHOWN_ISSUES) };
+  const shown = { errors: errors.slice(0, MAX_SHOWN_ISSUES), warnings: warnings.slice(0, MAX_SHOWN_ISSUES) };
+  const extra = { ...(shown.warnings.length ? { warnings: shown.warnings } : {}), ...(more.errors || more.warnings ? { more } : {}) };
+  if (errors.length === 0) return { ok: true, ...extra };
+  const omitted = more.errors ? `\n\n... ${more.errors.toLocaleString('en')} more problems not shown` : '';
+  return { ok: false, errors: shown.errors, error: shown.errors.map(render).join('\n\n') + omitted, ...extra };
+}
 
 /** `/ui`: the admin UI's module loads on its first request only (idle RSS of a gateway nobody browses unchanged). */
 function lazyUi(source: AdminSource): UiHandler {

@@ -2,7 +2,7 @@ import { ErrorCode } from '../sdk/index.ts';
 import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
-import { gatewayEndpoints } from '../admin/gateway-endpoints.ts';
+import { gatewayEndpoints, validationResult } from '../admin/gateway-endpoints.ts';
 import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { ConfigLoadError, renderIssue } from '../config/format-issues.ts';
@@ -335,10 +335,8 @@ export class Gateway {
     } catch (err) {
       return { ok: false, errors: [], error: (err as Error).message };
     }
-    const warnings = checked.warnings.length ? { warnings: checked.warnings } : {};
-    if (checked.errors.length === 0) return { ok: true, ...warnings };
     const errors = checked.errors.map((i) => (i.code === ErrorCode.configEnv ? { ...i, message: `${i.message}; ${PASTED_ENV}` } : i));
-    return { ok: false, errors, error: errors.map(renderIssue).join('\n\n'), ...warnings };
+    return validationResult(errors, checked.warnings, renderIssue);
   }
 
   /** Serve `next` from now on; the previous snapshot is disposed once its in-flight requests are done. */

@@ -103,8 +103,8 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     await page.goto(`${gw.adminUrl}/ui/#${view}`);
     await page.waitForSelector(`#view[data-ready="${view}"]`, { timeout: 10_000 });
   };
-  const pwned = (): Promise<unknown> => page.evaluate(() => (window as unknown as { __pwned?: unknown }).__pwned);
-  const images = (): Promise<number> => page.evaluate(() => document.images.length);
+  const pwned = (): Promise<unknown> => page.evaluate('window.__pwned');
+  const images = (): Promise<number> => page.evaluate('document.images.length');
 
   it('routes view: markup in listener, route and match names stays text', async () => {
     await open('routes');
@@ -118,7 +118,7 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
   it('a 20,000-character route name wraps: the page is no wider than the window, on every view that names routes', async () => {
     for (const view of ['routes', 'mcp']) {
       await open(view);
-      const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+      const { scroll, inner } = await page.evaluate<{ scroll: number; inner: number }>('({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth })');
       assert.ok(scroll <= inner, `${view}: the page is ${scroll} px wide in a ${inner} px window`);
     }
   });
@@ -152,6 +152,17 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     assert.match(await page.locator('#tail-rows').innerText(), /\/x"><svg\/onload=window\.__pwned=70>/);
     assert.equal(await pwned(), undefined);
     assert.equal(await images(), 0);
+  });
+
+  it('validate: a paste with 150 problems shows the first 100 and counts the rest', async () => {
+    await open('validate');
+    const routes = Array.from({ length: 150 }, () => '{policies: {directRespons: {status: 2}}}').join(',');
+    await page.fill('#config-text', `binds: [{port: 8080, listeners: [{routes: [${routes}]}]}]`);
+    await page.click('#validate');
+    await page.waitForSelector('#validate-result .more');
+    assert.equal(await page.locator('#validate-result .issue').count(), 100);
+    assert.match(await page.locator('#validate-result p.error').innerText(), /^150 problem/);
+    assert.match(await page.locator('#validate-result .more').innerText(), /50 more not shown/);
   });
 
   it('the page needs nothing its CSP refuses (no inline style or script)', async () => {

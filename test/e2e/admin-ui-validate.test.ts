@@ -204,6 +204,30 @@ const careless = definePolicy<{ file: string }>({
   },
 });
 
+describe('admin UI validation: the answer is bounded however many problems a paste has', () => {
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await startGateway({ binds: [{ port: await freePort(), listeners: [{ routes: [{ name: 'hello', policies: { directResponse: { status: 200 } } }] }] }] });
+  });
+  after(() => gw.stop());
+
+  it('2,000 misspelled policies: the first 100 come back with their frames, the rest are counted', async () => {
+    // A 1 MiB paste holds about 25,000 such problems: all of them answered 23 MB (and 10.7 MB more in `error`).
+    const routes = Array.from({ length: 2000 }, () => '{policies: {directRespons: {status: 2}}}').join(',');
+    const text = `binds: [{port: 8080, listeners: [{routes: [${routes}]}]}]`;
+    const res = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+    assert.equal(res.status, 200);
+    const body = await res.text();
+    const answer = JSON.parse(body) as Answer & { error: string; more?: { errors: number; warnings: number } };
+    assert.equal(answer.ok, false);
+    assert.equal(answer.errors!.length, 100);
+    assert.deepEqual(answer.more, { errors: 1900, warnings: 0 });
+    assert.match(answer.errors![99]!.message, /unknown policy `directRespons`; did you mean `directResponse`\?/);
+    assert.match(answer.error, /1,900 more problems not shown/);
+    assert.ok(body.length < 200_000, `the answer is ${body.length} bytes`);
+  });
+});
+
 describe('admin UI validation with a plugin that does not know `ctx.checkOnly`', () => {
   let gw: RunningGateway;
   let port: number;

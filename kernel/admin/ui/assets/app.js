@@ -92,13 +92,17 @@ function validateView() {
         el('div', {}, el('strong', {}, e.line ? `line ${e.line}, column ${e.col}` : ''), e.path ? ` at ${e.path}` : '', e.code ? ` [${e.code}]` : ''),
         el('div', {}, e.message), e.frame ? el('pre', {}, e.frame) : '');
     // Plugins' load warnings, and the files, stores and URLs the validator does not touch (ADR 0131): never hidden.
+    // The answer holds the first 100 of each kind; `more` counts the rest.
     const warnings = result.warnings ?? [];
+    const more = result.more ?? { errors: 0, warnings: 0 };
+    const notShown = (n) => (n ? [el('p', { class: 'more' }, `${n} more not shown: fix these first.`)] : []);
+    const warningCount = warnings.length + more.warnings;
     const unchecked = warnings.length
-      ? [el('p', { class: 'warning-head' }, `${warnings.length} warning${warnings.length === 1 ? '' : 's'} (files, stores and URLs the config names are checked by switchyard --validate-only on the gateway's host):`), ...warnings.map(issue('warning'))]
+      ? [el('p', { class: 'warning-head' }, `${warningCount} warning${warningCount === 1 ? '' : 's'} (files, stores and URLs the config names are checked by switchyard --validate-only on the gateway's host):`), ...warnings.map(issue('warning')), ...notShown(more.warnings)]
       : [];
     if (result.ok) return out.replaceChildren(el('p', { class: 'ok' }, 'Valid: this config would load.'), ...unchecked);
-    out.replaceChildren(el('p', { class: 'error' }, `${result.errors.length || 1} problem(s)`),
-      ...(result.errors.length ? result.errors : [{ message: result.error }]).map(issue('issue')), ...unchecked);
+    out.replaceChildren(el('p', { class: 'error' }, `${(result.errors.length + more.errors) || 1} problem(s)`),
+      ...(result.errors.length ? result.errors : [{ message: result.error }]).map(issue('issue')), ...notShown(more.errors), ...unchecked);
   };
   const loadLive = async () => {
     const dump = await liveConfig();
