@@ -40,8 +40,15 @@ function hostileMcp(): Promise<Server> {
     req.on('data', (c: Buffer) => (body += c));
     req.on('end', () => {
       if (req.method !== 'POST') return void res.writeHead(405).end();
-      const message = JSON.parse(body) as { id?: number; method: string };
+      const message = JSON.parse(body) as { id?: number; method: string; params?: { name?: string } };
       if (message.id === undefined) return void res.writeHead(202).end();
+      if (message.method === 'tools/call' && message.params?.name === 'plain') {
+        // A log notification first, as servers send while they work, then the answer.
+        const note = { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working on it' } };
+        const answer = { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'the plain answer' }] } };
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'hostile-1' });
+        return void res.end(`event: message\ndata: ${JSON.stringify(note)}\n\nevent: message\ndata: ${JSON.stringify(answer)}\n\n`);
+      }
       const result =
         message.method === 'initialize'
           ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: XSS(50), version: '1' } }
@@ -140,6 +147,15 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     await page.locator('#mcp-result', { hasText: 'window.__pwned=60' }).waitFor({ timeout: 10_000 });
     assert.equal(await pwned(), undefined);
     assert.equal(await images(), 0);
+  });
+
+  it('MCP playground: a call answered as a stream shows the answer, not a notification sent before it', async () => {
+    await page.fill('textarea[data-tool="plain"]', '{"n": 1}');
+    await page.click('[data-call="plain"]');
+    await page.locator('#mcp-result', { hasText: /the plain answer|working on it/ }).waitFor({ timeout: 10_000 });
+    const shown = await page.locator('#mcp-result').innerText();
+    assert.match(shown, /the plain answer/);
+    assert.doesNotMatch(shown, /working on it/);
   });
 
   it('live tail: markup in a request path stays text', async () => {

@@ -194,13 +194,18 @@ async function pickRoute(filter) {
   return { routes, select, path, chosen: () => routes[Number(select.value)] };
 }
 
-/** Read a JSON-RPC answer: plain JSON or the first `message` of an SSE stream. */
-async function rpcAnswer(res) {
+/**
+ * Read the JSON-RPC answer to request `id`: plain JSON, or the stream's message with that id (a server may send
+ * notifications and requests of its own first: progress, log messages).
+ */
+async function rpcAnswer(res, id) {
   const text = await res.text();
   if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return text ? JSON.parse(text) : undefined;
-  for (const block of text.split(/\n\n/)) {
-    const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
-    if (data) return JSON.parse(data);
+  for (const block of text.split(/\r?\n\r?\n/)) {
+    const data = block.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+    if (!data) continue;
+    const message = JSON.parse(data);
+    if (message?.id === id && message.method === undefined) return message;
   }
   return undefined;
 }
@@ -219,7 +224,7 @@ async function mcpView() {
     const res = await postJson('/ui/api/call', { port: r.port, listener: r.listenerName, path: pick.path.value, headers, body: JSON.stringify(message) });
     session = res.headers.get('mcp-session-id') ?? session;
     if (notify) return undefined;
-    const answer = await rpcAnswer(res);
+    const answer = await rpcAnswer(res, message.id);
     if (!answer) throw new Error(`HTTP ${res.status}`);
     return answer;
   };
