@@ -13,6 +13,8 @@ import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { mcpPreset } from '../mcp/harness.ts';
+import { aiPreset, aiRoute } from '../ai/harness.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`;
@@ -61,17 +63,30 @@ function hostileMcp(): Promise<Server> {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
+/** An OpenAI-style upstream whose streamed chat completion separates its events with CRLF (as SSE allows). */
+function crlfUpstream(): Promise<Server> {
+  const chunk = (content: string): string =>
+    `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\r\n\r\n`;
+  const server = createServer((req, res) => {
+    req.resume().on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${chunk('Hello ')}${chunk('over CRLF')}data: [DONE]\r\n\r\n`);
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
 describe('admin UI: hostile names in headless Chromium', { skip }, () => {
   let gw: RunningGateway;
   let port: number;
   let mcp: Server;
+  let crlf: Server;
   let browser: Browser;
   let page: Page;
   const cspViolations: string[] = [];
 
   before(async () => {
     port = await freePort();
-    mcp = await hostileMcp();
+    [mcp, crlf] = await Promise.all([hostileMcp(), crlfUpstream()]);
     gw = await startGateway(
       {
         binds: [
@@ -85,13 +100,14 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
                   { name: RTL_NAME, matches: [{ path: { exact: '/rtl' } }], policies: { directResponse: { status: 200 } } },
                   { name: HUGE_NAME, matches: [{ path: { exact: '/huge' } }], policies: { directResponse: { status: 200 } } },
                   { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: (mcp.address() as AddressInfo).port, path: '/mcp' } }] } }] },
+                  aiRoute('/llm', { name: 'crlf', provider: { openAI: {} }, hostOverride: `127.0.0.1:${(crlf.address() as AddressInfo).port}` }),
                 ],
               },
             ],
           },
         ],
       },
-      { preset: mcpPreset },
+      { preset: fullPresetWith(...mcpPreset, ...aiPreset) },
     );
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -104,6 +120,7 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     await browser?.close();
     await gw?.stop();
     await new Promise((resolve) => mcp?.close(resolve));
+    await new Promise((resolve) => crlf?.close(resolve));
   });
 
   const open = async (view: string): Promise<void> => {
@@ -156,6 +173,14 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     const shown = await page.locator('#mcp-result').innerText();
     assert.match(shown, /the plain answer/);
     assert.doesNotMatch(shown, /working on it/);
+  });
+
+  it('LLM playground: a stream whose events end with CRLF shows its text', async () => {
+    await open('llm');
+    await page.fill('#path', '/llm/v1/chat/completions');
+    await page.click('#llm-send');
+    await page.waitForSelector('#llm-done', { timeout: 15_000 });
+    assert.match(await page.locator('#llm-answer').innerText(), /Hello over CRLF/);
   });
 
   it('live tail: markup in a request path stays text', async () => {

@@ -285,7 +285,8 @@ async function llmView() {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      buffered += value;
+      // SSE lines end with LF, CRLF or CR: one kind here (a CR last in the buffer waits: its LF may come next).
+      buffered = (buffered + value).replace(/\r\n|\r(?!$)/g, '\n');
       let cut;
       while ((cut = buffered.indexOf('\n\n')) >= 0) {
         const block = buffered.slice(0, cut);
