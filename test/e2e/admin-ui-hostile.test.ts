@@ -2,25 +2,23 @@
 // values): in a real browser (Debian's chromium driven by playwright-core) none of them runs as script, bends the
 // page's layout or disguises itself, and a broken upstream cannot break a view; a large config stays usable (ADR 0162).
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
+import { chromiumSkip, launchPage } from '../helpers/chromium.ts';
+import type { Browser, Page } from '../helpers/chromium.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
 import { mcpPreset } from '../mcp/harness.ts';
 import { aiPreset, aiRoute } from '../ai/harness.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`;
+const skip = chromiumSkip;
 
-type Browser = import('playwright-core').Browser;
-type Page = import('playwright-core').Page;
 
 /** Markup that sets `window.__pwned` if it is ever parsed as HTML or run as script. */
 const XSS = (n: number): string => `<img src=x onerror="window.__pwned=${n}"></script><script>window.__pwned=${n + 1}</script>`;
@@ -31,55 +29,45 @@ const HUGE_NAME = 'h'.repeat(20_000);
  * An MCP server (JSON answers over Streamable HTTP) whose server info, tools and results carry markup, and whose
  * second tool's input schema has a property that is not a schema (`null`).
  */
-function hostileMcp(): Promise<Server> {
+function hostileMcp(): Promise<TestUpstream> {
   const tools = [
     { name: 'markup', description: XSS(30), inputSchema: { type: 'object', properties: { q: { type: 'string' } } } },
     { name: 'broken', description: 'javascript:window.__pwned=40', inputSchema: { type: 'object', properties: { a: null, b: 'text', c: { type: 'integer' } } } },
     { name: 'plain', description: 'a plain tool', inputSchema: { type: 'object', properties: { n: { type: 'number' } } } },
   ];
-  const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c));
-    req.on('end', () => {
-      if (req.method !== 'POST') return void res.writeHead(405).end();
-      const message = JSON.parse(body) as { id?: number; method: string; params?: { name?: string } };
-      if (message.id === undefined) return void res.writeHead(202).end();
-      if (message.method === 'tools/call' && message.params?.name === 'plain') {
-        // A log notification first, as servers send while they work, then the answer.
-        const note = { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working on it' } };
-        const answer = { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'the plain answer' }] } };
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'hostile-1' });
-        return void res.end(`event: message\ndata: ${JSON.stringify(note)}\n\nevent: message\ndata: ${JSON.stringify(answer)}\n\n`);
-      }
-      const result =
-        message.method === 'initialize'
-          ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: XSS(50), version: '1' } }
-          : message.method === 'tools/list'
-            ? { tools }
-            : { content: [{ type: 'text', text: XSS(60) }] };
-      res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'hostile-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
-    });
+  return startUpstream((req, res, body) => {
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    const message = JSON.parse(body.toString()) as { id?: number; method: string; params?: { name?: string } };
+    if (message.id === undefined) return void res.writeHead(202).end();
+    if (message.method === 'tools/call' && message.params?.name === 'plain') {
+      // A log notification first, as servers send while they work, then the answer.
+      const note = { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'working on it' } };
+      const answer = { jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: 'the plain answer' }] } };
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'hostile-1' });
+      return void res.end(`event: message\ndata: ${JSON.stringify(note)}\n\nevent: message\ndata: ${JSON.stringify(answer)}\n\n`);
+    }
+    const result =
+      message.method === 'initialize'
+        ? { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: XSS(50), version: '1' } }
+        : message.method === 'tools/list'
+          ? { tools }
+          : { content: [{ type: 'text', text: XSS(60) }] };
+    res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'hostile-1' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
 /** An OpenAI-style upstream whose streamed chat completion separates its events with CRLF (as SSE allows). */
-function crlfUpstream(): Promise<Server> {
+function crlfUpstream(): Promise<TestUpstream> {
   const chunk = (content: string): string =>
     `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\r\n\r\n`;
-  const server = createServer((req, res) => {
-    req.resume().on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${chunk('Hello ')}${chunk('over CRLF')}data: [DONE]\r\n\r\n`);
-    });
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+  return startUpstream((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${chunk('Hello ')}${chunk('over CRLF')}data: [DONE]\r\n\r\n`));
 }
 
 describe('admin UI: hostile names in headless Chromium', { skip }, () => {
   let gw: RunningGateway;
   let port: number;
-  let mcp: Server;
-  let crlf: Server;
+  let mcp: TestUpstream;
+  let crlf: TestUpstream;
   let browser: Browser;
   let page: Page;
   const cspViolations: string[] = [];
@@ -99,8 +87,8 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
                   { name: XSS(12), matches: [{ path: { exact: `/x"><img src=x onerror=window.__pwned=14>` } }], policies: { directResponse: { status: 200, body: XSS(16) } } },
                   { name: RTL_NAME, matches: [{ path: { exact: '/rtl' } }], policies: { directResponse: { status: 200 } } },
                   { name: HUGE_NAME, matches: [{ path: { exact: '/huge' } }], policies: { directResponse: { status: 200 } } },
-                  { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: (mcp.address() as AddressInfo).port, path: '/mcp' } }] } }] },
-                  aiRoute('/llm', { name: 'crlf', provider: { openAI: {} }, hostOverride: `127.0.0.1:${(crlf.address() as AddressInfo).port}` }),
+                  { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] },
+                  aiRoute('/llm', { name: 'crlf', provider: { openAI: {} }, hostOverride: `127.0.0.1:${crlf.port}` }),
                 ],
               },
             ],
@@ -109,9 +97,7 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
       },
       { preset: fullPresetWith(...mcpPreset, ...aiPreset) },
     );
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ({ browser, page } = await launchPage());
     page.on('console', (m) => {
       if (/Content Security Policy/.test(m.text())) cspViolations.push(m.text());
     });
@@ -119,8 +105,8 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
   after(async () => {
     await browser?.close();
     await gw?.stop();
-    await new Promise((resolve) => mcp?.close(resolve));
-    await new Promise((resolve) => crlf?.close(resolve));
+    await mcp?.close();
+    await crlf?.close();
   });
 
   const open = async (view: string): Promise<void> => {
@@ -236,9 +222,7 @@ describe('admin UI: a large config (2,000 routes, 10,000 keys) in headless Chrom
     const keys = Array.from({ length: 10_000 }, (_, i) => ({ id: `k${i}`, key: `sk-large-config-key-${String(i).padStart(6, '0')}`, owner: `o${i}@example.com` }));
     routes.push({ name: 'keyed', matches: [{ path: { pathPrefix: '/v1' } }], policies: { virtualKeys: { store: { sqlite: { path: ':memory:' } }, keys }, directResponse: { status: 200 } } });
     gw = await startGateway({ binds: [{ port: await freePort(), listeners: [{ routes }] }] });
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ({ browser, page } = await launchPage());
   });
   after(async () => {
     await browser?.close();

@@ -1,10 +1,12 @@
 // Issue 12 item 4: the admin UI in a real browser (Debian's chromium driven by playwright-core): each view opens and
 // shows the live gateway's data. Screenshots land in test-artifacts/admin-ui/ (git-ignored).
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { chromiumSkip, launchPage } from '../helpers/chromium.ts';
+import type { Browser, Page } from '../helpers/chromium.ts';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -14,12 +16,9 @@ import { aiPreset, aiRoute, startMock } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(import.meta.dirname, '../../test-artifacts/admin-ui');
-const skip = existsSync(CHROMIUM) ? false : `no ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`;
+const skip = chromiumSkip;
 
-type Browser = import('playwright-core').Browser;
-type Page = import('playwright-core').Page;
 
 describe('admin UI in headless Chromium', { skip }, () => {
   let gw: RunningGateway;
@@ -57,9 +56,7 @@ describe('admin UI in headless Chromium', { skip }, () => {
         },
       ],
     }, { preset: fullPresetWith(...mcpPreset, ...aiPreset) });
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    ({ browser, page } = await launchPage());
   });
   after(async () => {
     await browser?.close();
