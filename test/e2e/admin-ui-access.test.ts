@@ -162,8 +162,9 @@ describe('admin UI playgrounds reach routes behind a listener hostname or TLS', 
   let plain: number;
   let secure: number;
   let pinned: number;
+  let unnamed: number;
   before(async () => {
-    [plain, secure, pinned] = [await freePort(), await freePort(), await freePort()];
+    [plain, secure, pinned, unnamed] = [await freePort(), await freePort(), await freePort(), await freePort()];
     pki = makeTestPki({ serverName: 'secure.example.com', serverAltNames: ['DNS:secure.example.com'], label: 'ui-call' });
     const reply = (body: string) => [{ policies: { directResponse: { status: 200, body } } }];
     gw = await startGateway({
@@ -172,6 +173,7 @@ describe('admin UI playgrounds reach routes behind a listener hostname or TLS', 
         { port: secure, listeners: [{ name: 'secure', hostname: 'secure.example.com', protocol: 'HTTPS', tls: { cert: pki.serverCert, key: pki.serverKey }, routes: reply('secure') }] },
         // Another loopback address stands in for an interface address (10.0.0.5 in production).
         { port: pinned, address: '127.0.0.2', listeners: [{ routes: reply('pinned') }] },
+        { port: unnamed, listeners: [{ hostname: 'a.example.com', routes: reply('a') }, { hostname: 'b.example.com', routes: reply('b') }] },
       ],
     });
   });
@@ -188,6 +190,17 @@ describe('admin UI playgrounds reach routes behind a listener hostname or TLS', 
     assert.equal(api.status, 200);
     assert.equal(await api.text(), 'api');
     assert.equal((await call({ port: plain, listener: 'nope' })).status, 400);
+  });
+
+  it('a listener without a name is chosen by its position in the bind (its hostname sent as Host)', async () => {
+    // The UI had no way to name it: the call went out with the bind's address as Host, which no listener serves.
+    for (const [index, body] of [[0, 'a'], [1, 'b']] as const) {
+      const res = await call({ port: unnamed, listener: index });
+      assert.equal(res.status, 200, `listener ${index}`);
+      assert.equal(await res.text(), body);
+    }
+    assert.equal((await call({ port: unnamed, listener: 2 })).status, 400);
+    assert.equal((await call({ port: unnamed, listener: -1 })).status, 400);
   });
 
   it('a bind on a specific address is called there, not on 127.0.0.1 (where another process may listen)', async () => {

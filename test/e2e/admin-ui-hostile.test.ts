@@ -66,6 +66,7 @@ function crlfUpstream(): Promise<TestUpstream> {
 describe('admin UI: hostile names in headless Chromium', { skip }, () => {
   let gw: RunningGateway;
   let port: number;
+  let unnamedPort: number;
   let mcp: TestUpstream;
   let crlf: TestUpstream;
   let browser: Browser;
@@ -74,6 +75,7 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
 
   before(async () => {
     port = await freePort();
+    unnamedPort = await freePort();
     [mcp, crlf] = await Promise.all([hostileMcp(), crlfUpstream()]);
     gw = await startGateway(
       {
@@ -92,6 +94,14 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
                 ],
               },
             ],
+          },
+          {
+            // Listeners without names, told apart by hostname only.
+            port: unnamedPort,
+            listeners: ['a.example.com', 'b.example.com'].map((hostname) => ({
+              hostname,
+              routes: [{ name: `tools-${hostname[0]}`, matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] }],
+            })),
           },
         ],
       },
@@ -159,6 +169,15 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     const shown = await page.locator('#mcp-result').innerText();
     assert.match(shown, /the plain answer/);
     assert.doesNotMatch(shown, /working on it/);
+  });
+
+  it('MCP playground: a route under a listener without a name is reached through that listener', async () => {
+    await open('mcp');
+    const options = await page.locator('#route option').allInnerTexts();
+    await page.selectOption('#route', String(options.findIndex((o) => o.startsWith('tools-b '))));
+    await page.click('#mcp-connect');
+    await page.locator('#mcp-result', { hasText: /pwned=50|HTTP|error/i }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('.tool').count(), 3, await page.locator('#mcp-result').innerText());
   });
 
   it('LLM playground: a stream whose events end with CRLF shows its text', async () => {

@@ -33,7 +33,7 @@ function bindOf(dump: unknown, port: number): { address: string; listeners: Dump
 /**
  * The playgrounds' call (`POST /ui/api/call`): one HTTP request to a bind of the live config (on its address, or on
  * 127.0.0.1 when it listens on every interface), made as a client would, its answer streamed back (SSE included). Only the gateway's own bind ports can be named, so the
- * admin UI is not a way to reach anything else. `listener` (a name) chooses the listener: its exact `hostname` is
+ * admin UI is not a way to reach anything else. `listener` (a name, or a position in the bind) chooses the listener: its exact `hostname` is
  * sent as Host (and SNI), and an HTTPS listener is called over TLS without checking the certificate, which is the
  * gateway's own on its own address.
  */
@@ -46,8 +46,9 @@ export async function proxyToBind(dump: unknown, call: Record<string, unknown>, 
   const { listeners } = bind;
   if (!path.startsWith('/') || path.startsWith('//')) return fail(res, 400, '`path` must start with one /');
   if (!['GET', 'POST', 'DELETE'].includes(method)) return fail(res, 400, '`method` must be GET, POST or DELETE');
-  const listener = call.listener === undefined ? undefined : listeners.find((l) => l.name === call.listener);
-  if (call.listener !== undefined && !listener) return fail(res, 400, `bind ${port} has no listener named ${JSON.stringify(call.listener)}`);
+  // A name, or the position in the bind's listeners: a listener need not have a name.
+  const listener = call.listener === undefined ? undefined : typeof call.listener === 'number' ? listeners[call.listener] : listeners.find((l) => l.name === call.listener);
+  if (call.listener !== undefined && !listener) return fail(res, 400, `bind ${port} has no listener ${JSON.stringify(call.listener)}`);
   const hostname = typeof listener?.hostname === 'string' && !listener.hostname.includes('*') ? listener.hostname : undefined;
   const tls = (listener ?? listeners[0])?.protocol === 'HTTPS';
 

@@ -51,8 +51,8 @@ async function postJson(path, body) {
 function routesOf(config) {
   const out = [];
   for (const bind of config.binds ?? [])
-    for (const listener of bind.listeners ?? [])
-      for (const route of listener.routes ?? []) out.push({ port: bind.port, listener: listener.name ?? '', listenerName: listener.name, route });
+    for (const [index, listener] of (bind.listeners ?? []).entries())
+      for (const route of listener.routes ?? []) out.push({ port: bind.port, listener: listener.name ?? '', listenerIndex: index, route });
   return out;
 }
 
@@ -221,7 +221,7 @@ async function mcpView() {
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
     if (session) headers['mcp-session-id'] = session;
     const message = notify ? { jsonrpc: '2.0', method, params } : { jsonrpc: '2.0', id: ++id, method, params };
-    const res = await postJson('/ui/api/call', { port: r.port, listener: r.listenerName, path: pick.path.value, headers, body: JSON.stringify(message) });
+    const res = await postJson('/ui/api/call', { port: r.port, listener: r.listenerIndex, path: pick.path.value, headers, body: JSON.stringify(message) });
     session = res.headers.get('mcp-session-id') ?? session;
     if (notify) return undefined;
     const answer = await rpcAnswer(res, message.id);
@@ -277,7 +277,7 @@ async function llmView() {
   const send = async () => {
     const r = pick.chosen();
     answer.textContent = '';
-    const res = await postJson('/ui/api/call', { port: r.port, listener: r.listenerName, path: pick.path.value, headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(key.value ? { authorization: `Bearer ${key.value}` } : {}) },
+    const res = await postJson('/ui/api/call', { port: r.port, listener: r.listenerIndex, path: pick.path.value, headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(key.value ? { authorization: `Bearer ${key.value}` } : {}) },
       body: JSON.stringify({ model: model.value, stream: true, messages: [{ role: 'user', content: prompt.value }] }) });
     if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return void (answer.textContent = `HTTP ${res.status}\n${await res.text()}`);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
