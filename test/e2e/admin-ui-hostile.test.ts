@@ -180,6 +180,27 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     assert.equal(await page.locator('.tool').count(), 3, await page.locator('#mcp-result').innerText());
   });
 
+  it('MCP playground: a session ends when the page connects again or leaves the view (each holds upstream sessions and processes)', async () => {
+    const deletes = (): number => mcp.received.filter((r) => r.method === 'DELETE').length;
+    // Sessions earlier tests left end as the page leaves their view: wait until no more arrive.
+    await open('routes');
+    for (let seen = -1; seen !== deletes(); ) {
+      seen = deletes();
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const before = deletes();
+    await open('mcp');
+    for (let i = 0; i < 2; i++) {
+      await page.click('#mcp-connect');
+      await page.waitForSelector('[data-call="plain"]', { timeout: 10_000 });
+    }
+    await page.click('#nav a[href="#routes"]');
+    await page.waitForSelector('#view[data-ready="routes"]');
+    const deadline = Date.now() + 10_000;
+    while (deletes() < before + 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(deletes() - before, 2, 'the upstream saw both sessions end');
+  });
+
   it('LLM playground: a stream whose events end with CRLF shows its text', async () => {
     await open('llm');
     await page.fill('#path', '/llm/v1/chat/completions');

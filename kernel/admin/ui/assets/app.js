@@ -214,25 +214,44 @@ async function mcpView() {
   const pick = await pickRoute(isMcp);
   const out = el('pre', { id: 'mcp-result' });
   const tools = el('div', { id: 'mcp-tools' });
+  // The session (its id and where it lives): every call of a connection goes there, whatever is picked since.
   let session;
   let id = 0;
-  const rpc = async (method, params, notify = false) => {
-    const r = pick.chosen();
+  /** One JSON-RPC message to `at` in session `s` (none for `initialize`; `id` absent on a server without sessions). */
+  const send = async (at, s, method, params, notify) => {
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
-    if (session) headers['mcp-session-id'] = session;
+    if (s?.id) headers['mcp-session-id'] = s.id;
     const message = notify ? { jsonrpc: '2.0', method, params } : { jsonrpc: '2.0', id: ++id, method, params };
-    const res = await postJson('/ui/api/call', { port: r.port, listener: r.listenerIndex, path: pick.path.value, headers, body: JSON.stringify(message) });
-    session = res.headers.get('mcp-session-id') ?? session;
-    if (notify) return undefined;
+    const res = await postJson('/ui/api/call', { ...at, headers, body: JSON.stringify(message) });
+    if (notify) return {};
     const answer = await rpcAnswer(res, message.id);
     if (!answer) throw new Error(`HTTP ${res.status}`);
-    return answer;
+    return { answer, sessionId: res.headers.get('mcp-session-id') };
   };
-  const connect = async () => {
+  const rpc = async (method, params, notify = false) => (await send(session?.at, session, method, params, notify)).answer;
+  // A session holds the gateway's upstream sessions (a stdio target's processes) until it idles out (30 min by
+  // default): end it when connecting again or leaving, as an MCP client should (DELETE). `keepalive`: a closing tab too.
+  const endSession = (s) => {
+    if (!s?.id) return;
+    void fetch('/ui/api/call', { method: 'POST', keepalive: true, headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...s.at, method: 'DELETE', headers: { 'mcp-session-id': s.id, 'mcp-protocol-version': '2025-06-18' } }) }).catch(() => {});
+  };
+  const end = () => {
+    endSession(session);
     session = undefined;
+  };
+  // Connections started later, or the view left, make an earlier one's session obsolete as soon as it is made.
+  let attempt = 0;
+  const connect = async () => {
+    end();
+    const mine = ++attempt;
     out.textContent = 'Connecting…';
     try {
-      const init = await rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'switchyard-admin-ui', version: '1' } });
+      const at = { port: pick.chosen().port, listener: pick.chosen().listenerIndex, path: pick.path.value };
+      const { answer: init, sessionId } = await send(at, undefined, 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'switchyard-admin-ui', version: '1' } });
+      const made = { id: sessionId ?? undefined, at };
+      if (mine !== attempt) return endSession(made);
+      session = made;
       await rpc('notifications/initialized', {}, true);
       const list = await rpc('tools/list', {});
       out.textContent = visible(JSON.stringify(init.result?.serverInfo ?? init, null, 2));
@@ -255,6 +274,12 @@ async function mcpView() {
     el('p', {}, 'Lists and calls the tools of an mcp route as an MCP client would (through the route\'s policies).'),
     pick.routes.length ? el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, el('button', { id: 'mcp-connect', on: { click: connect } }, 'Connect and list tools')) : el('p', {}, 'The live config has no mcp route.'),
     tools, el('h3', {}, 'Result'), out);
+  window.addEventListener('pagehide', end);
+  return () => {
+    window.removeEventListener('pagehide', end);
+    attempt++;
+    end();
+  };
 }
 
 /** A starting point for a tool's arguments: one value per property its input schema names (any schema, even a broken one). */
