@@ -63,12 +63,30 @@ function crlfUpstream(): Promise<TestUpstream> {
   return startUpstream((_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`${chunk('Hello ')}${chunk('over CRLF')}data: [DONE]\r\n\r\n`));
 }
 
+/** An OpenAI-style upstream that streams a chunk every 100 ms for a minute; `closed` says when its client left. */
+async function slowUpstream(): Promise<TestUpstream & { closed: () => boolean }> {
+  let closed = false;
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const chunk = { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o', choices: [{ index: 0, delta: { content: 'tick ' }, finish_reason: null }] };
+    const timer = setInterval(() => res.write(`data: ${JSON.stringify(chunk)}\n\n`), 100);
+    const stop = setTimeout(() => res.end('data: [DONE]\n\n'), 60_000);
+    res.on('close', () => {
+      closed = true;
+      clearInterval(timer);
+      clearTimeout(stop);
+    });
+  });
+  return { ...upstream, closed: () => closed };
+}
+
 describe('admin UI: hostile names in headless Chromium', { skip }, () => {
   let gw: RunningGateway;
   let port: number;
   let unnamedPort: number;
   let mcp: TestUpstream;
   let crlf: TestUpstream;
+  let slow: TestUpstream & { closed: () => boolean };
   let browser: Browser;
   let page: Page;
   const cspViolations: string[] = [];
@@ -76,7 +94,7 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
   before(async () => {
     port = await freePort();
     unnamedPort = await freePort();
-    [mcp, crlf] = await Promise.all([hostileMcp(), crlfUpstream()]);
+    [mcp, crlf, slow] = await Promise.all([hostileMcp(), crlfUpstream(), slowUpstream()]);
     gw = await startGateway(
       {
         binds: [
@@ -91,6 +109,7 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
                   { name: HUGE_NAME, matches: [{ path: { exact: '/huge' } }], policies: { directResponse: { status: 200 } } },
                   { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] },
                   aiRoute('/llm', { name: 'crlf', provider: { openAI: {} }, hostOverride: `127.0.0.1:${crlf.port}` }),
+                  aiRoute('/slow', { name: 'slow', provider: { openAI: {} }, hostOverride: `127.0.0.1:${slow.port}` }),
                 ],
               },
             ],
@@ -117,6 +136,7 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     await gw?.stop();
     await mcp?.close();
     await crlf?.close();
+    await slow?.close();
   });
 
   const open = async (view: string): Promise<void> => {
@@ -207,6 +227,20 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     await page.click('#llm-send');
     await page.waitForSelector('#llm-done', { timeout: 15_000 });
     assert.match(await page.locator('#llm-answer').innerText(), /Hello over CRLF/);
+  });
+
+  it('LLM playground: leaving the view stops a stream (the upstream sees its client go; tokens are paid for)', async () => {
+    await open('llm');
+    const options = await page.locator('#route option').allInnerTexts();
+    await page.selectOption('#route', String(options.findIndex((o) => o.startsWith('slow '))));
+    await page.fill('#path', '/slow/v1/chat/completions');
+    await page.click('#llm-send');
+    await page.locator('#llm-answer', { hasText: 'tick tick' }).waitFor({ timeout: 10_000 });
+    await page.click('#nav a[href="#routes"]');
+    await page.waitForSelector('#view[data-ready="routes"]');
+    const deadline = Date.now() + 5_000;
+    while (!slow.closed() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(slow.closed(), true, 'the stream still runs after the view was left');
   });
 
   it('live tail: markup in a request path stays text', async () => {

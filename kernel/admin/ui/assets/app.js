@@ -43,8 +43,8 @@ async function getJson(path) {
   if (!res.ok) throw new Error(`${path}: ${res.status}`);
   return res.json();
 }
-async function postJson(path, body) {
-  return fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+async function postJson(path, body, signal) {
+  return fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal });
 }
 
 /** Every route of the live config with its bind, listener, matches, policies and backends. */
@@ -299,11 +299,24 @@ async function llmView() {
   const key = el('input', { id: 'api-key', type: 'password', size: 20, placeholder: 'API key (optional)' });
   const prompt = el('textarea', { id: 'prompt' }, 'Hello!');
   const answer = el('pre', { id: 'llm-answer' });
+  // The stream being read: a new Send, Stop or leaving the view ends it (an unread stream still costs its tokens).
+  let running;
+  const stop = () => running?.abort();
   const send = async () => {
+    stop();
+    const mine = (running = new AbortController());
+    try {
+      await stream(mine.signal);
+    } catch (err) {
+      if (!mine.signal.aborted) throw err;
+      answer.append(el('span', { class: 'more', id: 'llm-stopped' }, ' (stopped)'));
+    }
+  };
+  const stream = async (signal) => {
     const r = pick.chosen();
     answer.textContent = '';
     const res = await postJson('/ui/api/call', { port: r.port, listener: r.listenerIndex, path: pick.path.value, headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(key.value ? { authorization: `Bearer ${key.value}` } : {}) },
-      body: JSON.stringify({ model: model.value, stream: true, messages: [{ role: 'user', content: prompt.value }] }) });
+      body: JSON.stringify({ model: model.value, stream: true, messages: [{ role: 'user', content: prompt.value }] }) }, signal);
     if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) return void (answer.textContent = `HTTP ${res.status}\n${await res.text()}`);
     const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
     let buffered = '';
@@ -327,8 +340,9 @@ async function llmView() {
   };
   view.replaceChildren(el('h2', {}, 'LLM playground'),
     el('p', {}, 'A streaming chat completion through an ai route (its policies, guards and limits apply).'),
-    pick.routes.length ? el('div', {}, el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, 'Model', model, key), prompt, el('button', { id: 'llm-send', on: { click: send } }, 'Send')) : el('p', {}, 'The live config has no ai route.'),
+    pick.routes.length ? el('div', {}, el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, 'Model', model, key), prompt, el('button', { id: 'llm-send', on: { click: send } }, 'Send'), el('button', { id: 'llm-stop', on: { click: stop } }, 'Stop')) : el('p', {}, 'The live config has no ai route.'),
     el('h3', {}, 'Answer'), answer);
+  return stop;
 }
 
 const VIEWS = { routes: routesView, validate: validateView, tail: tailView, charts: chartsView, mcp: mcpView, llm: llmView };
