@@ -266,6 +266,14 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     assert.match(await page.locator('#validate-result .more').innerText(), /50 more not shown/);
   });
 
+  it('validate: a paste over 1 MiB is answered with why, not "Checking..." for good', async () => {
+    await open('validate');
+    await page.fill('#config-text', `# ${'x'.repeat(1_100_000)}\nbinds: []\n`);
+    await page.click('#validate');
+    await page.locator('#validate-result', { hasText: /413|too large/ }).waitFor({ timeout: 10_000 });
+    assert.match(await page.locator('#validate-result').innerText(), /body too large/);
+  });
+
   it('the page needs nothing its CSP refuses (no inline style or script)', async () => {
     for (const view of ['llm', 'validate', 'charts']) await open(view);
     assert.deepEqual(cspViolations, []);

@@ -98,8 +98,13 @@ function validateView() {
   const out = el('div', { id: 'validate-result' });
   const run = async () => {
     out.replaceChildren('Checking…');
-    const res = await postJson('/ui/api/validate', { text: text.value });
-    const result = await res.json();
+    const res = await postJson('/ui/api/validate', { text: text.value }).catch((err) => err);
+    const result = res instanceof Response ? await res.json().catch(() => undefined) : undefined;
+    // Refused before any check (413 over 1 MiB, 429 while 5 run or wait) or not answered: say so.
+    if (!res.ok || !result || typeof result.ok !== 'boolean') {
+      const why = result?.error?.message ?? (res instanceof Response ? `HTTP ${res.status}` : String(res));
+      return out.replaceChildren(el('p', { class: 'error' }, `Not checked: ${why}${res.status === 429 ? ' (try again in a moment)' : ''}`));
+    }
     const issue = (cls) => (e) =>
       el('div', { class: cls },
         el('div', {}, el('strong', {}, e.line ? `line ${e.line}, column ${e.col}` : ''), e.path ? ` at ${e.path}` : '', e.code ? ` [${e.code}]` : ''),
