@@ -7,7 +7,7 @@ import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
 import { ReplayCopy } from './replay-copy.ts';
-import { attemptTimeout, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED } from './upstream-errors.ts';
+import { attemptTimeout, connectErrorCode, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED, upstreamFailure } from './upstream-errors.ts';
 import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
 import type { WholeResponse } from './whole-answer.ts';
@@ -45,6 +45,9 @@ export function backoff(ms: number, ex: Exchange): Promise<void> {
 
 const noop = (): void => undefined;
 
+/** A client that stopped sending its upload: answered 408 (`upstreamFailure`), as Envoy's stream idle timeout. */
+const stalledUpload = (): Error => Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED });
+
 /**
  * Run `start` (the attempt's deadline) once the request body streamed from the client has been sent whole, at once for
  * a body in memory: Envoy's route timeout starts once the request was received (ADR 0117). Until then, no byte from the
@@ -67,7 +70,7 @@ function afterUpload(body: Buffer | IncomingMessage | null, idleMs: number, star
           seen = read;
           idle!.refresh();
         } else if (body.readableLength > 0 || body.readableFlowing === false) stalled(Object.assign(new Error('Body Timeout Error'), { code: 'UND_ERR_BODY_TIMEOUT' }));
-        else stalled(Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED }));
+        else stalled(stalledUpload());
       }, idleMs)
     : undefined;
   const ended = (): void => {
@@ -200,6 +203,12 @@ export async function forwardAttempts(
         const failure = target.attemptFailed(err, sentAt, plan);
         if (state.timedOut || state.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+        // It never connected, so nothing of the request reached the upstream: a body still arriving is let in whole
+        // for the retry, here or on another backend (ADR 0156), under the stream idle deadline of an upload.
+        if (retryable && copy !== undefined && connectErrorCode(err) !== undefined) {
+          if (await copy.arrive(plan.idleTimeoutMs, ex.signal)) throw upstreamFailure(stalledUpload(), target.origin);
+          if (state.timedOut || state.res?.destroyed) throw failure;
+        }
         if (attempt + 1 < maxAttempts && retryable && replay() && mayRetry()) {
           target.metrics?.retry();
           await backoff(plan.retry!.backoffMs, ex);

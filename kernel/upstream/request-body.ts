@@ -24,7 +24,15 @@ export function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody:
   if (!hasBody) return null;
   if (readsFirst(headers)) return ex.bufferBody(RETRY_BUFFER_LIMIT);
   // A lean request (ADR 0088 addendum) has no stream to send, only its body read whole (at most 64 KiB).
-  return readWhole(ex.req) ? ex.bufferBody(Infinity) : ex.req;
+  if (readWhole(ex.req)) return ex.bufferBody(Infinity);
+  // A body of unknown length that is all here already (it came with its head) goes sized, can be sent again, and
+  // needs no copy (ADR 0156): as undici sent an ended stream.
+  return arrivedWhole(ex.req) ? ex.bufferBody(RETRY_BUFFER_LIMIT) : ex.req;
+}
+
+/** The client's body has ended at the gateway within the replay buffer, none of it read yet. */
+function arrivedWhole(req: IncomingMessage): boolean {
+  return req.complete && !req.readableDidRead && req.readableLength <= RETRY_BUFFER_LIMIT;
 }
 
 /** A client body of declared length <= 64 KiB is read whole before it is sent (ADR 0050); others stream. */

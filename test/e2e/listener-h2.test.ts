@@ -1,6 +1,7 @@
 // HTTP/2 from clients on HTTPS listeners (ADR 0141): ALPN, every kind of route over h2, request bodies with and
 // without a length, trailers, bounds (streams, header list), resets releasing the upstream request, the access log.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect as h2connect, createSecureServer } from 'node:http2';
@@ -92,6 +93,9 @@ describe('HTTP/2 on an HTTPS listener', () => {
   /** Answers a path's first request 503 once it read the body whole, later ones 200; the bodies as each came. */
   let flaky: TestUpstream;
   const flakySeen: { headers: IncomingMessage['headers']; body: Buffer[] }[] = [];
+  /** The live backend beside a refusing one: the bodies it got. */
+  let second: TestUpstream;
+  const secondSeen: Buffer[] = [];
   /** The upload upstream: one entry per request, true when it ended before its body did; and chunks seen. */
   const uploadCut: boolean[] = [];
   const uploadBytes: number[] = [];
@@ -156,6 +160,10 @@ describe('HTTP/2 on an HTTPS listener', () => {
       },
       { bufferBody: false },
     );
+    second = await startUpstream((_req, res, body) => {
+      secondSeen.push(body);
+      res.end(`second got ${body.length}`);
+    });
     h2up = await startH2Upstream(pki);
     // HTTP/1.1, chunked, with trailers (reached through the lean client).
     trailing = await startUpstream((_req, res) => {
@@ -193,6 +201,20 @@ describe('HTTP/2 on an HTTPS listener', () => {
           },
           { name: 'upload', matches: [{ path: { pathPrefix: '/upload' } }], backends: backend(upload) },
           { name: 'retry-upload', matches: [{ path: { pathPrefix: '/retry-upload' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends: backend(flaky) },
+          // The refusing backend is picked first (almost always), the retry goes to the other.
+          {
+            name: 'refused-upload',
+            matches: [{ path: { pathPrefix: '/refused-upload' } }],
+            policies: { retry: { attempts: 1, codes: [] } },
+            backends: [{ host: '127.0.0.1:1', weight: 1000 }, ...backend(second)],
+          },
+          // The same with a TLS backend refusing (undici's client, not the lean one).
+          {
+            name: 'refused-tls-upload',
+            matches: [{ path: { pathPrefix: '/refused-tls-upload' } }],
+            policies: { retry: { attempts: 1, codes: [] } },
+            backends: [{ host: '127.0.0.1:1', weight: 1000, policies: { backendTLS: { root: pki.ca } } }, ...backend(second)],
+          },
           { name: 'statuses', matches: [{ path: { pathPrefix: '/statuses' } }], backends: backend(statuses) },
           { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
         ]),
@@ -209,6 +231,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     await trailing?.close();
     await upload?.close();
     await flaky?.close();
+    await second?.close();
     await statuses?.close();
     h2up?.server.close();
     pki?.remove();
@@ -271,6 +294,29 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(flakySeen[0]!.headers['transfer-encoding'], 'chunked');
     assert.equal(flakySeen[1]!.headers['content-length'], '23003');
   });
+
+  it('on a route with `retry`, a body without a length still arriving when the first backend refused it goes whole to the other (ADR 0156)', async () => {
+    for (const path of ['/refused-upload/x', '/refused-tls-upload/x']) {
+      const parts = [randomBytes(3000), randomBytes(20_000), randomBytes(7)];
+      const stream = session.request({ ':method': 'POST', ':path': path });
+      const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        let status = 0;
+        const chunks: Buffer[] = [];
+        stream.on('response', (h) => (status = Number(h[':status'])));
+        stream.on('data', (c: Buffer) => chunks.push(c));
+        stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString() }));
+        stream.on('error', reject);
+      });
+      for (const part of parts) {
+        stream.write(part);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      stream.end();
+      assert.deepEqual(await within(answer, 5_000, 'the answer'), { status: 200, body: 'second got 23007' }, path);
+      assert.ok(secondSeen.pop()!.equals(Buffer.concat(parts)), 'every byte, in order');
+    }
+  });
+
 
   it('serves direct responses, policies through a Reply, 404s and HEAD', async () => {
     const direct = await h2(session, { ':path': '/direct' });
