@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect as h2connect, createSecureServer } from 'node:http2';
-import type { ClientHttp2Session, Http2SecureServer, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import type { ClientHttp2Session, ClientHttp2Stream, Http2SecureServer, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { TLSSocket } from 'node:tls';
@@ -47,6 +47,18 @@ interface H2Answer {
   headers: IncomingHttpHeaders;
   body: Buffer;
   trailers: IncomingHttpHeaders | undefined;
+}
+
+/** The status and text of the answer on a request stream the test writes itself. */
+function answerOf(stream: ClientHttp2Stream): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    let status = 0;
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => (status = Number(h[':status'])));
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString() }));
+    stream.on('error', reject);
+  });
 }
 
 /** One h2 exchange on `session`. */
@@ -277,14 +289,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     // It was read up to 64 KiB before anything went upstream (ADR 0125): the first part waited for the rest.
     const parts = [Buffer.alloc(3000, 'a'), Buffer.alloc(20_000, 'b'), Buffer.from('end')];
     const stream = session.request({ ':method': 'POST', ':path': '/retry-upload/x' });
-    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      let status = 0;
-      const chunks: Buffer[] = [];
-      stream.on('response', (h) => (status = Number(h[':status'])));
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString() }));
-      stream.on('error', reject);
-    });
+    const answer = answerOf(stream);
     stream.write(parts[0]);
     await waitFor(() => flakySeen[0] !== undefined && flakySeen[0].body.length > 0, 5_000, 'the first part upstream');
     stream.end(Buffer.concat(parts.slice(1)));
@@ -299,14 +304,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     for (const path of ['/refused-upload/x', '/refused-tls-upload/x']) {
       const parts = [randomBytes(3000), randomBytes(20_000), randomBytes(7)];
       const stream = session.request({ ':method': 'POST', ':path': path });
-      const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        let status = 0;
-        const chunks: Buffer[] = [];
-        stream.on('response', (h) => (status = Number(h[':status'])));
-        stream.on('data', (c: Buffer) => chunks.push(c));
-        stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString() }));
-        stream.on('error', reject);
-      });
+      const answer = answerOf(stream);
       for (const part of parts) {
         stream.write(part);
         await new Promise((resolve) => setTimeout(resolve, 150));
@@ -316,7 +314,6 @@ describe('HTTP/2 on an HTTPS listener', () => {
       assert.ok(secondSeen.pop()!.equals(Buffer.concat(parts)), 'every byte, in order');
     }
   });
-
 
   it('serves direct responses, policies through a Reply, 404s and HEAD', async () => {
     const direct = await h2(session, { ':path': '/direct' });
