@@ -7,7 +7,8 @@ import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
 import { ReplayCopy } from './replay-copy.ts';
-import { attemptTimeout, connectErrorCode, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED, upstreamFailure } from './upstream-errors.ts';
+import { failedUnsent } from './answer-handler.ts';
+import { attemptTimeout, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED, upstreamFailure } from './upstream-errors.ts';
 import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
 import type { WholeResponse } from './whole-answer.ts';
@@ -203,9 +204,9 @@ export async function forwardAttempts(
         const failure = target.attemptFailed(err, sentAt, plan);
         if (state.timedOut || state.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
-        // It never connected, so nothing of the request reached the upstream: a body still arriving is let in whole
-        // for the retry, here or on another backend (ADR 0156), under the stream idle deadline of an upload.
-        if (retryable && copy !== undefined && connectErrorCode(err) !== undefined) {
+        // Nothing of the request was written (it never connected): a body still arriving is let in whole for the
+        // retry, here or on another backend (ADR 0156), under the stream idle deadline of an upload.
+        if (retryable && copy !== undefined && failedUnsent(err)) {
           if (await copy.arrive(plan.idleTimeoutMs, ex.signal)) throw upstreamFailure(stalledUpload(), target.origin);
           if (state.timedOut || state.res?.destroyed) throw failure;
         }

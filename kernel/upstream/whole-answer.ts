@@ -93,7 +93,7 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
   onError(err: Error): void {
     if (this.ended) return;
     this.done();
-    if (this.rawHeaders === null) return this.reject(err);
+    if (this.rawHeaders === null) return this.reject(this.beforeAnswer(err));
     // The answer had started: the body fails where it is read, as a streamed body would have.
     const failure = this.tooLarge ? new BodyTooLargeError(this.limit) : err;
     // Fails when first read, so whoever reads it has its listeners on by then.

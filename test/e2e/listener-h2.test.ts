@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect as h2connect, createSecureServer } from 'node:http2';
 import type { ClientHttp2Session, ClientHttp2Stream, Http2SecureServer, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
@@ -108,6 +109,8 @@ describe('HTTP/2 on an HTTPS listener', () => {
   /** The live backend beside a refusing one: the bodies it got. */
   let second: TestUpstream;
   const secondSeen: Buffer[] = [];
+  /** Resets every connection as it comes: a TLS handshake never completes. */
+  let resetting: NetServer;
   /** The upload upstream: one entry per request, true when it ended before its body did; and chunks seen. */
   const uploadCut: boolean[] = [];
   const uploadBytes: number[] = [];
@@ -176,6 +179,8 @@ describe('HTTP/2 on an HTTPS listener', () => {
       secondSeen.push(body);
       res.end(`second got ${body.length}`);
     });
+    resetting = createNetServer((socket) => socket.resetAndDestroy());
+    await new Promise<void>((resolve) => resetting.listen(0, '127.0.0.1', resolve));
     h2up = await startH2Upstream(pki);
     // HTTP/1.1, chunked, with trailers (reached through the lean client).
     trailing = await startUpstream((_req, res) => {
@@ -227,6 +232,13 @@ describe('HTTP/2 on an HTTPS listener', () => {
             policies: { retry: { attempts: 1, codes: [] } },
             backends: [{ host: '127.0.0.1:1', weight: 1000, policies: { backendTLS: { root: pki.ca } } }, ...backend(second)],
           },
+          // A TLS backend whose handshake is reset: nothing of the request was written either.
+          {
+            name: 'reset-tls-upload',
+            matches: [{ path: { pathPrefix: '/reset-tls-upload' } }],
+            policies: { retry: { attempts: 1, codes: [] } },
+            backends: [{ host: `127.0.0.1:${(resetting.address() as AddressInfo).port}`, weight: 1000, policies: { backendTLS: { root: pki.ca } } }, ...backend(second)],
+          },
           { name: 'statuses', matches: [{ path: { pathPrefix: '/statuses' } }], backends: backend(statuses) },
           { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
         ]),
@@ -244,6 +256,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     await upload?.close();
     await flaky?.close();
     await second?.close();
+    resetting?.close();
     await statuses?.close();
     h2up?.server.close();
     pki?.remove();
@@ -300,8 +313,8 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(flakySeen[1]!.headers['content-length'], '23003');
   });
 
-  it('on a route with `retry`, a body without a length still arriving when the first backend refused it goes whole to the other (ADR 0156)', async () => {
-    for (const path of ['/refused-upload/x', '/refused-tls-upload/x']) {
+  it('on a route with `retry`, a body without a length still arriving when the first backend refused it (or reset its TLS handshake) goes whole to the other (ADR 0156)', async () => {
+    for (const path of ['/refused-upload/x', '/refused-tls-upload/x', '/reset-tls-upload/x']) {
       const parts = [randomBytes(3000), randomBytes(20_000), randomBytes(7)];
       const stream = session.request({ ':method': 'POST', ':path': path });
       const answer = answerOf(stream);
