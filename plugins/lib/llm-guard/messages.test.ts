@@ -88,7 +88,7 @@ describe('llm-guard message extraction', () => {
       input: [
         { role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'x' }] },
         { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'b' }] },
-        { type: 'function_call_output', call_id: 'c', output: 'not a prompt' },
+        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"q":"not text"}' },
         { role: 'user', content: 'c' },
       ],
     };
@@ -97,6 +97,106 @@ describe('llm-guard message extraction', () => {
       { role: 'assistant', content: 'b' },
       { role: 'user', content: 'c' },
     ]);
+  });
+
+  // Every text the model reads is guarded, whatever the API and whatever the translation reads (ADR 0159): tool
+  // results, text documents, parts of another type carrying `text`, bare string parts, items without a role.
+  it('completions: bare string parts and any part carrying `text` (the translators read them)', () => {
+    const body = {
+      messages: [
+        { role: 'system', content: [{ type: 'input_text', text: 'sys' }] },
+        { role: 'user', content: ['bare', { text: 'untyped' }] },
+        { role: 'tool', tool_call_id: 't', content: [{ type: 'text', text: 'result' }] },
+      ],
+    };
+    const slots = requestSlots('completions', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'bare' },
+      { role: 'user', content: 'untyped' },
+      { role: 'tool', content: 'result' },
+    ]);
+    writeBack(slots, [
+      { role: 'system', content: 'SYS' },
+      { role: 'user', content: 'BARE' },
+      { role: 'user', content: 'untyped' },
+      { role: 'tool', content: 'result' },
+    ]);
+    assert.deepEqual(body.messages[0]!.content, [{ type: 'input_text', text: 'SYS' }]);
+    assert.deepEqual(body.messages[1]!.content, ['BARE', { text: 'untyped' }]);
+  });
+
+  it('messages (Anthropic): tool results (string or blocks), text documents and search results are guarded', () => {
+    const body = {
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'f', input: { q: 'not text' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'from the tool' },
+            { type: 'tool_result', tool_use_id: 't2', content: [{ type: 'text', text: 'block result' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] },
+            { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a text document' } },
+            { type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'a content document' }] } },
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } },
+            { type: 'search_result', source: 'https://x.example', title: 't', content: [{ type: 'text', text: 'a search result' }] },
+          ],
+        },
+      ],
+    };
+    const slots = requestSlots('messages', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'user', content: 'from the tool' },
+      { role: 'user', content: 'block result' },
+      { role: 'user', content: 'a text document' },
+      { role: 'user', content: 'a content document' },
+      { role: 'user', content: 'a search result' },
+    ]);
+    writeBack(slots, ['A', 'B', 'C', 'D', 'E'].map((content) => ({ role: 'user', content })));
+    const blocks = body.messages[1]!.content as Record<string, unknown>[];
+    assert.equal(blocks[0]!.content, 'A');
+    assert.deepEqual((blocks[1]!.content as unknown[])[0], { type: 'text', text: 'B' });
+    assert.deepEqual(blocks[2]!.source, { type: 'text', media_type: 'text/plain', data: 'C' });
+    assert.deepEqual(blocks[3]!.source, { type: 'content', content: [{ type: 'text', text: 'D' }] });
+    assert.deepEqual((blocks[5]!.content as unknown[])[0], { type: 'text', text: 'E' });
+  });
+
+  it('responses: tool outputs (string or parts), items without a type or role, assistant refusals', () => {
+    const body = {
+      input: [
+        { type: 'function_call_output', call_id: 'c', output: 'tool said' },
+        { type: 'function_call_output', call_id: 'd', output: [{ type: 'input_text', text: 'tool parts' }] },
+        { type: 'custom_tool_call_output', call_id: 'e', output: 'custom said' },
+        { content: 'no role' },
+        { type: 'message', role: 'assistant', content: [{ type: 'refusal', refusal: 'I will not' }] },
+      ],
+    };
+    const slots = requestSlots('responses', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'tool', content: 'tool said' },
+      { role: 'tool', content: 'tool parts' },
+      { role: 'tool', content: 'custom said' },
+      { role: 'user', content: 'no role' },
+      { role: 'assistant', content: 'I will not' },
+    ]);
+    writeBack(slots, ['A', 'B', 'C', 'D', 'E'].map((content) => ({ role: 'user', content })));
+    assert.equal(body.input[0]!.output, 'A');
+    assert.deepEqual(body.input[1]!.output, [{ type: 'input_text', text: 'B' }]);
+    assert.equal(body.input[3]!.content, 'D');
+    assert.deepEqual(body.input[4]!.content, [{ type: 'refusal', refusal: 'E' }]);
+  });
+
+  it('generateContent (Gemini): the strings of a functionResponse are guarded (role tool)', () => {
+    const body = { contents: [{ role: 'user', parts: [{ functionResponse: { name: 'f', response: { result: 'tool text', items: [{ note: 'nested' }], n: 3 } } }] }] };
+    const slots = requestSlots('generateContent', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'tool', content: 'tool text' },
+      { role: 'tool', content: 'nested' },
+    ]);
+    writeBack(slots, [
+      { role: 'tool', content: 'A' },
+      { role: 'tool', content: 'B' },
+    ]);
+    assert.deepEqual(body.contents[0]!.parts[0]!.functionResponse.response, { result: 'A', items: [{ note: 'B' }], n: 3 });
   });
 
   it('embeddings: string or list of strings; passthrough and realtime have no text', () => {

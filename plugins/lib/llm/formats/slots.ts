@@ -2,8 +2,9 @@
 // Every piece of text the client sent (or the model produced) becomes one slot: a role and a string, with a way to
 // write a changed string back to exactly the place it came from. A message whose content is one string is one slot;
 // a message whose content is a list of parts gives one slot per text part (images, tool calls and other non-text
-// parts are not guarded and never changed). Each format module says where its text is (`requestSlots`,
-// `responseSlots`); the helpers here are what they share.
+// parts are not guarded and never changed). A request's slots are every text the model reads, whichever API the
+// client speaks and whatever a translation reads (tool results, text documents, bare string parts; ADR 0159). Each
+// format module says where its text is (`requestSlots`, `responseSlots`); the helpers here are what they share.
 import { isObj } from '../json.ts';
 
 export interface TextSlot {
@@ -49,12 +50,47 @@ export const CHAT_PARTS = new Set(['text']);
 export const RESPONSES_PARTS = new Set(['input_text', 'output_text', 'text']);
 
 
+/**
+ * The text a model reads in one part of a request's content list (ADR 0159): its `text` whatever its `type` (the
+ * translators read any part carrying one), a refusal of the history, a nested `content` (an Anthropic tool result's
+ * string or blocks, a search result's blocks) and a text document's `source` (`text` data or `content` blocks).
+ */
+function promptPartSlots(role: string, part: Obj, out: TextSlot[]): void {
+  if (typeof part.text === 'string') out.push(slot(role, part, 'text'));
+  if (typeof part.refusal === 'string') out.push(slot(role, part, 'refusal'));
+  promptContentSlots(role, part, 'content', out);
+  const source = part.source;
+  if (!isObj(source)) return;
+  if (source.type === 'text' && typeof source.data === 'string') out.push(slot(role, source, 'data'));
+  else if (source.type === 'content') promptContentSlots(role, source, 'content', out);
+}
+
+/** `holder[key]` of a request: a string, or a list of parts and bare strings (which the translators take as text). */
+export function promptContentSlots(role: string, holder: Obj, key: string, out: TextSlot[]): void {
+  const content = holder[key];
+  if (typeof content === 'string') out.push(slot(role, holder, key));
+  else if (Array.isArray(content)) {
+    content.forEach((part, i) => {
+      if (typeof part === 'string') out.push(slot(role, content, i));
+      else if (isObj(part)) promptPartSlots(role, part, out);
+    });
+  }
+}
+
+/** Every string inside `holder[key]`, at any depth (a Gemini `functionResponse.response` the model reads as JSON). */
+export function stringSlots(role: string, holder: Obj | unknown[], key: string | number, out: TextSlot[]): void {
+  const value = (holder as Record<string | number, unknown>)[key];
+  if (typeof value === 'string') out.push(slot(role, holder, key));
+  else if (Array.isArray(value)) value.forEach((_, i) => stringSlots(role, value, i, out));
+  else if (isObj(value)) for (const k of Object.keys(value)) stringSlots(role, value, k, out);
+}
+
 /** `messages[]` of an OpenAI Chat Completions or Anthropic Messages request. */
 export function messageListSlots(body: Obj, out: TextSlot[]): void {
   const messages = body.messages;
   if (!Array.isArray(messages)) return;
   for (const m of messages) {
     if (!isObj(m)) continue;
-    contentSlots(typeof m.role === 'string' ? m.role : 'user', m, CHAT_PARTS, out);
+    promptContentSlots(typeof m.role === 'string' ? m.role : 'user', m, 'content', out);
   }
 }
