@@ -43,6 +43,19 @@ describe('regex guard', () => {
     assert.equal(check({ action: 'reject', rules: [{ builtin: 'phoneNumber' }] }, 'fine', 'call +1 415 555 2671').action, 'reject');
   });
 
+  // What the model reads (ADR 0159): full-width and other compatibility forms, invisible characters in between.
+  it('rules also match the text as a model reads it: NFKC forms and zero-width characters do not hide a match', () => {
+    assert.equal(check({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, 'the SE\u200bC\u00adRET word').action, 'reject');
+    assert.equal(check({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, '\uff33\uff25\uff23\uff32\uff25\uff34').action, 'reject');
+    assert.deepEqual(check({ rules: [{ builtin: 'ssn' }, { builtin: 'email' }] }, 'ssn \uff11\uff12\uff13-\uff14\uff15-\uff16\uff17\uff18\uff19, mail bob\uff20exa\u200bmple.com \u00e9t\u00e9'), {
+      action: 'mask',
+      messages: [{ role: 'user', content: 'ssn <SSN>, mail <EMAIL_ADDRESS> \u00e9t\u00e9' }],
+    });
+    // A pattern written for the original characters still finds them.
+    assert.deepEqual(check({ rules: [{ pattern: '\u200b' }] }, 'a\u200bb'), { action: 'mask', messages: [{ role: 'user', content: 'a<masked>b' }] });
+    assert.deepEqual(check({ rules: [{ pattern: 'SECRET' }] }, 'caf\u00e9 only'), { action: 'pass' });
+  });
+
   it('an invalid pattern fails the load at rules[i].pattern', () => {
     assert.throws(() => compileRegexGuard({ rules: [{ pattern: '[a-' }] }, context()), /^Error: rules\.0\.pattern: invalid regular expression `\[a-`/);
   });

@@ -1,8 +1,9 @@
 import type { CompileContext } from 'switchyard/sdk';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
 import { compilePattern, maskSpans, patternSpans } from '../../lib/llm-guard/mask.ts';
+import { foldText } from '../../lib/llm-guard/fold.ts';
 import { ENTITY, findBuiltin } from '../../lib/llm-guard/pii.ts';
-import type { Builtin } from '../../lib/llm-guard/pii.ts';
+import type { Builtin, Span } from '../../lib/llm-guard/pii.ts';
 
 export interface RegexGuardConfig {
   action?: 'mask' | 'reject';
@@ -11,15 +12,25 @@ export interface RegexGuardConfig {
 
 type Rule = { readonly kind: 'builtin'; readonly builtin: Builtin } | { readonly kind: 'pattern'; readonly re: RegExp };
 
-/** What one text becomes: unchanged, masked, or a reason to reject. */
+function spansOf(rule: Rule, text: string): Span[] {
+  return rule.kind === 'builtin' ? findBuiltin(rule.builtin, text) : patternSpans(rule.re, text);
+}
+
+/**
+ * What one text becomes: unchanged, masked, or a reason to reject. Each rule matches the text and the text as a
+ * model reads it (fold.ts; its matches mapped back onto the text), folded again only once a mask changed it.
+ */
 function scan(text: string, rules: readonly Rule[], reject: boolean): string | true | undefined {
   let working: string | undefined;
+  let folded = foldText(text);
   for (const rule of rules) {
     const current = working ?? text;
-    const spans = rule.kind === 'builtin' ? findBuiltin(rule.builtin, current) : patternSpans(rule.re, current);
+    const spans = spansOf(rule, current);
+    if (folded) for (const s of spansOf(rule, folded.text)) spans.push(folded.back(s));
     if (spans.length === 0) continue;
     if (reject) return true;
     working = maskSpans(current, spans, rule.kind === 'builtin' ? `<${ENTITY[rule.builtin]}>` : '<masked>');
+    folded = foldText(working);
   }
   return working;
 }
