@@ -197,6 +197,17 @@ describe('llm-guard message extraction', () => {
       { role: 'tool', content: 'B' },
     ]);
     assert.deepEqual(body.contents[0]!.parts[0]!.functionResponse.response, { result: 'A', items: [{ note: 'B' }], n: 3 });
+    // Google reads either field name; both are guarded.
+    const snake = {
+      systemInstruction: { parts: [{ text: 'camel' }] },
+      system_instruction: { parts: [{ text: 'snake' }] },
+      contents: [{ role: 'user', parts: [{ function_response: { name: 'f', response: { output: 'snake tool' } } }] }],
+    };
+    assert.deepEqual(guardMessages(requestSlots('generateContent', snake)), [
+      { role: 'system', content: 'camel' },
+      { role: 'system', content: 'snake' },
+      { role: 'tool', content: 'snake tool' },
+    ]);
   });
 
   it('embeddings: string or list of strings; passthrough and realtime have no text', () => {

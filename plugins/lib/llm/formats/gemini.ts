@@ -112,13 +112,16 @@ function geminiPromptSlots(content: unknown, fallbackRole: string, out: TextSlot
   for (const part of content.parts) {
     if (!isObj(part)) continue;
     if (typeof part.text === 'string') out.push(slot(role, part, 'text'));
-    if (isObj(part.functionResponse)) stringSlots('tool', part.functionResponse, 'response', out);
+    // Google's JSON reads a field by either name (`function_response`).
+    for (const key of ['functionResponse', 'function_response']) if (isObj(part[key])) stringSlots('tool', part[key], 'response', out);
   }
 }
 
 /** Gemini `generateContent`: `systemInstruction` (or `system_instruction`), then `contents[]`. */
 function geminiRequestSlots(body: Obj, out: TextSlot[]): void {
-  geminiPromptSlots(body.systemInstruction ?? body.system_instruction, 'system', out);
+  // Both names when both are there: which one Google reads is not the gateway's to guess.
+  geminiPromptSlots(body.systemInstruction, 'system', out);
+  geminiPromptSlots(body.system_instruction, 'system', out);
   if (Array.isArray(body.contents)) for (const c of body.contents) geminiPromptSlots(c, 'user', out);
 }
 
