@@ -185,18 +185,14 @@ describe('llm-guard message extraction', () => {
     assert.deepEqual(body.input[4]!.content, [{ type: 'refusal', refusal: 'E' }]);
   });
 
-  it('generateContent (Gemini): the strings of a functionResponse are guarded (role tool)', () => {
+  it('generateContent (Gemini): a functionResponse is guarded as its JSON text (role tool), as a tool message is', () => {
     const body = { contents: [{ role: 'user', parts: [{ functionResponse: { name: 'f', response: { result: 'tool text', items: [{ note: 'nested' }], n: 3 } } }] }] };
     const slots = requestSlots('generateContent', body);
-    assert.deepEqual(guardMessages(slots), [
-      { role: 'tool', content: 'tool text' },
-      { role: 'tool', content: 'nested' },
-    ]);
-    writeBack(slots, [
-      { role: 'tool', content: 'A' },
-      { role: 'tool', content: 'B' },
-    ]);
-    assert.deepEqual(body.contents[0]!.parts[0]!.functionResponse.response, { result: 'A', items: [{ note: 'B' }], n: 3 });
+    assert.deepEqual(guardMessages(slots), [{ role: 'tool', content: '{"result":"tool text","items":[{"note":"nested"}],"n":3}' }]);
+    writeBack(slots, [{ role: 'tool', content: '{"result":"<masked>","items":[{"note":"nested"}],"n":3}' }]);
+    assert.deepEqual(body.contents[0]!.parts[0]!.functionResponse.response, { result: '<masked>', items: [{ note: 'nested' }], n: 3 });
+    // A mask that broke the JSON cannot be written back: the guard failed.
+    assert.throws(() => writeBack(requestSlots('generateContent', body), [{ role: 'tool', content: '{"result":<masked>' }]), /no longer a JSON object/);
     // Google reads either field name; both are guarded.
     const snake = {
       systemInstruction: { parts: [{ text: 'camel' }] },
@@ -206,7 +202,7 @@ describe('llm-guard message extraction', () => {
     assert.deepEqual(guardMessages(requestSlots('generateContent', snake)), [
       { role: 'system', content: 'camel' },
       { role: 'system', content: 'snake' },
-      { role: 'tool', content: 'snake tool' },
+      { role: 'tool', content: '{"output":"snake tool"}' },
     ]);
   });
 

@@ -77,12 +77,27 @@ export function promptContentSlots(role: string, holder: Obj, key: string, out: 
   }
 }
 
-/** Every string inside `holder[key]`, at any depth (a Gemini `functionResponse.response` the model reads as JSON). */
-export function stringSlots(role: string, holder: Obj | unknown[], key: string | number, out: TextSlot[]): void {
-  const value = (holder as Record<string | number, unknown>)[key];
-  if (typeof value === 'string') out.push(slot(role, holder, key));
-  else if (Array.isArray(value)) value.forEach((_, i) => stringSlots(role, value, i, out));
-  else if (isObj(value)) for (const k of Object.keys(value)) stringSlots(role, value, k, out);
+/**
+ * `holder[key]`, a JSON object the model reads as text (a Gemini `functionResponse.response`: what a Chat Completions
+ * tool message carries as a string), as one slot of its JSON text. A changed text must still be a JSON object.
+ */
+export function jsonSlot(role: string, holder: Obj, key: string): TextSlot {
+  return {
+    role,
+    get text() {
+      return JSON.stringify(holder[key]);
+    },
+    set(text: string) {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        value = undefined;
+      }
+      if (!isObj(value)) throw new Error('a masked function response is no longer a JSON object');
+      holder[key] = value;
+    },
+  };
 }
 
 /** `messages[]` of an OpenAI Chat Completions or Anthropic Messages request. */
