@@ -288,4 +288,16 @@ describe('ai runtime: prompt guards (regex)', () => {
     assert.equal((await runtime({ promptGuard: { response: [{ regex: { rules: [{ builtin: 'email' }] } }] } })).guardStreams, false, 'Disabled by default');
     assert.equal((await runtime({ promptGuard: { streaming: 'Disabled' } })).guardStreams, false);
   });
+
+  // A client escapes response guards by asking `stream: true` unless streams are guarded too (ADR 0159).
+  it('response guards without streaming: Enabled warn at load that streamed answers are not guarded', async () => {
+    for (const streaming of [undefined, 'Disabled'] as const) {
+      const warnings: string[] = [];
+      await runtime({ promptGuard: { response: [{ regex: { rules: [{ builtin: 'email' }] } }], ...(streaming ? { streaming } : {}) } }, warnings);
+      assert.deepEqual(warnings, ['policies.ai.promptGuard.streaming: response guards do not run on streamed answers (`stream: true`), which any client can ask for; set `streaming: Enabled` to guard them too']);
+    }
+    const quiet: string[] = [];
+    await runtime({ promptGuard: { request: [{ regex: { rules: [{ builtin: 'email' }] } }] } }, quiet);
+    assert.deepEqual(quiet, [], 'no response guards: nothing to say');
+  });
 });
