@@ -213,6 +213,8 @@ describe('webhook answers (protocol parsing)', () => {
     assert.throws(() => webhookVerdict({ action: { body: { choices: [] } } }, 'request'), /masked a request with `choices`/);
     assert.throws(() => webhookVerdict({ action: { body: { messages: [] } } }, 'response'), /masked a response with `messages`/);
     assert.throws(() => webhookVerdict({ action: { body: { messages: [{ role: 'user' }] } } }, 'request'), /no string `content`/);
-    assert.throws(() => webhookVerdict({ action: { body: 'x', status_code: 99 } }, 'request'), /not an HTTP status/);
+    assert.throws(() => webhookVerdict({ action: { body: 'x', status_code: 99 } }, 'request'), /not a final HTTP status/);
+    // An informational status is no final answer: the client would get `100 Continue` and wait for ever.
+    for (const status of [100, 101, 103, 199]) assert.throws(() => webhookVerdict({ action: { body: 'x', status_code: status } }, 'request'), /not a final HTTP status/);
   });
 });

@@ -44,7 +44,8 @@ export function webhookVerdict(answer: unknown, phase: 'request' | 'response'): 
   }
   if (typeof body === 'string' && Number.isInteger(action.status_code)) {
     const status = action.status_code as number;
-    if (status < 100 || status > 599) throw new Error(`the webhook rejected with status ${status}, which is not an HTTP status`);
+    // A 1xx is no final answer: the client would read it as interim and wait for one.
+    if (status < 200 || status > 599) throw new Error(`the webhook rejected with status ${status}, which is not a final HTTP status`);
     return { action: 'reject', status, body, reason };
   }
   return { action: 'pass' };
