@@ -1,6 +1,6 @@
 // Request guards see every text the model reads, on every client API and across translation (ADR 0159): tool
-// results (Anthropic `tool_result`, Responses `function_call_output`, Gemini `functionResponse`), Anthropic text
-// documents, Chat Completions parts of another type or bare strings. The real `ai` policy with regex guards, the real
+// results (Anthropic `tool_result`, Responses `function_call_output`, Gemini `functionResponse`), tool-call arguments
+// of the history, Anthropic text documents, Chat Completions parts of another type or bare strings. The real `ai` policy with regex guards, the real
 // OpenAI and Anthropic SDKs, aimock behind a recorder as the provider (what reached it is asserted).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -87,6 +87,23 @@ describe('request guards see tool results, documents and every text part', () =>
     await blocked(client.chat.completions.create({ model: 'm', messages: [system, { role: 'user', content: 'hi' }] }), OpenAI.APIError);
     const bare = { role: 'user', content: ['the SECRET'] } as unknown as OpenAI.ChatCompletionMessageParam;
     await blocked(client.chat.completions.create({ model: 'm', messages: [bare] }), OpenAI.APIError);
+  });
+
+  it('tool-call arguments a client writes into the history are guarded (Anthropic and OpenAI SDKs)', async () => {
+    for (const prefix of ['/an', '/oa']) {
+      const history: Anthropic.MessageParam[] = [
+        { role: 'user', content: 'look it up' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'lookup', input: { q: 'the SECRET plan' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'nothing found' }] },
+      ];
+      await blocked(sdk.anthropic(prefix).messages.create({ model: 'm', max_tokens: 16, messages: history }), Anthropic.APIError);
+      const chat: OpenAI.ChatCompletionMessageParam[] = [
+        { role: 'user', content: 'look it up' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{"q":"the SECRET plan"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'nothing found' },
+      ];
+      await blocked(sdk.openai(prefix).chat.completions.create({ model: 'm', messages: chat }), OpenAI.APIError);
+    }
   });
 
   it('Gemini client: the strings of a functionResponse are guarded', async () => {

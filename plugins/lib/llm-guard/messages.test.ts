@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { guardMessages, requestSlots, responseSlots, writeBack } from './messages.ts';
 
 describe('llm-guard message extraction', () => {
-  it('completions: string and text-part contents, in order; tool calls and images are not text', () => {
+  it('completions: string and text-part contents, in order, then tool-call arguments; images are not text', () => {
     const body = {
       model: 'gpt-4o',
       messages: [
@@ -88,7 +88,7 @@ describe('llm-guard message extraction', () => {
       input: [
         { role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'x' }] },
         { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'b' }] },
-        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"q":"not text"}' },
+        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' },
         { role: 'user', content: 'c' },
       ],
     };
@@ -129,7 +129,7 @@ describe('llm-guard message extraction', () => {
   it('messages (Anthropic): tool results (string or blocks), text documents and search results are guarded', () => {
     const body = {
       messages: [
-        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'f', input: { q: 'not text' } }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'f', input: {} }] },
         {
           role: 'user',
           content: [
@@ -203,6 +203,45 @@ describe('llm-guard message extraction', () => {
       { role: 'system', content: 'camel' },
       { role: 'system', content: 'snake' },
       { role: 'tool', content: '{"output":"snake tool"}' },
+    ]);
+  });
+
+  // The history a client sends is all its own text: a tool call it made up carries arguments the model reads.
+  it('tool-call arguments of the history are guarded on every API (role assistant)', () => {
+    const chat = {
+      messages: [
+        { role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{"q":"chat args"}' } }], function_call: { name: 'g', arguments: '{"q":"legacy"}' } },
+      ],
+    };
+    const chatSlots = requestSlots('completions', chat);
+    assert.deepEqual(guardMessages(chatSlots), [
+      { role: 'assistant', content: '{"q":"chat args"}' },
+      { role: 'assistant', content: '{"q":"legacy"}' },
+    ]);
+    writeBack(chatSlots, [
+      { role: 'assistant', content: '{"q":"<masked>"}' },
+      { role: 'assistant', content: '{"q":"legacy"}' },
+    ]);
+    assert.equal(chat.messages[0]!.tool_calls[0]!.function.arguments, '{"q":"<masked>"}');
+    const anthropic = { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'f', input: { q: 'anthropic args' } }] }] };
+    const anthropicSlots = requestSlots('messages', anthropic);
+    assert.deepEqual(guardMessages(anthropicSlots), [{ role: 'assistant', content: '{"q":"anthropic args"}' }]);
+    writeBack(anthropicSlots, [{ role: 'assistant', content: '{"q":"<masked>"}' }]);
+    assert.deepEqual(anthropic.messages[0]!.content[0]!.input, { q: '<masked>' });
+    const responses = {
+      input: [
+        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"q":"responses args"}' },
+        { type: 'custom_tool_call', call_id: 'd', name: 'g', input: 'custom input' },
+      ],
+    };
+    assert.deepEqual(guardMessages(requestSlots('responses', responses)), [
+      { role: 'assistant', content: '{"q":"responses args"}' },
+      { role: 'assistant', content: 'custom input' },
+    ]);
+    const gemini = { contents: [{ role: 'model', parts: [{ functionCall: { name: 'f', args: { q: 'gemini args' } } }, { function_call: { name: 'g', args: { q: 'snake' } } }] }] };
+    assert.deepEqual(guardMessages(requestSlots('generateContent', gemini)), [
+      { role: 'assistant', content: '{"q":"gemini args"}' },
+      { role: 'assistant', content: '{"q":"snake"}' },
     ]);
   });
 

@@ -13,7 +13,7 @@ import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
-import { CHAT_PARTS, jsonSlot, partSlots, slot } from './slots.ts';
+import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
@@ -105,7 +105,7 @@ function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlo
   partSlots(role, content.parts, CHAT_PARTS, out);
 }
 
-/** A request `Content`: its text parts, and its function responses as JSON text (role `tool`; ADR 0159). */
+/** A request `Content`: its text parts, function calls' arguments and function responses as JSON text (role `tool`; ADR 0159). */
 function geminiPromptSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
   if (!isObj(content) || !Array.isArray(content.parts)) return;
   const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
@@ -114,6 +114,7 @@ function geminiPromptSlots(content: unknown, fallbackRole: string, out: TextSlot
     if (typeof part.text === 'string') out.push(slot(role, part, 'text'));
     // Google's JSON reads a field by either name (`function_response`).
     for (const key of ['functionResponse', 'function_response']) if (isObj(part[key]) && isObj(part[key].response)) out.push(jsonSlot('tool', part[key], 'response'));
+    for (const key of ['functionCall', 'function_call']) if (isObj(part[key])) argumentsSlot(role, part[key], 'args', out);
   }
 }
 

@@ -57,6 +57,8 @@ export const RESPONSES_PARTS = new Set(['input_text', 'output_text', 'text']);
  */
 function promptPartSlots(role: string, part: Obj, out: TextSlot[]): void {
   if (typeof part.text === 'string') out.push(slot(role, part, 'text'));
+  // An Anthropic tool call of the history: its input is text the model reads.
+  if (part.type === 'tool_use') argumentsSlot(role, part, 'input', out);
   if (typeof part.refusal === 'string') out.push(slot(role, part, 'refusal'));
   promptContentSlots(role, part, 'content', out);
   const source = part.source;
@@ -100,12 +102,26 @@ export function jsonSlot(role: string, holder: Obj, key: string): TextSlot {
   };
 }
 
-/** `messages[]` of an OpenAI Chat Completions or Anthropic Messages request. */
+/**
+ * The arguments of a tool call in a request's history (a client may write any): a string, or a JSON object as its
+ * JSON text (`jsonSlot`). Empty ones (`''`, `{}`) say nothing and are left out.
+ */
+export function argumentsSlot(role: string, holder: Obj, key: string, out: TextSlot[]): void {
+  const value = holder[key];
+  if (typeof value === 'string') {
+    if (value !== '' && value !== '{}') out.push(slot(role, holder, key));
+  } else if (isObj(value) && Object.keys(value).length > 0) out.push(jsonSlot(role, holder, key));
+}
+
+/** `messages[]` of an OpenAI Chat Completions or Anthropic Messages request, tool-call arguments included. */
 export function messageListSlots(body: Obj, out: TextSlot[]): void {
   const messages = body.messages;
   if (!Array.isArray(messages)) return;
   for (const m of messages) {
     if (!isObj(m)) continue;
-    promptContentSlots(typeof m.role === 'string' ? m.role : 'user', m, 'content', out);
+    const role = typeof m.role === 'string' ? m.role : 'user';
+    promptContentSlots(role, m, 'content', out);
+    if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) if (isObj(c) && isObj(c.function)) argumentsSlot(role, c.function, 'arguments', out);
+    if (isObj(m.function_call)) argumentsSlot(role, m.function_call, 'arguments', out);
   }
 }
