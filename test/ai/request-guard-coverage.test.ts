@@ -87,6 +87,11 @@ describe('request guards see tool results, documents and every text part', () =>
     await blocked(client.chat.completions.create({ model: 'm', messages: [system, { role: 'user', content: 'hi' }] }), OpenAI.APIError);
     const bare = { role: 'user', content: ['the SECRET'] } as unknown as OpenAI.ChatCompletionMessageParam;
     await blocked(client.chat.completions.create({ model: 'm', messages: [bare] }), OpenAI.APIError);
+    // A word split across adjacent text parts, which the model reads as one text.
+    for (const prefix of ['/an', '/oa']) {
+      const split: OpenAI.ChatCompletionMessageParam = { role: 'user', content: [{ type: 'text', text: 'the SE' }, { type: 'text', text: 'CRET' }] };
+      await blocked(sdk.openai(prefix).chat.completions.create({ model: 'm', messages: [split] }), OpenAI.APIError);
+    }
   });
 
   it('tool-call arguments a client writes into the history are guarded (Anthropic and OpenAI SDKs)', async () => {

@@ -113,7 +113,8 @@ describe('llm-guard message extraction', () => {
     assert.deepEqual(guardMessages(slots), [
       { role: 'system', content: 'sys' },
       { role: 'user', content: 'bare' },
-      { role: 'user', content: 'untyped' },
+      // The model reads adjacent text parts of one content as one text.
+      { role: 'user', content: 'untyped', joined: true },
       { role: 'tool', content: 'result' },
     ]);
     writeBack(slots, [

@@ -102,6 +102,11 @@ export interface LlmProviderInstance {
 export interface GuardMessage {
   role: string;
   content: string;
+  /**
+   * True when this text continues the message before it: the next text part of the same content list, which the
+   * model reads as one text with it (a pattern split across parts is still one text). Absent otherwise.
+   */
+  joined?: boolean;
 }
 
 /**

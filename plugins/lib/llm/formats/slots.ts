@@ -13,6 +13,8 @@ export interface TextSlot {
   readonly text: string;
   /** Replace the text in the body. */
   set(text: string): void;
+  /** The text continues the slot before it: the next text part of the same content list (the model reads one text). */
+  joined?: boolean;
 }
 
 type Obj = Record<string, unknown>;
@@ -72,9 +74,15 @@ export function promptContentSlots(role: string, holder: Obj, key: string, out: 
   const content = holder[key];
   if (typeof content === 'string') out.push(slot(role, holder, key));
   else if (Array.isArray(content)) {
+    // A text part right after another text part continues it (`joined`); anything else between them ends the text.
+    let textAt = -2;
     content.forEach((part, i) => {
+      const from = out.length;
       if (typeof part === 'string') out.push(slot(role, content, i));
       else if (isObj(part)) promptPartSlots(role, part, out);
+      const plain = out.length === from + 1 && (typeof part === 'string' || (isObj(part) && typeof part.text === 'string'));
+      if (plain && textAt === i - 1) out[from]!.joined = true;
+      textAt = plain ? i : -2;
     });
   }
 }
