@@ -88,8 +88,9 @@ export function promptContentSlots(role: string, holder: Obj, key: string, out: 
 }
 
 /**
- * `holder[key]`, a JSON object the model reads as text (a Gemini `functionResponse.response`: what a Chat Completions
- * tool message carries as a string), as one slot of its JSON text. A changed text must still be a JSON object.
+ * `holder[key]`, a JSON object the model reads as text (a Gemini `functionResponse.response`, what a Chat Completions
+ * tool message carries as a string; call arguments), as one slot of its JSON text. A changed text must still be a JSON
+ * object.
  */
 export function jsonSlot(role: string, holder: Obj, key: string): TextSlot {
   return {
@@ -104,7 +105,7 @@ export function jsonSlot(role: string, holder: Obj, key: string): TextSlot {
       } catch {
         value = undefined;
       }
-      if (!isObj(value)) throw new Error('a masked function response is no longer a JSON object');
+      if (!isObj(value)) throw new Error('a masked JSON text (a function response or call arguments) is no longer a JSON object');
       holder[key] = value;
     },
   };
