@@ -213,8 +213,13 @@ describe('webhook answers (protocol parsing)', () => {
     assert.throws(() => webhookVerdict({ action: { body: { choices: [] } } }, 'request'), /masked a request with `choices`/);
     assert.throws(() => webhookVerdict({ action: { body: { messages: [] } } }, 'response'), /masked a response with `messages`/);
     assert.throws(() => webhookVerdict({ action: { body: { messages: [{ role: 'user' }] } } }, 'request'), /no string `content`/);
-    assert.throws(() => webhookVerdict({ action: { body: 'x', status_code: 99 } }, 'request'), /not a final HTTP status/);
-    // An informational status is no final answer: the client would get `100 Continue` and wait for ever.
-    for (const status of [100, 101, 103, 199]) assert.throws(() => webhookVerdict({ action: { body: 'x', status_code: status } }, 'request'), /not a final HTTP status/);
+  });
+
+  // A status that is no final answer (a 1xx: the client got `100 Continue` and waited for ever) still rejects, with
+  // the entry's `rejection` status and the webhook's body (ADR 0159).
+  it('a reject whose status_code is not a final HTTP status rejects with the entry\'s status', () => {
+    for (const status of [99, 100, 101, 103, 199, 600]) {
+      assert.deepEqual(webhookVerdict({ action: { body: 'x', status_code: status } }, 'request'), { action: 'reject', body: 'x', reason: undefined });
+    }
   });
 });
