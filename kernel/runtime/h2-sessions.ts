@@ -74,6 +74,9 @@ export class H2Sessions {
       settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, maxHeaderListSize: MAX_HEADER_LIST_BYTES },
     });
     this.server.on('request', onRequest);
+    // CONNECT (node:http2 answers 405 itself when nothing listens, before the pipeline: no log line, not counted). The
+    // pipeline refuses it as a local answer (405, ADR 0158); extended CONNECT (RFC 8441) is not advertised.
+    this.server.on('connect', onRequest);
     this.server.on('session', (session: Session) => this.track(session));
   }
 
