@@ -14,7 +14,7 @@ import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
 import { bodyPutBack } from '../exchange/body-peek.ts';
 import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
-import type { TrailerBody } from '../upstream/trailers.ts';
+import type { TrailerBody, UpstreamTrailers } from '../upstream/trailers.ts';
 import { PluginHookError, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
 import { replyProblem } from '../compile/reply-check.ts';
 
@@ -150,7 +150,7 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   if (body instanceof Readable) {
     ex.replyStream = body;
     // An HTTP/2 client gets the upstream's trailers (ADR 0141): given before `pipe` ends the response.
-    if (takesTrailers(res)) body.once('end', () => relayTrailers(res, (body as TrailerBody)[kBodyTrailers]));
+    if (takesTrailers(res)) body.once('end', () => relayTrailers(res, trailersOf(reply, body)));
     body.on('error', (err) => {
       // The upstream broke mid-stream: the client must see a truncated response, not a clean end. An error of the
       // exchange's own abort (the route's deadline) keeps the message its cause gave.
@@ -158,11 +158,17 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
       res.destroy(err);
     });
     body.pipe(res);
-  } else if (body === null || body === undefined) {
-    res.end();
   } else {
-    res.end(body);
+    // An answer read whole, by its backend (`readWhole`) or by a policy that set the bytes (ADR 0158).
+    if (takesTrailers(res)) relayTrailers(res, trailersOf(reply, null));
+    if (body === null || body === undefined) res.end();
+    else res.end(body);
   }
+}
+
+/** The upstream's trailers of a reply: its body stream's, else the answer's it was made from (`WholeReply`). */
+function trailersOf(reply: Reply, body: Readable | null): UpstreamTrailers | null | undefined {
+  return (body as TrailerBody | null)?.[kBodyTrailers] ?? (reply as TrailerBody)[kBodyTrailers];
 }
 
 /**

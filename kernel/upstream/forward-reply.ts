@@ -90,7 +90,7 @@ function answeredAt(response: Answer): number {
 
 /** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
 function upstreamReply(response: Answer): Reply {
-  if ('rawHeaders' in response) return new WholeReply(response.statusCode, response.rawHeaders, response.body);
+  if ('rawHeaders' in response) return new WholeReply(response);
   return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
 }
 
