@@ -11,6 +11,7 @@ import type { CompiledMatch } from './matchers.ts';
 import type { RoutesForPath } from './route-index.ts';
 import type { PathOptions } from '../exchange/normalize-path.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
+import type { FrontendHttp2 } from './frontend-http.ts';
 
 /** A backend of a route with its own chain (backend-level policies) and upstream plan. */
 export interface CompiledBackendRef {
@@ -149,6 +150,8 @@ export interface StaticConfig {
   readonly tracing: TracingConfig | null;
   /** `config.adminUi`: whether `/ui` is served and the credentials it asks for. */
   readonly adminUi: AdminUiConfig;
+  /** `frontendPolicies.http` (ADR 0158; not a `config` key): each new HTTP/2 client connection's settings. */
+  readonly frontendHttp2?: FrontendHttp2;
 }
 
 export interface AdminUiConfig {

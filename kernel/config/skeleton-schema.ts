@@ -1,5 +1,6 @@
 import { DURATION_PATTERN, MAX_DURATION_MS, SERVICE_REF_SCHEMA } from '../sdk/index.ts';
 import type { JsonSchema } from '../sdk/index.ts';
+import { FRONTEND_POLICIES_SCHEMA } from './frontend-policies-schema.ts';
 
 /** A TCP port, 0-65535 (0: the system picks a free one). */
 const PORT = '(?:6553[0-5]|655[0-2]\\d|65[0-4]\\d{2}|6[0-4]\\d{3}|[1-5]\\d{4}|\\d{1,4})';
@@ -374,6 +375,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       policies: { 'x-slot': 'backendPolicies', description: 'Policies for this backend on this route.' },
     },
   },
+  frontendPolicies: FRONTEND_POLICIES_SCHEMA,
   namedBackend: {
     'x-slot': 'backend',
     'x-slot-filter': 'named',
@@ -392,6 +394,7 @@ export const ROOT_SCHEMA: JsonSchema = {
   description: 'A Switchyard configuration.',
   properties: {
     config: { $ref: '#/$defs/staticConfig' },
+    frontendPolicies: { $ref: '#/$defs/frontendPolicies' },
     binds: { type: 'array', items: { $ref: '#/$defs/bind' }, description: 'Ports and what they serve.' },
     backends: { type: 'array', items: { $ref: '#/$defs/namedBackend' }, description: 'Named backends.' },
   },

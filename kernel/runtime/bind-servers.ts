@@ -15,6 +15,7 @@ import { defaultTlsSettings } from '../compile/listener-tls-settings.ts';
 import type { LeanBind } from './lean-connection.ts';
 import { ALPN_PROTOCOLS, H2Sessions } from './h2-sessions.ts';
 import { H2_PREFACE_ERROR, takeH2cConnection } from './h2c-preface.ts';
+import { DEFAULT_FRONTEND_HTTP2 } from '../compile/frontend-http.ts';
 
 // Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -340,6 +341,8 @@ export class BindServers {
     return new H2Sessions(
       (req, res) => pipeline.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, port, secure),
       () => pipeline.snapshot?.staticConfig.defaultTimeouts.streamIdleMs ?? 0,
+      IDLE_CLOSE_MS,
+      () => pipeline.snapshot?.staticConfig.frontendHttp2 ?? DEFAULT_FRONTEND_HTTP2,
     );
   }
 
