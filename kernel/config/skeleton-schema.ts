@@ -286,7 +286,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         'x-hint': 'a hostname, or `*.` followed by a domain',
         description: 'Serve only this Host: exact, or `*.example.com` for any subdomain. Omitted: any host.',
       },
-      protocol: { enum: ['HTTP', 'HTTPS'], description: 'Default `HTTP`. `HTTPS` needs `tls`.' },
+      protocol: { enum: ['HTTP', 'HTTPS'], description: 'Default `HTTP`: HTTP/1.1, and HTTP/2 with prior knowledge (h2c). `HTTPS` needs `tls`: HTTP/1.1 and HTTP/2 by ALPN.' },
       tls: {
         type: 'object',
         description: 'Server certificate for `HTTPS` listeners.',
