@@ -4,28 +4,18 @@
 // h2c to a cleartext listener (the HTTPS listeners' session code is the same).
 import assert from 'node:assert/strict';
 import { connect as h2connect } from 'node:http2';
-import type { ClientHttp2Session, IncomingHttpHeaders, Settings } from 'node:http2';
+import type { Settings } from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { RunningGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig } from '../helpers/gateway.ts';
+import { h2Exchange } from '../helpers/h2-client.ts';
 import { h2Frame } from '../helpers/h2-frames.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-
-function h2get(session: ClientHttp2Session, path: string, headers: Record<string, string> = {}): Promise<{ headers: IncomingHttpHeaders; text: string }> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request({ ':path': path, ...headers });
-    let head: IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    stream.on('response', (h) => (head = h));
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve({ headers: head, text: Buffer.concat(chunks).toString() }));
-    stream.on('error', reject);
-  });
-}
 
 /** HPACK: a literal field without indexing whose name is static-table entry `index` (RFC 7541 6.2.2). */
 const literal = (index: number, value: string): Buffer => Buffer.concat([Buffer.from([index, value.length]), Buffer.from(value)]);
@@ -45,19 +35,20 @@ describe('frontendPolicies.http: HTTP/2 settings of client connections', () => {
       },
       { bufferBody: false },
     );
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => ({
-      frontendPolicies: {
-        http: {
-          http2WindowSize: 1_048_576,
-          http2ConnectionWindowSize: 4_194_304,
-          http2FrameSize: 32_768,
-          http2MaxHeaderSize: 65_536,
-          http2KeepaliveInterval: '200ms',
-          http2KeepaliveTimeout: '300ms',
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) =>
+      oneListenerConfig(p!, [{ backends: [{ host: `127.0.0.1:${up.port}` }] }], {
+        frontendPolicies: {
+          http: {
+            http2WindowSize: 1_048_576,
+            http2ConnectionWindowSize: 4_194_304,
+            http2FrameSize: 32_768,
+            http2MaxHeaderSize: 65_536,
+            http2KeepaliveInterval: '200ms',
+            http2KeepaliveTimeout: '300ms',
+          },
         },
-      },
-      binds: [{ port: p, listeners: [{ routes: [{ backends: [{ host: `127.0.0.1:${up.port}` }] }] }] }],
-    })));
+      }),
+    ));
   });
   after(async () => {
     await gw?.stop();
@@ -84,7 +75,7 @@ describe('frontendPolicies.http: HTTP/2 settings of client connections', () => {
       // 600 fields: about 23 KiB as HTTP/2 counts a list (32 bytes a field), 7 KiB as the HTTP/1.1 upstream reads it.
       const many: Record<string, string> = {};
       for (let i = 0; i < 600; i++) many[`x-n${i}`] = 'v';
-      const res = await h2get(session, '/big', many);
+      const res = await h2Exchange(session, { ':path': '/big', ...many });
       assert.equal(res.headers[':status'], 200);
       assert.equal(res.text, 'ok 600');
     } finally {

@@ -5,11 +5,13 @@
 // trailers.
 import assert from 'node:assert/strict';
 import { connect as h2connect, createServer as createH2Server } from 'node:http2';
-import type { ClientHttp2Session, Http2Server, IncomingHttpHeaders } from 'node:http2';
+import type { ClientHttp2Session, Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { defineBackend, definePolicy, parseUpstreamAddress, readCapped } from 'switchyard/sdk';
 import type { RunningGateway } from '../helpers/gateway.ts';
+import { oneListenerConfig } from '../helpers/gateway.ts';
+import { h2Exchange } from '../helpers/h2-client.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
@@ -46,20 +48,6 @@ const readWholePolicy = definePolicy<Record<string, never>>({
   }),
 });
 
-function h2get(session: ClientHttp2Session, path: string): Promise<{ headers: IncomingHttpHeaders; text: string; trailers: IncomingHttpHeaders | undefined }> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request({ ':path': path, te: 'trailers' });
-    let head: IncomingHttpHeaders = {};
-    let trailers: IncomingHttpHeaders | undefined;
-    const chunks: Buffer[] = [];
-    stream.on('response', (h) => (head = h));
-    stream.on('trailers', (t) => (trailers = t));
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve({ headers: head, text: Buffer.concat(chunks).toString(), trailers }));
-    stream.on('error', reject);
-  });
-}
-
 describe('trailers of answers read whole, to HTTP/2 clients', () => {
   let h2up: Http2Server;
   let h1up: TestUpstream;
@@ -85,24 +73,14 @@ describe('trailers of answers read whole, to HTTP/2 clients', () => {
     const h2 = { http: { version: 'HTTP/2.0' } };
     ({ gw, ports: [port] } = await startGatewayOnFreePorts(
       1,
-      ([p]) => ({
-        binds: [
-          {
-            port: p,
-            listeners: [
-              {
-                routes: [
-                  { name: 'whole-h2', matches: [{ path: { pathPrefix: '/whole-h2' } }], backends: [{ testWholeHost: h2host, policies: h2 }] },
-                  { name: 'whole-h1', matches: [{ path: { pathPrefix: '/whole-h1' } }], backends: [{ testWholeHost: `127.0.0.1:${h1up.port}` }] },
-                  { name: 'read-h2', matches: [{ path: { pathPrefix: '/read-h2' } }], policies: { testReadWhole: {} }, backends: [{ host: h2host, policies: h2 }] },
-                  { name: 'read-h1', matches: [{ path: { pathPrefix: '/read-h1' } }], policies: { testReadWhole: {} }, backends: [{ host: `127.0.0.1:${h1up.port}` }] },
-                  { name: 'streamed', matches: [{ path: { pathPrefix: '/streamed' } }], backends: [{ host: h2host, policies: h2 }] },
-                ],
-              },
-            ],
-          },
-        ],
-      }),
+      ([p]) =>
+        oneListenerConfig(p!, [
+          { name: 'whole-h2', matches: [{ path: { pathPrefix: '/whole-h2' } }], backends: [{ testWholeHost: h2host, policies: h2 }] },
+          { name: 'whole-h1', matches: [{ path: { pathPrefix: '/whole-h1' } }], backends: [{ testWholeHost: `127.0.0.1:${h1up.port}` }] },
+          { name: 'read-h2', matches: [{ path: { pathPrefix: '/read-h2' } }], policies: { testReadWhole: {} }, backends: [{ host: h2host, policies: h2 }] },
+          { name: 'read-h1', matches: [{ path: { pathPrefix: '/read-h1' } }], policies: { testReadWhole: {} }, backends: [{ host: `127.0.0.1:${h1up.port}` }] },
+          { name: 'streamed', matches: [{ path: { pathPrefix: '/streamed' } }], backends: [{ host: h2host, policies: h2 }] },
+        ]),
       { preset: fullPresetWith(wholeHost, readWholePolicy) },
     ));
     session = h2connect(`http://127.0.0.1:${port}`);
@@ -115,30 +93,27 @@ describe('trailers of answers read whole, to HTTP/2 clients', () => {
     h2up?.close();
   });
 
+  /** A GET of `path` asking for trailers, as gRPC clients do. */
+  const get = (path: string) => h2Exchange(session, { ':path': path, te: 'trailers' });
+
   it('an answer streamed to the client keeps its trailers (as before)', async () => {
-    const res = await h2get(session, '/streamed');
+    const res = await get('/streamed');
     assert.equal(res.text, 'from h2');
     assert.equal(res.trailers?.['grpc-status'], '0');
   });
 
   it("a backend's answer read whole (`readWhole`) keeps the upstream's trailers: h2 and chunked HTTP/1.1", async () => {
-    const h2 = await h2get(session, '/whole-h2');
+    const h2 = await get('/whole-h2');
     assert.equal(h2.headers[':status'], 200);
-    assert.equal(h2.text, 'from h2');
-    assert.equal(h2.trailers?.['grpc-status'], '0');
-    assert.equal(h2.trailers?.['x-sum'], 'h2');
-    const h1 = await h2get(session, '/whole-h1');
-    assert.equal(h1.text, 'from h1');
-    assert.equal(h1.trailers?.['x-sum'], 'h1');
+    assert.deepEqual([h2.text, h2.trailers?.['grpc-status'], h2.trailers?.['x-sum']], ['from h2', '0', 'h2']);
+    const h1 = await get('/whole-h1');
+    assert.deepEqual([h1.text, h1.trailers?.['x-sum']], ['from h1', 'h1']);
   });
 
   it('a policy that reads the answer whole and sets its bytes keeps the trailers', async () => {
-    const h2 = await h2get(session, '/read-h2');
-    assert.equal(h2.text, 'FROM H2');
-    assert.equal(h2.trailers?.['grpc-status'], '0');
-    assert.equal(h2.trailers?.['x-sum'], 'h2');
-    const h1 = await h2get(session, '/read-h1');
-    assert.equal(h1.text, 'FROM H1');
-    assert.equal(h1.trailers?.['x-sum'], 'h1');
+    const h2 = await get('/read-h2');
+    assert.deepEqual([h2.text, h2.trailers?.['grpc-status'], h2.trailers?.['x-sum']], ['FROM H2', '0', 'h2']);
+    const h1 = await get('/read-h1');
+    assert.deepEqual([h1.text, h1.trailers?.['x-sum']], ['FROM H1', 'h1']);
   });
 });

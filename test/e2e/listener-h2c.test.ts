@@ -5,13 +5,14 @@
 import assert from 'node:assert/strict';
 import { connect as netConnect } from 'node:net';
 import { connect as h2connect } from 'node:http2';
-import type { ClientHttp2Session, IncomingHttpHeaders } from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RunningGateway } from '../helpers/gateway.ts';
-import { logRecords } from '../helpers/gateway.ts';
+import { logRecords, oneListenerConfig } from '../helpers/gateway.ts';
+import { h2Exchange } from '../helpers/h2-client.ts';
 import { fullPresetWith } from '../helpers/preset.ts';
 import { mcpPreset } from '../mcp/harness.ts';
 import { startSdkHttpServer } from '../mcp/support/sdk-http-server.ts';
@@ -23,22 +24,6 @@ import type { EchoClient } from '../helpers/grpc-echo.ts';
 import { SERVER_SIDES, startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
 const PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n';
-
-/** One h2 request on `session`: status, headers, body and trailers. */
-function h2request(session: ClientHttp2Session, headers: Record<string, string>, body?: string): Promise<{ headers: IncomingHttpHeaders; text: string; trailers: IncomingHttpHeaders }> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request(headers, { endStream: body === undefined });
-    let head: IncomingHttpHeaders = {};
-    let trailers: IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    stream.on('response', (h) => (head = h));
-    stream.on('trailers', (t) => (trailers = t));
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve({ headers: head, text: Buffer.concat(chunks).toString(), trailers }));
-    stream.on('error', reject);
-    if (body !== undefined) stream.end(body);
-  });
-}
 
 /**
  * Raw bytes to the port, written in `parts` with a pause between, then the client's FIN: everything read until the
@@ -79,24 +64,17 @@ for (const side of SERVER_SIDES) {
       [upstream, mcp, mock] = await Promise.all([startEchoServer(grpc.ServerCredentials.createInsecure()), startSdkHttpServer(), startMock()]);
       ({ gw, ports: [port] } = await startGatewayOnFreePorts(
         1,
-        ([p]) => ({
-          config: { logging: { format: 'json' } },
-          binds: [
-            {
-              port: p,
-              listeners: [
-                {
-                  routes: [
-                    { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], backends: [{ host: `127.0.0.1:${upstream.port}`, policies: { http: { version: 'HTTP/2.0' } } }] },
-                    { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'sdk', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] },
-                    aiRoute('/llm', { name: 'mock', provider: { openAI: {} }, hostOverride: mock.hostPort }),
-                    { name: 'plain', matches: [{ path: { pathPrefix: '/plain' } }], policies: { directResponse: { status: 200, body: 'plain answer' } } },
-                  ],
-                },
-              ],
-            },
-          ],
-        }),
+        ([p]) =>
+          oneListenerConfig(
+            p!,
+            [
+              { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], backends: [{ host: `127.0.0.1:${upstream.port}`, policies: { http: { version: 'HTTP/2.0' } } }] },
+              { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'sdk', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] },
+              aiRoute('/llm', { name: 'mock', provider: { openAI: {} }, hostOverride: mock.hostPort }),
+              { name: 'plain', matches: [{ path: { pathPrefix: '/plain' } }], policies: { directResponse: { status: 200, body: 'plain answer' } } },
+            ],
+            { config: { logging: { format: 'json' } } },
+          ),
         { preset: fullPresetWith(...mcpPreset, ...aiPreset), env: side.env },
       ));
       client = echoClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
@@ -125,10 +103,10 @@ for (const side of SERVER_SIDES) {
 
     it('node:http2 with prior knowledge: an ai route, whole and streamed, logged as HTTP/2', async () => {
       const request = { ':method': 'POST', ':path': '/llm/v1/chat/completions', 'content-type': 'application/json' };
-      const whole = await h2request(session, request, JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }));
+      const whole = await h2Exchange(session, request, JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }));
       assert.equal(whole.headers[':status'], 200, whole.text);
       assert.equal((JSON.parse(whole.text) as { choices: { message: { content: string } }[] }).choices[0]!.message.content, 'Hello from the mock!');
-      const streamed = await h2request(session, request, JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hello' }] }));
+      const streamed = await h2Exchange(session, request, JSON.stringify({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hello' }] }));
       assert.equal(streamed.headers[':status'], 200, streamed.text);
       assert.match(streamed.text, /data: \[DONE\]/);
       await waitFor(() => logRecords(gw).some((r) => r.route === 'llm' && r['http.version'] === 'HTTP/2'), 5_000, 'the ai log line');
