@@ -19,7 +19,7 @@ import { startSdkHttpServer } from '../mcp/support/sdk-http-server.ts';
 import type { SdkHttpServer } from '../mcp/support/sdk-http-server.ts';
 import { aiPreset, aiRoute, startMock } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
-import { assertStreamsAndStatuses, echoClient, startEchoServer, unary } from '../helpers/grpc-echo.ts';
+import { assertStreamsAndStatuses, chatInTurns, echoClient, startEchoServer, unary } from '../helpers/grpc-echo.ts';
 import type { EchoClient } from '../helpers/grpc-echo.ts';
 import { SERVER_SIDES, startGatewayOnFreePorts, waitFor, within } from './proxy-support.ts';
 
@@ -97,8 +97,9 @@ for (const side of SERVER_SIDES) {
       assert.deepEqual(answer.trailers?.get('x-trailer'), ['from-upstream']);
     });
 
-    it('a grpc-js insecure client: server streaming and an error status as sent', async () => {
+    it('a grpc-js insecure client: server streaming, a bidirectional call in turns, an error status as sent', async () => {
       await assertStreamsAndStatuses([client], within);
+      assert.deepEqual(await within(chatInTurns(client, [1, 2, 3]), 10_000, 'the bidirectional call'), [{ heard: 1 }, { heard: 2 }, { heard: 3 }]);
     });
 
     it('node:http2 with prior knowledge: an ai route, whole and streamed, logged as HTTP/2', async () => {
