@@ -5,8 +5,10 @@
 import assert from 'node:assert/strict';
 import { connect as h2connect } from 'node:http2';
 import type { Settings } from 'node:http2';
+import { readFileSync } from 'node:fs';
 import { connect as netConnect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { parse, stringify } from 'yaml';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { oneListenerConfig } from '../helpers/gateway.ts';
 import { h2Exchange } from '../helpers/h2-client.ts';
@@ -119,5 +121,18 @@ describe('frontendPolicies.http: HTTP/2 settings of client connections', () => {
     );
     assert.ok(closedAfter >= 400, `closed after ${closedAfter} ms`);
     await waitFor(() => held > before, 5_000, 'the upstream request released');
+  });
+
+  it('a reload applies to connections opened after it: without the key, the defaults', async () => {
+    const doc = parse(readFileSync(gw.file, 'utf8')) as Record<string, unknown>;
+    delete doc.frontendPolicies;
+    assert.equal(await gw.gateway.reload(stringify(doc)), true);
+    const session = h2connect(`http://127.0.0.1:${port}`);
+    try {
+      const settings = await within(new Promise<Settings>((resolve) => session.once('remoteSettings', resolve)), 5_000, 'the SETTINGS');
+      assert.deepEqual([settings.initialWindowSize, settings.maxFrameSize, settings.maxHeaderListSize], [65_535, 16_384, 16_384]);
+    } finally {
+      session.destroy();
+    }
   });
 });
