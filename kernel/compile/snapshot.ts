@@ -85,11 +85,6 @@ export interface CompiledRoute {
   readonly shapeError: ((ex: Exchange, reply: Reply) => void) | null;
   /** Whole-request deadline in ms; 0 means none. */
   readonly requestTimeoutMs: number;
-  /**
-   * How long a third-party policy's request hook may leave its promise pending before the request answers 504
-   * (ADR 0144): `defaultTimeouts.backendRequestTimeout`, or 0 when the route's `timeout` policy bounds the request.
-   */
-  readonly hookDeadlineMs: number;
   readonly metrics: RouteMetrics;
 }
 

@@ -15,7 +15,7 @@ import { WholeReply } from '../upstream/whole-answer.ts';
 import { bodyPutBack } from '../exchange/body-peek.ts';
 import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
 import type { TrailerBody, UpstreamTrailers } from '../upstream/trailers.ts';
-import { PluginHookError, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
+import { PluginHookError, UnwritableReply, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
 import { replyProblem } from '../compile/reply-check.ts';
 
 /**
@@ -95,18 +95,16 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
 }
 
 /**
- * The 500 that replaces a reply a third-party response hook left unwritable (ADR 0154: a body that is an object, no
- * headers), logged naming the hook's plugin; undefined when the reply is fine or the hook is the distribution's.
+ * A response hook's failure, logged naming its plugin (looked up now that it failed). True when it was a third-party
+ * hook leaving the reply unwritable (ADR 0154, `ownedHooks`): a 500 went out instead (unless the client left).
  */
-function brokenBy(ex: ExchangeImpl, hook: PolicyInstance, reply: Reply, logger: Logger): Reply | undefined {
-  const owner = ownerOf(hook);
-  if (owner?.package === undefined) return undefined;
-  const problem = replyProblem(reply);
-  if (problem === undefined) return undefined;
-  ex.errorMessage = `response hook left ${problem}`;
-  logger.error('response hook failed', { route: ex.route.key, ...owner, error: ex.errorMessage });
+function hookFailed(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hook: PolicyInstance, err: unknown, logger: Logger): boolean {
+  logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hook), error: err as Error });
+  if (!(err instanceof UnwritableReply)) return false;
+  ex.errorMessage = err.message;
   discard(reply.body);
-  return jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
+  if (!res.destroyed) send(ex, res, jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {}));
+  return true;
 }
 
 function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hooks: readonly PolicyInstance[], start: number, logger: Logger): void {
@@ -115,26 +113,21 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
     try {
       result = hooks[i]!.onResponse!(ex, reply);
     } catch (err) {
-      // The reply goes on, checked below: the hook may have changed it before throwing.
-      logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[i]), error: err as Error });
+      // The reply goes on, unless the hook left it unwritable.
+      if (hookFailed(ex, res, reply, hooks[i]!, err, logger)) return;
       result = undefined;
     }
     if (result && typeof (result as Promise<void>).then === 'function') {
       const next = (): void => {
         // The client left (or the request timed out and was cut) while the hook worked.
         if (res.destroyed) return discard(reply.body);
-        const broken = brokenBy(ex, hooks[i]!, reply, logger);
-        if (broken) return send(ex, res, broken);
         runResponseHooks(ex, res, reply, hooks, i + 1, logger);
       };
       (result as Promise<void>).then(next, (err: unknown) => {
-        logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[i]), error: err as Error });
-        next();
+        if (!hookFailed(ex, res, reply, hooks[i]!, err, logger)) next();
       });
       return;
     }
-    const broken = brokenBy(ex, hooks[i]!, reply, logger);
-    if (broken) return send(ex, res, broken);
   }
   send(ex, res, reply);
 }
@@ -340,11 +333,8 @@ function editHeaderList(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks
   }
   for (let h = 0; h < hooks.length; h++) {
     try {
-      // Synchronous by contract; an async one's rejection is logged, not left unhandled (ADR 0154). Nothing waits.
-      const done: unknown = hooks[h]!.onResponseHeaders!(ex, status, list);
-      if (done !== undefined && typeof (done as PromiseLike<void>).then === 'function') {
-        (done as PromiseLike<void>).then(undefined, (err: unknown) => logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[h]), error: err as Error }));
-      }
+      // Synchronous by contract; a third-party one's rejected promise is logged by its wrapper (ADR 0155).
+      hooks[h]!.onResponseHeaders!(ex, status, list);
     } catch (err) {
       logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[h]), error: err as Error });
     }

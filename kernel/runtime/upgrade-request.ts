@@ -97,7 +97,7 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
   }
   const run = async (): Promise<void> => {
     if (route.requestHooks) {
-      const early = await runRequestHooks(route.requestHooks, ex, 0, route.hookDeadlineMs);
+      const early = await runRequestHooks(route.requestHooks, ex);
       if (early) {
         for (const h of route.responseHooks ?? []) h.onResponse!(ex, early);
         return refuse(early);
@@ -109,7 +109,7 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
     }
     ex.plan = ref.plan;
     if (ref.requestHooks) {
-      const early = await runRequestHooks(ref.requestHooks, ex, 0, route.hookDeadlineMs);
+      const early = await runRequestHooks(ref.requestHooks, ex);
       if (early) return refuse(early);
     }
     ex.status = 101; // what a backend that does not tell its outcome is logged with

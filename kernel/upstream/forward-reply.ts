@@ -180,7 +180,7 @@ export async function forwardAttempts(
         const view: UpstreamAttempt = { method: ex.method, path, origin: target.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
         if (plan.upstreamHooks) {
           for (const hook of plan.upstreamHooks) {
-            const r = runUpstreamHook(hook, ex, view, plan.headersTimeoutMs);
+            const r = runUpstreamHook(hook, ex, view);
             if (r) await r;
           }
         }
