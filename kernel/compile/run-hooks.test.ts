@@ -86,7 +86,7 @@ describe('ownedHooks (ADR 0155)', () => {
     ownAs(acme, ACME);
     const [response] = ownedHooks([acme], 'response', logger);
     assert.equal(response!.onResponseHeaders, undefined, 'no onResponseHeaders where the instance has none');
-    assert.throws(() => response!.onResponse!(ex, { status: 200, headers: {}, local: false }), (err: unknown) => err instanceof UnwritableReply && /response hook left a body of a Object/.test(err.message));
+    assert.throws(() => response!.onResponse!(ex, { status: 200, headers: {} } as Reply), (err: unknown) => err instanceof UnwritableReply && /response hook left a body of a Object/.test(err.message));
     const [log] = ownedHooks([acme], 'log', logger);
     log!.onLog!(ex, 200);
     await new Promise((r) => setImmediate(r));

@@ -3,6 +3,7 @@ import type { BackendChoice, BackendInstance, BackendSelector, Exchange, Logger,
 import { PluginHookError, UnwritableReply, ownAs, ownerOf } from './plugin-owner.ts';
 import type { PluginOwner } from './plugin-owner.ts';
 import { replyProblem } from './reply-check.ts';
+import { DrainedBody } from '../exchange/body-read.ts';
 
 type HookResult = void | Reply | undefined | Promise<void | Reply | undefined>;
 
@@ -10,8 +11,12 @@ function isThenable(value: unknown): value is PromiseLike<void | Reply | undefin
   return typeof (value as { then?: unknown } | undefined)?.then === 'function';
 }
 
-/** A failure of `owner`'s code, tagged with it: a GatewayError is an answer the code chose and passes unchanged. */
+/**
+ * A failure of `owner`'s code, tagged with it: a GatewayError is an answer the code chose and passes unchanged, except
+ * the kernel's finding that the code read the request body from `ex.req` and kept it (ADR 0155).
+ */
 function tagged(owner: PluginOwner | undefined, err: unknown, stage: string): unknown {
+  if (err instanceof DrainedBody) return new PluginHookError(owner, err, err.logMessage, stage);
   return err instanceof GatewayError || err instanceof PluginHookError ? err : new PluginHookError(owner, err, undefined, stage);
 }
 

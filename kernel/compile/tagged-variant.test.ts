@@ -26,10 +26,10 @@ class Provider {
   }
   /** A promise-like of another library (not a native Promise) that rejects. */
   thenable(): PromiseLike<string> {
-    return { then: (_ok, fail) => (fail?.(new SyntaxError('thenable provider bug')), undefined) } as PromiseLike<string>;
+    return { then: (_ok: unknown, fail?: (e: unknown) => void) => fail?.(new SyntaxError('thenable provider bug')) } as unknown as PromiseLike<string>;
   }
   resolvesThenable(): PromiseLike<string> {
-    return { then: (ok) => (ok?.('fine'), undefined) } as PromiseLike<string>;
+    return { then: (ok?: (v: string) => void) => ok?.('fine') } as unknown as PromiseLike<string>;
   }
 }
 

@@ -13,6 +13,7 @@ import { isCheckedHeaderList } from './checked-header-list.ts';
 import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
 import { bodyPutBack } from '../exchange/body-peek.ts';
+import { DrainedBody } from '../exchange/body-read.ts';
 import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
 import type { TrailerBody, UpstreamTrailers } from '../upstream/trailers.ts';
 import { PluginHookError, UnwritableReply, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
@@ -49,7 +50,7 @@ export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Repl
   }
   if (err instanceof GatewayError) {
     // An upstream failure's log line names the upstream; the client's answer does not.
-    ex.errorMessage = err instanceof UpstreamFailure ? err.logMessage : err.message;
+    ex.errorMessage = err instanceof UpstreamFailure || err instanceof DrainedBody ? err.logMessage : err.message;
     return jsonErrorReply(err.status, err.type, err.message, err.headers ? { ...err.headers } : {});
   }
   ex.errorMessage = (err as Error)?.message ?? String(err);

@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Exchange } from '../sdk/index.ts';
 import { RETRY_BUFFER_LIMIT } from '../exchange/upstream-plan.ts';
-import { readWhole } from '../exchange/body-read.ts';
+import { DrainedBody, readWhole } from '../exchange/body-read.ts';
+import { bodyPutBack } from '../exchange/body-peek.ts';
 
 /** True when the client sent (or will send) a body, or a plugin set one. */
 export function hasRequestBody(ex: Exchange): boolean {
@@ -23,8 +24,13 @@ export function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody:
   if (ex.body) return ex.body;
   if (!hasBody) return null;
   if (readsFirst(headers)) return ex.bufferBody(RETRY_BUFFER_LIMIT);
+  const req = ex.req;
   // A lean request (ADR 0088 addendum) has no stream to send, only its body read whole (at most 64 KiB).
-  return readWhole(ex.req) ? ex.bufferBody(Infinity) : ex.req;
+  if (readWhole(req)) return ex.bufferBody(Infinity);
+  // Bytes a plugin took from the stream itself (not put back by a peek, ADR 0142) are gone: the upstream would get a
+  // cut or empty body (ADR 0155).
+  if ((req.readableDidRead || req.readableEnded) && !bodyPutBack(req)) return Promise.reject(new DrainedBody());
+  return req;
 }
 
 /** A client body of declared length <= 64 KiB is read whole before it is sent (ADR 0050); others stream. */

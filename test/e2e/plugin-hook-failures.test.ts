@@ -92,6 +92,22 @@ export default [
   }) }),
   defineGuard({ key: 'acmeGuardHangs', description: 'x', schema, compile: () => ({ check: () => new Promise(() => {}) }) }),
   defineGuard({ key: 'acmeGuardAllows', description: 'x', schema, compile: () => ({ check: () => ({ action: 'allow' }) }) }),
+  // A backend reading the request body from ex.req itself, then forwarding (ADR 0155): handed back with ex.setBody
+  // only on /give-back.
+  defineBackend({ key: 'acmeReadsBody', description: 'x', schema: { type: 'string' }, compile: (origin, ctx) => {
+    const upstream = ctx.http.target({ origin });
+    return {
+      protocol: 'http',
+      handle: (ex) => new Promise((resolve, reject) => {
+        const chunks = [];
+        ex.req.on('data', (c) => chunks.push(c));
+        ex.req.on('end', () => {
+          if (ex.path.endsWith('/give-back')) ex.setBody(Buffer.concat(chunks));
+          upstream.forward(ex).then(resolve, reject);
+        });
+      }),
+    };
+  } }),
   defineBackend({ key: 'acmeBackend', description: 'x', schema, compile: () => ({
     protocol: 'http',
     handle(ex) {
@@ -139,6 +155,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('drains', { acmeDrains: {} }),
         route('upstream-hook', { acmeBadUpstream: {} }),
         { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
+        { name: 'reads-body', matches: [{ path: { pathPrefix: '/reads-body' } }], backends: [{ acmeReadsBody: `http://127.0.0.1:${upstream.port}` }] },
         route('selector', { acmeSelector: {}, acmeAdmin: {} }),
         route('not-a-reply', { acmeNotAReply: {} }),
         route('breaks-reply', { acmeBreaksReply: {} }),
@@ -257,6 +274,23 @@ describe('third-party plugin hooks that fail at request time', () => {
     assert.ok(performance.now() - started < 5000);
     namesPlugin((await errorLines('did not answer'))[0], 'acmeBackend');
     assert.deepEqual(await get('/backend/ok'), { status: 200, body: 'acme' });
+  });
+
+  it('a backend that reads ex.req itself and forwards without ex.setBody answers 500 naming it; nothing is sent upstream (ADR 0155)', async () => {
+    const before = upstream.received.length;
+    for (const size of [100 * 1024, 1024]) {
+      const started = performance.now();
+      const res = await get('/reads-body', 'x'.repeat(size));
+      assert.equal(res.status, 500, `${size} bytes`);
+      assert.ok(performance.now() - started < 5000);
+      const lines = await linesWith('ERROR', 'backend failed', 'setBody');
+      assert.equal(lines.length, size === 1024 ? 2 : 1, lines.join('\n'));
+      namesPlugin(lines.at(-1), 'acmeReadsBody');
+    }
+    assert.equal(upstream.received.length, before);
+    // Handed back, the whole body goes upstream, streamed past 64 KiB or not.
+    assert.equal((await get('/reads-body/give-back', 'y'.repeat(100 * 1024))).status, 200);
+    assert.equal(upstream.received.at(-1)!.body.length, 100 * 1024);
   });
 
   it('an onUpstream hook that throws answers 500 naming the plugin; one that never settles is a 504; nothing is sent', async () => {
