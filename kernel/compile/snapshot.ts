@@ -153,6 +153,8 @@ export interface AdminUiConfig {
   readonly enabled: boolean;
   readonly basicAuth?: { readonly username: string; readonly password: string };
   readonly apiKey?: string;
+  /** How long a plugin's admin endpoint may take to answer (`adminUi.endpointTimeout`, ADR 0155). */
+  readonly endpointTimeoutMs: number;
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

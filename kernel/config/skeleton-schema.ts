@@ -87,6 +87,10 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
           },
           // A header value is trimmed and ASCII: a key with spaces or other characters could never be sent.
           apiKey: { type: 'string', minLength: 16, pattern: '^[!-~]+$', 'x-hint': 'printable ASCII without spaces', 'x-secret': true, description: 'Require this key for every endpoint of `adminAddr` as `Authorization: Bearer <key>` or `x-api-key` (scripts and `switchyard keys`, which sends `ADMIN_API_KEY`; browsers use `basicAuth`).' },
+          endpointTimeout: {
+            $ref: '#/$defs/duration',
+            description: 'How long a plugin endpoint of `adminAddr` (`/keys`, a third-party plugin\'s) may take to answer; then 504, logged naming the plugin (ADR 0154, 0155). More than `0s`. Default `30s`.',
+          },
         },
         additionalProperties: false,
       },

@@ -78,6 +78,7 @@ export default [
   definePolicy({ key: 'acmeAdmin', description: 'x', schema, attach: ['routePolicies'], phase: 'mutate', compile: (_c, ctx) => {
     ctx.adminRoute('/acme', (req) => {
       if (req.subpath === '/throw') throw new Error('acme admin exploded token=hunter2');
+      if (req.subpath === '/hang') return new Promise(() => {});
       return { status: 200, body: { ok: true } };
     });
     return {};
@@ -167,7 +168,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         llmRoute('guard-hangs', 'acmeGuardHangs'),
         llmRoute('guard-allows', 'acmeGuardAllows'),
       ],
-      { config: { plugins: [join(dir, 'index.js')], defaultTimeouts: { backendRequestTimeout: '700ms' } } },
+      { config: { plugins: [join(dir, 'index.js')], defaultTimeouts: { backendRequestTimeout: '700ms' }, adminUi: { endpointTimeout: '500ms' } } },
     );
   });
 
@@ -360,6 +361,16 @@ describe('third-party plugin hooks that fail at request time', () => {
     assert.doesNotMatch(body, /hunter2|exploded/);
     assert.equal(JSON.parse(body).error.message, 'internal error');
     namesPlugin((await linesWith('ERROR', 'admin endpoint failed', 'acme admin exploded'))[0], 'acmeAdmin');
+  });
+
+  it('an admin endpoint that never answers is a 504 at `adminUi.endpointTimeout`, naming the plugin (ADR 0155)', async () => {
+    const started = performance.now();
+    const res = await request(`${gw.adminUrl}/acme/hang`, { headersTimeout: 10_000 });
+    const took = performance.now() - started;
+    assert.equal(res.statusCode, 504);
+    assert.equal(JSON.parse(await res.body.text()).error.message, 'the endpoint did not answer within 0.5s');
+    assert.ok(took >= 450 && took < 5000, `answered after ${took} ms`);
+    namesPlugin((await linesWith('ERROR', 'admin endpoint did not answer within 500ms'))[0], 'acmeAdmin');
   });
 
   it('an LLM provider whose method throws per request answers 500; the log names the provider (ADR 0154)', async () => {
