@@ -5,7 +5,7 @@ import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
 import { DrainedBody, readBody, readWhole } from '../exchange/body-read.ts';
-import { copyRequestBody, peekRequestBody } from '../exchange/body-peek.ts';
+import { bodyPutBack, copyRequestBody, peekRequestBody } from '../exchange/body-peek.ts';
 import type { BodyReceiver } from '../exchange/body-read.ts';
 import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.ts';
@@ -268,9 +268,11 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
     if (declared > limit) {
       return receiver.bodyFailed(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
     }
-    if (this.req.readableEnded && !readWhole(this.req)) {
-      // Someone read the stream already: a policy that took `ex.req`'s 'data' events without handing the body back
-      // with `ex.setBody`. The 'end' a read would wait for has passed (ADR 0144).
+    const req = this.req;
+    if ((req.readableEnded || req.readableDidRead) && !readWhole(req) && !bodyPutBack(req)) {
+      // Someone read the stream already: a plugin that took `ex.req`'s 'data' events without handing the body back
+      // with `ex.setBody`. The 'end' a read would wait for has passed (ADR 0144), or the rest would be sent as the
+      // body (ADR 0155). A peek puts what it read back (ADR 0142).
       if (!hasRequestBody(this)) return receiver.bodyRead(EMPTY);
       return receiver.bodyFailed(new DrainedBody());
     }

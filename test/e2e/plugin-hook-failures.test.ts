@@ -101,10 +101,20 @@ export default [
       protocol: 'http',
       handle: (ex) => new Promise((resolve, reject) => {
         const chunks = [];
-        ex.req.on('data', (c) => chunks.push(c));
+        // On /first-chunk it forwards after the first chunk, the rest of the body still coming.
+        let forwarded = false;
+        const forward = () => {
+          if (forwarded) return;
+          forwarded = true;
+          upstream.forward(ex).then(resolve, reject);
+        };
+        ex.req.on('data', (c) => {
+          chunks.push(c);
+          if (ex.path.endsWith('/first-chunk')) forward();
+        });
         ex.req.on('end', () => {
           if (ex.path.endsWith('/give-back')) ex.setBody(Buffer.concat(chunks));
-          upstream.forward(ex).then(resolve, reject);
+          forward();
         });
       }),
     };
@@ -288,6 +298,19 @@ describe('third-party plugin hooks that fail at request time', () => {
       assert.equal(lines.length, size === 1024 ? 2 : 1, lines.join('\n'));
       namesPlugin(lines.at(-1), 'acmeReadsBody');
     }
+    // Forwarding with the rest of the body still to come: the part read is gone, so nothing is sent either.
+    const res = await request(`${gw.base}/reads-body/first-chunk`, {
+      method: 'POST',
+      headers: { 'content-length': String(4096) },
+      body: (async function* () {
+        yield Buffer.alloc(1024, 'a');
+        await new Promise((r) => setTimeout(r, 100));
+        yield Buffer.alloc(3072, 'b');
+      })(),
+    });
+    await res.body.dump();
+    assert.equal(res.statusCode, 500);
+    namesPlugin((await linesWith('ERROR', 'backend failed', 'setBody')).at(-1), 'acmeReadsBody');
     assert.equal(upstream.received.length, before);
     // Handed back, the whole body goes upstream, streamed past 64 KiB or not.
     assert.equal((await get('/reads-body/give-back', 'y'.repeat(100 * 1024))).status, 200);
