@@ -99,7 +99,8 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
     if (route.requestHooks) {
       const early = await runRequestHooks(route.requestHooks, ex);
       if (early) {
-        for (const h of route.responseHooks ?? []) h.onResponse!(ex, early);
+        // Awaited: a third-party hook's promise may reject (`UnwritableReply`, ADR 0155), answered as a failure.
+        for (const h of route.responseHooks ?? []) await h.onResponse!(ex, early);
         return refuse(early);
       }
     }

@@ -5,7 +5,9 @@
 // an error saying so, not a request that waits forever.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { Client, request } from 'undici';
 import { startRoutesGateway } from '../helpers/gateway.ts';
@@ -28,6 +30,8 @@ export default [
     if (ex.path.endsWith('/object-body')) reply.body = { ok: true };
     if (ex.path.endsWith('/async-no-headers')) return Promise.resolve().then(() => { reply.headers = null; });
   } }),
+  // Refuses WebSocket upgrades with a reply of its own (the upgrade path runs the response hooks on it).
+  policy('acmeRefusesUpgrade', { onRequest: (ex) => (ex.headers.upgrade ? { status: 403, headers: { 'content-type': 'text/plain' }, body: 'no' } : undefined) }),
   policy('acmeBadLog', { onLog() { throw new Error('acme log hook exploded'); } }),
   // Shipping the log somewhere: an async onLog whose promise rejects (ADR 0154).
   policy('acmeAsyncLog', { async onLog() { throw new Error('acme async log hook exploded'); } }),
@@ -170,6 +174,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('selector', { acmeSelector: {}, acmeAdmin: {} }),
         route('not-a-reply', { acmeNotAReply: {} }),
         route('breaks-reply', { acmeBreaksReply: {} }),
+        route('upgrade-breaks', { acmeRefusesUpgrade: {}, acmeBreaksReply: {} }),
         {
           name: 'provider',
           matches: [{ path: { pathPrefix: '/provider' } }],
@@ -302,11 +307,13 @@ describe('third-party plugin hooks that fail at request time', () => {
     const res = await request(`${gw.base}/reads-body/first-chunk`, {
       method: 'POST',
       headers: { 'content-length': String(4096) },
-      body: (async function* () {
-        yield Buffer.alloc(1024, 'a');
-        await new Promise((r) => setTimeout(r, 100));
-        yield Buffer.alloc(3072, 'b');
-      })(),
+      body: Readable.from(
+        (async function* () {
+          yield Buffer.alloc(1024, 'a');
+          await new Promise((r) => setTimeout(r, 100));
+          yield Buffer.alloc(3072, 'b');
+        })(),
+      ),
     });
     await res.body.dump();
     assert.equal(res.statusCode, 500);
@@ -372,6 +379,28 @@ describe('third-party plugin hooks that fail at request time', () => {
     const lines = await linesWith('ERROR', 'response hook failed', 'not a reply');
     assert.equal(lines.length, 2, lines.join('\n'));
     for (const line of lines) namesPlugin(line, 'acmeBreaksReply');
+  });
+
+  it("a response hook leaving an upgrade's early reply unwritable after its promise answers 500, not an unhandled rejection (ADR 0155)", async () => {
+    const head = await new Promise<string>((resolve, reject) => {
+      const socket = connect(gw.port, '127.0.0.1', () => {
+        socket.write('GET /upgrade-breaks/async-no-headers HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+      });
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('\r\n\r\n')) {
+          socket.destroy();
+          resolve(text);
+        }
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    assert.match(head, /^HTTP\/1\.1 500 /, head);
+    namesPlugin((await linesWith('ERROR', 'response hook failed', 'headers null')).at(-1), 'acmeBreaksReply');
+    assert.equal((await get('/response')).status, 200, 'the gateway still serves');
   });
 
   it('an admin endpoint whose handler throws answers 500 without its message; the log names the plugin (ADR 0154)', async () => {
