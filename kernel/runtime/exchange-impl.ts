@@ -5,7 +5,7 @@ import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
 import { DrainedBody, readBody, readWhole } from '../exchange/body-read.ts';
-import { bodyPutBack, copyRequestBody, peekRequestBody } from '../exchange/body-peek.ts';
+import { copyRequestBody, peekRequestBody } from '../exchange/body-peek.ts';
 import type { BodyReceiver } from '../exchange/body-read.ts';
 import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
 import type { ExchangeState, KernelExchange } from '../exchange/kernel-exchange.ts';
@@ -19,7 +19,7 @@ import { clientAddress, plainAddress } from '../exchange/client-address.ts';
 import { externalOrigin } from './external-origin.ts';
 import { requestIdFor } from '../telemetry/request-id.ts';
 import { parseHeaders } from '../upstream/undici-core.ts';
-import { hasRequestBody } from '../upstream/request-body.ts';
+import { hasRequestBody, streamTaken } from '../upstream/request-body.ts';
 
 const EMPTY = Buffer.alloc(0);
 import type { TrustedProxies } from '../exchange/client-address.ts';
@@ -269,7 +269,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
       return receiver.bodyFailed(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
     }
     const req = this.req;
-    if ((req.readableEnded || req.readableDidRead) && !readWhole(req) && !bodyPutBack(req)) {
+    if (!readWhole(req) && streamTaken(req)) {
       // Someone read the stream already: a plugin that took `ex.req`'s 'data' events without handing the body back
       // with `ex.setBody`. The 'end' a read would wait for has passed (ADR 0144), or the rest would be sent as the
       // body (ADR 0155). A peek puts what it read back (ADR 0142).

@@ -27,10 +27,15 @@ export function requestBody(ex: Exchange, headers: IncomingHttpHeaders, hasBody:
   const req = ex.req;
   // A lean request (ADR 0088 addendum) has no stream to send, only its body read whole (at most 64 KiB).
   if (readWhole(req)) return ex.bufferBody(Infinity);
-  // Bytes a plugin took from the stream itself (not put back by a peek, ADR 0142) are gone: the upstream would get a
-  // cut or empty body (ADR 0155).
-  if ((req.readableDidRead || req.readableEnded) && !bodyPutBack(req)) return Promise.reject(new DrainedBody());
-  return req;
+  return streamTaken(req) ? Promise.reject(new DrainedBody()) : req;
+}
+
+/**
+ * Whether plugin code took bytes from the request stream itself (its `data` events; a peek puts what it read back,
+ * ADR 0142): they are gone, so sending the stream would hand the upstream a cut or empty body (ADR 0155).
+ */
+export function streamTaken(req: IncomingMessage): boolean {
+  return (req.readableDidRead || req.readableEnded) && !bodyPutBack(req);
 }
 
 /** A client body of declared length <= 64 KiB is read whole before it is sent (ADR 0050); others stream. */

@@ -275,6 +275,8 @@ describe('third-party plugin hooks that fail at request time', () => {
     const res = await get('/drains', 'hello');
     assert.equal(res.status, 500);
     assert.ok(gw.logs.some((l) => l.includes('path=/drains') && /setBody/.test(l)), 'the access log says why');
+    // Past 64 KiB (a body the forward streams), the same: not an ended stream sent upstream (ADR 0155).
+    assert.equal((await get('/drains', 'z'.repeat(100 * 1024))).status, 500);
     assert.equal(upstream.received.length, before);
     // Handed back with ex.setBody, the body goes upstream.
     assert.equal((await get('/drains/give-back', 'hello')).status, 200);
