@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { ErrorCode, GatewayError, settleWithin } from '../sdk/index.ts';
 import type { BackendChoice, BackendInstance, BackendSelector, Exchange, Logger, PolicyInstance, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import { PluginHookError, UnwritableReply, ownAs, ownerOf } from './plugin-owner.ts';
@@ -150,6 +151,23 @@ export function boundedBackend(instance: BackendInstance, owner: PluginOwner, ms
     );
   };
   Object.defineProperty(bounded, 'handle', { value: handle, enumerable: true });
+  const upgrade = instance.upgrade;
+  if (upgrade !== undefined) {
+    // Typed void; a JavaScript one may throw or return a promise, awaited by the upgrade path (ADR 0155).
+    const tagUpgrade = (ex: Exchange, socket: Duplex, head: Buffer): void | Promise<void> => {
+      let done: unknown;
+      try {
+        done = upgrade.call(instance, ex, socket, head);
+      } catch (err) {
+        throw tag(err);
+      }
+      if (!isThenable(done)) return undefined;
+      return Promise.resolve(done).then(() => undefined, (err: unknown) => {
+        throw tag(err);
+      });
+    };
+    Object.defineProperty(bounded, 'upgrade', { value: tagUpgrade, enumerable: true });
+  }
   ownAs(bounded, owner);
   return bounded;
 }

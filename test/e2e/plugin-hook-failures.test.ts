@@ -131,6 +131,11 @@ export default [
       if (ex.path.endsWith('/web-stream')) return { status: 200, headers: {}, body: new ReadableStream() };
       return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'acme' };
     },
+    // Typed void; JavaScript lets it throw or be async (ADR 0155).
+    upgrade(ex) {
+      if (ex.path.endsWith('/upgrade-throw')) throw new Error('acme upgrade exploded');
+      return Promise.reject(new Error('acme async upgrade exploded'));
+    },
   }) }),
 ];
 `;
@@ -203,6 +208,24 @@ describe('third-party plugin hooks that fail at request time', () => {
     return pick();
   };
   const errorLines = (text: string): Promise<string[]> => linesWith('ERROR', text);
+  /** The head of the answer to a WebSocket upgrade request for `path`, on a connection of its own. */
+  const upgradeHead = (path: string): Promise<string> =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(gw.port, '127.0.0.1', () => {
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+      });
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('\r\n\r\n')) {
+          socket.destroy();
+          resolve(text);
+        }
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
   const namesPlugin = (line: string | undefined, key: string): void => {
     assert.ok(line, 'an error line was logged');
     assert.match(line, new RegExp(`plugin=${key}\\b`), line);
@@ -383,23 +406,17 @@ describe('third-party plugin hooks that fail at request time', () => {
     for (const line of lines) namesPlugin(line, 'acmeBreaksReply');
   });
 
+  it("a backend's upgrade that throws or rejects answers 500 naming it, not an unhandled rejection (ADR 0155)", async () => {
+    for (const [path, message] of [['/backend/upgrade-throw', 'acme upgrade exploded'], ['/backend/upgrade-reject', 'acme async upgrade exploded']]) {
+      const head = await upgradeHead(path!);
+      assert.match(head, /^HTTP\/1\.1 500 /, head);
+      namesPlugin((await linesWith('ERROR', 'backend failed', message!))[0], 'acmeBackend');
+    }
+    assert.equal((await get('/response')).status, 200, 'the gateway still serves');
+  });
+
   it("a response hook leaving an upgrade's early reply unwritable after its promise answers 500, not an unhandled rejection (ADR 0155)", async () => {
-    const head = await new Promise<string>((resolve, reject) => {
-      const socket = connect(gw.port, '127.0.0.1', () => {
-        socket.write('GET /upgrade-breaks/async-no-headers HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
-      });
-      let text = '';
-      socket.setEncoding('latin1');
-      socket.on('data', (chunk: string) => {
-        text += chunk;
-        if (text.includes('\r\n\r\n')) {
-          socket.destroy();
-          resolve(text);
-        }
-      });
-      socket.on('error', reject);
-      socket.on('close', () => resolve(text));
-    });
+    const head = await upgradeHead('/upgrade-breaks/async-no-headers');
     assert.match(head, /^HTTP\/1\.1 500 /, head);
     namesPlugin((await linesWith('ERROR', 'response hook failed', 'headers null')).at(-1), 'acmeBreaksReply');
     assert.equal((await get('/response')).status, 200, 'the gateway still serves');
