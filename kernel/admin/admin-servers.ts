@@ -2,7 +2,8 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { AdminRouteHandler, Logger } from '../sdk/index.ts';
 import type { AdminUiConfig, StaticConfig } from '../compile/snapshot.ts';
-import { adminCredentials, hasAdminCredentials, isLoopbackAddress } from './admin-access.ts';
+import { hasAdminCredentials, isLoopbackAddress } from './admin-access.ts';
+import { CredentialThrottle } from './admin-throttle.ts';
 import { compileHostCheck, splitAuthority } from './host-check.ts';
 import { findPluginRoute, servePluginRoute } from './plugin-routes.ts';
 
@@ -53,15 +54,19 @@ function splitAddress(addr: string): { host: string; port: number } {
  * The readiness, stats and admin servers (BEHAVIOUR.md DECIDED 16). Endpoints of servers configured on the
  * same address share one listener. Only GET (and HEAD) are served; other methods get 405. A request whose `Host` or
  * `Origin` names another site gets 403 (DNS rebinding, ADR 0017). With `config.adminUi` credentials, every request to
- * the admin server must present them (401), the readiness and stats endpoints aside (ADR 0136).
+ * the admin server must present them (401), the readiness and stats endpoints aside (ADR 0136); an address that
+ * presented wrong ones too often gets 429 for a while (ADR 0160).
  */
 export class AdminServers {
   private readonly servers: Server[] = [];
   private readonly bound = new Map<string, AddressInfo>();
   private readonly logger: Logger;
+  /** Failed credentials per client address, across the admin server's addresses (ADR 0160). */
+  private readonly throttle: CredentialThrottle;
 
   constructor(logger: Logger) {
     this.logger = logger;
+    this.throttle = new CredentialThrottle(logger);
   }
 
   async start(config: Pick<StaticConfig, 'adminAddr' | 'statsAddr' | 'readinessAddr'>, endpoints: AdminEndpoints): Promise<void> {
@@ -89,7 +94,7 @@ export class AdminServers {
           return;
         }
         const path = (req.url ?? '/').split('?')[0]!;
-        const denied = group.roles.includes('admin') && !group.open.has(path) ? adminCredentials(endpoints.adminUi?.(), req.headers) : undefined;
+        const denied = group.roles.includes('admin') && !group.open.has(path) ? this.throttle.check(endpoints.adminUi?.(), req) : undefined;
         if (denied) {
           // The UI (and `/`, which leads there) is a browser's: plain text; the JSON endpoints answer in their error shape.
           const page = path === '/' || path === '/ui' || path.startsWith('/ui/');

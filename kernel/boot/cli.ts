@@ -14,6 +14,7 @@ import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, configPluginList } from './build-registry.ts';
 import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
 import { unknownArgument } from './unknown-argument.ts';
+import { stopWhenNpmLauncherGoes } from './launcher-watch.ts';
 
 /** What a distribution (the bin script, a trimmed bundle) hands the CLI. */
 export interface Distribution {
@@ -204,6 +205,11 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
       process.on('SIGTERM', onSignal);
       process.on('SIGINT', onSignal);
       process.on('SIGHUP', earlyHup);
+      stopWhenNpmLauncherGoes(() => {
+        if (signalled) return;
+        process.stderr.write('switchyard: the npm process that started the gateway is gone; stopping\n');
+        onSignal('SIGTERM');
+      });
       keepServingWithoutStdout((err) => process.stderr.write(`switchyard: cannot write log lines to stdout (${err.code ?? err.message}): they are dropped from now on\n`));
     }
     const workers = dist.entry && !args.validateOnly ? workerCountOf(input, await readInput(input)) : 1;

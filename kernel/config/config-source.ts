@@ -1,6 +1,7 @@
 import type { Document, LineCounter, Node } from 'yaml';
 import type { ConfigIssue } from '../sdk/index.ts';
 import { yamlLib } from '../sdk/yaml-lib.ts';
+import { maskReferences, unmaskDocument } from './env-placeholders.ts';
 
 /** A config issue that may already know its exact offset in the file (syntax and env errors). */
 export interface SourcedIssue extends ConfigIssue {
@@ -24,7 +25,10 @@ export interface Position {
 export function parseConfigSource(file: string, text: string): ConfigSource {
   const { LineCounter, parseDocument } = yamlLib();
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, merge: true, strict: true });
+  // `${VAR}` parses in flow style too, where `{` and `}` would end it (env-placeholders.ts).
+  const masked = maskReferences(text);
+  const doc = parseDocument(masked?.text ?? text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, merge: true, strict: true });
+  if (masked) unmaskDocument(doc, masked.references);
   return { file, text, doc, lines };
 }
 

@@ -1,4 +1,6 @@
 import { EXPRESSION_STOPPED } from '../sdk/expr.ts';
+import { forEachNode } from './cel-ast-walk.ts';
+import type { EngineNode } from './cel-ast-walk.ts';
 
 /**
  * The run-time budget of one CEL evaluation (docs/adr/0145). Expressions are the operator's, but the lists they
@@ -61,20 +63,9 @@ export function itemCount(collection: unknown): number {
   return collection !== null && typeof collection === 'object' ? Object.keys(collection).length : 0;
 }
 
-interface EngineNode {
-  readonly op: string;
-  readonly args: unknown;
-  readonly meta?: { readonly alternate?: EngineNode };
-  evaluate(ev: unknown, ast: unknown, ctx: unknown): unknown;
-}
-
 /** A node that runs `run` in place of `node` (already type-checked: nothing reads its other fields afterwards). */
 function metered(node: EngineNode, run: (ev: unknown, ctx: unknown) => unknown): EngineNode {
   return { op: node.op, args: node, maybeAsync: false, evaluate: (ev: unknown, _ast: unknown, ctx: unknown) => run(ev, ctx) } as unknown as EngineNode;
-}
-
-function isNode(x: unknown): x is EngineNode {
-  return x !== null && typeof x === 'object' && typeof (x as { op?: unknown }).op === 'string' && typeof (x as { evaluate?: unknown }).evaluate === 'function';
 }
 
 /**
@@ -83,36 +74,18 @@ function isNode(x: unknown): x is EngineNode {
  * a node that spends a step, then runs it, and the list (`args.iterable`) by one that spends its length.
  */
 export function meterComprehensions(root: unknown): void {
-  const seen = new Set<unknown>();
-  const visit = (x: unknown): void => {
-    if (x === null || typeof x !== 'object' || seen.has(x)) return;
-    seen.add(x);
-    if (Array.isArray(x)) {
-      for (const item of x) visit(item);
-      return;
-    }
-    if (!isNode(x)) return;
-    const alternate = x.meta?.alternate;
-    if (alternate !== undefined) visit(alternate);
-    if (x.op === 'comprehension') {
-      const args = x.args as { step: EngineNode; iterable: EngineNode };
-      const { step, iterable } = args;
-      visit(step);
-      visit(iterable);
-      args.iterable = metered(iterable, (ev, ctx) => {
-        const items = iterable.evaluate(ev, iterable, ctx);
-        spendItems(itemCount(items));
-        return items;
-      });
-      args.step = metered(step, (ev, ctx) => {
-        spendStep();
-        return step.evaluate(ev, step, ctx);
-      });
-      return;
-    }
-    const args = x.args;
-    if (Array.isArray(args)) visit(args);
-    else if (isNode(args)) visit(args);
-  };
-  visit(root);
+  forEachNode(root, (node) => {
+    if (node.op !== 'comprehension') return;
+    const args = node.args as { step: EngineNode; iterable: EngineNode };
+    const { step, iterable } = args;
+    args.iterable = metered(iterable, (ev, ctx) => {
+      const items = iterable.evaluate(ev, iterable, ctx);
+      spendItems(itemCount(items));
+      return items;
+    });
+    args.step = metered(step, (ev, ctx) => {
+      spendStep();
+      return step.evaluate(ev, step, ctx);
+    });
+  });
 }

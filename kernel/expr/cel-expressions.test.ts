@@ -138,3 +138,62 @@ describe('CEL environment', () => {
     for (const f of d.functions) if (f.origin === 'gateway') assert.ok(f.description.length > 0, f.signature);
   });
 });
+
+describe('CEL integers are 64-bit and bytes become strings only as UTF-8 (docs/adr/0160)', () => {
+  it('an overflow of unary minus, /, % or int(double) is an evaluation error, static or dyn', () => {
+    for (const source of [
+      '-(-9223372036854775808)', '-dyn(-9223372036854775808)', '-9223372036854775808 / -1', 'dyn(-9223372036854775808) / -1',
+      '-9223372036854775808 % -1', 'int(1e300)', 'int(dyn(1e300))', 'int(9223372036854775807.0)', 'int(-9223372036854775808.0)',
+      '9223372036854775807 + 1', '-9223372036854775808 - 1', '9223372036854775807 * 2',
+      '[1].map(x, -(-9223372036854775808))', 'cel.bind(a, -9223372036854775808, -a)',
+    ]) {
+      assert.throws(() => run(source), (err: Error) => err.name === 'EvaluationError' && /integer overflow/.test(err.message), source);
+    }
+  });
+
+  it('values inside the range are unchanged', () => {
+    assert.equal(run('-9223372036854775807 - 1'), -(2n ** 63n));
+    assert.equal(run('-(-9223372036854775807)'), 2n ** 63n - 1n);
+    assert.equal(run('-7 / 2'), -3n);
+    assert.equal(run('-7 % 3'), -1n);
+    assert.equal(run('-9223372036854775808 % 2'), 0n);
+    assert.equal(run('int(-1.9)'), -1n);
+    assert.equal(run('int(9223372036854774784.0)'), 9223372036854774784n);
+    assert.deepEqual(run('[1, 2].map(x, -x)'), [-1n, -2n]);
+  });
+
+  it('an int literal past 64 bits is refused at load, where it is written; -9223372036854775808 is the one negated exception', () => {
+    for (const [source, at] of [['9223372036854775808', 0], ['size(request.path) == 0x8000000000000000', 22], ['-9223372036854775809 < 0', 1]] as const) {
+      assert.throws(() => cel.compile(source, ['p']), (err: Error & { issues?: { valueOffset?: number }[] }) => {
+        assert.match(err.message, /integer literal \d+ is out of range/);
+        assert.equal(err.issues?.[0]?.valueOffset, at, source);
+        return true;
+      });
+    }
+    assert.equal(run('-9223372036854775808'), -(2n ** 63n));
+    assert.equal(run('-0x8000000000000000'), -(2n ** 63n));
+  });
+
+  it('a timestamp past 9999-12-31 (or before year 1) and a duration over 10000 years are errors', () => {
+    for (const source of [
+      'timestamp("9999-12-31T23:59:59Z") + duration("1s")', 'timestamp("0001-01-01T00:00:00Z") - duration("1s")',
+      'duration("1s") + timestamp("9999-12-31T23:59:59Z")', 'duration("315576000001s")', 'duration("315576000000s") + duration("1s")',
+      '-315576000000 > 0 || duration("-315576000000s") - duration("1s") > duration("0s")',
+    ]) {
+      assert.throws(() => run(source), /timestamp overflow|duration overflow/, source);
+    }
+    assert.equal(String(run('duration("315576000000s")')), '315576000000s');
+    assert.equal((run('timestamp("9999-12-31T23:59:58Z") + duration("1s")') as Date).toISOString(), '9999-12-31T23:59:59.000Z');
+    assert.equal(run('"a" + "b"'), 'ab');
+    assert.equal(run('1 - 2'), -1n);
+  });
+
+  it('string() of bytes that are not UTF-8 is an error, not U+FFFD', () => {
+    for (const source of ['string(b"\\xff")', 'b"a\\xc3".string()', 'string(dyn(b"\\xff"))', 'string(base64.decode("/w=="))']) {
+      assert.throws(() => run(source), /bytes are not valid UTF-8/, source);
+    }
+    assert.equal(run('string(b"\\xc3\\xa9")'), '\u00e9');
+    assert.equal(run('b"hi".string()'), 'hi');
+    assert.equal(run('string(b"")'), '');
+  });
+});

@@ -5,6 +5,7 @@ import { exchangeAttributes, exchangeState } from '../exchange/kernel-exchange.t
 import type { VerifiedClientCertificate } from '../exchange/client-certificate.ts';
 import { meterComprehensions, startBudget } from './cel-budget.ts';
 import { celLib } from './cel-lib.ts';
+import { checkOverflow, findIntegerLiteralProblem } from './cel-overflow.ts';
 import { displaySignature, NAMESPACE_TYPES, NAMESPACES, registerGatewayFunctions } from './cel-library.ts';
 import { findNameProblem } from './cel-names.ts';
 import type { CelNames } from './cel-names.ts';
@@ -299,7 +300,7 @@ export class CelExpressions {
       new ConfigError({ code: ErrorCode.configInvalid, path, message: `invalid CEL expression \`${source}\`: ${detail}`, valueOffset });
     try {
       program = env.parse(source) as unknown as Program;
-      const problem = findNameProblem(program.ast, names);
+      const problem = findNameProblem(program.ast, names) ?? findIntegerLiteralProblem(program.ast);
       if (problem) throw invalid(problem.message, problem.offset);
       if (!allowResponse && readsVariable(program.ast, 'response', new Set())) {
         throw invalid('`response` is only available in `config.logging` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet');
@@ -309,6 +310,7 @@ export class CelExpressions {
       if (!checked.valid) throw checked.error ?? new Error('type error');
       type = checked.type ?? 'dyn';
       meterComprehensions(program.ast);
+      checkOverflow(program.ast);
     } catch (err) {
       if (err instanceof ConfigError) throw err;
       // cel-js errors carry the summary apart from the highlighted copy, and where in the expression they are.

@@ -96,11 +96,30 @@ describe('SseParser', () => {
   it('throws on an event larger than its bound (an unfinished line or data lines), and lets the buffer go', () => {
     const parser = new SseParser({ onEvent: () => undefined, maxEventSize: 64 });
     parser.push('data: short\n\n');
-    assert.throws(() => parser.push(`data: ${'x'.repeat(100)}`), (err) => err instanceof SseOverflowError && /longer than 64 characters/.test(err.message));
+    assert.throws(() => parser.push(`data: ${'x'.repeat(100)}`), (err) => err instanceof SseOverflowError && /longer than 64 bytes/.test(err.message));
     const many = new SseParser({ onEvent: () => undefined, maxEventSize: 64 });
     assert.throws(() => {
       for (let i = 0; i < 20; i++) many.push('data: 0123456789\n');
     }, SseOverflowError);
+  });
+
+  it('counts UTF-8 bytes, not characters, in data lines and in an unfinished line, whatever the chunks (ADR 0160)', () => {
+    // 40 characters, 80 bytes: within a bound of 64 characters, past one of 64 bytes.
+    const wide = '\u00e9'.repeat(40);
+    for (const chunks of [[`data: ${wide}\n\n`], [`data: ${wide}`], [Buffer.from(`data: ${wide}\n\n`)], [...Buffer.from(`data: ${wide}`)].map((b) => Buffer.from([b]))]) {
+      const parser = new SseParser({ onEvent: () => undefined, maxEventSize: 64 });
+      assert.throws(() => {
+        for (const c of chunks) parser.push(c);
+      }, SseOverflowError);
+    }
+    const lines = new SseParser({ onEvent: () => undefined, maxEventSize: 64 });
+    assert.throws(() => {
+      for (let i = 0; i < 4; i++) lines.push(`data: ${'\u00e9'.repeat(10)}\n`);
+    }, SseOverflowError, '4 lines of 20 bytes and their joins');
+    const events: string[] = [];
+    const fits = new SseParser({ onEvent: (e) => events.push(e.data), maxEventSize: 64 });
+    fits.push(`data: ${'\u00e9'.repeat(32)}\n\n`);
+    assert.deepEqual(events, ['\u00e9'.repeat(32)], 'exactly 64 bytes fit');
   });
 
   it('with onOverflow skip, drops the oversized event and reads the next one, across any chunking', () => {

@@ -19,7 +19,7 @@ export interface SseEvent {
 export class SseOverflowError extends RangeError {
   readonly limit: number;
   constructor(limit: number) {
-    super(`a server-sent event is longer than ${limit} characters`);
+    super(`a server-sent event is longer than ${limit} bytes`);
     this.name = 'SseOverflowError';
     this.limit = limit;
   }
@@ -30,8 +30,9 @@ export interface SseParserOptions {
   /** A `retry:` field (digits only): the reconnection delay the server asks for, in ms. */
   readonly onRetry?: (ms: number) => void;
   /**
-   * Most characters one event may hold: its `data` so far plus the unfinished line being read. This is all the
-   * parser ever buffers. Default 1 MiB.
+   * Most bytes (UTF-8) one event may hold: its `data` so far plus the unfinished line being read. This is all the
+   * parser ever buffers. Default 1 MiB. Bytes, as a body or a stdio line is bounded (ADR 0143, 0160): characters
+   * would let three times as much non-ASCII text through.
    */
   readonly maxEventSize?: number;
   /**
@@ -76,15 +77,21 @@ export class SseParser {
   private readonly onRetry: ((ms: number) => void) | undefined;
   private readonly max: number;
   private readonly throwOnOverflow: boolean;
-  /** The unfinished line of the previous chunks, in parts, and its length. */
+  /**
+   * The unfinished line of the previous chunks, in parts, and its length. Its UTF-8 length is counted only once the
+   * event could pass the bound (a UTF-16 unit is at most 3 bytes), then kept up to date; -1 until then.
+   */
   private pending: string[] = [];
   private pendingLength = 0;
+  private pendingBytes = -1;
   /** Bytes of an unfinished UTF-8 sequence at the end of the previous byte chunk. */
   private partial: Buffer | undefined;
   /** The previous chunk ended with CR: a LF starting the next one belongs to that line ending. */
   private skipLf = false;
   private first = true;
   private data = '';
+  /** UTF-8 length of `data`, counted as `pendingBytes` is; -1 until then. */
+  private dataBytes = -1;
   private dataLines = 0;
   private type: string | undefined;
   /** Dropping an oversized event until the blank line that ends it. */
@@ -141,6 +148,7 @@ export class SseParser {
         const line = this.pending.join('');
         this.pending = [];
         this.pendingLength = 0;
+        this.pendingBytes = -1;
         this.line(line, 0, line.length);
       } else this.line(text, lineStart, end);
       lineStart = end + 1;
@@ -150,9 +158,11 @@ export class SseParser {
       }
     }
     if (lineStart < length) {
-      this.pending.push(lineStart === 0 ? text : text.slice(lineStart));
-      this.pendingLength += length - lineStart;
-      if (this.pendingLength + this.data.length > this.max) this.overflow(true);
+      const rest = lineStart === 0 ? text : text.slice(lineStart);
+      this.pending.push(rest);
+      this.pendingLength += rest.length;
+      if (this.pendingBytes >= 0) this.pendingBytes += Buffer.byteLength(rest, 'utf8');
+      if ((this.pendingLength + this.data.length) * 3 > this.max && this.pendingSize() + this.dataSize() > this.max) this.overflow(true);
     }
   }
 
@@ -168,6 +178,7 @@ export class SseParser {
       const text = this.pending.join('');
       this.pending = [];
       this.pendingLength = 0;
+      this.pendingBytes = -1;
       this.line(text, 0, text.length);
     }
     this.dispatch();
@@ -177,8 +188,10 @@ export class SseParser {
   private overflow(inLine: boolean): void {
     this.pending = [];
     this.pendingLength = 0;
+    this.pendingBytes = -1;
     this.inDroppedLine = inLine;
     this.data = '';
+    this.dataBytes = -1;
     this.dataLines = 0;
     this.type = undefined;
     this.skipping = true;
@@ -228,9 +241,21 @@ export class SseParser {
   }
 
   private addData(value: string): void {
+    if (this.dataBytes >= 0) this.dataBytes += (this.dataLines === 0 ? 0 : 1) + Buffer.byteLength(value, 'utf8');
     this.data = this.dataLines === 0 ? value : `${this.data}\n${value}`;
     this.dataLines++;
-    if (this.data.length > this.max) this.overflow(false);
+    if (this.data.length * 3 > this.max && this.dataSize() > this.max) this.overflow(false);
+  }
+
+  /** UTF-8 length of the unfinished line, counted once and then kept up to date (linear over a long line). */
+  private pendingSize(): number {
+    if (this.pendingBytes < 0) this.pendingBytes = this.pending.reduce((n, part) => n + Buffer.byteLength(part, 'utf8'), 0);
+    return this.pendingBytes;
+  }
+
+  private dataSize(): number {
+    if (this.dataBytes < 0) this.dataBytes = Buffer.byteLength(this.data, 'utf8');
+    return this.dataBytes;
   }
 
   private dispatch(): void {
@@ -244,6 +269,7 @@ export class SseParser {
     }
     const event: SseEvent = { event: this.type, data: this.data, id: this.lastEventId };
     this.data = '';
+    this.dataBytes = -1;
     this.dataLines = 0;
     this.type = undefined;
     this.onEvent(event);

@@ -93,8 +93,11 @@ export interface UpstreamTarget {
    * backend's own signer, say) runs on every attempt after those hooks.
    */
   forward(ex: Exchange, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>, options?: ForwardOptions): Promise<Reply>;
-  /** Pass a WebSocket (or other HTTP/1.1 upgrade) through to this upstream. */
-  upgrade(ex: Exchange, socket: Duplex, head: Buffer): void;
+  /**
+   * Pass a WebSocket (or other HTTP/1.1 upgrade) through to this upstream. `onAttempt` (the backend's own signer or
+   * key conventions) runs on the upgrade request after the per-attempt upstream hooks, as for `forward`.
+   */
+  upgrade(ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): void;
   /** Send a request of the caller's own through this pool. */
   request(options: UpstreamCallOptions): Promise<UpstreamResponse>;
 }

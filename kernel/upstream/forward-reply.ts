@@ -87,7 +87,7 @@ function afterUpload(body: Buffer | IncomingMessage | null, idleMs: number, star
 
 /** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
 function upstreamReply(response: WholeResponse): Reply {
-  return new WholeReply(response.statusCode, response.rawHeaders, response.body);
+  return new WholeReply(response);
 }
 
 /**
@@ -176,7 +176,7 @@ export async function forwardAttempts(
         const view: UpstreamAttempt = { method: ex.method, path, origin: target.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
         if (plan.upstreamHooks) {
           for (const hook of plan.upstreamHooks) {
-            const r = runUpstreamHook(hook, ex, view, plan.headersTimeoutMs);
+            const r = runUpstreamHook(hook, ex, view);
             if (r) await r;
           }
         }

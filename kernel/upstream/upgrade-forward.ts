@@ -30,16 +30,17 @@ const EARLY_UPGRADE_DATA_LIMIT = 64 * 1024;
 export const DECLINED_UPGRADE_BODY_LIMIT = 1024 * 1024;
 
 /** `UpstreamTarget.upgrade`: the client's upgrade request (WebSocket and the like) relayed over its own connection. */
-export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer): void {
+export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): void {
   const state = exchangeState(ex) ?? new DetachedState(ex);
   const hooks = state.plan.upstreamHooks;
-  if (!hooks) return sendUpgrade(target, ex, socket, head, upgradeHeaders(target, ex, state));
-  // Per-attempt hooks (backendAuth) sign the upgrade request as they sign any other request. A client that leaves
-  // while they run (a token fetch) is noticed by sendUpgrade.
+  if (!hooks && !onAttempt) return sendUpgrade(target, ex, socket, head, upgradeHeaders(target, ex, state));
+  // Per-attempt hooks (backendAuth), then the backend's own `onAttempt`, sign the upgrade request as they sign any
+  // other request. A client that leaves while they run (a token fetch) is noticed by sendUpgrade.
   const headers = upgradeHeaders(target, ex, state);
   const view: UpstreamAttempt = { method: ex.method, path: ex.path + ex.query, origin: target.origin, headers: headers as IncomingHttpHeaders, body: undefined, attempt: 0 };
   void (async () => {
-    for (const hook of hooks) await runUpstreamHook(hook, ex, view, state.plan.headersTimeoutMs);
+    for (const hook of hooks ?? []) await runUpstreamHook(hook, ex, view);
+    await onAttempt?.(view);
   })().then(
     () => sendUpgrade(target, ex, socket, head, headers),
     (err: unknown) => {

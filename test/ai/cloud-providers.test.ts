@@ -10,6 +10,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { createVertexProvider } from '../../plugins/llm-providers/vertex/vertex.ts';
+import { countTokensModel } from '../../plugins/llm-providers/bedrock/count-tokens.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import { converseTools } from './stream-fixtures.ts';
@@ -26,6 +27,7 @@ describe('azureOpenAI provider', () => {
     aiRoute('/v1api', { name: 'v1api', provider: { vendorSix: { host: 'https://my-res.openai.azure.com' } }, hostOverride: hostPort }),
     aiRoute('/keyed', { name: 'keyed', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21' } }, hostOverride: hostPort }, { backendAuth: { key: 'azure-key-from-policy' } }),
     aiRoute('/entra', { name: 'entra', provider: { azureOpenAI: { host: 'my-res.openai.azure.com' } }, hostOverride: hostPort }, { backendAuth: { key: ENTRA_TOKEN } }),
+    aiRoute('/datedresp', { name: 'datedresp', provider: { azureOpenAI: { host: 'my-res.openai.azure.com', apiVersion: '2024-10-21', model: 'my-deployment' } }, hostOverride: hostPort }, { testAi: { routes: { '/v1/responses': 'responses', '*': 'completions' } } }),
   ]);
 
   it('sends a dated-version request to the deployment path with the key in api-key', async () => {
@@ -40,6 +42,19 @@ describe('azureOpenAI provider', () => {
     assert.equal(log!['llm.provider'], 'azure.openai');
     assert.equal(log!['llm.model'], 'my-deployment');
     assert.equal(log!['llm.inputTokens'], 11);
+  });
+
+  it('sends a Responses client on a dated apiVersion (older than the Responses API) to the v1 path, the deployment in the body', async () => {
+    const client = new OpenAI({ baseURL: `${t.gw.base}/datedresp/v1`, apiKey: 'azure-client-key', maxRetries: 0 });
+    const res = await client.responses.create({ model: 'ignored', input: 'hello' });
+    assert.equal(res.output_text, 'Hello from the mock!');
+    const wire = t.rec.last();
+    assert.equal(wire.url, '/openai/v1/responses');
+    assert.equal(wire.json().model, 'my-deployment');
+    assert.equal(wire.headers['api-key'], 'azure-client-key');
+    // Chat Completions keep the dated deployment path.
+    await client.chat.completions.create({ model: 'ignored', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(t.rec.last().url, '/openai/deployments/my-deployment/chat/completions?api-version=2024-10-21');
   });
 
   it('uses the v1 API by default, with the model in the body', async () => {
@@ -186,6 +201,21 @@ describe('bedrock provider (Converse)', () => {
     assert.deepEqual(wire.json().inferenceConfig, { maxTokens: 32 });
   });
 
+  it("marks an Anthropic client's failed tool result (is_error) as Converse's status: error", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/brm`, apiKey: 'unused', maxRetries: 0 });
+    await anthropic.messages.create({
+      model: 'claude',
+      max_tokens: 32,
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Atlantis' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', is_error: true, content: 'no such city' }] },
+      ],
+    });
+    const messages = rec.last().json().messages as { content: Record<string, unknown>[] }[];
+    assert.deepEqual(messages[2]!.content, [{ toolResult: { toolUseId: 'toolu_1', content: [{ text: 'no such city' }], status: 'error' } }]);
+  });
+
   it('translates a Bedrock error into the OpenAI error shape', async () => {
     await assert.rejects(client('/br').chat.completions.create({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'boom' }] }), (err) => {
       assert.ok(err instanceof OpenAI.RateLimitError);
@@ -237,6 +267,10 @@ describe('vertex provider', () => {
   before(async () => {
     metadata = await startGceMetadata('ya29.vertex-token');
     upstream = await startUpstream((req, res) => {
+      if (req.url!.endsWith(':countTokens')) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ totalTokens: 5, totalBillableCharacters: 20 }));
+      }
       if (req.url!.endsWith('/count-tokens:rawPredict')) {
         res.writeHead(200, { 'content-type': 'application/json' });
         return void res.end(JSON.stringify({ input_tokens: 14 }));
@@ -263,6 +297,8 @@ describe('vertex provider', () => {
     gw = await startAiGateway([
       aiRoute('/vx', { name: 'vx', provider: { vertex: { projectId: 'my-proj', region: 'us-central1', openAICompatible: true } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'Bearer static-token' }, testAi: { routes: { '/v1/messages': 'messages', '/v1/messages/count_tokens': 'anthropicTokenCount' } } }),
       aiRoute('/vxg', { name: 'vxg', provider: { vendorFour: { projectId: 'my-proj', model: 'meta/llama-3.1-8b-instruct-maas' } }, hostOverride: `127.0.0.1:${upstream.port}` }),
+      aiRoute('/vxp', { name: 'vxp', provider: { vertex: { projectId: 'my-proj' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { testAi: { routes: { '*': 'passthrough' } } }),
+      aiRoute('/vxk', { name: 'vxk', provider: { vertex: { projectId: 'my-proj' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { backendAuth: { key: 'AIzaExpressKey' }, testAi: { routes: { '*': 'passthrough' } } }),
     ]);
   });
   after(async () => {
@@ -333,6 +369,32 @@ describe('vertex provider', () => {
     assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/anthropic/models/count-tokens:rawPredict');
     assert.deepEqual(JSON.parse(got.body.toString()), { model: 'claude-sonnet-4@20250514', system: 'sys', messages: [{ role: 'user', content: 'hello' }], anthropic_version: 'vertex-2023-10-16' });
     assert.equal(got.headers.authorization, 'Bearer static-token');
+  });
+
+  it("passthrough keys as the API its path names: Claude's anthropic-beta kept beside the Google token; an express-mode key in x-goog-api-key", async () => {
+    const claude = '/v1/projects/my-proj/locations/global/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict';
+    const body = JSON.stringify({ anthropic_version: 'vertex-2023-10-16', max_tokens: 8, messages: [{ role: 'user', content: 'hello' }] });
+    let res = await fetch(`${gw.base}/vxp${claude}`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-beta': 'context-1m-2025-08-07', 'x-goog-api-key': 'client-key' }, body });
+    assert.equal(res.status, 200);
+    let got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.headers['anthropic-beta'], 'context-1m-2025-08-07');
+    assert.equal(got.headers.authorization, 'Bearer ya29.vertex-token');
+    assert.equal(got.headers['x-goog-api-key'], undefined);
+    res = await fetch(`${gw.base}/vxk/v1/publishers/google/models/gemini-2.5-flash:generateContent?key=AIzaClientKey`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ contents: [] }) });
+    assert.equal(res.status, 200);
+    got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.headers['x-goog-api-key'], 'AIzaExpressKey');
+    assert.equal(got.headers.authorization, undefined);
+    assert.equal(got.url, '/vxk/v1/publishers/google/models/gemini-2.5-flash:generateContent');
+  });
+
+  it("counts an Anthropic client's tokens for a Gemini model on Vertex's countTokens (contents, system and tools at the top)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/vx`, apiKey: 'unused', maxRetries: 0 });
+    const res = await anthropic.messages.countTokens({ model: 'gemini-2.5-flash', system: 'sys', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.input_tokens, 5);
+    const got = upstream.received[upstream.received.length - 1]!;
+    assert.equal(got.url, '/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:countTokens');
+    assert.deepEqual(JSON.parse(got.body.toString()), { contents: [{ role: 'user', parts: [{ text: 'hello' }] }], systemInstruction: { parts: [{ text: 'sys' }] } });
   });
 
   it('streams Claude on Vertex through streamRawPredict', async () => {
@@ -427,5 +489,77 @@ describe('bedrock streams off the wire: frames split across TCP writes, parallel
     assert.ok(!chunks.some((c) => (c as { choices: { finish_reason: string | null }[] }).choices[0]?.finish_reason), 'no finish reason was made up');
     const logs = await accessRecords(gw, '/bs/v1/chat/completions', 2);
     assert.match(String(logs[logs.length - 1]!.error), /checksum|upstream stream failed/);
+  });
+});
+
+describe("bedrock: an Anthropic client's count_tokens on Bedrock's CountTokens API", () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+  const KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDCOUNT', secretAccessKey: 'count-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
+  const ROUTES = { testAi: { routes: { '/v1/messages/count_tokens': 'anthropicTokenCount', '/v1/messages': 'messages' } } };
+
+  before(async () => {
+    upstream = await startUpstream((req, res, body) => {
+      // Bedrock's CountTokens: `{input: {invokeModel: {body: "<InvokeModel body as a string>"}}}` → `{inputTokens}`.
+      const parsed = JSON.parse(body.toString()) as { input?: { invokeModel?: { body?: unknown } } };
+      if (!req.url!.endsWith('/count-tokens') || typeof parsed.input?.invokeModel?.body !== 'string' || req.url!.includes('nova')) {
+        res.writeHead(400, { 'content-type': 'application/json', 'x-amzn-errortype': 'ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/' });
+        return void res.end(JSON.stringify({ message: 'The provided model doesn\'t support counting tokens.' }));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ inputTokens: 42 }));
+    });
+    gw = await startAiGateway([
+      aiRoute('/bc', { name: 'bc', provider: { bedrock: { region: 'us-east-1', model: 'us.anthropic.claude-sonnet-4-5-20250929-v1:0' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...KEYS, ...ROUTES }),
+      aiRoute('/bn', { name: 'bn', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...KEYS, ...ROUTES }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it('counts through /model/<id>/count-tokens, the Messages body as the InvokeModel body, signed; the answer in Anthropic terms', async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bc`, apiKey: 'unused', maxRetries: 0 });
+    const tools = [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+    const res = await anthropic.messages.countTokens({ model: 'claude-sonnet-4-5', system: 'Be brief.', tools, messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(res, { input_tokens: 42 });
+    const got = upstream.received[upstream.received.length - 1]!;
+    // CountTokens takes foundation-model ids: the inference profile's geography prefix is not part of it.
+    assert.equal(got.url, `/model/${encodeURIComponent('anthropic.claude-sonnet-4-5-20250929-v1:0')}/count-tokens`);
+    const wire = JSON.parse(got.body.toString()) as { input: { invokeModel: { body: string } } };
+    assert.deepEqual(Object.keys(wire), ['input']);
+    assert.deepEqual(JSON.parse(wire.input.invokeModel.body), {
+      anthropic_version: 'bedrock-2023-05-31',
+      max_tokens: 1,
+      system: 'Be brief.',
+      tools,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    const check = verifySigV4({ method: got.method, url: got.url, headers: got.headers, body: got.body }, 'count-secret');
+    assert.ok(check.ok, check.problem ?? `signature ${check.signature} is not ${check.expected}`);
+    assert.equal(got.headers['anthropic-version'], undefined);
+  });
+
+  it('names a system-defined inference profile (id or ARN) by its foundation model; other ids and ARNs as they are', () => {
+    assert.equal(countTokensModel('us.anthropic.claude-sonnet-4-5-20250929-v1:0'), 'anthropic.claude-sonnet-4-5-20250929-v1:0');
+    assert.equal(countTokensModel('global.anthropic.claude-haiku-4-5-20251001-v1:0'), 'anthropic.claude-haiku-4-5-20251001-v1:0');
+    assert.equal(countTokensModel('arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-3-haiku-20240307-v1:0'), 'anthropic.claude-3-haiku-20240307-v1:0');
+    assert.equal(countTokensModel('anthropic.claude-3-haiku-20240307-v1:0'), 'anthropic.claude-3-haiku-20240307-v1:0');
+    assert.equal(countTokensModel('meta.llama3-1-8b-instruct-v1:0'), 'meta.llama3-1-8b-instruct-v1:0', 'a provider named like a geography is kept');
+    const app = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3';
+    assert.equal(countTokensModel(app), app);
+  });
+
+  it("a Bedrock refusal reaches the client as Anthropic's error (BadRequestError)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bn`, apiKey: 'unused', maxRetries: 0 });
+    // A Nova model: Bedrock counts Claude models only, and refuses it.
+    upstream.received.length = 0;
+    await assert.rejects(anthropic.messages.countTokens({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }] }), (err) => {
+      assert.ok(err instanceof Anthropic.BadRequestError, String(err));
+      assert.match(err.message, /doesn't support counting tokens/);
+      return true;
+    });
+    assert.equal(upstream.received.length, 1, 'Bedrock was asked');
   });
 });

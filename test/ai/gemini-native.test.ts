@@ -56,6 +56,7 @@ describe('gemini provider: native generateContent', () => {
       aiRoute('/gcompat', { name: 'gcompat', provider: { gemini: { openAICompatible: true } }, hostOverride: rec.hostPort }),
       aiRoute('/gdetect', { name: 'gdetect', provider: { gemini: {} }, hostOverride: rec.hostPort }, { testAi: { routes: { '*': 'detect' } } }),
       aiRoute('/gcount', { name: 'gcount', provider: { gemini: {} }, hostOverride: `127.0.0.1:${counter.port}` }, NATIVE_ROUTES),
+      aiRoute('/gcanth', { name: 'gcanth', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: `127.0.0.1:${counter.port}` }, { testAi: { routes: { '/v1/messages/count_tokens': 'anthropicTokenCount' } } }),
       aiRoute('/oa', { name: 'oa', provider: { openAI: {} }, hostOverride: rec.hostPort }, NATIVE_ROUTES),
       // The real `ai` policy: `detect` tells Gemini clients from OpenAI ones.
       aiRoute('/greal', { name: 'greal', provider: { gemini: {} }, hostOverride: rec.hostPort }, { ai: { routes: { '*': 'detect' } } }),
@@ -281,6 +282,38 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(rec.last().url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
   });
 
+  it("carries an Anthropic client's top_k and a failed tool result (is_error) to Gemini: topK, functionResponse.response.error", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/gm`, apiKey: 'AIzaAnthropicClient', maxRetries: 0 });
+    // A Messages API member this SDK version's types do not list: spread in, sent as written.
+    const topK: Record<string, unknown> = { top_k: 5 };
+    await anthropic.messages.create({
+      model: 'gemini-2.5-flash',
+      max_tokens: 32,
+      ...topK,
+      tools: [{ name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Atlantis' } }, { type: 'tool_use', id: 'toolu_2', name: 'get_weather', input: { city: 'Paris' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', is_error: true, content: 'no such city' },
+            { type: 'tool_result', tool_use_id: 'toolu_2', content: '{"temp":21}' },
+          ],
+        },
+      ],
+    });
+    const wire = rec.last().json() as { contents: { parts: Record<string, unknown>[] }[]; generationConfig: Record<string, unknown> };
+    assert.deepEqual(wire.generationConfig, { maxOutputTokens: 32, topK: 5 });
+    assert.deepEqual(wire.contents[2]!.parts, [
+      { functionResponse: { name: 'get_weather', response: { error: 'no such city' } } },
+      { functionResponse: { name: 'get_weather', response: { temp: 21 } } },
+    ]);
+    // The same request to an OpenAI provider: Chat Completions has neither, and OpenAI refuses members it does not know.
+    await new Anthropic({ baseURL: `${gw.base}/oa`, apiKey: 'sk-x', maxRetries: 0 }).messages.create({ model: 'gpt-4o', max_tokens: 32, ...topK, messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(rec.last().json().top_k, undefined);
+  });
+
   it('serves a Gemini client natively: model from the path, body and answer unchanged', async () => {
     const body = { contents: [{ role: 'user', parts: [{ text: 'hello' }] }], generationConfig: { temperature: 0.2 } };
     const res = await fetch(`${gw.base}/gm/v1beta/models/gemini-2.5-flash:generateContent`, {
@@ -397,6 +430,24 @@ describe('gemini provider: native generateContent', () => {
     assert.equal(got.headers['x-goog-api-key'], 'AIzaCount');
   });
 
+  it("counts an Anthropic client's tokens on Gemini's countTokens (system and tools in a generateContentRequest)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/gcanth`, apiKey: 'AIzaCountKey', maxRetries: 0 });
+    const tools = [{ name: 'get_weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+    const res = await anthropic.messages.countTokens({ model: 'claude-sonnet-4-5', system: 'Be brief.', tools, messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(res, { input_tokens: 7 });
+    const got = counter.received[counter.received.length - 1]!;
+    assert.equal(got.url, '/v1beta/models/gemini-2.5-flash:countTokens');
+    assert.equal(got.headers['x-goog-api-key'], 'AIzaCountKey');
+    assert.deepEqual(JSON.parse(got.body.toString()), {
+      generateContentRequest: {
+        model: 'models/gemini-2.5-flash',
+        contents: [{ role: 'user', parts: [{ text: 'hello' }] }],
+        systemInstruction: { parts: [{ text: 'Be brief.' }] },
+        tools: [{ functionDeclarations: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } }] }],
+      },
+    });
+  });
+
   it('keeps the OpenAI-compatible API available (openAICompatible: true)', async () => {
     const res = await client('/gcompat').chat.completions.create({ model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hello' }] });
     assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
@@ -499,5 +550,68 @@ describe('vertex provider: Gemini models on the Google publisher endpoint', () =
       assert.equal((err.error as { message: string }).message, 'rate limited');
       return true;
     });
+  });
+});
+
+describe('gemini provider: passthrough routes', () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    const passthrough = { testAi: { routes: { '*': 'passthrough' } } };
+    gw = await startAiGateway([
+      aiRoute('/gpk', { name: 'gpk', provider: { gemini: {} }, hostOverride: `127.0.0.1:${upstream.port}` }, { ...passthrough, backendAuth: { key: 'AIzaFromPolicy' } }),
+      aiRoute('/gpc', { name: 'gpc', provider: { gemini: {} }, hostOverride: `127.0.0.1:${upstream.port}` }, passthrough),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  const post = (path: string, headers: Record<string, string> = {}): Promise<Response> =>
+    fetch(`${gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }) });
+  const last = (): (typeof upstream.received)[number] => upstream.received[upstream.received.length - 1]!;
+
+  it("sends a backendAuth key in x-goog-api-key on a native path, never the client's own key (header, Bearer or ?key=)", async () => {
+    for (const [query, headers] of [
+      ['', {}],
+      ['', { 'x-goog-api-key': 'AIzaClientHeader' }],
+      ['', { authorization: 'Bearer AIzaClientBearer' }],
+      ['?alt=sse&key=AIzaClientQuery', {}],
+    ] as const) {
+      const res = await post(`/gpk/v1beta/models/gemini-2.5-flash:streamGenerateContent${query}`, headers);
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      const got = last();
+      assert.equal(got.headers['x-goog-api-key'], 'AIzaFromPolicy', JSON.stringify(headers) + query);
+      assert.equal(got.headers.authorization, undefined);
+      assert.doesNotMatch(got.url, /key=/, 'the client key is not sent in the URL');
+    }
+    assert.equal(last().url, '/gpk/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse', 'the rest of the query passes');
+  });
+
+  it('keeps a Bearer key on the OpenAI-compatible path (that API takes it so)', async () => {
+    for (const [query, headers] of [
+      ['', { 'x-goog-api-key': 'AIzaClientHeader' }],
+      ['?key=AIzaClientQuery', {}],
+    ] as const) {
+      const res = await post(`/gpk/v1beta/openai/chat/completions${query}`, headers);
+      assert.equal(res.status, 200);
+      assert.equal(last().headers.authorization, 'Bearer AIzaFromPolicy');
+      assert.equal(last().headers['x-goog-api-key'], undefined);
+      assert.equal(last().url, '/gpk/v1beta/openai/chat/completions');
+    }
+  });
+
+  it("without backendAuth, a client's AIza Bearer key goes to a native path as x-goog-api-key", async () => {
+    const res = await post('/gpc/v1beta/models/gemini-2.5-flash:generateContent', { authorization: 'Bearer AIzaClientBearer' });
+    assert.equal(res.status, 200);
+    assert.equal(last().headers['x-goog-api-key'], 'AIzaClientBearer');
+    assert.equal(last().headers.authorization, undefined);
   });
 });

@@ -11,6 +11,8 @@ import OpenAI from 'openai';
 import { scrape, value } from '../helpers/metrics.ts';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
 import { accessRecords, aiPreset, aiRoute, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
 
@@ -157,5 +159,48 @@ for (const traced of [false, true]) describe(`a stream cut before its usage${tra
     }
     const recs = await accessRecords(gw, '/l/v1/chat/completions', 3);
     assert.equal(recs[2]!['llm.outputTokens'], 400, `read ${read} characters, more than 400 tokens' worth (this provider ignores max_tokens)`);
+  });
+});
+
+describe('a cut stream counts what the tokenizer sees: function-call arguments and UTF-8 bytes', () => {
+  const ARGS = { path: 'notes.txt', content: 'x'.repeat(400) };
+  /** 400 characters of CJK text: 1,200 UTF-8 bytes, which tokenizers split into far more than 400 / 4 tokens. */
+  const CJK = '语'.repeat(400);
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+
+  before(async () => {
+    // Gemini streams whole function calls (`args` an object) and, here, no usage until its end, which never comes.
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const event = (parts: unknown[]): string => `data: ${JSON.stringify({ candidates: [{ content: { role: 'model', parts }, index: 0 }], modelVersion: 'gemini-2.5-flash' })}\r\n\r\n`;
+      res.write(event([{ functionCall: { name: 'write_file', args: ARGS } }]));
+      res.write(event([{ text: CJK }]));
+    });
+    gw = await startRoutesGateway([
+      aiRoute('/g', { name: 'g', provider: { gemini: {} }, hostOverride: `127.0.0.1:${upstream.port}` }, { testAi: { routes: { ':streamGenerateContent': 'generateContent' } } }),
+    ], { config: { logging: { format: 'json', level: 'info' }, drainTimeout: '200ms' }, preset: aiPreset });
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it("a Gemini client that leaves is charged the arguments' JSON and the text's UTF-8 bytes, / 4", async () => {
+    const aborter = new AbortController();
+    const res = await fetch(`${gw.base}/g/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaKey' },
+      body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'write it' }] }] }),
+      signal: aborter.signal,
+    });
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes(CJK)) text += new TextDecoder().decode((await reader.read()).value);
+    aborter.abort();
+    const [rec] = await accessRecords(gw, '/g/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    const bytes = Buffer.byteLength(JSON.stringify(ARGS)) + Buffer.byteLength(CJK);
+    assert.equal(rec!['llm.outputTokens'], Math.ceil(bytes / 4));
+    assert.equal(rec!['llm.outputTokensEstimated'], true);
   });
 });

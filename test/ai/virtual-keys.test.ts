@@ -21,6 +21,8 @@ import { freePort } from '../helpers/ports.ts';
 import { accessRecords, aiPreset, aiRoute, rejection, startMock } from './harness.ts';
 import type { Mock } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
 
 const ALICE = 'sk-alice-0123456789abcdef';
 const BOB = 'sk-bob-0123456789abcdefgh';
@@ -356,5 +358,49 @@ describe('virtualKeys declared in the config (GitOps)', () => {
     }
     // The gateway's stop waits for the key store to close: the WAL folded into the file, nothing left writing there.
     assert.deepEqual(readdirSync(dir), ['keys.db']);
+  });
+});
+
+describe('virtualKeys: counting tokens is free', () => {
+  let upstream: TestUpstream;
+  let gw: RunningGateway;
+  let base: string;
+  let dir: string;
+  const KEY = 'sk-counter-0123456789abcdef';
+
+  before(async () => {
+    // Anthropic's count_tokens: no usage in the answer, and the provider charges nothing for it.
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ input_tokens: 1012 }));
+    });
+    dir = testTempDir('switchyard-vk-count-');
+    const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [{ id: 'counter', key: KEY, budgets: [{ tokens: 1_000_000, period: 'day' }, { usd: 10, period: 'day' }] }] };
+    const port = await freePort();
+    const an = { name: 'an', provider: { anthropic: { model: 'claude-sonnet-4-5' } }, hostOverride: `127.0.0.1:${upstream.port}` };
+    gw = await startGateway(
+      {
+        config: { logging: { format: 'json', level: 'info' }, drainTimeout: '200ms' },
+        binds: [{ port, listeners: [{ routes: [aiRoute('/an', an, { virtualKeys, testAi: { routes: { '/v1/messages/count_tokens': 'anthropicTokenCount', '/v1/messages': 'messages' } } })] }] }],
+      },
+      { preset: aiPreset },
+    );
+    base = `http://127.0.0.1:${port}`;
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("an Anthropic count_tokens call is not charged its prompt estimate and output estimate (it reports no usage, and costs nothing)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${base}/an`, apiKey: KEY, maxRetries: 0 });
+    // 4,000 characters: a 1,000-token prompt estimate.
+    const res = await anthropic.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'word '.repeat(800) }] });
+    assert.equal(res.input_tokens, 1012);
+    await accessRecords(gw, '/an/v1/messages/count_tokens');
+    await sleep(200);
+    const rows = ((await (await fetch(`${gw.adminUrl}/keys/counter/usage`)).json()) as { usage: { used: unknown }[] }).usage;
+    assert.deepEqual(rows.map((r) => Number(r.used)), [0, 0]);
   });
 });

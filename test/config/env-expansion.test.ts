@@ -123,4 +123,36 @@ describe('environment expansion', () => {
     const value = await compileValue(text, { env: {} });
     assert.equal(binds(value)[0]!.port, 8080);
   });
+
+  describe('in flow style and JSON (ADR 0160)', () => {
+    it('a plain `${VAR}` in a flow mapping or sequence is a scalar typed as in block style', async () => {
+      for (const text of [yaml('binds: [{port: ${GW_PORT}, listeners: []}]'), yaml('binds:', '  - {port: ${GW_PORT:-1}, listeners: []}'), '{"binds": [{"port": ${GW_PORT}, "listeners": []}]}\n']) {
+        assert.equal(binds(await compileValue(text, { env: { GW_PORT: '9123' } }))[0]!.port, 9123, text);
+      }
+      const flags = await compileValue(yaml('binds: [{port: 80, listeners: [{name: "${N}", routes: [{name: ${N}x}, {name: $${N}}]}]}]'), { env: { N: 'a, b}' } });
+      assert.equal(binds(flags)[0]!.listeners[0]!.name, 'a, b}', 'the value is data: its `,` and `}` end nothing');
+      assert.equal(binds(flags)[0]!.listeners[0]!.routes[0]!.name, 'a, b}x');
+      assert.equal(binds(flags)[0]!.listeners[0]!.routes[1]!.name, '${N}', '`$${` writes `${` in flow style too');
+    });
+
+    it('a quoted one stays a string, and errors keep file:line:col', async () => {
+      const quoted = await compileError('{"binds": [{"port": "${GW_PORT}", "listeners": []}]}\n', { env: { GW_PORT: '9123' } });
+      assert.deepEqual(headlines(quoted), ['test.yaml:1:21: must be an integer, got a string (from `${GW_PORT}`) (at binds[0].port) [SWY_ERR_CONFIG_SCHEMA]']);
+      const unset = await compileError(yaml('binds:', '  - {port: ${NO_PORT}, listeners: []}'), { env: {} });
+      assert.deepEqual(summarize(unset.issues).map((i) => `${i.at} ${i.path}`), ['test.yaml:2:12 binds[0].port']);
+      assert.match(unset.issues[0]!.frame, /> 2 \|   - \{port: \$\{NO_PORT\}, listeners: \[\]\}/);
+      const wrong = await compileError(yaml('binds: [{port: ${P}, listeners: [], nope: ${P}}]'), { env: { P: '80' } });
+      assert.match(headlines(wrong)[0]!, /^test\.yaml:1:37: unknown key `nope`/);
+      const syntax = await compileError(yaml('binds: [{port: ${P}, listeners: []]'), { env: { P: '80' } });
+      assert.match(headlines(syntax)[0]!, /^test\.yaml:1:\d+: YAML syntax error/);
+      assert.ok(!/[\uE000-\uEFFF]/.test(syntax.message), 'no placeholder shows');
+    });
+
+    it('a comment keeps its `${...}`, and a default with a backslash or quote is read as before', async () => {
+      const text = yaml('# $schema=${SCHEMA_URL}', 'binds:', "  - port: 8080", '    listeners:', '      - name: "${NAME:-a b\\\\}c}"', "        routes: [{name: '${R:-it''s}'}]");
+      const value = await compileValue(text, { env: {} });
+      assert.equal(binds(value)[0]!.listeners[0]!.name, 'a b}c');
+      assert.equal(binds(value)[0]!.listeners[0]!.routes[0]!.name, "it's");
+    });
+  });
 });

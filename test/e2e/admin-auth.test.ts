@@ -2,7 +2,9 @@
 // virtual keys, `/config_dump`, the UI), on any address; `/metrics` and `/healthz/ready` stay open. `switchyard keys`
 // sends the key from `--admin-key` or `ADMIN_API_KEY`. Without credentials nothing changes.
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { BLOCK_MS, MAX_FAILURES } from '../../kernel/admin/admin-throttle.ts';
 import { keysMain } from '../../kernel/boot/keys-cli.ts';
 import { aiPreset, aiRoute } from '../ai/harness.ts';
 import { compileError, headlines, yaml } from '../config/helpers.ts';
@@ -149,6 +151,56 @@ describe('admin credentials on a loopback admin address, and no credentials', ()
     assert.equal((await fetch(`${gw.adminUrl}/config_dump`)).status, 200);
     const run = await cli(['list', '--admin', gw.adminUrl]);
     assert.equal(run.code, 0, run.err);
+  });
+});
+
+/** A GET from a chosen local address (the throttle counts per client address). */
+function getFrom(localAddress: string, url: string, headers: Record<string, string> = {}): Promise<{ status: number; retryAfter?: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { localAddress, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (c: string) => (body += c)).on('end', () => resolve({ status: res.statusCode!, retryAfter: res.headers['retry-after'], body }));
+    });
+    req.on('error', reject).end();
+  });
+}
+
+describe('failed admin credentials are throttled per client address (ADR 0160)', () => {
+  let gw: RunningGateway;
+  before(async () => {
+    gw = await keysGateway({ adminAddr: '0.0.0.0:0', statsAddr: '0.0.0.0:0', adminUi: { apiKey: KEY } });
+  });
+  after(() => gw.stop());
+
+  it(`after ${MAX_FAILURES} wrong credentials from one address it gets 429 with Retry-After, even with the right key, logged once`, async () => {
+    const url = `http://127.0.0.3:${gw.gateway.admin.address('admin')!.port}`;
+    for (let i = 0; i < 3; i++) assert.equal((await getFrom('127.0.0.3', `${url}/config_dump`)).status, 401, 'no credential: not a guess');
+    for (let i = 0; i < MAX_FAILURES; i++) {
+      const wrong = await getFrom('127.0.0.3', `${url}/keys`, i % 2 ? { 'x-api-key': `guess-${i}` } : { authorization: `Bearer guess-${i}` });
+      assert.equal(wrong.status, 401, `guess ${i + 1}`);
+    }
+    for (const headers of [{ authorization: `Bearer ${KEY}` }, { authorization: 'Bearer another-guess' }, {} as Record<string, string>]) {
+      const refused = await getFrom('127.0.0.3', `${url}/keys`, headers);
+      assert.equal(refused.status, 429, JSON.stringify(headers));
+      const seconds = Number(refused.retryAfter);
+      assert.ok(seconds > 0 && seconds <= BLOCK_MS / 1000, refused.retryAfter);
+      assert.match(JSON.parse(refused.body).error.message, /too many failed admin credentials/);
+    }
+    assert.equal((await getFrom('127.0.0.3', `${url}/ui/`)).status, 429, 'the UI too');
+    assert.equal((await getFrom('127.0.0.3', `http://127.0.0.3:${gw.gateway.admin.address('stats')!.port}/metrics`)).status, 200, '/metrics stays open');
+    const lines = gw.logs.filter((l) => /failed too often/.test(l));
+    assert.equal(lines.length, 1, gw.logs.join('\n'));
+    assert.match(lines[0]!, /127\.0\.0\.3/);
+    assert.ok(!gw.logs.some((l) => l.includes('guess-')), 'the guesses are never logged');
+  });
+
+  it('other addresses are not refused for it, and a right credential clears an address\'s count', async () => {
+    const port = gw.gateway.admin.address('admin')!.port;
+    assert.equal((await getFrom('127.0.0.4', `http://127.0.0.4:${port}/keys`, { authorization: `Bearer ${KEY}` })).status, 200);
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < MAX_FAILURES - 1; i++) assert.equal((await getFrom('127.0.0.5', `http://127.0.0.5:${port}/keys`, { 'x-api-key': 'nope' })).status, 401);
+      assert.equal((await getFrom('127.0.0.5', `http://127.0.0.5:${port}/keys`, { 'x-api-key': KEY })).status, 200, `round ${round}`);
+    }
   });
 });
 

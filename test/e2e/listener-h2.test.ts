@@ -520,7 +520,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(fine.headers[':status'], 200);
   });
 
-  it('CONNECT (and so WebSocket over h2) is refused on its stream', async () => {
+  it('CONNECT (and so WebSocket over h2) is refused on its stream (405), logged and counted as a local answer', async () => {
     const status = await within(
       new Promise<number | string>((resolve) => {
         const stream = session.request({ ':method': 'CONNECT', ':authority': 'example.test:443' });
@@ -532,6 +532,14 @@ describe('HTTP/2 on an HTTPS listener', () => {
       'CONNECT',
     );
     assert.equal(status, 405);
+    // node:http2 answered it before the pipeline: no log line, nothing counted (ADR 0158).
+    await waitFor(() => logRecords(gw).some((r) => r['http.method'] === 'CONNECT'), 5_000, 'the CONNECT log line');
+    const line = logRecords(gw).find((r) => r['http.method'] === 'CONNECT')!;
+    assert.equal(line['http.status'], 405);
+    assert.equal(line['http.version'], 'HTTP/2');
+    assert.equal(line['http.host'], 'example.test:443');
+    const metrics = await (await fetch(`${gw.statsUrl}/metrics`)).text();
+    assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('status="405"')), 'counted with its status');
   });
 
   it("relays the upstream's trailers and forwards te: trailers (direct forward, and through a Reply)", async () => {

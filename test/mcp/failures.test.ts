@@ -125,13 +125,16 @@ describe('mcp failures: a target that cannot start', () => {
     }
   });
 
-  it('a process that dies while starting is reported with its exit code and last stderr line', async () => {
-    const dying = { name: 'dying', stdio: { cmd: process.execPath, args: ['-e', "console.error('boom: missing config'); process.exit(2)"] } };
+  it('a process that dies while starting is reported with its exit code; its last stderr line is logged, not sent (ADR 0160)', async () => {
+    const dying = { name: 'dying', stdio: { cmd: process.execPath, args: ['-e', "console.error('boom: cannot reach postgres://app:s3cret-pw@db/app'); process.exit(2)"] } };
     const gw = await startMcpGateway({ targets: [dying] });
     try {
       const res = await rawPost(gw.mcpUrl, INIT(1));
       assert.equal(res.status, 500);
-      assert.match(JSON.parse(res.text).error.message, /^target `dying` \(stdio: .*\) failed to start: the process exited with code 2 \(last stderr line: boom: missing config\)$/);
+      assert.match(JSON.parse(res.text).error.message, /^target `dying` \(stdio: .*\) failed to start: the process exited with code 2 \(its last stderr line is in the gateway log\)$/);
+      assert.ok(!res.text.includes('s3cret-pw'), res.text);
+      await waitFor(() => gw.logs.some((l) => l.includes('stdio target process ended')), 'the end to be logged');
+      assert.match(gw.logs.find((l) => l.includes('stdio target process ended'))!, /"lastStderr":"boom: cannot reach/);
     } finally {
       await gw.stop();
     }
@@ -213,7 +216,7 @@ describe('mcp failures: stdio child crashes and client disconnects', () => {
       assert.ok(alive(next));
       assert.ok(gw.logs.some((l) => l.includes('restarting MCP target')));
       // A child that exits on its own is reported with its exit code, and comes back too.
-      await assert.rejects(client.callTool({ name: 'fixture_crash', arguments: {} }), /target `fixture` .* stopped: the process exited with code 3 \(last stderr line: fixture: crashing\)/);
+      await assert.rejects(client.callTool({ name: 'fixture_crash', arguments: {} }), /target `fixture` .* stopped: the process exited with code 3 \(its last stderr line is in the gateway log\)"/);
       assert.notEqual(await pidOf(client), next);
       // The other target never noticed.
       assert.deepEqual((await client.callTool({ name: 'everything_echo', arguments: { message: 'ok' } })).content, [{ type: 'text', text: 'Echo: ok' }]);

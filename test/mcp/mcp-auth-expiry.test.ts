@@ -66,7 +66,7 @@ describe('mcpAuthentication: a real token past its exp', () => {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const res = await send(token);
     assert.equal(res.status, 401);
-    assert.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`);
+    assert.equal(res.headers.get('www-authenticate'), `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp", error="invalid_token"`);
     const body = (await res.json()) as { error: { type: string; message: string } };
     assert.equal(body.error.type, 'unauthorized');
     assert.match(body.error.message, /expired/);

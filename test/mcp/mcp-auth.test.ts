@@ -84,9 +84,11 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
   const initialize = (path: string, token?: string, headers: Record<string, string> = {}) =>
     call(path, { method: 'POST', token, body: INIT, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } });
 
+  /** A refused request: a missing token gets the bare RFC 9728 challenge, a refused one adds RFC 6750's `invalid_token`. */
   function assertUnauthorized(a: Answer, metadataUrl: string, message: RegExp): void {
     assert.equal(a.status, 401, a.text);
-    assert.equal(a.headers.get('www-authenticate'), `Bearer resource_metadata="${metadataUrl}"`);
+    const missing = message.source.includes('no bearer token');
+    assert.equal(a.headers.get('www-authenticate'), `Bearer resource_metadata="${metadataUrl}"${missing ? '' : ', error="invalid_token"'}`);
     assert.equal(a.headers.get('content-type'), 'application/json');
     const body = JSON.parse(a.text) as { error: { type: string; message: string } };
     assert.deepEqual(Object.keys(body), ['error']);
@@ -271,6 +273,24 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
       }
     });
 
+    it('a client holding a refused token (error="invalid_token") runs the flow again and gets a working one', async () => {
+      const authProvider = new ClientCredentialsProvider({ clientId: TEST_CLIENT.id, clientSecret: TEST_CLIENT.secret, scope: 'mcp:tools', expectedIssuer: as.issuer });
+      const stale = await signStranger({ iss: as.issuer, aud: resource, sub: 'x', exp: now() + 300 }, as.kid);
+      authProvider.saveTokens({ access_token: stale, token_type: 'Bearer' });
+      const refused = await initialize('/mcp', stale);
+      assert.match(refused.headers.get('www-authenticate') ?? '', /, error="invalid_token"$/);
+      const transport = new StreamableHTTPClientTransport(new URL(resource), { authProvider });
+      const client = new Client({ name: 'mcp-auth-test', version: '1.0.0' });
+      await client.connect(transport);
+      try {
+        assert.notEqual(authProvider.tokens()!.access_token, stale, 'a new token');
+        assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo']);
+      } finally {
+        await transport.terminateSession().catch(() => undefined);
+        await client.close();
+      }
+    });
+
     it('with the auth0 adapter the client asks the gateway for AS metadata and still gets a working token', async () => {
       const a0 = `${base}/a0`;
       const prm = await call(`${PR}/a0`);
@@ -448,7 +468,7 @@ describe('mcpAuthentication + mcpAuthorization with a real authorization server'
       const count = upstream.received.length;
       const bad = await call('/opt/c', { token: `${token.slice(0, -4)}AAAA` });
       assert.equal(bad.status, 401, 'DECIDED 4: an invalid token is rejected in optional mode too');
-      assert.equal(bad.headers.get('www-authenticate'), `Bearer resource_metadata="${base}${PR}/opt/c"`);
+      assert.equal(bad.headers.get('www-authenticate'), `Bearer resource_metadata="${base}${PR}/opt/c", error="invalid_token"`);
       assert.equal(upstream.received.length, count);
     });
   });

@@ -107,7 +107,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
       observes: req.wireFormat.observes && !captures ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
       onSkipped: () => req.call.firstEvent(),
       // The output relayed so far: what a stream cut before its usage is charged (ADR 0150).
-      onData: wireFormat.outputChars ? (data: string) => req.call.addOutputChars(wireFormat.outputChars!(data)) : undefined,
+      onData: wireFormat.outputBytes ? (data: string) => req.call.addOutputBytes(wireFormat.outputBytes!(data)) : undefined,
     } as const;
     const guarded = req.policy?.guardStreams === true && req.policy.hasResponseGuards;
     req.call.relayingStream();

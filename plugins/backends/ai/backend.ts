@@ -22,7 +22,7 @@ import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
-import { googleQueryKey, PROVIDER_KEY_HEADERS } from '../../lib/llm/provider-kit.ts';
+import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
 import { compileCosts } from './costs.ts';
@@ -30,7 +30,7 @@ import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
-import { reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { passthroughHeaders, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
@@ -130,10 +130,11 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
     if (refused) return refused;
     new LlmCall(ex, provider.kind, undefined, false);
-    provider.prepareHeaders(ex.headers);
+    const format = passthroughHeaders(provider, ex);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
-    return upstream.forward(ex, onAttempt(ex));
+    return upstream.forward(ex, onAttempt(ex, format));
   };
+
 
   /**
    * A chat request as a chain of callbacks (body read → dispatch → answer), no async function: the usual call (no
@@ -197,7 +198,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // Gemini's own clients name the model (and streaming) in the path; the policy sees it as `model` (for aliases).
     const geminiPath = client === 'generateContent' || client === 'geminiCountTokens' ? parseGeminiPath(ex.path) : undefined;
     if (geminiPath?.model !== undefined && body.model === undefined) body.model = geminiPath.model;
-    if (geminiPath !== undefined) googleQueryKey(ex.headers, ex.query);
+    if (geminiPath !== undefined) ex.query = queryKeyToHeader(ex.headers, ex.query, GOOGLE_QUERY_KEY);
 
     if (policy) {
       policy.applyRequest(ex, client, body);
@@ -330,7 +331,10 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     };
     // Only a route with token limits (a policy that set `llmTokenLimiters`) waits here.
     if (limiters) {
-      const refused = reserveTokens(ex, body, quote(), figures?.tokens);
+      // A token count generates nothing and reports no usage (which would keep the reservation): its limits are
+      // checked, nothing reserved (ADR 0157).
+      const counts = wireFormat!.operation === 'count_tokens';
+      const refused = counts ? reserveTokens(ex, undefined, { ...quote(), maxOutputTokens: 0 }, 0) : reserveTokens(ex, body, quote(), figures?.tokens);
       return refused instanceof Promise ? refused.then((r) => r ?? send()) : (refused ?? send());
     }
     return send();
@@ -382,8 +386,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     shapeError: shapeClientError,
     // OpenAI Realtime and other WebSocket APIs pass through to the provider.
     upgrade: (ex, socket, head) => {
-      provider.prepareHeaders(ex.headers);
-      upstream.upgrade(ex, socket, head);
+      // The provider's key conventions and default credential after backendAuth, as on every other request.
+      upstream.upgrade(ex, socket, head, onAttempt(ex, passthroughHeaders(provider, ex)));
     },
   };
   // The route's `ai` policy resolves its virtual models' targets against this (a target without `model` uses it).

@@ -11,3 +11,22 @@ describe('the built-in price catalog', () => {
     assert.ok((parsed.get('openai')?.exact.size ?? 0) > 0, 'it has prices');
   });
 });
+
+describe('the built-in catalog prices cache reads', () => {
+  it('gives every chat model a cachedInput price (cached tokens are not priced as input), embeddings aside', () => {
+    const missing: string[] = [];
+    for (const [provider, models] of Object.entries(builtin.providers)) {
+      for (const [model, price] of Object.entries(models as Record<string, { cachedInput?: number }>)) {
+        if (!model.includes('embedding') && price.cachedInput === undefined) missing.push(`${provider}.${model}`);
+      }
+    }
+    assert.deepEqual(missing, []);
+  });
+
+  it("prices Gemini 2.5 cache reads at Google's published 10 % of input", () => {
+    const gemini = builtinPrices().get('gcp.gemini')!;
+    assert.equal(gemini.exact.get('gemini-2.5-flash')?.cachedInput, 0.03);
+    assert.equal(gemini.exact.get('gemini-2.5-flash-lite')?.cachedInput, 0.01);
+    assert.equal(gemini.exact.get('gemini-2.5-pro')?.cachedInput, 0.125);
+  });
+});

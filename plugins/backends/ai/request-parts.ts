@@ -1,12 +1,26 @@
-// The request side's small helpers: the target path, token reservations, the usage option, the client's output cap.
+// The request side's small helpers: the target path, passthrough headers, token reservations, the usage option, the
+// client's output cap.
 import type { Exchange, LlmCallQuote, LlmTokenLimiter, Reply } from 'switchyard/sdk';
 import { llmTokenLimiters } from 'switchyard/sdk';
 import { estimatePromptTokens } from '../../lib/llm/estimate.ts';
 import type { Obj } from '../../lib/llm/json.ts';
+import type { LlmProviderInstance, LlmWireFormat } from '../../lib/llm/contract.ts';
+import { queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
 
 export function splitPath(pathAndQuery: string): { path: string; query: string } {
   const q = pathAndQuery.indexOf('?');
   return q === -1 ? { path: pathAndQuery, query: '' } : { path: pathAndQuery.slice(0, q), query: pathAndQuery.slice(q) };
+}
+
+/**
+ * A passthrough (or WebSocket) request's key conventions: those of the API its path names, a key the client put in
+ * the query moved to its header first (ADR 0157). The format found, for the per-attempt conventions.
+ */
+export function passthroughHeaders(provider: LlmProviderInstance, ex: Exchange): LlmWireFormat | undefined {
+  const format = provider.passthroughFormat?.(ex.path);
+  if (provider.queryKey) ex.query = queryKeyToHeader(ex.headers, ex.query, provider.queryKey);
+  provider.prepareHeaders(ex.headers, format);
+  return format;
 }
 
 /**

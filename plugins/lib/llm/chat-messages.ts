@@ -2,6 +2,27 @@
 import { isObj, textOf } from './json.ts';
 import type { Obj } from './json.ts';
 
+/**
+ * What a client's request says that Chat Completions has no member for (an Anthropic `top_k`, a `tool_result`'s
+ * `is_error`), kept on the canonical body (or its tool message) under a symbol key for the wire translators whose API
+ * has one (Gemini, Converse). `JSON.stringify` leaves symbol keys out, so an OpenAI-style provider, which refuses
+ * members it does not know, never sees them.
+ */
+interface CanonicalExtras {
+  topK?: number;
+  toolError?: boolean;
+}
+const EXTRAS = Symbol('canonical.extras');
+
+export function setCanonicalExtra<K extends keyof CanonicalExtras>(o: Obj, key: K, value: CanonicalExtras[K]): void {
+  const holder = o as { [EXTRAS]?: CanonicalExtras };
+  (holder[EXTRAS] ??= {})[key] = value;
+}
+
+export function canonicalExtra<K extends keyof CanonicalExtras>(o: Obj, key: K): CanonicalExtras[K] | undefined {
+  return (o as { [EXTRAS]?: CanonicalExtras })[EXTRAS]?.[key];
+}
+
 /** What to do with each kind of message; messages of other roles (and non-objects) are skipped. */
 export interface ChatMessageHandlers {
   /** A `system` or `developer` message, as its text (parts joined by newlines; may be empty). */

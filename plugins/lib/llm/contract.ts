@@ -70,6 +70,17 @@ export interface LlmProviderInstance {
    */
   prepareHeaders(headers: Record<string, string | string[] | undefined>, format?: LlmWireFormat): void;
   /**
+   * Optional: the wire format a `passthrough` (or WebSocket) request's path is in, so its header conventions are
+   * the translated routes' (gemini: `x-goog-api-key` on native paths, a Bearer key under `/openai/`); undefined
+   * when the path says nothing. Without it passthrough requests get the conventions of no format.
+   */
+  passthroughFormat?(path: string): LlmWireFormat | undefined;
+  /**
+   * Optional: the query parameter a client may send its key in (Google's `key`, Azure's `api-key`) and the header it
+   * belongs in. On passthrough and WebSocket requests it is moved there before the header conventions run.
+   */
+  readonly queryKey?: { readonly param: string; readonly header: string };
+  /**
    * Optional: provider conventions on the wire-format body, after translation and the model override, just before
    * it is serialized (vertex: `google/` in front of a bare model name).
    */
@@ -91,6 +102,11 @@ export interface LlmProviderInstance {
 export interface GuardMessage {
   role: string;
   content: string;
+  /**
+   * True when this text continues the message before it: the next text part of the same content list, which the
+   * model reads as one text with it (a pattern split across parts is still one text). Absent otherwise.
+   */
+  joined?: boolean;
 }
 
 /**

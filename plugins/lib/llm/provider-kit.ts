@@ -64,14 +64,29 @@ export function googleApiKeyHeader(h: LlmHeaders): void {
   delete h.authorization;
 }
 
+/** Where a provider's clients may send their key in the query, and the header it belongs in. */
+export interface QueryKey {
+  readonly param: string;
+  readonly header: string;
+}
+
+/** Google's `?key=` (as its REST examples long did): the `x-goog-api-key` header. */
+export const GOOGLE_QUERY_KEY: QueryKey = Object.freeze({ param: 'key', header: 'x-goog-api-key' });
+
 /**
- * A Gemini client's API key sent in the query (`?key=`, as Google's REST examples long did) as the `x-goog-api-key`
- * header, unless one is there: the provider's path replaces the query, and a key is kept out of URLs.
+ * A client's key sent in the query moved to its header (unless one is there); returns the query without it: a key
+ * is kept out of URLs, and the header is where the provider's conventions (and a `backendAuth` key set per attempt)
+ * replace it.
  */
-export function googleQueryKey(h: LlmHeaders, query: string): void {
-  if (h['x-goog-api-key'] !== undefined || !query.includes('key=')) return;
-  const key = new URLSearchParams(query).get('key');
-  if (key) h['x-goog-api-key'] = key;
+export function queryKeyToHeader(h: LlmHeaders, query: string, key: QueryKey): string {
+  if (!query.includes(`${key.param}=`)) return query;
+  const params = new URLSearchParams(query);
+  const value = params.get(key.param);
+  if (value === null) return query;
+  if (value && h[key.header] === undefined) h[key.header] = value;
+  params.delete(key.param);
+  const rest = params.toString();
+  return rest ? `?${rest}` : '';
 }
 
 /** A Google access token (a Bearer credential that is no API key) is the request's only credential. */

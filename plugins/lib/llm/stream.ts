@@ -25,7 +25,7 @@ export interface LlmStreamOptions {
    */
   observes?(event: string | undefined, data: string): boolean;
   onSkipped?(): void;
-  /** Every event's raw data, parsed or not (the output relayed so far is counted from it: output-chars.ts). */
+  /** Every event's raw data, parsed or not (the output relayed so far is counted from it: output-bytes.ts). */
   onData?(data: string): void;
   /** The provider's stream ended (not called when it failed). */
   onEnd?(): void;

@@ -9,8 +9,8 @@ import { callCost } from './prices.ts';
 import type { ModelPrice } from './prices.ts';
 import { errorType, streamErrorType } from './error-type.ts';
 import { mergeUsage } from './usage.ts';
-import { cutUsage } from './output-chars.ts';
-import type { RequestFigures } from './output-chars.ts';
+import { cutUsage } from './output-bytes.ts';
+import type { RequestFigures } from './output-bytes.ts';
 import { VouchedNames } from '../telemetry/known-names.ts';
 import type { LlmUsage } from './usage.ts';
 import { celView, viewUsage } from './call-view.ts';
@@ -225,8 +225,8 @@ export class LlmCall implements LlmCallInfo {
   private finished = false;
   /** The error type of an error the provider reported in its stream: the call ends failed with it. */
   private streamFailure: string | undefined = undefined;
-  /** Characters of output the streamed answer carried so far (its events' text and arguments: output-chars.ts). */
-  private outputChars = 0;
+  /** UTF-8 bytes of output the streamed answer carried so far (its events' text and arguments: output-bytes.ts). */
+  private outputBytes = 0;
   /**
    * The request's prompt estimate (the token limits' rule) and the most output it allows (`maxOutputTokens`),
    * read only when a cut stream needs them.
@@ -335,14 +335,14 @@ export class LlmCall implements LlmCallInfo {
     if (!this.span) this.ex.signal.addEventListener('abort', () => this.cutShort(), { once: true });
   }
 
-  /** Output characters a streamed event carried. */
-  addOutputChars(chars: number): void {
-    this.outputChars += chars;
+  /** Output bytes a streamed event carried. */
+  addOutputBytes(bytes: number): void {
+    this.outputBytes += bytes;
   }
 
   /**
    * A streamed answer cut before its end (ADR 0150): the usage the provider did not report yet is estimated, so
-   * limits, costs and the log charge what was relayed: the output by its characters / 4 (the prompt estimate's rule),
+   * limits, costs and the log charge what was relayed: the output by its UTF-8 bytes / 4 (ADR 0157),
    * at most what the request allows, never below the output reported; the input by the prompt's estimate when none
    * was reported. Estimated counts are marked in the access log. Call before `fail`.
    */
@@ -350,7 +350,7 @@ export class LlmCall implements LlmCallInfo {
     // Once: the abort and the body's close both report the cut.
     if (this.finished || !this.relaying || this.cut) return;
     this.cut = true;
-    const add = cutUsage(this.usage, this.outputChars, this.requestFigures?.());
+    const add = cutUsage(this.usage, this.outputBytes, this.requestFigures?.());
     if (add.outputTokens !== undefined) this.ex.logField('llm.outputTokensEstimated', true);
     if (add.inputTokens !== undefined) this.ex.logField('llm.inputTokensEstimated', true);
     if (add.outputTokens !== undefined || add.inputTokens !== undefined) this.addUsage(add);

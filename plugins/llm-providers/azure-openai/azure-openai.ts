@@ -35,10 +35,14 @@ export function createAzureOpenAiProvider(config: AzureOpenAiConfig): LlmProvide
     wireFormat: openAiWire(['completions', 'responses', 'embeddings']),
     path: (format, model) => {
       if (v1) return `${openAiPath('/openai/v1', format)}${query}`;
-      if (format === 'responses') return `/openai/responses${query}`;
+      // Dated versions before 2025-03-01-preview have no Responses API (a 404); the v1 API (GA, no api-version) has
+      // it for every resource, the deployment named by the body's model: Responses always go there (ADR 0157).
+      if (format === 'responses') return '/openai/v1/responses';
       const deployment = encodeURIComponent(model);
       return `/openai/deployments/${deployment}/${format === 'embeddings' ? 'embeddings' : 'chat/completions'}${query}`;
     },
     prepareHeaders: azureHeaders,
+    // Browsers' Realtime WebSockets may send the key as `?api-key=`.
+    queryKey: { param: 'api-key', header: 'api-key' },
   });
 }

@@ -2,9 +2,11 @@ import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib
 import { provider, stripBrowserHeaders } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import { converseFormat } from './converse.ts';
+import { countTokensFormat, countTokensModel } from './count-tokens.ts';
 import type { BedrockConfig } from './plugin.ts';
 
 function wireFormat(client: LlmRouteType): LlmWireFormat | undefined {
+  if (client === 'anthropicTokenCount') return countTokensFormat.name;
   return client === 'completions' || client === 'messages' || client === 'responses' ? 'converse' : undefined;
 }
 
@@ -27,9 +29,12 @@ export function createBedrockProvider(config: BedrockConfig): LlmProviderInstanc
     model: config.model,
     origin: `https://bedrock-runtime.${config.region}.amazonaws.com`,
     wireFormat,
-    formats: [converseFormat],
+    formats: [converseFormat, countTokensFormat],
     // Model ids carry `:` and ARNs `/`: one encoded path segment.
-    path: (_format, model, stream) => `/model/${encodeURIComponent(model)}/${stream ? 'converse-stream' : 'converse'}`,
+    path: (format, model, stream) => {
+      if (format === countTokensFormat.name) return `/model/${encodeURIComponent(countTokensModel(model))}/count-tokens`;
+      return `/model/${encodeURIComponent(model)}/${stream ? 'converse-stream' : 'converse'}`;
+    },
     prepareHeaders: bedrockHeaders,
     defaultAuth: { aws: { serviceName: 'bedrock', region: config.region } },
   });

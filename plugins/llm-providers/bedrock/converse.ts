@@ -1,6 +1,6 @@
 // OpenAI Chat Completions <-> AWS Bedrock Converse: requests, responses and streams (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
-import { appendTurn, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
+import { appendTurn, canonicalExtra, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
 import { DONE } from '../../lib/llm/events.ts';
 import type { LlmEvent, StreamTranslator } from '../../lib/llm/events.ts';
 import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from '../../lib/llm/json.ts';
@@ -9,7 +9,7 @@ import { stopReasonToFinish } from '../../lib/llm/completions-messages/mapping.t
 import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/usage.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
-import { outputChars } from '../../lib/llm/output-chars.ts';
+import { outputBytes } from '../../lib/llm/output-bytes.ts';
 
 /** The text of a tool result that had none (a tool with no output). */
 const EMPTY_TOOL_RESULT = '(no output)';
@@ -58,7 +58,10 @@ export function completionsRequestToConverse(body: Obj): Obj {
     tool: (m) => {
       const text = textOf(m.content);
       // Converse refuses a blank text block (a ValidationException on every later turn of the conversation).
-      appendTurn(messages, 'user', 'content', [{ toolResult: { toolUseId: m.tool_call_id, content: [{ text: text.trim() ? text : EMPTY_TOOL_RESULT }] } }]);
+      const result: Obj = { toolUseId: m.tool_call_id, content: [{ text: text.trim() ? text : EMPTY_TOOL_RESULT }] };
+      // A failed tool (an Anthropic `is_error` result): Converse's own flag for it.
+      if (canonicalExtra(m, 'toolError') === true) result.status = 'error';
+      appendTurn(messages, 'user', 'content', [{ toolResult: result }]);
     },
   });
   const out: Obj = { messages };
@@ -257,5 +260,5 @@ export const converseFormat: LlmFormat = {
     else if (e.type?.startsWith('exception:')) call.streamError?.(streamException(e.type, e.data));
   },
   // `contentBlockDelta`: text, a tool call's `input` as partial JSON, reasoning text.
-  outputChars: (data) => outputChars(data, ['text', 'input']),
+  outputBytes: (data) => outputBytes(data, ['text', 'input']),
 };

@@ -1,13 +1,13 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
-import { googleApiKeyHeader, isGeminiNative, keyHeaderToBearer, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
+import { GOOGLE_QUERY_KEY, googleApiKeyHeader, isGeminiNative, keyHeaderToBearer, openAiHeaders, openAiPath, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { GeminiConfig } from './plugin.ts';
 
 /**
  * Key conventions: native endpoints take an API key in `x-goog-api-key` (an `AIza…` Bearer key is moved there);
  * the OpenAI-compatible API takes it as a Bearer token (a native-style `x-goog-api-key` is moved there). Passthrough
- * requests keep the client's key header.
+ * requests follow the API their path names (`passthroughFormat`).
  */
 function geminiHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
   openAiHeaders(h);
@@ -30,6 +30,7 @@ export function geminiWire(openAICompatible: boolean): (client: LlmRouteType) =>
       case 'generateContent':
         return 'geminiNative';
       case 'geminiCountTokens':
+      case 'anthropicTokenCount':
         return 'geminiCountTokens';
       case 'embeddings':
         return 'embeddings';
@@ -47,6 +48,9 @@ export function createGeminiProvider(config: GeminiConfig): LlmProviderInstance 
     wireFormat: geminiWire(config.openAICompatible === true),
     path: (format, model, stream) => (isGeminiNative(format) ? geminiNativePath('/v1beta', format, model, stream) : openAiPath('/v1beta/openai', format)),
     prepareHeaders: geminiHeaders,
+    queryKey: GOOGLE_QUERY_KEY,
+    // Everything but the OpenAI-compatible API (`/v1beta/openai/...`) is the native API, keyed by `x-goog-api-key`.
+    passthroughFormat: (path) => (path.includes('/openai/') ? 'completions' : 'geminiNative'),
     prepareBody: (format, body) => {
       // The native API names the model in the path.
       if (isGeminiNative(format)) delete body.model;

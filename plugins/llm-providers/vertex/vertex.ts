@@ -1,6 +1,6 @@
 import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { geminiNativePath } from '../../lib/llm/gemini/paths.ts';
-import { googleApiKeyHeader, googleTokenOnly, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
+import { GOOGLE_QUERY_KEY, googleApiKeyHeader, googleTokenOnly, isGeminiNative, openAiHeaders, openAiPath, openAiWire, provider } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { VertexConfig } from './plugin.ts';
 
@@ -48,6 +48,7 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       if (isClaude(model)) return chat ? 'messages' : client === 'anthropicTokenCount' ? 'anthropicTokenCount' : undefined;
       if (client === 'generateContent') return isGooglePublished(model) ? 'geminiNative' : undefined;
       if (client === 'geminiCountTokens') return isGooglePublished(model) ? 'geminiCountTokens' : undefined;
+      if (client === 'anthropicTokenCount') return isGemini(model) ? 'geminiCountTokens' : undefined;
       if (chat && isGemini(model) && !compatible) return 'geminiNative';
       return openAi(client);
     },
@@ -62,6 +63,10 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       return openAiPath(`${base}/endpoints/openapi`, format);
     },
     prepareHeaders: vertexHeaders,
+    queryKey: GOOGLE_QUERY_KEY,
+    // A passthrough request keys as the API its path names: Claude's publisher endpoint keeps `anthropic-beta`, the
+    // OpenAI-compatible endpoint takes only tokens, the rest is Gemini's native API (an express-mode `AIza` key).
+    passthroughFormat: (path) => (path.includes('/publishers/anthropic/') ? 'messages' : path.includes('/endpoints/openapi/') ? 'completions' : 'geminiNative'),
     prepareBody: (format, body) => {
       if (format === 'anthropicTokenCount') {
         if (typeof body.model === 'string') body.model = body.model.replace(/^anthropic\//, '');
@@ -76,6 +81,14 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
       }
       if (isGeminiNative(format)) {
         delete body.model;
+        // Vertex's countTokens takes contents, system instruction and tools at the top (the Gemini API's
+        // `generateContentRequest` form, as an Anthropic client's count is translated, is not its).
+        const inner = body.generateContentRequest;
+        if (format === 'geminiCountTokens' && inner !== null && typeof inner === 'object') {
+          delete body.generateContentRequest;
+          const { model: _model, ...fields } = inner as Record<string, unknown>;
+          Object.assign(body, fields);
+        }
         return;
       }
       // The OpenAI-compatible endpoint names models `<publisher>/<model>`.

@@ -73,7 +73,7 @@ export function readSseMessages(body: Readable, waitingFor: RpcId | undefined, s
     try {
       parser.push(chunk);
     } catch (err) {
-      // An event past MAX_SSE_EVENT (the parser counts characters: bytes for the ASCII of JSON).
+      // An event past MAX_SSE_EVENT (UTF-8 bytes, as a JSON body or a stdio line is bounded).
       const over = err instanceof SseOverflowError;
       body.destroy(over ? new Error(`an event longer than ${MAX_TARGET_MESSAGE}, the most a target may send in one message`) : (err as Error));
     }

@@ -127,7 +127,7 @@ export class StdioUpstream implements McpUpstream {
   private closing = false;
   private exited: Promise<void> | undefined;
   private hasExited = false;
-  /** The last stderr line, quoted when the process dies (it usually says why). */
+  /** The last stderr line, logged when the process dies (it usually says why). */
   private lastStderr = '';
   /** Settles when stdin drains (or the process ends); one for every send waiting on it. */
   private drained: Promise<void> | undefined;
@@ -184,8 +184,10 @@ export class StdioUpstream implements McpUpstream {
           this.hasExited = true;
           this.logBudget.flush();
           if (spawned && !this.closing) {
-            const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ` (last stderr line: ${this.lastStderr})` : '');
-            this.logger.warn('stdio target process ended', { pid: child.pid, code, signal });
+            // The last stderr line usually says why, but servers print tokens and connection strings there: it goes to
+            // the log, never to the client (docs/adr/0160).
+            const why = (signal ? `was killed by ${signal}` : `exited with code ${code}`) + (this.lastStderr ? ' (its last stderr line is in the gateway log)' : '');
+            this.logger.warn('stdio target process ended', { pid: child.pid, code, signal, ...(this.lastStderr ? { lastStderr: this.lastStderr } : {}) });
             this.onerror?.(new Error(`the process ${why}`));
           }
           if (spawned) this.onclose?.();

@@ -81,10 +81,15 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
   const asConnection = await ctx.connect({ host: metadataUrl.href, paths: 'allow', allow: [], what: 'the authorization server', hostField: 'issuer', authority: 'target' });
   const asMetadata = new AuthorizationServerMetadata(metadataUrl, asConnection.target);
 
-  /** 401 with the RFC 9728 challenge pointing clients at this resource's metadata (DECIDED 4). */
-  const reject = (ex: Exchange, message: string): Reply => {
+  /**
+   * 401 with the RFC 9728 challenge pointing clients at this resource's metadata (DECIDED 4). A token that was sent
+   * and refused adds `error="invalid_token"` (RFC 6750 3.1); a request without one gets no error code (RFC 6750 3.1:
+   * a request that lacks authentication information should not get one).
+   */
+  const reject = (ex: Exchange, message: string, invalidToken: boolean): Reply => {
     const base = resourceOrigin ?? ex.externalOrigin;
-    const challenge = `Bearer resource_metadata="${quotable(`${base}${PROTECTED_RESOURCE_PREFIX}${originalPath(ex)}`)}"`;
+    const metadata = `resource_metadata="${quotable(`${base}${PROTECTED_RESOURCE_PREFIX}${originalPath(ex)}`)}"`;
+    const challenge = invalidToken ? `Bearer ${metadata}, error="invalid_token"` : `Bearer ${metadata}`;
     return jsonErrorReply(401, 'unauthorized', `authentication failure: ${message}`, { 'www-authenticate': challenge });
   };
 
@@ -94,7 +99,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
       if (result.reason === 'keys_unavailable') {
         return jsonErrorReply(503, 'authentication_unavailable', `authentication unavailable: ${result.message}`, { 'retry-after': String(result.retryAfterSeconds ?? 1) });
       }
-      return reject(ex, result.message);
+      return reject(ex, result.message, true);
     }
     ex.set(jwtAttribute, result.claims);
     const sub = result.claims.sub;
@@ -106,7 +111,7 @@ export async function compileMcpAuthentication(config: McpAuthenticationConfig, 
 
   const authenticate = (ex: Exchange): Reply | undefined | Promise<Reply | undefined> => {
     const token = bearerToken(ex.headers.authorization);
-    if (token === undefined) return strict ? reject(ex, 'no bearer token found') : undefined;
+    if (token === undefined) return strict ? reject(ex, 'no bearer token found', false) : undefined;
     const result = verifier.verify(token);
     // Cached verifications answer synchronously: no promise on the hot path.
     if (result instanceof Promise) return result.then((r) => finish(ex, r));

@@ -52,7 +52,7 @@ const resourceMetadataSchema: JsonSchema = {
 export const mcpAuthenticationSchema: JsonSchema = {
   type: 'object',
   description:
-    'Validate bearer JWTs of MCP clients against an OAuth 2.0 / OIDC authorization server, and serve the RFC 9728 / RFC 8414 discovery documents. A rejected request gets 401 with `WWW-Authenticate: Bearer resource_metadata="<resource origin>/.well-known/oauth-protected-resource<request path>"` and the gateway\'s JSON error body `{"error":{"type":"unauthorized","message":"authentication failure: \u2026"}}` (DECIDED 4). An accepted token\'s claims are `jwt.<claim>` in CEL, and the `Authorization` header is not forwarded (use `backendAuth.passthrough`).',
+    'Validate bearer JWTs of MCP clients against an OAuth 2.0 / OIDC authorization server, and serve the RFC 9728 / RFC 8414 discovery documents. A rejected request gets 401 with `WWW-Authenticate: Bearer resource_metadata="<resource origin>/.well-known/oauth-protected-resource<request path>"` (followed by `, error="invalid_token"` when a token was sent and refused, RFC 6750) and the gateway\'s JSON error body `{"error":{"type":"unauthorized","message":"authentication failure: \u2026"}}` (DECIDED 4). An accepted token\'s claims are `jwt.<claim>` in CEL, and the `Authorization` header is not forwarded (use `backendAuth.passthrough`).',
   properties: {
     issuer: issuerSchema,
     audiences: { ...audiencesSchema, minItems: 1, description: 'Accepted `aud` values: the token must carry at least one of them (usually the `resourceMetadata.resource` URL).' },

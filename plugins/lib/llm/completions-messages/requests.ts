@@ -1,5 +1,5 @@
 // OpenAI Chat Completions <-> Anthropic Messages requests, both directions (BEHAVIOUR.md §4.6).
-import { imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { imageUrlOf, narrowToAllowedTools, setCanonicalExtra, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { copy, isObj, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { toolUseBlock } from './mapping.ts';
@@ -191,7 +191,9 @@ export function messagesRequestToCompletions(body: Obj): Obj {
     const parts: Obj[] = [];
     for (const b of blocks) {
       if (b.type === 'tool_result') {
-        messages.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
+        const result: Obj = { role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) };
+        if (b.is_error === true) setCanonicalExtra(result, 'toolError', true);
+        messages.push(result);
         // A tool message carries text only: the result's images follow the tool messages in the user turn.
         for (const c of Array.isArray(b.content) ? b.content : []) {
           const image = isObj(c) && c.type === 'image' ? blockToPart(c) : undefined;
@@ -209,6 +211,7 @@ export function messagesRequestToCompletions(body: Obj): Obj {
   copy(body, 'max_tokens', out, 'max_completion_tokens');
   copy(body, 'temperature', out);
   copy(body, 'top_p', out);
+  if (typeof body.top_k === 'number') setCanonicalExtra(out, 'topK', body.top_k);
   if (Array.isArray(body.stop_sequences) && body.stop_sequences.length > 0) out.stop = body.stop_sequences;
   if (body.stream === true) {
     out.stream = true;

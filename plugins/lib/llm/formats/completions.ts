@@ -11,7 +11,7 @@ import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
 import { CHAT_PARTS, contentSlots, messageListSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
-import { outputChars } from '../output-chars.ts';
+import { outputBytes } from '../output-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
 // OpenAI Chat Completions: `chat.completion.chunk`s → `chat.completion`
@@ -161,7 +161,7 @@ export const completions: LlmFormat = {
   },
   // The model comes with the first chunk, usage with the last ones (`stream_options.include_usage`), an error in its own.
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('"usage"') || data.includes('"error"'),
-  outputChars: (data) => outputChars(data, OUTPUT_KEYS),
+  outputBytes: (data) => outputBytes(data, OUTPUT_KEYS),
   // Chunks are bare `data:` lines; the stream ends with `data: [DONE]`.
   serializeEvent: (e) => (e.done ? 'data: [DONE]\n\n' : formatSseEvent({ data: JSON.stringify(e.data) })),
   assembleStream: assembleCompletions,

@@ -93,10 +93,10 @@ export interface LlmFormat {
    */
   observes?(event: string | undefined, data: string, call: UsageSink): boolean;
   /**
-   * The answer's output (text, tool-call arguments, reasoning) one stream event carries, in characters, read from its
-   * raw data (output-chars.ts): what a stream cut before its usage is charged is estimated from it (ADR 0150).
+   * The answer's output (text, tool-call arguments, reasoning) one stream event carries, in UTF-8 bytes, read from its
+   * raw data (output-bytes.ts): what a stream cut before its usage is charged is estimated from it (ADR 0150, 0157).
    */
-  outputChars?(data: string): number;
+  outputBytes?(data: string): number;
   /** One event as SSE text, as this format's clients expect it. */
   serializeEvent?(e: LlmEvent): string;
   /**
@@ -115,4 +115,16 @@ export interface LlmFormat {
   readonly bodyFields?: BodyFields;
   /** Insert configured prompts (`ai.prompts.prepend`/`append`). */
   insertPrompts?(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void;
+  /**
+   * Optional, on a wire format: translations from client formats that have no canonical form (token counts), by the
+   * client format's name, used instead of the canonical route (Bedrock's CountTokens serves Anthropic `count_tokens`
+   * so). Such requests are never streamed.
+   */
+  readonly from?: Readonly<Record<string, DirectTranslation>>;
+}
+
+/** A request and its whole answer translated from one client format straight to a wire format (`LlmFormat.from`). */
+export interface DirectTranslation {
+  request(body: Obj): Obj;
+  response(body: Obj, model: string): Obj;
 }

@@ -6,15 +6,16 @@
 import { geminiAnswerEvents } from './answer-events.ts';
 import { geminiResponseToCompletions } from '../gemini/answer.ts';
 import { completionsRequestToGemini } from '../gemini/request.ts';
+import { messagesRequestToCompletions } from '../completions-messages/requests.ts';
 import { GeminiToCompletionsStream } from '../gemini/stream.ts';
 import { isObj } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
-import { CHAT_PARTS, partSlots } from './slots.ts';
+import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
-import { outputChars } from '../output-chars.ts';
+import { outputBytes } from '../output-bytes.ts';
 
 interface TextAcc {
   text: string;
@@ -104,10 +105,25 @@ function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlo
   partSlots(role, content.parts, CHAT_PARTS, out);
 }
 
+/** A request `Content`: its text parts, function calls' arguments and function responses as JSON text (role `tool`; ADR 0159). */
+function geminiPromptSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
+  if (!isObj(content) || !Array.isArray(content.parts)) return;
+  const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
+  for (const part of content.parts) {
+    if (!isObj(part)) continue;
+    if (typeof part.text === 'string') out.push(slot(role, part, 'text'));
+    // Google's JSON reads a field by either name (`function_response`).
+    for (const key of ['functionResponse', 'function_response']) if (isObj(part[key]) && isObj(part[key].response)) out.push(jsonSlot('tool', part[key], 'response'));
+    for (const key of ['functionCall', 'function_call']) if (isObj(part[key])) argumentsSlot(role, part[key], 'args', out);
+  }
+}
+
 /** Gemini `generateContent`: `systemInstruction` (or `system_instruction`), then `contents[]`. */
 function geminiRequestSlots(body: Obj, out: TextSlot[]): void {
-  geminiContentSlots(body.systemInstruction ?? body.system_instruction, 'system', out);
-  if (Array.isArray(body.contents)) for (const c of body.contents) geminiContentSlots(c, 'user', out);
+  // Both names when both are there: which one Google reads is not the gateway's to guess.
+  geminiPromptSlots(body.systemInstruction, 'system', out);
+  geminiPromptSlots(body.system_instruction, 'system', out);
+  if (Array.isArray(body.contents)) for (const c of body.contents) geminiPromptSlots(c, 'user', out);
 }
 
 // --- the `ai` policy on Gemini bodies (docs/ai-policy.md "Gemini clients", ADR 0066) -----------------------------
@@ -228,8 +244,8 @@ export const geminiNative: LlmFormat = {
     if (isObj(e.data.error)) call.streamError?.(e.data.error);
   },
   observes: (_event, data, call) => call.responseModel === undefined || data.includes('usageMetadata') || data.includes('"error"'),
-  // Function-call arguments arrive whole as objects (not counted); Gemini restates its usage in every chunk anyway.
-  outputChars: (data) => outputChars(data, ['text']),
+  // Function-call arguments arrive whole as objects: their JSON text counts, as a Chat Completions `arguments` string.
+  outputBytes: (data) => outputBytes(data, ['text'], ['args']),
   assembleStream: assembleGemini,
   requestSlots: geminiRequestSlots,
   bodyFields: geminiBodyFields,
@@ -240,5 +256,20 @@ export const geminiNative: LlmFormat = {
   answerEvents: geminiAnswerEvents,
 };
 
-/** `countTokens`: answered with a count (nothing to translate, stream, observe or guard). */
-export const geminiCountTokens: LlmFormat = { name: 'geminiCountTokens', family: 'google', operation: 'count_tokens' };
+/**
+ * An Anthropic `count_tokens` body as a Gemini API `countTokens` request: its `generateContentRequest` form, which
+ * counts the system instruction and tools too (`contents` alone would leave them out), the model named as
+ * `models/<id>` (ADR 0157).
+ */
+function anthropicCountToGemini(body: Obj): Obj {
+  const model = typeof body.model === 'string' ? body.model : '';
+  return { generateContentRequest: { model: model.startsWith('models/') ? model : `models/${model}`, ...completionsRequestToGemini(messagesRequestToCompletions(body)) } };
+}
+
+/** `countTokens`: answered with a count (nothing to stream, observe or guard); an Anthropic client's count translated. */
+export const geminiCountTokens: LlmFormat = {
+  name: 'geminiCountTokens',
+  family: 'google',
+  operation: 'count_tokens',
+  from: { anthropicTokenCount: { request: anthropicCountToGemini, response: (b) => ({ input_tokens: typeof b.totalTokens === 'number' ? b.totalTokens : 0 }) } },
+};

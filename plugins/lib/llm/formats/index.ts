@@ -76,6 +76,8 @@ class ChainedStream implements StreamTranslator {
  */
 function compose(client: LlmFormat, wire: LlmFormat): Translation | undefined {
   if (client === wire) return IDENTITY;
+  const direct = wire.from !== undefined && Object.hasOwn(wire.from, client.name) ? wire.from[client.name]! : undefined;
+  if (direct) return { identity: false, request: direct.request, response: direct.response, stream: IDENTITY.stream };
   const c = client === CANONICAL ? undefined : client;
   const w = wire === CANONICAL ? undefined : wire;
   if (c && !(c.requestToCanonical && c.responseFromCanonical && c.streamFromCanonical)) return undefined;

@@ -1,5 +1,5 @@
 // OpenAI Chat Completions request -> Gemini native `generateContent` request (BEHAVIOUR.md §2.8, §4.6).
-import { appendTurn, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { appendTurn, canonicalExtra, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { isObj, parseArguments, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { MAX_INLINED_SCHEMAS, toGeminiSchema } from './schema.ts';
@@ -43,16 +43,20 @@ function userParts(content: unknown): Obj[] {
   return out;
 }
 
-/** A tool message's content as a `functionResponse.response` (an object: JSON objects as they are, else `{output}`). */
-function toolResponse(content: unknown): Obj {
-  const text = textOf(content);
+/**
+ * A tool message's content as a `functionResponse.response` (an object: JSON objects as they are, else `{output}`);
+ * a failed tool's (an Anthropic `is_error` result) under `error`, the member Gemini reads error details from.
+ */
+function toolResponse(m: Obj): Obj {
+  const text = textOf(m.content);
+  let v: unknown = text;
   try {
-    const v = JSON.parse(text) as unknown;
-    if (isObj(v)) return v;
-    return { output: v };
+    v = JSON.parse(text) as unknown;
   } catch {
-    return { output: text };
+    // Not JSON: the text as it is.
   }
+  if (canonicalExtra(m, 'toolError') === true) return { error: v };
+  return isObj(v) ? v : { output: v };
 }
 
 /** `tool_calls[].extra_content.google.thought_signature`: Gemini's signature kept by clients across turns. */
@@ -82,7 +86,7 @@ export function completionsRequestToGemini(body: Obj): Obj {
   const callNames = new Map<string, string>();
   const toolResult = (m: Obj): void => {
     const name = (typeof m.tool_call_id === 'string' ? callNames.get(m.tool_call_id) : undefined) ?? (typeof m.name === 'string' ? m.name : 'function');
-    appendTurn(contents, 'user', 'parts', [{ functionResponse: { name, response: toolResponse(m.content) } }]);
+    appendTurn(contents, 'user', 'parts', [{ functionResponse: { name, response: toolResponse(m) } }]);
   };
   walkChatMessages(body, {
     system: (text) => {
@@ -114,7 +118,8 @@ export function completionsRequestToGemini(body: Obj): Obj {
   if (typeof max === 'number') gen.maxOutputTokens = max;
   if (typeof body.temperature === 'number') gen.temperature = body.temperature;
   if (typeof body.top_p === 'number') gen.topP = body.top_p;
-  if (typeof body.top_k === 'number') gen.topK = body.top_k;
+  const topK = typeof body.top_k === 'number' ? body.top_k : canonicalExtra(body, 'topK');
+  if (topK !== undefined) gen.topK = topK;
   if (typeof body.seed === 'number') gen.seed = body.seed;
   if (typeof body.presence_penalty === 'number') gen.presencePenalty = body.presence_penalty;
   if (typeof body.frequency_penalty === 'number') gen.frequencyPenalty = body.frequency_penalty;
