@@ -68,6 +68,7 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
       // Two backends: the retry goes to the other one (the pipeline's failover, ADR 0023).
       { name: 'two', matches: [{ path: { pathPrefix: '/two' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends: [{ host: `127.0.0.1:${up}` }, { host: `localhost:${up}` }] },
       { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { retry: { attempts: 2, codes: [] }, timeout: { streamIdleTimeout: '1s' } }, backends: [{ host: '127.0.0.1:1' }] },
+      { name: 'dead-deadline', matches: [{ path: { pathPrefix: '/deadline' } }], policies: { retry: { attempts: 2, codes: [] }, timeout: { requestTimeout: '500ms', streamIdleTimeout: '10s' } }, backends: [{ host: '127.0.0.1:1' }] },
       // Refused until a test starts listening on its port.
       { name: 'late', matches: [{ path: { pathPrefix: '/late' } }], policies: { retry: { attempts: 1, codes: [] } }, backends: [{ host: `127.0.0.1:${latePort}` }] },
       // The refusing backend is picked first (almost always); the retry goes to the other (ADR 0023).
@@ -268,6 +269,12 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
     const stalled = await slowly('/dead/stalled', [Buffer.from('first;')], false);
     assert.equal(stalled.status, 408, stalled.body);
     assert.ok(performance.now() - started < 4_000, 'answered at the 1 s stream idle deadline');
+    // The route's request deadline ends the wait too: its 504, no attempt after it.
+    const cut = performance.now();
+    const deadline = await slowly('/deadline/stalled', [Buffer.from('first;')], false);
+    assert.equal(deadline.status, 504, deadline.body);
+    assert.ok(performance.now() - cut < 4_000, 'answered at the 500 ms request deadline');
+    assert.doesNotMatch(await logLine('/deadline/stalled'), /retry\.attempt=/);
   });
 
 });
