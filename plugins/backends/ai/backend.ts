@@ -281,7 +281,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // `ai.promptCaching`: the policy marks Anthropic bodies it sees; a body that became one here is marked now.
     if (wire === 'messages' && client !== 'messages' && policy?.promptCaching) applyAnthropicCacheMarkers(wireBody, policy.promptCaching);
     if (provider.prepareBody) {
-      provider.prepareBody(wire, wireBody);
+      provider.prepareBody(wire, wireBody, { model, headers: ex.headers });
       changed = true;
     }
     // Only the usage option added: spliced into the client's bytes rather than the whole body serialised again.
