@@ -26,6 +26,8 @@ describe('localRateLimit type: tokens on an ai route', () => {
       aiRoute('/stream', ai('stream'), tokens(16)),
       aiRoute('/both', ai('both'), { localRateLimit: [{ maxTokens: 100, tokensPerFill: 100, fillInterval: '1h' }, { maxTokens: 16, tokensPerFill: 16, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { ...tokens(16), testAi: { routes: { '/v1/messages': 'messages' } } }),
+      aiRoute('/cjk', ai('cjk'), tokens(1000)),
+      aiRoute('/cjkan', { name: 'cjkan', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { ...tokens(1000), testAi: { routes: { '/v1/messages': 'messages' } } }),
     ]);
   });
   after(async () => {
@@ -83,6 +85,17 @@ describe('localRateLimit type: tokens on an ai route', () => {
     const calls = await upstreamCalls();
     await rejection(hello(openai('/stream')), OpenAI.RateLimitError);
     assert.equal(await upstreamCalls(), calls);
+  });
+
+  it('reserves a CJK prompt by its UTF-8 bytes / 4 (3 bytes a character), read from the bytes or from the parsed body', async () => {
+    // 400 CJK characters: 1,200 UTF-8 bytes, which tokenizers split into several hundred tokens (ADR 0164).
+    const prompt = '\u6f22'.repeat(400);
+    const chat = await openai('/cjk').chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: prompt }] }).withResponse();
+    assert.equal(chat.response.headers.get('x-ratelimit-remaining'), '700', '300 tokens reserved, not 100');
+    // Through a policy the body is parsed: the same estimate.
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/cjkan`, apiKey: 'sk-test', maxRetries: 0 });
+    const msg = await anthropic.messages.create({ model: 'claude-test', max_tokens: 16, system: 'Be brief.', messages: [{ role: 'user', content: prompt }] }).withResponse();
+    assert.equal(msg.response.headers.get('x-ratelimit-remaining'), String(1000 - Math.ceil((1200 + 9) / 4)));
   });
 
   it('a request bucket and a token bucket on one route: the token bucket refuses', async () => {

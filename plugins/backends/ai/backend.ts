@@ -19,7 +19,6 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
-import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
 import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
@@ -229,10 +228,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // What this provider cannot carry, another backend of the route may: declined, failover passes it by (ADR 0150).
     if (wire === undefined || tr === undefined) return declineReply(llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`));
     const limiters = ex.get(llmTokenLimiters);
-    // Token limits alone need the prompt estimate and the output cap: read from the bytes, not a parse (prompt-walk.ts).
-    const figures = !whole && limiters !== undefined && !changed && tr.identity && provider.prepareBody === undefined ? promptFigures(raw) : undefined;
-    // Checked by `requestFields`: it parses, and is an object.
-    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || (limiters !== undefined && figures === undefined))) {
+    // Checked by `requestFields`: it parses, and is an object. Token limits need the prompt estimate (estimate.ts).
+    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || limiters !== undefined)) {
       body = JSON.parse(raw.toString('utf8')) as Obj;
       whole = true;
     }
@@ -249,12 +246,6 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
         askUsage = true;
       } else if (limiters !== undefined) {
         // A limit settles on the real usage: a client's own options without it would make its streams free (ADR 0116).
-        // Read from the bytes so far (`figures`): the body is the picked fields, not yet the whole object.
-        if (figures !== undefined) {
-          body = JSON.parse(raw.toString('utf8')) as Obj;
-          body.model = model;
-          whole = true;
-        }
         const own = body.stream_options;
         if (!isObj(own) || own.include_usage !== true) {
           body.stream_options = { ...(isObj(own) ? own : {}), include_usage: true };
@@ -300,14 +291,13 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
-    const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: figures ? figures.maxOutputTokens : maxOutputTokens(body), price: priceOf(model) });
+    const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
     const send = (): Promise<Reply> => {
       const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
       // What a stream cut before its usage is charged by: the prompt estimate token limits reserved (or would have), and
       // the most output the request allows. Read only then (the client's body parsed if it was not).
       if (stream)
         call.requestFigures = () => {
-          if (figures !== undefined) return { promptTokens: figures.tokens, maxOutputTokens: figures.maxOutputTokens };
           const b = whole ? body : (JSON.parse(raw.toString('utf8')) as Obj);
           return { promptTokens: estimatePromptTokens(b), maxOutputTokens: maxOutputTokens(b) };
         };
@@ -334,7 +324,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       // A token count generates nothing and reports no usage (which would keep the reservation): its limits are
       // checked, nothing reserved (ADR 0157).
       const counts = wireFormat!.operation === 'count_tokens';
-      const refused = counts ? reserveTokens(ex, undefined, { ...quote(), maxOutputTokens: 0 }, 0) : reserveTokens(ex, body, quote(), figures?.tokens);
+      const refused = counts ? reserveTokens(ex, undefined, { ...quote(), maxOutputTokens: 0 }, 0) : reserveTokens(ex, body, quote());
       return refused instanceof Promise ? refused.then((r) => r ?? send()) : (refused ?? send());
     }
     return send();
