@@ -30,6 +30,7 @@ import { detectFormat } from './detect.ts';
 import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { passthroughHeaders, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { isStreamAnswer, mayCarryUsage, passthroughAnswerFormat } from './passthrough-answer.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
@@ -124,14 +125,26 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   };
 
   /** `passthrough` (and `realtime` over plain HTTP): the request goes to the provider untouched but for headers and credentials. */
-  const passthrough = async (ex: Exchange): Promise<Reply> => {
-    // The body is not read here: token limits get no estimate, only the usage (none is read from passthrough answers).
+  const passthrough = async (ex: Exchange, route: LlmRouteType): Promise<Reply> => {
+    // The body is not read here: token limits get no prompt estimate. They settle on the answer's usage when it is in
+    // an API's shape the path names (ADR 0164), else on what was reserved.
     const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
     if (refused) return refused;
-    new LlmCall(ex, provider.kind, undefined, false);
     const format = passthroughHeaders(provider, ex);
+    const answer = route === 'passthrough' ? passthroughAnswerFormat(provider, ex.path, format) : undefined;
+    const call = new LlmCall(ex, provider.kind, undefined, false, undefined, answer?.operation, priceOf);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
-    return upstream.forward(ex, onAttempt(ex, format));
+    if (answer === undefined) return upstream.forward(ex, onAttempt(ex, format));
+    let reply: Reply;
+    try {
+      reply = await upstream.forward(ex, onAttempt(ex, format));
+    } catch (err) {
+      call.fail(err);
+      throw err;
+    }
+    if (!mayCarryUsage(reply)) return reply;
+    const translation = translationBetween(answer, answer)!;
+    return answered(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream: isStreamAnswer(reply), translation, omitUsageChunk: false, jsonArray: false, call, policy: undefined });
   };
 
 
@@ -142,7 +155,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   const handle = (ex: Exchange): Reply | Promise<Reply> => {
     const route = policy?.routeType(ex.path) ?? 'completions';
     if (route === 'models') return listModels(ex, policy);
-    if (route === 'passthrough' || route === 'realtime') return passthrough(ex);
+    if (route === 'passthrough' || route === 'realtime') return passthrough(ex, route);
     // Known before the body is read, so even a body that does not parse is answered in the client's error shape.
     if (route !== 'detect') ex.set(LLM_CLIENT_FORMAT, route);
     return new Promise<Reply>((resolve, reject) => {
