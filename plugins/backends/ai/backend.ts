@@ -249,8 +249,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     body.model = model;
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // OpenAI sends the usage chunk to a client that asks (`include_usage: true`); the gateway also to one that set no
-    // `stream_options` (below). A translated stream's client that set them otherwise gets none.
-    const omitUsageChunk = stream && client === 'completions' && !tr.identity && body.stream_options !== undefined && !(isObj(body.stream_options) && body.stream_options.include_usage === true);
+    // `stream_options` (below). A client that set them otherwise gets none: translated, or asked for by a limit (below).
+    let omitUsageChunk = stream && client === 'completions' && !tr.identity && body.stream_options !== undefined && !(isObj(body.stream_options) && body.stream_options.include_usage === true);
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
     let askUsage = false;
     if (stream && client === 'completions' && wire === 'completions') {
@@ -263,6 +263,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
         if (!isObj(own) || own.include_usage !== true) {
           body.stream_options = { ...(isObj(own) ? own : {}), include_usage: true };
           changed = true;
+          omitUsageChunk = true;
         }
       }
     }
