@@ -104,12 +104,12 @@ describe('localRateLimit type: tokens on an ai route', () => {
     assert.equal(next.response.headers.get('x-ratelimit-remaining'), String(1000 - 16 - 16 - 2), 'both streams charged their usage');
   });
 
-  it('reserves a CJK prompt by its UTF-8 bytes / 4 (3 bytes a character), read from the bytes or from the parsed body', async () => {
+  it('reserves a CJK prompt by its UTF-8 bytes / 4 (3 bytes a character), OpenAI and Anthropic clients', async () => {
     // 400 CJK characters: 1,200 UTF-8 bytes, which tokenizers split into several hundred tokens (ADR 0164).
     const prompt = '\u6f22'.repeat(400);
     const chat = await openai('/cjk').chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: prompt }] }).withResponse();
     assert.equal(chat.response.headers.get('x-ratelimit-remaining'), '700', '300 tokens reserved, not 100');
-    // Through a policy the body is parsed: the same estimate.
+    // An Anthropic client, its system prompt counted too.
     const anthropic = new Anthropic({ baseURL: `${gw.base}/cjkan`, apiKey: 'sk-test', maxRetries: 0 });
     const msg = await anthropic.messages.create({ model: 'claude-test', max_tokens: 16, system: 'Be brief.', messages: [{ role: 'user', content: prompt }] }).withResponse();
     assert.equal(msg.response.headers.get('x-ratelimit-remaining'), String(1000 - Math.ceil((1200 + 9) / 4)));
