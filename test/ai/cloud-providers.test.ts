@@ -10,7 +10,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { createVertexProvider } from '../../plugins/llm-providers/vertex/vertex.ts';
-import { countTokensModel } from '../../plugins/llm-providers/bedrock/count-tokens.ts';
+import { countTokensModel, withCountBetas } from '../../plugins/llm-providers/bedrock/count-tokens.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import { converseTools } from './stream-fixtures.ts';
@@ -578,6 +578,10 @@ describe("bedrock: an Anthropic client's count_tokens on Bedrock's CountTokens A
       messages: [{ role: 'user', content: 'hello' }],
     });
     assert.equal(got.headers['anthropic-beta'], undefined);
+    // A body that named betas itself gets one merged list, not the member twice.
+    const own = { input: { invokeModel: { body: JSON.stringify({ anthropic_version: 'v', anthropic_beta: ['effort-2025-11-24'], messages: [] }) } } };
+    withCountBetas(own, ['effort-2025-11-24', 'context-1m-2025-08-07']);
+    assert.deepEqual(JSON.parse(own.input.invokeModel.body), { anthropic_version: 'v', anthropic_beta: ['effort-2025-11-24', 'context-1m-2025-08-07'], messages: [] });
   });
 
   it('names a system-defined inference profile (id or ARN) by its foundation model; other ids and ARNs as they are', () => {

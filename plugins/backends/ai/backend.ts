@@ -135,13 +135,12 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     const call = new LlmCall(ex, provider.kind, undefined, false, undefined, answer?.operation, priceOf);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
     if (answer === undefined) return upstream.forward(ex, onAttempt(ex, format));
-    let reply: Reply;
-    try {
-      reply = await upstream.forward(ex, onAttempt(ex, format));
-    } catch (err) {
+    // Read for its usage: asked for uncompressed, as translated routes' answers are.
+    ex.headers['accept-encoding'] = 'identity';
+    const reply = await upstream.forward(ex, onAttempt(ex, format)).catch((err: unknown) => {
       call.fail(err);
       throw err;
-    }
+    });
     if (!mayCarryUsage(reply)) return reply;
     const translation = translationBetween(answer, answer)!;
     return answered(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream: isStreamAnswer(reply), translation, omitUsageChunk: false, jsonArray: false, call, policy: undefined });

@@ -62,12 +62,20 @@ export function anthropicBetas(header: string | string[] | undefined): string[] 
 
 /**
  * A count request's InvokeModel body with the client's betas: InvokeModel takes them in the body (`anthropic_beta`),
- * not as a header. Spliced in front of the text `countRequest` made (a JSON object it serialised), not parsed again.
+ * not as a header. Spliced in front of the text `countRequest` made (a JSON object it serialised), not parsed again,
+ * unless the client's body named betas itself (merged then, so the member is not sent twice).
  */
 export function withCountBetas(body: Record<string, unknown>, betas: readonly string[]): void {
   const invoke = (body.input as { invokeModel?: { body?: unknown } } | undefined)?.invokeModel;
   if (invoke === undefined || typeof invoke.body !== 'string' || !invoke.body.startsWith('{')) return;
-  invoke.body = `{"anthropic_beta":${JSON.stringify(betas)},${invoke.body.slice(1)}`;
+  if (!invoke.body.includes('"anthropic_beta"')) {
+    invoke.body = `{"anthropic_beta":${JSON.stringify(betas)},${invoke.body.slice(1)}`;
+    return;
+  }
+  const request = JSON.parse(invoke.body) as Record<string, unknown>;
+  const own = Array.isArray(request.anthropic_beta) ? request.anthropic_beta : [];
+  request.anthropic_beta = [...new Set([...own, ...betas])];
+  invoke.body = JSON.stringify(request);
 }
 
 /**
