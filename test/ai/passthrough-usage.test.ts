@@ -2,13 +2,18 @@
 // is only what the route reserves without a body (no prompt estimate; a virtual key's output estimate), and an answer
 // whose shape the path names (OpenAI Chat Completions and Responses, Anthropic Messages, Gemini `generateContent`,
 // whole or streamed) is read for its usage on the way, as translated routes' answers are. Real `openai` and
-// `@anthropic-ai/sdk` clients and raw Gemini-native HTTP against aimock; a "hello" answer is 11 + 5 = 16 tokens.
+// `@anthropic-ai/sdk` clients and raw Gemini-native HTTP against aimock; a "hello" answer is 11 + 5 = 16 tokens. A
+// virtual key settles the same way (its output estimate reserved, the usage charged).
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { accessRecords, aiRoute, startAiGateway, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
 
 const PASSTHROUGH = { testAi: { routes: { '*': 'passthrough' } } };
 const tokens = (maxTokens: number) => ({ localRateLimit: [{ maxTokens, tokensPerFill: maxTokens, fillInterval: '1h', type: 'tokens' }] });
@@ -16,9 +21,13 @@ const tokens = (maxTokens: number) => ({ localRateLimit: [{ maxTokens, tokensPer
 describe('passthrough answers settle on their usage', () => {
   let mock: Mock;
   let gw: AiGateway;
+  let dir: string;
+  const KEY = 'sk-pass-0123456789abcdefgh';
 
   before(async () => {
     mock = await startMock();
+    dir = testTempDir('switchyard-pt-');
+    const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [{ id: 'pass', key: KEY, owner: 'p@example.com', budgets: [{ tokens: 10_000, period: 'day' }] }] };
     const route = (prefix: string, provider: Record<string, unknown>) => aiRoute(prefix, { name: prefix.slice(1), provider, hostOverride: mock.hostPort }, { ...PASSTHROUGH, ...tokens(1000) });
     gw = await startAiGateway([
       route('/chat', { openAI: {} }),
@@ -28,11 +37,13 @@ describe('passthrough answers settle on their usage', () => {
       // aimock serves Anthropic and Gemini at their own paths only: routes without a prefix of their own.
       route('/v1/messages', { anthropic: {} }),
       route('/v1beta', { gemini: {} }),
+      aiRoute('/vk', { name: 'vk', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...PASSTHROUGH, virtualKeys }),
     ]);
   });
   after(async () => {
     await gw?.stop();
     await mock?.stop();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   const openai = (prefix: string) => new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey: 'sk-test', maxRetries: 0 });
@@ -104,5 +115,18 @@ describe('passthrough answers settle on their usage', () => {
     const log = await logged(path);
     assert.deepEqual([log.input, log.output], [body.usageMetadata!.promptTokenCount, body.usageMetadata!.candidatesTokenCount]);
     assert.equal(await remaining('/v1beta', '/models'), 1000 - (log.input as number) - (log.output as number));
+  });
+
+  it("a virtual key's token budget: the answer's usage, not the output estimate reserved (256)", async () => {
+    await new OpenAI({ baseURL: `${gw.base}/vk/v1`, apiKey: KEY, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    // Settlement runs in the log phase, just after the answer.
+    let used = NaN;
+    for (let i = 0; i < 100 && used !== 16; i++) {
+      const res = await fetch(`${gw.adminUrl}/keys/pass/usage`);
+      const rows = ((await res.json()) as { usage: { scope: string; used: unknown }[] }).usage;
+      used = Number(rows.find((r) => r.scope === 'key:pass')?.used);
+      if (used !== 16) await sleep(20);
+    }
+    assert.equal(used, 16);
   });
 });
