@@ -37,6 +37,7 @@ describe('passthrough answers settle on their usage', () => {
       // aimock serves Anthropic and Gemini at their own paths only: routes without a prefix of their own.
       route('/v1/messages', { anthropic: {} }),
       route('/v1beta', { gemini: {} }),
+      aiRoute('/model', { name: 'br', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: mock.hostPort }, { ...PASSTHROUGH, ...tokens(1000), backendAuth: { aws: { accessKeyId: 'AKIDPT', secretAccessKey: 'pt-secret', region: 'us-east-1', serviceName: 'bedrock' } } }),
       aiRoute('/vk', { name: 'vk', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...PASSTHROUGH, virtualKeys }),
     ]);
   });
@@ -128,5 +129,17 @@ describe('passthrough answers settle on their usage', () => {
       if (used !== 16) await sleep(20);
     }
     assert.equal(used, 16);
+  });
+
+  it('Bedrock Converse, whole and streamed (an AWS event stream): its usage', async () => {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'hello' }] }] });
+    for (const op of ['converse', 'converse-stream']) {
+      const path = `/model/${encodeURIComponent('anthropic.claude-3-haiku-20240307-v1:0')}/${op}`;
+      const res = await fetch(`${gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      const [log] = await accessRecords(gw, path);
+      assert.deepEqual([log!['llm.inputTokens'], log!['llm.outputTokens']], [11, 5], op);
+    }
   });
 });
