@@ -148,7 +148,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
 
   /**
-   * A chat request as a chain of callbacks (body read → dispatch → answer), no async function: the usual call (no
+   * A chat request as a chain of callbacks (body read -> dispatch -> answer), no async function: the usual call (no
    * policy, no token limit) makes one promise of its own until the upstream is called (docs/adr/0070).
    */
   const handle = (ex: Exchange): Reply | Promise<Reply> => {
