@@ -1,5 +1,6 @@
 import type { AdminSource, Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import type { AdminUiConfig } from '../compile/snapshot.ts';
+import { ADMIN_HANDLER_DEADLINE_MS } from '../compile/admin-handler.ts';
 import type { AdminRequest, AdminResponse } from '../sdk/index.ts';
 import { mergeMetrics, monotonicOnly } from '../telemetry/merge-metrics.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
@@ -49,8 +50,8 @@ export class WorkerAnswers implements AdminSource {
     const slot = this.fleet.slots.find((s) => s.started);
     if (!slot) return { status: 503, body: { error: { message: 'no worker is serving' } } };
     const message = { t: 'admin' as const, prefix, method: req.method, subpath: req.subpath, query: req.query.toString(), body: req.body };
-    // Longer than a worker's own deadline for the endpoint (ADR 0154), whose 504 names the plugin.
-    return (await this.fleet.ask(slot, message, 35_000)) as AdminResponse;
+    // Longer than a worker's own deadline for the endpoint (ADR 0154, 0155), whose 504 names the plugin.
+    return (await this.fleet.ask(slot, message, (this.ui?.endpointTimeoutMs ?? ADMIN_HANDLER_DEADLINE_MS) + 5_000)) as AdminResponse;
   }
 
   async readiness(): Promise<Readiness> {

@@ -10,7 +10,7 @@ import type { CompiledPolicySet, PolicyEntry } from './policy-set.ts';
 import type { CompiledBackendRef, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
 import { ownerOf } from './plugin-owner.ts';
-import { boundedBackend, boundedSelector } from './run-hooks.ts';
+import { boundedBackend, boundedSelector, ownedHooks } from './run-hooks.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -22,20 +22,22 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
   const refs: CompiledBackendRef[] = [];
   const list = (route.backends ?? []) as Obj[];
   const key = `${bind}/${listener}/${name}`;
+  // A third-party hook's deadline (ADR 0144), unless the route's `timeout` policy bounds the whole request.
+  const hookDeadlineMs = routeSet.facets.requestTimeoutMs ? 0 : c.staticConfig.defaultTimeouts.backendRequestMs;
   for (let i = 0; i < list.length; i++) {
-    const ref = await backendRef(c, list[i]!, [...path, 'backends', i], routeSet, refs.length, list.length, key);
+    const ref = await backendRef(c, list[i]!, [...path, 'backends', i], routeSet, refs.length, list.length, key, hookDeadlineMs);
     if (ref) refs.push(ref);
   }
   checkBackendProtocols(c, routeSet.entries, refs.map((r) => r.instance));
-  // A third-party hook's deadline (ADR 0144), unless the route's `timeout` policy bounds the whole request.
-  const hookDeadlineMs = routeSet.facets.requestTimeoutMs ? 0 : c.staticConfig.defaultTimeouts.backendRequestMs;
   const selectBackends = await backendSelector(c, routeSet.entries, refs, [...path, 'policies'], hookDeadlineMs);
   const health = refs.some((r) => r.health)
     ? new RouteHealth(refs, name, c.deps.logger, c.ejections())
     : null;
-  const requestHooks = routeSet.requestHooks();
-  const responseHooks = routeSet.responseHooks();
-  const logHooks = routeSet.logHooks();
+  // Third-party hooks behind their wrappers, made here once (ADR 0155); the distribution's called as they are.
+  const logger = c.deps.logger;
+  const requestHooks = ownedHooks(routeSet.requestHooks(), 'request', hookDeadlineMs);
+  const responseHooks = ownedHooks(routeSet.responseHooks(), 'response', logger);
+  const logHooks = ownedHooks(routeSet.logHooks(), 'log', logger);
   const shaper = refs.find((r) => r.instance.shapeError)?.instance;
   return {
     info: Object.freeze({ name, key, listener, bind, namespace: route.namespace as string | undefined, ruleName: route.ruleName as string | undefined }),
@@ -61,12 +63,11 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
     health,
     shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
-    hookDeadlineMs,
     metrics: c.deps.metrics.route(String(bind), listener, name),
   };
 }
 
-async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet, index: number, siblings: number, routeKey: string): Promise<CompiledBackendRef | undefined> {
+async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet, index: number, siblings: number, routeKey: string, hookDeadlineMs: number): Promise<CompiledBackendRef | undefined> {
   const rawRef = JSON.stringify(ref);
   let policyValue = ref.policies as Obj | undefined;
   const named = typeof ref.backend === 'string' ? c.named.get(ref.backend) : undefined;
@@ -96,12 +97,14 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
       : !retry && siblings > 1 && instance.failover
         ? { attempts: siblings - 1, codes: new Set(instance.failover.codes), backoffMs: 0, once: true }
         : null;
+  const headersTimeoutMs = ownDeadline ? 0 : (instance.responseDeadlineMs ?? facets.responseDeadlineMs ?? defaults.backendRequestMs);
   const plan: UpstreamPlan = {
     attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
-    headersTimeoutMs: ownDeadline ? 0 : (instance.responseDeadlineMs ?? facets.responseDeadlineMs ?? defaults.backendRequestMs),
+    headersTimeoutMs,
     idleTimeoutMs: facets.streamIdleTimeoutMs ?? defaults.streamIdleMs,
     retry: failover ? { attempts: 0, codes: failover.codes, backoffMs: 0 } : retry,
-    upstreamHooks: layered.upstreamHooks(),
+    // A third-party `onUpstream` is bounded by the attempt's response deadline (ADR 0144).
+    upstreamHooks: ownedHooks(layered.upstreamHooks(), 'upstream', headersTimeoutMs),
   };
   const outlier = facets.outlierDetection ?? null;
   const check = facets.healthCheck ?? null;
@@ -130,9 +133,9 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
       );
     }
   }
-  const responseHooks = [...backendSet.responseHooks(), ...routeSet.responseHooks()];
-  const logHooks = [...backendSet.logHooks(), ...routeSet.logHooks()];
-  const requestHooks = backendSet.requestHooks();
+  const responseHooks = ownedHooks([...backendSet.responseHooks(), ...routeSet.responseHooks()], 'response', c.deps.logger);
+  const logHooks = ownedHooks([...backendSet.logHooks(), ...routeSet.logHooks()], 'log', c.deps.logger);
+  const requestHooks = ownedHooks(backendSet.requestHooks(), 'request', hookDeadlineMs);
   // A third-party backend's failures name it, and its answer is bounded by the response deadline (ADR 0144).
   const owner = ownerOf(instance);
   return {

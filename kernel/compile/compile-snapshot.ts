@@ -7,6 +7,7 @@ import { Snapshot, disposeAll } from './snapshot.ts';
 import { ownerOf } from './plugin-owner.ts';
 import type { CompiledBind, StaticConfig } from './snapshot.ts';
 import { resolveStaticConfig } from './static-config.ts';
+import { resolveFrontendHttp2 } from './frontend-http.ts';
 import { LoadCompiler } from './load-compiler.ts';
 import type { CompileDeps } from './load-compiler.ts';
 import { compileBind } from './compile-bind.ts';
@@ -31,7 +32,12 @@ async function compile(c: LoadCompiler, config: Obj, deps: CompileDeps): Promise
   // The trace collector's PEM files are read here, so a wrong one fails the load rather than every export.
   const tracing = await loadTracingTls(resolved.tracing, deps.cwd, deps.shared.fetches, (path, message) => c.issue(path, message));
   if (tracing?.tls?.insecure) deps.logger.warn("`insecure: true` turns off all verification of the trace collector's certificate; use `root` and `hostname` instead outside tests", { at: 'config.tracing.tls.insecure' });
-  const staticConfig: StaticConfig = { ...resolved, tracing, logging: { ...resolved.logging, rules: compileAccessLogRules(rawLogging, deps.expressions) } };
+  const staticConfig: StaticConfig = {
+    ...resolved,
+    tracing,
+    logging: { ...resolved.logging, rules: compileAccessLogRules(rawLogging, deps.expressions) },
+    frontendHttp2: resolveFrontendHttp2(config.frontendPolicies),
+  };
   c.resolveSections(config.config as Obj | undefined);
   c.staticConfig = staticConfig;
   const namedList = (config.backends ?? []) as Obj[];

@@ -56,7 +56,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
       if (holder !== undefined && holder !== owner?.plugin) throw new Error(`\`${prefix}\` is already served by plugin \`${holder}\``);
       if (holder !== undefined) return;
       c.adminRouteOwners.set(prefix, owner?.plugin ?? '');
-      c.adminRoutes.set(prefix, boundedAdminHandler(prefix, handler, owner, logger));
+      c.adminRoutes.set(prefix, boundedAdminHandler(prefix, handler, owner, logger, c.staticConfig.adminUi.endpointTimeoutMs));
     },
     connect: (options) => connectUpstream(ctx, options),
     spans: c.spans,

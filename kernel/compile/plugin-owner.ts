@@ -50,6 +50,17 @@ export class PluginHookError extends Error {
   }
 }
 
+/**
+ * A third-party response hook left its reply unwritable (ADR 0154: a body that is an object, no headers): the response
+ * writer answers 500 instead of writing it (`message` says what was wrong, for the log).
+ */
+export class UnwritableReply extends PluginHookError {
+  constructor(owner: PluginOwner, message: string) {
+    super(owner, new TypeError(message), message, 'response hook');
+    this.name = 'UnwritableReply';
+  }
+}
+
 /** Errors a third-party variant's method threw, with the variant that threw them (ADR 0154); weak, like `owners`. */
 const failures = new WeakMap<object, { readonly owner: PluginOwner; readonly stage: string }>();
 

@@ -1,7 +1,7 @@
 import { Phase } from '../sdk/index.ts';
 import type { AttemptHook, DerivedRequest, Exchange, Facet, PolicyFacets, PolicyInstance, PolicyPlugin, PolicySet, UpstreamAttempt } from '../sdk/index.ts';
 import { ExchangeView } from '../exchange/exchange-view.ts';
-import { runRequestHooks, runUpstreamHook } from './run-hooks.ts';
+import { ownedHooks, runRequestHooks, runUpstreamHook } from './run-hooks.ts';
 import { withholdCredentials } from './withhold-credentials.ts';
 
 export interface PolicyEntry {
@@ -49,6 +49,8 @@ abstract class PolicySetBase implements PolicySet {
   protected abstract readonly merged: readonly PolicyEntry[];
   private requestList: PolicyInstance[] | null | undefined;
   private upstreamList: PolicyInstance[] | null | undefined;
+  private ownedRequestList: PolicyInstance[] | null | undefined;
+  private ownedUpstreamList: PolicyInstance[] | null | undefined;
 
   has(key: string): boolean {
     return this.keys.includes(key);
@@ -108,18 +110,19 @@ abstract class PolicySetBase implements PolicySet {
 
   async runRequestHooks(ex: Exchange): Promise<DerivedRequest> {
     const view = new ExchangeView(ex, true);
-    const hooks = this.requestHooks();
+    // Third-party hooks tagged and their replies checked (ADR 0155); the caller's own request deadline bounds them.
+    const hooks = (this.ownedRequestList ??= ownedHooks(this.requestHooks(), 'request', 0));
     const reply = hooks ? await runRequestHooks(hooks, view) : undefined;
     return reply ? { exchange: view, reply } : { exchange: view };
   }
 
   attemptHook(ex: Exchange): AttemptHook | undefined {
-    const hooks = this.upstreamHooks();
+    const hooks = (this.ownedUpstreamList ??= ownedHooks(this.upstreamHooks(), 'upstream', 0));
     if (!hooks) return undefined;
     const detached = new ExchangeView(ex, false);
     return async (attempt: UpstreamAttempt) => {
       // Failures name their plugin (ADR 0144); the caller's own request deadline bounds the wait.
-      for (const hook of hooks) await runUpstreamHook(hook, detached, attempt, 0);
+      for (const hook of hooks) await runUpstreamHook(hook, detached, attempt);
     };
   }
 }

@@ -12,7 +12,8 @@ export function replyProblem(value: unknown): string | undefined {
   const { status, body } = value as { status?: unknown; body?: unknown };
   // Node's range: an upstream's odd status relayed by a backend stays writable.
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 999) return `a status of ${describe(status)}, not a reply (an HTTP status)`;
-  if (!(value instanceof RawHeadersReply)) {
+  // An upstream's answer whose header list nobody read is fine; once a hook set its `headers`, they are checked.
+  if (!(value instanceof RawHeadersReply) || value.rawHeaders === undefined) {
     const headers = (value as { headers?: unknown }).headers;
     if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return `headers ${describe(headers)}, not a reply (a header object)`;
   }

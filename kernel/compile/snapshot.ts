@@ -11,6 +11,7 @@ import type { CompiledMatch } from './matchers.ts';
 import type { RoutesForPath } from './route-index.ts';
 import type { PathOptions } from '../exchange/normalize-path.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
+import type { FrontendHttp2 } from './frontend-http.ts';
 
 /** A backend of a route with its own chain (backend-level policies) and upstream plan. */
 export interface CompiledBackendRef {
@@ -84,11 +85,6 @@ export interface CompiledRoute {
   readonly shapeError: ((ex: Exchange, reply: Reply) => void) | null;
   /** Whole-request deadline in ms; 0 means none. */
   readonly requestTimeoutMs: number;
-  /**
-   * How long a third-party policy's request hook may leave its promise pending before the request answers 504
-   * (ADR 0144): `defaultTimeouts.backendRequestTimeout`, or 0 when the route's `timeout` policy bounds the request.
-   */
-  readonly hookDeadlineMs: number;
   readonly metrics: RouteMetrics;
 }
 
@@ -149,12 +145,16 @@ export interface StaticConfig {
   readonly tracing: TracingConfig | null;
   /** `config.adminUi`: whether `/ui` is served and the credentials it asks for. */
   readonly adminUi: AdminUiConfig;
+  /** `frontendPolicies.http` (ADR 0158; not a `config` key): each new HTTP/2 client connection's settings. */
+  readonly frontendHttp2?: FrontendHttp2;
 }
 
 export interface AdminUiConfig {
   readonly enabled: boolean;
   readonly basicAuth?: { readonly username: string; readonly password: string };
   readonly apiKey?: string;
+  /** How long a plugin's admin endpoint may take to answer (`adminUi.endpointTimeout`, ADR 0155). */
+  readonly endpointTimeoutMs: number;
 }
 
 /** One compiled config generation. Immutable once built; requests hold it from start to end. */

@@ -3,6 +3,7 @@ import type { ConfigIssue } from '../sdk/index.ts';
 import { ADDRESS_PATTERN } from '../config/skeleton-schema.ts';
 import type { StaticConfig } from './snapshot.ts';
 import { usableCpus } from './usable-cpus.ts';
+import { ADMIN_HANDLER_DEADLINE_MS } from './admin-handler.ts';
 import { defaultMaxConnections } from './open-files.ts';
 import { compileTrustedProxies, trustedProxyProblem } from '../exchange/client-address.ts';
 import type { TrustedProxies } from '../exchange/client-address.ts';
@@ -27,7 +28,7 @@ interface RawStatic {
   workers?: 'auto' | number;
   workerThreads?: number;
   tracing?: RawTracing;
-  adminUi?: { enabled?: boolean; basicAuth?: { username: string; password: string }; apiKey?: string };
+  adminUi?: { enabled?: boolean; basicAuth?: { username: string; password: string }; apiKey?: string; endpointTimeout?: string };
 }
 
 /** `config.trustedProxies`, each entry checked (the schema only says "string"). */
@@ -40,6 +41,14 @@ function trustedProxies(raw: RawStatic): TrustedProxies | null {
   }
   if (issues.length) throw new ConfigError(issues);
   return compileTrustedProxies(entries);
+}
+
+/** `config.adminUi.endpointTimeout` (ADR 0155): a bound, so `0s` (which would answer every request 504) is refused. */
+function adminEndpointTimeout(r: RawStatic): number {
+  const value = r.adminUi?.endpointTimeout;
+  const ms = value === undefined ? ADMIN_HANDLER_DEADLINE_MS : (parseDuration(value) ?? ADMIN_HANDLER_DEADLINE_MS);
+  if (ms > 0) return ms;
+  throw new ConfigError({ code: ErrorCode.configInvalid, path: ['config', 'adminUi', 'endpointTimeout'], message: 'must be more than `0s`: an admin endpoint needs time to answer' });
 }
 
 /**
@@ -106,6 +115,6 @@ export function resolveStaticConfig(raw: RawStatic | undefined, env: NodeJS.Proc
     maxConnectionsPerBind: r.maxConnectionsPerBind ?? defaultMaxConnections(workers),
     workers,
     tracing: resolveTracing(r.tracing, env),
-    adminUi: { enabled: r.adminUi?.enabled ?? true, basicAuth: r.adminUi?.basicAuth, apiKey: r.adminUi?.apiKey },
+    adminUi: { enabled: r.adminUi?.enabled ?? true, basicAuth: r.adminUi?.basicAuth, apiKey: r.adminUi?.apiKey, endpointTimeoutMs: adminEndpointTimeout(r) },
   };
 }

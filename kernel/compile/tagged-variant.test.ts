@@ -24,6 +24,13 @@ class Provider {
   answers(): void {
     throw new GatewayError(429, 'rate_limited', 'slow down');
   }
+  /** A promise-like of another library (not a native Promise) that rejects. */
+  thenable(): PromiseLike<string> {
+    return { then: (_ok: unknown, fail?: (e: unknown) => void) => fail?.(new SyntaxError('thenable provider bug')) } as unknown as PromiseLike<string>;
+  }
+  resolvesThenable(): PromiseLike<string> {
+    return { then: (ok?: (v: string) => void) => ok?.('fine') } as unknown as PromiseLike<string>;
+  }
 }
 
 describe('a third-party variant, tagged (ADR 0154)', () => {
@@ -51,5 +58,12 @@ describe('a third-party variant, tagged (ADR 0154)', () => {
     assert.ok(rejected instanceof RangeError);
     assert.deepEqual(failureOwner(rejected)?.owner, OWNER);
     assert.throws(() => p.answers(), (err: unknown) => err instanceof GatewayError && failureOwner(err) === undefined);
+  });
+
+  it('marks the rejection of a promise-like that is not a native Promise; its value passes (ADR 0155)', async () => {
+    const rejected = await Promise.resolve(p.thenable()).then(() => undefined, (err: unknown) => err);
+    assert.ok(rejected instanceof SyntaxError);
+    assert.deepEqual(failureOwner(rejected)?.owner, OWNER);
+    assert.equal(await p.resolvesThenable(), 'fine');
   });
 });

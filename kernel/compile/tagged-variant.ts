@@ -31,7 +31,8 @@ export function taggedVariant<T>(instance: T, owner: PluginOwner, slot: string):
           } catch (err) {
             return mark(err);
           }
-          return result instanceof Promise ? result.catch(mark) : result;
+          // A promise-like of another library too (ADR 0155): adopted, so that its rejection is marked as well.
+          return typeof (result as PromiseLike<unknown> | null | undefined)?.then === 'function' ? Promise.resolve(result).then(undefined, mark) : result;
         };
         fn = Object.assign(call, { original: value });
         wrapped.set(prop, fn);

@@ -1,5 +1,6 @@
 import { DURATION_PATTERN, MAX_DURATION_MS, SERVICE_REF_SCHEMA } from '../sdk/index.ts';
 import type { JsonSchema } from '../sdk/index.ts';
+import { FRONTEND_POLICIES_SCHEMA } from './frontend-policies-schema.ts';
 
 /** A TCP port, 0-65535 (0: the system picks a free one). */
 const PORT = '(?:6553[0-5]|655[0-2]\\d|65[0-4]\\d{2}|6[0-4]\\d{3}|[1-5]\\d{4}|\\d{1,4})';
@@ -86,6 +87,10 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
           },
           // A header value is trimmed and ASCII: a key with spaces or other characters could never be sent.
           apiKey: { type: 'string', minLength: 16, pattern: '^[!-~]+$', 'x-hint': 'printable ASCII without spaces', 'x-secret': true, description: 'Require this key for every endpoint of `adminAddr` as `Authorization: Bearer <key>` or `x-api-key` (scripts and `switchyard keys`, which sends `ADMIN_API_KEY`; browsers use `basicAuth`).' },
+          endpointTimeout: {
+            $ref: '#/$defs/duration',
+            description: 'How long a plugin endpoint of `adminAddr` (`/keys`, a third-party plugin\'s) may take to answer; then 504, logged naming the plugin (ADR 0154, 0155). More than `0s`. Default `30s`.',
+          },
         },
         additionalProperties: false,
       },
@@ -285,7 +290,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
         'x-hint': 'a hostname, or `*.` followed by a domain',
         description: 'Serve only this Host: exact, or `*.example.com` for any subdomain. Omitted: any host.',
       },
-      protocol: { enum: ['HTTP', 'HTTPS'], description: 'Default `HTTP`. `HTTPS` needs `tls`.' },
+      protocol: { enum: ['HTTP', 'HTTPS'], description: 'Default `HTTP`: HTTP/1.1, and HTTP/2 with prior knowledge (h2c). `HTTPS` needs `tls`: HTTP/1.1 and HTTP/2 by ALPN.' },
       tls: {
         type: 'object',
         description: 'Server certificate for `HTTPS` listeners.',
@@ -374,6 +379,7 @@ export const SKELETON_DEFS: Record<string, JsonSchema> = {
       policies: { 'x-slot': 'backendPolicies', description: 'Policies for this backend on this route.' },
     },
   },
+  frontendPolicies: FRONTEND_POLICIES_SCHEMA,
   namedBackend: {
     'x-slot': 'backend',
     'x-slot-filter': 'named',
@@ -392,6 +398,7 @@ export const ROOT_SCHEMA: JsonSchema = {
   description: 'A Switchyard configuration.',
   properties: {
     config: { $ref: '#/$defs/staticConfig' },
+    frontendPolicies: { $ref: '#/$defs/frontendPolicies' },
     binds: { type: 'array', items: { $ref: '#/$defs/bind' }, description: 'Ports and what they serve.' },
     backends: { type: 'array', items: { $ref: '#/$defs/namedBackend' }, description: 'Named backends.' },
   },

@@ -86,3 +86,18 @@ function onError(this: Reading, err: Error): void {
 function onClose(this: Reading): void {
   if (!this.complete) onError.call(this, new Error('client closed the connection'));
 }
+
+/**
+ * The 500 of a request body plugin code read from `ex.req` itself (its `data` events) without handing it back with
+ * `ex.setBody` (ADR 0144, 0155): what it read is gone, so the body cannot be sent upstream. The client hears no more
+ * than "failed"; `logMessage` (the access log's `error`) says why, and a third-party hook or backend that met it is
+ * named in its log line (run-hooks.ts).
+ */
+export class DrainedBody extends GatewayError {
+  readonly logMessage =
+    'the request body was read from `ex.req` by a plugin that did not hand it back with `ex.setBody(body)`; read it with `ex.bufferBody(limit)` instead';
+  constructor() {
+    super(500, 'internal_error', 'the gateway failed to handle the request', ErrorCode.internal);
+    this.name = 'DrainedBody';
+  }
+}

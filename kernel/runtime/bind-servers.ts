@@ -14,6 +14,8 @@ import { markVerifiedClient } from '../exchange/client-certificate.ts';
 import { defaultTlsSettings } from '../compile/listener-tls-settings.ts';
 import type { LeanBind } from './lean-connection.ts';
 import { ALPN_PROTOCOLS, H2Sessions } from './h2-sessions.ts';
+import { H2_PREFACE_ERROR, takeH2cConnection } from './h2c-preface.ts';
+import { DEFAULT_FRONTEND_HTTP2 } from '../compile/frontend-http.ts';
 
 // Not `import ... from 'node:http'`: an ES import builds http's namespace, which reads its lazy WebSocket getters and so
 // loads Node's bundled undici (about 13 MiB and 25 ms at start, docs/perf.md "Startup").
@@ -27,8 +29,8 @@ interface BindServer {
   listening: boolean;
   /** The lean server side's connections of a cleartext bind (ADR 0088); null: node:http serves every connection. */
   readonly lean: Set<LeanConnection> | null;
-  /** The HTTP/2 connections of a TLS bind (ADR 0141); null for cleartext. */
-  readonly h2: H2Sessions | null;
+  /** The HTTP/2 connections (ADR 0141); on a cleartext bind made by its first h2c client (ADR 0158), null until then. */
+  h2: H2Sessions | null;
 }
 
 /** node:http options of a bind; the header timeout and connection cap come from `config`. */
@@ -254,7 +256,11 @@ export class BindServers {
       // Only on a Node that ignores `shouldUpgradeCallback` (before 22.21 / 24.9).
       else serveDeclinedUpgrade(req, socket as Socket, (res) => pipeline.handle(req, res, port, secure));
     });
-    server.on('clientError', (err: NodeJS.ErrnoException, socket: ClientSocket) => onClientError(err, socket, (status) => pipeline.refused(port, status)));
+    server.on('clientError', (err: NodeJS.ErrnoException, socket: ClientSocket) => {
+      // A cleartext client speaking HTTP/2 with prior knowledge (ADR 0158): llhttp stopped at the preface.
+      if (err.code === H2_PREFACE_ERROR && !secure && takeH2cConnection(err, socket)) return this.h2c(entry, socket);
+      onClientError(err, socket, (status) => pipeline.refused(port, status));
+    });
     // The idle sweep sees the sockets node:http serves: the TCP ones, or for TLS the TLSSocket over each. One 'close'
     // listener per socket: node:http adds and removes one of its own on every request, so the list stays short.
     server.on('connection', (socket: Socket) => {
@@ -319,11 +325,7 @@ export class BindServers {
    * connection that negotiated h2 to the bind's sessions, every other one back to node's (HTTP/1.1 as before).
    */
   private h2Side(server: HttpServer, port: number): H2Sessions {
-    const pipeline = this.pipeline;
-    const sessions = new H2Sessions(
-      (req, res) => pipeline.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, port, true),
-      () => pipeline.snapshot?.staticConfig.defaultTimeouts.streamIdleMs ?? 0,
-    );
+    const sessions = this.h2Sessions(port, true);
     const nodeSecureConnection = server.listeners('secureConnection')[0] as (this: HttpServer, socket: TLSSocket) => void;
     server.off('secureConnection', nodeSecureConnection);
     server.on('secureConnection', function (this: HttpServer, socket: TLSSocket) {
@@ -331,6 +333,23 @@ export class BindServers {
       else nodeSecureConnection.call(this, socket);
     });
     return sessions;
+  }
+
+  /** The bind's HTTP/2 sessions, serving its streams as requests of the bind. */
+  private h2Sessions(port: number, secure: boolean): H2Sessions {
+    const pipeline = this.pipeline;
+    return new H2Sessions(
+      (req, res) => pipeline.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, port, secure),
+      () => pipeline.snapshot?.staticConfig.defaultTimeouts.streamIdleMs ?? 0,
+      IDLE_CLOSE_MS,
+      () => pipeline.snapshot?.staticConfig.frontendHttp2 ?? DEFAULT_FRONTEND_HTTP2,
+    );
+  }
+
+  /** A cleartext connection taken from node:http at the HTTP/2 preface: an h2 session has its own idle close. */
+  private h2c(entry: BindServer, socket: Socket): void {
+    this.swept.delete(socket);
+    (entry.h2 ??= this.h2Sessions(entry.port, false)).accept(socket);
   }
 
   private sweepAlso(socket: SweptSocket): void {

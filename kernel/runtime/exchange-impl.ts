@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import type { AttributeKey, Exchange, PolicyInstance, Reply, RouteInfo } from '../sdk/index.ts';
 import { AbortHook } from '../exchange/abort-hook.ts';
-import { readBody, readWhole } from '../exchange/body-read.ts';
+import { DrainedBody, readBody, readWhole } from '../exchange/body-read.ts';
 import { copyRequestBody, peekRequestBody } from '../exchange/body-peek.ts';
 import type { BodyReceiver } from '../exchange/body-read.ts';
 import { EXCHANGE_ATTRIBUTES, EXCHANGE_STATE } from '../exchange/kernel-exchange.ts';
@@ -19,11 +19,8 @@ import { clientAddress, plainAddress } from '../exchange/client-address.ts';
 import { externalOrigin } from './external-origin.ts';
 import { requestIdFor } from '../telemetry/request-id.ts';
 import { parseHeaders } from '../upstream/undici-core.ts';
-import { hasRequestBody } from '../upstream/request-body.ts';
-import { UpstreamFailure } from '../upstream/upstream-errors.ts';
+import { hasRequestBody, streamTaken } from '../upstream/request-body.ts';
 
-/** The log message of a body read after a policy drained `ex.req` itself (ADR 0144). */
-const DRAINED = 'the request body was read from `ex.req` by a policy that did not hand it back with `ex.setBody(body)`; read it with `ex.bufferBody(limit)` instead';
 const EMPTY = Buffer.alloc(0);
 import type { TrustedProxies } from '../exchange/client-address.ts';
 import { verifiedClientCertificate } from '../exchange/client-certificate.ts';
@@ -271,11 +268,13 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
     if (declared > limit) {
       return receiver.bodyFailed(new GatewayError(413, 'payload_too_large', `request body exceeds the ${limit}-byte limit`, ErrorCode.bodyTooLarge));
     }
-    if (this.req.readableEnded && !readWhole(this.req)) {
-      // Someone read the stream already: a policy that took `ex.req`'s 'data' events without handing the body back
-      // with `ex.setBody`. The 'end' a read would wait for has passed (ADR 0144).
+    const req = this.req;
+    if (!readWhole(req) && streamTaken(req)) {
+      // Someone read the stream already: a plugin that took `ex.req`'s 'data' events without handing the body back
+      // with `ex.setBody`. The 'end' a read would wait for has passed (ADR 0144), or the rest would be sent as the
+      // body (ADR 0155). A peek puts what it read back (ADR 0142).
       if (!hasRequestBody(this)) return receiver.bodyRead(EMPTY);
-      return receiver.bodyFailed(new UpstreamFailure(500, 'internal_error', 'the gateway failed to handle the request', ErrorCode.internal, DRAINED));
+      return receiver.bodyFailed(new DrainedBody());
     }
     this.bodyReceiver = receiver;
     readBody(this.req, limit, this);

@@ -77,7 +77,7 @@ export async function serveWithHealth(ex: ExchangeImpl, route: CompiledRoute, fi
     let error: unknown;
     let handled = false;
     try {
-      if (ref.requestHooks) reply = await runRequestHooks(ref.requestHooks, ex, 0, route.hookDeadlineMs);
+      if (ref.requestHooks) reply = await runRequestHooks(ref.requestHooks, ex);
       if (!reply) {
         handled = true;
         reply = await ref.instance.handle(ex);

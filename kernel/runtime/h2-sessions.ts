@@ -7,17 +7,15 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { IDLE_CLOSE_MS } from './idle-sweep.ts';
 import { h2MessageClasses } from './h2-messages.ts';
+import { keepAlive } from './h2-keepalive.ts';
+import { DEFAULT_FRONTEND_HTTP2 } from '../compile/frontend-http.ts';
+import type { FrontendHttp2 } from '../compile/frontend-http.ts';
 
 /** What an HTTPS bind offers in ALPN, most preferred first: a client offering neither is refused (RFC 7301). */
 export const ALPN_PROTOCOLS = ['h2', 'http/1.1'];
 
 /** Streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); nginx says 128, Go 250. */
 export const MAX_CONCURRENT_STREAMS = 100;
-/**
- * The request header list limit (SETTINGS_MAX_HEADER_LIST_SIZE, RFC 9113 6.5.2: names and values plus 32 bytes
- * each): node:http's 16 KiB head limit of HTTP/1.1 clients. A larger list is answered 431 before any routing.
- */
-export const MAX_HEADER_LIST_BYTES = 16 * 1024;
 /** Header fields per request (node:http keeps 2,000); the list size above bounds them sooner (about 500). */
 const MAX_HEADER_PAIRS = 2_000;
 /** Memory one session may hold in node:http2's buffers (MiB, its default): past it new streams are refused. */
@@ -44,6 +42,15 @@ type Session = ServerHttp2Session & { [kOpen]: number; [kClosed]: number; [kPrem
 /** RFC 9113 7: CANCEL. */
 const CANCEL = 0x8;
 
+/**
+ * The SETTINGS values of `frontendPolicies.http` (ADR 0158). The header list bound (RFC 9113 6.5.2: names and values
+ * plus 32 bytes each) defaults to node:http's 16 KiB head limit of HTTP/1.1 clients; past it node answers 431 before
+ * any routing.
+ */
+function sessionSettings(s: FrontendHttp2): { initialWindowSize: number; maxFrameSize: number; maxHeaderListSize: number } {
+  return { initialWindowSize: s.windowSize, maxFrameSize: s.frameSize, maxHeaderListSize: s.maxHeaderListBytes };
+}
+
 /** A stream silent for the stream idle timeout: reset when its body is still due and nothing was answered. */
 function stalled(stream: ServerHttp2Stream): void {
   if (stream.headersSent || stream.destroyed || stream.state.remoteClose === 1) return;
@@ -56,14 +63,23 @@ export class H2Sessions {
   private readonly sessions = new Set<Session>();
   private readonly idleMs: number;
   private readonly bodyIdleMs: () => number;
+  private readonly settings: () => FrontendHttp2;
+  /** The settings new sessions get (the server's SETTINGS frame), from `settings()` when the last one was accepted. */
+  private applied: FrontendHttp2 = DEFAULT_FRONTEND_HTTP2;
 
   /**
    * `bodyIdleMs`: `config.defaultTimeouts.streamIdleTimeout` now (0: none); `idleMs`: how long a session without
-   * streams or frames stays open (the HTTP/1.1 idle close's).
+   * streams or frames stays open (the HTTP/1.1 idle close's); `settings`: `frontendPolicies.http` now (ADR 0158).
    */
-  constructor(onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void, bodyIdleMs: () => number, idleMs = IDLE_CLOSE_MS) {
+  constructor(
+    onRequest: (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+    bodyIdleMs: () => number,
+    idleMs = IDLE_CLOSE_MS,
+    settings: () => FrontendHttp2 = () => DEFAULT_FRONTEND_HTTP2,
+  ) {
     this.idleMs = idleMs;
     this.bodyIdleMs = bodyIdleMs;
+    this.settings = settings;
     const http2 = process.getBuiltinModule('node:http2');
     const { H2Request, H2Response } = h2MessageClasses();
     this.server = http2.createServer({
@@ -71,14 +87,23 @@ export class H2Sessions {
       Http2ServerResponse: H2Response,
       maxSessionMemory: MAX_SESSION_MEMORY_MIB,
       maxHeaderListPairs: MAX_HEADER_PAIRS,
-      settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, maxHeaderListSize: MAX_HEADER_LIST_BYTES },
+      settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS, ...sessionSettings(DEFAULT_FRONTEND_HTTP2) },
     });
     this.server.on('request', onRequest);
+    // CONNECT (node:http2 answers 405 itself when nothing listens, before the pipeline: no log line, not counted). The
+    // pipeline refuses it as a local answer (405, ADR 0158); extended CONNECT (RFC 8441) is not advertised.
+    this.server.on('connect', onRequest);
     this.server.on('session', (session: Session) => this.track(session));
   }
 
-  /** Serve a TLS connection that negotiated h2 (the bind's `secureConnection`). */
+  /** Serve a TLS connection that negotiated h2 (the bind's `secureConnection`), or an h2c one (h2c-preface.ts). */
   accept(socket: TLSSocket | Socket): void {
+    const settings = this.settings();
+    // A reload changed `frontendPolicies.http`: sessions from now on announce the new settings.
+    if (settings !== this.applied) {
+      this.applied = settings;
+      this.server.updateSettings(sessionSettings(settings));
+    }
     this.server.emit('connection', socket);
   }
 
@@ -87,6 +112,10 @@ export class H2Sessions {
     session[kClosed] = 0;
     session[kPremature] = 0;
     this.sessions.add(session);
+    const settings = this.applied;
+    // The connection's window is no SETTINGS value: a WINDOW_UPDATE on stream 0 raises it from RFC 9113's 65,535.
+    if (settings.connectionWindowSize !== DEFAULT_FRONTEND_HTTP2.connectionWindowSize) session.setLocalWindowSize(settings.connectionWindowSize);
+    if (settings.keepaliveIntervalMs > 0) keepAlive(session, settings.keepaliveIntervalMs, settings.keepaliveTimeoutMs, () => session[kOpen] > 0);
     session.once('close', () => this.sessions.delete(session));
     session.on('stream', (stream: ServerHttp2Stream) => {
       session[kOpen]++;

@@ -13,9 +13,10 @@ import { isCheckedHeaderList } from './checked-header-list.ts';
 import { LeanAnswer } from './lean-answer.ts';
 import { WholeReply } from '../upstream/whole-answer.ts';
 import { bodyPutBack } from '../exchange/body-peek.ts';
+import { DrainedBody } from '../exchange/body-read.ts';
 import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailers.ts';
-import type { TrailerBody } from '../upstream/trailers.ts';
-import { PluginHookError, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
+import type { TrailerBody, UpstreamTrailers } from '../upstream/trailers.ts';
+import { PluginHookError, UnwritableReply, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
 import { replyProblem } from '../compile/reply-check.ts';
 
 /**
@@ -49,7 +50,7 @@ export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Repl
   }
   if (err instanceof GatewayError) {
     // An upstream failure's log line names the upstream; the client's answer does not.
-    ex.errorMessage = err instanceof UpstreamFailure ? err.logMessage : err.message;
+    ex.errorMessage = err instanceof UpstreamFailure || err instanceof DrainedBody ? err.logMessage : err.message;
     return jsonErrorReply(err.status, err.type, err.message, err.headers ? { ...err.headers } : {});
   }
   ex.errorMessage = (err as Error)?.message ?? String(err);
@@ -95,18 +96,16 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
 }
 
 /**
- * The 500 that replaces a reply a third-party response hook left unwritable (ADR 0154: a body that is an object, no
- * headers), logged naming the hook's plugin; undefined when the reply is fine or the hook is the distribution's.
+ * A response hook's failure, logged naming its plugin (looked up now that it failed). True when it was a third-party
+ * hook leaving the reply unwritable (ADR 0154, `ownedHooks`): a 500 went out instead (unless the client left).
  */
-function brokenBy(ex: ExchangeImpl, hook: PolicyInstance, reply: Reply, logger: Logger): Reply | undefined {
-  const owner = ownerOf(hook);
-  if (owner?.package === undefined) return undefined;
-  const problem = replyProblem(reply);
-  if (problem === undefined) return undefined;
-  ex.errorMessage = `response hook left ${problem}`;
-  logger.error('response hook failed', { route: ex.route.key, ...owner, error: ex.errorMessage });
+function hookFailed(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hook: PolicyInstance, err: unknown, logger: Logger): boolean {
+  logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hook), error: err as Error });
+  if (!(err instanceof UnwritableReply)) return false;
+  ex.errorMessage = err.message;
   discard(reply.body);
-  return jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {});
+  if (!res.destroyed) send(ex, res, jsonErrorReply(500, 'internal_error', 'the gateway failed to handle the request', {}));
+  return true;
 }
 
 function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, hooks: readonly PolicyInstance[], start: number, logger: Logger): void {
@@ -115,26 +114,21 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
     try {
       result = hooks[i]!.onResponse!(ex, reply);
     } catch (err) {
-      // The reply goes on, checked below: the hook may have changed it before throwing.
-      logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[i]), error: err as Error });
+      // The reply goes on, unless the hook left it unwritable.
+      if (hookFailed(ex, res, reply, hooks[i]!, err, logger)) return;
       result = undefined;
     }
     if (result && typeof (result as Promise<void>).then === 'function') {
       const next = (): void => {
         // The client left (or the request timed out and was cut) while the hook worked.
         if (res.destroyed) return discard(reply.body);
-        const broken = brokenBy(ex, hooks[i]!, reply, logger);
-        if (broken) return send(ex, res, broken);
         runResponseHooks(ex, res, reply, hooks, i + 1, logger);
       };
       (result as Promise<void>).then(next, (err: unknown) => {
-        logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[i]), error: err as Error });
-        next();
+        if (!hookFailed(ex, res, reply, hooks[i]!, err, logger)) next();
       });
       return;
     }
-    const broken = brokenBy(ex, hooks[i]!, reply, logger);
-    if (broken) return send(ex, res, broken);
   }
   send(ex, res, reply);
 }
@@ -150,7 +144,7 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   if (body instanceof Readable) {
     ex.replyStream = body;
     // An HTTP/2 client gets the upstream's trailers (ADR 0141): given before `pipe` ends the response.
-    if (takesTrailers(res)) body.once('end', () => relayTrailers(res, (body as TrailerBody)[kBodyTrailers]));
+    if (takesTrailers(res)) body.once('end', () => relayTrailers(res, trailersOf(reply, body)));
     body.on('error', (err) => {
       // The upstream broke mid-stream: the client must see a truncated response, not a clean end. An error of the
       // exchange's own abort (the route's deadline) keeps the message its cause gave.
@@ -158,11 +152,17 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
       res.destroy(err);
     });
     body.pipe(res);
-  } else if (body === null || body === undefined) {
-    res.end();
   } else {
-    res.end(body);
+    // An answer read whole, by its backend (`readWhole`) or by a policy that set the bytes (ADR 0158).
+    if (takesTrailers(res)) relayTrailers(res, trailersOf(reply, null));
+    if (body === null || body === undefined) res.end();
+    else res.end(body);
   }
+}
+
+/** The upstream's trailers of a reply: its body stream's, else the answer's it was made from (`WholeReply`). */
+function trailersOf(reply: Reply, body: Readable | null): UpstreamTrailers | null | undefined {
+  return (body as TrailerBody | null)?.[kBodyTrailers] ?? (reply as TrailerBody)[kBodyTrailers];
 }
 
 /**
@@ -334,11 +334,8 @@ function editHeaderList(ex: ExchangeImpl, status: number, raw: RawHeaders, hooks
   }
   for (let h = 0; h < hooks.length; h++) {
     try {
-      // Synchronous by contract; an async one's rejection is logged, not left unhandled (ADR 0154). Nothing waits.
-      const done: unknown = hooks[h]!.onResponseHeaders!(ex, status, list);
-      if (done !== undefined && typeof (done as PromiseLike<void>).then === 'function') {
-        (done as PromiseLike<void>).then(undefined, (err: unknown) => logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[h]), error: err as Error }));
-      }
+      // Synchronous by contract; a third-party one's rejected promise is logged by its wrapper (ADR 0155).
+      hooks[h]!.onResponseHeaders!(ex, status, list);
     } catch (err) {
       logger.error('response hook failed', { route: ex.route.key, ...ownerOf(hooks[h]), error: err as Error });
     }

@@ -3,7 +3,7 @@ import type { CompiledBind, CompiledListener, CompiledRoute, Snapshot } from '..
 import { ExchangeImpl } from './exchange-impl.ts';
 import { HostRejection, requestHostname } from './host-header.ts';
 import { absoluteFormScheme, normalizePath } from '../exchange/normalize-path.ts';
-import { requestInputProblem, UNSUPPORTED_CODING } from './request-input.ts';
+import { CONNECT_REFUSED, requestInputProblem, UNSUPPORTED_CODING } from './request-input.ts';
 import { ErrorCode, GatewayError } from '../sdk/index.ts';
 import { blankConnectionListed } from '../upstream/hop-by-hop.ts';
 
@@ -101,8 +101,13 @@ export const noRoute = (what: 'listener' | 'route', ex: ExchangeImpl): GatewayEr
     what === 'route' ? ErrorCode.routeNotFound : ErrorCode.listenerNotFound,
   );
 
-/** A 400 for a request whose Host, path or framing is refused before routing (501 for a transfer coding, ADR 0092). */
+/**
+ * A 400 for a request whose Host, path or framing is refused before routing (501 for a transfer coding, ADR 0092; 405
+ * for an HTTP/2 client's CONNECT, ADR 0158).
+ */
 export const refused = (message: string): GatewayError =>
   message === UNSUPPORTED_CODING
     ? new GatewayError(501, 'not_implemented', message, ErrorCode.badRequest)
-    : new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);
+    : message === CONNECT_REFUSED
+      ? new GatewayError(405, 'method_not_allowed', message, ErrorCode.badRequest)
+      : new GatewayError(400, 'bad_request', message, ErrorCode.badRequest);

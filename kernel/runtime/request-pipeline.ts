@@ -173,7 +173,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     }
     let early: Reply | undefined | Promise<Reply | undefined>;
     try {
-      early = runRequestHooks(hooks, ex, 0, route.hookDeadlineMs);
+      early = runRequestHooks(hooks, ex);
     } catch (err) {
       writeReply(ex, res, errorReply(err, this.logger, ex), route.responseHooks, this.logger);
       return;
@@ -246,7 +246,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     }
     if (ref.requestHooks !== null) {
       const onError = (err: unknown): void => writeReply(ex, res, errorReply(err, this.logger, ex), ref.responseHooks, this.logger);
-      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex, 0, route.hookDeadlineMs)) || ref.instance.handle(ex);
+      const run = async (): Promise<Reply> => (await runRequestHooks(ref.requestHooks!, ex)) || ref.instance.handle(ex);
       run().then((reply) => writeReply(ex, res, reply, ref.responseHooks, this.logger), onError);
       return;
     }
@@ -271,7 +271,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     };
     let early: Reply | undefined | Promise<Reply | undefined>;
     try {
-      early = runRequestHooks(ref.requestHooks!, ex, 0, ex.compiledRoute!.hookDeadlineMs);
+      early = runRequestHooks(ref.requestHooks!, ex);
     } catch (err) {
       return fail(err);
     }
@@ -333,21 +333,16 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     if (logHooks) {
       for (const h of logHooks) {
         try {
-          // An `async onLog` (shipping the line somewhere) rejecting was an unhandled rejection ending the process (ADR 0154).
-          const done: unknown = h.onLog!(ex, ex.status);
-          if (done !== undefined && typeof (done as PromiseLike<void>).then === 'function') (done as PromiseLike<void>).then(undefined, (err: unknown) => this.logHookFailed(ex, h, err));
+          // A third-party `async onLog`'s rejection is logged by its wrapper (ADR 0155).
+          h.onLog!(ex, ex.status);
         } catch (err) {
-          this.logHookFailed(ex, h, err);
+          this.logger.error('log hook failed', { route: ex.route.key, ...ownerOf(h), error: err as Error });
         }
       }
     }
     if (ex.span !== undefined) this.tracing?.finish(ex);
     this.accessLog.record(ex, duration);
     ex.snapshot!.release();
-  }
-
-  private logHookFailed(ex: ExchangeImpl, hook: PolicyInstance, err: unknown): void {
-    this.logger.error('log hook failed', { route: ex.route.key, ...ownerOf(hook), error: err as Error });
   }
 
   /** A request node:http refused before it parsed (400, 431, 408): counted under its bind, with no route. */

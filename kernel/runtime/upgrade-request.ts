@@ -9,6 +9,7 @@ import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { upgradeAllowed } from '../upstream/upgrade-protocols.ts';
+import { isPromiseLike } from '../upstream/request-body.ts';
 import type { UpgradeTap } from '../exchange/kernel-exchange.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { endFields, watchUpgradedConnection } from './upgraded-connection.ts';
@@ -97,9 +98,10 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
   }
   const run = async (): Promise<void> => {
     if (route.requestHooks) {
-      const early = await runRequestHooks(route.requestHooks, ex, 0, route.hookDeadlineMs);
+      const early = await runRequestHooks(route.requestHooks, ex);
       if (early) {
-        for (const h of route.responseHooks ?? []) h.onResponse!(ex, early);
+        // Awaited: a third-party hook's promise may reject (`UnwritableReply`, ADR 0155), answered as a failure.
+        for (const h of route.responseHooks ?? []) await h.onResponse!(ex, early);
         return refuse(early);
       }
     }
@@ -109,11 +111,13 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
     }
     ex.plan = ref.plan;
     if (ref.requestHooks) {
-      const early = await runRequestHooks(ref.requestHooks, ex, 0, route.hookDeadlineMs);
+      const early = await runRequestHooks(ref.requestHooks, ex);
       if (early) return refuse(early);
     }
     ex.status = 101; // what a backend that does not tell its outcome is logged with
-    ref.instance.upgrade(ex, socket, head);
+    // Typed void: a plugin's async one is awaited, so that its rejection is answered, not left unhandled (ADR 0155).
+    const done: unknown = ref.instance.upgrade(ex, socket, head);
+    if (isPromiseLike(done)) await done;
   };
   run().catch((err: unknown) => refuse(errorReply(err, logger, ex)));
 }

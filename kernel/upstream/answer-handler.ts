@@ -1,4 +1,17 @@
 import type { AbortHook, AbortReceiver } from '../exchange/abort-hook.ts';
+import { connectErrorCode } from './upstream-errors.ts';
+
+/** Failures of requests undici never handed to a connection (it could not connect, a TLS handshake failed). */
+const unsent = new WeakSet<object>();
+
+/**
+ * Whether `err` failed a request before any of it was written (ADR 0156): a failure to connect, or one before undici
+ * handed the request to a connection (`onConnect`). The lean client is handed requests before it connects: only its
+ * connect failures count.
+ */
+export function failedUnsent(err: unknown): boolean {
+  return connectErrorCode(err) !== undefined || (typeof err === 'object' && err !== null && unsent.has(err));
+}
 
 /**
  * What the kernel's undici dispatch handlers for `forward` (an answer read whole, ADR 0058; a streamed one with its
@@ -19,6 +32,8 @@ export abstract class AnswerHandler<T> implements AbortReceiver {
   abortRequest: ((err?: Error) => void) | null = null;
   /** The request is over (completed, failed or aborted). */
   protected ended = false;
+  /** `onConnect` was called: the request was handed to a connection, and may have been written. */
+  private handedOn = false;
 
   constructor(state: { readonly aborted?: unknown; abortHook(): AbortHook } | null, onStarted?: () => void) {
     this.state = state;
@@ -47,11 +62,18 @@ export abstract class AnswerHandler<T> implements AbortReceiver {
   }
 
   onConnect(abort: (err?: Error) => void): void {
+    this.handedOn = true;
     if (this.ended) return abort(new Error('aborted'));
     const aborted = this.state?.aborted;
     // Aborted while queued for a connection: give up now.
     if (aborted !== undefined) abort(aborted instanceof Error ? aborted : new Error(String(aborted)));
     else this.abortRequest = abort;
+  }
+
+  /** `err`, the request's failure before its answer, noted when nothing of the request was written (`failedUnsent`). */
+  protected beforeAnswer(err: Error): Error {
+    if (!this.handedOn) unsent.add(err);
+    return err;
   }
 
   /** The request ended: no abort to pass on any more. */

@@ -7,8 +7,8 @@ import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
 import { isPromiseLike, requestBody, hasRequestBody } from './request-body.ts';
 import { ReplayCopy } from './replay-copy.ts';
-import { attemptTimeout, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED } from './upstream-errors.ts';
-import { poolRequest } from './undici-core.ts';
+import { failedUnsent } from './answer-handler.ts';
+import { attemptTimeout, InvalidStatusError, isHttpStatus, isRetryableFailure, UPLOAD_STALLED, upstreamFailure } from './upstream-errors.ts';
 import { StreamAnswer } from './stream-answer.ts';
 import { WholeAnswer, WholeReply } from './whole-answer.ts';
 import type { WholeResponse } from './whole-answer.ts';
@@ -19,12 +19,11 @@ import { runUpstreamHook } from '../compile/run-hooks.ts';
 
 /**
  * `whole` of a forward streamed with the upstream's raw header list (`ForwardOptions.rawHeaders`); a positive `whole`
- * reads the answer whole up to that many bytes, 0 streams it through `request()`.
+ * reads the answer whole up to that many bytes. 0 streams it as well: every streamed answer goes through
+ * `StreamAnswer`, whose small chunks are joined and whose reading stops while the reader is behind (ADR 0156; undici's
+ * `request()` kept a Buffer per chunk, ADR 0153).
  */
 export const STREAM_RAW = -1;
-
-/** An attempt's answer: undici's `request()` result (a streamed body) or one read whole (`ForwardOptions.readWhole`) or streamed raw. */
-type Answer = Dispatcher.ResponseData | WholeResponse;
 
 /**
  * A retry's backoff, cut short when the exchange aborts (the client left, the route deadline answered it): no
@@ -46,6 +45,9 @@ export function backoff(ms: number, ex: Exchange): Promise<void> {
 }
 
 const noop = (): void => undefined;
+
+/** A client that stopped sending its upload: answered 408 (`upstreamFailure`), as Envoy's stream idle timeout. */
+const stalledUpload = (): Error => Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED });
 
 /**
  * Run `start` (the attempt's deadline) once the request body streamed from the client has been sent whole, at once for
@@ -69,7 +71,7 @@ function afterUpload(body: Buffer | IncomingMessage | null, idleMs: number, star
           seen = read;
           idle!.refresh();
         } else if (body.readableLength > 0 || body.readableFlowing === false) stalled(Object.assign(new Error('Body Timeout Error'), { code: 'UND_ERR_BODY_TIMEOUT' }));
-        else stalled(Object.assign(new Error('Request body stalled'), { code: UPLOAD_STALLED }));
+        else stalled(stalledUpload());
       }, idleMs)
     : undefined;
   const ended = (): void => {
@@ -83,15 +85,9 @@ function afterUpload(body: Buffer | IncomingMessage | null, idleMs: number, star
   };
 }
 
-/** When the answer's headers arrived: now for `request()`'s (it resolves then), recorded by `WholeAnswer`. */
-function answeredAt(response: Answer): number {
-  return 'answeredAt' in response ? response.answeredAt : performance.now();
-}
-
 /** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
-function upstreamReply(response: Answer): Reply {
-  if ('rawHeaders' in response) return new WholeReply(response.statusCode, response.rawHeaders, response.body);
-  return { status: response.statusCode, headers: response.headers as Record<string, string | string[] | undefined>, body: response.body, local: false };
+function upstreamReply(response: WholeResponse): Reply {
+  return new WholeReply(response);
 }
 
 /**
@@ -112,7 +108,7 @@ function sendOnce(target: PooledTarget, ex: Exchange, state: ExchangeState, head
   const sentAt = performance.now();
   return send(target, ex, state, ex.path + ex.query, headers, body, plan, whole).then(
     (response) => {
-      target.metrics?.duration.observe((answeredAt(response) - sentAt) / 1000);
+      target.metrics?.duration.observe((response.answeredAt - sentAt) / 1000);
       return upstreamReply(response);
     },
     (err: unknown) => {
@@ -180,13 +176,13 @@ export async function forwardAttempts(
         const view: UpstreamAttempt = { method: ex.method, path, origin: target.origin, headers: attemptHeaders, body: Buffer.isBuffer(body) ? body : undefined, attempt };
         if (plan.upstreamHooks) {
           for (const hook of plan.upstreamHooks) {
-            const r = runUpstreamHook(hook, ex, view, plan.headersTimeoutMs);
+            const r = runUpstreamHook(hook, ex, view);
             if (r) await r;
           }
         }
         if (onAttempt) await onAttempt(view);
       }
-      let response: Answer;
+      let response: WholeResponse;
       // One CLIENT span per attempt (retries visible); the upstream gets its traceparent.
       const tracing = target.traces?.tracing ?? null;
       let span: Span | undefined;
@@ -200,7 +196,7 @@ export async function forwardAttempts(
           discard(response.body);
           throw new InvalidStatusError(response.statusCode);
         }
-        const at = answeredAt(response);
+        const at = response.answeredAt;
         target.metrics?.duration.observe((at - sentAt) / 1000);
         if (span !== undefined) tracing!.endClient(span, response.statusCode, undefined, whole > 0 ? at : undefined);
       } catch (err) {
@@ -208,6 +204,12 @@ export async function forwardAttempts(
         const failure = target.attemptFailed(err, sentAt, plan);
         if (state.timedOut || state.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
+        // Nothing of the request was written (it never connected): a body still arriving is let in whole for the
+        // retry, here or on another backend (ADR 0156), under the stream idle deadline of an upload.
+        if (retryable && copy !== undefined && failedUnsent(err)) {
+          if (await copy.arrive(plan.idleTimeoutMs, ex.signal)) throw upstreamFailure(stalledUpload(), target.origin);
+          if (state.timedOut || state.res?.destroyed) throw failure;
+        }
         if (attempt + 1 < maxAttempts && retryable && replay() && mayRetry()) {
           target.metrics?.retry();
           await backoff(plan.retry!.backoffMs, ex);
@@ -239,77 +241,26 @@ export async function forwardAttempts(
   }
 }
 
-/** Let go of an answer's body that is not relayed (a retried answer, one with an invalid status). */
-function discard(body: Answer['body']): void {
-  if (Buffer.isBuffer(body)) return;
-  body.on('error', () => undefined);
-  if ('dump' in body) body.dump().catch(() => undefined);
-  else body.destroy();
-}
+/** A body not relayed is read to its end up to this many bytes (undici's `dump()` limit) so its connection is reused. */
+const DISCARD_LIMIT = 128 * 1024;
 
-/** One attempt through undici's `request()` (or read whole), with the route's deadlines and the exchange's abort. */
-function send(
-  target: PooledTarget,
-  ex: Exchange,
-  state: ExchangeState,
-  path: string,
-  headers: IncomingHttpHeaders,
-  body: Buffer | IncomingMessage | null,
-  plan: UpstreamPlan,
-  whole: number,
-): Promise<Answer> {
-  const timeoutMs = plan.attemptTimeoutMs;
-  // Default deadlines (ADR 0019) ride on undici's own parser timers: no timer or closure of ours per request.
-  const headersTimeout = plan.headersTimeoutMs;
-  const bodyTimeout = plan.idleTimeoutMs;
-  if (whole !== 0) return sendWhole(target, ex, state, path, headers, body, plan, whole);
-  // A streamed body takes the path below even without a deadline: it bounds a stalled upload (the stream idle deadline).
-  if (timeoutMs <= 0 && (body === null || Buffer.isBuffer(body))) {
-    if (state.aborted !== undefined) return Promise.reject(state.aborted);
-    const signal = state.abortHook() as unknown as AbortSignal;
-    return poolRequest(target.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal, headersTimeout, bodyTimeout });
-  }
-  // One controller per attempt: it aborts on the attempt deadline and when the whole exchange aborts.
-  const attempt = new AbortController();
-  const outer = ex.signal;
-  if (outer.aborted) return Promise.reject(outer.reason);
-  const onOuter = (): void => attempt.abort(outer.reason);
-  outer.addEventListener('abort', onOuter, { once: true });
-  const timeout = attemptTimeout(target.origin, timeoutMs);
-  let timer: NodeJS.Timeout | undefined;
-  let stall: Error | undefined;
-  const uploaded = afterUpload(
-    body,
-    bodyTimeout,
-    () => {
-      if (timeoutMs > 0) timer = setTimeout(() => attempt.abort(timeout), timeoutMs);
-    },
-    (err) => attempt.abort((stall = err)),
-  );
-  const settled = (): void => {
-    uploaded();
-    clearTimeout(timer);
-    outer.removeEventListener('abort', onOuter);
-  };
-  return poolRequest(target.pool, { path, method: ex.method as Dispatcher.HttpMethod, headers, body, signal: attempt.signal, headersTimeout, bodyTimeout })
-    .then(
-      (response) => {
-        settled();
-        return response;
-      },
-      (err: unknown) => {
-        settled();
-        const reason: unknown = attempt.signal.aborted ? attempt.signal.reason : undefined;
-        throw reason !== undefined && (reason === timeout || reason === stall) ? reason : err;
-      },
-    );
+/** Let go of an answer's body that is not relayed (a retried answer, one with an invalid status). */
+function discard(body: WholeResponse['body']): void {
+  if (Buffer.isBuffer(body)) return;
+  body.on('error', noop);
+  let left = DISCARD_LIMIT;
+  // Past the limit it is cut: destroyed, the upstream request (and its connection) goes too.
+  body.on('data', (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) body.destroy();
+  });
 }
 
 /**
- * `send` through a dispatch handler of ours, the answer read whole (ADR 0058) or streamed with its raw headers
- * (`whole` is STREAM_RAW): the same deadlines and aborts.
+ * One attempt through a dispatch handler of ours (not undici's `request()`), the answer read whole (ADR 0058) or
+ * streamed with its raw headers (ADR 0081, 0156), with the route's deadlines and the exchange's abort.
  */
-function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, path: string, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan, limit: number): Promise<WholeResponse> {
+function send(target: PooledTarget, ex: Exchange, state: ExchangeState, path: string, headers: IncomingHttpHeaders, body: Buffer | IncomingMessage | null, plan: UpstreamPlan, limit: number): Promise<WholeResponse> {
   if (state.aborted !== undefined) return Promise.reject(state.aborted);
   const timeoutMs = plan.attemptTimeoutMs;
   const options = { path, method: ex.method as Dispatcher.HttpMethod, headers, body, headersTimeout: plan.headersTimeoutMs, bodyTimeout: plan.idleTimeoutMs };
@@ -322,7 +273,7 @@ function sendWhole(target: PooledTarget, ex: Exchange, state: ExchangeState, pat
     else target.pool.dispatch(options, handler);
     return handler.promise;
   }
-  // A per-attempt deadline (as in `send`): until the answer starts; the exchange's abort until it ended.
+  // A per-attempt deadline: until the answer starts; the exchange's abort until it ended.
   const timeout = attemptTimeout(target.origin, timeoutMs);
   const outer = ex.signal;
   let timer: NodeJS.Timeout | undefined = undefined;

@@ -197,7 +197,12 @@ export class H1Connection {
       sent += c.length;
       if (this.uploading) this.arm(call.opts.bodyTimeout, UPLOAD_STALLED);
       if (!chunked && sent > length) return call.fail(new H1Error('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'Request body length does not match content-length header'));
-      const ok = chunked ? socket.write(`${c.length.toString(16)}\r\n`, 'latin1') && socket.write(c) && socket.write('\r\n', 'latin1') : socket.write(c);
+      // A chunk's three writes all go out (a full buffer takes them too): the last one says whether to pause.
+      if (chunked) {
+        socket.write(`${c.length.toString(16)}\r\n`, 'latin1');
+        socket.write(c);
+      }
+      const ok = socket.write(chunked ? '\r\n' : c, chunked ? 'latin1' : undefined);
       if (!ok) {
         body.pause();
         socket.once('drain', () => {

@@ -1,5 +1,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
@@ -219,6 +221,29 @@ describe('H1Pool against a real upstream', () => {
     held = [];
     assert.equal((await send(pool, {})).body, 'ok');
     assert.equal(up.connections(), 3);
+  });
+
+  it('a chunked body streamed to an upstream that reads it slowly arrives whole, framed right (ADR 0156)', async () => {
+    // A chunk's size line that filled the socket's buffer used to end its write: its data and CRLF were never sent.
+    const sent = randomBytes(4 * 1024 * 1024);
+    const server = createHttpServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.pause();
+      setTimeout(() => req.resume(), 300);
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => res.end(createHash('sha256').update(Buffer.concat(chunks)).digest('hex')));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server as unknown as Server);
+    const pool = new H1Pool('127.0.0.1', (server.address() as { port: number }).port);
+    pools.push(pool);
+    const body = new PassThrough();
+    for (let i = 0; i < sent.length; i += 64 * 1024) body.write(sent.subarray(i, i + 64 * 1024));
+    body.end();
+    const out = await send(pool, { method: 'POST', headers: { host: 'up' }, body: body as unknown as IncomingMessage });
+    assert.equal(out.error, undefined);
+    assert.equal(out.status, 200);
+    assert.equal(out.body, createHash('sha256').update(sent).digest('hex'));
   });
 
   it('connection refused reads as ECONNREFUSED', async () => {

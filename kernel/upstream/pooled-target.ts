@@ -16,8 +16,8 @@ import { connectErrorCode, upstreamFailure } from './upstream-errors.ts';
 import type { LazyPool, Pool } from './undici-core.ts';
 import { parseOrigin } from './origin.ts';
 import type { Origin } from './origin.ts';
-import { hasRequestBody, readsFirst } from './request-body.ts';
-import { readWhole } from '../exchange/body-read.ts';
+import { hasRequestBody, readsFirst, streamTaken } from './request-body.ts';
+import { DrainedBody, readWhole } from '../exchange/body-read.ts';
 import { DirectForward } from './direct-forward.ts';
 import type { H1Handler } from './h1-connection.ts';
 import type { H1Pool } from './h1-pool.ts';
@@ -130,6 +130,8 @@ export class PooledTarget implements UpstreamTarget, DirectForwarder, DirectOrig
     else if (readsFirst(headers)) state.readBodyOnSocket(RETRY_BUFFER_LIMIT, handler);
     // A lean request (ADR 0088 addendum) has no stream to send, only its body read whole (at most 64 KiB).
     else if (readWhole(ex.req)) state.readBodyOnSocket(Infinity, handler);
+    // A body a policy took from `ex.req` itself is not sent cut (ADR 0155); a smaller one's read finds it too.
+    else if (streamTaken(ex.req)) handler.bodyFailed(new DrainedBody());
     else handler.send(ex.req);
     return true;
   }

@@ -7,6 +7,7 @@ import { LazyPool, undiciClient } from './undici-core.ts';
 import { parseOrigin } from './origin.ts';
 import { PooledTarget } from './pooled-target.ts';
 import { H1Pool } from './h1-pool.ts';
+import { boundH2Answers } from './h2-answer-bounds.ts';
 
 /** Upstream targets over pools kept in the generational resource cache (so reloads keep warm connections). */
 export class PooledUpstreams implements HttpUpstreams {
@@ -32,10 +33,12 @@ export class PooledUpstreams implements HttpUpstreams {
           // h2c (ADR 0151): undici's connector marks a cleartext socket as h2: its client speaks HTTP/2 with prior
           // knowledge. undici 7's types leave `useH2c` out of the connector's options; its code reads it.
           const cleartext = { useH2c: http2 } as Parameters<typeof buildConnector>[0];
+          const allowH2 = http2 || (options.tls?.alpn?.includes('h2') ?? false);
+          if (allowH2) boundH2Answers();
           const guard = new ConnectGuard(parsed.secure ? tlsConnector(options.tls, parsed.host, http2) : buildConnector(cleartext));
           const created = new UndiciPool(parsed.href, {
             connect: guard.connect,
-            allowH2: http2 || (options.tls?.alpn?.includes('h2') ?? false),
+            allowH2,
             // No pool-wide deadlines: forwarded requests carry their route's (ADR 0019); plugin-made calls set their own.
             headersTimeout: 0,
             bodyTimeout: 0,

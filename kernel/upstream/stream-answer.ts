@@ -75,7 +75,7 @@ export class StreamAnswer extends AnswerHandler<WholeResponse> implements Dispat
     if (this.ended) return;
     this.done();
     this.held = undefined;
-    if (this.body === null) this.reject(err);
+    if (this.body === null) this.reject(this.beforeAnswer(err));
     else this.body.destroy(err);
   }
 }

@@ -39,7 +39,7 @@ export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duple
   const headers = upgradeHeaders(target, ex, state);
   const view: UpstreamAttempt = { method: ex.method, path: ex.path + ex.query, origin: target.origin, headers: headers as IncomingHttpHeaders, body: undefined, attempt: 0 };
   void (async () => {
-    for (const hook of hooks ?? []) await runUpstreamHook(hook, ex, view, state.plan.headersTimeoutMs);
+    for (const hook of hooks ?? []) await runUpstreamHook(hook, ex, view);
     await onAttempt?.(view);
   })().then(
     () => sendUpgrade(target, ex, socket, head, headers),

@@ -8,6 +8,8 @@ import type { AbortHook } from '../exchange/abort-hook.ts';
 import { AnswerHandler } from './answer-handler.ts';
 import type { RawHeaders } from './direct-forward.ts';
 import type { H1Handler } from './h1-connection.ts';
+import { kBodyTrailers } from './trailers.ts';
+import type { TrailerBody, UpstreamTrailers } from './trailers.ts';
 
 /** An upstream answer read whole: `body` is the bytes, or (rarely) a stream that fails as the body did. */
 export interface WholeResponse {
@@ -20,6 +22,8 @@ export interface WholeResponse {
   readonly body: Buffer | Readable;
   /** `performance.now()` when the answer's headers arrived: the attempt's span and duration end there, as with `request()`. */
   readonly answeredAt: number;
+  /** The upstream's trailers of an answer read whole (a streamed body carries its own, `kBodyTrailers`). */
+  readonly trailers?: UpstreamTrailers | null;
 }
 
 /**
@@ -72,12 +76,13 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
     return true;
   }
 
-  onComplete(): void {
+  onComplete(trailers?: UpstreamTrailers | null): void {
     if (this.ended) return;
     this.done();
     const rest = this.rest;
     const body = rest === undefined ? (this.first ?? EMPTY) : Buffer.concat([this.first!, ...rest.list()], this.size);
-    this.resolve({ statusCode: this.statusCode, rawHeaders: this.rawHeaders!, body, answeredAt: this.answeredAt });
+    // Kept for an HTTP/2 client (ADR 0158): gRPC's status travels in them.
+    this.resolve({ statusCode: this.statusCode, rawHeaders: this.rawHeaders!, body, answeredAt: this.answeredAt, trailers });
   }
 
   /**
@@ -93,7 +98,7 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
   onError(err: Error): void {
     if (this.ended) return;
     this.done();
-    if (this.rawHeaders === null) return this.reject(err);
+    if (this.rawHeaders === null) return this.reject(this.beforeAnswer(err));
     // The answer had started: the body fails where it is read, as a streamed body would have.
     const failure = this.tooLarge ? new BodyTooLargeError(this.limit) : err;
     // Fails when first read, so whoever reads it has its listeners on by then.
@@ -109,10 +114,25 @@ export class WholeAnswer extends AnswerHandler<WholeResponse> implements Dispatc
 const EMPTY = Buffer.alloc(0);
 
 /**
- * An answer read whole as a `Reply`: its header object made from the raw list only when read. A list of strings is
- * the lean client's, checked by its parser: the reply writer writes it without node:http checking it again.
+ * An upstream's answer (read whole or streamed raw) as a `Reply`: its header object made from the raw list only when
+ * read. A list of strings is the lean client's, checked by its parser: the reply writer writes it without node:http
+ * checking it again. Its trailers are the answer's, also once a plugin has read a streamed body whole and set the
+ * bytes as the body (ADR 0158).
  */
-export class WholeReply extends RawHeadersReply {
+export class WholeReply extends RawHeadersReply implements TrailerBody {
+  private readonly answer: WholeResponse;
+
+  constructor(answer: WholeResponse) {
+    super(answer.statusCode, answer.rawHeaders, answer.body);
+    this.answer = answer;
+  }
+
+  /** The trailers of an answer read whole, or those of its stream once it ended (undefined before). */
+  get [kBodyTrailers](): UpstreamTrailers | null | undefined {
+    const answer = this.answer;
+    return answer.trailers ?? (answer.body as TrailerBody)[kBodyTrailers];
+  }
+
   protected nameOf(name: Buffer | string): string {
     return headerNameToString(name);
   }

@@ -146,6 +146,12 @@ describe('ai policy: config errors', () => {
     assert.match(headlines(none).join('\n'), /exactly one of .*`regex`/);
   });
 
+  // A 1xx is no final answer: the client got `100 Continue` and then waited for ever (ADR 0159).
+  it('a rejection status below 200 is a schema error', async () => {
+    const err = await compileError(withAi('promptGuard:', '  request:', '    - regex: { rules: [{ pattern: x }] }', '      rejection: { status: 101 }'), options);
+    assert.match(headlines(err).join('\n'), /rejection\.status.*200|200.*rejection/s);
+  });
+
   it('unknown route types and unknown fields are schema errors', async () => {
     const err = await compileError(withAi('routes:', '  /v1/chat/completions: chat'), options);
     assert.match(headlines(err).join('\n'), /test\.yaml:8:.*routes/);

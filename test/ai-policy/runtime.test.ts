@@ -288,4 +288,30 @@ describe('ai runtime: prompt guards (regex)', () => {
     assert.equal((await runtime({ promptGuard: { response: [{ regex: { rules: [{ builtin: 'email' }] } }] } })).guardStreams, false, 'Disabled by default');
     assert.equal((await runtime({ promptGuard: { streaming: 'Disabled' } })).guardStreams, false);
   });
+
+  // A client picks its path: one the routes send to `passthrough` or `realtime` escapes every guard (ADR 0159).
+  it('guards with routes of type passthrough or realtime warn at load, naming the route', async () => {
+    const warnings: string[] = [];
+    const guard = { request: [{ regex: { rules: [{ builtin: 'email' }] } }] };
+    await runtime({ routes: { '/v1/chat/completions': 'completions', '/v1/realtime': 'realtime', '*': 'passthrough' }, promptGuard: guard }, warnings);
+    assert.deepEqual(warnings, [
+      'policies.ai.routes./v1/realtime: prompt guards do not run on `realtime` requests: a client reaches them by its path',
+      'policies.ai.routes.*: prompt guards do not run on `passthrough` requests: a client reaches them by its path',
+    ]);
+    const quiet: string[] = [];
+    await runtime({ routes: { '*': 'passthrough' } }, quiet);
+    assert.deepEqual(quiet, [], 'no guards: nothing to say');
+  });
+
+  // A client escapes response guards by asking `stream: true` unless streams are guarded too (ADR 0159).
+  it('response guards without streaming: Enabled warn at load that streamed answers are not guarded', async () => {
+    for (const streaming of [undefined, 'Disabled'] as const) {
+      const warnings: string[] = [];
+      await runtime({ promptGuard: { response: [{ regex: { rules: [{ builtin: 'email' }] } }], ...(streaming ? { streaming } : {}) } }, warnings);
+      assert.deepEqual(warnings, ['policies.ai.promptGuard.streaming: response guards do not run on streamed answers (`stream: true`), which any client can ask for; set `streaming: Enabled` to guard them too']);
+    }
+    const quiet: string[] = [];
+    await runtime({ promptGuard: { request: [{ regex: { rules: [{ builtin: 'email' }] } }] } }, quiet);
+    assert.deepEqual(quiet, [], 'no response guards: nothing to say');
+  });
 });

@@ -17,6 +17,12 @@ type Msg = { role: string; content: string };
 function guardrail(res: import('node:http').ServerResponse, texts: string[], kind: 'request' | 'response', body: unknown): void {
   const all = texts.join('\n');
   if (all.includes('ERR500')) return sendJson(res, 500, { error: 'boom' });
+  // A schema error as FastAPI writes it: the request echoed in `input`.
+  if (all.includes('ECHO422')) return sendJson(res, 422, { detail: [{ type: 'missing', loc: ['body', 'x'], msg: 'Field required', input: body }] });
+  if (all.includes('ECHOTEXT')) {
+    res.writeHead(400, { 'content-type': 'text/plain' });
+    return void res.end(`cannot handle: ${all}`);
+  }
   if (all.includes('BADJSON')) {
     res.writeHead(200, { 'content-type': 'application/json' });
     return void res.end('{not json');
@@ -160,6 +166,22 @@ describe('webhook guard', () => {
     }
   });
 
+  // The prompt is not logged (ADR 0159): a webhook's error body may echo it; only a JSON error message is kept.
+  it('a failing webhook\'s error body that echoes the prompt is not logged; its status and error message are', async () => {
+    for (const content of ['my card 4111 1111 1111 1111 ECHO422', 'my card 4111 1111 1111 1111 ECHOTEXT']) {
+      const res = await post('/host/x', content);
+      assert.equal(res.status, 503);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const failures = gw.logs.filter((l) => l.includes('prompt guard failed'));
+    assert.ok(failures.some((l) => l.includes('answered 422')) && failures.some((l) => l.includes('answered 400')), failures.join('\n'));
+    const leaked = gw.logs.filter((l) => l.includes('4111'));
+    assert.deepEqual(leaked, []);
+    await post('/host/x', 'ERR500');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(gw.logs.some((l) => l.includes('answered 500: boom')), 'a JSON error message is still logged');
+  });
+
   it('failOpen: a failing webhook lets the request through unchanged', async () => {
     for (const [path, content] of [
       ['/open/x', 'hi MASKME'],
@@ -191,6 +213,13 @@ describe('webhook answers (protocol parsing)', () => {
     assert.throws(() => webhookVerdict({ action: { body: { choices: [] } } }, 'request'), /masked a request with `choices`/);
     assert.throws(() => webhookVerdict({ action: { body: { messages: [] } } }, 'response'), /masked a response with `messages`/);
     assert.throws(() => webhookVerdict({ action: { body: { messages: [{ role: 'user' }] } } }, 'request'), /no string `content`/);
-    assert.throws(() => webhookVerdict({ action: { body: 'x', status_code: 99 } }, 'request'), /not an HTTP status/);
+  });
+
+  // A status that is no final answer (a 1xx: the client got `100 Continue` and waited for ever) still rejects, with
+  // the entry's `rejection` status and the webhook's body (ADR 0159).
+  it('a reject whose status_code is not a final HTTP status rejects with the entry\'s status', () => {
+    for (const status of [99, 100, 101, 103, 199, 600]) {
+      assert.deepEqual(webhookVerdict({ action: { body: 'x', status_code: status } }, 'request'), { action: 'reject', body: 'x', reason: undefined });
+    }
   });
 });

@@ -10,7 +10,7 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { startGceMetadata } from '../helpers/gce-metadata.ts';
 import { verifySigV4 } from '../helpers/sigv4.ts';
 import { createVertexProvider } from '../../plugins/llm-providers/vertex/vertex.ts';
-import { countTokensModel } from '../../plugins/llm-providers/bedrock/count-tokens.ts';
+import { countTokensModel, withCountBetas } from '../../plugins/llm-providers/bedrock/count-tokens.ts';
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import { converseTools } from './stream-fixtures.ts';
@@ -214,6 +214,29 @@ describe('bedrock provider (Converse)', () => {
     });
     const messages = rec.last().json().messages as { content: Record<string, unknown>[] }[];
     assert.deepEqual(messages[2]!.content, [{ toolResult: { toolUseId: 'toolu_1', content: [{ text: 'no such city' }], status: 'error' } }]);
+  });
+
+  it("carries an Anthropic client's anthropic-beta and top_k to a Claude model in additionalModelRequestFields", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/brm`, apiKey: 'unused', maxRetries: 0 });
+    const betas = ['interleaved-thinking-2025-05-14', 'context-1m-2025-08-07'];
+    // A Messages API member this SDK version's types do not list: spread in, sent as written.
+    const topK: Record<string, unknown> = { top_k: 40 };
+    await anthropic.beta.messages.create({ model: 'claude', max_tokens: 32, ...topK, betas, messages: [{ role: 'user', content: 'hello' }] });
+    const wire = rec.last();
+    // Bedrock takes Claude's betas and top_k as model fields; the header is not Bedrock's (and not signed).
+    assert.deepEqual(wire.json().additionalModelRequestFields, { top_k: 40, anthropic_beta: betas });
+    assert.equal(wire.headers['anthropic-beta'], undefined);
+  });
+
+  it('sends no Claude-only model fields to another model (anthropic-beta and top_k dropped)', async () => {
+    await client('/br').chat.completions.create({ model: 'amazon.nova-lite-v1:0', messages: [{ role: 'user', content: 'hello' }], top_k: 40 } as OpenAI.ChatCompletionCreateParamsNonStreaming, { headers: { 'anthropic-beta': 'context-1m-2025-08-07' } });
+    const wire = rec.last();
+    assert.equal(wire.json().additionalModelRequestFields, undefined);
+    assert.equal(wire.headers['anthropic-beta'], undefined);
+    // A Claude model on the same route (a system-defined inference profile ARN) gets them.
+    await client('/br').chat.completions.create({ model: 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-3-haiku-20240307-v1:0', messages: [{ role: 'user', content: 'hello' }], top_k: 5 } as OpenAI.ChatCompletionCreateParamsNonStreaming, { headers: { 'anthropic-beta': 'oauth-2025-04-20, output-128k-2025-02-19,effort-2025-11-24' } });
+    // Betas Bedrock does not document for Claude are dropped: it refuses the whole request for one (`invalid beta flag`).
+    assert.deepEqual(rec.last().json().additionalModelRequestFields, { top_k: 5, anthropic_beta: ['output-128k-2025-02-19', 'effort-2025-11-24'] });
   });
 
   it('translates a Bedrock error into the OpenAI error shape', async () => {
@@ -539,6 +562,26 @@ describe("bedrock: an Anthropic client's count_tokens on Bedrock's CountTokens A
     const check = verifySigV4({ method: got.method, url: got.url, headers: got.headers, body: got.body }, 'count-secret');
     assert.ok(check.ok, check.problem ?? `signature ${check.signature} is not ${check.expected}`);
     assert.equal(got.headers['anthropic-version'], undefined);
+  });
+
+  it("carries an Anthropic client's betas into the InvokeModel body (anthropic_beta), as Bedrock takes them", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/bc`, apiKey: 'unused', maxRetries: 0 });
+    const res = await anthropic.beta.messages.countTokens({ model: 'claude-sonnet-4-5', betas: ['context-1m-2025-08-07'], messages: [{ role: 'user', content: 'hello' }] });
+    assert.deepEqual(res, { input_tokens: 42 });
+    const got = upstream.received[upstream.received.length - 1]!;
+    const wire = JSON.parse(got.body.toString()) as { input: { invokeModel: { body: string } } };
+    // The SDK adds `token-counting-2024-11-01`, Anthropic's own: not sent to Bedrock.
+    assert.deepEqual(JSON.parse(wire.input.invokeModel.body), {
+      anthropic_beta: ['context-1m-2025-08-07'],
+      anthropic_version: 'bedrock-2023-05-31',
+      max_tokens: 1,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
+    assert.equal(got.headers['anthropic-beta'], undefined);
+    // A body that named betas itself gets one merged list, not the member twice.
+    const own = { input: { invokeModel: { body: JSON.stringify({ anthropic_version: 'v', anthropic_beta: ['effort-2025-11-24'], messages: [] }) } } };
+    withCountBetas(own, ['effort-2025-11-24', 'context-1m-2025-08-07']);
+    assert.deepEqual(JSON.parse(own.input.invokeModel.body), { anthropic_version: 'v', anthropic_beta: ['effort-2025-11-24', 'context-1m-2025-08-07'], messages: [] });
   });
 
   it('names a system-defined inference profile (id or ARN) by its foundation model; other ids and ARNs as they are', () => {

@@ -26,6 +26,9 @@ describe('localRateLimit type: tokens on an ai route', () => {
       aiRoute('/stream', ai('stream'), tokens(16)),
       aiRoute('/both', ai('both'), { localRateLimit: [{ maxTokens: 100, tokensPerFill: 100, fillInterval: '1h' }, { maxTokens: 16, tokensPerFill: 16, fillInterval: '1h', type: 'tokens' }] }),
       aiRoute('/an', { name: 'an', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { ...tokens(16), testAi: { routes: { '/v1/messages': 'messages' } } }),
+      aiRoute('/cjk', ai('cjk'), tokens(1000)),
+      aiRoute('/optout', ai('optout'), tokens(1000)),
+      aiRoute('/cjkan', { name: 'cjkan', provider: { anthropic: {} }, hostOverride: mock.hostPort }, { ...tokens(1000), testAi: { routes: { '/v1/messages': 'messages' } } }),
     ]);
   });
   after(async () => {
@@ -83,6 +86,33 @@ describe('localRateLimit type: tokens on an ai route', () => {
     const calls = await upstreamCalls();
     await rejection(hello(openai('/stream')), OpenAI.RateLimitError);
     assert.equal(await upstreamCalls(), calls);
+  });
+
+  it('a client that turned the usage chunk off gets none, though the limit asked the provider for it and charged it', async () => {
+    for (const options of [{ include_usage: false }, {}]) {
+      const stream = await openai('/optout').chat.completions.create({ model: 'gpt-test', stream: true, stream_options: options, messages: [{ role: 'user', content: 'hello' }] });
+      let text = '';
+      for await (const chunk of stream) {
+        // OpenAI sends a client that asks for none no chunk without choices (code reading `choices[0]` relies on it).
+        assert.equal(chunk.usage ?? undefined, undefined, JSON.stringify(chunk));
+        assert.equal(chunk.choices.length, 1, JSON.stringify(chunk));
+        text += chunk.choices[0]!.delta.content ?? '';
+      }
+      assert.equal(text, 'Hello from the mock!');
+    }
+    const next = await hello(openai('/optout'));
+    assert.equal(next.response.headers.get('x-ratelimit-remaining'), String(1000 - 16 - 16 - 2), 'both streams charged their usage');
+  });
+
+  it('reserves a CJK prompt by its UTF-8 bytes / 4 (3 bytes a character), OpenAI and Anthropic clients', async () => {
+    // 400 CJK characters: 1,200 UTF-8 bytes, which tokenizers split into several hundred tokens (ADR 0164).
+    const prompt = '\u6f22'.repeat(400);
+    const chat = await openai('/cjk').chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: prompt }] }).withResponse();
+    assert.equal(chat.response.headers.get('x-ratelimit-remaining'), '700', '300 tokens reserved, not 100');
+    // An Anthropic client, its system prompt counted too.
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/cjkan`, apiKey: 'sk-test', maxRetries: 0 });
+    const msg = await anthropic.messages.create({ model: 'claude-test', max_tokens: 16, system: 'Be brief.', messages: [{ role: 'user', content: prompt }] }).withResponse();
+    assert.equal(msg.response.headers.get('x-ratelimit-remaining'), String(1000 - Math.ceil((1200 + 9) / 4)));
   });
 
   it('a request bucket and a token bucket on one route: the token bucket refuses', async () => {

@@ -108,6 +108,11 @@ describe('durations', () => {
     assert.match(err.message, /must be at most `596h`.*fillInterval/);
   });
 
+  it('config.adminUi.endpointTimeout must leave an admin endpoint some time (ADR 0155)', async () => {
+    const err = await compileError(yaml('config:', '  adminUi:', '    endpointTimeout: 0s', 'binds: []'));
+    assert.match(err.message, /must be more than `0s`.*config\.adminUi\.endpointTimeout/s);
+  });
+
   it('a duration that is not one keeps its own message, not a second one', async () => {
     const err = await compileError(oneRoute('timeout: { requestTimeout: soon }'), full);
     assert.deepEqual(headlines(err).length, 1);

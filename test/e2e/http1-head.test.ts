@@ -262,8 +262,12 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
       await refusedWith('GET /x http/1.1\r\nHost: h\r\n\r\n', /HPE_INVALID_CONSTANT/);
     });
 
-    it('the HTTP/2 connection preface on an HTTP/1.1 port: 400', async () => {
-      await refusedWith('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', /HPE_PAUSED_H2_UPGRADE/);
+    it('the HTTP/2 connection preface behind an HTTP/1.1 request: that one answered, then 400 (h2c only opens a connection, ADR 0158)', async () => {
+      const { c } = await served(`${get('')}PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`);
+      const a = await c.read();
+      await c.closed();
+      assert.equal(a.status, 400, a.body);
+      assert.match(JSON.parse(a.body).error.message, /HPE_PAUSED_H2_UPGRADE/);
     });
   });
 

@@ -1,11 +1,13 @@
 // HTTP/2 from clients on HTTPS listeners (ADR 0141): ALPN, every kind of route over h2, request bodies with and
 // without a length, trailers, bounds (streams, header list), resets releasing the upstream request, the access log.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect as h2connect, createSecureServer } from 'node:http2';
-import type { ClientHttp2Session, Http2SecureServer, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import type { ClientHttp2Session, ClientHttp2Stream, Http2SecureServer, IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http2';
+import { createServer as createNetServer } from 'node:net';
+import type { AddressInfo, Server as NetServer } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import { after, before, describe, it } from 'node:test';
@@ -46,6 +48,18 @@ interface H2Answer {
   headers: IncomingHttpHeaders;
   body: Buffer;
   trailers: IncomingHttpHeaders | undefined;
+}
+
+/** The status and text of the answer on a request stream the test writes itself. */
+function answerOf(stream: ClientHttp2Stream): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    let status = 0;
+    const chunks: Buffer[] = [];
+    stream.on('response', (h) => (status = Number(h[':status'])));
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString() }));
+    stream.on('error', reject);
+  });
 }
 
 /** One h2 exchange on `session`. */
@@ -92,6 +106,11 @@ describe('HTTP/2 on an HTTPS listener', () => {
   /** Answers a path's first request 503 once it read the body whole, later ones 200; the bodies as each came. */
   let flaky: TestUpstream;
   const flakySeen: { headers: IncomingMessage['headers']; body: Buffer[] }[] = [];
+  /** The live backend beside a refusing one: the bodies it got. */
+  let second: TestUpstream;
+  const secondSeen: Buffer[] = [];
+  /** Resets every connection as it comes: a TLS handshake never completes. */
+  let resetting: NetServer;
   /** The upload upstream: one entry per request, true when it ended before its body did; and chunks seen. */
   const uploadCut: boolean[] = [];
   const uploadBytes: number[] = [];
@@ -156,6 +175,12 @@ describe('HTTP/2 on an HTTPS listener', () => {
       },
       { bufferBody: false },
     );
+    second = await startUpstream((_req, res, body) => {
+      secondSeen.push(body);
+      res.end(`second got ${body.length}`);
+    });
+    resetting = createNetServer((socket) => socket.resetAndDestroy());
+    await new Promise<void>((resolve) => resetting.listen(0, '127.0.0.1', resolve));
     h2up = await startH2Upstream(pki);
     // HTTP/1.1, chunked, with trailers (reached through the lean client).
     trailing = await startUpstream((_req, res) => {
@@ -193,6 +218,27 @@ describe('HTTP/2 on an HTTPS listener', () => {
           },
           { name: 'upload', matches: [{ path: { pathPrefix: '/upload' } }], backends: backend(upload) },
           { name: 'retry-upload', matches: [{ path: { pathPrefix: '/retry-upload' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends: backend(flaky) },
+          // The refusing backend is picked first (almost always), the retry goes to the other.
+          {
+            name: 'refused-upload',
+            matches: [{ path: { pathPrefix: '/refused-upload' } }],
+            policies: { retry: { attempts: 1, codes: [] } },
+            backends: [{ host: '127.0.0.1:1', weight: 1000 }, ...backend(second)],
+          },
+          // The same with a TLS backend refusing (undici's client, not the lean one).
+          {
+            name: 'refused-tls-upload',
+            matches: [{ path: { pathPrefix: '/refused-tls-upload' } }],
+            policies: { retry: { attempts: 1, codes: [] } },
+            backends: [{ host: '127.0.0.1:1', weight: 1000, policies: { backendTLS: { root: pki.ca } } }, ...backend(second)],
+          },
+          // A TLS backend whose handshake is reset: nothing of the request was written either.
+          {
+            name: 'reset-tls-upload',
+            matches: [{ path: { pathPrefix: '/reset-tls-upload' } }],
+            policies: { retry: { attempts: 1, codes: [] } },
+            backends: [{ host: `127.0.0.1:${(resetting.address() as AddressInfo).port}`, weight: 1000, policies: { backendTLS: { root: pki.ca } } }, ...backend(second)],
+          },
           { name: 'statuses', matches: [{ path: { pathPrefix: '/statuses' } }], backends: backend(statuses) },
           { name: 'trailing', matches: [{ path: { pathPrefix: '/trailing' } }], backends: backend(trailing) },
         ]),
@@ -209,6 +255,8 @@ describe('HTTP/2 on an HTTPS listener', () => {
     await trailing?.close();
     await upload?.close();
     await flaky?.close();
+    await second?.close();
+    resetting?.close();
     await statuses?.close();
     h2up?.server.close();
     pki?.remove();
@@ -254,14 +302,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     // It was read up to 64 KiB before anything went upstream (ADR 0125): the first part waited for the rest.
     const parts = [Buffer.alloc(3000, 'a'), Buffer.alloc(20_000, 'b'), Buffer.from('end')];
     const stream = session.request({ ':method': 'POST', ':path': '/retry-upload/x' });
-    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
-      let status = 0;
-      const chunks: Buffer[] = [];
-      stream.on('response', (h) => (status = Number(h[':status'])));
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => resolve({ status, body: Buffer.concat(chunks).toString() }));
-      stream.on('error', reject);
-    });
+    const answer = answerOf(stream);
     stream.write(parts[0]);
     await waitFor(() => flakySeen[0] !== undefined && flakySeen[0].body.length > 0, 5_000, 'the first part upstream');
     stream.end(Buffer.concat(parts.slice(1)));
@@ -270,6 +311,21 @@ describe('HTTP/2 on an HTTPS listener', () => {
     for (const seen of flakySeen) assert.ok(Buffer.concat(seen.body).equals(Buffer.concat(parts)), 'every byte, in order');
     assert.equal(flakySeen[0]!.headers['transfer-encoding'], 'chunked');
     assert.equal(flakySeen[1]!.headers['content-length'], '23003');
+  });
+
+  it('on a route with `retry`, a body without a length still arriving when the first backend refused it (or reset its TLS handshake) goes whole to the other (ADR 0156)', async () => {
+    for (const path of ['/refused-upload/x', '/refused-tls-upload/x', '/reset-tls-upload/x']) {
+      const parts = [randomBytes(3000), randomBytes(20_000), randomBytes(7)];
+      const stream = session.request({ ':method': 'POST', ':path': path });
+      const answer = answerOf(stream);
+      for (const part of parts) {
+        stream.write(part);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      stream.end();
+      assert.deepEqual(await within(answer, 5_000, 'the answer'), { status: 200, body: 'second got 23007' }, path);
+      assert.ok(secondSeen.pop()!.equals(Buffer.concat(parts)), 'every byte, in order');
+    }
   });
 
   it('serves direct responses, policies through a Reply, 404s and HEAD', async () => {
@@ -464,7 +520,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(fine.headers[':status'], 200);
   });
 
-  it('CONNECT (and so WebSocket over h2) is refused on its stream', async () => {
+  it('CONNECT (and so WebSocket over h2) is refused on its stream (405), logged and counted as a local answer', async () => {
     const status = await within(
       new Promise<number | string>((resolve) => {
         const stream = session.request({ ':method': 'CONNECT', ':authority': 'example.test:443' });
@@ -476,6 +532,14 @@ describe('HTTP/2 on an HTTPS listener', () => {
       'CONNECT',
     );
     assert.equal(status, 405);
+    // node:http2 answered it before the pipeline: no log line, nothing counted (ADR 0158).
+    await waitFor(() => logRecords(gw).some((r) => r['http.method'] === 'CONNECT'), 5_000, 'the CONNECT log line');
+    const line = logRecords(gw).find((r) => r['http.method'] === 'CONNECT')!;
+    assert.equal(line['http.status'], 405);
+    assert.equal(line['http.version'], 'HTTP/2');
+    assert.equal(line['http.host'], 'example.test:443');
+    const metrics = await (await fetch(`${gw.statsUrl}/metrics`)).text();
+    assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('status="405"')), 'counted with its status');
   });
 
   it("relays the upstream's trailers and forwards te: trailers (direct forward, and through a Reply)", async () => {

@@ -5,7 +5,9 @@
 // an error saying so, not a request that waits forever.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { Client, request } from 'undici';
 import { startRoutesGateway } from '../helpers/gateway.ts';
@@ -28,6 +30,8 @@ export default [
     if (ex.path.endsWith('/object-body')) reply.body = { ok: true };
     if (ex.path.endsWith('/async-no-headers')) return Promise.resolve().then(() => { reply.headers = null; });
   } }),
+  // Refuses WebSocket upgrades with a reply of its own (the upgrade path runs the response hooks on it).
+  policy('acmeRefusesUpgrade', { onRequest: (ex) => (ex.headers.upgrade ? { status: 403, headers: { 'content-type': 'text/plain' }, body: 'no' } : undefined) }),
   policy('acmeBadLog', { onLog() { throw new Error('acme log hook exploded'); } }),
   // Shipping the log somewhere: an async onLog whose promise rejects (ADR 0154).
   policy('acmeAsyncLog', { async onLog() { throw new Error('acme async log hook exploded'); } }),
@@ -78,6 +82,7 @@ export default [
   definePolicy({ key: 'acmeAdmin', description: 'x', schema, attach: ['routePolicies'], phase: 'mutate', compile: (_c, ctx) => {
     ctx.adminRoute('/acme', (req) => {
       if (req.subpath === '/throw') throw new Error('acme admin exploded token=hunter2');
+      if (req.subpath === '/hang') return new Promise(() => {});
       return { status: 200, body: { ok: true } };
     });
     return {};
@@ -92,6 +97,32 @@ export default [
   }) }),
   defineGuard({ key: 'acmeGuardHangs', description: 'x', schema, compile: () => ({ check: () => new Promise(() => {}) }) }),
   defineGuard({ key: 'acmeGuardAllows', description: 'x', schema, compile: () => ({ check: () => ({ action: 'allow' }) }) }),
+  // A backend reading the request body from ex.req itself, then forwarding (ADR 0155): handed back with ex.setBody
+  // only on /give-back.
+  defineBackend({ key: 'acmeReadsBody', description: 'x', schema: { type: 'string' }, compile: (origin, ctx) => {
+    const upstream = ctx.http.target({ origin });
+    return {
+      protocol: 'http',
+      handle: (ex) => new Promise((resolve, reject) => {
+        const chunks = [];
+        // On /first-chunk it forwards after the first chunk, the rest of the body still coming.
+        let forwarded = false;
+        const forward = () => {
+          if (forwarded) return;
+          forwarded = true;
+          upstream.forward(ex).then(resolve, reject);
+        };
+        ex.req.on('data', (c) => {
+          chunks.push(c);
+          if (ex.path.endsWith('/first-chunk')) forward();
+        });
+        ex.req.on('end', () => {
+          if (ex.path.endsWith('/give-back')) ex.setBody(Buffer.concat(chunks));
+          forward();
+        });
+      }),
+    };
+  } }),
   defineBackend({ key: 'acmeBackend', description: 'x', schema, compile: () => ({
     protocol: 'http',
     handle(ex) {
@@ -99,6 +130,11 @@ export default [
       if (ex.path.endsWith('/hang')) return new Promise(() => {});
       if (ex.path.endsWith('/web-stream')) return { status: 200, headers: {}, body: new ReadableStream() };
       return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'acme' };
+    },
+    // Typed void; JavaScript lets it throw or be async (ADR 0155).
+    upgrade(ex) {
+      if (ex.path.endsWith('/upgrade-throw')) throw new Error('acme upgrade exploded');
+      return Promise.reject(new Error('acme async upgrade exploded'));
     },
   }) }),
 ];
@@ -139,9 +175,11 @@ describe('third-party plugin hooks that fail at request time', () => {
         route('drains', { acmeDrains: {} }),
         route('upstream-hook', { acmeBadUpstream: {} }),
         { name: 'backend', matches: [{ path: { pathPrefix: '/backend' } }], backends: [{ acmeBackend: {} }] },
+        { name: 'reads-body', matches: [{ path: { pathPrefix: '/reads-body' } }], backends: [{ acmeReadsBody: `http://127.0.0.1:${upstream.port}` }] },
         route('selector', { acmeSelector: {}, acmeAdmin: {} }),
         route('not-a-reply', { acmeNotAReply: {} }),
         route('breaks-reply', { acmeBreaksReply: {} }),
+        route('upgrade-breaks', { acmeRefusesUpgrade: {}, acmeBreaksReply: {} }),
         {
           name: 'provider',
           matches: [{ path: { pathPrefix: '/provider' } }],
@@ -150,7 +188,7 @@ describe('third-party plugin hooks that fail at request time', () => {
         llmRoute('guard-hangs', 'acmeGuardHangs'),
         llmRoute('guard-allows', 'acmeGuardAllows'),
       ],
-      { config: { plugins: [join(dir, 'index.js')], defaultTimeouts: { backendRequestTimeout: '700ms' } } },
+      { config: { plugins: [join(dir, 'index.js')], defaultTimeouts: { backendRequestTimeout: '700ms' }, adminUi: { endpointTimeout: '500ms' } } },
     );
   });
 
@@ -170,6 +208,24 @@ describe('third-party plugin hooks that fail at request time', () => {
     return pick();
   };
   const errorLines = (text: string): Promise<string[]> => linesWith('ERROR', text);
+  /** The head of the answer to a WebSocket upgrade request for `path`, on a connection of its own. */
+  const upgradeHead = (path: string): Promise<string> =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(gw.port, '127.0.0.1', () => {
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+      });
+      let text = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => {
+        text += chunk;
+        if (text.includes('\r\n\r\n')) {
+          socket.destroy();
+          resolve(text);
+        }
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
   const namesPlugin = (line: string | undefined, key: string): void => {
     assert.ok(line, 'an error line was logged');
     assert.match(line, new RegExp(`plugin=${key}\\b`), line);
@@ -242,6 +298,8 @@ describe('third-party plugin hooks that fail at request time', () => {
     const res = await get('/drains', 'hello');
     assert.equal(res.status, 500);
     assert.ok(gw.logs.some((l) => l.includes('path=/drains') && /setBody/.test(l)), 'the access log says why');
+    // Past 64 KiB (a body the forward streams), the same: not an ended stream sent upstream (ADR 0155).
+    assert.equal((await get('/drains', 'z'.repeat(100 * 1024))).status, 500);
     assert.equal(upstream.received.length, before);
     // Handed back with ex.setBody, the body goes upstream.
     assert.equal((await get('/drains/give-back', 'hello')).status, 200);
@@ -257,6 +315,38 @@ describe('third-party plugin hooks that fail at request time', () => {
     assert.ok(performance.now() - started < 5000);
     namesPlugin((await errorLines('did not answer'))[0], 'acmeBackend');
     assert.deepEqual(await get('/backend/ok'), { status: 200, body: 'acme' });
+  });
+
+  it('a backend that reads ex.req itself and forwards without ex.setBody answers 500 naming it; nothing is sent upstream (ADR 0155)', async () => {
+    const before = upstream.received.length;
+    for (const size of [100 * 1024, 1024]) {
+      const started = performance.now();
+      const res = await get('/reads-body', 'x'.repeat(size));
+      assert.equal(res.status, 500, `${size} bytes`);
+      assert.ok(performance.now() - started < 5000);
+      const lines = await linesWith('ERROR', 'backend failed', 'setBody');
+      assert.equal(lines.length, size === 1024 ? 2 : 1, lines.join('\n'));
+      namesPlugin(lines.at(-1), 'acmeReadsBody');
+    }
+    // Forwarding with the rest of the body still to come: the part read is gone, so nothing is sent either.
+    const res = await request(`${gw.base}/reads-body/first-chunk`, {
+      method: 'POST',
+      headers: { 'content-length': String(4096) },
+      body: Readable.from(
+        (async function* () {
+          yield Buffer.alloc(1024, 'a');
+          await new Promise((r) => setTimeout(r, 100));
+          yield Buffer.alloc(3072, 'b');
+        })(),
+      ),
+    });
+    await res.body.dump();
+    assert.equal(res.statusCode, 500);
+    namesPlugin((await linesWith('ERROR', 'backend failed', 'setBody')).at(-1), 'acmeReadsBody');
+    assert.equal(upstream.received.length, before);
+    // Handed back, the whole body goes upstream, streamed past 64 KiB or not.
+    assert.equal((await get('/reads-body/give-back', 'y'.repeat(100 * 1024))).status, 200);
+    assert.equal(upstream.received.at(-1)!.body.length, 100 * 1024);
   });
 
   it('an onUpstream hook that throws answers 500 naming the plugin; one that never settles is a 504; nothing is sent', async () => {
@@ -316,6 +406,22 @@ describe('third-party plugin hooks that fail at request time', () => {
     for (const line of lines) namesPlugin(line, 'acmeBreaksReply');
   });
 
+  it("a backend's upgrade that throws or rejects answers 500 naming it, not an unhandled rejection (ADR 0155)", async () => {
+    for (const [path, message] of [['/backend/upgrade-throw', 'acme upgrade exploded'], ['/backend/upgrade-reject', 'acme async upgrade exploded']]) {
+      const head = await upgradeHead(path!);
+      assert.match(head, /^HTTP\/1\.1 500 /, head);
+      namesPlugin((await linesWith('ERROR', 'backend failed', message!))[0], 'acmeBackend');
+    }
+    assert.equal((await get('/response')).status, 200, 'the gateway still serves');
+  });
+
+  it("a response hook leaving an upgrade's early reply unwritable after its promise answers 500, not an unhandled rejection (ADR 0155)", async () => {
+    const head = await upgradeHead('/upgrade-breaks/async-no-headers');
+    assert.match(head, /^HTTP\/1\.1 500 /, head);
+    namesPlugin((await linesWith('ERROR', 'response hook failed', 'headers null')).at(-1), 'acmeBreaksReply');
+    assert.equal((await get('/response')).status, 200, 'the gateway still serves');
+  });
+
   it('an admin endpoint whose handler throws answers 500 without its message; the log names the plugin (ADR 0154)', async () => {
     const ok = await request(`${gw.adminUrl}/acme/fine`);
     assert.equal(ok.statusCode, 200);
@@ -326,6 +432,16 @@ describe('third-party plugin hooks that fail at request time', () => {
     assert.doesNotMatch(body, /hunter2|exploded/);
     assert.equal(JSON.parse(body).error.message, 'internal error');
     namesPlugin((await linesWith('ERROR', 'admin endpoint failed', 'acme admin exploded'))[0], 'acmeAdmin');
+  });
+
+  it('an admin endpoint that never answers is a 504 at `adminUi.endpointTimeout`, naming the plugin (ADR 0155)', async () => {
+    const started = performance.now();
+    const res = await request(`${gw.adminUrl}/acme/hang`, { headersTimeout: 10_000 });
+    const took = performance.now() - started;
+    assert.equal(res.statusCode, 504);
+    assert.equal(JSON.parse(await res.body.text()).error.message, 'the endpoint did not answer within 0.5s');
+    assert.ok(took >= 450 && took < 5000, `answered after ${took} ms`);
+    namesPlugin((await linesWith('ERROR', 'admin endpoint did not answer within 500ms'))[0], 'acmeAdmin');
   });
 
   it('an LLM provider whose method throws per request answers 500; the log names the provider (ADR 0154)', async () => {

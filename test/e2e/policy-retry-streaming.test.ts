@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createServer } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -29,11 +30,15 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
   let gw: RunningGateway;
   let port: number;
   let upstream: Server;
+  /** Listens on `latePort` only once a test starts it: until then connections to it are refused. */
+  let late: Server | undefined;
+  let latePort: number;
   const seen: Seen[] = [];
   const of = (path: string): Seen[] => seen.filter((s) => s.path === path);
 
   before(async () => {
     port = await freePort();
+    latePort = await freePort();
     upstream = createServer((req, res) => {
       const path = req.url!;
       const entry: Seen = { path, headers: req.headers, body: Buffer.alloc(0), ended: false };
@@ -54,7 +59,7 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
       req.on('end', () => {
         entry.ended = true;
         if (path === '/s/early-503') return;
-        answer(path === '/s/streams' || n > 0 ? 200 : 503);
+        answer(path === '/s/streams' || path.startsWith('/fo/') || n > 0 ? 200 : 503);
       });
     });
     await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
@@ -62,7 +67,12 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
     gw = await startGateway(oneListenerConfig(port, [
       // Two backends: the retry goes to the other one (the pipeline's failover, ADR 0023).
       { name: 'two', matches: [{ path: { pathPrefix: '/two' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends: [{ host: `127.0.0.1:${up}` }, { host: `localhost:${up}` }] },
-      { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { retry: { attempts: 2, codes: [] } }, backends: [{ host: '127.0.0.1:1' }] },
+      { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { retry: { attempts: 2, codes: [] }, timeout: { streamIdleTimeout: '1s' } }, backends: [{ host: '127.0.0.1:1' }] },
+      { name: 'dead-deadline', matches: [{ path: { pathPrefix: '/deadline' } }], policies: { retry: { attempts: 2, codes: [] }, timeout: { requestTimeout: '500ms', streamIdleTimeout: '10s' } }, backends: [{ host: '127.0.0.1:1' }] },
+      // Refused until a test starts listening on its port.
+      { name: 'late', matches: [{ path: { pathPrefix: '/late' } }], policies: { retry: { attempts: 1, codes: [] } }, backends: [{ host: `127.0.0.1:${latePort}` }] },
+      // The refusing backend is picked first (almost always); the retry goes to the other (ADR 0023).
+      { name: 'fo', matches: [{ path: { pathPrefix: '/fo' } }], policies: { retry: { attempts: 1, codes: [] } }, backends: [{ host: '127.0.0.1:1', weight: 1000 }, { host: `127.0.0.1:${up}` }] },
       {
         name: 'stream-retry',
         matches: [{ path: { pathPrefix: '/s' } }],
@@ -73,6 +83,8 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
   });
   after(async () => {
     await gw.stop();
+    late?.closeAllConnections();
+    await new Promise<void>((resolve) => (late ? late.close(() => resolve()) : resolve()));
     upstream.closeAllConnections();
     await new Promise<void>((resolve) => upstream.close(() => resolve()));
   });
@@ -186,15 +198,83 @@ describe('retry: a body of unknown length streams, a copy kept for the retry (AD
     assert.match(await logLine('/two/big'), /retry\.skipped=buffer_limit/);
   });
 
-  it('an unreachable upstream: a body the gateway has whole is retried, one still arriving is not', async () => {
+  /** A chunked upload sent in `parts` with a pause before each after the first, ended when `end` says so. */
+  const slowly = (path: string, parts: readonly Buffer[], end = true, between?: (i: number) => Promise<void>) =>
+    upload(async (client) => {
+      client.write(head(path) + chunk(parts[0]!));
+      for (let i = 1; i < parts.length; i++) {
+        await (between?.(i) ?? sleep(100));
+        client.write(chunk(parts[i]!));
+      }
+      if (end) {
+        await sleep(100);
+        client.write('0\r\n\r\n');
+      }
+    });
+
+  it('an unreachable upstream: the retries wait for a body still arriving and send it whole (ADR 0156)', async () => {
+    // ADR 0152 sent no retry of a body still arriving, also when nothing of it had reached the upstream.
     for (const [path, rest] of [['/dead/whole', '0\r\n\r\n'], ['/dead/arriving', '']] as const) {
-      const answer = await upload((client) => client.write(head(path) + chunk('some;') + rest));
+      const answer = await (rest === '' ? slowly(path, [Buffer.from('some;'), Buffer.from('more')]) : upload((client) => client.write(head(path) + chunk('some;') + rest)));
       assert.equal(answer.status, 503, answer.body);
       assert.match(answer.body, /upstream_unavailable/);
+      const line = await logLine(path);
+      assert.match(line, /retry\.attempt=2/);
+      assert.doesNotMatch(line, /retry\.skipped/);
     }
-    assert.match(await logLine('/dead/whole'), /retry\.attempt=2/);
-    const arriving = await logLine('/dead/arriving');
-    assert.match(arriving, /retry\.skipped=request_not_complete/);
-    assert.doesNotMatch(arriving, /retry\.attempt=/);
   });
+
+  it('a refused first attempt: the retry gets the whole slow upload, byte for byte (ADR 0156)', async () => {
+    const parts = Array.from({ length: 4 }, () => randomBytes(1 + Math.floor(Math.random() * 5000)));
+    const got: { headers: IncomingHttpHeaders; body: Buffer }[] = [];
+    const answer = await slowly('/late/upload', parts, true, async (i) => {
+      if (i > 1) return sleep(100);
+      // The first attempt was refused by now (a connection to a closed local port fails at once); the retry will not be.
+      await sleep(300);
+      late = createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          got.push({ headers: req.headers, body: Buffer.concat(chunks) });
+          res.end('late ok');
+        });
+      });
+      await new Promise<void>((resolve) => late!.listen(latePort, '127.0.0.1', resolve));
+    });
+    assert.equal(answer.status, 200, answer.body);
+    assert.equal(answer.body, 'late ok');
+    assert.equal(got.length, 1);
+    assert.ok(got[0]!.body.equals(Buffer.concat(parts)), 'every byte, in order');
+    assert.equal(got[0]!.headers['content-length'], String(Buffer.concat(parts).length), 'sent from the copy, sized');
+    assert.equal(got[0]!.headers['x-retry-attempt'], '1');
+    assert.match(await logLine('/late/upload'), /retry\.attempt=1/);
+  });
+
+  it('a refused first backend: the other backend gets the whole slow upload, byte for byte (ADR 0156)', async () => {
+    const parts = Array.from({ length: 4 }, () => randomBytes(1 + Math.floor(Math.random() * 5000)));
+    const answer = await slowly('/fo/upload', parts);
+    assert.equal(answer.status, 200, answer.body);
+    const got = of('/fo/upload');
+    assert.equal(got.length, 1);
+    assert.ok(got[0]!.body.equals(Buffer.concat(parts)), 'every byte, in order');
+  });
+
+  it('an unreachable upstream: waiting for the body ends at 64 KiB (the first failure stands) and at the stream idle deadline (408)', async () => {
+    const big = await slowly('/dead/big', [Buffer.from('first;'), randomBytes(70 * 1024)]);
+    assert.equal(big.status, 503, big.body);
+    const line = await logLine('/dead/big');
+    assert.match(line, /retry\.skipped=buffer_limit/);
+    assert.doesNotMatch(line, /retry\.attempt=/);
+    const started = performance.now();
+    const stalled = await slowly('/dead/stalled', [Buffer.from('first;')], false);
+    assert.equal(stalled.status, 408, stalled.body);
+    assert.ok(performance.now() - started < 4_000, 'answered at the 1 s stream idle deadline');
+    // The route's request deadline ends the wait too: its 504, no attempt after it.
+    const cut = performance.now();
+    const deadline = await slowly('/deadline/stalled', [Buffer.from('first;')], false);
+    assert.equal(deadline.status, 504, deadline.body);
+    assert.ok(performance.now() - cut < 4_000, 'answered at the 500 ms request deadline');
+    assert.doesNotMatch(await logLine('/deadline/stalled'), /retry\.attempt=/);
+  });
+
 });

@@ -116,7 +116,9 @@ describe('direct forwarding on a route with header, CORS and rate-limit policies
   it('takes the direct path; a response hook without onResponseHeaders still goes through a Reply', async () => {
     assert.equal(await requestHandlersFor(`${gw.base}/policies/x`, 20, { origin: ORIGIN }), 0);
     assert.equal(await requestHandlersFor(`${gw.base}/transform/x`, 20, { origin: ORIGIN }), 0);
-    assert.equal(await requestHandlersFor(`${gw.base}/reply/x`, 20, { origin: ORIGIN }), 20);
+    // The Reply's forward makes no request() handler either since ADR 0156: the hook's header says it ran.
+    assert.equal(await requestHandlersFor(`${gw.base}/reply/x`, 20, { origin: ORIGIN }), 0);
+    assert.equal((await get(`${gw.base}/reply/x`, { origin: ORIGIN })).headers['x-reply-hook'], 't');
   });
 
   it('policies on the backend reference: their request hooks (sync and async) run, then the direct forward', async () => {

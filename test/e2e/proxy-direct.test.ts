@@ -62,9 +62,9 @@ describe('direct forwarding on the plain host route', () => {
     await upstream?.close();
   });
 
-  it('a plain route forwards without a request() handler per request; a route with response hooks still uses one', async () => {
+  it('a plain route forwards without a request() handler per request; a route with response hooks (a Reply) neither, since ADR 0156', async () => {
     assert.equal(await requestHandlersFor(`${gw.base}/plain/x`, 20), 0);
-    assert.equal(await requestHandlersFor(`${gw.base}/hooked/x`, 20), 20);
+    assert.equal(await requestHandlersFor(`${gw.base}/hooked/x`, 20), 0);
     const res = await request(`${gw.base}/hooked/y`);
     assert.equal(res.headers['x-reply-hook'], 'yes');
     assert.equal(await res.body.text(), 'hello /hooked/y');

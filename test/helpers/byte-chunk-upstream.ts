@@ -1,8 +1,8 @@
 // An upstream that answers 512 KiB of `x` in 1-byte chunk frames (chunked framing, written raw), and measures of
 // the heap a reader holds while that answer is still open (ADR 0153): readers that keep each chunk as it came held
 // some 200 bytes of heap per byte.
-import { createServer } from 'node:net';
-import type { AddressInfo, Socket } from 'node:net';
+import { connect, createServer } from 'node:net';
+import type { AddressInfo, Server, Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -83,3 +83,62 @@ export async function startByteChunkUpstream(contentType = 'application/json'): 
 
 /** `held` as a message: MiB held for the answer. */
 export const heldMessage = (name: string, held: number): string => `${name}: ${(held / 1024 / 1024).toFixed(1)} MiB held for 512 KiB`;
+
+/** An upstream answering every request with `frame` (chunked framing, written raw) repeated for as long as it is read. */
+export interface EndlessUpstream {
+  readonly host: string;
+  close(): Promise<void>;
+}
+
+export async function startEndlessUpstream(contentType: string, frame: string): Promise<EndlessUpstream> {
+  const frames = Buffer.from(frame.repeat(64 * 1024));
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.once('data', () => {
+      socket.write(`HTTP/1.1 200 OK\r\nContent-Type: ${contentType}\r\nTransfer-Encoding: chunked\r\n\r\n`);
+      const more = (): void => {
+        while (!socket.destroyed && socket.write(frames));
+      };
+      socket.on('drain', more);
+      more();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    host: `127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * Heap held while a client that sent `request` to the gateway on `port` reads the answer's head and then nothing:
+ * the answer backs up to the upstream. Asserts the head says `status`.
+ */
+export async function heldByUnreadAnswer(port: number, request: string, status = 200): Promise<number> {
+  const before = heapNow();
+  const client = connect(port, '127.0.0.1');
+  client.on('error', () => undefined);
+  client.write(request);
+  let head = '';
+  await new Promise<void>((resolve) => {
+    const onData = (c: Buffer): void => {
+      head += c.toString('latin1');
+      if (!head.includes('\r\n\r\n')) return;
+      client.off('data', onData);
+      client.pause();
+      resolve();
+    };
+    client.on('data', onData);
+  });
+  try {
+    if (!head.startsWith(`HTTP/1.1 ${status}`)) throw new Error(`answered ${head.slice(0, 40)}`);
+    return await heapGrowth(before);
+  } finally {
+    client.destroy();
+  }
+}

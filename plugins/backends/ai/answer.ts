@@ -38,7 +38,7 @@ export interface LlmRequest {
   readonly model: string;
   readonly stream: boolean;
   readonly translation: Translation;
-  /** A translated Chat Completions stream whose client turned the usage chunk off (`stream_options`). */
+  /** A Chat Completions stream whose client turned the usage chunk off (`stream_options`): translated, or asked for by a limit. */
   readonly omitUsageChunk: boolean;
   /** A Gemini client's stream without `alt=sse`: answered as Google's JSON array (`asJsonArray`). */
   readonly jsonArray: boolean;
@@ -92,7 +92,8 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   const contentType = String(replyHeader(reply, 'content-type') ?? '').toLowerCase();
   const source = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/vnd.amazon.eventstream') ? 'eventstream' : undefined;
   if (req.stream && source) {
-    const translator = req.translation.identity ? undefined : req.translation.stream(req.model);
+    // A usage chunk the client turned off (one a limit asked for) is taken out: the stream goes through a translator.
+    const translator = req.translation.identity && !req.omitUsageChunk ? undefined : req.translation.stream(req.model);
     const captures = req.call.capturesContent;
     const wireFormat = req.wireFormat;
     const options = {

@@ -19,7 +19,6 @@ import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
-import { promptFigures } from '../../lib/llm/prompt-walk.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
 import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
 import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
@@ -31,6 +30,7 @@ import { detectFormat } from './detect.ts';
 import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
 import { passthroughHeaders, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { isStreamAnswer, mayCarryUsage, passthroughAnswerFormat } from './passthrough-answer.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
 
@@ -125,25 +125,36 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
   };
 
   /** `passthrough` (and `realtime` over plain HTTP): the request goes to the provider untouched but for headers and credentials. */
-  const passthrough = async (ex: Exchange): Promise<Reply> => {
-    // The body is not read here: token limits get no estimate, only the usage (none is read from passthrough answers).
+  const passthrough = async (ex: Exchange, route: LlmRouteType): Promise<Reply> => {
+    // The body is not read here: token limits get no prompt estimate. They settle on the answer's usage when it is in
+    // an API's shape the path names (ADR 0164), else on what was reserved.
     const refused = await reserveTokens(ex, undefined, { provider: provider.kind, model: undefined, maxOutputTokens: undefined, price: undefined });
     if (refused) return refused;
-    new LlmCall(ex, provider.kind, undefined, false);
     const format = passthroughHeaders(provider, ex);
+    const answer = route === 'passthrough' ? passthroughAnswerFormat(provider, ex.path, format) : undefined;
+    const call = new LlmCall(ex, provider.kind, undefined, false, undefined, answer?.operation, priceOf);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
-    return upstream.forward(ex, onAttempt(ex, format));
+    if (answer === undefined) return upstream.forward(ex, onAttempt(ex, format));
+    // Read for its usage: asked for uncompressed, as translated routes' answers are.
+    ex.headers['accept-encoding'] = 'identity';
+    const reply = await upstream.forward(ex, onAttempt(ex, format)).catch((err: unknown) => {
+      call.fail(err);
+      throw err;
+    });
+    if (!mayCarryUsage(reply)) return reply;
+    const translation = translationBetween(answer, answer)!;
+    return answered(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream: isStreamAnswer(reply), translation, omitUsageChunk: false, jsonArray: false, call, policy: undefined });
   };
 
 
   /**
-   * A chat request as a chain of callbacks (body read → dispatch → answer), no async function: the usual call (no
+   * A chat request as a chain of callbacks (body read -> dispatch -> answer), no async function: the usual call (no
    * policy, no token limit) makes one promise of its own until the upstream is called (docs/adr/0070).
    */
   const handle = (ex: Exchange): Reply | Promise<Reply> => {
     const route = policy?.routeType(ex.path) ?? 'completions';
     if (route === 'models') return listModels(ex, policy);
-    if (route === 'passthrough' || route === 'realtime') return passthrough(ex);
+    if (route === 'passthrough' || route === 'realtime') return passthrough(ex, route);
     // Known before the body is read, so even a body that does not parse is answered in the client's error shape.
     if (route !== 'detect') ex.set(LLM_CLIENT_FORMAT, route);
     return new Promise<Reply>((resolve, reject) => {
@@ -229,18 +240,16 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // What this provider cannot carry, another backend of the route may: declined, failover passes it by (ADR 0150).
     if (wire === undefined || tr === undefined) return declineReply(llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`));
     const limiters = ex.get(llmTokenLimiters);
-    // Token limits alone need the prompt estimate and the output cap: read from the bytes, not a parse (prompt-walk.ts).
-    const figures = !whole && limiters !== undefined && !changed && tr.identity && provider.prepareBody === undefined ? promptFigures(raw) : undefined;
-    // Checked by `requestFields`: it parses, and is an object.
-    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || (limiters !== undefined && figures === undefined))) {
+    // Checked by `requestFields`: it parses, and is an object. Token limits need the prompt estimate (estimate.ts).
+    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || limiters !== undefined)) {
       body = JSON.parse(raw.toString('utf8')) as Obj;
       whole = true;
     }
     body.model = model;
     const stream = client === 'generateContent' ? geminiPath?.method === 'streamGenerateContent' : STREAMING_FORMATS.has(client) && body.stream === true;
     // OpenAI sends the usage chunk to a client that asks (`include_usage: true`); the gateway also to one that set no
-    // `stream_options` (below). A translated stream's client that set them otherwise gets none.
-    const omitUsageChunk = stream && client === 'completions' && !tr.identity && body.stream_options !== undefined && !(isObj(body.stream_options) && body.stream_options.include_usage === true);
+    // `stream_options` (below). A client that set them otherwise gets none: translated, or asked for by a limit (below).
+    let omitUsageChunk = stream && client === 'completions' && !tr.identity && body.stream_options !== undefined && !(isObj(body.stream_options) && body.stream_options.include_usage === true);
     // A final usage chunk, so token counts are known for streams too (BEHAVIOUR.md §4.6).
     let askUsage = false;
     if (stream && client === 'completions' && wire === 'completions') {
@@ -249,16 +258,11 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
         askUsage = true;
       } else if (limiters !== undefined) {
         // A limit settles on the real usage: a client's own options without it would make its streams free (ADR 0116).
-        // Read from the bytes so far (`figures`): the body is the picked fields, not yet the whole object.
-        if (figures !== undefined) {
-          body = JSON.parse(raw.toString('utf8')) as Obj;
-          body.model = model;
-          whole = true;
-        }
         const own = body.stream_options;
         if (!isObj(own) || own.include_usage !== true) {
           body.stream_options = { ...(isObj(own) ? own : {}), include_usage: true };
           changed = true;
+          omitUsageChunk = true;
         }
       }
     }
@@ -281,7 +285,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // `ai.promptCaching`: the policy marks Anthropic bodies it sees; a body that became one here is marked now.
     if (wire === 'messages' && client !== 'messages' && policy?.promptCaching) applyAnthropicCacheMarkers(wireBody, policy.promptCaching);
     if (provider.prepareBody) {
-      provider.prepareBody(wire, wireBody);
+      provider.prepareBody(wire, wireBody, { model, headers: ex.headers });
       changed = true;
     }
     // Only the usage option added: spliced into the client's bytes rather than the whole body serialised again.
@@ -300,14 +304,13 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     ex.path = target.path;
     ex.query = target.query;
 
-    const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: figures ? figures.maxOutputTokens : maxOutputTokens(body), price: priceOf(model) });
+    const quote = (): LlmCallQuote => ({ provider: provider.kind, model, virtualModel: virtual?.name, maxOutputTokens: maxOutputTokens(body), price: priceOf(model) });
     const send = (): Promise<Reply> => {
       const call = new LlmCall(ex, provider.kind, model, stream, metrics, wireFormat!.operation, priceOf, spans);
       // What a stream cut before its usage is charged by: the prompt estimate token limits reserved (or would have), and
       // the most output the request allows. Read only then (the client's body parsed if it was not).
       if (stream)
         call.requestFigures = () => {
-          if (figures !== undefined) return { promptTokens: figures.tokens, maxOutputTokens: figures.maxOutputTokens };
           const b = whole ? body : (JSON.parse(raw.toString('utf8')) as Obj);
           return { promptTokens: estimatePromptTokens(b), maxOutputTokens: maxOutputTokens(b) };
         };
@@ -334,7 +337,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       // A token count generates nothing and reports no usage (which would keep the reservation): its limits are
       // checked, nothing reserved (ADR 0157).
       const counts = wireFormat!.operation === 'count_tokens';
-      const refused = counts ? reserveTokens(ex, undefined, { ...quote(), maxOutputTokens: 0 }, 0) : reserveTokens(ex, body, quote(), figures?.tokens);
+      const refused = counts ? reserveTokens(ex, undefined, { ...quote(), maxOutputTokens: 0 }, 0) : reserveTokens(ex, body, quote());
       return refused instanceof Promise ? refused.then((r) => r ?? send()) : (refused ?? send());
     }
     return send();

@@ -30,7 +30,7 @@ export function passthroughHeaders(provider: LlmProviderInstance, ex: Exchange):
 export function reserveTokens(ex: Exchange, body: Obj | undefined, quote: LlmCallQuote, tokens?: number): Reply | undefined | Promise<Reply | undefined> {
   const limiters = ex.get(llmTokenLimiters);
   if (!limiters) return undefined;
-  // `tokens`: the same estimate read from the body's bytes (prompt-walk.ts), when the body was not parsed.
+  // `tokens`: a figure the caller knows instead (a token count reserves none).
   const estimate = tokens ?? (body ? estimatePromptTokens(body) : 0);
   return reserveFrom(ex, limiters, 0, estimate, quote);
 }

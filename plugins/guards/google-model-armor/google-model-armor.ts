@@ -21,12 +21,19 @@ function matchFound(value: unknown): boolean {
   return Object.values(value).some(matchFound);
 }
 
-/** Read a sanitize answer: any filter with `MATCH_FOUND` rejects. */
+/**
+ * Read a sanitize answer: the overall `filterMatchState` or any filter with `MATCH_FOUND` rejects. An answer that
+ * is no sanitize result, or whose filters all failed to run (`invocationResult: FAILURE`), checked nothing: it throws
+ * (the guard fails closed). `PARTIAL` (some filters skipped) is decided by the filters that ran.
+ */
 export function modelArmorBlocked(answer: unknown): boolean {
   if (!isObj(answer)) throw new Error('the Model Armor answer is not a JSON object');
   const result = answer.sanitizationResult ?? answer.sanitization_result;
-  if (!isObj(result)) return false;
-  return matchFound(result.filterResults ?? result.filter_results);
+  if (!isObj(result)) throw new Error('the Model Armor answer has no `sanitizationResult`');
+  if ((result.filterMatchState ?? result.filter_match_state) === 'MATCH_FOUND') return true;
+  if (matchFound(result.filterResults ?? result.filter_results)) return true;
+  if ((result.invocationResult ?? result.invocation_result) === 'FAILURE') throw new Error('Model Armor ran none of the filters (invocationResult FAILURE)');
+  return false;
 }
 
 /**

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { CompileContext, Exchange } from 'switchyard/sdk';
 import { compileRegexGuard } from './regex.ts';
 import type { RegexGuardConfig } from './regex.ts';
-import type { GuardVerdict } from '../../lib/llm/contract.ts';
+import type { GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
 
 /** Only `fail` and `warn` are used by the regex guard. */
 function context(warnings: string[] = []): CompileContext {
@@ -41,6 +41,37 @@ describe('regex guard', () => {
 
   it('reject: the first match in any message rejects', () => {
     assert.equal(check({ action: 'reject', rules: [{ builtin: 'phoneNumber' }] }, 'fine', 'call +1 415 555 2671').action, 'reject');
+  });
+
+  // What the model reads (ADR 0159): full-width and other compatibility forms, invisible characters in between.
+  it('rules also match the text as a model reads it: NFKC forms and zero-width characters do not hide a match', () => {
+    assert.equal(check({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, 'the SE\u200bC\u00adRET word').action, 'reject');
+    assert.equal(check({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, '\uff33\uff25\uff23\uff32\uff25\uff34').action, 'reject');
+    assert.deepEqual(check({ rules: [{ builtin: 'ssn' }, { builtin: 'email' }] }, 'ssn \uff11\uff12\uff13-\uff14\uff15-\uff16\uff17\uff18\uff19, mail bob\uff20exa\u200bmple.com \u00e9t\u00e9'), {
+      action: 'mask',
+      messages: [{ role: 'user', content: 'ssn <SSN>, mail <EMAIL_ADDRESS> \u00e9t\u00e9' }],
+    });
+    // A pattern written for the original characters still finds them.
+    assert.deepEqual(check({ rules: [{ pattern: '\u200b' }] }, 'a\u200bb'), { action: 'mask', messages: [{ role: 'user', content: 'a<masked>b' }] });
+    assert.deepEqual(check({ rules: [{ pattern: 'SECRET' }] }, 'caf\u00e9 only'), { action: 'pass' });
+  });
+
+  // Parts of one content list reach the model as one text (ADR 0159): a word split across them is still found.
+  it('text parts joined to the one before (GuardMessage.joined) are matched as one text; a mask spans them', () => {
+    const parts = (...texts: string[]): GuardMessage[] => texts.map((content, i) => (i === 0 ? { role: 'user', content } : { role: 'user', content, joined: true }));
+    const run = (config: RegexGuardConfig, messages: GuardMessage[]): GuardVerdict => compileRegexGuard(config, context()).check(ex, 'request', messages) as GuardVerdict;
+    assert.equal(run({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, parts('the SE', 'CR', 'ET plan')).action, 'reject');
+    assert.deepEqual(run({ rules: [{ builtin: 'ssn' }] }, [{ role: 'system', content: 'x' }, ...parts('ssn 123-4', '5-6789 ok', 'done')]), {
+      action: 'mask',
+      messages: [
+        { role: 'system', content: 'x' },
+        { role: 'user', content: 'ssn <SSN>' },
+        { role: 'user', content: ' ok', joined: true },
+        { role: 'user', content: 'done', joined: true },
+      ],
+    });
+    // Separate messages (another turn) are not joined.
+    assert.deepEqual(run({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, [{ role: 'user', content: 'SE' }, { role: 'user', content: 'CRET' }]), { action: 'pass' });
   });
 
   it('an invalid pattern fails the load at rules[i].pattern', () => {

@@ -1,8 +1,9 @@
 import type { CompileContext } from 'switchyard/sdk';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
-import { compilePattern, maskSpans, patternSpans } from '../../lib/llm-guard/mask.ts';
+import { compilePattern, maskParts, patternSpans } from '../../lib/llm-guard/mask.ts';
+import { foldText } from '../../lib/llm-guard/fold.ts';
 import { ENTITY, findBuiltin } from '../../lib/llm-guard/pii.ts';
-import type { Builtin } from '../../lib/llm-guard/pii.ts';
+import type { Builtin, Span } from '../../lib/llm-guard/pii.ts';
 
 export interface RegexGuardConfig {
   action?: 'mask' | 'reject';
@@ -11,15 +12,27 @@ export interface RegexGuardConfig {
 
 type Rule = { readonly kind: 'builtin'; readonly builtin: Builtin } | { readonly kind: 'pattern'; readonly re: RegExp };
 
-/** What one text becomes: unchanged, masked, or a reason to reject. */
-function scan(text: string, rules: readonly Rule[], reject: boolean): string | true | undefined {
-  let working: string | undefined;
+function spansOf(rule: Rule, text: string): Span[] {
+  return rule.kind === 'builtin' ? findBuiltin(rule.builtin, text) : patternSpans(rule.re, text);
+}
+
+/**
+ * What the texts of one content list (read as one text: parts `joined`) become: unchanged, masked, or a reason to
+ * reject. Each rule matches the joined text and the joined text as a model reads it (fold.ts; its matches mapped back
+ * onto the text), folded again only once a mask changed it.
+ */
+function scan(texts: readonly string[], rules: readonly Rule[], reject: boolean): string[] | true | undefined {
+  let working: string[] | undefined;
+  let joined = texts.join('');
+  let folded = foldText(joined);
   for (const rule of rules) {
-    const current = working ?? text;
-    const spans = rule.kind === 'builtin' ? findBuiltin(rule.builtin, current) : patternSpans(rule.re, current);
+    const spans = spansOf(rule, joined);
+    if (folded) for (const s of spansOf(rule, folded.text)) spans.push(folded.back(s));
     if (spans.length === 0) continue;
     if (reject) return true;
-    working = maskSpans(current, spans, rule.kind === 'builtin' ? `<${ENTITY[rule.builtin]}>` : '<masked>');
+    working = maskParts(working ?? texts, spans, rule.kind === 'builtin' ? `<${ENTITY[rule.builtin]}>` : '<masked>');
+    joined = working.join('');
+    folded = foldText(joined);
   }
   return working;
 }
@@ -40,13 +53,17 @@ export function compileRegexGuard(config: RegexGuardConfig, ctx: CompileContext)
   return {
     check(_ex, _phase, messages: readonly GuardMessage[]): GuardVerdict {
       let masked: GuardMessage[] | undefined;
-      for (let i = 0; i < messages.length; i++) {
-        const result = scan(messages[i]!.content, rules, reject);
+      for (let i = 0; i < messages.length; ) {
+        // A message and the parts joined to it are one text.
+        let j = i + 1;
+        while (j < messages.length && messages[j]!.joined === true) j++;
+        const result = scan(messages.slice(i, j).map((m) => m.content), rules, reject);
         if (result === true) return { action: 'reject', reason: 'regex' };
         if (result !== undefined) {
-          masked ??= messages.map((m) => ({ role: m.role, content: m.content }));
-          masked[i]!.content = result;
+          masked ??= messages.map((m) => ({ ...m }));
+          result.forEach((text, k) => (masked![i + k]!.content = text));
         }
+        i = j;
       }
       return masked ? { action: 'mask', messages: masked } : { action: 'pass' };
     },

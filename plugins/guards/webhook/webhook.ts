@@ -44,7 +44,9 @@ export function webhookVerdict(answer: unknown, phase: 'request' | 'response'): 
   }
   if (typeof body === 'string' && Number.isInteger(action.status_code)) {
     const status = action.status_code as number;
-    if (status < 100 || status > 599) throw new Error(`the webhook rejected with status ${status}, which is not an HTTP status`);
+    // A status that is no final answer (a 1xx left the client waiting for one): the webhook still rejected, so the
+    // entry's `rejection` status answers (with the webhook's body), under `failOpen` too.
+    if (status < 200 || status > 599) return { action: 'reject', body, reason };
     return { action: 'reject', status, body, reason };
   }
   return { action: 'pass' };

@@ -57,10 +57,29 @@ export async function guardConnection(
   };
 }
 
+/**
+ * The message of a guard service's error answer, for the log: a JSON body's `message`, `error.message`, `error` or
+ * `detail` string, cut to 200 characters; nothing else of the body, which may echo the prompt (a schema error listing
+ * its input), and the prompt is not logged (ADR 0159).
+ */
+function errorMessage(text: string): string {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    return '';
+  }
+  if (typeof v !== 'object' || v === null) return '';
+  const o = v as Record<string, unknown>;
+  const e = o.error;
+  const found = [o.message, typeof e === 'object' && e !== null ? (e as Record<string, unknown>).message : e, o.detail].find((m) => typeof m === 'string' && m !== '');
+  return typeof found === 'string' ? `: ${found.slice(0, 200)}` : '';
+}
+
 /** Read a guard service's answer as JSON. Throws (a guard failure) on a non-2xx status or a body that is not JSON. */
 export async function readJsonAnswer(res: UpstreamResponse, what: string): Promise<unknown> {
   const text = await readCappedText(res.body, MAX_ANSWER_BYTES, { tooLarge: (n) => new Error(`${what} answered with more than ${n} bytes`) });
-  if (res.status < 200 || res.status > 299) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 200)}`);
+  if (res.status < 200 || res.status > 299) throw new Error(`${what} answered ${res.status}${errorMessage(text)}`);
   try {
     return JSON.parse(text);
   } catch {

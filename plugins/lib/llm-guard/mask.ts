@@ -6,7 +6,11 @@ import type { Span } from './pii.ts';
  * stretch of text gets one placeholder (`<SSN>`, not `<SSN><SSN>`).
  */
 export function maskSpans(text: string, spans: readonly Span[], replacement: string): string {
-  if (spans.length === 0) return text;
+  return maskParts([text], spans, replacement)[0]!;
+}
+
+/** Spans sorted, overlapping ones merged. */
+function mergeSpans(spans: readonly Span[]): Span[] {
   const sorted = [...spans].sort((a, b) => a.start - b.start || b.end - a.end);
   const merged: { start: number; end: number }[] = [];
   for (const s of sorted) {
@@ -14,13 +18,32 @@ export function maskSpans(text: string, spans: readonly Span[], replacement: str
     if (last && s.start < last.end) last.end = Math.max(last.end, s.end);
     else merged.push({ start: s.start, end: s.end });
   }
-  let out = '';
-  let at = 0;
-  for (const s of merged) {
-    out += text.slice(at, s.start) + replacement;
-    at = s.end;
+  return merged;
+}
+
+/**
+ * `maskSpans` over texts read as one (their concatenation; spans index into it): a span across several texts puts
+ * its placeholder in the text where it starts and takes its characters out of the others.
+ */
+export function maskParts(texts: readonly string[], spans: readonly Span[], replacement: string): string[] {
+  if (spans.length === 0) return [...texts];
+  const merged = mergeSpans(spans);
+  const out: string[] = [];
+  let base = 0;
+  for (const text of texts) {
+    const end = base + text.length;
+    let piece = '';
+    let at = base;
+    for (const s of merged) {
+      if (s.end <= base || s.start >= end) continue;
+      const from = Math.max(s.start, base);
+      piece += text.slice(at - base, from - base) + (s.start >= base ? replacement : '');
+      at = Math.min(s.end, end);
+    }
+    out.push(piece + text.slice(at - base));
+    base = end;
   }
-  return out + text.slice(at);
+  return out;
 }
 
 /** Every non-empty match of a global regular expression that `accept` takes (zero-width matches mask nothing). */

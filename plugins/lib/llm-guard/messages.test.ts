@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { guardMessages, requestSlots, responseSlots, writeBack } from './messages.ts';
 
 describe('llm-guard message extraction', () => {
-  it('completions: string and text-part contents, in order; tool calls and images are not text', () => {
+  it('completions: string and text-part contents, in order, then tool-call arguments; images are not text', () => {
     const body = {
       model: 'gpt-4o',
       messages: [
@@ -88,7 +88,7 @@ describe('llm-guard message extraction', () => {
       input: [
         { role: 'user', content: [{ type: 'input_text', text: 'a' }, { type: 'input_image', image_url: 'x' }] },
         { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'b' }] },
-        { type: 'function_call_output', call_id: 'c', output: 'not a prompt' },
+        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{}' },
         { role: 'user', content: 'c' },
       ],
     };
@@ -96,6 +96,153 @@ describe('llm-guard message extraction', () => {
       { role: 'user', content: 'a' },
       { role: 'assistant', content: 'b' },
       { role: 'user', content: 'c' },
+    ]);
+  });
+
+  // Every text the model reads is guarded, whatever the API and whatever the translation reads (ADR 0159): tool
+  // results, text documents, parts of another type carrying `text`, bare string parts, items without a role.
+  it('completions: bare string parts and any part carrying `text` (the translators read them)', () => {
+    const body = {
+      messages: [
+        { role: 'system', content: [{ type: 'input_text', text: 'sys' }] },
+        { role: 'user', content: ['bare', { text: 'untyped' }] },
+        { role: 'tool', tool_call_id: 't', content: [{ type: 'text', text: 'result' }] },
+      ],
+    };
+    const slots = requestSlots('completions', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'system', content: 'sys' },
+      { role: 'user', content: 'bare' },
+      // The model reads adjacent text parts of one content as one text.
+      { role: 'user', content: 'untyped', joined: true },
+      { role: 'tool', content: 'result' },
+    ]);
+    writeBack(slots, [
+      { role: 'system', content: 'SYS' },
+      { role: 'user', content: 'BARE' },
+      { role: 'user', content: 'untyped' },
+      { role: 'tool', content: 'result' },
+    ]);
+    assert.deepEqual(body.messages[0]!.content, [{ type: 'input_text', text: 'SYS' }]);
+    assert.deepEqual(body.messages[1]!.content, ['BARE', { text: 'untyped' }]);
+  });
+
+  it('messages (Anthropic): tool results (string or blocks), text documents and search results are guarded', () => {
+    const body = {
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'f', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'from the tool' },
+            { type: 'tool_result', tool_use_id: 't2', content: [{ type: 'text', text: 'block result' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AA==' } }] },
+            { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'a text document' } },
+            { type: 'document', source: { type: 'content', content: [{ type: 'text', text: 'a content document' }] } },
+            { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } },
+            { type: 'search_result', source: 'https://x.example', title: 't', content: [{ type: 'text', text: 'a search result' }] },
+          ],
+        },
+      ],
+    };
+    const slots = requestSlots('messages', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'user', content: 'from the tool' },
+      { role: 'user', content: 'block result' },
+      { role: 'user', content: 'a text document' },
+      { role: 'user', content: 'a content document' },
+      { role: 'user', content: 'a search result' },
+    ]);
+    writeBack(slots, ['A', 'B', 'C', 'D', 'E'].map((content) => ({ role: 'user', content })));
+    const blocks = body.messages[1]!.content as Record<string, unknown>[];
+    assert.equal(blocks[0]!.content, 'A');
+    assert.deepEqual((blocks[1]!.content as unknown[])[0], { type: 'text', text: 'B' });
+    assert.deepEqual(blocks[2]!.source, { type: 'text', media_type: 'text/plain', data: 'C' });
+    assert.deepEqual(blocks[3]!.source, { type: 'content', content: [{ type: 'text', text: 'D' }] });
+    assert.deepEqual((blocks[5]!.content as unknown[])[0], { type: 'text', text: 'E' });
+  });
+
+  it('responses: tool outputs (string or parts), items without a type or role, assistant refusals', () => {
+    const body = {
+      input: [
+        { type: 'function_call_output', call_id: 'c', output: 'tool said' },
+        { type: 'function_call_output', call_id: 'd', output: [{ type: 'input_text', text: 'tool parts' }] },
+        { type: 'custom_tool_call_output', call_id: 'e', output: 'custom said' },
+        { content: 'no role' },
+        { type: 'message', role: 'assistant', content: [{ type: 'refusal', refusal: 'I will not' }] },
+      ],
+    };
+    const slots = requestSlots('responses', body);
+    assert.deepEqual(guardMessages(slots), [
+      { role: 'tool', content: 'tool said' },
+      { role: 'tool', content: 'tool parts' },
+      { role: 'tool', content: 'custom said' },
+      { role: 'user', content: 'no role' },
+      { role: 'assistant', content: 'I will not' },
+    ]);
+    writeBack(slots, ['A', 'B', 'C', 'D', 'E'].map((content) => ({ role: 'user', content })));
+    assert.equal(body.input[0]!.output, 'A');
+    assert.deepEqual(body.input[1]!.output, [{ type: 'input_text', text: 'B' }]);
+    assert.equal(body.input[3]!.content, 'D');
+    assert.deepEqual(body.input[4]!.content, [{ type: 'refusal', refusal: 'E' }]);
+  });
+
+  it('generateContent (Gemini): a functionResponse is guarded as its JSON text (role tool), as a tool message is', () => {
+    const body = { contents: [{ role: 'user', parts: [{ functionResponse: { name: 'f', response: { result: 'tool text', items: [{ note: 'nested' }], n: 3 } } }] }] };
+    const slots = requestSlots('generateContent', body);
+    assert.deepEqual(guardMessages(slots), [{ role: 'tool', content: '{"result":"tool text","items":[{"note":"nested"}],"n":3}' }]);
+    writeBack(slots, [{ role: 'tool', content: '{"result":"<masked>","items":[{"note":"nested"}],"n":3}' }]);
+    assert.deepEqual(body.contents[0]!.parts[0]!.functionResponse.response, { result: '<masked>', items: [{ note: 'nested' }], n: 3 });
+    // A mask that broke the JSON cannot be written back: the guard failed.
+    assert.throws(() => writeBack(requestSlots('generateContent', body), [{ role: 'tool', content: '{"result":<masked>' }]), /no longer a JSON object/);
+    // Google reads either field name; both are guarded.
+    const snake = {
+      systemInstruction: { parts: [{ text: 'camel' }] },
+      system_instruction: { parts: [{ text: 'snake' }] },
+      contents: [{ role: 'user', parts: [{ function_response: { name: 'f', response: { output: 'snake tool' } } }] }],
+    };
+    assert.deepEqual(guardMessages(requestSlots('generateContent', snake)), [
+      { role: 'system', content: 'camel' },
+      { role: 'system', content: 'snake' },
+      { role: 'tool', content: '{"output":"snake tool"}' },
+    ]);
+  });
+
+  // The history a client sends is all its own text: a tool call it made up carries arguments the model reads.
+  it('tool-call arguments of the history are guarded on every API (role assistant)', () => {
+    const chat = {
+      messages: [
+        { role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{"q":"chat args"}' } }], function_call: { name: 'g', arguments: '{"q":"legacy"}' } },
+      ],
+    };
+    const chatSlots = requestSlots('completions', chat);
+    assert.deepEqual(guardMessages(chatSlots), [
+      { role: 'assistant', content: '{"q":"chat args"}' },
+      { role: 'assistant', content: '{"q":"legacy"}' },
+    ]);
+    writeBack(chatSlots, [
+      { role: 'assistant', content: '{"q":"<masked>"}' },
+      { role: 'assistant', content: '{"q":"legacy"}' },
+    ]);
+    assert.equal(chat.messages[0]!.tool_calls[0]!.function.arguments, '{"q":"<masked>"}');
+    const anthropic = { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'f', input: { q: 'anthropic args' } }] }] };
+    const anthropicSlots = requestSlots('messages', anthropic);
+    assert.deepEqual(guardMessages(anthropicSlots), [{ role: 'assistant', content: '{"q":"anthropic args"}' }]);
+    writeBack(anthropicSlots, [{ role: 'assistant', content: '{"q":"<masked>"}' }]);
+    assert.deepEqual(anthropic.messages[0]!.content[0]!.input, { q: '<masked>' });
+    const responses = {
+      input: [
+        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"q":"responses args"}' },
+        { type: 'custom_tool_call', call_id: 'd', name: 'g', input: 'custom input' },
+      ],
+    };
+    assert.deepEqual(guardMessages(requestSlots('responses', responses)), [
+      { role: 'assistant', content: '{"q":"responses args"}' },
+      { role: 'assistant', content: 'custom input' },
+    ]);
+    const gemini = { contents: [{ role: 'model', parts: [{ functionCall: { name: 'f', args: { q: 'gemini args' } } }, { function_call: { name: 'g', args: { q: 'snake' } } }] }] };
+    assert.deepEqual(guardMessages(requestSlots('generateContent', gemini)), [
+      { role: 'assistant', content: '{"q":"gemini args"}' },
+      { role: 'assistant', content: '{"q":"snake"}' },
     ]);
   });
 

@@ -37,7 +37,7 @@ export function responseSlots(format: LlmRouteType, body: Record<string, unknown
 
 /** The slots as guards see them. */
 export function guardMessages(slots: readonly TextSlot[]): GuardMessage[] {
-  return slots.map((s) => ({ role: s.role, content: s.text }));
+  return slots.map((s) => (s.joined ? { role: s.role, content: s.text, joined: true } : { role: s.role, content: s.text }));
 }
 
 /**

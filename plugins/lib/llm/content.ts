@@ -1,7 +1,8 @@
 // Prompt and completion content for GenAI spans, only when the operator allows it (`config.tracing.
 // captureMessageContent`; docs/observability.md "Span: an LLM call"). The OTel GenAI conventions' message shape:
 // `[{role, parts: [{type: 'text', content}]}]`, as JSON text (`gen_ai.input.messages`, `gen_ai.output.messages`).
-// The text is what prompt guards see of a body (each format's text slots): text parts only, no images or tool calls.
+// The text is what prompt guards see of a body (each format's text slots: text parts, tool results, the tool-call
+// arguments of a request's history; no images).
 import type { HeldEvent } from './formats/assembly.ts';
 import type { LlmFormat } from './formats/format.ts';
 import type { TextSlot } from './formats/slots.ts';

@@ -82,9 +82,11 @@ export interface LlmProviderInstance {
   readonly queryKey?: { readonly param: string; readonly header: string };
   /**
    * Optional: provider conventions on the wire-format body, after translation and the model override, just before
-   * it is serialized (vertex: `google/` in front of a bare model name).
+   * it is serialized (vertex: `google/` in front of a bare model name). `request` (optional to read; the `ai`
+   * backend always passes it) is the model sent and the client's request headers before `prepareHeaders` (bedrock:
+   * an Anthropic client's `anthropic-beta` becomes Claude's `anthropic_beta` body member).
    */
-  prepareBody?(format: LlmWireFormat, body: Record<string, unknown>): void;
+  prepareBody?(format: LlmWireFormat, body: Record<string, unknown>, request?: LlmBodyRequest): void;
   /**
    * Optional: wire formats of the provider's own API (Bedrock: Converse), found by the name `wireFormat` returns
    * before the built-in ones (plugins/lib/llm/formats). A provider with a new API brings its format here: translation
@@ -98,10 +100,21 @@ export interface LlmProviderInstance {
   readonly defaultAuth?: Record<string, unknown>;
 }
 
+/** What `prepareBody` is told of the request beside its body. */
+export interface LlmBodyRequest {
+  readonly model: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
 /** One message as prompt guards see it (text content flattened). */
 export interface GuardMessage {
   role: string;
   content: string;
+  /**
+   * True when this text continues the message before it: the next text part of the same content list, which the
+   * model reads as one text with it (a pattern split across parts is still one text). Absent otherwise.
+   */
+  joined?: boolean;
 }
 
 /**

@@ -1,36 +1,39 @@
-// A cheap prompt-token estimate for token rate limits (docs/llm.md "Token rate limits", ADR 0024): characters / 4.
+// A cheap prompt-token estimate for token rate limits (docs/llm.md "Token rate limits", ADR 0024): UTF-8 bytes / 4
+// (ADR 0164).
 import { isObj } from './json.ts';
 import type { Obj } from './json.ts';
 
 /** The request fields that carry the prompt, in every client format (Chat, Messages, Responses, Gemini, embeddings). */
-export const PROMPT_FIELDS = ['messages', 'system', 'input', 'instructions', 'contents', 'systemInstruction', 'prompt', 'tools'] as const;
+const PROMPT_FIELDS = ['messages', 'system', 'input', 'instructions', 'contents', 'systemInstruction', 'prompt', 'tools'] as const;
 
 /** Keys whose strings are not prompt text: identifiers, roles, media (base64 data would count as thousands). */
-export const SKIP: ReadonlySet<string> = new Set(['role', 'type', 'id', 'tool_call_id', 'cache_control', 'image_url', 'data', 'source', 'inline_data', 'inlineData', 'file_data', 'fileData', 'mimeType', 'media_type']);
+const SKIP: ReadonlySet<string> = new Set(['role', 'type', 'id', 'tool_call_id', 'cache_control', 'image_url', 'data', 'source', 'inline_data', 'inlineData', 'file_data', 'fileData', 'mimeType', 'media_type']);
 
 /** How deep the walk goes: prompts are shallow; a hostile body nested deeper is not walked further. */
-export const MAX_DEPTH = 12;
+const MAX_DEPTH = 12;
 
-function chars(v: unknown, depth: number): number {
-  if (typeof v === 'string') return v.length;
+/** UTF-8 bytes of the prompt strings under `v` (counted, not encoded). */
+function bytes(v: unknown, depth: number): number {
+  if (typeof v === 'string') return Buffer.byteLength(v, 'utf8');
   if (depth >= MAX_DEPTH) return 0;
   let n = 0;
   if (Array.isArray(v)) {
-    for (const item of v) n += chars(item, depth + 1);
+    for (const item of v) n += bytes(item, depth + 1);
   } else if (isObj(v)) {
-    for (const key in v) if (!SKIP.has(key)) n += chars(v[key], depth + 1);
+    for (const key in v) if (!SKIP.has(key)) n += bytes(v[key], depth + 1);
   }
   return n;
 }
 
 /**
- * Estimated prompt tokens of a parsed client request: the characters of the strings under its prompt fields, divided
- * by 4 and rounded up (the usual rule of thumb for English text with the GPT and Claude tokenizers). Only an estimate
- * reserved before the call: the provider's real usage replaces it once the answer has ended.
+ * Estimated prompt tokens of a parsed client request: the UTF-8 bytes of the strings under its prompt fields, divided
+ * by 4 and rounded up (about 4 bytes a token in English with the GPT and Claude tokenizers, which split bytes: other
+ * scripts take more bytes a character, and more tokens). As a cut stream's output is counted (ADR 0157). Only an
+ * estimate reserved before the call: the provider's real usage replaces it once the answer has ended.
  */
 export function estimatePromptTokens(body: Obj): number {
   let n = 0;
-  for (const field of PROMPT_FIELDS) if (body[field] !== undefined) n += chars(body[field], 0);
+  for (const field of PROMPT_FIELDS) if (body[field] !== undefined) n += bytes(body[field], 0);
   return Math.ceil(n / 4);
 }
 
@@ -45,7 +48,7 @@ export function maxOutputTokens(body: Obj): number | undefined {
 }
 
 /** How many answers a request asks for: Chat Completions' `n`, else Gemini's `candidateCount`; 1 unless more. */
-export function answers(n: unknown, candidates: unknown): number {
+function answers(n: unknown, candidates: unknown): number {
   const v = typeof n === 'number' ? n : candidates;
   return typeof v === 'number' && Number.isInteger(v) && v > 1 ? v : 1;
 }

@@ -2,7 +2,7 @@ import type { LlmProviderInstance, LlmRouteType, LlmWireFormat } from '../../lib
 import { provider, stripBrowserHeaders } from '../../lib/llm/provider-kit.ts';
 import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import { converseFormat } from './converse.ts';
-import { countTokensFormat, countTokensModel } from './count-tokens.ts';
+import { anthropicBetas, countTokensFormat, countTokensModel, isAnthropicModel, withCountBetas } from './count-tokens.ts';
 import type { BedrockConfig } from './plugin.ts';
 
 function wireFormat(client: LlmRouteType): LlmWireFormat | undefined {
@@ -36,6 +36,15 @@ export function createBedrockProvider(config: BedrockConfig): LlmProviderInstanc
       return `/model/${encodeURIComponent(model)}/${stream ? 'converse-stream' : 'converse'}`;
     },
     prepareHeaders: bedrockHeaders,
+    // An Anthropic client's betas (its `anthropic-beta` header, which Bedrock does not read) go in the body, for
+    // Claude models only: Converse refuses model fields another model does not take.
+    prepareBody: (format, body, request) => {
+      const betas = request !== undefined && isAnthropicModel(request.model) ? anthropicBetas(request.headers['anthropic-beta']) : [];
+      if (betas.length === 0) return;
+      if (format === countTokensFormat.name) return withCountBetas(body, betas);
+      const fields = body.additionalModelRequestFields;
+      body.additionalModelRequestFields = { ...(fields !== null && typeof fields === 'object' ? fields : {}), anthropic_beta: betas };
+    },
     defaultAuth: { aws: { serviceName: 'bedrock', region: config.region } },
   });
 }

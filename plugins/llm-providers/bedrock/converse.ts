@@ -10,6 +10,7 @@ import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
 import { outputBytes } from '../../lib/llm/output-bytes.ts';
+import { isAnthropicModel } from './count-tokens.ts';
 
 /** The text of a tool result that had none (a tool with no output). */
 const EMPTY_TOOL_RESULT = '(no output)';
@@ -74,6 +75,10 @@ export function completionsRequestToConverse(body: Obj): Obj {
   if (typeof body.stop === 'string') inference.stopSequences = [body.stop];
   else if (Array.isArray(body.stop)) inference.stopSequences = body.stop;
   if (Object.keys(inference).length > 0) out.inferenceConfig = inference;
+  // Claude's `top_k` (an Anthropic client's, kept beside the canonical body, or one an OpenAI client sent) is a model
+  // field on Converse; another model refuses it.
+  const topK = typeof body.top_k === 'number' ? body.top_k : canonicalExtra(body, 'topK');
+  if (topK !== undefined && typeof body.model === 'string' && isAnthropicModel(body.model)) out.additionalModelRequestFields = { top_k: topK };
   const { tools: declared, choice } = narrowToAllowedTools(body);
   // `none` has no Converse form: no tools are declared, so the model cannot call one (a history with tool calls
   // declares those it called, below).

@@ -259,6 +259,14 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
   const guard = config.promptGuard ?? {};
   const requestGuards = await compileGuards(guard.request, 'request', ctx);
   const responseGuards = await compileGuards(guard.response, 'response', ctx);
+  if (requestGuards.length > 0 || responseGuards.length > 0) {
+    for (const [suffix, type] of Object.entries(config.routes ?? {})) {
+      if (type === 'passthrough' || type === 'realtime') ctx.warn(`prompt guards do not run on \`${type}\` requests: a client reaches them by its path`, ['routes', suffix]);
+    }
+  }
+  if (responseGuards.length > 0 && guard.streaming !== 'Enabled') {
+    ctx.warn('response guards do not run on streamed answers (`stream: true`), which any client can ask for; set `streaming: Enabled` to guard them too', ['promptGuard', 'streaming']);
+  }
   return new AiRuntime({
     routes: config.routes ?? {},
     prepend: config.prompts?.prepend ?? [],

@@ -27,7 +27,7 @@ const guard = {
       type: 'object',
       description: 'The response sent when this guard rejects (a webhook\'s own reject status and body replace it).',
       properties: {
-        status: { type: 'integer', minimum: 100, maximum: 599, description: 'HTTP status. Default: 403.' },
+        status: { type: 'integer', minimum: 200, maximum: 599, description: 'HTTP status (a final one: 200-599). Default: 403.' },
         body: { type: 'string', description: 'Response body, sent as it is (no content type is added). Default: `The request was rejected due to inappropriate content`.' },
         headers: { ...rejectionHeaders, description: 'Headers of the rejection: `add`, then `set`, then `remove`.' },
       },

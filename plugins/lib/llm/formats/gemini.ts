@@ -13,7 +13,7 @@ import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
-import { CHAT_PARTS, partSlots } from './slots.ts';
+import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
@@ -105,10 +105,25 @@ function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlo
   partSlots(role, content.parts, CHAT_PARTS, out);
 }
 
+/** A request `Content`: its text parts, function calls' arguments and function responses as JSON text (role `tool`; ADR 0159). */
+function geminiPromptSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
+  if (!isObj(content) || !Array.isArray(content.parts)) return;
+  const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
+  for (const part of content.parts) {
+    if (!isObj(part)) continue;
+    if (typeof part.text === 'string') out.push(slot(role, part, 'text'));
+    // Google's JSON reads a field by either name (`function_response`).
+    for (const key of ['functionResponse', 'function_response']) if (isObj(part[key]) && isObj(part[key].response)) out.push(jsonSlot('tool', part[key], 'response'));
+    for (const key of ['functionCall', 'function_call']) if (isObj(part[key])) argumentsSlot(role, part[key], 'args', out);
+  }
+}
+
 /** Gemini `generateContent`: `systemInstruction` (or `system_instruction`), then `contents[]`. */
 function geminiRequestSlots(body: Obj, out: TextSlot[]): void {
-  geminiContentSlots(body.systemInstruction ?? body.system_instruction, 'system', out);
-  if (Array.isArray(body.contents)) for (const c of body.contents) geminiContentSlots(c, 'user', out);
+  // Both names when both are there: which one Google reads is not the gateway's to guess.
+  geminiPromptSlots(body.systemInstruction, 'system', out);
+  geminiPromptSlots(body.system_instruction, 'system', out);
+  if (Array.isArray(body.contents)) for (const c of body.contents) geminiPromptSlots(c, 'user', out);
 }
 
 // --- the `ai` policy on Gemini bodies (docs/ai-policy.md "Gemini clients", ADR 0066) -----------------------------

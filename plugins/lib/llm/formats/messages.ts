@@ -12,7 +12,7 @@ import { typeOf } from './assembly.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
-import { CHAT_PARTS, messageListSlots, partSlots, slot } from './slots.ts';
+import { CHAT_PARTS, messageListSlots, partSlots, promptContentSlots, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
@@ -138,16 +138,9 @@ export function messagesPrompts(body: Obj, prepend: readonly PromptMessage[], ap
   if (pre.length || post.length) body.messages = [...pre, ...(Array.isArray(body.messages) ? body.messages : []), ...post];
 }
 
-/** Anthropic's top-level `system`: a string or a list of text blocks. */
-function systemSlots(body: Obj, out: TextSlot[]): void {
-  const system = body.system;
-  if (typeof system === 'string') out.push(slot('system', body, 'system'));
-  else if (Array.isArray(system)) partSlots('system', system, CHAT_PARTS, out);
-}
-
-/** The system prompt, then the messages. */
+/** The system prompt (a string or a list of text blocks), then the messages. */
 export function messagesRequestSlots(body: Obj, out: TextSlot[]): void {
-  systemSlots(body, out);
+  promptContentSlots('system', body, 'system', out);
   messageListSlots(body, out);
 }
 

@@ -10,7 +10,7 @@ import { typeOf } from './assembly.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
 import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
-import { contentSlots, RESPONSES_PARTS, slot } from './slots.ts';
+import { argumentsSlot, contentSlots, promptContentSlots, RESPONSES_PARTS, slot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
@@ -125,15 +125,22 @@ const assembleResponses: Builder = (events) => {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-/** OpenAI Responses: `instructions`, then `input` (a string, or a list of items). */
+/**
+ * OpenAI Responses: `instructions`, then `input` (a string, or a list of items): message items (a bare
+ * `{content}` is a user message, as the translation reads it), tool outputs (`function_call_output` and the other
+ * `*_output` items with an `output` string or parts, role `tool`) and the history's tool-call arguments.
+ */
 export function responsesRequestSlots(body: Obj, out: TextSlot[]): void {
   if (typeof body.instructions === 'string') out.push(slot('system', body, 'instructions'));
   const input = body.input;
   if (typeof input === 'string') out.push(slot('user', body, 'input'));
   else if (Array.isArray(input)) {
     for (const item of input) {
-      if (!isObj(item) || (item.type !== undefined && item.type !== 'message') || typeof item.role !== 'string') continue;
-      contentSlots(item.role, item, RESPONSES_PARTS, out);
+      if (!isObj(item)) continue;
+      if (item.type === undefined || item.type === 'message') promptContentSlots(typeof item.role === 'string' ? item.role : 'user', item, 'content', out);
+      else if (typeof item.type === 'string' && item.type.endsWith('_output')) promptContentSlots('tool', item, 'output', out);
+      else if (item.type === 'function_call') argumentsSlot('assistant', item, 'arguments', out);
+      else if (item.type === 'custom_tool_call') argumentsSlot('assistant', item, 'input', out);
     }
   }
 }

@@ -1,0 +1,145 @@
+// `passthrough` routes settle on the provider's usage (ADR 0164): the request is forwarded unread, so its reservation
+// is only what the route reserves without a body (no prompt estimate; a virtual key's output estimate), and an answer
+// whose shape the path names (OpenAI Chat Completions and Responses, Anthropic Messages, Gemini `generateContent`,
+// whole or streamed) is read for its usage on the way, as translated routes' answers are. Real `openai` and
+// `@anthropic-ai/sdk` clients and raw Gemini-native HTTP against aimock; a "hello" answer is 11 + 5 = 16 tokens. A
+// virtual key settles the same way (its output estimate reserved, the usage charged).
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { accessRecords, aiRoute, startAiGateway, startMock } from './harness.ts';
+import type { AiGateway, Mock } from './harness.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+
+const PASSTHROUGH = { testAi: { routes: { '*': 'passthrough' } } };
+const tokens = (maxTokens: number) => ({ localRateLimit: [{ maxTokens, tokensPerFill: maxTokens, fillInterval: '1h', type: 'tokens' }] });
+
+describe('passthrough answers settle on their usage', () => {
+  let mock: Mock;
+  let gw: AiGateway;
+  let dir: string;
+  const KEY = 'sk-pass-0123456789abcdefgh';
+
+  before(async () => {
+    mock = await startMock();
+    dir = testTempDir('switchyard-pt-');
+    const virtualKeys = { store: { sqlite: { path: join(dir, 'keys.db') } }, keys: [{ id: 'pass', key: KEY, owner: 'p@example.com', budgets: [{ tokens: 10_000, period: 'day' }] }] };
+    const route = (prefix: string, provider: Record<string, unknown>) => aiRoute(prefix, { name: prefix.slice(1), provider, hostOverride: mock.hostPort }, { ...PASSTHROUGH, ...tokens(1000) });
+    gw = await startAiGateway([
+      route('/chat', { openAI: {} }),
+      route('/chatstream', { openAI: {} }),
+      route('/nousage', { openAI: {} }),
+      route('/resp', { openAI: {} }),
+      // aimock serves Anthropic and Gemini at their own paths only: routes without a prefix of their own.
+      route('/v1/messages', { anthropic: {} }),
+      route('/v1beta', { gemini: {} }),
+      aiRoute('/model', { name: 'br', provider: { bedrock: { region: 'us-east-1' } }, hostOverride: mock.hostPort }, { ...PASSTHROUGH, ...tokens(1000), backendAuth: { aws: { accessKeyId: 'AKIDPT', secretAccessKey: 'pt-secret', region: 'us-east-1', serviceName: 'bedrock' } } }),
+      aiRoute('/vk', { name: 'vk', provider: { openAI: {} }, hostOverride: mock.hostPort }, { ...PASSTHROUGH, virtualKeys }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await mock?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const openai = (prefix: string) => new OpenAI({ baseURL: `${gw.base}${prefix}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+  /** The bucket left after the answers so far, as the next answer's header says (it reserves 0: no prompt read). */
+  const remaining = async (prefix: string, path = '/v1/models'): Promise<number> => {
+    const res = await fetch(`${gw.base}${prefix}${path}`);
+    await res.arrayBuffer();
+    return Number(res.headers.get('x-ratelimit-remaining'));
+  };
+  const logged = async (path: string) => {
+    const [log] = await accessRecords(gw, path);
+    return { input: log!['llm.inputTokens'], output: log!['llm.outputTokens'], model: log!['llm.responseModel'] };
+  };
+
+  it('an OpenAI Chat Completions answer: its usage logged and charged', async () => {
+    const res = await openai('/chat').chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    assert.equal(res.choices[0]!.message.content, 'Hello from the mock!');
+    assert.deepEqual(await logged('/chat/v1/chat/completions'), { input: 11, output: 5, model: res.model });
+    assert.equal(await remaining('/chat'), 1000 - 16);
+  });
+
+  it('a streamed one with include_usage: the usage chunk read (the stream as it came, [DONE] included)', async () => {
+    const stream = await openai('/chatstream').chat.completions.create({ model: 'gpt-4o', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hello' }] });
+    let text = '';
+    let usage: unknown;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      if (chunk.usage) usage = chunk.usage;
+    }
+    assert.equal(text, 'Hello from the mock!');
+    assert.deepEqual(usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
+    const log = await logged('/chatstream/v1/chat/completions');
+    assert.deepEqual([log.input, log.output], [11, 5]);
+    assert.equal(await remaining('/chatstream'), 1000 - 16);
+  });
+
+  it('a stream without usage (the body is not changed to ask for it) keeps what was reserved', async () => {
+    const stream = await openai('/nousage').chat.completions.create({ model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'hello' }] });
+    for await (const _chunk of stream);
+    const [log] = await accessRecords(gw, '/nousage/v1/chat/completions');
+    assert.equal(log!['llm.inputTokens'], undefined);
+    // The stream's relayed output is not charged: only a cut stream is (ADR 0150); the route reserved nothing.
+    assert.equal(await remaining('/nousage'), 1000);
+  });
+
+  it('an OpenAI Responses stream: response.completed carries the usage', async () => {
+    const stream = openai('/resp').responses.stream({ model: 'gpt-4o', input: 'hello' });
+    const final = await stream.finalResponse();
+    assert.equal(final.output_text, 'Hello from the mock!');
+    const log = await logged('/resp/v1/responses');
+    assert.equal(typeof log.input, 'number');
+    assert.equal(await remaining('/resp'), 1000 - (log.input as number) - (log.output as number));
+  });
+
+  it('an Anthropic Messages stream: message_start and message_delta usage', async () => {
+    const anthropic = new Anthropic({ baseURL: gw.base, apiKey: 'sk-ant-test', maxRetries: 0 });
+    const final = await anthropic.messages.stream({ model: 'claude-haiku-4-5', max_tokens: 32, messages: [{ role: 'user', content: 'hello' }] }).finalMessage();
+    assert.equal(final.usage.output_tokens, 5);
+    const log = await logged('/v1/messages');
+    assert.deepEqual([log.input, log.output], [11, 5]);
+    assert.equal(await remaining('/v1/messages', '/batches'), 1000 - 16);
+  });
+
+  it('a Gemini generateContent answer: usageMetadata', async () => {
+    const path = '/v1beta/models/gemini-2.5-flash:generateContent';
+    const res = await fetch(`${gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaTest' }, body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }) });
+    const body = (await res.json()) as { usageMetadata?: { promptTokenCount: number; candidatesTokenCount: number } };
+    assert.equal(res.status, 200);
+    const log = await logged(path);
+    assert.deepEqual([log.input, log.output], [body.usageMetadata!.promptTokenCount, body.usageMetadata!.candidatesTokenCount]);
+    assert.equal(await remaining('/v1beta', '/models'), 1000 - (log.input as number) - (log.output as number));
+  });
+
+  it("a virtual key's token budget: the answer's usage, not the output estimate reserved (256)", async () => {
+    await new OpenAI({ baseURL: `${gw.base}/vk/v1`, apiKey: KEY, maxRetries: 0 }).chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    // Settlement runs in the log phase, just after the answer.
+    let used = NaN;
+    for (let i = 0; i < 100 && used !== 16; i++) {
+      const res = await fetch(`${gw.adminUrl}/keys/pass/usage`);
+      const rows = ((await res.json()) as { usage: { scope: string; used: unknown }[] }).usage;
+      used = Number(rows.find((r) => r.scope === 'key:pass')?.used);
+      if (used !== 16) await sleep(20);
+    }
+    assert.equal(used, 16);
+  });
+
+  it('Bedrock Converse, whole and streamed (an AWS event stream): its usage', async () => {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'hello' }] }] });
+    for (const op of ['converse', 'converse-stream']) {
+      const path = `/model/${encodeURIComponent('anthropic.claude-3-haiku-20240307-v1:0')}/${op}`;
+      const res = await fetch(`${gw.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      const [log] = await accessRecords(gw, path);
+      assert.deepEqual([log!['llm.inputTokens'], log!['llm.outputTokens']], [11, 5], op);
+    }
+  });
+});
