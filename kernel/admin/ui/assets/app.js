@@ -153,7 +153,7 @@ function tailView() {
     source.onopen = () => (status.textContent = 'Live.');
     source.onerror = () => {
       if (source.readyState !== EventSource.CLOSED) return void (status.textContent = 'Disconnected (retrying)…');
-      status.textContent = 'Refused by the gateway (at most 4 browsers tail at once); trying again in 5 s…';
+      status.textContent = 'Refused by the gateway (at most 4 browsers tail at once, or the admin credentials changed); trying again in 5 s…';
       retry = setTimeout(connect, 5000);
     };
     source.addEventListener('dropped', (e) => (status.textContent = `Live; ${e.data} requests not shown (too many at once).`));
