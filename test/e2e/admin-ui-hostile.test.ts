@@ -108,6 +108,12 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
                   { name: RTL_NAME, matches: [{ path: { exact: '/rtl' } }], policies: { directResponse: { status: 200 } } },
                   { name: HUGE_NAME, matches: [{ path: { exact: '/huge' } }], policies: { directResponse: { status: 200 } } },
                   { name: 'tools', matches: [{ path: { pathPrefix: '/mcp' } }], backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }] },
+                  {
+                    name: 'tools-keyed',
+                    matches: [{ path: { pathPrefix: '/keyed-mcp' } }],
+                    policies: { apiKey: { keys: [{ key: 'sk-playground-key-0123456789' }] } },
+                    backends: [{ mcp: { targets: [{ name: 'hostile', mcp: { host: '127.0.0.1', port: mcp.port, path: '/mcp' } }] } }],
+                  },
                   aiRoute('/llm', { name: 'crlf', provider: { openAI: {} }, hostOverride: `127.0.0.1:${crlf.port}` }),
                   aiRoute('/slow', { name: 'slow', provider: { openAI: {} }, hostOverride: `127.0.0.1:${slow.port}` }),
                 ],
@@ -219,6 +225,18 @@ describe('admin UI: hostile names in headless Chromium', { skip }, () => {
     const deadline = Date.now() + 10_000;
     while (deletes() < before + 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(deletes() - before, 2, 'the upstream saw both sessions end');
+  });
+
+  it('MCP playground: a route that asks for a key is reached with the key given (as the LLM playground allows)', async () => {
+    await open('mcp');
+    const options = await page.locator('#route option').allInnerTexts();
+    await page.selectOption('#route', String(options.findIndex((o) => o.startsWith('tools-keyed '))));
+    await page.fill('#mcp-key', 'sk-playground-key-0123456789');
+    await page.click('#mcp-connect');
+    await page.locator('#mcp-result', { hasText: /pwned=50|HTTP|error/i }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator('.tool').count(), 3, await page.locator('#mcp-result').innerText());
+    await page.click('[data-call="plain"]');
+    await page.locator('#mcp-result', { hasText: 'the plain answer' }).waitFor({ timeout: 10_000 });
   });
 
   it('LLM playground: a stream whose events end with CRLF shows its text', async () => {

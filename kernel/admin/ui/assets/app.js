@@ -219,12 +219,15 @@ async function mcpView() {
   const pick = await pickRoute(isMcp);
   const out = el('pre', { id: 'mcp-result' });
   const tools = el('div', { id: 'mcp-tools' });
+  // For a route whose policies ask for a credential (apiKey, jwtAuth, mcpAuthentication): sent as a bearer token.
+  const key = el('input', { id: 'mcp-key', type: 'password', size: 20, placeholder: 'Bearer token (optional)' });
+  const auth = () => (key.value ? { authorization: `Bearer ${key.value}` } : {});
   // The session (its id and where it lives): every call of a connection goes there, whatever is picked since.
   let session;
   let id = 0;
   /** One JSON-RPC message to `at` in session `s` (none for `initialize`; `id` absent on a server without sessions). */
   const send = async (at, s, method, params, notify) => {
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18', ...auth() };
     if (s?.id) headers['mcp-session-id'] = s.id;
     const message = notify ? { jsonrpc: '2.0', method, params } : { jsonrpc: '2.0', id: ++id, method, params };
     const res = await postJson('/ui/api/call', { ...at, headers, body: JSON.stringify(message) });
@@ -239,7 +242,7 @@ async function mcpView() {
   const endSession = (s) => {
     if (!s?.id) return;
     void fetch('/ui/api/call', { method: 'POST', keepalive: true, headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...s.at, method: 'DELETE', headers: { 'mcp-session-id': s.id, 'mcp-protocol-version': '2025-06-18' } }) }).catch(() => {});
+      body: JSON.stringify({ ...s.at, method: 'DELETE', headers: { 'mcp-session-id': s.id, 'mcp-protocol-version': '2025-06-18', ...auth() } }) }).catch(() => {});
   };
   const end = () => {
     endSession(session);
@@ -277,7 +280,7 @@ async function mcpView() {
   };
   view.replaceChildren(el('h2', {}, 'MCP playground'),
     el('p', {}, 'Lists and calls the tools of an mcp route as an MCP client would (through the route\'s policies).'),
-    pick.routes.length ? el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, el('button', { id: 'mcp-connect', on: { click: connect } }, 'Connect and list tools')) : el('p', {}, 'The live config has no mcp route.'),
+    pick.routes.length ? el('div', { class: 'row' }, 'Route', pick.select, 'Path', pick.path, key, el('button', { id: 'mcp-connect', on: { click: connect } }, 'Connect and list tools')) : el('p', {}, 'The live config has no mcp route.'),
     tools, el('h3', {}, 'Result'), out);
   window.addEventListener('pagehide', end);
   return () => {
