@@ -19,6 +19,21 @@ export function serveDeclinedUpgrade(req: IncomingMessage, socket: Socket, serve
     writeRawResponse(socket, reply.status, reply.headers, reply.body as string);
     return;
   }
+  serveOnSocket(req, socket, serve);
+}
+
+/**
+ * An HTTP/1.1 CONNECT (node:http's 'connect' event): the pipeline refuses it (405, ADR 0166) on a response made here,
+ * as for an HTTP/2 client (ADR 0158), and the connection closes after the answer. What follows the head is the
+ * tunnel's (node:http reads no more of it), never a request.
+ */
+export function serveConnect(req: IncomingMessage, socket: Socket, serve: (res: ServerResponse) => void): void {
+  socket.on('error', () => socket.destroy());
+  serveOnSocket(req, socket, serve);
+}
+
+/** `serve` a response made on a socket node:http has let go of (an upgrade's, a CONNECT's); closed once it finished. */
+function serveOnSocket(req: IncomingMessage, socket: Socket, serve: (res: ServerResponse) => void): void {
   type Attachable = ProxyResponse & { assignSocket(s: Socket): void; detachSocket(s: Socket): void };
   const res = new ProxyResponse(req) as Attachable;
   res.shouldKeepAlive = false;
@@ -26,6 +41,8 @@ export function serveDeclinedUpgrade(req: IncomingMessage, socket: Socket, serve
   res.once('finish', () => {
     res.detachSocket(socket);
     socket.end();
+    // node:http's server emits it after 'finish' (its `resOnFinish`); the pipeline logs and counts the request then.
+    res.emit('close');
   });
   serve(res);
 }

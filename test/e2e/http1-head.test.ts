@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ReceivedRequest } from '../helpers/upstream.ts';
-import { plainRouteSuite, RawClient, SERVER_SIDES, values } from './proxy-support.ts';
+import { logRecords } from '../helpers/gateway.ts';
+import { plainRouteSuite, RawClient, SERVER_SIDES, values, waitFor } from './proxy-support.ts';
 import type { Answer } from './proxy-support.ts';
 
 for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})`, () => {
@@ -209,13 +210,17 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
       assert.equal(second.got.url, '/double');
     });
 
-    it('CONNECT: the connection is closed without an answer, nothing upstream', async () => {
-      const before = suite.up.received.length;
-      const c = client();
-      c.write('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n');
-      await c.closed();
-      assert.equal(c.unread(), '');
-      assert.equal(suite.up.received.length, before);
+    it('CONNECT: 405 method_not_allowed and the connection closed, logged with its target and counted; nothing upstream (ADR 0166)', async () => {
+      const a = await refused('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 405);
+      assert.equal(JSON.parse(a.body).error.type, 'method_not_allowed');
+      // Tunnel bytes sent right behind the head are not read as a request either.
+      await refused('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\nContent-Length: 5\r\n\r\nGET /x HTTP/1.1\r\nHost: h\r\n\r\n', 405);
+      await waitFor(() => logRecords(suite.gw).some((r) => r['http.method'] === 'CONNECT'), 5_000, 'the CONNECT log line');
+      const line = logRecords(suite.gw).find((r) => r['http.method'] === 'CONNECT')!;
+      assert.equal(line['http.status'], 405);
+      assert.equal(line['http.path'], 'h:80', 'the authority-form target');
+      const metrics = await (await fetch(`${suite.gw.statsUrl}/metrics`)).text();
+      assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('status="405"')), 'counted with its status');
     });
   });
 

@@ -317,7 +317,7 @@ const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; 
   'Expect: 100-continue (node:http)': { writes: ['POST /p/e HTTP/1.1\r\nHost: gw.test\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n', 'abc'] },
   'an upgrade request (node:http)': { writes: ['GET /p/ws HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'] },
   'an unknown method (node:http refuses)': { writes: ['FOO /p/m HTTP/1.1\r\nHost: gw.test\r\n\r\n'] },
-  'CONNECT (node:http)': { writes: ['CONNECT gw.test:443 HTTP/1.1\r\nHost: gw.test:443\r\n\r\n'] },
+  'CONNECT (node:http: 405)': { writes: ['CONNECT gw.test:443 HTTP/1.1\r\nHost: gw.test:443\r\n\r\n'] },
   'an absolute-form target (node:http)': { writes: ['GET http://gw.test/p/abs HTTP/1.1\r\nHost: other\r\n\r\n'] },
   'a fragment and odd characters in the target (node:http)': { writes: ['GET /p/q#frag HTTP/1.1\r\nHost: gw.test\r\n\r\n', 'GET /p/"quoted"|{} HTTP/1.1\r\nHost: gw.test\r\n\r\n'] },
   'a path refused by normalisation': { writes: [GET('/p/../../etc'), GET('/p/%2e%2e/x')] },
