@@ -11,6 +11,7 @@ import type { CompiledBackendRef, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
 import { ownerOf } from './plugin-owner.ts';
 import { boundedBackend, boundedSelector, ownedHooks } from './run-hooks.ts';
+import { errorShaper } from './error-shaper.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -61,7 +62,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
       health === null &&
       shaper === undefined,
     health,
-    shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
+    shapeError: shaper ? errorShaper(shaper, logger) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
     metrics: c.deps.metrics.route(String(bind), listener, name),
   };

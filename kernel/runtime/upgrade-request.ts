@@ -115,9 +115,25 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
       if (early) return refuse(early);
     }
     ex.status = 101; // what a backend that does not tell its outcome is logged with
+    sentBefore = bytesSent(socket);
     // Typed void: a plugin's async one is awaited, so that its rejection is answered, not left unhandled (ADR 0155).
     const done: unknown = ref.instance.upgrade(ex, socket, head);
     if (isPromiseLike(done)) await done;
   };
-  run().catch((err: unknown) => refuse(errorReply(err, logger, ex)));
+  // The socket's bytes sent when the backend was given it; -1 before.
+  let sentBefore = -1;
+  run().catch((err: unknown) => {
+    if (sentBefore === -1 || (bytesSent(socket) === sentBefore && !socket.writableEnded)) {
+      return refuse(errorReply(err, logger, ex));
+    }
+    // The backend had answered (its 101, or the forwarder's answer) or ended the socket: an HTTP answer now would be
+    // read as the new protocol's bytes (ADR 0166). The failure is logged naming the plugin; the connection closes.
+    errorReply(err, logger, ex);
+    socket.destroy();
+  });
+}
+
+/** Bytes written to an upgrade's socket so far, those still buffered included (node:net counts them). */
+function bytesSent(socket: Duplex): number {
+  return (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? socket.writableLength;
 }
