@@ -321,6 +321,12 @@ const CASES: Record<string, { writes: (string | Buffer)[]; halfClose?: boolean; 
   'an absolute-form target (node:http)': { writes: ['GET http://gw.test/p/abs HTTP/1.1\r\nHost: other\r\n\r\n'] },
   'a fragment and odd characters in the target (node:http)': { writes: ['GET /p/q#frag HTTP/1.1\r\nHost: gw.test\r\n\r\n', 'GET /p/"quoted"|{} HTTP/1.1\r\nHost: gw.test\r\n\r\n'] },
   'a path refused by normalisation': { writes: [GET('/p/../../etc'), GET('/p/%2e%2e/x')] },
+  // Request-target corners (ADR 0013, 0166): each side makes the same exchange of them, lean or handed to node:http.
+  'absolute form without a path, with a port, upper-case scheme, https': { writes: ['GET http://gw.test HTTP/1.1\r\nHost: o\r\n\r\n', 'GET http://gw.test:80/p/a?x=1 HTTP/1.1\r\nHost: o\r\n\r\n', 'GET HTTPS://gw.test/p/b HTTP/1.1\r\nHost: o\r\n\r\n'] },
+  'absolute form refused: no authority, userinfo, ftp': { writes: ['GET http:///p/x HTTP/1.1\r\nHost: gw.test\r\n\r\n', 'GET http://u:p@gw.test/p/x HTTP/1.1\r\nHost: gw.test\r\n\r\n', 'GET ftp://gw.test/p/x HTTP/1.1\r\nHost: gw.test\r\n\r\n'] },
+  'asterisk form (400)': { writes: ['OPTIONS * HTTP/1.1\r\nHost: gw.test\r\n\r\n', 'GET * HTTP/1.1\r\nHost: gw.test\r\n\r\n'] },
+  '%2F, %5C, %00 and overlong UTF-8 in the path (400)': { writes: [GET('/p/a%2Fb'), GET('/p/a%5cb'), GET('/p/a%00'), GET('/p/%C0%AE%C0%AE/x'), GET('/p/%E0%80%AF')] },
+  'escapes kept and decoded, double slashes, dot segments out of a prefix': { writes: [GET('/p/%e2%9c%93/%41%7e/%ff'), GET('//p//a//b'), GET('/p/a/../../dr/x'), GET('/p/..'), GET('/px/../p/y'), GET('/p/x?q=/../dr')] },
   'a 16 KiB+ header (node:http: 431)': { writes: [GET('/p/big-head', `X-Big: ${'a'.repeat(20 * 1024)}\r\n`)] },
   'many headers (node:http)': { writes: [GET('/p/many', Array.from({ length: 120 }, (_, i) => `X-H${i}: ${i}\r\n`).join(''))] },
   'no route (404)': { writes: [GET('/nowhere'), GET('/p/after-404')] },
