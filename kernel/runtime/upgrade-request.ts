@@ -7,6 +7,7 @@ import type { Logger, Reply } from '../sdk/index.ts';
 import type { Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
+import type { RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { upgradeAllowed } from '../upstream/upgrade-protocols.ts';
 import { isPromiseLike } from '../upstream/request-body.ts';
@@ -24,6 +25,7 @@ export interface UpgradeServing {
   readonly tracing: Tracing | null;
   readonly accessLog: AccessLog;
   readonly logger: Logger;
+  readonly unmatched: RouteMetrics;
 }
 
 /** node:http 'upgrade' handler (WebSocket): same selection and request chain, then the backend's upgrade. */
@@ -46,7 +48,8 @@ export function serveUpgradeRequest(pipeline: UpgradeServing, req: IncomingMessa
     ex.status = status;
     const elapsed = performance.now() - ex.startTime;
     accessLog.record(ex, elapsed);
-    ex.compiledRoute?.metrics.record(status, elapsed / 1000);
+    // Refused before a route was chosen: counted where a plain request's refusal is (ADR 0166).
+    (ex.compiledRoute?.metrics ?? pipeline.unmatched).record(status, elapsed / 1000);
     tracing?.finish(ex);
     if (status !== 101 || upstream === undefined || (!accessLog.enabled && tracing === null)) return undefined;
     return watchConnection(accessLog, ex, socket, upstream, tracing);
