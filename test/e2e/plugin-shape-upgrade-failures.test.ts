@@ -3,13 +3,13 @@
 // connection a close, never an HTTP answer written into the new protocol's bytes.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startRoutesGateway } from '../helpers/gateway.ts';
 import type { RoutesGateway } from '../helpers/gateway.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { RawClient } from './proxy-support.ts';
 
 const PLUGIN = `
 import { defineBackend, GatewayError } from 'switchyard/sdk';
@@ -105,18 +105,16 @@ describe("a third-party backend's error shaping and upgrade failing late", () =>
   });
 
   /** Everything the client reads on an upgrade request for `path` until the gateway closes the connection. */
-  const upgradeBytes = (path: string): Promise<string> =>
-    new Promise<string>((resolve, reject) => {
-      const socket = connect(gw.port, '127.0.0.1', () => {
-        socket.write(`GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
-      });
-      let text = '';
-      socket.setEncoding('latin1');
-      socket.on('data', (chunk: string) => (text += chunk));
-      socket.on('error', reject);
-      socket.on('close', () => resolve(text));
-      socket.setTimeout(5_000, () => reject(new Error(`the connection stayed open; read ${JSON.stringify(text)}`)));
-    });
+  const upgradeBytes = async (path: string): Promise<string> => {
+    const c = new RawClient(gw.port);
+    try {
+      c.write(`GET ${path} HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+      await c.closed();
+      return c.unread();
+    } finally {
+      c.destroy();
+    }
+  };
 
   it("an upgrade that fails after its 101: the connection is closed, no HTTP answer written into it; the log names the backend", async () => {
     for (const [path, message] of [
