@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ProxyResponse } from './proxy-response.ts';
-import { writeRawResponse } from '../upstream/raw-response.ts';
+import { closeAfterWrite, writeRawResponse } from '../upstream/raw-response.ts';
 import { jsonErrorReply } from '../sdk/reply.ts';
 
 /**
@@ -40,7 +40,7 @@ function serveOnSocket(req: IncomingMessage, socket: Socket, serve: (res: Server
   res.assignSocket(socket);
   res.once('finish', () => {
     res.detachSocket(socket);
-    socket.end();
+    closeAfterWrite(socket);
     // node:http's server emits it after 'finish' (its `resOnFinish`); the pipeline logs and counts the request then.
     res.emit('close');
   });

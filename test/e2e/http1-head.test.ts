@@ -3,6 +3,7 @@
 // and close the connection; the same gateway goes on serving. These pin the node:http-backed behaviour a lean server
 // side must equal (docs/security.md "HTTP/1.1 input", ADR 0092).
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import type { ReceivedRequest } from '../helpers/upstream.ts';
 import { logRecords } from '../helpers/gateway.ts';
@@ -221,6 +222,31 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
       assert.equal(line['http.path'], 'h:80', 'the authority-form target');
       const metrics = await (await fetch(`${suite.gw.statsUrl}/metrics`)).text();
       assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('status="405"')), 'counted with its status');
+    });
+
+    it('CONNECT, and an upgrade refused before a route: closed by the gateway after the answer even when the client keeps its side open', async () => {
+      const upgrade = 'GET /a%2Fb HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+      for (const [head, status] of [['CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 'HTTP/1.1 405 '], [upgrade, 'HTTP/1.1 400 ']] as const) {
+        // A client that never ends its side (half-open): the socket must not stay open on the gateway for ever.
+        const socket = connect({ port: suite.port, host: '127.0.0.1', allowHalfOpen: true });
+        socket.write(head);
+        let text = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('error', () => undefined);
+        // Bytes sent after the gateway's FIN: a socket it closed answers them with a reset; one it left open takes them.
+        socket.once('end', () => {
+          socket.write('more');
+          setTimeout(() => socket.write('more'), 200).unref();
+        });
+        const closed = await new Promise<boolean>((resolve) => {
+          socket.once('close', () => resolve(true));
+          setTimeout(() => resolve(false), 3_000);
+        });
+        socket.destroy();
+        assert.ok(text.startsWith(status), text);
+        assert.ok(closed, `the gateway closed the connection after ${status.trim()}`);
+      }
     });
   });
 

@@ -353,8 +353,9 @@ export async function requestHandlersFor(url: string, times: number, headers?: R
 /** What `plainRouteSuite` gives the cases of its suite (set once its `before` hook ran). */
 export interface PlainRouteSuite {
   readonly up: TestUpstream;
-  /** The gateway (its log lines, its stats address). */
+  /** The gateway (its log lines, its stats address) and its bind port. */
   readonly gw: RunningGateway;
+  readonly port: number;
   /** A raw client of the gateway, closed after the suite. */
   client(): RawClient;
 }
@@ -388,6 +389,9 @@ export function plainRouteSuite(side: (typeof SERVER_SIDES)[number], answer: (me
     },
     get gw() {
       return gw!;
+    },
+    get port() {
+      return port;
     },
     client() {
       const c = new RawClient(port);
