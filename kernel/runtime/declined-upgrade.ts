@@ -46,3 +46,19 @@ function serveOnSocket(req: IncomingMessage, socket: Socket, serve: (res: Server
   });
   serve(res);
 }
+
+/**
+ * Run `serve` once node:http's answer to a request pipelined before this one (an upgrade's or a CONNECT's, handed
+ * over at once by node:http) is written: a response made on the socket earlier would throw
+ * `ERR_HTTP_SOCKET_ASSIGNED` out of node's parser (ending the process), and raw bytes would land inside that answer.
+ * Nothing runs if the socket closes first (the client left). The socket is paused meanwhile (node:http set it so).
+ */
+export function afterAnswerInFlight(socket: Socket, serve: () => void): void {
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (inFlight == null) return serve();
+  // node:http's own 'finish' listener (registered first) detaches the answer from the socket before this runs.
+  inFlight.once('finish', () => {
+    if (!socket.destroyed) serve();
+  });
+}
+

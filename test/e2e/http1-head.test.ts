@@ -224,6 +224,20 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
       assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('status="405"')), 'counted with its status');
     });
 
+    it('CONNECT or an upgrade pipelined behind a request: answered after that request\'s answer, not into it', async () => {
+      const upgrade = 'GET /a%2Fb HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+      for (const [second, status] of [['CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 405], [upgrade, 400]] as const) {
+        const c = client();
+        c.write(`GET /first HTTP/1.1\r\nHost: h\r\n\r\n${second}`);
+        const first = await c.read();
+        assert.equal(first.status, 200);
+        assert.equal(first.body, 'GET /first 0');
+        const next = await c.read();
+        assert.equal(next.status, status, next.body);
+        await c.closed();
+      }
+    });
+
     it('CONNECT, and an upgrade refused before a route: closed by the gateway after the answer even when the client keeps its side open', async () => {
       const upgrade = 'GET /a%2Fb HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
       for (const [head, status] of [['CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 'HTTP/1.1 405 '], [upgrade, 'HTTP/1.1 400 ']] as const) {
