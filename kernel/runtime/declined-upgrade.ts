@@ -48,7 +48,7 @@ function serveOnSocket(req: IncomingMessage, socket: Socket, serve: (res: Server
 }
 
 /**
- * Run `serve` once node:http's answer to a request pipelined before this one (an upgrade's or a CONNECT's, handed
+ * Run `serve` once node:http's answers to the requests pipelined before this one (an upgrade's or a CONNECT's, handed
  * over at once by node:http) is written: a response made on the socket earlier would throw
  * `ERR_HTTP_SOCKET_ASSIGNED` out of node's parser (ending the process), and raw bytes would land inside that answer.
  * Nothing runs if the socket closes first (the client left). The socket is paused meanwhile (node:http set it so).
@@ -56,9 +56,10 @@ function serveOnSocket(req: IncomingMessage, socket: Socket, serve: (res: Server
 export function afterAnswerInFlight(socket: Socket, serve: () => void): void {
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (inFlight == null) return serve();
-  // node:http's own 'finish' listener (registered first) detaches the answer from the socket before this runs.
+  // node:http's own 'finish' listener (registered first) detaches the answer from the socket before this runs, and
+  // gives it the next pipelined request's answer if there is one: that one is waited for too.
   inFlight.once('finish', () => {
-    if (!socket.destroyed) serve();
+    if (!socket.destroyed) afterAnswerInFlight(socket, serve);
   });
 }
 

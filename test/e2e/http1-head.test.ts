@@ -228,10 +228,12 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
       const upgrade = 'GET /a%2Fb HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
       for (const [second, status] of [['CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 405], [upgrade, 400]] as const) {
         const c = client();
-        c.write(`GET /first HTTP/1.1\r\nHost: h\r\n\r\n${second}`);
-        const first = await c.read();
-        assert.equal(first.status, 200);
-        assert.equal(first.body, 'GET /first 0');
+        c.write(`GET /first HTTP/1.1\r\nHost: h\r\n\r\nGET /second HTTP/1.1\r\nHost: h\r\n\r\n${second}`);
+        for (const path of ['/first', '/second']) {
+          const a = await c.read();
+          assert.equal(a.status, 200);
+          assert.equal(a.body, `GET ${path} 0`);
+        }
         const next = await c.read();
         assert.equal(next.status, status, next.body);
         await c.closed();
