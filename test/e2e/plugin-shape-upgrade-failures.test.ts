@@ -126,6 +126,10 @@ describe("a third-party backend's error shaping and upgrade failing late", () =>
       assert.equal(text.indexOf('HTTP/1.1', 1), -1, `${path}: only the backend's 101: ${JSON.stringify(text)}`);
       namesPlugin((await linesWith('ERROR', 'backend failed', message))[0], 'acmeUpgrades');
     }
+    // The access log has the 101 the client got, and the failure.
+    const [logged] = await linesWith('INFO', 'http.path=/upgrades/after ');
+    assert.match(logged ?? '', /http\.status=101 /, logged);
+    assert.match(logged ?? '', /acme upgrade failed after its 101/, logged);
     // Before it wrote anything, the failure is still answered 500 (ADR 0155).
     const text = await upgradeBytes('/upgrades/before');
     assert.match(text, /^HTTP\/1\.1 500 /, text);
