@@ -38,6 +38,52 @@ function scan(texts: readonly string[], rules: readonly Rule[], reject: boolean)
 }
 
 /**
+ * What a JSON text (tool-call arguments, a function response; `GuardMessage.json`) becomes, masked where its text is
+ * (ADR 0165): each string, key and number is scanned as the text it decodes to (an escape such as `\u0053` hides
+ * nothing), a masked one is written back as a JSON string, so the answer stays valid JSON of the same shape. The JSON
+ * text as a whole is scanned too, for a rejection (a pattern written against the JSON). Null when it is no JSON
+ * (scanned as plain text then), undefined when unchanged.
+ */
+function scanJson(text: string, rules: readonly Rule[], reject: boolean): string | true | undefined | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (reject && scan([text], rules, true) === true) return true;
+  let changed = false;
+  let rejected = false;
+  const leaf = (s: string): string => {
+    const r = rejected ? undefined : scan([s], rules, reject);
+    if (r === true) rejected = true;
+    else if (r !== undefined) {
+      changed = true;
+      return r[0]!;
+    }
+    return s;
+  };
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return leaf(v);
+    if (typeof v === 'number') {
+      const s = String(v);
+      const masked = leaf(s);
+      return masked === s ? v : masked;
+    }
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object') {
+      const out: Record<string, unknown> = {};
+      for (const [k, inner] of Object.entries(v)) out[leaf(k)] = walk(inner);
+      return out;
+    }
+    return v;
+  };
+  const masked = walk(value);
+  if (rejected) return true;
+  return changed ? JSON.stringify(masked) : undefined;
+}
+
+/**
  * The `regex` guard (BEHAVIOUR.md §2.9): rules in order over each text; `mask` (default) replaces builtin matches
  * with `<ENTITY>` and pattern matches with `<masked>`, `reject` rejects on the first match.
  */
@@ -57,7 +103,8 @@ export function compileRegexGuard(config: RegexGuardConfig, ctx: CompileContext)
         // A message and the parts joined to it are one text.
         let j = i + 1;
         while (j < messages.length && messages[j]!.joined === true) j++;
-        const result = scan(messages.slice(i, j).map((m) => m.content), rules, reject);
+        const json = j === i + 1 && messages[i]!.json === true ? scanJson(messages[i]!.content, rules, reject) : null;
+        const result = json !== null ? (typeof json === 'string' ? [json] : json) : scan(messages.slice(i, j).map((m) => m.content), rules, reject);
         if (result === true) return { action: 'reject', reason: 'regex' };
         if (result !== undefined) {
           masked ??= messages.map((m) => ({ ...m }));

@@ -30,6 +30,8 @@ interface CandidateAcc {
   readonly thought: TextAcc;
   /** Parts without text (function calls, inline data), in order. */
   readonly other: Obj[];
+  /** The function calls among them, as guarded texts. */
+  readonly calls: StreamText[];
   readonly extra: Obj;
 }
 
@@ -59,14 +61,23 @@ const assembleGemini: Builder = (events) => {
       if (!isObj(c)) continue;
       const index = typeof c.index === 'number' ? c.index : 0;
       let acc = candidates.get(index);
-      if (!acc) candidates.set(index, (acc = { index, finish: undefined, answer: { text: '', refs: [] }, thought: { text: '', refs: [] }, other: [], extra: {} }));
+      if (!acc) candidates.set(index, (acc = { index, finish: undefined, answer: { text: '', refs: [] }, thought: { text: '', refs: [] }, other: [], calls: [], extra: {} }));
       if (c.finishReason !== undefined) acc.finish = c.finishReason;
       for (const key of ['safetyRatings', 'citationMetadata', 'groundingMetadata']) if (c[key] !== undefined) acc.extra[key] = c[key];
       if (!isObj(c.content) || !Array.isArray(c.content.parts)) continue;
       for (const part of c.content.parts) {
         if (!isObj(part)) continue;
         if (typeof part.text !== 'string') {
-          acc.other.push(part);
+          const key = isObj(part.functionCall) ? 'functionCall' : isObj(part.function_call) ? 'function_call' : undefined;
+          if (key === undefined || !isObj((part[key] as Obj).args)) {
+            acc.other.push(part);
+            continue;
+          }
+          // A function call comes whole in one event: its arguments are one guarded text (ADR 0165), written back there.
+          const call = structuredClone(part);
+          acc.other.push(call);
+          const ref: TextRef = { at, set: (text) => void ((part[key] as Obj).args = JSON.parse(text) as unknown), clear: () => false };
+          acc.calls.push({ read: () => JSON.stringify((call[key] as Obj).args), refs: [ref], snapshots: [] });
           continue;
         }
         const into = part.thought === true ? acc.thought : acc.answer;
@@ -87,6 +98,7 @@ const assembleGemini: Builder = (events) => {
         texts.push({ read: () => part.text as string, refs: acc.refs, snapshots: [] });
       }
       parts.push(...a.other);
+      texts.push(...a.calls);
       const candidate: Obj = { index: a.index, content: { role: 'model', parts }, ...a.extra };
       if (a.finish !== undefined) candidate.finishReason = a.finish;
       return candidate;
@@ -102,7 +114,11 @@ const assembleGemini: Builder = (events) => {
 function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
   if (!isObj(content) || !Array.isArray(content.parts)) return;
   const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
-  partSlots(role, content.parts, CHAT_PARTS, out);
+  for (const part of content.parts) {
+    if (!isObj(part)) continue;
+    partSlots(role, [part], CHAT_PARTS, out);
+    for (const key of ['functionCall', 'function_call']) if (isObj(part[key])) argumentsSlot(role, part[key], 'args', out);
+  }
 }
 
 /** A request `Content`: its text parts, function calls' arguments and function responses as JSON text (role `tool`; ADR 0159). */
@@ -251,6 +267,7 @@ export const geminiNative: LlmFormat = {
   bodyFields: geminiBodyFields,
   insertPrompts: geminiPrompts,
   responseSlots(body, out) {
+    // Text parts (thoughts included) and function calls' arguments (ADR 0165).
     if (Array.isArray(body.candidates)) for (const c of body.candidates) if (isObj(c)) geminiContentSlots(c.content, 'assistant', out);
   },
   answerEvents: geminiAnswerEvents,
