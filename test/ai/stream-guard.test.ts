@@ -434,16 +434,16 @@ describe('stream-guard: putting streams together and masking them', () => {
   const ex = { signal: new AbortController().signal } as unknown as Exchange;
   /**
    * A policy whose one response guard masks digits with `#` (through the same text slots as the real guards); JSON
-   * texts (tool-call arguments) it leaves alone, as a mask must keep them JSON.
+   * texts (tool-call arguments) it leaves alone unless `inJson` (the tests' JSON has its digits inside strings).
    */
-  const digits = (seen: Record<string, unknown>[] = []): AiPolicyRuntime =>
+  const digits = (seen: Record<string, unknown>[] = [], inJson = false): AiPolicyRuntime =>
     ({
       hasResponseGuards: true,
       guardStreams: true,
       async guardResponse(_ex: Exchange, format: LlmRouteType, body: Record<string, unknown>) {
         seen.push(structuredClone(body));
         const slots = responseSlots(format, body);
-        writeBack(slots, guardMessages(slots).map((m) => ({ ...m, content: m.json ? m.content : m.content.replace(/\d/g, '#') })));
+        writeBack(slots, guardMessages(slots).map((m) => ({ ...m, content: m.json && !inJson ? m.content : m.content.replace(/\d/g, '#') })));
         return undefined;
       },
     }) as unknown as AiPolicyRuntime;
@@ -555,18 +555,8 @@ describe('stream-guard: putting streams together and masking them', () => {
       chunk(0, {}, { finish_reason: 'tool_calls' }),
       'data: [DONE]\n\n',
     ].join('');
-    // Digits masked in plain texts; in JSON ones, inside the strings (as the regex guard does).
-    const policy = {
-      hasResponseGuards: true,
-      guardStreams: true,
-      async guardResponse(_ex: Exchange, format: LlmRouteType, body: Record<string, unknown>) {
-        seen.push(structuredClone(body));
-        const slots = responseSlots(format, body);
-        writeBack(slots, guardMessages(slots).map((m) => ({ ...m, content: m.content.replace(/\d/g, '#') })));
-        return undefined;
-      },
-    } as unknown as AiPolicyRuntime;
-    const out = await run('completions', text, policy);
+    // Digits masked in JSON texts too: inside their strings, so the JSON stays valid here.
+    const out = await run('completions', text, digits(seen, true));
     assert.deepEqual((seen[0] as { choices: { message: unknown }[] }).choices[0]!.message, {
       role: 'assistant',
       content: null,
@@ -593,15 +583,7 @@ describe('stream-guard: putting streams together and masking them', () => {
       ev({ type: 'content_block_stop', index: 1 }),
       ev({ type: 'message_stop' }),
     ].join('');
-    const policy = {
-      hasResponseGuards: true,
-      guardStreams: true,
-      async guardResponse(_ex: Exchange, format: LlmRouteType, body: Record<string, unknown>) {
-        const slots = responseSlots(format, body);
-        writeBack(slots, guardMessages(slots).map((m) => ({ ...m, content: m.content.replace(/\d/g, '#') })));
-        return undefined;
-      },
-    } as unknown as AiPolicyRuntime;
+    const policy = digits([], true);
     const events = data(await run('messages', text, policy));
     assert.deepEqual(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta), [
       { type: 'thinking_delta', thinking: 'code ##' },
@@ -629,15 +611,7 @@ describe('stream-guard: putting streams together and masking them', () => {
       ev({ type: 'response.output_item.done', output_index: 1, item: call }),
       ev({ type: 'response.completed', response: { id: 'r1', object: 'response', status: 'completed', output: [reasoning, call] } }),
     ].join('');
-    const policy = {
-      hasResponseGuards: true,
-      guardStreams: true,
-      async guardResponse(_ex: Exchange, format: LlmRouteType, body: Record<string, unknown>) {
-        const slots = responseSlots(format, body);
-        writeBack(slots, guardMessages(slots).map((m) => ({ ...m, content: m.content.replace(/\d/g, '#') })));
-        return undefined;
-      },
-    } as unknown as AiPolicyRuntime;
+    const policy = digits([], true);
     const out = String(await run('responses', text, policy));
     for (const original of ['pin 1', 'pin 12', '"34', '"3', '4"}']) assert.ok(!out.includes(original), out);
     assert.ok(out.includes('"arguments":"{\\"n\\":\\"##\\"}"'), out);
