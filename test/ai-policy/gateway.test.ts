@@ -124,7 +124,7 @@ describe('ai policy through a gateway', () => {
     const warnings = gw.logs.filter((l) => l.includes("replaces the route's"));
     assert.equal(warnings.length, 1, gw.logs.join('\n'));
     assert.match(warnings[0]!, /WARN/);
-    assert.match(warnings[0]!, /routes\.1\.policies\.ai/, 'the route');
+    assert.match(warnings[0]!, /`binds\[0\]\.listeners\[0\]\.routes\[1\]\.policies\.ai`/, 'the route');
     assert.match(warnings[0]!, /routes\[1\]\.backends\[0\]\.policies\.ai/, 'the backend');
   });
 

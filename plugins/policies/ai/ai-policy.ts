@@ -303,7 +303,8 @@ function warnReplacedGuards(config: AiPolicyConfig, ctx: CompileContext): void {
   const routePath = [...path.slice(0, at), ...path.slice(at + 2)];
   const routeGuards = byPath.get(JSON.stringify(routePath));
   if (!routeGuards || routeGuards === own) return;
-  ctx.warn(`this backend's \`ai\` policy replaces the route's (\`${routePath.join('.')}\`) as a whole: the route's prompt guards do not run on requests to this backend; list them in this policy too`);
+  const where = routePath.map((p, i) => (typeof p === 'number' ? `[${p}]` : i > 0 ? `.${p}` : p)).join('');
+  ctx.warn(`this backend's \`ai\` policy replaces the route's (\`${where}\`) as a whole: the route's prompt guards do not run on requests to this backend; list them in this policy too`);
 }
 
 /**
