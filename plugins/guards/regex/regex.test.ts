@@ -95,6 +95,13 @@ describe('regex guard', () => {
     assert.deepEqual(masked({ rules: [{ builtin: 'creditCard' }] }, '{"n":4111111111111111}'), { n: '<CREDIT_CARD>' });
     // Unicode folding applies inside strings as well.
     assert.deepEqual(masked({ rules: [{ builtin: 'ssn' }] }, JSON.stringify({ s: '\uff11\uff12\uff13-45-6789' })), { s: '<SSN>' });
+    // An SSN right after an escaped newline (`\n123-...` reads as a word in the JSON text) and anchored patterns,
+    // which read each string alone, are found; so is one string among many.
+    assert.deepEqual(masked({ rules: [{ builtin: 'ssn' }] }, JSON.stringify({ a: 'line\n123-45-6789' })), { a: 'line\n<SSN>' });
+    assert.deepEqual(masked({ rules: [{ pattern: '^\\d{4}$' }] }, '{"pin":"1234","n":["a 1234"]}'), { pin: '<masked>', n: ['a 1234'] });
+    const many = Array.from({ length: 1000 }, (_, i) => `v${i}`);
+    many[500] = 'mail bob@example.com';
+    assert.deepEqual(masked({ rules: [{ builtin: 'ssn' }, { builtin: 'email' }] }, JSON.stringify(many)), many.map((v, i) => (i === 500 ? 'mail <EMAIL_ADDRESS>' : v)));
     // A JSON text with nothing to mask passes unchanged; a string that is not JSON is matched as plain text.
     assert.deepEqual(guard({ rules: [{ builtin: 'ssn' }] }, '{"a":"fine"}'), { action: 'pass' });
     const plain = guard({ rules: [{ pattern: 'SECRET.*' }] }, 'not json: SECRET "x');
