@@ -618,6 +618,17 @@ describe('stream-guard: putting streams together and masking them', () => {
     assert.deepEqual(data(out).map((e) => e.delta).filter((d) => d !== undefined), ['pin ##', '{"n":"##"}']);
   });
 
+  it('gemini: a function call and code, each whole in one event, are written back masked there', async () => {
+    const event = (parts: unknown[]) => `data: ${JSON.stringify({ candidates: [{ index: 0, content: { role: 'model', parts } }] })}\n\n`;
+    const text = [event([{ text: 'pin 1' }]), event([{ functionCall: { name: 'f', args: { n: 'x7' } } }]), event([{ executableCode: { language: 'PYTHON', code: 'print(8)' } }])].join('');
+    const out = data(await run('generateContent', text, digits([], true)));
+    assert.deepEqual(out.map((e) => (e as { candidates: { content: { parts: unknown[] } }[] }).candidates[0]!.content.parts[0]), [
+      { text: 'pin #' },
+      { functionCall: { name: 'f', args: { n: 'x#' } } },
+      { executableCode: { language: 'PYTHON', code: 'print(#)' } },
+    ]);
+  });
+
   it('a masked text the events cannot carry fails closed (503), never leaks', async () => {
     const text = `${chunk(0, { role: 'assistant', content: 'fine' })}data: [DONE]\n\n`;
     // A guard that changed the answer where no event carries it (here: it added a text).

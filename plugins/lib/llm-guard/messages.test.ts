@@ -299,11 +299,13 @@ describe('llm-guard message extraction', () => {
       { role: 'assistant', content: 'why' },
       { role: 'assistant', content: '{"q":3}', json: true },
     ]);
-    const gemini = { candidates: [{ content: { role: 'model', parts: [{ text: 'thought', thought: true }, { functionCall: { name: 'f', args: { q: 4 } } }] } }] };
+    const gemini = { candidates: [{ content: { role: 'model', parts: [{ text: 'thought', thought: true }, { functionCall: { name: 'f', args: { q: 4 } } }, { executableCode: { language: 'PYTHON', code: 'print(5)' } }] } }] };
     assert.deepEqual(guardMessages(responseSlots('generateContent', gemini)), [
       { role: 'assistant', content: 'thought' },
       { role: 'assistant', content: '{"q":4}', json: true },
+      { role: 'assistant', content: 'print(5)' },
     ]);
+    assert.deepEqual(guardMessages(responseSlots('responses', { output: [{ type: 'code_interpreter_call', id: 'ci', code: 'print(6)' }] })), [{ role: 'assistant', content: 'print(6)' }]);
     assert.deepEqual(guardMessages(responseSlots('detect', completions)), guardMessages(responseSlots('completions', completions)));
   });
 

@@ -13,9 +13,20 @@ import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
-import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot } from './slots.ts';
+import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot, stringSlot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
+
+/**
+ * Parts of an answer that carry text the model wrote and come whole, one event each (ADR 0165): the part's key (both
+ * spellings Google reads), the field with the text, and whether it is a JSON object (function call arguments).
+ */
+const WHOLE_PART_TEXTS = [
+  ['functionCall', 'args', true],
+  ['function_call', 'args', true],
+  ['executableCode', 'code', false],
+  ['executable_code', 'code', false],
+] as const;
 
 interface TextAcc {
   text: string;
@@ -30,7 +41,7 @@ interface CandidateAcc {
   readonly thought: TextAcc;
   /** Parts without text (function calls, inline data), in order. */
   readonly other: Obj[];
-  /** The function calls among them, as guarded texts. */
+  /** The function calls and code among them, as guarded texts. */
   readonly calls: StreamText[];
   readonly extra: Obj;
 }
@@ -68,16 +79,18 @@ const assembleGemini: Builder = (events) => {
       for (const part of c.content.parts) {
         if (!isObj(part)) continue;
         if (typeof part.text !== 'string') {
-          const key = isObj(part.functionCall) ? 'functionCall' : isObj(part.function_call) ? 'function_call' : undefined;
-          if (key === undefined || !isObj((part[key] as Obj).args)) {
+          const whole = WHOLE_PART_TEXTS.find(([key]) => isObj(part[key]));
+          if (!whole) {
             acc.other.push(part);
             continue;
           }
-          // A function call comes whole in one event: its arguments are one guarded text (ADR 0165), written back there.
-          const call = structuredClone(part);
-          acc.other.push(call);
-          const ref: TextRef = { at, set: (text) => void ((part[key] as Obj).args = JSON.parse(text) as unknown), clear: () => false };
-          acc.calls.push({ read: () => JSON.stringify((call[key] as Obj).args), refs: [ref], snapshots: [] });
+          // A function call or code comes whole in one event: one guarded text (ADR 0165), written back there.
+          const [key, field, json] = whole;
+          const copy = structuredClone(part);
+          acc.other.push(copy);
+          const ref: TextRef = { at, set: (text) => void ((part[key] as Obj)[field] = json ? (JSON.parse(text) as unknown) : text), clear: () => false };
+          const read = (): string => (json ? JSON.stringify((copy[key] as Obj)[field]) : ((copy[key] as Obj)[field] as string));
+          acc.calls.push({ read, refs: [ref], snapshots: [] });
           continue;
         }
         const into = part.thought === true ? acc.thought : acc.answer;
@@ -117,7 +130,9 @@ function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlo
   for (const part of content.parts) {
     if (!isObj(part)) continue;
     partSlots(role, [part], CHAT_PARTS, out);
-    for (const key of ['functionCall', 'function_call']) if (isObj(part[key])) argumentsSlot(role, part[key], 'args', out);
+    for (const [key, field, json] of WHOLE_PART_TEXTS) {
+      if (isObj(part[key])) (json ? argumentsSlot : stringSlot)(role, part[key], field, out);
+    }
   }
 }
 

@@ -32,7 +32,7 @@ interface ItemText {
   readonly field: string;
 }
 
-/** The texts of output item `oi`: message text and refusals, call arguments, custom tool input, reasoning text. */
+/** The texts of output item `oi`: message text and refusals, call arguments, custom tool input, code, reasoning text. */
 function itemTexts(item: Obj, oi: number): ItemText[] {
   const out: ItemText[] = [];
   const each = (list: unknown, prefix: string, fields: readonly string[]): void => {
@@ -46,7 +46,7 @@ function itemTexts(item: Obj, oi: number): ItemText[] {
     each(item.summary, 's', ['text']);
     each(item.content, 'r', ['text']);
   } else {
-    const field = item.type === 'function_call' ? 'arguments' : item.type === 'custom_tool_call' ? 'input' : undefined;
+    const field = item.type === 'function_call' ? 'arguments' : item.type === 'custom_tool_call' ? 'input' : item.type === 'code_interpreter_call' ? 'code' : undefined;
     if (field && typeof item[field] === 'string') out.push({ key: `${oi}:args`, holder: item, field });
   }
   return out;
@@ -66,6 +66,7 @@ function eventText(type: string, d: Obj): { key: string; delta: boolean; field: 
   else if (kind === 'response.refusal') [key, field] = [at('', d.content_index), 'refusal'];
   else if (kind === 'response.function_call_arguments') [key, field] = [`${oi}:args`, 'arguments'];
   else if (kind === 'response.custom_tool_call_input') [key, field] = [`${oi}:args`, 'input'];
+  else if (kind === 'response.code_interpreter_call_code') [key, field] = [`${oi}:args`, 'code'];
   else if (kind === 'response.reasoning_summary_text') [key, field] = [at('s', d.summary_index), 'text'];
   else if (kind === 'response.reasoning_text') [key, field] = [at('r', d.content_index), 'text'];
   if (key === undefined) return undefined;
@@ -178,7 +179,7 @@ export function responsesRequestSlots(body: Obj, out: TextSlot[]): void {
   }
 }
 
-/** Message items' text and refusals, function-call arguments, custom tool input, reasoning text (ADR 0165). */
+/** Message items' text and refusals, function-call arguments, custom tool input, code, reasoning text (ADR 0165). */
 export function responsesResponseSlots(body: Obj, out: TextSlot[]): void {
   if (!Array.isArray(body.output)) return;
   for (const item of body.output) {
@@ -189,6 +190,7 @@ export function responsesResponseSlots(body: Obj, out: TextSlot[]): void {
       if (Array.isArray(item.content)) for (const p of item.content) if (isObj(p) && p.type === 'refusal') stringSlot(role, p, 'refusal', out);
     } else if (item.type === 'function_call') argumentsSlot(role, item, 'arguments', out);
     else if (item.type === 'custom_tool_call') stringSlot(role, item, 'input', out);
+    else if (item.type === 'code_interpreter_call') stringSlot(role, item, 'code', out);
     else if (item.type === 'reasoning') {
       for (const key of ['summary', 'content']) if (Array.isArray(item[key])) for (const p of item[key]) if (isObj(p)) stringSlot(role, p, 'text', out);
     }
