@@ -592,6 +592,26 @@ describe('stream-guard: putting streams together and masking them', () => {
     assert.deepEqual(events.find((e) => e.index === 1 && e.type === 'content_block_start')!.content_block, { type: 'tool_use', id: 't1', name: 'f', input: { n: 'x#' } });
   });
 
+  it('messages: a tool input cut off before its JSON ends, and a server tool\'s input, are guarded as streamed', async () => {
+    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
+    const text = [
+      ev({ type: 'message_start', message: { id: 'm1', type: 'message', role: 'assistant', content: [], model: 'c', usage: { input_tokens: 3 } } }),
+      ev({ type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 's1', name: 'code_execution', input: {} } }),
+      ev({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"code":"print(1' } }),
+      ev({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: ')"}' } }),
+      ev({ type: 'content_block_stop', index: 0 }),
+      ev({ type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 't1', name: 'f', input: {} } }),
+      ev({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"n":"12' } }),
+      ev({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '34' } }),
+      ev({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 9 } }),
+      ev({ type: 'message_stop' }),
+    ].join('');
+    const deltas = data(await run('messages', text, digits([], true)))
+      .filter((e) => e.type === 'content_block_delta')
+      .map((e) => (e.delta as { partial_json: string }).partial_json);
+    assert.deepEqual(deltas, ['{"code":"print(#)"}', '{"n":"####']);
+  });
+
   it('responses: reasoning summary and function-call argument events all carry the masked text', async () => {
     const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const reasoning = { type: 'reasoning', id: 'rs1', summary: [{ type: 'summary_text', text: 'pin 12' }] };

@@ -113,11 +113,12 @@ const assembleMessages: Builder = (events) => {
   const content = ordered.map((acc) => {
     const block = acc.block;
     if (block.type === 'text') block.text = acc.text;
-    if (block.type === 'tool_use' && acc.json !== undefined) {
+    if (acc.json !== undefined) {
       try {
         block.input = acc.json.trim() ? (JSON.parse(acc.json) as unknown) : {};
       } catch {
-        block.input = {};
+        // Input cut off (at max_tokens) stays the text that was streamed: the guards still read it (ADR 0165).
+        block.input = acc.json;
       }
     }
     return block;
@@ -129,7 +130,10 @@ const assembleMessages: Builder = (events) => {
     if (block.type === 'text') texts.push({ read: () => block.text, refs: acc.start ? [...acc.refs, acc.start] : acc.refs, snapshots: [] });
     else if (block.type === 'thinking' && acc.refs.length) texts.push({ read: () => block.thinking, refs: acc.refs, snapshots: [] });
     // The input as its JSON text, as guards see it; a masked one is streamed whole in the first delta.
-    else if (acc.json !== undefined) texts.push({ read: () => JSON.stringify(block.input), refs: acc.start ? [...acc.refs, acc.start] : acc.refs, snapshots: [] });
+    else if (acc.json !== undefined) {
+      const read = (): string => (typeof block.input === 'string' ? block.input : JSON.stringify(block.input));
+      texts.push({ read, refs: acc.start ? [...acc.refs, acc.start] : acc.refs, snapshots: [] });
+    }
   });
   return { body, texts, bodyEvents: [] };
 };
