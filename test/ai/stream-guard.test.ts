@@ -552,6 +552,8 @@ describe('stream-guard: putting streams together and masking them', () => {
       chunk(0, { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '' } }] }),
       chunk(0, { tool_calls: [{ index: 0, function: { arguments: '{"n":"9' } }] }),
       chunk(0, { tool_calls: [{ index: 0, function: { arguments: '9"}' } }] }),
+      chunk(0, { tool_calls: [{ index: 1, id: 'c2', type: 'custom', custom: { name: 'g', input: 'run 7' } }] }),
+      chunk(0, { tool_calls: [{ index: 1, custom: { input: '77' } }] }),
       chunk(0, {}, { finish_reason: 'tool_calls' }),
       'data: [DONE]\n\n',
     ].join('');
@@ -562,12 +564,16 @@ describe('stream-guard: putting streams together and masking them', () => {
       content: null,
       reasoning_content: 'pin 1234',
       refusal: 'no 5',
-      tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"n":"99"}' } }],
+      tool_calls: [
+        { id: 'c1', type: 'function', function: { name: 'f', arguments: '{"n":"99"}' } },
+        { id: 'c2', type: 'custom', custom: { name: 'g', input: 'run 777' } },
+      ],
     });
-    for (const original of ['pin 1', '234', 'no 5', '"9', '9"']) assert.ok(!String(out).includes(original), String(out));
+    for (const original of ['pin 1', '234', 'no 5', '"9', '9"', 'run 7', '77']) assert.ok(!String(out).includes(original), String(out));
     const deltas = data(out).map((c) => (c as { choices: { delta: Record<string, unknown> }[] }).choices[0]!.delta);
     assert.equal(deltas[0]!.reasoning_content, 'pin ####');
-    assert.deepEqual(deltas.map((d) => (d.tool_calls as { function: { arguments: string } }[] | undefined)?.[0]?.function.arguments).filter((a) => a !== undefined), ['{"n":"##"}', '', '']);
+    const calls = deltas.flatMap((d) => (d.tool_calls as { function?: { arguments: string }; custom?: { input: string } }[] | undefined) ?? []);
+    assert.deepEqual(calls.map((c) => c.function?.arguments ?? c.custom?.input), ['{"n":"##"}', '', '', 'run ###', '']);
   });
 
   it('messages: thinking deltas and a tool input given whole at its start are guarded', async () => {

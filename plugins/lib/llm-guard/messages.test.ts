@@ -293,11 +293,28 @@ describe('llm-guard message extraction', () => {
       { role: 'assistant', content: 'no' },
       { role: 'assistant', content: '{"q":2}', json: true },
     ]);
-    const chat = { choices: [{ index: 0, message: { role: 'assistant', content: null, refusal: 'no', reasoning_content: 'why', tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{"q":3}' } }] } }] };
+    const chat = {
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            refusal: 'no',
+            reasoning_content: 'why',
+            tool_calls: [
+              { id: 't', type: 'function', function: { name: 'f', arguments: '{"q":3}' } },
+              { id: 'u', type: 'custom', custom: { name: 'g', input: 'free text' } },
+            ],
+          },
+        },
+      ],
+    };
     assert.deepEqual(guardMessages(responseSlots('completions', chat)), [
       { role: 'assistant', content: 'no' },
       { role: 'assistant', content: 'why' },
       { role: 'assistant', content: '{"q":3}', json: true },
+      { role: 'assistant', content: 'free text' },
     ]);
     const gemini = { candidates: [{ content: { role: 'model', parts: [{ text: 'thought', thought: true }, { functionCall: { name: 'f', args: { q: 4 } } }, { executableCode: { language: 'PYTHON', code: 'print(5)' } }] } }] };
     assert.deepEqual(guardMessages(responseSlots('generateContent', gemini)), [

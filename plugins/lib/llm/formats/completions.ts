@@ -102,13 +102,20 @@ const assembleCompletions: Builder = (events) => {
           const call = entry.call;
           if (typeof t.id === 'string') call.id = t.id;
           if (typeof t.type === 'string') call.type = t.type;
-          if (isObj(t.function)) {
-            const fn = t.function;
-            if (typeof fn.name === 'string') call.function.name += fn.name;
-            if (typeof fn.arguments === 'string') {
-              call.function.arguments += fn.arguments;
-              // The call's id and name stay in their delta: a cleared one keeps an empty `arguments`.
-              entry.args.refs.push({ at, set: (text) => void (fn.arguments = text), clear: () => ((fn.arguments = ''), false) });
+          // A function call's `arguments`, or a custom tool call's `input` (ADR 0165).
+          const [part, key] = isObj(t.custom) ? [t.custom, 'input'] : [t.function, 'arguments'];
+          if (isObj(part)) {
+            if (part === t.custom && !isObj(call.custom)) {
+              call.custom = { name: '', input: '' };
+              delete call.function;
+            }
+            const into = part === t.custom ? call.custom : call.function;
+            if (!isObj(into)) continue;
+            if (typeof part.name === 'string') into.name += part.name;
+            if (typeof part[key] === 'string') {
+              into[key] += part[key];
+              // The call's id and name stay in their delta: a cleared one keeps an empty text.
+              entry.args.refs.push({ at, set: (text) => void (part[key] = text), clear: () => ((part[key] = ''), false) });
             }
           }
         }
@@ -134,7 +141,7 @@ const assembleCompletions: Builder = (events) => {
     const message = body.choices[k].message;
     for (const [key, t] of a.texts) texts.push({ read: () => message[key], refs: t.refs, snapshots: a.snapshots });
     const calls = [...a.toolCalls.entries()].sort(([x], [y]) => x - y).map(([, c]) => c);
-    for (const c of calls) texts.push({ read: () => c.call.function.arguments, refs: c.args.refs, snapshots: a.snapshots });
+    for (const c of calls) texts.push({ read: () => (isObj(c.call.custom) ? c.call.custom.input : c.call.function.arguments), refs: c.args.refs, snapshots: a.snapshots });
   });
   return { body, texts, bodyEvents: [] };
 };

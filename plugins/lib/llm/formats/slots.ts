@@ -149,9 +149,14 @@ export function messageListSlots(body: Obj, out: TextSlot[]): void {
   }
 }
 
-/** The arguments of a Chat Completions message's tool calls (`tool_calls`, the older `function_call`). */
+/** The arguments of a Chat Completions message's tool calls (`tool_calls`, the older `function_call`), a custom tool's input. */
 export function toolCallSlots(role: string, m: Obj, out: TextSlot[]): void {
-  if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) if (isObj(c) && isObj(c.function)) argumentsSlot(role, c.function, 'arguments', out);
+  if (Array.isArray(m.tool_calls)) {
+    for (const c of m.tool_calls) {
+      if (isObj(c) && isObj(c.function)) argumentsSlot(role, c.function, 'arguments', out);
+      else if (isObj(c) && isObj(c.custom)) stringSlot(role, c.custom, 'input', out);
+    }
+  }
   if (isObj(m.function_call)) argumentsSlot(role, m.function_call, 'arguments', out);
 }
 
