@@ -457,6 +457,9 @@ describe('stream-guard: putting streams together and masking them', () => {
       .split('\n\n')
       .filter((f) => f.includes('data: {'))
       .map((f) => JSON.parse(f.slice(f.indexOf('data: ') + 6)) as Record<string, unknown>);
+  /** An SSE event named as its data's `type` (Anthropic and Responses streams). */
+  const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
+  const MESSAGE_START = ev({ type: 'message_start', message: { id: 'm1', type: 'message', role: 'assistant', content: [], model: 'c', usage: { input_tokens: 3 } } });
   const chunk = (index: number, delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index, delta, logprobs: { content: [{ token: 'x' }] }, finish_reason: null, ...extra }] })}\n\n`;
 
@@ -495,9 +498,8 @@ describe('stream-guard: putting streams together and masking them', () => {
 
   it('messages: text given at block start and in deltas; tool_use input put together for the guards', async () => {
     const seen: Record<string, unknown>[] = [];
-    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const text = [
-      ev({ type: 'message_start', message: { id: 'm1', type: 'message', role: 'assistant', content: [], model: 'c', usage: { input_tokens: 3 } } }),
+      MESSAGE_START,
       ev({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: 'code 4' } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: '2 and ' } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'more' } }),
@@ -531,7 +533,6 @@ describe('stream-guard: putting streams together and masking them', () => {
 
   it('responses without a completed event: the response as far as it went', async () => {
     const seen: Record<string, unknown>[] = [];
-    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const text = [
       ev({ type: 'response.created', response: { id: 'r1', object: 'response', status: 'in_progress', output: [] } }),
       ev({ type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'i1', role: 'assistant', content: [] } }),
@@ -577,9 +578,8 @@ describe('stream-guard: putting streams together and masking them', () => {
   });
 
   it('messages: thinking deltas and a tool input given whole at its start are guarded', async () => {
-    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const text = [
-      ev({ type: 'message_start', message: { id: 'm1', type: 'message', role: 'assistant', content: [], model: 'c', usage: { input_tokens: 3 } } }),
+      MESSAGE_START,
       ev({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'code 4' } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: '2' } }),
@@ -599,9 +599,8 @@ describe('stream-guard: putting streams together and masking them', () => {
   });
 
   it('messages: a tool input cut off before its JSON ends, and a server tool\'s input, are guarded as streamed', async () => {
-    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const text = [
-      ev({ type: 'message_start', message: { id: 'm1', type: 'message', role: 'assistant', content: [], model: 'c', usage: { input_tokens: 3 } } }),
+      MESSAGE_START,
       ev({ type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 's1', name: 'code_execution', input: {} } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"code":"print(1' } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: ')"}' } }),
@@ -619,7 +618,6 @@ describe('stream-guard: putting streams together and masking them', () => {
   });
 
   it('responses: reasoning summary and function-call argument events all carry the masked text', async () => {
-    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const reasoning = { type: 'reasoning', id: 'rs1', summary: [{ type: 'summary_text', text: 'pin 12' }] };
     const call = { type: 'function_call', id: 'fc1', call_id: 'c1', name: 'f', arguments: '{"n":"34"}' };
     const text = [
