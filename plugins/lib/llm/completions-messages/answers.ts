@@ -1,6 +1,6 @@
 // OpenAI Chat Completions <-> Anthropic Messages complete (non-streamed) answers, both directions (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
-import { toolCallsOf } from '../chat-messages.ts';
+import { canonicalExtra, toolCallsOf } from '../chat-messages.ts';
 import { isObj, nowSeconds, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions, toolUseBlock } from './mapping.ts';
@@ -39,7 +39,8 @@ export function messagesResponseToCompletions(resp: Obj): Obj {
 export function completionsResponseToMessages(resp: Obj): Obj {
   const choice: Obj = Array.isArray(resp.choices) && isObj(resp.choices[0]) ? resp.choices[0] : {};
   const msg: Obj = isObj(choice.message) ? choice.message : {};
-  const content: Obj[] = [];
+  // The provider's reasoning (Converse's, Gemini's) first, as Anthropic answers it.
+  const content: Obj[] = [...(canonicalExtra(msg, 'thinking') ?? [])];
   // A refusal (structured outputs) comes instead of the text: it is what the client is told.
   const answered = textOf(msg.content);
   const refusal = !answered && typeof msg.refusal === 'string' && msg.refusal ? msg.refusal : undefined;

@@ -1,0 +1,278 @@
+// Extended thinking across translation (ADR 0167): an Anthropic client's `thinking` budget and the thinking blocks of
+// its history reach Bedrock Converse (Claude), Gemini and OpenAI in their own terms, and their reasoning comes back
+// as thinking blocks, streamed and not. Loopback stand-ins speak each provider's wire format.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+import { aiRoute, startAiGateway } from './harness.ts';
+import type { AiGateway } from './harness.ts';
+import { frame, sse } from './stream-fixtures.ts';
+
+const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
+const CLAUDE = 'anthropic.claude-sonnet-4-20250514-v1:0';
+const SIG = 'EqQBCkYIBxgCKkB0c2lnbmF0dXJl';
+
+/** A Converse answer: reasoning with its signature, a redacted block, then a tool call. */
+const CONVERSE_ANSWER = {
+  output: {
+    message: {
+      role: 'assistant',
+      content: [
+        { reasoningContent: { reasoningText: { text: 'The user wants weather.', signature: SIG } } },
+        { reasoningContent: { redactedContent: 'cmVkYWN0ZWQ=' } },
+        { toolUse: { toolUseId: 'tooluse_1', name: 'get_weather', input: { city: 'Paris' } } },
+      ],
+    },
+  },
+  stopReason: 'tool_use',
+  usage: { inputTokens: 20, outputTokens: 40, totalTokens: 60 },
+};
+
+const CONVERSE_STREAM = Buffer.concat([
+  frame('messageStart', { role: 'assistant' }),
+  frame('contentBlockDelta', { contentBlockIndex: 0, delta: { reasoningContent: { text: 'The user ' } } }),
+  frame('contentBlockDelta', { contentBlockIndex: 0, delta: { reasoningContent: { text: 'wants weather.' } } }),
+  frame('contentBlockDelta', { contentBlockIndex: 0, delta: { reasoningContent: { signature: SIG } } }),
+  frame('contentBlockStop', { contentBlockIndex: 0 }),
+  frame('contentBlockDelta', { contentBlockIndex: 1, delta: { text: 'Checking.' } }),
+  frame('contentBlockStop', { contentBlockIndex: 1 }),
+  frame('messageStop', { stopReason: 'end_turn' }),
+  frame('metadata', { usage: { inputTokens: 20, outputTokens: 40, totalTokens: 60 }, metrics: { latencyMs: 5 } }),
+]);
+
+const TOOLS = [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
+
+describe('extended thinking to Bedrock Converse (Claude)', () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => {
+      if (req.url!.endsWith('/converse-stream')) {
+        res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
+        res.end(CONVERSE_STREAM);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(CONVERSE_ANSWER));
+    });
+    const host = `127.0.0.1:${upstream.port}`;
+    gw = await startAiGateway([
+      aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1', model: CLAUDE } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${gw.base}/br`, apiKey: 'unused', maxRetries: 0 });
+  const lastWire = (): Record<string, any> => JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString());
+
+  it("sends an Anthropic client's thinking budget as Claude's thinking model field, and answers reasoning as thinking blocks", async () => {
+    const res = await anthropic().messages.create({ model: 'claude', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris?' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2000 } });
+    assert.deepEqual(res.content, [
+      { type: 'thinking', thinking: 'The user wants weather.', signature: SIG },
+      { type: 'redacted_thinking', data: 'cmVkYWN0ZWQ=' },
+      { type: 'tool_use', id: 'tooluse_1', name: 'get_weather', input: { city: 'Paris' } },
+    ]);
+    assert.equal(res.stop_reason, 'tool_use');
+  });
+
+  it('sends the thinking blocks of the history back as reasoningContent with their signatures (a tool-use turn after thinking)', async () => {
+    await anthropic().messages.create({
+      model: 'claude',
+      max_tokens: 4000,
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+      tools: TOOLS,
+      messages: [
+        { role: 'user', content: 'weather in Paris?' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'The user wants weather.', signature: SIG },
+            { type: 'redacted_thinking', data: 'cmVkYWN0ZWQ=' },
+            { type: 'tool_use', id: 'tooluse_1', name: 'get_weather', input: { city: 'Paris' } },
+          ],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tooluse_1', content: 'sunny' }] },
+      ],
+    });
+    assert.deepEqual(lastWire().messages[1].content, [
+      { reasoningContent: { reasoningText: { text: 'The user wants weather.', signature: SIG } } },
+      { reasoningContent: { redactedContent: 'cmVkYWN0ZWQ=' } },
+      { toolUse: { toolUseId: 'tooluse_1', name: 'get_weather', input: { city: 'Paris' } } },
+    ]);
+  });
+
+  it('streams reasoning as a thinking block: thinking_delta, then signature_delta, before the text', async () => {
+    const stream = anthropic().messages.stream({ model: 'claude', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'weather?' }] });
+    const deltas: string[] = [];
+    stream.on('streamEvent', (e) => {
+      if (e.type === 'content_block_delta') deltas.push(e.delta.type);
+    });
+    const final = await stream.finalMessage();
+    assert.deepEqual(final.content, [
+      { type: 'thinking', thinking: 'The user wants weather.', signature: SIG },
+      { type: 'text', text: 'Checking.' },
+    ]);
+    assert.deepEqual(deltas, ['thinking_delta', 'thinking_delta', 'signature_delta', 'text_delta']);
+    assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2000 } });
+  });
+
+  it('refuses a budget that leaves no room for the answer (budget_tokens >= max_tokens), as Anthropic does', async () => {
+    const before = upstream.received.length;
+    await assert.rejects(anthropic().messages.create({ model: 'claude', max_tokens: 1024, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
+      assert.ok(err instanceof Anthropic.BadRequestError);
+      assert.match(String(err.message), /budget_tokens/);
+      return true;
+    });
+    assert.equal(upstream.received.length, before);
+  });
+
+  it("an OpenAI client's reasoning_effort becomes Claude's thinking budget, kept below max_tokens", async () => {
+    const openai = new OpenAI({ baseURL: `${gw.base}/br/v1`, apiKey: 'unused', maxRetries: 0 });
+    await openai.chat.completions.create({ model: 'm', max_completion_tokens: 5000, reasoning_effort: 'high', messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 4999 } });
+    await openai.chat.completions.create({ model: 'm', reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2048 } });
+  });
+});
+
+const GSIG = 'Cq0CAdHtim9Z2VtaW5pLXNpZw==';
+
+/** A Gemini answer: a thought summary, then a call carrying the turn's thought signature. */
+const GEMINI_ANSWER = {
+  candidates: [
+    {
+      content: {
+        role: 'model',
+        parts: [
+          { text: 'Weather wanted.', thought: true },
+          { functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: GSIG },
+        ],
+      },
+      finishReason: 'STOP',
+      index: 0,
+    },
+  ],
+  usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, thoughtsTokenCount: 30, totalTokenCount: 45 },
+  modelVersion: 'gemini-2.5-flash',
+};
+
+const GEMINI_STREAM = [
+  sse(undefined, { candidates: [{ content: { role: 'model', parts: [{ text: 'Weather ', thought: true }] }, index: 0 }] }),
+  sse(undefined, { candidates: [{ content: { role: 'model', parts: [{ text: 'wanted.', thought: true }] }, index: 0 }] }),
+  sse(undefined, { candidates: [{ content: { role: 'model', parts: [{ text: 'Sunny.', thoughtSignature: GSIG }] }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 2, thoughtsTokenCount: 30, totalTokenCount: 42 } }),
+].join('');
+
+describe('extended thinking to Gemini', () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+
+  before(async () => {
+    upstream = await startUpstream((req, res) => {
+      if (req.url!.includes(':streamGenerateContent')) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(GEMINI_STREAM);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(GEMINI_ANSWER));
+    });
+    gw = await startAiGateway([
+      aiRoute('/gem', { name: 'gem', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${gw.base}/gem`, apiKey: 'unused', maxRetries: 0 });
+  const lastWire = (): Record<string, any> => JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString());
+
+  it("sends an Anthropic client's budget as thinkingConfig (thoughts included) and answers thoughts and the signature as a thinking block", async () => {
+    const res = await anthropic().messages.create({ model: 'g', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris?' }] });
+    assert.deepEqual(lastWire().generationConfig, { maxOutputTokens: 4000, thinkingConfig: { thinkingBudget: 2000, includeThoughts: true } });
+    assert.deepEqual(res.content.map((b) => b.type), ['thinking', 'tool_use']);
+    assert.deepEqual(res.content[0], { type: 'thinking', thinking: 'Weather wanted.', signature: GSIG });
+    // Thinking tokens are output tokens.
+    assert.equal(res.usage.output_tokens, 35);
+  });
+
+  it("sends the signature of the history's thinking block back on the turn's first call (Gemini's function calling with thinking)", async () => {
+    await anthropic().messages.create({
+      model: 'g',
+      max_tokens: 4000,
+      thinking: { type: 'enabled', budget_tokens: 2000 },
+      tools: TOOLS,
+      messages: [
+        { role: 'user', content: 'weather in Paris?' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'Weather wanted.', signature: GSIG },
+            { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+          ],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'sunny' }] },
+      ],
+    });
+    assert.deepEqual(lastWire().contents[1], { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: GSIG }] });
+  });
+
+  it('streams thoughts as thinking_delta and the signature as signature_delta, before the text', async () => {
+    const stream = anthropic().messages.stream({ model: 'g', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'weather?' }] });
+    const final = await stream.finalMessage();
+    assert.deepEqual(final.content, [
+      { type: 'thinking', thinking: 'Weather wanted.', signature: GSIG },
+      { type: 'text', text: 'Sunny.' },
+    ]);
+  });
+
+  it("an OpenAI client's reasoning_effort becomes a thinking budget (its thoughts not asked for)", async () => {
+    const openai = new OpenAI({ baseURL: `${gw.base}/gem/v1`, apiKey: 'unused', maxRetries: 0 });
+    const res = await openai.chat.completions.create({ model: 'g', reasoning_effort: 'medium', messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().generationConfig, { thinkingConfig: { thinkingBudget: 8192 } });
+    assert.equal(res.choices[0]!.message.tool_calls![0]!.type, 'function');
+    // The thoughts as DeepSeek's and vLLM's member; no Anthropic block in an OpenAI answer.
+    assert.equal((res.choices[0]!.message as unknown as Record<string, unknown>).reasoning_content, 'Weather wanted.');
+    assert.equal((res.choices[0]!.message as unknown as Record<string, unknown>).thinking, undefined);
+  });
+});
+
+describe('extended thinking to OpenAI', () => {
+  let upstream: TestUpstream;
+  let gw: AiGateway;
+
+  before(async () => {
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'o4-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 40, total_tokens: 43, completion_tokens_details: { reasoning_tokens: 39 } } }));
+    });
+    gw = await startAiGateway([
+      aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'o4-mini' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+    ]);
+  });
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+  });
+
+  it("sends an Anthropic client's budget as reasoning_effort by bucket (below 4096 low, below 16384 medium, else high)", async () => {
+    const anthropic = new Anthropic({ baseURL: `${gw.base}/oa`, apiKey: 'unused', maxRetries: 0 });
+    const sent = async (budget: number): Promise<unknown> => {
+      await anthropic.messages.create({ model: 'o4-mini', max_tokens: 20000, thinking: { type: 'enabled', budget_tokens: budget }, messages: [{ role: 'user', content: 'hi' }] });
+      return JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort;
+    };
+    assert.deepEqual([await sent(1024), await sent(4096), await sent(16384)], ['low', 'medium', 'high']);
+    // No thinking asked: no effort sent.
+    await anthropic.messages.create({ model: 'o4-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, undefined);
+  });
+});
