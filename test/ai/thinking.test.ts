@@ -62,6 +62,7 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
     const host = `127.0.0.1:${upstream.port}`;
     gw = await startAiGateway([
       aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1', model: CLAUDE } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+      aiRoute('/nova', { name: 'nova', provider: { bedrock: { region: 'us-east-1', model: 'amazon.nova-pro-v1:0' } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages' } } }),
     ]);
   });
   after(async () => {
@@ -129,6 +130,17 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
     await assert.rejects(anthropic().messages.create({ model: 'claude', max_tokens: 1024, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
       assert.ok(err instanceof Anthropic.BadRequestError);
       assert.match(String(err.message), /budget_tokens/);
+      return true;
+    });
+    assert.equal(upstream.received.length, before);
+  });
+
+  it('refuses thinking to a Converse model other than Claude (no field carries it) rather than dropping it', async () => {
+    const before = upstream.received.length;
+    const nova = new Anthropic({ baseURL: `${gw.base}/nova`, apiKey: 'unused', maxRetries: 0 });
+    await assert.rejects(nova.messages.create({ model: 'n', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
+      assert.ok(err instanceof Anthropic.BadRequestError);
+      assert.match(String(err.message), /`thinking` \(extended thinking\)/);
       return true;
     });
     assert.equal(upstream.received.length, before);
