@@ -10,6 +10,8 @@ import type { TestUpstream } from '../helpers/upstream.ts';
 import { aiRoute, startAiGateway } from './harness.ts';
 import type { AiGateway } from './harness.ts';
 import { frame, sse } from './stream-fixtures.ts';
+import { completionsRequestToMessages } from '../../plugins/lib/llm/completions-messages/requests.ts';
+import { messagesResponseToCompletions } from '../../plugins/lib/llm/completions-messages/answers.ts';
 
 const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
 const CLAUDE = 'anthropic.claude-sonnet-4-20250514-v1:0';
@@ -152,6 +154,18 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
     assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 4999 } });
     await openai.chat.completions.create({ model: 'm', reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }] });
     assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2048 } });
+    // A tool loop an OpenAI client continues keeps no thinking blocks, which Claude then requires: no thinking asked.
+    await openai.chat.completions.create({
+      model: 'm',
+      reasoning_effort: 'low',
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object' } } }],
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'tooluse_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'tooluse_1', content: 'sunny' },
+      ],
+    });
+    assert.equal(lastWire().additionalModelRequestFields, undefined);
   });
 });
 
@@ -286,5 +300,16 @@ describe('extended thinking to OpenAI', () => {
     // No thinking asked: no effort sent.
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, undefined);
+  });
+});
+
+describe('OpenAI clients and Claude (Messages) providers', () => {
+  it('reasoning_effort becomes a thinking budget below max_tokens; the answer reasoning comes back as reasoning_content', () => {
+    const request = completionsRequestToMessages({ model: 'c', max_completion_tokens: 3000, reasoning_effort: 'medium', messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(request.thinking, { type: 'enabled', budget_tokens: 2999 });
+    assert.equal(completionsRequestToMessages({ model: 'c', messages: [{ role: 'user', content: 'hi' }] }).thinking, undefined);
+    assert.throws(() => completionsRequestToMessages({ model: 'c', max_tokens: 1000, reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }] }), /max_tokens/);
+    const answer = messagesResponseToCompletions({ id: 'msg_1', model: 'c', content: [{ type: 'thinking', thinking: 'Hmm.', signature: SIG }, { type: 'text', text: 'Hi.' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 2 } });
+    assert.deepEqual(JSON.parse(JSON.stringify(answer.choices[0].message)), { role: 'assistant', content: 'Hi.', reasoning_content: 'Hmm.' });
   });
 });

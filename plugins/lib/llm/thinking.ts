@@ -24,11 +24,23 @@ export function thinkingBudgetOf(body: Obj, max: unknown): number | undefined {
   const own = canonicalExtra(body, 'thinkingBudget');
   if (own !== undefined) return own;
   const effort = body.reasoning_effort;
-  if (typeof effort !== 'string' || !Object.hasOwn(EFFORT_BUDGET, effort)) return undefined;
+  if (typeof effort !== 'string' || !Object.hasOwn(EFFORT_BUDGET, effort) || continuesCallsWithoutThinking(body)) return undefined;
   const budget = EFFORT_BUDGET[effort]!;
   if (typeof max !== 'number') return budget;
   if (max <= MIN_THINKING_BUDGET) throw new Error(`\`reasoning_effort\` needs \`max_tokens\` above ${MIN_THINKING_BUDGET} (the thinking budget counts against it)`);
   return Math.min(budget, max - 1);
+}
+
+/**
+ * The request continues a tool loop whose calls came without thinking blocks (an OpenAI client keeps none): Claude
+ * refuses thinking there (the turn must start with its thinking), so the effort asks for none until the next turn.
+ */
+function continuesCallsWithoutThinking(body: Obj): boolean {
+  const messages: unknown[] = Array.isArray(body.messages) ? body.messages : [];
+  let i = messages.length - 1;
+  while (i >= 0 && isObj(messages[i]) && (messages[i] as Obj).role === 'tool') i--;
+  const m = messages[i];
+  return i < messages.length - 1 && isObj(m) && m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 0 && canonicalExtra(m, 'thinking') === undefined;
 }
 
 /** The Anthropic `thinking` / `redacted_thinking` blocks of a content list, as they are (signatures kept). */

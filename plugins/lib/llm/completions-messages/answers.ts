@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { canonicalExtra, toolCallsOf } from '../chat-messages.ts';
 import { isObj, nowSeconds, textOf } from '../json.ts';
+import { addThinking, thinkingBlocksOf } from '../thinking.ts';
 import type { Obj } from '../json.ts';
 import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions, toolUseBlock } from './mapping.ts';
 
@@ -20,6 +21,8 @@ export function messagesResponseToCompletions(resp: Obj): Obj {
   }
   const message: Obj = { role: 'assistant', content: text || toolCalls.length === 0 ? text : null };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  const thinking = thinkingBlocksOf(blocks);
+  if (thinking.length > 0) addThinking(message, thinking);
   const out: Obj = {
     id: resp.id ?? `chatcmpl-${randomUUID()}`,
     object: 'chat.completion',

@@ -55,6 +55,8 @@ export class MessagesToCompletionsStream implements StreamTranslator {
       case 'content_block_delta': {
         const delta: Obj = isObj(d.delta) ? d.delta : {};
         if (delta.type === 'text_delta') return [this.chunk({ content: delta.text })];
+        // Claude's reasoning as DeepSeek's and vLLM's member (signatures have no Chat Completions form).
+        if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string' && delta.thinking) return [this.chunk({ reasoning_content: delta.thinking })];
         if (delta.type === 'input_json_delta') {
           const index = this.toolIndex.get(d.index);
           if (index === undefined || !delta.partial_json) return [];
@@ -82,7 +84,7 @@ export class MessagesToCompletionsStream implements StreamTranslator {
         return [{ type: undefined, data: { error: { message: err.message ?? 'upstream error', type: err.type ?? 'api_error', param: null, code: null } } }];
       }
       default:
-        return []; // ping, content_block_stop, thinking
+        return []; // ping
     }
   }
 
