@@ -127,6 +127,12 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
     assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2000 } });
   });
 
+  it("passes adaptive thinking on to Claude as it is (the model decides its budget)", async () => {
+    const adaptive = { thinking: { type: 'adaptive' } } as unknown as Record<string, never>;
+    await anthropic().messages.create({ model: 'claude', max_tokens: 4000, ...adaptive, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'adaptive' } });
+  });
+
   it('refuses a budget that leaves no room for the answer (budget_tokens >= max_tokens), as Anthropic does', async () => {
     const before = upstream.received.length;
     await assert.rejects(anthropic().messages.create({ model: 'claude', max_tokens: 1024, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
@@ -261,6 +267,12 @@ describe('extended thinking to Gemini', () => {
     ]);
   });
 
+  it("sends adaptive thinking as Gemini's dynamic budget (-1), thoughts included", async () => {
+    const adaptive = { thinking: { type: 'adaptive' } } as unknown as Record<string, never>;
+    await anthropic().messages.create({ model: 'g', max_tokens: 4000, ...adaptive, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().generationConfig.thinkingConfig, { thinkingBudget: -1, includeThoughts: true });
+  });
+
   it("an OpenAI client's reasoning_effort becomes a thinking budget (its thoughts not asked for)", async () => {
     const openai = new OpenAI({ baseURL: `${gw.base}/gem/v1`, apiKey: 'unused', maxRetries: 0 });
     const res = await openai.chat.completions.create({ model: 'g', reasoning_effort: 'medium', messages: [{ role: 'user', content: 'hi' }] });
@@ -297,6 +309,12 @@ describe('extended thinking to OpenAI', () => {
       return JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort;
     };
     assert.deepEqual([await sent(1024), await sent(4096), await sent(16384)], ['low', 'medium', 'high']);
+    // Adaptive thinking: its output_config.effort (`max` is `high`), else medium.
+    const adaptive = (extra: Record<string, unknown>) => ({ thinking: { type: 'adaptive' }, ...extra }) as unknown as Record<string, never>;
+    await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({}), messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, 'medium');
+    await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({ output_config: { effort: 'max' } }), messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, 'high');
     // No thinking asked: no effort sent.
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, undefined);

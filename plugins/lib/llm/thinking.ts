@@ -20,7 +20,7 @@ export function effortOfBudget(budget: number): string {
  * kept below `max` (the request's output limit, which the thinking counts against). Undefined: no thinking asked.
  * An effort whose budget cannot fit beside an answer under `max` is refused (the model could not think).
  */
-export function thinkingBudgetOf(body: Obj, max: unknown): number | undefined {
+export function thinkingBudgetOf(body: Obj, max: unknown): number | 'adaptive' | undefined {
   const own = canonicalExtra(body, 'thinkingBudget');
   if (own !== undefined) return own;
   const effort = body.reasoning_effort;
@@ -48,12 +48,24 @@ export function thinkingBlocksOf(blocks: readonly unknown[]): Obj[] {
   return blocks.filter((b): b is Obj => isObj(b) && ((b.type === 'thinking' && typeof b.thinking === 'string') || (b.type === 'redacted_thinking' && typeof b.data === 'string')));
 }
 
-/** An Anthropic client's thinking budget, refused as Anthropic refuses it when it leaves no room for the answer. */
-export function anthropicThinkingBudget(body: Obj): number | undefined {
+/** Anthropic's `output_config.effort` as an OpenAI effort (`max` is OpenAI's `high`). */
+const ANTHROPIC_EFFORT: Readonly<Record<string, string>> = { low: 'low', medium: 'medium', high: 'high', max: 'high' };
+
+/**
+ * An Anthropic client's thinking: its budget (refused as Anthropic refuses it when it leaves no room for the
+ * answer) or `adaptive`, with the OpenAI effort it is (a budget's bucket; adaptive's `output_config.effort`, else
+ * `medium`). Undefined when it asks for none.
+ */
+export function anthropicThinking(body: Obj): { budget: number | 'adaptive'; effort: string } | undefined {
   const t = body.thinking;
-  if (!isObj(t) || t.type !== 'enabled' || typeof t.budget_tokens !== 'number') return undefined;
+  if (!isObj(t)) return undefined;
+  if (t.type === 'adaptive') {
+    const effort = isObj(body.output_config) && typeof body.output_config.effort === 'string' ? ANTHROPIC_EFFORT[body.output_config.effort] : undefined;
+    return { budget: 'adaptive', effort: effort ?? 'medium' };
+  }
+  if (t.type !== 'enabled' || typeof t.budget_tokens !== 'number') return undefined;
   if (typeof body.max_tokens === 'number' && t.budget_tokens >= body.max_tokens) throw new Error('`thinking.budget_tokens` must be less than `max_tokens`');
-  return t.budget_tokens;
+  return { budget: t.budget_tokens, effort: effortOfBudget(t.budget_tokens) };
 }
 
 /**

@@ -110,7 +110,7 @@ export function completionsRequestToConverse(body: Obj): Obj {
   if (topK !== undefined && claude) fields.top_k = topK;
   // Claude's extended thinking is a model field on Converse, spelt as the Messages API spells it.
   const budget = claude ? thinkingBudgetOf(body, max) : undefined;
-  if (budget !== undefined) fields.thinking = { type: 'enabled', budget_tokens: budget };
+  if (budget !== undefined) fields.thinking = budget === 'adaptive' ? { type: 'adaptive' } : { type: 'enabled', budget_tokens: budget };
   if (Object.keys(fields).length > 0) out.additionalModelRequestFields = fields;
   const { tools: declared, choice } = narrowToAllowedTools(body);
   // `none` has no Converse form: no tools are declared, so the model cannot call one (a history with tool calls

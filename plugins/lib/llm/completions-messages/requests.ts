@@ -3,7 +3,7 @@ import { canonicalExtra, imageUrlOf, narrowToAllowedTools, setCanonicalExtra, to
 import { copy, isObj, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { toolUseBlock } from './mapping.ts';
-import { anthropicThinkingBudget, effortOfBudget, thinkingBudgetOf, thinkingBlocksOf } from '../thinking.ts';
+import { anthropicThinking, thinkingBudgetOf, thinkingBlocksOf } from '../thinking.ts';
 
 /** Anthropic requires `max_tokens`; a Chat Completions request may omit it. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -118,8 +118,9 @@ export function completionsRequestToMessages(body: Obj): Obj {
   const choice = toolChoiceToAnthropic(toolChoice, body.parallel_tool_calls);
   if (choice && out.tools) out.tool_choice = choice;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
+  // An OpenAI client's effort (a Chat Completions body has no adaptive thinking).
   const budget = thinkingBudgetOf(body, out.max_tokens);
-  if (budget !== undefined) out.thinking = { type: 'enabled', budget_tokens: budget };
+  if (typeof budget === 'number') out.thinking = { type: 'enabled', budget_tokens: budget };
   return out;
 }
 
@@ -241,10 +242,10 @@ export function messagesRequestToCompletions(body: Obj): Obj {
   }
   if (isObj(body.metadata) && typeof body.metadata.user_id === 'string') out.user = body.metadata.user_id;
   // Extended thinking: the budget as it is for the APIs that take one (Converse, Gemini), as an effort for OpenAI's.
-  const budget = anthropicThinkingBudget(body);
-  if (budget !== undefined) {
-    setCanonicalExtra(out, 'thinkingBudget', budget);
-    out.reasoning_effort = effortOfBudget(budget);
+  const thinking = anthropicThinking(body);
+  if (thinking !== undefined) {
+    setCanonicalExtra(out, 'thinkingBudget', thinking.budget);
+    out.reasoning_effort = thinking.effort;
   }
   return out;
 }

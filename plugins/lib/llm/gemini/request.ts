@@ -146,9 +146,13 @@ export function completionsRequestToGemini(body: Obj): Obj {
     gen.responseMimeType = 'application/json';
     if (format.type === 'json_schema' && isObj(format.json_schema) && isObj(format.json_schema.schema)) gen.responseSchema = toGeminiSchema(format.json_schema.schema, budget);
   }
-  // Thinking: an Anthropic client's budget (its thoughts asked back, as thinking blocks) or an effort's bucket.
+  // Thinking: an Anthropic client's budget (its thoughts asked back, as thinking blocks; adaptive is Gemini's dynamic
+  // budget, -1) or an effort's bucket.
   const thinking = thinkingBudgetOf(body, max);
-  if (thinking !== undefined) gen.thinkingConfig = canonicalExtra(body, 'thinkingBudget') !== undefined ? { thinkingBudget: thinking, includeThoughts: true } : { thinkingBudget: thinking };
+  if (thinking !== undefined) {
+    const thinkingBudget = thinking === 'adaptive' ? -1 : thinking;
+    gen.thinkingConfig = canonicalExtra(body, 'thinkingBudget') !== undefined ? { thinkingBudget, includeThoughts: true } : { thinkingBudget };
+  }
   if (Object.keys(gen).length > 0) out.generationConfig = gen;
 
   const { tools: declared, choice } = narrowToAllowedTools(body);
