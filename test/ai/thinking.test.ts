@@ -160,6 +160,10 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
     assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 4999 } });
     await openai.chat.completions.create({ model: 'm', reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }] });
     assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 2048 } });
+    // No output limit given: Anthropic's default for translated requests, the budget below it.
+    assert.deepEqual(lastWire().inferenceConfig, { maxTokens: 4096 });
+    await openai.chat.completions.create({ model: 'm', reasoning_effort: 'high', messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 4095 } });
     // A tool loop an OpenAI client continues keeps no thinking blocks, which Claude then requires: no thinking asked.
     await openai.chat.completions.create({
       model: 'm',

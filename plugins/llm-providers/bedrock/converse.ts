@@ -7,6 +7,7 @@ import type { LlmEvent, StreamTranslator } from '../../lib/llm/events.ts';
 import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { stopReasonToFinish } from '../../lib/llm/completions-messages/mapping.ts';
+import { DEFAULT_MAX_TOKENS } from '../../lib/llm/completions-messages/requests.ts';
 import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/usage.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
@@ -96,7 +97,10 @@ export function completionsRequestToConverse(body: Obj): Obj {
   const out: Obj = { messages };
   if (system.length > 0) out.system = system;
   const inference: Obj = {};
-  const max = body.max_completion_tokens ?? body.max_tokens;
+  // Claude's thinking budget must stay below the output limit: one the client did not set is Anthropic's default
+  // for translated requests, so the budget has a limit to fit under.
+  const asked = body.max_completion_tokens ?? body.max_tokens;
+  const max = typeof asked !== 'number' && claude && thinkingBudgetOf(body, undefined) !== undefined ? DEFAULT_MAX_TOKENS : asked;
   if (typeof max === 'number') inference.maxTokens = max;
   if (typeof body.temperature === 'number') inference.temperature = body.temperature;
   if (typeof body.top_p === 'number') inference.topP = body.top_p;
