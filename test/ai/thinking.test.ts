@@ -47,33 +47,45 @@ const CONVERSE_STREAM = Buffer.concat([
 
 const TOOLS = [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } } }];
 
-describe('extended thinking to Bedrock Converse (Claude)', () => {
-  let upstream: TestUpstream;
-  let gw: AiGateway;
+/** A tool-use turn after thinking: the question, the answer's `blocks` (thinking, then the call), the call's result. */
+const toolTurn = (model: string, blocks: Anthropic.ContentBlockParam[]): Anthropic.MessageCreateParamsNonStreaming => ({
+  model,
+  max_tokens: 4000,
+  thinking: { type: 'enabled', budget_tokens: 2000 },
+  tools: TOOLS,
+  messages: [
+    { role: 'user', content: 'weather in Paris?' },
+    { role: 'assistant', content: blocks },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: (blocks[blocks.length - 1] as Anthropic.ToolUseBlockParam).id, content: 'sunny' }] },
+  ],
+});
 
+/** A provider stand-in answering a stream (`streamed` tells it by URL) or a JSON answer, and a gateway before it. */
+function standIn(streamed: (url: string) => boolean, stream: { type: string; body: string | Buffer }, answer: unknown, routes: (host: string) => Parameters<typeof startAiGateway>[0]) {
+  const t = {} as { upstream: TestUpstream; gw: AiGateway; lastWire(): Record<string, any> };
+  t.lastWire = () => JSON.parse(t.upstream.received[t.upstream.received.length - 1]!.body.toString());
   before(async () => {
-    upstream = await startUpstream((req, res) => {
-      if (req.url!.endsWith('/converse-stream')) {
-        res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream' });
-        res.end(CONVERSE_STREAM);
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(CONVERSE_ANSWER));
+    t.upstream = await startUpstream((req, res) => {
+      const asStream = streamed(req.url!);
+      res.writeHead(200, { 'content-type': asStream ? stream.type : 'application/json' });
+      res.end(asStream ? stream.body : JSON.stringify(answer));
     });
-    const host = `127.0.0.1:${upstream.port}`;
-    gw = await startAiGateway([
-      aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1', model: CLAUDE } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
-      aiRoute('/nova', { name: 'nova', provider: { bedrock: { region: 'us-east-1', model: 'amazon.nova-pro-v1:0' } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages' } } }),
-    ]);
+    t.gw = await startAiGateway(routes(`127.0.0.1:${t.upstream.port}`));
   });
   after(async () => {
-    await gw?.stop();
-    await upstream?.close();
+    await t.gw?.stop();
+    await t.upstream?.close();
   });
+  return t;
+}
 
-  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${gw.base}/br`, apiKey: 'unused', maxRetries: 0 });
-  const lastWire = (): Record<string, any> => JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString());
+describe('extended thinking to Bedrock Converse (Claude)', () => {
+  const t = standIn((url) => url.endsWith('/converse-stream'), { type: 'application/vnd.amazon.eventstream', body: CONVERSE_STREAM }, CONVERSE_ANSWER, (host) => [
+    aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1', model: CLAUDE } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+    aiRoute('/nova', { name: 'nova', provider: { bedrock: { region: 'us-east-1', model: 'amazon.nova-pro-v1:0' } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages' } } }),
+  ]);
+  const { lastWire } = t;
+  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${t.gw.base}/br`, apiKey: 'unused', maxRetries: 0 });
 
   it("sends an Anthropic client's thinking budget as Claude's thinking model field, and answers reasoning as thinking blocks", async () => {
     const res = await anthropic().messages.create({ model: 'claude', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris?' }] });
@@ -87,24 +99,13 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
   });
 
   it('sends the thinking blocks of the history back as reasoningContent with their signatures (a tool-use turn after thinking)', async () => {
-    await anthropic().messages.create({
-      model: 'claude',
-      max_tokens: 4000,
-      thinking: { type: 'enabled', budget_tokens: 2000 },
-      tools: TOOLS,
-      messages: [
-        { role: 'user', content: 'weather in Paris?' },
-        {
-          role: 'assistant',
-          content: [
-            { type: 'thinking', thinking: 'The user wants weather.', signature: SIG },
-            { type: 'redacted_thinking', data: 'cmVkYWN0ZWQ=' },
-            { type: 'tool_use', id: 'tooluse_1', name: 'get_weather', input: { city: 'Paris' } },
-          ],
-        },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'tooluse_1', content: 'sunny' }] },
-      ],
-    });
+    await anthropic().messages.create(
+      toolTurn('claude', [
+        { type: 'thinking', thinking: 'The user wants weather.', signature: SIG },
+        { type: 'redacted_thinking', data: 'cmVkYWN0ZWQ=' },
+        { type: 'tool_use', id: 'tooluse_1', name: 'get_weather', input: { city: 'Paris' } },
+      ]),
+    );
     assert.deepEqual(lastWire().messages[1].content, [
       { reasoningContent: { reasoningText: { text: 'The user wants weather.', signature: SIG } } },
       { reasoningContent: { redactedContent: 'cmVkYWN0ZWQ=' } },
@@ -134,28 +135,28 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
   });
 
   it('refuses a budget that leaves no room for the answer (budget_tokens >= max_tokens), as Anthropic does', async () => {
-    const before = upstream.received.length;
+    const before = t.upstream.received.length;
     await assert.rejects(anthropic().messages.create({ model: 'claude', max_tokens: 1024, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
       assert.ok(err instanceof Anthropic.BadRequestError);
       assert.match(String(err.message), /budget_tokens/);
       return true;
     });
-    assert.equal(upstream.received.length, before);
+    assert.equal(t.upstream.received.length, before);
   });
 
   it('refuses thinking to a Converse model other than Claude (no field carries it) rather than dropping it', async () => {
-    const before = upstream.received.length;
-    const nova = new Anthropic({ baseURL: `${gw.base}/nova`, apiKey: 'unused', maxRetries: 0 });
+    const before = t.upstream.received.length;
+    const nova = new Anthropic({ baseURL: `${t.gw.base}/nova`, apiKey: 'unused', maxRetries: 0 });
     await assert.rejects(nova.messages.create({ model: 'n', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'hi' }] }), (err: unknown) => {
       assert.ok(err instanceof Anthropic.BadRequestError);
       assert.match(String(err.message), /`thinking` \(extended thinking\)/);
       return true;
     });
-    assert.equal(upstream.received.length, before);
+    assert.equal(t.upstream.received.length, before);
   });
 
   it("an OpenAI client's reasoning_effort becomes Claude's thinking budget, kept below max_tokens", async () => {
-    const openai = new OpenAI({ baseURL: `${gw.base}/br/v1`, apiKey: 'unused', maxRetries: 0 });
+    const openai = new OpenAI({ baseURL: `${t.gw.base}/br/v1`, apiKey: 'unused', maxRetries: 0 });
     await openai.chat.completions.create({ model: 'm', max_completion_tokens: 5000, reasoning_effort: 'high', messages: [{ role: 'user', content: 'hi' }] });
     assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'enabled', budget_tokens: 4999 } });
     await openai.chat.completions.create({ model: 'm', reasoning_effort: 'low', messages: [{ role: 'user', content: 'hi' }] });
@@ -207,30 +208,11 @@ const GEMINI_STREAM = [
 ].join('');
 
 describe('extended thinking to Gemini', () => {
-  let upstream: TestUpstream;
-  let gw: AiGateway;
-
-  before(async () => {
-    upstream = await startUpstream((req, res) => {
-      if (req.url!.includes(':streamGenerateContent')) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.end(GEMINI_STREAM);
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(GEMINI_ANSWER));
-    });
-    gw = await startAiGateway([
-      aiRoute('/gem', { name: 'gem', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await upstream?.close();
-  });
-
-  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${gw.base}/gem`, apiKey: 'unused', maxRetries: 0 });
-  const lastWire = (): Record<string, any> => JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString());
+  const t = standIn((url) => url.includes(':streamGenerateContent'), { type: 'text/event-stream', body: GEMINI_STREAM }, GEMINI_ANSWER, (host) => [
+    aiRoute('/gem', { name: 'gem', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: host }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+  ]);
+  const { lastWire } = t;
+  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${t.gw.base}/gem`, apiKey: 'unused', maxRetries: 0 });
 
   it("sends an Anthropic client's budget as thinkingConfig (thoughts included) and answers thoughts and the signature as a thinking block", async () => {
     const res = await anthropic().messages.create({ model: 'g', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris?' }] });
@@ -242,23 +224,12 @@ describe('extended thinking to Gemini', () => {
   });
 
   it("sends the signature of the history's thinking block back on the turn's first call (Gemini's function calling with thinking)", async () => {
-    await anthropic().messages.create({
-      model: 'g',
-      max_tokens: 4000,
-      thinking: { type: 'enabled', budget_tokens: 2000 },
-      tools: TOOLS,
-      messages: [
-        { role: 'user', content: 'weather in Paris?' },
-        {
-          role: 'assistant',
-          content: [
-            { type: 'thinking', thinking: 'Weather wanted.', signature: GSIG },
-            { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
-          ],
-        },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: 'sunny' }] },
-      ],
-    });
+    await anthropic().messages.create(
+      toolTurn('g', [
+        { type: 'thinking', thinking: 'Weather wanted.', signature: GSIG },
+        { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+      ]),
+    );
     assert.deepEqual(lastWire().contents[1], { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: GSIG }] });
   });
 
@@ -278,7 +249,7 @@ describe('extended thinking to Gemini', () => {
   });
 
   it("an OpenAI client's reasoning_effort becomes a thinking budget (its thoughts not asked for)", async () => {
-    const openai = new OpenAI({ baseURL: `${gw.base}/gem/v1`, apiKey: 'unused', maxRetries: 0 });
+    const openai = new OpenAI({ baseURL: `${t.gw.base}/gem/v1`, apiKey: 'unused', maxRetries: 0 });
     const res = await openai.chat.completions.create({ model: 'g', reasoning_effort: 'medium', messages: [{ role: 'user', content: 'hi' }] });
     assert.deepEqual(lastWire().generationConfig, { thinkingConfig: { thinkingBudget: 8192 } });
     assert.equal(res.choices[0]!.message.tool_calls![0]!.type, 'function');
@@ -288,40 +259,29 @@ describe('extended thinking to Gemini', () => {
   });
 });
 
-describe('extended thinking to OpenAI', () => {
-  let upstream: TestUpstream;
-  let gw: AiGateway;
+const OPENAI_ANSWER = { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'o4-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 40, total_tokens: 43, completion_tokens_details: { reasoning_tokens: 39 } } };
 
-  before(async () => {
-    upstream = await startUpstream((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'o4-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 40, total_tokens: 43, completion_tokens_details: { reasoning_tokens: 39 } } }));
-    });
-    gw = await startAiGateway([
-      aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'o4-mini' } }, hostOverride: `127.0.0.1:${upstream.port}` }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
-    ]);
-  });
-  after(async () => {
-    await gw?.stop();
-    await upstream?.close();
-  });
+describe('extended thinking to OpenAI', () => {
+  const t = standIn(() => false, { type: 'text/event-stream', body: '' }, OPENAI_ANSWER, (host) => [
+    aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'o4-mini' } }, hostOverride: host }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+  ]);
 
   it("sends an Anthropic client's budget as reasoning_effort by bucket (below 4096 low, below 16384 medium, else high)", async () => {
-    const anthropic = new Anthropic({ baseURL: `${gw.base}/oa`, apiKey: 'unused', maxRetries: 0 });
+    const anthropic = new Anthropic({ baseURL: `${t.gw.base}/oa`, apiKey: 'unused', maxRetries: 0 });
     const sent = async (budget: number): Promise<unknown> => {
       await anthropic.messages.create({ model: 'o4-mini', max_tokens: 20000, thinking: { type: 'enabled', budget_tokens: budget }, messages: [{ role: 'user', content: 'hi' }] });
-      return JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort;
+      return t.lastWire().reasoning_effort;
     };
     assert.deepEqual([await sent(1024), await sent(4096), await sent(16384)], ['low', 'medium', 'high']);
     // Adaptive thinking: its output_config.effort (`max` is `high`), else medium.
     const adaptive = (extra: Record<string, unknown>) => ({ thinking: { type: 'adaptive' }, ...extra }) as unknown as Record<string, never>;
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({}), messages: [{ role: 'user', content: 'hi' }] });
-    assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, 'medium');
+    assert.equal(t.lastWire().reasoning_effort, 'medium');
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({ output_config: { effort: 'max' } }), messages: [{ role: 'user', content: 'hi' }] });
-    assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, 'high');
+    assert.equal(t.lastWire().reasoning_effort, 'high');
     // No thinking asked: no effort sent.
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
-    assert.equal(JSON.parse(upstream.received[upstream.received.length - 1]!.body.toString()).reasoning_effort, undefined);
+    assert.equal(t.lastWire().reasoning_effort, undefined);
   });
 });
 
