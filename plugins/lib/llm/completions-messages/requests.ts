@@ -192,7 +192,8 @@ export function messagesRequestToCompletions(body: Obj): Obj {
       if (toolCalls.length > 0) msg.tool_calls = toolCalls;
       const thinking = thinkingBlocksOf(blocks);
       if (thinking.length > 0) setCanonicalExtra(msg, 'thinking', thinking);
-      if (text || toolCalls.length > 0 || thinking.length > 0) messages.push(msg);
+      // A turn of thinking alone (an answer cut at its limit) has no Chat Completions form.
+      if (text || toolCalls.length > 0) messages.push(msg);
       continue;
     }
     const parts: Obj[] = [];
