@@ -2,13 +2,11 @@
 // its history reach Bedrock Converse (Claude), Gemini and OpenAI in their own terms, and their reasoning comes back
 // as thinking blocks, streamed and not. Loopback stand-ins speak each provider's wire format.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startUpstream } from '../helpers/upstream.ts';
-import type { TestUpstream } from '../helpers/upstream.ts';
-import { aiRoute, startAiGateway } from './harness.ts';
-import type { AiGateway } from './harness.ts';
+import { aiRoute, scriptedAi } from './harness.ts';
+import type { ScriptedAi } from './harness.ts';
 import { frame, sse } from './stream-fixtures.ts';
 import { completionsRequestToMessages } from '../../plugins/lib/llm/completions-messages/requests.ts';
 import { messagesResponseToCompletions } from '../../plugins/lib/llm/completions-messages/answers.ts';
@@ -60,31 +58,16 @@ const toolTurn = (model: string, blocks: Anthropic.ContentBlockParam[]): Anthrop
   ],
 });
 
-/** A provider stand-in answering a stream (`streamed` tells it by URL) or a JSON answer, and a gateway before it. */
-function standIn(streamed: (url: string) => boolean, stream: { type: string; body: string | Buffer }, answer: unknown, routes: (host: string) => Parameters<typeof startAiGateway>[0]) {
-  const t = {} as { upstream: TestUpstream; gw: AiGateway; lastWire(): Record<string, any> };
-  t.lastWire = () => JSON.parse(t.upstream.received[t.upstream.received.length - 1]!.body.toString());
-  before(async () => {
-    t.upstream = await startUpstream((req, res) => {
-      const asStream = streamed(req.url!);
-      res.writeHead(200, { 'content-type': asStream ? stream.type : 'application/json' });
-      res.end(asStream ? stream.body : JSON.stringify(answer));
-    });
-    t.gw = await startAiGateway(routes(`127.0.0.1:${t.upstream.port}`));
-  });
-  after(async () => {
-    await t.gw?.stop();
-    await t.upstream?.close();
-  });
-  return t;
-}
+/** What the stand-in provider last received, parsed. */
+const lastBody = (t: ScriptedAi): Record<string, any> => JSON.parse(t.upstream.received[t.upstream.received.length - 1]!.body.toString());
 
 describe('extended thinking to Bedrock Converse (Claude)', () => {
-  const t = standIn((url) => url.endsWith('/converse-stream'), { type: 'application/vnd.amazon.eventstream', body: CONVERSE_STREAM }, CONVERSE_ANSWER, (host) => [
+  const t = scriptedAi((host) => [
     aiRoute('/br', { name: 'br', provider: { bedrock: { region: 'us-east-1', model: CLAUDE } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
     aiRoute('/nova', { name: 'nova', provider: { bedrock: { region: 'us-east-1', model: 'amazon.nova-pro-v1:0' } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages' } } }),
   ]);
-  const { lastWire } = t;
+  beforeEach(() => t.answer('application/json', JSON.stringify(CONVERSE_ANSWER)));
+  const lastWire = (): Record<string, any> => lastBody(t);
   const anthropic = (): Anthropic => new Anthropic({ baseURL: `${t.gw.base}/br`, apiKey: 'unused', maxRetries: 0 });
 
   it("sends an Anthropic client's thinking budget as Claude's thinking model field, and answers reasoning as thinking blocks", async () => {
@@ -114,6 +97,7 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
   });
 
   it('streams reasoning as a thinking block: thinking_delta, then signature_delta, before the text', async () => {
+    t.answer('application/vnd.amazon.eventstream', CONVERSE_STREAM);
     const stream = anthropic().messages.stream({ model: 'claude', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'weather?' }] });
     const deltas: string[] = [];
     stream.on('streamEvent', (e) => {
@@ -208,10 +192,11 @@ const GEMINI_STREAM = [
 ].join('');
 
 describe('extended thinking to Gemini', () => {
-  const t = standIn((url) => url.includes(':streamGenerateContent'), { type: 'text/event-stream', body: GEMINI_STREAM }, GEMINI_ANSWER, (host) => [
+  const t = scriptedAi((host) => [
     aiRoute('/gem', { name: 'gem', provider: { gemini: { model: 'gemini-2.5-flash' } }, hostOverride: host }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
   ]);
-  const { lastWire } = t;
+  beforeEach(() => t.answer('application/json', JSON.stringify(GEMINI_ANSWER)));
+  const lastWire = (): Record<string, any> => lastBody(t);
   const anthropic = (): Anthropic => new Anthropic({ baseURL: `${t.gw.base}/gem`, apiKey: 'unused', maxRetries: 0 });
 
   it("sends an Anthropic client's budget as thinkingConfig (thoughts included) and answers thoughts and the signature as a thinking block", async () => {
@@ -234,6 +219,7 @@ describe('extended thinking to Gemini', () => {
   });
 
   it('streams thoughts as thinking_delta and the signature as signature_delta, before the text', async () => {
+    t.answer('text/event-stream', GEMINI_STREAM);
     const stream = anthropic().messages.stream({ model: 'g', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'weather?' }] });
     const final = await stream.finalMessage();
     assert.deepEqual(final.content, [
@@ -262,26 +248,27 @@ describe('extended thinking to Gemini', () => {
 const OPENAI_ANSWER = { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'o4-mini', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 40, total_tokens: 43, completion_tokens_details: { reasoning_tokens: 39 } } };
 
 describe('extended thinking to OpenAI', () => {
-  const t = standIn(() => false, { type: 'text/event-stream', body: '' }, OPENAI_ANSWER, (host) => [
+  const t = scriptedAi((host) => [
     aiRoute('/oa', { name: 'oa', provider: { openAI: { model: 'o4-mini' } }, hostOverride: host }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
   ]);
+  beforeEach(() => t.answer('application/json', JSON.stringify(OPENAI_ANSWER)));
 
   it("sends an Anthropic client's budget as reasoning_effort by bucket (below 4096 low, below 16384 medium, else high)", async () => {
     const anthropic = new Anthropic({ baseURL: `${t.gw.base}/oa`, apiKey: 'unused', maxRetries: 0 });
     const sent = async (budget: number): Promise<unknown> => {
       await anthropic.messages.create({ model: 'o4-mini', max_tokens: 20000, thinking: { type: 'enabled', budget_tokens: budget }, messages: [{ role: 'user', content: 'hi' }] });
-      return t.lastWire().reasoning_effort;
+      return lastBody(t).reasoning_effort;
     };
     assert.deepEqual([await sent(1024), await sent(4096), await sent(16384)], ['low', 'medium', 'high']);
     // Adaptive thinking: its output_config.effort (`max` is `high`), else medium.
     const adaptive = (extra: Record<string, unknown>) => ({ thinking: { type: 'adaptive' }, ...extra }) as unknown as Record<string, never>;
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({}), messages: [{ role: 'user', content: 'hi' }] });
-    assert.equal(t.lastWire().reasoning_effort, 'medium');
+    assert.equal(lastBody(t).reasoning_effort, 'medium');
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({ output_config: { effort: 'max' } }), messages: [{ role: 'user', content: 'hi' }] });
-    assert.equal(t.lastWire().reasoning_effort, 'high');
+    assert.equal(lastBody(t).reasoning_effort, 'high');
     // No thinking asked: no effort sent.
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
-    assert.equal(t.lastWire().reasoning_effort, undefined);
+    assert.equal(lastBody(t).reasoning_effort, undefined);
   });
 });
 
