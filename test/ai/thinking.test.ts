@@ -228,6 +228,14 @@ describe('extended thinking to Gemini', () => {
     ]);
   });
 
+  it("streams a call's thought signature as a thinking block before the tool_use (Claude Code keeps it for the next turn)", async () => {
+    t.answer('text/event-stream', sse(undefined, { candidates: [{ content: { role: 'model', parts: [{ functionCall: { name: 'get_weather', args: { city: 'Paris' } }, thoughtSignature: GSIG }] }, finishReason: 'STOP', index: 0 }] }));
+    const final = await anthropic().messages.stream({ model: 'g', max_tokens: 4000, tools: TOOLS, messages: [{ role: 'user', content: 'weather?' }] }).finalMessage();
+    assert.deepEqual(final.content.map((b) => b.type), ['thinking', 'tool_use']);
+    assert.deepEqual(final.content[0], { type: 'thinking', thinking: '', signature: GSIG });
+    assert.equal(final.stop_reason, 'tool_use');
+  });
+
   it("sends adaptive thinking as Gemini's dynamic budget (-1), thoughts included", async () => {
     const adaptive = { thinking: { type: 'adaptive' } } as unknown as Record<string, never>;
     await anthropic().messages.create({ model: 'g', max_tokens: 4000, ...adaptive, messages: [{ role: 'user', content: 'hi' }] });
