@@ -274,6 +274,9 @@ describe('extended thinking to OpenAI', () => {
     assert.equal(lastBody(t).reasoning_effort, 'medium');
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({ output_config: { effort: 'max' } }), messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(lastBody(t).reasoning_effort, 'high');
+    // A name that is no effort (an inherited member's, say) is adaptive's default.
+    await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({ output_config: { effort: 'constructor' } }), messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(lastBody(t).reasoning_effort, 'medium');
     // No thinking asked: no effort sent.
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(lastBody(t).reasoning_effort, undefined);

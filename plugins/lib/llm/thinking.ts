@@ -60,8 +60,8 @@ export function anthropicThinking(body: Obj): { budget: number | 'adaptive'; eff
   const t = body.thinking;
   if (!isObj(t)) return undefined;
   if (t.type === 'adaptive') {
-    const effort = isObj(body.output_config) && typeof body.output_config.effort === 'string' ? ANTHROPIC_EFFORT[body.output_config.effort] : undefined;
-    return { budget: 'adaptive', effort: effort ?? 'medium' };
+    const asked: unknown = isObj(body.output_config) ? body.output_config.effort : undefined;
+    return { budget: 'adaptive', effort: typeof asked === 'string' && Object.hasOwn(ANTHROPIC_EFFORT, asked) ? ANTHROPIC_EFFORT[asked]! : 'medium' };
   }
   if (t.type !== 'enabled' || typeof t.budget_tokens !== 'number') return undefined;
   if (typeof body.max_tokens === 'number' && t.budget_tokens >= body.max_tokens) throw new Error('`thinking.budget_tokens` must be less than `max_tokens`');
