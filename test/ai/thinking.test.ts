@@ -113,8 +113,7 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
   });
 
   it("passes adaptive thinking on to Claude as it is (the model decides its budget)", async () => {
-    const adaptive = { thinking: { type: 'adaptive' } } as unknown as Record<string, never>;
-    await anthropic().messages.create({ model: 'claude', max_tokens: 4000, ...adaptive, messages: [{ role: 'user', content: 'hi' }] });
+    await anthropic().messages.create({ model: 'claude', max_tokens: 4000, thinking: { type: 'adaptive' }, messages: [{ role: 'user', content: 'hi' }] });
     assert.deepEqual(lastWire().additionalModelRequestFields, { thinking: { type: 'adaptive' } });
   });
 
@@ -237,8 +236,7 @@ describe('extended thinking to Gemini', () => {
   });
 
   it("sends adaptive thinking as Gemini's dynamic budget (-1), thoughts included", async () => {
-    const adaptive = { thinking: { type: 'adaptive' } } as unknown as Record<string, never>;
-    await anthropic().messages.create({ model: 'g', max_tokens: 4000, ...adaptive, messages: [{ role: 'user', content: 'hi' }] });
+    await anthropic().messages.create({ model: 'g', max_tokens: 4000, thinking: { type: 'adaptive' }, messages: [{ role: 'user', content: 'hi' }] });
     assert.deepEqual(lastWire().generationConfig.thinkingConfig, { thinkingBudget: -1, includeThoughts: true });
   });
 
@@ -269,7 +267,7 @@ describe('extended thinking to OpenAI', () => {
     };
     assert.deepEqual([await sent(1024), await sent(4096), await sent(16384)], ['low', 'medium', 'high']);
     // Adaptive thinking: its output_config.effort (`max` is `high`), else medium.
-    const adaptive = (extra: Record<string, unknown>) => ({ thinking: { type: 'adaptive' }, ...extra }) as unknown as Record<string, never>;
+    const adaptive = (extra: Record<string, unknown>) => ({ thinking: { type: 'adaptive' as const }, ...extra });
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({}), messages: [{ role: 'user', content: 'hi' }] });
     assert.equal(lastBody(t).reasoning_effort, 'medium');
     await anthropic.messages.create({ model: 'o4-mini', max_tokens: 2000, ...adaptive({ output_config: { effort: 'max' } }), messages: [{ role: 'user', content: 'hi' }] });
