@@ -11,6 +11,8 @@ import type { CompiledBackendRef, CompiledRoute } from './snapshot.ts';
 import type { LoadCompiler } from './load-compiler.ts';
 import { ownerOf } from './plugin-owner.ts';
 import { boundedBackend, boundedSelector, ownedHooks } from './run-hooks.ts';
+import { errorShaper } from './error-shaper.ts';
+import { unreachableMatchPaths } from './match-path-check.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -19,6 +21,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
   const name = (route.name as string | undefined) ?? `route${index}`;
   const routeSet = await c.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies']);
   const matches = (route.matches as MatchConfig[] | undefined)?.map((m) => compileMatch(m)) ?? null;
+  for (const unreachable of unreachableMatchPaths(route.matches, c.staticConfig.paths, [...path, 'matches'])) c.warn(unreachable.path, unreachable.message);
   const refs: CompiledBackendRef[] = [];
   const list = (route.backends ?? []) as Obj[];
   const key = `${bind}/${listener}/${name}`;
@@ -61,7 +64,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
       health === null &&
       shaper === undefined,
     health,
-    shapeError: shaper ? shaper.shapeError!.bind(shaper) : null,
+    shapeError: shaper ? errorShaper(shaper, logger) : null,
     requestTimeoutMs: routeSet.facets.requestTimeoutMs ?? 0,
     metrics: c.deps.metrics.route(String(bind), listener, name),
   };

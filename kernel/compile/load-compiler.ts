@@ -5,6 +5,7 @@ import type { SharedCells } from '../resources/shared-cells.ts';
 import type { SharedCell, SharedEvents, SharedFetches } from '../sdk/shared.ts';
 import type { GatewayProcesses } from '../sdk/processes.ts';
 import { ConfigError, ErrorCode, settleWithin } from '../sdk/index.ts';
+import { formatPath } from '../config/config-source.ts';
 import type {
   AdminRouteHandler,
   BackendCompileContext,
@@ -135,6 +136,12 @@ export class LoadCompiler {
         this.sections.set(where, section.resolve(value, env));
       }
     }
+  }
+
+  /** A load warning at `path`: in the validator's answer for a paste (ADR 0131), else a log line (`logger`'s). */
+  warn(path: ConfigPath, message: string, logger: Logger = this.deps.logger): void {
+    if (this.deps.checkOnly) this.issues.push({ code: ErrorCode.configWarning, path, message });
+    else logger.warn(message, { at: formatPath(path) });
   }
 
   issue(path: ConfigPath, message: string, atKey = false): void {

@@ -36,11 +36,7 @@ export function pluginContext(c: LoadCompiler, path: ConfigPath, policies: Polic
     fail: (message, sub = []) => {
       throw new ConfigError({ code: ErrorCode.configInvalid, path: [...path, ...sub], message });
     },
-    warn: (message, sub = []) => {
-      // A paste's warnings belong in the validator's answer; the gateway's log is for configs it loads (ADR 0131).
-      if (c.deps.checkOnly) c.issues.push({ code: ErrorCode.configWarning, path: [...path, ...sub], message });
-      else logger.warn(message, { at: formatPath([...path, ...sub]) });
-    },
+    warn: (message, sub = []) => c.warn([...path, ...sub], message, logger),
     compileBackend: async (value, sub) => {
       const instance = await c.backendValue(value, [...path, ...sub], policies);
       if (!instance) throw new ConfigError([]);

@@ -81,7 +81,7 @@ export interface CompiledRoute {
   readonly leanSafe: boolean;
   /** Health bookkeeping when a backend of the route has `outlierDetection`; null otherwise (no cost per request). */
   readonly health: RouteHealth | null;
-  /** The first backend's `shapeError` (bound), applied to the route's gateway-made error replies; null when none. */
+  /** The first backend's `shapeError` (guarded, ADR 0166), applied to the route's gateway-made error replies; null when none. */
   readonly shapeError: ((ex: Exchange, reply: Reply) => void) | null;
   /** Whole-request deadline in ms; 0 means none. */
   readonly requestTimeoutMs: number;

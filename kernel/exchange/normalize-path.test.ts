@@ -37,6 +37,21 @@ describe('normalizePath', () => {
     }
   });
 
+  it('refuses overlong UTF-8 (an ASCII byte in two, three or four bytes: %C0%AE is `.`), keeps valid UTF-8 and other bytes', () => {
+    for (const p of ['/%C0%AE%C0%AE/x', '/a%c0%afb', '/%C1%9C', '/%E0%80%AE', '/%e0%9f%bf', '/%F0%80%80%AE', '/%F0%8F%BF%BF', '/x/%c0']) {
+      const r = normalizePath(p, DEFAULT_PATH_OPTIONS);
+      assert.ok(r instanceof PathRejection && /overlong/.test(r.message), p);
+    }
+    for (const [p, expected] of [
+      ['/%C2%A9', '/%C2%A9'],
+      ['/%E0%A0%80', '/%E0%A0%80'],
+      ['/%F0%90%80%80', '/%F0%90%80%80'],
+      ['/%E0/%80', '/%E0/%80'],
+      ['/%E0%41%80', '/%E0A%80'],
+      ['/%FF%E9', '/%FF%E9'],
+    ]) assert.equal(normalizePath(p!, DEFAULT_PATH_OPTIONS), expected, p);
+  });
+
   it('keeps %2F and %5C escaped and empty segments when configured', () => {
     const keep = { mergeSlashes: false, rejectEscapedSlashes: false };
     assert.equal(normalizePath('/a/..%2fb', keep), '/a/..%2Fb');

@@ -29,6 +29,7 @@ const NUL = new PathRejection('the path contains an encoded NUL (%00)');
 const BACKSLASH = new PathRejection('the path contains a backslash');
 const ESCAPED_SLASH = new PathRejection('the path contains an encoded slash (%2F) or backslash (%5C)');
 const DOT_PARAMS = new PathRejection('the path has a `.` or `..` segment with parameters (`..;`)');
+const OVERLONG = new PathRejection('the path contains an overlong UTF-8 encoding (such as %C0%AE for `.`)');
 
 const SLASH = 47;
 const DOT = 46;
@@ -96,6 +97,8 @@ function slowNormalize(path: string, options: PathOptions): string | PathRejecti
   // 1. Percent-escapes: unreserved ones decoded (RFC 3986 §6.2.2.2), the rest kept with upper-case hex (§6.2.2.1).
   let decoded = '';
   let from = 0;
+  // The byte of the escape that ended at `from`: a UTF-8 lead whose next byte says whether it is overlong.
+  let lead = -1;
   const len = path.length;
   for (let i = 0; i < len; i++) {
     const c = path.charCodeAt(i);
@@ -106,6 +109,11 @@ function slowNormalize(path: string, options: PathOptions): string | PathRejecti
     if (lo === -1) return BAD_ESCAPE;
     const v = hi * 16 + lo;
     if (v === 0) return NUL;
+    // Overlong UTF-8 (ADR 0166): %C0/%C1 lead two bytes that can only be ASCII, %E0 then %80-%9F and %F0 then
+    // %80-%8F spell a shorter character in more bytes. A decoder that accepts them reads `%C0%AE` as `.` (Tomcat,
+    // CVE-2008-2938): dot segments and slashes the normalisation never saw.
+    if (v === 0xc0 || v === 0xc1 || (from === i && ((lead === 0xe0 && v >= 0x80 && v <= 0x9f) || (lead === 0xf0 && v >= 0x80 && v <= 0x8f)))) return OVERLONG;
+    lead = v;
     decoded += path.slice(from, i);
     if (isUnreserved(v)) decoded += String.fromCharCode(v);
     else if ((v === SLASH || v === BACKSLASH_CODE) && options.rejectEscapedSlashes) return ESCAPED_SLASH;

@@ -8,7 +8,7 @@ import { announceKeepAlive, IDLE_CLOSE_MS, LEAN, SWEEP_MS, sweepIdle, trackSocke
 import type { SweptSocket } from './idle-sweep.ts';
 import { ProxyResponse } from './proxy-response.ts';
 import { shouldUpgrade } from './request-input.ts';
-import { serveDeclinedUpgrade } from './declined-upgrade.ts';
+import { afterAnswerInFlight, serveConnect, serveDeclinedUpgrade } from './declined-upgrade.ts';
 import { LeanConnection } from './lean-connection.ts';
 import { markVerifiedClient } from '../exchange/client-certificate.ts';
 import { defaultTlsSettings } from '../compile/listener-tls-settings.ts';
@@ -251,11 +251,15 @@ export class BindServers {
       announceKeepAlive(res);
       pipeline.handle(req, res, port, secure);
     });
-    server.on('upgrade', (req, socket, head) => {
-      if (shouldUpgrade(req)) pipeline.upgrade(req, socket, head, port, secure);
-      // Only on a Node that ignores `shouldUpgradeCallback` (before 22.21 / 24.9).
-      else serveDeclinedUpgrade(req, socket as Socket, (res) => pipeline.handle(req, res, port, secure));
-    });
+    server.on('upgrade', (req, socket, head) =>
+      afterAnswerInFlight(socket as Socket, () => {
+        if (shouldUpgrade(req)) pipeline.upgrade(req, socket, head, port, secure);
+        // Only on a Node that ignores `shouldUpgradeCallback` (before 22.21 / 24.9).
+        else serveDeclinedUpgrade(req, socket as Socket, (res) => pipeline.handle(req, res, port, secure));
+      }),
+    );
+    // Without a listener node:http closes a CONNECT's connection unanswered, unlogged (ADR 0166).
+    server.on('connect', (req, socket) => afterAnswerInFlight(socket as Socket, () => serveConnect(req, socket as Socket, (res) => pipeline.handle(req, res, port, secure))));
     server.on('clientError', (err: NodeJS.ErrnoException, socket: ClientSocket) => {
       // A cleartext client speaking HTTP/2 with prior knowledge (ADR 0158): llhttp stopped at the preface.
       if (err.code === H2_PREFACE_ERROR && !secure && takeH2cConnection(err, socket)) return this.h2c(entry, socket);

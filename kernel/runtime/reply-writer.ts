@@ -82,14 +82,8 @@ export function writeReply(ex: ExchangeImpl, res: ServerResponse, reply: Reply, 
   ex.replied = true;
   // A gateway-made error on a route whose backend speaks a client API (an LLM's) takes that API's error shape.
   if (reply.error !== undefined) {
-    const shape = ex.compiledRoute?.shapeError;
-    if (shape) {
-      try {
-        shape(ex, reply);
-      } catch (err) {
-        logger.error('error shaping failed', { route: ex.route.key, error: err as Error });
-      }
-    }
+    // Guarded (error-shaper.ts): a failure is logged there and leaves the reply as it was.
+    ex.compiledRoute?.shapeError?.(ex, reply);
   }
   if (hooks) runResponseHooks(ex, res, reply, hooks, 0, logger);
   else send(ex, res, reply);

@@ -40,6 +40,7 @@ export function selectRoute(listener: CompiledListener, ex: ExchangeImpl): Compi
  * `ex.refusal` says why (the exchange then carries the raw path and an empty hostname, for the access log).
  */
 export function makeExchange(req: IncomingMessage, res: ServerResponse | undefined, secure: boolean, snapshot: Snapshot): ExchangeImpl {
+  if (req.method === 'CONNECT') return connectExchange(req, res, secure, snapshot);
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   let raw = q === -1 ? url : url.slice(0, q);
@@ -73,6 +74,20 @@ export function makeExchange(req: IncomingMessage, res: ServerResponse | undefin
   if (typeof host !== 'string') ex.refusal = host.message;
   else if (typeof path !== 'string') ex.refusal = path.message;
   else ex.refusal = requestInputProblem(req);
+  return ex;
+}
+
+/**
+ * A CONNECT's exchange, refused (405, ADR 0158 and 0166) whatever its Host or target. Its target is an authority
+ * (RFC 9110 9.3.6: HTTP/1.1's request target, HTTP/2's `:authority`), never a path: it is the exchange's path and
+ * original URL as the client sent it, so the access log's `http.path` says where the tunnel was to go.
+ */
+function connectExchange(req: IncomingMessage, res: ServerResponse | undefined, secure: boolean, snapshot: Snapshot): ExchangeImpl {
+  const target = req.httpVersionMajor === 2 ? (req.headers.host ?? '') : (req.url ?? '');
+  req.url = target;
+  const host = requestHostname(req.headers, req.rawHeaders);
+  const ex = new ExchangeImpl(req, res, secure ? 'https' : 'http', typeof host === 'string' ? host : '', target, '', performance.now(), snapshot.staticConfig.trustedProxies);
+  ex.refusal = CONNECT_REFUSED;
   return ex;
 }
 

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 export const UNSUPPORTED_CODING = 'only the chunked transfer coding is supported';
 const HTTP10_CODING = 'Transfer-Encoding on a request that is not HTTP/1.1 (faulty framing, RFC 9112 §6.1)';
 const FRAGMENT = 'the request target contains a fragment (`#`)';
-/** 405: CONNECT from an HTTP/2 client (ADR 0158); the gateway opens no tunnels (HTTP/1.1's CONNECT is node:http's). */
+/** 405: CONNECT, over HTTP/2 (ADR 0158) or HTTP/1.1 (ADR 0166); the gateway opens no tunnels. */
 export const CONNECT_REFUSED = 'CONNECT is not served: the gateway opens no tunnels';
 
 /** 400: no reliable body length (RFC 9112 §6.3: chunked must be the last coding of a request). */
@@ -22,7 +22,6 @@ const CHUNKED_TWICE = 'chunked is applied more than once (RFC 9112 §7.1)';
  * body wrongly.
  */
 export function requestInputProblem(req: IncomingMessage): string | undefined {
-  if (req.method === 'CONNECT') return CONNECT_REFUSED;
   // `#` never belongs in a request target (RFC 9112 §3.2): a route matched on `/admin#x` is not the route of
   // `/admin`, which is what many upstreams serve for it (Envoy refuses it too).
   if (req.url !== undefined && req.url.indexOf('#') !== -1) return FRAGMENT;

@@ -42,7 +42,8 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
   tracing: Tracing | null = null;
   readonly logger: Logger;
   readonly accessLog: AccessLog;
-  private readonly unmatched: RouteMetrics;
+  /** Requests answered before a route was chosen (refused, no route): plain ones and upgrades. */
+  readonly unmatched: RouteMetrics;
   private readonly metrics: MetricsRegistry;
   /**
    * The 'close' listener of every response, made once: the exchange rides on the response. A closure per request

@@ -7,6 +7,7 @@ import type { Logger, Reply } from '../sdk/index.ts';
 import type { Snapshot } from '../compile/snapshot.ts';
 import type { AccessLog } from '../telemetry/access-log.ts';
 import type { Tracing } from '../telemetry/tracing.ts';
+import type { RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { upgradeAllowed } from '../upstream/upgrade-protocols.ts';
 import { isPromiseLike } from '../upstream/request-body.ts';
@@ -24,6 +25,7 @@ export interface UpgradeServing {
   readonly tracing: Tracing | null;
   readonly accessLog: AccessLog;
   readonly logger: Logger;
+  readonly unmatched: RouteMetrics;
 }
 
 /** node:http 'upgrade' handler (WebSocket): same selection and request chain, then the backend's upgrade. */
@@ -46,7 +48,8 @@ export function serveUpgradeRequest(pipeline: UpgradeServing, req: IncomingMessa
     ex.status = status;
     const elapsed = performance.now() - ex.startTime;
     accessLog.record(ex, elapsed);
-    ex.compiledRoute?.metrics.record(status, elapsed / 1000);
+    // Refused before a route was chosen: counted where a plain request's refusal is (ADR 0166).
+    (ex.compiledRoute?.metrics ?? pipeline.unmatched).record(status, elapsed / 1000);
     tracing?.finish(ex);
     if (status !== 101 || upstream === undefined || (!accessLog.enabled && tracing === null)) return undefined;
     return watchConnection(accessLog, ex, socket, upstream, tracing);
@@ -115,9 +118,25 @@ function serveUpgrade(logger: Logger, ex: ExchangeImpl, socket: Duplex, head: Bu
       if (early) return refuse(early);
     }
     ex.status = 101; // what a backend that does not tell its outcome is logged with
+    sentBefore = bytesSent(socket);
     // Typed void: a plugin's async one is awaited, so that its rejection is answered, not left unhandled (ADR 0155).
     const done: unknown = ref.instance.upgrade(ex, socket, head);
     if (isPromiseLike(done)) await done;
   };
-  run().catch((err: unknown) => refuse(errorReply(err, logger, ex)));
+  // The socket's bytes sent when the backend was given it; -1 before.
+  let sentBefore = -1;
+  run().catch((err: unknown) => {
+    if (sentBefore === -1 || (bytesSent(socket) === sentBefore && !socket.writableEnded)) {
+      return refuse(errorReply(err, logger, ex));
+    }
+    // The backend had answered (its 101, or the forwarder's answer) or ended the socket: an HTTP answer now would be
+    // read as the new protocol's bytes (ADR 0166). The failure is logged naming the plugin; the connection closes.
+    errorReply(err, logger, ex);
+    socket.destroy();
+  });
+}
+
+/** Bytes written to an upgrade's socket so far, those still buffered included (node:net counts them). */
+function bytesSent(socket: Duplex): number {
+  return (socket as Duplex & { bytesWritten?: number }).bytesWritten ?? socket.writableLength;
 }

@@ -19,5 +19,17 @@ export function writeRawResponse(
     for (const v of Array.isArray(value) ? value : [value]) head += `${name}: ${v}\r\n`;
   }
   head += `content-length: ${payload.length}\r\nconnection: close\r\n\r\n`;
-  socket.end(Buffer.concat([Buffer.from(head), payload]));
+  socket.write(Buffer.concat([Buffer.from(head), payload]));
+  closeAfterWrite(socket);
+}
+
+/**
+ * End `socket` and destroy it once what was written is flushed, as node:http's `destroySoon` closes a connection after
+ * its last answer. Ended only, a socket of a server that allows half-open connections (node:http's) stays open for
+ * as long as the client keeps its side open, with no timeout (ADR 0166).
+ */
+export function closeAfterWrite(socket: Duplex): void {
+  socket.end();
+  if (socket.writableFinished) socket.destroy();
+  else socket.once('finish', () => socket.destroy());
 }

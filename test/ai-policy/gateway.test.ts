@@ -119,6 +119,15 @@ describe('ai policy through a gateway', () => {
     ]);
   });
 
+  // The route's guards silently dropped on that backend: said at load, where the backend's policy is (ADR 0165).
+  it('a backend-level ai policy that drops the route\'s guards warns at load, naming route and backend', async () => {
+    const warnings = gw.logs.filter((l) => l.includes("replaces the route's"));
+    assert.equal(warnings.length, 1, gw.logs.join('\n'));
+    assert.match(warnings[0]!, /WARN/);
+    assert.match(warnings[0]!, /`binds\[0\]\.listeners\[0\]\.routes\[1\]\.policies\.ai`/, 'the route');
+    assert.match(warnings[0]!, /routes\[1\]\.backends\[0\]\.policies\.ai/, 'the backend');
+  });
+
   it('without the policy the backend gets no runtime', async () => {
     const res = await post('/no-policy/x', { model: 'm', messages: [{ role: 'user', content: 'a@b.co' }] });
     assert.deepEqual((JSON.parse(res.text) as Echo).request.messages, [{ role: 'user', content: 'a@b.co' }]);

@@ -9,6 +9,7 @@ import { MAX_INLINED_SCHEMAS, toGeminiSchema } from '../../plugins/lib/llm/gemin
 import { GeminiToCompletionsStream } from '../../plugins/lib/llm/gemini/stream.ts';
 import { translation } from '../../plugins/lib/llm/translate.ts';
 import { usageFromGemini } from '../../plugins/lib/llm/usage.ts';
+import { canonicalExtra } from '../../plugins/lib/llm/chat-messages.ts';
 
 const ev = (data: Record<string, unknown>): LlmEvent => ({ type: undefined, data });
 
@@ -144,7 +145,7 @@ describe('Chat Completions request → generateContent', () => {
 });
 
 describe('generateContent response → Chat Completions', () => {
-  it('skips thoughts, keeps thought signatures, counts thinking tokens as completion tokens', () => {
+  it('keeps thoughts out of the text (as reasoning_content and a thinking block beside it), keeps thought signatures, counts thinking tokens as completion tokens', () => {
     const out = geminiResponseToCompletions(
       {
         responseId: 'resp-1',
@@ -156,14 +157,16 @@ describe('generateContent response → Chat Completions', () => {
     );
     assert.equal(out.id, 'resp-1');
     assert.equal(out.model, 'gemini-2.5-flash-001');
-    assert.deepEqual(out.choices, [
+    assert.deepEqual(JSON.parse(JSON.stringify(out.choices)), [
       {
         index: 0,
         logprobs: null,
         finish_reason: 'tool_calls',
-        message: { role: 'assistant', content: 'Calling.', tool_calls: [{ id: 'fc-1', type: 'function', function: { name: 'f', arguments: '{"a":1}' }, extra_content: { google: { thought_signature: 'sig' } } }] },
+        message: { role: 'assistant', content: 'Calling.', tool_calls: [{ id: 'fc-1', type: 'function', function: { name: 'f', arguments: '{"a":1}' }, extra_content: { google: { thought_signature: 'sig' } } }], reasoning_content: 'thinking…' },
       },
     ]);
+    // An Anthropic client's thinking block (ADR 0167): the thoughts with the turn's signature.
+    assert.deepEqual(canonicalExtra(out.choices[0].message, 'thinking'), [{ type: 'thinking', thinking: 'thinking…', signature: 'sig' }]);
     assert.deepEqual(out.usage, { prompt_tokens: 10, completion_tokens: 9, total_tokens: 19, prompt_tokens_details: { cached_tokens: 4 }, completion_tokens_details: { reasoning_tokens: 6 } });
     assert.deepEqual(usageFromGemini({ promptTokenCount: 10, cachedContentTokenCount: 4, candidatesTokenCount: 3, thoughtsTokenCount: 6 }), { inputTokens: 10, outputTokens: 9, cachedInputTokens: 4, reasoningTokens: 6 });
   });
@@ -191,8 +194,9 @@ describe('Gemini stream → chat.completion.chunks', () => {
       ...t.end(),
     ];
     const deltas = out.filter((e) => !e.done).map((e) => (e.data.choices as { delta: unknown; finish_reason: unknown }[])[0] ?? { usage: e.data.usage });
-    assert.deepEqual(deltas, [
+    assert.deepEqual(JSON.parse(JSON.stringify(deltas)), [
       { index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null },
+      { index: 0, delta: { reasoning_content: 'hm' }, logprobs: null, finish_reason: null },
       { index: 0, delta: { content: 'Hi' }, logprobs: null, finish_reason: null },
       { index: 0, delta: { content: '!' }, logprobs: null, finish_reason: null },
       { index: 0, delta: {}, logprobs: null, finish_reason: 'length' },

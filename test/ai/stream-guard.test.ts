@@ -432,15 +432,18 @@ describe('response guards on streams (promptGuard.streaming: Enabled)', () => {
 
 describe('stream-guard: putting streams together and masking them', () => {
   const ex = { signal: new AbortController().signal } as unknown as Exchange;
-  /** A policy whose one response guard masks digits with `#` (through the same text slots as the real guards). */
-  const digits = (seen: Record<string, unknown>[] = []): AiPolicyRuntime =>
+  /**
+   * A policy whose one response guard masks digits with `#` (through the same text slots as the real guards); JSON
+   * texts (tool-call arguments) it leaves alone unless `inJson` (the tests' JSON has its digits inside strings).
+   */
+  const digits = (seen: Record<string, unknown>[] = [], inJson = false): AiPolicyRuntime =>
     ({
       hasResponseGuards: true,
       guardStreams: true,
       async guardResponse(_ex: Exchange, format: LlmRouteType, body: Record<string, unknown>) {
         seen.push(structuredClone(body));
         const slots = responseSlots(format, body);
-        writeBack(slots, guardMessages(slots).map((m) => ({ ...m, content: m.content.replace(/\d/g, '#') })));
+        writeBack(slots, guardMessages(slots).map((m) => ({ ...m, content: m.json && !inJson ? m.content : m.content.replace(/\d/g, '#') })));
         return undefined;
       },
     }) as unknown as AiPolicyRuntime;
@@ -454,6 +457,9 @@ describe('stream-guard: putting streams together and masking them', () => {
       .split('\n\n')
       .filter((f) => f.includes('data: {'))
       .map((f) => JSON.parse(f.slice(f.indexOf('data: ') + 6)) as Record<string, unknown>);
+  /** An SSE event named as its data's `type` (Anthropic and Responses streams). */
+  const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
+  const MESSAGE_START = ev({ type: 'message_start', message: { id: 'm1', type: 'message', role: 'assistant', content: [], model: 'c', usage: { input_tokens: 3 } } });
   const chunk = (index: number, delta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index, delta, logprobs: { content: [{ token: 'x' }] }, finish_reason: null, ...extra }] })}\n\n`;
 
@@ -492,9 +498,8 @@ describe('stream-guard: putting streams together and masking them', () => {
 
   it('messages: text given at block start and in deltas; tool_use input put together for the guards', async () => {
     const seen: Record<string, unknown>[] = [];
-    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const text = [
-      ev({ type: 'message_start', message: { id: 'm1', type: 'message', role: 'assistant', content: [], model: 'c', usage: { input_tokens: 3 } } }),
+      MESSAGE_START,
       ev({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: 'code 4' } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: '2 and ' } }),
       ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'more' } }),
@@ -528,7 +533,6 @@ describe('stream-guard: putting streams together and masking them', () => {
 
   it('responses without a completed event: the response as far as it went', async () => {
     const seen: Record<string, unknown>[] = [];
-    const ev = (d: Record<string, unknown>) => `event: ${d.type as string}\ndata: ${JSON.stringify(d)}\n\n`;
     const text = [
       ev({ type: 'response.created', response: { id: 'r1', object: 'response', status: 'in_progress', output: [] } }),
       ev({ type: 'response.output_item.added', output_index: 0, item: { type: 'message', id: 'i1', role: 'assistant', content: [] } }),
@@ -538,6 +542,131 @@ describe('stream-guard: putting streams together and masking them', () => {
     const out = await run('responses', text, digits(seen));
     assert.deepEqual(seen[0], { id: 'r1', object: 'response', status: 'in_progress', output: [{ type: 'message', id: 'i1', role: 'assistant', content: [{ type: 'output_text', text: 'pin 1234', annotations: [] }] }] });
     assert.deepEqual(data(out).map((e) => e.delta).filter(Boolean), ['pin ####']);
+  });
+
+  it('completions: refusal, reasoning and tool-call argument deltas are guarded; a masked one is carried whole (ADR 0165)', async () => {
+    const seen: Record<string, unknown>[] = [];
+    const text = [
+      chunk(0, { role: 'assistant', reasoning_content: 'pin 1' }),
+      chunk(0, { reasoning_content: '234' }),
+      chunk(0, { refusal: 'no 5' }),
+      chunk(0, { tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'f', arguments: '' } }] }),
+      chunk(0, { tool_calls: [{ index: 0, function: { arguments: '{"n":"9' } }] }),
+      chunk(0, { tool_calls: [{ index: 0, function: { arguments: '9"}' } }] }),
+      chunk(0, { tool_calls: [{ index: 1, id: 'c2', type: 'custom', custom: { name: 'g', input: 'run 7' } }] }),
+      chunk(0, { tool_calls: [{ index: 1, custom: { input: '77' } }] }),
+      chunk(0, {}, { finish_reason: 'tool_calls' }),
+      'data: [DONE]\n\n',
+    ].join('');
+    // Digits masked in JSON texts too: inside their strings, so the JSON stays valid here.
+    const out = await run('completions', text, digits(seen, true));
+    assert.deepEqual((seen[0] as { choices: { message: unknown }[] }).choices[0]!.message, {
+      role: 'assistant',
+      content: null,
+      reasoning_content: 'pin 1234',
+      refusal: 'no 5',
+      tool_calls: [
+        { id: 'c1', type: 'function', function: { name: 'f', arguments: '{"n":"99"}' } },
+        { id: 'c2', type: 'custom', custom: { name: 'g', input: 'run 777' } },
+      ],
+    });
+    for (const original of ['pin 1', '234', 'no 5', '"9', '9"', 'run 7', '77']) assert.ok(!String(out).includes(original), String(out));
+    const deltas = data(out).map((c) => (c as { choices: { delta: Record<string, unknown> }[] }).choices[0]!.delta);
+    assert.equal(deltas[0]!.reasoning_content, 'pin ####');
+    const calls = deltas.flatMap((d) => (d.tool_calls as { function?: { arguments: string }; custom?: { input: string } }[] | undefined) ?? []);
+    assert.deepEqual(calls.map((c) => c.function?.arguments ?? c.custom?.input), ['{"n":"##"}', '', '', 'run ###', '']);
+  });
+
+  it('messages: thinking deltas and a tool input given whole at its start are guarded', async () => {
+    const text = [
+      MESSAGE_START,
+      ev({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+      ev({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'code 4' } }),
+      ev({ type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: '2' } }),
+      ev({ type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: 'sig' } }),
+      ev({ type: 'content_block_stop', index: 0 }),
+      ev({ type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 't1', name: 'f', input: { n: 'x7' } } }),
+      ev({ type: 'content_block_stop', index: 1 }),
+      ev({ type: 'message_stop' }),
+    ].join('');
+    const policy = digits([], true);
+    const events = data(await run('messages', text, policy));
+    assert.deepEqual(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta), [
+      { type: 'thinking_delta', thinking: 'code ##' },
+      { type: 'signature_delta', signature: 'sig' },
+    ]);
+    assert.deepEqual(events.find((e) => e.index === 1 && e.type === 'content_block_start')!.content_block, { type: 'tool_use', id: 't1', name: 'f', input: { n: 'x#' } });
+  });
+
+  it('messages: a tool input cut off before its JSON ends, and a server tool\'s input, are guarded as streamed', async () => {
+    const text = [
+      MESSAGE_START,
+      ev({ type: 'content_block_start', index: 0, content_block: { type: 'server_tool_use', id: 's1', name: 'code_execution', input: {} } }),
+      ev({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"code":"print(1' } }),
+      ev({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: ')"}' } }),
+      ev({ type: 'content_block_stop', index: 0 }),
+      ev({ type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 't1', name: 'f', input: {} } }),
+      ev({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"n":"12' } }),
+      ev({ type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '34' } }),
+      ev({ type: 'message_delta', delta: { stop_reason: 'max_tokens', stop_sequence: null }, usage: { output_tokens: 9 } }),
+      ev({ type: 'message_stop' }),
+    ].join('');
+    const deltas = data(await run('messages', text, digits([], true)))
+      .filter((e) => e.type === 'content_block_delta')
+      .map((e) => (e.delta as { partial_json: string }).partial_json);
+    assert.deepEqual(deltas, ['{"code":"print(#)"}', '{"n":"####']);
+  });
+
+  it('responses: reasoning summary and function-call argument events all carry the masked text', async () => {
+    const reasoning = { type: 'reasoning', id: 'rs1', summary: [{ type: 'summary_text', text: 'pin 12' }] };
+    const call = { type: 'function_call', id: 'fc1', call_id: 'c1', name: 'f', arguments: '{"n":"34"}' };
+    const text = [
+      ev({ type: 'response.created', response: { id: 'r1', object: 'response', status: 'in_progress', output: [] } }),
+      ev({ type: 'response.output_item.added', output_index: 0, item: { ...reasoning, summary: [] } }),
+      ev({ type: 'response.reasoning_summary_text.delta', item_id: 'rs1', output_index: 0, summary_index: 0, delta: 'pin 1' }),
+      ev({ type: 'response.reasoning_summary_text.delta', item_id: 'rs1', output_index: 0, summary_index: 0, delta: '2' }),
+      ev({ type: 'response.reasoning_summary_text.done', item_id: 'rs1', output_index: 0, summary_index: 0, text: 'pin 12' }),
+      ev({ type: 'response.reasoning_summary_part.done', item_id: 'rs1', output_index: 0, summary_index: 0, part: { type: 'summary_text', text: 'pin 12' } }),
+      ev({ type: 'response.output_item.done', output_index: 0, item: reasoning }),
+      ev({ type: 'response.output_item.added', output_index: 1, item: { ...call, arguments: '' } }),
+      ev({ type: 'response.function_call_arguments.delta', item_id: 'fc1', output_index: 1, delta: '{"n":"3' }),
+      ev({ type: 'response.function_call_arguments.delta', item_id: 'fc1', output_index: 1, delta: '4"}' }),
+      ev({ type: 'response.function_call_arguments.done', item_id: 'fc1', output_index: 1, arguments: '{"n":"34"}' }),
+      ev({ type: 'response.output_item.done', output_index: 1, item: call }),
+      ev({ type: 'response.completed', response: { id: 'r1', object: 'response', status: 'completed', output: [reasoning, call] } }),
+    ].join('');
+    const policy = digits([], true);
+    const out = String(await run('responses', text, policy));
+    for (const original of ['pin 1', 'pin 12', '"34', '"3', '4"}']) assert.ok(!out.includes(original), out);
+    assert.ok(out.includes('"arguments":"{\\"n\\":\\"##\\"}"'), out);
+    assert.deepEqual(data(out).map((e) => e.delta).filter((d) => d !== undefined), ['pin ##', '{"n":"##"}']);
+  });
+
+  it('gemini: a function call and code, each whole in one event, are written back masked there', async () => {
+    const event = (parts: unknown[]) => `data: ${JSON.stringify({ candidates: [{ index: 0, content: { role: 'model', parts } }] })}\n\n`;
+    const text = [event([{ text: 'pin 1' }]), event([{ functionCall: { name: 'f', args: { n: 'x7' } } }]), event([{ executableCode: { language: 'PYTHON', code: 'print(8)' } }])].join('');
+    const out = data(await run('generateContent', text, digits([], true)));
+    assert.deepEqual(out.map((e) => (e as { candidates: { content: { parts: unknown[] } }[] }).candidates[0]!.content.parts[0]), [
+      { text: 'pin #' },
+      { functionCall: { name: 'f', args: { n: 'x#' } } },
+      { executableCode: { language: 'PYTHON', code: 'print(#)' } },
+    ]);
+  });
+
+  it('a masked text the events cannot carry fails closed (503), never leaks', async () => {
+    const text = `${chunk(0, { role: 'assistant', content: 'fine' })}data: [DONE]\n\n`;
+    // A guard that changed the answer where no event carries it (here: it added a text).
+    const policy = {
+      hasResponseGuards: true,
+      guardStreams: true,
+      async guardResponse(_ex: Exchange, _format: LlmRouteType, body: Record<string, unknown>) {
+        (body.choices as { message: Record<string, unknown> }[])[0]!.message.refusal = 'added';
+        return undefined;
+      },
+    } as unknown as AiPolicyRuntime;
+    const reply: Reply = { status: 200, headers: { 'content-type': 'text/event-stream' }, body: Readable.from([Buffer.from(text)]), local: false };
+    const out = await guardStreamedReply(ex, reply, 'completions', policy);
+    assert.equal(out.status, 503);
   });
 
   it('formats it does not put together pass as they are', async () => {

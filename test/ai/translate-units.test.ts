@@ -10,6 +10,7 @@ import { DONE } from '../../plugins/lib/llm/events.ts';
 import type { LlmEvent } from '../../plugins/lib/llm/events.ts';
 import { parseUpstreamError } from '../../plugins/lib/llm/errors.ts';
 import { translation } from '../../plugins/lib/llm/translate.ts';
+import { canonicalExtra } from '../../plugins/lib/llm/chat-messages.ts';
 import { usageFromMessages } from '../../plugins/lib/llm/usage.ts';
 import { parseHostOverride } from '../../plugins/backends/ai/host-override.ts';
 
@@ -196,13 +197,15 @@ describe('Chat Completions ↔ Messages', () => {
       tool_choice: { type: 'any', disable_parallel_tool_use: true },
       stream: true,
     });
-    assert.deepEqual(out.messages, [
+    // What is sent as JSON (a thinking block rides beside the message for the APIs that take one: ADR 0167).
+    assert.deepEqual(JSON.parse(JSON.stringify(out.messages)), [
       { role: 'system', content: 's1\ns2' },
       { role: 'user', content: [{ type: 'text', text: 'see' }, { type: 'image_url', image_url: { url: 'data:image/jpeg;base64,BBBB' } }] },
       { role: 'assistant', content: null, tool_calls: [{ id: 't', type: 'function', function: { name: 'f', arguments: '{"q":1}' } }] },
       { role: 'tool', tool_call_id: 't', content: 'ok' },
       { role: 'user', content: 'thanks' },
     ]);
+    assert.deepEqual(canonicalExtra(out.messages[2], 'thinking'), [{ type: 'thinking', thinking: 'hmm' }]);
     assert.equal(out.tools.length, 1, 'server tools have no Chat Completions form');
     assert.equal(out.tool_choice, 'required');
     assert.equal(out.parallel_tool_calls, false);

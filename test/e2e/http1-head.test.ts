@@ -3,9 +3,11 @@
 // and close the connection; the same gateway goes on serving. These pin the node:http-backed behaviour a lean server
 // side must equal (docs/security.md "HTTP/1.1 input", ADR 0092).
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import type { ReceivedRequest } from '../helpers/upstream.ts';
-import { plainRouteSuite, RawClient, SERVER_SIDES, values } from './proxy-support.ts';
+import { logRecords } from '../helpers/gateway.ts';
+import { plainRouteSuite, RawClient, SERVER_SIDES, values, waitFor } from './proxy-support.ts';
 import type { Answer } from './proxy-support.ts';
 
 for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})`, () => {
@@ -209,13 +211,58 @@ for (const side of SERVER_SIDES) describe(`HTTP/1.1 request heads (${side.name})
       assert.equal(second.got.url, '/double');
     });
 
-    it('CONNECT: the connection is closed without an answer, nothing upstream', async () => {
-      const before = suite.up.received.length;
-      const c = client();
-      c.write('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n');
-      await c.closed();
-      assert.equal(c.unread(), '');
-      assert.equal(suite.up.received.length, before);
+    it('CONNECT: 405 method_not_allowed and the connection closed, logged with its target and counted; nothing upstream (ADR 0166)', async () => {
+      const a = await refused('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 405);
+      assert.equal(JSON.parse(a.body).error.type, 'method_not_allowed');
+      // Tunnel bytes sent right behind the head are not read as a request either.
+      await refused('CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\nContent-Length: 5\r\n\r\nGET /x HTTP/1.1\r\nHost: h\r\n\r\n', 405);
+      await waitFor(() => logRecords(suite.gw).some((r) => r['http.method'] === 'CONNECT'), 5_000, 'the CONNECT log line');
+      const line = logRecords(suite.gw).find((r) => r['http.method'] === 'CONNECT')!;
+      assert.equal(line['http.status'], 405);
+      assert.equal(line['http.path'], 'h:80', 'the authority-form target');
+      const metrics = await (await fetch(`${suite.gw.statsUrl}/metrics`)).text();
+      assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('status="405"')), 'counted with its status');
+    });
+
+    it('CONNECT or an upgrade pipelined behind a request: answered after that request\'s answer, not into it', async () => {
+      const upgrade = 'GET /a%2Fb HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+      for (const [second, status] of [['CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 405], [upgrade, 400]] as const) {
+        const c = client();
+        c.write(`GET /first HTTP/1.1\r\nHost: h\r\n\r\nGET /second HTTP/1.1\r\nHost: h\r\n\r\n${second}`);
+        for (const path of ['/first', '/second']) {
+          const a = await c.read();
+          assert.equal(a.status, 200);
+          assert.equal(a.body, `GET ${path} 0`);
+        }
+        const next = await c.read();
+        assert.equal(next.status, status, next.body);
+        await c.closed();
+      }
+    });
+
+    it('CONNECT, and an upgrade refused before a route: closed by the gateway after the answer even when the client keeps its side open', async () => {
+      const upgrade = 'GET /a%2Fb HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+      for (const [head, status] of [['CONNECT h:80 HTTP/1.1\r\nHost: h:80\r\n\r\n', 'HTTP/1.1 405 '], [upgrade, 'HTTP/1.1 400 ']] as const) {
+        // A client that never ends its side (half-open): the socket must not stay open on the gateway for ever.
+        const socket = connect({ port: suite.port, host: '127.0.0.1', allowHalfOpen: true });
+        socket.write(head);
+        let text = '';
+        socket.setEncoding('latin1');
+        socket.on('data', (c: string) => (text += c));
+        socket.on('error', () => undefined);
+        // Bytes sent after the gateway's FIN: a socket it closed answers them with a reset; one it left open takes them.
+        socket.once('end', () => {
+          socket.write('more');
+          setTimeout(() => socket.write('more'), 200).unref();
+        });
+        const closed = await new Promise<boolean>((resolve) => {
+          socket.once('close', () => resolve(true));
+          setTimeout(() => resolve(false), 3_000);
+        });
+        socket.destroy();
+        assert.ok(text.startsWith(status), text);
+        assert.ok(closed, `the gateway closed the connection after ${status.trim()}`);
+      }
     });
   });
 

@@ -520,7 +520,7 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(fine.headers[':status'], 200);
   });
 
-  it('CONNECT (and so WebSocket over h2) is refused on its stream (405), logged and counted as a local answer', async () => {
+  it('CONNECT (and so WebSocket over h2) is refused on its stream (405), logged with its authority and counted as a local answer', async () => {
     const status = await within(
       new Promise<number | string>((resolve) => {
         const stream = session.request({ ':method': 'CONNECT', ':authority': 'example.test:443' });
@@ -538,6 +538,8 @@ describe('HTTP/2 on an HTTPS listener', () => {
     assert.equal(line['http.status'], 405);
     assert.equal(line['http.version'], 'HTTP/2');
     assert.equal(line['http.host'], 'example.test:443');
+    // No `:path`: the target is the authority, as HTTP/1.1's request line has it (ADR 0166), not `/`.
+    assert.equal(line['http.path'], 'example.test:443');
     const metrics = await (await fetch(`${gw.statsUrl}/metrics`)).text();
     assert.ok(metrics.split('\n').some((l) => l.startsWith('switchyard_requests_total{') && l.includes('status="405"')), 'counted with its status');
   });

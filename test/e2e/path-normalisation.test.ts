@@ -109,6 +109,10 @@ describe('path normalisation before route selection', () => {
     ['/api/%zz', 400],
     ['/api/x%2', 400],
     ['/api/%00', 400],
+    // Overlong UTF-8 for `..` and `/` (Tomcat CVE-2008-2938 read them as such): refused (ADR 0166).
+    ['/api/%C0%AE%C0%AE/private/x', 400],
+    ['/api/%E0%80%AE%E0%80%AE%C0%AFprivate/x', 400],
+    ['/api/%C2%A9', ['api', '/api/%C2%A9']],
   ];
 
   for (const [target, expected] of CASES) {

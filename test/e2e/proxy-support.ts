@@ -353,6 +353,9 @@ export async function requestHandlersFor(url: string, times: number, headers?: R
 /** What `plainRouteSuite` gives the cases of its suite (set once its `before` hook ran). */
 export interface PlainRouteSuite {
   readonly up: TestUpstream;
+  /** The gateway (its log lines, its stats address) and its bind port. */
+  readonly gw: RunningGateway;
+  readonly port: number;
   /** A raw client of the gateway, closed after the suite. */
   client(): RawClient;
 }
@@ -373,7 +376,7 @@ export function plainRouteSuite(side: (typeof SERVER_SIDES)[number], answer: (me
       res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text, 'latin1') });
       res.end(text, 'latin1');
     });
-    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up!.port}` }] }]), { env: side.env }));
+    ({ gw, ports: [port] } = await startGatewayOnFreePorts(1, ([p]) => oneListenerConfig(p!, [{ name: 'plain', backends: [{ host: `127.0.0.1:${up!.port}` }] }], { config: { logging: { format: 'json' } } }), { env: side.env }));
   });
   after(async () => {
     for (const c of clients) c.destroy();
@@ -383,6 +386,12 @@ export function plainRouteSuite(side: (typeof SERVER_SIDES)[number], answer: (me
   const suite: PlainRouteSuite = {
     get up() {
       return up!;
+    },
+    get gw() {
+      return gw!;
+    },
+    get port() {
+      return port;
     },
     client() {
       const c = new RawClient(port);

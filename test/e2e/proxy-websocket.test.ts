@@ -259,6 +259,21 @@ describe('WebSocket upgrade through a host route', () => {
     assert.ok(!requests.some((l) => /route="(refuse|closed)",status="101"/.test(l)), requests.join('\n'));
   });
 
+  it('an upgrade refused before any route (a path the normalisation refuses) is counted, as a plain request is (ADR 0166)', async () => {
+    const unrouted = async (): Promise<number> => {
+      const metrics = await (await request(`${gw.statsUrl}/metrics`)).body.text();
+      const line = metrics.split('\n').find((l) => l.startsWith('switchyard_requests_total{') && l.includes('route=""') && l.includes('status="400"'));
+      return line === undefined ? 0 : Number(line.split(' ').at(-1));
+    };
+    const before = await unrouted();
+    const refused = await openSocket(`ws://127.0.0.1:${port}/a%2Fb`).then(
+      () => assert.fail('the upgrade must not succeed'),
+      (e: unknown) => e as { statusCode?: number },
+    );
+    assert.equal(refused.statusCode, 400);
+    assert.equal(await unrouted(), before + 1);
+  });
+
   // ADR 0055: the handshake's `request` line is written at the 101; when the connection closes, a second line,
   // `upgrade closed`, says how long it lasted, the bytes relayed each way and how it ended.
   const closedLine = async (path: string): Promise<string> => {

@@ -16,6 +16,7 @@ import type { AiPolicyRuntime, LlmRouteType } from '../../lib/llm/contract.ts';
 import { llmResponseError } from '../../lib/llm/errors.ts';
 import { formatOf } from '../../lib/llm/formats/index.ts';
 import type { HeldEvent, StreamText } from '../../lib/llm/formats/assembly.ts';
+import type { TextSlot } from '../../lib/llm/formats/slots.ts';
 import { isObj } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 
@@ -45,6 +46,13 @@ function serialize(events: readonly HeldEvent[]): string {
     if (!e.dropped) out += formatSseEvent({ event: e.event, data: e.changed && e.data ? JSON.stringify(e.data) : e.raw });
   }
   return out;
+}
+
+/** The texts response guards see in the body (to count the masked ones). */
+function guardedTexts(client: LlmRouteType, body: Obj): string[] {
+  const slots: TextSlot[] = [];
+  formatOf(client)?.responseSlots?.(body, slots);
+  return slots.map((s) => s.text);
 }
 
 /** Put a masked text back into the events that carried it. */
@@ -94,8 +102,15 @@ export async function guardStreamedReply(ex: Exchange, reply: Reply, client: Llm
   const events = parseEvents(bytes);
   const { body, texts, bodyEvents } = build(events);
   const before = texts.map((t) => t.read());
+  const guarded = guardedTexts(client, body);
   const rejected = await policy.guardResponse(ex, client, body);
   if (rejected) return rejected;
+  // Every masked text must go back into the stream; one the events cannot carry fails closed rather than leak.
+  const after = guardedTexts(client, body);
+  const maskedCount = after.length === guarded.length ? after.filter((t, i) => t !== guarded[i]).length : Infinity;
+  if (maskedCount > texts.filter((t, i) => t.read() !== before[i]).length) {
+    return llmResponseError(503, 'a masked text of the streamed answer could not be written into its events');
+  }
 
   const h = reply.headers;
   delete h['content-length'];

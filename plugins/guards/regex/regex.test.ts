@@ -77,4 +77,34 @@ describe('regex guard', () => {
   it('an invalid pattern fails the load at rules[i].pattern', () => {
     assert.throws(() => compileRegexGuard({ rules: [{ pattern: '[a-' }] }, context()), /^Error: rules\.0\.pattern: invalid regular expression `\[a-`/);
   });
+
+  it('a JSON text (GuardMessage.json) is masked inside its strings, keys and numbers and stays valid JSON (ADR 0165)', () => {
+    const guard = (config: RegexGuardConfig, content: string): GuardVerdict => compileRegexGuard(config, context()).check(ex, 'response', [{ role: 'assistant', content, json: true }]) as GuardVerdict;
+    const masked = (config: RegexGuardConfig, content: string): unknown => {
+      const v = guard(config, content);
+      assert.equal(v.action, 'mask');
+      return JSON.parse((v as { messages: readonly GuardMessage[] }).messages[0]!.content);
+    };
+    // A pattern that would eat the closing quote in the JSON text masks only the string's text.
+    assert.deepEqual(masked({ rules: [{ pattern: 'SECRET.*' }] }, '{"a":"the SECRET plan","b":[1,"x"]}'), { a: 'the <masked>', b: [1, 'x'] });
+    // An escape hides nothing: the string is matched as it decodes.
+    assert.deepEqual(masked({ rules: [{ pattern: 'SECRET' }] }, '{"a":"\\u0053ECRET"}'), { a: '<masked>' });
+    assert.equal(guard({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, '{"a":"\\u0053ECRET"}').action, 'reject');
+    // Keys and numbers are text the model wrote too; a masked number becomes a string.
+    assert.deepEqual(masked({ rules: [{ builtin: 'ssn' }] }, '{"123-45-6789":true}'), { '<SSN>': true });
+    assert.deepEqual(masked({ rules: [{ builtin: 'creditCard' }] }, '{"n":4111111111111111}'), { n: '<CREDIT_CARD>' });
+    // Unicode folding applies inside strings as well.
+    assert.deepEqual(masked({ rules: [{ builtin: 'ssn' }] }, JSON.stringify({ s: '\uff11\uff12\uff13-45-6789' })), { s: '<SSN>' });
+    // An SSN right after an escaped newline (`\n123-...` reads as a word in the JSON text) and anchored patterns,
+    // which read each string alone, are found; so is one string among many.
+    assert.deepEqual(masked({ rules: [{ builtin: 'ssn' }] }, JSON.stringify({ a: 'line\n123-45-6789' })), { a: 'line\n<SSN>' });
+    assert.deepEqual(masked({ rules: [{ pattern: '^\\d{4}$' }] }, '{"pin":"1234","n":["a 1234"]}'), { pin: '<masked>', n: ['a 1234'] });
+    const many = Array.from({ length: 1000 }, (_, i) => `v${i}`);
+    many[500] = 'mail bob@example.com';
+    assert.deepEqual(masked({ rules: [{ builtin: 'ssn' }, { builtin: 'email' }] }, JSON.stringify(many)), many.map((v, i) => (i === 500 ? 'mail <EMAIL_ADDRESS>' : v)));
+    // A JSON text with nothing to mask passes unchanged; a string that is not JSON is matched as plain text.
+    assert.deepEqual(guard({ rules: [{ builtin: 'ssn' }] }, '{"a":"fine"}'), { action: 'pass' });
+    const plain = guard({ rules: [{ pattern: 'SECRET.*' }] }, 'not json: SECRET "x');
+    assert.equal((plain as unknown as { messages: GuardMessage[] }).messages[0]!.content, 'not json: <masked>');
+  });
 });

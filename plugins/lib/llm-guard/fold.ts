@@ -13,54 +13,188 @@ export interface FoldedText {
 }
 
 const IGNORABLE = /^\p{Default_Ignorable_Code_Point}$/u;
-const HAS_IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
-/** Only text outside ASCII can fold to something else. */
+/** Only text outside ASCII can fold; text already in NFKC with nothing invisible in it has nothing to fold. */
 const NOT_ASCII = /[^\x00-\x7f]/;
+const HAS_IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
 
-/** Folded forms of the code points met so far (a text repeats few distinct ones; at most MAX_CACHED kept). */
-const CACHE = new Map<number, string>();
-const MAX_CACHED = 65_536;
+/** Per BMP code point: 0 not met yet, 1 folds to itself, 2 folds to `BMP_FOLDED` (ADR 0165: one lookup a unit). */
+const BMP_STATE = new Uint8Array(0x10000);
+const BMP_FOLDED = new Array<string | undefined>(0x10000);
+/** Folded forms of the astral code points met so far (bounded). */
+const ASTRAL = new Map<number, string>();
+const MAX_ASTRAL = 65_536;
 
-function foldedCodePoint(cp: number, original: string): string {
-  let folded = CACHE.get(cp);
+function foldOne(original: string): string {
+  return IGNORABLE.test(original) ? '' : original.normalize('NFKC');
+}
+
+/** The folded form of a BMP code unit that is no surrogate, or undefined when it folds to itself. */
+function foldBmp(c: number): string | undefined {
+  let state = BMP_STATE[c]!;
+  if (state === 0) {
+    const folded = foldOne(String.fromCharCode(c));
+    state = folded.length === 1 && folded.charCodeAt(0) === c ? 1 : 2;
+    if (state === 2) BMP_FOLDED[c] = folded;
+    BMP_STATE[c] = state;
+  }
+  return state === 1 ? undefined : BMP_FOLDED[c];
+}
+
+function foldAstral(cp: number, original: string): string {
+  let folded = ASTRAL.get(cp);
   if (folded === undefined) {
-    folded = IGNORABLE.test(original) ? '' : original.normalize('NFKC');
-    if (CACHE.size >= MAX_CACHED) CACHE.clear();
-    CACHE.set(cp, folded);
+    folded = foldOne(original);
+    if (ASTRAL.size >= MAX_ASTRAL) ASTRAL.clear();
+    ASTRAL.set(cp, folded);
   }
   return folded;
 }
 
-/** The folded view of `text`, or undefined when it is the text itself (plain ASCII, or nothing that folds). */
+/**
+ * Where the folded text came from, as segments in folded order: `at` is where a segment starts in the folded text,
+ * `from` where it starts in the original; `size` is 0 for a stretch that maps unit for unit (text copied, and code
+ * points folded to one unit each, such as full-width letters), else the original length (1 or 2 units) of the one
+ * code point all its units come from (a ligature that became two letters, an astral letter). Only a change of length
+ * starts a segment, so a long text holds few.
+ */
+class Origins {
+  readonly at: number[] = [0];
+  readonly from: number[] = [0];
+  readonly size: number[] = [0];
+  add(at: number, from: number, size: number): void {
+    this.at.push(at);
+    this.from.push(from);
+    this.size.push(size);
+  }
+  /** The segment holding folded unit `u` (the last one starting at or before it). */
+  private find(u: number): number {
+    let lo = 0;
+    let hi = this.at.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.at[mid]! <= u) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+  /** Where the code point of folded unit `u` starts in the original, and where it ends. */
+  span(u: number, text: string): Span {
+    const k = this.find(u);
+    const size = this.size[k]!;
+    if (size > 0) return { start: this.from[k]!, end: this.from[k]! + size };
+    const start = this.from[k]! + (u - this.at[k]!);
+    return { start, end: start + (text.codePointAt(start)! > 0xffff ? 2 : 1) };
+  }
+}
+
+/**
+ * The folded text, put together as pieces: stretches of the original as slices, folded code points as UTF-16 units
+ * in a buffer (a text of single-character pieces is slow to build by `+=` or to join).
+ */
+class Builder {
+  private readonly pieces: string[] = [];
+  private buf = new Uint16Array(256);
+  private used = 0;
+  private surrogates = false;
+  length = 0;
+  /** `t` from `from` to `to`: a long stretch as a slice, a short one (between folded characters) as units. */
+  slice(t: string, from: number, to: number): void {
+    if (to - from < SHORT) return this.units(t, from, to);
+    this.flush();
+    this.pieces.push(t.slice(from, to));
+    this.length += to - from;
+  }
+  units(t: string, from = 0, to = t.length): void {
+    if (this.used + to - from > this.buf.length) {
+      const grown = new Uint16Array(Math.max(this.buf.length * 2, this.used + to - from));
+      grown.set(this.buf.subarray(0, this.used));
+      this.buf = grown;
+    }
+    for (let k = from; k < to; k++) {
+      const c = t.charCodeAt(k);
+      if (c >= 0xd800 && c <= 0xdfff) this.surrogates = true;
+      this.buf[this.used++] = c;
+    }
+    this.length += to - from;
+  }
+  private flush(): void {
+    if (this.used === 0) return;
+    // A TextDecoder would turn a lone surrogate of the original into U+FFFD: with surrogates, code by code.
+    if (!this.surrogates) this.pieces.push(UTF16.decode(this.buf.subarray(0, this.used)));
+    else for (let k = 0; k < this.used; k += CHUNK) this.pieces.push(String.fromCharCode(...this.buf.subarray(k, Math.min(k + CHUNK, this.used))));
+    this.used = 0;
+    this.surrogates = false;
+  }
+  toString(): string {
+    this.flush();
+    return this.pieces.join('');
+  }
+}
+const UTF16 = new TextDecoder('utf-16le');
+/** Units turned into a string per call (arguments spread onto the stack). */
+const CHUNK = 4096;
+/** Stretches shorter than this are copied unit by unit; ASCII runs longer than this are skipped by a native scan. */
+const SHORT = 64;
+/** The next code unit outside ASCII (a native scan skips ASCII stretches). */
+const NEXT_NOT_ASCII = /[^\x00-\x7f]/g;
+
+/** The folded view of `text`, or undefined when it is the text itself (nothing in it folds). */
 export function foldText(text: string): FoldedText | undefined {
-  // Most text needs no walk: ASCII, or already in its compatibility form with nothing invisible.
+  // Most text needs no walk (native scans): ASCII, or already in its compatibility form with nothing invisible.
   if (!NOT_ASCII.test(text) || (!HAS_IGNORABLE.test(text) && text.normalize('NFKC') === text)) return undefined;
-  const pieces: string[] = [];
-  // For each UTF-16 unit of the folded text: where its code point starts in `text`.
-  let from = new Uint32Array(text.length + 16);
-  let n = 0;
+  const out = new Builder();
+  const origins = new Origins();
+  /** Original offset minus folded offset in the current unit-for-unit segment. */
+  let linear = 0;
+  let copied = 0;
   let changed = false;
+  let ascii = 0;
   for (let i = 0; i < text.length; ) {
-    const cp = text.codePointAt(i)!;
-    const size = cp > 0xffff ? 2 : 1;
-    let folded: string;
-    if (cp < 0x80) folded = text[i]!;
-    else {
-      const original = size === 1 ? text[i]! : text.slice(i, i + 2);
-      folded = foldedCodePoint(cp, original);
-      if (folded !== original) changed = true;
+    let c = text.charCodeAt(i);
+    if (c < 0x80) {
+      if (++ascii < SHORT) {
+        i++;
+        continue;
+      }
+      NEXT_NOT_ASCII.lastIndex = i;
+      if (NEXT_NOT_ASCII.exec(text) === null) break;
+      i = NEXT_NOT_ASCII.lastIndex - 1;
+      c = text.charCodeAt(i);
     }
-    if (n + folded.length > from.length) {
-      const grown = new Uint32Array(from.length * 2 + folded.length);
-      grown.set(from);
-      from = grown;
+    ascii = 0;
+    let size = 1;
+    let folded: string | undefined;
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const cp = text.codePointAt(i)!;
+      if (cp > 0xffff) {
+        size = 2;
+        const original = text.slice(i, i + 2);
+        folded = foldAstral(cp, original);
+        if (folded === original) folded = undefined;
+      }
+    } else if (c < 0xd800 || c > 0xdfff) folded = foldBmp(c);
+    if (folded === undefined) {
+      i += size;
+      continue;
     }
-    for (let k = 0; k < folded.length; k++) from[n++] = i;
-    pieces.push(folded);
+    changed = true;
+    out.slice(text, copied, i);
+    if (size === 1 && folded.length === 1) {
+      // One unit for one: the stretch keeps mapping unit for unit.
+      if (out.length + linear !== i) origins.add(out.length, i, 0);
+      out.units(folded);
+    } else {
+      if (folded.length > 0) origins.add(out.length, i, size);
+      out.units(folded);
+      origins.add(out.length, i + size, 0);
+    }
+    linear = i + size - out.length;
+    copied = i + size;
     i += size;
   }
+  // NFKC changed the text only by composing several code points (`e` and a combining accent): nothing folds alone.
   if (!changed) return undefined;
-  // A span's end: the end of the code point its last unit came from.
-  const endOf = (start: number): number => start + (text.codePointAt(start)! > 0xffff ? 2 : 1);
-  return { text: pieces.join(''), back: (s) => ({ start: from[s.start]!, end: endOf(from[s.end - 1]!) }) };
+  out.slice(text, copied, text.length);
+  const folded = out.toString();
+  return { text: folded, back: (s) => ({ start: origins.span(s.start, text).start, end: origins.span(s.end - 1, text).end }) };
 }

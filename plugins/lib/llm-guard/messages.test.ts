@@ -189,7 +189,7 @@ describe('llm-guard message extraction', () => {
   it('generateContent (Gemini): a functionResponse is guarded as its JSON text (role tool), as a tool message is', () => {
     const body = { contents: [{ role: 'user', parts: [{ functionResponse: { name: 'f', response: { result: 'tool text', items: [{ note: 'nested' }], n: 3 } } }] }] };
     const slots = requestSlots('generateContent', body);
-    assert.deepEqual(guardMessages(slots), [{ role: 'tool', content: '{"result":"tool text","items":[{"note":"nested"}],"n":3}' }]);
+    assert.deepEqual(guardMessages(slots), [{ role: 'tool', content: '{"result":"tool text","items":[{"note":"nested"}],"n":3}', json: true }]);
     writeBack(slots, [{ role: 'tool', content: '{"result":"<masked>","items":[{"note":"nested"}],"n":3}' }]);
     assert.deepEqual(body.contents[0]!.parts[0]!.functionResponse.response, { result: '<masked>', items: [{ note: 'nested' }], n: 3 });
     // A mask that broke the JSON cannot be written back: the guard failed.
@@ -203,7 +203,7 @@ describe('llm-guard message extraction', () => {
     assert.deepEqual(guardMessages(requestSlots('generateContent', snake)), [
       { role: 'system', content: 'camel' },
       { role: 'system', content: 'snake' },
-      { role: 'tool', content: '{"output":"snake tool"}' },
+      { role: 'tool', content: '{"output":"snake tool"}', json: true },
     ]);
   });
 
@@ -216,8 +216,8 @@ describe('llm-guard message extraction', () => {
     };
     const chatSlots = requestSlots('completions', chat);
     assert.deepEqual(guardMessages(chatSlots), [
-      { role: 'assistant', content: '{"q":"chat args"}' },
-      { role: 'assistant', content: '{"q":"legacy"}' },
+      { role: 'assistant', content: '{"q":"chat args"}', json: true },
+      { role: 'assistant', content: '{"q":"legacy"}', json: true },
     ]);
     writeBack(chatSlots, [
       { role: 'assistant', content: '{"q":"<masked>"}' },
@@ -226,7 +226,7 @@ describe('llm-guard message extraction', () => {
     assert.equal(chat.messages[0]!.tool_calls[0]!.function.arguments, '{"q":"<masked>"}');
     const anthropic = { messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'f', input: { q: 'anthropic args' } }] }] };
     const anthropicSlots = requestSlots('messages', anthropic);
-    assert.deepEqual(guardMessages(anthropicSlots), [{ role: 'assistant', content: '{"q":"anthropic args"}' }]);
+    assert.deepEqual(guardMessages(anthropicSlots), [{ role: 'assistant', content: '{"q":"anthropic args"}', json: true }]);
     writeBack(anthropicSlots, [{ role: 'assistant', content: '{"q":"<masked>"}' }]);
     assert.deepEqual(anthropic.messages[0]!.content[0]!.input, { q: '<masked>' });
     const responses = {
@@ -236,13 +236,13 @@ describe('llm-guard message extraction', () => {
       ],
     };
     assert.deepEqual(guardMessages(requestSlots('responses', responses)), [
-      { role: 'assistant', content: '{"q":"responses args"}' },
-      { role: 'assistant', content: 'custom input' },
+      { role: 'assistant', content: '{"q":"responses args"}', json: true },
+      { role: 'assistant', content: 'custom input', json: true },
     ]);
     const gemini = { contents: [{ role: 'model', parts: [{ functionCall: { name: 'f', args: { q: 'gemini args' } } }, { function_call: { name: 'g', args: { q: 'snake' } } }] }] };
     assert.deepEqual(guardMessages(requestSlots('generateContent', gemini)), [
-      { role: 'assistant', content: '{"q":"gemini args"}' },
-      { role: 'assistant', content: '{"q":"snake"}' },
+      { role: 'assistant', content: '{"q":"gemini args"}', json: true },
+      { role: 'assistant', content: '{"q":"snake"}', json: true },
     ]);
   });
 
@@ -262,7 +262,7 @@ describe('llm-guard message extraction', () => {
     assert.deepEqual(requestSlots('realtime', { messages: [{ role: 'user', content: 'x' }] }), []);
   });
 
-  it('responses of each format: completions choices, Anthropic content blocks, Responses output messages', () => {
+  it('responses of each format: completions choices, Anthropic content blocks, Responses output items', () => {
     const completions = { choices: [{ index: 0, message: { role: 'assistant', content: 'one' } }, { index: 1, message: { role: 'assistant', content: 'two' } }] };
     const slots = responseSlots('completions', completions);
     assert.deepEqual(guardMessages(slots), [
@@ -274,11 +274,55 @@ describe('llm-guard message extraction', () => {
       { role: 'assistant', content: 'two' },
     ]);
     assert.equal(completions.choices[0]!.message.content, 'ONE');
-    assert.deepEqual(guardMessages(responseSlots('messages', { role: 'assistant', content: [{ type: 'thinking', thinking: '…' }, { type: 'text', text: 'answer' }] })), [
+    // Thinking, refusals, reasoning and tool-call arguments of answers are guarded too (ADR 0165).
+    assert.deepEqual(guardMessages(responseSlots('messages', { role: 'assistant', content: [{ type: 'thinking', thinking: 'hmm' }, { type: 'text', text: 'answer' }, { type: 'tool_use', id: 't', name: 'f', input: { q: 1 } }] })), [
+      { role: 'assistant', content: 'hmm' },
       { role: 'assistant', content: 'answer' },
+      { role: 'assistant', content: '{"q":1}', json: true },
     ]);
-    const responses = { output: [{ type: 'reasoning', summary: [] }, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'out' }] }] };
-    assert.deepEqual(guardMessages(responseSlots('responses', responses)), [{ role: 'assistant', content: 'out' }]);
+    const responses = {
+      output: [
+        { type: 'reasoning', summary: [{ type: 'summary_text', text: 'why' }] },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'out' }, { type: 'refusal', refusal: 'no' }] },
+        { type: 'function_call', call_id: 'c', name: 'f', arguments: '{"q":2}' },
+      ],
+    };
+    assert.deepEqual(guardMessages(responseSlots('responses', responses)), [
+      { role: 'assistant', content: 'why' },
+      { role: 'assistant', content: 'out' },
+      { role: 'assistant', content: 'no' },
+      { role: 'assistant', content: '{"q":2}', json: true },
+    ]);
+    const chat = {
+      choices: [
+        {
+          index: 0,
+          message: {
+            role: 'assistant',
+            content: null,
+            refusal: 'no',
+            reasoning_content: 'why',
+            tool_calls: [
+              { id: 't', type: 'function', function: { name: 'f', arguments: '{"q":3}' } },
+              { id: 'u', type: 'custom', custom: { name: 'g', input: 'free text' } },
+            ],
+          },
+        },
+      ],
+    };
+    assert.deepEqual(guardMessages(responseSlots('completions', chat)), [
+      { role: 'assistant', content: 'no' },
+      { role: 'assistant', content: 'why' },
+      { role: 'assistant', content: '{"q":3}', json: true },
+      { role: 'assistant', content: 'free text' },
+    ]);
+    const gemini = { candidates: [{ content: { role: 'model', parts: [{ text: 'thought', thought: true }, { functionCall: { name: 'f', args: { q: 4 } } }, { executableCode: { language: 'PYTHON', code: 'print(5)' } }] } }] };
+    assert.deepEqual(guardMessages(responseSlots('generateContent', gemini)), [
+      { role: 'assistant', content: 'thought' },
+      { role: 'assistant', content: '{"q":4}', json: true },
+      { role: 'assistant', content: 'print(5)' },
+    ]);
+    assert.deepEqual(guardMessages(responseSlots('responses', { output: [{ type: 'code_interpreter_call', id: 'ci', code: 'print(6)' }] })), [{ role: 'assistant', content: 'print(6)' }]);
     assert.deepEqual(guardMessages(responseSlots('detect', completions)), guardMessages(responseSlots('completions', completions)));
   });
 

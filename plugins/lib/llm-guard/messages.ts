@@ -37,7 +37,12 @@ export function responseSlots(format: LlmRouteType, body: Record<string, unknown
 
 /** The slots as guards see them. */
 export function guardMessages(slots: readonly TextSlot[]): GuardMessage[] {
-  return slots.map((s) => (s.joined ? { role: s.role, content: s.text, joined: true } : { role: s.role, content: s.text }));
+  return slots.map((s) => {
+    const m: GuardMessage = { role: s.role, content: s.text };
+    if (s.joined) m.joined = true;
+    if (s.json) m.json = true;
+    return m;
+  });
 }
 
 /**

@@ -11,6 +11,16 @@ import type { Obj } from './json.ts';
 interface CanonicalExtras {
   topK?: number;
   toolError?: boolean;
+  /**
+   * An Anthropic client's `thinking.budget_tokens`, or `adaptive` (the model decides); the body also says it as a
+   * `reasoning_effort`.
+   */
+  thinkingBudget?: number | 'adaptive';
+  /**
+   * Reasoning in Anthropic's shape (`thinking` with its `signature`, `redacted_thinking` with its `data`): an
+   * assistant turn's of the history, an answer message's, or a stream chunk delta's pieces.
+   */
+  thinking?: Obj[];
 }
 const EXTRAS = Symbol('canonical.extras');
 

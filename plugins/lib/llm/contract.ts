@@ -115,6 +115,11 @@ export interface GuardMessage {
    * model reads as one text with it (a pattern split across parts is still one text). Absent otherwise.
    */
   joined?: boolean;
+  /**
+   * True when the text is JSON (tool-call arguments, a function response): a masking guard must answer JSON of the
+   * same kind (an object stays an object), else it failed. The `regex` guard masks inside its strings (ADR 0165).
+   */
+  json?: boolean;
 }
 
 /**

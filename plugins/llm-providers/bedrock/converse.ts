@@ -1,11 +1,13 @@
 // OpenAI Chat Completions <-> AWS Bedrock Converse: requests, responses and streams (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
 import { appendTurn, canonicalExtra, imageUrlOf, narrowToAllowedTools, toolCallsOf, walkChatMessages } from '../../lib/llm/chat-messages.ts';
+import { addThinking, thinkingBudgetOf } from '../../lib/llm/thinking.ts';
 import { DONE } from '../../lib/llm/events.ts';
 import type { LlmEvent, StreamTranslator } from '../../lib/llm/events.ts';
 import { isObj, nowSeconds, parseArguments, parseDataUrl, textOf } from '../../lib/llm/json.ts';
 import type { Obj } from '../../lib/llm/json.ts';
 import { stopReasonToFinish } from '../../lib/llm/completions-messages/mapping.ts';
+import { DEFAULT_MAX_TOKENS } from '../../lib/llm/completions-messages/requests.ts';
 import { completionsUsageFromCounts, usageFromCacheCounts } from '../../lib/llm/usage.ts';
 import type { LlmUsage } from '../../lib/llm/usage.ts';
 import type { LlmFormat } from '../../lib/slots/ai.ts';
@@ -38,8 +40,33 @@ function userContent(content: unknown): Obj[] {
   return out;
 }
 
+/** Anthropic thinking blocks as Converse `reasoningContent` blocks, signatures and redacted data as they came. */
+function reasoningBlocks(thinking: readonly Obj[] | undefined): Obj[] {
+  const out: Obj[] = [];
+  for (const b of thinking ?? []) {
+    if (b.type === 'redacted_thinking') out.push({ reasoningContent: { redactedContent: b.data } });
+    else {
+      const text: Obj = { text: b.thinking };
+      if (typeof b.signature === 'string' && b.signature) text.signature = b.signature;
+      out.push({ reasoningContent: { reasoningText: text } });
+    }
+  }
+  return out;
+}
+
+/** A Converse `reasoningContent` block (answer or stream delta) as an Anthropic thinking block, or a piece of one. */
+function thinkingOf(r: Obj): Obj | undefined {
+  if (typeof r.redactedContent === 'string') return { type: 'redacted_thinking', data: r.redactedContent };
+  const t: Obj = isObj(r.reasoningText) ? r.reasoningText : r;
+  const piece: Obj = { type: 'thinking' };
+  if (typeof t.text === 'string') piece.thinking = t.text;
+  if (typeof t.signature === 'string') piece.signature = t.signature;
+  return piece.thinking !== undefined || piece.signature !== undefined ? piece : undefined;
+}
+
 /** An OpenAI Chat Completions request as a Bedrock Converse request (the model goes in the path). */
 export function completionsRequestToConverse(body: Obj): Obj {
+  const claude = typeof body.model === 'string' && isAnthropicModel(body.model);
   const system: Obj[] = [];
   const messages: Obj[] = [];
   walkChatMessages(body, {
@@ -48,7 +75,9 @@ export function completionsRequestToConverse(body: Obj): Obj {
     },
     user: (m) => appendTurn(messages, 'user', 'content', userContent(m.content)),
     assistant: (m) => {
-      const content: Obj[] = [];
+      // Claude's reasoning of the history goes back first, with its signature: a tool-use turn after thinking is
+      // refused without it.
+      const content: Obj[] = claude ? reasoningBlocks(canonicalExtra(m, 'thinking')) : [];
       const text = textOf(m.content);
       if (text) content.push({ text });
       for (const tc of toolCallsOf(m)) {
@@ -68,7 +97,10 @@ export function completionsRequestToConverse(body: Obj): Obj {
   const out: Obj = { messages };
   if (system.length > 0) out.system = system;
   const inference: Obj = {};
-  const max = body.max_completion_tokens ?? body.max_tokens;
+  // Claude's thinking budget must stay below the output limit: one the client did not set is Anthropic's default
+  // for translated requests, so the budget has a limit to fit under.
+  const asked = body.max_completion_tokens ?? body.max_tokens;
+  const max = typeof asked !== 'number' && claude && thinkingBudgetOf(body, undefined) !== undefined ? DEFAULT_MAX_TOKENS : asked;
   if (typeof max === 'number') inference.maxTokens = max;
   if (typeof body.temperature === 'number') inference.temperature = body.temperature;
   if (typeof body.top_p === 'number') inference.topP = body.top_p;
@@ -78,7 +110,12 @@ export function completionsRequestToConverse(body: Obj): Obj {
   // Claude's `top_k` (an Anthropic client's, kept beside the canonical body, or one an OpenAI client sent) is a model
   // field on Converse; another model refuses it.
   const topK = typeof body.top_k === 'number' ? body.top_k : canonicalExtra(body, 'topK');
-  if (topK !== undefined && typeof body.model === 'string' && isAnthropicModel(body.model)) out.additionalModelRequestFields = { top_k: topK };
+  const fields: Obj = {};
+  if (topK !== undefined && claude) fields.top_k = topK;
+  // Claude's extended thinking is a model field on Converse, spelt as the Messages API spells it.
+  const budget = claude ? thinkingBudgetOf(body, max) : undefined;
+  if (budget !== undefined) fields.thinking = budget === 'adaptive' ? { type: 'adaptive' } : { type: 'enabled', budget_tokens: budget };
+  if (Object.keys(fields).length > 0) out.additionalModelRequestFields = fields;
   const { tools: declared, choice } = narrowToAllowedTools(body);
   // `none` has no Converse form: no tools are declared, so the model cannot call one (a history with tool calls
   // declares those it called, below).
@@ -118,13 +155,18 @@ export function converseResponseToCompletions(resp: Obj, model: string): Obj {
   const content: Obj[] = isObj(resp.output) && isObj(resp.output.message) && Array.isArray(resp.output.message.content) ? resp.output.message.content : [];
   let text = '';
   const toolCalls: Obj[] = [];
+  const thinking: Obj[] = [];
   for (const c of content) {
     if (!isObj(c)) continue;
     if (typeof c.text === 'string') text += c.text;
-    else if (isObj(c.toolUse)) toolCalls.push({ id: c.toolUse.toolUseId, type: 'function', function: { name: c.toolUse.name, arguments: JSON.stringify(c.toolUse.input ?? {}) } });
+    else if (isObj(c.reasoningContent)) {
+      const block = thinkingOf(c.reasoningContent);
+      if (block) thinking.push(block.type === 'thinking' ? { type: 'thinking', thinking: block.thinking ?? '', signature: block.signature ?? '' } : block);
+    } else if (isObj(c.toolUse)) toolCalls.push({ id: c.toolUse.toolUseId, type: 'function', function: { name: c.toolUse.name, arguments: JSON.stringify(c.toolUse.input ?? {}) } });
   }
   const message: Obj = { role: 'assistant', content: text || toolCalls.length === 0 ? text : null };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  if (thinking.length > 0) addThinking(message, thinking);
   const out: Obj = {
     id: `chatcmpl-${randomUUID()}`,
     object: 'chat.completion',
@@ -183,6 +225,13 @@ export class ConverseToCompletionsStream implements StreamTranslator {
       case 'contentBlockDelta': {
         const delta: Obj = isObj(d.delta) ? d.delta : {};
         if (typeof delta.text === 'string') return delta.text ? [this.chunk({ content: delta.text })] : [];
+        if (isObj(delta.reasoningContent)) {
+          const piece = thinkingOf(delta.reasoningContent);
+          if (!piece) return [];
+          const chunk: Obj = {};
+          addThinking(chunk, [piece]);
+          return [this.chunk(chunk)];
+        }
         if (isObj(delta.toolUse)) {
           const index = this.toolIndex.get(d.contentBlockIndex);
           const input = delta.toolUse.input;

@@ -284,12 +284,36 @@ export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileConte
   });
 }
 
+/** Where each `ai` policy of this load is, with its prompt guards' config as JSON ('' for none). */
+const GUARDS_BY_PATH = 'ai.policy.guardsByPath';
+
+/**
+ * A backend's `ai` policy replaces the route's as a whole (per policy key, the backend level wins): guards set on the
+ * route do not run on that backend. Said at load, at the backend's policy, unless it lists the same guards (ADR
+ * 0165). Route policies compile before their backends' (kernel/compile/compile-route.ts).
+ */
+function warnReplacedGuards(config: AiPolicyConfig, ctx: CompileContext): void {
+  const byPath = ctx.loadState(GUARDS_BY_PATH, () => new Map<string, string>());
+  const guard = config.promptGuard;
+  const own = guard && ((guard.request?.length ?? 0) > 0 || (guard.response?.length ?? 0) > 0) ? JSON.stringify(guard) : '';
+  const path = ctx.path;
+  byPath.set(JSON.stringify(path), own);
+  const at = path.lastIndexOf('backends');
+  if (at < 0 || typeof path[at + 1] !== 'number') return;
+  const routePath = [...path.slice(0, at), ...path.slice(at + 2)];
+  const routeGuards = byPath.get(JSON.stringify(routePath));
+  if (!routeGuards || routeGuards === own) return;
+  const where = routePath.map((p, i) => (typeof p === 'number' ? `[${p}]` : i > 0 ? `.${p}` : p)).join('');
+  ctx.warn(`this backend's \`ai\` policy replaces the route's (\`${where}\`) as a whole: the route's prompt guards do not run on requests to this backend; list them in this policy too`);
+}
+
 /**
  * The `ai` policy: compiles everything once and hands the runtime to the `ai` backend at compile time (the
  * `AI_POLICY` facet); it has no per-request hook. Route and backend level may both provide it; the backend's wins.
  */
 export async function compileAiPolicy(config: AiPolicyConfig, ctx: CompileContext): Promise<PolicyInstance> {
   const runtime = await compileAiRuntime(config, ctx);
+  warnReplacedGuards(config, ctx);
   const aliases = config.modelAliases && Object.keys(config.modelAliases).length ? compileModelAliases(config.modelAliases) : undefined;
   const alias = aliases ? (model: string): string | undefined => resolveModelAlias(aliases, model) : undefined;
   const virtual = config.virtualModels ? compileVirtualModels(config.virtualModels, ctx, () => runtime, alias) : undefined;

@@ -1,7 +1,8 @@
 // OpenAI Chat Completions <-> Anthropic Messages complete (non-streamed) answers, both directions (BEHAVIOUR.md §4.6).
 import { randomUUID } from 'node:crypto';
-import { toolCallsOf } from '../chat-messages.ts';
+import { canonicalExtra, toolCallsOf } from '../chat-messages.ts';
 import { isObj, nowSeconds, textOf } from '../json.ts';
+import { addThinking, thinkingBlocksOf } from '../thinking.ts';
 import type { Obj } from '../json.ts';
 import { stopReasonToFinish, completionsUsageToMessages, finishToAnthropicStop, messagesUsageToCompletions, toolUseBlock } from './mapping.ts';
 
@@ -20,6 +21,8 @@ export function messagesResponseToCompletions(resp: Obj): Obj {
   }
   const message: Obj = { role: 'assistant', content: text || toolCalls.length === 0 ? text : null };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  const thinking = thinkingBlocksOf(blocks);
+  if (thinking.length > 0) addThinking(message, thinking);
   const out: Obj = {
     id: resp.id ?? `chatcmpl-${randomUUID()}`,
     object: 'chat.completion',
@@ -39,7 +42,8 @@ export function messagesResponseToCompletions(resp: Obj): Obj {
 export function completionsResponseToMessages(resp: Obj): Obj {
   const choice: Obj = Array.isArray(resp.choices) && isObj(resp.choices[0]) ? resp.choices[0] : {};
   const msg: Obj = isObj(choice.message) ? choice.message : {};
-  const content: Obj[] = [];
+  // The provider's reasoning (Converse's, Gemini's) first, as Anthropic answers it.
+  const content: Obj[] = [...(canonicalExtra(msg, 'thinking') ?? [])];
   // A refusal (structured outputs) comes instead of the text: it is what the client is told.
   const answered = textOf(msg.content);
   const refusal = !answered && typeof msg.refusal === 'string' && msg.refusal ? msg.refusal : undefined;

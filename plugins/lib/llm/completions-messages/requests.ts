@@ -1,8 +1,9 @@
 // OpenAI Chat Completions <-> Anthropic Messages requests, both directions (BEHAVIOUR.md §4.6).
-import { imageUrlOf, narrowToAllowedTools, setCanonicalExtra, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
+import { canonicalExtra, imageUrlOf, narrowToAllowedTools, setCanonicalExtra, toolCallsOf, walkChatMessages } from '../chat-messages.ts';
 import { copy, isObj, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { toolUseBlock } from './mapping.ts';
+import { anthropicThinking, thinkingBudgetOf, thinkingBlocksOf } from '../thinking.ts';
 
 /** Anthropic requires `max_tokens`; a Chat Completions request may omit it. */
 export const DEFAULT_MAX_TOKENS = 4096;
@@ -81,7 +82,8 @@ export function completionsRequestToMessages(body: Obj): Obj {
       if (c.length > 0) pushMessage(messages, 'user', c);
     },
     assistant: (m) => {
-      const blocks: Obj[] = [];
+      // Thinking comes first in an Anthropic turn; its signature lets a tool-use turn after it be accepted.
+      const blocks: Obj[] = [...(canonicalExtra(m, 'thinking') ?? [])];
       const text = textOf(m.content);
       if (text) blocks.push({ type: 'text', text });
       blocks.push(...toolCallsOf(m).map(toolUseBlock));
@@ -116,6 +118,9 @@ export function completionsRequestToMessages(body: Obj): Obj {
   const choice = toolChoiceToAnthropic(toolChoice, body.parallel_tool_calls);
   if (choice && out.tools) out.tool_choice = choice;
   if (typeof body.user === 'string') out.metadata = { user_id: body.user };
+  // An OpenAI client's effort (a Chat Completions body has no adaptive thinking).
+  const budget = thinkingBudgetOf(body, out.max_tokens);
+  if (typeof budget === 'number') out.thinking = { type: 'enabled', budget_tokens: budget };
   return out;
 }
 
@@ -185,6 +190,9 @@ export function messagesRequestToCompletions(body: Obj): Obj {
       }
       const msg: Obj = { role: 'assistant', content: text || null };
       if (toolCalls.length > 0) msg.tool_calls = toolCalls;
+      const thinking = thinkingBlocksOf(blocks);
+      if (thinking.length > 0) setCanonicalExtra(msg, 'thinking', thinking);
+      // A turn of thinking alone (an answer cut at its limit) has no Chat Completions form.
       if (text || toolCalls.length > 0) messages.push(msg);
       continue;
     }
@@ -234,5 +242,11 @@ export function messagesRequestToCompletions(body: Obj): Obj {
     if (parallel !== undefined) out.parallel_tool_calls = parallel;
   }
   if (isObj(body.metadata) && typeof body.metadata.user_id === 'string') out.user = body.metadata.user_id;
+  // Extended thinking: the budget as it is for the APIs that take one (Converse, Gemini), as an effort for OpenAI's.
+  const thinking = anthropicThinking(body);
+  if (thinking !== undefined) {
+    setCanonicalExtra(out, 'thinkingBudget', thinking.budget);
+    out.reasoning_effort = thinking.effort;
+  }
   return out;
 }

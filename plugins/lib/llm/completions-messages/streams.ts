@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { DONE } from '../events.ts';
 import type { LlmEvent, StreamTranslator } from '../events.ts';
+import { canonicalExtra } from '../chat-messages.ts';
 import { isObj, nowSeconds } from '../json.ts';
 import { firstChoice, startsAnswer, StreamedToolCallKeys } from '../chunks.ts';
 import { MAX_HELD_TEXT } from '../responses-chat/streams.ts';
@@ -54,6 +55,8 @@ export class MessagesToCompletionsStream implements StreamTranslator {
       case 'content_block_delta': {
         const delta: Obj = isObj(d.delta) ? d.delta : {};
         if (delta.type === 'text_delta') return [this.chunk({ content: delta.text })];
+        // Claude's reasoning as DeepSeek's and vLLM's member (signatures have no Chat Completions form).
+        if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string' && delta.thinking) return [this.chunk({ reasoning_content: delta.thinking })];
         if (delta.type === 'input_json_delta') {
           const index = this.toolIndex.get(d.index);
           if (index === undefined || !delta.partial_json) return [];
@@ -81,7 +84,7 @@ export class MessagesToCompletionsStream implements StreamTranslator {
         return [{ type: undefined, data: { error: { message: err.message ?? 'upstream error', type: err.type ?? 'api_error', param: null, code: null } } }];
       }
       default:
-        return []; // ping, content_block_stop, thinking
+        return []; // ping
     }
   }
 
@@ -119,7 +122,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
   private started = false;
   private finished = false;
   private block = -1;
-  private open: 'text' | 'tool' | undefined = undefined;
+  private open: 'text' | 'tool' | 'thinking' | undefined = undefined;
   /** The call streamed live, by its key (`StreamedToolCallKeys`: its `index`, else its id's). */
   private live: number | string | undefined = undefined;
   /** The other calls, in the order they began. */
@@ -162,7 +165,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
   }
 
   /** A new block, the open one closed first. */
-  private openBlock(out: LlmEvent[], kind: 'text' | 'tool', content: Obj): void {
+  private openBlock(out: LlmEvent[], kind: 'text' | 'tool' | 'thinking', content: Obj): void {
     this.close(out);
     this.open = kind;
     out.push(this.ev('content_block_start', { index: ++this.block, content_block: content }));
@@ -183,6 +186,7 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     if (isObj(d.usage)) this.usage = d.usage;
     if (!choice) return out;
     const delta: Obj = isObj(choice.delta) ? choice.delta : {};
+    for (const piece of canonicalExtra(delta, 'thinking') ?? []) this.thinking(piece, out);
     // A refusal (structured outputs) is the answer's text, and the message's stop reason.
     if (typeof delta.refusal === 'string' && delta.refusal) this.refused = true;
     const text = typeof delta.content === 'string' && delta.content ? delta.content : typeof delta.refusal === 'string' ? delta.refusal : '';
@@ -202,6 +206,22 @@ export class CompletionsToMessagesStream implements StreamTranslator {
     }
     if (choice.finish_reason) this.finish = choice.finish_reason;
     return out;
+  }
+
+  /**
+   * A piece of the provider's reasoning: its text and signature as a `thinking` block's deltas (one block until
+   * another kind starts), a redacted one as a whole `redacted_thinking` block. Providers stream reasoning before the
+   * text and calls it leads to, so the block goes out as it comes.
+   */
+  private thinking(piece: Obj, out: LlmEvent[]): void {
+    if (piece.type === 'redacted_thinking') {
+      this.openBlock(out, 'thinking', { type: 'redacted_thinking', data: piece.data });
+      this.close(out);
+      return;
+    }
+    if (this.open !== 'thinking') this.openBlock(out, 'thinking', { type: 'thinking', thinking: '', signature: '' });
+    if (typeof piece.thinking === 'string' && piece.thinking) out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'thinking_delta', thinking: piece.thinking } }));
+    if (typeof piece.signature === 'string' && piece.signature) out.push(this.ev('content_block_delta', { index: this.block, delta: { type: 'signature_delta', signature: piece.signature } }));
   }
 
   private callDelta(tc: Obj, out: LlmEvent[]): void {

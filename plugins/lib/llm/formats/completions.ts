@@ -9,22 +9,29 @@ import { usageFromCompletions } from '../usage.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
 import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
-import { CHAT_PARTS, contentSlots, messageListSlots, slot } from './slots.ts';
+import { CHAT_PARTS, contentSlots, messageListSlots, slot, stringSlot, toolCallSlots } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
+
+/** Reasoning text of a Chat Completions answer: `reasoning_content` (DeepSeek), `reasoning` (OpenRouter, vLLM). */
+export const REASONING_KEYS = ['reasoning_content', 'reasoning'] as const;
 
 // ---------------------------------------------------------------------------------------------------------------
 // OpenAI Chat Completions: `chat.completion.chunk`s → `chat.completion`
 
+/** A text of a choice put together from its deltas, and the deltas that carried it. */
+interface TextAcc {
+  text: string;
+  readonly refs: TextRef[];
+}
+
 interface ChoiceAcc {
   index: number;
   role: string;
-  content: string;
-  hasContent: boolean;
-  refusal: string | undefined;
   finish: unknown;
-  readonly toolCalls: Map<number, Obj>;
-  readonly refs: TextRef[];
+  /** `content`, `refusal` and the reasoning keys, each put together from its deltas. */
+  readonly texts: Map<string, TextAcc>;
+  readonly toolCalls: Map<number, { call: Obj; args: TextAcc }>;
   readonly snapshots: Snapshot[];
 }
 
@@ -34,18 +41,22 @@ function emptyChunk(d: Obj): boolean {
   return d.choices.every((c: unknown) => isObj(c) && c.finish_reason == null && (!isObj(c.delta) || Object.keys(c.delta).length === 0));
 }
 
-function completionsRef(at: number, chunk: Obj, delta: Obj): TextRef {
+/** A delta's text `holder[key]`; cleared, it is removed, and the chunk left out when nothing else is in it. */
+function completionsRef(at: number, chunk: Obj, holder: Obj, key: string): TextRef {
   return {
     at,
     set(text) {
-      delta.content = text;
+      holder[key] = text;
     },
     clear() {
-      delete delta.content;
+      delete holder[key];
       return emptyChunk(chunk);
     },
   };
 }
+
+/** The delta keys whose text is guarded (ADR 0165): the answer, a refusal, reasoning. */
+const TEXT_KEYS = ['content', 'refusal', ...REASONING_KEYS] as const;
 
 const assembleCompletions: Builder = (events) => {
   let head: Obj | undefined;
@@ -61,7 +72,7 @@ const assembleCompletions: Builder = (events) => {
       if (!isObj(c)) continue;
       const index = typeof c.index === 'number' ? c.index : 0;
       let acc = choices.get(index);
-      if (!acc) choices.set(index, (acc = { index, role: 'assistant', content: '', hasContent: false, refusal: undefined, finish: null, toolCalls: new Map(), refs: [], snapshots: [] }));
+      if (!acc) choices.set(index, (acc = { index, role: 'assistant', finish: null, texts: new Map(), toolCalls: new Map(), snapshots: [] }));
       if (c.finish_reason != null) acc.finish = c.finish_reason;
       // Log probabilities spell out the tokens of the original text: a masked choice loses them.
       if (c.logprobs != null) {
@@ -75,23 +86,37 @@ const assembleCompletions: Builder = (events) => {
       const delta = c.delta;
       if (!isObj(delta)) continue;
       if (typeof delta.role === 'string') acc.role = delta.role;
-      if (typeof delta.content === 'string') {
-        acc.content += delta.content;
-        acc.hasContent = true;
-        acc.refs.push(completionsRef(at, d, delta));
+      for (const key of TEXT_KEYS) {
+        if (typeof delta[key] !== 'string') continue;
+        let t = acc.texts.get(key);
+        if (!t) acc.texts.set(key, (t = { text: '', refs: [] }));
+        t.text += delta[key];
+        t.refs.push(completionsRef(at, d, delta, key));
       }
-      if (typeof delta.refusal === 'string') acc.refusal = (acc.refusal ?? '') + delta.refusal;
       if (Array.isArray(delta.tool_calls)) {
         for (const t of delta.tool_calls) {
           if (!isObj(t)) continue;
           const i = typeof t.index === 'number' ? t.index : acc.toolCalls.size;
-          let call = acc.toolCalls.get(i);
-          if (!call) acc.toolCalls.set(i, (call = { id: undefined, type: 'function', function: { name: '', arguments: '' } }));
+          let entry = acc.toolCalls.get(i);
+          if (!entry) acc.toolCalls.set(i, (entry = { call: { id: undefined, type: 'function', function: { name: '', arguments: '' } }, args: { text: '', refs: [] } }));
+          const call = entry.call;
           if (typeof t.id === 'string') call.id = t.id;
           if (typeof t.type === 'string') call.type = t.type;
-          if (isObj(t.function)) {
-            if (typeof t.function.name === 'string') call.function.name += t.function.name;
-            if (typeof t.function.arguments === 'string') call.function.arguments += t.function.arguments;
+          // A function call's `arguments`, or a custom tool call's `input` (ADR 0165).
+          const [part, key] = isObj(t.custom) ? [t.custom, 'input'] : [t.function, 'arguments'];
+          if (isObj(part)) {
+            if (part === t.custom && !isObj(call.custom)) {
+              call.custom = { name: '', input: '' };
+              delete call.function;
+            }
+            const into = part === t.custom ? call.custom : call.function;
+            if (!isObj(into)) continue;
+            if (typeof part.name === 'string') into.name += part.name;
+            if (typeof part[key] === 'string') {
+              into[key] += part[key];
+              // The call's id and name stay in their delta: a cleared one keeps an empty text.
+              entry.args.refs.push({ at, set: (text) => void (part[key] = text), clear: () => ((part[key] = ''), false) });
+            }
           }
         }
       }
@@ -104,30 +129,36 @@ const assembleCompletions: Builder = (events) => {
     created: head?.created,
     model: head?.model,
     choices: accs.map((a) => {
-      const message: Obj = { role: a.role, content: a.hasContent ? a.content : null };
-      if (a.refusal !== undefined) message.refusal = a.refusal;
-      if (a.toolCalls.size) message.tool_calls = [...a.toolCalls.entries()].sort(([x], [y]) => x - y).map(([, c]) => c);
+      const message: Obj = { role: a.role, content: a.texts.get('content')?.text ?? null };
+      for (const [key, t] of a.texts) if (key !== 'content') message[key] = t.text;
+      if (a.toolCalls.size) message.tool_calls = [...a.toolCalls.entries()].sort(([x], [y]) => x - y).map(([, c]) => c.call);
       return { index: a.index, message, finish_reason: a.finish };
     }),
   };
   if (usage) body.usage = usage;
   const texts: StreamText[] = [];
   accs.forEach((a, k) => {
-    if (a.hasContent) texts.push({ read: () => body.choices[k].message.content, refs: a.refs, snapshots: a.snapshots });
+    const message = body.choices[k].message;
+    for (const [key, t] of a.texts) texts.push({ read: () => message[key], refs: t.refs, snapshots: a.snapshots });
+    const calls = [...a.toolCalls.entries()].sort(([x], [y]) => x - y).map(([, c]) => c);
+    for (const c of calls) texts.push({ read: () => (isObj(c.call.custom) ? c.call.custom.input : c.call.function.arguments), refs: c.args.refs, snapshots: a.snapshots });
   });
   return { body, texts, bodyEvents: [] };
 };
-
 
 // ---------------------------------------------------------------------------------------------------------------
 
 const observeResponse = observeModelAndUsage(usageFromCompletions);
 
+/** Each choice's content, refusal, reasoning text and tool-call arguments (ADR 0165). */
 function responseSlots(body: Obj, out: TextSlot[]): void {
   if (!Array.isArray(body.choices)) return;
   for (const c of body.choices) {
     if (!isObj(c) || !isObj(c.message)) continue;
-    contentSlots(typeof c.message.role === 'string' ? c.message.role : 'assistant', c.message, CHAT_PARTS, out);
+    const role = typeof c.message.role === 'string' ? c.message.role : 'assistant';
+    contentSlots(role, c.message, CHAT_PARTS, out);
+    for (const key of ['refusal', ...REASONING_KEYS]) stringSlot(role, c.message, key, out);
+    toolCallSlots(role, c.message, out);
   }
 }
 

@@ -13,9 +13,20 @@ import type { Obj } from '../json.ts';
 import { usageFromGemini } from '../usage.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import type { BodyFields, LlmFormat, PromptMessage } from './format.ts';
-import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot } from './slots.ts';
+import { argumentsSlot, CHAT_PARTS, jsonSlot, partSlots, slot, stringSlot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
+
+/**
+ * Parts of an answer that carry text the model wrote and come whole, one event each (ADR 0165): the part's key (both
+ * spellings Google reads), the field with the text, and whether it is a JSON object (function call arguments).
+ */
+const WHOLE_PART_TEXTS = [
+  ['functionCall', 'args', true],
+  ['function_call', 'args', true],
+  ['executableCode', 'code', false],
+  ['executable_code', 'code', false],
+] as const;
 
 interface TextAcc {
   text: string;
@@ -30,6 +41,8 @@ interface CandidateAcc {
   readonly thought: TextAcc;
   /** Parts without text (function calls, inline data), in order. */
   readonly other: Obj[];
+  /** The function calls and code among them, as guarded texts. */
+  readonly calls: StreamText[];
   readonly extra: Obj;
 }
 
@@ -59,14 +72,25 @@ const assembleGemini: Builder = (events) => {
       if (!isObj(c)) continue;
       const index = typeof c.index === 'number' ? c.index : 0;
       let acc = candidates.get(index);
-      if (!acc) candidates.set(index, (acc = { index, finish: undefined, answer: { text: '', refs: [] }, thought: { text: '', refs: [] }, other: [], extra: {} }));
+      if (!acc) candidates.set(index, (acc = { index, finish: undefined, answer: { text: '', refs: [] }, thought: { text: '', refs: [] }, other: [], calls: [], extra: {} }));
       if (c.finishReason !== undefined) acc.finish = c.finishReason;
       for (const key of ['safetyRatings', 'citationMetadata', 'groundingMetadata']) if (c[key] !== undefined) acc.extra[key] = c[key];
       if (!isObj(c.content) || !Array.isArray(c.content.parts)) continue;
       for (const part of c.content.parts) {
         if (!isObj(part)) continue;
         if (typeof part.text !== 'string') {
-          acc.other.push(part);
+          const whole = WHOLE_PART_TEXTS.find(([key]) => isObj(part[key]));
+          if (!whole) {
+            acc.other.push(part);
+            continue;
+          }
+          // A function call or code comes whole in one event: one guarded text (ADR 0165), written back there.
+          const [key, field, json] = whole;
+          const copy = structuredClone(part);
+          acc.other.push(copy);
+          const ref: TextRef = { at, set: (text) => void ((part[key] as Obj)[field] = json ? (JSON.parse(text) as unknown) : text), clear: () => false };
+          const read = (): string => (json ? JSON.stringify((copy[key] as Obj)[field]) : ((copy[key] as Obj)[field] as string));
+          acc.calls.push({ read, refs: [ref], snapshots: [] });
           continue;
         }
         const into = part.thought === true ? acc.thought : acc.answer;
@@ -87,6 +111,7 @@ const assembleGemini: Builder = (events) => {
         texts.push({ read: () => part.text as string, refs: acc.refs, snapshots: [] });
       }
       parts.push(...a.other);
+      texts.push(...a.calls);
       const candidate: Obj = { index: a.index, content: { role: 'model', parts }, ...a.extra };
       if (a.finish !== undefined) candidate.finishReason = a.finish;
       return candidate;
@@ -102,7 +127,13 @@ const assembleGemini: Builder = (events) => {
 function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
   if (!isObj(content) || !Array.isArray(content.parts)) return;
   const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
-  partSlots(role, content.parts, CHAT_PARTS, out);
+  for (const part of content.parts) {
+    if (!isObj(part)) continue;
+    partSlots(role, [part], CHAT_PARTS, out);
+    for (const [key, field, json] of WHOLE_PART_TEXTS) {
+      if (isObj(part[key])) (json ? argumentsSlot : stringSlot)(role, part[key], field, out);
+    }
+  }
 }
 
 /** A request `Content`: its text parts, function calls' arguments and function responses as JSON text (role `tool`; ADR 0159). */
@@ -251,6 +282,7 @@ export const geminiNative: LlmFormat = {
   bodyFields: geminiBodyFields,
   insertPrompts: geminiPrompts,
   responseSlots(body, out) {
+    // Text parts (thoughts included) and function calls' arguments (ADR 0165).
     if (Array.isArray(body.candidates)) for (const c of body.candidates) if (isObj(c)) geminiContentSlots(c.content, 'assistant', out);
   },
   answerEvents: geminiAnswerEvents,

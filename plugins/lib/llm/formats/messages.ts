@@ -12,7 +12,7 @@ import { typeOf } from './assembly.ts';
 import type { Builder, StreamText, TextRef } from './assembly.ts';
 import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
-import { CHAT_PARTS, messageListSlots, partSlots, promptContentSlots, slot } from './slots.ts';
+import { argumentsSlot, CHAT_PARTS, messageListSlots, partSlots, promptContentSlots, slot, stringSlot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
@@ -44,7 +44,21 @@ const assembleMessages: Builder = (events) => {
         const acc: BlockAcc = { block: structuredClone(cb), text: typeof cb.text === 'string' ? cb.text : '', json: undefined, refs: [] };
         blocks.set(d.index, acc);
         // Text given at the start (normally none) is kept apart: the masked text goes to the first delta when there is one.
-        if (cb.type === 'text' && typeof cb.text === 'string' && cb.text) {
+        const startInput = (cb.type === 'tool_use' || cb.type === 'server_tool_use') && isObj(cb.input) && Object.keys(cb.input).length > 0;
+        if (startInput) {
+          // A tool call's input given whole at its start (no deltas): a masked one is written back there.
+          acc.json = JSON.stringify(cb.input);
+          acc.start = {
+            at,
+            set(text) {
+              cb.input = JSON.parse(text) as unknown;
+            },
+            clear() {
+              cb.input = {};
+              return false;
+            },
+          };
+        } else if (cb.type === 'text' && typeof cb.text === 'string' && cb.text) {
           acc.start = {
             at,
             set(text) {
@@ -62,18 +76,21 @@ const assembleMessages: Builder = (events) => {
         const acc = typeof d.index === 'number' ? blocks.get(d.index) : undefined;
         const delta = d.delta;
         if (!acc || !isObj(delta)) break;
-        if (delta.type === 'text_delta' && typeof delta.text === 'string') {
-          acc.text += delta.text;
+        // Each guarded text (ADR 0165) is carried by deltas of one kind; a masked one goes whole in the first.
+        const key = delta.type === 'text_delta' ? 'text' : delta.type === 'thinking_delta' ? 'thinking' : delta.type === 'input_json_delta' ? 'partial_json' : undefined;
+        if (key !== undefined && typeof delta[key] === 'string') {
+          if (key === 'text') acc.text += delta.text;
+          else if (key === 'thinking') acc.block.thinking = (typeof acc.block.thinking === 'string' ? acc.block.thinking : '') + delta.thinking;
+          // Deltas after an input given at the start replace it (as the SDKs put it together).
+          else acc.json = (acc.refs.length ? (acc.json ?? '') : '') + delta.partial_json;
           acc.refs.push({
             at,
             set(text) {
-              delta.text = text;
+              delta[key] = text;
             },
             clear: () => true,
           });
-        } else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') acc.json = (acc.json ?? '') + delta.partial_json;
-        else if (delta.type === 'thinking_delta' && typeof delta.thinking === 'string') acc.block.thinking = (typeof acc.block.thinking === 'string' ? acc.block.thinking : '') + delta.thinking;
-        else if (delta.type === 'signature_delta' && typeof delta.signature === 'string') acc.block.signature = delta.signature;
+        } else if (delta.type === 'signature_delta' && typeof delta.signature === 'string') acc.block.signature = delta.signature;
         break;
       }
       case 'message_delta': {
@@ -96,11 +113,12 @@ const assembleMessages: Builder = (events) => {
   const content = ordered.map((acc) => {
     const block = acc.block;
     if (block.type === 'text') block.text = acc.text;
-    if (block.type === 'tool_use' && acc.json !== undefined) {
+    if (acc.json !== undefined) {
       try {
         block.input = acc.json.trim() ? (JSON.parse(acc.json) as unknown) : {};
       } catch {
-        block.input = {};
+        // Input cut off (at max_tokens) stays the text that was streamed: the guards still read it (ADR 0165).
+        block.input = acc.json;
       }
     }
     return block;
@@ -108,8 +126,14 @@ const assembleMessages: Builder = (events) => {
   const body: Obj = { type: 'message', role: 'assistant', ...(message ?? {}), content };
   const texts: StreamText[] = [];
   ordered.forEach((acc, k) => {
-    if (acc.block.type !== 'text') return;
-    texts.push({ read: () => body.content[k].text, refs: acc.start ? [...acc.refs, acc.start] : acc.refs, snapshots: [] });
+    const block = body.content[k];
+    if (block.type === 'text') texts.push({ read: () => block.text, refs: acc.start ? [...acc.refs, acc.start] : acc.refs, snapshots: [] });
+    else if (block.type === 'thinking' && acc.refs.length) texts.push({ read: () => block.thinking, refs: acc.refs, snapshots: [] });
+    // The input as its JSON text, as guards see it; a masked one is streamed whole in the first delta.
+    else if (acc.json !== undefined) {
+      const read = (): string => (typeof block.input === 'string' ? block.input : JSON.stringify(block.input));
+      texts.push({ read, refs: acc.start ? [...acc.refs, acc.start] : acc.refs, snapshots: [] });
+    }
   });
   return { body, texts, bodyEvents: [] };
 };
@@ -144,8 +168,16 @@ export function messagesRequestSlots(body: Obj, out: TextSlot[]): void {
   messageListSlots(body, out);
 }
 
+/** An answer's text blocks, thinking text and tool-call inputs (ADR 0165). */
 export function messagesResponseSlots(body: Obj, out: TextSlot[]): void {
-  if (Array.isArray(body.content)) partSlots(typeof body.role === 'string' ? body.role : 'assistant', body.content, CHAT_PARTS, out);
+  if (!Array.isArray(body.content)) return;
+  const role = typeof body.role === 'string' ? body.role : 'assistant';
+  for (const block of body.content) {
+    if (!isObj(block)) continue;
+    if (block.type === 'thinking') stringSlot(role, block, 'thinking', out);
+    else if (block.type === 'tool_use' || block.type === 'server_tool_use') argumentsSlot(role, block, 'input', out);
+    else partSlots(role, [block], CHAT_PARTS, out);
+  }
 }
 
 export const messages: LlmFormat = {

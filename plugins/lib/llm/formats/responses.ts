@@ -10,7 +10,7 @@ import { typeOf } from './assembly.ts';
 import type { Builder, Snapshot, StreamText, TextRef } from './assembly.ts';
 import { MODEL_AND_USAGE, observeModelAndUsage } from './format.ts';
 import type { LlmFormat, PromptMessage } from './format.ts';
-import { argumentsSlot, contentSlots, promptContentSlots, RESPONSES_PARTS, slot } from './slots.ts';
+import { argumentsSlot, contentSlots, promptContentSlots, RESPONSES_PARTS, slot, stringSlot } from './slots.ts';
 import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
@@ -25,17 +25,71 @@ interface PartAcc {
 
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed']);
 
+/** A guarded text of an output item (ADR 0165): where it is, and its key among the stream's texts. */
+interface ItemText {
+  readonly key: string;
+  readonly holder: Obj;
+  readonly field: string;
+}
+
+/** The texts of output item `oi`: message text and refusals, call arguments, custom tool input, code, reasoning text. */
+function itemTexts(item: Obj, oi: number): ItemText[] {
+  const out: ItemText[] = [];
+  const each = (list: unknown, prefix: string, fields: readonly string[]): void => {
+    if (!Array.isArray(list)) return;
+    list.forEach((p: unknown, i) => {
+      if (isObj(p)) for (const field of fields) if (typeof p[field] === 'string') out.push({ key: `${oi}:${prefix}${i}`, holder: p, field });
+    });
+  };
+  if (item.type === 'message') each(item.content, '', ['text', 'refusal']);
+  else if (item.type === 'reasoning') {
+    each(item.summary, 's', ['text']);
+    each(item.content, 'r', ['text']);
+  } else {
+    const field = item.type === 'function_call' ? 'arguments' : item.type === 'custom_tool_call' ? 'input' : item.type === 'code_interpreter_call' ? 'code' : undefined;
+    if (field && typeof item[field] === 'string') out.push({ key: `${oi}:args`, holder: item, field });
+  }
+  return out;
+}
+
+/** The key of the text a delta or `*.done` event carries (as itemTexts names it), and its field there. */
+function eventText(type: string, d: Obj): { key: string; delta: boolean; field: string } | undefined {
+  const oi = d.output_index;
+  if (typeof oi !== 'number') return undefined;
+  const at = (prefix: string, i: unknown): string | undefined => (typeof i === 'number' ? `${oi}:${prefix}${i}` : undefined);
+  const [kind, tail] = [type.slice(0, type.lastIndexOf('.')), type.slice(type.lastIndexOf('.') + 1)];
+  if (tail !== 'delta' && tail !== 'done') return undefined;
+  const delta = tail === 'delta';
+  let key: string | undefined;
+  let field = 'delta';
+  if (kind === 'response.output_text') [key, field] = [at('', d.content_index), 'text'];
+  else if (kind === 'response.refusal') [key, field] = [at('', d.content_index), 'refusal'];
+  else if (kind === 'response.function_call_arguments') [key, field] = [`${oi}:args`, 'arguments'];
+  else if (kind === 'response.custom_tool_call_input') [key, field] = [`${oi}:args`, 'input'];
+  else if (kind === 'response.code_interpreter_call_code') [key, field] = [`${oi}:args`, 'code'];
+  else if (kind === 'response.reasoning_summary_text') [key, field] = [at('s', d.summary_index), 'text'];
+  else if (kind === 'response.reasoning_text') [key, field] = [at('r', d.content_index), 'text'];
+  if (key === undefined) return undefined;
+  return { key, delta, field: delta ? 'delta' : field };
+}
+
 const assembleResponses: Builder = (events) => {
   let latest: Obj | undefined;
   let terminal: { at: number; response: Obj } | undefined;
   const items = new Map<number, Obj>();
   const parts = new Map<string, PartAcc>();
-  const part = (oi: unknown, ci: unknown): PartAcc | undefined => {
-    if (typeof oi !== 'number' || typeof ci !== 'number') return undefined;
-    const key = `${oi}:${ci}`;
+  const part = (key: string): PartAcc => {
     let acc = parts.get(key);
     if (!acc) parts.set(key, (acc = { text: '', refs: [], snapshots: [] }));
     return acc;
+  };
+  const snapshot = (key: string, at: number, holder: Obj, field: string): void => {
+    part(key).snapshots.push({
+      at,
+      set(text) {
+        holder[field] = text;
+      },
+    });
   };
   events.forEach((e, at) => {
     const d = e.data;
@@ -47,23 +101,17 @@ const assembleResponses: Builder = (events) => {
     else if (type === 'response.output_item.added' && typeof d.output_index === 'number' && isObj(d.item)) {
       if (!items.has(d.output_index)) items.set(d.output_index, structuredClone(d.item));
     } else if (type === 'response.output_item.done' && typeof d.output_index === 'number' && isObj(d.item)) {
-      const item = d.item;
-      items.set(d.output_index, structuredClone(item));
-      if (Array.isArray(item.content)) {
-        item.content.forEach((p: unknown, ci: number) => {
-          if (isObj(p) && typeof p.text === 'string') {
-            part(d.output_index, ci)!.snapshots.push({
-              at,
-              set(text) {
-                p.text = text;
-              },
-            });
-          }
-        });
-      }
-    } else if (type === 'response.output_text.delta' && typeof d.delta === 'string') {
-      const acc = part(d.output_index, d.content_index);
-      if (!acc) return;
+      items.set(d.output_index, structuredClone(d.item));
+      for (const t of itemTexts(d.item, d.output_index)) snapshot(t.key, at, t.holder, t.field);
+    } else if ((type === 'response.content_part.done' || type === 'response.reasoning_summary_part.done') && isObj(d.part) && typeof d.output_index === 'number') {
+      const prefix = type === 'response.content_part.done' ? '' : 's';
+      const i = prefix ? d.summary_index : d.content_index;
+      for (const field of ['text', 'refusal']) if (typeof i === 'number' && typeof d.part[field] === 'string') snapshot(`${d.output_index}:${prefix}${i}`, at, d.part, field);
+    } else {
+      const t = eventText(type, d);
+      if (!t || typeof d[t.field] !== 'string') return;
+      if (!t.delta) return snapshot(t.key, at, d, t.field);
+      const acc = part(t.key);
       acc.text += d.delta;
       acc.refs.push({
         at,
@@ -71,21 +119,6 @@ const assembleResponses: Builder = (events) => {
           d.delta = text;
         },
         clear: () => true,
-      });
-    } else if (type === 'response.output_text.done' && typeof d.text === 'string') {
-      part(d.output_index, d.content_index)?.snapshots.push({
-        at,
-        set(text) {
-          d.text = text;
-        },
-      });
-    } else if (type === 'response.content_part.done' && isObj(d.part) && typeof d.part.text === 'string') {
-      const p = d.part;
-      part(d.output_index, d.content_index)?.snapshots.push({
-        at,
-        set(text) {
-          p.text = text;
-        },
       });
     }
   });
@@ -101,23 +134,24 @@ const assembleResponses: Builder = (events) => {
     const output: Obj[] = [];
     for (const [oi, item] of [...items.entries()].sort(([a], [b]) => a - b)) output[oi] = item;
     for (const [key, acc] of parts) {
-      const [oi, ci] = key.split(':').map(Number) as [number, number];
-      const item = (output[oi] ??= { type: 'message', role: 'assistant', content: [] });
-      if (item.type !== 'message') continue;
+      const [oi, ci] = key.split(':') as [string, string];
+      const item = (output[Number(oi)] ??= { type: 'message', role: 'assistant', content: [] });
+      if (ci === 'args' && item.type === 'function_call' && !item.arguments) item.arguments = acc.text;
+      if (item.type !== 'message' || !/^\d+$/.test(ci)) continue;
       if (!Array.isArray(item.content)) item.content = [];
-      if (!isObj(item.content[ci]) || typeof item.content[ci].text !== 'string') item.content[ci] = { type: 'output_text', text: acc.text, annotations: [] };
+      const p = item.content[Number(ci)];
+      if (!isObj(p) || (typeof p.text !== 'string' && typeof p.refusal !== 'string')) item.content[Number(ci)] = { type: 'output_text', text: acc.text, annotations: [] };
     }
     body = { ...(latest ?? { object: 'response' }), output: Array.from(output, (item) => item ?? {}) };
   }
   const texts: StreamText[] = [];
   const output: unknown[] = Array.isArray(body.output) ? body.output : [];
   output.forEach((item, oi) => {
-    if (!isObj(item) || item.type !== 'message' || !Array.isArray(item.content)) return;
-    item.content.forEach((p: unknown, ci: number) => {
-      if (!isObj(p) || typeof p.text !== 'string') return;
-      const acc = parts.get(`${oi}:${ci}`);
-      texts.push({ read: () => p.text as string, refs: acc?.refs ?? [], snapshots: acc?.snapshots ?? [] });
-    });
+    if (!isObj(item)) return;
+    for (const t of itemTexts(item, oi)) {
+      const acc = parts.get(t.key);
+      texts.push({ read: () => t.holder[t.field] as string, refs: acc?.refs ?? [], snapshots: acc?.snapshots ?? [] });
+    }
   });
   return { body, texts, bodyEvents };
 };
@@ -145,11 +179,21 @@ export function responsesRequestSlots(body: Obj, out: TextSlot[]): void {
   }
 }
 
+/** Message items' text and refusals, function-call arguments, custom tool input, code, reasoning text (ADR 0165). */
 export function responsesResponseSlots(body: Obj, out: TextSlot[]): void {
   if (!Array.isArray(body.output)) return;
   for (const item of body.output) {
-    if (!isObj(item) || item.type !== 'message') continue;
-    contentSlots(typeof item.role === 'string' ? item.role : 'assistant', item, RESPONSES_PARTS, out);
+    if (!isObj(item)) continue;
+    const role = typeof item.role === 'string' ? item.role : 'assistant';
+    if (item.type === 'message') {
+      contentSlots(role, item, RESPONSES_PARTS, out);
+      if (Array.isArray(item.content)) for (const p of item.content) if (isObj(p) && p.type === 'refusal') stringSlot(role, p, 'refusal', out);
+    } else if (item.type === 'function_call') argumentsSlot(role, item, 'arguments', out);
+    else if (item.type === 'custom_tool_call') stringSlot(role, item, 'input', out);
+    else if (item.type === 'code_interpreter_call') stringSlot(role, item, 'code', out);
+    else if (item.type === 'reasoning') {
+      for (const key of ['summary', 'content']) if (Array.isArray(item[key])) for (const p of item[key]) if (isObj(p)) stringSlot(role, p, 'text', out);
+    }
   }
 }
 

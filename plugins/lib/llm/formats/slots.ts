@@ -15,21 +15,35 @@ export interface TextSlot {
   set(text: string): void;
   /** The text continues the slot before it: the next text part of the same content list (the model reads one text). */
   joined?: boolean;
+  /** The text is JSON (tool-call arguments, a function response): a mask must leave it JSON (ADR 0165). */
+  json?: boolean;
 }
 
 type Obj = Record<string, unknown>;
 
-/** A slot over `holder[key]` (an object field or an array index). */
-export function slot(role: string, holder: Obj | unknown[], key: string | number): TextSlot {
+/** A slot over `holder[key]` (an object field or an array index); `json` when the string is JSON text. */
+export function slot(role: string, holder: Obj | unknown[], key: string | number, json?: boolean): TextSlot {
   return {
     role,
+    ...(json ? { json } : {}),
     get text() {
       return (holder as Record<string | number, unknown>)[key] as string;
     },
     set(text: string) {
-      (holder as Record<string | number, unknown>)[key] = text;
+      const h = holder as Record<string | number, unknown>;
+      if (json && text !== h[key] && isJson(h[key] as string) && !isJson(text)) throw new Error('a masked JSON text (call arguments) is no longer JSON');
+      h[key] = text;
     },
   };
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Text parts of a content list: `{type: 'text'|…, text: string}`. */
@@ -95,6 +109,7 @@ export function promptContentSlots(role: string, holder: Obj, key: string, out: 
 export function jsonSlot(role: string, holder: Obj, key: string): TextSlot {
   return {
     role,
+    json: true,
     get text() {
       return JSON.stringify(holder[key]);
     },
@@ -112,13 +127,13 @@ export function jsonSlot(role: string, holder: Obj, key: string): TextSlot {
 }
 
 /**
- * The arguments of a tool call in a request's history (a client may write any): a string, or a JSON object as its
- * JSON text (`jsonSlot`). Empty ones (`''`, `{}`) say nothing and are left out.
+ * The arguments of a tool call (of a request's history, which a client may write, or of an answer; ADR 0165): a
+ * string, or a JSON object as its JSON text (`jsonSlot`). Empty ones (`''`, `{}`) say nothing and are left out.
  */
 export function argumentsSlot(role: string, holder: Obj, key: string, out: TextSlot[]): void {
   const value = holder[key];
   if (typeof value === 'string') {
-    if (value !== '' && value !== '{}') out.push(slot(role, holder, key));
+    if (value !== '' && value !== '{}') out.push(slot(role, holder, key, true));
   } else if (isObj(value) && Object.keys(value).length > 0) out.push(jsonSlot(role, holder, key));
 }
 
@@ -130,7 +145,22 @@ export function messageListSlots(body: Obj, out: TextSlot[]): void {
     if (!isObj(m)) continue;
     const role = typeof m.role === 'string' ? m.role : 'user';
     promptContentSlots(role, m, 'content', out);
-    if (Array.isArray(m.tool_calls)) for (const c of m.tool_calls) if (isObj(c) && isObj(c.function)) argumentsSlot(role, c.function, 'arguments', out);
-    if (isObj(m.function_call)) argumentsSlot(role, m.function_call, 'arguments', out);
+    toolCallSlots(role, m, out);
   }
+}
+
+/** The arguments of a Chat Completions message's tool calls (`tool_calls`, the older `function_call`), a custom tool's input. */
+export function toolCallSlots(role: string, m: Obj, out: TextSlot[]): void {
+  if (Array.isArray(m.tool_calls)) {
+    for (const c of m.tool_calls) {
+      if (isObj(c) && isObj(c.function)) argumentsSlot(role, c.function, 'arguments', out);
+      else if (isObj(c) && isObj(c.custom)) stringSlot(role, c.custom, 'input', out);
+    }
+  }
+  if (isObj(m.function_call)) argumentsSlot(role, m.function_call, 'arguments', out);
+}
+
+/** `holder[key]` when it is a non-empty string (a refusal, a reasoning text of an answer). */
+export function stringSlot(role: string, holder: Obj, key: string, out: TextSlot[]): void {
+  if (typeof holder[key] === 'string' && holder[key] !== '') out.push(slot(role, holder, key));
 }

@@ -1,6 +1,7 @@
 // Gemini native `generateContent` response -> OpenAI Chat Completions response, with the finish reason, usage and
 // function-call mapping the stream shares (BEHAVIOUR.md §2.8, §4.6).
 import { randomUUID } from 'node:crypto';
+import { addThinking } from '../thinking.ts';
 import { isObj, nowSeconds } from '../json.ts';
 import type { Obj } from '../json.ts';
 
@@ -65,6 +66,20 @@ export function toolCallOf(part: Obj, index: number | undefined): Obj {
   return call;
 }
 
+/**
+ * Gemini's reasoning in parts as one Anthropic thinking block (ADR 0167): the thought summaries' text, and the turn's
+ * first thought signature, which Gemini wants back on the next turn (an Anthropic client keeps it with the block).
+ */
+export function thinkingOfParts(parts: readonly Obj[]): { type: 'thinking'; thinking: string; signature: string } {
+  let thinking = '';
+  let signature = '';
+  for (const p of parts) {
+    if (p.thought === true && typeof p.text === 'string') thinking += p.text;
+    if (!signature && typeof p.thoughtSignature === 'string') signature = p.thoughtSignature;
+  }
+  return { type: 'thinking', thinking, signature };
+}
+
 export function firstCandidate(resp: Obj): Obj | undefined {
   if (!Array.isArray(resp.candidates)) return undefined;
   return resp.candidates.find((c: unknown) => isObj(c) && (c.index ?? 0) === 0) ?? resp.candidates.find(isObj);
@@ -83,6 +98,8 @@ export function geminiResponseToCompletions(resp: Obj, model: string): Obj {
   }
   const message: Obj = { role: 'assistant', content: text || toolCalls.length === 0 ? text : null };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  const thinking = thinkingOfParts(parts);
+  if (thinking.thinking || thinking.signature) addThinking(message, [thinking]);
   // No candidate at all: the prompt was blocked (`promptFeedback.blockReason`).
   const finish = candidate ? (geminiFinishToOpenAi(candidate.finishReason, toolCalls.length > 0) ?? 'stop') : 'content_filter';
   const out: Obj = {

@@ -3,6 +3,7 @@ import { appendTurn, canonicalExtra, imageUrlOf, narrowToAllowedTools, toolCalls
 import { isObj, parseArguments, parseDataUrl, textOf } from '../json.ts';
 import type { Obj } from '../json.ts';
 import { MAX_INLINED_SCHEMAS, toGeminiSchema } from './schema.ts';
+import { thinkingBudgetOf } from '../thinking.ts';
 import type { SchemaBudget } from './schema.ts';
 
 const EXTENSION_TYPES: Record<string, string> = {
@@ -65,6 +66,13 @@ function thoughtSignatureOf(toolCall: Obj): string | undefined {
   return typeof sig === 'string' ? sig : undefined;
 }
 
+/** The signature of an assistant turn's thinking blocks (the last one given), as an Anthropic client sends them back. */
+function signatureOfThinking(m: Obj): string | undefined {
+  let sig: string | undefined;
+  for (const b of canonicalExtra(m, 'thinking') ?? []) if (typeof b.signature === 'string' && b.signature) sig = b.signature;
+  return sig;
+}
+
 function toolConfig(choice: unknown): Obj | undefined {
   if (choice === 'auto') return { functionCallingConfig: { mode: 'AUTO' } };
   if (choice === 'required') return { functionCallingConfig: { mode: 'ANY' } };
@@ -97,14 +105,20 @@ export function completionsRequestToGemini(body: Obj): Obj {
       const parts: Obj[] = [];
       const text = textOf(m.content);
       if (text) parts.push({ text });
+      // An Anthropic client keeps Gemini's signature in a thinking block (ADR 0167): it goes back on the turn's first
+      // call, where Gemini requires it, when no call carries its own.
+      let turnSignature = signatureOfThinking(m);
       for (const tc of toolCallsOf(m)) {
         if (typeof tc.function.name !== 'string') continue;
         if (typeof tc.id === 'string') callNames.set(tc.id, tc.function.name);
         const part: Obj = { functionCall: { name: tc.function.name, args: parseArguments(tc.function.arguments) } };
-        const sig = thoughtSignatureOf(tc);
+        const sig = thoughtSignatureOf(tc) ?? turnSignature;
+        turnSignature = undefined;
         if (sig) part.thoughtSignature = sig;
         parts.push(part);
       }
+      // A turn without calls: the signature on its last part, as Gemini answered it.
+      if (turnSignature && parts.length > 0) parts[parts.length - 1]!.thoughtSignature = turnSignature;
       appendTurn(contents, 'model', 'parts', parts);
     },
     tool: toolResult,
@@ -131,6 +145,13 @@ export function completionsRequestToGemini(body: Obj): Obj {
   if (isObj(format) && (format.type === 'json_object' || format.type === 'json_schema')) {
     gen.responseMimeType = 'application/json';
     if (format.type === 'json_schema' && isObj(format.json_schema) && isObj(format.json_schema.schema)) gen.responseSchema = toGeminiSchema(format.json_schema.schema, budget);
+  }
+  // Thinking: an Anthropic client's budget (its thoughts asked back, as thinking blocks; adaptive is Gemini's dynamic
+  // budget, -1) or an effort's bucket.
+  const thinking = thinkingBudgetOf(body, max);
+  if (thinking !== undefined) {
+    const thinkingBudget = thinking === 'adaptive' ? -1 : thinking;
+    gen.thinkingConfig = canonicalExtra(body, 'thinkingBudget') !== undefined ? { thinkingBudget, includeThoughts: true } : { thinkingBudget };
   }
   if (Object.keys(gen).length > 0) out.generationConfig = gen;
 

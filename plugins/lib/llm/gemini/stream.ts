@@ -2,9 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import { DONE } from '../events.ts';
 import type { LlmEvent, StreamTranslator } from '../events.ts';
+import { addThinking } from '../thinking.ts';
 import { isObj, nowSeconds } from '../json.ts';
 import type { Obj } from '../json.ts';
-import { firstCandidate, geminiFinishToOpenAi, geminiUsageToCompletions, toolCallOf } from './answer.ts';
+import { firstCandidate, geminiFinishToOpenAi, geminiUsageToCompletions, thinkingOfParts, toolCallOf } from './answer.ts';
 
 /**
  * `streamGenerateContent?alt=sse` chunks (each a partial `GenerateContentResponse`) as `chat.completion.chunk`s:
@@ -21,6 +22,8 @@ export class GeminiToCompletionsStream implements StreamTranslator {
   private finish: string | null = null;
   private failed = false;
   private usage: Obj | undefined = undefined;
+  /** The turn's first thought signature has been passed on (the one Gemini wants back). */
+  private signed = false;
 
   constructor(model: string) {
     this.model = model;
@@ -56,6 +59,17 @@ export class GeminiToCompletionsStream implements StreamTranslator {
     }
     const parts: Obj[] = isObj(candidate.content) && Array.isArray(candidate.content.parts) ? candidate.content.parts.filter(isObj) : [];
     for (const p of parts) {
+      // Thoughts and signatures ride beside the chunk for an Anthropic client's thinking block (ADR 0167).
+      const { thinking, signature } = thinkingOfParts([p]);
+      const piece: Obj = { type: 'thinking' };
+      if (thinking) piece.thinking = thinking;
+      if (signature && !this.signed) piece.signature = signature;
+      if (piece.signature) this.signed = true;
+      if (piece.thinking !== undefined || piece.signature !== undefined) {
+        const delta: Obj = {};
+        addThinking(delta, [piece]);
+        out.push(this.chunk(delta));
+      }
       if (p.thought === true) continue;
       if (typeof p.text === 'string') {
         if (p.text) out.push(this.chunk({ content: p.text }));
