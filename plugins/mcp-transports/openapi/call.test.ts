@@ -45,6 +45,33 @@ describe('buildRequest', () => {
     assert.equal(built(buildRequest(plan, '/api', { path: { id: '%2E%2E' } })).path, '/api/users/%252E%252E/profile');
   });
 
+  it('path styles: `label` (`.x`) and `matrix` (`;id=x`), arrays and objects exploded or not (OpenAPI 3.1 style values)', () => {
+    const path = (style: string, explode: boolean, value: unknown): string => {
+      const plan = op({ pathTemplate: '/r/{id}', path: [param('id', { required: true, style, explode })] });
+      return built(buildRequest(plan, '', { path: { id: value } })).path;
+    };
+    assert.equal(path('label', false, 'a b'), '/r/.a%20b');
+    assert.equal(path('label', false, ['x', 'y']), '/r/.x,y');
+    assert.equal(path('label', true, ['x', 'y']), '/r/.x.y');
+    assert.equal(path('label', false, { R: 100, G: 200 }), '/r/.R,100,G,200');
+    assert.equal(path('label', true, { R: 100, G: 200 }), '/r/.R=100.G=200');
+    assert.equal(path('matrix', false, 5), '/r/;id=5');
+    assert.equal(path('matrix', false, ['x', 'y']), '/r/;id=x,y');
+    assert.equal(path('matrix', true, ['x', 'y']), '/r/;id=x;id=y');
+    assert.equal(path('matrix', false, { R: 100, G: 200 }), '/r/;id=R,100,G,200');
+    assert.equal(path('matrix', true, { R: 100, G: 200 }), '/r/;R=100;G=200');
+    assert.equal(path('simple', true, { R: 100, G: 200 }), '/r/R=100,G=200');
+  });
+
+  it('a dot segment made of two adjacent path parameters, or a value that fills nothing, is refused', () => {
+    const plan = op({ pathTemplate: '/x/{a}{b}/y', path: [param('a', { required: true, style: 'simple' }), param('b', { required: true, style: 'simple' })] });
+    assert.equal(buildRequest(plan, '', { path: { a: '.', b: '.' } }), 'path parameters may not make the segment `..` (a dot segment would call another path of the API)');
+    assert.equal(built(buildRequest(plan, '', { path: { a: '.', b: 'b' } })).path, '/x/.b/y');
+    const one = op({ pathTemplate: '/pet/{id}', path: [param('id', { required: true, style: 'simple' })] });
+    // `/pet/` is another endpoint of the API than `/pet/{id}`.
+    for (const id of [[], {}]) assert.equal(buildRequest(one, '', { path: { id } }), 'missing path parameter `id` (pass it as arguments.path.id)');
+  });
+
   it('query: arrays as repeated keys, joined when not exploded, null as a bare key, deepObject, undeclared keys kept', () => {
     const plan = op({
       pathTemplate: '/pet/findByStatus',

@@ -34,6 +34,28 @@ function simpleValue(value: unknown, explode: boolean, encode: (s: string) => st
   return encode(scalar(value));
 }
 
+/**
+ * A path parameter's text per its style: `simple` (`x,y`), `label` (`.x,y`, exploded `.x.y`), `matrix` (`;id=x,y`,
+ * exploded `;id=x;id=y`, objects `;k=v;k2=v2`), or `json` for one described by `content`.
+ */
+function pathValue(plan: ParameterPlan | undefined, name: string, value: unknown): string {
+  const explode = plan?.explode ?? false;
+  switch (plan?.style) {
+    case 'json':
+      return encodeStrict(JSON.stringify(value));
+    case 'label':
+      return `.${explode && (Array.isArray(value) || isObject(value)) ? simpleValue(value, true, encodeStrict).replace(/,/g, '.') : simpleValue(value, false, encodeStrict)}`;
+    case 'matrix': {
+      const key = encodeStrict(name);
+      if (explode && Array.isArray(value)) return value.map((v) => `;${key}=${encodeStrict(scalar(v))}`).join('');
+      if (explode && isObject(value)) return Object.entries(value).map(([k, v]) => `;${encodeStrict(k)}=${encodeStrict(scalar(v))}`).join('');
+      return `;${key}=${simpleValue(value, false, encodeStrict)}`;
+    }
+    default:
+      return simpleValue(value, explode, encodeStrict);
+  }
+}
+
 /** The `k=v` pairs of one query parameter: arrays repeated (or joined when not exploded), null a bare key. */
 function queryPairs(plan: ParameterPlan, value: unknown): string[] {
   const key = encodeStrict(plan.name);
@@ -76,7 +98,8 @@ function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boun
  * Build the HTTP request of a tool call, or return the message of an argument problem (a missing required
  * path parameter or body). `args` is the tool's `arguments`: `{path?, query?, header?, body?}`.
  *
- * - path: `{name}` filled, strings percent-encoded (all but unreserved characters), numbers as they are;
+ * - path: `{name}` filled per its style (`simple`, `label`, `matrix`), strings percent-encoded (all but unreserved
+ *   characters), numbers as they are; a value that fills nothing or makes a dot segment refused;
  * - query: declared and undeclared keys sent; arrays as repeated keys (`explode`, the default) or joined;
  *   null as a bare key; objects per `style` (`deepObject` as `name[k]=v`);
  * - headers: client headers (`clientHeaders`, minus framing and MCP session headers), then declared header
@@ -96,24 +119,34 @@ export function buildRequest(
 
   const pathPlans = new Map(operation.path.map((p) => [p.name, p]));
   let missing: string | undefined;
-  let dotSegment: string | undefined;
   const template = operation.pathTemplate;
-  const filled = template.replace(/\{([^}]+)\}/g, (whole: string, name: string, at: number) => {
-    const value = pathArgs[name];
-    if (value === undefined || value === null || value === '') {
-      missing ??= name;
-      return '';
-    }
-    const plan = pathPlans.get(name);
-    const text = plan?.style === 'json' ? encodeStrict(JSON.stringify(value)) : simpleValue(value, plan?.explode ?? false, encodeStrict);
-    // `.` and `..` are unreserved, so encoding leaves them: as a whole segment the upstream resolves them, and a
-    // model's `..` reaches an endpoint of the API no tool offers.
-    const wholeSegment = template[at - 1] === '/' && (at + whole.length === template.length || template[at + whole.length] === '/');
-    if (wholeSegment && (text === '.' || text === '..')) dotSegment ??= `path parameter \`${name}\` may not be \`${text}\` (a dot segment would call another path of the API)`;
-    return text;
-  });
+  const fill = (segment: string): string =>
+    segment.replace(/\{([^}]+)\}/g, (_whole: string, name: string) => {
+      const value = pathArgs[name];
+      // `[]` and `{}` fill nothing: `/pet/` is another endpoint than `/pet/{id}`.
+      if (value === undefined || value === null || value === '' || (typeof value === 'object' && Object.keys(value).length === 0)) {
+        missing ??= name;
+        return '';
+      }
+      return pathValue(pathPlans.get(name), name, value);
+    });
+  let dotSegment: string | undefined;
+  const filled = template
+    .split('/')
+    .map((segment) => {
+      if (!segment.includes('{')) return segment;
+      const text = fill(segment);
+      // `.` and `..` are unreserved, so encoding leaves them: as a whole segment the upstream resolves them, and a
+      // model's `..` reaches an endpoint of the API no tool offers. Two adjacent parameters can make one too.
+      if (text === '.' || text === '..') {
+        const one = /^\{([^}]+)\}$/.exec(segment)?.[1];
+        dotSegment ??= one !== undefined ? `path parameter \`${one}\` may not be \`${text}\`` : `path parameters may not make the segment \`${text}\``;
+      }
+      return text;
+    })
+    .join('/');
   if (missing !== undefined) return `missing path parameter \`${missing}\` (pass it as arguments.path.${missing})`;
-  if (dotSegment !== undefined) return dotSegment;
+  if (dotSegment !== undefined) return `${dotSegment} (a dot segment would call another path of the API)`;
 
   const queryPlans = new Map(operation.query.map((p) => [p.name, p]));
   const pairs: string[] = [];

@@ -1,0 +1,77 @@
+// The `openapi` transport's calls as a real API sees them: an SDK v1 client through the gateway's `mcp` backend,
+// one `openapi` target in front of a recording HTTP server on 127.0.0.1 (what reached it, and what came back).
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import openapi from '../../plugins/mcp-transports/openapi/plugin.ts';
+import { connectClient, mcpPreset, startMcpGateway } from './harness.ts';
+import type { McpGateway } from './harness.ts';
+import { fullPresetWith } from '../helpers/preset.ts';
+import { testTempDir } from '../helpers/temp-dir.ts';
+
+/** A 1x1 PNG. */
+const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+
+interface Seen {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+}
+
+const DOC = {
+  openapi: '3.1.0',
+  info: { title: 'audit', version: '1' },
+  servers: [{ url: 'http://169.254.169.254/api' }],
+  paths: {
+    '/echo/{id}': { get: { operationId: 'echo', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }] } },
+    '/matrix/{id}': { get: { operationId: 'matrix', parameters: [{ name: 'id', in: 'path', required: true, style: 'matrix', explode: true, schema: { type: 'array', items: { type: 'string' } } }] } },
+    '/label/{id}': { get: { operationId: 'label', parameters: [{ name: 'id', in: 'path', required: true, style: 'label', schema: { type: 'string' } }] } },
+    '/image': { get: { operationId: 'image' } },
+    '/fail': { get: { operationId: 'fail' } },
+  },
+};
+
+describe('openapi target calls against a recording API', () => {
+  let api: Server;
+  let gw: McpGateway;
+  const seen: Seen[] = [];
+  before(async () => {
+    api = createServer((req, res) => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+      if (req.url === '/api/image') {
+        res.writeHead(200, { 'content-type': 'image/png' }).end(PNG);
+      } else if (req.url === '/api/fail') {
+        res.writeHead(503, { 'content-type': 'text/plain' }).end('down');
+      } else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url }));
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    const file = join(testTempDir('switchyard-openapi-calls-'), 'api.json');
+    writeFileSync(file, JSON.stringify(DOC));
+    gw = await startMcpGateway({ targets: [{ name: 'api', openapi: { host: '127.0.0.1', port: (api.address() as AddressInfo).port, schema: { file } } }] }, { preset: fullPresetWith(...mcpPreset, openapi) });
+  });
+  after(async () => {
+    await gw?.stop();
+    await new Promise((r) => api?.close(r));
+  });
+
+  async function call(name: string, args: Record<string, unknown>) {
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      return await client.callTool({ name, arguments: args });
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+    }
+  }
+
+  it('path parameters in `label` and `matrix` style reach the API as the document says (they were sent as `simple`)', async () => {
+    assert.deepEqual((await call('matrix', { path: { id: ['x', 'y'] } })).structuredContent, { url: '/api/matrix/;id=x;id=y' });
+    assert.deepEqual((await call('label', { path: { id: 'x' } })).structuredContent, { url: '/api/label/.x' });
+    // The document's server names another host: only its path is taken, calls go to the configured API.
+    assert.deepEqual((await call('echo', { path: { id: 'a/../b?c#d' } })).structuredContent, { url: '/api/echo/a%2F..%2Fb%3Fc%23d' });
+  });
+});
