@@ -74,4 +74,12 @@ describe('openapi target calls against a recording API', () => {
     // The document's server names another host: only its path is taken, calls go to the configured API.
     assert.deepEqual((await call('echo', { path: { id: 'a/../b?c#d' } })).structuredContent, { url: '/api/echo/a%2F..%2Fb%3Fc%23d' });
   });
+
+  it('an image answer reaches the SDK client as MCP image content with its bytes; a 503 is an error result with its status', async () => {
+    const image = await call('image', {});
+    assert.deepEqual(image.content, [{ type: 'image', data: PNG.toString('base64'), mimeType: 'image/png' }]);
+    const failed = await call('fail', {});
+    assert.equal(failed.isError, true);
+    assert.deepEqual(failed.content, [{ type: 'text', text: 'HTTP 503: down' }]);
+  });
 });

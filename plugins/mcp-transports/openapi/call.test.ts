@@ -145,34 +145,53 @@ describe('buildRequest', () => {
 });
 
 describe('toToolResult', () => {
+  const CALLED = 'http://127.0.0.1:8080/v2/pet/1';
   const valid = (r: ReturnType<typeof toToolResult>): void => void CallToolResultSchema.parse(r);
 
   it('a JSON object: structuredContent plus the same JSON as text', () => {
-    const r = toToolResult({ status: 200, contentType: 'application/json', text: '{"id":1,"name":"doggie"}' });
+    const r = toToolResult({ status: 200, contentType: 'application/json', body: Buffer.from('{"id":1,"name":"doggie"}'), url: CALLED });
     valid(r);
     assert.deepEqual(r, { content: [{ type: 'text', text: '{"id":1,"name":"doggie"}' }], structuredContent: { id: 1, name: 'doggie' } });
   });
 
   it('JSON arrays and scalars are wrapped as {data}; JSON null is text only', () => {
-    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', text: '[1,2]' }).structuredContent, { data: [1, 2] });
-    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', text: '"ok"' }).structuredContent, { data: 'ok' });
-    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', text: 'null' }), { content: [{ type: 'text', text: 'null' }] });
+    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', body: Buffer.from('[1,2]'), url: CALLED }).structuredContent, { data: [1, 2] });
+    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', body: Buffer.from('"ok"'), url: CALLED }).structuredContent, { data: 'ok' });
+    assert.deepEqual(toToolResult({ status: 200, contentType: 'application/json', body: Buffer.from('null'), url: CALLED }), { content: [{ type: 'text', text: 'null' }] });
   });
 
   it('non-JSON or empty 2xx: {code, message}', () => {
-    const r = toToolResult({ status: 200, contentType: 'text/plain', text: 'logged out' });
+    const r = toToolResult({ status: 200, contentType: 'text/plain', body: Buffer.from('logged out'), url: CALLED });
     valid(r);
     assert.deepEqual(r.structuredContent, { code: 200, message: 'logged out' });
-    assert.deepEqual(toToolResult({ status: 204, contentType: undefined, text: '' }).structuredContent, { code: 204, message: '' });
+    assert.deepEqual(toToolResult({ status: 204, contentType: undefined, body: Buffer.from(''), url: CALLED }).structuredContent, { code: 204, message: '' });
   });
 
   it('non-2xx: an isError result with the status and the body', () => {
-    const r = toToolResult({ status: 404, contentType: 'application/json', text: '{"message":"Pet not found"}' });
+    const r = toToolResult({ status: 404, contentType: 'application/json', body: Buffer.from('{"message":"Pet not found"}'), url: CALLED });
     valid(r);
     assert.equal(r.isError, true);
     assert.deepEqual(r.content, [{ type: 'text', text: 'HTTP 404: {"message":"Pet not found"}' }]);
     assert.deepEqual(r.structuredContent, { status: 404, body: { message: 'Pet not found' } });
-    assert.deepEqual(toToolResult({ status: 503, contentType: 'text/plain', text: 'down' }).structuredContent, { status: 503, body: 'down' });
+    assert.deepEqual(toToolResult({ status: 503, contentType: 'text/plain', body: Buffer.from('down'), url: CALLED }).structuredContent, { status: 503, body: 'down' });
     assert.deepEqual(errorResult('boom'), { isError: true, content: [{ type: 'text', text: 'boom' }] });
+  });
+
+  it('an image or audio answer is an image / audio block of its bytes; another binary type an embedded resource (it was mangled as UTF-8 text)', () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0x00]);
+    const image = toToolResult({ status: 200, contentType: 'image/png', body: png, url: CALLED });
+    valid(image);
+    assert.deepEqual(image, { content: [{ type: 'image', data: png.toString('base64'), mimeType: 'image/png' }] });
+    assert.deepEqual(toToolResult({ status: 200, contentType: 'audio/mpeg', body: png, url: CALLED }).content, [{ type: 'audio', data: png.toString('base64'), mimeType: 'audio/mpeg' }]);
+    const pdf = toToolResult({ status: 200, contentType: 'application/pdf', body: png, url: CALLED });
+    valid(pdf);
+    assert.deepEqual(pdf, { content: [{ type: 'resource', resource: { uri: CALLED, mimeType: 'application/pdf', blob: png.toString('base64') } }] });
+    // Text by type, suffix or charset; SVG is XML.
+    for (const type of ['text/csv', 'application/problem+json', 'image/svg+xml', 'application/octet-stream; charset=utf-8', 'application/x-yaml']) {
+      assert.deepEqual(toToolResult({ status: 200, contentType: type, body: Buffer.from('a'), url: CALLED }).structuredContent, { code: 200, message: 'a' }, type);
+    }
+    // An empty binary answer and an error with a binary type stay text.
+    assert.deepEqual(toToolResult({ status: 204, contentType: 'image/png', body: Buffer.alloc(0), url: CALLED }).structuredContent, { code: 204, message: '' });
+    assert.equal(toToolResult({ status: 500, contentType: 'application/octet-stream', body: Buffer.from('boom'), url: CALLED }).isError, true);
   });
 });

@@ -209,7 +209,9 @@ export function buildRequest(
 export interface ApiAnswer {
   readonly status: number;
   readonly contentType: string | undefined;
-  readonly text: string;
+  readonly body: Buffer;
+  /** The URL called (origin and path, before `backendAuth`): names a binary answer's embedded resource. */
+  readonly url: string;
 }
 
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
@@ -221,28 +223,52 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
+/** Media types read as text besides `text/*` (and any type that names a charset). */
+const TEXT_TYPES = /^application\/(?:json|xml|yaml|x-yaml|javascript|ecmascript|graphql|x-ndjson|x-www-form-urlencoded)$|[+\/](?:json|xml|yaml)$/;
+
+/** How a 2xx answer of `contentType` is given to the client: as text, or its bytes as image, audio or a blob. */
+export function answerKind(contentType: string | undefined): 'text' | 'image' | 'audio' | 'blob' {
+  if (contentType === undefined) return 'text';
+  const [type = '', ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
+  if (type === '' || type.startsWith('text/') || TEXT_TYPES.test(type) || params.some((p) => p.startsWith('charset='))) return 'text';
+  if (type.startsWith('image/')) return 'image';
+  if (type.startsWith('audio/')) return 'audio';
+  return 'blob';
+}
+
 /**
  * Turn the API's answer into a `tools/call` result.
  * - 2xx with a JSON object: that object as `structuredContent`, and as a text block of serialised JSON;
  *   JSON arrays and scalars wrapped as `{data: …}`; JSON `null` only as text;
- * - 2xx with anything else (or nothing): `{code: <status>, message: <body text>}`;
+ * - 2xx with an image or audio type: an `image` / `audio` block of its bytes (base64); another binary type (not
+ *   `text/*`, JSON, XML, YAML, nor naming a charset): an embedded `resource` with the bytes as `blob`;
+ * - 2xx with any other text (or nothing): `{code: <status>, message: <body text>}`;
  * - any other status: `isError: true`, a text block `HTTP <status>: <body>` and `structuredContent`
  *   `{status, body}` (the body parsed when it is JSON).
  */
 export function toToolResult(answer: ApiAnswer): CallToolResult {
-  const parsed = parseJson(answer.text);
-  if (answer.status < 200 || answer.status > 299) {
-    const body = parsed.ok ? parsed.value : answer.text;
+  const ok = answer.status >= 200 && answer.status <= 299;
+  const kind = answerKind(answer.contentType);
+  if (ok && kind !== 'text' && answer.body.length > 0) {
+    const mimeType = answer.contentType!.split(';')[0]!.trim();
+    const data = answer.body.toString('base64');
+    if (kind === 'blob') return { content: [{ type: 'resource', resource: { uri: answer.url, mimeType, blob: data } }] };
+    return { content: [{ type: kind, data, mimeType }] };
+  }
+  const text = answer.body.toString('utf8');
+  const parsed = parseJson(text);
+  if (!ok) {
+    const body = parsed.ok ? parsed.value : text;
     return {
       isError: true,
-      content: [{ type: 'text', text: `HTTP ${answer.status}${answer.text ? `: ${answer.text}` : ''}` }],
+      content: [{ type: 'text', text: `HTTP ${answer.status}${text ? `: ${text}` : ''}` }],
       structuredContent: { status: answer.status, body },
     };
   }
   if (parsed.ok && parsed.value === null) return { content: [{ type: 'text', text: 'null' }] };
   let structured: JsonObject;
   if (parsed.ok) structured = isObject(parsed.value) ? parsed.value : { data: parsed.value };
-  else structured = { code: answer.status, message: answer.text };
+  else structured = { code: answer.status, message: text };
   return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
 }
 

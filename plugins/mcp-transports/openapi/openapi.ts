@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import type { CallToolResult, Implementation, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { notChecked, readCappedText } from 'switchyard/sdk';
+import { notChecked, readCapped } from 'switchyard/sdk';
 import type { BackendCompileContext, CompileContext, PolicySet, UpstreamTarget } from 'switchyard/sdk';
 import { handFetcher } from '../../lib/live-fetcher/live-fetcher.ts';
 import { McpDeadlineError, formatMs, isUpstreamTimeout, mcpDeadlines } from '../../lib/mcp/deadlines.ts';
@@ -202,10 +202,11 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
               headersTimeoutMs: deadlines.responseMs,
               idleTimeoutMs: deadlines.idleMs,
             });
-            const text = await readCappedText(response.body, MAX_RESPONSE_BYTES);
-            const contentType = response.headers['content-type'];
+            const body = await readCapped(response.body, MAX_RESPONSE_BYTES);
+            const type = response.headers['content-type'];
+            const contentType = Array.isArray(type) ? type[0] : type;
             logger.debug('openapi tool call', { tool: name, method: built.method, path: built.path, status: response.status, ms: Math.round(performance.now() - started) });
-            return toToolResult({ status: response.status, contentType, text });
+            return toToolResult({ status: response.status, contentType, body, url: `${origin}${built.path}` });
           } catch (err) {
             if (signal.aborted) throw err;
             if (isUpstreamTimeout(err)) throw expired(err, (err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT');
