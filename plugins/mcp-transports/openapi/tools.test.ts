@@ -157,9 +157,26 @@ describe('tool names without operationId', () => {
     assert.equal(derivedToolName('GET', '/pet/{petId}'), 'get_pet_petId');
     assert.equal(derivedToolName('post', '/store/order'), 'post_store_order');
     assert.equal(derivedToolName('get', '/'), 'get_root');
-    assert.equal(derivedToolName('get', '/a b/{c d}/x.json'), 'get_a_b_c_d_x.json');
+    assert.equal(derivedToolName('get', '/a b/{c d}/x.json'), 'get_a_b_c_d_x_json');
     assert.equal(toolName('find pet by id'), 'find_pet_by_id');
-    assert.equal(toolName('x'.repeat(200)).length, 128);
+    // What LLM APIs take as a function name (OpenAI, Anthropic: `^[a-zA-Z0-9_-]{1,64}$`): no dots, 64 at most.
+    assert.equal(toolName('pets.list'), 'pets_list');
+    assert.equal(toolName('x'.repeat(200)).length, 64);
+  });
+
+  it('every name, derived, cleaned or suffixed, is one an LLM API takes (`^[a-zA-Z0-9_-]{1,64}$`) and unique (a suffix made it 130 long)', () => {
+    const long = 'a'.repeat(140);
+    const paths = {
+      '/a': { get: { operationId: long, responses: {} }, post: { operationId: long, responses: {} }, put: { operationId: `${long}b`, responses: {} } },
+      '/b': { get: { operationId: 'drive.files.list', responses: {} }, post: { operationId: 'drive_files_list', responses: {} } },
+      '/very/long/path/with/many/segments/that/make/a/derived/name/longer/than/sixty-four/characters.json': { get: { responses: {} } },
+    };
+    const { tools } = convertDocument(parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths }), 'inline'));
+    const names = tools.map((t) => t.tool.name);
+    assert.equal(names.length, 6);
+    for (const name of names) assert.match(name, /^[a-zA-Z0-9_-]{1,64}$/);
+    assert.equal(new Set(names).size, names.length);
+    assert.deepEqual(names.slice(1, 5), [`${'a'.repeat(62)}_2`, `${'a'.repeat(62)}_3`, 'drive_files_list', 'drive_files_list_2']);
   });
 
   it('a taken name gets a numbered suffix in document order, with a warning', () => {

@@ -10,8 +10,11 @@ import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 /** Header parameters OpenAPI says to ignore: the request's own framing decides them. */
 const IGNORED_HEADER_PARAMS = new Set(['accept', 'content-type', 'authorization']);
-/** MCP tool names: 1–128 of these characters (MCP 2025-11-25). */
-const TOOL_NAME_MAX = 128;
+/**
+ * Tool names: 1-64 of `[A-Za-z0-9_-]`, what LLM APIs take as a function name (OpenAI, Anthropic); MCP 2025-11-25
+ * allows 128 and dots, but a client hands the names to a model, whose API refuses the whole request for one. ADR 0163.
+ */
+const TOOL_NAME_MAX = 64;
 /**
  * JSON of one tool (its input schema with every `$ref` inlined) past which the tool is left out: more than a model
  * can read, and `$ref`s used many times over expand without bound (expanded-size.ts). ADR 0134.
@@ -83,14 +86,14 @@ export interface ConversionResult {
 export function derivedToolName(method: string, path: string): string {
   const segments = path
     .split('/')
-    .map((s) => s.replace(/[{}]/g, '').replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, ''))
+    .map((s) => s.replace(/[{}]/g, '').replace(/[^A-Za-z0-9_-]+/g, '_').replace(/^_+|_+$/g, ''))
     .filter((s) => s !== '');
   return toolName([method.toLowerCase(), ...(segments.length ? segments : ['root'])].join('_'));
 }
 
-/** `name` made a valid MCP tool name: characters outside `[A-Za-z0-9_.-]` become `_`, at most 128 long. */
+/** `name` made a valid tool name: characters outside `[A-Za-z0-9_-]` become `_`, at most 64 long. */
 export function toolName(name: string): string {
-  const cleaned = name.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, TOOL_NAME_MAX);
+  const cleaned = name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, TOOL_NAME_MAX);
   return cleaned === '' ? '_' : cleaned;
 }
 
@@ -164,11 +167,13 @@ export class OperationConverter {
           let name = tool.tool.name;
           if (used.has(name)) {
             // From the suffix this name reached last: searching from 2 every time made many equal ids quadratic.
+            // The suffix replaces the end of a name already as long as a name may be.
+            const suffixed = (n: number): string => `${name.slice(0, TOOL_NAME_MAX - `_${n}`.length)}_${n}`;
             let n = suffixes.get(name) ?? 2;
-            while (used.has(`${name}_${n}`)) n++;
+            while (used.has(suffixed(n))) n++;
             suffixes.set(name, n + 1);
-            this.warnings.push(`${where}: tool name \`${name}\` is already taken; using \`${name}_${n}\``);
-            name = `${name}_${n}`;
+            this.warnings.push(`${where}: tool name \`${name}\` is already taken; using \`${suffixed(n)}\``);
+            name = suffixed(n);
           }
           used.add(name);
           tools.push(name === tool.tool.name ? tool : { ...tool, tool: { ...tool.tool, name } });
@@ -235,7 +240,7 @@ export class OperationConverter {
 
     const operationId = typeof op.operationId === 'string' && op.operationId.trim() !== '' ? op.operationId.trim() : undefined;
     const name = operationId ? toolName(operationId) : derivedToolName(method, path);
-    if (operationId && name !== operationId) this.warnings.push(`${where}: operationId \`${operationId}\` is not a valid MCP tool name; using \`${name}\``);
+    if (operationId && name !== operationId) this.warnings.push(`${where}: operationId \`${operationId}\` is not a valid tool name (\`[A-Za-z0-9_-]\`, at most 64); using \`${name}\``);
     const summary = typeof op.summary === 'string' && op.summary.trim() !== '' ? op.summary.trim() : undefined;
     const detail = typeof op.description === 'string' && op.description.trim() !== '' ? op.description.trim() : undefined;
     const description = `${op.deprecated === true ? '(Deprecated) ' : ''}${detail ?? summary ?? `${method.toUpperCase()} ${path}`}`;
