@@ -32,6 +32,15 @@ const DOC = {
     '/label/{id}': { get: { operationId: 'label', parameters: [{ name: 'id', in: 'path', required: true, style: 'label', schema: { type: 'string' } }] } },
     '/image': { get: { operationId: 'image' } },
     '/fail': { get: { operationId: 'fail' } },
+    '/cookie': {
+      get: {
+        operationId: 'cookie',
+        parameters: [
+          { name: 'session', in: 'cookie', required: true, schema: { type: 'string' } },
+          { name: 'X-Thing', in: 'header', schema: { type: 'string' } },
+        ],
+      },
+    },
   },
 };
 
@@ -81,5 +90,16 @@ describe('openapi target calls against a recording API', () => {
     const failed = await call('fail', {});
     assert.equal(failed.isError, true);
     assert.deepEqual(failed.content, [{ type: 'text', text: 'HTTP 503: down' }]);
+  });
+
+  it('cookie parameters reach the API as one Cookie header; a header value it cannot carry is refused by name before any request', async () => {
+    const before = seen.length;
+    const ok = await call('cookie', { cookie: { session: 'a b;evil=1' }, header: { 'X-Thing': 'caf\u00e9' } });
+    assert.equal(ok.isError, undefined, JSON.stringify(ok));
+    assert.equal(seen.at(-1)!.headers.cookie, 'session=a%20b%3Bevil%3D1');
+    assert.equal(Buffer.from(seen.at(-1)!.headers['x-thing'] as string, 'latin1').toString('latin1'), 'caf\u00e9');
+    const bad = await call('cookie', { cookie: { session: 's' }, header: { 'X-Thing': 'snow \u2603' } });
+    assert.deepEqual(bad.content, [{ type: 'text', text: "Invalid arguments for tool 'cookie': header parameter `X-Thing` has characters a header cannot carry (controls, or past U+00FF)" }]);
+    assert.equal(seen.length, before + 1);
   });
 });

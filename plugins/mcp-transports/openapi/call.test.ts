@@ -7,7 +7,7 @@ import type { BuiltRequest } from './call.ts';
 import type { OperationPlan, ParameterPlan } from './tools.ts';
 
 const param = (name: string, extra: Partial<ParameterPlan> = {}): ParameterPlan => ({ name, required: false, style: 'form', explode: true, ...extra });
-const op = (extra: Partial<OperationPlan>): OperationPlan => ({ method: 'GET', pathTemplate: '/', path: [], query: [], header: [], body: undefined, ...extra });
+const op = (extra: Partial<OperationPlan>): OperationPlan => ({ method: 'GET', pathTemplate: '/', path: [], query: [], header: [], cookie: [], body: undefined, ...extra });
 const built = (value: BuiltRequest | string): BuiltRequest => {
   assert.equal(typeof value, 'object', `expected a request, got: ${String(value)}`);
   return value as BuiltRequest;
@@ -103,6 +103,23 @@ describe('buildRequest', () => {
     );
     assert.deepEqual(req.headers, { authorization: 'Bearer t', api_key: 'secret', 'x-custom': 'kept', accept: 'application/json' });
     assert.equal(req.method, 'DELETE');
+  });
+
+  it('cookie parameters: one `Cookie` header, values percent-encoded, after the client\'s cookies; a required one must be given', () => {
+    const plan = op({ cookie: [param('session', { required: true }), param('ids', { explode: false }), param('tags'), param('prefs')] });
+    const req = built(buildRequest(plan, '', { cookie: { session: 'a b;c=d', ids: [1, 2], tags: ['x', 'y'], prefs: { k: 'v' }, undeclared: 'no' } }, { cookie: 'theirs=1' }));
+    assert.equal(req.headers.cookie, 'theirs=1; session=a%20b%3Bc%3Dd; ids=1,2; tags=x; tags=y; k=v');
+    assert.equal(built(buildRequest(plan, '', { cookie: { session: 's' } })).headers.cookie, 'session=s');
+    assert.equal(buildRequest(plan, '', { cookie: {} }), 'missing cookie parameter `session` (pass it as arguments.cookie.session)');
+  });
+
+  it('a header parameter value a header cannot carry is an argument problem naming it (undici refused it: "UND_ERR_INVALID_ARG")', () => {
+    const plan = op({ header: [param('X-Thing', { style: 'simple', explode: false })] });
+    for (const value of ['snow \u2603', 'nul \u0000']) {
+      assert.equal(buildRequest(plan, '', { header: { 'X-Thing': value } }), 'header parameter `X-Thing` has characters a header cannot carry (controls, or past U+00FF)');
+    }
+    // Line breaks become spaces; Latin-1 is sent as it is.
+    assert.equal(built(buildRequest(plan, '', { header: { 'X-Thing': 'caf\u00e9\r\nx' } })).headers['x-thing'], 'caf\u00e9 x');
   });
 
   it('a required header parameter must be given', () => {

@@ -74,6 +74,19 @@ function queryPairs(plan: ParameterPlan, value: unknown): string[] {
   return [`${key}=${encodeStrict(scalar(value))}`];
 }
 
+/**
+ * The `name=value` pairs of one cookie parameter (`form` style): arrays and objects joined by `,`, or when exploded
+ * one pair per item (`name=a; name=b`, objects `k=v`); names and values percent-encoded, so no `;`, `,` or space
+ * of a model's value can end the pair or add another cookie.
+ */
+function cookiePairs(plan: ParameterPlan, value: unknown): string[] {
+  const key = encodeStrict(plan.name);
+  if (plan.style === 'json') return [`${key}=${encodeStrict(JSON.stringify(value))}`];
+  if (plan.explode && Array.isArray(value)) return value.map((v) => `${key}=${encodeStrict(scalar(v))}`);
+  if (plan.explode && isObject(value)) return Object.entries(value).map(([k, v]) => `${encodeStrict(k)}=${encodeStrict(scalar(v))}`);
+  return [`${key}=${simpleValue(value, false, encodeStrict)}`];
+}
+
 /** `multipart/form-data` parts: file fields (base64 input) as `application/octet-stream`, others as text. */
 function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boundary: string): Buffer {
   const parts: Buffer[] = [];
@@ -103,7 +116,7 @@ function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boun
  * - query: declared and undeclared keys sent; arrays as repeated keys (`explode`, the default) or joined;
  *   null as a bare key; objects per `style` (`deepObject` as `name[k]=v`);
  * - headers: client headers (`clientHeaders`, minus framing and MCP session headers), then declared header
- *   parameters over them; always `accept: application/json`;
+ *   parameters over them; declared cookie parameters added to the client's `cookie`; always `accept: application/json`;
  * - body: JSON (or URL-encoded form fields, multipart parts, base64-decoded bytes, text, per the operation's
  *   media type).
  */
@@ -116,6 +129,7 @@ export function buildRequest(
   const pathArgs = isObject(args.path) ? args.path : {};
   const queryArgs = isObject(args.query) ? args.query : {};
   const headerArgs = isObject(args.header) ? args.header : {};
+  const cookieArgs = isObject(args.cookie) ? args.cookie : {};
 
   const pathPlans = new Map(operation.path.map((p) => [p.name, p]));
   let missing: string | undefined;
@@ -171,8 +185,22 @@ export function buildRequest(
       continue;
     }
     const oneLine = (s: string): string => s.replace(/[\r\n]+/g, ' ');
-    headers[plan.name.toLowerCase()] = plan.style === 'json' ? oneLine(JSON.stringify(value)) : simpleValue(value, plan.explode, oneLine);
+    const text = plan.style === 'json' ? oneLine(JSON.stringify(value)) : simpleValue(value, plan.explode, oneLine);
+    // What HTTP field values may hold (as node:http checks); undici would refuse the request with a bare code.
+    if (/[^\t\x20-\x7e\x80-\xff]/.test(text)) return `header parameter \`${plan.name}\` has characters a header cannot carry (controls, or past U+00FF)`;
+    headers[plan.name.toLowerCase()] = text;
   }
+  const cookies: string[] = [];
+  for (const plan of operation.cookie) {
+    const value = cookieArgs[plan.name];
+    if (value === undefined || value === null) {
+      if (plan.required) return `missing cookie parameter \`${plan.name}\` (pass it as arguments.cookie.${plan.name})`;
+      continue;
+    }
+    cookies.push(...cookiePairs(plan, value));
+  }
+  // After the client's own cookies, when the backend passes them (ADR 0128).
+  if (cookies.length > 0) headers.cookie = [...(headers.cookie ? [headers.cookie] : []), ...cookies].join('; ');
   headers.accept = 'application/json';
 
   let body: string | Buffer | undefined;

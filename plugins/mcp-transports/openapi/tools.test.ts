@@ -199,7 +199,7 @@ describe('tool names without operationId', () => {
 });
 
 describe('parameters', () => {
-  it('operation parameters override path-item ones (headers case-insensitively); cookies are left out with a warning', () => {
+  it('operation parameters override path-item ones (headers case-insensitively); cookie parameters are a `cookie` group (they were left out)', () => {
     const doc = parseDocument(
       JSON.stringify({
         openapi: '3.1.0',
@@ -234,8 +234,9 @@ describe('parameters', () => {
     assert.deepEqual(props.header, { type: 'object', description: 'Header parameters.', properties: { 'x-trace': { type: 'string', description: 'operation level' } }, required: ['x-trace'] });
     assert.deepEqual(props.query.properties, { limit: { type: 'integer', description: 'Page size.' } });
     assert.equal(props.query.required, undefined);
+    assert.deepEqual(props.cookie, { type: 'object', description: 'Cookie parameters.', properties: { session: { type: 'string' } } });
     assert.deepEqual(tool.inputSchema.required, ['path', 'header']);
-    assert.deepEqual(warnings, ['GET /items/{id}: cookie parameter `session` is not supported and is left out']);
+    assert.deepEqual(warnings, []);
   });
 });
 

@@ -63,6 +63,7 @@ export interface OperationPlan {
   readonly path: readonly ParameterPlan[];
   readonly query: readonly ParameterPlan[];
   readonly header: readonly ParameterPlan[];
+  readonly cookie: readonly ParameterPlan[];
   readonly body: BodyPlan | undefined;
 }
 
@@ -114,7 +115,7 @@ function pickBody(content: JsonObject): { mediaType: string; encoding: BodyPlan[
   return undefined;
 }
 
-/** A group (`path`, `query`, `header`) of the input schema. */
+/** A group (`path`, `query`, `header`, `cookie`) of the input schema. */
 interface Group {
   readonly properties: JsonObject;
   readonly required: string[];
@@ -196,9 +197,9 @@ export class OperationConverter {
   }
 
   private operation(path: string, method: string, item: JsonObject, op: JsonObject, where: string): OpenApiTool {
-    const groups = { path: newGroup(), query: newGroup(), header: newGroup() };
+    const groups = { path: newGroup(), query: newGroup(), header: newGroup(), cookie: newGroup() };
     for (const param of this.parameters(item, op, where)) {
-      const location = param.in as 'path' | 'query' | 'header';
+      const location = param.in as 'path' | 'query' | 'header' | 'cookie';
       const group = groups[location];
       const name = param.name as string;
       const schema = this.parameterSchema(param);
@@ -206,7 +207,7 @@ export class OperationConverter {
       group.properties[name] = schema;
       if (required) group.required.push(name);
       // A parameter described by `content` (not `schema`) is sent as serialised JSON.
-      const style = param.schema === undefined && isObject(param.content) ? 'json' : typeof param.style === 'string' ? param.style : location === 'query' ? 'form' : 'simple';
+      const style = param.schema === undefined && isObject(param.content) ? 'json' : typeof param.style === 'string' ? param.style : location === 'query' || location === 'cookie' ? 'form' : 'simple';
       const explode = typeof param.explode === 'boolean' ? param.explode : style === 'form';
       group.plans.push({ name, required, style, explode });
     }
@@ -221,7 +222,7 @@ export class OperationConverter {
 
     const properties: JsonObject = {};
     const required: string[] = [];
-    for (const key of ['path', 'query', 'header'] as const) {
+    for (const key of ['path', 'query', 'header', 'cookie'] as const) {
       const group = groups[key];
       if (group.plans.length === 0) continue;
       properties[key] = {
@@ -260,11 +261,11 @@ export class OperationConverter {
     };
     return {
       tool,
-      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, body: body?.plan },
+      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan },
     };
   }
 
-  /** Path-item parameters overridden by operation parameters of the same name and location; cookies dropped. */
+  /** Path-item parameters overridden by operation parameters of the same name and location. */
   private parameters(item: JsonObject, op: JsonObject, where: string): JsonObject[] {
     const merged = new Map<string, JsonObject>();
     const owned: string[] = [];
@@ -273,11 +274,7 @@ export class OperationConverter {
       for (const raw of list) {
         const param = this.refs.deref(raw);
         if (!param || typeof param.name !== 'string' || typeof param.in !== 'string') continue;
-        if (param.in === 'cookie') {
-          if (list === op.parameters) this.warnings.push(`${where}: cookie parameter \`${param.name}\` is not supported and is left out`);
-          continue;
-        }
-        if (param.in !== 'path' && param.in !== 'query' && param.in !== 'header') continue;
+        if (param.in !== 'path' && param.in !== 'query' && param.in !== 'header' && param.in !== 'cookie') continue;
         if (param.in === 'header' && IGNORED_HEADER_PARAMS.has(param.name.toLowerCase())) continue;
         // Host, framing and hop-by-hop headers are the gateway's: a model's `Host` would reach another site on the
         // API's address (with the target's backendAuth), its `Content-Length` would break the request.
