@@ -24,6 +24,17 @@ describe('buildRequest', () => {
     assert.equal(encodeStrict('~-._'), '~-._');
   });
 
+  it('an argument the input schema does not list, or a group that is not an object, is refused (it was dropped, the model believing it sent)', () => {
+    const plan = op({ method: 'POST', pathTemplate: '/pet/{petId}', path: [param('petId', { required: true, style: 'simple' })], body: { mediaType: 'application/json', encoding: 'json', required: false } });
+    assert.equal(buildRequest(plan, '', { petId: 1 }), 'unknown argument `petId`: this tool takes `path`, `body` (a parameter goes in its group: arguments.path.petId)');
+    assert.equal(buildRequest(plan, '', { path: { petId: 1 }, limit: 5 }), 'unknown argument `limit`: this tool takes `path`, `body`');
+    assert.equal(buildRequest(op({}), '', { body: {} }), 'unknown argument `body`: this tool takes no arguments');
+    assert.equal(buildRequest(plan, '', { path: 'petId=1' }), 'argument `path` must be an object');
+    // A `query` group takes keys it does not declare (sent as they are), but only when the tool has one.
+    assert.equal(buildRequest(plan, '', { path: { petId: 1 }, query: { a: 1 } }), 'unknown argument `query`: this tool takes `path`, `body`');
+    assert.equal(built(buildRequest(plan, '', { path: { petId: 1 }, body: { a: 1 } })).body, '{"a":1}');
+  });
+
   it('a missing path parameter is an argument problem, not a request', () => {
     const plan = op({ pathTemplate: '/pet/{petId}', path: [param('petId', { required: true, style: 'simple' })] });
     assert.equal(buildRequest(plan, '', {}), 'missing path parameter `petId` (pass it as arguments.path.petId)');

@@ -107,6 +107,27 @@ function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boun
   return Buffer.concat(parts);
 }
 
+/** The argument groups a tool's input schema lists (tools.ts), in its order. */
+function argumentGroups(operation: OperationPlan): string[] {
+  const groups = (['path', 'query', 'header', 'cookie'] as const).filter((g) => operation[g].length > 0);
+  return operation.body ? [...groups, 'body'] : groups;
+}
+
+/** The problem with an argument the tool's input schema does not list, or a parameter group that is not an object. */
+function unknownArgument(operation: OperationPlan, args: JsonObject): string | undefined {
+  const groups = argumentGroups(operation);
+  for (const [key, value] of Object.entries(args)) {
+    if (value === undefined) continue;
+    if (!groups.includes(key)) {
+      const takes = groups.length ? `this tool takes ${groups.map((g) => `\`${g}\``).join(', ')}` : 'this tool takes no arguments';
+      const group = (['path', 'query', 'header', 'cookie'] as const).find((g) => operation[g].some((p) => p.name === key));
+      return `unknown argument \`${key}\`: ${takes}${group ? ` (a parameter goes in its group: arguments.${group}.${key})` : ''}`;
+    }
+    if (key !== 'body' && !isObject(value)) return `argument \`${key}\` must be an object`;
+  }
+  return undefined;
+}
+
 /**
  * Build the HTTP request of a tool call, or return the message of an argument problem (a missing required
  * path parameter or body). `args` is the tool's `arguments`: `{path?, query?, header?, body?}`.
@@ -126,6 +147,8 @@ export function buildRequest(
   args: JsonObject,
   clientHeaders: Readonly<Record<string, string>> = {},
 ): BuiltRequest | string {
+  const unknown = unknownArgument(operation, args);
+  if (unknown !== undefined) return unknown;
   const pathArgs = isObject(args.path) ? args.path : {};
   const queryArgs = isObject(args.query) ? args.query : {};
   const headerArgs = isObject(args.header) ? args.header : {};
