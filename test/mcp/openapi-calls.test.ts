@@ -30,7 +30,7 @@ const DOC = {
     '/echo/{id}': { get: { operationId: 'echo', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }] } },
     '/matrix/{id}': { get: { operationId: 'matrix', parameters: [{ name: 'id', in: 'path', required: true, style: 'matrix', explode: true, schema: { type: 'array', items: { type: 'string' } } }] } },
     '/label/{id}': { get: { operationId: 'label', parameters: [{ name: 'id', in: 'path', required: true, style: 'label', schema: { type: 'string' } }] } },
-    '/image': { get: { operationId: 'image' } },
+    '/image': { get: { operationId: 'image', responses: { '200': { description: 'a PNG', content: { 'image/png': {} } } } } },
     '/fail': { get: { operationId: 'fail' } },
     '/cookie': {
       get: {
@@ -52,6 +52,8 @@ describe('openapi target calls against a recording API', () => {
     api = createServer((req, res) => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers });
       if (req.url === '/api/image') {
+        // As an API that negotiates does: only what the document says it serves.
+        if (req.headers.accept !== 'image/png') return void res.writeHead(406).end();
         res.writeHead(200, { 'content-type': 'image/png' }).end(PNG);
       } else if (req.url === '/api/fail') {
         res.writeHead(503, { 'content-type': 'text/plain' }).end('down');

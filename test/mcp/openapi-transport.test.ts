@@ -123,7 +123,8 @@ describe('openapi transport: Petstore as MCP tools', () => {
     const sent = petstore.received.slice(seen).find((r) => r.url.startsWith('/v2/pet/'))!;
     assert.equal(sent.method, 'GET');
     assert.equal(sent.url, '/v2/pet/1');
-    assert.equal(sent.headers.accept, 'application/json');
+    // The 2xx media types the document declares, JSON preferred (ADR 0163).
+    assert.equal(sent.headers.accept, 'application/json, application/xml;q=0.9');
     assert.equal(sent.headers.host, `127.0.0.1:${petstore.port}`);
   });
 

@@ -7,7 +7,7 @@ import type { BuiltRequest } from './call.ts';
 import type { OperationPlan, ParameterPlan } from './tools.ts';
 
 const param = (name: string, extra: Partial<ParameterPlan> = {}): ParameterPlan => ({ name, required: false, style: 'form', explode: true, ...extra });
-const op = (extra: Partial<OperationPlan>): OperationPlan => ({ method: 'GET', pathTemplate: '/', path: [], query: [], header: [], cookie: [], body: undefined, ...extra });
+const op = (extra: Partial<OperationPlan>): OperationPlan => ({ method: 'GET', pathTemplate: '/', path: [], query: [], header: [], cookie: [], body: undefined, accept: 'application/json', ...extra });
 const built = (value: BuiltRequest | string): BuiltRequest => {
   assert.equal(typeof value, 'object', `expected a request, got: ${String(value)}`);
   return value as BuiltRequest;

@@ -137,7 +137,7 @@ function unknownArgument(operation: OperationPlan, args: JsonObject): string | u
  * - query: declared and undeclared keys sent; arrays as repeated keys (`explode`, the default) or joined;
  *   null as a bare key; objects per `style` (`deepObject` as `name[k]=v`);
  * - headers: client headers (`clientHeaders`, minus framing and MCP session headers), then declared header
- *   parameters over them; declared cookie parameters added to the client's `cookie`; always `accept: application/json`;
+ *   parameters over them; declared cookie parameters added to the client's `cookie`; `accept` the operation's 2xx media types;
  * - body: JSON (or URL-encoded form fields, multipart parts, base64-decoded bytes, text, per the operation's
  *   media type).
  */
@@ -224,7 +224,7 @@ export function buildRequest(
   }
   // After the client's own cookies, when the backend passes them (ADR 0128).
   if (cookies.length > 0) headers.cookie = [...(headers.cookie ? [headers.cookie] : []), ...cookies].join('; ');
-  headers.accept = 'application/json';
+  headers.accept = operation.accept;
 
   let body: string | Buffer | undefined;
   const plan = operation.body;

@@ -240,6 +240,30 @@ describe('parameters', () => {
   });
 });
 
+describe('answers and bodies the document declares', () => {
+  const convert = (paths: Record<string, unknown>) =>
+    convertDocument(parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, components: { responses: { Img: { description: 'i', content: { 'image/png': {} } } } }, paths }), 'inline'));
+
+  it('`accept` names the 2xx media types, JSON first and preferred (an image-only API answered 406 to `application/json`)', () => {
+    const { tools } = convert({
+      '/img': { get: { operationId: 'img', responses: { '200': { $ref: '#/components/responses/Img' } } } },
+      '/pet': { get: { operationId: 'pet', responses: { '200': { description: 'p', content: { 'application/xml': {}, 'application/json': {} } }, '404': { description: 'n', content: { 'text/html': {} } } } } },
+      '/none': { get: { operationId: 'none', responses: { '204': { description: 'empty' } } } },
+      '/junk': { get: { operationId: 'junk', responses: { '2XX': { description: 'j', content: { 'bad type\r\nx': {}, 'text/csv': {} } } } } },
+    });
+    assert.deepEqual(
+      tools.map((t) => t.operation.accept),
+      ['image/png', 'application/json, application/xml;q=0.9', 'application/json', 'text/csv'],
+    );
+  });
+
+  it('a request body in no media type the gateway sends is a warning at load: the tool sends none', () => {
+    const { tools, warnings } = convert({ '/x': { post: { operationId: 'x', requestBody: { required: true, content: { 'application/xml': { schema: { type: 'object' } } } }, responses: {} } } });
+    assert.equal(tools[0]!.operation.body, undefined);
+    assert.deepEqual(warnings, ['POST /x: request body of `application/xml` is not one the gateway sends (JSON, form, multipart, octet-stream, text/plain); the tool sends none']);
+  });
+});
+
 describe('cycles', () => {
   it('a self-referencing schema terminates with a marked cut', () => {
     const { tools } = convertDocument(load('3.0/json/circular-request-bodies.json'));

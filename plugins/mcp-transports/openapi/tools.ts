@@ -65,6 +65,8 @@ export interface OperationPlan {
   readonly header: readonly ParameterPlan[];
   readonly cookie: readonly ParameterPlan[];
   readonly body: BodyPlan | undefined;
+  /** The `accept` header: the media types of the operation's 2xx answers, JSON preferred. */
+  readonly accept: string;
 }
 
 /** An MCP tool made from one operation, plus the plan to call it. */
@@ -233,7 +235,7 @@ export class OperationConverter {
       };
       if (group.required.length) required.push(key);
     }
-    const body = this.requestBody(op);
+    const body = this.requestBody(op, where);
     if (body) {
       properties.body = body.schema;
       if (body.plan.required) required.push('body');
@@ -261,7 +263,7 @@ export class OperationConverter {
     };
     return {
       tool,
-      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan },
+      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op) },
     };
   }
 
@@ -306,11 +308,36 @@ export class OperationConverter {
     return Object.keys(extra).length ? { ...schema, ...extra } : schema;
   }
 
-  private requestBody(op: JsonObject): { schema: unknown; plan: BodyPlan } | undefined {
+  /**
+   * The media types of the 2xx answers (`200`..., `2XX`), JSON first and the others at `q=0.9` so a server that
+   * can answer JSON does; `application/json` when none is declared. A type that is not `type/subtype` is skipped.
+   */
+  private accept(op: JsonObject): string {
+    const types: string[] = [];
+    for (const [code, raw] of Object.entries(isObject(op.responses) ? op.responses : {})) {
+      if (!/^2(?:\d\d|XX)$/i.test(code)) continue;
+      const response = this.refs.deref(raw);
+      for (const type of Object.keys(isObject(response?.content) ? response.content : {})) {
+        const bare = type.split(';')[0]!.trim().toLowerCase();
+        if (/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+*-]+$/.test(bare) && !types.includes(bare)) types.push(bare);
+      }
+    }
+    const json = types.filter((t) => t === 'application/json' || t.endsWith('+json'));
+    const rest = types.filter((t) => !json.includes(t)).slice(0, 16);
+    if (json.length === 0 && rest.length === 0) return 'application/json';
+    if (json.length === 0) return rest.join(', ');
+    return [...json.slice(0, 4), ...rest.map((t) => `${t};q=0.9`)].join(', ');
+  }
+
+  private requestBody(op: JsonObject, where: string): { schema: unknown; plan: BodyPlan } | undefined {
     const body = this.refs.deref(op.requestBody);
     if (!body || !isObject(body.content)) return undefined;
     const picked = pickBody(body.content);
-    if (!picked) return undefined;
+    if (!picked) {
+      const types = Object.keys(body.content).slice(0, 4).map((t) => `\`${t}\``).join(', ');
+      this.warnings.push(`${where}: request body of ${types} is not one the gateway sends (JSON, form, multipart, octet-stream, text/plain); the tool sends none`);
+      return undefined;
+    }
     const media = body.content[picked.mediaType];
     let plan: BodyPlan = { ...picked, required: body.required === true };
     let schema: unknown;
