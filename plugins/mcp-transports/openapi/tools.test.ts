@@ -425,6 +425,24 @@ describe('hostile documents: how large the tools may get (ADR 0134)', () => {
     assert.ok(ms < 5000, `${Math.round(ms)} ms`);
   });
 
+  it('a chain of parameter `$ref`s, each with a sibling, leaves its operations out at once (5,000 links, 290 KB, blocked the loader 51 s)', () => {
+    const parameters: Record<string, unknown> = {};
+    for (let i = 0; i < 5000; i++) parameters[`p${i}`] = { $ref: `#/components/parameters/p${i + 1}`, [`x${i}`]: 1 };
+    parameters.p5000 = { name: 'q', in: 'query', schema: { type: 'string' } };
+    parameters.short = { $ref: '#/components/parameters/p4990', description: 'outer' };
+    const paths: Record<string, unknown> = { '/ok': { get: { operationId: 'ok', parameters: [{ $ref: '#/components/parameters/short' }] } } };
+    for (let j = 0; j < 10; j++) paths[`/a${j}`] = { get: { operationId: `a${j}`, parameters: [{ $ref: '#/components/parameters/p0' }] } };
+    const started = performance.now();
+    const { tools, warnings } = convertDocument(parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths, components: { parameters } }), 'inline'));
+    const ms = performance.now() - started;
+    assert.deepEqual(tools.map((t) => t.tool.name), ['ok']);
+    // The outermost sibling wins, as before.
+    assert.deepEqual((tools[0]!.tool.inputSchema.properties!.query as Record<string, any>).properties.q, { type: 'string', description: 'outer' });
+    assert.equal(warnings.length, 10);
+    assert.equal(warnings[0], 'GET /a0: left out: `$ref: #/components/parameters/p0` starts a chain of more than 64 references');
+    assert.ok(ms < 2000, `${Math.round(ms)} ms`);
+  });
+
   it('a huge enum used by many operations: tools past 32 MiB of JSON in all are left out, with one warning', () => {
     const values = Array.from({ length: 100_000 }, (_, i) => `value-${i}`);
     const paths: Record<string, unknown> = {};
