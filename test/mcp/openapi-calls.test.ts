@@ -30,6 +30,7 @@ const DOC = {
     '/echo/{id}': { get: { operationId: 'echo', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }] } },
     '/matrix/{id}': { get: { operationId: 'matrix', parameters: [{ name: 'id', in: 'path', required: true, style: 'matrix', explode: true, schema: { type: 'array', items: { type: 'string' } } }] } },
     '/label/{id}': { get: { operationId: 'label', parameters: [{ name: 'id', in: 'path', required: true, style: 'label', schema: { type: 'string' } }] } },
+    '/own': { get: { operationId: 'own', servers: [{ url: 'https://elsewhere.example/{v}', variables: { v: { default: 'other' } } }] } },
     '/image': { get: { operationId: 'image', responses: { '200': { description: 'a PNG', content: { 'image/png': {} } } } } },
     '/fail': { get: { operationId: 'fail' } },
     '/cookie': {
@@ -79,11 +80,13 @@ describe('openapi target calls against a recording API', () => {
     }
   }
 
-  it('path parameters in `label` and `matrix` style reach the API as the document says (they were sent as `simple`)', async () => {
+  it('path parameters in `label` and `matrix` style reach the API as the document says (they were sent as `simple`); an operation\'s own servers give its base path', async () => {
     assert.deepEqual((await call('matrix', { path: { id: ['x', 'y'] } })).structuredContent, { url: '/api/matrix/;id=x;id=y' });
     assert.deepEqual((await call('label', { path: { id: 'x' } })).structuredContent, { url: '/api/label/.x' });
     // The document's server names another host: only its path is taken, calls go to the configured API.
     assert.deepEqual((await call('echo', { path: { id: 'a/../b?c#d' } })).structuredContent, { url: '/api/echo/a%2F..%2Fb%3Fc%23d' });
+    // An operation's own servers give its base path (they were not read); the host is still the configured one.
+    assert.deepEqual((await call('own', {})).structuredContent, { url: '/other/own' });
   });
 
   it('an image answer reaches the SDK client as MCP image content with its bytes; a 503 is an error result with its status', async () => {

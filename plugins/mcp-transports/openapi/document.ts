@@ -111,11 +111,16 @@ export function parseDocument(text: string, label: string): OpenApiDocument {
 }
 
 /**
- * The path of the document's first server URL (`http://petstore.swagger.io/v2` → `/v2`, `/api` → `/api`),
+ * The path of the document's first server URL (`http://petstore.swagger.io/v2` -> `/v2`, `/api` -> `/api`),
  * server variables filled with their defaults; `''` without servers. `count` says how many servers there were.
  */
 export function serverBasePath(doc: OpenApiDocument): { path: string; count: number } {
-  const servers = (doc.servers ?? []).filter(isObject);
+  return serversPath(doc.servers ?? []);
+}
+
+/** The path of the first of `servers` (a document's, a path item's or an operation's), as serverBasePath. */
+export function serversPath(list: readonly unknown[]): { path: string; count: number } {
+  const servers = list.filter(isObject);
   const first = servers[0];
   if (!first || typeof first.url !== 'string') return { path: '', count: servers.length };
   const variables = isObject(first.variables) ? first.variables : {};

@@ -109,8 +109,8 @@ function viewOf(loaded: LoadedDocument, configured: string | undefined): TargetV
  * each call, else the `config.defaultTimeouts` response and idle deadlines), or with the backend's policies when
  * `configure` was not called. A call that runs out of time is a JSON-RPC error naming the target and the deadline.
  *
- * Base path: `path` (or the path of a `host` URL) when given, else the path of the document's first
- * `servers[].url`, else none.
+ * Base path: `path` (or the path of a `host` URL) when given, else the path of the operation's (or its path
+ * item's) first `servers[].url`, else the document's, else none.
  *
  * The document is read again when it changes (a file) or expires (a URL): sessions opened after see its tools,
  * and live ones are sent `notifications/tools/list_changed` (ADR 0137).
@@ -187,7 +187,9 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
         async callTool(name, args, signal): Promise<CallToolResult> {
           const { byName, basePath } = current();
           const operation = byName.get(name)!.operation;
-          const built = buildRequest(operation, basePath, args, options.headers);
+          // `path` (or a `host` URL) wins; else the operation's own servers, else the document's.
+          const base = first.basePath ?? operation.basePath ?? basePath;
+          const built = buildRequest(operation, base, args, options.headers);
           if (typeof built === 'string') return errorResult(`Invalid arguments for tool '${name}': ${built}`);
           const started = performance.now();
           try {

@@ -257,6 +257,23 @@ describe('answers and bodies the document declares', () => {
     );
   });
 
+  it('a path item\'s or operation\'s own `servers` give that operation its base path (they were not read: calls went under the document\'s)', () => {
+    const { tools } = convertDocument(load('3.0/json/server-path-level.json'));
+    assert.deepEqual(
+      Object.fromEntries(tools.map((t) => [t.operation.pathTemplate, t.operation.basePath])),
+      {
+        '/relative-path-server': '/v2',
+        '/relative-operation-server': '/v3',
+        '/operation-server-variables': '/v3',
+        '/path-item-ref-server': '',
+        '/path-item-server-source': '',
+        // An empty list names no server: the next level's (here the document's) applies.
+        '/empty-operation-servers': '',
+        '/empty-path-item-servers': undefined,
+      },
+    );
+  });
+
   it('a request body in no media type the gateway sends is a warning at load: the tool sends none', () => {
     const { tools, warnings } = convert({ '/x': { post: { operationId: 'x', requestBody: { required: true, content: { 'application/xml': { schema: { type: 'object' } } } }, responses: {} } } });
     assert.equal(tools[0]!.operation.body, undefined);

@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { isObject } from './document.ts';
+import { isObject, serversPath } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { jsonExtent } from './expanded-size.ts';
 import type { JsonExtent } from './expanded-size.ts';
@@ -67,6 +67,8 @@ export interface OperationPlan {
   readonly body: BodyPlan | undefined;
   /** The `accept` header: the media types of the operation's 2xx answers, JSON preferred. */
   readonly accept: string;
+  /** The path of the operation's own or its path item's first server, when either lists one; else the document's. */
+  readonly basePath?: string;
 }
 
 /** An MCP tool made from one operation, plus the plan to call it. */
@@ -263,7 +265,7 @@ export class OperationConverter {
     };
     return {
       tool,
-      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op) },
+      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op), ...ownServer(item, op) },
     };
   }
 
@@ -362,6 +364,14 @@ export class OperationConverter {
     }
     return { schema, plan };
   }
+}
+
+/** The base path of an operation's own `servers`, else its path item's (an empty list names none). */
+function ownServer(item: JsonObject, op: JsonObject): { basePath?: string } {
+  for (const servers of [op.servers, item.servers]) {
+    if (Array.isArray(servers) && servers.length > 0) return { basePath: serversPath(servers).path };
+  }
+  return {};
 }
 
 function newGroup(): Group {
