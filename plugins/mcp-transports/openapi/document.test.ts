@@ -83,6 +83,16 @@ describe('RefResolver', () => {
     assert.deepEqual(resolver.inline({ $ref: '#/components/schemas/Bounded' }), { type: 'integer', exclusiveMinimum: 1, maximum: 9, examples: [3] });
   });
 
+  it('3.0 `nullable` without a single `type` still lets null through (the `allOf: [$ref]` idiom refused null)', () => {
+    const ref = { $ref: '#/components/schemas/a~1b' };
+    assert.deepEqual(resolver.inline({ nullable: true, allOf: [ref], description: 'd' }), { anyOf: [{ allOf: [{ type: 'string' }] }, { type: 'null' }], description: 'd' });
+    assert.deepEqual(resolver.inline({ nullable: true, oneOf: [ref, { type: 'integer' }] }), { anyOf: [{ oneOf: [{ type: 'string' }, { type: 'integer' }] }, { type: 'null' }] });
+    assert.deepEqual(resolver.inline({ type: ['string', 'integer'], nullable: true }), { type: ['string', 'integer', 'null'] });
+    // `nullable: false`, and a schema that already takes null, are left as they are.
+    assert.deepEqual(resolver.inline({ nullable: false, allOf: [ref] }), { allOf: [{ type: 'string' }] });
+    assert.deepEqual(resolver.inline({ type: ['string', 'null'], nullable: true }), { type: ['string', 'null'] });
+  });
+
   it('keeps $ref siblings (3.1) over the referenced schema', () => {
     assert.deepEqual(resolver.inline({ $ref: '#/components/schemas/a~1b', description: 'why' }), { type: 'string', description: 'why' });
   });

@@ -163,7 +163,19 @@ export class RefResolver {
 function normaliseDialect(source: JsonObject, out: JsonObject): JsonObject {
   if (source.nullable === true) {
     if (typeof out.type === 'string') out.type = [out.type, 'null'];
+    else if (Array.isArray(out.type) && !out.type.includes('null')) out.type = [...out.type, 'null'];
     if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
+    // `nullable` beside `allOf: [{$ref}]` (3.0 allows no other way to make a reference nullable): null or the rest.
+    if (out.type === undefined && out.enum === undefined) {
+      const composed: JsonObject = {};
+      for (const key of ['allOf', 'oneOf', 'anyOf']) {
+        if (key in out) {
+          composed[key] = out[key];
+          delete out[key];
+        }
+      }
+      if (Object.keys(composed).length > 0) out.anyOf = [composed, { type: 'null' }];
+    }
   }
   for (const [bound, exclusive] of [
     ['minimum', 'exclusiveMinimum'],
