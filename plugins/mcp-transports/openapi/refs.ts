@@ -159,6 +159,48 @@ export class RefResolver {
   }
 }
 
+/**
+ * `schema` (inlined) as a request takes it: properties marked `readOnly` left out, and out of `required` (OpenAPI:
+ * they are sent by the server only). Copies only what changes; a shared part is visited once (`seen`), so the walk
+ * costs the schema graph, not its JSON.
+ */
+export function writableOnly(schema: unknown, seen: Map<object, unknown> = new Map()): unknown {
+  if (!isObject(schema)) return schema;
+  const known = seen.get(schema);
+  if (known !== undefined) return known;
+  seen.set(schema, schema);
+  let out: JsonObject | undefined;
+  const set = (key: string, value: unknown): void => {
+    out ??= { ...schema };
+    out[key] = value;
+  };
+  for (const [key, value] of Object.entries(schema)) {
+    if (SCHEMA_KEYWORDS.has(key) || SCHEMA_LIST_KEYWORDS.has(key)) {
+      const next = Array.isArray(value) ? value.map((v) => writableOnly(v, seen)) : writableOnly(value, seen);
+      if (Array.isArray(value) ? (next as unknown[]).some((v, i) => v !== value[i]) : next !== value) set(key, next);
+    } else if (SCHEMA_MAP_KEYWORDS.has(key) && isObject(value)) {
+      const map: JsonObject = {};
+      let changed = false;
+      for (const [name, sub] of Object.entries(value)) {
+        if (key === 'properties' && isObject(sub) && sub.readOnly === true) {
+          changed = true;
+          continue;
+        }
+        map[name] = writableOnly(sub, seen);
+        if (map[name] !== sub) changed = true;
+      }
+      if (changed) set(key, map);
+    }
+  }
+  if (out && isObject(schema.properties) && Array.isArray(schema.required)) {
+    const kept = out.properties as JsonObject;
+    const props = schema.properties;
+    out.required = schema.required.filter((name) => typeof name !== 'string' || !(isObject(props[name]) && props[name].readOnly === true && !Object.hasOwn(kept, name)));
+  }
+  seen.set(schema, out ?? schema);
+  return out ?? schema;
+}
+
 /** Map the OpenAPI 3.0 schema dialect onto JSON Schema 2020-12 (no-ops for 3.1 documents). */
 function normaliseDialect(source: JsonObject, out: JsonObject): JsonObject {
   if (source.nullable === true) {

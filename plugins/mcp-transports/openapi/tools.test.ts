@@ -241,8 +241,18 @@ describe('parameters', () => {
 });
 
 describe('answers and bodies the document declares', () => {
-  const convert = (paths: Record<string, unknown>) =>
-    convertDocument(parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, components: { responses: { Img: { description: 'i', content: { 'image/png': {} } } } }, paths }), 'inline'));
+  const components = {
+    responses: { Img: { description: 'i', content: { 'image/png': {} } } },
+    schemas: {
+      Pet: {
+        type: 'object',
+        required: ['id', 'name'],
+        properties: { id: { type: 'integer', readOnly: true }, name: { type: 'string' }, password: { type: 'string', writeOnly: true }, tags: { type: 'array', items: { $ref: '#/components/schemas/Tag' } } },
+      },
+      Tag: { type: 'object', required: ['tagId', 'label'], properties: { tagId: { readOnly: true, type: 'integer' }, label: { type: 'string' } } },
+    },
+  };
+  const convert = (paths: Record<string, unknown>) => convertDocument(parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, components, paths }), 'inline'));
 
   it('`accept` names the 2xx media types, JSON first and preferred (an image-only API answered 406 to `application/json`)', () => {
     const { tools } = convert({
@@ -272,6 +282,18 @@ describe('answers and bodies the document declares', () => {
         '/empty-path-item-servers': undefined,
       },
     );
+  });
+
+  it('a request body leaves out `readOnly` properties, also from `required` (a model was asked for the server\'s `id`)', () => {
+    const { tools } = convert({
+      '/pets': { post: { operationId: 'add', requestBody: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Pet' } } } }, responses: {} } },
+    });
+    const body = tools[0]!.tool.inputSchema.properties!.body as Record<string, any>;
+    assert.deepEqual(body, {
+      type: 'object',
+      required: ['name'],
+      properties: { name: { type: 'string' }, password: { type: 'string', writeOnly: true }, tags: { type: 'array', items: { type: 'object', required: ['label'], properties: { label: { type: 'string' } } } } },
+    });
   });
 
   it('a request body in no media type the gateway sends is a warning at load: the tool sends none', () => {

@@ -3,7 +3,7 @@ import { isObject, serversPath } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { jsonExtent } from './expanded-size.ts';
 import type { JsonExtent } from './expanded-size.ts';
-import { ExpansionLimit, RefResolver } from './refs.ts';
+import { ExpansionLimit, RefResolver, writableOnly } from './refs.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 
 /** HTTP methods an OpenAPI path item may hold, lower-case as in the document. */
@@ -344,7 +344,7 @@ export class OperationConverter {
     let plan: BodyPlan = { ...picked, required: body.required === true };
     let schema: unknown;
     if (picked.encoding === 'binary') schema = { type: 'string', contentEncoding: 'base64', description: 'The request body, base64-encoded.' };
-    else schema = this.refs.inline(isObject(media) && media.schema !== undefined ? media.schema : {});
+    else schema = writableOnly(this.refs.inline(isObject(media) && media.schema !== undefined ? media.schema : {}));
     if (picked.encoding === 'multipart' && isObject(schema) && isObject(schema.properties)) {
       // File fields take base64 text, as binary cannot travel in JSON arguments.
       const properties: JsonObject = {};
