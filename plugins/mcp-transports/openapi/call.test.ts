@@ -93,6 +93,11 @@ describe('buildRequest', () => {
     assert.equal(buildRequest(plan, '', { query: {} }), 'missing query parameter `status` (pass it as arguments.query.status)');
   });
 
+  it('objects in `spaceDelimited` and `pipeDelimited` query style are joined by their delimiter (they were joined by commas)', () => {
+    const plan = op({ query: [param('s', { style: 'spaceDelimited', explode: false }), param('p', { style: 'pipeDelimited', explode: false })] });
+    assert.equal(built(buildRequest(plan, '', { query: { s: { R: 100, G: 200 }, p: { R: 100, G: 200 } } })).path, '/?s=R%20100%20G%20200&p=R|100|G|200');
+  });
+
   it('a parameter described by `content` is sent as JSON', () => {
     const plan = op({ query: [param('filter', { style: 'json' })], header: [param('X-Filter', { style: 'json' })] });
     const req = built(buildRequest(plan, '', { query: { filter: { a: [1] } }, header: { 'X-Filter': { b: 'c' } } }));

@@ -61,15 +61,15 @@ function queryPairs(plan: ParameterPlan, value: unknown): string[] {
   const key = encodeStrict(plan.name);
   if (plan.style === 'json') return [`${key}=${encodeStrict(JSON.stringify(value))}`];
   if (value === null) return [key];
+  const separator = plan.style === 'spaceDelimited' ? '%20' : plan.style === 'pipeDelimited' ? '|' : ',';
   if (Array.isArray(value)) {
     if (plan.explode) return value.map((v) => `${key}=${encodeStrict(scalar(v))}`);
-    const separator = plan.style === 'spaceDelimited' ? '%20' : plan.style === 'pipeDelimited' ? '|' : ',';
     return [`${key}=${value.map((v) => encodeStrict(scalar(v))).join(separator)}`];
   }
   if (isObject(value)) {
     if (plan.style === 'deepObject') return Object.entries(value).map(([k, v]) => `${key}%5B${encodeStrict(k)}%5D=${encodeStrict(scalar(v))}`);
     if (plan.explode) return Object.entries(value).map(([k, v]) => `${encodeStrict(k)}=${encodeStrict(scalar(v))}`);
-    return [`${key}=${Object.entries(value).map(([k, v]) => `${encodeStrict(k)},${encodeStrict(scalar(v))}`).join(',')}`];
+    return [`${key}=${Object.entries(value).flatMap(([k, v]) => [encodeStrict(k), encodeStrict(scalar(v))]).join(separator)}`];
   }
   return [`${key}=${encodeStrict(scalar(value))}`];
 }

@@ -296,6 +296,12 @@ describe('answers and bodies the document declares', () => {
     });
   });
 
+  it('a path key with a `#fragment` (ReadMe\'s way to list one path twice) is called without it (`#` was sent in the request line)', () => {
+    const { tools } = convert({ '/cookies#formExploded': { get: { responses: {} } } });
+    assert.equal(tools[0]!.tool.name, 'get_cookies_formExploded');
+    assert.equal(tools[0]!.operation.pathTemplate, '/cookies');
+  });
+
   it('a request body in no media type the gateway sends is a warning at load: the tool sends none', () => {
     const { tools, warnings } = convert({ '/x': { post: { operationId: 'x', requestBody: { required: true, content: { 'application/xml': { schema: { type: 'object' } } } }, responses: {} } } });
     assert.equal(tools[0]!.operation.body, undefined);

@@ -265,7 +265,7 @@ export class OperationConverter {
     };
     return {
       tool,
-      operation: { method: upper, pathTemplate: path, path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op), ...ownServer(item, op) },
+      operation: { method: upper, pathTemplate: path.replace(/#.*$/s, ''), path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op), ...ownServer(item, op) },
     };
   }
 
