@@ -30,8 +30,10 @@ describe('buildRequest', () => {
     assert.equal(buildRequest(plan, '', { path: { petId: 1 }, limit: 5 }), 'unknown argument `limit`: this tool takes `path`, `body`');
     assert.equal(buildRequest(op({}), '', { body: {} }), 'unknown argument `body`: this tool takes no arguments');
     assert.equal(buildRequest(plan, '', { path: 'petId=1' }), 'argument `path` must be an object');
-    // A `query` group takes keys it does not declare (sent as they are), but only when the tool has one.
-    assert.equal(buildRequest(plan, '', { path: { petId: 1 }, query: { a: 1 } }), 'unknown argument `query`: this tool takes `path`, `body`');
+    // A `query` argument may carry keys the document does not declare (sent as they are), even on a tool that declares
+    // none; an empty object for a group the tool does not have says nothing, and is let through.
+    assert.equal(built(buildRequest(plan, '', { path: { petId: 1 }, query: { a: 1 } })).path, '/pet/1?a=1');
+    assert.equal(built(buildRequest(plan, '', { path: { petId: 1 }, header: {}, cookie: {} })).path, '/pet/1');
     assert.equal(built(buildRequest(plan, '', { path: { petId: 1 }, body: { a: 1 } })).body, '{"a":1}');
   });
 

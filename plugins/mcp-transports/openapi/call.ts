@@ -117,7 +117,8 @@ function argumentGroups(operation: OperationPlan): string[] {
 function unknownArgument(operation: OperationPlan, args: JsonObject): string | undefined {
   const groups = argumentGroups(operation);
   for (const [key, value] of Object.entries(args)) {
-    if (value === undefined) continue;
+    // `query` sends undeclared keys even where the document declares none; an empty group says nothing.
+    if (value === undefined || (key === 'query' && isObject(value)) || (isObject(value) && Object.keys(value).length === 0 && key !== 'body')) continue;
     if (!groups.includes(key)) {
       const takes = groups.length ? `this tool takes ${groups.map((g) => `\`${g}\``).join(', ')}` : 'this tool takes no arguments';
       const group = (['path', 'query', 'header', 'cookie'] as const).find((g) => operation[g].some((p) => p.name === key));
