@@ -130,15 +130,17 @@ function unknownArgument(operation: OperationPlan, args: JsonObject): string | u
 }
 
 /**
- * Build the HTTP request of a tool call, or return the message of an argument problem (a missing required
- * path parameter or body). `args` is the tool's `arguments`: `{path?, query?, header?, body?}`.
+ * Build the HTTP request of a tool call, or return the message of an argument problem (an argument the input schema
+ * does not list, a missing required parameter or body, a value that cannot be sent). `args` is the tool's
+ * `arguments`: `{path?, query?, header?, cookie?, body?}`.
  *
  * - path: `{name}` filled per its style (`simple`, `label`, `matrix`), strings percent-encoded (all but unreserved
  *   characters), numbers as they are; a value that fills nothing or makes a dot segment refused;
  * - query: declared and undeclared keys sent; arrays as repeated keys (`explode`, the default) or joined;
  *   null as a bare key; objects per `style` (`deepObject` as `name[k]=v`);
  * - headers: client headers (`clientHeaders`, minus framing and MCP session headers), then declared header
- *   parameters over them; declared cookie parameters added to the client's `cookie`; `accept` the operation's 2xx media types;
+ *   parameters over them; declared cookie parameters added to the client's `cookie`; `accept` the operation's
+ *   2xx media types;
  * - body: JSON (or URL-encoded form fields, multipart parts, base64-decoded bytes, text, per the operation's
  *   media type).
  */
