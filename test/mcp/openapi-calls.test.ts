@@ -20,6 +20,7 @@ interface Seen {
   readonly method: string;
   readonly url: string;
   readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
 }
 
 const DOC = {
@@ -30,6 +31,7 @@ const DOC = {
     '/echo/{id}': { get: { operationId: 'echo', parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }] } },
     '/matrix/{id}': { get: { operationId: 'matrix', parameters: [{ name: 'id', in: 'path', required: true, style: 'matrix', explode: true, schema: { type: 'array', items: { type: 'string' } } }] } },
     '/label/{id}': { get: { operationId: 'label', parameters: [{ name: 'id', in: 'path', required: true, style: 'label', schema: { type: 'string' } }] } },
+    '/upload': { put: { operationId: 'upload', requestBody: { required: true, content: { 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } } } } },
     '/own': { get: { operationId: 'own', servers: [{ url: 'https://elsewhere.example/{v}', variables: { v: { default: 'other' } } }] } },
     '/image': { get: { operationId: 'image', responses: { '200': { description: 'a PNG', content: { 'image/png': {} } } } } },
     '/fail': { get: { operationId: 'fail' } },
@@ -50,8 +52,10 @@ describe('openapi target calls against a recording API', () => {
   let gw: McpGateway;
   const seen: Seen[] = [];
   before(async () => {
-    api = createServer((req, res) => {
-      seen.push({ method: req.method!, url: req.url!, headers: req.headers });
+    api = createServer(async (req, res) => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks) });
       if (req.url === '/api/image') {
         // As an API that negotiates does: only what the document says it serves.
         if (req.headers.accept !== 'image/png') return void res.writeHead(406).end();
@@ -106,5 +110,14 @@ describe('openapi target calls against a recording API', () => {
     const bad = await call('cookie', { cookie: { session: 's' }, header: { 'X-Thing': 'snow \u2603' } });
     assert.deepEqual(bad.content, [{ type: 'text', text: "Invalid arguments for tool 'cookie': header parameter `X-Thing` has characters a header cannot carry (controls, or past U+00FF)" }]);
     assert.equal(seen.length, before + 1);
+  });
+
+  it('an image request body is given as base64 and reaches the API as its bytes with its type (it was not offered)', async () => {
+    const result = await call('upload', { body: PNG.toString('base64') });
+    assert.equal(result.isError, undefined, JSON.stringify(result));
+    const sent = seen.at(-1)!;
+    assert.equal(sent.method, 'PUT');
+    assert.equal(sent.headers['content-type'], 'image/png');
+    assert.deepEqual(sent.body, PNG);
   });
 });

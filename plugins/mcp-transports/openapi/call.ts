@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isObject } from './document.ts';
+import { mediaKind } from './media.ts';
 import type { JsonObject } from './document.ts';
 import type { OperationPlan, ParameterPlan } from './tools.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
@@ -277,19 +278,6 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-/** Media types read as text besides `text/*` (and any type that names a charset). */
-const TEXT_TYPES = /^application\/(?:json|xml|yaml|x-yaml|javascript|ecmascript|graphql|x-ndjson|x-www-form-urlencoded)$|[+\/](?:json|xml|yaml)$/;
-
-/** How a 2xx answer of `contentType` is given to the client: as text, or its bytes as image, audio or a blob. */
-export function answerKind(contentType: string | undefined): 'text' | 'image' | 'audio' | 'blob' {
-  if (contentType === undefined) return 'text';
-  const [type = '', ...params] = contentType.split(';').map((p) => p.trim().toLowerCase());
-  if (type === '' || type.startsWith('text/') || TEXT_TYPES.test(type) || params.some((p) => p.startsWith('charset='))) return 'text';
-  if (type.startsWith('image/')) return 'image';
-  if (type.startsWith('audio/')) return 'audio';
-  return 'blob';
-}
-
 /**
  * Turn the API's answer into a `tools/call` result.
  * - 2xx with a JSON object: that object as `structuredContent`, and as a text block of serialised JSON;
@@ -302,7 +290,7 @@ export function answerKind(contentType: string | undefined): 'text' | 'image' | 
  */
 export function toToolResult(answer: ApiAnswer): CallToolResult {
   const ok = answer.status >= 200 && answer.status <= 299;
-  const kind = answerKind(answer.contentType);
+  const kind = mediaKind(answer.contentType);
   if (ok && kind !== 'text' && answer.body.length > 0) {
     const mimeType = answer.contentType!.split(';')[0]!.trim();
     const data = answer.body.toString('base64');

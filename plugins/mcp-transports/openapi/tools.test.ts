@@ -302,10 +302,31 @@ describe('answers and bodies the document declares', () => {
     assert.equal(tools[0]!.operation.pathTemplate, '/cookies');
   });
 
-  it('a request body in no media type the gateway sends is a warning at load: the tool sends none', () => {
-    const { tools, warnings } = convert({ '/x': { post: { operationId: 'x', requestBody: { required: true, content: { 'application/xml': { schema: { type: 'object' } } } }, responses: {} } } });
-    assert.equal(tools[0]!.operation.body, undefined);
-    assert.deepEqual(warnings, ['POST /x: request body of `application/xml` is not one the gateway sends (JSON, form, multipart, octet-stream, text/plain); the tool sends none']);
+  it('a body of another binary type (`image/png`) is base64 input, another text type (`application/xml`) text (both were left out)', () => {
+    const body = (type: string) => ({ requestBody: { required: true, content: { [type]: { schema: { type: 'string' } } } }, responses: {} });
+    const { tools, warnings } = convert({ '/img': { put: { operationId: 'img', ...body('image/png') } }, '/xml': { post: { operationId: 'xml', ...body('application/xml') } }, '/any': { post: { operationId: 'any', ...body('*/*') } } });
+    assert.deepEqual(tools.map((t) => t.operation.body), [
+      { mediaType: 'image/png', encoding: 'binary', required: true },
+      { mediaType: 'application/xml', encoding: 'text', required: true },
+      undefined,
+    ]);
+    assert.deepEqual(tools[0]!.tool.inputSchema.properties!.body, { type: 'string', contentEncoding: 'base64', contentMediaType: 'image/png', description: 'The request body, base64-encoded.' });
+    // A wildcard names no type to send.
+    assert.deepEqual(warnings, ['POST /any: request body of `*/*` is not one the gateway can send (a wildcard type); the tool sends none']);
+  });
+
+  it('multipart file fields in the 3.1 way (`contentMediaType`) and arrays of files take base64 too (they were sent as text)', () => {
+    const schema = {
+      type: 'object',
+      properties: { photo: { type: 'string', contentMediaType: 'image/png' }, files: { type: 'array', items: { type: 'string', format: 'binary' } }, note: { type: 'string' } },
+    };
+    const { tools } = convert({ '/up': { post: { operationId: 'up', requestBody: { content: { 'multipart/form-data': { schema } } }, responses: {} } } });
+    assert.deepEqual(tools[0]!.operation.body?.fileFields, ['photo', 'files']);
+    assert.deepEqual((tools[0]!.tool.inputSchema.properties!.body as Record<string, any>).properties, {
+      photo: { type: 'string', contentMediaType: 'image/png', contentEncoding: 'base64' },
+      files: { type: 'array', items: { type: 'string', contentEncoding: 'base64' } },
+      note: { type: 'string' },
+    });
   });
 });
 

@@ -2,6 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isObject, serversPath } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { jsonExtent } from './expanded-size.ts';
+import { mediaKind } from './media.ts';
 import type { JsonExtent } from './expanded-size.ts';
 import { ExpansionLimit, RefResolver, writableOnly } from './refs.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
@@ -102,21 +103,35 @@ export function toolName(name: string): string {
   return cleaned === '' ? '_' : cleaned;
 }
 
-/** Choose how a request body is sent: JSON first, then form fields, raw bytes, plain text. */
+/**
+ * Choose how a request body is sent: JSON first, then form fields, multipart parts, raw bytes (octet-stream, then
+ * any other binary type), text (`text/plain`, then any other text type). A wildcard type (with a `*`) names nothing.
+ */
 function pickBody(content: JsonObject): { mediaType: string; encoding: BodyPlan['encoding'] } | undefined {
-  const types = Object.keys(content);
   const base = (t: string): string => t.split(';')[0]!.trim().toLowerCase();
+  const types = Object.keys(content).filter((t) => !base(t).includes('*'));
   const json = types.find((t) => base(t) === 'application/json') ?? types.find((t) => /^[a-z]+\/[^;]*\+json$/.test(base(t)));
   if (json) return { mediaType: json, encoding: 'json' };
   const form = types.find((t) => base(t) === 'application/x-www-form-urlencoded');
   if (form) return { mediaType: form, encoding: 'form' };
   const multipart = types.find((t) => base(t) === 'multipart/form-data');
   if (multipart) return { mediaType: multipart, encoding: 'multipart' };
-  const binary = types.find((t) => base(t) === 'application/octet-stream');
+  const binary = types.find((t) => base(t) === 'application/octet-stream') ?? types.find((t) => !base(t).startsWith('multipart/') && mediaKind(t) !== 'text');
   if (binary) return { mediaType: binary, encoding: 'binary' };
-  const text = types.find((t) => base(t) === 'text/plain');
+  const text = types.find((t) => base(t) === 'text/plain') ?? types.find((t) => mediaKind(t) === 'text' && !base(t).startsWith('multipart/'));
   if (text) return { mediaType: text, encoding: 'text' };
   return undefined;
+}
+
+/** A multipart field that is a file (base64 input): `format: binary`, or 3.1's `contentMediaType` without an encoding. */
+function isFileSchema(schema: unknown): boolean {
+  return isObject(schema) && schema.type === 'string' && (schema.format === 'binary' || (typeof schema.contentMediaType === 'string' && schema.contentEncoding === undefined));
+}
+
+/** A file field's input schema: base64 text in place of `format: binary`. */
+function base64Schema(schema: JsonObject): JsonObject {
+  const { format: _format, ...rest } = schema;
+  return { ...rest, contentEncoding: 'base64' };
 }
 
 /** A group (`path`, `query`, `header`, `cookie`) of the input schema. */
@@ -337,23 +352,28 @@ export class OperationConverter {
     const picked = pickBody(body.content);
     if (!picked) {
       const types = Object.keys(body.content).slice(0, 4).map((t) => `\`${t}\``).join(', ');
-      this.warnings.push(`${where}: request body of ${types} is not one the gateway sends (JSON, form, multipart, octet-stream, text/plain); the tool sends none`);
+      this.warnings.push(`${where}: request body of ${types} is not one the gateway can send (a wildcard type); the tool sends none`);
       return undefined;
     }
     const media = body.content[picked.mediaType];
     let plan: BodyPlan = { ...picked, required: body.required === true };
     let schema: unknown;
-    if (picked.encoding === 'binary') schema = { type: 'string', contentEncoding: 'base64', description: 'The request body, base64-encoded.' };
+    if (picked.encoding === 'binary') {
+      const type = picked.mediaType.split(';')[0]!.trim();
+      schema = { type: 'string', contentEncoding: 'base64', ...(type === 'application/octet-stream' ? {} : { contentMediaType: type }), description: 'The request body, base64-encoded.' };
+    }
     else schema = writableOnly(this.refs.inline(isObject(media) && media.schema !== undefined ? media.schema : {}));
     if (picked.encoding === 'multipart' && isObject(schema) && isObject(schema.properties)) {
       // File fields take base64 text, as binary cannot travel in JSON arguments.
       const properties: JsonObject = {};
       const fileFields: string[] = [];
       for (const [name, sub] of Object.entries(schema.properties)) {
-        if (isObject(sub) && sub.type === 'string' && sub.format === 'binary') {
+        if (isFileSchema(sub)) {
           fileFields.push(name);
-          const { format: _format, ...rest } = sub;
-          properties[name] = { ...rest, contentEncoding: 'base64' };
+          properties[name] = base64Schema(sub as JsonObject);
+        } else if (isObject(sub) && sub.type === 'array' && isFileSchema(sub.items)) {
+          fileFields.push(name);
+          properties[name] = { ...sub, items: base64Schema(sub.items as JsonObject) };
         } else properties[name] = sub;
       }
       schema = { ...schema, properties };
