@@ -1,3 +1,7 @@
+import { isObject } from './document.ts';
+import type { JsonObject } from './document.ts';
+import type { BodyPlan } from './tools.ts';
+
 /** Media types read as text besides `text/*` (and any type that names a charset). */
 const TEXT_TYPES = /^application\/(?:json|xml|yaml|x-yaml|javascript|ecmascript|graphql|x-ndjson|x-www-form-urlencoded)$|[+/](?:json|xml|yaml)$/;
 
@@ -12,4 +16,35 @@ export function mediaKind(contentType: string | undefined): 'text' | 'image' | '
   if (type.startsWith('image/')) return 'image';
   if (type.startsWith('audio/')) return 'audio';
   return 'blob';
+}
+
+/**
+ * Choose how a request body is sent: JSON first, then form fields, multipart parts, raw bytes (octet-stream, then
+ * any other binary type), text (`text/plain`, then any other text type). A wildcard type (with a `*`) names nothing.
+ */
+export function pickBody(content: JsonObject): { mediaType: string; encoding: BodyPlan['encoding'] } | undefined {
+  const base = (t: string): string => t.split(';')[0]!.trim().toLowerCase();
+  const types = Object.keys(content).filter((t) => !base(t).includes('*'));
+  const json = types.find((t) => base(t) === 'application/json') ?? types.find((t) => /^[a-z]+\/[^;]*\+json$/.test(base(t)));
+  if (json) return { mediaType: json, encoding: 'json' };
+  const form = types.find((t) => base(t) === 'application/x-www-form-urlencoded');
+  if (form) return { mediaType: form, encoding: 'form' };
+  const multipart = types.find((t) => base(t) === 'multipart/form-data');
+  if (multipart) return { mediaType: multipart, encoding: 'multipart' };
+  const binary = types.find((t) => base(t) === 'application/octet-stream') ?? types.find((t) => !base(t).startsWith('multipart/') && mediaKind(t) !== 'text');
+  if (binary) return { mediaType: binary, encoding: 'binary' };
+  const text = types.find((t) => base(t) === 'text/plain') ?? types.find((t) => mediaKind(t) === 'text' && !base(t).startsWith('multipart/'));
+  if (text) return { mediaType: text, encoding: 'text' };
+  return undefined;
+}
+
+/** A multipart field that is a file (base64 input): `format: binary`, or 3.1's `contentMediaType` without an encoding. */
+export function isFileSchema(schema: unknown): boolean {
+  return isObject(schema) && schema.type === 'string' && (schema.format === 'binary' || (typeof schema.contentMediaType === 'string' && schema.contentEncoding === undefined));
+}
+
+/** A file field's input schema: base64 text in place of `format: binary`. */
+export function base64Schema(schema: JsonObject): JsonObject {
+  const { format: _format, ...rest } = schema;
+  return { ...rest, contentEncoding: 'base64' };
 }

@@ -2,7 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isObject, serversPath } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { jsonExtent } from './expanded-size.ts';
-import { mediaKind } from './media.ts';
+import { base64Schema, isFileSchema, pickBody } from './media.ts';
 import type { JsonExtent } from './expanded-size.ts';
 import { ExpansionLimit, RefResolver, writableOnly } from './refs.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
@@ -101,37 +101,6 @@ export function derivedToolName(method: string, path: string): string {
 export function toolName(name: string): string {
   const cleaned = name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, TOOL_NAME_MAX);
   return cleaned === '' ? '_' : cleaned;
-}
-
-/**
- * Choose how a request body is sent: JSON first, then form fields, multipart parts, raw bytes (octet-stream, then
- * any other binary type), text (`text/plain`, then any other text type). A wildcard type (with a `*`) names nothing.
- */
-function pickBody(content: JsonObject): { mediaType: string; encoding: BodyPlan['encoding'] } | undefined {
-  const base = (t: string): string => t.split(';')[0]!.trim().toLowerCase();
-  const types = Object.keys(content).filter((t) => !base(t).includes('*'));
-  const json = types.find((t) => base(t) === 'application/json') ?? types.find((t) => /^[a-z]+\/[^;]*\+json$/.test(base(t)));
-  if (json) return { mediaType: json, encoding: 'json' };
-  const form = types.find((t) => base(t) === 'application/x-www-form-urlencoded');
-  if (form) return { mediaType: form, encoding: 'form' };
-  const multipart = types.find((t) => base(t) === 'multipart/form-data');
-  if (multipart) return { mediaType: multipart, encoding: 'multipart' };
-  const binary = types.find((t) => base(t) === 'application/octet-stream') ?? types.find((t) => !base(t).startsWith('multipart/') && mediaKind(t) !== 'text');
-  if (binary) return { mediaType: binary, encoding: 'binary' };
-  const text = types.find((t) => base(t) === 'text/plain') ?? types.find((t) => mediaKind(t) === 'text' && !base(t).startsWith('multipart/'));
-  if (text) return { mediaType: text, encoding: 'text' };
-  return undefined;
-}
-
-/** A multipart field that is a file (base64 input): `format: binary`, or 3.1's `contentMediaType` without an encoding. */
-function isFileSchema(schema: unknown): boolean {
-  return isObject(schema) && schema.type === 'string' && (schema.format === 'binary' || (typeof schema.contentMediaType === 'string' && schema.contentEncoding === undefined));
-}
-
-/** A file field's input schema: base64 text in place of `format: binary`. */
-function base64Schema(schema: JsonObject): JsonObject {
-  const { format: _format, ...rest } = schema;
-  return { ...rest, contentEncoding: 'base64' };
 }
 
 /** A group (`path`, `query`, `header`, `cookie`) of the input schema. */
