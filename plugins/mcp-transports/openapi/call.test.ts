@@ -37,6 +37,15 @@ describe('buildRequest', () => {
     assert.equal(built(buildRequest(plan, '', { path: { petId: 1 }, body: { a: 1 } })).body, '{"a":1}');
   });
 
+  it('a parameter named like an Object method (`constructor`, `toString`) left out is missing, not the method\'s source text', () => {
+    const plan = op({ pathTemplate: '/a/{constructor}', path: [param('constructor', { required: true, style: 'simple' })], query: [param('toString', { required: true })], cookie: [param('valueOf')] });
+    assert.equal(buildRequest(plan, '', {}), 'missing path parameter `constructor` (pass it as arguments.path.constructor)');
+    assert.equal(buildRequest(plan, '', { path: { constructor: 'c' } }), 'missing query parameter `toString` (pass it as arguments.query.toString)');
+    const req = built(buildRequest(plan, '', { path: { constructor: 'c' }, query: { toString: 't' } }));
+    assert.equal(req.path, '/a/c?toString=t');
+    assert.equal(req.headers.cookie, undefined);
+  });
+
   it('a missing path parameter is an argument problem, not a request', () => {
     const plan = op({ pathTemplate: '/pet/{petId}', path: [param('petId', { required: true, style: 'simple' })] });
     assert.equal(buildRequest(plan, '', {}), 'missing path parameter `petId` (pass it as arguments.path.petId)');

@@ -108,6 +108,11 @@ function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boun
   return Buffer.concat(parts);
 }
 
+/** `group[name]` when the arguments hold it: not `constructor`, `toString`, ... of every object. */
+function own(group: JsonObject, name: string): unknown {
+  return Object.hasOwn(group, name) ? group[name] : undefined;
+}
+
 /** The argument groups a tool's input schema lists (tools.ts), in its order. */
 function argumentGroups(operation: OperationPlan): string[] {
   const groups = (['path', 'query', 'header', 'cookie'] as const).filter((g) => operation[g].length > 0);
@@ -163,7 +168,7 @@ export function buildRequest(
   const template = operation.pathTemplate;
   const fill = (segment: string): string =>
     segment.replace(/\{([^}]+)\}/g, (_whole: string, name: string) => {
-      const value = pathArgs[name];
+      const value = own(pathArgs, name);
       // `[]` and `{}` fill nothing: `/pet/` is another endpoint than `/pet/{id}`.
       if (value === undefined || value === null || value === '' || (typeof value === 'object' && Object.keys(value).length === 0)) {
         missing ??= name;
@@ -196,7 +201,7 @@ export function buildRequest(
     pairs.push(...queryPairs(queryPlans.get(name) ?? { name, required: false, style: 'form', explode: true }, value));
   }
   for (const plan of operation.query) {
-    if (plan.required && queryArgs[plan.name] === undefined) return `missing query parameter \`${plan.name}\` (pass it as arguments.query.${plan.name})`;
+    if (plan.required && own(queryArgs, plan.name) === undefined) return `missing query parameter \`${plan.name}\` (pass it as arguments.query.${plan.name})`;
   }
 
   const headers: Record<string, string> = {};
@@ -219,7 +224,7 @@ export function buildRequest(
   }
   const cookies: string[] = [];
   for (const plan of operation.cookie) {
-    const value = cookieArgs[plan.name];
+    const value = own(cookieArgs, plan.name);
     if (value === undefined || value === null) {
       if (plan.required) return `missing cookie parameter \`${plan.name}\` (pass it as arguments.cookie.${plan.name})`;
       continue;

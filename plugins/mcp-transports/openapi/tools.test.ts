@@ -302,6 +302,11 @@ describe('answers and bodies the document declares', () => {
     assert.equal(tools[0]!.operation.pathTemplate, '/cookies');
   });
 
+  it('an undeclared `{constructor}` in the path is still a required string parameter (the Object method hid it)', () => {
+    const { tools } = convert({ '/a/{constructor}': { get: { operationId: 'c', responses: {} } } });
+    assert.deepEqual(tools[0]!.tool.inputSchema.properties!.path, { type: 'object', description: 'Path parameters.', properties: { constructor: { type: 'string' } }, required: ['constructor'] });
+  });
+
   it('a body of another binary type (`image/png`) is base64 input, another text type (`application/xml`) text (both were left out)', () => {
     const body = (type: string) => ({ requestBody: { required: true, content: { [type]: { schema: { type: 'string' } } } }, responses: {} });
     const { tools, warnings } = convert({ '/img': { put: { operationId: 'img', ...body('image/png') } }, '/xml': { post: { operationId: 'xml', ...body('application/xml') } }, '/any': { post: { operationId: 'any', ...body('*/*') } } });

@@ -216,7 +216,7 @@ export class OperationConverter {
     // A `{name}` in the path that no parameter declares is still required, as a string.
     for (const match of path.matchAll(/\{([^}]+)\}/g)) {
       const name = match[1]!;
-      if (groups.path.properties[name] !== undefined) continue;
+      if (Object.hasOwn(groups.path.properties, name)) continue;
       groups.path.properties[name] = { type: 'string' };
       groups.path.required.push(name);
       groups.path.plans.push({ name, required: true, style: 'simple', explode: false });
