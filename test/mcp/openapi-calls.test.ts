@@ -121,3 +121,30 @@ describe('openapi target calls against a recording API', () => {
     assert.deepEqual(sent.body, PNG);
   });
 });
+
+describe('an openapi target whose document, fetched by URL, names a relative server', () => {
+  it('calls go under the server path relative to the document\'s URL (`v9` beside /specs/api.json is /specs/v9; it was /v9)', async () => {
+    const urls: string[] = [];
+    const api = createServer((req, res) => {
+      urls.push(req.url!);
+      if (req.url === '/specs/api.json') {
+        const doc = { openapi: '3.1.0', info: { title: 'rel', version: '1' }, servers: [{ url: 'v9' }], paths: { '/ping': { get: { operationId: 'ping' } } } };
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(doc));
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ url: req.url }));
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    const port = (api.address() as AddressInfo).port;
+    const gw = await startMcpGateway({ targets: [{ name: 'rel', openapi: { host: '127.0.0.1', port, schema: { url: `http://127.0.0.1:${port}/specs/api.json` } } }] }, { preset: fullPresetWith(...mcpPreset, openapi) });
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      const result = await client.callTool({ name: 'ping', arguments: {} });
+      assert.deepEqual(result.structuredContent, { url: '/specs/v9/ping' });
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+      await gw.stop();
+      await new Promise((r) => api.close(r));
+    }
+  });
+});

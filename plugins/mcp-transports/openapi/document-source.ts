@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'switchyard/sdk';
 import { cacheTtlMs } from '../../lib/http-cache/max-age.ts';
 import { WatchedFile } from '../../lib/watched-file/watched-file.ts';
-import { parseDocument } from './document.ts';
+import { parseDocument, serverBasePath } from './document.ts';
 import type { FetchedDocument, OpenApiDocument } from './document.ts';
 import { convertDocument } from './tools.ts';
 import type { OpenApiTool } from './tools.ts';
@@ -19,6 +19,8 @@ export interface LoadedDocument {
   readonly doc: OpenApiDocument;
   readonly tools: readonly OpenApiTool[];
   readonly warnings: readonly string[];
+  /** The path of the document's first server (relative to where it was fetched from), and how many it lists. */
+  readonly server: { readonly path: string; readonly count: number };
 }
 
 /** Conversion warnings logged one by one before they are summarised. */
@@ -40,9 +42,13 @@ export abstract class DocumentSource {
   private rejected: { digest: string; reason: string } | undefined;
   private readonly listeners = new Set<() => void>();
 
-  constructor(label: string, logger: Logger) {
+  /** The URL the document is fetched from (relative server URLs are relative to it); undefined for a file. */
+  protected readonly location: string | undefined;
+
+  constructor(label: string, logger: Logger, location?: string) {
     this.label = label;
     this.logger = logger;
+    this.location = location;
   }
 
   /** Make sure a document is held (the config load waits for it); rejects with a message naming the document. */
@@ -67,11 +73,11 @@ export abstract class DocumentSource {
       const doc = parseDocument(text, this.label);
       let converted: ReturnType<typeof convertDocument>;
       try {
-        converted = convertDocument(doc);
+        converted = convertDocument(doc, this.location);
       } catch (err) {
         throw new Error(`the OpenAPI document ${this.label} cannot be converted to tools: ${(err as Error).message}`);
       }
-      loaded = { doc, tools: converted.tools, warnings: converted.warnings };
+      loaded = { doc, tools: converted.tools, warnings: converted.warnings, server: serverBasePath(doc, this.location) };
     } catch (err) {
       this.rejected = { digest, reason: (err as Error).message };
       throw err;
@@ -104,8 +110,8 @@ export class RemoteDocument extends DocumentSource {
   private failing: string | undefined;
   private disposed = false;
 
-  constructor(label: string, logger: Logger, fetcher: () => Promise<FetchedDocument>) {
-    super(label, logger);
+  constructor(label: string, logger: Logger, fetcher: () => Promise<FetchedDocument>, url: string) {
+    super(label, logger, url);
     this.fetcher = fetcher;
   }
 

@@ -54,6 +54,16 @@ describe('parseDocument', () => {
 });
 
 describe('serverBasePath', () => {
+  it('a relative server URL is relative to where the document was fetched from (OpenAPI: `v1` beside /specs/api.json is /specs/v1)', () => {
+    const at = 'https://api.example.com/specs/api.json?key=k';
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: 'v1' }] }), at), { path: '/specs/v1', count: 1 });
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: './v1/' }] }), at), { path: '/specs/v1', count: 1 });
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: '/v1' }] }), at), { path: '/v1', count: 1 });
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: 'https://other.example/v2' }] }), at), { path: '/v2', count: 1 });
+    // A file has no URL: relative to the root.
+    assert.deepEqual(serverBasePath(doc({ servers: [{ url: 'v1' }] })), { path: '/v1', count: 1 });
+  });
+
   it('takes the path of the first server URL, absolute or relative, with variable defaults', () => {
     assert.deepEqual(serverBasePath(doc({ servers: [{ url: 'http://petstore.swagger.io/v2' }] })), { path: '/v2', count: 1 });
     assert.deepEqual(serverBasePath(doc({ servers: [{ url: '/api/' }] })), { path: '/api', count: 1 });

@@ -111,16 +111,20 @@ export function parseDocument(text: string, label: string): OpenApiDocument {
   return value as OpenApiDocument;
 }
 
+/** What a relative server URL of a document read from a file is relative to: the root. */
+const NO_LOCATION = 'http://base.invalid/';
+
 /**
  * The path of the document's first server URL (`http://petstore.swagger.io/v2` -> `/v2`, `/api` -> `/api`),
  * server variables filled with their defaults; `''` without servers. `count` says how many servers there were.
+ * A relative URL is relative to `location`, the URL the document was fetched from (OpenAPI 3.x "Server Object").
  */
-export function serverBasePath(doc: OpenApiDocument): { path: string; count: number } {
-  return serversPath(doc.servers ?? []);
+export function serverBasePath(doc: OpenApiDocument, location?: string): { path: string; count: number } {
+  return serversPath(doc.servers ?? [], location);
 }
 
 /** The path of the first of `servers` (a document's, a path item's or an operation's), as serverBasePath. */
-export function serversPath(list: readonly unknown[]): { path: string; count: number } {
+export function serversPath(list: readonly unknown[], location = NO_LOCATION): { path: string; count: number } {
   const servers = list.filter(isObject);
   const first = servers[0];
   if (!first || typeof first.url !== 'string') return { path: '', count: servers.length };
@@ -131,7 +135,7 @@ export function serversPath(list: readonly unknown[]): { path: string; count: nu
   });
   let path: string;
   try {
-    path = new URL(url, 'http://base.invalid').pathname;
+    path = new URL(url, URL.canParse(location) ? location : NO_LOCATION).pathname;
   } catch {
     path = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '');
   }

@@ -8,7 +8,7 @@ import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
 import type { McpConnectOptions, McpTransportInstance } from '../../lib/mcp/upstream-contract.ts';
 import { buildRequest, errorResult, toToolResult } from './call.ts';
 import { parseConnection } from './connection.ts';
-import { documentFetcher, readDocumentFile, serverBasePath } from './document.ts';
+import { documentFetcher, readDocumentFile } from './document.ts';
 import type { FetchedDocument } from './document.ts';
 import { FileDocument, MAX_WARNINGS, REFRESH_TIMING, RemoteDocument } from './document-source.ts';
 import type { DocumentSource, LoadedDocument } from './document-source.ts';
@@ -66,7 +66,7 @@ async function loadDocument(config: OpenApiTargetConfig, ctx: CompileContext): P
       return got.value;
     };
     const key = `openapi:url:${url}`;
-    const remote = ctx.resources.get(key, () => new RemoteDocument(label, ctx.logger.child({ openapi: url }), shared), (r) => r.dispose());
+    const remote = ctx.resources.get(key, () => new RemoteDocument(label, ctx.logger.child({ openapi: url }), shared, url), (r) => r.dispose());
     handFetcher(ctx, key, remote, shared);
     source = remote;
   }
@@ -97,7 +97,7 @@ function viewOf(loaded: LoadedDocument, configured: string | undefined): TargetV
     },
     tools: loaded.tools.map((t) => t.tool),
     byName: new Map(loaded.tools.map((t) => [t.tool.name, t])),
-    basePath: configured ?? serverBasePath(loaded.doc).path,
+    basePath: configured ?? loaded.server.path,
   };
 }
 
@@ -129,7 +129,7 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
 
   let view = viewOf(loaded, first.basePath);
   if (first.basePath === undefined) {
-    const server = serverBasePath(loaded.doc);
+    const server = loaded.server;
     if (server.count > 1) {
       ctx.warn(`the OpenAPI document ${label} lists ${server.count} servers; using the path of the first (\`${view.basePath || '/'}\`). Set \`path\` to choose.`, ['schema', field]);
     }

@@ -296,6 +296,12 @@ describe('answers and bodies the document declares', () => {
     });
   });
 
+  it('an operation\'s relative server URL is relative to where the document was fetched from', () => {
+    const doc = parseDocument(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1' }, paths: { '/x': { get: { operationId: 'x', servers: [{ url: 'v3' }] } } } }), 'inline');
+    assert.equal(convertDocument(doc, 'http://api.test/specs/openapi.json').tools[0]!.operation.basePath, '/specs/v3');
+    assert.equal(convertDocument(doc).tools[0]!.operation.basePath, '/v3');
+  });
+
   it('a path key with a `#fragment` (ReadMe\'s way to list one path twice) is called without it (`#` was sent in the request line)', () => {
     const { tools } = convert({ '/cookies#formExploded': { get: { responses: {} } } });
     assert.equal(tools[0]!.tool.name, 'get_cookies_formExploded');

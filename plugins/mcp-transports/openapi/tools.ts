@@ -121,10 +121,13 @@ export class OperationConverter {
   private readonly doc: OpenApiDocument;
   private readonly refs: RefResolver;
   private readonly warnings: string[] = [];
+  /** The URL the document was fetched from, for relative server URLs; undefined for a file. */
+  private readonly location: string | undefined;
 
-  constructor(doc: OpenApiDocument) {
+  constructor(doc: OpenApiDocument, location?: string) {
     this.doc = doc;
     this.refs = new RefResolver(doc);
+    this.location = location;
   }
 
   /**
@@ -263,7 +266,7 @@ export class OperationConverter {
     };
     return {
       tool,
-      operation: { method: upper, pathTemplate: path.replace(/#.*$/s, ''), path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op), ...ownServer(item, op) },
+      operation: { method: upper, pathTemplate: path.replace(/#.*$/s, ''), path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op), ...ownServer(item, op, this.location) },
     };
   }
 
@@ -370,9 +373,9 @@ export class OperationConverter {
 }
 
 /** The base path of an operation's own `servers`, else its path item's (an empty list names none). */
-function ownServer(item: JsonObject, op: JsonObject): { basePath?: string } {
+function ownServer(item: JsonObject, op: JsonObject, location: string | undefined): { basePath?: string } {
   for (const servers of [op.servers, item.servers]) {
-    if (Array.isArray(servers) && servers.length > 0) return { basePath: serversPath(servers).path };
+    if (Array.isArray(servers) && servers.length > 0) return { basePath: serversPath(servers, location).path };
   }
   return {};
 }
@@ -381,7 +384,7 @@ function newGroup(): Group {
   return { properties: {}, required: [], plans: [] };
 }
 
-/** Convert every operation of `doc` into an MCP tool. */
-export function convertDocument(doc: OpenApiDocument): ConversionResult {
-  return new OperationConverter(doc).convert();
+/** Convert every operation of `doc` into an MCP tool; `location`: the URL it was fetched from, if it was. */
+export function convertDocument(doc: OpenApiDocument, location?: string): ConversionResult {
+  return new OperationConverter(doc, location).convert();
 }
