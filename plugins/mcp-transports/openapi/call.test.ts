@@ -185,6 +185,13 @@ describe('buildRequest', () => {
         `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="file"\r\nContent-Type: application/octet-stream\r\n\r\n\u0000\u0001\u0002\r\n` +
         `--${boundary}--\r\n`,
     );
+    // A file field's declared type is its part's (APIs that check an upload's type refused octet-stream).
+    const typed = built(
+      buildRequest(op({ method: 'POST', body: { mediaType: 'multipart/form-data', encoding: 'multipart', required: false, fileFields: ['photo'], fileTypes: { photo: 'image/png' } } }), '', {
+        body: { photo: Buffer.from([1]).toString('base64') },
+      }),
+    );
+    assert.match((typed.body as Buffer).toString('latin1'), /name="photo"; filename="photo"\r\nContent-Type: image\/png\r\n/);
   });
 });
 

@@ -88,8 +88,8 @@ function cookiePairs(plan: ParameterPlan, value: unknown): string[] {
   return [`${key}=${simpleValue(value, false, encodeStrict)}`];
 }
 
-/** `multipart/form-data` parts: file fields (base64 input) as `application/octet-stream`, others as text. */
-function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boundary: string): Buffer {
+/** `multipart/form-data` parts: file fields (base64 input) as their declared type or `application/octet-stream`, others as text. */
+function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, fileTypes: Readonly<Record<string, string>>, boundary: string): Buffer {
   const parts: Buffer[] = [];
   const quote = (s: string): string => s.replace(/["\r\n]/g, (c) => encodeURIComponent(c));
   for (const [name, value] of Object.entries(fields)) {
@@ -97,7 +97,7 @@ function multipartBody(fields: JsonObject, fileFields: ReadonlySet<string>, boun
     for (const item of Array.isArray(value) && fileFields.has(name) ? value : [value]) {
       const file = fileFields.has(name);
       const head = file
-        ? `Content-Disposition: form-data; name="${quote(name)}"; filename="${quote(name)}"\r\nContent-Type: application/octet-stream`
+        ? `Content-Disposition: form-data; name="${quote(name)}"; filename="${quote(name)}"\r\nContent-Type: ${(Object.hasOwn(fileTypes, name) && fileTypes[name]) || 'application/octet-stream'}`
         : `Content-Disposition: form-data; name="${quote(name)}"`;
       parts.push(Buffer.from(`--${boundary}\r\n${head}\r\n\r\n`));
       parts.push(file ? Buffer.from(typeof item === 'string' ? item : '', 'base64') : Buffer.from(scalar(item)));
@@ -245,7 +245,7 @@ export function buildRequest(
     else if (plan.encoding === 'multipart') {
       const boundary = `----switchyard${randomBytes(12).toString('hex')}`;
       headers['content-type'] = `multipart/form-data; boundary=${boundary}`;
-      body = multipartBody(isObject(args.body) ? args.body : {}, new Set(plan.fileFields ?? []), boundary);
+      body = multipartBody(isObject(args.body) ? args.body : {}, new Set(plan.fileFields ?? []), plan.fileTypes ?? {}, boundary);
     } else {
       const fields = new URLSearchParams();
       if (isObject(args.body)) {

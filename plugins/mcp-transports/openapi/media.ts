@@ -6,6 +6,15 @@ import type { BodyPlan } from './tools.ts';
 const TEXT_TYPES = /^application\/(?:json|xml|yaml|x-yaml|javascript|ecmascript|graphql|x-ndjson|x-www-form-urlencoded)$|[+/](?:json|xml|yaml)$/;
 
 /**
+ * `type` as a bare media type (`type/subtype`, lower-case, parameters dropped), or undefined when it is not one (it
+ * then never reaches a header); a wildcard subtype (`image/*`) only when `wildcard`.
+ */
+export function bareMediaType(type: string, wildcard = false): string | undefined {
+  const bare = type.split(';')[0]!.trim().toLowerCase();
+  return (wildcard ? /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+*-]+$/ : /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/).test(bare) ? bare : undefined;
+}
+
+/**
  * What a body of `contentType` is: text, or bytes (an image, audio, any other binary type). A request body of a
  * binary type takes base64 input; an answer's bytes become an MCP image, audio or blob block. No type is text.
  */
@@ -39,12 +48,40 @@ export function pickBody(content: JsonObject): { mediaType: string; encoding: Bo
 }
 
 /** A multipart field that is a file (base64 input): `format: binary`, or 3.1's `contentMediaType` without an encoding. */
-export function isFileSchema(schema: unknown): boolean {
+function isFileSchema(schema: unknown): boolean {
   return isObject(schema) && schema.type === 'string' && (schema.format === 'binary' || (typeof schema.contentMediaType === 'string' && schema.contentEncoding === undefined));
 }
 
 /** A file field's input schema: base64 text in place of `format: binary`. */
-export function base64Schema(schema: JsonObject): JsonObject {
+function base64Schema(schema: JsonObject): JsonObject {
   const { format: _format, ...rest } = schema;
   return { ...rest, contentEncoding: 'base64' };
+}
+
+/**
+ * A multipart body's properties with its file fields (a file schema, or an array of them) taking base64, the names
+ * of those fields, and each one's part type when not octet-stream: the first concrete type its `encoding` entry
+ * lists, else the field's `contentMediaType`.
+ */
+export function multipartFiles(
+  schemaProperties: JsonObject,
+  encoding: JsonObject,
+): { properties: JsonObject; fileFields: string[]; fileTypes: Record<string, string> } {
+  const properties: JsonObject = {};
+  const fileFields: string[] = [];
+  const fileTypes: Record<string, string> = {};
+  for (const [name, sub] of Object.entries(schemaProperties)) {
+    const file = isFileSchema(sub) ? (sub as JsonObject) : isObject(sub) && sub.type === 'array' && isFileSchema(sub.items) ? (sub.items as JsonObject) : undefined;
+    if (!file) {
+      properties[name] = sub;
+      continue;
+    }
+    fileFields.push(name);
+    properties[name] = file === sub ? base64Schema(file) : { ...(sub as JsonObject), items: base64Schema(file) };
+    const entry = Object.hasOwn(encoding, name) ? encoding[name] : undefined;
+    const listed = isObject(entry) && typeof entry.contentType === 'string' ? entry.contentType.split(',') : [];
+    const type = [...listed, file.contentMediaType].map((t) => (typeof t === 'string' ? bareMediaType(t) : undefined)).find((t) => t !== undefined);
+    if (type !== undefined && type !== 'application/octet-stream') fileTypes[name] = type;
+  }
+  return { properties, fileFields, fileTypes };
 }

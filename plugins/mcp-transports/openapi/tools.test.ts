@@ -333,6 +333,12 @@ describe('answers and bodies the document declares', () => {
     };
     const { tools } = convert({ '/up': { post: { operationId: 'up', requestBody: { content: { 'multipart/form-data': { schema } } }, responses: {} } } });
     assert.deepEqual(tools[0]!.operation.body?.fileFields, ['photo', 'files']);
+    // Each part's type: the document's `encoding`, else the field's `contentMediaType`; octet-stream without either.
+    assert.deepEqual(tools[0]!.operation.body?.fileTypes, { photo: 'image/png' });
+    const encoded = convert({
+      '/up': { post: { operationId: 'up', requestBody: { content: { 'multipart/form-data': { schema, encoding: { files: { contentType: 'application/pdf, image/*' }, photo: { contentType: 'bad type' } } } } }, responses: {} } },
+    });
+    assert.deepEqual(encoded.tools[0]!.operation.body?.fileTypes, { photo: 'image/png', files: 'application/pdf' });
     assert.deepEqual((tools[0]!.tool.inputSchema.properties!.body as Record<string, any>).properties, {
       photo: { type: 'string', contentMediaType: 'image/png', contentEncoding: 'base64' },
       files: { type: 'array', items: { type: 'string', contentEncoding: 'base64' } },

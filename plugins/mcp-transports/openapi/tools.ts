@@ -2,7 +2,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isObject, serversPath } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { jsonExtent } from './expanded-size.ts';
-import { base64Schema, isFileSchema, pickBody } from './media.ts';
+import { bareMediaType, multipartFiles, pickBody } from './media.ts';
 import type { JsonExtent } from './expanded-size.ts';
 import { ExpansionLimit, RefResolver, writableOnly } from './refs.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
@@ -59,6 +59,8 @@ export interface BodyPlan {
   readonly required: boolean;
   /** Multipart fields sent as files: their input is base64 (`format: binary` in the document). */
   readonly fileFields?: readonly string[];
+  /** A file field's part type when not `application/octet-stream`: the document's `encoding`, else `contentMediaType`. */
+  readonly fileTypes?: Readonly<Record<string, string>>;
 }
 
 /** Everything a call of one operation needs. */
@@ -266,7 +268,17 @@ export class OperationConverter {
     };
     return {
       tool,
-      operation: { method: upper, pathTemplate: path.replace(/#.*$/s, ''), path: groups.path.plans, query: groups.query.plans, header: groups.header.plans, cookie: groups.cookie.plans, body: body?.plan, accept: this.accept(op), ...ownServer(item, op, this.location) },
+      operation: {
+        method: upper,
+        pathTemplate: path.replace(/#.*$/s, ''),
+        path: groups.path.plans,
+        query: groups.query.plans,
+        header: groups.header.plans,
+        cookie: groups.cookie.plans,
+        body: body?.plan,
+        accept: this.accept(op),
+        ...ownServer(item, op, this.location),
+      },
     };
   }
 
@@ -321,8 +333,8 @@ export class OperationConverter {
       if (!/^2(?:\d\d|XX)$/i.test(code)) continue;
       const response = this.refs.deref(raw);
       for (const type of Object.keys(isObject(response?.content) ? response.content : {})) {
-        const bare = type.split(';')[0]!.trim().toLowerCase();
-        if (/^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+*-]+$/.test(bare) && !types.includes(bare)) types.push(bare);
+        const bare = bareMediaType(type, true);
+        if (bare !== undefined && !types.includes(bare)) types.push(bare);
       }
     }
     const json = types.filter((t) => t === 'application/json' || t.endsWith('+json'));
@@ -347,23 +359,12 @@ export class OperationConverter {
     if (picked.encoding === 'binary') {
       const type = picked.mediaType.split(';')[0]!.trim();
       schema = { type: 'string', contentEncoding: 'base64', ...(type === 'application/octet-stream' ? {} : { contentMediaType: type }), description: 'The request body, base64-encoded.' };
-    }
-    else schema = writableOnly(this.refs.inline(isObject(media) && media.schema !== undefined ? media.schema : {}));
+    } else schema = writableOnly(this.refs.inline(isObject(media) && media.schema !== undefined ? media.schema : {}));
     if (picked.encoding === 'multipart' && isObject(schema) && isObject(schema.properties)) {
       // File fields take base64 text, as binary cannot travel in JSON arguments.
-      const properties: JsonObject = {};
-      const fileFields: string[] = [];
-      for (const [name, sub] of Object.entries(schema.properties)) {
-        if (isFileSchema(sub)) {
-          fileFields.push(name);
-          properties[name] = base64Schema(sub as JsonObject);
-        } else if (isObject(sub) && sub.type === 'array' && isFileSchema(sub.items)) {
-          fileFields.push(name);
-          properties[name] = { ...sub, items: base64Schema(sub.items as JsonObject) };
-        } else properties[name] = sub;
-      }
-      schema = { ...schema, properties };
-      plan = { ...plan, fileFields };
+      const files = multipartFiles(schema.properties, isObject(media) && isObject(media.encoding) ? media.encoding : {});
+      schema = { ...schema, properties: files.properties };
+      plan = { ...plan, fileFields: files.fileFields, ...(Object.keys(files.fileTypes).length ? { fileTypes: files.fileTypes } : {}) };
     }
     if (isObject(schema) && schema.description === undefined && typeof body.description === 'string' && body.description.trim() !== '') {
       schema = { ...schema, description: body.description.trim() };
