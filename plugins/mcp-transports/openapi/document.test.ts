@@ -25,7 +25,9 @@ describe('parseDocument', () => {
     const doc = parseDocument(lines.join('\n'), 'big.yaml');
     const ms = performance.now() - started;
     assert.equal(Object.keys(doc.paths!).length, 40_000);
-    assert.ok(ms < 6000, `${Math.round(ms)} ms`);
+    // About 1.5 s alone; generous for a loaded machine, still below the 11.5 s of the check.
+    assert.ok(ms < 10_000, `${Math.round(ms)} ms`);
+    // The check is off (it refused this document: "Map keys must be unique").
     assert.deepEqual(parseDocument('openapi: 3.0.3\npaths:\n  /x: {a: 1}\n  /x: {b: 2}\n', 'a.yaml').paths, { '/x': { b: 2 } });
     assert.deepEqual(parseDocument('{"openapi":"3.0.3","paths":{"/x":{"a":1},"/x":{"b":2}}}', 'a.json').paths, { '/x': { b: 2 } });
   });
