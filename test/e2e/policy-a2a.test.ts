@@ -67,6 +67,22 @@ describe('a2a', () => {
         res.end(typeof body === 'string' ? body : JSON.stringify(body));
       };
       switch (req.url) {
+        case '/cards/links/.well-known/agent-card.json':
+          // Every URL on the agent's own origin, beside the interfaces: icon, docs, provider, OAuth endpoints (v1.0
+          // and v0.3 security scheme shapes). The identity provider's URLs are another origin's.
+          return json({
+            name: 'links',
+            supportedInterfaces: [{ url: `${self}/cards/links/rpc`, protocolBinding: 'JSONRPC' }],
+            iconUrl: `${self}/cards/links/icon.png`,
+            documentationUrl: `${self}/cards/links/docs?page=1`,
+            provider: { organization: 'acme', url: `${self}/` },
+            securitySchemes: {
+              v1: { oauth2SecurityScheme: { oauth2MetadataUrl: `${self}/.well-known/oauth-authorization-server`, flows: { authorizationCode: { authorizationUrl: 'https://idp.example.com/authorize', tokenUrl: `${self}/cards/links/token`, refreshUrl: `${self}/cards/links/token` } } } },
+              v03: { type: 'openIdConnect', openIdConnectUrl: `${self}/cards/links/.well-known/openid-configuration` },
+              other: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: 'https://idp.example.com/token' } } },
+            },
+            skills: [{ id: 's', name: 's', description: 'd', tags: [], examples: [`see ${self}/cards/links/docs`] }],
+          });
         case '/cards/bad/.well-known/agent-card.json':
           return json('{"name": "broken", ');
         case '/cards/nourl/.well-known/agent-card.json':
@@ -594,6 +610,26 @@ describe('a2a', () => {
     assert.equal(card.supportedInterfaces[0]!.url, `${base}/cards/ranged/rpc`);
     assert.equal(cards.received[seen]!.headers.range, undefined);
     assert.equal(cards.received[seen]!.headers['if-range'], undefined);
+  });
+
+  it('every URL of the card on the agent\'s own origin names the gateway (icon, docs, provider, security schemes); others stay', async () => {
+    const res = await request(`${base}/cards/links/.well-known/agent-card.json`, { headers: { host: 'gw.example.com' } });
+    assert.equal(res.statusCode, 200);
+    const text = await res.body.text();
+    const card = JSON.parse(text) as Record<string, any>;
+    const gw = 'http://gw.example.com';
+    assert.equal(card.iconUrl, `${gw}/cards/links/icon.png`);
+    assert.equal(card.documentationUrl, `${gw}/cards/links/docs?page=1`);
+    assert.equal(card.provider.url, `${gw}/`);
+    const v1 = card.securitySchemes.v1.oauth2SecurityScheme;
+    assert.equal(v1.oauth2MetadataUrl, `${gw}/.well-known/oauth-authorization-server`);
+    assert.equal(v1.flows.authorizationCode.authorizationUrl, 'https://idp.example.com/authorize');
+    assert.equal(v1.flows.authorizationCode.tokenUrl, `${gw}/cards/links/token`);
+    assert.equal(v1.flows.authorizationCode.refreshUrl, `${gw}/cards/links/token`);
+    assert.equal(card.securitySchemes.v03.openIdConnectUrl, `${gw}/cards/links/.well-known/openid-configuration`);
+    assert.equal(card.securitySchemes.other.flows.clientCredentials.tokenUrl, 'https://idp.example.com/token');
+    // Free text is the agent's to write: only URL fields are addresses the card gives clients.
+    assert.equal(card.skills[0].examples[0], `see http://127.0.0.1:${cards.port}/cards/links/docs`);
   });
 
   it('a card that is not JSON: 503 "processing failed: agent card invalid JSON" (the card is read whole first)', async () => {

@@ -140,23 +140,69 @@ export function rewriteAgentCard(card: unknown, request: CardRequest): Record<st
   if (interfaces === undefined && !hasLegacyUrl) {
     throw new AgentCardError("processing failed: agent card missing URL (no 'url' or 'supportedInterfaces' field)");
   }
+  // The origins the agent serves its HTTP interfaces on: its other URLs there (icon, docs, OAuth) name it too.
+  const agentOrigins = new Set<string>();
+  const note = (url: string): void => {
+    const parsed = httpUrl(url);
+    if (parsed) agentOrigins.add(parsed.origin);
+  };
   if (interfaces !== undefined) {
     if (!Array.isArray(interfaces)) throw new AgentCardError('processing failed: agent card supportedInterfaces is not an array');
     for (const entry of interfaces) {
-      if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.protocolBinding)) entry.url = urls.interfaceUrl(entry.url);
+      if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.protocolBinding)) {
+        note(entry.url);
+        entry.url = urls.interfaceUrl(entry.url);
+      }
     }
   }
   if (hasLegacyUrl) {
     // The top-level url serves the preferred transport.
-    if (!isGrpc(card.preferredTransport)) card.url = urls.legacyUrl(card.url);
+    if (!isGrpc(card.preferredTransport)) {
+      note(card.url as string);
+      card.url = urls.legacyUrl(card.url);
+    }
     const additional = card.additionalInterfaces;
     if (Array.isArray(additional)) {
       for (const entry of additional) {
-        if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.transport)) entry.url = urls.legacyUrl(entry.url);
+        if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.transport)) {
+          note(entry.url);
+          entry.url = urls.legacyUrl(entry.url);
+        }
       }
     }
   }
+  rewriteOtherUrls(card, agentOrigins, urls);
   return card;
+}
+
+/** Card fields done above, and the JWS signatures, which cover the agent's bytes: not walked. */
+const WALKED_APART: ReadonlySet<string> = new Set(['url', 'supportedInterfaces', 'additionalInterfaces', 'signatures']);
+
+/**
+ * Every other URL field of the card (`iconUrl`, `documentationUrl`, `provider.url`, the security schemes'
+ * `tokenUrl`, `openIdConnectUrl`, ...: any key ending in `url` or `uri`) on one of the agent's own origins is mapped
+ * through the rewrite like an interface, so the card gives clients no internal address. URLs on other origins (an
+ * identity provider) and free text are the agent's own. Iterative: a card may nest deeper than the stack.
+ */
+function rewriteOtherUrls(card: Record<string, unknown>, agentOrigins: ReadonlySet<string>, urls: CardUrls): void {
+  if (agentOrigins.size === 0) return;
+  const stack: unknown[] = [card];
+  let node: unknown;
+  while ((node = stack.pop()) !== undefined) {
+    if (Array.isArray(node)) {
+      for (const item of node) if (typeof item === 'object' && item !== null) stack.push(item);
+      continue;
+    }
+    if (!isObject(node)) continue;
+    for (const [key, value] of Object.entries(node)) {
+      if (node === card && WALKED_APART.has(key)) continue;
+      if (typeof value === 'string') {
+        if (/ur[il]$/i.test(key) && agentOrigins.has(httpUrl(value)?.origin ?? '')) node[key] = urls.interfaceUrl(value);
+      } else if (typeof value === 'object' && value !== null) {
+        stack.push(value);
+      }
+    }
+  }
 }
 
 /**
