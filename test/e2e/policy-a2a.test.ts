@@ -83,6 +83,21 @@ describe('a2a', () => {
             },
             skills: [{ id: 's', name: 's', description: 'd', tags: [], examples: [`see ${self}/cards/links/docs`] }],
           });
+        case '/cards/snake/.well-known/agent-card.json':
+          // A v1.0 card in the proto field names (protobuf JSON with the original names), which ProtoJSON
+          // parsers (the a2a-js client's included) take as well as the camelCase ones.
+          return json({
+            name: 'snake',
+            supported_interfaces: [
+              { url: `${self}/cards/snake/rpc`, protocol_binding: 'JSONRPC', protocol_version: '1.0' },
+              { url: 'https://agent.internal:8443', protocol_binding: 'GRPC', protocol_version: '1.0' },
+            ],
+            icon_url: `${self}/cards/snake/icon.png`,
+            // A ProtoJSON security scheme: what makes the a2a-js client parse the card as ProtoJSON.
+            securitySchemes: { key: { apiKeySecurityScheme: { location: 'header', name: 'x-key' } } },
+            capabilities: {},
+            skills: [],
+          });
         case '/cards/bad/.well-known/agent-card.json':
           return json('{"name": "broken", ');
         case '/cards/nourl/.well-known/agent-card.json':
@@ -630,6 +645,18 @@ describe('a2a', () => {
     assert.equal(card.securitySchemes.other.flows.clientCredentials.tokenUrl, 'https://idp.example.com/token');
     // Free text is the agent's to write: only URL fields are addresses the card gives clients.
     assert.equal(card.skills[0].examples[0], `see http://127.0.0.1:${cards.port}/cards/links/docs`);
+  });
+
+  it('a v1.0 card in proto field names (supported_interfaces, protocol_binding) is rewritten as the client reads it', async () => {
+    const client = await factory('JSONRPC').createFromUrl(`${base}/cards/snake/`);
+    const card = await client.getAgentCard();
+    assert.deepEqual(
+      card.supportedInterfaces.map((i) => i.url),
+      [`${base}/cards/snake/rpc`, 'https://agent.internal:8443'],
+    );
+    const res = await request(`${base}/cards/snake/.well-known/agent-card.json`);
+    const raw = (await res.body.json()) as { icon_url: string };
+    assert.equal(raw.icon_url, `${base}/cards/snake/icon.png`);
   });
 
   it('a card that is not JSON: 503 "processing failed: agent card invalid JSON" (the card is read whole first)', async () => {

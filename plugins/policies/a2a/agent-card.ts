@@ -135,7 +135,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function rewriteAgentCard(card: unknown, request: CardRequest): Record<string, unknown> {
   if (!isObject(card)) throw new AgentCardError("processing failed: agent card missing URL (no 'url' or 'supportedInterfaces' field)");
   const urls = new CardUrls(request);
-  const interfaces = card.supportedInterfaces;
+  // ProtoJSON parsers (a2a-js's included) take a v1.0 field under its proto name too: `supported_interfaces`.
+  const interfaces = card.supportedInterfaces ?? card.supported_interfaces;
   const hasLegacyUrl = typeof card.url === 'string';
   if (interfaces === undefined && !hasLegacyUrl) {
     throw new AgentCardError("processing failed: agent card missing URL (no 'url' or 'supportedInterfaces' field)");
@@ -149,7 +150,7 @@ export function rewriteAgentCard(card: unknown, request: CardRequest): Record<st
   if (interfaces !== undefined) {
     if (!Array.isArray(interfaces)) throw new AgentCardError('processing failed: agent card supportedInterfaces is not an array');
     for (const entry of interfaces) {
-      if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.protocolBinding)) {
+      if (isObject(entry) && typeof entry.url === 'string' && !isGrpc(entry.protocolBinding ?? entry.protocol_binding)) {
         note(entry.url);
         entry.url = urls.interfaceUrl(entry.url);
       }
@@ -176,7 +177,7 @@ export function rewriteAgentCard(card: unknown, request: CardRequest): Record<st
 }
 
 /** Card fields done above, and the JWS signatures, which cover the agent's bytes: not walked. */
-const WALKED_APART: ReadonlySet<string> = new Set(['url', 'supportedInterfaces', 'additionalInterfaces', 'signatures']);
+const WALKED_APART: ReadonlySet<string> = new Set(['url', 'supportedInterfaces', 'supported_interfaces', 'additionalInterfaces', 'signatures']);
 
 /**
  * Every other URL field of the card (`iconUrl`, `documentationUrl`, `provider.url`, the security schemes'
@@ -227,9 +228,9 @@ export function rewriteAgentCardBody(body: Buffer, request: CardRequest, seen?: 
   return serialise(rewritten);
 }
 
-/** Whether a parsed value has an agent card's shape: v1.0 `supportedInterfaces`, or a v0.3 `url` beside `skills`. */
+/** Whether a parsed value has an agent card's shape: v1.0 `supportedInterfaces` (or `supported_interfaces`), or a v0.3 `url` beside `skills`. */
 function isCardShaped(value: unknown): value is Record<string, unknown> {
-  return isObject(value) && (Array.isArray(value.supportedInterfaces) || (typeof value.url === 'string' && Array.isArray(value.skills)));
+  return isObject(value) && (Array.isArray(value.supportedInterfaces ?? value.supported_interfaces) || (typeof value.url === 'string' && Array.isArray(value.skills)));
 }
 
 /**
