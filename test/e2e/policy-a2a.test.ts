@@ -98,6 +98,9 @@ describe('a2a', () => {
             capabilities: {},
             skills: [],
           });
+        case '/cards/renamed/card':
+          // An agent whose card lives off the well-known path: the route maps the well-known path onto it.
+          return json({ name: 'renamed', supportedInterfaces: [{ url: `${self}/cards/renamed/rpc`, protocolBinding: 'JSONRPC' }] });
         case '/cards/bad/.well-known/agent-card.json':
           return json('{"name": "broken", ');
         case '/cards/nourl/.well-known/agent-card.json':
@@ -206,6 +209,12 @@ describe('a2a', () => {
                     matches: [{ path: { pathPrefix: '/plain' } }],
                     policies: { urlRewrite: { path: { prefix: '/' } } },
                     backends: [{ host: echo }],
+                  },
+                  {
+                    name: 'renamed-card',
+                    matches: [{ path: { exact: '/renamed/.well-known/agent-card.json' } }],
+                    policies: { a2a: {}, urlRewrite: { path: { full: '/cards/renamed/card' } } },
+                    backends: [{ host: `127.0.0.1:${cards.port}` }],
                   },
                   { name: 'cards', matches: [{ path: { pathPrefix: '/cards' } }], policies: { a2a: {} }, backends: [{ host: `127.0.0.1:${cards.port}` }] },
                   {
@@ -657,6 +666,13 @@ describe('a2a', () => {
     const res = await request(`${base}/cards/snake/.well-known/agent-card.json`);
     const raw = (await res.body.json()) as { icon_url: string };
     assert.equal(raw.icon_url, `${base}/cards/snake/icon.png`);
+  });
+
+  it('a well-known card path rewritten to another upstream path is still a card: rewritten, not passed with the agent\'s URLs', async () => {
+    const res = await request(`${base}/renamed/.well-known/agent-card.json`);
+    assert.equal(res.statusCode, 200);
+    const card = (await res.body.json()) as { supportedInterfaces: { url: string }[] };
+    assert.deepEqual(card.supportedInterfaces.map((i) => i.url), [`${base}/renamed/cards/renamed/rpc`]);
   });
 
   it('a card that is not JSON: 503 "processing failed: agent card invalid JSON" (the card is read whole first)', async () => {

@@ -191,10 +191,18 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
   if (info) log(info);
 }
 
+/**
+ * A card request: the path sent upstream or the one the client asked for is a card path. A route may map the
+ * well-known path onto wherever its agent serves the card (`urlRewrite` `full`); that answer is the card too.
+ */
+function isCardPath(ex: Exchange): boolean {
+  return agentCardBase(ex.path) !== undefined || agentCardBase(clientPath(ex)) !== undefined;
+}
+
 /** Classify a request whose body is not needed: an agent card, a REST call, or other. */
 function classifyByUrl(ex: Exchange): A2aRequest {
   const method = ex.method;
-  if ((method === 'GET' || method === 'HEAD') && agentCardBase(ex.path) !== undefined) return { kind: 'card', responded: false };
+  if ((method === 'GET' || method === 'HEAD') && isCardPath(ex)) return { kind: 'card', responded: false };
   const rest = restMethod(method, ex.path);
   if (rest) return { kind: 'call', method: rest, responded: false };
   return method === 'POST' ? { kind: 'call', method: 'unknown', responded: false } : { kind: 'other', responded: false };
@@ -262,7 +270,7 @@ export function compileA2a(_config: A2aConfig, ctx: CompileContext): PolicyInsta
       if (!request || request.responded || reply.local) return;
       request.responded = true;
       if (request.kind === 'card') {
-        if (reply.status < 200 || reply.status >= 300 || agentCardBase(ex.path) === undefined) return undefined;
+        if (reply.status < 200 || reply.status >= 300 || !isCardPath(ex)) return undefined;
         if (ex.method === 'GET') return rewriteCardReply(ex, reply, names);
         // HEAD: the agent's length and validator are those of its own card, not of the rewritten one a GET gets.
         delete reply.headers['content-length'];
