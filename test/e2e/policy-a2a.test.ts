@@ -81,6 +81,7 @@ describe('a2a', () => {
               v03: { type: 'openIdConnect', openIdConnectUrl: `${self}/cards/links/.well-known/openid-configuration` },
               other: { type: 'oauth2', flows: { clientCredentials: { tokenUrl: 'https://idp.example.com/token' } } },
             },
+            capabilities: { extensions: [{ uri: `${self}/ext/v1`, required: false }] },
             skills: [{ id: 's', name: 's', description: 'd', tags: [], examples: [`see ${self}/cards/links/docs`] }],
           });
         case '/cards/snake/.well-known/agent-card.json':
@@ -654,6 +655,8 @@ describe('a2a', () => {
     assert.equal(card.securitySchemes.other.flows.clientCredentials.tokenUrl, 'https://idp.example.com/token');
     // Free text is the agent's to write: only URL fields are addresses the card gives clients.
     assert.equal(card.skills[0].examples[0], `see http://127.0.0.1:${cards.port}/cards/links/docs`);
+    // An extension's uri names the extension (clients match it in A2A-Extensions), whatever host it is on.
+    assert.equal(card.capabilities.extensions[0].uri, `http://127.0.0.1:${cards.port}/ext/v1`);
   });
 
   it('a v1.0 card in proto field names (supported_interfaces, protocol_binding) is rewritten as the client reads it', async () => {

@@ -181,9 +181,10 @@ const WALKED_APART: ReadonlySet<string> = new Set(['url', 'supportedInterfaces',
 
 /**
  * Every other URL field of the card (`iconUrl`, `documentationUrl`, `provider.url`, the security schemes'
- * `tokenUrl`, `openIdConnectUrl`, ...: any key ending in `url` or `uri`) on one of the agent's own origins is mapped
- * through the rewrite like an interface, so the card gives clients no internal address. URLs on other origins (an
- * identity provider) and free text are the agent's own. Iterative: a card may nest deeper than the stack.
+ * `tokenUrl`, `openIdConnectUrl`, ...: any key ending in `url`) on one of the agent's own origins is mapped through
+ * the rewrite like an interface, so the card gives clients no internal address. URLs on other origins (an identity
+ * provider), free text and extension `uri`s (identifiers clients match, not addresses) are the agent's own.
+ * Iterative: a card may nest deeper than the stack.
  */
 function rewriteOtherUrls(card: Record<string, unknown>, agentOrigins: ReadonlySet<string>, urls: CardUrls): void {
   if (agentOrigins.size === 0) return;
@@ -198,7 +199,7 @@ function rewriteOtherUrls(card: Record<string, unknown>, agentOrigins: ReadonlyS
     for (const [key, value] of Object.entries(node)) {
       if (node === card && WALKED_APART.has(key)) continue;
       if (typeof value === 'string') {
-        if (/ur[il]$/i.test(key) && agentOrigins.has(httpUrl(value)?.origin ?? '')) node[key] = urls.interfaceUrl(value);
+        if (/url$/i.test(key) && agentOrigins.has(httpUrl(value)?.origin ?? '')) node[key] = urls.interfaceUrl(value);
       } else if (typeof value === 'object' && value !== null) {
         stack.push(value);
       }
