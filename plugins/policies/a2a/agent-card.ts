@@ -117,8 +117,9 @@ function httpUrl(value: string): URL | undefined {
 }
 
 /**
- * A gRPC interface (v1.0 `protocolBinding`, v0.3 `transport`): the gateway serves HTTP/1.1 only, so pointing one at
- * it would advertise an interface that cannot work; it is left as the agent wrote it, like a `host:port` URL.
+ * A gRPC interface (v1.0 `protocolBinding`, v0.3 `transport`): a gRPC call's path is its service's, not below the
+ * card's, so the card's route gives no gateway address for it (a gRPC route, if any, is the operator's own); it is
+ * left as the agent wrote it, like a `host:port` URL.
  */
 function isGrpc(binding: unknown): boolean {
   return typeof binding === 'string' && binding.toUpperCase() === 'GRPC';
