@@ -59,7 +59,7 @@ describe('rewriteAgentCard', () => {
     assert.deepEqual(card.supportedInterfaces, [{ url: '10.0.0.5:50051', protocolBinding: 'GRPC' }, { protocolBinding: 'JSONRPC' }, 'junk']);
   });
 
-  it('leaves gRPC interfaces as the agent wrote them, https URL or not: the card's route gives no gateway address for gRPC', () => {
+  it('leaves gRPC interfaces as the agent wrote them, https URL or not: the card route gives no gateway address for gRPC', () => {
     const card = rewriteAgentCard(
       { supportedInterfaces: [{ url: 'https://agent.internal/', protocolBinding: 'GRPC' }, { url: 'https://agent.internal/rpc', protocolBinding: 'JSONRPC' }] },
       at('/.well-known/agent-card.json'),
