@@ -51,6 +51,22 @@ function firstTaskId(event: unknown): string | undefined {
   return payload?.$case === 'task' ? payload.value.id : undefined;
 }
 
+type A2aClient = Awaited<ReturnType<ReturnType<typeof factory>['createFromUrl']>>;
+
+/** Starts a streamed task and leaves its stream after the first event: the task's id. */
+async function startAndLeave(client: A2aClient, text: string): Promise<string> {
+  const abort = new AbortController();
+  let taskId = '';
+  await assert.rejects(async () => {
+    for await (const event of client.sendMessageStream(sendParams(text), { signal: abort.signal })) {
+      taskId = firstTaskId(event) ?? taskId;
+      abort.abort();
+    }
+  });
+  assert.ok(taskId, 'the first event named the task');
+  return taskId;
+}
+
 interface Seen {
   url: string;
   headers: IncomingHttpHeaders;
@@ -148,15 +164,7 @@ describe('a2a long tasks', () => {
 
   it('a client that leaves a stream resubscribes through the gateway and sees the task finish', async () => {
     const client = await factory('JSONRPC').createFromUrl(`${base}/agents/slow/`);
-    const abort = new AbortController();
-    let taskId = '';
-    await assert.rejects(async () => {
-      for await (const event of client.sendMessageStream(sendParams('long'), { signal: abort.signal })) {
-        taskId = firstTaskId(event) ?? taskId;
-        abort.abort();
-      }
-    });
-    assert.ok(taskId, 'the first event named the task');
+    const taskId = await startAndLeave(client, 'long');
     const seen = received.length;
     const events: unknown[] = [];
     const resubscribed = (async () => {
@@ -173,14 +181,7 @@ describe('a2a long tasks', () => {
 
   it('a push-notification config reaches the agent as sent, and the agent (not the gateway) calls its URL', async () => {
     const client = await factory('JSONRPC').createFromUrl(`${base}/agents/slow/`);
-    const abort = new AbortController();
-    let taskId = '';
-    await assert.rejects(async () => {
-      for await (const event of client.sendMessageStream(sendParams('push'), { signal: abort.signal })) {
-        taskId = firstTaskId(event) ?? taskId;
-        abort.abort();
-      }
-    });
+    const taskId = await startAndLeave(client, 'push');
     const url = `http://127.0.0.1:${hookPort}/internal/admin`;
     const seen = received.length;
     await client.createTaskPushNotificationConfig({ tenant: '', taskId, id: 'hook-1', url, token: 'client-token', authentication: undefined } as never);
