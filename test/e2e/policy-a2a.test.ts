@@ -102,6 +102,12 @@ describe('a2a', () => {
         case '/cards/renamed/card':
           // An agent whose card lives off the well-known path: the route maps the well-known path onto it.
           return json({ name: 'renamed', supportedInterfaces: [{ url: `${self}/cards/renamed/rpc`, protocolBinding: 'JSONRPC' }] });
+        case '/cards/gzipped/rpc': {
+          // An agent behind a compressing middleware (FastAPI's GZipMiddleware): fetch-based clients ask for gzip.
+          const body = gzipSync(JSON.stringify({ jsonrpc: '2.0', id: 3, error: { code: -32002, message: 'Task cannot be canceled' } }));
+          res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+          return res.end(body);
+        }
         case '/cards/bad/.well-known/agent-card.json':
           return json('{"name": "broken", ');
         case '/cards/nourl/.well-known/agent-card.json':
@@ -368,6 +374,21 @@ describe('a2a', () => {
     const record = await logged((r) => r['a2a.method'] === 'NoSuchMethod', 'the failed call in the access log');
     assert.equal(record['a2a.response.outcome'], 'error');
     assert.equal(record['a2a.response.error_code'], body.error.code);
+  });
+
+  it('logs what a compressed answer says (outcome, code): the agent compressed it for a client that asked', async () => {
+    const res = await request(`${base}/cards/gzipped/rpc`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip', 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'CancelTask', params: { id: 'done' } }),
+    });
+    assert.equal(res.headers['content-encoding'], 'gzip', 'the answer passes as the agent sent it');
+    const body = JSON.parse(gunzipSync(Buffer.from(await res.body.arrayBuffer())).toString('utf8')) as { error: { code: number } };
+    assert.equal(body.error.code, -32002);
+    const record = await logged((r) => r['http.path'] === '/cards/gzipped/rpc', 'the compressed answer in the access log');
+    assert.equal(record['a2a.method'], 'CancelTask');
+    assert.equal(record['a2a.response.outcome'], 'error');
+    assert.equal(record['a2a.response.error_code'], -32002);
   });
 
   it('logs the A2A error reason, the same over JSON-RPC and HTTP+JSON', async () => {

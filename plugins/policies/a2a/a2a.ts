@@ -55,6 +55,18 @@ function decodeCard(encoding: unknown, body: Buffer): Buffer {
   }
 }
 
+/**
+ * A call's JSON answer as text for the log: decoded when the agent compressed it (fetch-based clients ask for gzip),
+ * at most 2 MiB of it; undefined when it does not decode (nothing is logged, the answer passes as it came).
+ */
+function answerText(encoding: unknown, body: Buffer): string | undefined {
+  try {
+    return decodeCard(encoding, body).toString('utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 /** Logs what a call's SSE answer said so far, if its end has not (run by the log hook). */
 const unsettledStreamAttribute = defineAttribute<() => void>('a2a.stream');
 
@@ -180,14 +192,15 @@ function inspectCallReply(ex: Exchange, reply: Reply): void {
   if (body instanceof Readable) {
     // Too large to inspect: what was kept is let go as the cap is passed.
     reply.body = tapCapped(body, BODY_LIMIT, (whole) => {
-      if (!whole) return;
-      const info = parseResponseInfo(whole.toString('utf8'), ok);
+      const text = whole && answerText(reply.headers['content-encoding'], whole);
+      const info = text && parseResponseInfo(text, ok);
       if (info) log(info);
     });
     return;
   }
   if (body === null || body === undefined) return;
-  const info = parseResponseInfo(typeof body === 'string' ? body : bodyBytes(body).toString('utf8'), ok);
+  const text = typeof body === 'string' ? body : answerText(reply.headers['content-encoding'], bodyBytes(body));
+  const info = text && parseResponseInfo(text, ok);
   if (info) log(info);
 }
 
