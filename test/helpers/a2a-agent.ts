@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders, Server } from 'node:http';
 import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
 import type { AgentCard, Message, Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { AgentEvent, DefaultPushNotificationSender, DefaultRequestHandler, InMemoryPushNotificationStore, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { freePort } from './ports.ts';
@@ -58,11 +58,17 @@ class Echo implements AgentExecutor {
 /** The skill only the extended agent card lists (`startEchoAgent({ extendedCard: true })`). */
 export const EXTENDED_SKILL = 'echo-extended';
 
-/**
- * The a2a-js echo agent on 127.0.0.1: card at /.well-known/agent-card.json, JSON-RPC at /a2a/jsonrpc, REST at /a2a/rest.
- * `extendedCard`: the card says the agent has an extended card, which lists one more skill.
- */
-export async function startEchoAgent(options: { extendedCard?: boolean } = {}): Promise<EchoAgent> {
+export interface AgentOptions {
+  /** The card says the agent has an extended card, which lists one more skill. */
+  readonly extendedCard?: boolean;
+  /** What answers messages (default: the echo). */
+  readonly executor?: AgentExecutor;
+  /** The agent keeps push-notification configs and calls their URLs with its default sender. */
+  readonly pushNotifications?: boolean;
+}
+
+/** The a2a-js echo agent on 127.0.0.1: card at /.well-known/agent-card.json, JSON-RPC at /a2a/jsonrpc, REST at /a2a/rest. */
+export async function startEchoAgent(options: AgentOptions = {}): Promise<EchoAgent> {
   // express ships with @a2a-js/sdk (its peer) but has no types here.
   const express = ((await import('express' as string)) as { default: () => any }).default;
   const port = await freePort();
@@ -76,7 +82,7 @@ export async function startEchoAgent(options: { extendedCard?: boolean } = {}): 
       { url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: A2A_PROTOCOL_VERSION },
       { url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '0.3' },
     ],
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: options.extendedCard === true },
+    capabilities: { streaming: true, pushNotifications: options.pushNotifications === true, extensions: [], extendedAgentCard: options.extendedCard === true },
     securitySchemes: {},
     securityRequirements: [],
     defaultInputModes: ['text'],
@@ -87,7 +93,9 @@ export async function startEchoAgent(options: { extendedCard?: boolean } = {}): 
   } as unknown as AgentCard;
   const extended = { ...card, skills: [...card.skills, { ...card.skills[0]!, id: EXTENDED_SKILL, name: 'Extended echo' }] } as AgentCard;
   const extendedProvider = options.extendedCard ? async () => extended : undefined;
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Echo(), undefined, undefined, undefined, extendedProvider);
+  const pushStore = options.pushNotifications ? new InMemoryPushNotificationStore() : undefined;
+  const pushSender = pushStore && new DefaultPushNotificationSender(pushStore);
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), options.executor ?? new Echo(), undefined, pushStore, pushSender, extendedProvider);
   const received: Seen[] = [];
   const app = express();
   app.use((req: { method: string; originalUrl: string; headers: IncomingHttpHeaders }, _res: unknown, next: () => void) => {
