@@ -16,7 +16,7 @@ import type { TLSSocket } from 'node:tls';
 import type { CompiledRoute, Snapshot } from '../compile/snapshot.ts';
 import { ExchangeView } from '../exchange/exchange-view.ts';
 import { clientAddress, plainAddress } from '../exchange/client-address.ts';
-import { externalOrigin } from './external-origin.ts';
+import { externalOrigin, localAuthority } from './external-origin.ts';
 import { requestIdFor } from '../telemetry/request-id.ts';
 import { parseHeaders } from '../upstream/undici-core.ts';
 import { hasRequestBody, streamTaken } from '../upstream/request-body.ts';
@@ -204,7 +204,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
 
   /** Computed on first use (card and metadata requests), from the client's own headers. */
   get externalOrigin(): string {
-    return (this.origin ??= externalOrigin(this.req.rawHeaders, this.peerTrusted, this.scheme, this.clientAuthority));
+    return (this.origin ??= externalOrigin(this.req.rawHeaders, this.peerTrusted, this.scheme, this.clientAuthority || localAuthority(this.req.socket)));
   }
 
   get signal(): AbortSignal {

@@ -56,10 +56,22 @@ export function externalOrigin(rawHeaders: readonly string[], trusted: boolean, 
     else if (name.length === 9 && forwarded === undefined && name.toLowerCase() === 'forwarded') forwarded = rawHeaders[i + 1];
   }
   let s: 'http' | 'https' = listenerScheme;
-  let h = host ?? fallbackHost;
+  let h = host || fallbackHost;
   if (trusted) {
     s = scheme(xfProto) ?? (forwarded === undefined ? undefined : scheme(forwardedParam(forwarded, 'proto'))) ?? s;
     h = authority(xfHost) ?? (forwarded === undefined ? undefined : authority(forwardedParam(forwarded, 'host'))) ?? h;
   }
   return `${s}://${h}`;
+}
+
+/**
+ * The address a client reached, as an authority (`127.0.0.1:8080`, `[::1]:8080`): the origin of a request that named
+ * no host (HTTP/1.0 without `Host`, an empty one), where `scheme://` alone would make every advertised URL wrong.
+ */
+export function localAuthority(socket: { readonly localAddress?: string; readonly localPort?: number }): string {
+  let address = socket.localAddress ?? '127.0.0.1';
+  // A dual-stack bind reports an IPv4 client's address IPv4-mapped; clients know it as the IPv4 address.
+  if (address.startsWith('::ffff:') && address.includes('.')) address = address.slice(7);
+  const host = address.includes(':') ? `[${address}]` : address;
+  return socket.localPort === undefined ? host : `${host}:${socket.localPort}`;
 }

@@ -6,6 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { generateKeyPair, exportJWK } from 'jose';
+import { connect } from 'node:net';
 import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -134,5 +135,21 @@ describe('advertised URLs and forwarding headers (trustedProxies)', () => {
 
   it('a trusted proxy: a malformed forwarded host or scheme is ignored', async () => {
     assert.equal(await cardUrl(trusted, { host: 'gw.example', 'x-forwarded-host': 'a b/c"', 'x-forwarded-proto': 'javascript' }), 'http://gw.example/agent');
+  });
+
+  it('a request that named no host (HTTP/1.0 without Host, an empty Host) advertises the address it reached', async () => {
+    const { port } = new URL(untrusted);
+    const raw = (head: string): Promise<string> =>
+      new Promise((done, fail) => {
+        const socket = connect(Number(port), '127.0.0.1', () => socket.end(head));
+        let text = '';
+        socket.setEncoding('latin1').on('data', (d: string) => (text += d));
+        socket.on('end', () => done(text)).on('error', fail);
+      });
+    for (const head of ['GET /bare/x HTTP/1.0\r\n\r\n', 'GET /bare/x HTTP/1.0\r\nHost:\r\n\r\n']) {
+      const answer = await raw(head);
+      assert.match(answer, /^HTTP\/1\.[01] 401/);
+      assert.match(answer, new RegExp(`www-authenticate: Bearer resource_metadata="http://127\\.0\\.0\\.1:${port}${PR}/bare/x"`, 'i'), answer);
+    }
   });
 });
