@@ -94,8 +94,13 @@ export async function compileBind(c: LoadCompiler, bind: Obj, path: ConfigPath):
     }
     const routes: CompiledRoute[] = [];
     const rawRoutes = (l.routes ?? []) as Obj[];
+    // How many earlier routes of this listener have each name: a repeated name's state key must differ (stateKey).
+    const named = new Map<string, number>();
     for (let ri = 0; ri < rawRoutes.length; ri++) {
-      const r = await compileRoute(c, rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port);
+      const routeName = rawRoutes[ri]!.name;
+      const repeat = typeof routeName === 'string' ? (named.get(routeName) ?? 0) : 0;
+      if (typeof routeName === 'string') named.set(routeName, repeat + 1);
+      const r = await compileRoute(c, rawRoutes[ri]!, [...lpath, 'routes', ri], ri, name, port, repeat);
       if (r) routes.push(r);
     }
     listeners.push({ name, hostname: (l.hostname as string | undefined)?.toLowerCase(), routes, routesFor: indexRoutes(routes), secureContext, tlsPem, tlsFiles, clientCertificates: tlsFiles?.root !== undefined });

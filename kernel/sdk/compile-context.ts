@@ -26,6 +26,11 @@ export interface ResourceCache {
 export interface CompileContext {
   /** Where this plugin's value sits in the config (for messages). */
   readonly path: ConfigPath;
+  /**
+   * For a route's policies: the route by name (`<port>/<listener>/<route>`, `#<n>` after the first of a repeated
+   * name), not by position, to key state a reload keeps, so a route inserted before it neither takes nor resets it.
+   */
+  readonly stateKey?: string;
   /** The directory the gateway runs from: relative paths in the config resolve against it (SPEC 5.1). */
   readonly cwd: string;
   readonly logger: Logger;

@@ -9,7 +9,12 @@ import { freePort } from '../helpers/ports.ts';
 describe('localRateLimit', () => {
   let gw: RunningGateway;
   let port: number;
-  const config = (note: string) => ({
+  const limitedRoute = (name: string, prefix: string) => ({
+    name,
+    matches: [{ path: { pathPrefix: prefix } }],
+    policies: { localRateLimit: [{ maxTokens: 5, tokensPerFill: 1, fillInterval: '1h' }], directResponse: { status: 200, body: 'ok' } },
+  });
+  const config = (note: string, inserted: object[] = [], appended: object[] = []) => ({
     binds: [
       {
         port,
@@ -17,11 +22,9 @@ describe('localRateLimit', () => {
           {
             routes: [
               { name: 'note', matches: [{ path: { exact: '/note' } }], policies: { directResponse: { status: 200, body: note } } },
-              {
-                name: 'limited',
-                matches: [{ path: { pathPrefix: '/limited' } }],
-                policies: { localRateLimit: [{ maxTokens: 5, tokensPerFill: 1, fillInterval: '1h' }], directResponse: { status: 200, body: 'ok' } },
-              },
+              ...inserted,
+              limitedRoute('limited', '/limited'),
+              ...appended,
               {
                 name: 'fast-refill',
                 matches: [{ path: { pathPrefix: '/fast' } }],
@@ -86,6 +89,30 @@ describe('localRateLimit', () => {
     const res = await request(`${gw.url(port)}/limited`);
     await res.body.text();
     assert.equal(res.statusCode, 429, 'the drained bucket was kept, not refilled by the reload');
+  });
+
+  it('a bucket follows its route by name: a route inserted before it neither takes its drained bucket nor refills it', async () => {
+    // Keyed by position, the new route got the drained bucket (429 on its first request) and `limited` a full one.
+    const text = stringify({ ...config('v3', [limitedRoute('inserted', '/inserted')]), config: gw.gateway.snapshot!.config.config });
+    assert.equal(await gw.gateway.reload(text), true);
+    const statusOf = async (path: string) => {
+      const res = await request(`${gw.url(port)}${path}`);
+      await res.body.text();
+      return res.statusCode;
+    };
+    assert.equal(await statusOf('/limited'), 429, 'the drained bucket stayed with its route');
+    assert.equal(await statusOf('/inserted'), 200, 'the new route starts with a full bucket of its own');
+  });
+
+  it('two routes of the same name keep a bucket each', async () => {
+    const text = stringify({ ...config('v4', [], [limitedRoute('limited', '/twin')]), config: gw.gateway.snapshot!.config.config });
+    assert.equal(await gw.gateway.reload(text), true);
+    const res = await request(`${gw.url(port)}/twin`);
+    await res.body.text();
+    assert.equal(res.statusCode, 200, 'the twin does not share the first `limited` route\'s drained bucket');
+    const first = await request(`${gw.url(port)}/limited`);
+    await first.body.text();
+    assert.equal(first.statusCode, 429, 'the first keeps its own');
   });
 
   it('maxTokens below tokensPerFill is a config error', async () => {

@@ -32,8 +32,9 @@ export default definePolicy<BucketConfig[]>({
       if (interval <= 0) ctx.fail('`fillInterval` must be greater than zero', [i, 'fillInterval']);
       const type = b.type ?? 'requests';
       if (type === 'tokens' && firstTokens === -1) firstTokens = i;
-      // Keyed by place, type and settings, so a reload that leaves this bucket unchanged keeps its state.
-      const key = `localRateLimit:${JSON.stringify(ctx.path)}:${i}:${type}:${b.maxTokens}:${b.tokensPerFill}:${interval}`;
+      // Keyed by route (by name, not position: ADR 0169), type and settings, so a reload that leaves this bucket
+      // unchanged keeps its state.
+      const key = `localRateLimit:${ctx.stateKey ?? JSON.stringify(ctx.path)}:${i}:${type}:${b.maxTokens}:${b.tokensPerFill}:${interval}`;
       (type === 'tokens' ? tokenBuckets : requestBuckets).push(ctx.resources.get(key, () => new TokenBucket(b.maxTokens, b.tokensPerFill, interval, Date.now(), (initial) => ctx.sharedCell(key, initial))));
     });
     const requests: PolicyInstance['onRequest'] = requestBuckets.length
