@@ -44,6 +44,11 @@ function rlsHandler(counters: Map<string, number>) {
   return async (req: RateLimitRequestMessage) => {
     if (req.domain === 'broken') throw { code: grpc.status.UNAVAILABLE, details: 'redis down' };
     if (req.domain === 'slow') await sleep(1500);
+    // Over the limit, its limit in no unit the API defines and no reset time: nothing to derive a wait from.
+    if (req.domain === 'no-reset') {
+      const status = { code: OVER_LIMIT, current_limit: { requests_per_unit: 5, unit: 0 }, limit_remaining: 0, duration_until_reset: null };
+      return { overall_code: OVER_LIMIT, statuses: [status], response_headers_to_add: [], request_headers_to_add: [], raw_body: Buffer.alloc(0) };
+    }
     const statuses = req.descriptors.map((d) => {
       const first = d.entries[0]!;
       const limit = first.key === 'user' ? 2 : first.key === 'team' ? 20 : 100;
@@ -123,6 +128,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
       route('body', { host, domain: 'body', descriptors: [userDescriptor] }),
       route('framing', { host, domain: 'framing', descriptors: [userDescriptor] }),
       route('named', { backend: 'rls', domain: 'named', descriptors: [userDescriptor] }),
+      route('no-reset', { host, domain: 'no-reset', descriptors: [userDescriptor] }),
       route('broken', { host, domain: 'broken', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('broken-open', { host, domain: 'broken', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('slow', { host, domain: 'slow', timeout: '200ms', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
@@ -191,6 +197,14 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.equal(body.status, 429);
     assert.equal(body.text, 'slow down, please');
     assert.equal(body.headers['retry-after'], '42');
+  });
+
+  it('a denial without a reset time the service gives or its unit implies still tells the client to wait (never 0 seconds)', async () => {
+    const r = await call('/no-reset/x', { 'x-user': 'zed' });
+    assert.equal(r.status, 429);
+    assert.equal(r.headers['x-ratelimit-limit'], '5');
+    assert.equal(r.headers['retry-after'], '1', 'Retry-After: 0 invites an immediate retry of a refused request');
+    assert.equal(r.headers['x-ratelimit-reset'], '1');
   });
 
   it('framing headers and unsendable values from the service are not used: each answer keeps its own length, the connection stays in step', async () => {

@@ -89,12 +89,13 @@ export function resetSeconds(s: DescriptorStatus, now = Date.now()): number {
 
 /**
  * DECIDED 10 headers derived from the most constrained descriptor, for the names the service did not send itself.
- * `Retry-After` only on a denial.
+ * `Retry-After` only on a denial, and at least 1 there (ADR 0169).
  */
 export function derivedHeaders(res: RateLimitResponse, overLimit: boolean, sent: ReadonlySet<string>): [string, string][] {
   const s = mostConstrained(res.statuses, overLimit);
   if (!s) return [];
-  const reset = String(resetSeconds(s));
+  // A refused client is never told to retry at once: a limit with no reset time and no known unit waits a second.
+  const reset = String(overLimit ? Math.max(1, resetSeconds(s)) : resetSeconds(s));
   const out: [string, string][] = [
     ['x-ratelimit-limit', String(s.current_limit!.requests_per_unit)],
     ['x-ratelimit-remaining', String(s.limit_remaining)],
