@@ -15,7 +15,8 @@ import { startUpstream } from '../helpers/upstream.ts';
 import { RawClient, values } from './proxy-support.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import OpenAI from 'openai';
-import { startMock } from '../ai/harness.ts';
+import Anthropic from '@anthropic-ai/sdk';
+import { FIXTURES, startMock } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
 
 function preset(...extra: Plugin[]): Plugin[] {
@@ -106,13 +107,16 @@ describe('remoteRateLimit (small RLS test server)', () => {
     deadPort = await freePort();
     upstream = await startUpstream();
     rls = await startEnvoyServer({ ShouldRateLimit: rlsHandler(counters) });
-    mock = await startMock();
+    // A long answer streamed slowly, its usage only in the last chunk: a client that leaves early cuts it (ADR 0150).
+    mock = await startMock([{ match: { userMessage: 'tell me a long story' }, response: { content: 'word '.repeat(2400), usage: { prompt_tokens: 9, completion_tokens: 3000 } }, latency: 10, chunkSize: 40 }, ...FIXTURES]);
     const host = rls.address;
     // LLM tokens per team (from a header), and one request descriptor, in front of an `ai` backend on aimock.
     const llm = {
       name: 'llm',
       matches: [{ path: { pathPrefix: '/llm' } }],
       policies: {
+        // Messages clients translated to the OpenAI provider.
+        ai: { routes: { '/v1/messages': 'messages', '*': 'completions' } },
         remoteRateLimit: {
           host,
           domain: 'llm',
@@ -286,6 +290,56 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.equal((await mock.journal()).length, calls, 'the provider did not receive the refused request');
     await sleep(100);
     assert.equal(teamCalls().length, 5, 'a refused request settles nothing');
+  });
+
+  describe('type: tokens, streamed and translated', () => {
+    const team = (name: string) => (m: RateLimitRequestMessage) => m.domain === 'llm' && m.descriptors.some((d) => d.entries[0]!.value === name);
+    const settled = async (name: string, n: number) => {
+      for (let i = 0; i < 150 && rls.rateLimits.filter(team(name)).length < n; i++) await sleep(20);
+      return rls.rateLimits.filter(team(name));
+    };
+
+    it('a streamed answer settles the usage of its last chunk', async () => {
+      const client = new OpenAI({ baseURL: `${gw.url(port)}/llm/v1`, apiKey: 'sk-test', maxRetries: 0, defaultHeaders: { 'x-team': 'stream' } });
+      const stream = await client.chat.completions.create({ model: 'gpt-test', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hello' }] });
+      let usage: OpenAI.CompletionUsage | undefined;
+      for await (const chunk of stream) usage = chunk.usage ?? usage;
+      assert.equal(usage?.total_tokens, 16);
+      const [reserve, rest] = await settled('stream', 2);
+      assert.equal(reserve!.hits_addend + rest!.hits_addend, 16, 'the reservation and the settlement add up to the real usage');
+    });
+
+    it('a stream the client leaves is charged what was relayed (ADR 0150)', async () => {
+      const client = new OpenAI({ baseURL: `${gw.url(port)}/llm/v1`, apiKey: 'sk-test', maxRetries: 0, defaultHeaders: { 'x-team': 'cut' } });
+      const stream = await client.chat.completions.create({ model: 'gpt-test', stream: true, messages: [{ role: 'user', content: 'tell me a long story' }] });
+      let read = 0;
+      for await (const c of stream) {
+        read += c.choices[0]?.delta?.content?.length ?? 0;
+        if (read >= 4000) break;
+      }
+      const [reserve, rest] = await settled('cut', 2);
+      assert.ok(rest, 'a settling call after the cut');
+      const charged = reserve!.hits_addend + rest.hits_addend;
+      assert.ok(charged >= 1000 && charged < 3000, `charged ${charged}: the relayed output (>= 1000 tokens), not the whole answer`);
+    });
+
+    it('an Anthropic client on the OpenAI provider: over the limit is Anthropic\'s rate_limit_error, the provider not called', async () => {
+      const client = new Anthropic({ baseURL: `${gw.url(port)}/llm`, apiKey: 'sk-test', maxRetries: 0, defaultHeaders: { 'x-team': 'anthropic' } });
+      const hello = () => client.messages.create({ model: 'gpt-test', max_tokens: 16, messages: [{ role: 'user', content: 'hello' }] });
+      const first = await hello();
+      assert.deepEqual([first.usage.input_tokens, first.usage.output_tokens], [11, 5]);
+      await settled('anthropic', 2);
+      await hello();
+      await settled('anthropic', 4);
+      const calls = (await mock.journal()).length;
+      await assert.rejects(hello(), (err: unknown) => {
+        assert.ok(err instanceof Anthropic.RateLimitError, String(err));
+        assert.equal((err.error as { error: { type: string } }).error.type, 'rate_limit_error');
+        assert.equal(err.headers?.get('retry-after'), '42');
+        return true;
+      });
+      assert.equal((await mock.journal()).length, calls, 'the provider did not receive the refused request');
+    });
   });
 
   it('reaches the service through a named backend', async () => {
