@@ -45,6 +45,8 @@ function rlsHandler(counters: Map<string, number>) {
   return async (req: RateLimitRequestMessage) => {
     if (req.domain === 'broken') throw { code: grpc.status.UNAVAILABLE, details: 'redis down' };
     if (req.domain === 'slow') await sleep(1500);
+    // An answer that is neither OK nor OVER_LIMIT (UNKNOWN, or a code the API does not define).
+    if (req.domain === 'unknown-code') return { overall_code: 0, statuses: [], response_headers_to_add: [], request_headers_to_add: [], raw_body: Buffer.alloc(0) };
     // Over the limit, its limit in no unit the API defines and no reset time: nothing to derive a wait from.
     if (req.domain === 'no-reset') {
       const status = { code: OVER_LIMIT, current_limit: { requests_per_unit: 5, unit: 0 }, limit_remaining: 0, duration_until_reset: null };
@@ -133,6 +135,8 @@ describe('remoteRateLimit (small RLS test server)', () => {
       route('framing', { host, domain: 'framing', descriptors: [userDescriptor] }),
       route('named', { backend: 'rls', domain: 'named', descriptors: [userDescriptor] }),
       route('no-reset', { host, domain: 'no-reset', descriptors: [userDescriptor] }),
+      route('unknown-code', { host, domain: 'unknown-code', descriptors: [userDescriptor] }),
+      route('unknown-code-open', { host, domain: 'unknown-code', failureMode: 'failOpen', descriptors: [userDescriptor] }),
       route('broken', { host, domain: 'broken', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('broken-open', { host, domain: 'broken', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('slow', { host, domain: 'slow', timeout: '200ms', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
@@ -353,6 +357,15 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.deepEqual(JSON.parse(closed.text), { error: { type: 'rate_limit_error', message: 'rate limit failed' } });
     assert.equal(closed.reachedUpstream, false);
     const open = await call('/broken-open/x');
+    assert.equal(open.status, 200);
+    assert.equal(open.reachedUpstream, true);
+  });
+
+  it('an answer neither OK nor OVER_LIMIT is a failure: failClosed answers 500, failOpen passes', async () => {
+    const closed = await call('/unknown-code/x', { 'x-user': 'yan' });
+    assert.equal(closed.status, 500);
+    assert.equal(closed.reachedUpstream, false);
+    const open = await call('/unknown-code-open/x', { 'x-user': 'yan' });
     assert.equal(open.status, 200);
     assert.equal(open.reachedUpstream, true);
   });
