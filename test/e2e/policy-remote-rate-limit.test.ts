@@ -290,6 +290,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
       assert.deepEqual(err.error, { message: 'rate limit exceeded', type: 'rate_limit_error', param: null, code: null }, 'in the OpenAI error shape');
       assert.equal(err.headers?.get('x-ratelimit-limit'), '20', 'the headers of the token descriptor that refused');
       assert.equal(err.headers?.get('retry-after'), '42');
+      assert.equal(err.headers?.get('x-rls'), 'over', 'the refusing call\'s service headers, not those the request descriptors\' call queued');
     }
     assert.equal((await mock.journal()).length, calls, 'the provider did not receive the refused request');
     await sleep(100);

@@ -41,6 +41,9 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
       headers[header[0]] = header[1];
     }
     for (const [name, value] of derivedHeaders(res, true, sent)) headers[name] = value;
+    // Queued too: headers an earlier allowed call of this request queued (its request descriptors', before a token
+    // descriptor's refusal) are applied last and would replace the refusal's own.
+    for (const name in headers) ex.queueResponseHeader(name, headers[name] as string);
     if (res.raw_body && res.raw_body.length > 0) return relayedErrorReply(429, Buffer.from(res.raw_body), headers, 'rate_limited', 'rate limit exceeded');
     return jsonErrorReply(429, 'rate_limited', 'rate limit exceeded', headers);
   }
