@@ -19,7 +19,8 @@ type Obj = Record<string, unknown>;
 /** One route of a listener: its policies, matches, backends (each with its own policies and upstream plan). */
 export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath, index: number, listener: string, bind: number, repeat = 0): Promise<CompiledRoute | undefined> {
   const name = (route.name as string | undefined) ?? `route${index}`;
-  const stateKey = `${bind}/${listener}/${name}${repeat > 0 ? `#${repeat}` : ''}`;
+  // JSON, not joined with a separator: names may hold any character, and two routes must never share a key.
+  const stateKey = JSON.stringify([bind, listener, name, repeat]);
   const routeSet = await c.policySet('routePolicies', route.policies as Obj | undefined, [...path, 'policies'], stateKey);
   const matches = (route.matches as MatchConfig[] | undefined)?.map((m) => compileMatch(m)) ?? null;
   for (const unreachable of unreachableMatchPaths(route.matches, c.staticConfig.paths, [...path, 'matches'])) c.warn(unreachable.path, unreachable.message);

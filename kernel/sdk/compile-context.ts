@@ -27,8 +27,9 @@ export interface CompileContext {
   /** Where this plugin's value sits in the config (for messages). */
   readonly path: ConfigPath;
   /**
-   * For a route's policies: the route by name (`<port>/<listener>/<route>`, `#<n>` after the first of a repeated
-   * name), not by position, to key state a reload keeps, so a route inserted before it neither takes nor resets it.
+   * For a route's policies: an opaque key naming the route by its port, listener and route names (and its rank among
+   * routes of the same name), not by position, to key state a reload keeps, so a route inserted before it neither
+   * takes nor resets it.
    */
   readonly stateKey?: string;
   /** The directory the gateway runs from: relative paths in the config resolve against it (SPEC 5.1). */
