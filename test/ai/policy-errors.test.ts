@@ -61,7 +61,8 @@ describe('policy and guard errors on LLM routes take the client API\'s shape', (
       ShouldRateLimit: () => ({
         overall_code: 2,
         statuses: [{ code: 2, current_limit: { requests_per_unit: 1, unit: 2 }, limit_remaining: 0, duration_until_reset: { seconds: 30, nanos: 0 } }],
-        response_headers_to_add: [],
+        // The type of its raw body: the client gets its own API's error JSON, typed as such.
+        response_headers_to_add: [{ key: 'content-type', value: 'text/plain' }],
         request_headers_to_add: [],
         raw_body: Buffer.from('slow down, please'),
       }),
@@ -150,6 +151,7 @@ describe('policy and guard errors on LLM routes take the client API\'s shape', (
       assert.deepEqual(err.error, { type: 'error', error: { type: 'rate_limit_error', message: 'slow down, please' } });
       assert.equal(err.headers?.get('x-ratelimit-limit'), '1');
       assert.ok(err.headers?.get('retry-after'));
+      assert.equal(err.headers?.get('content-type'), 'application/json');
     });
   });
 

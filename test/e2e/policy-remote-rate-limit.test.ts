@@ -72,6 +72,8 @@ function rlsHandler(counters: Map<string, number>) {
       response_headers_to_add: [
         ...(over ? [{ key: 'X-RLS', value: 'over' }, ...(req.domain === 'own-headers' ? [{ key: 'x-ratelimit-limit', value: 'from-rls' }] : [])] : [{ key: 'x-rls', value: 'ok' }]),
         ...(req.domain === 'framing' ? FRAMING : []),
+        // Only the llm route's request descriptor's call: tells its headers from the token descriptors' call's.
+        ...(req.descriptors.some((d) => d.entries[0]!.key === 'route') ? [{ key: 'x-rls-route', value: 'checked' }] : []),
       ],
       request_headers_to_add: [...(over ? [] : [{ key: 'x-rls-checked', value: 'yes' }]), ...(req.domain === 'framing' ? FRAMING : [])],
       raw_body: over && req.domain === 'body' ? Buffer.from('slow down, please') : Buffer.alloc(0),
@@ -269,6 +271,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.deepEqual(res.usage, { prompt_tokens: 11, completion_tokens: 5, total_tokens: 16 });
     assert.equal(response.headers.get('x-ratelimit-limit'), '20', 'the token descriptor\'s status on an allowed answer');
     assert.equal(response.headers.get('x-ratelimit-remaining'), '18');
+    assert.equal(response.headers.get('x-rls-route'), 'checked', 'the request descriptors\' call\'s headers, held while the token call could refuse');
     const [reserve, usage] = await settled(2);
     assert.deepEqual(reserve!.descriptors.map((d) => d.entries), [[{ key: 'team', value: 'blue' }]], 'token descriptors in a call of their own');
     assert.equal(reserve!.hits_addend, 2, 'the prompt estimate ("hello": 5 characters / 4, rounded up)');
@@ -291,6 +294,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
       assert.equal(err.headers?.get('x-ratelimit-limit'), '20', 'the headers of the token descriptor that refused');
       assert.equal(err.headers?.get('retry-after'), '42');
       assert.equal(err.headers?.get('x-rls'), 'over', 'the refusing call\'s service headers, not those the request descriptors\' call queued');
+      assert.equal(err.headers?.get('x-rls-route'), null, 'nor any other header of the allowed call');
     }
     assert.equal((await mock.journal()).length, calls, 'the provider did not receive the refused request');
     await sleep(100);

@@ -16,10 +16,11 @@ export interface RlsCaller {
 
 /**
  * One `ShouldRateLimit` call for `list`, each descriptor counting `hitsAddend` (0: the service's default of one):
- * a 429 or 500 reply when the request must stop, else undefined, with the service's headers applied and, unless
- * `deriveOnOk` is false, `x-ratelimit-*` derived from its statuses (queued headers would overwrite a later 429's).
+ * a 429 or 500 reply when the request must stop, else undefined, with the service's headers applied and
+ * `x-ratelimit-*` derived from its statuses. The response headers of an allowed call are queued, or put in `hold`
+ * when a later call may still refuse (queued headers are applied last: they would replace its 429's).
  */
-export async function checkLimits(rls: RlsCaller, ex: Exchange, list: DescriptorMessage[], hitsAddend: number, deriveOnOk = true): Promise<Reply | undefined> {
+export async function checkLimits(rls: RlsCaller, ex: Exchange, list: DescriptorMessage[], hitsAddend: number, hold?: [string, string][]): Promise<Reply | undefined> {
   let res: RateLimitResponse;
   try {
     res = await unaryCall<RateLimitResponse>(rls.client, 'ShouldRateLimit', { domain: rls.domain, descriptors: list, hits_addend: hitsAddend }, rls.timeoutMs, ex.signal);
@@ -41,9 +42,6 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
       headers[header[0]] = header[1];
     }
     for (const [name, value] of derivedHeaders(res, true, sent)) headers[name] = value;
-    // Queued too: headers an earlier allowed call of this request queued (its request descriptors', before a token
-    // descriptor's refusal) are applied last and would replace the refusal's own.
-    for (const name in headers) ex.queueResponseHeader(name, headers[name] as string);
     if (res.raw_body && res.raw_body.length > 0) return relayedErrorReply(429, Buffer.from(res.raw_body), headers, 'rate_limited', 'rate limit exceeded');
     return jsonErrorReply(429, 'rate_limited', 'rate limit exceeded', headers);
   }
@@ -51,12 +49,15 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
     const header = serviceHeader(h);
     if (header !== undefined) ex.headers[header[0]] = header[1];
   }
+  const out: [string, string][] = [];
   for (const h of res.response_headers_to_add) {
     const header = serviceHeader(h);
     if (header === undefined) continue;
     sent.add(header[0]);
-    ex.queueResponseHeader(header[0], header[1]);
+    out.push(header);
   }
-  if (deriveOnOk) for (const [name, value] of derivedHeaders(res, false, sent)) ex.queueResponseHeader(name, value);
+  out.push(...derivedHeaders(res, false, sent));
+  if (hold) hold.push(...out);
+  else for (const [name, value] of out) ex.queueResponseHeader(name, value);
   return undefined;
 }

@@ -19,13 +19,18 @@ interface Sent {
 }
 
 const SENT = defineAttribute<Sent>('remoteRateLimit.tokensSent');
+/** The response headers of the request descriptors' allowed call, held until the token descriptors' call allows. */
+const HELD = defineAttribute<[string, string][]>('remoteRateLimit.heldHeaders');
+
+/** The request descriptors' check; `hold` takes the response headers of an allowed call instead of the queue. */
+export type RequestCheck = (ex: Exchange, hold?: [string, string][]) => Promise<Reply | undefined> | Reply | undefined;
 
 /**
  * The policy instance of a `remoteRateLimit` with token descriptors (and maybe request descriptors, checked in the
  * request hook as before). The token descriptors are evaluated and sent when the backend reserves, in a call of their
  * own, so the request descriptors are not charged the token count.
  */
-export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly CompiledDescriptor[], requests: PolicyInstance['onRequest'], typePath: ConfigPath): PolicyInstance {
+export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly CompiledDescriptor[], requests: RequestCheck | undefined, typePath: ConfigPath): PolicyInstance {
   const limiter: LlmTokenLimiter = {
     async reserve(ex: Exchange, estimate: number): Promise<Reply | undefined> {
       // A failover to another backend calls again (ADR 0039): the first reservation stands.
@@ -34,18 +39,27 @@ export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly Compiled
       if (list.length === 0) return undefined;
       const hits = Math.min(MAX_ADDEND, Math.max(0, Math.round(estimate)));
       const refused = await checkLimits(rls, ex, list, hits);
-      if (!refused) ex.set(SENT, { list, hits });
+      // A refusal's headers are its own, not those the request descriptors' allowed call held.
+      if (refused) ex.get(HELD)?.splice(0);
+      else ex.set(SENT, { list, hits });
       return refused;
     },
   };
   return {
     async onRequest(ex) {
       if (requests) {
-        const denied = await requests(ex);
+        const held: [string, string][] = [];
+        const denied = await requests(ex, held);
         if (denied) return denied;
+        if (held.length > 0) ex.set(HELD, held);
       }
       addLlmTokenLimiter(ex, limiter);
       return undefined;
+    },
+    onResponse(ex, reply) {
+      // Set on the reply, so the token descriptors' queued headers (their call came later) still replace them.
+      const held = ex.get(HELD);
+      if (held) for (const [name, value] of held) reply.headers[name] = value;
     },
     onLog(ex) {
       const sent = ex.get(SENT);

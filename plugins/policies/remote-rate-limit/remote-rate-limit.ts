@@ -5,6 +5,7 @@ import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { checkLimits } from './check.ts';
 import type { RlsCaller } from './check.ts';
 import { remoteTokenLimits } from './llm-tokens.ts';
+import type { RequestCheck } from './llm-tokens.ts';
 import { buildDescriptors } from './rls.ts';
 import type { CompiledDescriptor } from './rls.ts';
 
@@ -41,15 +42,14 @@ export async function compileRemoteRateLimit(config: RemoteRateLimitConfig, ctx:
   const client = tracedClient(cachedClient(ctx.resources, 'RateLimitService', target), ctx.spans, 'RateLimitService', target);
   if (descriptors.length === 0 && tokenDescriptors.length === 0) return {};
   const service: RlsCaller = { client, domain: config.domain, timeoutMs, failOpen, logger: ctx.logger };
-  const requests: PolicyInstance['onRequest'] = descriptors.length
-    ? (ex) => {
+  const requests: RequestCheck | undefined = descriptors.length
+    ? (ex, hold) => {
         const list = buildDescriptors(descriptors, ex);
         if (list.length === 0) return undefined;
-        // hits_addend 0: the service's default, one hit per request. With token descriptors too, their call (later)
-        // gives the x-ratelimit-* headers: queued ones from this call would overwrite its 429's.
-        return checkLimits(service, ex, list, 0, tokenDescriptors.length === 0);
+        // hits_addend 0: the service's default, one hit per request.
+        return checkLimits(service, ex, list, 0, hold);
       }
     : undefined;
-  if (tokenDescriptors.length === 0) return { onRequest: requests };
+  if (tokenDescriptors.length === 0) return { onRequest: requests && ((ex) => requests(ex)) };
   return remoteTokenLimits(service, tokenDescriptors, requests, [...ctx.path, 'descriptors', firstTokens, 'type']);
 }
