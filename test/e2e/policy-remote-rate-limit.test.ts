@@ -147,6 +147,13 @@ describe('remoteRateLimit (small RLS test server)', () => {
       route('down-open-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('down-closed-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailClosed', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       llm,
+      // A token limit per model and provider: `llm.*` of the call about to be made.
+      {
+        name: 'per-model',
+        matches: [{ path: { pathPrefix: '/per-model' } }],
+        policies: { remoteRateLimit: { host, domain: 'per-model', descriptors: [{ type: 'tokens', entries: [{ key: 'model', value: 'llm.requestModel' }, { key: 'provider', value: 'llm.provider' }, { key: 'big', value: 'string(llm.promptTokens > 1000)' }] }] } },
+        backends: [{ ai: { name: 'per-model', provider: { openAI: {} }, hostOverride: mock.hostPort } }],
+      },
     ];
     gw = await startGateway({ backends: [{ name: 'rls', host }], binds: [{ port, listeners: [{ routes }] }] }, { preset: preset(remoteRateLimit) });
   });
@@ -349,6 +356,15 @@ describe('remoteRateLimit (small RLS test server)', () => {
       });
       assert.equal((await mock.journal()).length, calls, 'the provider did not receive the refused request');
     });
+  });
+
+  it('type: tokens descriptors read `llm.requestModel`, `llm.provider` and `llm.promptTokens` of the call about to be made', async () => {
+    // They failed before (the call was published after the reservation): the descriptor was left out, nothing limited.
+    const client = new OpenAI({ baseURL: `${gw.url(port)}/per-model/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    await client.chat.completions.create({ model: 'gpt-model-a', messages: [{ role: 'user', content: 'hello' }] });
+    const sent = rls.rateLimits.filter((m) => m.domain === 'per-model');
+    assert.equal(sent.length >= 1, true, 'the service was asked');
+    assert.deepEqual(sent[0]!.descriptors.map((d) => d.entries), [[{ key: 'model', value: 'gpt-model-a' }, { key: 'provider', value: 'openai' }, { key: 'big', value: 'false' }]]);
   });
 
   it('reaches the service through a named backend', async () => {

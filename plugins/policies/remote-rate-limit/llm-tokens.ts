@@ -2,7 +2,7 @@
 // backend knows the prompt estimate, with `hits_addend` = the estimate; once the answer has ended, a second call
 // adds the rest of the real usage. Linked to the backend through the SDK's `llmTokenLimiters` and `llmCall`.
 import { addLlmTokenLimiter, defineAttribute, llmCall } from 'switchyard/sdk';
-import type { ConfigPath, Exchange, LlmTokenLimiter, PolicyInstance, Reply } from 'switchyard/sdk';
+import type { ConfigPath, Exchange, LlmCallQuote, LlmTokenLimiter, PolicyInstance, Reply } from 'switchyard/sdk';
 import { unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { checkLimits } from './check.ts';
 import type { RlsCaller } from './check.ts';
@@ -26,16 +26,25 @@ const HELD = defineAttribute<[string, string][]>('remoteRateLimit.heldHeaders');
 export type RequestCheck = (ex: Exchange, hold?: [string, string][]) => Promise<Reply | undefined> | Reply | undefined;
 
 /**
+ * `llm` as token descriptors see it (ADR 0169): the call the backend is about to make, which it publishes only once
+ * made. The model is the one the client named (a virtual model's name), as `ai.virtualModels` conditions see it.
+ */
+function callAboutToBeMade(quote: LlmCallQuote, estimate: number): Record<string, unknown> {
+  const requestModel = quote.virtualModel ?? quote.model;
+  return { llm: { provider: quote.provider, ...(requestModel === undefined ? {} : { requestModel }), promptTokens: BigInt(Math.max(0, Math.round(estimate))) } };
+}
+
+/**
  * The policy instance of a `remoteRateLimit` with token descriptors (and maybe request descriptors, checked in the
  * request hook as before). The token descriptors are evaluated and sent when the backend reserves, in a call of their
  * own, so the request descriptors are not charged the token count.
  */
 export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly CompiledDescriptor[], requests: RequestCheck | undefined, typePath: ConfigPath): PolicyInstance {
   const limiter: LlmTokenLimiter = {
-    async reserve(ex: Exchange, estimate: number): Promise<Reply | undefined> {
+    async reserve(ex: Exchange, estimate: number, quote?: LlmCallQuote): Promise<Reply | undefined> {
       // A failover to another backend calls again (ADR 0039): the first reservation stands.
       if (ex.get(SENT)) return undefined;
-      const list = buildDescriptors(descriptors, ex);
+      const list = buildDescriptors(descriptors, ex, quote && callAboutToBeMade(quote, estimate));
       if (list.length === 0) return undefined;
       const hits = Math.min(MAX_ADDEND, Math.max(0, Math.round(estimate)));
       const refused = await checkLimits(rls, ex, list, hits);

@@ -33,17 +33,17 @@ export interface DescriptorMessage {
 }
 
 /**
- * Evaluate the descriptors of one request (BEHAVIOUR.md §8.2): an entry that fails, is null or is empty drops its
- * whole descriptor.
+ * Evaluate the descriptors of one request (BEHAVIOUR.md §8.2), with the CEL variables `extra` if given: an entry
+ * that fails, is null or is empty drops its whole descriptor.
  */
-export function buildDescriptors(descriptors: readonly CompiledDescriptor[], ex: Exchange): DescriptorMessage[] {
+export function buildDescriptors(descriptors: readonly CompiledDescriptor[], ex: Exchange, extra?: Record<string, unknown>): DescriptorMessage[] {
   const out: DescriptorMessage[] = [];
   outer: for (const d of descriptors) {
     const entries: { key: string; value: string }[] = [];
     for (const entry of d.entries) {
       let value: unknown;
       try {
-        value = entry.value.evaluate(ex);
+        value = entry.value.evaluate(ex, extra);
       } catch {
         continue outer;
       }
