@@ -151,7 +151,9 @@ function frameLine(text: string, n: number, start: number): string {
   const end = Math.min(line.length, start + FRAME_WIDTH);
   // Starred in the window shown and a URL's length around it (a 1 MiB line is not searched whole).
   const from = Math.max(0, start - URL_REACH);
-  const around = line.slice(from, Math.min(line.length, end + URL_REACH)).replace(URL_PASSWORD, (_m, head: string, pass: string) => `${head}${'*'.repeat(pass.length)}@`);
+  const raw = line.slice(from, Math.min(line.length, end + URL_REACH));
+  // Most windows hold no `@`: the search is skipped (a frame per problem of a large paste ran it thousands of times).
+  const around = !raw.includes('@') ? raw : raw.replace(URL_PASSWORD, (_m, head: string, pass: string) => `${head}${'*'.repeat(pass.length)}@`);
   return `${start > 0 ? '\u2026' : ''}${around.slice(start - from, end - from)}${end < line.length ? '\u2026' : ''}`;
 }
 

@@ -59,12 +59,11 @@ class ErrorTranslator {
       if (guess) misspelled.add(`${e.instancePath}|${guess}`);
     }
     const seen = new Set<string>();
+    const byPath = sortedByPath(errors);
     for (const e of errors) {
       if (e.keyword === 'exactlyOneOf' && unknownKeyParents.has(e.instancePath)) continue;
       if (e.keyword === 'required' && misspelled.has(`${e.instancePath}|${(e.params as { missingProperty: string }).missingProperty}`)) continue;
-      if (e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf') {
-        if (errors.some((o) => o !== e && o.instancePath.startsWith(e.instancePath) && o.schemaPath.startsWith(e.schemaPath.replace(/\/[^/]+$/, '')))) continue;
-      }
+      if ((e.keyword === 'if' || e.keyword === 'anyOf' || e.keyword === 'oneOf') && hasMoreSpecific(byPath, e)) continue;
       const issue = this.translateOne(e);
       const id = `${issue.path.join('/')}|${issue.message}`;
       if (seen.has(id)) continue;
@@ -82,8 +81,14 @@ class ErrorTranslator {
     const key = (e.params as { additionalProperty: string }).additionalProperty;
     if (this.notInstalled.has(key)) return undefined;
     const parent = (e.parentSchema ?? {}) as Record<string, unknown>;
-    return didYouMean(key, Object.keys((parent.properties as object | undefined) ?? {}));
+    // Once per key and schema: a paste repeating one typo on thousands of routes asks the same question each time.
+    let known = this.guesses.get(parent);
+    if (!known) this.guesses.set(parent, (known = new Map()));
+    if (!known.has(key)) known.set(key, didYouMean(key, Object.keys((parent.properties as object | undefined) ?? {})));
+    return known.get(key);
   }
+
+  private readonly guesses = new WeakMap<object, Map<string, string | undefined>>();
 
   private translateOne(e: ErrorObject): ConfigIssue {
     const path = pointerToPath(e.instancePath);
@@ -156,6 +161,32 @@ class ErrorTranslator {
         return { code: ErrorCode.configSchema, path, message: e.message ?? `is invalid (${e.keyword})` };
     }
   }
+}
+
+/** The errors ordered by `instancePath`, so those at or below one path are a contiguous run. */
+function sortedByPath(errors: readonly ErrorObject[]): ErrorObject[] {
+  return [...errors].sort((a, b) => (a.instancePath < b.instancePath ? -1 : a.instancePath > b.instancePath ? 1 : 0));
+}
+
+/**
+ * Whether another error at or below `e`'s place comes from inside `e`'s combinator (`if`, `anyOf`, `oneOf`): then
+ * that error says what is wrong and `e` adds nothing. Searched in the run of `byPath` starting with `e`'s path
+ * (comparing against every error made a paste of thousands of problems quadratic).
+ */
+function hasMoreSpecific(byPath: readonly ErrorObject[], e: ErrorObject): boolean {
+  const base = e.schemaPath.replace(/\/[^/]+$/, '');
+  let lo = 0;
+  let hi = byPath.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (byPath[mid]!.instancePath < e.instancePath) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let i = lo; i < byPath.length && byPath[i]!.instancePath.startsWith(e.instancePath); i++) {
+    const o = byPath[i]!;
+    if (o !== e && o.schemaPath.startsWith(base)) return true;
+  }
+  return false;
 }
 
 function pointerToPath(pointer: string): (string | number)[] {

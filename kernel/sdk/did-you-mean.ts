@@ -18,15 +18,19 @@ export function didYouMean(word: string, candidates: Iterable<string>): string |
   const lower = word.toLowerCase();
   let best: string | undefined;
   let bestScore = Infinity;
+  const limit = Math.max(2, Math.floor(word.length / 3));
   for (const candidate of candidates) {
     const c = candidate.toLowerCase();
     if (c === lower) return candidate;
+    // The distance is at least the difference in length: a candidate that cannot be close enough, or closer than
+    // the best so far, is not measured (a paste of thousands of typos measures each against every key).
+    const floor = Math.abs(c.length - lower.length);
+    if (floor > limit || floor >= bestScore) continue;
     const score = distance(lower, c);
     if (score < bestScore) {
       bestScore = score;
       best = candidate;
     }
   }
-  const limit = Math.max(2, Math.floor(word.length / 3));
   return bestScore <= limit ? best : undefined;
 }
