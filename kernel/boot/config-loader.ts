@@ -65,6 +65,8 @@ export interface CompileOptions {
 export interface PastedCheck {
   readonly errors: readonly PositionedIssue[];
   readonly warnings: readonly PositionedIssue[];
+  /** Errors found beyond those in `errors` and only counted (a paste's parse and schema check sends the first few). */
+  readonly moreErrors?: number;
 }
 
 /** The kernel services a load uses. */
@@ -173,7 +175,13 @@ export class ConfigLoader {
    * check (files, stores, URLs, plugin modules: ADR 0131) and the plugins' `ctx.warn` as warnings; anything else
    * thrown is not a verdict.
    */
-  async check(text: string): Promise<PastedCheck> {
+  async check(text: string, limit: number): Promise<PastedCheck> {
+    // Parse and schema check on a thread of their own (ADR 0172): only a paste that passes both compiles here.
+    await this.prepareWith([]);
+    const { checkPasteOffThread } = await import('../config/paste-check.ts');
+    const schema = assembleSchema(this.registry!);
+    const early = await checkPasteOffThread({ text, schema, knownKeys: this.validation!.knownKeys, slotNouns: this.registry!.slotNouns(), limit });
+    if (early.total > 0) return { errors: early.errors, warnings: [], moreErrors: early.total - early.errors.length };
     try {
       const snapshot = await this.compile(text, { pasted: true });
       snapshot.dispose();

@@ -1,6 +1,6 @@
 import * as nodeModule from 'node:module';
 import { readableFatalStacks } from '../telemetry/readable-stack.ts';
-import { WORKER_THREAD_ARG } from './worker-mark.ts';
+import { PASTE_CHECK_ARG, WORKER_THREAD_ARG } from './worker-mark.ts';
 
 /**
  * How the CLI starts, for bin/switchyard.js (the full preset, from the sources) and for a trimmed distribution
@@ -35,6 +35,12 @@ export async function startDistribution(start: DistributionStart): Promise<void>
     const [{ runWorker, workerDataOf }, loaded] = await Promise.all([import('./worker-main.ts'), start.load()]);
     const data = workerDataOf();
     if (data) return runWorker(loaded, data);
+  }
+  // A paste-check thread of the admin UI's validator (kernel/config/paste-check.ts) runs a bundle as its module: the
+  // import checks what the thread was given and answers.
+  if (process.argv.includes(PASTE_CHECK_ARG)) {
+    await import('../config/paste-check.ts');
+    return;
   }
   // An uncaught exception's stack, as Node prints it, names the TypeScript sources (ADR 0065).
   readableFatalStacks();

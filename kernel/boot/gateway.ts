@@ -2,7 +2,7 @@ import { ErrorCode } from '../sdk/index.ts';
 import type { Logger } from '../sdk/index.ts';
 import { AdminServers } from '../admin/admin-servers.ts';
 import type { AdminEndpoints } from '../admin/admin-servers.ts';
-import { gatewayEndpoints, validationResult } from '../admin/gateway-endpoints.ts';
+import { gatewayEndpoints, MAX_SHOWN_ISSUES, validationResult } from '../admin/gateway-endpoints.ts';
 import type { Readiness, TailListener, ValidationResult } from '../admin/gateway-endpoints.ts';
 import type { Snapshot, StaticConfig } from '../compile/snapshot.ts';
 import { ConfigLoadError, renderIssue } from '../config/format-issues.ts';
@@ -331,12 +331,12 @@ export class Gateway {
   async validate(text: string): Promise<ValidationResult> {
     let checked;
     try {
-      checked = await this.loader.check(text);
+      checked = await this.loader.check(text, MAX_SHOWN_ISSUES);
     } catch (err) {
       return { ok: false, errors: [], error: (err as Error).message };
     }
     const errors = checked.errors.map((i) => (i.code === ErrorCode.configEnv ? { ...i, message: `${i.message}; ${PASTED_ENV}` } : i));
-    return validationResult(errors, checked.warnings, renderIssue);
+    return validationResult(errors, checked.warnings, renderIssue, checked.moreErrors);
   }
 
   /** Serve `next` from now on; the previous snapshot is disposed once its in-flight requests are done. */

@@ -5,3 +5,6 @@
  * that happens to equal it costs only that load: the entry still checks `workerData` before serving as a worker.
  */
 export const WORKER_THREAD_ARG = '--switchyard-worker-thread';
+
+/** The argument of a thread checking a paste for the admin UI's validator (kernel/config/paste-check.ts, ADR 0172). */
+export const PASTE_CHECK_ARG = '--switchyard-paste-check';
