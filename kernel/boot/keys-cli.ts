@@ -157,6 +157,24 @@ const budgetText = (b: Record<string, unknown>): string => {
   return `${unit}=${String(b[unit])}/${String(b.period)}`;
 };
 
+/**
+ * Every key: `GET /keys` page after page (ADR 0172), as one answer `{keys, total}`. A gateway from before pages
+ * answers all keys at once without `next`, which ends the loop as well.
+ */
+async function listAll(base: string, adminKey: string | undefined, team: string | undefined): Promise<{ status: number; body: Record<string, unknown> }> {
+  const keys: unknown[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const query = new URLSearchParams({ ...(team !== undefined ? { team } : {}), ...(cursor !== undefined ? { cursor } : {}) }).toString();
+    const answer = await call(base, adminKey, 'GET', `/keys${query ? `?${query}` : ''}`);
+    if (answer.status >= 400) return answer;
+    keys.push(...((answer.body.keys as unknown[] | undefined) ?? []));
+    const next = answer.body.next;
+    if (typeof next !== 'string' || next === cursor) return { status: answer.status, body: { keys, total: answer.body.total ?? keys.length } };
+    cursor = next;
+  }
+}
+
 /** Run `switchyard keys …`; resolves with the exit code. */
 export async function keysMain(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const args = parseKeysArgs(argv);
@@ -173,7 +191,7 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
     if (adminKey !== undefined && !/^[!-~]+$/.test(adminKey)) throw new Error('the admin key (ADMIN_API_KEY or --admin-key) must be printable ASCII without spaces');
     const answer =
       args.command === 'list'
-        ? await call(base, adminKey, 'GET', `/keys${args.team !== undefined ? `?team=${encodeURIComponent(args.team)}` : ''}`)
+        ? await listAll(base, adminKey, args.team)
         : args.command === 'create'
           ? await call(base, adminKey, 'POST', '/keys', args.body)
           : args.command === 'rotate' || args.command === 'revoke'

@@ -100,6 +100,29 @@ function unknownTeam(team: string, declared: Iterable<string>): string {
   return `team \`${team}\` is not declared under \`virtualKeys.teams\` (${guess !== undefined ? `did you mean \`${guess}\`? ` : ''}${known}); declare it there, with or without budgets, to make keys for it`;
 }
 
+/** Keys a `GET /keys` answers at most, and without `limit` (ADR 0172): 10,000 keys were one 3 MB answer. */
+const MAX_PAGE = 1000;
+
+/** `limit` of a list request, MAX_PAGE when absent; undefined when it is not a whole number from 1 to MAX_PAGE. */
+function pageLimit(text: string | null): number | undefined {
+  if (text === null) return MAX_PAGE;
+  const n = /^[0-9]{1,4}$/.test(text) ? Number(text) : 0;
+  return n >= 1 && n <= MAX_PAGE ? n : undefined;
+}
+
+/**
+ * One page of keys in id order: those after `cursor` (the last id of the previous page), with the count of all
+ * keys listed and, unless this is the last page, the cursor of the next. Ids never change and keys are never
+ * deleted (a revoked key stays listed), so a key made while a client pages shows on a later page or not at all,
+ * and none shows twice.
+ */
+function keysPage(all: readonly KeyRecord[], limit: number, cursor: string | null): Record<string, unknown> {
+  const sorted = [...all].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const after = cursor === null ? sorted : sorted.filter((k) => k.id > cursor);
+  const keys = after.slice(0, limit);
+  return { keys: keys.map(view), total: sorted.length, ...(after.length > limit ? { next: keys[keys.length - 1]!.id } : {}) };
+}
+
 export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
   const find = async (id: string): Promise<KeyRecord | undefined> => dir.declaredById.get(id) ?? (await dir.store.get(id));
 
@@ -107,9 +130,11 @@ export function keysAdminApi(dir: KeyDirectory): AdminRouteHandler {
     const parts = req.subpath.split('/').filter((p) => p !== '');
     if (parts.length === 0) {
       if (req.method === 'GET') {
+        const limit = pageLimit(req.query.get('limit'));
+        if (limit === undefined) return problem(400, `\`limit\` must be a whole number from 1 to ${MAX_PAGE}`);
         const team = req.query.get('team');
         const all = [...dir.declaredById.values(), ...(await dir.store.list())].filter((k) => team === null || k.team === team);
-        return ok({ keys: all.map(view) });
+        return ok(keysPage(all, limit, req.query.get('cursor')));
       }
       if (req.method === 'POST') {
         const fields = parseCreate(req.body);
