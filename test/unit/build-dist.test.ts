@@ -295,6 +295,29 @@ describe('trimmed distribution bundles (bin/build-dist.ts)', { timeout: 2 * BUIL
       assert.match(gw.output(), /switchyard stopped/);
     });
 
+    it("checks an admin UI paste on the bundle's own thread (ADR 0172): problems worded, the gateway serving", async () => {
+      const [port, admin] = [await freePort(), await freePort()];
+      const file = join(tmp, 'paste.yaml');
+      writeFileSync(
+        file,
+        stringify({
+          config: { adminAddr: `127.0.0.1:${admin}`, statsAddr: 'off', readinessAddr: 'off' },
+          binds: [{ port, listeners: [{ routes: [{ backends: [{ host: `127.0.0.1:${upstream.port}` }] }] }] }],
+        }),
+      );
+      const gw = await startBundle(join(minimal, 'switchyard.mjs'), file);
+      try {
+        const text = 'binds: [{port: 8080, listeners: [{routes: [{backends: [{hots: "127.0.0.1:1"}]}]}]}]';
+        const res = await fetch(`http://127.0.0.1:${admin}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text }) });
+        const answer = (await res.json()) as { ok: boolean; errors: { message: string }[] };
+        assert.equal(answer.ok, false, JSON.stringify(answer));
+        assert.match(answer.errors[0]!.message, /did you mean `host`\?/);
+        assert.equal((await fetch(`http://127.0.0.1:${port}/`)).status, 200);
+      } finally {
+        assert.equal(await stop(gw), 0, gw.output());
+      }
+    });
+
     it('refuses a config with a left-out first-party key: "not installed in this distribution", exit 1', async () => {
       const file = join(tmp, 'mcp.yaml');
       writeFileSync(
