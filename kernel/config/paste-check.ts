@@ -56,6 +56,7 @@ export function checkPasteOffThread(input: PasteCheckInput, entry: URL = new URL
     const worker = new Worker(entry, {
       workerData: { [DATA_KEY]: input },
       argv: [PASTE_CHECK_ARG],
+      // No environment (a paste is checked without it, ADR 0124), and nothing it prints reaches the gateway's log.
       env: {},
       stdout: true,
       stderr: true,
