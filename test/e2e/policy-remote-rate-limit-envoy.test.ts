@@ -90,6 +90,10 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
           ...route('llm', { descriptors: [{ type: 'tokens', entries: [{ key: 'team', value: `"${run}-team"` }] }] }),
           backends: [{ ai: { name: 'llm', provider: { openAI: {} }, hostOverride: mock.hostPort } }],
         },
+        {
+          ...route('zero', { descriptors: [{ type: 'tokens', entries: [{ key: 'team', value: `"${run}-zero"` }] }] }),
+          backends: [{ ai: { name: 'llm0', provider: { openAI: {} }, hostOverride: mock.hostPort } }],
+        },
       ];
       gw = await startGateway({ binds: [{ port, listeners: [{ routes }] }] }, { preset: preset(remoteRateLimit) });
     },
@@ -162,6 +166,13 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
     assert.ok(err instanceof OpenAI.RateLimitError, String(err));
     assert.equal(err.headers?.get('x-ratelimit-limit'), '20');
     assert.equal((await mock!.journal()).length, calls, 'the provider did not receive the refused request');
+  });
+
+  it('a prompt estimated at 0 tokens is checked, not counted (descriptor hits_addend 0; ADR 0173)', async () => {
+    const client = new OpenAI({ baseURL: `${gw.url(port)}/zero/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    const empty = await client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: '' }] }).withResponse();
+    assert.equal(empty.response.headers.get('x-ratelimit-limit'), '20', rls.logs());
+    assert.equal(empty.response.headers.get('x-ratelimit-remaining'), '20', 'the reservation of 0 tokens charged nothing');
   });
 
   it('Redis down: the service fails, so failClosed answers 500 and failOpen passes', async () => {

@@ -15,7 +15,8 @@ export interface RlsCaller {
 }
 
 /**
- * One `ShouldRateLimit` call for `list`, each descriptor counting `hitsAddend` (0: the service's default of one):
+ * One `ShouldRateLimit` call for `list`, each descriptor counting `hitsAddend` (0: the service's default of one;
+ * a descriptor's own `hits_addend` takes its place, ADR 0173):
  * a 429 or 500 reply when the request must stop, else undefined, with the service's headers applied and
  * `x-ratelimit-*` derived from its statuses. The response headers of an allowed call are queued, or put in `hold`
  * when a later call may still refuse (queued headers are applied last: they would replace its 429's).

@@ -47,7 +47,10 @@ export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly Compiled
       const list = buildDescriptors(descriptors, ex, quote && callAboutToBeMade(quote, estimate));
       if (list.length === 0) return undefined;
       const hits = Math.min(MAX_ADDEND, Math.max(0, Math.round(estimate)));
-      const refused = await checkLimits(rls, ex, list, hits);
+      // The request's hits_addend 0 means one hit; each descriptor's own 0 means "check only" (a token count, an
+      // empty prompt: ADR 0173). The request's stays for a service that predates the descriptor's field.
+      const checked = list.map((d) => ({ ...d, hits_addend: { value: hits } }));
+      const refused = await checkLimits(rls, ex, checked, hits);
       // A refusal's headers are its own, not those the request descriptors' allowed call held.
       if (refused) ex.get(HELD)?.splice(0);
       else ex.set(SENT, { list, hits });

@@ -30,6 +30,8 @@ export interface CompiledDescriptor {
 
 export interface DescriptorMessage {
   entries: { key: string; value: string }[];
+  /** `google.protobuf.UInt64Value`: when set (0 included), this descriptor's hits instead of the request's. */
+  hits_addend?: { value: number };
 }
 
 /**
