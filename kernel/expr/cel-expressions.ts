@@ -285,14 +285,15 @@ export class CelExpressions {
 
   /** A compiler bound to one config path, for a plugin's CompileContext. */
   compilerAt(path: ConfigPath): ExpressionCompiler {
-    return { compile: (source, sub = []) => this.compile(source, [...path, ...sub]) };
+    return { compile: (source, sub = [], unavailable) => this.compile(source, [...path, ...sub], false, unavailable) };
   }
 
   /**
    * `allowResponse`: the expression is evaluated once the response is known (`config.logging`); anywhere else a
-   * reference to `response` would always evaluate as an error, so it is refused at load.
+   * reference to `response` would always evaluate as an error, so it is refused at load; so is one to a name in
+   * `unavailable` (name -> why).
    */
-  compile(source: string, path: ConfigPath, allowResponse = false): CheckedExpression {
+  compile(source: string, path: ConfigPath, allowResponse = false, unavailable: Readonly<Record<string, string>> = {}): CheckedExpression {
     let program: Program;
     let type: string;
     const { env, names } = this.environment();
@@ -302,8 +303,12 @@ export class CelExpressions {
       program = env.parse(source) as unknown as Program;
       const problem = findNameProblem(program.ast, names) ?? findIntegerLiteralProblem(program.ast);
       if (problem) throw invalid(problem.message, problem.offset);
-      if (!allowResponse && readsVariable(program.ast, 'response', new Set())) {
+      if (!allowResponse && variableAt(program.ast, 'response', new Set()) !== undefined) {
         throw invalid('`response` is only available in `config.logging` expressions (fields.add, filter), evaluated once the response is sent; here it is not known yet');
+      }
+      for (const [name, why] of Object.entries(unavailable)) {
+        const at = variableAt(program.ast, name, new Set());
+        if (at !== undefined) throw invalid(`\`${name}\` is not available ${why}`, at);
       }
       // The program's own tree is checked (not a second parse), so evaluation runs it without checking again.
       const checked = program.check();
@@ -371,16 +376,25 @@ function declaredNames(env: Environment, variables: readonly CelVariableInfo[]):
 
 const MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 
-/** Whether a parsed expression (cel-js AST: `{ op, args }`) reads the free variable `name` (macro bindings shadow it). */
-function readsVariable(node: unknown, name: string, bound: ReadonlySet<string>): boolean {
-  if (Array.isArray(node)) return node.some((n) => readsVariable(n, name, bound));
-  if (node === null || typeof node !== 'object' || !('op' in node)) return false;
-  const { op, args } = node as { op: string; args: unknown };
-  if (op === 'id') return args === name && !bound.has(name);
+/**
+ * Where a parsed expression (cel-js AST: `{ op, args }`) first reads the free variable `name` (macro bindings shadow
+ * it): its offset in the source, or undefined if it does not.
+ */
+function variableAt(node: unknown, name: string, bound: ReadonlySet<string>): number | undefined {
+  if (Array.isArray(node)) {
+    for (const n of node) {
+      const at = variableAt(n, name, bound);
+      if (at !== undefined) return at;
+    }
+    return undefined;
+  }
+  if (node === null || typeof node !== 'object' || !('op' in node)) return undefined;
+  const { op, args, start, pos } = node as { op: string; args: unknown; start?: number; pos?: number };
+  if (op === 'id') return args === name && !bound.has(name) ? (start ?? pos ?? 0) : undefined;
   if (op === 'rcall' && Array.isArray(args) && MACROS.has(args[0] as string) && Array.isArray(args[2])) {
     const [binding, ...body] = args[2] as unknown[];
     const v = (binding as { op?: string; args?: unknown } | undefined)?.op === 'id' ? String((binding as { args: unknown }).args) : undefined;
-    return readsVariable(args[1], name, bound) || readsVariable(body, name, v === undefined ? bound : new Set([...bound, v]));
+    return variableAt(args[1], name, bound) ?? variableAt(body, name, v === undefined ? bound : new Set([...bound, v]));
   }
-  return readsVariable(args, name, bound);
+  return variableAt(args, name, bound);
 }

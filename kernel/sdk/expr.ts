@@ -19,8 +19,12 @@ export const EXPRESSION_STOPPED = 'ExpressionStopped';
 
 /** Compiles CEL for plugins. */
 export interface ExpressionCompiler {
-  /** Compile `source`; a syntax or type error becomes a config error at the plugin's path plus `sub`. */
-  compile(source: string, sub?: readonly (string | number)[]): CompiledExpression;
+  /**
+   * Compile `source`; a syntax or type error becomes a config error at the plugin's path plus `sub`. `unavailable`:
+   * variables that exist elsewhere but are never set where this expression runs, each with the reason the config
+   * error gives (so a rule that would fail on every request fails at load instead).
+   */
+  compile(source: string, sub?: readonly (string | number)[], unavailable?: Readonly<Record<string, string>>): CompiledExpression;
 }
 
 /** Render a CEL value as a header or log string (ints come back from CEL as bigint). */

@@ -420,5 +420,14 @@ describe('remoteRateLimit (small RLS test server)', () => {
       /:6:123: `type: tokens` counts LLM tokens, which only an `ai` backend reports.*descriptors\[1\]\.type/s,
       'token descriptors on a route without an ai backend',
     );
+    // Names a descriptor can never read fail at load, not on every request (ADR 0173).
+    await assert.rejects(
+      gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, descriptors: [{ type: tokens, entries: [{ key: k, value: '"a" + llmRequest.model' }] }] }`)),
+      /:6:124: invalid CEL expression `"a" \+ llmRequest\.model`: `llmRequest` is not available in rate limit descriptors.*descriptors\[0\]\.entries\[0\]\.value/s,
+    );
+    await assert.rejects(
+      gw.gateway.compile(yaml(`{ host: "127.0.0.1:1", domain: d, descriptors: [{ entries: [{ key: k, value: 'llm.requestModel' }] }] }`)),
+      /`llm` is not available in `type: requests` descriptors.*descriptors\[0\]\.entries\[0\]\.value/s,
+    );
   });
 });

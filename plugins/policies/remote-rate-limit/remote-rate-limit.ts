@@ -18,6 +18,15 @@ export interface RemoteRateLimitConfig extends ServiceTargetConfig {
 
 const DEFAULT_TIMEOUT_MS = 1000;
 
+// Names that would fail on every request, refused at load (ADR 0173): the limiter is never handed the body, and
+// request descriptors are evaluated before the backend has read it.
+const NO_BODY = 'in rate limit descriptors: they are not handed the request body (`llmRequest` exists only in `ai` expressions); use `llm.requestModel` or `llm.promptTokens` in a `type: tokens` descriptor';
+const TOKEN_UNAVAILABLE = { llmRequest: NO_BODY };
+const REQUEST_UNAVAILABLE = {
+  llmRequest: NO_BODY,
+  llm: 'in `type: requests` descriptors: they are evaluated before the backend reads the body; read `llm.*` in a `type: tokens` descriptor',
+};
+
 /**
  * Compile one `remoteRateLimit` policy: the descriptors' CEL values and a cached RLS gRPC client for the `host`,
  * `service` or `backend` address, with the TLS and call metadata of its `policies`.
@@ -30,9 +39,11 @@ export async function compileRemoteRateLimit(config: RemoteRateLimitConfig, ctx:
   const tokenDescriptors: CompiledDescriptor[] = [];
   let firstTokens = -1;
   (config.descriptors ?? []).forEach((d, i) => {
-    const entries = d.entries.map((e, j) => ({ key: e.key, value: ctx.expr.compile(e.value, ['descriptors', i, 'entries', j, 'value']) }));
+    const requests = (d.type ?? 'requests') === 'requests';
+    const unavailable = requests ? REQUEST_UNAVAILABLE : TOKEN_UNAVAILABLE;
+    const entries = d.entries.map((e, j) => ({ key: e.key, value: ctx.expr.compile(e.value, ['descriptors', i, 'entries', j, 'value'], unavailable) }));
     // Token descriptors are checked once the LLM backend knows the prompt estimate (llm-tokens.ts), not here.
-    if ((d.type ?? 'requests') === 'requests') descriptors.push({ entries });
+    if (requests) descriptors.push({ entries });
     else {
       if (firstTokens === -1) firstTokens = i;
       tokenDescriptors.push({ entries });
