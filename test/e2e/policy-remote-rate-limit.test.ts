@@ -145,6 +145,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
       route('down', { host: `127.0.0.1:${deadPort}`, domain: 'd', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('down-open', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'failOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('down-open-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailOpen', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
+      route('failing-logged', { host: `127.0.0.1:${deadPort}`, domain: 'd', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       route('down-closed-pascal', { host: `127.0.0.1:${deadPort}`, domain: 'd', failureMode: 'FailClosed', descriptors: [{ entries: [{ key: 'k', value: '"v"' }] }] }),
       llm,
       // A token limit per model and provider: `llm.*` of the call about to be made.
@@ -404,6 +405,14 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.equal(open.status, 200);
     assert.equal(open.reachedUpstream, true);
     assert.equal((await call('/down-open-pascal/x')).status, 200);
+  });
+
+  it('a failing service is logged once, not once per request (ADR 0173)', async () => {
+    // A route of its own, which no other test calls.
+    const warnings = () => gw.logs.filter((l) => l.includes('rate limit service failed')).length;
+    const before = warnings();
+    for (let i = 0; i < 5; i++) assert.equal((await call('/failing-logged/x')).status, 500);
+    assert.equal(warnings() - before, 1, gw.logs.slice(-8).join('\n'));
   });
 
   it('config errors point at the field', async () => {

@@ -1,9 +1,10 @@
 import { jsonErrorReply, relayedErrorReply } from 'switchyard/sdk';
-import type { Exchange, HeaderMap, Logger, Reply } from 'switchyard/sdk';
+import type { Exchange, HeaderMap, Reply } from 'switchyard/sdk';
 import { serviceHeader, unaryCall } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { EnvoyClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { Code, derivedHeaders } from './rls.ts';
 import type { DescriptorMessage, RateLimitResponse } from './rls.ts';
+import type { FailureLog } from './failure-log.ts';
 
 /** One rate limit service as a policy calls it. */
 export interface RlsCaller {
@@ -11,7 +12,8 @@ export interface RlsCaller {
   readonly domain: string;
   readonly timeoutMs: number;
   readonly failOpen: boolean;
-  readonly logger: Logger;
+  /** Warnings of failed calls, throttled. */
+  readonly failures: FailureLog;
 }
 
 /**
@@ -28,7 +30,7 @@ export async function checkLimits(rls: RlsCaller, ex: Exchange, list: Descriptor
     if (res.overall_code !== Code.OK && res.overall_code !== Code.OVER_LIMIT) throw new Error(`unexpected overall_code ${res.overall_code}`);
   } catch (err) {
     ex.logField('rateLimit', 'error');
-    rls.logger.warn('rate limit service failed', { error: (err as Error)?.message ?? String(err), failureMode: rls.failOpen ? 'failOpen' : 'failClosed' });
+    rls.failures.failed('rate limit service failed', { error: (err as Error)?.message ?? String(err), failureMode: rls.failOpen ? 'failOpen' : 'failClosed' });
     return rls.failOpen ? undefined : jsonErrorReply(500, 'rate_limit_error', 'rate limit failed');
   }
   const sent = new Set<string>();

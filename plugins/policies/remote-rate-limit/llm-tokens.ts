@@ -82,7 +82,7 @@ export function remoteTokenLimits(rls: RlsCaller, descriptors: readonly Compiled
       if (rest <= 0) return;
       // Fire and forget, after the answer: the client is not waiting, and the request is over (no abort signal).
       unaryCall(rls.client, 'ShouldRateLimit', { domain: rls.domain, descriptors: sent.list, hits_addend: Math.min(MAX_ADDEND, rest) }, rls.timeoutMs).catch((err: unknown) =>
-        rls.logger.warn('rate limit service failed to record LLM token usage', { error: (err as Error)?.message ?? String(err) }),
+        rls.failures.failed('rate limit service failed to record LLM token usage', { error: (err as Error)?.message ?? String(err) }),
       );
     },
     requiresBackendProtocol: {

@@ -3,6 +3,7 @@ import type { CompileContext, PolicyInstance } from 'switchyard/sdk';
 import { cachedClient, resolveServiceTarget, tracedClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import { checkLimits } from './check.ts';
+import { FailureLog } from './failure-log.ts';
 import type { RlsCaller } from './check.ts';
 import { remoteTokenLimits } from './llm-tokens.ts';
 import type { RequestCheck } from './llm-tokens.ts';
@@ -52,7 +53,7 @@ export async function compileRemoteRateLimit(config: RemoteRateLimitConfig, ctx:
   const target = await resolveServiceTarget(config, ctx, { what: 'rate limit service', grpc: true });
   const client = tracedClient(cachedClient(ctx.resources, 'RateLimitService', target), ctx.spans, 'RateLimitService', target);
   if (descriptors.length === 0 && tokenDescriptors.length === 0) return {};
-  const service: RlsCaller = { client, domain: config.domain, timeoutMs, failOpen, logger: ctx.logger };
+  const service: RlsCaller = { client, domain: config.domain, timeoutMs, failOpen, failures: new FailureLog(ctx.logger) };
   const requests: RequestCheck | undefined = descriptors.length
     ? (ex, hold) => {
         const list = buildDescriptors(descriptors, ex);
