@@ -30,7 +30,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
   // A third-party hook's deadline (ADR 0144), unless the route's `timeout` policy bounds the whole request.
   const hookDeadlineMs = routeSet.facets.requestTimeoutMs ? 0 : c.staticConfig.defaultTimeouts.backendRequestMs;
   for (let i = 0; i < list.length; i++) {
-    const ref = await backendRef(c, list[i]!, [...path, 'backends', i], routeSet, refs.length, list.length, key, hookDeadlineMs);
+    const ref = await backendRef(c, list[i]!, [...path, 'backends', i], routeSet, refs.length, list.length, { name, stateKey }, hookDeadlineMs);
     if (ref) refs.push(ref);
   }
   checkBackendProtocols(c, routeSet.entries, refs.map((r) => r.instance));
@@ -72,7 +72,7 @@ export async function compileRoute(c: LoadCompiler, route: Obj, path: ConfigPath
   };
 }
 
-async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet, index: number, siblings: number, routeKey: string, hookDeadlineMs: number): Promise<CompiledBackendRef | undefined> {
+async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet: CompiledPolicySet, index: number, siblings: number, route: { name: string; stateKey: string }, hookDeadlineMs: number): Promise<CompiledBackendRef | undefined> {
   const rawRef = JSON.stringify(ref);
   let policyValue = ref.policies as Obj | undefined;
   const named = typeof ref.backend === 'string' ? c.named.get(ref.backend) : undefined;
@@ -114,8 +114,9 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
   const outlier = facets.outlierDetection ?? null;
   const check = facets.healthCheck ?? null;
   const label = typeof ref.backend === 'string' ? ref.backend : (instance.label ?? `backends[${index}]`);
-  // Same route, same place, same backend config (a named one's included): the state survives the reload.
-  const identity = `${routeKey}:${index}:${rawRef}:${named ? JSON.stringify(named.value) : ''}`;
+  // Same route, same place, same backend config (a named one's included): the state survives the reload. The route
+  // is its state key, name and rank among that name (ADR 0173): two routes of one name never share a backend's health.
+  const identity = `${route.stateKey}:${index}:${rawRef}:${named ? JSON.stringify(named.value) : ''}`;
   // In shared memory: every worker of the gateway counts into, and ejects from, the same state (ADR 0047).
   const health = outlier || check ? c.resourceView.get(`health:${identity}`, () => new BackendHealth(c.sharedState(`health:${identity}`, 6))) : null;
   if (check && health) {
@@ -124,13 +125,12 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
       c.issue([...path, 'policies', 'healthCheck'], '`healthCheck` needs a backend that forwards to one address (`host`, a named `host` backend, `ai`)');
     } else if (!c.deps.checkOnly) {
       // The validator starts no probes (ADR 0131); a reload's verdict does not wait for them either.
-      const routeName = routeKey.slice(routeKey.lastIndexOf('/') + 1);
       const key = `healthcheck:${identity}:${JSON.stringify(check)}`;
       c.resourceView.get(
         key,
         () => {
           const cell = c.sharedState(key, 4);
-          const checker = new HealthChecker(target, check, health, { route: routeName, backend: label }, c.deps.logger, c.ejections(), cell);
+          const checker = new HealthChecker(target, check, health, { route: route.name, backend: label }, c.deps.logger, c.ejections(), cell);
           checker.start();
           return checker;
         },

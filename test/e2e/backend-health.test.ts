@@ -337,4 +337,34 @@ describe('backend health across reloads', () => {
     assert.equal(await gw.gateway.reload(withStatic(config(dead, true))), true);
     assert.equal((await statuses(30)).filter((s) => s !== 200).length, 1, 'a backend config that comes back starts afresh too');
   });
+
+  it('routes of the same name keep their own health, by rank among that name, across a reload that inserts a route above (ADR 0173)', async () => {
+    await gw?.stop();
+    const dead = await freePort();
+    const twin = (prefix: string) => ({
+      name: 'twin',
+      matches: [{ path: { pathPrefix: prefix } }],
+      policies: { outlierDetection: { consecutiveGatewayFailure: 1, baseEjectionTime: '60s' } },
+      backends: [{ host: `127.0.0.1:${dead}` }, { host: `127.0.0.1:${good.port}` }],
+    });
+    const twins = (above: boolean) => ({
+      binds: [{ port, listeners: [{ routes: [...(above ? [{ name: 'above', matches: [{ path: { pathPrefix: '/above' } }], policies: { directResponse: { status: 204 } } }] : []), twin('/a'), twin('/b')] }] }],
+    });
+    const failures = async (path: string) => {
+      let n = 0;
+      for (let i = 0; i < 30; i++) {
+        const res = await request(`${gw.url(port)}${path}`);
+        await res.body.dump();
+        if (res.statusCode !== 200) n++;
+      }
+      return n;
+    };
+    gw = await startGateway(twins(false));
+    assert.equal(await failures('/a'), 1, 'the first twin ejects its dead backend after one failure');
+    assert.equal(await failures('/b'), 1, "the second twin learns of it by its own failure, not from the first's state");
+    const fileText = readFileSync(gw.file, 'utf8');
+    assert.equal(await gw.gateway.reload(stringify({ ...twins(true), config: (parse(fileText) as { config: unknown }).config })), true);
+    assert.equal(await failures('/a'), 0, 'still ejected on the first twin after a route was inserted above');
+    assert.equal(await failures('/b'), 0, 'and on the second');
+  });
 });

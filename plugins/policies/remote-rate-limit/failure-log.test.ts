@@ -29,7 +29,7 @@ describe('FailureLog', () => {
     log.failed('rate limit service failed', { error: 'e5' });
     await sleep(80);
     assert.equal(lines.length, 3, 'a failure while the service kept failing waits for the next summary');
-    assert.equal(lines[2]!.fields!.failures, 1);
+    assert.equal((lines[2]!.fields as { failures?: number }).failures, 1);
     await sleep(80);
     assert.equal(lines.length, 3, 'no failures in an interval: no summary');
     log.failed('rate limit service failed', { error: 'e6' });
