@@ -18,6 +18,7 @@ import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import { startMock } from '../ai/harness.ts';
 import type { Mock } from '../ai/harness.ts';
 
@@ -66,6 +67,7 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
   let rls: RateLimitService;
   let grpcPort: number;
   let mock: Mock | undefined;
+  let counter: TestUpstream | undefined;
   const run = `r${Date.now().toString(36)}`; // descriptor values unique to this run
 
   before(
@@ -75,6 +77,11 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
       port = await freePort();
       upstream = await startUpstream();
       mock = await startMock();
+      // Anthropic's count_tokens answers a count and reports no usage.
+      counter = await startUpstream((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ input_tokens: 1012 }));
+      });
       const route = (name: string, policy: Record<string, unknown>) => ({
         name,
         matches: [{ path: { pathPrefix: `/${name}` } }],
@@ -91,6 +98,14 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
           backends: [{ ai: { name: 'llm', provider: { openAI: {} }, hostOverride: mock.hostPort } }],
         },
         {
+          ...route('count', {}),
+          policies: {
+            ai: { routes: { '/v1/messages/count_tokens': 'anthropicTokenCount', '/v1/messages': 'messages' } },
+            remoteRateLimit: { host: `127.0.0.1:${grpcPort}`, domain: DOMAIN, descriptors: [{ type: 'tokens', entries: [{ key: 'team', value: `"${run}-count"` }] }] },
+          },
+          backends: [{ ai: { name: 'counter', provider: { anthropic: { model: 'claude-sonnet-4-5' } }, hostOverride: `127.0.0.1:${counter.port}` } }],
+        },
+        {
           ...route('zero', { descriptors: [{ type: 'tokens', entries: [{ key: 'team', value: `"${run}-zero"` }] }] }),
           backends: [{ ai: { name: 'llm0', provider: { openAI: {} }, hostOverride: mock.hostPort } }],
         },
@@ -104,6 +119,7 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
     await upstream?.close();
     await rls?.stop();
     await mock?.stop();
+    await counter?.close();
   });
 
   async function call(path: string, headers: Record<string, string> = {}): Promise<Result> {
@@ -173,6 +189,17 @@ describe('remoteRateLimit against envoyproxy/ratelimit + Redis', { skip }, () =>
     const empty = await client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: '' }] }).withResponse();
     assert.equal(empty.response.headers.get('x-ratelimit-limit'), '20', rls.logs());
     assert.equal(empty.response.headers.get('x-ratelimit-remaining'), '20', 'the reservation of 0 tokens charged nothing');
+  });
+
+  it('a count_tokens call is checked, not counted (ADR 0157, 0173)', async () => {
+    const client = new Anthropic({ baseURL: `${gw.url(port)}/count`, apiKey: 'sk-test', maxRetries: 0 });
+    for (let i = 0; i < 2; i++) {
+      // 400 characters: a 100-token prompt estimate, which a count does not reserve.
+      const { data, response } = await client.messages.countTokens({ model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'word '.repeat(80) }] }).withResponse();
+      assert.equal(data.input_tokens, 1012);
+      assert.equal(response.headers.get('x-ratelimit-limit'), '20', rls.logs());
+      assert.equal(response.headers.get('x-ratelimit-remaining'), '20', `count ${i + 1} charged nothing`);
+    }
   });
 
   it('Redis down: the service fails, so failClosed answers 500 and failOpen passes', async () => {
