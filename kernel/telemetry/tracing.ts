@@ -123,7 +123,9 @@ function requestAttributes<T>(ex: TracedExchange, to: T, put: (to: T, key: strin
   putAuthority(ex.clientAuthority, to, put);
   put(to, 'client.address', ex.sourceAddress);
   put(to, 'client.port', ex.sourcePort);
-  put(to, 'network.protocol.version', ex.req.httpVersion);
+  // OTel writes HTTP/2 as `2` (node:http2 says `2.0`).
+  const version = ex.req.httpVersion;
+  put(to, 'network.protocol.version', version === '2.0' ? '2' : version);
   put(to, 'http.response.status_code', ex.status);
   put(to, 'request.id', ex.requestId);
   const ua = ex.headers['user-agent'];

@@ -429,6 +429,10 @@ export class LlmCall implements LlmCallInfo {
         'gen_ai.response.model': this.responseModel,
         'gen_ai.usage.input_tokens': this.usage.inputTokens,
         'gen_ai.usage.output_tokens': this.usage.outputTokens,
+        // OTel GenAI's breakdown, each within the totals above; when the provider reported it and non-zero.
+        'gen_ai.usage.reasoning.output_tokens': this.usage.reasoningTokens || undefined,
+        'gen_ai.usage.cache_read.input_tokens': this.usage.cachedInputTokens || undefined,
+        'gen_ai.usage.cache_creation.input_tokens': this.usage.cacheCreationInputTokens || undefined,
         // USD from the price catalog (no OTel name yet; absent for an unpriced model), as the access log's `llm.cost`.
         'gen_ai.usage.cost': this.cost,
       });

@@ -1,0 +1,174 @@
+// Spans of paths added in session 25, read back from a real Jaeger (ADR 0171): an h2c client's SERVER span names
+// its protocol as OTel does (`2`), attempts refused by a backend are one CLIENT span each with their resend count,
+// and an LLM call's span carries the reasoning and cache token counts the provider reported (OTel GenAI usage).
+import assert from 'node:assert/strict';
+import { connect as h2connect } from 'node:http2';
+import { after, before, describe, it } from 'node:test';
+import { startGateway } from '../helpers/gateway.ts';
+import type { RunningGateway } from '../helpers/gateway.ts';
+import { locateJaeger, parentOf, startJaeger, tag } from '../helpers/jaeger.ts';
+import type { JaegerSpan, RunningJaeger } from '../helpers/jaeger.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { TestUpstream } from '../helpers/upstream.ts';
+
+const found = locateJaeger();
+const CLIENT_SPAN = '00f067aa0ba902b7';
+const traceparent = (trace: string): string => `00-${trace}-${CLIENT_SPAN}-01`;
+
+describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.skip : false }, () => {
+  let jaeger: RunningJaeger;
+  let upstream: TestUpstream;
+  let gw: RunningGateway;
+  let base: string;
+  let refused: number;
+
+  before(async () => {
+    jaeger = await startJaeger(found as { bin: string });
+    upstream = await startUpstream((req, res) => {
+      if (req.url === '/v1/chat/completions') {
+        const completion = {
+          id: 'c1',
+          object: 'chat.completion',
+          model: 'o3-mini',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 40, completion_tokens: 30, total_tokens: 70, prompt_tokens_details: { cached_tokens: 32 }, completion_tokens_details: { reasoning_tokens: 24 } },
+        };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(completion));
+        return;
+      }
+      if (req.url === '/v1/messages') {
+        const message = {
+          id: 'm1',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-5',
+          content: [{ type: 'text', text: 'hi' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 5, output_tokens: 7, cache_read_input_tokens: 100, cache_creation_input_tokens: 20 },
+        };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
+    refused = await freePort();
+    const port = await freePort();
+    const ai = (name: string, provider: object): object => ({ ai: { name, provider, hostOverride: `127.0.0.1:${upstream.port}` } });
+    gw = await startGateway({
+      config: { logging: { format: 'json' }, tracing: { otlpEndpoint: jaeger.otlpHttp, otlpProtocol: 'http', serviceName: 'switchyard-recent' } },
+      binds: [
+        {
+          port,
+          listeners: [
+            {
+              name: 'main',
+              routes: [
+                { name: 'refused', matches: [{ path: { pathPrefix: '/refused' } }], policies: { retry: { attempts: 2, codes: [503] } }, backends: [{ host: `127.0.0.1:${refused}` }] },
+                { name: 'llm', matches: [{ path: { pathPrefix: '/v1/chat' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('openai', { openAI: {} })] },
+                { name: 'claude', matches: [{ path: { pathPrefix: '/v1/messages' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('anthropic', { anthropic: {} })] },
+                { name: 'api', matches: [{ path: { pathPrefix: '/api' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    base = `http://127.0.0.1:${port}`;
+  });
+
+  after(async () => {
+    await gw?.stop();
+    await upstream?.close();
+    await jaeger?.stop();
+  });
+
+  const server = (spans: JaegerSpan[]): JaegerSpan => spans.find((s) => tag(s, 'span.kind') === 'server') ?? assert.fail('no server span');
+
+  it("an h2c client's request: network.protocol.version is 2, as OTel writes HTTP/2", async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4701';
+    const session = h2connect(base);
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const s = session.request({ ':method': 'GET', ':path': '/api/h2', traceparent: traceparent(trace) });
+        let code = 0;
+        s.on('response', (h) => (code = Number(h[':status'])));
+        s.on('error', reject);
+        s.resume();
+        s.on('end', () => resolve(code));
+      });
+      assert.equal(status, 200);
+    } finally {
+      session.close();
+    }
+    const stored = await jaeger.waitForTrace(trace, 2);
+    assert.equal(tag(server(stored.spans), 'network.protocol.version'), '2');
+    const line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.trace_id === trace);
+    assert.equal(line?.['http.version'], 'HTTP/2');
+  });
+
+  it('an HTTP/1.1 request keeps 1.1', async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4702';
+    const r = await fetch(`${base}/api/h1`, { headers: { traceparent: traceparent(trace) } });
+    assert.equal(r.status, 200);
+    await r.text();
+    const stored = await jaeger.waitForTrace(trace, 2);
+    assert.equal(tag(server(stored.spans), 'network.protocol.version'), '1.1');
+  });
+
+  it('a backend that refuses connections: one CLIENT span per attempt, the retries counted in resend_count, ERROR with the code', async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4703';
+    const r = await fetch(`${base}/refused/x`, { headers: { traceparent: traceparent(trace) } });
+    assert.equal(r.status, 503);
+    await r.text();
+    const stored = await jaeger.waitForTrace(trace, 4);
+    const root = server(stored.spans);
+    assert.equal(tag(root, 'http.response.status_code'), 503);
+    assert.equal(tag(root, 'otel.status_code'), 'ERROR');
+    const attempts = stored.spans.filter((s) => tag(s, 'span.kind') === 'client').sort((a, b) => a.startTime - b.startTime);
+    assert.equal(attempts.length, 3);
+    attempts.forEach((a, i) => {
+      assert.equal(parentOf(a), root.spanID);
+      assert.equal(tag(a, 'error.type'), 'ECONNREFUSED');
+      assert.equal(tag(a, 'otel.status_code'), 'ERROR');
+      assert.equal(tag(a, 'server.port'), refused);
+      assert.equal(tag(a, 'http.request.resend_count'), i === 0 ? undefined : i);
+    });
+  });
+
+  it("an OpenAI call's span: reasoning and cached input tokens as OTel GenAI names them", async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4704';
+    const r = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: traceparent(trace) },
+      body: JSON.stringify({ model: 'o3-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(r.status, 200);
+    await r.text();
+    const stored = await jaeger.waitForTrace(trace, (t) => t.spans.some((s) => tag(s, 'gen_ai.operation.name') === 'chat' && tag(s, 'gen_ai.usage.output_tokens') !== undefined));
+    const call = stored.spans.find((s) => tag(s, 'gen_ai.operation.name') === 'chat')!;
+    assert.equal(tag(call, 'gen_ai.usage.input_tokens'), 40);
+    assert.equal(tag(call, 'gen_ai.usage.output_tokens'), 30);
+    assert.equal(tag(call, 'gen_ai.usage.reasoning.output_tokens'), 24);
+    assert.equal(tag(call, 'gen_ai.usage.cache_read.input_tokens'), 32);
+    assert.equal(tag(call, 'gen_ai.usage.cache_creation.input_tokens'), undefined);
+  });
+
+  it("an Anthropic call's span: cache reads and writes, within the input count", async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4705';
+    const r = await fetch(`${base}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', traceparent: traceparent(trace) },
+      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(r.status, 200);
+    await r.text();
+    const stored = await jaeger.waitForTrace(trace, (t) => t.spans.some((s) => tag(s, 'gen_ai.operation.name') === 'chat' && tag(s, 'gen_ai.usage.output_tokens') !== undefined));
+    const call = stored.spans.find((s) => tag(s, 'gen_ai.operation.name') === 'chat')!;
+    assert.equal(tag(call, 'gen_ai.provider.name'), 'anthropic');
+    assert.equal(tag(call, 'gen_ai.usage.input_tokens'), 125);
+    assert.equal(tag(call, 'gen_ai.usage.cache_read.input_tokens'), 100);
+    assert.equal(tag(call, 'gen_ai.usage.cache_creation.input_tokens'), 20);
+    assert.equal(tag(call, 'gen_ai.usage.reasoning.output_tokens'), undefined);
+  });
+});
