@@ -87,12 +87,16 @@ describe('tracing: calls policies make over gRPC and cloud token fetches', { ski
     const { server, span } = await traced('/authz/x', trace, 'envoy.service.auth.v3.Authorization/Check');
     assert.equal(parentOf(span), server.spanID);
     assert.equal(tag(span, 'span.kind'), 'client');
+    // OTel's stable RPC conventions (ADR 0171): the system, the fully qualified method, the status by name.
+    assert.equal(tag(span, 'rpc.system.name'), 'grpc');
+    assert.equal(tag(span, 'rpc.method'), 'envoy.service.auth.v3.Authorization/Check');
+    assert.equal(tag(span, 'rpc.status_code'), 'OK');
+    // The older names, kept beside them for queries built on them.
     assert.equal(tag(span, 'rpc.system'), 'grpc');
     assert.equal(tag(span, 'rpc.service'), 'envoy.service.auth.v3.Authorization');
-    assert.equal(tag(span, 'rpc.method'), 'Check');
+    assert.equal(tag(span, 'rpc.grpc.status_code'), 0);
     assert.equal(tag(span, 'server.address'), '127.0.0.1');
     assert.equal(tag(span, 'server.port'), envoy.port);
-    assert.equal(tag(span, 'rpc.grpc.status_code'), 0);
     const call = envoy.calls.filter((c) => c.method === 'Check').at(-1)!;
     assert.equal(call.metadata.traceparent, `00-${trace}-${span.spanID}-01`);
   });
@@ -101,9 +105,10 @@ describe('tracing: calls policies make over gRPC and cloud token fetches', { ski
     const trace = 'c1f92f3577b34da6a3ce929d0e0e4702';
     const { server, span } = await traced('/limited/x', trace, 'envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit');
     assert.equal(parentOf(span), server.spanID);
-    assert.equal(tag(span, 'rpc.system'), 'grpc');
+    assert.equal(tag(span, 'rpc.system.name'), 'grpc');
+    assert.equal(tag(span, 'rpc.method'), 'envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit');
     assert.equal(tag(span, 'rpc.service'), 'envoy.service.ratelimit.v3.RateLimitService');
-    assert.equal(tag(span, 'rpc.method'), 'ShouldRateLimit');
+    assert.equal(tag(span, 'rpc.status_code'), 'OK');
     assert.equal(tag(span, 'server.port'), envoy.port);
     const call = envoy.calls.filter((c) => c.method === 'ShouldRateLimit').at(-1)!;
     assert.equal(call.metadata.traceparent, `00-${trace}-${span.spanID}-01`);
@@ -127,6 +132,7 @@ describe('tracing: calls policies make over gRPC and cloud token fetches', { ski
       assert.equal(tag(span, 'otel.status_code'), 'ERROR');
       assert.equal(tag(span, 'error.type'), 'UNAVAILABLE');
       assert.equal(tag(span, 'rpc.grpc.status_code'), 14);
+      assert.equal(tag(span, 'rpc.status_code'), 'UNAVAILABLE');
     } finally {
       await other.stop();
       await failing.stop();

@@ -173,9 +173,11 @@ export function unaryCall<Res>(service: EnvoyClient, method: string, request: un
     const metadata = service.metadata.clone();
     const t = service.trace;
     const span = t?.spans.start(`${t.service}/${method}`, 'client', {
+      // OTel's stable RPC conventions (ADR 0171), and beside them the older names (ADR 0046) for existing queries.
+      'rpc.system.name': 'grpc',
+      'rpc.method': `${t.service}/${method}`,
       'rpc.system': 'grpc',
       'rpc.service': t.service,
-      'rpc.method': method,
       'server.address': t.host,
       'server.port': t.port,
     });
@@ -187,9 +189,10 @@ export function unaryCall<Res>(service: EnvoyClient, method: string, request: un
     const call = fn.call(client, request, metadata, { deadline: Date.now() + timeoutMs }, (err, response) => {
       if (onAbort) signal!.removeEventListener('abort', onAbort);
       if (span) {
-        span.setAttributes({ 'rpc.grpc.status_code': err ? err.code : 0 });
-        // error.type: the status name (`UNAVAILABLE`, `DEADLINE_EXCEEDED`), as the RPC conventions name it.
-        span.end(err ? (grpc.status[err.code] ?? String(err.code)) : undefined);
+        // The status name (`UNAVAILABLE`, `DEADLINE_EXCEEDED`), as the RPC conventions name it; also error.type.
+        const status = err ? (grpc.status[err.code] ?? String(err.code)) : 'OK';
+        span.setAttributes({ 'rpc.status_code': status, 'rpc.grpc.status_code': err ? err.code : 0 });
+        span.end(err ? status : undefined);
       }
       if (err) reject(new GrpcCallError(`${method}: ${err.details || err.message}`, err.code));
       else resolve(response as Res);
