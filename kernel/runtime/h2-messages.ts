@@ -7,7 +7,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse, ServerHttp2Stream } from 'node:http2';
 import { HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
 import { headerNameToString } from '../upstream/undici-core.ts';
-import { kTrailerSink, kWantsTrailers } from '../upstream/trailers.ts';
+import { kGrpcStatus, kTrailerSink, kWantsTrailers } from '../upstream/trailers.ts';
 import type { UpstreamTrailers } from '../upstream/trailers.ts';
 
 const kHeaders = Symbol('switchyard.h2Headers');
@@ -163,6 +163,7 @@ export function h2MessageClasses(): H2Classes {
     /** The upstream's trailers (gRPC's status), sent after the body (node:http2 asks for them once the body ends). */
     [kTrailerSink](trailers: UpstreamTrailers): void {
       for (const [name, value] of trailerFields(trailers)) {
+        if (name === 'grpc-status') (this as { [kGrpcStatus]?: unknown })[kGrpcStatus] = value;
         try {
           this.addTrailers({ [name]: value });
         } catch {

@@ -10,6 +10,7 @@ import { ExchangeImpl } from './exchange-impl.ts';
 import { directReplies, errorReply, timeoutError, writeReply } from './reply-writer.ts';
 import { directForwarder } from '../upstream/pooled-target.ts';
 import type { DirectReplies } from '../upstream/direct-forward.ts';
+import { grpcStatusOf, takesTrailers } from '../upstream/trailers.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { serveWithHealth } from './failover.ts';
 import type { Outcome } from './failover.ts';
@@ -330,6 +331,11 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     const duration = performance.now() - ex.startTime;
     const route = ex.compiledRoute;
     (route ? route.metrics : this.unmatched).record(ex.status, duration / 1000);
+    // An HTTP/2 client's answer may be gRPC's: its status is logged (and on the span) as `grpc.status`.
+    if (takesTrailers(res)) {
+      const grpcStatus = grpcStatusOf(res);
+      if (grpcStatus !== undefined) ex.logField('grpc.status', grpcStatus);
+    }
     const logHooks = ex.logHooks ?? route?.logHooks;
     if (logHooks) {
       for (const h of logHooks) {

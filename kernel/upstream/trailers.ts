@@ -20,6 +20,22 @@ export interface TrailerSink {
   [kTrailerSink]?: (trailers: UpstreamTrailers) => void;
 }
 
+/** Set on an HTTP/2 client's response by its trailer sink: the `grpc-status` the trailers carried. */
+export const kGrpcStatus = Symbol('switchyard.grpcStatus');
+
+/** A gRPC status code as sent (`0`-`999`); anything else is no status (an upstream's value is not logged raw). */
+const GRPC_STATUS = /^\d{1,3}$/;
+
+/**
+ * The gRPC status an HTTP/2 client's answer carried (`grpc.status` of the access log, BEHAVIOUR 6.1): from its
+ * trailers, else from its head (a trailers-only answer); undefined for any other answer.
+ */
+export function grpcStatusOf(res: { getHeader(name: string): unknown }): number | undefined {
+  const value = (res as { [kGrpcStatus]?: unknown })[kGrpcStatus] ?? res.getHeader('grpc-status');
+  const text = Array.isArray(value) ? value[0] : value;
+  return typeof text === 'string' && GRPC_STATUS.test(text) ? Number(text) : undefined;
+}
+
 /** Whether `res` sends trailers (an HTTP/2 client's response). */
 export function takesTrailers(res: object): boolean {
   return (res as TrailerSink)[kTrailerSink] !== undefined;

@@ -1,7 +1,9 @@
 // Spans of paths added in session 25, read back from a real Jaeger (ADR 0171): an h2c client's SERVER span names
 // its protocol as OTel does (`2`), attempts refused by a backend are one CLIENT span each with their resend count,
-// and an LLM call's span carries the reasoning and cache token counts the provider reported (OTel GenAI usage).
+// a gRPC call's status is in the access log and on the span as `grpc.status` (BEHAVIOUR 6.1), whether it came in
+// trailers or a trailers-only answer, and an LLM call's span carries the reasoning and cache token counts the provider reported (OTel GenAI usage).
 import assert from 'node:assert/strict';
+import * as grpc from '@grpc/grpc-js';
 import { connect as h2connect } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import { startGateway } from '../helpers/gateway.ts';
@@ -10,6 +12,8 @@ import { locateJaeger, parentOf, startJaeger, tag } from '../helpers/jaeger.ts';
 import type { JaegerSpan, RunningJaeger } from '../helpers/jaeger.ts';
 import { freePort } from '../helpers/ports.ts';
 import { startUpstream } from '../helpers/upstream.ts';
+import { echoClient, startEchoServer, unary } from '../helpers/grpc-echo.ts';
+import type { EchoClient } from '../helpers/grpc-echo.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
 
 const found = locateJaeger();
@@ -22,6 +26,8 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
   let gw: RunningGateway;
   let base: string;
   let refused: number;
+  let echo: { server: grpc.Server; port: number };
+  let client: EchoClient;
 
   before(async () => {
     jaeger = await startJaeger(found as { bin: string });
@@ -52,6 +58,7 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
       }
       res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     });
+    echo = await startEchoServer(grpc.ServerCredentials.createInsecure());
     refused = await freePort();
     const port = await freePort();
     const ai = (name: string, provider: object): object => ({ ai: { name, provider, hostOverride: `127.0.0.1:${upstream.port}` } });
@@ -67,6 +74,7 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
                 { name: 'refused', matches: [{ path: { pathPrefix: '/refused' } }], policies: { retry: { attempts: 2, codes: [503] } }, backends: [{ host: `127.0.0.1:${refused}` }] },
                 { name: 'llm', matches: [{ path: { pathPrefix: '/v1/chat' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('openai', { openAI: {} })] },
                 { name: 'claude', matches: [{ path: { pathPrefix: '/v1/messages' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('anthropic', { anthropic: {} })] },
+                { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], backends: [{ host: `127.0.0.1:${echo.port}`, policies: { http: { version: 'HTTP/2.0' } } }] },
                 { name: 'api', matches: [{ path: { pathPrefix: '/api' } }], backends: [{ host: `127.0.0.1:${upstream.port}` }] },
               ],
             },
@@ -75,9 +83,12 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
       ],
     });
     base = `http://127.0.0.1:${port}`;
+    client = echoClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
 
   after(async () => {
+    client?.close();
+    echo?.server.forceShutdown();
     await gw?.stop();
     await upstream?.close();
     await jaeger?.stop();
@@ -105,6 +116,29 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
     assert.equal(tag(server(stored.spans), 'network.protocol.version'), '2');
     const line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.trace_id === trace);
     assert.equal(line?.['http.version'], 'HTTP/2');
+  });
+
+  it("a gRPC call's status: grpc.status in the access log and on the SERVER span, from trailers and from a trailers-only answer", async () => {
+    const cases = [
+      { method: 'Echo', trace: '7bf92f3577b34da6a3ce929d0e0e4706', status: 0 },
+      { method: 'Fail', trace: '7bf92f3577b34da6a3ce929d0e0e4707', status: grpc.status.NOT_FOUND },
+    ];
+    for (const c of cases) {
+      const metadata = new grpc.Metadata();
+      metadata.set('traceparent', traceparent(c.trace));
+      const answer = await unary(client, c.method, { hello: 'grpc' }, metadata);
+      assert.equal(answer.error?.code ?? 0, c.status);
+      const stored = await jaeger.waitForTrace(c.trace, 2);
+      const root = server(stored.spans);
+      assert.equal(tag(root, 'http.response.status_code'), 200);
+      assert.equal(tag(root, 'grpc.status'), c.status, c.method);
+      let line: Record<string, unknown> | undefined;
+      for (let i = 0; i < 50 && !line; i++) {
+        line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.trace_id === c.trace);
+        if (!line) await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.equal(line?.['grpc.status'], c.status, c.method);
+    }
   });
 
   it('an HTTP/1.1 request keeps 1.1', async () => {
