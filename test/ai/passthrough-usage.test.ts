@@ -14,6 +14,7 @@ import OpenAI from 'openai';
 import { accessRecords, aiRoute, startAiGateway, startMock } from './harness.ts';
 import type { AiGateway, Mock } from './harness.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
+import { scrape, value } from '../helpers/metrics.ts';
 
 const PASSTHROUGH = { testAi: { routes: { '*': 'passthrough' } } };
 const tokens = (maxTokens: number) => ({ localRateLimit: [{ maxTokens, tokensPerFill: maxTokens, fillInterval: '1h', type: 'tokens' }] });
@@ -140,6 +141,39 @@ describe('passthrough answers settle on their usage', () => {
       await res.arrayBuffer();
       const [log] = await accessRecords(gw, path);
       assert.deepEqual([log!['llm.inputTokens'], log!['llm.outputTokens']], [11, 5], op);
+    }
+  });
+
+  it('/metrics counts the usage read (ADR 0171): calls, tokens, cost and the GenAI histograms, by the model that answered', async () => {
+    // A fresh gateway: the calls here are the only ones its metrics saw.
+    const own = await startAiGateway([
+      aiRoute('/solo', { name: 'solo', provider: { openAI: {} }, hostOverride: mock.hostPort }, PASSTHROUGH),
+      aiRoute('/v1/messages', { name: 'claude', provider: { anthropic: {} }, hostOverride: mock.hostPort }, PASSTHROUGH),
+    ]);
+    try {
+      const client = new OpenAI({ baseURL: `${own.base}/solo/v1`, apiKey: 'sk-test', maxRetries: 0 });
+      const whole = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+      const stream = await client.chat.completions.create({ model: 'gpt-4o', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hello' }] });
+      for await (const _chunk of stream);
+      const anthropic = new Anthropic({ baseURL: own.base, apiKey: 'sk-ant-test', maxRetries: 0 });
+      const final = await anthropic.messages.stream({ model: 'claude-haiku-4-5', max_tokens: 32, messages: [{ role: 'user', content: 'hello' }] }).finalMessage();
+      await accessRecords(own, '/v1/messages');
+      const m = await scrape(own);
+      const openai = { provider: 'openai', model: whole.model };
+      assert.equal(value(m, 'switchyard_llm_requests_total', { ...openai, streaming: 'false' }), 1);
+      assert.equal(value(m, 'switchyard_llm_requests_total', { ...openai, streaming: 'true' }), 1);
+      assert.equal(value(m, 'switchyard_llm_tokens_total', { ...openai, type: 'input' }), 22);
+      assert.equal(value(m, 'switchyard_llm_tokens_total', { ...openai, type: 'output' }), 10);
+      assert.ok((value(m, 'switchyard_llm_cost_usd_total', openai) ?? 0) > 0, 'the cost counted');
+      const genAi = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'openai', gen_ai_request_model: whole.model };
+      assert.equal(value(m, 'gen_ai_client_token_usage_count', { ...genAi, gen_ai_token_type: 'input' }), 2);
+      assert.equal(value(m, 'gen_ai_client_operation_duration_seconds_count', { ...genAi, error_type: '' }), 2);
+      assert.equal(value(m, 'gen_ai_client_operation_time_to_first_chunk_seconds_count', genAi), 1);
+      const claude = { provider: 'anthropic', model: final.model };
+      assert.equal(value(m, 'switchyard_llm_requests_total', { ...claude, streaming: 'true' }), 1);
+      assert.equal(value(m, 'switchyard_llm_tokens_total', { ...claude, type: 'output' }), 5);
+    } finally {
+      await own.stop();
     }
   });
 });

@@ -132,7 +132,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     if (refused) return refused;
     const format = passthroughHeaders(provider, ex);
     const answer = route === 'passthrough' ? passthroughAnswerFormat(provider, ex.path, format) : undefined;
-    const call = new LlmCall(ex, provider.kind, undefined, false, undefined, answer?.operation, priceOf);
+    // An answer read for its usage is counted on /metrics as other calls are, by the model that answered (ADR 0171).
+    const call = new LlmCall(ex, provider.kind, undefined, false, answer === undefined ? undefined : metrics, answer?.operation, priceOf);
     if (signer?.needsBody && !ex.body) await ex.bufferBody(REQUEST_LIMIT);
     if (answer === undefined) return upstream.forward(ex, onAttempt(ex, format));
     // Read for its usage: asked for uncompressed, as translated routes' answers are.
@@ -143,7 +144,9 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     });
     if (!mayCarryUsage(reply)) return reply;
     const translation = translationBetween(answer, answer)!;
-    return answered(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream: isStreamAnswer(reply), translation, omitUsageChunk: false, jsonArray: false, call, policy: undefined });
+    const stream = isStreamAnswer(reply);
+    if (stream) call.answerStreams();
+    return answered(ex, reply, { client: route, clientFormat: answer, wire: answer.name, wireFormat: answer, model: '', stream, translation, omitUsageChunk: false, jsonArray: false, call, policy: undefined });
   };
 
 

@@ -206,7 +206,7 @@ export class LlmCall implements LlmCallInfo {
   readonly provider: string;
   readonly requestModel: string | undefined;
   responseModel: string | undefined = undefined;
-  readonly streaming: boolean;
+  streaming: boolean;
   readonly usage: LlmUsage = {};
   /** USD, once usage is known and the model is priced. */
   cost: number | undefined = undefined;
@@ -292,10 +292,21 @@ export class LlmCall implements LlmCallInfo {
     return (this.seriesOf ??= callSeries(m, this.operation, this.provider, m.models.label(this.requestModel ?? this.responseModel ?? 'unknown'), this.streaming));
   }
 
+  /**
+   * A passthrough call's answer is a stream (its request was not read, ADR 0164): called before any of it is counted,
+   * so its series are the streamed ones.
+   */
+  answerStreams(): void {
+    if (this.seriesOf === undefined) this.streaming = true;
+  }
+
   private counted = false;
-  /** The call is counted once its fate is known (answered, failed): its label is then known too. */
+  /**
+   * The call is counted once its fate is known (answered, failed): its label is then known too. A passthrough call
+   * (no request model) is counted when it ends, labelled by the model that answered.
+   */
   private countCall(): void {
-    if (this.counted || this.metrics === undefined || this.requestModel === undefined) return;
+    if (this.counted || this.metrics === undefined) return;
     this.counted = true;
     this.series().calls.inc();
   }
@@ -307,8 +318,12 @@ export class LlmCall implements LlmCallInfo {
       this.metrics.models.vouch(model);
       if (this.span !== undefined && this.metrics.models.has(model)) this.span.rename(`${this.operation} ${model}`);
     }
-    this.countCall();
+    // A passthrough call (no request model) is counted when it ends, by the model its answer names.
+    if (model !== undefined) this.countCall();
   }
+
+  /** A passthrough stream's time to first chunk, observed when it ends: its label (the answer's model) comes later. */
+  private firstChunkSeconds: number | undefined = undefined;
 
   /** A streamed event arrived: the first one sets the time to first token. */
   firstEvent(): void {
@@ -317,10 +332,14 @@ export class LlmCall implements LlmCallInfo {
     if (this.span?.recording && this.streaming) this.span.setAttributes({ 'gen_ai.response.time_to_first_chunk': (performance.now() - this.startedAt) / 1000 });
     if (this.metrics && this.streaming) {
       const seconds = (performance.now() - this.startedAt) / 1000;
-      const series = this.series();
-      series.timeToFirstChunk.observe(seconds);
-      series.timeToFirstToken.observe(seconds);
+      if (this.requestModel === undefined) this.firstChunkSeconds = seconds;
+      else this.observeFirstChunk(this.series(), seconds);
     }
+  }
+
+  private observeFirstChunk(series: CallSeries, seconds: number): void {
+    series.timeToFirstChunk.observe(seconds);
+    series.timeToFirstToken.observe(seconds);
   }
 
   private relaying = false;
@@ -373,6 +392,7 @@ export class LlmCall implements LlmCallInfo {
     if (this.span) this.endSpan(undefined);
     if (!this.metrics) return;
     const series = this.series();
+    if (this.firstChunkSeconds !== undefined) this.observeFirstChunk(series, this.firstChunkSeconds);
     const seconds = (performance.now() - this.startedAt) / 1000;
     series.operationDuration('').observe(seconds);
     series.requestDuration.observe(seconds);
@@ -399,8 +419,9 @@ export class LlmCall implements LlmCallInfo {
     if (this.finished) return;
     this.finished = true;
     if (this.span) this.endSpan(error);
-    if (!this.metrics || this.requestModel === undefined) return;
+    if (!this.metrics) return;
     const series = this.series();
+    if (this.firstChunkSeconds !== undefined) this.observeFirstChunk(series, this.firstChunkSeconds);
     series.operationDuration(errorType(error)).observe((performance.now() - this.startedAt) / 1000);
     if (this.usage.inputTokens !== undefined) series.inputUsage.observe(this.usage.inputTokens);
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
