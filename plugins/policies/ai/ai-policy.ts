@@ -52,6 +52,8 @@ interface CompiledGuard {
   readonly body: string;
   /** The rejection's headers (`rejection.headers` applied to none), built at load; copied per reply. */
   readonly headers: HeaderMap;
+  /** `switchyard_guardrail_checks_total` by this guard's verdicts (ADR 0171), resolved at load. */
+  readonly checks: Readonly<Record<'pass' | 'mask' | 'reject' | 'error', { inc(): void }>>;
 }
 
 /** The `type` of the guard-failure error (the JSON body on a route whose backend does not re-shape errors). */
@@ -107,8 +109,10 @@ async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: re
     } catch (err) {
       log.warn('prompt guard failed', { guard: g.key, phase, error: (err as Error)?.message ?? String(err) });
       ex.logField('llm.guard', `${phase}:error:${g.key}`);
+      g.checks.error.inc();
       return guardFailureReply();
     }
+    g.checks[verdict.action].inc();
     if (verdict.action === 'mask') ex.logField('llm.guard', `${phase}:mask:${g.key}`);
     else if (verdict.action === 'reject') {
       ex.logField('llm.guard', `${phase}:reject:${g.key}`);
@@ -244,7 +248,11 @@ async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'reque
       if (typeof compiled === 'string') ctx.fail(compiled, [...at, 'rejection', 'headers']);
       applyHeaderModifier(compiled, headers);
     }
-    out.push({ key, instance, status: rejection.status ?? DEFAULT_REJECTION_STATUS, body: rejection.body ?? DEFAULT_REJECTION_BODY, headers });
+    // Labels from config only: the guard type and the phase (a bounded set, whatever clients send).
+    const counter = ctx.counter('switchyard_guardrail_checks_total', 'Prompt guard verdicts, by guard type, phase (request, response) and action (pass, mask, reject, error: the guard failed).');
+    const child = (action: string) => counter.child({ guard: key, phase, action });
+    const checks = { pass: child('pass'), mask: child('mask'), reject: child('reject'), error: child('error') };
+    out.push({ key, instance, status: rejection.status ?? DEFAULT_REJECTION_STATUS, body: rejection.body ?? DEFAULT_REJECTION_BODY, headers, checks });
   }
   return out;
 }
