@@ -118,7 +118,8 @@ function putAuthority<T>(authority: string, to: T, put: (to: T, key: string, val
 /** The SERVER span's attributes of a finished request, each handed to `put` (a module function: no closure). */
 function requestAttributes<T>(ex: TracedExchange, to: T, put: (to: T, key: string, value: AttributeValue) => void): void {
   putMethod(ex.method, to, put);
-  put(to, 'url.path', ex.path);
+  // A CONNECT names an authority, not a path (RFC 9110 9.3.6): it is server.address and server.port alone.
+  if (ex.method !== 'CONNECT') put(to, 'url.path', ex.path);
   put(to, 'url.scheme', ex.scheme);
   putAuthority(ex.clientAuthority, to, put);
   put(to, 'client.address', ex.sourceAddress);

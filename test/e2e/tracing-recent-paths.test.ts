@@ -141,6 +141,33 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
     }
   });
 
+  it('a CONNECT refused over h2c (405): its SERVER span, not an ERROR, the authority as the access log has it', async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4708';
+    const session = h2connect(base);
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const s = session.request({ ':method': 'CONNECT', ':authority': 'tunnel.example:443', traceparent: traceparent(trace) });
+        let code = 0;
+        s.on('response', (h) => (code = Number(h[':status'])));
+        s.on('error', reject);
+        s.resume();
+        s.on('close', () => resolve(code));
+      });
+      assert.equal(status, 405);
+    } finally {
+      session.close();
+    }
+    const stored = await jaeger.waitForTrace(trace, 1);
+    const root = server(stored.spans);
+    assert.equal(tag(root, 'http.request.method'), 'CONNECT');
+    // A CONNECT's target is an authority, not a path (RFC 9110 9.3.6): on the span as server.address and port only.
+    assert.equal(tag(root, 'url.path'), undefined);
+    assert.equal(tag(root, 'server.address'), 'tunnel.example');
+    assert.equal(tag(root, 'server.port'), 443);
+    assert.equal(tag(root, 'http.response.status_code'), 405);
+    assert.notEqual(tag(root, 'otel.status_code'), 'ERROR');
+  });
+
   it('an HTTP/1.1 request keeps 1.1', async () => {
     const trace = '7bf92f3577b34da6a3ce929d0e0e4702';
     const r = await fetch(`${base}/api/h1`, { headers: { traceparent: traceparent(trace) } });
