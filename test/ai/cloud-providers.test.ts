@@ -14,6 +14,7 @@ import { countTokensModel, withCountBetas } from '../../plugins/llm-providers/be
 import type { GceMetadata } from '../helpers/gce-metadata.ts';
 import { accessRecords, aiRoute, recordedAi, startAiGateway, startMock, startRecorder, withEnv } from './harness.ts';
 import { converseTools } from './stream-fixtures.ts';
+import { scrape, value } from '../helpers/metrics.ts';
 import type { AiGateway, Mock, Recorder } from './harness.ts';
 
 const AWS_KEYS = { backendAuth: { aws: { accessKeyId: 'AKIDEXPLICIT', secretAccessKey: 'explicit-secret', region: 'us-east-1', serviceName: 'bedrock' } } };
@@ -42,6 +43,11 @@ describe('azureOpenAI provider', () => {
     assert.equal(log!['llm.provider'], 'azure.openai');
     assert.equal(log!['llm.model'], 'my-deployment');
     assert.equal(log!['llm.inputTokens'], 11);
+    // OTel's GenAI name for Azure OpenAI on the gen_ai_* series (ADR 0171); the gateway's own keep the reference's name.
+    const m = await scrape(t.gw);
+    const genAi = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'azure.ai.openai', gen_ai_request_model: 'my-deployment' };
+    assert.ok((value(m, 'gen_ai_client_operation_duration_seconds_count', { ...genAi, error_type: '' }) ?? 0) >= 1);
+    assert.ok((value(m, 'switchyard_llm_requests_total', { provider: 'azure.openai', model: 'my-deployment', streaming: 'false' }) ?? 0) >= 1);
   });
 
   it('sends a Responses client on a dated apiVersion (older than the Responses API) to the v1 path, the deployment in the body', async () => {

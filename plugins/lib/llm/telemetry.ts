@@ -81,6 +81,14 @@ const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 const GEN_AI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
 
+/**
+ * `gen_ai.provider.name` of a provider kind: OTel's name where it differs from the reference's (ADR 0171). The kind
+ * stays in the access log's `llm.provider`, the `provider` label and the price catalog, where configs rely on it.
+ */
+export function genAiProviderName(kind: string): string {
+  return kind === 'azure.openai' ? 'azure.ai.openai' : kind;
+}
+
 type Inc = { inc(by?: number): void };
 type Observe = { observe(v: number): void };
 
@@ -105,10 +113,13 @@ class CallSeries {
   private succeededS: Observe | undefined;
   /** Cost series by priced model (usually the request's own). */
   private readonly costS = new Map<string, Inc>();
+  /** The provider as OTel names it, on the gen_ai_* series. */
+  private readonly genAiProvider: string;
   constructor(m: LlmMetrics, operation: string, provider: string, model: string, streaming: boolean) {
     this.m = m;
     this.operation = operation;
     this.provider = provider;
+    this.genAiProvider = genAiProviderName(provider);
     this.model = model;
     this.streaming = streaming;
   }
@@ -125,24 +136,24 @@ class CallSeries {
     return (this.outputS ??= this.m.tokens.child({ provider: this.provider, model: this.model, type: 'output' }));
   }
   get inputUsage(): Observe {
-    return (this.inputUsageS ??= this.m.tokenUsage.child(this.operation, this.provider, this.model, 'input'));
+    return (this.inputUsageS ??= this.m.tokenUsage.child(this.operation, this.genAiProvider, this.model, 'input'));
   }
   get outputUsage(): Observe {
-    return (this.outputUsageS ??= this.m.tokenUsage.child(this.operation, this.provider, this.model, 'output'));
+    return (this.outputUsageS ??= this.m.tokenUsage.child(this.operation, this.genAiProvider, this.model, 'output'));
   }
   get timeToFirstToken(): Observe {
-    return (this.ttftS ??= this.m.timeToFirstToken.child(this.operation, this.provider, this.model));
+    return (this.ttftS ??= this.m.timeToFirstToken.child(this.operation, this.genAiProvider, this.model));
   }
   get requestDuration(): Observe {
-    return (this.durationS ??= this.m.requestDuration.child(this.operation, this.provider, this.model));
+    return (this.durationS ??= this.m.requestDuration.child(this.operation, this.genAiProvider, this.model));
   }
   get timeToFirstChunk(): Observe {
-    return (this.ttfcS ??= this.m.timeToFirstChunk.child(this.operation, this.provider, this.model));
+    return (this.ttfcS ??= this.m.timeToFirstChunk.child(this.operation, this.genAiProvider, this.model));
   }
   /** The call's duration; a failed one's by its (bounded) error type, resolved each time (failures are rare). */
   operationDuration(errorType: string): Observe {
-    if (errorType !== '') return this.m.operationDuration.child(this.operation, this.provider, this.model, errorType);
-    return (this.succeededS ??= this.m.operationDuration.child(this.operation, this.provider, this.model, ''));
+    if (errorType !== '') return this.m.operationDuration.child(this.operation, this.genAiProvider, this.model, errorType);
+    return (this.succeededS ??= this.m.operationDuration.child(this.operation, this.genAiProvider, this.model, ''));
   }
   cost(model: string): Inc {
     if (model === this.costModel) return this.costLast!;
@@ -249,7 +260,7 @@ export class LlmCall implements LlmCallInfo {
           // OTel names a call without a model: a made-up model name never becomes a span name.
           spans.start(metrics?.models.has(requestModel) ? `${operation} ${requestModel}` : operation, 'client', {
             'gen_ai.operation.name': operation,
-            'gen_ai.provider.name': provider,
+            'gen_ai.provider.name': genAiProviderName(provider),
             'gen_ai.request.model': requestModel,
             'gen_ai.request.stream': streaming,
           })
