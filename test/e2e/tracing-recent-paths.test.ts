@@ -11,6 +11,7 @@ import type { RunningGateway } from '../helpers/gateway.ts';
 import { locateJaeger, parentOf, startJaeger, tag } from '../helpers/jaeger.ts';
 import type { JaegerSpan, RunningJaeger } from '../helpers/jaeger.ts';
 import { freePort } from '../helpers/ports.ts';
+import { scrape, value } from '../helpers/metrics.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import { echoClient, startEchoServer, unary } from '../helpers/grpc-echo.ts';
 import type { EchoClient } from '../helpers/grpc-echo.ts';
@@ -195,6 +196,14 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
       assert.equal(tag(a, 'server.port'), refused);
       assert.equal(tag(a, 'http.request.resend_count'), i === 0 ? undefined : i);
     });
+    // /metrics agrees: three attempts that could not connect, two of them retries.
+    const m = await scrape(gw);
+    const backend = `http://127.0.0.1:${refused}`;
+    assert.equal(value(m, 'switchyard_upstream_connect_errors_total', { backend, code: 'ECONNREFUSED' }), 3);
+    assert.equal(value(m, 'switchyard_upstream_retries_total', { backend }), 2);
+    assert.equal(value(m, 'switchyard_upstream_request_duration_seconds_count', { backend }), 3);
+    const line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.trace_id === trace);
+    assert.equal(line?.['retry.attempt'], 2);
   });
 
   it("an OpenAI call's span: reasoning and cached input tokens as OTel GenAI names them", async () => {
