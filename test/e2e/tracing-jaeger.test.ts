@@ -325,6 +325,8 @@ describe('tracing to Jaeger', { skip: 'skip' in found ? found.skip : false }, ()
       assert.equal(tag(method, 'gen_ai.operation.name'), 'execute_tool');
       // The gateway session's identity (not the sealed Mcp-Session-Id token, which resumes the session).
       assert.match(String(tag(method, 'mcp.session.id')), /^[0-9a-f-]{16,}$/i);
+      // The protocol version the session negotiated (OTel MCP conventions, ADR 0171).
+      assert.match(String(tag(method, 'mcp.protocol.version')), /^\d{4}-\d{2}-\d{2}$/);
       const http = spanOf(stored.spans, parentOf(method)!);
       assert.equal(tag(http, 'span.kind'), 'server');
       assert.equal(tag(http, 'http.request.method'), 'POST');

@@ -77,6 +77,8 @@ export function methodSpan(spans: PluginSpans, s: McpSession, m: RpcMessage, ses
     'mcp.method.name': method,
     'rpc.method_original': method === OTHER ? sent : undefined,
     'mcp.session.id': sessionId,
+    // The version the session negotiated (the gateway's choice among those it speaks), once it is known.
+    'mcp.protocol.version': s.protocolVersion || undefined,
     // A string id is the client's and may be as long as its body: left off past MAX_NAME.
     'jsonrpc.request.id': loggableName(String(m.id)),
     'gen_ai.tool.name': method === 'tools/call' ? name : undefined,
