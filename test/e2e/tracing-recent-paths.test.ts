@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { connect as h2connect } from 'node:http2';
+import { connect as tcpConnect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -167,6 +168,31 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
     assert.equal(tag(root, 'server.port'), 443);
     assert.equal(tag(root, 'http.response.status_code'), 405);
     assert.notEqual(tag(root, 'otel.status_code'), 'ERROR');
+  });
+
+  it('refusals before a route over HTTP/1.1: a CONNECT and an upgrade nothing matches each have their SERVER span', async () => {
+    const raw = (head: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = tcpConnect(Number(new URL(base).port), '127.0.0.1', () => socket.write(head));
+        let got = '';
+        socket.on('data', (d) => {
+          got += d.toString('latin1');
+          if (got.includes('\r\n\r\n')) socket.destroy();
+        });
+        socket.on('close', () => resolve(got));
+        socket.on('error', reject);
+      });
+    const connectTrace = '7bf92f3577b34da6a3ce929d0e0e4709';
+    const connect = await raw(`CONNECT tunnel.example:443 HTTP/1.1\r\nHost: tunnel.example:443\r\ntraceparent: ${traceparent(connectTrace)}\r\n\r\n`);
+    assert.match(connect, /^HTTP\/1\.1 405/);
+    const upgradeTrace = '7bf92f3577b34da6a3ce929d0e0e4710';
+    const upgrade = await raw(`GET /nowhere HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\ntraceparent: ${traceparent(upgradeTrace)}\r\n\r\n`);
+    assert.match(upgrade, /^HTTP\/1\.1 404/);
+    for (const [trace, status] of [[connectTrace, 405], [upgradeTrace, 404]] as const) {
+      const stored = await jaeger.waitForTrace(trace, 1);
+      const root = server(stored.spans);
+      assert.equal(tag(root, 'http.response.status_code'), status);
+    }
   });
 
   it('an HTTP/1.1 request keeps 1.1', async () => {
