@@ -46,15 +46,8 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
         return;
       }
       if (req.url === '/v1/messages') {
-        const message = {
-          id: 'm1',
-          type: 'message',
-          role: 'assistant',
-          model: 'claude-sonnet-4-5',
-          content: [{ type: 'text', text: 'hi' }],
-          stop_reason: 'end_turn',
-          usage: { input_tokens: 5, output_tokens: 7, cache_read_input_tokens: 100, cache_creation_input_tokens: 20 },
-        };
+        const usage = { input_tokens: 5, output_tokens: 7, cache_read_input_tokens: 100, cache_creation_input_tokens: 20 };
+        const message = { id: 'm1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage };
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(message));
         return;
       }
@@ -97,23 +90,32 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
   });
 
   const server = (spans: JaegerSpan[]): JaegerSpan => spans.find((s) => tag(s, 'span.kind') === 'server') ?? assert.fail('no server span');
-
-  it("an h2c client's request: network.protocol.version is 2, as OTel writes HTTP/2", async () => {
-    const trace = '7bf92f3577b34da6a3ce929d0e0e4701';
+  /** A request in the client's trace `trace`: its status once its body is read. */
+  const fetchTraced = async (path: string, trace: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<number> => {
+    const r = await fetch(`${base}${path}`, { ...init, headers: { ...init.headers, traceparent: traceparent(trace) } });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  /** One request over a fresh h2c connection: its status once the stream closed. */
+  const h2Status = async (headers: Record<string, string>): Promise<number> => {
     const session = h2connect(base);
     try {
-      const status = await new Promise<number>((resolve, reject) => {
-        const s = session.request({ ':method': 'GET', ':path': '/api/h2', traceparent: traceparent(trace) });
+      return await new Promise<number>((resolve, reject) => {
+        const s = session.request(headers);
         let code = 0;
         s.on('response', (h) => (code = Number(h[':status'])));
         s.on('error', reject);
         s.resume();
-        s.on('end', () => resolve(code));
+        s.on('close', () => resolve(code));
       });
-      assert.equal(status, 200);
     } finally {
       session.close();
     }
+  };
+
+  it("an h2c client's request: network.protocol.version is 2, as OTel writes HTTP/2", async () => {
+    const trace = '7bf92f3577b34da6a3ce929d0e0e4701';
+    assert.equal(await h2Status({ ':method': 'GET', ':path': '/api/h2', traceparent: traceparent(trace) }), 200);
     const stored = await jaeger.waitForTrace(trace, 2);
     assert.equal(tag(server(stored.spans), 'network.protocol.version'), '2');
     const line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.trace_id === trace);
@@ -145,20 +147,7 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
 
   it('a CONNECT refused over h2c (405): its SERVER span, not an ERROR, the authority as the access log has it', async () => {
     const trace = '7bf92f3577b34da6a3ce929d0e0e4708';
-    const session = h2connect(base);
-    try {
-      const status = await new Promise<number>((resolve, reject) => {
-        const s = session.request({ ':method': 'CONNECT', ':authority': 'tunnel.example:443', traceparent: traceparent(trace) });
-        let code = 0;
-        s.on('response', (h) => (code = Number(h[':status'])));
-        s.on('error', reject);
-        s.resume();
-        s.on('close', () => resolve(code));
-      });
-      assert.equal(status, 405);
-    } finally {
-      session.close();
-    }
+    assert.equal(await h2Status({ ':method': 'CONNECT', ':authority': 'tunnel.example:443', traceparent: traceparent(trace) }), 405);
     const stored = await jaeger.waitForTrace(trace, 1);
     const root = server(stored.spans);
     assert.equal(tag(root, 'http.request.method'), 'CONNECT');
@@ -197,18 +186,14 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
 
   it('an HTTP/1.1 request keeps 1.1', async () => {
     const trace = '7bf92f3577b34da6a3ce929d0e0e4702';
-    const r = await fetch(`${base}/api/h1`, { headers: { traceparent: traceparent(trace) } });
-    assert.equal(r.status, 200);
-    await r.text();
+    assert.equal(await fetchTraced('/api/h1', trace), 200);
     const stored = await jaeger.waitForTrace(trace, 2);
     assert.equal(tag(server(stored.spans), 'network.protocol.version'), '1.1');
   });
 
   it('a backend that refuses connections: one CLIENT span per attempt, the retries counted in resend_count, ERROR with the code', async () => {
     const trace = '7bf92f3577b34da6a3ce929d0e0e4703';
-    const r = await fetch(`${base}/refused/x`, { headers: { traceparent: traceparent(trace) } });
-    assert.equal(r.status, 503);
-    await r.text();
+    assert.equal(await fetchTraced('/refused/x', trace), 503);
     const stored = await jaeger.waitForTrace(trace, 4);
     const root = server(stored.spans);
     assert.equal(tag(root, 'http.response.status_code'), 503);
@@ -234,13 +219,8 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
 
   it("an OpenAI call's span: reasoning and cached input tokens as OTel GenAI names them", async () => {
     const trace = '7bf92f3577b34da6a3ce929d0e0e4704';
-    const r = await fetch(`${base}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', traceparent: traceparent(trace) },
-      body: JSON.stringify({ model: 'o3-mini', messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    assert.equal(r.status, 200);
-    await r.text();
+    const body = JSON.stringify({ model: 'o3-mini', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(await fetchTraced('/v1/chat/completions', trace, { method: 'POST', headers: { 'content-type': 'application/json' }, body }), 200);
     const stored = await jaeger.waitForTrace(trace, (t) => t.spans.some((s) => tag(s, 'gen_ai.operation.name') === 'chat' && tag(s, 'gen_ai.usage.output_tokens') !== undefined));
     const call = stored.spans.find((s) => tag(s, 'gen_ai.operation.name') === 'chat')!;
     assert.equal(tag(call, 'gen_ai.usage.input_tokens'), 40);
@@ -252,13 +232,8 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
 
   it("an Anthropic call's span: cache reads and writes, within the input count", async () => {
     const trace = '7bf92f3577b34da6a3ce929d0e0e4705';
-    const r = await fetch(`${base}/v1/messages`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', traceparent: traceparent(trace) },
-      body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }),
-    });
-    assert.equal(r.status, 200);
-    await r.text();
+    const body = JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(await fetchTraced('/v1/messages', trace, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body }), 200);
     const stored = await jaeger.waitForTrace(trace, (t) => t.spans.some((s) => tag(s, 'gen_ai.operation.name') === 'chat' && tag(s, 'gen_ai.usage.output_tokens') !== undefined));
     const call = stored.spans.find((s) => tag(s, 'gen_ai.operation.name') === 'chat')!;
     assert.equal(tag(call, 'gen_ai.provider.name'), 'anthropic');
