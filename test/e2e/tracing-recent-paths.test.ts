@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { connect as h2connect } from 'node:http2';
 import { connect as tcpConnect } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
@@ -67,6 +68,7 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
               name: 'main',
               routes: [
                 { name: 'refused', matches: [{ path: { pathPrefix: '/refused' } }], policies: { retry: { attempts: 2, codes: [503] } }, backends: [{ host: `127.0.0.1:${refused}` }] },
+                { name: 'failover', matches: [{ path: { pathPrefix: '/failover' } }], policies: { retry: { attempts: 1, codes: [503] } }, backends: [{ host: `127.0.0.1:${refused}` }, { host: `127.0.0.1:${upstream.port}` }] },
                 { name: 'llm', matches: [{ path: { pathPrefix: '/v1/chat' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('openai', { openAI: {} })] },
                 { name: 'claude', matches: [{ path: { pathPrefix: '/v1/messages' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('anthropic', { anthropic: {} })] },
                 { name: 'grpc', matches: [{ path: { pathPrefix: '/test.Echo/' } }], backends: [{ host: `127.0.0.1:${echo.port}`, policies: { http: { version: 'HTTP/2.0' } } }] },
@@ -215,6 +217,37 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
     assert.equal(value(m, 'switchyard_upstream_request_duration_seconds_count', { backend }), 3);
     const line = gw.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.trace_id === trace);
     assert.equal(line?.['retry.attempt'], 2);
+  });
+
+  it('a slow chunked upload whose first backend refused (ADR 0156): the retry to the other backend is the second attempt span, with the whole body', async () => {
+    const upload = (trace: string): Promise<number> =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest(`${base}/failover/upload`, { method: 'POST', headers: { traceparent: traceparent(trace), 'content-type': 'text/plain' } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', reject);
+        req.write('part one, ');
+        setTimeout(() => req.end('part two'), 100);
+      });
+    // The backend is picked at random: upload until one went to the refusing backend first.
+    let retried: JaegerSpan[] | undefined;
+    for (let i = 0; i < 12 && retried === undefined; i++) {
+      const trace = `7bf92f3577b34da6a3ce929d0e0e48${(16 + i).toString(16)}`;
+      assert.equal(await upload(trace), 200);
+      assert.equal(upstream.received.filter((r) => r.url === '/failover/upload').at(-1)?.body.toString(), 'part one, part two');
+      const stored = await jaeger.waitForTrace(trace, 2);
+      const attempts = stored.spans.filter((s) => tag(s, 'span.kind') === 'client').sort((a, b) => a.startTime - b.startTime);
+      for (const a of attempts) assert.equal(parentOf(a), server(stored.spans).spanID);
+      if (attempts.length === 2) retried = attempts;
+    }
+    assert.ok(retried, 'no upload went to the refusing backend first');
+    const [first, second] = retried;
+    assert.equal(tag(first!, 'error.type'), 'ECONNREFUSED');
+    assert.equal(tag(first!, 'server.port'), refused);
+    assert.equal(tag(second!, 'http.response.status_code'), 200);
+    assert.equal(tag(second!, 'server.port'), upstream.port);
+    assert.equal(tag(second!, 'http.request.resend_count'), 1);
   });
 
   it("an OpenAI call's span: reasoning and cached input tokens as OTel GenAI names them", async () => {
