@@ -116,4 +116,23 @@ describe('request fields a translation cannot honour', () => {
     const [log] = await accessRecords(t.gw, '/lax/v1/chat/completions');
     assert.equal(log!['llm.droppedParams'], 'n,logprobs');
   });
+
+  it('many unhonoured parts: the log field and the refusal name the first ten and a count, not one name each (ADR 0171)', async () => {
+    // 5,000 file parts by id: the log line (and the span) carried every path, 130 kB here, MBs for a larger body.
+    const content = [{ type: 'text', text: 'hello' }, ...Array.from({ length: 5000 }, () => ({ type: 'file', file: { file_id: 'file-x' } }))];
+    const res = await fetch(`${t.gw.base}/lax/many/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-x', messages: [{ role: 'user', content }] }) });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    const [log] = await accessRecords(t.gw, '/lax/many/v1/chat/completions');
+    const dropped = String(log!['llm.droppedParams']);
+    assert.ok(dropped.length < 400, `${dropped.length} characters`);
+    assert.ok(dropped.startsWith('messages[0].content[1],messages[0].content[2],'), dropped);
+    assert.ok(dropped.endsWith(',+4990 more'), dropped);
+    // Refused instead: the answer names the first ten too (it listed every part, larger than the request).
+    const refusedRes = await fetch(`${t.gw.base}/strict/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'claude-x', messages: [{ role: 'user', content }] }) });
+    assert.equal(refusedRes.status, 400);
+    const message = ((await refusedRes.json()) as { error: { message: string } }).error.message;
+    assert.ok(message.length < 1200, `${message.length} characters`);
+    assert.match(message, /`messages\[0\]\.content\[10\]` \(a file in OpenAI's storage\), \+4990 more; send the request without them/);
+  });
 });

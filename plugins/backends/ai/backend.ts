@@ -20,7 +20,7 @@ import type { Obj } from '../../lib/llm/json.ts';
 import { LlmCall, llmMetrics } from '../../lib/llm/telemetry.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
-import { unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
+import { droppedFields, unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
 import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
 import { respond, RESPONSE_LIMIT } from './answer.ts';
 import type { LlmRequest } from './answer.ts';
@@ -276,7 +276,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
       const unhonoured = unhonouredFields(client, wire, body);
       if (unhonoured.length > 0) {
         if (!config.dropUnsupportedParams) return declineReply(llmRequestError(400, `cannot translate the request: ${unhonouredMessage(provider.kind, unhonoured)}`));
-        ex.logField('llm.droppedParams', unhonoured.map((u) => u.field).join(','));
+        ex.logField('llm.droppedParams', droppedFields(unhonoured));
       }
     }
     let wireBody: Obj;

@@ -100,6 +100,19 @@ function messagesBlock(b: unknown, wire: string, at: string, add: (field: string
 
 /** The refusal's text: each field named, with what it asks for. */
 export function unhonouredMessage(provider: string, found: readonly Unhonoured[]): string {
-  const named = found.map((u) => `\`${u.field}\` (${u.asks})`).join(', ');
+  const named = firstOf(found.map((u) => `\`${u.field}\` (${u.asks})`)).join(', ');
   return `the ${provider} provider's API has no equivalent of ${named}; send the request without ${found.length > 1 ? 'them' : 'it'}, or set \`dropUnsupportedParams\` on the \`ai\` backend to drop such fields`;
+}
+
+/** Fields named one by one in a message or a log field; past them, a count (a body of 100,000 parts names 10). */
+const NAMED_FIELDS = 10;
+
+/** The first NAMED_FIELDS of `names`, then `+N more`: what a client's body holds cannot size a log line or an answer. */
+function firstOf(names: string[]): string[] {
+  return names.length <= NAMED_FIELDS ? names : [...names.slice(0, NAMED_FIELDS), `+${names.length - NAMED_FIELDS} more`];
+}
+
+/** `llm.droppedParams`: the fields dropped, comma-separated, the first ten named. */
+export function droppedFields(found: readonly Unhonoured[]): string {
+  return firstOf(found.map((u) => u.field)).join(',');
 }
