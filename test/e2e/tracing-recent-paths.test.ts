@@ -145,6 +145,10 @@ describe('spans of recent paths, in Jaeger', { skip: 'skip' in found ? found.ski
       }
       assert.equal(line?.['grpc.status'], c.status, c.method);
     }
+    // The h2c upstream's attempts are counted as any backend's (ADR 0151).
+    const m = await scrape(gw);
+    assert.equal(value(m, 'switchyard_upstream_request_duration_seconds_count', { backend: `http://127.0.0.1:${echo.port}` }), 2);
+    assert.equal(value(m, 'switchyard_requests_total', { bind: String(new URL(base).port), listener: 'main', route: 'grpc', status: '200' }), 2);
   });
 
   it('a CONNECT refused over h2c (405): its SERVER span, not an ERROR, the authority as the access log has it', async () => {
