@@ -32,7 +32,7 @@ const ABSENT_VARIABLES = new Set(['destination', 'backend', 'proxy', 'env', 'ext
 const ABSENT_FIELDS: Readonly<Record<string, readonly string[]>> = {
   request: ['body', 'bodyPrefix', 'startTime', 'endTime'],
   source: ['identity', 'unverifiedWorkload', 'connectHeaders'],
-  response: ['grpcStatus', 'body', 'bodyPrefix'],
+  response: ['body', 'bodyPrefix'],
 };
 const ABSENT_GLOBALS = new Set(['variables', 'unvalidatedJwtPayload', 'flatten', 'flattenRecursive', 'coalesce', 'regexReplace']);
 const ABSENT_NAMESPACES = new Set(['sha1', 'sha256', 'md5', 'form', 'math', 'strings', 'lists', 'sets', 'regex']);

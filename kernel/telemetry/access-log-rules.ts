@@ -98,12 +98,16 @@ export function logActivation(ex: LoggedExchange): Record<string, unknown> {
     for (const [name, value] of Object.entries(request.query as Record<string, string>)) query[name] = CREDENTIAL_KEY.test(name) ? REDACTED : value;
     Object.defineProperty(request, 'query', { value: query, enumerable: true, writable: true, configurable: true });
   }
-  activation.response = {
+  const response: Record<string, unknown> = {
     code: BigInt(ex.status),
     get headers() {
       return responseHeaders(ex.replyHeaders);
     },
   };
+  // The access log's `grpc.status` (request-pipeline.ts): absent unless the answer carried one.
+  const grpcStatus = ex.fields?.['grpc.status'];
+  if (typeof grpcStatus === 'number') response.grpcStatus = BigInt(grpcStatus);
+  activation.response = response;
   const apiKey = activation.apiKey;
   if (apiKey !== null && typeof apiKey === 'object') activation.apiKey = { ...apiKey, key: REDACTED };
   return activation;
