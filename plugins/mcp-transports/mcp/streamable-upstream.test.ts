@@ -386,6 +386,13 @@ describe('StreamableUpstream: broken and cancelled streams', () => {
       req.on('end', () => {
         const m = JSON.parse(body) as { id?: number; method: string };
         if (m.id === undefined) return void res.writeHead(202).end();
+        if (m.method === 'drip') {
+          // A JSON answer that starts and then comes a byte at a time, under any idle deadline: it never ends.
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{"jsonrpc":"2.0",');
+          open.add(res);
+          return void res.on('close', () => closedResponses++);
+        }
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         if (m.method === 'break') {
           // Half an event, then the connection drops: no answer, no event id to resume from.
@@ -440,6 +447,22 @@ describe('StreamableUpstream: broken and cancelled streams', () => {
     await c.up.close();
     await waitFor(() => closedResponses === 2, 'the other stream to end with the connection');
     assert.equal(c.messages.length, 0, 'no error answers for cancelled or closed requests');
+  });
+
+  it('stops reading a JSON answer once its cancellation is sent (ADR 0168)', async () => {
+    // The read went on until the session closed: a target dripping its answer held a connection per cancelled call.
+    const c = client(target);
+    open.clear();
+    const closedBefore = closedResponses;
+    const sent = c.up.send({ jsonrpc: '2.0', id: 11, method: 'drip' } as JSONRPCMessage).then(
+      () => 'settled',
+      (err: Error) => err.message,
+    );
+    await waitFor(() => open.size === 1, 'the answer to start');
+    await c.up.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 11, reason: 'test' } });
+    await waitFor(() => closedResponses === closedBefore + 1, 'the cancelled request’s answer to be let go');
+    assert.match(await sent, /cancelled/);
+    await c.up.close();
   });
 
   it('finds where complete UTF-8 sequences end', () => {

@@ -112,7 +112,6 @@ export class StreamableUpstream implements McpUpstream {
       const body = JSON.stringify(message);
       const signal = call ? AbortSignal.any([endpoint.abort.signal, call.signal]) : undefined;
       let res = await endpoint.request('POST', headers, body, undefined, endpoint.path, true, signal);
-      if (call) this.calls.delete(m.id!);
       if (res.status >= 300 && res.status < 400) res = await endpoint.follow(res, 'POST', headers, body);
       endpoint.takeSession(res);
       const status = res.status;
@@ -138,9 +137,12 @@ export class StreamableUpstream implements McpUpstream {
       discard(res.body, true);
       throw new StreamableHttpError(-1, `Unexpected content type: ${res.headers['content-type'] ?? '(none)'}`);
     } catch (err) {
-      if (call) this.calls.delete(m.id!);
       this.onerror?.(err as Error);
       throw err;
+    } finally {
+      // Until here the call's abort reaches its answer's body too: a JSON answer a target drips under the idle
+      // deadline is let go when the request is cancelled, not read until the session closes (ADR 0168).
+      if (call && this.calls.get(m.id!) === call) this.calls.delete(m.id!);
     }
   }
 
