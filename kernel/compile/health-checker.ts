@@ -1,3 +1,4 @@
+import { discardBody } from '../sdk/index.ts';
 import type { HealthCheckFacet, Logger, UpstreamTarget } from '../sdk/index.ts';
 import type { SharedCell } from '../sdk/shared.ts';
 import { localCell } from '../resources/shared-cells.ts';
@@ -92,8 +93,7 @@ export class HealthChecker {
       .request({ method: 'GET', path: this.settings.path, timeoutMs: this.settings.timeoutMs, headers: { 'user-agent': 'switchyard-health-check' } })
       .then(
         (res) => {
-          res.body.on('error', () => undefined);
-          res.body.resume();
+          discardBody(res.body);
           this.outcome(res.status >= 200 && res.status < 300, `status ${res.status}`);
         },
         (err: unknown) => this.outcome(false, (err as Error)?.message ?? String(err)),

@@ -192,3 +192,22 @@ export function tapCapped(source: Readable, limit: number, onEnd: (body: Buffer 
     },
   });
 }
+
+/** Bytes of a body nobody reads that are still read to its end, so that its connection is reused (undici's `dump()` limit). */
+export const DISCARD_LIMIT = 128 * 1024;
+
+/**
+ * Let go of an upstream answer's body nobody reads (a retried answer, the answer to a notification): read to its end
+ * when it is short, so its connection is reused; destroyed past `limit` bytes, which ends the upstream request and
+ * closes its connection. A body drained for as long as it came kept the gateway reading an endless one (ADR 0168).
+ */
+export function discardBody(body: Readable, limit = DISCARD_LIMIT): void {
+  body.on('error', noop);
+  let left = limit;
+  body.on('data', (chunk: Buffer) => {
+    left -= chunk.length;
+    if (left < 0) body.destroy();
+  });
+}
+
+function noop(): void {}

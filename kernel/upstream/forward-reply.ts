@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { Span } from '@opentelemetry/api';
-import { ErrorCode } from '../sdk/index.ts';
+import { discardBody, ErrorCode } from '../sdk/index.ts';
 import type { Exchange, Reply, UpstreamAttempt } from '../sdk/index.ts';
 import type { ExchangeState } from '../exchange/kernel-exchange.ts';
 import type { UpstreamPlan } from '../exchange/upstream-plan.ts';
@@ -241,19 +241,9 @@ export async function forwardAttempts(
   }
 }
 
-/** A body not relayed is read to its end up to this many bytes (undici's `dump()` limit) so its connection is reused. */
-const DISCARD_LIMIT = 128 * 1024;
-
 /** Let go of an answer's body that is not relayed (a retried answer, one with an invalid status). */
 function discard(body: WholeResponse['body']): void {
-  if (Buffer.isBuffer(body)) return;
-  body.on('error', noop);
-  let left = DISCARD_LIMIT;
-  // Past the limit it is cut: destroyed, the upstream request (and its connection) goes too.
-  body.on('data', (chunk: Buffer) => {
-    left -= chunk.length;
-    if (left < 0) body.destroy();
-  });
+  if (!Buffer.isBuffer(body)) discardBody(body);
 }
 
 /**

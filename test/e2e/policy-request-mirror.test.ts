@@ -24,6 +24,9 @@ describe('requestMirror', () => {
   let mirror: TestUpstream;
   let slowMirror: TestUpstream;
   let silentMirror: TestUpstream;
+  let endlessMirror: TestUpstream;
+  /** What the endless mirror wrote, and how many of its answers ended (the gateway let them go). */
+  const endless = { written: 0, closed: 0 };
   let deadPort: number;
   before(async () => {
     port = await freePort();
@@ -33,6 +36,17 @@ describe('requestMirror', () => {
     slowMirror = await startUpstream((_req, res) => setTimeout(() => res.end('late'), 2000));
     // Never answers: every copy sent to it stays in flight until the gateway stops.
     silentMirror = await startUpstream(() => undefined);
+    // Answers with a body that never ends, written as fast as it is read.
+    endlessMirror = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const block = Buffer.alloc(64 * 1024, 0x78);
+      const more = (): void => {
+        while (!res.destroyed && res.write(block)) endless.written += block.length;
+      };
+      res.on('drain', more);
+      res.on('close', () => endless.closed++);
+      more();
+    });
     const to = [{ host: `127.0.0.1:${primary.port}` }];
     gw = await startGateway({
       backends: [{ name: 'mirror-named', host: `127.0.0.1:${mirror.port}` }],
@@ -56,6 +70,7 @@ describe('requestMirror', () => {
                 { name: 'none', matches: [{ path: { pathPrefix: '/none' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${mirror.port}` }, percentage: 0 } }, backends: to },
                 { name: 'slow', matches: [{ path: { pathPrefix: '/slow' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${slowMirror.port}` } } }, backends: to },
                 { name: 'silent', matches: [{ path: { pathPrefix: '/silent' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${silentMirror.port}` } } }, backends: to },
+                { name: 'endless', matches: [{ path: { pathPrefix: '/endless' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${endlessMirror.port}` } } }, backends: to },
                 { name: 'dead', matches: [{ path: { pathPrefix: '/dead' } }], policies: { requestMirror: { backend: { host: `127.0.0.1:${deadPort}` } } }, backends: to },
               ],
             },
@@ -66,7 +81,7 @@ describe('requestMirror', () => {
   });
   after(async () => {
     await gw.stop();
-    await Promise.all([primary.close(), mirror.close(), slowMirror.close(), silentMirror.close()]);
+    await Promise.all([primary.close(), mirror.close(), slowMirror.close(), silentMirror.close(), endlessMirror.close()]);
   });
 
   const call = async (path: string, body?: string) => {
@@ -126,6 +141,13 @@ describe('requestMirror', () => {
     assert.equal(silentMirror.received.length, 256, 'copies that reached the silent mirror');
     const metrics = await (await request(`${gw.statsUrl}/metrics`)).body.text();
     assert.match(metrics, /^switchyard_request_mirror_dropped_total 44$/m);
+  });
+
+  it('a mirror answering without end is cut after a little, not read for the whole 30 s deadline (ADR 0168)', async () => {
+    const r = await call('/endless');
+    assert.equal(r.status, 200);
+    await until(() => endless.closed === 1, 3000);
+    assert.ok(endless.written < 8 * 1024 * 1024, `${endless.written} bytes read of the mirror's answer`);
   });
 
   it('an unreachable mirror does not fail the primary', async () => {

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { BodyTooLargeError } from 'switchyard/sdk';
+import { BodyTooLargeError, discardBody } from 'switchyard/sdk';
 import type { AttemptHook, HeaderMap, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, isUpstreamTimeout } from './deadlines.ts';
 import type { McpDeadlines } from './deadlines.ts';
@@ -173,7 +173,7 @@ export function fetchOverTarget(target: UpstreamTarget, onAttempt?: AttemptHook,
       else headers.set(k, String(v));
     }
     if (NULL_BODY.has(upstream.status)) {
-      upstream.body.resume();
+      discardBody(upstream.body);
       return new Response(null, { status: upstream.status, headers });
     }
     const eventStream = /^\s*text\/event-stream/i.test(String(upstream.headers['content-type'] ?? ''));

@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import { discardBody } from 'switchyard/sdk';
 import type { AttemptHook, HeaderMap, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, isUpstreamTimeout } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
@@ -71,11 +72,14 @@ export function redirectNote(res: UpstreamResponse): string {
   return res.status >= 300 && res.status < 400 && location ? `, redirect to ${location} not followed` : '';
 }
 
-/** Let a body go: drained when it is short (the connection is reused), destroyed when it is a stream. */
+/**
+ * Let a body go: destroyed when it is a stream; else read to its end when it is short (the connection is reused) and
+ * cut past the SDK's limit (a target's endless answer to a notification was read until the session closed).
+ */
 export function discard(body: Readable, destroy = false): void {
+  if (!destroy) return discardBody(body);
   body.on('error', noop);
-  if (destroy) body.destroy();
-  else body.resume();
+  body.destroy();
 }
 
 /** The start of a (short, error) body, as text; the rest is dropped. */

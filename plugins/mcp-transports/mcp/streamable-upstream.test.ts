@@ -374,6 +374,45 @@ describe('StreamableUpstream: resumable streams (SDK v1 server with an event sto
   });
 });
 
+describe('StreamableUpstream: an answer nobody reads that never ends (ADR 0168)', () => {
+  // The body of an answer the client does not read (a notification's) was drained for as long as it came: a target
+  // that answered with an endless body kept the gateway reading it at full speed until the session closed.
+  let http: Server;
+  let target: ReturnType<typeof poolTarget>;
+  let written = 0;
+  let closed = 0;
+  before(async () => {
+    http = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        const block = Buffer.alloc(64 * 1024, 0x78);
+        const more = (): void => {
+          while (!res.destroyed && res.write(block)) written += block.length;
+        };
+        res.on('drain', more);
+        res.on('close', () => closed++);
+        more();
+      });
+    });
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+    target = poolTarget(`http://127.0.0.1:${(http.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    await target.close();
+    http.closeAllConnections();
+    await new Promise<void>((r) => http.close(() => r()));
+  });
+
+  it('reads a little of a notification\'s endless answer, then lets the connection go', async () => {
+    const c = client(target);
+    await c.up.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    await waitFor(() => closed === 1, 'the answer to be let go', 3000);
+    assert.ok(written < 8 * 1024 * 1024, `${written} bytes read`);
+    await c.up.close();
+  });
+});
+
 describe('StreamableUpstream: broken and cancelled streams', () => {
   let http: Server;
   let target: ReturnType<typeof poolTarget>;

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { FILE_SIZE_LIMITS, parseJsonFileText, readCappedText, readSharedFile, withYamlParser } from 'switchyard/sdk';
+import { discardBody, FILE_SIZE_LIMITS, parseJsonFileText, readCappedText, readSharedFile, withYamlParser } from 'switchyard/sdk';
 import type { HttpUpstreams, SharedFetches } from 'switchyard/sdk';
 
 /** A JSON object. */
@@ -63,7 +63,7 @@ export function documentFetcher(url: string, http: HttpUpstreams): () => Promise
         timeoutMs: FETCH_TIMEOUT_MS,
       });
       if (response.status < 200 || response.status > 299) {
-        response.body.resume();
+        discardBody(response.body);
         throw new Error(`the server answered HTTP ${response.status}`);
       }
       const cc = response.headers['cache-control'];

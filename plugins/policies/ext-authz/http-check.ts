@@ -1,4 +1,4 @@
-import { celValueToString, jsonErrorReply, readCapped } from 'switchyard/sdk';
+import { celValueToString, discardBody, jsonErrorReply, readCapped } from 'switchyard/sdk';
 import type { CompiledExpression, Exchange, HeaderMap, Reply, UpstreamTarget } from 'switchyard/sdk';
 import { applyHeaderModifier } from '../../lib/header-modifier/header-modifier.ts';
 import { denialReply } from './grpc-check.ts';
@@ -44,7 +44,7 @@ export async function httpCheck(options: HttpCheckOptions, ex: Exchange): Promis
   if (options.headers) applyHeaderModifier(options.headers, headers);
   const res = await options.target.request({ method: ex.method, path, headers, signal: ex.signal, timeoutMs: options.timeoutMs });
   if (res.status >= 200 && res.status < 300) {
-    res.body.resume();
+    discardBody(res.body);
     for (const name of options.includeResponseHeaders) {
       const value = res.headers[name];
       // The service decides these headers: one its answer does not set is not the client's to set either (a client's

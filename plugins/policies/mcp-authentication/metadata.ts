@@ -2,7 +2,7 @@
  * The discovery documents `mcpAuthentication` serves (BEHAVIOUR.md §4.2): RFC 9728 protected-resource metadata built
  * from the config, and the issuer's RFC 8414 metadata relayed with the `auth0` / `keycloak` adapter adjustments.
  */
-import { readCappedText } from 'switchyard/sdk';
+import { discardBody, readCappedText } from 'switchyard/sdk';
 import type { Exchange, UpstreamTarget } from 'switchyard/sdk';
 
 export const PROTECTED_RESOURCE_PREFIX = '/.well-known/oauth-protected-resource';
@@ -159,7 +159,7 @@ export class AuthorizationServerMetadata {
       timeoutMs: FETCH_TIMEOUT_MS,
     });
     if (res.status < 200 || res.status >= 300) {
-      res.body.resume();
+      discardBody(res.body);
       throw new MetadataError(`${this.url.href} answered ${res.status}`);
     }
     const text = await readCappedText(res.body, MAX_METADATA_BYTES);

@@ -1,3 +1,4 @@
+import { discardBody } from 'switchyard/sdk';
 import type { CompileContext, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
 export interface MirrorConfig {
@@ -77,9 +78,9 @@ export async function compileRequestMirror(config: MirrorConfig, ctx: CompileCon
         }
         sent.then(
           (res) => {
-            res.body.on('error', () => undefined);
             res.body.on('close', done);
-            res.body.resume();
+            // An answer nobody reads: a mirror service's endless one is cut, not read for the whole deadline.
+            discardBody(res.body);
           },
           (err: unknown) => {
             done();
