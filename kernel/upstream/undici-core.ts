@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type * as Undici from 'undici';
-// undici's own modules for a pool, a connector and `request`, not its index: the index loads all of undici (fetch,
+// undici's own modules for a pool and a connector, not its index: the index loads all of undici (fetch,
 // WebSocket, mocks, caches, interceptors) and, through `globalThis.Headers` in its cookies module, Node's bundled
 // copy as well; about 14 MiB of idle RSS and 40-90 ms of CPU at start (docs/perf.md "Startup"). undici has no
 // `exports` map, so these paths resolve; `undici-core.test.ts` checks they are what the index exports.
@@ -8,7 +8,7 @@ import type * as Undici from 'undici';
 import utilModule from 'undici/lib/core/util.js';
 
 /**
- * undici's client (pool, HTTP/1.1 and h2 clients, connector, `request`: 18 modules and `node:http2`), loaded on first
+ * undici's client (pool, HTTP/1.1 and h2 clients, connector, and `node:http2`), loaded on first
  * use (ADR 0079): a config whose upstreams are all cleartext and reached by the direct forward (ADR 0073) never
  * loads it. `require` keeps the callers synchronous; a bundle (bin/build-dist.ts) turns these calls into esbuild's
  * lazy require of its copy.
@@ -18,17 +18,15 @@ const lazyRequire = createRequire(import.meta.url);
 interface UndiciClient {
   readonly Pool: typeof Undici.Pool;
   readonly buildConnector: typeof Undici.buildConnector;
-  readonly request: (this: Undici.Dispatcher, options: Undici.Dispatcher.RequestOptions) => Promise<Undici.Dispatcher.ResponseData>;
 }
 
 let client: UndiciClient | undefined;
 
-/** undici's pool, connector and `request`, loaded by the first call. */
+/** undici's pool and connector, loaded by the first call. */
 export function undiciClient(): UndiciClient {
   return (client ??= {
     Pool: lazyRequire('undici/lib/dispatcher/pool.js') as UndiciClient['Pool'],
     buildConnector: lazyRequire('undici/lib/core/connect.js') as UndiciClient['buildConnector'],
-    request: lazyRequire('undici/lib/api/api-request.js') as UndiciClient['request'],
   });
 }
 
@@ -54,14 +52,6 @@ export class LazyPool {
   get(): Pool {
     return (this.created ??= this.create());
   }
-}
-
-/**
- * `pool.request(options)`: undici's index adds `request` to every dispatcher's prototype; without the index it is
- * called on the pool directly.
- */
-export function poolRequest(pool: Undici.Dispatcher, options: Undici.Dispatcher.RequestOptions): Promise<Undici.Dispatcher.ResponseData> {
-  return undiciClient().request.call(pool, options);
 }
 
 /**

@@ -6,12 +6,17 @@
 //
 //   node test/bench/whole-answer-ab.ts   (WHOLE_AB_N per batch, default 4,000; WHOLE_AB_ROUNDS, default 10)
 import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { Dispatcher } from 'undici';
 import { readCapped } from '../../kernel/sdk/index.ts';
-import { poolRequest, undiciClient } from '../../kernel/upstream/undici-core.ts';
+import { undiciClient } from '../../kernel/upstream/undici-core.ts';
 import { WholeAnswer } from '../../kernel/upstream/whole-answer.ts';
 import { SMALL_ANSWER } from './llm-bodies.ts';
+
+// undici's `request()` on a pool made without undici's index (which adds it to every dispatcher), as the gateway did.
+const apiRequest = createRequire(import.meta.url)('undici/lib/api/api-request.js') as (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
+const poolRequest = (pool: Dispatcher, options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> => apiRequest.call(pool, options);
 
 const N = Number(process.env.WHOLE_AB_N ?? process.env.AI_MICRO_REQUESTS) || 4000;
 const ROUNDS = Number(process.env.WHOLE_AB_ROUNDS) || 10;
