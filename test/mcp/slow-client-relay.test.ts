@@ -28,18 +28,19 @@ class FloodMcp {
       this.open.add(res);
       res.on('close', () => this.open.delete(res));
       if (req.method !== 'POST') return void res.writeHead(405).end();
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
+      let text = '';
+      req.setEncoding('utf8').on('data', (s: string) => (text += s));
       req.on('end', () => {
-        const m = JSON.parse(Buffer.concat(chunks).toString()) as Json;
-        const json = (result: Json): void => {
-          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'flood-1' });
-          res.end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }));
-        };
+        const m = JSON.parse(text) as Json;
         if (m.id === undefined) return void res.writeHead(202).end();
-        if (m.method === 'initialize') return json({ protocolVersion: m.params.protocolVersion, capabilities: { tools: {}, logging: {} }, serverInfo: { name: 'flood', version: '1' } });
-        if (m.method === 'tools/list') return json({ tools: [{ name: 'flood', inputSchema: { type: 'object' } }] });
-        if (m.method !== 'tools/call') return json({});
+        if (m.method !== 'tools/call') {
+          const results: Record<string, Json> = {
+            initialize: { protocolVersion: m.params?.protocolVersion, capabilities: { tools: {}, logging: {} }, serverInfo: { name: 'flood', version: '1' } },
+            'tools/list': { tools: [{ name: 'flood', inputSchema: { type: 'object' } }] },
+          };
+          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'flood-1' });
+          return void res.end(JSON.stringify({ jsonrpc: '2.0', id: m.id, result: results[m.method] ?? {} }));
+        }
         res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'flood-1' });
         const event = Buffer.from(`data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'x'.repeat(1000) } })}\n\n`);
         const block = Buffer.concat(Array.from({ length: 16 }, () => event));

@@ -63,6 +63,23 @@ function serverWithTarget(options: ConstructorParameters<typeof SdkServer>[0]): 
   return fixture;
 }
 
+/** A plain HTTP server answering with `handle` and a pool target on it, started before the suite's tests, stopped after. */
+function rawServerWithTarget(handle: (req: IncomingMessage, res: ServerResponse) => void): { readonly target: ReturnType<typeof poolTarget> } {
+  const fixture = { target: undefined as unknown as ReturnType<typeof poolTarget> };
+  let http: Server;
+  before(async () => {
+    http = createServer(handle);
+    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+    fixture.target = poolTarget(`http://127.0.0.1:${(http.address() as AddressInfo).port}`);
+  });
+  after(async () => {
+    await fixture.target.close();
+    http.closeAllConnections();
+    await new Promise<void>((r) => http.close(() => r()));
+  });
+  return fixture;
+}
+
 interface Received {
   readonly method: string;
   readonly url: string;
@@ -377,35 +394,24 @@ describe('StreamableUpstream: resumable streams (SDK v1 server with an event sto
 describe('StreamableUpstream: an answer nobody reads that never ends (ADR 0168)', () => {
   // The body of an answer the client does not read (a notification's) was drained for as long as it came: a target
   // that answered with an endless body kept the gateway reading it at full speed until the session closed.
-  let http: Server;
-  let target: ReturnType<typeof poolTarget>;
   let written = 0;
   let closed = 0;
-  before(async () => {
-    http = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        res.writeHead(200, { 'content-type': 'application/octet-stream' });
-        const block = Buffer.alloc(64 * 1024, 0x78);
-        const more = (): void => {
-          while (!res.destroyed && res.write(block)) written += block.length;
-        };
-        res.on('drain', more);
-        res.on('close', () => closed++);
-        more();
-      });
+  const fixture = rawServerWithTarget((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      const block = Buffer.alloc(64 * 1024, 0x78);
+      const more = (): void => {
+        while (!res.destroyed && res.write(block)) written += block.length;
+      };
+      res.on('drain', more);
+      res.on('close', () => closed++);
+      more();
     });
-    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-    target = poolTarget(`http://127.0.0.1:${(http.address() as AddressInfo).port}`);
-  });
-  after(async () => {
-    await target.close();
-    http.closeAllConnections();
-    await new Promise<void>((r) => http.close(() => r()));
   });
 
   it('reads a little of a notification\'s endless answer, then lets the connection go', async () => {
-    const c = client(target);
+    const c = client(fixture.target);
     await c.up.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
     await waitFor(() => closed === 1, 'the answer to be let go', 3000);
     assert.ok(written < 8 * 1024 * 1024, `${written} bytes read`);
@@ -414,53 +420,42 @@ describe('StreamableUpstream: an answer nobody reads that never ends (ADR 0168)'
 });
 
 describe('StreamableUpstream: broken and cancelled streams', () => {
-  let http: Server;
-  let target: ReturnType<typeof poolTarget>;
   const open = new Set<ServerResponse>();
   let closedResponses = 0;
-  before(async () => {
-    http = createServer((req, res) => {
-      let body = '';
-      req.setEncoding('utf8').on('data', (s: string) => (body += s));
-      req.on('end', () => {
-        const m = JSON.parse(body) as { id?: number; method: string };
-        if (m.id === undefined) return void res.writeHead(202).end();
-        if (m.method === 'drip') {
-          // A JSON answer that starts and then comes a byte at a time, under any idle deadline: it never ends.
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.write('{"jsonrpc":"2.0",');
-          open.add(res);
-          return void res.on('close', () => closedResponses++);
-        }
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        if (m.method === 'break') {
-          // Half an event, then the connection drops: no answer, no event id to resume from.
-          res.write('event: message\ndata: {"jsonrpc":"2.0",');
-          setTimeout(() => res.socket?.destroy(), 20);
-        } else if (m.method === 'hang') {
-          open.add(res);
-          res.write(': working\n\n');
-          res.on('close', () => closedResponses++);
-        } else if (m.method === 'split') {
-          // The answer's UTF-8 text cut inside a character, CRLF line endings, a comment first.
-          const answer = Buffer.from(`: hi\r\nevent: message\r\ndata: {"jsonrpc":"2.0","id":${m.id},"result":{"text":"héllo ✓"}}\r\n\r\n`);
-          const cut = answer.indexOf(Buffer.from('✓')) + 1;
-          res.write(answer.subarray(0, cut));
-          setTimeout(() => res.end(answer.subarray(cut)), 10);
-        }
-      });
+  const fixture = rawServerWithTarget((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (s: string) => (body += s));
+    req.on('end', () => {
+      const m = JSON.parse(body) as { id?: number; method: string };
+      if (m.id === undefined) return void res.writeHead(202).end();
+      if (m.method === 'drip') {
+        // A JSON answer that starts and then comes a byte at a time, under any idle deadline: it never ends.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"jsonrpc":"2.0",');
+        open.add(res);
+        return void res.on('close', () => closedResponses++);
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (m.method === 'break') {
+        // Half an event, then the connection drops: no answer, no event id to resume from.
+        res.write('event: message\ndata: {"jsonrpc":"2.0",');
+        setTimeout(() => res.socket?.destroy(), 20);
+      } else if (m.method === 'hang') {
+        open.add(res);
+        res.write(': working\n\n');
+        res.on('close', () => closedResponses++);
+      } else if (m.method === 'split') {
+        // The answer's UTF-8 text cut inside a character, CRLF line endings, a comment first.
+        const answer = Buffer.from(`: hi\r\nevent: message\r\ndata: {"jsonrpc":"2.0","id":${m.id},"result":{"text":"héllo ✓"}}\r\n\r\n`);
+        const cut = answer.indexOf(Buffer.from('✓')) + 1;
+        res.write(answer.subarray(0, cut));
+        setTimeout(() => res.end(answer.subarray(cut)), 10);
+      }
     });
-    await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-    target = poolTarget(`http://127.0.0.1:${(http.address() as AddressInfo).port}`);
-  });
-  after(async () => {
-    await target.close();
-    http.closeAllConnections();
-    await new Promise<void>((r) => http.close(() => r()));
   });
 
   it('answers a request whose stream broke before its answer with a JSON-RPC error, and reports it', async () => {
-    const c = client(target);
+    const c = client(fixture.target);
     await c.up.send({ jsonrpc: '2.0', id: 7, method: 'break' } as JSONRPCMessage);
     const answer = await c.answer(7);
     assert.equal((answer.error as { code: number }).code, -32603);
@@ -470,14 +465,14 @@ describe('StreamableUpstream: broken and cancelled streams', () => {
   });
 
   it('decodes UTF-8 cut between chunks and CRLF events', async () => {
-    const c = client(target);
+    const c = client(fixture.target);
     await c.up.send({ jsonrpc: '2.0', id: 8, method: 'split' } as JSONRPCMessage);
     assert.deepEqual((await c.answer(8)).result, { text: 'héllo ✓' });
     await c.up.close();
   });
 
   it('ends the response stream of a request once its cancellation is sent, and every stream on close', async () => {
-    const c = client(target);
+    const c = client(fixture.target);
     await c.up.send({ jsonrpc: '2.0', id: 9, method: 'hang' } as JSONRPCMessage);
     await c.up.send({ jsonrpc: '2.0', id: 10, method: 'hang' } as JSONRPCMessage);
     await waitFor(() => open.size === 2, 'both requests');
@@ -490,7 +485,7 @@ describe('StreamableUpstream: broken and cancelled streams', () => {
 
   it('stops reading a JSON answer once its cancellation is sent (ADR 0168)', async () => {
     // The read went on until the session closed: a target dripping its answer held a connection per cancelled call.
-    const c = client(target);
+    const c = client(fixture.target);
     open.clear();
     const closedBefore = closedResponses;
     const sent = c.up.send({ jsonrpc: '2.0', id: 11, method: 'drip' } as JSONRPCMessage).then(
