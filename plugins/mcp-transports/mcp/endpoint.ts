@@ -82,14 +82,25 @@ export function discard(body: Readable, destroy = false): void {
   body.destroy();
 }
 
-/** The start of a (short, error) body, as text; the rest is dropped. */
+/**
+ * How long an error answer's body is read for its excerpt: a GET has no idle deadline, and a body that never ended held
+ * the GET stream's opening (never retried) until the session closed (ADR 0168).
+ */
+export const ERROR_EXCERPT_MS = 5000;
+
+/** The start of a (short, error) body, as text, what came of it within ERROR_EXCERPT_MS; the rest is dropped. */
 export function excerpt(body: Readable): Promise<string> {
   return new Promise((resolve) => {
     let text = '';
     let done = false;
+    const timer = setTimeout(() => {
+      finish();
+      body.destroy();
+    }, ERROR_EXCERPT_MS);
     const finish = (): void => {
       if (done) return;
       done = true;
+      clearTimeout(timer);
       resolve(text.length > ERROR_EXCERPT ? `${text.slice(0, ERROR_EXCERPT)}…` : text);
     };
     body.setEncoding('utf8');

@@ -419,6 +419,27 @@ describe('StreamableUpstream: an answer nobody reads that never ends (ADR 0168)'
   });
 });
 
+describe('StreamableUpstream: an error answer whose body never ends (ADR 0168)', () => {
+  // The GET stream's error answer was read for its excerpt with no deadline (a GET has no idle one): a target that
+  // answered 500 and never ended its body held the GET stream's opening, never retried, until the session closed.
+  let closed = 0;
+  const fixture = rawServerWithTarget((req, res) => {
+    req.resume();
+    if (req.method === 'POST') return void res.writeHead(202).end();
+    res.writeHead(500, { 'content-type': 'text/plain' });
+    res.write('broken');
+    res.on('close', () => closed++);
+  });
+
+  it('reports what came of the body within the excerpt deadline and lets the answer go', async () => {
+    const c = client(fixture.target);
+    await c.up.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await waitFor(() => c.errors.some((e) => /Failed to open SSE stream \(HTTP 500 Internal Server Error\): broken/.test(e.message)), 'the GET stream\'s failure', 8000);
+    await waitFor(() => closed >= 1, 'the answer to be let go');
+    await c.up.close();
+  });
+});
+
 describe('StreamableUpstream: broken and cancelled streams', () => {
   const open = new Set<ServerResponse>();
   let closedResponses = 0;
