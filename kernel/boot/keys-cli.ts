@@ -14,7 +14,7 @@ export const KEYS_USAGE = `Usage: switchyard keys COMMAND [options]
   create [--name N] [--owner O] [--team T] [--model M]... [--route R]...
          [--budget UNIT=N/PERIOD]... [--meta K=V]...
                                         make a key; its secret is printed once
-  show ID                               a key and the use of its and its team's budgets
+  show ID, usage ID                     a key and the use of its and its team's budgets
   rotate ID                             a new secret; the old one stops working at once
   revoke ID                             the key stops working at once
 

@@ -186,6 +186,13 @@ describe('CLI: flags', () => {
     assert.equal(help.stderr, '');
   });
 
+  it('`keys --help` names every command `keys` takes (`usage`, which docs/llm-economics.md names, was missing)', async () => {
+    const help = await cli(['keys', '--help']);
+    for (const command of ['list', 'create', 'show', 'usage', 'rotate', 'revoke']) {
+      assert.match(help.stdout, new RegExp(`^  (\\S+ \\S+, )?${command}\\b`, 'm'), command);
+    }
+  });
+
   it('--config=TEXT is taken as --file=FILE is', async () => {
     const r = await cli(['--config=binds: []', '--validate-only']);
     assert.equal(r.code, 0, r.stderr);
