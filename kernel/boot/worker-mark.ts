@@ -6,5 +6,5 @@
  */
 export const WORKER_THREAD_ARG = '--switchyard-worker-thread';
 
-/** The argument of a thread checking a paste for the admin UI's validator (kernel/config/paste-check.ts, ADR 0172). */
-export const PASTE_CHECK_ARG = '--switchyard-paste-check';
+/** Defined beside the paste check (kernel/config may not import kernel/boot). */
+export { PASTE_CHECK_ARG } from '../config/paste-check-arg.ts';

@@ -4,7 +4,7 @@ import { ConfigLoadError } from './format-issues.ts';
 import type { PositionedIssue } from './format-issues.ts';
 import { parseConfigText, validateParsed } from './load-config.ts';
 import { ConfigValidator } from './validate-config.ts';
-import { PASTE_CHECK_ARG } from '../boot/worker-mark.ts';
+import { PASTE_CHECK_ARG } from './paste-check-arg.ts';
 
 /**
  * The schema check of a pasted config (the admin UI's validator), on a thread of its own (ADR 0172). A 1 MiB paste
