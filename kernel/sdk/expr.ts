@@ -27,6 +27,18 @@ export interface ExpressionCompiler {
   compile(source: string, sub?: readonly (string | number)[], unavailable?: Readonly<Record<string, string>>): CompiledExpression;
 }
 
+// `unavailable` lists for `ExpressionCompiler.compile` (ADR 0176): a name every plugin's CEL declares but that is
+// set only while one policy evaluates its own expressions (`mcp`, `llmRequest`, passed as `extra`), or only once an
+// `ai` backend makes its call (`llm`). Used anywhere else it would fail on every request, so it is a load error.
+const MCP_ONLY = 'here: it is set only in `mcpAuthorization` rules, once per MCP tool, prompt and resource';
+const BODY_ONLY = "here: the client's LLM request body is read only in `ai` policy expressions (`transformations`, `virtualModels` conditions)";
+const BEFORE_CALL = 'before the `ai` backend calls the model, which sets it: read `llm` in response `transformations` or `config.logging`';
+
+/** Names only their own policy's expressions see: for expressions run once the response is known (and the log). */
+export const CEL_NOT_SET_HERE: Readonly<Record<string, string>> = Object.freeze({ mcp: MCP_ONLY, llmRequest: BODY_ONLY });
+/** For expressions evaluated on the request, before any backend runs: `llm` is not set yet either. */
+export const CEL_NOT_SET_BEFORE_BACKEND: Readonly<Record<string, string>> = Object.freeze({ ...CEL_NOT_SET_HERE, llm: BEFORE_CALL });
+
 /** Render a CEL value as a header or log string (ints come back from CEL as bigint). */
 export function celValueToString(value: unknown): string {
   if (typeof value === 'string') return value;

@@ -1,4 +1,4 @@
-import { ConfigError, ErrorCode } from '../sdk/index.ts';
+import { CEL_NOT_SET_HERE, ConfigError, ErrorCode } from '../sdk/index.ts';
 import type { ConfigIssue } from '../sdk/index.ts';
 import type { LoggedExchange } from './access-log.ts';
 import type { CelExpressions, CheckedExpression } from '../expr/cel-expressions.ts';
@@ -28,7 +28,8 @@ export function compileAccessLogRules(raw: RawLoggingRules | undefined, expressi
   const issues: ConfigIssue[] = [];
   const compile = (source: string, path: (string | number)[]): CheckedExpression | undefined => {
     try {
-      return expressions.compile(source, path, true);
+      // Written once the response is sent: `response` and `llm` are known, `mcp` and `llmRequest` never set (ADR 0176).
+      return expressions.compile(source, path, true, CEL_NOT_SET_HERE);
     } catch (err) {
       if (err instanceof ConfigError) issues.push(...err.issues);
       else throw err;

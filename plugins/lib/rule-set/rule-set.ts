@@ -27,11 +27,16 @@ const RULE_TYPES = new Set(['bool', 'dyn']);
  * Compile every rule at load. A syntax or type error, or an expression whose type can never be a boolean, is a
  * config error at the rule (`rules[i]` or `rules[i].<kind>`).
  */
-export function compileRules(rules: readonly RuleConfig[], expr: ExpressionCompiler, fail: (message: string, sub: (string | number)[]) => never): RuleSet {
+export function compileRules(
+  rules: readonly RuleConfig[],
+  expr: ExpressionCompiler,
+  fail: (message: string, sub: (string | number)[]) => never,
+  unavailable?: Readonly<Record<string, string>>,
+): RuleSet {
   const out: { allow: CompiledExpression[]; deny: CompiledExpression[]; require: CompiledExpression[] } = { allow: [], deny: [], require: [] };
   rules.forEach((rule, i) => {
     const [kind, source, sub]: [RuleKind, string, (string | number)[]] = typeof rule === 'string' ? ['allow', rule, ['rules', i]] : ruleEntry(rule, i);
-    const compiled = expr.compile(source, sub);
+    const compiled = expr.compile(source, sub, unavailable);
     // The kernel's compiler reports the checked type; a non-boolean rule could never allow anything.
     const type = (compiled as { type?: unknown }).type;
     if (typeof type === 'string' && !RULE_TYPES.has(type)) fail(`a rule must be a boolean expression; \`${source}\` is of type \`${type}\``, sub);

@@ -1,4 +1,4 @@
-import { jsonErrorReply, localReply, settleWithin } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, jsonErrorReply, localReply, settleWithin } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
 import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
@@ -257,9 +257,12 @@ async function compileGuards(list: GuardEntryConfig[] | undefined, phase: 'reque
   return out;
 }
 
+// Body transformations see `llmRequest`; they run before the backend's call sets `llm` (ADR 0176).
+const { llmRequest: _body, ...NOT_SET } = CEL_NOT_SET_BEFORE_BACKEND;
+
 /** Compile the runtime (exported for tests that call it without a gateway). */
 export async function compileAiRuntime(config: AiPolicyConfig, ctx: CompileContext): Promise<AiRuntime> {
-  const transformations = Object.entries(config.transformations ?? {}).map(([field, source]) => [field, ctx.expr.compile(source, ['transformations', field])] as const);
+  const transformations = Object.entries(config.transformations ?? {}).map(([field, source]) => [field, ctx.expr.compile(source, ['transformations', field], NOT_SET)] as const);
   const overrides = Object.entries(config.overrides ?? {});
   const defaults = Object.entries(config.defaults ?? {});
   const mutations = transformations.length || overrides.length || defaults.length ? { overrides, transformations, defaults } : undefined;

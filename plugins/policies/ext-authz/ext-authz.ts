@@ -1,4 +1,4 @@
-import { jsonErrorReply, parseDuration } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, jsonErrorReply, parseDuration } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance, Reply } from 'switchyard/sdk';
 import { cachedClient, resolveServiceTarget, tracedClient } from '../../lib/envoy-grpc/envoy-grpc.ts';
 import type { ServiceTargetConfig } from '../../lib/envoy-grpc/envoy-grpc.ts';
@@ -35,7 +35,7 @@ export async function compileExtAuthz(config: ExtAuthzConfig, ctx: CompileContex
       // A named backend keeps its own pool unless `policies.backendTLS` asks for other TLS settings.
       target: service.connection.target,
       headers: service.headers,
-      path: http.path === undefined ? undefined : ctx.expr.compile(http.path, ['protocol', 'http', 'path']),
+      path: http.path === undefined ? undefined : ctx.expr.compile(http.path, ['protocol', 'http', 'path'], CEL_NOT_SET_BEFORE_BACKEND),
       includeRequestHeaders: (config.includeRequestHeaders ?? []).map((h) => h.toLowerCase()),
       includeResponseHeaders: (http.includeResponseHeaders ?? []).map((h) => h.toLowerCase()),
       timeoutMs,

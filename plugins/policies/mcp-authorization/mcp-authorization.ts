@@ -1,4 +1,4 @@
-import { defineAttribute } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, defineAttribute } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../lib/mcp/authorizer.ts';
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
@@ -33,8 +33,11 @@ export function authorizerFor(rules: RuleSet, ex: Exchange): McpAuthorizer {
   return (item) => decide(rules, ex, { mcp: mcpVariable(item) });
 }
 
+// The rules see `mcp`; no `ai` backend serves an MCP item, and no rule is handed an LLM body (ADR 0176).
+const { mcp: _mcp, ...NOT_SET } = CEL_NOT_SET_BEFORE_BACKEND;
+
 export function compileMcpAuthorization(config: McpAuthorizationConfig, ctx: CompileContext): PolicyInstance {
-  const own = compileRules(config.rules, ctx.expr, ctx.fail);
+  const own = compileRules(config.rules, ctx.expr, ctx.fail, NOT_SET);
   // DECIDED 3: an empty rule list allows everything, so it has nothing to do per request.
   if (isEmptyRuleSet(own)) return {};
   return {

@@ -1,4 +1,4 @@
-import { celValueToString, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, CEL_NOT_SET_HERE, celValueToString, headerListAdd, headerListRemove, headerListSet, headerMapAdd } from 'switchyard/sdk';
 import { framingEdit, framingMessage, hostToAuthority, sendableHeaderValue } from '../../lib/header-modifier/header-modifier.ts';
 import type { CompileContext, CompiledExpression, Exchange, ExpressionCompiler, HeaderMap, PolicyInstance } from 'switchyard/sdk';
 
@@ -19,10 +19,12 @@ interface CompiledTransform {
   readonly remove: readonly string[];
 }
 
-function compileSide(config: HeaderTransform | undefined, expr: ExpressionCompiler, at: string): CompiledTransform | undefined {
+function compileSide(config: HeaderTransform | undefined, expr: ExpressionCompiler, at: 'request' | 'response'): CompiledTransform | undefined {
   if (!config) return undefined;
+  // Request values run before the backend (no `llm` yet); response values after it (ADR 0176).
+  const unavailable = at === 'request' ? CEL_NOT_SET_BEFORE_BACKEND : CEL_NOT_SET_HERE;
   const compileMap = (kind: 'add' | 'set') =>
-    Object.entries(config[kind] ?? {}).map(([name, source]) => [name.toLowerCase(), expr.compile(source, [at, kind, name])] as const);
+    Object.entries(config[kind] ?? {}).map(([name, source]) => [name.toLowerCase(), expr.compile(source, [at, kind, name], unavailable)] as const);
   return { add: compileMap('add'), set: compileMap('set'), remove: (config.remove ?? []).map((n) => n.toLowerCase()) };
 }
 
