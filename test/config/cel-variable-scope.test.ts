@@ -45,6 +45,16 @@ describe('CEL: variables used where they are never set (ADR 0176)', () => {
     await refused(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'llm.provider == "x"\''], MCP_BACKEND), 'llm', `${ROUTE}.mcpAuthorization.rules[0]`);
   });
 
+  it('mcpAuthorization in front of a backend that is not `mcp`: its rules would never run', async () => {
+    const err = await compileError(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'mcp.tool.name == "echo"\'']), options);
+    const issues = summarize(err.issues);
+    assert.equal(issues.length, 1, JSON.stringify(issues));
+    assert.equal(issues[0]!.path, `${ROUTE}.mcpAuthorization`);
+    assert.match(issues[0]!.message, /only an `mcp` backend applies it/);
+    // An empty rule list allows everything, so it needs no backend.
+    await compileValue(routeWithPolicies(['mcpAuthorization: { rules: [] }']), options);
+  });
+
   it('transformations: none of the three in request headers; `llm` in response headers of an ai route', async () => {
     await refused(routeWithPolicies(['transformations:', '  request:', '    set: { x-tool: mcp.tool.name }']), 'mcp', `${ROUTE}.transformations.request.set.x-tool`);
     await refused(routeWithPolicies(['transformations:', '  request:', '    add: { x-model: llm.requestModel }'], AI_BACKEND), 'llm', `${ROUTE}.transformations.request.add.x-model`);

@@ -4,14 +4,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import * as jose from 'jose';
-import mcpAuthentication from '../../plugins/policies/mcp-authentication/plugin.ts';
-import mcpAuthorization from '../../plugins/policies/mcp-authorization/plugin.ts';
-import { BASIC_PRESET, compileError, compileValue } from '../config/helpers.ts';
+import { fullPreset } from '../../plugins/presets/full.ts';
+import { compileError, compileValue } from '../config/helpers.ts';
 import { testTempDir } from '../helpers/temp-dir.ts';
 
-const opts = { preset: [...BASIC_PRESET, mcpAuthentication, mcpAuthorization] };
+const opts = { preset: fullPreset };
+// An `mcp` backend: mcpAuthorization in front of any other is refused (ADR 0176).
 const route = (policies: string): string =>
-  `binds:\n- port: 3000\n  listeners:\n  - routes:\n    - policies:\n${policies}        directResponse: { status: 200, body: ok }\n`;
+  `binds:\n- port: 3000\n  listeners:\n  - routes:\n    - policies:\n${policies}      backends: [{ mcp: { targets: [{ name: t, mcp: { host: "127.0.0.1:9" } }] } }]\n`;
 
 describe('mcpAuthentication / mcpAuthorization config', () => {
   let jwks: string;

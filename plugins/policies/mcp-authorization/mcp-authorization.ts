@@ -48,5 +48,13 @@ export function compileMcpAuthorization(config: McpAuthorizationConfig, ctx: Com
       ex.set(ACTIVE_RULES, rules);
       ex.set(MCP_AUTHORIZER, authorizerFor(rules, ex));
     },
+    // Only the `mcp` backend asks the authorizer: in front of another (a `host` proxying an MCP server) the rules
+    // would never run and every tool would stay visible (ADR 0176).
+    requiresBackendProtocol: {
+      protocol: 'mcp',
+      message:
+        '`mcpAuthorization` decides which MCP tools, prompts and resources a client sees, and only an `mcp` backend applies it; this route has another backend (or none), so its rules would never run: put it on a route whose backends are `mcp` backends, or use `authorization`',
+      path: ctx.path,
+    },
   };
 }
