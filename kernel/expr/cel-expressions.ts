@@ -324,9 +324,11 @@ export class CelExpressions {
       const detail = String(e.summary ?? e.message ?? err).split('\n')[0]!;
       throw invalid(detail, typeof e.range?.start === 'number' ? e.range.start : undefined);
     }
+    const ast = program.ast;
     return {
       source,
       type,
+      reads: (name) => variableAt(ast, name, new Set()) !== undefined,
       evaluate: (ex, extra) => {
         startBudget();
         return program(celActivation(ex, extra));

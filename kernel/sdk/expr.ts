@@ -9,6 +9,11 @@ export interface CompiledExpression {
    * (a missing key, a type error); callers decide what a failure means.
    */
   evaluate(ex: Exchange, extra?: Record<string, unknown>): unknown;
+  /**
+   * Whether the expression reads the variable `name` (a macro's variable of that name aside): a policy that runs
+   * only some backends set a variable for can require them (`requiresBackendProtocol`). Set by the gateway's compiler.
+   */
+  reads?(name: string): boolean;
 }
 
 /**

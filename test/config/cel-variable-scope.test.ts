@@ -63,6 +63,16 @@ describe('CEL: variables used where they are never set (ADR 0176)', () => {
     await compileValue(routeWithPolicies(['transformations:', '  response:', '    set: { x-model: \'default(llm.responseModel, "")\' }'], AI_BACKEND), options);
   });
 
+  it('transformations: `llm` in response headers of a route whose backend is not `ai`', async () => {
+    const err = await compileError(routeWithPolicies(['transformations:', '  response:', '    add: { x-tokens: string(llm.totalTokens) }']), options);
+    const issues = summarize(err.issues);
+    assert.equal(issues.length, 1, JSON.stringify(issues));
+    assert.equal(issues[0]!.path, `${ROUTE}.transformations.response.add.x-tokens`);
+    assert.match(issues[0]!.message, /only an `ai` backend sets `llm`/);
+    // A macro variable of that name is not the variable.
+    await compileValue(routeWithPolicies(['transformations:', '  response:', '    add: { x-n: \'string(["a"].map(llm, llm + "b").size())\' }']), options);
+  });
+
   it('extAuthz path and remoteRateLimit descriptors', async () => {
     await refused(
       routeWithPolicies(['extAuthz:', '  host: 127.0.0.1:9', '  protocol: { http: { path: \'"/check/" + llm.requestModel\' } }'], AI_BACKEND),

@@ -66,6 +66,21 @@ function apply<H>(t: CompiledTransform, ex: Exchange, edits: HeaderEdits<H>, hea
   for (const name of t.remove) edits.remove(headers, name);
 }
 
+/**
+ * Response values reading `llm` need `ai` backends: only their call sets it, so in front of any other the value would
+ * fail on every response (ADR 0176). Pointed at the first such value.
+ */
+function llmRequirement(config: HeaderTransform, t: CompiledTransform, ctx: CompileContext): Pick<PolicyInstance, 'requiresBackendProtocol'> | undefined {
+  for (const kind of ['add', 'set'] as const) {
+    const found = t[kind].findIndex(([, expression]) => expression.reads?.('llm') === true);
+    if (found < 0) continue;
+    const name = Object.keys(config[kind]!)[found]!;
+    const message = `\`${t[kind][found]![1].source}\` reads \`llm\`, and only an \`ai\` backend sets \`llm\`; this route has another backend (or none), so the value would fail on every response`;
+    return { requiresBackendProtocol: { protocol: 'llm', message, path: [...ctx.path, 'response', kind, name] } };
+  }
+  return undefined;
+}
+
 /** Compile one `transformations` policy: every value is a CEL expression, compiled once here. */
 export function compileTransformations(config: TransformationsConfig, ctx: CompileContext): PolicyInstance {
   for (const side of ['request', 'response'] as const) {
@@ -76,6 +91,7 @@ export function compileTransformations(config: TransformationsConfig, ctx: Compi
   const requestHost = request !== undefined && [...request.add, ...request.set].some(([name]) => name === 'host');
   const response = compileSide(config.response, ctx.expr, 'response');
   return {
+    ...(response && llmRequirement(config.response!, response, ctx)),
     onRequest: request
       ? (ex) => {
           apply(request, ex, MAP_EDITS, ex.headers as HeaderMap);
