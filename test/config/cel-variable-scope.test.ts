@@ -42,7 +42,8 @@ describe('CEL: variables used where they are never set (ADR 0176)', () => {
   it('mcpAuthorization reads `mcp`, never `llmRequest` or `llm`', async () => {
     await compileValue(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'mcp.tool.name == "echo" || has(mcp.prompt)\''], MCP_BACKEND), options);
     await refused(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'llmRequest.model == "x"\''], MCP_BACKEND), 'llmRequest', `${ROUTE}.mcpAuthorization.rules[0]`);
-    await refused(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'llm.provider == "x"\''], MCP_BACKEND), 'llm', `${ROUTE}.mcpAuthorization.rules[0]`);
+    const llm = await refused(routeWithPolicies(['mcpAuthorization:', '  rules:', '  - \'llm.provider == "x"\''], MCP_BACKEND), 'llm', `${ROUTE}.mcpAuthorization.rules[0]`);
+    assert.match(llm, /only an `ai` backend sets it/);
   });
 
   it('mcpAuthorization in front of a backend that is not `mcp`: its rules would never run', async () => {
@@ -84,12 +85,20 @@ describe('CEL: variables used where they are never set (ADR 0176)', () => {
       'mcp',
       `${ROUTE}.remoteRateLimit.descriptors[0].entries[0].value`,
     );
+    await refused(
+      routeWithPolicies(['remoteRateLimit:', '  host: 127.0.0.1:9', '  domain: d', '  descriptors: [{ type: tokens, entries: [{ key: tool, value: mcp.tool.name }] }]'], AI_BACKEND),
+      'mcp',
+      `${ROUTE}.remoteRateLimit.descriptors[0].entries[0].value`,
+    );
   });
 
   it('the ai policy: `llmRequest` yes, `mcp` no, `llm` only where documented', async () => {
     await compileValue(routeWithPolicies(['ai:', '  transformations: { max_tokens: "llmRequest.max_tokens > 1024 ? 1024 : llmRequest.max_tokens" }'], AI_BACKEND), options);
     await refused(routeWithPolicies(['ai:', '  transformations: { user: mcp.tool.name }'], AI_BACKEND), 'mcp', `${ROUTE}.ai.transformations.user`);
     await refused(routeWithPolicies(['ai:', '  transformations: { user: llm.provider }'], AI_BACKEND), 'llm', `${ROUTE}.ai.transformations.user`);
+    const vm = (when: string) => routeWithPolicies(['ai:', '  virtualModels:', `    smart: { targets: [{ backend: openai, model: gpt-4o, when: '${when}' }] }`], AI_BACKEND);
+    await compileValue(vm('llmRequest.max_tokens * 2 > 1000 && llm.promptTokens > 10 && llm.requestModel == "smart"'), options);
+    await refused(vm('mcp.tool.name == "x"'), 'mcp', `${ROUTE}.ai.virtualModels.smart.targets[0].when`);
   });
 
   it('config.logging reads `llm` and `response`, never `mcp` or `llmRequest`', async () => {

@@ -1,4 +1,4 @@
-import { CEL_NOT_SET_BEFORE_BACKEND, defineAttribute } from 'switchyard/sdk';
+import { CEL_NOT_SET_HERE, defineAttribute } from 'switchyard/sdk';
 import type { CompileContext, Exchange, PolicyInstance } from 'switchyard/sdk';
 import { MCP_AUTHORIZER } from '../../lib/mcp/authorizer.ts';
 import type { McpAuthorizer, McpItem } from '../../lib/mcp/authorizer.ts';
@@ -33,8 +33,8 @@ export function authorizerFor(rules: RuleSet, ex: Exchange): McpAuthorizer {
   return (item) => decide(rules, ex, { mcp: mcpVariable(item) });
 }
 
-// The rules see `mcp`; no `ai` backend serves an MCP item, and no rule is handed an LLM body (ADR 0176).
-const { mcp: _mcp, ...NOT_SET } = CEL_NOT_SET_BEFORE_BACKEND;
+// The rules see `mcp`; no rule is handed an LLM body, and no `ai` backend serves an MCP item (ADR 0176).
+const NOT_SET = { llmRequest: CEL_NOT_SET_HERE.llmRequest!, llm: 'in `mcpAuthorization` rules: only an `ai` backend sets it, and these rules run in an `mcp` backend' };
 
 export function compileMcpAuthorization(config: McpAuthorizationConfig, ctx: CompileContext): PolicyInstance {
   const own = compileRules(config.rules, ctx.expr, ctx.fail, NOT_SET);
