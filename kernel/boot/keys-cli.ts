@@ -1,4 +1,4 @@
-// `switchyard keys …`: a client of the `/keys` management API that the `virtualKeys` policy serves on the admin
+// `switchyard keys ...`: a client of the `/keys` management API that the `virtualKeys` policy serves on the admin
 // address (docs/llm-economics.md). It speaks HTTP only, so the kernel knows nothing of the plugin.
 import { readConfigFile } from '../config/load-config.ts';
 import { yamlLib } from '../sdk/yaml-lib.ts';
@@ -175,7 +175,7 @@ async function listAll(base: string, adminKey: string | undefined, team: string 
   }
 }
 
-/** Run `switchyard keys …`; resolves with the exit code. */
+/** Run `switchyard keys ...`; resolves with the exit code. */
 export async function keysMain(argv: readonly string[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
   const args = parseKeysArgs(argv);
   if (typeof args === 'string') {

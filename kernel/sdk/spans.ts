@@ -38,7 +38,7 @@ export interface PluginSpans {
   readonly enabled: boolean;
   /**
    * True when the operator allows message content on spans (`config.tracing.captureMessageContent`, default false):
-   * only then may a plugin record prompts, completions or other user content (`gen_ai.input.messages`, …).
+   * only then may a plugin record prompts, completions or other user content (`gen_ai.input.messages`, ...).
    */
   readonly captureMessageContent: boolean;
   /**

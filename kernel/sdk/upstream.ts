@@ -117,6 +117,6 @@ export interface UpstreamAttempt {
   readonly headers: IncomingHttpHeaders;
   /** The request body when it was read into memory (a policy's `needs.body`, `ex.bufferBody()`, or retry replay). */
   readonly body: Buffer | undefined;
-  /** 0 for the first try, then 1, 2, … */
+  /** 0 for the first try, then 1, 2, ... */
   readonly attempt: number;
 }

@@ -45,7 +45,7 @@ export class LeanSpan implements Span {
   readonly kind: SpanKind;
   readonly startMs: number;
   endMs = 0;
-  /** Attributes: key, value, key, value, … (no key twice). */
+  /** Attributes: key, value, key, value, ... (no key twice). */
   readonly attrs: (string | AttributeValue)[] = [];
   /**
    * Attributes the encoder writes from where they live when the span ends, before `attrs`: the kernel's SERVER span

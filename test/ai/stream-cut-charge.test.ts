@@ -1,5 +1,5 @@
 // What a stream cut before the provider reported its usage is charged (ADR 0150): the output already relayed is
-// estimated (characters / 4, the prompt estimator's rule), never below what the provider reported, and the prompt by
+// estimated (UTF-8 bytes / 4, the prompt estimator's rule; ADR 0157, 0164), never below what the provider reported, and the prompt by
 // its estimate when the provider reported none. The same counts reach a virtual key's budgets, a token bucket, the cost
 // metrics and the access log (marked estimated). Real gateway and `openai` client aborting mid-stream; aimock as a
 // slow OpenAI provider (usage only in its last chunk) and a slow Anthropic one (0 output tokens until its end); the
@@ -94,7 +94,7 @@ for (const traced of [false, true]) describe(`a stream cut before its usage${tra
     const out = Number(rec!['llm.outputTokens']);
     assert.ok(out >= Math.ceil(read / 4) && out < FULL_OUTPUT, `llm.outputTokens ${out}: at least the ${read} characters read / 4, less than the whole answer`);
     assert.equal(rec!['llm.outputTokensEstimated'], true);
-    assert.equal(rec!['llm.inputTokens'], 5, "the prompt's estimate: 20 characters / 4");
+    assert.equal(rec!['llm.inputTokens'], 5, "the prompt's estimate: 20 ASCII bytes / 4");
     assert.equal(rec!['llm.inputTokensEstimated'], true);
     const cost = Number(rec!['llm.cost']);
     // gpt-4o in the built-in catalog: 2.5 / 10 USD per 1M tokens.

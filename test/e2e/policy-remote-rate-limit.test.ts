@@ -282,7 +282,7 @@ describe('remoteRateLimit (small RLS test server)', () => {
     assert.equal(response.headers.get('x-rls-route'), 'checked', 'the request descriptors\' call\'s headers, held while the token call could refuse');
     const [reserve, usage] = await settled(2);
     assert.deepEqual(reserve!.descriptors.map((d) => d.entries), [[{ key: 'team', value: 'blue' }]], 'token descriptors in a call of their own');
-    assert.equal(reserve!.hits_addend, 2, 'the prompt estimate ("hello": 5 characters / 4, rounded up)');
+    assert.equal(reserve!.hits_addend, 2, 'the prompt estimate ("hello": 5 bytes / 4, rounded up)');
     assert.deepEqual(usage!.descriptors.map((d) => d.entries), [[{ key: 'team', value: 'blue' }]]);
     assert.equal(usage!.hits_addend, 14, 'after the answer: 11 + 5 real tokens minus the 2 already counted');
     const requestCall = rls.rateLimits.find((m) => m.domain === 'llm' && !team(m))!;

@@ -10,7 +10,7 @@ import builtin from './default-prices.json' with { type: 'json' };
 export interface AiCostsConfig {
   /** A catalog file replacing the built-in one; re-read when it changes. */
   catalog?: string;
-  /** Model → price for this backend's provider, over the catalog. */
+  /** Model -> price for this backend's provider, over the catalog. */
   prices?: Record<string, ModelPrice>;
 }
 

@@ -9,7 +9,7 @@ import { llmRequestError } from '../../lib/llm/errors.ts';
  */
 
 /**
- * The models configured on the `ai` backends of one route (model → the provider that serves it, the first backend
+ * The models configured on the `ai` backends of one route (model -> the provider that serves it, the first backend
  * naming it wins), shared by those backends: each registers its own during the config load, so any of them lists them
  * all, each with its own provider whichever backend answers. A named backend lists its own.
  */

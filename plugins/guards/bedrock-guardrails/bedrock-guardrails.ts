@@ -38,7 +38,7 @@ export function guardrailVerdict(answer: unknown, messages: readonly GuardMessag
 
 /**
  * `bedrockGuardrails` (BEHAVIOUR.md §2.9): `POST /guardrail/<id>/version/<version>/apply` on
- * `bedrock-runtime.<region>.amazonaws.com` with `{source: INPUT|OUTPUT, content: [{text: {text}}…]}`, SigV4-signed
+ * `bedrock-runtime.<region>.amazonaws.com` with `{source: INPUT|OUTPUT, content: [{text: {text}}...]}`, SigV4-signed
  * by the guard's `policies.backendAuth`, or by `aws` with the default credential chain when it has none.
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (then `AWS_ENDPOINT_URL`) replaces the endpoint, as in the AWS SDKs; `host`
  * replaces both.

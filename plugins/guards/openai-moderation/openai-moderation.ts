@@ -19,13 +19,13 @@ export function moderationFlagged(answer: unknown): boolean {
 }
 
 /**
- * `openAIModeration` (BEHAVIOUR.md §2.9): `POST /v1/moderations` `{"input":[<texts>],"model":…}` to
+ * `openAIModeration` (BEHAVIOUR.md §2.9): `POST /v1/moderations` `{"input":[<texts>],"model":...}` to
  * `https://api.openai.com` (or `host`), authenticated by the guard's `policies.backendAuth` (`key`). Any flagged
  * result rejects with the entry's `rejection`. Works on responses too (the reference checks requests only).
  */
 export async function compileModerationGuard(config: ModerationGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
   if (!config.policies || !Object.hasOwn(config.policies, 'backendAuth')) {
-    ctx.warn('no `policies.backendAuth`: moderation requests carry no API key (set `backendAuth: {key: …}`)', ['policies']);
+    ctx.warn('no `policies.backendAuth`: moderation requests carry no API key (set `backendAuth: {key: \u2026}`)', ['policies']);
   }
   const connection = await guardConnection(ctx, config.host ?? OPENAI_ORIGIN, config.policies, undefined, 'the moderation endpoint');
   const model = config.model ?? DEFAULT_MODERATION_MODEL;

@@ -26,7 +26,7 @@ function messagesOf(list: unknown[], what: string): GuardMessage[] {
 }
 
 /**
- * Read the webhook's answer (`{"action": …}`), trying the actions in the protocol's order: mask (`body` holds
+ * Read the webhook's answer (`{"action": ...}`), trying the actions in the protocol's order: mask (`body` holds
  * `messages` or `choices`), reject (`body` is a string and `status_code` an integer), pass (anything else).
  */
 export function webhookVerdict(answer: unknown, phase: 'request' | 'response'): GuardVerdict {
@@ -71,8 +71,8 @@ function compileHeaderMatches(config: WebhookGuardConfig, ctx: CompileContext): 
 
 /**
  * The `webhook` guard: the Gloo-style guardrail webhook protocol (BEHAVIOUR.md §2.9). Requests: `POST /request`
- * with `{"body":{"messages":[{role, content}, …]}}`; responses: `POST /response` with
- * `{"body":{"choices":[{"message":{role, content}}, …]}}`; `Content-Type: application/json`, and the client's
+ * with `{"body":{"messages":[{role, content}, ...]}}`; responses: `POST /response` with
+ * `{"body":{"choices":[{"message":{role, content}}, ...]}}`; `Content-Type: application/json`, and the client's
  * headers selected by `forwardHeaderMatches`. 10 s timeout. A failure throws (the `ai` policy answers 503) unless
  * `failureMode: failOpen`, which passes.
  */

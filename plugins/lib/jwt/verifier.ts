@@ -95,7 +95,7 @@ function fail(reason: JwtFailureReason, message: string): JwtFailure {
 
 /** A JOSE `kid` or `iss` quoted for a message: bounded, since it comes from the client. */
 function quote(value: string): string {
-  return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}…` : value);
+  return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}\u2026` : value);
 }
 
 /**

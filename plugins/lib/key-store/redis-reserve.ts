@@ -22,7 +22,7 @@ import type { CounterLine } from './types.ts';
  * and each changed one written once at the end, as the sum computed in Lua with 17 significant digits (a double read
  * back exactly; inside a script INCRBYFLOAT costs Redis several times a SET), or as an integer when it is one (the
  * same text, without the floating-point formatting: token counters). A counter the MGET found keeps its
- * expiry (SET … KEEPTTL: its window's end, set when it was made, does not change); a new one gets it with PXAT (one
+ * expiry (SET ... KEEPTTL: its window's end, set when it was made, does not change); a new one gets it with PXAT (one
  * command, ADR 0091). The digests are checked by one EXISTS of them all; only when it counts fewer than there are is
  * each asked alone (a key gone meanwhile: rare). With many keys most of Redis's work per request is per argument
  * (parsed, made an object, then a Lua string, then a number) and per command called from Lua, so a counter's expiry

@@ -99,7 +99,7 @@ export class RedisKeyStore implements KeyStore {
 
   /** Builds each reservation script's keys and arguments (redis-reserve.ts). */
   private readonly calls: ReserveCalls;
-  /** The reservation script this server runs (SET … PXAT needs Redis 6.2). */
+  /** The reservation script this server runs (SET ... PXAT needs Redis 6.2). */
   private reserveBody = RESERVE;
 
   /**

@@ -22,5 +22,5 @@ export function newKeyId(): string {
 
 /** What a list shows of a secret: enough to recognise it, never enough to use it. */
 export function displayPrefix(secret: string): string {
-  return `${secret.slice(0, Math.min(secret.length >> 1, secret.startsWith(SECRET_PREFIX) ? SECRET_PREFIX.length + 4 : 4))}…`;
+  return `${secret.slice(0, Math.min(secret.length >> 1, secret.startsWith(SECRET_PREFIX) ? SECRET_PREFIX.length + 4 : 4))}\u2026`;
 }

@@ -108,7 +108,7 @@ export class SettlementQueue<S extends CounterState = CounterState> {
     return this.states.size;
   }
 
-  /** The `i`th due settlement (0 ≤ i < size), in the order queued: the counter's state (live: read it, do not keep it). */
+  /** The `i`th due settlement (0 <= i < size), in the order queued: the counter's state (live: read it, do not keep it). */
   at(i: number): S {
     return this.list[i]!;
   }

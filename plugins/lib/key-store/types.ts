@@ -14,7 +14,7 @@ export interface Budget {
 
 /** A key as stored and listed: everything but the secret. */
 export interface KeyRecord {
-  /** Public id (`vk_…`): names the key in the management API, logs and CEL; not a credential. */
+  /** Public id (`vk_...`): names the key in the management API, logs and CEL; not a credential. */
   readonly id: string;
   readonly name?: string;
   readonly owner?: string;
@@ -25,7 +25,7 @@ export interface KeyRecord {
   readonly routes?: readonly string[];
   readonly budgets: readonly Budget[];
   readonly metadata?: Readonly<Record<string, unknown>>;
-  /** The secret's first characters, to recognise a key in a list (`sk-swy-AbCd…`). */
+  /** The secret's first characters, to recognise a key in a list (`sk-swy-AbCd...`). */
   readonly prefix: string;
   readonly createdAt: string;
   readonly rotatedAt?: string;

@@ -21,9 +21,9 @@ export const GUARD_TIMEOUT_MS = 10_000;
 const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /**
- * Connect to the guard's endpoint: `host` (an origin in the one address form, `https://…` for the services' own
+ * Connect to the guard's endpoint: `host` (an origin in the one address form, `https://...` for the services' own
  * endpoints) with the guard's `policies` (at `['policies']`; only `backendAuth` and `backendTLS` apply).
- * `defaultAuth` (a `backendAuth` value such as `{ aws: {…} }`) applies when `policies` sets no `backendAuth`.
+ * `defaultAuth` (a `backendAuth` value such as `{ aws: {...} }`) applies when `policies` sets no `backendAuth`.
  */
 export async function guardConnection(
   ctx: CompileContext,

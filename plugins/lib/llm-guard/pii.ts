@@ -75,7 +75,7 @@ function validSsn(match: string): boolean {
 
 // --- credit card ----------------------------------------------------------------------------------------------
 
-/** Visa (4), Mastercard (51–55), Discover (6), Amex and others (3), Diners (1); digit groups split by `-` or space. */
+/** Visa (4), Mastercard (51-55), Discover (6), Amex and others (3), Diners (1); digit groups split by `-` or space. */
 const CARD = /\b(?:(?:4\d{3}|5[0-5]\d{2}|6\d{3}|3\d{3})[- ]?\d{3,4}[- ]?\d{3,4}[- ]?\d{3,5}|1\d{3}[- ]?\d{3,4}[- ]?\d{3,4}[- ]?\d{4,5})\b/g;
 
 /** The Luhn checksum every card number carries. */
@@ -109,7 +109,7 @@ const PHONE_RUN = /[+(]?\d[\d ().-]*\d\)?/g;
 /** Dates and times that look like digit groups (`01.02.2024`, `2024-01-15`). */
 const DATE_LIKE = /^(?:\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{4}[./-]\d{1,2}[./-]\d{1,2})$/;
 
-/** North American numbering plan (US, CA): NPA and exchange start with 2–9. */
+/** North American numbering plan (US, CA): NPA and exchange start with 2-9. */
 const nanp = (national: string): boolean => /^[2-9]\d{2}[2-9]\d{6}$/.test(national);
 
 /**
@@ -132,8 +132,8 @@ function possibleNational(digits: string): boolean {
   if (nanp(digits) || (digits.length === 11 && digits.startsWith('1') && nanp(digits.slice(1)))) return true; // US, CA
   if (digits.startsWith('0') && !digits.startsWith('00')) {
     const n = digits.length;
-    if (n === 10 || n === 11) return true; // GB (01…, 02…, 07…), IN with trunk 0 (11)
-    if (n >= 7 && n <= 13 && /^0[2-9]/.test(digits)) return true; // DE (area codes 02–09), IL (0[2-9]…, 9–10 digits)
+    if (n === 10 || n === 11) return true; // GB (01..., 02..., 07...), IN with trunk 0 (11)
+    if (n >= 7 && n <= 13 && /^0[2-9]/.test(digits)) return true; // DE (area codes 02-09), IL (0[2-9]..., 9-10 digits)
     return false;
   }
   if (/^[6-9]\d{9}$/.test(digits)) return true; // IN mobile

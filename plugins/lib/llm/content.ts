@@ -10,7 +10,7 @@ import type { LlmEvent } from './events.ts';
 import type { Obj } from './json.ts';
 
 /**
- * Longest text part kept (longer ones are cut, marked with `…`), and most stream events and bytes of their JSON held to
+ * Longest text part kept (longer ones are cut, marked with `...`), and most stream events and bytes of their JSON held to
  * rebuild an answer: a text part is cut at MAX_TEXT anyway, so 4 MiB of events is more than any kept content needs,
  * while an answer's events can each be up to MAX_LLM_EVENT (8 MiB).
  */
@@ -30,7 +30,7 @@ function messagesOf(slots: TextSlot[]): string | undefined {
   const out: OtelMessage[] = [];
   for (const s of slots) {
     const role = ROLE[s.role] ?? s.role;
-    const text = s.text.length > MAX_TEXT ? `${s.text.slice(0, MAX_TEXT)}…` : s.text;
+    const text = s.text.length > MAX_TEXT ? `${s.text.slice(0, MAX_TEXT)}\u2026` : s.text;
     const last = out.at(-1);
     if (last && last.role === role) last.parts.push({ type: 'text', content: text });
     else out.push({ role, parts: [{ type: 'text', content: text }] });

@@ -4,7 +4,7 @@ import type { LlmFormat } from './formats/format.ts';
 
 /**
  * The contracts between the `ai` backend (plugins/backends/ai), its `llmProvider` variants (plugins/llm-providers)
- * and the `ai` policy with its prompt guards (plugins/policies/ai, plugins/guards). SPEC §2.8–2.9, BEHAVIOUR.md
+ * and the `ai` policy with its prompt guards (plugins/policies/ai, plugins/guards). SPEC §2.8-2.9, BEHAVIOUR.md
  * §2.8, §2.9, §4.6.
  */
 
@@ -56,7 +56,7 @@ export interface LlmProviderInstance {
   readonly tls?: UpstreamTls;
   /**
    * The wire format this provider uses for a client format, or undefined when it cannot serve it (the backend then
-   * answers 400 `unsupported`). For example anthropic: completions → messages (translated), messages → messages.
+   * answers 400 `unsupported`). For example anthropic: completions -> messages (translated), messages -> messages.
    * `model` (optional, the model the request will use) lets a provider pick by model (vertex: Claude models speak
    * Anthropic Messages).
    */
@@ -66,7 +66,7 @@ export interface LlmProviderInstance {
   /**
    * Provider header conventions on the upstream request: version headers, the API key header, stripped browser
    * headers. `format` (optional) is the wire format the request is sent in, undefined for passthrough and WebSocket
-   * upgrades (gemini: an `AIza…` Bearer key goes to `x-goog-api-key` on native endpoints only).
+   * upgrades (gemini: an `AIza...` Bearer key goes to `x-goog-api-key` on native endpoints only).
    */
   prepareHeaders(headers: Record<string, string | string[] | undefined>, format?: LlmWireFormat): void;
   /**
@@ -191,7 +191,7 @@ export interface VirtualModelChoice {
 export const LLM_VIRTUAL_MODEL = defineAttribute<VirtualModelChoice>('llm.virtualModel');
 
 /**
- * `ctx.loadState` key of the `ai` backends compiled in this load: instance → the model its provider fixes (null: the
+ * `ctx.loadState` key of the `ai` backends compiled in this load: instance -> the model its provider fixes (null: the
  * client's `model` is sent). The `ai` policy reads it when it resolves its virtual models' targets.
  */
 export const AI_BACKEND_MODELS = 'ai.backendModels';

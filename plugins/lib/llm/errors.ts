@@ -6,14 +6,14 @@ import { isObj } from './json.ts';
 import { errorFamily } from './translate.ts';
 
 /**
- * A gateway-made LLM error about the request (BEHAVIOUR.md §4.6 message, `failed to process LLM request: …`), in
+ * A gateway-made LLM error about the request (BEHAVIOUR.md §4.6 message, `failed to process LLM request: ...`), in
  * the client API's JSON error shape: the `ai` backend's `shapeError` re-shapes it like every gateway error.
  */
 export function llmRequestError(status: number, detail: string): Reply {
   return jsonErrorReply(status, 'invalid_request', `failed to process LLM request: ${detail}`);
 }
 
-/** A gateway-made LLM error about the provider's answer: `failed to process LLM response: …`, shaped the same way. */
+/** A gateway-made LLM error about the provider's answer: `failed to process LLM response: ...`, shaped the same way. */
 export function llmResponseError(status: number, detail: string): Reply {
   return jsonErrorReply(status, 'invalid_response', `failed to process LLM response: ${detail}`);
 }

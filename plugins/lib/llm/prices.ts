@@ -5,7 +5,7 @@ import type { LlmUsage } from './usage.ts';
 
 /**
  * LLM prices and what a call cost (docs/llm.md "Costs", ADR 0027). Prices are USD per 1M tokens. A catalog maps
- * provider (`llm.provider`: `openai`, `anthropic`, `gcp.gemini`, …) → model → price; model keys may hold `*`
+ * provider (`llm.provider`: `openai`, `anthropic`, `gcp.gemini`, ...) -> model -> price; model keys may hold `*`
  * wildcards (an exact key wins, then the longest pattern).
  */
 
@@ -26,7 +26,7 @@ export interface PriceTable {
   readonly patterns: readonly (readonly [parts: readonly string[], price: ModelPrice])[];
 }
 
-/** A parsed catalog: provider → price table. */
+/** A parsed catalog: provider -> price table. */
 export type PriceCatalog = ReadonlyMap<string, PriceTable>;
 
 /** Whether `s` matches a `*` pattern given as its parts (linear: no regex, no backtracking). */
@@ -126,7 +126,7 @@ function parseCatalogDocument(yaml: typeof Yaml, text: string, file: string): Pr
     if (key === 'providers') providers = pair.value as YamlNode;
   }
   if (providers === undefined) return fail(root, 'missing key `providers`');
-  if (!isMap(providers)) return fail(providers, '`providers` must be an object: provider → model → price');
+  if (!isMap(providers)) return fail(providers, '`providers` must be an object: provider \u2192 model \u2192 price');
   const catalog = new Map<string, PriceTable>();
   for (const p of providers.items) {
     const provider = isScalar(p.key) ? String(p.key.value) : '';
@@ -150,7 +150,7 @@ function parsePrice({ isMap, isScalar }: typeof Yaml, node: YamlNode | undefined
     const key = isScalar(pair.key) ? String(pair.key.value) : '';
     if (!PRICE_FIELDS.has(key)) fail(pair.key as YamlNode, `unknown price field \`${key}\` of \`${name}\`; use \`input\`, \`output\`, \`cachedInput\`, \`cacheCreationInput\``);
     const v = isScalar(pair.value) ? pair.value.value : undefined;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) fail((pair.value as YamlNode) ?? (pair.key as YamlNode), `\`${name}.${key}\` must be a number ≥ 0 (USD per 1M tokens)`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) fail((pair.value as YamlNode) ?? (pair.key as YamlNode), `\`${name}.${key}\` must be a number \u2265 0 (USD per 1M tokens)`);
     price[key] = v as number;
   }
   if (price.input === undefined) fail(node, `\`${name}\` needs \`input\``);

@@ -50,7 +50,7 @@ export function isGeminiNative(format: LlmWireFormat | undefined): format is 'ge
 }
 
 /**
- * Google API keys on Gemini's native endpoints: a key sent as `Authorization: Bearer AIza…` (what an OpenAI SDK or
+ * Google API keys on Gemini's native endpoints: a key sent as `Authorization: Bearer AIza...` (what an OpenAI SDK or
  * `backendAuth.key` sends) moves to `x-goog-api-key`, since native endpoints take only OAuth tokens as Bearer
  * credentials (BEHAVIOUR.md §2.8). Other Bearer tokens (Google access tokens) stay.
  * The Bearer credential wins over an `x-goog-api-key` already there: per attempt it is the one `backendAuth` set,

@@ -125,7 +125,7 @@ export function pickTopLevel(b: Buffer, keys: readonly string[]): Obj | undefine
     const valueFrom = i;
     i = valueEnd(b, i, end);
     if (i === -1 || i === valueFrom) return undefined;
-    // Indexed: a `for…of` makes an iterator and its results per member where the walk is not optimised.
+    // Indexed: a `for...of` makes an iterator and its results per member where the walk is not optimised.
     for (let k = 0; k < keys.length; k++) {
       const key = keys[k]!;
       if (keyIs(b, keyFrom, keyTo, key)) {

@@ -7,7 +7,7 @@ export interface McpItem {
   readonly target: string;
   /** The tool or prompt name, or the resource URI, as the target knows it (without the gateway's prefix). */
   readonly name: string;
-  /** The client's JSON-RPC method (`tools/list`, `tools/call`, …), for CEL `mcp.method`. */
+  /** The client's JSON-RPC method (`tools/list`, `tools/call`, ...), for CEL `mcp.method`. */
   readonly method?: string;
 }
 

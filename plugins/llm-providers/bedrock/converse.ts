@@ -179,7 +179,7 @@ export function converseResponseToCompletions(resp: Obj, model: string): Obj {
   return out;
 }
 
-/** Converse stream events (`messageStart … metadata`) as `chat.completion.chunk`s, ending with `[DONE]`. */
+/** Converse stream events (`messageStart ... metadata`) as `chat.completion.chunk`s, ending with `[DONE]`. */
 export class ConverseToCompletionsStream implements StreamTranslator {
   private readonly id = `chatcmpl-${randomUUID()}`;
   private readonly created = nowSeconds();

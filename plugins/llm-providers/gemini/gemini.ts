@@ -5,7 +5,7 @@ import type { LlmHeaders } from '../../lib/llm/provider-kit.ts';
 import type { GeminiConfig } from './plugin.ts';
 
 /**
- * Key conventions: native endpoints take an API key in `x-goog-api-key` (an `AIza…` Bearer key is moved there);
+ * Key conventions: native endpoints take an API key in `x-goog-api-key` (an `AIza...` Bearer key is moved there);
  * the OpenAI-compatible API takes it as a Bearer token (a native-style `x-goog-api-key` is moved there). Passthrough
  * requests follow the API their path names (`passthroughFormat`).
  */
@@ -16,7 +16,7 @@ function geminiHeaders(h: LlmHeaders, format?: LlmWireFormat): void {
 }
 
 /**
- * The wire format for a client format (BEHAVIOUR.md §4.6: "Completions → Gemini-native" first): Chat Completions
+ * The wire format for a client format (BEHAVIOUR.md §4.6: "Completions -> Gemini-native" first): Chat Completions
  * and (translated) Messages clients go to the native `generateContent` API unless `openAICompatible` is set;
  * Gemini's own clients go there natively; embeddings use the OpenAI-compatible API.
  */

@@ -42,7 +42,7 @@ export function createVertexProvider(config: VertexConfig): LlmProviderInstance 
     kind: 'gcp.vertex_ai',
     model: config.model,
     origin: `https://${host}`,
-    // BEHAVIOUR.md §4.6: Anthropic models ⇒ Messages, Gemini models ⇒ native, else the OpenAI-compatible endpoint.
+    // BEHAVIOUR.md §4.6: Anthropic models => Messages, Gemini models => native, else the OpenAI-compatible endpoint.
     wireFormat: (client: LlmRouteType, model?: string): LlmWireFormat | undefined => {
       const chat = client === 'completions' || client === 'messages' || client === 'responses';
       if (isClaude(model)) return chat ? 'messages' : client === 'anthropicTokenCount' ? 'anthropicTokenCount' : undefined;

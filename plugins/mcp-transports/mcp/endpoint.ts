@@ -101,7 +101,7 @@ export function excerpt(body: Readable): Promise<string> {
       if (done) return;
       done = true;
       clearTimeout(timer);
-      resolve(text.length > ERROR_EXCERPT ? `${text.slice(0, ERROR_EXCERPT)}…` : text);
+      resolve(text.length > ERROR_EXCERPT ? `${text.slice(0, ERROR_EXCERPT)}\u2026` : text);
     };
     body.setEncoding('utf8');
     body.on('data', (s: string) => {

@@ -27,7 +27,7 @@ type Json = Record<string, unknown>;
 const bodyTimedOut = (err: Error | undefined): boolean => (err as { code?: unknown } | undefined)?.code === 'UND_ERR_BODY_TIMEOUT';
 
 /**
- * One client session's connection to a streamable-HTTP target (MCP 2024-11-05 … 2025-11-25), written directly on the
+ * One client session's connection to a streamable-HTTP target (MCP 2024-11-05 ... 2025-11-25), written directly on the
  * gateway's upstream pool (no WHATWG fetch, web streams or schema validation on the way: the backend reads the
  * JSON-RPC messages itself). Every message is its own POST; a request is answered with JSON or an SSE stream (its
  * related messages, then the answer). The session id comes with the `initialize` answer; the GET stream for

@@ -70,7 +70,7 @@ export class Upstream20260728 implements McpUpstream {
     } catch (err) {
       this.inflight.delete(m.id);
       // A 2026-07-28 target answers some refusals with an HTTP status and a JSON-RPC error naming the request
-      // (404 method-not-found, 400 header mismatch …): that is its answer, not a transport failure.
+      // (404 method-not-found, 400 header mismatch ...): that is its answer, not a transport failure.
       const http = httpErrorOf(err);
       if (http?.text) {
         try {
@@ -130,8 +130,8 @@ export type ProbeOutcome = { readonly kind: '2026-07-28'; readonly discovery: Mc
 
 /**
  * Ask a target whether it serves the 2026-07-28 revision: `server/discover` with the gateway's own envelope. A result
- * listing 2026-07-28 ⇒ that revision; a JSON-RPC error or a 4xx refusal (a 2025-era server: "not initialized",
- * unknown method, session required) ⇒ legacy; unreachable, 401/403 or 5xx ⇒ unknown (not cached).
+ * listing 2026-07-28 => that revision; a JSON-RPC error or a 4xx refusal (a 2025-era server: "not initialized",
+ * unknown method, session required) => legacy; unreachable, 401/403 or 5xx => unknown (not cached).
  */
 export async function probeDiscover(url: URL, fetchFn: typeof fetch, headers: Readonly<Record<string, string>> | undefined): Promise<ProbeOutcome> {
   const id = 'switchyard-discover';

@@ -46,7 +46,7 @@ const TERM_MS = 2000;
  * How a child is started on POSIX systems (ADR 0018): `sh` forks a watcher that blocks reading fd 3, a pipe whose
  * other end only the gateway holds, then execs the MCP server in its place (same pid, same process group). When the
  * gateway exits, however it exits (SIGKILL included), the kernel closes its end, the watcher reads EOF and kills the
- * whole process group: the server and anything it started (`npx` → `node`). The gateway also closes its end when the
+ * whole process group: the server and anything it started (`npx` -> `node`). The gateway also closes its end when the
  * server exits, so leftovers of a server that died are cleaned up the same way.
  */
 const SUPERVISOR = '(read -r _ <&3; kill -9 0) </dev/null >/dev/null 2>&1 &\nexec 3<&-\nexec "$@"';
@@ -106,7 +106,7 @@ function track(child: GatewayChild): void {
 
 /**
  * One child process speaking newline-delimited JSON-RPC on stdin/stdout. The child runs in its own process group
- * so that stopping it also stops what it spawned (`npx` → `node`), under the SUPERVISOR watcher; stderr goes to the
+ * so that stopping it also stops what it spawned (`npx` -> `node`), under the SUPERVISOR watcher; stderr goes to the
  * logger line by line.
  */
 export class StdioUpstream implements McpUpstream {

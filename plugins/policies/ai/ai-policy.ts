@@ -45,7 +45,7 @@ export const GUARD_FAILURE_STATUS = 503;
 export const GUARD_FAILURE_BODY = 'failed to process LLM request: prompt guard failed';
 
 interface CompiledGuard {
-  /** The guard type's key (`regex`, `webhook`, `openAIModeration`, …), for logs. */
+  /** The guard type's key (`regex`, `webhook`, `openAIModeration`, ...), for logs. */
   readonly key: string;
   readonly instance: GuardInstance;
   readonly status: number;

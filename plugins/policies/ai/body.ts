@@ -77,7 +77,7 @@ export interface BodyMutations {
 }
 
 /**
- * `overrides` → `transformations` → `defaults` (BEHAVIOUR.md §2.8). Every transformation is evaluated against the
+ * `overrides` -> `transformations` -> `defaults` (BEHAVIOUR.md §2.8). Every transformation is evaluated against the
  * body as the client sent it; one that fails (or yields no value) removes its field.
  */
 export function applyMutations(ex: Exchange, body: Obj, m: BodyMutations, fields: BodyFields = TOP_LEVEL): void {

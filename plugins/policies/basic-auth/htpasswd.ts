@@ -41,7 +41,7 @@ const FORMATS: readonly (readonly [HashFormat, RegExp])[] = [
 
 export const SUPPORTED_FORMATS_TEXT = 'bcrypt ($2a$/$2b$/$2y$), apr1-MD5 ($apr1$), MD5-crypt ($1$), {SHA}, SHA-256-crypt ($5$), SHA-512-crypt ($6$) or traditional crypt';
 
-/** The format of a stored hash, or undefined when it cannot be verified (plaintext, `$2x$`, argon2, …). */
+/** The format of a stored hash, or undefined when it cannot be verified (plaintext, `$2x$`, argon2, ...). */
 export function detectFormat(hash: string): HashFormat | undefined {
   for (const [format, re] of FORMATS) if (re.test(hash)) return format;
   return undefined;
@@ -77,7 +77,7 @@ export function parseHtpasswd(text: string): { entries: Map<string, HtpasswdEntr
     if (format === 'sha256-crypt' || format === 'sha512-crypt') {
       const m = /^\$[56]\$rounds=(\d+)\$/.exec(hash);
       if (m && (Number(m[1]) < ROUNDS_MIN || Number(m[1]) > ROUNDS_MAX)) {
-        problems.push({ line, message: `the password of user \`${user}\` names rounds=${m[1]}, outside ${ROUNDS_MIN}–${ROUNDS_MAX}` });
+        problems.push({ line, message: `the password of user \`${user}\` names rounds=${m[1]}, outside ${ROUNDS_MIN}\u2013${ROUNDS_MAX}` });
         return;
       }
     }

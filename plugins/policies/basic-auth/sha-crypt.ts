@@ -32,7 +32,7 @@ function triples(groups: number, step: number, rotations: readonly (readonly [nu
   return out;
 }
 
-// SHA-256: (0,10,20) (21,1,11) (12,22,2) … then (-, 31, 30) as 3 characters.
+// SHA-256: (0,10,20) (21,1,11) (12,22,2) ... then (-, 31, 30) as 3 characters.
 const SHA256: Variant = {
   id: '5',
   algorithm: 'sha256',
@@ -40,7 +40,7 @@ const SHA256: Variant = {
   triples: triples(10, 10, [[0, 1, 2], [2, 0, 1], [1, 2, 0]]),
   tail: [-1, 31, 30, 3],
 };
-// SHA-512: (0,21,42) (22,43,1) (44,2,23) … then (-, -, 63) as 2 characters.
+// SHA-512: (0,21,42) (22,43,1) (44,2,23) ... then (-, -, 63) as 2 characters.
 const SHA512: Variant = {
   id: '6',
   algorithm: 'sha512',
@@ -94,7 +94,7 @@ interface RoundState {
   i: number;
 }
 
-/** Everything before the rounds: digests B, A, DP, DS (the specification's steps 1–20). */
+/** Everything before the rounds: digests B, A, DP, DS (the specification's steps 1-20). */
 function prepare(password: Buffer | string, setting: string): RoundState | undefined {
   const parsed = parseShaCryptSetting(setting);
   if (!parsed) return undefined;
@@ -105,7 +105,7 @@ function prepare(password: Buffer | string, setting: string): RoundState | undef
 
   // Digest B = H(P S P).
   const B = H().update(P).update(S).update(P).digest();
-  // Digest A = H(P S, B repeated to |P|, then for each bit of |P| from the lowest: 1 → B, 0 → P).
+  // Digest A = H(P S, B repeated to |P|, then for each bit of |P| from the lowest: 1 -> B, 0 -> P).
   const a = H().update(P).update(S);
   let cnt = P.length;
   for (; cnt > v.size; cnt -= v.size) a.update(B);
@@ -153,7 +153,7 @@ function finish(st: RoundState): string {
 }
 
 /**
- * Compute the full crypt string for `password` under `setting` (`$5$[rounds=N$]salt[$…]`). Returns undefined
+ * Compute the full crypt string for `password` under `setting` (`$5$[rounds=N$]salt[$...]`). Returns undefined
  * when the setting is not a SHA-crypt setting.
  */
 export function shaCrypt(password: Buffer | string, setting: string): string | undefined {

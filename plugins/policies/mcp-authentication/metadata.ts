@@ -22,7 +22,7 @@ export interface ResourceMetadataConfig {
   resourcePolicyUri?: string;
 }
 
-/** Config key → RFC 9728 field, in the order they are written. */
+/** Config key -> RFC 9728 field, in the order they are written. */
 const RFC_FIELDS: readonly (readonly [keyof ResourceMetadataConfig, string])[] = [
   ['resource', 'resource'],
   ['scopesSupported', 'scopes_supported'],

@@ -15,7 +15,7 @@ const ACTIVE_RULES = defineAttribute<RuleSet>('mcpAuthorization.rules');
 /** An item as the backend may describe it: `method` (the JSON-RPC method asking) when the backend passes it. */
 type DescribedItem = McpItem & { readonly method?: string };
 
-/** The CEL `mcp` variable for one item: `mcp.tool{name,target}`, `mcp.prompt{…}`, `mcp.resource{uri,name,target}`. */
+/** The CEL `mcp` variable for one item: `mcp.tool{name,target}`, `mcp.prompt{...}`, `mcp.resource{uri,name,target}`. */
 export function mcpVariable(item: DescribedItem): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (item.kind === 'resource') out.resource = { uri: item.name, name: item.name, target: item.target };

@@ -5,7 +5,7 @@ import type { HeaderValueMessage } from '../../lib/envoy-grpc/envoy-grpc.ts';
 /** `RateLimitResponse.Code`. */
 export const Code = { UNKNOWN: 0, OK: 1, OVER_LIMIT: 2 } as const;
 
-/** `RateLimitResponse.RateLimit.Unit` → seconds. */
+/** `RateLimitResponse.RateLimit.Unit` -> seconds. */
 const UNIT_SECONDS: Readonly<Record<number, number>> = { 1: 1, 2: 60, 3: 3600, 4: 86_400, 5: 30 * 86_400, 6: 365 * 86_400 };
 
 export interface DescriptorStatus {

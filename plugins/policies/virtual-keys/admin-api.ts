@@ -1,5 +1,5 @@
 // The management API on the admin address (docs/llm-economics.md "Managing keys"): create, list, show with usage,
-// rotate and revoke keys. `switchyard keys …` is a client of it. Secrets are shown once, when made.
+// rotate and revoke keys. `switchyard keys ...` is a client of it. Secrets are shown once, when made.
 import { didYouMean } from 'switchyard/sdk';
 import type { AdminRequest, AdminResponse, AdminRouteHandler } from 'switchyard/sdk';
 import { windowOf } from '../../lib/key-store/periods.ts';

@@ -35,7 +35,7 @@ export interface VirtualKeysConfig {
   keys?: DeclaredKeyConfig[];
 }
 
-/** `{usd: 5, period: day}` → `{unit: 'usd', limit: 5, period: 'day'}`; undefined when malformed (the API checks). */
+/** `{usd: 5, period: day}` -> `{unit: 'usd', limit: 5, period: 'day'}`; undefined when malformed (the API checks). */
 export function toBudget(b: BudgetConfig): Budget | undefined {
   const units = (['usd', 'tokens', 'requests'] as const).filter((u) => b[u] !== undefined);
   if (units.length !== 1) return undefined;

@@ -26,7 +26,7 @@ export interface RevisionAdapter {
   claims(version: string): boolean;
   /** Serve a POST if it is this revision's; undefined leaves it to the next adapter. */
   post(ex: Exchange, post: ParsedPost): Promise<Reply> | Reply | undefined;
-  /** Serve any other method (GET, DELETE, …) if this revision decides it; undefined leaves it to the next adapter. */
+  /** Serve any other method (GET, DELETE, ...) if this revision decides it; undefined leaves it to the next adapter. */
   other(ex: Exchange): Promise<Reply> | Reply | undefined;
 }
 

@@ -12,7 +12,7 @@ import { anthropicErrorTypeOf, stopReasonToFinish, completionsUsageToMessages, f
 // ---------------------------------------------------------------------------------------------------------------
 // Messages stream -> Completions stream
 
-/** Anthropic `message_start … message_stop` events as `chat.completion.chunk`s, ending with `[DONE]`. */
+/** Anthropic `message_start ... message_stop` events as `chat.completion.chunk`s, ending with `[DONE]`. */
 export class MessagesToCompletionsStream implements StreamTranslator {
   private id = `chatcmpl-${randomUUID()}`;
   private model: unknown = undefined;

@@ -17,7 +17,7 @@ import { outputBytes } from '../output-bytes.ts';
 export const REASONING_KEYS = ['reasoning_content', 'reasoning'] as const;
 
 // ---------------------------------------------------------------------------------------------------------------
-// OpenAI Chat Completions: `chat.completion.chunk`s → `chat.completion`
+// OpenAI Chat Completions: `chat.completion.chunk`s -> `chat.completion`
 
 /** A text of a choice put together from its deltas, and the deltas that carried it. */
 interface TextAcc {

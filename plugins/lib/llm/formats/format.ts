@@ -58,24 +58,24 @@ export interface UsageSink {
  * canonical one needs none of the four.
  */
 export interface LlmFormat {
-  /** The route type or wire-format name (`completions`, `messages`, `converse`, …). */
+  /** The route type or wire-format name (`completions`, `messages`, `converse`, ...). */
   readonly name: string;
   /** The error shape of its API. */
   readonly family: ErrorFamily;
   /** OTel `gen_ai.operation.name` of a call in this format (`chat`, `embeddings`, `generate_content`, `count_tokens`). */
   readonly operation: string;
 
-  /** Request body → canonical (Chat Completions) request. */
+  /** Request body -> canonical (Chat Completions) request. */
   requestToCanonical?(body: Obj): Obj;
-  /** Canonical request → this format's request. */
+  /** Canonical request -> this format's request. */
   requestFromCanonical?(body: Obj): Obj;
-  /** This format's complete response → canonical response (`model`: the request's, for formats without one). */
+  /** This format's complete response -> canonical response (`model`: the request's, for formats without one). */
   responseToCanonical?(body: Obj, model: string): Obj;
-  /** Canonical response → this format's response. */
+  /** Canonical response -> this format's response. */
   responseFromCanonical?(body: Obj, model: string): Obj;
-  /** Stream events of this format → canonical chunks. */
+  /** Stream events of this format -> canonical chunks. */
   streamToCanonical?(model: string): StreamTranslator;
-  /** Canonical chunks → stream events of this format. */
+  /** Canonical chunks -> stream events of this format. */
   streamFromCanonical?(model: string): StreamTranslator;
 
   /** Usage and model of a complete answer in this format. */

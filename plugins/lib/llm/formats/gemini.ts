@@ -123,7 +123,7 @@ const assembleGemini: Builder = (events) => {
 
 // ---------------------------------------------------------------------------------------------------------------
 
-/** A Gemini `Content` (`{role, parts: [{text}, …]}`): its text parts; the model's role is `assistant` to guards. */
+/** A Gemini `Content` (`{role, parts: [{text}, ...]}`): its text parts; the model's role is `assistant` to guards. */
 function geminiContentSlots(content: unknown, fallbackRole: string, out: TextSlot[]): void {
   if (!isObj(content) || !Array.isArray(content.parts)) return;
   const role = content.role === 'model' ? 'assistant' : typeof content.role === 'string' ? content.role : fallbackRole;
@@ -161,7 +161,7 @@ function geminiRequestSlots(body: Obj, out: TextSlot[]): void {
 
 /**
  * Configured fields that are generation settings, by the name written in the config (Gemini's own and the OpenAI
- * names a mixed route already uses) → their name in `generationConfig`. Any other field is a top-level one.
+ * names a mixed route already uses) -> their name in `generationConfig`. Any other field is a top-level one.
  */
 const GENERATION_FIELDS: ReadonlyMap<string, string> = new Map(
   Object.entries({
@@ -229,7 +229,7 @@ const geminiBodyFields: BodyFields = {
 
 /**
  * `ai.prompts` on a Gemini body: `system`/`developer` messages become parts of `systemInstruction` (prepended
- * before the client's parts, appended after them), the others turns of `contents` (`assistant` → role `model`).
+ * before the client's parts, appended after them), the others turns of `contents` (`assistant` -> role `model`).
  */
 function geminiPrompts(body: Obj, prepend: readonly PromptMessage[], append: readonly PromptMessage[]): void {
   const sysBefore: Obj[] = [];

@@ -71,8 +71,8 @@ class ChainedStream implements StreamTranslator {
 }
 
 /**
- * The translation from a client format to a wire format: client → canonical → wire for the request, wire →
- * canonical → client for the answer; undefined when a side lacks its half (the backend answers 400 unsupported).
+ * The translation from a client format to a wire format: client -> canonical -> wire for the request, wire ->
+ * canonical -> client for the answer; undefined when a side lacks its half (the backend answers 400 unsupported).
  */
 function compose(client: LlmFormat, wire: LlmFormat): Translation | undefined {
   if (client === wire) return IDENTITY;

@@ -17,7 +17,7 @@ import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
-// Anthropic Messages: `message_start`, `content_block_*`, `message_delta`, `message_stop` → `message`
+// Anthropic Messages: `message_start`, `content_block_*`, `message_delta`, `message_stop` -> `message`
 
 interface BlockAcc {
   readonly block: Obj;

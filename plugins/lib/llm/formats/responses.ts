@@ -15,7 +15,7 @@ import type { TextSlot } from './slots.ts';
 import { outputBytes } from '../output-bytes.ts';
 
 // ---------------------------------------------------------------------------------------------------------------
-// OpenAI Responses: `response.*` events → the `response` of `response.completed` (or one put together)
+// OpenAI Responses: `response.*` events -> the `response` of `response.completed` (or one put together)
 
 interface PartAcc {
   text: string;

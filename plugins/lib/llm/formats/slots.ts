@@ -46,7 +46,7 @@ function isJson(text: string): boolean {
   }
 }
 
-/** Text parts of a content list: `{type: 'text'|…, text: string}`. */
+/** Text parts of a content list: `{type: 'text'|..., text: string}`. */
 export function partSlots(role: string, parts: unknown[], types: ReadonlySet<string>, out: TextSlot[]): void {
   for (const part of parts) {
     if (!isObj(part) || typeof part.text !== 'string') continue;

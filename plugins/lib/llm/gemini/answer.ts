@@ -30,7 +30,7 @@ export function geminiFinishToOpenAi(reason: unknown, calledTools: boolean): str
     case 'FUNCTION_CALL':
       return 'tool_calls';
     default:
-      return calledTools ? 'tool_calls' : 'stop'; // STOP, OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL, …
+      return calledTools ? 'tool_calls' : 'stop'; // STOP, OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL, ...
   }
 }
 

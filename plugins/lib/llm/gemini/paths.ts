@@ -1,6 +1,6 @@
 // Gemini native paths (`models/<m>:generateContent`, `:streamGenerateContent`, `:countTokens`), BEHAVIOUR.md §2.8.
 
-/** What a Gemini native path says: the model (`models/<m>:…`, URL-decoded) and whether the answer streams. */
+/** What a Gemini native path says: the model (`models/<m>:...`, URL-decoded) and whether the answer streams. */
 export interface GeminiPath {
   readonly model: string | undefined;
   readonly method: 'generateContent' | 'streamGenerateContent' | 'countTokens' | undefined;

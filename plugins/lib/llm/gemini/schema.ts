@@ -24,7 +24,7 @@ export interface SchemaBudget {
 /**
  * A JSON Schema (what OpenAI tools and `response_format` carry) as Gemini's `Schema`: local `$ref`s inlined,
  * `const` as a one-value `enum`, `oneOf` as `anyOf`, a `type` list with `null` as `nullable`, and keywords Gemini
- * does not know (`additionalProperties`, `$schema`, `strict`, …) dropped. Throws when the request's schemas
+ * does not know (`additionalProperties`, `$schema`, `strict`, ...) dropped. Throws when the request's schemas
  * (`budget`) would grow past {@link MAX_INLINED_SCHEMAS}: the request is refused as untranslatable.
  */
 export function toGeminiSchema(schema: unknown, budget: SchemaBudget = { left: MAX_INLINED_SCHEMAS }): unknown {

@@ -1,5 +1,5 @@
 /**
- * The `initialize` revisions (2024-11-05 … 2025-11-25): a handshake opens a session whose id travels in a header.
+ * The `initialize` revisions (2024-11-05 ... 2025-11-25): a handshake opens a session whose id travels in a header.
  * This folder serves all of them, named for the newest.
  */
 

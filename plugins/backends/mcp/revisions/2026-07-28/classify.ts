@@ -34,7 +34,7 @@ const BASE64_PREFIX = '=?base64?';
 const BASE64_SUFFIX = '?=';
 const CANONICAL_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-/** Decode an `Mcp-Name` value (`=?base64?…?=` wraps non-ASCII); undefined when the wrapping is invalid. */
+/** Decode an `Mcp-Name` value (`=?base64?...?=` wraps non-ASCII); undefined when the wrapping is invalid. */
 export function decodeHeaderValue(value: string): string | undefined {
   if (!(value.startsWith(BASE64_PREFIX) && value.endsWith(BASE64_SUFFIX))) return value;
   const b64 = value.slice(BASE64_PREFIX.length, value.length - BASE64_SUFFIX.length);
@@ -73,7 +73,7 @@ export interface StandardHeaders {
 /**
  * Classify one parsed POST body (BEHAVIOUR §4.4; the SDK v2 ladder): body-primary (a `_meta` protocol-version claim
  * of 2026-07-28 or later makes a request one of that revision), the `MCP-Protocol-Version` header as a cross-check; then, for those, the
- * supported-revision gate and the standard headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` ↔ body).
+ * supported-revision gate and the standard headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` <-> body).
  */
 export function classify(messages: readonly RpcMessage[], batch: boolean, h: StandardHeaders): Classified {
   const headerVersion = ows(h.protocolVersion);
