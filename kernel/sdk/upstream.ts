@@ -110,8 +110,11 @@ export interface HttpUpstreams {
 /** One upstream attempt, as the per-attempt hooks see it (backendAuth signs here, each retry again). */
 export interface UpstreamAttempt {
   readonly method: string;
-  /** Path and query sent upstream. */
-  readonly path: string;
+  /**
+   * Path and query sent upstream. A hook may change it (a `backendAuth` key in a query parameter); traces keep the
+   * path as it was before the hooks, so such a secret is not recorded.
+   */
+  path: string;
   readonly origin: string;
   /** Headers to send; hooks mutate them. */
   readonly headers: IncomingHttpHeaders;

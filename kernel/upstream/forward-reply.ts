@@ -170,6 +170,7 @@ export async function forwardAttempts(
       if (attempt > first && state.aborted !== undefined) throw state.aborted;
       state.attempts = attempt + 1;
       let attemptHeaders = headers;
+      let attemptPath = path;
       if (attempt > 0) attemptHeaders = { ...headers, 'x-retry-attempt': String(attempt) };
       if (plan.upstreamHooks || onAttempt) {
         if (attempt === 0) attemptHeaders = { ...headers };
@@ -181,6 +182,7 @@ export async function forwardAttempts(
           }
         }
         if (onAttempt) await onAttempt(view);
+        attemptPath = view.path;
       }
       let response: WholeResponse;
       // One CLIENT span per attempt (retries visible); the upstream gets its traceparent.
@@ -191,7 +193,7 @@ export async function forwardAttempts(
       }
       const sentAt = performance.now();
       try {
-        response = await send(target, ex, state, path, attemptHeaders, body, plan, whole);
+        response = await send(target, ex, state, attemptPath, attemptHeaders, body, plan, whole);
         if (!isHttpStatus(response.statusCode)) {
           discard(response.body);
           throw new InvalidStatusError(response.statusCode);

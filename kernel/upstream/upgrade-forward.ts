@@ -33,7 +33,7 @@ export const DECLINED_UPGRADE_BODY_LIMIT = 1024 * 1024;
 export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>): void {
   const state = exchangeState(ex) ?? new DetachedState(ex);
   const hooks = state.plan.upstreamHooks;
-  if (!hooks && !onAttempt) return sendUpgrade(target, ex, socket, head, upgradeHeaders(target, ex, state));
+  if (!hooks && !onAttempt) return sendUpgrade(target, ex, socket, head, upgradeHeaders(target, ex, state), ex.path + ex.query);
   // Per-attempt hooks (backendAuth), then the backend's own `onAttempt`, sign the upgrade request as they sign any
   // other request. A client that leaves while they run (a token fetch) is noticed by sendUpgrade.
   const headers = upgradeHeaders(target, ex, state);
@@ -42,7 +42,7 @@ export function forwardUpgrade(target: PooledTarget, ex: Exchange, socket: Duple
     for (const hook of hooks ?? []) await runUpstreamHook(hook, ex, view);
     await onAttempt?.(view);
   })().then(
-    () => sendUpgrade(target, ex, socket, head, headers),
+    () => sendUpgrade(target, ex, socket, head, headers, view.path),
     (err: unknown) => {
       // A hook that never settled (ADR 0144) answers its 504; any other failure of the hooks is the upstream's.
       const cause = err instanceof PluginHookError ? err.cause : err;
@@ -68,7 +68,8 @@ function upgradeHeaders(target: PooledTarget, ex: Exchange, state: ExchangeState
   return headers;
 }
 
-function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders): void {
+/** `path` is the one the hooks left (a query key); the span records the client's. */
+function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: Buffer, headers: OutgoingHttpHeaders, path: string): void {
   const state = exchangeState(ex);
   const done = state?.upgradeDone;
   if (socket.destroyed) return void done?.(499);
@@ -89,7 +90,7 @@ function sendUpgrade(target: PooledTarget, ex: Exchange, socket: Duplex, head: B
     host: parsed.host,
     port: parsed.port,
     method: ex.method,
-    path: ex.path + ex.query,
+    path,
     headers,
     ...(parsed.secure ? tlsConnectOptions(target.options.tls, parsed.host) : {}),
   });

@@ -23,12 +23,12 @@ function bodyBuffer(body: UpstreamCallOptions['body']): Buffer | Readable | null
  * up to its body's high-water mark and handed each byte of a 1-byte-chunk answer on alone. The signal (the caller's
  * and `timeoutMs`) aborts the call until its answer's body ended, as `request()`'s did.
  */
-function dispatch(target: PooledTarget, options: UpstreamCallOptions, headers: IncomingHttpHeaders, body: Buffer | Readable | null, signal: AbortSignal | undefined): Promise<WholeResponse> {
+function dispatch(target: PooledTarget, options: UpstreamCallOptions, path: string, headers: IncomingHttpHeaders, body: Buffer | Readable | null, signal: AbortSignal | undefined): Promise<WholeResponse> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   const handler = new StreamAnswer(null);
   const onAbort = (): void => handler.abort(signal!.reason);
   signal?.addEventListener('abort', onAbort, { once: true });
-  const opts = { path: options.path, method: options.method as Dispatcher.HttpMethod, headers, headersTimeout: options.headersTimeoutMs ?? 0, bodyTimeout: options.idleTimeoutMs ?? 0 };
+  const opts = { path, method: options.method as Dispatcher.HttpMethod, headers, headersTimeout: options.headersTimeoutMs ?? 0, bodyTimeout: options.idleTimeoutMs ?? 0 };
   // To a cleartext HTTP/1.1 origin through the lean client (ADR 0084) when the body is in memory; undici's pool else.
   if (target.h1 !== null && (body === null || Buffer.isBuffer(body))) target.h1.dispatch({ ...opts, body }, handler);
   else target.pool.dispatch({ ...opts, body }, handler);
@@ -50,8 +50,12 @@ export async function upstreamCall(target: PooledTarget, options: UpstreamCallOp
   const headers = { ...(options.headers ?? {}) } as Record<string, string>;
   if (!Object.keys(headers).some((k) => k.toLowerCase() === 'host')) headers.host = target.parsed.authority;
   const body = bodyBuffer(options.body);
+  let path = options.path;
   if (options.onAttempt) {
-    await options.onAttempt({ method: options.method, path: options.path, origin: target.origin, headers, body: Buffer.isBuffer(body) ? body : undefined, attempt: 0 });
+    const view = { method: options.method, path, origin: target.origin, headers, body: Buffer.isBuffer(body) ? body : undefined, attempt: 0 };
+    await options.onAttempt(view);
+    // A hook may add a query key: it is sent, while the span keeps the path the caller gave.
+    path = view.path;
   }
   const tracing = target.traces?.tracing ?? null;
   const span = tracing === null ? undefined : tracing.client(options.method, target.parsed, options.path, headers, options.what === undefined ? undefined : { 'switchyard.upstream.purpose': options.what });
@@ -60,7 +64,7 @@ export async function upstreamCall(target: PooledTarget, options: UpstreamCallOp
   if (options.timeoutMs) signals.push(AbortSignal.timeout(options.timeoutMs));
   try {
     const signal = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
-    const response = await dispatch(target, options, headers, body, signal);
+    const response = await dispatch(target, options, path, headers, body, signal);
     if (span !== undefined) tracing!.endClient(span, response.statusCode);
     return { status: response.statusCode, headers: parseHeaders(response.rawHeaders) as IncomingHttpHeaders, body: response.body as Readable };
   } catch (err) {

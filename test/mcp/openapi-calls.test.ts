@@ -148,3 +148,40 @@ describe('an openapi target whose document, fetched by URL, names a relative ser
     }
   });
 });
+
+describe('an openapi target whose API takes its key in a query parameter or a custom header (ADR 0175)', () => {
+  it('`backendAuth.key.location` puts the key where the API reads it, on every tool call, replacing a model-supplied one', async () => {
+    const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
+    const api = createServer((req, res) => {
+      seen.push({ url: req.url!, headers: req.headers });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    const file = join(testTempDir('switchyard-openapi-key-'), 'api.json');
+    writeFileSync(file, JSON.stringify({ openapi: '3.1.0', info: { title: 'k', version: '1' }, paths: { '/find': { get: { operationId: 'find', parameters: [{ name: 'q', in: 'query', schema: { type: 'string' } }] } } } }));
+    const port = (api.address() as AddressInfo).port;
+    const key = (location: Record<string, unknown>) => ({ backendAuth: { key: { value: 'sk-query-5e1', location } } });
+    const gw = await startMcpGateway(
+      {
+        targets: [
+          { name: 'q', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: key({ queryParameter: { name: 'api_key' } }) },
+          { name: 'h', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: key({ header: { name: 'X-API-Key' } }) },
+        ],
+      },
+      { preset: fullPresetWith(...mcpPreset, openapi) },
+    );
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    try {
+      await client.callTool({ name: 'q_find', arguments: { query: { q: 'a b', api_key: 'from-the-model' } } });
+      assert.equal(seen.at(-1)!.url, '/find?q=a%20b&api_key=sk-query-5e1');
+      await client.callTool({ name: 'h_find', arguments: { query: { q: 'x' } } });
+      assert.equal(seen.at(-1)!.headers['x-api-key'], 'sk-query-5e1');
+      assert.equal(seen.at(-1)!.headers.authorization, undefined);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+      await gw.stop();
+      await new Promise((r) => api.close(r));
+    }
+  });
+});
