@@ -34,7 +34,7 @@ const BANNER = "import { createRequire as __switchyardCreateRequire } from 'node
  * node_modules to require from: their `lazyRequire(...)` calls become plain `require(...)`, which esbuild resolves to
  * the bundled copy and initialises on the first call, so the bundle stays as lazy as the sources.
  */
-const LAZY_REQUIRE_MODULES = /[\\/]kernel[\\/](?:config[\\/](?:ajv-lib|js-yaml-lib)|sdk[\\/]yaml-lib|expr[\\/]cel-lib|upstream[\\/]undici-core)\.ts$/;
+const LAZY_REQUIRE_MODULES = /[\\/]kernel[\\/](?:config[\\/]ajv-lib|sdk[\\/](?:yaml-lib|js-yaml-lib)|expr[\\/]cel-lib|upstream[\\/]undici-core)\.ts$/;
 const LAZY_REQUIRE_DECLARATION = 'const lazyRequire = createRequire(import.meta.url);';
 
 const lazyRequirePlugin: esbuild.Plugin = {

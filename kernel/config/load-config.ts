@@ -2,7 +2,7 @@ import { ErrorCode, FILE_SIZE_LIMITS, readLocalFile } from '../sdk/index.ts';
 import type { ConfigSource, SourcedIssue } from './config-source.ts';
 import { lazyConfigSource, parseConfigSource } from './config-source.ts';
 import { expandEnv } from './expand-env.ts';
-import { parseWithoutPositions } from './fast-parse.ts';
+import { parseWithoutPositions } from '../sdk/fast-parse.ts';
 import { ConfigLoadError } from './format-issues.ts';
 import { collectSecrets } from './redact-config.ts';
 import { positionRedacted } from './redact-issues.ts';

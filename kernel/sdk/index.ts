@@ -22,7 +22,7 @@ export { FILE_SIZE_LIMITS, FileReadError, parseJsonFileText, readLocalFile, read
 export { certHasAltName, parseAcceptedAltName, parseCertAltNames } from './tls-names.ts';
 export { ipFamily } from './ip-family.ts';
 export type { AltName } from './tls-names.ts';
-export { withYamlParser } from './yaml-lib.ts';
+export { parseYamlData, withYamlParser } from './yaml-lib.ts';
 export { CEL_NOT_SET_BEFORE_BACKEND, CEL_NOT_SET_HERE, celValueToString, EXPRESSION_STOPPED } from './expr.ts';
 export { didYouMean } from './did-you-mean.ts';
 export type { CompiledExpression, ExpressionCompiler } from './expr.ts';

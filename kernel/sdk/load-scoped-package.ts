@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
  * own, its modules are taken out of Node's module cache by `release()`, so nothing of it stays reachable once the
  * load's results drop it; the next load requires it again (its bytecode from Node's compile cache). Config loads are a
  * start and each reload, and the tools they use (ajv, both YAML parsers) held 0.5-1.3 MiB of heap each for the
- * process's life. One implementation for kernel/config/ajv-lib.ts, yaml-lib.ts and kernel/config/js-yaml-lib.ts. (In
+ * process's life. One implementation for kernel/config/ajv-lib.ts, yaml-lib.ts and js-yaml-lib.ts. (In
  * kernel/sdk/ because the SDK's `withYamlParser` shares yaml-lib.ts's with the config loads.)
  *
  * Where the package does not resolve from node_modules (a trimmed distribution, bin/build-dist.ts), `bundled` gives

@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { queryObjects, writeHeapSnapshot } from 'node:v8';
 import { join } from 'node:path';
 import { ConfigLoadError, createGateway, LogSink } from 'switchyard';
-import { parseWithoutPositions } from '../../kernel/config/fast-parse.ts';
+import { parseWithoutPositions } from '../../kernel/sdk/fast-parse.ts';
 import { ConfigValidator } from '../../kernel/config/validate-config.ts';
 import { ValidatorCodeCache } from '../../kernel/config/validator-cache.ts';
 import { FIRST_PARTY_KEYS } from '../../plugins/presets/catalog.ts';

@@ -1,10 +1,10 @@
 import { createRequire } from 'node:module';
 import type * as JsYaml from 'js-yaml';
-import { LoadScopedPackage } from '../sdk/load-scoped-package.ts';
+import { LoadScopedPackage } from './load-scoped-package.ts';
 
 /**
- * js-yaml's `load` for one parse (fast-parse.ts), then let go (ADR 0099). A config is parsed at start and on a
- * reload only, and js-yaml kept loaded is ~560 KiB of old space for the process's life (its 130 KB source is held
+ * js-yaml's `load` for one parse (fast-parse.ts: a config, an OpenAPI document), then let go (ADR 0099). A config
+ * is parsed at start and on a reload only, and js-yaml kept loaded is ~560 KiB of old space for the process's life (its 130 KB source is held
  * two bytes a character: one `->` arrow beyond U+00FF in it). Required with a `require` of its own and taken out of
  * Node's module cache after the parse, nothing of it stays reachable; a reload requires it again (a few ms, its
  * bytecode from Node's compile cache).
