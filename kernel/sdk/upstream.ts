@@ -38,6 +38,15 @@ export interface UpstreamTargetOptions {
   authority?: 'target' | 'request';
 }
 
+/**
+ * Where the API being called takes a static credential, when it says so (an OpenAPI operation's security scheme):
+ * a `backendAuth.key` without a `location` of its own puts the key there (ADR 0175).
+ */
+export type CredentialLocation =
+  | { readonly header: { readonly name: string; readonly prefix?: string } }
+  | { readonly queryParameter: { readonly name: string } }
+  | { readonly cookie: { readonly name: string } };
+
 /** A request a plugin sends on its own account (an MCP call, an OpenAPI tool call, a token fetch). */
 export interface UpstreamCallOptions {
   method: string;
@@ -57,6 +66,8 @@ export interface UpstreamCallOptions {
    * A throw or rejection fails the call with that error.
    */
   onAttempt?: (attempt: UpstreamAttempt) => void | Promise<void>;
+  /** Where the API takes a static credential, for the hooks (`UpstreamAttempt.credentialLocation`). */
+  credentialLocation?: CredentialLocation;
   /** What the upstream is for this call (`the rate limit service`): the `switchyard.upstream.purpose` of its span. */
   what?: string;
 }
@@ -122,4 +133,6 @@ export interface UpstreamAttempt {
   readonly body: Buffer | undefined;
   /** 0 for the first try, then 1, 2, ... */
   readonly attempt: number;
+  /** Where the API takes a static credential, when the caller knows (an OpenAPI tool call); else `Authorization`. */
+  readonly credentialLocation?: CredentialLocation;
 }

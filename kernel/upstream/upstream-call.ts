@@ -52,7 +52,7 @@ export async function upstreamCall(target: PooledTarget, options: UpstreamCallOp
   const body = bodyBuffer(options.body);
   let path = options.path;
   if (options.onAttempt) {
-    const view = { method: options.method, path, origin: target.origin, headers, body: Buffer.isBuffer(body) ? body : undefined, attempt: 0 };
+    const view = { method: options.method, path, origin: target.origin, headers, body: Buffer.isBuffer(body) ? body : undefined, attempt: 0, credentialLocation: options.credentialLocation };
     await options.onAttempt(view);
     // A hook may add a query key: it is sent, while the span keeps the path the caller gave.
     path = view.path;

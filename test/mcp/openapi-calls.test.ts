@@ -185,3 +185,78 @@ describe('an openapi target whose API takes its key in a query parameter or a cu
     }
   });
 });
+
+describe('an openapi target whose document says where its credential goes (securitySchemes, ADR 0175)', () => {
+  it('a `backendAuth.key` without a location goes where the operation\'s `security` puts it, when that is unambiguous', async () => {
+    const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
+    const api = createServer((req, res) => {
+      seen.push({ url: req.url!, headers: req.headers });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+    const op = (operationId: string, security?: unknown) => ({ get: { operationId, ...(security === undefined ? {} : { security }) } });
+    const doc = {
+      openapi: '3.0.3',
+      info: { title: 's', version: '1' },
+      security: [{ header: [] }],
+      components: {
+        securitySchemes: {
+          header: { type: 'apiKey', in: 'header', name: 'X-Token' },
+          query: { type: 'apiKey', in: 'query', name: 'key' },
+          cookie: { type: 'apiKey', in: 'cookie', name: 'sid' },
+          basic: { type: 'http', scheme: 'basic' },
+          bearer: { type: 'http', scheme: 'bearer' },
+        },
+      },
+      paths: {
+        '/inherited': op('inherited'),
+        '/query': op('query', [{ query: [] }, {}]),
+        '/cookie': op('cookie', [{ cookie: [] }]),
+        '/basic': op('basic', [{ basic: [] }]),
+        '/either': op('either', [{ query: [] }, { header: [] }]),
+        '/both': op('both', [{ query: [], header: [] }]),
+        '/bearer': op('bearer', [{ bearer: [] }]),
+      },
+    };
+    const file = join(testTempDir('switchyard-openapi-security-'), 'api.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const port = (api.address() as AddressInfo).port;
+    const K = 'sk-scheme-81b';
+    const gw = await startMcpGateway(
+      {
+        targets: [
+          { name: 'a', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: K } } },
+          { name: 'b', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: 'dXNlcjpwdw==' } } },
+          { name: 'c', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: { value: K, location: { header: { name: 'x-mine' } } } } } },
+        ],
+      },
+      { preset: fullPresetWith(...mcpPreset, openapi) },
+    );
+    const { client, transport } = await connectClient(gw.mcpUrl);
+    const sent = async (tool: string) => {
+      await client.callTool({ name: tool, arguments: {} });
+      return seen.at(-1)!;
+    };
+    try {
+      let got = await sent('a_inherited');
+      assert.equal(got.headers['x-token'], K, 'the document\'s own security');
+      assert.equal(got.headers.authorization, undefined);
+      assert.equal((await sent('a_query')).url, `/query?key=${K}`, 'anonymous access is another alternative, not a conflict');
+      assert.equal((await sent('a_cookie')).headers.cookie, `sid=${K}`);
+      assert.equal((await sent('b_basic')).headers.authorization, 'Basic dXNlcjpwdw==');
+      assert.equal((await sent('a_bearer')).headers.authorization, `Bearer ${K}`);
+      // Ambiguous: two places, or two schemes at once: Authorization, as without a document.
+      got = await sent('a_either');
+      assert.deepEqual([got.url, got.headers.authorization, got.headers['x-token']], ['/either', `Bearer ${K}`, undefined]);
+      assert.equal((await sent('a_both')).headers.authorization, `Bearer ${K}`);
+      // The operator's own location wins over the document.
+      got = await sent('c_query');
+      assert.deepEqual([got.url, got.headers['x-mine']], ['/query', K]);
+    } finally {
+      await transport.terminateSession();
+      await client.close();
+      await gw.stop();
+      await new Promise((r) => api.close(r));
+    }
+  });
+});

@@ -187,7 +187,7 @@ describe('mcp backend, backendAuth on OpenAPI tool calls', () => {
     await petstore.close();
   });
 
-  it('signs every tool call with the route backendAuth key', async () => {
+  it('signs every tool call with the route backendAuth key, where the operation\'s security scheme puts it (ADR 0175)', async () => {
     const gw = await startMcpGateway(
       { targets: [{ name: 'pets', openapi: { host: '127.0.0.1', port: petstore.port, path: '/v2', schema: { file: PETSTORE_JSON } } }] },
       { policies: { backendAuth: { key: 'petstore-key' } } },
@@ -198,7 +198,9 @@ describe('mcp backend, backendAuth on OpenAPI tool calls', () => {
       assert.notEqual(r.isError, true, JSON.stringify(r));
       const last = petstore.received.at(-1)!;
       assert.equal(last.url, '/v2/pet/1');
-      assert.equal(last.headers.authorization, 'Bearer petstore-key');
+      // getPetById's `security` is the `api_key` scheme: an `apiKey` in the `api_key` header.
+      assert.equal(last.headers.api_key, 'petstore-key');
+      assert.equal(last.headers.authorization, undefined);
       await transport.terminateSession();
       await client.close();
     } finally {

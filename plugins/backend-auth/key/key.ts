@@ -53,7 +53,8 @@ export function keyPlacement(raw: string, location: KeyLocation | undefined): Pl
     // Without a prefix `Authorization` keeps DECIDED 8; another header gets the value as written.
     const value = prefix === undefined && name === 'authorization' ? authorizationValue(raw) : headerValue(raw);
     if (typeof value !== 'string') return { error: `the key ${value.error}`, path: [] };
-    const sent = prefix === undefined ? value : `${prefix}${value}`;
+    // An `authorization` value that names its scheme (a space: `Basic abc`) is sent as written, as DECIDED 8 has it.
+    const sent = prefix === undefined || (name === 'authorization' && value.includes(' ')) ? value : `${prefix}${value}`;
     if (typeof headerValue(`x${sent}x`) !== 'string') return { error: 'the header prefix cannot be sent in an HTTP header', path: ['header', 'prefix'] };
     return ({ headers }) => {
       headers[name] = sent;

@@ -36,7 +36,12 @@ export default defineBackendAuth<KeyConfig>({
     }
     return {
       apply(_ex, attempt) {
-        placement(attempt);
+        // Without a location of its own, the key goes where the API says (an OpenAPI operation's security scheme).
+        const hint = location === undefined ? attempt.credentialLocation : undefined;
+        if (hint === undefined) return placement(attempt);
+        const hinted = keyPlacement(raw.text, hint);
+        if (typeof hinted !== 'function') throw new Error(`the key cannot go where the API's security scheme puts it: ${hinted.error}`);
+        hinted(attempt);
       },
     };
   },

@@ -200,6 +200,7 @@ export async function compileOpenApiTarget(config: OpenApiTargetConfig, ctx: Com
               body: built.body ?? null,
               signal,
               onAttempt: options.onAttempt,
+              ...(operation.credentialLocation ? { credentialLocation: operation.credentialLocation } : {}),
               ...(timeoutMs ? { timeoutMs } : {}),
               headersTimeoutMs: deadlines.responseMs,
               idleTimeoutMs: deadlines.idleMs,

@@ -1,10 +1,12 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CredentialLocation } from 'switchyard/sdk';
 import { isObject, serversPath } from './document.ts';
 import type { JsonObject, OpenApiDocument } from './document.ts';
 import { jsonExtent } from './expanded-size.ts';
 import { bareMediaType, multipartFiles, pickBody } from './media.ts';
 import type { JsonExtent } from './expanded-size.ts';
 import { ExpansionLimit, RefResolver, writableOnly } from './refs.ts';
+import { credentialLocationOf } from './security.ts';
 import { NOT_FORWARDED } from '../../lib/mcp/client-headers.ts';
 
 /** HTTP methods an OpenAPI path item may hold, lower-case as in the document. */
@@ -78,6 +80,8 @@ export interface OperationPlan {
   readonly accept: string;
   /** The path of the operation's own or its path item's first server, when either lists one; else the document's. */
   readonly basePath?: string;
+  /** Where its `security` puts a static credential, when unambiguous (security.ts). */
+  readonly credentialLocation?: CredentialLocation;
 }
 
 /** An MCP tool made from one operation, plus the plan to call it. */
@@ -278,6 +282,7 @@ export class OperationConverter {
         body: body?.plan,
         accept: this.accept(op),
         ...ownServer(item, op, this.location),
+        ...credentialLocationOf(this.doc, op),
       },
     };
   }
