@@ -117,36 +117,3 @@ describe('backendAuth.key location: header, queryParameter, cookie', () => {
     assert.ok(!gw.logs.some((l) => l.includes(SECRET)), 'a log line contains the key');
   });
 });
-
-describe('backendAuth.key location: configuration errors', () => {
-  let upstream: TestUpstream;
-  before(async () => {
-    upstream = await startUpstream();
-  });
-  after(async () => {
-    await upstream.close();
-  });
-
-  const loadError = async (policies: Record<string, unknown>): Promise<string> => {
-    const port = await freePort();
-    try {
-      const g = await startGateway(config(port, upstream.port, [{ name: 'r', policies }]), gatewayOptions);
-      await g.stop();
-    } catch (err) {
-      return (err as Error).message;
-    }
-    return assert.fail('the config loaded');
-  };
-
-  it('exactly one location, with a name that can be one', async () => {
-    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { header: { name: 'x' }, cookie: { name: 'y' } } } } }), /location/);
-    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { header: { name: 'bad name' } } } } }), /name/);
-    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { header: { name: 'host' } } } } }), /host/);
-    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { cookie: { name: 'a;b' } } } } }), /name/);
-  });
-
-  it('a value a cookie cannot carry is refused without echoing it', async () => {
-    const msg = await loadError({ backendAuth: { key: { value: 'sk-semi;colon', location: { cookie: { name: 's' } } } } });
-    assert.doesNotMatch(msg.split('\n')[0]!.replace(/^.*?: /, ''), /sk-semi/);
-  });
-});

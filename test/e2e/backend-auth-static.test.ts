@@ -185,6 +185,19 @@ describe('backendAuth: configuration errors', () => {
     assert.doesNotMatch(first!.replace(/^.*?: /, ''), /sk-leak/);
   });
 
+  it('key.location (ADR 0175): exactly one location, with a name that can be one', async () => {
+    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { header: { name: 'x' }, cookie: { name: 'y' } } } } }), /more than 1 propert/);
+    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { header: { name: 'bad name' } } } } }), /header name `bad name` is not a valid HTTP header name/);
+    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { header: { name: 'host' } } } } }), /cannot be the `host` header/);
+    assert.match(await loadError({ backendAuth: { key: { value: 'a', location: { cookie: { name: 'a;b' } } } } }), /cookie name `a;b` is not a valid cookie name/);
+  });
+
+  it('key.location: a value a cookie cannot carry is refused without echoing it', async () => {
+    const msg = await loadError({ backendAuth: { key: { value: 'sk-semi;colon', location: { cookie: { name: 's' } } } } });
+    assert.match(msg, /the key cannot be a cookie value/);
+    assert.doesNotMatch(msg.split('\n')[0]!.replace(/^.*?: /, ''), /sk-semi/);
+  });
+
   it('passthrough takes no settings', async () => {
     assert.match(await loadError({ backendAuth: { passthrough: { header: 'x' } } }), /unknown key `header`/);
   });
