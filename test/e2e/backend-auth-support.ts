@@ -1,10 +1,15 @@
 // Shared by the backend-auth-*.test.ts files (not a test file itself): the preset with the backendAuth plugins,
 // a stand-in for the gateway auth policies, and config builders.
+import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { withEnv } from '../helpers/env.ts';
-import { namedRoutes, oneListenerConfig } from '../helpers/gateway.ts';
-import type { NamedRoute } from '../helpers/gateway.ts';
+import { request } from 'undici';
+import { namedRoutes, oneListenerConfig, startGateway } from '../helpers/gateway.ts';
+import type { NamedRoute, RunningGateway } from '../helpers/gateway.ts';
+import { freePort } from '../helpers/ports.ts';
+import { startUpstream } from '../helpers/upstream.ts';
+import type { ReceivedRequest } from '../helpers/upstream.ts';
 import { definePolicy } from 'switchyard/sdk';
 import backendAuth from '../../plugins/policies/backend-auth/plugin.ts';
 import passthrough from '../../plugins/backend-auth/passthrough/plugin.ts';
@@ -51,6 +56,40 @@ export function config(port: number, upstreamPort: number, routes: RouteSpec[], 
 }
 
 export { withEnv };
+
+/**
+ * Two upstream attempts of one request through a route with `policies` and a retry on 503 (the first answer is a 503):
+ * what the upstream received, each attempt.
+ */
+export async function twoAttempts(policies: Record<string, unknown>, path = '/r'): Promise<ReceivedRequest[]> {
+  let n = 0;
+  const flaky = await startUpstream((_req, res) => {
+    res.writeHead(++n === 1 ? 503 : 200);
+    res.end();
+  });
+  const p = await freePort();
+  const g = await startGateway(config(p, flaky.port, [{ name: 'r', policies: { ...policies, retry: { attempts: 1, codes: [503] } } }]), gatewayOptions);
+  try {
+    const res = await request(`${g.url(p)}${path}`);
+    await res.body.text();
+    assert.equal(res.statusCode, 200);
+    assert.equal(flaky.received.length, 2);
+    return flaky.received;
+  } finally {
+    await g.stop();
+    await flaky.close();
+  }
+}
+
+/** `/config_dump` answers, names `shown`, and neither it nor any log line holds `secret`. */
+export async function assertSecretHidden(gw: RunningGateway, secret: string, shown: RegExp): Promise<void> {
+  const res = await request(`${gw.adminUrl}/config_dump`);
+  const text = await res.body.text();
+  assert.equal(res.statusCode, 200);
+  assert.doesNotMatch(text, new RegExp(secret));
+  assert.match(text, shown);
+  assert.ok(!gw.logs.some((l) => l.includes(secret)), 'a log line contains the key');
+}
 
 /**
  * Environment for the AWS default credential chain in tests: these keys in the environment, and nothing else of the
