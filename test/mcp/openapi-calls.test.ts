@@ -149,51 +149,60 @@ describe('an openapi target whose document, fetched by URL, names a relative ser
   });
 });
 
+/**
+ * A recording API answering `{}`, and a gateway whose targets (`targets(port, documentFile)`) front it with `doc`;
+ * `use` calls tools through an SDK client and reads what the API received.
+ */
+async function withKeyedApi(
+  doc: unknown,
+  targets: (port: number, file: string) => Record<string, unknown>[],
+  use: (sent: (tool: string, args?: Record<string, unknown>) => Promise<{ url: string; headers: IncomingHttpHeaders }>) => Promise<void>,
+): Promise<void> {
+  const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
+  const api = createServer((req, res) => {
+    seen.push({ url: req.url!, headers: req.headers });
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
+  const file = join(testTempDir('switchyard-openapi-key-'), 'api.json');
+  writeFileSync(file, JSON.stringify(doc));
+  const gw = await startMcpGateway({ targets: targets((api.address() as AddressInfo).port, file) }, { preset: fullPresetWith(...mcpPreset, openapi) });
+  const { client, transport } = await connectClient(gw.mcpUrl);
+  try {
+    await use(async (tool, args = {}) => {
+      await client.callTool({ name: tool, arguments: args });
+      return seen.at(-1)!;
+    });
+  } finally {
+    await transport.terminateSession();
+    await client.close();
+    await gw.stop();
+    await new Promise((r) => api.close(r));
+  }
+}
+
 describe('an openapi target whose API takes its key in a query parameter or a custom header (ADR 0175)', () => {
   it('`backendAuth.key.location` puts the key where the API reads it, on every tool call, replacing a model-supplied one', async () => {
-    const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
-    const api = createServer((req, res) => {
-      seen.push({ url: req.url!, headers: req.headers });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
-    const file = join(testTempDir('switchyard-openapi-key-'), 'api.json');
-    writeFileSync(file, JSON.stringify({ openapi: '3.1.0', info: { title: 'k', version: '1' }, paths: { '/find': { get: { operationId: 'find', parameters: [{ name: 'q', in: 'query', schema: { type: 'string' } }] } } } }));
-    const port = (api.address() as AddressInfo).port;
+    const doc = { openapi: '3.1.0', info: { title: 'k', version: '1' }, paths: { '/find': { get: { operationId: 'find', parameters: [{ name: 'q', in: 'query', schema: { type: 'string' } }] } } } };
     const key = (location: Record<string, unknown>) => ({ backendAuth: { key: { value: 'sk-query-5e1', location } } });
-    const gw = await startMcpGateway(
-      {
-        targets: [
-          { name: 'q', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: key({ queryParameter: { name: 'api_key' } }) },
-          { name: 'h', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: key({ header: { name: 'X-API-Key' } }) },
-        ],
+    await withKeyedApi(
+      doc,
+      (port, file) => [
+        { name: 'q', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: key({ queryParameter: { name: 'api_key' } }) },
+        { name: 'h', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: key({ header: { name: 'X-API-Key' } }) },
+      ],
+      async (sent) => {
+        assert.equal((await sent('q_find', { query: { q: 'a b', api_key: 'from-the-model' } })).url, '/find?q=a%20b&api_key=sk-query-5e1');
+        const got = await sent('h_find', { query: { q: 'x' } });
+        assert.equal(got.headers['x-api-key'], 'sk-query-5e1');
+        assert.equal(got.headers.authorization, undefined);
       },
-      { preset: fullPresetWith(...mcpPreset, openapi) },
     );
-    const { client, transport } = await connectClient(gw.mcpUrl);
-    try {
-      await client.callTool({ name: 'q_find', arguments: { query: { q: 'a b', api_key: 'from-the-model' } } });
-      assert.equal(seen.at(-1)!.url, '/find?q=a%20b&api_key=sk-query-5e1');
-      await client.callTool({ name: 'h_find', arguments: { query: { q: 'x' } } });
-      assert.equal(seen.at(-1)!.headers['x-api-key'], 'sk-query-5e1');
-      assert.equal(seen.at(-1)!.headers.authorization, undefined);
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-      await gw.stop();
-      await new Promise((r) => api.close(r));
-    }
   });
 });
 
 describe('an openapi target whose document says where its credential goes (securitySchemes, ADR 0175)', () => {
   it('a `backendAuth.key` without a location goes where the operation\'s `security` puts it, when that is unambiguous', async () => {
-    const seen: { url: string; headers: IncomingHttpHeaders }[] = [];
-    const api = createServer((req, res) => {
-      seen.push({ url: req.url!, headers: req.headers });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-    await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
     const op = (operationId: string, security?: unknown) => ({ get: { operationId, ...(security === undefined ? {} : { security }) } });
     const doc = {
       openapi: '3.0.3',
@@ -218,45 +227,30 @@ describe('an openapi target whose document says where its credential goes (secur
         '/bearer': op('bearer', [{ bearer: [] }]),
       },
     };
-    const file = join(testTempDir('switchyard-openapi-security-'), 'api.json');
-    writeFileSync(file, JSON.stringify(doc));
-    const port = (api.address() as AddressInfo).port;
     const K = 'sk-scheme-81b';
-    const gw = await startMcpGateway(
-      {
-        targets: [
-          { name: 'a', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: K } } },
-          { name: 'b', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: 'dXNlcjpwdw==' } } },
-          { name: 'c', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: { value: K, location: { header: { name: 'x-mine' } } } } } },
-        ],
+    await withKeyedApi(
+      doc,
+      (port, file) => [
+        { name: 'a', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: K } } },
+        { name: 'b', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: 'dXNlcjpwdw==' } } },
+        { name: 'c', openapi: { host: '127.0.0.1', port, schema: { file } }, policies: { backendAuth: { key: { value: K, location: { header: { name: 'x-mine' } } } } } },
+      ],
+      async (sent) => {
+        let got = await sent('a_inherited');
+        assert.equal(got.headers['x-token'], K, 'the document\'s own security');
+        assert.equal(got.headers.authorization, undefined);
+        assert.equal((await sent('a_query')).url, `/query?key=${K}`, 'anonymous access is another alternative, not a conflict');
+        assert.equal((await sent('a_cookie')).headers.cookie, `sid=${K}`);
+        assert.equal((await sent('b_basic')).headers.authorization, 'Basic dXNlcjpwdw==');
+        assert.equal((await sent('a_bearer')).headers.authorization, `Bearer ${K}`);
+        // Ambiguous: two places, or two schemes at once: Authorization, as without a document.
+        got = await sent('a_either');
+        assert.deepEqual([got.url, got.headers.authorization, got.headers['x-token']], ['/either', `Bearer ${K}`, undefined]);
+        assert.equal((await sent('a_both')).headers.authorization, `Bearer ${K}`);
+        // The operator's own location wins over the document.
+        got = await sent('c_query');
+        assert.deepEqual([got.url, got.headers['x-mine']], ['/query', K]);
       },
-      { preset: fullPresetWith(...mcpPreset, openapi) },
     );
-    const { client, transport } = await connectClient(gw.mcpUrl);
-    const sent = async (tool: string) => {
-      await client.callTool({ name: tool, arguments: {} });
-      return seen.at(-1)!;
-    };
-    try {
-      let got = await sent('a_inherited');
-      assert.equal(got.headers['x-token'], K, 'the document\'s own security');
-      assert.equal(got.headers.authorization, undefined);
-      assert.equal((await sent('a_query')).url, `/query?key=${K}`, 'anonymous access is another alternative, not a conflict');
-      assert.equal((await sent('a_cookie')).headers.cookie, `sid=${K}`);
-      assert.equal((await sent('b_basic')).headers.authorization, 'Basic dXNlcjpwdw==');
-      assert.equal((await sent('a_bearer')).headers.authorization, `Bearer ${K}`);
-      // Ambiguous: two places, or two schemes at once: Authorization, as without a document.
-      got = await sent('a_either');
-      assert.deepEqual([got.url, got.headers.authorization, got.headers['x-token']], ['/either', `Bearer ${K}`, undefined]);
-      assert.equal((await sent('a_both')).headers.authorization, `Bearer ${K}`);
-      // The operator's own location wins over the document.
-      got = await sent('c_query');
-      assert.deepEqual([got.url, got.headers['x-mine']], ['/query', K]);
-    } finally {
-      await transport.terminateSession();
-      await client.close();
-      await gw.stop();
-      await new Promise((r) => api.close(r));
-    }
   });
 });
