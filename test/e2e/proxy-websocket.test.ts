@@ -113,6 +113,12 @@ describe('WebSocket upgrade through a host route', () => {
                   policies: { apiKey: { mode: 'strict', keys: [{ key: 'client-key' }] }, backendAuth: { key: 'upstream-key' } },
                   backends: [{ host: `127.0.0.1:${upstreamPort}` }],
                 },
+                {
+                  name: 'queried',
+                  matches: [{ path: { pathPrefix: '/queried' } }],
+                  policies: { backendAuth: { key: { value: 'ws-key', location: { queryParameter: { name: 'token' } } } } },
+                  backends: [{ host: `127.0.0.1:${upstreamPort}` }],
+                },
                 { name: 'ws', backends: [{ host: `127.0.0.1:${upstreamPort}` }] },
               ],
             },
@@ -169,6 +175,12 @@ describe('WebSocket upgrade through a host route', () => {
     const h = handshakes.at(-1)!;
     assert.equal(h.authorization, 'Bearer upstream-key');
     await assert.rejects(openSocket(`ws://127.0.0.1:${port}/signed/chat`), (err: { statusCode?: number }) => err.statusCode === 401);
+  });
+
+  it('a backendAuth key in a query parameter is on the upgrade request once, in place of the client\'s (ADR 0175)', async () => {
+    const c = await openSocket(`ws://127.0.0.1:${port}/queried/chat?room=1&token=forged`);
+    assert.equal(await c.text(), 'welcome /queried/chat?room=1&token=ws-key');
+    c.ws.close();
   });
 
   it('closing the client closes the upstream socket', async () => {
