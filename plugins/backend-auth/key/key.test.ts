@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { authorizationValue } from './key.ts';
+import { authorizationValue, withQueryParameter } from './key.ts';
 
 describe('authorizationValue (DECIDED 8)', () => {
   it('a bare token is sent as Bearer', () => {
@@ -21,5 +21,14 @@ describe('authorizationValue (DECIDED 8)', () => {
     assert.equal(typeof bad, 'object');
     assert.doesNotMatch((bad as { error: string }).error, /sk-abc/);
     assert.equal(typeof authorizationValue('clé-ü€'), 'object');
+  });
+});
+
+describe('withQueryParameter (ADR 0175)', () => {
+  it('appends the pair, dropping every parameter of that name however it is encoded', () => {
+    assert.equal(withQueryParameter('/x', 'api key', 'api%20key=K'), '/x?api%20key=K');
+    assert.equal(withQueryParameter('/x?', 'k', 'k=K'), '/x?k=K');
+    assert.equal(withQueryParameter('/x?a=1&k=bad&api+key=2&k&b=%zz', 'k', 'k=K'), '/x?a=1&api+key=2&b=%zz&k=K');
+    assert.equal(withQueryParameter('/x?api+key=bad&api%20key=bad2', 'api key', 'api%20key=K'), '/x?api%20key=K');
   });
 });
