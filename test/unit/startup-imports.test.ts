@@ -141,6 +141,19 @@ describe('modules the CLI loads for the quickstart', { skip: typeof registerHook
     assert.deepEqual(wide, []);
   });
 
+  it('every source under kernel/ and plugins/ is Latin-1 text: some config loads each of them (the test above sees one config)', () => {
+    const sources = (dir: string): string[] =>
+      readdirSync(join(ROOT, dir), { recursive: true, encoding: 'utf8' })
+        .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+        .map((f) => join(dir, f));
+    const wide = [...sources('kernel'), ...sources('plugins')].flatMap((file) => {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      const at = text.search(/[^\u0000-\u00ff]/u);
+      return at < 0 ? [] : [`${file}:${text.slice(0, at).split('\n').length}: ${JSON.stringify(text[at])}`];
+    });
+    assert.deepEqual(wide, []);
+  });
+
   it("undici-core's modules are the ones undici's index exports", async () => {
     const core = await import('../../kernel/upstream/undici-core.ts');
     const undici = await import('undici');

@@ -5,7 +5,7 @@ export interface SigningScope {
 }
 
 const AWS_SUFFIX = /\.(?:amazonaws\.com(?:\.cn)?|api\.aws|on\.aws)$/;
-// us-east-1, eu-central-2, us-gov-west-1, cn-northwest-1, us-isob-east-1, ap-southeast-5, …
+// us-east-1, eu-central-2, us-gov-west-1, cn-northwest-1, us-isob-east-1, ap-southeast-5, ...
 const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d+$/;
 /** Endpoint prefixes whose signing name differs from the prefix. */
 const SIGNING_NAME: Record<string, string> = {
@@ -23,8 +23,8 @@ const NOISE = new Set(['dualstack', 'fips']);
 
 /**
  * The signing service and region of an AWS endpoint host name, or undefined when it is not one:
- * `bedrock-runtime.us-east-1.amazonaws.com` → bedrock/us-east-1, `bucket.s3.eu-west-1.amazonaws.com` → s3/eu-west-1,
- * `sts.amazonaws.com` → sts/us-east-1 (global endpoints sign for us-east-1).
+ * `bedrock-runtime.us-east-1.amazonaws.com` -> bedrock/us-east-1, `bucket.s3.eu-west-1.amazonaws.com` -> s3/eu-west-1,
+ * `sts.amazonaws.com` -> sts/us-east-1 (global endpoints sign for us-east-1).
  */
 export function scopeFromHost(hostname: string): SigningScope | undefined {
   const host = hostname.toLowerCase().replace(/\.$/, '');

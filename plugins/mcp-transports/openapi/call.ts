@@ -286,7 +286,7 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
 /**
  * Turn the API's answer into a `tools/call` result.
  * - 2xx with a JSON object: that object as `structuredContent`, and as a text block of serialised JSON;
- *   JSON arrays and scalars wrapped as `{data: …}`; JSON `null` only as text;
+ *   JSON arrays and scalars wrapped as `{data: ...}`; JSON `null` only as text;
  * - 2xx with an image or audio type: an `image` / `audio` block of its bytes (base64); another binary type (not
  *   `text/*`, JSON, XML, YAML, nor naming a charset): an embedded `resource` with the bytes as `blob`;
  * - 2xx with any other text (or nothing): `{code: <status>, message: <body text>}`;

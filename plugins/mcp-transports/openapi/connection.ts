@@ -19,7 +19,7 @@ export interface ConnectionProblem {
   readonly message: string;
 }
 
-/** `/v2/` → `/v2`, `v2` → `/v2`, `/` and `` → `''`. */
+/** `/v2/` -> `/v2`, `v2` -> `/v2`, `/` and `` -> `''`. */
 export function normaliseBasePath(path: string): string {
   const trimmed = path.trim().replace(/\/+$/, '');
   if (trimmed === '') return '';

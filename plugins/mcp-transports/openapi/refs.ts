@@ -54,9 +54,9 @@ export class RefResolver {
     this.doc = doc;
   }
 
-  /** The value a `$ref` points at. Only local references (`#/…`) are supported. */
+  /** The value a `$ref` points at. Only local references (`#/...`) are supported. */
   lookup(ref: string): unknown {
-    if (!ref.startsWith('#')) throw new Error(`\`$ref: ${ref}\` points outside the document; only local references (\`#/components/…\`) are supported`);
+    if (!ref.startsWith('#')) throw new Error(`\`$ref: ${ref}\` points outside the document; only local references (\`#/components/\u2026\`) are supported`);
     const pointer = ref.slice(1);
     if (pointer === '') return this.doc;
     if (!pointer.startsWith('/')) throw new Error(`\`$ref: ${ref}\` is not a JSON pointer`);

@@ -43,7 +43,7 @@ export interface ParameterPlan {
   readonly required: boolean;
   /**
    * `form` (query default), `simple` (path and header default), `deepObject`, `spaceDelimited`, `pipeDelimited`,
-   * …, or `json` for a parameter described by `content` (sent as serialised JSON).
+   * ..., or `json` for a parameter described by `content` (sent as serialised JSON).
    */
   readonly style: string;
   readonly explode: boolean;
@@ -99,7 +99,7 @@ export interface ConversionResult {
 
 /**
  * A stable name for an operation without `operationId`: method and path segments joined by `_`, template
- * braces dropped and other characters replaced (`GET /pet/{petId}` → `get_pet_petId`, `GET /` → `get_root`).
+ * braces dropped and other characters replaced (`GET /pet/{petId}` -> `get_pet_petId`, `GET /` -> `get_root`).
  */
 export function derivedToolName(method: string, path: string): string {
   const segments = path
@@ -138,7 +138,7 @@ export class OperationConverter {
 
   /**
    * One tool per operation, in document order. Names are `operationId` (made valid for MCP) or derived from
-   * method and path; a name used twice gets `_2`, `_3`, … in document order. Throws on a broken document
+   * method and path; a name used twice gets `_2`, `_3`, ... in document order. Throws on a broken document
    * (an unresolvable `$ref`), with the operation in the message.
    */
   convert(): ConversionResult {
