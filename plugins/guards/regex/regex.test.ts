@@ -74,6 +74,24 @@ describe('regex guard', () => {
     assert.deepEqual(run({ action: 'reject', rules: [{ pattern: 'SECRET' }] }, [{ role: 'user', content: 'SE' }, { role: 'user', content: 'CRET' }]), { action: 'pass' });
   });
 
+  // Work grows with the text, not texts x matches: 50,000 parts (or JSON leaves) each holding an SSN took seconds.
+  it('masking many parts or JSON leaves, each with a match, takes time linear in their number', () => {
+    const guard = compileRegexGuard({ rules: [{ builtin: 'ssn' }] }, context());
+    const parts: GuardMessage[] = Array.from({ length: 50_000 }, (_, i) => ({ role: 'user', content: 'id 123-45-6789 ', ...(i > 0 && { joined: true }) }));
+    let started = performance.now();
+    const v = guard.check(ex, 'request', parts) as { action: string; messages: GuardMessage[] };
+    const partsMs = performance.now() - started;
+    assert.equal(v.action, 'mask');
+    assert.ok(v.messages.every((m) => m.content === 'id <SSN> '));
+    const json = JSON.stringify(Array.from({ length: 50_000 }, () => 'id 123-45-6789'));
+    started = performance.now();
+    const w = guard.check(ex, 'response', [{ role: 'assistant', content: json, json: true }]) as { action: string; messages: GuardMessage[] };
+    const jsonMs = performance.now() - started;
+    assert.equal(w.action, 'mask');
+    assert.equal(w.messages[0]!.content, JSON.stringify(Array.from({ length: 50_000 }, () => 'id <SSN>')));
+    assert.ok(partsMs < 750 && jsonMs < 750, `parts ${partsMs.toFixed(0)} ms, JSON leaves ${jsonMs.toFixed(0)} ms`);
+  });
+
   it('an invalid pattern fails the load at rules[i].pattern', () => {
     assert.throws(() => compileRegexGuard({ rules: [{ pattern: '[a-' }] }, context()), /^Error: rules\.0\.pattern: invalid regular expression `\[a-`/);
   });

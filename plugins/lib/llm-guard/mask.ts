@@ -23,19 +23,23 @@ function mergeSpans(spans: readonly Span[]): Span[] {
 
 /**
  * `maskSpans` over texts read as one (their concatenation; spans index into it): a span across several texts puts
- * its placeholder in the text where it starts and takes its characters out of the others.
+ * its placeholder in the text where it starts and takes its characters out of the others. The merged spans are
+ * sorted and disjoint, so one index moves forward through them with the texts: time linear in texts plus spans.
  */
 export function maskParts(texts: readonly string[], spans: readonly Span[], replacement: string): string[] {
   if (spans.length === 0) return [...texts];
   const merged = mergeSpans(spans);
   const out: string[] = [];
   let base = 0;
+  let next = 0;
   for (const text of texts) {
     const end = base + text.length;
+    // Spans ending before this text are done with.
+    while (next < merged.length && merged[next]!.end <= base) next++;
     let piece = '';
     let at = base;
-    for (const s of merged) {
-      if (s.end <= base || s.start >= end) continue;
+    for (let k = next; k < merged.length && merged[k]!.start < end; k++) {
+      const s = merged[k]!;
       const from = Math.max(s.start, base);
       piece += text.slice(at - base, from - base) + (s.start >= base ? replacement : '');
       at = Math.min(s.end, end);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compilePattern, maskSpans, patternSpans } from './mask.ts';
+import { compilePattern, maskParts, maskSpans, patternSpans } from './mask.ts';
 import { ENTITY, findBuiltin, luhnValid } from './pii.ts';
 import type { Builtin } from './pii.ts';
 
@@ -93,6 +93,38 @@ describe('llm-guard masking helpers', () => {
   it('overlapping spans collapse into one placeholder', () => {
     assert.equal(maskSpans('abcdef', [{ start: 1, end: 3 }, { start: 2, end: 5 }], '#'), 'a#f');
     assert.equal(maskSpans('abcdef', [], '#'), 'abcdef');
+  });
+
+  // Spans over texts read as one: each placeholder lands in the text where its (merged) span starts.
+  it('maskParts agrees with a character-by-character reading on random texts and spans', () => {
+    let seed = 7;
+    const rand = (n: number): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) % n);
+    for (let round = 0; round < 300; round++) {
+      const texts = Array.from({ length: 1 + rand(6) }, () => 'abcdefgh'.slice(0, rand(5)));
+      const total = texts.join('').length;
+      const spans = Array.from({ length: total === 0 ? 0 : rand(5) }, () => {
+        const start = rand(total);
+        return { start, end: start + 1 + rand(total - start) };
+      });
+      // Reference: sort and merge overlapping spans, then copy each character outside them, a placeholder at each start.
+      const merged: { start: number; end: number }[] = [];
+      for (const sp of [...spans].sort((a, b) => a.start - b.start)) {
+        const last = merged[merged.length - 1];
+        if (last && sp.start < last.end) last.end = Math.max(last.end, sp.end);
+        else merged.push({ ...sp });
+      }
+      let base = 0;
+      const expected = texts.map((t) => {
+        let piece = '';
+        for (let p = base; p < base + t.length; p++) {
+          if (merged.some((m) => m.start === p)) piece += '#';
+          else if (!merged.some((m) => m.start < p && p < m.end)) piece += t[p - base];
+        }
+        base += t.length;
+        return piece;
+      });
+      assert.deepEqual(maskParts(texts, spans, '#'), expected, JSON.stringify({ texts, spans }));
+    }
   });
 
   it('zero-width matches mask nothing', () => {
