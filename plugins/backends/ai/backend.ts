@@ -193,7 +193,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
 
   /** The request body parsed and checked; the policy's request stage when there is one. */
   const withBody = (ex: Exchange, route: LlmRouteType | 'detect', raw: Buffer): Reply | Promise<Reply> => {
-    if (mayPickFields && spans?.captureMessageContent !== true && route !== 'detect' && route !== 'generateContent' && route !== 'geminiCountTokens') {
+    // A route with token limits parses the body for the prompt estimate anyway: one parse, no walk before it (ADR 0164).
+    if (mayPickFields && spans?.captureMessageContent !== true && route !== 'detect' && route !== 'generateContent' && route !== 'geminiCountTokens' && ex.get(llmTokenLimiters) === undefined) {
       // Checked to be a JSON object and its dispatch fields read; a text the walk does not take is parsed below.
       const fields = requestFields(raw);
       if (fields !== undefined) return dispatch(ex, route, fields, raw, undefined, false);
@@ -244,8 +245,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     // What this provider cannot carry, another backend of the route may: declined, failover passes it by (ADR 0150).
     if (wire === undefined || tr === undefined) return declineReply(llmRequestError(400, `unsupported route: the ${provider.kind} provider does not serve ${client} requests`));
     const limiters = ex.get(llmTokenLimiters);
-    // Checked by `requestFields`: it parses, and is an object. Token limits need the prompt estimate (estimate.ts).
-    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined || limiters !== undefined)) {
+    // Checked by `requestFields`: it parses, and is an object. (A route with token limits came parsed: `withBody`.)
+    if (!whole && (changed || !tr.identity || provider.prepareBody !== undefined)) {
       body = JSON.parse(raw.toString('utf8')) as Obj;
       whole = true;
     }
