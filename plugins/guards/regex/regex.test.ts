@@ -54,6 +54,9 @@ describe('regex guard', () => {
     // A pattern written for the original characters still finds them.
     assert.deepEqual(check({ rules: [{ pattern: '\u200b' }] }, 'a\u200bb'), { action: 'mask', messages: [{ role: 'user', content: 'a<masked>b' }] });
     assert.deepEqual(check({ rules: [{ pattern: 'SECRET' }] }, 'caf\u00e9 only'), { action: 'pass' });
+    // Folding is per code point (docs/security.md): decomposed text is not composed; a rule names both spellings.
+    assert.deepEqual(check({ rules: [{ pattern: 'caf\u00e9' }] }, 'cafe\u0301'), { action: 'pass' });
+    assert.deepEqual(check({ rules: [{ pattern: 'caf(?:\\u00e9|e\\u0301)' }] }, 'cafe\u0301 caf\u00e9'), { action: 'mask', messages: [{ role: 'user', content: '<masked> <masked>' }] });
   });
 
   // Parts of one content list reach the model as one text (ADR 0159): a word split across them is still found.

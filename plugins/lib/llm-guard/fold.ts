@@ -19,7 +19,8 @@ const HAS_IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
 
 /** Per BMP code point: 0 not met yet, 1 folds to itself, 2 folds to `BMP_FOLDED` (ADR 0165: one lookup a unit). */
 const BMP_STATE = new Uint8Array(0x10000);
-const BMP_FOLDED = new Array<string | undefined>(0x10000);
+/** The few thousand BMP code points that fold, as met (a 64K-slot array would take ~512 KiB at load). */
+const BMP_FOLDED = new Map<number, string>();
 /** Folded forms of the astral code points met so far (bounded). */
 const ASTRAL = new Map<number, string>();
 const MAX_ASTRAL = 65_536;
@@ -34,10 +35,10 @@ function foldBmp(c: number): string | undefined {
   if (state === 0) {
     const folded = foldOne(String.fromCharCode(c));
     state = folded.length === 1 && folded.charCodeAt(0) === c ? 1 : 2;
-    if (state === 2) BMP_FOLDED[c] = folded;
+    if (state === 2) BMP_FOLDED.set(c, folded);
     BMP_STATE[c] = state;
   }
-  return state === 1 ? undefined : BMP_FOLDED[c];
+  return state === 1 ? undefined : BMP_FOLDED.get(c);
 }
 
 function foldAstral(cp: number, original: string): string {
