@@ -50,12 +50,26 @@ describe('CredentialThrottle (ADR 0160)', () => {
     assert.equal(warnings.length, 2);
   });
 
-  it('tracks a bounded number of addresses (the oldest are forgotten)', () => {
-    const { t } = throttle();
-    fail(t, 'first', MAX_FAILURES);
+  it('tracks a bounded number of addresses (those whose window and block are over are forgotten)', () => {
+    const { t, advance } = throttle();
+    const size = (): number => (t as unknown as { entries: Map<string, unknown> }).entries.size;
     for (let i = 0; i < 10_000; i++) t.record(`x${i}`, false);
-    assert.equal(t.refusal('first'), undefined, 'forgotten past the cap');
-    assert.equal((t as unknown as { entries: Map<string, unknown> }).entries.size, 10_000);
+    t.record('late', false);
+    assert.equal(size(), 10_000, 'full of live entries: the newcomer counts in the shared count');
+    advance(WINDOW_MS);
+    t.record('later', false);
+    assert.equal(size(), 1, 'entries past their window are forgotten');
+  });
+
+  it('keeps a blocked address blocked when the table fills past its cap; newcomers then count together', () => {
+    const { t } = throttle();
+    fail(t, 'blocked', MAX_FAILURES);
+    for (let i = 0; i < 10_050; i++) t.record(`2001:db8:${i.toString(16)}::/64`, false);
+    assert.equal(t.refusal('blocked')?.status, 429, 'a blocked entry is never evicted');
+    // Full of live entries: failures from untracked addresses add up in one count, so spreading guesses over fresh
+    // addresses (/64s of one /48) is refused too.
+    assert.equal(t.refusal('2001:db8:ffff::/64')?.status, 429);
+    assert.equal(t.refusal('2001:db8:0::/64'), undefined, 'a tracked address keeps its own count');
   });
 
   it('counts IPv4 addresses (also IPv4-mapped) one by one, IPv6 ones by their /64', () => {

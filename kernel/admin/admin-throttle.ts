@@ -10,7 +10,9 @@ import type { Refusal } from './admin-access.ts';
  * credentials being compared (a right guess must not show either). A request that presents no credential is not a
  * guess and does not count (a browser's first request, a probe). A right credential clears its address's count.
  * Loopback counts as any address: containers forward to it. IPv6 clients count by /64 (`clientKey`). At most
- * MAX_ADDRESSES are tracked, the oldest dropped.
+ * MAX_ADDRESSES are tracked; an address is forgotten only once its window and block are over. When the table is full
+ * of live ones, failures from addresses not in it add up in one shared count, whose block refuses every such address:
+ * fresh addresses (the /64s of a /48) must not buy fresh guesses, nor push a block out.
  */
 export const MAX_FAILURES = 10;
 export const WINDOW_MS = 60_000;
@@ -40,6 +42,8 @@ export function clientKey(address: string): string {
 
 export class CredentialThrottle {
   private readonly entries = new Map<string, Entry>();
+  /** The shared count of addresses that found the table full. */
+  private readonly overflow: Entry = { windowStart: -Infinity, failures: 0, blockedUntil: 0 };
   private readonly logger: Logger;
   private readonly now: () => number;
 
@@ -50,8 +54,7 @@ export class CredentialThrottle {
 
   /** 429 while `address` is refused; undefined to compare its credentials. */
   refusal(address: string): Refusal | undefined {
-    const entry = this.entries.get(address);
-    if (!entry) return undefined;
+    const entry = this.entries.get(address) ?? this.overflow;
     const left = entry.blockedUntil - this.now();
     if (left <= 0) return undefined;
     return {
@@ -71,9 +74,13 @@ export class CredentialThrottle {
     let entry = this.entries.get(address);
     if (!entry || now - entry.windowStart >= WINDOW_MS) {
       if (entry) this.entries.delete(address);
-      this.dropOldest(now);
-      entry = { windowStart: now, failures: 0, blockedUntil: 0 };
-      this.entries.set(address, entry);
+      if (this.makeRoom(now)) {
+        entry = { windowStart: now, failures: 0, blockedUntil: 0 };
+        this.entries.set(address, entry);
+      } else {
+        entry = this.overflow;
+        if (now - entry.windowStart >= WINDOW_MS) Object.assign(entry, { windowStart: now, failures: 0 });
+      }
     }
     if (++entry.failures < MAX_FAILURES || entry.blockedUntil > now) return;
     entry.blockedUntil = now + BLOCK_MS;
@@ -86,13 +93,21 @@ export class CredentialThrottle {
     });
   }
 
-  /** Forget addresses whose window and block are over, oldest first (insertion order); past the cap, the oldest. */
-  private dropOldest(now: number): void {
+  /**
+   * Forget addresses whose window and block are over, oldest first (insertion order is window-start order); false
+   * when the table stays full. A blocked entry is never forgotten before its block ends.
+   */
+  private makeRoom(now: number): boolean {
     for (const [address, entry] of this.entries) {
-      const over = now - entry.windowStart >= WINDOW_MS && entry.blockedUntil <= now;
-      if (!over && this.entries.size < MAX_ADDRESSES) return;
-      this.entries.delete(address);
+      if (now - entry.windowStart >= WINDOW_MS && entry.blockedUntil <= now) {
+        this.entries.delete(address);
+        continue;
+      }
+      if (this.entries.size < MAX_ADDRESSES) return true;
+      // A counting entry still in its window: every later one started later, so nothing after it is over either.
+      if (entry.blockedUntil <= now) return false;
     }
+    return this.entries.size < MAX_ADDRESSES;
   }
 
   /**
