@@ -91,5 +91,14 @@ describe('ownedHooks (ADR 0155)', () => {
     log!.onLog!(ex, 200);
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(seen.map((l) => [l.message, l.fields.plugin, l.fields.package]), [['log hook failed', 'acmePolicy', 'acme@1.0.0']]);
+    // An instance that outlives a reload is wrapped again for the new load's logger, not left with the first one's.
+    const next = lines();
+    const [reloaded] = ownedHooks([acme], 'log', next.logger);
+    assert.notEqual(reloaded, log);
+    assert.equal(ownedHooks([acme], 'log', next.logger)[0], reloaded, 'made once per logger');
+    reloaded!.onLog!(ex, 200);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(next.seen.length, 1, "the new logger's");
+    assert.equal(seen.length, 1);
   });
 });

@@ -175,8 +175,11 @@ export function boundedBackend(instance: BackendInstance, owner: PluginOwner, ms
 /** Which hook of a policy a list runs: each list of a route or backend runs one kind. */
 type HookKind = 'request' | 'upstream' | 'response' | 'log';
 
-/** Each third-party instance's wrappers, by kind and deadline: made once per compile, not per request. */
-const wrappers = new WeakMap<PolicyInstance, Map<string, PolicyInstance>>();
+/**
+ * Each third-party instance's wrappers, by kind and deadline: made once per compile, not per request. A response or
+ * log wrapper is kept with the logger it was made for: an instance that outlives a reload gets the new one.
+ */
+const wrappers = new WeakMap<PolicyInstance, Map<string, { arg: number | Logger; wrapper: PolicyInstance }>>();
 
 /**
  * `hooks` as the kernel runs them (ADR 0155): a third-party policy's hook stands behind a wrapper made here, at
@@ -194,12 +197,11 @@ export function ownedHooks<L extends readonly PolicyInstance[] | null>(hooks: L,
     const key = typeof arg === 'number' ? `${kind}:${arg}` : kind;
     let made = wrappers.get(hook);
     if (made === undefined) wrappers.set(hook, (made = new Map()));
-    let wrapper = made.get(key);
-    if (wrapper === undefined) {
-      wrapper = typeof arg === 'number' ? boundedHook(hook, owner, kind, arg) : loggedHook(hook, owner, kind, arg);
-      ownAs(wrapper, owner);
-      made.set(key, wrapper);
-    }
+    const cached = made.get(key);
+    if (cached !== undefined && cached.arg === arg) return cached.wrapper;
+    const wrapper = typeof arg === 'number' ? boundedHook(hook, owner, kind, arg) : loggedHook(hook, owner, kind, arg);
+    ownAs(wrapper, owner);
+    made.set(key, { arg, wrapper });
     return wrapper;
   }) as unknown as L;
 }
