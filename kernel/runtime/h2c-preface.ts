@@ -26,23 +26,48 @@ type NodeSocket = Socket & { parser?: NodeParser | null; _httpMessage?: unknown 
 
 /**
  * node:http's listeners on a connection it serves (`connectionListenerInternal`), by their names: its data, end,
- * close and drain handlers are bound per connection and are found only so. Node's own upgrade path removes the same.
+ * close, drain, timeout, resume and pause handlers are bound per connection and are found only so. Node's own upgrade
+ * path removes the same. Its error handler is a no-op by the time 'clientError' runs; taken too where it is not.
  */
-const NODE_LISTENERS = new Set(['bound socketOnData', 'bound socketOnEnd', 'bound socketOnClose', 'bound socketOnDrain', 'socketOnTimeout', 'socketOnError', 'onSocketResume', 'onSocketPause']);
-const EVENTS = ['data', 'end', 'close', 'drain', 'timeout', 'error', 'resume', 'pause'] as const;
+const NODE_LISTENERS: readonly (readonly [event: string, name: string, required: boolean])[] = [
+  ['data', 'bound socketOnData', true],
+  ['end', 'bound socketOnEnd', true],
+  ['close', 'bound socketOnClose', true],
+  ['drain', 'bound socketOnDrain', true],
+  ['timeout', 'socketOnTimeout', true],
+  ['resume', 'onSocketResume', true],
+  ['pause', 'onSocketPause', true],
+  ['error', 'socketOnError', false],
+];
+
+/**
+ * node:http's listeners on `s`, each found exactly once (at most once where not required); undefined when node names
+ * them otherwise: left attached, socketOnData would feed a freed parser, so nothing is taken and the 400 stands.
+ */
+function nodeListeners(s: Socket): [string, (...args: unknown[]) => void][] | undefined {
+  const found: [string, (...args: unknown[]) => void][] = [];
+  for (const [event, name, required] of NODE_LISTENERS) {
+    const matched = s.listeners(event).filter((l) => l.name === name);
+    if (matched.length > 1 || (required && matched.length === 0)) return undefined;
+    if (matched[0] !== undefined) found.push([event, matched[0] as (...args: unknown[]) => void]);
+  }
+  return found;
+}
 
 /**
  * Take a connection whose client sent the HTTP/2 preface from node:http (`err` its 'clientError'), with the bytes read
  * past the preface put back in front of the socket's stream for the HTTP/2 session to read first. False when the
  * preface is not the connection's first message (an answer was written or is in flight: the client spoke HTTP/1.1
- * first, and the 400 stands) or node's error does not say where it stopped.
+ * first, and the 400 stands), node's error does not say where it stopped, or node's listeners are not found by name.
  */
 export function takeH2cConnection(err: NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: unknown }, socket: Socket): boolean {
   const s = socket as NodeSocket;
   const packet = err.rawPacket;
   const parsed = err.bytesParsed;
   if (s.bytesWritten > 0 || s._httpMessage || !Buffer.isBuffer(packet) || typeof parsed !== 'number' || parsed > packet.length) return false;
-  for (const event of EVENTS) for (const listener of s.listeners(event)) if (NODE_LISTENERS.has((listener as () => void).name)) s.off(event, listener as () => void);
+  const listeners = nodeListeners(s);
+  if (listeners === undefined) return false;
+  for (const [event, listener] of listeners) s.off(event, listener);
   const parser = s.parser;
   if (parser) {
     // As node's upgrade path frees it (`unconsume`, `freeParser`): the socket's reads come back to its stream, the
