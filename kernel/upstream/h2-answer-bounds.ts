@@ -2,25 +2,27 @@
 // `maxHeaderListPairs` default; the stream is reset and the client gets a 502), where an HTTP/1.1 answer is bounded
 // only by its 16 KiB head (undici's `maxHeaderSize`, h1-parser.ts) and node:http counts up to 2,000. undici's h2
 // client takes no session options, so node:http2's `connect` is given the gateway's default for the field count,
-// once, when the first pool that may speak h2 is made: a call that sets its own count keeps it.
-import type { ClientSessionOptions, SecureClientSessionOptions } from 'node:http2';
+// once, when the first pool that may speak h2 is made. Only undici's calls are changed: they hand over the socket
+// (`createConnection`); anyone else's connect (grpc-js, a plugin's client) keeps node's defaults, and a call that
+// sets its own count keeps it.
+import type { ClientSessionOptions } from 'node:http2';
 
 /** Header fields an h2 answer may carry: node:http's count (`maxHeadersCount`), as on the listener side (ADR 0141). */
 export const MAX_ANSWER_HEADER_PAIRS = 2_000;
 
 let installed = false;
 
-/** Give every node:http2 client session made from now on the field count above, unless its caller sets one. */
+/** Give node:http2 client sessions made over a given socket from now on the field count above, unless set. */
 export function boundH2Answers(): void {
   if (installed) return;
   installed = true;
   const http2 = process.getBuiltinModule('node:http2');
   const connect = http2.connect;
-  const withBound = (options: ClientSessionOptions | SecureClientSessionOptions): ClientSessionOptions | SecureClientSessionOptions =>
-    options.maxHeaderListPairs === undefined ? { ...options, maxHeaderListPairs: MAX_ANSWER_HEADER_PAIRS } : options;
-  http2.connect = function (this: unknown, authority: unknown, options?: unknown, listener?: unknown) {
-    // connect(authority, listener) as well as connect(authority, options, listener).
-    if (typeof options === 'function' || options === undefined || options === null) return Reflect.apply(connect, this, [authority, { maxHeaderListPairs: MAX_ANSWER_HEADER_PAIRS }, options]);
-    return Reflect.apply(connect, this, [authority, withBound(options as ClientSessionOptions), listener]);
+  http2.connect = function (this: unknown, ...args: unknown[]) {
+    const options = args[1] as (ClientSessionOptions & { createConnection?: unknown }) | undefined;
+    if (typeof options === 'object' && options !== null && typeof options.createConnection === 'function' && options.maxHeaderListPairs === undefined) {
+      args[1] = { ...options, maxHeaderListPairs: MAX_ANSWER_HEADER_PAIRS };
+    }
+    return Reflect.apply(connect, this, args);
   } as typeof connect;
 }
