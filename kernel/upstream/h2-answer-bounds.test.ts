@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
+import { PassThrough } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import { describe, it } from 'node:test';
 import { MAX_ANSWER_HEADER_PAIRS, boundH2Answers } from './h2-answer-bounds.ts';
 
@@ -8,10 +10,10 @@ describe('boundH2Answers (ADR 0158)', () => {
     const calls: unknown[][] = [];
     http2.connect = ((...args: unknown[]) => void calls.push(args)) as unknown as typeof http2.connect;
     boundH2Answers();
-    const createConnection = (): undefined => undefined;
+    const createConnection = (): Duplex => new PassThrough();
     const listener = (): undefined => undefined;
-    http2.connect('http://a', { createConnection } as http2.ClientSessionOptions);
-    http2.connect('http://a', { createConnection, maxHeaderListPairs: 7 } as http2.ClientSessionOptions);
+    http2.connect('http://a', { createConnection });
+    http2.connect('http://a', { createConnection, maxHeaderListPairs: 7 });
     http2.connect('http://a', { settings: {} });
     http2.connect('http://a', listener);
     http2.connect('http://a');
