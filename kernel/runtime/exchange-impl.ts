@@ -58,6 +58,8 @@ export const NO_ROUTE: RouteInfo = Object.freeze({ name: '', key: '', listener: 
  */
 export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
   readonly req: IncomingMessage;
+  /** An HTTP/2 client's request: trailers and gRPC statuses are looked for only then. */
+  readonly http2: boolean;
   /** Set after construction by the lean server side, which makes the response once the route is known (ADR 0088). */
   res: ServerResponse | undefined;
   readonly method: string;
@@ -145,6 +147,7 @@ export class ExchangeImpl implements Exchange, ExchangeState, KernelExchange {
     trustedProxies: TrustedProxies | null = null,
   ) {
     this.req = req;
+    this.http2 = req.httpVersionMajor === 2;
     this.res = res;
     this.method = req.method ?? 'GET';
     this.headers = req.headers;

@@ -138,7 +138,7 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
   if (body instanceof Readable) {
     ex.replyStream = body;
     // An HTTP/2 client gets the upstream's trailers (ADR 0141): given before `pipe` ends the response.
-    if (takesTrailers(res)) body.once('end', () => relayTrailers(res, trailersOf(reply, body)));
+    if (ex.http2 && takesTrailers(res)) body.once('end', () => relayTrailers(res, trailersOf(reply, body)));
     body.on('error', (err) => {
       // The upstream broke mid-stream: the client must see a truncated response, not a clean end. An error of the
       // exchange's own abort (the route's deadline) keeps the message its cause gave.
@@ -148,7 +148,7 @@ function send(ex: ExchangeImpl, res: ServerResponse, reply: Reply): void {
     body.pipe(res);
   } else {
     // An answer read whole, by its backend (`readWhole`) or by a policy that set the bytes (ADR 0158).
-    if (takesTrailers(res)) relayTrailers(res, trailersOf(reply, null));
+    if (ex.http2 && takesTrailers(res)) relayTrailers(res, trailersOf(reply, null));
     if (body === null || body === undefined) res.end();
     else res.end(body);
   }

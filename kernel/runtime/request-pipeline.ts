@@ -332,7 +332,7 @@ export class RequestPipeline implements LeanServing, UpgradeServing {
     const route = ex.compiledRoute;
     (route ? route.metrics : this.unmatched).record(ex.status, duration / 1000);
     // An HTTP/2 client's answer may be gRPC's: its status is logged (and on the span) as `grpc.status`.
-    if (takesTrailers(res)) {
+    if (ex.http2 && takesTrailers(res)) {
       const grpcStatus = grpcStatusOf(res);
       if (grpcStatus !== undefined) ex.logField('grpc.status', grpcStatus);
     }

@@ -28,10 +28,16 @@ const GRPC_STATUS = /^\d{1,3}$/;
 
 /**
  * The gRPC status an HTTP/2 client's answer carried (`grpc.status` of the access log, BEHAVIOUR 6.1): from its
- * trailers, else from its head (a trailers-only answer); undefined for any other answer.
+ * trailers, else from the head of a gRPC answer (trailers-only); undefined for any other answer, whose head is
+ * looked at for its content type only.
  */
 export function grpcStatusOf(res: { getHeader(name: string): unknown }): number | undefined {
-  const value = (res as { [kGrpcStatus]?: unknown })[kGrpcStatus] ?? res.getHeader('grpc-status');
+  let value = (res as { [kGrpcStatus]?: unknown })[kGrpcStatus];
+  if (value === undefined) {
+    const type = res.getHeader('content-type');
+    if (typeof type !== 'string' || type.slice(0, 16).toLowerCase() !== 'application/grpc') return undefined;
+    value = res.getHeader('grpc-status');
+  }
   const text = Array.isArray(value) ? value[0] : value;
   return typeof text === 'string' && GRPC_STATUS.test(text) ? Number(text) : undefined;
 }
