@@ -5,12 +5,9 @@ import { PluginHookError, UnwritableReply, ownAs, ownerOf } from './plugin-owner
 import type { PluginOwner } from './plugin-owner.ts';
 import { replyProblem } from './reply-check.ts';
 import { DrainedBody } from '../exchange/body-read.ts';
+import { isPromiseLike } from '../sdk/settle-within.ts';
 
 type HookResult = void | Reply | undefined | Promise<void | Reply | undefined>;
-
-function isThenable(value: unknown): value is PromiseLike<void | Reply | undefined> {
-  return typeof (value as { then?: unknown } | undefined)?.then === 'function';
-}
 
 /**
  * A failure of `owner`'s code, tagged with it: a GatewayError is an answer the code chose and passes unchanged, except
@@ -64,7 +61,7 @@ export function runUpstreamHook(hook: PolicyInstance, ex: Exchange, attempt: Ups
   } catch (err) {
     throw failure(hook, err, 'upstream hook');
   }
-  if (!isThenable(result)) return undefined;
+  if (!isPromiseLike(result)) return undefined;
   return Promise.resolve(result as PromiseLike<void>).then(undefined, (err: unknown) => {
     throw failure(hook, err, 'upstream hook');
   });
@@ -92,7 +89,7 @@ export function boundedSelector(policy: PolicyInstance, select: BackendSelector,
     } catch (err) {
       throw tagged(owner, err, stage);
     }
-    if (!isThenable(choice)) return checked(choice as BackendChoice);
+    if (!isPromiseLike(choice)) return checked(choice as BackendChoice);
     return settled(owner, choice as PromiseLike<BackendChoice>, ms, stage).then(checked);
   };
 }
@@ -112,7 +109,7 @@ export function runRequestHooks(hooks: readonly PolicyInstance[], ex: Exchange, 
       throw failure(hook, err);
     }
     if (result === undefined) continue;
-    if (isThenable(result)) {
+    if (isPromiseLike(result)) {
       return Promise.resolve(result).then(
         (reply) => reply || runRequestHooks(hooks, ex, i + 1),
         (err: unknown) => {
@@ -141,7 +138,7 @@ export function boundedBackend(instance: BackendInstance, owner: PluginOwner, ms
     } catch (err) {
       throw tag(err);
     }
-    if (!isThenable(reply)) return checkedReply(owner, reply, 'backend');
+    if (!isPromiseLike(reply)) return checkedReply(owner, reply, 'backend');
     const pending = ms > 0 ? settleWithin(reply as PromiseLike<Reply>, ms, timedOut) : Promise.resolve(reply);
     return pending.then(
       (answer) => checkedReply(owner, answer, 'backend'),
@@ -161,7 +158,7 @@ export function boundedBackend(instance: BackendInstance, owner: PluginOwner, ms
       } catch (err) {
         throw tag(err);
       }
-      if (!isThenable(done)) return undefined;
+      if (!isPromiseLike(done)) return undefined;
       return Promise.resolve(done).then(() => undefined, (err: unknown) => {
         throw tag(err);
       });
@@ -218,7 +215,7 @@ function boundedHook(hook: PolicyInstance, owner: PluginOwner, kind: HookKind, m
         } catch (err) {
           throw tagged(owner, err, stage);
         }
-        return isThenable(result) ? settled(owner, result as PromiseLike<void>, ms, stage) : undefined;
+        return isPromiseLike(result) ? settled(owner, result as PromiseLike<void>, ms, stage) : undefined;
       },
     };
   }
@@ -233,7 +230,7 @@ function boundedHook(hook: PolicyInstance, owner: PluginOwner, kind: HookKind, m
         throw tagged(owner, err, stage);
       }
       if (result === undefined) return undefined;
-      return isThenable(result) ? settled(owner, result, ms, stage).then(checked) : checkedReply(owner, result, stage);
+      return isPromiseLike(result) ? settled(owner, result, ms, stage).then(checked) : checkedReply(owner, result, stage);
     },
   };
 }
@@ -246,7 +243,7 @@ function boundedHook(hook: PolicyInstance, owner: PluginOwner, kind: HookKind, m
  */
 function loggedHook(hook: PolicyInstance, owner: PluginOwner, kind: HookKind, logger: Logger): PolicyInstance {
   const logRejection = (ex: Exchange, done: unknown, what: string): void => {
-    if (isThenable(done)) done.then(undefined, (err: unknown) => logger.error(what, { route: ex.route.key, ...owner, error: err as Error }));
+    if (isPromiseLike(done)) done.then(undefined, (err: unknown) => logger.error(what, { route: ex.route.key, ...owner, error: err as Error }));
   };
   if (kind === 'log') return { onLog: (ex, status) => logRejection(ex, hook.onLog!(ex, status), 'log hook failed') };
   const left = (reply: Reply, thrown?: unknown): void => {
@@ -264,7 +261,7 @@ function loggedHook(hook: PolicyInstance, owner: PluginOwner, kind: HookKind, lo
         left(reply, err);
         throw err;
       }
-      if (!isThenable(result)) return left(reply);
+      if (!isPromiseLike(result)) return left(reply);
       return Promise.resolve(result).then(
         () => left(reply),
         (err: unknown) => {

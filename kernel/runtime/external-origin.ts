@@ -4,6 +4,7 @@
  * the client used another scheme or host; from any other peer those headers are ignored, or a client could make the
  * gateway advertise a URL of its choosing.
  */
+import { plainAddress } from '../exchange/client-address.ts';
 
 /** `name[:port]` or `[v6][:port]`: nothing that could end a URL's authority or a quoted header parameter. */
 const AUTHORITY = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
@@ -69,9 +70,8 @@ export function externalOrigin(rawHeaders: readonly string[], trusted: boolean, 
  * no host (HTTP/1.0 without `Host`, an empty one), where `scheme://` alone would make every advertised URL wrong.
  */
 export function localAuthority(socket: { readonly localAddress?: string; readonly localPort?: number }): string {
-  let address = socket.localAddress ?? '127.0.0.1';
   // A dual-stack bind reports an IPv4 client's address IPv4-mapped; clients know it as the IPv4 address.
-  if (address.startsWith('::ffff:') && address.includes('.')) address = address.slice(7);
+  const address = plainAddress(socket.localAddress ?? '127.0.0.1');
   const host = address.includes(':') ? `[${address}]` : address;
   return socket.localPort === undefined ? host : `${host}:${socket.localPort}`;
 }

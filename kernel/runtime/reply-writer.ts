@@ -18,6 +18,7 @@ import { kBodyTrailers, relayTrailers, takesTrailers } from '../upstream/trailer
 import type { TrailerBody, UpstreamTrailers } from '../upstream/trailers.ts';
 import { PluginHookError, UnwritableReply, failureOwner, ownerOf } from '../compile/plugin-owner.ts';
 import { replyProblem } from '../compile/reply-check.ts';
+import { isPromiseLike } from '../sdk/settle-within.ts';
 
 /**
  * The reply's headers as the flat `[name, value, ...]` list node:http writes without building another object,
@@ -112,13 +113,13 @@ function runResponseHooks(ex: ExchangeImpl, res: ServerResponse, reply: Reply, h
       if (hookFailed(ex, res, reply, hooks[i]!, err, logger)) return;
       result = undefined;
     }
-    if (result && typeof (result as Promise<void>).then === 'function') {
+    if (isPromiseLike<void>(result)) {
       const next = (): void => {
         // The client left (or the request timed out and was cut) while the hook worked.
         if (res.destroyed) return discard(reply.body);
         runResponseHooks(ex, res, reply, hooks, i + 1, logger);
       };
-      (result as Promise<void>).then(next, (err: unknown) => {
+      result.then(next, (err: unknown) => {
         if (!hookFailed(ex, res, reply, hooks[i]!, err, logger)) next();
       });
       return;

@@ -10,7 +10,7 @@ import type { Tracing } from '../telemetry/tracing.ts';
 import type { RouteMetrics } from '../telemetry/metrics.ts';
 import { writeRawResponse } from '../upstream/raw-response.ts';
 import { upgradeAllowed } from '../upstream/upgrade-protocols.ts';
-import { isPromiseLike } from '../upstream/request-body.ts';
+import { isPromiseLike } from '../sdk/settle-within.ts';
 import type { UpgradeTap } from '../exchange/kernel-exchange.ts';
 import { runRequestHooks } from '../compile/run-hooks.ts';
 import { endFields, watchUpgradedConnection } from './upgraded-connection.ts';

@@ -1,3 +1,8 @@
+/** Whether `value` is a promise or any thenable (a plugin's hook may return either). */
+export function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
+}
+
 /**
  * `pending`, or a rejection with what `timedOut()` makes once `ms` pass first (ADR 0144): how the kernel bounds
  * plugin code that might never settle (a request hook, a compile, a prompt guard's check), and how a plugin bounds

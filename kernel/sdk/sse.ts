@@ -4,6 +4,7 @@
  */
 import { PassThrough } from 'node:stream';
 import type { Readable } from 'node:stream';
+import { bodyBytes } from './streams.ts';
 
 /** One dispatched event. */
 export interface SseEvent {
@@ -111,7 +112,7 @@ export class SseParser {
     let text: string;
     if (typeof chunk === 'string') text = chunk;
     else {
-      let buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      let buf = bodyBytes(chunk);
       if (this.partial) {
         buf = Buffer.concat([this.partial, buf]);
         this.partial = undefined;

@@ -50,7 +50,3 @@ function arrivedWhole(req: IncomingMessage): boolean {
 export function readsFirst(headers: IncomingHttpHeaders): boolean {
   return Number(headers['content-length'] ?? NaN) <= RETRY_BUFFER_LIMIT;
 }
-
-export function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ErrorCode } from '../sdk/index.ts';
 import type { UpstreamCallOptions, UpstreamResponse } from '../sdk/index.ts';
+import { bodyBytes } from '../sdk/streams.ts';
 import { UpstreamFailure, upstreamFailure } from './upstream-errors.ts';
 import { parseHeaders } from './undici-core.ts';
 import { StreamAnswer } from './stream-answer.ts';
@@ -12,9 +13,7 @@ import type { PooledTarget } from './pooled-target.ts';
 /** A body given as a string or bytes, as one Buffer (no copy of bytes); a stream as it is. */
 function bodyBuffer(body: UpstreamCallOptions['body']): Buffer | Readable | null {
   if (body === undefined || body === null) return null;
-  if (typeof body === 'string') return Buffer.from(body);
-  if (body instanceof Uint8Array) return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  return body;
+  return typeof body === 'string' || body instanceof Uint8Array ? bodyBytes(body) : body;
 }
 
 /**
