@@ -62,7 +62,7 @@ describe('CredentialThrottle (ADR 0160)', () => {
   });
 
   it('keeps a blocked address blocked when the table fills past its cap; newcomers then count together', () => {
-    const { t } = throttle();
+    const { t, warnings } = throttle();
     fail(t, 'blocked', MAX_FAILURES);
     for (let i = 0; i < 10_050; i++) t.record(`2001:db8:${i.toString(16)}::/64`, false);
     assert.equal(t.refusal('blocked')?.status, 429, 'a blocked entry is never evicted');
@@ -70,6 +70,7 @@ describe('CredentialThrottle (ADR 0160)', () => {
     // addresses (/64s of one /48) is refused too.
     assert.equal(t.refusal('2001:db8:ffff::/64')?.status, 429);
     assert.equal(t.refusal('2001:db8:0::/64'), undefined, 'a tracked address keeps its own count');
+    assert.match(warnings[1] ?? '', /addresses past the tracked ones/);
   });
 
   it('counts IPv4 addresses (also IPv4-mapped) one by one, IPv6 ones by their /64', () => {

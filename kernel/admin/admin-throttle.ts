@@ -79,13 +79,17 @@ export class CredentialThrottle {
         this.entries.set(address, entry);
       } else {
         entry = this.overflow;
-        if (now - entry.windowStart >= WINDOW_MS) Object.assign(entry, { windowStart: now, failures: 0 });
+        if (now - entry.windowStart >= WINDOW_MS) {
+          entry.windowStart = now;
+          entry.failures = 0;
+        }
       }
     }
     if (++entry.failures < MAX_FAILURES || entry.blockedUntil > now) return;
     entry.blockedUntil = now + BLOCK_MS;
     // Once per block: a flood of guesses writes one line, not one per guess.
-    this.logger.warn('admin credentials failed too often from one address: refusing it with 429 for a while', {
+    const shared = entry === this.overflow;
+    this.logger.warn(shared ? 'admin credentials failed too often from addresses past the tracked ones: refusing all of them with 429 for a while' : 'admin credentials failed too often from one address: refusing it with 429 for a while', {
       address,
       failures: entry.failures,
       windowSeconds: WINDOW_MS / 1000,
