@@ -5,7 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { BodyTooLargeError, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
+import { BodyTooLargeError, discardBody, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
 import { SseParser, SseWriter } from './sse.ts';
 
 /** A real HTTP server sending `chunks` slowly, and a response from it. */
@@ -111,6 +111,24 @@ describe('pipeWithTeardown and tap', () => {
     let large: Buffer | undefined = Buffer.from('sentinel');
     assert.equal((await readCapped(tapCapped(Readable.from([Buffer.from('abc'), Buffer.from('de')]), 4, (b) => (large = b)), 100)).toString(), 'abcde');
     assert.equal(large, undefined);
+  });
+});
+
+describe('discardBody', () => {
+  it('a body paused on purpose is still read (short) or destroyed (past the limit), not left hanging', async () => {
+    // Adding a data listener does not resume a stream paused by pause(): it was never read nor destroyed.
+    const short = new PassThrough();
+    short.pause();
+    short.end(Buffer.alloc(10));
+    discardBody(short);
+    await once(short, 'end');
+    const long = new PassThrough();
+    long.pause();
+    long.write(Buffer.alloc(64));
+    long.write(Buffer.alloc(64));
+    discardBody(long, 100);
+    await once(long, 'close');
+    assert.ok(long.destroyed);
   });
 });
 

@@ -208,6 +208,8 @@ export function discardBody(body: Readable, limit = DISCARD_LIMIT): void {
     left -= chunk.length;
     if (left < 0) body.destroy();
   });
+  // A listener does not restart a body paused by pause(): it would be neither read nor destroyed.
+  body.resume();
 }
 
 function noop(): void {}
