@@ -107,7 +107,7 @@ async function backendRef(c: LoadCompiler, ref: Obj, path: ConfigPath, routeSet:
     attemptTimeoutMs: facets.attemptTimeoutMs ?? 0,
     headersTimeoutMs,
     idleTimeoutMs: facets.streamIdleTimeoutMs ?? defaults.streamIdleMs,
-    retry: failover ? { attempts: 0, codes: failover.codes, backoffMs: 0 } : retry,
+    retry: failover ? { attempts: 0, codes: failover.codes, backoffMs: 0, failoverAttempts: failover.attempts } : retry,
     // A third-party `onUpstream` is bounded by the attempt's response deadline (ADR 0144).
     upstreamHooks: ownedHooks(layered.upstreamHooks(), 'upstream', headersTimeoutMs),
   };

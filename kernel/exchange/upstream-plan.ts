@@ -32,6 +32,11 @@ export interface FailoverPlan {
    * most once, and one that failed is skipped for a while (`Cooldown`).
    */
   readonly once?: boolean;
+  /**
+   * On the forwarder's plan of a route whose pipeline sends a failed request to another backend (ADR 0023, 0039): the
+   * attempts, numbered across backends, after which it still does. Past them nothing sends the body again.
+   */
+  readonly failoverAttempts?: number;
 }
 
 /** Until when (performance.now() ms) a backend that failed under default failover is skipped; 0: not cooling. */

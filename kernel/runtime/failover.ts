@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import { GatewayError, isDeclinedReply, readCapped } from '../sdk/index.ts';
+import { GatewayError, discardBody, isDeclinedReply, readCapped } from '../sdk/index.ts';
 import type { Reply } from '../sdk/index.ts';
 import type { CompiledBackendRef, CompiledRoute } from '../compile/snapshot.ts';
 import type { ExchangeImpl } from './exchange-impl.ts';
@@ -173,13 +173,9 @@ function keep(ref: CompiledBackendRef, reply: Reply | undefined, error: unknown)
   return { ref, reply, error, read };
 }
 
-/** A reply no client will get: its body read to its end and dropped, so its connection can be reused. */
+/** A reply no client will get: a short body read to its end (its connection reused), a long or endless one destroyed. */
 function drain(reply: Reply | undefined): void {
-  if (reply && reply.body instanceof Readable) {
-    const dropped = reply.body;
-    dropped.on('error', () => undefined);
-    dropped.resume();
-  }
+  if (reply && reply.body instanceof Readable) discardBody(reply.body);
 }
 
 /** Longest a provider's `Retry-After` keeps it out; a failure without one keeps it out for `FAILURE_COOLDOWN_MS`. */

@@ -158,10 +158,14 @@ export async function forwardAttempts(
   // The retry budget (ADR 0125): this request counts as in flight; its first retry takes a slot, kept to the end.
   const budget = plan.retry?.budget;
   let held = false;
+  // Asked again after the wait for an upload (below): a refusal is counted once.
+  let refused = false;
   const mayRetry = (): boolean => {
     if (held || budget === undefined) return true;
+    if (refused) return false;
     held = budget.take();
-    if (!held) target.metrics?.retryOverflow();
+    refused = !held;
+    if (refused) target.metrics?.retryOverflow();
     return held;
   };
   if (budget !== undefined) budget.active++;
@@ -208,8 +212,9 @@ export async function forwardAttempts(
         if (state.timedOut || state.res?.destroyed) throw failure;
         const retryable = isRetryableFailure(failure.code === ErrorCode.upstreamTimeout ? failure : err);
         // Nothing of the request was written (it never connected): a body still arriving is let in whole for the
-        // retry, here or on another backend (ADR 0156), under the stream idle deadline of an upload.
-        if (retryable && copy !== undefined && failedUnsent(err)) {
+        // retry, here or on another backend (ADR 0156), under the stream idle deadline of an upload. Not when nothing
+        // will send it again: the last attempt here (or the budget spent) and no other backend's turn after it.
+        if (retryable && copy !== undefined && failedUnsent(err) && (attempt + 1 < maxAttempts ? mayRetry() : attempt + 1 <= (plan.retry!.failoverAttempts ?? 0))) {
           if (await copy.arrive(plan.idleTimeoutMs, ex.signal)) throw upstreamFailure(stalledUpload(), target.origin);
           if (state.timedOut || state.res?.destroyed) throw failure;
         }
