@@ -120,17 +120,19 @@ const EMPTY = Buffer.alloc(0);
  * bytes as the body (ADR 0158).
  */
 export class WholeReply extends RawHeadersReply implements TrailerBody {
-  private readonly answer: WholeResponse;
+  // Not the whole answer: its bytes (up to the whole-body limit) would outlive a body a plugin replaced.
+  private readonly trailers: UpstreamTrailers | null | undefined;
+  private readonly stream: TrailerBody | undefined;
 
   constructor(answer: WholeResponse) {
     super(answer.statusCode, answer.rawHeaders, answer.body);
-    this.answer = answer;
+    this.trailers = answer.trailers;
+    this.stream = Buffer.isBuffer(answer.body) ? undefined : (answer.body as TrailerBody);
   }
 
   /** The trailers of an answer read whole, or those of its stream once it ended (undefined before). */
   get [kBodyTrailers](): UpstreamTrailers | null | undefined {
-    const answer = this.answer;
-    return answer.trailers ?? (answer.body as TrailerBody)[kBodyTrailers];
+    return this.trailers ?? this.stream?.[kBodyTrailers];
   }
 
   protected nameOf(name: Buffer | string): string {
