@@ -197,12 +197,15 @@ export class H1Connection {
       sent += c.length;
       if (this.uploading) this.arm(call.opts.bodyTimeout, UPLOAD_STALLED);
       if (!chunked && sent > length) return call.fail(new H1Error('UND_ERR_REQ_CONTENT_LENGTH_MISMATCH', 'Request body length does not match content-length header'));
-      // A chunk's three writes all go out (a full buffer takes them too): the last one says whether to pause.
+      // A chunk's three writes all go out (a full buffer takes them too), corked into one: the last says whether to pause.
+      let ok: boolean;
       if (chunked) {
+        socket.cork();
         socket.write(`${c.length.toString(16)}\r\n`, 'latin1');
         socket.write(c);
-      }
-      const ok = socket.write(chunked ? '\r\n' : c, chunked ? 'latin1' : undefined);
+        ok = socket.write('\r\n', 'latin1');
+        socket.uncork();
+      } else ok = socket.write(c);
       if (!ok) {
         body.pause();
         socket.once('drain', () => {
