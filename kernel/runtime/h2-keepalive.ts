@@ -15,8 +15,8 @@ export function keepAlive(session: ServerHttp2Session, intervalMs: number, timeo
   const timer = setInterval(() => {
     if (waiting !== undefined || session.destroyed || !busy()) return;
     waiting = setTimeout(() => session.destroy(), timeoutMs).unref();
-    // False: node:http2's bound on PINGs in flight (10); the deadline above stands for the ones already sent.
-    if (!session.ping(acked)) return;
+    // Not sent (false) past node:http2's bound on PINGs in flight (10): the deadline above stands for those.
+    session.ping(acked);
   }, intervalMs).unref();
   session.once('close', () => {
     clearInterval(timer);
