@@ -130,6 +130,18 @@ describe('discardBody', () => {
     await once(long, 'close');
     assert.ok(long.destroyed);
   });
+
+  it('a body trickling under the byte limit is destroyed at the time limit', async () => {
+    const slow = new PassThrough();
+    const drip = setInterval(() => slow.write('x'), 10);
+    try {
+      discardBody(slow, 1024, 100);
+      await once(slow, 'close');
+      assert.ok(slow.destroyed);
+    } finally {
+      clearInterval(drip);
+    }
+  });
 });
 
 describe('SseWriter', () => {

@@ -196,13 +196,18 @@ export function tapCapped(source: Readable, limit: number, onEnd: (body: Buffer 
 /** Bytes of a body nobody reads that are still read to its end, so that its connection is reused (undici's `dump()` limit). */
 export const DISCARD_LIMIT = 128 * 1024;
 
+/** Longest a body nobody reads is read for: one trickling under `DISCARD_LIMIT` is destroyed then (ADR 0168). */
+export const DISCARD_TIME_LIMIT_MS = 30_000;
+
 /**
  * Let go of an upstream answer's body nobody reads (a retried answer, the answer to a notification): read to its end
- * when it is short, so its connection is reused; destroyed past `limit` bytes, which ends the upstream request and
- * closes its connection. A body drained for as long as it came kept the gateway reading an endless one (ADR 0168).
+ * when it is short, so its connection is reused; destroyed past `limit` bytes or `ms`, which ends the upstream request
+ * and closes its connection. A body drained for as long as it came kept the gateway reading an endless one (ADR 0168).
  */
-export function discardBody(body: Readable, limit = DISCARD_LIMIT): void {
+export function discardBody(body: Readable, limit = DISCARD_LIMIT, ms = DISCARD_TIME_LIMIT_MS): void {
   body.on('error', noop);
+  const timer = setTimeout(() => body.destroy(), ms).unref();
+  body.once('close', () => clearTimeout(timer));
   let left = limit;
   body.on('data', (chunk: Buffer) => {
     left -= chunk.length;
