@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { ErrorCode, GatewayError, jsonErrorReply, RawHeadersReply } from '../sdk/index.ts';
+import { destroyBody, ErrorCode, GatewayError, jsonErrorReply, RawHeadersReply } from '../sdk/index.ts';
 import type { HeaderMap, Logger, PolicyInstance, Reply } from '../sdk/index.ts';
 import { headerListSet } from '../sdk/header-list.ts';
 import { connectionListed, HOP_BY_HOP } from '../upstream/hop-by-hop.ts';
@@ -62,10 +62,7 @@ export function errorReply(err: unknown, logger: Logger, ex: ExchangeImpl): Repl
 }
 
 function discard(body: Reply['body']): void {
-  if (body instanceof Readable) {
-    body.on('error', () => undefined);
-    body.destroy();
-  }
+  if (body instanceof Readable) destroyBody(body);
 }
 
 /**

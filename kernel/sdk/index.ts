@@ -37,7 +37,7 @@ export type { ChildInput, ChildOutput, ChildPipe, GatewayChild, GatewayProcesses
 export { compileUserRegex, userRegexProblem } from './regex.ts';
 export { settleWithin } from './settle-within.ts';
 export type { UserRegexOptions } from './regex.ts';
-export { BodyTooLargeError, bodyBytes, DISCARD_LIMIT, discardBody, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
+export { BodyTooLargeError, bodyBytes, DISCARD_LIMIT, destroyBody, discardBody, pipeWithTeardown, readCapped, readCappedText, readUpTo, tap, tapCapped } from './streams.ts';
 export type { ReadCappedOptions, TapObserver } from './streams.ts';
 export { SSE_HEADERS, SseOverflowError, SseParser, SseWriter, completeUtf8, formatSseComment, formatSseEvent, parseSseEvents } from './sse.ts';
 export type { SseEvent, SseEventInit, SseParserOptions, SseWriterOptions } from './sse.ts';

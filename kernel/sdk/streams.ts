@@ -217,4 +217,10 @@ export function discardBody(body: Readable, limit = DISCARD_LIMIT, ms = DISCARD_
   body.resume();
 }
 
+/** Let go of a body no one will read, at once: destroyed, its late errors swallowed (no connection to keep). */
+export function destroyBody(body: Readable): void {
+  body.on('error', noop);
+  body.destroy();
+}
+
 function noop(): void {}

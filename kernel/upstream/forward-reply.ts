@@ -86,11 +86,6 @@ function afterUpload(body: Buffer | IncomingMessage | null, idleMs: number, star
   };
 }
 
-/** The upstream's answer as a Reply. Hop-by-hop response headers are dropped when it is written (reply-writer), for every backend. */
-function upstreamReply(response: WholeResponse): Reply {
-  return new WholeReply(response);
-}
-
 /**
  * The plain forward (no retry, no per-attempt hooks, no tracing): one attempt, one promise. The general loop below
  * is an async function whose awaits cost a promise and microtask turns each, on every request of a plain route.
@@ -110,7 +105,7 @@ function sendOnce(target: PooledTarget, ex: Exchange, state: ExchangeState, head
   return send(target, ex, state, ex.path + ex.query, headers, body, plan, whole).then(
     (response) => {
       target.metrics?.duration.observe((response.answeredAt - sentAt) / 1000);
-      return upstreamReply(response);
+      return new WholeReply(response);
     },
     (err: unknown) => {
       const failure = target.attemptFailed(err, sentAt, plan);
@@ -233,7 +228,7 @@ export async function forwardAttempts(
         await backoff(plan.retry!.backoffMs, ex);
         continue;
       }
-      return upstreamReply(response);
+      return new WholeReply(response);
     }
   } finally {
     // A copy whole by now is what the pipeline's retry on another backend sends (failover.ts); none: not retried.

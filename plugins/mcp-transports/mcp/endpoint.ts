@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { discardBody } from 'switchyard/sdk';
+import { destroyBody, discardBody } from 'switchyard/sdk';
 import type { AttemptHook, HeaderMap, UpstreamResponse, UpstreamTarget } from 'switchyard/sdk';
 import { McpDeadlineError, isUpstreamTimeout } from '../../lib/mcp/deadlines.ts';
 import type { McpDeadlines } from '../../lib/mcp/deadlines.ts';
@@ -33,8 +33,6 @@ export const ERROR_EXCERPT = 512;
 export const MAX_TARGET_SESSION_ID = 1024;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const MAX_REDIRECTS = 5;
-
-const noop = (): void => undefined;
 
 /** No deadlines (unit tests, contexts built outside a config load). */
 export const NO_DEADLINES: McpDeadlines = { responseMs: 0, responseSource: '', idleMs: 0, idleSource: '' };
@@ -77,9 +75,8 @@ export function redirectNote(res: UpstreamResponse): string {
  * cut past the SDK's limit (a target's endless answer to a notification was read until the session closed).
  */
 export function discard(body: Readable, destroy = false): void {
-  if (!destroy) return discardBody(body);
-  body.on('error', noop);
-  body.destroy();
+  if (destroy) destroyBody(body);
+  else discardBody(body);
 }
 
 /**
