@@ -101,23 +101,37 @@ function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
   return args;
 }
 
-/** The admin base URL: --admin, ADMIN_ADDR, the config's adminAddr, the default. A wildcard address is reached on loopback. */
-async function adminBase(args: KeysArgs): Promise<string> {
-  let addr = args.admin ?? process.env.ADMIN_ADDR;
+/**
+ * The admin base URL: --admin, ADMIN_ADDR, the config's adminAddr, the default. A wildcard address is reached on
+ * loopback. `from` says which, for the error when nothing answers there (a first `keys create` against a gateway
+ * whose admin address is not the default would otherwise read as a gateway that is down).
+ */
+interface Admin {
+  base: string;
+  from: string;
+}
+
+export async function adminBase(args: Pick<KeysArgs, 'admin' | 'file'>): Promise<Admin> {
+  // An empty ADMIN_ADDR (set to nothing in a shell profile) is no address, as for ADMIN_API_KEY.
+  const env = process.env.ADMIN_ADDR || undefined;
+  let addr = args.admin ?? env;
+  let from = args.admin !== undefined ? 'given by --admin' : env !== undefined ? 'given by ADMIN_ADDR' : undefined;
   if (addr === undefined && args.file !== undefined) {
     const config = yamlLib().parse(await readConfigFile(args.file)) as { config?: { adminAddr?: string } } | null;
     addr = config?.config?.adminAddr;
+    from = addr !== undefined ? `the adminAddr of ${args.file}` : `the default: ${args.file} sets no adminAddr; name the gateway's with --admin ADDR or ADMIN_ADDR`;
   }
   addr ??= '127.0.0.1:15000';
+  from ??= "the default; name the gateway's with --admin ADDR, ADMIN_ADDR or -f FILE";
   if (addr === 'off') throw new Error('the admin address is off in this config; keys are managed there');
   // Credentials in the address would show in this command's errors and the process list: the key has its own option.
   if (/^(?:[a-z][a-z0-9+.-]*:\/\/)?[^/]*@/i.test(addr)) throw new Error('the admin address must not carry credentials: give the admin key in ADMIN_API_KEY (or --admin-key)');
-  if (/^https?:\/\//i.test(addr)) return addr.replace(/\/$/, '');
+  if (/^https?:\/\//i.test(addr)) return { base: addr.replace(/\/$/, ''), from };
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(addr)) throw new Error(`--admin takes host:port or an http(s) URL, got \`${addr}\``);
-  return `http://${addr.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '127.0.0.1:')}`;
+  return { base: `http://${addr.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '127.0.0.1:')}`, from };
 }
 
-function call(base: string, key: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+function call({ base, from }: Admin, key: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     // node:https only for an https address (TLS in front of the admin address): a plain one does not load TLS.
@@ -141,7 +155,7 @@ function call(base: string, key: string | undefined, method: string, path: strin
           ),
       );
     });
-    req.on('error', (err) => reject(new Error(`cannot reach the admin address ${base}: ${err.message}`)));
+    req.on('error', (err) => reject(new Error(`cannot reach the admin address ${base} (${from}): ${err.message}`)));
     req.end(payload);
   });
 }
@@ -161,12 +175,12 @@ const budgetText = (b: Record<string, unknown>): string => {
  * Every key: `GET /keys` page after page (ADR 0172), as one answer `{keys, total}`. A gateway from before pages
  * answers all keys at once without `next`, which ends the loop as well.
  */
-async function listAll(base: string, adminKey: string | undefined, team: string | undefined): Promise<{ status: number; body: Record<string, unknown> }> {
+async function listAll(admin: Admin, adminKey: string | undefined, team: string | undefined): Promise<{ status: number; body: Record<string, unknown> }> {
   const keys: unknown[] = [];
   let cursor: string | undefined;
   for (;;) {
     const query = new URLSearchParams({ ...(team !== undefined ? { team } : {}), ...(cursor !== undefined ? { cursor } : {}) }).toString();
-    const answer = await call(base, adminKey, 'GET', `/keys${query ? `?${query}` : ''}`);
+    const answer = await call(admin, adminKey, 'GET', `/keys${query ? `?${query}` : ''}`);
     if (answer.status >= 400) return answer;
     keys.push(...((answer.body.keys as unknown[] | undefined) ?? []));
     const next = answer.body.next;
@@ -183,7 +197,8 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
     return 2;
   }
   try {
-    const base = await adminBase(args);
+    const admin = await adminBase(args);
+    const { base } = admin;
     const id = encodeURIComponent(args.id ?? '');
     // An empty ADMIN_API_KEY is no key (a variable set to nothing in a shell profile).
     const adminKey = args.adminKey ?? (process.env.ADMIN_API_KEY || undefined);
@@ -191,12 +206,12 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
     if (adminKey !== undefined && !/^[!-~]+$/.test(adminKey)) throw new Error('the admin key (ADMIN_API_KEY or --admin-key) must be printable ASCII without spaces');
     const answer =
       args.command === 'list'
-        ? await listAll(base, adminKey, args.team)
+        ? await listAll(admin, adminKey, args.team)
         : args.command === 'create'
-          ? await call(base, adminKey, 'POST', '/keys', args.body)
+          ? await call(admin, adminKey, 'POST', '/keys', args.body)
           : args.command === 'rotate' || args.command === 'revoke'
-            ? await call(base, adminKey, 'POST', `/keys/${id}/${args.command}`)
-            : await call(base, adminKey, 'GET', `/keys/${id}`);
+            ? await call(admin, adminKey, 'POST', `/keys/${id}/${args.command}`)
+            : await call(admin, adminKey, 'GET', `/keys/${id}`);
     if (answer.status === 401) {
       err(
         adminKey === undefined

@@ -3,12 +3,16 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:https';
 import type { Server } from 'node:https';
-import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { childEnv, runCommand } from '../helpers/cli-process.ts';
 import { makeTestPki } from '../helpers/pki.ts';
+import { freePort } from '../helpers/ports.ts';
+import { adminBase } from '../../kernel/boot/keys-cli.ts';
 import type { TestPki } from '../helpers/pki.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -46,5 +50,51 @@ describe('switchyard keys --admin URL', () => {
     const run = await keys('list', '--admin', 'ftp://127.0.0.1:21');
     assert.equal(run.code, 1);
     assert.match(run.stderr, /--admin takes host:port or an http\(s\) URL, got `ftp:\/\/127\.0\.0\.1:21`/);
+  });
+});
+
+// A first `switchyard keys create` against a gateway whose admin address is not the default (examples/llm-economics.yaml
+// serves it on 15600) must say which address it tried and why that one, not only ECONNREFUSED.
+describe('switchyard keys: an admin address nobody answers on names where it came from', () => {
+  const run = (args: string[], env: Record<string, string> = {}): ReturnType<typeof runCommand> =>
+    runCommand(process.execPath, [`${ROOT}bin/switchyard.js`, 'keys', 'list', ...args], { cwd: ROOT, env: childEnv(env), timeout: 60_000 });
+
+  it('--admin, ADMIN_ADDR and -f FILE are each named, with the way to give another', async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'keys-cli-addr-'));
+    try {
+      const file = join(dir, 'gw.yaml');
+      writeFileSync(file, `config:\n  adminAddr: 127.0.0.1:${port}\n`);
+      const cases: [string[], Record<string, string>, RegExp][] = [
+        [['--admin', `127.0.0.1:${port}`], {}, /\(given by --admin\)/],
+        [[], { ADMIN_ADDR: `127.0.0.1:${port}` }, /\(given by ADMIN_ADDR\)/],
+        [['-f', file], {}, /\(the adminAddr of .*gw\.yaml\)/],
+      ];
+      for (const [args, env, source] of cases) {
+        const r = await run(args, env);
+        assert.equal(r.code, 1, r.stderr);
+        assert.match(r.stderr, new RegExp(`cannot reach the admin address http://127\\.0\\.0\\.1:${port} `));
+        assert.match(r.stderr, source);
+        assert.match(r.stderr, /ECONNREFUSED/);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the default address says it is the default and how to name the gateway\'s; an empty ADMIN_ADDR is unset', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keys-cli-addr-'));
+    const saved = process.env.ADMIN_ADDR;
+    try {
+      const file = join(dir, 'gw.yaml');
+      writeFileSync(file, 'binds: []\n');
+      process.env.ADMIN_ADDR = ''; // set to nothing in a shell profile: no address, as for ADMIN_API_KEY
+      assert.deepEqual(await adminBase({}), { base: 'http://127.0.0.1:15000', from: 'the default; name the gateway\'s with --admin ADDR, ADMIN_ADDR or -f FILE' });
+      assert.deepEqual(await adminBase({ file }), { base: 'http://127.0.0.1:15000', from: `the default: ${file} sets no adminAddr; name the gateway's with --admin ADDR or ADMIN_ADDR` });
+    } finally {
+      if (saved === undefined) delete process.env.ADMIN_ADDR;
+      else process.env.ADMIN_ADDR = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
