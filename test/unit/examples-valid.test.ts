@@ -116,3 +116,32 @@ describe('examples are safe to copy', () => {
     });
   }
 });
+
+// The package ships examples/ (README: node_modules/switchyard/examples/), without the clone's dev dependencies: an
+// example whose stdio MCP target runs a file under node_modules/ (examples/mcp.yaml's two servers did) fails every
+// session there. A target names its server by package (`npx -y <package>`), found in a clone, fetched elsewhere.
+describe('examples run from the installed package', () => {
+  for (const file of files.filter((f) => relative(ROOT, f).startsWith('examples/'))) {
+    const name = relative(ROOT, file);
+    const text = readFileSync(file, 'utf8');
+    if (skipReason(file, text)?.startsWith('not a Switchyard config')) continue;
+    it(`${name}: no stdio target runs a file under node_modules/`, () => {
+      for (const stdio of stdioTargets(parse(text))) {
+        const words = [stdio.cmd, ...((stdio.args as unknown[] | undefined) ?? [])].map(String);
+        assert.ok(!words.some((w) => /(^|\/)node_modules\//.test(w)), `${name}: \`${words.join(' ')}\` needs a clone's node_modules`);
+      }
+    });
+  }
+});
+
+/** Every `stdio` object of an MCP target in a parsed config. */
+function stdioTargets(node: unknown, out: Record<string, unknown>[] = []): Record<string, unknown>[] {
+  if (Array.isArray(node)) for (const n of node) stdioTargets(n, out);
+  else if (node && typeof node === 'object') {
+    for (const [k, v] of Object.entries(node)) {
+      if (k === 'stdio' && v && typeof v === 'object' && !Array.isArray(v)) out.push(v as Record<string, unknown>);
+      stdioTargets(v, out);
+    }
+  }
+  return out;
+}

@@ -1,3 +1,4 @@
+// The MCP configs a new user copies first: docs/mcp.md's first one and examples/mcp.yaml.
 // The first config of docs/mcp.md is what a new user copies: it must run as shown (an MCP client connects and sees
 // both servers' tools) and be safe to copy. It named a CA file that does not exist and two servers nobody runs
 // (`failureMode: failClosed`, the default, then failed every `initialize` with 500), and it listened on every
@@ -11,6 +12,10 @@ import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
 import { ROOT, connectClient, mcpPreset } from './harness.ts';
+
+// examples/mcp.yaml ran its two servers as `node node_modules/@modelcontextprotocol/.../index.js`, a path that
+// exists only in a clone's root after `npm ci` (dev dependencies): from the installed package, the folder its README
+// points at, every session failed with 500.
 
 interface Bind {
   port: number;
@@ -51,6 +56,36 @@ describe('docs/mcp.md: the first example, as a user copies it', { timeout: 180_0
       const names = (await client.listTools()).tools.map((t) => t.name);
       assert.ok(names.includes('everything_echo'), names.join(' '));
       assert.ok(names.includes('memory_read_graph'), names.join(' '));
+      const echo = (await client.callTool({ name: 'everything_echo', arguments: { message: 'hi' } })) as { content: { text: string }[] };
+      assert.equal(echo.content[0]!.text, 'Echo: hi');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('examples/mcp.yaml runs', { timeout: 180_000 }, () => {
+  let gw: RunningGateway;
+  let port: number;
+
+  before(async () => {
+    const config = parse(readFileSync(join(ROOT, 'examples/mcp.yaml'), 'utf8')) as { config: Record<string, unknown>; binds: Bind[] };
+    port = await freePort();
+    for (const bind of config.binds) bind.port = port;
+    delete config.config; // the test's admin addresses (port 0) instead of the example's
+    // From the repository root, npx finds the two servers among the dev dependencies (no network); elsewhere it
+    // downloads them. test/unit/examples-valid.test.ts checks no example names a file under node_modules/.
+    gw = await startGateway(stringify(config), { preset: mcpPreset });
+  });
+  after(async () => {
+    await gw?.stop();
+  });
+
+  it('an MCP client lists and calls the tools of both servers', async () => {
+    const { client } = await connectClient(new URL(`http://127.0.0.1:${port}/mcp`));
+    try {
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('everything_echo') && names.includes('memory_read_graph'), names.join(' '));
       const echo = (await client.callTool({ name: 'everything_echo', arguments: { message: 'hi' } })) as { content: { text: string }[] };
       assert.equal(echo.content[0]!.text, 'Echo: hi');
     } finally {
