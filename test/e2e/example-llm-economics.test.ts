@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { keysMain } from '../../kernel/boot/keys-cli.ts';
 import { startGateway } from '../helpers/gateway.ts';
@@ -80,6 +81,18 @@ describe('the LLM economics worked example, with the LLM mock', () => {
     }
     assert.match(shown, new RegExp(`key:${keyId}\\s+usd=20/month\\s+${String(2 * helloCost).replace('.', '\\.')}\\s`), shown);
     assert.match(shown, /team:research\s+tokens=2000000\/day\s+32\s/, shown);
+  });
+
+  // The page says the Anthropic SDK works with a key unchanged; with `"*": completions` alone its /v1/messages was read
+  // as Chat Completions and answered in OpenAI's shape (a 200 whose `content` the SDK saw as undefined).
+  it('an Anthropic SDK client with the key gets an Anthropic answer, through `smart` too', async () => {
+    const client = new Anthropic({ baseURL: base, apiKey: secret, maxRetries: 0 });
+    for (const model of ['smart', 'claude-haiku-4-5']) {
+      const answer = await client.messages.create({ model, max_tokens: 200, messages: [{ role: 'user', content: 'hello' }] });
+      assert.equal(answer.type, 'message');
+      assert.deepEqual(answer.content, [{ type: 'text', text: 'Hello from aimock!' }]);
+      assert.equal(answer.usage.input_tokens, 11);
+    }
   });
 
   it('GET /v1/models lists the virtual models', async () => {
