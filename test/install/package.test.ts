@@ -101,6 +101,19 @@ describe('the npm package, packed and installed (issue 9)', { timeout: SETUP_MS 
     }
   });
 
+  // The README sends package users to node_modules/switchyard/examples/, whose comments give a clone's commands
+  // (`node bin/switchyard.js -f examples/auth.yaml`): run there, every one loads, the files it names found
+  // (examples/auth.yaml's htpasswd and JWKS are relative to the working directory: from the app folder they are not).
+  it('every shipped example validates run as its comments say, from node_modules/switchyard', async () => {
+    const examples = packedFiles.filter((f) => /^examples\/.*\.ya?ml$/.test(f));
+    assert.ok(examples.includes('examples/auth.yaml') && examples.length >= 10, examples.join(' '));
+    for (const example of examples) {
+      const r = await runCommand(process.execPath, ['bin/switchyard.js', '--validate-only', '-f', example], { cwd: installed, env: ENV });
+      assert.equal(r.code, 0, `${example}: ${r.stderr}`);
+      assert.equal(r.stdout, 'Configuration is valid!\n');
+    }
+  });
+
   it('`switchyard init` names the installed schema', async () => {
     ok(await runCommand('npx', ['--no-install', 'switchyard', 'init'], { cwd: app, env: ENV }), 'switchyard init');
     const ref = /^# yaml-language-server: \$schema=(\S+)/.exec(readFileSync(join(app, 'switchyard.yaml'), 'utf8'))![1]!;
