@@ -12,7 +12,7 @@ import { createGateway } from './container.ts';
 import { WorkerStartError, workerCountOf as countWorkers } from './worker-count.ts';
 import type { ConfigInput } from './gateway.ts';
 import { buildRegistry, configPluginList } from './build-registry.ts';
-import { DEFAULT_INIT_FILE, writeStarterConfig } from './init.ts';
+import { DEFAULT_INIT_FILE, launchCommand, writeStarterConfig } from './init.ts';
 import { unknownArgument } from './unknown-argument.ts';
 import { stopWhenNpmLauncherGoes } from './launcher-watch.ts';
 
@@ -145,7 +145,7 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
         process.stderr.write(`switchyard: ${result.file} exists; not overwritten (--force to replace it)\n`);
         return 1;
       }
-      process.stdout.write(`wrote ${result.file}\nrun it: switchyard -f ${args.file ?? DEFAULT_INIT_FILE}\n`);
+      process.stdout.write(`wrote ${result.file}\nrun it: ${launchCommand()} -f ${args.file ?? DEFAULT_INIT_FILE}\n`);
       return 0;
     }
     if (args.command === 'schema' || args.command === 'plugins') {

@@ -11,7 +11,7 @@ export const DEFAULT_INIT_FILE = 'switchyard.yaml';
 function starterConfig(schemaRef: string | undefined, runAs: string): string {
   const header = schemaRef ? `# yaml-language-server: $schema=${schemaRef}\n` : '';
   return `${header}# A starter Switchyard config, written by \`switchyard init\`. Run it:
-#   switchyard -f ${runAs}
+#   ${launchCommand()} -f ${runAs}
 #   curl -i localhost:3000/hello              # answered by the gateway itself
 #   curl -i localhost:3000/api/anything       # proxied to the upstream (port 3001 below, a stand-in)
 # Point backends[].host at your own service and remove the second bind. The file is watched: saved changes
@@ -51,6 +51,15 @@ backends:
 - name: app
   host: 127.0.0.1:3001
 `;
+}
+
+/**
+ * The command that runs the CLI the way it was run now: `npx switchyard` when npx launched it (a local install, whose
+ * bare `switchyard` is not on PATH), else `switchyard`. npx names what it runs in npm_lifecycle_script; another
+ * command under npx (`npx node ...`) is not this launch.
+ */
+export function launchCommand(env: NodeJS.ProcessEnv = process.env): string {
+  return env.npm_command === 'exec' && /^'?switchyard\b/.test(env.npm_lifecycle_script ?? '') ? 'npx switchyard' : 'switchyard';
 }
 
 /** How the header names the schema: relative to the config's folder (as editors resolve it), POSIX slashes. */

@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { parse } from 'yaml';
-import { startCli, runCommand } from '../helpers/cli-process.ts';
+import { childEnv, startCli, runCommand } from '../helpers/cli-process.ts';
 import { assertStarterAnswers, starterOnFreePorts } from '../helpers/starter.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -26,7 +26,8 @@ after(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-const cli = (cwd: string, ...args: string[]) => runCommand(process.execPath, [BIN, ...args], { cwd });
+// Not through npx, whatever launched this test (`npx node --test` sets npm_command=exec for its children).
+const cli = (cwd: string, ...args: string[]) => runCommand(process.execPath, [BIN, ...args], { cwd, env: childEnv({ npm_command: undefined }) });
 
 describe('switchyard init', () => {
   it('writes switchyard.yaml with a schema header naming the shipped schema, and the starter validates', async () => {
@@ -43,6 +44,21 @@ describe('switchyard init', () => {
     const valid = await cli(dir, '--validate-only', '-f', 'switchyard.yaml');
     assert.equal(valid.code, 0, valid.stderr);
     assert.equal(valid.stdout, 'Configuration is valid!\n');
+  });
+
+  // The README's first hour runs `npx switchyard init` in an app with a local install, where a bare `switchyard` is
+  // not on PATH: the hint (and the starter's comment) give the command that was used, `npx switchyard`.
+  it('run through npx, the hint and the starter name `npx switchyard`; otherwise `switchyard`', async () => {
+    const dir = tempDir();
+    const npx = childEnv({ npm_command: 'exec', npm_lifecycle_event: 'npx', npm_lifecycle_script: 'switchyard' });
+    const r = await runCommand(process.execPath, [BIN, 'init', '-f', 'app.yaml'], { cwd: dir, env: npx });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /\nrun it: npx switchyard -f app\.yaml\n$/);
+    assert.match(readFileSync(join(dir, 'app.yaml'), 'utf8'), /^#   npx switchyard -f app\.yaml$/m);
+    // Another command run through npx (a test runner: `npx node --test`) is not switchyard's own launch.
+    const other = await runCommand(process.execPath, [BIN, 'init', '-f', 'other.yaml'], { cwd: dir, env: { ...npx, npm_lifecycle_script: 'node' } });
+    assert.match(other.stdout, /\nrun it: switchyard -f other\.yaml\n$/);
+    assert.match(readFileSync(join(dir, 'other.yaml'), 'utf8'), /^#   switchyard -f other\.yaml$/m);
   });
 
   it('the stand-in upstream listens on loopback only; the front door on every interface', async () => {

@@ -69,7 +69,7 @@ describe('examples/mcp.yaml runs', { timeout: 180_000 }, () => {
   let port: number;
 
   before(async () => {
-    const config = parse(readFileSync(join(ROOT, 'examples/mcp.yaml'), 'utf8')) as { config: Record<string, unknown>; binds: Bind[] };
+    const config = parse(readFileSync(join(ROOT, 'examples/mcp.yaml'), 'utf8')) as { config?: Record<string, unknown>; binds: Bind[] };
     port = await freePort();
     for (const bind of config.binds) bind.port = port;
     delete config.config; // the test's admin addresses (port 0) instead of the example's
