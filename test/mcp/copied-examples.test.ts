@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
@@ -40,7 +40,7 @@ describe('docs/mcp.md: the first example, as a user copies it', { timeout: 180_0
     for (const bind of config.binds) bind.port = port;
     // Run from the repository root (as the tests are): `npx -y @modelcontextprotocol/server-everything` finds the
     // dev dependency there without the network.
-    gw = await startGateway(stringify(config), { preset: mcpPreset });
+    gw = await startGateway(config as unknown as Record<string, unknown>, { preset: mcpPreset }); // admin servers on port 0
   });
   after(async () => {
     await gw?.stop();
@@ -75,7 +75,7 @@ describe('examples/mcp.yaml runs', { timeout: 180_000 }, () => {
     delete config.config; // the test's admin addresses (port 0) instead of the example's
     // From the repository root, npx finds the two servers among the dev dependencies (no network); elsewhere it
     // downloads them. test/unit/examples-valid.test.ts checks no example names a file under node_modules/.
-    gw = await startGateway(stringify(config), { preset: mcpPreset });
+    gw = await startGateway(config as unknown as Record<string, unknown>, { preset: mcpPreset }); // admin servers on port 0
   });
   after(async () => {
     await gw?.stop();
