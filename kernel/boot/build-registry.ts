@@ -1,4 +1,4 @@
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { parseConfigText, pluginListOf } from '../config/load-config.ts';
 import { ConfigLoadError } from '../config/format-issues.ts';
 import { positionRedacted } from '../config/redact-issues.ts';
@@ -35,7 +35,8 @@ export async function buildRegistry(preset: readonly unknown[], thirdParty: read
   const registry = new PluginRegistry();
   for (const plugin of preset) registry.register(plugin, { name: 'switchyard' });
   if (thirdParty.length) {
-    const modules = await loadPluginModules(thirdParty, configFile ? dirname(configFile) : process.cwd());
+    // An embedder may name the file relative to the working directory (`config: { file: 'test/config.yaml' }`).
+    const modules = await loadPluginModules(thirdParty, configFile ? dirname(resolve(configFile)) : process.cwd());
     for (const mod of modules) for (const plugin of mod.plugins) registry.register(plugin, mod.source);
   }
   return registry.finalize();

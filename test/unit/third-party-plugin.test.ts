@@ -213,3 +213,29 @@ describe('examples/plugins/example.yaml', () => {
     }
   });
 });
+
+// docs/plugin-authoring.md §11 tests a plugin with `createGateway({ config: { file: 'test/config.yaml' } })`: a file
+// named relative to the working directory. With `config.plugins` set, the loader made a require from that relative
+// folder and the start threw Node's "The argument 'filename' must be ... an absolute path" TypeError.
+describe('createGateway with a config file named relative to the working directory (plugin-authoring §11)', () => {
+  it('loads the config\'s plugins and serves', async () => {
+    const app = makeApp('installed');
+    const cwd = process.cwd();
+    const port = await freePort();
+    mkdirSync(join(app, 'test'));
+    const config = { config: await staticBlock(), binds: [{ port, listeners: [{ routes: [{ policies: { addRequestId: { prefix: 'rel-' }, directResponse: { status: 200, body: 'ok' } } }] }] }] };
+    writeFileSync(join(app, 'test/config.yaml'), stringify(config));
+    process.chdir(app);
+    const gateway = gatewayFor('test/config.yaml');
+    try {
+      await gateway.start();
+      const res = await request(`http://127.0.0.1:${port}/`);
+      assert.equal(await res.body.text(), 'ok');
+      assert.match(String(res.headers['x-request-id']), new RegExp(`^rel-${UUID}$`));
+    } finally {
+      await gateway.stop();
+      process.chdir(cwd);
+      rmSync(app, { recursive: true, force: true });
+    }
+  });
+});
