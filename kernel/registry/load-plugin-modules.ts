@@ -61,7 +61,9 @@ function installHostPackageFallback(): void {
 
 /** Errors of an ES module parsed as CommonJS. */
 const CJS_PARSED = /Cannot use import statement outside a module|Unexpected token 'export'/;
-const ESM_HINT = ' (a plugin is an ES module: name the file `.mjs`, or set "type": "module" in the package.json nearest to it)';
+/** `.mts` for a TypeScript file (Node strips its types outside node_modules): an `.mjs` one would keep them. */
+const esmHint = (file: string): string =>
+  ` (a plugin is an ES module: name the file \`${/\.ts$/.test(file) ? '.mts' : '.mjs'}\`, or set "type": "module" in the package.json nearest to it)`;
 
 /**
  * Load third-party plugin modules named in `config.plugins`: package names or paths, resolved from the
@@ -87,7 +89,7 @@ export async function loadPluginModules(specifiers: readonly string[], fromDir: 
     } catch (err) {
       if (err instanceof PluginRegistryError) throw err;
       // A .js file Node read as CommonJS: `npm init -y` writes "type": "commonjs" into the app's package.json.
-      const hint = err instanceof SyntaxError && CJS_PARSED.test(err.message) ? ESM_HINT : '';
+      const hint = err instanceof SyntaxError && CJS_PARSED.test(err.message) ? esmHint(resolved) : '';
       throw new PluginRegistryError(ErrorCode.pluginLoad, `plugin module \`${spec}\` failed to load: ${(err as Error).message}${hint}`);
     }
     const exported = mod.default;

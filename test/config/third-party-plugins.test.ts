@@ -109,6 +109,23 @@ describe('third-party plugins: loading errors', () => {
     assert.match(err.message, /^plugin module `\.\/plugins\/my-policy\.js` failed to load: Cannot use import statement outside a module/);
     assert.match(err.message, /a plugin is an ES module: name the file `\.mjs`, or set "type": "module" in the package\.json nearest to it/);
   });
+
+  // A TypeScript file beside the config (Node strips its types outside node_modules) is read as CommonJS there too:
+  // the way out is `.mts`, not the `.mjs` the hint named (renaming it so, types and all, is a syntax error).
+  it('a TypeScript plugin file there is told `.mts`', async () => {
+    const { file, dir, text } = configWith(['./plugins/my-guard.ts']);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'my-gateway', type: 'commonjs' }));
+    mkdirSync(join(dir, 'plugins'));
+    writeFileSync(join(dir, 'plugins/my-guard.ts'), "import { definePolicy } from 'switchyard/sdk';\nconst n: number = 1;\nexport default definePolicy({ n });\n");
+    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+    const err = await gateway.compile(text).then(
+      () => assert.fail('expected the plugin to be refused'),
+      (e: unknown) => e as PluginRegistryError,
+    );
+    await gateway.stop();
+    assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+    assert.match(err.message, /a plugin is an ES module: name the file `\.mts`, or set "type": "module" in the package\.json nearest to it/);
+  });
 });
 
 /**
