@@ -230,6 +230,9 @@ describe('virtualKeys on the embedded store', () => {
 
     assert.equal((await admin('POST', '/keys/alice/revoke')).status, 409, 'a declared key is changed in the config, not the API');
     assert.equal((await admin('POST', '/keys', { budgets: [{ usd: -1, period: 'day' }] })).status, 400);
+    // 1e309 parses as Infinity: the key was made with a budget shown as `usd=null/day` that refused every request.
+    const huge = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"budgets":[{"usd":1e309,"period":"day"}]}' });
+    assert.equal(huge.status, 400, await huge.text());
     // A mistyped team would escape the team's budgets: refused, with the name it probably meant.
     const typo = await admin('POST', '/keys', { owner: 'x@example.com', team: 'reserch' });
     assert.equal(typo.status, 400);

@@ -40,7 +40,8 @@ export function toBudget(b: BudgetConfig): Budget | undefined {
   const units = (['usd', 'tokens', 'requests'] as const).filter((u) => b[u] !== undefined);
   if (units.length !== 1) return undefined;
   const limit = b[units[0]!]!;
-  if (typeof limit !== 'number' || !(limit > 0)) return undefined;
+  // Finite too: JSON's 1e309 (and YAML's .inf) read as Infinity, a budget shown as null that refused every request.
+  if (typeof limit !== 'number' || !(limit > 0) || !Number.isFinite(limit)) return undefined;
   if (!['minute', 'hour', 'day', 'month', 'total'].includes(b.period)) return undefined;
   return { unit: units[0]!, limit, period: b.period };
 }
