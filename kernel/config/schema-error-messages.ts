@@ -123,6 +123,10 @@ class ErrorTranslator {
       }
       case 'type': {
         const expected = (e.params as { type: string | string[] }).type;
+        // YAML's .inf is a number the schema refuses: "must be a number, got number Infinity" read as a contradiction.
+        if (typeof e.data === 'number' && !Number.isFinite(e.data)) {
+          return { code: ErrorCode.configSchema, path, message: `must be a finite ${[expected].flat().join(' or ')}, got ${String(e.data)}` };
+        }
         return { code: ErrorCode.configSchema, path, message: `must be ${article(expected)}, got ${this.shown(e)}` };
       }
       case 'enum': {

@@ -46,6 +46,13 @@ describe('config errors: schema violations', () => {
     assert.deepEqual(headlines(err), ['test.json:3:15: must be an integer, got number 8080.5 (at binds[0].port) [SWY_ERR_CONFIG_SCHEMA]']);
   });
 
+  // YAML's `.inf` (and JSON's 1e309) read as Infinity, which the schema's `number` refuses: "must be a number, got
+  // number Infinity" contradicted itself.
+  it('an infinite number is said to be one', async () => {
+    const err = await compileError(yaml('binds:', '  - port: .inf', '    listeners: []'));
+    assert.deepEqual(headlines(err), ['test.yaml:2:11: must be a finite integer, got Infinity (at binds[0].port) [SWY_ERR_CONFIG_SCHEMA]']);
+  });
+
   it('missing required key: named, at the object that lacks it', async () => {
     const err = await compileError(yaml('binds:', '  - listeners: []'));
     assert.deepEqual(headlines(err), ['test.yaml:2:5: missing required key `port` (at binds[0]) [SWY_ERR_CONFIG_SCHEMA]']);
