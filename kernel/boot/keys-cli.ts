@@ -69,8 +69,8 @@ function parseKeysArgs(argv: readonly string[]): KeysArgs | string {
     const a = rest[i]!;
     const value = (): string => {
       const v = rest[++i];
-      // `--model --admin X` is a missing value, not a model named `--admin`.
-      if (v === undefined || v.startsWith('--')) throw new Error(`${a} needs a value`);
+      // `--model --admin X` is a missing value, not a model named `--admin`; so is `--model ""` (an unset variable).
+      if (v === undefined || v === '' || v.startsWith('--')) throw new Error(`${a} needs a value`);
       return v;
     };
     try {

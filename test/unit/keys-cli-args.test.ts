@@ -22,6 +22,15 @@ describe('switchyard keys arguments', () => {
     assert.match(last.err, /^switchyard: --model needs a value/);
   });
 
+  // `--model "$MODEL"` with the variable unset reached the API, whose "`models` must be a list of names" named no flag.
+  it('an empty value (an unset shell variable) is no value: exit 2, saying which flag', async () => {
+    for (const flag of ['--model', '--owner', '--team', '--name', '--route', '--admin', '-f']) {
+      const r = await run('create', flag, '', '--admin', '127.0.0.1:1');
+      assert.equal(r.code, 2, flag);
+      assert.match(r.err, new RegExp(`^switchyard: ${flag} needs a value`), flag);
+    }
+  });
+
   it('a misspelt command or flag: exit 2 naming the one meant (did you mean)', async () => {
     const lst = await run('lst');
     assert.equal(lst.code, 2);
