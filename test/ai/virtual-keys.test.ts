@@ -233,6 +233,13 @@ describe('virtualKeys on the embedded store', () => {
     // 1e309 parses as Infinity: the key was made with a budget shown as `usd=null/day` that refused every request.
     const huge = await fetch(`${gw.adminUrl}/keys`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"budgets":[{"usd":1e309,"period":"day"}]}' });
     assert.equal(huge.status, 400, await huge.text());
+    // A made key is listed a thousand to a page: a field of nearly 1 MiB each made a page of about a gigabyte.
+    const long = await admin('POST', '/keys', { owner: 'o'.repeat(100_000) });
+    assert.equal(long.status, 400);
+    assert.match(String((long.body.error as { message: string }).message), /`owner` is longer than 256 characters/);
+    assert.equal((await admin('POST', '/keys', { models: Array.from({ length: 101 }, (_, i) => `m${i}`) })).status, 400);
+    assert.equal((await admin('POST', '/keys', { metadata: { blob: 'x'.repeat(5000) } })).status, 400);
+    assert.equal((await admin('POST', '/keys', { budgets: Array.from({ length: 17 }, () => ({ requests: 1, period: 'day' })) })).status, 400);
     // A mistyped team would escape the team's budgets: refused, with the name it probably meant.
     const typo = await admin('POST', '/keys', { owner: 'x@example.com', team: 'reserch' });
     assert.equal(typo.status, 400);

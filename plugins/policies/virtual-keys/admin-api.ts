@@ -20,20 +20,36 @@ function view(record: KeyRecord): Record<string, unknown> {
 
 const STRING_FIELDS = ['name', 'owner', 'team'] as const;
 
+/**
+ * Bounds of a made key (ADR 0183): `GET /keys` answers up to 1,000 keys a page, so a key of nearly the body limit
+ * (1 MiB) in each field made pages of about a gigabyte. Names and lists sized for people and model names.
+ */
+const MAX_TEXT = 256;
+const MAX_LIST = 100;
+const MAX_BUDGETS = 16;
+const MAX_METADATA_BYTES = 4096;
+
 /** The fields of a create request, checked; a message when something is wrong. */
 function parseCreate(body: unknown): Omit<KeyRecord, 'id' | 'prefix' | 'createdAt' | 'source'> | string {
   if (body === undefined) body = {};
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body must be a JSON object';
   const b = body as Record<string, unknown>;
   for (const k of Object.keys(b)) if (![...STRING_FIELDS, 'models', 'routes', 'budgets', 'metadata'].includes(k)) return `unknown field \`${k}\``;
-  for (const k of STRING_FIELDS) if (b[k] !== undefined && (typeof b[k] !== 'string' || b[k] === '')) return `\`${k}\` must be a non-empty string`;
+  for (const k of STRING_FIELDS) {
+    if (b[k] !== undefined && (typeof b[k] !== 'string' || b[k] === '')) return `\`${k}\` must be a non-empty string`;
+    if (typeof b[k] === 'string' && b[k].length > MAX_TEXT) return `\`${k}\` is longer than ${MAX_TEXT} characters`;
+  }
   for (const k of ['models', 'routes'] as const) {
     if (b[k] !== undefined && (!Array.isArray(b[k]) || !(b[k] as unknown[]).every((v) => typeof v === 'string' && v !== ''))) return `\`${k}\` must be a list of names`;
+    const list = b[k] as string[] | undefined;
+    if (list && (list.length > MAX_LIST || list.some((v) => v.length > MAX_TEXT))) return `\`${k}\` takes at most ${MAX_LIST} names of at most ${MAX_TEXT} characters`;
   }
   if (b.metadata !== undefined && (typeof b.metadata !== 'object' || b.metadata === null || Array.isArray(b.metadata))) return '`metadata` must be an object';
+  if (b.metadata !== undefined && Buffer.byteLength(JSON.stringify(b.metadata)) > MAX_METADATA_BYTES) return `\`metadata\` is larger than ${MAX_METADATA_BYTES} bytes of JSON`;
   const budgets: Budget[] = [];
   if (b.budgets !== undefined) {
     if (!Array.isArray(b.budgets)) return '`budgets` must be a list';
+    if (b.budgets.length > MAX_BUDGETS) return `\`budgets\` takes at most ${MAX_BUDGETS} budgets`;
     for (const [i, raw] of (b.budgets as unknown[]).entries()) {
       const budget = typeof raw === 'object' && raw !== null ? toBudget(raw as BudgetConfig) : undefined;
       if (!budget) return `\`budgets[${i}]\` needs exactly one of \`usd\`, \`tokens\`, \`requests\` (a positive number) and a \`period\` (minute, hour, day, month, total)`;
