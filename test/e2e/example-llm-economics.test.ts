@@ -95,6 +95,20 @@ describe('the LLM economics worked example, with the LLM mock', () => {
     }
   });
 
+  it('a key past its rate says so in words: 429, "has used its 1 request per minute", Retry-After', async () => {
+    const made = await cli('create', '--team', 'product', '--budget', 'requests=1/minute');
+    const key = /^(sk-swy-\S+)$/m.exec(made)![1]!;
+    const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0 });
+    await client.chat.completions.create({ model: 'smart', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] });
+    const refused = await client.chat.completions.create({ model: 'smart', max_tokens: 20, messages: [{ role: 'user', content: 'hello' }] }).then(
+      () => assert.fail('the second request of the minute was served'),
+      (e: unknown) => e as { status: number; message: string; headers: Headers },
+    );
+    assert.equal(refused.status, 429);
+    assert.match(refused.message, /has used its 1 request per minute$/);
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+  });
+
   it('GET /v1/models lists the virtual models', async () => {
     const res = await fetch(`${base}/v1/models`, { headers: { authorization: `Bearer ${secret}` } });
     assert.equal(res.status, 200);

@@ -187,6 +187,8 @@ export class KeyReservation implements LlmTokenLimiter {
 }
 
 const UNIT_WORDS: Record<BudgetUnit, string> = { usd: 'USD', tokens: 'tokens', requests: 'requests' };
+/** `1 request`, `1 token`: a limit of one said in the singular. */
+const unitWord = (unit: BudgetUnit, limit: number): string => (limit === 1 && unit !== 'usd' ? UNIT_WORDS[unit].slice(0, -1) : UNIT_WORDS[unit]);
 
 /** The longest `Retry-After` the OpenAI and Anthropic SDKs wait for; past it they retry at once, twice by default. */
 const SDK_RETRY_AFTER_MAX_S = 60;
@@ -205,5 +207,5 @@ function exhausted(owner: LineOwner, now: number): Reply {
   if (budget.period === 'minute' || budget.period === 'hour') headers['retry-after'] = String(seconds);
   if (ends === 0 || seconds > SDK_RETRY_AFTER_MAX_S) headers['x-should-retry'] = 'false';
   const per = budget.period === 'total' ? 'in total' : `per ${budget.period}`;
-  return jsonErrorReply(429, 'budget_exceeded', `budget exceeded: ${owner.who} has used its ${budget.limit} ${UNIT_WORDS[budget.unit]} ${per}`, headers);
+  return jsonErrorReply(429, 'budget_exceeded', `budget exceeded: ${owner.who} has used its ${budget.limit} ${unitWord(budget.unit, budget.limit)} ${per}`, headers);
 }
