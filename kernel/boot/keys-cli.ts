@@ -1,7 +1,8 @@
 // `switchyard keys ...`: a client of the `/keys` management API that the `virtualKeys` policy serves on the admin
 // address (docs/llm-economics.md). It speaks HTTP only, so the kernel knows nothing of the plugin.
-import { readConfigFile } from '../config/load-config.ts';
-import { yamlLib } from '../sdk/yaml-lib.ts';
+import { ConfigLoadError } from '../config/format-issues.ts';
+import { parseConfigText, readConfigFile } from '../config/load-config.ts';
+import { positionRedacted } from '../config/redact-issues.ts';
 import { BodyTooLargeError, readCappedText } from '../sdk/streams.ts';
 import { unknownArgument } from './unknown-argument.ts';
 
@@ -117,8 +118,10 @@ export async function adminBase(args: Pick<KeysArgs, 'admin' | 'file'>): Promise
   let addr = args.admin ?? env;
   let from = args.admin !== undefined ? 'given by --admin' : env !== undefined ? 'given by ADMIN_ADDR' : undefined;
   if (addr === undefined && args.file !== undefined) {
-    const config = yamlLib().parse(await readConfigFile(args.file)) as { config?: { adminAddr?: string } } | null;
-    addr = config?.config?.adminAddr;
+    // Parsed as the gateway parses it: `${VAR}` expanded (an unset one is an error naming it).
+    const parsed = parseConfigText(args.file, await readConfigFile(args.file));
+    if (parsed.envIssues.length > 0) throw new ConfigLoadError(positionRedacted(parsed.source, parsed.envIssues, parsed.secrets));
+    addr = (parsed.value as { config?: { adminAddr?: string } } | null)?.config?.adminAddr;
     from = addr !== undefined ? `the adminAddr of ${args.file}` : `the default: ${args.file} sets no adminAddr; name the gateway's with --admin ADDR or ADMIN_ADDR`;
   }
   addr ??= '127.0.0.1:15000';

@@ -97,4 +97,24 @@ describe('switchyard keys: an admin address nobody answers on names where it cam
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  // `${VAR}` is expanded in every config value (README), adminAddr too: `-f` read it unexpanded ("Invalid URL").
+  it('-f FILE expands `${VAR}` in adminAddr as the gateway does; an unset one is named', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'keys-cli-addr-'));
+    const saved = process.env.SY_KEYS_TEST_ADMIN;
+    try {
+      const file = join(dir, 'gw.yaml');
+      writeFileSync(file, 'config:\n  adminAddr: ${SY_KEYS_TEST_ADMIN:-127.0.0.1:15999}\n');
+      delete process.env.SY_KEYS_TEST_ADMIN;
+      assert.equal((await adminBase({ file })).base, 'http://127.0.0.1:15999');
+      process.env.SY_KEYS_TEST_ADMIN = '127.0.0.1:16001';
+      assert.equal((await adminBase({ file })).base, 'http://127.0.0.1:16001');
+      writeFileSync(file, 'config:\n  adminAddr: ${SY_KEYS_TEST_UNSET_VAR}\n');
+      await assert.rejects(adminBase({ file }), /SY_KEYS_TEST_UNSET_VAR/);
+    } finally {
+      if (saved === undefined) delete process.env.SY_KEYS_TEST_ADMIN;
+      else process.env.SY_KEYS_TEST_ADMIN = saved;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
