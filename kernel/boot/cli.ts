@@ -94,7 +94,7 @@ function configInput(args: Args): ConfigInput | undefined {
 }
 
 /**
- * One-shot output (`schema`, `plugins`): a reader that stops early (`switchyard schema | head`) ends the command
+ * One-shot output (`schema`, `plugins`, `keys`): a reader that stops early (`switchyard schema | head`) ends the command
  * quietly, as Unix tools do; another write failure (a full disk) is one line and exit 1, not a stack.
  */
 function endQuietlyOnClosedPipe(): void {
@@ -117,6 +117,7 @@ export async function exitAfterOutput(code: number): Promise<void> {
 export async function main(argv: readonly string[], dist: Distribution): Promise<number> {
   if (argv[0] === 'keys') {
     // The commands other than serving load their modules when run (a start does not pay for them).
+    endQuietlyOnClosedPipe(); // `switchyard keys list | head`
     const { KEYS_USAGE, keysMain } = await import('./keys-cli.ts');
     // Without a command it is a usage error (stderr, exit 2), said by keysMain as for any other.
     if (argv[1] === '--help' || argv[1] === '-h') {

@@ -1,7 +1,10 @@
 // `switchyard keys` reads the admin address's answers with a cap (docs/security.md "Bounded reads of what a peer
 // sends"): an address that answers without end is an error, not a CLI that grows until it runs out of memory.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { childEnv } from '../helpers/cli-process.ts';
 import { keysMain } from '../../kernel/boot/keys-cli.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
@@ -58,5 +61,33 @@ describe('switchyard keys: answers of the admin address are read bounded', () =>
     assert.equal(await keysMain(['list', '--admin', `127.0.0.1:${small.port}`], (s) => out.push(s), (s) => err.push(s)), 0, err.join(''));
     assert.match(out.join(''), /^ID +OWNER/);
     assert.match(out.join(''), /k1 +ann/);
+  });
+});
+
+// `switchyard keys list | head` (a long list, a reader that stops early) ended in an unhandled EPIPE stack, where
+// `switchyard schema | head` ends quietly with 0.
+describe('switchyard keys: output to a reader that stops early', () => {
+  let many: TestUpstream;
+  before(async () => {
+    const keys = Array.from({ length: 5000 }, (_, i) => ({ id: `vk_${i}`, owner: `owner-${i}@example.com`, team: 't', prefix: 'sk-swy-x', source: 'api', budgets: [{ usd: 1, period: 'day' }] }));
+    many = await startUpstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ keys, total: keys.length }));
+    });
+  });
+  after(async () => {
+    await many?.close();
+  });
+
+  it('`keys list | head -1` ends quietly with 0', async () => {
+    const bin = fileURLToPath(new URL('../../bin/switchyard.js', import.meta.url));
+    const child = spawn(process.execPath, [bin, 'keys', 'list', '--admin', `127.0.0.1:${many.port}`], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+    child.stdout.destroy();
+    assert.equal(await code, 0, stderr);
+    assert.equal(stderr, '');
   });
 });
