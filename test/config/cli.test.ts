@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { spawn } from 'node:child_process';
 import { BIN, runCli, ROOT } from '../helpers/cli.ts';
-import { childEnv } from '../helpers/cli-process.ts';
+import { childEnv, runClosingStdoutEarly } from '../helpers/cli-process.ts';
 import type { CliRun } from '../helpers/cli.ts';
 import { freePort } from '../helpers/ports.ts';
 import { tempDirs, yaml } from './helpers.ts';
@@ -314,14 +314,8 @@ describe('CLI: starting', () => {
 
 describe('CLI: output to a reader that stops early', () => {
   it('`schema | head -1` ends quietly with 0; a full disk is one line and exit 1, not a stack', async () => {
-    const child = spawn(process.execPath, [BIN, 'schema'], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    // Read one chunk, then close the pipe, as `head` does.
-    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
-    child.stdout.destroy();
-    assert.equal(await code, 0, stderr);
+    const { code, stderr } = await runClosingStdoutEarly(process.execPath, [BIN, 'schema']);
+    assert.equal(code, 0, stderr);
     assert.equal(stderr, '');
     const full = spawn(process.execPath, [BIN, 'schema'], { stdio: ['ignore', openSync('/dev/full', 'w'), 'pipe'], env: childEnv() });
     let fullErr = '';

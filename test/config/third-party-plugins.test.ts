@@ -95,17 +95,7 @@ describe('third-party plugins: loading errors', () => {
   });
 
   it('an ES module plugin file under a CommonJS package.json (what `npm init -y` writes) says how to fix it', async () => {
-    const { file, dir, text } = configWith(['./plugins/my-policy.js']);
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'my-gateway', type: 'commonjs' }));
-    mkdirSync(join(dir, 'plugins'));
-    writeFileSync(join(dir, 'plugins/my-policy.js'), "import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({});\n");
-    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
-    const err = await gateway.compile(text).then(
-      () => assert.fail('expected the plugin to be refused'),
-      (e: unknown) => e as PluginRegistryError,
-    );
-    await gateway.stop();
-    assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+    const err = await commonJsRefusal('my-policy.js', "import { definePolicy } from 'switchyard/sdk';\nexport default definePolicy({});\n");
     assert.match(err.message, /^plugin module `\.\/plugins\/my-policy\.js` failed to load: Cannot use import statement outside a module/);
     assert.match(err.message, /a plugin is an ES module: name the file `\.mjs`, or set "type": "module" in the package\.json nearest to it/);
   });
@@ -113,20 +103,26 @@ describe('third-party plugins: loading errors', () => {
   // A TypeScript file beside the config (Node strips its types outside node_modules) is read as CommonJS there too:
   // the way out is `.mts`, not the `.mjs` the hint named (renaming it so, types and all, is a syntax error).
   it('a TypeScript plugin file there is told `.mts`', async () => {
-    const { file, dir, text } = configWith(['./plugins/my-guard.ts']);
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'my-gateway', type: 'commonjs' }));
-    mkdirSync(join(dir, 'plugins'));
-    writeFileSync(join(dir, 'plugins/my-guard.ts'), "import { definePolicy } from 'switchyard/sdk';\nconst n: number = 1;\nexport default definePolicy({ n });\n");
-    const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
-    const err = await gateway.compile(text).then(
-      () => assert.fail('expected the plugin to be refused'),
-      (e: unknown) => e as PluginRegistryError,
-    );
-    await gateway.stop();
-    assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+    const err = await commonJsRefusal('my-guard.ts', "import { definePolicy } from 'switchyard/sdk';\nconst n: number = 1;\nexport default definePolicy({ n });\n");
     assert.match(err.message, /a plugin is an ES module: name the file `\.mts`, or set "type": "module" in the package\.json nearest to it/);
   });
 });
+
+/** What loading `./plugins/<name>` (holding `source`) refuses in a folder whose package.json says `type: commonjs`. */
+async function commonJsRefusal(name: string, source: string): Promise<PluginRegistryError> {
+  const { file, dir, text } = configWith([`./plugins/${name}`]);
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'my-gateway', type: 'commonjs' }));
+  mkdirSync(join(dir, 'plugins'));
+  writeFileSync(join(dir, 'plugins', name), source);
+  const gateway = createGateway({ preset: fullPreset, knownKeys: FIRST_PARTY_KEYS, config: { file }, watch: false, env: {} }, new LogSink(() => undefined));
+  const err = await gateway.compile(text).then(
+    () => assert.fail('expected the plugin to be refused'),
+    (e: unknown) => e as PluginRegistryError,
+  );
+  await gateway.stop();
+  assert.equal(err.code, 'SWY_ERR_PLUGIN_LOAD');
+  return err;
+}
 
 /**
  * Compile a config (in a fresh folder whose package.json names the app `acme-gateway@3.0.0`) loading the plugin file

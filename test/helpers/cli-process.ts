@@ -25,6 +25,17 @@ export function runCommand(file: string, args: readonly string[], options: { cwd
   });
 }
 
+/** Run a command, read one chunk of its stdout, then close the pipe (as `cmd | head` does): its exit code and stderr. */
+export async function runClosingStdoutEarly(file: string, args: readonly string[]): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+  child.stdout.destroy();
+  return { code: await code, stderr };
+}
+
 export interface RunningCli {
   readonly child: ChildProcess;
   /** stdout and stderr so far. */

@@ -83,38 +83,42 @@ describe('switchyard keys: an admin address nobody answers on names where it cam
   });
 
   it('the default address says it is the default and how to name the gateway\'s; an empty ADMIN_ADDR is unset', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keys-cli-addr-'));
-    const saved = process.env.ADMIN_ADDR;
-    try {
-      const file = join(dir, 'gw.yaml');
-      writeFileSync(file, 'binds: []\n');
-      process.env.ADMIN_ADDR = ''; // set to nothing in a shell profile: no address, as for ADMIN_API_KEY
+    await withConfigFile('binds: []\n', { ADMIN_ADDR: '' }, async (file) => {
+      // ADMIN_ADDR set to nothing in a shell profile: no address, as for ADMIN_API_KEY.
       assert.deepEqual(await adminBase({}), { base: 'http://127.0.0.1:15000', from: 'the default; name the gateway\'s with --admin ADDR, ADMIN_ADDR or -f FILE' });
       assert.deepEqual(await adminBase({ file }), { base: 'http://127.0.0.1:15000', from: `the default: ${file} sets no adminAddr; name the gateway's with --admin ADDR or ADMIN_ADDR` });
-    } finally {
-      if (saved === undefined) delete process.env.ADMIN_ADDR;
-      else process.env.ADMIN_ADDR = saved;
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   // `${VAR}` is expanded in every config value (README), adminAddr too: `-f` read it unexpanded ("Invalid URL").
   it('-f FILE expands `${VAR}` in adminAddr as the gateway does; an unset one is named', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'keys-cli-addr-'));
-    const saved = process.env.SY_KEYS_TEST_ADMIN;
-    try {
-      const file = join(dir, 'gw.yaml');
-      writeFileSync(file, 'config:\n  adminAddr: ${SY_KEYS_TEST_ADMIN:-127.0.0.1:15999}\n');
-      delete process.env.SY_KEYS_TEST_ADMIN;
+    await withConfigFile('config:\n  adminAddr: ${SY_KEYS_TEST_ADMIN:-127.0.0.1:15999}\n', { SY_KEYS_TEST_ADMIN: undefined }, async (file) => {
       assert.equal((await adminBase({ file })).base, 'http://127.0.0.1:15999');
       process.env.SY_KEYS_TEST_ADMIN = '127.0.0.1:16001';
       assert.equal((await adminBase({ file })).base, 'http://127.0.0.1:16001');
       writeFileSync(file, 'config:\n  adminAddr: ${SY_KEYS_TEST_UNSET_VAR}\n');
       await assert.rejects(adminBase({ file }), /SY_KEYS_TEST_UNSET_VAR/);
-    } finally {
-      if (saved === undefined) delete process.env.SY_KEYS_TEST_ADMIN;
-      else process.env.SY_KEYS_TEST_ADMIN = saved;
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
+
+/** Run `fn` with a config file holding `text` and these variables set (undefined: unset); both put back after. */
+async function withConfigFile(text: string, env: Record<string, string | undefined>, fn: (file: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'keys-cli-addr-'));
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  const put = (values: Record<string, string | undefined>): void => {
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+  try {
+    const file = join(dir, 'gw.yaml');
+    writeFileSync(file, text);
+    put(env);
+    await fn(file);
+  } finally {
+    put(saved);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,10 +1,9 @@
 // `switchyard keys` reads the admin address's answers with a cap (docs/security.md "Bounded reads of what a peer
 // sends"): an address that answers without end is an error, not a CLI that grows until it runs out of memory.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { childEnv } from '../helpers/cli-process.ts';
+import { runClosingStdoutEarly } from '../helpers/cli-process.ts';
 import { keysMain } from '../../kernel/boot/keys-cli.ts';
 import { startUpstream } from '../helpers/upstream.ts';
 import type { TestUpstream } from '../helpers/upstream.ts';
@@ -81,13 +80,8 @@ describe('switchyard keys: output to a reader that stops early', () => {
 
   it('`keys list | head -1` ends quietly with 0', async () => {
     const bin = fileURLToPath(new URL('../../bin/switchyard.js', import.meta.url));
-    const child = spawn(process.execPath, [bin, 'keys', 'list', '--admin', `127.0.0.1:${many.port}`], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
-    child.stdout.destroy();
-    assert.equal(await code, 0, stderr);
+    const { code, stderr } = await runClosingStdoutEarly(process.execPath, [bin, 'keys', 'list', '--admin', `127.0.0.1:${many.port}`]);
+    assert.equal(code, 0, stderr);
     assert.equal(stderr, '');
   });
 });
