@@ -134,7 +134,14 @@ export async function adminBase(args: Pick<KeysArgs, 'admin' | 'file'>): Promise
   return { base: `http://${addr.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^\[::\]:/, '127.0.0.1:')}`, from };
 }
 
-function call({ base, from }: Admin, key: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+  /** The address asked for a user and password (`adminUi.basicAuth`), which this command cannot send. */
+  basic?: boolean;
+}
+
+function call({ base, from }: Admin, key: string | undefined, method: string, path: string, body?: unknown): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     // node:https only for an https address (TLS in front of the admin address): a plain one does not load TLS.
@@ -145,7 +152,7 @@ function call({ base, from }: Admin, key: string | undefined, method: string, pa
       readCappedText(res, ADMIN_ANSWER_LIMIT).then(
         (text) => {
           try {
-            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown> });
+            resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown>, basic: /^basic\b/i.test(res.headers['www-authenticate'] ?? '') });
           } catch {
             reject(new Error(res.statusCode === 404 ? 'the gateway serves no /keys endpoint: is a `virtualKeys` policy configured?' : `unexpected answer ${res.statusCode}: ${text.slice(0, 200)}`));
           }
@@ -178,7 +185,7 @@ const budgetText = (b: Record<string, unknown>): string => {
  * Every key: `GET /keys` page after page (ADR 0172), as one answer `{keys, total}`. A gateway from before pages
  * answers all keys at once without `next`, which ends the loop as well.
  */
-async function listAll(admin: Admin, adminKey: string | undefined, team: string | undefined): Promise<{ status: number; body: Record<string, unknown> }> {
+async function listAll(admin: Admin, adminKey: string | undefined, team: string | undefined): Promise<Answer> {
   const keys: unknown[] = [];
   let cursor: string | undefined;
   for (;;) {
@@ -218,7 +225,7 @@ export async function keysMain(argv: readonly string[], out: (s: string) => void
     if (answer.status === 401) {
       err(
         adminKey === undefined
-          ? `switchyard: the admin address ${base} needs credentials: set ADMIN_API_KEY (or --admin-key) to its config.adminUi.apiKey\n`
+          ? `switchyard: the admin address ${base} needs credentials: set ADMIN_API_KEY (or --admin-key) to its config.adminUi.apiKey${answer.basic ? " (this command cannot send basicAuth's user and password: a config with basicAuth alone needs an apiKey too)" : ''}\n`
           : `switchyard: the admin address ${base} refused the admin key (401): check ADMIN_API_KEY or --admin-key against config.adminUi.apiKey\n`,
       );
       return 1;

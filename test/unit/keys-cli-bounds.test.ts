@@ -85,3 +85,30 @@ describe('switchyard keys: output to a reader that stops early', () => {
     assert.equal(stderr, '');
   });
 });
+
+// An admin address guarded by `adminUi.basicAuth` alone asks for a user and password (a Basic challenge), which this
+// command cannot send: "set ADMIN_API_KEY to its config.adminUi.apiKey" named a key such a config does not have.
+describe('switchyard keys: an admin address asking for basicAuth', () => {
+  let basic: TestUpstream;
+  before(async () => {
+    basic = await startUpstream((_req, res) => {
+      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Basic realm="switchyard admin", charset="UTF-8"' });
+      res.end('{"error":{"message":"unauthorized"}}');
+    });
+  });
+  after(async () => {
+    await basic?.close();
+  });
+
+  it('says the command sends an apiKey only, and that one is to be added beside basicAuth', async () => {
+    const err: string[] = [];
+    const saved = process.env.ADMIN_API_KEY;
+    delete process.env.ADMIN_API_KEY;
+    try {
+      assert.equal(await keysMain(['list', '--admin', `127.0.0.1:${basic.port}`], () => undefined, (s) => err.push(s)), 1);
+    } finally {
+      if (saved !== undefined) process.env.ADMIN_API_KEY = saved;
+    }
+    assert.match(err.join(''), /needs credentials: set ADMIN_API_KEY \(or --admin-key\) to its config\.adminUi\.apiKey \(this command cannot send basicAuth's user and password: a config with basicAuth alone needs an apiKey too\)/);
+  });
+});
