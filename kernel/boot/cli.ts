@@ -119,8 +119,9 @@ export async function main(argv: readonly string[], dist: Distribution): Promise
     // The commands other than serving load their modules when run (a start does not pay for them).
     endQuietlyOnClosedPipe(); // `switchyard keys list | head`
     const { KEYS_USAGE, keysMain } = await import('./keys-cli.ts');
-    // Without a command it is a usage error (stderr, exit 2), said by keysMain as for any other.
-    if (argv[1] === '--help' || argv[1] === '-h') {
+    // Without a command it is a usage error (stderr, exit 2), said by keysMain as for any other; help asked for
+    // anywhere (`keys create --help`) is help, not an unknown argument.
+    if (argv.slice(1).some((a) => a === '--help' || a === '-h')) {
       process.stdout.write(KEYS_USAGE);
       return 0;
     }

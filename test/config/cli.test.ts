@@ -186,6 +186,16 @@ describe('CLI: flags', () => {
     assert.equal(help.stderr, '');
   });
 
+  // `switchyard keys create --help` answered "unknown argument `--help`", exit 2: asking for help is not an error.
+  it('`keys COMMAND --help` (and -h) prints the keys usage on stdout, exit 0, sending nothing', async () => {
+    for (const args of [['keys', 'create', '--help'], ['keys', 'show', '-h'], ['keys', 'list', '--team', 't', '--help']]) {
+      const r = await cli(args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stdout, /^Usage: switchyard keys COMMAND/);
+      assert.equal(r.stderr, '');
+    }
+  });
+
   it('`keys --help` names every command `keys` takes (`usage`, which docs/llm-economics.md names, was missing)', async () => {
     const help = await cli(['keys', '--help']);
     for (const command of ['list', 'create', 'show', 'usage', 'rotate', 'revoke']) {
