@@ -215,8 +215,13 @@ describe('an openapi target whose document says where its credential goes (secur
           cookie: { type: 'apiKey', in: 'cookie', name: 'sid' },
           basic: { type: 'http', scheme: 'basic' },
           bearer: { type: 'http', scheme: 'bearer' },
+          // A scheme given by `$ref` (to another scheme, or to a scheme kept elsewhere in the document) is followed.
+          byRef: { $ref: '#/components/securitySchemes/query' },
+          byTwoRefs: { $ref: '#/components/securitySchemes/byRef' },
+          elsewhere: { $ref: '#/x-schemes/cookieKey' },
         },
       },
+      'x-schemes': { cookieKey: { type: 'apiKey', in: 'cookie', name: 'ck' } },
       paths: {
         '/inherited': op('inherited'),
         '/query': op('query', [{ query: [] }, {}]),
@@ -225,6 +230,10 @@ describe('an openapi target whose document says where its credential goes (secur
         '/either': op('either', [{ query: [] }, { header: [] }]),
         '/both': op('both', [{ query: [], header: [] }]),
         '/bearer': op('bearer', [{ bearer: [] }]),
+        '/ref': op('ref', [{ byRef: [] }]),
+        '/tworefs': op('tworefs', [{ byTwoRefs: [] }]),
+        '/elsewhere': op('elsewhere', [{ elsewhere: [] }]),
+        '/refandquery': op('refandquery', [{ byRef: [] }, { query: [] }]),
       },
     };
     const K = 'sk-scheme-81b';
@@ -243,6 +252,10 @@ describe('an openapi target whose document says where its credential goes (secur
         assert.equal((await sent('a_cookie')).headers.cookie, `sid=${K}`);
         assert.equal((await sent('b_basic')).headers.authorization, 'Basic dXNlcjpwdw==');
         assert.equal((await sent('a_bearer')).headers.authorization, `Bearer ${K}`);
+        assert.equal((await sent('a_ref')).url, `/ref?key=${K}`, 'a `$ref` scheme is followed');
+        assert.equal((await sent('a_tworefs')).url, `/tworefs?key=${K}`);
+        assert.equal((await sent('a_elsewhere')).headers.cookie, `ck=${K}`);
+        assert.equal((await sent('a_refandquery')).url, `/refandquery?key=${K}`, 'a `$ref` and its target agree');
         // Ambiguous: two places, or two schemes at once: Authorization, as without a document.
         got = await sent('a_either');
         assert.deepEqual([got.url, got.headers.authorization, got.headers['x-token']], ['/either', `Bearer ${K}`, undefined]);
