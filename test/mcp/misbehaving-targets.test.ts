@@ -67,7 +67,11 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         return json({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } } }, { 'mcp-session-id': sid });
       }
       const path = req.url!;
-      if (path === '/wrongid') return json({ jsonrpc: '2.0', id: 'nope', result: { tools: [] } });
+      if (path === '/wrongid') return json({ jsonrpc: '2.0', id: 'nope', result: { tools: [], leak: 'TARGET-BYTES-1' } });
+      if (path === '/notjson' && m.method === 'tools/call') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end('<html>TARGET-BYTES-2 an error page</html>');
+      }
       if (path === '/nullid') return json({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'oops' } });
       if (path === '/notools') return json({ jsonrpc: '2.0', id: m.id, result: { foo: 1 } });
       if (path === '/sseerr' && m.method === 'tools/call') {
@@ -108,7 +112,7 @@ describe('mcp: targets that break the protocol', () => {
     const target = (name: string, path: string) => ({ name, mcp: { host: `http://127.0.0.1:${bad.port}${path}` } });
     gw = await startMcpGateway({
       targets: [
-        ...['wrongid', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid', 'huge', 'hugesse'].map((name) => target(name, `/${name}`)),
+        ...['wrongid', 'notjson', 'nullid', 'badtools', 'notools', 'sseerr', 'sseflood', 'deep', 'longsid', 'spacesid', 'huge', 'hugesse'].map((name) => target(name, `/${name}`)),
         { name: 'deepstdio', stdio: { cmd: NODE, args: ['-e', DEEP_STDIO] } },
         { name: 'good', stdio: { cmd: NODE, args: [FIXTURE] } },
       ],
@@ -138,6 +142,22 @@ describe('mcp: targets that break the protocol', () => {
       await client.close();
     }
   });
+
+  it("a target's protocol violation reaches the client as a fixed message; its bytes are in the log only", () =>
+    withClient(gw, async (client) => {
+      for (const [name, leak, message] of [
+        ['wrongid', 'TARGET-BYTES-1', /did not answer the request \(its JSON answer carried no response with that id\)/],
+        ['notjson', 'TARGET-BYTES-2', /answered with a body that is not JSON/],
+      ] as const) {
+        const err = await client.callTool({ name: `${name}_x`, arguments: {} }, undefined, { timeout: 10_000 }).then(
+          () => assert.fail(`${name}: an error expected`),
+          (e: Error) => e,
+        );
+        assert.match(err.message, message, name);
+        assert.ok(!err.message.includes(leak), `${name}: ${err.message}`);
+        assert.ok(gw.logs.some((l) => l.includes(leak) && l.includes(`"target":"${name}"`)), `${name}: the excerpt is logged`);
+      }
+    }));
 
   it("one target's malformed list items are left out: the merged list still parses, with every good tool", async () => {
     const { client, transport } = await connectClient(gw.mcpUrl);

@@ -131,7 +131,11 @@ export class StreamableUpstream implements McpUpstream {
         this.deliver(answer);
         // A JSON body is the whole answer to this request: one without it (another id, `id: null`) would leave the
         // request waiting past every deadline (its answer's headers had come), holding a place of the session's.
-        if (!answers(answer, m.id!)) this.unanswered(m.id!, `the target's JSON answer carried no response with id ${JSON.stringify(m.id)}: ${JSON.stringify(answer)?.slice(0, ERROR_EXCERPT)}`);
+        if (!answers(answer, m.id!)) {
+          // The target's bytes go to the log only: an error message reaches the client (and its model) as it is.
+          this.onerror?.(new McpProtocolViolation(`the target's JSON answer carried no response with id ${JSON.stringify(m.id)}: ${JSON.stringify(answer)?.slice(0, ERROR_EXCERPT)}`));
+          this.unanswered(m.id!, 'its JSON answer carried no response with that id');
+        }
         return;
       }
       discard(res.body, true);
@@ -159,7 +163,8 @@ export class StreamableUpstream implements McpUpstream {
     try {
       return JSON.parse(text);
     } catch {
-      throw new Error(`the target answered with a body that is not JSON: ${text.slice(0, ERROR_EXCERPT)}`);
+      this.onerror?.(new McpProtocolViolation(`the target answered with a body that is not JSON: ${text.slice(0, ERROR_EXCERPT)}`));
+      throw new Error('the target answered with a body that is not JSON');
     }
   }
 
