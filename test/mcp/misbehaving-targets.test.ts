@@ -13,8 +13,10 @@ import { FIXTURE, NODE, connectClient, startMcpGateway, waitFor } from './harnes
 import type { McpGateway } from './harness.ts';
 
 const DEPTH = 100_000;
-/** A tool name MCP allows (61 characters) that is over the 64 LLM APIs take once prefixed with `badtools_`. */
+/** A tool name MCP allows (61 characters) that is over the 64 LLM APIs take once prefixed with `badtools_`: shortened. */
 const LONG_TOOL = `get${'_thing'.repeat(9)}_now`;
+/** A tool name MCP allows with a character LLM APIs refuse: listed as it is, with a warning. */
+const DOTTED_TOOL = 'files.list';
 /** A tools/call answer whose structuredContent nests DEPTH arrays (valid JSON, 200 KB). */
 function deepAnswer(id: number | string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"x":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}}}`;
@@ -95,7 +97,7 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         return void res.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text: 'after the flood' }] } })}\n\n`);
       }
       if (path === '/badtools' && m.method === 'tools/list') {
-        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }, { name: LONG_TOOL, inputSchema: { type: 'object' } }] } });
+        return json({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'ok', inputSchema: { type: 'object' } }, 'str', null, { noname: 1 }, { name: 42 }, { name: 'noschema' }, { name: LONG_TOOL, inputSchema: { type: 'object' } }, { name: DOTTED_TOOL, inputSchema: { type: 'object' } }] } });
       }
       json({ jsonrpc: '2.0', id: m.id, result: {} });
     });
@@ -174,15 +176,17 @@ describe('mcp: targets that break the protocol', () => {
     }
   });
 
-  it('tools whose prefixed names LLM APIs refuse are listed, and one warn line per target says which (ADR 0143)', async () => {
+  it('a prefixed name past 64 is shortened (ADR 0182); one with characters LLM APIs refuse is listed, and one warn line per target says which (ADR 0143)', async () => {
     await withClient(gw, async (client) => {
       const names = (await client.listTools()).tools.map((t) => t.name);
-      assert.ok(names.includes(`badtools_${LONG_TOOL}`), names.join(','));
+      assert.ok(!names.includes(`badtools_${LONG_TOOL}`), names.join(','));
+      assert.ok(names.some((n) => n.length === 64 && n.startsWith(`badtools_${LONG_TOOL.slice(0, 46)}-`)), names.join(','));
+      assert.ok(names.includes(`badtools_${DOTTED_TOOL}`), names.join(','));
       await client.listTools();
     });
     const warned = gw.logs.filter((l) => l.includes('lists tools whose names LLM APIs refuse once prefixed'));
     assert.equal(warned.length, 1, warned.join('\n'));
-    assert.ok(warned[0]!.includes('"target":"badtools"') && warned[0]!.includes('"count":1') && warned[0]!.includes(`badtools_${LONG_TOOL}`), warned[0]);
+    assert.ok(warned[0]!.includes('"target":"badtools"') && warned[0]!.includes('"count":1') && warned[0]!.includes(`badtools_${DOTTED_TOOL}`), warned[0]);
   });
 
   it('an event that is not JSON is dropped with a warn line naming the target; the answer after it still arrives', async () => {
