@@ -58,6 +58,29 @@ describe('parseDocument', () => {
     assert.throws(() => parseDocument(bomb.join('\n'), 'bomb.yaml'), /neither valid JSON nor valid YAML: .*[Aa]lias/);
   });
 
+  it('text with `${`, `*word`, `&word` or `!` in its descriptions takes the fast parse too (a document is data: nothing is expanded); an alias or a tag still takes the bounded one (ADR 0182)', () => {
+    const lines = ['openapi: 3.1.0', 'paths:'];
+    for (let i = 0; i < 4_000; i++) {
+      lines.push(`  /items${i}/{id}:`, '    get:', `      operationId: get${i}`, `      description: Returns the *current* item for \${id} &more, or 404 !important`, "      responses: {'200': {description: ok}}");
+    }
+    const text = lines.join('\n');
+    const timed = (parse: () => unknown): number => {
+      const started = performance.now();
+      parse();
+      return performance.now() - started;
+    };
+    const slow = timed(() => withYamlParser(({ parse }) => parse(text, { uniqueKeys: false })));
+    const fast = timed(() => parseDocument(text, 'big.yaml'));
+    assert.ok(fast < slow / 2, `parseDocument ${Math.round(fast)} ms, yaml's parse ${Math.round(slow)} ms`);
+    const expected = withYamlParser(({ parse }) => parse(text, { uniqueKeys: false })) as OpenApiDocument;
+    assert.deepEqual(parseDocument(text, 'big.yaml'), expected);
+    assert.equal((expected.paths!['/items0/{id}'] as { get: { description: string } }).get.description, 'Returns the *current* item for ${id} &more, or 404 !important');
+    // Anchors and aliases, tags, merge keys: the same values as the bounded parse gives.
+    for (const yaml of ['openapi: 3.0.3\na: &x {k: 1}\nb: *x\n', 'openapi: 3.0.3\na: !!str 12\n', 'openapi: 3.0.3\na: {k: 1}\nb: {<<: {m: 2}, k: 3}\n']) {
+      assert.deepEqual(parseDocument(yaml, 'a.yaml'), withYamlParser(({ parse }) => parse(yaml, { uniqueKeys: false, maxAliasCount: 1000 })), yaml);
+    }
+  });
+
   it('refuses broken text, Swagger 2.0 and non-OpenAPI documents with the label in the message', () => {
     assert.throws(() => parseDocument('{"openapi": ', '`a.json`'), /^Error: the OpenAPI document `a.json` is not valid JSON: /);
     // The text is never quoted (a file named by mistake may hold a secret).
