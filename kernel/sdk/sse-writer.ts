@@ -90,6 +90,26 @@ export class SseWriter {
     return !this.closed && this.stream.writable;
   }
 
+  /**
+   * Whether what was written waits for the client past the stream's high-water mark: a producer that can wait (an
+   * upstream stream serving this response alone) stops reading until `whenDrained`.
+   */
+  get backlogged(): boolean {
+    return this.open && this.stream.writableNeedDrain;
+  }
+
+  /** Run `callback` once, when the backlog was taken by the client or the stream closed (at once when neither waits). */
+  whenDrained(callback: () => void): void {
+    if (!this.backlogged) return callback();
+    const done = (): void => {
+      this.stream.off('drain', done);
+      this.stream.off('close', done);
+      callback();
+    };
+    this.stream.on('drain', done);
+    this.stream.on('close', done);
+  }
+
   /** Write one event; false when the stream is closed (or was just closed for a slow client). */
   send(init: SseEventInit): boolean {
     return this.write(formatSseEvent(init));

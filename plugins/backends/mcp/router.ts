@@ -97,7 +97,7 @@ export async function forward(s: McpSession, call: Call, conn: TargetConn, param
   }
   // (Un)subscribe answers at once: its response waits for it, so the re-sealed session id can go in its headers.
   if (subscribing && s.kind === 'streamable') call.responder.hold?.();
-  const answer = await conn.request(call.method, params, sent(call, conn), call.requestId);
+  const answer = await conn.request(call.method, params, sent(call, conn), call.requestId, call);
   if (subscribing && !answer.error && typeof params?.uri === 'string') noteSubscription(s, call, conn, params.uri);
   onAnswer?.(answer);
   relay(s, call, conn, answer);
