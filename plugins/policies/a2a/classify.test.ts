@@ -16,18 +16,11 @@ it('recognises both well-known card paths, under any prefix', () => {
 it('recognises the card path however an agent\'s server may read it: escapes, repeated slashes, `;` parameters, trailing dots (ADR 0182)', () => {
   // Servers that decode the path (uvicorn), merge slashes (Tomcat, with `mergeSlashes: false` at the gateway), drop
   // `;` parameters (Tomcat, Jetty) or trailing dots (IIS) serve the card for these too: it must be rewritten.
-  assert.equal(agentCardBase('/x/%2Ewell-known/agent-card%2ejson'), '/x');
-  assert.equal(agentCardBase('/x/.well-known/agent%2Dcard.json'), '/x');
-  assert.equal(agentCardBase('/x//.well-known//agent-card.json'), '/x');
+  const card = ['/x/%2Ewell-known/agent-card%2ejson', '/x/.well-known/agent%2Dcard.json', '/x//.well-known//agent-card.json', '/x/.well-known/agent-card.json;v=1', '/x/.well-known;a=b/agent.json', '/x/.well-known/agent-card.json.', '/x/.well-known/agent-card.json./'];
+  for (const path of card) assert.equal(agentCardBase(path), '/x', path);
   assert.equal(agentCardBase('//.well-known/agent-card.json'), '');
-  assert.equal(agentCardBase('/x/.well-known/agent-card.json;v=1'), '/x');
-  assert.equal(agentCardBase('/x/.well-known;a=b/agent.json'), '/x');
-  assert.equal(agentCardBase('/x/.well-known/agent-card.json.'), '/x');
-  assert.equal(agentCardBase('/x/.well-known/agent-card.json./'), '/x');
   // Still only the card.
-  assert.equal(agentCardBase('/x/.well-known/agent-card.jsonx'), undefined);
-  assert.equal(agentCardBase('/x/.well-known/agent-card%2Fjson'), undefined);
-  assert.equal(agentCardBase('/x/well-known/agent-card.json'), undefined);
+  for (const path of ['/x/.well-known/agent-card.jsonx', '/x/.well-known/agent-card%2Fjson', '/x/well-known/agent-card.json']) assert.equal(agentCardBase(path), undefined, path);
 });
 
 it('maps HTTP+JSON (REST) requests to the canonical A2A method names', () => {
