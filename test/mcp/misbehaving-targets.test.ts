@@ -17,6 +17,8 @@ const DEPTH = 100_000;
 const LONG_TOOL = `get${'_thing'.repeat(9)}_now`;
 /** A tool name MCP allows with a character LLM APIs refuse: listed as it is, with a warning. */
 const DOTTED_TOOL = 'files.list';
+/** `tools/list` requests the `badtools` target received. */
+let badtoolsLists = 0;
 /** A tools/call answer whose structuredContent nests DEPTH arrays (valid JSON, 200 KB). */
 function deepAnswer(id: number | string): string {
   return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[],"structuredContent":{"x":${'['.repeat(DEPTH)}${']'.repeat(DEPTH)}}}}`;
@@ -69,6 +71,7 @@ async function standIn(): Promise<{ server: Server; port: number }> {
         return json({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } } }, { 'mcp-session-id': sid });
       }
       const path = req.url!;
+      if (path === '/badtools' && m.method === 'tools/list') badtoolsLists++;
       if (path === '/wrongid') return json({ jsonrpc: '2.0', id: 'nope', result: { tools: [], leak: 'TARGET-BYTES-1' } });
       if (path === '/notjson' && m.method === 'tools/call') {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -183,6 +186,12 @@ describe('mcp: targets that break the protocol', () => {
       assert.ok(names.some((n) => n.length === 64 && n.startsWith(`badtools_${LONG_TOOL.slice(0, 46)}-`)), names.join(','));
       assert.ok(names.includes(`badtools_${DOTTED_TOOL}`), names.join(','));
       await client.listTools();
+      // Made-up names of the shortened shape list the target's tools again at most every 10 s, not once per call.
+      const lists = badtoolsLists;
+      for (const hash of ['0000000a', '0000000b', '0000000c']) {
+        await client.callTool({ name: `badtools_${'z'.repeat(46)}-${hash}`, arguments: {} }).catch(() => undefined);
+      }
+      assert.ok(badtoolsLists - lists <= 1, `${badtoolsLists - lists} lists for 3 calls`);
     });
     const warned = gw.logs.filter((l) => l.includes('lists tools whose names LLM APIs refuse once prefixed'));
     assert.equal(warned.length, 1, warned.join('\n'));

@@ -209,7 +209,7 @@ function fittedTool(conn: TargetConn, name: string): string {
  */
 export async function shortenedTool(s: McpSession, call: Call, conn: TargetConn, shortened: string): Promise<string | undefined> {
   const known = conn.target.names.shortened.get(shortened);
-  if (known !== undefined) return known;
+  if (known !== undefined || !conn.target.names.shortened.relistDue()) return known;
   for (const item of await pages(s, call, conn, {}, 'tools', 'tools/list')) fittedTool(conn, item.name as string);
   return conn.target.names.shortened.get(shortened);
 }

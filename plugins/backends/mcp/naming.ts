@@ -55,16 +55,29 @@ export function fittedToolName(target: string, name: string): string {
 /** Whether `rest`, the part of a client's tool name after `<target>_`, has the shape of a shortened name. */
 export const mayBeShortened = (target: string, rest: string): boolean => target.length + NAME_SEPARATOR.length + rest.length === LLM_TOOL_NAME_MAX && SHORTENED_END.test(rest);
 
+/** How often a call of a shortened name this process has not seen may list the target's tools again to find it. */
+const RELIST_EVERY_MS = 10_000;
+
 /**
  * The target's tool names a shortened name stands for (the part after `<target>_` of each), learnt from its lists.
- * Bounded: past `max` it starts again, and a call that misses lists the target's tools again.
+ * Bounded: past `max` it starts again, and a call that misses lists the target's tools again (at most every 10 s:
+ * made-up names of that shape must not each cost the target a full list).
  */
 export class ShortenedNames {
   private readonly names = new Map<string, string>();
   private readonly max: number;
+  private relisted = -Infinity;
 
   constructor(max: number) {
     this.max = max;
+  }
+
+  /** Whether a missed name may list the target's tools now (and counts that it does). */
+  relistDue(): boolean {
+    const now = performance.now();
+    if (now - this.relisted < RELIST_EVERY_MS) return false;
+    this.relisted = now;
+    return true;
   }
 
   note(shortened: string, name: string): void {
