@@ -6,21 +6,26 @@ const CARD_FILES: ReadonlySet<string> = new Set(['agent-card.json', 'agent.json'
 const WELL_KNOWN = '.well-known';
 
 /**
- * A path segment as an agent's server may read it: unreserved escapes decoded (`%2e` is `.`; uvicorn decodes the
- * path), `;` parameters dropped (Tomcat, Jetty), without case (Express). Undefined for a segment the card cannot be
- * (an escape that is not unreserved, `%2F` among them).
+ * A path segment with its unreserved escapes decoded (`%2e` is `.`), as the gateway reads the path it routes: the
+ * client's own spelling (`originalUrl`) may still have them. Other escapes stay, their hex in upper case.
+ */
+export function plainSegment(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  return segment.replace(/%([0-9a-fA-F]{2})/g, (_escape, hex: string) => {
+    const c = String.fromCharCode(parseInt(hex, 16));
+    return /[A-Za-z0-9._~-]/.test(c) ? c : `%${hex.toUpperCase()}`;
+  });
+}
+
+/**
+ * A path segment as an agent's server may read it: unreserved escapes decoded (uvicorn decodes the path), `;`
+ * parameters dropped (Tomcat, Jetty), without case (Express). Undefined for a segment the card cannot be (an escape
+ * that is not unreserved, `%2F` among them).
  */
 function cardSegment(segment: string): string | undefined {
   const semi = segment.indexOf(';');
-  let s = (semi === -1 ? segment : segment.slice(0, semi)).toLowerCase();
-  if (s.includes('%')) {
-    s = s.replace(/%([0-9a-f]{2})/g, (escape, hex: string) => {
-      const c = String.fromCharCode(parseInt(hex, 16));
-      return /[a-z0-9._~-]/i.test(c) ? c.toLowerCase() : escape;
-    });
-    if (s.includes('%')) return undefined;
-  }
-  return s;
+  const s = plainSegment(semi === -1 ? segment : segment.slice(0, semi)).toLowerCase();
+  return s.includes('%') ? undefined : s;
 }
 
 /**
