@@ -2,7 +2,7 @@
 // answers passed through (usage read on the way) or translated and guarded.
 import { Readable } from 'node:stream';
 import { GatewayError, pipeWithTeardown, readCapped, replyHeader, tapCapped } from 'switchyard/sdk';
-import type { Exchange, Reply } from 'switchyard/sdk';
+import type { Exchange, Logger, Reply } from 'switchyard/sdk';
 import type { AiPolicyRuntime, LlmRouteType, LlmWireFormat } from '../../lib/llm/contract.ts';
 import { responseDecoder } from '../../lib/llm/body.ts';
 import { clientErrorBody, googleRetryAfter, llmResponseError, parseUpstreamError } from '../../lib/llm/errors.ts';
@@ -16,6 +16,7 @@ import type { Translation } from '../../lib/llm/formats/index.ts';
 import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { isUsageChunk } from '../../lib/llm/formats/completions.ts';
 import { guardStreamedReply } from './stream-guard.ts';
+import { asJsonArray } from '../../lib/llm/gemini/json-array.ts';
 
 /** Largest non-streamed response translated or guarded (read whole); larger ones fail with 502. */
 export const RESPONSE_LIMIT = 32 * 1024 * 1024;
@@ -44,6 +45,31 @@ export interface LlmRequest {
   readonly jsonArray: boolean;
   readonly call: LlmCall;
   readonly policy: AiPolicyRuntime | undefined;
+}
+
+/** The provider's answer in the client's terms (`respond`); a failure there is the call's, answered 502. */
+export function answerReply(ex: Exchange, reply: Reply, request: LlmRequest, log: Logger): Reply | Promise<Reply> {
+  const call = request.call;
+  if (reply.status >= 400) call.fail(String(reply.status));
+  else call.accepted();
+  const failed = (err: unknown): Reply => {
+    call.fail(err);
+    if (reply.body instanceof Readable && !reply.body.destroyed) reply.body.destroy();
+    if (err instanceof GatewayError) throw err;
+    // A deadline, not a bad answer: 504, as the kernel answers a silent upstream (undici's text is no message).
+    if ((err as { code?: unknown }).code === 'UND_ERR_BODY_TIMEOUT') {
+      return llmResponseError(504, 'the provider went silent longer than the stream idle timeout');
+    }
+    log.warn('failed to process an LLM response', { error: (err as Error).message });
+    return llmResponseError(502, (err as Error).message);
+  };
+  try {
+    const out = respond(ex, reply, request);
+    if (request.jsonArray) return out instanceof Promise ? out.then(asJsonArray, failed) : asJsonArray(out);
+    return out instanceof Promise ? out.then(undefined, failed) : out;
+  } catch (err) {
+    return failed(err);
+  }
 }
 
 /**
