@@ -130,8 +130,8 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
         if (captures) req.call.recordEvent(req.wireFormat, e);
       },
       onEnd: () => req.call.finish(),
-      // Capturing content needs every event parsed, not only those carrying usage.
-      observes: req.wireFormat.observes && !captures ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
+      // Capturing content, or a recorded span's finish reasons (ADR 0180), needs every event parsed, not only those carrying usage.
+      observes: req.wireFormat.observes && !captures && req.call.outcome === undefined ? (event: string | undefined, data: string) => req.wireFormat.observes!(event, data, req.call) : undefined,
       onSkipped: () => req.call.firstEvent(),
       // The output relayed so far: what a stream cut before its usage is charged (ADR 0150).
       onData: wireFormat.outputBytes ? (data: string) => req.call.addOutputBytes(wireFormat.outputBytes!(data)) : undefined,
@@ -169,7 +169,7 @@ export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Pr
   if (req.translation.identity && !guards) {
     reply.body = tapCapped(body!, USAGE_LIMIT, (bytes) => {
       try {
-        const parsed = bytes ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
+        const parsed = bytes ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent, req.call.outcome !== undefined) : undefined;
         if (parsed !== undefined) {
           observeResponse(req.wireFormat, parsed, req.call);
           if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);
@@ -250,7 +250,7 @@ function errorInAnswer(reply: Reply, req: LlmRequest, error: Obj, bytes: Buffer)
 function passWhole(reply: Reply, req: LlmRequest, bytes: Buffer): Reply {
   try {
     // As the tap in `respond`: beyond USAGE_LIMIT usage is not read.
-    const parsed = bytes.length <= USAGE_LIMIT ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent) : undefined;
+    const parsed = bytes.length <= USAGE_LIMIT ? answerToObserve(req.wireFormat, bytes, req.call.capturesContent, req.call.outcome !== undefined) : undefined;
     if (parsed !== undefined) {
       observeResponse(req.wireFormat, parsed, req.call);
       if (req.call.capturesContent) req.call.recordOutput(req.wireFormat, parsed);

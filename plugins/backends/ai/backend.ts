@@ -20,6 +20,7 @@ import { LlmCall } from '../../lib/llm/telemetry.ts';
 import { llmMetrics } from '../../lib/llm/llm-metrics.ts';
 import { formatOf, translationBetween } from '../../lib/llm/formats/index.ts';
 import { requestFields } from '../../lib/llm/request-fields.ts';
+import { requestAttributeMembers } from '../../lib/llm/request-attributes.ts';
 import { droppedFields, unhonouredFields, unhonouredMessage } from '../../lib/llm/unhonoured.ts';
 import { GOOGLE_QUERY_KEY, PROVIDER_KEY_HEADERS, queryKeyToHeader } from '../../lib/llm/provider-kit.ts';
 import { answerReply, RESPONSE_LIMIT } from './answer.ts';
@@ -292,6 +293,8 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
           const b = whole ? body : (JSON.parse(raw.toString('utf8')) as Obj);
           return { promptTokens: estimatePromptTokens(b), maxOutputTokens: maxOutputTokens(b) };
         };
+      // The sampling settings on a recorded span (ADR 0180): from the parsed body, else picked out of the client's bytes.
+      if (call.outcome) call.recordRequest(whole ? body : requestAttributeMembers(raw));
       // Content on the span only when the operator allows it (`tracing.captureMessageContent`).
       if (call.capturesContent) call.recordInput(clientFormat!, body);
       const request: LlmRequest = { client, clientFormat: clientFormat!, wire, wireFormat: wireFormat!, model, stream, translation: tr, omitUsageChunk, jsonArray, call, policy };

@@ -2,7 +2,7 @@ import { defineAttribute, llmCall } from 'switchyard/sdk';
 import type { Exchange, LlmCallInfo as SdkLlmCallInfo, PluginSpan, PluginSpans } from 'switchyard/sdk';
 import type { LlmWireFormat } from './contract.ts';
 import { inputMessages, outputMessages, StreamContent } from './content.ts';
-import type { LlmFormat } from './formats/format.ts';
+import type { LlmFormat, OutcomeSink } from './formats/format.ts';
 import type { LlmEvent } from './events.ts';
 import type { Obj } from './json.ts';
 import { callCost } from './prices.ts';
@@ -15,12 +15,17 @@ import { callSeries, genAiProviderName } from './llm-metrics.ts';
 import type { CallSeries, LlmMetrics } from './llm-metrics.ts';
 import type { LlmUsage } from './usage.ts';
 import { celView, viewUsage } from './call-view.ts';
+import { genAiRequestAttributes } from './request-attributes.ts';
 import type { CelView } from './call-view.ts';
 
 /** What the `ai` backend learned about one LLM call (the SDK's `llmCall` attribute, with the full usage). */
 export interface LlmCallInfo extends SdkLlmCallInfo {
   readonly usage: LlmUsage;
 }
+
+/** An answer's id and reasons are the provider's strings: cut, and the reasons counted (a body sizes no span, ADR 0171). */
+const MAX_OUTCOME_LENGTH = 256;
+const MAX_FINISH_REASONS = 16;
 
 /** The SDK's `llmCall`: set on every LLM request, for policies that act after the response (token rate limits). */
 export const LLM_CALL = llmCall;
@@ -41,7 +46,7 @@ export type PriceOf = (model: string) => ModelPrice | undefined;
  * reported), `llm.cost` (USD, when the model is priced), written as soon as each is known so a stream cut short still
  * logs what arrived.
  */
-export class LlmCall implements LlmCallInfo {
+export class LlmCall implements LlmCallInfo, OutcomeSink {
   readonly provider: string;
   readonly requestModel: string | undefined;
   responseModel: string | undefined = undefined;
@@ -80,6 +85,10 @@ export class LlmCall implements LlmCallInfo {
   private streamContent: StreamContent | undefined = undefined;
   /** What CEL sees as `llm` (the access log's `fields.add` evaluates it at the end of the request). */
   private readonly view: CelView;
+  /** Where the answer's id and finish reasons go: the call itself when its span records, else nothing reads them. */
+  readonly outcome: OutcomeSink | undefined;
+  private responseId: string | undefined = undefined;
+  private finishReasons: string[] | undefined = undefined;
 
   constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans) {
     this.span =
@@ -94,6 +103,7 @@ export class LlmCall implements LlmCallInfo {
           })
         : undefined;
     this.capturesContent = this.span?.recording === true && spans!.captureMessageContent;
+    this.outcome = this.span?.recording === true ? this : undefined;
     this.ex = ex;
     this.operation = operation;
     this.provider = provider;
@@ -266,6 +276,23 @@ export class LlmCall implements LlmCallInfo {
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
 
+  /** `gen_ai.request.*` of the client's request (a recorded span only: check `outcome`). */
+  recordRequest(body: Obj): void {
+    this.span!.setAttributes(genAiRequestAttributes(body));
+  }
+
+  /** `gen_ai.response.id`: the first the answer names (a stream's chunks repeat it). */
+  setResponseId(id: unknown): void {
+    if (this.responseId === undefined && typeof id === 'string' && id) this.responseId = id.slice(0, MAX_OUTCOME_LENGTH);
+  }
+
+  /** One of `gen_ai.response.finish_reasons`, in the order the choices ended. */
+  addFinishReason(reason: unknown): void {
+    if (typeof reason !== 'string' || !reason) return;
+    const reasons = (this.finishReasons ??= []);
+    if (reasons.length < MAX_FINISH_REASONS) reasons.push(reason.slice(0, MAX_OUTCOME_LENGTH));
+  }
+
   /** `gen_ai.input.messages`: the request as sent (content capture only; call when `capturesContent`). */
   recordInput(format: LlmFormat, body: Obj): void {
     this.span!.setAttributes({ 'gen_ai.input.messages': inputMessages(format, body) });
@@ -287,6 +314,8 @@ export class LlmCall implements LlmCallInfo {
       if (this.streamContent) span.setAttributes({ 'gen_ai.output.messages': this.streamContent.output() });
       span.setAttributes({
         'gen_ai.response.model': this.responseModel,
+        'gen_ai.response.id': this.responseId,
+        'gen_ai.response.finish_reasons': this.finishReasons,
         'gen_ai.usage.input_tokens': this.usage.inputTokens,
         'gen_ai.usage.output_tokens': this.usage.outputTokens,
         // OTel GenAI's breakdown, each within the totals above; when the provider reported it and non-zero.

@@ -307,6 +307,10 @@ export const converseFormat: LlmFormat = {
   streamToCanonical: (model) => new ConverseToCompletionsStream(model),
   observeResponse: (body, call) => call.addUsage(usageFromConverse(body.usage)),
   observedMembers: ['usage'],
+  // Converse answers carry no id (AWS's request id is a header).
+  outcomeOfResponse: (body, sink) => sink.addFinishReason(body.stopReason),
+  outcomeMembers: ['stopReason'],
+  outcomeOfEvent: (e, sink) => e.type === 'messageStop' && sink.addFinishReason(e.data.stopReason),
   observeEvent(e, call) {
     if (e.done) return;
     if (e.type === 'metadata') call.addUsage(usageFromConverse(e.data.usage));
