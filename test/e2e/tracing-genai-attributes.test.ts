@@ -59,6 +59,11 @@ function messagesAnswer(body: Record<string, unknown>): { type: string; text: st
   };
 }
 
+function geminiAnswer(): { type: string; text: string } {
+  const candidate = { index: 0, content: { role: 'model', parts: [{ text: 'hi' }] }, finishReason: 'MAX_TOKENS' };
+  return { type: 'application/json', text: JSON.stringify({ candidates: [candidate], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 2, totalTokenCount: 5 }, modelVersion: 'gemini-2.5-flash', responseId: 'g-1' }) };
+}
+
 describe('GenAI request and response attributes on the call span, in Jaeger', { skip: 'skip' in found ? found.skip : false }, () => {
   let jaeger: RunningJaeger;
   let upstream: TestUpstream;
@@ -69,7 +74,7 @@ describe('GenAI request and response attributes on the call span, in Jaeger', { 
     jaeger = await startJaeger(found as { bin: string });
     upstream = await startUpstream((req, res, raw) => {
       const body = raw.length > 0 ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>) : {};
-      const answer = req.url!.endsWith('/chat/completions') ? chatAnswer(body) : req.url!.endsWith('/messages') ? messagesAnswer(body) : undefined;
+      const answer = req.url!.endsWith('/chat/completions') ? chatAnswer(body) : req.url!.endsWith('/messages') ? messagesAnswer(body) : req.url!.includes(':generateContent') ? geminiAnswer() : undefined;
       if (answer === undefined) {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"no such path"}}');
         return;
@@ -93,6 +98,18 @@ describe('GenAI request and response attributes on the call span, in Jaeger', { 
                   matches: [{ path: { pathPrefix: '/policy/v1/chat' } }],
                   policies: { backendAuth: { key: 'sk-test' }, ai: { defaults: { temperature: 0.25 } } },
                   backends: [ai('openai-policy', { openAI: {} })],
+                },
+                {
+                  name: 'passthrough',
+                  matches: [{ path: { pathPrefix: '/pt/' } }],
+                  policies: { backendAuth: { key: 'sk-test' }, ai: { routes: { '*': 'passthrough' } } },
+                  backends: [ai('openai-passthrough', { openAI: {} })],
+                },
+                {
+                  name: 'gemini-passthrough',
+                  matches: [{ path: { pathPrefix: '/v1beta/' } }],
+                  policies: { backendAuth: { key: 'g-key' }, ai: { routes: { '*': 'passthrough' } } },
+                  backends: [ai('gemini-passthrough', { gemini: {} })],
                 },
                 { name: 'claude', matches: [{ path: { pathPrefix: '/v1/messages' } }], policies: { backendAuth: { key: 'sk-test' } }, backends: [ai('anthropic', { anthropic: {} })] },
               ],
@@ -191,5 +208,47 @@ describe('GenAI request and response attributes on the call span, in Jaeger', { 
     const streamed = await callSpan(streamTrace);
     assert.equal(tag(streamed, 'gen_ai.response.id'), 'msg_s1');
     assert.deepEqual(list(streamed, 'gen_ai.response.finish_reasons'), ['stop_sequence']);
+  });
+
+  it('a passthrough chat call: a span with the provider, the model and settings its body names, the usage and outcome of its answer', async () => {
+    const trace = '8bf92f3577b34da6a3ce929d0e0e4706';
+    await openai(trace, '/pt').chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], temperature: 0.7 });
+    const span = await callSpan(trace);
+    assert.equal(span.operationName.startsWith('chat'), true);
+    assert.equal(tag(span, 'gen_ai.operation.name'), 'chat');
+    assert.equal(tag(span, 'gen_ai.provider.name'), 'openai');
+    assert.equal(tag(span, 'gen_ai.request.model'), 'gpt-4o-mini');
+    assert.equal(tag(span, 'gen_ai.request.temperature'), 0.7);
+    assert.equal(tag(span, 'gen_ai.response.model'), 'gpt-4o-mini');
+    assert.equal(tag(span, 'gen_ai.usage.input_tokens'), 9);
+    assert.equal(tag(span, 'gen_ai.usage.output_tokens'), 6);
+    assert.equal(tag(span, 'gen_ai.response.id'), 'chatcmpl-w1');
+    assert.deepEqual(list(span, 'gen_ai.response.finish_reasons'), ['stop', 'length']);
+
+    const streamTrace = '8bf92f3577b34da6a3ce929d0e0e4708';
+    const stream = await openai(streamTrace, '/pt').chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+    for await (const chunk of stream) void chunk;
+    const streamed = await callSpan(streamTrace);
+    assert.equal(tag(streamed, 'gen_ai.request.stream'), true);
+    assert.equal(tag(streamed, 'gen_ai.usage.output_tokens'), 3);
+    assert.equal(tag(streamed, 'gen_ai.response.id'), 'chatcmpl-s1');
+    assert.deepEqual(list(streamed, 'gen_ai.response.finish_reasons'), ['length']);
+  });
+
+  it("a passthrough Gemini call: the model its path names, the provider's OTel name, usage and finish reason", async () => {
+    const trace = '8bf92f3577b34da6a3ce929d0e0e4707';
+    const body = JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }], generationConfig: { maxOutputTokens: 2, topK: 3 } });
+    const r = await fetch(`${base}/v1beta/models/gemini-2.5-flash:generateContent`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: traceparent(trace) }, body });
+    assert.equal(r.status, 200);
+    await r.arrayBuffer();
+    const span = await callSpan(trace);
+    assert.equal(tag(span, 'gen_ai.operation.name'), 'generate_content');
+    assert.equal(tag(span, 'gen_ai.provider.name'), 'gcp.gemini');
+    assert.equal(tag(span, 'gen_ai.request.model'), 'gemini-2.5-flash');
+    assert.equal(tag(span, 'gen_ai.request.max_tokens'), 2);
+    assert.equal(tag(span, 'gen_ai.request.top_k'), 3);
+    assert.equal(tag(span, 'gen_ai.usage.output_tokens'), 2);
+    assert.equal(tag(span, 'gen_ai.response.id'), 'g-1');
+    assert.deepEqual(list(span, 'gen_ai.response.finish_reasons'), ['MAX_TOKENS']);
   });
 });

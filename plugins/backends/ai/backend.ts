@@ -30,7 +30,7 @@ import type { AiCostsConfig } from './costs.ts';
 import { detectFormat } from './detect.ts';
 import { modelsListReply, oneModelReply, routeModels } from './models-list.ts';
 import { parseHostOverride } from './host-override.ts';
-import { passthroughHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
+import { MAX_MODEL_NAME, passthroughHeaders, REQUEST_LIMIT, reserveTokens, splitPath, withUsageOption } from './request-parts.ts';
 import { passthroughHandler } from './passthrough.ts';
 import { claimAiBackendName } from './unique-name.ts';
 import { llmDeadlineSection } from './deadline.ts';
@@ -44,8 +44,6 @@ export interface AiBackendConfig {
   dropUnsupportedParams?: boolean;
 }
 
-/** Longest model name a request may give (provider ids, Bedrock ARNs and Vertex paths are well under it). */
-const MAX_MODEL_NAME = 1024;
 /** A non-streamed call's answer is read whole by the target (ADR 0058), no stream in between. */
 const READ_WHOLE: ForwardOptions = { readWhole: RESPONSE_LIMIT };
 /** A streamed call's answer keeps the upstream's raw header list: no header object unless a header is edited. */
@@ -123,7 +121,7 @@ export async function compileAiBackend(config: AiBackendConfig, ctx: BackendComp
     }
   };
 
-  const passthrough = passthroughHandler({ provider, upstream, metrics, priceOf, signerNeedsBody: signer?.needsBody === true, onAttempt, log });
+  const passthrough = passthroughHandler({ provider, spans, upstream, metrics, priceOf, signerNeedsBody: signer?.needsBody === true, onAttempt, log });
 
   /**
    * A chat request as a chain of callbacks (body read -> dispatch -> answer), no async function: the usual call (no

@@ -39,3 +39,23 @@ export function isStreamAnswer(reply: Reply): boolean {
   const type = String(replyHeader(reply, 'content-type') ?? '').toLowerCase();
   return type.includes('text/event-stream') || type.includes('application/vnd.amazon.eventstream');
 }
+
+/** A model in the path: Gemini's and Vertex's `models/<m>:<method>`, Bedrock's `model/<id>/<operation>`. */
+const MODEL_IN_PATH = /\/models?\/([^/:]+)(?::(generateContent|streamGenerateContent|countTokens|rawPredict|streamRawPredict)|\/(converse|converse-stream|invoke|invoke-with-response-stream|count-tokens))$/;
+const STREAMED_METHODS: ReadonlySet<string> = new Set(['streamGenerateContent', 'streamRawPredict', 'converse-stream', 'invoke-with-response-stream']);
+
+/**
+ * What a passthrough path says of its call (ADR 0180): the model it names (URL-decoded) and whether the method it
+ * names streams; both undefined when the path names no model (OpenAI's and Anthropic's APIs name it in the body).
+ */
+export function passthroughPathCall(path: string): { model: string | undefined; stream: boolean | undefined } {
+  const m = MODEL_IN_PATH.exec(path);
+  if (!m) return { model: undefined, stream: undefined };
+  let model: string;
+  try {
+    model = decodeURIComponent(m[1]!);
+  } catch {
+    model = m[1]!;
+  }
+  return { model, stream: STREAMED_METHODS.has(m[2] ?? m[3]!) };
+}

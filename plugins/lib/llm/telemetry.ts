@@ -90,16 +90,20 @@ export class LlmCall implements LlmCallInfo, OutcomeSink {
   private responseId: string | undefined = undefined;
   private finishReasons: string[] | undefined = undefined;
 
-  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans) {
+  /**
+   * `passthrough`: a passthrough call whose path names an API has a span too, though its request model is not known
+   * yet (`passthroughRequest` tells what is, ADR 0180).
+   */
+  constructor(ex: Exchange, provider: string, requestModel: string | undefined, streaming: boolean, metrics?: LlmMetrics, operation = 'chat', priceOf?: PriceOf, spans?: PluginSpans, passthrough = false) {
     this.span =
-      spans?.enabled && requestModel !== undefined
+      spans?.enabled && (requestModel !== undefined || passthrough)
         ? // Named for the model once the provider vouched for it (`accepted`); until then for the operation alone, as
           // OTel names a call without a model: a made-up model name never becomes a span name.
-          spans.start(metrics?.models.has(requestModel) ? `${operation} ${requestModel}` : operation, 'client', {
+          spans.start(requestModel !== undefined && metrics?.models.has(requestModel) ? `${operation} ${requestModel}` : operation, 'client', {
             'gen_ai.operation.name': operation,
             'gen_ai.provider.name': genAiProviderName(provider),
             'gen_ai.request.model': requestModel,
-            'gen_ai.request.stream': streaming,
+            'gen_ai.request.stream': passthrough ? undefined : streaming,
           })
         : undefined;
     this.capturesContent = this.span?.recording === true && spans!.captureMessageContent;
@@ -160,15 +164,28 @@ export class LlmCall implements LlmCallInfo, OutcomeSink {
     this.series().calls.inc();
   }
 
+  /** A passthrough call's model as its path or body names it: on its span only (its metrics name the answer's). */
+  private spanModel: string | undefined = undefined;
+
+  /**
+   * What is known of a passthrough call's request, on its recorded span: the model its path or body names, whether
+   * it streams, the sampling settings of a body that was read.
+   */
+  passthroughRequest(model: string | undefined, stream: boolean | undefined, body: Obj | undefined): void {
+    this.spanModel = model;
+    this.span!.setAttributes({ 'gen_ai.request.model': model, 'gen_ai.request.stream': stream, ...(body ? genAiRequestAttributes(body) : undefined) });
+    if (model !== undefined && this.metrics?.models.has(model)) this.span!.rename(`${this.operation} ${model}`);
+  }
+
   /** The provider answered with a success status: it knows the model, which may be a label from now on. */
   accepted(): void {
-    const model = this.requestModel;
+    const model = this.requestModel ?? this.spanModel;
     if (this.metrics !== undefined && model !== undefined && !this.metrics.models.has(model)) {
       this.metrics.models.vouch(model);
       if (this.span !== undefined && this.metrics.models.has(model)) this.span.rename(`${this.operation} ${model}`);
     }
     // A passthrough call (no request model) is counted when it ends, by the model its answer names.
-    if (model !== undefined) this.countCall();
+    if (this.requestModel !== undefined) this.countCall();
   }
 
   /** A passthrough stream's time to first chunk, observed when it ends: its label (the answer's model) comes later. */
