@@ -163,6 +163,40 @@ describe('extended thinking to Bedrock Converse (Claude)', () => {
   });
 });
 
+describe('extended thinking to Bedrock Converse (Nova 2): reasoningConfig', () => {
+  const t = scriptedAi((host) => [
+    aiRoute('/nova2', { name: 'nova2', provider: { bedrock: { region: 'us-east-1', model: 'us.amazon.nova-2-lite-v1:0' } }, hostOverride: host }, { ...AWS_KEYS, testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+  ]);
+  beforeEach(() => t.answer('application/json', JSON.stringify(CONVERSE_ANSWER)));
+  const lastWire = (): Record<string, any> => lastBody(t);
+
+  it("an Anthropic client's thinking becomes Nova's reasoning effort, its budget's bucket (adaptive: its effort); the reasoning answered as thinking", async () => {
+    const nova = new Anthropic({ baseURL: `${t.gw.base}/nova2`, apiKey: 'unused', maxRetries: 0 });
+    const res = await nova.messages.create({ model: 'n', max_tokens: 4000, thinking: { type: 'enabled', budget_tokens: 2000 }, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { reasoningConfig: { type: 'enabled', maxReasoningEffort: 'low' } });
+    assert.equal(res.content[0]?.type, 'thinking');
+    await nova.messages.create({ model: 'n', max_tokens: 20000, thinking: { type: 'enabled', budget_tokens: 16384 }, messages: [{ role: 'user', content: 'hi' }] });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { reasoningConfig: { type: 'enabled', maxReasoningEffort: 'high' } });
+    // The installed SDK's types predate adaptive thinking: sent as given.
+    const adaptive = { thinking: { type: 'adaptive' } } as unknown as { thinking: { type: 'enabled'; budget_tokens: number } };
+    await nova.messages.create({ model: 'n', max_tokens: 4000, messages: [{ role: 'user', content: 'hi' }], ...adaptive });
+    assert.deepEqual(lastWire().additionalModelRequestFields, { reasoningConfig: { type: 'enabled', maxReasoningEffort: 'medium' } });
+  });
+
+  it("an OpenAI client's reasoning_effort: Nova's three levels (minimal is low, xhigh high), none asks for no reasoning", async () => {
+    const openai = new OpenAI({ baseURL: `${t.gw.base}/nova2/v1`, apiKey: 'unused', maxRetries: 0 });
+    const cases: [string, string | undefined][] = [['minimal', 'low'], ['low', 'low'], ['medium', 'medium'], ['high', 'high'], ['xhigh', 'high'], ['none', undefined]];
+    for (const [effort, nova] of cases) {
+      const res = await openai.chat.completions.create({ model: 'm', reasoning_effort: effort as 'low', messages: [{ role: 'user', content: 'hi' }] });
+      assert.equal(res.choices[0]?.message.role, 'assistant');
+      const expected = nova === undefined ? undefined : { reasoningConfig: { type: 'enabled', maxReasoningEffort: nova } };
+      assert.deepEqual(lastWire().additionalModelRequestFields, expected, effort);
+      // The reasoning counts against the output: no limit is added to what the client set.
+      assert.equal(lastWire().inferenceConfig, undefined);
+    }
+  });
+});
+
 const GSIG = 'Cq0CAdHtim9Z2VtaW5pLXNpZw==';
 
 /** A Gemini answer: a thought summary, then a call carrying the turn's thought signature. */
