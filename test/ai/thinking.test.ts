@@ -325,3 +325,53 @@ describe('OpenAI clients and Claude (Messages) providers', () => {
     assert.deepEqual(JSON.parse(JSON.stringify(answer.choices[0].message)), { role: 'assistant', content: 'Hi.', reasoning_content: 'Hmm.' });
   });
 });
+
+/** Gemini's OpenAI-compatible answer: a call signed in `extra_content` (Gemini 3 wants it back on the next turn). */
+const COMPAT_CALL = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' }, extra_content: { google: { thought_signature: GSIG } } };
+const COMPAT_ANSWER = {
+  id: 'c1',
+  object: 'chat.completion',
+  created: 1,
+  model: 'gemini-3-pro-preview',
+  choices: [{ index: 0, message: { role: 'assistant', content: null, tool_calls: [COMPAT_CALL, { id: 'call_2', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } }] }, finish_reason: 'tool_calls' }],
+  usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+};
+const compatChunk = (delta: object, finish: string | null = null): string => sse(undefined, { id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gemini-3-pro-preview', choices: [{ index: 0, delta, finish_reason: finish }] });
+const COMPAT_STREAM = [compatChunk({ role: 'assistant', tool_calls: [{ index: 0, ...COMPAT_CALL }] }), compatChunk({}, 'tool_calls'), 'data: [DONE]\n\n'].join('');
+
+describe("Gemini's OpenAI-compatible endpoint: thought signatures for Anthropic clients", () => {
+  const t = scriptedAi((host) => [
+    aiRoute('/gc', { name: 'gc', provider: { gemini: { model: 'gemini-3-pro-preview', openAICompatible: true } }, hostOverride: host }, { testAi: { routes: { '/v1/messages': 'messages', '*': 'completions' } } }),
+  ]);
+  beforeEach(() => t.answer('application/json', JSON.stringify(COMPAT_ANSWER)));
+  const lastWire = (): Record<string, any> => lastBody(t);
+  const anthropic = (): Anthropic => new Anthropic({ baseURL: `${t.gw.base}/gc`, apiKey: 'unused', maxRetries: 0 });
+
+  it("answers a signed call's signature as a thinking block before the calls, as a native answer's", async () => {
+    const res = await anthropic().messages.create({ model: 'g', max_tokens: 4000, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris and Rome?' }] });
+    assert.deepEqual(res.content.map((b) => b.type), ['thinking', 'tool_use', 'tool_use']);
+    assert.deepEqual(res.content[0], { type: 'thinking', thinking: '', signature: GSIG });
+  });
+
+  it("sends the thinking block's signature back on the turn's first call, in extra_content", async () => {
+    await anthropic().messages.create(
+      toolTurn('g', [
+        { type: 'thinking', thinking: '', signature: GSIG },
+        { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+        { type: 'tool_use', id: 'call_2', name: 'get_weather', input: { city: 'Rome' } },
+      ]),
+    );
+    const calls = lastWire().messages[1].tool_calls;
+    assert.deepEqual(calls[0].extra_content, { google: { thought_signature: GSIG } });
+    // Only the first of parallel calls is signed, as Gemini answers them.
+    assert.equal(calls[1].extra_content, undefined);
+  });
+
+  it('streams the signature as a thinking block (signature_delta) before the call', async () => {
+    t.answer('text/event-stream', COMPAT_STREAM);
+    const stream = anthropic().messages.stream({ model: 'g', max_tokens: 4000, tools: TOOLS, messages: [{ role: 'user', content: 'weather in Paris?' }] });
+    const message = await stream.finalMessage();
+    assert.deepEqual(message.content.map((b) => b.type), ['thinking', 'tool_use']);
+    assert.deepEqual(message.content[0], { type: 'thinking', thinking: '', signature: GSIG });
+  });
+});
