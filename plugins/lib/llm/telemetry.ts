@@ -2,7 +2,8 @@ import { defineAttribute, llmCall } from 'switchyard/sdk';
 import type { Exchange, LlmCallInfo as SdkLlmCallInfo, PluginSpan, PluginSpans } from 'switchyard/sdk';
 import type { LlmWireFormat } from './contract.ts';
 import { inputMessages, outputMessages, StreamContent } from './content.ts';
-import type { LlmFormat, OutcomeSink } from './formats/format.ts';
+import type { LlmFormat } from './formats/format.ts';
+import { SpanOutcome } from './span-outcome.ts';
 import type { LlmEvent } from './events.ts';
 import type { Obj } from './json.ts';
 import { callCost } from './prices.ts';
@@ -23,10 +24,6 @@ export interface LlmCallInfo extends SdkLlmCallInfo {
   readonly usage: LlmUsage;
 }
 
-/** An answer's id and reasons are the provider's strings: cut, and the reasons counted (a body sizes no span, ADR 0171). */
-const MAX_OUTCOME_LENGTH = 256;
-const MAX_FINISH_REASONS = 16;
-
 /** The SDK's `llmCall`: set on every LLM request, for policies that act after the response (token rate limits). */
 export const LLM_CALL = llmCall;
 
@@ -46,7 +43,7 @@ export type PriceOf = (model: string) => ModelPrice | undefined;
  * reported), `llm.cost` (USD, when the model is priced), written as soon as each is known so a stream cut short still
  * logs what arrived.
  */
-export class LlmCall implements LlmCallInfo, OutcomeSink {
+export class LlmCall implements LlmCallInfo {
   readonly provider: string;
   readonly requestModel: string | undefined;
   responseModel: string | undefined = undefined;
@@ -85,10 +82,8 @@ export class LlmCall implements LlmCallInfo, OutcomeSink {
   private streamContent: StreamContent | undefined = undefined;
   /** What CEL sees as `llm` (the access log's `fields.add` evaluates it at the end of the request). */
   private readonly view: CelView;
-  /** Where the answer's id and finish reasons go: the call itself when its span records, else nothing reads them. */
-  readonly outcome: OutcomeSink | undefined;
-  private responseId: string | undefined = undefined;
-  private finishReasons: string[] | undefined = undefined;
+  /** Where the answer's id and finish reasons go when the span records; else nothing reads them. */
+  readonly outcome: SpanOutcome | undefined;
 
   /**
    * `passthrough`: a passthrough call whose path names an API has a span too, though its request model is not known
@@ -107,7 +102,7 @@ export class LlmCall implements LlmCallInfo, OutcomeSink {
           })
         : undefined;
     this.capturesContent = this.span?.recording === true && spans!.captureMessageContent;
-    this.outcome = this.span?.recording === true ? this : undefined;
+    this.outcome = this.span?.recording === true ? new SpanOutcome() : undefined;
     this.ex = ex;
     this.operation = operation;
     this.provider = provider;
@@ -298,18 +293,6 @@ export class LlmCall implements LlmCallInfo, OutcomeSink {
     this.span!.setAttributes(genAiRequestAttributes(body));
   }
 
-  /** `gen_ai.response.id`: the first the answer names (a stream's chunks repeat it). */
-  setResponseId(id: unknown): void {
-    if (this.responseId === undefined && typeof id === 'string' && id) this.responseId = id.slice(0, MAX_OUTCOME_LENGTH);
-  }
-
-  /** One of `gen_ai.response.finish_reasons`, in the order the choices ended. */
-  addFinishReason(reason: unknown): void {
-    if (typeof reason !== 'string' || !reason) return;
-    const reasons = (this.finishReasons ??= []);
-    if (reasons.length < MAX_FINISH_REASONS) reasons.push(reason.slice(0, MAX_OUTCOME_LENGTH));
-  }
-
   /** `gen_ai.input.messages`: the request as sent (content capture only; call when `capturesContent`). */
   recordInput(format: LlmFormat, body: Obj): void {
     this.span!.setAttributes({ 'gen_ai.input.messages': inputMessages(format, body) });
@@ -329,10 +312,9 @@ export class LlmCall implements LlmCallInfo, OutcomeSink {
     const span = this.span!;
     if (span.recording) {
       if (this.streamContent) span.setAttributes({ 'gen_ai.output.messages': this.streamContent.output() });
+      if (this.outcome) span.setAttributes(this.outcome.attributes());
       span.setAttributes({
         'gen_ai.response.model': this.responseModel,
-        'gen_ai.response.id': this.responseId,
-        'gen_ai.response.finish_reasons': this.finishReasons,
         'gen_ai.usage.input_tokens': this.usage.inputTokens,
         'gen_ai.usage.output_tokens': this.usage.outputTokens,
         // OTel GenAI's breakdown, each within the totals above; when the provider reported it and non-zero.
