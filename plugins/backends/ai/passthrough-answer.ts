@@ -5,6 +5,7 @@ import type { Reply } from 'switchyard/sdk';
 import type { LlmProviderInstance, LlmWireFormat } from '../../lib/llm/contract.ts';
 import type { LlmFormat } from '../../lib/llm/formats/format.ts';
 import { formatOf } from '../../lib/llm/formats/index.ts';
+import { decodedSegment } from '../../lib/llm/gemini/paths.ts';
 
 /** The API a request path's last part names: the providers' own paths (a prefix before them is the route's). */
 function formatOfPath(path: string): LlmWireFormat | undefined {
@@ -51,11 +52,5 @@ const STREAMED_METHODS: ReadonlySet<string> = new Set(['streamGenerateContent', 
 export function passthroughPathCall(path: string): { model: string | undefined; stream: boolean | undefined } {
   const m = MODEL_IN_PATH.exec(path);
   if (!m) return { model: undefined, stream: undefined };
-  let model: string;
-  try {
-    model = decodeURIComponent(m[1]!);
-  } catch {
-    model = m[1]!;
-  }
-  return { model, stream: STREAMED_METHODS.has(m[2] ?? m[3]!) };
+  return { model: decodedSegment(m[1]!), stream: STREAMED_METHODS.has(m[2] ?? m[3]!) };
 }
