@@ -74,6 +74,12 @@ describe('GenAI request and response attributes on the call span, in Jaeger', { 
     jaeger = await startJaeger(found as { bin: string });
     upstream = await startUpstream((req, res, raw) => {
       const body = raw.length > 0 ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>) : {};
+      if (req.url!.endsWith('/audio/speech') || req.url!.endsWith('/html/chat/completions')) {
+        // An answer not read for usage (audio), and a provider's error page: neither JSON nor a stream.
+        const status = req.url!.endsWith('/audio/speech') ? 200 : 502;
+        res.writeHead(status, { 'content-type': status === 200 ? 'audio/mpeg' : 'text/html' }).end('<html>bad gateway</html>');
+        return;
+      }
       const answer = req.url!.endsWith('/chat/completions') ? chatAnswer(body) : req.url!.endsWith('/messages') ? messagesAnswer(body) : req.url!.includes(':generateContent') ? geminiAnswer() : undefined;
       if (answer === undefined) {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"no such path"}}');
@@ -245,5 +251,17 @@ describe('GenAI request and response attributes on the call span, in Jaeger', { 
     assert.equal(tag(span, 'gen_ai.request.top_k'), 3);
     assert.equal(tag(span, 'gen_ai.usage.output_tokens'), 2);
     assert.deepEqual(outcome(span), { id: 'g-1', reasons: ['MAX_TOKENS'] });
+  });
+
+  it("a passthrough call whose answer is not read (an HTML error page): its span still ends, failed by the status", async () => {
+    const trace = '8bf92f3577b34da6a3ce929d0e0e4709';
+    const r = await fetch(`${base}/pt/html/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', traceparent: traceparent(trace) }, body: '{"model":"gpt-4o-mini","messages":[]}' });
+    assert.equal(r.status, 502);
+    await r.arrayBuffer();
+    const stored = await jaeger.waitForTrace(trace, (t) => t.spans.some((s) => tag(s, 'gen_ai.provider.name') !== undefined));
+    const span = stored.spans.find((s) => tag(s, 'gen_ai.provider.name') !== undefined)!;
+    assert.equal(tag(span, 'gen_ai.request.model'), 'gpt-4o-mini');
+    assert.equal(tag(span, 'error.type'), '502');
+    assert.equal(tag(span, 'gen_ai.usage.output_tokens'), undefined);
   });
 });

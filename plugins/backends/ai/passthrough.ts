@@ -50,7 +50,10 @@ export function passthroughHandler(p: PassthroughParts): (ex: Exchange, route: L
       call.fail(err);
       throw err;
     });
-    if (!mayCarryUsage(reply)) return reply;
+    if (!mayCarryUsage(reply)) {
+      call.unread(reply.status);
+      return reply;
+    }
     const translation = translationBetween(answer, answer)!;
     const stream = isStreamAnswer(reply);
     if (stream) call.answerStreams();

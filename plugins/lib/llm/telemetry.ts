@@ -261,6 +261,16 @@ export class LlmCall implements LlmCallInfo {
     if (this.usage.outputTokens !== undefined) series.outputUsage.observe(this.usage.outputTokens);
   }
 
+  /**
+   * A passthrough answer that is not read (neither JSON nor a stream: audio, a provider's error page): its span ends
+   * by the status; nothing is counted, as for any answer not read (ADR 0171).
+   */
+  unread(status: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.span) this.endSpan(status >= 400 ? String(status) : undefined);
+  }
+
   /** The call has ended, by `finish` or `fail`. */
   get ended(): boolean {
     return this.finished;
