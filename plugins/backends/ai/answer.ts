@@ -76,7 +76,7 @@ export function answerReply(ex: Exchange, reply: Reply, request: LlmRequest, log
  * Turn the provider's answer into the client's: errors and bodies translated, streams translated chunk by chunk. Sync
  * when nothing has to be waited for (the usual answer: read whole and passed through), a promise otherwise.
  */
-export function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<Reply> {
+function respond(ex: Exchange, reply: Reply, req: LlmRequest): Reply | Promise<Reply> {
   // Headers read by name (`replyHeader`): an answer read whole keeps its raw list, written without an object made.
   const encoding = replyHeader(reply, 'content-encoding');
   // A compressed answer read whole is decoded as a stream, like a streamed one (rare: identity is asked for).
