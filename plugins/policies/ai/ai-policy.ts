@@ -1,4 +1,4 @@
-import { CEL_NOT_SET_BEFORE_BACKEND, jsonErrorReply, localReply, settleWithin } from 'switchyard/sdk';
+import { CEL_NOT_SET_BEFORE_BACKEND, defineAttribute, jsonErrorReply, localReply, settleWithin } from 'switchyard/sdk';
 import type { CompileContext, Exchange, HeaderMap, Logger, PolicyInstance, Reply } from 'switchyard/sdk';
 import { applyHeaderModifier, compileHeaderModifier, framingEdit, framingMessage } from '../../lib/header-modifier/header-modifier.ts';
 import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modifier.ts';
@@ -79,6 +79,17 @@ function rejectionReply(g: CompiledGuard, status?: number, body?: string): Reply
 
 const VERDICTS: ReadonlySet<unknown> = new Set(['pass', 'mask', 'reject']);
 
+/** Every guard verdict of the exchange so far, `<phase>:<action>:<guard>` in the order the guards ran (ADR 0181). */
+const GUARD_VERDICTS = defineAttribute<string[]>('ai.guardVerdicts');
+
+/** Add one guard's verdict to the access log's `llm.guard` (all of them, comma-separated: the metric counts each). */
+function logVerdict(ex: Exchange, phase: string, action: string, key: string): void {
+  let verdicts = ex.get(GUARD_VERDICTS);
+  if (verdicts === undefined) ex.set(GUARD_VERDICTS, (verdicts = []));
+  verdicts.push(`${phase}:${action}:${key}`);
+  ex.logField('llm.guard', verdicts.join(','));
+}
+
 /**
  * A guard's verdict: a check that answers later has a guard service's time (GUARD_TIMEOUT_MS), and anything but a
  * `pass`, `mask` or `reject` verdict throws. A third-party guard that hangs or answers something else fails closed
@@ -108,16 +119,13 @@ async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: re
       if (verdict.action === 'mask') writeBack(slots, verdict.messages);
     } catch (err) {
       log.warn('prompt guard failed', { guard: g.key, phase, error: (err as Error)?.message ?? String(err) });
-      ex.logField('llm.guard', `${phase}:error:${g.key}`);
+      logVerdict(ex, phase, 'error', g.key);
       g.checks.error.inc();
       return guardFailureReply();
     }
     g.checks[verdict.action].inc();
-    if (verdict.action === 'mask') ex.logField('llm.guard', `${phase}:mask:${g.key}`);
-    else if (verdict.action === 'reject') {
-      ex.logField('llm.guard', `${phase}:reject:${g.key}`);
-      return rejectionReply(g, verdict.status, verdict.body);
-    }
+    logVerdict(ex, phase, verdict.action, g.key);
+    if (verdict.action === 'reject') return rejectionReply(g, verdict.status, verdict.body);
   }
   return undefined;
 }
