@@ -27,7 +27,14 @@ describe('openAIModeration guard', () => {
   before(async () => {
     mock = await LLMock.create({ auth: { apiKeys: [KEY] } });
     mock.onModerate(/hurt someone/, FLAGGED);
-    recorder = await startStandIn((_req, res) => sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: false, categories: {} }] }));
+    // Flags an image whose URL names bad.png; answers 400 `too_many_images` to an input with more than one image, as
+    // the endpoint does.
+    recorder = await startStandIn((_req, res, body) => {
+      const input = (body as { input: unknown[] }).input;
+      const images = input.filter((i) => (i as { type?: string }).type === 'image_url').length;
+      if (images > 1) return sendJson(res, 400, { error: { message: `Number of images (${images}) exceeds maximum of 1`, code: 'too_many_images' } });
+      sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: JSON.stringify(input).includes('bad.png'), categories: {} }] });
+    });
     port = await freePort();
     const dead = await freePort();
     const auth = { backendAuth: { key: KEY } };
@@ -110,5 +117,31 @@ describe('openAIModeration guard', () => {
       assert.deepEqual(JSON.parse(res.text), GUARD_FAILED);
       assert.equal(res.headers['content-type'], 'application/json');
     }
+  });
+
+  it('an omni model judges the request\'s images, one call each; a flagged image rejects; text models get none (ADR 0181)', async () => {
+    const send = async (path: string, content: unknown[]) => {
+      const res = await request(`${gw.url(port)}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content }] }) });
+      return { status: res.statusCode, text: await res.body.text() };
+    };
+    const png = 'data:image/png;base64,iVBORw0KGgo=';
+    const parts = [{ type: 'text', text: 'look' }, { type: 'image_url', image_url: { url: png } }, { type: 'image_url', image_url: { url: 'https://img.example/ok.png' } }];
+    let from = recorder.received.length;
+    assert.equal((await send('/recorded-default/v1/chat/completions', parts)).status, 200);
+    const inputs = recorder.received.slice(from).map((r) => (r.body as { input: unknown }).input);
+    assert.deepEqual(inputs, [['look'], [{ type: 'image_url', image_url: { url: png } }], [{ type: 'image_url', image_url: { url: 'https://img.example/ok.png' } }]]);
+    // An image alone is judged; a flagged one rejects.
+    const bad = [{ type: 'image_url', image_url: { url: 'https://img.example/bad.png' } }];
+    assert.equal((await send('/recorded-default/v1/chat/completions', bad)).status, 403);
+    assert.equal((await send('/recorded-default/v1/chat/completions', [...parts, ...bad])).status, 403);
+    // A text model sees the text only.
+    from = recorder.received.length;
+    assert.equal((await send('/recorded/v1/chat/completions', [...parts, ...bad])).status, 200);
+    assert.deepEqual(recorder.received.slice(from).map((r) => (r.body as { input: unknown }).input), [['look']]);
+    // More images than the bound fail closed.
+    const many = Array.from({ length: 17 }, () => ({ type: 'image_url', image_url: { url: png } }));
+    from = recorder.received.length;
+    assert.equal((await send('/recorded-default/v1/chat/completions', many)).status, 503);
+    assert.equal(recorder.received.length, from);
   });
 });

@@ -1,4 +1,4 @@
-import type { CompileContext } from 'switchyard/sdk';
+import type { CompileContext, Exchange } from 'switchyard/sdk';
 import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 
@@ -18,10 +18,18 @@ export function moderationFlagged(answer: unknown): boolean {
   return results.some((r) => (r as { flagged?: unknown } | null)?.flagged === true);
 }
 
+/** Images of one request sent to moderation; more fail the guard (503) rather than pass unjudged (ADR 0181). */
+export const MAX_MODERATED_IMAGES = 16;
+/** Moderation calls for one request's images in flight at once. */
+const IMAGE_CALLS_AT_ONCE = 4;
+
 /**
  * `openAIModeration` (BEHAVIOUR.md §2.9): `POST /v1/moderations` `{"input":[<texts>],"model":...}` to
  * `https://api.openai.com` (or `host`), authenticated by the guard's `policies.backendAuth` (`key`). Any flagged
  * result rejects with the entry's `rejection`. Works on responses too (the reference checks requests only).
+ * An `omni-moderation` model also judges a request's images (ADR 0181): one call per image, as the endpoint takes
+ * one image per request (`too_many_images`), `{"input":[{"type":"image_url","image_url":{"url":...}}]}`; an image the
+ * service cannot read (a URL it cannot fetch) is its error, so the guard fails (503).
  */
 export async function compileModerationGuard(config: ModerationGuardConfig, ctx: CompileContext): Promise<GuardInstance> {
   if (!config.policies || !Object.hasOwn(config.policies, 'backendAuth')) {
@@ -29,10 +37,27 @@ export async function compileModerationGuard(config: ModerationGuardConfig, ctx:
   }
   const connection = await guardConnection(ctx, config.host ?? OPENAI_ORIGIN, config.policies, undefined, 'the moderation endpoint');
   const model = config.model ?? DEFAULT_MODERATION_MODEL;
+  const moderate = async (ex: Exchange, input: unknown[]): Promise<boolean> => moderationFlagged(await connection.postJson(ex, '/v1/moderations', { input, model }, 'the moderation endpoint'));
   return {
-    async check(ex, _phase, messages): Promise<GuardVerdict> {
-      const answer = await connection.postJson(ex, '/v1/moderations', { input: messages.map((m) => m.content), model }, 'the moderation endpoint');
-      return moderationFlagged(answer) ? { action: 'reject', reason: 'flagged by moderation' } : { action: 'pass' };
+    // The text-only models (`text-moderation-*`) take no images.
+    seesImages: model.startsWith('omni-moderation'),
+    async check(ex, _phase, messages, images = []): Promise<GuardVerdict> {
+      if (images.length > MAX_MODERATED_IMAGES) throw new Error(`the request has ${images.length} images; moderation judges at most ${MAX_MODERATED_IMAGES}`);
+      const calls: (() => Promise<boolean>)[] = images.map((url) => () => moderate(ex, [{ type: 'image_url', image_url: { url } }]));
+      if (messages.length > 0) calls.unshift(() => moderate(ex, messages.map((m) => m.content)));
+      const flagged = await anyOf(calls, IMAGE_CALLS_AT_ONCE);
+      return flagged ? { action: 'reject', reason: 'flagged by moderation' } : { action: 'pass' };
     },
   };
+}
+
+/** Run the calls, `atOnce` at a time; true as soon as one says true (the rest are not started), or false. */
+async function anyOf(calls: readonly (() => Promise<boolean>)[], atOnce: number): Promise<boolean> {
+  let next = 0;
+  let found = false;
+  const worker = async (): Promise<void> => {
+    while (!found && next < calls.length) if (await calls[next++]!()) found = true;
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, calls.length) }, worker));
+  return found;
 }

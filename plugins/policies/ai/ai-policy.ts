@@ -5,6 +5,7 @@ import type { HeaderModifierConfig } from '../../lib/header-modifier/header-modi
 import { GUARD_TIMEOUT_MS } from '../../lib/llm-guard/guard-http.ts';
 import { guardMessages, requestSlots, responseSlots, writeBack } from '../../lib/llm-guard/messages.ts';
 import type { TextSlot } from '../../lib/llm-guard/messages.ts';
+import { requestImages } from '../../lib/llm-guard/images.ts';
 import { applyAnthropicCacheMarkers, promptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import type { PromptCachingConfig, PromptCachingSettings } from '../../lib/llm-guard/prompt-caching.ts';
 import { AI_POLICY } from '../../lib/llm/contract.ts';
@@ -95,8 +96,8 @@ function logVerdict(ex: Exchange, phase: string, action: string, key: string): v
  * `pass`, `mask` or `reject` verdict throws. A third-party guard that hangs or answers something else fails closed
  * (503) instead of holding the request or letting it through (ADR 0144).
  */
-async function verdictOf(g: CompiledGuard, ex: Exchange, phase: 'request' | 'response', slots: readonly TextSlot[]): Promise<GuardVerdict> {
-  const pending = g.instance.check(ex, phase, guardMessages(slots));
+async function verdictOf(g: CompiledGuard, ex: Exchange, phase: 'request' | 'response', slots: readonly TextSlot[], images: readonly string[]): Promise<GuardVerdict> {
+  const pending = g.instance.seesImages ? g.instance.check(ex, phase, guardMessages(slots), images) : g.instance.check(ex, phase, guardMessages(slots));
   const verdict = typeof (pending as PromiseLike<GuardVerdict> | undefined)?.then === 'function'
     ? await settleWithin(pending as PromiseLike<GuardVerdict>, GUARD_TIMEOUT_MS, () => new Error(`no verdict within ${GUARD_TIMEOUT_MS / 1000}s`))
     : (pending as GuardVerdict);
@@ -110,12 +111,14 @@ async function verdictOf(g: CompiledGuard, ex: Exchange, phase: 'request' | 'res
  * the next guard sees the masked text. A guard that throws (its service failed, or answered something unusable)
  * ends the list with 503.
  */
-async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: readonly CompiledGuard[], slots: readonly TextSlot[], log: Logger): Promise<Reply | undefined> {
-  if (guards.length === 0 || slots.length === 0) return undefined;
+async function runGuards(ex: Exchange, phase: 'request' | 'response', guards: readonly CompiledGuard[], slots: readonly TextSlot[], log: Logger, images: readonly string[] = []): Promise<Reply | undefined> {
+  if (guards.length === 0 || (slots.length === 0 && images.length === 0)) return undefined;
   for (const g of guards) {
+    // A request with images only: the guards that judge no images have nothing to see.
+    if (slots.length === 0 && !g.instance.seesImages) continue;
     let verdict;
     try {
-      verdict = await verdictOf(g, ex, phase, slots);
+      verdict = await verdictOf(g, ex, phase, slots, images);
       if (verdict.action === 'mask') writeBack(slots, verdict.messages);
     } catch (err) {
       log.warn('prompt guard failed', { guard: g.key, phase, error: (err as Error)?.message ?? String(err) });
@@ -167,6 +170,8 @@ export class AiRuntime implements AiPolicyRuntime {
   private readonly aliases: ModelAliases | undefined;
   private readonly requestGuards: readonly CompiledGuard[];
   private readonly responseGuards: readonly CompiledGuard[];
+  /** Some request guard judges images. */
+  private readonly requestImages: boolean;
   private readonly log: Logger;
 
   constructor(parts: {
@@ -196,6 +201,7 @@ export class AiRuntime implements AiPolicyRuntime {
     this.promptCaching = parts.promptCaching;
     this.requestGuards = parts.requestGuards;
     this.responseGuards = parts.responseGuards;
+    this.requestImages = parts.requestGuards.some((g) => g.instance.seesImages === true);
     this.hasResponseGuards = parts.responseGuards.length > 0;
     this.guardStreams = parts.guardStreams;
     this.log = parts.log;
@@ -232,7 +238,9 @@ export class AiRuntime implements AiPolicyRuntime {
   guardRequest(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined> {
     // Token counting sends nothing to a model (the reference skips guards there too).
     if (this.requestGuards.length === 0 || format === 'anthropicTokenCount') return Promise.resolve(undefined);
-    return runGuards(ex, 'request', this.requestGuards, requestSlots(format, body), this.log);
+    // Images are collected only for a guard whose service judges them (ADR 0181).
+    const images = this.requestImages ? requestImages(body) : undefined;
+    return runGuards(ex, 'request', this.requestGuards, requestSlots(format, body), this.log, images);
   }
 
   guardResponse(ex: Exchange, format: LlmRouteType, body: Record<string, unknown>): Promise<Reply | undefined> {
