@@ -181,4 +181,9 @@ describe('ApplyGuardrail answers', () => {
     assert.equal(guardrailVerdict({ action: 'GUARDRAIL_INTERVENED', assessments: [{ contentPolicy: { filters: [{ type: 'HATE', action: 'BLOCKED' }] } }] }, msgs).action, 'reject');
     assert.throws(() => guardrailVerdict({ message: 'AccessDenied' }, msgs), /no `action`/);
   });
+
+  it('an answer that decides nothing fails the guard (ADR 0181): an unknown action, an intervention with no outputs nor block', () => {
+    assert.throws(() => guardrailVerdict({ action: 'SOMETHING_ELSE' }, msgs), /unknown action/);
+    assert.throws(() => guardrailVerdict({ action: 'GUARDRAIL_INTERVENED', assessments: [] }, msgs), /neither blocked nor masked/);
+  });
 });

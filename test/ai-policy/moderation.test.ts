@@ -7,6 +7,7 @@ import { request } from 'undici';
 import { startGateway } from '../helpers/gateway.ts';
 import type { RunningGateway } from '../helpers/gateway.ts';
 import { freePort } from '../helpers/ports.ts';
+import { moderationFlagged } from '../../plugins/guards/openai-moderation/openai-moderation.ts';
 import { aiConfig, aiGatewayOptions, GUARD_FAILED, sendJson, startStandIn } from './support.ts';
 import type { StandIn } from './support.ts';
 
@@ -143,5 +144,14 @@ describe('openAIModeration guard', () => {
     from = recorder.received.length;
     assert.equal((await send('/recorded-default/v1/chat/completions', many)).status, 503);
     assert.equal(recorder.received.length, from);
+  });
+
+  it('an answer that decides nothing fails the guard (ADR 0181): no result, a `flagged` that is no boolean', () => {
+    assert.equal(moderationFlagged({ results: [{ flagged: false }, { flagged: true }] }), true);
+    assert.equal(moderationFlagged({ results: [{ flagged: false }] }), false);
+    assert.throws(() => moderationFlagged({ results: [] }), /no results/);
+    assert.throws(() => moderationFlagged({ results: [{ flagged: 'true' }] }), /no boolean `flagged`/);
+    assert.throws(() => moderationFlagged({ results: [{}] }), /no boolean `flagged`/);
+    assert.throws(() => moderationFlagged({ error: 'x' }), /no `results` list/);
   });
 });

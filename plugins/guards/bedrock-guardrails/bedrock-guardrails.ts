@@ -22,13 +22,17 @@ function blocked(value: unknown): boolean {
 
 /**
  * Read an ApplyGuardrail answer: `GUARDRAIL_INTERVENED` with a `BLOCKED` assessment rejects; intervened otherwise
- * (anonymized) masks with the returned `outputs[].text`, in order; `NONE` passes.
+ * (anonymized) masks with the returned `outputs[].text`, in order; `NONE` passes. Another action, or an intervention
+ * with neither a block nor an output text, throws (the guard fails closed).
  */
 export function guardrailVerdict(answer: unknown, messages: readonly GuardMessage[]): GuardVerdict {
   if (!isObj(answer) || typeof answer.action !== 'string') throw new Error('the guardrail answer has no `action`');
-  if (answer.action !== 'GUARDRAIL_INTERVENED') return { action: 'pass' };
+  if (answer.action === 'NONE') return { action: 'pass' };
+  // Anything else decided nothing the gateway can read (ADR 0181): the guard fails closed rather than pass.
+  if (answer.action !== 'GUARDRAIL_INTERVENED') throw new Error(`the guardrail answered the unknown action ${JSON.stringify(answer.action.slice(0, 40))}`);
   if (blocked(answer.assessments ?? [])) return { action: 'reject', reason: 'blocked by the guardrail' };
   const outputs = Array.isArray(answer.outputs) ? answer.outputs : [];
+  if (!outputs.some((o) => isObj(o) && typeof o.text === 'string')) throw new Error('the guardrail intervened but neither blocked nor masked (no `outputs` text)');
   const masked = messages.map((m, i) => {
     const out = outputs[i];
     return isObj(out) && typeof out.text === 'string' ? { role: m.role, content: out.text } : { role: m.role, content: m.content };

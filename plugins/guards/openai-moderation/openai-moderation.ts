@@ -11,11 +11,23 @@ export interface ModerationGuardConfig {
 export const DEFAULT_MODERATION_MODEL = 'omni-moderation-latest';
 const OPENAI_ORIGIN = 'https://api.openai.com';
 
-/** `flagged` of any result of a moderation answer; throws when the answer has no `results` list. */
+/**
+ * `flagged` of any result of a moderation answer. An answer that decides nothing throws (the guard fails closed,
+ * ADR 0181): no `results` list, an empty one, or a result without a boolean `flagged` (a proxy's or a stand-in's
+ * answer). The count is not checked: OpenAI answers one result per input string, some compatible services one for
+ * all of them.
+ */
 export function moderationFlagged(answer: unknown): boolean {
   const results = (answer as { results?: unknown } | null)?.results;
   if (!Array.isArray(results)) throw new Error('the moderation answer has no `results` list');
-  return results.some((r) => (r as { flagged?: unknown } | null)?.flagged === true);
+  if (results.length === 0) throw new Error('the moderation answer has no results');
+  let flagged = false;
+  for (const r of results) {
+    const f = (r as { flagged?: unknown } | null)?.flagged;
+    if (typeof f !== 'boolean') throw new Error('a moderation result has no boolean `flagged`');
+    flagged ||= f;
+  }
+  return flagged;
 }
 
 /** Images of one request sent to moderation; more fail the guard (503) rather than pass unjudged (ADR 0181). */
