@@ -80,15 +80,26 @@ function rejectionReply(g: CompiledGuard, status?: number, body?: string): Reply
 
 const VERDICTS: ReadonlySet<unknown> = new Set(['pass', 'mask', 'reject']);
 
-/** Every guard verdict of the exchange so far, `<phase>:<action>:<guard>` in the order the guards ran (ADR 0181). */
-const GUARD_VERDICTS = defineAttribute<string[]>('ai.guardVerdicts');
+/** One guard's verdict as CEL reads it: `{guard, action}` (ADR 0181). */
+interface GuardVerdictView {
+  readonly guard: string;
+  readonly action: string;
+}
 
-/** Add one guard's verdict to the access log's `llm.guard` (all of them, comma-separated: the metric counts each). */
-function logVerdict(ex: Exchange, phase: string, action: string, key: string): void {
-  let verdicts = ex.get(GUARD_VERDICTS);
-  if (verdicts === undefined) ex.set(GUARD_VERDICTS, (verdicts = []));
-  verdicts.push(`${phase}:${action}:${key}`);
-  ex.logField('llm.guard', verdicts.join(','));
+/**
+ * Every guard verdict of the exchange so far, per phase in the order the guards ran (ADR 0181): the CEL variable
+ * `llmGuards` (`llmGuards.request`, `llmGuards.response`: lists, a phase whose guards did not run absent; a CEL
+ * variable published by a plugin is a map), and the access log's `llm.guard`.
+ */
+const LLM_GUARDS = defineAttribute<Partial<Record<'request' | 'response', GuardVerdictView[]>>>('llmGuards');
+
+/** Add one guard's verdict to `llmGuards` and the access log's `llm.guard` (`<phase>:<action>:<guard>`, comma-separated). */
+function logVerdict(ex: Exchange, phase: 'request' | 'response', action: string, guard: string): void {
+  let verdicts = ex.get(LLM_GUARDS);
+  if (verdicts === undefined) ex.set(LLM_GUARDS, (verdicts = {}));
+  (verdicts[phase] ??= []).push({ guard, action });
+  const line = (p: 'request' | 'response') => (verdicts[p] ?? []).map((v) => `${p}:${v.action}:${v.guard}`);
+  ex.logField('llm.guard', [...line('request'), ...line('response')].join(','));
 }
 
 /**
