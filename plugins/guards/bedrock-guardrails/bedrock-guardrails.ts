@@ -1,6 +1,7 @@
 import { parseUpstreamAddress } from 'switchyard/sdk';
 import type { CompileContext } from 'switchyard/sdk';
 import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
+import { checkImageCount, dataUrlParts } from '../../lib/llm-guard/images.ts';
 import type { GuardInstance, GuardMessage, GuardVerdict } from '../../lib/llm/contract.ts';
 import { isObj } from '../../lib/llm/json.ts';
 
@@ -40,12 +41,27 @@ export function guardrailVerdict(answer: unknown, messages: readonly GuardMessag
   return { action: 'mask', messages: masked };
 }
 
+/** Formats an ApplyGuardrail image block takes (its bytes only: a URL would have the gateway fetch it). */
+const GUARDRAIL_IMAGE_FORMATS: ReadonlyMap<string, string> = new Map([
+  ['image/png', 'png'],
+  ['image/jpeg', 'jpeg'],
+  ['image/jpg', 'jpeg'],
+]);
+
+/** An image block for a `data:` URL of a PNG or JPEG image; undefined for anything else (ADR 0181). */
+function guardrailImage(url: string): { format: string; source: { bytes: string } } | undefined {
+  const parts = dataUrlParts(url);
+  const format = parts && GUARDRAIL_IMAGE_FORMATS.get(parts.mediaType);
+  return format && parts.base64 !== '' ? { format, source: { bytes: parts.base64 } } : undefined;
+}
+
 /**
  * `bedrockGuardrails` (BEHAVIOUR.md §2.9): `POST /guardrail/<id>/version/<version>/apply` on
  * `bedrock-runtime.<region>.amazonaws.com` with `{source: INPUT|OUTPUT, content: [{text: {text}}...]}`, SigV4-signed
  * by the guard's `policies.backendAuth`, or by `aws` with the default credential chain when it has none.
  * `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` (then `AWS_ENDPOINT_URL`) replaces the endpoint, as in the AWS SDKs; `host`
- * replaces both.
+ * replaces both. A request's inline PNG and JPEG images go as `image` blocks after the texts (ADR 0181; at most 16);
+ * images by URL and of other types are not sent (the API takes PNG or JPEG bytes only).
  */
 export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, ctx: CompileContext): Promise<GuardInstance> {
   const configured = config.host ?? process.env.AWS_ENDPOINT_URL_BEDROCK_RUNTIME ?? process.env.AWS_ENDPOINT_URL;
@@ -64,8 +80,17 @@ export async function compileBedrockGuardrails(config: BedrockGuardrailsConfig, 
   );
   const path = `/guardrail/${encodeURIComponent(config.guardrailIdentifier)}/version/${encodeURIComponent(config.guardrailVersion)}/apply`;
   return {
-    async check(ex, phase, messages): Promise<GuardVerdict> {
-      const body = { source: phase === 'request' ? 'INPUT' : 'OUTPUT', content: messages.map((m) => ({ text: { text: m.content } })) };
+    seesImages: true,
+    async check(ex, phase, messages, images = []): Promise<GuardVerdict> {
+      checkImageCount(images, 'the guardrail');
+      // Image blocks after the texts, so `outputs` (texts only) still line up with the messages.
+      const content: unknown[] = messages.map((m) => ({ text: { text: m.content } }));
+      for (const url of images) {
+        const image = guardrailImage(url);
+        if (image) content.push({ image });
+      }
+      if (content.length === 0) return { action: 'pass' };
+      const body = { source: phase === 'request' ? 'INPUT' : 'OUTPUT', content };
       return guardrailVerdict(await connection.postJson(ex, path, body, 'the Bedrock guardrail'), messages);
     },
   };

@@ -1,5 +1,6 @@
 import type { CompileContext, Exchange } from 'switchyard/sdk';
 import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
+import { checkImageCount } from '../../lib/llm-guard/images.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 
 export interface ModerationGuardConfig {
@@ -30,8 +31,6 @@ export function moderationFlagged(answer: unknown): boolean {
   return flagged;
 }
 
-/** Images of one request sent to moderation; more fail the guard (503) rather than pass unjudged (ADR 0181). */
-export const MAX_MODERATED_IMAGES = 16;
 /** Moderation calls for one request's images in flight at once. */
 const IMAGE_CALLS_AT_ONCE = 4;
 
@@ -54,7 +53,7 @@ export async function compileModerationGuard(config: ModerationGuardConfig, ctx:
     // The text-only models (`text-moderation-*`) take no images.
     seesImages: model.startsWith('omni-moderation'),
     async check(ex, _phase, messages, images = []): Promise<GuardVerdict> {
-      if (images.length > MAX_MODERATED_IMAGES) throw new Error(`the request has ${images.length} images; moderation judges at most ${MAX_MODERATED_IMAGES}`);
+      checkImageCount(images, 'moderation');
       const calls: (() => Promise<boolean>)[] = images.map((url) => () => moderate(ex, [{ type: 'image_url', image_url: { url } }]));
       if (messages.length > 0) calls.unshift(() => moderate(ex, messages.map((m) => m.content)));
       const flagged = await anyOf(calls, IMAGE_CALLS_AT_ONCE);

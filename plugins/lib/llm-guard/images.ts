@@ -10,6 +10,20 @@ import { isObj } from '../llm/json.ts';
 
 type Obj = Record<string, unknown>;
 
+/** Images of one request a guard service judges at most; a guard given more fails (503) rather than pass them unjudged. */
+export const MAX_GUARDED_IMAGES = 16;
+
+/** A guard given more images than it judges fails: passing them unjudged would make the image count a way around it. */
+export function checkImageCount(images: readonly string[], service: string): void {
+  if (images.length > MAX_GUARDED_IMAGES) throw new Error(`the request has ${images.length} images; ${service} judges at most ${MAX_GUARDED_IMAGES}`);
+}
+
+/** A `data:` URL of base64 bytes: its media type and the base64 text, or undefined. */
+export function dataUrlParts(url: string): { mediaType: string; base64: string } | undefined {
+  const m = /^data:([^;,]+);base64,/i.exec(url);
+  return m ? { mediaType: m[1]!.toLowerCase(), base64: url.slice(m[0].length) } : undefined;
+}
+
 const WEB_URL = /^https?:\/\//i;
 const DATA_IMAGE_URL = /^data:image\//i;
 
