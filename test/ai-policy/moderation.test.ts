@@ -24,17 +24,27 @@ describe('openAIModeration guard', () => {
   let port: number;
   let mock: LLMock;
   let recorder: StandIn;
+  let inFlight = 0;
+  let maxInFlight = 0;
 
   before(async () => {
     mock = await LLMock.create({ auth: { apiKeys: [KEY] } });
     mock.onModerate(/hurt someone/, FLAGGED);
     // Flags an image whose URL names bad.png; answers 400 `too_many_images` to an input with more than one image, as
     // the endpoint does.
+    // An image URL naming slow.png is answered after 50 ms (to see how many calls are in flight at once).
     recorder = await startStandIn((_req, res, body) => {
       const input = (body as { input: unknown[] }).input;
       const images = input.filter((i) => (i as { type?: string }).type === 'image_url').length;
       if (images > 1) return sendJson(res, 400, { error: { message: `Number of images (${images}) exceeds maximum of 1`, code: 'too_many_images' } });
-      sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: JSON.stringify(input).includes('bad.png'), categories: {} }] });
+      const answer = () => sendJson(res, 200, { id: 'modr-1', model: 'omni-moderation-latest', results: [{ flagged: JSON.stringify(input).includes('bad.png'), categories: {} }] });
+      if (!JSON.stringify(input).includes('slow.png')) return answer();
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      setTimeout(() => {
+        inFlight--;
+        answer();
+      }, 50);
     });
     port = await freePort();
     const dead = await freePort();
@@ -139,6 +149,10 @@ describe('openAIModeration guard', () => {
     from = recorder.received.length;
     assert.equal((await send('/recorded/v1/chat/completions', [...parts, ...bad])).status, 200);
     assert.deepEqual(recorder.received.slice(from).map((r) => (r.body as { input: unknown }).input), [['look']]);
+    // Image calls run four at a time.
+    const slow = Array.from({ length: 12 }, (_, i) => ({ type: 'image_url', image_url: { url: `https://img.example/slow.png?${i}` } }));
+    assert.equal((await send('/recorded-default/v1/chat/completions', slow)).status, 200);
+    assert.equal(maxInFlight, 4);
     // More images than the bound fail closed.
     const many = Array.from({ length: 17 }, () => ({ type: 'image_url', image_url: { url: png } }));
     from = recorder.received.length;
