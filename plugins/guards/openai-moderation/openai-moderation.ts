@@ -1,5 +1,5 @@
 import type { CompileContext, Exchange } from 'switchyard/sdk';
-import { guardConnection } from '../../lib/llm-guard/guard-http.ts';
+import { GUARD_TIMEOUT_MS, guardConnection } from '../../lib/llm-guard/guard-http.ts';
 import { checkImageCount } from '../../lib/llm-guard/images.ts';
 import type { GuardInstance, GuardVerdict } from '../../lib/llm/contract.ts';
 
@@ -62,12 +62,19 @@ export async function compileModerationGuard(config: ModerationGuardConfig, ctx:
   };
 }
 
-/** Run the calls, `atOnce` at a time; true as soon as one says true (the rest are not started), or false. */
+/**
+ * Run the calls, `atOnce` at a time; true as soon as one says true (the rest are not started), or false. None is
+ * started after the guard's time (the policy gave up on the verdict by then): that throws, as a timeout.
+ */
 async function anyOf(calls: readonly (() => Promise<boolean>)[], atOnce: number): Promise<boolean> {
+  const deadline = performance.now() + GUARD_TIMEOUT_MS;
   let next = 0;
   let found = false;
   const worker = async (): Promise<void> => {
-    while (!found && next < calls.length) if (await calls[next++]!()) found = true;
+    while (!found && next < calls.length) {
+      if (performance.now() > deadline) throw new Error(`moderation did not judge every input within ${GUARD_TIMEOUT_MS / 1000}s`);
+      if (await calls[next++]!()) found = true;
+    }
   };
   await Promise.all(Array.from({ length: Math.min(atOnce, calls.length) }, worker));
   return found;
