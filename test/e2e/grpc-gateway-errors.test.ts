@@ -5,7 +5,7 @@
 // up from an HTTP status; the access log carries `grpc.status`. HTTP/1.1 gets the same answer in its head.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createServer as createH2Server } from 'node:http2';
+import { connect as h2connect, createServer as createH2Server } from 'node:http2';
 import type { Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -121,8 +121,32 @@ describe('gateway-made answers to gRPC clients', () => {
       assert.equal(header(res, 'grpc-message').length, 1);
       assert.equal(res.body.length, 0);
     }
-    // `application/grpcfoo` is no gRPC content type: the HTTP answer.
+    // `application/grpcfoo` is no gRPC content type, and gRPC is POST only: the HTTP answers.
     const other = await rawRequest(plainPort, `POST /deny.Echo/Echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/grpcfoo\r\nContent-Length: 0\r\nConnection: close`);
     assert.equal(other.status, 403);
+    const get = await rawRequest(plainPort, `GET /deny.Echo/Echo HTTP/1.1\r\nHost: h\r\nContent-Type: application/grpc\r\nConnection: close`);
+    assert.equal(get.status, 403);
+  });
+
+  it('a CONNECT with a gRPC content type is still refused 405: a 200 would read as a tunnel opened', async () => {
+    const h1 = await rawRequest(plainPort, `CONNECT tunnel.example:443 HTTP/1.1\r\nHost: tunnel.example:443\r\nContent-Type: application/grpc`);
+    assert.equal(h1.status, 405);
+    assert.deepEqual(header(h1, 'grpc-status'), []);
+    const session = h2connect(`http://127.0.0.1:${plainPort}`);
+    session.on('error', () => undefined);
+    try {
+      const status = await within(
+        new Promise<unknown>((resolve, reject) => {
+          const s = session.request({ ':method': 'CONNECT', ':authority': 'tunnel.example:443', 'content-type': 'application/grpc' });
+          s.on('response', (h) => resolve(h[':status']));
+          s.on('error', reject);
+        }),
+        5_000,
+        'the h2 CONNECT',
+      );
+      assert.equal(status, 405);
+    } finally {
+      session.destroy();
+    }
   });
 });
