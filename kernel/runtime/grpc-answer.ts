@@ -86,8 +86,9 @@ function messageOf(reply: Reply): string {
 
 /**
  * Turn a gateway-made error reply (a status of 400 or more) into a trailers-only gRPC answer when the request is
- * gRPC's (a POST with a gRPC content type); false (the reply untouched) for any other request. The reply's other headers (`WWW-Authenticate`, the rate
- * limit's) stay; its body goes. The status is logged (and on the span) as `grpc.status`, over HTTP/1.1 too.
+ * gRPC's (a POST with a gRPC content type); false (the reply untouched) for any other request. The reply's other
+ * headers (`WWW-Authenticate`, the rate limit's) stay; its body goes. The status is logged (and on the span) as
+ * `grpc.status`, over HTTP/1.1 too.
  */
 export function grpcAnswer(ex: ExchangeImpl, reply: Reply): boolean {
   // gRPC calls are POSTs; a CONNECT answered 200 would read as a tunnel opened.
