@@ -4,7 +4,10 @@
 // `grpc-status`, a percent-encoded `grpc-message`) and so the status code and message, not INTERNAL or UNKNOWN made
 // up from an HTTP status; the access log carries `grpc.status`. HTTP/1.1 gets the same answer in its head.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect as h2connect, createServer as createH2Server } from 'node:http2';
 import type { Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +29,7 @@ function route(name: string, policies: Record<string, unknown>, backend: Record<
 
 describe('gateway-made answers to gRPC clients', () => {
   let pki: TestPki;
+  let dir: string;
   let echo: { server: grpc.Server; port: number };
   let silent: Http2Server;
   let gw: RunningGateway;
@@ -49,10 +53,14 @@ describe('gateway-made answers to gRPC clients', () => {
     silent.on('stream', () => undefined);
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const closed = await freePort();
+    dir = mkdtempSync(join(tmpdir(), 'grpc-errors-'));
+    const htpasswd = join(dir, 'users.htpasswd');
+    writeFileSync(htpasswd, `ana:{SHA}${createHash('sha1').update('ana-password').digest('base64')}\n`);
     const h2 = (port: number) => ({ host: `127.0.0.1:${port}`, policies: { http: { version: 'HTTP/2.0' } } });
     const routes = [
       route('deny', { authorization: { rules: ['false'] } }, h2(echo.port)),
       route('key', { apiKey: { mode: 'strict', keys: [{ key: 'sk-grpc-test-key-0123456789' }] } }, h2(echo.port)),
+      route('basic', { basicAuth: { mode: 'strict', realm: 'grpc-realm', htpasswd: { file: htpasswd } } }, h2(echo.port)),
       route('limit', { localRateLimit: [{ maxTokens: 1, tokensPerFill: 1, fillInterval: '1h' }] }, h2(echo.port)),
       route('down', {}, h2(closed)),
       route('slow', { timeout: { requestTimeout: '300ms' } }, h2((silent.address() as AddressInfo).port)),
@@ -70,23 +78,27 @@ describe('gateway-made answers to gRPC clients', () => {
     echo?.server.forceShutdown();
     silent?.close();
     pki?.remove();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   for (const tls of [true, false]) {
     const over = tls ? 'TLS h2' : 'h2c';
 
     it(`${over}: each gateway-made error is the gRPC status its HTTP status maps to, with its message`, async () => {
-      const expect = async (name: string, code: grpc.status, details: RegExp): Promise<void> => {
+      const expect = async (name: string, code: grpc.status, details: RegExp): Promise<grpc.Metadata> => {
         const answer = await within(unary(client(name, tls), 'Echo', { hello: name }), 10_000, `the ${name} call`);
         assert.equal(answer.error?.code, code, `${name}: ${answer.error?.code} ${answer.error?.details}`);
         assert.match(answer.error!.details, details, name);
+        return answer.error!.metadata;
       };
       await expect('nowhere', grpc.status.UNIMPLEMENTED, /route/);
       await expect('deny', grpc.status.PERMISSION_DENIED, /authoriz/i);
       await expect('key', grpc.status.UNAUTHENTICATED, /key/i);
+      // The denial's own headers stay, as metadata: the challenge, the rate limit's numbers.
+      assert.deepEqual((await expect('basic', grpc.status.UNAUTHENTICATED, /basic/i)).get('www-authenticate'), ['Basic realm="grpc-realm"']);
       // The one token goes to a call the upstream answers itself (it serves `test.Echo` only: UNIMPLEMENTED).
       assert.match((await unary(client('limit', tls), 'Echo', {})).error!.details, /does not implement/);
-      await expect('limit', grpc.status.UNAVAILABLE, /rate limit/i);
+      assert.deepEqual((await expect('limit', grpc.status.UNAVAILABLE, /rate limit/i)).get('x-ratelimit-limit'), ['1']);
       await expect('down', grpc.status.UNAVAILABLE, /upstream|connect/i);
       await expect('slow', grpc.status.UNAVAILABLE, /300ms/);
       // A direct response that is an error: its body is the message, percent-encoded on the wire (non-ASCII, `%`,
