@@ -1,9 +1,9 @@
 // The numbers every answer of a key adds to (ADR 0177): its lifetime tokens and USD waiting to be settled, and its
-// USD waiting for its `/metrics` series, in one Float64Array for all keys, at a slot number the key's state holds.
+// USD waiting for its `/metrics` series (by key, by team), in one Float64Array for all keys, at a slot number the key's state holds.
 // With 1,000 keys used in turn each key's objects are cold at its next request, and a request reached a dozen lines
-// of its own key: two lifetime memos, the store's two sums and their number boxes, the series and its box. An answer
-// now writes one line here; the sums go to the store every FLUSH_MS (as lazy settlements, ADR 0072), and to the
-// series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
+// of its own key: two lifetime memos, the store's two sums and their number boxes, two series and their boxes. An
+// answer now writes one line here; the sums go to the store every FLUSH_MS (as lazy settlements, ADR 0072), and to
+// the series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
 import type { Logger } from 'switchyard/sdk';
 import type { CounterDelta, KeyStore } from '../../lib/key-store/types.ts';
 
@@ -28,6 +28,7 @@ type Inc = { inc(by?: number): void };
 /** What a slot is given for: a key's state (key-state.ts) holds its slot and the generation it was given in. */
 export interface NumberedKey {
   readonly id: string;
+  readonly team: string | undefined;
   /** The lifetime counters' names, undefined when a `total` budget's line is that counter (not settled twice). */
   readonly lifetimeTokens: string | undefined;
   readonly lifetimeUsd: string | undefined;
@@ -41,7 +42,9 @@ export class KeyNumbers {
   private ids: string[] = [];
   private tokenNames: (string | undefined)[] = [];
   private usdNames: (string | undefined)[] = [];
+  private teams: (string | undefined)[] = [];
   private series: (Inc | undefined)[] = [];
+  private teamSeries: (Inc | undefined)[] = [];
   /** Slots with something waiting, each once (its LISTED number). */
   private waiting: number[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -49,8 +52,9 @@ export class KeyNumbers {
   generation = 1;
   store: KeyStore | undefined;
   logger: Logger | undefined;
-  /** The series of a key id (the live config's metrics). */
+  /** The series of a key id and of a team (`none` for keys without one): the live config's metrics. */
   seriesOf: ((id: string) => Inc) | undefined;
+  teamSeriesOf: ((team: string) => Inc) | undefined;
 
   /** `key`'s slot, given at its first answer in this generation, with its lifetime counters' names as the state has them. */
   private slotOf(key: NumberedKey): number {
@@ -67,9 +71,15 @@ export class KeyNumbers {
       }
       this.ids[slot] = key.id;
       this.series[slot] = undefined;
-    } else if (this.tokenNames[slot] !== key.lifetimeTokens || this.usdNames[slot] !== key.lifetimeUsd) {
-      // The key's plan changed (a `total` budget added or removed): what waits goes to the counters it was for.
+      this.teams[slot] = key.team;
+      this.teamSeries[slot] = undefined;
+    } else if (this.tokenNames[slot] !== key.lifetimeTokens || this.usdNames[slot] !== key.lifetimeUsd || this.teams[slot] !== key.team) {
+      // The key's plan or team changed: what waits goes to the counters and the team it was for.
       this.flush();
+      if (this.teams[slot] !== key.team) {
+        this.teams[slot] = key.team;
+        this.teamSeries[slot] = undefined;
+      }
     }
     this.tokenNames[slot] = key.lifetimeTokens;
     this.usdNames[slot] = key.lifetimeUsd;
@@ -85,7 +95,9 @@ export class KeyNumbers {
     this.ids = [];
     this.tokenNames = [];
     this.usdNames = [];
+    this.teams = [];
     this.series = [];
+    this.teamSeries = [];
     this.values = new Float64Array(64 * STRIDE);
     this.generation++;
   }
@@ -100,7 +112,7 @@ export class KeyNumbers {
     this.list(at);
   }
 
-  /** An answer's cost for the key's `/metrics` series. */
+  /** An answer's cost for the key's and its team's `/metrics` series. */
   addSpend(key: NumberedKey, usd: number): void {
     if (!(usd > 0) || usd === Infinity) return;
     const at = this.slotOf(key) * STRIDE;
@@ -145,7 +157,10 @@ export class KeyNumbers {
       const usdName = this.usdNames[slot];
       if (tokens !== 0 && tokenName !== undefined) deltas.push({ counter: tokenName, amount: tokens, expiresAt: 0, lazy: true });
       if (usd !== 0 && usdName !== undefined) deltas.push({ counter: usdName, amount: usd, expiresAt: 0, lazy: true });
-      if (spend !== 0 && this.seriesOf !== undefined) (this.series[slot] ??= this.seriesOf(this.ids[slot]!)).inc(spend);
+      if (spend !== 0) {
+        if (this.seriesOf !== undefined) (this.series[slot] ??= this.seriesOf(this.ids[slot]!)).inc(spend);
+        if (this.teamSeriesOf !== undefined) (this.teamSeries[slot] ??= this.teamSeriesOf(this.teams[slot] || 'none')).inc(spend);
+      }
     }
     if (deltas.length === 0 || this.store === undefined) return undefined;
     const failed = (err: unknown): void => this.logger?.error('virtual key lifetime settlement failed', { keys: slots.length, error: err as Error });

@@ -38,8 +38,6 @@ export interface Slot extends LineOwner, CounterMemo {
   expiresAt: number;
 }
 
-type Inc = { inc(by?: number): void };
-
 /**
  * One key's state under one config (directory), found by the key's digest. It is also where the store keeps its
  * lookup of the key between requests (its CounterMemo fields; ADR 0110, 0112): with 1,000 keys in turn each of these
@@ -67,8 +65,6 @@ export interface KeyState extends CounterMemo, NumberedKey {
    */
   readonly lifetimeTokens: string | undefined;
   readonly lifetimeUsd: string | undefined;
-  /** The team's spend series, resolved at the key's first priced answer (the key's own is summed in the numbers). */
-  teamSpend: Inc | undefined;
 }
 
 /** Slots of `budgets` under `scope`, appended to `slots`; two budgets of one unit and period share a counter (at the lower limit). */
@@ -149,7 +145,6 @@ export function keyStateOf(dir: KeyDirectory, record: KeyRecord, digest: string,
     owner: undefined,
     entry: undefined,
     epoch: 0,
-    teamSpend: undefined,
     slot: 0,
     slotGeneration: 0,
   };

@@ -62,7 +62,7 @@ type Inc = { inc(by?: number): void };
 
 /** `/metrics` series of virtual keys: spend by team and by key, refusals by reason (docs/observability.md). */
 export interface KeyMetrics {
-  /** What the LLM answers of a team's keys cost in USD (`none` for keys without a team): resolved once per key state. */
+  /** What the LLM answers of a team's keys cost in USD (`none` for keys without a team): resolved at a key's first flush of the numbers. */
   teamSpend(team: string): Inc;
   /** What one key's LLM answers cost in USD, by key id: resolved at a key's first flush of the numbers (ADR 0177). */
   keySpend(key: string): Inc;
@@ -85,7 +85,10 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
   return {
     teamSpend: (team) => spend.child({ team }),
     keySpend: (key) => keySpend.child({ key }),
-    beforeScrape: (fn) => keySpend.beforeScrape(fn),
+    beforeScrape: (fn) => {
+      spend.beforeScrape(fn);
+      keySpend.beforeScrape(fn);
+    },
     denied: (reason) => reasons[reason].inc(),
   };
 }
@@ -165,6 +168,7 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
   numbers.store = store;
   // The live config's series and logger; `/metrics` hands the numbers' costs to the series when it is read.
   numbers.seriesOf = metrics.keySpend;
+  numbers.teamSeriesOf = metrics.teamSpend;
   numbers.logger = ctx.logger;
   metrics.beforeScrape(() => void numbers.flush());
   return { store, declared, declaredById, teams, shared, outputEstimate: config.outputEstimate ?? 256, metrics, numbers, byDigest: new Map(), sharedSlots: sharedSlotLists(teams, shared) };
@@ -234,11 +238,7 @@ export async function compileVirtualKeys(config: VirtualKeysConfig, ctx: Compile
       reservation.settle(ex, status);
       // Every key's cost, budgets or not (a key without budgets makes no reservation).
       const usd = ex.get(llmCall)?.cost;
-      if (usd) {
-        const key = reservation.key;
-        (key.teamSpend ??= dir.metrics.teamSpend(key.team || 'none')).inc(usd);
-        dir.numbers.addSpend(key, usd);
-      }
+      if (usd) dir.numbers.addSpend(reservation.key, usd);
     },
   };
 }
