@@ -2,21 +2,21 @@
 // USD waiting for its `/metrics` series (by key, by team), in one Float64Array for all keys, at a slot number the key's state holds.
 // With 1,000 keys used in turn each key's objects are cold at its next request, and a request reached a dozen lines
 // of its own key: two lifetime memos, the store's two sums and their number boxes, two series and their boxes. An
-// answer now writes one line here; the sums go to the store every FLUSH_MS (as lazy settlements, ADR 0072), and to
-// the series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
+// answer now writes one line here; the lifetime sums go to the store every FLUSH_MS (as lazy settlements, ADR 0072),
+// through memos kept per slot (ADR 0107), and the costs to the series when `/metrics` is read. Kept with the store across reloads (its handle), so nothing waiting is lost.
 import type { Logger } from 'switchyard/sdk';
-import type { CounterDelta, KeyStore } from '../../lib/key-store/types.ts';
+import type { CounterDelta, CounterMemo, KeyStore } from '../../lib/key-store/types.ts';
 
 /**
  * Longest an answer's lifetime usage waits here before it joins the store's lazy sums, which hold it up to LAZY_MS
  * more (5 s, ADR 0111): another replica sees a key's lifetime usage within about 12 s, this one at once (its usage
  * API hands these to the store first).
  */
-export const FLUSH_MS = 2000;
+export const FLUSH_MS = 3000;
 /** Keys with a slot; past it every sum is handed on and the slots are given again (states see a new generation). */
 export const SLOTS_MAX = 65_536;
 
-/** Numbers per slot: lifetime tokens, lifetime USD, series USD, and whether the slot is on the waiting list. */
+/** Numbers per slot: lifetime tokens, lifetime USD (waiting for the store), series USD, and whether the slot's lifetime sums are on the waiting list. */
 const STRIDE = 4;
 const TOKENS = 0;
 const USD = 1;
@@ -42,10 +42,13 @@ export class KeyNumbers {
   private ids: string[] = [];
   private tokenNames: (string | undefined)[] = [];
   private usdNames: (string | undefined)[] = [];
+  /** Where the store keeps its lookup of each lifetime counter between flushes (one per slot and unit). */
+  private tokenMemos: CounterMemo[] = [];
+  private usdMemos: CounterMemo[] = [];
   private teams: (string | undefined)[] = [];
   private series: (Inc | undefined)[] = [];
   private teamSeries: (Inc | undefined)[] = [];
-  /** Slots with something waiting, each once (its LISTED number). */
+  /** Slots with lifetime sums waiting, each once (its LISTED number). */
   private waiting: number[] = [];
   private timer: NodeJS.Timeout | undefined;
   /** Raised when slots are given again: a state's slot of an older generation is not used. */
@@ -73,6 +76,8 @@ export class KeyNumbers {
       this.series[slot] = undefined;
       this.teams[slot] = key.team;
       this.teamSeries[slot] = undefined;
+      this.tokenMemos[slot] = {};
+      this.usdMemos[slot] = {};
     } else if (this.tokenNames[slot] !== key.lifetimeTokens || this.usdNames[slot] !== key.lifetimeUsd || this.teams[slot] !== key.team) {
       // The key's plan or team changed: what waits goes to the counters and the team it was for.
       this.flush();
@@ -95,6 +100,8 @@ export class KeyNumbers {
     this.ids = [];
     this.tokenNames = [];
     this.usdNames = [];
+    this.tokenMemos = [];
+    this.usdMemos = [];
     this.teams = [];
     this.series = [];
     this.teamSeries = [];
@@ -109,35 +116,48 @@ export class KeyNumbers {
     const v = this.values;
     if (key.lifetimeTokens !== undefined) v[at + TOKENS] += tokens;
     if (key.lifetimeUsd !== undefined) v[at + USD] += usd;
-    this.list(at);
-  }
-
-  /** An answer's cost for the key's and its team's `/metrics` series. */
-  addSpend(key: NumberedKey, usd: number): void {
-    if (!(usd > 0) || usd === Infinity) return;
-    const at = this.slotOf(key) * STRIDE;
-    this.values[at + SPEND] += usd;
-    this.list(at);
-  }
-
-  private list(at: number): void {
-    if (this.values[at + LISTED] !== 0) return;
-    this.values[at + LISTED] = 1;
+    if (v[at + LISTED] !== 0) return;
+    v[at + LISTED] = 1;
     this.waiting.push(at / STRIDE);
     if (this.timer === undefined) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
-        this.flush();
+        void this.flushLifetime();
       }, FLUSH_MS);
       this.timer.unref();
     }
   }
 
+  /** An answer's cost for the key's and its team's `/metrics` series. */
+  addSpend(key: NumberedKey, usd: number): void {
+    if (!(usd > 0) || usd === Infinity) return;
+    this.values[(this.slotOf(key) * STRIDE) + SPEND] += usd;
+  }
+
   /**
-   * Hand on everything waiting: lifetime sums to the store as lazy settlements, costs to the series. Returns the
-   * store's promise when it has one (a shared store), so a close can wait for it.
+   * Hand on everything waiting: costs to the series, lifetime sums to the store. Returns the store's promise when it
+   * has one (a shared store), so a close can wait for it.
    */
   flush(): Promise<void> | undefined {
+    this.flushSpend();
+    return this.flushLifetime();
+  }
+
+  /** Costs to the series (`/metrics` is being read): every slot's, one pass over the array. */
+  private flushSpend(): void {
+    const v = this.values;
+    const slots = this.slotById.size;
+    for (let slot = 0; slot < slots; slot++) {
+      const spend = v[slot * STRIDE + SPEND]!;
+      if (spend === 0) continue;
+      v[slot * STRIDE + SPEND] = 0;
+      if (this.seriesOf !== undefined) (this.series[slot] ??= this.seriesOf(this.ids[slot]!)).inc(spend);
+      if (this.teamSeriesOf !== undefined) (this.teamSeries[slot] ??= this.teamSeriesOf(this.teams[slot] || 'none')).inc(spend);
+    }
+  }
+
+  /** Lifetime sums to the store, as lazy settlements. */
+  private flushLifetime(): Promise<void> | undefined {
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
@@ -151,16 +171,11 @@ export class KeyNumbers {
       const at = slot * STRIDE;
       const tokens = v[at + TOKENS]!;
       const usd = v[at + USD]!;
-      const spend = v[at + SPEND]!;
-      v[at + TOKENS] = v[at + USD] = v[at + SPEND] = v[at + LISTED] = 0;
+      v[at + TOKENS] = v[at + USD] = v[at + LISTED] = 0;
       const tokenName = this.tokenNames[slot];
       const usdName = this.usdNames[slot];
-      if (tokens !== 0 && tokenName !== undefined) deltas.push({ counter: tokenName, amount: tokens, expiresAt: 0, lazy: true });
-      if (usd !== 0 && usdName !== undefined) deltas.push({ counter: usdName, amount: usd, expiresAt: 0, lazy: true });
-      if (spend !== 0) {
-        if (this.seriesOf !== undefined) (this.series[slot] ??= this.seriesOf(this.ids[slot]!)).inc(spend);
-        if (this.teamSeriesOf !== undefined) (this.teamSeries[slot] ??= this.teamSeriesOf(this.teams[slot] || 'none')).inc(spend);
-      }
+      if (tokens !== 0 && tokenName !== undefined) deltas.push({ counter: tokenName, amount: tokens, expiresAt: 0, lazy: true, memo: this.tokenMemos[slot] });
+      if (usd !== 0 && usdName !== undefined) deltas.push({ counter: usdName, amount: usd, expiresAt: 0, lazy: true, memo: this.usdMemos[slot] });
     }
     if (deltas.length === 0 || this.store === undefined) return undefined;
     const failed = (err: unknown): void => this.logger?.error('virtual key lifetime settlement failed', { keys: slots.length, error: err as Error });
