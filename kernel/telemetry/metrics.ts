@@ -102,14 +102,18 @@ class Counter {
     this.name = name;
     this.help = help;
   }
-  /** Run just before `/metrics` renders this counter: the last one set (see MetricCounter.beforeScrape). */
-  scrape: (() => void) | undefined = undefined;
+  /** Run just before `/metrics` renders this counter (MetricCounter.beforeScrape). */
+  readonly scrapeHooks: (() => void)[] = [];
   inc(labels: Record<string, string> = {}, by = 1): void {
     if (!countable(by)) return;
     this.cell(this.key(labels)).v += by;
   }
-  beforeScrape(fn: (() => void) | undefined): void {
-    this.scrape = fn;
+  beforeScrape(fn: () => void): () => void {
+    this.scrapeHooks.push(fn);
+    return () => {
+      const at = this.scrapeHooks.indexOf(fn);
+      if (at !== -1) this.scrapeHooks.splice(at, 1);
+    };
   }
   /** A series bumped without its key looked up again, made on the first `inc` (a series appears once something is counted in it). */
   child(labels: Record<string, string>): { inc(by?: number): void } {
@@ -284,10 +288,12 @@ export class MetricsRegistry {
     }
     for (const c of this.counters.values()) {
       // A plugin's hook failing must not take the page down: its series show what they held.
-      try {
-        c.scrape?.();
-      } catch {
-        /* the series as they were */
+      for (const fn of c.scrapeHooks) {
+        try {
+          fn();
+        } catch {
+          /* the series as they were */
+        }
       }
       out.push(`# HELP ${c.name} ${c.help}`, `# TYPE ${c.name} counter`);
       for (const [labels, { v }] of c.values) out.push(labels ? `${c.name}{${labels}} ${v}` : `${c.name} ${v}`);

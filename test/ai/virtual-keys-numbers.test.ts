@@ -63,4 +63,30 @@ describe('virtualKeys numbers across a restart', () => {
     assert.equal(life.tokens, 16, 'one answer of 16 tokens, written at the stop');
     assert.ok(life.usd > 0);
   });
+
+  it('`/metrics` shows every answer\'s cost after the admin UI validated a pasted key store (its numbers are not the live ones)', async () => {
+    await gw?.stop();
+    const started = await start();
+    gw = started.gw;
+    const client = new OpenAI({ baseURL: `${started.base}/openai/v1`, apiKey: IVY, maxRetries: 0 });
+    const hello = () => client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] });
+    const cost = async (): Promise<number> => {
+      const text = await (await fetch(`${gw!.adminUrl}/metrics`)).text();
+      return Number(/^switchyard_virtual_key_cost_usd_total\{key="ivy"\} (\S+)$/m.exec(text)?.[1] ?? 0);
+    };
+    /** The cost once it passes `above` (an answer is settled just after it ends). */
+    const settled = async (above: number): Promise<number> => {
+      let seen = 0;
+      for (const until = Date.now() + 5000; Date.now() < until && (seen = await cost()) <= above; ) await sleep(20);
+      return seen;
+    };
+    await hello();
+    const one = await settled(0);
+    assert.ok(one > 0, 'the first answer\'s cost');
+    const pasted = { binds: [{ port: await freePort(), listeners: [{ routes: [{ name: 'r', policies: { virtualKeys: { store: { sqlite: { path: ':memory:' } } }, directResponse: { status: 200 } } }] }] }] };
+    const check = await fetch(`${gw.adminUrl}/ui/api/validate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: JSON.stringify(pasted) }) });
+    assert.equal(((await check.json()) as { ok: boolean }).ok, true);
+    await hello();
+    assert.ok(Math.abs((await settled(one)) - 2 * one) < 1e-12, 'the second answer\'s cost shows too');
+  });
 });

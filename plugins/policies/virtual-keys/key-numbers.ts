@@ -162,7 +162,8 @@ export class KeyNumbers {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    if (this.waiting.length === 0) return undefined;
+    // No store yet (it is set before the first request): the sums wait for the next flush.
+    if (this.waiting.length === 0 || this.store === undefined) return undefined;
     const slots = this.waiting;
     this.waiting = [];
     const v = this.values;
@@ -177,7 +178,7 @@ export class KeyNumbers {
       if (tokens !== 0 && tokenName !== undefined) deltas.push({ counter: tokenName, amount: tokens, expiresAt: 0, lazy: true, memo: this.tokenMemos[slot] });
       if (usd !== 0 && usdName !== undefined) deltas.push({ counter: usdName, amount: usd, expiresAt: 0, lazy: true, memo: this.usdMemos[slot] });
     }
-    if (deltas.length === 0 || this.store === undefined) return undefined;
+    if (deltas.length === 0) return undefined;
     const failed = (err: unknown): void => this.logger?.error('virtual key lifetime settlement failed', { keys: slots.length, error: err as Error });
     try {
       const done = this.store.settle(deltas);

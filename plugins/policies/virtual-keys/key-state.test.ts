@@ -16,7 +16,7 @@ function directory(): KeyDirectory {
     teams,
     shared,
     outputEstimate: 256,
-    metrics: { teamSpend: (t) => (series.push(`team ${t}`), { inc: () => undefined }), keySpend: (k) => (series.push(`key ${k}`), { inc: () => undefined }), denied: () => undefined, beforeScrape: () => undefined },
+    metrics: { teamSpend: (t) => (series.push(`team ${t}`), { inc: () => undefined }), keySpend: (k) => (series.push(`key ${k}`), { inc: () => undefined }), denied: () => undefined, beforeScrape: () => () => undefined },
     numbers: new KeyNumbers(),
     byDigest: new Map(),
     sharedSlots: sharedSlotLists(teams, shared),

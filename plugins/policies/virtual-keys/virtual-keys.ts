@@ -66,8 +66,8 @@ export interface KeyMetrics {
   teamSpend(team: string): Inc;
   /** What one key's LLM answers cost in USD, by key id: resolved at a key's first flush of the numbers (ADR 0177). */
   keySpend(key: string): Inc;
-  /** Run `fn` before `/metrics` shows the keys' cost (the numbers hand theirs on then). */
-  beforeScrape(fn: () => void): void;
+  /** Run `fn` before `/metrics` shows the keys' cost (the numbers hand theirs on then), until the returned function is called. */
+  beforeScrape(fn: () => void): () => void;
   /** A refused request: `unauthenticated`, `route`, `model` or `budget`. */
   denied(reason: 'unauthenticated' | 'route' | 'model' | 'budget'): void;
 }
@@ -86,8 +86,8 @@ function keyMetrics(ctx: CompileContext): KeyMetrics {
     teamSpend: (team) => spend.child({ team }),
     keySpend: (key) => keySpend.child({ key }),
     beforeScrape: (fn) => {
-      spend.beforeScrape(fn);
-      keySpend.beforeScrape(fn);
+      const removers = [spend.beforeScrape(fn), keySpend.beforeScrape(fn)];
+      return () => removers.forEach((remove) => remove());
     },
     denied: (reason) => reasons[reason].inc(),
   };
@@ -98,6 +98,8 @@ class StoreHandle {
   readonly ready: Promise<KeyStore>;
   /** The keys' numbers (ADR 0177): a reload that keeps the store keeps what they hold. */
   readonly numbers = new KeyNumbers();
+  /** Removes the `/metrics` hook that hands the numbers' costs on (one per handle, whichever load set it). */
+  private unhook: (() => void) | undefined;
   constructor(open: () => Promise<KeyStore>) {
     this.ready = open();
     this.ready.then((s) => (this.numbers.store = s), () => undefined);
@@ -109,8 +111,14 @@ class StoreHandle {
   close(): Promise<void> {
     return this.ready.then(async (s) => {
       await this.numbers.flush();
+      this.unhook?.();
       await s.close();
     }, () => undefined);
+  }
+
+  /** `/metrics` hands the numbers' costs to the series when it is read, while this handle lives. */
+  hookScrape(metrics: KeyMetrics): void {
+    this.unhook ??= metrics.beforeScrape(() => void this.numbers.flush());
   }
 }
 
@@ -170,7 +178,7 @@ async function directory(config: VirtualKeysConfig, ctx: CompileContext): Promis
   numbers.seriesOf = metrics.keySpend;
   numbers.teamSeriesOf = metrics.teamSpend;
   numbers.logger = ctx.logger;
-  metrics.beforeScrape(() => void numbers.flush());
+  handle.hookScrape(metrics);
   return { store, declared, declaredById, teams, shared, outputEstimate: config.outputEstimate ?? 256, metrics, numbers, byDigest: new Map(), sharedSlots: sharedSlotLists(teams, shared) };
 }
 
