@@ -71,7 +71,7 @@ export class RedisKeyStore implements KeyStore {
    */
   private readonly lazy = new LazySums<QueuedLazyState<RedisCounter>>(() => void this.flush().catch(() => undefined), queuedLazyState);
   /** A lifetime sum come due joins the queue on its counter's state, kept on its entry while the queue's `trims` holds. */
-  private readonly lazyDue = (q: QueuedLazyState<RedisCounter>): void => joinQueue(this.pending, q);
+  private readonly lazyDue = (q: QueuedLazyState<RedisCounter>, amount: number, expiresAt: number): void => joinQueue(this.pending, q, amount, expiresAt);
 
   /** Budget leases (ADR 0108): a lease's room goes back to the store as a settlement of its counter. */
   private readonly leases: LeaseBook<RedisCounter>;

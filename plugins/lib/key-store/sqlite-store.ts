@@ -103,7 +103,7 @@ export class SqliteKeyStore implements KeyStore {
   /** Lifetime counters' settlements, summed: they join `pending` once LAZY_MS old, a few per reservation (ADR 0072, 0111). */
   private readonly lazy = new LazySums<QueuedLazyState<SqliteCounter>>(() => this.tryFlush(true), queuedLazyState);
   /** A lifetime sum come due joins the queue on its counter's state, kept on its entry (no lookup by name per sum). */
-  private readonly lazyDue = (q: QueuedLazyState<SqliteCounter>): void => joinQueue(this.pending, q);
+  private readonly lazyDue = (q: QueuedLazyState<SqliteCounter>, amount: number, expiresAt: number): void => joinQueue(this.pending, q, amount, expiresAt);
   /** Parsed key records by their stored JSON: an unchanged key is not parsed again (and keeps its identity). */
   private readonly parsed = new Map<string, KeyRecord>();
   private reservations = 0;
